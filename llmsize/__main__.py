@@ -1,0 +1,3 @@
+from llmsize.cli import main
+
+main()

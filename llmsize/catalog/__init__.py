@@ -1,0 +1,1 @@
+"""Catalog: YAML files under hardware/ and models/, validated by the schemas in schema.py."""

@@ -1,0 +1,169 @@
+"""Find, load and validate catalog entries.
+
+Search path, first match wins (so a user's file overrides a shipped one with the same id):
+  1. each `--catalog DIR` given on the command line,
+  2. each directory in $LLMSIZE_CATALOG (os.pathsep-separated),
+  3. the catalog shipped in the wheel (llmsize/_catalog/), or the repository root in a source checkout.
+A catalog directory holds `hardware/*.yaml` and/or `models/*.yaml`; the file stem is the entry id.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from functools import cached_property
+from pathlib import Path
+from typing import Generic, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from llmsize.catalog.schema import GpuSpec, ModelSpec
+from llmsize.errors import CatalogError, UnknownNameError
+
+ENV_VAR = "LLMSIZE_CATALOG"
+KINDS = {"hardware": GpuSpec, "models": ModelSpec}
+LIST_COMMAND = {"hardware": "llmsize gpus", "models": "llmsize models"}
+WORD = {"hardware": "GPU", "models": "model"}
+
+try:  # libyaml is 10x faster when present
+    _Loader = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover
+    _Loader = yaml.SafeLoader
+
+T = TypeVar("T", bound=BaseModel)
+
+
+def builtin_dirs() -> list[Path]:
+    """The shipped catalog: inside the wheel, or the repository root for a source checkout."""
+    package = Path(__file__).resolve().parent.parent
+    shipped = package / "_catalog"
+    if (shipped / "hardware").is_dir():
+        return [shipped]
+    return [package.parent]
+
+
+def search_path(extra_dirs: list[Path] | None = None) -> list[Path]:
+    dirs = [Path(d) for d in (extra_dirs or [])]
+    env = os.environ.get(ENV_VAR, "")
+    dirs += [Path(d) for d in env.split(os.pathsep) if d.strip()]
+    for d in dirs:
+        if not d.is_dir():
+            raise CatalogError(
+                f"Catalog directory `{d}` does not exist.",
+                f"Pass a folder holding hardware/ and/or models/ (via --catalog or ${ENV_VAR}).",
+            )
+    return dirs + builtin_dirs()
+
+
+def normalize(name: str) -> str:
+    """Spellings users type: 'RTX 5060 Ti', 'rtx-5060-ti', 'H200' all reduce to letters and digits."""
+    return re.sub(r"[^a-z0-9.]", "", name.lower()).replace(".", "")
+
+
+def _format_validation_error(path: Path, err: ValidationError) -> str:
+    parts = []
+    for e in err.errors()[:3]:
+        loc = ".".join(str(x) for x in e["loc"])
+        got = e.get("input")
+        got_txt = "" if isinstance(got, (dict, list)) or got is None else f" (got {got!r})"
+        parts.append(f"`{loc or '<top>'}`: {e['msg']}{got_txt}")
+    more = f" (+{len(err.errors()) - 3} more)" if len(err.errors()) > 3 else ""
+    return f"{path}: " + "; ".join(parts) + more
+
+
+def load_entry(path: Path, schema: type[T]) -> T:
+    """Parse one YAML file into `schema`, or raise CatalogError naming the file and the key."""
+    try:
+        with path.open(encoding="utf-8") as f:
+            data = yaml.load(f, Loader=_Loader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        problem = getattr(e, "problem", None) or "invalid YAML"
+        raise CatalogError(f"{path}:{where}: {problem}.", "Fix the YAML syntax.") from None
+    except OSError as e:
+        raise CatalogError(f"{path}: cannot read ({e.strerror}).") from None
+    if not isinstance(data, dict):
+        raise CatalogError(f"{path}: expected a mapping of keys, got {type(data).__name__}.")
+    try:
+        entry = schema.model_validate(data)
+    except ValidationError as e:
+        raise CatalogError(_format_validation_error(path, e), "Fix the file or move it off the catalog path.") from None
+    if entry.id != path.stem:
+        raise CatalogError(f"{path}: `id` is `{entry.id}` but the file is named `{path.stem}.yaml`.",
+                           "The file stem must equal the id.")
+    return entry
+
+
+class Shelf(Generic[T]):
+    """All entries of one kind (hardware or models) along the search path."""
+
+    def __init__(self, kind: str, dirs: list[Path]):
+        self.kind = kind
+        self.schema: type[T] = KINDS[kind]  # type: ignore[assignment]
+        self.dirs = dirs
+        self._cache: dict[str, T] = {}
+
+    @cached_property
+    def files(self) -> dict[str, Path]:
+        found: dict[str, Path] = {}
+        for d in self.dirs:
+            sub = d / self.kind
+            if not sub.is_dir():
+                continue
+            for p in sorted(sub.glob("*.yaml")):
+                found.setdefault(p.stem, p)
+        return found
+
+    def load(self, stem: str) -> T:
+        if stem not in self._cache:
+            self._cache[stem] = load_entry(self.files[stem], self.schema)
+        return self._cache[stem]
+
+    def all(self) -> list[T]:
+        return [self.load(stem) for stem in self.files]
+
+    def get(self, name: str) -> T:
+        key = name.strip().lower()
+        if key in self.files:
+            return self.load(key)
+        norm = normalize(key)
+        for stem in self.files:
+            if normalize(stem) == norm:
+                return self.load(stem)
+        # aliases need every entry parsed; only reached when the id was not typed exactly
+        names: dict[str, str] = {}
+        for entry in self.all():
+            names[entry.id] = entry.id
+            for alias in entry.aliases:
+                names.setdefault(alias, entry.id)
+        for alias, stem in names.items():
+            if normalize(alias) == norm:
+                return self.load(stem)
+        self._unknown(name, names)
+
+    def _unknown(self, name: str, names: dict[str, str]):
+        by_norm = {normalize(n): names[n] for n in names}
+        close = difflib.get_close_matches(normalize(name), list(by_norm), n=3, cutoff=0.6)
+        ids = list(dict.fromkeys(by_norm[c] for c in close))
+        word = WORD[self.kind]
+        suggestion = f" Did you mean {', '.join(f'`{i}`' for i in ids)}?" if ids else ""
+        raise UnknownNameError(
+            f"Unknown {word} `{name}`.{suggestion}",
+            f"Run `{LIST_COMMAND[self.kind]}` to see them all.",
+        )
+
+
+class Catalog:
+    def __init__(self, extra_dirs: list[Path] | None = None):
+        self.dirs = search_path(extra_dirs)
+        self.hardware: Shelf[GpuSpec] = Shelf("hardware", self.dirs)
+        self.models: Shelf[ModelSpec] = Shelf("models", self.dirs)
+
+    def gpu(self, name: str) -> GpuSpec:
+        return self.hardware.get(name)
+
+    def model(self, name: str) -> ModelSpec:
+        return self.models.get(name)

@@ -1,0 +1,267 @@
+"""Catalog schemas: what a card and a model may look like. pydantic v2, extra="forbid" everywhere,
+so a typo such as `num_kv_head:` fails loudly with the file and the key.
+
+Model dimensions are named as in Hugging Face config.json (hidden_size, num_key_value_heads, ...).
+A model is embeddings + ordered layer groups + lm_head; each group has a count, a mixer (attention,
+MLA, SSM or linear attention, or none) and an MLP (dense, MoE, or none).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+GiB = 2**30
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --------------------------------------------------------------------------- hardware
+
+Precision = Literal["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4"]
+PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
+
+
+class DenseTflops(Strict):
+    """Dense peak per precision, TFLOPS (int8 in TOPS). Never the 2:4-sparse figure. null = unknown."""
+
+    fp32: float | None = None
+    tf32: float | None = None
+    bf16: float | None = None
+    fp16: float | None = None
+    fp8: float | None = None
+    int8: float | None = None
+    fp4: float | None = None
+
+    def get(self, precision: str) -> float | None:
+        return getattr(self, precision)
+
+
+class GpuSpec(Strict):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$")
+    name: str
+    vendor: Literal["NVIDIA", "AMD", "Apple", "Intel"]
+    segment: Literal["consumer", "workstation", "datacenter", "edge", "desktop-soc"]
+    aliases: list[str] = []
+    memory_size: float = Field(gt=0, description="capacity as the vendor writes it")
+    memory_vendor_unit: Literal["GB", "GiB"] = Field(description="the unit the vendor prints")
+    memory_counts_as: Literal["GiB", "GB"] = Field(
+        "GiB",
+        description="how llmsize turns memory_size into bytes: DRAM capacities are binary, so a "
+        "vendor's '16 GB' card holds 16 GiB of devices",
+    )
+    memory_reported_bytes: int | None = Field(
+        None, gt=0, description="total as the driver reports it (NVML/torch), when sourced"
+    )
+    memory_type: str | None = None
+    bus_width_bits: int | None = Field(None, gt=0)
+    data_rate_gbps: float | None = Field(None, gt=0, description="per-pin Gb/s")
+    bandwidth_gb_s: float = Field(gt=0, description="vendor peak DRAM bandwidth, decimal GB/s")
+    dense_tflops: DenseTflops
+    tdp_w: float | None = Field(None, gt=0)
+    interconnect: str | None = None
+    year: int = Field(ge=2010, le=2030)
+    sources: list[str] = Field(min_length=1)
+    notes: str | None = None
+
+    @field_validator("aliases")
+    @classmethod
+    def _lower(cls, v: list[str]) -> list[str]:
+        return [a.lower() for a in v]
+
+    @property
+    def memory_nominal_bytes(self) -> int:
+        unit = GiB if self.memory_counts_as == "GiB" else 10**9
+        return int(round(self.memory_size * unit))
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes a process can see: the reported total when sourced, else the nominal capacity."""
+        return self.memory_reported_bytes or self.memory_nominal_bytes
+
+    @property
+    def bandwidth_bytes_per_s(self) -> float:
+        return self.bandwidth_gb_s * 1e9
+
+
+# --------------------------------------------------------------------------- model: mixers
+
+Bias = Literal["none", "qkv", "all"]
+
+
+class AttentionBase(Strict):
+    num_attention_heads: int = Field(gt=0)
+    num_key_value_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    k_eq_v: bool = Field(False, description="no v_proj: V comes from the K projection (Gemma 4 full layers)")
+    qk_norm: bool = Field(False, description="per-head RMSNorm weights on q and k (head_dim each)")
+    bias: Bias = "none"
+    sinks: bool = Field(False, description="one learned sink logit per head (gpt-oss)")
+    output_gate: bool = Field(False, description="q_proj also emits a sigmoid gate per head (Qwen3-Next)")
+
+    @model_validator(mode="after")
+    def _heads_divide(self):
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise ValueError(
+                f"num_attention_heads ({self.num_attention_heads}) must be a multiple of "
+                f"num_key_value_heads ({self.num_key_value_heads})"
+            )
+        return self
+
+
+class FullAttention(AttentionBase):
+    """MHA, GQA or MQA, set by num_key_value_heads. KV grows with every token."""
+
+    kind: Literal["full"]
+
+
+class SlidingAttention(AttentionBase):
+    """Attention over the last `sliding_window` tokens: KV capped at the window."""
+
+    kind: Literal["sliding"]
+    sliding_window: int = Field(gt=0)
+
+
+class MlaAttention(Strict):
+    """DeepSeek multi-head latent attention: caches kv_lora_rank + qk_rope_head_dim values per token."""
+
+    kind: Literal["mla"]
+    num_attention_heads: int = Field(gt=0)
+    q_lora_rank: int | None = Field(None, gt=0)
+    kv_lora_rank: int = Field(gt=0)
+    qk_nope_head_dim: int = Field(gt=0)
+    qk_rope_head_dim: int = Field(gt=0)
+    v_head_dim: int = Field(gt=0)
+
+
+class Mamba2Mixer(Strict):
+    """Mamba2 SSM layer: constant conv state + recurrent state per sequence."""
+
+    kind: Literal["ssm"]
+    num_heads: int = Field(gt=0, description="mamba_num_heads")
+    head_dim: int = Field(gt=0, description="mamba_head_dim")
+    state_size: int = Field(gt=0, description="ssm_state_size")
+    n_groups: int = Field(gt=0)
+    conv_kernel: int = Field(gt=0)
+    conv_bias: bool = True
+    state_dtype: Literal["fp32", "bf16", "fp16"] = Field(
+        "bf16", description="dtype of the recurrent state (config mamba_ssm_cache_dtype)"
+    )
+
+
+class LinearAttention(Strict):
+    """Gated DeltaNet linear attention (Qwen3-Next): constant recurrent + conv state per sequence."""
+
+    kind: Literal["linear"]
+    num_key_heads: int = Field(gt=0)
+    num_value_heads: int = Field(gt=0)
+    key_head_dim: int = Field(gt=0)
+    value_head_dim: int = Field(gt=0)
+    conv_kernel: int = Field(gt=0)
+    state_dtype: Literal["fp32", "bf16", "fp16"] = "fp32"
+
+
+Mixer = Annotated[
+    FullAttention | SlidingAttention | MlaAttention | Mamba2Mixer | LinearAttention,
+    Field(discriminator="kind"),
+]
+
+
+# --------------------------------------------------------------------------- model: MLPs
+
+
+class DenseMlp(Strict):
+    kind: Literal["dense"]
+    intermediate_size: int = Field(gt=0)
+    gated: bool = Field(True, description="gate/up/down (SwiGLU, GeGLU) rather than up/down")
+    bias: bool = False
+
+
+class MoeMlp(Strict):
+    """Routed experts (all resident) + optional shared experts that every token uses."""
+
+    kind: Literal["moe"]
+    num_experts: int = Field(gt=0)
+    experts_per_token: int = Field(gt=0)
+    moe_intermediate_size: int = Field(gt=0)
+    gated: bool = True
+    bias: bool = False
+    router_bias: bool = False
+    num_shared_experts: int = Field(0, ge=0)
+    shared_intermediate_size: int | None = Field(
+        None, gt=0, description="per shared expert; defaults to moe_intermediate_size"
+    )
+    shared_expert_gate: bool = Field(False, description="a [1, hidden] sigmoid gate on the shared expert")
+
+    @model_validator(mode="after")
+    def _topk(self):
+        if self.experts_per_token > self.num_experts:
+            raise ValueError("experts_per_token cannot exceed num_experts")
+        return self
+
+
+Mlp = Annotated[DenseMlp | MoeMlp, Field(discriminator="kind")]
+
+
+class LayerGroup(Strict):
+    count: int = Field(gt=0)
+    mixer: Mixer | None = None
+    mlp: Mlp | None = None
+    norms: int = Field(2, ge=0, description="hidden_size-long norm vectors per layer (weights, biases)")
+    extra_params: int = Field(0, ge=0, description="small per-layer tensors not covered above (layer_scalar)")
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _not_empty(self):
+        if self.mixer is None and self.mlp is None:
+            raise ValueError("a layer group needs a mixer, an mlp, or both")
+        return self
+
+
+class ExtraParams(Strict):
+    """Parameters outside the decoder stack (vision tower, MTP head). Stored, never read per token."""
+
+    name: str
+    params: int = Field(ge=0)
+    in_official_count: bool
+    loaded: bool = Field(True, description="engines load it by default, so it takes memory")
+    note: str | None = None
+
+
+class ReleaseFormat(Strict):
+    quant: str = Field(description="format id from `llmsize formats`")
+    scope: Literal["linear", "experts", "all"] = "linear"
+    note: str | None = None
+
+
+class ModelSpec(Strict):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$")
+    name: str
+    family: str
+    hf_repo: str | None = None
+    aliases: list[str] = []
+    sources: list[str] = Field(min_length=1)
+    params_official: int = Field(gt=0)
+    params_official_source: str
+    params_official_includes: str = Field(description="what the official count covers")
+    release: ReleaseFormat
+    vocab_size: int = Field(gt=0)
+    hidden_size: int = Field(gt=0)
+    tie_word_embeddings: bool
+    final_norms: int = Field(1, ge=0)
+    max_position_embeddings: int = Field(gt=0)
+    layer_groups: list[LayerGroup] = Field(min_length=1)
+    extra: list[ExtraParams] = []
+    notes: str | None = None
+
+    @property
+    def num_layers(self) -> int:
+        return sum(g.count for g in self.layer_groups)
+
+    @field_validator("aliases")
+    @classmethod
+    def _lower(cls, v: list[str]) -> list[str]:
+        return [a.lower() for a in v]

@@ -1,0 +1,298 @@
+"""The command line: parse -> load -> estimate -> render. No arithmetic here; torch is never imported."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from llmsize import __version__
+from llmsize.errors import ExitStatus, InvalidValueError, LlmsizeError
+from llmsize.units import GiB
+
+# typer vendors click in recent releases and re-exports only some of its exceptions: find the two
+# base classes through BadParameter so this works with either layout.
+_UsageError = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+_ClickException = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+app = typer.Typer(
+    name="llmsize",
+    help="Size LLM inference: weights, KV cache, context, concurrency, decode ceiling, prefill, and why.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+
+CatalogOpt = Annotated[
+    Optional[list[Path]],
+    typer.Option("--catalog", help="Extra catalog folder (holding hardware/ and/or models/); repeatable. "
+                 "Also read from $LLMSIZE_CATALOG.", show_default=False),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
+
+
+def _console():
+    from rich.console import Console
+
+    width = min(shutil.get_terminal_size((100, 24)).columns, 100)
+    return Console(width=width, highlight=False, soft_wrap=False)
+
+
+def _catalog(dirs: list[Path] | None):
+    from llmsize.catalog.loader import Catalog
+
+    return Catalog(dirs)
+
+
+def _print_json(obj) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2) + "\n")
+
+
+def _version(value: bool):
+    if value:
+        typer.echo(f"llmsize {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+):
+    """Size LLM inference before you buy or deploy.
+
+    Examples:
+      llmsize plan gemma-4-12b --gpu rtx5060ti
+      llmsize gpus --vendor nvidia --sort bandwidth
+      llmsize models --mixer mla
+      llmsize show h200
+    """
+
+
+@app.command()
+def plan(
+    model: Annotated[str, typer.Argument(help="Model id or alias (see `llmsize models`).")],
+    gpu: Annotated[str, typer.Option("--gpu", "-g", help="Card id or alias (see `llmsize gpus`).")],
+    quant: Annotated[Optional[str], typer.Option(
+        help="Weight format (see `llmsize formats`); default: the model's release format.")] = None,
+    scope: Annotated[Optional[str], typer.Option(
+        help="What the format quantizes: linear, experts or all; default: the release's or the format's.")] = None,
+    kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="KV cache dtype: bf16, fp16, fp8, nvfp4, int8, fp32.")]
+    = "bf16",
+    context: Annotated[int, typer.Option(help="Tokens per sequence (prompt + output) for the KV cache and decode.")]
+    = 4096,
+    batch: Annotated[int, typer.Option(help="Sequences decoded together.")] = 1,
+    prompt: Annotated[Optional[int], typer.Option(help="Prompt tokens for time to first token; default: --context.")]
+    = None,
+    gpu_util: Annotated[float, typer.Option("--gpu-util", help="Share of VRAM the engine may use, in (0, 1].")]
+    = 0.90,
+    overhead_gib: Annotated[float, typer.Option("--overhead-gib", help="Runtime overhead (activations, CUDA "
+                                                "graphs, allocator), GiB.")] = 1.5,
+    compute: Annotated[Optional[str], typer.Option(help="Compute precision for FLOP time: fp32, tf32, bf16, fp16, "
+                                                   "fp8, int8, fp4; default: the format's native one if the card "
+                                                   "has it, else bf16.")] = None,
+    as_json: JsonOpt = False,
+    catalog: CatalogOpt = None,
+):
+    """Plan one model on one card: memory, context, concurrency, decode ceiling, prefill, diagnosis.
+
+    Examples:
+      llmsize plan gemma-4-12b --gpu rtx5060ti
+      llmsize plan llama-3.1-8b --gpu h100 --quant fp8 --context 32768 --batch 16
+      llmsize plan deepseek-v3 --gpu h200 --kv-dtype fp8 --json
+    """
+    from llmsize.estimate.plan import PlanInputs, make_plan
+    from llmsize.catalog.schema import PRECISIONS
+
+    if compute is not None and compute not in PRECISIONS:
+        raise InvalidValueError(f"Unknown compute precision `{compute}`.", f"Choose one of: {', '.join(PRECISIONS)}.")
+    if not overhead_gib >= 0:
+        raise InvalidValueError(f"Runtime overhead `{overhead_gib}` GiB is negative.", "Pass --overhead-gib 0 or more.")
+    cat = _catalog(catalog)
+    m, g = cat.model(model), cat.gpu(gpu)
+    inputs = PlanInputs(quant=quant, scope=scope, kv_dtype=kv_dtype.lower(), context_tokens=context, batch=batch,
+                        prompt_tokens=prompt, gpu_util=gpu_util, overhead_bytes=overhead_gib * GiB,
+                        compute_precision=compute)
+    p = make_plan(m, g, inputs)
+    if not p.budget.weights_fit:  # name a bigger card: only now is the whole hardware catalog parsed
+        p = make_plan(m, g, inputs, candidates=cat.hardware.all())
+    if as_json:
+        from llmsize.render.plan_json import plan_to_dict
+
+        _print_json(plan_to_dict(p))
+    else:
+        from llmsize.render.plan_report import render_plan
+
+        render_plan(p, _console())
+
+
+@app.command()
+def gpus(
+    vendor: Annotated[Optional[str], typer.Option(help="Only this vendor: nvidia, amd, apple, intel.")] = None,
+    segment: Annotated[Optional[str], typer.Option(
+        help="Only this segment: consumer, workstation, datacenter, edge, desktop-soc.")] = None,
+    min_memory_gib: Annotated[Optional[float], typer.Option("--min-memory-gib", help="At least this much VRAM.")]
+    = None,
+    sort: Annotated[str, typer.Option(help="Sort by: bandwidth, memory, year, id.")] = "bandwidth",
+    as_json: JsonOpt = False,
+    catalog: CatalogOpt = None,
+):
+    """List accelerators.
+
+    Examples:
+      llmsize gpus
+      llmsize gpus --vendor nvidia --segment consumer
+      llmsize gpus --min-memory-gib 80 --sort memory --json
+    """
+    from llmsize.render.listing import gpu_row, render_gpus
+
+    items = _catalog(catalog).hardware.all()
+    if vendor:
+        items = [g for g in items if g.vendor.lower() == vendor.lower()]
+    if segment:
+        items = [g for g in items if g.segment == segment.lower()]
+    if min_memory_gib is not None:
+        items = [g for g in items if g.memory_bytes >= min_memory_gib * GiB]
+    keys = {"bandwidth": lambda g: -g.bandwidth_gb_s, "memory": lambda g: -g.memory_bytes,
+            "year": lambda g: -g.year, "id": lambda g: g.id}
+    if sort not in keys:
+        raise InvalidValueError(f"Unknown sort key `{sort}`.", f"Choose one of: {', '.join(keys)}.")
+    items.sort(key=keys[sort])
+    if as_json:
+        _print_json([gpu_row(g) for g in items])
+    else:
+        render_gpus(items, _console())
+
+
+@app.command()
+def models(
+    family: Annotated[Optional[str], typer.Option(help="Only this family (llama, gemma4, qwen3_moe...).")] = None,
+    mixer: Annotated[Optional[str], typer.Option(help="Only models with this layer kind: full, sliding, mla, ssm, "
+                                                 "linear.")] = None,
+    moe: Annotated[Optional[bool], typer.Option("--moe/--dense", help="Only mixture-of-experts / only dense.",
+                                                show_default=False)] = None,
+    as_json: JsonOpt = False,
+    catalog: CatalogOpt = None,
+):
+    """List models.
+
+    Examples:
+      llmsize models
+      llmsize models --moe
+      llmsize models --mixer sliding --json
+    """
+    from llmsize.render.listing import model_row, render_models
+
+    items = _catalog(catalog).models.all()
+    if family:
+        items = [m for m in items if m.family == family.lower()]
+    if mixer:
+        items = [m for m in items if any(g.mixer is not None and g.mixer.kind == mixer for g in m.layer_groups)]
+    if moe is not None:
+        items = [m for m in items if any(g.mlp is not None and g.mlp.kind == "moe" for g in m.layer_groups) == moe]
+    items.sort(key=lambda m: m.id)
+    if as_json:
+        _print_json([model_row(m) for m in items])
+    else:
+        render_models(items, _console())
+
+
+@app.command()
+def show(
+    name: Annotated[str, typer.Argument(help="A card or model id (or alias).")],
+    as_json: JsonOpt = False,
+    catalog: CatalogOpt = None,
+):
+    """Show one catalog entry with its sources.
+
+    Examples:
+      llmsize show rtx5060ti
+      llmsize show gemma-4-12b --json
+    """
+    from llmsize.errors import UnknownNameError
+    from llmsize.render.listing import render_entry
+
+    cat = _catalog(catalog)
+    try:
+        entry = cat.gpu(name)
+    except UnknownNameError:
+        try:
+            entry = cat.model(name)
+        except UnknownNameError as e:
+            raise UnknownNameError(f"`{name}` is neither a card nor a model in the catalog.",
+                                   "Run `llmsize gpus` or `llmsize models` to see them.") from e
+    if as_json:
+        _print_json(entry.model_dump(mode="json"))
+    else:
+        render_entry(entry, _console())
+
+
+@app.command()
+def formats(as_json: JsonOpt = False):
+    """List weight formats with their exact bits per weight.
+
+    Examples:
+      llmsize formats
+      llmsize formats --json
+    """
+    from llmsize.estimate.quant import FORMATS, KV_DTYPE_BYTES
+
+    rows = [{"id": f.id, "bits_per_weight": float(f.bits_per_weight), "per_tensor_bytes": f.per_tensor_bytes,
+             "default_scope": f.default_scope, "description": f.description, "source": f.source}
+            for f in FORMATS.values()]
+    if as_json:
+        _print_json({"weight_formats": rows, "kv_dtype_bytes": {k: float(v) for k, v in KV_DTYPE_BYTES.items()}})
+        return
+    from rich import box
+    from rich.table import Table
+
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="Weight formats", title_justify="left")
+    for col in ("id", "bits/weight", "scope", "what"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        t.add_row(r["id"], f"{r['bits_per_weight']:g}", r["default_scope"], r["description"])
+    c = _console()
+    c.print(t)
+    c.print("KV dtypes (bytes per value): " + ", ".join(f"{k} {float(v):g}" for k, v in KV_DTYPE_BYTES.items()),
+            style="dim")
+
+
+@contextmanager
+def _errors():
+    try:
+        yield
+    except LlmsizeError as e:
+        sys.stderr.write(f"Error: {e.one_line()}\n")
+        sys.exit(int(e.exit_status))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: every expected failure becomes one line on stderr and a non-zero exit."""
+    os.environ.setdefault("TYPER_STANDARD_TRACEBACK", "1")
+    with _errors():
+        try:
+            rv = app(args=argv, prog_name="llmsize", standalone_mode=False)
+        except (typer.Abort, KeyboardInterrupt):
+            sys.stderr.write("Aborted.\n")
+            sys.exit(int(ExitStatus.ERROR))
+        except _UsageError as e:
+            where = e.ctx.command_path if e.ctx else "llmsize"
+            msg = e.format_message().replace("\n", " ")
+            sys.stderr.write(f"Error: {msg} Run `{where} --help` for usage.\n")
+            sys.exit(int(ExitStatus.USAGE))
+        except _ClickException as e:
+            sys.stderr.write(f"Error: {e.format_message()}\n")
+            sys.exit(e.exit_code)
+    sys.exit(rv if isinstance(rv, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

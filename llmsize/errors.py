@@ -1,0 +1,41 @@
+"""One family of expected errors. The CLI prints them in one line on stderr and exits non-zero."""
+
+from enum import IntEnum
+
+
+class ExitStatus(IntEnum):
+    OK = 0
+    ERROR = 1
+    USAGE = 2
+
+
+class LlmsizeError(Exception):
+    """An expected failure: message says what happened, hint says what to do next."""
+
+    exit_status = ExitStatus.ERROR
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def one_line(self) -> str:
+        return f"{self.message} {self.hint}" if self.hint else self.message
+
+
+class CatalogError(LlmsizeError):
+    """A catalog file that does not parse or does not match its schema."""
+
+
+class UnknownNameError(LlmsizeError):
+    """An id that is neither in the catalog nor an alias."""
+
+
+class MissingSpecError(LlmsizeError):
+    """The catalog lacks a figure an estimate needs; we never invent it."""
+
+
+class InvalidValueError(LlmsizeError):
+    """An impossible input value (negative context, utilization above 1...)."""
+
+    exit_status = ExitStatus.USAGE

@@ -1,0 +1,1 @@
+"""Pure estimators: stdlib + catalog schema types only. No I/O, no torch."""

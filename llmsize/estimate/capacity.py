@@ -1,0 +1,97 @@
+"""Memory budget: what is left for the KV cache, the longest context, how many sequences fit.
+
+usable for KV = VRAM * utilization - weights - runtime overhead   (DESIGN.md; vLLM's ledger is the same
+shape: total * gpu_memory_utilization - weights - non-torch memory - activation peak).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmsize.catalog.schema import GpuSpec, ModelSpec
+from llmsize.errors import InvalidValueError
+from llmsize.estimate.kv import kv_bytes
+from llmsize.units import GiB
+
+# vLLM ledgers in shared/reference/engine-logs.yaml: non-torch + activation peak = 0.03 + 1.42 GiB
+# (Qwen2.5-7B, 4,096 batched tokens, vllm#13882) and 0.35 + 2.07 GiB (Llama-3.1-8B, 20,000, vllm#10517).
+DEFAULT_OVERHEAD_BYTES = int(1.5 * GiB)
+DEFAULT_GPU_UTIL = 0.90
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    vram_bytes: int
+    gpu_util: float
+    weights_bytes: float
+    overhead_bytes: float
+
+    @property
+    def budget_bytes(self) -> float:
+        return self.vram_bytes * self.gpu_util
+
+    @property
+    def kv_budget_bytes(self) -> float:
+        """What is left for the KV cache; negative when the weights do not fit."""
+        return self.budget_bytes - self.weights_bytes - self.overhead_bytes
+
+    @property
+    def weights_fit(self) -> bool:
+        return self.kv_budget_bytes > 0
+
+
+def check_budget_inputs(gpu_util: float, overhead_bytes: float) -> None:
+    if not 0 < gpu_util <= 1:
+        raise InvalidValueError(f"GPU utilization `{gpu_util}` must be in (0, 1].", "Try --gpu-util 0.9.")
+    if overhead_bytes < 0:
+        raise InvalidValueError(f"Runtime overhead `{overhead_bytes / GiB:g}` GiB is negative.",
+                                "Pass --overhead-gib 0 or more.")
+
+
+def memory_budget(gpu: GpuSpec, weights_bytes: float, gpu_util: float = DEFAULT_GPU_UTIL,
+                  overhead_bytes: float = DEFAULT_OVERHEAD_BYTES) -> MemoryBudget:
+    check_budget_inputs(gpu_util, overhead_bytes)
+    return MemoryBudget(gpu.memory_bytes, gpu_util, weights_bytes, overhead_bytes)
+
+
+@dataclass(frozen=True)
+class ContextLimit:
+    tokens: int
+    limited_by: str  # "memory" or "model" (max_position_embeddings)
+
+
+def max_context_tokens(model: ModelSpec, kv_dtype: str, kv_budget_bytes: float) -> ContextLimit:
+    """Longest context one sequence can hold: the largest L with kv_bytes(L) <= budget, capped at the
+    model's max_position_embeddings. kv_bytes is non-decreasing in L, so bisect."""
+    limit = model.max_position_embeddings
+    if kv_bytes(model, limit, kv_dtype).bytes_per_sequence <= kv_budget_bytes:
+        return ContextLimit(limit, "model")
+    if kv_bytes(model, 0, kv_dtype).bytes_per_sequence > kv_budget_bytes:
+        return ContextLimit(0, "memory")
+    lo, hi = 0, limit
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if kv_bytes(model, mid, kv_dtype).bytes_per_sequence <= kv_budget_bytes:
+            lo = mid
+        else:
+            hi = mid
+    return ContextLimit(lo, "memory")
+
+
+def max_concurrent_sequences(model: ModelSpec, kv_dtype: str, context_tokens: int,
+                             kv_budget_bytes: float) -> int:
+    """Sequences of `context_tokens` each whose caches fit the budget together."""
+    per_seq = kv_bytes(model, context_tokens, kv_dtype).bytes_per_sequence
+    if kv_budget_bytes <= 0:
+        return 0
+    if per_seq == 0:
+        raise InvalidValueError("This model caches nothing at context 0.", "Pass --context 1 or more.")
+    return int(kv_budget_bytes // per_seq)
+
+
+def kv_pool_tokens(bytes_per_token: float, kv_budget_bytes: float) -> int | None:
+    """Tokens of growing cache (full + MLA layers) the budget holds, shared among sequences; the
+    engines' 'KV cache size in tokens'. None when no layer grows (pure SSM / sliding models)."""
+    if bytes_per_token <= 0:
+        return None
+    return max(0, int(kv_budget_bytes // bytes_per_token))

@@ -1,0 +1,149 @@
+"""What saturates first, and which lever applies (the seeds' map: quantize, smaller KV dtype,
+GQA/MLA/window, batching, more cards)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from llmsize.catalog.schema import GpuSpec, ModelSpec
+from llmsize.estimate.capacity import max_concurrent_sequences, memory_budget
+from llmsize.estimate.kv import kv_bytes
+from llmsize.estimate.quant import FORMATS, QuantFormat
+from llmsize.estimate.weights import weight_bytes
+from llmsize.units import GB
+
+# Formats tried, largest first, when the weights do not fit.
+SMALLER_FORMATS = ("fp8", "nvfp4", "mxfp4", "int4-g128", "gguf-q3_k", "gguf-q2_k")
+SMALLER_KV = ("fp8", "nvfp4")
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    saturates: str  # "weights", "kv_cache", "bandwidth", "compute"
+    summary: str
+    levers: list[str] = field(default_factory=list)
+    weights_fit: bool = True
+    shortfall_bytes: float = 0.0  # how much the weights + overhead exceed the budget
+    cards_needed: int = 1
+
+
+def _fits(model: ModelSpec, gpu: GpuSpec, fmt: QuantFormat, scope: str, p: dict) -> float:
+    """KV budget left on `gpu` with `fmt`; > one sequence at the context means it fits."""
+    inputs = p["inputs"]
+    w = weight_bytes(model, fmt, scope).bytes_total
+    return memory_budget(gpu, w, inputs.gpu_util, inputs.overhead_bytes).kv_budget_bytes
+
+
+def _one_sequence_bytes(p: dict) -> float:
+    return p["kv"].bytes_per_sequence
+
+
+def _weights_levers(p: dict, candidates: list[GpuSpec]) -> tuple[list[str], int]:
+    model, gpu, fmt, inputs = p["model"], p["gpu"], p["fmt"], p["inputs"]
+    need = _one_sequence_bytes(p)
+    levers = []
+    current_bits = float(fmt.bits_per_weight)
+    for fid in SMALLER_FORMATS:
+        f = FORMATS[fid]
+        if float(f.bits_per_weight) >= current_bits:
+            continue
+        left = _fits(model, gpu, f, f.default_scope, p)
+        if left > need:
+            levers.append(f"Quantize: in {fid} ({float(f.bits_per_weight):g} bits) the weights fit, "
+                          f"leaving {left / GB:.1f} GB for the KV cache.")
+            break
+    bigger = sorted(
+        (c for c in candidates if c.id != gpu.id and _fits(model, c, fmt, p["scope"], p) > need),
+        key=lambda c: (c.memory_bytes, -c.bandwidth_gb_s),
+    )
+    if bigger:
+        c = bigger[0]
+        levers.append(f"Bigger card: the smallest catalog card that holds it in {fmt.id} is {c.id} "
+                      f"({c.memory_size:g} {c.memory_vendor_unit}, {c.bandwidth_gb_s:,.0f} GB/s).")
+    per_card = gpu.memory_bytes * inputs.gpu_util - inputs.overhead_bytes
+    cards = math.ceil((p["weights"].bytes_total + need) / per_card) if per_card > 0 else 0
+    if cards > 1:
+        levers.append(f"More cards: about {cards} x {gpu.id} with the weights and cache split across them "
+                      "(tensor or pipeline parallel; interconnect traffic not costed here).")
+    return levers, max(cards, 1)
+
+
+def _kv_levers(p: dict) -> list[str]:
+    model, inputs = p["model"], p["inputs"]
+    levers = []
+    kinds = {g.mixer.kind for g in model.layer_groups if g.mixer}
+    for dt in SMALLER_KV:
+        if kv_bytes(model, 1, dt).bytes_per_token >= p["kv"].bytes_per_token and p["kv"].bytes_per_token:
+            continue
+        n = max_concurrent_sequences(model, dt, inputs.context_tokens, p["budget"].kv_budget_bytes)
+        levers.append(f"Smaller KV dtype: --kv-dtype {dt} holds {n:,} sequences of {inputs.context_tokens:,} tokens.")
+        break
+    have = []
+    if "mla" in kinds:
+        have.append("MLA")
+    if "sliding" in kinds:
+        have.append("sliding windows")
+    if kinds & {"ssm", "linear"}:
+        have.append("constant-state layers")
+    gqa = [g.mixer for g in model.layer_groups if g.mixer is not None and g.mixer.kind in ("full", "sliding")
+           and g.mixer.num_key_value_heads < g.mixer.num_attention_heads]
+    if gqa:
+        have.append("GQA")
+    arch = ", ".join(have) if have else "plain multi-head attention"
+    levers.append(f"Architecture: this model already uses {arch}; a model with GQA, MLA or sliding windows "
+                  "caches less per token.")
+    levers.append("Shorter contexts or fewer concurrent sequences; more cards split the cache.")
+    return levers
+
+
+def diagnose(p: dict, candidates: list[GpuSpec]) -> Diagnosis:
+    budget, inputs = p["budget"], p["inputs"]
+    if not budget.weights_fit:
+        short = -budget.kv_budget_bytes
+        levers, cards = _weights_levers(p, candidates)
+        return Diagnosis(
+            "weights",
+            f"The weights ({p['weights'].bytes_total / GB:.1f} GB in {p['fmt'].id}) plus runtime overhead "
+            f"exceed the {budget.budget_bytes / GB:.1f} GB budget by {short / GB:.1f} GB: it does not fit.",
+            levers, weights_fit=False, shortfall_bytes=short, cards_needed=cards,
+        )
+    step = p["decode_b"]
+    if p["max_sequences"] < inputs.batch or p["max_context"].tokens < inputs.context_tokens:
+        return Diagnosis(
+            "kv_cache",
+            f"The KV cache saturates first: {p['max_sequences']:,} sequences of {inputs.context_tokens:,} "
+            f"tokens fit, {inputs.batch:,} asked; one sequence can hold {p['max_context'].tokens:,} tokens.",
+            _kv_levers(p),
+        )
+    kv_share = step.kv_bytes / step.bytes_total
+    if step.bound == "memory":
+        levers = []
+        if float(p["fmt"].bits_per_weight) > 5:
+            levers.append("Quantize the weights: 4-bit formats read 3-4x fewer bytes per token.")
+        if kv_share > 0.3:
+            levers.append(f"The KV cache is {kv_share:.0%} of the bytes read per step: a smaller KV dtype, "
+                          "or GQA/MLA/sliding windows, cut it.")
+        best = p["decode_best"]
+        if best is not None and best.batch > inputs.batch:
+            ridge = p["ridge_batch"]
+            why = (f"memory holds {p['max_sequences']:,} sequences of {inputs.context_tokens:,} tokens"
+                   if best.batch == p["max_sequences"] else f"decode turns compute-bound at batch {ridge:,}")
+            levers.append(f"Batching: {why}; batch {best.batch:,} would give {best.tok_s:,.0f} tok/s in aggregate "
+                          f"({best.tok_s / best.batch:,.1f} per sequence) against {step.tok_s:,.0f} now.")
+        levers.append("Speculative decoding: several tokens per pass over the weights.")
+        return Diagnosis(
+            "bandwidth",
+            f"Decode is memory-bound at batch {inputs.batch:,}: each step reads {step.bytes_total / GB:.2f} GB "
+            f"({kv_share:.0%} of it KV cache); compute would take "
+            + (f"{step.compute_time_s / step.memory_time_s:.1%} of the memory time."
+               if step.compute_time_s is not None else "an unknown time (no TFLOPS figure)."),
+            levers,
+        )
+    return Diagnosis(
+        "compute",
+        f"Decode is compute-bound at batch {inputs.batch:,}: the FLOPs take "
+        f"{step.compute_time_s / step.memory_time_s:.1f}x the memory time.",
+        ["Lower-precision compute (FP8/FP4 tensor cores) raises the roof.",
+         "More cards split the FLOPs; a smaller batch lowers latency per token."],
+    )

@@ -1,0 +1,110 @@
+"""FLOPs of a decoded token and of a prefill, and the peak a card offers for them.
+
+Matmuls: 2 FLOPs per multiply-add, per parameter used (Kaplan et al. 2020, "Scaling Laws", table 1:
+forward ~ 2N). Attention: QK^T and PV each 2 * heads * head_dim FLOPs per attended token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmsize.catalog.schema import (
+    AttentionBase,
+    GpuSpec,
+    LinearAttention,
+    Mamba2Mixer,
+    MlaAttention,
+    ModelSpec,
+)
+from llmsize.estimate.quant import QuantFormat
+from llmsize.estimate.weights import matmul_params_per_token
+
+FALLBACK = ("bf16", "fp16", "fp32")
+
+
+@dataclass(frozen=True)
+class ComputePeak:
+    precision: str | None
+    flop_per_s: float | None
+    requested: str
+    note: str | None  # set when the requested precision had no figure
+
+
+def compute_peak(gpu: GpuSpec, fmt: QuantFormat, override: str | None = None) -> ComputePeak:
+    """Dense peak at the precision the math runs in.
+
+    Default precision: the format's native one (fp4 for NVFP4/MXFP4, fp8 for FP8) where the card has
+    tensor cores for it, else bf16 (weight-only kernels dequantize to bf16). A card without a figure
+    for that precision falls back to bf16, fp16, then fp32 - a real, lower rate the card has,
+    never a figure scaled from another precision.
+    """
+    requested = override or fmt.native_compute
+    value = gpu.dense_tflops.get(requested)
+    if value:
+        return ComputePeak(requested, value * 1e12, requested, None)
+    for p in FALLBACK:
+        v = gpu.dense_tflops.get(p)
+        if v:
+            note = f"no dense {requested} figure for {gpu.id}; compute costed at its {p} peak ({v:g} TFLOPS)"
+            return ComputePeak(p, v * 1e12, requested, note)
+    note = f"no dense TFLOPS figure for {gpu.id} in the catalog: compute-bound figures are unknown"
+    return ComputePeak(None, None, requested, note)
+
+
+def _attn_flops_per_attended_token(mixer) -> float:
+    if isinstance(mixer, AttentionBase):
+        return 4.0 * mixer.num_attention_heads * mixer.head_dim
+    if isinstance(mixer, MlaAttention):
+        # absorbed MLA at decode: scores over latent + rope dims, values over the latent
+        return 2.0 * mixer.num_attention_heads * (2 * mixer.kv_lora_rank + mixer.qk_rope_head_dim)
+    return 0.0
+
+
+def _recurrent_flops_per_token(mixer) -> float:
+    # state update h = a*h + B x and readout y = C h: ~3 multiply-adds per state element
+    if isinstance(mixer, Mamba2Mixer):
+        return 6.0 * mixer.num_heads * mixer.head_dim * mixer.state_size
+    if isinstance(mixer, LinearAttention):
+        return 6.0 * mixer.num_value_heads * mixer.key_head_dim * mixer.value_head_dim
+    return 0.0
+
+
+def decode_flops_per_token(model: ModelSpec, context_tokens: int) -> float:
+    """FLOPs to decode one token with `context_tokens` already cached."""
+    flops = 2.0 * matmul_params_per_token(model)
+    for g in model.layer_groups:
+        m = g.mixer
+        if m is None:
+            continue
+        attended = min(context_tokens, m.sliding_window) if m.kind == "sliding" else context_tokens
+        flops += g.count * (_attn_flops_per_attended_token(m) * attended + _recurrent_flops_per_token(m))
+    return flops
+
+
+def _causal_pairs(prompt_tokens: int, window: int | None) -> float:
+    """Sum over positions i = 1..P of the tokens attended, min(i, W)."""
+    p = prompt_tokens
+    if window is None or p <= window:
+        return p * (p + 1) / 2
+    return window * (window + 1) / 2 + (p - window) * window
+
+
+def prefill_flops(model: ModelSpec, prompt_tokens: int) -> float:
+    """FLOPs to prefill `prompt_tokens`: matmuls for every token (logits for the last one only),
+    causal attention over the prompt."""
+    lm_head = model.vocab_size * model.hidden_size
+    body = matmul_params_per_token(model) - lm_head
+    flops = 2.0 * (prompt_tokens * body + (lm_head if prompt_tokens else 0))
+    for g in model.layer_groups:
+        m = g.mixer
+        if m is None:
+            continue
+        if isinstance(m, MlaAttention):
+            # prefill runs MLA un-absorbed: scores over nope+rope, values over v_head_dim
+            per_pair = 2.0 * m.num_attention_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
+        else:
+            per_pair = _attn_flops_per_attended_token(m)
+        window = m.sliding_window if m.kind == "sliding" else None
+        flops += g.count * (per_pair * _causal_pairs(prompt_tokens, window)
+                            + _recurrent_flops_per_token(m) * prompt_tokens)
+    return flops

@@ -1,0 +1,103 @@
+"""KV cache and recurrent state per sequence, by layer kind.
+
+Per layer, at context L (DESIGN.md "Describing a model"):
+  full     2 * kv_heads * head_dim * L * bytes(kv_dtype)             (MHA / GQA / MQA by kv_heads)
+  sliding  2 * kv_heads * head_dim * min(L, W) * bytes(kv_dtype)
+  mla      (kv_lora_rank + qk_rope_head_dim) * L * bytes(kv_dtype)   (DeepSeek-V2 paper, sec. 2.1)
+  ssm      conv state (k-1) * conv_dim * 2 B + heads * head_dim * d_state * bytes(state), independent of L
+  linear   conv state (k-1) * conv_dim * 2 B + v_heads * d_k * d_v * bytes(state), independent of L
+The factor 2 is K and V. Gemma 4's full layers have K = V at the projection, but K is normed and
+rotated and V is only normed, so both are cached: k_eq_v saves weights, not cache (an assumption).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmsize.catalog.schema import (
+    FullAttention,
+    LinearAttention,
+    Mamba2Mixer,
+    MlaAttention,
+    ModelSpec,
+    SlidingAttention,
+)
+from llmsize.errors import InvalidValueError
+from llmsize.estimate.quant import STATE_DTYPE_BYTES, kv_dtype_bytes
+
+KINDS = ("full", "sliding", "mla", "ssm", "linear")
+CONV_STATE_BYTES = 2  # conv states are kept in the activation dtype (bf16)
+
+
+def _per_token_per_layer(mixer, kv_bytes: float) -> float:
+    if isinstance(mixer, (FullAttention, SlidingAttention)):
+        return 2 * mixer.num_key_value_heads * mixer.head_dim * kv_bytes
+    if isinstance(mixer, MlaAttention):
+        return (mixer.kv_lora_rank + mixer.qk_rope_head_dim) * kv_bytes
+    return 0.0
+
+
+def state_bytes_per_layer(mixer) -> float:
+    """Constant per-sequence state of an SSM / linear-attention layer."""
+    if isinstance(mixer, Mamba2Mixer):
+        d_inner = mixer.num_heads * mixer.head_dim
+        conv_dim = d_inner + 2 * mixer.n_groups * mixer.state_size
+        conv = (mixer.conv_kernel - 1) * conv_dim * CONV_STATE_BYTES
+        ssm = mixer.num_heads * mixer.head_dim * mixer.state_size * STATE_DTYPE_BYTES[mixer.state_dtype]
+        return float(conv + ssm)
+    if isinstance(mixer, LinearAttention):
+        key_dim = mixer.num_key_heads * mixer.key_head_dim
+        value_dim = mixer.num_value_heads * mixer.value_head_dim
+        conv = (mixer.conv_kernel - 1) * (2 * key_dim + value_dim) * CONV_STATE_BYTES
+        rec = mixer.num_value_heads * mixer.key_head_dim * mixer.value_head_dim
+        return float(conv + rec * STATE_DTYPE_BYTES[mixer.state_dtype])
+    return 0.0
+
+
+@dataclass(frozen=True)
+class KvBytes:
+    """Cache of one sequence at `context_tokens`, by layer kind, under `kv_dtype`."""
+
+    kv_dtype: str
+    context_tokens: int
+    bytes_by_kind: dict[str, float]
+    layers_by_kind: dict[str, int]
+    bytes_per_token_by_kind: dict[str, float]  # per cached token, all layers of that kind
+
+    @property
+    def bytes_per_sequence(self) -> float:
+        return sum(self.bytes_by_kind.values())
+
+    @property
+    def bytes_per_token(self) -> float:
+        """Bytes each further token adds once every sliding window is full: full + MLA layers."""
+        return self.bytes_per_token_by_kind["full"] + self.bytes_per_token_by_kind["mla"]
+
+
+def check_context(context_tokens: int) -> int:
+    if context_tokens < 0:
+        raise InvalidValueError(f"Context `{context_tokens}` is negative.", "Give a context of 0 tokens or more.")
+    return context_tokens
+
+
+def kv_bytes(model: ModelSpec, context_tokens: int, kv_dtype: str) -> KvBytes:
+    """KV cache + recurrent state of one sequence holding `context_tokens` tokens."""
+    check_context(context_tokens)
+    b = float(kv_dtype_bytes(kv_dtype))
+    by_kind = dict.fromkeys(KINDS, 0.0)
+    per_tok = dict.fromkeys(KINDS, 0.0)
+    layers = dict.fromkeys(KINDS, 0)
+    for g in model.layer_groups:
+        m = g.mixer
+        if m is None:
+            continue
+        kind = m.kind
+        layers[kind] += g.count
+        if kind in ("ssm", "linear"):
+            by_kind[kind] += g.count * state_bytes_per_layer(m)
+            continue
+        t = g.count * _per_token_per_layer(m, b)
+        per_tok[kind] += t
+        cached = min(context_tokens, m.sliding_window) if kind == "sliding" else context_tokens
+        by_kind[kind] += t * cached
+    return KvBytes(kv_dtype, context_tokens, by_kind, layers, per_tok)

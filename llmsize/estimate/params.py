@@ -1,0 +1,218 @@
+"""Parameter counts by component, from the layer groups.
+
+Every tensor of the model becomes a Piece: which component it belongs to, how many parameters, whether
+it is a 2-D matrix (which a weight format may quantize) or a vector (norm weights, biases, SSM constants),
+and whether it is a routed expert (read per token only when routed to).
+Shapes follow the Hugging Face implementations named in each function.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from llmsize.catalog.schema import (
+    AttentionBase,
+    DenseMlp,
+    LayerGroup,
+    LinearAttention,
+    Mamba2Mixer,
+    MlaAttention,
+    ModelSpec,
+    MoeMlp,
+)
+
+COMPONENTS = (
+    "embedding", "lm_head", "attention", "mlp", "experts", "shared_experts", "router", "ssm", "norms",
+    "extra",
+)
+
+
+@dataclass(frozen=True)
+class Piece:
+    component: str
+    params: int  # summed over the group's layers
+    matrix: bool  # a 2-D weight a format may quantize
+    tensors: int = 1  # how many tensors (per-tensor scales)
+    routed: tuple[int, int] | None = None  # (top-k, experts) for routed expert weights
+    stored: bool = True  # False for a tied lm_head: read per token, stored once as the embedding
+    read: bool = True  # False for the embedding table (one row gathered) and extras (vision tower)
+
+
+def _attention(m: AttentionBase, hidden: int) -> list[Piece]:
+    # transformers LlamaAttention / Gemma4 / GptOss / Qwen3Next: q, k, v, o projections.
+    q_out = m.num_attention_heads * m.head_dim * (2 if m.output_gate else 1)
+    kv_out = m.num_key_value_heads * m.head_dim
+    o_in = m.num_attention_heads * m.head_dim
+    mats = hidden * q_out + hidden * kv_out + (0 if m.k_eq_v else hidden * kv_out) + o_in * hidden
+    n_mats = 3 if m.k_eq_v else 4
+    vectors = 0
+    if m.bias in ("qkv", "all"):
+        vectors += q_out + kv_out + (0 if m.k_eq_v else kv_out)
+    if m.bias == "all":
+        vectors += hidden
+    if m.sinks:
+        vectors += m.num_attention_heads
+    pieces = [Piece("attention", mats, True, n_mats)]
+    if vectors:
+        pieces.append(Piece("attention", vectors, False, 0))
+    if m.qk_norm:
+        pieces.append(Piece("norms", 2 * m.head_dim, False, 0))
+    return pieces
+
+
+def _mla(m: MlaAttention, hidden: int) -> list[Piece]:
+    # DeepseekV2Attention / DeepseekV3Attention (modeling_deepseek.py).
+    qk_head = m.qk_nope_head_dim + m.qk_rope_head_dim
+    q_out = m.num_attention_heads * qk_head
+    if m.q_lora_rank:
+        q = hidden * m.q_lora_rank + m.q_lora_rank * q_out  # q_a_proj, q_b_proj
+        norms = m.q_lora_rank  # q_a_layernorm
+        n = 2
+    else:
+        q, norms, n = hidden * q_out, 0, 1
+    kv_a = hidden * (m.kv_lora_rank + m.qk_rope_head_dim)  # kv_a_proj_with_mqa
+    kv_b = m.kv_lora_rank * m.num_attention_heads * (m.qk_nope_head_dim + m.v_head_dim)
+    o = m.num_attention_heads * m.v_head_dim * hidden
+    return [
+        Piece("attention", q + kv_a + kv_b + o, True, n + 3),
+        Piece("norms", norms + m.kv_lora_rank, False, 0),  # + kv_a_layernorm
+    ]
+
+
+def _mamba2(m: Mamba2Mixer, hidden: int) -> list[Piece]:
+    # transformers NemotronHMamba2Mixer: in_proj -> [z, x, B, C, dt]; depthwise conv1d over [x, B, C].
+    d_inner = m.num_heads * m.head_dim
+    conv_dim = d_inner + 2 * m.n_groups * m.state_size
+    in_proj = hidden * (d_inner + conv_dim + m.num_heads)
+    out_proj = d_inner * hidden
+    small = conv_dim * m.conv_kernel + (conv_dim if m.conv_bias else 0) + 3 * m.num_heads  # dt_bias, A_log, D
+    return [
+        Piece("ssm", in_proj + out_proj, True, 2),
+        Piece("ssm", small, False, 0),
+        Piece("norms", d_inner, False, 0),  # gated RMSNorm
+    ]
+
+
+def _linear(m: LinearAttention, hidden: int) -> list[Piece]:
+    # transformers Qwen3NextGatedDeltaNet: in_proj_qkvz, in_proj_ba, conv1d (no bias), dt_bias, A_log,
+    # norm over value_head_dim, out_proj.
+    key_dim = m.num_key_heads * m.key_head_dim
+    value_dim = m.num_value_heads * m.value_head_dim
+    conv_dim = 2 * key_dim + value_dim
+    mats = hidden * (2 * key_dim + 2 * value_dim) + hidden * 2 * m.num_value_heads + value_dim * hidden
+    small = conv_dim * m.conv_kernel + 2 * m.num_value_heads
+    return [
+        Piece("ssm", mats, True, 3),
+        Piece("ssm", small, False, 0),
+        Piece("norms", m.value_head_dim, False, 0),
+    ]
+
+
+def _dense_mlp(m: DenseMlp, hidden: int) -> list[Piece]:
+    n = 3 if m.gated else 2
+    pieces = [Piece("mlp", n * hidden * m.intermediate_size, True, n)]
+    if m.bias:
+        pieces.append(Piece("mlp", (n - 1) * m.intermediate_size + hidden, False, 0))
+    return pieces
+
+
+def _moe(m: MoeMlp, hidden: int) -> list[Piece]:
+    n = 3 if m.gated else 2
+    e = m.num_experts
+    route = (m.experts_per_token, e)
+    pieces = [Piece("experts", e * n * hidden * m.moe_intermediate_size, True, e * n, routed=route)]
+    if m.bias:
+        pieces.append(Piece("experts", e * ((n - 1) * m.moe_intermediate_size + hidden), False, 0, routed=route))
+    router = hidden * e + (e if m.router_bias else 0) + (hidden if m.shared_expert_gate else 0)
+    pieces.append(Piece("router", router, False, 0))  # routers stay 16-bit in every checkpoint we know
+    if m.num_shared_experts:
+        inter = m.shared_intermediate_size or m.moe_intermediate_size
+        pieces.append(Piece("shared_experts", m.num_shared_experts * n * hidden * inter, True, n))
+    return pieces
+
+
+def layer_pieces(group: LayerGroup, hidden: int) -> list[Piece]:
+    """Pieces of one layer of the group."""
+    pieces: list[Piece] = []
+    mixer = group.mixer
+    if isinstance(mixer, AttentionBase):
+        pieces += _attention(mixer, hidden)
+    elif isinstance(mixer, MlaAttention):
+        pieces += _mla(mixer, hidden)
+    elif isinstance(mixer, Mamba2Mixer):
+        pieces += _mamba2(mixer, hidden)
+    elif isinstance(mixer, LinearAttention):
+        pieces += _linear(mixer, hidden)
+    if isinstance(group.mlp, DenseMlp):
+        pieces += _dense_mlp(group.mlp, hidden)
+    elif isinstance(group.mlp, MoeMlp):
+        pieces += _moe(group.mlp, hidden)
+    small = group.norms * hidden + group.extra_params
+    if small:
+        pieces.append(Piece("norms", small, False, 0))
+    return pieces
+
+
+def model_pieces(model: ModelSpec) -> list[Piece]:
+    """Every tensor of the model, layer pieces multiplied by their group's count."""
+    h = model.hidden_size
+    embed = model.vocab_size * h
+    pieces = [Piece("embedding", embed, True, 1, read=False)]
+    # lm_head: read every decoded token; when tied it is the embedding matrix, stored once.
+    pieces.append(Piece("lm_head", embed, True, 1, stored=not model.tie_word_embeddings))
+    for g in model.layer_groups:
+        for p in layer_pieces(g, h):
+            pieces.append(Piece(p.component, p.params * g.count, p.matrix, p.tensors * g.count, p.routed))
+    if model.final_norms:
+        pieces.append(Piece("norms", model.final_norms * h, False, 0))
+    for x in model.extra:
+        pieces.append(Piece("extra", x.params, False, 0, stored=x.loaded, read=False))
+    return pieces
+
+
+def params_by_component(model: ModelSpec) -> dict[str, int]:
+    """Stored parameters per component (a tied lm_head counts zero: it is the embedding)."""
+    out: dict[str, int] = defaultdict(int)
+    for p in model_pieces(model):
+        if p.stored:
+            out[p.component] += p.params
+    return {c: out.get(c, 0) for c in COMPONENTS}
+
+
+def params_total(model: ModelSpec) -> int:
+    """Parameters an engine loads: the decoder stack plus the extras it loads (vision towers)."""
+    return sum(p.params for p in model_pieces(model) if p.stored)
+
+
+def params_comparable_to_official(model: ModelSpec) -> int:
+    """Our count of exactly what the official figure covers (see each entry's `extra`)."""
+    decoder = sum(p.params for p in model_pieces(model) if p.stored and p.component != "extra")
+    return decoder + sum(x.params for x in model.extra if x.in_official_count)
+
+
+def params_active(model: ModelSpec) -> int:
+    """Parameters one token uses: everything but the routed experts it is not sent to, and the extras.
+
+    Convention of the MoE papers (Mixtral 12.9B of 46.7B, DeepSeek-V3 37B of 671B): embedding and
+    lm_head count; only the k of E routed experts count.
+    """
+    active = 0.0
+    for p in model_pieces(model):
+        if not p.stored or p.component == "extra":
+            continue
+        active += p.params * routed_fraction(p, batch=1)
+    return int(round(active))
+
+
+def routed_fraction(piece: Piece, batch: int) -> float:
+    """Expected share of a piece read by one step of `batch` tokens.
+
+    Routed experts under uniform routing: an expert is untouched by one token with probability
+    1 - k/E, by B independent tokens with (1 - k/E)^B, so the share read is 1 - (1 - k/E)^B.
+    Everything else: 1.
+    """
+    if piece.routed is None:
+        return 1.0
+    k, e = piece.routed
+    return 1.0 - (1.0 - k / e) ** batch

@@ -1,0 +1,166 @@
+"""One plan: a model on a card under formats and knobs, every estimator composed, with its assumptions.
+This is the one thing the CLI calls for `llmsize plan`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llmsize.catalog.schema import GpuSpec, ModelSpec
+from llmsize.estimate.capacity import (
+    ContextLimit,
+    MemoryBudget,
+    kv_pool_tokens,
+    max_concurrent_sequences,
+    max_context_tokens,
+    memory_budget,
+)
+from llmsize.estimate.decode import DecodeModel, DecodeStep, check_batch
+from llmsize.estimate.diagnosis import Diagnosis, diagnose
+from llmsize.estimate.flops import ComputePeak, compute_peak
+from llmsize.estimate.kv import KvBytes, check_context, kv_bytes
+from llmsize.estimate.params import params_active, params_total
+from llmsize.estimate.prefill import Prefill, prefill_time
+from llmsize.estimate.quant import QuantFormat, kv_dtype_bytes, quant_format
+from llmsize.estimate.weights import WeightBytes, check_scope, weight_bytes
+from llmsize.errors import InvalidValueError
+from llmsize.units import GiB
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    quant: str | None = None  # None: the model's release format
+    scope: str | None = None  # None: the release scope for the release format, else the format's default
+    kv_dtype: str = "bf16"
+    context_tokens: int = 4096
+    batch: int = 1
+    prompt_tokens: int | None = None  # None: the context
+    gpu_util: float = 0.90
+    overhead_bytes: float = 1.5 * GiB
+    compute_precision: str | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    model: ModelSpec
+    gpu: GpuSpec
+    inputs: PlanInputs
+    fmt: QuantFormat
+    scope: str
+    prompt_tokens: int
+    params_total: int
+    params_active: int
+    weights: WeightBytes
+    kv: KvBytes
+    budget: MemoryBudget
+    max_context: ContextLimit
+    max_sequences: int
+    kv_pool_tokens: int | None
+    peak: ComputePeak
+    decode_1: DecodeStep
+    decode_b: DecodeStep
+    decode_ceiling_tok_s: float
+    ridge_batch: int | None
+    decode_best: DecodeStep | None  # the largest useful batch: memory-limited or at the ridge
+    prefill: Prefill
+    diagnosis: Diagnosis
+    assumptions: list[str] = field(default_factory=list)
+
+    @property
+    def ridge_point_flop_per_byte(self) -> float | None:
+        if not self.peak.flop_per_s:
+            return None
+        return self.peak.flop_per_s / self.gpu.bandwidth_bytes_per_s
+
+
+def resolve_format(model: ModelSpec, quant: str | None, scope: str | None) -> tuple[QuantFormat, str]:
+    fmt = quant_format(quant or model.release.quant)
+    if scope is None:
+        scope = model.release.scope if fmt.id == model.release.quant else fmt.default_scope
+    return fmt, check_scope(scope)
+
+
+def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
+              candidates: list[GpuSpec] | None = None) -> Plan:
+    """Compose every estimate for `model` on `gpu`. `candidates` (the catalog's cards) lets the
+    diagnosis name a bigger card when the model does not fit."""
+    if inputs.context_tokens < 1:
+        raise InvalidValueError(f"Context `{inputs.context_tokens}` must be at least 1 token.",
+                                "Pass --context 1 or more.")
+    check_batch(inputs.batch)
+    kv_dtype_bytes(inputs.kv_dtype)
+    fmt, scope = resolve_format(model, inputs.quant, inputs.scope)
+    prompt = inputs.context_tokens if inputs.prompt_tokens is None else inputs.prompt_tokens
+    check_context(prompt)
+
+    weights = weight_bytes(model, fmt, scope)
+    kv = kv_bytes(model, inputs.context_tokens, inputs.kv_dtype)
+    budget = memory_budget(gpu, weights.bytes_total, inputs.gpu_util, inputs.overhead_bytes)
+    ctx = max_context_tokens(model, inputs.kv_dtype, budget.kv_budget_bytes)
+    seqs = max_concurrent_sequences(model, inputs.kv_dtype, inputs.context_tokens, budget.kv_budget_bytes)
+    pool = kv_pool_tokens(kv.bytes_per_token, budget.kv_budget_bytes)
+    peak = compute_peak(gpu, fmt, inputs.compute_precision)
+    dm = DecodeModel(model, gpu, fmt, scope, inputs.kv_dtype, inputs.context_tokens, peak.flop_per_s)
+    step1, stepb = dm.step(1), dm.step(inputs.batch)
+    ridge = dm.ridge_batch()
+    useful = min(seqs, ridge) if ridge else seqs
+    best = dm.step(useful) if useful >= 1 else None
+    pre = prefill_time(model, gpu, fmt, scope, inputs.kv_dtype, prompt, peak.flop_per_s)
+    partial = dict(
+        model=model, gpu=gpu, inputs=inputs, fmt=fmt, scope=scope, prompt_tokens=prompt,
+        params_total=params_total(model), params_active=params_active(model), weights=weights, kv=kv,
+        budget=budget, max_context=ctx, max_sequences=seqs, kv_pool_tokens=pool, peak=peak,
+        decode_1=step1, decode_b=stepb, decode_ceiling_tok_s=dm.ceiling_tok_s(), ridge_batch=ridge, decode_best=best,
+        prefill=pre,
+    )
+    diagnosis = diagnose(partial, candidates or [])
+    return Plan(**partial, diagnosis=diagnosis, assumptions=assumptions(partial))
+
+
+def assumptions(p: dict) -> list[str]:
+    model, gpu, fmt, scope, inputs = p["model"], p["gpu"], p["fmt"], p["scope"], p["inputs"]
+    out = []
+    if gpu.memory_reported_bytes:
+        out.append(f"VRAM: {gpu.memory_bytes / GiB:.2f} GiB as the driver reports it for {gpu.id} "
+                   f"(nominal {gpu.memory_size:g} {gpu.memory_vendor_unit}).")
+    else:
+        out.append(f"VRAM: the vendor's {gpu.memory_size:g} {gpu.memory_vendor_unit} read as "
+                   f"{gpu.memory_size:g} {gpu.memory_counts_as} = {gpu.memory_bytes:,} B; the driver reports a little less.")
+    out.append(f"Budget: VRAM x {inputs.gpu_util:g} utilization, minus weights, minus "
+               f"{inputs.overhead_bytes / GiB:g} GiB runtime overhead (activations, CUDA graphs, allocator; "
+               "change with --overhead-gib).")
+    release = "the model's release format" if fmt.id == model.release.quant else "asked for"
+    keep = {"linear": "embedding, lm_head, norms, routers and biases stay 16-bit",
+            "experts": "only routed experts quantized; attention, embedding, lm_head, routers stay 16-bit",
+            "all": "every matrix quantized, embedding and lm_head included; vectors kept at "
+                   f"{fmt.keep_bits} bits"}[scope]
+    out.append(f"Weights: {fmt.id} ({release}), {float(fmt.bits_per_weight):g} bits per quantized weight; {keep}.")
+    if model.tie_word_embeddings:
+        out.append("Tied embedding: stored once, but read in full as the lm_head for every decoded token.")
+    out.append("Bytes per decoded token: all weights touched (lm_head included, embedding table excluded: one row"
+               " is gathered) + the KV cache at the current context + recurrent state.")
+    kinds = {g.mixer.kind for g in model.layer_groups if g.mixer}
+    if "sliding" in kinds:
+        out.append("Sliding-window layers cache min(context, window) tokens (ring buffer).")
+    if any(getattr(g.mixer, "k_eq_v", False) for g in model.layer_groups):
+        out.append("K = V layers cache both K and V (K is normed and rotated, V only normed).")
+    if kinds & {"ssm", "linear"}:
+        out.append("SSM / linear-attention layers hold a constant state per sequence, read once per step.")
+    if any(g.mlp is not None and g.mlp.kind == "moe" for g in model.layer_groups):
+        out.append("MoE: all experts resident; a step of B tokens reads 1-(1-k/E)^B of the routed experts "
+                   "(uniform routing); compute follows active parameters.")
+    out.append(f"KV cache dtype {inputs.kv_dtype}: {float(kv_dtype_bytes(inputs.kv_dtype)):g} B per value, "
+               "scales ignored except for nvfp4.")
+    peak = p["peak"]
+    if peak.precision:
+        out.append(f"Compute: dense {peak.precision} peak {peak.flop_per_s / 1e12:g} TFLOPS (no sparsity), "
+                   "reached in full: real kernels get less.")
+    if peak.note:
+        out.append(f"Compute: {peak.note}.")
+    out.append("Decode ceiling: theoretical; loops reach a fraction of it (seed 000: 45 tok/s measured on a "
+               "448 GB/s card, ~76% of its ceiling). Bandwidth is the vendor's peak in GB/s (10^9 B/s).")
+    out.append(f"Prefill: one prompt of {p['prompt_tokens']:,} tokens in one pass, causal attention, "
+               "logits for the last token only.")
+    if p["max_context"].limited_by == "model":
+        out.append(f"Longest context capped at the model's max_position_embeddings "
+                   f"({model.max_position_embeddings:,}).")
+    return out

@@ -1,0 +1,45 @@
+"""Prefill: time to first token = max(FLOPs / dense peak, bytes / bandwidth) for the prompt.
+
+Bytes: the weights (all routed experts a prompt of P tokens touches) + the KV cache written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmsize.catalog.schema import GpuSpec, ModelSpec
+from llmsize.estimate.flops import prefill_flops
+from llmsize.estimate.kv import kv_bytes
+from llmsize.estimate.quant import QuantFormat
+from llmsize.estimate.weights import weight_bytes_read
+
+
+@dataclass(frozen=True)
+class Prefill:
+    prompt_tokens: int
+    flops: float
+    bytes: float
+    compute_time_s: float | None
+    memory_time_s: float
+
+    @property
+    def ttft_s(self) -> float | None:
+        """None when the card's peak is unknown and compute may dominate."""
+        if self.compute_time_s is None:
+            return None
+        return max(self.compute_time_s, self.memory_time_s)
+
+    @property
+    def bound(self) -> str | None:
+        if self.compute_time_s is None:
+            return None
+        return "compute" if self.compute_time_s >= self.memory_time_s else "memory"
+
+
+def prefill_time(model: ModelSpec, gpu: GpuSpec, fmt: QuantFormat, scope: str, kv_dtype: str,
+                 prompt_tokens: int, peak_flop_per_s: float | None) -> Prefill:
+    flops = prefill_flops(model, prompt_tokens)
+    nbytes = weight_bytes_read(model, fmt, scope, max(prompt_tokens, 1))
+    nbytes += kv_bytes(model, prompt_tokens, kv_dtype).bytes_per_sequence
+    compute = flops / peak_flop_per_s if peak_flop_per_s else None
+    return Prefill(prompt_tokens, flops, nbytes, compute, nbytes / gpu.bandwidth_bytes_per_s)

@@ -1,0 +1,117 @@
+"""Weight formats and KV dtypes, counted in bits.
+
+A weight format is bits per element + its scales, as stored: NVFP4 = 4 + 8/16 = 4.5 bits (+4 B per tensor).
+Which tensors a format leaves in 16 bits matters more than the format itself; that is the `scope`:
+  linear  - attention/MLP/expert/SSM projections quantized; embedding, lm_head, norms, routers, biases
+            stay in `keep` precision (NVFP4, MXFP4, FP8, GPTQ/AWQ checkpoints);
+  experts - only routed experts quantized (gpt-oss: config.json modules_to_not_convert);
+  all     - every matrix, embedding and lm_head included (llama.cpp GGUF); vectors stay f32.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from llmsize.errors import InvalidValueError
+
+
+@dataclass(frozen=True)
+class QuantFormat:
+    id: str
+    bits_per_weight: Fraction  # exact: elements + block scales (+ zero points)
+    per_tensor_bytes: int  # global scales stored once per tensor
+    default_scope: str
+    native_compute: str  # precision a card with matching tensor cores computes in
+    keep_bits: int  # precision of what the scope leaves unquantized
+    description: str
+    source: str
+
+
+def _f(num: int, den: int = 1) -> Fraction:
+    return Fraction(num, den)
+
+
+# fmt: off
+FORMATS: dict[str, QuantFormat] = {f.id: f for f in [
+    QuantFormat("fp32", _f(32), 0, "all", "fp32", 32, "IEEE float32", "IEEE 754"),
+    QuantFormat("bf16", _f(16), 0, "all", "bf16", 16, "bfloat16", "IEEE/Google bfloat16"),
+    QuantFormat("fp16", _f(16), 0, "all", "fp16", 16, "IEEE float16", "IEEE 754"),
+    # FP8 E4M3 with one FP32 scale per tensor (ModelOpt / compressed-tensors float-quantized).
+    QuantFormat("fp8", _f(8), 4, "linear", "fp8", 16, "FP8 E4M3, per-tensor FP32 scale",
+                "NVIDIA ModelOpt FP8; compressed-tensors float-quantized"),
+    # DeepSeek-V3 release: one FP32 scale per 128x128 block -> 8 + 32/16384 bits.
+    QuantFormat("fp8-block128", _f(8) + _f(32, 128 * 128), 0, "linear", "fp8", 16,
+                "FP8 E4M3, FP32 scale per 128x128 block",
+                "deepseek-ai/DeepSeek-V3 config.json quantization_config weight_block_size [128, 128]"),
+    QuantFormat("int8", _f(8), 4, "linear", "int8", 16, "INT8 weights, per-tensor scale (W8A8)",
+                "SmoothQuant W8A8 per-tensor"),
+    # NVFP4: E2M1 + FP8 E4M3 scale per 16 elements + FP32 per tensor -> (16*4 + 8)/16 = 4.5 bits.
+    QuantFormat("nvfp4", _f(4) + _f(8, 16), 4, "linear", "fp4", 16,
+                "NVFP4: E2M1, E4M3 scale per 16, FP32 per tensor",
+                "shared/reference/nvfp4-format.md (NeMo Automodel NVFP4 docs: 0.5625 bytes per parameter)"),
+    # MXFP4 (OCP MX): E2M1 + E8M0 scale per 32 -> (32*4 + 8)/32 = 4.25 bits.
+    QuantFormat("mxfp4", _f(4) + _f(8, 32), 0, "linear", "fp4", 16,
+                "MXFP4: E2M1, E8M0 scale per 32",
+                "OCP Microscaling Formats (MX) v1.0; modelopt mxfp4_tensor.py"),
+    # int4, group 128, fp16 scale, symmetric: 4 + 16/128 = 4.125 bits.
+    QuantFormat("int4-g128", _f(4) + _f(16, 128), 0, "linear", "bf16", 16,
+                "INT4, group 128, FP16 scale (symmetric)", "DESIGN.md; compressed-tensors pack-quantized"),
+    # ... with an fp16 zero point per group too: 4 + 32/128 = 4.25 bits.
+    QuantFormat("int4-g128-zp", _f(4) + _f(32, 128), 0, "linear", "bf16", 16,
+                "INT4, group 128, FP16 scale + FP16 zero", "DESIGN.md"),
+    # GPTQ / AWQ checkpoints: int32-packed qweight, fp16 scales [K/128, N], int32-packed 4-bit qzeros:
+    # 4 + 16/128 + 4/128 = 4.15625 bits.
+    QuantFormat("gptq-int4-g128", _f(4) + _f(20, 128), 0, "linear", "bf16", 16,
+                "GPTQ 4-bit, group 128 (FP16 scale + packed 4-bit zero)",
+                "AutoGPTQ QuantLinear: qweight int32 [K/8, N], scales fp16 [K/g, N], qzeros int32 [K/g, N/8]"),
+    QuantFormat("awq-int4-g128", _f(4) + _f(20, 128), 0, "linear", "bf16", 16,
+                "AWQ 4-bit, group 128 (FP16 scale + packed 4-bit zero)",
+                "AutoAWQ WQLinear_GEMM: qweight int32 [K, N/8], scales fp16 [K/g, N], qzeros int32 [K/g, N/8]"),
+    # llama.cpp GGUF tensor types at their block sizes (ggml/src/ggml-common.h):
+    #   q8_0: 2 + 32 B per 32 -> 8.5 ; q4_0: 2 + 16 B per 32 -> 4.5 ; q4_1: 4 + 16 B per 32 -> 5.0
+    #   q5_0: 2 + 4 + 16 B per 32 -> 5.5 ; q5_1: 4 + 4 + 16 B per 32 -> 6.0 ; iq4_nl: 2 + 16 per 32 -> 4.5
+    #   q2_K: 16 + 64 + 4 = 84 B per 256 -> 2.625 ; q3_K: 32 + 64 + 12 + 2 = 110 B per 256 -> 3.4375
+    #   q4_K: 4 + 12 + 128 = 144 B per 256 -> 4.5 ; q5_K: 4 + 12 + 32 + 128 = 176 B per 256 -> 5.5
+    #   q6_K: 128 + 64 + 16 + 2 = 210 B per 256 -> 6.5625 ; iq4_xs: 2 + 2 + 4 + 128 = 136 B per 256 -> 4.25
+    *[QuantFormat(f"gguf-{name}", _f(nbytes * 8, block), 0, "all", "bf16", 32,
+                  f"GGUF {name.upper()} ({nbytes} B per {block} weights)", "ggml/src/ggml-common.h block structs")
+      for name, nbytes, block in [
+          ("q8_0", 34, 32), ("q6_k", 210, 256), ("q5_k", 176, 256), ("q5_1", 24, 32), ("q5_0", 22, 32),
+          ("q4_k", 144, 256), ("q4_1", 20, 32), ("q4_0", 18, 32), ("iq4_nl", 18, 32), ("iq4_xs", 136, 256),
+          ("q3_k", 110, 256), ("q2_k", 84, 256)]],
+]}
+# fmt: on
+
+# Cache dtypes: bytes per cached value. nvfp4 = 4.5 bits like the weight format (E4M3 scale per 16).
+KV_DTYPE_BYTES: dict[str, Fraction] = {
+    "fp32": Fraction(4),
+    "bf16": Fraction(2),
+    "fp16": Fraction(2),
+    "fp8": Fraction(1),
+    "int8": Fraction(1),
+    "nvfp4": Fraction(9, 16),
+}
+
+STATE_DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+
+SCOPES = ("linear", "experts", "all")
+
+
+def quant_format(name: str) -> QuantFormat:
+    key = name.lower()
+    for candidate in (key, key.replace("_", "-"), f"gguf-{key}", f"gguf-{key.replace('-', '_')}"):
+        if candidate in FORMATS:
+            return FORMATS[candidate]
+    raise InvalidValueError(
+        f"Unknown weight format `{name}`.", f"Choose one of: {', '.join(FORMATS)}."
+    )
+
+
+def kv_dtype_bytes(name: str) -> Fraction:
+    key = name.lower()
+    if key not in KV_DTYPE_BYTES:
+        raise InvalidValueError(
+            f"Unknown KV-cache dtype `{name}`.", f"Choose one of: {', '.join(KV_DTYPE_BYTES)}."
+        )
+    return KV_DTYPE_BYTES[key]

@@ -1,0 +1,113 @@
+"""Weight bytes by component under a format, and the weight bytes one decode step reads.
+
+Bytes read per decoded token (weights part) = every weight the step touches: the lm_head included
+(tied or not), the embedding table excluded (one row is gathered), routed experts at the share the
+batch routes to (gpt-fast `_get_model_size` leaves out nn.Embedding for the same reason).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from fractions import Fraction
+
+from llmsize.catalog.schema import ModelSpec
+from llmsize.errors import InvalidValueError
+from llmsize.estimate.params import COMPONENTS, Piece, model_pieces, routed_fraction
+from llmsize.estimate.quant import SCOPES, QuantFormat
+
+NEVER_QUANTIZED = ("router", "norms", "extra")
+
+
+def is_quantized(piece: Piece, scope: str) -> bool:
+    """Whether `scope` quantizes this piece (see quant.py for the scopes)."""
+    if not piece.matrix or piece.component in NEVER_QUANTIZED:
+        return False
+    if scope == "all":
+        return True
+    if piece.component in ("embedding", "lm_head"):
+        return False
+    if scope == "experts":
+        return piece.component == "experts"
+    return True
+
+
+def piece_bytes(piece: Piece, fmt: QuantFormat, scope: str) -> Fraction:
+    if is_quantized(piece, scope):
+        return piece.params * fmt.bits_per_weight / 8 + piece.tensors * fmt.per_tensor_bytes
+    return Fraction(piece.params * fmt.keep_bits, 8)
+
+
+@dataclass(frozen=True)
+class WeightBytes:
+    """Weights of one model under one format: stored and read-per-token bytes by component."""
+
+    format_id: str
+    scope: str
+    bits_per_weight: float
+    stored_bytes: dict[str, float]
+    read_bytes_per_token: dict[str, float]  # at batch 1
+    quantized_params: int
+    unquantized_params: int
+
+    @property
+    def bytes_total(self) -> float:
+        return sum(self.stored_bytes.values())
+
+    @property
+    def bytes_read_per_token(self) -> float:
+        return sum(self.read_bytes_per_token.values())
+
+
+def check_scope(scope: str) -> str:
+    if scope not in SCOPES:
+        raise InvalidValueError(f"Unknown quantization scope `{scope}`.", f"Choose one of: {', '.join(SCOPES)}.")
+    return scope
+
+
+def weight_bytes(model: ModelSpec, fmt: QuantFormat, scope: str) -> WeightBytes:
+    """Stored bytes per component and bytes read per decoded token at batch 1.
+
+    Formula: quantized matrices at fmt.bits_per_weight (+ per-tensor scales), everything the scope
+    leaves alone at fmt.keep_bits. Counted in bits, converted to bytes once.
+    """
+    check_scope(scope)
+    stored: dict[str, Fraction] = defaultdict(Fraction)
+    read: dict[str, float] = defaultdict(float)
+    q_params = u_params = 0
+    for p in model_pieces(model):
+        b = piece_bytes(p, fmt, scope)
+        if p.stored:
+            stored[p.component] += b
+            if is_quantized(p, scope):
+                q_params += p.params
+            else:
+                u_params += p.params
+        if p.read:
+            read[p.component] += float(b) * routed_fraction(p, batch=1)
+    return WeightBytes(
+        format_id=fmt.id,
+        scope=scope,
+        bits_per_weight=float(fmt.bits_per_weight),
+        stored_bytes={c: float(stored.get(c, 0)) for c in COMPONENTS},
+        read_bytes_per_token={c: read.get(c, 0.0) for c in COMPONENTS},
+        quantized_params=q_params,
+        unquantized_params=u_params,
+    )
+
+
+def weight_bytes_read(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int) -> float:
+    """Weight bytes one decode step of `batch` sequences reads (routed experts: 1-(1-k/E)^B of them)."""
+    return sum(
+        float(piece_bytes(p, fmt, scope)) * routed_fraction(p, batch)
+        for p in model_pieces(model) if p.read
+    )
+
+
+def matmul_params_per_token(model: ModelSpec) -> float:
+    """Parameters a decoded token multiplies with (2 FLOPs each): matrices read per token, routed
+    experts at k/E. The embedding gather does no multiply-adds."""
+    return sum(
+        p.params * routed_fraction(p, batch=1)
+        for p in model_pieces(model) if p.read and p.matrix
+    ) + sum(p.params for p in model_pieces(model) if p.component == "router")

@@ -1,0 +1,80 @@
+"""Catalog listings (`llmsize gpus`, `llmsize models`) and single entries (`llmsize show`)."""
+
+from __future__ import annotations
+
+from llmsize.catalog.schema import GpuSpec, ModelSpec
+from llmsize.estimate.params import params_active, params_total
+from llmsize.units import GiB
+
+
+def gpu_row(g: GpuSpec) -> dict:
+    t = g.dense_tflops
+    return {
+        "id": g.id, "name": g.name, "vendor": g.vendor, "segment": g.segment, "year": g.year,
+        "memory_size": g.memory_size, "memory_vendor_unit": g.memory_vendor_unit, "memory_bytes": g.memory_bytes,
+        "memory_type": g.memory_type, "bandwidth_gb_s": g.bandwidth_gb_s,
+        "dense_tflops": t.model_dump(), "tdp_w": g.tdp_w,
+    }
+
+
+def model_row(m: ModelSpec) -> dict:
+    kinds = sorted({g.mixer.kind for g in m.layer_groups if g.mixer})
+    mlps = sorted({g.mlp.kind for g in m.layer_groups if g.mlp})
+    return {
+        "id": m.id, "name": m.name, "family": m.family, "params_total": params_total(m),
+        "params_active": params_active(m), "layers": m.num_layers, "mixers": kinds, "mlps": mlps,
+        "release_format": m.release.quant, "max_position_embeddings": m.max_position_embeddings,
+    }
+
+
+def _num(x: float | None, fmt: str = ",.0f") -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def render_gpus(gpus: list[GpuSpec], console) -> None:
+    from rich import box
+    from rich.table import Table
+
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="Accelerators (dense TFLOPS, no sparsity)",
+              title_justify="left")
+    for col, just in [("id", "left"), ("vendor", "left"), ("VRAM", "right"), ("GB/s", "right"),
+                      ("bf16", "right"), ("fp8", "right"), ("fp4", "right"), ("W", "right"), ("year", "right")]:
+        t.add_column(col, justify=just, no_wrap=True)
+    for g in gpus:
+        tf = g.dense_tflops
+        t.add_row(g.id, g.vendor, f"{g.memory_size:g} {g.memory_vendor_unit}", _num(g.bandwidth_gb_s),
+                  _num(tf.bf16), _num(tf.fp8), _num(tf.fp4), _num(g.tdp_w), str(g.year))
+    console.print(t)
+    console.print(f"{len(gpus)} cards. VRAM as the vendor writes it (GB meaning GiB of devices); "
+                  "GB/s decimal. `llmsize show ID` for sources.", style="dim")
+
+
+def render_models(models: list[ModelSpec], console) -> None:
+    from rich import box
+    from rich.table import Table
+
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="Models", title_justify="left")
+    for col, just in [("id", "left"), ("params", "right"), ("active", "right"), ("layers", "right"),
+                      ("mixers", "left"), ("mlp", "left"), ("release", "left"), ("max ctx", "right")]:
+        t.add_column(col, justify=just, no_wrap=True)
+    for m in models:
+        r = model_row(m)
+        t.add_row(m.id, f"{r['params_total'] / 1e9:,.2f} B", f"{r['params_active'] / 1e9:,.2f} B",
+                  str(r["layers"]), "+".join(r["mixers"]), "+".join(r["mlps"]), r["release_format"],
+                  f"{m.max_position_embeddings:,}")
+    console.print(t)
+    console.print(f"{len(models)} models. `llmsize show ID` for the layer groups and sources.", style="dim")
+
+
+def render_entry(entry: GpuSpec | ModelSpec, console) -> None:
+    """One catalog entry as YAML-like text, with its derived figures."""
+    import yaml
+    from rich.syntax import Syntax
+
+    data = entry.model_dump(exclude_none=True)
+    console.print(Syntax(yaml.safe_dump(data, sort_keys=False, width=96), "yaml", word_wrap=True))
+    if isinstance(entry, GpuSpec):
+        console.print(f"memory counted as {entry.memory_bytes:,} B = {entry.memory_bytes / GiB:,.2f} GiB", style="dim")
+    else:
+        console.print(f"counted: {params_total(entry):,} parameters ({params_active(entry):,} active per token); "
+                      f"official {entry.params_official:,}", style="dim")

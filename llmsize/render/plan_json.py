@@ -1,0 +1,86 @@
+"""A plan as one JSON object: inputs echoed, units in key names (bytes, _gb_s, _tok_s, _s, _flops)."""
+
+from __future__ import annotations
+
+from llmsize import __version__
+from llmsize.estimate.plan import Plan
+from llmsize.estimate.params import params_by_component
+
+
+def _r(x: float | None, nd: int = 6) -> float | None:
+    return None if x is None else round(x, nd)
+
+
+def plan_to_dict(p: Plan) -> dict:
+    gpu, model, inp = p.gpu, p.model, p.inputs
+    s1, sb = p.decode_1, p.decode_b
+    groups = []
+    for g in model.layer_groups:
+        groups.append({
+            "count": g.count,
+            "mixer": g.mixer.kind if g.mixer else None,
+            "mlp": g.mlp.kind if g.mlp else None,
+            "sliding_window": getattr(g.mixer, "sliding_window", None),
+            "num_key_value_heads": getattr(g.mixer, "num_key_value_heads", None),
+            "head_dim": getattr(g.mixer, "head_dim", None),
+        })
+    return {
+        "llmsize_version": __version__,
+        "inputs": {
+            "model": model.id, "gpu": gpu.id, "quant": p.fmt.id, "quant_scope": p.scope,
+            "kv_dtype": inp.kv_dtype, "context_tokens": inp.context_tokens, "batch": inp.batch,
+            "prompt_tokens": p.prompt_tokens, "gpu_util": inp.gpu_util, "overhead_bytes": int(inp.overhead_bytes),
+            "compute_precision": p.peak.precision,
+        },
+        "gpu": {
+            "id": gpu.id, "name": gpu.name, "bandwidth_gb_s": gpu.bandwidth_gb_s,
+            "memory_bytes": gpu.memory_bytes, "memory_size": gpu.memory_size,
+            "memory_vendor_unit": gpu.memory_vendor_unit,
+            "compute_precision": p.peak.precision, "peak_tflops": _r(p.peak.flop_per_s and p.peak.flop_per_s / 1e12),
+            "ridge_point_flop_per_byte": _r(p.ridge_point_flop_per_byte, 3),
+        },
+        "model": {
+            "id": model.id, "name": model.name, "params_total": p.params_total, "params_active": p.params_active,
+            "params_by_component": params_by_component(model), "layers": model.num_layers, "layer_groups": groups,
+        },
+        "weights": {
+            "format": p.fmt.id, "scope": p.scope, "bits_per_weight": p.weights.bits_per_weight,
+            "bytes_total": round(p.weights.bytes_total), "bytes_read_per_token": round(p.weights.bytes_read_per_token),
+            "bytes_by_component": {k: round(v) for k, v in p.weights.stored_bytes.items()},
+            "bytes_read_per_token_by_component": {k: round(v) for k, v in p.weights.read_bytes_per_token.items()},
+        },
+        "kv": {
+            "dtype": inp.kv_dtype, "context_tokens": inp.context_tokens,
+            "bytes_per_token": round(p.kv.bytes_per_token),
+            "bytes_per_token_by_kind": {k: round(v) for k, v in p.kv.bytes_per_token_by_kind.items()},
+            "bytes_per_sequence": round(p.kv.bytes_per_sequence),
+            "bytes_per_sequence_by_kind": {k: round(v) for k, v in p.kv.bytes_by_kind.items()},
+            "layers_by_kind": p.kv.layers_by_kind,
+        },
+        "capacity": {
+            "budget_bytes": round(p.budget.budget_bytes), "weights_bytes": round(p.budget.weights_bytes),
+            "overhead_bytes": round(p.budget.overhead_bytes), "kv_budget_bytes": round(p.budget.kv_budget_bytes),
+            "weights_fit": p.budget.weights_fit,
+            "max_context_tokens": p.max_context.tokens, "max_context_limited_by": p.max_context.limited_by,
+            "max_concurrent_sequences": p.max_sequences, "kv_pool_tokens": p.kv_pool_tokens,
+        },
+        "decode": {
+            "ceiling_tok_s": _r(p.decode_ceiling_tok_s, 3),
+            "bytes_read_per_token": round(s1.bytes_total),
+            "batch": sb.batch, "step_bytes": round(sb.bytes_total), "step_flops": sb.flops,
+            "step_memory_time_s": _r(sb.memory_time_s, 9), "step_compute_time_s": _r(sb.compute_time_s, 9),
+            "step_time_s": _r(sb.step_time_s, 9), "aggregate_tok_s": _r(sb.tok_s, 3),
+            "per_sequence_tok_s": _r(sb.tok_s / sb.batch, 3), "bound": sb.bound,
+            "ridge_batch": p.ridge_batch,
+        },
+        "prefill": {
+            "prompt_tokens": p.prompt_tokens, "flops": p.prefill.flops, "bytes": round(p.prefill.bytes),
+            "compute_time_s": _r(p.prefill.compute_time_s, 9), "memory_time_s": _r(p.prefill.memory_time_s, 9),
+            "ttft_s": _r(p.prefill.ttft_s, 9), "bound": p.prefill.bound,
+        },
+        "diagnosis": {
+            "saturates": p.diagnosis.saturates, "summary": p.diagnosis.summary, "levers": p.diagnosis.levers,
+            "shortfall_bytes": round(p.diagnosis.shortfall_bytes), "cards_needed": p.diagnosis.cards_needed,
+        },
+        "assumptions": p.assumptions,
+    }

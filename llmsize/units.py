@@ -1,0 +1,55 @@
+"""Units. GB = 10^9 B (bandwidth, and every "GB" we print); GiB = 2^30 B.
+
+Counting is done in bits and bytes; conversion to a human unit happens only when printing.
+"""
+
+GB = 10**9
+GiB = 2**30
+TB = 10**12
+MB = 10**6
+TFLOPS = 10**12
+
+
+def bits_to_bytes(bits: float) -> float:
+    return bits / 8
+
+
+def gb(nbytes: float) -> float:
+    """Bytes -> GB (10^9)."""
+    return nbytes / GB
+
+
+def gib(nbytes: float) -> float:
+    """Bytes -> GiB (2^30)."""
+    return nbytes / GiB
+
+
+def fmt_bytes(nbytes: float | None, unit: str = "GB", digits: int = 2) -> str:
+    """Format bytes in GB (default) or GiB/MB/KB, always naming the unit."""
+    if nbytes is None:
+        return "n/a"
+    scale = {"GB": GB, "GiB": GiB, "MB": MB, "KB": 10**3, "KiB": 2**10, "MiB": 2**20, "B": 1}[unit]
+    return f"{nbytes / scale:,.{digits}f} {unit}"
+
+
+def fmt_bytes_auto(nbytes: float | None) -> str:
+    """Pick GB, MB or KB (all decimal) so the number reads well."""
+    if nbytes is None:
+        return "n/a"
+    if abs(nbytes) >= 0.1 * GB:
+        return fmt_bytes(nbytes, "GB")
+    if abs(nbytes) >= 0.1 * MB:
+        return fmt_bytes(nbytes, "MB")
+    return fmt_bytes(nbytes, "KB", 1)
+
+
+def fmt_tokens(n: float | None) -> str:
+    if n is None:
+        return "n/a"
+    return f"{n:,.0f}"
+
+
+def fmt_params(n: float) -> str:
+    if n >= 1e9:
+        return f"{n / 1e9:,.2f} B"
+    return f"{n / 1e6:,.1f} M"

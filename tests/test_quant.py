@@ -1,0 +1,59 @@
+"""Exact bits per weight: the format table is counted in bits, converted to bytes once."""
+
+from fractions import Fraction
+
+import pytest
+
+from llmsize.errors import InvalidValueError
+from llmsize.estimate.quant import FORMATS, kv_dtype_bytes, quant_format
+
+
+@pytest.mark.parametrize("fmt, bits", [
+    # DESIGN.md / nvfp4-format.md: (16*4 + 8)/16 = 4.5
+    ("nvfp4", Fraction(9, 2)),
+    # OCP MX v1.0: (32*4 + 8)/32 = 4.25
+    ("mxfp4", Fraction(17, 4)),
+    # DESIGN.md: int4, group 128, fp16 scale: 4 + 16/128 = 4.125; with an fp16 zero: 4.25
+    ("int4-g128", Fraction(33, 8)),
+    ("int4-g128-zp", Fraction(17, 4)),
+    # GPTQ/AWQ: fp16 scale + 4-bit packed zero per 128: 4 + 20/128 = 4.15625
+    ("gptq-int4-g128", Fraction(133, 32)),
+    ("fp8", Fraction(8)),
+    ("bf16", Fraction(16)),
+    # ggml/src/ggml-common.h block sizes: bytes * 8 / elements
+    ("gguf-q8_0", Fraction(34 * 8, 32)),   # 8.5
+    ("gguf-q4_0", Fraction(18 * 8, 32)),   # 4.5
+    ("gguf-q4_1", Fraction(20 * 8, 32)),   # 5.0
+    ("gguf-q5_0", Fraction(22 * 8, 32)),   # 5.5
+    ("gguf-q2_k", Fraction(84 * 8, 256)),  # 2.625
+    ("gguf-q3_k", Fraction(110 * 8, 256)),  # 3.4375
+    ("gguf-q4_k", Fraction(144 * 8, 256)),  # 4.5
+    ("gguf-q5_k", Fraction(176 * 8, 256)),  # 5.5
+    ("gguf-q6_k", Fraction(210 * 8, 256)),  # 6.5625
+    ("gguf-iq4_xs", Fraction(136 * 8, 256)),  # 4.25
+])
+def test_bits_per_weight_exact(fmt, bits):
+    assert FORMATS[fmt].bits_per_weight == bits
+
+
+def test_gguf_values_in_decimal():
+    assert float(FORMATS["gguf-q6_k"].bits_per_weight) == 6.5625
+    assert float(FORMATS["gguf-q3_k"].bits_per_weight) == 3.4375
+
+
+def test_format_lookup_accepts_gguf_short_names():
+    assert quant_format("Q4_K").id == "gguf-q4_k"
+    assert quant_format("NVFP4").id == "nvfp4"
+
+
+def test_unknown_format_names_the_value():
+    with pytest.raises(InvalidValueError, match="`fp3`"):
+        quant_format("fp3")
+
+
+def test_kv_dtypes():
+    assert kv_dtype_bytes("bf16") == 2
+    assert kv_dtype_bytes("fp8") == 1
+    assert kv_dtype_bytes("nvfp4") == Fraction(9, 16)  # 4.5 bits
+    with pytest.raises(InvalidValueError, match="`fp5`"):
+        kv_dtype_bytes("fp5")

@@ -274,6 +274,18 @@ def _errors():
         sys.exit(int(e.exit_status))
 
 
+def _given_value(err, argv: list[str] | None) -> str:
+    """The value the user typed for the option a usage error is about, so the message can name it."""
+    args = sys.argv[1:] if argv is None else argv
+    for opt in getattr(getattr(err, "param", None), "opts", None) or []:
+        for i, tok in enumerate(args):
+            if tok == opt and i + 1 < len(args):
+                return f" (got `{args[i + 1]}`)"
+            if tok.startswith(opt + "="):
+                return f" (got `{tok.split('=', 1)[1]}`)"
+    return ""
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: every expected failure becomes one line on stderr and a non-zero exit."""
     os.environ.setdefault("TYPER_STANDARD_TRACEBACK", "1")
@@ -285,8 +297,9 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(int(ExitStatus.ERROR))
         except _UsageError as e:
             where = e.ctx.command_path if e.ctx else "llmsize"
-            msg = e.format_message().replace("\n", " ")
-            sys.stderr.write(f"Error: {msg} Run `{where} --help` for usage.\n")
+            msg = e.format_message().replace("\n", " ").rstrip(".") + _given_value(e, argv)
+            end = "" if msg.endswith(("?", "!")) else "."
+            sys.stderr.write(f"Error: {msg}{end} Run `{where} --help` for usage.\n")
             sys.exit(int(ExitStatus.USAGE))
         except _ClickException as e:
             sys.stderr.write(f"Error: {e.format_message()}\n")

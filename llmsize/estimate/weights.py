@@ -17,6 +17,7 @@ from llmsize.estimate.params import COMPONENTS, Piece, model_pieces, routed_frac
 from llmsize.estimate.quant import SCOPES, QuantFormat
 
 NEVER_QUANTIZED = ("router", "norms", "extra")
+EXTRA_BITS = 16
 
 
 def is_quantized(piece: Piece, scope: str) -> bool:
@@ -35,6 +36,8 @@ def is_quantized(piece: Piece, scope: str) -> bool:
 def piece_bytes(piece: Piece, fmt: QuantFormat, scope: str) -> Fraction:
     if is_quantized(piece, scope):
         return piece.params * fmt.bits_per_weight / 8 + piece.tensors * fmt.per_tensor_bytes
+    if piece.component == "extra":  # vision towers / MTP modules ship in bf16 whatever the text format
+        return Fraction(piece.params * EXTRA_BITS, 8)
     return Fraction(piece.params * fmt.keep_bits, 8)
 
 

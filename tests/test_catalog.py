@@ -1,0 +1,145 @@
+"""Every shipped entry validates, is sourced, and counts to its official parameter figure."""
+
+from pathlib import Path
+
+import pytest
+
+from llmsize.catalog.loader import Catalog, normalize
+from llmsize.errors import CatalogError, UnknownNameError
+from llmsize.estimate.params import params_comparable_to_official
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL_FILES = sorted((ROOT / "models").glob("*.yaml"))
+GPU_FILES = sorted((ROOT / "hardware").glob("*.yaml"))
+
+
+def test_catalog_sizes(catalog):
+    assert len(catalog.hardware.all()) >= 35
+    assert len(catalog.models.all()) >= 20
+
+
+def test_required_entries_present(catalog):
+    for gid in ["rtx3060", "rtx5060ti", "rtx5090", "t4", "h100-sxm", "h200-sxm", "b300", "mi300x", "m4-max",
+                "gaudi3", "rx7900xtx", "rtxpro6000"]:
+        assert catalog.gpu(gid).id == gid
+    for mid in ["gemma-4-12b", "gemma-3-12b", "gemma-3-27b", "gemma-4-26b-a4b", "llama-2-7b", "llama-2-70b",
+                "llama-3-8b", "llama-3.1-8b", "llama-3.1-70b", "mistral-7b", "mixtral-8x7b", "qwen2.5-7b",
+                "qwen3-8b", "qwen3-30b-a3b", "deepseek-v2-lite", "deepseek-v3", "gpt-oss-20b", "gpt-oss-120b",
+                "phi-3-mini", "falcon-7b", "nemotron-3-nano-30b-a3b"]:
+        assert catalog.model(mid).id == mid
+
+
+def test_every_mixer_and_mlp_kind_is_covered(catalog):
+    mixers = {g.mixer.kind for m in catalog.models.all() for g in m.layer_groups if g.mixer}
+    mlps = {g.mlp.kind for m in catalog.models.all() for g in m.layer_groups if g.mlp}
+    assert mixers == {"full", "sliding", "mla", "ssm", "linear"}
+    assert mlps == {"dense", "moe"}
+    shared = [m.id for m in catalog.models.all() for g in m.layer_groups
+              if g.mlp is not None and g.mlp.kind == "moe" and g.mlp.num_shared_experts]
+    assert "deepseek-v3" in shared
+
+
+@pytest.mark.parametrize("path", MODEL_FILES, ids=lambda p: p.stem)
+def test_parameter_count_within_1_percent_of_official(catalog, path):
+    # each entry cites params_official_source and says what the figure includes (vision, MTP)
+    m = catalog.model(path.stem)
+    assert m.params_official_source and m.params_official_includes
+    assert params_comparable_to_official(m) == pytest.approx(m.params_official, rel=0.01)
+
+
+@pytest.mark.parametrize("path", GPU_FILES, ids=lambda p: p.stem)
+def test_gpu_entry_is_sourced_and_consistent(catalog, path):
+    g = catalog.gpu(path.stem)
+    assert g.sources
+    if g.bus_width_bits and g.data_rate_gbps:
+        # bandwidth = bus / 8 * per-pin rate; HBM parts whose NVML bus width differs from the sheet are
+        # within 4% (nvml.md section 4), and say so in their notes
+        assert g.bus_width_bits / 8 * g.data_rate_gbps == pytest.approx(g.bandwidth_gb_s, rel=0.04)
+
+
+def test_gemma_4_12b_matches_reference_shapes(catalog):
+    # shared/reference/gemma-architecture.md: 40 sliding (8 kv x 256, window 1024) + 8 full (1 kv x 512, K=V)
+    m = catalog.model("gemma-4-12b")
+    sliding, full = m.layer_groups
+    assert (sliding.count, sliding.mixer.kind, sliding.mixer.num_key_value_heads, sliding.mixer.head_dim,
+            sliding.mixer.sliding_window) == (40, "sliding", 8, 256, 1024)
+    assert (full.count, full.mixer.kind, full.mixer.num_key_value_heads, full.mixer.head_dim,
+            full.mixer.k_eq_v) == (8, "full", 1, 512, True)
+    assert m.tie_word_embeddings and m.vocab_size == 262144 and m.hidden_size == 3840
+
+
+@pytest.mark.parametrize("typed, expected", [
+    ("h200", "h200-sxm"), ("H200", "h200-sxm"), ("rtx-5060-ti", "rtx5060ti"), ("RTX 5060 Ti", "rtx5060ti"),
+    ("h100", "h100-sxm"), ("a100", "a100-80gb-sxm"),
+])
+def test_gpu_aliases(catalog, typed, expected):
+    assert catalog.gpu(typed).id == expected
+
+
+def test_unknown_name_suggests(catalog):
+    with pytest.raises(UnknownNameError) as e:
+        catalog.gpu("rtx5600ti")
+    assert "Did you mean" in e.value.one_line() and "`rtx5060ti`" in e.value.one_line()
+    assert "llmsize gpus" in e.value.one_line()
+
+
+def test_normalize():
+    assert normalize("RTX 5060 Ti") == normalize("rtx-5060-ti") == "rtx5060ti"
+
+
+def _write(dirpath: Path, kind: str, stem: str, text: str) -> Path:
+    (dirpath / kind).mkdir(parents=True, exist_ok=True)
+    p = dirpath / kind / f"{stem}.yaml"
+    p.write_text(text)
+    return p
+
+
+GOOD_GPU = (ROOT / "hardware" / "rtx5060ti.yaml").read_text()
+
+
+def test_user_catalog_adds_and_overrides(tmp_path, monkeypatch):
+    _write(tmp_path, "hardware", "mycard", GOOD_GPU.replace("id: rtx5060ti", "id: mycard")
+           .replace("bandwidth_gb_s: 448", "bandwidth_gb_s: 500"))
+    _write(tmp_path, "hardware", "rtx5060ti", GOOD_GPU.replace("bandwidth_gb_s: 448", "bandwidth_gb_s: 449"))
+    cat = Catalog([tmp_path])
+    assert cat.gpu("mycard").bandwidth_gb_s == 500
+    assert cat.gpu("rtx5060ti").bandwidth_gb_s == 449  # the user's file wins
+    monkeypatch.setenv("LLMSIZE_CATALOG", str(tmp_path))
+    assert Catalog().gpu("mycard").bandwidth_gb_s == 500
+
+
+@pytest.mark.parametrize("mutation, key, expected_text", [
+    (("bandwidth_gb_s: 448", "bandwidth_gb_s: fast"), "bandwidth_gb_s", "valid number"),
+    (("bus_width_bits: 128", "bus_widht_bits: 128"), "bus_widht_bits", "Extra inputs are not permitted"),
+    (("vendor: NVIDIA", "vendor: Nvidai"), "vendor", "NVIDIA"),
+    (("dense_tflops: {", "dense_tflops: {fp64: 1, "), "dense_tflops.fp64", "Extra inputs"),
+])
+def test_bad_gpu_yaml_names_file_and_key(tmp_path, mutation, key, expected_text):
+    path = _write(tmp_path, "hardware", "bad", GOOD_GPU.replace("id: rtx5060ti", "id: bad").replace(*mutation))
+    with pytest.raises(CatalogError) as e:
+        Catalog([tmp_path]).gpu("bad")
+    msg = e.value.one_line()
+    assert str(path) in msg and f"`{key}`" in msg and expected_text in msg
+    assert "\n" not in msg
+
+
+def test_bad_model_key(tmp_path):
+    text = (ROOT / "models" / "llama-3-8b.yaml").read_text().replace("id: llama-3-8b", "id: bad")
+    path = _write(tmp_path, "models", "bad", text.replace("num_key_value_heads: 8", "num_kv_head: 8"))
+    with pytest.raises(CatalogError) as e:
+        Catalog([tmp_path]).model("bad")
+    assert str(path) in e.value.message and "num_kv_head" in e.value.message
+
+
+def test_invalid_yaml_and_wrong_stem(tmp_path):
+    _write(tmp_path, "hardware", "broken", "id: broken\nname: [unclosed\n")
+    with pytest.raises(CatalogError, match="broken.yaml"):
+        Catalog([tmp_path]).gpu("broken")
+    _write(tmp_path, "hardware", "other", GOOD_GPU)  # id rtx5060ti in other.yaml
+    with pytest.raises(CatalogError, match="but the file is named `other.yaml`"):
+        Catalog([tmp_path]).gpu("other")
+
+
+def test_missing_catalog_dir(tmp_path):
+    with pytest.raises(CatalogError, match="does not exist"):
+        Catalog([tmp_path / "nope"])

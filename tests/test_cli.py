@@ -1,0 +1,131 @@
+"""The CLI as a user meets it: exit codes, one-line errors, JSON keys, help with examples."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from llmsize import __version__
+
+REQUIRED_KEYS = [
+    "gpu.bandwidth_gb_s", "model.params_total", "model.params_active", "weights.bytes_total",
+    "weights.bytes_read_per_token", "kv.bytes_per_token", "kv.bytes_per_sequence", "capacity.max_context_tokens",
+    "capacity.max_concurrent_sequences", "decode.ceiling_tok_s", "decode.ridge_batch", "prefill.ttft_s",
+]
+
+
+def test_plan_report_fits_100_columns(run_cli):
+    code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti")
+    assert code == 0, err
+    assert max(len(line) for line in out.splitlines()) <= 100
+    for heading in ("Card", "Model", "Weights in nvfp4", "KV cache (bf16)", "Memory budget", "Decode", "Prefill",
+                    "Diagnosis", "Assumptions"):
+        assert heading in out
+    assert "448.0 GB/s" in out and "Saturates first: bandwidth" in out
+
+
+def test_plan_json_keys(run_cli):
+    code, out, _ = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--json")
+    assert code == 0
+    data = json.loads(out)
+    for dotted in REQUIRED_KEYS:
+        node = data
+        for part in dotted.split("."):
+            assert part in node, dotted
+            node = node[part]
+    assert data["inputs"] == {**data["inputs"], "model": "gemma-4-12b", "gpu": "rtx5060ti", "quant": "nvfp4",
+                              "context_tokens": 4096, "batch": 1, "gpu_util": 0.9}
+    assert data["gpu"]["bandwidth_gb_s"] == 448
+    assert data["decode"]["ceiling_tok_s"] == pytest.approx(52.4, rel=0.01)
+
+
+def test_plan_options_change_the_answer(run_cli):
+    _, base, _ = run_cli("plan", "llama-3.1-8b", "--gpu", "h100", "--json")
+    _, fp8, _ = run_cli("plan", "llama-3.1-8b", "--gpu", "h100", "--json", "--quant", "fp8", "--kv-dtype", "fp8",
+                        "--context", "32768", "--batch", "16", "--prompt", "2000")
+    base, fp8 = json.loads(base), json.loads(fp8)
+    assert fp8["weights"]["bytes_total"] < 0.6 * base["weights"]["bytes_total"]
+    # fp8 KV: 32 layers * 8 * 128 * 2 * 1 B = 65,536 B per token
+    assert fp8["kv"]["bytes_per_token"] == 65536
+    assert fp8["decode"]["batch"] == 16 and fp8["prefill"]["prompt_tokens"] == 2000
+
+
+def test_model_that_does_not_fit_is_a_normal_answer(run_cli):
+    code, out, _ = run_cli("plan", "llama-3.1-70b", "--gpu", "rtx5090", "--json")
+    assert code == 0
+    d = json.loads(out)["diagnosis"]
+    assert d["saturates"] == "weights" and d["shortfall_bytes"] > 100e9
+    assert any("Quantize" in lever for lever in d["levers"]) and any("Bigger card" in lever for lever in d["levers"])
+    assert d["cards_needed"] >= 5
+
+
+@pytest.mark.parametrize("args, expected_code, expected", [
+    (["plan", "gemma-4-12x", "--gpu", "rtx5060ti"], 1, "Unknown model `gemma-4-12x`. Did you mean `gemma-4-12b`"),
+    (["plan", "gemma-4-12b", "--gpu", "rtx5600ti"], 1, "llmsize gpus"),
+    (["plan", "gemma-4-12b", "--gpu", "h200", "--context", "-5"], 2, "`-5`"),
+    (["plan", "gemma-4-12b", "--gpu", "h200", "--gpu-util", "1.5"], 2, "`1.5` must be in (0, 1]"),
+    (["plan", "gemma-4-12b", "--gpu", "h200", "--batch", "0"], 2, "Batch `0`"),
+    (["plan", "gemma-4-12b", "--gpu", "h200", "--quant", "fp3"], 2, "Unknown weight format `fp3`"),
+    (["plan", "gemma-4-12b", "--gpu", "h200", "--kv-dtype", "fp5"], 2, "Unknown KV-cache dtype `fp5`"),
+    (["plan", "gemma-4-12b", "--gpu", "h200", "--overhead-gib", "-1"], 2, "negative"),
+    (["plan", "gemma-4-12b", "--gpu", "h200", "--context", "abc"], 2, "abc"),
+    (["plan", "gemma-4-12b"], 2, "--gpu"),
+    (["show", "nothing-like-this"], 1, "neither a card nor a model"),
+    (["gpus", "--sort", "price"], 2, "Unknown sort key `price`"),
+])
+def test_bad_input_one_line_error(run_cli, args, expected_code, expected):
+    code, out, err = run_cli(*args)
+    assert code == expected_code
+    assert out == ""
+    assert err.startswith("Error: ") and expected in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_gpus_models_show_formats(run_cli):
+    code, out, _ = run_cli("gpus", "--vendor", "amd", "--json")
+    rows = json.loads(out)
+    assert code == 0 and rows and all(r["vendor"] == "AMD" for r in rows)
+    bw = [r["bandwidth_gb_s"] for r in rows]
+    assert bw == sorted(bw, reverse=True)
+    code, out, _ = run_cli("models", "--mixer", "mla", "--json")
+    assert {r["id"] for r in json.loads(out)} == {"deepseek-v2-lite", "deepseek-v3"}
+    code, out, _ = run_cli("models", "--moe")
+    assert code == 0 and "mixtral-8x7b" in out and "llama-3-8b" not in out
+    code, out, _ = run_cli("show", "h200", "--json")
+    assert json.loads(out)["id"] == "h200-sxm" and json.loads(out)["sources"]
+    code, out, _ = run_cli("show", "gemma-4-12b")
+    assert code == 0 and "params_official_source" in out
+    code, out, _ = run_cli("formats", "--json")
+    assert {f["id"]: f["bits_per_weight"] for f in json.loads(out)["weight_formats"]}["nvfp4"] == 4.5
+
+
+def test_version(run_cli):
+    code, out, _ = run_cli("--version")
+    assert code == 0 and out.strip() == f"llmsize {__version__}"
+
+
+@pytest.mark.parametrize("command", ["plan", "gpus", "models", "show", "formats"])
+def test_help_has_examples(run_cli, command):
+    code, out, _ = run_cli(command, "--help")
+    assert code == 0 and "Examples:" in out and f"llmsize {command}" in out
+
+
+def test_plan_never_imports_torch():
+    # a subprocess: this test process may have imported torch elsewhere
+    code = (
+        "import sys; from llmsize.cli import main\n"
+        "try:\n    main(['plan', 'gemma-4-12b', '--gpu', 'rtx5060ti', '--json'])\n"
+        "except SystemExit as e:\n    assert e.code in (0, None), e.code\n"
+        "heavy = [m for m in ('torch', 'triton', 'pynvml', 'safetensors', 'numpy') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def test_console_script_runs():
+    r = subprocess.run([sys.executable, "-m", "llmsize", "plan", "gemma-4-12b", "--gpu", "rtx-5060-ti", "--json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["gpu"]["id"] == "rtx5060ti"

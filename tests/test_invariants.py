@@ -1,0 +1,94 @@
+"""Invariants over the whole catalog: properties every model and card must satisfy."""
+
+import pytest
+
+from llmsize.catalog.loader import Catalog
+from llmsize.catalog.schema import FullAttention, SlidingAttention
+from llmsize.estimate.decode import DecodeModel
+from llmsize.estimate.kv import kv_bytes
+from llmsize.estimate.plan import PlanInputs, make_plan
+from llmsize.estimate.quant import FORMATS, KV_DTYPE_BYTES, quant_format
+from llmsize.estimate.weights import weight_bytes
+
+CAT = Catalog()
+MODELS = CAT.models.all()
+GPUS = CAT.hardware.all()
+CONTEXTS = [0, 1, 127, 128, 129, 1000, 1024, 1025, 2047, 4096, 4097, 32768, 131072]
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.id)
+def test_kv_never_shrinks_as_context_grows(model):
+    for dtype in KV_DTYPE_BYTES:
+        sizes = [kv_bytes(model, L, dtype).bytes_per_sequence for L in CONTEXTS]
+        assert sizes == sorted(sizes)
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.id)
+def test_sliding_groups_flat_past_window_and_states_constant(model):
+    windows = [g.mixer.sliding_window for g in model.layer_groups if isinstance(g.mixer, SlidingAttention)]
+    for w in windows:
+        at = kv_bytes(model, w, "bf16").bytes_by_kind["sliding"]
+        assert kv_bytes(model, w * 3, "bf16").bytes_by_kind["sliding"] == at
+    for kind in ("ssm", "linear"):
+        assert kv_bytes(model, 1, "bf16").bytes_by_kind[kind] == kv_bytes(model, 100_000, "bf16").bytes_by_kind[kind]
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.id)
+def test_gqa_with_all_heads_equals_mha(model):
+    # MHA formula (Vaswani et al. 2017; seed 002): 2 * layers * heads * head_dim * L * bytes
+    groups = []
+    for g in model.layer_groups:
+        if isinstance(g.mixer, (FullAttention, SlidingAttention)):
+            g = g.model_copy(update={"mixer": g.mixer.model_copy(
+                update={"num_key_value_heads": g.mixer.num_attention_heads})})
+        groups.append(g)
+    mha = model.model_copy(update={"layer_groups": groups})
+    L = 3000
+    expected = 0
+    for g in mha.layer_groups:
+        if isinstance(g.mixer, (FullAttention, SlidingAttention)):
+            cached = min(L, g.mixer.sliding_window) if isinstance(g.mixer, SlidingAttention) else L
+            expected += 2 * g.count * g.mixer.num_attention_heads * g.mixer.head_dim * cached * 2
+    got = kv_bytes(mha, L, "bf16")
+    assert got.bytes_by_kind["full"] + got.bytes_by_kind["sliding"] == expected
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.id)
+def test_fewer_bits_never_more_bytes(model):
+    # among formats that keep the unquantized tensors at the same precision (16-bit for checkpoints,
+    # f32 vectors for GGUF), fewer bits per weight never stores more bytes
+    for keep in (16, 32):
+        ordered = sorted((f for f in FORMATS.values() if f.keep_bits == keep), key=lambda f: f.bits_per_weight)
+        for scope in ("linear", "experts", "all"):
+            sizes = [weight_bytes(model, f, scope).bytes_total for f in ordered]
+            assert sizes == sorted(sizes)
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.id)
+def test_ceiling_scales_linearly_with_bandwidth(model):
+    g = CAT.gpu("h100-sxm")
+    fast = g.model_copy(update={"bandwidth_gb_s": g.bandwidth_gb_s * 2.5})
+    fmt = quant_format(model.release.quant)
+    base = DecodeModel(model, g, fmt, model.release.scope, "bf16", 4096, None).ceiling_tok_s()
+    assert DecodeModel(model, fast, fmt, model.release.scope, "bf16", 4096, None).ceiling_tok_s() == \
+        pytest.approx(base * 2.5, rel=1e-12)
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.id)
+def test_plan_for_every_card_completes(model):
+    for gpu in GPUS:
+        p = make_plan(model, gpu, PlanInputs(batch=8), candidates=GPUS)
+        assert p.decode_ceiling_tok_s > 0
+        assert p.diagnosis.saturates in ("weights", "kv_cache", "bandwidth", "compute")
+        if p.budget.weights_fit:
+            assert p.max_context.tokens >= 0 and p.max_sequences >= 0
+        else:
+            assert p.diagnosis.levers  # says what would fit
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.id)
+def test_batch_never_slower_in_aggregate(model):
+    dm = DecodeModel(model, CAT.gpu("h200"), quant_format(model.release.quant), model.release.scope, "bf16", 2048,
+                     989.4e12)
+    rates = [dm.step(b).tok_s for b in (1, 2, 8, 64, 512)]
+    assert rates == sorted(rates)

@@ -1,0 +1,48 @@
+"""Cold-start time of `llmsize plan` (target: well under 200 ms), and proof it loads no torch.
+
+Runs the installed console script N times in fresh processes and prints a table; append the result
+to benchmarks/RESULTS.md by hand with the card/machine, date and commit.
+
+    python benchmarks/cold_start.py [--runs 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+CASES = {
+    "plan (table)": ["plan", "gemma-4-12b", "--gpu", "rtx5060ti"],
+    "plan --json": ["plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--json"],
+    "plan, model does not fit": ["plan", "llama-3.1-70b", "--gpu", "rtx5090", "--json"],
+    "--version": ["--version"],
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=10)
+    args = ap.parse_args()
+    exe = shutil.which("llmsize")
+    cmd0 = [exe] if exe else [sys.executable, "-m", "llmsize"]
+    print(f"{'command':28s} {'median ms':>10s} {'min ms':>8s} {'max ms':>8s}")
+    for name, argv in CASES.items():
+        times = []
+        for _ in range(args.runs):
+            t = time.perf_counter()
+            subprocess.run(cmd0 + argv, check=True, capture_output=True)
+            times.append((time.perf_counter() - t) * 1e3)
+        print(f"{name:28s} {statistics.median(times):10.1f} {min(times):8.1f} {max(times):8.1f}")
+    probe = ("import sys; from llmsize.cli import main\n"
+             "try:\n main(['plan','gemma-4-12b','--gpu','rtx5060ti','--json'])\nexcept SystemExit: pass\n"
+             "print(sorted(m for m in ('torch','triton','numpy','pynvml') if m in sys.modules))")
+    heavy = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip().splitlines()
+    print(f"heavy modules loaded by plan: {heavy[-1] if heavy else '?'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -78,7 +78,7 @@ def render_plan(p: Plan, console) -> None:
 
     w = p.weights
     t = Table(title=f"Weights in {p.fmt.id} ({w.bits_per_weight:g} bits per quantized weight, scope {p.scope})",
-              title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
+              title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, min_width=80)
     t.add_column("component", style="cyan")
     t.add_column("stored", justify="right")
     t.add_column("read per token", justify="right")
@@ -86,14 +86,14 @@ def render_plan(p: Plan, console) -> None:
         s, r = w.stored_bytes[comp], w.read_bytes_per_token[comp]
         if s or r:
             note = " (tied: the embedding)" if comp == "lm_head" and not s and r else ""
-            t.add_row(label + note, fmt_bytes_auto(s), fmt_bytes_auto(r))
+            t.add_row(label + note, fmt_bytes_auto(s) if s else "-", fmt_bytes_auto(r) if r else "-")
     t.add_row("total", fmt_bytes(w.bytes_total), fmt_bytes(w.bytes_read_per_token), style="bold")
     t.add_row("", f"= {w.bytes_total / GiB:,.2f} GiB", f"= {w.bytes_read_per_token / GiB:,.2f} GiB", style="dim")
     console.print(t)
 
     kv = p.kv
     t = Table(title=f"KV cache ({inp.kv_dtype}) at {inp.context_tokens:,} tokens", title_justify="left",
-              title_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
+              title_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, min_width=80)
     t.add_column("layer kind", style="cyan")
     t.add_column("layers", justify="right")
     t.add_column("per token", justify="right")
@@ -122,7 +122,7 @@ def render_plan(p: Plan, console) -> None:
     console.print(t)
 
     s1, sb = p.decode_1, p.decode_b
-    t = table("Decode")
+    t = table("Decode" if b.weights_fit else "Decode (as if the weights fit: they do not)")
     t.add_row("bytes read per token", f"{s1.bytes_total / GB:,.3f} GB (weights {s1.weight_bytes / GB:,.3f} + "
               f"KV {s1.kv_bytes / GB:,.3f})")
     t.add_row("ceiling, batch 1", f"{p.decode_ceiling_tok_s:,.1f} tok/s = {gpu.bandwidth_gb_s:,.0f} GB/s / "
@@ -137,7 +137,7 @@ def render_plan(p: Plan, console) -> None:
     console.print(t)
 
     pre = p.prefill
-    t = table("Prefill")
+    t = table("Prefill" if b.weights_fit else "Prefill (as if the weights fit)")
     bound = f" ({pre.bound}-bound)" if pre.bound else ""
     t.add_row(f"time to first token, {pre.prompt_tokens:,} tokens", _time(pre.ttft_s) + bound)
     t.add_row("FLOPs, bytes", f"{pre.flops / 1e12:,.1f} TFLOP, {pre.bytes / GB:,.2f} GB")

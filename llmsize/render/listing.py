@@ -56,10 +56,10 @@ def render_models(models: list[ModelSpec], console) -> None:
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="Models", title_justify="left")
     for col, just in [("id", "left"), ("params", "right"), ("active", "right"), ("layers", "right"),
                       ("mixers", "left"), ("mlp", "left"), ("release", "left"), ("max ctx", "right")]:
-        t.add_column(col, justify=just, no_wrap=True)
+        t.add_column(col, justify=just, no_wrap=col in ("id", "params", "active", "max ctx"), overflow="fold")
     for m in models:
         r = model_row(m)
-        t.add_row(m.id, f"{r['params_total'] / 1e9:,.2f} B", f"{r['params_active'] / 1e9:,.2f} B",
+        t.add_row(m.id, f"{r['params_total'] / 1e9:,.1f}B", f"{r['params_active'] / 1e9:,.1f}B",
                   str(r["layers"]), "+".join(r["mixers"]), "+".join(r["mlps"]), r["release_format"],
                   f"{m.max_position_embeddings:,}")
     console.print(t)

@@ -110,12 +110,6 @@ def plan(
       llmsize plan deepseek-v3 --gpu h200 --kv-dtype fp8 --json
     """
     from llmsize.estimate.plan import PlanInputs, make_plan
-    from llmsize.catalog.schema import PRECISIONS
-
-    if compute is not None and compute not in PRECISIONS:
-        raise InvalidValueError(f"Unknown compute precision `{compute}`.", f"Choose one of: {', '.join(PRECISIONS)}.")
-    if not overhead_gib >= 0:
-        raise InvalidValueError(f"Runtime overhead `{overhead_gib}` GiB is negative.", "Pass --overhead-gib 0 or more.")
     cat = _catalog(catalog)
     m, g = cat.model(model), cat.gpu(gpu)
     inputs = PlanInputs(quant=quant, scope=scope, kv_dtype=kv_dtype.lower(), context_tokens=context, batch=batch,

@@ -69,6 +69,7 @@ def test_model_that_does_not_fit_is_a_normal_answer(run_cli):
     (["plan", "gemma-4-12b", "--gpu", "h200", "--quant", "fp3"], 2, "Unknown weight format `fp3`"),
     (["plan", "gemma-4-12b", "--gpu", "h200", "--kv-dtype", "fp5"], 2, "Unknown KV-cache dtype `fp5`"),
     (["plan", "gemma-4-12b", "--gpu", "h200", "--overhead-gib", "-1"], 2, "negative"),
+    (["plan", "gemma-4-12b", "--gpu", "h200", "--compute", "fp5"], 2, "Unknown compute precision `fp5`"),
     (["plan", "gemma-4-12b", "--gpu", "h200", "--context", "abc"], 2, "abc"),
     (["plan", "gemma-4-12b"], 2, "--gpu"),
     (["show", "nothing-like-this"], 1, "neither a card nor a model"),

@@ -15,7 +15,9 @@ from llmsize.catalog.schema import (
     Mamba2Mixer,
     MlaAttention,
     ModelSpec,
+    PRECISIONS,
 )
+from llmsize.errors import InvalidValueError
 from llmsize.estimate.quant import QuantFormat
 from llmsize.estimate.weights import matmul_params_per_token
 
@@ -38,6 +40,8 @@ def compute_peak(gpu: GpuSpec, fmt: QuantFormat, override: str | None = None) ->
     for that precision falls back to bf16, fp16, then fp32 - a real, lower rate the card has,
     never a figure scaled from another precision.
     """
+    if override is not None and override not in PRECISIONS:
+        raise InvalidValueError(f"Unknown compute precision `{override}`.", f"Choose one of: {', '.join(PRECISIONS)}.")
     requested = override or fmt.native_compute
     value = gpu.dense_tflops.get(requested)
     if value:

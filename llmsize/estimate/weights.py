@@ -112,5 +112,5 @@ def matmul_params_per_token(model: ModelSpec) -> float:
     experts at k/E. The embedding gather does no multiply-adds."""
     return sum(
         p.params * routed_fraction(p, batch=1)
-        for p in model_pieces(model) if p.read and p.matrix
-    ) + sum(p.params for p in model_pieces(model) if p.component == "router")
+        for p in model_pieces(model) if (p.read and p.matrix) or p.component == "router"
+    )

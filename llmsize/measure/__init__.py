@@ -1,0 +1,5 @@
+"""`llmsize measure`: a real NVFP4 Gemma 4 decode loop on the live card. The only package that imports torch.
+
+Import the submodules directly (llmsize.measure.nvfp4, .gemma4, ...); this file imports nothing heavy so
+that `llmsize.measure.preflight` can explain a missing extra before torch is touched.
+"""

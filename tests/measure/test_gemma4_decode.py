@@ -1,0 +1,110 @@
+"""The decode loop of a small Gemma-4-shaped model against a plain float32 full-sequence forward.
+
+Same structure as Gemma 4 12B (5:1 -> here 2:1 sliding/full, GQA on sliding, MQA with K = V on full layers,
+proportional RoPE, soft-cap), small dims and a window of 8, decoded for more than twice the window so the
+ring buffer wraps and the full layers keep growing.
+"""
+
+import pytest
+import torch
+
+from llmsize.measure import gemma4, reference
+from llmsize.measure.gemv import triton_available
+
+CFG = gemma4.GEMMA4_TINY
+WINDOW = CFG.sliding_window
+
+
+def _weights(quant="nvfp4", seed=0):
+    return gemma4.build_random(CFG, device="cpu", dtype=torch.float32, quant=quant, seed=seed)
+
+
+def _decode(weights, prompt, steps, gemv="torch"):
+    dec = gemma4.Gemma4Decoder(weights, batch=1, max_positions=len(prompt) + steps + 1, gemv=gemv)
+    logits = [dec.prefill(torch.tensor([prompt]))[0]]
+    tokens = list(prompt)
+    for _ in range(steps):
+        tokens.append(int(dec.token[0]))
+        logits.append(dec.decode_step()[0])
+    tokens.append(int(dec.token[0]))
+    return tokens, torch.stack(logits)
+
+
+@pytest.mark.parametrize("quant", ["nvfp4", "bf16"])
+@pytest.mark.parametrize("prompt_len", [3, 2 * WINDOW - 3])  # short prompt; prompt longer than the window
+def test_decode_matches_full_sequence_reference(quant, prompt_len):
+    w = _weights(quant)
+    prompt = [(7 * i + 3) % CFG.vocab_size for i in range(prompt_len)]
+    steps = 2 * WINDOW + 5
+    tokens, got = _decode(w, prompt, steps)
+    want = reference.forward(w, tokens[:-1])[prompt_len - 1:]  # logits at every position decoded
+    assert got.shape == want.shape == (steps + 1, CFG.vocab_size)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-3)
+    # greedy: each fed token is the argmax of the reference logits at the previous position
+    assert tokens[prompt_len:] == want.argmax(-1).tolist()
+    assert len(set(tokens[prompt_len:])) > 3  # random weights, not a degenerate constant model
+
+
+def test_prefill_then_decode_equals_decoding_from_the_first_token():
+    w = _weights()
+    prompt = [11, 42, 5, 99, 250, 3, 77, 18, 64, 120, 9, 301]  # longer than the window
+    _, long_prefill = _decode(w, prompt, 4)
+    # feed the same prompt one token at a time through decode_step
+    dec = gemma4.Gemma4Decoder(w, batch=1, max_positions=len(prompt) + 8)
+    dec.prefill(torch.tensor([prompt[:1]]))
+    for tok in prompt[1:]:
+        dec.token.fill_(tok)
+        last = dec.decode_step()
+    torch.testing.assert_close(last[0], long_prefill[0], rtol=1e-4, atol=1e-3)
+
+
+def test_batch_rows_are_independent():
+    w = _weights(seed=3)
+    a, b = [1, 2, 3, 4], [9, 8, 7, 6]
+    dec = gemma4.Gemma4Decoder(w, batch=2, max_positions=24)
+    dec.prefill(torch.tensor([a, b]))
+    both = [dec.decode_step() for _ in range(12)]
+    _, solo_b = _decode(w, b, 12)
+    torch.testing.assert_close(torch.stack([s[1] for s in both]), solo_b[1:], rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.skipif(not triton_available(), reason="triton not installed")
+def test_decode_through_the_triton_kernel_matches_reference():
+    w = _weights(seed=1)
+    prompt = [5, 6, 7]
+    steps = 2 * WINDOW + 2
+    tokens, got = _decode(w, prompt, steps, gemv="triton")
+    want = reference.forward(w, tokens[:-1])[len(prompt) - 1:]
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-3)
+
+
+def test_weights_are_never_zero_or_constant():
+    w = _weights()
+    layer = w.layers[0]
+    for name in ("qkv", "o", "gate_up", "down"):
+        deq = getattr(layer, name).dequantize()
+        assert deq.std() > 0 and (deq != 0).float().mean() > 0.5, name
+    for t in (layer.input_norm, layer.q_norm, w.final_norm, w.embed):
+        assert t.std() > 0
+
+
+def test_twelve_b_config_matches_the_catalog_entry(catalog):
+    m = catalog.model("gemma-4-12b")
+    cfg = gemma4.GEMMA4_12B
+    assert (cfg.vocab_size, cfg.hidden_size) == (m.vocab_size, m.hidden_size)
+    sliding, full = m.layer_groups
+    assert cfg.layer_types.count("sliding") == sliding.count == 40
+    assert cfg.layer_types.count("full") == full.count == 8
+    assert cfg.layer_types[5::6] == ("full",) * 8  # full attention at layers 5, 11, ..., 47
+    assert (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, cfg.sliding_window) == (
+        sliding.mixer.num_attention_heads, sliding.mixer.num_key_value_heads, sliding.mixer.head_dim,
+        sliding.mixer.sliding_window)
+    assert (cfg.num_global_kv_heads, cfg.global_head_dim) == (full.mixer.num_key_value_heads, full.mixer.head_dim)
+    assert cfg.intermediate_size == sliding.mlp.intermediate_size == full.mlp.intermediate_size
+
+
+def test_proportional_rope_rotates_a_quarter_of_the_full_layer_dims():
+    inv = gemma4.rope_inv_freq(gemma4.GEMMA4_12B, "full")
+    assert inv.shape == (256,)
+    assert (inv[:64] > 0).all() and (inv[64:] == 0).all()  # int(0.25 * 512 // 2) = 64 rotated pairs
+    assert inv[1].item() == pytest.approx(1e6 ** (-2 / 512))

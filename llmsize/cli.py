@@ -259,6 +259,72 @@ def formats(as_json: JsonOpt = False):
             style="dim")
 
 
+@app.command()
+def measure(
+    quant: Annotated[str, typer.Option(help="nvfp4 (Triton dequantizing GEMV, weights packed) or bf16 "
+                                       "(cuBLAS baseline).")] = "nvfp4",
+    context: Annotated[int, typer.Option(help="Prompt tokens prefilled before decoding.")] = 4096,
+    tokens: Annotated[int, typer.Option(help="Decode steps timed.")] = 256,
+    batch: Annotated[int, typer.Option(help="Sequences decoded together (1-16).")] = 1,
+    device: Annotated[str, typer.Option(help="cuda, or cpu for a small Gemma-4-shaped model anyone can run.")]
+    = "cuda",
+    checkpoint: Annotated[Optional[Path], typer.Option(
+        help="Local Gemma 4 checkpoint folder: NVFP4 (compressed-tensors or ModelOpt) or bf16 (quantized while "
+             "loading); default: random weights of the exact shapes.", show_default=False)] = None,
+    gpu_index: Annotated[int, typer.Option("--gpu-index", help="Which GPU (NVML/CUDA index).")] = 0,
+    warmup: Annotated[int, typer.Option(help="Untimed decode steps first (compile, autotune).")] = 8,
+    seed: Annotated[int, typer.Option(help="Seed for random weights and the prompt.")] = 0,
+    probe: Annotated[bool, typer.Option("--probe/--no-probe", help="Time a read-bandwidth probe first.")] = True,
+    as_json: JsonOpt = False,
+    save: Annotated[Optional[Path], typer.Option(help="Also write the full result as JSON to this file.",
+                                                 show_default=False)] = None,
+):
+    """Measure a real NVFP4 Gemma 4 12B decode loop on this GPU, next to what `plan` predicts.
+
+    Needs the measure extra: pip install 'llmsize[measure]'.
+
+    Examples:
+      llmsize measure
+      llmsize measure --quant bf16 --tokens 128
+      llmsize measure --checkpoint ./gemma-4-12b-nvfp4 --json --save run.json
+      llmsize measure --device cpu
+    """
+    from llmsize.measure.run import MeasureOptions, measure as run_measure, validate
+
+    opts = MeasureOptions(quant=quant.lower(), context=context, tokens=tokens, batch=batch, device=device.lower(),
+                          checkpoint=str(checkpoint) if checkpoint else None, gpu_index=gpu_index,
+                          warmup=warmup, seed=seed, probe=probe)
+    validate(opts)
+    if save is not None and not save.parent.is_dir():
+        raise InvalidValueError(f"--save `{save}`: folder {save.parent} does not exist.", "Create it first.")
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    err = Console(stderr=True, width=min(shutil.get_terminal_size((100, 24)).columns, 100))
+    with Progress(TextColumn("{task.description:<18}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=True) as bar:
+        tasks = {}
+
+        def progress(stage, done, total):
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        result = run_measure(opts, progress)
+    if save is not None:
+        tmp = save.with_name(save.name + ".partial")
+        tmp.write_text(json.dumps(result, indent=2) + "\n")
+        tmp.replace(save)
+    if as_json:
+        _print_json(result)
+    else:
+        from llmsize.render.measure_report import render_measure
+
+        render_measure(result, _console())
+        if save is not None:
+            _console().print(f"Saved to {save}", style="dim")
+
+
 @contextmanager
 def _errors():
     try:

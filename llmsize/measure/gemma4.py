@@ -23,6 +23,7 @@ from llmsize.measure import nvfp4
 from llmsize.measure.gemv import nvfp4_gemv, nvfp4_linear_reference
 
 SLIDING, FULL = "sliding", "full"
+QUERY_CHUNK = 512  # prefill attention is computed this many queries at a time
 
 
 @dataclass(frozen=True)
@@ -316,7 +317,10 @@ class Gemma4Decoder:
             k = apply_rope(k.view(b, t, -1, hd), cos, sin)
             v = v.view(b, t, -1, hd)
             mask = causal & (ids[:, None] - ids[None, :] < cfg.sliding_window) if kind == SLIDING else causal
-            a = self._attend(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), mask)
+            qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+            # queries in chunks so the score matrix stays small (16 heads x 512 x T floats at most)
+            a = torch.cat([self._attend(qt[:, :, c:c + QUERY_CHUNK], kt, vt, mask[c:c + QUERY_CHUNK])
+                           for c in range(0, t, QUERY_CHUNK)], dim=2)
             if kind == SLIDING:
                 keep = ids[-min(t, kc.shape[2]):]
                 kc[:, :, keep % kc.shape[2]] = k.transpose(1, 2)[:, :, keep]

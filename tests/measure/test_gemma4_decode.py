@@ -108,3 +108,12 @@ def test_proportional_rope_rotates_a_quarter_of_the_full_layer_dims():
     assert inv.shape == (256,)
     assert (inv[:64] > 0).all() and (inv[64:] == 0).all()  # int(0.25 * 512 // 2) = 64 rotated pairs
     assert inv[1].item() == pytest.approx(1e6 ** (-2 / 512))
+
+
+def test_prefill_attention_in_query_chunks_matches_reference(monkeypatch):
+    monkeypatch.setattr(gemma4, "QUERY_CHUNK", 4)  # 13-token prompt -> chunks of 4, 4, 4, 1
+    w = _weights(seed=5)
+    prompt = list(range(20, 33))
+    tokens, got = _decode(w, prompt, 3)
+    want = reference.forward(w, tokens[:-1])[len(prompt) - 1:]
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-3)

@@ -1,0 +1,47 @@
+"""Find the catalog entry for a card from the name its driver reports (NVML), e.g. 'NVIDIA H200' -> h200-sxm.
+
+Torch-free. The model number (h200, a100, 5060, l40s, t4) must appear in the entry's name, id or aliases,
+and the qualifiers that split one chip into products (Ti, SUPER, NVL, Ada, PRO, PCIe...) must agree both ways;
+among several candidates the one whose memory is closest to the reported total wins (A100 40GB vs 80GB),
+within 20%. No match is a normal answer: the card is "not in the catalog".
+"""
+
+from __future__ import annotations
+
+import re
+
+from llmsize.catalog.schema import GpuSpec
+
+# "pcie" splits H100/A100 PCIe from SXM, whose NVML names carry no form factor ("NVIDIA H100 80GB HBM3")
+QUALIFIERS = {"ti", "super", "nvl", "ada", "pro", "max", "ultra", "mobile", "laptop", "pcie"}
+_NOISE = re.compile(r"^(\d+gb|sxm\d*|hbm\d*e?|pcie|gddr\d*x?)$")
+
+
+def _tokens(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _model_numbers(tokens: set[str]) -> set[str]:
+    return {t for t in tokens if re.search(r"\d", t) and not _NOISE.match(t)}
+
+
+def match_gpu(reported_name: str, reported_memory_bytes: int | None, gpus: list[GpuSpec]) -> GpuSpec | None:
+    want = _tokens(reported_name)
+    numbers, quals = _model_numbers(want), want & QUALIFIERS
+    if not numbers:
+        return None
+    candidates = []
+    for g in gpus:
+        have = _tokens(" ".join([g.name, g.id.replace("-", " "), *g.aliases]))
+        if numbers <= have and (have & QUALIFIERS) == quals:
+            candidates.append(g)
+    if not candidates:
+        return None
+    if reported_memory_bytes is None:
+        return candidates[0] if len(candidates) == 1 else None
+
+    def distance(g: GpuSpec) -> float:
+        return abs(g.memory_bytes - reported_memory_bytes) / reported_memory_bytes
+
+    best = min(candidates, key=distance)
+    return best if distance(best) <= 0.20 else None

@@ -1,0 +1,46 @@
+"""Checks that run before any work: the extra is installed, a GPU is there, the run fits in free VRAM.
+Each failure is one LlmsizeError line with what to do next. Imports torch only inside the functions."""
+
+from __future__ import annotations
+
+from llmsize.errors import InvalidValueError, LlmsizeError
+from llmsize.units import GB, GiB
+
+EXTRA_HINT = "Install the measure extra: pip install 'llmsize[measure]' (torch, triton, safetensors, nvidia-ml-py)."
+
+
+def require_torch():
+    try:
+        import torch
+    except ImportError:
+        raise LlmsizeError("`llmsize measure` needs torch, which is not installed.", EXTRA_HINT) from None
+    return torch
+
+
+def require_cuda(torch, index: int) -> None:
+    if torch.version.cuda is None and getattr(torch.version, "hip", None) is None:
+        raise LlmsizeError(f"torch {torch.__version__} is a CPU-only build: it cannot reach a GPU.",
+                           "Install a CUDA build of torch (pip install torch), or run `llmsize measure --device cpu`.")
+    if not torch.cuda.is_available():
+        raise LlmsizeError("No CUDA GPU is visible to torch.",
+                           "Run on a machine with an NVIDIA GPU and driver, or use `llmsize measure --device cpu`.")
+    if index >= torch.cuda.device_count():
+        raise InvalidValueError(f"--gpu-index {index}: torch sees {torch.cuda.device_count()} GPU(s).",
+                                "Pick an index between 0 and the count minus one.")
+
+
+def require_triton() -> None:
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        raise LlmsizeError("The NVFP4 decode kernel needs triton, which is not installed.",
+                           EXTRA_HINT + " Or measure the cuBLAS baseline with --quant bf16.") from None
+
+
+def check_fits(need_bytes: int, free_bytes: int | None, what: str) -> None:
+    """Refuse before allocating when the run cannot fit the card's free memory."""
+    if free_bytes is not None and need_bytes > free_bytes:
+        raise LlmsizeError(
+            f"Not enough free VRAM: {what} needs about {need_bytes / GiB:.2f} GiB ({need_bytes / GB:.2f} GB), "
+            f"the card has {free_bytes / GiB:.2f} GiB free.",
+            "Lower --context, --batch or --tokens, free the GPU, or use --quant nvfp4.")

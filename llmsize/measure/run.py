@@ -1,0 +1,366 @@
+"""One `llmsize measure` run: preflight, card, probe, build, prefill, timed decode, and the result dict.
+
+Stages report to an optional `progress(stage, done, total)` callback; the CLI draws it. Ctrl-C during the
+timed decode stops the loop and the result covers the tokens measured so far (`run.interrupted`).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from llmsize import __version__
+from llmsize.errors import InvalidValueError, LlmsizeError
+from llmsize.measure import preflight
+from llmsize.units import GiB
+
+QUANTS = ("nvfp4", "bf16")
+DEVICES = ("cuda", "cpu")
+
+
+@dataclass
+class MeasureOptions:
+    quant: str = "nvfp4"
+    context: int = 4096
+    tokens: int = 256
+    batch: int = 1
+    device: str = "cuda"
+    checkpoint: str | None = None
+    gpu_index: int = 0
+    warmup: int = 8
+    seed: int = 0
+    probe: bool = True
+
+
+def validate(o: MeasureOptions) -> None:
+    if o.quant not in QUANTS:
+        raise InvalidValueError(f"--quant `{o.quant}` is not measurable.", "Use nvfp4 or bf16.")
+    if o.device not in DEVICES:
+        raise InvalidValueError(f"--device `{o.device}` is not supported.", "Use cuda or cpu.")
+    for name, v, lo in (("--context", o.context, 1), ("--tokens", o.tokens, 1), ("--batch", o.batch, 1),
+                        ("--warmup", o.warmup, 1), ("--gpu-index", o.gpu_index, 0)):
+        if v < lo:
+            raise InvalidValueError(f"{name} `{v}` must be at least {lo}.", f"Pass {name} {lo} or more.")
+    if o.batch > 16:
+        raise InvalidValueError(f"--batch `{o.batch}` is above 16, where the GEMV path ends.",
+                                "Measure batch 1 to 16.")
+    if o.checkpoint and not Path(o.checkpoint).is_dir():
+        raise InvalidValueError(f"--checkpoint `{o.checkpoint}` is not a folder.",
+                                "Point it at a folder holding config.json and *.safetensors.")
+
+
+def git_commit() -> str | None:
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+# ------------------------------------------------------------------------------------------ bytes
+
+def weight_memory_bytes(cfg, quant: str) -> int:
+    """Resident weight bytes of a config in a format, from shapes alone (for the fit check)."""
+    from llmsize.measure.gemma4 import layer_shapes
+
+    total = cfg.vocab_size * cfg.hidden_size * 2 + cfg.hidden_size * 2
+    for kind in cfg.layer_types:
+        for n, k in layer_shapes(cfg, kind).values():
+            total += n * k // 2 + n * k // 16 + 4 * n if quant == "nvfp4" else n * k * 2
+        total += (4 * cfg.hidden_size + 2 * cfg.hd(kind) + 1) * 2
+    return total
+
+
+def kv_cache_bytes(cfg, batch: int, positions: int) -> int:
+    total = 0
+    for kind in cfg.layer_types:
+        slots = min(cfg.sliding_window, positions) if kind == "sliding" else positions
+        total += 2 * batch * cfg.kv_heads(kind) * slots * cfg.hd(kind) * 2
+    return total
+
+
+def transient_bytes(cfg, batch: int, context: int) -> int:
+    """Largest short-lived allocation: prefill activations (gate|up output and its gelu), one dequantized
+    matrix, attention scores of one query chunk, or quantizing one matrix in fp32 while building."""
+    t = batch * context
+    act = 3 * t * 2 * cfg.intermediate_size * 2
+    dense = 2 * cfg.intermediate_size * cfg.hidden_size * 2
+    scores = 3 * batch * cfg.num_heads * min(context, 512) * context * 4
+    build = 5 * cfg.intermediate_size * cfg.hidden_size * 4
+    return max(act + dense + scores, build)
+
+
+def bytes_read_per_step(weights, batch: int, mean_positions: float) -> dict:
+    """Bytes one decode step reads, by part, from the actual tensors; KV at the mean attended length."""
+    from llmsize.measure.nvfp4 import Nvfp4Weight
+
+    cfg = weights.config
+    parts = dict(nvfp4_packed=0, nvfp4_scales=0, linear_bf16=0, lm_head=0, embedding_rows=0, norms=0,
+                 kv_full=0, kv_sliding=0)
+    parts["lm_head"] = weights.embed.numel() * weights.embed.element_size()  # tied: the whole embedding
+    parts["embedding_rows"] = batch * cfg.hidden_size * weights.embed.element_size()
+    parts["norms"] = weights.final_norm.numel() * weights.final_norm.element_size()
+    for layer in weights.layers:
+        for name in ("qkv", "o", "gate_up", "down"):
+            w = getattr(layer, name)
+            if isinstance(w, Nvfp4Weight):
+                parts["nvfp4_packed"] += w.packed_bytes
+                parts["nvfp4_scales"] += w.scale_bytes
+            else:
+                parts["linear_bf16"] += w.numel() * w.element_size()
+        for t in (layer.q_norm, layer.k_norm, layer.input_norm, layer.post_attn_norm, layer.pre_ffn_norm,
+                  layer.post_ffn_norm, layer.layer_scalar):
+            parts["norms"] += t.numel() * t.element_size()
+        kind = layer.kind
+        length = min(mean_positions, cfg.sliding_window) if kind == "sliding" else mean_positions
+        kv = 2 * batch * cfg.kv_heads(kind) * cfg.hd(kind) * length * weights.embed.element_size()
+        parts["kv_full" if kind == "full" else "kv_sliding"] += int(round(kv))
+    return parts
+
+
+def predicted(quant: str, mean_positions: int, batch: int, bandwidths_gb_s: dict) -> dict:
+    """What `plan` predicts for Gemma 4 12B: bytes read per step and the ceiling for each bandwidth given."""
+    from llmsize.catalog.loader import Catalog
+    from llmsize.estimate.kv import kv_bytes
+    from llmsize.estimate.plan import resolve_format
+    from llmsize.estimate.weights import weight_bytes_read
+
+    model = Catalog().model("gemma-4-12b")
+    fmt, scope = resolve_format(model, quant, None)
+    step = weight_bytes_read(model, fmt, scope, batch) + batch * kv_bytes(model, mean_positions, "bf16"
+                                                                           ).bytes_per_sequence
+    out = {"bytes_per_step": int(round(step)), "format": fmt.name, "scope": scope}
+    for name, bw in bandwidths_gb_s.items():
+        out[f"ceiling_tok_s_{name}"] = batch * bw * 1e9 / step if bw else None
+    return out
+
+
+# ------------------------------------------------------------------------------------------ the run
+
+def _percentile(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    if len(xs) == 1:
+        return xs[0]
+    pos = (len(xs) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def measure(o: MeasureOptions, progress=None) -> dict:
+    validate(o)
+    torch = preflight.require_torch()
+    from llmsize.measure import checkpoint as ckpt
+    from llmsize.measure import gemma4
+
+    def tick(stage, done=0, total=1):
+        if progress:
+            progress(stage, done, total)
+
+    cuda = o.device == "cuda"
+    card = probe_gb_s = probe_method = None
+    catalog_gpu = None
+    if cuda:
+        preflight.require_cuda(torch, o.gpu_index)
+        if o.quant == "nvfp4":
+            preflight.require_triton()
+        from llmsize.measure.card import read_card
+
+        card = read_card(o.gpu_index)
+        from llmsize.catalog.loader import Catalog
+        from llmsize.catalog.match import match_gpu
+
+        catalog_gpu = match_gpu(card.name, card.vram_total_bytes, Catalog().hardware.all())
+        device = torch.device("cuda", o.gpu_index)
+        torch.cuda.set_device(device)
+        dtype = torch.bfloat16
+    else:
+        device, dtype = torch.device("cpu"), torch.float32
+
+    if o.checkpoint:
+        cfg, layout = ckpt.read_config(Path(o.checkpoint))
+        source = f"checkpoint {o.checkpoint} ({layout})"
+    else:
+        cfg = gemma4.GEMMA4_12B if cuda else gemma4.GEMMA4_TINY
+        layout = None
+        source = "random weights of the exact shapes (scaled normal), quantized with the ModelOpt NVFP4 recipe" \
+            if o.quant == "nvfp4" else "random weights of the exact shapes (scaled normal), bf16"
+    positions = o.context + o.warmup + o.tokens + 2
+    need = {"weights": weight_memory_bytes(cfg, o.quant), "kv_cache": kv_cache_bytes(cfg, o.batch, positions),
+            "transient": transient_bytes(cfg, o.batch, o.context), "runtime": int(0.75 * GiB) if cuda else 0}
+    if cuda:
+        free, _total = torch.cuda.mem_get_info(device)
+        preflight.check_fits(sum(need.values()), free,
+                             f"{cfg.name} in {o.quant} at {o.context} tokens x batch {o.batch}")
+        if o.probe:
+            tick("probe bandwidth")
+            buf = min(2 * GiB, max(256 * 2 ** 20, (free - sum(need.values())) // 4)) // 4 * 4
+            probe_gb_s, probe_method = _probe(device, buf)
+
+    gemv = "triton" if cuda and o.quant == "nvfp4" else "torch"
+    t_build = time.perf_counter()
+
+    def on_layer(i):
+        tick("build + quantize" if o.quant == "nvfp4" else "build", i + 1, cfg.num_layers)
+
+    tick("build + quantize" if o.quant == "nvfp4" else "build", 0, cfg.num_layers)
+    if o.checkpoint:
+        weights = ckpt.load(o.checkpoint, device=device, dtype=dtype, quant=o.quant, on_layer=on_layer)
+    else:
+        weights = gemma4.build_random(cfg, device=device, dtype=dtype, quant=o.quant, seed=o.seed,
+                                      on_layer=on_layer)
+    if cuda:
+        torch.cuda.synchronize(device)
+    build_s = time.perf_counter() - t_build
+
+    dec = gemma4.Gemma4Decoder(weights, batch=o.batch, max_positions=positions, gemv=gemv)
+    gen = torch.Generator(device=device).manual_seed(o.seed + 1)
+    prompt = torch.randint(0, cfg.vocab_size, (o.batch, o.context), generator=gen, device=device)
+    tick("prefill", 0, 1)
+    ttft_s = _timed(torch, cuda, lambda: dec.prefill(prompt))
+    tick("prefill", 1, 1)
+
+    for i in range(o.warmup):  # compiles and autotunes the kernels before capture
+        tick("warm-up", i, o.warmup)
+        dec.decode_step()
+    step = dec.decode_step
+    graph = None
+    if cuda:
+        torch.cuda.synchronize(device)
+        graph = torch.cuda.CUDAGraph()
+        side = torch.cuda.Stream(device)
+        side.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(side):
+            dec.decode_step()  # one more real step on the capture stream, as the CUDA-graph docs advise
+        torch.cuda.current_stream(device).wait_stream(side)
+        with torch.cuda.graph(graph):
+            dec.decode_step()
+        step = graph.replay
+    start_pos = int(dec.pos.item())
+
+    times_s, interrupted = [], False
+    try:
+        if cuda:
+            starts = [torch.cuda.Event(enable_timing=True) for _ in range(o.tokens)]
+            ends = [torch.cuda.Event(enable_timing=True) for _ in range(o.tokens)]
+            done = 0
+            try:
+                for i in range(o.tokens):
+                    starts[i].record()
+                    step()
+                    ends[i].record()
+                    done = i + 1
+                    if i % 32 == 31:
+                        tick("decode", done, o.tokens)
+            finally:
+                torch.cuda.synchronize(device)
+                times_s = [starts[i].elapsed_time(ends[i]) / 1e3 for i in range(done)]
+        else:
+            for i in range(o.tokens):
+                t = time.perf_counter()
+                step()
+                times_s.append(time.perf_counter() - t)
+                tick("decode", i + 1, o.tokens)
+    except KeyboardInterrupt:
+        interrupted = True
+    tick("decode", len(times_s), o.tokens)
+    if not times_s:
+        raise LlmsizeError("Interrupted before any token was decoded: nothing to report.")
+
+    clocks_after = {}
+    if cuda:
+        from llmsize.measure.card import current_clocks
+        clocks_after = current_clocks(o.gpu_index)
+
+    n = len(times_s)
+    mean_pos = start_pos + (n - 1) / 2 + 1  # attended length, averaged over the timed steps
+    parts = bytes_read_per_step(weights, o.batch, mean_pos)
+    step_bytes = sum(parts.values())
+    med = statistics.median(times_s)
+    total_s = sum(times_s)
+    tok_s = o.batch * n / total_s
+    achieved_gb_s = step_bytes * n / total_s / 1e9
+    theo = card.theoretical_bandwidth_gb_s if card else None
+    sheet = catalog_gpu.bandwidth_gb_s if catalog_gpu else None
+
+    def frac(x):
+        return achieved_gb_s / x if x else None
+
+    pred = {"ceiling_tok_s": None, "reason": "plan models Gemma 4 12B on a catalog card; this run is neither"}
+    if cuda and cfg.hidden_size == gemma4.GEMMA4_12B.hidden_size and cfg.layer_types == gemma4.GEMMA4_12B.layer_types:
+        pred = predicted(o.quant, int(round(mean_pos)), o.batch,
+                         {"datasheet": sheet, "theoretical": theo, "probe": probe_gb_s})
+        pred["ceiling_tok_s"] = pred.get("ceiling_tok_s_datasheet") or pred.get("ceiling_tok_s_theoretical")
+        pred["catalog_gpu"] = catalog_gpu.id if catalog_gpu else None
+
+    versions = {"llmsize": __version__, "python": platform.python_version(), "torch": torch.__version__,
+                "cuda": torch.version.cuda}
+    try:
+        import triton
+        versions["triton"] = triton.__version__
+    except ImportError:
+        versions["triton"] = None
+    gpu = card.as_dict() if card else {"name": f"CPU ({platform.processor() or platform.machine()})",
+                                       "theoretical_bandwidth_gb_s": None}
+    gpu.update({
+        "probed_read_bandwidth_gb_s": probe_gb_s, "probe_method": probe_method,
+        "catalog_id": catalog_gpu.id if catalog_gpu else None,
+        "catalog_name": catalog_gpu.name if catalog_gpu else None,
+        "datasheet_bandwidth_gb_s": sheet,
+        "compute_capability": ".".join(map(str, torch.cuda.get_device_capability(device))) if cuda else None,
+        "clocks_after_decode": clocks_after,
+    })
+    return {
+        "command": "measure",
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "git_commit": git_commit(),
+        "versions": versions,
+        "gpu": gpu,
+        "model": {"name": cfg.name, "source": source, "layout": layout, "layers": cfg.num_layers,
+                  "hidden_size": cfg.hidden_size, "vocab_size": cfg.vocab_size},
+        "run": {"device": o.device, "quant": o.quant, "gemv": gemv, "context_tokens": o.context,
+                "batch": o.batch, "tokens_requested": o.tokens, "tokens_measured": n, "warmup_tokens": o.warmup,
+                "first_timed_position": start_pos, "mean_attended_positions": mean_pos,
+                "cuda_graph": graph is not None, "interrupted": interrupted, "seed": o.seed,
+                "build_s": build_s, "memory_estimate_bytes": need,
+                "peak_memory_bytes": torch.cuda.max_memory_allocated(device) if cuda else None},
+        "bytes_per_token": step_bytes / o.batch,
+        "bytes_per_step": step_bytes,
+        "bytes_per_step_parts": parts,
+        "prefill": {"ttft_s": ttft_s, "prompt_tokens": o.context},
+        "decode": {"tok_s": tok_s, "ms_per_token_median": med * 1e3, "ms_per_token_p10": _percentile(times_s, .1) * 1e3,
+                   "ms_per_token_p90": _percentile(times_s, .9) * 1e3, "ms_per_step_mean": total_s / n * 1e3},
+        "achieved": {"bandwidth_gb_s": achieved_gb_s, "fraction_of_theoretical": frac(theo),
+                     "fraction_of_probe": frac(probe_gb_s), "fraction_of_datasheet": frac(sheet)},
+        "predicted": pred,
+        "options": asdict(o),
+        "env": {"TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET")},
+    }
+
+
+def _timed(torch, cuda: bool, fn) -> float:
+    if cuda:
+        torch.cuda.synchronize()
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        return a.elapsed_time(b) / 1e3
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def _probe(device, buffer_bytes):
+    from llmsize.measure.probe import probe_read_bandwidth_gb_s
+
+    return probe_read_bandwidth_gb_s(device, buffer_bytes)

@@ -1,0 +1,113 @@
+"""`llmsize measure` result dict -> a rich report that fits 100 columns. Torch-free."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from llmsize.units import GB, GiB
+
+PART_LABELS = {
+    "nvfp4_packed": "NVFP4 packed weights (4-bit codes)",
+    "nvfp4_scales": "NVFP4 scales (fp8 per 16 + fp32 per row)",
+    "linear_bf16": "bf16 linear weights",
+    "lm_head": "lm_head (tied to the embedding, unquantized)",
+    "embedding_rows": "embedding rows looked up",
+    "norms": "norms and layer scalars",
+    "kv_full": "KV cache, full-attention layers",
+    "kv_sliding": "KV cache, sliding-window layers",
+}
+
+
+def _pct(x):
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def _num(x, fmt="{:,.1f}", unit=""):
+    return "n/a" if x is None else fmt.format(x) + unit
+
+
+def _kv(c: Console, rows):
+    t = Table(box=None, show_header=False, pad_edge=False)
+    t.add_column(min_width=32)
+    t.add_column(overflow="fold")
+    for k, v in rows:
+        t.add_row(" " + k, v)
+    c.print(t)
+
+
+def render_measure(r: dict, c: Console) -> None:
+    g, run, dec, ach, pred = r["gpu"], r["run"], r["decode"], r["achieved"], r.get("predicted")
+    title = f"llmsize measure: {r['model']['name']} in {run['quant']} on {g['name']}"
+    if run["interrupted"]:
+        title += f" (interrupted: {run['tokens_measured']} of {run['tokens_requested']} tokens)"
+    c.print(title, style="bold")
+    c.print("Units: GB = 10^9 B, GiB = 2^30 B, GB/s decimal.", style="dim")
+
+    c.print("\nCard", style="bold")
+    if run["device"] == "cuda":
+        theo = g.get("theoretical_bandwidth_gb_s")
+        cat = (f"{g['catalog_id']} ({g['catalog_name']}): datasheet {g['datasheet_bandwidth_gb_s']:,.1f} GB/s"
+               if g.get("catalog_id") else "not in the catalog")
+        _kv(c, [
+            ("name, driver", f"{g['name']}, driver {g.get('driver') or 'n/a'}"),
+            ("VRAM total / free", f"{_num(g['vram_total_bytes'] and g['vram_total_bytes'] / GiB, '{:.2f}')} GiB / "
+                                  f"{_num(g['vram_free_bytes'] and g['vram_free_bytes'] / GiB, '{:.2f}')} GiB"),
+            ("memory bus, max memory clock", f"{_num(g['bus_width_bits'], '{:d}')} bit, "
+                                             f"{_num(g['max_memory_clock_mhz'], '{:d}')} MHz"),
+            ("theoretical bandwidth", f"{_num(theo)} GB/s  (2 x clock x bus width / 8)"),
+            ("catalog entry", cat),
+            ("probed read bandwidth", f"{_num(g.get('probed_read_bandwidth_gb_s'))} GB/s = "
+                                      f"{_pct(g['probed_read_bandwidth_gb_s'] / theo if theo and g.get('probed_read_bandwidth_gb_s') else None)}"
+                                      " of theoretical"),
+        ])
+    else:
+        _kv(c, [("device", f"{g['name']}: a small Gemma-4-shaped model in float32 (no GPU figures)")])
+
+    c.print("\nRun", style="bold")
+    _kv(c, [
+        ("weights", r["model"]["source"]),
+        ("context, batch", f"{run['context_tokens']:,} tokens, batch {run['batch']}"),
+        ("decoded", f"{run['tokens_measured']} timed tokens after {run['warmup_tokens']} warm-up, "
+                    f"CUDA graph {'on' if run['cuda_graph'] else 'off'}, GEMV {run['gemv']}"),
+    ])
+
+    parts = r["bytes_per_step_parts"]
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title=f"Bytes read per decode step (KV at "
+              f"{run['mean_attended_positions']:,.0f} attended positions, batch {run['batch']})",
+              title_justify="left", title_style="bold")
+    t.add_column("part", min_width=44)
+    total = r["bytes_per_step"]
+    unit, div = ("GB", GB) if total >= 0.1 * GB else ("MB", 1e6)
+    t.add_column(unit, justify="right", min_width=12)
+    t.add_column("share", justify="right", min_width=8)
+    for k, v in parts.items():
+        if v:
+            t.add_row(PART_LABELS.get(k, k), f"{v / div:.4f}", _pct(v / total))
+    t.add_row("total", f"{total / div:.4f}", "", style="bold")
+    c.print()
+    c.print(t)
+
+    c.print("Speed", style="bold")
+    _kv(c, [
+        ("prefill (time to first token)", f"{r['prefill']['ttft_s'] * 1e3:,.1f} ms for "
+                                          f"{r['prefill']['prompt_tokens']:,} tokens"),
+        ("decode, ms per step", f"median {dec['ms_per_token_median']:.3f}  (p10 {dec['ms_per_token_p10']:.3f}, "
+                                f"p90 {dec['ms_per_token_p90']:.3f})"),
+        ("decode, tokens/s", f"{dec['tok_s']:,.1f}" + (" (all sequences)" if run["batch"] > 1 else "")),
+        ("achieved bandwidth", f"{ach['bandwidth_gb_s']:,.1f} GB/s  (bytes per step x steps/s)"),
+        ("  of theoretical / probe / datasheet", f"{_pct(ach['fraction_of_theoretical'])} / "
+                                                 f"{_pct(ach['fraction_of_probe'])} / "
+                                                 f"{_pct(ach['fraction_of_datasheet'])}"),
+    ])
+    if pred and pred.get("ceiling_tok_s"):
+        c.print("\nWhat `plan` predicted for this card", style="bold")
+        rows = [("plan's bytes per step", f"{pred['bytes_per_step'] / GB:.4f} GB ({pred['format']}, "
+                                          f"scope {pred['scope']})")]
+        for name in ("datasheet", "theoretical", "probe"):
+            ceil = pred.get(f"ceiling_tok_s_{name}")
+            if ceil:
+                rows.append((f"ceiling at {name} bandwidth", f"{ceil:,.1f} tok/s; measured "
+                             f"{_pct(dec['tok_s'] / ceil)} of it"))
+        _kv(c, rows)

@@ -1,0 +1,139 @@
+"""`llmsize measure` as a user runs it: the CPU model end to end, the JSON keys scripts rely on, bad input,
+missing GPU or extra, VRAM refusal, Ctrl-C."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from llmsize.errors import LlmsizeError
+from llmsize.measure import gemma4, preflight
+
+REQUIRED = ["gpu.name", "gpu.theoretical_bandwidth_gb_s", "gpu.probed_read_bandwidth_gb_s", "run.context_tokens",
+            "run.batch", "bytes_per_token", "decode.tok_s", "decode.ms_per_token_median", "prefill.ttft_s",
+            "achieved.bandwidth_gb_s", "achieved.fraction_of_theoretical", "achieved.fraction_of_probe",
+            "predicted.ceiling_tok_s"]
+
+
+def _get(d, dotted):
+    for k in dotted.split("."):
+        d = d[k]
+    return d
+
+
+def test_cpu_run_json_has_every_key_and_consistent_figures(run_cli, tmp_path):
+    save = tmp_path / "run.json"
+    code, out, err = run_cli("measure", "--device", "cpu", "--context", "40", "--tokens", "12", "--json",
+                             "--save", str(save))
+    assert code == 0, err
+    r = json.loads(out)
+    for key in REQUIRED:
+        _get(r, key)  # present (null where a CPU has no such figure)
+    assert json.loads(save.read_text()) == r
+    assert r["run"]["context_tokens"] == 40 and r["run"]["tokens_measured"] == 12
+    # achieved bandwidth = bytes per token x tok/s (batch 1)
+    assert r["achieved"]["bandwidth_gb_s"] == pytest.approx(r["bytes_per_token"] * r["decode"]["tok_s"] / 1e9)
+    assert r["bytes_per_step"] == sum(r["bytes_per_step_parts"].values())
+    d = r["decode"]
+    assert d["ms_per_token_p10"] <= d["ms_per_token_median"] <= d["ms_per_token_p90"]
+    # KV of the full layers at the mean attended length: 2 layers x (K, V) x 1 head x 64 dims x 4 B (float32)
+    mean_pos = r["run"]["mean_attended_positions"]
+    assert mean_pos == 40 + 8 + (12 - 1) / 2 + 1
+    assert r["bytes_per_step_parts"]["kv_full"] == round(2 * 2 * 1 * 64 * mean_pos * 4)
+    assert r["bytes_per_step_parts"]["kv_sliding"] == 4 * 2 * 2 * 32 * 8 * 4  # capped at the window of 8
+
+
+def test_cpu_report_renders(run_cli):
+    code, out, err = run_cli("measure", "--device", "cpu", "--context", "16", "--tokens", "4", "--quant", "bf16")
+    assert code == 0, err
+    assert "Bytes read per decode step" in out and "bf16 linear weights" in out
+    assert max(len(line) for line in out.splitlines()) <= 100
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--context", "0"], "--context `0`"),
+    (["--tokens", "-3"], "--tokens `-3`"),
+    (["--batch", "0"], "--batch `0`"),
+    (["--batch", "64"], "--batch `64`"),
+    (["--quant", "fp8"], "--quant `fp8`"),
+    (["--device", "tpu"], "--device `tpu`"),
+    (["--checkpoint", "/no/such/dir"], "--checkpoint `/no/such/dir`"),
+    (["--device", "cpu", "--save", "/no/such/dir/x.json"], "--save `/no/such/dir/x.json`"),
+])
+def test_bad_values_are_one_line_usage_errors(run_cli, args, needle):
+    code, out, err = run_cli("measure", *args)
+    assert code == 2
+    assert needle in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_no_gpu_is_one_line_with_a_hint(run_cli):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    code, out, err = run_cli("measure")
+    assert code == 1 and len(err.strip().splitlines()) == 1
+    assert "--device cpu" in err and ("CPU-only build" in err or "No CUDA GPU" in err)
+
+
+def test_missing_torch_is_one_line_with_the_install_hint():
+    probe = ("import sys; sys.modules['torch'] = None\n"
+             "from llmsize.cli import main\nmain(['measure', '--device', 'cpu'])")
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert p.returncode == 1
+    assert p.stderr.strip() == ("Error: `llmsize measure` needs torch, which is not installed. "
+                                + preflight.EXTRA_HINT)
+
+
+def test_not_enough_vram_is_refused_with_numbers():
+    with pytest.raises(LlmsizeError, match=r"needs about 9\.31 GiB \(10\.00 GB\), the card has 4\.00 GiB free"):
+        preflight.check_fits(10 * 10**9, 4 * 2**30, "gemma-4-12b")
+    preflight.check_fits(1, None, "x")  # unknown free memory: no refusal
+
+
+def test_fit_estimate_for_the_seed_card():
+    """The default run must fit a 16 GB RTX 5060 Ti (seed 000): 16 GiB of VRAM, ~15.5 GiB usable."""
+    from llmsize.measure.run import kv_cache_bytes, transient_bytes, weight_memory_bytes
+    cfg = gemma4.GEMMA4_12B
+    w = weight_memory_bytes(cfg, "nvfp4")
+    # 6.10 GB of NVFP4 linears (+ scales) + 2.01 GB bf16 embedding: the plan's 8.15 GB minus vision extras
+    assert 8.0e9 < w < 8.3e9
+    need = w + kv_cache_bytes(cfg, 1, 4096 + 266) + transient_bytes(cfg, 1, 4096) + 0.75 * 2**30
+    assert need < 15.5 * 2**30
+    assert weight_memory_bytes(cfg, "bf16") > 2.9 * w  # the bf16 baseline reads ~3x the bytes
+
+
+def test_ctrl_c_reports_the_tokens_measured_so_far(run_cli, monkeypatch):
+    real = gemma4.Gemma4Decoder.decode_step
+    calls = {"n": 0}
+
+    def flaky(self):
+        calls["n"] += 1
+        if calls["n"] == 8 + 5:  # 8 warm-up steps, then 4 timed ones, then Ctrl-C
+            raise KeyboardInterrupt
+        return real(self)
+
+    monkeypatch.setattr(gemma4.Gemma4Decoder, "decode_step", flaky)
+    code, out, err = run_cli("measure", "--device", "cpu", "--context", "16", "--tokens", "50", "--json")
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["run"]["interrupted"] is True and r["run"]["tokens_measured"] == 4
+
+
+def test_probe_kernel_reads_every_element():
+    from llmsize.measure.gemv import triton_available
+    if not triton_available():
+        pytest.skip("triton not installed")
+    import torch
+
+    from llmsize.measure.probe import read_once
+    x = torch.randint(-2**31, 2**31 - 1, (10_000,), dtype=torch.int32)
+    out = torch.empty(3, dtype=torch.int32)
+    read_once(x, out, programs=3, block=256)
+    want = 0
+    for v in x.tolist():
+        want ^= v
+    got = 0
+    for v in out.tolist():
+        got ^= v
+    assert got == want

@@ -1,0 +1,35 @@
+"""Catalog matching of driver-reported card names (NVML nvmlDeviceGetName + memory total)."""
+
+import pytest
+
+from llmsize.catalog.match import match_gpu
+
+
+@pytest.mark.parametrize("name, mem, want", [
+    # H200: name and total from shared/reference/h200-measurements.md (NVML on a live H200)
+    ("NVIDIA H200", 150_754_820_096, "h200-sxm"),
+    ("NVIDIA GeForce RTX 5060 Ti", 17_094_475_776, "rtx5060ti"),
+    ("NVIDIA GeForce RTX 4060 Ti", 17_175_150_592, "rtx4060ti16"),
+    # nvml.md trap 7: marketed capacities vs reported totals
+    ("NVIDIA A100-SXM4-80GB", 85_899_345_920, "a100-80gb-sxm"),
+    ("NVIDIA A100-SXM4-40GB", 42_949_672_960, "a100-40gb-sxm"),
+    ("NVIDIA H100 80GB HBM3", 85_520_809_984, "h100-sxm"),
+    ("NVIDIA H100 NVL", 100_485_038_080, "h100-nvl"),
+    ("Tesla T4", 16_106_127_360, "t4"),
+    ("NVIDIA RTX 6000 Ada Generation", 51_527_024_640, "rtx6000ada"),
+    ("NVIDIA RTX A6000", 51_050_250_240, "rtxa6000"),
+    ("NVIDIA GeForce RTX 4090", 25_757_220_864, "rtx4090"),
+])
+def test_known_cards(catalog, name, mem, want):
+    got = match_gpu(name, mem, catalog.hardware.all())
+    assert got is not None and got.id == want
+
+
+@pytest.mark.parametrize("name, mem", [
+    ("NVIDIA GeForce RTX 2080", 8_589_934_592),   # not in the catalog
+    ("NVIDIA GeForce RTX 5060", 8_589_934_592),   # a 5060 is not a 5060 Ti
+    ("NVIDIA H200", 8_000_000_000),               # memory far from any H200
+    ("Some Accelerator", None),
+])
+def test_unknown_cards_are_not_forced(catalog, name, mem):
+    assert match_gpu(name, mem, catalog.hardware.all()) is None

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# On a CUDA machine: GPU tests, GEMV microbenchmark, then `llmsize measure` for bf16 and nvfp4.
+# Writes logs, JSON and a Markdown block for benchmarks/RESULTS.md under $OUT (default benchmarks/out).
+#
+#   bash benchmarks/measure_gpu.sh
+#
+# A machine without registry access (the workplace's device) needs pydantic carried as wheels in .whl/
+# (see the device notes); if .whl/ exists they are installed to /tmp/site first.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-benchmarks/out}
+mkdir -p "$OUT"
+PY=${PYTHON:-python3}
+if [ -d .whl ]; then
+  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
+$PY -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee "$OUT/versions.txt"
+timeout 180 $PY -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tail -15 | tee "$OUT/gpu-tests.log"
+timeout 120 $PY benchmarks/gemv_bench.py 2>&1 | tee "$OUT/gemv-bench.txt"
+for q in bf16 nvfp4; do
+  timeout 240 $PY -m llmsize measure --quant "$q" --json --save "$OUT/measure-$q.json" > /dev/null \
+    2> "$OUT/measure-$q.err"
+  echo "measure $q: exit $?"; tail -3 "$OUT/measure-$q.err"
+  [ -f "$OUT/measure-$q.json" ] && $PY -c "
+import json, sys
+from rich.console import Console
+from llmsize.render.measure_report import render_measure
+render_measure(json.load(open('$OUT/measure-$q.json')), Console(width=100))" | tee "$OUT/measure-$q.txt"
+done
+ls "$OUT"/measure-*.json >/dev/null 2>&1 && $PY benchmarks/measure_summary.py "$OUT"/measure-*.json \
+  | tee "$OUT/RESULTS-append.md"

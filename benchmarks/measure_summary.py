@@ -1,0 +1,41 @@
+"""Turn `llmsize measure --save` JSON files into a Markdown block for benchmarks/RESULTS.md.
+
+    python benchmarks/measure_summary.py out/measure-bf16.json out/measure-nvfp4.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def pct(x):
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def main(paths):
+    runs = [json.load(open(p)) for p in paths]
+    r0 = runs[0]
+    g = r0["gpu"]
+    print(f"## `llmsize measure` on {g['name']}\n")
+    print(f"- Card: {g['name']} (catalog `{g.get('catalog_id')}`), driver {g.get('driver')}, "
+          f"theoretical {g.get('theoretical_bandwidth_gb_s') or 0:.0f} GB/s (NVML), probe "
+          f"{g.get('probed_read_bandwidth_gb_s') or 0:.0f} GB/s, power limit {g.get('power_limit_w')} W")
+    print(f"- Date: {r0['date']}; commit {r0['git_commit']}; torch {r0['versions']['torch']}, "
+          f"triton {r0['versions']['triton']}")
+    print("- Command: `bash benchmarks/measure_gpu.sh` (`llmsize measure --quant Q --json --save F`)\n")
+    print("| quant | context | batch | bytes/step GB | TTFT ms | ms/token median (p10-p90) | tok/s | "
+          "achieved GB/s | of theoretical | of probe | of datasheet | plan ceiling tok/s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in runs:
+        d, a, run, p = r["decode"], r["achieved"], r["run"], r["predicted"] or {}
+        ceil = p.get("ceiling_tok_s")
+        print(f"| {run['quant']} | {run['context_tokens']} | {run['batch']} | {r['bytes_per_step'] / 1e9:.3f} | "
+              f"{r['prefill']['ttft_s'] * 1e3:.0f} | {d['ms_per_token_median']:.3f} ({d['ms_per_token_p10']:.3f}-"
+              f"{d['ms_per_token_p90']:.3f}) | {d['tok_s']:.1f} | {a['bandwidth_gb_s']:.0f} | "
+              f"{pct(a['fraction_of_theoretical'])} | {pct(a['fraction_of_probe'])} | "
+              f"{pct(a['fraction_of_datasheet'])} | {'n/a' if ceil is None else f'{ceil:.1f}'} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,53 @@
+"""On a CUDA GPU only (skipped elsewhere): the compiled Triton kernel on Gemma 4 12B shapes, and the tiny
+model's CUDA-graph decode, each against the float32 reference. Run by benchmarks/measure_gpu.sh."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+
+
+@pytest.mark.parametrize("n, k", [(8192, 3840), (3840, 4096), (30720, 3840), (3840, 15360), (1000, 272)])
+def test_kernel_on_gemma_shapes(n, k):
+    from llmsize.measure import gemv, nvfp4
+    torch.manual_seed(0)
+    w = nvfp4.quantize(torch.randn(n, k, device="cuda") / k ** 0.5)
+    x = torch.randn(1, k, device="cuda", dtype=torch.bfloat16)
+    want = gemv.nvfp4_linear_reference(x.float(), w)
+    got = gemv.nvfp4_gemv(x, w).float()
+    torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
+
+
+def test_tiny_decode_in_a_cuda_graph_matches_reference():
+    import dataclasses
+
+    from llmsize.measure import gemma4, nvfp4, reference
+    cfg = gemma4.GEMMA4_TINY
+    w = gemma4.build_random(cfg, device="cuda", dtype=torch.float32, seed=0)
+    prompt = [3, 1, 4, 1, 5]
+    steps = 2 * cfg.sliding_window + 3
+    dec = gemma4.Gemma4Decoder(w, batch=1, max_positions=len(prompt) + steps + 4, gemv="triton")
+    seq = list(prompt)
+    seq.append(int(dec.prefill(torch.tensor([prompt], device="cuda")).argmax(-1)[0]))
+    got = [dec.decode_step()[0].clone()]  # eager: compiles the kernels
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        got.append(dec.decode_step()[0].clone())
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = dec.decode_step()
+    for _ in range(steps):
+        g.replay()
+        got.append(out[0].clone())
+    torch.cuda.synchronize()
+    seq += [int(lg.argmax()) for lg in got[:-1]]  # each step fed the previous step's greedy token
+
+    def cpu(x):
+        return x.to("cpu") if isinstance(x, (torch.Tensor, nvfp4.Nvfp4Weight)) else x
+    layers = [type(lw)(**{f.name: cpu(getattr(lw, f.name)) for f in dataclasses.fields(lw)}) for lw in w.layers]
+    w_cpu = gemma4.Gemma4Weights(cfg, w.embed.cpu(), w.final_norm.cpu(), layers)
+    want = reference.forward(w_cpu, seq)[len(prompt):]
+    torch.testing.assert_close(torch.stack(got).cpu(), want, rtol=1e-3, atol=5e-3)

@@ -289,7 +289,8 @@ def measure(
       llmsize measure --checkpoint ./gemma-4-12b-nvfp4 --json --save run.json
       llmsize measure --device cpu
     """
-    from llmsize.measure.run import MeasureOptions, measure as run_measure, validate
+    from llmsize.measure.run import MeasureOptions, validate
+    from llmsize.measure.run import measure as run_measure
 
     opts = MeasureOptions(quant=quant.lower(), context=context, tokens=tokens, batch=batch, device=device.lower(),
                           checkpoint=str(checkpoint) if checkpoint else None, gpu_index=gpu_index,

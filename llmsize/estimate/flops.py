@@ -9,13 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llmsize.catalog.schema import (
+    PRECISIONS,
     AttentionBase,
     GpuSpec,
     LinearAttention,
     Mamba2Mixer,
     MlaAttention,
     ModelSpec,
-    PRECISIONS,
 )
 from llmsize.errors import InvalidValueError
 from llmsize.estimate.quant import QuantFormat

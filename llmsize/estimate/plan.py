@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
+from llmsize.errors import InvalidValueError
 from llmsize.estimate.capacity import (
     ContextLimit,
     MemoryBudget,
@@ -22,7 +23,6 @@ from llmsize.estimate.params import params_active, params_total
 from llmsize.estimate.prefill import Prefill, prefill_time
 from llmsize.estimate.quant import QuantFormat, kv_dtype_bytes, quant_format
 from llmsize.estimate.weights import WeightBytes, check_scope, weight_bytes
-from llmsize.errors import InvalidValueError
 from llmsize.units import GiB
 
 
@@ -124,7 +124,8 @@ def assumptions(p: dict) -> list[str]:
                    f"(nominal {gpu.memory_size:g} {gpu.memory_vendor_unit}).")
     else:
         out.append(f"VRAM: the vendor's {gpu.memory_size:g} {gpu.memory_vendor_unit} read as "
-                   f"{gpu.memory_size:g} {gpu.memory_counts_as} = {gpu.memory_bytes:,} B; the driver reports a little less.")
+                   f"{gpu.memory_size:g} {gpu.memory_counts_as} = {gpu.memory_bytes:,} B; "
+                   "the driver reports a little less.")
     out.append(f"Budget: VRAM x {inputs.gpu_util:g} utilization, minus weights, minus "
                f"{inputs.overhead_bytes / GiB:g} GiB runtime overhead (activations, CUDA graphs, allocator; "
                "change with --overhead-gib).")

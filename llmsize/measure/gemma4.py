@@ -170,7 +170,10 @@ def build_random(cfg: Gemma4Config, device="cpu", dtype=torch.bfloat16, quant: s
     gen = torch.Generator(device=device)
     gen.manual_seed(seed)
     d = cfg.hidden_size
-    embed = (torch.randn((cfg.vocab_size, d), generator=gen, device=device) / math.sqrt(d)).to(dtype)
+    embed = torch.empty((cfg.vocab_size, d), device=device, dtype=dtype)
+    for r in range(0, cfg.vocab_size, 16384):  # in slices: no full-size fp32 copy (4 GB for Gemma 4 12B)
+        rows = min(16384, cfg.vocab_size - r)
+        embed[r:r + rows] = torch.randn((rows, d), generator=gen, device=device) / math.sqrt(d)
     final_norm = (torch.randn((d,), generator=gen, device=device) * 0.1 + 1.0).to(dtype)
     w = Gemma4Weights(cfg, embed, final_norm, quant=quant)
     for idx, kind in enumerate(cfg.layer_types):

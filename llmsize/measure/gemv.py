@@ -39,7 +39,6 @@ if triton is not None:
         b = tl.program_id(1)  # one batch row per program column; batch-1 decode is the case that matters
         rows = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         row_ok = rows < N
-        HALF: tl.constexpr = BLOCK_K // 2
         NB: tl.constexpr = BLOCK_K // 16
         half_k = K // 2
         nblk = K // 16

@@ -63,5 +63,4 @@ def probe_read_bandwidth_gb_s(device: torch.device, buffer_bytes: int, runs: int
         b.record()
         b.synchronize()
         times.append(a.elapsed_time(b) / 1e3)
-    del buf
     return n * 4 / statistics.median(times) / 1e9, method

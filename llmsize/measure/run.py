@@ -299,6 +299,9 @@ def measure(o: MeasureOptions, progress=None) -> dict:
         pred = predicted(o.quant, int(round(mean_pos)), o.batch,
                          {"datasheet": sheet, "theoretical": theo, "probe": probe_gb_s})
         pred["ceiling_tok_s"] = pred.get("ceiling_tok_s_datasheet") or pred.get("ceiling_tok_s_theoretical")
+        for name in ("datasheet", "theoretical", "probe"):
+            ceil = pred[f"ceiling_tok_s_{name}"]
+            pred[f"measured_fraction_of_ceiling_{name}"] = tok_s / ceil if ceil else None
         pred["catalog_gpu"] = catalog_gpu.id if catalog_gpu else None
 
     versions = {"llmsize": __version__, "python": platform.python_version(), "torch": torch.__version__,
@@ -312,6 +315,7 @@ def measure(o: MeasureOptions, progress=None) -> dict:
                                        "theoretical_bandwidth_gb_s": None}
     gpu.update({
         "probed_read_bandwidth_gb_s": probe_gb_s, "probe_method": probe_method,
+        "probe_fraction_of_theoretical": probe_gb_s / theo if probe_gb_s and theo else None,
         "catalog_id": catalog_gpu.id if catalog_gpu else None,
         "catalog_name": catalog_gpu.name if catalog_gpu else None,
         "datasheet_bandwidth_gb_s": sheet,

@@ -59,8 +59,7 @@ def render_measure(r: dict, c: Console) -> None:
             ("theoretical bandwidth", f"{_num(theo)} GB/s  (2 x clock x bus width / 8)"),
             ("catalog entry", cat),
             ("probed read bandwidth", f"{_num(g.get('probed_read_bandwidth_gb_s'))} GB/s = "
-                                      f"{_pct(g['probed_read_bandwidth_gb_s'] / theo if theo and g.get('probed_read_bandwidth_gb_s') else None)}"
-                                      " of theoretical"),
+                                      f"{_pct(g.get('probe_fraction_of_theoretical'))} of theoretical"),
         ])
     else:
         _kv(c, [("device", f"{g['name']}: a small Gemma-4-shaped model in float32 (no GPU figures)")])
@@ -109,5 +108,5 @@ def render_measure(r: dict, c: Console) -> None:
             ceil = pred.get(f"ceiling_tok_s_{name}")
             if ceil:
                 rows.append((f"ceiling at {name} bandwidth", f"{ceil:,.1f} tok/s; measured "
-                             f"{_pct(dec['tok_s'] / ceil)} of it"))
+                             f"{_pct(pred[f'measured_fraction_of_ceiling_{name}'])} of it"))
         _kv(c, rows)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from llmsize import __version__
-from llmsize.estimate.plan import Plan
 from llmsize.estimate.params import params_by_component
+from llmsize.estimate.plan import Plan
 
 
 def _r(x: float | None, nd: int = 6) -> float | None:

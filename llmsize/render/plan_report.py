@@ -132,7 +132,8 @@ def render_plan(p: Plan, console) -> None:
                   f"sequence; step {_time(sb.step_time_s)} ({sb.bound}-bound)")
     ct = "unknown" if sb.compute_time_s is None else _time(sb.compute_time_s)
     t.add_row(f"step at batch {sb.batch:,}", f"max(memory {_time(sb.memory_time_s)}, compute {ct})")
-    t.add_row("turns compute-bound at", "never (memory-bound at any batch)" if p.ridge_batch is None and p.peak.precision
+    never = p.ridge_batch is None and p.peak.precision
+    t.add_row("turns compute-bound at", "never (memory-bound at any batch)" if never
               else ("unknown" if p.ridge_batch is None else f"batch {p.ridge_batch:,}"))
     console.print(t)
 

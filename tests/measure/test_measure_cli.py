@@ -137,3 +137,25 @@ def test_probe_kernel_reads_every_element():
     for v in out.tolist():
         got ^= v
     assert got == want
+
+
+def test_cpu_run_from_a_compressed_tensors_checkpoint(run_cli, tmp_path):
+    from .ckpt import write
+    folder = write(tmp_path / "tiny-ct", gemma4.GEMMA4_TINY, "compressed-tensors")
+    code, out, err = run_cli("measure", "--device", "cpu", "--checkpoint", str(folder), "--context", "20",
+                             "--tokens", "5", "--json")
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["model"]["layout"] == "compressed-tensors" and r["run"]["tokens_measured"] == 5
+    assert r["bytes_per_step_parts"]["nvfp4_packed"] > 0
+
+
+def test_checkpoint_that_is_not_gemma4_is_one_line_naming_the_file(run_cli, tmp_path):
+    from .ckpt import config_json, write
+    folder = write(tmp_path / "llama", gemma4.GEMMA4_TINY, "dense")
+    raw = config_json(gemma4.GEMMA4_TINY)
+    raw["model_type"] = raw["text_config"]["model_type"] = "llama"
+    (folder / "config.json").write_text(json.dumps(raw))
+    code, out, err = run_cli("measure", "--device", "cpu", "--checkpoint", str(folder))
+    assert code == 1 and len(err.strip().splitlines()) == 1
+    assert f"{folder / 'config.json'}: model_type 'llama' is not Gemma 4" in err

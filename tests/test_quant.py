@@ -57,3 +57,18 @@ def test_kv_dtypes():
     assert kv_dtype_bytes("nvfp4") == Fraction(9, 16)  # 4.5 bits
     with pytest.raises(InvalidValueError, match="`fp5`"):
         kv_dtype_bytes("fp5")
+
+
+def test_mlp_scope_keeps_attention_in_16_bits(catalog):
+    """NVIDIA's Gemma-4-31B NVFP4 export excludes every self_attn (hf_quant_config exclude_modules):
+    scope 'mlp' quantizes MLP/experts only, so attention bytes equal the bf16 ones."""
+    from llmsize.estimate.quant import quant_format
+    from llmsize.estimate.weights import weight_bytes
+    m = catalog.model("gemma-4-12b")
+    nv = quant_format("nvfp4")
+    mlp = weight_bytes(m, nv, "mlp")
+    lin = weight_bytes(m, nv, "linear")
+    bf = weight_bytes(m, quant_format("bf16"), "all")
+    assert mlp.stored_bytes["attention"] == bf.stored_bytes["attention"]
+    assert mlp.stored_bytes["mlp"] == lin.stored_bytes["mlp"]
+    assert lin.bytes_total < mlp.bytes_total < bf.bytes_total

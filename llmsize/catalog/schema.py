@@ -233,7 +233,7 @@ class ExtraParams(Strict):
 
 class ReleaseFormat(Strict):
     quant: str = Field(description="format id from `llmsize formats`")
-    scope: Literal["linear", "experts", "all"] = "linear"
+    scope: Literal["linear", "experts", "mlp", "all"] = "linear"
     note: str | None = None
 
 

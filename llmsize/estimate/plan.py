@@ -132,6 +132,7 @@ def assumptions(p: dict) -> list[str]:
     release = "the model's release format" if fmt.id == model.release.quant else "asked for"
     keep = {"linear": "embedding, lm_head, norms, routers and biases stay 16-bit",
             "experts": "only routed experts quantized; attention, embedding, lm_head, routers stay 16-bit",
+            "mlp": "MLP and experts quantized; attention, SSM, embedding, lm_head, norms stay 16-bit",
             "all": "every matrix quantized, embedding and lm_head included; vectors kept at "
                    f"{fmt.keep_bits} bits"}[scope]
     out.append(f"Weights: {fmt.id} ({release}), {float(fmt.bits_per_weight):g} bits per quantized weight; {keep}.")

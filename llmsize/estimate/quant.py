@@ -5,6 +5,8 @@ Which tensors a format leaves in 16 bits matters more than the format itself; th
   linear  - attention/MLP/expert/SSM projections quantized; embedding, lm_head, norms, routers, biases
             stay in `keep` precision (NVFP4, MXFP4, FP8, GPTQ/AWQ checkpoints);
   experts - only routed experts quantized (gpt-oss: config.json modules_to_not_convert);
+  mlp     - MLP, routed and shared experts quantized, attention and SSM mixers kept (NVIDIA's Gemma-4-31B
+            NVFP4 export excludes every self_attn);
   all     - every matrix, embedding and lm_head included (llama.cpp GGUF); vectors stay f32.
 """
 
@@ -95,7 +97,7 @@ KV_DTYPE_BYTES: dict[str, Fraction] = {
 
 STATE_DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 
-SCOPES = ("linear", "experts", "all")
+SCOPES = ("linear", "experts", "mlp", "all")
 
 
 def quant_format(name: str) -> QuantFormat:

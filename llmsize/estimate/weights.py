@@ -30,6 +30,8 @@ def is_quantized(piece: Piece, scope: str) -> bool:
         return False
     if scope == "experts":
         return piece.component == "experts"
+    if scope == "mlp":
+        return piece.component in ("mlp", "experts", "shared_experts")
     return True
 
 

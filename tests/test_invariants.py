@@ -58,8 +58,10 @@ def test_fewer_bits_never_more_bytes(model):
     # among formats that keep the unquantized tensors at the same precision (16-bit for checkpoints,
     # f32 vectors for GGUF), fewer bits per weight never stores more bytes
     for keep in (16, 32):
-        ordered = sorted((f for f in FORMATS.values() if f.keep_bits == keep), key=lambda f: f.bits_per_weight)
-        for scope in ("linear", "experts", "all"):
+        # equal bits per weight (nvfp4 and bnb-nf4: 4.5) are ordered by their per-tensor scale bytes
+        ordered = sorted((f for f in FORMATS.values() if f.keep_bits == keep),
+                         key=lambda f: (f.bits_per_weight, f.per_tensor_bytes))
+        for scope in ("linear", "experts", "mlp", "all"):
             sizes = [weight_bytes(model, f, scope).bytes_total for f in ordered]
             assert sizes == sorted(sizes)
 

@@ -72,3 +72,14 @@ def test_mlp_scope_keeps_attention_in_16_bits(catalog):
     assert mlp.stored_bytes["attention"] == bf.stored_bytes["attention"]
     assert mlp.stored_bytes["mlp"] == lin.stored_bytes["mlp"]
     assert lin.bytes_total < mlp.bytes_total < bf.bytes_total
+
+
+def test_bitsandbytes_nf4_bits():
+    from fractions import Fraction
+
+    from llmsize.estimate.quant import quant_format
+    # QLoRA section 3: blocksize 64 with FP32 constants = 32/64 = 0.5 bits; double quant = 8/64 + 32/(64*256)
+    assert quant_format("bnb-nf4").bits_per_weight == Fraction(9, 2)
+    dq = quant_format("bnb-nf4-dq").bits_per_weight
+    assert dq - 4 == Fraction(8, 64) + Fraction(32, 64 * 256)
+    assert float(dq - 4) == pytest.approx(0.127, abs=5e-4)

@@ -70,6 +70,13 @@ FORMATS: dict[str, QuantFormat] = {f.id: f for f in [
     QuantFormat("awq-int4-g128", _f(4) + _f(20, 128), 0, "linear", "bf16", 16,
                 "AWQ 4-bit, group 128 (FP16 scale + packed 4-bit zero)",
                 "AutoAWQ WQLinear_GEMM: qweight int32 [K, N/8], scales fp16 [K/g, N], qzeros int32 [K/g, N/8]"),
+    # bitsandbytes NF4 (QLoRA, Dettmers et al. 2023, section 3): 4-bit codes + an FP32 absmax per block of 64
+    # -> 4 + 32/64 = 4.5 bits; with double quantization the absmax is 8-bit with an FP32 scale per 256 of them
+    # -> 4 + 8/64 + 32/(64*256) = 4.127 bits (the paper's 0.127 bits of scale per parameter).
+    QuantFormat("bnb-nf4", _f(4) + _f(32, 64), 0, "linear", "bf16", 16,
+                "bitsandbytes NF4, FP32 absmax per 64", "QLoRA (arXiv 2305.14314) section 3"),
+    QuantFormat("bnb-nf4-dq", _f(4) + _f(8, 64) + _f(32, 64 * 256), 0, "linear", "bf16", 16,
+                "bitsandbytes NF4 with double quantization", "QLoRA (arXiv 2305.14314) section 3"),
     # llama.cpp GGUF tensor types at their block sizes (ggml/src/ggml-common.h):
     #   q8_0: 2 + 32 B per 32 -> 8.5 ; q4_0: 2 + 16 B per 32 -> 4.5 ; q4_1: 4 + 16 B per 32 -> 5.0
     #   q5_0: 2 + 4 + 16 B per 32 -> 5.5 ; q5_1: 4 + 4 + 16 B per 32 -> 6.0 ; iq4_nl: 2 + 16 per 32 -> 4.5

@@ -1,0 +1,150 @@
+"""Exact weight bytes from safetensors headers: by dtype and by component, the parameters they hold, the
+formats they show, and the bytes a decode step reads (same rules as llmsize.estimate.weights: embedding
+table not read, a tied lm_head read in full, routed experts at the share the batch routes to, vision/audio
+towers and MTP layers stored but not read).
+
+Parameters in packed tensors (shared/reference/nvfp4-checkpoints.md and the formats' loaders): NVFP4
+`weight_packed` / ModelOpt uint8 `weight` and MXFP4 `*_blocks` hold 2 weights per byte, GPTQ/AWQ int32
+`qweight` 8; scales, zero points and index tensors hold none.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from llmsize.catalog.schema import ModelSpec
+from llmsize.importer.safetensors_header import TensorInfo, read_folder
+
+SCALE_SUFFIXES = ("weight_scale", "weight_scale_2", "weight_global_scale", "input_scale", "input_global_scale",
+                  "weight_scale_inv", "_scales", ".scales", "qzeros", "g_idx", "absmax", "quant_map",
+                  "weight_zero_point", "k_scale", "v_scale", "bitsandbytes__nf4", "bitsandbytes__fp4")
+EXTRA = re.compile(r"vision|visual|audio|mm_projector|multi_modal|embed_vision|embed_audio|image_newline|mtp")
+COMPONENT_RULES = [  # first match wins; names lower-cased
+    ("embedding", re.compile(r"embed_tokens|word_embeddings|\bwte\b|tok_embeddings|embeddings\.weight")),
+    ("lm_head", re.compile(r"lm_head|^output\.weight")),
+    ("norms", re.compile(r"norm|layer_scalar|\bln_")),
+    ("shared_experts", re.compile(r"shared_expert")),
+    ("experts", re.compile(r"\.experts\.")),
+    ("router", re.compile(r"\.(gate|router)\.(weight|bias|e_score_correction_bias)$|\.router\.|"
+                          r"e_score_correction_bias")),
+    ("ssm", re.compile(r"mixer\.(in_proj|out_proj|conv1d|a_log|d$|dt_bias)|\.a_log$|\.d$|conv1d|linear_attn")),
+    ("attention", re.compile(r"self_attn|\.attn\.|attention|mixer\.(q|k|v|o)_proj|\.sinks")),
+    ("mlp", re.compile(r"mlp|feed_forward|ffn|mixer\.(up|down|gate)_proj")),
+]
+
+
+def component(name: str, num_layers: int) -> str:
+    n = name.lower()
+    m = re.search(r"layers\.(\d+)\.", n)
+    if EXTRA.search(n) or (m and int(m.group(1)) >= num_layers):  # DeepSeek's MTP layer sits at index 61
+        return "extra"
+    for comp, rx in COMPONENT_RULES:
+        if rx.search(n):
+            return comp
+    return "other"
+
+
+def logical_params(t: TensorInfo, names: set[str]) -> int:
+    n = t.name
+    if n.endswith(SCALE_SUFFIXES) or ".quant_state" in n:
+        return 0
+    if t.dtype == "U8" and (n.endswith(("weight_packed", "_blocks"))
+                            or (n.endswith(".weight") and n[:-len("weight")] + "weight_scale" in names)
+                            or n[:-len("weight")] + "weight.absmax" in names):
+        return 2 * t.numel  # two 4-bit codes per byte (NVFP4, MXFP4, bitsandbytes 4-bit)
+    if t.dtype == "I32" and n.endswith("qweight"):
+        return 8 * t.numel  # GPTQ / AWQ: eight 4-bit weights per int32
+    return t.numel
+
+
+def detect_formats(tensors: dict[str, TensorInfo]) -> list[str]:
+    names = set(tensors)
+    found = set()
+    for n, t in tensors.items():
+        base = n.rsplit(".", 1)[0]
+        if n.endswith("weight_packed") and tensors.get(base + ".weight_scale", t).dtype == "F8_E4M3":
+            found.add("nvfp4 (compressed-tensors)")
+        elif n.endswith(".weight") and t.dtype == "U8" and base + ".weight_scale_2" in names:
+            found.add("nvfp4 (ModelOpt)")
+        elif n.endswith("_blocks") and t.dtype == "U8":
+            found.add("mxfp4")
+        elif n.endswith(".weight") and t.dtype in ("F8_E4M3", "F8_E5M2"):
+            found.add("fp8")
+        elif n.endswith("qweight") and t.dtype == "I32":
+            found.add("int4 (GPTQ/AWQ qweight)")
+        elif n.endswith("absmax"):
+            found.add("bitsandbytes")
+        elif n.endswith(".weight") and t.dtype in ("BF16", "F16", "F32") and len(t.shape) == 2:
+            found.add(t.dtype.lower())
+    return sorted(found)
+
+
+@dataclass
+class ExactWeights:
+    files: list[Path]
+    bytes_by_component: dict[str, int]
+    bytes_by_dtype: dict[str, int]
+    params_by_component: dict[str, int]
+    formats: list[str]
+    tied: bool  # no lm_head tensor: the embedding is read as the lm_head
+    experts_share: tuple[int, int] | None  # (top-k, experts) of the routed experts
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def bytes_total(self) -> int:
+        return sum(self.bytes_by_component.values())
+
+    @property
+    def params_total(self) -> int:
+        return sum(self.params_by_component.values())
+
+    def read_by_component(self, batch: int = 1) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for comp, b in self.bytes_by_component.items():
+            if comp in ("embedding", "extra"):
+                continue
+            if comp == "experts" and self.experts_share:
+                k, e = self.experts_share
+                b = b * (1 - (1 - k / e) ** batch)
+            out[comp] = float(b)
+        if self.tied:
+            out["lm_head"] = float(self.bytes_by_component.get("embedding", 0))
+        return out
+
+    def bytes_read(self, batch: int = 1) -> float:
+        return sum(self.read_by_component(batch).values())
+
+
+def exact_weights(tensors: dict[str, TensorInfo], files: list[Path], spec: ModelSpec) -> ExactWeights:
+    names = set(tensors)
+    by_comp: dict[str, int] = defaultdict(int)
+    by_dtype: dict[str, int] = defaultdict(int)
+    params: dict[str, int] = defaultdict(int)
+    for n, t in tensors.items():
+        comp = component(n, spec.num_layers)
+        by_comp[comp] += t.nbytes
+        by_dtype[t.dtype] += t.nbytes
+        params[comp] += logical_params(t, names)
+    moe = next((g.mlp for g in spec.layer_groups if g.mlp is not None and g.mlp.kind == "moe"), None)
+    tied = not any(component(n, spec.num_layers) == "lm_head" for n in names)
+    notes = []
+    if by_comp.get("other"):
+        other = [n for n in names if component(n, spec.num_layers) == "other"]
+        notes.append(f"{len(other)} tensor(s) of no known component (e.g. {sorted(other)[0]}), counted as read "
+                     "per token")
+    return ExactWeights(files, dict(by_comp), dict(by_dtype), dict(params), detect_formats(tensors), tied,
+                        (moe.experts_per_token, moe.num_experts) if moe else None, notes)
+
+
+def exact_weights_for_folder(folder: Path, spec: ModelSpec, release) -> ExactWeights | None:
+    """None when the folder has no safetensors (a config-only import)."""
+    folder = Path(folder)
+    if not (folder / "model.safetensors.index.json").exists() and not any(folder.glob("*.safetensors")):
+        return None
+    tensors, files = read_folder(folder)
+    if not tensors:
+        return None
+    return exact_weights(tensors, files, spec)

@@ -1,0 +1,166 @@
+"""quantization_config (config.json) and hf_quant_config.json -> the release format and its scope.
+
+Layouts and field names: shared/reference/nvfp4-checkpoints.md (compressed-tensors, ModelOpt), gpt-oss's
+config (quant_method mxfp4, modules_to_not_convert), Qwen3-FP8's (quant_method fp8, weight_block_size),
+GPTQ/AWQ (bits, group_size), bitsandbytes (load_in_4bit / load_in_8bit, bnb_4bit_use_double_quant).
+The ignore / exclude_modules / modules_to_not_convert lists decide the scope: lm_head, embeddings, norms and
+routers are never quantized by these tools; attention excluded in every layer gives scope `mlp` (or
+`experts` for a MoE without dense or shared MLPs); excluded in some layers only is reported, and only the
+safetensors headers can count it exactly.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from llmsize.importer.hf_config import ConfigError
+
+DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "half": "fp16", "float": "fp32"}
+# an attention module (not a norm named after it, like post_attention_layernorm)
+_ATTN = re.compile(r"self_attn|\.attn(\b|\.)|\.attention(\b|\.)|mixer\.(q|k|v|o)_proj")
+_SSM = re.compile(r"mixer\.(in_proj|out_proj)|linear_attn")
+
+
+@dataclass
+class Release:
+    quant: str
+    scope: str
+    method: str  # what announced it: "compressed-tensors", "modelopt", "mxfp4", "dtype", ...
+    kv_cache_dtype: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def as_yaml(self) -> dict:
+        return {"quant": self.quant, "scope": self.scope, "note": f"from {self.method}"}
+
+
+def _only_routed_experts(spec_fields: dict) -> bool:
+    mlps = [g.get("mlp") for g in spec_fields["layer_groups"] if g.get("mlp")]
+    return bool(mlps) and all(m["kind"] == "moe" and not m.get("num_shared_experts") for m in mlps)
+
+
+def _excluded_layers(ignore: list[str], rx: re.Pattern) -> tuple[set[int], bool]:
+    """Layer indices whose modules matching rx are in the ignore list, and whether a pattern covers all."""
+    layers: set[int] = set()
+    everywhere = False
+    for pat in ignore or []:
+        body = pat[3:] if pat.startswith("re:") else pat
+        if not rx.search(body) or "norm" in body:
+            continue
+        m = re.search(r"layers\.(\d+)\.", body)
+        if m:
+            layers.add(int(m.group(1)))
+        else:
+            everywhere = True
+    return layers, everywhere
+
+
+def _layers_of(spec_fields: dict, kinds: tuple[str, ...]) -> int:
+    return sum(g["count"] for g in spec_fields["layer_groups"] if g.get("mixer", {}).get("kind") in kinds)
+
+
+def scope_from_ignore(ignore: list[str], spec_fields: dict, default: str) -> tuple[str, list[str]]:
+    """Which weights stay 16-bit, from ignore-style patterns (globs, or regexes after 're:')."""
+    attn, attn_all = _excluded_layers(ignore, _ATTN)
+    ssm, ssm_all = _excluded_layers(ignore, _SSM)
+    n_attn = _layers_of(spec_fields, ("full", "sliding", "mla"))
+    n_ssm = _layers_of(spec_fields, ("ssm", "linear"))
+    attn_kept = attn_all or (n_attn > 0 and len(attn) >= n_attn)
+    ssm_kept = n_ssm == 0 or ssm_all or len(ssm) >= n_ssm
+    if not attn and not attn_all and not ssm and not ssm_all:
+        return default, []
+    if attn_kept and ssm_kept:
+        scope = "experts" if _only_routed_experts(spec_fields) else "mlp"
+        return scope, [f"attention{' and SSM' if n_ssm else ''} kept in 16 bits in every layer (ignore list): "
+                       f"scope {scope}"]
+    parts = []
+    if attn or attn_all:
+        parts.append(f"attention in {f'all {n_attn}' if attn_kept else f'{len(attn)} of {n_attn}'} layers")
+    if ssm or ssm_all:
+        parts.append(f"SSM projections in {f'all {n_ssm}' if ssm_all else f'{len(ssm)} of {n_ssm}'} layers")
+    return default, [f"the ignore list keeps {' and '.join(parts)} in 16 bits; a config-only estimate "
+                     "quantizes them (the safetensors headers count them exactly)"]
+
+
+def _compressed_tensors(qc: dict, where: str) -> tuple[str, str | None]:
+    groups = list((qc.get("config_groups") or {}).values())
+    fmt = qc.get("format") or next((g.get("format") for g in groups if g.get("format")), None)
+    w = next((g.get("weights") for g in groups if g.get("weights")), {}) or {}
+    bits, typ, gs = w.get("num_bits"), w.get("type"), w.get("group_size")
+    if fmt == "nvfp4-pack-quantized" or (bits == 4 and typ == "float" and gs == 16):
+        return "nvfp4", None
+    if fmt == "float-quantized" or (bits == 8 and typ == "float"):
+        if w.get("strategy") == "block":
+            return "fp8-block128", None
+        return "fp8", None
+    if fmt == "pack-quantized" or (bits == 4 and typ == "int"):
+        if gs not in (None, 128):
+            return "int4-g128", f"group size {gs} priced as 128"
+        return ("int4-g128" if w.get("symmetric", True) else "int4-g128-zp"), None
+    if fmt in ("int-quantized", "naive-quantized") or (bits == 8 and typ == "int"):
+        return "int8", None
+    raise ConfigError(f"{where}: compressed-tensors format {fmt!r} ({bits}-bit {typ}) is not supported.",
+                      "Supported: nvfp4-pack-quantized, float-quantized (FP8), pack-quantized (int4), int8.")
+
+
+def release_from(raw: dict, hf_quant: dict | None, spec_fields: dict, where: str) -> Release:
+    """raw: config.json (its text part already merged); hf_quant: hf_quant_config.json or None."""
+    qc = raw.get("quantization_config") or (raw.get("text_config") or {}).get("quantization_config")
+    if hf_quant is not None:
+        q = hf_quant.get("quantization") or {}
+        qc = {"quant_method": "modelopt", "quant_algo": q.get("quant_algo"),
+              "ignore": q.get("exclude_modules") or [], "kv_cache_quant_algo": q.get("kv_cache_quant_algo")}
+    if not qc:
+        dtype = raw.get("torch_dtype") or raw.get("dtype") or (raw.get("text_config") or {}).get("dtype")
+        quant = DTYPES.get(str(dtype), "bf16")
+        notes = [] if dtype else ["no dtype in config.json: bf16 assumed"]
+        return Release(quant, "all", "dtype", notes=notes)
+    if not isinstance(qc, dict):
+        raise ConfigError(f"{where}: quantization_config is not an object.")
+    method = qc.get("quant_method")
+    kv = None
+    if method == "modelopt":
+        algo = qc.get("quant_algo")
+        quant = {"NVFP4": "nvfp4", "FP8": "fp8", "W4A16_AWQ": "awq-int4-g128"}.get(algo)
+        if quant is None:
+            raise ConfigError(f"{where}: ModelOpt quant_algo {algo!r} is not supported.", "Supported: NVFP4, FP8.")
+        ignore = qc.get("ignore") or qc.get("exclude_modules") or []
+        kv = "fp8" if (qc.get("kv_cache_quant_algo") == "FP8" or (qc.get("kv_cache_scheme") or {}).get(
+            "num_bits") == 8) else None
+        note = None
+    elif method == "compressed-tensors":
+        quant, note = _compressed_tensors(qc, where)
+        ignore = qc.get("ignore") or []
+        kvs = qc.get("kv_cache_scheme") or {}
+        kv = "fp8" if kvs.get("num_bits") == 8 and kvs.get("type") == "float" else None
+    elif method == "mxfp4":
+        quant, note, ignore = "mxfp4", None, qc.get("modules_to_not_convert") or []
+    elif method == "fp8":
+        block = qc.get("weight_block_size")
+        quant = "fp8-block128" if block == [128, 128] else "fp8"
+        note = None if block in (None, [128, 128]) else f"weight_block_size {block} priced as 128x128"
+        ignore = qc.get("modules_to_not_convert") or []
+    elif method in ("gptq", "awq"):
+        bits, gs = qc.get("bits"), qc.get("group_size")
+        if bits != 4:
+            raise ConfigError(f"{where}: {method} with {bits} bits is not supported.", "Supported: 4-bit.")
+        quant = f"{method}-int4-g128"
+        note = None if gs in (128, None) else f"group size {gs} priced as 128"
+        ignore = qc.get("modules_to_not_convert") or []
+    elif method == "bitsandbytes":
+        if qc.get("load_in_4bit"):
+            quant = "bnb-nf4-dq" if qc.get("bnb_4bit_use_double_quant") else "bnb-nf4"
+        elif qc.get("load_in_8bit"):
+            quant = "int8"
+        else:
+            raise ConfigError(f"{where}: bitsandbytes config loads neither 4-bit nor 8-bit.")
+        note, ignore = None, qc.get("llm_int8_skip_modules") or []
+    else:
+        raise ConfigError(f"{where}: quantization method {method!r} is not supported.",
+                          "Supported: compressed-tensors, modelopt, mxfp4, fp8, gptq, awq, bitsandbytes.")
+    scope, notes = scope_from_ignore(ignore, spec_fields, "linear")
+    if note:
+        notes.append(note)
+    if kv:
+        notes.append("the checkpoint ships an FP8 KV-cache scheme: try --kv-dtype fp8")
+    return Release(quant, scope, method, kv, notes)

@@ -1,0 +1,131 @@
+"""safetensors headers, read without the tensor data: an 8-byte little-endian length, then that many bytes
+of JSON {name: {dtype, shape, data_offsets}} (huggingface/safetensors format spec). Every field is checked
+against the file, so a truncated, garbled or hostile file gets a one-line error naming it."""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass
+from math import prod
+from pathlib import Path
+
+from llmsize.errors import LlmsizeError
+
+MAX_HEADER_BYTES = 100 * 2**20  # the safetensors library refuses larger headers too
+# safetensors Dtype enum -> bits per element
+DTYPE_BITS = {"BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "I16": 16, "U16": 16,
+              "F16": 16, "BF16": 16, "I32": 32, "U32": 32, "F32": 32, "I64": 64, "U64": 64, "F64": 64,
+              "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6}
+
+
+class HeaderError(LlmsizeError):
+    """A safetensors file or index that does not parse or does not add up."""
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    nbytes: int
+    file: str
+
+    @property
+    def numel(self) -> int:
+        return prod(self.shape)
+
+
+def read_header(path: Path) -> dict[str, TensorInfo]:
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(8)
+            if len(head) < 8:
+                raise HeaderError(f"{path}: {size} bytes, too short for a safetensors header.")
+            (n,) = struct.unpack("<Q", head)
+            if n == 0 or n > MAX_HEADER_BYTES:
+                raise HeaderError(f"{path}: header length {n:,} bytes is out of range (1 to {MAX_HEADER_BYTES:,}).",
+                                  "The file is not safetensors, or is damaged.")
+            if 8 + n > size:
+                raise HeaderError(f"{path}: header length {n:,} bytes runs past the end of the {size:,}-byte file.",
+                                  "The file is truncated: download it again.")
+            blob = f.read(n)
+    except FileNotFoundError:
+        raise HeaderError(f"{path}: not found.") from None
+    except OSError as e:
+        raise HeaderError(f"{path}: not readable ({e.__class__.__name__}).") from None
+    try:
+        header = json.loads(blob.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise HeaderError(f"{path}: header is not valid JSON ({e.__class__.__name__}).",
+                          "The file is damaged: download it again.") from None
+    if not isinstance(header, dict):
+        raise HeaderError(f"{path}: header is not a JSON object.")
+    data_bytes = size - 8 - n
+    out: dict[str, TensorInfo] = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        out[name] = _entry(path, name, entry, data_bytes)
+    return out
+
+
+def _entry(path: Path, name: str, entry, data_bytes: int) -> TensorInfo:
+    def bad(what):
+        return HeaderError(f"{path}: tensor {name!r}: {what}.", "The file is damaged or not safetensors.")
+
+    if not isinstance(entry, dict):
+        raise bad("entry is not an object")
+    dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
+    if dtype not in DTYPE_BITS:
+        raise bad(f"unknown dtype {dtype!r}")
+    if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
+        raise bad(f"shape {shape!r} is not a list of non-negative integers")
+    if (not isinstance(offsets, list) or len(offsets) != 2 or not all(type(o) is int for o in offsets)
+            or not 0 <= offsets[0] <= offsets[1]):
+        raise bad(f"data_offsets {offsets!r} are not [begin, end] with 0 <= begin <= end")
+    bits = prod(shape) * DTYPE_BITS[dtype]
+    nbytes = (bits + 7) // 8
+    if offsets[1] - offsets[0] != nbytes:
+        raise bad(f"{dtype} {shape} needs {nbytes:,} bytes but data_offsets span {offsets[1] - offsets[0]:,}")
+    if offsets[1] > data_bytes:
+        raise bad(f"data_offsets end at {offsets[1]:,}, past the {data_bytes:,} bytes of data in the file")
+    return TensorInfo(name, dtype, tuple(shape), nbytes, path.name)
+
+
+def read_folder(folder: Path) -> tuple[dict[str, TensorInfo], list[Path]]:
+    """Every tensor of a checkpoint folder: through model.safetensors.index.json when present (each shard
+    it names must exist), else every *.safetensors file. Returns (tensors, files read)."""
+    folder = Path(folder)
+    index = folder / "model.safetensors.index.json"
+    if index.exists():
+        try:
+            raw = json.loads(index.read_text(encoding="utf-8"))
+            weight_map = raw["weight_map"]
+            if not isinstance(weight_map, dict):
+                raise TypeError
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError, OSError):
+            raise HeaderError(f"{index}: not a safetensors index (no weight_map object).") from None
+        shards = sorted(set(map(str, weight_map.values())))
+        for s in shards:
+            if "/" in s or "\\" in s or s.startswith("."):
+                raise HeaderError(f"{index}: shard name {s!r} points outside the folder.")
+            if not (folder / s).exists():
+                raise HeaderError(f"{index}: shard {s} is missing.", "Download every shard the index lists.")
+        files = [folder / s for s in shards]
+    else:
+        files = sorted(folder.glob("*.safetensors"))
+    tensors: dict[str, TensorInfo] = {}
+    for f in files:
+        for name, t in read_header(f).items():
+            if name in tensors:
+                raise HeaderError(f"{f}: tensor {name!r} is also in {tensors[name].file}.")
+            tensors[name] = t
+    if index.exists():
+        missing = set(weight_map) - set(tensors)
+        if missing:
+            raise HeaderError(f"{index}: {len(missing)} tensor(s) it lists are in no shard, "
+                              f"e.g. {sorted(missing)[0]!r}.")
+    return tensors, files

@@ -1,0 +1,105 @@
+"""A model folder or config.json on disk -> a ModelSpec plan can use, with notes and (given safetensors)
+the exact weight bytes. Torch-free: safetensors headers are parsed as JSON, tensor data is never read."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from llmsize.catalog.schema import ModelSpec
+from llmsize.importer.hf_config import ConfigError, map_config, slug, text_part
+from llmsize.importer.quant_config import Release, release_from
+
+MAX_CONFIG_BYTES = 20 * 2**20
+
+
+@dataclass
+class Imported:
+    spec: ModelSpec
+    release: Release
+    notes: list[str] = field(default_factory=list)
+    generic: bool = False
+    exact: object | None = None  # llmsize.importer.exact.ExactWeights when safetensors headers were read
+    config_path: Path | None = None
+
+
+def read_json(path: Path) -> dict:
+    try:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{path}: {path.stat().st_size:,} bytes is too large for a config file.")
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: not found.") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: not readable ({e.__class__.__name__}).") from None
+    try:
+        return json.loads(text)  # Python's json accepts the Infinity / NaN some configs carry
+    except ValueError as e:
+        raise ConfigError(f"{path}: not valid JSON ({e}).", "Check the file, or re-download it.") from None
+
+
+def looks_like_path(name: str) -> bool:
+    return Path(name).exists() or name.endswith(".json") or name.startswith((".", "/", "~"))
+
+
+def _spec_error(where: Path, err: ValidationError) -> ConfigError:
+    e = err.errors()[0]
+    loc = ".".join(str(x) for x in e["loc"])
+    return ConfigError(f"{where}: the mapped model is invalid at {loc}: {e['msg']}.")
+
+
+def import_model(path: str | Path, read_headers: bool = True) -> Imported:
+    """Import a model folder (config.json [+ hf_quant_config.json] [+ *.safetensors]) or a config.json."""
+    path = Path(path).expanduser()
+    if path.is_dir():
+        folder, cfg_path = path, path / "config.json"
+    elif path.exists():
+        folder, cfg_path = path.parent, path
+        read_headers = False
+    else:
+        raise ConfigError(f"{path}: no such file or folder.",
+                          "Give a model folder (config.json + *.safetensors) or a config.json file.")
+    raw = read_json(cfg_path)
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{cfg_path}: the top level is not a JSON object.")
+    mapped = map_config(raw, str(cfg_path))
+    hq_path = folder / "hf_quant_config.json"
+    hf_quant = read_json(hq_path) if path.is_dir() and hq_path.exists() else None
+    release = release_from(raw, hf_quant, mapped.fields, str(hq_path if hf_quant is not None else cfg_path))
+    text = text_part(raw)
+    name = str(raw.get("_name_or_path") or text.get("_name_or_path") or folder.name or "imported-model")
+    model_type = str(text.get("model_type") or raw.get("model_type") or "unknown")
+    hf_repo = name if name.count("/") == 1 and not name.startswith((".", "/")) else None
+    sources = [str(cfg_path.resolve())] + ([str(hq_path.resolve())] if hf_quant is not None else [])
+    fields = dict(mapped.fields)
+    try:
+        spec = ModelSpec(
+            id=slug(name.split("/")[-1]), name=name, family=model_type, hf_repo=hf_repo, sources=sources,
+            params_official=1, params_official_source="placeholder", params_official_includes="placeholder",
+            release=release.as_yaml(), **fields)
+    except ValidationError as e:
+        raise _spec_error(cfg_path, e) from None
+    from llmsize.estimate.params import params_comparable_to_official
+
+    count = params_comparable_to_official(spec)
+    spec = spec.model_copy(update={
+        "params_official": count,
+        "params_official_source": "counted by llmsize from config.json (no official figure given)",
+        "params_official_includes": "text decoder as described by config.json (no vision/audio towers, no MTP)"})
+    out = Imported(spec, release, list(mapped.notes) + release.notes, mapped.generic, None, cfg_path)
+    if read_headers:
+        from llmsize.importer.exact import exact_weights_for_folder
+
+        out.exact = exact_weights_for_folder(folder, spec, release)
+        if out.exact is not None:
+            out.spec = spec.model_copy(update={
+                "params_official": out.exact.params_total,
+                "params_official_source": "counted by llmsize from the safetensors headers",
+                "params_official_includes": "every tensor in the checkpoint (vision/audio towers and MTP "
+                                            "layers included, scales excluded)",
+                "sources": sources + [str(f) for f in out.exact.files]})
+            out.notes += out.exact.notes
+    return out

@@ -1,0 +1,150 @@
+"""config.json import: every config in shared/reference/hf-configs maps; counts match the catalog and the
+official figures; quantization configs give the right format and scope; bad configs get one-line errors."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from llmsize.estimate.params import model_pieces, params_active, params_comparable_to_official
+from llmsize.importer.hf_config import ConfigError
+from llmsize.importer.source import import_model
+
+CONFIGS = Path(__file__).resolve().parent.parent.parent / "shared" / "reference" / "hf-configs"
+ALL = sorted(p for p in CONFIGS.glob("*.json") if "hf_quant_config" not in p.name)
+
+# config -> the catalog entry hand-written from the same config (models/*.yaml, each with its sources)
+TWINS = {
+    "Qwen__Qwen2.5-7B-Instruct": "qwen2.5-7b", "Qwen__Qwen3-8B": "qwen3-8b", "Qwen__Qwen3-30B-A3B": "qwen3-30b-a3b",
+    "Qwen__Qwen3-30B-A3B-FP8": "qwen3-30b-a3b", "deepseek-ai__DeepSeek-V2-Lite-Chat": "deepseek-v2-lite",
+    "deepseek-ai__DeepSeek-V3": "deepseek-v3", "google__gemma-3-27b-it": "gemma-3-27b",
+    "google__gemma-4-26B-A4B": "gemma-4-26b-a4b", "meta-llama__Llama-2-70b-hf": "llama-2-70b",
+    "meta-llama__Llama-2-7b-hf": "llama-2-7b", "meta-llama__Llama-3.1-70B-Instruct": "llama-3.1-70b",
+    "meta-llama__Meta-Llama-3.1-70B": "llama-3.1-70b", "meta-llama__Llama-3.1-8B-Instruct": "llama-3.1-8b",
+    "meta-llama__Meta-Llama-3.1-8B": "llama-3.1-8b", "meta-llama__Meta-Llama-3-8B": "llama-3-8b",
+    "microsoft__Phi-3-mini-4k-instruct": "phi-3-mini", "mistralai__Mistral-7B-v0.1": "mistral-7b",
+    "mistralai__Mixtral-8x7B-v0.1": "mixtral-8x7b", "nvidia__Llama-3.1-70B-Instruct-FP8": "llama-3.1-70b",
+    "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": "nemotron-3-nano-30b-a3b",
+    "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4": "nemotron-3-nano-30b-a3b",
+    "openai__gpt-oss-20b": "gpt-oss-20b", "openai__gpt-oss-120b": "gpt-oss-120b",
+    "tiiuae__falcon-7b-instruct": "falcon-7b",
+}
+
+
+def _decoder(spec):
+    return sum(p.params for p in model_pieces(spec) if p.stored and p.component != "extra")
+
+
+def test_every_shared_config_is_covered():
+    assert len(ALL) == 28
+    assert {p.stem for p in ALL} - set(TWINS) == {
+        "Qwen__Qwen3-235B-A22B", "Qwen__Qwen3-235B-A22B-FP8", "nvidia__Gemma-4-31B-IT-NVFP4",
+        "nvidia__Nemotron-H-56B-Base-8K"}
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
+def test_config_imports_and_matches_its_catalog_twin(path, catalog):
+    im = import_model(path, read_headers=False)
+    twin = TWINS.get(path.stem)
+    if twin is None:
+        return
+    cat = catalog.model(twin)
+    # the same decoder, counted the same way: equal to the parameter
+    assert _decoder(im.spec) == _decoder(cat)
+    assert params_active(im.spec) == params_active(cat)
+    assert im.spec.tie_word_embeddings == cat.tie_word_embeddings
+    # and within 1% of the official count once the catalog's extras (vision towers) are added back
+    extras = sum(x.params for x in cat.extra if x.in_official_count)
+    assert params_comparable_to_official(im.spec) + extras == pytest.approx(cat.params_official, rel=0.01)
+
+
+@pytest.mark.parametrize("stem, total_b, active_b", [
+    # Qwen/Qwen3-235B-A22B model card: "235B in total and 22B activated"
+    ("Qwen__Qwen3-235B-A22B", 235, 22),
+    # NVIDIA Nemotron-H-56B-Base-8K model card: a 56B-parameter hybrid Mamba-Transformer
+    ("nvidia__Nemotron-H-56B-Base-8K", 56, 56),
+])
+def test_models_outside_the_catalog_match_their_model_cards(stem, total_b, active_b):
+    spec = import_model(CONFIGS / f"{stem}.json", read_headers=False).spec
+    assert params_comparable_to_official(spec) / 1e9 == pytest.approx(total_b, rel=0.01)
+    assert params_active(spec) / 1e9 == pytest.approx(active_b, rel=0.03)
+
+
+@pytest.mark.parametrize("stem, quant, scope", [
+    ("openai__gpt-oss-20b", "mxfp4", "experts"),              # modules_to_not_convert: self_attn, router
+    ("Qwen__Qwen3-30B-A3B-FP8", "fp8-block128", "linear"),    # weight_block_size [128, 128]; norms/gates kept
+    ("deepseek-ai__DeepSeek-V3", "fp8-block128", "linear"),
+    ("nvidia__Gemma-4-31B-IT-NVFP4", "nvfp4", "mlp"),         # every self_attn excluded
+    ("meta-llama__Llama-2-7b-hf", "fp16", "all"),             # torch_dtype float16
+    ("meta-llama__Llama-3.1-8B-Instruct", "bf16", "all"),
+])
+def test_release_format_from_the_config(stem, quant, scope):
+    im = import_model(CONFIGS / f"{stem}.json", read_headers=False)
+    assert (im.release.quant, im.release.scope) == (quant, scope)
+    assert (im.spec.release.quant, im.spec.release.scope) == (quant, scope)
+
+
+@pytest.mark.parametrize("stem, quant, kv", [
+    ("nvidia__Llama-3.1-70B-Instruct-FP8", "fp8", "fp8"),
+    ("nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4", "nvfp4", "fp8"),
+])
+def test_modelopt_folder_reads_hf_quant_config(tmp_path, stem, quant, kv):
+    shutil.copy(CONFIGS / f"{stem}.json", tmp_path / "config.json")
+    shutil.copy(CONFIGS / f"{stem}.hf_quant_config.json", tmp_path / "hf_quant_config.json")
+    im = import_model(tmp_path)
+    assert im.release.quant == quant and im.release.kv_cache_dtype == kv
+    assert any("--kv-dtype fp8" in n for n in im.notes)
+
+
+def test_nemotron_nano_nvfp4_partial_exclusions_are_reported(tmp_path):
+    stem = "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4"
+    shutil.copy(CONFIGS / f"{stem}.json", tmp_path / "config.json")
+    shutil.copy(CONFIGS / f"{stem}.hf_quant_config.json", tmp_path / "hf_quant_config.json")
+    im = import_model(tmp_path)
+    assert im.release.scope == "linear"
+    assert any("attention in all 6 layers and SSM projections in 6 of 23 layers" in n for n in im.notes)
+
+
+def _write(tmp_path, obj, name="config.json"):
+    p = tmp_path / name
+    p.write_text(obj if isinstance(obj, str) else json.dumps(obj))
+    return p
+
+
+def test_infinity_in_json_is_accepted(tmp_path):
+    raw = json.loads((CONFIGS / "meta-llama__Llama-2-7b-hf.json").read_text())
+    text = json.dumps(raw)[:-1] + ', "max_grad_norm": Infinity}'
+    im = import_model(_write(tmp_path, text), read_headers=False)
+    assert im.spec.num_layers == 32
+
+
+def test_unknown_model_type_with_standard_fields_is_generic_and_says_so(tmp_path):
+    raw = {"model_type": "brand_new", "hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 8,
+           "num_key_value_heads": 2, "intermediate_size": 4096, "vocab_size": 1000}
+    im = import_model(_write(tmp_path, raw), read_headers=False)
+    assert im.generic and "not known to llmsize" in im.notes[0]
+    assert im.spec.layer_groups[0].mixer.num_key_value_heads == 2
+
+
+def test_unknown_model_type_without_fields_lists_what_it_needs(tmp_path):
+    with pytest.raises(ConfigError, match=r"config\.json: model_type 'mystery' is not known and the config lacks "
+                                          r"num_hidden_layers, num_attention_heads, intermediate_size"):
+        import_model(_write(tmp_path, {"model_type": "mystery", "hidden_size": 8, "vocab_size": 10}))
+
+
+@pytest.mark.parametrize("content, match", [
+    ("{not json", "not valid JSON"),
+    ("[1, 2]", "top level is not a JSON object"),
+    ({"model_type": "llama", "num_hidden_layers": "many"}, "invalid at layer_groups.0.count"),
+    ({"model_type": "llama", "num_attention_heads": 7, "num_key_value_heads": 2}, "invalid at"),
+    ({"model_type": "gemma4", "num_hidden_layers": 2, "layer_types": ["full_attention"], "hidden_size": 8,
+      "intermediate_size": 8, "num_attention_heads": 1, "vocab_size": 4}, "layer_types has 1 entries"),
+    ({"model_type": "nemotron_h", "hybrid_override_pattern": "X*", "num_hidden_layers": 2}, "unknown layer 'X'"),
+    ({"model_type": "llama", "quantization_config": {"quant_method": "hqq"}}, "method 'hqq' is not supported"),
+])
+def test_bad_configs_are_one_line_errors_naming_the_file(tmp_path, content, match):
+    p = _write(tmp_path, content)
+    with pytest.raises(ConfigError, match=match) as e:
+        import_model(p, read_headers=False)
+    assert str(p) in e.value.one_line() and "\n" not in e.value.one_line()

@@ -1,0 +1,164 @@
+"""safetensors headers: exact bytes by dtype and component, the formats detected, shards and indexes, and
+hostile files (truncated, garbled, oversized, inconsistent) as one-line errors, fuzzed."""
+
+import json
+import random
+import struct
+
+import pytest
+from stfiles import LINEARS, tiny_llama_folder, write_safetensors
+
+from llmsize.estimate.quant import quant_format
+from llmsize.estimate.weights import weight_bytes
+from llmsize.importer.safetensors_header import HeaderError, read_folder, read_header
+from llmsize.importer.source import import_model
+
+
+@pytest.mark.parametrize("layout, fmt, detected", [
+    ("bf16", "bf16", ["bf16"]),
+    ("ct-nvfp4", "nvfp4", ["bf16", "nvfp4 (compressed-tensors)"]),
+    ("modelopt-nvfp4", "nvfp4", ["bf16", "nvfp4 (ModelOpt)"]),
+    ("fp8", "fp8", ["bf16", "fp8"]),
+])
+def test_exact_bytes_equal_the_analytic_estimate(tmp_path, layout, fmt, detected):
+    """The tiny checkpoints hold exactly what the formats price: NVFP4 = N*K/2 codes + N*K/16 fp8 scales +
+    4 B per tensor (4.5 bits); FP8 = N*K + 4 B; embedding, lm_head and norms bf16."""
+    im = import_model(tiny_llama_folder(tmp_path / layout, layout))
+    assert im.release.quant == fmt
+    ex = im.exact
+    est = weight_bytes(im.spec, quant_format(fmt), im.release.scope)
+    assert ex.bytes_total == est.bytes_total
+    for comp in ("embedding", "lm_head", "attention", "mlp", "norms"):
+        assert ex.bytes_by_component.get(comp, 0) == est.stored_bytes[comp], comp
+    assert ex.bytes_read() == pytest.approx(est.bytes_read_per_token)
+    assert ex.formats == detected
+    # parameters are logical weights, not storage elements: 2 per packed byte, none in scales
+    assert ex.params_total == im.spec.params_official
+    from llmsize.estimate.params import params_total
+    assert ex.params_total == params_total(im.spec)
+
+
+def test_gptq_counts_eight_weights_per_int32_and_reports_g_idx(tmp_path):
+    im = import_model(tiny_llama_folder(tmp_path / "gptq", "gptq"))
+    assert im.release.quant == "gptq-int4-g128" and "int4 (GPTQ/AWQ qweight)" in im.exact.formats
+    from llmsize.estimate.params import params_total
+    assert im.exact.params_total == params_total(im.spec)
+    # by hand: per matrix qweight K/8*N*4 + scales 1*N*2 + qzeros 1*N/8*4 + g_idx K*4 bytes
+    per_layer = sum(k // 8 * n * 4 + n * 2 + n // 8 * 4 + k * 4 for n, k in LINEARS.values())
+    assert im.exact.bytes_by_component["attention"] + im.exact.bytes_by_component["mlp"] == 2 * per_layer
+
+
+def test_shards_through_the_index(tmp_path):
+    one = import_model(tiny_llama_folder(tmp_path / "one", "ct-nvfp4"))
+    three = import_model(tiny_llama_folder(tmp_path / "three", "ct-nvfp4", shards=3))
+    assert len(three.exact.files) == 3
+    assert three.exact.bytes_by_component == one.exact.bytes_by_component
+
+
+def test_missing_shard_is_named(tmp_path):
+    folder = tiny_llama_folder(tmp_path / "m", "bf16", shards=2)
+    (folder / "model-00002-of-00002.safetensors").unlink()
+    with pytest.raises(HeaderError, match=r"index.json: shard model-00002-of-00002.safetensors is missing"):
+        import_model(folder)
+
+
+def test_index_listing_a_tensor_no_shard_has(tmp_path):
+    folder = tiny_llama_folder(tmp_path / "x", "bf16", shards=2)
+    idx = folder / "model.safetensors.index.json"
+    raw = json.loads(idx.read_text())
+    raw["weight_map"]["model.ghost.weight"] = "model-00001-of-00002.safetensors"
+    idx.write_text(json.dumps(raw))
+    with pytest.raises(HeaderError, match="1 tensor\\(s\\) it lists are in no shard"):
+        read_folder(folder)
+
+
+def _valid(tmp_path):
+    return write_safetensors(tmp_path / "v.safetensors", {"a.weight": ("BF16", (4, 8)), "b": ("F32", (3,))})
+
+
+def _raw(path, header_bytes: bytes, n=None, data=b""):
+    path.write_bytes(struct.pack("<Q", len(header_bytes) if n is None else n) + header_bytes + data)
+    return path
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda p: p.write_bytes(b"\x01\x02"), "too short"),
+    (lambda p: _raw(p, b"{}", n=0), "header length 0 bytes is out of range"),
+    (lambda p: _raw(p, b"{}", n=200 * 2**20), "out of range"),
+    (lambda p: _raw(p, b"{}", n=64), "runs past the end"),
+    (lambda p: _raw(p, b"\xff\xfe{"), "not valid JSON"),
+    (lambda p: _raw(p, b"[1,2]"), "not a JSON object"),
+    (lambda p: _raw(p, b'{"t": {"dtype": "Q9", "shape": [1], "data_offsets": [0, 1]}}', data=b"\0"),
+     "unknown dtype 'Q9'"),
+    (lambda p: _raw(p, b'{"t": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}}', data=b"\0" * 8),
+     "needs 8 bytes but data_offsets span 4"),
+    (lambda p: _raw(p, b'{"t": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]}}', data=b"\0" * 4),
+     "not a list of non-negative integers"),
+    (lambda p: _raw(p, b'{"t": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}', data=b"\0" * 8),
+     "past the 8 bytes of data"),
+    (lambda p: _raw(p, b'{"t": {"dtype": "F32", "shape": [1], "data_offsets": [8, 4]}}', data=b"\0" * 8),
+     "begin <= end"),
+])
+def test_hostile_headers_are_one_line_errors(tmp_path, make, match):
+    p = tmp_path / "bad.safetensors"
+    make(p)
+    with pytest.raises(HeaderError, match=match) as e:
+        read_header(p)
+    assert str(p) in e.value.one_line() and "\n" not in e.value.one_line()
+
+
+def test_fuzzed_headers_never_escape_as_other_errors(tmp_path):
+    """1,200 seeded mutations of a valid file (byte flips in the length and header, truncations, spliced
+    JSON): each either parses or raises HeaderError; nothing else, no hang (reads are bounded)."""
+    good = _valid(tmp_path).read_bytes()
+    (n,) = struct.unpack("<Q", good[:8])
+    rng = random.Random(1234)
+    p = tmp_path / "fuzz.safetensors"
+    outcomes = {"ok": 0, "error": 0}
+    for i in range(1200):
+        b = bytearray(good)
+        kind = i % 4
+        if kind == 0:  # flip bytes in the length field or header
+            for _ in range(rng.randint(1, 4)):
+                j = rng.randrange(0, 8 + n)
+                b[j] = rng.randrange(256)
+        elif kind == 1:  # truncate anywhere
+            b = b[:rng.randrange(0, len(b))]
+        elif kind == 2:  # replace a header character by a JSON-significant one
+            j = rng.randrange(8, 8 + n)
+            b[j] = ord(rng.choice('{}[]",:0123456789-e. '))
+        else:  # a random length field
+            b[:8] = struct.pack("<Q", rng.choice([rng.randrange(0, 2**64), rng.randrange(0, 4 * n)]))
+        p.write_bytes(bytes(b))
+        try:
+            read_header(p)
+            outcomes["ok"] += 1
+        except HeaderError as e:
+            assert "\n" not in e.one_line()
+            outcomes["error"] += 1
+    assert outcomes["error"] > 600 and sum(outcomes.values()) == 1200
+
+
+def test_no_tensor_data_is_read(tmp_path, monkeypatch):
+    """Only 8 + header bytes are read, whatever the file size."""
+    import builtins
+    p = write_safetensors(tmp_path / "big.safetensors", {"w": ("BF16", (1024, 1024))})
+    real_open, reads = builtins.open, []
+
+    class Spy:
+        def __init__(self, f):
+            self.f = f
+
+        def read(self, k=-1):
+            reads.append(k)
+            return self.f.read(k)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            self.f.close()
+
+    monkeypatch.setattr(builtins, "open", lambda *a, **k: Spy(real_open(*a, **k)))
+    read_header(p)
+    assert reads[0] == 8 and len(reads) == 2 and reads[1] < 200

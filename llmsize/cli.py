@@ -79,7 +79,8 @@ def _root(
 
 @app.command()
 def plan(
-    model: Annotated[str, typer.Argument(help="Model id or alias (see `llmsize models`).")],
+    model: Annotated[str, typer.Argument(help="Model id or alias (see `llmsize models`), or a model folder "
+                                         "(config.json + *.safetensors) or config.json path.")],
     gpu: Annotated[str, typer.Option("--gpu", "-g", help="Card id or alias (see `llmsize gpus`).")],
     quant: Annotated[Optional[str], typer.Option(
         help="Weight format (see `llmsize formats`); default: the model's release format.")] = None,
@@ -108,16 +109,25 @@ def plan(
       llmsize plan gemma-4-12b --gpu rtx5060ti
       llmsize plan llama-3.1-8b --gpu h100 --quant fp8 --context 32768 --batch 16
       llmsize plan deepseek-v3 --gpu h200 --kv-dtype fp8 --json
+      llmsize plan ./my-model-folder --gpu h200-sxm
     """
     from llmsize.estimate.plan import PlanInputs, make_plan
     cat = _catalog(catalog)
-    m, g = cat.model(model), cat.gpu(gpu)
+    g = cat.gpu(gpu)
+    exact, notes = None, []
+    if _is_path(model):
+        from llmsize.importer.source import import_model
+
+        im = import_model(model)
+        m, exact, notes = im.spec, im.exact, im.notes
+    else:
+        m = cat.model(model)
     inputs = PlanInputs(quant=quant, scope=scope, kv_dtype=kv_dtype.lower(), context_tokens=context, batch=batch,
                         prompt_tokens=prompt, gpu_util=gpu_util, overhead_bytes=overhead_gib * GiB,
                         compute_precision=compute)
-    p = make_plan(m, g, inputs)
+    p = make_plan(m, g, inputs, exact=exact, notes=notes)
     if not p.budget.weights_fit:  # name a bigger card: only now is the whole hardware catalog parsed
-        p = make_plan(m, g, inputs, candidates=cat.hardware.all())
+        p = make_plan(m, g, inputs, candidates=cat.hardware.all(), exact=exact, notes=notes)
     if as_json:
         from llmsize.render.plan_json import plan_to_dict
 
@@ -126,6 +136,48 @@ def plan(
         from llmsize.render.plan_report import render_plan
 
         render_plan(p, _console())
+
+
+def _is_path(name: str) -> bool:
+    """A model argument naming something on disk (or shaped like a path) is imported, not looked up."""
+    return os.path.exists(name) or name.endswith(".json") or name.startswith((".", "/", "~"))
+
+
+@app.command("import")
+def import_(
+    path: Annotated[Path, typer.Argument(help="Model folder (config.json [+ hf_quant_config.json] "
+                                         "[+ *.safetensors]) or a config.json file.", show_default=False)],
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the catalog entry here "
+                                                   "(e.g. mycat/models/NAME.yaml); default: print it.",
+                                                   show_default=False)] = None,
+    model_id: Annotated[Optional[str], typer.Option("--id", help="Catalog id; default: from the file name of "
+                                                    "-o, else from the model's name.")] = None,
+):
+    """Turn a local checkpoint or config.json into a catalog entry, with its sources.
+
+    Examples:
+      llmsize import ./Llama-3.1-8B-Instruct -o mycat/models/my-llama.yaml
+      llmsize import ./config.json
+    """
+    from llmsize.importer.catalog_entry import entry_yaml
+    from llmsize.importer.source import import_model
+
+    im = import_model(path)
+    if output is not None:
+        if output.suffix not in (".yaml", ".yml"):
+            raise InvalidValueError(f"-o `{output}` must end in .yaml.", "Catalog files are YAML.")
+        if not output.parent.is_dir():
+            raise InvalidValueError(f"-o `{output}`: folder {output.parent} does not exist.", "Create it first.")
+        model_id = model_id or output.stem
+    text = entry_yaml(im, model_id)
+    if output is None:
+        sys.stdout.write(text)
+        return
+    tmp = output.with_name(output.name + ".partial")
+    tmp.write_text(text)
+    tmp.replace(output)
+    sys.stderr.write(f"Wrote {output} (id {model_id}); plan it with `llmsize plan {model_id} --gpu CARD "
+                     f"--catalog {output.parent.parent}`.\n")
 
 
 @app.command()

@@ -7,6 +7,7 @@ Waterman, Patterson, CACM 2009). At batch 1 it is the seed's division: tok/s = b
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
@@ -70,10 +71,14 @@ class DecodeModel:
     kv_dtype: str
     context_tokens: int
     peak_flop_per_s: float | None
+    weights_read: Callable[[int], float] | None = None  # exact bytes by batch (checkpoint headers)
 
     def step(self, batch: int) -> DecodeStep:
         check_batch(batch)
-        w = weight_bytes_read(self.model, self.fmt, self.scope, batch)
+        if self.weights_read is not None:
+            w = self.weights_read(batch)
+        else:
+            w = weight_bytes_read(self.model, self.fmt, self.scope, batch)
         kv = batch * kv_bytes(self.model, self.context_tokens, self.kv_dtype).bytes_per_sequence
         flops = batch * decode_flops_per_token(self.model, self.context_tokens)
         bw = self.gpu.bandwidth_bytes_per_s

@@ -24,7 +24,7 @@ from llmsize.catalog.schema import (
 
 COMPONENTS = (
     "embedding", "lm_head", "attention", "mlp", "experts", "shared_experts", "router", "ssm", "norms",
-    "extra",
+    "extra", "other",
 )
 
 

@@ -19,7 +19,7 @@ from llmsize.estimate.decode import DecodeModel, DecodeStep, check_batch
 from llmsize.estimate.diagnosis import Diagnosis, diagnose
 from llmsize.estimate.flops import ComputePeak, compute_peak
 from llmsize.estimate.kv import KvBytes, check_context, kv_bytes
-from llmsize.estimate.params import params_active, params_total
+from llmsize.estimate.params import COMPONENTS, params_active, params_total
 from llmsize.estimate.prefill import Prefill, prefill_time
 from llmsize.estimate.quant import QuantFormat, kv_dtype_bytes, quant_format
 from llmsize.estimate.weights import WeightBytes, check_scope, weight_bytes
@@ -64,6 +64,9 @@ class Plan:
     prefill: Prefill
     diagnosis: Diagnosis
     assumptions: list[str] = field(default_factory=list)
+    weights_estimate: WeightBytes | None = None  # the analytic figure, when `weights` is exact (headers)
+    exact: object | None = None  # llmsize.importer.exact.ExactWeights behind `weights`
+    notes: list[str] = field(default_factory=list)  # what an import noticed (generic mapping, exclusions)
 
     @property
     def ridge_point_flop_per_byte(self) -> float | None:
@@ -79,10 +82,21 @@ def resolve_format(model: ModelSpec, quant: str | None, scope: str | None) -> tu
     return fmt, check_scope(scope)
 
 
+def exact_weight_bytes(exact, estimate: WeightBytes) -> WeightBytes:
+    """WeightBytes from a checkpoint's headers (duck-typed: bytes_by_component, read_by_component(batch))."""
+    read = exact.read_by_component(1)
+    return WeightBytes(
+        format_id=estimate.format_id, scope=estimate.scope, bits_per_weight=estimate.bits_per_weight,
+        stored_bytes={c: float(exact.bytes_by_component.get(c, 0)) for c in COMPONENTS},
+        read_bytes_per_token={c: float(read.get(c, 0.0)) for c in COMPONENTS},
+        quantized_params=estimate.quantized_params, unquantized_params=estimate.unquantized_params)
+
+
 def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
-              candidates: list[GpuSpec] | None = None) -> Plan:
+              candidates: list[GpuSpec] | None = None, exact=None, notes: list[str] | None = None) -> Plan:
     """Compose every estimate for `model` on `gpu`. `candidates` (the catalog's cards) lets the
-    diagnosis name a bigger card when the model does not fit."""
+    diagnosis name a bigger card when the model does not fit. `exact` (a checkpoint's header bytes)
+    replaces the weight estimate when the plan keeps the checkpoint's own format."""
     if inputs.context_tokens < 1:
         raise InvalidValueError(f"Context `{inputs.context_tokens}` must be at least 1 token.",
                                 "Pass --context 1 or more.")
@@ -92,19 +106,28 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     prompt = inputs.context_tokens if inputs.prompt_tokens is None else inputs.prompt_tokens
     check_context(prompt)
 
-    weights = weight_bytes(model, fmt, scope)
+    weights = estimate = weight_bytes(model, fmt, scope)
+    notes = list(notes or [])
+    weights_read = None
+    if exact is not None and fmt.id == model.release.quant and scope == model.release.scope:
+        weights = exact_weight_bytes(exact, estimate)
+        weights_read = exact.bytes_read
+    elif exact is not None:
+        notes.append(f"--quant {fmt.id} (scope {scope}) differs from the checkpoint's {model.release.quant} "
+                     f"(scope {model.release.scope}): weights are estimated, not read from the headers")
+        exact = None
     kv = kv_bytes(model, inputs.context_tokens, inputs.kv_dtype)
     budget = memory_budget(gpu, weights.bytes_total, inputs.gpu_util, inputs.overhead_bytes)
     ctx = max_context_tokens(model, inputs.kv_dtype, budget.kv_budget_bytes)
     seqs = max_concurrent_sequences(model, inputs.kv_dtype, inputs.context_tokens, budget.kv_budget_bytes)
     pool = kv_pool_tokens(kv.bytes_per_token, budget.kv_budget_bytes)
     peak = compute_peak(gpu, fmt, inputs.compute_precision)
-    dm = DecodeModel(model, gpu, fmt, scope, inputs.kv_dtype, inputs.context_tokens, peak.flop_per_s)
+    dm = DecodeModel(model, gpu, fmt, scope, inputs.kv_dtype, inputs.context_tokens, peak.flop_per_s, weights_read)
     step1, stepb = dm.step(1), dm.step(inputs.batch)
     ridge = dm.ridge_batch()
     useful = min(seqs, ridge) if ridge else seqs
     best = dm.step(useful) if useful >= 1 else None
-    pre = prefill_time(model, gpu, fmt, scope, inputs.kv_dtype, prompt, peak.flop_per_s)
+    pre = prefill_time(model, gpu, fmt, scope, inputs.kv_dtype, prompt, peak.flop_per_s, weights_read)
     partial = dict(
         model=model, gpu=gpu, inputs=inputs, fmt=fmt, scope=scope, prompt_tokens=prompt,
         params_total=params_total(model), params_active=params_active(model), weights=weights, kv=kv,
@@ -113,7 +136,14 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
         prefill=pre,
     )
     diagnosis = diagnose(partial, candidates or [])
-    return Plan(**partial, diagnosis=diagnosis, assumptions=assumptions(partial))
+    out = assumptions(partial)
+    if exact is not None:
+        diff = (weights.bytes_total - estimate.bytes_total) / estimate.bytes_total
+        out.insert(0, f"Weights: exact bytes from the safetensors headers of {len(exact.files)} file(s) "
+                      f"({weights.bytes_total / 1e9:,.3f} GB; the {fmt.id} estimate says "
+                      f"{estimate.bytes_total / 1e9:,.3f} GB, {diff:+.2%}); bytes read per token use the exact figure.")
+    return Plan(**partial, diagnosis=diagnosis, assumptions=out,
+                weights_estimate=estimate if exact is not None else None, exact=exact, notes=notes)
 
 
 def assumptions(p: dict) -> list[str]:

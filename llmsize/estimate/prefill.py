@@ -37,9 +37,11 @@ class Prefill:
 
 
 def prefill_time(model: ModelSpec, gpu: GpuSpec, fmt: QuantFormat, scope: str, kv_dtype: str,
-                 prompt_tokens: int, peak_flop_per_s: float | None) -> Prefill:
+                 prompt_tokens: int, peak_flop_per_s: float | None, weights_read=None) -> Prefill:
+    """weights_read: exact weight bytes by batch (checkpoint headers) instead of the format's estimate."""
     flops = prefill_flops(model, prompt_tokens)
-    nbytes = weight_bytes_read(model, fmt, scope, max(prompt_tokens, 1))
+    read = weights_read or (lambda b: weight_bytes_read(model, fmt, scope, b))
+    nbytes = read(max(prompt_tokens, 1))
     nbytes += kv_bytes(model, prompt_tokens, kv_dtype).bytes_per_sequence
     compute = flops / peak_flop_per_s if peak_flop_per_s else None
     return Prefill(prompt_tokens, flops, nbytes, compute, nbytes / gpu.bandwidth_bytes_per_s)

@@ -48,7 +48,18 @@ def plan_to_dict(p: Plan) -> dict:
             "bytes_total": round(p.weights.bytes_total), "bytes_read_per_token": round(p.weights.bytes_read_per_token),
             "bytes_by_component": {k: round(v) for k, v in p.weights.stored_bytes.items()},
             "bytes_read_per_token_by_component": {k: round(v) for k, v in p.weights.read_bytes_per_token.items()},
+            "source": "safetensors headers" if p.exact is not None else "estimate",
+            "estimate": None if p.weights_estimate is None else {
+                "bytes_total": round(p.weights_estimate.bytes_total),
+                "bytes_read_per_token": round(p.weights_estimate.bytes_read_per_token),
+                "bytes_by_component": {k: round(v) for k, v in p.weights_estimate.stored_bytes.items()},
+            },
+            "exact": None if p.exact is None else {
+                "bytes_by_dtype": dict(p.exact.bytes_by_dtype), "formats": list(p.exact.formats),
+                "params_total": p.exact.params_total, "files": [str(f) for f in p.exact.files],
+            },
         },
+        "notes": list(p.notes),
         "kv": {
             "dtype": inp.kv_dtype, "context_tokens": inp.context_tokens,
             "bytes_per_token": round(p.kv.bytes_per_token),

@@ -8,7 +8,7 @@ from llmsize.units import GB, GiB, fmt_bytes, fmt_bytes_auto, fmt_params
 COMPONENT_LABELS = {
     "embedding": "embedding", "lm_head": "lm_head", "attention": "attention", "mlp": "MLP",
     "experts": "routed experts", "shared_experts": "shared experts", "router": "routers", "ssm": "SSM / linear attn",
-    "norms": "norms & small", "extra": "extra (vision, MTP)",
+    "norms": "norms & small", "extra": "extra (vision, MTP)", "other": "other tensors",
 }
 
 
@@ -76,20 +76,40 @@ def render_plan(p: Plan, console) -> None:
     t.add_row("layers", f"{model.num_layers}: {_groups(p)}")
     console.print(t)
 
-    w = p.weights
-    t = Table(title=f"Weights in {p.fmt.id} ({w.bits_per_weight:g} bits per quantized weight, scope {p.scope})",
+    w, est = p.weights, p.weights_estimate
+    src = ", exact from the safetensors headers" if est else ""
+    t = Table(title=f"Weights in {p.fmt.id} ({w.bits_per_weight:g} bits per quantized weight, scope {p.scope}{src})",
               title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, min_width=80)
     t.add_column("component", style="cyan")
     t.add_column("stored", justify="right")
+    if est:
+        t.add_column("estimate", justify="right")
+        t.add_column("diff", justify="right")
     t.add_column("read per token", justify="right")
+
+    def diff(a, b):
+        return "-" if not b else f"{(a - b) / b:+.1%}"
+
     for comp, label in COMPONENT_LABELS.items():
         s, r = w.stored_bytes[comp], w.read_bytes_per_token[comp]
-        if s or r:
+        e = est.stored_bytes[comp] if est else 0
+        if s or r or e:
             note = " (tied: the embedding)" if comp == "lm_head" and not s and r else ""
-            t.add_row(label + note, fmt_bytes_auto(s) if s else "-", fmt_bytes_auto(r) if r else "-")
-    t.add_row("total", fmt_bytes(w.bytes_total), fmt_bytes(w.bytes_read_per_token), style="bold")
-    t.add_row("", f"= {w.bytes_total / GiB:,.2f} GiB", f"= {w.bytes_read_per_token / GiB:,.2f} GiB", style="dim")
+            cells = [fmt_bytes_auto(s) if s else "-"]
+            if est:
+                cells += [fmt_bytes_auto(e) if e else "-", diff(s, e) if s and e else "-"]
+            t.add_row(label + note, *cells, fmt_bytes_auto(r) if r else "-")
+    mid = [fmt_bytes(est.bytes_total), diff(w.bytes_total, est.bytes_total)] if est else []
+    t.add_row("total", fmt_bytes(w.bytes_total), *mid, fmt_bytes(w.bytes_read_per_token), style="bold")
+    t.add_row("", f"= {w.bytes_total / GiB:,.2f} GiB", *([""] * len(mid)), f"= {w.bytes_read_per_token / GiB:,.2f} GiB",
+              style="dim")
     console.print(t)
+    if p.exact is not None:
+        dtypes = ", ".join(f"{k} {fmt_bytes_auto(v)}" for k, v in sorted(p.exact.bytes_by_dtype.items(),
+                                                                       key=lambda kv: -kv[1]))
+        console.print(f" by dtype: {dtypes}; formats seen: {', '.join(p.exact.formats) or 'none'}", style="dim")
+    for n in p.notes:
+        console.print(f" note: {n}", style="yellow")
 
     kv = p.kv
     t = Table(title=f"KV cache ({inp.kv_dtype}) at {inp.context_tokens:,} tokens", title_justify="left",

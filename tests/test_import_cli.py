@@ -1,0 +1,107 @@
+"""`llmsize plan PATH` and `llmsize import` as a user runs them."""
+
+import json
+
+import pytest
+import yaml
+from stfiles import tiny_llama_folder, write_safetensors
+from test_import_config import CONFIGS
+
+
+def test_plan_a_folder_uses_the_exact_header_bytes(run_cli, tmp_path):
+    folder = tiny_llama_folder(tmp_path / "tiny", "ct-nvfp4", shards=2)
+    code, out, err = run_cli("plan", str(folder), "--gpu", "h200", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    w = d["weights"]
+    assert w["source"] == "safetensors headers" and w["format"] == "nvfp4"
+    assert w["exact"]["formats"] == ["bf16", "nvfp4 (compressed-tensors)"]
+    assert w["bytes_total"] == sum(w["exact"]["bytes_by_dtype"].values())
+    # bytes read per token: all but the (untied) embedding table
+    assert w["bytes_read_per_token"] == w["bytes_total"] - w["bytes_by_component"]["embedding"]
+    assert d["decode"]["bytes_read_per_token"] >= w["bytes_read_per_token"]
+
+
+def test_plan_a_folder_report_shows_estimate_and_difference(run_cli, tmp_path):
+    folder = tiny_llama_folder(tmp_path / "gptq", "gptq")
+    code, out, err = run_cli("plan", str(folder), "--gpu", "h200")
+    assert code == 0, err
+    assert "exact from the safetensors headers" in out and "estimate" in out and "diff" in out
+    assert "by dtype: I32" in out
+    assert max(len(line) for line in out.splitlines()) <= 100
+
+
+def test_other_quant_than_the_checkpoint_falls_back_to_the_estimate(run_cli, tmp_path):
+    folder = tiny_llama_folder(tmp_path / "t", "bf16")
+    code, out, err = run_cli("plan", str(folder), "--gpu", "h200", "--quant", "nvfp4", "--json")
+    d = json.loads(out)
+    assert d["weights"]["source"] == "estimate"
+    assert any("differs from the checkpoint's bf16" in n for n in d["notes"])
+
+
+@pytest.mark.parametrize("stem", ["deepseek-ai__DeepSeek-V3", "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+                                  "google__gemma-4-26B-A4B"])
+def test_plan_a_config_json(run_cli, stem):
+    code, out, err = run_cli("plan", str(CONFIGS / f"{stem}.json"), "--gpu", "h200", "--json")
+    assert code == 0, err
+    assert json.loads(out)["weights"]["source"] == "estimate"
+
+
+def test_import_writes_an_entry_that_plans_like_the_folder(run_cli, tmp_path):
+    folder = tiny_llama_folder(tmp_path / "tiny", "bf16")
+    (tmp_path / "cat" / "models").mkdir(parents=True)
+    target = tmp_path / "cat" / "models" / "my-tiny.yaml"
+    code, out, err = run_cli("import", str(folder), "-o", str(target))
+    assert code == 0, err
+    assert f"Wrote {target}" in err
+    entry = yaml.safe_load(target.read_text())
+    assert entry["id"] == "my-tiny" and entry["release"]["quant"] == "bf16"
+    assert str(folder / "config.json") in entry["sources"]
+    _, a, _ = run_cli("plan", "my-tiny", "--gpu", "h200", "--catalog", str(tmp_path / "cat"), "--json")
+    _, b, _ = run_cli("plan", str(folder), "--gpu", "h200", "--json")
+    a, b = json.loads(a), json.loads(b)
+    # bf16 checkpoint: the estimate and the headers agree to the byte
+    assert a["weights"]["bytes_total"] == b["weights"]["bytes_total"]
+    assert a["decode"]["ceiling_tok_s"] == pytest.approx(b["decode"]["ceiling_tok_s"])
+
+
+def test_import_to_stdout(run_cli):
+    code, out, err = run_cli("import", str(CONFIGS / "openai__gpt-oss-20b.json"))
+    assert code == 0, err
+    entry = yaml.safe_load(out)
+    assert entry["release"] == {"quant": "mxfp4", "scope": "experts", "note": "from mxfp4"}
+    assert "# note: attention kept in 16 bits" in out
+
+
+@pytest.mark.parametrize("args, code_want, needle", [
+    (["plan", "/no/such/model", "--gpu", "h200"], 1, "/no/such/model: no such file or folder"),
+    (["import", "/no/such/model"], 1, "no such file or folder"),
+])
+def test_missing_paths(run_cli, args, code_want, needle):
+    code, out, err = run_cli(*args)
+    assert code == code_want and needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_import_output_must_be_yaml_in_an_existing_folder(run_cli, tmp_path):
+    folder = tiny_llama_folder(tmp_path / "t", "bf16")
+    code, _, err = run_cli("import", str(folder), "-o", str(tmp_path / "x.txt"))
+    assert code == 2 and "must end in .yaml" in err
+    code, _, err = run_cli("import", str(folder), "-o", str(tmp_path / "nope" / "x.yaml"))
+    assert code == 2 and "does not exist" in err
+
+
+def test_damaged_shard_is_one_line_naming_it(run_cli, tmp_path):
+    folder = tiny_llama_folder(tmp_path / "t", "bf16")
+    st = folder / "model.safetensors"
+    st.write_bytes(st.read_bytes()[:100])
+    code, out, err = run_cli("plan", str(folder), "--gpu", "h200")
+    assert code == 1 and str(st) in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_vision_tower_tensors_count_as_extra(run_cli, tmp_path):
+    folder = tiny_llama_folder(tmp_path / "mm", "bf16")
+    write_safetensors(folder / "vision.safetensors", {"model.vision_tower.patch_embed.weight": ("BF16", (64, 48))})
+    code, out, err = run_cli("plan", str(folder), "--gpu", "h200", "--json")
+    w = json.loads(out)["weights"]
+    assert w["bytes_by_component"]["extra"] == 64 * 48 * 2
+    assert w["bytes_read_per_token_by_component"]["extra"] == 0

@@ -79,9 +79,13 @@ def _root(
 
 @app.command()
 def plan(
-    model: Annotated[str, typer.Argument(help="Model id or alias (see `llmsize models`), or a model folder "
-                                         "(config.json + *.safetensors) or config.json path.")],
-    gpu: Annotated[str, typer.Option("--gpu", "-g", help="Card id or alias (see `llmsize gpus`).")],
+    model: Annotated[Optional[str], typer.Argument(
+        help="Model id or alias (see `llmsize models`), or a model folder (config.json + *.safetensors) or "
+             "config.json path.", show_default=False)] = None,
+    gpu: Annotated[str, typer.Option("--gpu", "-g", help="Card id or alias (see `llmsize gpus`).")] = "",
+    hub: Annotated[Optional[str], typer.Option(help="Read ORG/NAME[@REVISION] from the Hugging Face Hub instead: "
+                                               "config.json and the safetensors headers only (network, opt-in).",
+                                               show_default=False)] = None,
     quant: Annotated[Optional[str], typer.Option(
         help="Weight format (see `llmsize formats`); default: the model's release format.")] = None,
     scope: Annotated[Optional[str], typer.Option(
@@ -110,15 +114,16 @@ def plan(
       llmsize plan llama-3.1-8b --gpu h100 --quant fp8 --context 32768 --batch 16
       llmsize plan deepseek-v3 --gpu h200 --kv-dtype fp8 --json
       llmsize plan ./my-model-folder --gpu h200-sxm
+      llmsize plan --hub Qwen/Qwen3-8B --gpu rtx5090
     """
     from llmsize.estimate.plan import PlanInputs, make_plan
+    if not gpu:
+        raise InvalidValueError("Missing option --gpu.", "Name a card: `llmsize gpus` lists them.")
     cat = _catalog(catalog)
     g = cat.gpu(gpu)
     exact, notes = None, []
-    if _is_path(model):
-        from llmsize.importer.source import import_model
-
-        im = import_model(model)
+    im = _import_source(model, hub)
+    if im is not None:
         m, exact, notes = im.spec, im.exact, im.notes
     else:
         m = cat.model(model)
@@ -138,6 +143,22 @@ def plan(
         render_plan(p, _console())
 
 
+def _import_source(model: str | None, hub: str | None):
+    """An Imported for a path or --hub, None for a catalog name."""
+    if (model is None) == (hub is None):
+        raise InvalidValueError("Give a model (catalog id or path) or --hub ORG/NAME, not both or neither.",
+                                "e.g. `llmsize plan gemma-4-12b --gpu h200` or `--hub google/gemma-3-27b-it`.")
+    if hub is not None:
+        from llmsize.importer.source import import_hub
+
+        return import_hub(hub)
+    if _is_path(model):
+        from llmsize.importer.source import import_model
+
+        return import_model(model)
+    return None
+
+
 def _is_path(name: str) -> bool:
     """A model argument naming something on disk (or shaped like a path) is imported, not looked up."""
     return os.path.exists(name) or name.endswith(".json") or name.startswith((".", "/", "~"))
@@ -145,8 +166,12 @@ def _is_path(name: str) -> bool:
 
 @app.command("import")
 def import_(
-    path: Annotated[Path, typer.Argument(help="Model folder (config.json [+ hf_quant_config.json] "
-                                         "[+ *.safetensors]) or a config.json file.", show_default=False)],
+    path: Annotated[Optional[Path], typer.Argument(help="Model folder (config.json [+ hf_quant_config.json] "
+                                                   "[+ *.safetensors]) or a config.json file.",
+                                                   show_default=False)] = None,
+    hub: Annotated[Optional[str], typer.Option(help="Read ORG/NAME[@REVISION] from the Hugging Face Hub instead "
+                                               "(config.json and safetensors headers only).",
+                                               show_default=False)] = None,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the catalog entry here "
                                                    "(e.g. mycat/models/NAME.yaml); default: print it.",
                                                    show_default=False)] = None,
@@ -158,11 +183,13 @@ def import_(
     Examples:
       llmsize import ./Llama-3.1-8B-Instruct -o mycat/models/my-llama.yaml
       llmsize import ./config.json
+      llmsize import --hub Qwen/Qwen3-8B -o mycat/models/qwen3-8b.yaml
     """
     from llmsize.importer.catalog_entry import entry_yaml
-    from llmsize.importer.source import import_model
 
-    im = import_model(path)
+    if path is not None and not _is_path(str(path)):
+        raise InvalidValueError(f"`{path}` is not a file or folder.", "Give a model folder or a config.json.")
+    im = _import_source(None if path is None else str(path), hub)
     if output is not None:
         if output.suffix not in (".yaml", ".yml"):
             raise InvalidValueError(f"-o `{output}` must end in .yaml.", "Catalog files are YAML.")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from llmsize.catalog.schema import ModelSpec
-from llmsize.importer.safetensors_header import TensorInfo, read_folder
+from llmsize.importer.safetensors_header import TensorInfo
 
 SCALE_SUFFIXES = ("weight_scale", "weight_scale_2", "weight_global_scale", "input_scale", "input_global_scale",
                   "weight_scale_inv", "_scales", ".scales", "qzeros", "g_idx", "absmax", "quant_map",
@@ -84,7 +84,7 @@ def detect_formats(tensors: dict[str, TensorInfo]) -> list[str]:
 
 @dataclass
 class ExactWeights:
-    files: list[Path]
+    files: list  # paths, or URLs for --hub
     bytes_by_component: dict[str, int]
     bytes_by_dtype: dict[str, int]
     params_by_component: dict[str, int]
@@ -137,14 +137,3 @@ def exact_weights(tensors: dict[str, TensorInfo], files: list[Path], spec: Model
                      "per token")
     return ExactWeights(files, dict(by_comp), dict(by_dtype), dict(params), detect_formats(tensors), tied,
                         (moe.experts_per_token, moe.num_experts) if moe else None, notes)
-
-
-def exact_weights_for_folder(folder: Path, spec: ModelSpec, release) -> ExactWeights | None:
-    """None when the folder has no safetensors (a config-only import)."""
-    folder = Path(folder)
-    if not (folder / "model.safetensors.index.json").exists() and not any(folder.glob("*.safetensors")):
-        return None
-    tensors, files = read_folder(folder)
-    if not tensors:
-        return None
-    return exact_weights(tensors, files, spec)

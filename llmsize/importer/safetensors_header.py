@@ -36,6 +36,34 @@ class TensorInfo:
         return prod(self.shape)
 
 
+def check_length(n: int, size: int, where: str) -> None:
+    """The 8-byte header length against the limit and the file size."""
+    if n == 0 or n > MAX_HEADER_BYTES:
+        raise HeaderError(f"{where}: header length {n:,} bytes is out of range (1 to {MAX_HEADER_BYTES:,}).",
+                          "The file is not safetensors, or is damaged.")
+    if 8 + n > size:
+        raise HeaderError(f"{where}: header length {n:,} bytes runs past the end of the {size:,}-byte file.",
+                          "The file is truncated: download it again.")
+
+
+def parse_header(blob: bytes, size: int, where: str, file_name: str) -> dict[str, TensorInfo]:
+    """The JSON header (without its 8-byte length) of a `size`-byte file -> tensors, every field checked."""
+    try:
+        header = json.loads(blob.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise HeaderError(f"{where}: header is not valid JSON ({e.__class__.__name__}).",
+                          "The file is damaged: download it again.") from None
+    if not isinstance(header, dict):
+        raise HeaderError(f"{where}: header is not a JSON object.")
+    data_bytes = size - 8 - len(blob)
+    out: dict[str, TensorInfo] = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        out[name] = _entry(where, name, entry, data_bytes, file_name)
+    return out
+
+
 def read_header(path: Path) -> dict[str, TensorInfo]:
     path = Path(path)
     try:
@@ -45,36 +73,18 @@ def read_header(path: Path) -> dict[str, TensorInfo]:
             if len(head) < 8:
                 raise HeaderError(f"{path}: {size} bytes, too short for a safetensors header.")
             (n,) = struct.unpack("<Q", head)
-            if n == 0 or n > MAX_HEADER_BYTES:
-                raise HeaderError(f"{path}: header length {n:,} bytes is out of range (1 to {MAX_HEADER_BYTES:,}).",
-                                  "The file is not safetensors, or is damaged.")
-            if 8 + n > size:
-                raise HeaderError(f"{path}: header length {n:,} bytes runs past the end of the {size:,}-byte file.",
-                                  "The file is truncated: download it again.")
+            check_length(n, size, str(path))
             blob = f.read(n)
     except FileNotFoundError:
         raise HeaderError(f"{path}: not found.") from None
     except OSError as e:
         raise HeaderError(f"{path}: not readable ({e.__class__.__name__}).") from None
-    try:
-        header = json.loads(blob.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise HeaderError(f"{path}: header is not valid JSON ({e.__class__.__name__}).",
-                          "The file is damaged: download it again.") from None
-    if not isinstance(header, dict):
-        raise HeaderError(f"{path}: header is not a JSON object.")
-    data_bytes = size - 8 - n
-    out: dict[str, TensorInfo] = {}
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        out[name] = _entry(path, name, entry, data_bytes)
-    return out
+    return parse_header(blob, size, str(path), path.name)
 
 
-def _entry(path: Path, name: str, entry, data_bytes: int) -> TensorInfo:
+def _entry(where: str, name: str, entry, data_bytes: int, file_name: str) -> TensorInfo:
     def bad(what):
-        return HeaderError(f"{path}: tensor {name!r}: {what}.", "The file is damaged or not safetensors.")
+        return HeaderError(f"{where}: tensor {name!r}: {what}.", "The file is damaged or not safetensors.")
 
     if not isinstance(entry, dict):
         raise bad("entry is not an object")
@@ -92,7 +102,7 @@ def _entry(path: Path, name: str, entry, data_bytes: int) -> TensorInfo:
         raise bad(f"{dtype} {shape} needs {nbytes:,} bytes but data_offsets span {offsets[1] - offsets[0]:,}")
     if offsets[1] > data_bytes:
         raise bad(f"data_offsets end at {offsets[1]:,}, past the {data_bytes:,} bytes of data in the file")
-    return TensorInfo(name, dtype, tuple(shape), nbytes, path.name)
+    return TensorInfo(name, dtype, tuple(shape), nbytes, file_name)
 
 
 def read_folder(folder: Path) -> tuple[dict[str, TensorInfo], list[Path]]:

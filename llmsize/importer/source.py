@@ -51,6 +51,45 @@ def _spec_error(where: Path, err: ValidationError) -> ConfigError:
     return ConfigError(f"{where}: the mapped model is invalid at {loc}: {e['msg']}.")
 
 
+def build(raw: dict, hf_quant: dict | None, cfg_where: str, quant_where: str, folder_name: str,
+          sources: list[str], tensors: dict | None, files: list) -> Imported:
+    """config (+ quant config) (+ header tensors) -> Imported. Shared by local folders and --hub."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{cfg_where}: the top level is not a JSON object.")
+    mapped = map_config(raw, cfg_where)
+    release = release_from(raw, hf_quant, mapped.fields, quant_where)
+    text = text_part(raw)
+    name = str(raw.get("_name_or_path") or text.get("_name_or_path") or folder_name or "imported-model")
+    model_type = str(text.get("model_type") or raw.get("model_type") or "unknown")
+    hf_repo = name if name.count("/") == 1 and not name.startswith((".", "/")) else None
+    try:
+        spec = ModelSpec(
+            id=slug(name.split("/")[-1]), name=name, family=model_type, hf_repo=hf_repo, sources=sources,
+            params_official=1, params_official_source="placeholder", params_official_includes="placeholder",
+            release=release.as_yaml(), **mapped.fields)
+    except ValidationError as e:
+        raise _spec_error(cfg_where, e) from None
+    from llmsize.estimate.params import params_comparable_to_official
+
+    spec = spec.model_copy(update={
+        "params_official": params_comparable_to_official(spec),
+        "params_official_source": "counted by llmsize from config.json (no official figure given)",
+        "params_official_includes": "text decoder as described by config.json (no vision/audio towers, no MTP)"})
+    out = Imported(spec, release, list(mapped.notes) + release.notes, mapped.generic, None, None)
+    if tensors:
+        from llmsize.importer.exact import exact_weights
+
+        out.exact = exact_weights(tensors, files, spec)
+        out.spec = spec.model_copy(update={
+            "params_official": out.exact.params_total,
+            "params_official_source": "counted by llmsize from the safetensors headers",
+            "params_official_includes": "every tensor in the checkpoint (vision/audio towers and MTP "
+                                        "layers included, scales excluded)",
+            "sources": sources + [str(f) for f in files]})
+        out.notes += out.exact.notes
+    return out
+
+
 def import_model(path: str | Path, read_headers: bool = True) -> Imported:
     """Import a model folder (config.json [+ hf_quant_config.json] [+ *.safetensors]) or a config.json."""
     path = Path(path).expanduser()
@@ -63,43 +102,25 @@ def import_model(path: str | Path, read_headers: bool = True) -> Imported:
         raise ConfigError(f"{path}: no such file or folder.",
                           "Give a model folder (config.json + *.safetensors) or a config.json file.")
     raw = read_json(cfg_path)
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{cfg_path}: the top level is not a JSON object.")
-    mapped = map_config(raw, str(cfg_path))
     hq_path = folder / "hf_quant_config.json"
     hf_quant = read_json(hq_path) if path.is_dir() and hq_path.exists() else None
-    release = release_from(raw, hf_quant, mapped.fields, str(hq_path if hf_quant is not None else cfg_path))
-    text = text_part(raw)
-    name = str(raw.get("_name_or_path") or text.get("_name_or_path") or folder.name or "imported-model")
-    model_type = str(text.get("model_type") or raw.get("model_type") or "unknown")
-    hf_repo = name if name.count("/") == 1 and not name.startswith((".", "/")) else None
     sources = [str(cfg_path.resolve())] + ([str(hq_path.resolve())] if hf_quant is not None else [])
-    fields = dict(mapped.fields)
-    try:
-        spec = ModelSpec(
-            id=slug(name.split("/")[-1]), name=name, family=model_type, hf_repo=hf_repo, sources=sources,
-            params_official=1, params_official_source="placeholder", params_official_includes="placeholder",
-            release=release.as_yaml(), **fields)
-    except ValidationError as e:
-        raise _spec_error(cfg_path, e) from None
-    from llmsize.estimate.params import params_comparable_to_official
+    tensors, files = None, []
+    if read_headers and ((folder / "model.safetensors.index.json").exists() or any(folder.glob("*.safetensors"))):
+        from llmsize.importer.safetensors_header import read_folder
 
-    count = params_comparable_to_official(spec)
-    spec = spec.model_copy(update={
-        "params_official": count,
-        "params_official_source": "counted by llmsize from config.json (no official figure given)",
-        "params_official_includes": "text decoder as described by config.json (no vision/audio towers, no MTP)"})
-    out = Imported(spec, release, list(mapped.notes) + release.notes, mapped.generic, None, cfg_path)
-    if read_headers:
-        from llmsize.importer.exact import exact_weights_for_folder
-
-        out.exact = exact_weights_for_folder(folder, spec, release)
-        if out.exact is not None:
-            out.spec = spec.model_copy(update={
-                "params_official": out.exact.params_total,
-                "params_official_source": "counted by llmsize from the safetensors headers",
-                "params_official_includes": "every tensor in the checkpoint (vision/audio towers and MTP "
-                                            "layers included, scales excluded)",
-                "sources": sources + [str(f) for f in out.exact.files]})
-            out.notes += out.exact.notes
+        tensors, files = read_folder(folder)
+    out = build(raw, hf_quant, str(cfg_path), str(hq_path if hf_quant is not None else cfg_path), folder.name,
+                sources, tensors, files)
+    out.config_path = cfg_path
     return out
+
+
+def import_hub(spec: str) -> Imported:
+    """--hub ORG/NAME[@REVISION]: config.json and safetensors headers over HTTP (opt-in network)."""
+    from llmsize.importer.hub import fetch
+
+    raw, hf_quant, tensors, files, label = fetch(spec)
+    sources = [f"hub:{label}/config.json"] + ([f"hub:{label}/hf_quant_config.json"] if hf_quant else [])
+    return build(raw, hf_quant, f"{label}/config.json", f"{label}/{'hf_quant_config' if hf_quant else 'config'}.json",
+                 label.split("@")[0].split("/")[-1], sources, tensors, files)

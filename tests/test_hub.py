@@ -1,0 +1,118 @@
+"""--hub against a local HTTP server the test starts (HF_ENDPOINT), never the internet: only config.json and
+the safetensors headers travel, by range requests, with HF_TOKEN as a bearer token."""
+
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from stfiles import tiny_llama_folder
+
+pytest.importorskip("huggingface_hub")
+
+
+class Hub:
+    """Serves ROOT/<org>/<name>/<file> at /<org>/<name>/resolve/<rev>/<file>, honouring single ranges."""
+
+    def __init__(self, root, honour_ranges=True):
+        self.root, self.honour_ranges, self.log = root, honour_ranges, []
+        hub = self
+
+        class H(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                m = re.match(r"^/([^/]+/[^/]+)/resolve/([^/]+)/(.+)$", self.path)
+                f = hub.root / m.group(1) / m.group(3) if m else None
+                if f is None or not f.is_file():
+                    self.send_response(404)
+                    self.end_headers()
+                    return
+                data = f.read_bytes()
+                rng = self.headers.get("range")
+                entry = {"file": m.group(3), "rev": m.group(2), "range": rng,
+                         "auth": self.headers.get("authorization")}
+                if rng and hub.honour_ranges:
+                    a, b = map(int, re.match(r"bytes=(\d+)-(\d+)", rng).groups())
+                    body = data[a:b + 1]
+                    self.send_response(206)
+                    self.send_header("Content-Range", f"bytes {a}-{a + len(body) - 1}/{len(data)}")
+                else:
+                    body = data
+                    self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                try:
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                entry["sent"] = len(body)
+                hub.log.append(entry)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+
+
+@pytest.fixture()
+def hub(tmp_path, monkeypatch):
+    h = Hub(tmp_path / "repos")
+    monkeypatch.setenv("HF_ENDPOINT", h.url)
+    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    yield h
+    h.close()
+
+
+def test_plan_from_the_hub_reads_headers_only(hub, run_cli, monkeypatch):
+    folder = tiny_llama_folder(hub.root / "acme" / "tiny", "ct-nvfp4", shards=2)
+    monkeypatch.setenv("HF_TOKEN", "hf_test_token")
+    code, out, err = run_cli("plan", "--hub", "acme/tiny@v1", "--gpu", "h200", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["weights"]["source"] == "safetensors headers"
+    _, local, _ = run_cli("plan", str(folder), "--gpu", "h200", "--json")
+    assert d["weights"]["bytes_by_component"] == json.loads(local)["weights"]["bytes_by_component"]
+    shards = [e for e in hub.log if e["file"].endswith(".safetensors")]
+    assert shards and all(e["range"] for e in shards) and all(e["rev"] == "v1" for e in hub.log)
+    for f in {e["file"] for e in shards}:  # per shard: 8 bytes, then the header, never the data
+        sent = sum(e["sent"] for e in shards if e["file"] == f)
+        assert sent < (folder / f).stat().st_size
+    assert all(e["auth"] == "Bearer hf_test_token" for e in hub.log)
+
+
+def test_import_from_the_hub_writes_an_entry(hub, run_cli, tmp_path):
+    tiny_llama_folder(hub.root / "acme" / "tiny", "bf16")
+    (tmp_path / "cat" / "models").mkdir(parents=True)
+    code, out, err = run_cli("import", "--hub", "acme/tiny", "-o", str(tmp_path / "cat" / "models" / "t.yaml"))
+    assert code == 0, err
+    text = (tmp_path / "cat" / "models" / "t.yaml").read_text()
+    assert "hub:acme/tiny@main/config.json" in text
+
+
+def test_server_ignoring_ranges_is_cut_off(hub, run_cli):
+    tiny_llama_folder(hub.root / "acme" / "tiny", "bf16")
+    hub.honour_ranges = False
+    code, out, err = run_cli("plan", "--hub", "acme/tiny", "--gpu", "h200")
+    assert code == 1 and "Content-Range" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("repo, code_want, needle", [
+    ("acme/missing", 1, "acme/missing@main/config.json: HTTP 404"),
+    ("not a repo", 2, "--hub `not a repo` is not a repo id"),
+    ("../../etc", 2, "is not a repo id"),
+])
+def test_hub_errors_are_one_line(hub, run_cli, repo, code_want, needle):
+    code, out, err = run_cli("plan", "--hub", repo, "--gpu", "h200")
+    assert code == code_want and needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_unreachable_endpoint(run_cli, monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # the discard port: nothing listens
+    code, out, err = run_cli("plan", "--hub", "acme/tiny", "--gpu", "h200")
+    assert code == 1 and "cannot reach http://127.0.0.1:9" in err

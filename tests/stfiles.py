@@ -58,6 +58,19 @@ def tiny_llama_tensors(layout: str = "bf16") -> dict:
             elif layout == "fp8":
                 t[base + ".weight"] = ("F8_E4M3", (n, k))
                 t[base + ".weight_scale"] = ("F32", (1,))
+            elif layout == "ct-int4":  # compressed-tensors pack-quantized, group 128 (K=64 here: one group)
+                t[base + ".weight_packed"] = ("I32", (n, k // 8))
+                t[base + ".weight_scale"] = ("BF16", (n, max(k // 128, 1)))
+                t[base + ".weight_shape"] = ("I64", (2,))
+            elif layout == "awq":
+                t[base + ".qweight"] = ("I32", (k, n // 8))
+                t[base + ".scales"] = ("F16", (max(k // 128, 1), n))
+                t[base + ".qzeros"] = ("I32", (max(k // 128, 1), n // 8))
+            elif layout == "bnb-nf4":  # bitsandbytes Params4bit: packed uint8 [N*K/2, 1] + absmax per 64
+                t[base + ".weight"] = ("U8", (n * k // 2, 1))
+                t[base + ".weight.absmax"] = ("F32", (n * k // 64,))
+                t[base + ".weight.quant_map"] = ("F32", (16,))
+                t[base + ".weight.quant_state.bitsandbytes__nf4"] = ("U8", (100,))
             elif layout == "gptq":
                 t[base + ".qweight"] = ("I32", (k // 8, n))
                 t[base + ".scales"] = ("F16", (k // 128 or 1, n))
@@ -76,7 +89,46 @@ QUANT_CONFIGS = {
             "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "float", "strategy": "tensor"}}},
             "ignore": ["lm_head"]},
     "gptq": {"quant_method": "gptq", "bits": 4, "group_size": 128},
+    "awq": {"quant_method": "awq", "bits": 4, "group_size": 128, "version": "gemm"},
+    "ct-int4": {"quant_method": "compressed-tensors", "format": "pack-quantized",
+                "config_groups": {"group_0": {"weights": {"num_bits": 4, "type": "int", "group_size": 128,
+                                                          "symmetric": True}}}, "ignore": ["lm_head"]},
+    "bnb-nf4": {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4"},
 }
+
+GPT_OSS = {"model_type": "gpt_oss", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+           "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 64, "num_local_experts": 4,
+           "num_experts_per_tok": 2, "vocab_size": 100, "sliding_window": 8, "max_position_embeddings": 512,
+           "layer_types": ["sliding_attention", "full_attention"], "tie_word_embeddings": False,
+           "quantization_config": {"quant_method": "mxfp4", "modules_to_not_convert": [
+               "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}}
+
+
+def tiny_gpt_oss_folder(folder: Path) -> Path:
+    """gpt-oss naming: MXFP4 experts as *_blocks [E, N, K/32, 16] uint8 + *_scales [E, N, K/32] (E8M0)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(GPT_OSS))
+    h, e, i = 64, 4, 64
+    t = {"model.embed_tokens.weight": ("BF16", (100, h)), "lm_head.weight": ("BF16", (100, h)),
+         "model.norm.weight": ("BF16", (h,))}
+    for layer in range(2):
+        p = f"model.layers.{layer}."
+        for nm, (n, k) in {"q_proj": (64, h), "k_proj": (32, h), "v_proj": (32, h), "o_proj": (h, 64)}.items():
+            t[p + f"self_attn.{nm}.weight"] = ("BF16", (n, k))
+            t[p + f"self_attn.{nm}.bias"] = ("BF16", (n,))
+        t[p + "self_attn.sinks"] = ("BF16", (4,))
+        t[p + "mlp.router.weight"] = ("BF16", (e, h))
+        t[p + "mlp.router.bias"] = ("BF16", (e,))
+        t[p + "mlp.experts.gate_up_proj_blocks"] = ("U8", (e, 2 * i, h // 32, 16))
+        t[p + "mlp.experts.gate_up_proj_scales"] = ("U8", (e, 2 * i, h // 32))
+        t[p + "mlp.experts.gate_up_proj_bias"] = ("BF16", (e, 2 * i))
+        t[p + "mlp.experts.down_proj_blocks"] = ("U8", (e, h, i // 32, 16))
+        t[p + "mlp.experts.down_proj_scales"] = ("U8", (e, h, i // 32))
+        t[p + "mlp.experts.down_proj_bias"] = ("BF16", (e, h))
+        t[p + "input_layernorm.weight"] = ("BF16", (h,))
+        t[p + "post_attention_layernorm.weight"] = ("BF16", (h,))
+    write_safetensors(folder / "model.safetensors", t)
+    return folder
 
 
 def tiny_llama_folder(folder: Path, layout: str = "bf16", shards: int = 1) -> Path:

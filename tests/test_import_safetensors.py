@@ -162,3 +162,30 @@ def test_no_tensor_data_is_read(tmp_path, monkeypatch):
     monkeypatch.setattr(builtins, "open", lambda *a, **k: Spy(real_open(*a, **k)))
     read_header(p)
     assert reads[0] == 8 and len(reads) == 2 and reads[1] < 200
+
+
+@pytest.mark.parametrize("layout, fmt, detected", [
+    ("ct-int4", "int4-g128", "int4 (compressed-tensors pack-quantized)"),
+    ("awq", "awq-int4-g128", "int4 (GPTQ/AWQ qweight)"),
+    ("bnb-nf4", "bnb-nf4", "bitsandbytes"),
+])
+def test_int4_layouts_count_logical_weights(tmp_path, layout, fmt, detected):
+    im = import_model(tiny_llama_folder(tmp_path / layout, layout))
+    assert im.release.quant == fmt and detected in im.exact.formats
+    from llmsize.estimate.params import params_total
+    assert im.exact.params_total == params_total(im.spec)  # 8 weights per int32, 2 per packed byte
+
+
+def test_gpt_oss_mxfp4_blocks_equal_the_estimate(tmp_path):
+    """gpt-oss: MXFP4 experts (4 bits + an E8M0 byte per 32 = 4.25 bits), everything else bf16; scope experts."""
+    from stfiles import tiny_gpt_oss_folder
+    im = import_model(tiny_gpt_oss_folder(tmp_path / "oss"))
+    assert (im.release.quant, im.release.scope) == ("mxfp4", "experts")
+    assert "mxfp4" in im.exact.formats
+    est = weight_bytes(im.spec, quant_format("mxfp4"), "experts")
+    for comp in ("experts", "attention", "router", "embedding", "lm_head", "norms"):
+        assert im.exact.bytes_by_component.get(comp, 0) == est.stored_bytes[comp], comp
+    from llmsize.estimate.params import params_total
+    assert im.exact.params_total == params_total(im.spec)
+    # routed experts read at k/E = 2/4 at batch 1
+    assert im.exact.read_by_component(1)["experts"] == pytest.approx(im.exact.bytes_by_component["experts"] / 2)

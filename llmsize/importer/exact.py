@@ -20,7 +20,8 @@ from llmsize.importer.safetensors_header import TensorInfo
 
 SCALE_SUFFIXES = ("weight_scale", "weight_scale_2", "weight_global_scale", "input_scale", "input_global_scale",
                   "weight_scale_inv", "_scales", ".scales", "qzeros", "g_idx", "absmax", "quant_map",
-                  "weight_zero_point", "k_scale", "v_scale", "bitsandbytes__nf4", "bitsandbytes__fp4")
+                  "weight_zero_point", "weight_shape", "k_scale", "v_scale", "bitsandbytes__nf4",
+                  "bitsandbytes__fp4")
 EXTRA = re.compile(r"vision|visual|audio|mm_projector|multi_modal|embed_vision|embed_audio|image_newline|mtp")
 COMPONENT_RULES = [  # first match wins; names lower-cased
     ("embedding", re.compile(r"embed_tokens|word_embeddings|\bwte\b|tok_embeddings|embeddings\.weight")),
@@ -55,8 +56,8 @@ def logical_params(t: TensorInfo, names: set[str]) -> int:
                             or (n.endswith(".weight") and n[:-len("weight")] + "weight_scale" in names)
                             or n[:-len("weight")] + "weight.absmax" in names):
         return 2 * t.numel  # two 4-bit codes per byte (NVFP4, MXFP4, bitsandbytes 4-bit)
-    if t.dtype == "I32" and n.endswith("qweight"):
-        return 8 * t.numel  # GPTQ / AWQ: eight 4-bit weights per int32
+    if t.dtype == "I32" and n.endswith(("qweight", "weight_packed")):
+        return 8 * t.numel  # GPTQ / AWQ qweight, compressed-tensors pack-quantized: eight 4-bit weights per int32
     return t.numel
 
 
@@ -67,6 +68,8 @@ def detect_formats(tensors: dict[str, TensorInfo]) -> list[str]:
         base = n.rsplit(".", 1)[0]
         if n.endswith("weight_packed") and tensors.get(base + ".weight_scale", t).dtype == "F8_E4M3":
             found.add("nvfp4 (compressed-tensors)")
+        elif n.endswith("weight_packed") and t.dtype == "I32":
+            found.add("int4 (compressed-tensors pack-quantized)")
         elif n.endswith(".weight") and t.dtype == "U8" and base + ".weight_scale_2" in names:
             found.add("nvfp4 (ModelOpt)")
         elif n.endswith("_blocks") and t.dtype == "U8":

@@ -148,3 +148,35 @@ def test_bad_configs_are_one_line_errors_naming_the_file(tmp_path, content, matc
     with pytest.raises(ConfigError, match=match) as e:
         import_model(p, read_headers=False)
     assert str(p) in e.value.one_line() and "\n" not in e.value.one_line()
+
+
+def test_fuzzed_configs_fail_only_with_one_line_errors(tmp_path):
+    """1,100 seeded mutations of the shared configs (keys dropped, values replaced by wrong types, huge or
+    negative numbers, nested junk): each imports or raises an LlmsizeError naming the file; nothing else."""
+    import random
+
+    from llmsize.errors import LlmsizeError
+    rng = random.Random(7)
+    bases = [json.loads(p.read_text()) for p in ALL]
+    junk = [None, -1, 0, 10**12, 2.5, "x", [], {}, [1, "a"], {"a": None}, True, float("inf")]
+    p = tmp_path / "config.json"
+    errors = 0
+    for i in range(1100):
+        raw = json.loads(json.dumps(rng.choice(bases)))
+        target = raw.get("text_config") if isinstance(raw.get("text_config"), dict) and rng.random() < .7 else raw
+        for _ in range(rng.randint(1, 3)):
+            keys = list(target)
+            if not keys:
+                break
+            k = rng.choice(keys)
+            if rng.random() < 0.4:
+                del target[k]
+            else:
+                target[k] = rng.choice(junk)
+        p.write_text(json.dumps(raw))
+        try:
+            import_model(p, read_headers=False)
+        except LlmsizeError as e:
+            assert str(p) in e.one_line() and "\n" not in e.one_line()
+            errors += 1
+    assert 100 < errors < 1100

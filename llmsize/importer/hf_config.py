@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 from llmsize.errors import LlmsizeError
 
+# what a field of the wrong type or value raises inside a mapper
+BAD_VALUE = (TypeError, ValueError, KeyError, AttributeError, ZeroDivisionError, OverflowError, IndexError)
 STANDARD = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size")
 
 
@@ -349,8 +351,8 @@ def map_config(raw: dict, where: str) -> Mapped:
     defaults = DEFAULTS.get("gemma3_text" if model_type.startswith("gemma3") else model_type, {})
     try:
         return mapper(_Cfg(text, defaults, where), model_type)
-    except (TypeError, ValueError, KeyError) as e:  # a field of the wrong type (a string for a count...)
-        raise ConfigError(f"{where}: a field has an unexpected value ({e}).") from None
+    except BAD_VALUE as e:  # a field of the wrong type (a string for a count, a zero head count...)
+        raise ConfigError(f"{where}: a field has an unexpected value ({e.__class__.__name__}: {e}).") from None
 
 
 def slug(text: str) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from llmsize.catalog.schema import ModelSpec
-from llmsize.importer.hf_config import ConfigError, map_config, slug, text_part
+from llmsize.importer.hf_config import BAD_VALUE, ConfigError, map_config, slug, text_part
 from llmsize.importer.quant_config import Release, release_from
 
 MAX_CONFIG_BYTES = 20 * 2**20
@@ -57,7 +57,11 @@ def build(raw: dict, hf_quant: dict | None, cfg_where: str, quant_where: str, fo
     if not isinstance(raw, dict):
         raise ConfigError(f"{cfg_where}: the top level is not a JSON object.")
     mapped = map_config(raw, cfg_where)
-    release = release_from(raw, hf_quant, mapped.fields, quant_where)
+    try:
+        release = release_from(raw, hf_quant, mapped.fields, quant_where)
+    except BAD_VALUE as e:
+        raise ConfigError(f"{quant_where}: the quantization config has an unexpected value "
+                          f"({e.__class__.__name__}: {e}).") from None
     text = text_part(raw)
     name = str(raw.get("_name_or_path") or text.get("_name_or_path") or folder_name or "imported-model")
     model_type = str(text.get("model_type") or raw.get("model_type") or "unknown")

@@ -6,7 +6,6 @@ import pytest
 from llmsize.catalog.loader import Catalog
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,9 @@ from llmsize.estimate.params import model_pieces, params_active, params_comparab
 from llmsize.importer.hf_config import ConfigError
 from llmsize.importer.source import import_model
 
-CONFIGS = Path(__file__).resolve().parent.parent.parent / "shared" / "reference" / "hf-configs"
+# a copy of shared/reference/hf-configs (real config.json files; provenance in its SOURCES.yaml), shipped
+# with the tests so that they run from a clean clone
+CONFIGS = Path(__file__).resolve().parent / "data" / "hf-configs"
 ALL = sorted(p for p in CONFIGS.glob("*.json") if "hf_quant_config" not in p.name)
 
 # config -> the catalog entry hand-written from the same config (models/*.yaml, each with its sources)

@@ -104,6 +104,10 @@ def plan(
     compute: Annotated[Optional[str], typer.Option(help="Compute precision for FLOP time: fp32, tf32, bf16, fp16, "
                                                    "fp8, int8, fp4; default: the format's native one if the card "
                                                    "has it, else bf16.")] = None,
+    tp: Annotated[int, typer.Option(help="Tensor-parallel cards (splits heads, MLPs and the KV cache).")] = 1,
+    pp: Annotated[int, typer.Option(help="Pipeline stages (splits the layers).")] = 1,
+    emit: Annotated[Optional[str], typer.Option(help="Print the serving command this plan corresponds to: vllm "
+                                                "or sglang.", show_default=False)] = None,
     as_json: JsonOpt = False,
     catalog: CatalogOpt = None,
 ):
@@ -115,6 +119,7 @@ def plan(
       llmsize plan deepseek-v3 --gpu h200 --kv-dtype fp8 --json
       llmsize plan ./my-model-folder --gpu h200-sxm
       llmsize plan --hub Qwen/Qwen3-8B --gpu rtx5090
+      llmsize plan llama-3.1-70b --gpu h100 --tp 2 --emit vllm
     """
     from llmsize.estimate.plan import PlanInputs, make_plan
     if not gpu:
@@ -129,10 +134,17 @@ def plan(
         m = cat.model(model)
     inputs = PlanInputs(quant=quant, scope=scope, kv_dtype=kv_dtype.lower(), context_tokens=context, batch=batch,
                         prompt_tokens=prompt, gpu_util=gpu_util, overhead_bytes=overhead_gib * GiB,
-                        compute_precision=compute)
+                        compute_precision=compute, tp=tp, pp=pp)
+    if emit is not None and emit.lower() not in ("vllm", "sglang"):
+        raise InvalidValueError(f"--emit `{emit}` is not a known engine.", "Use vllm or sglang.")
     p = make_plan(m, g, inputs, exact=exact, notes=notes)
     if not p.budget.weights_fit:  # name a bigger card: only now is the whole hardware catalog parsed
         p = make_plan(m, g, inputs, candidates=cat.hardware.all(), exact=exact, notes=notes)
+    if emit is not None:
+        from llmsize.render.emit import serve_command
+
+        sys.stdout.write(serve_command(p, emit.lower(), model if im is not None else None) + "\n")
+        return
     if as_json:
         from llmsize.render.plan_json import plan_to_dict
 

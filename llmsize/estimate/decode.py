@@ -29,6 +29,7 @@ class DecodeStep:
     flops: float
     memory_time_s: float
     compute_time_s: float | None  # None when the card's peak is unknown
+    comm_time_s: float = 0.0  # tensor/pipeline-parallel traffic between cards (parallel.py)
 
     @property
     def bytes_total(self) -> float:
@@ -36,7 +37,7 @@ class DecodeStep:
 
     @property
     def step_time_s(self) -> float:
-        return max(self.memory_time_s, self.compute_time_s or 0.0)
+        return max(self.memory_time_s, self.compute_time_s or 0.0) + self.comm_time_s
 
     @property
     def tok_s(self) -> float:
@@ -72,6 +73,7 @@ class DecodeModel:
     context_tokens: int
     peak_flop_per_s: float | None
     weights_read: Callable[[int], float] | None = None  # exact bytes by batch (checkpoint headers)
+    comm: object | None = None  # parallel.Comm for tp/pp > 1: bytes and time between cards
 
     def step(self, batch: int) -> DecodeStep:
         check_batch(batch)
@@ -83,7 +85,8 @@ class DecodeModel:
         flops = batch * decode_flops_per_token(self.model, self.context_tokens)
         bw = self.gpu.bandwidth_bytes_per_s
         compute = flops / self.peak_flop_per_s if self.peak_flop_per_s else None
-        return DecodeStep(batch, self.context_tokens, w, kv, flops, (w + kv) / bw, compute)
+        comm = self.comm.time_s(batch, self.model.hidden_size) if self.comm is not None else 0.0
+        return DecodeStep(batch, self.context_tokens, w, kv, flops, (w + kv) / bw, compute, comm)
 
     def ceiling_tok_s(self) -> float:
         """bandwidth / bytes read per decoded token, batch 1."""

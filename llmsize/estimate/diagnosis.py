@@ -3,7 +3,6 @@ GQA/MLA/window, batching, more cards)."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
@@ -36,11 +35,11 @@ def _fits(model: ModelSpec, gpu: GpuSpec, fmt: QuantFormat, scope: str, p: dict)
 
 
 def _one_sequence_bytes(p: dict) -> float:
-    return p["kv"].bytes_per_sequence
+    return (p.get("kv_card") or p["kv"]).bytes_per_sequence
 
 
 def _weights_levers(p: dict, candidates: list[GpuSpec]) -> tuple[list[str], int]:
-    model, gpu, fmt, inputs = p["model"], p["gpu"], p["fmt"], p["inputs"]
+    model, gpu, fmt = p["model"], p["gpu"], p["fmt"]
     need = _one_sequence_bytes(p)
     levers = []
     current_bits = float(fmt.bits_per_weight)
@@ -61,20 +60,26 @@ def _weights_levers(p: dict, candidates: list[GpuSpec]) -> tuple[list[str], int]
         c = bigger[0]
         levers.append(f"Bigger card: the smallest catalog card that holds it in {fmt.id} is {c.id} "
                       f"({c.memory_size:g} {c.memory_vendor_unit}, {c.bandwidth_gb_s:,.0f} GB/s).")
-    per_card = gpu.memory_bytes * inputs.gpu_util - inputs.overhead_bytes
-    cards = math.ceil((p["weights"].bytes_total + need) / per_card) if per_card > 0 else 0
-    if cards > 1:
-        levers.append(f"More cards: about {cards} x {gpu.id} with the weights and cache split across them "
-                      "(tensor or pipeline parallel; interconnect traffic not costed here).")
-    return levers, max(cards, 1)
+    fit = p.get("fit")
+    cards = 1
+    if fit is not None:
+        cards = fit.cards
+        link = p.get("fit_link") or "the card link"
+        levers.append(f"More cards: {fit.cards} x {gpu.id} (--tp {fit.tp} --pp {fit.pp}) hold it, "
+                      f"{fit.weights_per_card_bytes / GB:.1f} GB of weights per card, decoding at "
+                      f"{fit.ceiling_tok_s:,.1f} tok/s at batch 1 with the all-reduces over {link} costed.")
+    elif p.get("card_model") is None:
+        levers.append(f"More cards: no split of up to 256 x {gpu.id} holds it (or the card has no link).")
+    return levers, cards
 
 
 def _kv_levers(p: dict) -> list[str]:
-    model, inputs = p["model"], p["inputs"]
+    model, inputs = p.get("card_model") or p["model"], p["inputs"]
     levers = []
     kinds = {g.mixer.kind for g in model.layer_groups if g.mixer}
     for dt in SMALLER_KV:
-        if kv_bytes(model, 1, dt).bytes_per_token >= p["kv"].bytes_per_token and p["kv"].bytes_per_token:
+        kv_now = p.get("kv_card") or p["kv"]
+        if kv_bytes(model, 1, dt).bytes_per_token >= kv_now.bytes_per_token and kv_now.bytes_per_token:
             continue
         n = max_concurrent_sequences(model, dt, inputs.context_tokens, p["budget"].kv_budget_bytes)
         levers.append(f"Smaller KV dtype: --kv-dtype {dt} holds {n:,} sequences of {inputs.context_tokens:,} tokens.")
@@ -104,7 +109,8 @@ def diagnose(p: dict, candidates: list[GpuSpec]) -> Diagnosis:
         levers, cards = _weights_levers(p, candidates)
         return Diagnosis(
             "weights",
-            f"The weights ({p['weights'].bytes_total / GB:.1f} GB in {p['fmt'].id}) plus runtime overhead "
+            f"The weights ({(p.get('weights_card') or p['weights']).bytes_total / GB:.1f} GB in {p['fmt'].id}"
+            f"{' per card' if p.get('weights_card') else ''}) plus runtime overhead "
             f"exceed the {budget.budget_bytes / GB:.1f} GB budget by {short / GB:.1f} GB: it does not fit.",
             levers, weights_fit=False, shortfall_bytes=short, cards_needed=cards,
         )

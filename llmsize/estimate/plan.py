@@ -19,10 +19,18 @@ from llmsize.estimate.decode import DecodeModel, DecodeStep, check_batch
 from llmsize.estimate.diagnosis import Diagnosis, diagnose
 from llmsize.estimate.flops import ComputePeak, compute_peak
 from llmsize.estimate.kv import KvBytes, check_context, kv_bytes
+from llmsize.estimate.parallel import (
+    DEFAULT_GPUS_PER_NODE,
+    DEFAULT_NODE_LINK_GB_S,
+    Comm,
+    card_link,
+    make_comm,
+    shard_model,
+)
 from llmsize.estimate.params import COMPONENTS, params_active, params_total
 from llmsize.estimate.prefill import Prefill, prefill_time
 from llmsize.estimate.quant import QuantFormat, kv_dtype_bytes, quant_format
-from llmsize.estimate.weights import WeightBytes, check_scope, weight_bytes
+from llmsize.estimate.weights import WeightBytes, check_scope, weight_bytes, weight_bytes_read
 from llmsize.units import GiB
 
 
@@ -37,6 +45,24 @@ class PlanInputs:
     gpu_util: float = 0.90
     overhead_bytes: float = 1.5 * GiB
     compute_precision: str | None = None
+    tp: int = 1  # tensor-parallel cards
+    pp: int = 1  # pipeline stages
+    node_link_gb_s: float = DEFAULT_NODE_LINK_GB_S
+    gpus_per_node: int = DEFAULT_GPUS_PER_NODE
+
+
+@dataclass(frozen=True)
+class Fit:
+    """The smallest tp x pp that holds a model which does not fit one card, and what it decodes at."""
+
+    tp: int
+    pp: int
+    ceiling_tok_s: float
+    weights_per_card_bytes: float
+
+    @property
+    def cards(self) -> int:
+        return self.tp * self.pp
 
 
 @dataclass(frozen=True)
@@ -67,6 +93,11 @@ class Plan:
     weights_estimate: WeightBytes | None = None  # the analytic figure, when `weights` is exact (headers)
     exact: object | None = None  # llmsize.importer.exact.ExactWeights behind `weights`
     notes: list[str] = field(default_factory=list)  # what an import noticed (generic mapping, exclusions)
+    card_model: ModelSpec | None = None  # what one card holds when tp x pp > 1
+    weights_card: WeightBytes | None = None  # weights one card holds (stage, tp shard)
+    kv_card: KvBytes | None = None  # KV of one sequence on one card
+    comm: Comm | None = None
+    fit: Fit | None = None  # when one card is not enough: the smallest tp x pp that is
 
     @property
     def ridge_point_flop_per_byte(self) -> float | None:
@@ -92,8 +123,47 @@ def exact_weight_bytes(exact, estimate: WeightBytes) -> WeightBytes:
         quantized_params=estimate.quantized_params, unquantized_params=estimate.unquantized_params)
 
 
+class _Scaled:
+    """Exact bytes by component for one card: the estimate's per-card bytes x (exact / estimate) overall."""
+
+    def __init__(self, exact, card: WeightBytes, scale: float):
+        self.bytes_by_component = {c: b * scale for c, b in card.stored_bytes.items()}
+        self._read = {c: b * scale for c, b in card.read_bytes_per_token.items()}
+
+    def read_by_component(self, batch: int = 1) -> dict[str, float]:
+        return self._read
+
+
+def batch_1_ceiling(step1: DecodeStep) -> float:
+    """tok/s at batch 1: bandwidth / bytes per token on one card, plus the links' time when split."""
+    return 1.0 / (step1.memory_time_s + step1.comm_time_s)
+
+
+TP_CHOICES = (1, 2, 4, 8, 16, 32)
+PP_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16)
+
+
+def smallest_fit(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs) -> Fit | None:
+    """Fewest cards (then the least pipeline depth) whose per-card weights, one sequence's cache at the
+    context and the overhead fit; engines' divisibility rules respected. None if 256 cards are not enough."""
+    from dataclasses import replace
+
+    options = sorted(((tp, pp) for tp in TP_CHOICES for pp in PP_CHOICES if tp * pp > 1),
+                     key=lambda c: (c[0] * c[1], c[1]))
+    for tp, pp in options:
+        try:
+            p = make_plan(model, gpu, replace(inputs, tp=tp, pp=pp), search_fit=False)
+        except InvalidValueError:
+            continue  # tp does not divide the heads, more stages than layers, no link
+        one_seq = p.kv_card.bytes_per_sequence if p.kv_card else p.kv.bytes_per_sequence
+        if p.budget.kv_budget_bytes > one_seq:
+            return Fit(tp, pp, p.decode_ceiling_tok_s, p.weights_card.bytes_total)
+    return None
+
+
 def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
-              candidates: list[GpuSpec] | None = None, exact=None, notes: list[str] | None = None) -> Plan:
+              candidates: list[GpuSpec] | None = None, exact=None, notes: list[str] | None = None,
+              search_fit: bool = True) -> Plan:
     """Compose every estimate for `model` on `gpu`. `candidates` (the catalog's cards) lets the
     diagnosis name a bigger card when the model does not fit. `exact` (a checkpoint's header bytes)
     replaces the weight estimate when the plan keeps the checkpoint's own format."""
@@ -116,26 +186,48 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
         notes.append(f"--quant {fmt.id} (scope {scope}) differs from the checkpoint's {model.release.quant} "
                      f"(scope {model.release.scope}): weights are estimated, not read from the headers")
         exact = None
+    tp, pp = inputs.tp, inputs.pp
+    parallel = tp * pp > 1
+    card_model = shard_model(model, tp, pp)  # what one card stores (the largest stage)
+    time_model = shard_model(model, tp, 1)  # what one token reads per card, all stages in turn
+    comm = make_comm(model, gpu, tp, pp, inputs.node_link_gb_s, inputs.gpus_per_node) if parallel else None
+    weights_card = weights
+    if parallel:
+        weights_card = weight_bytes(card_model, fmt, scope)
+        if exact is not None:  # the checkpoint's exact bytes, split in the estimate's proportions
+            scale = weights.bytes_total / estimate.bytes_total
+            weights_card = exact_weight_bytes(_Scaled(exact, weights_card, scale), weights_card)
+            ratio = weight_bytes_read(time_model, fmt, scope, 1) / weight_bytes_read(model, fmt, scope, 1)
+            exact_read = exact.bytes_read
+            weights_read = lambda b: exact_read(b) * ratio  # noqa: E731
     kv = kv_bytes(model, inputs.context_tokens, inputs.kv_dtype)
-    budget = memory_budget(gpu, weights.bytes_total, inputs.gpu_util, inputs.overhead_bytes)
-    ctx = max_context_tokens(model, inputs.kv_dtype, budget.kv_budget_bytes)
-    seqs = max_concurrent_sequences(model, inputs.kv_dtype, inputs.context_tokens, budget.kv_budget_bytes)
-    pool = kv_pool_tokens(kv.bytes_per_token, budget.kv_budget_bytes)
+    kv_card = kv_bytes(card_model, inputs.context_tokens, inputs.kv_dtype) if parallel else kv
+    budget = memory_budget(gpu, weights_card.bytes_total, inputs.gpu_util, inputs.overhead_bytes)
+    ctx = max_context_tokens(card_model, inputs.kv_dtype, budget.kv_budget_bytes)
+    seqs = max_concurrent_sequences(card_model, inputs.kv_dtype, inputs.context_tokens, budget.kv_budget_bytes)
+    pool = kv_pool_tokens(kv_card.bytes_per_token, budget.kv_budget_bytes)
     peak = compute_peak(gpu, fmt, inputs.compute_precision)
-    dm = DecodeModel(model, gpu, fmt, scope, inputs.kv_dtype, inputs.context_tokens, peak.flop_per_s, weights_read)
+    dm = DecodeModel(time_model, gpu, fmt, scope, inputs.kv_dtype, inputs.context_tokens, peak.flop_per_s,
+                     weights_read, comm)
     step1, stepb = dm.step(1), dm.step(inputs.batch)
     ridge = dm.ridge_batch()
     useful = min(seqs, ridge) if ridge else seqs
     best = dm.step(useful) if useful >= 1 else None
-    pre = prefill_time(model, gpu, fmt, scope, inputs.kv_dtype, prompt, peak.flop_per_s, weights_read)
+    pre = prefill_time(time_model, gpu, fmt, scope, inputs.kv_dtype, prompt, peak.flop_per_s, weights_read, comm)
+    fit = None
+    if not budget.weights_fit and not parallel and search_fit:
+        fit = smallest_fit(model, gpu, inputs)
     partial = dict(
         model=model, gpu=gpu, inputs=inputs, fmt=fmt, scope=scope, prompt_tokens=prompt,
         params_total=params_total(model), params_active=params_active(model), weights=weights, kv=kv,
         budget=budget, max_context=ctx, max_sequences=seqs, kv_pool_tokens=pool, peak=peak,
-        decode_1=step1, decode_b=stepb, decode_ceiling_tok_s=dm.ceiling_tok_s(), ridge_batch=ridge, decode_best=best,
-        prefill=pre,
+        decode_1=step1, decode_b=stepb, decode_ceiling_tok_s=batch_1_ceiling(step1), ridge_batch=ridge,
+        decode_best=best, prefill=pre, card_model=card_model if parallel else None,
+        weights_card=weights_card if parallel else None, kv_card=kv_card if parallel else None, comm=comm, fit=fit,
     )
-    diagnosis = diagnose(partial, candidates or [])
+    link = card_link(gpu)
+    partial_link = f"{link.kind} ({link.gb_s:,.0f} GB/s per direction)" if link else None
+    diagnosis = diagnose({**partial, "fit_link": partial_link}, candidates or [])
     out = assumptions(partial)
     if exact is not None:
         diff = (weights.bytes_total - estimate.bytes_total) / estimate.bytes_total

@@ -37,11 +37,14 @@ class Prefill:
 
 
 def prefill_time(model: ModelSpec, gpu: GpuSpec, fmt: QuantFormat, scope: str, kv_dtype: str,
-                 prompt_tokens: int, peak_flop_per_s: float | None, weights_read=None) -> Prefill:
+                 prompt_tokens: int, peak_flop_per_s: float | None, weights_read=None, comm=None) -> Prefill:
     """weights_read: exact weight bytes by batch (checkpoint headers) instead of the format's estimate."""
     flops = prefill_flops(model, prompt_tokens)
     read = weights_read or (lambda b: weight_bytes_read(model, fmt, scope, b))
     nbytes = read(max(prompt_tokens, 1))
     nbytes += kv_bytes(model, prompt_tokens, kv_dtype).bytes_per_sequence
     compute = flops / peak_flop_per_s if peak_flop_per_s else None
-    return Prefill(prompt_tokens, flops, nbytes, compute, nbytes / gpu.bandwidth_bytes_per_s)
+    comm_s = comm.time_s(1, model.hidden_size, tokens=prompt_tokens) if comm is not None else 0.0
+    if compute is not None:
+        compute += comm_s  # tensor-parallel all-reduces of the prompt's activations
+    return Prefill(prompt_tokens, flops, nbytes, compute, nbytes / gpu.bandwidth_bytes_per_s + comm_s)

@@ -69,6 +69,15 @@ def render_plan(p: Plan, console) -> None:
         t.add_row("ridge point", f"{p.ridge_point_flop_per_byte:,.0f} FLOP/byte")
     else:
         t.add_row("dense peak", "unknown (no TFLOPS figure in the catalog)")
+    if p.comm is not None:
+        c = p.comm
+        link = f"{c.link.kind}, {c.link.gb_s:,.0f} GB/s per direction" if c.link else "no link"
+        t.add_row("cards", f"{c.tp * c.pp} (--tp {c.tp} x --pp {c.pp}) on {c.nodes} node(s); {link}"
+                  + (f"; {inp.node_link_gb_s:g} GB/s between nodes" if c.nodes > 1 else ""))
+        t.add_row("per card", f"weights {fmt_bytes(p.weights_card.bytes_total)}, KV {fmt_bytes_auto(p.kv_card.bytes_per_token)}"
+                  f" per token (figures below are per card from 'Memory budget' on)")
+        t.add_row("traffic per token", f"{c.bytes_per_card(1, model.hidden_size) / 1e6:,.3f} MB per card "
+                  f"({c.allreduces} all-reduces, {_time(p.decode_1.comm_time_s)} at batch 1)")
     console.print(t)
 
     t = table("Model")

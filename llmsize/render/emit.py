@@ -1,0 +1,59 @@
+"""The engine command a plan corresponds to, so users scale out on an engine they already run.
+
+vLLM (`vllm serve`): --tensor-parallel-size, --pipeline-parallel-size, --max-model-len,
+--gpu-memory-utilization, --kv-cache-dtype (auto | fp8), --quantization, --max-num-seqs (vLLM engine
+arguments). SGLang (`python -m sglang.launch_server`): --tp-size, --pp-size, --context-length,
+--mem-fraction-static, --kv-cache-dtype (auto | fp8_e4m3), --quantization, --max-running-requests
+(docs.sglang.io server arguments). Both read a checkpoint's own quantization from its config; only FP8 can
+be applied on the fly to a 16-bit checkpoint (`--quantization fp8`), other formats need a quantized one.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from llmsize.estimate.plan import Plan
+
+ONLINE = {"fp8"}  # formats the engines quantize to while loading a 16-bit checkpoint
+
+
+def serve_command(p: Plan, engine: str, local_path: str | None = None) -> str:
+    model = local_path or p.model.hf_repo or p.model.id
+    notes = []
+    if not (local_path or p.model.hf_repo):
+        notes.append(f"# {p.model.id} has no hf_repo in the catalog: put the checkpoint path or repo id here")
+    quant = None
+    if p.fmt.id != p.model.release.quant:
+        if p.fmt.id in ONLINE and p.model.release.quant in ("bf16", "fp16", "fp32"):
+            quant = p.fmt.id
+        else:
+            notes.append(f"# the plan assumes {p.fmt.id} weights but the checkpoint is {p.model.release.quant}: "
+                         f"serve a {p.fmt.id} checkpoint (e.g. made with llm-compressor)")
+    kv = p.inputs.kv_dtype
+    if kv in ("bf16", "fp16", "fp32"):
+        kv_arg = None
+    elif kv == "fp8":
+        kv_arg = "fp8" if engine == "vllm" else "fp8_e4m3"
+    else:
+        kv_arg = None
+        notes.append(f"# --kv-dtype {kv} has no {engine} equivalent here: the engine keeps its default cache dtype")
+    ctx = min(p.inputs.context_tokens, p.model.max_position_embeddings)
+    tp, pp = p.inputs.tp, p.inputs.pp
+    if engine == "vllm":
+        args = ["vllm", "serve", model, "--tensor-parallel-size", tp, "--pipeline-parallel-size", pp,
+                "--max-model-len", ctx, "--gpu-memory-utilization", p.inputs.gpu_util,
+                "--max-num-seqs", max(p.inputs.batch, 1)]
+        if kv_arg:
+            args += ["--kv-cache-dtype", kv_arg]
+        if quant:
+            args += ["--quantization", quant]
+    else:
+        args = ["python", "-m", "sglang.launch_server", "--model-path", model, "--tp-size", tp, "--pp-size", pp,
+                "--context-length", ctx, "--mem-fraction-static", p.inputs.gpu_util,
+                "--max-running-requests", max(p.inputs.batch, 1)]
+        if kv_arg:
+            args += ["--kv-cache-dtype", kv_arg]
+        if quant:
+            args += ["--quantization", quant]
+    line = " ".join(shlex.quote(str(a)) for a in args)
+    return "\n".join(notes + [line])

@@ -5,9 +5,9 @@ import json
 
 import pytest
 
+from llmsize.errors import InvalidValueError
 from llmsize.estimate.parallel import card_link, shard_model
 from llmsize.estimate.plan import PlanInputs, make_plan
-from llmsize.errors import InvalidValueError
 
 
 def _plan(catalog, model, gpu, **kw):

@@ -74,8 +74,9 @@ def render_plan(p: Plan, console) -> None:
         link = f"{c.link.kind}, {c.link.gb_s:,.0f} GB/s per direction" if c.link else "no link"
         t.add_row("cards", f"{c.tp * c.pp} (--tp {c.tp} x --pp {c.pp}) on {c.nodes} node(s); {link}"
                   + (f"; {inp.node_link_gb_s:g} GB/s between nodes" if c.nodes > 1 else ""))
-        t.add_row("per card", f"weights {fmt_bytes(p.weights_card.bytes_total)}, KV {fmt_bytes_auto(p.kv_card.bytes_per_token)}"
-                  f" per token (figures below are per card from 'Memory budget' on)")
+        t.add_row("per card", f"weights {fmt_bytes(p.weights_card.bytes_total)}, KV "
+                  f"{fmt_bytes_auto(p.kv_card.bytes_per_token)} per token (figures below are per card from "
+                  "'Memory budget' on)")
         t.add_row("traffic per token", f"{c.bytes_per_card(1, model.hidden_size) / 1e6:,.3f} MB per card "
                   f"({c.allreduces} all-reduces, {_time(p.decode_1.comm_time_s)} at batch 1)")
     console.print(t)

@@ -73,6 +73,7 @@ def _root(
       llmsize plan gemma-4-12b --gpu rtx5060ti
       llmsize gpus --vendor nvidia --sort bandwidth
       llmsize models --mixer mla
+      llmsize compare gemma-4-12b --vendor nvidia
       llmsize show h200
     """
 
@@ -217,6 +218,100 @@ def import_(
     tmp.replace(output)
     sys.stderr.write(f"Wrote {output} (id {model_id}); plan it with `llmsize plan {model_id} --gpu CARD "
                      f"--catalog {output.parent.parent}`.\n")
+
+
+@app.command()
+def compare(
+    model: Annotated[Optional[str], typer.Argument(help="Model id, alias or path (as for plan).",
+                                                   show_default=False)] = None,
+    gpus_: Annotated[Optional[str], typer.Option("--gpus", help="Comma-separated card ids; default: every card.",
+                                                 show_default=False)] = None,
+    vendor: Annotated[Optional[str], typer.Option(help="Only this vendor: nvidia, amd, apple, intel.")] = None,
+    segment: Annotated[Optional[str], typer.Option(help="Only this segment: consumer, workstation, datacenter, "
+                                                   "edge, desktop-soc.")] = None,
+    quant: Annotated[Optional[str], typer.Option(help="Weight format; default: the model's release format.")]
+    = None,
+    kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="KV cache dtype.")] = "bf16",
+    context: Annotated[int, typer.Option(help="Tokens per sequence.")] = 4096,
+    users: Annotated[int, typer.Option(help="Concurrent sequences for the aggregate tok/s (capped by what the "
+                                       "cache holds).")] = 1,
+    gpu_util: Annotated[float, typer.Option("--gpu-util", help="Share of VRAM the engine may use.")] = 0.90,
+    overhead_gib: Annotated[float, typer.Option("--overhead-gib", help="Runtime overhead per card, GiB.")] = 1.5,
+    prices: Annotated[Optional[Path], typer.Option(help="YAML of card prices (currency: + prices: id -> price); "
+                                                   "none are shipped.", show_default=False)] = None,
+    sort: Annotated[str, typer.Option(help="Column to rank by: " + ", ".join(
+        ("ceiling_tok_s", "aggregate_tok_s", "bandwidth_gb_s", "tok_s_per_w", "tok_s_per_kcurrency", "fits",
+         "cards", "memory_gib", "max_context_tokens", "max_sequences", "ttft_s", "price", "gpu")) + ".")]
+    = "aggregate_tok_s",
+    fmt: Annotated[str, typer.Option("--format", help="table, json, csv or markdown.")] = "table",
+    hub: Annotated[Optional[str], typer.Option(help="Read the model from the Hub (ORG/NAME[@REV]).",
+                                               show_default=False)] = None,
+    catalog: CatalogOpt = None,
+):
+    """Rank cards for one model by what matters for decode: fit, bandwidth, speed, watts, cost.
+
+    A card that cannot hold the model alone is costed on the fewest cards that can (tensor/pipeline
+    parallel), and the row says how many.
+
+    Examples:
+      llmsize compare gemma-4-12b --vendor nvidia --segment consumer
+      llmsize compare llama-3.1-70b --gpus h100,h200,b200,mi300x --users 32 --sort tok_s_per_w
+      llmsize compare qwen3-30b-a3b --prices prices.yaml --sort tok_s_per_kcurrency --format csv
+    """
+    from llmsize.estimate.compare import compare as run_compare
+    from llmsize.estimate.compare import sort_rows
+    from llmsize.estimate.plan import PlanInputs
+
+    if fmt not in ("table", "json", "csv", "markdown"):
+        raise InvalidValueError(f"--format `{fmt}` is not one of table, json, csv, markdown.", "Pick one of them.")
+    cat = _catalog(catalog)
+    im = _import_source(model, hub)
+    m = im.spec if im is not None else cat.model(model)
+    if gpus_:
+        cards = [cat.gpu(x.strip()) for x in gpus_.split(",") if x.strip()]
+    else:
+        cards = cat.hardware.all()
+    if vendor:
+        cards = [g for g in cards if g.vendor.lower() == vendor.lower()]
+    if segment:
+        cards = [g for g in cards if g.segment == segment.lower()]
+    if not cards:
+        raise InvalidValueError("No card matches these filters.", "Loosen --vendor / --segment / --gpus.")
+    currency, price_map = None, {}
+    if prices is not None:
+        from llmsize.catalog.prices import load_prices
+
+        currency, price_map = load_prices(prices, cat)
+    inputs = PlanInputs(quant=quant, kv_dtype=kv_dtype.lower(), context_tokens=context, gpu_util=gpu_util,
+                        overhead_bytes=overhead_gib * GiB)
+    rows = sort_rows(run_compare(m, cards, inputs, users, price_map), sort)
+    title = (f"llmsize compare: {m.name}, {rows[0].plan.fmt.id if rows[0].plan else quant or m.release.quant}, "
+             f"{context:,} tokens, {users} user(s)")
+    notes = ["Units: GB = 10^9 B, GiB = 2^30 B. A card that cannot hold the model alone is costed on `cards` "
+             "of it (tensor/pipeline parallel); TTFT is for a --context-token prompt; tok/s/W uses the catalog "
+             "TDP x cards."]
+    served = {r.users_served for r in rows if r.plan}
+    if any(s < users for s in served):
+        notes.append(f"Rows whose cache holds fewer than {users} sequences are aggregated at what it holds.")
+    if fmt == "json":
+        from llmsize.render.compare_table import rows_to_dicts
+
+        _print_json({"model": m.id, "inputs": {"quant": quant, "kv_dtype": kv_dtype, "context_tokens": context,
+                                               "users": users, "gpu_util": gpu_util, "sort": sort,
+                                               "currency": currency},
+                     "rows": rows_to_dicts(rows)})
+    elif fmt == "csv":
+        from llmsize.render.compare_table import render_csv
+
+        sys.stdout.write(render_csv(rows, currency))
+    elif fmt == "markdown":
+        from llmsize.render.compare_table import render_markdown
+
+        sys.stdout.write(render_markdown(rows, currency, title))
+    else:
+        from llmsize.render.compare_table import render_table
+
+        render_table(rows, currency, title, notes, _console())
 
 
 @app.command()

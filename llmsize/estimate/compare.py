@@ -1,0 +1,101 @@
+"""One model across many cards: a row per card, on one card or on the fewest cards that hold it.
+
+Each row is a plan (plan.py) with the same inputs; where the model does not fit one card, the row is the
+smallest tp x pp that does (parallel.py), and its figures are for that many cards. Per-watt figures use the
+catalog's TDP times the cards; per-currency figures need prices the user supplies (none are shipped).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from llmsize.catalog.schema import GpuSpec, ModelSpec
+from llmsize.errors import InvalidValueError
+from llmsize.estimate.plan import Plan, PlanInputs, make_plan, smallest_fit
+
+# column key -> (header, unit, higher is better)
+COLUMNS = {
+    "gpu": ("card", "", False),
+    "bandwidth_gb_s": ("bandwidth", "GB/s", True),
+    "memory_gib": ("VRAM", "GiB", True),
+    "cards": ("cards", "", False),
+    "fits": ("fits", "", True),
+    "max_context_tokens": ("longest context", "tokens", True),
+    "max_sequences": ("sequences", "at --context", True),
+    "ceiling_tok_s": ("batch-1 ceiling", "tok/s", True),
+    "aggregate_tok_s": ("aggregate", "tok/s at --users", True),
+    "ttft_s": ("TTFT", "s", False),
+    "tok_s_per_w": ("per watt", "tok/s/W", True),
+    "price": ("price", "per card", False),
+    "tok_s_per_kcurrency": ("per 1,000", "tok/s", True),
+}
+SORT_KEYS = tuple(k for k in COLUMNS if k != "gpu") + ("gpu",)
+
+
+@dataclass(frozen=True)
+class Row:
+    gpu: GpuSpec
+    plan: Plan | None  # None: no configuration of up to 256 cards holds the model
+    tp: int
+    pp: int
+    users_served: int  # --users, or fewer when the cache holds fewer
+    price: float | None
+
+    @property
+    def cards(self) -> int:
+        return self.tp * self.pp
+
+    def values(self) -> dict:
+        p = self.plan
+        agg = p.decode_b.tok_s if p and self.users_served else None
+        tdp = self.gpu.tdp_w * self.cards if self.gpu.tdp_w else None
+        return {
+            "gpu": self.gpu.id,
+            "bandwidth_gb_s": self.gpu.bandwidth_gb_s,
+            "memory_gib": self.gpu.memory_bytes / 2**30,
+            "cards": self.cards if p else None,
+            "fits": bool(p) and self.cards == 1,
+            "max_context_tokens": p.max_context.tokens if p else None,
+            "max_sequences": p.max_sequences if p else None,
+            "ceiling_tok_s": p.decode_ceiling_tok_s if p else None,
+            "aggregate_tok_s": agg,
+            "ttft_s": p.prefill.ttft_s if p else None,
+            "tok_s_per_w": agg / tdp if agg and tdp else None,
+            "price": self.price,
+            "tok_s_per_kcurrency": agg / (self.price * self.cards / 1000) if agg and self.price else None,
+        }
+
+
+def compare(model: ModelSpec, gpus: list[GpuSpec], inputs: PlanInputs, users: int,
+            prices: dict[str, float] | None = None) -> list[Row]:
+    if users < 1:
+        raise InvalidValueError(f"--users `{users}` must be at least 1.", "Pass --users 1 or more.")
+    prices = prices or {}
+    rows = []
+    for g in gpus:
+        p = make_plan(model, g, replace(inputs, batch=1))
+        tp, pp = inputs.tp, inputs.pp
+        if not p.budget.weights_fit or p.max_sequences < 1:
+            fit = p.fit or smallest_fit(model, g, replace(inputs, batch=1))
+            if fit is None:
+                rows.append(Row(g, None, 1, 1, 0, prices.get(g.id)))
+                continue
+            tp, pp = fit.tp, fit.pp
+            p = make_plan(model, g, replace(inputs, batch=1, tp=tp, pp=pp))
+        served = min(users, p.max_sequences)
+        if served >= 1:
+            p = make_plan(model, g, replace(inputs, batch=served, tp=tp, pp=pp))
+        rows.append(Row(g, p, tp, pp, served, prices.get(g.id)))
+    return rows
+
+
+def sort_rows(rows: list[Row], key: str, descending: bool | None = None) -> list[Row]:
+    """Stable: ties keep the card-id order; rows without the figure go last."""
+    if key not in COLUMNS:
+        raise InvalidValueError(f"Unknown sort key `{key}`.", f"Choose one of: {', '.join(SORT_KEYS)}.")
+    best_high = COLUMNS[key][2] if descending is None else descending
+    base = sorted(rows, key=lambda r: r.gpu.id)
+    have = [r for r in base if r.values()[key] is not None]
+    missing = [r for r in base if r.values()[key] is None]
+    have.sort(key=lambda r: r.values()[key], reverse=best_high)
+    return have + missing

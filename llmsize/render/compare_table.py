@@ -1,0 +1,101 @@
+"""`llmsize compare` rows as a rich table, JSON, CSV or Markdown. No arithmetic: the values come from
+estimate/compare.py."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from llmsize.estimate.compare import COLUMNS
+
+SHORT = {"gpu": "card", "bandwidth_gb_s": "GB/s", "memory_gib": "GiB", "cards": "cards",
+         "max_context_tokens": "max ctx", "max_sequences": "seqs", "ceiling_tok_s": "tok/s b=1",
+         "aggregate_tok_s": "tok/s agg", "ttft_s": "TTFT", "tok_s_per_w": "tok/s/W", "price": "price",
+         "tok_s_per_kcurrency": "tok/s/k"}
+SHOWN = ["gpu", "bandwidth_gb_s", "memory_gib", "cards", "max_context_tokens", "max_sequences", "ceiling_tok_s",
+         "aggregate_tok_s", "ttft_s", "tok_s_per_w", "price", "tok_s_per_kcurrency"]
+
+
+def _cell(key: str, v) -> str:
+    if v is None:
+        return "-"
+    if key in ("gpu",):
+        return str(v)
+    if key in ("cards", "max_context_tokens", "max_sequences"):
+        return f"{v:,}"
+    if key == "ttft_s":
+        return f"{v * 1e3:,.0f} ms" if v < 1 else f"{v:,.2f} s"
+    if key in ("tok_s_per_w",):
+        return f"{v:,.3f}"
+    if key == "memory_gib":
+        return f"{v:,.1f}"
+    return f"{v:,.1f}"
+
+
+def _columns(rows, currency: str | None) -> list[str]:
+    cols = list(SHOWN)
+    if not any(r.price for r in rows):
+        cols = [c for c in cols if c not in ("price", "tok_s_per_kcurrency")]
+    return cols
+
+
+def _header(key: str, currency: str | None) -> str:
+    name, unit, _ = COLUMNS[key]
+    if key == "price":
+        unit = f"{currency} per card"
+    if key == "tok_s_per_kcurrency":
+        name, unit = f"per 1,000 {currency}", "tok/s"
+    return f"{name} ({unit})" if unit else name
+
+
+def rows_to_dicts(rows) -> list[dict]:
+    out = []
+    for r in rows:
+        d = r.values()
+        d.update({"gpu_name": r.gpu.name, "tp": r.tp if r.plan else None, "pp": r.pp if r.plan else None,
+                  "users_served": r.users_served})
+        out.append(d)
+    return out
+
+
+def render_csv(rows, currency) -> str:
+    buf = io.StringIO()
+    data = rows_to_dicts(rows)
+    w = csv.DictWriter(buf, fieldnames=list(data[0]) if data else ["gpu"], lineterminator="\n")
+    w.writeheader()
+    for d in data:
+        w.writerow({k: ("" if v is None else v) for k, v in d.items()})
+    return buf.getvalue()
+
+
+def render_markdown(rows, currency, title: str) -> str:
+    cols = _columns(rows, currency)
+    lines = [f"**{title}**", "", "| " + " | ".join(_header(c, currency) for c in cols) + " |",
+             "|" + "|".join("---" if c == "gpu" else "---:" for c in cols) + "|"]
+    for r in rows:
+        v = r.values()
+        lines.append("| " + " | ".join(_cell(c, v[c]) for c in cols) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def render_table(rows, currency, title: str, notes: list[str], console) -> None:
+    from rich import box
+    from rich.table import Table
+
+    cols = _columns(rows, currency)
+    t = Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
+    for c in cols:
+        t.add_column(SHORT[c], justify="left" if c == "gpu" else "right", no_wrap=True,
+                     style="cyan" if c == "gpu" else None)
+    for r in rows:
+        v = r.values()
+        t.add_row(*[_cell(c, v[c]) for c in cols])
+    console.print(t)
+    legend = ("GB/s: memory bandwidth; GiB: VRAM; max ctx: longest context one sequence can hold; seqs: "
+              "sequences that fit at --context; tok/s b=1: batch-1 decode ceiling; tok/s agg: aggregate at "
+              "--users (or what the cache holds); TTFT: time to first token")
+    if currency:
+        legend += f"; price: {currency} per card; tok/s/k: aggregate tok/s per 1,000 {currency} of cards"
+    console.print(f" {legend}.", style="dim")
+    for n in notes:
+        console.print(f" {n}", style="dim")

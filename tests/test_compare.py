@@ -1,0 +1,111 @@
+"""`llmsize compare`: ranking, multi-card rows, prices, and each output format parsing back."""
+
+import csv
+import io
+import json
+
+import pytest
+
+from llmsize.estimate.compare import compare, sort_rows
+from llmsize.estimate.plan import PlanInputs, make_plan
+
+
+def test_rows_agree_with_plan(catalog):
+    m = catalog.model("gemma-4-12b")
+    g = catalog.gpu("rtx5060ti")
+    row = compare(m, [g], PlanInputs(), users=4)[0]
+    p = make_plan(m, g, PlanInputs(batch=4))
+    v = row.values()
+    assert v["cards"] == 1 and v["fits"] is True
+    assert v["ceiling_tok_s"] == pytest.approx(p.decode_ceiling_tok_s)
+    assert v["aggregate_tok_s"] == pytest.approx(p.decode_b.tok_s)
+    assert v["max_sequences"] == p.max_sequences
+    # tok/s per watt: aggregate / (TDP 180 W x 1 card)
+    assert v["tok_s_per_w"] == pytest.approx(p.decode_b.tok_s / 180)
+
+
+def test_a_card_too_small_is_costed_on_enough_cards(catalog):
+    m = catalog.model("llama-3.1-70b")
+    row = compare(m, [catalog.gpu("h100-sxm")], PlanInputs(quant="bf16"), users=1)[0]
+    assert (row.tp, row.pp, row.cards) == (2, 1, 2) and row.values()["fits"] is False
+    # per watt counts both cards: 700 W x 2
+    assert row.values()["tok_s_per_w"] == pytest.approx(row.values()["aggregate_tok_s"] / 1400)
+
+
+def test_users_are_capped_by_the_cache(catalog):
+    m = catalog.model("gemma-4-12b")
+    row = compare(m, [catalog.gpu("rtx3060")], PlanInputs(), users=1000)[0]
+    assert row.users_served == row.plan.max_sequences < 1000
+
+
+def test_ranking_follows_the_key_and_is_stable(catalog):
+    m = catalog.model("gemma-4-12b")
+    cards = [catalog.gpu(x) for x in ("rtx5060ti", "rtx4060ti16", "rtx5090", "rtx3060", "l4")]
+    rows = compare(m, cards, PlanInputs(), users=1)
+    by_bw = sort_rows(rows, "bandwidth_gb_s")
+    bws = [r.gpu.bandwidth_gb_s for r in by_bw]
+    assert bws == sorted(bws, reverse=True)
+    by_ttft = sort_rows(rows, "ttft_s")  # lower is better: ascending
+    tt = [r.values()["ttft_s"] for r in by_ttft]
+    assert tt == sorted(tt)
+    # equal keys keep card-id order, whatever the input order
+    same = sort_rows(list(reversed(rows)), "cards")
+    assert [r.gpu.id for r in same] == sorted(r.gpu.id for r in rows)
+
+
+def _run(run_cli, *args):
+    code, out, err = run_cli("compare", *args)
+    assert code == 0, err
+    return out
+
+
+def test_csv_parses_back_to_the_json_numbers(run_cli):
+    args = ["gemma-4-12b", "--gpus", "rtx5060ti,rtx5090,h100", "--users", "8"]
+    data = json.loads(_run(run_cli, *args, "--format", "json"))["rows"]
+    rows = list(csv.DictReader(io.StringIO(_run(run_cli, *args, "--format", "csv"))))
+    assert [r["gpu"] for r in rows] == [d["gpu"] for d in data]
+    for r, d in zip(rows, data):
+        for k in ("bandwidth_gb_s", "ceiling_tok_s", "aggregate_tok_s", "ttft_s", "tok_s_per_w"):
+            assert float(r[k]) == pytest.approx(d[k], rel=1e-12)
+        assert int(r["max_sequences"]) == d["max_sequences"]
+
+
+def test_prices_give_tok_s_per_currency(run_cli, tmp_path):
+    f = tmp_path / "prices.yaml"
+    f.write_text("currency: EUR\nprices:\n  rtx5090: 2400\n  h100: 27000\n")
+    d = json.loads(_run(run_cli, "gemma-4-12b", "--gpus", "rtx5090,h100,rtx5060ti", "--prices", str(f),
+                        "--sort", "tok_s_per_kcurrency", "--format", "json"))
+    rows = {r["gpu"]: r for r in d["rows"]}
+    assert rows["rtx5090"]["tok_s_per_kcurrency"] == pytest.approx(rows["rtx5090"]["aggregate_tok_s"] / 2.4)
+    assert rows["rtx5060ti"]["price"] is None and d["rows"][-1]["gpu"] == "rtx5060ti"  # no price: last
+    md = _run(run_cli, "gemma-4-12b", "--gpus", "rtx5090,h100", "--prices", str(f), "--format", "markdown")
+    assert "| card | bandwidth (GB/s)" in md and "per 1,000 EUR (tok/s)" in md
+
+
+@pytest.mark.parametrize("content, needle", [
+    ("prices: {rtx9999: 10}", "rtx9999"),
+    ("prices: {rtx5090: -3}", "price of `rtx5090` is -3"),
+    ("[1, 2]", "expected a mapping with a `prices:`"),
+])
+def test_bad_price_files(run_cli, tmp_path, content, needle):
+    f = tmp_path / "p.yaml"
+    f.write_text(content)
+    code, out, err = run_cli("compare", "gemma-4-12b", "--prices", str(f))
+    assert code != 0 and needle in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--sort", "speed"], "Unknown sort key `speed`"),
+    (["--format", "xml"], "--format `xml`"),
+    (["--vendor", "acme"], "No card matches"),
+    (["--users", "0"], "--users `0`"),
+])
+def test_bad_options(run_cli, args, needle):
+    code, out, err = run_cli("compare", "gemma-4-12b", *args)
+    assert code == 2 and needle in err
+
+
+def test_table_fits_100_columns(run_cli):
+    out = _run(run_cli, "llama-3.1-70b", "--gpus", "h100,h200,b200,mi300x,rtx5090", "--users", "32")
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert "h200-sxm" in out and "tok/s agg" in out

@@ -315,6 +315,96 @@ def compare(
 
 
 @app.command()
+def roofline(
+    model: Annotated[Optional[str], typer.Argument(help="Model id, alias or path.", show_default=False)] = None,
+    gpu: Annotated[Optional[list[str]], typer.Option("--gpu", "-g", help="Card id; repeat for several.",
+                                                     show_default=False)] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write a .png or .svg (needs the "
+                                                   "charts extra); default: a terminal chart.",
+                                                   show_default=False)] = None,
+    quant: Annotated[Optional[str], typer.Option(help="Weight format; default: the release format.")] = None,
+    kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="KV cache dtype.")] = "bf16",
+    context: Annotated[int, typer.Option(help="Tokens per sequence.")] = 4096,
+    max_batch: Annotated[int, typer.Option("--max-batch", help="Decode points at batch 1, 2, 4 ... up to this.")]
+    = 1024,
+    hub: Annotated[Optional[str], typer.Option(help="Read the model from the Hub.", show_default=False)] = None,
+    catalog: CatalogOpt = None,
+):
+    """Roofline of one or more cards with the model's decode points (batch 1...N) and its prefill point.
+
+    Examples:
+      llmsize roofline gemma-4-12b --gpu rtx5060ti --gpu h200
+      llmsize roofline llama-3.1-8b --gpu h100 -o roofline.svg
+    """
+    from llmsize.estimate.charts import roofline as roof_data
+    from llmsize.estimate.plan import PlanInputs
+    from llmsize.render import charts
+
+    if not gpu:
+        raise InvalidValueError("Missing option --gpu.", "Name one or more cards: --gpu h100 --gpu h200.")
+    if max_batch < 1:
+        raise InvalidValueError(f"--max-batch `{max_batch}` must be at least 1.", "Pass 1 or more.")
+    cat = _catalog(catalog)
+    im = _import_source(model, hub)
+    m = im.spec if im is not None else cat.model(model)
+    inputs = PlanInputs(quant=quant, kv_dtype=kv_dtype.lower(), context_tokens=context)
+    roofs = [roof_data(m, cat.gpu(g), inputs, max_batch) for g in gpu]
+    if output is None:
+        sys.stdout.write(charts.roofline_text(m.name, roofs, width=_console().width) + "\n")
+    else:
+        charts.roofline_image(m.name, roofs, output)
+        sys.stderr.write(f"Wrote {output}\n")
+
+
+@app.command()
+def kv(
+    model: Annotated[Optional[str], typer.Argument(help="Model id, alias or path.", show_default=False)] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write a .png or .svg (needs the "
+                                                   "charts extra); default: a terminal chart.",
+                                                   show_default=False)] = None,
+    quant: Annotated[Optional[str], typer.Option(help="Weight format for the weights line; default: release.")]
+    = None,
+    users: Annotated[int, typer.Option(help="Sequences whose caches add up (the seeds' 'many users').")] = 1,
+    max_context: Annotated[Optional[int], typer.Option("--max-context", help="Right end of the context axis; "
+                                                       "default: the model's max_position_embeddings.",
+                                                       show_default=False)] = None,
+    hub: Annotated[Optional[str], typer.Option(help="Read the model from the Hub.", show_default=False)] = None,
+    catalog: CatalogOpt = None,
+):
+    """KV cache against context for each KV dtype, with the weights as a line: where the cache overtakes
+    the weights.
+
+    Examples:
+      llmsize kv llama-3.1-8b
+      llmsize kv llama-3-8b --users 32 --max-context 32768
+      llmsize kv gemma-4-12b -o kv.png
+    """
+    from llmsize.estimate.charts import KV_DTYPES, contexts_up_to, crossover_tokens, kv_curves
+    from llmsize.estimate.plan import resolve_format
+    from llmsize.estimate.weights import weight_bytes
+    from llmsize.render import charts
+
+    cat = _catalog(catalog)
+    im = _import_source(model, hub)
+    m = im.spec if im is not None else cat.model(model)
+    if users < 1:
+        raise InvalidValueError(f"--users `{users}` must be at least 1.", "Pass 1 or more.")
+    limit = max_context or m.max_position_embeddings
+    if limit < 2:
+        raise InvalidValueError(f"--max-context `{limit}` must be at least 2.", "Pass a longer context.")
+    fmt, scope = resolve_format(m, quant, None)
+    w = weight_bytes(m, fmt, scope).bytes_total
+    curves = kv_curves(m, contexts_up_to(limit, start=min(256, limit // 2)), users=users)
+    cross = {dt: crossover_tokens(m, dt, w, users, limit) for dt in KV_DTYPES}
+    if output is None:
+        sys.stdout.write(charts.kv_text(m.name, curves, w, fmt.id, cross, width=_console().width, users=users)
+                         + "\n")
+    else:
+        charts.kv_image(m.name, curves, w, fmt.id, output, users=users)
+        sys.stderr.write(f"Wrote {output}\n")
+
+
+@app.command()
 def gpus(
     vendor: Annotated[Optional[str], typer.Option(help="Only this vendor: nvidia, amd, apple, intel.")] = None,
     segment: Annotated[Optional[str], typer.Option(

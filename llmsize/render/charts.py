@@ -1,0 +1,126 @@
+"""Roofline and KV-cache charts: in the terminal (no extra) or as PNG/SVG through matplotlib (the
+`charts` extra). Axis labels carry units; SVG keeps its text as text so the labels can be searched."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from llmsize.errors import InvalidValueError, LlmsizeError
+from llmsize.render.ascii_chart import plot
+
+ROOF_X = [10 ** (e / 4) for e in range(-4, 21)]  # 0.1 .. 1e5 FLOP/byte
+X_ROOF = "arithmetic intensity (FLOP/byte)"
+Y_ROOF = "attainable performance (TFLOP/s)"
+X_KV = "context (tokens)"
+Y_KV = "KV cache per sequence (GB = 10^9 B)"
+
+
+def _roof_curve(r) -> list[tuple[float, float]]:
+    xs = sorted(set(ROOF_X) | ({r.ridge_flop_per_byte} if r.ridge_flop_per_byte else set()))
+    return [(x, min(r.peak_flop_per_s or float("inf"), r.bandwidth_bytes_per_s * x) / 1e12) for x in xs]
+
+
+def roofline_text(model_name: str, roofs, width: int = 100) -> str:
+    series = []
+    for r in roofs:
+        series.append((f"{r.gpu.id} roof", _roof_curve(r), "line"))
+        series.append((f"{r.gpu.id} {model_name}", [(p.intensity_flop_per_byte, p.flop_per_s / 1e12)
+                                                   for p in r.points], "points"))
+    title = f"Roofline: {model_name} decode (batch 1, 2, 4 ...) and prefill points"
+    text = plot(series, title, X_ROOF, Y_ROOF, width=width)
+    lines = [text]
+    for r in roofs:
+        ridge = f"ridge {r.ridge_flop_per_byte:,.0f} FLOP/byte" if r.ridge_flop_per_byte else "peak unknown"
+        pts = ", ".join(f"{p.label} at {p.intensity_flop_per_byte:,.1f} ({p.bound})" for p in r.points
+                        if p.label.startswith("prefill") or p.label.endswith(("b=1", "b=64", "b=1024")))
+        lines += textwrap.wrap(f"{r.gpu.id}: {r.bandwidth_bytes_per_s / 1e9:,.0f} GB/s, "
+                               f"{(r.peak_flop_per_s or 0) / 1e12:,.0f} TFLOPS {r.precision or ''}, {ridge}; {pts}",
+                               width, subsequent_indent="  ")
+    return "\n".join(lines)
+
+
+def kv_text(model_name: str, curves, weights_bytes: float, weights_label: str, crossovers: dict,
+            width: int = 100, users: int = 1) -> str:
+    series = [(f"KV {c.dtype}", [(x, y / 1e9) for x, y in zip(c.contexts, c.bytes_per_sequence)], "line")
+              for c in curves]
+    ctx = curves[0].contexts
+    series.append((f"weights {weights_label}", [(ctx[0], weights_bytes / 1e9), (ctx[-1], weights_bytes / 1e9)],
+                   "line"))
+    who = "one sequence" if users == 1 else f"{users} sequences"
+    text = plot(series, f"KV cache vs context: {model_name}, {who}", X_KV, _y_kv(users), width=width)
+    over = "; ".join(f"{dt}: {'not within the range' if t is None else f'{t:,} tokens'}"
+                     for dt, t in crossovers.items())
+    return text + "\n" + "\n".join(textwrap.wrap(f"the cache of {who} outweighs the weights from: {over}", width))
+
+
+def _y_kv(users: int) -> str:
+    return Y_KV if users == 1 else f"KV cache of {users} sequences (GB = 10^9 B)"
+
+
+def _pyplot(path: Path):
+    if path.suffix.lower() not in (".png", ".svg"):
+        raise InvalidValueError(f"-o `{path}` must end in .png or .svg.", "Pick one of the two.")
+    if not path.parent.is_dir():
+        raise InvalidValueError(f"-o `{path}`: folder {path.parent} does not exist.", "Create it first.")
+    try:
+        import matplotlib
+    except ImportError:
+        raise LlmsizeError("Image output needs matplotlib, which is not installed.",
+                           "Install it: pip install 'llmsize[charts]' (or drop -o for a terminal chart).") from None
+    matplotlib.use("Agg")
+    matplotlib.rcParams["svg.fonttype"] = "none"  # keep text as <text> in SVG
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, plt, path: Path) -> None:
+    tmp = path.with_name(path.name + ".partial" + path.suffix)
+    fig.savefig(tmp, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    tmp.replace(path)
+
+
+def roofline_image(model_name: str, roofs, path: Path) -> None:
+    plt = _pyplot(path)
+    fig, ax = plt.subplots(figsize=(8, 5.2))
+    for i, r in enumerate(roofs):
+        color = f"C{i}"
+        xs, ys = zip(*_roof_curve(r))
+        ax.plot(xs, ys, color=color, label=f"{r.gpu.name} ({r.bandwidth_bytes_per_s / 1e9:,.0f} GB/s)")
+        dec = [p for p in r.points if p.label.startswith("decode")]
+        ax.scatter([p.intensity_flop_per_byte for p in dec], [p.flop_per_s / 1e12 for p in dec], color=color,
+                   marker="o", s=18, zorder=3)
+        for p in dec:
+            if p.label.endswith(("b=1", "b=16", "b=256")):
+                ax.annotate(p.label.split()[-1], (p.intensity_flop_per_byte, p.flop_per_s / 1e12), fontsize=7,
+                            textcoords="offset points", xytext=(4, -9))
+        pre = [p for p in r.points if p.label.startswith("prefill")]
+        ax.scatter([p.intensity_flop_per_byte for p in pre], [p.flop_per_s / 1e12 for p in pre], color=color,
+                   marker="^", s=40, zorder=3)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(X_ROOF)
+    ax.set_ylabel(Y_ROOF)
+    ax.set_title(f"Roofline: {model_name}, decode points (o, by batch) and prefill (^)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    _save(fig, plt, path)
+
+
+def kv_image(model_name: str, curves, weights_bytes: float, weights_label: str, path: Path,
+             users: int = 1) -> None:
+    plt = _pyplot(path)
+    fig, ax = plt.subplots(figsize=(8, 5.2))
+    for c in curves:
+        ax.plot(c.contexts, [b / 1e9 for b in c.bytes_per_sequence], marker=".", label=f"KV cache, {c.dtype}")
+    ax.axhline(weights_bytes / 1e9, color="black", linestyle="--", label=f"weights, {weights_label}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(X_KV)
+    ax.set_ylabel(_y_kv(users))
+    ax.set_title(f"KV cache vs context: {model_name}, {users} sequence{'s' if users > 1 else ''}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    _save(fig, plt, path)

@@ -1,0 +1,84 @@
+"""Charts: the data (roofline points, KV curves, crossover) and what is drawn (terminal, PNG, SVG)."""
+
+import pytest
+
+from llmsize.estimate.charts import contexts_up_to, crossover_tokens, kv_curves, roofline
+from llmsize.estimate.plan import PlanInputs
+
+
+def test_roofline_points_are_the_plan_steps(catalog):
+    m, g = catalog.model("gemma-4-12b"), catalog.gpu("rtx5060ti")
+    r = roofline(m, g, PlanInputs(), max_batch=64)
+    labels = [p.label for p in r.points]
+    assert labels[:7] == [f"decode b={b}" for b in (1, 2, 4, 8, 16, 32, 64)] and labels[-1] == "prefill 4,096"
+    b1 = r.points[0]
+    # batch-1 decode: attainable FLOP/s = FLOPs / (bytes / bandwidth) = intensity x bandwidth (memory-bound)
+    assert b1.bound == "memory"
+    assert b1.flop_per_s == pytest.approx(b1.intensity_flop_per_byte * 448e9)
+    assert r.ridge_flop_per_byte == pytest.approx(379.7e12 / 448e9)
+    # never above the roof
+    for p in r.points:
+        assert p.flop_per_s <= min(r.peak_flop_per_s, r.bandwidth_bytes_per_s * p.intensity_flop_per_byte) * 1.0001
+
+
+def test_kv_crossover_matches_seed_002(catalog):
+    """Seed 002: Llama-3-8B fp16, 0.13 MB of KV per token and ~16 GB of weights: one sequence's cache
+    reaches the weights near 16 GB / 131,072 B = ~122K tokens (Llama 3.1's 128K window)."""
+    m = catalog.model("llama-3.1-8b")
+    from llmsize.estimate.quant import quant_format
+    from llmsize.estimate.weights import weight_bytes
+    w = weight_bytes(m, quant_format("bf16"), "all").bytes_total
+    t = crossover_tokens(m, "fp16", w)
+    assert t == pytest.approx(w / 131072, abs=1)
+    assert crossover_tokens(m, "fp16", w, users=32) == pytest.approx(w / 131072 / 32, abs=1)
+    assert crossover_tokens(m, "nvfp4", w) is None  # 9/32 of the bytes: past 128K
+
+
+def test_kv_curves_scale_with_users_and_dtype(catalog):
+    m = catalog.model("llama-3-8b")
+    ctx = contexts_up_to(8192)
+    assert ctx == [256, 512, 1024, 2048, 4096, 8192]
+    one, many = kv_curves(m, ctx), kv_curves(m, ctx, users=4)
+    bf = next(c for c in one if c.dtype == "bf16")
+    assert bf.bytes_per_sequence[-1] == 8192 * 131072  # 32 layers x 2 x 8 x 128 x 2 B per token
+    assert next(c for c in many if c.dtype == "bf16").bytes_per_sequence[-1] == 4 * 8192 * 131072
+
+
+def test_terminal_charts_fit_and_label(run_cli):
+    code, out, err = run_cli("roofline", "gemma-4-12b", "--gpu", "rtx5060ti", "--gpu", "h200")
+    assert code == 0, err
+    assert "arithmetic intensity (FLOP/byte)" in out and "attainable performance (TFLOP/s)" in out
+    assert max(len(line) for line in out.splitlines()) <= 100
+    code, out, err = run_cli("kv", "llama-3-8b", "--users", "32")
+    assert code == 0 and "KV cache of 32 sequences (GB = 10^9 B)" in out
+    assert "outweighs the weights from: fp32: 1,915 tokens; bf16: 3,830 tokens" in out
+
+
+@pytest.mark.parametrize("cmd, name", [(["roofline", "llama-3.1-8b", "--gpu", "h100"], "r"),
+                                       (["kv", "gemma-4-12b"], "k")])
+@pytest.mark.parametrize("suffix", [".png", ".svg"])
+def test_images_are_written_with_their_labels(run_cli, tmp_path, cmd, name, suffix):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / f"{name}{suffix}"
+    code, _, err = run_cli(*cmd, "-o", str(out))
+    assert code == 0, err
+    assert out.stat().st_size > 5000
+    assert not list(tmp_path.glob("*.partial*"))
+    if suffix == ".svg":
+        text = out.read_text()
+        labels = ("arithmetic intensity (FLOP/byte)", "attainable performance (TFLOP/s)") if name == "r" else \
+            ("context (tokens)", "KV cache per sequence (GB = 10^9 B)")
+        for label in labels:
+            assert label in text
+    else:
+        assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["roofline", "gemma-4-12b"], "Missing option --gpu"),
+    (["roofline", "gemma-4-12b", "--gpu", "h100", "-o", "x.pdf"], "must end in .png or .svg"),
+    (["kv", "gemma-4-12b", "--users", "0"], "--users `0`"),
+])
+def test_chart_errors(run_cli, args, needle):
+    code, out, err = run_cli(*args)
+    assert code == 2 and needle in err

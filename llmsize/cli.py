@@ -106,7 +106,12 @@ def plan(
                                                    "fp8, int8, fp4; default: the format's native one if the card "
                                                    "has it, else bf16.")] = None,
     tp: Annotated[int, typer.Option(help="Tensor-parallel cards (splits heads, MLPs and the KV cache).")] = 1,
-    pp: Annotated[int, typer.Option(help="Pipeline stages (splits the layers).")] = 1,
+    pp: Annotated[Optional[int], typer.Option(help="Pipeline stages (splits the layers); default 1, or --nodes.",
+                                              show_default=False)] = None,
+    nodes: Annotated[Optional[int], typer.Option(help="Nodes: one pipeline stage per node, --tp within each "
+                                                 "(sets --pp).", show_default=False)] = None,
+    node_link_gb_s: Annotated[float, typer.Option("--node-link-gb-s", help="Bandwidth between nodes per GPU and "
+                                                  "direction, GB/s (400 Gb/s NIC = 50).")] = 50.0,
     emit: Annotated[Optional[str], typer.Option(help="Print the serving command this plan corresponds to: vllm "
                                                 "or sglang.", show_default=False)] = None,
     as_json: JsonOpt = False,
@@ -135,7 +140,7 @@ def plan(
         m = cat.model(model)
     inputs = PlanInputs(quant=quant, scope=scope, kv_dtype=kv_dtype.lower(), context_tokens=context, batch=batch,
                         prompt_tokens=prompt, gpu_util=gpu_util, overhead_bytes=overhead_gib * GiB,
-                        compute_precision=compute, tp=tp, pp=pp)
+                        compute_precision=compute, tp=tp, pp=_stages(pp, nodes), node_link_gb_s=node_link_gb_s)
     if emit is not None and emit.lower() not in ("vllm", "sglang"):
         raise InvalidValueError(f"--emit `{emit}` is not a known engine.", "Use vllm or sglang.")
     p = make_plan(m, g, inputs, exact=exact, notes=notes)
@@ -154,6 +159,16 @@ def plan(
         from llmsize.render.plan_report import render_plan
 
         render_plan(p, _console())
+
+
+def _stages(pp: int | None, nodes: int | None) -> int:
+    """--pp, or one stage per node with --nodes; both must agree."""
+    if nodes is not None and nodes < 1:
+        raise InvalidValueError(f"--nodes `{nodes}` must be at least 1.", "Pass 1 or more.")
+    if pp is not None and nodes is not None and pp != nodes:
+        raise InvalidValueError(f"--pp {pp} and --nodes {nodes} disagree: --nodes puts one pipeline stage on "
+                                "each node.", "Give one of them.")
+    return pp if pp is not None else (nodes or 1)
 
 
 def _import_source(model: str | None, hub: str | None):
@@ -237,6 +252,11 @@ def compare(
                                        "cache holds).")] = 1,
     gpu_util: Annotated[float, typer.Option("--gpu-util", help="Share of VRAM the engine may use.")] = 0.90,
     overhead_gib: Annotated[float, typer.Option("--overhead-gib", help="Runtime overhead per card, GiB.")] = 1.5,
+    tp: Annotated[Optional[int], typer.Option(help="Tensor-parallel cards for every row; default: 1, or the "
+                                              "fewest cards that hold the model.", show_default=False)] = None,
+    pp: Annotated[Optional[int], typer.Option(help="Pipeline stages for every row.", show_default=False)] = None,
+    nodes: Annotated[Optional[int], typer.Option(help="One pipeline stage per node (sets --pp).",
+                                                 show_default=False)] = None,
     prices: Annotated[Optional[Path], typer.Option(help="YAML of card prices (currency: + prices: id -> price); "
                                                    "none are shipped.", show_default=False)] = None,
     sort: Annotated[str, typer.Option(help="Column to rank by: " + ", ".join(
@@ -282,9 +302,11 @@ def compare(
         from llmsize.catalog.prices import load_prices
 
         currency, price_map = load_prices(prices, cat)
+    stages = _stages(pp, nodes)
     inputs = PlanInputs(quant=quant, kv_dtype=kv_dtype.lower(), context_tokens=context, gpu_util=gpu_util,
-                        overhead_bytes=overhead_gib * GiB)
-    rows = sort_rows(run_compare(m, cards, inputs, users, price_map), sort)
+                        overhead_bytes=overhead_gib * GiB, tp=tp or 1, pp=stages)
+    fixed = tp is not None or stages > 1
+    rows = sort_rows(run_compare(m, cards, inputs, users, price_map, fixed=fixed), sort)
     title = (f"llmsize compare: {m.name}, {rows[0].plan.fmt.id if rows[0].plan else quant or m.release.quant}, "
              f"{context:,} tokens, {users} user(s)")
     notes = ["Units: GB = 10^9 B, GiB = 2^30 B. A card that cannot hold the model alone is costed on `cards` "

@@ -109,3 +109,21 @@ def test_table_fits_100_columns(run_cli):
     out = _run(run_cli, "llama-3.1-70b", "--gpus", "h100,h200,b200,mi300x,rtx5090", "--users", "32")
     assert max(len(line) for line in out.splitlines()) <= 100
     assert "h200-sxm" in out and "tok/s agg" in out
+
+
+def test_fixed_split_for_every_row(run_cli):
+    d = json.loads(_run(run_cli, "llama-3.1-70b", "--gpus", "h100,h200,rtx5090,m4-max", "--tp", "4",
+                        "--quant", "bf16", "--format", "json"))
+    rows = {r["gpu"]: r for r in d["rows"]}
+    assert rows["h100-sxm"]["cards"] == 4 and rows["h100-sxm"]["tp"] == 4
+    assert rows["m4-max"]["cards"] is None  # no card-to-card link: no row figures
+    assert rows["rtx5090"]["cards"] is None  # 141 GB / 4 does not fit 32 GB cards
+
+
+def test_nodes_put_one_stage_per_node(run_cli):
+    code, out, err = run_cli("plan", "deepseek-v3", "--gpu", "h100", "--tp", "8", "--nodes", "2", "--json")
+    assert code == 0, err
+    par = json.loads(out)["parallel"]
+    assert (par["tp"], par["pp"], par["cards"], par["nodes"]) == (8, 2, 16, 2)
+    code, out, err = run_cli("plan", "deepseek-v3", "--gpu", "h100", "--pp", "3", "--nodes", "2")
+    assert code == 2 and "--pp 3 and --nodes 2 disagree" in err

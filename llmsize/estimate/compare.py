@@ -67,14 +67,25 @@ class Row:
 
 
 def compare(model: ModelSpec, gpus: list[GpuSpec], inputs: PlanInputs, users: int,
-            prices: dict[str, float] | None = None) -> list[Row]:
+            prices: dict[str, float] | None = None, fixed: bool = False) -> list[Row]:
+    """fixed: every row uses inputs.tp x inputs.pp (a card without a link, or a split the model's heads do
+    not allow, gets an empty row); else each row uses one card or the fewest that hold the model."""
     if users < 1:
         raise InvalidValueError(f"--users `{users}` must be at least 1.", "Pass --users 1 or more.")
     prices = prices or {}
     rows = []
     for g in gpus:
-        p = make_plan(model, g, replace(inputs, batch=1))
         tp, pp = inputs.tp, inputs.pp
+        try:
+            p = make_plan(model, g, replace(inputs, batch=1), search_fit=not fixed)
+        except InvalidValueError:
+            if not fixed:
+                raise
+            rows.append(Row(g, None, tp, pp, 0, prices.get(g.id)))
+            continue
+        if fixed and (not p.budget.weights_fit or p.max_sequences < 1):
+            rows.append(Row(g, None, tp, pp, 0, prices.get(g.id)))
+            continue
         if not p.budget.weights_fit or p.max_sequences < 1:
             fit = p.fit or smallest_fit(model, g, replace(inputs, batch=1))
             if fit is None:

@@ -21,7 +21,7 @@ from llmsize.units import GiB
 _UsageError = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 _ClickException = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
-app = typer.Typer(
+_APP_SETTINGS = dict(
     name="llmsize",
     help="Size LLM inference: weights, KV cache, context, concurrency, decode ceiling, prefill, and why.",
     no_args_is_help=True,
@@ -30,6 +30,27 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
+_COMMANDS: list[tuple[str | None, object]] = []  # (name, function) in help order
+_ROOT: list = []
+
+
+def _command(name: str | None = None):
+    """Record a command; build_app() registers them (all, or only the one being run: typer converts every
+    registered command's options at start-up, which a one-command run need not pay for)."""
+    def record(fn):
+        _COMMANDS.append((name, fn))
+        return fn
+    return record
+
+
+def build_app(only: str | None = None) -> typer.Typer:
+    app = typer.Typer(**_APP_SETTINGS)
+    app.callback()(_ROOT[0])
+    for name, fn in _COMMANDS:
+        cmd = name or fn.__name__.rstrip("_")
+        if only is None or cmd == only:
+            app.command(name)(fn)
+    return app
 
 CatalogOpt = Annotated[
     Optional[list[Path]],
@@ -62,7 +83,6 @@ def _version(value: bool):
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
@@ -78,7 +98,10 @@ def _root(
     """
 
 
-@app.command()
+_ROOT.append(_root)
+
+
+@_command()
 def plan(
     model: Annotated[Optional[str], typer.Argument(
         help="Model id or alias (see `llmsize models`), or a model folder (config.json + *.safetensors) or "
@@ -192,7 +215,7 @@ def _is_path(name: str) -> bool:
     return os.path.exists(name) or name.endswith(".json") or name.startswith((".", "/", "~"))
 
 
-@app.command("import")
+@_command("import")
 def import_(
     path: Annotated[Optional[Path], typer.Argument(help="Model folder (config.json [+ hf_quant_config.json] "
                                                    "[+ *.safetensors]) or a config.json file.",
@@ -235,7 +258,7 @@ def import_(
                      f"--catalog {output.parent.parent}`.\n")
 
 
-@app.command()
+@_command()
 def compare(
     model: Annotated[Optional[str], typer.Argument(help="Model id, alias or path (as for plan).",
                                                    show_default=False)] = None,
@@ -336,7 +359,7 @@ def compare(
         render_table(rows, currency, title, notes, _console())
 
 
-@app.command()
+@_command()
 def roofline(
     model: Annotated[Optional[str], typer.Argument(help="Model id, alias or path.", show_default=False)] = None,
     gpu: Annotated[Optional[list[str]], typer.Option("--gpu", "-g", help="Card id; repeat for several.",
@@ -378,7 +401,7 @@ def roofline(
         sys.stderr.write(f"Wrote {output}\n")
 
 
-@app.command()
+@_command()
 def kv(
     model: Annotated[Optional[str], typer.Argument(help="Model id, alias or path.", show_default=False)] = None,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write a .png or .svg (needs the "
@@ -426,7 +449,7 @@ def kv(
         sys.stderr.write(f"Wrote {output}\n")
 
 
-@app.command()
+@_command()
 def gpus(
     vendor: Annotated[Optional[str], typer.Option(help="Only this vendor: nvidia, amd, apple, intel.")] = None,
     segment: Annotated[Optional[str], typer.Option(
@@ -464,7 +487,7 @@ def gpus(
         render_gpus(items, _console())
 
 
-@app.command()
+@_command()
 def models(
     family: Annotated[Optional[str], typer.Option(help="Only this family (llama, gemma4, qwen3_moe...).")] = None,
     mixer: Annotated[Optional[str], typer.Option(help="Only models with this layer kind: full, sliding, mla, ssm, "
@@ -497,7 +520,7 @@ def models(
         render_models(items, _console())
 
 
-@app.command()
+@_command()
 def show(
     name: Annotated[str, typer.Argument(help="A card or model id (or alias).")],
     as_json: JsonOpt = False,
@@ -527,7 +550,7 @@ def show(
         render_entry(entry, _console())
 
 
-@app.command()
+@_command()
 def formats(as_json: JsonOpt = False):
     """List weight formats with their exact bits per weight.
 
@@ -557,7 +580,7 @@ def formats(as_json: JsonOpt = False):
             style="dim")
 
 
-@app.command()
+@_command()
 def measure(
     quant: Annotated[str, typer.Option(help="nvfp4 (Triton dequantizing GEMV, weights packed) or bf16 "
                                        "(cuBLAS baseline).")] = "nvfp4",
@@ -650,7 +673,11 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("TYPER_STANDARD_TRACEBACK", "1")
     with _errors():
         try:
-            rv = app(args=argv, prog_name="llmsize", standalone_mode=False)
+            args = sys.argv[1:] if argv is None else list(argv)
+            names = {(n or fn.__name__.rstrip("_")) for n, fn in _COMMANDS}
+            first = args[0] if args else None
+            app = build_app(first if first in names else None)
+            rv = app(args=args, prog_name="llmsize", standalone_mode=False)
         except (typer.Abort, KeyboardInterrupt):
             sys.stderr.write("Aborted.\n")
             sys.exit(int(ExitStatus.ERROR))

@@ -32,3 +32,5 @@ render_measure(json.load(open('$OUT/measure-$q.json')), Console(width=100))" | t
 done
 ls "$OUT"/measure-*.json >/dev/null 2>&1 && $PY benchmarks/measure_summary.py "$OUT"/measure-*.json \
   | tee "$OUT/RESULTS-append.md"
+# the batch sweep (issue 5's continuous-batching regime), if time is left
+timeout 300 $PY benchmarks/decode.py --save-dir "$OUT" --batches 1,4,16 2>&1 | tee -a "$OUT/RESULTS-append.md"

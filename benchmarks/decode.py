@@ -1,0 +1,73 @@
+"""bf16 baseline and NVFP4 loop on the same card, in one run: tok/s, GB/s, % of theoretical and of the probe;
+then the NVFP4 loop at batch 1, 4 and 16 (continuous-batching regime) next to plan's roofline.
+
+    python benchmarks/decode.py [--context 4096] [--tokens 256] [--batches 1,4,16] [--append]
+
+--append adds the table to benchmarks/RESULTS.md with the card, date, commit and command. Needs a CUDA GPU
+and the measure extra; every run is `llmsize.measure.run.measure`, the code behind `llmsize measure`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import date
+from pathlib import Path
+
+from llmsize.measure.run import MeasureOptions, git_commit, measure
+
+
+def row(r: dict) -> str:
+    d, a, run = r["decode"], r["achieved"], r["run"]
+    pred = (r.get("predicted") or {}).get("ceiling_tok_s_theoretical")
+    pct = lambda x: "n/a" if x is None else f"{100 * x:.1f}%"  # noqa: E731
+    return (f"| {run['quant']} | {run['batch']} | {r['bytes_per_step'] / 1e9:.3f} | {d['ms_per_token_median']:.3f} | "
+            f"{d['tok_s']:,.1f} | {a['bandwidth_gb_s']:,.0f} | {pct(a['fraction_of_theoretical'])} | "
+            f"{pct(a['fraction_of_probe'])} | {'n/a' if pred is None else f'{pred:,.1f}'} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--context", type=int, default=4096)
+    ap.add_argument("--tokens", type=int, default=256)
+    ap.add_argument("--batches", default="1,4,16")
+    ap.add_argument("--append", action="store_true")
+    ap.add_argument("--save-dir", type=Path, default=None)
+    args = ap.parse_args()
+    runs = [("bf16", 1)] + [("nvfp4", int(b)) for b in args.batches.split(",")]
+    results = []
+    for i, (quant, batch) in enumerate(runs):
+        r = measure(MeasureOptions(quant=quant, batch=batch, context=args.context, tokens=args.tokens,
+                                   probe=(i == 0)))
+        if i and results:  # the probe ran once; carry it to the other rows
+            g0 = results[0]["gpu"]
+            probe = g0["probed_read_bandwidth_gb_s"]
+            r["gpu"]["probed_read_bandwidth_gb_s"] = probe
+            r["achieved"]["fraction_of_probe"] = r["achieved"]["bandwidth_gb_s"] / probe if probe else None
+        results.append(r)
+        if args.save_dir:
+            args.save_dir.mkdir(parents=True, exist_ok=True)
+            (args.save_dir / f"decode-{quant}-b{batch}.json").write_text(json.dumps(r, indent=2))
+        print(f"{quant} batch {batch}: {r['decode']['tok_s']:,.1f} tok/s, "
+              f"{r['achieved']['bandwidth_gb_s']:,.0f} GB/s", file=sys.stderr)
+    g = results[0]["gpu"]
+    lines = [f"## decode.py on {g['name']}", "",
+             f"- Card: {g['name']} (catalog `{g.get('catalog_id')}`), driver {g.get('driver')}, NVML theoretical "
+             f"{g.get('theoretical_bandwidth_gb_s') or 0:,.0f} GB/s, probe "
+             f"{g.get('probed_read_bandwidth_gb_s') or 0:,.0f} GB/s", f"- Date: {date.today().isoformat()}; commit {git_commit()}; torch "
+             f"{results[0]['versions']['torch']}, triton {results[0]['versions']['triton']}",
+             f"- Command: `python benchmarks/decode.py --context {args.context} --tokens {args.tokens} "
+             f"--batches {args.batches}`", "",
+             "| quant | batch | bytes/step GB | ms/step median | tok/s | GB/s | of theoretical | of probe | "
+             "plan ceiling tok/s (NVML bw) |", "|---|---|---|---|---|---|---|---|---|"]
+    lines += [row(r) for r in results]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.append:
+        with open(Path(__file__).with_name("RESULTS.md"), "a") as f:
+            f.write("\n" + text)
+
+
+if __name__ == "__main__":
+    main()

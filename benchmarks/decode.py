@@ -55,7 +55,8 @@ def main() -> None:
     lines = [f"## decode.py on {g['name']}", "",
              f"- Card: {g['name']} (catalog `{g.get('catalog_id')}`), driver {g.get('driver')}, NVML theoretical "
              f"{g.get('theoretical_bandwidth_gb_s') or 0:,.0f} GB/s, probe "
-             f"{g.get('probed_read_bandwidth_gb_s') or 0:,.0f} GB/s", f"- Date: {date.today().isoformat()}; commit {git_commit()}; torch "
+             f"{g.get('probed_read_bandwidth_gb_s') or 0:,.0f} GB/s",
+             f"- Date: {date.today().isoformat()}; commit {git_commit()}; torch "
              f"{results[0]['versions']['torch']}, triton {results[0]['versions']['triton']}",
              f"- Command: `python benchmarks/decode.py --context {args.context} --tokens {args.tokens} "
              f"--batches {args.batches}`", "",

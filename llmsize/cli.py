@@ -137,6 +137,17 @@ def plan(
                                                   "direction, GB/s (400 Gb/s NIC = 50).")] = 50.0,
     emit: Annotated[Optional[str], typer.Option(help="Print the serving command this plan corresponds to: vllm "
                                                 "or sglang.", show_default=False)] = None,
+    engine: Annotated[Optional[str], typer.Option(help="Predict this engine's own memory ledger and KV capacity: "
+                                                  "vllm, sglang or trtllm (--gpu-util is its fraction).",
+                                                  show_default=False)] = None,
+    max_model_len: Annotated[Optional[int], typer.Option("--max-model-len", help="Engine max model length; "
+                                                         "default: the model's.", show_default=False)] = None,
+    max_num_batched_tokens: Annotated[Optional[int], typer.Option(
+        "--max-num-batched-tokens", help="vLLM profiling batch; default max(max-model-len, 2048).",
+        show_default=False)] = None,
+    block_size: Annotated[int, typer.Option("--block-size", help="Engine KV block, tokens.")] = 16,
+    non_torch_gib: Annotated[float, typer.Option("--non-torch-gib", help="vLLM non-torch memory (CUDA context, "
+                                                 "NCCL), GiB.")] = 0.3,
     as_json: JsonOpt = False,
     catalog: CatalogOpt = None,
 ):
@@ -169,6 +180,14 @@ def plan(
     p = make_plan(m, g, inputs, exact=exact, notes=notes)
     if not p.budget.weights_fit:  # name a bigger card: only now is the whole hardware catalog parsed
         p = make_plan(m, g, inputs, candidates=cat.hardware.all(), exact=exact, notes=notes)
+    ledger = None
+    if engine is not None:
+        from llmsize.estimate.engines import EngineInputs, engine_ledger
+
+        e = EngineInputs(engine=engine.lower(), gpu_util=gpu_util, max_model_len=max_model_len,
+                         max_num_batched_tokens=max_num_batched_tokens, block_size=block_size,
+                         kv_dtype=kv_dtype.lower(), non_torch_bytes=int(non_torch_gib * GiB))
+        ledger = engine_ledger(p.card_model or m, g, (p.weights_card or p.weights).bytes_total, e)
     if emit is not None:
         from llmsize.render.emit import serve_command
 
@@ -177,11 +196,20 @@ def plan(
     if as_json:
         from llmsize.render.plan_json import plan_to_dict
 
-        _print_json(plan_to_dict(p))
+        d = plan_to_dict(p)
+        if ledger is not None:
+            from llmsize.render.engine_report import ledger_to_dict
+
+            d["engine"] = ledger_to_dict(ledger)
+        _print_json(d)
     else:
         from llmsize.render.plan_report import render_plan
 
         render_plan(p, _console())
+        if ledger is not None:
+            from llmsize.render.engine_report import render_ledger
+
+            render_ledger(ledger, _console())
 
 
 def _stages(pp: int | None, nodes: int | None) -> int:

@@ -56,6 +56,10 @@ class GpuSpec(Strict):
     memory_reported_bytes: int | None = Field(
         None, gt=0, description="total as the driver reports it (NVML/torch), when sourced"
     )
+    memory_cuda_bytes: int | None = Field(
+        None, gt=0, description="total as CUDA reports it (cudaMemGetInfo, torch.cuda.mem_get_info): what vLLM "
+        "multiplies by gpu_memory_utilization; a little below the NVML total; when sourced"
+    )
     memory_type: str | None = None
     bus_width_bits: int | None = Field(None, gt=0)
     data_rate_gbps: float | None = Field(None, gt=0, description="per-pin Gb/s")

@@ -1,0 +1,44 @@
+"""An engine ledger (estimate/engines.py) as report lines and as the JSON `engine` object."""
+
+from __future__ import annotations
+
+from llmsize.units import GiB
+
+NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
+
+
+def ledger_to_dict(led) -> dict:
+    return {
+        "name": led.name, "version": led.version, "total_bytes": led.total_bytes, "total_source": led.total_source,
+        "budget_bytes": round(led.budget_bytes), "weights_bytes": round(led.weights_bytes),
+        "non_torch_bytes": round(led.non_torch_bytes), "activation_peak_bytes": round(led.activation_peak_bytes),
+        "kv_cache_bytes": round(led.kv_cache_bytes), "block_bytes": round(led.block_bytes),
+        "kv_blocks": led.kv_blocks, "kv_cache_tokens": led.kv_cache_tokens, "max_model_len": led.max_model_len,
+        "max_num_batched_tokens": led.max_num_batched_tokens, "max_concurrency": led.max_concurrency,
+        "assumptions": list(led.assumptions),
+    }
+
+
+def render_ledger(led, console) -> None:
+    from rich import box
+    from rich.table import Table
+
+    t = Table(title=f"{NAMES.get(led.name, led.name)} memory ledger ({led.version})", title_justify="left",
+              title_style="bold", box=box.SIMPLE_HEAD, show_header=False, pad_edge=False)
+    t.add_column(style="cyan", no_wrap=True, min_width=30)
+    t.add_column(overflow="fold", max_width=66)
+    g = lambda b: f"{b / GiB:,.2f} GiB"  # noqa: E731  engines print GiB
+    t.add_row("total (CUDA)", g(led.total_bytes))
+    t.add_row("budget", g(led.budget_bytes))
+    t.add_row("- weights", g(led.weights_bytes))
+    if led.non_torch_bytes:
+        t.add_row("- non-torch memory", g(led.non_torch_bytes))
+    if led.activation_peak_bytes:
+        t.add_row("- activation peak", g(led.activation_peak_bytes))
+    t.add_row("KV cache", g(led.kv_cache_bytes) + ("  (negative: the engine refuses to start)"
+                                                     if led.kv_cache_bytes < 0 else ""))
+    t.add_row("blocks", f"{led.kv_blocks:,} of {led.block_bytes / 2**20:,.2f} MiB = {led.kv_cache_tokens:,} tokens")
+    t.add_row("max concurrency", f"{led.max_concurrency:.2f}x for {led.max_model_len:,} tokens per request")
+    console.print(t)
+    for a in led.assumptions:
+        console.print(f"  - {a}", style="dim")

@@ -1,0 +1,113 @@
+"""Engine ledgers against the real logs of shared/reference/engine-logs.yaml: a table of predicted vs
+logged values with each error. Target: within 5% on the KV token count where the settings are known."""
+
+import json
+
+import pytest
+
+from llmsize.estimate.engines import EngineInputs, activation_peak_bytes, engine_ledger
+from llmsize.estimate.quant import quant_format
+from llmsize.estimate.weights import weight_bytes
+from llmsize.units import GiB
+
+# id, what, predicted, logged, error, within target?  (filled by the tests below; printed with -s)
+TABLE = []
+
+
+def _w(m, fmt="bf16"):
+    return weight_bytes(m, quant_format(fmt), "all").bytes_total
+
+
+def test_vllm_10517_llama31_8b_on_3090(catalog):
+    """vllm-project/vllm#10517 (kaspersiminski, 2024-12-02): Llama-3.1-8B-Instruct, RTX 3090, util 0.90,
+    max_model_len 20000, default block 16 -> 'GPU blocks: 1952', 'Maximum concurrency for 20000 tokens per
+    request: 1.56x', weights 14.9888 GiB, activation peak 17.06 - 14.99 = 2.07 GiB, KV 3.81 GiB."""
+    m, g = catalog.model("llama-3.1-8b"), catalog.gpu("rtx3090")
+    led = engine_ledger(m, g, _w(m), EngineInputs(max_model_len=20000))
+    # 2 MiB blocks: 16 tokens x 32 layers x (K, V) x 8 heads x 128 x 2 B
+    assert led.block_bytes == 16 * 32 * 2 * 8 * 128 * 2 == 2 * 2**20
+    assert led.total_bytes / GiB == pytest.approx(23.58, abs=0.005)
+    rows = [("weights GiB", led.weights_bytes / GiB, 14.9888), ("activation peak GiB", led.activation_peak_bytes / GiB,
+            17.06 - 14.9888), ("KV cache GiB", led.kv_cache_bytes / GiB, 3.81), ("GPU blocks", led.kv_blocks, 1952),
+            ("max concurrency", led.max_concurrency, 1.56)]
+    for what, pred, logged in rows:
+        TABLE.append(("vllm#10517", what, pred, logged, pred / logged - 1))
+    assert led.kv_blocks == pytest.approx(1952, rel=0.05)  # the target: KV tokens within 5%
+    assert led.max_concurrency == pytest.approx(1.56, rel=0.05)
+    assert led.activation_peak_bytes / GiB == pytest.approx(2.07, rel=0.05)
+
+
+def test_vllm_13882_quantized_qwen_on_an_8gb_card(catalog):
+    """vllm-project/vllm#13882 (2025-02-26): a ~4-bit Qwen2.5-7B (weights 5.2032 GiB as loaded) on an RTX 4060
+    8 GB, util 0.70, max_model_len 4096: budget 5.60, non_torch 0.03, activation peak 1.42, KV -1.05 GiB, 0 blocks,
+    startup fails. The card is not in the catalog and the checkpoint's format is not known: the ledger is run on
+    the logged total and weights. Predicted activation peak is half the logged one (a quantized model's
+    dequantization workspaces are not modelled), but the outcome is the same: no room for the cache."""
+    m = catalog.model("qwen2.5-7b")
+    g = catalog.gpu("rtx4060ti16").model_copy(update={"memory_cuda_bytes": 8 * 2**30})
+    led = engine_ledger(m, g, 5.2032 * GiB, EngineInputs(gpu_util=0.7, max_model_len=4096,
+                                                           non_torch_bytes=int(0.03 * GiB)))
+    assert led.budget_bytes / GiB == pytest.approx(5.60)
+    TABLE.append(("vllm#13882", "activation peak GiB", led.activation_peak_bytes / GiB, 1.42,
+                  led.activation_peak_bytes / GiB / 1.42 - 1))
+    TABLE.append(("vllm#13882", "GPU blocks", led.kv_blocks, 0, 0.0))
+    assert led.kv_blocks == 0 and led.kv_cache_bytes < 0
+
+
+def test_trtllm_224_llama2_7b_on_a10(catalog):
+    """NVIDIA/TensorRT-LLM#224 (2023-10-31): llama-2-7b fp16 on an A10, kv_cache_free_gpu_mem_fraction 0.95,
+    max_batch_size 25 -> 'Using 10718 tokens in paged KV cache'. The engine's runtime buffers depend on build
+    settings the issue does not give: solving the log for them gives ~3.9 GiB; our default (the vLLM-style
+    activation model, 0.36 GiB) overestimates the cache. Recorded, not targeted."""
+    m, g = catalog.model("llama-2-7b"), catalog.gpu("a10")
+    led = engine_ledger(m, g, _w(m, "fp16"), EngineInputs(engine="trtllm", gpu_util=0.95, max_model_len=4096))
+    TABLE.append(("trtllm#224", "KV tokens (runtime buffers modelled)", led.kv_cache_tokens, 10718,
+                  led.kv_cache_tokens / 10718 - 1))
+    per_token = 32 * 2 * 32 * 128 * 2  # 0.5 MiB
+    free_needed = 10718 * per_token / 0.95
+    runtime = g.memory_bytes - _w(m, "fp16") - free_needed - 0.3 * GiB
+    assert 3.5 < runtime / GiB < 4.5
+    led2 = engine_ledger(m, g, _w(m, "fp16"), EngineInputs(engine="trtllm", gpu_util=0.95, max_model_len=4096,
+                                                             runtime_bytes=int(runtime)))
+    assert led2.kv_cache_tokens == pytest.approx(10718, abs=16)  # with that runtime the ledger reproduces it
+
+
+def test_sglang_static_pool(catalog):
+    m, g = catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm")
+    led = engine_ledger(m, g, _w(m), EngineInputs(engine="sglang", gpu_util=0.88))
+    # total x mem_fraction_static - weights, in 128 KiB tokens (32 x 2 x 8 x 128 x 2 B)
+    want = (g.memory_cuda_bytes * 0.88 - _w(m)) // (16 * 131072) * 16
+    assert led.kv_cache_tokens == want
+
+
+def test_activation_peak_formula_by_hand(catalog):
+    m = catalog.model("llama-3.1-8b")
+    # 20,000 x (3 x 14,336 + 2 x 4,096) x 2 B + 256 x 128,256 x 6 B
+    assert activation_peak_bytes(m, 20000, 256) == 20000 * (3 * 14336 + 2 * 4096) * 2 + 256 * 128256 * 6
+
+
+def test_plan_engine_json(run_cli):
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx3090", "--quant", "bf16", "--engine", "vllm",
+                             "--max-model-len", "20000", "--json")
+    assert code == 0, err
+    e = json.loads(out)["engine"]
+    for k in ("name", "version", "kv_cache_bytes", "kv_cache_tokens", "max_concurrency"):
+        assert k in e
+    assert e["name"] == "vllm" and e["kv_cache_tokens"] == e["kv_blocks"] * 16
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--engine", "ollama"], "--engine `ollama` is not modelled"),
+    (["--engine", "vllm", "--block-size", "0"], "--block-size `0`"),
+])
+def test_engine_errors(run_cli, args, needle):
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "h100", *args)
+    assert code == 2 and needle in err
+
+
+def test_print_table():
+    """The table of predicted against logged values (pytest -s shows it; filled by the tests above)."""
+    if not TABLE:
+        pytest.skip("run with the whole module to fill the table")
+    for row in TABLE:
+        print(f"{row[0]:12s} {row[1]:38s} predicted {row[2]:>10.3f} logged {row[3]:>10.3f} error {row[4]:+.1%}")

@@ -148,6 +148,9 @@ def plan(
     block_size: Annotated[int, typer.Option("--block-size", help="Engine KV block, tokens.")] = 16,
     non_torch_gib: Annotated[float, typer.Option("--non-torch-gib", help="vLLM non-torch memory (CUDA context, "
                                                  "NCCL), GiB.")] = 0.3,
+    calibrate: Annotated[Optional[Path], typer.Option(help="A `llmsize measure --save` file: its measured "
+                                                      "efficiency gives the expected tok/s.", show_default=False)]
+    = None,
     as_json: JsonOpt = False,
     catalog: CatalogOpt = None,
 ):
@@ -188,6 +191,13 @@ def plan(
                          max_num_batched_tokens=max_num_batched_tokens, block_size=block_size,
                          kv_dtype=kv_dtype.lower(), non_torch_bytes=int(non_torch_gib * GiB))
         ledger = engine_ledger(p.card_model or m, g, (p.weights_card or p.weights).bytes_total, e)
+    expected = None
+    if engine is not None or calibrate is not None:
+        from llmsize.estimate.efficiency import calibrated_efficiency, table_efficiency
+
+        eff = calibrated_efficiency(calibrate) if calibrate is not None else table_efficiency(
+            engine.lower(), g.segment, p.params_total)
+        expected = (eff, p.decode_ceiling_tok_s * eff.value if eff else None)
     if emit is not None:
         from llmsize.render.emit import serve_command
 
@@ -201,6 +211,13 @@ def plan(
             from llmsize.render.engine_report import ledger_to_dict
 
             d["engine"] = ledger_to_dict(ledger)
+        if expected is not None:
+            eff, rate = expected
+            d.setdefault("engine", {}) if ledger is not None else None
+            target = d["engine"] if ledger is not None else d["decode"]
+            target.update({"expected_tok_s": rate, "efficiency": eff.value if eff else None,
+                           "efficiency_source": eff.source if eff else "no documented efficiency for this engine "
+                                                                      "and card class: use --calibrate"})
         _print_json(d)
     else:
         from llmsize.render.plan_report import render_plan
@@ -210,6 +227,15 @@ def plan(
             from llmsize.render.engine_report import render_ledger
 
             render_ledger(ledger, _console())
+        if expected is not None:
+            eff, rate = expected
+            c = _console()
+            if eff:
+                c.print(f"Expected decode: {rate:,.1f} tok/s at batch 1 = ceiling {p.decode_ceiling_tok_s:,.1f} x "
+                        f"efficiency {eff.value:.2f} ({eff.source}).")
+            else:
+                c.print("Expected decode: no documented efficiency for this engine and card class; pass "
+                        "--calibrate FILE from `llmsize measure --save`.")
 
 
 def _stages(pp: int | None, nodes: int | None) -> int:

@@ -15,6 +15,14 @@ import shlex
 from llmsize.estimate.plan import Plan
 
 ONLINE = {"fp8"}  # formats the engines quantize to while loading a 16-bit checkpoint
+FLAGS = {
+    "vllm": {"prog": ("vllm", "serve"), "tp": "--tensor-parallel-size", "pp": "--pipeline-parallel-size",
+             "len": "--max-model-len", "util": "--gpu-memory-utilization", "seqs": "--max-num-seqs",
+             "kv": "--kv-cache-dtype", "quant": "--quantization"},
+    "sglang": {"prog": ("python", "-m", "sglang.launch_server"), "tp": "--tp-size", "pp": "--pp-size",
+               "len": "--context-length", "util": "--mem-fraction-static", "seqs": "--max-running-requests",
+               "kv": "--kv-cache-dtype", "quant": "--quantization"},
+}
 
 
 def serve_command(p: Plan, engine: str, local_path: str | None = None) -> str:
@@ -39,21 +47,11 @@ def serve_command(p: Plan, engine: str, local_path: str | None = None) -> str:
         notes.append(f"# --kv-dtype {kv} has no {engine} equivalent here: the engine keeps its default cache dtype")
     ctx = min(p.inputs.context_tokens, p.model.max_position_embeddings)
     tp, pp = p.inputs.tp, p.inputs.pp
-    if engine == "vllm":
-        args = ["vllm", "serve", model, "--tensor-parallel-size", tp, "--pipeline-parallel-size", pp,
-                "--max-model-len", ctx, "--gpu-memory-utilization", p.inputs.gpu_util,
-                "--max-num-seqs", max(p.inputs.batch, 1)]
-        if kv_arg:
-            args += ["--kv-cache-dtype", kv_arg]
-        if quant:
-            args += ["--quantization", quant]
-    else:
-        args = ["python", "-m", "sglang.launch_server", "--model-path", model, "--tp-size", tp, "--pp-size", pp,
-                "--context-length", ctx, "--mem-fraction-static", p.inputs.gpu_util,
-                "--max-running-requests", max(p.inputs.batch, 1)]
-        if kv_arg:
-            args += ["--kv-cache-dtype", kv_arg]
-        if quant:
-            args += ["--quantization", quant]
+    flags = FLAGS[engine]
+    args = list(flags["prog"]) + ([model] if engine == "vllm" else ["--model-path", model])
+    for key, value in (("tp", tp), ("pp", pp), ("len", ctx), ("util", p.inputs.gpu_util),
+                       ("seqs", max(p.inputs.batch, 1)), ("kv", kv_arg), ("quant", quant)):
+        if value is not None:
+            args += [flags[key], value]
     line = " ".join(shlex.quote(str(a)) for a in args)
     return "\n".join(notes + [line])

@@ -193,11 +193,11 @@ def plan(
         ledger = engine_ledger(p.card_model or m, g, (p.weights_card or p.weights).bytes_total, e)
     expected = None
     if engine is not None or calibrate is not None:
-        from llmsize.estimate.efficiency import calibrated_efficiency, table_efficiency
+        from llmsize.estimate.efficiency import calibrated_efficiency, expected_tok_s, table_efficiency
 
         eff = calibrated_efficiency(calibrate) if calibrate is not None else table_efficiency(
             engine.lower(), g.segment, p.params_total)
-        expected = (eff, p.decode_ceiling_tok_s * eff.value if eff else None)
+        expected = (eff, expected_tok_s(p.decode_ceiling_tok_s, eff))
     if emit is not None:
         from llmsize.render.emit import serve_command
 
@@ -213,7 +213,6 @@ def plan(
             d["engine"] = ledger_to_dict(ledger)
         if expected is not None:
             eff, rate = expected
-            d.setdefault("engine", {}) if ledger is not None else None
             target = d["engine"] if ledger is not None else d["decode"]
             target.update({"expected_tok_s": rate, "efficiency": eff.value if eff else None,
                            "efficiency_source": eff.source if eff else "no documented efficiency for this engine "

@@ -32,6 +32,15 @@ class Roof:
     def ridge_flop_per_byte(self) -> float | None:
         return self.peak_flop_per_s / self.bandwidth_bytes_per_s if self.peak_flop_per_s else None
 
+    def attainable_flop_per_s(self, intensity: float) -> float:
+        """The roof: min(peak, bandwidth x intensity) (Williams, Waterman, Patterson 2009)."""
+        return min(self.peak_flop_per_s or float("inf"), self.bandwidth_bytes_per_s * intensity)
+
+    def curve(self, intensities: list[float]) -> list[tuple[float, float]]:
+        """(intensity, attainable FLOP/s) at the given intensities and at the ridge, sorted."""
+        xs = sorted(set(intensities) | ({self.ridge_flop_per_byte} if self.ridge_flop_per_byte else set()))
+        return [(x, self.attainable_flop_per_s(x)) for x in xs]
+
 
 def batches_up_to(n: int) -> list[int]:
     out, b = [], 1

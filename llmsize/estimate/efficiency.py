@@ -72,3 +72,7 @@ def calibrated_efficiency(path: Path) -> Efficiency:
         raise InvalidValueError(f"--calibrate `{path}`: no usable efficiency in it (GPU figures missing: was it "
                                 "a --device cpu run?).", "Calibrate with a GPU measurement.")
     return Efficiency(float(value), f"measured by `llmsize measure` on {card} ({path})")
+
+
+def expected_tok_s(ceiling_tok_s: float, eff: Efficiency | None) -> float | None:
+    return ceiling_tok_s * eff.value if eff else None

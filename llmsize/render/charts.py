@@ -17,8 +17,7 @@ Y_KV = "KV cache per sequence (GB = 10^9 B)"
 
 
 def _roof_curve(r) -> list[tuple[float, float]]:
-    xs = sorted(set(ROOF_X) | ({r.ridge_flop_per_byte} if r.ridge_flop_per_byte else set()))
-    return [(x, min(r.peak_flop_per_s or float("inf"), r.bandwidth_bytes_per_s * x) / 1e12) for x in xs]
+    return [(x, y / 1e12) for x, y in r.curve(ROOF_X)]  # TFLOP/s
 
 
 def roofline_text(model_name: str, roofs, width: int = 100) -> str:

@@ -130,3 +130,12 @@ def test_console_script_runs():
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["gpu"]["id"] == "rtx5060ti"
+
+
+def test_context_beyond_the_model_limit_is_flagged(run_cli):
+    import json
+    code, out, err = run_cli("plan", "llama-2-7b", "--gpu", "h100", "--context", "8192", "--json")
+    assert code == 0
+    assert any("beyond the model's max_position_embeddings 4,096" in n for n in json.loads(out)["notes"])
+    code, out, err = run_cli("plan", "llama-2-7b", "--gpu", "h100", "--context", "8192")
+    assert "note: --context 8,192 is beyond" in out

@@ -186,6 +186,9 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
         notes.append(f"--quant {fmt.id} (scope {scope}) differs from the checkpoint's {model.release.quant} "
                      f"(scope {model.release.scope}): weights are estimated, not read from the headers")
         exact = None
+    if inputs.context_tokens > model.max_position_embeddings:
+        notes.append(f"--context {inputs.context_tokens:,} is beyond the model's max_position_embeddings "
+                     f"{model.max_position_embeddings:,}: engines refuse it; the figures extrapolate")
     tp, pp = inputs.tp, inputs.pp
     parallel = tp * pp > 1
     card_model = shard_model(model, tp, pp)  # what one card stores (the largest stage)

@@ -44,19 +44,24 @@ def main():
     args = ap.parse_args()
     theo = read_card(0).theoretical_bandwidth_gb_s
     print(f"theoretical bandwidth (NVML): {theo:.1f} GB/s")
-    print(f"{'shape':12s} {'N x K':>13s} {'path':6s} {'MB':>8s} {'us':>8s} {'GB/s':>8s} {'% theo':>7s}")
+    print(f"{'shape':12s} {'N x K':>13s} {'path':7s} {'MB':>8s} {'us':>8s} {'GB/s':>8s} {'% theo':>7s}")
     for name, (n, k) in SHAPES.items():
         w16 = (torch.randn(n, k, device="cuda") / k ** 0.5).to(torch.bfloat16)
         w4 = nvfp4.quantize(w16)
         x = torch.randn(1, k, device="cuda", dtype=torch.bfloat16)
         out = torch.empty(1, n, device="cuda", dtype=torch.bfloat16)
+        x16 = torch.randn(16, k, device="cuda", dtype=torch.bfloat16)
+        out16 = torch.empty(16, n, device="cuda", dtype=torch.bfloat16)
         for path, fn, nbytes in (
             ("bf16", lambda: F.linear(x, w16), w16.numel() * 2),
             ("nvfp4", lambda: gemv.nvfp4_gemv(x, w4, out=out), w4.packed_bytes + w4.scale_bytes),
+            ("dot b1", lambda: gemv.nvfp4_gemv_dot(x, w4, out=out), w4.packed_bytes + w4.scale_bytes),
+            ("dot16", lambda: gemv.nvfp4_gemv_dot(x16, w4, out=out16), w4.packed_bytes + w4.scale_bytes),
+            ("bf16x16", lambda: F.linear(x16, w16), w16.numel() * 2),
         ):
             t = bench(fn, args.iters)
             gbs = nbytes / t / 1e9
-            print(f"{name:12s} {n:>6d}x{k:<6d} {path:6s} {nbytes / 1e6:8.2f} {t * 1e6:8.1f} {gbs:8.1f} "
+            print(f"{name:12s} {n:>6d}x{k:<6d} {path:7s} {nbytes / 1e6:8.2f} {t * 1e6:8.1f} {gbs:8.1f} "
                   f"{100 * gbs / theo:6.1f}%")
 
 

@@ -36,6 +36,7 @@ class MeasureOptions:
     warmup: int = 8
     seed: int = 0
     probe: bool = True
+    gemv: str = "auto"  # auto | triton | dot: which NVFP4 kernel decodes (auto = triton)
 
 
 def validate(o: MeasureOptions) -> None:
@@ -50,6 +51,8 @@ def validate(o: MeasureOptions) -> None:
     if o.batch > 16:
         raise InvalidValueError(f"--batch `{o.batch}` is above 16, where the GEMV path ends.",
                                 "Measure batch 1 to 16.")
+    if o.gemv not in ("auto", "triton", "dot"):
+        raise InvalidValueError(f"--gemv `{o.gemv}` is not a kernel.", "Use auto, triton or dot.")
     if o.checkpoint and not Path(o.checkpoint).is_dir():
         raise InvalidValueError(f"--checkpoint `{o.checkpoint}` is not a folder.",
                                 "Point it at a folder holding config.json and *.safetensors.")
@@ -205,7 +208,7 @@ def measure(o: MeasureOptions, progress=None) -> dict:
             buf = min(2 * GiB, max(256 * 2 ** 20, (free - sum(need.values())) // 4)) // 4 * 4
             probe_gb_s, probe_method = _probe(device, buf)
 
-    gemv = "triton" if cuda and o.quant == "nvfp4" else "torch"
+    gemv = ("triton" if o.gemv == "auto" else o.gemv) if cuda and o.quant == "nvfp4" else "torch"
     t_build = time.perf_counter()
 
     def on_layer(i):

@@ -51,3 +51,13 @@ def test_tiny_decode_in_a_cuda_graph_matches_reference():
     w_cpu = gemma4.Gemma4Weights(cfg, w.embed.cpu(), w.final_norm.cpu(), layers)
     want = reference.forward(w_cpu, seq)[len(prompt):]
     torch.testing.assert_close(torch.stack(got).cpu(), want, rtol=1e-3, atol=5e-3)
+
+
+@pytest.mark.parametrize("batch", [1, 4, 16])
+def test_dot_kernel_on_gemma_shapes(batch):
+    from llmsize.measure import gemv, nvfp4
+    torch.manual_seed(batch)
+    w = nvfp4.quantize(torch.randn(30720, 3840, device="cuda") / 3840 ** 0.5)
+    x = torch.randn(batch, 3840, device="cuda", dtype=torch.bfloat16)
+    want = gemv.nvfp4_linear_reference(x.float(), w)
+    torch.testing.assert_close(gemv.nvfp4_gemv_dot(x, w).float(), want, rtol=2e-2, atol=2e-2)

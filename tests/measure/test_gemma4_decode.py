@@ -71,7 +71,7 @@ def test_batch_rows_are_independent():
 @pytest.mark.skipif(not triton_available(), reason="triton not installed")
 def test_decode_through_the_triton_kernel_matches_reference():
     w = _weights(seed=1)
-    prompt = [5, 6, 7]
+    prompt = [5]  # one-row prefill: every linear goes through the batch-1 CUDA-core kernel (float32 math)
     steps = 2 * WINDOW + 2
     tokens, got = _decode(w, prompt, steps, gemv="triton")
     want = reference.forward(w, tokens[:-1])[len(prompt) - 1:]
@@ -117,3 +117,16 @@ def test_prefill_attention_in_query_chunks_matches_reference(monkeypatch):
     tokens, got = _decode(w, prompt, 3)
     want = reference.forward(w, tokens[:-1])[len(prompt) - 1:]
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.skipif(not triton_available(), reason="triton not installed")
+def test_batched_decode_through_the_tensor_core_kernel_matches_reference():
+    """Batch 2 goes through the dot kernel (one pass over the weights for both rows)."""
+    w = _weights(seed=4)
+    a, b = [1, 2, 3], [9, 8, 7]
+    dec = gemma4.Gemma4Decoder(w, batch=2, max_positions=12, gemv="triton")
+    dec.prefill(torch.tensor([a, b]))
+    steps = [dec.decode_step() for _ in range(4)]
+    _, solo_a = _decode(w, a, 4)
+    # fp16 operands in the kernel: a looser tolerance than the float32 paths
+    torch.testing.assert_close(torch.stack([s[0] for s in steps]), solo_a[1:], rtol=1e-2, atol=2e-2)

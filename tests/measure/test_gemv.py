@@ -44,3 +44,14 @@ def test_bf16_input_and_output():
     got = gemv.nvfp4_gemv(x, w, block_n=16, block_k=64)
     assert got.dtype == torch.bfloat16
     torch.testing.assert_close(got.float(), gemv.nvfp4_linear_reference(x.float(), w), rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("n, k, batch", [(40, 48, 1), (130, 272, 4), (64, 128, 16)])
+def test_dot_kernel_matches_reference_for_batches(n, k, batch):
+    """The tensor-core variant: one pass over the weights for up to 16 sequences; code x scale is exact in
+    fp16 (<= 6 significant bits), activations are rounded to fp16."""
+    torch.manual_seed(n + k + batch)
+    w = nvfp4.quantize(torch.randn(n, k) * 0.05)
+    x = torch.randn(batch, k).to(torch.float16).float()  # fp16-representable: the kernel's operand dtype
+    got = gemv.nvfp4_gemv_dot(x, w, block_n=32, block_k=32)
+    torch.testing.assert_close(got, gemv.nvfp4_linear_reference(x, w), rtol=1e-5, atol=1e-5)

@@ -20,8 +20,10 @@ nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
 $PY -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee "$OUT/versions.txt"
 timeout 180 $PY -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tail -15 | tee "$OUT/gpu-tests.log"
 timeout 120 $PY benchmarks/gemv_bench.py 2>&1 | tee "$OUT/gemv-bench.txt"
-for q in bf16 nvfp4; do
-  timeout 240 $PY -m llmsize measure --quant "$q" --json --save "$OUT/measure-$q.json" > /dev/null \
+for q in bf16 nvfp4 nvfp4dot; do
+  args="--quant $q"
+  [ "$q" = nvfp4dot ] && args="--quant nvfp4 --gemv dot"  # the tensor-core kernel at batch 1, for comparison
+  timeout 240 $PY -m llmsize measure $args --json --save "$OUT/measure-$q.json" > /dev/null \
     2> "$OUT/measure-$q.err"
   echo "measure $q: exit $?"; tail -3 "$OUT/measure-$q.err"
   [ -f "$OUT/measure-$q.json" ] && $PY -c "

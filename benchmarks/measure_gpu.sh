@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # On a CUDA machine: GPU tests, GEMV microbenchmark, then `llmsize measure` for bf16 and nvfp4.
-# Writes logs, JSON and a Markdown block for benchmarks/RESULTS.md under $OUT (default benchmarks/out).
+# Works in $WORK (default /tmp/llmsize-gpu); leaves three files in $OUT (default benchmarks/out): the Markdown
+# block for benchmarks/RESULTS.md, the whole console log, and a tarball of every log and JSON (the device
+# tool brings back at most 8 files).
 #
 #   bash benchmarks/measure_gpu.sh
 #
@@ -8,8 +10,10 @@
 # (see the device notes); if .whl/ exists they are installed to /tmp/site first.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-benchmarks/out}
-mkdir -p "$OUT"
+FINAL=${OUT:-benchmarks/out}
+OUT=${WORK:-/tmp/llmsize-gpu}
+mkdir -p "$OUT" "$FINAL"
+exec > >(tee "$FINAL/console.log") 2>&1
 PY=${PYTHON:-python3}
 if [ -d .whl ]; then
   $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
@@ -36,3 +40,5 @@ ls "$OUT"/measure-*.json >/dev/null 2>&1 && $PY benchmarks/measure_summary.py "$
   | tee "$OUT/RESULTS-append.md"
 # the batch sweep (issue 5's continuous-batching regime), if time is left
 timeout 300 $PY benchmarks/decode.py --save-dir "$OUT" --batches 1,4,16 2>&1 | tee -a "$OUT/RESULTS-append.md"
+cp "$OUT/RESULTS-append.md" "$FINAL/" 2>/dev/null
+tar czf "$FINAL/all-logs.tgz" -C "$OUT" . && echo "logs: $FINAL/all-logs.tgz"

@@ -71,4 +71,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from llmsize.errors import LlmsizeError
+
+    try:
+        main()
+    except LlmsizeError as e:
+        sys.exit(f"Error: {e.one_line()}")

@@ -6,8 +6,8 @@
 #
 #   bash benchmarks/measure_gpu.sh
 #
-# A machine without registry access (the workplace's device) needs pydantic carried as wheels in .whl/
-# (see the device notes); if .whl/ exists they are installed to /tmp/site first.
+# A machine without registry access (the workplace's device) needs pydantic carried as wheels in .whl/:
+# run benchmarks/fetch_device_wheels.sh here first and carry .whl; if .whl/ exists it is installed to /tmp/site.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 FINAL=${OUT:-benchmarks/out}

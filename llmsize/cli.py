@@ -145,6 +145,8 @@ def plan(
     max_num_batched_tokens: Annotated[Optional[int], typer.Option(
         "--max-num-batched-tokens", help="vLLM profiling batch; default max(max-model-len, 2048).",
         show_default=False)] = None,
+    engine_version: Annotated[str, typer.Option("--engine-version", help="vLLM engine: v1 (current) or v0 "
+                                                "(0.6.x logs).")] = "v1",
     block_size: Annotated[int, typer.Option("--block-size", help="Engine KV block, tokens.")] = 16,
     non_torch_gib: Annotated[float, typer.Option("--non-torch-gib", help="vLLM non-torch memory (CUDA context, "
                                                  "NCCL), GiB.")] = 0.3,
@@ -189,7 +191,8 @@ def plan(
 
         e = EngineInputs(engine=engine.lower(), gpu_util=gpu_util, max_model_len=max_model_len,
                          max_num_batched_tokens=max_num_batched_tokens, block_size=block_size,
-                         kv_dtype=kv_dtype.lower(), non_torch_bytes=int(non_torch_gib * GiB))
+                         kv_dtype=kv_dtype.lower(), non_torch_bytes=int(non_torch_gib * GiB),
+                         version=engine_version.lower())
         ledger = engine_ledger(p.card_model or m, g, (p.weights_card or p.weights).bytes_total, e)
     expected = None
     if engine is not None or calibrate is not None:

@@ -48,6 +48,7 @@ class EngineInputs:
     kv_dtype: str = "bf16"
     non_torch_bytes: int = DEFAULT_NON_TORCH_BYTES
     runtime_bytes: int | None = None  # TensorRT-LLM: engine runtime buffers; default: the vLLM activation peak
+    version: str = "v1"  # vLLM: v1 (the engine since 0.8; the only one since 0.11) or v0
 
 
 @dataclass(frozen=True)
@@ -67,9 +68,13 @@ class EngineLedger:
     max_model_len: int
     max_num_batched_tokens: int | None
     assumptions: list[str] = field(default_factory=list)
+    concurrency: float | None = None  # blocks / blocks one max_model_len request needs (vLLM V1)
+    kv_groups: int = 1
 
     @property
     def max_concurrency(self) -> float:
+        if self.concurrency is not None:
+            return self.concurrency
         return self.kv_cache_tokens / self.max_model_len
 
 
@@ -99,6 +104,63 @@ def activation_peak_bytes(model: ModelSpec, tokens: int, seqs: int) -> float:
     return tokens * (3 * widest + 2 * model.hidden_size) * ACT_BYTES + seqs * model.vocab_size * (ACT_BYTES + 4)
 
 
+@dataclass(frozen=True)
+class V1Layout:
+    """vLLM V1's KV-cache layout (docs/design/hybrid_kv_cache_manager.md; v1/core/kv_cache_utils.py):
+    layers of one attention type share KV-cache groups of `group_size` layers; every group's page (one
+    block of one layer) has the same size, the block size of the types with a smaller per-token size being
+    multiplied to match; memory is `group_size` buffers of num_blocks pages."""
+
+    groups: list[tuple[str, int | None, int]]  # (kind, window, block_size) per group
+    group_size: int
+    page_bytes: int  # one block of one layer
+    padded_layers: int  # layers added to fill the last group of a type
+
+    def blocks_per_request(self, max_model_len: int, batched_tokens: int) -> int:
+        """SlidingWindowSpec.max_memory_usage_bytes: cdiv(min(window - 1 + batched, len), block) + 1 blocks;
+        full attention: cdiv(len, block)."""
+        total = 0
+        for kind, window, bs in self.groups:
+            if kind == "sliding":
+                total += -(-min(window - 1 + batched_tokens, max_model_len) // bs) + 1
+            else:
+                total += -(-max_model_len // bs)
+        return total
+
+
+def v1_layout(model: ModelSpec, kv_dtype: str, block_size: int) -> V1Layout | None:
+    """None for models the sketch does not cover (SSM / linear-attention hybrids)."""
+    from llmsize.estimate.kv import _per_token_per_layer
+    from llmsize.estimate.quant import kv_dtype_bytes
+
+    b = float(kv_dtype_bytes(kv_dtype))
+    types: dict[tuple[str, int | None], list[float]] = {}
+    for g in model.layer_groups:
+        m = g.mixer
+        if m is None:
+            continue
+        if m.kind in ("ssm", "linear"):
+            return None
+        key = ("sliding", m.sliding_window) if m.kind == "sliding" else ("full", None)
+        types.setdefault(key, []).extend([_per_token_per_layer(m, b)] * g.count)
+    if not types:
+        return None
+    # every layer of a type caches the same bytes per token in the models we describe; take the widest
+    per_token = {k: max(v) for k, v in types.items()}
+    target = max(block_size * t for t in per_token.values())
+    if len(types) == 1:
+        (key, sizes), = types.items()
+        return V1Layout([(key[0], key[1], block_size)], len(sizes), int(block_size * per_token[key]), 0)
+    group_size = min(len(v) for v in types.values())
+    groups, padded = [], 0
+    for key, sizes in types.items():
+        bs = block_size * round(target / (block_size * per_token[key]))
+        n = -(-len(sizes) // group_size)
+        padded += n * group_size - len(sizes)
+        groups += [(key[0], key[1], bs)] * n
+    return V1Layout(groups, group_size, int(target), padded)
+
+
 def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: EngineInputs) -> EngineLedger:
     if e.engine not in ENGINES:
         raise InvalidValueError(f"--engine `{e.engine}` is not modelled.", f"Use one of: {', '.join(ENGINES)}.")
@@ -115,18 +177,32 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
     notes = [f"Total: {total / GiB:.2f} GiB, {src}.",
              f"Weights as loaded: {weights_bytes / GiB:.2f} GiB (the estimate; engines log it as 'GB' but mean GiB)."]
     batched = None
+    v1 = e.engine == "vllm" and e.version == "v1"
+    seqs = e.max_num_seqs
     if e.engine == "vllm":
-        batched = e.max_num_batched_tokens or max(max_len, 2048)
-        act = activation_peak_bytes(model, batched, e.max_num_seqs)
+        if e.version not in ("v0", "v1"):
+            raise InvalidValueError(f"--engine-version `{e.version}` is not modelled.", "Use v1 or v0.")
+        big = total >= 70 * GiB
+        if v1:  # vLLM's serve defaults for V1 (EngineArgs): larger on >= 70 GiB cards
+            batched = e.max_num_batched_tokens or (8192 if big else 2048)
+            seqs = e.max_num_seqs if e.max_num_seqs != DEFAULT_MAX_NUM_SEQS else (1024 if big else 256)
+        else:
+            batched = e.max_num_batched_tokens or max(max_len, 2048)
+        act = activation_peak_bytes(model, batched, seqs)
         budget = total * e.gpu_util
         kv_cache = budget - weights_bytes - e.non_torch_bytes - act
-        version = "V0 worker ledger (vLLM 0.6.x 'Memory profiling results')"
+        default = ("V1 serve default: 8192 on >= 70 GiB cards, else 2048" if v1 else
+                   "V0 default max(max_model_len, 2048)")
+        version = ("V1 (hybrid KV-cache manager; 'GPU KV cache size' as max concurrency x max_model_len)" if v1
+                   else "V0 worker ledger (vLLM 0.6.x 'Memory profiling results')")
         notes += [f"Profiling forward over max_num_batched_tokens {batched:,}"
-                  f"{'' if e.max_num_batched_tokens else ' (V0 default max(max_model_len, 2048))'} and "
-                  f"max_num_seqs {e.max_num_seqs}: activation peak {act / GiB:.2f} GiB (modelled).",
+                  f"{'' if e.max_num_batched_tokens else f' ({default})'} and max_num_seqs {seqs}: activation "
+                  f"peak {act / GiB:.2f} GiB (modelled).",
                   f"non_torch memory {e.non_torch_bytes / GiB:.2f} GiB (assumed; logs show 0.03-0.35 GiB).",
-                  "Every attention layer is charged per token, sliding-window ones included (V0 allocator); "
-                  "CUDA graphs are captured after the KV allocation, outside the ledger."]
+                  "CUDA graphs are not charged (V0 captures them after the KV allocation; V1's reserve for "
+                  "them is not modelled yet)."]
+        if not v1:
+            notes.append("Every attention layer is charged per token, sliding-window ones included (V0).")
         non_torch = e.non_torch_bytes
     elif e.engine == "sglang":
         act, non_torch = 0.0, 0.0
@@ -145,6 +221,25 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
         how = "given" if e.runtime_bytes is not None else "modelled as vLLM's activation peak"
         notes.append(f"Runtime buffers {runtime / GiB:.2f} GiB ({how}); TensorRT-LLM's exact formula is not "
                      "verified here.")
+    layout = v1_layout(model, e.kv_dtype, e.block_size) if v1 else None
+    if v1 and layout is None:
+        notes.append("SSM/linear-attention hybrid: V1's padded mamba pages are not modelled; every attention "
+                     "layer charged per token instead.")
+    if layout is not None and len(layout.groups) > 1:
+        unit = layout.group_size * layout.page_bytes  # one block across the group_size buffers
+        blocks = max(0, int(kv_cache // unit))
+        need = layout.blocks_per_request(max_len, batched)
+        conc = blocks / need
+        tokens = int(conc * max_len)
+        kinds = ", ".join(f"{sum(1 for g in layout.groups if g[0] == k)} {k} (block {bs})"
+                          for k, bs in dict((g[0], g[2]) for g in layout.groups).items())
+        notes.append(f"Hybrid KV-cache manager: {len(layout.groups)} groups of {layout.group_size} layers "
+                     f"({kinds}), {layout.padded_layers} padding layer(s), pages of {layout.page_bytes:,} B; "
+                     f"a {max_len:,}-token request takes {need:,} blocks. Older V1 releases logged "
+                     f"{blocks // len(layout.groups) * min(g[2] for g in layout.groups):,} tokens "
+                     "(num_blocks // groups x block_size) for the same pool.")
+        return EngineLedger(e.engine, version, total, src, budget, weights_bytes, non_torch, act, kv_cache,
+                            unit, blocks, tokens, max_len, batched, notes, conc, len(layout.groups))
     blocks = max(0, int(kv_cache // block)) if block > 0 else 0
     return EngineLedger(e.engine, version, total, src, budget, weights_bytes, non_torch, act, kv_cache, block,
                         blocks, blocks * e.block_size, max_len, batched, notes)

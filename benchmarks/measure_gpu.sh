@@ -24,9 +24,10 @@ nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
 $PY -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee "$OUT/versions.txt"
 timeout 180 $PY -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tail -15 | tee "$OUT/gpu-tests.log"
 timeout 120 $PY benchmarks/gemv_bench.py 2>&1 | tee "$OUT/gemv-bench.txt"
-for q in bf16 nvfp4 nvfp4dot; do
+for q in bf16 nvfp4 nvfp4dot nvfp4compiled; do
   args="--quant $q"
   [ "$q" = nvfp4dot ] && args="--quant nvfp4 --gemv dot"  # the tensor-core kernel at batch 1, for comparison
+  [ "$q" = nvfp4compiled ] && args="--quant nvfp4 --compile"  # inductor fuses the small ops between GEMVs
   timeout 240 $PY -m llmsize measure $args --json --save "$OUT/measure-$q.json" > /dev/null \
     2> "$OUT/measure-$q.err"
   echo "measure $q: exit $?"; tail -3 "$OUT/measure-$q.err"

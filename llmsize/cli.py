@@ -654,6 +654,8 @@ def measure(
     probe: Annotated[bool, typer.Option("--probe/--no-probe", help="Time a read-bandwidth probe first.")] = True,
     gemv: Annotated[str, typer.Option(help="NVFP4 kernel: auto (CUDA-core at batch 1, tensor-core for batches), "
                                       "triton (the same), or dot (tensor-core always).")] = "auto",
+    compile_: Annotated[bool, typer.Option("--compile/--no-compile", help="torch.compile the decode step before "
+                                           "capturing it (fewer, fused kernels between the GEMVs).")] = False,
     as_json: JsonOpt = False,
     save: Annotated[Optional[Path], typer.Option(help="Also write the full result as JSON to this file.",
                                                  show_default=False)] = None,
@@ -673,7 +675,7 @@ def measure(
 
     opts = MeasureOptions(quant=quant.lower(), context=context, tokens=tokens, batch=batch, device=device.lower(),
                           checkpoint=str(checkpoint) if checkpoint else None, gpu_index=gpu_index,
-                          warmup=warmup, seed=seed, probe=probe, gemv=gemv.lower())
+                          warmup=warmup, seed=seed, probe=probe, gemv=gemv.lower(), compile=compile_)
     validate(opts)
     if save is not None and not save.parent.is_dir():
         raise InvalidValueError(f"--save `{save}`: folder {save.parent} does not exist.", "Create it first.")

@@ -37,6 +37,7 @@ class MeasureOptions:
     seed: int = 0
     probe: bool = True
     gemv: str = "auto"  # auto | triton | dot: which NVFP4 kernel decodes (auto = triton)
+    compile: bool = False  # torch.compile the decode step (fuses norms, RoPE, residuals) before graph capture
 
 
 def validate(o: MeasureOptions) -> None:
@@ -231,10 +232,13 @@ def measure(o: MeasureOptions, progress=None) -> dict:
     ttft_s = _timed(torch, cuda, lambda: dec.prefill(prompt))
     tick("prefill", 1, 1)
 
+    decode_step = dec.decode_step
+    if o.compile:  # inductor fuses the elementwise work between the GEMVs; our Triton kernels are called as-is
+        decode_step = torch.compile(dec.decode_step, dynamic=False)
     for i in range(o.warmup):  # compiles and autotunes the kernels before capture
         tick("warm-up", i, o.warmup)
-        dec.decode_step()
-    step = dec.decode_step
+        decode_step()
+    step = decode_step
     graph = None
     if cuda:
         torch.cuda.synchronize(device)
@@ -242,10 +246,10 @@ def measure(o: MeasureOptions, progress=None) -> dict:
         side = torch.cuda.Stream(device)
         side.wait_stream(torch.cuda.current_stream(device))
         with torch.cuda.stream(side):
-            dec.decode_step()  # one more real step on the capture stream, as the CUDA-graph docs advise
+            decode_step()  # one more real step on the capture stream, as the CUDA-graph docs advise
         torch.cuda.current_stream(device).wait_stream(side)
         with torch.cuda.graph(graph):
-            dec.decode_step()
+            decode_step()
         step = graph.replay
     start_pos = int(dec.pos.item())
 
@@ -336,7 +340,7 @@ def measure(o: MeasureOptions, progress=None) -> dict:
         "run": {"device": o.device, "quant": o.quant, "gemv": gemv, "context_tokens": o.context,
                 "batch": o.batch, "tokens_requested": o.tokens, "tokens_measured": n, "warmup_tokens": o.warmup,
                 "first_timed_position": start_pos, "mean_attended_positions": mean_pos,
-                "cuda_graph": graph is not None, "interrupted": interrupted, "seed": o.seed,
+                "cuda_graph": graph is not None, "compiled": o.compile, "interrupted": interrupted, "seed": o.seed,
                 "build_s": build_s, "memory_estimate_bytes": need,
                 "peak_memory_bytes": torch.cuda.max_memory_allocated(device) if cuda else None},
         "bytes_per_token": step_bytes / o.batch,

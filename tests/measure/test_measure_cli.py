@@ -159,3 +159,12 @@ def test_checkpoint_that_is_not_gemma4_is_one_line_naming_the_file(run_cli, tmp_
     code, out, err = run_cli("measure", "--device", "cpu", "--checkpoint", str(folder))
     assert code == 1 and len(err.strip().splitlines()) == 1
     assert f"{folder / 'config.json'}: model_type 'llama' is not Gemma 4" in err
+
+
+def test_compiled_decode_step_runs_on_the_cpu(run_cli):
+    """--compile: torch.compile of the decode step (inductor, C++ on the CPU) gives the same kind of run."""
+    code, out, err = run_cli("measure", "--device", "cpu", "--context", "8", "--tokens", "3", "--warmup", "1",
+                             "--compile", "--json")
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["run"]["compiled"] is True and r["run"]["tokens_measured"] == 3

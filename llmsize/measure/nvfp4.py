@@ -82,12 +82,18 @@ class Nvfp4Weight:
     def scale_bytes(self) -> int:
         return self.scales.numel() * self.scales.element_size() + self.row_scale.numel() * 4
 
-    def dequantize(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    def dequantize(self, dtype: torch.dtype = torch.float32, rows_per_chunk: int = 2048) -> torch.Tensor:
+        """The dense matrix, built a slice of rows at a time so the transient stays small (prefill
+        dequantizes Gemma's 30720 x 3840 gate|up: whole, its int64 lookup indices alone would be ~1 GB)."""
         n, k = self.shape
-        codes = e2m1_values(unpack(self.packed)).view(n, k // BLOCK, BLOCK)
-        block = self.scales.float().view(n, k // BLOCK, 1)
-        w = codes * block * self.row_scale.float().view(n, 1, 1)
-        return w.view(n, k).to(dtype)
+        out = torch.empty((n, k), dtype=dtype, device=self.packed.device)
+        for r in range(0, n, rows_per_chunk):
+            rr = slice(r, min(n, r + rows_per_chunk))
+            m = out[rr].shape[0]
+            codes = e2m1_values(unpack(self.packed[rr])).view(m, k // BLOCK, BLOCK)
+            w = codes * self.scales[rr].float().view(m, k // BLOCK, 1) * self.row_scale[rr].float().view(m, 1, 1)
+            out[rr] = w.view(m, k).to(dtype)
+        return out
 
     def to(self, device) -> Nvfp4Weight:
         return Nvfp4Weight(self.packed.to(device), self.scales.to(device), self.row_scale.to(device))

@@ -118,3 +118,9 @@ def test_fused_rows_keep_each_part_exact():
     torch.testing.assert_close(fused.dequantize(), torch.cat([qa.dequantize(), qb.dequantize()]), rtol=0, atol=0)
     sa, sb = nvfp4.split_rows(fused, [8, 4])
     assert torch.equal(sa.packed, qa.packed) and torch.equal(sb.row_scale, qb.row_scale)
+
+
+def test_dequantize_in_row_chunks_is_the_same():
+    torch.manual_seed(5)
+    q = nvfp4.quantize(torch.randn(37, 64))
+    torch.testing.assert_close(q.dequantize(rows_per_chunk=5), q.dequantize(rows_per_chunk=1000), rtol=0, atol=0)

@@ -36,8 +36,8 @@ def e2m1_codes(x: torch.Tensor) -> torch.Tensor:
     x = x.float()
     mag = x.abs().clamp(max=E2M1_MAX)
     bounds = torch.tensor(_BOUNDS, dtype=torch.float32, device=x.device)
-    down = torch.bucketize(mag, bounds, right=False)  # a tie stays in the lower bucket
-    up = torch.bucketize(mag, bounds, right=True)  # a tie moves to the upper bucket
+    down = torch.bucketize(mag, bounds, right=False, out_int32=True)  # a tie stays in the lower bucket
+    up = torch.bucketize(mag, bounds, right=True, out_int32=True)  # a tie moves to the upper bucket
     code = torch.where(down % 2 == 0, down, up)  # equal unless tied; on a tie, the even code
     sign = (x < 0) & (code != 0)  # -0 is stored as +0, as both reference quantizers do
     return (code | (sign.to(code.dtype) << 3)).to(torch.uint8)
@@ -105,7 +105,7 @@ def global_multiplier(w: torch.Tensor) -> torch.Tensor:
     return torch.where(amax > 0, amax / (E2M1_MAX * E4M3_MAX), torch.ones_like(amax))
 
 
-def quantize(w: torch.Tensor, multiplier: torch.Tensor | None = None) -> Nvfp4Weight:
+def quantize(w: torch.Tensor, multiplier: torch.Tensor | None = None, rows_per_chunk: int = 2048) -> Nvfp4Weight:
     """Quantize a [N, K] matrix (K a multiple of 16) to NVFP4 with the ModelOpt recipe.
 
     `multiplier` overrides the per-tensor scale (to share one across fused projections, as vLLM expects).
@@ -113,16 +113,20 @@ def quantize(w: torch.Tensor, multiplier: torch.Tensor | None = None) -> Nvfp4We
     if w.dim() != 2 or w.shape[1] % BLOCK:
         raise ValueError(f"NVFP4 needs a [N, K] matrix with K a multiple of {BLOCK}, got {tuple(w.shape)}")
     n, k = w.shape
-    wf = w.detach().float()
-    s2 = global_multiplier(wf) if multiplier is None else multiplier.float().reshape(())
-    blocks = wf.view(n, k // BLOCK, BLOCK)
-    block_amax = blocks.abs().amax(dim=-1)
-    scale = (block_amax / (E2M1_MAX * s2)).clamp(max=E4M3_MAX)
-    scale = torch.where(block_amax > 0, scale, torch.ones_like(scale))  # all-zero block: any scale, as ModelOpt
-    scale_fp8 = scale.to(torch.float8_e4m3fn)
-    eff = scale_fp8.float() * s2
-    codes = e2m1_codes(blocks / eff.unsqueeze(-1)).view(n, k)
-    return Nvfp4Weight(pack(codes), scale_fp8, s2.expand(n).contiguous())
+    s2 = global_multiplier(w) if multiplier is None else multiplier.float().reshape(())
+    packed = torch.empty((n, k // 2), dtype=torch.uint8, device=w.device)
+    scales = torch.empty((n, k // BLOCK), dtype=torch.float8_e4m3fn, device=w.device)
+    for r in range(0, n, rows_per_chunk):  # a slice of rows at a time: the fp32 temporaries stay small
+        rr = slice(r, min(n, r + rows_per_chunk))
+        blocks = w[rr].detach().float().view(-1, k // BLOCK, BLOCK)
+        block_amax = blocks.abs().amax(dim=-1)
+        scale = (block_amax / (E2M1_MAX * s2)).clamp(max=E4M3_MAX)
+        scale = torch.where(block_amax > 0, scale, torch.ones_like(scale))  # all-zero block: any, as ModelOpt
+        scale_fp8 = scale.to(torch.float8_e4m3fn)
+        eff = scale_fp8.float() * s2
+        packed[rr] = pack(e2m1_codes(blocks / eff.unsqueeze(-1)).view(-1, k))
+        scales[rr] = scale_fp8
+    return Nvfp4Weight(packed, scales, s2.expand(n).contiguous())
 
 
 def concat_rows(parts: list[Nvfp4Weight]) -> Nvfp4Weight:

@@ -124,3 +124,11 @@ def test_dequantize_in_row_chunks_is_the_same():
     torch.manual_seed(5)
     q = nvfp4.quantize(torch.randn(37, 64))
     torch.testing.assert_close(q.dequantize(rows_per_chunk=5), q.dequantize(rows_per_chunk=1000), rtol=0, atol=0)
+
+
+def test_quantize_in_row_chunks_is_the_same():
+    torch.manual_seed(6)
+    w = torch.randn(37, 64)
+    a, b = nvfp4.quantize(w, rows_per_chunk=4), nvfp4.quantize(w, rows_per_chunk=4096)
+    assert torch.equal(a.packed, b.packed) and torch.equal(a.scales.view(torch.uint8), b.scales.view(torch.uint8))
+    assert torch.equal(a.row_scale, b.row_scale)

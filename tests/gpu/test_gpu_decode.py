@@ -25,7 +25,7 @@ def test_tiny_decode_in_a_cuda_graph_matches_reference():
     from llmsize.measure import gemma4, nvfp4, reference
     cfg = gemma4.GEMMA4_TINY
     w = gemma4.build_random(cfg, device="cuda", dtype=torch.float32, seed=0)
-    prompt = [3, 1, 4, 1, 5]
+    prompt = [3]  # one-row prefill: every linear goes through the batch-1 kernel (float32 math)
     steps = 2 * cfg.sliding_window + 3
     dec = gemma4.Gemma4Decoder(w, batch=1, max_positions=len(prompt) + steps + 4, gemv="triton")
     seq = list(prompt)

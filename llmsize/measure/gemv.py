@@ -105,6 +105,11 @@ if triton is not None:
                  mask=row_ok[:, None] & (bs < B)[None, :])
 
     _gemv_dot = triton.jit(_dot_body)
+    _gemv_dot_tuned = triton.autotune(
+        configs=[triton.Config({"BLOCK_N": bn, "BLOCK_K": bk}, num_warps=w)
+                 for bn, bk, w in ((64, 128, 4), (32, 256, 4), (128, 64, 4), (64, 256, 8), (16, 512, 4))],
+        key=["N", "K"],
+    )(triton.jit(_dot_body))
     _gemv_fixed = triton.jit(_body)
     _gemv_tuned = triton.autotune(
         configs=[triton.Config({"BLOCK_N": bn, "BLOCK_K": bk}, num_warps=w)
@@ -118,9 +123,10 @@ def triton_available() -> bool:
     return triton is not None
 
 
-def nvfp4_gemv_dot(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = None, block_n: int = 64,
-                   block_k: int = 128) -> torch.Tensor:
-    """Batch 1-16 with one pass over the packed weights (tensor-core dot); x [B, K] -> [B, N]."""
+def nvfp4_gemv_dot(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = None, block_n: int | None = None,
+                   block_k: int | None = None) -> torch.Tensor:
+    """Batch 1-16 with one pass over the packed weights (tensor-core dot); x [B, K] -> [B, N]. Autotuned on a
+    GPU unless tiles are given; fixed 64 x 128 tiles under the CPU interpreter."""
     if triton is None:
         raise RuntimeError("triton is not installed")
     n, k = w.shape
@@ -130,10 +136,16 @@ def nvfp4_gemv_dot(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = N
     x = x.contiguous()
     if out is None:
         out = torch.empty((b, n), dtype=x.dtype, device=x.device)
-    grid = (triton.cdiv(n, block_n),)
-    _gemv_dot[grid](x, w.packed, w.scales.view(torch.uint8), w.row_scale, out, b, n, k, x.stride(0),
-                    out.stride(0), BLOCK_N=block_n, BLOCK_K=block_k, BLOCK_B=16,
-                    DOT_DTYPE=tl.float16)
+    args = (x, w.packed, w.scales.view(torch.uint8), w.row_scale, out, b, n, k, x.stride(0), out.stride(0))
+    if x.device.type == "cuda" and block_n is None and block_k is None:
+        def grid(meta):
+            return (triton.cdiv(n, meta["BLOCK_N"]),)
+        _gemv_dot_tuned[grid](*args, BLOCK_B=16, DOT_DTYPE=tl.float16)
+    else:
+        bn, bk = block_n or 64, block_k or 128
+        if bk % 16 or bk < 16 or bn < 16:
+            raise ValueError("block_k must be a multiple of 16, tiles at least 16")
+        _gemv_dot[(triton.cdiv(n, bn),)](*args, BLOCK_N=bn, BLOCK_K=bk, BLOCK_B=16, DOT_DTYPE=tl.float16)
     return out
 
 

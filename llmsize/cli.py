@@ -23,7 +23,6 @@ _ClickException = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "C
 
 _APP_SETTINGS = dict(
     name="llmsize",
-    help="Size LLM inference: weights, KV cache, context, concurrency, decode ceiling, prefill, and why.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_show_locals=False,
@@ -87,13 +86,18 @@ def _root(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
 ):
-    """Size LLM inference before you buy or deploy.
+    """Size LLM inference: weights, KV cache, context, concurrency, decode ceiling, prefill, and why;
+    then measure it on the card.
 
     Examples:
+
+    \b
       llmsize plan gemma-4-12b --gpu rtx5060ti
       llmsize gpus --vendor nvidia --sort bandwidth
       llmsize models --mixer mla
       llmsize compare gemma-4-12b --vendor nvidia
+      llmsize plan ./my-model-folder --gpu h200
+      llmsize measure
       llmsize show h200
     """
 
@@ -159,6 +163,8 @@ def plan(
     """Plan one model on one card: memory, context, concurrency, decode ceiling, prefill, diagnosis.
 
     Examples:
+
+    \b
       llmsize plan gemma-4-12b --gpu rtx5060ti
       llmsize plan llama-3.1-8b --gpu h100 --quant fp8 --context 32768 --batch 16
       llmsize plan deepseek-v3 --gpu h200 --kv-dtype fp8 --json
@@ -288,6 +294,8 @@ def import_(
     """Turn a local checkpoint or config.json into a catalog entry, with its sources.
 
     Examples:
+
+    \b
       llmsize import ./Llama-3.1-8B-Instruct -o mycat/models/my-llama.yaml
       llmsize import ./config.json
       llmsize import --hub Qwen/Qwen3-8B -o mycat/models/qwen3-8b.yaml
@@ -353,6 +361,8 @@ def compare(
     parallel), and the row says how many.
 
     Examples:
+
+    \b
       llmsize compare gemma-4-12b --vendor nvidia --segment consumer
       llmsize compare llama-3.1-70b --gpus h100,h200,b200,mi300x --users 32 --sort tok_s_per_w
       llmsize compare qwen3-30b-a3b --prices prices.yaml --sort tok_s_per_kcurrency --format csv
@@ -434,6 +444,8 @@ def roofline(
     """Roofline of one or more cards with the model's decode points (batch 1...N) and its prefill point.
 
     Examples:
+
+    \b
       llmsize roofline gemma-4-12b --gpu rtx5060ti --gpu h200
       llmsize roofline llama-3.1-8b --gpu h100 -o roofline.svg
     """
@@ -476,6 +488,8 @@ def kv(
     the weights.
 
     Examples:
+
+    \b
       llmsize kv llama-3.1-8b
       llmsize kv llama-3-8b --users 32 --max-context 32768
       llmsize kv gemma-4-12b -o kv.png
@@ -519,6 +533,8 @@ def gpus(
     """List accelerators.
 
     Examples:
+
+    \b
       llmsize gpus
       llmsize gpus --vendor nvidia --segment consumer
       llmsize gpus --min-memory-gib 80 --sort memory --json
@@ -556,6 +572,8 @@ def models(
     """List models.
 
     Examples:
+
+    \b
       llmsize models
       llmsize models --moe
       llmsize models --mixer sliding --json
@@ -585,6 +603,8 @@ def show(
     """Show one catalog entry with its sources.
 
     Examples:
+
+    \b
       llmsize show rtx5060ti
       llmsize show gemma-4-12b --json
     """
@@ -611,6 +631,8 @@ def formats(as_json: JsonOpt = False):
     """List weight formats with their exact bits per weight.
 
     Examples:
+
+    \b
       llmsize formats
       llmsize formats --json
     """
@@ -665,6 +687,8 @@ def measure(
     Needs the measure extra: pip install 'llmsize[measure]'.
 
     Examples:
+
+    \b
       llmsize measure
       llmsize measure --quant bf16 --tokens 128
       llmsize measure --checkpoint ./gemma-4-12b-nvfp4 --json --save run.json

@@ -139,3 +139,12 @@ def test_context_beyond_the_model_limit_is_flagged(run_cli):
     assert any("beyond the model's max_position_embeddings 4,096" in n for n in json.loads(out)["notes"])
     code, out, err = run_cli("plan", "llama-2-7b", "--gpu", "h100", "--context", "8192")
     assert "note: --context 8,192 is beyond" in out
+
+
+@pytest.mark.parametrize("cmd", [[], ["plan"], ["compare"], ["import"], ["roofline"], ["kv"], ["gpus"], ["models"],
+                                 ["show"], ["formats"], ["measure"]])
+def test_help_lists_examples_one_per_line(run_cli, cmd):
+    code, out, err = run_cli(*cmd, "--help")
+    assert code == 0
+    lines = [line for line in out.splitlines() if line.strip().startswith("llmsize ")]
+    assert lines and all(line.startswith("    llmsize ") for line in lines)  # not rewrapped into a paragraph

@@ -59,6 +59,10 @@ CatalogOpt = Annotated[
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
 
 
+def _width() -> int:
+    return min(shutil.get_terminal_size((100, 24)).columns, 100)
+
+
 def _console():
     from rich.console import Console
 
@@ -229,8 +233,9 @@ def plan(
         _print_json(d)
     else:
         from llmsize.render.plan_report import render_plan
+        from llmsize.render.text import color_enabled
 
-        render_plan(p, _console())
+        sys.stdout.write(render_plan(p, _width(), color_enabled()))
         if ledger is not None:
             from llmsize.render.engine_report import render_ledger
 

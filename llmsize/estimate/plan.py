@@ -150,7 +150,12 @@ def smallest_fit(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs) -> Fit | No
 
     options = sorted(((tp, pp) for tp in TP_CHOICES for pp in PP_CHOICES if tp * pp > 1),
                      key=lambda c: (c[0] * c[1], c[1]))
+    fmt, scope = resolve_format(model, inputs.quant, inputs.scope)
+    total = weight_bytes(model, fmt, scope).bytes_total
+    room = gpu.memory_bytes * inputs.gpu_util - inputs.overhead_bytes
     for tp, pp in options:
+        if total / (tp * pp) > room:  # even a perfect split would not fit: skip the full plan
+            continue
         try:
             p = make_plan(model, gpu, replace(inputs, tp=tp, pp=pp), search_fit=False)
         except InvalidValueError:

@@ -148,3 +148,29 @@ def test_help_lists_examples_one_per_line(run_cli, cmd):
     assert code == 0
     lines = [line for line in out.splitlines() if line.strip().startswith("llmsize ")]
     assert lines and all(line.startswith("    llmsize ") for line in lines)  # not rewrapped into a paragraph
+
+
+def test_plan_report_colors_only_decorate(catalog):
+    import re
+
+    from llmsize.estimate.plan import PlanInputs, make_plan
+    from llmsize.render.plan_report import render_plan
+    p = make_plan(catalog.model("gemma-4-12b"), catalog.gpu("rtx5060ti"), PlanInputs())
+    plain, colored = render_plan(p, 100, color=False), render_plan(p, 100, color=True)
+    assert "\033[" not in plain and "\033[1m" in colored
+    assert re.sub(r"\033\[[0-9;]*m", "", colored) == plain
+
+
+def test_no_color_and_pipes_get_plain_text(monkeypatch):
+    import io
+
+    from llmsize.render.text import color_enabled
+    assert color_enabled(io.StringIO()) is False
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert color_enabled(Tty()) is True
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert color_enabled(Tty()) is False

@@ -222,6 +222,14 @@ def test_vllm_21348_qwen3_235b_fp8_on_4_h100_vllm_and_sglang():
     assert sg.kv_cache_tokens == pytest.approx(367404, rel=0.15)
 
 
+def test_fp8_ds_mla_pages(catalog):
+    """DeepSeek-V3 under vLLM with --kv-dtype fp8_ds_mla: 61 MLA layers x 656 B per token, pages of 16 tokens."""
+    m, g = catalog.model("deepseek-v3"), catalog.gpu("h200-sxm")
+    from llmsize.estimate.parallel import shard_model
+    led = engine_ledger(shard_model(m, 8), g, 80e9, EngineInputs(kv_dtype="fp8_ds_mla", max_model_len=32768))
+    assert led.block_bytes == 16 * 61 * 656
+
+
 def test_print_table():
     """The table of predicted against logged values (pytest -s shows it; filled by the tests above)."""
     if not TABLE:

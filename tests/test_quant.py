@@ -83,3 +83,11 @@ def test_bitsandbytes_nf4_bits():
     dq = quant_format("bnb-nf4-dq").bits_per_weight
     assert dq - 4 == Fraction(8, 64) + Fraction(32, 64 * 256)
     assert float(dq - 4) == pytest.approx(0.127, abs=5e-4)
+
+
+def test_fp8_ds_mla_is_656_bytes_per_token_per_mla_layer(catalog):
+    """vLLM fp8_ds_mla (FlashMLA): 512 fp8 latent + 4 fp32 scales + 64 bf16 RoPE values = 656 B per token."""
+    from llmsize.estimate.kv import kv_bytes
+    m = catalog.model("deepseek-v3")
+    assert kv_bytes(m, 1000, "fp8_ds_mla").bytes_per_token == 61 * 656
+    assert kv_bytes(m, 1000, "fp8").bytes_per_token == 61 * 576

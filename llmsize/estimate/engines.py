@@ -131,7 +131,7 @@ class V1Layout:
 def v1_layout(model: ModelSpec, kv_dtype: str, block_size: int) -> V1Layout | None:
     """None for models the sketch does not cover (SSM / linear-attention hybrids)."""
     from llmsize.estimate.kv import _per_token_per_layer
-    from llmsize.estimate.quant import kv_dtype_bytes
+    from llmsize.estimate.quant import MLA_DS_FP8_BYTES_PER_TOKEN, kv_dtype_bytes
 
     b = float(kv_dtype_bytes(kv_dtype))
     types: dict[tuple[str, int | None], list[float]] = {}
@@ -142,7 +142,9 @@ def v1_layout(model: ModelSpec, kv_dtype: str, block_size: int) -> V1Layout | No
         if m.kind in ("ssm", "linear"):
             return None
         key = ("sliding", m.sliding_window) if m.kind == "sliding" else ("full", None)
-        types.setdefault(key, []).extend([_per_token_per_layer(m, b)] * g.count)
+        per = (MLA_DS_FP8_BYTES_PER_TOKEN if m.kind == "mla" and kv_dtype.lower() == "fp8_ds_mla"
+               else _per_token_per_layer(m, b))
+        types.setdefault(key, []).extend([per] * g.count)
     if not types:
         return None
     # every layer of a type caches the same bytes per token in the models we describe; take the widest

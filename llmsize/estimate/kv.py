@@ -23,7 +23,7 @@ from llmsize.catalog.schema import (
     SlidingAttention,
 )
 from llmsize.errors import InvalidValueError
-from llmsize.estimate.quant import STATE_DTYPE_BYTES, kv_dtype_bytes
+from llmsize.estimate.quant import MLA_DS_FP8_BYTES_PER_TOKEN, STATE_DTYPE_BYTES, kv_dtype_bytes
 
 KINDS = ("full", "sliding", "mla", "ssm", "linear")
 CONV_STATE_BYTES = 2  # conv states are kept in the activation dtype (bf16)
@@ -96,7 +96,10 @@ def kv_bytes(model: ModelSpec, context_tokens: int, kv_dtype: str) -> KvBytes:
         if kind in ("ssm", "linear"):
             by_kind[kind] += g.count * state_bytes_per_layer(m)
             continue
-        t = g.count * _per_token_per_layer(m, b)
+        if kind == "mla" and kv_dtype.lower() == "fp8_ds_mla":
+            t = g.count * MLA_DS_FP8_BYTES_PER_TOKEN
+        else:
+            t = g.count * _per_token_per_layer(m, b)
         per_tok[kind] += t
         cached = min(context_tokens, m.sliding_window) if kind == "sliding" else context_tokens
         by_kind[kind] += t * cached

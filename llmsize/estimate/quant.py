@@ -100,7 +100,11 @@ KV_DTYPE_BYTES: dict[str, Fraction] = {
     "fp8": Fraction(1),
     "int8": Fraction(1),
     "nvfp4": Fraction(9, 16),
+    # vLLM's FlashMLA fp8 cache (kv_cache_dtype fp8_ds_mla): per token and MLA layer 512 fp8 latent values,
+    # 4 fp32 scales and the 64-value bf16 RoPE part = 656 B; other layers store fp8
+    "fp8_ds_mla": Fraction(1),
 }
+MLA_DS_FP8_BYTES_PER_TOKEN = 512 + 4 * 4 + 64 * 2  # 656
 
 STATE_DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 

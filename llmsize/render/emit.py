@@ -42,6 +42,8 @@ def serve_command(p: Plan, engine: str, local_path: str | None = None) -> str:
         kv_arg = None
     elif kv == "fp8":
         kv_arg = "fp8" if engine == "vllm" else "fp8_e4m3"
+    elif kv == "fp8_ds_mla" and engine == "vllm":
+        kv_arg = "fp8_ds_mla"
     else:
         kv_arg = None
         notes.append(f"# --kv-dtype {kv} has no {engine} equivalent here: the engine keeps its default cache dtype")

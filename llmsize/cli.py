@@ -158,6 +158,9 @@ def plan(
     block_size: Annotated[int, typer.Option("--block-size", help="Engine KV block, tokens.")] = 16,
     non_torch_gib: Annotated[float, typer.Option("--non-torch-gib", help="vLLM non-torch memory (CUDA context, "
                                                  "NCCL), GiB.")] = 0.3,
+    cudagraph_gib: Annotated[Optional[float], typer.Option("--cudagraph-gib", help="vLLM V1's CUDA-graph "
+                                                           "reserve, GiB; default 0.3.", show_default=False)]
+    = None,
     calibrate: Annotated[Optional[Path], typer.Option(help="A `llmsize measure --save` file: its measured "
                                                       "efficiency gives the expected tok/s.", show_default=False)]
     = None,
@@ -202,7 +205,8 @@ def plan(
         e = EngineInputs(engine=engine.lower(), gpu_util=gpu_util, max_model_len=max_model_len,
                          max_num_batched_tokens=max_num_batched_tokens, block_size=block_size,
                          kv_dtype=kv_dtype.lower(), non_torch_bytes=int(non_torch_gib * GiB),
-                         version=engine_version.lower())
+                         version=engine_version.lower(),
+                         cudagraph_bytes=None if cudagraph_gib is None else int(cudagraph_gib * GiB))
         ledger = engine_ledger(p.card_model or m, g, (p.weights_card or p.weights).bytes_total, e)
     expected = None
     if engine is not None or calibrate is not None:

@@ -120,13 +120,13 @@ def test_vllm_10517_at_29k_the_peak_grows_with_the_batch(catalog):
 def test_vllm_recent_4090_point_is_recorded(catalog):
     """casys-kaist/LLMServingSim#59 (2026-08-21): vLLM (version not stated, 2026: V1), Llama-3.1-8B bf16 on an
     RTX 4090, max_num_seqs 256, max_num_batched_tokens 2048, block 16 -> num_gpu_blocks 2588 (41,408 tokens).
-    The V0-style ledger overestimates it; V1 also holds back CUDA-graph memory, which is not modelled yet.
-    Recorded with its error, not targeted."""
+    With the default 0.3 GiB CUDA-graph reserve the V1 ledger lands 5.7% above (version unknown: an older V1
+    reserved no graph memory). Recorded with its error, not targeted."""
     m, g = catalog.model("llama-3.1-8b"), catalog.gpu("rtx4090")
     led = engine_ledger(m, g, _w(m), EngineInputs(max_model_len=131072, max_num_batched_tokens=2048))
-    TABLE.append(("sim#59 4090", "GPU blocks (V1, graphs not modelled)", led.kv_blocks, 2588,
+    TABLE.append(("sim#59 4090", "GPU blocks (V1, 0.3 GiB graphs)", led.kv_blocks, 2588,
                   led.kv_blocks / 2588 - 1))
-    assert led.kv_blocks > 2588  # the missing CUDA-graph reserve can only lower it
+    assert led.kv_blocks == pytest.approx(2588, rel=0.08)
 
 
 def test_expected_rate_from_the_table_and_from_a_measurement(run_cli, tmp_path):

@@ -35,6 +35,10 @@ DEFAULT_NON_TORCH_BYTES = int(0.3 * GiB)  # logs: 0.03 GiB (vllm#13882), 0.35 Gi
 DEFAULT_BLOCK_SIZE = 16  # vLLM and TensorRT-LLM tokens per block
 DEFAULT_MAX_NUM_SEQS = 256  # vLLM V0 default
 DEFAULT_TRTLLM_FREE_FRACTION = 0.9  # TensorRT-LLM kv_cache_free_gpu_mem_fraction default
+# vLLM >= 0.21 profiles CUDA-graph memory before sizing the cache ("CUDA graph memory profiling is enabled
+# (default since v0.21.0)"); logged estimates: 0.26 GiB (vllm-project/vllm#30515 thread), 0.36 GiB
+# (gpustack/runner#251). One figure for all models, overridable.
+DEFAULT_CUDAGRAPH_BYTES = int(0.3 * GiB)
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,7 @@ class EngineInputs:
     non_torch_bytes: int = DEFAULT_NON_TORCH_BYTES
     runtime_bytes: int | None = None  # TensorRT-LLM: engine runtime buffers; default: the vLLM activation peak
     version: str = "v1"  # vLLM: v1 (the engine since 0.8; the only one since 0.11) or v0
+    cudagraph_bytes: int | None = None  # vLLM V1 >= 0.21 charges its CUDA-graph estimate; default below
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,7 @@ class EngineLedger:
     assumptions: list[str] = field(default_factory=list)
     concurrency: float | None = None  # blocks / blocks one max_model_len request needs (vLLM V1)
     kv_groups: int = 1
+    cudagraph_bytes: float = 0.0
 
     @property
     def max_concurrency(self) -> float:
@@ -181,6 +187,7 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
     batched = None
     v1 = e.engine == "vllm" and e.version == "v1"
     seqs = e.max_num_seqs
+    graphs = 0
     if e.engine == "vllm":
         if e.version not in ("v0", "v1"):
             raise InvalidValueError(f"--engine-version `{e.version}` is not modelled.", "Use v1 or v0.")
@@ -192,7 +199,8 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
             batched = e.max_num_batched_tokens or max(max_len, 2048)
         act = activation_peak_bytes(model, batched, seqs)
         budget = total * e.gpu_util
-        kv_cache = budget - weights_bytes - e.non_torch_bytes - act
+        graphs = (e.cudagraph_bytes if e.cudagraph_bytes is not None else DEFAULT_CUDAGRAPH_BYTES) if v1 else 0
+        kv_cache = budget - weights_bytes - e.non_torch_bytes - act - graphs
         default = ("V1 serve default: 8192 on >= 70 GiB cards, else 2048" if v1 else
                    "V0 default max(max_model_len, 2048)")
         version = ("V1 (hybrid KV-cache manager; 'GPU KV cache size' as max concurrency x max_model_len)" if v1
@@ -201,8 +209,9 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
                   f"{'' if e.max_num_batched_tokens else f' ({default})'} and max_num_seqs {seqs}: activation "
                   f"peak {act / GiB:.2f} GiB (modelled).",
                   f"non_torch memory {e.non_torch_bytes / GiB:.2f} GiB (assumed; logs show 0.03-0.35 GiB).",
-                  "CUDA graphs are not charged (V0 captures them after the KV allocation; V1's reserve for "
-                  "them is not modelled yet)."]
+                  (f"CUDA graphs: {graphs / GiB:.2f} GiB charged (vLLM >= 0.21 profiles them before sizing the "
+                   "cache; logged estimates 0.26-0.36 GiB)" if v1 else
+                   "CUDA graphs are captured after the KV allocation, outside the ledger (V0).")]
         if not v1:
             notes.append("Every attention layer is charged per token, sliding-window ones included (V0).")
         non_torch = e.non_torch_bytes
@@ -241,7 +250,7 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
                      f"{blocks // len(layout.groups) * min(g[2] for g in layout.groups):,} tokens "
                      "(num_blocks // groups x block_size) for the same pool.")
         return EngineLedger(e.engine, version, total, src, budget, weights_bytes, non_torch, act, kv_cache,
-                            unit, blocks, tokens, max_len, batched, notes, conc, len(layout.groups))
+                            unit, blocks, tokens, max_len, batched, notes, conc, len(layout.groups), graphs)
     blocks = max(0, int(kv_cache // block)) if block > 0 else 0
     return EngineLedger(e.engine, version, total, src, budget, weights_bytes, non_torch, act, kv_cache, block,
-                        blocks, blocks * e.block_size, max_len, batched, notes)
+                        blocks, blocks * e.block_size, max_len, batched, notes, cudagraph_bytes=graphs)

@@ -12,6 +12,7 @@ def ledger_to_dict(led) -> dict:
         "name": led.name, "version": led.version, "total_bytes": led.total_bytes, "total_source": led.total_source,
         "budget_bytes": round(led.budget_bytes), "weights_bytes": round(led.weights_bytes),
         "non_torch_bytes": round(led.non_torch_bytes), "activation_peak_bytes": round(led.activation_peak_bytes),
+        "cudagraph_bytes": round(led.cudagraph_bytes),
         "kv_cache_bytes": round(led.kv_cache_bytes), "block_bytes": round(led.block_bytes),
         "kv_blocks": led.kv_blocks, "kv_cache_tokens": led.kv_cache_tokens, "max_model_len": led.max_model_len,
         "max_num_batched_tokens": led.max_num_batched_tokens, "max_concurrency": led.max_concurrency,
@@ -35,6 +36,8 @@ def render_ledger(led, console) -> None:
         t.add_row("- non-torch memory", g(led.non_torch_bytes))
     if led.activation_peak_bytes:
         t.add_row("- activation peak", g(led.activation_peak_bytes))
+    if led.cudagraph_bytes:
+        t.add_row("- CUDA graphs", g(led.cudagraph_bytes))
     t.add_row("KV cache", g(led.kv_cache_bytes) + ("  (negative: the engine refuses to start)"
                                                      if led.kv_cache_bytes < 0 else ""))
     t.add_row("blocks", f"{led.kv_blocks:,} of {led.block_bytes / 2**20:,.2f} MiB = {led.kv_cache_tokens:,} tokens")

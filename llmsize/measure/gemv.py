@@ -50,10 +50,9 @@ if triton is not None:
             k_ok = byte < half_k
             p = tl.load(packed_ptr + rows[:, None, None] * half_k + byte[None, :, :],
                         mask=row_ok[:, None, None] & k_ok[None, :, :], other=0)  # uint8 [BN, NB, 8]
-            lo = p & 0x0F
-            hi = p >> 4
-            lo_bits = ((lo & 7).to(tl.uint16) << 9) | ((lo & 8).to(tl.uint16) << 12)
-            hi_bits = ((hi & 7).to(tl.uint16) << 9) | ((hi & 8).to(tl.uint16) << 12)
+            q = p.to(tl.uint16)  # both codes of the byte are moved into place without extracting them
+            lo_bits = ((q & 0x07) << 9) | ((q & 0x08) << 12)  # low nibble: magnitude bits 0-2, sign bit 3
+            hi_bits = ((q & 0x70) << 5) | ((q & 0x80) << 8)  # high nibble: magnitude bits 4-6, sign bit 7
             lo_v = lo_bits.to(tl.float16, bitcast=True).to(tl.float32)
             hi_v = hi_bits.to(tl.float16, bitcast=True).to(tl.float32)
             xe = tl.load(x_ptr + b * stride_xb + 2 * byte, mask=k_ok, other=0.0).to(tl.float32)  # even cols

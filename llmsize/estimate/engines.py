@@ -34,7 +34,6 @@ ACT_BYTES = 2
 DEFAULT_NON_TORCH_BYTES = int(0.3 * GiB)  # logs: 0.03 GiB (vllm#13882), 0.35 GiB (vllm#10517)
 DEFAULT_BLOCK_SIZE = 16  # vLLM and TensorRT-LLM tokens per block
 DEFAULT_MAX_NUM_SEQS = 256  # vLLM V0 default
-DEFAULT_TRTLLM_FREE_FRACTION = 0.9  # TensorRT-LLM kv_cache_free_gpu_mem_fraction default
 # vLLM >= 0.21 profiles CUDA-graph memory before sizing the cache ("CUDA graph memory profiling is enabled
 # (default since v0.21.0)"); logged estimates: 0.26 GiB (vllm-project/vllm#30515 thread), 0.36 GiB
 # (gpustack/runner#251). One figure for all models, overridable.

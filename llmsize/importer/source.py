@@ -23,7 +23,6 @@ class Imported:
     notes: list[str] = field(default_factory=list)
     generic: bool = False
     exact: object | None = None  # llmsize.importer.exact.ExactWeights when safetensors headers were read
-    config_path: Path | None = None
 
 
 def read_json(path: Path) -> dict:
@@ -39,10 +38,6 @@ def read_json(path: Path) -> dict:
         return json.loads(text)  # Python's json accepts the Infinity / NaN some configs carry
     except ValueError as e:
         raise ConfigError(f"{path}: not valid JSON ({e}).", "Check the file, or re-download it.") from None
-
-
-def looks_like_path(name: str) -> bool:
-    return Path(name).exists() or name.endswith(".json") or name.startswith((".", "/", "~"))
 
 
 def _spec_error(where: Path, err: ValidationError) -> ConfigError:
@@ -79,7 +74,7 @@ def build(raw: dict, hf_quant: dict | None, cfg_where: str, quant_where: str, fo
         "params_official": params_comparable_to_official(spec),
         "params_official_source": "counted by llmsize from config.json (no official figure given)",
         "params_official_includes": "text decoder as described by config.json (no vision/audio towers, no MTP)"})
-    out = Imported(spec, release, list(mapped.notes) + release.notes, mapped.generic, None, None)
+    out = Imported(spec, release, list(mapped.notes) + release.notes, mapped.generic, None)
     if tensors:
         from llmsize.importer.exact import exact_weights
 
@@ -114,10 +109,8 @@ def import_model(path: str | Path, read_headers: bool = True) -> Imported:
         from llmsize.importer.safetensors_header import read_folder
 
         tensors, files = read_folder(folder)
-    out = build(raw, hf_quant, str(cfg_path), str(hq_path if hf_quant is not None else cfg_path), folder.name,
-                sources, tensors, files)
-    out.config_path = cfg_path
-    return out
+    return build(raw, hf_quant, str(cfg_path), str(hq_path if hf_quant is not None else cfg_path), folder.name,
+                 sources, tensors, files)
 
 
 def import_hub(spec: str) -> Imported:

@@ -17,6 +17,7 @@ class Hub:
 
     def __init__(self, root, honour_ranges=True):
         self.root, self.honour_ranges, self.log = root, honour_ranges, []
+        self.token = None  # when set, requests without this bearer token get 401
         hub = self
 
         class H(BaseHTTPRequestHandler):
@@ -24,6 +25,10 @@ class Hub:
                 pass
 
             def do_GET(self):
+                if hub.token and self.headers.get("authorization") != f"Bearer {hub.token}":
+                    self.send_response(401)
+                    self.end_headers()
+                    return
                 m = re.match(r"^/([^/]+/[^/]+)/resolve/([^/]+)/(.+)$", self.path)
                 f = hub.root / m.group(1) / m.group(3) if m else None
                 if f is None or not f.is_file():
@@ -116,3 +121,13 @@ def test_unreachable_endpoint(run_cli, monkeypatch):
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # the discard port: nothing listens
     code, out, err = run_cli("plan", "--hub", "acme/tiny", "--gpu", "h200")
     assert code == 1 and "cannot reach http://127.0.0.1:9" in err
+
+
+def test_gated_repo_needs_hf_token(hub, run_cli, monkeypatch):
+    tiny_llama_folder(hub.root / "acme" / "gated", "bf16")
+    hub.token = "hf_secret"
+    code, out, err = run_cli("plan", "--hub", "acme/gated", "--gpu", "h200")
+    assert code == 1 and "access denied (HTTP 401)" in err and "HF_TOKEN" in err
+    monkeypatch.setenv("HF_TOKEN", "hf_secret")
+    code, out, err = run_cli("plan", "--hub", "acme/gated", "--gpu", "h200", "--json")
+    assert code == 0, err

@@ -230,6 +230,13 @@ def test_fp8_ds_mla_pages(catalog):
     assert led.block_bytes == 16 * 61 * 656
 
 
+def test_moe_activation_counts_the_fused_moe_workspaces(catalog):
+    """Qwen3-30B-A3B (128 experts, top-8, I 768, H 2048): per token 8 x (max(2 x 768, 2048) + 768) = 22,528
+    values of workspace + 2 x 2048 hidden: x 2 B x 2048 tokens, plus 256 sequences of logits (151,936 x 6 B)."""
+    m = catalog.model("qwen3-30b-a3b")
+    assert activation_peak_bytes(m, 2048, 256) == 2048 * (8 * (2048 + 768) + 2 * 2048) * 2 + 256 * 151936 * 6
+
+
 def test_print_table():
     """The table of predicted against logged values (pytest -s shows it; filled by the tests above)."""
     if not TABLE:

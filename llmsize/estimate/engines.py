@@ -96,17 +96,23 @@ def token_bytes_charged(model: ModelSpec, kv_dtype: str) -> float:
 
 
 def activation_peak_bytes(model: ModelSpec, tokens: int, seqs: int) -> float:
+    """Values live per token at the widest MLP: a dense MLP's gate|up output and its activation (3 I); a MoE
+    layer's fused_moe workspaces (vLLM fused_experts: cache13 = top-k x max(2 I, H) shared by the two GEMMs'
+    outputs, cache2 = top-k x I) plus a shared expert's 3 I; then two hidden-size buffers, and the sampler's
+    logits for every sequence in the activation dtype and fp32."""
+    h = model.hidden_size
     widest = 0
     for g in model.layer_groups:
         m = g.mlp
         if m is None:
             continue
         if m.kind == "dense":
-            widest = max(widest, m.intermediate_size)
-        else:  # routed tokens x top-k through expert MLPs, plus a shared expert
-            widest = max(widest, m.experts_per_token * m.moe_intermediate_size
-                         + m.num_shared_experts * (m.shared_intermediate_size or m.moe_intermediate_size))
-    return tokens * (3 * widest + 2 * model.hidden_size) * ACT_BYTES + seqs * model.vocab_size * (ACT_BYTES + 4)
+            widest = max(widest, 3 * m.intermediate_size)
+        else:
+            i, k = m.moe_intermediate_size, m.experts_per_token
+            shared = m.num_shared_experts * 3 * (m.shared_intermediate_size or i)
+            widest = max(widest, k * (max(2 * i, h) + i) + shared)
+    return tokens * (widest + 2 * h) * ACT_BYTES + seqs * model.vocab_size * (ACT_BYTES + 4)
 
 
 @dataclass(frozen=True)

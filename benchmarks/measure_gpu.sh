@@ -44,5 +44,7 @@ ls "$OUT"/measure-*.json >/dev/null 2>&1 && $PY benchmarks/measure_summary.py "$
   | tee "$OUT/RESULTS-append.md"
 # the batch sweep (issue 5's continuous-batching regime), if time is left
 timeout 200 $PY benchmarks/decode.py --save-dir "$OUT" --batches 1,4,16 2>&1 | tee -a "$OUT/RESULTS-append.md"
+# where the step's time goes (kernel count, top kernels), if time is left
+timeout 120 $PY benchmarks/profile_decode.py 2>&1 | tee "$OUT/profile-nvfp4.txt"
 cp "$OUT/RESULTS-append.md" "$FINAL/" 2>/dev/null
 tar czf "$FINAL/all-logs.tgz" -C "$OUT" . && echo "logs: $FINAL/all-logs.tgz"

@@ -253,6 +253,11 @@ class Gemma4Decoder:
                          FULL: torch.arange(max_positions, device=dev)}
         self.pos = torch.zeros((1,), dtype=torch.long, device=dev)  # position of the token being decoded
         self.token = torch.zeros((batch,), dtype=torch.long, device=dev)  # the token fed to the next step
+        # norm weights in fp32 once (rms_norm computes in fp32; a bf16 weight would be converted every call)
+        self._f32 = {id(t): t.float() for lw in weights.layers
+                     for t in (lw.q_norm, lw.k_norm, lw.input_norm, lw.post_attn_norm, lw.pre_ffn_norm,
+                               lw.post_ffn_norm)}
+        self._f32[id(weights.final_norm)] = weights.final_norm.float()
         # HF casts sqrt(hidden) to the weight dtype first (bf16: 61.9677 -> 62.0)
         self.embed_scale = float(torch.tensor(math.sqrt(cfg.hidden_size), dtype=dt))
 
@@ -270,29 +275,29 @@ class Gemma4Decoder:
         return F.linear(x, w)
 
     def _logits(self, x: torch.Tensor) -> torch.Tensor:
-        h = rms_norm(x, self.w.final_norm, self.cfg.rms_eps)
+        h = rms_norm(x, self._f32[id(self.w.final_norm)], self.cfg.rms_eps)
         logits = F.linear(h, self.w.embed).float()
         cap = self.cfg.final_softcap
         return cap * torch.tanh(logits / cap)
 
     def _mlp(self, layer: LayerWeights, x: torch.Tensor) -> torch.Tensor:
         eps = self.cfg.rms_eps
-        h = rms_norm(x, layer.pre_ffn_norm, eps)
+        h = rms_norm(x, self._f32[id(layer.pre_ffn_norm)], eps)
         gu = self._linear(h, layer.gate_up)
         g, u = gu.split(self.cfg.intermediate_size, dim=-1)
         m = self._linear(gelu_tanh(g) * u, layer.down)
-        return x + rms_norm(m, layer.post_ffn_norm, eps)
+        return x + rms_norm(m, self._f32[id(layer.post_ffn_norm)], eps)
 
     def _qkv(self, layer: LayerWeights, x: torch.Tensor):
         """x [N, hidden] -> q [N, H, hd] normed, k [N, kvh, hd] normed, v [N, kvh, hd] (unrotated)."""
         cfg, kind = self.cfg, layer.kind
         hd, kvh = cfg.hd(kind), cfg.kv_heads(kind)
-        h = rms_norm(x, layer.input_norm, cfg.rms_eps)
+        h = rms_norm(x, self._f32[id(layer.input_norm)], cfg.rms_eps)
         parts = self._linear(h, layer.qkv).split(qkv_sizes(cfg, kind), dim=-1)
-        q = rms_norm(parts[0].view(-1, cfg.num_heads, hd), layer.q_norm, cfg.rms_eps)
+        q = rms_norm(parts[0].view(-1, cfg.num_heads, hd), self._f32[id(layer.q_norm)], cfg.rms_eps)
         k_raw = parts[1].view(-1, kvh, hd)
         v_raw = k_raw if kind == FULL else parts[2].view(-1, kvh, hd)  # K = V on full layers
-        k = rms_norm(k_raw, layer.k_norm, cfg.rms_eps)
+        k = rms_norm(k_raw, self._f32[id(layer.k_norm)], cfg.rms_eps)
         v = rms_norm(v_raw, None, cfg.rms_eps)
         return q, k, v
 
@@ -336,7 +341,7 @@ class Gemma4Decoder:
                 kc[:, :, :t] = k.transpose(1, 2)
                 vc[:, :, :t] = v.transpose(1, 2)
             o = self._linear(a.transpose(1, 2).reshape(b * t, -1), layer.o)
-            x = x + rms_norm(o, layer.post_attn_norm, cfg.rms_eps)
+            x = x + rms_norm(o, self._f32[id(layer.post_attn_norm)], cfg.rms_eps)
             x = self._mlp(layer, x) * layer.layer_scalar
         logits = self._logits(x.view(b, t, -1)[:, -1])
         self.pos.fill_(t)
@@ -349,19 +354,23 @@ class Gemma4Decoder:
         self.token and advances self.pos. No host sync: safe to capture in a CUDA graph."""
         cfg = self.cfg
         x = self.w.embed.index_select(0, self.token) * self.embed_scale
-        for layer, (kc, vc) in zip(self.w.layers, self.caches):
-            kind = layer.kind
-            q, k, v = self._qkv(layer, x)
+        # what depends on the position only, once per step rather than once per layer (fewer kernels)
+        per_kind = {}
+        for kind in (SLIDING, FULL):
             cos, sin = (tab.index_select(0, self.pos) for tab in self.rope[kind])  # [1, d]
-            q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-            slots = kc.shape[2]
+            slots = self.slot_ids[kind].shape[0]
             slot = self.pos % slots if kind == SLIDING else self.pos
+            mask = (self.slot_ids[kind] <= self.pos)[None, :]  # ring slots past pos are still empty
+            per_kind[kind] = (cos, sin, slot, mask)
+        for layer, (kc, vc) in zip(self.w.layers, self.caches):
+            q, k, v = self._qkv(layer, x)
+            cos, sin, slot, mask = per_kind[layer.kind]
+            q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
             kc.index_copy_(2, slot, k.unsqueeze(2))
             vc.index_copy_(2, slot, v.unsqueeze(2))
-            mask = (self.slot_ids[kind] <= self.pos)[None, :]  # ring slots past pos are still empty
             a = self._attend(q.unsqueeze(2), kc, vc, mask)
             o = self._linear(a.reshape(self.batch, -1), layer.o)
-            x = x + rms_norm(o, layer.post_attn_norm, cfg.rms_eps)
+            x = x + rms_norm(o, self._f32[id(layer.post_attn_norm)], cfg.rms_eps)
             x = self._mlp(layer, x) * layer.layer_scalar
         logits = self._logits(x)
         self.token.copy_(logits.argmax(-1))

@@ -302,14 +302,18 @@ class Gemma4Decoder:
         return q, k, v
 
     def _attend(self, q, k, v, mask):
-        """q [B, H, Tq, d], k/v [B, kvh, Tk, d], mask [Tq, Tk] bool (True = attend). Scale 1.0 (Gemma 4)."""
+        """q [B, H, Tq, d], k/v [B, kvh, Tk, d], mask [Tq, Tk] bool (True = attend). Scale 1.0 (Gemma 4).
+
+        The cache is read once, in its own dtype: scores come out of the matmul in that dtype (fp32
+        accumulation inside, as HF's eager attention), softmax runs in fp32 on the small score tensor. Casting
+        the cache to fp32 instead would move three times its bytes every step."""
         b, h, tq, d = q.shape
         kvh = k.shape[1]
-        qg = q.reshape(b, kvh, h // kvh * tq, d).float()
-        s = qg @ k.float().transpose(-1, -2)  # [B, kvh, g*Tq, Tk]
+        qg = q.reshape(b, kvh, h // kvh * tq, d).to(k.dtype)
+        s = (qg @ k.transpose(-1, -2)).float()  # [B, kvh, g*Tq, Tk]
         s = s.view(b, kvh, h // kvh, tq, -1).masked_fill(~mask, float("-inf"))
-        p = torch.softmax(s, dim=-1).view(b, kvh, h // kvh * tq, -1)
-        return (p @ v.float()).view(b, h, tq, d).to(q.dtype)
+        p = torch.softmax(s, dim=-1).view(b, kvh, h // kvh * tq, -1).to(v.dtype)
+        return (p @ v).view(b, h, tq, d).to(q.dtype)
 
     # -- prefill: the whole prompt at once, filling the caches
     def prefill(self, tokens: torch.Tensor) -> torch.Tensor:

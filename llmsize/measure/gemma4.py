@@ -188,7 +188,11 @@ def build_random(cfg: Gemma4Config, device="cpu", dtype=torch.bfloat16, quant: s
 # ---------------------------------------------------------------------------------------------- math pieces
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float) -> torch.Tensor:
+    """y = x / sqrt(mean(x^2) + eps) * weight, in fp32, cast back (torch's fused rms_norm when it has one)."""
     xf = x.float()
+    if hasattr(F, "rms_norm"):  # torch >= 2.4: one op instead of five
+        w = None if weight is None else weight.float()
+        return F.rms_norm(xf, (x.shape[-1],), w, eps).to(x.dtype)
     y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
     if weight is not None:
         y = y * weight.float()

@@ -130,3 +130,10 @@ def test_emit_serving_lines(run_cli, args, want):
 def test_emit_warns_when_the_format_needs_another_checkpoint(run_cli):
     code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "h100", "--quant", "nvfp4", "--emit", "vllm")
     assert code == 0 and out.startswith("# the plan assumes nvfp4 weights but the checkpoint is bf16")
+
+
+def test_a_fit_beyond_one_node_says_how_many_nodes(catalog):
+    p = make_plan(catalog.model("deepseek-v3"), catalog.gpu("rtx5090"), PlanInputs())
+    assert p.fit.cards > 8
+    lever = next(lv for lv in p.diagnosis.levers if lv.startswith("More cards"))
+    assert f"on {-(-p.fit.cards // 8)} nodes of 8" in lever

@@ -65,7 +65,12 @@ def _weights_levers(p: dict, candidates: list[GpuSpec]) -> tuple[list[str], int]
     if fit is not None:
         cards = fit.cards
         link = p.get("fit_link") or "the card link"
-        levers.append(f"More cards: {fit.cards} x {gpu.id} (--tp {fit.tp} --pp {fit.pp}) hold it, "
+        per_node = p["inputs"].gpus_per_node
+        nodes = -(-fit.cards // per_node)
+        where = f" on {nodes} nodes of {per_node}" if nodes > 1 else ""
+        if nodes > 1:
+            link += f" and {p['inputs'].node_link_gb_s:g} GB/s per GPU between nodes"
+        levers.append(f"More cards: {fit.cards} x {gpu.id}{where} (--tp {fit.tp} --pp {fit.pp}) hold it, "
                       f"{fit.weights_per_card_bytes / GB:.1f} GB of weights per card, decoding at "
                       f"{fit.ceiling_tok_s:,.1f} tok/s at batch 1 with the all-reduces over {link} costed.")
     elif p.get("card_model") is None:

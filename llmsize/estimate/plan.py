@@ -148,8 +148,9 @@ def smallest_fit(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs) -> Fit | No
     context and the overhead fit; engines' divisibility rules respected. None if 256 cards are not enough."""
     from dataclasses import replace
 
+    # fewest cards; then tensor parallel inside a node rather than across nodes; then the shallowest pipeline
     options = sorted(((tp, pp) for tp in TP_CHOICES for pp in PP_CHOICES if tp * pp > 1),
-                     key=lambda c: (c[0] * c[1], c[1]))
+                     key=lambda c: (c[0] * c[1], c[0] > inputs.gpus_per_node, c[1]))
     fmt, scope = resolve_format(model, inputs.quant, inputs.scope)
     total = weight_bytes(model, fmt, scope).bytes_total
     room = gpu.memory_bytes * inputs.gpu_util - inputs.overhead_bytes

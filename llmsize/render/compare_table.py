@@ -17,18 +17,23 @@ SHOWN = ["gpu", "bandwidth_gb_s", "memory_gib", "cards", "max_context_tokens", "
 
 
 def _cell(key: str, v) -> str:
+    """Compact cells for the 100-column table (CSV and JSON keep every digit)."""
     if v is None:
         return "-"
-    if key in ("gpu",):
+    if key == "gpu":
         return str(v)
-    if key in ("cards", "max_context_tokens", "max_sequences"):
+    if key in ("cards", "max_sequences"):
         return f"{v:,}"
+    if key == "max_context_tokens":
+        return f"{v / 1000:,.0f}K" if v >= 10000 else f"{v:,}"
     if key == "ttft_s":
         return f"{v * 1e3:,.0f} ms" if v < 1 else f"{v:,.2f} s"
-    if key in ("tok_s_per_w",):
+    if key == "tok_s_per_w":
         return f"{v:,.3f}"
-    if key == "memory_gib":
-        return f"{v:,.1f}"
+    if key in ("memory_gib", "ceiling_tok_s", "aggregate_tok_s", "tok_s_per_kcurrency"):
+        return f"{v:,.0f}" if v >= 100 else f"{v:,.1f}"
+    if key == "bandwidth_gb_s":
+        return f"{v:,.0f}"
     return f"{v:,.1f}"
 
 
@@ -85,13 +90,13 @@ def render_table(rows, currency, title: str, notes: list[str], console) -> None:
     cols = _columns(rows, currency)
     t = Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
     for c in cols:
-        t.add_column(SHORT[c], justify="left" if c == "gpu" else "right", no_wrap=True,
+        t.add_column(SHORT[c], justify="left" if c == "gpu" else "right", overflow="fold",
                      style="cyan" if c == "gpu" else None)
     for r in rows:
         v = r.values()
         t.add_row(*[_cell(c, v[c]) for c in cols])
     console.print(t)
-    legend = ("GB/s: memory bandwidth; GiB: VRAM; max ctx: longest context one sequence can hold; seqs: "
+    legend = ("GB/s: memory bandwidth; GiB: VRAM; max ctx: longest context one sequence can hold (K = 1,000); seqs: "
               "sequences that fit at --context; tok/s b=1: batch-1 decode ceiling; tok/s agg: aggregate at "
               "--users (or what the cache holds); TTFT: time to first token")
     if currency:

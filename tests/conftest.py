@@ -1,4 +1,6 @@
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -31,3 +33,10 @@ def run_cli(capsys, monkeypatch):
         return code, out.out, out.err
 
     return run
+
+
+def cli_without(modules: list[str], argv: list[str]) -> subprocess.CompletedProcess:
+    """Run the CLI in a fresh interpreter where `modules` cannot be imported (a missing extra)."""
+    hide = "; ".join(f"sys.modules[{m!r}] = None" for m in modules)
+    probe = f"import sys; {hide}\nfrom llmsize.cli import main\nmain({argv!r})"
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)

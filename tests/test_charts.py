@@ -85,12 +85,9 @@ def test_chart_errors(run_cli, args, needle):
 
 
 def test_image_without_matplotlib_is_one_line_with_the_hint(tmp_path):
-    import subprocess
-    import sys
+    from conftest import cli_without
     out = tmp_path / "r.png"
-    probe = ("import sys; sys.modules['matplotlib'] = None\n"
-             f"from llmsize.cli import main\nmain(['kv', 'gemma-4-12b', '-o', {str(out)!r}])")
-    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    p = cli_without(["matplotlib"], ["kv", "gemma-4-12b", "-o", str(out)])
     assert p.returncode == 1 and not out.exists()
     assert "Image output needs matplotlib" in p.stderr and "pip install 'llmsize[charts]'" in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1

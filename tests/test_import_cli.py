@@ -108,11 +108,8 @@ def test_vision_tower_tensors_count_as_extra(run_cli, tmp_path):
 
 
 def test_hub_without_huggingface_hub_is_one_line_with_the_hint():
-    import subprocess
-    import sys
-    probe = ("import sys; sys.modules['huggingface_hub'] = None; sys.modules['huggingface_hub.utils'] = None\n"
-             "from llmsize.cli import main\nmain(['plan', '--hub', 'acme/tiny', '--gpu', 'h200'])")
-    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    from conftest import cli_without
+    p = cli_without(["huggingface_hub", "huggingface_hub.utils"], ["plan", "--hub", "acme/tiny", "--gpu", "h200"])
     assert p.returncode == 1
     assert p.stderr.strip() == ("Error: --hub needs huggingface_hub, which is not installed. "
                                 "Install it: pip install 'llmsize[hub]'.")

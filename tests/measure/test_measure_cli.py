@@ -2,8 +2,6 @@
 missing GPU or extra, VRAM refusal, Ctrl-C."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -77,9 +75,8 @@ def test_no_gpu_is_one_line_with_a_hint(run_cli):
 
 
 def test_missing_torch_is_one_line_with_the_install_hint():
-    probe = ("import sys; sys.modules['torch'] = None\n"
-             "from llmsize.cli import main\nmain(['measure', '--device', 'cpu'])")
-    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    from conftest import cli_without
+    p = cli_without(["torch"], ["measure", "--device", "cpu"])
     assert p.returncode == 1
     assert p.stderr.strip() == ("Error: `llmsize measure` needs torch, which is not installed. "
                                 + preflight.EXTRA_HINT)

@@ -100,6 +100,15 @@ class Plan:
     fit: Fit | None = None  # when one card is not enough: the smallest tp x pp that is
 
     @property
+    def weights_vs_estimate(self) -> dict[str, float | None]:
+        """(exact - estimate) / estimate by component and for the total; None where either side is zero."""
+        if self.weights_estimate is None:
+            return {}
+        pairs = {c: (self.weights.stored_bytes[c], self.weights_estimate.stored_bytes[c]) for c in COMPONENTS}
+        pairs["total"] = (self.weights.bytes_total, self.weights_estimate.bytes_total)
+        return {c: (a - b) / b if a and b else None for c, (a, b) in pairs.items()}
+
+    @property
     def ridge_point_flop_per_byte(self) -> float | None:
         if not self.peak.flop_per_s:
             return None

@@ -80,8 +80,10 @@ def render_plan(p: Plan, width: int = 100, color: bool = False) -> str:
     src = ", exact from the safetensors headers" if est else ""
     headers = ["component", "stored"] + (["estimate", "diff"] if est else []) + ["read per token"]
 
-    def diff(a, b):
-        return "-" if not b else f"{(a - b) / b:+.1%}"
+    rel = p.weights_vs_estimate
+
+    def diff(comp):
+        return "-" if rel.get(comp) is None else f"{rel[comp]:+.1%}"
 
     rows = []
     for comp, label in COMPONENT_LABELS.items():
@@ -91,9 +93,9 @@ def render_plan(p: Plan, width: int = 100, color: bool = False) -> str:
             note = " (tied: the embedding)" if comp == "lm_head" and not s and rd else ""
             cells = [label + note, fmt_bytes_auto(s) if s else "-"]
             if est:
-                cells += [fmt_bytes_auto(e) if e else "-", diff(s, e) if s and e else "-"]
+                cells += [fmt_bytes_auto(e) if e else "-", diff(comp)]
             rows.append((cells + [fmt_bytes_auto(rd) if rd else "-"], ()))
-    mid = [fmt_bytes(est.bytes_total), diff(w.bytes_total, est.bytes_total)] if est else []
+    mid = [fmt_bytes(est.bytes_total), diff("total")] if est else []
     rows.append((["total", fmt_bytes(w.bytes_total), *mid, fmt_bytes(w.bytes_read_per_token)], ("bold",)))
     rows.append((["", f"= {w.bytes_total / GiB:,.2f} GiB", *([""] * len(mid)),
                   f"= {w.bytes_read_per_token / GiB:,.2f} GiB"], ("dim",)))

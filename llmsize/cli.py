@@ -151,10 +151,10 @@ def plan(
     max_model_len: Annotated[Optional[int], typer.Option("--max-model-len", help="Engine max model length; "
                                                          "default: the model's.", show_default=False)] = None,
     max_num_batched_tokens: Annotated[Optional[int], typer.Option(
-        "--max-num-batched-tokens", help="vLLM profiling batch; default max(max-model-len, 2048).",
+        "--max-num-batched-tokens", help="vLLM profiling batch; default: vLLM's for the version and card.",
         show_default=False)] = None,
-    engine_version: Annotated[str, typer.Option("--engine-version", help="vLLM engine: v1 (current) or v0 "
-                                                "(0.6.x logs).")] = "v1",
+    engine_version: Annotated[str, typer.Option("--engine-version", help="vLLM release you run (e.g. 0.20.0), "
+                                                "or v1 (>= 0.21), v1-0.20, v0 (< 0.8).")] = "v1",
     block_size: Annotated[int, typer.Option("--block-size", help="Engine KV block, tokens.")] = 16,
     non_torch_gib: Annotated[float, typer.Option("--non-torch-gib", help="vLLM non-torch memory (CUDA context, "
                                                  "NCCL), GiB.")] = 0.3,

@@ -41,6 +41,49 @@ DEFAULT_CUDAGRAPH_BYTES = int(0.3 * GiB)
 
 
 @dataclass(frozen=True)
+class VllmProfile:
+    """Which vLLM ledger a release follows. V1 is the default engine since 0.8.0 and the only one since 0.11.
+    Two V1 changes in 0.21 move the logged figures: CUDA-graph memory is profiled before the cache is sized
+    (log: "CUDA graph memory profiling is enabled (default since v0.21.0)"), and "GPU KV cache size" is
+    int(max_concurrency x max_model_len) (v1/core/kv_cache_utils.py _report_kv_cache_config, quoted in
+    vllm-project/vllm#51041) where earlier releases logged num_blocks // groups x block_size: for Gemma 4 31B on
+    an A100 80GB the same ~50 GB pool read ~55k tokens in 0.20.0 and ~525k in 0.21.0 (vllm-project/vllm#43308)."""
+
+    key: str  # v0, v1-0.20 or v1
+    label: str
+    charges_cudagraphs: bool = False
+    tokens_from_concurrency: bool = False
+
+    @property
+    def v1(self) -> bool:
+        return self.key != "v0"
+
+
+VLLM_V0 = VllmProfile("v0", "V0 worker ledger (vLLM < 0.8; 'Memory profiling results' / '# GPU blocks')")
+VLLM_V1_OLD = VllmProfile("v1-0.20", "V1 before 0.21 (hybrid KV-cache manager; no CUDA-graph reserve; 'GPU KV "
+                          "cache size' = num_blocks // groups x block_size)")
+VLLM_V1 = VllmProfile("v1", "V1 >= 0.21 (hybrid KV-cache manager; CUDA graphs profiled; 'GPU KV cache size' = "
+                      "max concurrency x max_model_len)", charges_cudagraphs=True, tokens_from_concurrency=True)
+
+
+def vllm_profile(version: str) -> VllmProfile:
+    """`v0`, `v1` (the current ledger), `v1-0.20`, or the release a user runs (`0.6.4`, `0.20.0`, `0.21`)."""
+    v = version.strip().lower().removeprefix("vllm").strip("=- ")
+    named = {p.key: p for p in (VLLM_V0, VLLM_V1_OLD, VLLM_V1)} | {"latest": VLLM_V1}
+    if v in named:
+        return named[v]
+    parts = v.removeprefix("v").split(".")
+    try:
+        major, minor = int(parts[0]), int(parts[1]) if len(parts) > 1 and parts[1] else 0
+    except ValueError:
+        raise InvalidValueError(f"--engine-version `{version}` is not a vLLM version.",
+                                "Use v1, v0, or the release you run, e.g. 0.20.0.") from None
+    if (major, minor) < (0, 8):
+        return VLLM_V0
+    return VLLM_V1_OLD if (major, minor) < (0, 21) else VLLM_V1
+
+
+@dataclass(frozen=True)
 class EngineInputs:
     engine: str = "vllm"
     gpu_util: float = 0.90  # vLLM gpu_memory_utilization / SGLang mem_fraction_static / TRT-LLM free fraction
@@ -51,8 +94,9 @@ class EngineInputs:
     kv_dtype: str = "bf16"
     non_torch_bytes: int = DEFAULT_NON_TORCH_BYTES
     runtime_bytes: int | None = None  # TensorRT-LLM: engine runtime buffers; default: the vLLM activation peak
-    version: str = "v1"  # vLLM: v1 (the engine since 0.8; the only one since 0.11) or v0
+    version: str = "v1"  # vLLM: v1 (>= 0.21), v1-0.20, v0, or a release number (vllm_profile)
     cudagraph_bytes: int | None = None  # vLLM V1 >= 0.21 charges its CUDA-graph estimate; default below
+    offline: bool = False  # vLLM's LLM class (offline, lm_eval) rather than `vllm serve`: other V1 defaults
 
 
 @dataclass(frozen=True)
@@ -81,6 +125,17 @@ class EngineLedger:
         if self.concurrency is not None:
             return self.concurrency
         return self.kv_cache_tokens / self.max_model_len
+
+
+def v1_defaults(gpu: GpuSpec, total_bytes: int, offline: bool) -> tuple[int, int]:
+    """V1's max_num_batched_tokens and max_num_seqs when not given (EngineArgs._set_default_args, pinned by
+    vLLM's tests/engine/test_arg_utils.py test_defaults_with_usage_context): cards of >= 70 GiB other than
+    the A100 get 16384 tokens for the LLM class and 8192 for `vllm serve`, and 1024 sequences; the rest,
+    A100 80GB included, get 8192 / 2048 tokens and 256 sequences."""
+    big = total_bytes >= 70 * GiB and "a100" not in gpu.name.lower()
+    if big:
+        return (16384 if offline else 8192), 1024
+    return (8192 if offline else 2048), 256
 
 
 def cuda_total_bytes(gpu: GpuSpec) -> tuple[int, str]:
@@ -190,33 +245,32 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
     notes = [f"Total: {total / GiB:.2f} GiB, {src}.",
              f"Weights as loaded: {weights_bytes / GiB:.2f} GiB (the estimate; engines log it as 'GB' but mean GiB)."]
     batched = None
-    v1 = e.engine == "vllm" and e.version == "v1"
+    profile = vllm_profile(e.version) if e.engine == "vllm" else None
+    v1 = profile is not None and profile.v1
     seqs = e.max_num_seqs
     graphs = 0
-    if e.engine == "vllm":
-        if e.version not in ("v0", "v1"):
-            raise InvalidValueError(f"--engine-version `{e.version}` is not modelled.", "Use v1 or v0.")
-        big = total >= 70 * GiB
-        if v1:  # vLLM's serve defaults for V1 (EngineArgs): larger on >= 70 GiB cards
-            batched = e.max_num_batched_tokens or (8192 if big else 2048)
-            seqs = e.max_num_seqs if e.max_num_seqs != DEFAULT_MAX_NUM_SEQS else (1024 if big else 256)
+    if profile is not None:
+        if v1:
+            batched_default, seqs_default = v1_defaults(gpu, total, e.offline)
+            batched = e.max_num_batched_tokens or batched_default
+            seqs = e.max_num_seqs if e.max_num_seqs != DEFAULT_MAX_NUM_SEQS else seqs_default
         else:
             batched = e.max_num_batched_tokens or max(max_len, 2048)
         act = activation_peak_bytes(model, batched, seqs)
         budget = total * e.gpu_util
-        graphs = (e.cudagraph_bytes if e.cudagraph_bytes is not None else DEFAULT_CUDAGRAPH_BYTES) if v1 else 0
+        if profile.charges_cudagraphs:
+            graphs = e.cudagraph_bytes if e.cudagraph_bytes is not None else DEFAULT_CUDAGRAPH_BYTES
         kv_cache = budget - weights_bytes - e.non_torch_bytes - act - graphs
-        default = ("V1 serve default: 8192 on >= 70 GiB cards, else 2048" if v1 else
+        default = (f"V1 default for {'the LLM class' if e.offline else 'vllm serve'} on this card" if v1 else
                    "V0 default max(max_model_len, 2048)")
-        version = ("V1 (hybrid KV-cache manager; 'GPU KV cache size' as max concurrency x max_model_len)" if v1
-                   else "V0 worker ledger (vLLM 0.6.x 'Memory profiling results')")
+        version = profile.label
         notes += [f"Profiling forward over max_num_batched_tokens {batched:,}"
                   f"{'' if e.max_num_batched_tokens else f' ({default})'} and max_num_seqs {seqs}: activation "
                   f"peak {act / GiB:.2f} GiB (modelled).",
                   f"non_torch memory {e.non_torch_bytes / GiB:.2f} GiB (assumed; logs show 0.03-0.35 GiB).",
                   (f"CUDA graphs: {graphs / GiB:.2f} GiB charged (vLLM >= 0.21 profiles them before sizing the "
-                   "cache; logged estimates 0.26-0.36 GiB)" if v1 else
-                   "CUDA graphs are captured after the KV allocation, outside the ledger (V0).")]
+                   "cache; logged estimates 0.26-0.36 GiB)" if profile.charges_cudagraphs else
+                   "CUDA graphs are captured after the KV allocation, outside the ledger (vLLM < 0.21).")]
         if not v1:
             notes.append("Every attention layer is charged per token, sliding-window ones included (V0).")
         non_torch = e.non_torch_bytes
@@ -241,19 +295,23 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
     if v1 and layout is None:
         notes.append("SSM/linear-attention hybrid: V1's padded mamba pages are not modelled; every attention "
                      "layer charged per token instead.")
-    if layout is not None and len(layout.groups) > 1:
+    if layout is not None:
         unit = layout.group_size * layout.page_bytes  # one block across the group_size buffers
         blocks = max(0, int(kv_cache // unit))
         need = layout.blocks_per_request(max_len, batched)
         conc = blocks / need
-        tokens = int(conc * max_len)
-        kinds = ", ".join(f"{sum(1 for g in layout.groups if g[0] == k)} {k} (block {bs})"
-                          for k, bs in dict((g[0], g[2]) for g in layout.groups).items())
-        notes.append(f"Hybrid KV-cache manager: {len(layout.groups)} groups of {layout.group_size} layers "
-                     f"({kinds}), {layout.padded_layers} padding layer(s), pages of {layout.page_bytes:,} B; "
-                     f"a {max_len:,}-token request takes {need:,} blocks. Older V1 releases logged "
-                     f"{blocks // len(layout.groups) * min(g[2] for g in layout.groups):,} tokens "
-                     "(num_blocks // groups x block_size) for the same pool.")
+        old_tokens = blocks // len(layout.groups) * min(g[2] for g in layout.groups)
+        tokens = int(conc * max_len) if profile.tokens_from_concurrency else old_tokens
+        if len(layout.groups) > 1:
+            kinds = ", ".join(f"{sum(1 for g in layout.groups if g[0] == k)} {k} (block {bs})"
+                              for k, bs in dict((g[0], g[2]) for g in layout.groups).items())
+            other = (f"Releases before 0.21 logged {old_tokens:,} tokens (num_blocks // groups x block_size) for "
+                     "the same pool." if profile.tokens_from_concurrency else
+                     f"From 0.21 the same pool is logged as {int(conc * max_len):,} tokens (max concurrency x "
+                     "max_model_len).")
+            notes.append(f"Hybrid KV-cache manager: {len(layout.groups)} groups of {layout.group_size} layers "
+                         f"({kinds}), {layout.padded_layers} padding layer(s), pages of {layout.page_bytes:,} B; "
+                         f"a {max_len:,}-token request takes {need:,} blocks. {other}")
         return EngineLedger(e.engine, version, total, src, budget, weights_bytes, non_torch, act, kv_cache,
                             unit, blocks, tokens, max_len, batched, notes, conc, len(layout.groups), graphs)
     blocks = max(0, int(kv_cache // block)) if block > 0 else 0

@@ -40,7 +40,9 @@ def render_ledger(led, console) -> None:
         t.add_row("- CUDA graphs", g(led.cudagraph_bytes))
     t.add_row("KV cache", g(led.kv_cache_bytes) + ("  (negative: the engine refuses to start)"
                                                      if led.kv_cache_bytes < 0 else ""))
-    t.add_row("blocks", f"{led.kv_blocks:,} of {led.block_bytes / 2**20:,.2f} MiB = {led.kv_cache_tokens:,} tokens")
+    groups = f" over {led.kv_groups} KV-cache groups" if led.kv_groups > 1 else ""
+    t.add_row("blocks", f"{led.kv_blocks:,} of {led.block_bytes / 2**20:,.2f} MiB{groups}")
+    t.add_row("GPU KV cache size", f"{led.kv_cache_tokens:,} tokens (as the engine logs it)")
     t.add_row("max concurrency", f"{led.max_concurrency:.2f}x for {led.max_model_len:,} tokens per request")
     console.print(t)
     for a in led.assumptions:

@@ -334,6 +334,46 @@ def test_plan_engine_version_by_release_number(run_cli):
     assert code == 2 and "--engine-version `zero.x` is not a vLLM version" in err and "Traceback" not in err
 
 
+def test_mamba_hybrid_attention_block_of_nemotron_nano_9b_v2(tmp_path):
+    """vllm-project/vllm#24280 (2025-09-04): 'hybrid mamba/attention models ... might cause large attention page
+    sizes (672 tokens for nvidia/NVIDIA-Nemotron-Nano-9B-v2)'. Its config.json: 56 blocks (pattern below), Mamba2
+    with 128 heads of 80, 8 groups, state 128, conv 4 (no mamba_ssm_cache_dtype: vLLM keeps the state in 16
+    bits); attention 8 KV heads of 128. One layer's state: 3 x (10,240 + 2 x 8 x 128) x 2 B + 128 x 80 x 128 x
+    2 B = 73,728 + 2,621,440 = 2,695,168 B; a token of one attention layer 2 x 8 x 128 x 2 = 4,096 B; the block:
+    16 x cdiv(2,695,168, 16 x 4,096) = 16 x 42 = 672 tokens, pages of 2,752,512 B (state padded by 2.13%)."""
+    from llmsize.estimate.engines import v1_layout
+    from llmsize.importer.source import import_model
+    pattern = "M-M-M-MM-M-M-M*-M-M-M*-M-M-M-M*-M-M-M-M*-M-MM-M-M-M-M-M-"
+    cfg = {"architectures": ["NemotronHForCausalLM"], "model_type": "nemotron_h", "hidden_size": 4480,
+           "intermediate_size": 15680, "num_hidden_layers": 56, "hybrid_override_pattern": pattern,
+           "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128, "mamba_num_heads": 128,
+           "mamba_head_dim": 80, "n_groups": 8, "ssm_state_size": 128, "conv_kernel": 4, "vocab_size": 131072,
+           "max_position_embeddings": 131072, "tie_word_embeddings": False, "mlp_hidden_act": "relu2",
+           "torch_dtype": "bfloat16"}
+    f = tmp_path / "config.json"
+    f.write_text(json.dumps(cfg))
+    m = import_model(f, read_headers=False).spec
+    lay = v1_layout(m, "bf16", 16)
+    assert lay.state_bytes == 2_695_168 and lay.page_bytes == 672 * 4096
+    # 27 mamba and 4 attention layers: groups of 4, 7 mamba groups (1 padding layer) + 1 attention group
+    assert pattern.count("M") == 27 and pattern.count("*") == 4
+    assert lay.group_size == 4 and lay.padded_layers == 1
+    assert sorted(lay.groups) == [("full", None, 672)] + [("mamba", None, 672)] * 7
+    # a 131,072-token request: cdiv(131,072, 672) = 196 attention blocks + one state block per mamba group
+    assert lay.blocks_per_request(131072, 2048) == 196 + 7
+
+
+def test_mamba_hybrid_ledger_in_the_plan(run_cli):
+    """Nemotron 3 Nano (23 Mamba2 layers with fp32 state, 6 attention layers of 2 x 128): state 3 x 6,144 x 2 +
+    64 x 64 x 128 x 4 = 2,134,016 B; attention token 1,024 B; block 16 x cdiv(2,134,016, 16,384) = 2,096 tokens."""
+    code, out, err = run_cli("plan", "nemotron-3-nano-30b-a3b", "--gpu", "h100-sxm", "--engine", "vllm", "--json")
+    assert code == 0, err
+    e = json.loads(out)["engine"]
+    assert e["block_bytes"] == 6 * 2096 * 1024  # one block across the 6 buffers of a group
+    assert any("attention block grows to 2,096 tokens" in a for a in e["assumptions"])
+    assert e["max_concurrency"] == pytest.approx(e["kv_blocks"] / (-(-262144 // 2096) + 4))
+
+
 def test_the_table_covers_every_shared_log():
     """The table of predicted against logged values (filled by the tests above; `pytest -s` prints it) holds
     a row for each log of shared/reference/engine-logs.yaml, with a finite error."""

@@ -170,43 +170,68 @@ def activation_peak_bytes(model: ModelSpec, tokens: int, seqs: int) -> float:
     return tokens * (widest + 2 * h) * ACT_BYTES + seqs * model.vocab_size * (ACT_BYTES + 4)
 
 
+# vLLM rounds a mamba hybrid's attention block to a multiple of the attention kernel's block size:
+# B = align x cdiv(mamba_page, align x attn_page_1_token), align = 16 on CUDA backends
+# (vllm/platforms/interface.py _align_hybrid_block_size, quoted in syv-ai/qwen38-27b-rtx3090#102; vllm#24280
+# gives 672 tokens for Nemotron-Nano-9B-v2, which tests/test_engines.py reproduces)
+MAMBA_ALIGN_TOKENS = 16
+
+
+def vllm_state_bytes(mixer) -> float:
+    """One sequence's state in one SSM / linear-attention layer as vLLM V1 allocates it: its
+    --mamba-ssm-cache-dtype `auto` keeps Gated DeltaNet states in the model dtype (bf16; MambaStateDtypeCalculator
+    .gated_delta_net_state_dtype), NemotronH's in the config's mamba_ssm_cache_dtype (`state_dtype`)."""
+    from llmsize.estimate.kv import state_bytes_per_layer
+
+    if mixer.kind == "linear":
+        return state_bytes_per_layer(mixer.model_copy(update={"state_dtype": "bf16"}))
+    return state_bytes_per_layer(mixer)
+
+
 @dataclass(frozen=True)
 class V1Layout:
     """vLLM V1's KV-cache layout (docs/design/hybrid_kv_cache_manager.md; v1/core/kv_cache_utils.py):
     layers of one attention type share KV-cache groups of `group_size` layers; every group's page (one
     block of one layer) has the same size, the block size of the types with a smaller per-token size being
-    multiplied to match; memory is `group_size` buffers of num_blocks pages."""
+    multiplied to match; memory is `group_size` buffers of num_blocks pages. In a mamba hybrid
+    (HybridAttentionMambaModelConfig, without prefix caching) the attention block grows to the smallest
+    multiple of 16 tokens whose page holds one layer's state, and the state page is padded to it."""
 
-    groups: list[tuple[str, int | None, int]]  # (kind, window, block_size) per group
+    groups: list[tuple[str, int | None, int]]  # (kind, window, block_size) per group; kind full|sliding|mamba
     group_size: int
     page_bytes: int  # one block of one layer
     padded_layers: int  # layers added to fill the last group of a type
+    state_bytes: float = 0.0  # a mamba layer's state before padding (0: no mamba layers)
 
     def blocks_per_request(self, max_model_len: int, batched_tokens: int) -> int:
         """SlidingWindowSpec.max_memory_usage_bytes: cdiv(min(window - 1 + batched, len), block) + 1 blocks;
-        full attention: cdiv(len, block)."""
+        full attention: cdiv(len, block); a mamba layer one block (its state)."""
         total = 0
         for kind, window, bs in self.groups:
             if kind == "sliding":
                 total += -(-min(window - 1 + batched_tokens, max_model_len) // bs) + 1
+            elif kind == "mamba":
+                total += 1
             else:
                 total += -(-max_model_len // bs)
         return total
 
 
 def v1_layout(model: ModelSpec, kv_dtype: str, block_size: int) -> V1Layout | None:
-    """None for models the sketch does not cover (SSM / linear-attention hybrids)."""
+    """None for a model without attention layers."""
     from llmsize.estimate.kv import _per_token_per_layer
     from llmsize.estimate.quant import MLA_DS_FP8_BYTES_PER_TOKEN, kv_dtype_bytes
 
     b = float(kv_dtype_bytes(kv_dtype))
     types: dict[tuple[str, int | None], list[float]] = {}
+    states: list[float] = []
     for g in model.layer_groups:
         m = g.mixer
         if m is None:
             continue
         if m.kind in ("ssm", "linear"):
-            return None
+            states += [vllm_state_bytes(m)] * g.count
+            continue
         key = ("sliding", m.sliding_window) if m.kind == "sliding" else ("full", None)
         per = (MLA_DS_FP8_BYTES_PER_TOKEN if m.kind == "mla" and kv_dtype.lower() == "fp8_ds_mla"
                else _per_token_per_layer(m, b))
@@ -215,18 +240,23 @@ def v1_layout(model: ModelSpec, kv_dtype: str, block_size: int) -> V1Layout | No
         return None
     # every layer of a type caches the same bytes per token in the models we describe; take the widest
     per_token = {k: max(v) for k, v in types.items()}
+    state = max(states, default=0.0)
+    if state:
+        a = MAMBA_ALIGN_TOKENS
+        block_size = max(block_size, a * -(-int(state) // int(a * max(per_token.values()))))
     target = max(block_size * t for t in per_token.values())
-    if len(types) == 1:
+    if len(types) == 1 and not state:
         (key, sizes), = types.items()
         return V1Layout([(key[0], key[1], block_size)], len(sizes), int(block_size * per_token[key]), 0)
-    group_size = min(len(v) for v in types.values())
+    counts = {k: len(v) for k, v in types.items()} | ({("mamba", None): len(states)} if state else {})
+    group_size = min(counts.values())
     groups, padded = [], 0
-    for key, sizes in types.items():
-        bs = block_size * round(target / (block_size * per_token[key]))
-        n = -(-len(sizes) // group_size)
-        padded += n * group_size - len(sizes)
+    for key, n_layers in counts.items():
+        bs = block_size if key[0] == "mamba" else block_size * round(target / (block_size * per_token[key]))
+        n = -(-n_layers // group_size)
+        padded += n * group_size - n_layers
         groups += [(key[0], key[1], bs)] * n
-    return V1Layout(groups, group_size, int(target), padded)
+    return V1Layout(groups, group_size, int(target), padded, state)
 
 
 def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: EngineInputs) -> EngineLedger:
@@ -293,8 +323,14 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
                      "verified here.")
     layout = v1_layout(model, e.kv_dtype, e.block_size) if v1 else None
     if v1 and layout is None:
-        notes.append("SSM/linear-attention hybrid: V1's padded mamba pages are not modelled; every attention "
-                     "layer charged per token instead.")
+        notes.append("No attention layer: V1's mamba-only layout is not modelled; the state is charged per token "
+                     "instead.")
+    if layout is not None and layout.state_bytes:
+        bs = layout.groups[0][2] if layout.groups[0][0] != "mamba" else layout.groups[-1][2]
+        notes.append(f"Mamba hybrid: a layer's state is {layout.state_bytes:,.0f} B, so the attention block grows to "
+                     f"{bs:,} tokens and the state page is padded by "
+                     f"{100 * (layout.page_bytes / layout.state_bytes - 1):.2f}% (vLLM logs both); prefix caching "
+                     "of mamba states is not modelled.")
     if layout is not None:
         unit = layout.group_size * layout.page_bytes  # one block across the group_size buffers
         blocks = max(0, int(kv_cache // unit))

@@ -1,8 +1,10 @@
-"""NVFP4 Triton GEMV vs bf16 cuBLAS on Gemma 4 12B's linear shapes, batch 1: time and achieved GB/s.
+"""NVFP4 Triton GEMVs vs bf16 cuBLAS on Gemma 4 12B's linear shapes, batch 1 and 16: time and achieved GB/s.
 
-    python benchmarks/gemv_bench.py [--iters 200]
+    python benchmarks/gemv_bench.py [--iters 200] [--best-out FILE]
 
-Prints a table (shape, bytes, us, GB/s, % of the NVML theoretical bandwidth) for each path; paste it into
+Prints a table (shape, bytes, us, GB/s, % of the NVML theoretical bandwidth) for each path, then the time one
+decoded token spends in each NVFP4 kernel (every shape times the layers that run it); --best-out writes the
+name of the fastest batch-1 kernel (triton, dot or pairs) for the scripts that follow. Paste the table into
 benchmarks/RESULTS.md with the card, date and commit. Needs a CUDA GPU and the measure extra.
 """
 
@@ -20,6 +22,8 @@ SHAPES = {  # [N, K] of Gemma 4 12B (shared/reference/gemma-architecture.md), fu
     "qkv sliding": (4096 + 2048 + 2048, 3840), "qkv full": (8192 + 512, 3840), "o sliding": (3840, 4096),
     "o full": (3840, 8192), "gate_up": (2 * 15360, 3840), "down": (3840, 15360),
 }
+PER_TOKEN = {"qkv sliding": 40, "qkv full": 8, "o sliding": 40, "o full": 8, "gate_up": 48, "down": 48}
+KERNELS_B1 = {"nvfp4": "triton", "dot b1": "dot", "pairs b1": "pairs"}
 
 
 def bench(fn, iters):
@@ -41,7 +45,9 @@ def bench(fn, iters):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=200)
+    ap.add_argument("--best-out", default=None)
     args = ap.parse_args()
+    per_token = {k: 0.0 for k in KERNELS_B1}
     theo = read_card(0).theoretical_bandwidth_gb_s
     print(f"theoretical bandwidth (NVML): {theo:.1f} GB/s")
     print(f"{'shape':12s} {'N x K':>13s} {'path':7s} {'MB':>8s} {'us':>8s} {'GB/s':>8s} {'% theo':>7s}")
@@ -56,13 +62,29 @@ def main():
             ("bf16", lambda: F.linear(x, w16), w16.numel() * 2),
             ("nvfp4", lambda: gemv.nvfp4_gemv(x, w4, out=out), w4.packed_bytes + w4.scale_bytes),
             ("dot b1", lambda: gemv.nvfp4_gemv_dot(x, w4, out=out), w4.packed_bytes + w4.scale_bytes),
+            ("pairs b1", lambda: gemv.nvfp4_gemv_pairs(x, w4, out=out), w4.packed_bytes + w4.scale_bytes),
             ("dot16", lambda: gemv.nvfp4_gemv_dot(x16, w4, out=out16), w4.packed_bytes + w4.scale_bytes),
+            ("pairs16", lambda: gemv.nvfp4_gemv_pairs(x16, w4, out=out16), w4.packed_bytes + w4.scale_bytes),
             ("bf16x16", lambda: F.linear(x16, w16), w16.numel() * 2),
         ):
-            t = bench(fn, args.iters)
+            try:
+                t = bench(fn, args.iters)
+            except Exception as e:  # one kernel failing to compile must not hide the others
+                print(f"{name:12s} {n:>6d}x{k:<6d} {path:7s} failed: {type(e).__name__}: {str(e)[:120]}")
+                per_token.pop(path, None)
+                continue
+            if path in per_token:
+                per_token[path] += t * PER_TOKEN[name]
             gbs = nbytes / t / 1e9
             print(f"{name:12s} {n:>6d}x{k:<6d} {path:7s} {nbytes / 1e6:8.2f} {t * 1e6:8.1f} {gbs:8.1f} "
                   f"{100 * gbs / theo:6.1f}%")
+    print("time per decoded token in the linear layers, batch 1 (lm_head excluded):")
+    for path, t in sorted(per_token.items(), key=lambda kv: kv[1]):
+        print(f"  {path:9s} {t * 1e3:8.3f} ms  ({KERNELS_B1[path]})")
+    if args.best_out and per_token:
+        best = min(per_token, key=per_token.get)
+        with open(args.best_out, "w") as f:
+            f.write(KERNELS_B1[best] + "\n")
 
 
 if __name__ == "__main__":

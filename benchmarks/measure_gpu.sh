@@ -26,11 +26,18 @@ export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
 $PY -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee "$OUT/versions.txt"
 timeout 150 $PY -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tail -15 | tee "$OUT/gpu-tests.log"
-timeout 90 $PY benchmarks/gemv_bench.py 2>&1 | tee "$OUT/gemv-bench.txt"
-for q in bf16 nvfp4 nvfp4dot nvfp4compiled; do
+timeout 120 $PY benchmarks/gemv_bench.py --best-out "$OUT/best-gemv.txt" 2>&1 | tee "$OUT/gemv-bench.txt"
+# the whole loop runs with the kernel the microbenchmark found fastest at batch 1 (triton if it found none)
+BEST=$(cat "$OUT/best-gemv.txt" 2>/dev/null || echo triton)
+echo "fastest batch-1 NVFP4 kernel: $BEST"
+for q in bf16 nvfp4 nvfp4compiled nvfp4triton; do
   args="--quant $q"
-  [ "$q" = nvfp4dot ] && args="--quant nvfp4 --gemv dot"  # the tensor-core kernel at batch 1, for comparison
-  [ "$q" = nvfp4compiled ] && args="--quant nvfp4 --compile"  # inductor fuses the small ops between GEMVs
+  [ "$q" = nvfp4 ] && args="--quant nvfp4 --gemv $BEST"
+  [ "$q" = nvfp4compiled ] && args="--quant nvfp4 --gemv $BEST --compile"  # inductor fuses the small ops
+  if [ "$q" = nvfp4triton ]; then  # the CUDA-core kernel in the whole loop, when it was not the fastest
+    [ "$BEST" = triton ] && continue
+    args="--quant nvfp4 --gemv triton"
+  fi
   timeout 150 $PY -m llmsize measure $args --json --save "$OUT/measure-$q.json" > /dev/null \
     2> "$OUT/measure-$q.err"
   echo "measure $q: exit $?"; tail -3 "$OUT/measure-$q.err"
@@ -43,8 +50,9 @@ done
 ls "$OUT"/measure-*.json >/dev/null 2>&1 && $PY benchmarks/measure_summary.py "$OUT"/measure-*.json \
   | tee "$OUT/RESULTS-append.md"
 # the batch sweep (issue 5's continuous-batching regime), if time is left
-timeout 200 $PY benchmarks/decode.py --save-dir "$OUT" --batches 1,4,16 2>&1 | tee -a "$OUT/RESULTS-append.md"
+timeout 200 $PY benchmarks/decode.py --save-dir "$OUT" --batches 1,4,16 --gemv "$BEST" 2>&1 \
+  | tee -a "$OUT/RESULTS-append.md"
 # where the step's time goes (kernel count, top kernels), if time is left
-timeout 120 $PY benchmarks/profile_decode.py 2>&1 | tee "$OUT/profile-nvfp4.txt"
+timeout 120 $PY benchmarks/profile_decode.py --gemv "$BEST" 2>&1 | tee "$OUT/profile-nvfp4.txt"
 cp "$OUT/RESULTS-append.md" "$FINAL/" 2>/dev/null
 tar czf "$FINAL/all-logs.tgz" -C "$OUT" . && echo "logs: $FINAL/all-logs.tgz"

@@ -23,7 +23,7 @@ def main() -> None:
     ap.add_argument("--quant", default="nvfp4", choices=["nvfp4", "bf16"])
     ap.add_argument("--context", type=int, default=4096)
     ap.add_argument("--steps", type=int, default=8)
-    ap.add_argument("--gemv", default="triton", choices=["triton", "dot"])
+    ap.add_argument("--gemv", default="triton", choices=["triton", "dot", "pairs"])
     ap.add_argument("--compile", action="store_true")
     args = ap.parse_args()
     cfg = gemma4.GEMMA4_12B

@@ -684,7 +684,8 @@ def measure(
     seed: Annotated[int, typer.Option(help="Seed for random weights and the prompt.")] = 0,
     probe: Annotated[bool, typer.Option("--probe/--no-probe", help="Time a read-bandwidth probe first.")] = True,
     gemv: Annotated[str, typer.Option(help="NVFP4 kernel: auto (CUDA-core at batch 1, tensor-core for batches), "
-                                      "triton (the same), or dot (tensor-core always).")] = "auto",
+                                      "triton (the same), dot (tensor-core always), or pairs (two codes per integer "
+                                      "op, tensor-core).")] = "auto",
     compile_: Annotated[bool, typer.Option("--compile/--no-compile", help="torch.compile the decode step before "
                                            "capturing it (fewer, fused kernels between the GEMVs).")] = False,
     as_json: JsonOpt = False,

@@ -36,7 +36,7 @@ class MeasureOptions:
     warmup: int = 8
     seed: int = 0
     probe: bool = True
-    gemv: str = "auto"  # auto | triton | dot: which NVFP4 kernel decodes (auto = triton)
+    gemv: str = "auto"  # auto | triton | dot | pairs: which NVFP4 kernel decodes (auto = triton)
     compile: bool = False  # torch.compile the decode step (fuses norms, RoPE, residuals) before graph capture
 
 
@@ -52,8 +52,8 @@ def validate(o: MeasureOptions) -> None:
     if o.batch > 16:
         raise InvalidValueError(f"--batch `{o.batch}` is above 16, where the GEMV path ends.",
                                 "Measure batch 1 to 16.")
-    if o.gemv not in ("auto", "triton", "dot"):
-        raise InvalidValueError(f"--gemv `{o.gemv}` is not a kernel.", "Use auto, triton or dot.")
+    if o.gemv not in ("auto", "triton", "dot", "pairs"):
+        raise InvalidValueError(f"--gemv `{o.gemv}` is not a kernel.", "Use auto, triton, dot or pairs.")
     if o.checkpoint and not Path(o.checkpoint).is_dir():
         raise InvalidValueError(f"--checkpoint `{o.checkpoint}` is not a folder.",
                                 "Point it at a folder holding config.json and *.safetensors.")

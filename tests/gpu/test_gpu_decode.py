@@ -61,3 +61,27 @@ def test_dot_kernel_on_gemma_shapes(batch):
     x = torch.randn(batch, 3840, device="cuda", dtype=torch.bfloat16)
     want = gemv.nvfp4_linear_reference(x.float(), w)
     torch.testing.assert_close(gemv.nvfp4_gemv_dot(x, w).float(), want, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("batch", [1, 16])
+@pytest.mark.parametrize("n, k", [(8192, 3840), (3840, 15360), (1000, 272)])
+def test_pairs_kernel_on_gemma_shapes(n, k, batch):
+    """The compiled two-codes-per-op kernel (fp16 halves, fp16 scaling: exact unless the GPU flushed fp16
+    subnormals, which would zero every 0.5 code) against the float32 reference."""
+    from llmsize.measure import gemv, nvfp4
+    torch.manual_seed(n + batch)
+    w = nvfp4.quantize(torch.randn(n, k, device="cuda") / k ** 0.5)
+    x = torch.randn(batch, k, device="cuda", dtype=torch.bfloat16)
+    want = gemv.nvfp4_linear_reference(x.float(), w)
+    torch.testing.assert_close(gemv.nvfp4_gemv_pairs(x, w).float(), want, rtol=2e-2, atol=2e-2)
+
+
+def test_pairs_kernel_decodes_every_code_on_the_gpu():
+    from llmsize.measure import gemv, nvfp4
+    codes = torch.arange(16, dtype=torch.uint8, device="cuda").repeat(16, 8)
+    scale_vals = torch.tensor([448.0, 1.0, 2.0 ** -7, 2.0 ** -9, 6.0, 0.5, 2.0 ** -6, 3.5], device="cuda").repeat(16, 1)
+    w = nvfp4.Nvfp4Weight(nvfp4.pack(codes), scale_vals.to(torch.float8_e4m3fn), torch.full((16,), 0.5, device="cuda"))
+    x = torch.eye(128, device="cuda")[:16]
+    got = gemv.nvfp4_gemv_pairs(x, w, block_n=16, block_w=16)[:, 0].cpu()
+    want = torch.tensor([nvfp4.E2M1_VALUES[c % 16] * scale_vals[0, c // 16].item() * 0.5 for c in range(16)])
+    assert torch.equal(got, want)

@@ -55,3 +55,42 @@ def test_dot_kernel_matches_reference_for_batches(n, k, batch):
     x = torch.randn(batch, k).to(torch.float16).float()  # fp16-representable: the kernel's operand dtype
     got = gemv.nvfp4_gemv_dot(x, w, block_n=32, block_k=32)
     torch.testing.assert_close(got, gemv.nvfp4_linear_reference(x, w), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("n, k, batch, block_n, block_w", [
+    (32, 128, 1, 16, 16),     # one exact tile
+    (40, 48, 1, 16, 16),      # N ragged, K = 6 words: the tile's word tail masked
+    (130, 272, 4, 32, 16),    # K = 34 words: a ragged last step; batch 4
+    (64, 512, 16, 64, 32),    # batch 16, two steps of 32 words
+])
+def test_pairs_kernel_matches_reference(n, k, batch, block_n, block_w):
+    """Two codes per integer op: the word decode puts columns 8j+3-p and 8j+7-p into fp16 halves; any mix-up of
+    columns, nibbles or block scales shows here against the float32 reference."""
+    torch.manual_seed(n + 7 * k + batch)
+    w = nvfp4.quantize(torch.randn(n, k) * 0.05)
+    x = torch.randn(batch, k).to(torch.float16).float()  # fp16-representable: the kernel's operand dtype
+    got = gemv.nvfp4_gemv_pairs(x, w, block_n=block_n, block_w=block_w)
+    torch.testing.assert_close(got, gemv.nvfp4_linear_reference(x, w), rtol=1e-5, atol=1e-5)
+
+
+def test_pairs_kernel_decodes_every_code_and_subnormal_scales():
+    codes = torch.arange(16, dtype=torch.uint8).repeat(16, 8)  # [16, 128]: every code at every column phase
+    codes = torch.roll(codes, shifts=3, dims=1)
+    scale_vals = torch.tensor([448.0, 1.0, 2.0 ** -7, 2.0 ** -9, 6.0, 0.5, 2.0 ** -6, 3.5]).repeat(16, 1)
+    w = nvfp4.Nvfp4Weight(nvfp4.pack(codes), scale_vals.to(torch.float8_e4m3fn), torch.full((16,), 0.5))
+    for start in range(0, 128, 16):
+        xs = torch.eye(128)[start:start + 16]  # 16 one-hot rows: batch b picks column start + b
+        got = gemv.nvfp4_gemv_pairs(xs, w, block_n=16, block_w=16)  # [16 batch, 16 rows]
+        for b in range(16):
+            col = start + b
+            want = nvfp4.E2M1_VALUES[int(codes[0, col])] * scale_vals[0, col // 16].item() * 0.5
+            assert got[b, 0].item() == want, (col, got[b, 0].item(), want)
+
+
+def test_pairs_kernel_bf16_io():
+    torch.manual_seed(5)
+    w = nvfp4.quantize(torch.randn(48, 256))
+    x = torch.randn(2, 256).to(torch.bfloat16)
+    got = gemv.nvfp4_gemv_pairs(x, w, block_n=16, block_w=16)
+    assert got.dtype == torch.bfloat16 and got.shape == (2, 48)
+    torch.testing.assert_close(got.float(), gemv.nvfp4_linear_reference(x.float(), w), rtol=2e-2, atol=2e-2)

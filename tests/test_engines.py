@@ -75,9 +75,26 @@ def test_trtllm_224_llama2_7b_on_a10(catalog):
 def test_sglang_static_pool(catalog):
     m, g = catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm")
     led = engine_ledger(m, g, _w(m), EngineInputs(engine="sglang", gpu_util=0.88))
-    # total x mem_fraction_static - weights, in 128 KiB tokens (32 x 2 x 8 x 128 x 2 B)
-    want = (g.memory_cuda_bytes * 0.88 - _w(m)) // (16 * 131072) * 16
-    assert led.kv_cache_tokens == want
+    # (total - 0.3 GiB of context) x mem_fraction_static - weights, in 128 KiB tokens (32 x 2 x 8 x 128 x 2 B),
+    # pages of one token (SGLang's default --page-size 1)
+    want = ((g.memory_cuda_bytes - int(0.3 * GiB)) * 0.88 - _w(m)) // 131072
+    assert led.kv_cache_tokens == want and led.block_bytes == 131072
+
+
+def test_sglang_min_fraction_from_inferencex_2128(catalog):
+    """SemiAnalysisAI/InferenceX#2128 (2026-07-09): DeepSeek-V4-Pro FP8, tp 8 on H200s, --mem-fraction-static
+    0.88: 'Load weight end ... avail mem=12.25 GB, mem usage=125.65 GB' (SGLang's GB are GiB), then SGLang
+    refuses and names 0.9113 as the smallest fraction. With free-at-start = 12.25 + 125.65 GiB and the logged
+    weights, the ledger reproduces both the refusal and the number. DeepSeek-V3 stands in for the model: it only
+    supplies the KV of one 16-token request, a few MB."""
+    m, g = catalog.model("deepseek-v3"), catalog.gpu("h200-sxm")
+    free = (12.25 + 125.65) * GiB
+    non_torch = g.memory_cuda_bytes - free
+    led = engine_ledger(m, g, 125.65 * GiB, EngineInputs(engine="sglang", gpu_util=0.88, max_model_len=16,
+                                                          non_torch_bytes=int(non_torch)))
+    assert led.kv_cache_bytes < 0 and led.kv_cache_tokens == 0
+    assert led.min_fraction == pytest.approx(0.9113, abs=0.0005)
+    assert any("refuses to start below" in a for a in led.assumptions)
 
 
 def test_activation_peak_formula_by_hand(catalog):
@@ -201,7 +218,8 @@ def test_vllm_21348_qwen3_235b_fp8_on_4_h100_vllm_and_sglang():
     an LMCache connector attached): 'Available KV cache memory: 8.11 GiB', 'GPU KV cache size: 178,880
     tokens'. SGLang, --mem-fraction-static 0.93: '#tokens: 367404, K size: 8.23 GB, V size: 8.23 GB' (GiB, per
     367,404 x 48,128 B). Our vLLM figure is far above: the connector's buffers and V1's MoE/graph reserves are
-    not modelled; SGLang's pool lands 13% above (its free-memory baseline excludes CUDA context and NCCL).
+    not modelled; SGLang's pool lands 11% above (free at start assumed total - 0.3 GiB; at tp 4 the
+    communicators hold more, ~2 GiB would close it).
     Recorded, not targeted: the vLLM run is not a plain configuration."""
     from pathlib import Path
 

@@ -15,7 +15,11 @@ activation dtype and fp32 for each sequence:
 (vllm#10517: predicted 2.09 GiB, logged 2.07). non_torch (CUDA context, NCCL, cuBLAS workspaces) is an
 input; logs show 0.03 to 0.35 GiB.
 
-SGLang: the static pool is total x mem_fraction_static - weights, all of it KV (server arguments docs).
+SGLang: the static pool is free x mem_fraction_static - weights, all of it KV, where `free` is what CUDA
+reports free once the CUDA context and the distributed groups exist (model_runner profile_max_num_token:
+rest = available after loading - free at start x (1 - fraction)). Its refusal prints the smallest fraction
+that would do, weights / free: 0.9113 for DeepSeek-V4-Pro FP8 at tp 8 on H200s, from 'avail mem=12.25 GB,
+mem usage=125.65 GB' (SemiAnalysisAI/InferenceX#2128), which `min_fraction` reproduces.
 TensorRT-LLM: kv_cache_free_gpu_mem_fraction x the memory free after the engine and its runtime buffers
 (TensorRT-LLM#224: a fraction of *free* memory); the runtime buffers are an input.
 """
@@ -117,6 +121,7 @@ class EngineLedger:
     max_num_batched_tokens: int | None
     assumptions: list[str] = field(default_factory=list)
     concurrency: float | None = None  # blocks / blocks one max_model_len request needs (vLLM V1)
+    min_fraction: float | None = None  # smallest utilization / fraction that serves one max_model_len request
     kv_groups: int = 1
     cudagraph_bytes: float = 0.0
 
@@ -271,7 +276,8 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
         raise InvalidValueError(f"--max-model-len `{max_len}` must be at least 1.", "Pass 1 or more.")
     total, src = cuda_total_bytes(gpu)
     per_token = token_bytes_charged(model, e.kv_dtype)
-    block = per_token * e.block_size
+    page_tokens = 1 if e.engine == "sglang" else e.block_size  # SGLang's --page-size defaults to 1
+    block = per_token * page_tokens
     notes = [f"Total: {total / GiB:.2f} GiB, {src}.",
              f"Weights as loaded: {weights_bytes / GiB:.2f} GiB (the estimate; engines log it as 'GB' but mean GiB)."]
     batched = None
@@ -305,10 +311,13 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
             notes.append("Every attention layer is charged per token, sliding-window ones included (V0).")
         non_torch = e.non_torch_bytes
     elif e.engine == "sglang":
-        act, non_torch = 0.0, 0.0
-        budget = total * e.gpu_util
+        act, non_torch = 0.0, e.non_torch_bytes
+        free = total - non_torch
+        budget = free * e.gpu_util
         kv_cache = budget - weights_bytes
-        version = "mem_fraction_static ledger (static pool = total x fraction - weights)"
+        version = "mem_fraction_static ledger (static pool = free at start x fraction - weights)"
+        notes.append(f"Free at start: total - {non_torch / GiB:.2f} GiB of CUDA context and communicators "
+                     "(assumed; more with tensor parallelism).")
         notes.append("SGLang keeps activations and CUDA graphs in the 1 - mem_fraction_static left over.")
     else:
         runtime = e.runtime_bytes if e.runtime_bytes is not None else activation_peak_bytes(
@@ -322,6 +331,19 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
         notes.append(f"Runtime buffers {runtime / GiB:.2f} GiB ({how}); TensorRT-LLM's exact formula is not "
                      "verified here.")
     layout = v1_layout(model, e.kv_dtype, e.block_size) if v1 else None
+    one_request = (layout.blocks_per_request(max_len, batched) * layout.group_size * layout.page_bytes
+                   if layout is not None else -(-max_len // page_tokens) * block)
+    if profile is not None:
+        min_fraction = (weights_bytes + e.non_torch_bytes + act + graphs + one_request) / total
+    elif e.engine == "sglang":
+        min_fraction = (weights_bytes + one_request) / (total - non_torch)
+    else:
+        min_fraction = None  # a fraction of what is free: no fraction helps when nothing is
+    if min_fraction is not None and kv_cache < one_request:
+        notes.append(f"Not enough for one {max_len:,}-token request: the engine refuses to start below "
+                     f"{min_fraction:.4f} of {'total' if profile else 'free'} memory (or lower --max-model-len)."
+                     if min_fraction <= 1 else f"Not enough for one {max_len:,}-token request at any utilization "
+                     "(the engine refuses to start): lower --max-model-len, quantize, or add cards.")
     if v1 and layout is None:
         notes.append("No attention layer: V1's mamba-only layout is not modelled; the state is charged per token "
                      "instead.")
@@ -349,7 +371,9 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
                          f"({kinds}), {layout.padded_layers} padding layer(s), pages of {layout.page_bytes:,} B; "
                          f"a {max_len:,}-token request takes {need:,} blocks. {other}")
         return EngineLedger(e.engine, version, total, src, budget, weights_bytes, non_torch, act, kv_cache,
-                            unit, blocks, tokens, max_len, batched, notes, conc, len(layout.groups), graphs)
+                            unit, blocks, tokens, max_len, batched, notes, conc, min_fraction, len(layout.groups),
+                            graphs)
     blocks = max(0, int(kv_cache // block)) if block > 0 else 0
     return EngineLedger(e.engine, version, total, src, budget, weights_bytes, non_torch, act, kv_cache, block,
-                        blocks, blocks * e.block_size, max_len, batched, notes, cudagraph_bytes=graphs)
+                        blocks, blocks * page_tokens, max_len, batched, notes, min_fraction=min_fraction,
+                        cudagraph_bytes=graphs)

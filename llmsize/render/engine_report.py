@@ -16,6 +16,7 @@ def ledger_to_dict(led) -> dict:
         "kv_cache_bytes": round(led.kv_cache_bytes), "block_bytes": round(led.block_bytes),
         "kv_blocks": led.kv_blocks, "kv_cache_tokens": led.kv_cache_tokens, "max_model_len": led.max_model_len,
         "max_num_batched_tokens": led.max_num_batched_tokens, "max_concurrency": led.max_concurrency,
+        "min_gpu_util": None if led.min_fraction is None else round(led.min_fraction, 4),
         "assumptions": list(led.assumptions),
     }
 
@@ -38,8 +39,14 @@ def render_ledger(led, console) -> None:
         t.add_row("- activation peak", g(led.activation_peak_bytes))
     if led.cudagraph_bytes:
         t.add_row("- CUDA graphs", g(led.cudagraph_bytes))
-    t.add_row("KV cache", g(led.kv_cache_bytes) + ("  (negative: the engine refuses to start)"
-                                                     if led.kv_cache_bytes < 0 else ""))
+    refuse = ""
+    if led.kv_cache_tokens < led.max_model_len and led.min_fraction is not None:
+        refuse = (f"  (too small for one request: refuses to start below {led.min_fraction:.4f})"
+                  if led.min_fraction <= 1 else "  (too small for one request at any utilization: lower "
+                  "--max-model-len)")
+    elif led.kv_cache_bytes < 0:
+        refuse = "  (negative: the engine refuses to start)"
+    t.add_row("KV cache", g(led.kv_cache_bytes) + refuse)
     groups = f" over {led.kv_groups} KV-cache groups" if led.kv_groups > 1 else ""
     t.add_row("blocks", f"{led.kv_blocks:,} of {led.block_bytes / 2**20:,.2f} MiB{groups}")
     t.add_row("GPU KV cache size", f"{led.kv_cache_tokens:,} tokens (as the engine logs it)")

@@ -392,6 +392,24 @@ def test_mamba_hybrid_ledger_in_the_plan(run_cli):
     assert e["max_concurrency"] == pytest.approx(e["kv_blocks"] / (-(-262144 // 2096) + 4))
 
 
+def test_trtllm_1400_int8_7b_on_an_a100(catalog):
+    """NVIDIA/TensorRT-LLM#1400 (2024-04-04, v0.8, C++ runtime): a 7B SmoothQuant engine on an A100, built with
+    max_batch_size 1, max_num_tokens 4096, max_input_len 4096 + max_output_len 1024, default
+    kv_cache_free_gpu_mem_fraction 0.9: 'GPU 6683 (MiB)' for the engine, 'Allocate 69524783104 bytes for k/v
+    cache', 'Using 132608 tokens'. 69,524,783,104 / 132,608 = 524,288 B per token = 32 layers x 2 x 4,096 x 2 B:
+    a Llama-2-7B-shaped model (the log does not name it); 69.5 GB only fits the 80 GB A100. The ledger, given
+    the logged engine size and its default runtime buffers (the activation model at 4,096 tokens, 1 sequence),
+    on the catalog's nominal 80 GiB total (no CUDA total for this card: ~0.8 GiB high)."""
+    m, g = catalog.model("llama-2-7b"), catalog.gpu("a100-80gb-sxm")
+    led = engine_ledger(m, g, 6683 * 2**20, EngineInputs(engine="trtllm", gpu_util=0.9, max_model_len=5120,
+                                                         max_num_batched_tokens=4096, max_num_seqs=1))
+    assert led.block_bytes == 16 * 524288
+    TABLE.append(("trtllm#1400", "KV tokens (nominal 80 GiB total)", led.kv_cache_tokens, 132608,
+                  led.kv_cache_tokens / 132608 - 1))
+    TABLE.append(("trtllm#1400", "KV bytes", led.kv_cache_bytes, 69524783104, led.kv_cache_bytes / 69524783104 - 1))
+    assert led.kv_cache_tokens == pytest.approx(132608, rel=0.05)
+
+
 def test_the_table_covers_every_shared_log():
     """The table of predicted against logged values (filled by the tests above; `pytest -s` prints it) holds
     a row for each log of shared/reference/engine-logs.yaml, with a finite error."""

@@ -35,12 +35,13 @@ def main() -> None:
     ap.add_argument("--append", action="store_true")
     ap.add_argument("--save-dir", type=Path, default=None)
     ap.add_argument("--gemv", default="auto", choices=["auto", "triton", "dot", "pairs"])
+    ap.add_argument("--fused", action="store_true", help="the fused kernels between the GEMVs (nvfp4 rows)")
     args = ap.parse_args()
     runs = [("bf16", 1)] + [("nvfp4", int(b)) for b in args.batches.split(",")]
     results = []
     for i, (quant, batch) in enumerate(runs):
         r = measure(MeasureOptions(quant=quant, batch=batch, context=args.context, tokens=args.tokens,
-                                   probe=(i == 0), gemv=args.gemv))
+                                   probe=(i == 0), gemv=args.gemv, fused=args.fused and quant == "nvfp4"))
         if i and results:  # the probe ran once; carry it to the other rows
             g0 = results[0]["gpu"]
             probe = g0["probed_read_bandwidth_gb_s"]
@@ -60,7 +61,7 @@ def main() -> None:
              f"- Date: {date.today().isoformat()}; commit {git_commit()}; torch "
              f"{results[0]['versions']['torch']}, triton {results[0]['versions']['triton']}",
              f"- Command: `python benchmarks/decode.py --context {args.context} --tokens {args.tokens} "
-             f"--batches {args.batches} --gemv {args.gemv}`", "",
+             f"--batches {args.batches} --gemv {args.gemv}{' --fused' if args.fused else ''}`", "",
              "| quant | batch | bytes/step GB | ms/step median | tok/s | GB/s | of theoretical | of probe | "
              "plan ceiling tok/s (NVML bw) |", "|---|---|---|---|---|---|---|---|---|"]
     lines += [row(r) for r in results]

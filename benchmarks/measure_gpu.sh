@@ -30,10 +30,12 @@ timeout 120 $PY benchmarks/gemv_bench.py --best-out "$OUT/best-gemv.txt" 2>&1 | 
 # the whole loop runs with the kernel the microbenchmark found fastest at batch 1 (triton if it found none)
 BEST=$(cat "$OUT/best-gemv.txt" 2>/dev/null || echo triton)
 echo "fastest batch-1 NVFP4 kernel: $BEST"
-for q in bf16 nvfp4 nvfp4compiled nvfp4triton; do
+for q in bf16 nvfp4 nvfp4fused nvfp4compiled nvfp4triton bf16fused; do
   args="--quant $q"
   [ "$q" = nvfp4 ] && args="--quant nvfp4 --gemv $BEST"
+  [ "$q" = nvfp4fused ] && args="--quant nvfp4 --gemv $BEST --fused"  # six Triton kernels between the GEMVs
   [ "$q" = nvfp4compiled ] && args="--quant nvfp4 --gemv $BEST --compile"  # inductor fuses the small ops
+  [ "$q" = bf16fused ] && args="--quant bf16 --fused"  # the baseline with the same kernels between its GEMMs
   if [ "$q" = nvfp4triton ]; then  # the CUDA-core kernel in the whole loop, when it was not the fastest
     [ "$BEST" = triton ] && continue
     args="--quant nvfp4 --gemv triton"
@@ -49,10 +51,17 @@ render_measure(json.load(open('$OUT/measure-$q.json')), Console(width=100))" | t
 done
 ls "$OUT"/measure-*.json >/dev/null 2>&1 && $PY benchmarks/measure_summary.py "$OUT"/measure-*.json \
   | tee "$OUT/RESULTS-append.md"
-# the batch sweep (issue 5's continuous-batching regime), if time is left
-timeout 200 $PY benchmarks/decode.py --save-dir "$OUT" --batches 1,4,16 --gemv "$BEST" 2>&1 \
+# the batch sweep (issue 5's continuous-batching regime) and the profile, if time is left, with the fused
+# step if it beat the eager one
+FUSED=""
+$PY -c "
+import json, sys
+tok = {q: json.load(open(f'$OUT/measure-{q}.json'))['decode']['tok_s'] for q in ('nvfp4', 'nvfp4fused')}
+sys.exit(0 if tok['nvfp4fused'] > tok['nvfp4'] else 1)" 2>/dev/null && FUSED="--fused"
+echo "batch sweep and profile with: --gemv $BEST $FUSED"
+timeout 200 $PY benchmarks/decode.py --save-dir "$OUT" --batches 1,4,16 --gemv "$BEST" $FUSED 2>&1 \
   | tee -a "$OUT/RESULTS-append.md"
 # where the step's time goes (kernel count, top kernels), if time is left
-timeout 120 $PY benchmarks/profile_decode.py --gemv "$BEST" 2>&1 | tee "$OUT/profile-nvfp4.txt"
+timeout 120 $PY benchmarks/profile_decode.py --gemv "$BEST" $FUSED 2>&1 | tee "$OUT/profile-nvfp4.txt"
 cp "$OUT/RESULTS-append.md" "$FINAL/" 2>/dev/null
 tar czf "$FINAL/all-logs.tgz" -C "$OUT" . && echo "logs: $FINAL/all-logs.tgz"

@@ -25,11 +25,12 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--gemv", default="triton", choices=["triton", "dot", "pairs"])
     ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--fused", action="store_true")
     args = ap.parse_args()
     cfg = gemma4.GEMMA4_12B
     w = gemma4.build_random(cfg, device="cuda", dtype=torch.bfloat16, quant=args.quant)
     dec = gemma4.Gemma4Decoder(w, batch=1, max_positions=args.context + args.steps + 16,
-                               gemv=args.gemv if args.quant == "nvfp4" else "torch")
+                               gemv=args.gemv if args.quant == "nvfp4" else "torch", fused=args.fused)
     dec.prefill(torch.randint(0, cfg.vocab_size, (1, args.context), device="cuda"))
     step = torch.compile(dec.decode_step, dynamic=False) if args.compile else dec.decode_step
     for _ in range(3):  # compile, autotune
@@ -47,7 +48,9 @@ def main() -> None:
             k[1] += e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total
     total_us = sum(v[1] for v in per_kernel.values())
     kernels = sum(v[0] for v in per_kernel.values())
-    print(f"{args.quant} ({args.gemv if args.quant == 'nvfp4' else 'cuBLAS'}{', compiled' if args.compile else ''}), "
+    how = (args.gemv if args.quant == "nvfp4" else "cuBLAS") + (", compiled" if args.compile else "") + \
+        (", fused" if args.fused else "")
+    print(f"{args.quant} ({how}), "
           f"context {args.context}: {kernels / args.steps:,.0f} kernels per step, "
           f"{total_us / args.steps / 1e3:,.3f} ms of kernel time per step")
     print(f"{'kernel':70s} {'per step':>9s} {'us/step':>9s} {'share':>6s}")

@@ -688,6 +688,8 @@ def measure(
                                       "op, tensor-core).")] = "auto",
     compile_: Annotated[bool, typer.Option("--compile/--no-compile", help="torch.compile the decode step before "
                                            "capturing it (fewer, fused kernels between the GEMVs).")] = False,
+    fused: Annotated[bool, typer.Option("--fused/--no-fused", help="The work between the GEMVs in six Triton "
+                                        "kernels per layer (norms, RoPE, attention, residuals, GeGLU).")] = False,
     as_json: JsonOpt = False,
     save: Annotated[Optional[Path], typer.Option(help="Also write the full result as JSON to this file.",
                                                  show_default=False)] = None,
@@ -709,7 +711,8 @@ def measure(
 
     opts = MeasureOptions(quant=quant.lower(), context=context, tokens=tokens, batch=batch, device=device.lower(),
                           checkpoint=str(checkpoint) if checkpoint else None, gpu_index=gpu_index,
-                          warmup=warmup, seed=seed, probe=probe, gemv=gemv.lower(), compile=compile_)
+                          warmup=warmup, seed=seed, probe=probe, gemv=gemv.lower(), compile=compile_,
+                          fused=fused)
     validate(opts)
     if save is not None and not save.parent.is_dir():
         raise InvalidValueError(f"--save `{save}`: folder {save.parent} does not exist.", "Create it first.")

@@ -243,9 +243,11 @@ class Gemma4Decoder:
     (dequantize + matmul, the reference; what the CPU uses by default).
     """
 
-    def __init__(self, weights: Gemma4Weights, batch: int, max_positions: int, gemv: str = "torch"):
+    def __init__(self, weights: Gemma4Weights, batch: int, max_positions: int, gemv: str = "torch",
+                 fused: bool = False):
         cfg = weights.config
         self.cfg, self.w, self.batch, self.max_positions, self.gemv = cfg, weights, batch, max_positions, gemv
+        self.fused = fused  # decode_step through llmsize.measure.fused: five Triton kernels between the GEMVs
         dev, dt = weights.embed.device, weights.embed.dtype
         self.device, self.dtype = dev, dt
         self.caches = []
@@ -363,6 +365,8 @@ class Gemma4Decoder:
     def decode_step(self) -> torch.Tensor:
         """Consumes self.token at self.pos, returns logits [B, vocab], writes the greedy next token into
         self.token and advances self.pos. No host sync: safe to capture in a CUDA graph."""
+        if self.fused:
+            return self._decode_step_fused()
         cfg = self.cfg
         x = self.w.embed.index_select(0, self.token) * self.embed_scale
         # what depends on the position only, once per step rather than once per layer (fewer kernels)
@@ -384,6 +388,34 @@ class Gemma4Decoder:
             x = x + rms_norm(o, self._f32[id(layer.post_attn_norm)], cfg.rms_eps)
             x = self._mlp(layer, x) * layer.layer_scalar
         logits = self._logits(x)
+        self.token.copy_(logits.argmax(-1))
+        self.pos.add_(1)
+        return logits
+
+    def _decode_step_fused(self) -> torch.Tensor:
+        """The same step with the work between the GEMVs in llmsize.measure.fused's kernels: per layer four
+        GEMVs and six small kernels (qk_prep, attention split and combine, two residual_norms, geglu)."""
+        from llmsize.measure import fused
+
+        cfg, eps, f32 = self.cfg, self.cfg.rms_eps, self._f32
+        x = self.w.embed.index_select(0, self.token) * self.embed_scale
+        layers = self.w.layers
+        x, h = fused.residual_norm(x, None, None, f32[id(layers[0].input_norm)], eps)
+        for i, (layer, (kc, vc)) in enumerate(zip(layers, self.caches)):
+            kind = layer.kind
+            sizes = qkv_sizes(cfg, kind)
+            qkv = self._linear(h, layer.qkv)
+            cos, sin = self.rope[kind]
+            q = fused.qk_prep(qkv, f32[id(layer.q_norm)], f32[id(layer.k_norm)], cos, sin, self.pos, kc, vc,
+                              cfg.num_heads, sizes[0], sizes[0] + (sizes[1] if kind == SLIDING else 0), eps)
+            a = fused.attention(q, kc, vc, self.pos, cfg.num_heads)
+            o = self._linear(a, layer.o)
+            x, h = fused.residual_norm(x, o, f32[id(layer.post_attn_norm)], f32[id(layer.pre_ffn_norm)], eps)
+            m = self._linear(fused.geglu(self._linear(h, layer.gate_up)), layer.down)
+            nxt = layers[i + 1].input_norm if i + 1 < len(layers) else self.w.final_norm
+            x, h = fused.residual_norm(x, m, f32[id(layer.post_ffn_norm)], f32[id(nxt)], eps, layer.layer_scalar)
+        cap = cfg.final_softcap
+        logits = cap * torch.tanh(F.linear(h, self.w.embed).float() / cap)
         self.token.copy_(logits.argmax(-1))
         self.pos.add_(1)
         return logits

@@ -38,6 +38,7 @@ class MeasureOptions:
     probe: bool = True
     gemv: str = "auto"  # auto | triton | dot | pairs: which NVFP4 kernel decodes (auto = triton)
     compile: bool = False  # torch.compile the decode step (fuses norms, RoPE, residuals) before graph capture
+    fused: bool = False  # the work between the GEMVs in llmsize.measure.fused's Triton kernels
 
 
 def validate(o: MeasureOptions) -> None:
@@ -54,6 +55,9 @@ def validate(o: MeasureOptions) -> None:
                                 "Measure batch 1 to 16.")
     if o.gemv not in ("auto", "triton", "dot", "pairs"):
         raise InvalidValueError(f"--gemv `{o.gemv}` is not a kernel.", "Use auto, triton, dot or pairs.")
+    if o.fused and o.device == "cpu":
+        raise InvalidValueError("--fused runs Triton kernels, which need a GPU.",
+                                "Drop --fused with --device cpu (the tests run them through Triton's interpreter).")
     if o.checkpoint and not Path(o.checkpoint).is_dir():
         raise InvalidValueError(f"--checkpoint `{o.checkpoint}` is not a folder.",
                                 "Point it at a folder holding config.json and *.safetensors.")
@@ -225,7 +229,7 @@ def measure(o: MeasureOptions, progress=None) -> dict:
         torch.cuda.synchronize(device)
     build_s = time.perf_counter() - t_build
 
-    dec = gemma4.Gemma4Decoder(weights, batch=o.batch, max_positions=positions, gemv=gemv)
+    dec = gemma4.Gemma4Decoder(weights, batch=o.batch, max_positions=positions, gemv=gemv, fused=o.fused)
     gen = torch.Generator(device=device).manual_seed(o.seed + 1)
     prompt = torch.randint(0, cfg.vocab_size, (o.batch, o.context), generator=gen, device=device)
     tick("prefill", 0, 1)
@@ -340,7 +344,8 @@ def measure(o: MeasureOptions, progress=None) -> dict:
         "run": {"device": o.device, "quant": o.quant, "gemv": gemv, "context_tokens": o.context,
                 "batch": o.batch, "tokens_requested": o.tokens, "tokens_measured": n, "warmup_tokens": o.warmup,
                 "first_timed_position": start_pos, "mean_attended_positions": mean_pos,
-                "cuda_graph": graph is not None, "compiled": o.compile, "interrupted": interrupted, "seed": o.seed,
+                "cuda_graph": graph is not None, "compiled": o.compile, "fused": o.fused, "interrupted": interrupted,
+                "seed": o.seed,
                 "build_s": build_s, "memory_estimate_bytes": need,
                 "peak_memory_bytes": torch.cuda.max_memory_allocated(device) if cuda else None},
         "bytes_per_token": step_bytes / o.batch,

@@ -19,7 +19,8 @@ def test_kernel_on_gemma_shapes(n, k):
     torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
 
 
-def test_tiny_decode_in_a_cuda_graph_matches_reference():
+@pytest.mark.parametrize("fused", [False, True])
+def test_tiny_decode_in_a_cuda_graph_matches_reference(fused):
     import dataclasses
 
     from llmsize.measure import gemma4, nvfp4, reference
@@ -27,7 +28,7 @@ def test_tiny_decode_in_a_cuda_graph_matches_reference():
     w = gemma4.build_random(cfg, device="cuda", dtype=torch.float32, seed=0)
     prompt = [3]  # one-row prefill: every linear goes through the batch-1 kernel (float32 math)
     steps = 2 * cfg.sliding_window + 3
-    dec = gemma4.Gemma4Decoder(w, batch=1, max_positions=len(prompt) + steps + 4, gemv="triton")
+    dec = gemma4.Gemma4Decoder(w, batch=1, max_positions=len(prompt) + steps + 4, gemv="triton", fused=fused)
     seq = list(prompt)
     seq.append(int(dec.prefill(torch.tensor([prompt], device="cuda")).argmax(-1)[0]))
     got = [dec.decode_step()[0].clone()]  # eager: compiles the kernels
@@ -85,3 +86,19 @@ def test_pairs_kernel_decodes_every_code_on_the_gpu():
     got = gemv.nvfp4_gemv_pairs(x, w, block_n=16, block_w=16)[:, 0].cpu()
     want = torch.tensor([nvfp4.E2M1_VALUES[c % 16] * scale_vals[0, c // 16].item() * 0.5 for c in range(16)])
     assert torch.equal(got, want)
+
+
+def test_fused_bf16_step_close_to_the_eager_one():
+    """Gemma 4 12B shapes in bf16 on the GPU (the cache read through bf16 tensor-core dots): the fused step's
+    logits against the eager step's for the same weights and prompt, a few steps in."""
+    from llmsize.measure import gemma4
+    cfg = gemma4.GEMMA4_12B
+    w = gemma4.build_random(cfg, device="cuda", dtype=torch.bfloat16, quant="nvfp4", seed=0)
+    prompt = torch.randint(0, cfg.vocab_size, (1, 1100), device="cuda")  # past the 1,024-token window
+    outs = []
+    for fused in (False, True):
+        dec = gemma4.Gemma4Decoder(w, batch=1, max_positions=1200, gemv="triton", fused=fused)
+        dec.prefill(prompt)
+        outs.append(torch.stack([dec.decode_step()[0].float() for _ in range(4)]))
+    err = (outs[0] - outs[1]).abs()
+    assert err.mean() < 0.05 and err.max() < 1.0, (err.mean().item(), err.max().item())

@@ -145,3 +145,40 @@ def test_decode_through_the_pairs_kernel_matches_reference():
     # same operands, drifts the same: 0.0058 mean here against 0.0054); a decoding error would be O(1)
     err = (got - want).abs()
     assert err.mean() < 0.01 * want.abs().mean() and err.max() < 0.1
+
+
+@pytest.mark.skipif(not triton_available(), reason="triton not installed")
+@pytest.mark.parametrize("quant", ["nvfp4", "bf16"])
+def test_fused_decode_step_matches_reference(quant):
+    """The decode step with the work between the GEMVs in five Triton kernels (norms, RoPE, cache writes,
+    split attention, residuals, GeGLU), run by the interpreter, for more than twice the window: the ring
+    buffer wraps, the full layers' caches grow past one attention split; float32 weights, so float32 rounding."""
+    w = _weights(quant, seed=8)
+    prompt = [11, 3, 5]
+    steps = 2 * WINDOW + 3
+    dec = gemma4.Gemma4Decoder(w, batch=1, max_positions=len(prompt) + steps + 1, fused=True)
+    logits = [dec.prefill(torch.tensor([prompt]))[0]]
+    tokens = list(prompt)
+    for _ in range(steps):
+        tokens.append(int(dec.token[0]))
+        logits.append(dec.decode_step()[0])
+    want = reference.forward(w, tokens)[len(prompt) - 1:]
+    torch.testing.assert_close(torch.stack(logits), want, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.skipif(not triton_available(), reason="triton not installed")
+def test_fused_attention_splits_and_batch_rows():
+    """Small splits (16 rows, so a 40-slot cache takes 3 programs per KV head, the last one partly past the
+    position) and two sequences: the fused attention equals the eager masked softmax."""
+    from llmsize.measure import fused
+    torch.manual_seed(0)
+    b, kvh, slots, hd, nh = 2, 2, 40, 32, 8
+    kc, vc = torch.randn(b, kvh, slots, hd), torch.randn(b, kvh, slots, hd)
+    q = torch.randn(b, nh * hd)
+    for pos in (0, 15, 16, 29, 39):
+        p = torch.tensor([pos])
+        got = fused.attention(q, kc, vc, p, nh, split=16, block_s=16)
+        qg = q.view(b, kvh, nh // kvh, hd)
+        s = torch.einsum("bgqd,bgsd->bgqs", qg, kc).masked_fill(torch.arange(slots) > pos, float("-inf"))
+        want = torch.einsum("bgqs,bgsd->bgqd", torch.softmax(s, -1), vc).reshape(b, nh * hd)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)

@@ -58,6 +58,8 @@ def test_cpu_report_renders(run_cli):
     (["--device", "tpu"], "--device `tpu`"),
     (["--checkpoint", "/no/such/dir"], "--checkpoint `/no/such/dir`"),
     (["--device", "cpu", "--save", "/no/such/dir/x.json"], "--save `/no/such/dir/x.json`"),
+    (["--device", "cpu", "--fused"], "--fused runs Triton kernels"),
+    (["--gemv", "marlin"], "--gemv `marlin`"),
 ])
 def test_bad_values_are_one_line_usage_errors(run_cli, args, needle):
     code, out, err = run_cli("measure", *args)

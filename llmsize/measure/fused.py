@@ -1,0 +1,227 @@
+"""The work between the GEMVs of one Gemma 4 decode step, in five Triton kernels instead of ~100 small ones.
+
+Per layer the eager step runs norms, RoPE, cache writes, a masked softmax attention, residual adds and the
+GeGLU as separate torch ops: about a hundred kernels, each a few microseconds of launch and tail, where the
+four GEMVs of a sliding layer move their bytes in ~30 us on an H200 (shared/reference/fast-decode-notes.md:
+"few kernels per layer"). Here a layer is
+    qkv GEMV -> qk_prep -> attention (split over the cache) -> combine -> o GEMV -> residual_norm
+    -> gate_up GEMV -> geglu -> down GEMV -> residual_norm (which also applies the next layer's input norm)
+Each kernel reads its operands once and rounds where the eager step rounds (to the activation dtype after a
+norm, after an add), so on float32 weights it matches the eager step to float32 rounding.
+
+- qk_prep: one program per (sequence, head): RMSNorm with q_norm / k_norm, RoPE (rotate-half, the position's
+  cos/sin row read from the device position, no host sync), v_norm; K and V written into their cache slot.
+- attention: one program per (sequence, KV head, slice of the cache): the query heads of the group padded to
+  16 rows against BLOCK_S cache rows at a time on the tensor cores, online softmax in fp32, partial (max, sum,
+  weighted V) written out; combine folds the slices per query head (flash-decoding). Scale 1.0 (Gemma 4).
+- residual_norm: x = (x + rmsnorm(o) * w_post) * scalar, then h = rmsnorm(x) * w_next, one program per row.
+- geglu: gelu_tanh(gate) * up.
+"""
+
+from __future__ import annotations
+
+import torch
+
+try:
+    import triton
+    import triton.language as tl
+except ImportError:  # pragma: no cover - exercised only where triton is missing
+    triton = None
+
+ATTN_BLOCK_S = 32  # cache rows per tensor-core step
+ATTN_SPLIT = 256  # cache rows per program: 4 programs per KV head for a 1,024-slot window
+
+
+def available() -> bool:
+    return triton is not None
+
+
+if triton is not None:
+
+    @triton.jit
+    def _rms_rope_store(src, w_ptr, dst, cos, sin, i, HALF: tl.constexpr, eps, HAS_W: tl.constexpr,
+                        ROPE: tl.constexpr):
+        x1 = tl.load(src + i).to(tl.float32)
+        x2 = tl.load(src + HALF + i).to(tl.float32)
+        r = 1.0 / tl.sqrt((tl.sum(x1 * x1, 0) + tl.sum(x2 * x2, 0)) / (2 * HALF) + eps)
+        y1, y2 = x1 * r, x2 * r
+        if HAS_W:
+            y1 = y1 * tl.load(w_ptr + i)
+            y2 = y2 * tl.load(w_ptr + HALF + i)
+        if ROPE:  # the eager step rounds the norm's output before rotating it
+            y1 = y1.to(dst.dtype.element_ty).to(tl.float32)
+            y2 = y2.to(dst.dtype.element_ty).to(tl.float32)
+            y1, y2 = y1 * cos - y2 * sin, y2 * cos + y1 * sin
+        tl.store(dst + i, y1.to(dst.dtype.element_ty))
+        tl.store(dst + HALF + i, y2.to(dst.dtype.element_ty))
+
+    @triton.jit
+    def _qk_prep_kernel(qkv_ptr, qn_ptr, kn_ptr, cos_ptr, sin_ptr, pos_ptr, q_ptr, kc_ptr, vc_ptr,
+                        stride_qkv, stride_q, stride_cb, stride_ch, stride_cs, k_off, v_off, slots, eps,
+                        NH: tl.constexpr, HALF: tl.constexpr):
+        b = tl.program_id(0)
+        h = tl.program_id(1)  # 0..NH-1 query heads, then the KV heads
+        pos = tl.load(pos_ptr)
+        i = tl.arange(0, HALF)
+        cos = tl.load(cos_ptr + pos * (2 * HALF) + i)  # the second half of the row repeats the first
+        sin = tl.load(sin_ptr + pos * (2 * HALF) + i)
+        hd = 2 * HALF
+        row = qkv_ptr + b * stride_qkv
+        if h < NH:
+            _rms_rope_store(row + h * hd, qn_ptr, q_ptr + b * stride_q + h * hd, cos, sin, i, HALF, eps,
+                            True, True)
+        else:
+            g = h - NH
+            cache = b * stride_cb + g * stride_ch + (pos % slots) * stride_cs
+            _rms_rope_store(row + k_off + g * hd, kn_ptr, kc_ptr + cache, cos, sin, i, HALF, eps, True, True)
+            _rms_rope_store(row + v_off + g * hd, kn_ptr, vc_ptr + cache, cos, sin, i, HALF, eps, False, False)
+
+    @triton.jit
+    def _attn_split_kernel(q_ptr, kc_ptr, vc_ptr, pos_ptr, acc_ptr, ml_ptr, stride_q, stride_cb, stride_ch,
+                           stride_cs, slots, nsplit, KVH: tl.constexpr, G: tl.constexpr, HD: tl.constexpr,
+                           SPLIT: tl.constexpr, BLOCK_S: tl.constexpr, IEEE: tl.constexpr):
+        bg = tl.program_id(0)
+        sp = tl.program_id(1)
+        b = bg // KVH
+        g = bg % KVH
+        pos = tl.load(pos_ptr)
+        gi = tl.arange(0, 16)  # the group's query heads, padded to the 16 rows of a tensor-core tile
+        d = tl.arange(0, HD)
+        qrow = gi < G
+        q = tl.load(q_ptr + b * stride_q + (g * G + gi)[:, None] * HD + d[None, :], mask=qrow[:, None], other=0.0)
+        base = b * stride_cb + g * stride_ch
+        m = tl.full([16], float("-inf"), tl.float32)
+        lsum = tl.zeros([16], tl.float32)
+        acc = tl.zeros([16, HD], tl.float32)
+        for s0 in range(sp * SPLIT, sp * SPLIT + SPLIT, BLOCK_S):
+            s = s0 + tl.arange(0, BLOCK_S)
+            ok = (s < slots) & (s <= pos)  # ring slots past the position are not written yet
+            k = tl.load(kc_ptr + base + s[:, None] * stride_cs + d[None, :], mask=ok[:, None], other=0.0)
+            if IEEE:
+                sc = tl.dot(q.to(k.dtype), tl.trans(k), input_precision="ieee")
+            else:
+                sc = tl.dot(q.to(k.dtype), tl.trans(k))
+            sc = tl.where(ok[None, :], sc, float("-inf"))
+            m_new = tl.maximum(m, tl.max(sc, 1))
+            m_use = tl.where(m_new == float("-inf"), 0.0, m_new)  # an all-empty block: no NaN from -inf - -inf
+            p = tl.exp(sc - m_use[:, None])
+            alpha = tl.exp(m - m_use)
+            v = tl.load(vc_ptr + base + s[:, None] * stride_cs + d[None, :], mask=ok[:, None], other=0.0)
+            if IEEE:
+                pv = tl.dot(p.to(v.dtype), v, input_precision="ieee")
+            else:
+                pv = tl.dot(p.to(v.dtype), v)
+            acc = acc * alpha[:, None] + pv
+            lsum = lsum * alpha + tl.sum(p, 1)
+            m = m_new
+        part = (bg * nsplit + sp) * G + gi
+        tl.store(acc_ptr + part[:, None] * HD + d[None, :], acc, mask=qrow[:, None])
+        tl.store(ml_ptr + 2 * part, m, mask=qrow)
+        tl.store(ml_ptr + 2 * part + 1, lsum, mask=qrow)
+
+    @triton.jit
+    def _attn_combine_kernel(acc_ptr, ml_ptr, out_ptr, stride_out, nsplit, NH: tl.constexpr, KVH: tl.constexpr,
+                             G: tl.constexpr, HD: tl.constexpr):
+        pid = tl.program_id(0)
+        b = pid // NH
+        h = pid % NH
+        g = h // G
+        d = tl.arange(0, HD)
+        big_m = float("-inf")
+        big_l = 0.0
+        acc = tl.zeros([HD], tl.float32)
+        for sp in range(0, nsplit):
+            part = ((b * KVH + g) * nsplit + sp) * G + h % G
+            m = tl.load(ml_ptr + 2 * part)
+            lsum = tl.load(ml_ptr + 2 * part + 1)
+            m_new = tl.maximum(big_m, m)
+            m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+            alpha = tl.exp(big_m - m_use)
+            beta = tl.exp(m - m_use)
+            acc = acc * alpha + tl.load(acc_ptr + part * HD + d) * beta
+            big_l = big_l * alpha + lsum * beta
+            big_m = m_new
+        tl.store(out_ptr + b * stride_out + h * HD + d, (acc / big_l).to(out_ptr.dtype.element_ty))
+
+    @triton.jit
+    def _residual_norm_kernel(x_ptr, o_ptr, w1_ptr, s_ptr, w2_ptr, x_out_ptr, h_out_ptr, D, eps,
+                              BLOCK: tl.constexpr, HAS_O: tl.constexpr, HAS_S: tl.constexpr):
+        b = tl.program_id(0)
+        d = tl.arange(0, BLOCK)
+        ok = d < D
+        x = tl.load(x_ptr + b * D + d, mask=ok, other=0.0).to(tl.float32)
+        dt = x_out_ptr.dtype.element_ty
+        if HAS_O:
+            o = tl.load(o_ptr + b * D + d, mask=ok, other=0.0).to(tl.float32)
+            r = 1.0 / tl.sqrt(tl.sum(o * o, 0) / D + eps)
+            y = (o * r * tl.load(w1_ptr + d, mask=ok, other=0.0)).to(dt).to(tl.float32)  # rms_norm's output dtype
+            x = (x + y).to(dt).to(tl.float32)
+            if HAS_S:
+                x = (x * tl.load(s_ptr).to(tl.float32)).to(dt).to(tl.float32)
+            tl.store(x_out_ptr + b * D + d, x.to(dt), mask=ok)
+        r2 = 1.0 / tl.sqrt(tl.sum(x * x, 0) / D + eps)
+        tl.store(h_out_ptr + b * D + d, (x * r2 * tl.load(w2_ptr + d, mask=ok, other=0.0)).to(dt), mask=ok)
+
+    @triton.jit
+    def _geglu_kernel(gu_ptr, out_ptr, inter, stride_gu, stride_out, BLOCK: tl.constexpr):
+        b = tl.program_id(0)
+        i = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+        ok = i < inter
+        g = tl.load(gu_ptr + b * stride_gu + i, mask=ok, other=0.0).to(tl.float32)
+        u = tl.load(gu_ptr + b * stride_gu + inter + i, mask=ok, other=0.0).to(tl.float32)
+        z = 0.7978845608028654 * (g + 0.044715 * g * g * g)  # sqrt(2 / pi)
+        t = 1.0 - 2.0 / (tl.exp(2.0 * z) + 1.0)  # tanh(z), saturating cleanly at +-1
+        dt = out_ptr.dtype.element_ty
+        act = (0.5 * g * (1.0 + t)).to(dt).to(tl.float32)  # F.gelu's output dtype, then the product
+        tl.store(out_ptr + b * stride_out + i, (act * u).to(dt), mask=ok)
+
+
+def qk_prep(qkv, q_norm, k_norm, cos, sin, pos, kc, vc, num_heads, k_off, v_off, eps) -> torch.Tensor:
+    """qkv [B, q + k (+ v)] -> q [B, heads * hd] normed and rotated; K, V normed (K rotated) into slot
+    pos % slots of kc / vc [B, kv_heads, slots, hd]."""
+    b = qkv.shape[0]
+    kvh, slots, hd = kc.shape[1], kc.shape[2], kc.shape[3]
+    q = torch.empty((b, num_heads * hd), device=qkv.device, dtype=qkv.dtype)
+    _qk_prep_kernel[(b, num_heads + kvh)](qkv, q_norm, k_norm, cos, sin, pos, q, kc, vc, qkv.stride(0), q.stride(0),
+                                          kc.stride(0), kc.stride(1), kc.stride(2), k_off, v_off, slots, eps,
+                                          NH=num_heads, HALF=hd // 2)
+    return q
+
+
+def attention(q, kc, vc, pos, num_heads, split: int = ATTN_SPLIT, block_s: int = ATTN_BLOCK_S) -> torch.Tensor:
+    """q [B, heads * hd] against the cache [B, kv_heads, slots, hd] up to position pos -> [B, heads * hd]."""
+    b = q.shape[0]
+    kvh, slots, hd = kc.shape[1], kc.shape[2], kc.shape[3]
+    g = num_heads // kvh
+    if g > 16:
+        raise ValueError(f"{g} query heads per KV head: the kernel pads a group to 16 rows at most")
+    split = max(block_s, min(split, triton.next_power_of_2(slots)))
+    nsplit = triton.cdiv(slots, split)
+    acc = torch.empty((b * kvh * nsplit * g, hd), device=q.device, dtype=torch.float32)
+    ml = torch.empty((b * kvh * nsplit * g, 2), device=q.device, dtype=torch.float32)
+    _attn_split_kernel[(b * kvh, nsplit)](q, kc, vc, pos, acc, ml, q.stride(0), kc.stride(0), kc.stride(1),
+                                          kc.stride(2), slots, nsplit, KVH=kvh, G=g, HD=hd, SPLIT=split,
+                                          BLOCK_S=block_s, IEEE=kc.dtype == torch.float32)
+    out = torch.empty_like(q)
+    _attn_combine_kernel[(b * num_heads,)](acc, ml, out, out.stride(0), nsplit, NH=num_heads, KVH=kvh, G=g, HD=hd)
+    return out
+
+
+def residual_norm(x, o, w_post, w_next, eps, scalar=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """x' = (x + rmsnorm(o) * w_post) [* scalar]; h = rmsnorm(x') * w_next. o None: x' = x (the first norm)."""
+    b, dim = x.shape
+    x_out = torch.empty_like(x) if o is not None else x
+    h = torch.empty_like(x)
+    _residual_norm_kernel[(b,)](x, o if o is not None else x, w_post if w_post is not None else w_next,
+                                scalar if scalar is not None else w_next, w_next, x_out, h, dim, eps,
+                                BLOCK=triton.next_power_of_2(dim), HAS_O=o is not None, HAS_S=scalar is not None)
+    return x_out, h
+
+
+def geglu(gu: torch.Tensor, block: int = 1024) -> torch.Tensor:
+    """[B, 2I] (gate | up) -> gelu_tanh(gate) * up [B, I]."""
+    b, two_i = gu.shape
+    inter = two_i // 2
+    out = torch.empty((b, inter), device=gu.device, dtype=gu.dtype)
+    _geglu_kernel[(b, triton.cdiv(inter, block))](gu, out, inter, gu.stride(0), out.stride(0), BLOCK=block)
+    return out

@@ -347,6 +347,8 @@ def test_plan_engine_version_by_release_number(run_cli):
     assert "before 0.21" in old["version"] and old["cudagraph_bytes"] == 0 and new["cudagraph_bytes"] > 0
     # same layout, more room without the graph reserve; the old line counts blocks // 6 groups x 16
     assert old["kv_blocks"] > new["kv_blocks"] and old["kv_cache_tokens"] == old["kv_blocks"] // 6 * 16
+    # 15,920 logged tokens, yet one 262,144-token request fits (1.18x): the old line is not a capacity
+    assert old["max_concurrency"] > 1 and not any("refuses" in a for a in old["assumptions"])
     code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--engine", "vllm", "--engine-version",
                              "zero.x")
     assert code == 2 and "--engine-version `zero.x` is not a vLLM version" in err and "Traceback" not in err

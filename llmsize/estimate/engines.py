@@ -124,6 +124,7 @@ class EngineLedger:
     assumptions: list[str] = field(default_factory=list)
     concurrency: float | None = None  # blocks / blocks one max_model_len request needs (vLLM V1)
     min_fraction: float | None = None  # smallest utilization / fraction that serves one max_model_len request
+    fits_one_request: bool = True  # the KV memory holds one max_model_len request
     kv_groups: int = 1
     cudagraph_bytes: float = 0.0
 
@@ -321,6 +322,9 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
         notes.append(f"Free at start: total - {non_torch / GiB:.2f} GiB of CUDA context and communicators "
                      "(assumed; more with tensor parallelism).")
         notes.append("SGLang keeps activations and CUDA graphs in the 1 - mem_fraction_static left over.")
+        if any(g.mixer is not None and g.mixer.kind in ("ssm", "linear") for g in model.layer_groups):
+            notes.append("Mamba/linear-attention states: SGLang keeps them in a separate pool sized by "
+                         "--max-mamba-cache-size, not modelled; the pool above is charged as attention KV only.")
     else:
         runtime = e.runtime_bytes if e.runtime_bytes is not None else activation_peak_bytes(
             model, e.max_num_batched_tokens or max(max_len, 2048), e.max_num_seqs)
@@ -341,7 +345,8 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
         min_fraction = (weights_bytes + one_request) / (total - non_torch)
     else:
         min_fraction = None  # a fraction of what is free: no fraction helps when nothing is
-    if min_fraction is not None and kv_cache < one_request:
+    fits = kv_cache >= one_request
+    if min_fraction is not None and not fits:
         notes.append(f"Not enough for one {max_len:,}-token request: the engine refuses to start below "
                      f"{min_fraction:.4f} of {'total' if profile else 'free'} memory (or lower --max-model-len)."
                      if min_fraction <= 1 else f"Not enough for one {max_len:,}-token request at any utilization "
@@ -373,9 +378,9 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
                          f"({kinds}), {layout.padded_layers} padding layer(s), pages of {layout.page_bytes:,} B; "
                          f"a {max_len:,}-token request takes {need:,} blocks. {other}")
         return EngineLedger(e.engine, version, total, src, budget, weights_bytes, non_torch, act, kv_cache,
-                            unit, blocks, tokens, max_len, batched, notes, conc, min_fraction, len(layout.groups),
-                            graphs)
+                            unit, blocks, tokens, max_len, batched, notes, conc, min_fraction, fits,
+                            len(layout.groups), graphs)
     blocks = max(0, int(kv_cache // block)) if block > 0 else 0
     return EngineLedger(e.engine, version, total, src, budget, weights_bytes, non_torch, act, kv_cache, block,
                         blocks, blocks * page_tokens, max_len, batched, notes, min_fraction=min_fraction,
-                        cudagraph_bytes=graphs)
+                        fits_one_request=fits, cudagraph_bytes=graphs)

@@ -17,6 +17,7 @@ def ledger_to_dict(led) -> dict:
         "kv_blocks": led.kv_blocks, "kv_cache_tokens": led.kv_cache_tokens, "max_model_len": led.max_model_len,
         "max_num_batched_tokens": led.max_num_batched_tokens, "max_concurrency": led.max_concurrency,
         "min_gpu_util": None if led.min_fraction is None else round(led.min_fraction, 4),
+        "fits_one_request": led.fits_one_request,
         "assumptions": list(led.assumptions),
     }
 
@@ -40,7 +41,7 @@ def render_ledger(led, console) -> None:
     if led.cudagraph_bytes:
         t.add_row("- CUDA graphs", g(led.cudagraph_bytes))
     refuse = ""
-    if led.kv_cache_tokens < led.max_model_len and led.min_fraction is not None:
+    if not led.fits_one_request and led.min_fraction is not None:
         refuse = (f"  (too small for one request: refuses to start below {led.min_fraction:.4f})"
                   if led.min_fraction <= 1 else "  (too small for one request at any utilization: lower "
                   "--max-model-len)")

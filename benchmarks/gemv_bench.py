@@ -23,7 +23,7 @@ SHAPES = {  # [N, K] of Gemma 4 12B (shared/reference/gemma-architecture.md), fu
     "o full": (3840, 8192), "gate_up": (2 * 15360, 3840), "down": (3840, 15360),
 }
 PER_TOKEN = {"qkv sliding": 40, "qkv full": 8, "o sliding": 40, "o full": 8, "gate_up": 48, "down": 48}
-KERNELS_B1 = {"nvfp4": "triton", "dot b1": "dot", "pairs b1": "pairs"}
+KERNELS_B1 = {"nvfp4": "triton", "dot b1": "dot", "pairs b1": "pairs", "words b1": "words"}
 
 
 def bench(fn, iters):
@@ -63,11 +63,18 @@ def main():
             ("nvfp4", lambda: gemv.nvfp4_gemv(x, w4, out=out), w4.packed_bytes + w4.scale_bytes),
             ("dot b1", lambda: gemv.nvfp4_gemv_dot(x, w4, out=out), w4.packed_bytes + w4.scale_bytes),
             ("pairs b1", lambda: gemv.nvfp4_gemv_pairs(x, w4, out=out), w4.packed_bytes + w4.scale_bytes),
+            ("words b1", lambda: gemv.nvfp4_gemv_words(x, w4, out=out), w4.packed_bytes + w4.scale_bytes),
             ("dot16", lambda: gemv.nvfp4_gemv_dot(x16, w4, out=out16), w4.packed_bytes + w4.scale_bytes),
             ("pairs16", lambda: gemv.nvfp4_gemv_pairs(x16, w4, out=out16), w4.packed_bytes + w4.scale_bytes),
             ("bf16x16", lambda: F.linear(x16, w16), w16.numel() * 2),
         ):
             try:
+                if path not in ("bf16", "bf16x16"):  # a fast wrong kernel must not win: check it first
+                    got = fn().float()
+                    xin = x16 if got.shape[0] == 16 else x
+                    want = gemv.nvfp4_linear_reference(xin.float(), w4)
+                    if not torch.allclose(got, want, rtol=2e-2, atol=2e-2):
+                        raise ValueError(f"wrong result (max error {(got - want).abs().max().item():.3g})")
                 t = bench(fn, args.iters)
             except Exception as e:  # one kernel failing to compile must not hide the others
                 print(f"{name:12s} {n:>6d}x{k:<6d} {path:7s} failed: {type(e).__name__}: {str(e)[:120]}")

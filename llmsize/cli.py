@@ -683,9 +683,9 @@ def measure(
     warmup: Annotated[int, typer.Option(help="Untimed decode steps first (compile, autotune).")] = 8,
     seed: Annotated[int, typer.Option(help="Seed for random weights and the prompt.")] = 0,
     probe: Annotated[bool, typer.Option("--probe/--no-probe", help="Time a read-bandwidth probe first.")] = True,
-    gemv: Annotated[str, typer.Option(help="NVFP4 kernel: auto (CUDA-core at batch 1, tensor-core for batches), "
-                                      "triton (the same), dot (tensor-core always), or pairs (two codes per integer "
-                                      "op, tensor-core).")] = "auto",
+    gemv: Annotated[str, typer.Option(help="NVFP4 kernel: auto (words if it checks out on the card, else "
+                                      "triton), words (fp16x2, two codes per instruction), triton (byte-wise), dot "
+                                      "or pairs (tensor-core).")] = "auto",
     compile_: Annotated[bool, typer.Option("--compile/--no-compile", help="torch.compile the decode step before "
                                            "capturing it (fewer, fused kernels between the GEMVs).")] = False,
     fused: Annotated[bool, typer.Option("--fused/--no-fused", help="The work between the GEMVs in six Triton "

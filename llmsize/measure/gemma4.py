@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from llmsize.measure import nvfp4
-from llmsize.measure.gemv import nvfp4_gemv, nvfp4_gemv_dot, nvfp4_gemv_pairs, nvfp4_linear_reference
+from llmsize.measure.gemv import nvfp4_gemv, nvfp4_gemv_dot, nvfp4_gemv_pairs, nvfp4_gemv_words, nvfp4_linear_reference
 
 SLIDING, FULL = "sliding", "full"
 QUERY_CHUNK = 512  # prefill attention is computed this many queries at a time
@@ -239,7 +239,8 @@ class Gemma4Decoder:
     All state lives in fixed device tensors (caches, position, current token), so one decode step can be
     captured in a CUDA graph and replayed. `gemv` picks the NVFP4 decode path: "triton" (the CUDA-core
     kernel at batch 1, the tensor-core one for batches), "dot" (the tensor-core kernel always), "pairs" (two
-    codes decoded per integer op, tensor-core dot, any batch up to 16) or "torch"
+    codes decoded per integer op, tensor-core dot, any batch up to 16), "words" (fp16x2 CUDA-core kernel at
+    batch 1, "pairs" for batches) or "torch"
     (dequantize + matmul, the reference; what the CPU uses by default).
     """
 
@@ -271,8 +272,10 @@ class Gemma4Decoder:
     # -- linears
     def _linear(self, x: torch.Tensor, w) -> torch.Tensor:
         if isinstance(w, nvfp4.Nvfp4Weight):
-            if x.shape[0] <= 16 and self.gemv in ("triton", "dot", "pairs"):
-                # batch 1: the CUDA-core kernel; several rows, or asked for: one tensor-core pass for all
+            if x.shape[0] <= 16 and self.gemv in ("triton", "dot", "pairs", "words"):
+                # batch 1: a CUDA-core kernel; several rows, or asked for: one tensor-core pass for all
+                if self.gemv == "words":
+                    return nvfp4_gemv_words(x, w) if x.shape[0] == 1 else nvfp4_gemv_pairs(x, w)
                 if self.gemv == "pairs":
                     return nvfp4_gemv_pairs(x, w)
                 if x.shape[0] == 1 and self.gemv == "triton":

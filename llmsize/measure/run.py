@@ -36,7 +36,7 @@ class MeasureOptions:
     warmup: int = 8
     seed: int = 0
     probe: bool = True
-    gemv: str = "auto"  # auto | triton | dot | pairs: which NVFP4 kernel decodes (auto = triton)
+    gemv: str = "auto"  # auto | triton | dot | pairs | words: the NVFP4 kernel (auto: words if it checks out)
     compile: bool = False  # torch.compile the decode step (fuses norms, RoPE, residuals) before graph capture
     fused: bool = False  # the work between the GEMVs in llmsize.measure.fused's Triton kernels
 
@@ -53,8 +53,8 @@ def validate(o: MeasureOptions) -> None:
     if o.batch > 16:
         raise InvalidValueError(f"--batch `{o.batch}` is above 16, where the GEMV path ends.",
                                 "Measure batch 1 to 16.")
-    if o.gemv not in ("auto", "triton", "dot", "pairs"):
-        raise InvalidValueError(f"--gemv `{o.gemv}` is not a kernel.", "Use auto, triton, dot or pairs.")
+    if o.gemv not in ("auto", "triton", "dot", "pairs", "words"):
+        raise InvalidValueError(f"--gemv `{o.gemv}` is not a kernel.", "Use auto, triton, dot, pairs or words.")
     if o.fused and o.device == "cpu":
         raise InvalidValueError("--fused runs Triton kernels, which need a GPU.",
                                 "Drop --fused with --device cpu (the tests run them through Triton's interpreter).")
@@ -213,7 +213,10 @@ def measure(o: MeasureOptions, progress=None) -> dict:
             buf = min(2 * GiB, max(256 * 2 ** 20, (free - sum(need.values())) // 4)) // 4 * 4
             probe_gb_s, probe_method = _probe(device, buf)
 
-    gemv = ("triton" if o.gemv == "auto" else o.gemv) if cuda and o.quant == "nvfp4" else "torch"
+    gemv = o.gemv if cuda and o.quant == "nvfp4" else "torch"
+    if gemv == "auto":  # the fp16x2 word kernel, once its PTX has reproduced the reference on this card
+        from llmsize.measure.gemv import words_kernel_ok
+        gemv = "words" if words_kernel_ok(device) else "triton"
     t_build = time.perf_counter()
 
     def on_layer(i):

@@ -94,3 +94,43 @@ def test_pairs_kernel_bf16_io():
     got = gemv.nvfp4_gemv_pairs(x, w, block_n=16, block_w=16)
     assert got.dtype == torch.bfloat16 and got.shape == (2, 48)
     torch.testing.assert_close(got.float(), gemv.nvfp4_linear_reference(x.float(), w), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("n, k, batch, block_n, block_w", [
+    (32, 256, 1, 32, 32),     # exact tiles (the EVEN path)
+    (40, 48, 1, 16, 4),       # N ragged, K = 6 words: masked tail
+    (130, 272, 2, 32, 16),    # K = 34 words, a ragged last step; batch 2 (one weight pass per row)
+    (64, 512, 1, 64, 16),
+])
+def test_words_kernel_matches_reference(n, k, batch, block_n, block_w):
+    """The fp16x2 word kernel (its lane-by-lane emulation under the interpreter): fp16 activations, four
+    products per fp16 lane before fp32, so a tolerance of fp16 accumulation."""
+    torch.manual_seed(n + 3 * k + batch)
+    w = nvfp4.quantize(torch.randn(n, k) * 0.05)
+    x = torch.randn(batch, k).to(torch.float16).float()
+    got = gemv.nvfp4_gemv_words(x, w, block_n=block_n, block_w=block_w)
+    want = gemv.nvfp4_linear_reference(x, w)
+    torch.testing.assert_close(got, want, rtol=2e-3, atol=2e-3)
+
+
+def test_words_kernel_decodes_every_code_and_subnormal_scales():
+    codes = torch.roll(torch.arange(16, dtype=torch.uint8).repeat(16, 8), shifts=5, dims=1)  # [16, 128]
+    scale_vals = torch.tensor([448.0, 1.0, 2.0 ** -7, 2.0 ** -9, 6.0, 0.5, 2.0 ** -6, 3.5]).repeat(16, 1)
+    w = nvfp4.Nvfp4Weight(nvfp4.pack(codes), scale_vals.to(torch.float8_e4m3fn), torch.full((16,), 0.5))
+    for col in range(128):
+        x = torch.zeros(1, 128)
+        x[0, col] = 1.0
+        got = gemv.nvfp4_gemv_words(x, w, block_n=16, block_w=16)[0, 0].item()
+        want = nvfp4.E2M1_VALUES[int(codes[0, col])] * scale_vals[0, col // 16].item() * 0.5
+        assert got == want, (col, got, want)
+
+
+def test_pack_x_pairs_order_and_clamp():
+    x = torch.arange(16, dtype=torch.float32).view(1, 16) + 0.5
+    x[0, 7] = 1e6  # beyond fp16: clamped to 65504
+    got = gemv.pack_x_pairs(x).view(torch.int32)
+    lo = (got & 0xFFFF).to(torch.int16).view(torch.float16).float()
+    hi = (got >> 16 & 0xFFFF).to(torch.int16).view(torch.float16).float()
+    # word 0, pair p: (x[3 - p], x[7 - p]); word 1: (x[11 - p], x[15 - p])
+    assert lo[0, 0].tolist() == [3.5, 2.5, 1.5, 0.5] and hi[0, 0].tolist() == [65504.0, 6.5, 5.5, 4.5]
+    assert lo[0, 1].tolist() == [11.5, 10.5, 9.5, 8.5] and hi[0, 1].tolist() == [15.5, 14.5, 13.5, 12.5]

@@ -1,0 +1,82 @@
+"""Compile every Triton kernel of llmsize.measure for a Hopper GPU (sm_90) without one: Triton's compiler and
+the ptxas it ships turn each into a cubin, so an error only the real compiler sees (a layout it cannot lower,
+inline PTX it rejects) fails here on a CPU machine, not on a borrowed GPU. Run as a script, with
+TRITON_INTERPRET unset (the interpreter replaces the kernels by Python stand-ins); prints one line per kernel.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+os.environ.pop("TRITON_INTERPRET", None)
+
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.compiler import ASTSource  # noqa: E402
+
+from llmsize.measure import fused, gemv  # noqa: E402
+
+P = {"bf16": "*bf16", "f32": "*fp32", "u8": "*u8", "i32": "*i32", "i64": "*i64"}
+
+
+def kernels():
+    gemv_args = {"x_ptr": P["bf16"], "packed_ptr": P["u8"], "scale_ptr": P["u8"], "row_scale_ptr": P["f32"],
+                 "y_ptr": P["bf16"], "N": "i32", "K": "i32", "stride_xb": "i32", "stride_yb": "i32"}
+    yield ("gemv triton", gemv._gemv_fixed, gemv_args, {"BLOCK_N": 32, "BLOCK_K": 256}, 4)
+    yield ("gemv dot", gemv._gemv_dot, dict(gemv_args, B="i32"),
+           {"BLOCK_N": 64, "BLOCK_K": 128, "BLOCK_B": 16, "DOT_DTYPE": tl.float16}, 4)
+    yield ("gemv pairs", gemv._gemv_pairs, dict(gemv_args, B="i32", packed_ptr=P["i32"]),
+           {"BLOCK_N": 64, "BLOCK_W": 16, "BLOCK_B": 16}, 4)
+    words = {"x2_ptr": P["i32"], "packed_ptr": P["i32"], "scale_ptr": P["u8"], "row_scale_ptr": P["f32"],
+             "y_ptr": P["bf16"], "N": "i32", "kw": "i32", "nblk": "i32", "stride_yb": "i32"}
+    for even in (True, False):
+        yield (f"gemv words even={even}", gemv._gemv_words, words,
+               {"BLOCK_N": 64, "BLOCK_W": 32, "EVEN": even, "USE_ASM": True}, 8)
+    yield ("pack_x", gemv._pack_x_kernel, {"x_ptr": P["bf16"], "out_ptr": P["i32"], "K": "i32", "stride_xb": "i32"},
+           {"BLOCK": 256}, 4)
+    prep = {"qkv_ptr": P["bf16"], "qn_ptr": P["f32"], "kn_ptr": P["f32"], "cos_ptr": P["f32"], "sin_ptr": P["f32"],
+            "pos_ptr": P["i64"], "q_ptr": P["bf16"], "kc_ptr": P["bf16"], "vc_ptr": P["bf16"], "stride_qkv": "i32",
+            "stride_q": "i32", "stride_cb": "i32", "stride_ch": "i32", "stride_cs": "i32", "k_off": "i32",
+            "v_off": "i32", "slots": "i32", "eps": "fp32"}
+    for half in (128, 256):  # sliding (head 256) and full (head 512) layers
+        yield (f"qk_prep head {2 * half}", fused._qk_prep_kernel, prep, {"NH": 16, "HALF": half}, 4)
+    attn = {"q_ptr": P["bf16"], "kc_ptr": P["bf16"], "vc_ptr": P["bf16"], "pos_ptr": P["i64"], "acc_ptr": P["f32"],
+            "ml_ptr": P["f32"], "stride_q": "i32", "stride_cb": "i32", "stride_ch": "i32", "stride_cs": "i32",
+            "slots": "i32", "nsplit": "i32"}
+    for kvh, g, hd in ((8, 2, 256), (1, 16, 512)):
+        yield (f"attention {kvh}x{g}x{hd}", fused._attn_split_kernel, attn,
+               {"KVH": kvh, "G": g, "HD": hd, "SPLIT": fused.ATTN_SPLIT, "BLOCK_S": fused.ATTN_BLOCK_S,
+                "IEEE": False}, 4)
+        yield (f"combine {kvh}x{g}x{hd}", fused._attn_combine_kernel,
+               {"acc_ptr": P["f32"], "ml_ptr": P["f32"], "out_ptr": P["bf16"], "stride_out": "i32", "nsplit": "i32"},
+               {"NH": 16, "KVH": kvh, "G": g, "HD": hd}, 4)
+    attn32 = dict(attn, q_ptr=P["f32"], kc_ptr=P["f32"], vc_ptr=P["f32"])  # float32 caches: IEEE dots
+    yield ("attention fp32", fused._attn_split_kernel, attn32,
+           {"KVH": 2, "G": 2, "HD": 32, "SPLIT": 64, "BLOCK_S": 32, "IEEE": True}, 4)
+    yield ("residual_norm", fused._residual_norm_kernel,
+           {"x_ptr": P["bf16"], "o_ptr": P["bf16"], "w1_ptr": P["f32"], "s_ptr": P["bf16"], "w2_ptr": P["f32"],
+            "x_out_ptr": P["bf16"], "h_out_ptr": P["bf16"], "D": "i32", "eps": "fp32"},
+           {"BLOCK": 4096, "HAS_O": True, "HAS_S": True}, 4)
+    yield ("geglu", fused._geglu_kernel, {"gu_ptr": P["bf16"], "out_ptr": P["bf16"], "inter": "i32",
+                                          "stride_gu": "i32", "stride_out": "i32"}, {"BLOCK": 1024}, 4)
+
+
+def main() -> int:
+    target = GPUTarget("cuda", 90, 32)
+    failed = 0
+    for name, fn, args, consts, warps in kernels():
+        sig = {a: (args[a] if a in args else "constexpr") for a in fn.arg_names}
+        try:
+            k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts), target=target,
+                               options={"num_warps": warps})
+            print(f"ok   {name}: {len(k.asm['cubin'])} B of cubin")
+        except Exception as e:  # report every kernel, then fail
+            failed += 1
+            print(f"FAIL {name}: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -56,6 +56,17 @@ if triton is not None:
         tl.store(dst + HALF + i, y2.to(dst.dtype.element_ty))
 
     @triton.jit
+    def _store_row(out_ptr, pack_ptr, i, y, ok, PACK: tl.constexpr):
+        """Store a row y[i] in the output dtype, or (PACK) as fp16 pairs in the word GEMV's input layout: column
+        8j + c goes to fp16 slot 2 (4 j + 3 - c % 4) + c // 4 (gemv.pack_x_pairs), clamped to the fp16 range."""
+        if PACK:
+            c = i % 8
+            slot = 2 * (4 * (i // 8) + 3 - c % 4) + c // 4
+            tl.store(pack_ptr + slot, tl.minimum(tl.maximum(y, -65504.0), 65504.0).to(tl.float16), mask=ok)
+        else:
+            tl.store(out_ptr + i, y.to(out_ptr.dtype.element_ty), mask=ok)
+
+    @triton.jit
     def _qk_prep_kernel(qkv_ptr, qn_ptr, kn_ptr, cos_ptr, sin_ptr, pos_ptr, q_ptr, kc_ptr, vc_ptr,
                         stride_qkv, stride_q, stride_cb, stride_ch, stride_cs, k_off, v_off, slots, eps,
                         NH: tl.constexpr, HALF: tl.constexpr):
@@ -120,8 +131,8 @@ if triton is not None:
         tl.store(ml_ptr + 2 * part + 1, lsum, mask=qrow)
 
     @triton.jit
-    def _attn_combine_kernel(acc_ptr, ml_ptr, out_ptr, stride_out, nsplit, NH: tl.constexpr, KVH: tl.constexpr,
-                             G: tl.constexpr, HD: tl.constexpr):
+    def _attn_combine_kernel(acc_ptr, ml_ptr, out_ptr, pack_ptr, stride_out, nsplit, NH: tl.constexpr,
+                             KVH: tl.constexpr, G: tl.constexpr, HD: tl.constexpr, PACK: tl.constexpr):
         pid = tl.program_id(0)
         b = pid // NH
         h = pid % NH
@@ -141,11 +152,12 @@ if triton is not None:
             acc = acc * alpha + tl.load(acc_ptr + part * HD + d) * beta
             big_l = big_l * alpha + lsum * beta
             big_m = m_new
-        tl.store(out_ptr + b * stride_out + h * HD + d, (acc / big_l).to(out_ptr.dtype.element_ty))
+        y = (acc / big_l).to(out_ptr.dtype.element_ty).to(tl.float32)  # rounded as the eager step rounds
+        _store_row(out_ptr + b * stride_out, pack_ptr + b * (NH * HD), h * HD + d, y, d < HD, PACK)
 
     @triton.jit
-    def _residual_norm_kernel(x_ptr, o_ptr, w1_ptr, s_ptr, w2_ptr, x_out_ptr, h_out_ptr, D, eps,
-                              BLOCK: tl.constexpr, HAS_O: tl.constexpr, HAS_S: tl.constexpr):
+    def _residual_norm_kernel(x_ptr, o_ptr, w1_ptr, s_ptr, w2_ptr, x_out_ptr, h_out_ptr, pack_ptr, D, eps,
+                              BLOCK: tl.constexpr, HAS_O: tl.constexpr, HAS_S: tl.constexpr, PACK: tl.constexpr):
         b = tl.program_id(0)
         d = tl.arange(0, BLOCK)
         ok = d < D
@@ -160,10 +172,12 @@ if triton is not None:
                 x = (x * tl.load(s_ptr).to(tl.float32)).to(dt).to(tl.float32)
             tl.store(x_out_ptr + b * D + d, x.to(dt), mask=ok)
         r2 = 1.0 / tl.sqrt(tl.sum(x * x, 0) / D + eps)
-        tl.store(h_out_ptr + b * D + d, (x * r2 * tl.load(w2_ptr + d, mask=ok, other=0.0)).to(dt), mask=ok)
+        h = (x * r2 * tl.load(w2_ptr + d, mask=ok, other=0.0)).to(dt).to(tl.float32)
+        _store_row(h_out_ptr + b * D, pack_ptr + b * D, d, h, ok, PACK)
 
     @triton.jit
-    def _geglu_kernel(gu_ptr, out_ptr, inter, stride_gu, stride_out, BLOCK: tl.constexpr):
+    def _geglu_kernel(gu_ptr, out_ptr, pack_ptr, inter, stride_gu, stride_out, BLOCK: tl.constexpr,
+                      PACK: tl.constexpr):
         b = tl.program_id(0)
         i = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
         ok = i < inter
@@ -173,7 +187,7 @@ if triton is not None:
         t = 1.0 - 2.0 / (tl.exp(2.0 * z) + 1.0)  # tanh(z), saturating cleanly at +-1
         dt = out_ptr.dtype.element_ty
         act = (0.5 * g * (1.0 + t)).to(dt).to(tl.float32)  # F.gelu's output dtype, then the product
-        tl.store(out_ptr + b * stride_out + i, (act * u).to(dt), mask=ok)
+        _store_row(out_ptr + b * stride_out, pack_ptr + b * inter, i, (act * u).to(dt).to(tl.float32), ok, PACK)
 
 
 def qk_prep(qkv, q_norm, k_norm, cos, sin, pos, kc, vc, num_heads, k_off, v_off, eps) -> torch.Tensor:
@@ -188,8 +202,16 @@ def qk_prep(qkv, q_norm, k_norm, cos, sin, pos, kc, vc, num_heads, k_off, v_off,
     return q
 
 
-def attention(q, kc, vc, pos, num_heads, split: int = ATTN_SPLIT, block_s: int = ATTN_BLOCK_S) -> torch.Tensor:
-    """q [B, heads * hd] against the cache [B, kv_heads, slots, hd] up to position pos -> [B, heads * hd]."""
+def _packed(b: int, k: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """An activation buffer in the word GEMV's packed layout [B, K/8, 4] (int32) and its fp16 view."""
+    buf = torch.empty((b, k // 8, 4), dtype=torch.int32, device=device)
+    return buf, buf.view(torch.float16)
+
+
+def attention(q, kc, vc, pos, num_heads, split: int = ATTN_SPLIT, block_s: int = ATTN_BLOCK_S,
+              pack: bool = False) -> torch.Tensor:
+    """q [B, heads * hd] against the cache [B, kv_heads, slots, hd] up to position pos -> [B, heads * hd], or
+    with `pack` the same in the word GEMV's packed input layout [B, heads * hd / 8, 4]."""
     b = q.shape[0]
     kvh, slots, hd = kc.shape[1], kc.shape[2], kc.shape[3]
     g = num_heads // kvh
@@ -203,25 +225,32 @@ def attention(q, kc, vc, pos, num_heads, split: int = ATTN_SPLIT, block_s: int =
                                           kc.stride(2), slots, nsplit, KVH=kvh, G=g, HD=hd, SPLIT=split,
                                           BLOCK_S=block_s, IEEE=kc.dtype == torch.float32)
     out = torch.empty_like(q)
-    _attn_combine_kernel[(b * num_heads,)](acc, ml, out, out.stride(0), nsplit, NH=num_heads, KVH=kvh, G=g, HD=hd)
-    return out
+    buf, view = _packed(b, num_heads * hd, q.device) if pack else (out, out)
+    _attn_combine_kernel[(b * num_heads,)](acc, ml, out, view, out.stride(0), nsplit, NH=num_heads, KVH=kvh, G=g,
+                                           HD=hd, PACK=pack)
+    return buf if pack else out
 
 
-def residual_norm(x, o, w_post, w_next, eps, scalar=None) -> tuple[torch.Tensor, torch.Tensor]:
-    """x' = (x + rmsnorm(o) * w_post) [* scalar]; h = rmsnorm(x') * w_next. o None: x' = x (the first norm)."""
+def residual_norm(x, o, w_post, w_next, eps, scalar=None, pack: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """x' = (x + rmsnorm(o) * w_post) [* scalar]; h = rmsnorm(x') * w_next. o None: x' = x (the first norm).
+    With `pack`, h comes in the word GEMV's packed input layout."""
     b, dim = x.shape
     x_out = torch.empty_like(x) if o is not None else x
     h = torch.empty_like(x)
+    buf, view = _packed(b, dim, x.device) if pack else (h, h)
     _residual_norm_kernel[(b,)](x, o if o is not None else x, w_post if w_post is not None else w_next,
-                                scalar if scalar is not None else w_next, w_next, x_out, h, dim, eps,
-                                BLOCK=triton.next_power_of_2(dim), HAS_O=o is not None, HAS_S=scalar is not None)
-    return x_out, h
+                                scalar if scalar is not None else w_next, w_next, x_out, h, view, dim, eps,
+                                BLOCK=triton.next_power_of_2(dim), HAS_O=o is not None, HAS_S=scalar is not None,
+                                PACK=pack)
+    return x_out, (buf if pack else h)
 
 
-def geglu(gu: torch.Tensor, block: int = 1024) -> torch.Tensor:
-    """[B, 2I] (gate | up) -> gelu_tanh(gate) * up [B, I]."""
+def geglu(gu: torch.Tensor, block: int = 1024, pack: bool = False) -> torch.Tensor:
+    """[B, 2I] (gate | up) -> gelu_tanh(gate) * up [B, I], or packed for the word GEMV."""
     b, two_i = gu.shape
     inter = two_i // 2
     out = torch.empty((b, inter), device=gu.device, dtype=gu.dtype)
-    _geglu_kernel[(b, triton.cdiv(inter, block))](gu, out, inter, gu.stride(0), out.stride(0), BLOCK=block)
-    return out
+    buf, view = _packed(b, inter, gu.device) if pack else (out, out)
+    _geglu_kernel[(b, triton.cdiv(inter, block))](gu, out, view, inter, gu.stride(0), out.stride(0), BLOCK=block,
+                                                  PACK=pack)
+    return buf if pack else out

@@ -403,20 +403,28 @@ class Gemma4Decoder:
         cfg, eps, f32 = self.cfg, self.cfg.rms_eps, self._f32
         x = self.w.embed.index_select(0, self.token) * self.embed_scale
         layers = self.w.layers
-        x, h = fused.residual_norm(x, None, None, f32[id(layers[0].input_norm)], eps)
+        # the word GEMV reads its input as fp16 pairs: the kernels before it write them so, no packing kernel
+        pk = self.gemv == "words" and self.batch == 1 and isinstance(layers[0].qkv, nvfp4.Nvfp4Weight)
+
+        def lin(inp, w):
+            return nvfp4_gemv_words(None, w, x2=inp, out_dtype=x.dtype) if pk else self._linear(inp, w)
+
+        x, h = fused.residual_norm(x, None, None, f32[id(layers[0].input_norm)], eps, pack=pk)
         for i, (layer, (kc, vc)) in enumerate(zip(layers, self.caches)):
             kind = layer.kind
             sizes = qkv_sizes(cfg, kind)
-            qkv = self._linear(h, layer.qkv)
+            qkv = lin(h, layer.qkv)
             cos, sin = self.rope[kind]
             q = fused.qk_prep(qkv, f32[id(layer.q_norm)], f32[id(layer.k_norm)], cos, sin, self.pos, kc, vc,
                               cfg.num_heads, sizes[0], sizes[0] + (sizes[1] if kind == SLIDING else 0), eps)
-            a = fused.attention(q, kc, vc, self.pos, cfg.num_heads)
-            o = self._linear(a, layer.o)
-            x, h = fused.residual_norm(x, o, f32[id(layer.post_attn_norm)], f32[id(layer.pre_ffn_norm)], eps)
-            m = self._linear(fused.geglu(self._linear(h, layer.gate_up)), layer.down)
-            nxt = layers[i + 1].input_norm if i + 1 < len(layers) else self.w.final_norm
-            x, h = fused.residual_norm(x, m, f32[id(layer.post_ffn_norm)], f32[id(nxt)], eps, layer.layer_scalar)
+            o = lin(fused.attention(q, kc, vc, self.pos, cfg.num_heads, pack=pk), layer.o)
+            x, h = fused.residual_norm(x, o, f32[id(layer.post_attn_norm)], f32[id(layer.pre_ffn_norm)], eps,
+                                       pack=pk)
+            m = lin(fused.geglu(lin(h, layer.gate_up), pack=pk), layer.down)
+            last = i + 1 == len(layers)
+            nxt = self.w.final_norm if last else layers[i + 1].input_norm
+            x, h = fused.residual_norm(x, m, f32[id(layer.post_ffn_norm)], f32[id(nxt)], eps, layer.layer_scalar,
+                                       pack=pk and not last)
         cap = cfg.final_softcap
         logits = cap * torch.tanh(F.linear(h, self.w.embed).float() / cap)
         self.token.copy_(logits.argmax(-1))

@@ -355,28 +355,33 @@ def pack_x_pairs(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def nvfp4_gemv_words(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = None, block_n: int | None = None,
-                     block_w: int | None = None, num_warps: int = 4) -> torch.Tensor:
+def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor | None = None,
+                     block_n: int | None = None, block_w: int | None = None, num_warps: int = 4,
+                     x2: torch.Tensor | None = None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
     """Batch-1 CUDA-core GEMV that decodes two codes per instruction (fp16x2 PTX on the GPU, the same arithmetic
-    in plain Triton under the CPU interpreter); one weight pass per batch row. x [B, K] -> [B, N].
+    in plain Triton under the CPU interpreter); one weight pass per batch row. x [B, K] -> [B, N]; or x None and
+    x2 the activations already packed ([B, K/8, 4], pack_x_pairs' layout, as the fused kernels can write them).
 
     On a GPU without tiles given, the first call per shape times the configurations that divide it and keeps the
     fastest (CUDA events, outside any graph capture)."""
     if triton is None:
         raise RuntimeError("triton is not installed")
     n, k = w.shape
-    if x.dim() != 2 or x.shape[1] != k:
-        raise ValueError(f"x must be [B, {k}], got {tuple(x.shape)}")
     if k % BLOCK:
         raise ValueError(f"K must be a multiple of {BLOCK}, got {k}")
-    x = x.contiguous()
-    b = x.shape[0]
+    if x2 is None:
+        if x is None or x.dim() != 2 or x.shape[1] != k:
+            raise ValueError(f"x must be [B, {k}], got {None if x is None else tuple(x.shape)}")
+        x2 = pack_x_pairs(x.contiguous())
+    elif tuple(x2.shape[1:]) != (k // 8, 4):
+        raise ValueError(f"x2 must be [B, {k // 8}, 4], got {tuple(x2.shape)}")
+    b = x2.shape[0]
     if out is None:
-        out = torch.empty((b, n), dtype=x.dtype, device=x.device)
-    x2 = pack_x_pairs(x)
+        out = torch.empty((b, n), dtype=out_dtype or (x.dtype if x is not None else torch.bfloat16),
+                          device=x2.device)
     kw, nblk = k // 8, k // 16
     words = w.packed.view(torch.int32)
-    use_asm = x.device.type == "cuda"
+    use_asm = x2.device.type == "cuda"
 
     def launch(bn, bw, warps):
         even = n % bn == 0 and kw % bw == 0

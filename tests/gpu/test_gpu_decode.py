@@ -19,8 +19,8 @@ def test_kernel_on_gemma_shapes(n, k):
     torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
 
 
-@pytest.mark.parametrize("fused", [False, True])
-def test_tiny_decode_in_a_cuda_graph_matches_reference(fused):
+@pytest.mark.parametrize("fused, kernel", [(False, "triton"), (True, "triton"), (True, "words")])
+def test_tiny_decode_in_a_cuda_graph_matches_reference(fused, kernel):
     import dataclasses
 
     from llmsize.measure import gemma4, nvfp4, reference
@@ -28,7 +28,7 @@ def test_tiny_decode_in_a_cuda_graph_matches_reference(fused):
     w = gemma4.build_random(cfg, device="cuda", dtype=torch.float32, seed=0)
     prompt = [3]  # one-row prefill: every linear goes through the batch-1 kernel (float32 math)
     steps = 2 * cfg.sliding_window + 3
-    dec = gemma4.Gemma4Decoder(w, batch=1, max_positions=len(prompt) + steps + 4, gemv="triton", fused=fused)
+    dec = gemma4.Gemma4Decoder(w, batch=1, max_positions=len(prompt) + steps + 4, gemv=kernel, fused=fused)
     seq = list(prompt)
     seq.append(int(dec.prefill(torch.tensor([prompt], device="cuda")).argmax(-1)[0]))
     got = [dec.decode_step()[0].clone()]  # eager: compiles the kernels
@@ -51,7 +51,11 @@ def test_tiny_decode_in_a_cuda_graph_matches_reference(fused):
     layers = [type(lw)(**{f.name: cpu(getattr(lw, f.name)) for f in dataclasses.fields(lw)}) for lw in w.layers]
     w_cpu = gemma4.Gemma4Weights(cfg, w.embed.cpu(), w.final_norm.cpu(), layers)
     want = reference.forward(w_cpu, seq)[len(prompt):]
-    torch.testing.assert_close(torch.stack(got).cpu(), want, rtol=1e-3, atol=5e-3)
+    if kernel == "words":  # fp16 lanes: the CPU test's bound (tests/measure/test_gemma4_decode.py)
+        err = (torch.stack(got).cpu() - want).abs()
+        assert err.mean() < 0.02 * want.abs().mean() and err.max() < 0.1
+    else:
+        torch.testing.assert_close(torch.stack(got).cpu(), want, rtol=1e-3, atol=5e-3)
 
 
 @pytest.mark.parametrize("batch", [1, 4, 16])

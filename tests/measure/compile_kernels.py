@@ -49,18 +49,21 @@ def kernels():
         yield (f"attention {kvh}x{g}x{hd}", fused._attn_split_kernel, attn,
                {"KVH": kvh, "G": g, "HD": hd, "SPLIT": fused.ATTN_SPLIT, "BLOCK_S": fused.ATTN_BLOCK_S,
                 "IEEE": False}, 4)
-        yield (f"combine {kvh}x{g}x{hd}", fused._attn_combine_kernel,
-               {"acc_ptr": P["f32"], "ml_ptr": P["f32"], "out_ptr": P["bf16"], "stride_out": "i32", "nsplit": "i32"},
-               {"NH": 16, "KVH": kvh, "G": g, "HD": hd}, 4)
+        for pack in (False, True):
+            yield (f"combine {kvh}x{g}x{hd} pack={pack}", fused._attn_combine_kernel,
+                   {"acc_ptr": P["f32"], "ml_ptr": P["f32"], "out_ptr": P["bf16"], "pack_ptr": "*fp16",
+                    "stride_out": "i32", "nsplit": "i32"}, {"NH": 16, "KVH": kvh, "G": g, "HD": hd, "PACK": pack}, 4)
     attn32 = dict(attn, q_ptr=P["f32"], kc_ptr=P["f32"], vc_ptr=P["f32"])  # float32 caches: IEEE dots
     yield ("attention fp32", fused._attn_split_kernel, attn32,
            {"KVH": 2, "G": 2, "HD": 32, "SPLIT": 64, "BLOCK_S": 32, "IEEE": True}, 4)
-    yield ("residual_norm", fused._residual_norm_kernel,
-           {"x_ptr": P["bf16"], "o_ptr": P["bf16"], "w1_ptr": P["f32"], "s_ptr": P["bf16"], "w2_ptr": P["f32"],
-            "x_out_ptr": P["bf16"], "h_out_ptr": P["bf16"], "D": "i32", "eps": "fp32"},
-           {"BLOCK": 4096, "HAS_O": True, "HAS_S": True}, 4)
-    yield ("geglu", fused._geglu_kernel, {"gu_ptr": P["bf16"], "out_ptr": P["bf16"], "inter": "i32",
-                                          "stride_gu": "i32", "stride_out": "i32"}, {"BLOCK": 1024}, 4)
+    for pack in (False, True):
+        yield (f"residual_norm pack={pack}", fused._residual_norm_kernel,
+               {"x_ptr": P["bf16"], "o_ptr": P["bf16"], "w1_ptr": P["f32"], "s_ptr": P["bf16"], "w2_ptr": P["f32"],
+                "x_out_ptr": P["bf16"], "h_out_ptr": P["bf16"], "pack_ptr": "*fp16", "D": "i32", "eps": "fp32"},
+               {"BLOCK": 4096, "HAS_O": True, "HAS_S": True, "PACK": pack}, 4)
+        yield (f"geglu pack={pack}", fused._geglu_kernel,
+               {"gu_ptr": P["bf16"], "out_ptr": P["bf16"], "pack_ptr": "*fp16", "inter": "i32", "stride_gu": "i32",
+                "stride_out": "i32"}, {"BLOCK": 1024, "PACK": pack}, 4)
 
 
 def main() -> int:

@@ -201,3 +201,34 @@ def test_decode_through_the_words_kernel_matches_reference():
 def test_words_self_check_passes_on_the_interpreter():
     from llmsize.measure.gemv import words_kernel_ok
     assert words_kernel_ok(torch.device("cpu"))
+
+
+@pytest.mark.skipif(not triton_available(), reason="triton not installed")
+def test_fused_step_feeds_the_word_kernel_packed_inputs():
+    """Fused step + word GEMV: the norms, the attention combine and the GeGLU write their outputs straight in
+    the word kernel's fp16-pair layout (no packing kernel); against the float32 reference past the window."""
+    w = _weights(seed=10)
+    prompt = [6]
+    steps = WINDOW + 3
+    dec = gemma4.Gemma4Decoder(w, batch=1, max_positions=len(prompt) + steps + 1, gemv="words", fused=True)
+    logits = [dec.prefill(torch.tensor([prompt]))[0]]
+    tokens = list(prompt)
+    for _ in range(steps):
+        tokens.append(int(dec.token[0]))
+        logits.append(dec.decode_step()[0])
+    want = reference.forward(w, tokens)[len(prompt) - 1:]
+    err = (torch.stack(logits) - want).abs()
+    assert err.mean() < 0.02 * want.abs().mean() and err.max() < 0.1
+
+
+@pytest.mark.skipif(not triton_available(), reason="triton not installed")
+def test_packed_outputs_equal_pack_x_pairs():
+    from llmsize.measure import fused, gemv
+    torch.manual_seed(1)
+    x, o = torch.randn(2, 64), torch.randn(2, 64)
+    w1, w2 = torch.rand(64) + 0.5, torch.rand(64) + 0.5
+    _, h = fused.residual_norm(x, o, w1, w2, 1e-6)
+    _, hp = fused.residual_norm(x, o, w1, w2, 1e-6, pack=True)
+    assert torch.equal(hp, gemv.pack_x_pairs(h))
+    gu = torch.randn(2, 96)
+    assert torch.equal(fused.geglu(gu, block=16, pack=True), gemv.pack_x_pairs(fused.geglu(gu, block=16)))

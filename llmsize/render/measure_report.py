@@ -70,7 +70,8 @@ def render_measure(r: dict, c: Console) -> None:
         ("context, batch", f"{run['context_tokens']:,} tokens, batch {run['batch']}"),
         ("decoded", f"{run['tokens_measured']} timed tokens after {run['warmup_tokens']} warm-up, "
                     f"CUDA graph {'on' if run['cuda_graph'] else 'off'}, GEMV {run['gemv']}"
-                    f"{', torch.compile' if run.get('compiled') else ''}"),
+                    f"{', torch.compile' if run.get('compiled') else ''}"
+                    f"{', fused kernels between the GEMVs' if run.get('fused') else ''}"),
     ])
 
     parts = r["bytes_per_step_parts"]

@@ -24,13 +24,15 @@ def main(paths):
     print(f"- Date: {r0['date']}; commit {r0['git_commit']}; torch {r0['versions']['torch']}, "
           f"triton {r0['versions']['triton']}")
     print("- Command: `bash benchmarks/measure_gpu.sh` (`llmsize measure --quant Q --json --save F`)\n")
-    print("| quant | context | batch | bytes/step GB | TTFT ms | ms/token median (p10-p90) | tok/s | "
+    print("| quant | step | context | batch | bytes/step GB | TTFT ms | ms/token median (p10-p90) | tok/s | "
           "achieved GB/s | of theoretical | of probe | of datasheet | plan ceiling tok/s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in runs:
         d, a, run, p = r["decode"], r["achieved"], r["run"], r["predicted"] or {}
         ceil = p.get("ceiling_tok_s")
-        print(f"| {run['quant']} | {run['context_tokens']} | {run['batch']} | {r['bytes_per_step'] / 1e9:.3f} | "
+        step = run["gemv"] + (", fused" if run.get("fused") else "") + (", compiled" if run.get("compiled") else "")
+        print(f"| {run['quant']} | {step} | {run['context_tokens']} | {run['batch']} | "
+              f"{r['bytes_per_step'] / 1e9:.3f} | "
               f"{r['prefill']['ttft_s'] * 1e3:.0f} | {d['ms_per_token_median']:.3f} ({d['ms_per_token_p10']:.3f}-"
               f"{d['ms_per_token_p90']:.3f}) | {d['tok_s']:.1f} | {a['bandwidth_gb_s']:.0f} | "
               f"{pct(a['fraction_of_theoretical'])} | {pct(a['fraction_of_probe'])} | "

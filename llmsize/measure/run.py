@@ -241,6 +241,7 @@ def measure(o: MeasureOptions, progress=None) -> dict:
 
     decode_step = dec.decode_step
     if o.compile:  # inductor fuses the elementwise work between the GEMVs; our Triton kernels are called as-is
+        decode_step()  # one eager step first: kernel choices timed outside the traced region
         decode_step = torch.compile(dec.decode_step, dynamic=False)
     for i in range(o.warmup):  # compiles and autotunes the kernels before capture
         tick("warm-up", i, o.warmup)

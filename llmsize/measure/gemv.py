@@ -287,19 +287,27 @@ def triton_available() -> bool:
     return triton is not None
 
 
-def nvfp4_gemv_dot(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = None, block_n: int | None = None,
-                   block_k: int | None = None) -> torch.Tensor:
-    """Batch 1-16 with one pass over the packed weights (tensor-core dot); x [B, K] -> [B, N]. Autotuned on a
-    GPU unless tiles are given; fixed 64 x 128 tiles under the CPU interpreter."""
+def _batch_input(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None, whole_blocks: bool = False):
+    """Checks for the tensor-core kernels (1 to 16 rows of K): x made contiguous, the output allocated."""
     if triton is None:
         raise RuntimeError("triton is not installed")
     n, k = w.shape
     b = x.shape[0]
     if x.dim() != 2 or x.shape[1] != k or not 1 <= b <= 16:
         raise ValueError(f"x must be [1..16, {k}], got {tuple(x.shape)}")
+    if whole_blocks and k % BLOCK:
+        raise ValueError(f"K must be a multiple of {BLOCK}, got {k}")
     x = x.contiguous()
     if out is None:
         out = torch.empty((b, n), dtype=x.dtype, device=x.device)
+    return x, out, n, k, b
+
+
+def nvfp4_gemv_dot(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = None, block_n: int | None = None,
+                   block_k: int | None = None) -> torch.Tensor:
+    """Batch 1-16 with one pass over the packed weights (tensor-core dot); x [B, K] -> [B, N]. Autotuned on a
+    GPU unless tiles are given; fixed 64 x 128 tiles under the CPU interpreter."""
+    x, out, n, k, b = _batch_input(x, w, out)
     args = (x, w.packed, w.scales.view(torch.uint8), w.row_scale, out, b, n, k, x.stride(0), out.stride(0))
     if x.device.type == "cuda" and block_n is None and block_k is None:
         def grid(meta):
@@ -318,17 +326,7 @@ def nvfp4_gemv_pairs(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None =
     """Batch 1-16, two codes decoded per integer op, tensor-core dot; x [B, K] -> [B, N]. Autotuned on a GPU
     unless tiles are given (block_w = 32-bit words of 8 codes per row and step, at least 16); fixed 32 x 16
     tiles under the CPU interpreter."""
-    if triton is None:
-        raise RuntimeError("triton is not installed")
-    n, k = w.shape
-    b = x.shape[0]
-    if x.dim() != 2 or x.shape[1] != k or not 1 <= b <= 16:
-        raise ValueError(f"x must be [1..16, {k}], got {tuple(x.shape)}")
-    if k % BLOCK:
-        raise ValueError(f"K must be a multiple of {BLOCK}, got {k}")
-    x = x.contiguous()
-    if out is None:
-        out = torch.empty((b, n), dtype=x.dtype, device=x.device)
+    x, out, n, k, b = _batch_input(x, w, out, whole_blocks=True)
     words = w.packed.view(torch.int32)  # [N, K/8], little-endian: byte 0 (columns 0, 1) in bits 0..7
     args = (x, words, w.scales.view(torch.uint8), w.row_scale, out, b, n, k, x.stride(0), out.stride(0))
     if x.device.type == "cuda" and block_n is None and block_w is None:

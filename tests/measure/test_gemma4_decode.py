@@ -19,8 +19,8 @@ def _weights(quant="nvfp4", seed=0):
     return gemma4.build_random(CFG, device="cpu", dtype=torch.float32, quant=quant, seed=seed)
 
 
-def _decode(weights, prompt, steps, gemv="torch"):
-    dec = gemma4.Gemma4Decoder(weights, batch=1, max_positions=len(prompt) + steps + 1, gemv=gemv)
+def _decode(weights, prompt, steps, gemv="torch", fused=False):
+    dec = gemma4.Gemma4Decoder(weights, batch=1, max_positions=len(prompt) + steps + 1, gemv=gemv, fused=fused)
     logits = [dec.prefill(torch.tensor([prompt]))[0]]
     tokens = list(prompt)
     for _ in range(steps):
@@ -155,15 +155,9 @@ def test_fused_decode_step_matches_reference(quant):
     buffer wraps, the full layers' caches grow past one attention split; float32 weights, so float32 rounding."""
     w = _weights(quant, seed=8)
     prompt = [11, 3, 5]
-    steps = 2 * WINDOW + 3
-    dec = gemma4.Gemma4Decoder(w, batch=1, max_positions=len(prompt) + steps + 1, fused=True)
-    logits = [dec.prefill(torch.tensor([prompt]))[0]]
-    tokens = list(prompt)
-    for _ in range(steps):
-        tokens.append(int(dec.token[0]))
-        logits.append(dec.decode_step()[0])
-    want = reference.forward(w, tokens)[len(prompt) - 1:]
-    torch.testing.assert_close(torch.stack(logits), want, rtol=1e-4, atol=1e-3)
+    tokens, got = _decode(w, prompt, 2 * WINDOW + 3, fused=True)
+    want = reference.forward(w, tokens[:-1])[len(prompt) - 1:]
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-3)
 
 
 @pytest.mark.skipif(not triton_available(), reason="triton not installed")
@@ -209,15 +203,9 @@ def test_fused_step_feeds_the_word_kernel_packed_inputs():
     the word kernel's fp16-pair layout (no packing kernel); against the float32 reference past the window."""
     w = _weights(seed=10)
     prompt = [6]
-    steps = WINDOW + 3
-    dec = gemma4.Gemma4Decoder(w, batch=1, max_positions=len(prompt) + steps + 1, gemv="words", fused=True)
-    logits = [dec.prefill(torch.tensor([prompt]))[0]]
-    tokens = list(prompt)
-    for _ in range(steps):
-        tokens.append(int(dec.token[0]))
-        logits.append(dec.decode_step()[0])
-    want = reference.forward(w, tokens)[len(prompt) - 1:]
-    err = (torch.stack(logits) - want).abs()
+    tokens, got = _decode(w, prompt, WINDOW + 3, gemv="words", fused=True)
+    want = reference.forward(w, tokens[:-1])[len(prompt) - 1:]
+    err = (got - want).abs()
     assert err.mean() < 0.02 * want.abs().mean() and err.max() < 0.1
 
 

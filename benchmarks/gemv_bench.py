@@ -15,7 +15,7 @@ import argparse
 import torch
 import torch.nn.functional as F
 
-from llmsize.measure import gemv, nvfp4
+from llmsize.measure import gemv, gemv_words, nvfp4
 from llmsize.measure.card import read_card
 
 SHAPES = {  # [N, K] of Gemma 4 12B (shared/reference/gemma-architecture.md), fused as the decoder runs them
@@ -63,7 +63,7 @@ def main():
             ("nvfp4", lambda: gemv.nvfp4_gemv(x, w4, out=out), w4.packed_bytes + w4.scale_bytes),
             ("dot b1", lambda: gemv.nvfp4_gemv_dot(x, w4, out=out), w4.packed_bytes + w4.scale_bytes),
             ("pairs b1", lambda: gemv.nvfp4_gemv_pairs(x, w4, out=out), w4.packed_bytes + w4.scale_bytes),
-            ("words b1", lambda: gemv.nvfp4_gemv_words(x, w4, out=out), w4.packed_bytes + w4.scale_bytes),
+            ("words b1", lambda: gemv_words.nvfp4_gemv_words(x, w4, out=out), w4.packed_bytes + w4.scale_bytes),
             ("dot16", lambda: gemv.nvfp4_gemv_dot(x16, w4, out=out16), w4.packed_bytes + w4.scale_bytes),
             ("pairs16", lambda: gemv.nvfp4_gemv_pairs(x16, w4, out=out16), w4.packed_bytes + w4.scale_bytes),
             ("bf16x16", lambda: F.linear(x16, w16), w16.numel() * 2),

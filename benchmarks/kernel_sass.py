@@ -25,7 +25,7 @@ import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-from llmsize.measure import gemv  # noqa: E402
+from llmsize.measure import gemv, gemv_words  # noqa: E402
 
 WEIGHTS_PER_CLOCK_AT_FULL_BW = 32.7  # per SM, H200 (see the docstring)
 ISSUE_PER_CLOCK = 128  # thread-instructions per SM per clock
@@ -54,8 +54,8 @@ def cases():
     sig_words = {"x2_ptr": "*i32", "packed_ptr": "*i32", "scale_ptr": "*u8", "row_scale_ptr": "*fp32",
                  "y_ptr": "*bf16", "N": "i32", "kw": "i32", "nblk": "i32", "stride_yb": "i32",
                  "BLOCK_N": "constexpr", "BLOCK_W": "constexpr", "EVEN": "constexpr", "USE_ASM": "constexpr"}
-    for bn, bw, w in gemv.WORDS_CONFIGS:
-        out.append((f"words {bn}x{8 * bw} w{w}", gemv._gemv_words, sig_words,
+    for bn, bw, w in gemv_words.WORDS_CONFIGS:
+        out.append((f"words {bn}x{8 * bw} w{w}", gemv_words._gemv_words, sig_words,
                     {"BLOCK_N": bn, "BLOCK_W": bw, "EVEN": True, "USE_ASM": True}, w, bn * bw * 8))
     return out
 

@@ -58,7 +58,7 @@ if triton is not None:
     @triton.jit
     def _store_row(out_ptr, pack_ptr, i, y, ok, PACK: tl.constexpr):
         """Store a row y[i] in the output dtype, or (PACK) as fp16 pairs in the word GEMV's input layout: column
-        8j + c goes to fp16 slot 2 (4 j + 3 - c % 4) + c // 4 (gemv.pack_x_pairs), clamped to the fp16 range."""
+        8j + c goes to fp16 slot 2 (4 j + 3 - c % 4) + c // 4 (gemv_words.pack_x_pairs), clamped to the fp16 range."""
         if PACK:
             c = i % 8
             slot = 2 * (4 * (i // 8) + 3 - c % 4) + c // 4

@@ -20,7 +20,8 @@ import torch
 import torch.nn.functional as F
 
 from llmsize.measure import nvfp4
-from llmsize.measure.gemv import nvfp4_gemv, nvfp4_gemv_dot, nvfp4_gemv_pairs, nvfp4_gemv_words, nvfp4_linear_reference
+from llmsize.measure.gemv import nvfp4_gemv, nvfp4_gemv_dot, nvfp4_gemv_pairs, nvfp4_linear_reference
+from llmsize.measure.gemv_words import nvfp4_gemv_words
 
 SLIDING, FULL = "sliding", "full"
 QUERY_CHUNK = 512  # prefill attention is computed this many queries at a time

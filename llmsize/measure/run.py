@@ -215,7 +215,7 @@ def measure(o: MeasureOptions, progress=None) -> dict:
 
     gemv = o.gemv if cuda and o.quant == "nvfp4" else "torch"
     if gemv == "auto":  # the fp16x2 word kernel, once its PTX has reproduced the reference on this card
-        from llmsize.measure.gemv import words_kernel_ok
+        from llmsize.measure.gemv_words import words_kernel_ok
         gemv = "words" if words_kernel_ok(device) else "triton"
     t_build = time.perf_counter()
 

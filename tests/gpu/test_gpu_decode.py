@@ -112,22 +112,22 @@ def test_fused_bf16_step_close_to_the_eager_one():
 def test_words_kernel_on_gemma_shapes(n, k):
     """The fp16x2 PTX of the word kernel (its CPU tests run a lane-by-lane emulation) against the reference,
     the autotuned path included."""
-    from llmsize.measure import gemv, nvfp4
+    from llmsize.measure import gemv, gemv_words, nvfp4
     torch.manual_seed(n)
     w = nvfp4.quantize(torch.randn(n, k, device="cuda") / k ** 0.5)
     x = torch.randn(1, k, device="cuda", dtype=torch.bfloat16)
     want = gemv.nvfp4_linear_reference(x.float(), w)
-    torch.testing.assert_close(gemv.nvfp4_gemv_words(x, w).float(), want, rtol=2e-2, atol=2e-2)
-    assert gemv.words_kernel_ok(torch.device("cuda"))
+    torch.testing.assert_close(gemv_words.nvfp4_gemv_words(x, w).float(), want, rtol=2e-2, atol=2e-2)
+    assert gemv_words.words_kernel_ok(torch.device("cuda"))
 
 
 def test_words_kernel_decodes_every_code_on_the_gpu():
-    from llmsize.measure import gemv, nvfp4
+    from llmsize.measure import gemv_words, nvfp4
     codes = torch.roll(torch.arange(16, dtype=torch.uint8, device="cuda").repeat(16, 8), shifts=5, dims=1)
     scale_vals = torch.tensor([448.0, 1.0, 2.0 ** -7, 2.0 ** -9, 6.0, 0.5, 2.0 ** -6, 3.5], device="cuda").repeat(16, 1)
     w = nvfp4.Nvfp4Weight(nvfp4.pack(codes), scale_vals.to(torch.float8_e4m3fn), torch.full((16,), 0.5, device="cuda"))
     for col in range(128):
         x = torch.zeros(1, 128, device="cuda")
         x[0, col] = 1.0
-        got = gemv.nvfp4_gemv_words(x, w, block_n=16, block_w=16)[0, 0].item()
+        got = gemv_words.nvfp4_gemv_words(x, w, block_n=16, block_w=16)[0, 0].item()
         assert got == nvfp4.E2M1_VALUES[int(codes[0, col])] * scale_vals[0, col // 16].item() * 0.5, col

@@ -16,7 +16,7 @@ import triton.language as tl  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-from llmsize.measure import fused, gemv  # noqa: E402
+from llmsize.measure import fused, gemv, gemv_words  # noqa: E402
 
 P = {"bf16": "*bf16", "f32": "*fp32", "u8": "*u8", "i32": "*i32", "i64": "*i64"}
 
@@ -32,10 +32,10 @@ def kernels():
     words = {"x2_ptr": P["i32"], "packed_ptr": P["i32"], "scale_ptr": P["u8"], "row_scale_ptr": P["f32"],
              "y_ptr": P["bf16"], "N": "i32", "kw": "i32", "nblk": "i32", "stride_yb": "i32"}
     for even in (True, False):
-        yield (f"gemv words even={even}", gemv._gemv_words, words,
+        yield (f"gemv words even={even}", gemv_words._gemv_words, words,
                {"BLOCK_N": 64, "BLOCK_W": 32, "EVEN": even, "USE_ASM": True}, 8)
-    yield ("pack_x", gemv._pack_x_kernel, {"x_ptr": P["bf16"], "out_ptr": P["i32"], "K": "i32", "stride_xb": "i32"},
-           {"BLOCK": 256}, 4)
+    yield ("pack_x", gemv_words._pack_x_kernel,
+           {"x_ptr": P["bf16"], "out_ptr": P["i32"], "K": "i32", "stride_xb": "i32"}, {"BLOCK": 256}, 4)
     prep = {"qkv_ptr": P["bf16"], "qn_ptr": P["f32"], "kn_ptr": P["f32"], "cos_ptr": P["f32"], "sin_ptr": P["f32"],
             "pos_ptr": P["i64"], "q_ptr": P["bf16"], "kc_ptr": P["bf16"], "vc_ptr": P["bf16"], "stride_qkv": "i32",
             "stride_q": "i32", "stride_cb": "i32", "stride_ch": "i32", "stride_cs": "i32", "k_off": "i32",

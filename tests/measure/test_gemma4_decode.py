@@ -193,7 +193,7 @@ def test_decode_through_the_words_kernel_matches_reference():
 
 
 def test_words_self_check_passes_on_the_interpreter():
-    from llmsize.measure.gemv import words_kernel_ok
+    from llmsize.measure.gemv_words import words_kernel_ok
     assert words_kernel_ok(torch.device("cpu"))
 
 
@@ -211,12 +211,12 @@ def test_fused_step_feeds_the_word_kernel_packed_inputs():
 
 @pytest.mark.skipif(not triton_available(), reason="triton not installed")
 def test_packed_outputs_equal_pack_x_pairs():
-    from llmsize.measure import fused, gemv
+    from llmsize.measure import fused, gemv_words
     torch.manual_seed(1)
     x, o = torch.randn(2, 64), torch.randn(2, 64)
     w1, w2 = torch.rand(64) + 0.5, torch.rand(64) + 0.5
     _, h = fused.residual_norm(x, o, w1, w2, 1e-6)
     _, hp = fused.residual_norm(x, o, w1, w2, 1e-6, pack=True)
-    assert torch.equal(hp, gemv.pack_x_pairs(h))
+    assert torch.equal(hp, gemv_words.pack_x_pairs(h))
     gu = torch.randn(2, 96)
-    assert torch.equal(fused.geglu(gu, block=16, pack=True), gemv.pack_x_pairs(fused.geglu(gu, block=16)))
+    assert torch.equal(fused.geglu(gu, block=16, pack=True), gemv_words.pack_x_pairs(fused.geglu(gu, block=16)))

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from llmsize.measure import gemv, nvfp4
+from llmsize.measure import gemv, gemv_words, nvfp4
 
 pytestmark = pytest.mark.skipif(not gemv.triton_available(), reason="triton not installed")
 
@@ -108,7 +108,7 @@ def test_words_kernel_matches_reference(n, k, batch, block_n, block_w):
     torch.manual_seed(n + 3 * k + batch)
     w = nvfp4.quantize(torch.randn(n, k) * 0.05)
     x = torch.randn(batch, k).to(torch.float16).float()
-    got = gemv.nvfp4_gemv_words(x, w, block_n=block_n, block_w=block_w)
+    got = gemv_words.nvfp4_gemv_words(x, w, block_n=block_n, block_w=block_w)
     want = gemv.nvfp4_linear_reference(x, w)
     torch.testing.assert_close(got, want, rtol=2e-3, atol=2e-3)
 
@@ -120,7 +120,7 @@ def test_words_kernel_decodes_every_code_and_subnormal_scales():
     for col in range(128):
         x = torch.zeros(1, 128)
         x[0, col] = 1.0
-        got = gemv.nvfp4_gemv_words(x, w, block_n=16, block_w=16)[0, 0].item()
+        got = gemv_words.nvfp4_gemv_words(x, w, block_n=16, block_w=16)[0, 0].item()
         want = nvfp4.E2M1_VALUES[int(codes[0, col])] * scale_vals[0, col // 16].item() * 0.5
         assert got == want, (col, got, want)
 
@@ -128,7 +128,7 @@ def test_words_kernel_decodes_every_code_and_subnormal_scales():
 def test_pack_x_pairs_order_and_clamp():
     x = torch.arange(16, dtype=torch.float32).view(1, 16) + 0.5
     x[0, 7] = 1e6  # beyond fp16: clamped to 65504
-    got = gemv.pack_x_pairs(x).view(torch.int32)
+    got = gemv_words.pack_x_pairs(x).view(torch.int32)
     lo = (got & 0xFFFF).to(torch.int16).view(torch.float16).float()
     hi = (got >> 16 & 0xFFFF).to(torch.int16).view(torch.float16).float()
     # word 0, pair p: (x[3 - p], x[7 - p]); word 1: (x[11 - p], x[15 - p])

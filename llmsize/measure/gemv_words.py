@@ -1,0 +1,237 @@
+"""The word GEMV: NVFP4 x activations at batch 1 with two weights per fp16x2 instruction.
+
+The packed codes are read as 32-bit words of eight (code i of a word in bits 4i..4i+3). Marlin's unpack (vllm
+csrc/quantization/marlin/dequant.h), written for fp16 halves, (q & 0x80008000) | ((q & 0x70007000) >> 3),
+puts the codes of columns 8j+3 and 8j+7 into the two halves of a register as value x 2^-14; q <<= 4 brings
+the next pair. Each pair is scaled by 2^14 (exact, the subnormal codes 0 and 0.5 included) and multiplied into
+an fp16x2 accumulator with one PTX fma.rn.f16x2 against the matching activations, prepacked as fp16 pairs
+(pack_x_pairs; the fused kernels can write them in that layout directly). Per word the two lanes (four
+products each) go to fp32, and the two words of a 16-column block are scaled once. The compiled sm_90 loop
+spends 4.2-4.6 instructions per weight (benchmarks/kernel_sass.py), near the ~3.9 an H200 SM can afford per
+weight at full bandwidth (the byte kernel of gemv.py: ~9). Triton's CPU interpreter runs no PTX: there the
+same arithmetic runs lane by lane in plain Triton (USE_ASM false), which is what the CPU tests check.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from llmsize.measure.gemv import nvfp4_linear_reference
+from llmsize.measure.nvfp4 import BLOCK, Nvfp4Weight, quantize
+
+try:  # triton is optional on the CPU (as in gemv.py)
+    import triton
+    import triton.language as tl
+except ImportError:  # pragma: no cover - exercised only where triton is missing
+    triton = None
+
+if triton is not None:
+
+    @triton.jit
+    def _pack_x_kernel(x_ptr, out_ptr, K, stride_xb, BLOCK: tl.constexpr):
+        """x [B, K] -> [B, K/8, 4] uint32: fp16 pairs (x[8j+3-p], x[8j+7-p]) for p = 0..3, the order in which
+        the word kernel's unpack yields its codes; clamped to the fp16 range."""
+        b = tl.program_id(0)
+        j = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+        ok = j < K // 8
+        for p in tl.static_range(4):
+            lo = tl.load(x_ptr + b * stride_xb + 8 * j + 3 - p, mask=ok, other=0.0).to(tl.float32)
+            hi = tl.load(x_ptr + b * stride_xb + 8 * j + 7 - p, mask=ok, other=0.0).to(tl.float32)
+            lo = tl.minimum(tl.maximum(lo, -65504.0), 65504.0).to(tl.float16).to(tl.uint16, bitcast=True)
+            hi = tl.minimum(tl.maximum(hi, -65504.0), 65504.0).to(tl.float16).to(tl.uint16, bitcast=True)
+            tl.store(out_ptr + (b * (K // 8) + j) * 4 + p, lo.to(tl.uint32) | (hi.to(tl.uint32) << 16), mask=ok)
+
+    @triton.jit
+    def _pair_fma(q, x2, acc, USE_ASM: tl.constexpr):
+        """acc += (the codes at nibbles 3 and 7 of q, as fp16 values) * x2, two lanes of fp16 in 32-bit words.
+        Marlin's unpack (vllm csrc/quantization/marlin/dequant.h) for fp16: (q & 0x80008000) | ((q & 0x70007000)
+        >> 3) is value x 2^-14 in each half; x 2^14 (exact, subnormal codes included) then one fused
+        multiply-add per two weights."""
+        if USE_ASM:
+            return tl.inline_asm_elementwise(
+                asm="""{
+                .reg .b32 t, u, s;
+                and.b32 t, $1, 0x70007000;
+                shr.b32 t, t, 3;
+                and.b32 u, $1, 0x80008000;
+                or.b32 t, t, u;
+                mov.b32 s, 0x74007400;
+                mul.rn.f16x2 t, t, s;
+                fma.rn.f16x2 $0, t, $2, $3;
+                }""",
+                constraints="=r,r,r,r", args=[q, x2, acc], dtype=tl.uint32, is_pure=True, pack=1)
+        else:  # the same arithmetic lane by lane, for Triton's CPU interpreter (which runs no PTX)
+            t = (q & 0x80008000) | ((q & 0x70007000) >> 3)
+            v_lo = (t & 0xFFFF).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32) * 16384.0
+            v_hi = (t >> 16).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32) * 16384.0
+            x_lo = (x2 & 0xFFFF).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+            x_hi = (x2 >> 16).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+            a_lo = (acc & 0xFFFF).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+            a_hi = (acc >> 16).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+            r_lo = (v_lo * x_lo + a_lo).to(tl.float16).to(tl.uint16, bitcast=True).to(tl.uint32)
+            r_hi = (v_hi * x_hi + a_hi).to(tl.float16).to(tl.uint16, bitcast=True).to(tl.uint32)
+            return r_lo | (r_hi << 16)
+
+    @triton.jit
+    def _half2_sum(acc, USE_ASM: tl.constexpr):
+        """The two fp16 lanes of each 32-bit word, converted and added in fp32."""
+        if USE_ASM:
+            return tl.inline_asm_elementwise(
+                asm="""{
+                .reg .b16 l, h;
+                .reg .f32 a, b;
+                mov.b32 {l, h}, $1;
+                cvt.f32.f16 a, l;
+                cvt.f32.f16 b, h;
+                add.f32 $0, a, b;
+                }""",
+                constraints="=f,r", args=[acc], dtype=tl.float32, is_pure=True, pack=1)
+        else:
+            lo = (acc & 0xFFFF).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+            hi = (acc >> 16).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+            return lo + hi
+
+    def _words_body(x2_ptr, packed_ptr, scale_ptr, row_scale_ptr, y_ptr, N, kw, nblk, stride_yb,
+                    BLOCK_N: tl.constexpr, BLOCK_W: tl.constexpr, EVEN: tl.constexpr, USE_ASM: tl.constexpr):
+        """Batch-1 CUDA-core GEMV on 32-bit words: per word, four unpack + fp16x2 multiply-add steps (two codes
+        each, fp16 accumulation of four products per lane), then the two lanes summed in fp32 and the pair of
+        words of a 16-column block scaled once; x comes prepacked as fp16 pairs (_pack_x_kernel). About 4-5
+        instructions per weight in the sm_90 SASS (benchmarks/kernel_sass.py) against ~14 for the byte kernel."""
+        pid_n = tl.program_id(0)
+        b = tl.program_id(1)
+        rows = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        jj = tl.arange(0, BLOCK_W)
+        jb = tl.arange(0, BLOCK_W // 2)
+        acc = tl.zeros([BLOCK_N, BLOCK_W // 2], dtype=tl.float32)
+        xrow = x2_ptr + b * kw * 4
+        for w0 in range(0, kw, BLOCK_W):
+            j = w0 + jj
+            blk = w0 // 2 + jb
+            if EVEN:
+                q = tl.load(packed_ptr + rows[:, None] * kw + j[None, :])
+                s = tl.load(scale_ptr + rows[:, None] * nblk + blk[None, :])
+                x0 = tl.load(xrow + 4 * j)
+                x1 = tl.load(xrow + 4 * j + 1)
+                x2 = tl.load(xrow + 4 * j + 2)
+                x3 = tl.load(xrow + 4 * j + 3)
+            else:
+                m = (rows < N)[:, None] & (j < kw)[None, :]
+                q = tl.load(packed_ptr + rows[:, None] * kw + j[None, :], mask=m, other=0)
+                s = tl.load(scale_ptr + rows[:, None] * nblk + blk[None, :],
+                            mask=(rows < N)[:, None] & (blk < nblk)[None, :], other=0)
+                x0 = tl.load(xrow + 4 * j, mask=j < kw, other=0)
+                x1 = tl.load(xrow + 4 * j + 1, mask=j < kw, other=0)
+                x2 = tl.load(xrow + 4 * j + 2, mask=j < kw, other=0)
+                x3 = tl.load(xrow + 4 * j + 3, mask=j < kw, other=0)
+            q = q.to(tl.uint32, bitcast=True)
+            h = _pair_fma(q, x0[None, :].to(tl.uint32, bitcast=True), tl.zeros([BLOCK_N, BLOCK_W], dtype=tl.uint32),
+                          USE_ASM)
+            q = q << 4
+            h = _pair_fma(q, x1[None, :].to(tl.uint32, bitcast=True), h, USE_ASM)
+            q = q << 4
+            h = _pair_fma(q, x2[None, :].to(tl.uint32, bitcast=True), h, USE_ASM)
+            q = q << 4
+            h = _pair_fma(q, x3[None, :].to(tl.uint32, bitcast=True), h, USE_ASM)
+            ws = tl.sum(tl.reshape(_half2_sum(h, USE_ASM), [BLOCK_N, BLOCK_W // 2, 2]), axis=2)  # per block
+            s_bits = ((s & 0x80).to(tl.uint16) << 8) | ((s & 0x7F).to(tl.uint16) << 7)
+            acc += ws * s_bits.to(tl.float16, bitcast=True).to(tl.float32)
+        rs = tl.load(row_scale_ptr + rows, mask=rows < N, other=0.0)
+        y = tl.sum(acc, axis=1) * (rs * 256.0)  # 2^8: the E4M3 bit pattern read as fp16
+        tl.store(y_ptr + b * stride_yb + rows, y.to(y_ptr.dtype.element_ty), mask=rows < N)
+
+    _gemv_words = triton.jit(_words_body)
+
+
+WORDS_CONFIGS = ((64, 32, 8), (32, 32, 4), (128, 32, 8), (64, 16, 4), (32, 64, 4), (64, 64, 8))  # BN, BW, warps
+_words_best: dict[tuple[int, int], tuple[int, int, int]] = {}
+
+
+def pack_x_pairs(x: torch.Tensor) -> torch.Tensor:
+    """x [B, K] -> [B, K/8, 4] uint32 (as int32): the fp16 pairs the word kernel multiplies its codes by."""
+    b, k = x.shape
+    out = torch.empty((b, k // 8, 4), dtype=torch.int32, device=x.device)
+    _pack_x_kernel[(b, triton.cdiv(k // 8, 256))](x, out, k, x.stride(0), BLOCK=256)
+    return out
+
+
+def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor | None = None,
+                     block_n: int | None = None, block_w: int | None = None, num_warps: int = 4,
+                     x2: torch.Tensor | None = None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Batch-1 CUDA-core GEMV that decodes two codes per instruction (fp16x2 PTX on the GPU, the same arithmetic
+    in plain Triton under the CPU interpreter); one weight pass per batch row. x [B, K] -> [B, N]; or x None and
+    x2 the activations already packed ([B, K/8, 4], pack_x_pairs' layout, as the fused kernels can write them).
+
+    On a GPU without tiles given, the first call per shape times the configurations that divide it and keeps the
+    fastest (CUDA events, outside any graph capture)."""
+    if triton is None:
+        raise RuntimeError("triton is not installed")
+    n, k = w.shape
+    if k % BLOCK:
+        raise ValueError(f"K must be a multiple of {BLOCK}, got {k}")
+    if x2 is None:
+        if x is None or x.dim() != 2 or x.shape[1] != k:
+            raise ValueError(f"x must be [B, {k}], got {None if x is None else tuple(x.shape)}")
+        x2 = pack_x_pairs(x.contiguous())
+    elif tuple(x2.shape[1:]) != (k // 8, 4):
+        raise ValueError(f"x2 must be [B, {k // 8}, 4], got {tuple(x2.shape)}")
+    b = x2.shape[0]
+    if out is None:
+        out = torch.empty((b, n), dtype=out_dtype or (x.dtype if x is not None else torch.bfloat16),
+                          device=x2.device)
+    kw, nblk = k // 8, k // 16
+    words = w.packed.view(torch.int32)
+    use_asm = x2.device.type == "cuda"
+
+    def launch(bn, bw, warps):
+        even = n % bn == 0 and kw % bw == 0
+        _gemv_words[(triton.cdiv(n, bn), b)](x2, words, w.scales.view(torch.uint8), w.row_scale, out, n, kw, nblk,
+                                             out.stride(0), BLOCK_N=bn, BLOCK_W=bw, EVEN=even, USE_ASM=use_asm,
+                                             num_warps=warps)
+
+    if block_n is not None or block_w is not None or not use_asm:
+        bn, bw = block_n or 32, block_w or 16
+        if bw % 2 or bw < 2:
+            raise ValueError("block_w must be an even number of words")
+        launch(bn, bw, num_warps)
+        return out
+    key = (n, k)
+    if key not in _words_best:
+        _words_best[key] = _time_configs(launch, [c for c in WORDS_CONFIGS if n % c[0] == 0 and kw % c[1] == 0]
+                                         or [(32, 16, 4)])
+    launch(*_words_best[key])
+    return out
+
+
+_words_checked: dict[str, bool] = {}
+
+
+def words_kernel_ok(device) -> bool:
+    """Whether the word kernel's PTX computes what the reference does on this GPU: checked once per device on a
+    small random matrix (every code, real scales) before `--gemv auto` trusts it for batch 1."""
+    key = str(device)
+    if key not in _words_checked:
+        gen = torch.Generator(device=device).manual_seed(0)
+        w = quantize(torch.randn(256, 512, device=device, generator=gen) * 0.05)
+        x = torch.randn(1, 512, device=device, generator=gen).to(torch.bfloat16)
+        want = nvfp4_linear_reference(x.float(), w)
+        got = nvfp4_gemv_words(x, w, block_n=32, block_w=16).float()
+        _words_checked[key] = bool(torch.allclose(got, want, rtol=2e-2, atol=2e-2))
+    return _words_checked[key]
+
+
+def _time_configs(launch, configs):
+    """Fastest of `configs` by CUDA events (a few launches each); called once per shape, before capture."""
+    best, best_t = configs[0], float("inf")
+    for cfg in configs:
+        for _ in range(3):
+            launch(*cfg)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(10):
+            launch(*cfg)
+        end.record()
+        end.synchronize()
+        t = start.elapsed_time(end)
+        if t < best_t:
+            best, best_t = cfg, t
+    return best

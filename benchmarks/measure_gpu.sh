@@ -30,8 +30,10 @@ timeout 120 $PY benchmarks/gemv_bench.py --best-out "$OUT/best-gemv.txt" 2>&1 | 
 # the whole loop runs with the kernel the microbenchmark found fastest at batch 1 (triton if it found none)
 BEST=$(cat "$OUT/best-gemv.txt" 2>/dev/null || echo triton)
 echo "fastest batch-1 NVFP4 kernel: $BEST"
-for q in bf16 nvfp4 nvfp4fused nvfp4compiled nvfp4triton bf16fused; do
+for q in bf16 nvfp4 nvfp4fused nvfp4fusednopdl nvfp4compiled nvfp4triton bf16fused; do
   args="--quant $q"
+  export LLMSIZE_PDL=1
+  [ "$q" = nvfp4fusednopdl ] && { args="--quant nvfp4 --gemv $BEST --fused"; export LLMSIZE_PDL=0; }  # PDL's share
   [ "$q" = nvfp4 ] && args="--quant nvfp4 --gemv $BEST"
   [ "$q" = nvfp4fused ] && args="--quant nvfp4 --gemv $BEST --fused"  # six Triton kernels between the GEMVs
   [ "$q" = nvfp4compiled ] && args="--quant nvfp4 --gemv $BEST --compile"  # inductor fuses the small ops
@@ -43,6 +45,7 @@ for q in bf16 nvfp4 nvfp4fused nvfp4compiled nvfp4triton bf16fused; do
   timeout 150 $PY -m llmsize measure $args --json --save "$OUT/measure-$q.json" > /dev/null \
     2> "$OUT/measure-$q.err"
   echo "measure $q: exit $?"; tail -3 "$OUT/measure-$q.err"
+  export LLMSIZE_PDL=1
   [ -f "$OUT/measure-$q.json" ] && $PY -c "
 import json, sys
 from rich.console import Console

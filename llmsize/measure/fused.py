@@ -20,6 +20,8 @@ norm, after an add), so on float32 weights it matches the eager step to float32 
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 try:
@@ -36,7 +38,28 @@ def available() -> bool:
     return triton is not None
 
 
+def pdl(device) -> bool:
+    """Programmatic dependent launch (Hopper and later, CUDA graphs keep it): each kernel of the chain is
+    scheduled while the one before it drains and waits on it in griddepcontrol.wait before reading anything,
+    hiding the ~1-2 us of launch between the ~10 kernels of a layer. LLMSIZE_PDL=0 turns it off (to compare);
+    never on the CPU interpreter."""
+    if triton is None or device.type != "cuda" or os.environ.get("LLMSIZE_PDL", "1") == "0":
+        return False
+    return torch.cuda.get_device_capability(device)[0] >= 9
+
+
+def launch_opts(on: bool) -> dict:
+    return {"PDL": on, "launch_pdl": True} if on else {"PDL": False}
+
+
 if triton is not None:
+
+    @triton.jit
+    def _pdl_entry(PDL: tl.constexpr):
+        """Wait for the kernel before (all its writes visible), then let the next one be scheduled."""
+        if PDL:
+            tl.extra.cuda.gdc_wait()
+            tl.extra.cuda.gdc_launch_dependents()
 
     @triton.jit
     def _rms_rope_store(src, w_ptr, dst, cos, sin, i, HALF: tl.constexpr, eps, HAS_W: tl.constexpr,
@@ -69,7 +92,8 @@ if triton is not None:
     @triton.jit
     def _qk_prep_kernel(qkv_ptr, qn_ptr, kn_ptr, cos_ptr, sin_ptr, pos_ptr, q_ptr, kc_ptr, vc_ptr,
                         stride_qkv, stride_q, stride_cb, stride_ch, stride_cs, k_off, v_off, slots, eps,
-                        NH: tl.constexpr, HALF: tl.constexpr):
+                        NH: tl.constexpr, HALF: tl.constexpr, PDL: tl.constexpr):
+        _pdl_entry(PDL)
         b = tl.program_id(0)
         h = tl.program_id(1)  # 0..NH-1 query heads, then the KV heads
         pos = tl.load(pos_ptr)
@@ -90,7 +114,8 @@ if triton is not None:
     @triton.jit
     def _attn_split_kernel(q_ptr, kc_ptr, vc_ptr, pos_ptr, acc_ptr, ml_ptr, stride_q, stride_cb, stride_ch,
                            stride_cs, slots, nsplit, KVH: tl.constexpr, G: tl.constexpr, HD: tl.constexpr,
-                           SPLIT: tl.constexpr, BLOCK_S: tl.constexpr, IEEE: tl.constexpr):
+                           SPLIT: tl.constexpr, BLOCK_S: tl.constexpr, IEEE: tl.constexpr, PDL: tl.constexpr):
+        _pdl_entry(PDL)
         bg = tl.program_id(0)
         sp = tl.program_id(1)
         b = bg // KVH
@@ -132,7 +157,9 @@ if triton is not None:
 
     @triton.jit
     def _attn_combine_kernel(acc_ptr, ml_ptr, out_ptr, pack_ptr, stride_out, nsplit, NH: tl.constexpr,
-                             KVH: tl.constexpr, G: tl.constexpr, HD: tl.constexpr, PACK: tl.constexpr):
+                             KVH: tl.constexpr, G: tl.constexpr, HD: tl.constexpr, PACK: tl.constexpr,
+                             PDL: tl.constexpr):
+        _pdl_entry(PDL)
         pid = tl.program_id(0)
         b = pid // NH
         h = pid % NH
@@ -157,7 +184,9 @@ if triton is not None:
 
     @triton.jit
     def _residual_norm_kernel(x_ptr, o_ptr, w1_ptr, s_ptr, w2_ptr, x_out_ptr, h_out_ptr, pack_ptr, D, eps,
-                              BLOCK: tl.constexpr, HAS_O: tl.constexpr, HAS_S: tl.constexpr, PACK: tl.constexpr):
+                              BLOCK: tl.constexpr, HAS_O: tl.constexpr, HAS_S: tl.constexpr, PACK: tl.constexpr,
+                              PDL: tl.constexpr):
+        _pdl_entry(PDL)
         b = tl.program_id(0)
         d = tl.arange(0, BLOCK)
         ok = d < D
@@ -177,7 +206,8 @@ if triton is not None:
 
     @triton.jit
     def _geglu_kernel(gu_ptr, out_ptr, pack_ptr, inter, stride_gu, stride_out, BLOCK: tl.constexpr,
-                      PACK: tl.constexpr):
+                      PACK: tl.constexpr, PDL: tl.constexpr):
+        _pdl_entry(PDL)
         b = tl.program_id(0)
         i = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
         ok = i < inter
@@ -198,7 +228,7 @@ def qk_prep(qkv, q_norm, k_norm, cos, sin, pos, kc, vc, num_heads, k_off, v_off,
     q = torch.empty((b, num_heads * hd), device=qkv.device, dtype=qkv.dtype)
     _qk_prep_kernel[(b, num_heads + kvh)](qkv, q_norm, k_norm, cos, sin, pos, q, kc, vc, qkv.stride(0), q.stride(0),
                                           kc.stride(0), kc.stride(1), kc.stride(2), k_off, v_off, slots, eps,
-                                          NH=num_heads, HALF=hd // 2)
+                                          NH=num_heads, HALF=hd // 2, **launch_opts(pdl(qkv.device)))
     return q
 
 
@@ -223,11 +253,11 @@ def attention(q, kc, vc, pos, num_heads, split: int = ATTN_SPLIT, block_s: int =
     ml = torch.empty((b * kvh * nsplit * g, 2), device=q.device, dtype=torch.float32)
     _attn_split_kernel[(b * kvh, nsplit)](q, kc, vc, pos, acc, ml, q.stride(0), kc.stride(0), kc.stride(1),
                                           kc.stride(2), slots, nsplit, KVH=kvh, G=g, HD=hd, SPLIT=split,
-                                          BLOCK_S=block_s, IEEE=kc.dtype == torch.float32)
+                                          BLOCK_S=block_s, IEEE=kc.dtype == torch.float32, **launch_opts(pdl(q.device)))
     out = torch.empty_like(q)
     buf, view = _packed(b, num_heads * hd, q.device) if pack else (out, out)
     _attn_combine_kernel[(b * num_heads,)](acc, ml, out, view, out.stride(0), nsplit, NH=num_heads, KVH=kvh, G=g,
-                                           HD=hd, PACK=pack)
+                                           HD=hd, PACK=pack, **launch_opts(pdl(q.device)))
     return buf if pack else out
 
 
@@ -241,7 +271,7 @@ def residual_norm(x, o, w_post, w_next, eps, scalar=None, pack: bool = False) ->
     _residual_norm_kernel[(b,)](x, o if o is not None else x, w_post if w_post is not None else w_next,
                                 scalar if scalar is not None else w_next, w_next, x_out, h, view, dim, eps,
                                 BLOCK=triton.next_power_of_2(dim), HAS_O=o is not None, HAS_S=scalar is not None,
-                                PACK=pack)
+                                PACK=pack, **launch_opts(pdl(x.device)))
     return x_out, (buf if pack else h)
 
 
@@ -252,5 +282,5 @@ def geglu(gu: torch.Tensor, block: int = 1024, pack: bool = False) -> torch.Tens
     out = torch.empty((b, inter), device=gu.device, dtype=gu.dtype)
     buf, view = _packed(b, inter, gu.device) if pack else (out, out)
     _geglu_kernel[(b, triton.cdiv(inter, block))](gu, out, view, inter, gu.stride(0), out.stride(0), BLOCK=block,
-                                                  PACK=pack)
+                                                  PACK=pack, **launch_opts(pdl(gu.device)))
     return buf if pack else out

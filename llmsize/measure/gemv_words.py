@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import torch
 
+from llmsize.measure.fused import launch_opts, pdl
 from llmsize.measure.gemv import nvfp4_linear_reference
 from llmsize.measure.nvfp4 import BLOCK, Nvfp4Weight, quantize
 
@@ -92,11 +93,15 @@ if triton is not None:
             return lo + hi
 
     def _words_body(x2_ptr, packed_ptr, scale_ptr, row_scale_ptr, y_ptr, N, kw, nblk, stride_yb,
-                    BLOCK_N: tl.constexpr, BLOCK_W: tl.constexpr, EVEN: tl.constexpr, USE_ASM: tl.constexpr):
+                    BLOCK_N: tl.constexpr, BLOCK_W: tl.constexpr, EVEN: tl.constexpr, USE_ASM: tl.constexpr,
+                    PDL: tl.constexpr):
         """Batch-1 CUDA-core GEMV on 32-bit words: per word, four unpack + fp16x2 multiply-add steps (two codes
         each, fp16 accumulation of four products per lane), then the two lanes summed in fp32 and the pair of
         words of a 16-column block scaled once; x comes prepacked as fp16 pairs (_pack_x_kernel). About 4-5
         instructions per weight in the sm_90 SASS (benchmarks/kernel_sass.py) against ~14 for the byte kernel."""
+        if PDL:  # see fused.pdl: the kernel before has written x2 once this returns
+            tl.extra.cuda.gdc_wait()
+            tl.extra.cuda.gdc_launch_dependents()
         pid_n = tl.program_id(0)
         b = tl.program_id(1)
         rows = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -182,11 +187,13 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
     words = w.packed.view(torch.int32)
     use_asm = x2.device.type == "cuda"
 
+    opts = launch_opts(pdl(x2.device))
+
     def launch(bn, bw, warps):
         even = n % bn == 0 and kw % bw == 0
         _gemv_words[(triton.cdiv(n, bn), b)](x2, words, w.scales.view(torch.uint8), w.row_scale, out, n, kw, nblk,
                                              out.stride(0), BLOCK_N=bn, BLOCK_W=bw, EVEN=even, USE_ASM=use_asm,
-                                             num_warps=warps)
+                                             num_warps=warps, **opts)
 
     if block_n is not None or block_w is not None or not use_asm:
         bn, bw = block_n or 32, block_w or 16

@@ -41,6 +41,11 @@ class MeasureOptions:
     fused: bool = False  # the work between the GEMVs in llmsize.measure.fused's Triton kernels
 
 
+def _pdl(device) -> bool:
+    from llmsize.measure.fused import pdl
+    return pdl(device)
+
+
 def validate(o: MeasureOptions) -> None:
     if o.quant not in QUANTS:
         raise InvalidValueError(f"--quant `{o.quant}` is not measurable.", "Use nvfp4 or bf16.")
@@ -348,7 +353,8 @@ def measure(o: MeasureOptions, progress=None) -> dict:
         "run": {"device": o.device, "quant": o.quant, "gemv": gemv, "context_tokens": o.context,
                 "batch": o.batch, "tokens_requested": o.tokens, "tokens_measured": n, "warmup_tokens": o.warmup,
                 "first_timed_position": start_pos, "mean_attended_positions": mean_pos,
-                "cuda_graph": graph is not None, "compiled": o.compile, "fused": o.fused, "interrupted": interrupted,
+                "cuda_graph": graph is not None, "compiled": o.compile, "fused": o.fused,
+                "pdl": cuda and _pdl(device), "interrupted": interrupted,
                 "seed": o.seed,
                 "build_s": build_s, "memory_estimate_bytes": need,
                 "peak_memory_bytes": torch.cuda.max_memory_allocated(device) if cuda else None},

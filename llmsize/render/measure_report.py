@@ -71,7 +71,8 @@ def render_measure(r: dict, c: Console) -> None:
         ("decoded", f"{run['tokens_measured']} timed tokens after {run['warmup_tokens']} warm-up, "
                     f"CUDA graph {'on' if run['cuda_graph'] else 'off'}, GEMV {run['gemv']}"
                     f"{', torch.compile' if run.get('compiled') else ''}"
-                    f"{', fused kernels between the GEMVs' if run.get('fused') else ''}"),
+                    f"{', fused kernels between the GEMVs' if run.get('fused') else ''}"
+                    f"{', programmatic dependent launch' if run.get('pdl') else ''}"),
     ])
 
     parts = r["bytes_per_step_parts"]

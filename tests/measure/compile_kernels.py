@@ -71,6 +71,8 @@ def main() -> int:
     failed = 0
     for name, fn, args, consts, warps in kernels():
         sig = {a: (args[a] if a in args else "constexpr") for a in fn.arg_names}
+        if "PDL" in fn.arg_names:
+            consts = dict(consts, PDL=True)  # the GPU path: griddepcontrol.wait / launch_dependents compiled in
         try:
             k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts), target=target,
                                options={"num_warps": warps})

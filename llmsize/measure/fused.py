@@ -31,7 +31,7 @@ except ImportError:  # pragma: no cover - exercised only where triton is missing
     triton = None
 
 ATTN_BLOCK_S = 32  # cache rows per tensor-core step
-ATTN_SPLIT = 256  # cache rows per program: 4 programs per KV head for a 1,024-slot window
+ATTN_PROGRAMS = 256  # cache slices aimed at per attention call: ~2 per SM of an H100/H200 (132 SMs)
 
 
 def available() -> bool:
@@ -238,22 +238,29 @@ def _packed(b: int, k: int, device) -> tuple[torch.Tensor, torch.Tensor]:
     return buf, buf.view(torch.float16)
 
 
-def attention(q, kc, vc, pos, num_heads, split: int = ATTN_SPLIT, block_s: int = ATTN_BLOCK_S,
+def attention(q, kc, vc, pos, num_heads, split: int | None = None, block_s: int = ATTN_BLOCK_S,
               pack: bool = False) -> torch.Tensor:
     """q [B, heads * hd] against the cache [B, kv_heads, slots, hd] up to position pos -> [B, heads * hd], or
-    with `pack` the same in the word GEMV's packed input layout [B, heads * hd / 8, 4]."""
+    with `pack` the same in the word GEMV's packed input layout [B, heads * hd / 8, 4].
+
+    The cache is cut into slices of `split` rows, by default small enough for ~ATTN_PROGRAMS programs (one
+    decode step reads a few MB per layer: spread over the SMs, not over the 8 KV heads alone): a 1,024-slot
+    window with 8 KV heads in slices of 32, a 4,352-slot full layer with one KV head in slices of 32."""
     b = q.shape[0]
     kvh, slots, hd = kc.shape[1], kc.shape[2], kc.shape[3]
     g = num_heads // kvh
     if g > 16:
         raise ValueError(f"{g} query heads per KV head: the kernel pads a group to 16 rows at most")
+    if split is None:
+        split = triton.next_power_of_2(triton.cdiv(slots * kvh * b, ATTN_PROGRAMS))
     split = max(block_s, min(split, triton.next_power_of_2(slots)))
     nsplit = triton.cdiv(slots, split)
     acc = torch.empty((b * kvh * nsplit * g, hd), device=q.device, dtype=torch.float32)
     ml = torch.empty((b * kvh * nsplit * g, 2), device=q.device, dtype=torch.float32)
     _attn_split_kernel[(b * kvh, nsplit)](q, kc, vc, pos, acc, ml, q.stride(0), kc.stride(0), kc.stride(1),
                                           kc.stride(2), slots, nsplit, KVH=kvh, G=g, HD=hd, SPLIT=split,
-                                          BLOCK_S=block_s, IEEE=kc.dtype == torch.float32, **launch_opts(pdl(q.device)))
+                                          BLOCK_S=block_s, IEEE=kc.dtype == torch.float32,
+                                          **launch_opts(pdl(q.device)))
     out = torch.empty_like(q)
     buf, view = _packed(b, num_heads * hd, q.device) if pack else (out, out)
     _attn_combine_kernel[(b * num_heads,)](acc, ml, out, view, out.stride(0), nsplit, NH=num_heads, KVH=kvh, G=g,

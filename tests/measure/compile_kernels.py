@@ -47,7 +47,7 @@ def kernels():
             "slots": "i32", "nsplit": "i32"}
     for kvh, g, hd in ((8, 2, 256), (1, 16, 512)):
         yield (f"attention {kvh}x{g}x{hd}", fused._attn_split_kernel, attn,
-               {"KVH": kvh, "G": g, "HD": hd, "SPLIT": fused.ATTN_SPLIT, "BLOCK_S": fused.ATTN_BLOCK_S,
+               {"KVH": kvh, "G": g, "HD": hd, "SPLIT": 32, "BLOCK_S": fused.ATTN_BLOCK_S,
                 "IEEE": False}, 4)
         for pack in (False, True):
             yield (f"combine {kvh}x{g}x{hd} pack={pack}", fused._attn_combine_kernel,

@@ -30,17 +30,18 @@ timeout 120 $PY benchmarks/gemv_bench.py --best-out "$OUT/best-gemv.txt" 2>&1 | 
 # the whole loop runs with the kernel the microbenchmark found fastest at batch 1 (triton if it found none)
 BEST=$(cat "$OUT/best-gemv.txt" 2>/dev/null || echo triton)
 echo "fastest batch-1 NVFP4 kernel: $BEST"
-for q in bf16 nvfp4 nvfp4fused nvfp4fusednopdl nvfp4compiled nvfp4triton bf16fused; do
-  args="--quant $q"
+for q in bf16 nvfp4 nvfp4fused nvfp4fusednopdl nvfp4compiled nvfp4triton bf16fused nvfp4default; do
+  args="--quant $q --no-fused"  # the eager step: ~100 torch ops per layer between the GEMMs
   export LLMSIZE_PDL=1
   [ "$q" = nvfp4fusednopdl ] && { args="--quant nvfp4 --gemv $BEST --fused"; export LLMSIZE_PDL=0; }  # PDL's share
-  [ "$q" = nvfp4 ] && args="--quant nvfp4 --gemv $BEST"
+  [ "$q" = nvfp4 ] && args="--quant nvfp4 --gemv $BEST --no-fused"
   [ "$q" = nvfp4fused ] && args="--quant nvfp4 --gemv $BEST --fused"  # six Triton kernels between the GEMVs
+  [ "$q" = nvfp4default ] && args=""  # what a user gets from plain `llmsize measure` (self-checked choices)
   [ "$q" = nvfp4compiled ] && args="--quant nvfp4 --gemv $BEST --compile"  # inductor fuses the small ops
   [ "$q" = bf16fused ] && args="--quant bf16 --fused"  # the baseline with the same kernels between its GEMMs
   if [ "$q" = nvfp4triton ]; then  # the CUDA-core kernel in the whole loop, when it was not the fastest
     [ "$BEST" = triton ] && continue
-    args="--quant nvfp4 --gemv triton"
+    args="--quant nvfp4 --gemv triton --no-fused"
   fi
   timeout 150 $PY -m llmsize measure $args --json --save "$OUT/measure-$q.json" > /dev/null \
     2> "$OUT/measure-$q.err"

@@ -52,6 +52,30 @@ def launch_opts(on: bool) -> dict:
     return {"PDL": on, "launch_pdl": True} if on else {"PDL": False}
 
 
+_step_checked: dict[str, bool] = {}
+
+
+def fused_step_ok(device) -> bool:
+    """Whether the fused step reproduces the eager one on this device: a Gemma-4-shaped toy model in float32
+    decoded past twice its window both ways (the GEMVs as plain matmuls, so only these kernels differ), once per
+    device, before `llmsize measure` uses the fused step by default."""
+    key = str(device)
+    if key not in _step_checked:
+        from llmsize.measure import gemma4
+
+        cfg = gemma4.GEMMA4_TINY
+        w = gemma4.build_random(cfg, device=device, dtype=torch.float32, seed=0)
+        prompt = torch.tensor([[3, 1, 4]], device=device)
+        steps = 2 * cfg.sliding_window + 3
+        outs = []
+        for fused in (False, True):
+            dec = gemma4.Gemma4Decoder(w, batch=1, max_positions=steps + 4, fused=fused)
+            dec.prefill(prompt)
+            outs.append(torch.stack([dec.decode_step()[0].clone() for _ in range(steps)]))
+        _step_checked[key] = bool(torch.allclose(outs[0], outs[1], rtol=1e-3, atol=5e-3))
+    return _step_checked[key]
+
+
 if triton is not None:
 
     @triton.jit

@@ -38,7 +38,7 @@ class MeasureOptions:
     probe: bool = True
     gemv: str = "auto"  # auto | triton | dot | pairs | words: the NVFP4 kernel (auto: words if it checks out)
     compile: bool = False  # torch.compile the decode step (fuses norms, RoPE, residuals) before graph capture
-    fused: bool = False  # the work between the GEMVs in llmsize.measure.fused's Triton kernels
+    fused: bool | None = None  # the work between the GEMVs in fused.py's kernels; None: if they check out
 
 
 def _pdl(device) -> bool:
@@ -237,7 +237,11 @@ def measure(o: MeasureOptions, progress=None) -> dict:
         torch.cuda.synchronize(device)
     build_s = time.perf_counter() - t_build
 
-    dec = gemma4.Gemma4Decoder(weights, batch=o.batch, max_positions=positions, gemv=gemv, fused=o.fused)
+    fused = o.fused
+    if fused is None:  # the fused step on a GPU, once it has reproduced the eager step there (not under
+        from llmsize.measure.fused import fused_step_ok  # --compile, which fuses the eager step its own way)
+        fused = cuda and not o.compile and fused_step_ok(device)
+    dec = gemma4.Gemma4Decoder(weights, batch=o.batch, max_positions=positions, gemv=gemv, fused=fused)
     gen = torch.Generator(device=device).manual_seed(o.seed + 1)
     prompt = torch.randint(0, cfg.vocab_size, (o.batch, o.context), generator=gen, device=device)
     tick("prefill", 0, 1)
@@ -353,7 +357,7 @@ def measure(o: MeasureOptions, progress=None) -> dict:
         "run": {"device": o.device, "quant": o.quant, "gemv": gemv, "context_tokens": o.context,
                 "batch": o.batch, "tokens_requested": o.tokens, "tokens_measured": n, "warmup_tokens": o.warmup,
                 "first_timed_position": start_pos, "mean_attended_positions": mean_pos,
-                "cuda_graph": graph is not None, "compiled": o.compile, "fused": o.fused,
+                "cuda_graph": graph is not None, "compiled": o.compile, "fused": fused,
                 "pdl": cuda and _pdl(device), "interrupted": interrupted,
                 "seed": o.seed,
                 "build_s": build_s, "memory_estimate_bytes": need,

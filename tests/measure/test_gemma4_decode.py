@@ -220,3 +220,11 @@ def test_packed_outputs_equal_pack_x_pairs():
     assert torch.equal(hp, gemv_words.pack_x_pairs(h))
     gu = torch.randn(2, 96)
     assert torch.equal(fused.geglu(gu, block=16, pack=True), gemv_words.pack_x_pairs(fused.geglu(gu, block=16)))
+
+
+@pytest.mark.skipif(not triton_available(), reason="triton not installed")
+def test_fused_step_self_check_passes_on_the_interpreter():
+    """The check `llmsize measure` runs before using the fused step by default: eager and fused decodes of the
+    toy model agree (here through the interpreter; on a GPU through the compiled kernels)."""
+    from llmsize.measure.fused import fused_step_ok
+    assert fused_step_ok(torch.device("cpu"))

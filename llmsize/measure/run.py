@@ -218,10 +218,12 @@ def measure(o: MeasureOptions, progress=None) -> dict:
             buf = min(2 * GiB, max(256 * 2 ** 20, (free - sum(need.values())) // 4)) // 4 * 4
             probe_gb_s, probe_method = _probe(device, buf)
 
+    checks = {}  # the self-checks behind the default choices: name -> passed
     gemv = o.gemv if cuda and o.quant == "nvfp4" else "torch"
     if gemv == "auto":  # the fp16x2 word kernel, once its PTX has reproduced the reference on this card
         from llmsize.measure.gemv_words import words_kernel_ok
-        gemv = "words" if words_kernel_ok(device) else "triton"
+        checks["words kernel"] = words_kernel_ok(device)
+        gemv = "words" if checks["words kernel"] else "triton"
     t_build = time.perf_counter()
 
     def on_layer(i):
@@ -241,6 +243,8 @@ def measure(o: MeasureOptions, progress=None) -> dict:
     if fused is None:  # the fused step on a GPU, once it has reproduced the eager step there (not under
         from llmsize.measure.fused import fused_step_ok  # --compile, which fuses the eager step its own way)
         fused = cuda and not o.compile and fused_step_ok(device)
+        if cuda and not o.compile:
+            checks["fused step"] = fused
     dec = gemma4.Gemma4Decoder(weights, batch=o.batch, max_positions=positions, gemv=gemv, fused=fused)
     gen = torch.Generator(device=device).manual_seed(o.seed + 1)
     prompt = torch.randint(0, cfg.vocab_size, (o.batch, o.context), generator=gen, device=device)
@@ -358,7 +362,7 @@ def measure(o: MeasureOptions, progress=None) -> dict:
                 "batch": o.batch, "tokens_requested": o.tokens, "tokens_measured": n, "warmup_tokens": o.warmup,
                 "first_timed_position": start_pos, "mean_attended_positions": mean_pos,
                 "cuda_graph": graph is not None, "compiled": o.compile, "fused": fused,
-                "pdl": cuda and _pdl(device), "interrupted": interrupted,
+                "pdl": cuda and _pdl(device), "self_checks": checks, "interrupted": interrupted,
                 "seed": o.seed,
                 "build_s": build_s, "memory_estimate_bytes": need,
                 "peak_memory_bytes": torch.cuda.max_memory_allocated(device) if cuda else None},

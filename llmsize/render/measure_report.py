@@ -73,6 +73,8 @@ def render_measure(r: dict, c: Console) -> None:
                     f"{', torch.compile' if run.get('compiled') else ''}"
                     f"{', fused kernels between the GEMVs' if run.get('fused') else ''}"
                     f"{', programmatic dependent launch' if run.get('pdl') else ''}"),
+        *[("self-check", f"{name}: {'passed, used' if ok else 'FAILED on this card, not used'}")
+          for name, ok in (run.get("self_checks") or {}).items()],
     ])
 
     parts = r["bytes_per_step_parts"]

@@ -167,3 +167,25 @@ def test_compiled_decode_step_runs_on_the_cpu(run_cli):
     assert code == 0, err
     r = json.loads(out)
     assert r["run"]["compiled"] is True and r["run"]["tokens_measured"] == 3
+
+
+def test_report_says_when_a_self_check_failed(run_cli, tmp_path):
+    """On a GPU the defaults rest on two self-checks (word kernel, fused step); a failed one is named in the
+    report and the JSON, so a slower run is not mistaken for the fast path. The JSON of a CPU run, with the
+    checks a GPU run would have added, renders them."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from llmsize.render.measure_report import render_measure
+    f = tmp_path / "r.json"
+    code, _, err = run_cli("measure", "--device", "cpu", "--context", "16", "--tokens", "2", "--json", "--save",
+                           str(f))
+    assert code == 0, err
+    r = json.loads(f.read_text())
+    assert r["run"]["self_checks"] == {} and r["run"]["fused"] is False
+    r["run"]["self_checks"] = {"words kernel": False, "fused step": True}
+    buf = StringIO()
+    render_measure(r, Console(file=buf, width=100))
+    assert "words kernel: FAILED on this card, not used" in buf.getvalue()
+    assert "fused step: passed, used" in buf.getvalue()

@@ -20,9 +20,9 @@ norm, after an add), so on float32 weights it matches the eager step to float32 
 
 from __future__ import annotations
 
-import os
-
 import torch
+
+from llmsize.measure.launch import launch_opts, pdl
 
 try:
     import triton
@@ -36,20 +36,6 @@ ATTN_PROGRAMS = 256  # cache slices aimed at per attention call: ~2 per SM of an
 
 def available() -> bool:
     return triton is not None
-
-
-def pdl(device) -> bool:
-    """Programmatic dependent launch (Hopper and later, CUDA graphs keep it): each kernel of the chain is
-    scheduled while the one before it drains and waits on it in griddepcontrol.wait before reading anything,
-    hiding the ~1-2 us of launch between the ~10 kernels of a layer. LLMSIZE_PDL=0 turns it off (to compare);
-    never on the CPU interpreter."""
-    if triton is None or device.type != "cuda" or os.environ.get("LLMSIZE_PDL", "1") == "0":
-        return False
-    return torch.cuda.get_device_capability(device)[0] >= 9
-
-
-def launch_opts(on: bool) -> dict:
-    return {"PDL": on, "launch_pdl": True} if on else {"PDL": False}
 
 
 _step_checked: dict[str, bool] = {}

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import torch
 
-from llmsize.measure.fused import launch_opts, pdl
 from llmsize.measure.gemv import nvfp4_linear_reference
+from llmsize.measure.launch import launch_opts, pdl
 from llmsize.measure.nvfp4 import BLOCK, Nvfp4Weight, quantize
 
 try:  # triton is optional on the CPU (as in gemv.py)
@@ -99,7 +99,7 @@ if triton is not None:
         each, fp16 accumulation of four products per lane), then the two lanes summed in fp32 and the pair of
         words of a 16-column block scaled once; x comes prepacked as fp16 pairs (_pack_x_kernel). About 4-5
         instructions per weight in the sm_90 SASS (benchmarks/kernel_sass.py) against ~14 for the byte kernel."""
-        if PDL:  # see fused.pdl: the kernel before has written x2 once this returns
+        if PDL:  # see launch.py: the kernel before has written x2 once this returns
             tl.extra.cuda.gdc_wait()
             tl.extra.cuda.gdc_launch_dependents()
         pid_n = tl.program_id(0)

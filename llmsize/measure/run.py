@@ -42,7 +42,7 @@ class MeasureOptions:
 
 
 def _pdl(device) -> bool:
-    from llmsize.measure.fused import pdl
+    from llmsize.measure.launch import pdl
     return pdl(device)
 
 

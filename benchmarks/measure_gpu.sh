@@ -43,7 +43,8 @@ for q in bf16 nvfp4 nvfp4fused nvfp4fusednopdl nvfp4compiled nvfp4triton bf16fus
     [ "$BEST" = triton ] && continue
     args="--quant nvfp4 --gemv triton --no-fused"
   fi
-  timeout 150 $PY -m llmsize measure $args --json --save "$OUT/measure-$q.json" > /dev/null \
+  probe=""; [ "$q" = bf16 ] || probe="--no-probe"  # the probe once (measure_summary.py carries it over)
+  timeout 150 $PY -m llmsize measure $args $probe --json --save "$OUT/measure-$q.json" > /dev/null \
     2> "$OUT/measure-$q.err"
   echo "measure $q: exit $?"; tail -3 "$OUT/measure-$q.err"
   export LLMSIZE_PDL=1

@@ -15,7 +15,14 @@ def pct(x):
 
 def main(paths):
     runs = [json.load(open(p)) for p in paths]
-    r0 = runs[0]
+    probes = [r["gpu"].get("probed_read_bandwidth_gb_s") for r in runs]
+    probe = next((p for p in probes if p), None)
+    for r in runs:  # runs made with --no-probe take the probe of the run that made one (same card, same session)
+        a = r["achieved"]
+        if probe and not r["gpu"].get("probed_read_bandwidth_gb_s") and a.get("bandwidth_gb_s"):
+            r["gpu"]["probed_read_bandwidth_gb_s"] = probe
+            a["fraction_of_probe"] = a["bandwidth_gb_s"] / probe
+    r0 = next((r for r in runs if r["gpu"].get("probed_read_bandwidth_gb_s")), runs[0])
     g = r0["gpu"]
     print(f"## `llmsize measure` on {g['name']}\n")
     print(f"- Card: {g['name']} (catalog `{g.get('catalog_id')}`), driver {g.get('driver')}, "

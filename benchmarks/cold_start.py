@@ -1,4 +1,4 @@
-"""Cold-start time of `llmsize plan` (target: well under 200 ms), and proof it loads no torch.
+"""Cold-start time of `llmsize plan` (target: well under 200 ms), where it goes, and proof it loads no torch.
 
 Runs the installed console script N times in fresh processes and prints a table; append the result
 to benchmarks/RESULTS.md by hand with the card/machine, date and commit.
@@ -13,6 +13,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 CASES = {
@@ -45,6 +46,22 @@ def main() -> None:
              "print(sorted(m for m in ('torch','triton','numpy','pynvml') if m in sys.modules))")
     heavy = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip().splitlines()
     print(f"heavy modules loaded by plan: {heavy[-1] if heavy else '?'}")
+    # where the time above the floor goes: each phase timed inside fresh processes, medians
+    phases = ("import time, io, contextlib\nt0 = time.perf_counter()\n"
+              "import typer, typer._adapters, pydantic, yaml\nt1 = time.perf_counter()\n"
+              "import llmsize.cli, llmsize.estimate.plan, llmsize.catalog.loader, llmsize.render.plan_json, "
+              "llmsize.render.text\nt2 = time.perf_counter()\n"
+              "with contextlib.redirect_stdout(io.StringIO()):\n"
+              " try:\n  llmsize.cli.main(['plan','gemma-4-12b','--gpu','rtx5060ti'])\n except SystemExit: pass\n"
+              "print((t1 - t0) * 1e3, (t2 - t1) * 1e3, (time.perf_counter() - t2) * 1e3)")
+    # run from a neutral folder: `-c` puts the working directory first on sys.path, and a source checkout
+    # there would be imported (and recompiled) instead of the installed package
+    rows = [list(map(float, subprocess.run([sys.executable, "-c", phases], capture_output=True, text=True,
+                                           check=True, cwd=tempfile.gettempdir()).stdout.split()))
+            for _ in range(args.runs)]
+    med = [statistics.median(r[i] for r in rows) for i in range(3)]
+    print(f"plan (table), in-process phases (median ms): libraries {med[0]:.1f}, llmsize imports {med[1]:.1f}, "
+          f"parse + catalog + plan + report {med[2]:.1f}")
 
 
 if __name__ == "__main__":

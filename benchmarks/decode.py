@@ -15,6 +15,7 @@ import sys
 from datetime import date
 from pathlib import Path
 
+from llmsize.measure import GEMV_KERNELS
 from llmsize.measure.run import MeasureOptions, git_commit, measure
 
 
@@ -34,7 +35,7 @@ def main() -> None:
     ap.add_argument("--batches", default="1,4,16")
     ap.add_argument("--append", action="store_true")
     ap.add_argument("--save-dir", type=Path, default=None)
-    ap.add_argument("--gemv", default="auto", choices=["auto", "triton", "dot", "pairs"])
+    ap.add_argument("--gemv", default="auto", choices=["auto", *GEMV_KERNELS])
     ap.add_argument("--fused", action="store_true", help="the fused kernels between the GEMVs (nvfp4 rows)")
     args = ap.parse_args()
     runs = [("bf16", 1)] + [("nvfp4", int(b)) for b in args.batches.split(",")]

@@ -15,7 +15,7 @@ from collections import defaultdict
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from llmsize.measure import gemma4
+from llmsize.measure import GEMV_KERNELS, gemma4
 
 
 def main() -> None:
@@ -23,7 +23,7 @@ def main() -> None:
     ap.add_argument("--quant", default="nvfp4", choices=["nvfp4", "bf16"])
     ap.add_argument("--context", type=int, default=4096)
     ap.add_argument("--steps", type=int, default=8)
-    ap.add_argument("--gemv", default="triton", choices=["triton", "dot", "pairs"])
+    ap.add_argument("--gemv", default="triton", choices=GEMV_KERNELS)
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--fused", action="store_true")
     args = ap.parse_args()

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from llmsize.measure import nvfp4
+from llmsize.measure import GEMV_KERNELS, nvfp4
 from llmsize.measure.gemv import nvfp4_gemv, nvfp4_gemv_dot, nvfp4_gemv_pairs, nvfp4_linear_reference
 from llmsize.measure.gemv_words import nvfp4_gemv_words
 
@@ -273,7 +273,7 @@ class Gemma4Decoder:
     # -- linears
     def _linear(self, x: torch.Tensor, w) -> torch.Tensor:
         if isinstance(w, nvfp4.Nvfp4Weight):
-            if x.shape[0] <= 16 and self.gemv in ("triton", "dot", "pairs", "words"):
+            if x.shape[0] <= 16 and self.gemv in GEMV_KERNELS:
                 # batch 1: a CUDA-core kernel; several rows, or asked for: one tensor-core pass for all
                 if self.gemv == "words":
                     return nvfp4_gemv_words(x, w) if x.shape[0] == 1 else nvfp4_gemv_pairs(x, w)

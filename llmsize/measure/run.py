@@ -17,7 +17,7 @@ from pathlib import Path
 
 from llmsize import __version__
 from llmsize.errors import InvalidValueError, LlmsizeError
-from llmsize.measure import preflight
+from llmsize.measure import GEMV_KERNELS, preflight
 from llmsize.units import GiB
 
 QUANTS = ("nvfp4", "bf16")
@@ -58,8 +58,8 @@ def validate(o: MeasureOptions) -> None:
     if o.batch > 16:
         raise InvalidValueError(f"--batch `{o.batch}` is above 16, where the GEMV path ends.",
                                 "Measure batch 1 to 16.")
-    if o.gemv not in ("auto", "triton", "dot", "pairs", "words"):
-        raise InvalidValueError(f"--gemv `{o.gemv}` is not a kernel.", "Use auto, triton, dot, pairs or words.")
+    if o.gemv not in ("auto", *GEMV_KERNELS):
+        raise InvalidValueError(f"--gemv `{o.gemv}` is not a kernel.", f"Use auto, {', '.join(GEMV_KERNELS)}.")
     if o.fused and o.device == "cpu":
         raise InvalidValueError("--fused runs Triton kernels, which need a GPU.",
                                 "Drop --fused with --device cpu (the tests run them through Triton's interpreter).")

@@ -1,0 +1,37 @@
+"""The GPU scripts agree on the kernel names: measure_gpu.sh passes the kernel gemv_bench.py found fastest to
+decode.py and profile_decode.py, so each must accept every name gemv_bench can write (a rejected name would
+waste a rare GPU session's minutes)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+from llmsize.measure import GEMV_KERNELS  # noqa: E402
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def test_gemv_bench_writes_only_known_kernels():
+    sys.path.insert(0, str(BENCH))
+    try:
+        import gemv_bench
+    finally:
+        sys.path.remove(str(BENCH))
+    assert set(gemv_bench.KERNELS_B1.values()) <= set(GEMV_KERNELS)
+
+
+@pytest.mark.parametrize("script", ["decode.py", "profile_decode.py"])
+@pytest.mark.parametrize("kernel", GEMV_KERNELS)
+def test_script_accepts_kernel(script, kernel):
+    # argparse checks --gemv's choice before it reaches --help, which then exits 0 without running anything
+    r = subprocess.run([sys.executable, str(BENCH / script), "--gemv", kernel, "--help"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    bad = subprocess.run([sys.executable, str(BENCH / script), "--gemv", "nope", "--help"], capture_output=True,
+                         text=True, timeout=120)
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr

@@ -52,12 +52,12 @@ def cases():
         out.append((f"pairs {bn}x{8 * bw} w{w}", gemv._gemv_pairs, sig_pairs,
                     {"BLOCK_N": bn, "BLOCK_W": bw, "BLOCK_B": 16}, w, bn * bw * 8))
     sig_words = {"x2_ptr": "*i32", "packed_ptr": "*i32", "scale_ptr": "*u8", "row_scale_ptr": "*fp32",
-                 "y_ptr": "*bf16", "N": "i32", "kw": "i32", "nblk": "i32", "stride_yb": "i32",
+                 "y_ptr": "*bf16", "N": "i32", "kw": "i32", "nblk": "i32", "stride_yb": "i32", "prefetch": "i32",
                  "BLOCK_N": "constexpr", "BLOCK_W": "constexpr", "EVEN": "constexpr", "USE_ASM": "constexpr",
                  "PDL": "constexpr"}
     for bn, bw, w in gemv_words.WORDS_CONFIGS:
         out.append((f"words {bn}x{8 * bw} w{w}", gemv_words._gemv_words, sig_words,
-                    {"BLOCK_N": bn, "BLOCK_W": bw, "EVEN": True, "USE_ASM": True, "PDL": True}, w, bn * bw * 8))
+                    {"BLOCK_N": bn, "BLOCK_W": bw, "EVEN": True, "USE_ASM": True, "PDL": 2}, w, bn * bw * 8))
     return out
 
 

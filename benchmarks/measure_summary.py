@@ -38,7 +38,8 @@ def main(paths):
         d, a, run, p = r["decode"], r["achieved"], r["run"], r["predicted"] or {}
         ceil = p.get("ceiling_tok_s")
         step = run["gemv"] + (", fused" if run.get("fused") else "") + (", compiled" if run.get("compiled") else "") \
-            + (", PDL" if run.get("pdl") else "")
+            + (f", PDL {run.get('pdl_mode', 'on')}" if run.get("pdl") else "") \
+            + (f", L2 prefetch {run['l2_prefetch_kb']} KiB" if run.get("l2_prefetch_kb") else "")
         print(f"| {run['quant']} | {step} | {run['context_tokens']} | {run['batch']} | "
               f"{r['bytes_per_step'] / 1e9:.3f} | "
               f"{r['prefill']['ttft_s'] * 1e3:.0f} | {d['ms_per_token_median']:.3f} ({d['ms_per_token_p10']:.3f}-"

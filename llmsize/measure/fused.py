@@ -22,13 +22,16 @@ from __future__ import annotations
 
 import torch
 
-from llmsize.measure.launch import launch_opts, pdl
+from llmsize.measure.launch import PDL_EARLY, launch_opts, pdl_mode
 
 try:
     import triton
     import triton.language as tl
 except ImportError:  # pragma: no cover - exercised only where triton is missing
     triton = None
+
+if triton is not None:
+    from llmsize.measure.launch import pdl_entry, prefetch_l2
 
 ATTN_BLOCK_S = 32  # cache rows per tensor-core step
 ATTN_PROGRAMS = 256  # cache slices aimed at per attention call: ~2 per SM of an H100/H200 (132 SMs)
@@ -87,13 +90,6 @@ def _fused_matches_eager(device) -> bool:
 if triton is not None:
 
     @triton.jit
-    def _pdl_entry(PDL: tl.constexpr):
-        """Wait for the kernel before (all its writes visible), then let the next one be scheduled."""
-        if PDL:
-            tl.extra.cuda.gdc_wait()
-            tl.extra.cuda.gdc_launch_dependents()
-
-    @triton.jit
     def _rms_rope_store(src, w_ptr, dst, cos, sin, i, HALF: tl.constexpr, eps, HAS_W: tl.constexpr,
                         ROPE: tl.constexpr):
         x1 = tl.load(src + i).to(tl.float32)
@@ -125,7 +121,7 @@ if triton is not None:
     def _qk_prep_kernel(qkv_ptr, qn_ptr, kn_ptr, cos_ptr, sin_ptr, pos_ptr, q_ptr, kc_ptr, vc_ptr,
                         stride_qkv, stride_q, stride_cb, stride_ch, stride_cs, k_off, v_off, slots, eps,
                         NH: tl.constexpr, HALF: tl.constexpr, PDL: tl.constexpr):
-        _pdl_entry(PDL)
+        pdl_entry(PDL)
         b = tl.program_id(0)
         h = tl.program_id(1)  # 0..NH-1 query heads, then the KV heads
         pos = tl.load(pos_ptr)
@@ -146,12 +142,19 @@ if triton is not None:
     @triton.jit
     def _attn_split_kernel(q_ptr, kc_ptr, vc_ptr, pos_ptr, acc_ptr, ml_ptr, stride_q, stride_cb, stride_ch,
                            stride_cs, slots, nsplit, KVH: tl.constexpr, G: tl.constexpr, HD: tl.constexpr,
-                           SPLIT: tl.constexpr, BLOCK_S: tl.constexpr, IEEE: tl.constexpr, PDL: tl.constexpr):
-        _pdl_entry(PDL)
+                           SPLIT: tl.constexpr, BLOCK_S: tl.constexpr, IEEE: tl.constexpr, PREFETCH: tl.constexpr,
+                           PDL: tl.constexpr):
         bg = tl.program_id(0)
         sp = tl.program_id(1)
         b = bg // KVH
         g = bg % KVH
+        if PREFETCH:  # the slice's cache rows (written by earlier steps) towards L2 while the kernel before runs
+            rows = tl.minimum(SPLIT, slots - sp * SPLIT)
+            nbytes = rows * stride_cs * (kc_ptr.dtype.element_ty.primitive_bitwidth // 8)
+            at = b * stride_cb + g * stride_ch + sp * SPLIT * stride_cs
+            prefetch_l2(kc_ptr + at, nbytes)
+            prefetch_l2(vc_ptr + at, nbytes)
+        pdl_entry(PDL)
         pos = tl.load(pos_ptr)
         gi = tl.arange(0, 16)  # the group's query heads, padded to the 16 rows of a tensor-core tile
         d = tl.arange(0, HD)
@@ -191,7 +194,7 @@ if triton is not None:
     def _attn_combine_kernel(acc_ptr, ml_ptr, out_ptr, pack_ptr, stride_out, nsplit, NH: tl.constexpr,
                              KVH: tl.constexpr, G: tl.constexpr, HD: tl.constexpr, PACK: tl.constexpr,
                              PDL: tl.constexpr):
-        _pdl_entry(PDL)
+        pdl_entry(PDL)
         pid = tl.program_id(0)
         b = pid // NH
         h = pid % NH
@@ -218,7 +221,7 @@ if triton is not None:
     def _residual_norm_kernel(x_ptr, o_ptr, w1_ptr, s_ptr, w2_ptr, x_out_ptr, h_out_ptr, pack_ptr, D, eps,
                               BLOCK: tl.constexpr, HAS_O: tl.constexpr, HAS_S: tl.constexpr, PACK: tl.constexpr,
                               PDL: tl.constexpr):
-        _pdl_entry(PDL)
+        pdl_entry(PDL)
         b = tl.program_id(0)
         d = tl.arange(0, BLOCK)
         ok = d < D
@@ -239,7 +242,7 @@ if triton is not None:
     @triton.jit
     def _geglu_kernel(gu_ptr, out_ptr, pack_ptr, inter, stride_gu, stride_out, BLOCK: tl.constexpr,
                       PACK: tl.constexpr, PDL: tl.constexpr):
-        _pdl_entry(PDL)
+        pdl_entry(PDL)
         b = tl.program_id(0)
         i = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
         ok = i < inter
@@ -260,8 +263,15 @@ def qk_prep(qkv, q_norm, k_norm, cos, sin, pos, kc, vc, num_heads, k_off, v_off,
     q = torch.empty((b, num_heads * hd), device=qkv.device, dtype=qkv.dtype)
     _qk_prep_kernel[(b, num_heads + kvh)](qkv, q_norm, k_norm, cos, sin, pos, q, kc, vc, qkv.stride(0), q.stride(0),
                                           kc.stride(0), kc.stride(1), kc.stride(2), k_off, v_off, slots, eps,
-                                          NH=num_heads, HALF=hd // 2, **launch_opts(pdl(qkv.device)))
+                                          NH=num_heads, HALF=hd // 2, **launch_opts(pdl_mode(qkv.device)))
     return q
+
+
+def _rows_prefetchable(kc: torch.Tensor, vc: torch.Tensor) -> bool:
+    """Whether a slice of cache rows is one 16-byte aligned run of a multiple of 16 bytes in both caches (what
+    the bulk L2 prefetch needs): contiguous caches with rows of a multiple of 16 bytes."""
+    return all(c.is_contiguous() and c.data_ptr() % 16 == 0 and (c.shape[-1] * c.element_size()) % 16 == 0
+               for c in (kc, vc)) and kc.stride() == vc.stride()
 
 
 def _packed(b: int, k: int, device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -287,16 +297,18 @@ def attention(q, kc, vc, pos, num_heads, split: int | None = None, block_s: int 
         split = triton.next_power_of_2(triton.cdiv(slots * kvh * b, ATTN_PROGRAMS))
     split = max(block_s, min(split, triton.next_power_of_2(slots)))
     nsplit = triton.cdiv(slots, split)
+    mode = pdl_mode(q.device)
     acc = torch.empty((b * kvh * nsplit * g, hd), device=q.device, dtype=torch.float32)
     ml = torch.empty((b * kvh * nsplit * g, 2), device=q.device, dtype=torch.float32)
     _attn_split_kernel[(b * kvh, nsplit)](q, kc, vc, pos, acc, ml, q.stride(0), kc.stride(0), kc.stride(1),
                                           kc.stride(2), slots, nsplit, KVH=kvh, G=g, HD=hd, SPLIT=split,
                                           BLOCK_S=block_s, IEEE=kc.dtype == torch.float32,
-                                          **launch_opts(pdl(q.device)))
+                                          PREFETCH=mode == PDL_EARLY and _rows_prefetchable(kc, vc),
+                                          **launch_opts(mode))
     out = torch.empty_like(q)
     buf, view = _packed(b, num_heads * hd, q.device) if pack else (out, out)
     _attn_combine_kernel[(b * num_heads,)](acc, ml, out, view, out.stride(0), nsplit, NH=num_heads, KVH=kvh, G=g,
-                                           HD=hd, PACK=pack, **launch_opts(pdl(q.device)))
+                                           HD=hd, PACK=pack, **launch_opts(pdl_mode(q.device)))
     return buf if pack else out
 
 
@@ -310,7 +322,7 @@ def residual_norm(x, o, w_post, w_next, eps, scalar=None, pack: bool = False) ->
     _residual_norm_kernel[(b,)](x, o if o is not None else x, w_post if w_post is not None else w_next,
                                 scalar if scalar is not None else w_next, w_next, x_out, h, view, dim, eps,
                                 BLOCK=triton.next_power_of_2(dim), HAS_O=o is not None, HAS_S=scalar is not None,
-                                PACK=pack, **launch_opts(pdl(x.device)))
+                                PACK=pack, **launch_opts(pdl_mode(x.device)))
     return x_out, (buf if pack else h)
 
 
@@ -321,5 +333,5 @@ def geglu(gu: torch.Tensor, block: int = 1024, pack: bool = False) -> torch.Tens
     out = torch.empty((b, inter), device=gu.device, dtype=gu.dtype)
     buf, view = _packed(b, inter, gu.device) if pack else (out, out)
     _geglu_kernel[(b, triton.cdiv(inter, block))](gu, out, view, inter, gu.stride(0), out.stride(0), BLOCK=block,
-                                                  PACK=pack, **launch_opts(pdl(gu.device)))
+                                                  PACK=pack, **launch_opts(pdl_mode(gu.device)))
     return buf if pack else out

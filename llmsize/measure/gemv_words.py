@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from llmsize.measure.gemv import nvfp4_linear_reference
-from llmsize.measure.launch import launch_opts, pdl
+from llmsize.measure.launch import launch_opts, pdl_mode, prefetch_bytes
 from llmsize.measure.nvfp4 import BLOCK, Nvfp4Weight, quantize
 
 try:  # triton is optional on the CPU (as in gemv.py)
@@ -27,6 +27,7 @@ except ImportError:  # pragma: no cover - exercised only where triton is missing
     triton = None
 
 if triton is not None:
+    from llmsize.measure.launch import prefetch_l2
 
     @triton.jit
     def _pack_x_kernel(x_ptr, out_ptr, K, stride_xb, BLOCK: tl.constexpr):
@@ -92,18 +93,29 @@ if triton is not None:
             hi = (acc >> 16).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
             return lo + hi
 
-    def _words_body(x2_ptr, packed_ptr, scale_ptr, row_scale_ptr, y_ptr, N, kw, nblk, stride_yb,
+    def _words_body(x2_ptr, packed_ptr, scale_ptr, row_scale_ptr, y_ptr, N, kw, nblk, stride_yb, prefetch,
                     BLOCK_N: tl.constexpr, BLOCK_W: tl.constexpr, EVEN: tl.constexpr, USE_ASM: tl.constexpr,
                     PDL: tl.constexpr):
         """Batch-1 CUDA-core GEMV on 32-bit words: per word, four unpack + fp16x2 multiply-add steps (two codes
         each, fp16 accumulation of four products per lane), then the two lanes summed in fp32 and the pair of
         words of a 16-column block scaled once; x comes prepacked as fp16 pairs (_pack_x_kernel). About 4-5
         instructions per weight in the sm_90 SASS (benchmarks/kernel_sass.py) against ~14 for the byte kernel."""
-        if PDL:  # see launch.py: the kernel before has written x2 once this returns
-            tl.extra.cuda.gdc_wait()
-            tl.extra.cuda.gdc_launch_dependents()
         pid_n = tl.program_id(0)
         b = tl.program_id(1)
+        if PDL == 2:  # see launch.py: the start of this program's rows towards L2 (weights do not depend on the
+            # kernel before), then wait for that kernel (x2 written); the next kernel is let in after the loop
+            row0 = pid_n * BLOCK_N
+            nrows = tl.minimum(BLOCK_N, N - row0)
+            wbytes = tl.minimum(prefetch, nrows * kw * 4) // 16 * 16  # the block is rows x kw words, contiguous
+            if wbytes > 0:
+                prefetch_l2(packed_ptr + row0 * kw, wbytes)
+            sbytes = tl.minimum(prefetch // 8, nrows * nblk) // 16 * 16  # the same rows' scales (1/8 the bytes)
+            if sbytes > 0:
+                prefetch_l2(scale_ptr + row0 * nblk, sbytes)
+            tl.extra.cuda.gdc_wait()
+        elif PDL == 1:
+            tl.extra.cuda.gdc_wait()
+            tl.extra.cuda.gdc_launch_dependents()
         rows = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         jj = tl.arange(0, BLOCK_W)
         jb = tl.arange(0, BLOCK_W // 2)
@@ -112,18 +124,19 @@ if triton is not None:
         for w0 in range(0, kw, BLOCK_W):
             j = w0 + jj
             blk = w0 // 2 + jb
-            if EVEN:
-                q = tl.load(packed_ptr + rows[:, None] * kw + j[None, :])
-                s = tl.load(scale_ptr + rows[:, None] * nblk + blk[None, :])
+            if EVEN:  # weights are read once per step: first out of L2, before activations and the cache
+                q = tl.load(packed_ptr + rows[:, None] * kw + j[None, :], eviction_policy="evict_first")
+                s = tl.load(scale_ptr + rows[:, None] * nblk + blk[None, :], eviction_policy="evict_first")
                 x0 = tl.load(xrow + 4 * j)
                 x1 = tl.load(xrow + 4 * j + 1)
                 x2 = tl.load(xrow + 4 * j + 2)
                 x3 = tl.load(xrow + 4 * j + 3)
             else:
                 m = (rows < N)[:, None] & (j < kw)[None, :]
-                q = tl.load(packed_ptr + rows[:, None] * kw + j[None, :], mask=m, other=0)
+                q = tl.load(packed_ptr + rows[:, None] * kw + j[None, :], mask=m, other=0,
+                            eviction_policy="evict_first")
                 s = tl.load(scale_ptr + rows[:, None] * nblk + blk[None, :],
-                            mask=(rows < N)[:, None] & (blk < nblk)[None, :], other=0)
+                            mask=(rows < N)[:, None] & (blk < nblk)[None, :], other=0, eviction_policy="evict_first")
                 x0 = tl.load(xrow + 4 * j, mask=j < kw, other=0)
                 x1 = tl.load(xrow + 4 * j + 1, mask=j < kw, other=0)
                 x2 = tl.load(xrow + 4 * j + 2, mask=j < kw, other=0)
@@ -140,6 +153,8 @@ if triton is not None:
             ws = tl.sum(tl.reshape(_half2_sum(h, USE_ASM), [BLOCK_N, BLOCK_W // 2, 2]), axis=2)  # per block
             s_bits = ((s & 0x80).to(tl.uint16) << 8) | ((s & 0x7F).to(tl.uint16) << 7)
             acc += ws * s_bits.to(tl.float16, bitcast=True).to(tl.float32)
+        if PDL == 2:
+            tl.extra.cuda.gdc_launch_dependents()  # this program's weights are read: the next kernel may start
         rs = tl.load(row_scale_ptr + rows, mask=rows < N, other=0.0)
         y = tl.sum(acc, axis=1) * (rs * 256.0)  # 2^8: the E4M3 bit pattern read as fp16
         tl.store(y_ptr + b * stride_yb + rows, y.to(y_ptr.dtype.element_ty), mask=rows < N)
@@ -187,12 +202,16 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
     words = w.packed.view(torch.int32)
     use_asm = x2.device.type == "cuda"
 
-    opts = launch_opts(pdl(x2.device))
+    opts = launch_opts(pdl_mode(x2.device))
+    scales = w.scales.view(torch.uint8)
+    # the bulk L2 prefetch wants 16-byte aligned starts: each program's rows start at a multiple of 16 bytes
+    # from the base when K is a multiple of 16 (checked above), so the bases must be aligned
+    pf = prefetch_bytes(x2.device) if words.data_ptr() % 16 == 0 and scales.data_ptr() % 16 == 0 else 0
 
     def launch(bn, bw, warps):
         even = n % bn == 0 and kw % bw == 0
-        _gemv_words[(triton.cdiv(n, bn), b)](x2, words, w.scales.view(torch.uint8), w.row_scale, out, n, kw, nblk,
-                                             out.stride(0), BLOCK_N=bn, BLOCK_W=bw, EVEN=even, USE_ASM=use_asm,
+        _gemv_words[(triton.cdiv(n, bn), b)](x2, words, scales, w.row_scale, out, n, kw, nblk, out.stride(0), pf,
+                                             BLOCK_N=bn, BLOCK_W=bw, EVEN=even, USE_ASM=use_asm,
                                              num_warps=warps, **opts)
 
     if block_n is not None or block_w is not None or not use_asm:

@@ -1,9 +1,19 @@
 """How the decode step's Triton kernels are launched: programmatic dependent launch where the GPU has it.
 
-With PDL (Hopper and later; CUDA graphs keep it) a kernel is scheduled while the one before it drains, and
-waits in griddepcontrol.wait until that one's writes are visible before it reads anything: the ~10 kernels of
-a fused Gemma 4 layer overlap their launches instead of paying ~1-2 us each. Every kernel launched this way
-calls wait first (fused._pdl_entry, and the word GEMV), so no kernel reads an input early.
+With PDL (Hopper and later; CUDA graphs keep it) a kernel is scheduled while the one before it still runs, and
+waits in griddepcontrol.wait until that one has finished and its writes are visible before it reads any input
+or writes anything. Every kernel launched this way calls wait before touching activations (pdl_entry, and the
+word GEMV), so none reads an input early, and since each finishes only after its own wait they finish in
+order. Modes (LLMSIZE_PDL, to compare on the card):
+
+- 2, the default ("early"): the small kernels let the next one be scheduled as they start; the word GEMV first
+  asks L2 for the start of its weight block (weights do not depend on the kernel before), then waits, and lets
+  the next kernel be scheduled only after its main loop. So a GEMV's CTAs are resident while the small kernels
+  before it run, and its first weights stream from DRAM during their latency instead of after it.
+- 1 ("wait first"): every kernel waits, then lets the next be scheduled; no prefetch.
+- 0: no PDL (plain stream order).
+
+LLMSIZE_PREFETCH_KB (default 32) caps the L2 prefetch per GEMV program in mode 2; 0 turns it off.
 """
 
 from __future__ import annotations
@@ -12,15 +22,73 @@ import os
 
 import torch
 
+try:
+    import triton
+    import triton.language as tl
+except ImportError:  # pragma: no cover - exercised only where triton is missing
+    triton = None
+
+PDL_OFF, PDL_WAIT_FIRST, PDL_EARLY = 0, 1, 2
+PREFETCH_KB_DEFAULT = 32
+
+
+def pdl_mode(device) -> int:
+    """PDL_EARLY on CUDA devices of compute capability 9 and up unless LLMSIZE_PDL says 0 or 1; never on the
+    CPU, where Triton's interpreter runs the kernels."""
+    if device.type != "cuda":
+        return PDL_OFF
+    mode = os.environ.get("LLMSIZE_PDL", str(PDL_EARLY))
+    if mode not in ("0", "1", "2"):
+        raise ValueError(f"LLMSIZE_PDL must be 0, 1 or 2, got {mode!r}")
+    if torch.cuda.get_device_capability(device)[0] < 9:
+        return PDL_OFF
+    return int(mode)
+
 
 def pdl(device) -> bool:
-    """On for CUDA devices of compute capability 9 and up; LLMSIZE_PDL=0 turns it off (to compare); never on
-    the CPU, where Triton's interpreter runs the kernels."""
-    if device.type != "cuda" or os.environ.get("LLMSIZE_PDL", "1") == "0":
-        return False
-    return torch.cuda.get_device_capability(device)[0] >= 9
+    return pdl_mode(device) != PDL_OFF
 
 
-def launch_opts(on: bool) -> dict:
-    """The kernel's PDL constexpr and, when on, Triton's launch_pdl option."""
-    return {"PDL": on, "launch_pdl": True} if on else {"PDL": False}
+def prefetch_bytes(device) -> int:
+    """The L2 prefetch per GEMV program (bytes, a multiple of 16): only before a PDL wait, so 0 unless in
+    PDL_EARLY; LLMSIZE_PREFETCH_KB sets it."""
+    if pdl_mode(device) != PDL_EARLY:
+        return 0
+    kb = os.environ.get("LLMSIZE_PREFETCH_KB", str(PREFETCH_KB_DEFAULT))
+    if not kb.isdigit() or int(kb) > 1024:  # one bulk prefetch moves at most 1 MiB (its size field: 16 B units)
+        raise ValueError(f"LLMSIZE_PREFETCH_KB must be a whole number of KiB up to 1024, got {kb!r}")
+    return int(kb) * 1024
+
+
+def launch_opts(mode: int) -> dict:
+    """The kernel's PDL constexpr (the mode) and, when on, Triton's launch_pdl option."""
+    return {"PDL": int(mode), "launch_pdl": True} if mode else {"PDL": 0}
+
+
+if triton is not None:
+
+    @triton.jit
+    def pdl_entry(PDL: tl.constexpr):
+        """A small kernel's start: in PDL_EARLY let the next kernel be scheduled, then wait for the one before
+        (all its writes visible); in PDL_WAIT_FIRST the other way round."""
+        if PDL == 2:
+            tl.extra.cuda.gdc_launch_dependents()
+            tl.extra.cuda.gdc_wait()
+        elif PDL == 1:
+            tl.extra.cuda.gdc_wait()
+            tl.extra.cuda.gdc_launch_dependents()
+
+    @triton.jit
+    def prefetch_l2(ptr, nbytes):
+        """Ask L2 for nbytes (a multiple of 16, from a 16-byte aligned address) at ptr: one bulk prefetch
+        (sm_90 cp.async.bulk.prefetch.L2), issued by the program's first thread; nothing waits for it."""
+        tl.inline_asm_elementwise(
+            asm="""{
+            .reg .pred p;
+            .reg .b32 t;
+            mov.u32 t, %tid.x;
+            setp.eq.u32 p, t, 0;
+            @p cp.async.bulk.prefetch.L2.global [$1], $2;
+            mov.u32 $0, 0;
+            }""",
+            constraints="=r,l,r", args=[ptr, nbytes], dtype=tl.int32, is_pure=False, pack=1)

@@ -41,9 +41,22 @@ class MeasureOptions:
     fused: bool | None = None  # the work between the GEMVs in fused.py's kernels; None: if they check out
 
 
-def _pdl(device) -> bool:
-    from llmsize.measure.launch import pdl
-    return pdl(device)
+def _launch_settings(device) -> dict:
+    """PDL mode and L2 prefetch as launch.py reads them from the environment (LLMSIZE_PDL, LLMSIZE_PREFETCH_KB)."""
+    from llmsize.measure import launch
+    mode = launch.pdl_mode(device)
+    return {"pdl": mode != launch.PDL_OFF, "pdl_mode": ("off", "wait first", "early")[mode],
+            "l2_prefetch_kb": launch.prefetch_bytes(device) // 1024}
+
+
+def _check_launch_env() -> None:
+    pdl_env, kb = os.environ.get("LLMSIZE_PDL", "2"), os.environ.get("LLMSIZE_PREFETCH_KB", "32")
+    if pdl_env not in ("0", "1", "2"):
+        raise InvalidValueError(f"LLMSIZE_PDL `{pdl_env}` is not a launch mode.",
+                                "Set it to 0 (off), 1 (wait first) or 2 (early, the default), or unset it.")
+    if not kb.isdigit() or int(kb) > 1024:
+        raise InvalidValueError(f"LLMSIZE_PREFETCH_KB `{kb}` is not a prefetch size.",
+                                "Set it to a whole number of KiB from 0 (off) to 1024, or unset it.")
 
 
 def validate(o: MeasureOptions) -> None:
@@ -60,6 +73,7 @@ def validate(o: MeasureOptions) -> None:
                                 "Measure batch 1 to 16.")
     if o.gemv not in ("auto", *GEMV_KERNELS):
         raise InvalidValueError(f"--gemv `{o.gemv}` is not a kernel.", f"Use auto, {', '.join(GEMV_KERNELS)}.")
+    _check_launch_env()
     if o.fused and o.device == "cpu":
         raise InvalidValueError("--fused runs Triton kernels, which need a GPU.",
                                 "Drop --fused with --device cpu (the tests run them through Triton's interpreter).")
@@ -362,8 +376,8 @@ def measure(o: MeasureOptions, progress=None) -> dict:
                 "batch": o.batch, "tokens_requested": o.tokens, "tokens_measured": n, "warmup_tokens": o.warmup,
                 "first_timed_position": start_pos, "mean_attended_positions": mean_pos,
                 "cuda_graph": graph is not None, "compiled": o.compile, "fused": fused,
-                "pdl": cuda and _pdl(device), "self_checks": checks, "interrupted": interrupted,
-                "seed": o.seed,
+                **(_launch_settings(device) if cuda else {"pdl": False}), "self_checks": checks,
+                "interrupted": interrupted, "seed": o.seed,
                 "build_s": build_s, "memory_estimate_bytes": need,
                 "peak_memory_bytes": torch.cuda.max_memory_allocated(device) if cuda else None},
         "bytes_per_token": step_bytes / o.batch,

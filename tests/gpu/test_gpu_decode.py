@@ -19,9 +19,12 @@ def test_kernel_on_gemma_shapes(n, k):
     torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
 
 
-@pytest.mark.parametrize("fused, kernel", [(False, "triton"), (True, "triton"), (True, "words")])
-def test_tiny_decode_in_a_cuda_graph_matches_reference(fused, kernel):
+@pytest.mark.parametrize("fused, kernel, pdl", [(False, "triton", "2"), (True, "triton", "2"), (True, "words", "2"),
+                                                (True, "words", "1"), (True, "words", "0")])
+def test_tiny_decode_in_a_cuda_graph_matches_reference(fused, kernel, pdl, monkeypatch):
+    """Every PDL mode of launch.py (2: early trigger and L2 prefetch, the default; 1: wait first; 0: off)."""
     import dataclasses
+    monkeypatch.setenv("LLMSIZE_PDL", pdl)
 
     from llmsize.measure import gemma4, nvfp4, reference
     cfg = gemma4.GEMMA4_TINY

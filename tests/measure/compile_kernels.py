@@ -30,10 +30,11 @@ def kernels():
     yield ("gemv pairs", gemv._gemv_pairs, dict(gemv_args, B="i32", packed_ptr=P["i32"]),
            {"BLOCK_N": 64, "BLOCK_W": 16, "BLOCK_B": 16}, 4)
     words = {"x2_ptr": P["i32"], "packed_ptr": P["i32"], "scale_ptr": P["u8"], "row_scale_ptr": P["f32"],
-             "y_ptr": P["bf16"], "N": "i32", "kw": "i32", "nblk": "i32", "stride_yb": "i32"}
+             "y_ptr": P["bf16"], "N": "i32", "kw": "i32", "nblk": "i32", "stride_yb": "i32", "prefetch": "i32"}
     for even in (True, False):
-        yield (f"gemv words even={even}", gemv_words._gemv_words, words,
-               {"BLOCK_N": 64, "BLOCK_W": 32, "EVEN": even, "USE_ASM": True}, 8)
+        for pdl in (1, 2):  # wait first; early (L2 prefetch before the wait, next kernel let in after the loop)
+            yield (f"gemv words even={even} pdl={pdl}", gemv_words._gemv_words, words,
+                   {"BLOCK_N": 64, "BLOCK_W": 32, "EVEN": even, "USE_ASM": True, "PDL": pdl}, 8)
     yield ("pack_x", gemv_words._pack_x_kernel,
            {"x_ptr": P["bf16"], "out_ptr": P["i32"], "K": "i32", "stride_xb": "i32"}, {"BLOCK": 256}, 4)
     prep = {"qkv_ptr": P["bf16"], "qn_ptr": P["f32"], "kn_ptr": P["f32"], "cos_ptr": P["f32"], "sin_ptr": P["f32"],
@@ -48,14 +49,14 @@ def kernels():
     for kvh, g, hd in ((8, 2, 256), (1, 16, 512)):
         yield (f"attention {kvh}x{g}x{hd}", fused._attn_split_kernel, attn,
                {"KVH": kvh, "G": g, "HD": hd, "SPLIT": 32, "BLOCK_S": fused.ATTN_BLOCK_S,
-                "IEEE": False}, 4)
+                "IEEE": False, "PREFETCH": True}, 4)
         for pack in (False, True):
             yield (f"combine {kvh}x{g}x{hd} pack={pack}", fused._attn_combine_kernel,
                    {"acc_ptr": P["f32"], "ml_ptr": P["f32"], "out_ptr": P["bf16"], "pack_ptr": "*fp16",
                     "stride_out": "i32", "nsplit": "i32"}, {"NH": 16, "KVH": kvh, "G": g, "HD": hd, "PACK": pack}, 4)
     attn32 = dict(attn, q_ptr=P["f32"], kc_ptr=P["f32"], vc_ptr=P["f32"])  # float32 caches: IEEE dots
     yield ("attention fp32", fused._attn_split_kernel, attn32,
-           {"KVH": 2, "G": 2, "HD": 32, "SPLIT": 64, "BLOCK_S": 32, "IEEE": True}, 4)
+           {"KVH": 2, "G": 2, "HD": 32, "SPLIT": 64, "BLOCK_S": 32, "IEEE": True, "PREFETCH": False, "PDL": 1}, 4)
     for pack in (False, True):
         yield (f"residual_norm pack={pack}", fused._residual_norm_kernel,
                {"x_ptr": P["bf16"], "o_ptr": P["bf16"], "w1_ptr": P["f32"], "s_ptr": P["bf16"], "w2_ptr": P["f32"],
@@ -71,8 +72,8 @@ def main() -> int:
     failed = 0
     for name, fn, args, consts, warps in kernels():
         sig = {a: (args[a] if a in args else "constexpr") for a in fn.arg_names}
-        if "PDL" in fn.arg_names:
-            consts = dict(consts, PDL=True)  # the GPU path: griddepcontrol.wait / launch_dependents compiled in
+        if "PDL" in fn.arg_names and "PDL" not in consts:
+            consts = dict(consts, PDL=2)  # the GPU's default path (launch.py): griddepcontrol compiled in
         try:
             k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts), target=target,
                                options={"num_warps": warps})

@@ -189,3 +189,12 @@ def test_report_says_when_a_self_check_failed(run_cli, tmp_path):
     render_measure(r, Console(file=buf, width=100))
     assert "words kernel: FAILED on this card, not used" in buf.getvalue()
     assert "fused step: passed, used" in buf.getvalue()
+
+
+@pytest.mark.parametrize("var, value", [("LLMSIZE_PDL", "yes"), ("LLMSIZE_PREFETCH_KB", "4096"),
+                                        ("LLMSIZE_PREFETCH_KB", "-1")])
+def test_bad_launch_environment_is_one_line(run_cli, monkeypatch, var, value):
+    monkeypatch.setenv(var, value)
+    code, out, err = run_cli("measure", "--device", "cpu", "--context", "16", "--tokens", "2")
+    assert code != 0 and f"{var} `{value}`" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert out == ""

@@ -30,13 +30,12 @@ timeout 120 $PY benchmarks/gemv_bench.py --best-out "$OUT/best-gemv.txt" 2>&1 | 
 # the whole loop runs with the kernel the microbenchmark found fastest at batch 1 (triton if it found none)
 BEST=$(cat "$OUT/best-gemv.txt" 2>/dev/null || echo triton)
 echo "fastest batch-1 NVFP4 kernel: $BEST"
-for q in bf16 nvfp4 nvfp4fused nvfp4fusednopdl nvfp4compiled nvfp4triton bf16fused nvfp4default; do
+# one model, many ways to run its step (PDL modes, L2 prefetch sizes, kernels), each checked, then timed
+timeout 180 $PY benchmarks/step_variants.py --out "$OUT/step-variants.md" 2>&1 | tee "$OUT/step-variants.log"
+for q in bf16 nvfp4default nvfp4 bf16fused nvfp4triton nvfp4compiled; do
   args="--quant $q --no-fused"  # the eager step: ~100 torch ops per layer between the GEMMs
-  export LLMSIZE_PDL=1
-  [ "$q" = nvfp4fusednopdl ] && { args="--quant nvfp4 --gemv $BEST --fused"; export LLMSIZE_PDL=0; }  # PDL's share
   [ "$q" = nvfp4 ] && args="--quant nvfp4 --gemv $BEST --no-fused"
-  [ "$q" = nvfp4fused ] && args="--quant nvfp4 --gemv $BEST --fused"  # six Triton kernels between the GEMVs
-  [ "$q" = nvfp4default ] && args=""  # what a user gets from plain `llmsize measure` (self-checked choices)
+  [ "$q" = nvfp4default ] && args=""  # plain `llmsize measure`: self-checked choices (words, fused, PDL early)
   [ "$q" = nvfp4compiled ] && args="--quant nvfp4 --gemv $BEST --compile"  # inductor fuses the small ops
   [ "$q" = bf16fused ] && args="--quant bf16 --fused"  # the baseline with the same kernels between its GEMMs
   if [ "$q" = nvfp4triton ]; then  # the CUDA-core kernel in the whole loop, when it was not the fastest
@@ -47,7 +46,6 @@ for q in bf16 nvfp4 nvfp4fused nvfp4fusednopdl nvfp4compiled nvfp4triton bf16fus
   timeout 150 $PY -m llmsize measure $args $probe --json --save "$OUT/measure-$q.json" > /dev/null \
     2> "$OUT/measure-$q.err"
   echo "measure $q: exit $?"; tail -3 "$OUT/measure-$q.err"
-  export LLMSIZE_PDL=1
   [ -f "$OUT/measure-$q.json" ] && $PY -c "
 import json, sys
 from rich.console import Console
@@ -56,13 +54,15 @@ render_measure(json.load(open('$OUT/measure-$q.json')), Console(width=100))" | t
 done
 ls "$OUT"/measure-*.json >/dev/null 2>&1 && $PY benchmarks/measure_summary.py "$OUT"/measure-*.json \
   | tee "$OUT/RESULTS-append.md"
+[ -f "$OUT/step-variants.md" ] && { echo; cat "$OUT/step-variants.md"; } >> "$OUT/RESULTS-append.md"
 # the batch sweep (issue 5's continuous-batching regime) and the profile, if time is left, with the fused
 # step if it beat the eager one
 FUSED=""
 $PY -c "
 import json, sys
-tok = {q: json.load(open(f'$OUT/measure-{q}.json'))['decode']['tok_s'] for q in ('nvfp4', 'nvfp4fused')}
-sys.exit(0 if tok['nvfp4fused'] > tok['nvfp4'] else 1)" 2>/dev/null && FUSED="--fused"
+tok = {q: json.load(open(f'$OUT/measure-{q}.json'))['decode']['tok_s'] for q in ('nvfp4', 'nvfp4default')}
+fused = json.load(open('$OUT/measure-nvfp4default.json'))['run']['fused']
+sys.exit(0 if fused and tok['nvfp4default'] > tok['nvfp4'] else 1)" 2>/dev/null && FUSED="--fused"
 echo "batch sweep and profile with: --gemv $BEST $FUSED"
 timeout 200 $PY benchmarks/decode.py --save-dir "$OUT" --batches 1,4,16 --gemv "$BEST" $FUSED 2>&1 \
   | tee -a "$OUT/RESULTS-append.md"

@@ -35,3 +35,17 @@ def test_script_accepts_kernel(script, kernel):
     bad = subprocess.run([sys.executable, str(BENCH / script), "--gemv", "nope", "--help"], capture_output=True,
                          text=True, timeout=120)
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
+
+
+def test_step_variants_parses_and_names_its_variants():
+    r = subprocess.run([sys.executable, str(BENCH / "step_variants.py"), "--help"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    sys.path.insert(0, str(BENCH))
+    try:
+        import step_variants
+    finally:
+        sys.path.remove(str(BENCH))
+    for label, gemv, fused, pdl, kb in step_variants.VARIANTS:
+        assert gemv in GEMV_KERNELS and pdl in ("0", "1", "2") and kb.isdigit(), label
+    assert step_variants.VARIANTS[0][2] is False  # the reference row: the eager step

@@ -1,0 +1,143 @@
+"""One Gemma 4 12B NVFP4 model on the card, many ways to run its decode step: which launch settings and kernels
+make the batch-1 step fastest. For issue 5's sweeps: the model is built and prefilled once, then each variant
+is checked against the eager step's logits, captured in its own CUDA graph and timed.
+
+    python benchmarks/step_variants.py [--context 4096] [--steps 64] [--out FILE] [--append]
+
+A variant is a GEMV kernel, the eager or fused step, and launch.py's settings (LLMSIZE_PDL: 0 off, 1 wait
+first, 2 early; LLMSIZE_PREFETCH_KB: the L2 prefetch per GEMV program before its wait). Every variant replays
+from the same position, so each attends to the same context. Prints a Markdown table (card, date, commit,
+command) of ms per step, GB/s and percent of NVML theoretical; --append adds it to benchmarks/RESULTS.md.
+Needs a CUDA GPU and the measure extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from datetime import date
+from pathlib import Path
+
+import torch
+
+from llmsize.measure import gemma4
+from llmsize.measure.card import read_card
+from llmsize.measure.run import bytes_read_per_step, git_commit
+
+# (label, gemv, fused, LLMSIZE_PDL, LLMSIZE_PREFETCH_KB); the first is the reference the others are checked against
+VARIANTS = [
+    ("eager, words", "words", False, "2", "32"),
+    ("fused, words, PDL off", "words", True, "0", "0"),
+    ("fused, words, PDL wait first", "words", True, "1", "0"),
+    ("fused, words, PDL early, no prefetch", "words", True, "2", "0"),
+    ("fused, words, PDL early, prefetch 16 KiB", "words", True, "2", "16"),
+    ("fused, words, PDL early, prefetch 32 KiB (default)", "words", True, "2", "32"),
+    ("fused, words, PDL early, prefetch 64 KiB", "words", True, "2", "64"),
+    ("fused, words, PDL early, prefetch 128 KiB", "words", True, "2", "128"),
+    ("fused, triton (byte kernel), PDL early", "triton", True, "2", "32"),
+]
+
+
+def time_variant(dec, start_pos: int, start_token: torch.Tensor, steps: int):
+    """Logits of the first step from start_pos, then the median and mean ms of `steps` graph replays, each
+    replay starting again from start_pos (the same attended length for every variant)."""
+    def reset():
+        dec.pos.fill_(start_pos)
+        dec.token.copy_(start_token)
+
+    reset()
+    dec.decode_step()  # compiles, autotunes (outside the graph)
+    reset()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        dec.decode_step()
+    torch.cuda.current_stream().wait_stream(side)
+    reset()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = dec.decode_step()
+    reset()
+    graph.replay()
+    first = out[0].float().clone()
+    times = []
+    for _ in range(steps + 8):
+        reset()
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        graph.replay()
+        b.record()
+        times.append((a, b))
+    torch.cuda.synchronize()
+    ms = [a.elapsed_time(b) for a, b in times[8:]]
+    del graph
+    return first, statistics.median(ms), statistics.fmean(ms)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--context", type=int, default=4096)
+    ap.add_argument("--steps", type=int, default=64)
+    ap.add_argument("--only", default=None, help="comma-separated variant numbers (1-based) to run")
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--append", action="store_true")
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("Error: step_variants.py needs a CUDA GPU.")
+    card = read_card(0)
+    theo = card.theoretical_bandwidth_gb_s
+    cfg = gemma4.GEMMA4_12B
+    w = gemma4.build_random(cfg, device="cuda", dtype=torch.bfloat16, quant="nvfp4", seed=0)
+    dec = gemma4.Gemma4Decoder(w, batch=1, max_positions=args.context + 16, gemv="words", fused=False)
+    dec.prefill(torch.randint(0, cfg.vocab_size, (1, args.context), device="cuda",
+                              generator=torch.Generator(device="cuda").manual_seed(1)))
+    start_pos, start_token = int(dec.pos.item()), dec.token.clone()
+    step_bytes = sum(bytes_read_per_step(w, 1, start_pos + 1).values())
+    chosen = VARIANTS if not args.only else [VARIANTS[int(i) - 1] for i in args.only.split(",")]
+    if chosen[0] is not VARIANTS[0]:
+        chosen = [VARIANTS[0]] + chosen
+    rows, ref = [], None
+    saved = {k: os.environ.get(k) for k in ("LLMSIZE_PDL", "LLMSIZE_PREFETCH_KB")}
+    for label, gemv, fused, pdl_env, kb in chosen:
+        os.environ["LLMSIZE_PDL"], os.environ["LLMSIZE_PREFETCH_KB"] = pdl_env, kb
+        dec.gemv, dec.fused = gemv, fused
+        try:
+            first, med, mean = time_variant(dec, start_pos, start_token, args.steps)
+        except Exception as e:  # report it and go on with the next variant
+            rows.append(f"| {label} | failed: {type(e).__name__}: {str(e).splitlines()[0][:80]} | | | | |")
+            print(rows[-1], file=sys.stderr)
+            continue
+        if ref is None:
+            ref = first
+        err = (first - ref).abs()
+        ok = bool(err.mean() < 0.05 and err.max() < 1.0)  # the bound of tests/gpu (fused vs eager, bf16)
+        gb_s = step_bytes / (mean / 1e3) / 1e9
+        rows.append(f"| {label} | {'yes' if ok else f'NO (max {err.max().item():.2f})'} | {med:.3f} | {mean:.3f} | "
+                    f"{gb_s:,.0f} | {'n/a' if not theo else f'{100 * gb_s / theo:.1f}%'} |")
+        print(rows[-1], file=sys.stderr)
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    cmd = " ".join(["python benchmarks/step_variants.py"] + sys.argv[1:])
+    lines = [f"## step_variants.py on {card.name}", "",
+             f"- Card: {card.name}, driver {card.driver}, NVML theoretical {theo or 0:,.0f} GB/s",
+             f"- Date: {date.today().isoformat()}; commit {git_commit()}; torch {torch.__version__}",
+             f"- Command: `{cmd}`; Gemma 4 12B NVFP4 (random weights), batch 1, {start_pos} positions attended, "
+             f"{step_bytes / 1e9:.3f} GB read per step; each variant's first logits checked against the first row's",
+             "", "| variant | logits match | ms/step median | ms/step mean | GB/s (mean) | of theoretical |",
+             "|---|---|---|---|---|---|"] + rows
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+    if args.append:
+        with open(Path(__file__).with_name("RESULTS.md"), "a") as f:
+            f.write("\n" + text)
+
+
+if __name__ == "__main__":
+    main()

@@ -15,7 +15,8 @@ norm, after an add), so on float32 weights it matches the eager step to float32 
   16 rows against BLOCK_S cache rows at a time on the tensor cores, online softmax in fp32, partial (max, sum,
   weighted V) written out; combine folds the slices per query head (flash-decoding). Scale 1.0 (Gemma 4).
 - residual_norm: x = (x + rmsnorm(o) * w_post) * scalar, then h = rmsnorm(x) * w_next, one program per row.
-- geglu: gelu_tanh(gate) * up.
+- geglu: gelu_tanh(gate) * up; with the word GEMV at batch 1 the gate | up pass applies it in its epilogue
+  (gemv_words, glu=True) and this kernel is not launched: nine kernels per layer.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ except ImportError:  # pragma: no cover - exercised only where triton is missing
     triton = None
 
 if triton is not None:
+    from llmsize.measure.gemv_words import gelu_tanh_mul, store_act
     from llmsize.measure.launch import pdl_entry, prefetch_l2
 
 ATTN_BLOCK_S = 32  # cache rows per tensor-core step
@@ -105,17 +107,6 @@ if triton is not None:
             y1, y2 = y1 * cos - y2 * sin, y2 * cos + y1 * sin
         tl.store(dst + i, y1.to(dst.dtype.element_ty))
         tl.store(dst + HALF + i, y2.to(dst.dtype.element_ty))
-
-    @triton.jit
-    def _store_row(out_ptr, pack_ptr, i, y, ok, PACK: tl.constexpr):
-        """Store a row y[i] in the output dtype, or (PACK) as fp16 pairs in the word GEMV's input layout: column
-        8j + c goes to fp16 slot 2 (4 j + 3 - c % 4) + c // 4 (gemv_words.pack_x_pairs), clamped to the fp16 range."""
-        if PACK:
-            c = i % 8
-            slot = 2 * (4 * (i // 8) + 3 - c % 4) + c // 4
-            tl.store(pack_ptr + slot, tl.minimum(tl.maximum(y, -65504.0), 65504.0).to(tl.float16), mask=ok)
-        else:
-            tl.store(out_ptr + i, y.to(out_ptr.dtype.element_ty), mask=ok)
 
     @triton.jit
     def _qk_prep_kernel(qkv_ptr, qn_ptr, kn_ptr, cos_ptr, sin_ptr, pos_ptr, q_ptr, kc_ptr, vc_ptr,
@@ -215,7 +206,7 @@ if triton is not None:
             big_l = big_l * alpha + lsum * beta
             big_m = m_new
         y = (acc / big_l).to(out_ptr.dtype.element_ty).to(tl.float32)  # rounded as the eager step rounds
-        _store_row(out_ptr + b * stride_out, pack_ptr + b * (NH * HD), h * HD + d, y, d < HD, PACK)
+        store_act(out_ptr + b * stride_out, pack_ptr + b * (NH * HD), h * HD + d, y, d < HD, PACK)
 
     @triton.jit
     def _residual_norm_kernel(x_ptr, o_ptr, w1_ptr, s_ptr, w2_ptr, x_out_ptr, h_out_ptr, pack_ptr, D, eps,
@@ -237,7 +228,7 @@ if triton is not None:
             tl.store(x_out_ptr + b * D + d, x.to(dt), mask=ok)
         r2 = 1.0 / tl.sqrt(tl.sum(x * x, 0) / D + eps)
         h = (x * r2 * tl.load(w2_ptr + d, mask=ok, other=0.0)).to(dt).to(tl.float32)
-        _store_row(h_out_ptr + b * D, pack_ptr + b * D, d, h, ok, PACK)
+        store_act(h_out_ptr + b * D, pack_ptr + b * D, d, h, ok, PACK)
 
     @triton.jit
     def _geglu_kernel(gu_ptr, out_ptr, pack_ptr, inter, stride_gu, stride_out, BLOCK: tl.constexpr,
@@ -248,11 +239,8 @@ if triton is not None:
         ok = i < inter
         g = tl.load(gu_ptr + b * stride_gu + i, mask=ok, other=0.0).to(tl.float32)
         u = tl.load(gu_ptr + b * stride_gu + inter + i, mask=ok, other=0.0).to(tl.float32)
-        z = 0.7978845608028654 * (g + 0.044715 * g * g * g)  # sqrt(2 / pi)
-        t = 1.0 - 2.0 / (tl.exp(2.0 * z) + 1.0)  # tanh(z), saturating cleanly at +-1
-        dt = out_ptr.dtype.element_ty
-        act = (0.5 * g * (1.0 + t)).to(dt).to(tl.float32)  # F.gelu's output dtype, then the product
-        _store_row(out_ptr + b * stride_out, pack_ptr + b * inter, i, (act * u).to(dt).to(tl.float32), ok, PACK)
+        y = gelu_tanh_mul(g, u, out_ptr.dtype.element_ty)
+        store_act(out_ptr + b * stride_out, pack_ptr + b * inter, i, y, ok, PACK)
 
 
 def qk_prep(qkv, q_norm, k_norm, cos, sin, pos, kc, vc, num_heads, k_off, v_off, eps) -> torch.Tensor:

@@ -398,7 +398,8 @@ class Gemma4Decoder:
 
     def _decode_step_fused(self) -> torch.Tensor:
         """The same step with the work between the GEMVs in llmsize.measure.fused's kernels: per layer four
-        GEMVs and six small kernels (qk_prep, attention split and combine, two residual_norms, geglu)."""
+        GEMVs and six small kernels (qk_prep, attention split and combine, two residual_norms, geglu); five with
+        the word GEMV at batch 1, whose gate | up pass applies the GeGLU itself."""
         from llmsize.measure import fused
 
         cfg, eps, f32 = self.cfg, self.cfg.rms_eps, self._f32
@@ -421,7 +422,11 @@ class Gemma4Decoder:
             o = lin(fused.attention(q, kc, vc, self.pos, cfg.num_heads, pack=pk), layer.o)
             x, h = fused.residual_norm(x, o, f32[id(layer.post_attn_norm)], f32[id(layer.pre_ffn_norm)], eps,
                                        pack=pk)
-            m = lin(fused.geglu(lin(h, layer.gate_up), pack=pk), layer.down)
+            if pk:  # the GeGLU in the gate | up GEMV's epilogue, written packed for the down GEMV
+                a = nvfp4_gemv_words(None, layer.gate_up, x2=h, out_dtype=x.dtype, glu=True, pack=True)
+            else:
+                a = fused.geglu(lin(h, layer.gate_up))
+            m = lin(a, layer.down)
             last = i + 1 == len(layers)
             nxt = self.w.final_norm if last else layers[i + 1].input_norm
             x, h = fused.residual_norm(x, m, f32[id(layer.post_ffn_norm)], f32[id(nxt)], eps, layer.layer_scalar,

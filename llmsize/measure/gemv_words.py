@@ -93,30 +93,70 @@ if triton is not None:
             hi = (acc >> 16).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
             return lo + hi
 
-    def _words_body(x2_ptr, packed_ptr, scale_ptr, row_scale_ptr, y_ptr, N, kw, nblk, stride_yb, prefetch,
-                    BLOCK_N: tl.constexpr, BLOCK_W: tl.constexpr, EVEN: tl.constexpr, USE_ASM: tl.constexpr,
-                    PDL: tl.constexpr):
+    @triton.jit
+    def store_act(out_ptr, pack_ptr, i, y, ok, PACK: tl.constexpr):
+        """Store an activation row y[i] in the output dtype, or (PACK) as fp16 pairs in this kernel's input
+        layout: column 8j + c goes to fp16 slot 2 (4 j + 3 - c % 4) + c // 4 (pack_x_pairs), clamped to the fp16
+        range. The fused kernels before a word GEMV store their outputs so."""
+        if PACK:
+            c = i % 8
+            slot = 2 * (4 * (i // 8) + 3 - c % 4) + c // 4
+            tl.store(pack_ptr + slot, tl.minimum(tl.maximum(y, -65504.0), 65504.0).to(tl.float16), mask=ok)
+        else:
+            tl.store(out_ptr + i, y.to(out_ptr.dtype.element_ty), mask=ok)
+
+    @triton.jit
+    def _prefetch_rows(packed_ptr, scale_ptr, row0, nrows, kw, nblk, nbytes):
+        """The first nbytes of rows row0.. (nrows of kw words, contiguous) and their scales towards L2."""
+        wbytes = tl.minimum(nbytes, nrows * kw * 4) // 16 * 16
+        if wbytes > 0:
+            prefetch_l2(packed_ptr + row0 * kw, wbytes)
+        sbytes = tl.minimum(nbytes // 8, nrows * nblk) // 16 * 16  # the same rows' scales (1/8 the bytes)
+        if sbytes > 0:
+            prefetch_l2(scale_ptr + row0 * nblk, sbytes)
+
+    @triton.jit
+    def gelu_tanh_mul(g, u, dt: tl.constexpr):
+        """gelu_tanh(g) * u in fp32, rounded to dt where the eager step rounds (F.gelu's output, the product)."""
+        z = 0.7978845608028654 * (g + 0.044715 * g * g * g)  # sqrt(2 / pi)
+        t = 1.0 - 2.0 / (tl.exp(2.0 * z) + 1.0)  # tanh(z), saturating cleanly at +-1
+        act = (0.5 * g * (1.0 + t)).to(dt).to(tl.float32)
+        return (act * u).to(dt).to(tl.float32)
+
+    def _words_body(x2_ptr, packed_ptr, scale_ptr, row_scale_ptr, y_ptr, pack_ptr, N, kw, nblk, stride_yb, prefetch,
+                    inter, BLOCK_N: tl.constexpr, BLOCK_W: tl.constexpr, EVEN: tl.constexpr, USE_ASM: tl.constexpr,
+                    GLU: tl.constexpr, PACK: tl.constexpr, PDL: tl.constexpr):
         """Batch-1 CUDA-core GEMV on 32-bit words: per word, four unpack + fp16x2 multiply-add steps (two codes
         each, fp16 accumulation of four products per lane), then the two lanes summed in fp32 and the pair of
         words of a 16-column block scaled once; x comes prepacked as fp16 pairs (_pack_x_kernel). About 4-5
-        instructions per weight in the sm_90 SASS (benchmarks/kernel_sass.py) against ~14 for the byte kernel."""
+        instructions per weight in the sm_90 SASS (benchmarks/kernel_sass.py) against ~14 for the byte kernel.
+
+        GLU: the weight is gate | up (N = 2 inter rows); a program takes BLOCK_N / 2 gate rows and the matching
+        up rows, interleaved, and writes gelu_tanh(gate) * up ([B, inter]; PACK: in this kernel's input layout,
+        for the down projection), the GeGLU kernel folded into this one's epilogue."""
         pid_n = tl.program_id(0)
         b = tl.program_id(1)
+        r = tl.arange(0, BLOCK_N)
+        if GLU:
+            i0 = pid_n * (BLOCK_N // 2)
+            rows = i0 + r // 2 + (r % 2) * inter  # gate row i, then up row i
+            row_ok = i0 + r // 2 < inter
+        else:
+            rows = pid_n * BLOCK_N + r
+            row_ok = rows < N
         if PDL == 2:  # see launch.py: the start of this program's rows towards L2 (weights do not depend on the
             # kernel before), then wait for that kernel (x2 written); the next kernel is let in after the loop
-            row0 = pid_n * BLOCK_N
-            nrows = tl.minimum(BLOCK_N, N - row0)
-            wbytes = tl.minimum(prefetch, nrows * kw * 4) // 16 * 16  # the block is rows x kw words, contiguous
-            if wbytes > 0:
-                prefetch_l2(packed_ptr + row0 * kw, wbytes)
-            sbytes = tl.minimum(prefetch // 8, nrows * nblk) // 16 * 16  # the same rows' scales (1/8 the bytes)
-            if sbytes > 0:
-                prefetch_l2(scale_ptr + row0 * nblk, sbytes)
+            if GLU:
+                nrows = tl.minimum(BLOCK_N // 2, inter - i0)
+                _prefetch_rows(packed_ptr, scale_ptr, i0, nrows, kw, nblk, prefetch // 2)
+                _prefetch_rows(packed_ptr, scale_ptr, inter + i0, nrows, kw, nblk, prefetch // 2)
+            else:
+                row0 = pid_n * BLOCK_N
+                _prefetch_rows(packed_ptr, scale_ptr, row0, tl.minimum(BLOCK_N, N - row0), kw, nblk, prefetch)
             tl.extra.cuda.gdc_wait()
         elif PDL == 1:
             tl.extra.cuda.gdc_wait()
             tl.extra.cuda.gdc_launch_dependents()
-        rows = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         jj = tl.arange(0, BLOCK_W)
         jb = tl.arange(0, BLOCK_W // 2)
         acc = tl.zeros([BLOCK_N, BLOCK_W // 2], dtype=tl.float32)
@@ -132,11 +172,11 @@ if triton is not None:
                 x2 = tl.load(xrow + 4 * j + 2)
                 x3 = tl.load(xrow + 4 * j + 3)
             else:
-                m = (rows < N)[:, None] & (j < kw)[None, :]
+                m = row_ok[:, None] & (j < kw)[None, :]
                 q = tl.load(packed_ptr + rows[:, None] * kw + j[None, :], mask=m, other=0,
                             eviction_policy="evict_first")
                 s = tl.load(scale_ptr + rows[:, None] * nblk + blk[None, :],
-                            mask=(rows < N)[:, None] & (blk < nblk)[None, :], other=0, eviction_policy="evict_first")
+                            mask=row_ok[:, None] & (blk < nblk)[None, :], other=0, eviction_policy="evict_first")
                 x0 = tl.load(xrow + 4 * j, mask=j < kw, other=0)
                 x1 = tl.load(xrow + 4 * j + 1, mask=j < kw, other=0)
                 x2 = tl.load(xrow + 4 * j + 2, mask=j < kw, other=0)
@@ -155,15 +195,21 @@ if triton is not None:
             acc += ws * s_bits.to(tl.float16, bitcast=True).to(tl.float32)
         if PDL == 2:
             tl.extra.cuda.gdc_launch_dependents()  # this program's weights are read: the next kernel may start
-        rs = tl.load(row_scale_ptr + rows, mask=rows < N, other=0.0)
+        rs = tl.load(row_scale_ptr + rows, mask=row_ok, other=0.0)
         y = tl.sum(acc, axis=1) * (rs * 256.0)  # 2^8: the E4M3 bit pattern read as fp16
-        tl.store(y_ptr + b * stride_yb + rows, y.to(y_ptr.dtype.element_ty), mask=rows < N)
+        dt = y_ptr.dtype.element_ty
+        if GLU:  # rounded as the GEMV's output is, then the GeGLU kernel's arithmetic
+            g, u = tl.split(tl.reshape(y.to(dt).to(tl.float32), [BLOCK_N // 2, 2]))
+            i = i0 + tl.arange(0, BLOCK_N // 2)
+            store_act(y_ptr + b * stride_yb, pack_ptr + b * inter, i, gelu_tanh_mul(g, u, dt), i < inter, PACK)
+        else:
+            store_act(y_ptr + b * stride_yb, pack_ptr + b * N, rows, y.to(dt).to(tl.float32), row_ok, PACK)
 
     _gemv_words = triton.jit(_words_body)
 
 
 WORDS_CONFIGS = ((64, 32, 8), (32, 32, 4), (128, 32, 8), (64, 16, 4), (32, 64, 4), (64, 64, 8))  # BN, BW, warps
-_words_best: dict[tuple[int, int], tuple[int, int, int]] = {}
+_words_best: dict[tuple, tuple[int, int, int]] = {}
 
 
 def pack_x_pairs(x: torch.Tensor) -> torch.Tensor:
@@ -176,10 +222,14 @@ def pack_x_pairs(x: torch.Tensor) -> torch.Tensor:
 
 def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor | None = None,
                      block_n: int | None = None, block_w: int | None = None, num_warps: int = 4,
-                     x2: torch.Tensor | None = None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+                     x2: torch.Tensor | None = None, out_dtype: torch.dtype | None = None, glu: bool = False,
+                     pack: bool = False) -> torch.Tensor:
     """Batch-1 CUDA-core GEMV that decodes two codes per instruction (fp16x2 PTX on the GPU, the same arithmetic
     in plain Triton under the CPU interpreter); one weight pass per batch row. x [B, K] -> [B, N]; or x None and
     x2 the activations already packed ([B, K/8, 4], pack_x_pairs' layout, as the fused kernels can write them).
+
+    glu: w is gate | up and the result gelu_tanh(gate) * up [B, N / 2], as Gemma's MLP computes it. pack: the
+    result in the packed input layout ([B, N' / 8, 4] int32) instead, for a word GEMV after this one.
 
     On a GPU without tiles given, the first call per shape times the configurations that divide it and keeps the
     fastest (CUDA events, outside any graph capture)."""
@@ -188,6 +238,11 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
     n, k = w.shape
     if k % BLOCK:
         raise ValueError(f"K must be a multiple of {BLOCK}, got {k}")
+    if glu and n % 2:
+        raise ValueError(f"a gate | up weight has an even number of rows, got {n}")
+    n_out = n // 2 if glu else n
+    if pack and n_out % 8:
+        raise ValueError(f"a packed output needs a multiple of 8 columns, got {n_out}")
     if x2 is None:
         if x is None or x.dim() != 2 or x.shape[1] != k:
             raise ValueError(f"x must be [B, {k}], got {None if x is None else tuple(x.shape)}")
@@ -196,8 +251,10 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
         raise ValueError(f"x2 must be [B, {k // 8}, 4], got {tuple(x2.shape)}")
     b = x2.shape[0]
     if out is None:
-        out = torch.empty((b, n), dtype=out_dtype or (x.dtype if x is not None else torch.bfloat16),
+        out = torch.empty((b, n_out), dtype=out_dtype or (x.dtype if x is not None else torch.bfloat16),
                           device=x2.device)
+    packed_out = torch.empty((b, n_out // 8, 4), dtype=torch.int32, device=x2.device) if pack else None
+    pack_view = packed_out.view(torch.float16) if pack else out
     kw, nblk = k // 8, k // 16
     words = w.packed.view(torch.int32)
     use_asm = x2.device.type == "cuda"
@@ -209,23 +266,26 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
     pf = prefetch_bytes(x2.device) if words.data_ptr() % 16 == 0 and scales.data_ptr() % 16 == 0 else 0
 
     def launch(bn, bw, warps):
-        even = n % bn == 0 and kw % bw == 0
-        _gemv_words[(triton.cdiv(n, bn), b)](x2, words, scales, w.row_scale, out, n, kw, nblk, out.stride(0), pf,
-                                             BLOCK_N=bn, BLOCK_W=bw, EVEN=even, USE_ASM=use_asm,
-                                             num_warps=warps, **opts)
+        rows = n_out if glu else n  # gate | up: a program takes bn / 2 of each
+        per = bn // 2 if glu else bn
+        even = rows % per == 0 and kw % bw == 0
+        _gemv_words[(triton.cdiv(rows, per), b)](x2, words, scales, w.row_scale, out, pack_view, n, kw, nblk,
+                                                 out.stride(0), pf, n_out, BLOCK_N=bn, BLOCK_W=bw, EVEN=even,
+                                                 USE_ASM=use_asm, GLU=glu, PACK=pack, num_warps=warps, **opts)
 
     if block_n is not None or block_w is not None or not use_asm:
         bn, bw = block_n or 32, block_w or 16
         if bw % 2 or bw < 2:
             raise ValueError("block_w must be an even number of words")
         launch(bn, bw, num_warps)
-        return out
-    key = (n, k)
-    if key not in _words_best:
-        _words_best[key] = _time_configs(launch, [c for c in WORDS_CONFIGS if n % c[0] == 0 and kw % c[1] == 0]
-                                         or [(32, 16, 4)])
-    launch(*_words_best[key])
-    return out
+    else:
+        key = (n, k, glu, pack)
+        if key not in _words_best:
+            per = (lambda c: c[0] // 2) if glu else (lambda c: c[0])
+            _words_best[key] = _time_configs(launch, [c for c in WORDS_CONFIGS if n_out % per(c) == 0
+                                                      and kw % c[1] == 0] or [(32, 16, 4)])
+        launch(*_words_best[key])
+    return packed_out if pack else out
 
 
 _words_checked: dict[str, bool] = {}

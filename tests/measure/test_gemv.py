@@ -113,6 +113,38 @@ def test_words_kernel_matches_reference(n, k, batch, block_n, block_w):
     torch.testing.assert_close(got, want, rtol=2e-3, atol=2e-3)
 
 
+@pytest.mark.parametrize("inter, k, batch, block_n, block_w, dtype", [
+    (48, 64, 1, 32, 8, torch.float32),      # 3 programs of 16 gate + 16 up rows (EVEN)
+    (40, 48, 2, 32, 4, torch.float32),      # inter ragged for 16 per program, K = 6 words; batch 2
+    (64, 272, 1, 64, 16, torch.bfloat16),   # bf16 rounding of the GEMV output before the GeGLU
+])
+def test_words_glu_epilogue_equals_gemv_then_geglu(inter, k, batch, block_n, block_w, dtype):
+    """gate | up with the GeGLU in the epilogue (a program: half gate rows, half the matching up rows) gives
+    exactly what the plain word GEMV followed by the fused GeGLU kernel gives, plain or packed."""
+    from llmsize.measure import fused
+    torch.manual_seed(inter + k)
+    w = nvfp4.quantize(torch.randn(2 * inter, k) * 0.1)
+    x = torch.randn(batch, k).to(dtype)
+    two_pass = fused.geglu(gemv_words.nvfp4_gemv_words(x, w, block_n=block_n, block_w=block_w), block=16)
+    one_pass = gemv_words.nvfp4_gemv_words(x, w, block_n=block_n, block_w=block_w, glu=True)
+    assert one_pass.shape == (batch, inter) and one_pass.dtype == dtype
+    assert torch.equal(one_pass, two_pass)
+    packed = gemv_words.nvfp4_gemv_words(x, w, block_n=block_n, block_w=block_w, glu=True, pack=True)
+    assert torch.equal(packed, gemv_words.pack_x_pairs(two_pass))
+    # and against the float reference: gelu_tanh(gate) * up of the dequantized product
+    gu = gemv.nvfp4_linear_reference(x.float(), w)
+    want = torch.nn.functional.gelu(gu[:, :inter], approximate="tanh") * gu[:, inter:]
+    torch.testing.assert_close(one_pass.float(), want, rtol=3e-2, atol=3e-2)
+
+
+def test_words_glu_rejects_odd_rows_and_unpackable_widths():
+    w = nvfp4.quantize(torch.randn(6, 32))
+    with pytest.raises(ValueError, match="even number of rows"):
+        gemv_words.nvfp4_gemv_words(torch.randn(1, 32), nvfp4.quantize(torch.randn(5, 32)), glu=True)
+    with pytest.raises(ValueError, match="multiple of 8"):
+        gemv_words.nvfp4_gemv_words(torch.randn(1, 32), w, glu=True, pack=True)
+
+
 def test_words_kernel_decodes_every_code_and_subnormal_scales():
     codes = torch.roll(torch.arange(16, dtype=torch.uint8).repeat(16, 8), shifts=5, dims=1)  # [16, 128]
     scale_vals = torch.tensor([448.0, 1.0, 2.0 ** -7, 2.0 ** -9, 6.0, 0.5, 2.0 ** -6, 3.5]).repeat(16, 1)

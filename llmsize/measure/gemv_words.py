@@ -1,17 +1,19 @@
 """The word GEMV: NVFP4 x activations at batch 1 with two weights per fp16x2 instruction.
 
-The packed codes are read as 32-bit words of eight (code i of a word in bits 4i..4i+3). Marlin's unpack (vllm
-csrc/quantization/marlin/dequant.h), written for fp16 halves, (q & 0x80008000) | ((q & 0x70007000) >> 3),
-puts the codes of columns 8j+3 and 8j+7 into the two halves of a register as value x 2^-14; q <<= 4 brings
-the next pair. Each pair is scaled by 2^14 (exact, the subnormal codes 0 and 0.5 included) and multiplied into
-an fp16x2 accumulator with one PTX fma.rn.f16x2 against the matching activations, prepacked as fp16 pairs
-(pack_x_pairs; the fused kernels can write them in that layout directly). Per word the two lanes (four
-products each) go to fp32, and the two words of a 16-column block are scaled once. The compiled sm_90 loop
-spends 4.2-4.6 instructions per weight (benchmarks/kernel_sass.py), near the ~3.9 an H200 SM can afford per
-weight at full bandwidth (the byte kernel of gemv.py: ~9). Triton's CPU interpreter runs no PTX: there the
-same arithmetic runs lane by lane in plain Triton (USE_ASM false), which is what the CPU tests check.
+The packed codes are read as 32-bit words of eight (code i of a word in bits 4i..4i+3, the even column in the
+low nibble). Marlin's unpack (vllm csrc/quantization/marlin/dequant.h), written for fp16 halves,
+(q & 0x80008000) | ((q & 0x70007000) >> 3), puts a code into the high byte of an fp16 half as value x 2^-14;
+applied with byte masks (0x80808080, 0x70707070) it does so for the high-nibble codes of all four bytes in
+three instructions, and one and (bytes 1, 3) or one prmt (bytes 0, 2) makes each fp16x2 pair; q << 4 does the
+same for the low nibbles. Each pair is scaled by 2^14 (exact, the subnormal codes 0 and 0.5 included) and
+multiplied into an fp16x2 accumulator with one PTX fma.rn.f16x2 against the matching activations, prepacked
+as fp16 pairs (pack_x_pairs; the fused kernels can write them in that layout directly). The two words of a
+16-column block share one accumulator (eight products per fp16 lane: about 4e-4 relative error, a quarter of
+bf16's output rounding), whose lanes go to fp32 and are scaled once per block. The compiled sm_90 loop spends
+3.5-3.9 instructions per weight (benchmarks/kernel_sass.py), within the ~3.9 an H200 SM can afford per weight
+at full bandwidth (the byte kernel of gemv.py: ~9). Triton's CPU interpreter runs no PTX: there the same
+arithmetic runs lane by lane in plain Triton (USE_ASM false), which is what the CPU tests check.
 """
-
 from __future__ import annotations
 
 import torch
@@ -44,35 +46,73 @@ if triton is not None:
             tl.store(out_ptr + (b * (K // 8) + j) * 4 + p, lo.to(tl.uint32) | (hi.to(tl.uint32) << 16), mask=ok)
 
     @triton.jit
-    def _pair_fma(q, x2, acc, USE_ASM: tl.constexpr):
-        """acc += (the codes at nibbles 3 and 7 of q, as fp16 values) * x2, two lanes of fp16 in 32-bit words.
-        Marlin's unpack (vllm csrc/quantization/marlin/dequant.h) for fp16: (q & 0x80008000) | ((q & 0x70007000)
-        >> 3) is value x 2^-14 in each half; x 2^14 (exact, subnormal codes included) then one fused
-        multiply-add per two weights."""
+    def _fp16_pairs(q):
+        """The four fp16x2 operands of a word of eight codes, each code as its E2M1 value x 2^-14, for Triton's
+        interpreter (the GPU does this in _word_fma's PTX). Per byte k the high-nibble code becomes the fp16
+        high byte sign | (magnitude << 1), Marlin's (q & 0x80..) | ((q & 0x70..) >> 3) for all four bytes at
+        once; masking bytes 1, 3 (or moving bytes 0, 2 up, one prmt on the GPU) gives the pairs of columns
+        (3, 7) and (1, 5); q << 4 does the same for the low nibbles: (2, 6) and (0, 4)."""
+        t_hi = (q & 0x80808080) | ((q & 0x70707070) >> 3)
+        q4 = q << 4
+        t_lo = (q4 & 0x80808080) | ((q4 & 0x70707070) >> 3)
+        return (t_hi & 0xFF00FF00, t_lo & 0xFF00FF00, (t_hi << 8) & 0xFF00FF00, (t_lo << 8) & 0xFF00FF00)
+
+    @triton.jit
+    def _lane_fma(t, x2, acc):
+        """Interpreter stand-in for mul.rn.f16x2 by 2^14 (exact) then fma.rn.f16x2, lane by lane."""
+        v_lo = (t & 0xFFFF).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32) * 16384.0
+        v_hi = (t >> 16).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32) * 16384.0
+        x_lo = (x2 & 0xFFFF).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+        x_hi = (x2 >> 16).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+        a_lo = (acc & 0xFFFF).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+        a_hi = (acc >> 16).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+        r_lo = (v_lo * x_lo + a_lo).to(tl.float16).to(tl.uint16, bitcast=True).to(tl.uint32)
+        r_hi = (v_hi * x_hi + a_hi).to(tl.float16).to(tl.uint16, bitcast=True).to(tl.uint32)
+        return r_lo | (r_hi << 16)
+
+    @triton.jit
+    def _word_fma(q, x0, x1, x2, x3, acc, USE_ASM: tl.constexpr):
+        """acc += the eight codes of word q times their activations, in two fp16 lanes: x_p holds the fp16 pair
+        of columns (3 - p, 7 - p) (pack_x_pairs). Per word: three integer ops make the fp16 high bytes of the
+        four high-nibble codes (sign | magnitude >> 3 of Marlin's unpack, vllm csrc/quantization/marlin/
+        dequant.h, on all four bytes at once), one and / one prmt split them into the pairs (3, 7) and (1, 5);
+        q << 4 and the same for (2, 6) and (0, 4); each pair x 2^14 (exact, the subnormal codes included) and
+        one fma.rn.f16x2: about 19 instructions per eight weights."""
         if USE_ASM:
             return tl.inline_asm_elementwise(
                 asm="""{
-                .reg .b32 t, u, s;
-                and.b32 t, $1, 0x70007000;
-                shr.b32 t, t, 3;
-                and.b32 u, $1, 0x80008000;
-                or.b32 t, t, u;
+                .reg .b32 r, t, p, q4, s;
                 mov.b32 s, 0x74007400;
-                mul.rn.f16x2 t, t, s;
-                fma.rn.f16x2 $0, t, $2, $3;
+                and.b32 r, $1, 0x70707070;
+                shr.b32 r, r, 3;
+                and.b32 t, $1, 0x80808080;
+                or.b32 t, t, r;
+                and.b32 p, t, 0xFF00FF00;
+                mul.rn.f16x2 p, p, s;
+                fma.rn.f16x2 $0, p, $2, $6;
+                prmt.b32 p, t, 0, 0x2404;
+                mul.rn.f16x2 p, p, s;
+                fma.rn.f16x2 $0, p, $4, $0;
+                shl.b32 q4, $1, 4;
+                and.b32 r, q4, 0x70707070;
+                shr.b32 r, r, 3;
+                and.b32 t, q4, 0x80808080;
+                or.b32 t, t, r;
+                and.b32 p, t, 0xFF00FF00;
+                mul.rn.f16x2 p, p, s;
+                fma.rn.f16x2 $0, p, $3, $0;
+                prmt.b32 p, t, 0, 0x2404;
+                mul.rn.f16x2 p, p, s;
+                fma.rn.f16x2 $0, p, $5, $0;
                 }""",
-                constraints="=r,r,r,r", args=[q, x2, acc], dtype=tl.uint32, is_pure=True, pack=1)
+                constraints="=r,r,r,r,r,r,r", args=[q, x0, x1, x2, x3, acc], dtype=tl.uint32, is_pure=True,
+                pack=1)
         else:  # the same arithmetic lane by lane, for Triton's CPU interpreter (which runs no PTX)
-            t = (q & 0x80008000) | ((q & 0x70007000) >> 3)
-            v_lo = (t & 0xFFFF).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32) * 16384.0
-            v_hi = (t >> 16).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32) * 16384.0
-            x_lo = (x2 & 0xFFFF).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
-            x_hi = (x2 >> 16).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
-            a_lo = (acc & 0xFFFF).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
-            a_hi = (acc >> 16).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
-            r_lo = (v_lo * x_lo + a_lo).to(tl.float16).to(tl.uint16, bitcast=True).to(tl.uint32)
-            r_hi = (v_hi * x_hi + a_hi).to(tl.float16).to(tl.uint16, bitcast=True).to(tl.uint32)
-            return r_lo | (r_hi << 16)
+            p37, p26, p15, p04 = _fp16_pairs(q)
+            acc = _lane_fma(p37, x0, acc)
+            acc = _lane_fma(p15, x2, acc)
+            acc = _lane_fma(p26, x1, acc)
+            return _lane_fma(p04, x3, acc)
 
     @triton.jit
     def _half2_sum(acc, USE_ASM: tl.constexpr):
@@ -181,16 +221,16 @@ if triton is not None:
                 x1 = tl.load(xrow + 4 * j + 1, mask=j < kw, other=0)
                 x2 = tl.load(xrow + 4 * j + 2, mask=j < kw, other=0)
                 x3 = tl.load(xrow + 4 * j + 3, mask=j < kw, other=0)
-            q = q.to(tl.uint32, bitcast=True)
-            h = _pair_fma(q, x0[None, :].to(tl.uint32, bitcast=True), tl.zeros([BLOCK_N, BLOCK_W], dtype=tl.uint32),
-                          USE_ASM)
-            q = q << 4
-            h = _pair_fma(q, x1[None, :].to(tl.uint32, bitcast=True), h, USE_ASM)
-            q = q << 4
-            h = _pair_fma(q, x2[None, :].to(tl.uint32, bitcast=True), h, USE_ASM)
-            q = q << 4
-            h = _pair_fma(q, x3[None, :].to(tl.uint32, bitcast=True), h, USE_ASM)
-            ws = tl.sum(tl.reshape(_half2_sum(h, USE_ASM), [BLOCK_N, BLOCK_W // 2, 2]), axis=2)  # per block
+            # the two words of a 16-column block in one fp16x2 accumulator (eight products per lane), then fp32
+            qe, qo = tl.split(tl.reshape(q.to(tl.uint32, bitcast=True), [BLOCK_N, BLOCK_W // 2, 2]))
+            xe0, xo0 = tl.split(tl.reshape(x0.to(tl.uint32, bitcast=True), [BLOCK_W // 2, 2]))
+            xe1, xo1 = tl.split(tl.reshape(x1.to(tl.uint32, bitcast=True), [BLOCK_W // 2, 2]))
+            xe2, xo2 = tl.split(tl.reshape(x2.to(tl.uint32, bitcast=True), [BLOCK_W // 2, 2]))
+            xe3, xo3 = tl.split(tl.reshape(x3.to(tl.uint32, bitcast=True), [BLOCK_W // 2, 2]))
+            h = _word_fma(qe, xe0[None, :], xe1[None, :], xe2[None, :], xe3[None, :],
+                          tl.zeros([BLOCK_N, BLOCK_W // 2], dtype=tl.uint32), USE_ASM)
+            h = _word_fma(qo, xo0[None, :], xo1[None, :], xo2[None, :], xo3[None, :], h, USE_ASM)
+            ws = _half2_sum(h, USE_ASM)  # per block
             s_bits = ((s & 0x80).to(tl.uint16) << 8) | ((s & 0x7F).to(tl.uint16) << 7)
             acc += ws * s_bits.to(tl.float16, bitcast=True).to(tl.float32)
         if PDL == 2:

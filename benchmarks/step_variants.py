@@ -17,6 +17,7 @@ import argparse
 import os
 import statistics
 import sys
+import time
 from datetime import date
 from pathlib import Path
 
@@ -42,13 +43,22 @@ VARIANTS = [
 
 def time_variant(dec, start_pos: int, start_token: torch.Tensor, steps: int):
     """Logits of the first step from start_pos, then the median and mean ms of `steps` graph replays, each
-    replay starting again from start_pos (the same attended length for every variant)."""
+    replay starting again from start_pos (the same attended length for every variant). On the CPU (--smoke)
+    the step runs eagerly, timed by the clock."""
     def reset():
         dec.pos.fill_(start_pos)
         dec.token.copy_(start_token)
 
     reset()
-    dec.decode_step()  # compiles, autotunes (outside the graph)
+    first = dec.decode_step()[0].float().clone()  # compiles, autotunes (outside the graph)
+    if dec.device.type != "cuda":
+        ms = []
+        for _ in range(steps):
+            reset()
+            t = time.perf_counter()
+            dec.decode_step()
+            ms.append((time.perf_counter() - t) * 1e3)
+        return first, statistics.median(ms), statistics.fmean(ms)
     reset()
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
@@ -83,16 +93,22 @@ def main() -> None:
     ap.add_argument("--only", default=None, help="comma-separated variant numbers (1-based) to run")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--append", action="store_true")
+    ap.add_argument("--smoke", action="store_true",
+                    help="the toy model on the CPU through Triton's interpreter (TRITON_INTERPRET=1): checks the "
+                         "script, not the card")
     args = ap.parse_args()
-    if not torch.cuda.is_available():
-        sys.exit("Error: step_variants.py needs a CUDA GPU.")
-    card = read_card(0)
-    theo = card.theoretical_bandwidth_gb_s
-    cfg = gemma4.GEMMA4_12B
-    w = gemma4.build_random(cfg, device="cuda", dtype=torch.bfloat16, quant="nvfp4", seed=0)
+    if args.smoke:
+        device, cfg, dtype, card_name, driver, theo = "cpu", gemma4.GEMMA4_TINY, torch.float32, "cpu", None, None
+    else:
+        if not torch.cuda.is_available():
+            sys.exit("Error: step_variants.py needs a CUDA GPU (or --smoke on the CPU).")
+        card = read_card(0)
+        device, cfg, dtype = "cuda", gemma4.GEMMA4_12B, torch.bfloat16
+        card_name, driver, theo = card.name, card.driver, card.theoretical_bandwidth_gb_s
+    w = gemma4.build_random(cfg, device=device, dtype=dtype, quant="nvfp4", seed=0)
     dec = gemma4.Gemma4Decoder(w, batch=1, max_positions=args.context + 16, gemv="words", fused=False)
-    dec.prefill(torch.randint(0, cfg.vocab_size, (1, args.context), device="cuda",
-                              generator=torch.Generator(device="cuda").manual_seed(1)))
+    dec.prefill(torch.randint(0, cfg.vocab_size, (1, args.context), device=device,
+                              generator=torch.Generator(device=device).manual_seed(1)))
     start_pos, start_token = int(dec.pos.item()), dec.token.clone()
     step_bytes = sum(bytes_read_per_step(w, 1, start_pos + 1).values())
     chosen = VARIANTS if not args.only else [VARIANTS[int(i) - 1] for i in args.only.split(",")]
@@ -123,10 +139,10 @@ def main() -> None:
         else:
             os.environ[k] = v
     cmd = " ".join(["python benchmarks/step_variants.py"] + sys.argv[1:])
-    lines = [f"## step_variants.py on {card.name}", "",
-             f"- Card: {card.name}, driver {card.driver}, NVML theoretical {theo or 0:,.0f} GB/s",
+    lines = [f"## step_variants.py on {card_name}", "",
+             f"- Card: {card_name}, driver {driver}, NVML theoretical {theo or 0:,.0f} GB/s",
              f"- Date: {date.today().isoformat()}; commit {git_commit()}; torch {torch.__version__}",
-             f"- Command: `{cmd}`; Gemma 4 12B NVFP4 (random weights), batch 1, {start_pos} positions attended, "
+             f"- Command: `{cmd}`; {cfg.name} NVFP4 (random weights), batch 1, {start_pos} positions attended, "
              f"{step_bytes / 1e9:.3f} GB read per step; each variant's first logits checked against the first row's",
              "", "| variant | logits match | ms/step median | ms/step mean | GB/s (mean) | of theoretical |",
              "|---|---|---|---|---|---|"] + rows

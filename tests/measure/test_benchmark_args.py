@@ -2,6 +2,7 @@
 decode.py and profile_decode.py, so each must accept every name gemv_bench can write (a rejected name would
 waste a rare GPU session's minutes)."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -49,3 +50,17 @@ def test_step_variants_parses_and_names_its_variants():
     for label, gemv, fused, pdl, kb in step_variants.VARIANTS:
         assert gemv in GEMV_KERNELS and pdl in ("0", "1", "2") and kb.isdigit(), label
     assert step_variants.VARIANTS[0][2] is False  # the reference row: the eager step
+
+
+def test_step_variants_smoke_run_on_the_cpu(tmp_path):
+    """The whole script on the toy model through the interpreter: builds, checks each variant's logits against
+    the eager step's, times, writes the table (what a GPU session would otherwise find broken)."""
+    out = tmp_path / "variants.md"
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    r = subprocess.run([sys.executable, str(BENCH / "step_variants.py"), "--smoke", "--context", "12", "--steps", "1",
+                        "--only", "6,9", "--out", str(out)], capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = [ln for ln in out.read_text().splitlines() if ln.startswith("| ") and "variant" not in ln]
+    assert [ln.split(" | ")[0] for ln in rows] == ["| eager, words", "| fused, words, PDL early, prefetch 32 KiB "
+                                                   "(default)", "| fused, triton (byte kernel), PDL early"]
+    assert all(ln.split(" | ")[1] == "yes" for ln in rows), rows

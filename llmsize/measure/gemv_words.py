@@ -147,13 +147,17 @@ if triton is not None:
 
     @triton.jit
     def _prefetch_rows(packed_ptr, scale_ptr, row0, nrows, kw, nblk, nbytes):
-        """The first nbytes of rows row0.. (nrows of kw words, contiguous) and their scales towards L2."""
-        wbytes = tl.minimum(nbytes, nrows * kw * 4) // 16 * 16
+        """The first nbytes of rows row0.. (nrows of kw words, contiguous) and their scales towards L2. The bulk
+        prefetch wants a 16-byte aligned start and a multiple of 16 bytes: the start is rounded down to 16 bytes
+        from the (aligned) base, a few bytes of the row before at most."""
+        w_at = row0 * kw // 4 * 4  # int32 words: 4 per 16 bytes
+        wbytes = tl.minimum(nbytes, (row0 * kw - w_at + nrows * kw) * 4) // 16 * 16
         if wbytes > 0:
-            prefetch_l2(packed_ptr + row0 * kw, wbytes)
-        sbytes = tl.minimum(nbytes // 8, nrows * nblk) // 16 * 16  # the same rows' scales (1/8 the bytes)
+            prefetch_l2(packed_ptr + w_at, wbytes)
+        s_at = row0 * nblk // 16 * 16  # bytes
+        sbytes = tl.minimum(nbytes // 8, row0 * nblk - s_at + nrows * nblk) // 16 * 16  # the same rows' scales
         if sbytes > 0:
-            prefetch_l2(scale_ptr + row0 * nblk, sbytes)
+            prefetch_l2(scale_ptr + s_at, sbytes)
 
     @triton.jit
     def gelu_tanh_mul(g, u, dt: tl.constexpr):
@@ -301,8 +305,8 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
 
     opts = launch_opts(pdl_mode(x2.device))
     scales = w.scales.view(torch.uint8)
-    # the bulk L2 prefetch wants 16-byte aligned starts: each program's rows start at a multiple of 16 bytes
-    # from the base when K is a multiple of 16 (checked above), so the bases must be aligned
+    # the bulk L2 prefetch wants 16-byte aligned starts: the kernel rounds each program's start down to 16 bytes
+    # from the base, so the bases must be aligned (fresh allocations are; a view into a tensor may not be)
     pf = prefetch_bytes(x2.device) if words.data_ptr() % 16 == 0 and scales.data_ptr() % 16 == 0 else 0
 
     def launch(bn, bw, warps):

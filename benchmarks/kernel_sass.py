@@ -52,25 +52,26 @@ def cases():
         out.append((f"pairs {bn}x{8 * bw} w{w}", gemv._gemv_pairs, sig_pairs,
                     {"BLOCK_N": bn, "BLOCK_W": bw, "BLOCK_B": 16}, w, bn * bw * 8))
     sig_words = {"x2_ptr": "*i32", "packed_ptr": "*i32", "scale_ptr": "*u8", "row_scale_ptr": "*fp32",
-                 "y_ptr": "*bf16", "pack_ptr": "*fp16", "N": "i32", "kw": "i32", "nblk": "i32", "stride_yb": "i32",
-                 "prefetch": "i32", "inter": "i32",
+                 "y_ptr": "*bf16", "pack_ptr": "*fp16", "ws_ptr": "*fp32", "cnt_ptr": "*i32", "N": "i32", "kw": "i32",
+                 "nblk": "i32", "stride_yb": "i32", "prefetch": "i32", "inter": "i32", "kw_split": "i32",
                  "BLOCK_N": "constexpr", "BLOCK_W": "constexpr", "EVEN": "constexpr", "USE_ASM": "constexpr",
-                 "GLU": "constexpr", "PACK": "constexpr", "PDL": "constexpr"}
-    for bn, bw, w in gemv_words.WORDS_CONFIGS:
-        out.append((f"words {bn}x{8 * bw} w{w}", gemv_words._gemv_words, sig_words,
+                 "GLU": "constexpr", "PACK": "constexpr", "STAGES": "constexpr", "SPLIT_K": "constexpr",
+                 "PDL": "constexpr"}
+    for bn, bw, w, stages, split in gemv_words.WORDS_CONFIGS:
+        out.append((f"words {bn}x{8 * bw} w{w} s{stages} k{split}", gemv_words._gemv_words, sig_words,
                     {"BLOCK_N": bn, "BLOCK_W": bw, "EVEN": True, "USE_ASM": True, "GLU": False, "PACK": False,
-                     "PDL": 2}, w, bn * bw * 8))
-    bn, bw, w = gemv_words.WORDS_CONFIGS[0]  # the gate | up pass with its GeGLU epilogue: the same loop
+                     "STAGES": stages, "SPLIT_K": split, "PDL": 2}, w, bn * bw * 8))
+    bn, bw, w, stages, split = gemv_words.WORDS_CONFIGS[0]  # gate | up with its GeGLU epilogue: the same loop
     out.append((f"words+glu {bn}x{8 * bw} w{w}", gemv_words._gemv_words, sig_words,
-                {"BLOCK_N": bn, "BLOCK_W": bw, "EVEN": True, "USE_ASM": True, "GLU": True, "PACK": True, "PDL": 2},
-                w, bn * bw * 8))
+                {"BLOCK_N": bn, "BLOCK_W": bw, "EVEN": True, "USE_ASM": True, "GLU": True, "PACK": True,
+                 "STAGES": stages, "SPLIT_K": split, "PDL": 2}, w, bn * bw * 8))
     return out
 
 
 def divisibility(sig: dict, fn) -> dict:
     names = fn.arg_names
     return {(names.index(a),): [["tt.divisibility", 16]] for a, t in sig.items()
-            if t.startswith("*") or a in ("N", "K", "kw", "nblk", "stride_xb", "stride_yb")}
+            if t.startswith("*") or a in ("N", "K", "kw", "nblk", "stride_xb", "stride_yb", "kw_split")}
 
 
 def reorder(sig: dict, fn) -> dict:

@@ -29,7 +29,7 @@ except ImportError:  # pragma: no cover - exercised only where triton is missing
     triton = None
 
 if triton is not None:
-    from llmsize.measure.launch import prefetch_l2
+    from llmsize.measure.launch import prefetch_l2, prefetch_l2_each
 
     @triton.jit
     def _pack_x_kernel(x_ptr, out_ptr, K, stride_xb, BLOCK: tl.constexpr):
@@ -167,30 +167,63 @@ if triton is not None:
         act = (0.5 * g * (1.0 + t)).to(dt).to(tl.float32)
         return (act * u).to(dt).to(tl.float32)
 
-    def _words_body(x2_ptr, packed_ptr, scale_ptr, row_scale_ptr, y_ptr, pack_ptr, N, kw, nblk, stride_yb, prefetch,
-                    inter, BLOCK_N: tl.constexpr, BLOCK_W: tl.constexpr, EVEN: tl.constexpr, USE_ASM: tl.constexpr,
-                    GLU: tl.constexpr, PACK: tl.constexpr, PDL: tl.constexpr):
-        """Batch-1 CUDA-core GEMV on 32-bit words: per word, four unpack + fp16x2 multiply-add steps (two codes
-        each, fp16 accumulation of four products per lane), then the two lanes summed in fp32 and the pair of
-        words of a 16-column block scaled once; x comes prepacked as fp16 pairs (_pack_x_kernel). About 4-5
-        instructions per weight in the sm_90 SASS (benchmarks/kernel_sass.py) against ~14 for the byte kernel.
+    @triton.jit
+    def _prefetch_row_segments(packed_ptr, scale_ptr, rows, k_lo, nwords, kw, nblk, nbytes):
+        """Split-K programs read a segment of each of their rows: each row's segment (up to nbytes) and its
+        scales towards L2, one bulk prefetch per row, the starts rounded down to 16 bytes."""
+        w_at = (rows * kw + k_lo) // 4 * 4
+        prefetch_l2_each(packed_ptr + w_at, tl.minimum(nbytes, (rows * kw + k_lo - w_at + nwords) * 4) // 16 * 16)
+        s_at = (rows * nblk + k_lo // 2) // 16 * 16
+        prefetch_l2_each(scale_ptr + s_at, (rows * nblk + k_lo // 2 - s_at + nwords // 2) // 16 * 16)
+
+    @triton.jit
+    def _epilogue(y, y_ptr, pack_ptr, b, rows, row_ok, i0, N, inter, stride_yb, BLOCK_N: tl.constexpr,
+                  GLU: tl.constexpr, PACK: tl.constexpr):
+        dt = y_ptr.dtype.element_ty
+        if GLU:  # rounded as the GEMV's output is, then the GeGLU kernel's arithmetic
+            g, u = tl.split(tl.reshape(y.to(dt).to(tl.float32), [BLOCK_N // 2, 2]))
+            i = i0 + tl.arange(0, BLOCK_N // 2)
+            store_act(y_ptr + b * stride_yb, pack_ptr + b * inter, i, gelu_tanh_mul(g, u, dt), i < inter, PACK)
+        else:
+            store_act(y_ptr + b * stride_yb, pack_ptr + b * N, rows, y.to(dt).to(tl.float32), row_ok, PACK)
+
+    def _words_body(x2_ptr, packed_ptr, scale_ptr, row_scale_ptr, y_ptr, pack_ptr, ws_ptr, cnt_ptr, N, kw, nblk,
+                    stride_yb, prefetch, inter, kw_split, BLOCK_N: tl.constexpr, BLOCK_W: tl.constexpr,
+                    EVEN: tl.constexpr, USE_ASM: tl.constexpr, GLU: tl.constexpr, PACK: tl.constexpr,
+                    STAGES: tl.constexpr, SPLIT_K: tl.constexpr, PDL: tl.constexpr):
+        """Batch-1 CUDA-core GEMV on 32-bit words (_word_fma: 19 instructions per eight weights), the two words
+        of a 16-column block in one fp16x2 accumulator, then fp32 and the block's scale; x comes prepacked as
+        fp16 pairs (pack_x_pairs). 3.5-3.9 instructions per weight in the sm_90 SASS (kernel_sass.py).
+
+        STAGES > 1: the loop's loads pipelined through shared memory (cp.async), more bytes in flight per
+        program. SPLIT_K > 1: program (n, b, z) covers K words [z kw_split, (z + 1) kw_split) of its rows and
+        adds its partial sums into the fp32 workspace ws (atomics); the last of the SPLIT_K programs of a row
+        block (a counter per row block, acq_rel) takes the sums, zeroes ws and the counter for the next call,
+        and runs the epilogue. For the GEMVs with few rows (o, down: 3,840), where 120 programs of whole rows
+        cannot keep enough loads in flight to fill the H200's bandwidth.
 
         GLU: the weight is gate | up (N = 2 inter rows); a program takes BLOCK_N / 2 gate rows and the matching
         up rows, interleaved, and writes gelu_tanh(gate) * up ([B, inter]; PACK: in this kernel's input layout,
         for the down projection), the GeGLU kernel folded into this one's epilogue."""
         pid_n = tl.program_id(0)
         b = tl.program_id(1)
+        kz = tl.program_id(2)
         r = tl.arange(0, BLOCK_N)
+        i0 = pid_n * (BLOCK_N // 2)
         if GLU:
-            i0 = pid_n * (BLOCK_N // 2)
             rows = i0 + r // 2 + (r % 2) * inter  # gate row i, then up row i
             row_ok = i0 + r // 2 < inter
         else:
             rows = pid_n * BLOCK_N + r
             row_ok = rows < N
+        k_lo = kz * kw_split
+        k_hi = tl.minimum(kw, k_lo + kw_split)
         if PDL == 2:  # see launch.py: the start of this program's rows towards L2 (weights do not depend on the
             # kernel before), then wait for that kernel (x2 written); the next kernel is let in after the loop
-            if GLU:
+            if SPLIT_K > 1:
+                _prefetch_row_segments(packed_ptr, scale_ptr, tl.where(row_ok, rows, 0), k_lo, k_hi - k_lo, kw,
+                                       nblk, prefetch // BLOCK_N)
+            elif GLU:
                 nrows = tl.minimum(BLOCK_N // 2, inter - i0)
                 _prefetch_rows(packed_ptr, scale_ptr, i0, nrows, kw, nblk, prefetch // 2)
                 _prefetch_rows(packed_ptr, scale_ptr, inter + i0, nrows, kw, nblk, prefetch // 2)
@@ -205,7 +238,7 @@ if triton is not None:
         jb = tl.arange(0, BLOCK_W // 2)
         acc = tl.zeros([BLOCK_N, BLOCK_W // 2], dtype=tl.float32)
         xrow = x2_ptr + b * kw * 4
-        for w0 in range(0, kw, BLOCK_W):
+        for w0 in tl.range(k_lo, k_hi, BLOCK_W, num_stages=STAGES):
             j = w0 + jj
             blk = w0 // 2 + jb
             if EVEN:  # weights are read once per step: first out of L2, before activations and the cache
@@ -216,15 +249,16 @@ if triton is not None:
                 x2 = tl.load(xrow + 4 * j + 2)
                 x3 = tl.load(xrow + 4 * j + 3)
             else:
-                m = row_ok[:, None] & (j < kw)[None, :]
+                m = row_ok[:, None] & (j < k_hi)[None, :]
                 q = tl.load(packed_ptr + rows[:, None] * kw + j[None, :], mask=m, other=0,
                             eviction_policy="evict_first")
                 s = tl.load(scale_ptr + rows[:, None] * nblk + blk[None, :],
-                            mask=row_ok[:, None] & (blk < nblk)[None, :], other=0, eviction_policy="evict_first")
-                x0 = tl.load(xrow + 4 * j, mask=j < kw, other=0)
-                x1 = tl.load(xrow + 4 * j + 1, mask=j < kw, other=0)
-                x2 = tl.load(xrow + 4 * j + 2, mask=j < kw, other=0)
-                x3 = tl.load(xrow + 4 * j + 3, mask=j < kw, other=0)
+                            mask=row_ok[:, None] & (2 * blk < k_hi)[None, :], other=0,
+                            eviction_policy="evict_first")
+                x0 = tl.load(xrow + 4 * j, mask=j < k_hi, other=0)
+                x1 = tl.load(xrow + 4 * j + 1, mask=j < k_hi, other=0)
+                x2 = tl.load(xrow + 4 * j + 2, mask=j < k_hi, other=0)
+                x3 = tl.load(xrow + 4 * j + 3, mask=j < k_hi, other=0)
             # the two words of a 16-column block in one fp16x2 accumulator (eight products per lane), then fp32
             qe, qo = tl.split(tl.reshape(q.to(tl.uint32, bitcast=True), [BLOCK_N, BLOCK_W // 2, 2]))
             xe0, xo0 = tl.split(tl.reshape(x0.to(tl.uint32, bitcast=True), [BLOCK_W // 2, 2]))
@@ -241,19 +275,40 @@ if triton is not None:
             tl.extra.cuda.gdc_launch_dependents()  # this program's weights are read: the next kernel may start
         rs = tl.load(row_scale_ptr + rows, mask=row_ok, other=0.0)
         y = tl.sum(acc, axis=1) * (rs * 256.0)  # 2^8: the E4M3 bit pattern read as fp16
-        dt = y_ptr.dtype.element_ty
-        if GLU:  # rounded as the GEMV's output is, then the GeGLU kernel's arithmetic
-            g, u = tl.split(tl.reshape(y.to(dt).to(tl.float32), [BLOCK_N // 2, 2]))
-            i = i0 + tl.arange(0, BLOCK_N // 2)
-            store_act(y_ptr + b * stride_yb, pack_ptr + b * inter, i, gelu_tanh_mul(g, u, dt), i < inter, PACK)
+        if SPLIT_K > 1:
+            slot = ws_ptr + b * N + rows
+            tl.atomic_add(slot, y, mask=row_ok, sem="relaxed")
+            tl.debug_barrier()  # every thread's adds before the counter's release
+            cnt = cnt_ptr + b * tl.num_programs(0) + pid_n
+            if tl.atomic_add(cnt, 1, sem="acq_rel") == SPLIT_K - 1:  # the last of this row block's programs
+                y = tl.atomic_add(slot, tl.zeros_like(y), mask=row_ok, sem="acq_rel")  # the sums, read in L2
+                tl.store(slot, tl.zeros_like(y), mask=row_ok)  # and left zeroed for the next call
+                tl.atomic_xchg(cnt, 0, sem="relaxed")
+                _epilogue(y, y_ptr, pack_ptr, b, rows, row_ok, i0, N, inter, stride_yb, BLOCK_N, GLU, PACK)
         else:
-            store_act(y_ptr + b * stride_yb, pack_ptr + b * N, rows, y.to(dt).to(tl.float32), row_ok, PACK)
+            _epilogue(y, y_ptr, pack_ptr, b, rows, row_ok, i0, N, inter, stride_yb, BLOCK_N, GLU, PACK)
 
     _gemv_words = triton.jit(_words_body)
 
 
-WORDS_CONFIGS = ((64, 32, 8), (32, 32, 4), (128, 32, 8), (64, 16, 4), (32, 64, 4), (64, 64, 8))  # BN, BW, warps
-_words_best: dict[tuple, tuple[int, int, int]] = {}
+# (BLOCK_N, BLOCK_W, warps, STAGES, SPLIT_K): what the per-shape timing chooses among, for the configs that
+# divide the shape. Stage 1 / no split for the wide GEMVs (gate_up: 960 programs); pipelined loads and K split
+# for the narrow ones (o, down: 3,840 rows, 120 programs of 32 whole rows) to keep enough bytes in flight.
+WORDS_CONFIGS = ((32, 32, 4, 1, 1), (64, 32, 8, 1, 1), (32, 32, 4, 3, 1), (64, 32, 8, 3, 1), (32, 32, 4, 3, 3),
+                 (32, 32, 4, 3, 4), (32, 64, 4, 3, 2))
+_words_best: dict[tuple, tuple[int, int, int, int, int]] = {}
+_workspaces: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+
+
+def _split_workspace(device, b: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The fp32 partial sums [B, N] and row-block counters of the split-K GEMV, zeroed once and left zeroed by
+    each call's last programs (so a CUDA graph replays them as is). Shared by the GEMVs of the same B and N:
+    the decode step runs them one after another, each finishing before the next one starts adding."""
+    key = (str(device), b, n)
+    if key not in _workspaces:
+        _workspaces[key] = (torch.zeros((b, n), dtype=torch.float32, device=device),
+                            torch.zeros((b, triton.cdiv(n, 16)), dtype=torch.int32, device=device))
+    return _workspaces[key]
 
 
 def pack_x_pairs(x: torch.Tensor) -> torch.Tensor:
@@ -267,7 +322,7 @@ def pack_x_pairs(x: torch.Tensor) -> torch.Tensor:
 def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor | None = None,
                      block_n: int | None = None, block_w: int | None = None, num_warps: int = 4,
                      x2: torch.Tensor | None = None, out_dtype: torch.dtype | None = None, glu: bool = False,
-                     pack: bool = False) -> torch.Tensor:
+                     pack: bool = False, stages: int = 1, split_k: int = 1) -> torch.Tensor:
     """Batch-1 CUDA-core GEMV that decodes two codes per instruction (fp16x2 PTX on the GPU, the same arithmetic
     in plain Triton under the CPU interpreter); one weight pass per batch row. x [B, K] -> [B, N]; or x None and
     x2 the activations already packed ([B, K/8, 4], pack_x_pairs' layout, as the fused kernels can write them).
@@ -309,25 +364,31 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
     # from the base, so the bases must be aligned (fresh allocations are; a view into a tensor may not be)
     pf = prefetch_bytes(x2.device) if words.data_ptr() % 16 == 0 and scales.data_ptr() % 16 == 0 else 0
 
-    def launch(bn, bw, warps):
+    def launch(bn, bw, warps, stages, split):
         rows = n_out if glu else n  # gate | up: a program takes bn / 2 of each
         per = bn // 2 if glu else bn
-        even = rows % per == 0 and kw % bw == 0
-        _gemv_words[(triton.cdiv(rows, per), b)](x2, words, scales, w.row_scale, out, pack_view, n, kw, nblk,
-                                                 out.stride(0), pf, n_out, BLOCK_N=bn, BLOCK_W=bw, EVEN=even,
-                                                 USE_ASM=use_asm, GLU=glu, PACK=pack, num_warps=warps, **opts)
+        kw_split = triton.cdiv(triton.cdiv(kw, split), bw) * bw  # whole tiles per split, the last one shorter
+        split = triton.cdiv(kw, kw_split)
+        even = rows % per == 0 and kw % kw_split == 0 and kw_split % bw == 0
+        ws, cnt = _split_workspace(x2.device, b, n) if split > 1 else (out, out)
+        _gemv_words[(triton.cdiv(rows, per), b, split)](
+            x2, words, scales, w.row_scale, out, pack_view, ws, cnt, n, kw, nblk, out.stride(0), pf, n_out, kw_split,
+            BLOCK_N=bn, BLOCK_W=bw, EVEN=even, USE_ASM=use_asm, GLU=glu, PACK=pack, STAGES=stages, SPLIT_K=split,
+            num_warps=warps, **opts)
 
     if block_n is not None or block_w is not None or not use_asm:
         bn, bw = block_n or 32, block_w or 16
         if bw % 2 or bw < 2:
             raise ValueError("block_w must be an even number of words")
-        launch(bn, bw, num_warps)
+        if split_k < 1 or stages < 1:
+            raise ValueError("split_k and stages must be at least 1")
+        launch(bn, bw, num_warps, stages, split_k)
     else:
-        key = (n, k, glu, pack)
+        key = (n, k, b, glu, pack)
         if key not in _words_best:
             per = (lambda c: c[0] // 2) if glu else (lambda c: c[0])
             _words_best[key] = _time_configs(launch, [c for c in WORDS_CONFIGS if n_out % per(c) == 0
-                                                      and kw % c[1] == 0] or [(32, 16, 4)])
+                                                      and kw % (c[1] * c[4]) == 0] or [(32, 16, 4, 1, 1)])
         launch(*_words_best[key])
     return packed_out if pack else out
 
@@ -337,7 +398,8 @@ _words_checked: dict[str, bool] = {}
 
 def words_kernel_ok(device) -> bool:
     """Whether the word kernel's PTX computes what the reference does on this GPU: checked once per device on a
-    small random matrix (every code, real scales) before `--gemv auto` trusts it for batch 1."""
+    small random matrix (every code, real scales), plain, pipelined and split over K, before `--gemv auto`
+    trusts it for batch 1."""
     key = str(device)
     if key not in _words_checked:
         try:
@@ -345,8 +407,12 @@ def words_kernel_ok(device) -> bool:
             w = quantize(torch.randn(256, 512, device=device, generator=gen) * 0.05)
             x = torch.randn(1, 512, device=device, generator=gen).to(torch.bfloat16)
             want = nvfp4_linear_reference(x.float(), w)
-            got = nvfp4_gemv_words(x, w, block_n=32, block_w=16).float()
-            _words_checked[key] = bool(torch.allclose(got, want, rtol=2e-2, atol=2e-2))
+            ok = True
+            for stages, split in ((1, 1), (3, 1), (3, 4)):  # every code path the per-shape timing may pick
+                for _ in range(2):  # twice: the split path must leave its workspace zeroed
+                    got = nvfp4_gemv_words(x, w, block_n=32, block_w=16, stages=stages, split_k=split).float()
+                    ok = ok and bool(torch.allclose(got, want, rtol=2e-2, atol=2e-2))
+            _words_checked[key] = ok
         except Exception:  # PTX the card's driver refuses, say: the byte kernel it is
             _words_checked[key] = False
     return _words_checked[key]

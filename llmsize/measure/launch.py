@@ -92,3 +92,16 @@ if triton is not None:
             mov.u32 $0, 0;
             }""",
             constraints="=r,l,r", args=[ptr, nbytes], dtype=tl.int32, is_pure=False, pack=1)
+
+    @triton.jit
+    def prefetch_l2_each(ptrs, nbytes):
+        """One bulk L2 prefetch per element (16-byte aligned addresses, sizes multiples of 16; 0 is skipped),
+        issued by whichever thread holds the element."""
+        tl.inline_asm_elementwise(
+            asm="""{
+            .reg .pred p;
+            setp.ne.u32 p, $2, 0;
+            @p cp.async.bulk.prefetch.L2.global [$1], $2;
+            mov.u32 $0, 0;
+            }""",
+            constraints="=r,l,r", args=[ptrs, nbytes], dtype=tl.int32, is_pure=False, pack=1)

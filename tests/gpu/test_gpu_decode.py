@@ -134,3 +134,22 @@ def test_words_kernel_decodes_every_code_on_the_gpu():
         x[0, col] = 1.0
         got = gemv_words.nvfp4_gemv_words(x, w, block_n=16, block_w=16)[0, 0].item()
         assert got == nvfp4.E2M1_VALUES[int(codes[0, col])] * scale_vals[0, col // 16].item() * 0.5, col
+
+
+@pytest.mark.parametrize("n, k", [(3840, 15360), (3840, 4096), (30720, 3840)])
+@pytest.mark.parametrize("stages, split", [(1, 1), (3, 1), (3, 3), (3, 4)])
+def test_words_kernel_every_configuration(n, k, stages, split):
+    """Each pipelining depth and K split the per-shape timing may pick, against the reference, three calls in a
+    row (the split path's workspace left zeroed by each); gate | up with the GeGLU for the widest shape."""
+    from llmsize.measure import gemv, gemv_words, nvfp4
+    torch.manual_seed(k + split)
+    w = nvfp4.quantize(torch.randn(n, k, device="cuda") / k ** 0.5)
+    x = torch.randn(1, k, device="cuda", dtype=torch.bfloat16)
+    ref = gemv.nvfp4_linear_reference(x.float(), w)
+    glu = n == 30720
+    if glu:
+        ref = torch.nn.functional.gelu(ref[:, :n // 2], approximate="tanh") * ref[:, n // 2:]
+    for _ in range(3):
+        got = gemv_words.nvfp4_gemv_words(x, w, block_n=32, block_w=32, num_warps=4, stages=stages, split_k=split,
+                                          glu=glu).float()
+        torch.testing.assert_close(got, ref, rtol=3e-2, atol=3e-2)

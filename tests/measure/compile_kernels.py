@@ -30,14 +30,19 @@ def kernels():
     yield ("gemv pairs", gemv._gemv_pairs, dict(gemv_args, B="i32", packed_ptr=P["i32"]),
            {"BLOCK_N": 64, "BLOCK_W": 16, "BLOCK_B": 16}, 4)
     words = {"x2_ptr": P["i32"], "packed_ptr": P["i32"], "scale_ptr": P["u8"], "row_scale_ptr": P["f32"],
-             "y_ptr": P["bf16"], "pack_ptr": "*fp16", "N": "i32", "kw": "i32", "nblk": "i32", "stride_yb": "i32",
-             "prefetch": "i32", "inter": "i32"}
+             "y_ptr": P["bf16"], "pack_ptr": "*fp16", "ws_ptr": P["f32"], "cnt_ptr": P["i32"], "N": "i32",
+             "kw": "i32", "nblk": "i32", "stride_yb": "i32", "prefetch": "i32", "inter": "i32", "kw_split": "i32"}
     for even in (True, False):
         for pdl in (1, 2):  # wait first; early (L2 prefetch before the wait, next kernel let in after the loop)
             for glu, pack in ((False, False), (True, True), (True, False)):
                 yield (f"gemv words even={even} pdl={pdl} glu={glu} pack={pack}", gemv_words._gemv_words, words,
                        {"BLOCK_N": 64, "BLOCK_W": 32, "EVEN": even, "USE_ASM": True, "PDL": pdl, "GLU": glu,
-                        "PACK": pack}, 8)
+                        "PACK": pack, "STAGES": 1, "SPLIT_K": 1}, 8)
+    for bn, bw, warps, stages, split in gemv_words.WORDS_CONFIGS:  # every configuration the GPU may time
+        for glu in (False, True):
+            yield (f"gemv words {bn}x{bw} w{warps} stages={stages} split={split} glu={glu}", gemv_words._gemv_words,
+                   words, {"BLOCK_N": bn, "BLOCK_W": bw, "EVEN": True, "USE_ASM": True, "PDL": 2, "GLU": glu,
+                           "PACK": glu, "STAGES": stages, "SPLIT_K": split}, warps)
     yield ("pack_x", gemv_words._pack_x_kernel,
            {"x_ptr": P["bf16"], "out_ptr": P["i32"], "K": "i32", "stride_xb": "i32"}, {"BLOCK": 256}, 4)
     prep = {"qkv_ptr": P["bf16"], "qn_ptr": P["f32"], "kn_ptr": P["f32"], "cos_ptr": P["f32"], "sin_ptr": P["f32"],

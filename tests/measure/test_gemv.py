@@ -137,6 +137,28 @@ def test_words_glu_epilogue_equals_gemv_then_geglu(inter, k, batch, block_n, blo
     torch.testing.assert_close(one_pass.float(), want, rtol=3e-2, atol=3e-2)
 
 
+@pytest.mark.parametrize("n, k, batch, block_n, block_w, split_k, glu", [
+    (64, 256, 1, 32, 8, 2, False),     # 32 words in two halves (EVEN)
+    (40, 272, 2, 16, 4, 3, False),     # 34 words in splits of 12, 12, 10: ragged rows and tiles; batch 2
+    (96, 512, 1, 32, 4, 4, True),      # gate | up, GeGLU after the last split's sums
+])
+def test_words_split_k_equals_one_pass(n, k, batch, block_n, block_w, split_k, glu):
+    """Split-K programs add partial sums into a shared fp32 workspace; the last one of each row block applies
+    the epilogue and leaves the workspace and counters zeroed: the same result on every call, close to the
+    one-pass kernel's (only the fp32 summation order differs), and the workspace clean afterwards."""
+    torch.manual_seed(n + k)
+    w = nvfp4.quantize(torch.randn(n, k) * 0.05)
+    x = torch.randn(batch, k).to(torch.float16).float()
+    one = gemv_words.nvfp4_gemv_words(x, w, block_n=block_n, block_w=block_w, glu=glu)
+    for stages in (1, 3):  # the pipelined loop is the same loop to the interpreter; stages must not change it
+        got = [gemv_words.nvfp4_gemv_words(x, w, block_n=block_n, block_w=block_w, glu=glu, split_k=split_k,
+                                           stages=stages) for _ in range(2)]
+        assert torch.equal(got[0], got[1])
+        torch.testing.assert_close(got[0], one, rtol=1e-5, atol=1e-5)
+    ws, cnt = gemv_words._split_workspace(x.device, batch, n)
+    assert not ws.any() and not cnt.any()
+
+
 def test_words_glu_rejects_odd_rows_and_unpackable_widths():
     w = nvfp4.quantize(torch.randn(6, 32))
     with pytest.raises(ValueError, match="even number of rows"):

@@ -4,7 +4,9 @@
 
 Prints a table (shape, bytes, us, GB/s, % of the NVML theoretical bandwidth) for each path, then the time one
 decoded token spends in each NVFP4 kernel (every shape times the layers that run it); --best-out writes the
-name of the fastest batch-1 kernel (triton, dot or pairs) for the scripts that follow. Paste the table into
+name of the fastest batch-1 kernel (triton, dot, pairs or words) for the scripts that follow. Each call reads
+a different copy of the matrix (enough copies to exceed L2 several times), as the decode step reads each
+matrix once per token: a 9 MB matrix timed over and over would be served by the 50 MB L2. Paste the table into
 benchmarks/RESULTS.md with the card, date and commit. Needs a CUDA GPU and the measure extra.
 """
 
@@ -26,13 +28,18 @@ PER_TOKEN = {"qkv sliding": 40, "qkv full": 8, "o sliding": 40, "o full": 8, "ga
 KERNELS_B1 = {"nvfp4": "triton", "dot b1": "dot", "pairs b1": "pairs", "words b1": "words"}
 
 
+def copies_beyond_l2(nbytes: int) -> int:
+    return min(64, max(1, -(-gemv_words.L2_DEFEAT_BYTES // nbytes)))
+
+
 def bench(fn, iters):
-    for _ in range(5):
-        fn()
+    """Seconds per call of fn(i), i = 0..iters-1 captured in one CUDA graph (fn cycles through weight copies)."""
+    for i in range(5):
+        fn(i)
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
-        for _ in range(iters):
-            fn()
+        for i in range(iters):
+            fn(i)
     torch.cuda.synchronize()
     a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     a.record()
@@ -54,23 +61,28 @@ def main():
     for name, (n, k) in SHAPES.items():
         w16 = (torch.randn(n, k, device="cuda") / k ** 0.5).to(torch.bfloat16)
         w4 = nvfp4.quantize(w16)
+        # copies cycled through so each call reads DRAM, as the decode step does, not an L2-resident matrix
+        c16 = [w16] + [w16.clone() for _ in range(copies_beyond_l2(w16.numel() * 2) - 1)]
+        nb4 = w4.packed_bytes + w4.scale_bytes
+        c4 = [w4] + [nvfp4.Nvfp4Weight(w4.packed.clone(), w4.scales.clone(), w4.row_scale.clone())
+                     for _ in range(copies_beyond_l2(nb4) - 1)]
         x = torch.randn(1, k, device="cuda", dtype=torch.bfloat16)
         out = torch.empty(1, n, device="cuda", dtype=torch.bfloat16)
         x16 = torch.randn(16, k, device="cuda", dtype=torch.bfloat16)
         out16 = torch.empty(16, n, device="cuda", dtype=torch.bfloat16)
         for path, fn, nbytes in (
-            ("bf16", lambda: F.linear(x, w16), w16.numel() * 2),
-            ("nvfp4", lambda: gemv.nvfp4_gemv(x, w4, out=out), w4.packed_bytes + w4.scale_bytes),
-            ("dot b1", lambda: gemv.nvfp4_gemv_dot(x, w4, out=out), w4.packed_bytes + w4.scale_bytes),
-            ("pairs b1", lambda: gemv.nvfp4_gemv_pairs(x, w4, out=out), w4.packed_bytes + w4.scale_bytes),
-            ("words b1", lambda: gemv_words.nvfp4_gemv_words(x, w4, out=out), w4.packed_bytes + w4.scale_bytes),
-            ("dot16", lambda: gemv.nvfp4_gemv_dot(x16, w4, out=out16), w4.packed_bytes + w4.scale_bytes),
-            ("pairs16", lambda: gemv.nvfp4_gemv_pairs(x16, w4, out=out16), w4.packed_bytes + w4.scale_bytes),
-            ("bf16x16", lambda: F.linear(x16, w16), w16.numel() * 2),
+            ("bf16", lambda i: F.linear(x, c16[i % len(c16)]), w16.numel() * 2),
+            ("nvfp4", lambda i: gemv.nvfp4_gemv(x, c4[i % len(c4)], out=out), nb4),
+            ("dot b1", lambda i: gemv.nvfp4_gemv_dot(x, c4[i % len(c4)], out=out), nb4),
+            ("pairs b1", lambda i: gemv.nvfp4_gemv_pairs(x, c4[i % len(c4)], out=out), nb4),
+            ("words b1", lambda i: gemv_words.nvfp4_gemv_words(x, c4[i % len(c4)], out=out), nb4),
+            ("dot16", lambda i: gemv.nvfp4_gemv_dot(x16, c4[i % len(c4)], out=out16), nb4),
+            ("pairs16", lambda i: gemv.nvfp4_gemv_pairs(x16, c4[i % len(c4)], out=out16), nb4),
+            ("bf16x16", lambda i: F.linear(x16, c16[i % len(c16)]), w16.numel() * 2),
         ):
             try:
                 if path not in ("bf16", "bf16x16"):  # a fast wrong kernel must not win: check it first
-                    got = fn().float()
+                    got = fn(0).float()
                     xin = x16 if got.shape[0] == 16 else x
                     want = gemv.nvfp4_linear_reference(xin.float(), w4)
                     if not torch.allclose(got, want, rtol=2e-2, atol=2e-2):
@@ -83,8 +95,9 @@ def main():
             if path in per_token:
                 per_token[path] += t * PER_TOKEN[name]
             gbs = nbytes / t / 1e9
+            cfg = gemv_words._words_best.get((n, k, 1, False, False)) if path == "words b1" else None
             print(f"{name:12s} {n:>6d}x{k:<6d} {path:7s} {nbytes / 1e6:8.2f} {t * 1e6:8.1f} {gbs:8.1f} "
-                  f"{100 * gbs / theo:6.1f}%")
+                  f"{100 * gbs / theo:6.1f}%" + (f"  (BN, BW, warps, stages, split K: {cfg})" if cfg else ""))
     print("time per decoded token in the linear layers, batch 1 (lm_head excluded):")
     for path, t in sorted(per_token.items(), key=lambda kv: kv[1]):
         print(f"  {path:9s} {t * 1e3:8.3f} ms  ({KERNELS_B1[path]})")

@@ -364,7 +364,7 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
     # from the base, so the bases must be aligned (fresh allocations are; a view into a tensor may not be)
     pf = prefetch_bytes(x2.device) if words.data_ptr() % 16 == 0 and scales.data_ptr() % 16 == 0 else 0
 
-    def launch(bn, bw, warps, stages, split):
+    def launch(bn, bw, warps, stages, split, mats=(words, scales, w.row_scale)):
         rows = n_out if glu else n  # gate | up: a program takes bn / 2 of each
         per = bn // 2 if glu else bn
         kw_split = triton.cdiv(triton.cdiv(kw, split), bw) * bw  # whole tiles per split, the last one shorter
@@ -372,7 +372,7 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
         even = rows % per == 0 and kw % kw_split == 0 and kw_split % bw == 0
         ws, cnt = _split_workspace(x2.device, b, n) if split > 1 else (out, out)
         _gemv_words[(triton.cdiv(rows, per), b, split)](
-            x2, words, scales, w.row_scale, out, pack_view, ws, cnt, n, kw, nblk, out.stride(0), pf, n_out, kw_split,
+            x2, *mats, out, pack_view, ws, cnt, n, kw, nblk, out.stride(0), pf, n_out, kw_split,
             BLOCK_N=bn, BLOCK_W=bw, EVEN=even, USE_ASM=use_asm, GLU=glu, PACK=pack, STAGES=stages, SPLIT_K=split,
             num_warps=warps, **opts)
 
@@ -387,8 +387,9 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
         key = (n, k, b, glu, pack)
         if key not in _words_best:
             per = (lambda c: c[0] // 2) if glu else (lambda c: c[0])
-            _words_best[key] = _time_configs(launch, [c for c in WORDS_CONFIGS if n_out % per(c) == 0
-                                                      and kw % (c[1] * c[4]) == 0] or [(32, 16, 4, 1, 1)])
+            configs = [c for c in WORDS_CONFIGS if n_out % per(c) == 0 and kw % (c[1] * c[4]) == 0]
+            _words_best[key] = _time_configs(launch, configs or [(32, 16, 4, 1, 1)],
+                                             _copies_beyond_l2((words, scales, w.row_scale)))
         launch(*_words_best[key])
     return packed_out if pack else out
 
@@ -418,16 +419,29 @@ def words_kernel_ok(device) -> bool:
     return _words_checked[key]
 
 
-def _time_configs(launch, configs):
-    """Fastest of `configs` by CUDA events (a few launches each); called once per shape, before capture."""
+L2_DEFEAT_BYTES = 192 * 2 ** 20  # several times an H100/H200's 50 MB L2
+
+
+def _copies_beyond_l2(mats: tuple[torch.Tensor, ...]) -> list[tuple[torch.Tensor, ...]]:
+    """The weight and enough clones of it that cycling through them reads from DRAM, as the decode step does
+    (each matrix once per token), not from L2: timing one 9 MB matrix over and over would time L2."""
+    nbytes = sum(t.numel() * t.element_size() for t in mats)
+    n = min(64, max(1, -(-L2_DEFEAT_BYTES // nbytes)))
+    return [mats] + [tuple(t.clone() for t in mats) for _ in range(n - 1)]
+
+
+def _time_configs(launch, configs, copies):
+    """Fastest of `configs` by CUDA events, each launch on the next of `copies` (DRAM-bound, as in the decode
+    step); called once per shape, before any graph capture."""
     best, best_t = configs[0], float("inf")
+    reps = max(10, len(copies))
     for cfg in configs:
-        for _ in range(3):
-            launch(*cfg)
+        for i in range(3):
+            launch(*cfg, mats=copies[i % len(copies)])
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        for _ in range(10):
-            launch(*cfg)
+        for i in range(reps):
+            launch(*cfg, mats=copies[i % len(copies)])
         end.record()
         end.synchronize()
         t = start.elapsed_time(end)

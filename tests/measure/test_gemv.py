@@ -202,3 +202,15 @@ def test_pack_x_pairs_order_and_clamp():
     # word 0, pair p: (x[3 - p], x[7 - p]); word 1: (x[11 - p], x[15 - p])
     assert lo[0, 0].tolist() == [3.5, 2.5, 1.5, 0.5] and hi[0, 0].tolist() == [65504.0, 6.5, 5.5, 4.5]
     assert lo[0, 1].tolist() == [11.5, 10.5, 9.5, 8.5] and hi[0, 1].tolist() == [15.5, 14.5, 13.5, 12.5]
+
+
+def test_timing_cycles_through_copies_beyond_l2(monkeypatch):
+    """The per-shape timing reads a different copy of the matrix each launch, enough copies to exceed L2 several
+    times (one small matrix timed over and over would be served by L2 and pick the wrong tiles)."""
+    monkeypatch.setattr(gemv_words, "L2_DEFEAT_BYTES", 10_000)
+    mats = (torch.zeros(10, 100, dtype=torch.int32), torch.zeros(10, 50, dtype=torch.uint8), torch.ones(10))
+    copies = gemv_words._copies_beyond_l2(mats)  # 4,540 bytes each: 3 copies pass 10,000
+    assert len(copies) == 3 and copies[0] is mats
+    assert all(torch.equal(a, b) and a.data_ptr() != b.data_ptr() for c in copies[1:] for a, b in zip(c, mats))
+    monkeypatch.setattr(gemv_words, "L2_DEFEAT_BYTES", 10 ** 9)
+    assert len(gemv_words._copies_beyond_l2(mats)) == 64  # capped

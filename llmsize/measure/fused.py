@@ -1,24 +1,25 @@
-"""The work between the GEMVs of one Gemma 4 decode step, in five Triton kernels instead of ~100 small ones.
+"""The work between the GEMVs of one Gemma 4 decode step, in four Triton kernels instead of ~100 small ones.
 
 Per layer the eager step runs norms, RoPE, cache writes, a masked softmax attention, residual adds and the
 GeGLU as separate torch ops: about a hundred kernels, each a few microseconds of launch and tail, where the
 four GEMVs of a sliding layer move their bytes in ~30 us on an H200 (shared/reference/fast-decode-notes.md:
 "few kernels per layer"). Here a layer is
-    qkv GEMV -> qk_prep -> attention (split over the cache) -> combine -> o GEMV -> residual_norm
+    qkv GEMV -> attention (split over the cache) -> combine -> o GEMV -> residual_norm
     -> gate_up GEMV -> geglu -> down GEMV -> residual_norm (which also applies the next layer's input norm)
 Each kernel reads its operands once and rounds where the eager step rounds (to the activation dtype after a
 norm, after an add), so on float32 weights it matches the eager step to float32 rounding.
 
-- qk_prep: one program per (sequence, head): RMSNorm with q_norm / k_norm, RoPE (rotate-half, the position's
-  cos/sin row read from the device position, no host sync), v_norm; K and V written into their cache slot.
-- attention: one program per (sequence, KV head, slice of the cache): the query heads of the group padded to
-  16 rows against BLOCK_S cache rows at a time on the tensor cores, online softmax in fp32, partial (max, sum,
-  weighted V) written out; combine folds the slices per query head (flash-decoding). Scale 1.0 (Gemma 4).
+- attention: one program per (sequence, KV head, slice of the cache). From the raw qkv projection it applies
+  RMSNorm with q_norm to the group's query heads and RoPE (rotate-half, the position's cos/sin row read from
+  the device position, no host sync); the program whose slice holds this position's slot also norms and
+  rotates K, v_norms V, writes both there and uses them from registers (no other program reads that slot).
+  Then the query heads, padded to 16 rows, against BLOCK_S cache rows at a time on the tensor cores, online
+  softmax in fp32, partial (max, sum, weighted V) written out; combine folds the slices per query head
+  (flash-decoding). Scale 1.0 (Gemma 4).
 - residual_norm: x = (x + rmsnorm(o) * w_post) * scalar, then h = rmsnorm(x) * w_next, one program per row.
 - geglu: gelu_tanh(gate) * up; with the word GEMV at batch 1 the gate | up pass applies it in its epilogue
-  (gemv_words, glu=True) and this kernel is not launched: nine kernels per layer.
+  (gemv_words, glu=True) and this kernel is not launched: eight kernels per layer.
 """
-
 from __future__ import annotations
 
 import torch
@@ -37,6 +38,7 @@ if triton is not None:
 
 ATTN_BLOCK_S = 32  # cache rows per tensor-core step
 ATTN_PROGRAMS = 256  # cache slices aimed at per attention call: ~2 per SM of an H100/H200 (132 SMs)
+ATTN_WARPS = 8  # sm_90 build: 122 registers (sliding) / 216 (full) a thread; at 4 warps both hit the 254 cap
 
 
 def available() -> bool:
@@ -92,49 +94,28 @@ def _fused_matches_eager(device) -> bool:
 if triton is not None:
 
     @triton.jit
-    def _rms_rope_store(src, w_ptr, dst, cos, sin, i, HALF: tl.constexpr, eps, HAS_W: tl.constexpr,
-                        ROPE: tl.constexpr):
-        x1 = tl.load(src + i).to(tl.float32)
-        x2 = tl.load(src + HALF + i).to(tl.float32)
-        r = 1.0 / tl.sqrt((tl.sum(x1 * x1, 0) + tl.sum(x2 * x2, 0)) / (2 * HALF) + eps)
-        y1, y2 = x1 * r, x2 * r
+    def _rms_rope(xa, xb, w_ptr, cos, sin, i, HALF: tl.constexpr, eps, dt: tl.constexpr, HAS_W: tl.constexpr,
+                  ROPE: tl.constexpr):
+        """RMSNorm of rows split in halves xa, xb [R, HALF] (fp32), times the weight, rounded to dt where the
+        eager step rounds; then RoPE (rotate-half) with the position's cos / sin [HALF]."""
+        r = 1.0 / tl.sqrt((tl.sum(xa * xa, 1) + tl.sum(xb * xb, 1)) / (2 * HALF) + eps)
+        ya, yb = xa * r[:, None], xb * r[:, None]
         if HAS_W:
-            y1 = y1 * tl.load(w_ptr + i)
-            y2 = y2 * tl.load(w_ptr + HALF + i)
+            ya = ya * tl.load(w_ptr + i)[None, :]
+            yb = yb * tl.load(w_ptr + HALF + i)[None, :]
+        ya = ya.to(dt).to(tl.float32)
+        yb = yb.to(dt).to(tl.float32)
         if ROPE:  # the eager step rounds the norm's output before rotating it
-            y1 = y1.to(dst.dtype.element_ty).to(tl.float32)
-            y2 = y2.to(dst.dtype.element_ty).to(tl.float32)
-            y1, y2 = y1 * cos - y2 * sin, y2 * cos + y1 * sin
-        tl.store(dst + i, y1.to(dst.dtype.element_ty))
-        tl.store(dst + HALF + i, y2.to(dst.dtype.element_ty))
+            ya, yb = ya * cos[None, :] - yb * sin[None, :], yb * cos[None, :] + ya * sin[None, :]
+            ya = ya.to(dt).to(tl.float32)
+            yb = yb.to(dt).to(tl.float32)
+        return ya, yb
 
     @triton.jit
-    def _qk_prep_kernel(qkv_ptr, qn_ptr, kn_ptr, cos_ptr, sin_ptr, pos_ptr, q_ptr, kc_ptr, vc_ptr,
-                        stride_qkv, stride_q, stride_cb, stride_ch, stride_cs, k_off, v_off, slots, eps,
-                        NH: tl.constexpr, HALF: tl.constexpr, PDL: tl.constexpr):
-        pdl_entry(PDL)
-        b = tl.program_id(0)
-        h = tl.program_id(1)  # 0..NH-1 query heads, then the KV heads
-        pos = tl.load(pos_ptr)
-        i = tl.arange(0, HALF)
-        cos = tl.load(cos_ptr + pos * (2 * HALF) + i)  # the second half of the row repeats the first
-        sin = tl.load(sin_ptr + pos * (2 * HALF) + i)
-        hd = 2 * HALF
-        row = qkv_ptr + b * stride_qkv
-        if h < NH:
-            _rms_rope_store(row + h * hd, qn_ptr, q_ptr + b * stride_q + h * hd, cos, sin, i, HALF, eps,
-                            True, True)
-        else:
-            g = h - NH
-            cache = b * stride_cb + g * stride_ch + (pos % slots) * stride_cs
-            _rms_rope_store(row + k_off + g * hd, kn_ptr, kc_ptr + cache, cos, sin, i, HALF, eps, True, True)
-            _rms_rope_store(row + v_off + g * hd, kn_ptr, vc_ptr + cache, cos, sin, i, HALF, eps, False, False)
-
-    @triton.jit
-    def _attn_split_kernel(q_ptr, kc_ptr, vc_ptr, pos_ptr, acc_ptr, ml_ptr, stride_q, stride_cb, stride_ch,
-                           stride_cs, slots, nsplit, KVH: tl.constexpr, G: tl.constexpr, HD: tl.constexpr,
-                           SPLIT: tl.constexpr, BLOCK_S: tl.constexpr, IEEE: tl.constexpr, PREFETCH: tl.constexpr,
-                           PDL: tl.constexpr):
+    def _attn_split_kernel(qkv_ptr, qn_ptr, kn_ptr, cos_ptr, sin_ptr, pos_ptr, kc_ptr, vc_ptr, acc_ptr, ml_ptr,
+                           stride_qkv, stride_cb, stride_ch, stride_cs, k_off, v_off, slots, nsplit, eps,
+                           KVH: tl.constexpr, G: tl.constexpr, HALF: tl.constexpr, SPLIT: tl.constexpr,
+                           BLOCK_S: tl.constexpr, IEEE: tl.constexpr, PREFETCH: tl.constexpr, PDL: tl.constexpr):
         bg = tl.program_id(0)
         sp = tl.program_id(1)
         b = bg // KVH
@@ -146,38 +127,79 @@ if triton is not None:
             prefetch_l2(kc_ptr + at, nbytes)
             prefetch_l2(vc_ptr + at, nbytes)
         pdl_entry(PDL)
+        HD: tl.constexpr = 2 * HALF
+        dt = kc_ptr.dtype.element_ty
         pos = tl.load(pos_ptr)
-        gi = tl.arange(0, 16)  # the group's query heads, padded to the 16 rows of a tensor-core tile
-        d = tl.arange(0, HD)
+        slot = pos % slots
+        i = tl.arange(0, HALF)
+        cos = tl.load(cos_ptr + pos * HD + i)  # the second half of the row repeats the first
+        sin = tl.load(sin_ptr + pos * HD + i)
+        row = qkv_ptr + b * stride_qkv
+        # the group's query heads (padded to the 16 rows of a tensor-core tile): q_norm, RoPE, in halves
+        gi = tl.arange(0, 16)
         qrow = gi < G
-        q = tl.load(q_ptr + b * stride_q + (g * G + gi)[:, None] * HD + d[None, :], mask=qrow[:, None], other=0.0)
+        qp = row + (g * G + gi)[:, None] * HD + i[None, :]
+        qa, qb = _rms_rope(tl.load(qp, mask=qrow[:, None], other=0.0).to(tl.float32),
+                           tl.load(qp + HALF, mask=qrow[:, None], other=0.0).to(tl.float32),
+                           qn_ptr, cos, sin, i, HALF, eps, dt, True, True)
+        qa = qa.to(dt)
+        qb = qb.to(dt)
+        # this position's K (k_norm, RoPE) and V (v_norm): written to its slot by the program whose slice
+        # holds it, and used by that program from registers (no program reads the slot from memory this step)
+        one = tl.arange(0, 1)
+        kp = row + k_off + g * HD + one[:, None] * 0 + i[None, :]
+        ka, kb = _rms_rope(tl.load(kp).to(tl.float32), tl.load(kp + HALF).to(tl.float32), kn_ptr, cos, sin, i,
+                           HALF, eps, dt, True, True)
+        vp = row + v_off + g * HD + one[:, None] * 0 + i[None, :]
+        va, vb = _rms_rope(tl.load(vp).to(tl.float32), tl.load(vp + HALF).to(tl.float32), kn_ptr, cos, sin, i,
+                           HALF, eps, dt, False, False)
         base = b * stride_cb + g * stride_ch
+        lim = tl.where((slot >= sp * SPLIT) & (slot < sp * SPLIT + SPLIT), HALF, 0)  # the slot is in my slice
+        mine = one[:, None] * 0 + i[None, :] < lim
+        at = kc_ptr + base + slot * stride_cs + one[:, None] * 0 + i[None, :]
+        tl.store(at, ka.to(dt), mask=mine)
+        tl.store(at + HALF, kb.to(dt), mask=mine)
+        at = vc_ptr + base + slot * stride_cs + one[:, None] * 0 + i[None, :]
+        tl.store(at, va.to(dt), mask=mine)
+        tl.store(at + HALF, vb.to(dt), mask=mine)
         m = tl.full([16], float("-inf"), tl.float32)
         lsum = tl.zeros([16], tl.float32)
-        acc = tl.zeros([16, HD], tl.float32)
+        acc_a = tl.zeros([16, HALF], tl.float32)
+        acc_b = tl.zeros([16, HALF], tl.float32)
         for s0 in range(sp * SPLIT, sp * SPLIT + SPLIT, BLOCK_S):
             s = s0 + tl.arange(0, BLOCK_S)
             ok = (s < slots) & (s <= pos)  # ring slots past the position are not written yet
-            k = tl.load(kc_ptr + base + s[:, None] * stride_cs + d[None, :], mask=ok[:, None], other=0.0)
+            cur = (s == slot)[:, None]
+            kt = kc_ptr + base + s[:, None] * stride_cs + i[None, :]
+            k1 = tl.where(cur, ka.to(dt), tl.load(kt, mask=ok[:, None], other=0.0))
+            k2 = tl.where(cur, kb.to(dt), tl.load(kt + HALF, mask=ok[:, None], other=0.0))
             if IEEE:
-                sc = tl.dot(q.to(k.dtype), tl.trans(k), input_precision="ieee")
+                sc = tl.dot(qa, tl.trans(k1), input_precision="ieee") + tl.dot(qb, tl.trans(k2),
+                                                                               input_precision="ieee")
             else:
-                sc = tl.dot(q.to(k.dtype), tl.trans(k))
+                sc = tl.dot(qa, tl.trans(k1)) + tl.dot(qb, tl.trans(k2))
             sc = tl.where(ok[None, :], sc, float("-inf"))
             m_new = tl.maximum(m, tl.max(sc, 1))
             m_use = tl.where(m_new == float("-inf"), 0.0, m_new)  # an all-empty block: no NaN from -inf - -inf
             p = tl.exp(sc - m_use[:, None])
             alpha = tl.exp(m - m_use)
-            v = tl.load(vc_ptr + base + s[:, None] * stride_cs + d[None, :], mask=ok[:, None], other=0.0)
+            vt = vc_ptr + base + s[:, None] * stride_cs + i[None, :]
+            v1 = tl.where(cur, va.to(dt), tl.load(vt, mask=ok[:, None], other=0.0))
+            v2 = tl.where(cur, vb.to(dt), tl.load(vt + HALF, mask=ok[:, None], other=0.0))
+            pd = p.to(dt)
             if IEEE:
-                pv = tl.dot(p.to(v.dtype), v, input_precision="ieee")
+                pv1 = tl.dot(pd, v1, input_precision="ieee")
+                pv2 = tl.dot(pd, v2, input_precision="ieee")
             else:
-                pv = tl.dot(p.to(v.dtype), v)
-            acc = acc * alpha[:, None] + pv
+                pv1 = tl.dot(pd, v1)
+                pv2 = tl.dot(pd, v2)
+            acc_a = acc_a * alpha[:, None] + pv1
+            acc_b = acc_b * alpha[:, None] + pv2
             lsum = lsum * alpha + tl.sum(p, 1)
             m = m_new
         part = (bg * nsplit + sp) * G + gi
-        tl.store(acc_ptr + part[:, None] * HD + d[None, :], acc, mask=qrow[:, None])
+        tl.store(acc_ptr + part[:, None] * HD + i[None, :], acc_a, mask=qrow[:, None])
+        tl.store(acc_ptr + part[:, None] * HD + HALF + i[None, :], acc_b, mask=qrow[:, None])
         tl.store(ml_ptr + 2 * part, m, mask=qrow)
         tl.store(ml_ptr + 2 * part + 1, lsum, mask=qrow)
 
@@ -243,18 +265,6 @@ if triton is not None:
         store_act(out_ptr + b * stride_out, pack_ptr + b * inter, i, y, ok, PACK)
 
 
-def qk_prep(qkv, q_norm, k_norm, cos, sin, pos, kc, vc, num_heads, k_off, v_off, eps) -> torch.Tensor:
-    """qkv [B, q + k (+ v)] -> q [B, heads * hd] normed and rotated; K, V normed (K rotated) into slot
-    pos % slots of kc / vc [B, kv_heads, slots, hd]."""
-    b = qkv.shape[0]
-    kvh, slots, hd = kc.shape[1], kc.shape[2], kc.shape[3]
-    q = torch.empty((b, num_heads * hd), device=qkv.device, dtype=qkv.dtype)
-    _qk_prep_kernel[(b, num_heads + kvh)](qkv, q_norm, k_norm, cos, sin, pos, q, kc, vc, qkv.stride(0), q.stride(0),
-                                          kc.stride(0), kc.stride(1), kc.stride(2), k_off, v_off, slots, eps,
-                                          NH=num_heads, HALF=hd // 2, **launch_opts(pdl_mode(qkv.device)))
-    return q
-
-
 def _rows_prefetchable(kc: torch.Tensor, vc: torch.Tensor) -> bool:
     """Whether a slice of cache rows is one 16-byte aligned run of a multiple of 16 bytes in both caches (what
     the bulk L2 prefetch needs): contiguous caches with rows of a multiple of 16 bytes."""
@@ -268,15 +278,18 @@ def _packed(b: int, k: int, device) -> tuple[torch.Tensor, torch.Tensor]:
     return buf, buf.view(torch.float16)
 
 
-def attention(q, kc, vc, pos, num_heads, split: int | None = None, block_s: int = ATTN_BLOCK_S,
-              pack: bool = False) -> torch.Tensor:
-    """q [B, heads * hd] against the cache [B, kv_heads, slots, hd] up to position pos -> [B, heads * hd], or
-    with `pack` the same in the word GEMV's packed input layout [B, heads * hd / 8, 4].
+def attention(qkv, q_norm, k_norm, cos, sin, pos, kc, vc, num_heads, k_off, v_off, eps, split: int | None = None,
+              block_s: int = ATTN_BLOCK_S, pack: bool = False) -> torch.Tensor:
+    """The attention of one decode step from the qkv projection [B, q | k (| v)]: q normed (q_norm) and rotated,
+    this position's K (k_norm, RoPE) and V (v_norm; from k's columns when v_off == k_off, Gemma 4's full layers)
+    written into slot pos % slots of kc / vc [B, kv_heads, slots, hd], then q against the cache up to pos
+    -> [B, heads * hd], or with `pack` the same in the word GEMV's packed input layout [B, heads * hd / 8, 4].
 
     The cache is cut into slices of `split` rows, by default small enough for ~ATTN_PROGRAMS programs (one
     decode step reads a few MB per layer: spread over the SMs, not over the 8 KV heads alone): a 1,024-slot
-    window with 8 KV heads in slices of 32, a 4,352-slot full layer with one KV head in slices of 32."""
-    b = q.shape[0]
+    window with 8 KV heads in slices of 32, a 4,352-slot full layer with one KV head in slices of 32. Each
+    program norms and rotates its group's queries itself (a few KB from L2), so no kernel runs before it."""
+    b = qkv.shape[0]
     kvh, slots, hd = kc.shape[1], kc.shape[2], kc.shape[3]
     g = num_heads // kvh
     if g > 16:
@@ -285,18 +298,19 @@ def attention(q, kc, vc, pos, num_heads, split: int | None = None, block_s: int 
         split = triton.next_power_of_2(triton.cdiv(slots * kvh * b, ATTN_PROGRAMS))
     split = max(block_s, min(split, triton.next_power_of_2(slots)))
     nsplit = triton.cdiv(slots, split)
-    mode = pdl_mode(q.device)
-    acc = torch.empty((b * kvh * nsplit * g, hd), device=q.device, dtype=torch.float32)
-    ml = torch.empty((b * kvh * nsplit * g, 2), device=q.device, dtype=torch.float32)
-    _attn_split_kernel[(b * kvh, nsplit)](q, kc, vc, pos, acc, ml, q.stride(0), kc.stride(0), kc.stride(1),
-                                          kc.stride(2), slots, nsplit, KVH=kvh, G=g, HD=hd, SPLIT=split,
-                                          BLOCK_S=block_s, IEEE=kc.dtype == torch.float32,
+    mode = pdl_mode(qkv.device)
+    acc = torch.empty((b * kvh * nsplit * g, hd), device=qkv.device, dtype=torch.float32)
+    ml = torch.empty((b * kvh * nsplit * g, 2), device=qkv.device, dtype=torch.float32)
+    _attn_split_kernel[(b * kvh, nsplit)](qkv, q_norm, k_norm, cos, sin, pos, kc, vc, acc, ml, qkv.stride(0),
+                                          kc.stride(0), kc.stride(1), kc.stride(2), k_off, v_off, slots, nsplit,
+                                          eps, KVH=kvh, G=g, HALF=hd // 2, SPLIT=split, BLOCK_S=block_s,
+                                          IEEE=kc.dtype == torch.float32,
                                           PREFETCH=mode == PDL_EARLY and _rows_prefetchable(kc, vc),
-                                          **launch_opts(mode))
-    out = torch.empty_like(q)
-    buf, view = _packed(b, num_heads * hd, q.device) if pack else (out, out)
+                                          num_warps=ATTN_WARPS, **launch_opts(mode))
+    out = torch.empty((b, num_heads * hd), device=qkv.device, dtype=qkv.dtype)
+    buf, view = _packed(b, num_heads * hd, qkv.device) if pack else (out, out)
     _attn_combine_kernel[(b * num_heads,)](acc, ml, out, view, out.stride(0), nsplit, NH=num_heads, KVH=kvh, G=g,
-                                           HD=hd, PACK=pack, **launch_opts(pdl_mode(q.device)))
+                                           HD=hd, PACK=pack, **launch_opts(mode))
     return buf if pack else out
 
 

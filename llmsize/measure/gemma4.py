@@ -249,7 +249,7 @@ class Gemma4Decoder:
                  fused: bool = False):
         cfg = weights.config
         self.cfg, self.w, self.batch, self.max_positions, self.gemv = cfg, weights, batch, max_positions, gemv
-        self.fused = fused  # decode_step through llmsize.measure.fused: five Triton kernels between the GEMVs
+        self.fused = fused  # decode_step through llmsize.measure.fused: four or five Triton kernels between GEMVs
         dev, dt = weights.embed.device, weights.embed.dtype
         self.device, self.dtype = dev, dt
         self.caches = []
@@ -398,8 +398,9 @@ class Gemma4Decoder:
 
     def _decode_step_fused(self) -> torch.Tensor:
         """The same step with the work between the GEMVs in llmsize.measure.fused's kernels: per layer four
-        GEMVs and six small kernels (qk_prep, attention split and combine, two residual_norms, geglu); five with
-        the word GEMV at batch 1, whose gate | up pass applies the GeGLU itself."""
+        GEMVs and five small kernels (attention split, which also norms, rotates and caches q, k, v; combine;
+        two residual_norms; geglu); four with the word GEMV at batch 1, whose gate | up pass applies the GeGLU
+        itself."""
         from llmsize.measure import fused
 
         cfg, eps, f32 = self.cfg, self.cfg.rms_eps, self._f32
@@ -417,9 +418,10 @@ class Gemma4Decoder:
             sizes = qkv_sizes(cfg, kind)
             qkv = lin(h, layer.qkv)
             cos, sin = self.rope[kind]
-            q = fused.qk_prep(qkv, f32[id(layer.q_norm)], f32[id(layer.k_norm)], cos, sin, self.pos, kc, vc,
-                              cfg.num_heads, sizes[0], sizes[0] + (sizes[1] if kind == SLIDING else 0), eps)
-            o = lin(fused.attention(q, kc, vc, self.pos, cfg.num_heads, pack=pk), layer.o)
+            att = fused.attention(qkv, f32[id(layer.q_norm)], f32[id(layer.k_norm)], cos, sin, self.pos, kc, vc,
+                                  cfg.num_heads, sizes[0], sizes[0] + (sizes[1] if kind == SLIDING else 0), eps,
+                                  pack=pk)
+            o = lin(att, layer.o)
             x, h = fused.residual_norm(x, o, f32[id(layer.post_attn_norm)], f32[id(layer.pre_ffn_norm)], eps,
                                        pack=pk)
             if pk:  # the GeGLU in the gate | up GEMV's epilogue, written packed for the down GEMV

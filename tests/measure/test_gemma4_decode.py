@@ -155,20 +155,38 @@ def test_fused_decode_step_matches_reference(quant):
 
 
 @pytest.mark.skipif(not triton_available(), reason="triton not installed")
-def test_fused_attention_splits_and_batch_rows():
+@pytest.mark.parametrize("k_eq_v", [False, True])
+def test_fused_attention_splits_and_batch_rows(k_eq_v):
     """Small splits (16 rows, so a 40-slot cache takes 3 programs per KV head, the last one partly past the
-    position) and two sequences: the fused attention equals the eager masked softmax."""
+    position) and two sequences: from the raw qkv projection, the kernel norms and rotates q and k, v_norms v
+    (from k's columns when K = V, as Gemma 4's full layers), writes this position's K and V into their slot and
+    attends; against the eager ops (rms_norm, apply_rope, masked softmax), cache contents included."""
     from llmsize.measure import fused
-    torch.manual_seed(0)
-    b, kvh, slots, hd, nh = 2, 2, 40, 32, 8
-    kc, vc = torch.randn(b, kvh, slots, hd), torch.randn(b, kvh, slots, hd)
-    q = torch.randn(b, nh * hd)
+    torch.manual_seed(1)
+    b, kvh, slots, hd, nh, eps = 2, 2, 40, 32, 8, 1e-6
+    qn, kn = torch.rand(hd) + 0.5, torch.rand(hd) + 0.5
+    k_off = nh * hd
+    v_off = k_off if k_eq_v else k_off + kvh * hd
+    width = v_off + kvh * hd
+    inv = 1.0 / 10000 ** (torch.arange(0, hd, 2) / hd)
+    ang = torch.arange(64)[:, None] * inv[None, :]
+    cos, sin = torch.cat([ang, ang], -1).cos(), torch.cat([ang, ang], -1).sin()
     for pos in (0, 15, 16, 29, 39):
+        kc, vc = torch.randn(b, kvh, slots, hd), torch.randn(b, kvh, slots, hd)
+        want_kc, want_vc = kc.clone(), vc.clone()
+        qkv = torch.randn(b, width)
         p = torch.tensor([pos])
-        got = fused.attention(q, kc, vc, p, nh, split=16, block_s=16)
+        got = fused.attention(qkv, qn, kn, cos, sin, p, kc, vc, nh, k_off, v_off, eps, split=16, block_s=16)
+        q = gemma4.apply_rope(gemma4.rms_norm(qkv[:, :k_off].view(b, nh, hd), qn, eps), cos[pos], sin[pos])
+        k = gemma4.apply_rope(gemma4.rms_norm(qkv[:, k_off:k_off + kvh * hd].view(b, kvh, hd), kn, eps), cos[pos],
+                              sin[pos])
+        v = gemma4.rms_norm(qkv[:, v_off:v_off + kvh * hd].view(b, kvh, hd), None, eps)
+        want_kc[:, :, pos], want_vc[:, :, pos] = k, v
+        torch.testing.assert_close(kc, want_kc, rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(vc, want_vc, rtol=1e-6, atol=1e-6)
         qg = q.view(b, kvh, nh // kvh, hd)
-        s = torch.einsum("bgqd,bgsd->bgqs", qg, kc).masked_fill(torch.arange(slots) > pos, float("-inf"))
-        want = torch.einsum("bgqs,bgsd->bgqd", torch.softmax(s, -1), vc).reshape(b, nh * hd)
+        sc = torch.einsum("bgqd,bgsd->bgqs", qg, want_kc).masked_fill(torch.arange(slots) > pos, float("-inf"))
+        want = torch.einsum("bgqs,bgsd->bgqd", torch.softmax(sc, -1), want_vc).reshape(b, nh * hd)
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
 

@@ -64,7 +64,7 @@ def kernels():
         yield (f"residual_norm pack={pack}", fused._residual_norm_kernel,
                {"x_ptr": P["bf16"], "o_ptr": P["bf16"], "w1_ptr": P["f32"], "s_ptr": P["bf16"], "w2_ptr": P["f32"],
                 "x_out_ptr": P["bf16"], "h_out_ptr": P["bf16"], "pack_ptr": "*fp16", "D": "i32", "eps": "fp32"},
-               {"BLOCK": 4096, "HAS_O": True, "HAS_S": True, "PACK": pack}, 4)
+               {"BLOCK": 4096, "HAS_O": True, "HAS_S": True, "PACK": pack}, 8)
         yield (f"geglu pack={pack}", fused._geglu_kernel,
                {"gu_ptr": P["bf16"], "out_ptr": P["bf16"], "pack_ptr": "*fp16", "inter": "i32", "stride_gu": "i32",
                 "stride_out": "i32"}, {"BLOCK": 1024, "PACK": pack}, 4)

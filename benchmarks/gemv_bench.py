@@ -6,7 +6,7 @@ Prints a table (shape, bytes, us, GB/s, % of the NVML theoretical bandwidth) for
 decoded token spends in each NVFP4 kernel (every shape times the layers that run it); --best-out writes the
 name of the fastest batch-1 kernel (triton, dot, pairs or words) for the scripts that follow. Each call reads
 a different copy of the matrix (enough copies to exceed L2 several times), as the decode step reads each
-matrix once per token: a 9 MB matrix timed over and over would be served by the 50 MB L2. Paste the table into
+matrix once per token: a 9 MB matrix timed over and over would be served by the 60 MiB L2. Paste the table into
 benchmarks/RESULTS.md with the card, date and commit. Needs a CUDA GPU and the measure extra.
 """
 

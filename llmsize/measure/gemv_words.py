@@ -293,9 +293,11 @@ if triton is not None:
 
 # (BLOCK_N, BLOCK_W, warps, STAGES, SPLIT_K): what the per-shape timing chooses among, for the configs that
 # divide the shape. Stage 1 / no split for the wide GEMVs (gate_up: 960 programs); pipelined loads and K split
-# for the narrow ones (o, down: 3,840 rows, 120 programs of 32 whole rows) to keep enough bytes in flight.
+# for the narrow ones (o, down: 3,840 rows, 120 programs of 32 whole rows) to keep enough bytes in flight: on
+# the H200 a plain Triton read needed ~16 programs per SM to reach 90% (shared/reference/h200-measurements.md:
+# 47-90% over 2-16). Splits chosen to divide Gemma 4 12B's K: 480 words (3,840), 512 / 1,024 (o), 1,920 (down).
 WORDS_CONFIGS = ((32, 32, 4, 1, 1), (64, 32, 8, 1, 1), (32, 32, 4, 3, 1), (64, 32, 8, 3, 1), (32, 32, 4, 3, 3),
-                 (32, 32, 4, 3, 4), (32, 64, 4, 3, 2))
+                 (32, 32, 4, 3, 4), (32, 64, 4, 3, 2), (32, 32, 4, 3, 8), (32, 32, 4, 3, 12), (16, 32, 4, 3, 4))
 _words_best: dict[tuple, tuple[int, int, int, int, int]] = {}
 _workspaces: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
 
@@ -419,7 +421,7 @@ def words_kernel_ok(device) -> bool:
     return _words_checked[key]
 
 
-L2_DEFEAT_BYTES = 192 * 2 ** 20  # several times an H100/H200's 50 MB L2
+L2_DEFEAT_BYTES = 192 * 2 ** 20  # three times the H200's 60 MiB L2 (shared/reference/h200-measurements.md)
 
 
 def _copies_beyond_l2(mats: tuple[torch.Tensor, ...]) -> list[tuple[torch.Tensor, ...]]:

@@ -98,6 +98,13 @@ def main():
             cfg = gemv_words._words_best.get((n, k, 1, False, False)) if path == "words b1" else None
             print(f"{name:12s} {n:>6d}x{k:<6d} {path:7s} {nbytes / 1e6:8.2f} {t * 1e6:8.1f} {gbs:8.1f} "
                   f"{100 * gbs / theo:6.1f}%" + (f"  (BN, BW, warps, stages, split K: {cfg})" if cfg else ""))
+    # the tied lm_head stays bf16 (262,144 x 3,840, 2.01 GB: a quarter of an NVFP4 step's bytes), through cuBLAS
+    emb = (torch.randn(262144, 3840, device="cuda") * 0.02).to(torch.bfloat16)
+    x = torch.randn(1, 3840, device="cuda", dtype=torch.bfloat16)
+    t = bench(lambda i: F.linear(x, emb), 20)
+    gbs = emb.numel() * 2 / t / 1e9
+    print(f"{'lm_head':12s} {262144:>6d}x{3840:<6d} {'bf16':7s} {emb.numel() * 2 / 1e6:8.2f} {t * 1e6:8.1f} "
+          f"{gbs:8.1f} {100 * gbs / theo:6.1f}%")
     print("time per decoded token in the linear layers, batch 1 (lm_head excluded):")
     for path, t in sorted(per_token.items(), key=lambda kv: kv[1]):
         print(f"  {path:9s} {t * 1e3:8.3f} ms  ({KERNELS_B1[path]})")

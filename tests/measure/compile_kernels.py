@@ -56,7 +56,8 @@ def kernels():
         for pack in (False, True):
             yield (f"combine {kvh}x{g}x{hd} pack={pack}", fused._attn_combine_kernel,
                    {"acc_ptr": P["f32"], "ml_ptr": P["f32"], "out_ptr": P["bf16"], "pack_ptr": "*fp16",
-                    "stride_out": "i32", "nsplit": "i32"}, {"NH": 16, "KVH": kvh, "G": g, "HD": hd, "PACK": pack}, 4)
+                    "stride_out": "i32", "nsplit": "i32"},
+                   {"NH": 16, "KVH": kvh, "G": g, "HD": hd, "CHUNK": 8192 // hd, "PACK": pack}, 4)
     attn32 = dict(attn, qkv_ptr=P["f32"], kc_ptr=P["f32"], vc_ptr=P["f32"])  # float32 caches: IEEE dots
     yield ("attention fp32", fused._attn_split_kernel, attn32,
            {"KVH": 2, "G": 2, "HALF": 16, "SPLIT": 64, "BLOCK_S": 32, "IEEE": True, "PREFETCH": False, "PDL": 1}, 4)

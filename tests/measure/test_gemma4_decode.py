@@ -155,12 +155,13 @@ def test_fused_decode_step_matches_reference(quant):
 
 
 @pytest.mark.skipif(not triton_available(), reason="triton not installed")
-@pytest.mark.parametrize("k_eq_v", [False, True])
-def test_fused_attention_splits_and_batch_rows(k_eq_v):
+@pytest.mark.parametrize("k_eq_v, chunk", [(False, None), (True, None), (False, 2)])
+def test_fused_attention_splits_and_batch_rows(k_eq_v, chunk):
     """Small splits (16 rows, so a 40-slot cache takes 3 programs per KV head, the last one partly past the
-    position) and two sequences: from the raw qkv projection, the kernel norms and rotates q and k, v_norms v
-    (from k's columns when K = V, as Gemma 4's full layers), writes this position's K and V into their slot and
-    attends; against the eager ops (rms_norm, apply_rope, masked softmax), cache contents included."""
+    position), two sequences, the combine folding the slices at once or two at a time: from the raw qkv
+    projection, the kernel norms and rotates q and k, v_norms v (from k's columns when K = V, as Gemma 4's full
+    layers), writes this position's K and V into their slot and attends; against the eager ops (rms_norm,
+    apply_rope, masked softmax), cache contents included."""
     from llmsize.measure import fused
     torch.manual_seed(1)
     b, kvh, slots, hd, nh, eps = 2, 2, 40, 32, 8, 1e-6
@@ -176,7 +177,8 @@ def test_fused_attention_splits_and_batch_rows(k_eq_v):
         want_kc, want_vc = kc.clone(), vc.clone()
         qkv = torch.randn(b, width)
         p = torch.tensor([pos])
-        got = fused.attention(qkv, qn, kn, cos, sin, p, kc, vc, nh, k_off, v_off, eps, split=16, block_s=16)
+        got = fused.attention(qkv, qn, kn, cos, sin, p, kc, vc, nh, k_off, v_off, eps, split=16, block_s=16,
+                              combine_chunk=chunk)  # 2: the three slices folded in two steps, the last one short
         q = gemma4.apply_rope(gemma4.rms_norm(qkv[:, :k_off].view(b, nh, hd), qn, eps), cos[pos], sin[pos])
         k = gemma4.apply_rope(gemma4.rms_norm(qkv[:, k_off:k_off + kvh * hd].view(b, kvh, hd), kn, eps), cos[pos],
                               sin[pos])

@@ -16,7 +16,7 @@ import triton.language as tl  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-from llmsize.measure import fused, gemv, gemv_words  # noqa: E402
+from llmsize.measure import fused, gemv, gemv_words, probe  # noqa: E402
 
 P = {"bf16": "*bf16", "f32": "*fp32", "u8": "*u8", "i32": "*i32", "i64": "*i64"}
 
@@ -71,10 +71,17 @@ def kernels():
                 "stride_out": "i32"}, {"BLOCK": 1024, "PACK": pack}, 4)
 
 
+def probe_kernels():
+    for per_sm, warps, block, stages in probe.PROBE_SHAPES:
+        yield (f"probe read {block} x {warps} warps, {stages} stage(s)", probe._read_kernel,
+               {"x_ptr": P["i32"], "out_ptr": P["i32"], "n": "i32", "per_program": "i32"},
+               {"BLOCK": block, "STAGES": stages}, warps)
+
+
 def main() -> int:
     target = GPUTarget("cuda", 90, 32)
     failed = 0
-    for name, fn, args, consts, warps in kernels():
+    for name, fn, args, consts, warps in [*kernels(), *probe_kernels()]:
         sig = {a: (args[a] if a in args else "constexpr") for a in fn.arg_names}
         if "PDL" in fn.arg_names and "PDL" not in consts:
             consts = dict(consts, PDL=2)  # the GPU's default path (launch.py): griddepcontrol compiled in

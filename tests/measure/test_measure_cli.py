@@ -127,15 +127,16 @@ def test_probe_kernel_reads_every_element():
 
     from llmsize.measure.probe import read_once
     x = torch.randint(-2**31, 2**31 - 1, (10_000,), dtype=torch.int32)
-    out = torch.empty(3, dtype=torch.int32)
-    read_once(x, out, programs=3, block=256)
     want = 0
     for v in x.tolist():
         want ^= v
-    got = 0
-    for v in out.tolist():
-        got ^= v
-    assert got == want
+    for stages in (1, 3):  # every shape the probe tries reads each element once
+        out = torch.empty(3, dtype=torch.int32)
+        read_once(x, out, programs=3, block=256, stages=stages)
+        got = 0
+        for v in out.tolist():
+            got ^= v
+        assert got == want
 
 
 def test_cpu_run_from_a_compressed_tensors_checkpoint(run_cli, tmp_path):

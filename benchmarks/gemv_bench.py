@@ -17,7 +17,7 @@ import argparse
 import torch
 import torch.nn.functional as F
 
-from llmsize.measure import gemv, gemv_words, nvfp4
+from llmsize.measure import gemv, gemv_rows, gemv_words, nvfp4
 from llmsize.measure.card import read_card
 
 SHAPES = {  # [N, K] of Gemma 4 12B (shared/reference/gemma-architecture.md), fused as the decoder runs them
@@ -76,6 +76,8 @@ def main():
             ("dot b1", lambda i: gemv.nvfp4_gemv_dot(x, c4[i % len(c4)], out=out), nb4),
             ("pairs b1", lambda i: gemv.nvfp4_gemv_pairs(x, c4[i % len(c4)], out=out), nb4),
             ("words b1", lambda i: gemv_words.nvfp4_gemv_words(x, c4[i % len(c4)], out=out), nb4),
+            ("rows4", lambda i: gemv_rows.nvfp4_gemv_rows(x16[:4], c4[i % len(c4)], out=out16[:4]), nb4),
+            ("pairs4", lambda i: gemv.nvfp4_gemv_pairs(x16[:4], c4[i % len(c4)], out=out16[:4]), nb4),
             ("dot16", lambda i: gemv.nvfp4_gemv_dot(x16, c4[i % len(c4)], out=out16), nb4),
             ("pairs16", lambda i: gemv.nvfp4_gemv_pairs(x16, c4[i % len(c4)], out=out16), nb4),
             ("bf16x16", lambda i: F.linear(x16, c16[i % len(c16)]), w16.numel() * 2),
@@ -83,7 +85,7 @@ def main():
             try:
                 if path not in ("bf16", "bf16x16"):  # a fast wrong kernel must not win: check it first
                     got = fn(0).float()
-                    xin = x16 if got.shape[0] == 16 else x
+                    xin = x16[:got.shape[0]] if got.shape[0] > 1 else x
                     want = gemv.nvfp4_linear_reference(xin.float(), w4)
                     if not torch.allclose(got, want, rtol=2e-2, atol=2e-2):
                         raise ValueError(f"wrong result (max error {(got - want).abs().max().item():.3g})")

@@ -25,7 +25,7 @@ import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-from llmsize.measure import gemv, gemv_words  # noqa: E402
+from llmsize.measure import gemv, gemv_rows, gemv_words  # noqa: E402
 
 WEIGHTS_PER_CLOCK_AT_FULL_BW = 32.7  # per SM, H200 (see the docstring)
 ISSUE_PER_CLOCK = 128  # thread-instructions per SM per clock
@@ -65,6 +65,14 @@ def cases():
     out.append((f"words+glu {bn}x{8 * bw} w{w}", gemv_words._gemv_words, sig_words,
                 {"BLOCK_N": bn, "BLOCK_W": bw, "EVEN": True, "USE_ASM": True, "GLU": True, "PACK": True,
                  "STAGES": stages, "SPLIT_K": split, "PDL": 2}, w, bn * bw * 8))
+    sig_rows = {"x2_ptr": "*i32", "packed_ptr": "*i32", "scale_ptr": "*u8", "row_scale_ptr": "*fp32",
+                "y_ptr": "*bf16", "B": "i32", "N": "i32", "kw": "i32", "nblk": "i32", "stride_yb": "i32",
+                "prefetch": "i32", "BLOCK_N": "constexpr", "BLOCK_W": "constexpr", "ROWS": "constexpr",
+                "EVEN": "constexpr", "USE_ASM": "constexpr", "STAGES": "constexpr", "PDL": "constexpr"}
+    for nrows in (2, 4):  # batch rows in one weight pass: instructions per weight for all the rows together
+        out.append((f"rows x{nrows} 32x256 w4", gemv_rows._gemv_rows, sig_rows,
+                    {"BLOCK_N": 32, "BLOCK_W": 32, "ROWS": nrows, "EVEN": True, "USE_ASM": True, "STAGES": 1,
+                     "PDL": 2}, 4, 32 * 32 * 8))
     return out
 
 

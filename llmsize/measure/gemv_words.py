@@ -379,7 +379,9 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
             num_warps=warps, **opts)
 
     if block_n is not None or block_w is not None or not use_asm:
-        bn, bw = block_n or 32, block_w or 16
+        # the GPU's fallback tile; under the interpreter big tiles (fewer programs: its cost is per operation)
+        bn = block_n or (32 if use_asm else 128)
+        bw = block_w or (16 if use_asm else min(64, max(2, triton.next_power_of_2(kw))))
         if bw % 2 or bw < 2:
             raise ValueError("block_w must be an even number of words")
         if split_k < 1 or stages < 1:

@@ -16,7 +16,7 @@ import triton.language as tl  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-from llmsize.measure import fused, gemv, gemv_words, probe  # noqa: E402
+from llmsize.measure import fused, gemv, gemv_rows, gemv_words, probe  # noqa: E402
 
 P = {"bf16": "*bf16", "f32": "*fp32", "u8": "*u8", "i32": "*i32", "i64": "*i64"}
 
@@ -43,6 +43,16 @@ def kernels():
             yield (f"gemv words {bn}x{bw} w{warps} stages={stages} split={split} glu={glu}", gemv_words._gemv_words,
                    words, {"BLOCK_N": bn, "BLOCK_W": bw, "EVEN": True, "USE_ASM": True, "PDL": 2, "GLU": glu,
                            "PACK": glu, "STAGES": stages, "SPLIT_K": split}, warps)
+    rows = {"x2_ptr": P["i32"], "packed_ptr": P["i32"], "scale_ptr": P["u8"], "row_scale_ptr": P["f32"],
+            "y_ptr": P["bf16"], "B": "i32", "N": "i32", "kw": "i32", "nblk": "i32", "stride_yb": "i32",
+            "prefetch": "i32"}
+    for bn, bw, warps, stages in gemv_rows.ROWS_CONFIGS:
+        for nrows in (2, 4):
+            yield (f"gemv rows {bn}x{bw} w{warps} stages={stages} rows={nrows}", gemv_rows._gemv_rows, rows,
+                   {"BLOCK_N": bn, "BLOCK_W": bw, "ROWS": nrows, "EVEN": True, "USE_ASM": True, "STAGES": stages},
+                   warps)
+    yield ("gemv rows ragged", gemv_rows._gemv_rows, rows,
+           {"BLOCK_N": 32, "BLOCK_W": 32, "ROWS": 4, "EVEN": False, "USE_ASM": True, "STAGES": 1}, 4)
     yield ("pack_x", gemv_words._pack_x_kernel,
            {"x_ptr": P["bf16"], "out_ptr": P["i32"], "K": "i32", "stride_xb": "i32"}, {"BLOCK": 256}, 4)
     attn = {"qkv_ptr": P["bf16"], "qn_ptr": P["f32"], "kn_ptr": P["f32"], "cos_ptr": P["f32"], "sin_ptr": P["f32"],

@@ -214,3 +214,31 @@ def test_timing_cycles_through_copies_beyond_l2(monkeypatch):
     assert all(torch.equal(a, b) and a.data_ptr() != b.data_ptr() for c in copies[1:] for a, b in zip(c, mats))
     monkeypatch.setattr(gemv_words, "L2_DEFEAT_BYTES", 10 ** 9)
     assert len(gemv_words._copies_beyond_l2(mats)) == 64  # capped
+
+
+@pytest.mark.parametrize("n, k, batch, block_n, block_w", [
+    (32, 256, 2, 32, 32),     # exact tiles (EVEN)
+    (40, 48, 3, 16, 4),       # ragged rows, K = 6 words, 3 rows padded to 4
+    (130, 272, 4, 32, 16),    # K = 34 words, 4 rows
+])
+def test_rows_kernel_equals_the_one_row_kernel_per_row(n, k, batch, block_n, block_w):
+    """Batch 2-4 in one weight pass (each word decoded once, then multiplied into every row): each row is
+    bit-identical to the one-row word kernel on that row (same arithmetic, same order), and close to the float
+    reference."""
+    from llmsize.measure import gemv_rows
+    torch.manual_seed(n + k + batch)
+    w = nvfp4.quantize(torch.randn(n, k) * 0.05)
+    x = torch.randn(batch, k).to(torch.float16).float()
+    got = gemv_rows.nvfp4_gemv_rows(x, w, block_n=block_n, block_w=block_w)
+    for i in range(batch):
+        assert torch.equal(got[i:i + 1], gemv_words.nvfp4_gemv_words(x[i:i + 1], w, block_n=block_n,
+                                                                     block_w=block_w)), i
+    torch.testing.assert_close(got, gemv.nvfp4_linear_reference(x, w), rtol=2e-3, atol=2e-3)
+
+
+def test_rows_kernel_refuses_more_rows_than_it_serves():
+    from llmsize.measure import gemv_rows
+    w = nvfp4.quantize(torch.randn(16, 32))
+    for bad in (1, 5):
+        with pytest.raises(ValueError, match="2 <= B <= 4"):
+            gemv_rows.nvfp4_gemv_rows(torch.randn(bad, 32), w)

@@ -1,0 +1,203 @@
+"""The word GEMV for a few sequences at once (batch 2-4): each word of codes unpacked once, then multiplied
+into every row's fp16x2 accumulator.
+
+gemv_words.py decodes a word in 11 integer instructions and 4 fp16x2 multiplies (x 2^14), then spends 4 fp16x2
+fma per row of activations; at batch B its one-row kernel would pay the decode B times (one weight pass per
+row), and gemv.py's tensor-core kernels cost ~9-10 instructions per weight whatever the batch. Here the decode
+is paid once per weight pass: (15 + 4 B) instructions per eight weights, ~3.9 per weight at B = 4, so a decode
+step at batch 4 reads the weights once at about the one-row kernel's speed. Same arithmetic as the one-row
+kernel, in the same order, so each row's result is bit-identical to it (tested).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from llmsize.measure.gemv_words import _copies_beyond_l2, _time_configs, pack_x_pairs
+from llmsize.measure.launch import launch_opts, pdl_mode, prefetch_bytes
+from llmsize.measure.nvfp4 import BLOCK, Nvfp4Weight
+
+try:  # triton is optional on the CPU (as in gemv.py)
+    import triton
+    import triton.language as tl
+except ImportError:  # pragma: no cover - exercised only where triton is missing
+    triton = None
+
+MAX_ROWS = 4  # beyond, the tensor-core kernels (gemv.py) cost about as much: 4 fp16x2 fma per row and word add up
+
+if triton is not None:
+    from llmsize.measure.gemv_words import _fp16_pairs, _half2_sum, _lane_fma, _prefetch_rows
+
+    @triton.jit
+    def _unpack(q, USE_ASM: tl.constexpr):
+        """A word's four fp16x2 pairs of codes, columns (3, 7), (2, 6), (1, 5), (0, 4): on the GPU as exact
+        fp16 values (gemv_words._word_fma's decode, x 2^14 included); under the interpreter as value x 2^-14
+        (_lane_fma scales them)."""
+        if USE_ASM:
+            return tl.inline_asm_elementwise(
+                asm="""{
+                .reg .b32 r, t, q4, s;
+                mov.b32 s, 0x74007400;
+                and.b32 r, $4, 0x70707070;
+                shr.b32 r, r, 3;
+                and.b32 t, $4, 0x80808080;
+                or.b32 t, t, r;
+                and.b32 $0, t, 0xFF00FF00;
+                mul.rn.f16x2 $0, $0, s;
+                prmt.b32 $2, t, 0, 0x2404;
+                mul.rn.f16x2 $2, $2, s;
+                shl.b32 q4, $4, 4;
+                and.b32 r, q4, 0x70707070;
+                shr.b32 r, r, 3;
+                and.b32 t, q4, 0x80808080;
+                or.b32 t, t, r;
+                and.b32 $1, t, 0xFF00FF00;
+                mul.rn.f16x2 $1, $1, s;
+                prmt.b32 $3, t, 0, 0x2404;
+                mul.rn.f16x2 $3, $3, s;
+                }""",
+                constraints="=r,=r,=r,=r,r", args=[q], dtype=(tl.uint32, tl.uint32, tl.uint32, tl.uint32),
+                is_pure=True, pack=1)
+        else:
+            return _fp16_pairs(q)
+
+    @triton.jit
+    def _fma2(p, x2, acc, USE_ASM: tl.constexpr):
+        """acc += p * x2 in two fp16 lanes (p from _unpack)."""
+        if USE_ASM:
+            return tl.inline_asm_elementwise(asm="fma.rn.f16x2 $0, $1, $2, $3;", constraints="=r,r,r,r",
+                                             args=[p, x2, acc], dtype=tl.uint32, is_pure=True, pack=1)
+        else:
+            return _lane_fma(p, x2, acc)
+
+    @triton.jit
+    def _row_block(xrow, j, lim, e37, e26, e15, e04, o37, o26, o15, o04, BLOCK_N: tl.constexpr,
+                   BLOCK_W: tl.constexpr, USE_ASM: tl.constexpr):
+        """One activation row against a tile's decoded words: the one-row kernel's fma order (even word (3, 7),
+        (1, 5), (2, 6), (0, 4), then the odd word), per 16-column block in fp32. Words j >= lim read as 0."""
+        ok = j < lim
+        x0 = tl.load(xrow + 4 * j, mask=ok, other=0).to(tl.uint32, bitcast=True)
+        x1 = tl.load(xrow + 4 * j + 1, mask=ok, other=0).to(tl.uint32, bitcast=True)
+        x2 = tl.load(xrow + 4 * j + 2, mask=ok, other=0).to(tl.uint32, bitcast=True)
+        x3 = tl.load(xrow + 4 * j + 3, mask=ok, other=0).to(tl.uint32, bitcast=True)
+        xe0, xo0 = tl.split(tl.reshape(x0, [BLOCK_W // 2, 2]))
+        xe1, xo1 = tl.split(tl.reshape(x1, [BLOCK_W // 2, 2]))
+        xe2, xo2 = tl.split(tl.reshape(x2, [BLOCK_W // 2, 2]))
+        xe3, xo3 = tl.split(tl.reshape(x3, [BLOCK_W // 2, 2]))
+        h = _fma2(e37, xe0[None, :], tl.zeros([BLOCK_N, BLOCK_W // 2], tl.uint32), USE_ASM)
+        h = _fma2(e15, xe2[None, :], h, USE_ASM)
+        h = _fma2(e26, xe1[None, :], h, USE_ASM)
+        h = _fma2(e04, xe3[None, :], h, USE_ASM)
+        h = _fma2(o37, xo0[None, :], h, USE_ASM)
+        h = _fma2(o15, xo2[None, :], h, USE_ASM)
+        h = _fma2(o26, xo1[None, :], h, USE_ASM)
+        h = _fma2(o04, xo3[None, :], h, USE_ASM)
+        return _half2_sum(h, USE_ASM)
+
+    @triton.jit
+    def _store_row(y_ptr, r, B, N, stride_yb, rows, acc, rs):
+        y = tl.sum(acc, axis=1) * (rs * 256.0)  # 2^8: the E4M3 bit pattern read as fp16
+        tl.store(y_ptr + r * stride_yb + rows, y.to(y_ptr.dtype.element_ty), mask=rows < tl.where(r < B, N, 0))
+
+    @triton.jit
+    def _gemv_rows(x2_ptr, packed_ptr, scale_ptr, row_scale_ptr, y_ptr, B, N, kw, nblk, stride_yb, prefetch,
+                   BLOCK_N: tl.constexpr, BLOCK_W: tl.constexpr, ROWS: tl.constexpr, EVEN: tl.constexpr,
+                   USE_ASM: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr):
+        """ROWS (2 or 4) activation rows, each with its own accumulator of the one-row kernel's shape, so that
+        the decoded words are used by every row in the layout they were made in (a [rows, N, K] tensor would
+        make Triton move them through shared memory, ~25 barriers per iteration in the sm_90 build)."""
+        pid_n = tl.program_id(0)
+        rows = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        row_ok = rows < N
+        if PDL == 2:  # as the one-row kernel (launch.py): weights towards L2, then wait for the kernel before
+            row0 = pid_n * BLOCK_N
+            _prefetch_rows(packed_ptr, scale_ptr, row0, tl.minimum(BLOCK_N, N - row0), kw, nblk, prefetch)
+            tl.extra.cuda.gdc_wait()
+        elif PDL == 1:
+            tl.extra.cuda.gdc_wait()
+            tl.extra.cuda.gdc_launch_dependents()
+        jj = tl.arange(0, BLOCK_W)
+        jb = tl.arange(0, BLOCK_W // 2)
+        acc0 = tl.zeros([BLOCK_N, BLOCK_W // 2], dtype=tl.float32)
+        acc1 = tl.zeros([BLOCK_N, BLOCK_W // 2], dtype=tl.float32)
+        acc2 = tl.zeros([BLOCK_N, BLOCK_W // 2], dtype=tl.float32)
+        acc3 = tl.zeros([BLOCK_N, BLOCK_W // 2], dtype=tl.float32)
+        for w0 in tl.range(0, kw, BLOCK_W, num_stages=STAGES):
+            j = w0 + jj
+            blk = w0 // 2 + jb
+            if EVEN:
+                q = tl.load(packed_ptr + rows[:, None] * kw + j[None, :], eviction_policy="evict_first")
+                s = tl.load(scale_ptr + rows[:, None] * nblk + blk[None, :], eviction_policy="evict_first")
+            else:
+                q = tl.load(packed_ptr + rows[:, None] * kw + j[None, :], mask=row_ok[:, None] & (j < kw)[None, :],
+                            other=0, eviction_policy="evict_first")
+                s = tl.load(scale_ptr + rows[:, None] * nblk + blk[None, :],
+                            mask=row_ok[:, None] & (blk < nblk)[None, :], other=0, eviction_policy="evict_first")
+            qe, qo = tl.split(tl.reshape(q.to(tl.uint32, bitcast=True), [BLOCK_N, BLOCK_W // 2, 2]))
+            e37, e26, e15, e04 = _unpack(qe, USE_ASM)
+            o37, o26, o15, o04 = _unpack(qo, USE_ASM)
+            s_bits = ((s & 0x80).to(tl.uint16) << 8) | ((s & 0x7F).to(tl.uint16) << 7)
+            sf = s_bits.to(tl.float16, bitcast=True).to(tl.float32)
+            acc0 += sf * _row_block(x2_ptr, j, kw, e37, e26, e15, e04, o37, o26, o15, o04, BLOCK_N, BLOCK_W,
+                                    USE_ASM)
+            acc1 += sf * _row_block(x2_ptr + kw * 4, j, tl.where(1 < B, kw, 0), e37, e26, e15, e04, o37, o26, o15, o04,
+                                    BLOCK_N, BLOCK_W, USE_ASM)
+            if ROWS > 2:
+                acc2 += sf * _row_block(x2_ptr + 2 * kw * 4, j, tl.where(2 < B, kw, 0), e37, e26, e15, e04, o37, o26,
+                                        o15, o04, BLOCK_N, BLOCK_W, USE_ASM)
+                acc3 += sf * _row_block(x2_ptr + 3 * kw * 4, j, tl.where(3 < B, kw, 0), e37, e26, e15, e04, o37, o26,
+                                        o15, o04, BLOCK_N, BLOCK_W, USE_ASM)
+        if PDL == 2:
+            tl.extra.cuda.gdc_launch_dependents()
+        rs = tl.load(row_scale_ptr + rows, mask=row_ok, other=0.0)
+        _store_row(y_ptr, 0, B, N, stride_yb, rows, acc0, rs)
+        _store_row(y_ptr, 1, B, N, stride_yb, rows, acc1, rs)
+        if ROWS > 2:
+            _store_row(y_ptr, 2, B, N, stride_yb, rows, acc2, rs)
+            _store_row(y_ptr, 3, B, N, stride_yb, rows, acc3, rs)
+
+
+ROWS_CONFIGS = ((32, 32, 4, 1), (64, 32, 8, 1), (32, 32, 4, 3), (16, 32, 4, 3))  # BLOCK_N, BLOCK_W, warps, stages
+_rows_best: dict[tuple, tuple[int, int, int, int]] = {}
+
+
+def nvfp4_gemv_rows(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = None, block_n: int | None = None,
+                    block_w: int | None = None, num_warps: int = 4, stages: int = 1) -> torch.Tensor:
+    """x [B, K] (B from 2 to MAX_ROWS) -> [B, N], one pass over the packed weights for all rows. On a GPU without
+    tiles given, the first call per shape times the configurations that divide it (as nvfp4_gemv_words)."""
+    if triton is None:
+        raise RuntimeError("triton is not installed")
+    n, k = w.shape
+    if k % BLOCK:
+        raise ValueError(f"K must be a multiple of {BLOCK}, got {k}")
+    if x.dim() != 2 or x.shape[1] != k or not 2 <= x.shape[0] <= MAX_ROWS:
+        raise ValueError(f"x must be [2 <= B <= {MAX_ROWS}, {k}], got {tuple(x.shape)}")
+    b = x.shape[0]
+    x2 = pack_x_pairs(x.contiguous())
+    if out is None:
+        out = torch.empty((b, n), dtype=x.dtype, device=x.device)
+    kw, nblk = k // 8, k // 16
+    words, scales = w.packed.view(torch.int32), w.scales.view(torch.uint8)
+    use_asm = x.device.type == "cuda"
+    opts = launch_opts(pdl_mode(x.device))
+    pf = prefetch_bytes(x.device) if words.data_ptr() % 16 == 0 and scales.data_ptr() % 16 == 0 else 0
+
+    def launch(bn, bw, warps, st, mats=(words, scales, w.row_scale)):
+        _gemv_rows[(triton.cdiv(n, bn),)](x2, *mats, out, b, n, kw, nblk, out.stride(0), pf, BLOCK_N=bn, BLOCK_W=bw,
+                                          ROWS=2 if b <= 2 else 4, EVEN=n % bn == 0 and kw % bw == 0,
+                                          USE_ASM=use_asm, STAGES=st, num_warps=warps, **opts)
+
+    if block_n is not None or block_w is not None or not use_asm:
+        # the GPU's fallback tile; under the interpreter big tiles (fewer programs: its cost is per operation)
+        bw = block_w or (16 if use_asm else min(64, max(2, triton.next_power_of_2(kw))))
+        if bw % 2 or bw < 2:
+            raise ValueError("block_w must be an even number of words")
+        launch(block_n or (32 if use_asm else 128), bw, num_warps, stages)
+    else:
+        key = (n, k, b)
+        if key not in _rows_best:
+            configs = [c for c in ROWS_CONFIGS if n % c[0] == 0 and kw % c[1] == 0]
+            _rows_best[key] = _time_configs(launch, configs or [(32, 16, 4, 1)],
+                                            _copies_beyond_l2((words, scales, w.row_scale)))
+        launch(*_rows_best[key])
+    return out

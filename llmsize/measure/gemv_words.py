@@ -403,8 +403,8 @@ _words_checked: dict[str, bool] = {}
 
 def words_kernel_ok(device) -> bool:
     """Whether the word kernel's PTX computes what the reference does on this GPU: checked once per device on a
-    small random matrix (every code, real scales), plain, pipelined and split over K, before `--gemv auto`
-    trusts it for batch 1."""
+    small random matrix (every code, real scales), plain, pipelined and split over K, and the several-row
+    version (gemv_rows) for 2-4 rows, before `--gemv auto` trusts them."""
     key = str(device)
     if key not in _words_checked:
         try:
@@ -417,6 +417,12 @@ def words_kernel_ok(device) -> bool:
                 for _ in range(2):  # twice: the split path must leave its workspace zeroed
                     got = nvfp4_gemv_words(x, w, block_n=32, block_w=16, stages=stages, split_k=split).float()
                     ok = ok and bool(torch.allclose(got, want, rtol=2e-2, atol=2e-2))
+            from llmsize.measure.gemv_rows import nvfp4_gemv_rows  # batch 2-4 (imports this module)
+            x4 = torch.randn(4, 512, device=device, generator=gen).to(torch.bfloat16)
+            for rows in (2, 3, 4):
+                got = nvfp4_gemv_rows(x4[:rows], w, block_n=32, block_w=16).float()
+                ok = ok and bool(torch.allclose(got, nvfp4_linear_reference(x4[:rows].float(), w), rtol=2e-2,
+                                                atol=2e-2))
             _words_checked[key] = ok
         except Exception:  # PTX the card's driver refuses, say: the byte kernel it is
             _words_checked[key] = False

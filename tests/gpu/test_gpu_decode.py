@@ -153,3 +153,19 @@ def test_words_kernel_every_configuration(n, k, stages, split):
         got = gemv_words.nvfp4_gemv_words(x, w, block_n=32, block_w=32, num_warps=4, stages=stages, split_k=split,
                                           glu=glu).float()
         torch.testing.assert_close(got, ref, rtol=3e-2, atol=3e-2)
+
+
+@pytest.mark.parametrize("n, k", [(8192, 3840), (3840, 15360)])
+@pytest.mark.parametrize("rows", [2, 3, 4])
+def test_rows_kernel_on_gemma_shapes(n, k, rows):
+    """The several-row word kernel's PTX (autotuned path) against the reference and, row by row, the one-row
+    kernel with the same tile (the same arithmetic in the same order)."""
+    from llmsize.measure import gemv, gemv_rows, gemv_words, nvfp4
+    torch.manual_seed(n + rows)
+    w = nvfp4.quantize(torch.randn(n, k, device="cuda") / k ** 0.5)
+    x = torch.randn(rows, k, device="cuda", dtype=torch.bfloat16)
+    want = gemv.nvfp4_linear_reference(x.float(), w)
+    torch.testing.assert_close(gemv_rows.nvfp4_gemv_rows(x, w).float(), want, rtol=2e-2, atol=2e-2)
+    got = gemv_rows.nvfp4_gemv_rows(x, w, block_n=32, block_w=32)
+    for i in range(rows):
+        assert torch.equal(got[i:i + 1], gemv_words.nvfp4_gemv_words(x[i:i + 1], w, block_n=32, block_w=32))

@@ -1,14 +1,13 @@
 """The word GEMV for a few sequences at once (batch 2-4): each word of codes unpacked once, then multiplied
 into every row's fp16x2 accumulator.
 
-gemv_words.py decodes a word in 11 integer instructions and 4 fp16x2 multiplies (x 2^14), then spends 4 fp16x2
-fma per row of activations; at batch B its one-row kernel would pay the decode B times (one weight pass per
-row), and gemv.py's tensor-core kernels cost ~9-10 instructions per weight whatever the batch. Here the decode
-is paid once per weight pass: (15 + 4 B) instructions per eight weights, ~3.9 per weight at B = 4, so a decode
-step at batch 4 reads the weights once at about the one-row kernel's speed. Same arithmetic as the one-row
-kernel, in the same order, so each row's result is bit-identical to it (tested).
+gemv_words.py decodes a word in 11 integer instructions and 4 fp16x2 multiplies (x 2^14, its _unpack), then
+spends 4 fp16x2 fma per row of activations (_fma2); at batch B its one-row kernel would pay the decode B times
+(one weight pass per row), and gemv.py's tensor-core kernels cost ~9-10 instructions per weight whatever the
+batch. Here the decode is paid once per weight pass: 5.3 SASS instructions per weight for 2 rows, 8.1 for 4
+(benchmarks/kernel_sass.py; the x loads and per-row block sums cost more than the fma alone). Same arithmetic
+as the one-row kernel, in the same order, so each row's result is bit-identical to it (tested).
 """
-
 from __future__ import annotations
 
 import torch
@@ -26,49 +25,8 @@ except ImportError:  # pragma: no cover - exercised only where triton is missing
 MAX_ROWS = 4  # beyond, the tensor-core kernels (gemv.py) cost about as much: 4 fp16x2 fma per row and word add up
 
 if triton is not None:
-    from llmsize.measure.gemv_words import _fp16_pairs, _half2_sum, _lane_fma, _prefetch_rows
-
-    @triton.jit
-    def _unpack(q, USE_ASM: tl.constexpr):
-        """A word's four fp16x2 pairs of codes, columns (3, 7), (2, 6), (1, 5), (0, 4): on the GPU as exact
-        fp16 values (gemv_words._word_fma's decode, x 2^14 included); under the interpreter as value x 2^-14
-        (_lane_fma scales them)."""
-        if USE_ASM:
-            return tl.inline_asm_elementwise(
-                asm="""{
-                .reg .b32 r, t, q4, s;
-                mov.b32 s, 0x74007400;
-                and.b32 r, $4, 0x70707070;
-                shr.b32 r, r, 3;
-                and.b32 t, $4, 0x80808080;
-                or.b32 t, t, r;
-                and.b32 $0, t, 0xFF00FF00;
-                mul.rn.f16x2 $0, $0, s;
-                prmt.b32 $2, t, 0, 0x2404;
-                mul.rn.f16x2 $2, $2, s;
-                shl.b32 q4, $4, 4;
-                and.b32 r, q4, 0x70707070;
-                shr.b32 r, r, 3;
-                and.b32 t, q4, 0x80808080;
-                or.b32 t, t, r;
-                and.b32 $1, t, 0xFF00FF00;
-                mul.rn.f16x2 $1, $1, s;
-                prmt.b32 $3, t, 0, 0x2404;
-                mul.rn.f16x2 $3, $3, s;
-                }""",
-                constraints="=r,=r,=r,=r,r", args=[q], dtype=(tl.uint32, tl.uint32, tl.uint32, tl.uint32),
-                is_pure=True, pack=1)
-        else:
-            return _fp16_pairs(q)
-
-    @triton.jit
-    def _fma2(p, x2, acc, USE_ASM: tl.constexpr):
-        """acc += p * x2 in two fp16 lanes (p from _unpack)."""
-        if USE_ASM:
-            return tl.inline_asm_elementwise(asm="fma.rn.f16x2 $0, $1, $2, $3;", constraints="=r,r,r,r",
-                                             args=[p, x2, acc], dtype=tl.uint32, is_pure=True, pack=1)
-        else:
-            return _lane_fma(p, x2, acc)
+    from llmsize.measure.gemv_words import _fma2, _half2_sum, _prefetch_rows, _unpack
+    from llmsize.measure.launch import pdl_entry, pdl_exit
 
     @triton.jit
     def _row_block(xrow, j, lim, e37, e26, e15, e04, o37, o26, o15, o04, BLOCK_N: tl.constexpr,
@@ -112,10 +70,7 @@ if triton is not None:
         if PDL == 2:  # as the one-row kernel (launch.py): weights towards L2, then wait for the kernel before
             row0 = pid_n * BLOCK_N
             _prefetch_rows(packed_ptr, scale_ptr, row0, tl.minimum(BLOCK_N, N - row0), kw, nblk, prefetch)
-            tl.extra.cuda.gdc_wait()
-        elif PDL == 1:
-            tl.extra.cuda.gdc_wait()
-            tl.extra.cuda.gdc_launch_dependents()
+        pdl_entry(PDL, False)
         jj = tl.arange(0, BLOCK_W)
         jb = tl.arange(0, BLOCK_W // 2)
         acc0 = tl.zeros([BLOCK_N, BLOCK_W // 2], dtype=tl.float32)
@@ -147,8 +102,7 @@ if triton is not None:
                                         o15, o04, BLOCK_N, BLOCK_W, USE_ASM)
                 acc3 += sf * _row_block(x2_ptr + 3 * kw * 4, j, tl.where(3 < B, kw, 0), e37, e26, e15, e04, o37, o26,
                                         o15, o04, BLOCK_N, BLOCK_W, USE_ASM)
-        if PDL == 2:
-            tl.extra.cuda.gdc_launch_dependents()
+        pdl_exit(PDL)
         rs = tl.load(row_scale_ptr + rows, mask=row_ok, other=0.0)
         _store_row(y_ptr, 0, B, N, stride_yb, rows, acc0, rs)
         _store_row(y_ptr, 1, B, N, stride_yb, rows, acc1, rs)

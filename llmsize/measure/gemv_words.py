@@ -29,7 +29,7 @@ except ImportError:  # pragma: no cover - exercised only where triton is missing
     triton = None
 
 if triton is not None:
-    from llmsize.measure.launch import prefetch_l2, prefetch_l2_each
+    from llmsize.measure.launch import pdl_entry, pdl_exit, prefetch_l2, prefetch_l2_each
 
     @triton.jit
     def _pack_x_kernel(x_ptr, out_ptr, K, stride_xb, BLOCK: tl.constexpr):
@@ -71,48 +71,59 @@ if triton is not None:
         return r_lo | (r_hi << 16)
 
     @triton.jit
-    def _word_fma(q, x0, x1, x2, x3, acc, USE_ASM: tl.constexpr):
-        """acc += the eight codes of word q times their activations, in two fp16 lanes: x_p holds the fp16 pair
-        of columns (3 - p, 7 - p) (pack_x_pairs). Per word: three integer ops make the fp16 high bytes of the
-        four high-nibble codes (sign | magnitude >> 3 of Marlin's unpack, vllm csrc/quantization/marlin/
-        dequant.h, on all four bytes at once), one and / one prmt split them into the pairs (3, 7) and (1, 5);
-        q << 4 and the same for (2, 6) and (0, 4); each pair x 2^14 (exact, the subnormal codes included) and
-        one fma.rn.f16x2: about 19 instructions per eight weights."""
+    def _unpack(q, USE_ASM: tl.constexpr):
+        """A word's four fp16x2 pairs of codes, columns (3, 7), (2, 6), (1, 5), (0, 4). On the GPU as exact fp16
+        values: three integer ops make the fp16 high bytes of the four high-nibble codes (sign | magnitude >> 3
+        of Marlin's unpack, vllm csrc/quantization/marlin/dequant.h, on all four bytes at once), one and / one
+        prmt split them into the pairs (3, 7) and (1, 5), q << 4 and the same for (2, 6) and (0, 4); each pair
+        x 2^14 (exact, the subnormal codes included). Under the interpreter as value x 2^-14 (_fma2 scales)."""
         if USE_ASM:
             return tl.inline_asm_elementwise(
                 asm="""{
-                .reg .b32 r, t, p, q4, s;
+                .reg .b32 r, t, q4, s;
                 mov.b32 s, 0x74007400;
-                and.b32 r, $1, 0x70707070;
+                and.b32 r, $4, 0x70707070;
                 shr.b32 r, r, 3;
-                and.b32 t, $1, 0x80808080;
+                and.b32 t, $4, 0x80808080;
                 or.b32 t, t, r;
-                and.b32 p, t, 0xFF00FF00;
-                mul.rn.f16x2 p, p, s;
-                fma.rn.f16x2 $0, p, $2, $6;
-                prmt.b32 p, t, 0, 0x2404;
-                mul.rn.f16x2 p, p, s;
-                fma.rn.f16x2 $0, p, $4, $0;
-                shl.b32 q4, $1, 4;
+                and.b32 $0, t, 0xFF00FF00;
+                mul.rn.f16x2 $0, $0, s;
+                prmt.b32 $2, t, 0, 0x2404;
+                mul.rn.f16x2 $2, $2, s;
+                shl.b32 q4, $4, 4;
                 and.b32 r, q4, 0x70707070;
                 shr.b32 r, r, 3;
                 and.b32 t, q4, 0x80808080;
                 or.b32 t, t, r;
-                and.b32 p, t, 0xFF00FF00;
-                mul.rn.f16x2 p, p, s;
-                fma.rn.f16x2 $0, p, $3, $0;
-                prmt.b32 p, t, 0, 0x2404;
-                mul.rn.f16x2 p, p, s;
-                fma.rn.f16x2 $0, p, $5, $0;
+                and.b32 $1, t, 0xFF00FF00;
+                mul.rn.f16x2 $1, $1, s;
+                prmt.b32 $3, t, 0, 0x2404;
+                mul.rn.f16x2 $3, $3, s;
                 }""",
-                constraints="=r,r,r,r,r,r,r", args=[q, x0, x1, x2, x3, acc], dtype=tl.uint32, is_pure=True,
-                pack=1)
-        else:  # the same arithmetic lane by lane, for Triton's CPU interpreter (which runs no PTX)
-            p37, p26, p15, p04 = _fp16_pairs(q)
-            acc = _lane_fma(p37, x0, acc)
-            acc = _lane_fma(p15, x2, acc)
-            acc = _lane_fma(p26, x1, acc)
-            return _lane_fma(p04, x3, acc)
+                constraints="=r,=r,=r,=r,r", args=[q], dtype=(tl.uint32, tl.uint32, tl.uint32, tl.uint32),
+                is_pure=True, pack=1)
+        else:  # the same bits in plain Triton, for the CPU interpreter (which runs no PTX)
+            return _fp16_pairs(q)
+
+    @triton.jit
+    def _fma2(p, x2, acc, USE_ASM: tl.constexpr):
+        """acc += p * x2 in two fp16 lanes (p from _unpack): one fma.rn.f16x2, or lane by lane."""
+        if USE_ASM:
+            return tl.inline_asm_elementwise(asm="fma.rn.f16x2 $0, $1, $2, $3;", constraints="=r,r,r,r",
+                                             args=[p, x2, acc], dtype=tl.uint32, is_pure=True, pack=1)
+        else:
+            return _lane_fma(p, x2, acc)
+
+    @triton.jit
+    def _word_fma(q, x0, x1, x2, x3, acc, USE_ASM: tl.constexpr):
+        """acc += the eight codes of word q times their activations, in two fp16 lanes: x_p holds the fp16 pair
+        of columns (3 - p, 7 - p) (pack_x_pairs). About 19 instructions per eight weights once ptxas has
+        scheduled the two asm blocks together (the same SASS as one block)."""
+        p37, p26, p15, p04 = _unpack(q, USE_ASM)
+        acc = _fma2(p37, x0, acc, USE_ASM)
+        acc = _fma2(p15, x2, acc, USE_ASM)
+        acc = _fma2(p26, x1, acc, USE_ASM)
+        return _fma2(p04, x3, acc, USE_ASM)
 
     @triton.jit
     def _half2_sum(acc, USE_ASM: tl.constexpr):
@@ -219,7 +230,7 @@ if triton is not None:
         k_lo = kz * kw_split
         k_hi = tl.minimum(kw, k_lo + kw_split)
         if PDL == 2:  # see launch.py: the start of this program's rows towards L2 (weights do not depend on the
-            # kernel before), then wait for that kernel (x2 written); the next kernel is let in after the loop
+            # kernel before), then (pdl_entry) wait for that kernel; the next kernel is let in after the loop
             if SPLIT_K > 1:
                 _prefetch_row_segments(packed_ptr, scale_ptr, tl.where(row_ok, rows, 0), k_lo, k_hi - k_lo, kw,
                                        nblk, prefetch // BLOCK_N)
@@ -230,10 +241,7 @@ if triton is not None:
             else:
                 row0 = pid_n * BLOCK_N
                 _prefetch_rows(packed_ptr, scale_ptr, row0, tl.minimum(BLOCK_N, N - row0), kw, nblk, prefetch)
-            tl.extra.cuda.gdc_wait()
-        elif PDL == 1:
-            tl.extra.cuda.gdc_wait()
-            tl.extra.cuda.gdc_launch_dependents()
+        pdl_entry(PDL, False)
         jj = tl.arange(0, BLOCK_W)
         jb = tl.arange(0, BLOCK_W // 2)
         acc = tl.zeros([BLOCK_N, BLOCK_W // 2], dtype=tl.float32)
@@ -271,8 +279,7 @@ if triton is not None:
             ws = _half2_sum(h, USE_ASM)  # per block
             s_bits = ((s & 0x80).to(tl.uint16) << 8) | ((s & 0x7F).to(tl.uint16) << 7)
             acc += ws * s_bits.to(tl.float16, bitcast=True).to(tl.float32)
-        if PDL == 2:
-            tl.extra.cuda.gdc_launch_dependents()  # this program's weights are read: the next kernel may start
+        pdl_exit(PDL)  # this program's weights are read: the next kernel may start
         rs = tl.load(row_scale_ptr + rows, mask=row_ok, other=0.0)
         y = tl.sum(acc, axis=1) * (rs * 256.0)  # 2^8: the E4M3 bit pattern read as fp16
         if SPLIT_K > 1:

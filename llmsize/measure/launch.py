@@ -68,14 +68,22 @@ def launch_opts(mode: int) -> dict:
 if triton is not None:
 
     @triton.jit
-    def pdl_entry(PDL: tl.constexpr):
-        """A small kernel's start: in PDL_EARLY let the next kernel be scheduled, then wait for the one before
-        (all its writes visible); in PDL_WAIT_FIRST the other way round."""
+    def pdl_entry(PDL: tl.constexpr, LET_IN: tl.constexpr = True):
+        """A kernel's start. PDL_EARLY: let the next kernel be scheduled (unless LET_IN is false: a GEMV does it
+        in pdl_exit, after its main loop), then wait for the one before (all its writes visible).
+        PDL_WAIT_FIRST: wait, then let the next one be scheduled."""
         if PDL == 2:
-            tl.extra.cuda.gdc_launch_dependents()
+            if LET_IN:
+                tl.extra.cuda.gdc_launch_dependents()
             tl.extra.cuda.gdc_wait()
         elif PDL == 1:
             tl.extra.cuda.gdc_wait()
+            tl.extra.cuda.gdc_launch_dependents()
+
+    @triton.jit
+    def pdl_exit(PDL: tl.constexpr):
+        """A GEMV's weights are read: in PDL_EARLY the next kernel may be scheduled now."""
+        if PDL == 2:
             tl.extra.cuda.gdc_launch_dependents()
 
     @triton.jit

@@ -37,6 +37,16 @@ def _kv(c: Console, rows):
     c.print(t)
 
 
+def _launch(run: dict) -> str:
+    """How the kernels were launched: PDL and its mode, the GEMVs' L2 prefetch (launch.py)."""
+    if not run.get("pdl"):
+        return ""
+    mode = run.get("pdl_mode")
+    kb = run.get("l2_prefetch_kb")
+    return (", programmatic dependent launch" + (f" ({mode})" if mode else "")
+            + (f", L2 prefetch {kb} KiB per GEMV program" if kb else ""))
+
+
 def render_measure(r: dict, c: Console) -> None:
     g, run, dec, ach, pred = r["gpu"], r["run"], r["decode"], r["achieved"], r.get("predicted")
     title = f"llmsize measure: {r['model']['name']} in {run['quant']} on {g['name']}"
@@ -72,7 +82,7 @@ def render_measure(r: dict, c: Console) -> None:
                     f"CUDA graph {'on' if run['cuda_graph'] else 'off'}, GEMV {run['gemv']}"
                     f"{', torch.compile' if run.get('compiled') else ''}"
                     f"{', fused kernels between the GEMVs' if run.get('fused') else ''}"
-                    f"{', programmatic dependent launch' if run.get('pdl') else ''}"),
+                    f"{_launch(run)}"),
         *[("self-check", f"{name}: {'passed, used' if ok else 'FAILED on this card, not used'}")
           for name, ok in (run.get("self_checks") or {}).items()],
     ])

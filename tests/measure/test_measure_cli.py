@@ -190,6 +190,12 @@ def test_report_says_when_a_self_check_failed(run_cli, tmp_path):
     render_measure(r, Console(file=buf, width=100))
     assert "words kernel: FAILED on this card, not used" in buf.getvalue()
     assert "fused step: passed, used" in buf.getvalue()
+    assert "programmatic" not in buf.getvalue()  # a CPU run: no PDL
+    r["run"].update(pdl=True, pdl_mode="early", l2_prefetch_kb=32)  # what a Hopper run records
+    buf = StringIO()
+    render_measure(r, Console(file=buf, width=100))
+    text = " ".join(buf.getvalue().split())  # the line may wrap
+    assert "programmatic dependent launch (early), L2 prefetch 32 KiB per GEMV program" in text
 
 
 @pytest.mark.parametrize("var, value", [("LLMSIZE_PDL", "yes"), ("LLMSIZE_PREFETCH_KB", "4096"),

@@ -1,9 +1,9 @@
-"""Compile every Triton kernel of llmsize.measure for a Hopper GPU (sm_90) without one: Triton's compiler and
-the ptxas it ships turn each into a cubin, so an error only the real compiler sees (a layout it cannot lower,
-inline PTX it rejects) fails here on a CPU machine, not on a borrowed GPU. Run as a script, with
-TRITON_INTERPRET unset (the interpreter replaces the kernels by Python stand-ins); prints one line per kernel.
+"""Compile every Triton kernel of llmsize.measure for a Hopper GPU (sm_90), and for Ampere (sm_80), without
+one: Triton's compiler and the ptxas it ships turn each into a cubin, so an error only the real compiler sees
+(a layout it cannot lower, inline PTX it rejects) fails here on a CPU machine, not on a borrowed GPU. Run as a
+script, with TRITON_INTERPRET unset (the interpreter replaces the kernels by Python stand-ins); prints one line
+per kernel.
 """
-
 from __future__ import annotations
 
 import os
@@ -89,19 +89,25 @@ def probe_kernels():
 
 
 def main() -> int:
-    target = GPUTarget("cuda", 90, 32)
+    """Every kernel for sm_90 as a Hopper runs it (PDL early unless the case says otherwise); then for sm_80
+    (Ampere, also what an RTX 30/40 card gets: no griddepcontrol, no bulk prefetch) with PDL off, as
+    launch.py launches them below compute capability 9."""
     failed = 0
-    for name, fn, args, consts, warps in [*kernels(), *probe_kernels()]:
-        sig = {a: (args[a] if a in args else "constexpr") for a in fn.arg_names}
-        if "PDL" in fn.arg_names and "PDL" not in consts:
-            consts = dict(consts, PDL=2)  # the GPU's default path (launch.py): griddepcontrol compiled in
-        try:
-            k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts), target=target,
-                               options={"num_warps": warps})
-            print(f"ok   {name}: {len(k.asm['cubin'])} B of cubin")
-        except Exception as e:  # report every kernel, then fail
-            failed += 1
-            print(f"FAIL {name}: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+    for arch in (90, 80):
+        target = GPUTarget("cuda", arch, 32)
+        for name, fn, args, consts, warps in [*kernels(), *probe_kernels()]:
+            sig = {a: (args[a] if a in args else "constexpr") for a in fn.arg_names}
+            if "PDL" in fn.arg_names:
+                consts = dict(consts, PDL=consts.get("PDL", 2) if arch >= 90 else 0)
+            if arch < 90 and consts.get("PREFETCH"):
+                consts = dict(consts, PREFETCH=False)  # launch.py prefetches only in PDL early mode
+            try:
+                k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts), target=target,
+                                   options={"num_warps": warps})
+                print(f"ok   sm_{arch} {name}: {len(k.asm['cubin'])} B of cubin")
+            except Exception as e:  # report every kernel, then fail
+                failed += 1
+                print(f"FAIL sm_{arch} {name}: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
     return 1 if failed else 0
 
 

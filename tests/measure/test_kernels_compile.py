@@ -1,6 +1,7 @@
-"""Every Triton kernel compiles for sm_90 (Hopper) on this CPU machine: tests/measure/compile_kernels.py runs
-Triton's real compiler and ptxas in a subprocess (the interpreter, set for the other tests, would only run
-Python stand-ins). Catches what only the GPU compiler sees: inline PTX, layouts, loop-carried types."""
+"""Every Triton kernel compiles for sm_90 (Hopper) and sm_80 (Ampere, PDL off) on this CPU machine:
+tests/measure/compile_kernels.py runs Triton's real compiler and ptxas in a subprocess (the interpreter, set for
+the other tests, would only run Python stand-ins). Catches what only the GPU compiler sees: inline PTX, layouts,
+loop-carried types."""
 
 import os
 import subprocess
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 
-def test_every_kernel_compiles_for_hopper():
+def test_every_kernel_compiles_for_hopper_and_ampere():
     ptxas = pytest.importorskip("triton").__file__
     if not (Path(ptxas).parent / "backends" / "nvidia" / "bin" / "ptxas").exists():
         pytest.skip("this triton build has no ptxas")
@@ -20,4 +21,4 @@ def test_every_kernel_compiles_for_hopper():
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600)
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith(("ok", "FAIL"))]
     assert r.returncode == 0, r.stdout + r.stderr[-2000:]
-    assert len(lines) >= 15 and all(ln.startswith("ok") for ln in lines), r.stdout
+    assert len(lines) >= 100 and all(ln.startswith("ok") for ln in lines), r.stdout

@@ -256,7 +256,7 @@ def measure(o: MeasureOptions, progress=None) -> dict:
     fused = o.fused
     if fused is None:  # the fused step on a GPU, once it has reproduced the eager step there (not under
         from llmsize.measure.fused import fused_step_ok  # --compile, which fuses the eager step its own way)
-        fused = cuda and not o.compile and fused_step_ok(device)
+        fused = cuda and not o.compile and fused_step_ok(device, gemv)
         if cuda and not o.compile:
             checks["fused step"] = fused
     dec = gemma4.Gemma4Decoder(weights, batch=o.batch, max_positions=positions, gemv=gemv, fused=fused)

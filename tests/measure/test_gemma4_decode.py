@@ -247,3 +247,28 @@ def test_fused_step_self_check_passes_on_the_interpreter():
     toy model agree (here through the interpreter; on a GPU through the compiled kernels)."""
     from llmsize.measure.fused import fused_step_ok
     assert fused_step_ok(torch.device("cpu"))
+
+
+@pytest.mark.skipif(not triton_available(), reason="triton not installed")
+def test_fused_step_self_check_with_the_word_kernel_passes_and_catches_a_wrong_epilogue(monkeypatch):
+    """With the word kernel the check also covers how the fused step feeds it (inputs packed by the fused
+    kernels, the GeGLU in the gate | up epilogue): it passes as built, and fails when the epilogue is wrong
+    (gate and up swapped). A two-layer toy model (one sliding, one full) keeps the interpreter quick."""
+    import dataclasses
+
+    from llmsize.measure import fused, gemv_words, nvfp4
+    small = dataclasses.replace(gemma4.GEMMA4_TINY, layer_types=(gemma4.SLIDING, gemma4.FULL))
+    monkeypatch.setattr(gemma4, "GEMMA4_TINY", small)
+    monkeypatch.setattr(fused, "_step_checked", {})
+    assert fused.fused_step_ok(torch.device("cpu"), "words")
+    real = gemv_words.nvfp4_gemv_words
+
+    def swapped(x, w, *args, glu=False, **kw):  # gelu(up) * gate instead of gelu(gate) * up
+        if glu:
+            n = w.shape[0] // 2
+            w = nvfp4.Nvfp4Weight(torch.cat([w.packed[n:], w.packed[:n]]), torch.cat([w.scales[n:], w.scales[:n]]),
+                                  torch.cat([w.row_scale[n:], w.row_scale[:n]]))
+        return real(x, w, *args, glu=glu, **kw)
+    monkeypatch.setattr(gemma4, "nvfp4_gemv_words", swapped)
+    monkeypatch.setattr(fused, "_step_checked", {})
+    assert not fused.fused_step_ok(torch.device("cpu"), "words")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from llmsize.measure import GEMV_KERNELS, nvfp4
+from llmsize.measure import GEMV_KERNELS, gemv_words, nvfp4
 from llmsize.measure.gemv import nvfp4_gemv, nvfp4_gemv_dot, nvfp4_gemv_pairs, nvfp4_linear_reference
 from llmsize.measure.gemv_rows import MAX_ROWS as ROWS_MAX
 from llmsize.measure.gemv_rows import nvfp4_gemv_rows
@@ -280,7 +280,8 @@ class Gemma4Decoder:
                 if self.gemv == "words":  # one row; 2-4 rows in one weight pass; more: the tensor cores
                     if x.shape[0] == 1:
                         return nvfp4_gemv_words(x, w)
-                    return nvfp4_gemv_rows(x, w) if x.shape[0] <= ROWS_MAX else nvfp4_gemv_pairs(x, w)
+                    rows_ok = x.shape[0] <= ROWS_MAX and "rows" not in gemv_words.words_off
+                    return nvfp4_gemv_rows(x, w) if rows_ok else nvfp4_gemv_pairs(x, w)
                 if self.gemv == "pairs":
                     return nvfp4_gemv_pairs(x, w)
                 if x.shape[0] == 1 and self.gemv == "triton":

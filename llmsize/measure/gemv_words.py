@@ -398,7 +398,8 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
         key = (n, k, b, glu, pack)
         if key not in _words_best:
             per = (lambda c: c[0] // 2) if glu else (lambda c: c[0])
-            configs = [c for c in WORDS_CONFIGS if n_out % per(c) == 0 and kw % (c[1] * c[4]) == 0]
+            configs = [c for c in WORDS_CONFIGS if n_out % per(c) == 0 and kw % (c[1] * c[4]) == 0
+                       and not (c[3] > 1 and "stages" in words_off) and not (c[4] > 1 and "split" in words_off)]
             _words_best[key] = _time_configs(launch, configs or [(32, 16, 4, 1, 1)],
                                              _copies_beyond_l2((words, scales, w.row_scale)))
         launch(*_words_best[key])
@@ -406,31 +407,46 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
 
 
 _words_checked: dict[str, bool] = {}
+# the word kernel's optional paths, each self-checked on the card; one that fails there is left out (its
+# configurations not timed, or the tensor-core kernel for 2-4 rows) instead of giving up the whole kernel
+WORDS_FEATURES = {"stages": "pipelined loads", "split": "split over K", "rows": "2-4 rows in one pass"}
+words_off: set[str] = set()
 
 
 def words_kernel_ok(device) -> bool:
     """Whether the word kernel's PTX computes what the reference does on this GPU: checked once per device on a
-    small random matrix (every code, real scales), plain, pipelined and split over K, and the several-row
-    version (gemv_rows) for 2-4 rows, before `--gemv auto` trusts them."""
+    small random matrix (every code, real scales) before `--gemv auto` trusts it for batch 1; then each optional
+    path (pipelined, split over K, the several-row version in gemv_rows), any that fails going to `words_off`."""
     key = str(device)
     if key not in _words_checked:
         try:
             gen = torch.Generator(device=device).manual_seed(0)
             w = quantize(torch.randn(256, 512, device=device, generator=gen) * 0.05)
             x = torch.randn(1, 512, device=device, generator=gen).to(torch.bfloat16)
-            want = nvfp4_linear_reference(x.float(), w)
-            ok = True
-            for stages, split in ((1, 1), (3, 1), (3, 4)):  # every code path the per-shape timing may pick
-                for _ in range(2):  # twice: the split path must leave its workspace zeroed
-                    got = nvfp4_gemv_words(x, w, block_n=32, block_w=16, stages=stages, split_k=split).float()
-                    ok = ok and bool(torch.allclose(got, want, rtol=2e-2, atol=2e-2))
-            from llmsize.measure.gemv_rows import nvfp4_gemv_rows  # batch 2-4 (imports this module)
             x4 = torch.randn(4, 512, device=device, generator=gen).to(torch.bfloat16)
-            for rows in (2, 3, 4):
-                got = nvfp4_gemv_rows(x4[:rows], w, block_n=32, block_w=16).float()
-                ok = ok and bool(torch.allclose(got, nvfp4_linear_reference(x4[:rows].float(), w), rtol=2e-2,
-                                                atol=2e-2))
-            _words_checked[key] = ok
+            want = nvfp4_linear_reference(x.float(), w)
+
+            def close(got, ref=want):
+                return bool(torch.allclose(got.float(), ref, rtol=2e-2, atol=2e-2))
+
+            def rows_ok():
+                from llmsize.measure.gemv_rows import nvfp4_gemv_rows  # (it imports this module)
+                return all(close(nvfp4_gemv_rows(x4[:r], w, block_n=32, block_w=16),
+                                 nvfp4_linear_reference(x4[:r].float(), w)) for r in (2, 3, 4))
+
+            _words_checked[key] = close(nvfp4_gemv_words(x, w, block_n=32, block_w=16))
+            paths = {"stages": lambda: close(nvfp4_gemv_words(x, w, block_n=32, block_w=16, stages=3)),
+                     # twice: the split path must leave its workspace zeroed
+                     "split": lambda: all(close(nvfp4_gemv_words(x, w, block_n=32, block_w=16, split_k=4))
+                                          for _ in range(2)),
+                     "rows": rows_ok}
+            for name, check in paths.items():
+                try:
+                    good = _words_checked[key] and check()
+                except Exception:
+                    good = False
+                if not good:
+                    words_off.add(name)
         except Exception:  # PTX the card's driver refuses, say: the byte kernel it is
             _words_checked[key] = False
     return _words_checked[key]

@@ -235,9 +235,11 @@ def measure(o: MeasureOptions, progress=None) -> dict:
     checks = {}  # the self-checks behind the default choices: name -> passed
     gemv = o.gemv if cuda and o.quant == "nvfp4" else "torch"
     if gemv == "auto":  # the fp16x2 word kernel, once its PTX has reproduced the reference on this card
-        from llmsize.measure.gemv_words import words_kernel_ok
+        from llmsize.measure.gemv_words import WORDS_FEATURES, words_kernel_ok, words_off
         checks["words kernel"] = words_kernel_ok(device)
         gemv = "words" if checks["words kernel"] else "triton"
+        if gemv == "words":
+            checks.update({f"words kernel, {label}": name not in words_off for name, label in WORDS_FEATURES.items()})
     t_build = time.perf_counter()
 
     def on_layer(i):

@@ -211,9 +211,24 @@ def test_decode_through_the_words_kernel_matches_reference():
     assert err.mean() < 0.02 * want.abs().mean() and err.max() < 0.1
 
 
-def test_words_self_check_passes_on_the_interpreter():
-    from llmsize.measure.gemv_words import words_kernel_ok
-    assert words_kernel_ok(torch.device("cpu"))
+def test_words_self_check_passes_on_the_interpreter(monkeypatch):
+    from llmsize.measure import gemv_rows, gemv_words
+    monkeypatch.setattr(gemv_words, "_words_checked", {})
+    monkeypatch.setattr(gemv_words, "words_off", set())
+    assert gemv_words.words_kernel_ok(torch.device("cpu")) and gemv_words.words_off == set()
+    # a path that fails on the card is left out, not the whole kernel: here the several-row version
+    monkeypatch.setattr(gemv_words, "_words_checked", {})
+
+    def broken(x, w, **kw):
+        return torch.zeros(x.shape[0], w.shape[0])
+    monkeypatch.setattr(gemv_rows, "nvfp4_gemv_rows", broken)
+    assert gemv_words.words_kernel_ok(torch.device("cpu")) and gemv_words.words_off == {"rows"}
+    def must_not_run(x, w, **kw):
+        raise AssertionError("the several-row kernel ran after failing its self-check")
+    monkeypatch.setattr(gemma4, "nvfp4_gemv_rows", must_not_run)
+    dec = gemma4.Gemma4Decoder(_weights(seed=2), batch=2, max_positions=8, gemv="words")
+    dec.prefill(torch.tensor([[1], [2]]))
+    dec.decode_step()  # 2 rows: the tensor-core kernel instead
 
 
 @pytest.mark.skipif(not triton_available(), reason="triton not installed")

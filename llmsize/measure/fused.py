@@ -94,8 +94,8 @@ def _fused_matches_eager(device, gemv: str) -> bool:
         return bool(torch.allclose(outs[0], outs[1], rtol=1e-3, atol=5e-3))
     # a Triton GEMV rounds its inputs to fp16 (the word kernel) or its operands (the others): the two steps'
     # float32 activations differ in the last bits, which moves an fp16 rounding now and then and drifts the
-    # logits by ~0.1 over the run (measured: 0.003-0.1 per step for a mean |logit| of 0.8 under the
-    # interpreter). A wrong packing or epilogue is off by the size of the logits themselves.
+    # logits by ~0.1 over the run (0.003-0.1 per step for a mean |logit| of 0.8 under the interpreter:
+    # benchmarks/words_accuracy.py). A wrong packing or epilogue is off by the size of the logits themselves.
     err = (outs[0] - outs[1]).abs()
     return bool(err.mean() < 0.02 * outs[0].abs().mean() and err.max() < 0.25)
 

@@ -33,7 +33,7 @@ except ImportError:  # pragma: no cover - exercised only where triton is missing
     triton = None
 
 if triton is not None:
-    from llmsize.measure.gemv_words import gelu_tanh_mul, store_act
+    from llmsize.measure.acts import gelu_tanh_mul, residual_norm_row, store_act
     from llmsize.measure.launch import pdl_entry, prefetch_l2
 
 ATTN_BLOCK_S = 32  # cache rows per tensor-core step
@@ -250,21 +250,8 @@ if triton is not None:
                               PDL: tl.constexpr):
         pdl_entry(PDL)
         b = tl.program_id(0)
-        d = tl.arange(0, BLOCK)
-        ok = d < D
-        x = tl.load(x_ptr + b * D + d, mask=ok, other=0.0).to(tl.float32)
-        dt = x_out_ptr.dtype.element_ty
-        if HAS_O:
-            o = tl.load(o_ptr + b * D + d, mask=ok, other=0.0).to(tl.float32)
-            r = 1.0 / tl.sqrt(tl.sum(o * o, 0) / D + eps)
-            y = (o * r * tl.load(w1_ptr + d, mask=ok, other=0.0)).to(dt).to(tl.float32)  # rms_norm's output dtype
-            x = (x + y).to(dt).to(tl.float32)
-            if HAS_S:
-                x = (x * tl.load(s_ptr).to(tl.float32)).to(dt).to(tl.float32)
-            tl.store(x_out_ptr + b * D + d, x.to(dt), mask=ok)
-        r2 = 1.0 / tl.sqrt(tl.sum(x * x, 0) / D + eps)
-        h = (x * r2 * tl.load(w2_ptr + d, mask=ok, other=0.0)).to(dt).to(tl.float32)
-        store_act(h_out_ptr + b * D, pack_ptr + b * D, d, h, ok, PACK)
+        residual_norm_row(x_ptr + b * D, o_ptr + b * D, w1_ptr, s_ptr, w2_ptr, x_out_ptr + b * D, h_out_ptr + b * D,
+                          pack_ptr + b * D, D, eps, BLOCK, HAS_O, HAS_S, PACK, False)
 
     @triton.jit
     def _geglu_kernel(gu_ptr, out_ptr, pack_ptr, inter, stride_gu, stride_out, BLOCK: tl.constexpr,

@@ -29,6 +29,7 @@ except ImportError:  # pragma: no cover - exercised only where triton is missing
     triton = None
 
 if triton is not None:
+    from llmsize.measure.acts import gelu_tanh_mul, store_act
     from llmsize.measure.launch import pdl_entry, pdl_exit, prefetch_l2, prefetch_l2_each
 
     @triton.jit
@@ -145,18 +146,6 @@ if triton is not None:
             return lo + hi
 
     @triton.jit
-    def store_act(out_ptr, pack_ptr, i, y, ok, PACK: tl.constexpr):
-        """Store an activation row y[i] in the output dtype, or (PACK) as fp16 pairs in this kernel's input
-        layout: column 8j + c goes to fp16 slot 2 (4 j + 3 - c % 4) + c // 4 (pack_x_pairs), clamped to the fp16
-        range. The fused kernels before a word GEMV store their outputs so."""
-        if PACK:
-            c = i % 8
-            slot = 2 * (4 * (i // 8) + 3 - c % 4) + c // 4
-            tl.store(pack_ptr + slot, tl.minimum(tl.maximum(y, -65504.0), 65504.0).to(tl.float16), mask=ok)
-        else:
-            tl.store(out_ptr + i, y.to(out_ptr.dtype.element_ty), mask=ok)
-
-    @triton.jit
     def _prefetch_rows(packed_ptr, scale_ptr, row0, nrows, kw, nblk, nbytes):
         """The first nbytes of rows row0.. (nrows of kw words, contiguous) and their scales towards L2. The bulk
         prefetch wants a 16-byte aligned start and a multiple of 16 bytes: the start is rounded down to 16 bytes
@@ -169,14 +158,6 @@ if triton is not None:
         sbytes = tl.minimum(nbytes // 8, row0 * nblk - s_at + nrows * nblk) // 16 * 16  # the same rows' scales
         if sbytes > 0:
             prefetch_l2(scale_ptr + s_at, sbytes)
-
-    @triton.jit
-    def gelu_tanh_mul(g, u, dt: tl.constexpr):
-        """gelu_tanh(g) * u in fp32, rounded to dt where the eager step rounds (F.gelu's output, the product)."""
-        z = 0.7978845608028654 * (g + 0.044715 * g * g * g)  # sqrt(2 / pi)
-        t = 1.0 - 2.0 / (tl.exp(2.0 * z) + 1.0)  # tanh(z), saturating cleanly at +-1
-        act = (0.5 * g * (1.0 + t)).to(dt).to(tl.float32)
-        return (act * u).to(dt).to(tl.float32)
 
     @triton.jit
     def _prefetch_row_segments(packed_ptr, scale_ptr, rows, k_lo, nwords, kw, nblk, nbytes):

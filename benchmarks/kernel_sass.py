@@ -52,19 +52,23 @@ def cases():
         out.append((f"pairs {bn}x{8 * bw} w{w}", gemv._gemv_pairs, sig_pairs,
                     {"BLOCK_N": bn, "BLOCK_W": bw, "BLOCK_B": 16}, w, bn * bw * 8))
     sig_words = {"x2_ptr": "*i32", "packed_ptr": "*i32", "scale_ptr": "*u8", "row_scale_ptr": "*fp32",
-                 "y_ptr": "*bf16", "pack_ptr": "*fp16", "ws_ptr": "*fp32", "cnt_ptr": "*i32", "N": "i32", "kw": "i32",
-                 "nblk": "i32", "stride_yb": "i32", "prefetch": "i32", "inter": "i32", "kw_split": "i32",
+                 "y_ptr": "*bf16", "pack_ptr": "*fp16", "ws_ptr": "*fp32", "cnt_ptr": "*i32", "nx_ptr": "*bf16",
+                 "w1_ptr": "*fp32", "sc_ptr": "*bf16", "w2_ptr": "*fp32", "xo_ptr": "*bf16", "h_ptr": "*bf16",
+                 "hp_ptr": "*fp16", "gcnt_ptr": "*i32", "N": "i32", "kw": "i32", "nblk": "i32", "stride_yb": "i32",
+                 "prefetch": "i32", "inter": "i32", "kw_split": "i32", "eps": "fp32",
                  "BLOCK_N": "constexpr", "BLOCK_W": "constexpr", "EVEN": "constexpr", "USE_ASM": "constexpr",
                  "GLU": "constexpr", "PACK": "constexpr", "STAGES": "constexpr", "SPLIT_K": "constexpr",
+                 "NORM": "constexpr", "HAS_S": "constexpr", "NPACK": "constexpr", "BLOCK_D": "constexpr",
                  "PDL": "constexpr"}
+    plain = {"NORM": False, "HAS_S": False, "NPACK": False, "BLOCK_D": 16}
     for bn, bw, w, stages, split in gemv_words.WORDS_CONFIGS:
         out.append((f"words {bn}x{8 * bw} w{w} s{stages} k{split}", gemv_words._gemv_words, sig_words,
                     {"BLOCK_N": bn, "BLOCK_W": bw, "EVEN": True, "USE_ASM": True, "GLU": False, "PACK": False,
-                     "STAGES": stages, "SPLIT_K": split, "PDL": 2}, w, bn * bw * 8))
+                     "STAGES": stages, "SPLIT_K": split, "PDL": 2, **plain}, w, bn * bw * 8))
     bn, bw, w, stages, split = gemv_words.WORDS_CONFIGS[0]  # gate | up with its GeGLU epilogue: the same loop
     out.append((f"words+glu {bn}x{8 * bw} w{w}", gemv_words._gemv_words, sig_words,
                 {"BLOCK_N": bn, "BLOCK_W": bw, "EVEN": True, "USE_ASM": True, "GLU": True, "PACK": True,
-                 "STAGES": stages, "SPLIT_K": split, "PDL": 2}, w, bn * bw * 8))
+                 "STAGES": stages, "SPLIT_K": split, "PDL": 2, **plain}, w, bn * bw * 8))
     sig_rows = {"x2_ptr": "*i32", "packed_ptr": "*i32", "scale_ptr": "*u8", "row_scale_ptr": "*fp32",
                 "y_ptr": "*bf16", "B": "i32", "N": "i32", "kw": "i32", "nblk": "i32", "stride_yb": "i32",
                 "prefetch": "i32", "BLOCK_N": "constexpr", "BLOCK_W": "constexpr", "ROWS": "constexpr",

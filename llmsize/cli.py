@@ -689,7 +689,7 @@ def measure(
     compile_: Annotated[bool, typer.Option("--compile/--no-compile", help="torch.compile the decode step before "
                                            "capturing it (fewer, fused kernels between the GEMVs).")] = False,
     fused: Annotated[Optional[bool], typer.Option("--fused/--no-fused", help="The work between the GEMVs in "
-                                                  "four or five Triton kernels per layer; default: on a GPU, once "
+                                                  "two to five Triton kernels per layer; default: on a GPU, once "
                                                   "they reproduce the eager step there.", show_default=False)] = None,
     as_json: JsonOpt = False,
     save: Annotated[Optional[Path], typer.Option(help="Also write the full result as JSON to this file.",

@@ -17,8 +17,10 @@ norm, after an add), so on float32 weights it matches the eager step to float32 
   softmax in fp32, partial (max, sum, weighted V) written out; combine folds the slices per query head
   (flash-decoding). Scale 1.0 (Gemma 4).
 - residual_norm: x = (x + rmsnorm(o) * w_post) * scalar, then h = rmsnorm(x) * w_next, one program per row.
-- geglu: gelu_tanh(gate) * up; with the word GEMV at batch 1 the gate | up pass applies it in its epilogue
-  (gemv_words, glu=True) and this kernel is not launched: eight kernels per layer.
+- geglu: gelu_tanh(gate) * up.
+With the word GEMV at batch 1, residual_norm and geglu are not launched: the o and down GEMVs apply the
+residual norm in their epilogue (its last program, acts.residual_norm_row) and the gate | up GEMV the GeGLU
+(gemv_words, norm= and glu=True): six kernels per layer, two of them here.
 """
 from __future__ import annotations
 

@@ -251,7 +251,7 @@ class Gemma4Decoder:
                  fused: bool = False):
         cfg = weights.config
         self.cfg, self.w, self.batch, self.max_positions, self.gemv = cfg, weights, batch, max_positions, gemv
-        self.fused = fused  # decode_step through llmsize.measure.fused: four or five Triton kernels between GEMVs
+        self.fused = fused  # decode_step through llmsize.measure.fused: 2-5 Triton kernels between the GEMVs
         dev, dt = weights.embed.device, weights.embed.dtype
         self.device, self.dtype = dev, dt
         self.caches = []
@@ -404,8 +404,8 @@ class Gemma4Decoder:
     def _decode_step_fused(self) -> torch.Tensor:
         """The same step with the work between the GEMVs in llmsize.measure.fused's kernels: per layer four
         GEMVs and five small kernels (attention split, which also norms, rotates and caches q, k, v; combine;
-        two residual_norms; geglu); four with the word GEMV at batch 1, whose gate | up pass applies the GeGLU
-        itself."""
+        two residual_norms; geglu). With the word GEMV at batch 1 two: the gate | up pass applies the GeGLU, the
+        o and down passes the residual norms, so a layer is six kernels."""
         from llmsize.measure import fused
 
         cfg, eps, f32 = self.cfg, self.cfg.rms_eps, self._f32
@@ -426,18 +426,20 @@ class Gemma4Decoder:
             att = fused.attention(qkv, f32[id(layer.q_norm)], f32[id(layer.k_norm)], cos, sin, self.pos, kc, vc,
                                   cfg.num_heads, sizes[0], sizes[0] + (sizes[1] if kind == SLIDING else 0), eps,
                                   pack=pk)
-            o = lin(att, layer.o)
-            x, h = fused.residual_norm(x, o, f32[id(layer.post_attn_norm)], f32[id(layer.pre_ffn_norm)], eps,
-                                       pack=pk)
-            if pk:  # the GeGLU in the gate | up GEMV's epilogue, written packed for the down GEMV
-                a = nvfp4_gemv_words(None, layer.gate_up, x2=h, out_dtype=x.dtype, glu=True, pack=True)
+            post, pre = f32[id(layer.post_attn_norm)], f32[id(layer.pre_ffn_norm)]
+            if pk:  # the residual norm in the o GEMV's epilogue (its last program), h packed for gate | up
+                x, h = nvfp4_gemv_words(None, layer.o, x2=att, out_dtype=x.dtype, norm=(x, post, pre, eps, None, True))
             else:
-                a = fused.geglu(lin(h, layer.gate_up))
-            m = lin(a, layer.down)
+                x, h = fused.residual_norm(x, lin(att, layer.o), post, pre, eps)
             last = i + 1 == len(layers)
-            nxt = self.w.final_norm if last else layers[i + 1].input_norm
-            x, h = fused.residual_norm(x, m, f32[id(layer.post_ffn_norm)], f32[id(nxt)], eps, layer.layer_scalar,
-                                       pack=pk and not last)
+            post, nxt = f32[id(layer.post_ffn_norm)], f32[id(self.w.final_norm if last else layers[i + 1].input_norm)]
+            if pk:  # GeGLU in the gate | up epilogue, the residual norm in the down one (h plain for the lm_head)
+                a = nvfp4_gemv_words(None, layer.gate_up, x2=h, out_dtype=x.dtype, glu=True, pack=True)
+                x, h = nvfp4_gemv_words(None, layer.down, x2=a, out_dtype=x.dtype,
+                                        norm=(x, post, nxt, eps, layer.layer_scalar, not last))
+            else:
+                m = lin(fused.geglu(lin(h, layer.gate_up)), layer.down)
+                x, h = fused.residual_norm(x, m, post, nxt, eps, layer.layer_scalar)
         cap = cfg.final_softcap
         logits = cap * torch.tanh(F.linear(h, self.w.embed).float() / cap)
         self.token.copy_(logits.argmax(-1))

@@ -29,7 +29,7 @@ except ImportError:  # pragma: no cover - exercised only where triton is missing
     triton = None
 
 if triton is not None:
-    from llmsize.measure.acts import gelu_tanh_mul, store_act
+    from llmsize.measure.acts import gelu_tanh_mul, residual_norm_row, store_act
     from llmsize.measure.launch import pdl_entry, pdl_exit, prefetch_l2, prefetch_l2_each
 
     @triton.jit
@@ -179,10 +179,25 @@ if triton is not None:
         else:
             store_act(y_ptr + b * stride_yb, pack_ptr + b * N, rows, y.to(dt).to(tl.float32), row_ok, PACK)
 
-    def _words_body(x2_ptr, packed_ptr, scale_ptr, row_scale_ptr, y_ptr, pack_ptr, ws_ptr, cnt_ptr, N, kw, nblk,
-                    stride_yb, prefetch, inter, kw_split, BLOCK_N: tl.constexpr, BLOCK_W: tl.constexpr,
-                    EVEN: tl.constexpr, USE_ASM: tl.constexpr, GLU: tl.constexpr, PACK: tl.constexpr,
-                    STAGES: tl.constexpr, SPLIT_K: tl.constexpr, PDL: tl.constexpr):
+    @triton.jit
+    def _norm_after(y_ptr, b, N, stride_yb, nx_ptr, w1_ptr, sc_ptr, w2_ptr, xo_ptr, h_ptr, hp_ptr, gcnt_ptr, eps,
+                    BLOCK_D: tl.constexpr, HAS_S: tl.constexpr, NPACK: tl.constexpr):
+        """After a program has stored its rows of y: the last row block of batch row b to get here (a counter
+        per row, acq_rel, re-zeroed) has the whole row and applies the residual add + RMSNorm to it (the
+        residual_norm kernel's arithmetic), reading y from L2."""
+        tl.debug_barrier()  # every thread's stores of y before the counter's release
+        g = gcnt_ptr + b
+        if tl.atomic_add(g, 1, sem="acq_rel") == tl.num_programs(0) - 1:
+            residual_norm_row(nx_ptr + b * N, y_ptr + b * stride_yb, w1_ptr, sc_ptr, w2_ptr, xo_ptr + b * N,
+                              h_ptr + b * N, hp_ptr + b * N, N, eps, BLOCK_D, True, HAS_S, NPACK, True)
+            tl.atomic_xchg(g, 0, sem="relaxed")
+
+    def _words_body(x2_ptr, packed_ptr, scale_ptr, row_scale_ptr, y_ptr, pack_ptr, ws_ptr, cnt_ptr, nx_ptr, w1_ptr,
+                    sc_ptr, w2_ptr, xo_ptr, h_ptr, hp_ptr, gcnt_ptr, N, kw, nblk, stride_yb, prefetch, inter,
+                    kw_split, eps, BLOCK_N: tl.constexpr, BLOCK_W: tl.constexpr, EVEN: tl.constexpr,
+                    USE_ASM: tl.constexpr, GLU: tl.constexpr, PACK: tl.constexpr, STAGES: tl.constexpr,
+                    SPLIT_K: tl.constexpr, NORM: tl.constexpr, HAS_S: tl.constexpr, NPACK: tl.constexpr,
+                    BLOCK_D: tl.constexpr, PDL: tl.constexpr):
         """Batch-1 CUDA-core GEMV on 32-bit words (_word_fma: 19 instructions per eight weights), the two words
         of a 16-column block in one fp16x2 accumulator, then fp32 and the block's scale; x comes prepacked as
         fp16 pairs (pack_x_pairs). 3.7-4.0 instructions per weight in the sm_90 SASS (kernel_sass.py).
@@ -196,7 +211,11 @@ if triton is not None:
 
         GLU: the weight is gate | up (N = 2 inter rows); a program takes BLOCK_N / 2 gate rows and the matching
         up rows, interleaved, and writes gelu_tanh(gate) * up ([B, inter]; PACK: in this kernel's input layout,
-        for the down projection), the GeGLU kernel folded into this one's epilogue."""
+        for the down projection), the GeGLU kernel folded into this one's epilogue.
+
+        NORM (o and down projections): once the whole output row is stored, its last program applies the
+        residual add + RMSNorm of the row (x' = x + rmsnorm(y) * w1 [* s] into xo, h = rmsnorm(x') * w2 into h,
+        or packed into hp for the next word GEMV): the residual_norm kernel folded into this one."""
         pid_n = tl.program_id(0)
         b = tl.program_id(1)
         kz = tl.program_id(2)
@@ -273,8 +292,14 @@ if triton is not None:
                 tl.store(slot, tl.zeros_like(y), mask=row_ok)  # and left zeroed for the next call
                 tl.atomic_xchg(cnt, 0, sem="relaxed")
                 _epilogue(y, y_ptr, pack_ptr, b, rows, row_ok, i0, N, inter, stride_yb, BLOCK_N, GLU, PACK)
+                if NORM:
+                    _norm_after(y_ptr, b, N, stride_yb, nx_ptr, w1_ptr, sc_ptr, w2_ptr, xo_ptr, h_ptr, hp_ptr,
+                                gcnt_ptr, eps, BLOCK_D, HAS_S, NPACK)
         else:
             _epilogue(y, y_ptr, pack_ptr, b, rows, row_ok, i0, N, inter, stride_yb, BLOCK_N, GLU, PACK)
+            if NORM:
+                _norm_after(y_ptr, b, N, stride_yb, nx_ptr, w1_ptr, sc_ptr, w2_ptr, xo_ptr, h_ptr, hp_ptr, gcnt_ptr,
+                            eps, BLOCK_D, HAS_S, NPACK)
 
     _gemv_words = triton.jit(_words_body)
 
@@ -312,13 +337,16 @@ def pack_x_pairs(x: torch.Tensor) -> torch.Tensor:
 def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor | None = None,
                      block_n: int | None = None, block_w: int | None = None, num_warps: int = 4,
                      x2: torch.Tensor | None = None, out_dtype: torch.dtype | None = None, glu: bool = False,
-                     pack: bool = False, stages: int = 1, split_k: int = 1) -> torch.Tensor:
+                     pack: bool = False, stages: int = 1, split_k: int = 1, norm: tuple | None = None):
     """Batch-1 CUDA-core GEMV that decodes two codes per instruction (fp16x2 PTX on the GPU, the same arithmetic
     in plain Triton under the CPU interpreter); one weight pass per batch row. x [B, K] -> [B, N]; or x None and
     x2 the activations already packed ([B, K/8, 4], pack_x_pairs' layout, as the fused kernels can write them).
 
     glu: w is gate | up and the result gelu_tanh(gate) * up [B, N / 2], as Gemma's MLP computes it. pack: the
     result in the packed input layout ([B, N' / 8, 4] int32) instead, for a word GEMV after this one.
+
+    norm = (x, w_post, w_next, eps, scalar, pack_h): the output y then feeds the residual add + RMSNorm of
+    fused.residual_norm inside this kernel, and the result is (x' [B, N], h) with h [B, N] or, pack_h, packed.
 
     On a GPU without tiles given, the first call per shape times the configurations that divide it and keeps the
     fastest (CUDA events, outside any graph capture)."""
@@ -332,6 +360,8 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
     n_out = n // 2 if glu else n
     if pack and n_out % 8:
         raise ValueError(f"a packed output needs a multiple of 8 columns, got {n_out}")
+    if norm is not None and (glu or pack):
+        raise ValueError("the residual norm follows a plain GEMV output (not glu, not pack)")
     if x2 is None:
         if x is None or x.dim() != 2 or x.shape[1] != k:
             raise ValueError(f"x must be [B, {k}], got {None if x is None else tuple(x.shape)}")
@@ -347,6 +377,18 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
     kw, nblk = k // 8, k // 16
     words = w.packed.view(torch.int32)
     use_asm = x2.device.type == "cuda"
+    if norm is not None:
+        nx, w_post, w_next, eps, scalar, pack_h = norm
+        x_out, h = torch.empty_like(nx), torch.empty_like(nx)
+        h_packed = torch.empty((b, n // 8, 4), dtype=torch.int32, device=x2.device) if pack_h else None
+        gcnt = _norm_counters(x2.device, b)
+        norm_args = (nx, w_post, scalar if scalar is not None else w_post, w_next, x_out, h,
+                     h_packed.view(torch.float16) if pack_h else h, gcnt)
+        norm_consts = dict(NORM=True, HAS_S=scalar is not None, NPACK=bool(pack_h), BLOCK_D=triton.next_power_of_2(n))
+    else:
+        eps = 0.0
+        norm_args = (out,) * 8
+        norm_consts = dict(NORM=False, HAS_S=False, NPACK=False, BLOCK_D=16)
 
     opts = launch_opts(pdl_mode(x2.device))
     scales = w.scales.view(torch.uint8)
@@ -362,9 +404,9 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
         even = rows % per == 0 and kw % kw_split == 0 and kw_split % bw == 0
         ws, cnt = _split_workspace(x2.device, b, n) if split > 1 else (out, out)
         _gemv_words[(triton.cdiv(rows, per), b, split)](
-            x2, *mats, out, pack_view, ws, cnt, n, kw, nblk, out.stride(0), pf, n_out, kw_split,
+            x2, *mats, out, pack_view, ws, cnt, *norm_args, n, kw, nblk, out.stride(0), pf, n_out, kw_split, eps,
             BLOCK_N=bn, BLOCK_W=bw, EVEN=even, USE_ASM=use_asm, GLU=glu, PACK=pack, STAGES=stages, SPLIT_K=split,
-            num_warps=warps, **opts)
+            **norm_consts, num_warps=warps, **opts)
 
     if block_n is not None or block_w is not None or not use_asm:
         # the GPU's fallback tile; under the interpreter big tiles (fewer programs: its cost is per operation)
@@ -376,7 +418,7 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
             raise ValueError("split_k and stages must be at least 1")
         launch(bn, bw, num_warps, stages, split_k)
     else:
-        key = (n, k, b, glu, pack)
+        key = (n, k, b, glu, pack, norm is not None)
         if key not in _words_best:
             per = (lambda c: c[0] // 2) if glu else (lambda c: c[0])
             configs = [c for c in WORDS_CONFIGS if n_out % per(c) == 0 and kw % (c[1] * c[4]) == 0
@@ -384,7 +426,20 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
             _words_best[key] = _time_configs(launch, configs or [(32, 16, 4, 1, 1)],
                                              _copies_beyond_l2((words, scales, w.row_scale)))
         launch(*_words_best[key])
+    if norm is not None:
+        return x_out, (h_packed if norm[5] else h)
     return packed_out if pack else out
+
+
+_norm_counter_cache: dict[tuple, torch.Tensor] = {}
+
+
+def _norm_counters(device, b: int) -> torch.Tensor:
+    """One counter per batch row for the residual-norm epilogue, zeroed once, re-zeroed by each call."""
+    key = (str(device), b)
+    if key not in _norm_counter_cache:
+        _norm_counter_cache[key] = torch.zeros(b, dtype=torch.int32, device=device)
+    return _norm_counter_cache[key]
 
 
 _words_checked: dict[str, bool] = {}

@@ -30,19 +30,27 @@ def kernels():
     yield ("gemv pairs", gemv._gemv_pairs, dict(gemv_args, B="i32", packed_ptr=P["i32"]),
            {"BLOCK_N": 64, "BLOCK_W": 16, "BLOCK_B": 16}, 4)
     words = {"x2_ptr": P["i32"], "packed_ptr": P["i32"], "scale_ptr": P["u8"], "row_scale_ptr": P["f32"],
-             "y_ptr": P["bf16"], "pack_ptr": "*fp16", "ws_ptr": P["f32"], "cnt_ptr": P["i32"], "N": "i32",
-             "kw": "i32", "nblk": "i32", "stride_yb": "i32", "prefetch": "i32", "inter": "i32", "kw_split": "i32"}
+             "y_ptr": P["bf16"], "pack_ptr": "*fp16", "ws_ptr": P["f32"], "cnt_ptr": P["i32"], "nx_ptr": P["bf16"],
+             "w1_ptr": P["f32"], "sc_ptr": P["bf16"], "w2_ptr": P["f32"], "xo_ptr": P["bf16"], "h_ptr": P["bf16"],
+             "hp_ptr": "*fp16", "gcnt_ptr": P["i32"], "N": "i32", "kw": "i32", "nblk": "i32", "stride_yb": "i32",
+             "prefetch": "i32", "inter": "i32", "kw_split": "i32", "eps": "fp32"}
+    plain = {"NORM": False, "HAS_S": False, "NPACK": False, "BLOCK_D": 16}
     for even in (True, False):
         for pdl in (1, 2):  # wait first; early (L2 prefetch before the wait, next kernel let in after the loop)
             for glu, pack in ((False, False), (True, True), (True, False)):
                 yield (f"gemv words even={even} pdl={pdl} glu={glu} pack={pack}", gemv_words._gemv_words, words,
                        {"BLOCK_N": 64, "BLOCK_W": 32, "EVEN": even, "USE_ASM": True, "PDL": pdl, "GLU": glu,
-                        "PACK": pack, "STAGES": 1, "SPLIT_K": 1}, 8)
+                        "PACK": pack, "STAGES": 1, "SPLIT_K": 1, **plain}, 8)
     for bn, bw, warps, stages, split in gemv_words.WORDS_CONFIGS:  # every configuration the GPU may time
         for glu in (False, True):
             yield (f"gemv words {bn}x{bw} w{warps} stages={stages} split={split} glu={glu}", gemv_words._gemv_words,
                    words, {"BLOCK_N": bn, "BLOCK_W": bw, "EVEN": True, "USE_ASM": True, "PDL": 2, "GLU": glu,
-                           "PACK": glu, "STAGES": stages, "SPLIT_K": split}, warps)
+                           "PACK": glu, "STAGES": stages, "SPLIT_K": split, **plain}, warps)
+        # o and down with the residual norm in the epilogue (h packed, or plain with the layer scalar)
+        yield (f"gemv words {bn}x{bw} w{warps} stages={stages} split={split} norm", gemv_words._gemv_words, words,
+               {"BLOCK_N": bn, "BLOCK_W": bw, "EVEN": True, "USE_ASM": True, "PDL": 2, "GLU": False, "PACK": False,
+                "STAGES": stages, "SPLIT_K": split, "NORM": True, "HAS_S": split > 2, "NPACK": split <= 2,
+                "BLOCK_D": 4096}, warps)
     rows = {"x2_ptr": P["i32"], "packed_ptr": P["i32"], "scale_ptr": P["u8"], "row_scale_ptr": P["f32"],
             "y_ptr": P["bf16"], "B": "i32", "N": "i32", "kw": "i32", "nblk": "i32", "stride_yb": "i32",
             "prefetch": "i32"}

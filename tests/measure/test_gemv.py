@@ -242,3 +242,29 @@ def test_rows_kernel_refuses_more_rows_than_it_serves():
     for bad in (1, 5):
         with pytest.raises(ValueError, match="2 <= B <= 4"):
             gemv_rows.nvfp4_gemv_rows(torch.randn(bad, 32), w)
+
+
+@pytest.mark.parametrize("batch, split_k, with_scalar, pack_h", [
+    (1, 1, False, True),    # o projection: h packed for gate | up
+    (2, 3, True, False),    # down projection of a last layer (plain h for the lm_head), split over K, 2 rows
+    (1, 4, True, True),
+])
+def test_words_norm_epilogue_equals_gemv_then_residual_norm(batch, split_k, with_scalar, pack_h):
+    """The residual add + RMSNorm run by the last row block of the GEMV (a counter per batch row) gives exactly
+    what the GEMV followed by the residual_norm kernel gives; twice in a row (the counter re-zeroed)."""
+    from llmsize.measure import fused
+    torch.manual_seed(batch + split_k)
+    n, k = 96, 256
+    w = nvfp4.quantize(torch.randn(n, k) * 0.1)
+    x2 = gemv_words.pack_x_pairs(torch.randn(batch, k))
+    res = torch.randn(batch, n)
+    w_post, w_next = torch.rand(n) + 0.5, torch.rand(n) + 0.5
+    scalar = torch.tensor([0.75]) if with_scalar else None
+    y = gemv_words.nvfp4_gemv_words(None, w, x2=x2, out_dtype=torch.float32, block_n=32, block_w=8,
+                                    split_k=split_k)
+    want_x, want_h = fused.residual_norm(res, y, w_post, w_next, 1e-6, scalar, pack=pack_h)
+    for _ in range(2):
+        got_x, got_h = gemv_words.nvfp4_gemv_words(None, w, x2=x2, out_dtype=torch.float32, block_n=32, block_w=8,
+                                                   split_k=split_k, norm=(res, w_post, w_next, 1e-6, scalar, pack_h))
+        assert torch.equal(got_x, want_x) and torch.equal(got_h, want_h)
+    assert not gemv_words._norm_counters(torch.device("cpu"), batch).any()

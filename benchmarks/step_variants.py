@@ -4,8 +4,9 @@ is checked against the eager step's logits, captured in its own CUDA graph and t
 
     python benchmarks/step_variants.py [--context 4096] [--steps 64] [--out FILE] [--append]
 
-A variant is a GEMV kernel, the eager or fused step, and launch.py's settings (LLMSIZE_PDL: 0 off, 1 wait
-first, 2 early; LLMSIZE_PREFETCH_KB: the L2 prefetch per GEMV program before its wait). Every variant replays
+A variant is a GEMV kernel, the eager or fused step (with or without the word GEMVs' epilogue folds), and
+launch.py's settings (LLMSIZE_PDL: 0 off, 1 wait first, 2 early; LLMSIZE_PREFETCH_KB: the L2 prefetch per
+GEMV program before its wait). Every variant replays
 from the same position, so each attends to the same context. Prints a Markdown table (card, date, commit,
 command) of ms per step, GB/s and percent of NVML theoretical; --append adds it to benchmarks/RESULTS.md.
 Needs a CUDA GPU and the measure extra.
@@ -27,17 +28,19 @@ from llmsize.measure import gemma4
 from llmsize.measure.card import read_card
 from llmsize.measure.run import bytes_read_per_step, git_commit
 
-# (label, gemv, fused, LLMSIZE_PDL, LLMSIZE_PREFETCH_KB); the first is the reference the others are checked against
+# (label, gemv, fused, LLMSIZE_PDL, LLMSIZE_PREFETCH_KB, fold: GeGLU and residual norms in the word GEMVs'
+# epilogues); the first is the reference the others are checked against
 VARIANTS = [
-    ("eager, words", "words", False, "2", "32"),
-    ("fused, words, PDL off", "words", True, "0", "0"),
-    ("fused, words, PDL wait first", "words", True, "1", "0"),
-    ("fused, words, PDL early, no prefetch", "words", True, "2", "0"),
-    ("fused, words, PDL early, prefetch 16 KiB", "words", True, "2", "16"),
-    ("fused, words, PDL early, prefetch 32 KiB (default)", "words", True, "2", "32"),
-    ("fused, words, PDL early, prefetch 64 KiB", "words", True, "2", "64"),
-    ("fused, words, PDL early, prefetch 128 KiB", "words", True, "2", "128"),
-    ("fused, triton (byte kernel), PDL early", "triton", True, "2", "32"),
+    ("eager, words", "words", False, "2", "32", True),
+    ("fused, words, PDL off", "words", True, "0", "0", True),
+    ("fused, words, PDL wait first", "words", True, "1", "0", True),
+    ("fused, words, PDL early, no prefetch", "words", True, "2", "0", True),
+    ("fused, words, PDL early, prefetch 16 KiB", "words", True, "2", "16", True),
+    ("fused, words, PDL early, prefetch 32 KiB (default)", "words", True, "2", "32", True),
+    ("fused, words, PDL early, prefetch 64 KiB", "words", True, "2", "64", True),
+    ("fused, words, PDL early, prefetch 128 KiB", "words", True, "2", "128", True),
+    ("fused, words, PDL early, prefetch 32 KiB, no epilogue folds", "words", True, "2", "32", False),
+    ("fused, triton (byte kernel), PDL early", "triton", True, "2", "32", True),
 ]
 
 
@@ -116,9 +119,9 @@ def main() -> None:
         chosen = [VARIANTS[0]] + chosen
     rows, ref = [], None
     saved = {k: os.environ.get(k) for k in ("LLMSIZE_PDL", "LLMSIZE_PREFETCH_KB")}
-    for label, gemv, fused, pdl_env, kb in chosen:
+    for label, gemv, fused, pdl_env, kb, fold in chosen:
         os.environ["LLMSIZE_PDL"], os.environ["LLMSIZE_PREFETCH_KB"] = pdl_env, kb
-        dec.gemv, dec.fused = gemv, fused
+        dec.gemv, dec.fused, dec.fold = gemv, fused, fold
         try:
             first, med, mean = time_variant(dec, start_pos, start_token, args.steps)
         except Exception as e:  # report it and go on with the next variant

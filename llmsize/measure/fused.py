@@ -47,25 +47,26 @@ def available() -> bool:
     return triton is not None
 
 
-_step_checked: dict[tuple[str, str], bool] = {}
+_step_checked: dict[tuple[str, str, bool], bool] = {}
 
 
-def fused_step_ok(device, gemv: str = "torch") -> bool:
+def fused_step_ok(device, gemv: str = "torch", fold: bool = True) -> bool:
     """Whether the fused step reproduces the eager one on this device with this NVFP4 kernel: a Gemma-4-shaped
     toy model in float32 decoded past twice its window both ways, once per device and kernel, before `llmsize
     measure` uses the fused step by default. With "torch" (the GEMVs as plain matmuls) only these kernels
     differ; with a Triton GEMV the same kernel runs in both steps, so what is checked as well is how the fused
-    step feeds it (the word kernel's inputs packed by these kernels, its GeGLU epilogue)."""
-    key = (str(device), gemv)
+    step feeds it (the word kernel's inputs packed by these kernels; with `fold`, its GeGLU and residual-norm
+    epilogues)."""
+    key = (str(device), gemv, fold)
     if key not in _step_checked:
         try:
-            _step_checked[key] = _fused_matches_eager(device, gemv)
+            _step_checked[key] = _fused_matches_eager(device, gemv, fold)
         except Exception:  # a kernel that fails to build or launch here: the eager step it is
             _step_checked[key] = False
     return _step_checked[key]
 
 
-def _fused_matches_eager(device, gemv: str) -> bool:
+def _fused_matches_eager(device, gemv: str, fold: bool) -> bool:
     from llmsize.measure import gemma4
 
     cfg = gemma4.GEMMA4_TINY
@@ -74,7 +75,7 @@ def _fused_matches_eager(device, gemv: str) -> bool:
     steps = 2 * cfg.sliding_window + 3
     outs = []
     for fused in (False, True):
-        dec = gemma4.Gemma4Decoder(w, batch=1, max_positions=steps + 4, gemv=gemv, fused=fused)
+        dec = gemma4.Gemma4Decoder(w, batch=1, max_positions=steps + 4, gemv=gemv, fused=fused, fold=fold)
         dec.prefill(prompt)
         got = [dec.decode_step()[0].clone() for _ in range(steps - 3)]
         if fused and device.type == "cuda":  # the last steps replayed from a CUDA graph, as measure runs them

@@ -248,10 +248,11 @@ class Gemma4Decoder:
     """
 
     def __init__(self, weights: Gemma4Weights, batch: int, max_positions: int, gemv: str = "torch",
-                 fused: bool = False):
+                 fused: bool = False, fold: bool = True):
         cfg = weights.config
         self.cfg, self.w, self.batch, self.max_positions, self.gemv = cfg, weights, batch, max_positions, gemv
         self.fused = fused  # decode_step through llmsize.measure.fused: 2-5 Triton kernels between the GEMVs
+        self.fold = fold  # fused step, word GEMV at batch 1: GeGLU and residual norms in the GEMVs' epilogues
         dev, dt = weights.embed.device, weights.embed.dtype
         self.device, self.dtype = dev, dt
         self.caches = []
@@ -414,6 +415,8 @@ class Gemma4Decoder:
         # the word GEMV reads its input as fp16 pairs: the kernels before it write them so, no packing kernel
         pk = self.gemv == "words" and self.batch == 1 and isinstance(layers[0].qkv, nvfp4.Nvfp4Weight)
 
+        fold = pk and self.fold
+
         def lin(inp, w):
             return nvfp4_gemv_words(None, w, x2=inp, out_dtype=x.dtype) if pk else self._linear(inp, w)
 
@@ -427,19 +430,19 @@ class Gemma4Decoder:
                                   cfg.num_heads, sizes[0], sizes[0] + (sizes[1] if kind == SLIDING else 0), eps,
                                   pack=pk)
             post, pre = f32[id(layer.post_attn_norm)], f32[id(layer.pre_ffn_norm)]
-            if pk:  # the residual norm in the o GEMV's epilogue (its last program), h packed for gate | up
+            if fold:  # the residual norm in the o GEMV's epilogue (its last program), h packed for gate | up
                 x, h = nvfp4_gemv_words(None, layer.o, x2=att, out_dtype=x.dtype, norm=(x, post, pre, eps, None, True))
             else:
-                x, h = fused.residual_norm(x, lin(att, layer.o), post, pre, eps)
+                x, h = fused.residual_norm(x, lin(att, layer.o), post, pre, eps, pack=pk)
             last = i + 1 == len(layers)
             post, nxt = f32[id(layer.post_ffn_norm)], f32[id(self.w.final_norm if last else layers[i + 1].input_norm)]
-            if pk:  # GeGLU in the gate | up epilogue, the residual norm in the down one (h plain for the lm_head)
+            if fold:  # GeGLU in the gate | up epilogue, the residual norm in the down one (h plain for the lm_head)
                 a = nvfp4_gemv_words(None, layer.gate_up, x2=h, out_dtype=x.dtype, glu=True, pack=True)
                 x, h = nvfp4_gemv_words(None, layer.down, x2=a, out_dtype=x.dtype,
                                         norm=(x, post, nxt, eps, layer.layer_scalar, not last))
             else:
-                m = lin(fused.geglu(lin(h, layer.gate_up)), layer.down)
-                x, h = fused.residual_norm(x, m, post, nxt, eps, layer.layer_scalar)
+                m = lin(fused.geglu(lin(h, layer.gate_up), pack=pk), layer.down)
+                x, h = fused.residual_norm(x, m, post, nxt, eps, layer.layer_scalar, pack=pk and not last)
         cap = cfg.final_softcap
         logits = cap * torch.tanh(F.linear(h, self.w.embed).float() / cap)
         self.token.copy_(logits.argmax(-1))

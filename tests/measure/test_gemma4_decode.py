@@ -287,3 +287,5 @@ def test_fused_step_self_check_with_the_word_kernel_passes_and_catches_a_wrong_e
     monkeypatch.setattr(gemma4, "nvfp4_gemv_words", swapped)
     monkeypatch.setattr(fused, "_step_checked", {})
     assert not fused.fused_step_ok(torch.device("cpu"), "words")
+    # without the folded epilogues the fused step does not use the broken one: what measure falls back to
+    assert fused.fused_step_ok(torch.device("cpu"), "words", fold=False)

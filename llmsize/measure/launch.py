@@ -18,9 +18,9 @@ LLMSIZE_PREFETCH_KB (default 32) caps the L2 prefetch per GEMV program in mode 2
 
 from __future__ import annotations
 
-import os
-
 import torch
+
+from llmsize.measure import launch_env
 
 try:
     import triton
@@ -29,7 +29,6 @@ except ImportError:  # pragma: no cover - exercised only where triton is missing
     triton = None
 
 PDL_OFF, PDL_WAIT_FIRST, PDL_EARLY = 0, 1, 2
-PREFETCH_KB_DEFAULT = 32
 
 
 def pdl_mode(device) -> int:
@@ -37,12 +36,10 @@ def pdl_mode(device) -> int:
     CPU, where Triton's interpreter runs the kernels."""
     if device.type != "cuda":
         return PDL_OFF
-    mode = os.environ.get("LLMSIZE_PDL", str(PDL_EARLY))
-    if mode not in ("0", "1", "2"):
-        raise ValueError(f"LLMSIZE_PDL must be 0, 1 or 2, got {mode!r}")
+    mode, _ = launch_env()
     if torch.cuda.get_device_capability(device)[0] < 9:
         return PDL_OFF
-    return int(mode)
+    return mode
 
 
 def pdl(device) -> bool:
@@ -54,10 +51,7 @@ def prefetch_bytes(device) -> int:
     PDL_EARLY; LLMSIZE_PREFETCH_KB sets it."""
     if pdl_mode(device) != PDL_EARLY:
         return 0
-    kb = os.environ.get("LLMSIZE_PREFETCH_KB", str(PREFETCH_KB_DEFAULT))
-    if not kb.isdigit() or int(kb) > 1024:  # one bulk prefetch moves at most 1 MiB (its size field: 16 B units)
-        raise ValueError(f"LLMSIZE_PREFETCH_KB must be a whole number of KiB up to 1024, got {kb!r}")
-    return int(kb) * 1024
+    return launch_env()[1] * 1024
 
 
 def launch_opts(mode: int) -> dict:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from llmsize import __version__
 from llmsize.errors import InvalidValueError, LlmsizeError
-from llmsize.measure import GEMV_KERNELS, preflight
+from llmsize.measure import GEMV_KERNELS, launch_env, preflight
 from llmsize.units import GiB
 
 QUANTS = ("nvfp4", "bf16")
@@ -50,13 +50,11 @@ def _launch_settings(device) -> dict:
 
 
 def _check_launch_env() -> None:
-    pdl_env, kb = os.environ.get("LLMSIZE_PDL", "2"), os.environ.get("LLMSIZE_PREFETCH_KB", "32")
-    if pdl_env not in ("0", "1", "2"):
-        raise InvalidValueError(f"LLMSIZE_PDL `{pdl_env}` is not a launch mode.",
-                                "Set it to 0 (off), 1 (wait first) or 2 (early, the default), or unset it.")
-    if not kb.isdigit() or int(kb) > 1024:
-        raise InvalidValueError(f"LLMSIZE_PREFETCH_KB `{kb}` is not a prefetch size.",
-                                "Set it to a whole number of KiB from 0 (off) to 1024, or unset it.")
+    try:
+        launch_env()
+    except ValueError as e:
+        head, _, hint = str(e).partition(": ")
+        raise InvalidValueError(head + ".", hint[:1].upper() + hint[1:]) from None
 
 
 def validate(o: MeasureOptions) -> None:

@@ -25,7 +25,7 @@ except ImportError:  # pragma: no cover - exercised only where triton is missing
 MAX_ROWS = 4  # beyond, the tensor-core kernels (gemv.py) cost about as much: 4 fp16x2 fma per row and word add up
 
 if triton is not None:
-    from llmsize.measure.gemv_words import _fma2, _half2_sum, _prefetch_rows, _unpack
+    from llmsize.measure.gemv_words import _fma2, _half2_sum, _prefetch_block, _unpack
     from llmsize.measure.launch import pdl_entry, pdl_exit
 
     @triton.jit
@@ -68,8 +68,7 @@ if triton is not None:
         rows = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         row_ok = rows < N
         if PDL == 2:  # as the one-row kernel (launch.py): weights towards L2, then wait for the kernel before
-            row0 = pid_n * BLOCK_N
-            _prefetch_rows(packed_ptr, scale_ptr, row0, tl.minimum(BLOCK_N, N - row0), kw, nblk, prefetch)
+            _prefetch_block(packed_ptr, scale_ptr, pid_n, BLOCK_N, N, kw, nblk, prefetch)
         pdl_entry(PDL, False)
         jj = tl.arange(0, BLOCK_W)
         jb = tl.arange(0, BLOCK_W // 2)

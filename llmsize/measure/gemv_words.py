@@ -160,6 +160,12 @@ if triton is not None:
             prefetch_l2(scale_ptr + s_at, sbytes)
 
     @triton.jit
+    def _prefetch_block(packed_ptr, scale_ptr, pid_n, BLOCK_N: tl.constexpr, N, kw, nblk, nbytes):
+        """Program pid_n's block of BLOCK_N whole rows (the last one shorter) towards L2."""
+        row0 = pid_n * BLOCK_N
+        _prefetch_rows(packed_ptr, scale_ptr, row0, tl.minimum(BLOCK_N, N - row0), kw, nblk, nbytes)
+
+    @triton.jit
     def _prefetch_row_segments(packed_ptr, scale_ptr, rows, k_lo, nwords, kw, nblk, nbytes):
         """Split-K programs read a segment of each of their rows: each row's segment (up to nbytes) and its
         scales towards L2, one bulk prefetch per row, the starts rounded down to 16 bytes."""
@@ -239,8 +245,7 @@ if triton is not None:
                 _prefetch_rows(packed_ptr, scale_ptr, i0, nrows, kw, nblk, prefetch // 2)
                 _prefetch_rows(packed_ptr, scale_ptr, inter + i0, nrows, kw, nblk, prefetch // 2)
             else:
-                row0 = pid_n * BLOCK_N
-                _prefetch_rows(packed_ptr, scale_ptr, row0, tl.minimum(BLOCK_N, N - row0), kw, nblk, prefetch)
+                _prefetch_block(packed_ptr, scale_ptr, pid_n, BLOCK_N, N, kw, nblk, prefetch)
         pdl_entry(PDL, False)
         jj = tl.arange(0, BLOCK_W)
         jb = tl.arange(0, BLOCK_W // 2)

@@ -40,7 +40,8 @@ if triton is not None:
 
 ATTN_BLOCK_S = 32  # cache rows per tensor-core step
 ATTN_PROGRAMS = 256  # cache slices aimed at per attention call: ~2 per SM of an H100/H200 (132 SMs)
-ATTN_WARPS = 8  # sm_90 build: 122 registers (sliding) / 216 (full) a thread; at 4 warps both hit the 254 cap
+ATTN_WARPS = 8  # sm_90: 122 registers (sliding) / 216 (full) a thread; at 4 warps both hit the 254 cap
+# (python tests/measure/compile_kernels.py --registers)
 
 
 def available() -> bool:

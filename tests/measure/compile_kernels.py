@@ -2,7 +2,7 @@
 one: Triton's compiler and the ptxas it ships turn each into a cubin, so an error only the real compiler sees
 (a layout it cannot lower, inline PTX it rejects) fails here on a CPU machine, not on a borrowed GPU. Run as a
 script, with TRITON_INTERPRET unset (the interpreter replaces the kernels by Python stand-ins); prints one line
-per kernel.
+per kernel (`--registers`: with its registers a thread, the figures quoted for the attention kernel's warps).
 """
 from __future__ import annotations
 
@@ -96,6 +96,25 @@ def probe_kernels():
                {"BLOCK": block, "STAGES": stages}, warps)
 
 
+REGS = "--registers" in sys.argv  # also print registers a thread and spills (cuobjdump --dump-resource-usage)
+
+
+def _registers(k) -> str:
+    import re
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    cuobjdump = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(k.asm["cubin"])
+        f.flush()
+        out = subprocess.run([str(cuobjdump), "--dump-resource-usage", f.name], capture_output=True,
+                             text=True).stdout
+    m = re.search(r"REG:(\d+).*?LOCAL:(\d+)", out)
+    return f", {m.group(1)} registers, {m.group(2)} B local (spills)" if m else ""
+
+
 def main() -> int:
     """Every kernel for sm_90 as a Hopper runs it (PDL early unless the case says otherwise); then for sm_80
     (Ampere, also what an RTX 30/40 card gets: no griddepcontrol, no bulk prefetch) with PDL off, as
@@ -112,7 +131,7 @@ def main() -> int:
             try:
                 k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts), target=target,
                                    options={"num_warps": warps})
-                print(f"ok   sm_{arch} {name}: {len(k.asm['cubin'])} B of cubin")
+                print(f"ok   sm_{arch} {name}: {len(k.asm['cubin'])} B of cubin{_registers(k) if REGS else ''}")
             except Exception as e:  # report every kernel, then fail
                 failed += 1
                 print(f"FAIL sm_{arch} {name}: {type(e).__name__}: {str(e).splitlines()[0][:200]}")

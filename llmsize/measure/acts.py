@@ -57,6 +57,11 @@ if triton is not None:
             if HAS_S:
                 x = (x * tl.load(s_ptr).to(tl.float32)).to(dt).to(tl.float32)
             tl.store(x_out_ptr + d, x.to(dt), mask=ok)
+        norm_row_store(x, d, ok, D, eps, w2_ptr, h_out_ptr, pack_ptr, dt, PACK)
+
+    @triton.jit
+    def norm_row_store(x, d, ok, D, eps, w2_ptr, h_out_ptr, pack_ptr, dt: tl.constexpr, PACK: tl.constexpr):
+        """h = rmsnorm(x) * w2 of one row x (fp32, columns d), rounded to dt, stored (PACK: packed)."""
         r2 = 1.0 / tl.sqrt(tl.sum(x * x, 0) / D + eps)
         h = (x * r2 * tl.load(w2_ptr + d, mask=ok, other=0.0)).to(dt).to(tl.float32)
         store_act(h_out_ptr, pack_ptr, d, h, ok, PACK)

@@ -35,7 +35,7 @@ except ImportError:  # pragma: no cover - exercised only where triton is missing
     triton = None
 
 if triton is not None:
-    from llmsize.measure.acts import gelu_tanh_mul, residual_norm_row, store_act
+    from llmsize.measure.acts import gelu_tanh_mul, norm_row_store, residual_norm_row, store_act
     from llmsize.measure.launch import pdl_entry, prefetch_l2
 
 ATTN_BLOCK_S = 32  # cache rows per tensor-core step
@@ -258,6 +258,19 @@ if triton is not None:
                           pack_ptr + b * D, D, eps, BLOCK, HAS_O, HAS_S, PACK, False)
 
     @triton.jit
+    def _embed_norm_kernel(tok_ptr, e_ptr, w_ptr, x_out_ptr, h_out_ptr, pack_ptr, D, scale, eps,
+                           BLOCK: tl.constexpr, PACK: tl.constexpr, PDL: tl.constexpr):
+        pdl_entry(PDL)
+        b = tl.program_id(0)
+        d = tl.arange(0, BLOCK)
+        ok = d < D
+        dt = x_out_ptr.dtype.element_ty
+        t = tl.load(tok_ptr + b)
+        x = (tl.load(e_ptr + t * D + d, mask=ok, other=0.0).to(tl.float32) * scale).to(dt).to(tl.float32)
+        tl.store(x_out_ptr + b * D + d, x.to(dt), mask=ok)
+        norm_row_store(x, d, ok, D, eps, w_ptr, h_out_ptr + b * D, pack_ptr + b * D, dt, PACK)
+
+    @triton.jit
     def _geglu_kernel(gu_ptr, out_ptr, pack_ptr, inter, stride_gu, stride_out, BLOCK: tl.constexpr,
                       PACK: tl.constexpr, PDL: tl.constexpr):
         pdl_entry(PDL)
@@ -336,6 +349,20 @@ def residual_norm(x, o, w_post, w_next, eps, scalar=None, pack: bool = False) ->
                                 BLOCK=block, HAS_O=o is not None, HAS_S=scalar is not None, PACK=pack,
                                 num_warps=min(max(block // 256, 1), 8), **launch_opts(pdl_mode(x.device)))
     return x_out, (buf if pack else h)
+
+
+def embed_norm(embed, token, scale: float, w_next, eps, pack: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """x = embed[token] * scale (rounded to embed's dtype, as the eager step's gather and multiply), h =
+    rmsnorm(x) * w_next (packed with `pack`): the step's first three kernels in one, the token read on the
+    device."""
+    b, dim = token.shape[0], embed.shape[1]
+    x = torch.empty((b, dim), device=embed.device, dtype=embed.dtype)
+    h = torch.empty_like(x)
+    buf, view = _packed(b, dim, x.device) if pack else (h, h)
+    block = triton.next_power_of_2(dim)
+    _embed_norm_kernel[(b,)](token, embed, w_next, x, h, view, dim, float(scale), eps, BLOCK=block, PACK=pack,
+                             num_warps=min(max(block // 256, 1), 8), **launch_opts(pdl_mode(x.device)))
+    return x, (buf if pack else h)
 
 
 def geglu(gu: torch.Tensor, block: int = 1024, pack: bool = False) -> torch.Tensor:

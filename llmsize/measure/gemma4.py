@@ -248,11 +248,15 @@ class Gemma4Decoder:
     """
 
     def __init__(self, weights: Gemma4Weights, batch: int, max_positions: int, gemv: str = "torch",
-                 fused: bool = False, fold: bool = True):
+                 fused: bool = False, fold: bool = True, lm_head: str = "torch"):
         cfg = weights.config
         self.cfg, self.w, self.batch, self.max_positions, self.gemv = cfg, weights, batch, max_positions, gemv
         self.fused = fused  # decode_step through llmsize.measure.fused: 2-5 Triton kernels between the GEMVs
         self.fold = fold  # fused step, word GEMV at batch 1: GeGLU and residual norms in the GEMVs' epilogues
+        if lm_head not in ("torch", "triton"):
+            raise ValueError(f"lm_head must be 'torch' or 'triton', got {lm_head!r}")
+        # fused step at batch 1: "triton" ends it with llmsize.measure.lm_head's kernel (GEMV, soft-cap, token)
+        self.lm_head = lm_head
         dev, dt = weights.embed.device, weights.embed.dtype
         self.device, self.dtype = dev, dt
         self.caches = []
@@ -410,7 +414,6 @@ class Gemma4Decoder:
         from llmsize.measure import fused
 
         cfg, eps, f32 = self.cfg, self.cfg.rms_eps, self._f32
-        x = self.w.embed.index_select(0, self.token) * self.embed_scale
         layers = self.w.layers
         # the word GEMV reads its input as fp16 pairs: the kernels before it write them so, no packing kernel
         pk = self.gemv == "words" and self.batch == 1 and isinstance(layers[0].qkv, nvfp4.Nvfp4Weight)
@@ -420,7 +423,8 @@ class Gemma4Decoder:
         def lin(inp, w):
             return nvfp4_gemv_words(None, w, x2=inp, out_dtype=x.dtype) if pk else self._linear(inp, w)
 
-        x, h = fused.residual_norm(x, None, None, f32[id(layers[0].input_norm)], eps, pack=pk)
+        x, h = fused.embed_norm(self.w.embed, self.token, self.embed_scale, f32[id(layers[0].input_norm)], eps,
+                                pack=pk)
         for i, (layer, (kc, vc)) in enumerate(zip(layers, self.caches)):
             kind = layer.kind
             sizes = qkv_sizes(cfg, kind)
@@ -444,6 +448,9 @@ class Gemma4Decoder:
                 m = lin(fused.geglu(lin(h, layer.gate_up), pack=pk), layer.down)
                 x, h = fused.residual_norm(x, m, post, nxt, eps, layer.layer_scalar, pack=pk and not last)
         cap = cfg.final_softcap
+        if self.lm_head == "triton" and self.batch == 1:  # the token and the position written by the kernel
+            from llmsize.measure.lm_head import lm_head_greedy
+            return lm_head_greedy(h, self.w.embed, cap, self.token, self.pos)
         logits = cap * torch.tanh(F.linear(h, self.w.embed).float() / cap)
         self.token.copy_(logits.argmax(-1))
         self.pos.add_(1)

@@ -264,7 +264,15 @@ def measure(o: MeasureOptions, progress=None) -> dict:
                 fused = fused_step_ok(device, gemv, fold=False)
         if cuda and not o.compile:
             checks["fused step"] = fused
-    dec = gemma4.Gemma4Decoder(weights, batch=o.batch, max_positions=positions, gemv=gemv, fused=fused, fold=fold)
+    lm_head = {"kernel": "cublas" if cuda else "torch"}
+    if cuda and fused and o.batch == 1 and o.quant == "nvfp4":  # (the bf16 baseline stays on cuBLAS)
+        from llmsize.measure import lm_head as lm_head_kernel  # GEMV, soft-cap, token, pos += 1 in one launch,
+        checks["lm_head kernel"] = lm_head_kernel.lm_head_ok(device)  # once it has checked out on this card
+        if checks["lm_head kernel"]:  # and when it is no slower than cuBLAS's GEMV plus the eager ops
+            tick("lm_head: kernel vs cuBLAS")
+            lm_head = lm_head_kernel.choose(weights.embed, cfg.final_softcap)
+    dec = gemma4.Gemma4Decoder(weights, batch=o.batch, max_positions=positions, gemv=gemv, fused=fused, fold=fold,
+                               lm_head="triton" if lm_head["kernel"] == "triton" else "torch")
     gen = torch.Generator(device=device).manual_seed(o.seed + 1)
     prompt = torch.randint(0, cfg.vocab_size, (o.batch, o.context), generator=gen, device=device)
     tick("prefill", 0, 1)
@@ -381,7 +389,7 @@ def measure(o: MeasureOptions, progress=None) -> dict:
                 "batch": o.batch, "tokens_requested": o.tokens, "tokens_measured": n, "warmup_tokens": o.warmup,
                 "first_timed_position": start_pos, "mean_attended_positions": mean_pos,
                 "cuda_graph": graph is not None, "compiled": o.compile, "fused": fused,
-                "fused_epilogues": bool(fused and fold and gemv == "words" and o.batch == 1),
+                "fused_epilogues": bool(fused and fold and gemv == "words" and o.batch == 1), "lm_head": lm_head,
                 **(_launch_settings(device) if cuda else {"pdl": False}), "self_checks": checks,
                 "interrupted": interrupted, "seed": o.seed,
                 "build_s": build_s, "memory_estimate_bytes": need,

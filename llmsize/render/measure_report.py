@@ -47,6 +47,15 @@ def _launch(run: dict) -> str:
             + (f", L2 prefetch {kb} KiB per GEMV program" if kb else ""))
 
 
+def _lm_head(lm: dict) -> str:
+    """Which lm_head ran and, where both were timed, the two times (llmsize.measure.lm_head.choose)."""
+    name = {"triton": "one Triton kernel (GEMV, soft-cap, greedy token)",
+            "cublas": "cuBLAS GEMV, then soft-cap and argmax in torch"}.get(lm["kernel"], lm["kernel"])
+    if lm.get("triton_us") is None:
+        return name
+    return f"{name}; timed from a CUDA graph: kernel {lm['triton_us']:,.1f} us, cuBLAS + ops {lm['cublas_us']:,.1f} us"
+
+
 def render_measure(r: dict, c: Console) -> None:
     g, run, dec, ach, pred = r["gpu"], r["run"], r["decode"], r["achieved"], r.get("predicted")
     title = f"llmsize measure: {r['model']['name']} in {run['quant']} on {g['name']}"
@@ -83,6 +92,7 @@ def render_measure(r: dict, c: Console) -> None:
                     f"{', torch.compile' if run.get('compiled') else ''}"
                     f"{', fused kernels between the GEMVs' if run.get('fused') else ''}"
                     f"{_launch(run)}"),
+        *([("lm_head", _lm_head(run["lm_head"]))] if run.get("lm_head") and run["device"] == "cuda" else []),
         *[("self-check", f"{name}: {'passed, used' if ok else 'FAILED on this card, not used'}")
           for name, ok in (run.get("self_checks") or {}).items()],
     ])

@@ -19,10 +19,13 @@ def test_kernel_on_gemma_shapes(n, k):
     torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
 
 
-@pytest.mark.parametrize("fused, kernel, pdl", [(False, "triton", "2"), (True, "triton", "2"), (True, "words", "2"),
-                                                (True, "words", "1"), (True, "words", "0")])
-def test_tiny_decode_in_a_cuda_graph_matches_reference(fused, kernel, pdl, monkeypatch):
-    """Every PDL mode of launch.py (2: early trigger and L2 prefetch, the default; 1: wait first; 0: off)."""
+@pytest.mark.parametrize("fused, kernel, pdl, lm_head", [
+    (False, "triton", "2", "torch"), (True, "triton", "2", "torch"), (True, "words", "2", "torch"),
+    (True, "words", "2", "triton"), (True, "words", "1", "triton"), (True, "words", "0", "triton")])
+def test_tiny_decode_in_a_cuda_graph_matches_reference(fused, kernel, pdl, lm_head, monkeypatch):
+    """Every PDL mode of launch.py (2: early trigger and L2 prefetch, the default; 1: wait first; 0: off), the
+    step ending in cuBLAS + torch ops or in the lm_head kernel (which also writes the token and the position
+    the next replay reads)."""
     import dataclasses
     monkeypatch.setenv("LLMSIZE_PDL", pdl)
 
@@ -31,7 +34,8 @@ def test_tiny_decode_in_a_cuda_graph_matches_reference(fused, kernel, pdl, monke
     w = gemma4.build_random(cfg, device="cuda", dtype=torch.float32, seed=0)
     prompt = [3]  # one-row prefill: every linear goes through the batch-1 kernel (float32 math)
     steps = 2 * cfg.sliding_window + 3
-    dec = gemma4.Gemma4Decoder(w, batch=1, max_positions=len(prompt) + steps + 4, gemv=kernel, fused=fused)
+    dec = gemma4.Gemma4Decoder(w, batch=1, max_positions=len(prompt) + steps + 4, gemv=kernel, fused=fused,
+                               lm_head=lm_head)
     seq = list(prompt)
     seq.append(int(dec.prefill(torch.tensor([prompt], device="cuda")).argmax(-1)[0]))
     got = [dec.decode_step()[0].clone()]  # eager: compiles the kernels
@@ -169,3 +173,22 @@ def test_rows_kernel_on_gemma_shapes(n, k, rows):
     got = gemv_rows.nvfp4_gemv_rows(x, w, block_n=32, block_w=32)
     for i in range(rows):
         assert torch.equal(got[i:i + 1], gemv_words.nvfp4_gemv_words(x[i:i + 1], w, block_n=32, block_w=32))
+
+
+def test_lm_head_kernel_on_the_gemma_4_vocabulary():
+    """The lm_head kernel on Gemma 4 12B's tied head (262,144 x 3,840 bf16): its self-check on this card, its
+    logits within bf16 rounding of cuBLAS + torch's soft-cap, its token their argmax, the position advanced;
+    and the choice measure makes, both timed."""
+    from llmsize.measure import lm_head
+    assert lm_head.lm_head_ok(torch.device("cuda"))
+    torch.manual_seed(0)
+    embed = (torch.randn(262144, 3840, device="cuda") * 0.02).to(torch.bfloat16)
+    h = torch.randn(1, 3840, device="cuda").to(torch.bfloat16)
+    tok = torch.zeros(1, dtype=torch.long, device="cuda")
+    pos = torch.tensor([5], device="cuda")
+    got = lm_head.lm_head_greedy(h, embed, 30.0, tok, pos)
+    want = lm_head.lm_head_reference(h, embed, 30.0)
+    torch.testing.assert_close(got, want, rtol=0, atol=0.05)
+    assert int(tok) == int(got.argmax(-1)) and int(pos) == 6
+    pick = lm_head.choose(embed, 30.0)
+    assert pick["kernel"] in ("triton", "cublas") and pick["triton_us"] > 0 and pick["cublas_us"] > 0

@@ -16,7 +16,7 @@ import triton.language as tl  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-from llmsize.measure import fused, gemv, gemv_rows, gemv_words, probe  # noqa: E402
+from llmsize.measure import fused, gemv, gemv_rows, gemv_words, lm_head, probe  # noqa: E402
 
 P = {"bf16": "*bf16", "f32": "*fp32", "u8": "*u8", "i32": "*i32", "i64": "*i64"}
 
@@ -87,7 +87,17 @@ def kernels():
         yield (f"geglu pack={pack}", fused._geglu_kernel,
                {"gu_ptr": P["bf16"], "out_ptr": P["bf16"], "pack_ptr": "*fp16", "inter": "i32", "stride_gu": "i32",
                 "stride_out": "i32"}, {"BLOCK": 1024, "PACK": pack}, 4)
-
+        yield (f"embed_norm pack={pack}", fused._embed_norm_kernel,
+               {"tok_ptr": P["i64"], "e_ptr": P["bf16"], "w_ptr": P["f32"], "x_out_ptr": P["bf16"],
+                "h_out_ptr": P["bf16"], "pack_ptr": "*fp16", "D": "i32", "scale": "fp32", "eps": "fp32"},
+               {"BLOCK": 4096, "PACK": pack}, 8)
+    head = {"h_ptr": P["bf16"], "w_ptr": P["bf16"], "logits_ptr": P["f32"], "key_ptr": "*u64", "cnt_ptr": P["i32"],
+            "tok_ptr": P["i64"], "pos_ptr": P["i64"], "V": "i32", "K": "i32", "cap": "fp32", "prefetch": "i32"}
+    for bn, bk, warps, stages in lm_head.LM_HEAD_CONFIGS:  # every configuration the GPU may time
+        yield (f"lm_head {bn}x{bk} w{warps} stages={stages}", lm_head._lm_head_kernel, head,
+               {"BLOCK_N": bn, "BLOCK_K": bk, "STAGES": stages, "EVEN": True, "ADVANCE": True}, warps)
+    yield ("lm_head ragged, no pos", lm_head._lm_head_kernel, head,
+           {"BLOCK_N": 16, "BLOCK_K": 256, "STAGES": 1, "EVEN": False, "ADVANCE": False}, 4)
 
 def probe_kernels():
     for per_sm, warps, block, stages in probe.PROBE_SHAPES:

@@ -19,8 +19,9 @@ def _weights(quant="nvfp4", seed=0):
     return gemma4.build_random(CFG, device="cpu", dtype=torch.float32, quant=quant, seed=seed)
 
 
-def _decode(weights, prompt, steps, gemv="torch", fused=False):
-    dec = gemma4.Gemma4Decoder(weights, batch=1, max_positions=len(prompt) + steps + 1, gemv=gemv, fused=fused)
+def _decode(weights, prompt, steps, gemv="torch", fused=False, lm_head="torch"):
+    dec = gemma4.Gemma4Decoder(weights, batch=1, max_positions=len(prompt) + steps + 1, gemv=gemv, fused=fused,
+                               lm_head=lm_head)
     logits = [dec.prefill(torch.tensor([prompt]))[0]]
     tokens = list(prompt)
     for _ in range(steps):
@@ -157,6 +158,25 @@ def test_fused_decode_step_matches_reference(quant):
     tokens, got = _decode(w, prompt, 2 * WINDOW + 3, fused=True)
     want = reference.forward(w, tokens[:-1])[len(prompt) - 1:]
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.skipif(not triton_available(), reason="triton not installed")
+def test_fused_step_with_the_lm_head_kernel_matches_reference():
+    """The fused step ending in llmsize.measure.lm_head's kernel (GEMV, soft-cap, greedy token and pos += 1 in
+    one launch, the step's first kernel gathering the embedding row from the device token): the same logits
+    and the same greedy tokens as the float32 reference, past twice the window."""
+    w = _weights("nvfp4", seed=8)
+    prompt = [11, 3, 5]
+    tokens, got = _decode(w, prompt, 2 * WINDOW + 3, fused=True, lm_head="triton")
+    want = reference.forward(w, tokens[:-1])[len(prompt) - 1:]
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-3)
+    assert tokens[len(prompt):] == want.argmax(-1).tolist()
+    assert len(set(tokens[len(prompt):])) > 3
+
+
+def test_decoder_refuses_an_unknown_lm_head():
+    with pytest.raises(ValueError, match="lm_head must be"):
+        gemma4.Gemma4Decoder(_weights(seed=2), batch=1, max_positions=8, lm_head="cublas")
 
 
 @pytest.mark.skipif(not triton_available(), reason="triton not installed")

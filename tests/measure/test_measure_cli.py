@@ -196,6 +196,16 @@ def test_report_says_when_a_self_check_failed(run_cli, tmp_path):
     render_measure(r, Console(file=buf, width=100))
     text = " ".join(buf.getvalue().split())  # the line may wrap
     assert "programmatic dependent launch (early), L2 prefetch 32 KiB per GEMV program" in text
+    assert r["run"]["lm_head"] == {"kernel": "torch"} and "one Triton kernel" not in text  # CPU: eager ops
+    r["run"].update(device="cuda", lm_head={"kernel": "triton", "triton_us": 451.25, "cublas_us": 470.5,
+                                            "config": [16, 256, 4, 1]})
+    r["gpu"].update(driver="580", vram_total_bytes=None, vram_free_bytes=None, bus_width_bits=None,
+                    max_memory_clock_mhz=None, catalog_id=None)
+    buf = StringIO()
+    render_measure(r, Console(file=buf, width=100))
+    text = " ".join(buf.getvalue().split())
+    assert "one Triton kernel (GEMV, soft-cap, greedy token); timed from a CUDA graph: kernel 451.2 us, " \
+           "cuBLAS + ops 470.5 us" in text
 
 
 @pytest.mark.parametrize("var, value", [("LLMSIZE_PDL", "yes"), ("LLMSIZE_PREFETCH_KB", "4096"),

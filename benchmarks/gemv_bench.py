@@ -17,7 +17,7 @@ import argparse
 import torch
 import torch.nn.functional as F
 
-from llmsize.measure import gemv, gemv_rows, gemv_words, nvfp4
+from llmsize.measure import gemv, gemv_rows, gemv_words, lm_head, nvfp4
 from llmsize.measure.card import read_card
 
 SHAPES = {  # [N, K] of Gemma 4 12B (shared/reference/gemma-architecture.md), fused as the decoder runs them
@@ -106,7 +106,18 @@ def main():
     t = bench(lambda i: F.linear(x, emb), 20)
     gbs = emb.numel() * 2 / t / 1e9
     print(f"{'lm_head':12s} {262144:>6d}x{3840:<6d} {'bf16':7s} {emb.numel() * 2 / 1e6:8.2f} {t * 1e6:8.1f} "
-          f"{gbs:8.1f} {100 * gbs / theo:6.1f}%")
+          f"{gbs:8.1f} {100 * gbs / theo:6.1f}%  (cuBLAS GEMV alone)")
+    # the same bytes through llmsize.measure.lm_head's kernel (GEMV + soft-cap + greedy token + pos += 1)
+    tok, pos = torch.zeros(1, dtype=torch.long, device="cuda"), torch.zeros(1, dtype=torch.long, device="cuda")
+    try:
+        lm_head.lm_head_greedy(x, emb, 30.0, tok, pos)  # times its configs
+        t = bench(lambda i: lm_head.lm_head_greedy(x, emb, 30.0, tok, pos), 20)
+        gbs = emb.numel() * 2 / t / 1e9
+        cfg = lm_head._best_config.get((262144, 3840, torch.bfloat16))
+        print(f"{'lm_head':12s} {262144:>6d}x{3840:<6d} {'kernel':7s} {emb.numel() * 2 / 1e6:8.2f} {t * 1e6:8.1f} "
+              f"{gbs:8.1f} {100 * gbs / theo:6.1f}%  (Triton, with soft-cap and token; BN, BK, warps, stages: {cfg})")
+    except Exception as e:  # report it and finish the table
+        print(f"lm_head kernel failed: {type(e).__name__}: {str(e).splitlines()[0][:120]}")
     print("time per decoded token in the linear layers, batch 1 (lm_head excluded):")
     for path, t in sorted(per_token.items(), key=lambda kv: kv[1]):
         print(f"  {path:9s} {t * 1e3:8.3f} ms  ({KERNELS_B1[path]})")

@@ -39,13 +39,24 @@ def main(paths):
         ceil = p.get("ceiling_tok_s")
         step = run["gemv"] + (", fused" if run.get("fused") else "") + (", compiled" if run.get("compiled") else "") \
             + (f", PDL {run.get('pdl_mode', 'on')}" if run.get("pdl") else "") \
-            + (f", L2 prefetch {run['l2_prefetch_kb']} KiB" if run.get("l2_prefetch_kb") else "")
+            + (f", L2 prefetch {run['l2_prefetch_kb']} KiB" if run.get("l2_prefetch_kb") else "") \
+            + (f", lm_head {run['lm_head']['kernel']}" if run.get("lm_head") else "")
         print(f"| {run['quant']} | {step} | {run['context_tokens']} | {run['batch']} | "
               f"{r['bytes_per_step'] / 1e9:.3f} | "
               f"{r['prefill']['ttft_s'] * 1e3:.0f} | {d['ms_per_token_median']:.3f} ({d['ms_per_token_p10']:.3f}-"
               f"{d['ms_per_token_p90']:.3f}) | {d['tok_s']:.1f} | {a['bandwidth_gb_s']:.0f} | "
               f"{pct(a['fraction_of_theoretical'])} | {pct(a['fraction_of_probe'])} | "
               f"{pct(a['fraction_of_datasheet'])} | {'n/a' if ceil is None else f'{ceil:.1f}'} |")
+
+
+    for r in runs:  # what the defaults rest on: a failed check means a slower path ran
+        run = r["run"]
+        checks = ", ".join(f"{k}: {'ok' if v else 'FAILED'}" for k, v in (run.get("self_checks") or {}).items())
+        lm = run.get("lm_head") or {}
+        times = (f"; lm_head timed: kernel {lm['triton_us']:.1f} us, cuBLAS + ops {lm['cublas_us']:.1f} us "
+                 f"(config {lm.get('config')})" if lm.get("triton_us") else "")
+        if checks or times:
+            print(f"\n- {run['quant']}: self-checks {checks or 'none'}{times}")
 
 
 if __name__ == "__main__":

@@ -4,11 +4,12 @@ is checked against the eager step's logits, captured in its own CUDA graph and t
 
     python benchmarks/step_variants.py [--context 4096] [--steps 64] [--out FILE] [--append]
 
-A variant is a GEMV kernel, the eager or fused step (with or without the word GEMVs' epilogue folds; ending in
-the lm_head kernel or in cuBLAS + torch ops), and launch.py's settings (LLMSIZE_PDL: 0 off, 1 wait first,
-2 early; LLMSIZE_PREFETCH_KB: the L2 prefetch per GEMV program before its wait). Every variant replays from
-the same position, so each attends to the same context. Prints a Markdown table (card, date, commit, command)
-of ms per step, GB/s and percent of NVML theoretical; --append adds it to benchmarks/RESULTS.md.
+A variant is a GEMV kernel, the eager or fused step (with or without the word GEMVs' epilogue folds and the
+folded attention combine; ending in the lm_head kernel or in cuBLAS + torch ops), and launch.py's settings
+(LLMSIZE_PDL: 0 off, 1 wait first, 2 early; LLMSIZE_PREFETCH_KB: the L2 prefetch per GEMV program before its
+wait). Every variant replays from the same position, so each attends to the same context. Prints a Markdown
+table (card, date, commit, command) of ms per step, GB/s and percent of NVML theoretical; --append adds it to
+benchmarks/RESULTS.md.
 Needs a CUDA GPU and the measure extra.
 """
 
@@ -28,22 +29,24 @@ from llmsize.measure import gemma4
 from llmsize.measure.card import read_card
 from llmsize.measure.run import bytes_read_per_step, git_commit
 
-# (label, gemv, fused, LLMSIZE_PDL, LLMSIZE_PREFETCH_KB, fold: GeGLU and residual norms in the word GEMVs'
-# epilogues, lm_head: "triton" for llmsize.measure.lm_head's kernel, "torch" for cuBLAS + the eager ops); the
-# first is the reference the others are checked against
+# (label, LLMSIZE_PDL, LLMSIZE_PREFETCH_KB, decoder settings): the settings are Gemma4Decoder's, over DEFAULT
+# (fold: GeGLU and residual norms in the word GEMVs' epilogues; fold_combine: the attention combine in the
+# split kernel's last slice; lm_head: "triton" for llmsize.measure.lm_head's kernel, "torch" for cuBLAS + the
+# eager ops). The first is the reference the others are checked against.
+DEFAULT = {"gemv": "words", "fused": True, "fold": True, "fold_combine": True, "lm_head": "triton"}
 VARIANTS = [
-    ("eager, words", "words", False, "2", "32", True, "torch"),
-    ("fused, words, PDL off", "words", True, "0", "0", True, "triton"),
-    ("fused, words, PDL wait first", "words", True, "1", "0", True, "triton"),
-    ("fused, words, PDL early, no prefetch", "words", True, "2", "0", True, "triton"),
-    ("fused, words, PDL early, prefetch 16 KiB", "words", True, "2", "16", True, "triton"),
-    ("fused, words, PDL early, prefetch 32 KiB (default)", "words", True, "2", "32", True, "triton"),
-    ("fused, words, PDL early, prefetch 64 KiB", "words", True, "2", "64", True, "triton"),
-    ("fused, words, PDL early, prefetch 128 KiB", "words", True, "2", "128", True, "triton"),
-    ("fused, words, PDL early, prefetch 32 KiB, lm_head cuBLAS + torch ops", "words", True, "2", "32", True,
-     "torch"),
-    ("fused, words, PDL early, prefetch 32 KiB, no epilogue folds", "words", True, "2", "32", False, "triton"),
-    ("fused, triton (byte kernel), PDL early", "triton", True, "2", "32", True, "triton"),
+    ("eager, words", "2", "32", {"fused": False, "lm_head": "torch"}),
+    ("fused, words, PDL off", "0", "0", {}),
+    ("fused, words, PDL wait first", "1", "0", {}),
+    ("fused, words, PDL early, no prefetch", "2", "0", {}),
+    ("fused, words, PDL early, prefetch 16 KiB", "2", "16", {}),
+    ("fused, words, PDL early, prefetch 32 KiB (default)", "2", "32", {}),
+    ("fused, words, PDL early, prefetch 64 KiB", "2", "64", {}),
+    ("fused, words, PDL early, prefetch 128 KiB", "2", "128", {}),
+    ("fused, words, PDL early, prefetch 32 KiB, lm_head cuBLAS + torch ops", "2", "32", {"lm_head": "torch"}),
+    ("fused, words, PDL early, prefetch 32 KiB, combine kernel", "2", "32", {"fold_combine": False}),
+    ("fused, words, PDL early, prefetch 32 KiB, no folds", "2", "32", {"fold": False}),
+    ("fused, triton (byte kernel), PDL early", "2", "32", {"gemv": "triton"}),
 ]
 
 
@@ -122,9 +125,10 @@ def main() -> None:
         chosen = [VARIANTS[0]] + chosen
     rows, ref = [], None
     saved = {k: os.environ.get(k) for k in ("LLMSIZE_PDL", "LLMSIZE_PREFETCH_KB")}
-    for label, gemv, fused, pdl_env, kb, fold, lm_head in chosen:
+    for label, pdl_env, kb, settings in chosen:
         os.environ["LLMSIZE_PDL"], os.environ["LLMSIZE_PREFETCH_KB"] = pdl_env, kb
-        dec.gemv, dec.fused, dec.fold, dec.lm_head = gemv, fused, fold, lm_head
+        for name, value in {**DEFAULT, **settings}.items():
+            setattr(dec, name, value)
         try:
             first, med, mean = time_variant(dec, start_pos, start_token, args.steps)
         except Exception as e:  # report it and go on with the next variant

@@ -40,6 +40,7 @@ if triton is not None:
 
 ATTN_BLOCK_S = 32  # cache rows per tensor-core step
 ATTN_PROGRAMS = 256  # cache slices aimed at per attention call: ~2 per SM of an H100/H200 (132 SMs)
+FOLD_COMBINE_BYTES = 128 * 1024  # a group's partials the last slice combines itself (attention's fold_combine)
 ATTN_WARPS = 8  # sm_90: 122 registers (sliding) / 216 (full) a thread; at 4 warps both hit the 254 cap
 # (python tests/measure/compile_kernels.py --registers)
 
@@ -65,6 +66,62 @@ def fused_step_ok(device, gemv: str = "torch", fold: bool = True) -> bool:
         except Exception:  # a kernel that fails to build or launch here: the eager step it is
             _step_checked[key] = False
     return _step_checked[key]
+
+
+_attn_checked: dict[tuple[str, bool], bool] = {}
+
+
+def attention_ok(device, fold_combine: bool) -> bool:
+    """Whether `attention` over several cache slices matches the eager ops on this device, with the combine in
+    its own kernel or folded into the last slice of each KV head: the fused-step check's toy model has one
+    slice per layer (an 8-slot window; slices are 32 rows at least), so neither combine path would be exercised
+    there. Two sequences, a 100-slot cache in four slices (the last partly past the position), GQA and K = V,
+    five positions in a row through the same counters; once per device and path."""
+    key = (str(device), fold_combine)
+    if key not in _attn_checked:
+        try:
+            _attn_checked[key] = _attention_matches_eager(device, fold_combine)
+        except Exception:  # a kernel that fails to build or launch here
+            _attn_checked[key] = False
+    return _attn_checked[key]
+
+
+def _attention_matches_eager(device, fold: bool) -> bool:
+    from llmsize.measure.gemma4 import apply_rope, rms_norm
+
+    dt = torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32
+    gen = torch.Generator(device=device).manual_seed(0)
+
+    def rand(*shape):
+        return torch.randn(*shape, device=device, generator=gen)
+
+    b, slots, hd, eps = 2, 100, 64, 1e-6
+    inv = 1.0 / 10000 ** (torch.arange(0, hd, 2, device=device) / hd)
+    ang = torch.arange(128, device=device)[:, None] * inv[None, :]
+    cos, sin = torch.cat([ang, ang], -1).cos(), torch.cat([ang, ang], -1).sin()
+    qn, kn = rand(hd).abs() + 0.5, rand(hd).abs() + 0.5
+    for kvh, nh, k_eq_v in ((2, 4, False), (1, 8, True)):
+        k_off = nh * hd
+        v_off = k_off if k_eq_v else k_off + kvh * hd
+        for pos in (0, 31, 32, 70, 99):
+            kc, vc = rand(b, kvh, slots, hd).to(dt), rand(b, kvh, slots, hd).to(dt)
+            want_kc, want_vc = kc.clone(), vc.clone()
+            qkv = rand(b, v_off + kvh * hd).to(dt)
+            p = torch.tensor([pos], device=device)
+            got = attention(qkv, qn, kn, cos, sin, p, kc, vc, nh, k_off, v_off, eps, split=32, fold_combine=fold)
+            q = apply_rope(rms_norm(qkv[:, :k_off].view(b, nh, hd), qn, eps), cos[pos], sin[pos])
+            k = apply_rope(rms_norm(qkv[:, k_off:k_off + kvh * hd].view(b, kvh, hd), kn, eps), cos[pos], sin[pos])
+            want_kc[:, :, pos] = k
+            want_vc[:, :, pos] = rms_norm(qkv[:, v_off:v_off + kvh * hd].view(b, kvh, hd), None, eps)
+            qg = q.view(b, kvh, nh // kvh, hd).float()
+            sc = torch.einsum("bgqd,bgsd->bgqs", qg, want_kc.float())
+            sc = sc.masked_fill(torch.arange(slots, device=device) > pos, float("-inf"))
+            want = torch.einsum("bgqs,bgsd->bgqd", torch.softmax(sc, -1), want_vc.float()).reshape(b, nh * hd)
+            tol = 2e-2 if dt == torch.bfloat16 else 1e-4  # bf16: the probabilities rounded for the PV dot
+            if not all(torch.allclose(a.float(), w.float(), rtol=tol, atol=tol)
+                       for a, w in ((kc, want_kc), (vc, want_vc), (got, want))):
+                return False
+    return True
 
 
 def _fused_matches_eager(device, gemv: str, fold: bool) -> bool:
@@ -126,9 +183,10 @@ if triton is not None:
 
     @triton.jit
     def _attn_split_kernel(qkv_ptr, qn_ptr, kn_ptr, cos_ptr, sin_ptr, pos_ptr, kc_ptr, vc_ptr, acc_ptr, ml_ptr,
-                           stride_qkv, stride_cb, stride_ch, stride_cs, k_off, v_off, slots, nsplit, eps,
-                           KVH: tl.constexpr, G: tl.constexpr, HALF: tl.constexpr, SPLIT: tl.constexpr,
-                           BLOCK_S: tl.constexpr, IEEE: tl.constexpr, PREFETCH: tl.constexpr, PDL: tl.constexpr):
+                           cnt_ptr, out_ptr, pack_ptr, stride_out, stride_qkv, stride_cb, stride_ch, stride_cs, k_off,
+                           v_off, slots, nsplit, eps, KVH: tl.constexpr, G: tl.constexpr, HALF: tl.constexpr,
+                           SPLIT: tl.constexpr, BLOCK_S: tl.constexpr, IEEE: tl.constexpr, PREFETCH: tl.constexpr,
+                           COMBINE: tl.constexpr, CHUNK: tl.constexpr, PACK: tl.constexpr, PDL: tl.constexpr):
         bg = tl.program_id(0)
         sp = tl.program_id(1)
         b = bg // KVH
@@ -215,29 +273,40 @@ if triton is not None:
         tl.store(acc_ptr + part[:, None] * HD + HALF + i[None, :], acc_b, mask=qrow[:, None])
         tl.store(ml_ptr + 2 * part, m, mask=qrow)
         tl.store(ml_ptr + 2 * part + 1, lsum, mask=qrow)
+        if COMBINE:  # the last slice of this (sequence, KV head) to finish folds the group's partials (a counter
+            tl.debug_barrier()  # per group, acq_rel, re-zeroed): no combine kernel after this one
+            c = cnt_ptr + bg
+            if tl.atomic_add(c, 1, sem="acq_rel") == nsplit - 1:
+                for j in tl.static_range(G):
+                    _combine_head(acc_ptr, ml_ptr, out_ptr, pack_ptr, stride_out, nsplit, b, g * G + j, KVH * G,
+                                  KVH, G, 2 * HALF, CHUNK, PACK, True)
+                tl.atomic_xchg(c, 0, sem="relaxed")
 
     @triton.jit
-    def _attn_combine_kernel(acc_ptr, ml_ptr, out_ptr, pack_ptr, stride_out, nsplit, NH: tl.constexpr,
-                             KVH: tl.constexpr, G: tl.constexpr, HD: tl.constexpr, CHUNK: tl.constexpr,
-                             PACK: tl.constexpr, PDL: tl.constexpr):
-        """Fold the slices' partials of one query head, CHUNK slices per step loaded at once: a loop of one
-        load per slice would chain nsplit L2 round trips (32-136, ~0.2 us each) behind one another."""
-        pdl_entry(PDL)
-        pid = tl.program_id(0)
-        b = pid // NH
-        h = pid % NH
+    def _combine_head(acc_ptr, ml_ptr, out_ptr, pack_ptr, stride_out, nsplit, b, h, NH: tl.constexpr,
+                      KVH: tl.constexpr, G: tl.constexpr, HD: tl.constexpr, CHUNK: tl.constexpr,
+                      PACK: tl.constexpr, L2: tl.constexpr):
+        """Fold the slices' partials of query head h of sequence b, CHUNK slices per step loaded at once (a loop
+        of one load per slice would chain nsplit L2 round trips, ~0.2 us each, behind one another), and store
+        the head's output. L2: read the partials from L2 (.cg), for a program of the kernel that wrote them."""
         g = h // G
         d = tl.arange(0, HD)
         big_m = float("-inf")
         big_l = 0.0
         acc = tl.zeros([HD], tl.float32)
-        for c0 in tl.range(0, nsplit, CHUNK, num_stages=3):  # the next chunks load during this one
+        for c0 in tl.range(0, nsplit, CHUNK, num_stages=1 if L2 else 3):  # the next chunks load during this one
             sp = c0 + tl.arange(0, CHUNK)
             ok = sp < nsplit
             part = ((b * KVH + g) * nsplit + sp) * G + h % G
-            m = tl.load(ml_ptr + 2 * part, mask=ok, other=float("-inf"))
-            lsum = tl.load(ml_ptr + 2 * part + 1, mask=ok, other=0.0)
-            a = tl.load(acc_ptr + part[:, None] * HD + d[None, :], mask=ok[:, None], other=0.0)
+            if L2:
+                m = tl.load(ml_ptr + 2 * part, mask=ok, other=float("-inf"), cache_modifier=".cg")
+                lsum = tl.load(ml_ptr + 2 * part + 1, mask=ok, other=0.0, cache_modifier=".cg")
+                a = tl.load(acc_ptr + part[:, None] * HD + d[None, :], mask=ok[:, None], other=0.0,
+                            cache_modifier=".cg")
+            else:
+                m = tl.load(ml_ptr + 2 * part, mask=ok, other=float("-inf"))
+                lsum = tl.load(ml_ptr + 2 * part + 1, mask=ok, other=0.0)
+                a = tl.load(acc_ptr + part[:, None] * HD + d[None, :], mask=ok[:, None], other=0.0)
             m_new = tl.maximum(big_m, tl.max(m, 0))
             m_use = tl.where(m_new == float("-inf"), 0.0, m_new)  # nothing attended yet: no NaN from -inf - -inf
             alpha = tl.exp(big_m - m_use)
@@ -247,6 +316,16 @@ if triton is not None:
             big_m = m_new
         y = (acc / big_l).to(out_ptr.dtype.element_ty).to(tl.float32)  # rounded as the eager step rounds
         store_act(out_ptr + b * stride_out, pack_ptr + b * (NH * HD), h * HD + d, y, d < HD, PACK)
+
+    @triton.jit
+    def _attn_combine_kernel(acc_ptr, ml_ptr, out_ptr, pack_ptr, stride_out, nsplit, NH: tl.constexpr,
+                             KVH: tl.constexpr, G: tl.constexpr, HD: tl.constexpr, CHUNK: tl.constexpr,
+                             PACK: tl.constexpr, PDL: tl.constexpr):
+        """One program per (sequence, query head): _combine_head."""
+        pdl_entry(PDL)
+        pid = tl.program_id(0)
+        _combine_head(acc_ptr, ml_ptr, out_ptr, pack_ptr, stride_out, nsplit, pid // NH, pid % NH, NH, KVH, G, HD,
+                      CHUNK, PACK, False)
 
     @triton.jit
     def _residual_norm_kernel(x_ptr, o_ptr, w1_ptr, s_ptr, w2_ptr, x_out_ptr, h_out_ptr, pack_ptr, D, eps,
@@ -297,7 +376,8 @@ def _packed(b: int, k: int, device) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def attention(qkv, q_norm, k_norm, cos, sin, pos, kc, vc, num_heads, k_off, v_off, eps, split: int | None = None,
-              block_s: int = ATTN_BLOCK_S, pack: bool = False, combine_chunk: int | None = None) -> torch.Tensor:
+              block_s: int = ATTN_BLOCK_S, pack: bool = False, combine_chunk: int | None = None,
+              fold_combine: bool | None = None) -> torch.Tensor:
     """The attention of one decode step from the qkv projection [B, q | k (| v)]: q normed (q_norm) and rotated,
     this position's K (k_norm, RoPE) and V (v_norm; from k's columns when v_off == k_off, Gemma 4's full layers)
     written into slot pos % slots of kc / vc [B, kv_heads, slots, hd], then q against the cache up to pos
@@ -306,7 +386,12 @@ def attention(qkv, q_norm, k_norm, cos, sin, pos, kc, vc, num_heads, k_off, v_of
     The cache is cut into slices of `split` rows, by default small enough for ~ATTN_PROGRAMS programs (one
     decode step reads a few MB per layer: spread over the SMs, not over the 8 KV heads alone): a 1,024-slot
     window with 8 KV heads in slices of 32, a 4,352-slot full layer with one KV head in slices of 32. Each
-    program norms and rotates its group's queries itself (a few KB from L2), so no kernel runs before it."""
+    program norms and rotates its group's queries itself (a few KB from L2), so no kernel runs before it.
+
+    fold_combine: the last slice of each (sequence, KV head) to finish combines the group's partials itself
+    instead of a combine kernel after the split one; None: where they are at most FOLD_COMBINE_BYTES (a
+    sliding layer of Gemma 4 12B: 32 slices x 2 heads x 256 fp32, 64 KiB; a full layer's 136 x 16 x 512,
+    4.4 MB, would keep one SM busy for tens of microseconds: a combine kernel spreads it over 16)."""
     b = qkv.shape[0]
     kvh, slots, hd = kc.shape[1], kc.shape[2], kc.shape[3]
     g = num_heads // kvh
@@ -319,19 +404,36 @@ def attention(qkv, q_norm, k_norm, cos, sin, pos, kc, vc, num_heads, k_off, v_of
     mode = pdl_mode(qkv.device)
     acc = torch.empty((b * kvh * nsplit * g, hd), device=qkv.device, dtype=torch.float32)
     ml = torch.empty((b * kvh * nsplit * g, 2), device=qkv.device, dtype=torch.float32)
-    _attn_split_kernel[(b * kvh, nsplit)](qkv, q_norm, k_norm, cos, sin, pos, kc, vc, acc, ml, qkv.stride(0),
-                                          kc.stride(0), kc.stride(1), kc.stride(2), k_off, v_off, slots, nsplit,
-                                          eps, KVH=kvh, G=g, HALF=hd // 2, SPLIT=split, BLOCK_S=block_s,
-                                          IEEE=kc.dtype == torch.float32,
-                                          PREFETCH=mode == PDL_EARLY and _rows_prefetchable(kc, vc),
-                                          num_warps=ATTN_WARPS, **launch_opts(mode))
     out = torch.empty((b, num_heads * hd), device=qkv.device, dtype=qkv.dtype)
     buf, view = _packed(b, num_heads * hd, qkv.device) if pack else (out, out)
     # slices folded per step of the combine: <= 8K fp32 partials in registers at once
     chunk = combine_chunk or max(1, min(triton.next_power_of_2(nsplit), 8192 // hd))
-    _attn_combine_kernel[(b * num_heads,)](acc, ml, out, view, out.stride(0), nsplit, NH=num_heads, KVH=kvh, G=g,
-                                           HD=hd, CHUNK=chunk, PACK=pack, **launch_opts(mode))
+    fold = fold_combine if fold_combine is not None else nsplit * g * hd * 4 <= FOLD_COMBINE_BYTES
+    cnt = _combine_counters(qkv.device, b * kvh) if fold else ml
+    _attn_split_kernel[(b * kvh, nsplit)](qkv, q_norm, k_norm, cos, sin, pos, kc, vc, acc, ml, cnt, out, view,
+                                          out.stride(0), qkv.stride(0), kc.stride(0), kc.stride(1), kc.stride(2),
+                                          k_off, v_off, slots, nsplit, eps, KVH=kvh, G=g, HALF=hd // 2,
+                                          SPLIT=split, BLOCK_S=block_s, IEEE=kc.dtype == torch.float32,
+                                          PREFETCH=mode == PDL_EARLY and _rows_prefetchable(kc, vc),
+                                          COMBINE=fold, CHUNK=chunk, PACK=pack, num_warps=ATTN_WARPS,
+                                          **launch_opts(mode))
+    if not fold:
+        _attn_combine_kernel[(b * num_heads,)](acc, ml, out, view, out.stride(0), nsplit, NH=num_heads, KVH=kvh,
+                                               G=g, HD=hd, CHUNK=chunk, PACK=pack, **launch_opts(mode))
     return buf if pack else out
+
+
+_counters: dict[tuple, torch.Tensor] = {}
+
+
+def _combine_counters(device, n: int) -> torch.Tensor:
+    """One arrival counter per (sequence, KV head) for the folded combine, zeroed once, re-zeroed by each call's
+    last slice (so a CUDA graph replays them as they are). Shared by the layers: each call finishes before the
+    next attention starts."""
+    key = (str(device), n)
+    if key not in _counters:
+        _counters[key] = torch.zeros(n, dtype=torch.int32, device=device)
+    return _counters[key]
 
 
 def residual_norm(x, o, w_post, w_next, eps, scalar=None, pack: bool = False) -> tuple[torch.Tensor, torch.Tensor]:

@@ -264,6 +264,14 @@ def measure(o: MeasureOptions, progress=None) -> dict:
                 fused = fused_step_ok(device, gemv, fold=False)
         if cuda and not o.compile:
             checks["fused step"] = fused
+    fold_combine = True
+    if cuda and fused:  # the attention over several cache slices, which the fused-step check's toy model lacks
+        from llmsize.measure.fused import attention_ok
+        checks["attention over cache slices"] = attention_ok(device, fold_combine=False)
+        if not checks["attention over cache slices"] and o.fused is None:
+            fused = False  # its combine is the fused step's: the eager step it is (unless --fused asked for it)
+        elif fold:  # the combine folded into the last slice of each KV head (sliding layers)
+            fold_combine = checks["attention, combine folded"] = attention_ok(device, fold_combine=True)
     lm_head = {"kernel": "cublas" if cuda else "torch"}
     if cuda and fused and o.batch == 1 and o.quant == "nvfp4":  # (the bf16 baseline stays on cuBLAS)
         from llmsize.measure import lm_head as lm_head_kernel  # GEMV, soft-cap, token, pos += 1 in one launch,
@@ -272,7 +280,8 @@ def measure(o: MeasureOptions, progress=None) -> dict:
             tick("lm_head: kernel vs cuBLAS")
             lm_head = lm_head_kernel.choose(weights.embed, cfg.final_softcap)
     dec = gemma4.Gemma4Decoder(weights, batch=o.batch, max_positions=positions, gemv=gemv, fused=fused, fold=fold,
-                               lm_head="triton" if lm_head["kernel"] == "triton" else "torch")
+                               lm_head="triton" if lm_head["kernel"] == "triton" else "torch",
+                               fold_combine=fold_combine)
     gen = torch.Generator(device=device).manual_seed(o.seed + 1)
     prompt = torch.randint(0, cfg.vocab_size, (o.batch, o.context), generator=gen, device=device)
     tick("prefill", 0, 1)
@@ -389,7 +398,8 @@ def measure(o: MeasureOptions, progress=None) -> dict:
                 "batch": o.batch, "tokens_requested": o.tokens, "tokens_measured": n, "warmup_tokens": o.warmup,
                 "first_timed_position": start_pos, "mean_attended_positions": mean_pos,
                 "cuda_graph": graph is not None, "compiled": o.compile, "fused": fused,
-                "fused_epilogues": bool(fused and fold and gemv == "words" and o.batch == 1), "lm_head": lm_head,
+                "fused_epilogues": bool(fused and fold and gemv == "words" and o.batch == 1),
+                "combine_folded": bool(fused and fold and fold_combine), "lm_head": lm_head,
                 **(_launch_settings(device) if cuda else {"pdl": False}), "self_checks": checks,
                 "interrupted": interrupted, "seed": o.seed,
                 "build_s": build_s, "memory_estimate_bytes": need,

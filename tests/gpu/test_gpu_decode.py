@@ -192,3 +192,24 @@ def test_lm_head_kernel_on_the_gemma_4_vocabulary():
     assert int(tok) == int(got.argmax(-1)) and int(pos) == 6
     pick = lm_head.choose(embed, 30.0)
     assert pick["kernel"] in ("triton", "cublas") and pick["triton_us"] > 0 and pick["cublas_us"] > 0
+
+
+def test_attention_combine_folded_on_a_sliding_layer():
+    """Gemma 4 12B's sliding layer (8 KV heads x 256, 1,024 slots: 32 slices per head, 64 KiB of partials a
+    group): the combine folded into the split kernel's last slice gives the combine kernel's output bit for bit,
+    call after call (its counters re-zeroed); and measure's self-checks for both paths pass on this card."""
+    from llmsize.measure import fused
+    assert fused.attention_ok(torch.device("cuda"), False) and fused.attention_ok(torch.device("cuda"), True)
+    torch.manual_seed(0)
+    nh, kvh, hd, slots = 16, 8, 256, 1024
+    qkv = torch.randn(1, (nh + 2 * kvh) * hd, device="cuda").to(torch.bfloat16)
+    kc = torch.randn(1, kvh, slots, hd, device="cuda").to(torch.bfloat16)
+    vc = torch.randn_like(kc)
+    qn, kn = torch.rand(hd, device="cuda") + 0.5, torch.rand(hd, device="cuda") + 0.5
+    ang = torch.arange(4096, device="cuda")[:, None] * (1.0 / 10000 ** (torch.arange(0, hd, 2, device="cuda") / hd))
+    cos, sin = torch.cat([ang, ang], -1).cos(), torch.cat([ang, ang], -1).sin()
+    for pos in (700, 1500, 3000):
+        p = torch.tensor([pos], device="cuda")
+        outs = [fused.attention(qkv, qn, kn, cos, sin, p, kc, vc, nh, nh * hd, (nh + kvh) * hd, 1e-6, pack=pack,
+                                fold_combine=fold) for fold in (False, True, True) for pack in (False, True)]
+        assert all(torch.equal(outs[i], outs[i + 2]) for i in range(4)), pos

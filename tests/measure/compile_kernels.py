@@ -65,12 +65,16 @@ def kernels():
            {"x_ptr": P["bf16"], "out_ptr": P["i32"], "K": "i32", "stride_xb": "i32"}, {"BLOCK": 256}, 4)
     attn = {"qkv_ptr": P["bf16"], "qn_ptr": P["f32"], "kn_ptr": P["f32"], "cos_ptr": P["f32"], "sin_ptr": P["f32"],
             "pos_ptr": P["i64"], "kc_ptr": P["bf16"], "vc_ptr": P["bf16"], "acc_ptr": P["f32"], "ml_ptr": P["f32"],
+            "cnt_ptr": P["i32"], "out_ptr": P["bf16"], "pack_ptr": "*fp16", "stride_out": "i32",
             "stride_qkv": "i32", "stride_cb": "i32", "stride_ch": "i32", "stride_cs": "i32", "k_off": "i32",
             "v_off": "i32", "slots": "i32", "nsplit": "i32", "eps": "fp32"}
     for kvh, g, hd in ((8, 2, 256), (1, 16, 512)):  # sliding and full layers
-        yield (f"attention {kvh}x{g}x{hd}", fused._attn_split_kernel, attn,
-               {"KVH": kvh, "G": g, "HALF": hd // 2, "SPLIT": 32, "BLOCK_S": fused.ATTN_BLOCK_S,
-                "IEEE": False, "PREFETCH": True}, fused.ATTN_WARPS)
+        for combine, pack in ((False, False), (True, True), (True, False)):  # the combine folded in (sliding)
+            if combine and kvh == 1:
+                continue
+            yield (f"attention {kvh}x{g}x{hd} combine={combine} pack={pack}", fused._attn_split_kernel, attn,
+                   {"KVH": kvh, "G": g, "HALF": hd // 2, "SPLIT": 32, "BLOCK_S": fused.ATTN_BLOCK_S,
+                    "IEEE": False, "PREFETCH": True, "COMBINE": combine, "CHUNK": 32, "PACK": pack}, fused.ATTN_WARPS)
         for pack in (False, True):
             yield (f"combine {kvh}x{g}x{hd} pack={pack}", fused._attn_combine_kernel,
                    {"acc_ptr": P["f32"], "ml_ptr": P["f32"], "out_ptr": P["bf16"], "pack_ptr": "*fp16",
@@ -78,7 +82,8 @@ def kernels():
                    {"NH": 16, "KVH": kvh, "G": g, "HD": hd, "CHUNK": 8192 // hd, "PACK": pack}, 4)
     attn32 = dict(attn, qkv_ptr=P["f32"], kc_ptr=P["f32"], vc_ptr=P["f32"])  # float32 caches: IEEE dots
     yield ("attention fp32", fused._attn_split_kernel, attn32,
-           {"KVH": 2, "G": 2, "HALF": 16, "SPLIT": 64, "BLOCK_S": 32, "IEEE": True, "PREFETCH": False, "PDL": 1}, 4)
+           {"KVH": 2, "G": 2, "HALF": 16, "SPLIT": 64, "BLOCK_S": 32, "IEEE": True, "PREFETCH": False,
+            "COMBINE": True, "CHUNK": 2, "PACK": False, "PDL": 1}, 4)
     for pack in (False, True):
         yield (f"residual_norm pack={pack}", fused._residual_norm_kernel,
                {"x_ptr": P["bf16"], "o_ptr": P["bf16"], "w1_ptr": P["f32"], "s_ptr": P["bf16"], "w2_ptr": P["f32"],

@@ -47,10 +47,16 @@ def test_step_variants_parses_and_names_its_variants():
         import step_variants
     finally:
         sys.path.remove(str(BENCH))
-    for label, gemv, fused, pdl, kb, fold, lm_head in step_variants.VARIANTS:
-        assert gemv in GEMV_KERNELS and pdl in ("0", "1", "2") and kb.isdigit() and fold in (True, False), label
-        assert lm_head in ("torch", "triton"), label
-    assert step_variants.VARIANTS[0][2] is False  # the reference row: the eager step
+    import inspect
+
+    from llmsize.measure.gemma4 import Gemma4Decoder
+    params = inspect.signature(Gemma4Decoder).parameters
+    for label, pdl, kb, settings in step_variants.VARIANTS:
+        s = {**step_variants.DEFAULT, **settings}
+        assert set(s) <= set(params), label  # every setting a decoder attribute of that name
+        assert s["gemv"] in GEMV_KERNELS and pdl in ("0", "1", "2") and kb.isdigit() and s["lm_head"] in (
+            "torch", "triton") and all(s[k] in (True, False) for k in ("fused", "fold", "fold_combine")), label
+    assert step_variants.VARIANTS[0][3]["fused"] is False  # the reference row: the eager step
 
 
 def test_step_variants_smoke_run_on_the_cpu(tmp_path):
@@ -59,11 +65,13 @@ def test_step_variants_smoke_run_on_the_cpu(tmp_path):
     out = tmp_path / "variants.md"
     env = dict(os.environ, TRITON_INTERPRET="1")
     r = subprocess.run([sys.executable, str(BENCH / "step_variants.py"), "--smoke", "--context", "12", "--steps", "1",
-                        "--only", "6,9,10,11", "--out", str(out)], capture_output=True, text=True, timeout=600, env=env)
+                        "--only", "6,9,10,11,12", "--out", str(out)], capture_output=True, text=True, timeout=600,
+                       env=env)
     assert r.returncode == 0, r.stderr[-2000:]
     rows = [ln for ln in out.read_text().splitlines() if ln.startswith("| ") and "variant" not in ln]
     assert [ln.split(" | ")[0] for ln in rows] == [
         "| eager, words", "| fused, words, PDL early, prefetch 32 KiB (default)",
         "| fused, words, PDL early, prefetch 32 KiB, lm_head cuBLAS + torch ops",
-        "| fused, words, PDL early, prefetch 32 KiB, no epilogue folds", "| fused, triton (byte kernel), PDL early"]
+        "| fused, words, PDL early, prefetch 32 KiB, combine kernel",
+        "| fused, words, PDL early, prefetch 32 KiB, no folds", "| fused, triton (byte kernel), PDL early"]
     assert all(ln.split(" | ")[1] == "yes" for ln in rows), rows

@@ -180,10 +180,13 @@ def test_decoder_refuses_an_unknown_lm_head():
 
 
 @pytest.mark.skipif(not triton_available(), reason="triton not installed")
-@pytest.mark.parametrize("k_eq_v, chunk", [(False, None), (True, None), (False, 2)])
-def test_fused_attention_splits_and_batch_rows(k_eq_v, chunk):
+@pytest.mark.parametrize("k_eq_v, chunk, fold", [(False, None, False), (True, None, False), (False, 2, False),
+                                                 (False, None, True), (True, 2, True)])
+def test_fused_attention_splits_and_batch_rows(k_eq_v, chunk, fold):
     """Small splits (16 rows, so a 40-slot cache takes 3 programs per KV head, the last one partly past the
-    position), two sequences, the combine folding the slices at once or two at a time: from the raw qkv
+    position), two sequences, the combine folding the slices at once or two at a time, in its own kernel or
+    (fold) in the split kernel's last slice per KV head (a counter per group, re-zeroed: five positions in a
+    row through the same counters): from the raw qkv
     projection, the kernel norms and rotates q and k, v_norms v (from k's columns when K = V, as Gemma 4's full
     layers), writes this position's K and V into their slot and attends; against the eager ops (rms_norm,
     apply_rope, masked softmax), cache contents included."""
@@ -203,7 +206,7 @@ def test_fused_attention_splits_and_batch_rows(k_eq_v, chunk):
         qkv = torch.randn(b, width)
         p = torch.tensor([pos])
         got = fused.attention(qkv, qn, kn, cos, sin, p, kc, vc, nh, k_off, v_off, eps, split=16, block_s=16,
-                              combine_chunk=chunk)  # 2: the three slices folded in two steps, the last one short
+                              combine_chunk=chunk, fold_combine=fold)  # 2: the three slices in two steps
         q = gemma4.apply_rope(gemma4.rms_norm(qkv[:, :k_off].view(b, nh, hd), qn, eps), cos[pos], sin[pos])
         k = gemma4.apply_rope(gemma4.rms_norm(qkv[:, k_off:k_off + kvh * hd].view(b, kvh, hd), kn, eps), cos[pos],
                               sin[pos])
@@ -215,6 +218,20 @@ def test_fused_attention_splits_and_batch_rows(k_eq_v, chunk):
         sc = torch.einsum("bgqd,bgsd->bgqs", qg, want_kc).masked_fill(torch.arange(slots) > pos, float("-inf"))
         want = torch.einsum("bgqs,bgsd->bgqd", torch.softmax(sc, -1), want_vc).reshape(b, nh * hd)
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(not triton_available(), reason="triton not installed")
+def test_attention_self_check_passes_and_catches_an_early_combine(monkeypatch):
+    """The check measure runs on the card for the attention over several slices (the fused-step check's toy
+    model has one slice a layer): passes both ways; with the folded combine's counters starting at one, a slice
+    combines before the last partials are in, and the check says so (the combine kernel path is unaffected)."""
+    from llmsize.measure import fused
+    monkeypatch.setattr(fused, "_attn_checked", {})
+    assert fused.attention_ok(torch.device("cpu"), True) and fused.attention_ok(torch.device("cpu"), False)
+    monkeypatch.setattr(fused, "_combine_counters", lambda device, n: torch.ones(n, dtype=torch.int32))
+    monkeypatch.setattr(fused, "_attn_checked", {})
+    assert not fused.attention_ok(torch.device("cpu"), True)
+    assert fused.attention_ok(torch.device("cpu"), False)
 
 
 @pytest.mark.skipif(not triton_available(), reason="triton not installed")

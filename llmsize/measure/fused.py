@@ -15,12 +15,15 @@ norm, after an add), so on float32 weights it matches the eager step to float32 
   rotates K, v_norms V, writes both there and uses them from registers (no other program reads that slot).
   Then the query heads, padded to 16 rows, against BLOCK_S cache rows at a time on the tensor cores, online
   softmax in fp32, partial (max, sum, weighted V) written out; combine folds the slices per query head
-  (flash-decoding). Scale 1.0 (Gemma 4).
+  (flash-decoding). Scale 1.0 (Gemma 4). Where a KV head's partials are small (sliding layers: 64 KiB), the
+  last of its slices to finish does the combine itself (a counter per KV head) and no combine kernel runs.
 - residual_norm: x = (x + rmsnorm(o) * w_post) * scalar, then h = rmsnorm(x) * w_next, one program per row.
 - geglu: gelu_tanh(gate) * up.
+- embed_norm: the step's first kernel, x = embedding[token] * sqrt(hidden) and the first layer's input norm.
 With the word GEMV at batch 1, residual_norm and geglu are not launched: the o and down GEMVs apply the
 residual norm in their epilogue (its last program, acts.residual_norm_row) and the gate | up GEMV the GeGLU
-(gemv_words, norm= and glu=True): six kernels per layer, two of them here.
+(gemv_words, norm= and glu=True): five kernels per sliding layer (one of them here), six per full layer (two),
+and with embed_norm and the lm_head kernel (lm_head.py) 250 per Gemma 4 12B token.
 """
 from __future__ import annotations
 

@@ -413,7 +413,8 @@ class Gemma4Decoder:
         """The same step with the work between the GEMVs in llmsize.measure.fused's kernels: per layer four
         GEMVs and five small kernels (attention split, which also norms, rotates and caches q, k, v; combine;
         two residual_norms; geglu). With the word GEMV at batch 1 two: the gate | up pass applies the GeGLU, the
-        o and down passes the residual norms, so a layer is six kernels."""
+        o and down passes the residual norms, so a layer is six kernels, five where the attention folds its
+        combine (sliding layers); the step starts with embed_norm and, lm_head="triton", ends in one kernel."""
         from llmsize.measure import fused
 
         cfg, eps, f32 = self.cfg, self.cfg.rms_eps, self._f32

@@ -42,7 +42,7 @@ if triton is not None:
     from llmsize.measure.launch import pdl_entry, prefetch_l2
 
 ATTN_BLOCK_S = 32  # cache rows per tensor-core step
-ATTN_PROGRAMS = 256  # cache slices aimed at per attention call: ~2 per SM of an H100/H200 (132 SMs)
+ATTN_PROGRAMS = 256  # cache slices aimed at per attention call under the interpreter (GPU: attn_programs)
 FOLD_COMBINE_BYTES = 128 * 1024  # a group's partials the last slice combines itself (attention's fold_combine)
 ATTN_WARPS = 8  # sm_90: 122 registers (sliding) / 216 (full) a thread; at 4 warps both hit the 254 cap
 # (python tests/measure/compile_kernels.py --registers)
@@ -365,6 +365,27 @@ if triton is not None:
         store_act(out_ptr + b * stride_out, pack_ptr + b * inter, i, y, ok, PACK)
 
 
+def attn_programs(device, g: int, hd: int) -> int:
+    """The attention programs aimed at per call: on a GPU one wave, its SMs times the programs an SM holds at
+    ATTN_WARPS, 2 for a group of up to 2,048 query dims (Gemma 4's sliding layers, 2 x 256: 122 registers a
+    thread, 25 KiB of shared memory) and 1 above (its full layers, 16 x 512: 216 registers; 50 KiB;
+    `python tests/measure/compile_kernels.py --registers`). One wave: 4,362 full-layer slots in slices of 32 are
+    137 programs, five more than an H200's 132 SMs hold at once, so the step would wait a second wave; slices of
+    64 are 69. Elsewhere (the interpreter) ATTN_PROGRAMS."""
+    if device.type != "cuda":
+        return ATTN_PROGRAMS
+    return torch.cuda.get_device_properties(device).multi_processor_count * (2 if g * hd <= 2048 else 1)
+
+
+def attn_split(device, b: int, kvh: int, slots: int, g: int, hd: int, block_s: int = ATTN_BLOCK_S,
+               split: int | None = None) -> int:
+    """Cache rows per attention slice: `split` if given, else the smallest power of two keeping b x kvh x slices
+    within attn_programs; at least block_s, at most the cache."""
+    if split is None:
+        split = triton.next_power_of_2(triton.cdiv(slots * kvh * b, attn_programs(device, g, hd)))
+    return max(block_s, min(split, triton.next_power_of_2(slots)))
+
+
 def _rows_prefetchable(kc: torch.Tensor, vc: torch.Tensor) -> bool:
     """Whether a slice of cache rows is one 16-byte aligned run of a multiple of 16 bytes in both caches (what
     the bulk L2 prefetch needs): contiguous caches with rows of a multiple of 16 bytes."""
@@ -386,9 +407,10 @@ def attention(qkv, q_norm, k_norm, cos, sin, pos, kc, vc, num_heads, k_off, v_of
     written into slot pos % slots of kc / vc [B, kv_heads, slots, hd], then q against the cache up to pos
     -> [B, heads * hd], or with `pack` the same in the word GEMV's packed input layout [B, heads * hd / 8, 4].
 
-    The cache is cut into slices of `split` rows, by default small enough for ~ATTN_PROGRAMS programs (one
-    decode step reads a few MB per layer: spread over the SMs, not over the 8 KV heads alone): a 1,024-slot
-    window with 8 KV heads in slices of 32, a 4,352-slot full layer with one KV head in slices of 32. Each
+    The cache is cut into slices of `split` rows, by default the smallest power of two that keeps the programs
+    within one wave (attn_programs; one decode step reads a few MB per layer: spread over the SMs, not over the
+    8 KV heads alone): on an H200 a 1,024-slot window with 8 KV heads in slices of 32 (256 programs), a
+    4,362-slot full layer with one KV head in slices of 64 (69). Each
     program norms and rotates its group's queries itself (a few KB from L2), so no kernel runs before it.
 
     fold_combine: the last slice of each (sequence, KV head) to finish combines the group's partials itself
@@ -400,9 +422,7 @@ def attention(qkv, q_norm, k_norm, cos, sin, pos, kc, vc, num_heads, k_off, v_of
     g = num_heads // kvh
     if g > 16:
         raise ValueError(f"{g} query heads per KV head: the kernel pads a group to 16 rows at most")
-    if split is None:
-        split = triton.next_power_of_2(triton.cdiv(slots * kvh * b, ATTN_PROGRAMS))
-    split = max(block_s, min(split, triton.next_power_of_2(slots)))
+    split = attn_split(qkv.device, b, kvh, slots, g, hd, block_s, split)
     nsplit = triton.cdiv(slots, split)
     mode = pdl_mode(qkv.device)
     acc = torch.empty((b * kvh * nsplit * g, hd), device=qkv.device, dtype=torch.float32)

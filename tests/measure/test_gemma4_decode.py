@@ -326,3 +326,23 @@ def test_fused_step_self_check_with_the_word_kernel_passes_and_catches_a_wrong_e
     assert not fused.fused_step_ok(torch.device("cpu"), "words")
     # without the folded epilogues the fused step does not use the broken one: what measure falls back to
     assert fused.fused_step_ok(torch.device("cpu"), "words", fold=False)
+
+
+@pytest.mark.skipif(not triton_available(), reason="triton not installed")
+def test_attention_slices_fit_one_wave_of_the_card(monkeypatch):
+    """On a GPU the default slices keep the attention programs within one wave: on an H200 (132 SMs, two
+    sliding-layer programs or one full-layer program resident per SM) the 1,024-slot window with 8 KV heads in
+    slices of 32 (256 programs), the 4,362-slot full layer of `llmsize measure`'s default run (4,096 + 8 warm-up
+    + 256 + 2 positions) in slices of 64 (69 programs; 32 would be 137, a second wave for five)."""
+    import types
+
+    from llmsize.measure import fused
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: types.SimpleNamespace(
+        multi_processor_count=132))
+    gpu = torch.device("cuda", 0)
+    assert fused.attn_split(gpu, 1, 8, 1024, 2, 256) == 32
+    assert fused.attn_split(gpu, 1, 1, 4362, 16, 512) == 64
+    assert fused.attn_split(gpu, 4, 8, 1024, 2, 256) == 128  # batch 4: 4 x 8 x 8 = 256 programs
+    assert fused.attn_split(gpu, 1, 1, 20, 16, 512) == 32  # never below a tensor-core block, nor past the cache
+    assert fused.attn_split(gpu, 1, 1, 4362, 16, 512, split=16) == 32
+    assert fused.attn_split(torch.device("cpu"), 1, 1, 4362, 16, 512) == 32  # the interpreter: ATTN_PROGRAMS

@@ -44,7 +44,7 @@ if triton is not None:
 ATTN_BLOCK_S = 32  # cache rows per tensor-core step
 ATTN_PROGRAMS = 256  # cache slices aimed at per attention call under the interpreter (GPU: attn_programs)
 FOLD_COMBINE_BYTES = 128 * 1024  # a group's partials the last slice combines itself (attention's fold_combine)
-ATTN_WARPS = 8  # sm_90: 122 registers (sliding) / 216 (full) a thread; at 4 warps both hit the 254 cap
+ATTN_WARPS = 8  # sm_90: 128 registers (sliding) / 255 (full, no spills) a thread; sliding at 4: 229
 # (python tests/measure/compile_kernels.py --registers)
 
 
@@ -78,8 +78,9 @@ def attention_ok(device, fold_combine: bool) -> bool:
     """Whether `attention` over several cache slices matches the eager ops on this device, with the combine in
     its own kernel or folded into the last slice of each KV head: the fused-step check's toy model has one
     slice per layer (an 8-slot window; slices are 32 rows at least), so neither combine path would be exercised
-    there. Two sequences, a 100-slot cache in four slices (the last partly past the position), GQA and K = V,
-    five positions in a row through the same counters; once per device and path."""
+    there. Two sequences, a 100-slot cache in four slices of one block (GQA) or two of two blocks (K = V), the
+    last partly past the position, five positions in a row through the same counters; once per device and
+    path."""
     key = (str(device), fold_combine)
     if key not in _attn_checked:
         try:
@@ -111,7 +112,9 @@ def _attention_matches_eager(device, fold: bool) -> bool:
             want_kc, want_vc = kc.clone(), vc.clone()
             qkv = rand(b, v_off + kvh * hd).to(dt)
             p = torch.tensor([pos], device=device)
-            got = attention(qkv, qn, kn, cos, sin, p, kc, vc, nh, k_off, v_off, eps, split=32, fold_combine=fold)
+            # slices of 32 (one block; GQA) or 64 (two blocks, the second read in the kernel's loop; K = V)
+            got = attention(qkv, qn, kn, cos, sin, p, kc, vc, nh, k_off, v_off, eps, split=32 * (1 + k_eq_v),
+                            fold_combine=fold)
             q = apply_rope(rms_norm(qkv[:, :k_off].view(b, nh, hd), qn, eps), cos[pos], sin[pos])
             k = apply_rope(rms_norm(qkv[:, k_off:k_off + kvh * hd].view(b, kvh, hd), kn, eps), cos[pos], sin[pos])
             want_kc[:, :, pos] = k
@@ -185,6 +188,40 @@ if triton is not None:
         return ya, yb
 
     @triton.jit
+    def _load_block(kc_ptr, vc_ptr, base, s, i, stride_cs, ok, HALF: tl.constexpr):
+        """BLOCK_S cache rows s of K and V, in halves, all four loads issued before any is used."""
+        kt = kc_ptr + base + s[:, None] * stride_cs + i[None, :]
+        vt = vc_ptr + base + s[:, None] * stride_cs + i[None, :]
+        k1 = tl.load(kt, mask=ok[:, None], other=0.0)
+        k2 = tl.load(kt + HALF, mask=ok[:, None], other=0.0)
+        v1 = tl.load(vt, mask=ok[:, None], other=0.0)
+        v2 = tl.load(vt + HALF, mask=ok[:, None], other=0.0)
+        return k1, k2, v1, v2
+
+    @triton.jit
+    def _attend_block(qa, qb, k1, k2, v1, v2, ok, m, lsum, acc_a, acc_b, IEEE: tl.constexpr):
+        """One block of the online softmax: scores of the queries (halves qa, qb) against rows k (halves),
+        masked where not ok, folded into the running max m, sum lsum and weighted values acc (halves)."""
+        dt = k1.dtype
+        if IEEE:
+            sc = tl.dot(qa, tl.trans(k1), input_precision="ieee") + tl.dot(qb, tl.trans(k2), input_precision="ieee")
+        else:
+            sc = tl.dot(qa, tl.trans(k1)) + tl.dot(qb, tl.trans(k2))
+        sc = tl.where(ok[None, :], sc, float("-inf"))
+        m_new = tl.maximum(m, tl.max(sc, 1))
+        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)  # an all-empty block: no NaN from -inf - -inf
+        p = tl.exp(sc - m_use[:, None])
+        alpha = tl.exp(m - m_use)
+        pd = p.to(dt)
+        if IEEE:
+            pv1 = tl.dot(pd, v1, input_precision="ieee")
+            pv2 = tl.dot(pd, v2, input_precision="ieee")
+        else:
+            pv1 = tl.dot(pd, v1)
+            pv2 = tl.dot(pd, v2)
+        return m_new, lsum * alpha + tl.sum(p, 1), acc_a * alpha[:, None] + pv1, acc_b * alpha[:, None] + pv2
+
+    @triton.jit
     def _attn_split_kernel(qkv_ptr, qn_ptr, kn_ptr, cos_ptr, sin_ptr, pos_ptr, kc_ptr, vc_ptr, acc_ptr, ml_ptr,
                            cnt_ptr, out_ptr, pack_ptr, stride_out, stride_qkv, stride_cb, stride_ch, stride_cs, k_off,
                            v_off, slots, nsplit, eps, KVH: tl.constexpr, G: tl.constexpr, HALF: tl.constexpr,
@@ -194,18 +231,26 @@ if triton is not None:
         sp = tl.program_id(1)
         b = bg // KVH
         g = bg % KVH
-        if PREFETCH:  # the slice's cache rows (written by earlier steps) towards L2 while the kernel before runs
-            rows = tl.minimum(SPLIT, slots - sp * SPLIT)
-            nbytes = rows * stride_cs * (kc_ptr.dtype.element_ty.primitive_bitwidth // 8)
-            at = b * stride_cb + g * stride_ch + sp * SPLIT * stride_cs
-            prefetch_l2(kc_ptr + at, nbytes)
-            prefetch_l2(vc_ptr + at, nbytes)
-        pdl_entry(PDL)
         HD: tl.constexpr = 2 * HALF
         dt = kc_ptr.dtype.element_ty
+        base = b * stride_cb + g * stride_ch
+        i = tl.arange(0, HALF)
+        if PREFETCH:  # the slice's cache rows (written by earlier steps) towards L2 while the kernel before runs
+            rows = tl.minimum(SPLIT, slots - sp * SPLIT)
+            nbytes = rows * stride_cs * (dt.primitive_bitwidth // 8)
+            prefetch_l2(kc_ptr + base + sp * SPLIT * stride_cs, nbytes)
+            prefetch_l2(vc_ptr + base + sp * SPLIT * stride_cs, nbytes)
+        # Before waiting for the kernel before (the qkv GEMV), the slice's first block of K and V into registers:
+        # cache rows are written only by this layer's attention, in earlier steps (complete), and in this step
+        # only this position's slot, by this kernel, whose row is replaced from registers below; the position
+        # itself moves only at the end of a step. A sliding layer's slice is one block, so its whole read is
+        # in flight during the wait.
         pos = tl.load(pos_ptr)
         slot = pos % slots
-        i = tl.arange(0, HALF)
+        s = sp * SPLIT + tl.arange(0, BLOCK_S)
+        ok = (s < slots) & (s <= pos)  # ring slots past the position are not written yet
+        k1, k2, v1, v2 = _load_block(kc_ptr, vc_ptr, base, s, i, stride_cs, ok, HALF)
+        pdl_entry(PDL)
         cos = tl.load(cos_ptr + pos * HD + i)  # the second half of the row repeats the first
         sin = tl.load(sin_ptr + pos * HD + i)
         row = qkv_ptr + b * stride_qkv
@@ -227,7 +272,6 @@ if triton is not None:
         vp = row + v_off + g * HD + one[:, None] * 0 + i[None, :]
         va, vb = _rms_rope(tl.load(vp).to(tl.float32), tl.load(vp + HALF).to(tl.float32), kn_ptr, cos, sin, i,
                            HALF, eps, dt, False, False)
-        base = b * stride_cb + g * stride_ch
         lim = tl.where((slot >= sp * SPLIT) & (slot < sp * SPLIT + SPLIT), HALF, 0)  # the slot is in my slice
         mine = one[:, None] * 0 + i[None, :] < lim
         at = kc_ptr + base + slot * stride_cs + one[:, None] * 0 + i[None, :]
@@ -236,41 +280,23 @@ if triton is not None:
         at = vc_ptr + base + slot * stride_cs + one[:, None] * 0 + i[None, :]
         tl.store(at, va.to(dt), mask=mine)
         tl.store(at + HALF, vb.to(dt), mask=mine)
-        m = tl.full([16], float("-inf"), tl.float32)
-        lsum = tl.zeros([16], tl.float32)
-        acc_a = tl.zeros([16, HALF], tl.float32)
-        acc_b = tl.zeros([16, HALF], tl.float32)
-        for s0 in range(sp * SPLIT, sp * SPLIT + SPLIT, BLOCK_S):
+        ka = ka.to(dt)
+        kb = kb.to(dt)
+        va = va.to(dt)
+        vb = vb.to(dt)
+        cur = (s == slot)[:, None]
+        m, lsum, acc_a, acc_b = _attend_block(
+            qa, qb, tl.where(cur, ka, k1), tl.where(cur, kb, k2), tl.where(cur, va, v1), tl.where(cur, vb, v2), ok,
+            tl.full([16], float("-inf"), tl.float32), tl.zeros([16], tl.float32), tl.zeros([16, HALF], tl.float32),
+            tl.zeros([16, HALF], tl.float32), IEEE)
+        for s0 in range(sp * SPLIT + BLOCK_S, sp * SPLIT + SPLIT, BLOCK_S):  # the slice's other blocks
             s = s0 + tl.arange(0, BLOCK_S)
-            ok = (s < slots) & (s <= pos)  # ring slots past the position are not written yet
+            ok = (s < slots) & (s <= pos)
             cur = (s == slot)[:, None]
-            kt = kc_ptr + base + s[:, None] * stride_cs + i[None, :]
-            k1 = tl.where(cur, ka.to(dt), tl.load(kt, mask=ok[:, None], other=0.0))
-            k2 = tl.where(cur, kb.to(dt), tl.load(kt + HALF, mask=ok[:, None], other=0.0))
-            if IEEE:
-                sc = tl.dot(qa, tl.trans(k1), input_precision="ieee") + tl.dot(qb, tl.trans(k2),
-                                                                               input_precision="ieee")
-            else:
-                sc = tl.dot(qa, tl.trans(k1)) + tl.dot(qb, tl.trans(k2))
-            sc = tl.where(ok[None, :], sc, float("-inf"))
-            m_new = tl.maximum(m, tl.max(sc, 1))
-            m_use = tl.where(m_new == float("-inf"), 0.0, m_new)  # an all-empty block: no NaN from -inf - -inf
-            p = tl.exp(sc - m_use[:, None])
-            alpha = tl.exp(m - m_use)
-            vt = vc_ptr + base + s[:, None] * stride_cs + i[None, :]
-            v1 = tl.where(cur, va.to(dt), tl.load(vt, mask=ok[:, None], other=0.0))
-            v2 = tl.where(cur, vb.to(dt), tl.load(vt + HALF, mask=ok[:, None], other=0.0))
-            pd = p.to(dt)
-            if IEEE:
-                pv1 = tl.dot(pd, v1, input_precision="ieee")
-                pv2 = tl.dot(pd, v2, input_precision="ieee")
-            else:
-                pv1 = tl.dot(pd, v1)
-                pv2 = tl.dot(pd, v2)
-            acc_a = acc_a * alpha[:, None] + pv1
-            acc_b = acc_b * alpha[:, None] + pv2
-            lsum = lsum * alpha + tl.sum(p, 1)
-            m = m_new
+            k1, k2, v1, v2 = _load_block(kc_ptr, vc_ptr, base, s, i, stride_cs, ok, HALF)
+            m, lsum, acc_a, acc_b = _attend_block(
+                qa, qb, tl.where(cur, ka, k1), tl.where(cur, kb, k2), tl.where(cur, va, v1), tl.where(cur, vb, v2),
+                ok, m, lsum, acc_a, acc_b, IEEE)
         part = (bg * nsplit + sp) * G + gi
         tl.store(acc_ptr + part[:, None] * HD + i[None, :], acc_a, mask=qrow[:, None])
         tl.store(acc_ptr + part[:, None] * HD + HALF + i[None, :], acc_b, mask=qrow[:, None])
@@ -367,8 +393,8 @@ if triton is not None:
 
 def attn_programs(device, g: int, hd: int) -> int:
     """The attention programs aimed at per call: on a GPU one wave, its SMs times the programs an SM holds at
-    ATTN_WARPS, 2 for a group of up to 2,048 query dims (Gemma 4's sliding layers, 2 x 256: 122 registers a
-    thread, 25 KiB of shared memory) and 1 above (its full layers, 16 x 512: 216 registers; 50 KiB;
+    ATTN_WARPS, 2 for a group of up to 2,048 query dims (Gemma 4's sliding layers, 2 x 256: 128 registers a
+    thread, 25 KiB of shared memory) and 1 above (its full layers, 16 x 512: 255 registers; 50 KiB;
     `python tests/measure/compile_kernels.py --registers`). One wave: 4,362 full-layer slots in slices of 32 are
     137 programs, five more than an H200's 132 SMs hold at once, so the step would wait a second wave; slices of
     64 are 69. Elsewhere (the interpreter) ATTN_PROGRAMS."""

@@ -73,7 +73,8 @@ def kernels():
             if combine and kvh == 1:
                 continue
             yield (f"attention {kvh}x{g}x{hd} combine={combine} pack={pack}", fused._attn_split_kernel, attn,
-                   {"KVH": kvh, "G": g, "HALF": hd // 2, "SPLIT": 32, "BLOCK_S": fused.ATTN_BLOCK_S,
+                   {"KVH": kvh, "G": g, "HALF": hd // 2, "SPLIT": 32 if kvh > 1 else 64,  # as on an H200
+                    "BLOCK_S": fused.ATTN_BLOCK_S,
                     "IEEE": False, "PREFETCH": True, "COMBINE": combine, "CHUNK": 32, "PACK": pack}, fused.ATTN_WARPS)
         for pack in (False, True):
             yield (f"combine {kvh}x{g}x{hd} pack={pack}", fused._attn_combine_kernel,

@@ -180,11 +180,13 @@ def test_decoder_refuses_an_unknown_lm_head():
 
 
 @pytest.mark.skipif(not triton_available(), reason="triton not installed")
-@pytest.mark.parametrize("k_eq_v, chunk, fold", [(False, None, False), (True, None, False), (False, 2, False),
-                                                 (False, None, True), (True, 2, True)])
-def test_fused_attention_splits_and_batch_rows(k_eq_v, chunk, fold):
+@pytest.mark.parametrize("k_eq_v, chunk, fold, split", [
+    (False, None, False, 16), (True, None, False, 16), (False, 2, False, 16), (False, None, True, 16),
+    (True, 2, True, 16), (False, None, False, 32), (True, None, True, 32)])
+def test_fused_attention_splits_and_batch_rows(k_eq_v, chunk, fold, split):
     """Small splits (16 rows, so a 40-slot cache takes 3 programs per KV head, the last one partly past the
-    position), two sequences, the combine folding the slices at once or two at a time, in its own kernel or
+    position; or 32, two blocks of 16 per slice, the first loaded before the kernel's PDL wait and the second
+    in its loop), two sequences, the combine folding the slices at once or two at a time, in its own kernel or
     (fold) in the split kernel's last slice per KV head (a counter per group, re-zeroed: five positions in a
     row through the same counters): from the raw qkv
     projection, the kernel norms and rotates q and k, v_norms v (from k's columns when K = V, as Gemma 4's full
@@ -205,7 +207,7 @@ def test_fused_attention_splits_and_batch_rows(k_eq_v, chunk, fold):
         want_kc, want_vc = kc.clone(), vc.clone()
         qkv = torch.randn(b, width)
         p = torch.tensor([pos])
-        got = fused.attention(qkv, qn, kn, cos, sin, p, kc, vc, nh, k_off, v_off, eps, split=16, block_s=16,
+        got = fused.attention(qkv, qn, kn, cos, sin, p, kc, vc, nh, k_off, v_off, eps, split=split, block_s=16,
                               combine_chunk=chunk, fold_combine=fold)  # 2: the three slices in two steps
         q = gemma4.apply_rope(gemma4.rms_norm(qkv[:, :k_off].view(b, nh, hd), qn, eps), cos[pos], sin[pos])
         k = gemma4.apply_rope(gemma4.rms_norm(qkv[:, k_off:k_off + kvh * hd].view(b, kvh, hd), kn, eps), cos[pos],

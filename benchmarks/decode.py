@@ -28,6 +28,41 @@ def row(r: dict) -> str:
             f"{pct(a['fraction_of_probe'])} | {'n/a' if pred is None else f'{pred:,.1f}'} |")
 
 
+MEMORY_BOUND_SHARE = 0.8  # a batch counts as memory-bound while its bandwidth stays >= 80% of batch 1's
+
+
+def memory_bound_verdict(nvfp4_rows: list[tuple[int, float]], ridge_batch: int | None) -> str:
+    """nvfp4_rows: (batch, achieved fraction of theoretical) in increasing batch. The loop is memory-bound at
+    a batch while its step still moves the bytes at >= MEMORY_BOUND_SHARE of batch 1's rate (more sequences
+    then cost almost no time: aggregate tok/s grows ~linearly); the first batch below that is where it stops.
+    Beside it, plan's roofline: the smallest compute-bound batch (ridge_batch) or none."""
+    rows = sorted(nvfp4_rows)
+    base = rows[0][1] if rows and rows[0][0] == 1 else None
+    if not base:
+        return "no batch-1 NVFP4 row: no verdict"
+    below = [b for b, f in rows if f < MEMORY_BOUND_SHARE * base]
+    bound = [b for b, f in rows if f >= MEMORY_BOUND_SHARE * base]
+    measured = (f"the NVFP4 loop stays memory-bound up to batch {max(bound)} and stops by batch {min(below)} "
+                f"(below {MEMORY_BOUND_SHARE:.0%} of batch 1's bandwidth)" if below else
+                f"the NVFP4 loop stays memory-bound at every batch measured (up to {rows[-1][0]})")
+    plan = (f"plan's roofline turns compute-bound at batch {ridge_batch}" if ridge_batch else
+            "plan's roofline stays memory-bound at every batch (at this context the KV cache grows as fast as "
+            "the FLOPs)")
+    return f"Measured: {measured}; {plan}."
+
+
+def plan_ridge_batch(catalog_id: str | None, context: int) -> int | None:
+    """plan's smallest compute-bound batch for Gemma 4 12B in NVFP4 on the card (None: never, or no card)."""
+    if not catalog_id:
+        return None
+    from llmsize.catalog.loader import Catalog
+    from llmsize.estimate.plan import PlanInputs, make_plan
+
+    cat = Catalog()
+    return make_plan(cat.model("gemma-4-12b"), cat.gpu(catalog_id), PlanInputs(quant="nvfp4", context_tokens=context),
+                     search_fit=False).ridge_batch
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--context", type=int, default=4096)
@@ -66,6 +101,9 @@ def main() -> None:
              "| quant | batch | bytes/step GB | ms/step median | tok/s | GB/s | of theoretical | of probe | "
              "plan ceiling tok/s (NVML bw) |", "|---|---|---|---|---|---|---|---|---|"]
     lines += [row(r) for r in results]
+    nvfp4 = [(r["run"]["batch"], r["achieved"]["fraction_of_theoretical"] or 0.0) for r in results
+             if r["run"]["quant"] == "nvfp4"]
+    lines += ["", memory_bound_verdict(nvfp4, plan_ridge_batch(g.get("catalog_id"), args.context))]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.append:

@@ -75,3 +75,22 @@ def test_step_variants_smoke_run_on_the_cpu(tmp_path):
         "| fused, words, PDL early, prefetch 32 KiB, combine kernel",
         "| fused, words, PDL early, prefetch 32 KiB, no folds", "| fused, triton (byte kernel), PDL early"]
     assert all(ln.split(" | ")[1] == "yes" for ln in rows), rows
+
+
+def test_decode_says_where_the_loop_stops_being_memory_bound():
+    """Issue 5's batch regime: decode.py names the batch where the NVFP4 loop stops moving bytes at its batch-1
+    rate, next to plan's roofline for the card (Gemma 4 12B NVFP4 on the H200 at 4,096 tokens: the KV cache,
+    ~0.4 GB a sequence read at ~60 FLOPs a byte, grows as fast as the FLOPs, below the card's ridge of ~206, so
+    plan never turns compute-bound)."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import decode
+    finally:
+        sys.path.remove(str(BENCH))
+    assert decode.plan_ridge_batch("h200", 4096) is None
+    assert decode.plan_ridge_batch(None, 4096) is None
+    v = decode.memory_bound_verdict([(1, 0.85), (4, 0.80), (16, 0.40)], None)
+    assert "memory-bound up to batch 4 and stops by batch 16" in v and "stays memory-bound at every batch" in v
+    assert "every batch measured (up to 16)" in decode.memory_bound_verdict([(16, 0.8), (1, 0.85), (4, 0.84)], 64)
+    assert "compute-bound at batch 64" in decode.memory_bound_verdict([(1, 0.85)], 64)
+    assert "no verdict" in decode.memory_bound_verdict([(4, 0.5)], None)

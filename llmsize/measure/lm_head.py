@@ -213,7 +213,14 @@ def _graph_us(fn, device, reps: int = 20) -> float:
 def choose(embed: torch.Tensor, cap: float) -> dict:
     """On a GPU: this kernel or the eager ops (cuBLAS GEMV, soft-cap, argmax, token copy, pos += 1), each timed
     from a CUDA graph on a random h; the kernel when it is no slower. {"kernel": "triton" | "cublas",
-    "triton_us", "cublas_us", "config"}."""
+    "triton_us", "cublas_us", "config"}, or {"kernel": "cublas", "error"} when the timing itself failed."""
+    try:
+        return _choose(embed, cap)
+    except Exception as e:  # a failure to time (a graph capture the driver refuses, say): the eager ops
+        return {"kernel": "cublas", "error": f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"}
+
+
+def _choose(embed: torch.Tensor, cap: float) -> dict:
     device = embed.device
     gen = torch.Generator(device=device).manual_seed(0)
     h = torch.randn(1, embed.shape[1], device=device, generator=gen).to(embed.dtype)

@@ -51,6 +51,8 @@ def _lm_head(lm: dict) -> str:
     """Which lm_head ran and, where both were timed, the two times (llmsize.measure.lm_head.choose)."""
     name = {"triton": "one Triton kernel (GEMV, soft-cap, greedy token)",
             "cublas": "cuBLAS GEMV, then soft-cap and argmax in torch"}.get(lm["kernel"], lm["kernel"])
+    if lm.get("error"):
+        return f"{name} (timing the kernel against it failed: {lm['error']})"
     if lm.get("triton_us") is None:
         return name
     return f"{name}; timed from a CUDA graph: kernel {lm['triton_us']:,.1f} us, cuBLAS + ops {lm['cublas_us']:,.1f} us"

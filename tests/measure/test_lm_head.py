@@ -95,3 +95,10 @@ def test_self_check_passes_and_catches_a_wrong_token(monkeypatch):
     monkeypatch.setattr(lm_head, "lm_head_greedy", off_by_one)
     monkeypatch.setattr(lm_head, "_checked", {})
     assert not lm_head.lm_head_ok(torch.device("cpu"))
+
+
+def test_choice_falls_back_to_the_eager_ops_when_timing_fails():
+    """choose() times both ways from CUDA graphs; where that cannot run (here: no GPU) it keeps the eager ops
+    and says why, rather than stopping `llmsize measure` with a traceback."""
+    pick = lm_head.choose(torch.randn(300, 64).to(torch.bfloat16), 30.0)
+    assert pick["kernel"] == "cublas" and pick["error"]

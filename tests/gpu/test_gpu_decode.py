@@ -188,7 +188,7 @@ def test_lm_head_kernel_on_the_gemma_4_vocabulary():
     pos = torch.tensor([5], device="cuda")
     got = lm_head.lm_head_greedy(h, embed, 30.0, tok, pos)
     want = lm_head.lm_head_reference(h, embed, 30.0)
-    torch.testing.assert_close(got, want, rtol=0, atol=0.05)
+    torch.testing.assert_close(got, want, rtol=2 ** -7, atol=0.05)  # one bf16 step of the logit apart at most
     assert int(tok) == int(got.argmax(-1)) and int(pos) == 6
     pick = lm_head.choose(embed, 30.0)
     assert pick["kernel"] in ("triton", "cublas") and pick["triton_us"] > 0 and pick["cublas_us"] > 0

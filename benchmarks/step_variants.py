@@ -33,7 +33,7 @@ from llmsize.measure.run import bytes_read_per_step, git_commit
 # (fold: GeGLU and residual norms in the word GEMVs' epilogues; fold_combine: the attention combine in the
 # split kernel's last slice; lm_head: "triton" for llmsize.measure.lm_head's kernel, "torch" for cuBLAS + the
 # eager ops). The first is the reference the others are checked against.
-DEFAULT = {"gemv": "words", "fused": True, "fold": True, "fold_combine": True, "lm_head": "triton"}
+DEFAULT = {"gemv": "words", "fused": True, "fold": True, "fold_combine": True, "lm_head": "triton", "attn_split": {}}
 VARIANTS = [
     ("eager, words", "2", "32", {"fused": False, "lm_head": "torch"}),
     ("fused, words, PDL off", "0", "0", {}),
@@ -45,6 +45,8 @@ VARIANTS = [
     ("fused, words, PDL early, prefetch 128 KiB", "2", "128", {}),
     ("fused, words, PDL early, prefetch 32 KiB, lm_head cuBLAS + torch ops", "2", "32", {"lm_head": "torch"}),
     ("fused, words, PDL early, prefetch 32 KiB, combine kernel", "2", "32", {"fold_combine": False}),
+    ("fused, words, PDL early, prefetch 32 KiB, full-layer slices of 32 rows", "2", "32",
+     {"attn_split": {"full": 32}}),
     ("fused, words, PDL early, prefetch 32 KiB, no folds", "2", "32", {"fold": False}),
     ("fused, triton (byte kernel), PDL early", "2", "32", {"gemv": "triton"}),
 ]

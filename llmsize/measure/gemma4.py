@@ -248,7 +248,8 @@ class Gemma4Decoder:
     """
 
     def __init__(self, weights: Gemma4Weights, batch: int, max_positions: int, gemv: str = "torch",
-                 fused: bool = False, fold: bool = True, lm_head: str = "torch", fold_combine: bool = True):
+                 fused: bool = False, fold: bool = True, lm_head: str = "torch", fold_combine: bool = True,
+                 attn_split: dict | None = None):
         cfg = weights.config
         self.cfg, self.w, self.batch, self.max_positions, self.gemv = cfg, weights, batch, max_positions, gemv
         self.fused = fused  # decode_step through llmsize.measure.fused: 2-5 Triton kernels between the GEMVs
@@ -256,6 +257,8 @@ class Gemma4Decoder:
         # fused step: the attention combine in the split kernel's last slice where its partials are small
         # (fused.attention's fold_combine); off with fold=False too
         self.fold_combine = fold_combine
+        # fused step: cache rows per attention slice by layer kind ({"full": 32}, say), else fused.attn_split's
+        self.attn_split = attn_split or {}
         if lm_head not in ("torch", "triton"):
             raise ValueError(f"lm_head must be 'torch' or 'triton', got {lm_head!r}")
         # fused step at batch 1: "triton" ends it with llmsize.measure.lm_head's kernel (GEMV, soft-cap, token)
@@ -436,7 +439,8 @@ class Gemma4Decoder:
             cos, sin = self.rope[kind]
             att = fused.attention(qkv, f32[id(layer.q_norm)], f32[id(layer.k_norm)], cos, sin, self.pos, kc, vc,
                                   cfg.num_heads, sizes[0], sizes[0] + (sizes[1] if kind == SLIDING else 0), eps,
-                                  pack=pk, fold_combine=None if self.fold and self.fold_combine else False)
+                                  pack=pk, fold_combine=None if self.fold and self.fold_combine else False,
+                                  split=self.attn_split.get(kind))
             post, pre = f32[id(layer.post_attn_norm)], f32[id(layer.pre_ffn_norm)]
             if fold:  # the residual norm in the o GEMV's epilogue (its last program), h packed for gate | up
                 x, h = nvfp4_gemv_words(None, layer.o, x2=att, out_dtype=x.dtype, norm=(x, post, pre, eps, None, True))

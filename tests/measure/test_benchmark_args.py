@@ -56,6 +56,7 @@ def test_step_variants_parses_and_names_its_variants():
         assert set(s) <= set(params), label  # every setting a decoder attribute of that name
         assert s["gemv"] in GEMV_KERNELS and pdl in ("0", "1", "2") and kb.isdigit() and s["lm_head"] in (
             "torch", "triton") and all(s[k] in (True, False) for k in ("fused", "fold", "fold_combine")), label
+        assert set(s["attn_split"]) <= {"full", "sliding"}, label
     assert step_variants.VARIANTS[0][3]["fused"] is False  # the reference row: the eager step
 
 
@@ -65,7 +66,7 @@ def test_step_variants_smoke_run_on_the_cpu(tmp_path):
     out = tmp_path / "variants.md"
     env = dict(os.environ, TRITON_INTERPRET="1")
     r = subprocess.run([sys.executable, str(BENCH / "step_variants.py"), "--smoke", "--context", "12", "--steps", "1",
-                        "--only", "6,9,10,11,12", "--out", str(out)], capture_output=True, text=True, timeout=600,
+                        "--only", "6,9,10,12,13", "--out", str(out)], capture_output=True, text=True, timeout=600,
                        env=env)
     assert r.returncode == 0, r.stderr[-2000:]
     rows = [ln for ln in out.read_text().splitlines() if ln.startswith("| ") and "variant" not in ln]

@@ -348,3 +348,29 @@ def test_attention_slices_fit_one_wave_of_the_card(monkeypatch):
     assert fused.attn_split(gpu, 1, 1, 20, 16, 512) == 32  # never below a tensor-core block, nor past the cache
     assert fused.attn_split(gpu, 1, 1, 4362, 16, 512, split=16) == 32
     assert fused.attn_split(torch.device("cpu"), 1, 1, 4362, 16, 512) == 32  # the interpreter: ATTN_PROGRAMS
+
+
+@pytest.mark.skipif(not triton_available(), reason="triton not installed")
+def test_fused_step_kernel_count(monkeypatch):
+    """The fused step at batch 1 with the word GEMV, lm_head kernel and folds: one kernel for the embedding row
+    and first norm, per layer four GEMVs (GeGLU and residual norms in their epilogues) and one attention kernel
+    (the toy model's partials are small enough everywhere for the folded combine; Gemma 4 12B's full layers
+    keep a combine kernel, sized by test_attention_slices_fit_one_wave_of_the_card), one lm_head kernel."""
+    import collections
+
+    import triton.runtime.interpreter as interp
+    w = _weights(seed=3)
+    dec = gemma4.Gemma4Decoder(w, batch=1, max_positions=16, gemv="words", fused=True, lm_head="triton")
+    dec.prefill(torch.tensor([[1, 2, 3]]))
+    dec.decode_step()
+    launches = collections.Counter()
+    run = interp.InterpretedFunction.run
+
+    def counted(self, *args, **kwargs):
+        launches[self.fn.__name__] += 1
+        return run(self, *args, **kwargs)
+    monkeypatch.setattr(interp.InterpretedFunction, "run", counted)
+    dec.decode_step()
+    n = CFG.num_layers
+    assert launches == {"_embed_norm_kernel": 1, "_words_body": 4 * n, "_attn_split_kernel": n,
+                        "_lm_head_kernel": 1}, launches

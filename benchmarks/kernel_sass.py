@@ -57,25 +57,29 @@ def cases():
                  "hp_ptr": "*fp16", "gcnt_ptr": "*i32", "N": "i32", "kw": "i32", "nblk": "i32", "stride_yb": "i32",
                  "prefetch": "i32", "inter": "i32", "kw_split": "i32", "eps": "fp32",
                  "BLOCK_N": "constexpr", "BLOCK_W": "constexpr", "EVEN": "constexpr", "USE_ASM": "constexpr",
-                 "GLU": "constexpr", "PACK": "constexpr", "STAGES": "constexpr", "SPLIT_K": "constexpr",
+                 "E4M3_CVT": "constexpr", "GLU": "constexpr", "PACK": "constexpr", "STAGES": "constexpr",
+                 "SPLIT_K": "constexpr",
                  "NORM": "constexpr", "HAS_S": "constexpr", "NPACK": "constexpr", "BLOCK_D": "constexpr",
                  "PDL": "constexpr"}
     plain = {"NORM": False, "HAS_S": False, "NPACK": False, "BLOCK_D": 16}
     for bn, bw, w, stages, split in gemv_words.WORDS_CONFIGS:
         out.append((f"words {bn}x{8 * bw} w{w} s{stages} k{split}", gemv_words._gemv_words, sig_words,
-                    {"BLOCK_N": bn, "BLOCK_W": bw, "EVEN": True, "USE_ASM": True, "GLU": False, "PACK": False,
-                     "STAGES": stages, "SPLIT_K": split, "PDL": 2, **plain}, w, bn * bw * 8))
+                    {"BLOCK_N": bn, "BLOCK_W": bw, "EVEN": True, "USE_ASM": True, "E4M3_CVT": True, "GLU": False,
+                     "PACK": False, "STAGES": stages, "SPLIT_K": split, "PDL": 2, **plain}, w, bn * bw * 8))
     bn, bw, w, stages, split = gemv_words.WORDS_CONFIGS[0]  # gate | up with its GeGLU epilogue: the same loop
     out.append((f"words+glu {bn}x{8 * bw} w{w}", gemv_words._gemv_words, sig_words,
-                {"BLOCK_N": bn, "BLOCK_W": bw, "EVEN": True, "USE_ASM": True, "GLU": True, "PACK": True,
+                {"BLOCK_N": bn, "BLOCK_W": bw, "EVEN": True, "USE_ASM": True, "E4M3_CVT": True, "GLU": True,
+                 "PACK": True,
                  "STAGES": stages, "SPLIT_K": split, "PDL": 2, **plain}, w, bn * bw * 8))
     sig_rows = {"x2_ptr": "*i32", "packed_ptr": "*i32", "scale_ptr": "*u8", "row_scale_ptr": "*fp32",
                 "y_ptr": "*bf16", "B": "i32", "N": "i32", "kw": "i32", "nblk": "i32", "stride_yb": "i32",
                 "prefetch": "i32", "BLOCK_N": "constexpr", "BLOCK_W": "constexpr", "ROWS": "constexpr",
-                "EVEN": "constexpr", "USE_ASM": "constexpr", "STAGES": "constexpr", "PDL": "constexpr"}
+                "EVEN": "constexpr", "USE_ASM": "constexpr", "E4M3_CVT": "constexpr", "STAGES": "constexpr",
+                "PDL": "constexpr"}
     for nrows in (2, 4):  # batch rows in one weight pass: instructions per weight for all the rows together
         out.append((f"rows x{nrows} 32x256 w4", gemv_rows._gemv_rows, sig_rows,
-                    {"BLOCK_N": 32, "BLOCK_W": 32, "ROWS": nrows, "EVEN": True, "USE_ASM": True, "STAGES": 1,
+                    {"BLOCK_N": 32, "BLOCK_W": 32, "ROWS": nrows, "EVEN": True, "USE_ASM": True, "E4M3_CVT": True,
+                     "STAGES": 1,
                      "PDL": 2}, 4, 32 * 32 * 8))
     return out
 

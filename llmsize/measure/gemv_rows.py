@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from llmsize.measure.gemv_words import _copies_beyond_l2, _time_configs, pack_x_pairs
+from llmsize.measure.gemv_words import _copies_beyond_l2, _time_configs, e4m3_cvt, pack_x_pairs
 from llmsize.measure.launch import launch_opts, pdl_mode, prefetch_bytes
 from llmsize.measure.nvfp4 import BLOCK, Nvfp4Weight
 
@@ -25,23 +25,16 @@ except ImportError:  # pragma: no cover - exercised only where triton is missing
 MAX_ROWS = 4  # beyond, the tensor-core kernels (gemv.py) cost about as much: 4 fp16x2 fma per row and word add up
 
 if triton is not None:
-    from llmsize.measure.gemv_words import _fma2, _half2_sum, _prefetch_block, _unpack
+    from llmsize.measure.gemv_words import _block_scales, _fma2, _half2_sum, _prefetch_block, _unpack, _x_pairs
     from llmsize.measure.launch import pdl_entry, pdl_exit
 
     @triton.jit
-    def _row_block(xrow, j, lim, e37, e26, e15, e04, o37, o26, o15, o04, BLOCK_N: tl.constexpr,
+    def _row_block(xrow, w0, lim, e37, e26, e15, e04, o37, o26, o15, o04, BLOCK_N: tl.constexpr,
                    BLOCK_W: tl.constexpr, USE_ASM: tl.constexpr):
-        """One activation row against a tile's decoded words: the one-row kernel's fma order (even word (3, 7),
-        (1, 5), (2, 6), (0, 4), then the odd word), per 16-column block in fp32. Words j >= lim read as 0."""
-        ok = j < lim
-        x0 = tl.load(xrow + 4 * j, mask=ok, other=0).to(tl.uint32, bitcast=True)
-        x1 = tl.load(xrow + 4 * j + 1, mask=ok, other=0).to(tl.uint32, bitcast=True)
-        x2 = tl.load(xrow + 4 * j + 2, mask=ok, other=0).to(tl.uint32, bitcast=True)
-        x3 = tl.load(xrow + 4 * j + 3, mask=ok, other=0).to(tl.uint32, bitcast=True)
-        xe0, xo0 = tl.split(tl.reshape(x0, [BLOCK_W // 2, 2]))
-        xe1, xo1 = tl.split(tl.reshape(x1, [BLOCK_W // 2, 2]))
-        xe2, xo2 = tl.split(tl.reshape(x2, [BLOCK_W // 2, 2]))
-        xe3, xo3 = tl.split(tl.reshape(x3, [BLOCK_W // 2, 2]))
+        """One activation row against a tile's decoded words w0 .. w0 + BLOCK_W: the one-row kernel's fma order
+        (even word (3, 7), (1, 5), (2, 6), (0, 4), then the odd word), per 16-column block in fp32. Words >= lim
+        read as 0."""
+        xe0, xe1, xe2, xe3, xo0, xo1, xo2, xo3 = _x_pairs(xrow, w0, lim, BLOCK_W, True)
         h = _fma2(e37, xe0[None, :], tl.zeros([BLOCK_N, BLOCK_W // 2], tl.uint32), USE_ASM)
         h = _fma2(e15, xe2[None, :], h, USE_ASM)
         h = _fma2(e26, xe1[None, :], h, USE_ASM)
@@ -53,14 +46,14 @@ if triton is not None:
         return _half2_sum(h, USE_ASM)
 
     @triton.jit
-    def _store_row(y_ptr, r, B, N, stride_yb, rows, acc, rs):
-        y = tl.sum(acc, axis=1) * (rs * 256.0)  # 2^8: the E4M3 bit pattern read as fp16
+    def _store_row(y_ptr, r, B, N, stride_yb, rows, acc, rs, E4M3_CVT: tl.constexpr):
+        y = tl.sum(acc, axis=1) * (rs if E4M3_CVT else rs * 256.0)  # (see gemv_words._block_scales)
         tl.store(y_ptr + r * stride_yb + rows, y.to(y_ptr.dtype.element_ty), mask=rows < tl.where(r < B, N, 0))
 
     @triton.jit
     def _gemv_rows(x2_ptr, packed_ptr, scale_ptr, row_scale_ptr, y_ptr, B, N, kw, nblk, stride_yb, prefetch,
                    BLOCK_N: tl.constexpr, BLOCK_W: tl.constexpr, ROWS: tl.constexpr, EVEN: tl.constexpr,
-                   USE_ASM: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr):
+                   USE_ASM: tl.constexpr, E4M3_CVT: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr):
         """ROWS (2 or 4) activation rows, each with its own accumulator of the one-row kernel's shape, so that
         the decoded words are used by every row in the layout they were made in (a [rows, N, K] tensor would
         make Triton move them through shared memory, ~25 barriers per iteration in the sm_90 build)."""
@@ -90,24 +83,23 @@ if triton is not None:
             qe, qo = tl.split(tl.reshape(q.to(tl.uint32, bitcast=True), [BLOCK_N, BLOCK_W // 2, 2]))
             e37, e26, e15, e04 = _unpack(qe, USE_ASM)
             o37, o26, o15, o04 = _unpack(qo, USE_ASM)
-            s_bits = ((s & 0x80).to(tl.uint16) << 8) | ((s & 0x7F).to(tl.uint16) << 7)
-            sf = s_bits.to(tl.float16, bitcast=True).to(tl.float32)
-            acc0 += sf * _row_block(x2_ptr, j, kw, e37, e26, e15, e04, o37, o26, o15, o04, BLOCK_N, BLOCK_W,
+            sf = _block_scales(s, E4M3_CVT)
+            acc0 += sf * _row_block(x2_ptr, w0, kw, e37, e26, e15, e04, o37, o26, o15, o04, BLOCK_N, BLOCK_W,
                                     USE_ASM)
-            acc1 += sf * _row_block(x2_ptr + kw * 4, j, tl.where(1 < B, kw, 0), e37, e26, e15, e04, o37, o26, o15, o04,
+            acc1 += sf * _row_block(x2_ptr + kw * 4, w0, tl.where(1 < B, kw, 0), e37, e26, e15, e04, o37, o26, o15, o04,
                                     BLOCK_N, BLOCK_W, USE_ASM)
             if ROWS > 2:
-                acc2 += sf * _row_block(x2_ptr + 2 * kw * 4, j, tl.where(2 < B, kw, 0), e37, e26, e15, e04, o37, o26,
+                acc2 += sf * _row_block(x2_ptr + 2 * kw * 4, w0, tl.where(2 < B, kw, 0), e37, e26, e15, e04, o37, o26,
                                         o15, o04, BLOCK_N, BLOCK_W, USE_ASM)
-                acc3 += sf * _row_block(x2_ptr + 3 * kw * 4, j, tl.where(3 < B, kw, 0), e37, e26, e15, e04, o37, o26,
+                acc3 += sf * _row_block(x2_ptr + 3 * kw * 4, w0, tl.where(3 < B, kw, 0), e37, e26, e15, e04, o37, o26,
                                         o15, o04, BLOCK_N, BLOCK_W, USE_ASM)
         pdl_exit(PDL)
         rs = tl.load(row_scale_ptr + rows, mask=row_ok, other=0.0)
-        _store_row(y_ptr, 0, B, N, stride_yb, rows, acc0, rs)
-        _store_row(y_ptr, 1, B, N, stride_yb, rows, acc1, rs)
+        _store_row(y_ptr, 0, B, N, stride_yb, rows, acc0, rs, E4M3_CVT)
+        _store_row(y_ptr, 1, B, N, stride_yb, rows, acc1, rs, E4M3_CVT)
         if ROWS > 2:
-            _store_row(y_ptr, 2, B, N, stride_yb, rows, acc2, rs)
-            _store_row(y_ptr, 3, B, N, stride_yb, rows, acc3, rs)
+            _store_row(y_ptr, 2, B, N, stride_yb, rows, acc2, rs, E4M3_CVT)
+            _store_row(y_ptr, 3, B, N, stride_yb, rows, acc3, rs, E4M3_CVT)
 
 
 ROWS_CONFIGS = ((32, 32, 4, 1), (64, 32, 8, 1), (32, 32, 4, 3), (16, 32, 4, 3))  # BLOCK_N, BLOCK_W, warps, stages
@@ -138,7 +130,8 @@ def nvfp4_gemv_rows(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = 
     def launch(bn, bw, warps, st, mats=(words, scales, w.row_scale)):
         _gemv_rows[(triton.cdiv(n, bn),)](x2, *mats, out, b, n, kw, nblk, out.stride(0), pf, BLOCK_N=bn, BLOCK_W=bw,
                                           ROWS=2 if b <= 2 else 4, EVEN=n % bn == 0 and kw % bw == 0,
-                                          USE_ASM=use_asm, STAGES=st, num_warps=warps, **opts)
+                                          USE_ASM=use_asm, E4M3_CVT=e4m3_cvt(x.device), STAGES=st,
+                                          num_warps=warps, **opts)
 
     if block_n is not None or block_w is not None or not use_asm:
         # the GPU's fallback tile; under the interpreter big tiles (fewer programs: its cost is per operation)

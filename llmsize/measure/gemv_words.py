@@ -127,6 +127,39 @@ if triton is not None:
         return _fma2(p04, x3, acc, USE_ASM)
 
     @triton.jit
+    def _x_pairs(xrow, w0, lim, BLOCK_W: tl.constexpr, MASKED: tl.constexpr):
+        """The packed activations of words w0 .. w0 + BLOCK_W (four fp16 pairs a word, pack_x_pairs' layout) in
+        one vector load, split into the even words' pairs xe0..xe3 and the odd words' xo0..xo3, each
+        [BLOCK_W / 2] (MASKED: words >= lim read as 0). Four loads of one pair each cost 12 more SASS
+        instructions a loop than this one 16-byte load per word (benchmarks/kernel_sass.py)."""
+        word = w0 + 2 * tl.arange(0, BLOCK_W // 2)[:, None, None] + tl.arange(0, 2)[None, :, None]
+        ptrs = xrow + 4 * word + tl.arange(0, 4)[None, None, :]  # [BLOCK_W / 2, even | odd, pair]
+        if MASKED:
+            xx = tl.load(ptrs, mask=word < lim, other=0)
+        else:
+            xx = tl.load(ptrs)
+        xa, xb = tl.split(tl.reshape(xx.to(tl.uint32, bitcast=True), [BLOCK_W // 2, 2, 2, 2]))  # pairs 0, 2 | 1, 3
+        x0, x2 = tl.split(xa)
+        x1, x3 = tl.split(xb)
+        xe0, xo0 = tl.split(x0)
+        xe1, xo1 = tl.split(x1)
+        xe2, xo2 = tl.split(x2)
+        xe3, xo3 = tl.split(x3)
+        return xe0, xe1, xe2, xe3, xo0, xo1, xo2, xo3
+
+    @triton.jit
+    def _block_scales(s, E4M3_CVT: tl.constexpr):
+        """E4M3 block scales (bytes) as fp32. E4M3_CVT: the hardware's e4m3x2 -> f16x2 conversion (sm_89 and up,
+        and the interpreter; one instruction per two scales, exact for every E4M3 value; 21 SASS instructions
+        fewer a loop than the bits). Else (sm_80) the bits moved into an fp16, sign | exponent-mantissa >> 1:
+        the value x 2^-8 exactly, subnormals included; the caller multiplies its result by 2^8."""
+        if E4M3_CVT:
+            return s.to(tl.float8e4nv, bitcast=True).to(tl.float32)
+        else:
+            bits = ((s & 0x80).to(tl.uint16) << 8) | ((s & 0x7F).to(tl.uint16) << 7)
+            return bits.to(tl.float16, bitcast=True).to(tl.float32)
+
+    @triton.jit
     def _half2_sum(acc, USE_ASM: tl.constexpr):
         """The two fp16 lanes of each 32-bit word, converted and added in fp32."""
         if USE_ASM:
@@ -201,7 +234,8 @@ if triton is not None:
     def _words_body(x2_ptr, packed_ptr, scale_ptr, row_scale_ptr, y_ptr, pack_ptr, ws_ptr, cnt_ptr, nx_ptr, w1_ptr,
                     sc_ptr, w2_ptr, xo_ptr, h_ptr, hp_ptr, gcnt_ptr, N, kw, nblk, stride_yb, prefetch, inter,
                     kw_split, eps, BLOCK_N: tl.constexpr, BLOCK_W: tl.constexpr, EVEN: tl.constexpr,
-                    USE_ASM: tl.constexpr, GLU: tl.constexpr, PACK: tl.constexpr, STAGES: tl.constexpr,
+                    USE_ASM: tl.constexpr, E4M3_CVT: tl.constexpr, GLU: tl.constexpr, PACK: tl.constexpr,
+                    STAGES: tl.constexpr,
                     SPLIT_K: tl.constexpr, NORM: tl.constexpr, HAS_S: tl.constexpr, NPACK: tl.constexpr,
                     BLOCK_D: tl.constexpr, PDL: tl.constexpr):
         """Batch-1 CUDA-core GEMV on 32-bit words (_word_fma: 19 instructions per eight weights), the two words
@@ -257,10 +291,7 @@ if triton is not None:
             if EVEN:  # weights are read once per step: first out of L2, before activations and the cache
                 q = tl.load(packed_ptr + rows[:, None] * kw + j[None, :], eviction_policy="evict_first")
                 s = tl.load(scale_ptr + rows[:, None] * nblk + blk[None, :], eviction_policy="evict_first")
-                x0 = tl.load(xrow + 4 * j)
-                x1 = tl.load(xrow + 4 * j + 1)
-                x2 = tl.load(xrow + 4 * j + 2)
-                x3 = tl.load(xrow + 4 * j + 3)
+                xe0, xe1, xe2, xe3, xo0, xo1, xo2, xo3 = _x_pairs(xrow, w0, k_hi, BLOCK_W, False)
             else:
                 m = row_ok[:, None] & (j < k_hi)[None, :]
                 q = tl.load(packed_ptr + rows[:, None] * kw + j[None, :], mask=m, other=0,
@@ -268,25 +299,17 @@ if triton is not None:
                 s = tl.load(scale_ptr + rows[:, None] * nblk + blk[None, :],
                             mask=row_ok[:, None] & (2 * blk < k_hi)[None, :], other=0,
                             eviction_policy="evict_first")
-                x0 = tl.load(xrow + 4 * j, mask=j < k_hi, other=0)
-                x1 = tl.load(xrow + 4 * j + 1, mask=j < k_hi, other=0)
-                x2 = tl.load(xrow + 4 * j + 2, mask=j < k_hi, other=0)
-                x3 = tl.load(xrow + 4 * j + 3, mask=j < k_hi, other=0)
+                xe0, xe1, xe2, xe3, xo0, xo1, xo2, xo3 = _x_pairs(xrow, w0, k_hi, BLOCK_W, True)
             # the two words of a 16-column block in one fp16x2 accumulator (eight products per lane), then fp32
             qe, qo = tl.split(tl.reshape(q.to(tl.uint32, bitcast=True), [BLOCK_N, BLOCK_W // 2, 2]))
-            xe0, xo0 = tl.split(tl.reshape(x0.to(tl.uint32, bitcast=True), [BLOCK_W // 2, 2]))
-            xe1, xo1 = tl.split(tl.reshape(x1.to(tl.uint32, bitcast=True), [BLOCK_W // 2, 2]))
-            xe2, xo2 = tl.split(tl.reshape(x2.to(tl.uint32, bitcast=True), [BLOCK_W // 2, 2]))
-            xe3, xo3 = tl.split(tl.reshape(x3.to(tl.uint32, bitcast=True), [BLOCK_W // 2, 2]))
             h = _word_fma(qe, xe0[None, :], xe1[None, :], xe2[None, :], xe3[None, :],
                           tl.zeros([BLOCK_N, BLOCK_W // 2], dtype=tl.uint32), USE_ASM)
             h = _word_fma(qo, xo0[None, :], xo1[None, :], xo2[None, :], xo3[None, :], h, USE_ASM)
             ws = _half2_sum(h, USE_ASM)  # per block
-            s_bits = ((s & 0x80).to(tl.uint16) << 8) | ((s & 0x7F).to(tl.uint16) << 7)
-            acc += ws * s_bits.to(tl.float16, bitcast=True).to(tl.float32)
+            acc += ws * _block_scales(s, E4M3_CVT)
         pdl_exit(PDL)  # this program's weights are read: the next kernel may start
         rs = tl.load(row_scale_ptr + rows, mask=row_ok, other=0.0)
-        y = tl.sum(acc, axis=1) * (rs * 256.0)  # 2^8: the E4M3 bit pattern read as fp16
+        y = tl.sum(acc, axis=1) * (rs if E4M3_CVT else rs * 256.0)  # (see _block_scales)
         if SPLIT_K > 1:
             slot = ws_ptr + b * N + rows
             tl.atomic_add(slot, y, mask=row_ok, sem="relaxed")
@@ -329,6 +352,12 @@ def _split_workspace(device, b: int, n: int) -> tuple[torch.Tensor, torch.Tensor
         _workspaces[key] = (torch.zeros((b, n), dtype=torch.float32, device=device),
                             torch.zeros((b, triton.cdiv(n, 16)), dtype=torch.int32, device=device))
     return _workspaces[key]
+
+
+def e4m3_cvt(device) -> bool:
+    """Whether the word kernels convert block scales with the e4m3 conversion instruction (_block_scales): on
+    GPUs of compute capability 8.9 and up, and under the interpreter."""
+    return device.type != "cuda" or torch.cuda.get_device_capability(device) >= (8, 9)
 
 
 def pack_x_pairs(x: torch.Tensor) -> torch.Tensor:
@@ -382,6 +411,7 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
     kw, nblk = k // 8, k // 16
     words = w.packed.view(torch.int32)
     use_asm = x2.device.type == "cuda"
+    cvt = e4m3_cvt(x2.device)
     if norm is not None:
         nx, w_post, w_next, eps, scalar, pack_h = norm
         x_out, h = torch.empty_like(nx), torch.empty_like(nx)
@@ -410,8 +440,8 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
         ws, cnt = _split_workspace(x2.device, b, n) if split > 1 else (out, out)
         _gemv_words[(triton.cdiv(rows, per), b, split)](
             x2, *mats, out, pack_view, ws, cnt, *norm_args, n, kw, nblk, out.stride(0), pf, n_out, kw_split, eps,
-            BLOCK_N=bn, BLOCK_W=bw, EVEN=even, USE_ASM=use_asm, GLU=glu, PACK=pack, STAGES=stages, SPLIT_K=split,
-            **norm_consts, num_warps=warps, **opts)
+            BLOCK_N=bn, BLOCK_W=bw, EVEN=even, USE_ASM=use_asm, E4M3_CVT=cvt, GLU=glu, PACK=pack, STAGES=stages,
+            SPLIT_K=split, **norm_consts, num_warps=warps, **opts)
 
     if block_n is not None or block_w is not None or not use_asm:
         # the GPU's fallback tile; under the interpreter big tiles (fewer programs: its cost is per operation)

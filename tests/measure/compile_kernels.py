@@ -140,6 +140,8 @@ def main() -> int:
         target = GPUTarget("cuda", arch, 32)
         for name, fn, args, consts, warps in [*kernels(), *probe_kernels()]:
             sig = {a: (args[a] if a in args else "constexpr") for a in fn.arg_names}
+            if "E4M3_CVT" in fn.arg_names:  # the e4m3 conversion instruction exists from sm_89 (gemv_words)
+                consts = dict(consts, E4M3_CVT=arch >= 89)
             if "PDL" in fn.arg_names:
                 consts = dict(consts, PDL=consts.get("PDL", 2) if arch >= 90 else 0)
             if arch < 90 and consts.get("PREFETCH"):

@@ -268,3 +268,27 @@ def test_words_norm_epilogue_equals_gemv_then_residual_norm(batch, split_k, with
                                                    split_k=split_k, norm=(res, w_post, w_next, 1e-6, scalar, pack_h))
         assert torch.equal(got_x, want_x) and torch.equal(got_h, want_h)
     assert not gemv_words._norm_counters(torch.device("cpu"), batch).any()
+
+
+@pytest.mark.parametrize("rows", [1, 3])
+def test_block_scales_by_bits_equal_the_conversion(monkeypatch, rows):
+    """Ampere (sm_80) has no e4m3 conversion instruction: there the word kernels build each scale's fp16 bits
+    (the value x 2^-8) and scale the result by 2^8. Both ways give the same bits, every E4M3 scale from
+    subnormals to 448 included, in the one-row kernel and the several-row one."""
+    from llmsize.measure import gemv_rows
+    torch.manual_seed(11)
+    codes = torch.randint(0, 16, (32, 256), dtype=torch.uint8)
+    scale_vals = torch.tensor([448.0, 1.0, 2.0 ** -7, 2.0 ** -9, 6.0, 0.5, 2.0 ** -6, 3.5]).repeat(32, 2)
+    w = nvfp4.Nvfp4Weight(nvfp4.pack(codes), scale_vals.to(torch.float8_e4m3fn), torch.rand(32) + 0.5)
+    x = torch.randn(rows, 256).to(torch.float16).float()
+
+    def run():
+        if rows == 1:
+            return gemv_words.nvfp4_gemv_words(x, w, block_n=32, block_w=16)
+        return gemv_rows.nvfp4_gemv_rows(x, w, block_n=32, block_w=16)
+    native = run()
+    monkeypatch.setattr(gemv_words, "e4m3_cvt", lambda device: False)
+    monkeypatch.setattr(gemv_rows, "e4m3_cvt", lambda device: False)
+    assert torch.equal(run(), native)
+    want = gemv.nvfp4_linear_reference(x, w)  # (fp16 lanes: within their rounding of the largest terms)
+    torch.testing.assert_close(native, want, rtol=1e-2, atol=1e-3 * want.abs().max().item())

@@ -4,7 +4,7 @@ into every row's fp16x2 accumulator.
 gemv_words.py decodes a word in 11 integer instructions and 4 fp16x2 multiplies (x 2^14, its _unpack), then
 spends 4 fp16x2 fma per row of activations (_fma2); at batch B its one-row kernel would pay the decode B times
 (one weight pass per row), and gemv.py's tensor-core kernels cost ~9-10 instructions per weight whatever the
-batch. Here the decode is paid once per weight pass: 5.3 SASS instructions per weight for 2 rows, 8.1 for 4
+batch. Here the decode is paid once per weight pass: 4.3 SASS instructions per weight for 2 rows, 6.4 for 4
 (benchmarks/kernel_sass.py; the x loads and per-row block sums cost more than the fma alone). Same arithmetic
 as the one-row kernel, in the same order, so each row's result is bit-identical to it (tested).
 """

@@ -9,9 +9,10 @@ same for the low nibbles. Each pair is scaled by 2^14 (exact, the subnormal code
 multiplied into an fp16x2 accumulator with one PTX fma.rn.f16x2 against the matching activations, prepacked
 as fp16 pairs (pack_x_pairs; the fused kernels can write them in that layout directly). The two words of a
 16-column block share one accumulator (eight products per fp16 lane: about 4e-4 relative error, a quarter of
-bf16's output rounding), whose lanes go to fp32 and are scaled once per block. The compiled sm_90 loop spends
-3.7-4.0 instructions per weight (benchmarks/kernel_sass.py), about the ~3.9 an H200 SM can afford per weight
-at full bandwidth (the byte kernel of gemv.py: ~9). Triton's CPU interpreter runs no PTX: there the same
+bf16's output rounding), whose lanes go to fp32 and are scaled once per block (the E4M3 scale converted by
+the hardware where it can). The compiled sm_90 loop spends 3.3-3.6 instructions per weight
+(benchmarks/kernel_sass.py), under the ~3.9 an H200 SM can afford per weight at full bandwidth (the byte
+kernel of gemv.py: ~9). Triton's CPU interpreter runs no PTX: there the same
 arithmetic runs lane by lane in plain Triton (USE_ASM false), which is what the CPU tests check.
 """
 from __future__ import annotations
@@ -240,7 +241,7 @@ if triton is not None:
                     BLOCK_D: tl.constexpr, PDL: tl.constexpr):
         """Batch-1 CUDA-core GEMV on 32-bit words (_word_fma: 19 instructions per eight weights), the two words
         of a 16-column block in one fp16x2 accumulator, then fp32 and the block's scale; x comes prepacked as
-        fp16 pairs (pack_x_pairs). 3.7-4.0 instructions per weight in the sm_90 SASS (kernel_sass.py).
+        fp16 pairs (pack_x_pairs). 3.3-3.6 instructions per weight in the sm_90 SASS (kernel_sass.py).
 
         STAGES > 1: the loop's loads pipelined through shared memory (cp.async), more bytes in flight per
         program. SPLIT_K > 1: program (n, b, z) covers K words [z kw_split, (z + 1) kw_split) of its rows and

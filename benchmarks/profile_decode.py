@@ -26,11 +26,16 @@ def main() -> None:
     ap.add_argument("--gemv", default="triton", choices=GEMV_KERNELS)
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--fused", action="store_true")
+    ap.add_argument("--lm-head", default=None, choices=["torch", "triton"],
+                    help="the step's end: cuBLAS + torch ops, or the lm_head kernel (default: the kernel for the "
+                         "fused NVFP4 step, as measure uses it when it times no slower)")
     args = ap.parse_args()
+    lm_head = args.lm_head or ("triton" if args.fused and args.quant == "nvfp4" else "torch")
     cfg = gemma4.GEMMA4_12B
     w = gemma4.build_random(cfg, device="cuda", dtype=torch.bfloat16, quant=args.quant)
     dec = gemma4.Gemma4Decoder(w, batch=1, max_positions=args.context + args.steps + 16,
-                               gemv=args.gemv if args.quant == "nvfp4" else "torch", fused=args.fused)
+                               gemv=args.gemv if args.quant == "nvfp4" else "torch", fused=args.fused,
+                               lm_head=lm_head)
     dec.prefill(torch.randint(0, cfg.vocab_size, (1, args.context), device="cuda"))
     step = torch.compile(dec.decode_step, dynamic=False) if args.compile else dec.decode_step
     for _ in range(3):  # compile, autotune

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import torch
 
+from llmsize.measure import scratch
 from llmsize.measure.launch import PDL_EARLY, launch_opts, pdl_mode
 
 try:
@@ -472,17 +473,10 @@ def attention(qkv, q_norm, k_norm, cos, sin, pos, kc, vc, num_heads, k_off, v_of
     return buf if pack else out
 
 
-_counters: dict[tuple, torch.Tensor] = {}
-
-
 def _combine_counters(device, n: int) -> torch.Tensor:
-    """One arrival counter per (sequence, KV head) for the folded combine, zeroed once, re-zeroed by each call's
-    last slice (so a CUDA graph replays them as they are). Shared by the layers: each call finishes before the
-    next attention starts."""
-    key = (str(device), n)
-    if key not in _counters:
-        _counters[key] = torch.zeros(n, dtype=torch.int32, device=device)
-    return _counters[key]
+    """One arrival counter per (sequence, KV head) for the folded combine (scratch: re-zeroed by each call's
+    last slice, shared by the layers)."""
+    return scratch.zeroed("attention combine counters", device, (n,), torch.int32)
 
 
 def residual_norm(x, o, w_post, w_next, eps, scalar=None, pack: bool = False) -> tuple[torch.Tensor, torch.Tensor]:

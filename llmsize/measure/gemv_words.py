@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import torch
 
+from llmsize.measure import scratch
 from llmsize.measure.gemv import nvfp4_linear_reference
 from llmsize.measure.launch import launch_opts, pdl_mode, prefetch_bytes
 from llmsize.measure.nvfp4 import BLOCK, Nvfp4Weight, quantize
@@ -341,18 +342,11 @@ if triton is not None:
 WORDS_CONFIGS = ((32, 32, 4, 1, 1), (64, 32, 8, 1, 1), (32, 32, 4, 3, 1), (64, 32, 8, 3, 1), (32, 32, 4, 3, 3),
                  (32, 32, 4, 3, 4), (32, 64, 4, 3, 2), (32, 32, 4, 3, 8), (32, 32, 4, 3, 12), (16, 32, 4, 3, 4))
 _words_best: dict[tuple, tuple[int, int, int, int, int]] = {}
-_workspaces: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
-
-
 def _split_workspace(device, b: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The fp32 partial sums [B, N] and row-block counters of the split-K GEMV, zeroed once and left zeroed by
-    each call's last programs (so a CUDA graph replays them as is). Shared by the GEMVs of the same B and N:
-    the decode step runs them one after another, each finishing before the next one starts adding."""
-    key = (str(device), b, n)
-    if key not in _workspaces:
-        _workspaces[key] = (torch.zeros((b, n), dtype=torch.float32, device=device),
-                            torch.zeros((b, triton.cdiv(n, 16)), dtype=torch.int32, device=device))
-    return _workspaces[key]
+    """The fp32 partial sums [B, N] and row-block counters of the split-K GEMV (scratch: left zeroed by each
+    call's last programs; shared by the GEMVs of the same B and N, which the step runs one after another)."""
+    return (scratch.zeroed("split-K sums", device, (b, n), torch.float32),
+            scratch.zeroed("split-K counters", device, (b, triton.cdiv(n, 16)), torch.int32))
 
 
 def e4m3_cvt(device) -> bool:
@@ -467,15 +461,9 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
     return packed_out if pack else out
 
 
-_norm_counter_cache: dict[tuple, torch.Tensor] = {}
-
-
 def _norm_counters(device, b: int) -> torch.Tensor:
-    """One counter per batch row for the residual-norm epilogue, zeroed once, re-zeroed by each call."""
-    key = (str(device), b)
-    if key not in _norm_counter_cache:
-        _norm_counter_cache[key] = torch.zeros(b, dtype=torch.int32, device=device)
-    return _norm_counter_cache[key]
+    """One counter per batch row for the residual-norm epilogue (scratch: re-zeroed by each call)."""
+    return scratch.zeroed("residual-norm counters", device, (b,), torch.int32)
 
 
 _words_checked: dict[str, bool] = {}

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import torch
 
+from llmsize.measure import scratch
 from llmsize.measure.launch import launch_opts, pdl_mode, prefetch_bytes
 
 try:
@@ -82,17 +83,11 @@ if triton is not None:
 LM_HEAD_CONFIGS = ((16, 256, 4, 1), (16, 512, 8, 1), (32, 256, 8, 1), (8, 512, 4, 1), (16, 256, 4, 3),
                    (32, 128, 4, 3), (64, 128, 8, 2), (8, 256, 4, 4))
 _best_config: dict[tuple, tuple[int, int, int, int]] = {}
-_workspaces: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
-
-
 def _workspace(device) -> tuple[torch.Tensor, torch.Tensor]:
-    """The running best key (uint64, stored as int64) and the arrival counter, zeroed once and re-zeroed by
-    each call's last program (so a CUDA graph replays them as they are)."""
-    key = str(device)
-    if key not in _workspaces:
-        _workspaces[key] = (torch.zeros(1, dtype=torch.int64, device=device),
-                            torch.zeros(1, dtype=torch.int32, device=device))
-    return _workspaces[key]
+    """The running best key (uint64, stored as int64) and the arrival counter (scratch: left zeroed by each
+    call's last program)."""
+    return (scratch.zeroed("lm_head best key", device, (1,), torch.int64),
+            scratch.zeroed("lm_head counter", device, (1,), torch.int32))
 
 
 def lm_head_greedy(h: torch.Tensor, embed: torch.Tensor, cap: float, token: torch.Tensor,

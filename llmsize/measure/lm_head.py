@@ -13,8 +13,9 @@ counter, acq_rel) swaps the key for zero, writes the token and advances the posi
 left zeroed for the next call. tanh is monotonic, so the argmax of the rounded logits is the argmax of the
 capped ones (distinct bf16 logits stay distinct through the cap below ~200).
 
-Only for the fused step at batch 1 on a GPU, and only where `lm_head_ok` has checked the kernel on the card
-and its timing is no worse than cuBLAS's GEMV alone (`choose`): else the eager ops.
+`llmsize measure` uses it for the fused NVFP4 step at batch 1 on a GPU, where `lm_head_ok` has checked it on
+the card and `choose` has timed it, from a CUDA graph, no slower than cuBLAS's GEMV plus the eager ops; else
+the eager ops.
 """
 
 from __future__ import annotations

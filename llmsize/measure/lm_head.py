@@ -84,6 +84,8 @@ if triton is not None:
 LM_HEAD_CONFIGS = ((16, 256, 4, 1), (16, 512, 8, 1), (32, 256, 8, 1), (8, 512, 4, 1), (16, 256, 4, 3),
                    (32, 128, 4, 3), (64, 128, 8, 2), (8, 256, 4, 4))
 _best_config: dict[tuple, tuple[int, int, int, int]] = {}
+
+
 def _workspace(device) -> tuple[torch.Tensor, torch.Tensor]:
     """The running best key (uint64, stored as int64) and the arrival counter (scratch: left zeroed by each
     call's last program)."""
@@ -128,10 +130,10 @@ def lm_head_greedy(h: torch.Tensor, embed: torch.Tensor, cap: float, token: torc
         if key not in _best_config:
             from llmsize.measure.gemv_words import _copies_beyond_l2, _time_configs
 
-            # timed on a scratch token and position: the real ones must not move while configs are tried
-            scratch = (token.clone(), None if pos is None else pos.clone())
+            # timed on a spare token and position: the real ones must not move while configs are tried
+            spare = (token.clone(), None if pos is None else pos.clone())
             configs = [c for c in LM_HEAD_CONFIGS if c[1] <= triton.next_power_of_2(k)]
-            _best_config[key] = _time_configs(lambda *c, mats: launch(*c, mats=mats, out=scratch), configs,
+            _best_config[key] = _time_configs(lambda *c, mats: launch(*c, mats=mats, out=spare), configs,
                                               _copies_beyond_l2((embed,)))
         launch(*_best_config[key])
     return logits

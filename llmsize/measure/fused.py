@@ -437,13 +437,13 @@ def attention(qkv, q_norm, k_norm, cos, sin, pos, kc, vc, num_heads, k_off, v_of
     The cache is cut into slices of `split` rows, by default the smallest power of two that keeps the programs
     within one wave (attn_programs; one decode step reads a few MB per layer: spread over the SMs, not over the
     8 KV heads alone): on an H200 a 1,024-slot window with 8 KV heads in slices of 32 (256 programs), a
-    4,362-slot full layer with one KV head in slices of 64 (69). Each
-    program norms and rotates its group's queries itself (a few KB from L2), so no kernel runs before it.
+    4,362-slot full layer with one KV head in slices of 64 (69). Each program norms and rotates its group's
+    queries itself (a few KB from L2), so no kernel runs before it.
 
     fold_combine: the last slice of each (sequence, KV head) to finish combines the group's partials itself
     instead of a combine kernel after the split one; None: where they are at most FOLD_COMBINE_BYTES (a
-    sliding layer of Gemma 4 12B: 32 slices x 2 heads x 256 fp32, 64 KiB; a full layer's 136 x 16 x 512,
-    4.4 MB, would keep one SM busy for tens of microseconds: a combine kernel spreads it over 16)."""
+    sliding layer of Gemma 4 12B: 32 slices x 2 heads x 256 fp32, 64 KiB; a full layer's 69 x 16 x 512,
+    2.3 MB, would keep one SM busy for tens of microseconds: a combine kernel spreads it over 16)."""
     b = qkv.shape[0]
     kvh, slots, hd = kc.shape[1], kc.shape[2], kc.shape[3]
     g = num_heads // kvh

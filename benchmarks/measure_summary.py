@@ -47,8 +47,6 @@ def main(paths):
               f"{d['ms_per_token_p90']:.3f}) | {d['tok_s']:.1f} | {a['bandwidth_gb_s']:.0f} | "
               f"{pct(a['fraction_of_theoretical'])} | {pct(a['fraction_of_probe'])} | "
               f"{pct(a['fraction_of_datasheet'])} | {'n/a' if ceil is None else f'{ceil:.1f}'} |")
-
-
     for r in runs:  # what the defaults rest on: a failed check means a slower path ran
         run = r["run"]
         checks = ", ".join(f"{k}: {'ok' if v else 'FAILED'}" for k, v in (run.get("self_checks") or {}).items())

@@ -91,9 +91,25 @@ def attention_ok(device, fold_combine: bool) -> bool:
     return _attn_checked[key]
 
 
-def _attention_matches_eager(device, fold: bool) -> bool:
+def attention_reference(qkv, q_norm, k_norm, cos, sin, pos: int, kc, vc, num_heads, k_off, v_off, eps):
+    """What `attention` computes, in the eager step's ops (rms_norm, apply_rope, a masked softmax in fp32):
+    the caches with this position's K and V written (copies) and the output [B, heads * hd] in fp32."""
     from llmsize.measure.gemma4 import apply_rope, rms_norm
 
+    b, kvh, slots, hd = kc.shape
+    q = apply_rope(rms_norm(qkv[:, :k_off].view(b, num_heads, hd), q_norm, eps), cos[pos], sin[pos])
+    kc, vc = kc.clone(), vc.clone()
+    kc[:, :, pos % slots] = apply_rope(rms_norm(qkv[:, k_off:k_off + kvh * hd].view(b, kvh, hd), k_norm, eps),
+                                       cos[pos], sin[pos])
+    vc[:, :, pos % slots] = rms_norm(qkv[:, v_off:v_off + kvh * hd].view(b, kvh, hd), None, eps)
+    qg = q.view(b, kvh, num_heads // kvh, hd).float()
+    sc = torch.einsum("bgqd,bgsd->bgqs", qg, kc.float())
+    sc = sc.masked_fill(torch.arange(slots, device=kc.device) > pos, float("-inf"))  # slots past pos: empty
+    out = torch.einsum("bgqs,bgsd->bgqd", torch.softmax(sc, -1), vc.float()).reshape(b, num_heads * hd)
+    return kc, vc, out
+
+
+def _attention_matches_eager(device, fold: bool) -> bool:
     dt = torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32
     gen = torch.Generator(device=device).manual_seed(0)
 
@@ -116,14 +132,8 @@ def _attention_matches_eager(device, fold: bool) -> bool:
             # slices of 32 (one block; GQA) or 64 (two blocks, the second read in the kernel's loop; K = V)
             got = attention(qkv, qn, kn, cos, sin, p, kc, vc, nh, k_off, v_off, eps, split=32 * (1 + k_eq_v),
                             fold_combine=fold)
-            q = apply_rope(rms_norm(qkv[:, :k_off].view(b, nh, hd), qn, eps), cos[pos], sin[pos])
-            k = apply_rope(rms_norm(qkv[:, k_off:k_off + kvh * hd].view(b, kvh, hd), kn, eps), cos[pos], sin[pos])
-            want_kc[:, :, pos] = k
-            want_vc[:, :, pos] = rms_norm(qkv[:, v_off:v_off + kvh * hd].view(b, kvh, hd), None, eps)
-            qg = q.view(b, kvh, nh // kvh, hd).float()
-            sc = torch.einsum("bgqd,bgsd->bgqs", qg, want_kc.float())
-            sc = sc.masked_fill(torch.arange(slots, device=device) > pos, float("-inf"))
-            want = torch.einsum("bgqs,bgsd->bgqd", torch.softmax(sc, -1), want_vc.float()).reshape(b, nh * hd)
+            want_kc, want_vc, want = attention_reference(qkv, qn, kn, cos, sin, pos, want_kc, want_vc, nh, k_off,
+                                                         v_off, eps)
             tol = 2e-2 if dt == torch.bfloat16 else 1e-4  # bf16: the probabilities rounded for the PV dot
             if not all(torch.allclose(a.float(), w.float(), rtol=tol, atol=tol)
                        for a, w in ((kc, want_kc), (vc, want_vc), (got, want))):

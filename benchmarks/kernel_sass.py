@@ -25,7 +25,7 @@ import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-from llmsize.measure import gemv, gemv_rows, gemv_words  # noqa: E402
+from llmsize.measure import gemv, gemv_rows, gemv_tc, gemv_words  # noqa: E402
 
 WEIGHTS_PER_CLOCK_AT_FULL_BW = 32.7  # per SM, H200 (see the docstring)
 ISSUE_PER_CLOCK = 128  # thread-instructions per SM per clock
@@ -81,6 +81,15 @@ def cases():
                     {"BLOCK_N": 32, "BLOCK_W": 32, "ROWS": nrows, "EVEN": True, "USE_ASM": True, "E4M3_CVT": True,
                      "STAGES": 1,
                      "PDL": 2}, 4, 32 * 32 * 8))
+    sig_tc = {"x_ptr": "*bf16", "packed_ptr": "*i32", "scale_ptr": "*u8", "row_scale_ptr": "*fp32", "y_ptr": "*bf16",
+              "ws_ptr": "*fp32", "cnt_ptr": "*i32", "B": "i32", "N": "i32", "K": "i32", "kw": "i32", "nblk": "i32",
+              "stride_xb": "i32", "stride_yb": "i32", "prefetch": "i32", "kw_split": "i32", "BLOCK_N": "constexpr",
+              "BLOCK_W": "constexpr", "BLOCK_B": "constexpr", "EVEN": "constexpr", "SPLIT": "constexpr",
+              "USE_ASM": "constexpr", "E4M3_CVT": "constexpr", "PDL": "constexpr"}
+    for bn, bw, w, split in gemv_tc.TC_CONFIGS:  # 1-16 rows in one weight pass, on the tensor cores
+        out.append((f"tc {bn}x{8 * bw} w{w} k{split}", gemv_tc._gemv_tc, sig_tc,
+                    {"BLOCK_N": bn, "BLOCK_W": bw, "BLOCK_B": gemv_tc.MAX_ROWS, "EVEN": True, "SPLIT": split > 1,
+                     "USE_ASM": True, "E4M3_CVT": True, "PDL": 2}, w, bn * bw * 8))
     return out
 
 

@@ -175,6 +175,55 @@ def test_rows_kernel_on_gemma_shapes(n, k, rows):
         assert torch.equal(got[i:i + 1], gemv_words.nvfp4_gemv_words(x[i:i + 1], w, block_n=32, block_w=32))
 
 
+@pytest.mark.parametrize("n, k", [(8192, 3840), (3840, 15360), (1000, 272)])
+@pytest.mark.parametrize("rows", [1, 2, 4, 16])
+def test_tc_kernel_on_gemma_shapes(n, k, rows):
+    """The tensor-core word kernel's PTX (autotuned path, every configuration that divides the shape, and the
+    ragged one) against the float32 reference."""
+    from llmsize.measure import gemv, gemv_tc, nvfp4
+    torch.manual_seed(n + rows)
+    w = nvfp4.quantize(torch.randn(n, k, device="cuda") / k ** 0.5)
+    x = torch.randn(rows, k, device="cuda", dtype=torch.bfloat16)
+    want = gemv.nvfp4_linear_reference(x.float(), w)
+    torch.testing.assert_close(gemv_tc.nvfp4_gemv_tc(x, w).float(), want, rtol=2e-2, atol=2e-2)
+    for bn, bw, warps, split in gemv_tc.TC_CONFIGS:
+        for _ in range(2):  # twice: a split run must leave its workspace and counters zeroed
+            got = gemv_tc.nvfp4_gemv_tc(x, w, block_n=bn, block_w=bw, num_warps=warps, split_k=split).float()
+            torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
+
+
+def test_tc_kernel_decodes_every_code_and_scale_on_the_gpu(monkeypatch):
+    """Every code at every position of a word, E4M3 subnormal and largest scales, exactly; also through the
+    sm_80 scale path (bits, x 2^15), which this card can run too."""
+    from llmsize.measure import gemv_tc, nvfp4
+    codes = torch.roll(torch.arange(16, dtype=torch.uint8, device="cuda").repeat(16, 8), shifts=3, dims=1)
+    vals = [448.0, 1.0, 2.0 ** -7, 2.0 ** -9, 6.0, 0.5, 2.0 ** -6, 3.5]
+    scale_vals = torch.tensor(vals, device="cuda").repeat(16, 1)
+    w = nvfp4.Nvfp4Weight(nvfp4.pack(codes), scale_vals.to(torch.float8_e4m3fn),
+                          torch.full((16,), 0.5, device="cuda"))
+    want = torch.stack([torch.tensor([nvfp4.E2M1_VALUES[int(codes[0, c])] * vals[c // 16] * 0.5
+                                      for c in range(s, s + 16)]) for s in range(0, 128, 16)])
+    for cvt in (True, False):
+        monkeypatch.setattr(gemv_tc, "e4m3_cvt", lambda device, cvt=cvt: cvt)
+        got = torch.stack([gemv_tc.nvfp4_gemv_tc(torch.eye(128, device="cuda")[s:s + 16], w, block_n=16,
+                                                 block_w=16)[:, 0].cpu() for s in range(0, 128, 16)])
+        assert torch.equal(got, want), cvt
+
+
+@pytest.mark.parametrize("rows", [2, 4, 16])
+def test_batch_dispatch_on_the_gpu(rows):
+    """nvfp4_gemv_batch times the tensor-core kernel against the several-row one (2-4 rows) once per shape and
+    keeps the faster; either way the result is the reference's."""
+    from llmsize.measure import gemv, gemv_tc, nvfp4
+    torch.manual_seed(rows)
+    w = nvfp4.quantize(torch.randn(3840, 4096, device="cuda") / 64)
+    x = torch.randn(rows, 4096, device="cuda", dtype=torch.bfloat16)
+    got = gemv_tc.nvfp4_gemv_batch(x, w).float()
+    choice = gemv_tc._batch_choice.get((3840, 4096, rows), "tc alone")  # (over 4 rows nothing to time)
+    assert choice in (("tc", "rows") if rows <= 4 else ("tc alone",))
+    torch.testing.assert_close(got, gemv.nvfp4_linear_reference(x.float(), w), rtol=2e-2, atol=2e-2)
+
+
 def test_lm_head_kernel_on_the_gemma_4_vocabulary():
     """The lm_head kernel on Gemma 4 12B's tied head (262,144 x 3,840 bf16): its self-check on this card, its
     logits within bf16 rounding of cuBLAS + torch's soft-cap, its token their argmax, the position advanced;

@@ -1,0 +1,292 @@
+"""The tensor-core word GEMV: NVFP4 x 1-16 activation rows in one pass over the weights, for batched decode.
+
+The word kernels (gemv_words.py, gemv_rows.py) multiply on the CUDA cores: an fp16x2 fma per two weights and
+row, so their cost grows with the batch (4.3 SASS instructions per weight at 2 rows, 6.4 at 4), and gemv.py's
+tensor-core kernels spend 9-10 per weight decoding codes one fp16 at a time. Here each 32-bit word of eight
+codes is decoded as in the word kernels (Marlin's unpack, vllm csrc/quantization/marlin/dequant.h: three
+integer ops make the fp16 high bytes of four codes, one prmt picks a pair) straight into fp16x2 pairs of the
+tensor-core operand, scaled by the block scale with one fp16x2 multiply per pair, and the dot runs on the
+tensor cores (wgmma on Hopper) against up to 16 activation rows: ~3.1-3.3 instructions per weight whatever
+the batch (benchmarks/kernel_sass.py), under the ~3.9 an H200 SM affords at full bandwidth.
+
+The dot's K order is the decode's, not the columns': the tensor-core fragment gives each thread pairs of
+consecutive k, so k = 32a + 8p + 2t + i (a tile of BLOCK_W words in groups of four) is code i of pair p
+(columns p and p + 4) of word 4a + t, so that a thread decodes all four pairs of the words it holds. The
+activations are loaded in column order and permuted to match in registers (reshape and permute, no gather).
+
+Exactness: a code's fp16 bits are its value x 2^-14 (codes 0.5 and 0 land on fp16 subnormals); times the
+E4M3 scale x 2^7 (exact in fp16: at most 448 x 128 = 57,344), the product value x scale x 2^-7 has at most
+six significant bits and its lowest at or above 2^-17, so it is exact in fp16; the 2^7 goes back in the
+per-tensor fp32 multiplier. Activations are rounded to fp16 (saturating at +-65,504), products are exact in
+the fp32 accumulator. Every inline-asm operand is one element (pack=1) or an elementwise conversion, so the
+result does not depend on the register layout Triton picks; under Triton's CPU interpreter the same bits are
+computed in plain Triton (USE_ASM false), which is what the CPU tests check.
+"""
+from __future__ import annotations
+
+import torch
+
+from llmsize.measure.gemv_words import _copies_beyond_l2, _split_workspace, _time_configs, e4m3_cvt
+from llmsize.measure.launch import launch_opts, pdl_mode, prefetch_bytes
+from llmsize.measure.nvfp4 import BLOCK, Nvfp4Weight
+
+try:  # triton is optional on the CPU (as in gemv.py)
+    import triton
+    import triton.language as tl
+except ImportError:  # pragma: no cover - exercised only where triton is missing
+    triton = None
+
+MAX_ROWS = 16  # activation rows padded to the dot's 16 columns
+
+if triton is not None:
+    from llmsize.measure.gemv_words import _prefetch_block, _prefetch_row_segments
+    from llmsize.measure.launch import pdl_entry, pdl_exit
+
+    @triton.jit
+    def _half(bits):
+        """The low 16 bits of uint32 values as fp16, widened to fp32."""
+        return (bits & 0xFFFF).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+
+    @triton.jit
+    def _scale_pair(s, USE_ASM: tl.constexpr, E4M3_CVT: tl.constexpr):
+        """E4M3 block scales (bytes, as uint32) -> uint32 fp16x2 pairs (scale x 2^7 in both halves). E4M3_CVT:
+        the byte doubled by a prmt, one e4m3x2 -> f16x2 conversion (sm_89 and up), x 2^7. Else (sm_80) the
+        bits moved into an fp16, sign | exponent-mantissa >> 1 (the value x 2^-8, subnormals included), x 2^15.
+        Both exact."""
+        if USE_ASM:
+            if E4M3_CVT:
+                return tl.inline_asm_elementwise(
+                    asm="""{
+                    .reg .b32 t, c;
+                    .reg .b16 l, h;
+                    prmt.b32 t, $1, 0, 0x4400;
+                    mov.b32 {l, h}, t;
+                    cvt.rn.f16x2.e4m3x2 t, l;
+                    mov.b32 c, 0x58005800;
+                    mul.rn.f16x2 $0, t, c;
+                    }""",
+                    constraints="=r,r", args=[s], dtype=tl.uint32, is_pure=True, pack=1)
+            else:
+                return tl.inline_asm_elementwise(
+                    asm="""{
+                    .reg .b32 t, u, c;
+                    and.b32 t, $1, 0x7F;
+                    shl.b32 t, t, 7;
+                    and.b32 u, $1, 0x80;
+                    shl.b32 u, u, 8;
+                    or.b32 t, t, u;
+                    prmt.b32 t, t, 0, 0x1010;
+                    mov.b32 c, 0x78007800;
+                    mul.rn.f16x2 $0, t, c;
+                    }""",
+                    constraints="=r,r", args=[s], dtype=tl.uint32, is_pure=True, pack=1)
+        else:
+            if E4M3_CVT:
+                v = s.to(tl.uint8).to(tl.float8e4nv, bitcast=True).to(tl.float32) * 128.0
+            else:
+                bits = ((s & 0x80) << 8) | ((s & 0x7F) << 7)
+                v = _half(bits) * 32768.0
+            h = v.to(tl.float16).to(tl.uint16, bitcast=True).to(tl.uint32)
+            return h | (h << 16)
+
+    @triton.jit
+    def _code_pair(q, shift, sel, sv, USE_ASM: tl.constexpr):
+        """One fp16 pair of word q, as (low half, high half): Marlin's unpack on q << shift (0: the high nibbles,
+        4: the low ones) makes the fp16 high bytes of four codes (value x 2^-14), the prmt selector sel keeps
+        bytes 1 and 3 (columns 3, 7 or 2, 6) or moves bytes 0 and 2 up (columns 1, 5 or 0, 4), and the pair is
+        multiplied by sv (scale x 2^7 in both halves). One element per asm instance."""
+        if USE_ASM:
+            return tl.inline_asm_elementwise(
+                asm="""{
+                .reg .b32 r, t, u;
+                shl.b32 u, $2, $3;
+                and.b32 r, u, 0x70707070;
+                shr.b32 r, r, 3;
+                and.b32 t, u, 0x80808080;
+                or.b32 t, t, r;
+                prmt.b32 t, t, 0, $4;
+                mul.rn.f16x2 t, t, $5;
+                mov.b32 {$0, $1}, t;
+                }""",
+                constraints="=h,=h,r,r,r,r", args=[q, shift, sel, sv], dtype=(tl.float16, tl.float16),
+                is_pure=True, pack=1)
+        else:  # the same bits in plain Triton, for the interpreter
+            u = q << shift
+            t = (u & 0x80808080) | ((u & 0x70707070) >> 3)
+            p = tl.where(sel == 0x2404, (t << 8) & 0xFF00FF00, t & 0xFF00FF00)
+            # (value x 2^-14) x (scale x 2^7), exact in fp32 and then in fp16 (module docstring)
+            return (_half(p) * _half(sv)).to(tl.float16), (_half(p >> 16) * _half(sv >> 16)).to(tl.float16)
+
+    @triton.jit
+    def _to_fp16(x, USE_ASM: tl.constexpr):
+        """fp32 -> fp16, saturating at +-65,504 (cvt.rn.satfinite, two elements an instruction)."""
+        if USE_ASM:
+            return tl.inline_asm_elementwise("cvt.rn.satfinite.f16x2.f32 $0, $2, $1;", "=r,r,r", [x],
+                                             dtype=tl.float16, is_pure=True, pack=2)
+        else:
+            return tl.minimum(tl.maximum(x, -65504.0), 65504.0).to(tl.float16)
+
+    @triton.jit
+    def _gemv_tc(x_ptr, packed_ptr, scale_ptr, row_scale_ptr, y_ptr, ws_ptr, cnt_ptr, B, N, K, kw, nblk, stride_xb,
+                 stride_yb, prefetch, kw_split, BLOCK_N: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_B: tl.constexpr,
+                 EVEN: tl.constexpr, SPLIT: tl.constexpr, USE_ASM: tl.constexpr, E4M3_CVT: tl.constexpr,
+                 PDL: tl.constexpr):
+        """y[:B, rows] = x[:B] @ W[rows]^T for one block of BLOCK_N rows, BLOCK_W words (8 BLOCK_W columns) a
+        step: the tile decoded into the dot's operand (k = 32a + 8p + 2t + i, module docstring), x's tile
+        permuted to the same order, one tensor-core dot per step.
+
+        SPLIT: program (n, z) covers words [z kw_split, (z + 1) kw_split) and adds its partial sums into the fp32
+        workspace ws [B, N]; the last of a row block's programs (a counter per row block, acq_rel) takes the
+        sums, leaves ws and the counter zeroed for the next call, and stores y (the word kernel's split-K, for
+        the GEMVs with few rows: 3,840 rows are 30 programs of 128 on a 132-SM card)."""
+        pid_n = tl.program_id(0)
+        kz = tl.program_id(1)
+        rows = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        row_ok = rows < N
+        k_lo = kz * kw_split
+        k_hi = tl.minimum(kw, k_lo + kw_split)
+        if PDL == 2:  # as the word kernels (launch.py): weights towards L2, then wait for the kernel before
+            if SPLIT:
+                _prefetch_row_segments(packed_ptr, scale_ptr, tl.where(row_ok, rows, 0), k_lo, k_hi - k_lo, kw,
+                                       nblk, prefetch // BLOCK_N)
+            else:
+                _prefetch_block(packed_ptr, scale_ptr, pid_n, BLOCK_N, N, kw, nblk, prefetch)
+        pdl_entry(PDL, False)
+        A: tl.constexpr = BLOCK_W // 4  # groups of four words
+        jj = tl.arange(0, BLOCK_W)
+        jb = tl.arange(0, BLOCK_W // 2)
+        bs = tl.arange(0, BLOCK_B)
+        kk = tl.arange(0, 8 * BLOCK_W)
+        pp = tl.arange(0, 4)[None, None, :, None]  # pair p of a word: columns (p, p + 4)
+        shift = (4 * (1 - pp % 2)).to(tl.uint32)  # even p: the low nibbles, moved up by q << 4
+        sel = tl.where(pp < 2, 0x2404, 0x3414)  # prmt: bytes 0, 2 moved up to 1, 3 (p = 0, 1), or 1, 3 kept
+        b_ok = bs < B
+        acc = tl.zeros([BLOCK_N, BLOCK_B], dtype=tl.float32)
+        for w0 in range(k_lo, k_hi, BLOCK_W):
+            j = w0 + jj
+            blk = w0 // 2 + jb
+            xp = x_ptr + bs[:, None] * stride_xb + 8 * w0 + kk[None, :]
+            if EVEN:
+                q = tl.load(packed_ptr + rows[:, None] * kw + j[None, :], eviction_policy="evict_first")
+                s = tl.load(scale_ptr + rows[:, None] * nblk + blk[None, :], eviction_policy="evict_first")
+                xt = tl.load(xp, mask=b_ok[:, None], other=0.0)
+            else:
+                q = tl.load(packed_ptr + rows[:, None] * kw + j[None, :],
+                            mask=row_ok[:, None] & (j < k_hi)[None, :], other=0, eviction_policy="evict_first")
+                s = tl.load(scale_ptr + rows[:, None] * nblk + blk[None, :],
+                            mask=row_ok[:, None] & (2 * blk < k_hi)[None, :], other=0, eviction_policy="evict_first")
+                xt = tl.load(xp, mask=b_ok[:, None] & (8 * w0 + kk < 8 * k_hi)[None, :], other=0.0)
+            sv = _scale_pair(s.to(tl.uint32), USE_ASM, E4M3_CVT)  # [BN, BW / 2]: one per block, both words
+            sv = tl.reshape(tl.broadcast_to(sv[:, :, None], [BLOCK_N, BLOCK_W // 2, 2]), [BLOCK_N, A, 1, 4])
+            q4 = tl.reshape(q.to(tl.uint32, bitcast=True), [BLOCK_N, A, 1, 4])  # word 4a + t at [:, a, 0, t]
+            lo, hi = _code_pair(q4, shift, sel, sv, USE_ASM)  # [BN, A, 4 (p), 4 (t)]
+            wt = tl.reshape(tl.join(lo, hi), [BLOCK_N, 8 * BLOCK_W])  # k = 32a + 8p + 2t + i
+            xh = _to_fp16(xt.to(tl.float32), USE_ASM)  # [BB, 8 BW], column 32a + 8t + 4i + p
+            xk = tl.reshape(tl.permute(tl.reshape(xh, [BLOCK_B, A, 4, 2, 4]), (0, 1, 4, 2, 3)),
+                            [BLOCK_B, 8 * BLOCK_W])  # in the weights' k order
+            acc = tl.dot(wt, tl.trans(xk), acc)
+        pdl_exit(PDL)  # this program's weights are read: the next kernel may start
+        rs = tl.load(row_scale_ptr + rows, mask=row_ok, other=0.0)
+        y = acc * (rs * 128.0)[:, None]  # the 2^7 of the fp16 scales
+        m = row_ok[:, None] & b_ok[None, :]
+        if SPLIT:
+            slot = ws_ptr + bs[None, :] * N + rows[:, None]
+            tl.atomic_add(slot, y, mask=m, sem="relaxed")
+            tl.debug_barrier()  # every thread's adds before the counter's release
+            if tl.atomic_add(cnt_ptr + pid_n, 1, sem="acq_rel") == tl.num_programs(1) - 1:  # the last of them
+                y = tl.atomic_add(slot, tl.zeros_like(y), mask=m, sem="acq_rel")  # the sums, read in L2
+                tl.store(slot, tl.zeros_like(y), mask=m)  # and left zeroed for the next call
+                tl.atomic_xchg(cnt_ptr + pid_n, 0, sem="relaxed")
+                tl.store(y_ptr + bs[None, :] * stride_yb + rows[:, None], y.to(y_ptr.dtype.element_ty), mask=m)
+        else:
+            tl.store(y_ptr + bs[None, :] * stride_yb + rows[:, None], y.to(y_ptr.dtype.element_ty), mask=m)
+
+
+# BLOCK_N, BLOCK_W, warps, K splits: whole rows, and split over K for the GEMVs with few rows
+TC_CONFIGS = ((128, 16, 4, 1), (256, 16, 8, 1), (64, 16, 4, 1), (128, 32, 4, 1), (128, 16, 4, 2), (64, 16, 4, 2),
+              (128, 16, 4, 4), (64, 16, 4, 4))
+_tc_best: dict[tuple, tuple[int, int, int, int]] = {}
+
+
+def nvfp4_gemv_tc(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = None, block_n: int | None = None,
+                  block_w: int | None = None, num_warps: int = 4, split_k: int = 1) -> torch.Tensor:
+    """x [B, K] (B from 1 to 16; bf16, fp16 or fp32) -> [B, N] in x's dtype, one pass over the packed weights for
+    all rows on the tensor cores. On a GPU without tiles given, the first call per shape and batch times the
+    configurations that divide it (as nvfp4_gemv_words); block_w is a multiple of 4 words, split_k the number
+    of programs sharing a row block's K."""
+    if triton is None:
+        raise RuntimeError("triton is not installed")
+    n, k = w.shape
+    if k % BLOCK:
+        raise ValueError(f"K must be a multiple of {BLOCK}, got {k}")
+    if x.dim() != 2 or x.shape[1] != k or not 1 <= x.shape[0] <= MAX_ROWS:
+        raise ValueError(f"x must be [1 <= B <= {MAX_ROWS}, {k}], got {tuple(x.shape)}")
+    b = x.shape[0]
+    x = x.contiguous()
+    if out is None:
+        out = torch.empty((b, n), dtype=x.dtype, device=x.device)
+    kw, nblk = k // 8, k // 16
+    words, scales = w.packed.view(torch.int32), w.scales.view(torch.uint8)
+    use_asm = x.device.type == "cuda"
+    opts = launch_opts(pdl_mode(x.device))
+    pf = prefetch_bytes(x.device) if words.data_ptr() % 16 == 0 and scales.data_ptr() % 16 == 0 else 0
+
+    def launch(bn, bw, warps, split, mats=(words, scales, w.row_scale)):
+        kw_split = triton.cdiv(triton.cdiv(kw, split), bw) * bw  # whole tiles per split, the last one shorter
+        split = triton.cdiv(kw, kw_split)
+        ws, cnt = _split_workspace(x.device, b, n) if split > 1 else (out, out)
+        _gemv_tc[(triton.cdiv(n, bn), split)](
+            x, *mats, out, ws, cnt, b, n, k, kw, nblk, x.stride(0), out.stride(0), pf, kw_split,
+            BLOCK_N=bn, BLOCK_W=bw, BLOCK_B=MAX_ROWS, EVEN=n % bn == 0 and kw % kw_split == 0 and kw_split % bw == 0,
+            SPLIT=split > 1, USE_ASM=use_asm, E4M3_CVT=e4m3_cvt(x.device), num_warps=warps, **opts)
+
+    if block_n is not None or block_w is not None or not use_asm:
+        bw = block_w or 16
+        if bw % 4 or bw < 4:
+            raise ValueError("block_w must be a multiple of 4 words")
+        if split_k < 1:
+            raise ValueError("split_k must be at least 1")
+        launch(block_n or (128 if use_asm else 32), bw, num_warps, split_k)
+    else:
+        key = (n, k, b)
+        if key not in _tc_best:
+            configs = [c for c in TC_CONFIGS if n % c[0] == 0 and kw % (c[1] * c[3]) == 0]
+            _tc_best[key] = _time_configs(launch, configs or [TC_CONFIGS[0]],
+                                          _copies_beyond_l2((words, scales, w.row_scale)))
+        launch(*_tc_best[key])
+    return out
+
+
+_batch_choice: dict[tuple, str] = {}  # (N, K, B) -> the kernel the card timed faster ("tc" or "rows")
+
+
+def nvfp4_gemv_batch(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = None) -> torch.Tensor:
+    """2-16 activation rows through the word family, one pass over the weights: this module's tensor-core kernel,
+    or for 2-4 rows gemv_rows' CUDA-core one if the card times it faster for this shape (the first call per
+    shape and batch, each with its own best tiles; on the CPU the tensor-core one). A kernel that failed its
+    self-check on the card (gemv_words.words_off: "tc", "rows") is not used; with both off, gemv.py's pairs."""
+    from llmsize.measure import gemv_rows
+    from llmsize.measure.gemv import nvfp4_gemv_pairs
+    from llmsize.measure.gemv_words import words_off
+
+    b, (n, k) = x.shape[0], w.shape
+    kinds = [kind for kind, ok in (("tc", b <= MAX_ROWS), ("rows", 2 <= b <= gemv_rows.MAX_ROWS)) if ok
+             and kind not in words_off]
+    if not kinds:
+        return nvfp4_gemv_pairs(x, w, out=out)
+
+    def run(kind, wt=w, o=out):
+        return nvfp4_gemv_tc(x, wt, out=o) if kind == "tc" else gemv_rows.nvfp4_gemv_rows(x, wt, out=o)
+
+    if len(kinds) == 1 or x.device.type != "cuda":
+        return run(kinds[0])
+    key = (n, k, b)
+    if key not in _batch_choice:
+        mats = _copies_beyond_l2((w.packed, w.scales, w.row_scale))
+        copies = [w] + [Nvfp4Weight(*m) for m in mats[1:]]
+        scratch_out = torch.empty((b, n), dtype=x.dtype, device=x.device)
+        for kind in kinds:  # each kernel's own tile timing first (its first call), outside the comparison
+            run(kind, o=scratch_out)
+        _batch_choice[key] = _time_configs(lambda kind, mats: run(kind, mats, scratch_out),
+                                           [(kind,) for kind in kinds], copies)[0]
+    return run(_batch_choice[key])

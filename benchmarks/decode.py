@@ -104,6 +104,9 @@ def main() -> None:
     nvfp4 = [(r["run"]["batch"], r["achieved"]["fraction_of_theoretical"] or 0.0) for r in results
              if r["run"]["quant"] == "nvfp4"]
     lines += ["", memory_bound_verdict(nvfp4, plan_ridge_batch(g.get("catalog_id"), args.context))]
+    lines += [f"- batch {r['run']['batch']} GEMVs: " + ", ".join(f"{shape} {kind}" for shape, kind in
+                                                              r["run"]["batch_kernels"].items())
+              for r in results if r["run"].get("batch_kernels")]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.append:

@@ -53,8 +53,10 @@ def main(paths):
         lm = run.get("lm_head") or {}
         times = (f"; lm_head timed: kernel {lm['triton_us']:.1f} us, cuBLAS + ops {lm['cublas_us']:.1f} us "
                  f"(config {lm.get('config')})" if lm.get("triton_us") else "")
-        if checks or times:
-            print(f"\n- {run['quant']}: self-checks {checks or 'none'}{times}")
+        kernels = ("; batch GEMVs " + ", ".join(f"{shape} {kind}" for shape, kind in run["batch_kernels"].items())
+                   if run.get("batch_kernels") else "")
+        if checks or times or kernels:
+            print(f"\n- {run['quant']}: self-checks {checks or 'none'}{times}{kernels}")
 
 
 if __name__ == "__main__":

@@ -19,10 +19,9 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from llmsize.measure import GEMV_KERNELS, gemv_words, nvfp4
+from llmsize.measure import GEMV_KERNELS, nvfp4
 from llmsize.measure.gemv import nvfp4_gemv, nvfp4_gemv_dot, nvfp4_gemv_pairs, nvfp4_linear_reference
-from llmsize.measure.gemv_rows import MAX_ROWS as ROWS_MAX
-from llmsize.measure.gemv_rows import nvfp4_gemv_rows
+from llmsize.measure.gemv_tc import nvfp4_gemv_batch
 from llmsize.measure.gemv_words import nvfp4_gemv_words
 
 SLIDING, FULL = "sliding", "full"
@@ -243,7 +242,8 @@ class Gemma4Decoder:
     captured in a CUDA graph and replayed. `gemv` picks the NVFP4 decode path: "triton" (the CUDA-core
     kernel at batch 1, the tensor-core one for batches), "dot" (the tensor-core kernel always), "pairs" (two
     codes decoded per integer op, tensor-core dot, any batch up to 16), "words" (fp16x2 CUDA-core kernel at
-    batch 1, its several-row version at 2-4, "pairs" beyond) or "torch"
+    batch 1; 2-16 rows through gemv_tc.nvfp4_gemv_batch: the tensor-core word kernel, or at 2-4 rows the
+    several-row CUDA-core one where the card times it faster) or "torch"
     (dequantize + matmul, the reference; what the CPU uses by default).
     """
 
@@ -288,11 +288,9 @@ class Gemma4Decoder:
         if isinstance(w, nvfp4.Nvfp4Weight):
             if x.shape[0] <= 16 and self.gemv in GEMV_KERNELS:
                 # batch 1: a CUDA-core kernel; several rows, or asked for: one tensor-core pass for all
-                if self.gemv == "words":  # one row; 2-4 rows in one weight pass; more: the tensor cores
-                    if x.shape[0] == 1:
-                        return nvfp4_gemv_words(x, w)
-                    rows_ok = x.shape[0] <= ROWS_MAX and "rows" not in gemv_words.words_off
-                    return nvfp4_gemv_rows(x, w) if rows_ok else nvfp4_gemv_pairs(x, w)
+                if self.gemv == "words":  # one row; 2-16 in one weight pass (tensor cores, or 2-4 rows on the
+                    # CUDA cores where the card times that faster)
+                    return nvfp4_gemv_words(x, w) if x.shape[0] == 1 else nvfp4_gemv_batch(x, w)
                 if self.gemv == "pairs":
                     return nvfp4_gemv_pairs(x, w)
                 if x.shape[0] == 1 and self.gemv == "triton":

@@ -232,10 +232,11 @@ def measure(o: MeasureOptions, progress=None) -> dict:
 
     checks = {}  # the self-checks behind the default choices: name -> passed
     gemv = o.gemv if cuda and o.quant == "nvfp4" else "torch"
-    if gemv == "auto":  # the fp16x2 word kernel, once its PTX has reproduced the reference on this card
-        from llmsize.measure.gemv_words import WORDS_FEATURES, words_kernel_ok, words_off
-        checks["words kernel"] = words_kernel_ok(device)
-        gemv = "words" if checks["words kernel"] else "triton"
+    if gemv in ("auto", "words"):  # the fp16x2 word kernel, once its PTX has reproduced the reference on this
+        from llmsize.measure.gemv_words import WORDS_FEATURES, words_kernel_ok, words_off  # card (asked for by
+        checks["words kernel"] = words_kernel_ok(device)  # name: used anyway, its optional paths still checked)
+        if gemv == "auto":
+            gemv = "words" if checks["words kernel"] else "triton"
         if gemv == "words":
             checks.update({f"words kernel, {label}": name not in words_off for name, label in WORDS_FEATURES.items()})
     t_build = time.perf_counter()
@@ -400,6 +401,7 @@ def measure(o: MeasureOptions, progress=None) -> dict:
                 "cuda_graph": graph is not None, "compiled": o.compile, "fused": fused,
                 "fused_epilogues": bool(fused and fold and gemv == "words" and o.batch == 1),
                 "combine_folded": bool(fused and fold and fold_combine), "lm_head": lm_head,
+                "batch_kernels": _batch_kernels(gemv, o.batch),
                 **(_launch_settings(device) if cuda else {"pdl": False}), "self_checks": checks,
                 "interrupted": interrupted, "seed": o.seed,
                 "build_s": build_s, "memory_estimate_bytes": need,
@@ -416,6 +418,22 @@ def measure(o: MeasureOptions, progress=None) -> dict:
         "options": asdict(o),
         "env": {"TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET")},
     }
+
+
+def _batch_kernels(gemv: str, batch: int) -> dict | None:
+    """With the word kernels at 2-16 rows: per weight shape ("N x K"), the kernel the card timed faster in
+    gemv_tc.nvfp4_gemv_batch ("tc" with its tile, or "rows"); None otherwise."""
+    if gemv != "words" or batch < 2:
+        return None
+    from llmsize.measure import gemv_tc
+
+    out = {}
+    for n, k, b in sorted({*gemv_tc._batch_choice, *gemv_tc._tc_best}):
+        if b == batch:
+            kind = gemv_tc._batch_choice.get((n, k, b), "tc")
+            tile = gemv_tc._tc_best.get((n, k, b))
+            out[f"{n}x{k}"] = f"tc {tile[0]}x{tile[1]} w{tile[2]}" if kind == "tc" and tile else kind
+    return out
 
 
 def _timed(torch, cuda: bool, fn) -> float:

@@ -116,19 +116,19 @@ def test_prefill_attention_in_query_chunks_matches_reference(monkeypatch):
     # tolerance and fewer steps for the rounding to drift over
     pytest.param("triton", 4, ([1, 2, 3], [9, 8, 7]), 4, (1e-2, 2e-2),
                  marks=pytest.mark.skipif(not triton_available(), reason="triton not installed")),
-    # 3 rows through the word kernel's several-row version (one-token prompts, so the prefill's 3 rows take
-    # it too), against each row decoded alone through the one-row word kernel: the same GEMV arithmetic per
-    # row; the float32 torch ops around it batch differently (~1e-6), which can move an fp16 lane by one ulp
-    pytest.param("words", 5, ([1], [9], [4]), 2, (1e-3, 1e-3),
+    # 3 rows through the word family's batch path (gemv_tc's tensor-core kernel on the CPU; one-token prompts,
+    # so the prefill's 3 rows take it too): the dot kernel's numerics (fp16 operands, exact products, fp32 sums)
+    pytest.param("words", 5, ([1], [9], [4]), 4, (1e-2, 2e-2),
                  marks=pytest.mark.skipif(not triton_available(), reason="triton not installed")),
 ])
 def test_batch_rows_match_their_solo_decode(gemv, seed, prompts, steps, tol):
+    """Each row of a batch decodes as it would alone (through the float32 reference path)."""
     w = _weights(seed=seed)
     dec = gemma4.Gemma4Decoder(w, batch=len(prompts), max_positions=len(prompts[0]) + steps + 8, gemv=gemv)
     dec.prefill(torch.tensor(list(prompts)))
     both = [dec.decode_step() for _ in range(steps)]
     for row, prompt in enumerate(prompts):
-        _, solo = _decode(w, prompt, steps, gemv="words" if gemv == "words" else "torch")
+        _, solo = _decode(w, prompt, steps, gemv="torch")
         torch.testing.assert_close(torch.stack([s[row] for s in both]), solo[1:], rtol=tol[0], atol=tol[1])
 
 
@@ -235,13 +235,16 @@ def test_decode_through_the_words_kernel_matches_reference():
     """Batch 1 through the fp16x2 word kernel (its emulation here) for a few steps: the kernel's own tests
     cover codes, scales and ragged shapes; this checks its place in the decoder. Four products summed per fp16
     lane before fp32: the logits drift by ~1.0% of their mean size here (the dot kernel, fp32 accumulation of
-    fp16 operands: 0.54%; NVFP4 rounding itself moves weights by ~10%); a decoding error would be O(1)."""
+    fp16 operands: 0.54%; NVFP4 rounding itself moves weights by ~10%); a decoding error would be O(1). The
+    prompt's two rows go through the batch path (gemv_tc): its outputs differ from gemv.py's pairs kernel by
+    ~5e-7, yet that flips some fp16 roundings of the next layer's activations, and the largest of the 3,072
+    logit errors moves between 0.08 and 0.104 with the kernel there (measured): a bound of 0.15."""
     w = _weights(seed=9)
     prompt = [4, 2]
     tokens, got = _decode(w, prompt, 5, gemv="words")
     want = reference.forward(w, tokens[:-1])[len(prompt) - 1:]
     err = (got - want).abs()
-    assert err.mean() < 0.02 * want.abs().mean() and err.max() < 0.1
+    assert err.mean() < 0.02 * want.abs().mean() and err.max() < 0.15
 
 
 def test_words_self_check_passes_on_the_interpreter(monkeypatch):
@@ -258,10 +261,11 @@ def test_words_self_check_passes_on_the_interpreter(monkeypatch):
     assert gemv_words.words_kernel_ok(torch.device("cpu")) and gemv_words.words_off == {"rows"}
     def must_not_run(x, w, **kw):
         raise AssertionError("the several-row kernel ran after failing its self-check")
-    monkeypatch.setattr(gemma4, "nvfp4_gemv_rows", must_not_run)
+    monkeypatch.setattr(gemv_rows, "nvfp4_gemv_rows", must_not_run)
+    monkeypatch.setattr(gemv_words, "words_off", {"rows", "tc"})  # both batch kernels off: gemv.py's pairs
     dec = gemma4.Gemma4Decoder(_weights(seed=2), batch=2, max_positions=8, gemv="words")
     dec.prefill(torch.tensor([[1], [2]]))
-    dec.decode_step()  # 2 rows: the tensor-core kernel instead
+    dec.decode_step()  # 2 rows: gemv.py's tensor-core pairs kernel instead
 
 
 @pytest.mark.skipif(not triton_available(), reason="triton not installed")

@@ -1,4 +1,4 @@
-"""NVFP4 Triton GEMVs vs bf16 cuBLAS on Gemma 4 12B's linear shapes, batch 1 and 16: time and achieved GB/s.
+"""NVFP4 Triton GEMVs vs bf16 cuBLAS on Gemma 4 12B's linear shapes, batch 1 to 16: time and achieved GB/s.
 
     python benchmarks/gemv_bench.py [--iters 200] [--best-out FILE]
 
@@ -17,7 +17,7 @@ import argparse
 import torch
 import torch.nn.functional as F
 
-from llmsize.measure import gemv, gemv_rows, gemv_words, lm_head, nvfp4
+from llmsize.measure import gemv, gemv_rows, gemv_tc, gemv_words, lm_head, nvfp4
 from llmsize.measure.card import read_card
 
 SHAPES = {  # [N, K] of Gemma 4 12B (shared/reference/gemma-architecture.md), fused as the decoder runs them
@@ -78,8 +78,11 @@ def main():
             ("words b1", lambda i: gemv_words.nvfp4_gemv_words(x, c4[i % len(c4)], out=out), nb4),
             ("rows4", lambda i: gemv_rows.nvfp4_gemv_rows(x16[:4], c4[i % len(c4)], out=out16[:4]), nb4),
             ("pairs4", lambda i: gemv.nvfp4_gemv_pairs(x16[:4], c4[i % len(c4)], out=out16[:4]), nb4),
+            ("tc2", lambda i: gemv_tc.nvfp4_gemv_tc(x16[:2], c4[i % len(c4)], out=out16[:2]), nb4),
+            ("tc4", lambda i: gemv_tc.nvfp4_gemv_tc(x16[:4], c4[i % len(c4)], out=out16[:4]), nb4),
             ("dot16", lambda i: gemv.nvfp4_gemv_dot(x16, c4[i % len(c4)], out=out16), nb4),
             ("pairs16", lambda i: gemv.nvfp4_gemv_pairs(x16, c4[i % len(c4)], out=out16), nb4),
+            ("tc16", lambda i: gemv_tc.nvfp4_gemv_tc(x16, c4[i % len(c4)], out=out16), nb4),
             ("bf16x16", lambda i: F.linear(x16, c16[i % len(c16)]), w16.numel() * 2),
         ):
             try:
@@ -98,8 +101,10 @@ def main():
                 per_token[path] += t * PER_TOKEN[name]
             gbs = nbytes / t / 1e9
             cfg = gemv_words._words_best.get((n, k, 1, False, False)) if path == "words b1" else None
+            tile = gemv_tc._tc_best.get((n, k, int(path[2:]))) if path.startswith("tc") else None
             print(f"{name:12s} {n:>6d}x{k:<6d} {path:7s} {nbytes / 1e6:8.2f} {t * 1e6:8.1f} {gbs:8.1f} "
-                  f"{100 * gbs / theo:6.1f}%" + (f"  (BN, BW, warps, stages, split K: {cfg})" if cfg else ""))
+                  f"{100 * gbs / theo:6.1f}%" + (f"  (BN, BW, warps, stages, split K: {cfg})" if cfg else "")
+                  + (f"  (BN, BW, warps: {tile})" if tile else ""))
     # the tied lm_head stays bf16 (262,144 x 3,840, 2.01 GB: a quarter of an NVFP4 step's bytes), through cuBLAS
     emb = (torch.randn(262144, 3840, device="cuda") * 0.02).to(torch.bfloat16)
     x = torch.randn(1, 3840, device="cuda", dtype=torch.bfloat16)

@@ -467,6 +467,7 @@ def _norm_counters(device, b: int) -> torch.Tensor:
 
 
 _words_checked: dict[str, bool] = {}
+_features_checked: set[tuple[str, str]] = set()  # (device, path) of the optional paths checked so far
 # the word kernel's optional paths, each self-checked on the card; one that fails there is left out (its
 # configurations not timed, or the tensor-core kernel for 2-4 rows) instead of giving up the whole kernel
 WORDS_FEATURES = {"stages": "pipelined loads", "split": "split over K", "rows": "2-4 rows in one pass",
@@ -474,50 +475,55 @@ WORDS_FEATURES = {"stages": "pipelined loads", "split": "split over K", "rows": 
 words_off: set[str] = set()
 
 
-def words_kernel_ok(device) -> bool:
+BATCH_FEATURES = ("rows", "tc")  # used only at 2 rows and more: checked only when a run decodes a batch
+
+
+def words_kernel_ok(device, batch: int = 1) -> bool:
     """Whether the word kernel's PTX computes what the reference does on this GPU: checked once per device on a
     small random matrix (every code, real scales) before `--gemv auto` trusts it for batch 1; then each optional
-    path (pipelined, split over K, the several-row version in gemv_rows, the tensor-core one in gemv_tc), any that
-    fails going to `words_off`."""
+    path (pipelined, split over K; with batch > 1 also the several-row version in gemv_rows and the tensor-core
+    one in gemv_tc), each once per device, any that fails going to `words_off`."""
     key = str(device)
-    if key not in _words_checked:
-        try:
-            gen = torch.Generator(device=device).manual_seed(0)
-            w = quantize(torch.randn(256, 512, device=device, generator=gen) * 0.05)
-            x = torch.randn(1, 512, device=device, generator=gen).to(torch.bfloat16)
-            x16 = torch.randn(16, 512, device=device, generator=gen).to(torch.bfloat16)
-            x4 = x16[:4]
-            want = nvfp4_linear_reference(x.float(), w)
+    try:
+        gen = torch.Generator(device=device).manual_seed(0)
+        w = quantize(torch.randn(256, 512, device=device, generator=gen) * 0.05)
+        x = torch.randn(1, 512, device=device, generator=gen).to(torch.bfloat16)
+        x16 = torch.randn(16, 512, device=device, generator=gen).to(torch.bfloat16)
+        want = nvfp4_linear_reference(x.float(), w)
 
-            def close(got, ref=want):
-                return bool(torch.allclose(got.float(), ref, rtol=2e-2, atol=2e-2))
+        def close(got, ref=want):
+            return bool(torch.allclose(got.float(), ref, rtol=2e-2, atol=2e-2))
 
-            def rows_ok():
-                from llmsize.measure.gemv_rows import nvfp4_gemv_rows  # (it imports this module)
-                return all(close(nvfp4_gemv_rows(x4[:r], w, block_n=32, block_w=16),
-                                 nvfp4_linear_reference(x4[:r].float(), w)) for r in (2, 3, 4))
+        def rows_ok():
+            from llmsize.measure.gemv_rows import nvfp4_gemv_rows  # (it imports this module)
+            return all(close(nvfp4_gemv_rows(x16[:r], w, block_n=32, block_w=16),
+                             nvfp4_linear_reference(x16[:r].float(), w)) for r in (2, 3, 4))
 
-            def tc_ok():
-                from llmsize.measure.gemv_tc import nvfp4_gemv_tc  # (it imports this module)
-                return all(close(nvfp4_gemv_tc(x16[:r], w, block_n=bn, block_w=16, split_k=split),
-                                 nvfp4_linear_reference(x16[:r].float(), w))
-                           for r in (2, 5, 16) for bn in (64, 128) for split in (1, 4, 4))  # (twice: zeroed after)
+        def tc_ok():
+            from llmsize.measure.gemv_tc import nvfp4_gemv_tc  # (it imports this module)
+            return all(close(nvfp4_gemv_tc(x16[:r], w, block_n=bn, block_w=16, split_k=split),
+                             nvfp4_linear_reference(x16[:r].float(), w))
+                       for r in (2, 5, 16) for bn in (64, 128) for split in (1, 4, 4))  # (twice: zeroed after)
 
+        if key not in _words_checked:
             _words_checked[key] = close(nvfp4_gemv_words(x, w, block_n=32, block_w=16))
-            paths = {"stages": lambda: close(nvfp4_gemv_words(x, w, block_n=32, block_w=16, stages=3)),
-                     # twice: the split path must leave its workspace zeroed
-                     "split": lambda: all(close(nvfp4_gemv_words(x, w, block_n=32, block_w=16, split_k=4))
-                                          for _ in range(2)),
-                     "rows": rows_ok, "tc": tc_ok}
-            for name, check in paths.items():
-                try:
-                    good = _words_checked[key] and check()
-                except Exception:
-                    good = False
-                if not good:
-                    words_off.add(name)
-        except Exception:  # PTX the card's driver refuses, say: the byte kernel it is
-            _words_checked[key] = False
+        paths = {"stages": lambda: close(nvfp4_gemv_words(x, w, block_n=32, block_w=16, stages=3)),
+                 # twice: the split path must leave its workspace zeroed
+                 "split": lambda: all(close(nvfp4_gemv_words(x, w, block_n=32, block_w=16, split_k=4))
+                                      for _ in range(2)),
+                 "rows": rows_ok, "tc": tc_ok}
+        for name, check in paths.items():
+            if (key, name) in _features_checked or (name in BATCH_FEATURES and batch < 2):
+                continue
+            try:
+                good = _words_checked[key] and check()
+            except Exception:
+                good = False
+            _features_checked.add((key, name))
+            if not good:
+                words_off.add(name)
+    except Exception:  # PTX the card's driver refuses, say: the byte kernel it is
+        _words_checked[key] = False
     return _words_checked[key]
 
 

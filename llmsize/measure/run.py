@@ -233,12 +233,13 @@ def measure(o: MeasureOptions, progress=None) -> dict:
     checks = {}  # the self-checks behind the default choices: name -> passed
     gemv = o.gemv if cuda and o.quant == "nvfp4" else "torch"
     if gemv in ("auto", "words"):  # the fp16x2 word kernel, once its PTX has reproduced the reference on this
-        from llmsize.measure.gemv_words import WORDS_FEATURES, words_kernel_ok, words_off  # card (asked for by
-        checks["words kernel"] = words_kernel_ok(device)  # name: used anyway, its optional paths still checked)
-        if gemv == "auto":
+        from llmsize.measure.gemv_words import BATCH_FEATURES, WORDS_FEATURES, words_kernel_ok, words_off  # card
+        checks["words kernel"] = words_kernel_ok(device, o.batch)  # (asked for by name: used anyway, its optional
+        if gemv == "auto":  # paths still checked)
             gemv = "words" if checks["words kernel"] else "triton"
         if gemv == "words":
-            checks.update({f"words kernel, {label}": name not in words_off for name, label in WORDS_FEATURES.items()})
+            checks.update({f"words kernel, {label}": name not in words_off for name, label in WORDS_FEATURES.items()
+                           if o.batch > 1 or name not in BATCH_FEATURES})
     t_build = time.perf_counter()
 
     def on_layer(i):

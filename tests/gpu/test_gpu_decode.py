@@ -128,6 +128,14 @@ def test_words_kernel_on_gemma_shapes(n, k):
     assert gemv_words.words_kernel_ok(torch.device("cuda"))
 
 
+def test_word_family_self_checks_pass_on_the_card():
+    """What `llmsize measure` checks before using the word kernels: the one-row kernel and every optional path
+    (pipelined, split over K, several rows, tensor cores); none may be left out on a Hopper card."""
+    from llmsize.measure import gemv_words
+    assert gemv_words.words_kernel_ok(torch.device("cuda"), batch=16)
+    assert gemv_words.words_off == set()
+
+
 def test_words_kernel_decodes_every_code_on_the_gpu():
     from llmsize.measure import gemv_words, nvfp4
     codes = torch.roll(torch.arange(16, dtype=torch.uint8, device="cuda").repeat(16, 8), shifts=5, dims=1)

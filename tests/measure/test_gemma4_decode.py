@@ -248,17 +248,29 @@ def test_decode_through_the_words_kernel_matches_reference():
 
 
 def test_words_self_check_passes_on_the_interpreter(monkeypatch):
-    from llmsize.measure import gemv_rows, gemv_words
+    from llmsize.measure import gemv_rows, gemv_tc, gemv_words
+    cpu = torch.device("cpu")
     monkeypatch.setattr(gemv_words, "_words_checked", {})
+    monkeypatch.setattr(gemv_words, "_features_checked", set())
     monkeypatch.setattr(gemv_words, "words_off", set())
-    assert gemv_words.words_kernel_ok(torch.device("cpu")) and gemv_words.words_off == set()
+    calls = []
+    real_tc = gemv_tc.nvfp4_gemv_tc
+
+    def counted(*a, **kw):
+        calls.append(1)
+        return real_tc(*a, **kw)
+    monkeypatch.setattr(gemv_tc, "nvfp4_gemv_tc", counted)
+    assert gemv_words.words_kernel_ok(cpu) and gemv_words.words_off == set()
+    assert not calls  # batch 1: the batch kernels are not checked (nor compiled, on a card)
+    assert gemv_words.words_kernel_ok(cpu, batch=4) and gemv_words.words_off == set() and calls
     # a path that fails on the card is left out, not the whole kernel: here the several-row version
     monkeypatch.setattr(gemv_words, "_words_checked", {})
+    monkeypatch.setattr(gemv_words, "_features_checked", set())
 
     def broken(x, w, **kw):
         return torch.zeros(x.shape[0], w.shape[0])
     monkeypatch.setattr(gemv_rows, "nvfp4_gemv_rows", broken)
-    assert gemv_words.words_kernel_ok(torch.device("cpu")) and gemv_words.words_off == {"rows"}
+    assert gemv_words.words_kernel_ok(cpu, batch=2) and gemv_words.words_off == {"rows"}
     def must_not_run(x, w, **kw):
         raise AssertionError("the several-row kernel ran after failing its self-check")
     monkeypatch.setattr(gemv_rows, "nvfp4_gemv_rows", must_not_run)

@@ -203,8 +203,9 @@ if triton is not None:
 
 
 # BLOCK_N, BLOCK_W, warps, K splits: whole rows, and split over K for the GEMVs with few rows
+# (256 rows a program: half the activation re-reads from L2 per weight byte of 128, which matters at 16 rows)
 TC_CONFIGS = ((128, 16, 4, 1), (256, 16, 8, 1), (64, 16, 4, 1), (128, 32, 4, 1), (128, 16, 4, 2), (64, 16, 4, 2),
-              (128, 16, 4, 4), (64, 16, 4, 4))
+              (128, 16, 4, 4), (64, 16, 4, 4), (256, 16, 8, 8))
 _tc_best: dict[tuple, tuple[int, int, int, int]] = {}
 
 

@@ -5,7 +5,12 @@
 # block for benchmarks/RESULTS.md, the whole console log, and a tarball of every log and JSON (the device
 # tool brings back at most 8 files).
 #
-#   bash benchmarks/measure_gpu.sh
+#   bash benchmarks/measure_gpu.sh [STAGE ...]
+#
+# Stages, in this order (default: all): headline (plain `llmsize measure` and the bf16 baseline), tests (the GPU
+# tests), gemv (the GEMV microbenchmark), variants (step_variants.py), others (the other measure variants),
+# sweep (decode.py at batch 1, 4, 16), profile. A second device call can pick up where a first one was cut off,
+# e.g. `bash benchmarks/measure_gpu.sh sweep profile`.
 #
 # Steps run most important first (the headline: plain `llmsize measure` and the bf16 baseline), everything
 # printed streams to console.log and the Markdown block is rewritten after each stage, so a run cut short by
@@ -15,6 +20,12 @@
 # run benchmarks/fetch_device_wheels.sh here first and carry .whl; if .whl/ exists it is installed to /tmp/site.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+ALL="headline tests gemv variants others sweep profile"
+STAGES=" ${*:-$ALL} "
+for st in $STAGES; do
+  case " $ALL " in *" $st "*) ;; *) echo "measure_gpu.sh: unknown stage \`$st\`; use some of: $ALL" >&2; exit 2;; esac
+done
+want() { case "$STAGES" in *" $1 "*) return 0;; *) return 1;; esac; }
 FINAL=${OUT:-benchmarks/out}
 OUT=${WORK:-/tmp/llmsize-gpu}
 mkdir -p "$OUT" "$FINAL"
@@ -29,6 +40,7 @@ nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
 $PY -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee "$OUT/versions.txt"
 
 summary() {  # the Markdown block from every measure run so far, then the step variants if they ran
+  : > "$OUT/RESULTS-append.md"
   ls "$OUT"/measure-*.json >/dev/null 2>&1 && $PY benchmarks/measure_summary.py "$OUT"/measure-*.json \
     > "$OUT/RESULTS-append.md"
   [ -f "$OUT/step-variants.md" ] && { echo; cat "$OUT/step-variants.md"; } >> "$OUT/RESULTS-append.md"
@@ -51,30 +63,40 @@ render_measure(json.load(open('$OUT/measure-$q.json')), Console(width=100))" | t
 # 1. the headline: what a user gets from plain `llmsize measure` (self-checked choices: the word kernel, the
 #    fused step, PDL early with the L2 prefetch), with the probe; then the bf16 baseline it must beat, run the
 #    same way (cuBLAS GEMMs, the same fused kernels between them)
-run_measure nvfp4default
-run_measure bf16 --quant bf16 --no-probe
+if want headline; then
+  run_measure nvfp4default
+  run_measure bf16 --quant bf16 --no-probe
+fi
 # 2. the kernels on the card against their references
-timeout 180 $PY -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tail -25 | tee "$OUT/gpu-tests.log"
+want tests && timeout 180 $PY -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tail -25 | tee "$OUT/gpu-tests.log"
 # 3. the GEMVs alone (each config timed per shape; DRAM-bound: each call reads another copy of the matrix)
-timeout 100 $PY benchmarks/gemv_bench.py --best-out "$OUT/best-gemv.txt" 2>&1 | tee "$OUT/gemv-bench.txt"
-BEST=$(cat "$OUT/best-gemv.txt" 2>/dev/null || echo triton)  # the byte kernel if the bench found none
-echo "fastest batch-1 NVFP4 kernel: $BEST"
+want gemv && timeout 100 $PY benchmarks/gemv_bench.py --best-out "$OUT/best-gemv.txt" 2>&1 | tee "$OUT/gemv-bench.txt"
+FALLBACK=words  # not benched in this call: the default's kernel on Hopper; benched and none won: the byte kernel
+want gemv && FALLBACK=triton
+BEST=$(cat "$OUT/best-gemv.txt" 2>/dev/null || echo $FALLBACK)
+echo "batch-1 NVFP4 kernel for what follows: $BEST"
 # 4. one model, many ways to run its step (PDL modes, L2 prefetch sizes, kernels), each checked, then timed
-timeout 150 $PY benchmarks/step_variants.py --out "$OUT/step-variants.md" 2>&1 | tee "$OUT/step-variants.log"
-summary
+if want variants; then
+  timeout 150 $PY benchmarks/step_variants.py --out "$OUT/step-variants.md" 2>&1 | tee "$OUT/step-variants.log"
+  summary
+fi
 # 5. the other whole-loop variants: the eager step, the byte kernel, inductor, the baseline fused
-run_measure nvfp4 --quant nvfp4 --gemv "$BEST" --no-fused --no-probe
-run_measure bf16eager --quant bf16 --no-fused --no-probe
-[ "$BEST" = triton ] || run_measure nvfp4triton --quant nvfp4 --gemv triton --no-probe
-run_measure nvfp4compiled --quant nvfp4 --gemv "$BEST" --compile --no-probe
+if want others; then
+  run_measure nvfp4 --quant nvfp4 --gemv "$BEST" --no-fused --no-probe
+  run_measure bf16eager --quant bf16 --no-fused --no-probe
+  [ "$BEST" = triton ] || run_measure nvfp4triton --quant nvfp4 --gemv triton --no-probe
+  run_measure nvfp4compiled --quant nvfp4 --gemv "$BEST" --compile --no-probe
+fi
 # 6. the batch sweep (issue 5's continuous-batching regime) and where the step's time goes
-FUSED=""
-$PY -c "
+FUSED="--fused"  # unless the headline run (when it ran) fell back to the eager step
+[ -f "$OUT/measure-nvfp4default.json" ] && ! $PY -c "
 import json, sys
-sys.exit(0 if json.load(open('$OUT/measure-nvfp4default.json'))['run']['fused'] else 1)" 2>/dev/null && FUSED="--fused"
-echo "batch sweep and profile with: --gemv $BEST $FUSED"
-timeout 200 $PY benchmarks/decode.py --save-dir "$OUT" --batches 1,4,16 --gemv "$BEST" $FUSED 2>&1 \
-  | tee "$OUT/decode-sweep.log" | sed -n '/^## decode.py/,$p' > "$OUT/decode-sweep.md"
-summary
-timeout 120 $PY benchmarks/profile_decode.py --gemv "$BEST" $FUSED 2>&1 | tee "$OUT/profile-nvfp4.txt"
+sys.exit(0 if json.load(open('$OUT/measure-nvfp4default.json'))['run']['fused'] else 1)" 2>/dev/null && FUSED=""
+if want sweep; then
+  echo "batch sweep with: --gemv $BEST $FUSED"
+  timeout 200 $PY benchmarks/decode.py --save-dir "$OUT" --batches 1,4,16 --gemv "$BEST" $FUSED 2>&1 \
+    | tee "$OUT/decode-sweep.log" | sed -n '/^## decode.py/,$p' > "$OUT/decode-sweep.md"
+  summary
+fi
+want profile && timeout 120 $PY benchmarks/profile_decode.py --gemv "$BEST" $FUSED 2>&1 | tee "$OUT/profile-nvfp4.txt"
 tar czf "$FINAL/all-logs.tgz" -C "$OUT" . && echo "logs: $FINAL/all-logs.tgz"

@@ -94,7 +94,7 @@ import json, sys
 sys.exit(0 if json.load(open('$OUT/measure-nvfp4default.json'))['run']['fused'] else 1)" 2>/dev/null && FUSED=""
 if want sweep; then
   echo "batch sweep with: --gemv $BEST $FUSED"
-  timeout 200 $PY benchmarks/decode.py --save-dir "$OUT" --batches 1,4,16 --gemv "$BEST" $FUSED 2>&1 \
+  timeout 300 $PY benchmarks/decode.py --save-dir "$OUT" --batches 1,4,16 --gemv "$BEST" $FUSED 2>&1 \
     | tee "$OUT/decode-sweep.log" | sed -n '/^## decode.py/,$p' > "$OUT/decode-sweep.md"
   summary
 fi

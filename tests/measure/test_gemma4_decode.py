@@ -133,6 +133,21 @@ def test_batch_rows_match_their_solo_decode(gemv, seed, prompts, steps, tol):
 
 
 @pytest.mark.skipif(not triton_available(), reason="triton not installed")
+def test_fused_batch_step_through_the_tensor_core_kernel():
+    """Three sequences through the fused step with the word family: the fused kernels between the GEMVs at
+    batch 3, the GEMVs through gemv_tc; each row as it decodes alone through the float32 reference path, past
+    the sliding window (its ring buffer and the full layers)."""
+    w = _weights(seed=12)
+    prompts, steps = ([3], [8], [5]), WINDOW + 2
+    dec = gemma4.Gemma4Decoder(w, batch=3, max_positions=steps + 8, gemv="words", fused=True)
+    dec.prefill(torch.tensor(list(prompts)))
+    both = [dec.decode_step() for _ in range(steps)]
+    for row, prompt in enumerate(prompts):
+        _, solo = _decode(w, prompt, steps, gemv="torch")
+        torch.testing.assert_close(torch.stack([s[row] for s in both]), solo[1:], rtol=1e-2, atol=2e-2)
+
+
+@pytest.mark.skipif(not triton_available(), reason="triton not installed")
 def test_decode_through_the_pairs_kernel_matches_reference():
     """Batch 1 through the two-codes-per-op kernel for more than twice the window (ring buffer and full layers),
     against the float32 reference of the same weights; fp16 operands, hence the looser tolerance."""

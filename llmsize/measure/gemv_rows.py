@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from llmsize.measure.gemv_words import _copies_beyond_l2, _time_configs, e4m3_cvt, pack_x_pairs
-from llmsize.measure.launch import launch_opts, pdl_mode, prefetch_bytes
+from llmsize.measure.gemv_words import _copies_beyond_l2, _time_configs, e4m3_cvt, pack_x_pairs, word_operands
 from llmsize.measure.nvfp4 import BLOCK, Nvfp4Weight
 
 try:  # triton is optional on the CPU (as in gemv.py)
@@ -121,11 +120,7 @@ def nvfp4_gemv_rows(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = 
     x2 = pack_x_pairs(x.contiguous())
     if out is None:
         out = torch.empty((b, n), dtype=x.dtype, device=x.device)
-    kw, nblk = k // 8, k // 16
-    words, scales = w.packed.view(torch.int32), w.scales.view(torch.uint8)
-    use_asm = x.device.type == "cuda"
-    opts = launch_opts(pdl_mode(x.device))
-    pf = prefetch_bytes(x.device) if words.data_ptr() % 16 == 0 and scales.data_ptr() % 16 == 0 else 0
+    kw, nblk, words, scales, use_asm, opts, pf = word_operands(w, x.device)
 
     def launch(bn, bw, warps, st, mats=(words, scales, w.row_scale)):
         _gemv_rows[(triton.cdiv(n, bn),)](x2, *mats, out, b, n, kw, nblk, out.stride(0), pf, BLOCK_N=bn, BLOCK_W=bw,

@@ -349,6 +349,17 @@ def _split_workspace(device, b: int, n: int) -> tuple[torch.Tensor, torch.Tensor
             scratch.zeroed("split-K counters", device, (b, triton.cdiv(n, 16)), torch.int32))
 
 
+def word_operands(w: Nvfp4Weight, device) -> tuple:
+    """What the word kernels' launchers share: K in words and in blocks, the codes as int32 words, the scales as
+    bytes, whether to run the PTX (on a GPU; the interpreter runs its plain-Triton stand-ins), the PDL launch
+    options, and the L2 prefetch per program (the bulk prefetch wants 16-byte aligned bases: the kernels round
+    each program's start down to 16 bytes from the base; fresh allocations are aligned, a view may not be)."""
+    k = w.shape[1]
+    words, scales = w.packed.view(torch.int32), w.scales.view(torch.uint8)
+    pf = prefetch_bytes(device) if words.data_ptr() % 16 == 0 and scales.data_ptr() % 16 == 0 else 0
+    return k // 8, k // 16, words, scales, device.type == "cuda", launch_opts(pdl_mode(device)), pf
+
+
 def e4m3_cvt(device) -> bool:
     """Whether the word kernels convert block scales with the e4m3 conversion instruction (_block_scales): on
     GPUs of compute capability 8.9 and up, and under the interpreter."""
@@ -403,9 +414,7 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
                           device=x2.device)
     packed_out = torch.empty((b, n_out // 8, 4), dtype=torch.int32, device=x2.device) if pack else None
     pack_view = packed_out.view(torch.float16) if pack else out
-    kw, nblk = k // 8, k // 16
-    words = w.packed.view(torch.int32)
-    use_asm = x2.device.type == "cuda"
+    kw, nblk, words, scales, use_asm, opts, pf = word_operands(w, x2.device)
     cvt = e4m3_cvt(x2.device)
     if norm is not None:
         nx, w_post, w_next, eps, scalar, pack_h = norm
@@ -420,11 +429,6 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
         norm_args = (out,) * 8
         norm_consts = dict(NORM=False, HAS_S=False, NPACK=False, BLOCK_D=16)
 
-    opts = launch_opts(pdl_mode(x2.device))
-    scales = w.scales.view(torch.uint8)
-    # the bulk L2 prefetch wants 16-byte aligned starts: the kernel rounds each program's start down to 16 bytes
-    # from the base, so the bases must be aligned (fresh allocations are; a view into a tensor may not be)
-    pf = prefetch_bytes(x2.device) if words.data_ptr() % 16 == 0 and scales.data_ptr() % 16 == 0 else 0
 
     def launch(bn, bw, warps, stages, split, mats=(words, scales, w.row_scale)):
         rows = n_out if glu else n  # gate | up: a program takes bn / 2 of each

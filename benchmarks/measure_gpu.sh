@@ -98,5 +98,8 @@ if want sweep; then
     | tee "$OUT/decode-sweep.log" | sed -n '/^## decode.py/,$p' > "$OUT/decode-sweep.md"
   summary
 fi
-want profile && timeout 120 $PY benchmarks/profile_decode.py --gemv "$BEST" $FUSED 2>&1 | tee "$OUT/profile-nvfp4.txt"
+if want profile; then
+  timeout 120 $PY benchmarks/profile_decode.py --gemv "$BEST" $FUSED 2>&1 | tee "$OUT/profile-nvfp4.txt"
+  timeout 120 $PY benchmarks/profile_decode.py --gemv "$BEST" $FUSED --batch 16 2>&1 | tee "$OUT/profile-nvfp4-b16.txt"
+fi
 tar czf "$FINAL/all-logs.tgz" -C "$OUT" . && echo "logs: $FINAL/all-logs.tgz"

@@ -95,3 +95,15 @@ def test_decode_says_where_the_loop_stops_being_memory_bound():
     assert "every batch measured (up to 16)" in decode.memory_bound_verdict([(16, 0.8), (1, 0.85), (4, 0.84)], 64)
     assert "compute-bound at batch 64" in decode.memory_bound_verdict([(1, 0.85)], 64)
     assert "no verdict" in decode.memory_bound_verdict([(4, 0.5)], None)
+
+
+def test_measure_gpu_refuses_an_unknown_stage_before_any_work():
+    r = subprocess.run(["bash", str(BENCH / "measure_gpu.sh"), "headline", "sweeps"], capture_output=True, text=True,
+                       timeout=60, env={**os.environ, "OUT": "/nonexistent/out"})
+    assert r.returncode == 2 and "unknown stage `sweeps`" in r.stderr and "sweep profile" in r.stderr
+
+
+def test_profile_decode_refuses_a_batch_it_cannot_run():
+    r = subprocess.run([sys.executable, str(BENCH / "profile_decode.py"), "--batch", "17"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2 and "--batch 17" in r.stderr

@@ -101,10 +101,10 @@ def main():
                 per_token[path] += t * PER_TOKEN[name]
             gbs = nbytes / t / 1e9
             cfg = gemv_words._words_best.get((n, k, 1, False, False)) if path == "words b1" else None
-            tile = gemv_tc._tc_best.get((n, k, int(path[2:]))) if path.startswith("tc") else None
+            tile = gemv_tc._tc_best.get((n, k, int(path[2:]), False)) if path.startswith("tc") else None
             print(f"{name:12s} {n:>6d}x{k:<6d} {path:7s} {nbytes / 1e6:8.2f} {t * 1e6:8.1f} {gbs:8.1f} "
                   f"{100 * gbs / theo:6.1f}%" + (f"  (BN, BW, warps, stages, split K: {cfg})" if cfg else "")
-                  + (f"  (BN, BW, warps: {tile})" if tile else ""))
+                  + (f"  (BN, BW, warps, K splits: {tile})" if tile else ""))
     # the tied lm_head stays bf16 (262,144 x 3,840, 2.01 GB: a quarter of an NVFP4 step's bytes), through cuBLAS
     emb = (torch.randn(262144, 3840, device="cuda") * 0.02).to(torch.bfloat16)
     x = torch.randn(1, 3840, device="cuda", dtype=torch.bfloat16)

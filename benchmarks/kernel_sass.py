@@ -83,13 +83,14 @@ def cases():
                      "PDL": 2}, 4, 32 * 32 * 8))
     sig_tc = {"x_ptr": "*bf16", "packed_ptr": "*i32", "scale_ptr": "*u8", "row_scale_ptr": "*fp32", "y_ptr": "*bf16",
               "ws_ptr": "*fp32", "cnt_ptr": "*i32", "B": "i32", "N": "i32", "K": "i32", "kw": "i32", "nblk": "i32",
-              "stride_xb": "i32", "stride_yb": "i32", "prefetch": "i32", "kw_split": "i32", "BLOCK_N": "constexpr",
+              "stride_xb": "i32", "stride_yb": "i32", "prefetch": "i32", "kw_split": "i32", "inter": "i32",
+              "BLOCK_N": "constexpr", "GLU": "constexpr",
               "BLOCK_W": "constexpr", "BLOCK_B": "constexpr", "EVEN": "constexpr", "SPLIT": "constexpr",
               "USE_ASM": "constexpr", "E4M3_CVT": "constexpr", "PDL": "constexpr"}
     for bn, bw, w, split in gemv_tc.TC_CONFIGS:  # 1-16 rows in one weight pass, on the tensor cores
         out.append((f"tc {bn}x{8 * bw} w{w} k{split}", gemv_tc._gemv_tc, sig_tc,
                     {"BLOCK_N": bn, "BLOCK_W": bw, "BLOCK_B": gemv_tc.MAX_ROWS, "EVEN": True, "SPLIT": split > 1,
-                     "USE_ASM": True, "E4M3_CVT": True, "PDL": 2}, w, bn * bw * 8))
+                     "GLU": False, "USE_ASM": True, "E4M3_CVT": True, "PDL": 2}, w, bn * bw * 8))
     return out
 
 

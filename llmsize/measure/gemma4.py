@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from llmsize.measure import GEMV_KERNELS, nvfp4
+from llmsize.measure import GEMV_KERNELS, gemv_words, nvfp4
 from llmsize.measure.gemv import nvfp4_gemv, nvfp4_gemv_dot, nvfp4_gemv_pairs, nvfp4_linear_reference
-from llmsize.measure.gemv_tc import nvfp4_gemv_batch
+from llmsize.measure.gemv_tc import nvfp4_gemv_batch, nvfp4_gemv_tc
 from llmsize.measure.gemv_words import nvfp4_gemv_words
 
 SLIDING, FULL = "sliding", "full"
@@ -415,7 +415,8 @@ class Gemma4Decoder:
         GEMVs and five small kernels (attention split, which also norms, rotates and caches q, k, v; combine;
         two residual_norms; geglu). With the word GEMV at batch 1 two: the gate | up pass applies the GeGLU, the
         o and down passes the residual norms, so a layer is six kernels, five where the attention folds its
-        combine (sliding layers); the step starts with embed_norm and, lm_head="triton", ends in one kernel."""
+        combine (sliding layers); the step starts with embed_norm and, lm_head="triton", ends in one kernel. With
+        the word family at batch 2-16 the tensor-core gate | up pass applies the GeGLU (no geglu kernel)."""
         from llmsize.measure import fused
 
         cfg, eps, f32 = self.cfg, self.cfg.rms_eps, self._f32
@@ -424,6 +425,9 @@ class Gemma4Decoder:
         pk = self.gemv == "words" and self.batch == 1 and isinstance(layers[0].qkv, nvfp4.Nvfp4Weight)
 
         fold = pk and self.fold
+        # batch 2-16 with the word family: the GeGLU in the tensor-core gate | up pass (no geglu kernel)
+        tc_glu = (self.gemv == "words" and 1 < self.batch <= 16 and isinstance(layers[0].gate_up, nvfp4.Nvfp4Weight)
+                  and "tc" not in gemv_words.words_off)
 
         def lin(inp, w):
             return nvfp4_gemv_words(None, w, x2=inp, out_dtype=x.dtype) if pk else self._linear(inp, w)
@@ -451,8 +455,9 @@ class Gemma4Decoder:
                 x, h = nvfp4_gemv_words(None, layer.down, x2=a, out_dtype=x.dtype,
                                         norm=(x, post, nxt, eps, layer.layer_scalar, not last))
             else:
-                m = lin(fused.geglu(lin(h, layer.gate_up), pack=pk), layer.down)
-                x, h = fused.residual_norm(x, m, post, nxt, eps, layer.layer_scalar, pack=pk and not last)
+                a = nvfp4_gemv_tc(h, layer.gate_up, glu=True) if tc_glu else fused.geglu(lin(h, layer.gate_up), pack=pk)
+                x, h = fused.residual_norm(x, lin(a, layer.down), post, nxt, eps, layer.layer_scalar,
+                                           pack=pk and not last)
         cap = cfg.final_softcap
         if self.lm_head == "triton" and self.batch == 1:  # the token and the position written by the kernel
             from llmsize.measure.lm_head import lm_head_greedy

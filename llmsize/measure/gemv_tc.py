@@ -38,7 +38,8 @@ except ImportError:  # pragma: no cover - exercised only where triton is missing
 MAX_ROWS = 16  # activation rows padded to the dot's 16 columns
 
 if triton is not None:
-    from llmsize.measure.gemv_words import _prefetch_block, _prefetch_row_segments
+    from llmsize.measure.acts import gelu_tanh_mul
+    from llmsize.measure.gemv_words import _prefetch_block, _prefetch_row_segments, _prefetch_rows
     from llmsize.measure.launch import pdl_entry, pdl_exit
 
     @triton.jit
@@ -127,9 +128,9 @@ if triton is not None:
 
     @triton.jit
     def _gemv_tc(x_ptr, packed_ptr, scale_ptr, row_scale_ptr, y_ptr, ws_ptr, cnt_ptr, B, N, K, kw, nblk, stride_xb,
-                 stride_yb, prefetch, kw_split, BLOCK_N: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_B: tl.constexpr,
-                 EVEN: tl.constexpr, SPLIT: tl.constexpr, USE_ASM: tl.constexpr, E4M3_CVT: tl.constexpr,
-                 PDL: tl.constexpr):
+                 stride_yb, prefetch, kw_split, inter, BLOCK_N: tl.constexpr, BLOCK_W: tl.constexpr,
+                 BLOCK_B: tl.constexpr, EVEN: tl.constexpr, SPLIT: tl.constexpr, GLU: tl.constexpr,
+                 USE_ASM: tl.constexpr, E4M3_CVT: tl.constexpr, PDL: tl.constexpr):
         """y[:B, rows] = x[:B] @ W[rows]^T for one block of BLOCK_N rows, BLOCK_W words (8 BLOCK_W columns) a
         step: the tile decoded into the dot's operand (k = 32a + 8p + 2t + i, module docstring), x's tile
         permuted to the same order, one tensor-core dot per step.
@@ -137,17 +138,31 @@ if triton is not None:
         SPLIT: program (n, z) covers words [z kw_split, (z + 1) kw_split) and adds its partial sums into the fp32
         workspace ws [B, N]; the last of a row block's programs (a counter per row block, acq_rel) takes the
         sums, leaves ws and the counter zeroed for the next call, and stores y (the word kernel's split-K, for
-        the GEMVs with few rows: 3,840 rows are 30 programs of 128 on a 132-SM card)."""
+        the GEMVs with few rows: 3,840 rows are 30 programs of 128 on a 132-SM card).
+
+        GLU: the weight is gate | up (N = 2 inter rows); a program takes BLOCK_N / 2 gate rows and the matching
+        up rows, interleaved, and stores gelu_tanh(gate) * up [B, inter] (the word kernel's GeGLU epilogue,
+        the fused step's geglu kernel folded in)."""
         pid_n = tl.program_id(0)
         kz = tl.program_id(1)
-        rows = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-        row_ok = rows < N
+        r = tl.arange(0, BLOCK_N)
+        i0 = pid_n * (BLOCK_N // 2)
+        if GLU:
+            rows = i0 + r // 2 + (r % 2) * inter  # gate row i, then up row i
+            row_ok = i0 + r // 2 < inter
+        else:
+            rows = pid_n * BLOCK_N + r
+            row_ok = rows < N
         k_lo = kz * kw_split
         k_hi = tl.minimum(kw, k_lo + kw_split)
         if PDL == 2:  # as the word kernels (launch.py): weights towards L2, then wait for the kernel before
             if SPLIT:
                 _prefetch_row_segments(packed_ptr, scale_ptr, tl.where(row_ok, rows, 0), k_lo, k_hi - k_lo, kw,
                                        nblk, prefetch // BLOCK_N)
+            elif GLU:
+                nrows = tl.minimum(BLOCK_N // 2, inter - i0)
+                _prefetch_rows(packed_ptr, scale_ptr, i0, nrows, kw, nblk, prefetch // 2)
+                _prefetch_rows(packed_ptr, scale_ptr, inter + i0, nrows, kw, nblk, prefetch // 2)
             else:
                 _prefetch_block(packed_ptr, scale_ptr, pid_n, BLOCK_N, N, kw, nblk, prefetch)
         pdl_entry(PDL, False)
@@ -194,11 +209,26 @@ if triton is not None:
             tl.debug_barrier()  # every thread's adds before the counter's release
             if tl.atomic_add(cnt_ptr + pid_n, 1, sem="acq_rel") == tl.num_programs(1) - 1:  # the last of them
                 y = tl.atomic_add(slot, tl.zeros_like(y), mask=m, sem="acq_rel")  # the sums, read in L2
+                y = tl.where(m, y, 0.0)  # (what a masked atomic returns is undefined: no GeGLU of garbage)
                 tl.store(slot, tl.zeros_like(y), mask=m)  # and left zeroed for the next call
                 tl.atomic_xchg(cnt_ptr + pid_n, 0, sem="relaxed")
-                tl.store(y_ptr + bs[None, :] * stride_yb + rows[:, None], y.to(y_ptr.dtype.element_ty), mask=m)
+                _store_y(y, y_ptr, rows, m, bs, b_ok, i0, inter, stride_yb, BLOCK_N, BLOCK_B, GLU)
         else:
-            tl.store(y_ptr + bs[None, :] * stride_yb + rows[:, None], y.to(y_ptr.dtype.element_ty), mask=m)
+            _store_y(y, y_ptr, rows, m, bs, b_ok, i0, inter, stride_yb, BLOCK_N, BLOCK_B, GLU)
+
+    @triton.jit
+    def _store_y(y, y_ptr, rows, m, bs, b_ok, i0, inter, stride_yb, BLOCK_N: tl.constexpr, BLOCK_B: tl.constexpr,
+                 GLU: tl.constexpr):
+        """y [BLOCK_N rows, BLOCK_B] into y_ptr [B, N]; GLU: rounded as the GEMV's output is, then the GeGLU
+        kernel's arithmetic on each (gate, up) row pair, into [B, inter]."""
+        dt = y_ptr.dtype.element_ty
+        if GLU:
+            g, u = tl.split(tl.permute(tl.reshape(y.to(dt).to(tl.float32), [BLOCK_N // 2, 2, BLOCK_B]), (0, 2, 1)))
+            i = i0 + tl.arange(0, BLOCK_N // 2)
+            tl.store(y_ptr + bs[None, :] * stride_yb + i[:, None], gelu_tanh_mul(g, u, dt).to(dt),
+                     mask=(i < inter)[:, None] & b_ok[None, :])
+        else:
+            tl.store(y_ptr + bs[None, :] * stride_yb + rows[:, None], y.to(dt), mask=m)
 
 
 # BLOCK_N, BLOCK_W, warps, K splits: whole rows, and split over K for the GEMVs with few rows
@@ -209,11 +239,11 @@ _tc_best: dict[tuple, tuple[int, int, int, int]] = {}
 
 
 def nvfp4_gemv_tc(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = None, block_n: int | None = None,
-                  block_w: int | None = None, num_warps: int = 4, split_k: int = 1) -> torch.Tensor:
+                  block_w: int | None = None, num_warps: int = 4, split_k: int = 1, glu: bool = False) -> torch.Tensor:
     """x [B, K] (B from 1 to 16; bf16, fp16 or fp32) -> [B, N] in x's dtype, one pass over the packed weights for
-    all rows on the tensor cores. On a GPU without tiles given, the first call per shape and batch times the
-    configurations that divide it (as nvfp4_gemv_words); block_w is a multiple of 4 words, split_k the number
-    of programs sharing a row block's K."""
+    all rows on the tensor cores; glu: w is gate | up, the result gelu_tanh(gate) * up [B, N / 2]. On a GPU
+    without tiles given, the first call per shape and batch times the configurations that divide it (as
+    nvfp4_gemv_words); block_w is a multiple of 4 words, split_k the number of programs sharing a row block's K."""
     if triton is None:
         raise RuntimeError("triton is not installed")
     n, k = w.shape
@@ -221,20 +251,24 @@ def nvfp4_gemv_tc(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = No
         raise ValueError(f"K must be a multiple of {BLOCK}, got {k}")
     if x.dim() != 2 or x.shape[1] != k or not 1 <= x.shape[0] <= MAX_ROWS:
         raise ValueError(f"x must be [1 <= B <= {MAX_ROWS}, {k}], got {tuple(x.shape)}")
-    b = x.shape[0]
+    if glu and n % 2:
+        raise ValueError(f"a gate | up weight has an even number of rows, got {n}")
+    b, n_out = x.shape[0], n // 2 if glu else n
     x = x.contiguous()
     if out is None:
-        out = torch.empty((b, n), dtype=x.dtype, device=x.device)
+        out = torch.empty((b, n_out), dtype=x.dtype, device=x.device)
     kw, nblk, words, scales, use_asm, opts, pf = word_operands(w, x.device)
 
     def launch(bn, bw, warps, split, mats=(words, scales, w.row_scale)):
+        per = bn // 2 if glu else bn  # output rows a program
         kw_split = triton.cdiv(triton.cdiv(kw, split), bw) * bw  # whole tiles per split, the last one shorter
         split = triton.cdiv(kw, kw_split)
         ws, cnt = _split_workspace(x.device, b, n) if split > 1 else (out, out)
-        _gemv_tc[(triton.cdiv(n, bn), split)](
-            x, *mats, out, ws, cnt, b, n, k, kw, nblk, x.stride(0), out.stride(0), pf, kw_split,
-            BLOCK_N=bn, BLOCK_W=bw, BLOCK_B=MAX_ROWS, EVEN=n % bn == 0 and kw % kw_split == 0 and kw_split % bw == 0,
-            SPLIT=split > 1, USE_ASM=use_asm, E4M3_CVT=e4m3_cvt(x.device), num_warps=warps, **opts)
+        _gemv_tc[(triton.cdiv(n_out, per), split)](
+            x, *mats, out, ws, cnt, b, n, k, kw, nblk, x.stride(0), out.stride(0), pf, kw_split, n // 2,
+            BLOCK_N=bn, BLOCK_W=bw, BLOCK_B=MAX_ROWS,
+            EVEN=n_out % per == 0 and kw % kw_split == 0 and kw_split % bw == 0, SPLIT=split > 1, GLU=glu,
+            USE_ASM=use_asm, E4M3_CVT=e4m3_cvt(x.device), num_warps=warps, **opts)
 
     if block_n is not None or block_w is not None or not use_asm:
         bw = block_w or 16
@@ -244,9 +278,9 @@ def nvfp4_gemv_tc(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = No
             raise ValueError("split_k must be at least 1")
         launch(block_n or (128 if use_asm else 32), bw, num_warps, split_k)
     else:
-        key = (n, k, b)
+        key = (n, k, b, glu)
         if key not in _tc_best:
-            configs = [c for c in TC_CONFIGS if n % c[0] == 0 and kw % (c[1] * c[3]) == 0]
+            configs = [c for c in TC_CONFIGS if n_out % (c[0] // 2 if glu else c[0]) == 0 and kw % (c[1] * c[3]) == 0]
             _tc_best[key] = _time_configs(launch, configs or [TC_CONFIGS[0]],
                                           _copies_beyond_l2((words, scales, w.row_scale)))
         launch(*_tc_best[key])

@@ -505,9 +505,15 @@ def words_kernel_ok(device, batch: int = 1) -> bool:
 
         def tc_ok():
             from llmsize.measure.gemv_tc import nvfp4_gemv_tc  # (it imports this module)
+
+            def geglu_ref(r):  # w as gate | up (128 + 128 rows)
+                y = nvfp4_linear_reference(x16[:r].float(), w)
+                return torch.nn.functional.gelu(y[:, :128], approximate="tanh") * y[:, 128:]
             return all(close(nvfp4_gemv_tc(x16[:r], w, block_n=bn, block_w=16, split_k=split),
                              nvfp4_linear_reference(x16[:r].float(), w))
-                       for r in (2, 5, 16) for bn in (64, 128) for split in (1, 4, 4))  # (twice: zeroed after)
+                       for r in (2, 5, 16) for bn in (64, 128) for split in (1, 4, 4)) and all(  # (twice: zeroed)
+                close(nvfp4_gemv_tc(x16[:r], w, block_n=64, block_w=16, split_k=split, glu=True), geglu_ref(r))
+                for r in (2, 16) for split in (1, 4))
 
         if key not in _words_checked:
             _words_checked[key] = close(nvfp4_gemv_words(x, w, block_n=32, block_w=16))

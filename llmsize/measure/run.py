@@ -422,18 +422,18 @@ def measure(o: MeasureOptions, progress=None) -> dict:
 
 
 def _batch_kernels(gemv: str, batch: int) -> dict | None:
-    """With the word kernels at 2-16 rows: per weight shape ("N x K"), the kernel the card timed faster in
-    gemv_tc.nvfp4_gemv_batch ("tc" with its tile, or "rows"); None otherwise."""
+    """With the word kernels at 2-16 rows: per weight shape ("N x K", "GeGLU" where the gate | up epilogue ran),
+    the kernel the card timed faster in gemv_tc.nvfp4_gemv_batch ("rows", or "tc" with its tile: rows, words a
+    step, warps, K splits); None otherwise."""
     if gemv != "words" or batch < 2:
         return None
     from llmsize.measure import gemv_tc
 
-    out = {}
-    for n, k, b in sorted({*gemv_tc._batch_choice, *gemv_tc._tc_best}):
-        if b == batch:
-            kind = gemv_tc._batch_choice.get((n, k, b), "tc")
-            tile = gemv_tc._tc_best.get((n, k, b))
-            out[f"{n}x{k}"] = f"tc {tile[0]}x{tile[1]} w{tile[2]}" if kind == "tc" and tile else kind
+    out = {f"{n}x{k}": kind for (n, k, b), kind in sorted(gemv_tc._batch_choice.items()) if b == batch}
+    for (n, k, b, glu), (bn, bw, warps, split) in sorted(gemv_tc._tc_best.items()):
+        name = f"{n}x{k}" + (" GeGLU" if glu else "")
+        if b == batch and out.get(name, "tc") == "tc":
+            out[name] = f"tc {bn}x{bw} w{warps} k{split}"
     return out
 
 

@@ -133,15 +133,23 @@ def test_batch_rows_match_their_solo_decode(gemv, seed, prompts, steps, tol):
 
 
 @pytest.mark.skipif(not triton_available(), reason="triton not installed")
-def test_fused_batch_step_through_the_tensor_core_kernel():
+def test_fused_batch_step_through_the_tensor_core_kernel(monkeypatch):
     """Three sequences through the fused step with the word family: the fused kernels between the GEMVs at
-    batch 3, the GEMVs through gemv_tc; each row as it decodes alone through the float32 reference path, past
-    the sliding window (its ring buffer and the full layers)."""
+    batch 3, the GEMVs through gemv_tc, the GeGLU in its gate | up pass; each row as it decodes alone through
+    the float32 reference path, past the sliding window (its ring buffer and the full layers)."""
+    glu_calls = []
+    real = gemma4.nvfp4_gemv_tc
+
+    def counted(x, w, **kw):
+        glu_calls.append(kw.get("glu"))
+        return real(x, w, **kw)
+    monkeypatch.setattr(gemma4, "nvfp4_gemv_tc", counted)
     w = _weights(seed=12)
     prompts, steps = ([3], [8], [5]), WINDOW + 2
     dec = gemma4.Gemma4Decoder(w, batch=3, max_positions=steps + 8, gemv="words", fused=True)
     dec.prefill(torch.tensor(list(prompts)))
     both = [dec.decode_step() for _ in range(steps)]
+    assert glu_calls == [True] * (steps * CFG.num_layers)  # one gate | up pass with its GeGLU per layer and step
     for row, prompt in enumerate(prompts):
         _, solo = _decode(w, prompt, steps, gemv="torch")
         torch.testing.assert_close(torch.stack([s[row] for s in both]), solo[1:], rtol=1e-2, atol=2e-2)

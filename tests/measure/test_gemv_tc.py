@@ -45,6 +45,28 @@ def test_tc_split_k_equals_one_pass(n, k, batch, block_n, block_w, split_k):
     assert not ws.any() and not cnt.any()
 
 
+@pytest.mark.parametrize("inter, k, batch, block_n, block_w, split_k, dtype", [
+    (32, 128, 3, 32, 16, 1, torch.float32),    # 2 programs of 16 gate + 16 up rows (EVEN)
+    (40, 272, 5, 32, 8, 3, torch.bfloat16),    # ragged: 40 outputs in blocks of 16, 34 words in 3 splits; bf16
+    (24, 64, 16, 16, 4, 2, torch.float32),     # 16 rows
+])
+def test_tc_glu_epilogue_equals_gemv_then_geglu(inter, k, batch, block_n, block_w, split_k, dtype):
+    """gate | up with the GeGLU in the epilogue (a program: half gate rows, half the matching up rows) gives what
+    the plain kernel followed by the fused step's geglu kernel gives: the same roundings, and the same sums up
+    to their order (a row sits elsewhere in the dot's tile, and the interpreter's float32 matmul may sum it
+    otherwise: ~1e-7 relative)."""
+    from llmsize.measure import fused
+    torch.manual_seed(inter + k + batch)
+    w = nvfp4.quantize(torch.randn(2 * inter, k) * 0.1)
+    x = torch.randn(batch, k).to(dtype)
+    for _ in range(2):  # (split: the workspace left zeroed)
+        got = gemv_tc.nvfp4_gemv_tc(x, w, block_n=block_n, block_w=block_w, split_k=split_k, glu=True)
+        plain = gemv_tc.nvfp4_gemv_tc(x, w, block_n=block_n, block_w=block_w, split_k=split_k)
+        assert got.shape == (batch, inter) and got.dtype == dtype
+        tol = (1e-5, 1e-6) if dtype == torch.float32 else (8e-3, 1e-3)  # bf16: one rounding step at most
+        torch.testing.assert_close(got.float(), fused.geglu(plain).float(), rtol=tol[0], atol=tol[1])
+
+
 def test_tc_kernel_decodes_every_code_and_subnormal_scales():
     """One-hot rows pick one column each: every code at every position of a word and of the K tile, every kind
     of E4M3 scale, exactly (the products are exact in fp16 and nothing else is added)."""
@@ -98,6 +120,8 @@ def test_tc_kernel_refuses_what_it_cannot_serve():
         gemv_tc.nvfp4_gemv_tc(torch.randn(2, 64), w, block_w=6)
     with pytest.raises(ValueError, match="split_k"):
         gemv_tc.nvfp4_gemv_tc(torch.randn(2, 64), w, block_w=4, split_k=0)
+    with pytest.raises(ValueError, match="even number of rows"):
+        gemv_tc.nvfp4_gemv_tc(torch.randn(2, 64), nvfp4.quantize(torch.randn(15, 64)), glu=True)
 
 
 def test_batch_dispatch_skips_kernels_that_failed_their_self_check(monkeypatch):

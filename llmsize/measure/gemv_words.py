@@ -319,6 +319,7 @@ if triton is not None:
             cnt = cnt_ptr + b * tl.num_programs(0) + pid_n
             if tl.atomic_add(cnt, 1, sem="acq_rel") == SPLIT_K - 1:  # the last of this row block's programs
                 y = tl.atomic_add(slot, tl.zeros_like(y), mask=row_ok, sem="acq_rel")  # the sums, read in L2
+                y = tl.where(row_ok, y, 0.0)  # (what a masked atomic returns is undefined: no GeGLU of garbage)
                 tl.store(slot, tl.zeros_like(y), mask=row_ok)  # and left zeroed for the next call
                 tl.atomic_xchg(cnt, 0, sem="relaxed")
                 _epilogue(y, y_ptr, pack_ptr, b, rows, row_ok, i0, N, inter, stride_yb, BLOCK_N, GLU, PACK)

@@ -39,7 +39,7 @@ MAX_ROWS = 16  # activation rows padded to the dot's 16 columns
 
 if triton is not None:
     from llmsize.measure.acts import gelu_tanh_mul
-    from llmsize.measure.gemv_words import _prefetch_block, _prefetch_row_segments, _prefetch_rows
+    from llmsize.measure.gemv_words import _prefetch_tile, _tile_rows
     from llmsize.measure.launch import pdl_entry, pdl_exit
 
     @triton.jit
@@ -145,26 +145,12 @@ if triton is not None:
         the fused step's geglu kernel folded in)."""
         pid_n = tl.program_id(0)
         kz = tl.program_id(1)
-        r = tl.arange(0, BLOCK_N)
-        i0 = pid_n * (BLOCK_N // 2)
-        if GLU:
-            rows = i0 + r // 2 + (r % 2) * inter  # gate row i, then up row i
-            row_ok = i0 + r // 2 < inter
-        else:
-            rows = pid_n * BLOCK_N + r
-            row_ok = rows < N
+        rows, row_ok, i0 = _tile_rows(pid_n, N, inter, BLOCK_N, GLU)
         k_lo = kz * kw_split
         k_hi = tl.minimum(kw, k_lo + kw_split)
         if PDL == 2:  # as the word kernels (launch.py): weights towards L2, then wait for the kernel before
-            if SPLIT:
-                _prefetch_row_segments(packed_ptr, scale_ptr, tl.where(row_ok, rows, 0), k_lo, k_hi - k_lo, kw,
-                                       nblk, prefetch // BLOCK_N)
-            elif GLU:
-                nrows = tl.minimum(BLOCK_N // 2, inter - i0)
-                _prefetch_rows(packed_ptr, scale_ptr, i0, nrows, kw, nblk, prefetch // 2)
-                _prefetch_rows(packed_ptr, scale_ptr, inter + i0, nrows, kw, nblk, prefetch // 2)
-            else:
-                _prefetch_block(packed_ptr, scale_ptr, pid_n, BLOCK_N, N, kw, nblk, prefetch)
+            _prefetch_tile(packed_ptr, scale_ptr, pid_n, rows, row_ok, i0, N, inter, k_lo, k_hi, kw, nblk, prefetch,
+                           BLOCK_N, SPLIT, GLU)
         pdl_entry(PDL, False)
         A: tl.constexpr = BLOCK_W // 4  # groups of four words
         jj = tl.arange(0, BLOCK_W)

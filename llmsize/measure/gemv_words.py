@@ -210,6 +210,36 @@ if triton is not None:
         prefetch_l2_each(scale_ptr + s_at, (rows * nblk + k_lo // 2 - s_at + nwords // 2) // 16 * 16)
 
     @triton.jit
+    def _tile_rows(pid_n, N, inter, BLOCK_N: tl.constexpr, GLU: tl.constexpr):
+        """A row-block program's weight rows, which of them exist, and its first output row: BLOCK_N rows from
+        pid_n * BLOCK_N, or (GLU, gate | up with N = 2 inter) BLOCK_N / 2 gate rows from i0 interleaved with
+        the matching up rows."""
+        r = tl.arange(0, BLOCK_N)
+        i0 = pid_n * (BLOCK_N // 2)
+        if GLU:
+            rows = i0 + r // 2 + (r % 2) * inter  # gate row i, then up row i
+            row_ok = i0 + r // 2 < inter
+        else:
+            rows = pid_n * BLOCK_N + r
+            row_ok = rows < N
+        return rows, row_ok, i0
+
+    @triton.jit
+    def _prefetch_tile(packed_ptr, scale_ptr, pid_n, rows, row_ok, i0, N, inter, k_lo, k_hi, kw, nblk, prefetch,
+                       BLOCK_N: tl.constexpr, SPLIT: tl.constexpr, GLU: tl.constexpr):
+        """Before the PDL wait (launch.py): the start of this program's weights towards L2 (they do not depend
+        on the kernel before): each row's K segment (SPLIT), the gate and up row ranges (GLU), or the block."""
+        if SPLIT:
+            _prefetch_row_segments(packed_ptr, scale_ptr, tl.where(row_ok, rows, 0), k_lo, k_hi - k_lo, kw,
+                                   nblk, prefetch // BLOCK_N)
+        elif GLU:
+            nrows = tl.minimum(BLOCK_N // 2, inter - i0)
+            _prefetch_rows(packed_ptr, scale_ptr, i0, nrows, kw, nblk, prefetch // 2)
+            _prefetch_rows(packed_ptr, scale_ptr, inter + i0, nrows, kw, nblk, prefetch // 2)
+        else:
+            _prefetch_block(packed_ptr, scale_ptr, pid_n, BLOCK_N, N, kw, nblk, prefetch)
+
+    @triton.jit
     def _epilogue(y, y_ptr, pack_ptr, b, rows, row_ok, i0, N, inter, stride_yb, BLOCK_N: tl.constexpr,
                   GLU: tl.constexpr, PACK: tl.constexpr):
         dt = y_ptr.dtype.element_ty
@@ -261,27 +291,13 @@ if triton is not None:
         pid_n = tl.program_id(0)
         b = tl.program_id(1)
         kz = tl.program_id(2)
-        r = tl.arange(0, BLOCK_N)
-        i0 = pid_n * (BLOCK_N // 2)
-        if GLU:
-            rows = i0 + r // 2 + (r % 2) * inter  # gate row i, then up row i
-            row_ok = i0 + r // 2 < inter
-        else:
-            rows = pid_n * BLOCK_N + r
-            row_ok = rows < N
+        rows, row_ok, i0 = _tile_rows(pid_n, N, inter, BLOCK_N, GLU)
         k_lo = kz * kw_split
         k_hi = tl.minimum(kw, k_lo + kw_split)
-        if PDL == 2:  # see launch.py: the start of this program's rows towards L2 (weights do not depend on the
-            # kernel before), then (pdl_entry) wait for that kernel; the next kernel is let in after the loop
-            if SPLIT_K > 1:
-                _prefetch_row_segments(packed_ptr, scale_ptr, tl.where(row_ok, rows, 0), k_lo, k_hi - k_lo, kw,
-                                       nblk, prefetch // BLOCK_N)
-            elif GLU:
-                nrows = tl.minimum(BLOCK_N // 2, inter - i0)
-                _prefetch_rows(packed_ptr, scale_ptr, i0, nrows, kw, nblk, prefetch // 2)
-                _prefetch_rows(packed_ptr, scale_ptr, inter + i0, nrows, kw, nblk, prefetch // 2)
-            else:
-                _prefetch_block(packed_ptr, scale_ptr, pid_n, BLOCK_N, N, kw, nblk, prefetch)
+        if PDL == 2:  # see launch.py: weights towards L2, then (pdl_entry) wait for the kernel before; the next
+            # kernel is let in after the loop
+            _prefetch_tile(packed_ptr, scale_ptr, pid_n, rows, row_ok, i0, N, inter, k_lo, k_hi, kw, nblk, prefetch,
+                           BLOCK_N, SPLIT_K > 1, GLU)
         pdl_entry(PDL, False)
         jj = tl.arange(0, BLOCK_W)
         jb = tl.arange(0, BLOCK_W // 2)

@@ -12,8 +12,15 @@ from __future__ import annotations
 
 import torch
 
-from llmsize.measure.gemv_words import _copies_beyond_l2, _time_configs, e4m3_cvt, pack_x_pairs, word_operands
-from llmsize.measure.nvfp4 import BLOCK, Nvfp4Weight
+from llmsize.measure.gemv_words import (
+    _copies_beyond_l2,
+    _time_configs,
+    check_rows,
+    e4m3_cvt,
+    pack_x_pairs,
+    word_operands,
+)
+from llmsize.measure.nvfp4 import Nvfp4Weight
 
 try:  # triton is optional on the CPU (as in gemv.py)
     import triton
@@ -109,13 +116,8 @@ def nvfp4_gemv_rows(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = 
                     block_w: int | None = None, num_warps: int = 4, stages: int = 1) -> torch.Tensor:
     """x [B, K] (B from 2 to MAX_ROWS) -> [B, N], one pass over the packed weights for all rows. On a GPU without
     tiles given, the first call per shape times the configurations that divide it (as nvfp4_gemv_words)."""
-    if triton is None:
-        raise RuntimeError("triton is not installed")
+    check_rows(x, w, 2, MAX_ROWS)
     n, k = w.shape
-    if k % BLOCK:
-        raise ValueError(f"K must be a multiple of {BLOCK}, got {k}")
-    if x.dim() != 2 or x.shape[1] != k or not 2 <= x.shape[0] <= MAX_ROWS:
-        raise ValueError(f"x must be [2 <= B <= {MAX_ROWS}, {k}], got {tuple(x.shape)}")
     b = x.shape[0]
     x2 = pack_x_pairs(x.contiguous())
     if out is None:

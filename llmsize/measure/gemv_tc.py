@@ -26,8 +26,15 @@ from __future__ import annotations
 
 import torch
 
-from llmsize.measure.gemv_words import _copies_beyond_l2, _split_workspace, _time_configs, e4m3_cvt, word_operands
-from llmsize.measure.nvfp4 import BLOCK, Nvfp4Weight
+from llmsize.measure.gemv_words import (
+    _copies_beyond_l2,
+    _split_workspace,
+    _time_configs,
+    check_rows,
+    e4m3_cvt,
+    word_operands,
+)
+from llmsize.measure.nvfp4 import Nvfp4Weight
 
 try:  # triton is optional on the CPU (as in gemv.py)
     import triton
@@ -230,13 +237,8 @@ def nvfp4_gemv_tc(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = No
     all rows on the tensor cores; glu: w is gate | up, the result gelu_tanh(gate) * up [B, N / 2]. On a GPU
     without tiles given, the first call per shape and batch times the configurations that divide it (as
     nvfp4_gemv_words); block_w is a multiple of 4 words, split_k the number of programs sharing a row block's K."""
-    if triton is None:
-        raise RuntimeError("triton is not installed")
+    check_rows(x, w, 1, MAX_ROWS)
     n, k = w.shape
-    if k % BLOCK:
-        raise ValueError(f"K must be a multiple of {BLOCK}, got {k}")
-    if x.dim() != 2 or x.shape[1] != k or not 1 <= x.shape[0] <= MAX_ROWS:
-        raise ValueError(f"x must be [1 <= B <= {MAX_ROWS}, {k}], got {tuple(x.shape)}")
     if glu and n % 2:
         raise ValueError(f"a gate | up weight has an even number of rows, got {n}")
     b, n_out = x.shape[0], n // 2 if glu else n

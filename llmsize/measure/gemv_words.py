@@ -366,6 +366,17 @@ def _split_workspace(device, b: int, n: int) -> tuple[torch.Tensor, torch.Tensor
             scratch.zeroed("split-K counters", device, (b, triton.cdiv(n, 16)), torch.int32))
 
 
+def check_rows(x: torch.Tensor, w: Nvfp4Weight, lo: int, hi: int) -> None:
+    """What a batched word-kernel launcher refuses: no triton, K not whole blocks, x not [lo..hi rows, K]."""
+    if triton is None:
+        raise RuntimeError("triton is not installed")
+    k = w.shape[1]
+    if k % BLOCK:
+        raise ValueError(f"K must be a multiple of {BLOCK}, got {k}")
+    if x.dim() != 2 or x.shape[1] != k or not lo <= x.shape[0] <= hi:
+        raise ValueError(f"x must be [{lo} <= B <= {hi}, {k}], got {tuple(x.shape)}")
+
+
 def word_operands(w: Nvfp4Weight, device) -> tuple:
     """What the word kernels' launchers share: K in words and in blocks, the codes as int32 words, the scales as
     bytes, whether to run the PTX (on a GPU; the interpreter runs its plain-Triton stand-ins), the PDL launch

@@ -206,6 +206,28 @@ def test_report_says_when_a_self_check_failed(run_cli, tmp_path):
     text = " ".join(buf.getvalue().split())
     assert "one Triton kernel (GEMV, soft-cap, greedy token); timed from a CUDA graph: kernel 451.2 us, " \
            "cuBLAS + ops 470.5 us" in text
+    assert r["run"]["batch_kernels"] is None and "batch GEMVs" not in text  # batch 1 (and a CPU run)
+    r["run"]["batch_kernels"] = {"3840x4096": "rows", "30720x3840 GeGLU": "tc 128x16 w4 k1"}  # a batch-4 run
+    buf = StringIO()
+    render_measure(r, Console(file=buf, width=100))
+    text = " ".join(buf.getvalue().split())
+    assert "batch GEMVs 3840x4096: rows, 30720x3840 GeGLU: tc 128x16 w4 k1" in text
+
+
+def test_batch_kernels_name_what_the_card_timed(monkeypatch):
+    """run.batch_kernels: per shape the kernel nvfp4_gemv_batch kept (rows) or the tensor-core tile, the
+    GeGLU pass named apart; only the run's batch, and nothing at batch 1 or without the word kernels."""
+    from llmsize.measure import gemv_tc
+    from llmsize.measure.run import _batch_kernels
+    monkeypatch.setattr(gemv_tc, "_batch_choice", {(3840, 4096, 4): "rows", (8192, 3840, 4): "tc",
+                                                   (8192, 3840, 16): "tc"})
+    monkeypatch.setattr(gemv_tc, "_tc_best", {(3840, 4096, 4, False): (128, 16, 4, 4),
+                                              (8192, 3840, 4, False): (64, 16, 4, 2),
+                                              (30720, 3840, 4, True): (256, 16, 8, 1),
+                                              (8192, 3840, 16, False): (128, 16, 4, 1)})
+    assert _batch_kernels("words", 4) == {"3840x4096": "rows", "8192x3840": "tc 64x16 w4 k2",
+                                          "30720x3840 GeGLU": "tc 256x16 w8 k1"}
+    assert _batch_kernels("words", 1) is None and _batch_kernels("triton", 4) is None
 
 
 @pytest.mark.parametrize("var, value", [("LLMSIZE_PDL", "yes"), ("LLMSIZE_PREFETCH_KB", "4096"),

@@ -76,6 +76,7 @@ def main():
             ("dot b1", lambda i: gemv.nvfp4_gemv_dot(x, c4[i % len(c4)], out=out), nb4),
             ("pairs b1", lambda i: gemv.nvfp4_gemv_pairs(x, c4[i % len(c4)], out=out), nb4),
             ("words b1", lambda i: gemv_words.nvfp4_gemv_words(x, c4[i % len(c4)], out=out), nb4),
+            ("tc b1", lambda i: gemv_tc.nvfp4_gemv_tc(x, c4[i % len(c4)], out=out), nb4),  # (for comparison)
             ("rows4", lambda i: gemv_rows.nvfp4_gemv_rows(x16[:4], c4[i % len(c4)], out=out16[:4]), nb4),
             ("pairs4", lambda i: gemv.nvfp4_gemv_pairs(x16[:4], c4[i % len(c4)], out=out16[:4]), nb4),
             ("tc2", lambda i: gemv_tc.nvfp4_gemv_tc(x16[:2], c4[i % len(c4)], out=out16[:2]), nb4),
@@ -101,7 +102,8 @@ def main():
                 per_token[path] += t * PER_TOKEN[name]
             gbs = nbytes / t / 1e9
             cfg = gemv_words._words_best.get((n, k, 1, False, False)) if path == "words b1" else None
-            tile = gemv_tc._tc_best.get((n, k, int(path[2:]), False)) if path.startswith("tc") else None
+            tile = gemv_tc._tc_best.get((n, k, 1 if path == "tc b1" else int(path[2:]), False)) \
+                if path.startswith("tc") else None
             print(f"{name:12s} {n:>6d}x{k:<6d} {path:7s} {nbytes / 1e6:8.2f} {t * 1e6:8.1f} {gbs:8.1f} "
                   f"{100 * gbs / theo:6.1f}%" + (f"  (BN, BW, warps, stages, split K: {cfg})" if cfg else "")
                   + (f"  (BN, BW, warps, K splits: {tile})" if tile else ""))

@@ -205,11 +205,12 @@ def test_decoder_refuses_an_unknown_lm_head():
 @pytest.mark.skipif(not triton_available(), reason="triton not installed")
 @pytest.mark.parametrize("k_eq_v, chunk, fold, split", [
     (False, None, False, 16), (True, None, False, 16), (False, 2, False, 16), (False, None, True, 16),
-    (True, 2, True, 16), (False, None, False, 32), (True, None, True, 32)])
+    (True, 2, True, 16), (False, None, False, 32), (True, None, True, 32), (True, None, True, 48)])
 def test_fused_attention_splits_and_batch_rows(k_eq_v, chunk, fold, split):
     """Small splits (16 rows, so a 40-slot cache takes 3 programs per KV head, the last one partly past the
     position; or 32, two blocks of 16 per slice, the first loaded before the kernel's PDL wait and the second
-    in its loop), two sequences, the combine folding the slices at once or two at a time, in its own kernel or
+    in its loop; or 48, not a power of two, three blocks, the last past the cache's 40 slots), two sequences,
+    the combine folding the slices at once or two at a time, in its own kernel or
     (fold) in the split kernel's last slice per KV head (a counter per group, re-zeroed: five positions in a
     row through the same counters): from the raw qkv
     projection, the kernel norms and rotates q and k, v_norms v (from k's columns when K = V, as Gemma 4's full
@@ -378,6 +379,16 @@ def test_attention_slices_fit_one_wave_of_the_card(monkeypatch):
     assert fused.attn_split(gpu, 1, 8, 1024, 2, 256) == 32
     assert fused.attn_split(gpu, 1, 1, 4362, 16, 512) == 64
     assert fused.attn_split(gpu, 4, 8, 1024, 2, 256) == 128  # batch 4: 4 x 8 x 8 = 256 programs
+    # full layers in a batch: 4 x 28 slices of 160 = 112 programs, 16 x 8 of 576 = 128 (powers of two: 72, 80)
+    assert fused.attn_split(gpu, 4, 1, 4362, 16, 512) == 160
+    assert fused.attn_split(gpu, 16, 1, 4362, 16, 512) == 576
+    for b in (1, 2, 3, 4, 8, 16):  # always one wave (unless even one slice each is more), and no smaller slice is
+        for kvh, slots, g, hd in ((8, 1024, 2, 256), (1, 4362, 16, 512), (2, 777, 2, 64)):
+            split = fused.attn_split(gpu, b, kvh, slots, g, hd)
+            programs, wave = b * kvh * -(-slots // split), fused.attn_programs(gpu, g, hd)
+            assert split % fused.ATTN_BLOCK_S == 0 and programs <= max(wave, b * kvh), (b, kvh, split)
+            smaller = split - fused.ATTN_BLOCK_S
+            assert smaller < fused.ATTN_BLOCK_S or b * kvh * -(-slots // smaller) > wave, (b, kvh, split)
     assert fused.attn_split(gpu, 1, 1, 20, 16, 512) == 32  # never below a tensor-core block, nor past the cache
     assert fused.attn_split(gpu, 1, 1, 4362, 16, 512, split=16) == 32
     assert fused.attn_split(torch.device("cpu"), 1, 1, 4362, 16, 512) == 32  # the interpreter: ATTN_PROGRAMS

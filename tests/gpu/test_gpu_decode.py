@@ -200,6 +200,21 @@ def test_tc_kernel_on_gemma_shapes(n, k, rows):
             torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
 
 
+@pytest.mark.parametrize("rows", [2, 16])
+def test_tc_geglu_epilogue_on_the_gemma_gate_up(rows):
+    """The gate | up pass with the GeGLU folded in (autotuned) against the float32 reference's GEMV then
+    gelu_tanh(gate) * up, on Gemma 4 12B's 2 x 15,360 x 3,840."""
+    import torch.nn.functional as F
+
+    from llmsize.measure import gemv, gemv_tc, nvfp4
+    torch.manual_seed(rows)
+    w = nvfp4.quantize(torch.randn(30720, 3840, device="cuda") / 62)
+    x = torch.randn(rows, 3840, device="cuda", dtype=torch.bfloat16)
+    y = gemv.nvfp4_linear_reference(x.float(), w)
+    want = F.gelu(y[:, :15360], approximate="tanh") * y[:, 15360:]
+    torch.testing.assert_close(gemv_tc.nvfp4_gemv_tc(x, w, glu=True).float(), want, rtol=2e-2, atol=2e-2)
+
+
 def test_tc_kernel_decodes_every_code_and_scale_on_the_gpu(monkeypatch):
     """Every code at every position of a word, E4M3 subnormal and largest scales, exactly; also through the
     sm_80 scale path (bits, x 2^15), which this card can run too."""

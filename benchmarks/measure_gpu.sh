@@ -68,7 +68,11 @@ if want headline; then
   run_measure bf16 --quant bf16 --no-probe
 fi
 # 2. the kernels on the card against their references
-want tests && timeout 180 $PY -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tail -25 | tee "$OUT/gpu-tests.log"
+if want tests; then  # -v into a log as it runs: a run cut by the timeout still names each test's outcome so far
+  timeout 180 $PY -m pytest -vv -rfE -p no:cacheprovider tests/gpu > "$OUT/gpu-tests-verbose.log" 2>&1
+  { grep -E "(FAILED|ERROR)" "$OUT/gpu-tests-verbose.log" | head -30; tail -3 "$OUT/gpu-tests-verbose.log"; } \
+    | tee "$OUT/gpu-tests.log"
+fi
 # 3. the GEMVs alone (each config timed per shape; DRAM-bound: each call reads another copy of the matrix)
 want gemv && timeout 100 $PY benchmarks/gemv_bench.py --best-out "$OUT/best-gemv.txt" 2>&1 | tee "$OUT/gemv-bench.txt"
 FALLBACK=words  # not benched in this call: the default's kernel on Hopper; benched and none won: the byte kernel

@@ -2,6 +2,9 @@
 
     python benchmarks/kernel_sass.py [--arch 90]
 
+(also the registers a thread, with the pointer and stride divisibility the JIT gives Gemma 4's shapes; the
+compile test's builds, without those hints, hold more)
+
 Compiles each kernel for sm_90 with Triton's own compiler and ptxas (both ship in the triton wheel), finds
 the main loop in the SASS (the backward branch), counts its instructions, and divides by the weights one
 thread handles per iteration. The bandwidth it can sustain then follows from the issue rate: an H100/H200 SM
@@ -124,7 +127,8 @@ def main() -> None:
     args = ap.parse_args()
     target = GPUTarget("cuda", args.arch, 32)
     cuobjdump = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
-    print(f"{'kernel':22s} {'loop instr':>10s} {'weights/thread':>14s} {'instr/weight':>12s} {'BW ceiling':>10s}")
+    print(f"{'kernel':22s} {'loop instr':>10s} {'weights/thread':>14s} {'instr/weight':>12s} {'BW ceiling':>10s} "
+          f"{'registers':>9s}")
     for name, fn, sig, consts, warps, weights in cases():
         src = ASTSource(fn=fn, signature=reorder(sig, fn), constexprs=consts, attrs=divisibility(sig, fn))
         k = triton.compile(src, target=target, options={"num_warps": warps})
@@ -132,11 +136,15 @@ def main() -> None:
             f.write(k.asm["cubin"])
             f.flush()
             sass = subprocess.run([cuobjdump, "-sass", f.name], capture_output=True, text=True, check=True).stdout
+            usage = subprocess.run([cuobjdump, "--dump-resource-usage", f.name], capture_output=True,
+                                   text=True).stdout
+        regs = re.search(r"REG:(\d+)", usage)
         n = main_loop_instructions(sass)
         per_thread = weights / (32 * warps)
         ipw = n / per_thread
         ceiling = min(1.0, ISSUE_PER_CLOCK / ipw / WEIGHTS_PER_CLOCK_AT_FULL_BW)
-        print(f"{name:22s} {n:10d} {per_thread:14.0f} {ipw:12.2f} {100 * ceiling:9.0f}%")
+        print(f"{name:22s} {n:10d} {per_thread:14.0f} {ipw:12.2f} {100 * ceiling:9.0f}% "
+              f"{regs.group(1) if regs else '?':>9s}")
 
 
 if __name__ == "__main__":

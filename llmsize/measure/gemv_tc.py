@@ -6,8 +6,9 @@ tensor-core kernels spend 9-10 per weight decoding codes one fp16 at a time. Her
 codes is decoded as in the word kernels (Marlin's unpack, vllm csrc/quantization/marlin/dequant.h: three
 integer ops make the fp16 high bytes of four codes, one prmt picks a pair) straight into fp16x2 pairs of the
 tensor-core operand, scaled by the block scale with one fp16x2 multiply per pair, and the dot runs on the
-tensor cores (wgmma on Hopper) against up to 16 activation rows: 3.1-3.4 instructions per weight whatever
-the batch (benchmarks/kernel_sass.py), under the ~3.9 an H200 SM affords at full bandwidth.
+tensor cores (wgmma on Hopper) against up to 16 activation rows: 3.1-3.4 instructions per weight (128-256
+rows a program; 4.3-4.4 at 64) whatever the batch (benchmarks/kernel_sass.py), under the ~3.9 an H200 SM
+affords at full bandwidth.
 
 The dot's K order is the decode's, not the columns': the tensor-core fragment gives each thread pairs of
 consecutive k, so k = 32a + 8p + 2t + i (a tile of BLOCK_W words in groups of four) is code i of pair p

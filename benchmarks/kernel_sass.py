@@ -90,9 +90,12 @@ def cases():
               "BLOCK_N": "constexpr", "GLU": "constexpr",
               "BLOCK_W": "constexpr", "BLOCK_B": "constexpr", "EVEN": "constexpr", "SPLIT": "constexpr",
               "USE_ASM": "constexpr", "E4M3_CVT": "constexpr", "PDL": "constexpr"}
-    for bn, bw, w, split in gemv_tc.TC_CONFIGS:  # 1-16 rows in one weight pass, on the tensor cores
-        out.append((f"tc {bn}x{8 * bw} w{w} k{split}", gemv_tc._gemv_tc, sig_tc,
-                    {"BLOCK_N": bn, "BLOCK_W": bw, "BLOCK_B": gemv_tc.MAX_ROWS, "EVEN": True, "SPLIT": split > 1,
+    # 1-16 rows in one weight pass, on the tensor cores; above, a program per 32-128 rows ("b64": instructions per
+    # weight for all of a program's rows, each weight decoded once per program)
+    for bn, bw, w, split, bb in gemv_tc.TC_CONFIGS + gemv_tc.TC_WIDE_CONFIGS:
+        out.append((f"tc {bn}x{8 * bw} w{w} k{split}" + (f" b{bb}" if bb != gemv_tc.ROW_BLOCK else ""),
+                    gemv_tc._gemv_tc, sig_tc,
+                    {"BLOCK_N": bn, "BLOCK_W": bw, "BLOCK_B": bb, "EVEN": True, "SPLIT": split > 1,
                      "GLU": False, "USE_ASM": True, "E4M3_CVT": True, "PDL": 2}, w, bn * bw * 8))
     return out
 

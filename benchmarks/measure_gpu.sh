@@ -9,7 +9,8 @@
 #
 # Stages, in this order (default: all): headline (plain `llmsize measure` and the bf16 baseline), tests (the GPU
 # tests), gemv (the GEMV microbenchmark), variants (step_variants.py), others (the other measure variants),
-# sweep (decode.py at batch 1, 4, 16), profile. A second device call can pick up where a first one was cut off,
+# sweep (decode.py at batch 1, 4, 16), crossover (decode.py at 128 tokens, batch 1 to 256: where the loop
+# leaves the memory roof, against plan's ridge), profile. A second device call can pick up where a first one was cut off,
 # e.g. `bash benchmarks/measure_gpu.sh sweep profile`.
 #
 # Steps run most important first (the headline: plain `llmsize measure` and the bf16 baseline), everything
@@ -20,7 +21,7 @@
 # run benchmarks/fetch_device_wheels.sh here first and carry .whl; if .whl/ exists it is installed to /tmp/site.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-ALL="headline tests gemv variants others sweep profile"
+ALL="headline tests gemv variants others sweep crossover profile"
 STAGES=" ${*:-$ALL} "
 for st in $STAGES; do
   case " $ALL " in *" $st "*) ;; *) echo "measure_gpu.sh: unknown stage \`$st\`; use some of: $ALL" >&2; exit 2;; esac
@@ -45,6 +46,7 @@ summary() {  # the Markdown block from every measure run so far, then the step v
     > "$OUT/RESULTS-append.md"
   [ -f "$OUT/step-variants.md" ] && { echo; cat "$OUT/step-variants.md"; } >> "$OUT/RESULTS-append.md"
   [ -f "$OUT/decode-sweep.md" ] && { echo; cat "$OUT/decode-sweep.md"; } >> "$OUT/RESULTS-append.md"
+  [ -f "$OUT/decode-crossover.md" ] && { echo; cat "$OUT/decode-crossover.md"; } >> "$OUT/RESULTS-append.md"
   cp "$OUT/RESULTS-append.md" "$FINAL/" 2>/dev/null
 }
 
@@ -100,6 +102,12 @@ if want sweep; then
   echo "batch sweep with: --gemv $BEST $FUSED"
   timeout 300 $PY benchmarks/decode.py --save-dir "$OUT" --batches 1,4,16 --gemv "$BEST" $FUSED 2>&1 \
     | tee "$OUT/decode-sweep.log" | sed -n '/^## decode.py/,$p' > "$OUT/decode-sweep.md"
+  summary
+fi
+if want crossover; then  # the word family (auto: if its self-checks pass), the only NVFP4 path above 16 rows
+  timeout 300 $PY benchmarks/decode.py --save-dir "$OUT" --context 128 --tokens 64 --batches 1,16,32,64,128,256 \
+    --no-baseline --gemv auto $FUSED 2>&1 | tee "$OUT/decode-crossover.log" | sed -n '/^## decode.py/,$p' \
+    > "$OUT/decode-crossover.md"
   summary
 fi
 if want profile; then

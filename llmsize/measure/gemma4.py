@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from llmsize.measure import GEMV_KERNELS, gemv_words, nvfp4
+from llmsize.measure import GEMV_KERNELS, gemv_tc, gemv_words, nvfp4
 from llmsize.measure.gemv import nvfp4_gemv, nvfp4_gemv_dot, nvfp4_gemv_pairs, nvfp4_linear_reference
 from llmsize.measure.gemv_tc import nvfp4_gemv_batch, nvfp4_gemv_tc
 from llmsize.measure.gemv_words import nvfp4_gemv_words
@@ -242,7 +242,7 @@ class Gemma4Decoder:
     captured in a CUDA graph and replayed. `gemv` picks the NVFP4 decode path: "triton" (the CUDA-core
     kernel at batch 1, the tensor-core one for batches), "dot" (the tensor-core kernel always), "pairs" (two
     codes decoded per integer op, tensor-core dot, any batch up to 16), "words" (fp16x2 CUDA-core kernel at
-    batch 1; 2-16 rows through gemv_tc.nvfp4_gemv_batch: the tensor-core word kernel, or at 2-4 rows the
+    batch 1; 2-256 rows through gemv_tc.nvfp4_gemv_batch: the tensor-core word kernel, or at 2-4 rows the
     several-row CUDA-core one where the card times it faster) or "torch"
     (dequantize + matmul, the reference; what the CPU uses by default).
     """
@@ -286,11 +286,12 @@ class Gemma4Decoder:
     # -- linears
     def _linear(self, x: torch.Tensor, w) -> torch.Tensor:
         if isinstance(w, nvfp4.Nvfp4Weight):
+            if self.gemv == "words" and x.shape[0] <= max(self.batch, 16):  # a step's row, or its 2-256 rows
+                # in one weight pass (tensor cores, or 2-4 rows on the CUDA cores where the card times that
+                # faster); a longer prompt is a prefill: the dense path below
+                return nvfp4_gemv_words(x, w) if x.shape[0] == 1 else nvfp4_gemv_batch(x, w)
             if x.shape[0] <= 16 and self.gemv in GEMV_KERNELS:
                 # batch 1: a CUDA-core kernel; several rows, or asked for: one tensor-core pass for all
-                if self.gemv == "words":  # one row; 2-16 in one weight pass (tensor cores, or 2-4 rows on the
-                    # CUDA cores where the card times that faster)
-                    return nvfp4_gemv_words(x, w) if x.shape[0] == 1 else nvfp4_gemv_batch(x, w)
                 if self.gemv == "pairs":
                     return nvfp4_gemv_pairs(x, w)
                 if x.shape[0] == 1 and self.gemv == "triton":
@@ -416,7 +417,7 @@ class Gemma4Decoder:
         two residual_norms; geglu). With the word GEMV at batch 1 two: the gate | up pass applies the GeGLU, the
         o and down passes the residual norms, so a layer is six kernels, five where the attention folds its
         combine (sliding layers); the step starts with embed_norm and, lm_head="triton", ends in one kernel. With
-        the word family at batch 2-16 the tensor-core gate | up pass applies the GeGLU (no geglu kernel)."""
+        the word family at batch 2-256 the tensor-core gate | up pass applies the GeGLU (no geglu kernel)."""
         from llmsize.measure import fused
 
         cfg, eps, f32 = self.cfg, self.cfg.rms_eps, self._f32
@@ -425,9 +426,10 @@ class Gemma4Decoder:
         pk = self.gemv == "words" and self.batch == 1 and isinstance(layers[0].qkv, nvfp4.Nvfp4Weight)
 
         fold = pk and self.fold
-        # batch 2-16 with the word family: the GeGLU in the tensor-core gate | up pass (no geglu kernel)
-        tc_glu = (self.gemv == "words" and 1 < self.batch <= 16 and isinstance(layers[0].gate_up, nvfp4.Nvfp4Weight)
-                  and "tc" not in gemv_words.words_off)
+        # batch 2-256 with the word family: the GeGLU in the tensor-core gate | up pass (no geglu kernel)
+        tc_glu = (self.gemv == "words" and 1 < self.batch <= gemv_tc.MAX_ROWS
+                  and isinstance(layers[0].gate_up, nvfp4.Nvfp4Weight) and "tc" not in gemv_words.words_off
+                  and (self.batch <= gemv_tc.ROW_BLOCK or "wide" not in gemv_words.words_off))
 
         def lin(inp, w):
             return nvfp4_gemv_words(None, w, x2=inp, out_dtype=x.dtype) if pk else self._linear(inp, w)

@@ -150,20 +150,28 @@ if triton is not None:
 
         GLU: the weight is gate | up (N = 2 inter rows); a program takes BLOCK_N / 2 gate rows and the matching
         up rows, interleaved, and stores gelu_tanh(gate) * up [B, inter] (the word kernel's GeGLU epilogue,
-        the fused step's geglu kernel folded in)."""
-        pid_n = tl.program_id(0)
+        the fused step's geglu kernel folded in).
+
+        More than BLOCK_B rows: the row blocks of x are programs too, adjacent on axis 0 (program pid is row
+        block pid % nb of weight block pid // nb), so the programs that decode the same weight tile run side by
+        side and all but the first read it from L2; only the first prefetches it."""
+        pid = tl.program_id(0)
         kz = tl.program_id(1)
+        nb = tl.cdiv(B, BLOCK_B)
+        pid_n = pid // nb
+        pid_b = pid % nb
         rows, row_ok, i0 = _tile_rows(pid_n, N, inter, BLOCK_N, GLU)
         k_lo = kz * kw_split
         k_hi = tl.minimum(kw, k_lo + kw_split)
         if PDL == 2:  # as the word kernels (launch.py): weights towards L2, then wait for the kernel before
-            _prefetch_tile(packed_ptr, scale_ptr, pid_n, rows, row_ok, i0, N, inter, k_lo, k_hi, kw, nblk, prefetch,
-                           BLOCK_N, SPLIT, GLU)
+            if pid_b == 0:
+                _prefetch_tile(packed_ptr, scale_ptr, pid_n, rows, row_ok, i0, N, inter, k_lo, k_hi, kw, nblk,
+                               prefetch, BLOCK_N, SPLIT, GLU)
         pdl_entry(PDL, False)
         A: tl.constexpr = BLOCK_W // 4  # groups of four words
         jj = tl.arange(0, BLOCK_W)
         jb = tl.arange(0, BLOCK_W // 2)
-        bs = tl.arange(0, BLOCK_B)
+        bs = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)
         kk = tl.arange(0, 8 * BLOCK_W)
         pp = tl.arange(0, 4)[None, None, :, None]  # pair p of a word: columns (p, p + 4)
         shift = (4 * (1 - pp % 2)).to(tl.uint32)  # even p: the low nibbles, moved up by q << 4
@@ -201,11 +209,11 @@ if triton is not None:
             slot = ws_ptr + bs[None, :] * N + rows[:, None]
             tl.atomic_add(slot, y, mask=m, sem="relaxed")
             tl.debug_barrier()  # every thread's adds before the counter's release
-            if tl.atomic_add(cnt_ptr + pid_n, 1, sem="acq_rel") == tl.num_programs(1) - 1:  # the last of them
+            if tl.atomic_add(cnt_ptr + pid, 1, sem="acq_rel") == tl.num_programs(1) - 1:  # the last of them
                 y = tl.atomic_add(slot, tl.zeros_like(y), mask=m, sem="acq_rel")  # the sums, read in L2
                 y = tl.where(m, y, 0.0)  # (what a masked atomic returns is undefined: no GeGLU of garbage)
                 tl.store(slot, tl.zeros_like(y), mask=m)  # and left zeroed for the next call
-                tl.atomic_xchg(cnt_ptr + pid_n, 0, sem="relaxed")
+                tl.atomic_xchg(cnt_ptr + pid, 0, sem="relaxed")
                 _store_y(y, y_ptr, rows, m, bs, b_ok, i0, inter, stride_yb, BLOCK_N, BLOCK_B, GLU)
         else:
             _store_y(y, y_ptr, rows, m, bs, b_ok, i0, inter, stride_yb, BLOCK_N, BLOCK_B, GLU)
@@ -225,19 +233,37 @@ if triton is not None:
             tl.store(y_ptr + bs[None, :] * stride_yb + rows[:, None], y.to(dt), mask=m)
 
 
-# BLOCK_N, BLOCK_W, warps, K splits: whole rows, and split over K for the GEMVs with few rows
-# (256 rows a program: half the activation re-reads from L2 per weight byte of 128, which matters at 16 rows)
-TC_CONFIGS = ((128, 16, 4, 1), (256, 16, 8, 1), (64, 16, 4, 1), (128, 32, 4, 1), (128, 16, 4, 2), (64, 16, 4, 2),
-              (128, 16, 4, 4), (64, 16, 4, 4), (256, 16, 8, 8))
-_tc_best: dict[tuple, tuple[int, int, int, int]] = {}
+# BLOCK_N, BLOCK_W, warps, K splits, BLOCK_B (activation rows a program): up to 16 rows (one program's dot
+# padded to 16 columns), whole rows, and split over K for the GEMVs with few rows (256 rows a program: half
+# the activation re-reads from L2 per weight byte of 128, which matters at 16 rows)
+TC_CONFIGS = ((128, 16, 4, 1, 16), (256, 16, 8, 1, 16), (64, 16, 4, 1, 16), (128, 32, 4, 1, 16), (128, 16, 4, 2, 16),
+              (64, 16, 4, 2, 16), (128, 16, 4, 4, 16), (64, 16, 4, 4, 16), (256, 16, 8, 8, 16))
+# above 16 rows (the batch sweep past plan's ridge): each program decodes its weight tile for BLOCK_B rows, so
+# the ~3.3 decode instructions per weight are paid once per BLOCK_B rows; a wider BLOCK_B pays them less often
+# but holds more accumulators (BLOCK_N x BLOCK_B fp32 over the threads: 32-64 registers here)
+TC_WIDE_CONFIGS = ((128, 16, 4, 1, 32), (128, 16, 8, 1, 64), (64, 16, 4, 1, 64), (256, 16, 8, 1, 64),
+                   (128, 16, 8, 1, 128), (128, 16, 8, 2, 64), (128, 32, 8, 1, 64))
+MAX_ROWS = 256  # the most activation rows a call takes (the batches `llmsize measure` decodes)
+ROW_BLOCK = 16  # up to this many rows, one program's dot takes them all
+_tc_best: dict[tuple, tuple[int, int, int, int, int]] = {}
+
+
+def configs_for(b: int) -> tuple[tuple[int, int, int, int, int], ...]:
+    """The configurations timed for b rows: those of 16-row programs up to 16 rows; beyond, the wide ones whose
+    BLOCK_B does not exceed b rounded up to a power of two (no program of rows that are all padding)."""
+    if b <= ROW_BLOCK:
+        return TC_CONFIGS
+    return tuple(c for c in TC_WIDE_CONFIGS if c[4] <= triton.next_power_of_2(b))
 
 
 def nvfp4_gemv_tc(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = None, block_n: int | None = None,
-                  block_w: int | None = None, num_warps: int = 4, split_k: int = 1, glu: bool = False) -> torch.Tensor:
-    """x [B, K] (B from 1 to 16; bf16, fp16 or fp32) -> [B, N] in x's dtype, one pass over the packed weights for
-    all rows on the tensor cores; glu: w is gate | up, the result gelu_tanh(gate) * up [B, N / 2]. On a GPU
-    without tiles given, the first call per shape and batch times the configurations that divide it (as
-    nvfp4_gemv_words); block_w is a multiple of 4 words, split_k the number of programs sharing a row block's K."""
+                  block_w: int | None = None, num_warps: int = 4, split_k: int = 1, glu: bool = False,
+                  block_b: int | None = None) -> torch.Tensor:
+    """x [B, K] (B from 1 to MAX_ROWS; bf16, fp16 or fp32) -> [B, N] in x's dtype, on the tensor cores: one pass
+    over the packed weights for up to block_b rows (16; above 16 rows a program takes 32, 64 or 128), the row
+    blocks side by side; glu: w is gate | up, the result gelu_tanh(gate) * up [B, N / 2]. On a GPU without tiles
+    given, the first call per shape and batch times configs_for(B) that divide it (as nvfp4_gemv_words);
+    block_w is a multiple of 4 words, split_k the number of programs sharing a row block's K."""
     check_rows(x, w, 1, MAX_ROWS)
     n, k = w.shape
     if glu and n % 2:
@@ -248,29 +274,32 @@ def nvfp4_gemv_tc(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = No
         out = torch.empty((b, n_out), dtype=x.dtype, device=x.device)
     kw, nblk, words, scales, use_asm, opts, pf = word_operands(w, x.device)
 
-    def launch(bn, bw, warps, split, mats=(words, scales, w.row_scale)):
+    def launch(bn, bw, warps, split, bb, mats=(words, scales, w.row_scale)):
         per = bn // 2 if glu else bn  # output rows a program
         kw_split = triton.cdiv(triton.cdiv(kw, split), bw) * bw  # whole tiles per split, the last one shorter
         split = triton.cdiv(kw, kw_split)
         ws, cnt = _split_workspace(x.device, b, n) if split > 1 else (out, out)
-        _gemv_tc[(triton.cdiv(n_out, per), split)](
+        _gemv_tc[(triton.cdiv(n_out, per) * triton.cdiv(b, bb), split)](
             x, *mats, out, ws, cnt, b, n, k, kw, nblk, x.stride(0), out.stride(0), pf, kw_split, n // 2,
-            BLOCK_N=bn, BLOCK_W=bw, BLOCK_B=MAX_ROWS,
+            BLOCK_N=bn, BLOCK_W=bw, BLOCK_B=bb,
             EVEN=n_out % per == 0 and kw % kw_split == 0 and kw_split % bw == 0, SPLIT=split > 1, GLU=glu,
             USE_ASM=use_asm, E4M3_CVT=e4m3_cvt(x.device), num_warps=warps, **opts)
 
-    if block_n is not None or block_w is not None or not use_asm:
+    if block_n is not None or block_w is not None or block_b is not None or not use_asm:
         bw = block_w or 16
         if bw % 4 or bw < 4:
             raise ValueError("block_w must be a multiple of 4 words")
         if split_k < 1:
             raise ValueError("split_k must be at least 1")
-        launch(block_n or (128 if use_asm else 32), bw, num_warps, split_k)
+        bb = block_b or (ROW_BLOCK if b <= ROW_BLOCK else 64)
+        if bb < ROW_BLOCK or bb & (bb - 1):
+            raise ValueError(f"block_b must be a power of two from {ROW_BLOCK}, got {bb}")
+        launch(block_n or (128 if use_asm else 32), bw, num_warps, split_k, bb)
     else:
         key = (n, k, b, glu)
         if key not in _tc_best:
-            configs = [c for c in TC_CONFIGS if n_out % (c[0] // 2 if glu else c[0]) == 0 and kw % (c[1] * c[3]) == 0]
-            _tc_best[key] = _time_configs(launch, configs or [TC_CONFIGS[0]],
+            fit = [c for c in configs_for(b) if n_out % (c[0] // 2 if glu else c[0]) == 0 and kw % (c[1] * c[3]) == 0]
+            _tc_best[key] = _time_configs(launch, fit or [configs_for(b)[0]],
                                           _copies_beyond_l2((words, scales, w.row_scale)))
         launch(*_tc_best[key])
     return out
@@ -280,19 +309,25 @@ _batch_choice: dict[tuple, str] = {}  # (N, K, B) -> the kernel the card timed f
 
 
 def nvfp4_gemv_batch(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = None) -> torch.Tensor:
-    """2-16 activation rows through the word family, one pass over the weights: this module's tensor-core kernel,
-    or for 2-4 rows gemv_rows' CUDA-core one if the card times it faster for this shape (the first call per
-    shape and batch, each with its own best tiles; on the CPU the tensor-core one). A kernel that failed its
-    self-check on the card (gemv_words.words_off: "tc", "rows") is not used; with both off, gemv.py's pairs."""
+    """2-256 activation rows through the word family, one pass over the weights: this module's tensor-core
+    kernel, or for 2-4 rows gemv_rows' CUDA-core one if the card times it faster for this shape (the first call
+    per shape and batch, each with its own best tiles; on the CPU the tensor-core one). A kernel that failed its
+    self-check on the card (gemv_words.words_off: "tc", "rows"; above 16 rows also "wide", the row blocks) is
+    not used; then up to 16 rows go to gemv.py's pairs kernel, more to a dense dequantized copy (correct, but
+    reading the weights as bf16: `llmsize measure` refuses such a batch before it starts)."""
     from llmsize.measure import gemv_rows
     from llmsize.measure.gemv import nvfp4_gemv_pairs
     from llmsize.measure.gemv_words import words_off
 
     b, (n, k) = x.shape[0], w.shape
-    kinds = [kind for kind, ok in (("tc", b <= MAX_ROWS), ("rows", 2 <= b <= gemv_rows.MAX_ROWS)) if ok
+    tc_ok = "tc" not in words_off and (b <= ROW_BLOCK or "wide" not in words_off)
+    kinds = [kind for kind, ok in (("tc", tc_ok and b <= MAX_ROWS), ("rows", 2 <= b <= gemv_rows.MAX_ROWS)) if ok
              and kind not in words_off]
     if not kinds:
-        return nvfp4_gemv_pairs(x, w, out=out)
+        if b <= ROW_BLOCK:
+            return nvfp4_gemv_pairs(x, w, out=out)
+        y = torch.nn.functional.linear(x, w.dequantize(x.dtype))
+        return y if out is None else out.copy_(y)
 
     def run(kind, wt=w, o=out):
         return nvfp4_gemv_tc(x, wt, out=o) if kind == "tc" else gemv_rows.nvfp4_gemv_rows(x, wt, out=o)

@@ -503,18 +503,19 @@ _features_checked: set[tuple[str, str]] = set()  # (device, path) of the optiona
 # the word kernel's optional paths, each self-checked on the card; one that fails there is left out (its
 # configurations not timed, or the tensor-core kernel for 2-4 rows) instead of giving up the whole kernel
 WORDS_FEATURES = {"stages": "pipelined loads", "split": "split over K", "rows": "2-4 rows in one pass",
-                  "tc": "2-16 rows on the tensor cores"}
+                  "tc": "2-16 rows on the tensor cores", "wide": "17-256 rows on the tensor cores"}
 words_off: set[str] = set()
 
 
-BATCH_FEATURES = ("rows", "tc")  # used only at 2 rows and more: checked only when a run decodes a batch
+BATCH_FEATURES = ("rows", "tc", "wide")  # used only at 2 rows and more: checked only when a run decodes a batch
+WIDE_FEATURES = ("wide",)  # used only above 16 rows: checked only when a run decodes such a batch
 
 
 def words_kernel_ok(device, batch: int = 1) -> bool:
     """Whether the word kernel's PTX computes what the reference does on this GPU: checked once per device on a
     small random matrix (every code, real scales) before `--gemv auto` trusts it for batch 1; then each optional
     path (pipelined, split over K; with batch > 1 also the several-row version in gemv_rows and the tensor-core
-    one in gemv_tc), each once per device, any that fails going to `words_off`."""
+    one in gemv_tc; above 16 rows its row blocks), each once per device, any that fails going to `words_off`."""
     key = str(device)
     try:
         gen = torch.Generator(device=device).manual_seed(0)
@@ -543,15 +544,27 @@ def words_kernel_ok(device, batch: int = 1) -> bool:
                 close(nvfp4_gemv_tc(x16[:r], w, block_n=64, block_w=16, split_k=split, glu=True), geglu_ref(r))
                 for r in (2, 16) for split in (1, 4))
 
+        def wide_ok():  # 40 rows: two row blocks of 32 (the second ragged) or one of 64, 128 (mostly padding)
+            from llmsize.measure.gemv_tc import nvfp4_gemv_tc
+            x40 = torch.randn(40, 512, device=device, generator=gen).to(torch.bfloat16)
+            want40 = nvfp4_linear_reference(x40.float(), w)
+            y = nvfp4_gemv_tc(x40, w, block_n=64, block_w=16, glu=True, block_b=32)
+            glu40 = torch.nn.functional.gelu(want40[:, :128], approximate="tanh") * want40[:, 128:]
+            return close(y, glu40) and all(
+                close(nvfp4_gemv_tc(x40, w, block_n=bn, block_w=16, split_k=split, block_b=bb, num_warps=warps),
+                      want40)
+                for bn, bb, warps in ((64, 32, 4), (128, 64, 8), (128, 128, 8)) for split in (1, 4, 4))
+
         if key not in _words_checked:
             _words_checked[key] = close(nvfp4_gemv_words(x, w, block_n=32, block_w=16))
         paths = {"stages": lambda: close(nvfp4_gemv_words(x, w, block_n=32, block_w=16, stages=3)),
                  # twice: the split path must leave its workspace zeroed
                  "split": lambda: all(close(nvfp4_gemv_words(x, w, block_n=32, block_w=16, split_k=4))
                                       for _ in range(2)),
-                 "rows": rows_ok, "tc": tc_ok}
+                 "rows": rows_ok, "tc": tc_ok, "wide": wide_ok}
         for name, check in paths.items():
-            if (key, name) in _features_checked or (name in BATCH_FEATURES and batch < 2):
+            if (key, name) in _features_checked or (name in BATCH_FEATURES and batch < 2) or (
+                    name in WIDE_FEATURES and batch <= 16):
                 continue
             try:
                 good = _words_checked[key] and check()

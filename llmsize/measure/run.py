@@ -22,6 +22,7 @@ from llmsize.units import GiB
 
 QUANTS = ("nvfp4", "bf16")
 DEVICES = ("cuda", "cpu")
+MAX_BATCH = 256  # gemv_tc.MAX_ROWS (not imported: validation happens before torch is)
 
 
 @dataclass
@@ -66,11 +67,15 @@ def validate(o: MeasureOptions) -> None:
                         ("--warmup", o.warmup, 1), ("--gpu-index", o.gpu_index, 0)):
         if v < lo:
             raise InvalidValueError(f"{name} `{v}` must be at least {lo}.", f"Pass {name} {lo} or more.")
-    if o.batch > 16:
-        raise InvalidValueError(f"--batch `{o.batch}` is above 16, where the GEMV path ends.",
-                                "Measure batch 1 to 16.")
+    if o.batch > MAX_BATCH:
+        raise InvalidValueError(f"--batch `{o.batch}` is above {MAX_BATCH}, the most rows the NVFP4 GEMV takes.",
+                                f"Measure batch 1 to {MAX_BATCH}.")
     if o.gemv not in ("auto", *GEMV_KERNELS):
         raise InvalidValueError(f"--gemv `{o.gemv}` is not a kernel.", f"Use auto, {', '.join(GEMV_KERNELS)}.")
+    if o.batch > 16 and o.quant == "nvfp4" and o.device == "cuda" and o.gemv not in ("auto", "words"):
+        raise InvalidValueError(f"--batch `{o.batch}` with --gemv {o.gemv}: above 16 rows only the word family "
+                                "has an NVFP4 kernel (the others would decode through a dense bf16 copy).",
+                                "Use --gemv auto or words, or a batch of 16 or less.")
     _check_launch_env()
     if o.fused and o.device == "cpu":
         raise InvalidValueError("--fused runs Triton kernels, which need a GPU.",
@@ -233,13 +238,19 @@ def measure(o: MeasureOptions, progress=None) -> dict:
     checks = {}  # the self-checks behind the default choices: name -> passed
     gemv = o.gemv if cuda and o.quant == "nvfp4" else "torch"
     if gemv in ("auto", "words"):  # the fp16x2 word kernel, once its PTX has reproduced the reference on this
-        from llmsize.measure.gemv_words import BATCH_FEATURES, WORDS_FEATURES, words_kernel_ok, words_off  # card
+        from llmsize.measure.gemv_words import (BATCH_FEATURES, WIDE_FEATURES, WORDS_FEATURES,  # on this card
+                                                words_kernel_ok, words_off)
         checks["words kernel"] = words_kernel_ok(device, o.batch)  # (asked for by name: used anyway, its optional
         if gemv == "auto":  # paths still checked)
             gemv = "words" if checks["words kernel"] else "triton"
         if gemv == "words":
             checks.update({f"words kernel, {label}": name not in words_off for name, label in WORDS_FEATURES.items()
-                           if o.batch > 1 or name not in BATCH_FEATURES})
+                           if (o.batch > 1 or name not in BATCH_FEATURES) and (o.batch > 16 or name not in
+                                                                                 WIDE_FEATURES)})
+        if o.batch > 16 and (gemv != "words" or {"tc", "wide"} & words_off):
+            raise InvalidValueError(f"--batch `{o.batch}`: the tensor-core word GEMV, the one NVFP4 kernel above 16 "
+                                    "rows, failed its self-check on this card.",
+                                    "Measure a batch of 16 or less (the report of such a run lists the checks).")
     t_build = time.perf_counter()
 
     def on_layer(i):
@@ -422,18 +433,18 @@ def measure(o: MeasureOptions, progress=None) -> dict:
 
 
 def _batch_kernels(gemv: str, batch: int) -> dict | None:
-    """With the word kernels at 2-16 rows: per weight shape ("N x K", "GeGLU" where the gate | up epilogue ran),
-    the kernel the card timed faster in gemv_tc.nvfp4_gemv_batch ("rows", or "tc" with its tile: rows, words a
-    step, warps, K splits); None otherwise."""
+    """With the word kernels at 2-256 rows: per weight shape ("N x K", "GeGLU" where the gate | up epilogue ran),
+    the kernel the card timed faster in gemv_tc.nvfp4_gemv_batch ("rows", or "tc" with its tile: weight rows,
+    words a step, warps, K splits, and above 16 rows the activation rows a program, "b64"); None otherwise."""
     if gemv != "words" or batch < 2:
         return None
     from llmsize.measure import gemv_tc
 
     out = {f"{n}x{k}": kind for (n, k, b), kind in sorted(gemv_tc._batch_choice.items()) if b == batch}
-    for (n, k, b, glu), (bn, bw, warps, split) in sorted(gemv_tc._tc_best.items()):
+    for (n, k, b, glu), (bn, bw, warps, split, bb) in sorted(gemv_tc._tc_best.items()):
         name = f"{n}x{k}" + (" GeGLU" if glu else "")
         if b == batch and out.get(name, "tc") == "tc":
-            out[name] = f"tc {bn}x{bw} w{warps} k{split}"
+            out[name] = f"tc {bn}x{bw} w{warps} k{split}" + (f" b{bb}" if bb != gemv_tc.ROW_BLOCK else "")
     return out
 
 

@@ -130,10 +130,12 @@ def test_words_kernel_on_gemma_shapes(n, k):
 
 def test_word_family_self_checks_pass_on_the_card():
     """What `llmsize measure` checks before using the word kernels: the one-row kernel and every optional path
-    (pipelined, split over K, several rows, tensor cores); none may be left out on a Hopper card."""
+    (pipelined, split over K, several rows, tensor cores, their row blocks above 16 rows); none may be left out
+    on a Hopper card."""
     from llmsize.measure import gemv_words
-    assert gemv_words.words_kernel_ok(torch.device("cuda"), batch=16)
+    assert gemv_words.words_kernel_ok(torch.device("cuda"), batch=64)
     assert gemv_words.words_off == set()
+    assert {name for _, name in gemv_words._features_checked} == set(gemv_words.WORDS_FEATURES)
 
 
 def test_words_kernel_decodes_every_code_on_the_gpu():
@@ -184,7 +186,7 @@ def test_rows_kernel_on_gemma_shapes(n, k, rows):
 
 
 @pytest.mark.parametrize("n, k", [(8192, 3840), (3840, 15360), (1000, 272)])
-@pytest.mark.parametrize("rows", [1, 2, 4, 16])
+@pytest.mark.parametrize("rows", [1, 2, 4, 16, 40, 256])
 def test_tc_kernel_on_gemma_shapes(n, k, rows):
     """The tensor-core word kernel's PTX (autotuned path, every configuration that divides the shape, and the
     ragged one) against the float32 reference."""
@@ -194,13 +196,14 @@ def test_tc_kernel_on_gemma_shapes(n, k, rows):
     x = torch.randn(rows, k, device="cuda", dtype=torch.bfloat16)
     want = gemv.nvfp4_linear_reference(x.float(), w)
     torch.testing.assert_close(gemv_tc.nvfp4_gemv_tc(x, w).float(), want, rtol=2e-2, atol=2e-2)
-    for bn, bw, warps, split in gemv_tc.TC_CONFIGS:
+    for bn, bw, warps, split, bb in gemv_tc.configs_for(rows):
         for _ in range(2):  # twice: a split run must leave its workspace and counters zeroed
-            got = gemv_tc.nvfp4_gemv_tc(x, w, block_n=bn, block_w=bw, num_warps=warps, split_k=split).float()
+            got = gemv_tc.nvfp4_gemv_tc(x, w, block_n=bn, block_w=bw, num_warps=warps, split_k=split,
+                                        block_b=bb).float()
             torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
 
 
-@pytest.mark.parametrize("rows", [2, 16])
+@pytest.mark.parametrize("rows", [2, 16, 100])
 def test_tc_geglu_epilogue_on_the_gemma_gate_up(rows):
     """The gate | up pass with the GeGLU folded in (autotuned) against the float32 reference's GEMV then
     gelu_tanh(gate) * up, on Gemma 4 12B's 2 x 15,360 x 3,840."""
@@ -233,7 +236,7 @@ def test_tc_kernel_decodes_every_code_and_scale_on_the_gpu(monkeypatch):
         assert torch.equal(got, want), cvt
 
 
-@pytest.mark.parametrize("rows", [2, 4, 16])
+@pytest.mark.parametrize("rows", [2, 4, 16, 64])
 def test_batch_dispatch_on_the_gpu(rows):
     """nvfp4_gemv_batch times the tensor-core kernel against the several-row one (2-4 rows) once per shape and
     keeps the faster; either way the result is the reference's."""

@@ -65,14 +65,16 @@ def kernels():
           "y_ptr": P["bf16"], "ws_ptr": P["f32"], "cnt_ptr": P["i32"], "B": "i32", "N": "i32", "K": "i32",
           "kw": "i32", "nblk": "i32", "stride_xb": "i32", "stride_yb": "i32", "prefetch": "i32", "kw_split": "i32",
           "inter": "i32"}
-    for bn, bw, warps, split in gemv_tc.TC_CONFIGS:  # every configuration the GPU may time, and the ragged path
+    # every configuration the GPU may time (up to 16 rows and above), and the ragged path
+    for bn, bw, warps, split, bb in gemv_tc.TC_CONFIGS + gemv_tc.TC_WIDE_CONFIGS:
         for glu in (False, True):
-            yield (f"gemv tc {bn}x{bw} w{warps} split={split} glu={glu}", gemv_tc._gemv_tc, tc,
-                   {"BLOCK_N": bn, "BLOCK_W": bw, "BLOCK_B": gemv_tc.MAX_ROWS, "EVEN": True, "SPLIT": split > 1,
+            yield (f"gemv tc {bn}x{bw} w{warps} split={split} rows={bb} glu={glu}", gemv_tc._gemv_tc, tc,
+                   {"BLOCK_N": bn, "BLOCK_W": bw, "BLOCK_B": bb, "EVEN": True, "SPLIT": split > 1,
                     "GLU": glu, "USE_ASM": True}, warps)
-    yield ("gemv tc ragged", gemv_tc._gemv_tc, tc,
-           {"BLOCK_N": 32, "BLOCK_W": 8, "BLOCK_B": gemv_tc.MAX_ROWS, "EVEN": False, "SPLIT": True, "GLU": True,
-            "USE_ASM": True}, 4)
+    for bb in (gemv_tc.ROW_BLOCK, 64):
+        yield (f"gemv tc ragged rows={bb}", gemv_tc._gemv_tc, tc,
+               {"BLOCK_N": 32, "BLOCK_W": 8, "BLOCK_B": bb, "EVEN": False, "SPLIT": True, "GLU": True,
+                "USE_ASM": True}, 4)
     yield ("pack_x", gemv_words._pack_x_kernel,
            {"x_ptr": P["bf16"], "out_ptr": P["i32"], "K": "i32", "stride_xb": "i32"}, {"BLOCK": 256}, 4)
     attn = {"qkv_ptr": P["bf16"], "qn_ptr": P["f32"], "kn_ptr": P["f32"], "cos_ptr": P["f32"], "sin_ptr": P["f32"],

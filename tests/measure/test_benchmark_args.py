@@ -95,12 +95,35 @@ def test_decode_says_where_the_loop_stops_being_memory_bound():
     assert "every batch measured (up to 16)" in decode.memory_bound_verdict([(16, 0.8), (1, 0.85), (4, 0.84)], 64)
     assert "compute-bound at batch 64" in decode.memory_bound_verdict([(1, 0.85)], 64)
     assert "no verdict" in decode.memory_bound_verdict([(4, 0.5)], None)
+    # at a short context plan does turn compute-bound: 168 attended positions (the crossover sweep, 128 tokens of
+    # prompt, 8 of warm-up, 64 decoded), ridge at 140; the column beside each row: plan's roofline and its bound
+    assert decode.plan_ridge_batch("h200", 168) == 140
+    tok_s, bound = decode.plan_roofline("h200", "nvfp4", 168.5, 64)
+    assert bound == "memory" and 25_000 < tok_s < 27_000  # 64 / (11.85 GB / 4.8 TB/s) = 25,900
+    tok_s, bound = decode.plan_roofline("h200", "nvfp4", 168.5, 256)
+    assert bound == "compute" and 40_000 < tok_s < 43_000  # 256 x ~24 GFLOP at 989 TFLOP/s: 6.2 ms a step
+    assert decode.plan_roofline(None, "nvfp4", 168.5, 1) is None
+    assert "no theoretical bandwidth" in decode.memory_bound_verdict([(1, 0.0), (4, 0.0)], None)
+    assert "no catalog card" in decode.memory_bound_verdict([(1, 0.8), (4, 0.8)], None, card=False)
+
+
+def test_decode_script_smoke_run_on_the_cpu(tmp_path):
+    """decode.py end to end on the small CPU model, a batch above 16 included (no bf16 row): one table row a
+    batch with the plan columns (n/a: no catalog card), a JSON per run, no verdict without NVML's bandwidth."""
+    r = subprocess.run([sys.executable, str(BENCH / "decode.py"), "--device", "cpu", "--context", "8", "--tokens",
+                        "2", "--batches", "1,20", "--no-baseline", "--save-dir", str(tmp_path)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rows = [ln for ln in r.stdout.splitlines() if ln.startswith("| nvfp4 |")]
+    assert [ln.split(" | ")[1] for ln in rows] == ["1", "20"] and all(ln.endswith("| n/a | n/a |") for ln in rows)
+    assert "plan roofline tok/s (datasheet)" in r.stdout and "no theoretical bandwidth" in r.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["decode-nvfp4-b1-c8.json", "decode-nvfp4-b20-c8.json"]
 
 
 def test_measure_gpu_refuses_an_unknown_stage_before_any_work():
     r = subprocess.run(["bash", str(BENCH / "measure_gpu.sh"), "headline", "sweeps"], capture_output=True, text=True,
                        timeout=60, env={**os.environ, "OUT": "/nonexistent/out"})
-    assert r.returncode == 2 and "unknown stage `sweeps`" in r.stderr and "sweep profile" in r.stderr
+    assert r.returncode == 2 and "unknown stage `sweeps`" in r.stderr and "sweep crossover profile" in r.stderr
 
 
 def test_profile_decode_refuses_a_batch_it_cannot_run():

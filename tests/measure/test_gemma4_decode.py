@@ -8,7 +8,7 @@ ring buffer wraps and the full layers keep growing.
 import pytest
 import torch
 
-from llmsize.measure import gemma4, reference
+from llmsize.measure import gemma4, gemv_tc, reference
 from llmsize.measure.gemv import triton_available
 
 CFG = gemma4.GEMMA4_TINY
@@ -153,6 +153,32 @@ def test_fused_batch_step_through_the_tensor_core_kernel(monkeypatch):
     for row, prompt in enumerate(prompts):
         _, solo = _decode(w, prompt, steps, gemv="torch")
         torch.testing.assert_close(torch.stack([s[row] for s in both]), solo[1:], rtol=1e-2, atol=2e-2)
+
+
+@pytest.mark.skipif(not triton_available(), reason="triton not installed")
+def test_fused_step_above_16_rows_through_the_tensor_core_row_blocks(monkeypatch):
+    """Eighteen sequences (above the 16 rows one tensor-core program takes): every GEMV of the fused step goes
+    through gemv_tc with all 18 rows (its row blocks), the GeGLU in the gate | up pass; each row as it decodes
+    alone through the float32 reference path. The prompts are of one token, so prefill (18 rows) takes the same
+    kernel; a prompt longer than the batch would be a prefill through the dense path."""
+    rows = []
+    real = gemv_tc.nvfp4_gemv_tc
+
+    def counted(x, w, **kw):
+        rows.append(x.shape[0])
+        return real(x, w, **kw)
+    monkeypatch.setattr(gemv_tc, "nvfp4_gemv_tc", counted)
+    monkeypatch.setattr(gemma4, "nvfp4_gemv_tc", counted)
+    w = _weights(seed=13)
+    prompts, steps = [[(5 * i + 1) % CFG.vocab_size] for i in range(18)], 2
+    dec = gemma4.Gemma4Decoder(w, batch=18, max_positions=steps + 4, gemv="words", fused=True)
+    dec.prefill(torch.tensor(prompts))
+    got = [dec.decode_step() for _ in range(steps)]
+    # per layer, prefill: q|k|v, o, gate|up, down; a fused step: the same four (the GeGLU in gate | up)
+    assert rows == [18] * (4 * CFG.num_layers * (steps + 1))
+    for row in (0, 7, 17):
+        _, solo = _decode(w, prompts[row], steps, gemv="torch")
+        torch.testing.assert_close(torch.stack([s[row] for s in got]), solo[1:], rtol=1e-2, atol=2e-2)
 
 
 @pytest.mark.skipif(not triton_available(), reason="triton not installed")

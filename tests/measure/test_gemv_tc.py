@@ -9,29 +9,35 @@ from llmsize.measure import gemv, gemv_rows, gemv_tc, gemv_words, nvfp4
 SCALES = [448.0, 1.0, 2.0 ** -7, 2.0 ** -9, 6.0, 0.5, 2.0 ** -6, 3.5]  # the largest E4M3, subnormals, in between
 
 
-@pytest.mark.parametrize("n, k, batch, block_n, block_w", [
-    (32, 128, 1, 32, 16),     # one exact tile (the EVEN path), one row
-    (40, 48, 3, 16, 4),       # N ragged, K = 6 words: a tile of 4 words, then 2 masked
-    (130, 272, 4, 32, 16),    # K = 34 words: a ragged last step; 4 rows
-    (64, 512, 16, 64, 32),    # 16 rows, two steps of 32 words
-    (64, 256, 5, 32, 8),      # 5 rows, 4 steps of 8 words
+@pytest.mark.parametrize("n, k, batch, block_n, block_w, block_b", [
+    (32, 128, 1, 32, 16, None),     # one exact tile (the EVEN path), one row
+    (40, 48, 3, 16, 4, None),       # N ragged, K = 6 words: a tile of 4 words, then 2 masked
+    (130, 272, 4, 32, 16, None),    # K = 34 words: a ragged last step; 4 rows
+    (64, 512, 16, 64, 32, None),    # 16 rows, two steps of 32 words
+    (64, 256, 5, 32, 8, None),      # 5 rows, 4 steps of 8 words
+    (40, 48, 40, 16, 4, 32),        # above 16 rows: two row blocks of 32, the second ragged (8 rows)
+    (64, 256, 70, 32, 8, 64),       # 70 rows in blocks of 64: 2 x 2 programs, the last row block 6 rows
+    (32, 128, 17, 32, 16, None),    # 17 rows: the default row block above 16 (64, mostly padding)
+    (16, 64, 33, 16, 4, 16),        # 33 rows in 3 blocks of 16
 ])
-def test_tc_kernel_matches_reference(n, k, batch, block_n, block_w):
+def test_tc_kernel_matches_reference(n, k, batch, block_n, block_w, block_b):
     """fp16 weights times fp16 activations, exact products summed in fp32: to the reference's rounding, for any
-    mix-up of codes, pairs, words, block scales or the activations' permutation would be O(1) here."""
+    mix-up of codes, pairs, words, block scales, the activations' permutation or their row blocks would be
+    O(1) here."""
     torch.manual_seed(n + 5 * k + batch)
     w = nvfp4.quantize(torch.randn(n, k) * 0.05)
     x = torch.randn(batch, k).to(torch.float16).float()  # fp16-representable: the kernel's operand dtype
-    got = gemv_tc.nvfp4_gemv_tc(x, w, block_n=block_n, block_w=block_w)
+    got = gemv_tc.nvfp4_gemv_tc(x, w, block_n=block_n, block_w=block_w, block_b=block_b)
     torch.testing.assert_close(got, gemv.nvfp4_linear_reference(x, w), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("n, k, batch, block_n, block_w, split_k", [
-    (64, 512, 4, 32, 8, 4),     # 64 words in 4 splits of 16: exact tiles
-    (40, 272, 3, 16, 4, 3),     # 34 words in splits of 12, 12, 10: ragged rows and a ragged last split
-    (130, 256, 16, 64, 16, 2),  # 16 rows, 3 row blocks (the last ragged), 2 splits
+@pytest.mark.parametrize("n, k, batch, block_n, block_w, split_k, block_b", [
+    (64, 512, 4, 32, 8, 4, None),     # 64 words in 4 splits of 16: exact tiles
+    (40, 272, 3, 16, 4, 3, None),     # 34 words in splits of 12, 12, 10: ragged rows and a ragged last split
+    (130, 256, 16, 64, 16, 2, None),  # 16 rows, 3 row blocks (the last ragged), 2 splits
+    (130, 256, 40, 64, 16, 2, 32),    # 40 rows: 3 weight blocks x 2 row blocks, each with its counter, 2 splits
 ])
-def test_tc_split_k_equals_one_pass(n, k, batch, block_n, block_w, split_k):
+def test_tc_split_k_equals_one_pass(n, k, batch, block_n, block_w, split_k, block_b):
     """Split over K: the partial sums meet in the fp32 workspace and the last program of each row block stores
     them; twice in a row, so a call that left the workspace or a counter dirty would show in the second."""
     torch.manual_seed(n + k + split_k)
@@ -39,7 +45,7 @@ def test_tc_split_k_equals_one_pass(n, k, batch, block_n, block_w, split_k):
     x = torch.randn(batch, k).to(torch.float16).float()
     want = gemv.nvfp4_linear_reference(x, w)
     for _ in range(2):
-        got = gemv_tc.nvfp4_gemv_tc(x, w, block_n=block_n, block_w=block_w, split_k=split_k)
+        got = gemv_tc.nvfp4_gemv_tc(x, w, block_n=block_n, block_w=block_w, split_k=split_k, block_b=block_b)
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     ws, cnt = gemv_words._split_workspace(torch.device("cpu"), batch, n)
     assert not ws.any() and not cnt.any()
@@ -49,6 +55,7 @@ def test_tc_split_k_equals_one_pass(n, k, batch, block_n, block_w, split_k):
     (32, 128, 3, 32, 16, 1, torch.float32),    # 2 programs of 16 gate + 16 up rows (EVEN)
     (40, 272, 5, 32, 8, 3, torch.bfloat16),    # ragged: 40 outputs in blocks of 16, 34 words in 3 splits; bf16
     (24, 64, 16, 16, 4, 2, torch.float32),     # 16 rows
+    (24, 64, 33, 16, 4, 2, torch.float32),     # 33 rows in row blocks of 64 (the default above 16)
 ])
 def test_tc_glu_epilogue_equals_gemv_then_geglu(inter, k, batch, block_n, block_w, split_k, dtype):
     """gate | up with the GeGLU in the epilogue (a program: half gate rows, half the matching up rows) gives what
@@ -114,8 +121,11 @@ def test_tc_kernel_bf16_io_and_fp16_saturation():
 
 def test_tc_kernel_refuses_what_it_cannot_serve():
     w = nvfp4.quantize(torch.randn(16, 64))
-    with pytest.raises(ValueError, match="B <= 16"):
-        gemv_tc.nvfp4_gemv_tc(torch.randn(17, 64), w)
+    with pytest.raises(ValueError, match="B <= 256"):
+        gemv_tc.nvfp4_gemv_tc(torch.randn(257, 64), w)
+    for bb in (8, 48):
+        with pytest.raises(ValueError, match=f"block_b must be a power of two from 16, got {bb}"):
+            gemv_tc.nvfp4_gemv_tc(torch.randn(20, 64), w, block_b=bb)
     with pytest.raises(ValueError, match="multiple of 4 words"):
         gemv_tc.nvfp4_gemv_tc(torch.randn(2, 64), w, block_w=6)
     with pytest.raises(ValueError, match="split_k"):
@@ -148,3 +158,32 @@ def test_batch_dispatch_skips_kernels_that_failed_their_self_check(monkeypatch):
         got = gemv_tc.nvfp4_gemv_batch(x[:rows], w)
         assert calls == [expected], (off, rows, calls)
         torch.testing.assert_close(got.float(), want[:rows], rtol=2e-2, atol=2e-2)
+    # above 16 rows: the tensor-core kernel's row blocks, unless they (or the kernel) failed on the card; then a
+    # dense dequantized copy (pairs and rows take 16 and 4 rows at most), into `out` when given
+    x40 = torch.randn(40, 128).to(torch.float16).float()
+    want40 = gemv.nvfp4_linear_reference(x40, w)
+    for off, expected in ((set(), ["tc"]), ({"wide"}, []), ({"tc"}, [])):
+        monkeypatch.setattr(gemv_words, "words_off", off)
+        calls.clear()
+        out = torch.full((40, 32), float("nan"))
+        got = gemv_tc.nvfp4_gemv_batch(x40, w, out=out)
+        assert calls == expected and got is out, (off, calls)
+        torch.testing.assert_close(got, want40, rtol=1e-5, atol=1e-5)
+    monkeypatch.setattr(gemv_words, "words_off", {"wide"})  # (the row blocks are not needed up to 16 rows)
+    calls.clear()
+    gemv_tc.nvfp4_gemv_batch(x[:6], w)
+    assert calls == ["tc"]
+
+
+def test_configs_timed_by_rows():
+    """Up to 16 rows, the 16-row programs; above, the wide ones, none with more rows a program than the batch
+    rounded up to a power of two; every configuration's tiles are what the kernel accepts."""
+    assert gemv_tc.configs_for(1) == gemv_tc.configs_for(16) == gemv_tc.TC_CONFIGS
+    assert {c[4] for c in gemv_tc.configs_for(17)} == {32}
+    assert {c[4] for c in gemv_tc.configs_for(40)} == {32, 64}
+    assert gemv_tc.configs_for(256) == gemv_tc.TC_WIDE_CONFIGS
+    for bn, bw, warps, split, bb in gemv_tc.TC_CONFIGS + gemv_tc.TC_WIDE_CONFIGS:
+        assert bb & (bb - 1) == 0 and bb >= gemv_tc.ROW_BLOCK and bw % 4 == 0 and split >= 1
+        assert (bb == gemv_tc.ROW_BLOCK) == ((bn, bw, warps, split, bb) in gemv_tc.TC_CONFIGS)
+    from llmsize.measure import run
+    assert run.MAX_BATCH == gemv_tc.MAX_ROWS

@@ -49,11 +49,23 @@ def test_cpu_report_renders(run_cli):
     assert max(len(line) for line in out.splitlines()) <= 100
 
 
+def test_cpu_run_above_16_sequences(run_cli):
+    """Batches above 16 (the sweep past plan's ridge) run on the CPU too: 20 sequences, 20 tokens a step."""
+    code, out, err = run_cli("measure", "--device", "cpu", "--context", "8", "--tokens", "3", "--batch", "20",
+                             "--json")
+    assert code == 0, err
+    import json
+    r = json.loads(out)
+    assert r["run"]["batch"] == 20 and r["run"]["tokens_measured"] == 3
+    assert r["bytes_per_token"] * 20 == pytest.approx(r["bytes_per_step"])
+
+
 @pytest.mark.parametrize("args, needle", [
     (["--context", "0"], "--context `0`"),
     (["--tokens", "-3"], "--tokens `-3`"),
     (["--batch", "0"], "--batch `0`"),
-    (["--batch", "64"], "--batch `64`"),
+    (["--batch", "257"], "--batch `257` is above 256"),
+    (["--batch", "20", "--gemv", "pairs"], "--batch `20` with --gemv pairs"),
     (["--quant", "fp8"], "--quant `fp8`"),
     (["--device", "tpu"], "--device `tpu`"),
     (["--checkpoint", "/no/such/dir"], "--checkpoint `/no/such/dir`"),
@@ -221,12 +233,14 @@ def test_batch_kernels_name_what_the_card_timed(monkeypatch):
     from llmsize.measure.run import _batch_kernels
     monkeypatch.setattr(gemv_tc, "_batch_choice", {(3840, 4096, 4): "rows", (8192, 3840, 4): "tc",
                                                    (8192, 3840, 16): "tc"})
-    monkeypatch.setattr(gemv_tc, "_tc_best", {(3840, 4096, 4, False): (128, 16, 4, 4),
-                                              (8192, 3840, 4, False): (64, 16, 4, 2),
-                                              (30720, 3840, 4, True): (256, 16, 8, 1),
-                                              (8192, 3840, 16, False): (128, 16, 4, 1)})
+    monkeypatch.setattr(gemv_tc, "_tc_best", {(3840, 4096, 4, False): (128, 16, 4, 4, 16),
+                                              (8192, 3840, 4, False): (64, 16, 4, 2, 16),
+                                              (30720, 3840, 4, True): (256, 16, 8, 1, 16),
+                                              (8192, 3840, 16, False): (128, 16, 4, 1, 16),
+                                              (8192, 3840, 64, False): (128, 16, 8, 1, 64)})
     assert _batch_kernels("words", 4) == {"3840x4096": "rows", "8192x3840": "tc 64x16 w4 k2",
                                           "30720x3840 GeGLU": "tc 256x16 w8 k1"}
+    assert _batch_kernels("words", 64) == {"8192x3840": "tc 128x16 w8 k1 b64"}  # (above 16: rows a program)
     assert _batch_kernels("words", 1) is None and _batch_kernels("triton", 4) is None
 
 

@@ -43,8 +43,8 @@ def plan_roofline(catalog_id: str | None, quant: str, positions: float | None, b
     from llmsize.estimate.plan import PlanInputs, make_plan
 
     cat = Catalog()
-    step = make_plan(cat.model("gemma-4-12b"), cat.gpu(catalog_id),
-                     PlanInputs(quant=quant, context_tokens=int(round(positions)), batch=batch), search_fit=False).decode_b
+    inputs = PlanInputs(quant=quant, context_tokens=int(round(positions)), batch=batch)
+    step = make_plan(cat.model("gemma-4-12b"), cat.gpu(catalog_id), inputs, search_fit=False).decode_b
     return step.tok_s, step.bound
 
 

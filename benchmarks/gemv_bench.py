@@ -1,4 +1,5 @@
-"""NVFP4 Triton GEMVs vs bf16 cuBLAS on Gemma 4 12B's linear shapes, batch 1 to 16: time and achieved GB/s.
+"""NVFP4 Triton GEMVs vs bf16 cuBLAS on Gemma 4 12B's linear shapes, batch 1 to 256: time and achieved GB/s
+(and from 16 rows the TFLOP/s: past ~64 rows the tensor-core kernel stops being bandwidth-bound).
 
     python benchmarks/gemv_bench.py [--iters 200] [--best-out FILE]
 
@@ -70,6 +71,8 @@ def main():
         out = torch.empty(1, n, device="cuda", dtype=torch.bfloat16)
         x16 = torch.randn(16, k, device="cuda", dtype=torch.bfloat16)
         out16 = torch.empty(16, n, device="cuda", dtype=torch.bfloat16)
+        x256 = torch.randn(256, k, device="cuda", dtype=torch.bfloat16)
+        out256 = torch.empty(256, n, device="cuda", dtype=torch.bfloat16)
         for path, fn, nbytes in (
             ("bf16", lambda i: F.linear(x, c16[i % len(c16)]), w16.numel() * 2),
             ("nvfp4", lambda i: gemv.nvfp4_gemv(x, c4[i % len(c4)], out=out), nb4),
@@ -85,11 +88,15 @@ def main():
             ("pairs16", lambda i: gemv.nvfp4_gemv_pairs(x16, c4[i % len(c4)], out=out16), nb4),
             ("tc16", lambda i: gemv_tc.nvfp4_gemv_tc(x16, c4[i % len(c4)], out=out16), nb4),
             ("bf16x16", lambda i: F.linear(x16, c16[i % len(c16)]), w16.numel() * 2),
+            ("tc64", lambda i: gemv_tc.nvfp4_gemv_tc(x256[:64], c4[i % len(c4)], out=out256[:64]), nb4),
+            ("tc256", lambda i: gemv_tc.nvfp4_gemv_tc(x256, c4[i % len(c4)], out=out256), nb4),
+            ("bf16x256", lambda i: F.linear(x256, c16[i % len(c16)]), w16.numel() * 2),
         ):
             try:
-                if path not in ("bf16", "bf16x16"):  # a fast wrong kernel must not win: check it first
-                    got = fn(0).float()
-                    xin = x16[:got.shape[0]] if got.shape[0] > 1 else x
+                got = fn(0).float()
+                rows = got.shape[0]
+                if not path.startswith("bf16"):  # a fast wrong kernel must not win: check it first
+                    xin = (x256 if rows > 16 else x16)[:rows] if rows > 1 else x
                     want = gemv.nvfp4_linear_reference(xin.float(), w4)
                     if not torch.allclose(got, want, rtol=2e-2, atol=2e-2):
                         raise ValueError(f"wrong result (max error {(got - want).abs().max().item():.3g})")
@@ -106,7 +113,8 @@ def main():
                 if path.startswith("tc") else None
             print(f"{name:12s} {n:>6d}x{k:<6d} {path:7s} {nbytes / 1e6:8.2f} {t * 1e6:8.1f} {gbs:8.1f} "
                   f"{100 * gbs / theo:6.1f}%" + (f"  (BN, BW, warps, stages, split K: {cfg})" if cfg else "")
-                  + (f"  (BN, BW, warps, K splits: {tile})" if tile else ""))
+                  + (f"  (BN, BW, warps, K splits, rows a program: {tile})" if tile else "")
+                  + (f"  {2 * n * k * rows / t / 1e12:.0f} TFLOP/s" if rows >= 16 else ""))
     # the tied lm_head stays bf16 (262,144 x 3,840, 2.01 GB: a quarter of an NVFP4 step's bytes), through cuBLAS
     emb = (torch.randn(262144, 3840, device="cuda") * 0.02).to(torch.bfloat16)
     x = torch.randn(1, 3840, device="cuda", dtype=torch.bfloat16)

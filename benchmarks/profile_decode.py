@@ -22,7 +22,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quant", default="nvfp4", choices=["nvfp4", "bf16"])
     ap.add_argument("--context", type=int, default=4096)
-    ap.add_argument("--batch", type=int, default=1, help="sequences decoded together (1-16; 1-256 with --gemv words or --quant bf16)")
+    ap.add_argument("--batch", type=int, default=1,
+                    help="sequences decoded together (1-16; 1-256 with --gemv words or --quant bf16)")
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--gemv", default="triton", choices=GEMV_KERNELS)
     ap.add_argument("--compile", action="store_true")

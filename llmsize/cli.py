@@ -673,7 +673,8 @@ def measure(
                                        "(cuBLAS baseline).")] = "nvfp4",
     context: Annotated[int, typer.Option(help="Prompt tokens prefilled before decoding.")] = 4096,
     tokens: Annotated[int, typer.Option(help="Decode steps timed.")] = 256,
-    batch: Annotated[int, typer.Option(help="Sequences decoded together (1-256; above 16 NVFP4 needs --gemv auto or words).")] = 1,
+    batch: Annotated[int, typer.Option(
+        help="Sequences decoded together (1-256; above 16, NVFP4 needs --gemv auto or words).")] = 1,
     device: Annotated[str, typer.Option(help="cuda, or cpu for a small Gemma-4-shaped model anyone can run.")]
     = "cuda",
     checkpoint: Annotated[Optional[Path], typer.Option(

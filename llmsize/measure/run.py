@@ -238,8 +238,13 @@ def measure(o: MeasureOptions, progress=None) -> dict:
     checks = {}  # the self-checks behind the default choices: name -> passed
     gemv = o.gemv if cuda and o.quant == "nvfp4" else "torch"
     if gemv in ("auto", "words"):  # the fp16x2 word kernel, once its PTX has reproduced the reference on this
-        from llmsize.measure.gemv_words import (BATCH_FEATURES, WIDE_FEATURES, WORDS_FEATURES,  # on this card
-                                                words_kernel_ok, words_off)
+        from llmsize.measure.gemv_words import (  # on this card
+            BATCH_FEATURES,
+            WIDE_FEATURES,
+            WORDS_FEATURES,
+            words_kernel_ok,
+            words_off,
+        )
         checks["words kernel"] = words_kernel_ok(device, o.batch)  # (asked for by name: used anyway, its optional
         if gemv == "auto":  # paths still checked)
             gemv = "words" if checks["words kernel"] else "triton"

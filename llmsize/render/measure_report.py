@@ -120,7 +120,8 @@ def render_measure(r: dict, c: Console) -> None:
     c.print("Speed", style="bold")
     _kv(c, [
         ("prefill (time to first token)", f"{r['prefill']['ttft_s'] * 1e3:,.1f} ms for "
-                                          f"{r['prefill']['prompt_tokens']:,} tokens"),
+                                          f"{r['prefill']['prompt_tokens']:,} tokens"
+                                          + (f" x {run['batch']} sequences" if run["batch"] > 1 else "")),
         ("decode, ms per step", f"median {dec['ms_per_token_median']:.3f}  (p10 {dec['ms_per_token_p10']:.3f}, "
                                 f"p90 {dec['ms_per_token_p90']:.3f})"),
         ("decode, tokens/s", f"{dec['tok_s']:,.1f}" + (" (all sequences)" if run["batch"] > 1 else "")),

@@ -261,7 +261,8 @@ class Gemma4Decoder:
         self.attn_split = attn_split or {}
         if lm_head not in ("torch", "triton"):
             raise ValueError(f"lm_head must be 'torch' or 'triton', got {lm_head!r}")
-        # fused step at batch 1: "triton" ends it with llmsize.measure.lm_head's kernel (GEMV, soft-cap, token)
+        # fused step: "triton" ends it with llmsize.measure.lm_head's kernel (GEMV, soft-cap, token) at batch 1,
+        # with cuBLAS's GEMM then lm_head.cap_argmax (soft-cap, the B tokens) at batch > 1
         self.lm_head = lm_head
         dev, dt = weights.embed.device, weights.embed.dtype
         self.device, self.dtype = dev, dt
@@ -416,8 +417,9 @@ class Gemma4Decoder:
         GEMVs and five small kernels (attention split, which also norms, rotates and caches q, k, v; combine;
         two residual_norms; geglu). With the word GEMV at batch 1 two: the gate | up pass applies the GeGLU, the
         o and down passes the residual norms, so a layer is six kernels, five where the attention folds its
-        combine (sliding layers); the step starts with embed_norm and, lm_head="triton", ends in one kernel. With
-        the word family at batch 2-256 the tensor-core gate | up pass applies the GeGLU (no geglu kernel)."""
+        combine (sliding layers); the step starts with embed_norm and, lm_head="triton", ends in one kernel (at
+        batch > 1: cuBLAS's GEMM, then one kernel for the soft-cap and the tokens). With the word family at batch
+        2-256 the tensor-core gate | up pass applies the GeGLU (no geglu kernel)."""
         from llmsize.measure import fused
 
         cfg, eps, f32 = self.cfg, self.cfg.rms_eps, self._f32
@@ -461,9 +463,11 @@ class Gemma4Decoder:
                 x, h = fused.residual_norm(x, lin(a, layer.down), post, nxt, eps, layer.layer_scalar,
                                            pack=pk and not last)
         cap = cfg.final_softcap
-        if self.lm_head == "triton" and self.batch == 1:  # the token and the position written by the kernel
-            from llmsize.measure.lm_head import lm_head_greedy
-            return lm_head_greedy(h, self.w.embed, cap, self.token, self.pos)
+        if self.lm_head == "triton":  # the token(s) and the position written by the kernel
+            from llmsize.measure.lm_head import cap_argmax, lm_head_greedy
+            if self.batch == 1:
+                return lm_head_greedy(h, self.w.embed, cap, self.token, self.pos)
+            return cap_argmax(F.linear(h, self.w.embed), cap, self.token, self.pos)
         logits = cap * torch.tanh(F.linear(h, self.w.embed).float() / cap)
         self.token.copy_(logits.argmax(-1))
         self.pos.add_(1)

@@ -297,8 +297,13 @@ def measure(o: MeasureOptions, progress=None) -> dict:
         if checks["lm_head kernel"]:  # and when it is no slower than cuBLAS's GEMV plus the eager ops
             tick("lm_head: kernel vs cuBLAS")
             lm_head = lm_head_kernel.choose(weights.embed, cfg.final_softcap)
+    if cuda and fused and o.batch > 1 and o.quant == "nvfp4":  # the soft-cap and the B greedy tokens after
+        from llmsize.measure import lm_head as lm_head_kernel  # cuBLAS's GEMM in one kernel, once checked here
+        checks["lm_head soft-cap and token kernel"] = lm_head_kernel.cap_argmax_ok(device)
+        if checks["lm_head soft-cap and token kernel"]:
+            lm_head = {"kernel": "cublas+cap_argmax"}
     dec = gemma4.Gemma4Decoder(weights, batch=o.batch, max_positions=positions, gemv=gemv, fused=fused, fold=fold,
-                               lm_head="triton" if lm_head["kernel"] == "triton" else "torch",
+                               lm_head="torch" if lm_head["kernel"] in ("cublas", "torch") else "triton",
                                fold_combine=fold_combine)
     gen = torch.Generator(device=device).manual_seed(o.seed + 1)
     prompt = torch.randint(0, cfg.vocab_size, (o.batch, o.context), generator=gen, device=device)

@@ -50,7 +50,9 @@ def _launch(run: dict) -> str:
 def _lm_head(lm: dict) -> str:
     """Which lm_head ran and, where both were timed, the two times (llmsize.measure.lm_head.choose)."""
     name = {"triton": "one Triton kernel (GEMV, soft-cap, greedy token)",
-            "cublas": "cuBLAS GEMV, then soft-cap and argmax in torch"}.get(lm["kernel"], lm["kernel"])
+            "cublas": "cuBLAS GEMV, then soft-cap and argmax in torch",
+            "cublas+cap_argmax": "cuBLAS GEMM, then one Triton kernel (soft-cap, greedy tokens)"
+            }.get(lm["kernel"], lm["kernel"])
     if lm.get("error"):
         return f"{name} (timing the kernel against it failed: {lm['error']})"
     if lm.get("triton_us") is None:

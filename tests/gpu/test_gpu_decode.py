@@ -269,6 +269,22 @@ def test_lm_head_kernel_on_the_gemma_4_vocabulary():
     assert pick["kernel"] in ("triton", "cublas") and pick["triton_us"] > 0 and pick["cublas_us"] > 0
 
 
+@pytest.mark.parametrize("rows", [2, 16, 256])
+def test_cap_argmax_on_the_gemma_4_vocabulary(rows):
+    """The batch tail (soft-cap and greedy tokens after cuBLAS's GEMM) on 262,144-entry bf16 logits: its
+    self-check on this card, the logits as torch's soft-cap gives them, each token its row's argmax."""
+    from llmsize.measure import lm_head
+    assert lm_head.cap_argmax_ok(torch.device("cuda"))
+    torch.manual_seed(rows)
+    y = (torch.randn(rows, 262144, device="cuda") * 5).to(torch.bfloat16)
+    tok = torch.zeros(rows, dtype=torch.long, device="cuda")
+    pos = torch.tensor([5], device="cuda")
+    got = lm_head.cap_argmax(y, 30.0, tok, pos)
+    want = 30.0 * torch.tanh(y.float() / 30.0)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    assert torch.equal(tok, want.argmax(-1)) and int(pos) == 6
+
+
 def test_attention_combine_folded_on_a_sliding_layer():
     """Gemma 4 12B's sliding layer (8 KV heads x 256, 1,024 slots: 32 slices per head, 64 KiB of partials a
     group): the combine folded into the split kernel's last slice gives the combine kernel's output bit for bit,

@@ -118,6 +118,11 @@ def kernels():
                {"BLOCK_N": bn, "BLOCK_K": bk, "STAGES": stages, "EVEN": True, "ADVANCE": True}, warps)
     yield ("lm_head ragged, no pos", lm_head._lm_head_kernel, head,
            {"BLOCK_N": 16, "BLOCK_K": 256, "STAGES": 1, "EVEN": False, "ADVANCE": False}, 4)
+    tail = {"y_ptr": P["bf16"], "logits_ptr": P["f32"], "key_ptr": "*u64", "cnt_ptr": P["i32"], "tok_ptr": P["i64"],
+            "pos_ptr": P["i64"], "B": "i32", "V": "i32", "stride_y": "i32", "cap": "fp32"}
+    for bb in (16, lm_head.MAX_CAP_ROWS):  # the soft-cap and tokens after the GEMM, batch > 1
+        yield (f"cap_argmax rows={bb}", lm_head._cap_argmax_kernel, tail,
+               {"BLOCK": lm_head.CAP_BLOCK, "BLOCK_B": bb, "ADVANCE": True}, 4)
 
 def probe_kernels():
     for per_sm, warps, block, stages in probe.PROBE_SHAPES:

@@ -160,7 +160,9 @@ def test_fused_step_above_16_rows_through_the_tensor_core_row_blocks(monkeypatch
     """Eighteen sequences (above the 16 rows one tensor-core program takes): every GEMV of the fused step goes
     through gemv_tc with all 18 rows (its row blocks), the GeGLU in the gate | up pass; each row as it decodes
     alone through the float32 reference path. The prompts are of one token, so prefill (18 rows) takes the same
-    kernel; a prompt longer than the batch would be a prefill through the dense path."""
+    kernel; a prompt longer than the batch would be a prefill through the dense path. The step ends in
+    lm_head.cap_argmax (soft-cap and the 18 greedy tokens in one kernel): a wrong token would send a row's
+    next step elsewhere than its solo decode."""
     rows = []
     real = gemv_tc.nvfp4_gemv_tc
 
@@ -171,9 +173,10 @@ def test_fused_step_above_16_rows_through_the_tensor_core_row_blocks(monkeypatch
     monkeypatch.setattr(gemma4, "nvfp4_gemv_tc", counted)
     w = _weights(seed=13)
     prompts, steps = [[(5 * i + 1) % CFG.vocab_size] for i in range(18)], 2
-    dec = gemma4.Gemma4Decoder(w, batch=18, max_positions=steps + 4, gemv="words", fused=True)
+    dec = gemma4.Gemma4Decoder(w, batch=18, max_positions=steps + 4, gemv="words", fused=True, lm_head="triton")
     dec.prefill(torch.tensor(prompts))
     got = [dec.decode_step() for _ in range(steps)]
+    assert int(dec.pos) == 1 + steps  # advanced by the kernel
     # per layer, prefill: q|k|v, o, gate|up, down; a fused step: the same four (the GeGLU in gate | up)
     assert rows == [18] * (4 * CFG.num_layers * (steps + 1))
     for row in (0, 7, 17):

@@ -40,6 +40,12 @@ export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
 $PY -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee "$OUT/versions.txt"
 
+T0=$SECONDS TS=$SECONDS
+mark() {  # how long each stage took, for planning the next device call (the device's limits are minutes)
+  want "$1" && echo "== stage $1: $((SECONDS - TS)) s (since start: $((SECONDS - T0)) s)" | tee -a "$OUT/stage-times.txt"
+  TS=$SECONDS
+}
+
 summary() {  # the Markdown block from every measure run so far, then the step variants if they ran
   : > "$OUT/RESULTS-append.md"
   ls "$OUT"/measure-*.json >/dev/null 2>&1 && $PY benchmarks/measure_summary.py "$OUT"/measure-*.json \
@@ -52,8 +58,9 @@ summary() {  # the Markdown block from every measure run so far, then the step v
 
 run_measure() {  # name, then the arguments of `llmsize measure`
   local q=$1; shift
+  local t=$SECONDS
   timeout 150 $PY -m llmsize measure "$@" --json --save "$OUT/measure-$q.json" > /dev/null 2> "$OUT/measure-$q.err"
-  echo "measure $q ($*): exit $?"; tail -3 "$OUT/measure-$q.err"
+  echo "measure $q ($*): exit $? after $((SECONDS - t)) s"; tail -3 "$OUT/measure-$q.err"
   [ -f "$OUT/measure-$q.json" ] && $PY -c "
 import json
 from rich.console import Console
@@ -69,14 +76,17 @@ if want headline; then
   run_measure nvfp4default
   run_measure bf16 --quant bf16 --no-probe
 fi
+mark headline
 # 2. the kernels on the card against their references
 if want tests; then  # -v into a log as it runs: a run cut by the timeout still names each test's outcome so far
   timeout 180 $PY -m pytest -vv -rfE -p no:cacheprovider tests/gpu > "$OUT/gpu-tests-verbose.log" 2>&1
   { grep -E "(FAILED|ERROR)" "$OUT/gpu-tests-verbose.log" | head -30; tail -3 "$OUT/gpu-tests-verbose.log"; } \
     | tee "$OUT/gpu-tests.log"
 fi
+mark tests
 # 3. the GEMVs alone (each config timed per shape; DRAM-bound: each call reads another copy of the matrix)
 want gemv && timeout 100 $PY benchmarks/gemv_bench.py --best-out "$OUT/best-gemv.txt" 2>&1 | tee "$OUT/gemv-bench.txt"
+mark gemv
 FALLBACK=words  # not benched in this call: the default's kernel on Hopper; benched and none won: the byte kernel
 want gemv && FALLBACK=triton
 BEST=$(cat "$OUT/best-gemv.txt" 2>/dev/null || echo $FALLBACK)
@@ -86,6 +96,7 @@ if want variants; then
   timeout 150 $PY benchmarks/step_variants.py --out "$OUT/step-variants.md" 2>&1 | tee "$OUT/step-variants.log"
   summary
 fi
+mark variants
 # 5. the other whole-loop variants: the eager step, the byte kernel, inductor, the baseline fused
 if want others; then
   run_measure nvfp4 --quant nvfp4 --gemv "$BEST" --no-fused --no-probe
@@ -93,6 +104,7 @@ if want others; then
   [ "$BEST" = triton ] || run_measure nvfp4triton --quant nvfp4 --gemv triton --no-probe
   run_measure nvfp4compiled --quant nvfp4 --gemv "$BEST" --compile --no-probe
 fi
+mark others
 # 6. the batch sweep (issue 5's continuous-batching regime) and where the step's time goes
 FUSED="--fused"  # unless the headline run (when it ran) fell back to the eager step
 [ -f "$OUT/measure-nvfp4default.json" ] && ! $PY -c "
@@ -104,14 +116,17 @@ if want sweep; then
     | tee "$OUT/decode-sweep.log" | sed -n '/^## decode.py/,$p' > "$OUT/decode-sweep.md"
   summary
 fi
+mark sweep
 if want crossover; then  # the word family (auto: if its self-checks pass), the only NVFP4 path above 16 rows
   timeout 300 $PY benchmarks/decode.py --save-dir "$OUT" --context 128 --tokens 64 --batches 1,16,32,64,128,256 \
     --no-baseline --gemv auto $FUSED 2>&1 | tee "$OUT/decode-crossover.log" | sed -n '/^## decode.py/,$p' \
     > "$OUT/decode-crossover.md"
   summary
 fi
+mark crossover
 if want profile; then
   timeout 120 $PY benchmarks/profile_decode.py --gemv "$BEST" $FUSED 2>&1 | tee "$OUT/profile-nvfp4.txt"
   timeout 120 $PY benchmarks/profile_decode.py --gemv "$BEST" $FUSED --batch 16 2>&1 | tee "$OUT/profile-nvfp4-b16.txt"
 fi
+mark profile
 tar czf "$FINAL/all-logs.tgz" -C "$OUT" . && echo "logs: $FINAL/all-logs.tgz"

@@ -144,13 +144,19 @@ def cap_argmax_ok(device) -> bool:
     of 5 x 5,003 (a multiple of no block) and 20 x 262,144 (Gemma 4's vocabulary), each twice (keys and
     counter left zeroed), then a tie planted in every row (its best copied to a neighbour: the first wins),
     then all logits negative."""
+    return _once(_cap_checked, device, _cap_argmax_matches)
+
+
+def _once(cache: dict, device, check) -> bool:
+    """check(device), once per device; a kernel that fails to build or launch there fails it (the eager ops
+    it is)."""
     key = str(device)
-    if key not in _cap_checked:
+    if key not in cache:
         try:
-            _cap_checked[key] = _cap_argmax_matches(device)
-        except Exception:  # a kernel that fails to build or launch here: the eager ops it is
-            _cap_checked[key] = False
-    return _cap_checked[key]
+            cache[key] = check(device)
+        except Exception:
+            cache[key] = False
+    return cache[key]
 
 
 def _cap_argmax_matches(device) -> bool:
@@ -252,13 +258,7 @@ def lm_head_ok(device) -> bool:
     by one; each case twice, so a key or counter left non-zero shows; then the best row copied to its
     neighbour, where the first of the two must win; then all logits negative (the key's order for negative
     values). Once per device."""
-    key = str(device)
-    if key not in _checked:
-        try:
-            _checked[key] = _lm_head_matches(device)
-        except Exception:  # a kernel that fails to build or launch here: the eager ops it is
-            _checked[key] = False
-    return _checked[key]
+    return _once(_checked, device, _lm_head_matches)
 
 
 def _lm_head_matches(device) -> bool:

@@ -85,6 +85,20 @@ def validate(o: MeasureOptions) -> None:
                                 "Point it at a folder holding config.json and *.safetensors.")
 
 
+def check_wide_batch(batch: int, gemv: str, off: set[str]) -> None:
+    """Above 16 rows NVFP4 has one kernel, the tensor-core word GEMV's row blocks: refuse such a batch, before
+    the model is built, when the card's self-checks left it out (off: gemv_words.words_off)."""
+    if batch <= 16:
+        return
+    from llmsize.measure.gemv_words import WORDS_FEATURES
+
+    failed = ["the word GEMV"] if gemv != "words" else [f"the word GEMV's {WORDS_FEATURES[n]}" for n in ("tc", "wide")
+                                                        if n in off]
+    if failed:
+        raise InvalidValueError(f"--batch `{batch}`: {' and '.join(failed)} failed the self-check on this card, "
+                                "and above 16 rows NVFP4 has no other kernel.", "Measure a batch of 16 or less.")
+
+
 def git_commit() -> str | None:
     here = Path(__file__).resolve().parent
     try:
@@ -252,10 +266,7 @@ def measure(o: MeasureOptions, progress=None) -> dict:
             checks.update({f"words kernel, {label}": name not in words_off for name, label in WORDS_FEATURES.items()
                            if (o.batch > 1 or name not in BATCH_FEATURES) and (o.batch > 16 or name not in
                                                                                  WIDE_FEATURES)})
-        if o.batch > 16 and (gemv != "words" or {"tc", "wide"} & words_off):
-            raise InvalidValueError(f"--batch `{o.batch}`: the tensor-core word GEMV, the one NVFP4 kernel above 16 "
-                                    "rows, failed its self-check on this card.",
-                                    "Measure a batch of 16 or less (the report of such a run lists the checks).")
+        check_wide_batch(o.batch, gemv, words_off)
     t_build = time.perf_counter()
 
     def on_layer(i):

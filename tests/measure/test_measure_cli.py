@@ -251,3 +251,17 @@ def test_bad_launch_environment_is_one_line(run_cli, monkeypatch, var, value):
     code, out, err = run_cli("measure", "--device", "cpu", "--context", "16", "--tokens", "2")
     assert code != 0 and f"{var} `{value}`" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert out == ""
+
+
+def test_a_batch_above_16_is_refused_when_its_kernel_failed_on_the_card():
+    """The one NVFP4 kernel above 16 rows is the tensor-core word GEMV's row blocks: with it (or the word GEMV,
+    or its 16-row programs) left out by the card's self-checks, measure refuses, naming what failed."""
+    from llmsize.measure.run import check_wide_batch
+    check_wide_batch(16, "triton", {"tc", "wide"})  # up to 16 rows other kernels serve
+    check_wide_batch(64, "words", {"rows", "split"})  # paths a wide batch does not use
+    for gemv, off, named in (("triton", set(), "the word GEMV failed"),
+                             ("words", {"wide"}, "17-256 rows on the tensor cores failed"),
+                             ("words", {"tc", "wide"}, "2-16 rows on the tensor cores and the word GEMV's 17-256")):
+        with pytest.raises(LlmsizeError, match=named) as e:
+            check_wide_batch(64, gemv, off)
+        assert "--batch `64`" in str(e.value) and "16 or less" in e.value.one_line()

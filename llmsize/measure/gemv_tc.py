@@ -240,9 +240,14 @@ TC_CONFIGS = ((128, 16, 4, 1, 16), (256, 16, 8, 1, 16), (64, 16, 4, 1, 16), (128
               (64, 16, 4, 2, 16), (128, 16, 4, 4, 16), (64, 16, 4, 4, 16), (256, 16, 8, 8, 16))
 # above 16 rows (the batch sweep past plan's ridge): each program decodes its weight tile for BLOCK_B rows, so
 # the ~3.3 decode instructions per weight are paid once per BLOCK_B rows; a wider BLOCK_B pays them less often
-# but holds more accumulators (BLOCK_N x BLOCK_B fp32 over the threads: 32-64 registers here)
-TC_WIDE_CONFIGS = ((128, 16, 4, 1, 32), (128, 16, 8, 1, 64), (64, 16, 4, 1, 64), (256, 16, 8, 1, 64),
-                   (128, 16, 8, 1, 128), (128, 16, 8, 2, 64), (128, 32, 8, 1, 64))
+# but holds more accumulators (BLOCK_N x BLOCK_B fp32 over the threads: 32-64 registers here), and each
+# program converts and permutes its BLOCK_B x 128 activations a step (~3.5 instructions an element), which
+# 256-row tiles spread over twice the weights (benchmarks/kernel_sass.py: instructions per weight and row
+# 0.106 at 256 x 32, 0.060 at 256 x 64, 0.042 at 256 x 128 with 16 warps). For the 3,840-row GEMVs (o, down),
+# whose tiles are few (15 of 256 rows), the same tiles split over K: ~120 programs on 132 SMs.
+TC_WIDE_CONFIGS = ((128, 16, 4, 1, 32), (256, 16, 8, 1, 32), (128, 16, 4, 4, 32), (256, 16, 8, 8, 32),
+                   (128, 16, 8, 1, 64), (256, 16, 8, 1, 64), (128, 16, 8, 2, 64), (128, 16, 8, 4, 64),
+                   (128, 16, 8, 1, 128), (256, 16, 16, 1, 128), (128, 16, 8, 2, 128), (256, 16, 16, 4, 128))
 MAX_ROWS = 256  # the most activation rows a call takes (the batches `llmsize measure` decodes)
 ROW_BLOCK = 16  # up to this many rows, one program's dot takes them all
 _tc_best: dict[tuple, tuple[int, int, int, int, int]] = {}

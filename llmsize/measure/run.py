@@ -181,10 +181,23 @@ def predicted(quant: str, mean_positions: int, batch: int, bandwidths_gb_s: dict
     fmt, scope = resolve_format(model, quant, None)
     step = weight_bytes_read(model, fmt, scope, batch) + batch * kv_bytes(model, mean_positions, "bf16"
                                                                            ).bytes_per_sequence
-    out = {"bytes_per_step": int(round(step)), "format": fmt.name, "scope": scope}
+    out = {"bytes_per_step": int(round(step)), "format": fmt.id, "scope": scope}
     for name, bw in bandwidths_gb_s.items():
         out[f"ceiling_tok_s_{name}"] = batch * bw * 1e9 / step if bw else None
     return out
+
+
+def plan_roofline(quant: str, mean_positions: int, batch: int, gpu) -> dict:
+    """plan's roofline for Gemma 4 12B on a catalog card (GpuSpec) at this batch and attended length: aggregate
+    tok/s = batch / max(bytes / datasheet bandwidth, FLOPs / the card's peak), which bound that is, and the
+    smallest compute-bound batch at this length (None: never)."""
+    from llmsize.catalog.loader import Catalog
+    from llmsize.estimate.plan import PlanInputs, make_plan
+
+    plan = make_plan(Catalog().model("gemma-4-12b"), gpu,
+                     PlanInputs(quant=quant, context_tokens=mean_positions, batch=batch), search_fit=False)
+    return {"roofline_tok_s": plan.decode_b.tok_s, "roofline_bound": plan.decode_b.bound,
+            "ridge_batch": plan.ridge_batch}
 
 
 # ------------------------------------------------------------------------------------------ the run
@@ -401,6 +414,9 @@ def measure(o: MeasureOptions, progress=None) -> dict:
             ceil = pred[f"ceiling_tok_s_{name}"]
             pred[f"measured_fraction_of_ceiling_{name}"] = tok_s / ceil if ceil else None
         pred["catalog_gpu"] = catalog_gpu.id if catalog_gpu else None
+        if catalog_gpu:
+            pred.update(plan_roofline(o.quant, int(round(mean_pos)), o.batch, catalog_gpu))
+            pred["measured_fraction_of_roofline"] = tok_s / pred["roofline_tok_s"]
 
     versions = {"llmsize": __version__, "python": platform.python_version(), "torch": torch.__version__,
                 "cuda": torch.version.cuda}

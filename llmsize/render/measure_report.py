@@ -141,4 +141,10 @@ def render_measure(r: dict, c: Console) -> None:
             if ceil:
                 rows.append((f"ceiling at {name} bandwidth", f"{ceil:,.1f} tok/s; measured "
                              f"{_pct(pred[f'measured_fraction_of_ceiling_{name}'])} of it"))
+        if pred.get("roofline_tok_s"):  # the compute roof too: it binds past plan's ridge batch
+            ridge = pred.get("ridge_batch")
+            turn = "memory-bound at any batch" if ridge is None else f"compute-bound from batch {ridge:,}"
+            rows.append((f"roofline at batch {run['batch']}", f"{pred['roofline_tok_s']:,.1f} tok/s, "
+                         f"{pred['roofline_bound']}-bound ({turn} at this length); measured "
+                         f"{_pct(pred['measured_fraction_of_roofline'])} of it"))
         _kv(c, rows)

@@ -265,3 +265,41 @@ def test_a_batch_above_16_is_refused_when_its_kernel_failed_on_the_card():
         with pytest.raises(LlmsizeError, match=named) as e:
             check_wide_batch(64, gemv, off)
         assert "--batch `64`" in str(e.value) and "16 or less" in e.value.one_line()
+
+
+def test_report_puts_plan_beside_the_measurement(run_cli, tmp_path):
+    """On a catalog card the report ends with plan's figures for the run: the bandwidth ceilings and, with the
+    card's peak, the roofline at the run's batch (for Gemma 4 12B NVFP4 on an H200 at 168 attended positions,
+    the crossover sweep's: memory-bound at batch 64, 25,934 tok/s = 64 / (11.85 GB / 4.8 TB/s); compute-bound
+    at 256, 41,281 tok/s; plan's ridge at 140)."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from llmsize.catalog.loader import Catalog
+    from llmsize.measure.run import plan_roofline, predicted
+    from llmsize.render.measure_report import render_measure
+    h200 = Catalog().gpu("h200")
+    roof = plan_roofline("nvfp4", 168, 64, h200)
+    assert roof["roofline_bound"] == "memory" and roof["ridge_batch"] == 140
+    assert roof["roofline_tok_s"] == pytest.approx(25_934, rel=1e-3)
+    roof256 = plan_roofline("nvfp4", 168, 256, h200)
+    assert roof256["roofline_bound"] == "compute" and roof256["roofline_tok_s"] == pytest.approx(41_281, rel=1e-3)
+    assert plan_roofline("nvfp4", 4362, 16, h200)["ridge_batch"] is None  # the KV cache keeps pace at 4,096
+    f = tmp_path / "r.json"
+    code, _, err = run_cli("measure", "--device", "cpu", "--context", "16", "--tokens", "2", "--json", "--save",
+                           str(f))
+    assert code == 0, err
+    r = json.loads(f.read_text())
+    pred = predicted("nvfp4", 168, 64, {"datasheet": 4800.0, "theoretical": 4814.1, "probe": None})
+    assert pred["ceiling_tok_s_datasheet"] == pytest.approx(roof["roofline_tok_s"], rel=1e-6)  # memory-bound
+    pred.update(roof, ceiling_tok_s=pred["ceiling_tok_s_datasheet"], measured_fraction_of_roofline=0.5,
+                measured_fraction_of_ceiling_datasheet=0.5, measured_fraction_of_ceiling_theoretical=0.4987)
+    r["predicted"], r["run"]["batch"] = pred, 64
+    buf = StringIO()
+    render_measure(r, Console(file=buf, width=100))
+    text = " ".join(buf.getvalue().split())
+    assert "ceiling at datasheet bandwidth 25,934.1 tok/s; measured 50.0% of it" in text
+    assert ("roofline at batch 64 25,934.1 tok/s, memory-bound (compute-bound from batch 140 at this length); "
+            "measured 50.0% of it") in text
+    assert "ceiling at probe bandwidth" not in text  # no probe in this run

@@ -23,6 +23,7 @@ from llmsize.units import GiB
 QUANTS = ("nvfp4", "bf16")
 DEVICES = ("cuda", "cpu")
 MAX_BATCH = 256  # gemv_tc.MAX_ROWS (not imported: validation happens before torch is)
+GPU_DTYPE = "bfloat16"  # the model's dtype on a GPU (torch's name; float32 where the CPU tests fake a GPU)
 
 
 @dataclass
@@ -236,9 +237,9 @@ def measure(o: MeasureOptions, progress=None) -> dict:
         from llmsize.catalog.match import match_gpu
 
         catalog_gpu = match_gpu(card.name, card.vram_total_bytes, Catalog().hardware.all())
-        device = torch.device("cuda", o.gpu_index)
+        device = _gpu_device(torch, o.gpu_index)
         torch.cuda.set_device(device)
-        dtype = torch.bfloat16
+        dtype = getattr(torch, GPU_DTYPE)
     else:
         device, dtype = torch.device("cpu"), torch.float32
 
@@ -342,19 +343,7 @@ def measure(o: MeasureOptions, progress=None) -> dict:
     for i in range(o.warmup):  # compiles and autotunes the kernels before capture
         tick("warm-up", i, o.warmup)
         decode_step()
-    step = decode_step
-    graph = None
-    if cuda:
-        torch.cuda.synchronize(device)
-        graph = torch.cuda.CUDAGraph()
-        side = torch.cuda.Stream(device)
-        side.wait_stream(torch.cuda.current_stream(device))
-        with torch.cuda.stream(side):
-            decode_step()  # one more real step on the capture stream, as the CUDA-graph docs advise
-        torch.cuda.current_stream(device).wait_stream(side)
-        with torch.cuda.graph(graph):
-            decode_step()
-        step = graph.replay
+    step = _capture_step(torch, decode_step, device) if cuda else decode_step
     start_pos = int(dec.pos.item())
 
     times_s, interrupted = [], False
@@ -447,7 +436,7 @@ def measure(o: MeasureOptions, progress=None) -> dict:
         "run": {"device": o.device, "quant": o.quant, "gemv": gemv, "context_tokens": o.context,
                 "batch": o.batch, "tokens_requested": o.tokens, "tokens_measured": n, "warmup_tokens": o.warmup,
                 "first_timed_position": start_pos, "mean_attended_positions": mean_pos,
-                "cuda_graph": graph is not None, "compiled": o.compile, "fused": fused,
+                "cuda_graph": cuda, "compiled": o.compile, "fused": fused,
                 "fused_epilogues": bool(fused and fold and gemv == "words" and o.batch == 1),
                 "combine_folded": bool(fused and fold and fold_combine), "lm_head": lm_head,
                 "batch_kernels": _batch_kernels(gemv, o.batch),
@@ -483,6 +472,24 @@ def _batch_kernels(gemv: str, batch: int) -> dict | None:
         if b == batch and out.get(name, "tc") == "tc":
             out[name] = f"tc {bn}x{bw} w{warps} k{split}" + (f" b{bb}" if bb != gemv_tc.ROW_BLOCK else "")
     return out
+
+
+def _capture_step(torch, decode_step, device):
+    """One decode step captured in a CUDA graph; returns its replay."""
+    torch.cuda.synchronize(device)
+    graph = torch.cuda.CUDAGraph()
+    side = torch.cuda.Stream(device)
+    side.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(side):
+        decode_step()  # one more real step on the capture stream, as the CUDA-graph docs advise
+    torch.cuda.current_stream(device).wait_stream(side)
+    with torch.cuda.graph(graph):
+        decode_step()
+    return graph.replay
+
+
+def _gpu_device(torch, index: int):
+    return torch.device("cuda", index)
 
 
 def _timed(torch, cuda: bool, fn) -> float:

@@ -1,0 +1,90 @@
+"""The CUDA path of `llmsize measure`, run on the CPU: what a GPU run does between its checks and its report
+(the card read through NVML, the catalog match, the self-checks, the word kernels and the fused step, the
+lm_head kernels, the timed loop with CUDA events, plan's prediction, the JSON) with torch.cuda's calls and
+the card faked, the device a CPU one (so the Triton kernels run through the interpreter) and the model the
+tiny Gemma-4-shaped one under Gemma 4 12B's name, in float32 (Triton 3.9's interpreter multiplies bf16 dot
+operands as their integer bits: the attention kernel's bf16 dots are checked on the card, by measure's own
+attention self-check and tests/gpu). None of this code runs in CPU-only `measure --device cpu`,
+so without this test a slip in it (an attribute that does not exist, say) would only show on a borrowed GPU,
+after the whole run."""
+
+import dataclasses
+import json
+import time
+
+import pytest
+import torch
+
+from llmsize.measure import card, gemma4, lm_head, preflight, run
+
+H200_NVML = card.CardInfo(index=0, name="NVIDIA H200", driver="580.159.03", vram_total_bytes=150_754_820_096,
+                          vram_free_bytes=150_000_000_000, bus_width_bits=6144, max_memory_clock_mhz=3201,
+                          max_sm_clock_mhz=1980, sm_clock_mhz=1980, memory_clock_mhz=3201, power_limit_w=700.0)
+
+
+class _Event:
+    def __init__(self, enable_timing=False):
+        self.t = None
+
+    def record(self, stream=None):
+        self.t = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, end):
+        return (end.t - self.t) * 1e3
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    """torch.cuda and the card faked; the 'GPU' a CPU device; Gemma 4 12B the tiny model (its plan figures
+    still Gemma 4 12B's on an H200)."""
+    monkeypatch.setattr(preflight, "require_cuda", lambda torch_, index: None)
+    monkeypatch.setattr(preflight, "require_triton", lambda: None)
+    monkeypatch.setattr(card, "read_card", lambda index=0: H200_NVML)
+    monkeypatch.setattr(card, "current_clocks", lambda index=0: {"sm_clock_mhz": 1980, "memory_clock_mhz": 3201})
+    monkeypatch.setattr(run, "_gpu_device", lambda torch_, index: torch.device("cpu"))
+    monkeypatch.setattr(run, "_capture_step", lambda torch_, step, device: step)  # no graph: the step itself
+    monkeypatch.setattr(run, "_probe", lambda device, nbytes: (4400.0, "fake probe"))
+    monkeypatch.setattr(lm_head, "_graph_us", lambda fn, device, reps=20: (fn(), 100.0)[1])
+    for name, value in {"set_device": lambda d: None, "synchronize": lambda d=None: None,
+                        "mem_get_info": lambda d=None: (140 * 2 ** 30, 141 * 2 ** 30), "Event": _Event,
+                        "max_memory_allocated": lambda d=None: 0,
+                        "get_device_capability": lambda d=None: (9, 0)}.items():
+        monkeypatch.setattr(torch.cuda, name, value)
+    monkeypatch.setattr(gemma4, "GEMMA4_12B", dataclasses.replace(gemma4.GEMMA4_TINY, name="gemma-4-12b"))
+    monkeypatch.setattr(run, "GPU_DTYPE", "float32")
+
+
+@pytest.mark.parametrize("batch", [1, 20])
+def test_the_gpu_path_runs_end_to_end(fake_cuda, batch):
+    """Batch 1: the word kernel, the fused step with its epilogues, the lm_head kernel chosen by timing; batch
+    20: the tensor-core word GEMV's row blocks and the batch tail kernel. Every self-check named and passed,
+    the report's keys filled, plan's prediction for an H200 beside the measurement, the JSON serialisable."""
+    from rich.console import Console
+
+    from llmsize.render.measure_report import render_measure
+    r = run.measure(run.MeasureOptions(context=8, tokens=2, warmup=1, batch=batch))
+    json.dumps(r)
+    g, rr, p = r["gpu"], r["run"], r["predicted"]
+    assert g["name"] == "NVIDIA H200" and g["catalog_id"] == "h200-sxm" and g["compute_capability"] == "9.0"
+    assert g["theoretical_bandwidth_gb_s"] == pytest.approx(4916.7, abs=0.1)  # 2 x 3,201 MHz x 6,144 bits / 8
+    assert g["probed_read_bandwidth_gb_s"] == 4400.0 and g["datasheet_bandwidth_gb_s"] == 4800.0
+    assert rr["gemv"] == "words" and rr["fused"] and rr["cuda_graph"] and rr["tokens_measured"] == 2
+    assert rr["self_checks"] and all(rr["self_checks"].values()), rr["self_checks"]
+    if batch == 1:
+        assert rr["fused_epilogues"] and rr["lm_head"]["kernel"] in ("triton", "cublas")
+        assert "words kernel, 2-16 rows on the tensor cores" not in rr["self_checks"]  # batch paths unchecked
+    else:
+        assert rr["lm_head"] == {"kernel": "cublas+cap_argmax"}
+        assert rr["self_checks"]["words kernel, 17-256 rows on the tensor cores"]
+        assert rr["self_checks"]["lm_head soft-cap and token kernel"]
+    # plan: Gemma 4 12B NVFP4 on the H200 at this run's batch and attended length
+    assert p["catalog_gpu"] == "h200-sxm" and p["format"] == "nvfp4" and p["roofline_bound"] == "memory"
+    assert p["ceiling_tok_s"] == pytest.approx(p["ceiling_tok_s_datasheet"])
+    assert p["roofline_tok_s"] == pytest.approx(p["ceiling_tok_s_datasheet"], rel=1e-6)  # memory-bound: equal
+    assert p["measured_fraction_of_ceiling_probe"] == pytest.approx(r["decode"]["tok_s"] / p["ceiling_tok_s_probe"])
+    for key in ("fraction_of_theoretical", "fraction_of_probe", "fraction_of_datasheet"):
+        assert r["achieved"][key] > 0
+    render_measure(r, Console(width=100, file=open("/dev/null", "w")))

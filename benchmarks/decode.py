@@ -25,27 +25,14 @@ from llmsize.measure.run import MeasureOptions, git_commit, measure
 
 def row(r: dict) -> str:
     d, a, run = r["decode"], r["achieved"], r["run"]
-    pred = (r.get("predicted") or {}).get("ceiling_tok_s_theoretical")
+    p = r.get("predicted") or {}  # plan's figures for the run (llmsize.measure.run.predicted, plan_roofline)
+    pred = p.get("ceiling_tok_s_theoretical")
     pct = lambda x: "n/a" if x is None else f"{100 * x:.1f}%"  # noqa: E731
-    roof = plan_roofline(r["gpu"].get("catalog_id"), run["quant"], run.get("mean_attended_positions"), run["batch"])
+    roof = (p["roofline_tok_s"], p["roofline_bound"]) if p.get("roofline_tok_s") else None
     return (f"| {run['quant']} | {run['batch']} | {r['bytes_per_step'] / 1e9:.3f} | {d['ms_per_token_median']:.3f} | "
             f"{d['tok_s']:,.1f} | {a['bandwidth_gb_s']:,.0f} | {pct(a['fraction_of_theoretical'])} | "
             f"{pct(a['fraction_of_probe'])} | {'n/a' if pred is None else f'{pred:,.1f}'} | "
             f"{'n/a' if roof is None else f'{roof[0]:,.0f} ({roof[1]})'} |")
-
-
-def plan_roofline(catalog_id: str | None, quant: str, positions: float | None, batch: int) -> tuple[float, str] | None:
-    """plan's roofline for Gemma 4 12B on the catalog card at this batch and attended length: aggregate tok/s =
-    batch / max(bytes / datasheet bandwidth, FLOPs / peak), and which bound it is (None: no card)."""
-    if not catalog_id or not positions:
-        return None
-    from llmsize.catalog.loader import Catalog
-    from llmsize.estimate.plan import PlanInputs, make_plan
-
-    cat = Catalog()
-    inputs = PlanInputs(quant=quant, context_tokens=int(round(positions)), batch=batch)
-    step = make_plan(cat.model("gemma-4-12b"), cat.gpu(catalog_id), inputs, search_fit=False).decode_b
-    return step.tok_s, step.bound
 
 
 MEMORY_BOUND_SHARE = 0.8  # a batch counts as memory-bound while its bandwidth stays >= 80% of batch 1's
@@ -73,18 +60,6 @@ def memory_bound_verdict(nvfp4_rows: list[tuple[int, float]], ridge_batch: int |
             "plan's roofline stays memory-bound at every batch (at this context the KV cache grows as fast as "
             "the FLOPs)")
     return f"Measured: {measured}; {plan}."
-
-
-def plan_ridge_batch(catalog_id: str | None, context: int) -> int | None:
-    """plan's smallest compute-bound batch for Gemma 4 12B in NVFP4 on the card (None: never, or no card)."""
-    if not catalog_id:
-        return None
-    from llmsize.catalog.loader import Catalog
-    from llmsize.estimate.plan import PlanInputs, make_plan
-
-    cat = Catalog()
-    return make_plan(cat.model("gemma-4-12b"), cat.gpu(catalog_id), PlanInputs(quant="nvfp4", context_tokens=context),
-                     search_fit=False).ridge_batch
 
 
 def main() -> None:
@@ -137,12 +112,12 @@ def main() -> None:
     lines += [row(r) for r in results]
     nvfp4 = [(r["run"]["batch"], r["achieved"]["fraction_of_theoretical"] or 0.0) for r in results
              if r["run"]["quant"] == "nvfp4"]
-    at = [r["run"]["mean_attended_positions"] for r in results if r["run"]["quant"] == "nvfp4"]  # plan's ridge at
-    ridge_positions = int(round(at[0])) if at else args.context  # the attended length the rows decoded at
-    verdict = memory_bound_verdict(nvfp4, plan_ridge_batch(g.get("catalog_id"), ridge_positions),
-                                   card=bool(g.get("catalog_id")))
-    if g.get("catalog_id") and verdict.startswith("Measured"):
-        verdict += f" (plan at {ridge_positions:,} attended positions, the runs' mean.)"
+    # plan's ridge at the attended length the first NVFP4 row decoded at (each run's JSON has plan's figures)
+    first = next((r for r in results if r["run"]["quant"] == "nvfp4"), None)
+    ridge = ((first or {}).get("predicted") or {}).get("ridge_batch")
+    verdict = memory_bound_verdict(nvfp4, ridge, card=bool(g.get("catalog_id")))
+    if g.get("catalog_id") and first and verdict.startswith("Measured"):
+        verdict += f" (plan at {first['run']['mean_attended_positions']:,.0f} attended positions, the runs' mean.)"
     lines += ["", verdict]
     lines += [f"- batch {r['run']['batch']} GEMVs: " + ", ".join(f"{shape} {kind}" for shape, kind in
                                                               r["run"]["batch_kernels"].items())

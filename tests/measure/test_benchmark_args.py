@@ -80,29 +80,25 @@ def test_step_variants_smoke_run_on_the_cpu(tmp_path):
 
 def test_decode_says_where_the_loop_stops_being_memory_bound():
     """Issue 5's batch regime: decode.py names the batch where the NVFP4 loop stops moving bytes at its batch-1
-    rate, next to plan's roofline for the card (Gemma 4 12B NVFP4 on the H200 at 4,096 tokens: the KV cache,
-    ~0.4 GB a sequence read at ~60 FLOPs a byte, grows as fast as the FLOPs, below the card's ridge of ~206, so
-    plan never turns compute-bound)."""
+    rate, next to plan's ridge for the card, from the runs' JSON (llmsize.measure.run.plan_roofline: Gemma 4 12B
+    NVFP4 on the H200 never turns compute-bound at 4,096 tokens, where the KV cache, ~0.4 GB a sequence read at
+    ~60 FLOPs a byte, grows as fast as the FLOPs, below the card's ridge of ~206; at 168 attended positions, the
+    crossover sweep's, it does from batch 140)."""
+    from llmsize.catalog.loader import Catalog
+    from llmsize.measure.run import plan_roofline
     sys.path.insert(0, str(BENCH))
     try:
         import decode
     finally:
         sys.path.remove(str(BENCH))
-    assert decode.plan_ridge_batch("h200", 4096) is None
-    assert decode.plan_ridge_batch(None, 4096) is None
+    h200 = Catalog().gpu("h200")
+    assert plan_roofline("nvfp4", 4096, 1, h200)["ridge_batch"] is None
+    assert plan_roofline("nvfp4", 168, 1, h200)["ridge_batch"] == 140
     v = decode.memory_bound_verdict([(1, 0.85), (4, 0.80), (16, 0.40)], None)
     assert "memory-bound up to batch 4 and stops by batch 16" in v and "stays memory-bound at every batch" in v
     assert "every batch measured (up to 16)" in decode.memory_bound_verdict([(16, 0.8), (1, 0.85), (4, 0.84)], 64)
     assert "compute-bound at batch 64" in decode.memory_bound_verdict([(1, 0.85)], 64)
     assert "no verdict" in decode.memory_bound_verdict([(4, 0.5)], None)
-    # at a short context plan does turn compute-bound: 168 attended positions (the crossover sweep, 128 tokens of
-    # prompt, 8 of warm-up, 64 decoded), ridge at 140; the column beside each row: plan's roofline and its bound
-    assert decode.plan_ridge_batch("h200", 168) == 140
-    tok_s, bound = decode.plan_roofline("h200", "nvfp4", 168.5, 64)
-    assert bound == "memory" and 25_000 < tok_s < 27_000  # 64 / (11.85 GB / 4.8 TB/s) = 25,900
-    tok_s, bound = decode.plan_roofline("h200", "nvfp4", 168.5, 256)
-    assert bound == "compute" and 40_000 < tok_s < 43_000  # 256 x ~24 GFLOP at 989 TFLOP/s: 6.2 ms a step
-    assert decode.plan_roofline(None, "nvfp4", 168.5, 1) is None
     assert "no theoretical bandwidth" in decode.memory_bound_verdict([(1, 0.0), (4, 0.0)], None)
     assert "no catalog card" in decode.memory_bound_verdict([(1, 0.8), (4, 0.8)], None, card=False)
 

@@ -10,13 +10,17 @@ after the whole run."""
 
 import dataclasses
 import json
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
 
 from llmsize.measure import card, gemma4, lm_head, preflight, run
 
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 H200_NVML = card.CardInfo(index=0, name="NVIDIA H200", driver="580.159.03", vram_total_bytes=150_754_820_096,
                           vram_free_bytes=150_000_000_000, bus_width_bits=6144, max_memory_clock_mhz=3201,
                           max_sm_clock_mhz=1980, sm_clock_mhz=1980, memory_clock_mhz=3201, power_limit_w=700.0)
@@ -58,7 +62,7 @@ def fake_cuda(monkeypatch):
 
 
 @pytest.mark.parametrize("batch", [1, 20])
-def test_the_gpu_path_runs_end_to_end(fake_cuda, batch):
+def test_the_gpu_path_runs_end_to_end(fake_cuda, batch, tmp_path):
     """Batch 1: the word kernel, the fused step with its epilogues, the lm_head kernel chosen by timing; batch
     20: the tensor-core word GEMV's row blocks and the batch tail kernel. Every self-check named and passed,
     the report's keys filled, plan's prediction for an H200 beside the measurement, the JSON serialisable."""
@@ -88,3 +92,18 @@ def test_the_gpu_path_runs_end_to_end(fake_cuda, batch):
     for key in ("fraction_of_theoretical", "fraction_of_probe", "fraction_of_datasheet"):
         assert r["achieved"][key] > 0
     render_measure(r, Console(width=100, file=open("/dev/null", "w")))
+    # what benchmarks/measure_gpu.sh makes of such a run: the Markdown block, and decode.py's table row
+    f = tmp_path / f"measure-b{batch}.json"
+    f.write_text(json.dumps(r))
+    out = subprocess.run([sys.executable, str(BENCH / "measure_summary.py"), str(f)], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "## `llmsize measure` on NVIDIA H200" in out.stdout and "| nvfp4 | words, fused" in out.stdout
+    assert "words kernel: ok" in out.stdout
+    sys.path.insert(0, str(BENCH))
+    try:
+        import decode
+    finally:
+        sys.path.remove(str(BENCH))
+    row = decode.row(r)
+    assert row.startswith(f"| nvfp4 | {batch} |") and row.endswith(" (memory) |")

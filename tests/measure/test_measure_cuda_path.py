@@ -62,15 +62,24 @@ def fake_cuda(monkeypatch):
 
 
 @pytest.mark.parametrize("batch", [1, 20])
-def test_the_gpu_path_runs_end_to_end(fake_cuda, batch, tmp_path):
-    """Batch 1: the word kernel, the fused step with its epilogues, the lm_head kernel chosen by timing; batch
-    20: the tensor-core word GEMV's row blocks and the batch tail kernel. Every self-check named and passed,
-    the report's keys filled, plan's prediction for an H200 beside the measurement, the JSON serialisable."""
+def test_the_gpu_path_runs_end_to_end(fake_cuda, batch, tmp_path, run_cli):
+    """Batch 1, through the CLI as a user runs it (report on screen, JSON saved): the word kernel, the fused
+    step with its epilogues, the lm_head kernel chosen by timing; batch 20, through run.measure: the
+    tensor-core word GEMV's row blocks and the batch tail kernel. Every self-check named and passed, the
+    report's keys filled, plan's prediction for an H200 beside the measurement."""
     from rich.console import Console
 
     from llmsize.render.measure_report import render_measure
-    r = run.measure(run.MeasureOptions(context=8, tokens=2, warmup=1, batch=batch))
-    json.dumps(r)
+    if batch == 1:
+        code, out, err = run_cli("measure", "--context", "8", "--tokens", "2", "--warmup", "1", "--save",
+                                 str(tmp_path / "run.json"))
+        assert code == 0, err
+        text = " ".join(out.split())
+        assert "NVIDIA H200" in text and "What `plan` predicted for this card" in text and "roofline at batch 1" in text
+        r = json.loads((tmp_path / "run.json").read_text())
+    else:
+        r = run.measure(run.MeasureOptions(context=8, tokens=2, warmup=1, batch=batch))
+        json.dumps(r)
     g, rr, p = r["gpu"], r["run"], r["predicted"]
     assert g["name"] == "NVIDIA H200" and g["catalog_id"] == "h200-sxm" and g["compute_capability"] == "9.0"
     assert g["theoretical_bandwidth_gb_s"] == pytest.approx(4916.7, abs=0.1)  # 2 x 3,201 MHz x 6,144 bits / 8

@@ -22,7 +22,7 @@ from llmsize.measure import card, gemma4, lm_head, preflight, run
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 H200_NVML = card.CardInfo(index=0, name="NVIDIA H200", driver="580.159.03", vram_total_bytes=150_754_820_096,
-                          vram_free_bytes=150_000_000_000, bus_width_bits=6144, max_memory_clock_mhz=3201,
+                          vram_free_bytes=150_000_000_000, bus_width_bits=6016, max_memory_clock_mhz=3201,
                           max_sm_clock_mhz=1980, sm_clock_mhz=1980, memory_clock_mhz=3201, power_limit_w=700.0)
 
 
@@ -82,7 +82,7 @@ def test_the_gpu_path_runs_end_to_end(fake_cuda, batch, tmp_path, run_cli):
         json.dumps(r)
     g, rr, p = r["gpu"], r["run"], r["predicted"]
     assert g["name"] == "NVIDIA H200" and g["catalog_id"] == "h200-sxm" and g["compute_capability"] == "9.0"
-    assert g["theoretical_bandwidth_gb_s"] == pytest.approx(4916.7, abs=0.1)  # 2 x 3,201 MHz x 6,144 bits / 8
+    assert g["theoretical_bandwidth_gb_s"] == pytest.approx(4814.3, abs=0.1)  # 2 x 3,201 MHz x 6,016 bits / 8
     assert g["probed_read_bandwidth_gb_s"] == 4400.0 and g["datasheet_bandwidth_gb_s"] == 4800.0
     assert rr["gemv"] == "words" and rr["fused"] and rr["cuda_graph"] and rr["tokens_measured"] == 2
     assert rr["self_checks"] and all(rr["self_checks"].values()), rr["self_checks"]

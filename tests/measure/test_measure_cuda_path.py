@@ -61,6 +61,19 @@ def fake_cuda(monkeypatch):
     monkeypatch.setattr(run, "GPU_DTYPE", "float32")
 
 
+def test_the_bf16_baseline_gpu_path(fake_cuda):
+    """The baseline the headline compares with (`measure --quant bf16 --no-probe`): cuBLAS GEMMs (here torch's
+    matmul), the fused kernels between them once their check passes, plan's bf16 prediction."""
+    r = run.measure(run.MeasureOptions(quant="bf16", context=8, tokens=2, warmup=1, probe=False))
+    rr, p = r["run"], r["predicted"]
+    assert rr["gemv"] == "torch" and rr["fused"] and rr["lm_head"] == {"kernel": "cublas"}
+    assert rr["self_checks"] and all(rr["self_checks"].values()), rr["self_checks"]
+    assert r["gpu"]["probed_read_bandwidth_gb_s"] is None and r["achieved"]["fraction_of_probe"] is None
+    assert p["format"] == "bf16" and p["roofline_bound"] == "memory" and p["ceiling_tok_s_probe"] is None
+    # the bf16 step reads ~3x the NVFP4 one's bytes (plan at 12 positions: 23.82 GB against 8.15, x 2.92)
+    assert 2.5 < p["bytes_per_step"] / run.predicted("nvfp4", 12, 1, {})["bytes_per_step"] < 3.5
+
+
 @pytest.mark.parametrize("batch", [1, 20])
 def test_the_gpu_path_runs_end_to_end(fake_cuda, batch, tmp_path, run_cli):
     """Batch 1, through the CLI as a user runs it (report on screen, JSON saved): the word kernel, the fused

@@ -2,8 +2,8 @@
 # On a CUDA machine: `llmsize measure` for nvfp4 and bf16, the GPU tests, the GEMV microbenchmark, every way
 # to run the decode step on one built model, then the other measure variants, the batch sweep and a profile.
 # Works in $WORK (default /tmp/llmsize-gpu); leaves three files in $OUT (default benchmarks/out): the Markdown
-# block for benchmarks/RESULTS.md, the whole console log, and a tarball of every log and JSON (the device
-# tool brings back at most 8 files).
+# block for benchmarks/RESULTS.md, the whole console log, and a tarball of every log and JSON, repacked after
+# each stage (the device tool brings back at most 8 files, and what a killed run left in $OUT).
 #
 #   bash benchmarks/measure_gpu.sh [STAGE ...]
 #
@@ -41,8 +41,11 @@ nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
 $PY -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee "$OUT/versions.txt"
 
 T0=$SECONDS TS=$SECONDS
-mark() {  # how long each stage took, for planning the next device call (the device's limits are minutes)
-  want "$1" && echo "== stage $1: $((SECONDS - TS)) s (since start: $((SECONDS - T0)) s)" | tee -a "$OUT/stage-times.txt"
+mark() {  # how long each stage took, for planning the next device call (the device's limits are minutes); and
+  # the logs and JSON so far packed into $FINAL, so a run the device's timeout kills still brings them back
+  want "$1" || return 0
+  echo "== stage $1: $((SECONDS - TS)) s (since start: $((SECONDS - T0)) s)" | tee -a "$OUT/stage-times.txt"
+  tar czf "$FINAL/all-logs.tgz" -C "$OUT" . 2>/dev/null
   TS=$SECONDS
 }
 
@@ -78,8 +81,10 @@ if want headline; then
 fi
 mark headline
 # 2. the kernels on the card against their references
-if want tests; then  # -v into a log as it runs: a run cut by the timeout still names each test's outcome so far
-  timeout 180 $PY -m pytest -vv -rfE -p no:cacheprovider tests/gpu > "$OUT/gpu-tests-verbose.log" 2>&1
+if want tests; then  # -v into a log as it runs, each outcome also on the console (which streams to $FINAL): a
+  # run cut by a timeout, this one's or the device's, still names each test's outcome so far
+  timeout 180 $PY -m pytest -vv -rfE -p no:cacheprovider tests/gpu 2>&1 | tee "$OUT/gpu-tests-verbose.log" \
+    | grep -E "(PASSED|FAILED|ERROR|SKIPPED)" | cut -c1-160
   { grep -E "(FAILED|ERROR)" "$OUT/gpu-tests-verbose.log" | head -30; tail -3 "$OUT/gpu-tests-verbose.log"; } \
     | tee "$OUT/gpu-tests.log"
 fi

@@ -146,3 +146,15 @@ def test_config_timing_keeps_the_fastest(monkeypatch):
     assert best == (64, 0.0)
     assert {m for _, m in seen} == {"w0", "w1", "w2"}  # every copy read: DRAM, not one L2-resident matrix
     assert [b for b, _ in seen].count(64) == 3 + 10  # three warm-ups, then max(10, copies) timed launches
+
+
+def test_the_gpu_path_with_another_kernel(fake_cuda):
+    """What the sweep runs when the GEMV microbenchmark finds another kernel faster than the word kernel on the
+    card (`decode.py --gemv pairs --fused` at batch 4): the fused step around gemv.py's pairs kernel, no word
+    kernel checks, the batch tail kernel, plan beside it."""
+    r = run.measure(run.MeasureOptions(context=8, tokens=2, warmup=1, batch=4, gemv="pairs", fused=True))
+    rr = r["run"]
+    assert rr["gemv"] == "pairs" and rr["fused"] and rr["batch_kernels"] is None
+    assert not any(k.startswith("words kernel") for k in rr["self_checks"])
+    assert rr["lm_head"] == {"kernel": "cublas+cap_argmax"} and all(rr["self_checks"].values()), rr["self_checks"]
+    assert r["predicted"]["roofline_bound"] == "memory" and r["decode"]["tok_s"] > 0

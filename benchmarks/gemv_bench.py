@@ -1,19 +1,22 @@
 """NVFP4 Triton GEMVs vs bf16 cuBLAS on Gemma 4 12B's linear shapes, batch 1 to 256: time and achieved GB/s
 (and from 16 rows the TFLOP/s: past ~64 rows the tensor-core kernel stops being bandwidth-bound).
 
-    python benchmarks/gemv_bench.py [--iters 200] [--best-out FILE]
+    python benchmarks/gemv_bench.py [--iters 200] [--best-out FILE] [--smoke]
 
 Prints a table (shape, bytes, us, GB/s, % of the NVML theoretical bandwidth) for each path, then the time one
 decoded token spends in each NVFP4 kernel (every shape times the layers that run it); --best-out writes the
 name of the fastest batch-1 kernel (triton, dot, pairs or words) for the scripts that follow. Each call reads
 a different copy of the matrix (enough copies to exceed L2 several times), as the decode step reads each
 matrix once per token: a 9 MB matrix timed over and over would be served by the 60 MiB L2. Paste the table into
-benchmarks/RESULTS.md with the card, date and commit. Needs a CUDA GPU and the measure extra.
+benchmarks/RESULTS.md with the card, date and commit. Needs a CUDA GPU and the measure extra; `--smoke` runs
+the same code on the CPU through Triton's interpreter (TRITON_INTERPRET=1), on two small shapes, untimed in
+any sense worth reading: what a GPU session would otherwise find broken.
 """
 
 from __future__ import annotations
 
 import argparse
+import time
 
 import torch
 import torch.nn.functional as F
@@ -27,14 +30,21 @@ SHAPES = {  # [N, K] of Gemma 4 12B (shared/reference/gemma-architecture.md), fu
 }
 PER_TOKEN = {"qkv sliding": 40, "qkv full": 8, "o sliding": 40, "o full": 8, "gate_up": 48, "down": 48}
 KERNELS_B1 = {"nvfp4": "triton", "dot b1": "dot", "pairs b1": "pairs", "words b1": "words"}
+SMOKE_SHAPES = {"o sliding": (64, 128), "gate_up": (256, 256)}
 
 
 def copies_beyond_l2(nbytes: int) -> int:
     return min(64, max(1, -(-gemv_words.L2_DEFEAT_BYTES // nbytes)))
 
 
-def bench(fn, iters):
-    """Seconds per call of fn(i), i = 0..iters-1 captured in one CUDA graph (fn cycles through weight copies)."""
+def bench(fn, iters, device="cuda"):
+    """Seconds per call of fn(i), i = 0..iters-1 captured in one CUDA graph (fn cycles through weight copies);
+    on the CPU (--smoke) two plain calls."""
+    if device != "cuda":
+        t = time.perf_counter()
+        for i in range(2):
+            fn(i)
+        return (time.perf_counter() - t) / 2
     for i in range(5):
         fn(i)
     g = torch.cuda.CUDAGraph()
@@ -54,25 +64,30 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--best-out", default=None)
+    ap.add_argument("--smoke", action="store_true", help="the CPU, two small shapes, through the interpreter")
     args = ap.parse_args()
+    dev = "cpu" if args.smoke else "cuda"
     per_token = {k: 0.0 for k in KERNELS_B1}
-    theo = read_card(0).theoretical_bandwidth_gb_s
-    print(f"theoretical bandwidth (NVML): {theo:.1f} GB/s")
+    theo = None if args.smoke else read_card(0).theoretical_bandwidth_gb_s
+    print(f"theoretical bandwidth (NVML): {theo or 0:.1f} GB/s")
+
+    def pct(gbs):
+        return f"{100 * gbs / theo:6.1f}%" if theo else "    n/a"
     print(f"{'shape':12s} {'N x K':>13s} {'path':7s} {'MB':>8s} {'us':>8s} {'GB/s':>8s} {'% theo':>7s}")
-    for name, (n, k) in SHAPES.items():
-        w16 = (torch.randn(n, k, device="cuda") / k ** 0.5).to(torch.bfloat16)
+    for name, (n, k) in (SMOKE_SHAPES if args.smoke else SHAPES).items():
+        w16 = (torch.randn(n, k, device=dev) / k ** 0.5).to(torch.bfloat16)
         w4 = nvfp4.quantize(w16)
         # copies cycled through so each call reads DRAM, as the decode step does, not an L2-resident matrix
         c16 = [w16] + [w16.clone() for _ in range(copies_beyond_l2(w16.numel() * 2) - 1)]
         nb4 = w4.packed_bytes + w4.scale_bytes
         c4 = [w4] + [nvfp4.Nvfp4Weight(w4.packed.clone(), w4.scales.clone(), w4.row_scale.clone())
                      for _ in range(copies_beyond_l2(nb4) - 1)]
-        x = torch.randn(1, k, device="cuda", dtype=torch.bfloat16)
-        out = torch.empty(1, n, device="cuda", dtype=torch.bfloat16)
-        x16 = torch.randn(16, k, device="cuda", dtype=torch.bfloat16)
-        out16 = torch.empty(16, n, device="cuda", dtype=torch.bfloat16)
-        x256 = torch.randn(256, k, device="cuda", dtype=torch.bfloat16)
-        out256 = torch.empty(256, n, device="cuda", dtype=torch.bfloat16)
+        x = torch.randn(1, k, device=dev, dtype=torch.bfloat16)
+        out = torch.empty(1, n, device=dev, dtype=torch.bfloat16)
+        x16 = torch.randn(16, k, device=dev, dtype=torch.bfloat16)
+        out16 = torch.empty(16, n, device=dev, dtype=torch.bfloat16)
+        x256 = torch.randn(256, k, device=dev, dtype=torch.bfloat16)
+        out256 = torch.empty(256, n, device=dev, dtype=torch.bfloat16)
         for path, fn, nbytes in (
             ("bf16", lambda i: F.linear(x, c16[i % len(c16)]), w16.numel() * 2),
             ("nvfp4", lambda i: gemv.nvfp4_gemv(x, c4[i % len(c4)], out=out), nb4),
@@ -100,7 +115,7 @@ def main():
                     want = gemv.nvfp4_linear_reference(xin.float(), w4)
                     if not torch.allclose(got, want, rtol=2e-2, atol=2e-2):
                         raise ValueError(f"wrong result (max error {(got - want).abs().max().item():.3g})")
-                t = bench(fn, args.iters)
+                t = bench(fn, args.iters, dev)
             except Exception as e:  # one kernel failing to compile must not hide the others
                 print(f"{name:12s} {n:>6d}x{k:<6d} {path:7s} failed: {type(e).__name__}: {str(e)[:120]}")
                 per_token.pop(path, None)
@@ -112,25 +127,26 @@ def main():
             tile = gemv_tc._tc_best.get((n, k, 1 if path == "tc b1" else int(path[2:]), False)) \
                 if path.startswith("tc") else None
             print(f"{name:12s} {n:>6d}x{k:<6d} {path:7s} {nbytes / 1e6:8.2f} {t * 1e6:8.1f} {gbs:8.1f} "
-                  f"{100 * gbs / theo:6.1f}%" + (f"  (BN, BW, warps, stages, split K: {cfg})" if cfg else "")
+                  f"{pct(gbs)}" + (f"  (BN, BW, warps, stages, split K: {cfg})" if cfg else "")
                   + (f"  (BN, BW, warps, K splits, rows a program: {tile})" if tile else "")
                   + (f"  {2 * n * k * rows / t / 1e12:.0f} TFLOP/s" if rows >= 16 else ""))
     # the tied lm_head stays bf16 (262,144 x 3,840, 2.01 GB: a quarter of an NVFP4 step's bytes), through cuBLAS
-    emb = (torch.randn(262144, 3840, device="cuda") * 0.02).to(torch.bfloat16)
-    x = torch.randn(1, 3840, device="cuda", dtype=torch.bfloat16)
-    t = bench(lambda i: F.linear(x, emb), 20)
+    vocab, hidden = (1000, 128) if args.smoke else (262144, 3840)
+    emb = (torch.randn(vocab, hidden, device=dev) * 0.02).to(torch.bfloat16)
+    x = torch.randn(1, hidden, device=dev, dtype=torch.bfloat16)
+    t = bench(lambda i: F.linear(x, emb), 20, dev)
     gbs = emb.numel() * 2 / t / 1e9
-    print(f"{'lm_head':12s} {262144:>6d}x{3840:<6d} {'bf16':7s} {emb.numel() * 2 / 1e6:8.2f} {t * 1e6:8.1f} "
-          f"{gbs:8.1f} {100 * gbs / theo:6.1f}%  (cuBLAS GEMV alone)")
+    print(f"{'lm_head':12s} {vocab:>6d}x{hidden:<6d} {'bf16':7s} {emb.numel() * 2 / 1e6:8.2f} {t * 1e6:8.1f} "
+          f"{gbs:8.1f} {pct(gbs)}  (cuBLAS GEMV alone)")
     # the same bytes through llmsize.measure.lm_head's kernel (GEMV + soft-cap + greedy token + pos += 1)
-    tok, pos = torch.zeros(1, dtype=torch.long, device="cuda"), torch.zeros(1, dtype=torch.long, device="cuda")
+    tok, pos = torch.zeros(1, dtype=torch.long, device=dev), torch.zeros(1, dtype=torch.long, device=dev)
     try:
         lm_head.lm_head_greedy(x, emb, 30.0, tok, pos)  # times its configs
-        t = bench(lambda i: lm_head.lm_head_greedy(x, emb, 30.0, tok, pos), 20)
+        t = bench(lambda i: lm_head.lm_head_greedy(x, emb, 30.0, tok, pos), 20, dev)
         gbs = emb.numel() * 2 / t / 1e9
-        cfg = lm_head._best_config.get((262144, 3840, torch.bfloat16))
-        print(f"{'lm_head':12s} {262144:>6d}x{3840:<6d} {'kernel':7s} {emb.numel() * 2 / 1e6:8.2f} {t * 1e6:8.1f} "
-              f"{gbs:8.1f} {100 * gbs / theo:6.1f}%  (Triton, with soft-cap and token; BN, BK, warps, stages: {cfg})")
+        cfg = lm_head._best_config.get((vocab, hidden, torch.bfloat16))
+        print(f"{'lm_head':12s} {vocab:>6d}x{hidden:<6d} {'kernel':7s} {emb.numel() * 2 / 1e6:8.2f} {t * 1e6:8.1f} "
+              f"{gbs:8.1f} {pct(gbs)}  (Triton, with soft-cap and token; BN, BK, warps, stages: {cfg})")
     except Exception as e:  # report it and finish the table
         print(f"lm_head kernel failed: {type(e).__name__}: {str(e).splitlines()[0][:120]}")
     print("time per decoded token in the linear layers, batch 1 (lm_head excluded):")

@@ -126,3 +126,18 @@ def test_profile_decode_refuses_a_batch_it_cannot_run():
     r = subprocess.run([sys.executable, str(BENCH / "profile_decode.py"), "--batch", "17"], capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 2 and "--batch 17" in r.stderr
+
+
+def test_gemv_bench_smoke_run_on_the_cpu(tmp_path):
+    """gemv_bench.py's own code on two small shapes through the interpreter: every path checked against the
+    reference and timed (no row 'failed'), the lm_head rows, the fastest batch-1 kernel written for the stages
+    that follow (on a GPU, this is the stage that picks it)."""
+    best = tmp_path / "best.txt"
+    r = subprocess.run([sys.executable, str(BENCH / "gemv_bench.py"), "--smoke", "--best-out", str(best)],
+                       capture_output=True, text=True, timeout=600, env=dict(os.environ, TRITON_INTERPRET="1"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "failed" not in r.stdout, r.stdout
+    rows = [ln for ln in r.stdout.splitlines() if ln.startswith(("o sliding", "gate_up"))]
+    assert len(rows) == 2 * 17 and {"tc16", "tc64", "tc256", "rows4", "bf16x256"} <= {ln[27:].split()[0] for ln in rows}
+    assert sum(ln.startswith("lm_head ") for ln in r.stdout.splitlines()) == 2
+    assert best.read_text().strip() in ("triton", "dot", "pairs", "words")

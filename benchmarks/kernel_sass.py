@@ -130,8 +130,10 @@ def main() -> None:
     args = ap.parse_args()
     target = GPUTarget("cuda", args.arch, 32)
     cuobjdump = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+    # per row: the activation rows a program takes (BLOCK_B, ROWS; 1 for the one-row kernels), what binds once
+    # the tensor cores do (batches above 16)
     print(f"{'kernel':22s} {'loop instr':>10s} {'weights/thread':>14s} {'instr/weight':>12s} {'BW ceiling':>10s} "
-          f"{'registers':>9s}")
+          f"{'registers':>9s} {'per row':>8s}")
     for name, fn, sig, consts, warps, weights in cases():
         src = ASTSource(fn=fn, signature=reorder(sig, fn), constexprs=consts, attrs=divisibility(sig, fn))
         k = triton.compile(src, target=target, options={"num_warps": warps})
@@ -146,8 +148,9 @@ def main() -> None:
         per_thread = weights / (32 * warps)
         ipw = n / per_thread
         ceiling = min(1.0, ISSUE_PER_CLOCK / ipw / WEIGHTS_PER_CLOCK_AT_FULL_BW)
+        rows = consts.get("BLOCK_B", consts.get("ROWS", 1))
         print(f"{name:22s} {n:10d} {per_thread:14.0f} {ipw:12.2f} {100 * ceiling:9.0f}% "
-              f"{regs.group(1) if regs else '?':>9s}")
+              f"{regs.group(1) if regs else '?':>9s} {ipw / rows:8.3f}")
 
 
 if __name__ == "__main__":

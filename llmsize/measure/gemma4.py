@@ -287,7 +287,7 @@ class Gemma4Decoder:
     # -- linears
     def _linear(self, x: torch.Tensor, w) -> torch.Tensor:
         if isinstance(w, nvfp4.Nvfp4Weight):
-            if self.gemv == "words" and x.shape[0] <= max(self.batch, 16):  # a step's row, or its 2-256 rows
+            if self.gemv == "words" and x.shape[0] <= max(self.batch, gemv_tc.ROW_BLOCK):  # a step's 1-256 rows
                 # in one weight pass (tensor cores, or 2-4 rows on the CUDA cores where the card times that
                 # faster); a longer prompt is a prefill: the dense path below
                 return nvfp4_gemv_words(x, w) if x.shape[0] == 1 else nvfp4_gemv_batch(x, w)

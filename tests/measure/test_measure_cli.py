@@ -50,14 +50,20 @@ def test_cpu_report_renders(run_cli):
 
 
 def test_cpu_run_above_16_sequences(run_cli):
-    """Batches above 16 (the sweep past plan's ridge) run on the CPU too: 20 sequences, 20 tokens a step."""
-    code, out, err = run_cli("measure", "--device", "cpu", "--context", "8", "--tokens", "3", "--batch", "20",
-                             "--json")
-    assert code == 0, err
+    """Batches above 16 (the sweep past plan's ridge) run on the CPU too: 20 sequences a step, each with its
+    own cache, so a step reads 20 times batch 1's KV bytes and embedding rows, and the weights once."""
     import json
-    r = json.loads(out)
-    assert r["run"]["batch"] == 20 and r["run"]["tokens_measured"] == 3
-    assert r["bytes_per_token"] * 20 == pytest.approx(r["bytes_per_step"])
+    runs = {}
+    for batch in ("1", "20"):
+        code, out, err = run_cli("measure", "--device", "cpu", "--context", "8", "--tokens", "3", "--batch", batch,
+                                 "--json")
+        assert code == 0, err
+        runs[batch] = json.loads(out)
+    one, many = runs["1"]["bytes_per_step_parts"], runs["20"]["bytes_per_step_parts"]
+    assert runs["20"]["run"]["batch"] == 20 and runs["20"]["run"]["tokens_measured"] == 3
+    for part in ("kv_full", "kv_sliding", "embedding_rows"):
+        assert many[part] == 20 * one[part], part
+    assert many["nvfp4_packed"] == one["nvfp4_packed"] and many["lm_head"] == one["lm_head"]
 
 
 @pytest.mark.parametrize("args, needle", [

@@ -26,6 +26,12 @@ from llmsize.measure.gemv_words import nvfp4_gemv_words
 
 SLIDING, FULL = "sliding", "full"
 QUERY_CHUNK = 512  # prefill attention is computed this many queries at a time
+PREFILL_TOKENS = 16384  # prefill goes through the batch this many prompt tokens a pass (one prompt at least)
+
+
+def prefill_rows(batch: int, context: int) -> int:
+    """Sequences per prefill pass: as many whole prompts as PREFILL_TOKENS holds, at least one, at most all."""
+    return max(1, min(batch, PREFILL_TOKENS // max(context, 1)))
 
 
 @dataclass(frozen=True)
@@ -344,13 +350,29 @@ class Gemma4Decoder:
         p = torch.softmax(s, dim=-1).view(b, kvh, h // kvh * tq, -1).to(v.dtype)
         return (p @ v).view(b, h, tq, d).to(q.dtype)
 
-    # -- prefill: the whole prompt at once, filling the caches
+    # -- prefill: the whole prompt at once, filling the caches, a few sequences per pass
     def prefill(self, tokens: torch.Tensor) -> torch.Tensor:
-        """tokens [B, T] -> logits of the last position [B, vocab]; sets pos = T and token = argmax."""
-        cfg = self.cfg
+        """tokens [B, T] -> logits of the last position [B, vocab]; sets pos = T and token = argmax.
+
+        Sequences are independent, so they go through in passes of prefill_rows(B, T) of them (at most
+        PREFILL_TOKENS tokens a pass): the activations of one pass, not of the whole batch, are what the prefill
+        adds to memory (run.transient_bytes), and a large batch of long prompts still fits beside its KV cache."""
         b, t = tokens.shape
         if t < 1 or t >= self.max_positions:
             raise ValueError(f"prompt of {t} tokens does not fit {self.max_positions} positions")
+        if b != self.batch:
+            raise ValueError(f"prompt of {b} sequences for a decoder of batch {self.batch}")
+        rows = prefill_rows(b, t)
+        logits = torch.cat([self._prefill_rows(tokens[s:s + rows], s) for s in range(0, b, rows)])
+        self.pos.fill_(t)
+        self.token.copy_(logits.argmax(-1))
+        return logits
+
+    def _prefill_rows(self, tokens: torch.Tensor, first: int) -> torch.Tensor:
+        """Sequences first.. first + len(tokens) - 1 of the batch: their caches filled, last-position logits."""
+        cfg = self.cfg
+        b, t = tokens.shape
+        seqs = slice(first, first + b)
         x = (self.w.embed[tokens] * self.embed_scale).view(b * t, -1)
         ids = torch.arange(t, device=self.device)
         causal = ids[None, :] <= ids[:, None]
@@ -368,18 +390,15 @@ class Gemma4Decoder:
                            for c in range(0, t, QUERY_CHUNK)], dim=2)
             if kind == SLIDING:
                 keep = ids[-min(t, kc.shape[2]):]
-                kc[:, :, keep % kc.shape[2]] = k.transpose(1, 2)[:, :, keep]
-                vc[:, :, keep % kc.shape[2]] = v.transpose(1, 2)[:, :, keep]
+                kc[seqs, :, keep % kc.shape[2]] = kt[:, :, keep]
+                vc[seqs, :, keep % kc.shape[2]] = vt[:, :, keep]
             else:
-                kc[:, :, :t] = k.transpose(1, 2)
-                vc[:, :, :t] = v.transpose(1, 2)
+                kc[seqs, :, :t] = kt
+                vc[seqs, :, :t] = vt
             o = self._linear(a.transpose(1, 2).reshape(b * t, -1), layer.o)
             x = x + rms_norm(o, self._f32[id(layer.post_attn_norm)], cfg.rms_eps)
             x = self._mlp(layer, x) * layer.layer_scalar
-        logits = self._logits(x.view(b, t, -1)[:, -1])
-        self.pos.fill_(t)
-        self.token.copy_(logits.argmax(-1))
-        return logits
+        return self._logits(x.view(b, t, -1)[:, -1])
 
     # -- one decode step: the token in self.token at position self.pos
     def decode_step(self) -> torch.Tensor:

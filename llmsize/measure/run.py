@@ -133,12 +133,16 @@ def kv_cache_bytes(cfg, batch: int, positions: int) -> int:
 
 
 def transient_bytes(cfg, batch: int, context: int) -> int:
-    """Largest short-lived allocation: prefill activations (gate|up output and its gelu), one dequantized
-    matrix, attention scores of one query chunk, or quantizing one matrix in fp32 while building."""
-    t = batch * context
+    """Largest short-lived allocation: prefill activations of one pass of sequences (gate|up output and its
+    gelu), one dequantized matrix, attention scores of one query chunk, or quantizing one matrix in fp32 while
+    building."""
+    from llmsize.measure.gemma4 import prefill_rows
+
+    rows = prefill_rows(batch, context)
+    t = rows * context
     act = 3 * t * 2 * cfg.intermediate_size * 2
     dense = 2 * cfg.intermediate_size * cfg.hidden_size * 2
-    scores = 3 * batch * cfg.num_heads * min(context, 512) * context * 4
+    scores = 3 * rows * cfg.num_heads * min(context, 512) * context * 4
     build = 5 * cfg.intermediate_size * cfg.hidden_size * 4
     return max(act + dense + scores, build)
 

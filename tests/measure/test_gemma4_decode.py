@@ -132,6 +132,37 @@ def test_batch_rows_match_their_solo_decode(gemv, seed, prompts, steps, tol):
         torch.testing.assert_close(torch.stack([s[row] for s in both]), solo[1:], rtol=tol[0], atol=tol[1])
 
 
+@pytest.mark.parametrize("per_pass", [1, 2])
+def test_prefill_in_passes_of_sequences_equals_one_pass(monkeypatch, per_pass):
+    """Five prompts longer than the window, prefilled one pass at a time of `per_pass` sequences (the last pass
+    short when 2): the same logits, caches (ring buffer and full layers, every sequence's rows), position and
+    greedy tokens as one pass over all five, and the next decode step agrees too."""
+    w = _weights(seed=21)
+    t = WINDOW + 3
+    prompts = torch.tensor([[(7 * i + 3 * j) % CFG.vocab_size for j in range(t)] for i in range(5)])
+
+    def run():
+        dec = gemma4.Gemma4Decoder(w, batch=5, max_positions=t + 4)
+        return dec, dec.prefill(prompts)
+    whole, ref = run()
+    monkeypatch.setattr(gemma4, "PREFILL_TOKENS", per_pass * t)
+    assert gemma4.prefill_rows(5, t) == per_pass
+    parts, got = run()
+    # float32 through matmuls of other shapes: the same sums in another order, ~1e-5 of logits ~1
+    torch.testing.assert_close(got, ref, rtol=1e-4, atol=2e-4)
+    for (kc, vc), (kr, vr) in zip(parts.caches, whole.caches):
+        torch.testing.assert_close(kc, kr, rtol=1e-4, atol=2e-4)
+        torch.testing.assert_close(vc, vr, rtol=1e-4, atol=2e-4)
+    assert int(parts.pos) == int(whole.pos) == t and torch.equal(parts.token, whole.token)
+    torch.testing.assert_close(parts.decode_step(), whole.decode_step(), rtol=1e-4, atol=2e-4)
+
+
+def test_prefill_refuses_a_batch_other_than_the_decoders():
+    dec = gemma4.Gemma4Decoder(_weights(seed=2), batch=2, max_positions=8)
+    with pytest.raises(ValueError, match="prompt of 3 sequences for a decoder of batch 2"):
+        dec.prefill(torch.tensor([[1, 2], [3, 4], [5, 6]]))
+
+
 @pytest.mark.skipif(not triton_available(), reason="triton not installed")
 def test_fused_batch_step_through_the_tensor_core_kernel(monkeypatch):
     """Three sequences through the fused step with the word family: the fused kernels between the GEMVs at

@@ -120,6 +120,27 @@ def test_fit_estimate_for_the_seed_card():
     assert weight_memory_bytes(cfg, "bf16") > 2.9 * w  # the bf16 baseline reads ~3x the bytes
 
 
+def test_prefill_transient_is_one_pass_of_sequences_not_the_batch():
+    """Prefill goes 16,384 prompt tokens a pass (gemma4.PREFILL_TOKENS), so its activations stop growing with
+    the batch: at 4,096 tokens a pass is 4 sequences, and batch 128 adds what batch 4 does. Hand arithmetic,
+    Gemma 4 12B (hidden 3,840, intermediate 15,360, 16 heads):
+      gate|up output and gelu, 3 x 16,384 tokens x 2 x 15,360 x 2 B  = 3,019,898,880
+      one dequantized gate|up matrix, 2 x 15,360 x 3,840 x 2 B       =   235,929,600
+      scores of a 512-query chunk, 3 x 4 x 16 x 512 x 4,096 x 4 B    = 1,610,612,736
+                                                                        4,866,441,216 B
+    Batch 128 at 4,096 then needs ~66 GB in all (KV 52 GB) and fits an H200; as one pass its transient alone
+    was ~156 GB and it was refused."""
+    from llmsize.measure.run import kv_cache_bytes, transient_bytes, weight_memory_bytes
+    cfg = gemma4.GEMMA4_12B
+    assert gemma4.prefill_rows(128, 4096) == 4 and gemma4.prefill_rows(2, 4096) == 2
+    assert gemma4.prefill_rows(256, 128) == 128 and gemma4.prefill_rows(3, 20000) == 1
+    assert transient_bytes(cfg, 128, 4096) == transient_bytes(cfg, 4, 4096) == 4_866_441_216
+    assert transient_bytes(cfg, 2, 4096) < transient_bytes(cfg, 4, 4096)  # a smaller batch is one smaller pass
+    need = (weight_memory_bytes(cfg, "nvfp4") + kv_cache_bytes(cfg, 128, 4096 + 266)
+            + transient_bytes(cfg, 128, 4096) + 0.75 * 2**30)
+    assert 60e9 < need < 70e9  # the H200 has ~139 GiB free
+
+
 def test_ctrl_c_reports_the_tokens_measured_so_far(run_cli, monkeypatch):
     real = gemma4.Gemma4Decoder.decode_step
     calls = {"n": 0}

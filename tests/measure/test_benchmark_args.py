@@ -128,6 +128,43 @@ def test_profile_decode_refuses_a_batch_it_cannot_run():
     assert r.returncode == 2 and "--batch 17" in r.stderr
 
 
+def test_profile_timeline_counts_overlaps_once_and_the_gaps_between():
+    sys.path.insert(0, str(BENCH))
+    try:
+        import profile_decode
+    finally:
+        sys.path.remove(str(BENCH))
+    # kernels at 0-2 and 1-3 overlap (PDL): 3 us busy; 5-6 holds 5.5-5.7; idle 3-5: over two steps
+    spans = [(1, 3), (0, 2), (5.5, 5.7), (5, 6)]
+    assert profile_decode.union_us(spans) == 4
+    line = profile_decode.step_timeline(spans, steps=2)
+    assert line == {"span_us": 3.0, "busy_us": 2.0, "gap_us": 1.0, "sum_us": pytest.approx(2.6)}
+    assert profile_decode.step_timeline([], steps=3)["gap_us"] == 0
+
+
+def test_profile_decode_smoke_run_on_the_cpu():
+    """profile_decode.py as measure_gpu.sh's last stage runs it (word kernel, fused step, here at batch 2), on
+    the small model through the interpreter: the step timed, profiled, its timeline and table printed (on the
+    CPU without a CUDA graph, top-level operators standing in for kernels)."""
+    r = subprocess.run([sys.executable, str(BENCH / "profile_decode.py"), "--smoke", "--gemv", "words", "--fused",
+                        "--batch", "2", "--context", "8", "--steps", "1"], capture_output=True, text=True,
+                       timeout=600, env=dict(os.environ, TRITON_INTERPRET="1"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = r.stdout.splitlines()
+    assert out[0].startswith("nvfp4 (words, fused, eager launches), CPU smoke, context 8, batch 2: ")
+    labels = ["step, profiler off:", "top-level operators' span a step:", "  at least one running:",
+              "  gaps, none running:", "  sum of their durations:"]
+    assert [ln[:34].strip() for ln in out[1:6]] == [label.strip() for label in labels]
+    assert all(ln[34:].split()[1] == "ms" for ln in out[1:6])
+    assert out[6].split()[0] == "operator" and len(out) > 8
+
+
+def test_profile_decode_without_a_gpu_says_so():
+    r = subprocess.run([sys.executable, str(BENCH / "profile_decode.py"), "--gemv", "words"], capture_output=True,
+                       text=True, timeout=120, env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
+    assert r.returncode == 2 and "no CUDA GPU visible to torch" in r.stderr and "--smoke" in r.stderr
+
+
 def test_gemv_bench_smoke_run_on_the_cpu(tmp_path):
     """gemv_bench.py's own code on two small shapes through the interpreter: every path checked against the
     reference and timed (no row 'failed'), the lm_head rows, the fastest batch-1 kernel written for the stages

@@ -132,6 +132,9 @@ mark crossover
 if want profile; then
   timeout 120 $PY benchmarks/profile_decode.py --gemv "$BEST" $FUSED 2>&1 | tee "$OUT/profile-nvfp4.txt"
   timeout 120 $PY benchmarks/profile_decode.py --gemv "$BEST" $FUSED --batch 16 2>&1 | tee "$OUT/profile-nvfp4-b16.txt"
+  # without PDL every kernel starts after the one before has ended: the gaps a persistent kernel would close
+  LLMSIZE_PDL=0 timeout 120 $PY benchmarks/profile_decode.py --gemv "$BEST" $FUSED 2>&1 \
+    | tee "$OUT/profile-nvfp4-nopdl.txt"
 fi
 mark profile
 tar czf "$FINAL/all-logs.tgz" -C "$OUT" . && echo "logs: $FINAL/all-logs.tgz"

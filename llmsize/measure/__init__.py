@@ -4,6 +4,13 @@ Import the submodules directly (llmsize.measure.nvfp4, .gemma4, ...); this file 
 that `llmsize.measure.preflight` can explain a missing extra before torch is touched.
 """
 
+import os
+
+# Triton 3.9 warns that its default for floating-point contraction (a * b + c as one FMA: on) turns off in 3.10.
+# The kernels' instruction counts (benchmarks/kernel_sass.py) and the accuracy figures in the tests were taken
+# with it on; keep it on, and the warning off the report, unless the user has chosen.
+os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+
 GEMV_KERNELS = ("triton", "dot", "pairs", "words")  # the NVFP4 decode kernels: `--gemv` and the benchmarks take these
 
 
@@ -11,8 +18,6 @@ def launch_env() -> tuple[int, int]:
     """LLMSIZE_PDL (0 off, 1 wait first, 2 early, the default) and LLMSIZE_PREFETCH_KB (the L2 prefetch per
     GEMV program, 0-1024 KiB: one bulk prefetch moves at most 1 MiB; default 32), as launch.py uses them.
     Raises ValueError naming the variable and the value. Torch-free, so `measure` checks them before anything."""
-    import os
-
     mode, kb = os.environ.get("LLMSIZE_PDL", "2"), os.environ.get("LLMSIZE_PREFETCH_KB", "32")
     if mode not in ("0", "1", "2"):
         raise ValueError(f"LLMSIZE_PDL `{mode}` is not a launch mode: set it to 0 (off), 1 (wait first) or 2 "

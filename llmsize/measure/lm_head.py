@@ -47,7 +47,8 @@ if triton is not None:
         for positives, all bits for negatives; -0 as +0) above the row's complement, so the largest key is the
         largest logit and, among equal ones, the first row."""
         bits = tl.where(y == 0.0, 0.0, y).to(tl.uint32, bitcast=True)
-        ordered = tl.where((bits >> 31) == 0, bits | 0x80000000, ~bits)
+        # (bits ^ all ones is ~bits; Triton 3.6's interpreter cannot build ~ on uint32 under NumPy 2)
+        ordered = tl.where((bits >> 31) == 0, bits | 0x80000000, bits ^ 0xFFFFFFFF)
         return (ordered.to(tl.uint64) << 32) | (0xFFFFFFFF - rows.to(tl.uint32)).to(tl.uint64)
 
     @triton.jit

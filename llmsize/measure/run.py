@@ -101,13 +101,16 @@ def check_wide_batch(batch: int, gemv: str, off: set[str]) -> None:
 
 
 def git_commit() -> str | None:
+    """The project's commit: git's HEAD for this checkout, else LLMSIZE_COMMIT (a copy of the tree without its
+    .git, as a borrowed GPU machine gets, names its commit that way), else None."""
     here = Path(__file__).resolve().parent
     try:
         out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
                              timeout=5)
+        head = out.stdout.strip() if out.returncode == 0 else ""
     except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
+        head = ""
+    return head or os.environ.get("LLMSIZE_COMMIT", "").strip() or None
 
 
 # ------------------------------------------------------------------------------------------ bytes

@@ -330,3 +330,21 @@ def test_report_puts_plan_beside_the_measurement(run_cli, tmp_path):
     assert ("roofline at batch 64 25,934.1 tok/s, memory-bound (compute-bound from batch 140 at this length); "
             "measured 50.0% of it") in text
     assert "ceiling at probe bandwidth" not in text  # no probe in this run
+
+
+def test_commit_from_git_else_from_llmsize_commit(monkeypatch):
+    """The JSON's git_commit: git's HEAD; in a copy of the tree without .git (a borrowed GPU machine gets one),
+    LLMSIZE_COMMIT; else None."""
+    from llmsize.measure import run
+
+    def no_git(*a, **k):
+        raise FileNotFoundError("git")
+    monkeypatch.setenv("LLMSIZE_COMMIT", "0123abc")
+    monkeypatch.setattr(run.subprocess, "run", no_git)
+    assert run.git_commit() == "0123abc"
+    monkeypatch.delenv("LLMSIZE_COMMIT")
+    assert run.git_commit() is None
+    not_a_repo = run.subprocess.CompletedProcess(["git"], 128, "", "fatal: not a git repository")
+    monkeypatch.setattr(run.subprocess, "run", lambda *a, **k: not_a_repo)
+    monkeypatch.setenv("LLMSIZE_COMMIT", "0123abc")
+    assert run.git_commit() == "0123abc"

@@ -122,6 +122,36 @@ def test_measure_gpu_refuses_an_unknown_stage_before_any_work():
     assert r.returncode == 2 and "unknown stage `sweeps`" in r.stderr and "sweep crossover profile" in r.stderr
 
 
+def test_measure_gpu_runs_every_stage_through_on_a_machine_without_a_gpu(tmp_path):
+    """The GPU session's one entry point, its shell plumbing on the CPU: each stage's programs refuse (no GPU)
+    and the script goes on to the next, times every stage, names its commit, falls back to the byte kernel when
+    the GEMV bench picked none, and leaves the console log, the RESULTS block and the tarball of every log in
+    $OUT (a stage only a GPU session reaches cannot then die of a shell error)."""
+    work, out = tmp_path / "work", tmp_path / "out"
+    r = subprocess.run(["bash", str(BENCH / "measure_gpu.sh")], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "PYTHON": sys.executable, "WORK": str(work), "OUT": str(out),
+                            "LLMSIZE_COMMIT": "0123abc", "CUDA_VISIBLE_DEVICES": ""})
+    assert r.returncode == 0, r.stderr[-2000:]
+    stages = [ln.split()[2].rstrip(":") for ln in (work / "stage-times.txt").read_text().splitlines()]
+    assert stages == ["headline", "tests", "gemv", "variants", "others", "sweep", "crossover", "profile"]
+    console = (out / "console.log").read_text()
+    commit = [ln for ln in console.splitlines() if ln.startswith("commit: ")]
+    assert len(commit) == 1 and "unknown" not in commit[0]  # git's HEAD here, else LLMSIZE_COMMIT
+    assert "measure nvfp4default (): exit 1" in console and "measure bf16 (--quant bf16 --no-probe): exit 1" in console
+    assert "batch-1 NVFP4 kernel for what follows: triton" in console
+    # a shell error inside a stage's pipeline kills only that pipeline: caught here, not on the GPU
+    assert "unbound variable" not in console and "command not found" not in console and "syntax error" not in console
+    for log in ("decode-sweep.log", "decode-crossover.log", "step-variants.log", "profile-nvfp4.txt",
+                "profile-nvfp4-b16.txt", "profile-nvfp4-nopdl.txt", "gemv-bench.txt"):
+        assert (work / log).read_text().strip(), f"{log}: its program never ran"
+    assert {"console.log", "RESULTS-append.md", "all-logs.tgz"} <= {p.name for p in out.iterdir()}
+    import tarfile
+    with tarfile.open(out / "all-logs.tgz") as tar:
+        names = {n.removeprefix("./") for n in tar.getnames()}
+    assert {"stage-times.txt", "versions.txt", "measure-nvfp4default.err", "gpu-tests.log", "profile-nvfp4-nopdl.txt",
+            "decode-crossover.md"} <= names
+
+
 def test_profile_decode_refuses_a_batch_it_cannot_run():
     r = subprocess.run([sys.executable, str(BENCH / "profile_decode.py"), "--batch", "17"], capture_output=True,
                        text=True, timeout=120)

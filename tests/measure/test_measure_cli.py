@@ -128,8 +128,8 @@ def test_prefill_transient_is_one_pass_of_sequences_not_the_batch():
       one dequantized gate|up matrix, 2 x 15,360 x 3,840 x 2 B       =   235,929,600
       scores of a 512-query chunk, 3 x 4 x 16 x 512 x 4,096 x 4 B    = 1,610,612,736
                                                                         4,866,441,216 B
-    Batch 128 at 4,096 then needs ~66 GB in all (KV 52 GB) and fits an H200; as one pass its transient alone
-    was ~156 GB and it was refused."""
+    Batch 128 at 4,096 then needs ~66 GB in all (KV 52 GB) and fits an H200; as one pass (32 times the above's
+    activations and scores) its transient alone was 148.4 GB, ~209 GB in all, and it was refused."""
     from llmsize.measure.run import kv_cache_bytes, transient_bytes, weight_memory_bytes
     cfg = gemma4.GEMMA4_12B
     assert gemma4.prefill_rows(128, 4096) == 4 and gemma4.prefill_rows(2, 4096) == 2

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from collections import defaultdict
 
 import torch
@@ -64,21 +63,10 @@ def _replay(step, device, smoke: bool, eager: bool):
 
 
 def _step_ms(replay, smoke: bool, reps: int = 20) -> float:
-    """Median ms of one step with the profiler off (CUDA events on a GPU, the wall clock on the CPU)."""
-    times = []
-    for _ in range(reps):
-        if smoke:
-            t = time.perf_counter()
-            replay()
-            times.append((time.perf_counter() - t) * 1e3)
-        else:
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            replay()
-            b.record()
-            b.synchronize()
-            times.append(a.elapsed_time(b))
-    return statistics.median(times)
+    """Median ms of one step with the profiler off (measure's own timer: CUDA events on a GPU, the wall clock on
+    the CPU)."""
+    from llmsize.measure.run import _timed
+    return statistics.median(_timed(torch, not smoke, replay) for _ in range(reps)) * 1e3
 
 
 def _kernel_events(prof, smoke: bool):

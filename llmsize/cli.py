@@ -14,6 +14,71 @@ import typer
 
 from llmsize import __version__
 from llmsize.errors import ExitStatus, InvalidValueError, LlmsizeError
+from llmsize.options import (
+    BatchOpt,
+    BlockSizeOpt,
+    CalibrateOpt,
+    CatalogOpt,
+    ChartOutOpt,
+    CheckpointOpt,
+    CompareFormatOpt,
+    CompareSortOpt,
+    CompileOpt,
+    ComputeOpt,
+    ContextOpt,
+    CudagraphOpt,
+    DeviceOpt,
+    EmitOpt,
+    EngineOpt,
+    EngineVersionOpt,
+    EstimateOnlyOpt,
+    FamilyOpt,
+    ForceOpt,
+    FusedOpt,
+    GemvOpt,
+    GpuIndexOpt,
+    GpuListOpt,
+    GpuOpt,
+    GpusOpt,
+    GpuSortOpt,
+    GpuUtilOpt,
+    HubOpt,
+    IdOpt,
+    ImportOutOpt,
+    JsonOpt,
+    KvDtypeOpt,
+    KvUsersOpt,
+    MaxBatchedTokensOpt,
+    MaxBatchOpt,
+    MaxContextOpt,
+    MaxModelLenOpt,
+    MeasureBatchOpt,
+    MeasureContextOpt,
+    MeasureQuantOpt,
+    MinMemoryOpt,
+    MixerOpt,
+    ModelArg,
+    MoeOpt,
+    NodeLinkOpt,
+    NodesOpt,
+    NonTorchOpt,
+    OverheadOpt,
+    PpOpt,
+    PricesOpt,
+    ProbeOpt,
+    PromptOpt,
+    QuantOpt,
+    SaveOpt,
+    ScopeOpt,
+    SeedOpt,
+    SegmentOpt,
+    TokensOpt,
+    TpAutoOpt,
+    TpOpt,
+    UsersOpt,
+    VendorOpt,
+    WarmupOpt,
+)
 from llmsize.units import GiB
 
 # typer vendors click in recent releases and re-exports only some of its exceptions: find the two
@@ -50,14 +115,6 @@ def build_app(only: str | None = None) -> typer.Typer:
         if only is None or cmd == only:
             app.command(name)(fn)
     return app
-
-CatalogOpt = Annotated[
-    Optional[list[Path]],
-    typer.Option("--catalog", help="Extra catalog folder (holding hardware/ and/or models/); repeatable. "
-                 "Also read from $LLMSIZE_CATALOG.", show_default=False),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
-
 
 def _width() -> int:
     return min(shutil.get_terminal_size((100, 24)).columns, 100)
@@ -111,59 +168,32 @@ _ROOT.append(_root)
 
 @_command()
 def plan(
-    model: Annotated[Optional[str], typer.Argument(
-        help="Model id or alias (see `llmsize models`), or a model folder (config.json + *.safetensors) or "
-             "config.json path.", show_default=False)] = None,
-    gpu: Annotated[str, typer.Option("--gpu", "-g", help="Card id or alias (see `llmsize gpus`).")] = "",
-    hub: Annotated[Optional[str], typer.Option(help="Read ORG/NAME[@REVISION] from the Hugging Face Hub instead: "
-                                               "config.json and the safetensors headers only (network, opt-in).",
-                                               show_default=False)] = None,
-    quant: Annotated[Optional[str], typer.Option(
-        help="Weight format (see `llmsize formats`); default: the model's release format.")] = None,
-    scope: Annotated[Optional[str], typer.Option(
-        help="What the format quantizes: linear, experts or all; default: the release's or the format's.")] = None,
-    kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="KV cache dtype: bf16, fp16, fp8, nvfp4, int8, fp32.")]
-    = "bf16",
-    context: Annotated[int, typer.Option(help="Tokens per sequence (prompt + output) for the KV cache and decode.")]
-    = 4096,
-    batch: Annotated[int, typer.Option(help="Sequences decoded together.")] = 1,
-    prompt: Annotated[Optional[int], typer.Option(help="Prompt tokens for time to first token; default: --context.")]
-    = None,
-    gpu_util: Annotated[float, typer.Option("--gpu-util", help="Share of VRAM the engine may use, in (0, 1].")]
-    = 0.90,
-    overhead_gib: Annotated[float, typer.Option("--overhead-gib", help="Runtime overhead (activations, CUDA "
-                                                "graphs, allocator), GiB.")] = 1.5,
-    compute: Annotated[Optional[str], typer.Option(help="Compute precision for FLOP time: fp32, tf32, bf16, fp16, "
-                                                   "fp8, int8, fp4; default: the format's native one if the card "
-                                                   "has it, else bf16.")] = None,
-    tp: Annotated[int, typer.Option(help="Tensor-parallel cards (splits heads, MLPs and the KV cache).")] = 1,
-    pp: Annotated[Optional[int], typer.Option(help="Pipeline stages (splits the layers); default 1, or --nodes.",
-                                              show_default=False)] = None,
-    nodes: Annotated[Optional[int], typer.Option(help="Nodes: one pipeline stage per node, --tp within each "
-                                                 "(sets --pp).", show_default=False)] = None,
-    node_link_gb_s: Annotated[float, typer.Option("--node-link-gb-s", help="Bandwidth between nodes per GPU and "
-                                                  "direction, GB/s (400 Gb/s NIC = 50).")] = 50.0,
-    emit: Annotated[Optional[str], typer.Option(help="Print the serving command this plan corresponds to: vllm "
-                                                "or sglang.", show_default=False)] = None,
-    engine: Annotated[Optional[str], typer.Option(help="Predict this engine's own memory ledger and KV capacity: "
-                                                  "vllm, sglang or trtllm (--gpu-util is its fraction).",
-                                                  show_default=False)] = None,
-    max_model_len: Annotated[Optional[int], typer.Option("--max-model-len", help="Engine max model length; "
-                                                         "default: the model's.", show_default=False)] = None,
-    max_num_batched_tokens: Annotated[Optional[int], typer.Option(
-        "--max-num-batched-tokens", help="vLLM profiling batch; default: vLLM's for the version and card.",
-        show_default=False)] = None,
-    engine_version: Annotated[str, typer.Option("--engine-version", help="vLLM release you run (e.g. 0.20.0), "
-                                                "or v1 (>= 0.21), v1-0.20, v0 (< 0.8).")] = "v1",
-    block_size: Annotated[int, typer.Option("--block-size", help="Engine KV block, tokens.")] = 16,
-    non_torch_gib: Annotated[float, typer.Option("--non-torch-gib", help="vLLM non-torch memory (CUDA context, "
-                                                 "NCCL), GiB.")] = 0.3,
-    cudagraph_gib: Annotated[Optional[float], typer.Option("--cudagraph-gib", help="vLLM V1's CUDA-graph "
-                                                           "reserve, GiB; default 0.3.", show_default=False)]
-    = None,
-    calibrate: Annotated[Optional[Path], typer.Option(help="A `llmsize measure --save` file: its measured "
-                                                      "efficiency gives the expected tok/s.", show_default=False)]
-    = None,
+    model: ModelArg = None,
+    gpu: GpuOpt = "",
+    hub: HubOpt = None,
+    quant: QuantOpt = None,
+    scope: ScopeOpt = None,
+    kv_dtype: KvDtypeOpt = "bf16",
+    context: ContextOpt = 4096,
+    batch: BatchOpt = 1,
+    prompt: PromptOpt = None,
+    gpu_util: GpuUtilOpt = 0.90,
+    overhead_gib: OverheadOpt = 1.5,
+    compute: ComputeOpt = None,
+    tp: TpOpt = 1,
+    pp: PpOpt = None,
+    nodes: NodesOpt = None,
+    node_link_gb_s: NodeLinkOpt = 50.0,
+    emit: EmitOpt = None,
+    engine: EngineOpt = None,
+    max_model_len: MaxModelLenOpt = None,
+    max_num_batched_tokens: MaxBatchedTokensOpt = None,
+    engine_version: EngineVersionOpt = "v1",
+    block_size: BlockSizeOpt = 16,
+    non_torch_gib: NonTorchOpt = None,
+    cudagraph_gib: CudagraphOpt = None,
+    calibrate: CalibrateOpt = None,
+    estimate_only: EstimateOnlyOpt = False,
     as_json: JsonOpt = False,
     catalog: CatalogOpt = None,
 ):
@@ -184,41 +214,44 @@ def plan(
         raise InvalidValueError("Missing option --gpu.", "Name a card: `llmsize gpus` lists them.")
     cat = _catalog(catalog)
     g = cat.gpu(gpu)
-    exact, notes = None, []
-    im = _import_source(model, hub)
+    if calibrate is not None:  # read before any work: a bad file is refused first
+        from llmsize.estimate.efficiency import calibrated_efficiency
+
+        calibration = calibrated_efficiency(calibrate)
+    exact, notes, warnings = None, [], []
+    im = _import_source(model, hub, estimate_only)
     if im is not None:
-        m, exact, notes = im.spec, im.exact, im.notes
+        m, exact, notes, warnings = im.spec, im.exact, im.notes, im.warnings
     else:
         m = cat.model(model)
     inputs = PlanInputs(quant=quant, scope=scope, kv_dtype=kv_dtype.lower(), context_tokens=context, batch=batch,
                         prompt_tokens=prompt, gpu_util=gpu_util, overhead_bytes=overhead_gib * GiB,
-                        compute_precision=compute, tp=tp, pp=_stages(pp, nodes), node_link_gb_s=node_link_gb_s)
-    if emit is not None and emit.lower() not in ("vllm", "sglang"):
-        raise InvalidValueError(f"--emit `{emit}` is not a known engine.", "Use vllm or sglang.")
-    p = make_plan(m, g, inputs, exact=exact, notes=notes)
+                        compute_precision=compute, tp=tp, pp=_stages(pp, nodes), nodes=nodes,
+                        node_link_gb_s=node_link_gb_s)
+    p = make_plan(m, g, inputs, exact=exact, notes=notes, warnings=warnings)
     if not p.budget.weights_fit:  # name a bigger card: only now is the whole hardware catalog parsed
-        p = make_plan(m, g, inputs, candidates=cat.hardware.all(), exact=exact, notes=notes)
+        p = make_plan(m, g, inputs, candidates=cat.hardware.all(), exact=exact, notes=notes, warnings=warnings)
     ledger = None
     if engine is not None:
         from llmsize.estimate.engines import EngineInputs, engine_ledger
 
-        e = EngineInputs(engine=engine.lower(), gpu_util=gpu_util, max_model_len=max_model_len,
+        e = EngineInputs(engine=engine, gpu_util=gpu_util, max_model_len=max_model_len,
                          max_num_batched_tokens=max_num_batched_tokens, block_size=block_size,
-                         kv_dtype=kv_dtype.lower(), non_torch_bytes=int(non_torch_gib * GiB),
+                         kv_dtype=kv_dtype.lower(), tp=tp,
+                         non_torch_bytes=None if non_torch_gib is None else int(non_torch_gib * GiB),
                          version=engine_version.lower(),
                          cudagraph_bytes=None if cudagraph_gib is None else int(cudagraph_gib * GiB))
         ledger = engine_ledger(p.card_model or m, g, (p.weights_card or p.weights).bytes_total, e)
     expected = None
     if engine is not None or calibrate is not None:
-        from llmsize.estimate.efficiency import calibrated_efficiency, expected_tok_s, table_efficiency
+        from llmsize.estimate.efficiency import expected_tok_s, table_efficiency
 
-        eff = calibrated_efficiency(calibrate) if calibrate is not None else table_efficiency(
-            engine.lower(), g.segment, p.params_total)
+        eff = calibration if calibrate is not None else table_efficiency(engine, g.segment, p.params_total)
         expected = (eff, expected_tok_s(p.decode_ceiling_tok_s, eff))
     if emit is not None:
         from llmsize.render.emit import serve_command
 
-        sys.stdout.write(serve_command(p, emit.lower(), model if im is not None else None) + "\n")
+        sys.stdout.write(serve_command(p, emit, model if im is not None else None, max_model_len) + "\n")
         return
     if as_json:
         from llmsize.render.plan_json import plan_to_dict
@@ -257,15 +290,13 @@ def plan(
 
 def _stages(pp: int | None, nodes: int | None) -> int:
     """--pp, or one stage per node with --nodes; both must agree."""
-    if nodes is not None and nodes < 1:
-        raise InvalidValueError(f"--nodes `{nodes}` must be at least 1.", "Pass 1 or more.")
     if pp is not None and nodes is not None and pp != nodes:
         raise InvalidValueError(f"--pp {pp} and --nodes {nodes} disagree: --nodes puts one pipeline stage on "
                                 "each node.", "Give one of them.")
     return pp if pp is not None else (nodes or 1)
 
 
-def _import_source(model: str | None, hub: str | None):
+def _import_source(model: str | None, hub: str | None, estimate_only: bool = False):
     """An Imported for a path or --hub, None for a catalog name."""
     if (model is None) == (hub is None):
         raise InvalidValueError("Give a model (catalog id or path) or --hub ORG/NAME, not both or neither.",
@@ -273,12 +304,18 @@ def _import_source(model: str | None, hub: str | None):
     if hub is not None:
         from llmsize.importer.source import import_hub
 
-        return import_hub(hub)
+        return import_hub(hub, estimate_only)
     if _is_path(model):
         from llmsize.importer.source import import_model
 
-        return import_model(model)
+        return import_model(model, estimate_only=estimate_only)
     return None
+
+
+def _warn(im) -> None:
+    """An import's warnings (the plan is not what the files hold), before anything else is printed."""
+    for w in (im.warnings if im is not None else []):
+        sys.stderr.write(f"Warning: {w}\n")
 
 
 def _is_path(name: str) -> bool:
@@ -291,14 +328,11 @@ def import_(
     path: Annotated[Optional[Path], typer.Argument(help="Model folder (config.json [+ hf_quant_config.json] "
                                                    "[+ *.safetensors]) or a config.json file.",
                                                    show_default=False)] = None,
-    hub: Annotated[Optional[str], typer.Option(help="Read ORG/NAME[@REVISION] from the Hugging Face Hub instead "
-                                               "(config.json and safetensors headers only).",
-                                               show_default=False)] = None,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the catalog entry here "
-                                                   "(e.g. mycat/models/NAME.yaml); default: print it.",
-                                                   show_default=False)] = None,
-    model_id: Annotated[Optional[str], typer.Option("--id", help="Catalog id; default: from the file name of "
-                                                    "-o, else from the model's name.")] = None,
+    hub: HubOpt = None,
+    output: ImportOutOpt = None,
+    model_id: IdOpt = None,
+    force: ForceOpt = False,
+    estimate_only: EstimateOnlyOpt = False,
 ):
     """Turn a local checkpoint or config.json into a catalog entry, with its sources.
 
@@ -311,57 +345,53 @@ def import_(
     """
     from llmsize.importer.catalog_entry import entry_yaml
 
+    from llmsize.files import check_output, write_output
+    from llmsize.importer.catalog_entry import check_id
+
     if path is not None and not _is_path(str(path)):
         raise InvalidValueError(f"`{path}` is not a file or folder.", "Give a model folder or a config.json.")
-    im = _import_source(None if path is None else str(path), hub)
-    if output is not None:
-        if output.suffix not in (".yaml", ".yml"):
-            raise InvalidValueError(f"-o `{output}` must end in .yaml.", "Catalog files are YAML.")
-        if not output.parent.is_dir():
-            raise InvalidValueError(f"-o `{output}`: folder {output.parent} does not exist.", "Create it first.")
+    if output is not None:  # the destination and the id it gives are checked before anything is read
+        if output.suffix != ".yaml":
+            raise InvalidValueError(f"-o `{output}` must end in .yaml.", "Catalog files are `ID.yaml`.")
+        check_output(output, "-o", force)
         model_id = model_id or output.stem
+        if output.stem != model_id:
+            raise InvalidValueError(f"-o `{output}` and --id `{model_id}` differ: a catalog file is named after its "
+                                    "id.", f"Write it to {output.with_name(model_id + '.yaml')}, or drop --id.")
+    if model_id is not None:
+        check_id(model_id, "--id" if output is None else "-o")
+    im = _import_source(None if path is None else str(path), hub, estimate_only)
+    _warn(im)
     text = entry_yaml(im, model_id)
     if output is None:
         sys.stdout.write(text)
         return
-    tmp = output.with_name(output.name + ".partial")
-    tmp.write_text(text)
-    tmp.replace(output)
+    write_output(output, text, "-o", force)
     sys.stderr.write(f"Wrote {output} (id {model_id}); plan it with `llmsize plan {model_id} --gpu CARD "
                      f"--catalog {output.parent.parent}`.\n")
 
 
 @_command()
 def compare(
-    model: Annotated[Optional[str], typer.Argument(help="Model id, alias or path (as for plan).",
-                                                   show_default=False)] = None,
-    gpus_: Annotated[Optional[str], typer.Option("--gpus", help="Comma-separated card ids; default: every card.",
-                                                 show_default=False)] = None,
-    vendor: Annotated[Optional[str], typer.Option(help="Only this vendor: nvidia, amd, apple, intel.")] = None,
-    segment: Annotated[Optional[str], typer.Option(help="Only this segment: consumer, workstation, datacenter, "
-                                                   "edge, desktop-soc.")] = None,
-    quant: Annotated[Optional[str], typer.Option(help="Weight format; default: the model's release format.")]
-    = None,
-    kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="KV cache dtype.")] = "bf16",
-    context: Annotated[int, typer.Option(help="Tokens per sequence.")] = 4096,
-    users: Annotated[int, typer.Option(help="Concurrent sequences for the aggregate tok/s (capped by what the "
-                                       "cache holds).")] = 1,
-    gpu_util: Annotated[float, typer.Option("--gpu-util", help="Share of VRAM the engine may use.")] = 0.90,
-    overhead_gib: Annotated[float, typer.Option("--overhead-gib", help="Runtime overhead per card, GiB.")] = 1.5,
-    tp: Annotated[Optional[int], typer.Option(help="Tensor-parallel cards for every row; default: 1, or the "
-                                              "fewest cards that hold the model.", show_default=False)] = None,
-    pp: Annotated[Optional[int], typer.Option(help="Pipeline stages for every row.", show_default=False)] = None,
-    nodes: Annotated[Optional[int], typer.Option(help="One pipeline stage per node (sets --pp).",
-                                                 show_default=False)] = None,
-    prices: Annotated[Optional[Path], typer.Option(help="YAML of card prices (currency: + prices: id -> price); "
-                                                   "none are shipped.", show_default=False)] = None,
-    sort: Annotated[str, typer.Option(help="Column to rank by: " + ", ".join(
-        ("ceiling_tok_s", "aggregate_tok_s", "bandwidth_gb_s", "tok_s_per_w", "tok_s_per_kcurrency", "fits",
-         "cards", "memory_gib", "max_context_tokens", "max_sequences", "ttft_s", "price", "gpu")) + ".")]
-    = "aggregate_tok_s",
-    fmt: Annotated[str, typer.Option("--format", help="table, json, csv or markdown.")] = "table",
-    hub: Annotated[Optional[str], typer.Option(help="Read the model from the Hub (ORG/NAME[@REV]).",
-                                               show_default=False)] = None,
+    model: ModelArg = None,
+    gpus_: GpuListOpt = None,
+    vendor: VendorOpt = None,
+    segment: SegmentOpt = None,
+    quant: QuantOpt = None,
+    kv_dtype: KvDtypeOpt = "bf16",
+    context: ContextOpt = 4096,
+    users: UsersOpt = 1,
+    gpu_util: GpuUtilOpt = 0.90,
+    overhead_gib: OverheadOpt = 1.5,
+    tp: TpAutoOpt = None,
+    pp: PpOpt = None,
+    nodes: NodesOpt = None,
+    node_link_gb_s: NodeLinkOpt = 50.0,
+    prices: PricesOpt = None,
+    sort: CompareSortOpt = "aggregate_tok_s",
+    fmt: CompareFormatOpt = "table",
+    hub: HubOpt = None,
+    estimate_only: EstimateOnlyOpt = False,
     catalog: CatalogOpt = None,
 ):
     """Rank cards for one model by what matters for decode: fit, bandwidth, speed, watts, cost.
@@ -380,19 +410,18 @@ def compare(
     from llmsize.estimate.compare import sort_rows
     from llmsize.estimate.plan import PlanInputs
 
-    if fmt not in ("table", "json", "csv", "markdown"):
-        raise InvalidValueError(f"--format `{fmt}` is not one of table, json, csv, markdown.", "Pick one of them.")
     cat = _catalog(catalog)
-    im = _import_source(model, hub)
+    im = _import_source(model, hub, estimate_only)
+    _warn(im)
     m = im.spec if im is not None else cat.model(model)
     if gpus_:
         cards = [cat.gpu(x.strip()) for x in gpus_.split(",") if x.strip()]
     else:
         cards = cat.hardware.all()
     if vendor:
-        cards = [g for g in cards if g.vendor.lower() == vendor.lower()]
+        cards = [g for g in cards if g.vendor.lower() == vendor]
     if segment:
-        cards = [g for g in cards if g.segment == segment.lower()]
+        cards = [g for g in cards if g.segment == segment]
     if not cards:
         raise InvalidValueError("No card matches these filters.", "Loosen --vendor / --segment / --gpus.")
     currency, price_map = None, {}
@@ -402,7 +431,8 @@ def compare(
         currency, price_map = load_prices(prices, cat)
     stages = _stages(pp, nodes)
     inputs = PlanInputs(quant=quant, kv_dtype=kv_dtype.lower(), context_tokens=context, gpu_util=gpu_util,
-                        overhead_bytes=overhead_gib * GiB, tp=tp or 1, pp=stages)
+                        overhead_bytes=overhead_gib * GiB, tp=tp or 1, pp=stages, nodes=nodes,
+                        node_link_gb_s=node_link_gb_s)
     fixed = tp is not None or stages > 1
     rows = sort_rows(run_compare(m, cards, inputs, users, price_map, fixed=fixed), sort)
     title = (f"llmsize compare: {m.name}, {rows[0].plan.fmt.id if rows[0].plan else quant or m.release.quant}, "
@@ -436,18 +466,15 @@ def compare(
 
 @_command()
 def roofline(
-    model: Annotated[Optional[str], typer.Argument(help="Model id, alias or path.", show_default=False)] = None,
-    gpu: Annotated[Optional[list[str]], typer.Option("--gpu", "-g", help="Card id; repeat for several.",
-                                                     show_default=False)] = None,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write a .png or .svg (needs the "
-                                                   "charts extra); default: a terminal chart.",
-                                                   show_default=False)] = None,
-    quant: Annotated[Optional[str], typer.Option(help="Weight format; default: the release format.")] = None,
-    kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="KV cache dtype.")] = "bf16",
-    context: Annotated[int, typer.Option(help="Tokens per sequence.")] = 4096,
-    max_batch: Annotated[int, typer.Option("--max-batch", help="Decode points at batch 1, 2, 4 ... up to this.")]
-    = 1024,
-    hub: Annotated[Optional[str], typer.Option(help="Read the model from the Hub.", show_default=False)] = None,
+    model: ModelArg = None,
+    gpu: GpusOpt = None,
+    output: ChartOutOpt = None,
+    quant: QuantOpt = None,
+    kv_dtype: KvDtypeOpt = "bf16",
+    context: ContextOpt = 4096,
+    max_batch: MaxBatchOpt = 1024,
+    hub: HubOpt = None,
+    estimate_only: EstimateOnlyOpt = False,
     catalog: CatalogOpt = None,
 ):
     """Roofline of one or more cards with the model's decode points (batch 1...N) and its prefill point.
@@ -464,10 +491,11 @@ def roofline(
 
     if not gpu:
         raise InvalidValueError("Missing option --gpu.", "Name one or more cards: --gpu h100 --gpu h200.")
-    if max_batch < 1:
-        raise InvalidValueError(f"--max-batch `{max_batch}` must be at least 1.", "Pass 1 or more.")
+    if output is not None:
+        charts.check_image_path(output)
     cat = _catalog(catalog)
-    im = _import_source(model, hub)
+    im = _import_source(model, hub, estimate_only)
+    _warn(im)
     m = im.spec if im is not None else cat.model(model)
     inputs = PlanInputs(quant=quant, kv_dtype=kv_dtype.lower(), context_tokens=context)
     roofs = [roof_data(m, cat.gpu(g), inputs, max_batch) for g in gpu]
@@ -480,17 +508,13 @@ def roofline(
 
 @_command()
 def kv(
-    model: Annotated[Optional[str], typer.Argument(help="Model id, alias or path.", show_default=False)] = None,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write a .png or .svg (needs the "
-                                                   "charts extra); default: a terminal chart.",
-                                                   show_default=False)] = None,
-    quant: Annotated[Optional[str], typer.Option(help="Weight format for the weights line; default: release.")]
-    = None,
-    users: Annotated[int, typer.Option(help="Sequences whose caches add up (the seeds' 'many users').")] = 1,
-    max_context: Annotated[Optional[int], typer.Option("--max-context", help="Right end of the context axis; "
-                                                       "default: the model's max_position_embeddings.",
-                                                       show_default=False)] = None,
-    hub: Annotated[Optional[str], typer.Option(help="Read the model from the Hub.", show_default=False)] = None,
+    model: ModelArg = None,
+    output: ChartOutOpt = None,
+    quant: QuantOpt = None,
+    users: KvUsersOpt = 1,
+    max_context: MaxContextOpt = None,
+    hub: HubOpt = None,
+    estimate_only: EstimateOnlyOpt = False,
     catalog: CatalogOpt = None,
 ):
     """KV cache against context for each KV dtype, with the weights as a line: where the cache overtakes
@@ -508,12 +532,16 @@ def kv(
     from llmsize.estimate.weights import weight_bytes
     from llmsize.render import charts
 
+    if output is not None:
+        charts.check_image_path(output)
     cat = _catalog(catalog)
-    im = _import_source(model, hub)
+    im = _import_source(model, hub, estimate_only)
+    _warn(im)
     m = im.spec if im is not None else cat.model(model)
-    if users < 1:
-        raise InvalidValueError(f"--users `{users}` must be at least 1.", "Pass 1 or more.")
     limit = max_context or m.max_position_embeddings
+    if limit < 2:
+        raise InvalidValueError(f"The model's max_position_embeddings ({limit}) leaves no context axis.",
+                                "Pass --max-context 2 or more.")
     if limit < 2:
         raise InvalidValueError(f"--max-context `{limit}` must be at least 2.", "Pass a longer context.")
     fmt, scope = resolve_format(m, quant, None)
@@ -530,12 +558,10 @@ def kv(
 
 @_command()
 def gpus(
-    vendor: Annotated[Optional[str], typer.Option(help="Only this vendor: nvidia, amd, apple, intel.")] = None,
-    segment: Annotated[Optional[str], typer.Option(
-        help="Only this segment: consumer, workstation, datacenter, edge, desktop-soc.")] = None,
-    min_memory_gib: Annotated[Optional[float], typer.Option("--min-memory-gib", help="At least this much VRAM.")]
-    = None,
-    sort: Annotated[str, typer.Option(help="Sort by: bandwidth, memory, year, id.")] = "bandwidth",
+    vendor: VendorOpt = None,
+    segment: SegmentOpt = None,
+    min_memory_gib: MinMemoryOpt = None,
+    sort: GpuSortOpt = "bandwidth",
     as_json: JsonOpt = False,
     catalog: CatalogOpt = None,
 ):
@@ -552,15 +578,13 @@ def gpus(
 
     items = _catalog(catalog).hardware.all()
     if vendor:
-        items = [g for g in items if g.vendor.lower() == vendor.lower()]
+        items = [g for g in items if g.vendor.lower() == vendor]
     if segment:
-        items = [g for g in items if g.segment == segment.lower()]
+        items = [g for g in items if g.segment == segment]
     if min_memory_gib is not None:
         items = [g for g in items if g.memory_bytes >= min_memory_gib * GiB]
     keys = {"bandwidth": lambda g: -g.bandwidth_gb_s, "memory": lambda g: -g.memory_bytes,
             "year": lambda g: -g.year, "id": lambda g: g.id}
-    if sort not in keys:
-        raise InvalidValueError(f"Unknown sort key `{sort}`.", f"Choose one of: {', '.join(keys)}.")
     items.sort(key=keys[sort])
     if as_json:
         _print_json([gpu_row(g) for g in items])
@@ -570,11 +594,9 @@ def gpus(
 
 @_command()
 def models(
-    family: Annotated[Optional[str], typer.Option(help="Only this family (llama, gemma4, qwen3_moe...).")] = None,
-    mixer: Annotated[Optional[str], typer.Option(help="Only models with this layer kind: full, sliding, mla, ssm, "
-                                                 "linear.")] = None,
-    moe: Annotated[Optional[bool], typer.Option("--moe/--dense", help="Only mixture-of-experts / only dense.",
-                                                show_default=False)] = None,
+    family: FamilyOpt = None,
+    mixer: MixerOpt = None,
+    moe: MoeOpt = None,
     as_json: JsonOpt = False,
     catalog: CatalogOpt = None,
 ):
@@ -591,6 +613,14 @@ def models(
 
     items = _catalog(catalog).models.all()
     if family:
+        families = sorted({m.family for m in items})
+        if family.lower() not in families:
+            import difflib
+
+            close = difflib.get_close_matches(family.lower(), families, n=1, cutoff=0.6)
+            raise InvalidValueError(f"--family `{family}` is no model's family in the catalog"
+                                    + (f"; did you mean `{close[0]}`?" if close else "."),
+                                    f"Families: {', '.join(families)}.")
         items = [m for m in items if m.family == family.lower()]
     if mixer:
         items = [m for m in items if any(g.mixer is not None and g.mixer.kind == mixer for g in m.layer_groups)]
@@ -669,32 +699,22 @@ def formats(as_json: JsonOpt = False):
 
 @_command()
 def measure(
-    quant: Annotated[str, typer.Option(help="nvfp4 (Triton dequantizing GEMV, weights packed) or bf16 "
-                                       "(cuBLAS baseline).")] = "nvfp4",
-    context: Annotated[int, typer.Option(help="Prompt tokens prefilled before decoding.")] = 4096,
-    tokens: Annotated[int, typer.Option(help="Decode steps timed.")] = 256,
-    batch: Annotated[int, typer.Option(
-        help="Sequences decoded together (1-256; above 16, NVFP4 needs --gemv auto or words).")] = 1,
-    device: Annotated[str, typer.Option(help="cuda, or cpu for a small Gemma-4-shaped model anyone can run.")]
-    = "cuda",
-    checkpoint: Annotated[Optional[Path], typer.Option(
-        help="Local Gemma 4 checkpoint folder: NVFP4 (compressed-tensors or ModelOpt) or bf16 (quantized while "
-             "loading); default: random weights of the exact shapes.", show_default=False)] = None,
-    gpu_index: Annotated[int, typer.Option("--gpu-index", help="Which GPU (NVML/CUDA index).")] = 0,
-    warmup: Annotated[int, typer.Option(help="Untimed decode steps first (compile, autotune).")] = 8,
-    seed: Annotated[int, typer.Option(help="Seed for random weights and the prompt.")] = 0,
-    probe: Annotated[bool, typer.Option("--probe/--no-probe", help="Time a read-bandwidth probe first.")] = True,
-    gemv: Annotated[str, typer.Option(help="NVFP4 kernel: auto (words if it checks out on the card, else "
-                                      "triton), words (fp16x2, two codes per instruction), triton (byte-wise), dot "
-                                      "or pairs (tensor-core).")] = "auto",
-    compile_: Annotated[bool, typer.Option("--compile/--no-compile", help="torch.compile the decode step before "
-                                           "capturing it (fewer, fused kernels between the GEMVs).")] = False,
-    fused: Annotated[Optional[bool], typer.Option("--fused/--no-fused", help="The work between the GEMVs in "
-                                                  "two to five Triton kernels per layer; default: on a GPU, once "
-                                                  "they reproduce the eager step there.", show_default=False)] = None,
+    quant: MeasureQuantOpt = "nvfp4",
+    context: MeasureContextOpt = 4096,
+    tokens: TokensOpt = 256,
+    batch: MeasureBatchOpt = 1,
+    device: DeviceOpt = "cuda",
+    checkpoint: CheckpointOpt = None,
+    gpu_index: GpuIndexOpt = 0,
+    warmup: WarmupOpt = 8,
+    seed: SeedOpt = 0,
+    probe: ProbeOpt = True,
+    gemv: GemvOpt = "auto",
+    compile_: CompileOpt = False,
+    fused: FusedOpt = None,
     as_json: JsonOpt = False,
-    save: Annotated[Optional[Path], typer.Option(help="Also write the full result as JSON to this file.",
-                                                 show_default=False)] = None,
+    save: SaveOpt = None,
+    force: ForceOpt = False,
 ):
     """Measure a real NVFP4 Gemma 4 12B decode loop on this GPU, next to what `plan` predicts.
 
@@ -711,13 +731,15 @@ def measure(
     from llmsize.measure.run import MeasureOptions, validate
     from llmsize.measure.run import measure as run_measure
 
-    opts = MeasureOptions(quant=quant.lower(), context=context, tokens=tokens, batch=batch, device=device.lower(),
+    opts = MeasureOptions(quant=quant, context=context, tokens=tokens, batch=batch, device=device,
                           checkpoint=str(checkpoint) if checkpoint else None, gpu_index=gpu_index,
                           warmup=warmup, seed=seed, probe=probe, gemv=gemv.lower(), compile=compile_,
                           fused=fused)
     validate(opts)
-    if save is not None and not save.parent.is_dir():
-        raise InvalidValueError(f"--save `{save}`: folder {save.parent} does not exist.", "Create it first.")
+    if save is not None:  # a destination that cannot be written is refused before the run, not after it
+        from llmsize.files import check_output
+
+        check_output(save, "--save", force)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -733,9 +755,9 @@ def measure(
 
         result = run_measure(opts, progress)
     if save is not None:
-        tmp = save.with_name(save.name + ".partial")
-        tmp.write_text(json.dumps(result, indent=2) + "\n")
-        tmp.replace(save)
+        from llmsize.files import write_output
+
+        write_output(save, json.dumps(result, indent=2) + "\n", "--save", force)
     if as_json:
         _print_json(result)
     else:
@@ -782,7 +804,10 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(int(ExitStatus.ERROR))
         except _UsageError as e:
             where = e.ctx.command_path if e.ctx else "llmsize"
-            msg = e.format_message().replace("\n", " ").rstrip(".") + _given_value(e, argv)
+            msg = e.format_message().replace("\n", " ").rstrip(".")
+            given = _given_value(e, argv)
+            if given and given[len(" (got "):-1] not in msg:
+                msg += given
             end = "" if msg.endswith(("?", "!")) else "."
             sys.stderr.write(f"Error: {msg}{end} Run `{where} --help` for usage.\n")
             sys.exit(int(ExitStatus.USAGE))

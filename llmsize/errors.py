@@ -1,4 +1,6 @@
-"""One family of expected errors. The CLI prints them in one line on stderr and exits non-zero."""
+"""One family of expected errors. The CLI prints them in one line on stderr and exits with 2: every expected
+failure (a bad value, an unknown name, an unreadable file, a missing extra or GPU, not enough memory) is the
+user's to fix, so it gets the usage status; 1 is left for the unexpected."""
 
 from enum import IntEnum
 
@@ -12,7 +14,7 @@ class ExitStatus(IntEnum):
 class LlmsizeError(Exception):
     """An expected failure: message says what happened, hint says what to do next."""
 
-    exit_status = ExitStatus.ERROR
+    exit_status = ExitStatus.USAGE
 
     def __init__(self, message: str, hint: str | None = None):
         super().__init__(message)
@@ -37,5 +39,3 @@ class MissingSpecError(LlmsizeError):
 
 class InvalidValueError(LlmsizeError):
     """An impossible input value (negative context, utilization above 1...)."""
-
-    exit_status = ExitStatus.USAGE

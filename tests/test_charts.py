@@ -77,7 +77,7 @@ def test_images_are_written_with_their_labels(run_cli, tmp_path, cmd, name, suff
 @pytest.mark.parametrize("args, needle", [
     (["roofline", "gemma-4-12b"], "Missing option --gpu"),
     (["roofline", "gemma-4-12b", "--gpu", "h100", "-o", "x.pdf"], "must end in .png or .svg"),
-    (["kv", "gemma-4-12b", "--users", "0"], "--users `0`"),
+    (["kv", "gemma-4-12b", "--users", "0"], "'--users': `0` is not an integer from 1"),
 ])
 def test_chart_errors(run_cli, args, needle):
     code, out, err = run_cli(*args)
@@ -88,6 +88,6 @@ def test_image_without_matplotlib_is_one_line_with_the_hint(tmp_path):
     from conftest import cli_without
     out = tmp_path / "r.png"
     p = cli_without(["matplotlib"], ["kv", "gemma-4-12b", "-o", str(out)])
-    assert p.returncode == 1 and not out.exists()
+    assert p.returncode == 2 and not out.exists()
     assert "Image output needs matplotlib" in p.stderr and "pip install 'llmsize[charts]'" in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1

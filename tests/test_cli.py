@@ -61,19 +61,19 @@ def test_model_that_does_not_fit_is_a_normal_answer(run_cli):
 
 
 @pytest.mark.parametrize("args, expected_code, expected", [
-    (["plan", "gemma-4-12x", "--gpu", "rtx5060ti"], 1, "Unknown model `gemma-4-12x`. Did you mean `gemma-4-12b`"),
-    (["plan", "gemma-4-12b", "--gpu", "rtx5600ti"], 1, "llmsize gpus"),
+    (["plan", "gemma-4-12x", "--gpu", "rtx5060ti"], 2, "Unknown model `gemma-4-12x`. Did you mean `gemma-4-12b`"),
+    (["plan", "gemma-4-12b", "--gpu", "rtx5600ti"], 2, "llmsize gpus"),
     (["plan", "gemma-4-12b", "--gpu", "h200", "--context", "-5"], 2, "`-5`"),
-    (["plan", "gemma-4-12b", "--gpu", "h200", "--gpu-util", "1.5"], 2, "`1.5` must be in (0, 1]"),
-    (["plan", "gemma-4-12b", "--gpu", "h200", "--batch", "0"], 2, "Batch `0`"),
+    (["plan", "gemma-4-12b", "--gpu", "h200", "--gpu-util", "1.5"], 2, "'--gpu-util': `1.5` is not a finite number in (0, 1]"),
+    (["plan", "gemma-4-12b", "--gpu", "h200", "--batch", "0"], 2, "'--batch': `0` is not an integer from 1"),
     (["plan", "gemma-4-12b", "--gpu", "h200", "--quant", "fp3"], 2, "Unknown weight format `fp3`"),
     (["plan", "gemma-4-12b", "--gpu", "h200", "--kv-dtype", "fp5"], 2, "Unknown KV-cache dtype `fp5`"),
-    (["plan", "gemma-4-12b", "--gpu", "h200", "--overhead-gib", "-1"], 2, "negative"),
+    (["plan", "gemma-4-12b", "--gpu", "h200", "--overhead-gib", "-1"], 2, "`-1.0` is not a finite number in [0, 65536]"),
     (["plan", "gemma-4-12b", "--gpu", "h200", "--compute", "fp5"], 2, "Unknown compute precision `fp5`"),
     (["plan", "gemma-4-12b", "--gpu", "h200", "--context", "abc"], 2, "abc"),
     (["plan", "gemma-4-12b"], 2, "--gpu"),
-    (["show", "nothing-like-this"], 1, "neither a card nor a model"),
-    (["gpus", "--sort", "price"], 2, "Unknown sort key `price`"),
+    (["show", "nothing-like-this"], 2, "neither a card nor a model"),
+    (["gpus", "--sort", "price"], 2, "`price` is not one of bandwidth, memory, year, id"),
 ])
 def test_bad_input_one_line_error(run_cli, args, expected_code, expected):
     code, out, err = run_cli(*args)

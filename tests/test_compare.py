@@ -95,10 +95,11 @@ def test_bad_price_files(run_cli, tmp_path, content, needle):
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--sort", "speed"], "Unknown sort key `speed`"),
-    (["--format", "xml"], "--format `xml`"),
-    (["--vendor", "acme"], "No card matches"),
-    (["--users", "0"], "--users `0`"),
+    (["--sort", "speed"], "`speed` is not one of ceiling_tok_s"),
+    (["--format", "xml"], "'--format': `xml` is not one of table, json, csv, markdown"),
+    (["--vendor", "acme"], "'--vendor': `acme` is not one of nvidia, amd, apple, intel"),
+    (["--vendor", "intel", "--segment", "consumer"], "No card matches"),
+    (["--users", "0"], "'--users': `0` is not an integer from 1"),
 ])
 def test_bad_options(run_cli, args, needle):
     code, out, err = run_cli("compare", "gemma-4-12b", *args)

@@ -114,8 +114,8 @@ def test_plan_engine_json(run_cli):
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--engine", "ollama"], "--engine `ollama` is not modelled"),
-    (["--engine", "vllm", "--block-size", "0"], "--block-size `0`"),
+    (["--engine", "ollama"], "'--engine': `ollama` is not one of vllm, sglang, trtllm"),
+    (["--engine", "vllm", "--block-size", "0"], "'--block-size': `0` is not an integer from 1"),
 ])
 def test_engine_errors(run_cli, args, needle):
     code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "h100", *args)

@@ -104,11 +104,11 @@ def test_server_ignoring_ranges_is_cut_off(hub, run_cli):
     tiny_llama_folder(hub.root / "acme" / "tiny", "bf16")
     hub.honour_ranges = False
     code, out, err = run_cli("plan", "--hub", "acme/tiny", "--gpu", "h200")
-    assert code == 1 and "Content-Range" in err and len(err.strip().splitlines()) == 1
+    assert code == 2 and "Content-Range" in err and len(err.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("repo, code_want, needle", [
-    ("acme/missing", 1, "acme/missing@main/config.json: HTTP 404"),
+    ("acme/missing", 2, "acme/missing@main/config.json: HTTP 404"),
     ("not a repo", 2, "--hub `not a repo` is not a repo id"),
     ("../../etc", 2, "is not a repo id"),
 ])
@@ -120,14 +120,14 @@ def test_hub_errors_are_one_line(hub, run_cli, repo, code_want, needle):
 def test_unreachable_endpoint(run_cli, monkeypatch):
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # the discard port: nothing listens
     code, out, err = run_cli("plan", "--hub", "acme/tiny", "--gpu", "h200")
-    assert code == 1 and "cannot reach http://127.0.0.1:9" in err
+    assert code == 2 and "cannot reach http://127.0.0.1:9" in err
 
 
 def test_gated_repo_needs_hf_token(hub, run_cli, monkeypatch):
     tiny_llama_folder(hub.root / "acme" / "gated", "bf16")
     hub.token = "hf_secret"
     code, out, err = run_cli("plan", "--hub", "acme/gated", "--gpu", "h200")
-    assert code == 1 and "access denied (HTTP 401)" in err and "HF_TOKEN" in err
+    assert code == 2 and "access denied (HTTP 401)" in err and "HF_TOKEN" in err
     monkeypatch.setenv("HF_TOKEN", "hf_secret")
     code, out, err = run_cli("plan", "--hub", "acme/gated", "--gpu", "h200", "--json")
     assert code == 0, err

@@ -74,8 +74,8 @@ def test_import_to_stdout(run_cli):
 
 
 @pytest.mark.parametrize("args, code_want, needle", [
-    (["plan", "/no/such/model", "--gpu", "h200"], 1, "/no/such/model: no such file or folder"),
-    (["import", "/no/such/model"], 1, "no such file or folder"),
+    (["plan", "/no/such/model", "--gpu", "h200"], 2, "/no/such/model: no such file or folder"),
+    (["import", "/no/such/model"], 2, "no such file or folder"),
 ])
 def test_missing_paths(run_cli, args, code_want, needle):
     code, out, err = run_cli(*args)
@@ -95,7 +95,7 @@ def test_damaged_shard_is_one_line_naming_it(run_cli, tmp_path):
     st = folder / "model.safetensors"
     st.write_bytes(st.read_bytes()[:100])
     code, out, err = run_cli("plan", str(folder), "--gpu", "h200")
-    assert code == 1 and str(st) in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert code == 2 and str(st) in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
 def test_vision_tower_tensors_count_as_extra(run_cli, tmp_path):
@@ -110,6 +110,6 @@ def test_vision_tower_tensors_count_as_extra(run_cli, tmp_path):
 def test_hub_without_huggingface_hub_is_one_line_with_the_hint():
     from conftest import cli_without
     p = cli_without(["huggingface_hub", "huggingface_hub.utils"], ["plan", "--hub", "acme/tiny", "--gpu", "h200"])
-    assert p.returncode == 1
+    assert p.returncode == 2
     assert p.stderr.strip() == ("Error: --hub needs huggingface_hub, which is not installed. "
                                 "Install it: pip install 'llmsize[hub]'.")

@@ -16,21 +16,16 @@ from functools import cached_property
 from pathlib import Path
 from typing import Generic, TypeVar
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import CatalogError, UnknownNameError
+from llmsize.files import FileError, read_yaml
 
 ENV_VAR = "LLMSIZE_CATALOG"
 KINDS = {"hardware": GpuSpec, "models": ModelSpec}
 LIST_COMMAND = {"hardware": "llmsize gpus", "models": "llmsize models"}
 WORD = {"hardware": "GPU", "models": "model"}
-
-try:  # libyaml is 10x faster when present
-    _Loader = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover
-    _Loader = yaml.SafeLoader
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -74,17 +69,13 @@ def _format_validation_error(path: Path, err: ValidationError) -> str:
 
 
 def load_entry(path: Path, schema: type[T]) -> T:
-    """Parse one YAML file into `schema`, or raise CatalogError naming the file and the key."""
+    """Parse one YAML file into `schema`, or raise CatalogError naming the file and the key. The file is read
+    as llmsize.files reads every input: a regular file only, size-capped, duplicate keys and alias bombs
+    refused."""
     try:
-        with path.open(encoding="utf-8") as f:
-            data = yaml.load(f, Loader=_Loader)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        problem = getattr(e, "problem", None) or "invalid YAML"
-        raise CatalogError(f"{path}:{where}: {problem}.", "Fix the YAML syntax.") from None
-    except OSError as e:
-        raise CatalogError(f"{path}: cannot read ({e.strerror}).") from None
+        data = read_yaml(path, "catalog file")
+    except FileError as e:
+        raise CatalogError(e.message, e.hint) from None
     if not isinstance(data, dict):
         raise CatalogError(f"{path}: expected a mapping of keys, got {type(data).__name__}.")
     try:

@@ -8,32 +8,43 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
-import yaml
-
-from llmsize.errors import CatalogError
+from llmsize.errors import CatalogError, LlmsizeError
+from llmsize.files import read_yaml
 
 
 def load_prices(path: Path, catalog) -> tuple[str, dict[str, float]]:
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CatalogError(f"{path}: not found.", "Give a YAML file with `currency:` and `prices:`.") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-        raise CatalogError(f"{path}: not readable YAML ({e.__class__.__name__}).") from None
-    if not isinstance(data, dict) or not isinstance(data.get("prices"), dict):
-        raise CatalogError(f"{path}: expected a mapping with a `prices:` mapping of card id -> price.")
-    currency = str(data.get("currency") or "currency")
+    """(currency, card id -> price of one card). Every value is checked: a finite positive number, a known
+    card, each card once (an alias and its id are the same card)."""
+    data = read_yaml(path, "--prices")
+    if not isinstance(data, dict) or not isinstance(data.get("prices"), dict) or not data["prices"]:
+        raise CatalogError(f"--prices `{path}`: expected a mapping with a `prices:` mapping of card id -> price.",
+                           "See `llmsize compare --help` for the format.")
+    unknown = sorted(str(k) for k in data if k not in ("currency", "prices"))
+    if unknown:
+        raise CatalogError(f"--prices `{path}`: unknown key `{unknown[0]}`.", "Only `currency:` and `prices:`.")
+    currency = data.get("currency", "currency")
+    if not isinstance(currency, str) or not 0 < len(currency) <= 16:
+        raise CatalogError(f"--prices `{path}`: currency {str(currency)[:40]!r} is not a short label.",
+                           "Use a label such as EUR or USD.")
     out: dict[str, float] = {}
+    named: dict[str, str] = {}
     for name, value in data["prices"].items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise CatalogError(f"{path}: price of `{name}` is {value!r}; expected a positive number.")
+        label = str(name)[:60]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                or not value > 0:
+            raise CatalogError(f"--prices `{path}`: price of `{label}` is {repr(value)[:40]}; expected a finite "
+                               "positive number.", "Give the price of one card.")
         try:
             gpu = catalog.gpu(str(name))
         except CatalogError:
             raise
-        except Exception as e:  # UnknownNameError carries its own did-you-mean
-            raise CatalogError(f"{path}: {getattr(e, 'message', e)}", getattr(e, "hint", None)) from None
-        out[gpu.id] = float(value)
+        except LlmsizeError as e:  # UnknownNameError carries its own did-you-mean
+            raise CatalogError(f"--prices `{path}`: {e.message}", e.hint) from None
+        if gpu.id in out:
+            raise CatalogError(f"--prices `{path}`: `{label}` and `{named[gpu.id]}` are the same card "
+                               f"({gpu.id}).", "Keep one price per card.")
+        out[gpu.id], named[gpu.id] = float(value), label
     return currency, out

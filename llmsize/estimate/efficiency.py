@@ -16,7 +16,6 @@ has none.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,20 +54,19 @@ def table_efficiency(engine: str, segment: str, params_total: int) -> Efficiency
 def calibrated_efficiency(path: Path) -> Efficiency:
     """From `llmsize measure --save FILE`: measured tok/s over plan's ceiling on that card (the datasheet one,
     else NVML's theoretical), or the achieved fraction of the datasheet bandwidth."""
+    from llmsize.files import read_json
+
+    r = read_json(path, "--calibrate")
     try:
-        r = json.loads(Path(path).read_text())
         pred, ach = r.get("predicted") or {}, r["achieved"]
         value = pred.get("measured_fraction_of_ceiling_datasheet") or pred.get(
             "measured_fraction_of_ceiling_theoretical") or ach.get("fraction_of_datasheet") or ach.get(
             "fraction_of_theoretical")
         card = (r.get("gpu") or {}).get("name", "?")
-    except FileNotFoundError:
-        raise InvalidValueError(f"--calibrate `{path}`: not found.", "Give a file written by `llmsize measure "
-                                "--save`.") from None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError):
         raise InvalidValueError(f"--calibrate `{path}`: not a `llmsize measure --save` file.",
                                 "Give a file written by `llmsize measure --save`.") from None
-    if not value or not 0 < value <= 1.5:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1.5:
         raise InvalidValueError(f"--calibrate `{path}`: no usable efficiency in it (GPU figures missing: was it "
                                 "a --device cpu run?).", "Calibrate with a GPU measurement.")
     return Efficiency(float(value), f"measured by `llmsize measure` on {card} ({path})")

@@ -98,7 +98,8 @@ class EngineInputs:
     max_num_seqs: int = DEFAULT_MAX_NUM_SEQS
     block_size: int = DEFAULT_BLOCK_SIZE
     kv_dtype: str = "bf16"
-    non_torch_bytes: int = DEFAULT_NON_TORCH_BYTES
+    non_torch_bytes: int | None = None  # None: non_torch_default(tp)
+    tp: int = 1  # tensor-parallel size the ledger is for (one card's share is what `model` describes)
     runtime_bytes: int | None = None  # TensorRT-LLM: engine runtime buffers; default: the vLLM activation peak
     version: str = "v1"  # vLLM: v1 (>= 0.21), v1-0.20, v0, or a release number (vllm_profile)
     cudagraph_bytes: int | None = None  # vLLM V1 >= 0.21 charges its CUDA-graph estimate; default below
@@ -278,6 +279,7 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
     if max_len < 1:
         raise InvalidValueError(f"--max-model-len `{max_len}` must be at least 1.", "Pass 1 or more.")
     total, src = cuda_total_bytes(gpu)
+    nt = e.non_torch_bytes if e.non_torch_bytes is not None else DEFAULT_NON_TORCH_BYTES
     per_token = token_bytes_charged(model, e.kv_dtype)
     page_tokens = 1 if e.engine == "sglang" else e.block_size  # SGLang's --page-size defaults to 1
     block = per_token * page_tokens
@@ -299,22 +301,22 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
         budget = total * e.gpu_util
         if profile.charges_cudagraphs:
             graphs = e.cudagraph_bytes if e.cudagraph_bytes is not None else DEFAULT_CUDAGRAPH_BYTES
-        kv_cache = budget - weights_bytes - e.non_torch_bytes - act - graphs
+        kv_cache = budget - weights_bytes - nt - act - graphs
         default = (f"V1 default for {'the LLM class' if e.offline else 'vllm serve'} on this card" if v1 else
                    "V0 default max(max_model_len, 2048)")
         version = profile.label
         notes += [f"Profiling forward over max_num_batched_tokens {batched:,}"
                   f"{'' if e.max_num_batched_tokens else f' ({default})'} and max_num_seqs {seqs}: activation "
                   f"peak {act / GiB:.2f} GiB (modelled).",
-                  f"non_torch memory {e.non_torch_bytes / GiB:.2f} GiB (assumed; logs show 0.03-0.35 GiB).",
+                  f"non_torch memory {nt / GiB:.2f} GiB (assumed; logs show 0.03-0.35 GiB).",
                   (f"CUDA graphs: {graphs / GiB:.2f} GiB charged (vLLM >= 0.21 profiles them before sizing the "
                    "cache; logged estimates 0.26-0.36 GiB)" if profile.charges_cudagraphs else
                    "CUDA graphs are captured after the KV allocation, outside the ledger (vLLM < 0.21).")]
         if not v1:
             notes.append("Every attention layer is charged per token, sliding-window ones included (V0).")
-        non_torch = e.non_torch_bytes
+        non_torch = nt
     elif e.engine == "sglang":
-        act, non_torch = 0.0, e.non_torch_bytes
+        act, non_torch = 0.0, nt
         free = total - non_torch
         budget = free * e.gpu_util
         kv_cache = budget - weights_bytes
@@ -328,7 +330,7 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
     else:
         runtime = e.runtime_bytes if e.runtime_bytes is not None else activation_peak_bytes(
             model, e.max_num_batched_tokens or max(max_len, 2048), e.max_num_seqs)
-        act, non_torch = runtime, e.non_torch_bytes
+        act, non_torch = runtime, nt
         free = total - weights_bytes - runtime - non_torch
         budget = free
         kv_cache = free * e.gpu_util
@@ -340,7 +342,7 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
     one_request = (layout.blocks_per_request(max_len, batched) * layout.group_size * layout.page_bytes
                    if layout is not None else -(-max_len // page_tokens) * block)
     if profile is not None:
-        min_fraction = (weights_bytes + e.non_torch_bytes + act + graphs + one_request) / total
+        min_fraction = (weights_bytes + nt + act + graphs + one_request) / total
     elif e.engine == "sglang":
         min_fraction = (weights_bytes + one_request) / (total - non_torch)
     else:

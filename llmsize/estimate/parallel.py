@@ -135,6 +135,13 @@ class Comm:
     link: Link | None
     node_link_gb_s: float
     gpus_per_node: int
+    nodes_given: int | None = None  # --nodes: one pipeline stage per node, the hand-offs over the node link
+
+    @property
+    def stages_cross_nodes(self) -> bool:
+        if self.nodes_given is not None:
+            return self.nodes_given > 1
+        return self.tp * self.pp > self.gpus_per_node
 
     def bytes_per_card(self, batch: int, hidden: int, tokens: int = 1) -> float:
         msg = batch * tokens * hidden * ACT_BYTES
@@ -150,19 +157,25 @@ class Comm:
             tp_link = self.link.gb_s if self.tp <= self.gpus_per_node else self.node_link_gb_s
             t += 2 * (self.tp - 1) / self.tp * msg * self.allreduces / (tp_link * 1e9)
         if self.pp > 1:
-            cross_node = self.tp * self.pp > self.gpus_per_node
-            t += (self.pp - 1) * msg / ((self.node_link_gb_s if cross_node else self.link.gb_s) * 1e9)
+            t += (self.pp - 1) * msg / ((self.node_link_gb_s if self.stages_cross_nodes else self.link.gb_s) * 1e9)
         return t
 
     @property
     def nodes(self) -> int:
-        return math.ceil(self.tp * self.pp / self.gpus_per_node)
+        """The user's --nodes, else the fewest nodes of gpus_per_node cards that hold tp x pp."""
+        return self.nodes_given or math.ceil(self.tp * self.pp / self.gpus_per_node)
 
 
 def make_comm(model: ModelSpec, gpu: GpuSpec, tp: int, pp: int, node_link_gb_s: float = DEFAULT_NODE_LINK_GB_S,
-              gpus_per_node: int = DEFAULT_GPUS_PER_NODE) -> Comm:
+              gpus_per_node: int = DEFAULT_GPUS_PER_NODE, nodes: int | None = None) -> Comm:
+    if not (math.isfinite(node_link_gb_s) and node_link_gb_s > 0):
+        raise InvalidValueError(f"--node-link-gb-s `{node_link_gb_s}` must be a finite number above 0.",
+                                "Give the per-GPU bandwidth between nodes, e.g. 50 for a 400 Gb/s NIC.")
+    if nodes is not None and not 1 <= nodes <= tp * pp:
+        raise InvalidValueError(f"--nodes {nodes} for {tp * pp} card(s): every node needs at least one card.",
+                                "Give at most --tp x --pp nodes.")
     link = card_link(gpu)
     if tp * pp > 1 and link is None:
         raise InvalidValueError(f"{gpu.name} has no card-to-card link in the catalog ({gpu.interconnect!r}).",
                                 "Plan it on one card, or pick a card with NVLink or PCIe.")
-    return Comm(tp, pp, allreduces_per_token(model), link, node_link_gb_s, gpus_per_node)
+    return Comm(tp, pp, allreduces_per_token(model), link, node_link_gb_s, gpus_per_node, nodes)

@@ -47,6 +47,7 @@ class PlanInputs:
     compute_precision: str | None = None
     tp: int = 1  # tensor-parallel cards
     pp: int = 1  # pipeline stages
+    nodes: int | None = None  # the user's node count (one stage per node); None: tp x pp packed into nodes
     node_link_gb_s: float = DEFAULT_NODE_LINK_GB_S
     gpus_per_node: int = DEFAULT_GPUS_PER_NODE
 
@@ -93,6 +94,7 @@ class Plan:
     weights_estimate: WeightBytes | None = None  # the analytic figure, when `weights` is exact (headers)
     exact: object | None = None  # llmsize.importer.exact.ExactWeights behind `weights`
     notes: list[str] = field(default_factory=list)  # what an import noticed (generic mapping, exclusions)
+    warnings: list[str] = field(default_factory=list)  # printed first: the plan is not what the files hold
     card_model: ModelSpec | None = None  # what one card holds when tp x pp > 1
     weights_card: WeightBytes | None = None  # weights one card holds (stage, tp shard)
     kv_card: KvBytes | None = None  # KV of one sequence on one card
@@ -178,7 +180,7 @@ def smallest_fit(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs) -> Fit | No
 
 def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
               candidates: list[GpuSpec] | None = None, exact=None, notes: list[str] | None = None,
-              search_fit: bool = True) -> Plan:
+              search_fit: bool = True, warnings: list[str] | None = None) -> Plan:
     """Compose every estimate for `model` on `gpu`. `candidates` (the catalog's cards) lets the
     diagnosis name a bigger card when the model does not fit. `exact` (a checkpoint's header bytes)
     replaces the weight estimate when the plan keeps the checkpoint's own format."""
@@ -208,7 +210,8 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     parallel = tp * pp > 1
     card_model = shard_model(model, tp, pp)  # what one card stores (the largest stage)
     time_model = shard_model(model, tp, 1)  # what one token reads per card, all stages in turn
-    comm = make_comm(model, gpu, tp, pp, inputs.node_link_gb_s, inputs.gpus_per_node) if parallel else None
+    comm = make_comm(model, gpu, tp, pp, inputs.node_link_gb_s, inputs.gpus_per_node, inputs.nodes) \
+        if parallel else None
     weights_card = weights
     if parallel:
         weights_card = weight_bytes(card_model, fmt, scope)
@@ -253,7 +256,8 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
                       f"({weights.bytes_total / 1e9:,.3f} GB; the {fmt.id} estimate says "
                       f"{estimate.bytes_total / 1e9:,.3f} GB, {diff:+.2%}); bytes read per token use the exact figure.")
     return Plan(**partial, diagnosis=diagnosis, assumptions=out,
-                weights_estimate=estimate if exact is not None else None, exact=exact, notes=notes)
+                weights_estimate=estimate if exact is not None else None, exact=exact, notes=notes,
+                warnings=list(warnings or []))
 
 
 def assumptions(p: dict) -> list[str]:

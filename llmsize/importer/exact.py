@@ -92,7 +92,7 @@ class ExactWeights:
     bytes_by_dtype: dict[str, int]
     params_by_component: dict[str, int]
     formats: list[str]
-    tied: bool  # no lm_head tensor: the embedding is read as the lm_head
+    tied: bool  # the config ties them and no lm_head tensor is stored: the embedding is read as the lm_head
     experts_share: tuple[int, int] | None  # (top-k, experts) of the routed experts
     notes: list[str] = field(default_factory=list)
 
@@ -132,11 +132,41 @@ def exact_weights(tensors: dict[str, TensorInfo], files: list[Path], spec: Model
         by_dtype[t.dtype] += t.nbytes
         params[comp] += logical_params(t, names)
     moe = next((g.mlp for g in spec.layer_groups if g.mlp is not None and g.mlp.kind == "moe"), None)
-    tied = not any(component(n, spec.num_layers) == "lm_head" for n in names)
+    has_head = any(component(n, spec.num_layers) == "lm_head" for n in names)
     notes = []
+    # the config says whether the lm_head is the embedding; the headers only confirm it (a missing lm_head of
+    # an untied model is a missing tensor, checked by check_complete, never a reason to call it tied)
+    tied = spec.tie_word_embeddings and not has_head
+    if spec.tie_word_embeddings and has_head:
+        notes.append("config.json ties the embeddings, but the checkpoint also stores an lm_head tensor: counted as "
+                     "stored and read")
     if by_comp.get("other"):
         other = [n for n in names if component(n, spec.num_layers) == "other"]
         notes.append(f"{len(other)} tensor(s) of no known component (e.g. {sorted(other)[0]}), counted as read "
                      "per token")
     return ExactWeights(files, dict(by_comp), dict(by_dtype), dict(params), detect_formats(tensors), tied,
                         (moe.experts_per_token, moe.num_experts) if moe else None, notes)
+
+
+MISMATCH_LIMIT = 0.10  # the headers' parameters may differ from config.json's count by this much
+
+
+def check_complete(exact: ExactWeights, spec: ModelSpec, where: str) -> str | None:
+    """Why these headers cannot be the whole of the checkpoint config.json describes, or None.
+
+    Two tests, both on parameters rather than bytes (so a format the headers store differently from the
+    estimate's is no mismatch): an untied model must store an lm_head, and the decoder's parameters in the
+    headers (towers, MTP layers and the lm_head aside) must be within MISMATCH_LIMIT of the config's count."""
+    from llmsize.estimate.params import params_by_component
+
+    if not spec.tie_word_embeddings and not exact.bytes_by_component.get("lm_head"):
+        return (f"{where}: config.json says tie_word_embeddings false, but no lm_head tensor is in the "
+                "safetensors headers: a shard is missing, or the files are not this model's.")
+    skip = ("extra", "lm_head")  # towers and MTP layers; an lm_head some tied checkpoints store anyway
+    want = sum(v for c, v in params_by_component(spec).items() if c not in skip)
+    have = sum(v for c, v in exact.params_by_component.items() if c not in skip)
+    if want and abs(have - want) / want > MISMATCH_LIMIT:
+        return (f"{where}: the safetensors headers hold {have / 1e9:,.2f} B decoder parameters where config.json "
+                f"describes {want / 1e9:,.2f} B ({(have - want) / want:+.0%}, more than the "
+                f"{MISMATCH_LIMIT:.0%} allowed): files are missing, or they are not this model's.")
+    return None

@@ -5,11 +5,14 @@ against the file, so a truncated, garbled or hostile file gets a one-line error 
 from __future__ import annotations
 
 import json
+import os
+import re
 import struct
 from dataclasses import dataclass
 from math import prod
 from pathlib import Path
 
+from llmsize import files
 from llmsize.errors import LlmsizeError
 
 MAX_HEADER_BYTES = 100 * 2**20  # the safetensors library refuses larger headers too
@@ -50,7 +53,7 @@ def parse_header(blob: bytes, size: int, where: str, file_name: str) -> dict[str
     """The JSON header (without its 8-byte length) of a `size`-byte file -> tensors, every field checked."""
     try:
         header = json.loads(blob.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise HeaderError(f"{where}: header is not valid JSON ({e.__class__.__name__}).",
                           "The file is damaged: download it again.") from None
     if not isinstance(header, dict):
@@ -65,20 +68,24 @@ def parse_header(blob: bytes, size: int, where: str, file_name: str) -> dict[str
 
 
 def read_header(path: Path) -> dict[str, TensorInfo]:
+    """The header of one file: opened as a regular file only (llmsize.files), its length checked against the
+    file's size before the JSON is read."""
     path = Path(path)
     try:
-        size = path.stat().st_size
-        with open(path, "rb") as f:
+        with files.open_regular(path, "safetensors file") as (f, size):
             head = f.read(8)
             if len(head) < 8:
                 raise HeaderError(f"{path}: {size} bytes, too short for a safetensors header.")
             (n,) = struct.unpack("<Q", head)
             check_length(n, size, str(path))
             blob = f.read(n)
-    except FileNotFoundError:
-        raise HeaderError(f"{path}: not found.") from None
+            if len(blob) < n:
+                raise HeaderError(f"{path}: the header is cut short ({len(blob):,} of {n:,} bytes).",
+                                  "The file is truncated: download it again.")
+    except files.FileError as e:
+        raise HeaderError(e.message, e.hint) from None
     except OSError as e:
-        raise HeaderError(f"{path}: not readable ({e.__class__.__name__}).") from None
+        raise HeaderError(f"{path}: not readable ({e.strerror or e.__class__.__name__}).") from None
     return parse_header(blob, size, str(path), path.name)
 
 
@@ -105,37 +112,63 @@ def _entry(where: str, name: str, entry, data_bytes: int, file_name: str) -> Ten
     return TensorInfo(name, dtype, tuple(shape), nbytes, file_name)
 
 
+SHARD_NAME = re.compile(r"^(?P<stem>.+)-(?P<i>\d{5})-of-(?P<n>\d{5})\.safetensors$")
+
+
+def missing_shards(names: list[str]) -> list[str]:
+    """Shards that names such as `model-00002-of-00004.safetensors` say exist but are not among `names`."""
+    want: dict[tuple[str, str], int] = {}
+    have = set(names)
+    for name in names:
+        m = SHARD_NAME.match(name)
+        if m:
+            want[(m["stem"], m["n"])] = int(m["n"])
+    return [f"{stem}-{i:05d}-of-{n}.safetensors" for (stem, n), count in sorted(want.items())
+            for i in range(1, count + 1) if f"{stem}-{i:05d}-of-{n}.safetensors" not in have]
+
+
+class PartialCheckpoint(HeaderError):
+    """Shards that the index or the shard names announce are not in the folder."""
+
+
 def read_folder(folder: Path) -> tuple[dict[str, TensorInfo], list[Path]]:
     """Every tensor of a checkpoint folder: through model.safetensors.index.json when present (each shard
-    it names must exist), else every *.safetensors file. Returns (tensors, files read)."""
+    it names must exist), else every *.safetensors file, all of them when their names say `-of-0000N`.
+    Returns (tensors, files read)."""
     folder = Path(folder)
     index = folder / "model.safetensors.index.json"
-    if index.exists():
+    weight_map = None
+    if os.path.lexists(index):
         try:
-            raw = json.loads(index.read_text(encoding="utf-8"))
-            weight_map = raw["weight_map"]
-            if not isinstance(weight_map, dict):
-                raise TypeError
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError, OSError):
-            raise HeaderError(f"{index}: not a safetensors index (no weight_map object).") from None
+            raw = files.read_json(index, "safetensors index", files.INDEX_LIMIT_BYTES)
+        except files.FileError as e:
+            raise HeaderError(e.message, e.hint) from None
+        weight_map = raw.get("weight_map") if isinstance(raw, dict) else None
+        if not isinstance(weight_map, dict):
+            raise HeaderError(f"{index}: not a safetensors index (no weight_map object).")
         shards = sorted(set(map(str, weight_map.values())))
         for s in shards:
             if "/" in s or "\\" in s or s.startswith("."):
                 raise HeaderError(f"{index}: shard name {s!r} points outside the folder.")
-            if not (folder / s).exists():
-                raise HeaderError(f"{index}: shard {s} is missing.", "Download every shard the index lists.")
-        files = [folder / s for s in shards]
+        absent = [s for s in shards if not os.path.lexists(folder / s)]
+        paths = [folder / s for s in shards]
     else:
-        files = sorted(folder.glob("*.safetensors"))
+        paths = sorted(folder.glob("*.safetensors"))
+        absent = missing_shards([p.name for p in paths])
+    if absent:
+        where = f"{index} lists" if weight_map is not None else "the shard names announce"
+        shown = ", ".join(absent[:3]) + (f" and {len(absent) - 3} more" if len(absent) > 3 else "")
+        raise PartialCheckpoint(f"{folder}: {len(absent)} shard(s) that {where} are missing: {shown}.",
+                                "Download every shard, or pass --estimate-only to plan from config.json alone.")
     tensors: dict[str, TensorInfo] = {}
-    for f in files:
+    for f in paths:
         for name, t in read_header(f).items():
             if name in tensors:
                 raise HeaderError(f"{f}: tensor {name!r} is also in {tensors[name].file}.")
             tensors[name] = t
-    if index.exists():
+    if weight_map is not None:
         missing = set(weight_map) - set(tensors)
         if missing:
             raise HeaderError(f"{index}: {len(missing)} tensor(s) it lists are in no shard, "
                               f"e.g. {sorted(missing)[0]!r}.")
-    return tensors, files
+    return tensors, paths

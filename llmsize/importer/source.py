@@ -3,17 +3,19 @@ the exact weight bytes. Torch-free: safetensors headers are parsed as JSON, tens
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import ValidationError
 
+import os
+
+from llmsize import files
 from llmsize.catalog.schema import ModelSpec
 from llmsize.importer.hf_config import BAD_VALUE, ConfigError, map_config, slug, text_part
 from llmsize.importer.quant_config import Release, release_from
+from llmsize.importer.safetensors_header import PartialCheckpoint
 
-MAX_CONFIG_BYTES = 20 * 2**20
 
 
 @dataclass
@@ -23,21 +25,16 @@ class Imported:
     notes: list[str] = field(default_factory=list)
     generic: bool = False
     exact: object | None = None  # llmsize.importer.exact.ExactWeights when safetensors headers were read
+    warnings: list[str] = field(default_factory=list)  # printed first: the plan is not what the files hold
 
 
 def read_json(path: Path) -> dict:
+    """A config file: regular, at most 20 MiB, JSON (Python's json accepts the Infinity / NaN some configs
+    carry), through llmsize.files."""
     try:
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise ConfigError(f"{path}: {path.stat().st_size:,} bytes is too large for a config file.")
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: not found.") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{path}: not readable ({e.__class__.__name__}).") from None
-    try:
-        return json.loads(text)  # Python's json accepts the Infinity / NaN some configs carry
-    except ValueError as e:
-        raise ConfigError(f"{path}: not valid JSON ({e}).", "Check the file, or re-download it.") from None
+        return files.read_json(path, "config")
+    except files.FileError as e:
+        raise ConfigError(e.message, e.hint) from None
 
 
 def _spec_error(where: Path, err: ValidationError) -> ConfigError:
@@ -47,8 +44,10 @@ def _spec_error(where: Path, err: ValidationError) -> ConfigError:
 
 
 def build(raw: dict, hf_quant: dict | None, cfg_where: str, quant_where: str, folder_name: str,
-          sources: list[str], tensors: dict | None, files: list) -> Imported:
-    """config (+ quant config) (+ header tensors) -> Imported. Shared by local folders and --hub."""
+          sources: list[str], tensors: dict | None, files: list, estimate_only: bool = False) -> Imported:
+    """config (+ quant config) (+ header tensors) -> Imported. Shared by local folders and --hub. Headers
+    that cannot be the whole checkpoint (exact.check_complete) stop the import, unless `estimate_only`:
+    then they are set aside and the plan says so first."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{cfg_where}: the top level is not a JSON object.")
     mapped = map_config(raw, cfg_where)
@@ -75,10 +74,18 @@ def build(raw: dict, hf_quant: dict | None, cfg_where: str, quant_where: str, fo
         "params_official_source": "counted by llmsize from config.json (no official figure given)",
         "params_official_includes": "text decoder as described by config.json (no vision/audio towers, no MTP)"})
     out = Imported(spec, release, list(mapped.notes) + release.notes, mapped.generic, None)
-    if tensors:
-        from llmsize.importer.exact import exact_weights
+    if tensors is not None:
+        from llmsize.importer.exact import check_complete, exact_weights
 
-        out.exact = exact_weights(tensors, files, spec)
+        exact = exact_weights(tensors, files, spec)
+        problem = check_complete(exact, spec, str(Path(cfg_where).parent))
+        if problem and not estimate_only:
+            raise PartialCheckpoint(problem, "Download every shard, or pass --estimate-only to plan from "
+                                    "config.json alone.")
+        if problem:
+            out.warnings.append(f"Planned from config.json alone (--estimate-only), not from the files: {problem}")
+            return out
+        out.exact = exact
         out.spec = spec.model_copy(update={
             "params_official": out.exact.params_total,
             "params_official_source": "counted by llmsize from the safetensors headers",
@@ -89,8 +96,10 @@ def build(raw: dict, hf_quant: dict | None, cfg_where: str, quant_where: str, fo
     return out
 
 
-def import_model(path: str | Path, read_headers: bool = True) -> Imported:
-    """Import a model folder (config.json [+ hf_quant_config.json] [+ *.safetensors]) or a config.json."""
+def import_model(path: str | Path, read_headers: bool = True, estimate_only: bool = False) -> Imported:
+    """Import a model folder (config.json [+ hf_quant_config.json] [+ *.safetensors]) or a config.json.
+    A folder whose shards are not all there is refused, unless `estimate_only` (planned from config.json,
+    and the warning says which shards are missing)."""
     path = Path(path).expanduser()
     if path.is_dir():
         folder, cfg_path = path, path / "config.json"
@@ -102,22 +111,31 @@ def import_model(path: str | Path, read_headers: bool = True) -> Imported:
                           "Give a model folder (config.json + *.safetensors) or a config.json file.")
     raw = read_json(cfg_path)
     hq_path = folder / "hf_quant_config.json"
-    hf_quant = read_json(hq_path) if path.is_dir() and hq_path.exists() else None
+    hf_quant = read_json(hq_path) if path.is_dir() and os.path.lexists(hq_path) else None
     sources = [str(cfg_path.resolve())] + ([str(hq_path.resolve())] if hf_quant is not None else [])
-    tensors, files = None, []
-    if read_headers and ((folder / "model.safetensors.index.json").exists() or any(folder.glob("*.safetensors"))):
+    tensors, paths, warning = None, [], None
+    has_index = os.path.lexists(folder / "model.safetensors.index.json")
+    if read_headers and (has_index or any(folder.glob("*.safetensors"))):
         from llmsize.importer.safetensors_header import read_folder
 
-        tensors, files = read_folder(folder)
-    return build(raw, hf_quant, str(cfg_path), str(hq_path if hf_quant is not None else cfg_path), folder.name,
-                 sources, tensors, files)
+        try:
+            tensors, paths = read_folder(folder)
+        except PartialCheckpoint as e:
+            if not estimate_only:
+                raise
+            warning = f"Planned from config.json alone (--estimate-only), not from the files: {e.message}"
+    out = build(raw, hf_quant, str(cfg_path), str(hq_path if hf_quant is not None else cfg_path), folder.name,
+                sources, tensors, paths, estimate_only)
+    if warning:
+        out.warnings.insert(0, warning)
+    return out
 
 
-def import_hub(spec: str) -> Imported:
+def import_hub(spec: str, estimate_only: bool = False) -> Imported:
     """--hub ORG/NAME[@REVISION]: config.json and safetensors headers over HTTP (opt-in network)."""
     from llmsize.importer.hub import fetch
 
-    raw, hf_quant, tensors, files, label = fetch(spec)
+    raw, hf_quant, tensors, urls, label = fetch(spec)
     sources = [f"hub:{label}/config.json"] + ([f"hub:{label}/hf_quant_config.json"] if hf_quant else [])
     return build(raw, hf_quant, f"{label}/config.json", f"{label}/{'hf_quant_config' if hf_quant else 'config'}.json",
-                 label.split("@")[0].split("/")[-1], sources, tensors, files)
+                 label.split("@")[0].split("/")[-1], sources, tensors, urls, estimate_only)

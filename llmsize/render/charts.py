@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import io
 import textwrap
 from pathlib import Path
 
 from llmsize.errors import InvalidValueError, LlmsizeError
+from llmsize.files import check_output, write_output
 from llmsize.render.ascii_chart import plot
 
 ROOF_X = [10 ** (e / 4) for e in range(-4, 21)]  # 0.1 .. 1e5 FLOP/byte
@@ -57,11 +59,15 @@ def _y_kv(users: int) -> str:
     return Y_KV if users == 1 else f"KV cache of {users} sequences (GB = 10^9 B)"
 
 
-def _pyplot(path: Path):
+def check_image_path(path: Path) -> None:
+    """-o of a chart: a .png or .svg that llmsize.files may write (before any work)."""
     if path.suffix.lower() not in (".png", ".svg"):
         raise InvalidValueError(f"-o `{path}` must end in .png or .svg.", "Pick one of the two.")
-    if not path.parent.is_dir():
-        raise InvalidValueError(f"-o `{path}`: folder {path.parent} does not exist.", "Create it first.")
+    check_output(path, "-o")
+
+
+def _pyplot(path: Path):
+    check_image_path(path)
     try:
         import matplotlib
     except ImportError:
@@ -75,10 +81,11 @@ def _pyplot(path: Path):
 
 
 def _save(fig, plt, path: Path) -> None:
-    tmp = path.with_name(path.name + ".partial" + path.suffix)
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
+    """Drawn in memory, then written whole through llmsize.files (never over a device, FIFO or symlink)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format=path.suffix.lower().lstrip("."), dpi=110, bbox_inches="tight")
     plt.close(fig)
-    tmp.replace(path)
+    write_output(path, buf.getvalue(), "-o")
 
 
 def roofline_image(model_name: str, roofs, path: Path) -> None:

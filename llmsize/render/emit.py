@@ -25,7 +25,9 @@ FLAGS = {
 }
 
 
-def serve_command(p: Plan, engine: str, local_path: str | None = None) -> str:
+def serve_command(p: Plan, engine: str, local_path: str | None = None, max_model_len: int | None = None) -> str:
+    """The launch line: the user's --max-model-len (else the plan's context, capped at the model's), and as
+    the most sequences the engine may run at once, what the plan's memory holds at that context."""
     model = local_path or p.model.hf_repo or p.model.id
     notes = []
     if not (local_path or p.model.hf_repo):
@@ -47,12 +49,19 @@ def serve_command(p: Plan, engine: str, local_path: str | None = None) -> str:
     else:
         kv_arg = None
         notes.append(f"# --kv-dtype {kv} has no {engine} equivalent here: the engine keeps its default cache dtype")
-    ctx = min(p.inputs.context_tokens, p.model.max_position_embeddings)
+    ctx = max_model_len or min(p.inputs.context_tokens, p.model.max_position_embeddings)
+    if max_model_len and max_model_len > p.model.max_position_embeddings:
+        notes.append(f"# --max-model-len {max_model_len:,} is beyond the model's {p.model.max_position_embeddings:,} "
+                     "positions: the engine refuses it unless told to override")
+    seqs = p.max_sequences if p.max_sequences >= 1 else None
+    if seqs is None:
+        notes.append(f"# not one sequence of {p.inputs.context_tokens:,} tokens fits this plan's memory: "
+                     "--max-num-seqs left to the engine")
     tp, pp = p.inputs.tp, p.inputs.pp
     flags = FLAGS[engine]
     args = list(flags["prog"]) + ([model] if engine == "vllm" else ["--model-path", model])
     for key, value in (("tp", tp), ("pp", pp), ("len", ctx), ("util", p.inputs.gpu_util),
-                       ("seqs", max(p.inputs.batch, 1)), ("kv", kv_arg), ("quant", quant)):
+                       ("seqs", seqs), ("kv", kv_arg), ("quant", quant)):
         if value is not None:
             args += [flags[key], value]
     line = " ".join(shlex.quote(str(a)) for a in args)

@@ -60,6 +60,7 @@ def plan_to_dict(p: Plan) -> dict:
             },
         },
         "notes": list(p.notes),
+        "warnings": list(p.warnings),
         "parallel": None if p.comm is None else {
             "tp": p.comm.tp, "pp": p.comm.pp, "cards": p.comm.tp * p.comm.pp, "nodes": p.comm.nodes,
             "link": p.comm.link.kind if p.comm.link else None,

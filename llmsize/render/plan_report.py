@@ -50,6 +50,8 @@ def render_plan(p: Plan, width: int = 100, color: bool = False) -> str:
     """The report as text, at most `width` columns."""
     r = Report(width, color)
     gpu, model, inp = p.gpu, p.model, p.inputs
+    for w in p.warnings:  # first: this plan is not what the files hold
+        r.line(f"Warning: {w}")
     r.title(f"llmsize plan: {model.name} on {gpu.name}")
     r.line("Units: GB = 10^9 B, GiB = 2^30 B, GB/s decimal.", "dim")
 

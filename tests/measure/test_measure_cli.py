@@ -90,14 +90,14 @@ def test_no_gpu_is_one_line_with_a_hint(run_cli):
     if torch.cuda.is_available():
         pytest.skip("a GPU is present")
     code, out, err = run_cli("measure")
-    assert code == 1 and len(err.strip().splitlines()) == 1
+    assert code == 2 and len(err.strip().splitlines()) == 1
     assert "--device cpu" in err and ("CPU-only build" in err or "No CUDA GPU" in err)
 
 
 def test_missing_torch_is_one_line_with_the_install_hint():
     from conftest import cli_without
     p = cli_without(["torch"], ["measure", "--device", "cpu"])
-    assert p.returncode == 1
+    assert p.returncode == 2
     assert p.stderr.strip() == ("Error: `llmsize measure` needs torch, which is not installed. "
                                 + preflight.EXTRA_HINT)
 
@@ -196,7 +196,7 @@ def test_checkpoint_that_is_not_gemma4_is_one_line_naming_the_file(run_cli, tmp_
     raw["model_type"] = raw["text_config"]["model_type"] = "llama"
     (folder / "config.json").write_text(json.dumps(raw))
     code, out, err = run_cli("measure", "--device", "cpu", "--checkpoint", str(folder))
-    assert code == 1 and len(err.strip().splitlines()) == 1
+    assert code == 2 and len(err.strip().splitlines()) == 1
     assert f"{folder / 'config.json'}: model_type 'llama' is not Gemma 4" in err
 
 

@@ -1,0 +1,218 @@
+"""Every command-line option, defined once, with the range or set of values it accepts.
+
+A value outside it is refused where it enters, with the valid range in the message, the same way whichever
+command it is given to (`compare --tp -1` exactly as `plan --tp -1`): NaN and infinities are refused for
+every float, closed sets (vendors, segments, layer kinds, sort keys, engines, output formats) are closed,
+with a did-you-mean. The commands in llmsize.cli take their parameters from these aliases only.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+INT_MAX = 2**31 - 1  # token counts and sizes: what engines take (int32) and what float arithmetic keeps exact
+# the schema's closed sets (tests/test_options.py checks they are the schema's, without importing pydantic here)
+VENDORS = ("nvidia", "amd", "apple", "intel")
+SEGMENTS = ("consumer", "workstation", "datacenter", "edge", "desktop-soc")
+MIXER_KINDS = ("full", "sliding", "mla", "ssm", "linear")
+ENGINES = ("vllm", "sglang", "trtllm")
+EMIT_ENGINES = ("vllm", "sglang")
+GPU_SORT_KEYS = ("bandwidth", "memory", "year", "id")
+COMPARE_SORT_KEYS = ("ceiling_tok_s", "aggregate_tok_s", "bandwidth_gb_s", "tok_s_per_w", "tok_s_per_kcurrency",
+                     "fits", "cards", "memory_gib", "max_context_tokens", "max_sequences", "ttft_s", "price", "gpu")
+COMPARE_FORMATS = ("table", "json", "csv", "markdown")
+SCOPES = ("linear", "experts", "mlp", "all")
+
+
+def int_range(lo: int, hi: int = INT_MAX):
+    """A callback refusing an integer outside [lo, hi]."""
+    def check(value):
+        if value is not None and not lo <= value <= hi:
+            raise typer.BadParameter(f"`{value}` is not an integer from {lo:,} to {hi:,}")
+        return value
+    return check
+
+
+def float_range(lo: float, hi: float, lo_open: bool = False):
+    """A callback refusing NaN, infinities and a float outside [lo, hi] ((lo, hi] when lo_open)."""
+    def check(value):
+        if value is None:
+            return value
+        if not math.isfinite(value) or value > hi or value < lo or (lo_open and value == lo):
+            left = "(" if lo_open else "["
+            raise typer.BadParameter(f"`{value}` is not a finite number in {left}{lo:g}, {hi:g}]")
+        return value
+    return check
+
+
+def choice(values: tuple[str, ...], synonyms: dict[str, str] | None = None):
+    """A callback accepting one of `values` (case-insensitive), with a did-you-mean otherwise (from spelling, or
+    from `synonyms`: other names users give the same thing)."""
+    def check(value):
+        if value is None:
+            return value
+        v = value.strip().lower()
+        if v not in values:
+            close = [synonyms[v]] if synonyms and v in synonyms else difflib.get_close_matches(v, values, n=1,
+                                                                                              cutoff=0.6)
+            hint = f"; did you mean `{close[0]}`?" if close else ""
+            raise typer.BadParameter(f"`{value}` is not one of {', '.join(values)}{hint}")
+        return v
+    return check
+
+
+def _opt(*names: str, help: str, callback=None, **kw):
+    return typer.Option(*names, help=help, callback=callback, **kw)
+
+
+# ----------------------------------------------------------------------------------------- shared by commands
+
+ModelArg = Annotated[Optional[str], typer.Argument(
+    help="Model id or alias (see `llmsize models`), or a model folder (config.json + *.safetensors) or "
+         "config.json path.", show_default=False)]
+HubOpt = Annotated[Optional[str], _opt("--hub", help="Read ORG/NAME[@REVISION] from the Hugging Face Hub instead: "
+                                       "config.json and the safetensors headers only (network, opt-in).",
+                                       show_default=False)]
+EstimateOnlyOpt = Annotated[bool, _opt("--estimate-only", help="Plan from config.json even when the safetensors "
+                                       "files are incomplete or disagree with it (the report says so first).")]
+CatalogOpt = Annotated[Optional[list[Path]], _opt(
+    "--catalog", help="Extra catalog folder (holding hardware/ and/or models/); repeatable. Also read from "
+    "$LLMSIZE_CATALOG.", show_default=False)]
+JsonOpt = Annotated[bool, _opt("--json", help="Print one JSON object instead of tables.")]
+GpuOpt = Annotated[str, _opt("--gpu", "-g", help="Card id or alias (see `llmsize gpus`).")]
+GpusOpt = Annotated[Optional[list[str]], _opt("--gpu", "-g", help="Card id; repeat for several.", show_default=False)]
+GpuListOpt = Annotated[Optional[str], _opt("--gpus", help="Comma-separated card ids; default: every card.",
+                                           show_default=False)]
+QuantOpt = Annotated[Optional[str], _opt("--quant", help="Weight format (see `llmsize formats`); default: the model's "
+                                         "release format.")]
+ScopeOpt = Annotated[Optional[str], _opt("--scope", help="What the format quantizes: linear, experts, mlp or all; "
+                                         "default: the release's or the format's.", callback=choice(SCOPES))]
+KvDtypeOpt = Annotated[str, _opt("--kv-dtype", help="KV cache dtype: bf16, fp16, fp8, nvfp4, int8, fp32.")]
+ContextOpt = Annotated[int, _opt("--context", help="Tokens per sequence (prompt + output) for the KV cache and "
+                                 "decode.", callback=int_range(1))]
+BatchOpt = Annotated[int, _opt("--batch", help="Sequences decoded together.", callback=int_range(1, 2**20))]
+PromptOpt = Annotated[Optional[int], _opt("--prompt", help="Prompt tokens for time to first token; default: "
+                                          "--context.", callback=int_range(1))]
+UsersOpt = Annotated[int, _opt("--users", help="Concurrent sequences (capped by what the cache holds).",
+                               callback=int_range(1, 2**24))]
+GpuUtilOpt = Annotated[float, _opt("--gpu-util", help="Share of VRAM the engine may use, in (0, 1].",
+                                   callback=float_range(0, 1, lo_open=True))]
+OverheadOpt = Annotated[float, _opt("--overhead-gib", help="Runtime overhead per card (activations, CUDA graphs, "
+                                    "allocator), GiB.", callback=float_range(0, 65536))]
+ComputeOpt = Annotated[Optional[str], _opt("--compute", help="Compute precision for FLOP time: fp32, tf32, bf16, "
+                                           "fp16, fp8, int8, fp4; default: the format's native one if the card has "
+                                           "it, else bf16.")]
+TpOpt = Annotated[int, _opt("--tp", help="Tensor-parallel cards (splits heads, MLPs and the KV cache).",
+                            callback=int_range(1, 1024))]
+TpAutoOpt = Annotated[Optional[int], _opt("--tp", help="Tensor-parallel cards for every row; default: 1, or the "
+                                          "fewest cards that hold the model.", callback=int_range(1, 1024),
+                                          show_default=False)]
+PpOpt = Annotated[Optional[int], _opt("--pp", help="Pipeline stages (splits the layers); default 1, or --nodes.",
+                                      callback=int_range(1, 1024), show_default=False)]
+NodesOpt = Annotated[Optional[int], _opt("--nodes", help="Nodes: one pipeline stage per node, --tp within each "
+                                         "(sets --pp).", callback=int_range(1, 1024), show_default=False)]
+NodeLinkOpt = Annotated[float, _opt("--node-link-gb-s", help="Bandwidth between nodes per GPU and direction, GB/s "
+                                    "(400 Gb/s NIC = 50).", callback=float_range(0, 1e6, lo_open=True))]
+VendorOpt = Annotated[Optional[str], _opt("--vendor", help="Only this vendor: " + ", ".join(VENDORS) + ".",
+                                          callback=choice(VENDORS))]
+SegmentOpt = Annotated[Optional[str], _opt("--segment", help="Only this segment: " + ", ".join(SEGMENTS) + ".",
+                                           callback=choice(SEGMENTS))]
+ChartOutOpt = Annotated[Optional[Path], _opt("--output", "-o", help="Write a .png or .svg (needs the charts extra); "
+                                             "default: a terminal chart.", show_default=False)]
+
+# ----------------------------------------------------------------------------------------- plan's engine options
+
+EmitOpt = Annotated[Optional[str], _opt("--emit", help="Print the serving command this plan corresponds to: vllm or "
+                                        "sglang.", callback=choice(EMIT_ENGINES), show_default=False)]
+EngineOpt = Annotated[Optional[str], _opt("--engine", help="Predict this engine's own memory ledger and KV "
+                                          "capacity: vllm, sglang or trtllm (--gpu-util is its fraction).",
+                                          callback=choice(ENGINES), show_default=False)]
+MaxModelLenOpt = Annotated[Optional[int], _opt("--max-model-len", help="Engine max model length; default: the "
+                                               "model's.", callback=int_range(1), show_default=False)]
+MaxBatchedTokensOpt = Annotated[Optional[int], _opt("--max-num-batched-tokens", help="vLLM profiling batch; "
+                                                    "default: vLLM's for the version and card.",
+                                                    callback=int_range(1), show_default=False)]
+EngineVersionOpt = Annotated[str, _opt("--engine-version", help="vLLM release you run (e.g. 0.20.0), or v1 "
+                                       "(>= 0.21), v1-0.20, v0 (< 0.8).")]
+BlockSizeOpt = Annotated[int, _opt("--block-size", help="Engine KV block, tokens.", callback=int_range(1, 65536))]
+NonTorchOpt = Annotated[Optional[float], _opt("--non-torch-gib", help="vLLM non-torch memory (CUDA context, NCCL, "
+                                              "custom all-reduce) per card, GiB; default: grows with --tp.",
+                                              callback=float_range(0, 1024), show_default=False)]
+CudagraphOpt = Annotated[Optional[float], _opt("--cudagraph-gib", help="vLLM V1's CUDA-graph reserve, GiB; default "
+                                               "0.3.", callback=float_range(0, 1024), show_default=False)]
+CalibrateOpt = Annotated[Optional[Path], _opt("--calibrate", help="A `llmsize measure --save` file: its measured "
+                                              "efficiency gives the expected tok/s.", show_default=False)]
+
+# ----------------------------------------------------------------------------------------- listing and compare
+
+MinMemoryOpt = Annotated[Optional[float], _opt("--min-memory-gib", help="At least this much VRAM, GiB.",
+                                               callback=float_range(0, 1e6))]
+GpuSortOpt = Annotated[str, _opt("--sort", help="Sort by: " + ", ".join(GPU_SORT_KEYS) + ".",
+                                 callback=choice(GPU_SORT_KEYS))]
+FamilyOpt = Annotated[Optional[str], _opt("--family", help="Only this family (llama, gemma4, qwen3_moe...).")]
+MIXER_SYNONYMS = {"mamba": "ssm", "mamba2": "ssm", "gqa": "full", "mqa": "full", "mha": "full", "swa": "sliding",
+                  "window": "sliding", "deltanet": "linear", "gated-deltanet": "linear", "latent": "mla"}
+MixerOpt = Annotated[Optional[str], _opt("--mixer", help="Only models with this layer kind: " + ", ".join(MIXER_KINDS)
+                                         + ".", callback=choice(MIXER_KINDS, MIXER_SYNONYMS))]
+MoeOpt = Annotated[Optional[bool], _opt("--moe/--dense", help="Only mixture-of-experts / only dense.",
+                                        show_default=False)]
+PricesOpt = Annotated[Optional[Path], _opt("--prices", help="YAML of card prices: `currency: EUR` and `prices:` "
+                                           "mapping card id -> price of one card; none are shipped.",
+                                           show_default=False)]
+CompareSortOpt = Annotated[str, _opt("--sort", help="Column to rank by: " + ", ".join(COMPARE_SORT_KEYS) + ".",
+                                     callback=choice(COMPARE_SORT_KEYS))]
+CompareFormatOpt = Annotated[str, _opt("--format", help="table, json, csv or markdown.",
+                                       callback=choice(COMPARE_FORMATS))]
+MaxBatchOpt = Annotated[int, _opt("--max-batch", help="Decode points at batch 1, 2, 4 ... up to this.",
+                                  callback=int_range(1, 2**20))]
+KvUsersOpt = Annotated[int, _opt("--users", help="Sequences whose caches add up (the seeds' 'many users').",
+                                 callback=int_range(1, 2**24))]
+MaxContextOpt = Annotated[Optional[int], _opt("--max-context", help="Right end of the context axis; default: the "
+                                              "model's max_position_embeddings.", callback=int_range(2),
+                                              show_default=False)]
+
+# ----------------------------------------------------------------------------------------- import
+
+ImportOutOpt = Annotated[Optional[Path], _opt("--output", "-o", help="Write the catalog entry here (e.g. "
+                                              "mycat/models/NAME.yaml); default: print it.", show_default=False)]
+IdOpt = Annotated[Optional[str], _opt("--id", help="Catalog id (lower-case letters, digits, '.' and '-'); default: "
+                                      "from the file name of -o, else from the model's name.")]
+ForceOpt = Annotated[bool, _opt("--force", help="Replace the output file if it exists.")]
+
+# ----------------------------------------------------------------------------------------- measure
+
+MEASURE_MAX_CONTEXT = 262_144  # Gemma 4's max_position_embeddings
+MeasureQuantOpt = Annotated[str, _opt("--quant", help="nvfp4 (Triton dequantizing GEMV, weights packed) or bf16 "
+                                      "(cuBLAS baseline).", callback=choice(("nvfp4", "bf16")))]
+MeasureContextOpt = Annotated[int, _opt("--context", help="Prompt tokens prefilled before decoding.",
+                                        callback=int_range(1, MEASURE_MAX_CONTEXT))]
+TokensOpt = Annotated[int, _opt("--tokens", help="Decode steps timed.", callback=int_range(1, 100_000))]
+MeasureBatchOpt = Annotated[int, _opt("--batch", help="Sequences decoded together (1-256; above 16, NVFP4 needs "
+                                      "--gemv auto or words).", callback=int_range(1, 256))]
+DeviceOpt = Annotated[str, _opt("--device", help="cuda, or cpu for a small Gemma-4-shaped model anyone can run.",
+                                callback=choice(("cuda", "cpu")))]
+CheckpointOpt = Annotated[Optional[Path], _opt("--checkpoint", help="Local Gemma 4 checkpoint folder: NVFP4 "
+                                               "(compressed-tensors or ModelOpt) or bf16 (quantized while loading); "
+                                               "default: random weights of the exact shapes.", show_default=False)]
+GpuIndexOpt = Annotated[int, _opt("--gpu-index", help="Which GPU (NVML/CUDA index).", callback=int_range(0, 255))]
+WarmupOpt = Annotated[int, _opt("--warmup", help="Untimed decode steps first (compile, autotune).",
+                                callback=int_range(1, 10_000))]
+SeedOpt = Annotated[int, _opt("--seed", help="Seed for random weights and the prompt.",
+                              callback=int_range(0, 2**32 - 1))]
+ProbeOpt = Annotated[bool, _opt("--probe/--no-probe", help="Time a read-bandwidth probe first.")]
+GemvOpt = Annotated[str, _opt("--gemv", help="NVFP4 kernel: auto (words if it checks out on the card, else triton), "
+                              "words (fp16x2, two codes per instruction), triton (byte-wise), dot or pairs "
+                              "(tensor-core).")]
+CompileOpt = Annotated[bool, _opt("--compile/--no-compile", help="torch.compile the decode step before capturing it "
+                                  "(fewer, fused kernels between the GEMVs).")]
+FusedOpt = Annotated[Optional[bool], _opt("--fused/--no-fused", help="The work between the GEMVs in two to five "
+                                          "Triton kernels per layer; default: on a GPU, once they reproduce the "
+                                          "eager step there.", show_default=False)]
+SaveOpt = Annotated[Optional[Path], _opt("--save", help="Also write the full result as JSON to this file (a new "
+                                         "file; --force to replace one).", show_default=False)]
+

@@ -343,10 +343,8 @@ def import_(
       llmsize import ./config.json
       llmsize import --hub Qwen/Qwen3-8B -o mycat/models/qwen3-8b.yaml
     """
-    from llmsize.importer.catalog_entry import entry_yaml
-
     from llmsize.files import check_output, write_output
-    from llmsize.importer.catalog_entry import check_id
+    from llmsize.importer.catalog_entry import check_id, entry_yaml
 
     if path is not None and not _is_path(str(path)):
         raise InvalidValueError(f"`{path}` is not a file or folder.", "Give a model folder or a config.json.")

@@ -8,9 +8,9 @@ import stat
 import threading
 
 import pytest
+from stfiles import tiny_llama_folder
 
 from llmsize import files
-from stfiles import tiny_llama_folder
 
 ROOT = os.geteuid() == 0
 NULL, ZERO, FULL = (1, 3), (1, 5), (1, 7)  # Linux mem devices: major 1, minors 3 (null), 5 (zero), 7 (full)

@@ -39,10 +39,10 @@ def _decoder(spec):
 
 
 def test_every_shared_config_is_covered():
-    assert len(ALL) == 28
+    assert len(ALL) == 29
     assert {p.stem for p in ALL} - set(TWINS) == {
         "Qwen__Qwen3-235B-A22B", "Qwen__Qwen3-235B-A22B-FP8", "nvidia__Gemma-4-31B-IT-NVFP4",
-        "nvidia__Nemotron-H-56B-Base-8K"}
+        "nvidia__Nemotron-H-56B-Base-8K", "mistralai__Mistral-7B-Instruct-v0.3"}
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
@@ -135,15 +135,21 @@ def test_unknown_model_type_without_fields_lists_what_it_needs(tmp_path):
         import_model(_write(tmp_path, {"model_type": "mystery", "hidden_size": 8, "vocab_size": 10}))
 
 
+CORE = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
+        "vocab_size": 100}
+
+
 @pytest.mark.parametrize("content, match", [
     ("{not json", "not valid JSON"),
     ("[1, 2]", "top level is not a JSON object"),
-    ({"model_type": "llama", "num_hidden_layers": "many"}, "invalid at layer_groups.0.count"),
-    ({"model_type": "llama", "num_attention_heads": 7, "num_key_value_heads": 2}, "invalid at"),
+    ({"model_type": "llama", "num_hidden_layers": "many"}, "num_hidden_layers is 'many'; expected an integer"),
+    ({"model_type": "llama", **CORE, "num_attention_heads": 7, "num_key_value_heads": 2}, "invalid at"),
     ({"model_type": "gemma4", "num_hidden_layers": 2, "layer_types": ["full_attention"], "hidden_size": 8,
       "intermediate_size": 8, "num_attention_heads": 1, "vocab_size": 4}, "layer_types has 1 entries"),
-    ({"model_type": "nemotron_h", "hybrid_override_pattern": "X*", "num_hidden_layers": 2}, "unknown layer 'X'"),
-    ({"model_type": "llama", "quantization_config": {"quant_method": "hqq"}}, "method 'hqq' is not supported"),
+    ({"model_type": "nemotron_h", "hybrid_override_pattern": "X*", "num_hidden_layers": 2, "hidden_size": 8,
+      "vocab_size": 4}, "unknown layer 'X'"),
+    ({"model_type": "llama", **CORE, "quantization_config": {"quant_method": "hqq"}},
+     "method 'hqq' is not supported"),
 ])
 def test_bad_configs_are_one_line_errors_naming_the_file(tmp_path, content, match):
     p = _write(tmp_path, content)

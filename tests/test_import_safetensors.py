@@ -58,7 +58,8 @@ def test_shards_through_the_index(tmp_path):
 def test_missing_shard_is_named(tmp_path):
     folder = tiny_llama_folder(tmp_path / "m", "bf16", shards=2)
     (folder / "model-00002-of-00002.safetensors").unlink()
-    with pytest.raises(HeaderError, match=r"1 shard\(s\) that .*index.json lists are missing: model-00002-of-00002.safetensors"):
+    with pytest.raises(HeaderError,
+                       match=r"1 shard\(s\) that .*index.json lists are missing: model-00002-of-00002.safetensors"):
         import_model(folder)
 
 

@@ -40,16 +40,22 @@ def builtin_dirs() -> list[Path]:
 
 
 def search_path(extra_dirs: list[Path] | None = None) -> list[Path]:
+    """The user's folders (each once), then the shipped catalog (unless a user folder is it)."""
     dirs = [Path(d) for d in (extra_dirs or [])]
     env = os.environ.get(ENV_VAR, "")
     dirs += [Path(d) for d in env.split(os.pathsep) if d.strip()]
-    for d in dirs:
+    out, seen = [], set()
+    for d in dirs + builtin_dirs():
         if not d.is_dir():
             raise CatalogError(
                 f"Catalog directory `{d}` does not exist.",
                 f"Pass a folder holding hardware/ and/or models/ (via --catalog or ${ENV_VAR}).",
             )
-    return dirs + builtin_dirs()
+        key = d.resolve()
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
 
 
 def normalize(name: str) -> str:
@@ -91,21 +97,38 @@ def load_entry(path: Path, schema: type[T]) -> T:
 class Shelf(Generic[T]):
     """All entries of one kind (hardware or models) along the search path."""
 
-    def __init__(self, kind: str, dirs: list[Path]):
+    def __init__(self, kind: str, dirs: list[Path], builtin: set[Path] | None = None):
         self.kind = kind
         self.schema: type[T] = KINDS[kind]  # type: ignore[assignment]
         self.dirs = dirs
+        self.builtin = builtin if builtin is not None else {d.resolve() for d in builtin_dirs()}
         self._cache: dict[str, T] = {}
+        self._checked = False
 
     @cached_property
     def files(self) -> dict[str, Path]:
+        """id -> file. A user's file overrides the shipped one of the same id (that is what the search path is
+        for); the same id in two of the user's folders, or two ids that read the same once case, dashes and
+        dots are ignored (`rtx-5090`, `rtx5090`), are ambiguous: an error naming both files."""
         found: dict[str, Path] = {}
+        norms: dict[str, str] = {}
         for d in self.dirs:
             sub = d / self.kind
             if not sub.is_dir():
                 continue
+            shipped = d.resolve() in self.builtin
             for p in sorted(sub.glob("*.yaml")):
-                found.setdefault(p.stem, p)
+                if p.stem in found:
+                    if shipped:
+                        continue  # overridden by the user's file
+                    raise CatalogError(f"{self.kind} id `{p.stem}` is defined twice: {found[p.stem]} and {p}.",
+                                       "Keep one of them, or rename one (the file stem is the id).")
+                other = norms.get(normalize(p.stem))
+                if other is not None:
+                    raise CatalogError(f"{self.kind} ids `{other}` ({found[other]}) and `{p.stem}` ({p}) are the "
+                                       "same name once case, dashes and dots are ignored.", "Rename one of them.")
+                found[p.stem] = p
+                norms[normalize(p.stem)] = p.stem
         return found
 
     def load(self, stem: str) -> T:
@@ -114,7 +137,29 @@ class Shelf(Generic[T]):
         return self._cache[stem]
 
     def all(self) -> list[T]:
-        return [self.load(stem) for stem in self.files]
+        entries = [self.load(stem) for stem in self.files]
+        self._check_names(entries)
+        return entries
+
+    def _check_names(self, entries: list[T]) -> None:
+        """Every id and alias names one entry: an alias another entry also answers to (a copied card keeping
+        the aliases of the shipped one) is an error naming both files, not a silent takeover."""
+        if self._checked:
+            return
+        owner: dict[str, tuple[str, str]] = {}  # normalized name -> (entry id, how it is named)
+        for e in entries:
+            for name in [e.id, *e.aliases]:
+                key = normalize(name)
+                if not key:
+                    raise CatalogError(f"{self.files[e.id]}: alias `{name}` has no letter or digit.",
+                                       "Remove it.")
+                prev = owner.get(key)
+                if prev is not None and prev[0] != e.id:
+                    raise CatalogError(
+                        f"{self.kind}: `{name}` of {self.files[e.id]} also names `{prev[0]}` ({prev[1]} in "
+                        f"{self.files[prev[0]]}).", "Remove or change the alias in one of the files.")
+                owner.setdefault(key, (e.id, "its id" if name == e.id else f"alias `{name}`"))
+        self._checked = True
 
     def get(self, name: str) -> T:
         key = name.strip().lower()
@@ -124,7 +169,7 @@ class Shelf(Generic[T]):
         for stem in self.files:
             if normalize(stem) == norm:
                 return self.load(stem)
-        # aliases need every entry parsed; only reached when the id was not typed exactly
+        # aliases need every entry parsed (and checked for clashes); only reached when the id was not typed exactly
         names: dict[str, str] = {}
         for entry in self.all():
             names[entry.id] = entry.id

@@ -13,10 +13,17 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 GiB = 2**30
+INT32_MAX = 2**31 - 1
+# A peak in TFLOPS: positive and finite (pydantic's strict float: a bool or a string is no number)
+Tflops = Annotated[float, Field(strict=True, gt=0, le=1e6)]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    """Every entry: unknown keys are errors; numbers are numbers (strict: `true` is not 1, "8" is not 8), finite
+    (no .inf or .nan) and within bounds generous enough for any real model or card, so no figure overflows an
+    estimate downstream."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, allow_inf_nan=False)
 
 
 # --------------------------------------------------------------------------- hardware
@@ -28,13 +35,13 @@ PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "f
 class DenseTflops(Strict):
     """Dense peak per precision, TFLOPS (int8 in TOPS). Never the 2:4-sparse figure. null = unknown."""
 
-    fp32: float | None = None
-    tf32: float | None = None
-    bf16: float | None = None
-    fp16: float | None = None
-    fp8: float | None = None
-    int8: float | None = None
-    fp4: float | None = None
+    fp32: Tflops | None = None
+    tf32: Tflops | None = None
+    bf16: Tflops | None = None
+    fp16: Tflops | None = None
+    fp8: Tflops | None = None
+    int8: Tflops | None = None
+    fp4: Tflops | None = None
 
     def get(self, precision: str) -> float | None:
         return getattr(self, precision)
@@ -46,7 +53,7 @@ class GpuSpec(Strict):
     vendor: Literal["NVIDIA", "AMD", "Apple", "Intel"]
     segment: Literal["consumer", "workstation", "datacenter", "edge", "desktop-soc"]
     aliases: list[str] = []
-    memory_size: float = Field(gt=0, description="capacity as the vendor writes it")
+    memory_size: float = Field(strict=True, le=1e6, gt=0, description="capacity as the vendor writes it")
     memory_vendor_unit: Literal["GB", "GiB"] = Field(description="the unit the vendor prints")
     memory_counts_as: Literal["GiB", "GB"] = Field(
         "GiB",
@@ -54,20 +61,21 @@ class GpuSpec(Strict):
         "vendor's '16 GB' card holds 16 GiB of devices",
     )
     memory_reported_bytes: int | None = Field(
-        None, gt=0, description="total as the driver reports it (NVML/torch), when sourced"
+        None, strict=True, gt=0, le=2**50, description="total as the driver reports it (NVML/torch), when sourced"
     )
     memory_cuda_bytes: int | None = Field(
-        None, gt=0, description="total as CUDA reports it (cudaMemGetInfo, torch.cuda.mem_get_info): what vLLM "
-        "multiplies by gpu_memory_utilization; a little below the NVML total; when sourced"
+        None, strict=True, gt=0, le=2**50,
+        description="total as CUDA reports it (cudaMemGetInfo, torch.cuda.mem_get_info): what vLLM multiplies by "
+        "gpu_memory_utilization; a little below the NVML total; when sourced"
     )
     memory_type: str | None = None
-    bus_width_bits: int | None = Field(None, gt=0)
-    data_rate_gbps: float | None = Field(None, gt=0, description="per-pin Gb/s")
-    bandwidth_gb_s: float = Field(gt=0, description="vendor peak DRAM bandwidth, decimal GB/s")
+    bus_width_bits: int | None = Field(None, strict=True, le=2**16, gt=0)
+    data_rate_gbps: float | None = Field(None, strict=True, le=1e3, gt=0, description="per-pin Gb/s")
+    bandwidth_gb_s: float = Field(strict=True, le=1e6, gt=0, description="vendor peak DRAM bandwidth, decimal GB/s")
     dense_tflops: DenseTflops
-    tdp_w: float | None = Field(None, gt=0)
+    tdp_w: float | None = Field(None, strict=True, le=1e5, gt=0)
     interconnect: str | None = None
-    year: int = Field(ge=2010, le=2030)
+    year: int = Field(strict=True, ge=2010, le=2030)
     sources: list[str] = Field(min_length=1)
     notes: str | None = None
 
@@ -97,9 +105,9 @@ Bias = Literal["none", "qkv", "all"]
 
 
 class AttentionBase(Strict):
-    num_attention_heads: int = Field(gt=0)
-    num_key_value_heads: int = Field(gt=0)
-    head_dim: int = Field(gt=0)
+    num_attention_heads: int = Field(strict=True, le=2**16, gt=0)
+    num_key_value_heads: int = Field(strict=True, le=2**16, gt=0)
+    head_dim: int = Field(strict=True, le=2**16, gt=0)
     k_eq_v: bool = Field(False, description="no v_proj: V comes from the K projection (Gemma 4 full layers)")
     qk_norm: bool = Field(False, description="per-head RMSNorm weights on q and k (head_dim each)")
     bias: Bias = "none"
@@ -126,30 +134,30 @@ class SlidingAttention(AttentionBase):
     """Attention over the last `sliding_window` tokens: KV capped at the window."""
 
     kind: Literal["sliding"]
-    sliding_window: int = Field(gt=0)
+    sliding_window: int = Field(strict=True, le=INT32_MAX, gt=0)
 
 
 class MlaAttention(Strict):
     """DeepSeek multi-head latent attention: caches kv_lora_rank + qk_rope_head_dim values per token."""
 
     kind: Literal["mla"]
-    num_attention_heads: int = Field(gt=0)
-    q_lora_rank: int | None = Field(None, gt=0)
-    kv_lora_rank: int = Field(gt=0)
-    qk_nope_head_dim: int = Field(gt=0)
-    qk_rope_head_dim: int = Field(gt=0)
-    v_head_dim: int = Field(gt=0)
+    num_attention_heads: int = Field(strict=True, le=2**16, gt=0)
+    q_lora_rank: int | None = Field(None, strict=True, le=2**16, gt=0)
+    kv_lora_rank: int = Field(strict=True, le=2**16, gt=0)
+    qk_nope_head_dim: int = Field(strict=True, le=2**16, gt=0)
+    qk_rope_head_dim: int = Field(strict=True, le=2**16, gt=0)
+    v_head_dim: int = Field(strict=True, le=2**16, gt=0)
 
 
 class Mamba2Mixer(Strict):
     """Mamba2 SSM layer: constant conv state + recurrent state per sequence."""
 
     kind: Literal["ssm"]
-    num_heads: int = Field(gt=0, description="mamba_num_heads")
-    head_dim: int = Field(gt=0, description="mamba_head_dim")
-    state_size: int = Field(gt=0, description="ssm_state_size")
-    n_groups: int = Field(gt=0)
-    conv_kernel: int = Field(gt=0)
+    num_heads: int = Field(strict=True, le=2**16, gt=0, description="mamba_num_heads")
+    head_dim: int = Field(strict=True, le=2**16, gt=0, description="mamba_head_dim")
+    state_size: int = Field(strict=True, le=2**16, gt=0, description="ssm_state_size")
+    n_groups: int = Field(strict=True, le=2**16, gt=0)
+    conv_kernel: int = Field(strict=True, le=2**10, gt=0)
     conv_bias: bool = True
     state_dtype: Literal["fp32", "bf16", "fp16"] = Field(
         "bf16", description="dtype of the recurrent state (config mamba_ssm_cache_dtype)"
@@ -160,11 +168,11 @@ class LinearAttention(Strict):
     """Gated DeltaNet linear attention (Qwen3-Next): constant recurrent + conv state per sequence."""
 
     kind: Literal["linear"]
-    num_key_heads: int = Field(gt=0)
-    num_value_heads: int = Field(gt=0)
-    key_head_dim: int = Field(gt=0)
-    value_head_dim: int = Field(gt=0)
-    conv_kernel: int = Field(gt=0)
+    num_key_heads: int = Field(strict=True, le=2**16, gt=0)
+    num_value_heads: int = Field(strict=True, le=2**16, gt=0)
+    key_head_dim: int = Field(strict=True, le=2**16, gt=0)
+    value_head_dim: int = Field(strict=True, le=2**16, gt=0)
+    conv_kernel: int = Field(strict=True, le=2**10, gt=0)
     state_dtype: Literal["fp32", "bf16", "fp16"] = "fp32"
 
 
@@ -179,7 +187,7 @@ Mixer = Annotated[
 
 class DenseMlp(Strict):
     kind: Literal["dense"]
-    intermediate_size: int = Field(gt=0)
+    intermediate_size: int = Field(strict=True, le=2**24, gt=0)
     gated: bool = Field(True, description="gate/up/down (SwiGLU, GeGLU) rather than up/down")
     bias: bool = False
 
@@ -188,15 +196,15 @@ class MoeMlp(Strict):
     """Routed experts (all resident) + optional shared experts that every token uses."""
 
     kind: Literal["moe"]
-    num_experts: int = Field(gt=0)
-    experts_per_token: int = Field(gt=0)
-    moe_intermediate_size: int = Field(gt=0)
+    num_experts: int = Field(strict=True, le=2**16, gt=0)
+    experts_per_token: int = Field(strict=True, le=2**16, gt=0)
+    moe_intermediate_size: int = Field(strict=True, le=2**24, gt=0)
     gated: bool = True
     bias: bool = False
     router_bias: bool = False
-    num_shared_experts: int = Field(0, ge=0)
+    num_shared_experts: int = Field(0, strict=True, le=2**10, ge=0)
     shared_intermediate_size: int | None = Field(
-        None, gt=0, description="per shared expert; defaults to moe_intermediate_size"
+        None, strict=True, gt=0, le=2**24, description="per shared expert; defaults to moe_intermediate_size"
     )
     shared_expert_gate: bool = Field(False, description="a [1, hidden] sigmoid gate on the shared expert")
 
@@ -211,11 +219,13 @@ Mlp = Annotated[DenseMlp | MoeMlp, Field(discriminator="kind")]
 
 
 class LayerGroup(Strict):
-    count: int = Field(gt=0)
+    count: int = Field(strict=True, le=2**16, gt=0)
     mixer: Mixer | None = None
     mlp: Mlp | None = None
-    norms: int = Field(2, ge=0, description="hidden_size-long norm vectors per layer (weights, biases)")
-    extra_params: int = Field(0, ge=0, description="small per-layer tensors not covered above (layer_scalar)")
+    norms: int = Field(2, strict=True, le=2**10, ge=0,
+                       description="hidden_size-long norm vectors per layer (weights, biases)")
+    extra_params: int = Field(0, strict=True, le=2**40, ge=0,
+                              description="small per-layer tensors not covered above (layer_scalar)")
     note: str | None = None
 
     @model_validator(mode="after")
@@ -229,7 +239,7 @@ class ExtraParams(Strict):
     """Parameters outside the decoder stack (vision tower, MTP head). Stored, never read per token."""
 
     name: str
-    params: int = Field(ge=0)
+    params: int = Field(strict=True, le=10**16, ge=0)
     in_official_count: bool
     loaded: bool = Field(True, description="engines load it by default, so it takes memory")
     note: str | None = None
@@ -248,15 +258,15 @@ class ModelSpec(Strict):
     hf_repo: str | None = None
     aliases: list[str] = []
     sources: list[str] = Field(min_length=1)
-    params_official: int = Field(gt=0)
+    params_official: int = Field(strict=True, le=10**16, gt=0)
     params_official_source: str
     params_official_includes: str = Field(description="what the official count covers")
     release: ReleaseFormat
-    vocab_size: int = Field(gt=0)
-    hidden_size: int = Field(gt=0)
+    vocab_size: int = Field(strict=True, le=2**24, gt=0)
+    hidden_size: int = Field(strict=True, le=2**20, gt=0)
     tie_word_embeddings: bool
-    final_norms: int = Field(1, ge=0)
-    max_position_embeddings: int = Field(gt=0)
+    final_norms: int = Field(1, strict=True, le=2**10, ge=0)
+    max_position_embeddings: int = Field(strict=True, le=INT32_MAX, gt=0)
     layer_groups: list[LayerGroup] = Field(min_length=1)
     extra: list[ExtraParams] = []
     notes: str | None = None

@@ -32,25 +32,75 @@ class Mapped:
     generic: bool = False
 
 
-class _Cfg:
-    """config (text part) with the class defaults behind it; `need` names the file on a missing field."""
+# Counts and sizes: a positive integer each (a boolean is not one: `num_hidden_layers: true` was 1 layer), at most
+# these (a 400-digit integer, or 10^9 layers to loop over, stops here in one line); the schema bounds the rest.
+INT_KEYS = {
+    "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size", "num_key_value_heads",
+    "head_dim", "max_position_embeddings", "sliding_window", "sliding_window_pattern", "num_local_experts",
+    "num_experts_per_tok", "num_experts", "moe_intermediate_size", "decoder_sparse_step", "top_k_experts",
+    "num_global_key_value_heads", "global_head_dim", "num_kv_heads", "ffn_hidden_size", "kv_lora_rank",
+    "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "n_routed_experts", "n_shared_experts",
+    "moe_layer_freq", "mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel",
+    "attention_head_dim", "moe_shared_expert_intermediate_size", "max_window_layers", "first_k_dense_replace",
+    "num_nextn_predict_layers",
+}
+MAY_BE_ZERO = {"first_k_dense_replace", "num_nextn_predict_layers", "n_shared_experts", "max_window_layers"}
+INT_CAP = {"num_hidden_layers": 2**16}
+INT_CAP_DEFAULT = 2**40
+# the fields every decoder's config.json carries (every real one in tests/data/hf-configs does): absent or null is an
+# error listing them, not a class default taken in silence
+CORE = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size")
 
-    def __init__(self, raw: dict, defaults: dict, where: str):
-        self.raw, self.defaults, self.where = raw, defaults, where
+
+class _Cfg:
+    """config (text part) with the class defaults behind it; `need` names the file on a missing field.
+
+    A key present with the value null is null, as transformers reads it (`"sliding_window": null` is no window),
+    never the class default; an absent key takes the class default, which `taken` records for the report,
+    except the CORE fields (unless `omittable`: Gemma 3's text_config leaves vocab_size to its class)."""
+
+    def __init__(self, raw: dict, defaults: dict, where: str, omittable: tuple[str, ...] = ()):
+        self.raw, self.defaults, self.where, self.omittable = raw, defaults, where, omittable
+        self.taken: dict[str, object] = {}
 
     def get(self, key, default=None):
-        v = self.raw.get(key)
-        if v is None:
-            v = self.defaults.get(key, default)
+        if key in self.raw:
+            v = self.raw[key]
+        elif key in self.defaults and (key not in CORE or key in self.omittable):
+            v = self.taken[key] = self.defaults[key]
+        else:
+            v = default
+        if v is not None and key in INT_KEYS:
+            low = 0 if key in MAY_BE_ZERO else 1
+            if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= INT_CAP.get(key, INT_CAP_DEFAULT):
+                raise ConfigError(f"{self.where}: {key} is {str(v)[:40]!r}; expected an integer from {low} to "
+                                  f"{INT_CAP.get(key, INT_CAP_DEFAULT):,}.", "Fix the config.json.")
         return v
 
     def need(self, *keys):
         missing = [k for k in keys if self.get(k) is None]
         if missing:
-            raise ConfigError(f"{self.where}: missing {', '.join(missing)} (model_type "
-                              f"{self.raw.get('model_type')!r}).",
+            nulls = [k for k in missing if k in self.raw]
+            what = ", ".join(f"{k}{' (null)' if k in nulls else ''}" for k in missing)
+            raise ConfigError(f"{self.where}: missing {what} (model_type {self.raw.get('model_type')!r}).",
                               "A config.json with these fields is needed to size the model.")
         return [self.get(k) for k in keys]
+
+    def layer_types(self, layers: int, known: tuple[str, ...]) -> list[str] | None:
+        """`layer_types` when present: a list of known strings, one per layer."""
+        types = self.get("layer_types")
+        if types is None:
+            return None
+        if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
+            raise ConfigError(f"{self.where}: layer_types is not a list of strings.", "Fix the config.json.")
+        if len(types) != layers:
+            raise ConfigError(f"{self.where}: layer_types has {len(types)} entries for {layers} layers "
+                              "(num_hidden_layers).", "Fix the config.json: one entry per layer.")
+        odd = sorted(set(types) - set(known))
+        if odd:
+            raise ConfigError(f"{self.where}: layer_types has an unknown kind {odd[0]!r}.",
+                              f"Known here: {', '.join(known)}.")
+        return types
 
 
 def _groups(layers: list[dict]) -> list[dict]:
@@ -72,9 +122,17 @@ def _attn(kind: str, heads: int, kv: int, hd: int, **extra) -> dict:
 
 def _common(c: _Cfg, tie_default: bool) -> dict:
     vocab, hidden = c.need("vocab_size", "hidden_size")
-    return {"vocab_size": vocab, "hidden_size": hidden,
-            "tie_word_embeddings": bool(c.get("tie_word_embeddings", tie_default)),
-            "max_position_embeddings": c.get("max_position_embeddings") or 2048}
+    tie = c.get("tie_word_embeddings")
+    if tie is None:
+        tie = c.taken["tie_word_embeddings"] = tie_default
+    if not isinstance(tie, bool):
+        raise ConfigError(f"{c.where}: tie_word_embeddings is {str(tie)[:40]!r}; expected true or false.",
+                          "Fix the config.json.")
+    positions = c.get("max_position_embeddings")
+    if positions is None:
+        positions = c.taken["max_position_embeddings"] = 2048  # PretrainedConfig's historical default
+    return {"vocab_size": vocab, "hidden_size": hidden, "tie_word_embeddings": tie,
+            "max_position_embeddings": positions}
 
 
 # ---------------------------------------------------------------------------------- dense decoders
@@ -117,48 +175,64 @@ def _heads(c: _Cfg) -> tuple[int, int, int]:
     return heads, kv, hd
 
 
-def _sliding(c: _Cfg, model_type: str) -> int | None:
-    """The window every layer uses, or None. Qwen2/3 carry a window but apply it only with use_sliding_window."""
+def _sliding(c: _Cfg, model_type: str, layers: int) -> list[int | None]:
+    """The window of each layer (None: full attention). `"sliding_window": null` is no window. Qwen2/3 carry a
+    window but apply it only with use_sliding_window, and then to layers from max_window_layers on
+    (transformers Qwen2Config: layer_types = sliding if use_sliding_window and i >= max_window_layers), or as
+    their layer_types say."""
     w = c.get("sliding_window")
-    if model_type.startswith("qwen") and not c.get("use_sliding_window"):
-        return None
-    return w or None
+    if not model_type.startswith("qwen"):
+        return [w] * layers
+    types = c.layer_types(layers, ("sliding_attention", "full_attention"))
+    if types is not None:
+        if "sliding_attention" in types and w is None:
+            raise ConfigError(f"{c.where}: layer_types has sliding layers but sliding_window is null.",
+                              "Fix the config.json.")
+        return [w if t == "sliding_attention" else None for t in types]
+    if not c.get("use_sliding_window") or w is None:
+        return [None] * layers
+    first = c.get("max_window_layers")
+    first = layers if first is None else first
+    return [w if i >= first else None for i in range(layers)]
 
 
 def map_dense(c: _Cfg, model_type: str) -> Mapped:
     layers, inter = c.need("num_hidden_layers", "intermediate_size")
     heads, kv, hd = _heads(c)
     bias = "qkv" if model_type == "qwen2" else ("all" if c.get("attention_bias") else "none")
-    window = _sliding(c, model_type)
-    kind = "sliding" if window else "full"
-    mixer = _attn(kind, heads, kv, hd, bias=bias, qk_norm=model_type in ("qwen3", "qwen3_moe"),
-                  sliding_window=window)
     mlp = {"kind": "dense", "intermediate_size": inter}
     if c.get("mlp_bias"):
         mlp["bias"] = True
+    windows = _sliding(c, model_type, layers)
+    specs = [{"mixer": _attn("sliding" if w else "full", heads, kv, hd, bias=bias,
+                             qk_norm=model_type in ("qwen3", "qwen3_moe"), sliding_window=w), "mlp": mlp}
+             for w in windows]
     notes = []
-    if model_type == "phi3" and window:
-        notes.append(f"config.json sets sliding_window {window} on every layer; taken as given")
-    return Mapped({**_common(c, False), "layer_groups": [{"count": layers, "mixer": mixer, "mlp": mlp}]}, notes)
+    if model_type == "phi3" and windows[0]:
+        notes.append(f"config.json sets sliding_window {windows[0]} on every layer; taken as given")
+    return Mapped({**_common(c, False), "layer_groups": _groups(specs)}, notes)
 
 
 def map_moe_dense_attn(c: _Cfg, model_type: str) -> Mapped:
     """Mixtral and Qwen3-MoE: every layer (bar Qwen's mlp_only_layers) routes to experts, no shared one."""
     layers = c.need("num_hidden_layers")[0]
     heads, kv, hd = _heads(c)
-    window = _sliding(c, model_type)
-    mixer = _attn("sliding" if window else "full", heads, kv, hd, qk_norm=model_type == "qwen3_moe",
-                  bias="all" if c.get("attention_bias") else "none", sliding_window=window)
+    windows = _sliding(c, model_type, layers)
     if model_type == "mixtral":
         experts, k, inter = c.need("num_local_experts", "num_experts_per_tok", "intermediate_size")
         dense_layers: set[int] = set()
     else:
         experts, k, inter = c.need("num_experts", "num_experts_per_tok", "moe_intermediate_size")
         step = c.get("decoder_sparse_step") or 1
-        dense_layers = set(c.get("mlp_only_layers") or []) | {i for i in range(layers) if (i + 1) % step}
+        only = c.get("mlp_only_layers") or []
+        if not isinstance(only, list) or not all(type(i) is int for i in only):
+            raise ConfigError(f"{c.where}: mlp_only_layers is not a list of layer indices.", "Fix the config.json.")
+        dense_layers = set(only) | {i for i in range(layers) if (i + 1) % step}
     moe = {"kind": "moe", "num_experts": experts, "experts_per_token": k, "moe_intermediate_size": inter}
     specs = []
-    for i in range(layers):
+    for i, window in enumerate(windows):
+        mixer = _attn("sliding" if window else "full", heads, kv, hd, qk_norm=model_type == "qwen3_moe",
+                      bias="all" if c.get("attention_bias") else "none", sliding_window=window)
         mlp = {"kind": "dense", "intermediate_size": c.need("intermediate_size")[0]} if i in dense_layers else moe
         specs.append({"mixer": mixer, "mlp": mlp})
     return Mapped({**_common(c, False), "layer_groups": _groups(specs)})
@@ -168,10 +242,12 @@ def map_gemma3(c: _Cfg, model_type: str) -> Mapped:
     layers, inter = c.need("num_hidden_layers", "intermediate_size")
     heads, kv, hd = _heads(c)
     window = c.get("sliding_window")
-    types = c.get("layer_types")
-    if not types:
+    types = c.layer_types(layers, ("sliding_attention", "full_attention"))
+    if types is None:
         pattern = c.get("sliding_window_pattern") or 6
         types = ["full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(layers)]
+    if "sliding_attention" in types and window is None:
+        raise ConfigError(f"{c.where}: sliding layers but sliding_window is null.", "Fix the config.json.")
     specs = []
     for t in types:
         mixer = _attn("sliding" if t == "sliding_attention" else "full", heads, kv, hd, qk_norm=True,
@@ -186,9 +262,8 @@ def map_gemma4(c: _Cfg, model_type: str) -> Mapped:
     full layers num_global_key_value_heads x global_head_dim with K = V; 4 norms and a layer_scalar."""
     layers, inter = c.need("num_hidden_layers", "intermediate_size")
     heads, kv, hd = _heads(c)
-    types = c.need("layer_types")[0]
-    if len(types) != layers:
-        raise ConfigError(f"{c.where}: layer_types has {len(types)} entries for {layers} layers.")
+    c.need("layer_types")
+    types = c.layer_types(layers, ("sliding_attention", "full_attention"))
     if c.get("enable_moe_block"):
         experts, k, moe_inter = c.need("num_experts", "top_k_experts", "moe_intermediate_size")
         mlp = {"kind": "moe", "num_experts": experts, "experts_per_token": k, "moe_intermediate_size": moe_inter,
@@ -256,7 +331,8 @@ def map_gpt_oss(c: _Cfg, model_type: str) -> Mapped:
     layers, inter, experts, k = c.need("num_hidden_layers", "intermediate_size", "num_local_experts",
                                        "num_experts_per_tok")
     heads, kv, hd = _heads(c)
-    types = c.get("layer_types") or ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(layers)]
+    types = c.layer_types(layers, ("sliding_attention", "full_attention")) or [
+        "sliding_attention" if i % 2 == 0 else "full_attention" for i in range(layers)]
     moe = {"kind": "moe", "num_experts": experts, "experts_per_token": k, "moe_intermediate_size": inter,
            "bias": True, "router_bias": True}
     specs = []
@@ -342,17 +418,36 @@ def text_part(raw: dict) -> dict:
     return raw
 
 
+# what each mapper needs whatever the layers (checked first, so one error lists every missing field)
+REQUIRED = {"falcon": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
+            "nemotron_h": ("hidden_size", "vocab_size", "hybrid_override_pattern"),
+            "deepseek_v2": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
+            "deepseek_v3": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
+            "gpt_oss": CORE + ("num_local_experts", "num_experts_per_tok")}
+# fields a real config.json of the type leaves to its transformers class (google/gemma-3-27b-it's text_config has no
+# vocab_size: tests/data/hf-configs/SOURCES.yaml)
+OMITTABLE = {"gemma3_text": ("vocab_size",)}
+
+
 def map_config(raw: dict, where: str) -> Mapped:
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: the top level is not a JSON object.")
     text = text_part(raw)
     model_type = str(text.get("model_type") or raw.get("model_type") or "")
     mapper = MAPPERS.get(model_type) or MAPPERS.get(str(raw.get("model_type") or "")) or map_generic
-    defaults = DEFAULTS.get("gemma3_text" if model_type.startswith("gemma3") else model_type, {})
+    key = "gemma3_text" if model_type.startswith("gemma3") else model_type
+    c = _Cfg(text, DEFAULTS.get(key, {}), where, OMITTABLE.get(key, ()))
     try:
-        return mapper(_Cfg(text, defaults, where), model_type)
+        if mapper is not map_generic:
+            c.need(*REQUIRED.get(model_type, CORE))
+        m = mapper(c, model_type)
     except BAD_VALUE as e:  # a field of the wrong type (a string for a count, a zero head count...)
-        raise ConfigError(f"{where}: a field has an unexpected value ({e.__class__.__name__}: {e}).") from None
+        msg = str(e).splitlines()[0][:120] if str(e) else ""
+        raise ConfigError(f"{where}: a field has an unexpected value ({e.__class__.__name__}: {msg}).") from None
+    if c.taken:
+        m.notes.append("config.json leaves " + ", ".join(f"{k} = {v!r}" for k, v in c.taken.items())
+                       + f" to the defaults (transformers' class for model_type {model_type!r})")
+    return m
 
 
 def slug(text: str) -> str:

@@ -3,19 +3,17 @@ the exact weight bytes. Torch-free: safetensors headers are parsed as JSON, tens
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import ValidationError
-
-import os
 
 from llmsize import files
 from llmsize.catalog.schema import ModelSpec
 from llmsize.importer.hf_config import BAD_VALUE, ConfigError, map_config, slug, text_part
 from llmsize.importer.quant_config import Release, release_from
 from llmsize.importer.safetensors_header import PartialCheckpoint
-
 
 
 @dataclass

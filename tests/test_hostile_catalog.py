@@ -1,0 +1,120 @@
+"""Catalog entries a user writes (or copies and edits) are checked where they enter: no infinite, NaN or
+negative figure reaches an estimate, booleans are not counts, and two files never answer to one name."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from llmsize.catalog.loader import Catalog
+from llmsize.errors import CatalogError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def user_catalog(tmp_path: Path, kind: str, name: str, text: str) -> Path:
+    (tmp_path / kind).mkdir(parents=True, exist_ok=True)
+    (tmp_path / kind / f"{name}.yaml").write_text(text)
+    return tmp_path
+
+
+def card(tmp_path: Path, name: str, edit: dict[str, str], source: str = "rtx5090") -> Path:
+    text = (ROOT / "hardware" / f"{source}.yaml").read_text().replace(f"id: {source}\n", f"id: {name}\n")
+    for old, new in edit.items():
+        assert old in text, old
+        text = text.replace(old, new)
+    return user_catalog(tmp_path, "hardware", name, text)
+
+
+@pytest.mark.parametrize("edit, needle", [
+    ({"bandwidth_gb_s: 1792": "bandwidth_gb_s: .inf"}, "bandwidth_gb_s"),  # divided by zero downstream
+    ({"bandwidth_gb_s: 1792": "bandwidth_gb_s: .nan"}, "bandwidth_gb_s"),
+    ({"bf16: 209.5": "bf16: -5.0"}, "dense_tflops.bf16"),  # printed "dense peak -5.0 TFLOPS"
+    ({"bf16: 209.5": "bf16: .nan"}, "dense_tflops.bf16"),  # printed "TTFT nan s"
+    ({"fp4: 1676.0": "fp4: 0"}, "dense_tflops.fp4"),
+    ({"memory_size: 32": "memory_size: 1e400"}, "memory_size"),
+    ({"bus_width_bits: 512": "bus_width_bits: true"}, "bus_width_bits"),  # a boolean is no count
+    ({"tdp_w: 575": "tdp_w: '575'"}, "tdp_w"),
+])
+def test_bad_figures_are_refused_naming_the_key(tmp_path, run_cli, edit, needle):
+    cat = card(tmp_path, "mycard", edit)
+    code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "mycard", "--catalog", str(cat))
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "mycard.yaml" in err and needle in err
+
+
+@pytest.mark.parametrize("edit, needle", [
+    ({"- count: 40\n": "- count: true\n"}, "layer_groups.0.count"),
+    ({"hidden_size: 3840": "hidden_size: 1e400"}, "hidden_size"),
+    ({"vocab_size: 262144": "vocab_size: 262144000000000000000000000"}, "vocab_size"),
+    ({"vocab_size: 262144": "vocab_size: -262144"}, "vocab_size"),
+])
+def test_bad_model_figures_are_refused(tmp_path, run_cli, edit, needle):
+    text = (ROOT / "models" / "gemma-4-12b.yaml").read_text().replace("id: gemma-4-12b\n", "id: mymodel\n")
+    for old, new in edit.items():
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    cat = user_catalog(tmp_path, "models", "mymodel", text)
+    code, out, err = run_cli("plan", "mymodel", "--gpu", "h200", "--catalog", str(cat))
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert needle in err
+
+
+def test_duplicate_yaml_keys_are_an_error(tmp_path, run_cli):
+    cat = card(tmp_path, "mycard", {"bandwidth_gb_s: 1792": "bandwidth_gb_s: 1792\nbandwidth_gb_s: 179200"})
+    code, out, err = run_cli("gpus", "--catalog", str(cat))
+    assert code == 2 and "key `bandwidth_gb_s` appears twice" in err
+
+
+def test_a_copied_card_keeping_the_aliases_is_an_error_naming_both_files(tmp_path, run_cli):
+    """Copying rtx5090.yaml to my5090.yaml (new id, same aliases) silently took `--gpu 5090` over."""
+    cat = card(tmp_path, "my5090", {"bandwidth_gb_s: 1792": "bandwidth_gb_s: 1500"})
+    code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "5090", "--catalog", str(cat))
+    assert code == 2, out
+    assert "my5090.yaml" in err and "rtx5090.yaml" in err and "`5090`" in err
+    code, out, err = run_cli("gpus", "--catalog", str(cat))
+    assert code == 2 and "also names" in err
+
+
+def test_the_same_id_in_two_user_folders_is_an_error(tmp_path, run_cli):
+    a = card(tmp_path / "a", "mycard", {"aliases: ['5090', geforce-rtx-5090]": "aliases: []"})
+    b = card(tmp_path / "b", "mycard", {"aliases: ['5090', geforce-rtx-5090]": "aliases: []"})
+    code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "mycard", "--catalog", str(a), "--catalog", str(b))
+    assert code == 2 and "defined twice" in err and str(a) in err and str(b) in err
+
+
+def test_ids_equal_once_normalized_are_an_error(tmp_path, run_cli):
+    cat = card(tmp_path, "rtx-5090", {"aliases: ['5090', geforce-rtx-5090]": "aliases: []"})
+    code, out, err = run_cli("gpus", "--catalog", str(cat))
+    assert code == 2 and "same name once case, dashes and dots are ignored" in err
+
+
+def test_overriding_a_shipped_entry_by_its_id_still_works(tmp_path, run_cli):
+    cat = card(tmp_path, "rtx5090", {"bandwidth_gb_s: 1792": "bandwidth_gb_s: 1000"})
+    code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "5090", "--catalog", str(cat), "--json")
+    assert code == 0, err
+    import json
+    assert json.loads(out)["gpu"]["bandwidth_gb_s"] == 1000
+
+
+def test_the_same_folder_twice_is_one_folder(tmp_path):
+    cat = card(tmp_path, "mycard", {"aliases: ['5090', geforce-rtx-5090]": "aliases: []"})
+    c = Catalog([cat, cat])
+    assert c.gpu("mycard").id == "mycard" and len(c.hardware.all()) == 40
+
+
+def test_shipped_catalog_has_no_clashing_names(catalog):
+    catalog.hardware.all()
+    catalog.models.all()  # _check_names raises on a clash
+
+
+def test_an_alias_without_letters_is_refused(tmp_path):
+    cat = card(tmp_path, "mycard", {"aliases: ['5090', geforce-rtx-5090]": "aliases: ['--']"})
+    with pytest.raises(CatalogError, match="has no letter or digit"):
+        Catalog([cat]).hardware.all()
+
+
+def test_shipped_yaml_copied_whole_loads(tmp_path):
+    shutil.copytree(ROOT / "models", tmp_path / "models")
+    shutil.copytree(ROOT / "hardware", tmp_path / "hardware")
+    assert len(Catalog([tmp_path]).models.all()) == len(list((ROOT / "models").glob("*.yaml")))

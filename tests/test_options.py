@@ -1,0 +1,145 @@
+"""Every option is defined once (llmsize/options.py) and checked where it enters: the same value is refused
+the same way by every command that takes it, non-finite and out-of-range numbers never reach an estimate,
+closed sets are closed. The commands' options are enumerated from the app itself, so an option added later
+is covered without editing this file."""
+
+import json
+from typing import get_args
+
+import pytest
+import typer
+
+from llmsize import options
+from llmsize.catalog.schema import GpuSpec
+
+# a minimal valid invocation per command, to which one bad option is added
+BASE = {
+    "plan": ["plan", "gemma-4-12b", "--gpu", "h200"],
+    "compare": ["compare", "gemma-4-12b", "--gpus", "h200"],
+    "roofline": ["roofline", "gemma-4-12b", "--gpu", "h200"],
+    "kv": ["kv", "gemma-4-12b"],
+    "gpus": ["gpus"],
+    "models": ["models"],
+    "measure": ["measure", "--device", "cpu"],
+    "import": ["import", "/nonexistent/never-read"],
+}
+
+
+def command_options(name: str):
+    """(option name, python type) of every option of a command, read from its signature's annotations."""
+    from typing import Union, get_origin, get_type_hints
+
+    from llmsize.cli import _COMMANDS
+
+    fn = next(f for n, f in _COMMANDS if (n or f.__name__.rstrip("_")) == name)
+    for param, hint in get_type_hints(fn, include_extras=True).items():
+        base, *meta = get_args(hint) or (hint,)
+        info = next((m for m in meta if isinstance(m, typer.models.OptionInfo)), None)
+        if info is None:
+            continue
+        if get_origin(base) is Union:
+            base = next(a for a in get_args(base) if a is not type(None))
+        decls = info.param_decls or ("--" + param.replace("_", "-"),)
+        yield decls[0].split("/")[0], base
+
+
+def numeric_options():
+    for name in BASE:
+        for opt, base in command_options(name):
+            if base in (int, float):
+                yield name, opt, base.__name__
+
+
+NUMERIC = sorted(set(numeric_options()))
+
+
+def test_every_command_with_numeric_options_is_exercised():
+    assert {c for c, _, _ in NUMERIC} <= set(BASE)
+    assert len(NUMERIC) >= 30
+
+
+@pytest.mark.parametrize("command, option, kind", NUMERIC, ids=[f"{c} {o}" for c, o, _ in NUMERIC])
+def test_non_finite_negative_and_huge_values_are_one_line(run_cli, command, option, kind):
+    bad = ["nan", "inf", "-inf", "1e308", "-1"] if kind == "float" else ["-1", "1" + "0" * 400, "1e3"]
+    for value in bad:
+        code, out, err = run_cli(*BASE[command], option, value)
+        assert code == 2, (option, value, out[-300:], err)
+        assert len(err.strip().splitlines()) == 1 and err.startswith("Error: ") and "Traceback" not in err
+        assert f"`{value}`" in err or value in err, err
+
+
+SHARED = [("--tp", "-1"), ("--tp", "0"), ("--pp", "0"), ("--nodes", "0"), ("--context", "0"),
+          ("--gpu-util", "1.5"), ("--gpu-util", "nan"), ("--overhead-gib", "inf"), ("--kv-dtype", "fp5"),
+          ("--quant", "fp3"), ("--node-link-gb-s", "0"), ("--vendor", "nvida"), ("--segment", "gamer")]
+
+
+@pytest.mark.parametrize("option, value", SHARED)
+def test_a_shared_option_is_refused_identically_by_every_command(run_cli, option, value):
+    """`compare --tp -1` exactly as `plan --tp -1`: one definition, one message (measure's --context, --quant and
+    --batch are its own: the decode loop's prompt, its two formats, its kernels' rows)."""
+    messages = {}
+    for name, argv in BASE.items():
+        if name == "measure" or option not in {o for o, _ in command_options(name)}:
+            continue
+        code, out, err = run_cli(*argv, option, value)
+        assert code == 2, (name, err)
+        messages[name] = err.split(" Run `llmsize")[0]
+    assert messages and len(set(messages.values())) == 1, messages
+
+
+def test_closed_sets_are_the_schemas():
+    assert options.VENDORS == tuple(v.lower() for v in get_args(GpuSpec.model_fields["vendor"].annotation))
+    assert options.SEGMENTS == get_args(GpuSpec.model_fields["segment"].annotation)
+
+
+def test_mixer_kinds_are_the_schemas(catalog):
+    kinds = {g.mixer.kind for m in catalog.models.all() for g in m.layer_groups if g.mixer}
+    assert kinds == set(options.MIXER_KINDS)
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["gpus", "--vendor", "nvida"], "did you mean `nvidia`"),
+    (["gpus", "--segment", "datacentre"], "did you mean `datacenter`"),
+    (["compare", "gemma-4-12b", "--segment", "consumr"], "did you mean `consumer`"),
+    (["models", "--mixer", "mamba"], "did you mean `ssm`"),
+    (["models", "--family", "lama"], "did you mean `llama`"),
+    (["compare", "gemma-4-12b", "--sort", "tok_s"], "is not one of"),
+])
+def test_typos_in_closed_sets_are_errors_not_empty_tables(run_cli, args, needle):
+    """They printed "0 cards" before."""
+    code, out, err = run_cli(*args)
+    assert code == 2 and needle in err and out == ""
+
+
+def test_vendor_is_case_insensitive(run_cli):
+    code, out, _ = run_cli("gpus", "--vendor", "NVIDIA", "--json")
+    assert code == 0 and json.loads(out) and all(r["vendor"] == "NVIDIA" for r in json.loads(out))
+
+
+def test_nodes_are_honoured(run_cli):
+    """`--nodes 2 --tp 2` was reported "on 1 node(s)", its stage hand-off costed over NVLink."""
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100", "--tp", "2", "--nodes", "2", "--json")
+    assert code == 0, err
+    two = json.loads(out)
+    assert two["parallel"]["nodes"] == 2 and two["parallel"]["pp"] == 2
+    _, out, _ = run_cli("plan", "llama-3.1-70b", "--gpu", "h100", "--tp", "2", "--pp", "2", "--json")
+    one = json.loads(out)
+    assert one["parallel"]["nodes"] == 1
+    # the hand-off between the two stages crosses the 50 GB/s node link instead of 450 GB/s NVLink
+    assert two["decode"]["ceiling_tok_s"] < one["decode"]["ceiling_tok_s"]
+    code, out, _ = run_cli("plan", "llama-3.1-70b", "--gpu", "h100", "--tp", "2", "--nodes", "2")
+    assert "on 2 node(s)" in out
+
+
+def test_emitted_launch_line_carries_the_users_values(run_cli):
+    """`--emit vllm --max-model-len 1000` printed --max-model-len 4096, and --max-num-seqs the --batch default 1."""
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "h100", "--emit", "vllm", "--max-model-len", "1000")
+    assert code == 0, err
+    line = out.strip().splitlines()[-1].split()
+    assert line[line.index("--max-model-len") + 1] == "1000"
+    _, js, _ = run_cli("plan", "llama-3.1-8b", "--gpu", "h100", "--json")
+    seqs = json.loads(js)["capacity"]["max_concurrent_sequences"]
+    assert seqs > 1 and line[line.index("--max-num-seqs") + 1] == str(seqs)
+    _, out, _ = run_cli("plan", "llama-3.1-8b", "--gpu", "h100", "--emit", "sglang", "--context", "8192")
+    line = out.strip().splitlines()[-1].split()
+    assert line[line.index("--context-length") + 1] == "8192"

@@ -151,7 +151,8 @@ def test_seed002_moe_compute_follows_active_memory_follows_total(catalog):
     # seed 002: "Le calcul par token suit le nombre de parametres actifs ; la memoire, elle, suit le nombre total"
     p = make_plan(catalog.model("qwen3-30b-a3b"), catalog.gpu("h100-sxm"), PlanInputs(quant="bf16", context_tokens=1))
     assert p.weights.bytes_total == pytest.approx(2 * p.params_total, rel=1e-6)
-    # 2 FLOPs per active parameter, less the embedding (a row gather, no multiply): 151936 * 2048
-    embedding = 151936 * 2048
-    assert p.decode_1.flops == pytest.approx(2 * (p.params_active - embedding), rel=0.001)
+    # 2 FLOPs per active parameter; params_active leaves out the embedding (a row gather, no multiply), which
+    # params_active_with_embedding keeps: 151936 * 2048
+    assert p.decode_1.flops == pytest.approx(2 * p.params_active, rel=0.001)
+    assert p.params_active_with_embedding - p.params_active == 151936 * 2048
     assert p.params_active / p.params_total < 0.12  # 3.35 B of 30.5 B

@@ -245,6 +245,15 @@ class ExtraParams(Strict):
     note: str | None = None
 
 
+class ActiveOfficial(Strict):
+    """A vendor's stated active parameters per token, as printed, and what it counts."""
+
+    params: int = Field(strict=True, gt=0, le=10**16)
+    printed: str = Field(description="the figure as the vendor prints it, e.g. 3.61B")
+    counts_embedding: bool = Field(description="whether the vendor's figure includes the input embedding table")
+    source: str
+
+
 class ReleaseFormat(Strict):
     quant: str = Field(description="format id from `llmsize formats`")
     scope: Literal["linear", "experts", "mlp", "all"] = "linear"
@@ -261,6 +270,7 @@ class ModelSpec(Strict):
     params_official: int = Field(strict=True, le=10**16, gt=0)
     params_official_source: str
     params_official_includes: str = Field(description="what the official count covers")
+    params_active_official: ActiveOfficial | None = None
     release: ReleaseFormat
     vocab_size: int = Field(strict=True, le=2**24, gt=0)
     hidden_size: int = Field(strict=True, le=2**20, gt=0)

@@ -191,18 +191,39 @@ def params_comparable_to_official(model: ModelSpec) -> int:
     return decoder + sum(x.params for x in model.extra if x.in_official_count)
 
 
-def params_active(model: ModelSpec) -> int:
-    """Parameters one token uses: everything but the routed experts it is not sent to, and the extras.
+ACTIVE_DEFINITION = ("input embedding excluded, lm_head included (OpenAI, DeepSeek and NVIDIA count it so: a token "
+                     "gathers one embedding row but multiplies the whole lm_head)")
 
-    Convention of the MoE papers (Mixtral 12.9B of 46.7B, DeepSeek-V3 37B of 671B): embedding and
-    lm_head count; only the k of E routed experts count.
-    """
+
+def _active(model: ModelSpec, with_embedding: bool) -> int:
     active = 0.0
     for p in model_pieces(model):
-        if not p.stored or p.component == "extra":
+        if p.component == "extra":
             continue
+        if p.component == "embedding" and not with_embedding and not model.tie_word_embeddings:
+            continue
+        if p.component == "lm_head" and not p.stored:
+            continue  # tied: the one matrix is counted once, as the embedding piece
         active += p.params * routed_fraction(p, batch=1)
     return int(round(active))
+
+
+def params_active(model: ModelSpec) -> int:
+    """Parameters one token uses, the input embedding table excluded (ACTIVE_DEFINITION): every piece but the
+    routed experts it is not sent to and the extras. A tied embedding is the lm_head, so it counts once.
+
+    Vendors differ (tests/test_params_active.py holds each catalog MoE model's stated figure): OpenAI's gpt-oss
+    card says "Unembedding parameters are counted towards active, but not embeddings" (3.61B / 5.13B), DeepSeek's
+    corrected README_WEIGHTS gives V3 "36.6B (including 0.9B for the output Head)", NVIDIA's Nemotron 3 Nano
+    report "3.2B ... (3.6B including embeddings)"; Mistral's 12.9B for Mixtral and Qwen's 3.3B for Qwen3-30B-A3B
+    count the embedding too: params_active_with_embedding.
+    """
+    return _active(model, with_embedding=False)
+
+
+def params_active_with_embedding(model: ModelSpec) -> int:
+    """params_active plus the input embedding table (Mistral's and Qwen's convention); equal for a tied model."""
+    return _active(model, with_embedding=True)
 
 
 def routed_fraction(piece: Piece, batch: int) -> float:

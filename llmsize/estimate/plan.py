@@ -27,7 +27,7 @@ from llmsize.estimate.parallel import (
     make_comm,
     shard_model,
 )
-from llmsize.estimate.params import COMPONENTS, params_active, params_total
+from llmsize.estimate.params import COMPONENTS, params_active, params_active_with_embedding, params_total
 from llmsize.estimate.prefill import Prefill, prefill_time
 from llmsize.estimate.quant import QuantFormat, kv_dtype_bytes, quant_format
 from llmsize.estimate.weights import WeightBytes, check_scope, weight_bytes, weight_bytes_read
@@ -75,7 +75,8 @@ class Plan:
     scope: str
     prompt_tokens: int
     params_total: int
-    params_active: int
+    params_active: int  # the input embedding excluded (params.ACTIVE_DEFINITION)
+    params_active_with_embedding: int
     weights: WeightBytes
     kv: KvBytes
     budget: MemoryBudget
@@ -240,7 +241,8 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
         fit = smallest_fit(model, gpu, inputs)
     partial = dict(
         model=model, gpu=gpu, inputs=inputs, fmt=fmt, scope=scope, prompt_tokens=prompt,
-        params_total=params_total(model), params_active=params_active(model), weights=weights, kv=kv,
+        params_total=params_total(model), params_active=params_active(model),
+        params_active_with_embedding=params_active_with_embedding(model), weights=weights, kv=kv,
         budget=budget, max_context=ctx, max_sequences=seqs, kv_pool_tokens=pool, peak=peak,
         decode_1=step1, decode_b=stepb, decode_ceiling_tok_s=batch_1_ceiling(step1), ridge_batch=ridge,
         decode_best=best, prefill=pre, card_model=card_model if parallel else None,

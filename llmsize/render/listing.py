@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
-from llmsize.estimate.params import params_active, params_total
+from llmsize.estimate.params import params_active, params_active_with_embedding, params_total
 from llmsize.units import GiB
 
 
@@ -22,7 +22,8 @@ def model_row(m: ModelSpec) -> dict:
     mlps = sorted({g.mlp.kind for g in m.layer_groups if g.mlp})
     return {
         "id": m.id, "name": m.name, "family": m.family, "params_total": params_total(m),
-        "params_active": params_active(m), "layers": m.num_layers, "mixers": kinds, "mlps": mlps,
+        "params_active": params_active(m), "params_active_with_embedding": params_active_with_embedding(m),
+        "layers": m.num_layers, "mixers": kinds, "mlps": mlps,
         "release_format": m.release.quant, "max_position_embeddings": m.max_position_embeddings,
     }
 
@@ -53,17 +54,18 @@ def render_models(models: list[ModelSpec], console) -> None:
     from rich import box
     from rich.table import Table
 
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="Models", title_justify="left")
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, title="Models", title_justify="left")
     for col, just in [("id", "left"), ("params", "right"), ("active", "right"), ("layers", "right"),
                       ("mixers", "left"), ("mlp", "left"), ("release", "left"), ("max ctx", "right")]:
-        t.add_column(col, justify=just, no_wrap=col in ("id", "params", "active", "max ctx"), overflow="fold")
+        t.add_column(col, justify=just, no_wrap=True)  # cut with an ellipsis on a narrow terminal, never mid-word
     for m in models:
         r = model_row(m)
         t.add_row(m.id, f"{r['params_total'] / 1e9:,.1f}B", f"{r['params_active'] / 1e9:,.1f}B",
                   str(r["layers"]), "+".join(r["mixers"]), "+".join(r["mlps"]), r["release_format"],
                   f"{m.max_position_embeddings:,}")
     console.print(t)
-    console.print(f"{len(models)} models. `llmsize show ID` for the layer groups and sources.", style="dim")
+    console.print(f"{len(models)} models. active: parameters per token, the input embedding excluded (a row is "
+                  "gathered; the lm_head counts). `llmsize show ID` for the layer groups and sources.", style="dim")
 
 
 def render_entry(entry: GpuSpec | ModelSpec, console) -> None:
@@ -76,5 +78,6 @@ def render_entry(entry: GpuSpec | ModelSpec, console) -> None:
     if isinstance(entry, GpuSpec):
         console.print(f"memory counted as {entry.memory_bytes:,} B = {entry.memory_bytes / GiB:,.2f} GiB", style="dim")
     else:
-        console.print(f"counted: {params_total(entry):,} parameters ({params_active(entry):,} active per token); "
+        console.print(f"counted: {params_total(entry):,} parameters ({params_active(entry):,} active per token, "
+                      f"the input embedding excluded; {params_active_with_embedding(entry):,} with it); "
                       f"official {entry.params_official:,}", style="dim")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from llmsize import __version__
-from llmsize.estimate.params import params_by_component
+from llmsize.estimate.params import ACTIVE_DEFINITION, params_by_component
 from llmsize.estimate.plan import Plan
 
 
@@ -41,6 +41,8 @@ def plan_to_dict(p: Plan) -> dict:
         },
         "model": {
             "id": model.id, "name": model.name, "params_total": p.params_total, "params_active": p.params_active,
+            "params_active_with_embedding": p.params_active_with_embedding,
+            "params_active_definition": ACTIVE_DEFINITION,
             "params_by_component": params_by_component(model), "layers": model.num_layers, "layer_groups": groups,
         },
         "weights": {

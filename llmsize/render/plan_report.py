@@ -74,8 +74,10 @@ def render_plan(p: Plan, width: int = 100, color: bool = False) -> str:
         rows.append(("traffic per token", f"{c.bytes_per_card(1, model.hidden_size) / 1e6:,.3f} MB per card "
                      f"({c.allreduces} all-reduces, {_time(p.decode_1.comm_time_s)} at batch 1)"))
     r.kv("Card", rows)
+    with_embedding = "" if p.params_active_with_embedding == p.params_active else (
+        f"; {fmt_params(p.params_active_with_embedding)} with the input embedding")
     r.kv("Model", [("parameters", f"{fmt_params(p.params_total)} total, {fmt_params(p.params_active)} active per "
-                                  "token"),
+                                  f"token (input embedding excluded{with_embedding})"),
                    ("layers", f"{model.num_layers}: {_groups(p)}")])
 
     w, est = p.weights, p.weights_estimate

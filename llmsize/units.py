@@ -43,6 +43,13 @@ def fmt_bytes_auto(nbytes: float | None) -> str:
     return fmt_bytes(nbytes, "KB", 1)
 
 
+def column_unit(values: list[float]) -> str:
+    """One decimal unit for a whole column (GB, MB or KB), picked by its largest value, so a column never mixes
+    units."""
+    top = max((abs(v) for v in values if v is not None), default=0.0)
+    return "GB" if top >= 0.1 * GB else ("MB" if top >= 0.1 * MB else "KB")
+
+
 def fmt_tokens(n: float | None) -> str:
     if n is None:
         return "n/a"

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from llmsize.estimate.engines import EngineInputs, activation_peak_bytes, engine_ledger
+from llmsize.estimate.engines import EngineInputs, activation_peak_bytes, cuda_total_bytes, engine_ledger
 from llmsize.estimate.quant import quant_format
 from llmsize.estimate.weights import weight_bytes
 from llmsize.units import GiB
@@ -65,7 +65,7 @@ def test_trtllm_224_llama2_7b_on_a10(catalog):
                   led.kv_cache_tokens / 10718 - 1))
     per_token = 32 * 2 * 32 * 128 * 2  # 0.5 MiB
     free_needed = 10718 * per_token / 0.95
-    runtime = g.memory_bytes - _w(m, "fp16") - free_needed - 0.3 * GiB
+    runtime = cuda_total_bytes(g)[0] - _w(m, "fp16") - free_needed - 0.3 * GiB
     assert 3.5 < runtime / GiB < 4.5
     led2 = engine_ledger(m, g, _w(m, "fp16"), EngineInputs(engine="trtllm", gpu_util=0.95, max_model_len=4096,
                                                              runtime_bytes=int(runtime)))

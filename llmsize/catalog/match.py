@@ -41,7 +41,7 @@ def match_gpu(reported_name: str, reported_memory_bytes: int | None, gpus: list[
         return candidates[0] if len(candidates) == 1 else None
 
     def distance(g: GpuSpec) -> float:
-        return abs(g.memory_bytes - reported_memory_bytes) / reported_memory_bytes
+        return abs(g.memory_driver_bytes - reported_memory_bytes) / reported_memory_bytes
 
     best = min(candidates, key=distance)
     return best if distance(best) <= 0.20 else None

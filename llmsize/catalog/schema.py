@@ -91,7 +91,15 @@ class GpuSpec(Strict):
 
     @property
     def memory_bytes(self) -> int:
-        """Bytes a process can see: the reported total when sourced, else the nominal capacity."""
+        """The capacity plan and compare size with, one rule for every card: the vendor's figure read as
+        memory_counts_as (DRAM is binary: a "16 GB" card holds 16 GiB of devices). The driver's total, sourced
+        for some cards only (memory_reported_bytes), is a little less; mixing the two in one table would
+        compare cards on two bases."""
+        return self.memory_nominal_bytes
+
+    @property
+    def memory_driver_bytes(self) -> int:
+        """What the driver reports (NVML) where sourced, else the nominal capacity: for matching a live card."""
         return self.memory_reported_bytes or self.memory_nominal_bytes
 
     @property

@@ -150,7 +150,9 @@ def v1_defaults(gpu: GpuSpec, total_bytes: int, offline: bool) -> tuple[int, int
 def cuda_total_bytes(gpu: GpuSpec) -> tuple[int, str]:
     if gpu.memory_cuda_bytes:
         return gpu.memory_cuda_bytes, "CUDA-reported total (catalog memory_cuda_bytes)"
-    return gpu.memory_bytes, "NVML/nominal total (no CUDA-reported total in the catalog: a little high)"
+    if gpu.memory_reported_bytes:
+        return gpu.memory_reported_bytes, "NVML-reported total (no CUDA-reported total in the catalog: a little high)"
+    return gpu.memory_bytes, "nominal total (no driver-reported total in the catalog: a little high)"
 
 
 def token_bytes_charged(model: ModelSpec, kv_dtype: str) -> float:

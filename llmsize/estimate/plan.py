@@ -265,13 +265,11 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
 def assumptions(p: dict) -> list[str]:
     model, gpu, fmt, scope, inputs = p["model"], p["gpu"], p["fmt"], p["scope"], p["inputs"]
     out = []
-    if gpu.memory_reported_bytes:
-        out.append(f"VRAM: {gpu.memory_bytes / GiB:.2f} GiB as the driver reports it for {gpu.id} "
-                   f"(nominal {gpu.memory_size:g} {gpu.memory_vendor_unit}).")
-    else:
-        out.append(f"VRAM: the vendor's {gpu.memory_size:g} {gpu.memory_vendor_unit} read as "
-                   f"{gpu.memory_size:g} {gpu.memory_counts_as} = {gpu.memory_bytes:,} B; "
-                   "the driver reports a little less.")
+    driver = (f"the driver reports {gpu.memory_reported_bytes / GiB:.2f} GiB for this card"
+              if gpu.memory_reported_bytes else "the driver reports a little less")
+    out.append(f"VRAM: the vendor's {gpu.memory_size:g} {gpu.memory_vendor_unit} read as "
+               f"{gpu.memory_size:g} {gpu.memory_counts_as} = {gpu.memory_bytes:,} B, the rule for every card "
+               f"(DRAM is binary); {driver}.")
     out.append(f"Budget: VRAM x {inputs.gpu_util:g} utilization, minus weights, minus "
                f"{inputs.overhead_bytes / GiB:g} GiB runtime overhead (activations, CUDA graphs, allocator; "
                "change with --overhead-gib).")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from llmsize.estimate.plan import Plan
 from llmsize.render.text import Report
-from llmsize.units import GB, GiB, fmt_bytes, fmt_bytes_auto, fmt_params
+from llmsize.units import GB, GiB, column_unit, fmt_bytes, fmt_bytes_auto, fmt_params
 
 COMPONENT_LABELS = {
     "embedding": "embedding", "lm_head": "lm_head", "attention": "attention", "mlp": "MLP",
@@ -111,16 +111,19 @@ def render_plan(p: Plan, width: int = 100, color: bool = False) -> str:
         r.line(f" by dtype: {dtypes}; formats seen: {', '.join(p.exact.formats) or 'none'}", "dim")
     for n in p.notes:
         r.line(f" note: {n}", "yellow")
+    if p.exact is not None or p.notes:
+        r.line()
 
     kv = p.kv
     rows = []
-    for kind in ("full", "sliding", "mla", "ssm", "linear"):
-        if kv.layers_by_kind[kind]:
-            per_tok = ("constant" if kind in ("ssm", "linear") else fmt_bytes_auto(kv.bytes_per_token_by_kind[kind])
-                       + (" (to window)" if kind == "sliding" else ""))
-            rows.append(([kind, str(kv.layers_by_kind[kind]), per_tok, fmt_bytes_auto(kv.bytes_by_kind[kind])], ()))
-    rows.append((["growing layers / total", "", fmt_bytes_auto(kv.bytes_per_token),
-                  fmt_bytes_auto(kv.bytes_per_sequence)], ("bold",)))
+    kinds = [k for k in ("full", "sliding", "mla", "ssm", "linear") if kv.layers_by_kind[k]]
+    unit = column_unit([kv.bytes_by_kind[k] for k in kinds] + [kv.bytes_per_sequence])
+    for kind in kinds:
+        per_tok = ("constant" if kind in ("ssm", "linear") else f"{kv.bytes_per_token_by_kind[kind]:,.0f} B"
+                   + (" (to window)" if kind == "sliding" else ""))
+        rows.append(([kind, str(kv.layers_by_kind[kind]), per_tok, fmt_bytes(kv.bytes_by_kind[kind], unit, 3)], ()))
+    rows.append((["growing layers / total", "", f"{kv.bytes_per_token:,.0f} B",
+                  fmt_bytes(kv.bytes_per_sequence, unit, 3)], ("bold",)))
     r.table(f"KV cache ({inp.kv_dtype}) at {inp.context_tokens:,} tokens",
             ["layer kind", "layers", "per token", "per sequence"], rows)
 

@@ -1,0 +1,61 @@
+"""Cards as a process sees them, one memory rule for every card, and reports that print what they mean."""
+
+import json
+
+import pytest
+from stfiles import tiny_llama_folder
+
+
+def test_mi250x_is_the_device_one_process_sees(catalog):
+    """A package is two GCDs, each its own device (ROCm docs): 64 GiB and 1,638.4 GB/s each. Sized as the
+    package, a single-process plan doubled the decode ceiling that published single-process runs see."""
+    g = catalog.gpu("mi250x")
+    assert g.bandwidth_gb_s == pytest.approx(3276.8 / 2) and g.memory_size == 64
+    assert g.dense_tflops.bf16 == pytest.approx(383.0 / 2)
+    assert g.bus_width_bits / 8 * g.data_rate_gbps == pytest.approx(g.bandwidth_gb_s)
+
+
+@pytest.mark.parametrize("card", ["m2-ultra", "m3-max", "m4-max"])
+def test_apple_cards_have_a_time_to_first_token(run_cli, card):
+    code, out, _ = run_cli("plan", "llama-3.1-8b", "--gpu", card, "--json")
+    d = json.loads(out)
+    assert code == 0 and d["prefill"]["ttft_s"] is not None and d["prefill"]["ttft_s"] > 0
+
+
+def test_compare_sizes_every_card_by_one_memory_rule(run_cli):
+    """Cards with a driver-reported total used it while others read the vendor's GB as GiB: two bases in one
+    table. Now every card is its vendor capacity read as GiB, and the table says so."""
+    code, out, _ = run_cli("compare", "llama-3.1-8b", "--gpus", "rtx5090,rtx5080,h100", "--format", "json")
+    rows = {r["gpu"]: r for r in json.loads(out)["rows"]}
+    assert rows["rtx5090"]["memory_gib"] == 32.0  # its driver reports 31.84 GiB
+    assert rows["h100-sxm"]["memory_gib"] == 80.0 and rows["rtx5080"]["memory_gib"] == 16.0
+    code, out, _ = run_cli("compare", "llama-3.1-8b", "--gpus", "rtx5090,rtx5080")
+    assert "vendor capacity read the same way" in " ".join(out.split())
+
+
+def test_kv_table_prints_exact_bytes_per_token_and_one_unit_per_column(run_cli):
+    """It printed "0.13 MB" per token (the exact bytes only in JSON), and mixed KB and MB in one column."""
+    code, out, _ = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti")
+    block = out.split("KV cache (bf16)")[1].split("Memory budget")[0]
+    # full layers: 8 x 2 (K, V) x 1 kv head x 512 x 2 B = 16,384 B; sliding: 40 x 2 x 8 x 256 x 2 B = 327,680 B
+    assert "16,384 B" in block and "327,680 B (to window)" in block
+    per_sequence = [line.split()[-2:] for line in block.splitlines() if line.strip().startswith(("full", "sliding",
+                                                                                                 "growing"))]
+    assert {unit for _, unit in per_sequence} == {"GB"}
+    assert ["0.067", "GB"] in per_sequence  # 16,384 B x 4,096 tokens = 67.1 MB
+
+
+def test_folder_plan_keeps_the_dtype_line_apart_from_the_kv_heading(run_cli, tmp_path):
+    folder = tiny_llama_folder(tmp_path / "m")
+    code, out, err = run_cli("plan", str(folder), "--gpu", "h100", "--context", "128")
+    assert code == 0, err
+    lines = out.splitlines()
+    i = next(n for n, line in enumerate(lines) if line.startswith(" by dtype"))
+    assert lines[i + 1] == "" and lines[i + 2].startswith("KV cache")
+
+
+def test_models_never_folds_a_cell_mid_word(run_cli):
+    code, out, _ = run_cli("models")
+    rows = [line for line in out.splitlines() if line.startswith(" ") and "B " in line]
+    assert all(len(line) <= 100 for line in out.splitlines())
+    assert any("full+sliding" in line for line in rows) and not any(line.rstrip().endswith("slidi") for line in rows)

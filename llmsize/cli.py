@@ -237,7 +237,7 @@ def plan(
 
         e = EngineInputs(engine=engine, gpu_util=gpu_util, max_model_len=max_model_len,
                          max_num_batched_tokens=max_num_batched_tokens, block_size=block_size,
-                         kv_dtype=kv_dtype.lower(), tp=tp,
+                         kv_dtype=kv_dtype.lower(), tp=tp, weight_format=p.fmt.id,
                          non_torch_bytes=None if non_torch_gib is None else int(non_torch_gib * GiB),
                          version=engine_version.lower(),
                          cudagraph_bytes=None if cudagraph_gib is None else int(cudagraph_gib * GiB))

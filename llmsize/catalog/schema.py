@@ -75,6 +75,8 @@ class GpuSpec(Strict):
     dense_tflops: DenseTflops
     tdp_w: float | None = Field(None, strict=True, le=1e5, gt=0)
     interconnect: str | None = None
+    compute_capability: str | None = Field(None, pattern=r"^\d{1,2}\.\d$",
+                                           description="NVIDIA's CUDA compute capability (engines pick kernels by it)")
     year: int = Field(strict=True, ge=2010, le=2030)
     sources: list[str] = Field(min_length=1)
     notes: str | None = None

@@ -89,6 +89,123 @@ def vllm_profile(version: str) -> VllmProfile:
     return VLLM_V1_OLD if (major, minor) < (0, 21) else VLLM_V1
 
 
+def vllm_release(version: str) -> tuple[int, int, int] | None:
+    """(major, minor, patch) of a release number such as `0.6.4`, None for a ledger name (v0, v1, v1-0.20)."""
+    v = version.strip().lower().removeprefix("vllm").strip("=- ").removeprefix("v")
+    parts = v.split(".")
+    if len(parts) < 2 or not all(p.isdigit() for p in parts[:3]):
+        return None
+    nums = [int(p) for p in parts[:3]] + [0] * (3 - len(parts[:3]))
+    return nums[0], nums[1], nums[2]
+
+
+LONG_CONTEXT = 32768  # vLLM V0 turns chunked prefill on above this (arg_utils.py, 0.5.3 to 0.7.3)
+
+
+def v0_batched_tokens(model: ModelSpec, gpu: GpuSpec, max_len: int, release: tuple | None) -> tuple[int, str]:
+    """The tokens V0's profiling forward runs when --max-num-batched-tokens is not given, and why.
+
+    EngineArgs.create_engine_config (vLLM 0.5.3 to 0.7.3): "enable chunked prefill by default for long context
+    (> 32K) models. This is to avoid OOM errors in the initial memory profiling phase", unless the model has a
+    sliding window (or, by release, Mamba layers on 0.5.4-0.6.0, ROCm from 0.6.5); SchedulerConfig then batches
+    512 tokens (0.4.3-0.6.4) or 2048 (0.6.5 on), else max(max_model_len, 2048). A bare `v0` is read as the last
+    V0 releases (0.6.5-0.7.3)."""
+    rel = release or (0, 7, 3)
+    plain = max(max_len, 2048)
+    if max_len <= LONG_CONTEXT or rel < (0, 5, 3):
+        return plain, "V0 default max(max_model_len, 2048)"
+    kinds = {g.mixer.kind for g in model.layer_groups if g.mixer is not None}
+    blockers = []
+    if "sliding" in kinds:
+        blockers.append("a sliding window")
+    if (0, 5, 4) <= rel <= (0, 6, 0) and kinds & {"ssm", "linear"}:
+        blockers.append("Mamba layers")
+    if rel >= (0, 6, 5) and gpu.vendor == "AMD":
+        blockers.append("ROCm")
+    if blockers:
+        return plain, (f"V0 default max(max_model_len, 2048): chunked prefill, on by itself above 32K tokens, is "
+                       f"not for {' and '.join(blockers)}")
+    tokens = 512 if rel < (0, 6, 5) else 2048
+    which = "release " + ".".join(map(str, rel)) if release else "V0 0.6.5-0.7.3 (give --engine-version for older)"
+    return tokens, (f"chunked prefill: max_model_len {max_len:,} > 32,768 turns it on by itself ({which}), "
+                    f"profiling {tokens:,} batched tokens (512 before 0.6.5, 2048 from 0.6.5)")
+
+
+def non_torch_default(model: ModelSpec, tp: int, release: tuple | None, batched: int | None) -> tuple[int, str]:
+    """vLLM's non-torch memory on one card when not given: the CUDA context and cuBLAS workspaces (logs: 0.03 to
+    0.35 GiB at tp 1, DEFAULT_NON_TORCH_BYTES), and with tensor parallelism the communicators' buffers, which grow
+    with it: vllm-project/vllm#10511 logs Llama-3-8B's non_torch_memory at 1.79 GiB on one card and 3.58 GiB on
+    two, on one build, so the default scales with tp. The releases of PR #2031's time (before 0.3) also kept
+    every all-reduce output of the profiling forward (vllm#2150: "when using TP, the activation memory for all
+    reduce is not reused"): two per layer of max_num_batched_tokens x hidden x 2 B each, outside the activation
+    model."""
+    base = DEFAULT_NON_TORCH_BYTES * tp
+    why = f"{DEFAULT_NON_TORCH_BYTES / GiB:.2f} GiB x tp {tp} (logs: 0.03-0.35 GiB at tp 1; x2 at tp 2, vllm#10511)"
+    if tp > 1 and release is not None and release < (0, 3, 0) and batched:
+        from llmsize.estimate.parallel import allreduces_per_token
+
+        kept = allreduces_per_token(model) * batched * model.hidden_size * ACT_BYTES
+        return int(base + kept), (why + f" + {kept / GiB:.2f} GiB of all-reduce outputs the profiling forward "
+                                  "keeps before 0.3 (vllm#2150)")
+    return int(base), why
+
+
+def round_up(n: int, k: int) -> int:
+    return -(-n // k) * k
+
+
+MARLIN_PAD = (256, 128)  # hidden to a multiple of 256, expert intermediate to 128 (vLLM Mxfp4MoEMethod)
+
+
+def loaded_layout_extra(model: ModelSpec, gpu: GpuSpec, e: "EngineInputs") -> tuple[float, str | None]:
+    """Bytes an engine's layout adds to the checkpoint's on one card, with its source; (0, None) where it keeps
+    the checkpoint's layout (or where ours is not known, then said in the note).
+
+    vLLM, MXFP4 experts through Marlin (every NVIDIA card below compute capability 9.0; Hopper too before 0.11,
+    whose wheels pin torch < 2.8, Mxfp4MoEMethod._should_use_marlin): create_weights pads the hidden size to a
+    multiple of 256 and each expert's intermediate size to 128 ("The moe marlin kernel requires that for each
+    linear n % 256 == 0 and k % 128 == 0", vllm 0.10.1.1 quantization/mxfp4.py). gpt-oss: 2880 -> 3072 and 2944,
+    60.77 GiB on disk -> 65.90 GiB loaded; vllm#23278 logs 'Model loading took 65.9651 GiB' on an H100.
+
+    TensorRT-LLM: trtllm-build shares a tied table between the embedding and the lm_head only when their shapes
+    match (tensorrt_llm/models/modeling_utils.py share_embedding); with tensor parallelism and its default
+    use_parallel_embedding=False the embedding stays whole on every rank while the lm_head is split by
+    vocabulary, so the rank stores the table whole plus its lm_head shard (untied models: the whole embedding
+    instead of a shard of it)."""
+    moe = [g for g in model.layer_groups if g.mlp is not None and g.mlp.kind == "moe"]
+    h = model.hidden_size
+    if e.engine == "vllm" and e.weight_format == "mxfp4" and moe and gpu.vendor == "NVIDIA" \
+            and gpu.compute_capability:
+        from llmsize.estimate.quant import quant_format
+
+        cc = tuple(int(x) for x in gpu.compute_capability.split("."))
+        rel = vllm_release(e.version)
+        if cc >= (10, 0) or (cc >= (9, 0) and (rel is None or rel >= (0, 11, 0))):
+            return 0.0, ("MXFP4 experts: this vLLM's Hopper/Blackwell MoE backends (Triton, FlashInfer) pad inside "
+                         "their kernels' layouts, not sized here; vllm#33155 logs 64.38 GiB loaded for gpt-oss-120b "
+                         "on an H100 (v0.14.1) against 60.8 GiB on disk")
+        bits = float(quant_format("mxfp4").bits_per_weight)
+        hp = round_up(h, MARLIN_PAD[0])
+        extra = 0.0
+        for g in moe:
+            m = g.mlp
+            ip = round_up(m.moe_intermediate_size, MARLIN_PAD[1])
+            n = 3 if m.gated else 2
+            mats = n * (hp * ip - h * m.moe_intermediate_size) * bits / 8
+            biases = ((n - 1) * (ip - m.moe_intermediate_size) + (hp - h)) * ACT_BYTES if m.bias else 0
+            extra += g.count * m.num_experts * (mats + biases)
+        return extra, (f"MXFP4 experts through Marlin on compute capability {gpu.compute_capability}: hidden "
+                       f"{h} -> {hp}, expert intermediate padded to a multiple of 128 (vLLM Mxfp4MoEMethod."
+                       f"create_weights): +{extra / GiB:.2f} GiB over the checkpoint")
+    if e.engine == "trtllm" and e.tp > 1:
+        table = model.vocab_size * e.tp * h * ACT_BYTES  # the whole vocabulary: the card model holds 1/tp
+        extra = table if model.tie_word_embeddings else table * (1 - 1 / e.tp)
+        return extra, (f"TensorRT-LLM at tp {e.tp}: the embedding whole on every rank (use_parallel_embedding "
+                       "False)" + (", the tied lm_head a separate shard (shapes differ, not shared)"
+                                   if model.tie_word_embeddings else "") + f": +{extra / GiB:.2f} GiB")
+    return 0.0, None
+
+
 @dataclass(frozen=True)
 class EngineInputs:
     engine: str = "vllm"
@@ -100,6 +217,7 @@ class EngineInputs:
     kv_dtype: str = "bf16"
     non_torch_bytes: int | None = None  # None: non_torch_default(tp)
     tp: int = 1  # tensor-parallel size the ledger is for (one card's share is what `model` describes)
+    weight_format: str | None = None  # the plan's format id: engines may load it in their own layout
     runtime_bytes: int | None = None  # TensorRT-LLM: engine runtime buffers; default: the vLLM activation peak
     version: str = "v1"  # vLLM: v1 (>= 0.21), v1-0.20, v0, or a release number (vllm_profile)
     cudagraph_bytes: int | None = None  # vLLM V1 >= 0.21 charges its CUDA-graph estimate; default below
@@ -281,12 +399,16 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
     if max_len < 1:
         raise InvalidValueError(f"--max-model-len `{max_len}` must be at least 1.", "Pass 1 or more.")
     total, src = cuda_total_bytes(gpu)
-    nt = e.non_torch_bytes if e.non_torch_bytes is not None else DEFAULT_NON_TORCH_BYTES
+    release = vllm_release(e.version) if e.engine == "vllm" else None
+    layout_extra, layout_note = loaded_layout_extra(model, gpu, e)
+    weights_bytes += layout_extra
     per_token = token_bytes_charged(model, e.kv_dtype)
     page_tokens = 1 if e.engine == "sglang" else e.block_size  # SGLang's --page-size defaults to 1
     block = per_token * page_tokens
     notes = [f"Total: {total / GiB:.2f} GiB, {src}.",
              f"Weights as loaded: {weights_bytes / GiB:.2f} GiB (the estimate; engines log it as 'GB' but mean GiB)."]
+    if layout_note:
+        notes.append(f"Layout: {layout_note}.")
     batched = None
     profile = vllm_profile(e.version) if e.engine == "vllm" else None
     v1 = profile is not None and profile.v1
@@ -298,19 +420,22 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
             batched = e.max_num_batched_tokens or batched_default
             seqs = e.max_num_seqs if e.max_num_seqs != DEFAULT_MAX_NUM_SEQS else seqs_default
         else:
-            batched = e.max_num_batched_tokens or max(max_len, 2048)
+            batched_default, why_batched = v0_batched_tokens(model, gpu, max_len, release)
+            batched = e.max_num_batched_tokens or batched_default
         act = activation_peak_bytes(model, batched, seqs)
         budget = total * e.gpu_util
         if profile.charges_cudagraphs:
             graphs = e.cudagraph_bytes if e.cudagraph_bytes is not None else DEFAULT_CUDAGRAPH_BYTES
+        nt, why_nt = (e.non_torch_bytes, "given") if e.non_torch_bytes is not None else non_torch_default(
+            model, e.tp, release, batched)
         kv_cache = budget - weights_bytes - nt - act - graphs
         default = (f"V1 default for {'the LLM class' if e.offline else 'vllm serve'} on this card" if v1 else
-                   "V0 default max(max_model_len, 2048)")
+                   why_batched)
         version = profile.label
         notes += [f"Profiling forward over max_num_batched_tokens {batched:,}"
                   f"{'' if e.max_num_batched_tokens else f' ({default})'} and max_num_seqs {seqs}: activation "
                   f"peak {act / GiB:.2f} GiB (modelled).",
-                  f"non_torch memory {nt / GiB:.2f} GiB (assumed; logs show 0.03-0.35 GiB).",
+                  f"non_torch memory {nt / GiB:.2f} GiB ({why_nt}).",
                   (f"CUDA graphs: {graphs / GiB:.2f} GiB charged (vLLM >= 0.21 profiles them before sizing the "
                    "cache; logged estimates 0.26-0.36 GiB)" if profile.charges_cudagraphs else
                    "CUDA graphs are captured after the KV allocation, outside the ledger (vLLM < 0.21).")]
@@ -318,6 +443,7 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
             notes.append("Every attention layer is charged per token, sliding-window ones included (V0).")
         non_torch = nt
     elif e.engine == "sglang":
+        nt = e.non_torch_bytes if e.non_torch_bytes is not None else DEFAULT_NON_TORCH_BYTES * e.tp
         act, non_torch = 0.0, nt
         free = total - non_torch
         budget = free * e.gpu_util
@@ -330,6 +456,7 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
             notes.append("Mamba/linear-attention states: SGLang keeps them in a separate pool sized by "
                          "--max-mamba-cache-size, not modelled; the pool above is charged as attention KV only.")
     else:
+        nt = e.non_torch_bytes if e.non_torch_bytes is not None else DEFAULT_NON_TORCH_BYTES * e.tp
         runtime = e.runtime_bytes if e.runtime_bytes is not None else activation_peak_bytes(
             model, e.max_num_batched_tokens or max(max_len, 2048), e.max_num_seqs)
         act, non_torch = runtime, nt

@@ -344,3 +344,14 @@ def test_measure_save_writes_a_whole_json(run_cli, tmp_path):
     code, _, err = run_cli("measure", "--device", "cpu", "--tokens", "2", "--context", "8", "--save", str(dest))
     _one_line_2(code, err)
     assert "already exists" in err
+
+
+def test_measure_checkpoint_fifo_does_not_hang(run_cli, tmp_path):
+    pytest.importorskip("torch")
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    fifo(folder / "config.json")
+    code, _, err = no_hang(run_cli, "measure", "--device", "cpu", "--checkpoint", str(folder), "--tokens", "2",
+                           "--context", "8")
+    _one_line_2(code, err)
+    assert "FIFO" in err

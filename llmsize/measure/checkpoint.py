@@ -13,7 +13,6 @@ Embedding (tied lm_head) and norms are read as they are; vision and audio towers
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
@@ -35,13 +34,17 @@ class CheckpointError(LlmsizeError):
 
 
 def _read_json(path: Path) -> dict:
+    """config.json through llmsize.files: a regular file, size-capped, never a blocking FIFO or a device."""
+    from llmsize.files import FileError, read_json
+
     try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise CheckpointError(f"{path}: not found.", "Point --checkpoint at a folder with config.json and "
+        raw = read_json(path, "--checkpoint config")
+    except FileError as e:
+        raise CheckpointError(e.message, e.hint or "Point --checkpoint at a folder with config.json and "
                               "*.safetensors.") from None
-    except (OSError, ValueError) as e:
-        raise CheckpointError(f"{path}: not readable JSON ({e}).") from None
+    if not isinstance(raw, dict):
+        raise CheckpointError(f"{path}: the top level is not a JSON object.")
+    return raw
 
 
 def read_config(folder: Path) -> tuple[gemma4.Gemma4Config, str]:
@@ -112,7 +115,13 @@ class TensorIndex:
         if not files:
             raise CheckpointError(f"{folder}: no *.safetensors files.")
         self.device, self.where, self._open = str(device), {}, {}
+        from llmsize.files import FileError, require_regular
+
         for f in files:
+            try:
+                require_regular(f, "--checkpoint shard")  # safetensors would block on a FIFO, mmap a device
+            except FileError as e:
+                raise CheckpointError(e.message, e.hint) from None
             try:
                 h = safe_open(str(f), framework="pt", device=self.device)
             except Exception as e:  # safetensors raises its own error types

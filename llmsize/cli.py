@@ -13,7 +13,7 @@ from typing import Annotated, Optional
 import typer
 
 from llmsize import __version__
-from llmsize.errors import ExitStatus, InvalidValueError, LlmsizeError
+from llmsize.errors import ExitStatus, InvalidValueError, LlmsizeError, shown
 from llmsize.options import (
     BatchOpt,
     BlockSizeOpt,
@@ -656,7 +656,7 @@ def show(
         try:
             entry = cat.model(name)
         except UnknownNameError as e:
-            raise UnknownNameError(f"`{name}` is neither a card nor a model in the catalog.",
+            raise UnknownNameError(f"`{shown(name)}` is neither a card nor a model in the catalog.",
                                    "Run `llmsize gpus` or `llmsize models` to see them.") from e
     if as_json:
         _print_json(entry.model_dump(mode="json"))
@@ -782,9 +782,9 @@ def _given_value(err, argv: list[str] | None) -> str:
     for opt in getattr(getattr(err, "param", None), "opts", None) or []:
         for i, tok in enumerate(args):
             if tok == opt and i + 1 < len(args):
-                return f" (got `{args[i + 1]}`)"
+                return f" (got `{shown(args[i + 1])}`)"
             if tok.startswith(opt + "="):
-                return f" (got `{tok.split('=', 1)[1]}`)"
+                return f" (got `{shown(tok.split('=', 1)[1])}`)"
     return ""
 
 

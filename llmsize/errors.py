@@ -5,6 +5,13 @@ user's to fix, so it gets the usage status; 1 is left for the unexpected."""
 from enum import IntEnum
 
 
+def shown(value: object, limit: int = 80) -> str:
+    """A value as an error message quotes it: cut to `limit` characters, so a hostile input cannot make the
+    one-line error a megabyte long."""
+    text = str(value)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text):,} characters)"
+
+
 class ExitStatus(IntEnum):
     OK = 0
     ERROR = 1

@@ -15,6 +15,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from llmsize.errors import shown
+
 INT_MAX = 2**31 - 1  # token counts and sizes: what engines take (int32) and what float arithmetic keeps exact
 # the schema's closed sets (tests/test_options.py checks they are the schema's, without importing pydantic here)
 VENDORS = ("nvidia", "amd", "apple", "intel")
@@ -33,7 +35,7 @@ def int_range(lo: int, hi: int = INT_MAX):
     """A callback refusing an integer outside [lo, hi]."""
     def check(value):
         if value is not None and not lo <= value <= hi:
-            raise typer.BadParameter(f"`{value}` is not an integer from {lo:,} to {hi:,}")
+            raise typer.BadParameter(f"`{shown(value)}` is not an integer from {lo:,} to {hi:,}")
         return value
     return check
 
@@ -45,7 +47,7 @@ def float_range(lo: float, hi: float, lo_open: bool = False):
             return value
         if not math.isfinite(value) or value > hi or value < lo or (lo_open and value == lo):
             left = "(" if lo_open else "["
-            raise typer.BadParameter(f"`{value}` is not a finite number in {left}{lo:g}, {hi:g}]")
+            raise typer.BadParameter(f"`{shown(value)}` is not a finite number in {left}{lo:g}, {hi:g}]")
         return value
     return check
 
@@ -58,10 +60,10 @@ def choice(values: tuple[str, ...], synonyms: dict[str, str] | None = None):
             return value
         v = value.strip().lower()
         if v not in values:
-            close = [synonyms[v]] if synonyms and v in synonyms else difflib.get_close_matches(v, values, n=1,
+            close = [synonyms[v]] if synonyms and v in synonyms else difflib.get_close_matches(v[:200], values, n=1,
                                                                                               cutoff=0.6)
             hint = f"; did you mean `{close[0]}`?" if close else ""
-            raise typer.BadParameter(f"`{value}` is not one of {', '.join(values)}{hint}")
+            raise typer.BadParameter(f"`{shown(value)}` is not one of {', '.join(values)}{hint}")
         return v
     return check
 

@@ -65,7 +65,7 @@ def test_non_finite_negative_and_huge_values_are_one_line(run_cli, command, opti
         code, out, err = run_cli(*BASE[command], option, value)
         assert code == 2, (option, value, out[-300:], err)
         assert len(err.strip().splitlines()) == 1 and err.startswith("Error: ") and "Traceback" not in err
-        assert f"`{value}`" in err or value in err, err
+        assert value[:80] in err, err  # named (long values cut to 80 characters)
 
 
 SHARED = [("--tp", "-1"), ("--tp", "0"), ("--pp", "0"), ("--nodes", "0"), ("--context", "0"),

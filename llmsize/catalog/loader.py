@@ -19,7 +19,7 @@ from typing import Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
-from llmsize.errors import CatalogError, UnknownNameError
+from llmsize.errors import CatalogError, UnknownNameError, shown
 from llmsize.files import FileError, read_yaml
 
 ENV_VAR = "LLMSIZE_CATALOG"
@@ -182,12 +182,12 @@ class Shelf(Generic[T]):
 
     def _unknown(self, name: str, names: dict[str, str]):
         by_norm = {normalize(n): names[n] for n in names}
-        close = difflib.get_close_matches(normalize(name), list(by_norm), n=3, cutoff=0.6)
+        close = difflib.get_close_matches(normalize(name)[:200], list(by_norm), n=3, cutoff=0.6)
         ids = list(dict.fromkeys(by_norm[c] for c in close))
         word = WORD[self.kind]
         suggestion = f" Did you mean {', '.join(f'`{i}`' for i in ids)}?" if ids else ""
         raise UnknownNameError(
-            f"Unknown {word} `{name}`.{suggestion}",
+            f"Unknown {word} `{shown(name)}`.{suggestion}",
             f"Run `{LIST_COMMAND[self.kind]}` to see them all.",
         )
 

@@ -13,7 +13,7 @@ from typing import Annotated, Optional
 import typer
 
 from llmsize import __version__
-from llmsize.errors import ExitStatus, InvalidValueError, LlmsizeError, shown
+from llmsize.errors import ExitStatus, InvalidValueError, LlmsizeError, printable, shown
 from llmsize.options import (
     BatchOpt,
     BlockSizeOpt,
@@ -116,14 +116,17 @@ def build_app(only: str | None = None) -> typer.Typer:
             app.command(name)(fn)
     return app
 
+MIN_WIDTH, MAX_WIDTH = 60, 100  # reports are laid out for 60 to 100 columns, whatever the terminal says
+
+
 def _width() -> int:
-    return min(shutil.get_terminal_size((100, 24)).columns, 100)
+    return max(MIN_WIDTH, min(shutil.get_terminal_size((MAX_WIDTH, 24)).columns, MAX_WIDTH))
 
 
 def _console():
     from rich.console import Console
 
-    width = min(shutil.get_terminal_size((100, 24)).columns, 100)
+    width = _width()
     return Console(width=width, highlight=False, soft_wrap=False)
 
 
@@ -617,7 +620,7 @@ def models(
             import difflib
 
             close = difflib.get_close_matches(family.lower(), families, n=1, cutoff=0.6)
-            raise InvalidValueError(f"--family `{family}` is no model's family in the catalog"
+            raise InvalidValueError(f"--family `{shown(family)}` is no model's family in the catalog"
                                     + (f"; did you mean `{close[0]}`?" if close else "."),
                                     f"Families: {', '.join(families)}.")
         items = [m for m in items if m.family == family.lower()]
@@ -742,17 +745,20 @@ def measure(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    err = Console(stderr=True, width=min(shutil.get_terminal_size((100, 24)).columns, 100))
-    with Progress(TextColumn("{task.description:<18}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=True) as bar:
-        tasks = {}
+    err = Console(stderr=True, width=_width())
+    if not err.is_terminal:  # progress bars are for a person watching; a log or a pipe gets only the result
+        result = run_measure(opts, lambda stage, done, total: None)
+    else:
+        with Progress(TextColumn("{task.description:<18}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=err, transient=True) as bar:
+            tasks = {}
 
-        def progress(stage, done, total):
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(stage, total=total)
-            bar.update(tasks[stage], completed=done, total=total)
+            def progress(stage, done, total):
+                if stage not in tasks:
+                    tasks[stage] = bar.add_task(stage, total=total)
+                bar.update(tasks[stage], completed=done, total=total)
 
-        result = run_measure(opts, progress)
+            result = run_measure(opts, progress)
     if save is not None:
         from llmsize.files import write_output
 
@@ -791,6 +797,9 @@ def _given_value(err, argv: list[str] | None) -> str:
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: every expected failure becomes one line on stderr and a non-zero exit."""
     os.environ.setdefault("TYPER_STANDARD_TRACEBACK", "1")
+    for stream in (sys.stdout, sys.stderr):  # a name from a file (a lone surrogate) prints escaped, never raises
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     with _errors():
         try:
             args = sys.argv[1:] if argv is None else list(argv)
@@ -803,7 +812,7 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(int(ExitStatus.ERROR))
         except _UsageError as e:
             where = e.ctx.command_path if e.ctx else "llmsize"
-            msg = e.format_message().replace("\n", " ").rstrip(".")
+            msg = printable(e.format_message().replace("\n", " ")).rstrip(".")
             given = _given_value(e, argv)
             if given and given[len(" (got "):-1] not in msg:
                 msg += given
@@ -811,7 +820,7 @@ def main(argv: list[str] | None = None) -> None:
             sys.stderr.write(f"Error: {msg}{end} Run `{where} --help` for usage.\n")
             sys.exit(int(ExitStatus.USAGE))
         except _ClickException as e:
-            sys.stderr.write(f"Error: {e.format_message()}\n")
+            sys.stderr.write(f"Error: {printable(e.format_message())}\n")
             sys.exit(e.exit_code)
     sys.exit(rv if isinstance(rv, int) else 0)
 

@@ -5,11 +5,21 @@ user's to fix, so it gets the usage status; 1 is left for the unexpected."""
 from enum import IntEnum
 
 
+def printable(text: str) -> str:
+    """Control characters (newlines, escapes, NUL) and lone surrogates as backslash escapes: what a message
+    or a report shows of a user's value stays on its line and encodes as UTF-8."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii")
+                   for c in text)
+
+
 def shown(value: object, limit: int = 80) -> str:
-    """A value as an error message quotes it: cut to `limit` characters, so a hostile input cannot make the
-    one-line error a megabyte long."""
+    """A value as an error message quotes it: printable, and cut to `limit` characters, so a hostile input
+    cannot make the one-line error a megabyte long or several lines."""
     text = str(value)
-    return text if len(text) <= limit else text[:limit] + f"... ({len(text):,} characters)"
+    cut = text if len(text) <= limit else text[:limit] + f"... ({len(text):,} characters)"
+    return printable(cut)
 
 
 class ExitStatus(IntEnum):
@@ -29,7 +39,8 @@ class LlmsizeError(Exception):
         self.hint = hint
 
     def one_line(self) -> str:
-        return f"{self.message} {self.hint}" if self.hint else self.message
+        text = f"{self.message} {self.hint}" if self.hint else self.message
+        return printable(text)
 
 
 class CatalogError(LlmsizeError):

@@ -23,7 +23,7 @@ import stat
 from contextlib import contextmanager
 from pathlib import Path
 
-from llmsize.errors import LlmsizeError
+from llmsize.errors import LlmsizeError, shown
 
 KiB, MiB = 2**10, 2**20
 YAML_LIMIT_BYTES = 1 * MiB  # a catalog entry or a prices file is a few KB
@@ -47,6 +47,19 @@ def _kind(mode: int) -> str:
 
 def _why(e: OSError) -> str:
     return e.strerror or e.__class__.__name__
+
+
+def is_dir(path: Path | str, what: str = "path") -> bool:
+    """Whether `path` is a folder (symlinks followed); a path the system cannot even look up (a name too long,
+    a loop of symlinks) is one line, not an OSError."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as e:
+        raise FileError(f"{what} `{shown(path)}`: cannot use this path ({_why(e)}).", "Check the path.") from None
+    except ValueError:  # an embedded NUL byte
+        raise FileError(f"{what} `{shown(path)}`: not a usable path (NUL byte).", "Check the path.") from None
 
 
 @contextmanager

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import CatalogError, UnknownNameError, shown
-from llmsize.files import FileError, read_yaml
+from llmsize.files import FileError, is_dir, read_yaml
 
 ENV_VAR = "LLMSIZE_CATALOG"
 KINDS = {"hardware": GpuSpec, "models": ModelSpec}
@@ -46,7 +46,7 @@ def search_path(extra_dirs: list[Path] | None = None) -> list[Path]:
     dirs += [Path(d) for d in env.split(os.pathsep) if d.strip()]
     out, seen = [], set()
     for d in dirs + builtin_dirs():
-        if not d.is_dir():
+        if not is_dir(d, "catalog folder"):
             raise CatalogError(
                 f"Catalog directory `{d}` does not exist.",
                 f"Pass a folder holding hardware/ and/or models/ (via --catalog or ${ENV_VAR}).",
@@ -114,7 +114,7 @@ class Shelf(Generic[T]):
         norms: dict[str, str] = {}
         for d in self.dirs:
             sub = d / self.kind
-            if not sub.is_dir():
+            if not is_dir(sub, "catalog folder"):
                 continue
             shipped = d.resolve() in self.builtin
             for p in sorted(sub.glob("*.yaml")):

@@ -11,8 +11,10 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from llmsize.errors import CatalogError, LlmsizeError
+from llmsize.errors import CatalogError, LlmsizeError, shown
 from llmsize.files import read_yaml
+
+PRICE_MIN, PRICE_MAX = 1e-3, 1e12  # per card, in any currency: a range in which every division stays finite
 
 
 def load_prices(path: Path, catalog) -> tuple[str, dict[str, float]]:
@@ -33,10 +35,13 @@ def load_prices(path: Path, catalog) -> tuple[str, dict[str, float]]:
     named: dict[str, str] = {}
     for name, value in data["prices"].items():
         label = str(name)[:60]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                or not value > 0:
-            raise CatalogError(f"--prices `{path}`: price of `{label}` is {repr(value)[:40]}; expected a finite "
-                               "positive number.", "Give the price of one card.")
+        try:
+            number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        except OverflowError:  # a 400-digit integer
+            number = None
+        if number is None or not math.isfinite(number) or not PRICE_MIN <= number <= PRICE_MAX:
+            raise CatalogError(f"--prices `{path}`: price of `{shown(label)}` is {shown(repr(value), 40)}; expected a "
+                               f"number from {PRICE_MIN:g} to {PRICE_MAX:g}.", "Give the price of one card.")
         try:
             gpu = catalog.gpu(str(name))
         except CatalogError:
@@ -46,5 +51,5 @@ def load_prices(path: Path, catalog) -> tuple[str, dict[str, float]]:
         if gpu.id in out:
             raise CatalogError(f"--prices `{path}`: `{label}` and `{named[gpu.id]}` are the same card "
                                f"({gpu.id}).", "Keep one price per card.")
-        out[gpu.id], named[gpu.id] = float(value), label
+        out[gpu.id], named[gpu.id] = number, label
     return currency, out

@@ -8,7 +8,7 @@ from datetime import date
 import yaml
 
 from llmsize.catalog.schema import ModelSpec
-from llmsize.errors import InvalidValueError
+from llmsize.errors import InvalidValueError, printable, shown
 from llmsize.importer.hf_config import slug
 
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9.\-]*$")  # ModelSpec.id's pattern
@@ -18,7 +18,7 @@ MAX_ID_CHARS = 120
 def check_id(model_id: str, what: str = "--id") -> str:
     """A catalog id as the schema accepts it, refused before anything is written otherwise."""
     if not ID_PATTERN.match(model_id) or len(model_id) > MAX_ID_CHARS:
-        raise InvalidValueError(f"{what} `{model_id[:MAX_ID_CHARS]}` is not a catalog id: lower-case letters, "
+        raise InvalidValueError(f"{what} `{shown(model_id, MAX_ID_CHARS)}` is not a catalog id: lower-case letters, "
                                 f"digits, '.' and '-', starting with a letter or digit, at most {MAX_ID_CHARS} "
                                 "characters.", f"e.g. `{slug(model_id)[:MAX_ID_CHARS]}`.")
     return model_id
@@ -34,8 +34,8 @@ def entry_yaml(im, model_id: str | None = None) -> str:
     ordered.update(data)
     head = [f"# Imported by `llmsize import` on {date.today().isoformat()}.",
             "# Layer groups come from config.json; check them against the architecture before relying on them."]
-    head += [f"# warning: {w}" for w in getattr(im, "warnings", [])]
-    head += [f"# note: {n}" for n in im.notes]
+    head += [f"# warning: {printable(w)}" for w in getattr(im, "warnings", [])]  # a comment stays one line
+    head += [f"# note: {printable(n)}" for n in im.notes]
     text = "\n".join(head) + "\n" + yaml.safe_dump(ordered, sort_keys=False, width=110, allow_unicode=True)
     assert ModelSpec.model_validate(yaml.safe_load(text)) == spec  # what we write loads back as the same entry
     return text

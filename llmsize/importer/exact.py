@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from llmsize.catalog.schema import ModelSpec
+from llmsize.errors import shown
 from llmsize.importer.safetensors_header import TensorInfo
 
 SCALE_SUFFIXES = ("weight_scale", "weight_scale_2", "weight_global_scale", "input_scale", "input_global_scale",
@@ -142,8 +143,8 @@ def exact_weights(tensors: dict[str, TensorInfo], files: list[Path], spec: Model
                      "stored and read")
     if by_comp.get("other"):
         other = [n for n in names if component(n, spec.num_layers) == "other"]
-        notes.append(f"{len(other)} tensor(s) of no known component (e.g. {sorted(other)[0]}), counted as read "
-                     "per token")
+        notes.append(f"{len(other)} tensor(s) of no known component (e.g. {shown(sorted(other)[0])}), counted as "
+                     "read per token")
     return ExactWeights(files, dict(by_comp), dict(by_dtype), dict(params), detect_formats(tensors), tied,
                         (moe.experts_per_token, moe.num_experts) if moe else None, notes)
 

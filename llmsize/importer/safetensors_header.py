@@ -96,7 +96,7 @@ def _entry(where: str, name: str, entry, data_bytes: int, file_name: str) -> Ten
     if not isinstance(entry, dict):
         raise bad("entry is not an object")
     dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
-    if dtype not in DTYPE_BITS:
+    if not isinstance(dtype, str) or dtype not in DTYPE_BITS:
         raise bad(f"unknown dtype {dtype!r}")
     if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
         raise bad(f"shape {shape!r} is not a list of non-negative integers")

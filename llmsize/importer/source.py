@@ -99,9 +99,9 @@ def import_model(path: str | Path, read_headers: bool = True, estimate_only: boo
     A folder whose shards are not all there is refused, unless `estimate_only` (planned from config.json,
     and the warning says which shards are missing)."""
     path = Path(path).expanduser()
-    if path.is_dir():
+    if files.is_dir(path, "model"):
         folder, cfg_path = path, path / "config.json"
-    elif path.exists():
+    elif os.path.lexists(path):
         folder, cfg_path = path.parent, path
         read_headers = False
     else:
@@ -109,7 +109,7 @@ def import_model(path: str | Path, read_headers: bool = True, estimate_only: boo
                           "Give a model folder (config.json + *.safetensors) or a config.json file.")
     raw = read_json(cfg_path)
     hq_path = folder / "hf_quant_config.json"
-    hf_quant = read_json(hq_path) if path.is_dir() and os.path.lexists(hq_path) else None
+    hf_quant = read_json(hq_path) if folder == path and os.path.lexists(hq_path) else None
     sources = [str(cfg_path.resolve())] + ([str(hq_path.resolve())] if hf_quant is not None else [])
     tensors, paths, warning = None, [], None
     has_index = os.path.lexists(folder / "model.safetensors.index.json")

@@ -13,6 +13,7 @@ Embedding (tied lm_head) and norms are read as they are; vision and audio towers
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import torch
@@ -52,13 +53,15 @@ def read_config(folder: Path) -> tuple[gemma4.Gemma4Config, str]:
     cfg_path = folder / "config.json"
     raw = _read_json(cfg_path)
     text = raw.get("text_config") or raw
+    if not isinstance(text, dict):
+        raise CheckpointError(f"{cfg_path}: text_config is not a JSON object.")
     model_type = text.get("model_type") or raw.get("model_type")
     if model_type not in GEMMA4_TYPES and raw.get("model_type") not in GEMMA4_TYPES:
         raise CheckpointError(f"{cfg_path}: model_type {model_type!r} is not Gemma 4.",
                               f"measure runs Gemma 4 only ({', '.join(sorted(GEMMA4_TYPES))}).")
-    rope = text.get("rope_parameters") or {}
-    full_rope, sliding_rope = rope.get("full_attention") or {}, rope.get("sliding_attention") or {}
     try:
+        rope = text.get("rope_parameters") or {}
+        full_rope, sliding_rope = rope.get("full_attention") or {}, rope.get("sliding_attention") or {}
         cfg = gemma4.Gemma4Config(
             name=raw.get("_name_or_path") or folder.name,
             vocab_size=text["vocab_size"], hidden_size=text["hidden_size"],
@@ -74,14 +77,42 @@ def read_config(folder: Path) -> tuple[gemma4.Gemma4Config, str]:
         )
     except KeyError as e:
         raise CheckpointError(f"{cfg_path}: missing text_config field {e}.") from None
+    except (TypeError, AttributeError, ValueError) as e:  # a field of the wrong shape (rope_parameters: 3)
+        raise CheckpointError(f"{cfg_path}: a field has an unexpected value ({e.__class__.__name__}).") from None
+    _check_sizes(cfg, cfg_path)
     return cfg, _layout(folder, raw)
+
+
+SIZE_FIELDS = ("vocab_size", "hidden_size", "intermediate_size", "num_heads", "num_kv_heads", "head_dim",
+               "num_global_kv_heads", "global_head_dim", "sliding_window")
+SIZE_CAP = 2**24
+
+
+def _check_sizes(cfg, where: Path) -> None:
+    """Every size a positive integer within bounds, every constant a finite number: nothing downstream then
+    multiplies a string or allocates a 10^400-element tensor."""
+    import math
+
+    for name in SIZE_FIELDS:
+        v = getattr(cfg, name)
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= SIZE_CAP:
+            raise CheckpointError(f"{where}: {name} is {str(v)[:40]!r}; expected an integer from 1 to {SIZE_CAP:,}.")
+    if not 1 <= len(cfg.layer_types) <= 1024:
+        raise CheckpointError(f"{where}: {len(cfg.layer_types)} layers; expected 1 to 1,024.")
+    for name in ("rms_eps", "final_softcap", "rope_theta_sliding", "rope_theta_full", "partial_rotary_full"):
+        v = getattr(cfg, name)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            raise CheckpointError(f"{where}: {name} is {str(v)[:40]!r}; expected a finite positive number.")
 
 
 def _layout(folder: Path, raw: dict) -> str:
     qc = raw.get("quantization_config") or (raw.get("text_config") or {}).get("quantization_config")
+    if qc is not None and not isinstance(qc, dict):
+        raise CheckpointError(f"{folder / 'config.json'}: quantization_config is not a JSON object.")
     hf_quant = folder / "hf_quant_config.json"
-    if hf_quant.exists():
-        algo = (_read_json(hf_quant).get("quantization") or {}).get("quant_algo")
+    if os.path.lexists(hf_quant):
+        quantization = _read_json(hf_quant).get("quantization") or {}
+        algo = quantization.get("quant_algo") if isinstance(quantization, dict) else None
         if algo != "NVFP4":
             raise CheckpointError(f"{hf_quant}: quant_algo {algo!r} is not NVFP4.",
                                   "Use an NVFP4 ModelOpt export, an nvfp4-pack-quantized one, or a bf16 checkpoint.")
@@ -95,8 +126,10 @@ def _layout(folder: Path, raw: dict) -> str:
                                   "not NVFP4.")
         return "modelopt"
     if method == "compressed-tensors":
-        formats = {qc.get("format")} | {g.get("format") for g in (qc.get("config_groups") or {}).values()}
-        formats.discard(None)
+        groups = qc.get("config_groups") or {}
+        if not isinstance(groups, dict) or not all(isinstance(g, dict) for g in groups.values()):
+            raise CheckpointError(f"{folder / 'config.json'}: config_groups is not a mapping of groups.")
+        formats = {str(f) for f in [qc.get("format")] + [g.get("format") for g in groups.values()] if f is not None}
         if formats != {"nvfp4-pack-quantized"}:
             raise CheckpointError(f"{folder / 'config.json'}: compressed-tensors format {sorted(formats)} is "
                                   "not nvfp4-pack-quantized.")

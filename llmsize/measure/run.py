@@ -81,7 +81,9 @@ def validate(o: MeasureOptions) -> None:
     if o.fused and o.device == "cpu":
         raise InvalidValueError("--fused runs Triton kernels, which need a GPU.",
                                 "Drop --fused with --device cpu (the tests run them through Triton's interpreter).")
-    if o.checkpoint and not Path(o.checkpoint).is_dir():
+    from llmsize.files import is_dir
+
+    if o.checkpoint and not is_dir(o.checkpoint, "--checkpoint"):
         raise InvalidValueError(f"--checkpoint `{o.checkpoint}` is not a folder.",
                                 "Point it at a folder holding config.json and *.safetensors.")
 

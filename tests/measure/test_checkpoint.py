@@ -94,7 +94,7 @@ def test_missing_folder_and_files(tmp_path):
     with pytest.raises(CheckpointError, match="not a folder"):
         checkpoint.load(tmp_path / "nope")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(CheckpointError, match="config.json: not found"):
+    with pytest.raises(CheckpointError, match="config.json`: not found"):
         checkpoint.load(tmp_path / "empty")
     (tmp_path / "empty" / "config.json").write_text(json.dumps(config_json(CFG, CT_QCONFIG)))
     with pytest.raises(CheckpointError, match="no \\*.safetensors files"):

@@ -67,13 +67,13 @@ def test_cpu_run_above_16_sequences(run_cli):
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--context", "0"], "--context `0`"),
-    (["--tokens", "-3"], "--tokens `-3`"),
-    (["--batch", "0"], "--batch `0`"),
-    (["--batch", "257"], "--batch `257` is above 256"),
+    (["--context", "0"], "'--context': `0` is not an integer from 1 to 262,144"),
+    (["--tokens", "-3"], "'--tokens': `-3` is not an integer from 1"),
+    (["--batch", "0"], "'--batch': `0` is not an integer from 1 to 256"),
+    (["--batch", "257"], "'--batch': `257` is not an integer from 1 to 256"),
     (["--batch", "20", "--gemv", "pairs"], "--batch `20` with --gemv pairs"),
-    (["--quant", "fp8"], "--quant `fp8`"),
-    (["--device", "tpu"], "--device `tpu`"),
+    (["--quant", "fp8"], "'--quant': `fp8` is not one of nvfp4, bf16"),
+    (["--device", "tpu"], "'--device': `tpu` is not one of cuda, cpu"),
     (["--checkpoint", "/no/such/dir"], "--checkpoint `/no/such/dir`"),
     (["--device", "cpu", "--save", "/no/such/dir/x.json"], "--save `/no/such/dir/x.json`"),
     (["--device", "cpu", "--fused"], "--fused runs Triton kernels"),

@@ -97,11 +97,11 @@ def load_entry(path: Path, schema: type[T]) -> T:
 class Shelf(Generic[T]):
     """All entries of one kind (hardware or models) along the search path."""
 
-    def __init__(self, kind: str, dirs: list[Path], builtin: set[Path] | None = None):
+    def __init__(self, kind: str, dirs: list[Path]):
         self.kind = kind
         self.schema: type[T] = KINDS[kind]  # type: ignore[assignment]
         self.dirs = dirs
-        self.builtin = builtin if builtin is not None else {d.resolve() for d in builtin_dirs()}
+        self.builtin = {d.resolve() for d in builtin_dirs()}
         self._cache: dict[str, T] = {}
         self._checked = False
 

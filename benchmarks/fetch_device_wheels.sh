@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Before a GPU session on the workplace's H200 (Python 3.12, no registry, no pydantic in its image): download
-# the wheels llmsize needs there into .whl/ (ignored by git), then pass `carry: [".whl"]` to the device run;
+# Before a GPU run on an H200 machine (Python 3.12, no registry, no pydantic in its image): download
+# the wheels llmsize needs there into .whl/ (ignored by git), then copy .whl/ to the GPU machine with the tree;
 # benchmarks/measure_gpu.sh installs them into /tmp/site.
 set -euo pipefail
 cd "$(dirname "$0")/.."

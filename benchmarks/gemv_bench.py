@@ -10,7 +10,7 @@ a different copy of the matrix (enough copies to exceed L2 several times), as th
 matrix once per token: a 9 MB matrix timed over and over would be served by the 60 MiB L2. Paste the table into
 benchmarks/RESULTS.md with the card, date and commit. Needs a CUDA GPU and the measure extra; `--smoke` runs
 the same code on the CPU through Triton's interpreter (TRITON_INTERPRET=1), on two small shapes, untimed in
-any sense worth reading: what a GPU session would otherwise find broken.
+any sense worth reading: what a GPU run would otherwise find broken.
 """
 
 from __future__ import annotations

@@ -17,9 +17,9 @@
 # printed streams to console.log and the Markdown block is rewritten after each stage, so a run cut short by
 # the device's 10-minute limit still brings back what it measured (use timeout_s ~570 on the device tool).
 #
-# A machine without registry access (the workplace's device) needs pydantic carried as wheels in .whl/:
+# A machine without registry access needs pydantic carried as wheels in .whl/:
 # run benchmarks/fetch_device_wheels.sh here first and carry .whl; if .whl/ exists it is installed to /tmp/site.
-# A copy of the tree without .git (the workplace's device) names its commit in LLMSIZE_COMMIT, for the JSON and
+# A copy of the tree without .git names its commit in LLMSIZE_COMMIT, for the JSON and
 # the RESULTS block: `LLMSIZE_COMMIT=$(git rev-parse HEAD)` here, pasted into the device call's command.
 set -uo pipefail
 cd "$(dirname "$0")/.."

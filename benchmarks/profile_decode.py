@@ -15,7 +15,7 @@ kernel at a time from Python, so the gaps are the host's launch overhead). Besid
   lets a kernel start while the one before it ends).
 Needs a CUDA GPU and the measure extra; `--smoke` runs the same code on the CPU (the small Gemma-4-shaped
 model, torch's CPU profiler, top-level operators in place of kernels, no graph): figures not worth reading,
-only what a GPU session would otherwise find broken.
+only what a GPU run would otherwise find broken.
 """
 
 from __future__ import annotations

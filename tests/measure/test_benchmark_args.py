@@ -62,7 +62,7 @@ def test_step_variants_parses_and_names_its_variants():
 
 def test_step_variants_smoke_run_on_the_cpu(tmp_path):
     """The whole script on the toy model through the interpreter: builds, checks each variant's logits against
-    the eager step's, times, writes the table (what a GPU session would otherwise find broken)."""
+    the eager step's, times, writes the table (what a GPU run would otherwise find broken)."""
     out = tmp_path / "variants.md"
     env = dict(os.environ, TRITON_INTERPRET="1")
     r = subprocess.run([sys.executable, str(BENCH / "step_variants.py"), "--smoke", "--context", "12", "--steps", "1",
@@ -126,7 +126,7 @@ def test_measure_gpu_runs_every_stage_through_on_a_machine_without_a_gpu(tmp_pat
     """The GPU session's one entry point, its shell plumbing on the CPU: each stage's programs refuse (no GPU)
     and the script goes on to the next, times every stage, names its commit, falls back to the byte kernel when
     the GEMV bench picked none, and leaves the console log, the RESULTS block and the tarball of every log in
-    $OUT (a stage only a GPU session reaches cannot then die of a shell error)."""
+    $OUT (a stage only a GPU run reaches cannot then die of a shell error)."""
     work, out = tmp_path / "work", tmp_path / "out"
     r = subprocess.run(["bash", str(BENCH / "measure_gpu.sh")], capture_output=True, text=True, timeout=600,
                        env={**os.environ, "PYTHON": sys.executable, "WORK": str(work), "OUT": str(out),

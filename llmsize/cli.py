@@ -78,6 +78,7 @@ from llmsize.options import (
     UsersOpt,
     VendorOpt,
     WarmupOpt,
+    not_one_of,
 )
 from llmsize.units import GiB
 
@@ -615,14 +616,9 @@ def models(
 
     items = _catalog(catalog).models.all()
     if family:
-        families = sorted({m.family for m in items})
+        families = sorted({m.family for m in items})  # the catalog's own: a closed set, known once loaded
         if family.lower() not in families:
-            import difflib
-
-            close = difflib.get_close_matches(family.lower(), families, n=1, cutoff=0.6)
-            raise InvalidValueError(f"--family `{shown(family)}` is no model's family in the catalog"
-                                    + (f"; did you mean `{close[0]}`?" if close else "."),
-                                    f"Families: {', '.join(families)}.")
+            raise InvalidValueError(f"--family {not_one_of(family, families)}", "See `llmsize models`.")
         items = [m for m in items if m.family == family.lower()]
     if mixer:
         items = [m for m in items if any(g.mixer is not None and g.mixer.kind == mixer for g in m.layer_groups)]

@@ -52,18 +52,24 @@ def float_range(lo: float, hi: float, lo_open: bool = False):
     return check
 
 
+def not_one_of(value: str, values, synonyms: dict[str, str] | None = None) -> str:
+    """Why `value` is refused, with a did-you-mean from its spelling or from `synonyms` (other names users give
+    the same thing); the one message of every closed set."""
+    v = value.strip().lower()
+    close = [synonyms[v]] if synonyms and v in synonyms else difflib.get_close_matches(v[:200], values, n=1,
+                                                                                      cutoff=0.6)
+    hint = f"; did you mean `{close[0]}`?" if close else ""
+    return f"`{shown(value)}` is not one of {', '.join(values)}{hint}"
+
+
 def choice(values: tuple[str, ...], synonyms: dict[str, str] | None = None):
-    """A callback accepting one of `values` (case-insensitive), with a did-you-mean otherwise (from spelling, or
-    from `synonyms`: other names users give the same thing)."""
+    """A callback accepting one of `values` (case-insensitive), refusing anything else with not_one_of."""
     def check(value):
         if value is None:
             return value
         v = value.strip().lower()
         if v not in values:
-            close = [synonyms[v]] if synonyms and v in synonyms else difflib.get_close_matches(v[:200], values, n=1,
-                                                                                              cutoff=0.6)
-            hint = f"; did you mean `{close[0]}`?" if close else ""
-            raise typer.BadParameter(f"`{shown(value)}` is not one of {', '.join(values)}{hint}")
+            raise typer.BadParameter(not_one_of(value, values, synonyms))
         return v
     return check
 

@@ -440,7 +440,8 @@ def compare(
     title = (f"llmsize compare: {m.name}, {rows[0].plan.fmt.id if rows[0].plan else quant or m.release.quant}, "
              f"{context:,} tokens, {users} user(s)")
     notes = ["Units: GB = 10^9 B, GiB = 2^30 B. GiB: every card's vendor capacity read the same way (a \"24 GB\" "
-             "card holds 24 GiB of DRAM; drivers report 1-3% less). A card that cannot hold the model alone is "
+             "card holds 24 GiB of DRAM; drivers report up to 6.3% less, ECC's share on an A10, L4, L40S or T4). "
+             "A card that cannot hold the model alone is "
              "costed on `cards` of it (tensor/pipeline parallel); TTFT is for a --context-token prompt; tok/s/W "
              "uses the catalog TDP x cards."]
     served = {r.users_served for r in rows if r.plan}

@@ -33,6 +33,17 @@ def test_compare_sizes_every_card_by_one_memory_rule(run_cli):
     assert "vendor capacity read the same way" in " ".join(out.split())
 
 
+def test_the_driver_shortfall_compare_quotes_is_the_catalogs(catalog, run_cli):
+    """compare says drivers report up to 6.3% less: the largest gap between a sourced driver total and the
+    nominal capacity, on the cards whose ECC takes 1/16 (A10, L4, L40S, T4); the others are within 0.5%."""
+    gaps = {g.id: 1 - g.memory_reported_bytes / g.memory_nominal_bytes for g in catalog.hardware.all()
+            if g.memory_reported_bytes}
+    assert round(100 * max(gaps.values()), 1) == 6.3
+    assert {i for i, gap in gaps.items() if gap > 0.01} == {"a10", "l4", "l40s", "t4"}
+    code, out, _ = run_cli("compare", "llama-3.1-8b", "--gpus", "t4")
+    assert "up to 6.3% less, ECC's share on an A10, L4, L40S or T4" in " ".join(out.split())
+
+
 def test_kv_table_prints_exact_bytes_per_token_and_one_unit_per_column(run_cli):
     """It printed "0.13 MB" per token (the exact bytes only in JSON), and mixed KB and MB in one column."""
     code, out, _ = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti")

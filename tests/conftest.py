@@ -35,6 +35,12 @@ def run_cli(capsys, monkeypatch):
     return run
 
 
+def assert_one_line_error(code: int, err: str) -> None:
+    """The contract for every expected failure: exit 2, one line on stderr starting `Error: `, no traceback."""
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("Error: ") and "Traceback" not in err, err
+
+
 def cli_without(modules: list[str], argv: list[str]) -> subprocess.CompletedProcess:
     """Run the CLI in a fresh interpreter where `modules` cannot be imported (a missing extra)."""
     hide = "; ".join(f"sys.modules[{m!r}] = None" for m in modules)

@@ -8,6 +8,7 @@ import stat
 import threading
 
 import pytest
+from conftest import assert_one_line_error
 from stfiles import tiny_llama_folder
 
 from llmsize import files
@@ -223,16 +224,12 @@ def test_a_read_only_folder_is_one_line(tmp_path):
 # ------------------------------------------------------------------------------------------------ commands
 
 
-def _one_line_2(code, err):
-    assert code == 2, err
-    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
-
 
 def test_measure_save_to_a_device_is_refused_before_the_run(run_cli, tmp_path):
     """`measure --save /dev/full` as root replaced the device node with a JSON file."""
     dest = device(tmp_path / "full", FULL)
     code, out, err = run_cli("measure", "--device", "cpu", "--tokens", "2", "--context", "8", "--save", str(dest))
-    _one_line_2(code, err)
+    assert_one_line_error(code, err)
     assert "exists and is a character device" in err
     assert stat.S_ISCHR(os.lstat(dest).st_mode)
 
@@ -243,7 +240,7 @@ def test_import_refuses_to_overwrite_without_force(run_cli, tmp_path):
     out.parent.mkdir(parents=True)
     out.write_text("# mine\n")
     code, _, err = run_cli("import", str(folder), "-o", str(out))
-    _one_line_2(code, err)
+    assert_one_line_error(code, err)
     assert "already exists" in err and out.read_text() == "# mine\n"
     code, _, err = run_cli("import", str(folder), "-o", str(out), "--force")
     assert code == 0, err
@@ -256,7 +253,7 @@ def test_import_refuses_an_output_name_that_is_no_catalog_id(run_cli, tmp_path, 
     folder = tiny_llama_folder(tmp_path / "m")
     out = tmp_path / name
     code, _, err = run_cli("import", str(folder), "-o", str(out))
-    _one_line_2(code, err)
+    assert_one_line_error(code, err)
     assert why in err and not out.exists() and sorted(os.listdir(tmp_path)) == ["m"]
 
 
@@ -271,7 +268,7 @@ def test_fifo_inputs_of_a_model_folder_do_not_hang(run_cli, tmp_path, what):
     fifo(target)
     arg = str(target) if what == "model" else str(folder)
     code, out, err = no_hang(run_cli, "plan", arg, "--gpu", "h100")
-    _one_line_2(code, err)
+    assert_one_line_error(code, err)
     assert "FIFO" in err
 
 
@@ -280,12 +277,12 @@ def test_fifo_and_zero_device_option_files(run_cli, tmp_path, option):
     cmd = ["compare", "gemma-4-12b"] if option == "--prices" else ["plan", "gemma-4-12b", "--gpu", "h100"]
     p = fifo(tmp_path / "f")
     code, _, err = no_hang(run_cli, *cmd, option, str(p))
-    _one_line_2(code, err)
+    assert_one_line_error(code, err)
     assert "FIFO" in err
     if ROOT:
         z = device(tmp_path / "z", ZERO)
         code, _, err = no_hang(run_cli, *cmd, option, str(z))
-        _one_line_2(code, err)
+        assert_one_line_error(code, err)
         assert "character device" in err
 
 
@@ -294,19 +291,19 @@ def test_a_fifo_in_a_catalog_folder_is_one_line_for_unrelated_commands(run_cli, 
     fifo(tmp_path / "hardware" / "mycard.yaml")
     for args in (["gpus"], ["compare", "gemma-4-12b"], ["plan", "gemma-4-12b", "--gpu", "h200"]):
         code, _, err = no_hang(run_cli, *args, "--catalog", str(tmp_path))
-        _one_line_2(code, err)
+        assert_one_line_error(code, err)
         assert "mycard.yaml` is a FIFO" in err
 
 
 def test_zero_device_as_model_path_and_config(run_cli, tmp_path):
     z = device(tmp_path / "zero", ZERO)
     code, _, err = no_hang(run_cli, "plan", str(z), "--gpu", "h100")
-    _one_line_2(code, err)
+    assert_one_line_error(code, err)
     folder = tmp_path / "m"
     folder.mkdir()
     (folder / "config.json").symlink_to(z)
     code, _, err = no_hang(run_cli, "plan", str(folder), "--gpu", "h100")
-    _one_line_2(code, err)
+    assert_one_line_error(code, err)
     assert "character device" in err
 
 
@@ -314,7 +311,7 @@ def test_billion_laughs_in_prices_is_one_line(run_cli, tmp_path):
     p = tmp_path / "prices.yaml"
     p.write_text(BILLION_LAUGHS)
     code, _, err = no_hang(run_cli, "compare", "gemma-4-12b", "--prices", str(p))
-    _one_line_2(code, err)
+    assert_one_line_error(code, err)
     assert "expands to more than" in err
 
 
@@ -322,7 +319,7 @@ def test_not_utf8_catalog_file_is_one_line(run_cli, tmp_path):
     (tmp_path / "hardware").mkdir()
     (tmp_path / "hardware" / "x.yaml").write_bytes(b"id: x\nname: \xe9\n")
     code, _, err = run_cli("gpus", "--catalog", str(tmp_path))
-    _one_line_2(code, err)
+    assert_one_line_error(code, err)
     assert "x.yaml` is not UTF-8" in err
 
 
@@ -330,7 +327,7 @@ def test_chart_output_to_a_device_is_refused(run_cli, tmp_path):
     pytest.importorskip("matplotlib")
     dest = device(tmp_path / "null.png", NULL)
     code, _, err = run_cli("kv", "gemma-4-12b", "-o", str(dest))
-    _one_line_2(code, err)
+    assert_one_line_error(code, err)
     assert stat.S_ISCHR(os.lstat(dest).st_mode)
 
 
@@ -342,7 +339,7 @@ def test_measure_save_writes_a_whole_json(run_cli, tmp_path):
     assert code == 0, err
     assert "achieved" in json.loads(dest.read_text()) and sorted(os.listdir(tmp_path)) == ["run.json"]
     code, _, err = run_cli("measure", "--device", "cpu", "--tokens", "2", "--context", "8", "--save", str(dest))
-    _one_line_2(code, err)
+    assert_one_line_error(code, err)
     assert "already exists" in err
 
 
@@ -353,5 +350,5 @@ def test_measure_checkpoint_fifo_does_not_hang(run_cli, tmp_path):
     fifo(folder / "config.json")
     code, _, err = no_hang(run_cli, "measure", "--device", "cpu", "--checkpoint", str(folder), "--tokens", "2",
                            "--context", "8")
-    _one_line_2(code, err)
+    assert_one_line_error(code, err)
     assert "FIFO" in err

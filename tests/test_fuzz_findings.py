@@ -4,22 +4,18 @@ seed draws (first found by the fuzz test against 2026-12-01's tree: 32 failing c
 import json
 
 import pytest
+from conftest import assert_one_line_error
 from stfiles import tiny_llama_folder, write_safetensors
-
-
-def _one_line_2(code, err):
-    assert code == 2, err
-    assert len(err.splitlines()) == 1 and err.startswith("Error: ") and "Traceback" not in err
 
 
 def test_path_names_too_long_are_one_line(run_cli, tmp_path, monkeypatch):
     code, _, err = run_cli("plan", "./" + "a" * 300, "--gpu", "h100")
-    _one_line_2(code, err)
+    assert_one_line_error(code, err)
     code, _, err = run_cli("gpus", "--catalog", "b" * 5000)
-    _one_line_2(code, err)
+    assert_one_line_error(code, err)
     monkeypatch.setenv("LLMSIZE_CATALOG", "c" * 5000)
     code, _, err = run_cli("gpus")
-    _one_line_2(code, err)
+    assert_one_line_error(code, err)
 
 
 @pytest.mark.parametrize("args", [["plan", "gemma-4-12b", "--gpu", "h100", "--engine", "vllm"],
@@ -36,7 +32,7 @@ def test_prices_that_overflow_or_vanish(run_cli, tmp_path, price, needle):
     f = tmp_path / "p.yaml"
     f.write_text(f"prices: {{rtx5090: {price}}}\n")
     code, _, err = run_cli("compare", "gemma-4-12b", "--prices", str(f))
-    _one_line_2(code, err)
+    assert_one_line_error(code, err)
     assert needle in err
 
 
@@ -47,7 +43,7 @@ def test_a_dtype_that_is_a_list(run_cli, tmp_path):
     blob += b" " * (-len(blob) % 8)
     f.write_bytes(len(blob).to_bytes(8, "little") + blob + b"\0\0")
     code, _, err = run_cli("plan", str(folder), "--gpu", "h100")
-    _one_line_2(code, err)
+    assert_one_line_error(code, err)
     assert "unknown dtype" in err
 
 
@@ -79,7 +75,7 @@ def test_values_with_newlines_are_echoed_on_one_line(run_cli):
     for args in (["plan", "gemma-4-12b", "--gpu", "no\nsuch"], ["models", "--family", "lla\nma"],
                  ["import", "--hub", "a/b", "--id", "x\ny"]):
         code, _, err = run_cli(*args)
-        _one_line_2(code, err)
+        assert_one_line_error(code, err)
         assert "\\n" in err
 
 
@@ -98,7 +94,7 @@ def test_measure_checkpoint_config_of_the_wrong_shape(run_cli, tmp_path, text_co
     (folder / "config.json").write_text(json.dumps({"model_type": "gemma4", "text_config": {**base, **text_config}}))
     code, _, err = run_cli("measure", "--device", "cpu", "--checkpoint", str(folder), "--tokens", "2", "--context",
                            "8")
-    _one_line_2(code, err)
+    assert_one_line_error(code, err)
     assert needle in err
 
 
@@ -106,4 +102,4 @@ def test_measure_errors_have_no_blank_line_before_them(run_cli, tmp_path):
     """An error inside measure's progress bar started stderr with a newline: no bar when stderr is no terminal."""
     pytest.importorskip("torch")
     code, _, err = run_cli("measure", "--device", "cpu", "--checkpoint", str(tmp_path), "--tokens", "2")
-    _one_line_2(code, err)
+    assert_one_line_error(code, err)

@@ -68,6 +68,7 @@ from llmsize.options import (
     ProbeOpt,
     PromptOpt,
     QuantOpt,
+    RuntimeOpt,
     SaveOpt,
     ScopeOpt,
     SeedOpt,
@@ -196,6 +197,7 @@ def plan(
     block_size: BlockSizeOpt = 16,
     non_torch_gib: NonTorchOpt = None,
     cudagraph_gib: CudagraphOpt = None,
+    runtime: RuntimeOpt = None,
     calibrate: CalibrateOpt = None,
     estimate_only: EstimateOnlyOpt = False,
     as_json: JsonOpt = False,
@@ -218,10 +220,11 @@ def plan(
         raise InvalidValueError("Missing option --gpu.", "Name a card: `llmsize gpus` lists them.")
     cat = _catalog(catalog)
     g = cat.gpu(gpu)
+    run = None
     if calibrate is not None:  # read before any work: a bad file is refused first
-        from llmsize.estimate.efficiency import calibrated_efficiency
+        from llmsize.importer.calibration import read_run
 
-        calibration = calibrated_efficiency(calibrate)
+        run = read_run(calibrate)
     exact, notes, warnings = None, [], []
     im = _import_source(model, hub, estimate_only)
     if im is not None:
@@ -246,12 +249,9 @@ def plan(
                          version=engine_version.lower(),
                          cudagraph_bytes=None if cudagraph_gib is None else int(cudagraph_gib * GiB))
         ledger = engine_ledger(p.card_model or m, g, (p.weights_card or p.weights).bytes_total, e)
-    expected = None
-    if engine is not None or calibrate is not None:
-        from llmsize.estimate.efficiency import expected_tok_s, table_efficiency
+    from llmsize.estimate.expected import expect_for_cli
 
-        eff = calibration if calibrate is not None else table_efficiency(engine, g.segment, p.params_total)
-        expected = (eff, expected_tok_s(p.decode_ceiling_tok_s, eff))
+    expected = expect_for_cli(p, cat, runtime, run, None if calibrate is None else str(calibrate))
     if emit is not None:
         from llmsize.render.emit import serve_command
 
@@ -265,12 +265,9 @@ def plan(
             from llmsize.render.engine_report import ledger_to_dict
 
             d["engine"] = ledger_to_dict(ledger)
-        if expected is not None:
-            eff, rate = expected
-            target = d["engine"] if ledger is not None else d["decode"]
-            target.update({"expected_tok_s": rate, "efficiency": eff.value if eff else None,
-                           "efficiency_source": eff.source if eff else "no documented efficiency for this engine "
-                                                                      "and card class: use --calibrate"})
+        from llmsize.render.expected_report import expected_to_dict
+
+        d["expected"] = expected_to_dict(expected)
         _print_json(d)
     else:
         from llmsize.render.plan_report import render_plan
@@ -281,16 +278,9 @@ def plan(
             from llmsize.render.engine_report import render_ledger
 
             render_ledger(ledger, _console())
-        if expected is not None:
-            eff, rate = expected
-            c = _console()
-            if eff:
-                c.print(f"Expected decode: {rate:,.1f} tok/s at batch 1 = ceiling {p.decode_ceiling_tok_s:,.1f} x "
-                        f"efficiency {eff.value:.2f} ({eff.source}).")
-            else:
-                c.print("Expected decode: no documented efficiency for this engine and card class; pass "
-                        "--calibrate FILE from `llmsize measure --save`.")
+        from llmsize.render.expected_report import render_expected
 
+        render_expected(expected, p, _console())
 
 def _stages(pp: int | None, nodes: int | None) -> int:
     """--pp, or one stage per node with --nodes; both must agree."""
@@ -390,6 +380,7 @@ def compare(
     nodes: NodesOpt = None,
     node_link_gb_s: NodeLinkOpt = 50.0,
     prices: PricesOpt = None,
+    runtime: RuntimeOpt = None,
     sort: CompareSortOpt = "aggregate_tok_s",
     fmt: CompareFormatOpt = "table",
     hub: HubOpt = None,
@@ -436,7 +427,9 @@ def compare(
                         overhead_bytes=overhead_gib * GiB, tp=tp or 1, pp=stages, nodes=nodes,
                         node_link_gb_s=node_link_gb_s)
     fixed = tp is not None or stages > 1
-    rows = sort_rows(run_compare(m, cards, inputs, users, price_map, fixed=fixed), sort)
+    runtimes = {r.id: r for r in cat.runtimes.all()}
+    rows = sort_rows(run_compare(m, cards, inputs, users, price_map, fixed=fixed, runtimes=runtimes,
+                                 runtime=runtime), sort)
     title = (f"llmsize compare: {m.name}, {rows[0].plan.fmt.id if rows[0].plan else quant or m.release.quant}, "
              f"{context:,} tokens, {users} user(s)")
     notes = ["Units: GB = 10^9 B, GiB = 2^30 B. GiB: every card's vendor capacity read the same way (a \"24 GB\" "

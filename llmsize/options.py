@@ -23,10 +23,13 @@ VENDORS = ("nvidia", "amd", "apple", "intel")
 SEGMENTS = ("consumer", "workstation", "datacenter", "edge", "desktop-soc")
 MIXER_KINDS = ("full", "sliding", "mla", "ssm", "linear")
 ENGINES = ("vllm", "sglang", "trtllm")
+# llmsize.estimate.speed.RUNTIMES and the aliases users type (Ollama and LM Studio run llama.cpp)
+RUNTIME_CHOICES = ("vllm", "sglang", "trtllm", "llamacpp", "mlx", "gpt-fast", "ollama", "lmstudio")
 EMIT_ENGINES = ("vllm", "sglang")
 GPU_SORT_KEYS = ("bandwidth", "memory", "year", "id")
-COMPARE_SORT_KEYS = ("ceiling_tok_s", "aggregate_tok_s", "bandwidth_gb_s", "tok_s_per_w", "tok_s_per_kcurrency",
-                     "fits", "cards", "memory_gib", "max_context_tokens", "max_sequences", "ttft_s", "price", "gpu")
+COMPARE_SORT_KEYS = ("ceiling_tok_s", "expected_tok_s", "aggregate_tok_s", "bandwidth_gb_s", "tok_s_per_w",
+                     "tok_s_per_kcurrency", "fits", "cards", "memory_gib", "max_context_tokens", "max_sequences",
+                     "ttft_s", "price", "gpu")
 COMPARE_FORMATS = ("table", "json", "csv", "markdown")
 SCOPES = ("linear", "experts", "mlp", "all")
 
@@ -153,8 +156,15 @@ NonTorchOpt = Annotated[Optional[float], _opt("--non-torch-gib", help="vLLM non-
                                               callback=float_range(0, 1024), show_default=False)]
 CudagraphOpt = Annotated[Optional[float], _opt("--cudagraph-gib", help="vLLM V1's CUDA-graph reserve, GiB; default "
                                                "0.3.", callback=float_range(0, 1024), show_default=False)]
-CalibrateOpt = Annotated[Optional[Path], _opt("--calibrate", help="A `llmsize measure --save` file: its measured "
-                                              "efficiency gives the expected tok/s.", show_default=False)]
+CalibrateOpt = Annotated[Optional[Path], _opt("--calibrate", help="Your own run: a `llmsize measure --save` file, "
+                                              "`llama-bench -o json|jsonl|csv` output or a `vllm bench serve "
+                                              "--save-result` JSON; it replaces the fitted constants' level for "
+                                              "its runtime.", show_default=False)]
+RuntimeOpt = Annotated[Optional[str], _opt("--runtime", help="Expected speed in this runtime: vllm, sglang, trtllm, "
+                                           "llamacpp, mlx, gpt-fast (ollama and lmstudio: llama.cpp underneath). "
+                                           "Default: llamacpp for GGUF formats and Apple cards, mlx for MLX "
+                                           "formats, else vllm.", callback=choice(RUNTIME_CHOICES),
+                                           show_default=False)]
 
 # ----------------------------------------------------------------------------------------- listing and compare
 

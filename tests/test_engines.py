@@ -146,39 +146,6 @@ def test_vllm_recent_4090_point_is_recorded(catalog):
     assert led.kv_blocks == pytest.approx(2588, rel=0.08)
 
 
-def test_expected_rate_from_the_table_and_from_a_measurement(run_cli, tmp_path):
-    code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--engine", "vllm", "--json")
-    e = json.loads(out)["engine"]
-    ceiling = json.loads(out)["decode"]["ceiling_tok_s"]
-    # seed 000: 45 tok/s measured against plan's 55.0 tok/s ceiling -> 0.82
-    assert e["efficiency"] == 0.82 and e["expected_tok_s"] == pytest.approx(ceiling * 0.82, rel=1e-4)
-    assert "seed 000" in e["efficiency_source"]
-    f = tmp_path / "m.json"
-    f.write_text(json.dumps({"gpu": {"name": "NVIDIA H200"}, "achieved": {"fraction_of_datasheet": 0.7},
-                             "predicted": {"measured_fraction_of_ceiling_datasheet": 0.64}}))
-    code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "h200", "--calibrate", str(f), "--json")
-    d = json.loads(out)["decode"]
-    assert d["efficiency"] == 0.64 and d["expected_tok_s"] == pytest.approx(d["ceiling_tok_s"] * 0.64, rel=1e-4)
-    code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "h200", "--engine", "trtllm", "--json")
-    assert json.loads(out)["engine"]["expected_tok_s"] is None
-
-
-def test_efficiency_table_lookup():
-    from llmsize.estimate.efficiency import table_efficiency
-    assert table_efficiency("vllm", "datacenter", 8_000_000_000).value == 0.736
-    assert table_efficiency("sglang", "consumer", 8_000_000_000).source.endswith("(SGLang assumed equal to vLLM)")
-    assert table_efficiency("vllm", "datacenter", 1_200_000_000).value == 0.50  # small models: launch-bound
-    assert table_efficiency("trtllm", "datacenter", 8_000_000_000) is None
-
-
-def test_calibrate_with_a_cpu_run_is_refused(run_cli, tmp_path):
-    f = tmp_path / "cpu.json"
-    f.write_text(json.dumps({"gpu": {"name": "CPU"}, "achieved": {"fraction_of_datasheet": None},
-                             "predicted": {"ceiling_tok_s": None}}))
-    code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "h200", "--calibrate", str(f))
-    assert code == 2 and "no usable efficiency" in err
-
-
 def test_v1_hybrid_layout_of_gemma_3_27b_matches_the_design_doc(catalog):
     """vLLM docs/design/hybrid_kv_cache_manager.md, case 3: Gemma-3-27b has 52 sliding and 10 full layers;
     groups of min(52, 10) = 10 layers: 1 full group and 6 sliding groups, the last with 8 padding layers."""

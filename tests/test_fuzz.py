@@ -813,10 +813,11 @@ def gen_prices(rng, d):
     return argv, {"json_out": "json" in argv}
 
 
-CALIBRATE = {"command": "measure", "gpu": {"name": "NVIDIA H200"},
-             "predicted": {"measured_fraction_of_ceiling_datasheet": 0.71,
-                           "measured_fraction_of_ceiling_theoretical": 0.69},
-             "achieved": {"fraction_of_datasheet": 0.7, "fraction_of_theoretical": 0.68, "tok_s": 123.4}}
+CALIBRATE = {"command": "measure", "gpu": {"name": "NVIDIA H200", "catalog_id": "h200-sxm"},
+             "model": {"name": "Gemma 4 12B"},
+             "run": {"device": "cuda", "quant": "nvfp4", "context_tokens": 4096, "batch": 1},
+             "decode": {"tok_s": 123.4},
+             "achieved": {"fraction_of_datasheet": 0.7, "fraction_of_theoretical": 0.68}}
 
 
 def gen_calibrate(rng, d):
@@ -825,8 +826,8 @@ def gen_calibrate(rng, d):
     if r < 0.6:
         data = mutate_tree(rng, data, rng.randint(1, 3))
     elif r < 0.8:
-        key = rng.choice(["measured_fraction_of_ceiling_datasheet", "measured_fraction_of_ceiling_theoretical"])
-        data["predicted"][key] = rng.choice([float("nan"), float("inf"), -1, 0, 1.5, 1.5000001, 1e-300, 5e-324,
+        key = rng.choice(["tok_s"])
+        data["decode"][key] = rng.choice([float("nan"), float("inf"), -1, 0, 1.5, 1.5000001, 1e-300, 5e-324,
                                              True, "0.7", None, 10**400, [0.7]])
     (d / "cal.json").write_bytes(dump_json(rng, data))
     argv = ["plan", valid_model(rng), "--gpu", valid_gpu(rng), "--calibrate", "cal.json"]
@@ -1047,7 +1048,8 @@ def make_case(index: int, base: Path) -> Case:
 def _preimport(torch_needed: bool) -> None:
     """What the commands import lazily, imported once in the parent so each forked child does not pay it."""
     mods = ["llmsize.cli", "llmsize.catalog.loader", "llmsize.catalog.prices", "llmsize.estimate.plan",
-            "llmsize.estimate.compare", "llmsize.estimate.engines", "llmsize.estimate.efficiency",
+            "llmsize.estimate.compare", "llmsize.estimate.engines", "llmsize.estimate.expected",
+            "llmsize.estimate.speed", "llmsize.importer.calibration",
             "llmsize.estimate.charts", "llmsize.render.plan_report", "llmsize.render.plan_json",
             "llmsize.render.compare_table", "llmsize.render.listing", "llmsize.render.charts",
             "llmsize.render.engine_report", "llmsize.render.emit", "llmsize.render.text",

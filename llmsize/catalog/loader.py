@@ -18,14 +18,14 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from llmsize.catalog.schema import GpuSpec, ModelSpec
+from llmsize.catalog.schema import GpuSpec, ModelSpec, RuntimeSpec
 from llmsize.errors import CatalogError, UnknownNameError, shown
 from llmsize.files import FileError, is_dir, read_yaml
 
 ENV_VAR = "LLMSIZE_CATALOG"
-KINDS = {"hardware": GpuSpec, "models": ModelSpec}
-LIST_COMMAND = {"hardware": "llmsize gpus", "models": "llmsize models"}
-WORD = {"hardware": "GPU", "models": "model"}
+KINDS = {"hardware": GpuSpec, "models": ModelSpec, "runtimes": RuntimeSpec}
+LIST_COMMAND = {"hardware": "llmsize gpus", "models": "llmsize models", "runtimes": "llmsize runtimes"}
+WORD = {"hardware": "GPU", "models": "model", "runtimes": "runtime"}
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -197,6 +197,7 @@ class Catalog:
         self.dirs = search_path(extra_dirs)
         self.hardware: Shelf[GpuSpec] = Shelf("hardware", self.dirs)
         self.models: Shelf[ModelSpec] = Shelf("models", self.dirs)
+        self.runtimes: Shelf[RuntimeSpec] = Shelf("runtimes", self.dirs)
 
     def gpu(self, name: str) -> GpuSpec:
         return self.hardware.get(name)

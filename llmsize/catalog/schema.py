@@ -299,3 +299,57 @@ class ModelSpec(Strict):
     @classmethod
     def _lower(cls, v: list[str]) -> list[str]:
         return [a.lower() for a in v]
+
+
+# --------------------------------------------------------------------------- runtimes (fitted speed constants)
+
+Fraction01 = Annotated[float, Field(strict=True, gt=0, le=1)]
+Seconds = Annotated[float, Field(strict=True, ge=0, le=10)]
+
+
+class HeldOut(Strict):
+    """Leave-one-source-out error of the group's rows: |predicted - measured| / measured."""
+
+    rows: int = Field(strict=True, ge=0)
+    median_abs_error: float = Field(strict=True, ge=0)
+    p90_abs_error: float = Field(strict=True, ge=0)
+    band_coverage: float = Field(strict=True, ge=0, le=1)
+
+
+class SpeedGroup(Strict):
+    """One runtime on one backend (cuda, rocm, metal): the step-time constants of llmsize.estimate.speed."""
+
+    eta_weights: dict[str, Fraction01] = Field(description="fraction of bandwidth streaming weights, by format class")
+    eta_weights_default: Fraction01
+    eta_kv: Fraction01 = Field(description="fraction of bandwidth reading the KV cache (attention at depth)")
+    t_layer_s: Seconds
+    t_step_s: Seconds
+    t_moe_layer_s: Seconds = 0.0
+    alpha_s: dict[Literal["nvlink", "pcie", "network"], Seconds] = {}
+    eta_prefill: dict[str, Fraction01] = Field({}, description="fraction of the dense peak in prefill, by class")
+    eta_prefill_default: Fraction01 | None = None
+    band: tuple[float, float] = Field(description="held-out measured/predicted, p10 and p90 (decode)")
+    prefill_band: tuple[float, float] | None = None
+    rows_decode: int = Field(strict=True, ge=0)
+    rows_prefill: int = Field(strict=True, ge=0)
+    cards: list[str] = []
+    decode_held_out: HeldOut | None = None
+    prefill_held_out: HeldOut | None = None
+    borrowed: str | None = Field(None, description="why these constants are another group's (no rows of its own)")
+
+    @model_validator(mode="after")
+    def _band(self):
+        for b in (self.band, self.prefill_band):
+            if b is not None and not 0 < b[0] <= 1 <= b[1] <= 10:
+                raise ValueError(f"band {b} must be 0 < low <= 1 <= high <= 10")
+        return self
+
+
+class RuntimeSpec(Strict):
+    id: Literal["vllm", "sglang", "trtllm", "llamacpp", "mlx", "gpt-fast"]
+    name: str
+    aliases: list[str] = []
+    backends: dict[Literal["cuda", "rocm", "metal"], SpeedGroup]
+    fitted: str = Field(description="date, dataset commit and command of the fit")
+    sources: list[str] = Field(min_length=1, description="the dataset files the constants were fitted on")
+    notes: str | None = None

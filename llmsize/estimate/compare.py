@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError
+from llmsize.estimate.expected import expect
 from llmsize.estimate.plan import Plan, PlanInputs, make_plan, smallest_fit
 
 # column key -> (header, unit, higher is better)
@@ -23,6 +24,7 @@ COLUMNS = {
     "max_context_tokens": ("longest context", "tokens", True),
     "max_sequences": ("sequences", "at --context", True),
     "ceiling_tok_s": ("batch-1 ceiling", "tok/s", True),
+    "expected_tok_s": ("expected", "tok/s, batch 1", True),
     "aggregate_tok_s": ("aggregate", "tok/s at --users", True),
     "ttft_s": ("TTFT", "s", False),
     "tok_s_per_w": ("per watt", "tok/s/W", True),
@@ -40,6 +42,7 @@ class Row:
     pp: int
     users_served: int  # --users, or fewer when the cache holds fewer
     price: float | None
+    expected: object | None = None  # expected.ExpectedResult under the runtime asked for (or the default)
 
     @property
     def cards(self) -> int:
@@ -58,6 +61,7 @@ class Row:
             "max_context_tokens": p.max_context.tokens if p else None,
             "max_sequences": p.max_sequences if p else None,
             "ceiling_tok_s": p.decode_ceiling_tok_s if p else None,
+            "expected_tok_s": self.expected.expected.tok_s if self.expected and self.expected.expected else None,
             "aggregate_tok_s": agg,
             "ttft_s": p.prefill.ttft_s if p else None,
             "tok_s_per_w": agg / tdp if agg and tdp else None,
@@ -67,7 +71,8 @@ class Row:
 
 
 def compare(model: ModelSpec, gpus: list[GpuSpec], inputs: PlanInputs, users: int,
-            prices: dict[str, float] | None = None, fixed: bool = False) -> list[Row]:
+            prices: dict[str, float] | None = None, fixed: bool = False, runtimes: dict | None = None,
+            runtime: str | None = None) -> list[Row]:
     """fixed: every row uses inputs.tp x inputs.pp (a card without a link, or a split the model's heads do
     not allow, gets an empty row); else each row uses one card or the fewest that hold the model."""
     if users < 1:
@@ -96,7 +101,8 @@ def compare(model: ModelSpec, gpus: list[GpuSpec], inputs: PlanInputs, users: in
         served = min(users, p.max_sequences)
         if served >= 1:
             p = make_plan(model, g, replace(inputs, batch=served, tp=tp, pp=pp))
-        rows.append(Row(g, p, tp, pp, served, prices.get(g.id)))
+        exp = expect(p, runtimes, runtime) if runtimes is not None else None
+        rows.append(Row(g, p, tp, pp, served, prices.get(g.id), exp))
     return rows
 
 

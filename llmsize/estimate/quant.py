@@ -70,6 +70,17 @@ FORMATS: dict[str, QuantFormat] = {f.id: f for f in [
     QuantFormat("awq-int4-g128", _f(4) + _f(20, 128), 0, "linear", "bf16", 16,
                 "AWQ 4-bit, group 128 (FP16 scale + packed 4-bit zero)",
                 "AutoAWQ WQLinear_GEMM: qweight int32 [K, N/8], scales fp16 [K/g, N], qzeros int32 [K/g, N/8]"),
+    # gpt-fast int4 (quantize.py WeightOnlyInt4QuantHandler): packed 4-bit weights + a bf16 scale and a bf16 zero
+    # per group of 32 (its README's "int4 G=32") -> 4 + 32/32 = 5 bits.
+    QuantFormat("int4-g32-zp", _f(4) + _f(32, 32), 0, "linear", "bf16", 16,
+                "INT4, group 32, BF16 scale + BF16 zero (gpt-fast int4)",
+                "pytorch-labs/gpt-fast quantize.py: scales_and_zeros bf16 [K/groupsize, N, 2]"),
+    # MLX affine quantization (mlx.core.quantize, default group_size 64): a 16-bit scale and a 16-bit bias per
+    # group -> 4-bit: 4 + 32/64 = 4.5 bits; 8-bit: 8 + 32/64 = 8.5 bits. mlx-lm quantizes the embedding too.
+    QuantFormat("mlx-4bit", _f(4) + _f(32, 64), 0, "all", "bf16", 16,
+                "MLX 4-bit affine, group 64, 16-bit scale + bias", "ml-explore/mlx docs: mlx.core.quantize"),
+    QuantFormat("mlx-8bit", _f(8) + _f(32, 64), 0, "all", "bf16", 16,
+                "MLX 8-bit affine, group 64, 16-bit scale + bias", "ml-explore/mlx docs: mlx.core.quantize"),
     # bitsandbytes NF4 (QLoRA, Dettmers et al. 2023, section 3): 4-bit codes + an FP32 absmax per block of 64
     # -> 4 + 32/64 = 4.5 bits; with double quantization the absmax is 8-bit with an FP32 scale per 256 of them
     # -> 4 + 8/64 + 32/(64*256) = 4.127 bits (the paper's 0.127 bits of scale per parameter).

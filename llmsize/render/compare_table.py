@@ -9,11 +9,12 @@ import io
 from llmsize.estimate.compare import COLUMNS
 
 SHORT = {"gpu": "card", "bandwidth_gb_s": "GB/s", "memory_gib": "GiB", "cards": "cards",
-         "max_context_tokens": "max ctx", "max_sequences": "seqs", "ceiling_tok_s": "tok/s b=1",
+         "max_context_tokens": "max ctx", "max_sequences": "seqs", "ceiling_tok_s": "ceil b=1",
+         "expected_tok_s": "expect b=1",
          "aggregate_tok_s": "tok/s agg", "ttft_s": "TTFT", "tok_s_per_w": "tok/s/W", "price": "price",
          "tok_s_per_kcurrency": "tok/s/k"}
 SHOWN = ["gpu", "bandwidth_gb_s", "memory_gib", "cards", "max_context_tokens", "max_sequences", "ceiling_tok_s",
-         "aggregate_tok_s", "ttft_s", "tok_s_per_w", "price", "tok_s_per_kcurrency"]
+         "expected_tok_s", "aggregate_tok_s", "ttft_s", "tok_s_per_w", "price", "tok_s_per_kcurrency"]
 
 
 def _cell(key: str, v) -> str:
@@ -30,7 +31,7 @@ def _cell(key: str, v) -> str:
         return f"{v * 1e3:,.0f} ms" if v < 1 else f"{v:,.2f} s"
     if key == "tok_s_per_w":
         return f"{v:,.3f}"
-    if key in ("memory_gib", "ceiling_tok_s", "aggregate_tok_s", "tok_s_per_kcurrency"):
+    if key in ("memory_gib", "ceiling_tok_s", "expected_tok_s", "aggregate_tok_s", "tok_s_per_kcurrency"):
         return f"{v:,.0f}" if v >= 100 else f"{v:,.1f}"
     if key == "bandwidth_gb_s":
         return f"{v:,.0f}"
@@ -59,6 +60,11 @@ def rows_to_dicts(rows) -> list[dict]:
         d = r.values()
         d.update({"gpu_name": r.gpu.name, "tp": r.tp if r.plan else None, "pp": r.pp if r.plan else None,
                   "users_served": r.users_served})
+        e = r.expected
+        d.update({"expected_runtime": e.runtime if e else None,
+                  "expected_tok_s_low": e.expected.tok_s_low if e and e.expected else None,
+                  "expected_tok_s_high": e.expected.tok_s_high if e and e.expected else None,
+                  "expected_reason": e.reason if e else None})
         out.append(d)
     return out
 
@@ -97,8 +103,9 @@ def render_table(rows, currency, title: str, notes: list[str], console) -> None:
         t.add_row(*[_cell(c, v[c]) for c in cols])
     console.print(t)
     legend = ("GB/s: memory bandwidth; GiB: VRAM; max ctx: longest context one sequence can hold (K = 1,000); seqs: "
-              "sequences that fit at --context; tok/s b=1: batch-1 decode ceiling; tok/s agg: aggregate at "
-              "--users (or what the cache holds); TTFT: time to first token")
+              "sequences that fit at --context; ceil b=1: batch-1 decode ceiling; expect b=1: expected batch-1 "
+              "decode in the runtime (--runtime, else the format's and card's default; - where it has no figure); "
+              "tok/s agg: aggregate at --users (or what the cache holds); TTFT: time to first token")
     if currency:
         legend += f"; price: {currency} per card; tok/s/k: aggregate tok/s per 1,000 {currency} of cards"
     console.print(f" {legend}.", style="dim")

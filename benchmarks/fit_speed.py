@@ -1,0 +1,400 @@
+"""Fit the expected-speed constants (llmsize/estimate/speed.py) on the published measurements under measurements/,
+print the held-out error table, and (with --write) write runtimes/*.yaml.
+
+    python benchmarks/fit_speed.py            # fit, print the held-out table
+    python benchmarks/fit_speed.py --write    # ... and write runtimes/*.yaml
+    python benchmarks/fit_speed.py --check    # exit 1 if runtimes/*.yaml differ from a fresh fit
+
+Method. For one runtime on one backend, a decode row's step time is linear in the unknowns
+    t = base + sum_c v_c x W/BW [class c] + v_kv x KV/BW + t_layer x layers + t_step + t_moe x moe_layers
+          + sum_k alpha_k x collectives [link k],
+with base = (W + KV)/BW + comm bytes/link (the ceiling's step) and v = 1/eta - 1 >= 0, every unknown >= 0 (so the
+expected figure never beats the ceiling). The fit minimises the squared relative error sum ((t_hat - t)/t)^2 with
+a small ridge (1% of each column's scale) by non-negative coordinate descent: deterministic, pure Python.
+Prefill: t = FLOPs/(peak x eta_p[class]) + the decode fit's fixed terms, one eta per class by least squares.
+Held out: each source (one post, comment or table) is left out in turn and its rows predicted by a fit of the
+others; the error is |predicted - measured| / measured; the band is the p10..p90 of measured/predicted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import subprocess
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from llmsize.catalog.loader import Catalog  # noqa: E402
+from llmsize.catalog.measurement import load_dataset  # noqa: E402
+from llmsize.errors import LlmsizeError  # noqa: E402
+from llmsize.estimate.expected import RUNTIME_NAMES, backend  # noqa: E402
+from llmsize.estimate.observed import Observed, observe  # noqa: E402
+from llmsize.estimate.speed import Constants, decode_step_time_s, prefill_time_s  # noqa: E402
+
+RIDGE = 0.01
+SWEEPS = 3000
+MIN_ROWS_GROUP = 8  # fewer decode rows on a backend: no constants of its own
+MIN_ROWS_CLASS = 6  # fewer rows (or one source) of a format class: it takes the group's default fraction
+MIN_SOURCES_CLASS = 2
+ETA_MIN = 0.1
+LINKS = ("nvlink", "pcie", "network")
+# Runtimes fitted together: vLLM and SGLang both capture decode in CUDA graphs and call the same attention
+# (FlashInfer, FlashAttention) and GEMM (CUTLASS, Marlin) kernels; the dataset holds few rows of each.
+POOLED = {"vllm": ("vllm", "sglang"), "sglang": ("vllm", "sglang")}
+# A runtime with too few rows on a backend is fitted on its kin's rows, and its constants say so.
+GRAPH_RUNTIMES = ("vllm", "sglang", "trtllm", "gpt-fast")
+_GRAPH = "fitted with the other CUDA-graph runtimes' rows (vLLM, SGLang, TensorRT-LLM, gpt-fast)"
+BORROW = {
+    **{rt: [(GRAPH_RUNTIMES, ("cuda",), _GRAPH + " on NVIDIA cards"),
+            (GRAPH_RUNTIMES, ("cuda", "rocm"), _GRAPH + " on NVIDIA and AMD cards")] for rt in GRAPH_RUNTIMES},
+    "llamacpp": [(("llamacpp",), ("cuda", "rocm"), "fitted with llama.cpp's CUDA and ROCm rows together")],
+}
+
+
+# ----------------------------------------------------------------------------------------------------- data
+
+def source_key(stem: str, f, row) -> str:
+    """The unit left out together: a row's own post or comment (`where` on the row) or else the file."""
+    return f"{stem}::{row.where}" if row.where else stem
+
+
+def observations(cat: Catalog) -> tuple[list[Observed], list[tuple[str, str]], dict]:
+    data = load_dataset()
+    out, skipped = [], []
+    for stem, f in data.items():
+        for i, row in enumerate(f.rows):
+            if not row.card_id or not (row.model_id or row.shape_of):
+                skipped.append((f"{stem}#{i}", "card or model not in the catalog"))
+                continue
+            try:
+                gpu, model = cat.gpu(row.card_id), cat.model(row.model_id or row.shape_of)
+            except LlmsizeError as e:
+                skipped.append((f"{stem}#{i}", e.message))
+                continue
+            o = observe(row, f.runtime, source_key(stem, f, row), model, gpu)
+            if isinstance(o, str):
+                skipped.append((f"{stem}#{i}", o))
+            else:
+                out.append(o)
+    return out, skipped, data
+
+
+# ----------------------------------------------------------------------------------------------------- fit
+
+def nnls(a: list[list[float]], b: list[float], ridge: float, upper: list[float] | None = None) -> list[float]:
+    """argmin ||A x - b||^2 + ridge x sum (s_j x_j)^2 over 0 <= x <= upper, s_j the rms of column j."""
+    n = len(a[0]) if a else 0
+    g = [[sum(r[i] * r[j] for r in a) for j in range(n)] for i in range(n)]
+    h = [sum(r[i] * bi for r, bi in zip(a, b)) for i in range(n)]
+    for i in range(n):
+        g[i][i] += ridge * (g[i][i] or 1.0)
+    x = [0.0] * n
+    for _ in range(SWEEPS):
+        delta = 0.0
+        for i in range(n):
+            if g[i][i] <= 0:
+                continue
+            grad = sum(g[i][j] * x[j] for j in range(n)) - h[i]
+            new = min(max(0.0, x[i] - grad / g[i][i]), upper[i] if upper else math.inf)
+            delta = max(delta, abs(new - x[i]))
+            x[i] = new
+        if delta < 1e-12:
+            break
+    return x
+
+
+@dataclass
+class GroupFit:
+    runtime: str
+    backend: str
+    classes: list[str]
+    links: list[str]
+    v: dict[str, float]
+    v_default: float
+    v_kv: float
+    t_layer_s: float
+    t_step_s: float
+    t_moe_layer_s: float
+    alpha_s: dict[str, float]
+    eta_prefill: dict[str, float]
+    eta_prefill_default: float | None
+
+    def constants(self, band=(1.0, 1.0), prefill_band=None) -> Constants:
+        return Constants(
+            runtime=self.runtime, backend=self.backend,
+            eta_weights={c: 1 / (1 + self.v[c]) for c in self.classes}, eta_weights_default=1 / (1 + self.v_default),
+            eta_kv=1 / (1 + self.v_kv), t_layer_s=self.t_layer_s, t_step_s=self.t_step_s,
+            t_moe_layer_s=self.t_moe_layer_s, alpha_s=dict(self.alpha_s), eta_prefill=dict(self.eta_prefill),
+            eta_prefill_default=self.eta_prefill_default, band_low=band[0], band_high=band[1], rows_decode=0,
+            rows_prefill=0, cards=0, basis="", fitted_classes=tuple(self.classes),
+            prefill_band_low=prefill_band[0] if prefill_band else None,
+            prefill_band_high=prefill_band[1] if prefill_band else None)
+
+
+def median(xs: list[float]) -> float:
+    s = sorted(xs)
+    n = len(s)
+    return (s[(n - 1) // 2] + s[n // 2]) / 2 if n else float("nan")
+
+
+def fit_group(runtime: str, be: str, rows: list[Observed]) -> GroupFit:
+    dec = [o for o in rows if o.step is not None]
+    pre = [o for o in rows if o.prefill is not None]
+    counts, sources = defaultdict(int), defaultdict(set)
+    for o in dec:
+        counts[o.step.format_class] += 1
+        sources[o.step.format_class].add(o.source_key)
+    classes = sorted(c for c, n in counts.items() if n >= MIN_ROWS_CLASS and len(sources[c]) >= MIN_SOURCES_CLASS)
+    links = sorted({o.step.link for o in dec if o.step.collectives and o.step.link})
+    names = [f"v:{c}" for c in classes] + ["v:other", "v_kv", "t_layer", "t_step", "t_moe"] + \
+            [f"alpha:{k}" for k in links]
+    a, b = [], []
+    for o in dec:
+        x, t = o.step, o.measured_s
+        w_bw, kv_bw = x.weight_bytes / x.bandwidth_bytes_per_s, x.kv_bytes / x.bandwidth_bytes_per_s
+        base = w_bw + kv_bw + (x.comm_time_s if x.collectives else 0.0)
+        row = [w_bw if x.format_class == c else 0.0 for c in classes]
+        row.append(0.0 if x.format_class in classes else w_bw)
+        row += [kv_bw, x.layers, 1.0, x.moe_layers]
+        row += [x.collectives if x.link == k else 0.0 for k in links]
+        a.append([r / t for r in row])
+        b.append(1 - base / t)
+    # fractions stay >= ETA_MIN (v <= 1/ETA_MIN - 1): a term the rows cannot pin must not swallow the others
+    upper = [1 / ETA_MIN - 1 if n.startswith("v") else math.inf for n in names]
+    # the cache's own fraction is fitted only where one source measured the same run at two depths >= 2K apart;
+    # else the cache streams like the weights (tied below)
+    by_source = defaultdict(set)
+    for o in dec:
+        by_source[(o.source_key, o.plan.model.id, o.plan.gpu.id)].add(o.row.context_tokens)
+    depth = any(max(c) - min(c) >= 2048 for c in by_source.values())
+    if not depth:
+        upper[names.index("v_kv")] = 0.0
+    theta = dict(zip(names, nnls(a, b, RIDGE, upper))) if a else {n: 0.0 for n in names}
+    v = {c: theta[f"v:{c}"] for c in classes}
+    # a format class without enough rows streams like 16-bit weights where those were measured, else like the
+    # median fitted class
+    v_default = v.get("f16", median(list(v.values())) if v else theta["v:other"])
+    if not depth:
+        theta["v_kv"] = v_default
+    fit = GroupFit(runtime, be, classes, links, v, v_default, theta["v_kv"], theta["t_layer"], theta["t_step"],
+                   theta["t_moe"], {k: theta[f"alpha:{k}"] for k in links}, {}, None)
+    fit_prefill(fit, pre)
+    return fit
+
+
+def fit_prefill(fit: GroupFit, pre: list[Observed]) -> None:
+    """One eta per format class: t = FLOPs/(peak x eta) + fixed; u = 1/eta by weighted least squares, eta <= 1."""
+    by_class = defaultdict(list)
+    for o in pre:
+        if o.prefill.peak_flop_per_s:
+            by_class[o.prefill.format_class].append(o)
+    etas, counts = {}, {}
+    for cls, obs in by_class.items():
+        num = den = 0.0
+        for o in obs:
+            x, t = o.prefill, o.measured_s
+            a = x.flops / x.peak_flop_per_s
+            r = x.layers * fit.t_layer_s + fit.t_step_s
+            num += a * (t - r) / t**2
+            den += a * a / t**2
+        if den > 0 and num > 0:
+            etas[cls] = min(1.0, den / num)
+            counts[cls] = len(obs)
+    fit.eta_prefill = {c: e for c, e in etas.items() if counts[c] >= MIN_ROWS_CLASS}
+    fit.eta_prefill_default = median(list(fit.eta_prefill.values())) if fit.eta_prefill else None
+
+
+def predict(fit: GroupFit, o: Observed) -> float | None:
+    c = fit.constants()
+    if o.step is not None:
+        return decode_step_time_s(o.step, c)
+    return prefill_time_s(o.prefill, c)
+
+
+# ----------------------------------------------------------------------------------------------------- held out
+
+def quantile(xs: list[float], q: float, side: str) -> float:
+    """Conservative order statistic: the low side rounds down, the high side up (the band covers >= 1 - 2q)."""
+    s = sorted(xs)
+    if not s:
+        return 1.0
+    k = q * (len(s) - 1)
+    return s[math.floor(k)] if side == "low" else s[math.ceil(k)]
+
+
+@dataclass
+class HeldOut:
+    errors: list[float]  # |pred - meas| / meas, as rates (tok/s)
+    ratios: list[float]  # measured rate / predicted rate
+
+    def summary(self, band) -> dict:
+        cov = sum(band[0] <= r <= band[1] for r in self.ratios) / len(self.ratios) if self.ratios else 0.0
+        return {"rows": len(self.errors), "median_abs_error": round(median(self.errors), 4) if self.errors else 0.0,
+                "p90_abs_error": round(quantile(self.errors, 0.9, "high"), 4) if self.errors else 0.0,
+                "band_coverage": round(cov, 4)}
+
+
+def held_out(runtime: str, be: str, rows: list[Observed], kind: str) -> HeldOut:
+    keys = sorted({o.source_key for o in rows})
+    errors, ratios = [], []
+    for k in keys:
+        train = [o for o in rows if o.source_key != k]
+        test = [o for o in rows if o.source_key == k and (o.step is not None) == (kind == "decode")]
+        if not test or not [o for o in train if (o.step is not None) == (kind == "decode")]:
+            continue
+        fit = fit_group(runtime, be, train)
+        for o in test:
+            t_hat = predict(fit, o)
+            if t_hat is None:
+                continue
+            ratio = t_hat / o.measured_s  # measured rate / predicted rate
+            ratios.append(ratio)
+            errors.append(abs(1 / ratio - 1))
+    return HeldOut(errors, ratios)
+
+
+# ----------------------------------------------------------------------------------------------------- output
+
+def dataset_commit() -> str:
+    try:
+        return subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%h %cs", "--", "measurements"],
+                              capture_output=True, text=True, timeout=30).stdout.strip() or "uncommitted"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def r4(x: float) -> float:
+    return float(f"{x:.4g}")
+
+
+def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, ho_p: HeldOut) -> dict:
+    dec = [o for o in rows if o.step is not None]
+    pre = [o for o in rows if o.prefill is not None]
+    g = {
+        "eta_weights": {c: r4(1 / (1 + fit.v[c])) for c in fit.classes},
+        "eta_weights_default": r4(1 / (1 + fit.v_default)),
+        "eta_kv": r4(1 / (1 + fit.v_kv)),
+        "t_layer_s": r4(fit.t_layer_s), "t_step_s": r4(fit.t_step_s), "t_moe_layer_s": r4(fit.t_moe_layer_s),
+        "alpha_s": {k: r4(v) for k, v in fit.alpha_s.items()},
+        "eta_prefill": {c: r4(e) for c, e in fit.eta_prefill.items()},
+        "eta_prefill_default": r4(fit.eta_prefill_default) if fit.eta_prefill_default else None,
+        "band": [r4(band[0]), r4(band[1])],
+        "prefill_band": [r4(pband[0]), r4(pband[1])] if pband else None,
+        "rows_decode": len(dec), "rows_prefill": len(pre),
+        "cards": sorted({o.plan.gpu.id for o in rows}),
+        "decode_held_out": ho_d.summary(band) if ho_d.errors else None,
+        "prefill_held_out": ho_p.summary(pband) if ho_p.errors and pband else None,
+    }
+    return g
+
+
+def band_of(ho: HeldOut):
+    if len(ho.ratios) < 5:
+        return None
+    lo, hi = quantile(ho.ratios, 0.1, "low"), quantile(ho.ratios, 0.9, "high")
+    return min(lo, 1.0), max(hi, 1.0)
+
+
+def run(write: bool, check: bool) -> int:
+    import yaml
+
+    cat = Catalog()
+    obs, skipped, data = observations(cat)
+    groups = defaultdict(list)
+    for o in obs:
+        be = backend(o.plan.gpu)
+        if be:
+            for rt in {o.runtime, *[r for r, pool in POOLED.items() if o.runtime in pool]}:
+                groups[(rt, be)].append(o)
+    borrowed = {}
+    for key in list(groups) + [(rt, be) for rt in GRAPH_RUNTIMES for be in ("cuda", "rocm")]:
+        rt, be = key
+        if rt == "trtllm" and be != "cuda":
+            groups.pop(key, None)
+            continue  # TensorRT-LLM runs on NVIDIA cards only
+        own = [o for o in groups.get(key, []) if o.step is not None]
+        if len(own) >= MIN_ROWS_GROUP or rt not in BORROW:
+            continue
+        for pool_rts, pool_bes, why in BORROW[rt]:
+            rows = [o for o in obs if o.runtime in pool_rts and backend(o.plan.gpu) in pool_bes]
+            if len([o for o in rows if o.step is not None]) >= MIN_ROWS_GROUP:
+                groups[key] = rows
+                borrowed[key] = f"{len(own)} decode row(s) of its own on {be}: {why}"
+                break
+    table, specs = [], defaultdict(dict)
+    for (rt, be), rows in sorted(groups.items()):
+        dec = [o for o in rows if o.step is not None]
+        if len(dec) < MIN_ROWS_GROUP:
+            table.append((rt, be, len(dec), None, None, None, None, "too few decode rows: no constants"))
+            continue
+        fit = fit_group(rt, be, rows)
+        ho_d, ho_p = held_out(rt, be, rows, "decode"), held_out(rt, be, rows, "prefill")
+        band = band_of(ho_d) or (0.7, 1.3)
+        pband = band_of(ho_p)
+        specs[rt][be] = group_yaml(fit, rows, band, pband, ho_d, ho_p)
+        if (rt, be) in borrowed:
+            specs[rt][be]["borrowed"] = borrowed[(rt, be)]
+        sd, sp = ho_d.summary(band), ho_p.summary(pband) if pband else None
+        table.append((rt, be, sd["rows"], sd["median_abs_error"], sd["p90_abs_error"], sd["band_coverage"],
+                      sp, f"cards {len({o.plan.gpu.id for o in rows})}, sources {len({o.source_key for o in rows})}"))
+    print(f"Held-out error (leave one source out), dataset {dataset_commit()}, {len(obs)} rows used, "
+          f"{len(skipped)} skipped\n")
+    print(f"{'runtime':10} {'backend':7} {'decode rows':>11} {'median':>7} {'p90':>7} {'band cov':>8}   "
+          f"{'prefill rows':>12} {'median':>7} {'p90':>7}   notes")
+    for rt, be, n, med, p90, cov, sp, note in table:
+        if med is None:
+            print(f"{rt:10} {be:7} {n:>11} {'-':>7} {'-':>7} {'-':>8}   {'-':>12} {'-':>7} {'-':>7}   {note}")
+            continue
+        pre = (f"{sp['rows']:>12} {sp['median_abs_error']:>7.1%} {sp['p90_abs_error']:>7.1%}" if sp
+               else f"{'-':>12} {'-':>7} {'-':>7}")
+        print(f"{rt:10} {be:7} {n:>11} {med:>7.1%} {p90:>7.1%} {cov:>8.0%}   {pre}   {note}")
+    reasons = defaultdict(int)
+    for _, why in skipped:
+        reasons[why.split(":")[0]] += 1
+    print("\nSkipped rows by reason: " + "; ".join(f"{n} {w}" for w, n in sorted(reasons.items(), key=lambda x: -x[1])))
+    out_dir = ROOT / "runtimes"
+    stale = []
+    for rt in sorted(specs):
+        files = sorted({stem for stem, f in data.items() if f.runtime == rt})
+        doc = {"id": rt, "name": RUNTIME_NAMES[rt],
+               "aliases": ["ollama", "lmstudio"] if rt == "llamacpp" else [],
+               "backends": specs[rt],
+               "fitted": f"benchmarks/fit_speed.py on measurements/ at {dataset_commit()}",
+               "sources": [f"measurements/{s}.yaml" for s in files]}
+        text = ("# Fitted by `python benchmarks/fit_speed.py --write`; do not edit by hand.\n"
+                "# Units: eta_* fractions of the card's peak (bandwidth, dense FLOPS); t_*_s and alpha_s seconds.\n"
+                + yaml.safe_dump(doc, sort_keys=False, width=110))
+        path = out_dir / f"{rt}.yaml"
+        if check:
+            old = path.read_text() if path.exists() else ""
+            if _strip(old) != _strip(text):
+                stale.append(path.name)
+        if write:
+            out_dir.mkdir(exist_ok=True)
+            path.write_text(text)
+    if check and stale:
+        print(f"\nStale: {', '.join(stale)} differ from a fresh fit; run with --write.")
+        return 1
+    return 0
+
+
+def _strip(text: str) -> str:
+    """The fit without its dataset-commit line (a commit of the data itself changes it)."""
+    return "\n".join(line for line in text.splitlines() if not line.startswith("fitted:"))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--write", action="store_true", help="write runtimes/*.yaml")
+    ap.add_argument("--check", action="store_true", help="exit 1 if runtimes/*.yaml differ from a fresh fit")
+    a = ap.parse_args()
+    return run(a.write, a.check)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

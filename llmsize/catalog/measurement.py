@@ -1,0 +1,169 @@
+"""The speed dataset: published measurements under measurements/, one YAML file per source.
+
+Every row is one figure copied as printed (tok/s or ms per token), with the verbatim excerpt it was copied
+from; the catalog ids (card_id, model_id) say which catalog entry the printed names are, null where the catalog
+has no such entry. Read by benchmarks/fit_speed.py and the tests, never by `plan`.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError, model_validator
+
+from llmsize.catalog.schema import Strict
+from llmsize.errors import CatalogError
+from llmsize.files import read_yaml
+
+RuntimeId = Literal["vllm", "sglang", "trtllm", "llamacpp", "mlx", "gpt-fast"]
+
+
+class Source(Strict):
+    url: str = Field(pattern=r"^https?://")
+    title: str
+    published: date | str | None = None
+    where: str
+    via: str | None = Field(None, description="when the page was read through a copy: which, and how checked")
+
+
+class Row(Strict):
+    runtime_version: str | None = None
+    backend: str | None = None
+    card: str
+    card_id: str | None = None
+    gpus: int = Field(1, strict=True, ge=1, le=1024)
+    split: Literal["tensor", "pipeline", "layer", "row", "expert"] | None = None
+    model: str
+    model_id: str | None = None
+    shape_of: str | None = Field(None, description="catalog id of a model with the same tensor shapes (a fine-tune, "
+                                 "or a release of the same architecture), used for bytes when model_id is null")
+    format: str
+    model_size: str | None = None
+    params: str | None = None
+    test: str
+    kind: Literal["decode", "prefill"]
+    batch: int = Field(strict=True, ge=1, le=1 << 20)
+    throughput: Literal["per_sequence", "aggregate"] | None = Field(
+        None, description="what tok_s counts when batch > 1")
+    prompt_tokens: int | None = Field(None, strict=True, ge=0, le=1 << 24)
+    depth_tokens: int | None = Field(None, strict=True, ge=0, le=1 << 24)
+    gen_tokens: int | None = Field(None, strict=True, ge=0, le=1 << 24)
+    tok_s: float | None = Field(None, strict=True, gt=0, le=1e9)
+    ms_per_token: float | None = Field(None, strict=True, gt=0, le=1e6)
+    ttft_ms: float | None = Field(None, strict=True, gt=0, le=1e8)
+    verbatim: str | list[str] = Field(description="the exact excerpt(s) holding the figures")
+    where: str | None = None
+    url: str | None = Field(None, pattern=r"^https?://", description="the row's own post or comment, if not the file's")
+    printed: dict[str, str | int | float] | None = Field(None, description="other columns of the same line")
+
+    @model_validator(mode="after")
+    def _figure(self):
+        if self.tok_s is None and self.ms_per_token is None and self.ttft_ms is None:
+            raise ValueError("a row needs tok_s, ms_per_token or ttft_ms")
+        text = " | ".join(self.verbatim) if isinstance(self.verbatim, list) else self.verbatim
+        for v in (self.tok_s, self.ms_per_token, self.ttft_ms):
+            if v is not None and not figure_in(v, text):
+                raise ValueError(f"figure {v} does not appear in the verbatim excerpt {self.verbatim!r}")
+        return self
+
+    @property
+    def context_tokens(self) -> int:
+        """Mean context over the measured decode (prompt + depth + half the generated tokens), or the prompt."""
+        base = (self.prompt_tokens or 0) + (self.depth_tokens or 0)
+        if self.kind == "prefill":
+            return max(base, 1)
+        return max(base + (self.gen_tokens or 0) // 2, 1)
+
+    @property
+    def step_time_s(self) -> float | None:
+        """Seconds per decode step (one token of each sequence), or per prompt for prefill; None if the row
+        does not say whether its tok/s is per sequence or aggregate."""
+        if self.kind == "prefill":
+            if not self.prompt_tokens:
+                return None
+            if self.tok_s:
+                return self.prompt_tokens / self.tok_s
+            return self.ttft_ms / 1000 if self.ttft_ms and self.batch == 1 else None
+        if self.tok_s is None and self.ms_per_token is None:
+            return None
+        if self.ms_per_token is not None:
+            return self.ms_per_token / 1000
+        if self.batch == 1 or self.throughput == "per_sequence":
+            return 1 / self.tok_s
+        if self.throughput == "aggregate":
+            return self.batch / self.tok_s
+        return None
+
+    @property
+    def tok_s_per_sequence(self) -> float | None:
+        t = self.step_time_s
+        return None if t is None or self.kind == "prefill" else 1 / t
+
+
+def figure_in(value: float, text: str) -> bool:
+    """Whether `value` is printed in `text` (as written: 93.86, 1,401.85, 94.0 or 94)."""
+    numbers = {float(n.replace(",", "")) for n in re.findall(r"\d[\d,]*(?:\.\d+)?", text)}
+    return any(abs(n - value) <= 1e-9 * max(1.0, abs(value)) for n in numbers)
+
+
+class MeasurementFile(Strict):
+    source: Source
+    runtime: RuntimeId
+    rows: list[Row] = Field(min_length=1)
+
+
+def load_file(path: Path) -> MeasurementFile:
+    try:
+        return MeasurementFile.model_validate(read_yaml(path, "measurement file"))
+    except ValidationError as e:
+        first = e.errors()[0]
+        raise CatalogError(f"{path}: `{'.'.join(map(str, first['loc']))}`: {first['msg']}",
+                           "Fix the row: figures are copied as printed, with their verbatim excerpt.") from None
+
+
+def dataset_dir() -> Path:
+    return Path(__file__).resolve().parent.parent.parent / "measurements"
+
+
+def load_dataset(folder: Path | None = None) -> dict[str, MeasurementFile]:
+    folder = folder or dataset_dir()
+    return {p.stem: load_file(p) for p in sorted(folder.glob("*.yaml"))}
+
+
+# Printed weight formats -> llmsize format ids. A GGUF mix (Q4_K_M) maps to its main block type; the row's
+# printed file size, when there is one, gives its real bytes.
+FORMAT_IDS = {
+    "q4_0": "gguf-q4_0", "q4_1": "gguf-q4_1", "q5_0": "gguf-q5_0", "q5_1": "gguf-q5_1", "q8_0": "gguf-q8_0",
+    "q2_k": "gguf-q2_k", "q2_k_s": "gguf-q2_k", "q2_k_m": "gguf-q2_k",
+    "q3_k_s": "gguf-q3_k", "q3_k_m": "gguf-q3_k", "q3_k_l": "gguf-q3_k",
+    "q4_k_s": "gguf-q4_k", "q4_k_m": "gguf-q4_k", "q4_k": "gguf-q4_k", "q5_k_s": "gguf-q5_k", "q5_k_m": "gguf-q5_k",
+    "q6_k": "gguf-q6_k", "iq4_xs": "gguf-iq4_xs", "iq4_nl": "gguf-iq4_nl",
+    "f16": "fp16", "fp16": "fp16", "bf16": "bf16", "f32": "fp32", "base": "bf16", "mxfp4": "mxfp4",
+    "fp8": "fp8", "int8": "int8", "8-bit": "int8", "nvfp4": "nvfp4", "awq": "awq-int4-g128",
+    "gptq": "gptq-int4-g128",
+}
+RUNTIME_FORMAT_IDS = {  # runtime-specific spellings
+    "gpt-fast": {"8-bit": "int8", "int8": "int8", "4-bit": "int4-g32-zp", "int4": "int4-g32-zp",
+                 "4-bit (g=32)": "int4-g32-zp", "int4 g=32": "int4-g32-zp"},
+    "mlx": {"4-bit": "mlx-4bit", "4bit": "mlx-4bit", "q4": "mlx-4bit", "int4": "mlx-4bit",
+            "8-bit": "mlx-8bit", "8bit": "mlx-8bit", "q8": "mlx-8bit", "int8": "mlx-8bit"},
+}
+
+
+def format_id(runtime: str, printed: str) -> str | None:
+    key = printed.strip().lower()
+    key = re.sub(r"\s*-\s*(medium|small|large)$", lambda m: "_" + m.group(1)[0], key)  # "Q4_K - Medium"
+    key = {"mxfp4 moe": "mxfp4", "baseline(bfloat16)": "bf16"}.get(key, key)
+    return RUNTIME_FORMAT_IDS.get(runtime, {}).get(key) or FORMAT_IDS.get(key)
+
+
+SIZE_UNITS = {"gib": 2**30, "gb": 10**9, "mib": 2**20, "mb": 10**6}
+
+
+def printed_bytes(text: str | None) -> float | None:
+    """'3.56 GiB' -> bytes; None when absent or not a size."""
+    m = re.fullmatch(r"\s*([\d.]+)\s*(GiB|GB|MiB|MB)\s*", text or "", re.IGNORECASE)
+    return float(m.group(1)) * SIZE_UNITS[m.group(2).lower()] if m else None

@@ -1,0 +1,246 @@
+"""Expected speed of a plan under a runtime: the plan's bytes, FLOPs and links turned into speed.py's step
+inputs, the runtime's constants for the card's backend picked from runtimes/*.yaml, and the report's basis."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmsize.catalog.schema import GpuSpec, RuntimeSpec, SpeedGroup
+from llmsize.errors import InvalidValueError
+from llmsize.estimate.plan import Plan
+from llmsize.estimate.speed import (
+    ALIAS_NOTE,
+    BACKEND_OF_VENDOR,
+    RUNTIME_ALIASES,
+    RUNTIMES,
+    Calibration,
+    Constants,
+    Expected,
+    PrefillInputs,
+    StepInputs,
+    expected_speed,
+    format_class,
+    link_kind,
+)
+
+RUNTIME_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "llamacpp": "llama.cpp",
+                 "mlx": "MLX", "gpt-fast": "gpt-fast"}
+BACKEND_NAMES = {"cuda": "CUDA (NVIDIA)", "rocm": "ROCm (AMD)", "metal": "Metal (Apple)"}
+
+
+def resolve_runtime(name: str) -> tuple[str, str | None]:
+    """A runtime id and, for an alias such as ollama, the note that says what runs underneath."""
+    key = name.strip().lower()
+    if key in RUNTIMES:
+        return key, None
+    if key in RUNTIME_ALIASES:
+        return RUNTIME_ALIASES[key], ALIAS_NOTE.get(key)
+    from llmsize.options import not_one_of
+
+    raise InvalidValueError(f"--runtime {not_one_of(name, list(RUNTIMES) + ['ollama', 'lmstudio'])}.",
+                            "Ollama and LM Studio run llama.cpp: --runtime llamacpp.")
+
+
+def default_runtime(fmt_id: str, gpu: GpuSpec) -> tuple[str, str]:
+    """llama.cpp for GGUF formats and Apple cards, MLX for MLX formats, vLLM otherwise; and why."""
+    if fmt_id.startswith("mlx-"):
+        return "mlx", f"the default for {fmt_id} weights"
+    if fmt_id.startswith("gguf-"):
+        return "llamacpp", f"the default for {fmt_id} (GGUF) weights"
+    if gpu.vendor == "Apple":
+        return "llamacpp", "the default on Apple silicon"
+    return "vllm", "the default for safetensors formats on a discrete card"
+
+
+def backend(gpu: GpuSpec) -> str | None:
+    return BACKEND_OF_VENDOR.get(gpu.vendor)
+
+
+def constants(spec: RuntimeSpec, backend_id: str) -> Constants | None:
+    g: SpeedGroup | None = spec.backends.get(backend_id)
+    if g is None:
+        return None
+    basis = (f"fitted on {g.rows_decode} published decode and {g.rows_prefill} prefill measurements of "
+             f"{RUNTIME_NAMES[spec.id]} on {len(g.cards)} {BACKEND_NAMES[backend_id]} card(s)")
+    if g.decode_held_out:
+        basis += f"; held-out median error {g.decode_held_out.median_abs_error:.0%}"
+    if g.borrowed:
+        basis = f"{g.borrowed}; " + basis
+    return Constants(
+        runtime=spec.id, backend=backend_id, eta_weights=dict(g.eta_weights), eta_weights_default=g.eta_weights_default,
+        eta_kv=g.eta_kv, t_layer_s=g.t_layer_s, t_step_s=g.t_step_s, t_moe_layer_s=g.t_moe_layer_s,
+        alpha_s=dict(g.alpha_s), eta_prefill=dict(g.eta_prefill), eta_prefill_default=g.eta_prefill_default,
+        band_low=g.band[0], band_high=g.band[1], rows_decode=g.rows_decode, rows_prefill=g.rows_prefill,
+        cards=len(g.cards), basis=basis, fitted_classes=tuple(g.eta_weights),
+        prefill_band_low=g.prefill_band[0] if g.prefill_band else None,
+        prefill_band_high=g.prefill_band[1] if g.prefill_band else None, cards_seen=tuple(g.cards))
+
+
+def _layers(plan: Plan) -> tuple[int, int]:
+    m = plan.model
+    moe = sum(g.count for g in m.layer_groups if g.mlp is not None and g.mlp.kind == "moe")
+    return m.num_layers, moe
+
+
+def _link(plan: Plan) -> tuple[int, str | None]:
+    c = plan.comm
+    if c is None:
+        return 0, None
+    collectives = (c.allreduces if c.tp > 1 else 0) + (c.pp - 1)
+    crosses = (c.tp > c.gpus_per_node) or (c.pp > 1 and c.stages_cross_nodes)
+    return collectives, link_kind(c.link.kind if c.link else None, crosses)
+
+
+def step_inputs(plan: Plan, batch_step) -> StepInputs:
+    layers, moe = _layers(plan)
+    collectives, link = _link(plan)
+    return StepInputs(
+        batch=batch_step.batch, weight_bytes=batch_step.weight_bytes, kv_bytes=batch_step.kv_bytes,
+        bandwidth_bytes_per_s=plan.gpu.bandwidth_bytes_per_s, layers=layers, moe_layers=moe,
+        collectives=collectives, link=link, comm_time_s=batch_step.comm_time_s, flops=batch_step.flops,
+        peak_flop_per_s=plan.peak.flop_per_s, format_class=format_class(plan.fmt.id))
+
+
+def prefill_inputs(plan: Plan) -> PrefillInputs:
+    layers, _ = _layers(plan)
+    collectives, link = _link(plan)
+    pre = plan.prefill
+    comm_s = plan.comm.time_s(1, plan.model.hidden_size, tokens=pre.prompt_tokens) if plan.comm else 0.0
+    return PrefillInputs(
+        prompt_tokens=pre.prompt_tokens, flops=pre.flops, weight_bytes=pre.bytes,
+        bandwidth_bytes_per_s=plan.gpu.bandwidth_bytes_per_s, peak_flop_per_s=plan.peak.flop_per_s, layers=layers,
+        collectives=collectives, link=link, comm_time_s=comm_s, format_class=format_class(plan.fmt.id))
+
+
+@dataclass(frozen=True)
+class ExpectedResult:
+    """An expected figure, or the one-line reason there is none."""
+
+    runtime: str
+    runtime_why: str
+    expected: Expected | None
+    reason: str | None = None
+
+
+def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = None,
+           calibration: Calibration | None = None) -> ExpectedResult:
+    """The plan's expected speed under `runtime` (None: the default for its format and card)."""
+    notes: tuple[str, ...] = ()
+    if runtime is None:
+        rid, why = default_runtime(plan.fmt.id, plan.gpu)
+    else:
+        rid, alias_note = resolve_runtime(runtime)
+        why = "asked for" + (f" ({alias_note})" if alias_note else "")
+    be = backend(plan.gpu)
+    spec = runtimes.get(rid)
+    if be is None:
+        return ExpectedResult(rid, why, None, f"{RUNTIME_NAMES[rid]} does not run on {plan.gpu.vendor} cards in "
+                                                f"this model (no {plan.gpu.vendor} backend)")
+    if rid == "mlx" and be != "metal":
+        return ExpectedResult(rid, why, None, "MLX runs on Apple silicon only; pick --runtime vllm or llamacpp")
+    if rid == "trtllm" and be != "cuda":
+        return ExpectedResult(rid, why, None, "TensorRT-LLM runs on NVIDIA cards only")
+    c = constants(spec, be) if spec is not None else None
+    if c is None:
+        return ExpectedResult(rid, why, None, f"no published measurements of {RUNTIME_NAMES[rid]} on "
+                                              f"{BACKEND_NAMES[be]} cards in the dataset; pass --calibrate FILE "
+                                              "from your own run")
+    cls = format_class(plan.fmt.id)
+    if cls not in c.fitted_classes:
+        notes += (f"no {RUNTIME_NAMES[rid]} measurement of {plan.fmt.id}-class weights on this backend: its "
+                  f"weight-streaming fraction is the group's default, that of 16-bit weights where measured "
+                  f"({c.eta_weights_default:.2f})",)
+    e = expected_speed(step_inputs(plan, plan.decode_1), step_inputs(plan, plan.decode_b), prefill_inputs(plan), c,
+                       plan.decode_ceiling_tok_s, calibration, notes)
+    return ExpectedResult(rid, why, e)
+
+
+def _run_format(run, fallback: str) -> str:
+    from llmsize.catalog.measurement import format_id
+
+    if run.quant:
+        return run.quant
+    if run.model:  # llama-bench model_type: "qwen2 7B Q4_K - Medium"
+        words = run.model.replace(" - Medium", "_M").replace(" - Small", "_S").replace(" - Large", "_L").split()
+        fid = format_id(run.runtime or "", words[-1]) if words else None
+        if fid:
+            return fid
+    return fallback
+
+
+def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, cat, path: str) -> Calibration:
+    """The user's run through the model: factor = its measured tok/s / what the constants predict for that run
+    (its model, card, format, batch and context); the report says how far the plan is from it."""
+    from dataclasses import replace as _replace
+
+    from llmsize.catalog.match import match_gpu
+    from llmsize.estimate.plan import PlanInputs, make_plan
+
+    said = []
+    model = plan.model
+    if run.model_id:
+        model = cat.model(run.model_id)
+    elif run.model:
+        said.append(f"its model `{run.model}` is taken as this plan's {plan.model.name}, "
+                    + ("resized to the file's bytes" if run.weight_bytes else "same bytes"))
+    gpu = None
+    if run.card_id:
+        gpu = cat.gpu(run.card_id)
+    elif run.card:
+        gpu = match_gpu(run.card, None, cat.hardware.all())
+    if gpu is None:
+        gpu = plan.gpu
+        said.append(f"its card {'`' + run.card + '` is not in the catalog: ' if run.card else 'is not named: '}taken "
+                    f"as this plan's {plan.gpu.name}")
+    fmt = _run_format(run, plan.fmt.id)
+    be = backend(gpu)
+    c = constants(spec, be) if spec is not None and be else None
+    if c is None:
+        raise InvalidValueError(f"--calibrate `{path}`: no {RUNTIME_NAMES[rid]} constants for the run's card "
+                                f"{gpu.name} to compare it with.", "Calibrate with a run on a supported card.")
+    try:
+        rp = make_plan(model, gpu, PlanInputs(quant=fmt, context_tokens=run.context_tokens, batch=run.batch,
+                                              prompt_tokens=run.prompt_tokens, gpu_util=0.99, overhead_bytes=0.0),
+                       search_fit=False)
+    except InvalidValueError as e:
+        raise InvalidValueError(f"--calibrate `{path}`: its run cannot be planned ({e.message})", e.hint) from None
+    scale = run.weight_bytes / rp.weights.bytes_total if run.weight_bytes else 1.0
+    s1 = step_inputs(rp, rp.decode_b)
+    s1 = _replace(s1, weight_bytes=s1.weight_bytes * scale)
+    from llmsize.estimate.speed import decode_step_time_s, prefill_time_s
+
+    predicted = 1 / decode_step_time_s(s1, c)
+    factor = run.decode_tok_s / predicted
+    pf = None
+    pre = prefill_inputs(rp)
+    t_pre = prefill_time_s(_replace(pre, weight_bytes=pre.weight_bytes * scale), c)
+    if t_pre and run.prefill_tok_s and run.prompt_tokens:
+        pf = (run.prefill_tok_s / run.prompt_tokens) * t_pre
+    elif t_pre and run.ttft_s:
+        pf = t_pre / run.ttft_s
+    run_bytes = s1.weight_bytes + s1.kv_bytes
+    here = plan.decode_1.bytes_total
+    where = (f"calibrated by your run {path} ({run.tool}: {run.decode_tok_s:,.1f} tok/s per sequence at batch "
+             f"{run.batch}, {run.context_tokens:,} tokens, on {gpu.name}; the fitted model said {predicted:,.1f}, "
+             f"x{factor:.2f})")
+    ext = (f"Calibration extrapolates: this plan reads {here / 1e9:,.2f} GB per token on {plan.gpu.name} "
+           f"({plan.gpu.bandwidth_gb_s:,.0f} GB/s), the run {run_bytes / 1e9:,.2f} GB on {gpu.name} "
+           f"({gpu.bandwidth_gb_s:,.0f} GB/s)" + (f"; {'; '.join(said)}" if said else ""))
+    same = gpu.id == plan.gpu.id and abs(run_bytes / here - 1) < 0.05 and not said
+    return Calibration(factor=factor, source=where, extrapolation="" if same else ext + ".", prefill_factor=pf)
+
+
+def expect_for_cli(plan: Plan, cat, runtime: str | None, run, path: str | None) -> ExpectedResult:
+    """`plan`'s expected figure: the runtime asked for, else the calibration file's, else the default."""
+    runtimes = {r.id: r for r in cat.runtimes.all()}
+    if run is not None and run.runtime in RUNTIMES:
+        if runtime is not None and resolve_runtime(runtime)[0] != run.runtime:
+            raise InvalidValueError(f"--calibrate `{path}` is a {RUNTIME_NAMES[run.runtime]} run; it cannot "
+                                    f"calibrate --runtime {runtime}.", f"Drop --runtime or pass --runtime "
+                                                                       f"{run.runtime}.")
+        runtime = runtime or run.runtime
+    calibration = None
+    if run is not None:
+        rid = resolve_runtime(runtime)[0] if runtime else default_runtime(plan.fmt.id, plan.gpu)[0]
+        calibration = calibration_from_run(run, plan, rid, runtimes.get(rid), cat, path)
+    return expect(plan, runtimes, runtime, calibration)

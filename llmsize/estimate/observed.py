@@ -1,0 +1,76 @@
+"""A published measurement as the plan of its run: the same bytes, FLOPs and links `plan` would compute for it,
+so the fit (benchmarks/fit_speed.py), the tests and `--calibrate` weigh a row exactly as `plan` weighs a user's
+configuration. A row whose card, model or format the catalog does not hold is skipped, with the reason."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmsize.catalog.measurement import Row, format_id, printed_bytes
+from llmsize.catalog.schema import GpuSpec, ModelSpec
+from llmsize.errors import LlmsizeError
+from llmsize.estimate.expected import prefill_inputs, step_inputs
+from llmsize.estimate.plan import Plan, PlanInputs, make_plan
+from llmsize.estimate.speed import PrefillInputs, StepInputs
+
+KV_DTYPE = {"llamacpp": "fp16", "mlx": "fp16"}  # the cache dtype each runtime uses by default; others bf16
+
+
+@dataclass(frozen=True)
+class Observed:
+    row: Row
+    runtime: str
+    source_key: str  # the unit a held-out fit leaves out: one post, comment or table
+    plan: Plan
+    step: StepInputs | None  # decode rows
+    prefill: PrefillInputs | None  # prefill rows
+    measured_s: float  # seconds per decode step, or per prompt
+    ceiling_tok_s: float | None  # the plan's bandwidth ceiling per sequence at the row's batch (decode rows)
+
+
+def _scaled(x, factor: float):
+    from dataclasses import replace
+
+    return replace(x, weight_bytes=x.weight_bytes * factor)
+
+
+def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuSpec) -> Observed | str:
+    """The row as a plan, or why it cannot be one."""
+    if "specul" in row.test.lower() or "specul" in (row.where or "").lower():
+        return "speculative decoding (not one token per step)"
+    fid = format_id(runtime, row.format)
+    if fid is None and row.format == "not stated" and row.model_id:
+        fid = model.release.quant  # a named checkpoint, run as released
+    if fid is None:
+        return f"format `{row.format}` has no llmsize format id"
+    if row.backend and "vulkan" in row.backend.lower():
+        return "Vulkan backend (fitted constants are per CUDA, ROCm and Metal)"
+    if row.kind == "prefill" and row.depth_tokens:
+        return "prefill after a filled cache (the plan's prefill starts from an empty one)"
+    t = row.step_time_s
+    if t is None:
+        return "tok/s at batch > 1 without saying per sequence or aggregate"
+    tp = row.gpus if row.split in ("tensor", "row") else 1
+    pp = row.gpus if row.split in ("pipeline", "layer") else 1
+    if row.gpus > 1 and tp * pp == 1:
+        return f"{row.gpus} GPUs without the split"
+    scope = "all" if fid.startswith(("gguf-", "mlx-")) or fid in ("fp16", "bf16", "fp32") else None
+    if fid == model.release.quant:
+        scope = model.release.scope  # the release recipe (gpt-oss: MXFP4 experts only, as its GGUF keeps it)
+    inputs = PlanInputs(quant=fid, scope=scope, kv_dtype=KV_DTYPE.get(runtime, "bf16"),
+                        context_tokens=row.context_tokens, batch=row.batch,
+                        prompt_tokens=row.prompt_tokens if row.kind == "prefill" else None, tp=tp, pp=pp,
+                        gpu_util=0.99, overhead_bytes=0.0)
+    try:
+        plan = make_plan(model, gpu, inputs, search_fit=False)
+    except LlmsizeError as e:
+        return f"no plan: {e.message}"
+    size = printed_bytes(row.model_size)
+    factor = size / plan.weights.bytes_total if size else 1.0  # the file's real bytes (a GGUF mix, say)
+    if row.kind == "decode":
+        step = _scaled(step_inputs(plan, plan.decode_b), factor)
+        ceiling = 1.0 / (step.weight_bytes / step.bandwidth_bytes_per_s + step.kv_bytes / step.bandwidth_bytes_per_s
+                         + step.comm_time_s)
+        return Observed(row, runtime, source_key, plan, step, None, t, ceiling)
+    pre = _scaled(prefill_inputs(plan), factor)
+    return Observed(row, runtime, source_key, plan, None, pre, t, None)

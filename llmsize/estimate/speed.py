@@ -1,0 +1,221 @@
+"""Expected speed: a step-time model of one runtime on one card, with constants fitted on published runs.
+
+A decode step of B sequences at context L on runtime R lasts (seconds), each term with its unit:
+
+    t_step = W(B) / (BW x eta_weights[format class])     weight bytes streamed at the fraction of the card's
+                                                         bandwidth R reaches for that format (B, B/s, 1)
+           + KV(B, L) / (BW x eta_kv)                    cache and state bytes; eta_kv < eta_weights is what
+                                                         makes attention at depth cost more than its bytes
+           + layers x t_layer_s + t_step_s               fixed costs: kernel launches, graph replay, sampling
+                                                         (s per layer, s per step): small models and fast cards
+                                                         are launch-bound
+           + moe_layers x t_moe_layer_s                  routing, top-k and expert gather (s per MoE layer)
+           + collectives x alpha_s[link] + comm bytes / link bandwidth
+                                                         tensor/pipeline parallel: alpha-beta per collective
+
+and yields B tokens; it cannot be shorter than the step's FLOPs at eta_prefill of the dense peak.
+Prefill (time to first token) = FLOPs / (peak x eta_prefill[format class]) + the same fixed terms, or the
+weight bytes at eta_weights when that is longer. The ceiling (decode.py) is this expression with every eta
+equal to 1 and every other term 0; the constants are bounded so that expected <= ceiling always.
+
+The constants live in runtimes/R.yaml, one group per backend (cuda, rocm, metal), fitted by
+benchmarks/fit_speed.py on the dataset under measurements/; nothing is fitted at run time. The band is the
+held-out (leave one source out) ratio measured / predicted, p10 to p90, of the group's rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+RUNTIMES = ("vllm", "sglang", "trtllm", "llamacpp", "mlx", "gpt-fast")
+RUNTIME_ALIASES = {"ollama": "llamacpp", "lmstudio": "llamacpp", "lm-studio": "llamacpp", "llama.cpp": "llamacpp",
+                   "llama-cpp": "llamacpp", "gptfast": "gpt-fast", "tensorrt-llm": "trtllm", "trt-llm": "trtllm"}
+ALIAS_NOTE = {"ollama": "Ollama runs llama.cpp underneath", "lmstudio": "LM Studio runs llama.cpp underneath",
+              "lm-studio": "LM Studio runs llama.cpp underneath"}
+
+# weight formats grouped by the kernel family that decodes them
+FORMAT_CLASS = {
+    "fp32": "f16", "bf16": "f16", "fp16": "f16",
+    "fp8": "8bit", "fp8-block128": "8bit", "int8": "8bit", "gguf-q8_0": "8bit",
+    "gguf-q4_0": "q4_0", "gguf-q4_1": "q4_0", "gguf-q5_0": "q4_0", "gguf-q5_1": "q4_0", "gguf-iq4_nl": "q4_0",
+    "gguf-q2_k": "kquant", "gguf-q3_k": "kquant", "gguf-q4_k": "kquant", "gguf-q5_k": "kquant",
+    "gguf-q6_k": "kquant", "gguf-iq4_xs": "kquant",
+    "int4-g128": "int4", "int4-g128-zp": "int4", "gptq-int4-g128": "int4", "awq-int4-g128": "int4",
+    "bnb-nf4": "int4", "bnb-nf4-dq": "int4", "int4-g32-zp": "int4",
+    "mlx-4bit": "mlx4", "mlx-8bit": "8bit",
+    "nvfp4": "fp4", "mxfp4": "fp4",
+}
+CLASS_WORDS = {"f16": "16-bit", "8bit": "8-bit", "q4_0": "GGUF legacy 4/5-bit", "kquant": "GGUF k-quant",
+               "int4": "4-bit integer (GPTQ/AWQ)", "mlx4": "MLX 4-bit", "fp4": "FP4 (NVFP4/MXFP4)"}
+BACKEND_OF_VENDOR = {"NVIDIA": "cuda", "AMD": "rocm", "Apple": "metal"}
+LINK_KINDS = ("nvlink", "pcie", "network")
+
+
+def format_class(format_id: str) -> str:
+    return FORMAT_CLASS.get(format_id, "f16")
+
+
+def link_kind(link_name: str | None, crosses_nodes: bool) -> str:
+    if crosses_nodes:
+        return "network"
+    if link_name and (link_name.startswith("NVLink") or link_name.startswith("Infinity")):
+        return "nvlink"
+    return "pcie"
+
+
+@dataclass(frozen=True)
+class StepInputs:
+    """The physical quantities of one step, from a plan (or a dataset row turned into one)."""
+
+    batch: int
+    weight_bytes: float  # weights read by the step, one card's share (all stages in turn)
+    kv_bytes: float  # cache + state bytes read by the step, all sequences
+    bandwidth_bytes_per_s: float
+    layers: int
+    moe_layers: int
+    collectives: int  # all-reduces and stage hand-offs per step
+    link: str | None  # nvlink | pcie | network, None on one card
+    comm_time_s: float  # the collectives' bytes over the link (parallel.Comm), no latency
+    flops: float  # of the step (all sequences)
+    peak_flop_per_s: float | None
+    format_class: str
+
+
+@dataclass(frozen=True)
+class PrefillInputs:
+    prompt_tokens: int
+    flops: float
+    weight_bytes: float
+    bandwidth_bytes_per_s: float
+    peak_flop_per_s: float | None
+    layers: int
+    collectives: int
+    link: str | None
+    comm_time_s: float
+    format_class: str
+
+
+@dataclass(frozen=True)
+class Constants:
+    """One runtime on one backend. Fractions are of the card's peak; times in seconds."""
+
+    runtime: str
+    backend: str
+    eta_weights: dict[str, float]  # by format class; a class without rows takes `eta_weights_default`
+    eta_weights_default: float
+    eta_kv: float
+    t_layer_s: float
+    t_step_s: float
+    t_moe_layer_s: float
+    alpha_s: dict[str, float]  # per collective, by link kind
+    eta_prefill: dict[str, float]  # by format class, of the plan's dense peak
+    eta_prefill_default: float | None
+    band_low: float  # held-out measured / predicted, p10
+    band_high: float  # p90
+    rows_decode: int
+    rows_prefill: int
+    cards: int
+    basis: str  # "N published measurements of R on ... cards"
+    fitted_classes: tuple[str, ...] = ()
+    prefill_band_low: float | None = None
+    prefill_band_high: float | None = None
+    cards_seen: tuple[str, ...] = field(default_factory=tuple)
+
+    def eta_w(self, cls: str) -> float:
+        return self.eta_weights.get(cls, self.eta_weights_default)
+
+    def eta_p(self, cls: str) -> float | None:
+        return self.eta_prefill.get(cls, self.eta_prefill_default)
+
+
+def decode_step_time_s(x: StepInputs, c: Constants) -> float:
+    """Seconds for one decode step of x.batch sequences (the sum above, floored by compute)."""
+    bw = x.bandwidth_bytes_per_s
+    t = x.weight_bytes / (bw * c.eta_w(x.format_class)) + x.kv_bytes / (bw * c.eta_kv)
+    t += x.layers * c.t_layer_s + c.t_step_s + x.moe_layers * c.t_moe_layer_s
+    if x.collectives and x.link:
+        t += x.collectives * c.alpha_s.get(x.link, max(c.alpha_s.values(), default=0.0)) + x.comm_time_s
+    eta_p = c.eta_p(x.format_class)
+    if x.peak_flop_per_s and eta_p:
+        t = max(t, x.flops / (x.peak_flop_per_s * eta_p))
+    return t
+
+
+def prefill_time_s(x: PrefillInputs, c: Constants) -> float | None:
+    """Seconds to process the prompt; None when the card's peak or the runtime's prefill constant is unknown."""
+    eta = c.eta_p(x.format_class)
+    if not x.peak_flop_per_s or not eta:
+        return None
+    t = max(x.flops / (x.peak_flop_per_s * eta), x.weight_bytes / (x.bandwidth_bytes_per_s * c.eta_w(x.format_class)))
+    t += x.layers * c.t_layer_s + c.t_step_s
+    if x.collectives and x.link:
+        t += x.collectives * c.alpha_s.get(x.link, max(c.alpha_s.values(), default=0.0)) + x.comm_time_s
+    return t
+
+
+def decode_terms_s(x: StepInputs, c: Constants) -> dict[str, float]:
+    """The step's terms one by one (seconds), for the report."""
+    bw = x.bandwidth_bytes_per_s
+    return {
+        "weights": x.weight_bytes / (bw * c.eta_w(x.format_class)),
+        "kv": x.kv_bytes / (bw * c.eta_kv),
+        "fixed": x.layers * c.t_layer_s + c.t_step_s,
+        "moe": x.moe_layers * c.t_moe_layer_s,
+        "comm": (x.collectives * c.alpha_s.get(x.link, 0.0) + x.comm_time_s) if x.collectives and x.link else 0.0,
+    }
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A user's own run: measured / predicted for that run, applied to every figure of this runtime."""
+
+    factor: float  # measured tok/s over the model's prediction for the same run
+    source: str  # the file, what it measured
+    extrapolation: str  # how far the plan is from the calibrating run
+    prefill_factor: float | None = None
+
+
+@dataclass(frozen=True)
+class Expected:
+    runtime: str
+    backend: str
+    tok_s: float  # batch 1, per sequence
+    tok_s_low: float
+    tok_s_high: float
+    batch: int
+    aggregate_tok_s: float  # at --batch, all sequences
+    aggregate_tok_s_low: float
+    aggregate_tok_s_high: float
+    ttft_s: float | None
+    ttft_s_low: float | None
+    ttft_s_high: float | None
+    basis: str
+    terms_s: dict[str, float]
+    notes: tuple[str, ...] = ()
+
+
+def expected_speed(step1: StepInputs, stepb: StepInputs, pre: PrefillInputs, c: Constants, ceiling_tok_s: float,
+                   calibration: Calibration | None = None, notes: tuple[str, ...] = ()) -> Expected:
+    """Expected decode at batch 1 and at stepb.batch, and the time to first token, with their bands. No figure
+    exceeds the ceiling (the constants' bounds make t_step >= the ceiling's step; the band's top is capped)."""
+    t1, tb = decode_step_time_s(step1, c), decode_step_time_s(stepb, c)
+    factor = calibration.factor if calibration else 1.0
+    lo, hi = (1.0, 1.0) if calibration else (c.band_low, c.band_high)
+    if calibration:  # a run on this machine: its own scatter is small; keep the fit's spread around it, halved
+        lo, hi = 1 - (1 - c.band_low) / 2, 1 + (c.band_high - 1) / 2
+    tok = min(factor / t1, ceiling_tok_s)
+    agg = factor * stepb.batch / tb
+    agg_cap = ceiling_tok_s * stepb.batch  # no batch beats B x the batch-1 ceiling
+    ttft = prefill_time_s(pre, c)
+    pf = calibration.prefill_factor if calibration and calibration.prefill_factor else 1.0
+    plo, phi = c.prefill_band_low or c.band_low, c.prefill_band_high or c.band_high
+    basis = calibration.source if calibration else c.basis
+    return Expected(
+        runtime=c.runtime, backend=c.backend, tok_s=tok, tok_s_low=min(tok * lo, ceiling_tok_s),
+        tok_s_high=min(tok * hi, ceiling_tok_s), batch=stepb.batch, aggregate_tok_s=min(agg, agg_cap),
+        aggregate_tok_s_low=min(agg * lo, agg_cap), aggregate_tok_s_high=min(agg * hi, agg_cap),
+        ttft_s=ttft / pf if ttft else None,
+        ttft_s_low=ttft / pf / phi if ttft else None,  # a faster prefill (ratio p90) is a shorter TTFT
+        ttft_s_high=ttft / pf / plo if ttft else None,
+        basis=basis, terms_s=decode_terms_s(step1, c),
+        notes=notes + ((calibration.extrapolation,) if calibration and calibration.extrapolation else ()))

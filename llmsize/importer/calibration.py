@@ -1,0 +1,158 @@
+"""--calibrate FILE: a run the user already made, read from the file their tool wrote.
+
+Formats (recognised by content, not by name):
+- `llmsize measure --save` JSON (gpu.catalog_id, run.context_tokens, run.batch, decode.tok_s);
+- `llama-bench -o json` (a list of tests: n_prompt, n_gen, n_depth, avg_ts, model_size, gpu_info) and
+  `-o jsonl` (one such object per line), `-o csv` (the same fields as columns) - llama.cpp tools/llama-bench;
+- `vllm bench serve --save-result` JSON (median_tpot_ms, mean_ttft_ms, output_throughput, total_input_tokens,
+  num_prompts, max_concurrency) - vllm/benchmarks/serve.py.
+Each becomes a Run: what was measured (decode tok/s per sequence, prefill), at which batch and context, on which
+card and model when the file says. llmsize.estimate.expected turns it into a calibration through the model.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from llmsize.errors import InvalidValueError
+from llmsize.files import read_text
+
+MAX_BYTES = 16 * 2**20
+
+
+@dataclass(frozen=True)
+class Run:
+    tool: str  # "llmsize measure", "llama-bench", "vllm bench serve"
+    decode_tok_s: float  # per sequence
+    batch: int
+    context_tokens: int  # mean context over the decode
+    prefill_tok_s: float | None = None
+    prompt_tokens: int | None = None
+    ttft_s: float | None = None
+    card: str | None = None  # as the file names it
+    card_id: str | None = None  # when the file carries a catalog id
+    model: str | None = None
+    model_id: str | None = None
+    weight_bytes: float | None = None  # the model file's size, when printed
+    runtime: str | None = None
+    quant: str | None = None
+
+
+def _bad(path: Path, why: str) -> InvalidValueError:
+    return InvalidValueError(f"--calibrate `{path}`: {why}.",
+                             "Give a `llmsize measure --save` file, `llama-bench -o json|jsonl|csv` output, or a "
+                             "`vllm bench serve --save-result` JSON.")
+
+
+def _num(v, path: Path, key: str, integer: bool = False):
+    if isinstance(v, bool) or isinstance(v, (list, dict)):
+        raise _bad(path, f"`{key}` is not a number")
+    try:
+        x = int(v) if integer else float(v)
+    except (TypeError, ValueError, OverflowError):
+        raise _bad(path, f"`{key}` is not a number ({str(v)[:40]!r})") from None
+    if not (x == x and abs(x) < 1e15) or x < 0:
+        raise _bad(path, f"`{key}` is out of range ({x!r})")
+    return x
+
+
+def _llama_bench(tests: list[dict], path: Path) -> Run:
+    """The tg test (n_gen > 0, n_prompt 0) gives decode, the pp test (n_prompt > 0, n_gen 0) prefill."""
+    keys = {"n_prompt", "n_gen", "avg_ts"}
+    if not tests or not all(isinstance(t, dict) and keys <= set(t) for t in tests):
+        raise _bad(path, "not llama-bench output (no n_prompt, n_gen, avg_ts)")
+    tg = [t for t in tests if _num(t["n_gen"], path, "n_gen", True) > 0 and
+          _num(t["n_prompt"], path, "n_prompt", True) == 0]
+    pp = [t for t in tests if _num(t["n_prompt"], path, "n_prompt", True) > 0 and
+          _num(t["n_gen"], path, "n_gen", True) == 0]
+    if not tg:
+        raise _bad(path, "no token-generation test (-n) in it; calibration needs a tg row")
+    t = tg[0]
+    depth = _num(t.get("n_depth", 0) or 0, path, "n_depth", True)
+    n_gen = _num(t["n_gen"], path, "n_gen", True)
+    ts = _num(t["avg_ts"], path, "avg_ts")
+    if ts <= 0:
+        raise _bad(path, "avg_ts is 0")
+    size = t.get("model_size")
+    return Run(
+        tool="llama-bench", decode_tok_s=ts, batch=1, context_tokens=max(1, depth + n_gen // 2),
+        prefill_tok_s=_num(pp[0]["avg_ts"], path, "avg_ts") if pp else None,
+        prompt_tokens=_num(pp[0]["n_prompt"], path, "n_prompt", True) if pp else None,
+        card=str(t.get("gpu_info") or "") or None, model=str(t.get("model_type") or "") or None,
+        weight_bytes=_num(size, path, "model_size") if size not in (None, "") else None, runtime="llamacpp")
+
+
+def _vllm_serve(d: dict, path: Path) -> Run:
+    tpot = d.get("median_tpot_ms") or d.get("mean_tpot_ms")
+    if not tpot:
+        raise _bad(path, "no median_tpot_ms / mean_tpot_ms in it")
+    tpot_s = _num(tpot, path, "median_tpot_ms") / 1000
+    prompts = _num(d.get("num_prompts") or d.get("completed") or 1, path, "num_prompts", True) or 1
+    prompt = int(_num(d.get("total_input_tokens", 0), path, "total_input_tokens") / prompts)
+    out = int(_num(d.get("total_output_tokens", 0), path, "total_output_tokens") / prompts)
+    conc = d.get("max_concurrency")
+    if conc:
+        batch = int(_num(conc, path, "max_concurrency", True))
+    else:  # Little's law: sequences decoding at once = output tokens per second x seconds per output token
+        batch = max(1, round(_num(d.get("output_throughput", 0), path, "output_throughput") * tpot_s))
+    ttft = d.get("median_ttft_ms") or d.get("mean_ttft_ms")
+    return Run(tool="vllm bench serve", decode_tok_s=1 / tpot_s, batch=max(batch, 1),
+               context_tokens=max(1, prompt + out // 2), prompt_tokens=prompt or None,
+               ttft_s=_num(ttft, path, "median_ttft_ms") / 1000 if ttft else None,
+               model=str(d.get("model_id") or "") or None, runtime=str(d.get("backend") or "vllm"))
+
+
+def _measure(d: dict, path: Path) -> Run:
+    run, dec, gpu = d.get("run"), d.get("decode"), d.get("gpu") or {}
+    if not isinstance(run, dict) or not isinstance(dec, dict) or not isinstance(gpu, dict) \
+            or not {"batch", "context_tokens"} <= set(run) or "tok_s" not in dec:
+        raise _bad(path, "not a complete `llmsize measure --save` file")
+    if run.get("device") != "cuda":
+        raise _bad(path, "a --device cpu run has no GPU figures")
+    tok_s = _num(dec["tok_s"], path, "decode.tok_s")
+    batch = _num(run["batch"], path, "run.batch", True)
+    ctx = _num(run["context_tokens"], path, "run.context_tokens", True)
+    if tok_s <= 0 or batch < 1:
+        raise _bad(path, "decode.tok_s must be above 0 and run.batch at least 1")
+    card_id, name = gpu.get("catalog_id"), gpu.get("name")
+    card_id = card_id if isinstance(card_id, str) else None
+    name = name if isinstance(name, str) else None
+    model = d.get("model") if isinstance(d.get("model"), dict) else {}
+    quant = run.get("quant") if isinstance(run.get("quant"), str) else None
+    return Run(tool="llmsize measure", decode_tok_s=tok_s / batch, batch=batch, context_tokens=max(ctx, 1),
+               card=name, card_id=card_id, model=model.get("name") if isinstance(model.get("name"), str) else None,
+               model_id="gemma-4-12b", quant=quant)  # measure runs Gemma 4 12B
+
+
+def read_run(path: Path) -> Run:
+    text = read_text(path, MAX_BYTES, "--calibrate")
+    stripped = text.lstrip()
+    data = None
+    if stripped.startswith(("{", "[")):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            lines = [ln for ln in text.splitlines() if ln.strip()]
+            try:
+                data = [json.loads(ln) for ln in lines]  # llama-bench -o jsonl
+            except json.JSONDecodeError:
+                raise _bad(path, "not valid JSON") from None
+    if data is None:
+        try:
+            rows = list(csv.DictReader(io.StringIO(text)))
+        except csv.Error:
+            raise _bad(path, "neither JSON nor CSV") from None
+        if rows and "avg_ts" in rows[0]:
+            return _llama_bench(rows, path)
+        raise _bad(path, "a CSV without llama-bench's columns")
+    if isinstance(data, list):
+        return _llama_bench(data, path)
+    if isinstance(data, dict) and "decode" in data and "run" in data:
+        return _measure(data, path)
+    if isinstance(data, dict) and ("median_tpot_ms" in data or "mean_tpot_ms" in data):
+        return _vllm_serve(data, path)
+    raise _bad(path, "not a format llmsize knows")

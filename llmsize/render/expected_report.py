@@ -1,0 +1,50 @@
+"""The expected-speed section of `plan`: text and JSON."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from llmsize.estimate.expected import RUNTIME_NAMES, ExpectedResult
+
+
+def expected_to_dict(r: ExpectedResult) -> dict:
+    e = r.expected
+    d = {"runtime": r.runtime, "runtime_why": r.runtime_why}
+    if e is None:
+        return {**d, "tok_s": None, "tok_s_low": None, "tok_s_high": None, "aggregate_tok_s": None,
+                "ttft_s": None, "basis": None, "reason": r.reason}
+    return {**d, "backend": e.backend, "tok_s": e.tok_s, "tok_s_low": e.tok_s_low, "tok_s_high": e.tok_s_high,
+            "batch": e.batch, "aggregate_tok_s": e.aggregate_tok_s, "aggregate_tok_s_low": e.aggregate_tok_s_low,
+            "aggregate_tok_s_high": e.aggregate_tok_s_high, "ttft_s": e.ttft_s, "ttft_s_low": e.ttft_s_low,
+            "ttft_s_high": e.ttft_s_high, "basis": e.basis, "step_terms_s": e.terms_s, "notes": list(e.notes)}
+
+
+def _ms(s: float) -> str:
+    return f"{s * 1000:,.1f} ms" if s < 10 else f"{s:,.1f} s"
+
+
+def render_expected(r: ExpectedResult, plan, c: Console) -> None:
+    name = RUNTIME_NAMES[r.runtime]
+    c.print(f"\nExpected in {name} ({r.runtime_why})", style="bold")
+    e = r.expected
+    if e is None:
+        c.print(f"  no figure: {r.reason}.")
+        return
+    c.print(f"  decode, batch 1      {e.tok_s:,.1f} tok/s (band {e.tok_s_low:,.1f}-{e.tok_s_high:,.1f}; ceiling "
+            f"{plan.decode_ceiling_tok_s:,.1f})")
+    if e.batch > 1:
+        c.print(f"  decode, batch {e.batch:<6} {e.aggregate_tok_s:,.1f} tok/s all sequences (band "
+                f"{e.aggregate_tok_s_low:,.1f}-{e.aggregate_tok_s_high:,.1f})")
+    if e.ttft_s is not None:
+        c.print(f"  time to first token  {_ms(e.ttft_s)} for {plan.prompt_tokens:,} tokens (band "
+                f"{_ms(e.ttft_s_low)}-{_ms(e.ttft_s_high)})")
+    else:
+        c.print("  time to first token  no figure: the card's dense peak or this runtime's prefill measurements "
+                "are missing")
+    t = e.terms_s
+    total = sum(t.values())
+    parts = ", ".join(f"{k} {_ms(v)}" for k, v in t.items() if v > 0)
+    c.print(f"  batch-1 step {_ms(total)} = {parts}", style="dim")
+    c.print(f"  basis: {e.basis}; band = held-out p10-p90.", style="dim")
+    for n in e.notes:
+        c.print(f"  note: {n}", style="dim")

@@ -100,7 +100,7 @@ def test_overriding_a_shipped_entry_by_its_id_still_works(tmp_path, run_cli):
 def test_the_same_folder_twice_is_one_folder(tmp_path):
     cat = card(tmp_path, "mycard", {"aliases: ['5090', geforce-rtx-5090]": "aliases: []"})
     c = Catalog([cat, cat])
-    assert c.gpu("mycard").id == "mycard" and len(c.hardware.all()) == 40
+    assert c.gpu("mycard").id == "mycard" and len(c.hardware.all()) == len(Catalog().hardware.all()) + 1
 
 
 def test_shipped_catalog_has_no_clashing_names(catalog):

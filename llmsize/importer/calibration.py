@@ -135,11 +135,15 @@ def read_run(path: Path) -> Run:
     if stripped.startswith(("{", "[")):
         try:
             data = json.loads(text)
-        except json.JSONDecodeError:
+        except RecursionError:
+            raise _bad(path, "JSON nested too deeply to read") from None
+        except ValueError:
             lines = [ln for ln in text.splitlines() if ln.strip()]
             try:
                 data = [json.loads(ln) for ln in lines]  # llama-bench -o jsonl
-            except json.JSONDecodeError:
+            except RecursionError:
+                raise _bad(path, "JSON nested too deeply to read") from None
+            except ValueError:
                 raise _bad(path, "not valid JSON") from None
     if data is None:
         try:

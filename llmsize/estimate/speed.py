@@ -128,13 +128,18 @@ class Constants:
         return self.eta_prefill.get(cls, self.eta_prefill_default)
 
 
+def _alpha(c: Constants, link: str | None) -> float:
+    """Latency per collective on this link; a link without fitted rows takes the slowest fitted one."""
+    return c.alpha_s.get(link, max(c.alpha_s.values(), default=0.0))
+
+
 def decode_step_time_s(x: StepInputs, c: Constants) -> float:
     """Seconds for one decode step of x.batch sequences (the sum above, floored by compute)."""
     bw = x.bandwidth_bytes_per_s
     t = x.weight_bytes / (bw * c.eta_w(x.format_class)) + x.kv_bytes / (bw * c.eta_kv)
     t += x.layers * c.t_layer_s + c.t_step_s + x.moe_layers * c.t_moe_layer_s
     if x.collectives and x.link:
-        t += x.collectives * c.alpha_s.get(x.link, max(c.alpha_s.values(), default=0.0)) + x.comm_time_s
+        t += x.collectives * _alpha(c, x.link) + x.comm_time_s
     eta_p = c.eta_p(x.format_class)
     if x.peak_flop_per_s and eta_p:
         t = max(t, x.flops / (x.peak_flop_per_s * eta_p))
@@ -149,7 +154,7 @@ def prefill_time_s(x: PrefillInputs, c: Constants) -> float | None:
     t = max(x.flops / (x.peak_flop_per_s * eta), x.weight_bytes / (x.bandwidth_bytes_per_s * c.eta_w(x.format_class)))
     t += x.layers * c.t_layer_s + c.t_step_s
     if x.collectives and x.link:
-        t += x.collectives * c.alpha_s.get(x.link, max(c.alpha_s.values(), default=0.0)) + x.comm_time_s
+        t += x.collectives * _alpha(c, x.link) + x.comm_time_s
     return t
 
 
@@ -161,7 +166,7 @@ def decode_terms_s(x: StepInputs, c: Constants) -> dict[str, float]:
         "kv": x.kv_bytes / (bw * c.eta_kv),
         "fixed": x.layers * c.t_layer_s + c.t_step_s,
         "moe": x.moe_layers * c.t_moe_layer_s,
-        "comm": (x.collectives * c.alpha_s.get(x.link, 0.0) + x.comm_time_s) if x.collectives and x.link else 0.0,
+        "comm": (x.collectives * _alpha(c, x.link) + x.comm_time_s) if x.collectives and x.link else 0.0,
     }
 
 

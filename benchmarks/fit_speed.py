@@ -64,7 +64,7 @@ def source_key(stem: str, f, row) -> str:
 
 
 def observations(cat: Catalog) -> tuple[list[Observed], list[tuple[str, str]], dict]:
-    data = load_dataset()
+    data = load_dataset(ROOT / "measurements")
     out, skipped = [], []
     for stem, f in data.items():
         for i, row in enumerate(f.rows):

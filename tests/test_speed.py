@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 @pytest.fixture(scope="module")
 def data():
-    return load_dataset()
+    return load_dataset(ROOT / "measurements")
 
 
 @pytest.fixture(scope="module")

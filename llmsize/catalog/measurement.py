@@ -125,11 +125,14 @@ def load_file(path: Path) -> MeasurementFile:
 
 
 def dataset_dir() -> Path:
+    """measurements/ of a source checkout (the dataset is not shipped in the wheel)."""
     return Path(__file__).resolve().parent.parent.parent / "measurements"
 
 
 def load_dataset(folder: Path | None = None) -> dict[str, MeasurementFile]:
     folder = folder or dataset_dir()
+    if not folder.is_dir():
+        raise CatalogError(f"No measurements folder at {folder}.", "Run from a source checkout of llmsize.")
     return {p.stem: load_file(p) for p in sorted(folder.glob("*.yaml"))}
 
 

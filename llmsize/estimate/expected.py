@@ -160,9 +160,9 @@ def _run_format(run, fallback: str) -> str:
 
     if run.quant:
         return run.quant
-    if run.model:  # llama-bench model_type: "qwen2 7B Q4_K - Medium"
-        words = run.model.replace(" - Medium", "_M").replace(" - Small", "_S").replace(" - Large", "_L").split()
-        fid = format_id(run.runtime or "", words[-1]) if words else None
+    if run.model:  # llama-bench model_type "qwen2 7B Q4_K - Medium": the format follows arch and size
+        parts = run.model.split(" ", 2)
+        fid = format_id(run.runtime or "", parts[2]) if len(parts) == 3 else None
         if fid:
             return fid
     return fallback

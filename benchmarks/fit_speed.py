@@ -33,7 +33,7 @@ from llmsize.catalog.loader import Catalog  # noqa: E402
 from llmsize.catalog.measurement import load_dataset  # noqa: E402
 from llmsize.errors import LlmsizeError  # noqa: E402
 from llmsize.estimate.expected import RUNTIME_NAMES, backend  # noqa: E402
-from llmsize.estimate.observed import Observed, observe  # noqa: E402
+from llmsize.estimate.observed import card_of, Observed, observe  # noqa: E402
 from llmsize.estimate.speed import Constants, decode_step_time_s, prefill_time_s  # noqa: E402
 
 RIDGE = 0.01
@@ -68,13 +68,16 @@ def observations(cat: Catalog) -> tuple[list[Observed], list[tuple[str, str]], d
     out, skipped = [], []
     for stem, f in data.items():
         for i, row in enumerate(f.rows):
-            if not row.card_id or not (row.model_id or row.shape_of):
+            if not (row.card_id or row.card_any_of) or not (row.model_id or row.shape_of):
                 skipped.append((f"{stem}#{i}", "card or model not in the catalog"))
                 continue
             try:
-                gpu, model = cat.gpu(row.card_id), cat.model(row.model_id or row.shape_of)
+                gpu, model = card_of(row, cat), cat.model(row.model_id or row.shape_of)
             except LlmsizeError as e:
                 skipped.append((f"{stem}#{i}", e.message))
+                continue
+            if isinstance(gpu, str):
+                skipped.append((f"{stem}#{i}", gpu))
                 continue
             o = observe(row, f.runtime, source_key(stem, f, row), model, gpu)
             if isinstance(o, str):
@@ -340,8 +343,11 @@ def run(write: bool, check: bool) -> int:
         if (rt, be) in borrowed:
             specs[rt][be]["borrowed"] = borrowed[(rt, be)]
         sd, sp = ho_d.summary(band), ho_p.summary(pband) if pband else None
+        unscored = len(dec) - sd["rows"]
         table.append((rt, be, sd["rows"], sd["median_abs_error"], sd["p90_abs_error"], sd["band_coverage"],
-                      sp, f"cards {len({o.plan.gpu.id for o in rows})}, sources {len({o.source_key for o in rows})}"))
+                      sp, f"cards {len({o.plan.gpu.id for o in rows})}, sources {len({o.source_key for o in rows})}"
+                      + (f"; {unscored} of {len(dec)} decode rows unscored (without their source the group has "
+                         f"< {MIN_ROWS_GROUP} rows)" if unscored else "")))
     print(f"Held-out error (leave one source out), dataset {dataset_commit()}, {len(obs)} rows used, "
           f"{len(skipped)} skipped\n")
     print(f"{'runtime':10} {'backend':7} {'decode rows':>11} {'median':>7} {'p90':>7} {'band cov':>8}   "

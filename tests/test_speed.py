@@ -70,6 +70,23 @@ def test_a_row_whose_figure_is_not_in_its_excerpt_is_refused():
         Row(**base, tok_s=158.5, verbatim="| Inference tok/s | 158.4 |")
 
 
+def test_a_card_the_source_leaves_ambiguous_counts_only_where_its_variants_agree(catalog):
+    """M2 Ultra (60- or 76-core GPU, both 800 GB/s): its decode rows count, its prefill rows do not; M4 Max (32-core
+    at 410 GB/s, 40-core at 546 GB/s) counts for nothing; a row cannot name its card both ways."""
+    from llmsize.estimate.observed import card_of
+
+    base = dict(model="llama 7B", format="Q4_0", test="tg128", batch=1, tok_s=90.0, verbatim="| 90.0 |")
+    ultra = Row(**base, card="M2 Ultra", card_any_of=["m2-ultra", "m2-ultra-60"], kind="decode")
+    assert card_of(ultra, catalog).bandwidth_gb_s == 800
+    pre = Row(**{**base, "test": "pp512"}, card="M2 Ultra", card_any_of=["m2-ultra", "m2-ultra-60"], kind="prefill",
+              prompt_tokens=512)
+    assert "compute rate" in card_of(pre, catalog)
+    m4 = Row(**base, card="M4 Max", card_any_of=["m4-max", "m4-max-32"], kind="decode")
+    assert "differ in bandwidth" in card_of(m4, catalog)
+    with pytest.raises(ValueError, match="card_any_of"):
+        Row(**base, card="M2 Ultra", card_id="m2-ultra", card_any_of=["m2-ultra", "m2-ultra-60"], kind="decode")
+
+
 def test_printed_formats_and_sizes_map():
     assert format_id("llamacpp", "Q4_K - Medium") == "gguf-q4_k"
     assert format_id("llamacpp", "MXFP4 MoE") == "mxfp4"

@@ -34,6 +34,9 @@ class Row(Strict):
     backend: str | None = None
     card: str
     card_id: str | None = None
+    card_any_of: list[str] | None = Field(
+        None, min_length=2, description="catalog ids the printed card can be when the source leaves the variant "
+        "unsaid (a chip sold with several GPU core counts); used only where the figure does not depend on which")
     gpus: int = Field(1, strict=True, ge=1, le=1024)
     split: Literal["tensor", "pipeline", "layer", "row", "expert"] | None = None
     model: str
@@ -61,6 +64,8 @@ class Row(Strict):
 
     @model_validator(mode="after")
     def _figure(self):
+        if self.card_id and self.card_any_of:
+            raise ValueError("card_id names the card; card_any_of is for a card the source leaves ambiguous")
         if self.tok_s is None and self.ms_per_token is None and self.ttft_ms is None:
             raise ValueError("a row needs tok_s, ms_per_token or ttft_ms")
         text = " | ".join(self.verbatim) if isinstance(self.verbatim, list) else self.verbatim

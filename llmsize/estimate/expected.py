@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from llmsize.catalog.schema import GpuSpec, RuntimeSpec, SpeedGroup
 from llmsize.errors import InvalidValueError
+from llmsize.estimate.flops import compute_peak
 from llmsize.estimate.plan import Plan
 from llmsize.estimate.speed import (
     ALIAS_NOTE,
@@ -101,14 +102,23 @@ def step_inputs(plan: Plan, batch_step) -> StepInputs:
         peak_flop_per_s=plan.peak.flop_per_s, format_class=format_class(plan.fmt.id))
 
 
-def prefill_inputs(plan: Plan) -> PrefillInputs:
+# Runtimes whose prompt matmuls run at 16-bit rates whatever the weight format: llama.cpp multiplies quantized
+# weights with INT8 dot products or dequantizes them to FP16 (ggml-cuda mmq.cu / cuBLAS; Metal simdgroup matrices
+# in half precision), MLX in float16; neither uses FP8 or FP4 tensor-core math. The others run the format's own.
+MATMUL_PRECISION = {"llamacpp": "fp16", "mlx": "fp16"}
+
+
+def prefill_inputs(plan: Plan, runtime: str | None = None) -> PrefillInputs:
     layers, _ = _layers(plan)
     collectives, link = _link(plan)
     pre = plan.prefill
     comm_s = plan.comm.time_s(1, plan.model.hidden_size, tokens=pre.prompt_tokens) if plan.comm else 0.0
+    peak = plan.peak.flop_per_s
+    if runtime in MATMUL_PRECISION:
+        peak = compute_peak(plan.gpu, plan.fmt, MATMUL_PRECISION[runtime]).flop_per_s
     return PrefillInputs(
         prompt_tokens=pre.prompt_tokens, flops=pre.flops, weight_bytes=pre.bytes,
-        bandwidth_bytes_per_s=plan.gpu.bandwidth_bytes_per_s, peak_flop_per_s=plan.peak.flop_per_s, layers=layers,
+        bandwidth_bytes_per_s=plan.gpu.bandwidth_bytes_per_s, peak_flop_per_s=peak, layers=layers,
         collectives=collectives, link=link, comm_time_s=comm_s, format_class=format_class(plan.fmt.id))
 
 
@@ -150,7 +160,7 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
         notes += (f"no {RUNTIME_NAMES[rid]} measurement of {plan.fmt.id}-class weights on this backend: its "
                   f"weight-streaming fraction is the group's default, that of 16-bit weights where measured "
                   f"({c.eta_weights_default:.2f})",)
-    e = expected_speed(step_inputs(plan, plan.decode_1), step_inputs(plan, plan.decode_b), prefill_inputs(plan), c,
+    e = expected_speed(step_inputs(plan, plan.decode_1), step_inputs(plan, plan.decode_b), prefill_inputs(plan, rid), c,
                        plan.decode_ceiling_tok_s, calibration, notes)
     return ExpectedResult(rid, why, e)
 
@@ -212,7 +222,7 @@ def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, ca
     predicted = 1 / decode_step_time_s(s1, c)
     factor = run.decode_tok_s / predicted
     pf = None
-    pre = prefill_inputs(rp)
+    pre = prefill_inputs(rp, rid)
     t_pre = prefill_time_s(_replace(pre, weight_bytes=pre.weight_bytes * scale), c)
     if t_pre and run.prefill_tok_s and run.prompt_tokens:
         pf = (run.prefill_tok_s / run.prompt_tokens) * t_pre

@@ -28,6 +28,23 @@ class Observed:
     ceiling_tok_s: float | None  # the plan's bandwidth ceiling per sequence at the row's batch (decode rows)
 
 
+def card_of(row: Row, cat) -> GpuSpec | str:
+    """The row's card, or why it cannot be used. A card the source leaves ambiguous (`card_any_of`: one chip sold
+    with several GPU core counts) is used for decode only where every candidate streams at the same bandwidth on
+    the same backend, since a batch-1 step is bandwidth-bound; the candidate with the lowest known FP16 rate stands
+    for them (the compute floor it sets is far below a batch-1 step's memory time). Prefill needs the compute rate,
+    which the candidates do not share."""
+    if row.card_id:
+        return cat.gpu(row.card_id)
+    cards = [cat.gpu(c) for c in row.card_any_of]
+    if len({(g.vendor, g.bandwidth_gb_s) for g in cards}) > 1:
+        return "card variant not stated, and its variants differ in bandwidth"
+    if row.kind == "prefill":
+        return "card variant not stated, and prefill depends on its compute rate"
+    known = [g for g in cards if g.dense_tflops.fp16]
+    return min(known, key=lambda g: g.dense_tflops.fp16) if known else cards[0]
+
+
 def _scaled(x, factor: float):
     from dataclasses import replace
 
@@ -49,6 +66,8 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
         return "prefill after a filled cache (the plan's prefill starts from an empty one)"
     t = row.step_time_s
     if t is None:
+        if row.kind == "prefill":
+            return "prefill without its prompt length (tok/s cannot be a time)"
         return "tok/s at batch > 1 without saying per sequence or aggregate"
     tp = row.gpus if row.split in ("tensor", "row") else 1
     pp = row.gpus if row.split in ("pipeline", "layer") else 1
@@ -72,5 +91,5 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
         ceiling = 1.0 / (step.weight_bytes / step.bandwidth_bytes_per_s + step.kv_bytes / step.bandwidth_bytes_per_s
                          + step.comm_time_s)
         return Observed(row, runtime, source_key, plan, step, None, t, ceiling)
-    pre = _scaled(prefill_inputs(plan), factor)
+    pre = _scaled(prefill_inputs(plan, runtime), factor)
     return Observed(row, runtime, source_key, plan, None, pre, t, None)

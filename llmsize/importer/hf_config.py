@@ -402,6 +402,7 @@ MAPPERS = {
     "gemma3": map_gemma3, "gemma3_text": map_gemma3,
     "gemma4": map_gemma4, "gemma4_text": map_gemma4, "gemma4_unified": map_gemma4, "gemma4_unified_text": map_gemma4,
     "falcon": map_falcon, "deepseek_v2": map_deepseek, "deepseek_v3": map_deepseek, "gpt_oss": map_gpt_oss,
+    "glm4_moe_lite": map_deepseek,  # transformers Glm4MoeLite: DeepSeek-V3's MLA + routed/shared experts
     "nemotron_h": map_nemotron_h,
 }
 
@@ -423,10 +424,12 @@ REQUIRED = {"falcon": ("hidden_size", "num_hidden_layers", "num_attention_heads"
             "nemotron_h": ("hidden_size", "vocab_size", "hybrid_override_pattern"),
             "deepseek_v2": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
             "deepseek_v3": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
+            "glm4_moe_lite": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
             "gpt_oss": CORE + ("num_local_experts", "num_experts_per_tok")}
 # fields a real config.json of the type leaves to its transformers class (google/gemma-3-27b-it's text_config has no
 # vocab_size: tests/data/hf-configs/SOURCES.yaml)
-OMITTABLE = {"gemma3_text": ("vocab_size",)}
+# google/gemma-3-4b-it's text_config leaves its heads to the class too (its values are the class defaults)
+OMITTABLE = {"gemma3_text": ("vocab_size", "num_attention_heads", "num_key_value_heads", "head_dim")}
 
 
 def map_config(raw: dict, where: str) -> Mapped:

@@ -59,11 +59,33 @@ def test_fewer_bits_never_more_bytes(model):
     # f32 vectors for GGUF), fewer bits per weight never stores more bytes
     for keep in (16, 32):
         # equal bits per weight (nvfp4 and bnb-nf4: 4.5) are ordered by their per-tensor scale bytes
-        ordered = sorted((f for f in FORMATS.values() if f.keep_bits == keep),
+        ordered = sorted((f for f in FORMATS.values() if f.keep_bits == keep and not f.mix),
                          key=lambda f: (f.bits_per_weight, f.per_tensor_bytes))
         for scope in ("linear", "experts", "mlp", "all"):
             sizes = [weight_bytes(model, f, scope).bytes_total for f in ordered]
             assert sizes == sorted(sizes)
+
+
+# llama-quantize's k-quant file types
+K_LADDER = ["gguf-q2_k", "gguf-q3_k_s", "gguf-q3_k_m", "gguf-q3_k_l", "gguf-q4_k_s", "gguf-q4_k_m", "gguf-q5_k_s",
+            "gguf-q5_k_m", "gguf-q6_k", "gguf-q8_0"]
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.id)
+def test_gguf_file_types_grow_along_the_k_ladder(model):
+    size = {f: weight_bytes(model, FORMATS[f], "all").bytes_total for f in K_LADDER}
+    # within a family S <= M <= L; across families only far rungs are ordered (Q4_K_M's Q6_K bumps can outweigh
+    # Q5_K_S where ffn_down is most of the model, and rows that fall back to IQ4_NL blur Q2_K and Q3_K_S)
+    for chain in (["gguf-q3_k_s", "gguf-q3_k_m", "gguf-q3_k_l"], ["gguf-q4_k_s", "gguf-q4_k_m"],
+                  ["gguf-q5_k_s", "gguf-q5_k_m"], ["gguf-q2_k", "gguf-q4_k_m", "gguf-q6_k", "gguf-q8_0"]):
+        assert [size[f] for f in chain] == sorted(size[f] for f in chain), size
+    # and a file type never stores less than its own block type in every matrix (a model released with MXFP4
+    # experts keeps them in MXFP4 whatever the file type: no such floor)
+    for f in K_LADDER if model.release.quant != "mxfp4" else ():
+        base = FORMATS["ggml-" + FORMATS[f].mix.split("_")[0] + "_" + FORMATS[f].mix.split("_")[1]]
+        pure = weight_bytes(model, base, "all")
+        text_only = pure.bytes_total - pure.stored_bytes["extra"]  # a GGUF holds no vision tower (its mmproj file does)
+        assert weight_bytes(model, FORMATS[f], "all").bytes_total >= 0.99 * text_only
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.id)

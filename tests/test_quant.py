@@ -21,28 +21,30 @@ from llmsize.estimate.quant import FORMATS, kv_dtype_bytes, quant_format
     ("fp8", Fraction(8)),
     ("bf16", Fraction(16)),
     # ggml/src/ggml-common.h block sizes: bytes * 8 / elements
-    ("gguf-q8_0", Fraction(34 * 8, 32)),   # 8.5
-    ("gguf-q4_0", Fraction(18 * 8, 32)),   # 4.5
-    ("gguf-q4_1", Fraction(20 * 8, 32)),   # 5.0
-    ("gguf-q5_0", Fraction(22 * 8, 32)),   # 5.5
-    ("gguf-q2_k", Fraction(84 * 8, 256)),  # 2.625
-    ("gguf-q3_k", Fraction(110 * 8, 256)),  # 3.4375
-    ("gguf-q4_k", Fraction(144 * 8, 256)),  # 4.5
-    ("gguf-q5_k", Fraction(176 * 8, 256)),  # 5.5
-    ("gguf-q6_k", Fraction(210 * 8, 256)),  # 6.5625
-    ("gguf-iq4_xs", Fraction(136 * 8, 256)),  # 4.25
+    ("ggml-q8_0", Fraction(34 * 8, 32)),   # 8.5
+    ("ggml-q4_0", Fraction(18 * 8, 32)),   # 4.5
+    ("ggml-q4_1", Fraction(20 * 8, 32)),   # 5.0
+    ("ggml-q5_0", Fraction(22 * 8, 32)),   # 5.5
+    ("ggml-q2_k", Fraction(84 * 8, 256)),  # 2.625
+    ("ggml-q3_k", Fraction(110 * 8, 256)),  # 3.4375
+    ("ggml-q4_k", Fraction(144 * 8, 256)),  # 4.5
+    ("ggml-q5_k", Fraction(176 * 8, 256)),  # 5.5
+    ("ggml-q6_k", Fraction(210 * 8, 256)),  # 6.5625
+    ("ggml-iq4_xs", Fraction(136 * 8, 256)),  # 4.25
 ])
 def test_bits_per_weight_exact(fmt, bits):
     assert FORMATS[fmt].bits_per_weight == bits
 
 
 def test_gguf_values_in_decimal():
-    assert float(FORMATS["gguf-q6_k"].bits_per_weight) == 6.5625
-    assert float(FORMATS["gguf-q3_k"].bits_per_weight) == 3.4375
+    assert float(FORMATS["ggml-q6_k"].bits_per_weight) == 6.5625
+    assert float(FORMATS["ggml-q3_k"].bits_per_weight) == 3.4375
 
 
 def test_format_lookup_accepts_gguf_short_names():
-    assert quant_format("Q4_K").id == "gguf-q4_k"
+    assert quant_format("Q4_K").id == "ggml-q4_k"  # a block type: no llama-quantize file type is called Q4_K
+    assert quant_format("Q4_K_M").id == "gguf-q4_k_m"  # a file type
+    assert quant_format("q6_k").id == "gguf-q6_k"  # both exist: the file type wins, ggml-q6_k names the block
     assert quant_format("NVFP4").id == "nvfp4"
 
 

@@ -13,7 +13,7 @@ from llmsize.estimate.weights import weight_bytes
 from llmsize.units import GB
 
 # Formats tried, largest first, when the weights do not fit.
-SMALLER_FORMATS = ("fp8", "nvfp4", "mxfp4", "int4-g128", "gguf-q3_k", "gguf-q2_k")
+SMALLER_FORMATS = ("fp8", "nvfp4", "mxfp4", "int4-g128", "gguf-q3_k_m", "gguf-q2_k")
 SMALLER_KV = ("fp8", "nvfp4")
 
 

@@ -46,7 +46,7 @@ def default_runtime(fmt_id: str, gpu: GpuSpec) -> tuple[str, str]:
     """llama.cpp for GGUF formats and Apple cards, MLX for MLX formats, vLLM otherwise; and why."""
     if fmt_id.startswith("mlx-"):
         return "mlx", f"the default for {fmt_id} weights"
-    if fmt_id.startswith("gguf-"):
+    if fmt_id.startswith(("gguf-", "ggml-")):
         return "llamacpp", f"the default for {fmt_id} (GGUF) weights"
     if gpu.vendor == "Apple":
         return "llamacpp", "the default on Apple silicon"

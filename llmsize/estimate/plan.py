@@ -204,6 +204,12 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
         notes.append(f"--quant {fmt.id} (scope {scope}) differs from the checkpoint's {model.release.quant} "
                      f"(scope {model.release.scope}): weights are estimated, not read from the headers")
         exact = None
+    if fmt.mix and exact is None:
+        from llmsize.estimate.gguf_mix import file_mix, types_by_bytes
+
+        mix = types_by_bytes(file_mix(model, fmt.mix))
+        by_type = ", ".join(f"{t.upper()} {b / 1e9:,.2f} GB" for t, b in mix.items())
+        notes.append(f"GGUF {fmt.mix.upper()} as llama-quantize writes it, a type per tensor: {by_type}")
     if inputs.context_tokens > model.max_position_embeddings:
         notes.append(f"--context {inputs.context_tokens:,} is beyond the model's max_position_embeddings "
                      f"{model.max_position_embeddings:,}: engines refuse it; the figures extrapolate")
@@ -279,7 +285,13 @@ def assumptions(p: dict) -> list[str]:
             "mlp": "MLP and experts quantized; attention, SSM, embedding, lm_head, norms stay 16-bit",
             "all": "every matrix quantized, embedding and lm_head included; vectors kept at "
                    f"{fmt.keep_bits} bits"}[scope]
-    out.append(f"Weights: {fmt.id} ({release}), {float(fmt.bits_per_weight):g} bits per quantized weight; {keep}.")
+    if fmt.mix:
+        out.append(f"Weights: {fmt.id} ({release}): the file llama-quantize writes for {fmt.mix.upper()}, a ggml "
+                   "type per tensor by its rules (llama.cpp src/llama-quant.cpp); norms, routers and other vectors "
+                   "F32, nothing outside the text model.")
+    else:
+        out.append(f"Weights: {fmt.id} ({release}), {float(fmt.bits_per_weight):g} bits per quantized weight; "
+                   f"{keep}.")
     if model.tie_word_embeddings:
         out.append("Tied embedding: stored once, but read in full as the lm_head for every decoded token.")
     out.append("Bytes per decoded token: all weights touched (lm_head included, embedding table excluded: one row"

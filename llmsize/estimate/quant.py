@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from llmsize.errors import InvalidValueError
+from llmsize.estimate.gguf_blocks import FILE_TYPES, GGML_BLOCKS
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class QuantFormat:
     keep_bits: int  # precision of what the scope leaves unquantized
     description: str
     source: str
+    mix: str | None = None  # a llama-quantize file type: one block type per tensor (llmsize.estimate.gguf_mix)
 
 
 def _f(num: int, den: int = 1) -> Fraction:
@@ -77,10 +79,10 @@ FORMATS: dict[str, QuantFormat] = {f.id: f for f in [
                 "pytorch-labs/gpt-fast quantize.py: scales_and_zeros bf16 [K/groupsize, N, 2]"),
     # MLX affine quantization (mlx.core.quantize, default group_size 64): a 16-bit scale and a 16-bit bias per
     # group -> 4-bit: 4 + 32/64 = 4.5 bits; 8-bit: 8 + 32/64 = 8.5 bits. mlx-lm quantizes the embedding too.
-    QuantFormat("mlx-4bit", _f(4) + _f(32, 64), 0, "all", "bf16", 16,
-                "MLX 4-bit affine, group 64, 16-bit scale + bias", "ml-explore/mlx docs: mlx.core.quantize"),
-    QuantFormat("mlx-8bit", _f(8) + _f(32, 64), 0, "all", "bf16", 16,
-                "MLX 8-bit affine, group 64, 16-bit scale + bias", "ml-explore/mlx docs: mlx.core.quantize"),
+    # mlx.core.quantize takes 2, 3, 4, 5, 6 or 8 bits, the same scale + bias per group: bits + 32/64.
+    *[QuantFormat(f"mlx-{b}bit", _f(b) + _f(32, 64), 0, "all", "bf16", 16,
+                  f"MLX {b}-bit affine, group 64, 16-bit scale + bias", "ml-explore/mlx docs: mlx.core.quantize")
+      for b in (4, 8, 2, 3, 5, 6)],
     # bitsandbytes NF4 (QLoRA, Dettmers et al. 2023, section 3): 4-bit codes + an FP32 absmax per block of 64
     # -> 4 + 32/64 = 4.5 bits; with double quantization the absmax is 8-bit with an FP32 scale per 256 of them
     # -> 4 + 8/64 + 32/(64*256) = 4.127 bits (the paper's 0.127 bits of scale per parameter).
@@ -88,18 +90,25 @@ FORMATS: dict[str, QuantFormat] = {f.id: f for f in [
                 "bitsandbytes NF4, FP32 absmax per 64", "QLoRA (arXiv 2305.14314) section 3"),
     QuantFormat("bnb-nf4-dq", _f(4) + _f(8, 64) + _f(32, 64 * 256), 0, "linear", "bf16", 16,
                 "bitsandbytes NF4 with double quantization", "QLoRA (arXiv 2305.14314) section 3"),
-    # llama.cpp GGUF tensor types at their block sizes (ggml/src/ggml-common.h):
+    # ggml block types, every matrix in the one type (ggml/src/ggml-common.h block structs):
     #   q8_0: 2 + 32 B per 32 -> 8.5 ; q4_0: 2 + 16 B per 32 -> 4.5 ; q4_1: 4 + 16 B per 32 -> 5.0
     #   q5_0: 2 + 4 + 16 B per 32 -> 5.5 ; q5_1: 4 + 4 + 16 B per 32 -> 6.0 ; iq4_nl: 2 + 16 per 32 -> 4.5
     #   q2_K: 16 + 64 + 4 = 84 B per 256 -> 2.625 ; q3_K: 32 + 64 + 12 + 2 = 110 B per 256 -> 3.4375
     #   q4_K: 4 + 12 + 128 = 144 B per 256 -> 4.5 ; q5_K: 4 + 12 + 32 + 128 = 176 B per 256 -> 5.5
     #   q6_K: 128 + 64 + 16 + 2 = 210 B per 256 -> 6.5625 ; iq4_xs: 2 + 2 + 4 + 128 = 136 B per 256 -> 4.25
-    *[QuantFormat(f"gguf-{name}", _f(nbytes * 8, block), 0, "all", "bf16", 32,
-                  f"GGUF {name.upper()} ({nbytes} B per {block} weights)", "ggml/src/ggml-common.h block structs")
+    *[QuantFormat(f"ggml-{name}", _f(nbytes * 8, block), 0, "all", "bf16", 32,
+                  f"ggml {name.upper()} in every matrix ({nbytes} B per {block} weights)",
+                  "ggml/src/ggml-common.h block structs")
       for name, nbytes, block in [
           ("q8_0", 34, 32), ("q6_k", 210, 256), ("q5_k", 176, 256), ("q5_1", 24, 32), ("q5_0", 22, 32),
           ("q4_k", 144, 256), ("q4_1", 20, 32), ("q4_0", 18, 32), ("iq4_nl", 18, 32), ("iq4_xs", 136, 256),
           ("q3_k", 110, 256), ("q2_k", 84, 256)]],
+    # GGUF files as llama-quantize writes them: a type per tensor (llmsize/estimate/gguf_mix.py). bits_per_weight
+    # is the file type's own block type; the plan reports the file's average.
+    *[QuantFormat(f"gguf-{ftype}", _f(GGML_BLOCKS[base][1] * 8, GGML_BLOCKS[base][0]), 0, "all", "bf16", 32,
+                  f"GGUF file type {ftype.upper()} (llama-quantize: mostly {base.upper()}, per-tensor rules)",
+                  "llama.cpp src/llama-quant.cpp llama_tensor_get_type", mix=ftype)
+      for ftype, base in FILE_TYPES.items()],
 ]}
 # fmt: on
 
@@ -124,7 +133,8 @@ SCOPES = ("linear", "experts", "mlp", "all")
 
 def quant_format(name: str) -> QuantFormat:
     key = name.lower()
-    for candidate in (key, key.replace("_", "-"), f"gguf-{key}", f"gguf-{key.replace('-', '_')}"):
+    for candidate in (key, key.replace("_", "-"), f"gguf-{key}", f"gguf-{key.replace('-', '_')}", f"ggml-{key}",
+                      f"ggml-{key.replace('-', '_')}"):
         if candidate in FORMATS:
             return FORMATS[candidate]
     raise InvalidValueError(

@@ -36,17 +36,19 @@ ALIAS_NOTE = {"ollama": "Ollama runs llama.cpp underneath", "lmstudio": "LM Stud
 # weight formats grouped by the kernel family that decodes them
 FORMAT_CLASS = {
     "fp32": "f16", "bf16": "f16", "fp16": "f16",
-    "fp8": "8bit", "fp8-block128": "8bit", "int8": "8bit", "gguf-q8_0": "8bit",
-    "gguf-q4_0": "q4_0", "gguf-q4_1": "q4_0", "gguf-q5_0": "q4_0", "gguf-q5_1": "q4_0", "gguf-iq4_nl": "q4_0",
-    "gguf-q2_k": "kquant", "gguf-q3_k": "kquant", "gguf-q4_k": "kquant", "gguf-q5_k": "kquant",
-    "gguf-q6_k": "kquant", "gguf-iq4_xs": "kquant",
+    "fp8": "8bit", "fp8-block128": "8bit", "int8": "8bit", "gguf-q8_0": "8bit", "ggml-q8_0": "8bit",
+    **{f"{p}-{t}": "q4_0" for p in ("gguf", "ggml") for t in ("q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")},
+    **{f"ggml-{t}": "kquant" for t in ("q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "iq4_xs")},
+    **{f"gguf-{t}": "kquant" for t in ("q2_k", "q3_k_s", "q3_k_m", "q3_k_l", "q4_k_s", "q4_k_m", "q5_k_s",
+                                       "q5_k_m", "q6_k", "iq4_xs")},
+    "gguf-mxfp4_moe": "fp4",
     "int4-g128": "int4", "int4-g128-zp": "int4", "gptq-int4-g128": "int4", "awq-int4-g128": "int4",
     "bnb-nf4": "int4", "bnb-nf4-dq": "int4", "int4-g32-zp": "int4",
-    "mlx-4bit": "mlx4", "mlx-8bit": "8bit",
+    **{f"mlx-{b}bit": "mlxq" for b in (2, 3, 4, 5, 6)}, "mlx-8bit": "8bit",
     "nvfp4": "fp4", "mxfp4": "fp4",
 }
 CLASS_WORDS = {"f16": "16-bit", "8bit": "8-bit", "q4_0": "GGUF legacy 4/5-bit", "kquant": "GGUF k-quant",
-               "int4": "4-bit integer (GPTQ/AWQ)", "mlx4": "MLX 4-bit", "fp4": "FP4 (NVFP4/MXFP4)"}
+               "int4": "4-bit integer (GPTQ/AWQ)", "mlxq": "MLX 2-6-bit affine", "fp4": "FP4 (NVFP4/MXFP4)"}
 BACKEND_OF_VENDOR = {"NVIDIA": "cuda", "AMD": "rocm", "Apple": "metal"}
 LINK_KINDS = ("nvlink", "pcie", "network")
 

@@ -77,6 +77,8 @@ def weight_bytes(model: ModelSpec, fmt: QuantFormat, scope: str) -> WeightBytes:
     leaves alone at fmt.keep_bits. Counted in bits, converted to bytes once.
     """
     check_scope(scope)
+    if fmt.mix:
+        return _mix_weight_bytes(model, fmt)
     stored: dict[str, Fraction] = defaultdict(Fraction)
     read: dict[str, float] = defaultdict(float)
     q_params = u_params = 0
@@ -101,8 +103,48 @@ def weight_bytes(model: ModelSpec, fmt: QuantFormat, scope: str) -> WeightBytes:
     )
 
 
+def _mix_read(stored: dict[str, int], model: ModelSpec, batch: int) -> dict[str, float]:
+    """Bytes a decode step reads from a GGUF file's components: the embedding gathered, not read (a tied one is
+    read as the lm_head), routed experts at the share the batch routes to, no extras (a GGUF is the text model)."""
+    moe = next((g.mlp for g in model.layer_groups if g.mlp is not None and g.mlp.kind == "moe"), None)
+    read = {c: float(b) for c, b in stored.items() if c not in ("embedding", "extra")}
+    if model.tie_word_embeddings:
+        read["lm_head"] = float(stored.get("embedding", 0))
+    if moe and "experts" in read:
+        read["experts"] *= routed_fraction(Piece("experts", 1, True, routed=(moe.experts_per_token,
+                                                                            moe.num_experts)), batch)
+    return read
+
+
+def _mix_weight_bytes(model: ModelSpec, fmt: QuantFormat) -> WeightBytes:
+    from llmsize.estimate.gguf_mix import file_mix
+
+    mix = file_mix(model, fmt.mix)
+    stored: dict[str, int] = defaultdict(int)
+    q_params = u_params = 0
+    q_bytes = 0
+    for m in mix:
+        stored[m.tensor.component] += m.nbytes
+        if m.ggml_type in ("f32", "f16", "bf16"):
+            u_params += m.tensor.elements
+        else:
+            q_params += m.tensor.elements
+            q_bytes += m.nbytes
+    read = _mix_read(stored, model, 1)
+    return WeightBytes(
+        format_id=fmt.id, scope="all",
+        bits_per_weight=8 * q_bytes / q_params if q_params else float(fmt.bits_per_weight),
+        stored_bytes={c: float(stored.get(c, 0)) for c in COMPONENTS},
+        read_bytes_per_token={c: read.get(c, 0.0) for c in COMPONENTS},
+        quantized_params=q_params, unquantized_params=u_params)
+
+
 def weight_bytes_read(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int) -> float:
     """Weight bytes one decode step of `batch` sequences reads (routed experts: 1-(1-k/E)^B of them)."""
+    if fmt.mix:
+        from llmsize.estimate.gguf_mix import mix_bytes
+
+        return sum(_mix_read(mix_bytes(model, fmt.mix), model, batch).values())
     return sum(
         float(piece_bytes(p, fmt, scope)) * routed_fraction(p, batch)
         for p in model_pieces(model) if p.read

@@ -1,0 +1,227 @@
+"""What llama-quantize writes for a file type (Q4_K_M, Q3_K_L, ...): the type of every tensor, and the bytes.
+
+A file type is not one block type: llama-quantize picks a type per tensor (src/llama-quant.cpp,
+`llama_tensor_get_type`, read at ggml-org/llama.cpp as forked in JohannesGaessler/llama.cpp@5a44f27e). The rules
+carried over here, for the file types llmsize names (no importance matrix, default options):
+  * output.weight, and token_embd.weight when the model has no output.weight (tied): Q6_K, or Q8_0 when the
+    file type's block type is Q8_0, when the row length is not a multiple of that block, or for MXFP4_MOE;
+  * attn_v.weight: Q2_K -> Q4_K (GQA >= 4) else Q3_K; Q3_K_M -> Q5_K for the first two, Q4_K after; Q3_K_L ->
+    Q5_K; IQ4_NL/IQ4_XS with GQA >= 4 -> Q5_K; Q4_K_M/Q5_K_M -> Q6_K on `use_more_bits` layers; Q4_K_S -> Q5_K for
+    the first four; then 70B-class models (80 layers) lift Q3_K/Q4_K to Q5_K, and 8-expert models use Q8_0;
+  * attn_k.weight: Q8_0 for 8-expert models;
+  * ffn_down (dense, expert and shared): Q2_K -> Q3_K; Q3_K_M -> Q5_K below n/16, else Q4_K; Q3_K_L -> Q5_K;
+    Q4_K_M -> Q6_K on `use_more_bits` layers; IQ4_NL/IQ4_XS -> Q5_K below n/8; Q5_K_M -> Q6_K on
+    `use_more_bits` layers; Q4_K_S -> Q5_K below n/8 (Falcon has its own ladder, followed too);
+  * attn_output.weight: 8-expert models -> Q5_K for Q2_K..Q4_K_M and the IQ4s; else Q2_K -> Q3_K, Q3_K_M -> Q4_K,
+    Q3_K_L -> Q5_K; attn_qkv.weight: Q3_K_M/L -> Q4_K, Q4_K_M -> Q5_K, Q5_K_M -> Q6_K;
+  * MXFP4_MOE: stacked expert tensors MXFP4, every other matrix Q8_0;
+  * a row length that is not a multiple of the chosen block falls back (Q2_K/Q3_K/IQ4_XS -> IQ4_NL, Q4_K -> Q5_0,
+    Q5_K -> Q5_1, Q6_K -> Q8_0), and to F16 if that does not divide either (llama-quantize refuses a 32-block
+    type on such rows; the estimate costs them in F16);
+  * never quantized: 1-D tensors, norms, the MoE router, SSM conv kernels (kept as converted: F32), and nothing
+    outside the text model (a GGUF's vision tower is a separate mmproj file).
+use_more_bits(i, n) = i < n/8 or i >= 7n/8 or (i - n/8) % 3 == 2 (integer division, as in the C++).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+
+from llmsize.catalog.schema import AttentionBase, ModelSpec
+from llmsize.errors import InvalidValueError
+from llmsize.estimate.gguf_blocks import FALLBACK, FILE_TYPES, GGML_BLOCKS
+from llmsize.estimate.gguf_tensors import GgufTensor, gguf_tensors
+
+FUSED_QKV_FAMILIES = ("phi3", "falcon")  # their GGUF stores one attn_qkv matrix (and phi3 one ffn_up for gate+up)
+SEVENTY_B_FAMILIES = ("llama", "qwen2", "deci")  # 80 layers is llama.cpp's LLM_TYPE_70B for these
+
+
+def use_more_bits(i: int, n: int) -> bool:
+    return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
+
+
+@dataclass(frozen=True)
+class Hparams:
+    family: str
+    n_layer: int
+    n_gqa: int  # query heads per KV head, first attention layer
+    n_expert: int
+    is_70b: bool
+
+
+def hparams(model: ModelSpec) -> Hparams:
+    att = next((g.mixer for g in model.layer_groups if isinstance(g.mixer, AttentionBase)), None)
+    gqa = att.num_attention_heads // att.num_key_value_heads if att else 1
+    moe = next((g.mlp for g in model.layer_groups if g.mlp is not None and g.mlp.kind == "moe"), None)
+    fam = model.family.lower()
+    is_70b = model.num_layers == 80 and fam in SEVENTY_B_FAMILIES and (fam != "llama" or gqa > 1)
+    return Hparams(fam, model.num_layers, gqa, moe.num_experts if moe else 0, is_70b)
+
+
+def _fused(tensors: list[GgufTensor]) -> list[GgufTensor]:
+    """Phi-3 / Falcon layout: q, k, v in one attn_qkv (and Phi-3's gate+up in one ffn_up)."""
+    out, by_layer = [], defaultdict(dict)
+    for t in tensors:
+        m = re.match(r"blk\.(\d+)\.(attn_q|attn_k|attn_v|ffn_gate|ffn_up)\.weight$", t.name)
+        if m:
+            by_layer[int(m.group(1))][m.group(2)] = t
+    for t in tensors:
+        m = re.match(r"blk\.(\d+)\.(attn_q|attn_k|attn_v|ffn_gate|ffn_up)\.weight$", t.name)
+        if not m:
+            out.append(t)
+            continue
+        i, kind, parts = int(m.group(1)), m.group(2), by_layer[int(m.group(1))]
+        if kind == "attn_q":
+            rows = sum(parts[k].ne1 for k in ("attn_q", "attn_k", "attn_v") if k in parts)
+            out.append(GgufTensor(f"blk.{i}.attn_qkv.weight", t.ne0, rows, component="attention"))
+        elif kind == "ffn_up" and "ffn_gate" in parts:
+            out.append(GgufTensor(f"blk.{i}.ffn_up.weight", t.ne0, 2 * t.ne1, component="mlp"))
+        elif kind == "ffn_up":
+            out.append(t)
+    return out
+
+
+def file_tensors(model: ModelSpec) -> list[GgufTensor]:
+    ts = gguf_tensors(model)
+    return _fused(ts) if model.family.lower() in FUSED_QKV_FAMILIES else ts
+
+
+def _layer(name: str) -> int:
+    m = re.match(r"blk\.(\d+)\.", name)
+    return int(m.group(1)) if m else 0
+
+
+class _Chooser:
+    """llama_tensor_get_type for one file, with its counters (attn_v and ffn_down seen so far)."""
+
+    def __init__(self, model: ModelSpec, ftype: str, tensors: list[GgufTensor]):
+        self.hp, self.ftype, self.default = hparams(model), ftype, FILE_TYPES[ftype]
+        self.has_output = any(t.name == "output.weight" for t in tensors)
+        self.n_attention_wv = sum(bool(re.search(r"attn_(v|qkv|kv_b)\.weight$", t.name)) for t in tensors)
+        self.i_attention_wv = 0
+        self.i_ffn_down = 0
+
+    def choose(self, t: GgufTensor) -> str:
+        hp, ft, name = self.hp, self.ftype, t.name
+        new = self.default
+        falcon = hp.family == "falcon"
+        if name == "output.weight" or (not self.has_output and name == "token_embd.weight"):
+            if ft == "mxfp4_moe" or falcon or t.ne0 % GGML_BLOCKS[new][0]:
+                new = "q8_0"
+            elif new != "q8_0":
+                new = "q6_k"
+        elif ft == "mxfp4_moe":
+            new = "mxfp4" if t.ne2 > 1 else "q8_0"
+        elif name == "token_embd.weight":
+            pass
+        elif "attn_v.weight" in name:
+            i, n = self.i_attention_wv, self.n_attention_wv
+            if ft == "q2_k":
+                new = "q4_k" if hp.n_gqa >= 4 else "q3_k"
+            elif ft == "q3_k_m":
+                new = "q5_k" if i < 2 else "q4_k"
+            elif ft == "q3_k_l":
+                new = "q5_k"
+            elif ft in ("iq4_nl", "iq4_xs") and hp.n_gqa >= 4:
+                new = "q5_k"
+            elif ft in ("q4_k_m", "q5_k_m") and use_more_bits(i, n):
+                new = "q6_k"
+            elif ft == "q4_k_s" and i < 4:
+                new = "q5_k"
+            if hp.is_70b and new in ("q3_k", "q4_k"):
+                new = "q5_k"
+            if hp.n_expert == 8:
+                new = "q8_0"
+            self.i_attention_wv += 1
+        elif "attn_k.weight" in name:
+            if hp.n_expert == 8:
+                new = "q8_0"
+        elif "ffn_down" in name:
+            i = _layer(name) if hp.n_expert > 1 else self.i_ffn_down
+            n = hp.n_layer
+            if ft == "q2_k":
+                new = "q3_k"
+            elif ft == "q3_k_m":
+                new = "q5_k" if i < n // 16 else ("q4_k" if not falcon or use_more_bits(i, n) else "q3_k")
+            elif ft == "q3_k_l":
+                new = "q4_k" if falcon else "q5_k"
+            elif ft == "q4_k_m":
+                if falcon:
+                    new = "q6_k" if i < n // 16 else ("q5_k" if use_more_bits(i, n) else "q4_k")
+                elif use_more_bits(i, n):
+                    new = "q6_k"
+            elif i < n // 8 and ft in ("iq4_nl", "iq4_xs"):
+                new = "q5_k"
+            elif ft == "q5_k_m" and use_more_bits(i, n):
+                new = "q6_k"
+            elif ft == "q4_k_s" and not falcon and i < n // 8:
+                new = "q5_k"
+            self.i_ffn_down += 1
+        elif "attn_output.weight" in name:
+            if not falcon:
+                if hp.n_expert == 8:
+                    if ft in ("q2_k", "q3_k_s", "q3_k_m", "iq4_nl", "q4_k_s", "q4_k_m", "iq4_xs"):
+                        new = "q5_k"
+                else:
+                    new = {"q2_k": "q3_k", "q3_k_m": "q4_k", "q3_k_l": "q5_k"}.get(ft, new)
+            elif ft == "q3_k_l":
+                new = "q4_k"
+        elif "attn_qkv.weight" in name:
+            new = {"q3_k_m": "q4_k", "q3_k_l": "q4_k", "q4_k_m": "q5_k", "q5_k_m": "q6_k"}.get(ft, new)
+        if t.ne0 % GGML_BLOCKS[new][0]:
+            new = FALLBACK.get(new, "f16")  # a 32-block type on odd rows: llama-quantize refuses; costed in F16
+            if t.ne0 % GGML_BLOCKS[new][0]:
+                new = "f16"
+        return new
+
+
+def tensor_bytes(t: GgufTensor, ggml_type: str) -> int:
+    per, nbytes = GGML_BLOCKS[ggml_type]
+    return t.elements // per * nbytes
+
+
+@dataclass(frozen=True)
+class MixTensor:
+    tensor: GgufTensor
+    ggml_type: str
+    nbytes: int
+
+
+def file_mix(model: ModelSpec, ftype: str) -> list[MixTensor]:
+    """Every tensor of the file llama-quantize would write for `ftype`, with its type and bytes."""
+    if ftype not in FILE_TYPES:
+        raise InvalidValueError(f"Unknown GGUF file type `{ftype}`.", f"Choose one of: {', '.join(FILE_TYPES)}.")
+    tensors = file_tensors(model)
+    chooser = _Chooser(model, ftype, tensors)
+    # a checkpoint released with MXFP4 experts (gpt-oss) keeps them: convert_hf_to_gguf writes the MXFP4 blocks
+    # as they are, and llama-quantize does not requantize an already quantized tensor ("requantizing from type
+    # mxfp4 is disabled")
+    mxfp4_experts = model.release.quant == "mxfp4"
+    out = []
+    for t in tensors:
+        if t.f32:
+            ty = "f32"
+        elif mxfp4_experts and t.component == "experts" and t.ne2 > 1:
+            ty = "mxfp4"
+        else:
+            ty = chooser.choose(t)
+        out.append(MixTensor(t, ty, tensor_bytes(t, ty)))
+    return out
+
+
+def mix_bytes(model: ModelSpec, ftype: str) -> dict[str, int]:
+    """Stored bytes per component (llmsize.estimate.params.COMPONENTS) of the file."""
+    out: dict[str, int] = defaultdict(int)
+    for m in file_mix(model, ftype):
+        out[m.tensor.component] += m.nbytes
+    return dict(out)
+
+
+def types_by_bytes(mix: list[MixTensor]) -> dict[str, int]:
+    """Bytes per ggml type, largest first (what a header dump summarises)."""
+    out: dict[str, int] = defaultdict(int)
+    for m in mix:
+        out[m.ggml_type] += m.nbytes
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))

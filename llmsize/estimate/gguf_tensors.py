@@ -1,0 +1,144 @@
+"""The tensors a GGUF conversion of a model holds, by llama.cpp's names and shapes, so a llama-quantize file
+type can be costed tensor by tensor (llmsize.estimate.gguf_mix).
+
+Names and layouts follow llama.cpp's GGUF conventions (gguf-py/gguf/constants.py MODEL_TENSOR names;
+convert_hf_to_gguf.py): `ne0` is the row length (the matmul's input width), `ne1` the rows, `ne2` the experts of a
+stacked expert tensor. What the converter keeps in F32 (convert_hf_to_gguf.py `prepare_tensors`: 1-D tensors,
+norms, the MoE router `ffn_gate_inp`, SSM conv kernels) is marked so; every other matrix starts in 16 bits.
+
+Layers are numbered in the order of the model's layer groups: where a model interleaves groups (Gemma's sliding
+and global layers), the per-layer choices llama-quantize makes by layer index fall on other layers than in the
+real file; for groups of the same shapes the total is the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmsize.catalog.schema import AttentionBase, LinearAttention, Mamba2Mixer, MlaAttention, ModelSpec
+
+
+@dataclass(frozen=True)
+class GgufTensor:
+    name: str
+    ne0: int  # row length
+    ne1: int = 1
+    ne2: int = 1  # experts stacked in one tensor
+    component: str = "other"  # llmsize.estimate.params.COMPONENTS
+    f32: bool = False  # the converter keeps it in F32; llama-quantize leaves it alone
+    routed: tuple[int, int] | None = None  # (top-k, experts) for routed expert tensors
+
+    @property
+    def elements(self) -> int:
+        return self.ne0 * self.ne1 * self.ne2
+
+
+def _attention(i: int, m, h: int) -> list[GgufTensor]:
+    p = f"blk.{i}."
+    if isinstance(m, AttentionBase):
+        q_out = m.num_attention_heads * m.head_dim * (2 if m.output_gate else 1)
+        kv = m.num_key_value_heads * m.head_dim
+        out = [GgufTensor(p + "attn_q.weight", h, q_out, component="attention"),
+               GgufTensor(p + "attn_k.weight", h, kv, component="attention")]
+        if not m.k_eq_v:
+            out.append(GgufTensor(p + "attn_v.weight", h, kv, component="attention"))
+        out.append(GgufTensor(p + "attn_output.weight", m.num_attention_heads * m.head_dim, h,
+                              component="attention"))
+        vec = 0
+        if m.bias in ("qkv", "all"):
+            vec += q_out + kv + (0 if m.k_eq_v else kv)
+        if m.bias == "all":
+            vec += h
+        if m.sinks:
+            vec += m.num_attention_heads
+        if m.qk_norm:
+            vec += 2 * m.head_dim
+        if vec:
+            out.append(GgufTensor(p + "attn_vectors", vec, component="attention", f32=True))
+        return out
+    if isinstance(m, MlaAttention):
+        qk = m.qk_nope_head_dim + m.qk_rope_head_dim
+        out = []
+        if m.q_lora_rank:
+            out += [GgufTensor(p + "attn_q_a.weight", h, m.q_lora_rank, component="attention"),
+                    GgufTensor(p + "attn_q_a_norm.weight", m.q_lora_rank, component="norms", f32=True),
+                    GgufTensor(p + "attn_q_b.weight", m.q_lora_rank, m.num_attention_heads * qk,
+                               component="attention")]
+        else:
+            out.append(GgufTensor(p + "attn_q.weight", h, m.num_attention_heads * qk, component="attention"))
+        out += [GgufTensor(p + "attn_kv_a_mqa.weight", h, m.kv_lora_rank + m.qk_rope_head_dim,
+                           component="attention"),
+                GgufTensor(p + "attn_kv_a_norm.weight", m.kv_lora_rank, component="norms", f32=True),
+                GgufTensor(p + "attn_kv_b.weight", m.kv_lora_rank,
+                           m.num_attention_heads * (m.qk_nope_head_dim + m.v_head_dim), component="attention"),
+                GgufTensor(p + "attn_output.weight", m.num_attention_heads * m.v_head_dim, h,
+                           component="attention")]
+        return out
+    if isinstance(m, Mamba2Mixer):
+        d_inner = m.num_heads * m.head_dim
+        conv = d_inner + 2 * m.n_groups * m.state_size
+        return [GgufTensor(p + "ssm_in.weight", h, d_inner + conv + m.num_heads, component="ssm"),
+                GgufTensor(p + "ssm_conv1d.weight", m.conv_kernel, conv, component="ssm", f32=True),
+                GgufTensor(p + "ssm_vectors", (conv if m.conv_bias else 0) + 3 * m.num_heads + d_inner,
+                           component="ssm", f32=True),
+                GgufTensor(p + "ssm_out.weight", d_inner, h, component="ssm")]
+    if isinstance(m, LinearAttention):
+        kd, vd = m.num_key_heads * m.key_head_dim, m.num_value_heads * m.value_head_dim
+        return [GgufTensor(p + "ssm_in.weight", h, 2 * kd + 2 * vd, component="ssm"),
+                GgufTensor(p + "ssm_ba.weight", h, 2 * m.num_value_heads, component="ssm"),
+                GgufTensor(p + "ssm_conv1d.weight", m.conv_kernel, 2 * kd + vd, component="ssm", f32=True),
+                GgufTensor(p + "ssm_vectors", 2 * m.num_value_heads + m.value_head_dim, component="ssm", f32=True),
+                GgufTensor(p + "ssm_out.weight", vd, h, component="ssm")]
+    return []
+
+
+def _mlp(i: int, m, h: int) -> list[GgufTensor]:
+    p = f"blk.{i}."
+    if m is None:
+        return []
+    if m.kind == "dense":
+        ff = m.intermediate_size
+        out = ([GgufTensor(p + "ffn_gate.weight", h, ff, component="mlp")] if m.gated else [])
+        out += [GgufTensor(p + "ffn_up.weight", h, ff, component="mlp"),
+                GgufTensor(p + "ffn_down.weight", ff, h, component="mlp")]
+        if m.bias:
+            out.append(GgufTensor(p + "ffn_vectors", (2 if m.gated else 1) * ff + h, component="mlp", f32=True))
+        return out
+    e, ff, route = m.num_experts, m.moe_intermediate_size, (m.experts_per_token, m.num_experts)
+    out = [GgufTensor(p + "ffn_gate_inp.weight", h, e, component="router", f32=True)]
+    if m.gated:
+        out.append(GgufTensor(p + "ffn_gate_exps.weight", h, ff, e, component="experts", routed=route))
+    out += [GgufTensor(p + "ffn_up_exps.weight", h, ff, e, component="experts", routed=route),
+            GgufTensor(p + "ffn_down_exps.weight", ff, h, e, component="experts", routed=route)]
+    vec = (e if m.router_bias else 0) + (h if m.shared_expert_gate else 0)
+    if m.bias:
+        vec += e * ((2 if m.gated else 1) * ff + h)
+    if vec:
+        out.append(GgufTensor(p + "ffn_vectors", vec, component="router", f32=True))
+    if m.num_shared_experts:
+        fs = (m.shared_intermediate_size or ff) * m.num_shared_experts
+        if m.gated:
+            out.append(GgufTensor(p + "ffn_gate_shexp.weight", h, fs, component="shared_experts"))
+        out += [GgufTensor(p + "ffn_up_shexp.weight", h, fs, component="shared_experts"),
+                GgufTensor(p + "ffn_down_shexp.weight", fs, h, component="shared_experts")]
+    return out
+
+
+def gguf_tensors(model: ModelSpec) -> list[GgufTensor]:
+    """Every tensor of the text model in a GGUF conversion, in file order (embedding, layers, output)."""
+    h = model.hidden_size
+    out = [GgufTensor("token_embd.weight", h, model.vocab_size, component="embedding")]
+    i = 0
+    for g in model.layer_groups:
+        for _ in range(g.count):
+            out += _attention(i, g.mixer, h)
+            out += _mlp(i, g.mlp, h)
+            small = g.norms * h + g.extra_params
+            if small:
+                out.append(GgufTensor(f"blk.{i}.norm_vectors", small, component="norms", f32=True))
+            i += 1
+    if model.final_norms:
+        out.append(GgufTensor("output_norm.weight", model.final_norms * h, component="norms", f32=True))
+    if not model.tie_word_embeddings:
+        out.append(GgufTensor("output.weight", h, model.vocab_size, component="lm_head"))
+    return out

@@ -33,12 +33,15 @@ from llmsize.catalog.loader import Catalog  # noqa: E402
 from llmsize.catalog.measurement import load_dataset  # noqa: E402
 from llmsize.errors import LlmsizeError  # noqa: E402
 from llmsize.estimate.expected import RUNTIME_NAMES, backend  # noqa: E402
-from llmsize.estimate.observed import card_of, Observed, observe  # noqa: E402
+from llmsize.estimate.observed import Observed, card_of, observe  # noqa: E402
 from llmsize.estimate.speed import Constants, decode_step_time_s, prefill_time_s  # noqa: E402
 
 RIDGE = 0.01
 SWEEPS = 3000
-MIN_ROWS_GROUP = 8  # fewer decode rows on a backend: no constants of its own
+MIN_ROWS_GROUP = 8  # fewer decode rows on a backend: no constants at all
+# a runtime fits constants of its own on a backend from this many decode rows and sources; below, it borrows its
+# kin's rows (BORROW) where it has kin: seven constants are not pinned by a handful of rows from one or two posts
+MIN_ROWS_OWN, MIN_SOURCES_OWN = 20, 3
 MIN_ROWS_CLASS = 6  # fewer rows (or one source) of a format class: it takes the group's default fraction
 MIN_SOURCES_CLASS = 2
 ETA_MIN = 0.1
@@ -321,7 +324,7 @@ def run(write: bool, check: bool) -> int:
             groups.pop(key, None)
             continue  # TensorRT-LLM runs on NVIDIA cards only
         own = [o for o in groups.get(key, []) if o.step is not None]
-        if len(own) >= MIN_ROWS_GROUP or rt not in BORROW:
+        if (len(own) >= MIN_ROWS_OWN and len({o.source_key for o in own}) >= MIN_SOURCES_OWN) or rt not in BORROW:
             continue
         for pool_rts, pool_bes, why in BORROW[rt]:
             rows = [o for o in obs if o.runtime in pool_rts and backend(o.plan.gpu) in pool_bes]

@@ -141,14 +141,14 @@ def load_dataset(folder: Path | None = None) -> dict[str, MeasurementFile]:
     return {p.stem: load_file(p) for p in sorted(folder.glob("*.yaml"))}
 
 
-# Printed weight formats -> llmsize format ids. A GGUF mix (Q4_K_M) maps to its main block type; the row's
-# printed file size, when there is one, gives its real bytes.
+# Printed weight formats -> llmsize format ids. A GGUF file type (llama-bench prints "Q4_K - Medium") maps to the
+# file llama-quantize writes for it (a type per tensor, llmsize.estimate.gguf_mix).
 FORMAT_IDS = {
     "q4_0": "gguf-q4_0", "q4_1": "gguf-q4_1", "q5_0": "gguf-q5_0", "q5_1": "gguf-q5_1", "q8_0": "gguf-q8_0",
-    "q2_k": "gguf-q2_k", "q2_k_s": "gguf-q2_k", "q2_k_m": "gguf-q2_k",
-    "q3_k_s": "gguf-q3_k", "q3_k_m": "gguf-q3_k", "q3_k_l": "gguf-q3_k",
-    "q4_k_s": "gguf-q4_k", "q4_k_m": "gguf-q4_k", "q4_k": "gguf-q4_k", "q5_k_s": "gguf-q5_k", "q5_k_m": "gguf-q5_k",
-    "q6_k": "gguf-q6_k", "iq4_xs": "gguf-iq4_xs", "iq4_nl": "gguf-iq4_nl",
+    "q2_k": "gguf-q2_k", "q2_k_m": "gguf-q2_k",
+    "q3_k_s": "gguf-q3_k_s", "q3_k_m": "gguf-q3_k_m", "q3_k_l": "gguf-q3_k_l",
+    "q4_k_s": "gguf-q4_k_s", "q4_k_m": "gguf-q4_k_m", "q5_k_s": "gguf-q5_k_s", "q5_k_m": "gguf-q5_k_m",
+    "q6_k": "gguf-q6_k", "iq4_xs": "gguf-iq4_xs", "iq4_nl": "gguf-iq4_nl", "mxfp4_moe": "gguf-mxfp4_moe",
     "f16": "fp16", "fp16": "fp16", "bf16": "bf16", "f32": "fp32", "base": "bf16", "mxfp4": "mxfp4",
     "fp8": "fp8", "int8": "int8", "8-bit": "int8", "nvfp4": "nvfp4", "awq": "awq-int4-g128",
     "gptq": "gptq-int4-g128",
@@ -156,15 +156,18 @@ FORMAT_IDS = {
 RUNTIME_FORMAT_IDS = {  # runtime-specific spellings
     "gpt-fast": {"8-bit": "int8", "int8": "int8", "4-bit": "int4-g32-zp", "int4": "int4-g32-zp",
                  "4-bit (g=32)": "int4-g32-zp", "int4 g=32": "int4-g32-zp"},
+    "llamacpp": {"mxfp4": "gguf-mxfp4_moe", "q4_k": "ggml-q4_k"},  # a GGUF's "MXFP4" is the MXFP4 MoE file type
     "mlx": {"4-bit": "mlx-4bit", "4bit": "mlx-4bit", "q4": "mlx-4bit", "int4": "mlx-4bit",
-            "8-bit": "mlx-8bit", "8bit": "mlx-8bit", "q8": "mlx-8bit", "int8": "mlx-8bit"},
+            "8-bit": "mlx-8bit", "8bit": "mlx-8bit", "q8": "mlx-8bit", "int8": "mlx-8bit",
+            **{k.format(b=b): f"mlx-{b}bit" for b in (2, 3, 5, 6) for k in ("{b}-bit", "{b}bit", "q{b}")}},
 }
 
 
 def format_id(runtime: str, printed: str) -> str | None:
     key = printed.strip().lower()
     key = re.sub(r"\s*-\s*(medium|small|large)$", lambda m: "_" + m.group(1)[0], key)  # "Q4_K - Medium"
-    key = {"mxfp4 moe": "mxfp4", "baseline(bfloat16)": "bf16"}.get(key, key)
+    key = re.sub(r"\s*-\s*[\d.]+\s*bpw$", "", key)  # "IQ4_XS - 4.25 bpw"
+    key = {"mxfp4 moe": "mxfp4_moe", "baseline(bfloat16)": "bf16"}.get(key, key)
     return RUNTIME_FORMAT_IDS.get(runtime, {}).get(key) or FORMAT_IDS.get(key)
 
 

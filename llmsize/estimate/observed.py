@@ -56,8 +56,8 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
     if "specul" in row.test.lower() or "specul" in (row.where or "").lower():
         return "speculative decoding (not one token per step)"
     fid = format_id(runtime, row.format)
-    if fid is None and row.format == "not stated" and row.model_id:
-        fid = model.release.quant  # a named checkpoint, run as released
+    if fid is None and row.format == "not stated" and row.model_id and runtime not in ("llamacpp", "mlx"):
+        fid = model.release.quant  # a named checkpoint, run as released (llama.cpp and MLX run a conversion)
     if fid is None:
         return f"format `{row.format}` has no llmsize format id"
     if row.backend and "vulkan" in row.backend.lower():
@@ -73,7 +73,7 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
     pp = row.gpus if row.split in ("pipeline", "layer") else 1
     if row.gpus > 1 and tp * pp == 1:
         return f"{row.gpus} GPUs without the split"
-    scope = "all" if fid.startswith(("gguf-", "mlx-")) or fid in ("fp16", "bf16", "fp32") else None
+    scope = "all" if fid.startswith(("gguf-", "ggml-", "mlx-")) or fid in ("fp16", "bf16", "fp32") else None
     if fid == model.release.quant:
         scope = model.release.scope  # the release recipe (gpt-oss: MXFP4 experts only, as its GGUF keeps it)
     inputs = PlanInputs(quant=fid, scope=scope, kv_dtype=KV_DTYPE.get(runtime, "bf16"),

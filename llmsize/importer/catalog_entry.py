@@ -32,8 +32,10 @@ def entry_yaml(im, model_id: str | None = None) -> str:
     data["id"] = spec.id  # keep the key order readable: id first
     ordered = {k: data.pop(k) for k in ("id", "name", "family", "hf_repo", "sources") if k in data}
     ordered.update(data)
+    gguf = getattr(im.release, "method", "").startswith(("general.file_type", "GGUF"))
     head = [f"# Imported by `llmsize import` on {date.today().isoformat()}.",
-            "# Layer groups come from config.json; check them against the architecture before relying on them."]
+            f"# Layer groups come from {'the GGUF tensors and metadata' if gguf else 'config.json'}; "
+            "check them against the architecture before relying on them."]
     head += [f"# warning: {printable(w)}" for w in getattr(im, "warnings", [])]  # a comment stays one line
     head += [f"# note: {printable(n)}" for n in im.notes]
     text = "\n".join(head) + "\n" + yaml.safe_dump(ordered, sort_keys=False, width=110, allow_unicode=True)

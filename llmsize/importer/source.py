@@ -99,6 +99,8 @@ def import_model(path: str | Path, read_headers: bool = True, estimate_only: boo
     A folder whose shards are not all there is refused, unless `estimate_only` (planned from config.json,
     and the warning says which shards are missing)."""
     path = Path(path).expanduser()
+    if path.suffix.lower() == ".gguf":
+        return import_gguf(path)
     if files.is_dir(path, "model"):
         folder, cfg_path = path, path / "config.json"
     elif os.path.lexists(path):
@@ -126,6 +128,78 @@ def import_model(path: str | Path, read_headers: bool = True, estimate_only: boo
                 sources, tensors, paths, estimate_only)
     if warning:
         out.warnings.insert(0, warning)
+    return out
+
+
+def _gguf_release(g) -> Release:
+    """The file type llama-quantize wrote (general.file_type), as an llmsize format id."""
+    from llmsize.estimate.gguf_blocks import FILE_TYPES
+    from llmsize.estimate.quant import FORMATS
+
+    code = g.metadata.get("general.file_type")
+    name = None
+    if isinstance(code, int):
+        try:
+            from gguf import LlamaFileType
+
+            name = LlamaFileType(code).name.removeprefix("MOSTLY_").removeprefix("ALL_").lower()
+        except ValueError:
+            name = None
+    plain = {"f16": "fp16", "bf16": "bf16", "f32": "fp32"}
+    if name in FILE_TYPES:
+        return Release(f"gguf-{name}", "all", "general.file_type")
+    if name in plain:
+        return Release(plain[name], "all", "general.file_type")
+    # an IQ file type or none recorded: the block type holding most bytes
+    by_type = {}
+    for t in g.tensors.values():
+        by_type[t.ggml_type] = by_type.get(t.ggml_type, 0) + t.nbytes
+    top = max(by_type, key=by_type.get)
+    fid = plain.get(top) or (f"ggml-{top}" if f"ggml-{top}" in FORMATS else None)
+    if fid is None:
+        fid = min((f for f in FORMATS if f.startswith("ggml-")),
+                  key=lambda f: abs(float(FORMATS[f].bits_per_weight) - 8 * by_type[top] / sum(
+                      t.numel for t in g.tensors.values() if t.ggml_type == top)))
+    return Release(fid, "all", "GGUF tensor types", notes=[
+        f"file type {name or code!r} has no llmsize format: the speed model treats it as {fid} (its bytes are the "
+        "file's own)"])
+
+
+def import_gguf(path: str | Path) -> Imported:
+    """A .gguf file (or the first of its splits): the model from its metadata and tensor infos, the exact bytes
+    from the tensor infos; tensor data is never read."""
+    from llmsize.importer.exact import check_complete
+    from llmsize.importer.gguf_file import read_gguf
+    from llmsize.importer.gguf_model import exact_from_gguf, model_fields
+
+    g = read_gguf(path)
+    fields, notes = model_fields(g)
+    release = _gguf_release(g)
+    stem = Path(path).name.removesuffix(".gguf")
+    name = str(g.metadata.get("general.name") or stem)
+    try:
+        spec = ModelSpec(id=slug(stem), name=name, family=g.arch.replace("-", ""), hf_repo=None,
+                         sources=[str(p.resolve()) for p in g.files], params_official=1,
+                         params_official_source="placeholder", params_official_includes="placeholder",
+                         release=release.as_yaml(), **fields)
+    except ValidationError as e:
+        raise _spec_error(Path(g.files[0]), e) from None
+    moe = next((x.mlp for x in spec.layer_groups if x.mlp is not None and x.mlp.kind == "moe"), None)
+    exact = exact_from_gguf(g, spec.num_layers, spec.tie_word_embeddings,
+                            (moe.experts_per_token, moe.num_experts) if moe else None)
+    problem = check_complete(exact, spec, str(g.files[0]))
+    if problem:
+        raise ConfigError(problem.replace("safetensors headers", "GGUF tensors").replace("config.json",
+                                                                                        "its metadata"),
+                          "The file's tensors do not match its metadata; llmsize cannot map this architecture.")
+    spec = spec.model_copy(update={
+        "params_official": exact.params_total,
+        "params_official_source": "counted by llmsize from the GGUF tensor infos",
+        "params_official_includes": "every tensor in the file (the text model; a vision tower is a separate file)"})
+    out = Imported(spec, release, notes + release.notes, False, exact)
+    out.notes.append(f"read from GGUF ({g.arch}, {len(g.tensors)} tensors in {len(g.files)} file(s)); "
+                     f"weights by type: " + ", ".join(f"{k} {v / 1e6:,.1f} MB" for k, v in sorted(
+                         exact.bytes_by_dtype.items(), key=lambda kv: -kv[1])[:4]))
     return out
 
 

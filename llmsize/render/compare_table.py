@@ -95,9 +95,12 @@ def render_table(rows, currency, title: str, notes: list[str], console) -> None:
 
     cols = _columns(rows, currency)
     t = Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
+    ids = max((len(_cell("gpu", r.values()["gpu"])) for r in rows), default=4)
     for c in cols:
+        # a card id never folds (rtx4070tisuper stays one word); the numeric columns share what is left
         t.add_column(SHORT[c], justify="left" if c == "gpu" else "right", overflow="fold",
-                     style="cyan" if c == "gpu" else None)
+                     style="cyan" if c == "gpu" else None, min_width=ids if c == "gpu" else None,
+                     no_wrap=c == "gpu")
     for r in rows:
         v = r.values()
         t.add_row(*[_cell(c, v[c]) for c in cols])

@@ -1,0 +1,195 @@
+"""A GGUF file -> the model it holds (a ModelSpec `plan` can use) and its exact bytes per component.
+
+The structure comes from the tensors themselves, layer by layer (what a layer stores is what it is: attn_q/k/v or
+a fused attn_qkv, MLA's attn_kv_a_mqa / attn_kv_b, ssm_in, ffn_*_exps routed experts, ffn_*_shexp shared ones,
+ffn_up / ffn_gate), and the counts the shapes cannot give from the metadata, by llama.cpp's keys
+(gguf-py/gguf/constants.py Keys: `{arch}.attention.head_count`, `.head_count_kv` (a number or one per layer),
+`.key_length`, `.value_length`, `.sliding_window`, `.kv_lora_rank`, `.q_lora_rank`, `{arch}.rope.dimension_count`,
+`{arch}.expert_used_count`, `{arch}.expert_shared_count`, `{arch}.context_length`).
+
+Which layers use the sliding window: the per-layer `{arch}.attention.sliding_window_pattern` when the file has it,
+else llama.cpp's fixed pattern for the architecture (src/llama-model.cpp `hparams.set_swa_pattern(n)`: layer il
+slides when il % n < n - 1): gemma2 2, gemma3 6, gpt-oss 2, cohere2 4.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from llmsize.importer.exact import ExactWeights
+from llmsize.importer.gguf_file import GgufError, GgufFile
+
+SWA_PATTERN = {"gemma2": 2, "gemma3": 6, "gpt-oss": 2, "cohere2": 4}
+LAYER = re.compile(r"^blk\.(\d+)\.(.+)$")
+COMPONENTS = [  # GGUF tensor name (without blk.N.) -> llmsize component; first match wins
+    ("router", re.compile(r"^ffn_gate_inp|^exp_probs_b|^ffn_gate_inp_shexp")),
+    ("shared_experts", re.compile(r"_shexp\.")),
+    ("experts", re.compile(r"_exps\.")),
+    ("norms", re.compile(r"norm")),
+    ("ssm", re.compile(r"^ssm_")),
+    ("attention", re.compile(r"^attn_")),
+    ("mlp", re.compile(r"^ffn_")),
+]
+
+
+def component(name: str, n_layer: int) -> str:
+    if name in ("token_embd.weight", "per_layer_token_embd.weight"):
+        return "embedding"
+    if name == "output.weight":
+        return "lm_head"
+    m = LAYER.match(name)
+    if not m:
+        return "norms" if "norm" in name else "other"
+    if int(m.group(1)) >= n_layer:  # DeepSeek's MTP layers sit past block_count
+        return "extra"
+    for comp, rx in COMPONENTS:
+        if rx.search(m.group(2)):
+            return comp
+    return "other"
+
+
+def _int(g: GgufFile, key: str, layer: int | None = None, required: bool = True) -> int | None:
+    v = g.get(key)
+    if isinstance(v, list):
+        if layer is None or not v:
+            v = v[0] if v else None
+        else:
+            v = v[layer] if layer < len(v) else None
+    if v is None:
+        if required:
+            raise GgufError(f"{g.files[0]}: metadata key `{g.arch}.{key}` is missing.",
+                            "The file's metadata is incomplete: convert it again with llama.cpp's tools.")
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 2**40 or int(v) != v:
+        raise GgufError(f"{g.files[0]}: metadata `{g.arch}.{key}` is {str(v)[:40]!r}, not a count.",
+                        "The file's metadata is damaged.")
+    return int(v)
+
+
+def _sliding(g: GgufFile, n_layer: int) -> list[bool]:
+    window = g.get("attention.sliding_window")
+    if not window:
+        return [False] * n_layer
+    pat = g.get("attention.sliding_window_pattern")
+    if isinstance(pat, list) and len(pat) == n_layer:
+        return [bool(x) for x in pat]
+    n = SWA_PATTERN.get(g.arch)
+    if n is None:
+        return [True] * n_layer  # a window and no pattern: llama.cpp applies it to every layer
+    return [il % n < n - 1 for il in range(n_layer)]
+
+
+def _layer(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], hidden: int, swa: bool) -> dict:
+    spec: dict = {}
+    norms = sum(1 for n, s in t.items() if "norm" in n and len(s) == 1 and s[0] == hidden)
+    spec["norms"] = norms
+    heads = _int(g, "attention.head_count", il, required=False)
+    if "attn_kv_a_mqa.weight" in t:  # MLA
+        rope = _int(g, "rope.dimension_count")
+        kv_rank = _int(g, "attention.kv_lora_rank", required=False) or t["attn_kv_a_mqa.weight"][1] - rope
+        key_len, v_len = _int(g, "attention.key_length"), _int(g, "attention.value_length")
+        mixer = {"kind": "mla", "num_attention_heads": heads, "kv_lora_rank": kv_rank,
+                 "qk_nope_head_dim": key_len - rope, "qk_rope_head_dim": rope, "v_head_dim": v_len}
+        if "attn_q_a.weight" in t:
+            mixer["q_lora_rank"] = t["attn_q_a.weight"][1]
+        spec["mixer"] = mixer
+    elif "attn_q.weight" in t or "attn_qkv.weight" in t:
+        kv = _int(g, "attention.head_count_kv", il, required=False) or heads
+        hd = _int(g, "attention.key_length", required=False) or hidden // heads
+        mixer = {"kind": "sliding" if swa else "full", "num_attention_heads": heads, "num_key_value_heads": kv,
+                 "head_dim": hd}
+        if swa:
+            mixer["sliding_window"] = _int(g, "attention.sliding_window")
+        if "attn_q.weight" in t and t["attn_q.weight"][1] == 2 * heads * hd:
+            mixer["output_gate"] = True
+        if "attn_q.weight" in t and "attn_v.weight" not in t:
+            mixer["k_eq_v"] = True
+        if "attn_q_norm.weight" in t:
+            mixer["qk_norm"] = True
+        if "attn_q.bias" in t or "attn_qkv.bias" in t:
+            mixer["bias"] = "all" if "attn_output.bias" in t else "qkv"
+        if "attn_sinks.weight" in t or "attn_sinks" in t:
+            mixer["sinks"] = True
+        spec["mixer"] = mixer
+    elif "ssm_in.weight" in t:
+        raise GgufError(f"{g.files[0]}: layer {il} is a state-space layer (ssm_in); planning SSM layers from a GGUF "
+                        "is not supported yet.", "Plan the model's Hugging Face folder or its catalog entry.")
+    if "ffn_up_exps.weight" in t:
+        ne0, inter, experts = (t["ffn_up_exps.weight"] + (1, 1))[:3]
+        moe = {"kind": "moe", "num_experts": experts, "experts_per_token": _int(g, "expert_used_count"),
+               "moe_intermediate_size": inter, "gated": "ffn_gate_exps.weight" in t}
+        if "ffn_up_shexp.weight" in t:
+            n_sh = _int(g, "expert_shared_count", required=False) or 1
+            moe["num_shared_experts"] = n_sh
+            if t["ffn_up_shexp.weight"][1] // n_sh != inter:
+                moe["shared_intermediate_size"] = t["ffn_up_shexp.weight"][1] // n_sh
+        if "exp_probs_b.bias" in t or "ffn_gate_inp.bias" in t:
+            moe["router_bias"] = True
+        if "ffn_up_exps.bias" in t:
+            moe["bias"] = True
+        spec["mlp"] = moe
+    elif "ffn_up.weight" in t:
+        inter = t["ffn_up.weight"][1]
+        gated = "ffn_gate.weight" in t
+        if not gated and "ffn_down.weight" in t and t["ffn_down.weight"][0] * 2 == inter:
+            inter, gated = inter // 2, True  # Phi-3 stores gate and up in one ffn_up
+        spec["mlp"] = {"kind": "dense", "intermediate_size": inter, "gated": gated}
+        if "ffn_up.bias" in t:
+            spec["mlp"]["bias"] = True
+    return spec
+
+
+def model_fields(g: GgufFile) -> tuple[dict, list[str]]:
+    """ModelSpec fields (vocab, hidden, layer groups, ...) from the file, and notes."""
+    from llmsize.importer.hf_config import _groups
+
+    if not g.arch:
+        raise GgufError(f"{g.files[0]}: no general.architecture in the metadata.", "The file is not a model GGUF.")
+    n_layer = _int(g, "block_count")
+    hidden = _int(g, "embedding_length")
+    emb = g.tensors.get("token_embd.weight")
+    if emb is None or len(emb.shape) != 2:
+        raise GgufError(f"{g.files[0]}: no 2-D token_embd.weight tensor.", "The file is not a complete model GGUF.")
+    by_layer: dict[int, dict[str, tuple[int, ...]]] = defaultdict(dict)
+    for name, t in g.tensors.items():
+        m = LAYER.match(name)
+        if m and int(m.group(1)) < n_layer:
+            by_layer[int(m.group(1))][m.group(2)] = t.shape
+    swa = _sliding(g, n_layer)
+    specs = [_layer(g, il, by_layer.get(il, {}), hidden, swa[il]) for il in range(n_layer)]
+    for s in specs:
+        if s.get("norms") == 2:
+            s.pop("norms")  # the schema's default
+    notes = []
+    if not all(("mixer" in s or "mlp" in s) for s in specs):
+        empty = next(i for i, s in enumerate(specs) if "mixer" not in s and "mlp" not in s)
+        raise GgufError(f"{g.files[0]}: layer {empty} holds no attention or MLP tensor llmsize knows "
+                        f"(architecture {g.arch}).", "Plan the model's Hugging Face folder or its catalog entry.")
+    extra_layers = sorted({int(m.group(1)) for n in g.tensors if (m := LAYER.match(n)) and int(m.group(1)) >= n_layer})
+    if extra_layers:
+        notes.append(f"{len(extra_layers)} layer(s) past block_count (multi-token prediction): stored, not read by "
+                     "plain decoding")
+    tied = "output.weight" not in g.tensors
+    fields = {"vocab_size": emb.shape[1], "hidden_size": hidden, "tie_word_embeddings": tied,
+              "max_position_embeddings": _int(g, "context_length"), "layer_groups": _groups(specs),
+              "final_norms": 1 if "output_norm.weight" in g.tensors else 0}
+    return fields, notes
+
+
+def exact_from_gguf(g: GgufFile, n_layer: int, tied: bool, experts_share) -> ExactWeights:
+    by_comp: dict[str, int] = defaultdict(int)
+    by_type: dict[str, int] = defaultdict(int)
+    params: dict[str, int] = defaultdict(int)
+    for name, t in g.tensors.items():
+        c = component(name, n_layer)
+        by_comp[c] += t.nbytes
+        by_type[t.ggml_type.upper()] += t.nbytes
+        params[c] += t.numel
+    notes = []
+    if by_comp.get("other"):
+        other = sorted(n for n in g.tensors if component(n, n_layer) == "other")
+        notes.append(f"{len(other)} tensor(s) of no known component (e.g. {other[0][:60]}), counted as read per token")
+    top = sorted(by_type.items(), key=lambda kv: -kv[1])
+    return ExactWeights([str(p) for p in g.files], dict(by_comp), dict(by_type), dict(params),
+                        [k.lower() for k, _ in top], tied, experts_share, notes)

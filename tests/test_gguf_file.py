@@ -1,0 +1,226 @@
+"""`plan model.gguf`: real GGUF files written with gguf-py's GGUFWriter (tiny tensors, real metadata keys of
+several architectures), read back through the header only; hostile headers get one line and exit code 2."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+gguf = pytest.importorskip("gguf")
+from gguf import GGML_QUANT_SIZES, GGUFWriter  # noqa: E402
+from gguf import GGMLQuantizationType as Q  # noqa: E402
+
+from llmsize.importer.gguf_file import GgufError, read_gguf  # noqa: E402
+from llmsize.importer.source import import_gguf  # noqa: E402
+
+
+def _nbytes(ne, ty):
+    blk, size = GGML_QUANT_SIZES[ty]
+    return int(np.prod(ne)) // blk * size
+
+
+class Model:
+    """A GGUF in the making: metadata and tensors (shape as GGUF stores it, ne0 first)."""
+
+    def __init__(self, arch):
+        self.arch, self.meta, self.tensors = arch, {}, []
+
+    def t(self, name, ne, ty=Q.Q4_K):
+        self.tensors.append((name, tuple(ne), ty))
+
+    def write(self, path, split=None):
+        w = GGUFWriter(str(path), self.arch)
+        for k, v in self.meta.items():
+            key = k if k.startswith("general.") else f"{self.arch}.{k}"
+            if isinstance(v, bool):
+                w.add_bool(key, v)
+            elif isinstance(v, list):
+                w.add_array(key, v)
+            else:
+                w.add_uint32(key, v)
+        for name, ne, ty in (self.tensors if split is None else split):
+            if ty == Q.F32:
+                w.add_tensor(name, np.zeros(tuple(reversed(ne)), dtype=np.float32))
+            else:
+                blk, size = GGML_QUANT_SIZES[ty]
+                w.add_tensor(name, np.zeros(tuple(reversed(ne[1:])) + (ne[0] // blk * size,), dtype=np.uint8),
+                             raw_dtype=ty)
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+        return path
+
+    def bytes(self):
+        return sum(_nbytes(ne, ty) for _, ne, ty in self.tensors)
+
+
+def llama(layers=2, h=256, heads=4, kv=2, ff=512, vocab=512):
+    m = Model("llama")
+    m.meta = {"block_count": layers, "embedding_length": h, "context_length": 4096, "feed_forward_length": ff,
+              "attention.head_count": heads, "attention.head_count_kv": kv, "general.file_type": 15}
+    m.t("token_embd.weight", (h, vocab))
+    for i in range(layers):
+        p = f"blk.{i}."
+        m.t(p + "attn_norm.weight", (h,), Q.F32)
+        m.t(p + "attn_q.weight", (h, heads * h // heads))
+        m.t(p + "attn_k.weight", (h, kv * h // heads))
+        m.t(p + "attn_v.weight", (h, kv * h // heads), Q.Q6_K)
+        m.t(p + "attn_output.weight", (h, h))
+        m.t(p + "ffn_norm.weight", (h,), Q.F32)
+        m.t(p + "ffn_gate.weight", (h, ff))
+        m.t(p + "ffn_up.weight", (h, ff))
+        m.t(p + "ffn_down.weight", (ff, h), Q.Q6_K)
+    m.t("output_norm.weight", (h,), Q.F32)
+    m.t("output.weight", (h, vocab), Q.Q6_K)
+    return m
+
+
+def test_a_llama_gguf_plans_from_its_header(tmp_path, run_cli):
+    m = llama()
+    path = m.write(tmp_path / "tiny-llama-Q4_K_M.gguf")
+    im = import_gguf(path)
+    spec = im.spec
+    assert spec.num_layers == 2 and spec.hidden_size == 256 and spec.vocab_size == 512
+    g = spec.layer_groups[0]
+    assert (g.mixer.num_attention_heads, g.mixer.num_key_value_heads, g.mixer.head_dim) == (4, 2, 64)
+    assert g.mlp.intermediate_size == 512 and g.mlp.gated and not spec.tie_word_embeddings
+    assert im.release.quant == "gguf-q4_k_m"  # general.file_type 15 = MOSTLY_Q4_K_M
+    assert im.exact.bytes_total == m.bytes()  # every tensor's bytes as the infos give them
+    assert im.exact.bytes_by_component["lm_head"] == _nbytes((256, 512), Q.Q6_K)
+    code, out, err = run_cli("plan", str(path), "--gpu", "rtx4090", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["weights"]["format"] == "gguf-q4_k_m"
+    assert d["weights"]["bytes_total"] == m.bytes()
+    # the embedding is gathered, not read; every other tensor is read per token
+    assert d["weights"]["bytes_read_per_token"] == m.bytes() - _nbytes((256, 512), Q.Q4_K)
+
+
+def test_gemma3_sliding_layers_follow_llama_cpps_pattern_and_tied_output(tmp_path):
+    m = Model("gemma3")
+    h, heads, kv, hd = 256, 4, 2, 64
+    m.meta = {"block_count": 6, "embedding_length": h, "context_length": 8192, "attention.head_count": heads,
+              "attention.head_count_kv": kv, "attention.key_length": hd, "attention.value_length": hd,
+              "attention.sliding_window": 512, "general.file_type": 2}
+    m.t("token_embd.weight", (h, 1024), Q.Q6_K)
+    for i in range(6):
+        p = f"blk.{i}."
+        for n in ("attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm"):
+            m.t(p + n + ".weight", (h,), Q.F32)
+        m.t(p + "attn_q_norm.weight", (hd,), Q.F32)
+        m.t(p + "attn_k_norm.weight", (hd,), Q.F32)
+        m.t(p + "attn_q.weight", (h, heads * hd), Q.Q4_0)
+        m.t(p + "attn_k.weight", (h, kv * hd), Q.Q4_0)
+        m.t(p + "attn_v.weight", (h, kv * hd), Q.Q4_0)
+        m.t(p + "attn_output.weight", (heads * hd, h), Q.Q4_0)
+        m.t(p + "ffn_gate.weight", (h, 512), Q.Q4_0)
+        m.t(p + "ffn_up.weight", (h, 512), Q.Q4_0)
+        m.t(p + "ffn_down.weight", (512, h), Q.Q4_0)
+    m.t("output_norm.weight", (h,), Q.F32)
+    im = import_gguf(m.write(tmp_path / "g3.gguf"))
+    kinds = {g.mixer.kind: g.count for g in im.spec.layer_groups}
+    assert kinds == {"sliding": 5, "full": 1}  # set_swa_pattern(6): layers 0-4 slide, layer 5 is global
+    assert all(g.mixer.qk_norm and g.norms == 4 for g in im.spec.layer_groups)
+    assert im.spec.tie_word_embeddings and im.release.quant == "gguf-q4_0"
+    assert im.exact.tied
+
+
+def test_moe_and_mla_layers_come_from_their_tensors(tmp_path):
+    m = Model("deepseek2")
+    h, heads, e = 256, 4, 8
+    m.meta = {"block_count": 2, "embedding_length": h, "context_length": 4096, "attention.head_count": heads,
+              "attention.head_count_kv": heads, "attention.key_length": 96, "attention.value_length": 64,
+              "rope.dimension_count": 32, "attention.kv_lora_rank": 128, "expert_used_count": 2,
+              "expert_shared_count": 1, "general.file_type": 7}
+    m.t("token_embd.weight", (h, 512), Q.Q8_0)
+    for i in range(2):
+        p = f"blk.{i}."
+        m.t(p + "attn_norm.weight", (h,), Q.F32)
+        m.t(p + "ffn_norm.weight", (h,), Q.F32)
+        m.t(p + "attn_q_a.weight", (h, 64), Q.Q8_0)
+        m.t(p + "attn_q_a_norm.weight", (64,), Q.F32)
+        m.t(p + "attn_q_b.weight", (64, heads * 96), Q.Q8_0)
+        m.t(p + "attn_kv_a_mqa.weight", (h, 128 + 32), Q.Q8_0)
+        m.t(p + "attn_kv_a_norm.weight", (128,), Q.F32)
+        m.t(p + "attn_kv_b.weight", (128, heads * (64 + 64)), Q.Q8_0)
+        m.t(p + "attn_output.weight", (heads * 64, h), Q.Q8_0)
+        if i == 0:
+            for n, ne in (("ffn_gate", (h, 512)), ("ffn_up", (h, 512)), ("ffn_down", (512, h))):
+                m.t(p + n + ".weight", ne, Q.Q8_0)
+        else:
+            m.t(p + "ffn_gate_inp.weight", (h, e), Q.F32)
+            for n, ne in (("ffn_gate_exps", (h, 128, e)), ("ffn_up_exps", (h, 128, e)), ("ffn_down_exps", (128, h, e))):
+                m.t(p + n + ".weight", ne, Q.Q8_0)
+            for n, ne in (("ffn_gate_shexp", (h, 128)), ("ffn_up_shexp", (h, 128)), ("ffn_down_shexp", (128, h))):
+                m.t(p + n + ".weight", ne, Q.Q8_0)
+    m.t("output_norm.weight", (h,), Q.F32)
+    m.t("output.weight", (h, 512), Q.Q8_0)
+    im = import_gguf(m.write(tmp_path / "ds.gguf"))
+    mla = im.spec.layer_groups[0].mixer
+    assert (mla.kind, mla.kv_lora_rank, mla.qk_nope_head_dim, mla.qk_rope_head_dim, mla.v_head_dim,
+            mla.q_lora_rank) == ("mla", 128, 64, 32, 64, 64)
+    moe = next(g.mlp for g in im.spec.layer_groups if g.mlp.kind == "moe")
+    assert (moe.num_experts, moe.experts_per_token, moe.moe_intermediate_size, moe.num_shared_experts) == (8, 2, 128, 1)
+    assert im.release.quant == "gguf-q8_0" and im.exact.experts_share == (2, 8)
+    assert im.exact.bytes_by_component["experts"] == 3 * _nbytes((h, 128, e), Q.Q8_0)
+
+
+def test_split_files_are_read_together_and_a_missing_split_is_named(tmp_path, run_cli):
+    m = llama()
+    half = len(m.tensors) // 2
+    a = m.write(tmp_path / "big-00001-of-00002.gguf", split=m.tensors[:half])
+    m.write(tmp_path / "big-00002-of-00002.gguf", split=m.tensors[half:])
+    g = read_gguf(a)
+    assert len(g.tensors) == len(m.tensors) and len(g.files) == 2
+    assert import_gguf(a).exact.bytes_total == m.bytes()
+    (tmp_path / "big-00002-of-00002.gguf").unlink()
+    code, out, err = run_cli("plan", str(a), "--gpu", "rtx4090")
+    assert code == 2 and "1 of its 2 splits are missing (first: big-00002-of-00002.gguf)" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) <= 2
+
+
+def _hostile(tmp_path, blob, name="bad.gguf"):
+    p = tmp_path / name
+    p.write_bytes(blob)
+    return p
+
+
+@pytest.mark.parametrize("case", ["empty", "magic", "truncated", "huge_count", "long_string", "past_end"])
+def test_hostile_headers_are_one_line(tmp_path, run_cli, case):
+    good = llama().write(tmp_path / "good.gguf").read_bytes()
+    if case == "empty":
+        blob = b""
+    elif case == "magic":
+        blob = b"GGUX" + good[4:]
+    elif case == "truncated":
+        blob = good[:200]
+    elif case == "huge_count":
+        blob = good[:8] + (2**62).to_bytes(8, "little") + good[16:]  # tensor count
+    elif case == "long_string":
+        # the first key's length field (after magic, version, 2 counts) claims more bytes than the file has
+        blob = good[:24] + (10**12).to_bytes(8, "little") + good[32:]
+    else:  # the header parses but the data section is cut short
+        blob = good[: len(good) - 4096]
+    p = _hostile(tmp_path, blob)
+    code, out, err = run_cli("plan", str(p), "--gpu", "rtx4090")
+    assert code == 2, (case, err)
+    assert "Traceback" not in err and "bad.gguf" in err
+    assert len(err.strip().splitlines()) <= 2, err
+    with pytest.raises(GgufError):
+        read_gguf(p)
+
+
+def test_import_writes_a_catalog_entry_from_a_gguf(tmp_path, run_cli):
+    path = llama().write(tmp_path / "tiny-llama-Q4_K_M.gguf")
+    out_file = tmp_path / "cat" / "models" / "tiny.yaml"
+    out_file.parent.mkdir(parents=True)
+    code, out, err = run_cli("import", str(path), "-o", str(out_file))
+    assert code == 0, err
+    text = out_file.read_text()
+    assert "num_key_value_heads: 2" in text and "gguf-q4_k_m" in text
+    code, out, err = run_cli("plan", "tiny", "--gpu", "rtx4090", "--catalog", str(tmp_path / "cat"), "--json")
+    assert code == 0, err
+    assert json.loads(out)["weights"]["format"] == "gguf-q4_k_m"  # the entry plans in its file type

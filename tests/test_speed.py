@@ -166,6 +166,27 @@ def test_small_models_on_fast_cards_are_launch_bound(catalog, runtimes):
     assert share["phi-3-mini"] < share["llama-3.1-70b"]
 
 
+def test_low_bit_k_quants_pay_for_unpacking_on_the_vector_units(catalog, runtimes):
+    """llama.cpp CUDA decodes Q2_K slower than its bytes: the dequant term (ops per weight / FP32 rate) is part of
+    the step for quantized weights, absent for 16-bit ones, and larger on a card with less FP32 per byte."""
+    from llmsize.estimate.expected import constants, step_inputs
+    from llmsize.estimate.speed import decode_terms_s
+
+    c = constants(runtimes["llamacpp"], "cuda")
+    assert c.alu_ops_per_weight > 0
+
+    def terms(quant, gpu):
+        p = make_plan(catalog.model("llama-2-7b"), catalog.gpu(gpu),
+                      PlanInputs(quant=quant, context_tokens=512, batch=1), search_fit=False)
+        return decode_terms_s(step_inputs(p, p.decode_1), c)
+
+    assert terms("fp16", "rtx3090")["dequant"] == 0
+    q2 = terms("gguf-q2_k", "rtx3090")
+    assert q2["dequant"] > 0.2 * q2["weights"]
+    # same weights on a Tesla P40: FP32 11.76 TFLOPS against the 3090's 35.6, so 35.6 / 11.76 = 3.0x the unpacking time
+    assert terms("gguf-q2_k", "tesla-p40")["dequant"] > 2.5 * q2["dequant"]
+
+
 def test_tensor_parallel_over_pcie_pays_latency_per_collective(catalog, runtimes):
     """alpha-beta: 2 x RTX 4090 over PCIe gain far less than two cards' bandwidth at batch 1."""
     m = catalog.model("llama-3-8b")

@@ -74,7 +74,8 @@ def constants(spec: RuntimeSpec, backend_id: str) -> Constants | None:
         band_low=g.band[0], band_high=g.band[1], rows_decode=g.rows_decode, rows_prefill=g.rows_prefill,
         cards=len(g.cards), basis=basis, fitted_classes=tuple(g.eta_weights),
         prefill_band_low=g.prefill_band[0] if g.prefill_band else None,
-        prefill_band_high=g.prefill_band[1] if g.prefill_band else None, cards_seen=tuple(g.cards))
+        prefill_band_high=g.prefill_band[1] if g.prefill_band else None, cards_seen=tuple(g.cards),
+        alu_ops_per_weight=g.alu_ops_per_weight)
 
 
 def _layers(plan: Plan) -> tuple[int, int]:
@@ -99,7 +100,9 @@ def step_inputs(plan: Plan, batch_step) -> StepInputs:
         batch=batch_step.batch, weight_bytes=batch_step.weight_bytes, kv_bytes=batch_step.kv_bytes,
         bandwidth_bytes_per_s=plan.gpu.bandwidth_bytes_per_s, layers=layers, moe_layers=moe,
         collectives=collectives, link=link, comm_time_s=batch_step.comm_time_s, flops=batch_step.flops,
-        peak_flop_per_s=plan.peak.flop_per_s, format_class=format_class(plan.fmt.id))
+        peak_flop_per_s=plan.peak.flop_per_s, format_class=format_class(plan.fmt.id),
+        weight_elements=batch_step.weight_bytes * 8 / plan.weights.bits_per_weight if plan.weights.bits_per_weight
+        else 0.0, vector_flop_per_s=(plan.gpu.dense_tflops.fp32 or 0) * 1e12 or None)
 
 
 # Runtimes whose prompt matmuls run at 16-bit rates whatever the weight format: llama.cpp multiplies quantized

@@ -10,6 +10,9 @@ A decode step of B sequences at context L on runtime R lasts (seconds), each ter
                                                          (s per layer, s per step): small models and fast cards
                                                          are launch-bound
            + moe_layers x t_moe_layer_s                  routing, top-k and expert gather (s per MoE layer)
+           + N_w x alu_ops_per_weight / FP32 rate        unpacking quantized weights on the vector units
+                                                         (weights, ops per weight, op/s): why a Q2_K or Q3_K
+                                                         file decodes slower than its bytes on a weak-ALU card
            + collectives x alpha_s[link] + comm bytes / link bandwidth
                                                          tensor/pipeline parallel: alpha-beta per collective
 
@@ -81,6 +84,8 @@ class StepInputs:
     flops: float  # of the step (all sequences)
     peak_flop_per_s: float | None
     format_class: str
+    weight_elements: float = 0.0  # matrix weights the step streams (elements, one card's share)
+    vector_flop_per_s: float | None = None  # the card's FP32 (non-tensor) rate, where dequantizing runs
 
 
 @dataclass(frozen=True)
@@ -122,6 +127,7 @@ class Constants:
     prefill_band_low: float | None = None
     prefill_band_high: float | None = None
     cards_seen: tuple[str, ...] = field(default_factory=tuple)
+    alu_ops_per_weight: float = 0.0  # vector operations to unpack one quantized weight, at the FP32 rate
 
     def eta_w(self, cls: str) -> float:
         return self.eta_weights.get(cls, self.eta_weights_default)
@@ -135,11 +141,19 @@ def _alpha(c: Constants, link: str | None) -> float:
     return c.alpha_s.get(link, max(c.alpha_s.values(), default=0.0))
 
 
+def dequant_time_s(x: StepInputs, c: Constants) -> float:
+    """Unpacking quantized weights on the vector units: ops per weight x weights / the FP32 rate. Zero for 16-bit
+    weights and where the card's FP32 rate is unknown."""
+    if x.format_class == "f16" or not x.vector_flop_per_s or not c.alu_ops_per_weight:
+        return 0.0
+    return c.alu_ops_per_weight * x.weight_elements / x.vector_flop_per_s
+
+
 def decode_step_time_s(x: StepInputs, c: Constants) -> float:
     """Seconds for one decode step of x.batch sequences (the sum above, floored by compute)."""
     bw = x.bandwidth_bytes_per_s
     t = x.weight_bytes / (bw * c.eta_w(x.format_class)) + x.kv_bytes / (bw * c.eta_kv)
-    t += x.layers * c.t_layer_s + c.t_step_s + x.moe_layers * c.t_moe_layer_s
+    t += x.layers * c.t_layer_s + c.t_step_s + x.moe_layers * c.t_moe_layer_s + dequant_time_s(x, c)
     if x.collectives and x.link:
         t += x.collectives * _alpha(c, x.link) + x.comm_time_s
     eta_p = c.eta_p(x.format_class)
@@ -168,6 +182,7 @@ def decode_terms_s(x: StepInputs, c: Constants) -> dict[str, float]:
         "kv": x.kv_bytes / (bw * c.eta_kv),
         "fixed": x.layers * c.t_layer_s + c.t_step_s,
         "moe": x.moe_layers * c.t_moe_layer_s,
+        "dequant": dequant_time_s(x, c),
         "comm": (x.collectives * _alpha(c, x.link) + x.comm_time_s) if x.collectives and x.link else 0.0,
     }
 

@@ -222,6 +222,14 @@ def fit_prefill(fit: GroupFit, pre: list[Observed]) -> None:
             counts[cls] = len(obs)
     fit.eta_prefill = {c: e for c, e in etas.items() if counts[c] >= MIN_ROWS_CLASS}
     fit.eta_prefill_default = median(list(fit.eta_prefill.values())) if fit.eta_prefill else None
+    every = [o for obs in by_class.values() for o in obs]
+    if fit.eta_prefill_default is None and len(every) >= MIN_ROWS_CLASS:
+        # too few rows of any one class: one fraction for all of them
+        num = sum((o.prefill.flops / o.prefill.peak_flop_per_s) * (o.measured_s - o.prefill.layers * fit.t_layer_s
+                  - fit.t_step_s) / o.measured_s**2 for o in every)
+        den = sum((o.prefill.flops / o.prefill.peak_flop_per_s) ** 2 / o.measured_s**2 for o in every)
+        if num > 0:
+            fit.eta_prefill_default = min(1.0, den / num)
 
 
 def predict(fit: GroupFit, o: Observed) -> float | None:

@@ -34,7 +34,13 @@ from llmsize.catalog.measurement import load_dataset  # noqa: E402
 from llmsize.errors import LlmsizeError  # noqa: E402
 from llmsize.estimate.expected import RUNTIME_NAMES, backend  # noqa: E402
 from llmsize.estimate.observed import Observed, card_of, observe  # noqa: E402
-from llmsize.estimate.speed import Constants, decode_step_time_s, dequant_time_s, prefill_time_s  # noqa: E402
+from llmsize.estimate.speed import (  # noqa: E402
+    Constants,
+    attention_time_s,
+    decode_step_time_s,
+    dequant_time_s,
+    prefill_time_s,
+)
 
 RIDGE = 0.01
 SWEEPS = 3000
@@ -46,6 +52,10 @@ MIN_ROWS_CLASS = 6  # fewer rows (or one source) of a format class: it takes the
 MIN_SOURCES_CLASS = 2
 ETA_MIN = 0.1
 LINKS = ("nvlink", "pcie", "network")
+# Runtimes whose batch-1 decode attention runs on the vector units (llama.cpp's fattn-vec / kernel_flash_attn_ext_vec,
+# MLX's sdpa_vector): their attention FLOPs cost time beyond the cache's bytes. The CUDA-graph runtimes decode with
+# FlashAttention / FlashInfer split-KV kernels on the tensor cores, bound by the cache's bytes: no such term.
+VECTOR_ATTENTION = ("llamacpp", "mlx")
 # Runtimes fitted together: vLLM and SGLang both capture decode in CUDA graphs and call the same attention
 # (FlashInfer, FlashAttention) and GEMM (CUTLASS, Marlin) kernels; the dataset holds few rows of each.
 POOLED = {"vllm": ("vllm", "sglang"), "sglang": ("vllm", "sglang")}
@@ -130,6 +140,7 @@ class GroupFit:
     eta_prefill: dict[str, float]
     eta_prefill_default: float | None
     alu_ops_per_weight: float = 0.0
+    attn_cost: float = 0.0
 
     def constants(self, band=(1.0, 1.0), prefill_band=None) -> Constants:
         return Constants(
@@ -140,7 +151,8 @@ class GroupFit:
             eta_prefill_default=self.eta_prefill_default, band_low=band[0], band_high=band[1], rows_decode=0,
             rows_prefill=0, cards=0, basis="", fitted_classes=tuple(self.classes),
             prefill_band_low=prefill_band[0] if prefill_band else None,
-            prefill_band_high=prefill_band[1] if prefill_band else None, alu_ops_per_weight=self.alu_ops_per_weight)
+            prefill_band_high=prefill_band[1] if prefill_band else None, alu_ops_per_weight=self.alu_ops_per_weight,
+            attn_cost=self.attn_cost)
 
 
 def median(xs: list[float]) -> float:
@@ -153,7 +165,7 @@ def median(xs: list[float]) -> float:
 UNIT_ALU = Constants(runtime="", backend="", eta_weights={}, eta_weights_default=1.0, eta_kv=1.0, t_layer_s=0.0,
                      t_step_s=0.0, t_moe_layer_s=0.0, alpha_s={}, eta_prefill={}, eta_prefill_default=None,
                      band_low=1.0, band_high=1.0, rows_decode=0, rows_prefill=0, cards=0, basis="",
-                     alu_ops_per_weight=1.0)
+                     alu_ops_per_weight=1.0, attn_cost=1.0)
 
 
 def fit_group(runtime: str, be: str, rows: list[Observed]) -> GroupFit:
@@ -166,7 +178,7 @@ def fit_group(runtime: str, be: str, rows: list[Observed]) -> GroupFit:
     classes = sorted(c for c, n in counts.items() if n >= MIN_ROWS_CLASS and len(sources[c]) >= MIN_SOURCES_CLASS)
     links = sorted({o.step.link for o in dec if o.step.collectives and o.step.link})
     names = [f"v:{c}" for c in classes] + ["v:other", "v_kv", "t_layer", "t_step", "t_moe"] + \
-            [f"alpha:{k}" for k in links] + ["alu"]
+            [f"alpha:{k}" for k in links] + ["alu", "attn"]
     a, b = [], []
     for o in dec:
         x, t = o.step, o.measured_s
@@ -177,6 +189,7 @@ def fit_group(runtime: str, be: str, rows: list[Observed]) -> GroupFit:
         row += [kv_bw, x.layers, 1.0, x.moe_layers]
         row += [x.collectives if x.link == k else 0.0 for k in links]
         row.append(dequant_time_s(x, UNIT_ALU))  # seconds per unit of ops per weight
+        row.append(attention_time_s(x, UNIT_ALU) if runtime in VECTOR_ATTENTION else 0.0)  # per unit of attn_cost
         a.append([r / t for r in row])
         b.append(1 - base / t)
     # fractions stay >= ETA_MIN (v <= 1/ETA_MIN - 1): a term the rows cannot pin must not swallow the others
@@ -197,7 +210,7 @@ def fit_group(runtime: str, be: str, rows: list[Observed]) -> GroupFit:
     if not depth:
         theta["v_kv"] = v_default
     fit = GroupFit(runtime, be, classes, links, v, v_default, theta["v_kv"], theta["t_layer"], theta["t_step"],
-                   theta["t_moe"], {k: theta[f"alpha:{k}"] for k in links}, {}, None, theta["alu"])
+                   theta["t_moe"], {k: theta[f"alpha:{k}"] for k in links}, {}, None, theta["alu"], theta["attn"])
     fit_prefill(fit, pre)
     return fit
 
@@ -303,7 +316,7 @@ def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, 
         "eta_weights_default": r4(1 / (1 + fit.v_default)),
         "eta_kv": r4(1 / (1 + fit.v_kv)),
         "t_layer_s": r4(fit.t_layer_s), "t_step_s": r4(fit.t_step_s), "t_moe_layer_s": r4(fit.t_moe_layer_s),
-        "alu_ops_per_weight": r4(fit.alu_ops_per_weight),
+        "alu_ops_per_weight": r4(fit.alu_ops_per_weight), "attn_cost": r4(fit.attn_cost),
         "alpha_s": {k: r4(v) for k, v in fit.alpha_s.items()},
         "eta_prefill": {c: r4(e) for c, e in fit.eta_prefill.items()},
         "eta_prefill_default": r4(fit.eta_prefill_default) if fit.eta_prefill_default else None,

@@ -187,6 +187,25 @@ def test_low_bit_k_quants_pay_for_unpacking_on_the_vector_units(catalog, runtime
     assert terms("gguf-q2_k", "tesla-p40")["dequant"] > 2.5 * q2["dequant"]
 
 
+def test_attention_at_depth_costs_compute_where_heads_share_a_small_cache(catalog, runtimes):
+    """llama.cpp on Metal at 16K tokens: MLA (GLM-4.7-Flash: 20 heads over one 576-wide latent) spends more on
+    attention FLOPs than on reading its cache; MHA (Llama 2 7B: a cache 8x larger per FLOP) the other way round.
+    The CUDA-graph runtimes decode attention on the tensor cores: no such term."""
+    from llmsize.estimate.expected import constants, step_inputs
+    from llmsize.estimate.speed import decode_terms_s
+
+    c = constants(runtimes["llamacpp"], "metal")
+
+    def terms(model, quant):
+        p = make_plan(catalog.model(model), catalog.gpu("m2-ultra"),
+                      PlanInputs(quant=quant, context_tokens=16384, batch=1, kv_dtype="fp16"), search_fit=False)
+        return decode_terms_s(step_inputs(p, p.decode_1), c)
+
+    mla, mha = terms("glm-4.7-flash", "gguf-q8_0"), terms("llama-2-7b", "gguf-q4_0")
+    assert mla["attention"] > 2 * mla["kv"] and mha["attention"] < mha["kv"]
+    assert constants(runtimes["vllm"], "cuda").attn_cost == 0
+
+
 def test_tensor_parallel_over_pcie_pays_latency_per_collective(catalog, runtimes):
     """alpha-beta: 2 x RTX 4090 over PCIe gain far less than two cards' bandwidth at batch 1."""
     m = catalog.model("llama-3-8b")

@@ -75,7 +75,7 @@ def constants(spec: RuntimeSpec, backend_id: str) -> Constants | None:
         cards=len(g.cards), basis=basis, fitted_classes=tuple(g.eta_weights),
         prefill_band_low=g.prefill_band[0] if g.prefill_band else None,
         prefill_band_high=g.prefill_band[1] if g.prefill_band else None, cards_seen=tuple(g.cards),
-        alu_ops_per_weight=g.alu_ops_per_weight)
+        alu_ops_per_weight=g.alu_ops_per_weight, attn_cost=g.attn_cost)
 
 
 def _layers(plan: Plan) -> tuple[int, int]:
@@ -102,7 +102,17 @@ def step_inputs(plan: Plan, batch_step) -> StepInputs:
         collectives=collectives, link=link, comm_time_s=batch_step.comm_time_s, flops=batch_step.flops,
         peak_flop_per_s=plan.peak.flop_per_s, format_class=format_class(plan.fmt.id),
         weight_elements=batch_step.weight_bytes * 8 / plan.weights.bits_per_weight if plan.weights.bits_per_weight
-        else 0.0, vector_flop_per_s=(plan.gpu.dense_tflops.fp32 or 0) * 1e12 or None)
+        else 0.0, vector_flop_per_s=(plan.gpu.dense_tflops.fp32 or 0) * 1e12 or None,
+        attention_flops=_attention_flops(plan, batch_step))
+
+
+def _attention_flops(plan: Plan, batch_step) -> float:
+    """The step's FLOPs beyond its matmuls: attention over the cache (and SSM state updates), one card's share."""
+    from llmsize.estimate.parallel import shard_model
+    from llmsize.estimate.weights import matmul_params_per_token
+
+    time_model = shard_model(plan.model, plan.inputs.tp, 1)
+    return max(0.0, batch_step.flops - batch_step.batch * 2.0 * matmul_params_per_token(time_model))
 
 
 # Runtimes whose prompt matmuls run at 16-bit rates whatever the weight format: llama.cpp multiplies quantized

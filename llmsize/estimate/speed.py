@@ -13,6 +13,9 @@ A decode step of B sequences at context L on runtime R lasts (seconds), each ter
            + N_w x alu_ops_per_weight / FP32 rate        unpacking quantized weights on the vector units
                                                          (weights, ops per weight, op/s): why a Q2_K or Q3_K
                                                          file decodes slower than its bytes on a weak-ALU card
+           + F_attn(B, L) x attn_cost / FP32 rate        attention's FLOPs over the cache (FLOP, 1, FLOP/s):
+                                                         at depth, heads sharing a small cache (GQA, MLA) cost
+                                                         compute beyond the cache's bytes
            + collectives x alpha_s[link] + comm bytes / link bandwidth
                                                          tensor/pipeline parallel: alpha-beta per collective
 
@@ -86,6 +89,7 @@ class StepInputs:
     format_class: str
     weight_elements: float = 0.0  # matrix weights the step streams (elements, one card's share)
     vector_flop_per_s: float | None = None  # the card's FP32 (non-tensor) rate, where dequantizing runs
+    attention_flops: float = 0.0  # the step's attention over the cache (QK and PV, all sequences, one card)
 
 
 @dataclass(frozen=True)
@@ -128,6 +132,7 @@ class Constants:
     prefill_band_high: float | None = None
     cards_seen: tuple[str, ...] = field(default_factory=tuple)
     alu_ops_per_weight: float = 0.0  # vector operations to unpack one quantized weight, at the FP32 rate
+    attn_cost: float = 0.0  # FP32-rate FLOPs one attention FLOP costs at decode (1 / its fraction of the rate)
 
     def eta_w(self, cls: str) -> float:
         return self.eta_weights.get(cls, self.eta_weights_default)
@@ -149,11 +154,20 @@ def dequant_time_s(x: StepInputs, c: Constants) -> float:
     return c.alu_ops_per_weight * x.weight_elements / x.vector_flop_per_s
 
 
+def attention_time_s(x: StepInputs, c: Constants) -> float:
+    """Attention over the cache at the vector units: its FLOPs x attn_cost / the FP32 rate. Beside the cache's
+    bytes, this is what makes depth costly where many query heads share a small cache (GQA, most of all MLA)."""
+    if not x.vector_flop_per_s or not c.attn_cost:
+        return 0.0
+    return c.attn_cost * x.attention_flops / x.vector_flop_per_s
+
+
 def decode_step_time_s(x: StepInputs, c: Constants) -> float:
     """Seconds for one decode step of x.batch sequences (the sum above, floored by compute)."""
     bw = x.bandwidth_bytes_per_s
     t = x.weight_bytes / (bw * c.eta_w(x.format_class)) + x.kv_bytes / (bw * c.eta_kv)
     t += x.layers * c.t_layer_s + c.t_step_s + x.moe_layers * c.t_moe_layer_s + dequant_time_s(x, c)
+    t += attention_time_s(x, c)
     if x.collectives and x.link:
         t += x.collectives * _alpha(c, x.link) + x.comm_time_s
     eta_p = c.eta_p(x.format_class)
@@ -183,6 +197,7 @@ def decode_terms_s(x: StepInputs, c: Constants) -> dict[str, float]:
         "fixed": x.layers * c.t_layer_s + c.t_step_s,
         "moe": x.moe_layers * c.t_moe_layer_s,
         "dequant": dequant_time_s(x, c),
+        "attention": attention_time_s(x, c),
         "comm": (x.collectives * _alpha(c, x.link) + x.comm_time_s) if x.collectives and x.link else 0.0,
     }
 

@@ -42,6 +42,7 @@ from llmsize.options import (
     GpusOpt,
     GpuSortOpt,
     GpuUtilOpt,
+    HubFileOpt,
     HubOpt,
     IdOpt,
     ImportOutOpt,
@@ -176,6 +177,7 @@ def plan(
     model: ModelArg = None,
     gpu: GpuOpt = "",
     hub: HubOpt = None,
+    hub_file: HubFileOpt = None,
     quant: QuantOpt = None,
     scope: ScopeOpt = None,
     kv_dtype: KvDtypeOpt = "bf16",
@@ -226,7 +228,7 @@ def plan(
 
         run = read_run(calibrate)
     exact, notes, warnings = None, [], []
-    im = _import_source(model, hub, estimate_only)
+    im = _import_source(model, hub, estimate_only, hub_file)
     if im is not None:
         m, exact, notes, warnings = im.spec, im.exact, im.notes, im.warnings
     else:
@@ -290,11 +292,18 @@ def _stages(pp: int | None, nodes: int | None) -> int:
     return pp if pp is not None else (nodes or 1)
 
 
-def _import_source(model: str | None, hub: str | None, estimate_only: bool = False):
+def _import_source(model: str | None, hub: str | None, estimate_only: bool = False, hub_file: str | None = None):
     """An Imported for a path or --hub, None for a catalog name."""
     if (model is None) == (hub is None):
         raise InvalidValueError("Give a model (catalog id or path) or --hub ORG/NAME, not both or neither.",
                                 "e.g. `llmsize plan gemma-4-12b --gpu h200` or `--hub google/gemma-3-27b-it`.")
+    if hub_file is not None and hub is None:
+        raise InvalidValueError(f"--file `{hub_file}` needs --hub ORG/NAME.",
+                                "For a local file, pass its path as the model: `llmsize plan ./model.gguf ...`.")
+    if hub is not None and hub_file is not None:
+        from llmsize.importer.source import import_hub_gguf
+
+        return import_hub_gguf(hub, hub_file)
     if hub is not None:
         from llmsize.importer.source import import_hub
 
@@ -314,7 +323,7 @@ def _warn(im) -> None:
 
 def _is_path(name: str) -> bool:
     """A model argument naming something on disk (or shaped like a path) is imported, not looked up."""
-    return os.path.exists(name) or name.endswith(".json") or name.startswith((".", "/", "~"))
+    return os.path.exists(name) or name.endswith((".json", ".gguf")) or name.startswith((".", "/", "~"))
 
 
 @_command("import")
@@ -323,6 +332,7 @@ def import_(
                                                    "[+ *.safetensors]) or a config.json file.",
                                                    show_default=False)] = None,
     hub: HubOpt = None,
+    hub_file: HubFileOpt = None,
     output: ImportOutOpt = None,
     model_id: IdOpt = None,
     force: ForceOpt = False,
@@ -352,7 +362,7 @@ def import_(
                                     "id.", f"Write it to {output.with_name(model_id + '.yaml')}, or drop --id.")
     if model_id is not None:
         check_id(model_id, "--id" if output is None else "-o")
-    im = _import_source(None if path is None else str(path), hub, estimate_only)
+    im = _import_source(None if path is None else str(path), hub, estimate_only, hub_file)
     _warn(im)
     text = entry_yaml(im, model_id)
     if output is None:
@@ -384,6 +394,7 @@ def compare(
     sort: CompareSortOpt = "aggregate_tok_s",
     fmt: CompareFormatOpt = "table",
     hub: HubOpt = None,
+    hub_file: HubFileOpt = None,
     estimate_only: EstimateOnlyOpt = False,
     catalog: CatalogOpt = None,
 ):
@@ -404,7 +415,7 @@ def compare(
     from llmsize.estimate.plan import PlanInputs
 
     cat = _catalog(catalog)
-    im = _import_source(model, hub, estimate_only)
+    im = _import_source(model, hub, estimate_only, hub_file)
     _warn(im)
     m = im.spec if im is not None else cat.model(model)
     if gpus_:
@@ -471,6 +482,7 @@ def roofline(
     context: ContextOpt = 4096,
     max_batch: MaxBatchOpt = 1024,
     hub: HubOpt = None,
+    hub_file: HubFileOpt = None,
     estimate_only: EstimateOnlyOpt = False,
     catalog: CatalogOpt = None,
 ):
@@ -491,7 +503,7 @@ def roofline(
     if output is not None:
         charts.check_image_path(output)
     cat = _catalog(catalog)
-    im = _import_source(model, hub, estimate_only)
+    im = _import_source(model, hub, estimate_only, hub_file)
     _warn(im)
     m = im.spec if im is not None else cat.model(model)
     inputs = PlanInputs(quant=quant, kv_dtype=kv_dtype.lower(), context_tokens=context)
@@ -511,6 +523,7 @@ def kv(
     users: KvUsersOpt = 1,
     max_context: MaxContextOpt = None,
     hub: HubOpt = None,
+    hub_file: HubFileOpt = None,
     estimate_only: EstimateOnlyOpt = False,
     catalog: CatalogOpt = None,
 ):
@@ -532,7 +545,7 @@ def kv(
     if output is not None:
         charts.check_image_path(output)
     cat = _catalog(catalog)
-    im = _import_source(model, hub, estimate_only)
+    im = _import_source(model, hub, estimate_only, hub_file)
     _warn(im)
     m = im.spec if im is not None else cat.model(model)
     limit = max_context or m.max_position_embeddings

@@ -89,6 +89,9 @@ ModelArg = Annotated[Optional[str], typer.Argument(
 HubOpt = Annotated[Optional[str], _opt("--hub", help="Read ORG/NAME[@REVISION] from the Hugging Face Hub instead: "
                                        "config.json and the safetensors headers only (network, opt-in).",
                                        show_default=False)]
+HubFileOpt = Annotated[Optional[str], _opt("--file", help="With --hub: a .gguf file of the repo (the first of its "
+                                           "splits): its header and tensor infos only, by range requests.",
+                                           show_default=False)]
 EstimateOnlyOpt = Annotated[bool, _opt("--estimate-only", help="Plan from config.json even when the safetensors "
                                        "files are incomplete or disagree with it (the report says so first).")]
 CatalogOpt = Annotated[Optional[list[Path]], _opt(

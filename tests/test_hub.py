@@ -131,3 +131,64 @@ def test_gated_repo_needs_hf_token(hub, run_cli, monkeypatch):
     monkeypatch.setenv("HF_TOKEN", "hf_secret")
     code, out, err = run_cli("plan", "--hub", "acme/gated", "--gpu", "h200", "--json")
     assert code == 0, err
+
+
+def _gguf(path, vocab=4096, h=4096):
+    """A GGUF whose tensor data (an embedding of vocab x h in Q4_K, 9.4 MB) outweighs the first 8 MiB range."""
+    np = pytest.importorskip("numpy")
+    gguf = pytest.importorskip("gguf")
+    from gguf import GGML_QUANT_SIZES
+    from gguf import GGMLQuantizationType as Q
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    w = gguf.GGUFWriter(str(path), "llama")
+    for k, v in {"block_count": 1, "embedding_length": h, "context_length": 4096, "attention.head_count": 32,
+                 "attention.head_count_kv": 8}.items():
+        w.add_uint32(f"llama.{k}", v)
+    w.add_uint32("general.file_type", 15)
+
+    def add(name, ne, ty=Q.Q4_K):
+        blk, size = GGML_QUANT_SIZES[ty]
+        w.add_tensor(name, np.zeros(tuple(reversed(ne[1:])) + (ne[0] // blk * size,), dtype=np.uint8), raw_dtype=ty)
+
+    add("token_embd.weight", (h, vocab))
+    add("blk.0.attn_q.weight", (h, h))
+    add("blk.0.attn_k.weight", (h, h // 4))
+    add("blk.0.attn_v.weight", (h, h // 4))
+    add("blk.0.attn_output.weight", (h, h))
+    add("blk.0.ffn_gate.weight", (h, 1024))
+    add("blk.0.ffn_up.weight", (h, 1024))
+    add("blk.0.ffn_down.weight", (1024, h))
+    for n in ("blk.0.attn_norm.weight", "blk.0.ffn_norm.weight", "output_norm.weight"):
+        w.add_tensor(n, np.zeros(h, dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def test_a_gguf_on_the_hub_is_read_by_its_header_only(hub, run_cli, tmp_path):
+    f = _gguf(hub.root / "acme" / "tiny-gguf" / "tiny-Q4_K_M.gguf")
+    code, out, err = run_cli("plan", "--hub", "acme/tiny-gguf", "--file", "tiny-Q4_K_M.gguf", "--gpu", "rtx4090",
+                             "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    _, local, _ = run_cli("plan", str(f), "--gpu", "rtx4090", "--json")
+    assert d["weights"]["bytes_by_component"] == json.loads(local)["weights"]["bytes_by_component"]
+    assert d["weights"]["format"] == "gguf-q4_k_m"
+    reqs = [e for e in hub.log if e["file"].endswith(".gguf")]
+    assert reqs and all(e["range"] for e in reqs)
+    assert sum(e["sent"] for e in reqs) < f.stat().st_size  # the tensor data stayed on the server
+
+
+def test_a_gguf_on_a_server_ignoring_ranges_is_cut_off(hub, run_cli):
+    _gguf(hub.root / "acme" / "tiny-gguf" / "tiny.gguf")
+    hub.honour_ranges = False
+    code, out, err = run_cli("plan", "--hub", "acme/tiny-gguf", "--file", "tiny.gguf", "--gpu", "rtx4090")
+    assert code == 2 and "Content-Range" in err and len(err.strip().splitlines()) == 1
+
+
+def test_file_without_hub_is_one_line(run_cli):
+    code, out, err = run_cli("plan", "llama-3-8b", "--file", "x.gguf", "--gpu", "rtx4090")
+    assert code == 2 and "--file `x.gguf` needs --hub" in err

@@ -70,8 +70,14 @@ def _value(f):
     return v.item() if hasattr(v, "item") else v
 
 
-def _read_one(path: Path) -> tuple[dict, dict[str, GgufTensorInfo]]:
-    where = str(path)
+class HeaderBeyond(GgufError):
+    """The header runs past the bytes fetched so far (a --hub read asks for more)."""
+
+
+def _read_one(path: Path, where: str | None = None, fetched: int | None = None
+              ) -> tuple[dict, dict[str, GgufTensorInfo]]:
+    """`fetched`: only the first `fetched` bytes of the file are real (a sparse copy of a remote header)."""
+    where = where or str(path)
     try:
         from gguf import GGUFReader
     except ImportError:
@@ -89,6 +95,8 @@ def _read_one(path: Path) -> tuple[dict, dict[str, GgufTensorInfo]]:
                             "Give a .gguf file written by llama.cpp's tools.")
     try:
         reader = GGUFReader(str(path), "r")
+        if fetched is not None and reader.data_offset > fetched:
+            raise HeaderBeyond(f"{where}: header of {reader.data_offset:,} bytes, {fetched:,} fetched.")
         meta = {name: _value(f) for name, f in reader.fields.items() if not name.startswith("GGUF.")}
         tensors = {}
         for t in reader.tensors:
@@ -100,6 +108,8 @@ def _read_one(path: Path) -> tuple[dict, dict[str, GgufTensorInfo]]:
     except GgufError:
         raise
     except Exception as e:  # gguf-py raises ValueError, IndexError, KeyError, UnicodeDecodeError... on bad headers
+        if fetched is not None and fetched < size:
+            raise HeaderBeyond(f"{where}: the header does not parse within the {fetched:,} bytes fetched.") from None
         raise GgufError(f"{where}: the GGUF header does not parse ({e.__class__.__name__}: {str(e)[:120]}).",
                         "The file is damaged or truncated: download it again.") from None
     return meta, tensors

@@ -4,6 +4,7 @@ the exact weight bytes. Torch-free: safetensors headers are parsed as JSON, tens
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -168,26 +169,41 @@ def _gguf_release(g) -> Release:
 def import_gguf(path: str | Path) -> Imported:
     """A .gguf file (or the first of its splits): the model from its metadata and tensor infos, the exact bytes
     from the tensor infos; tensor data is never read."""
-    from llmsize.importer.exact import check_complete
     from llmsize.importer.gguf_file import read_gguf
-    from llmsize.importer.gguf_model import exact_from_gguf, model_fields
 
     g = read_gguf(path)
+    return _from_gguf(g, Path(path).name, [str(Path(p).resolve()) for p in g.files])
+
+
+def import_hub_gguf(spec: str, filename: str) -> Imported:
+    """--hub ORG/NAME --file NAME.gguf: the header and tensor infos by range requests (opt-in network)."""
+    from llmsize.importer.hub import fetch_gguf
+
+    g, label = fetch_gguf(spec, filename)
+    return _from_gguf(g, filename.split("/")[-1], [f"hub:{label}/{u.rsplit('/', 1)[-1]}" for u in g.files])
+
+
+def _from_gguf(g, file_name: str, sources: list[str]) -> Imported:
+    from llmsize.importer.exact import check_complete
+    from llmsize.importer.gguf_model import exact_from_gguf, model_fields
+
     fields, notes = model_fields(g)
     release = _gguf_release(g)
-    stem = Path(path).name.removesuffix(".gguf")
+    stem = file_name.removesuffix(".gguf")
+    m = re.match(r"^(.*)-\d{5}-of-\d{5}$", stem)
+    stem = m.group(1) if m else stem
     name = str(g.metadata.get("general.name") or stem)
     try:
         spec = ModelSpec(id=slug(stem), name=name, family=g.arch.replace("-", ""), hf_repo=None,
-                         sources=[str(p.resolve()) for p in g.files], params_official=1,
+                         sources=sources, params_official=1,
                          params_official_source="placeholder", params_official_includes="placeholder",
                          release=release.as_yaml(), **fields)
     except ValidationError as e:
-        raise _spec_error(Path(g.files[0]), e) from None
+        raise _spec_error(Path(str(g.files[0])), e) from None
     moe = next((x.mlp for x in spec.layer_groups if x.mlp is not None and x.mlp.kind == "moe"), None)
     exact = exact_from_gguf(g, spec.num_layers, spec.tie_word_embeddings,
                             (moe.experts_per_token, moe.num_experts) if moe else None)
-    problem = check_complete(exact, spec, str(g.files[0]))
+    problem = check_complete(exact, spec, sources[0])
     if problem:
         raise ConfigError(problem.replace("safetensors headers", "GGUF tensors").replace("config.json",
                                                                                         "its metadata"),

@@ -19,6 +19,9 @@ from llmsize.catalog.match import match_gpu
     ("NVIDIA RTX 6000 Ada Generation", 51_527_024_640, "rtx6000ada"),
     ("NVIDIA RTX A6000", 51_050_250_240, "rtxa6000"),
     ("NVIDIA GeForce RTX 4090", 25_757_220_864, "rtx4090"),
+    ("NVIDIA GeForce RTX 3080", 10_737_418_240, "rtx3080"),
+    ("NVIDIA RTX 4000 Ada Generation", 21_470_642_176, "rtx4000ada"),
+    ("Tesla P40", 24_032_378_880, "tesla-p40"),
 ])
 def test_known_cards(catalog, name, mem, want):
     got = match_gpu(name, mem, catalog.hardware.all())
@@ -29,6 +32,8 @@ def test_known_cards(catalog, name, mem, want):
     ("NVIDIA GeForce RTX 2080", 8_589_934_592),   # not in the catalog
     ("NVIDIA GeForce RTX 5060", 8_589_934_592),   # a 5060 is not a 5060 Ti
     ("NVIDIA H200", 8_000_000_000),               # memory far from any H200
+    ("NVIDIA RTX 4000 SFF Ada Generation", 21_470_642_176),  # the 70 W SFF part (320 GB/s), not the RTX 4000 Ada
+    ("NVIDIA GeForce RTX 3080", 12_884_901_888),  # the 12 GB RTX 3080 (384-bit) is not the 10 GB entry
     ("Some Accelerator", None),
 ])
 def test_unknown_cards_are_not_forced(catalog, name, mem):

@@ -3,7 +3,7 @@
 Torch-free. The model number (h200, a100, 5060, l40s, t4) must appear in the entry's name, id or aliases,
 and the qualifiers that split one chip into products (Ti, SUPER, NVL, Ada, PRO, PCIe...) must agree both ways;
 among several candidates the one whose memory is closest to the reported total wins (A100 40GB vs 80GB),
-within 20%. No match is a normal answer: the card is "not in the catalog".
+within 10%. No match is a normal answer: the card is "not in the catalog".
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ import re
 from llmsize.catalog.schema import GpuSpec
 
 # "pcie" splits H100/A100 PCIe from SXM, whose NVML names carry no form factor ("NVIDIA H100 80GB HBM3")
-QUALIFIERS = {"ti", "super", "nvl", "ada", "pro", "max", "ultra", "mobile", "laptop", "pcie"}
+QUALIFIERS = {"ti", "super", "nvl", "ada", "pro", "max", "ultra", "mobile", "laptop", "pcie", "sff"}
+MEMORY_TOLERANCE = 0.10  # drivers report up to 6.3% less than the vendor's size (ECC); an RTX 3080 12 GB is not
+# the 10 GB card (20% apart), nor an A100 40 GB the 80 GB one
 _NOISE = re.compile(r"^(\d+gb|sxm\d*|hbm\d*e?|pcie|gddr\d*x?)$")
 
 
@@ -44,4 +46,4 @@ def match_gpu(reported_name: str, reported_memory_bytes: int | None, gpus: list[
         return abs(g.memory_driver_bytes - reported_memory_bytes) / reported_memory_bytes
 
     best = min(candidates, key=distance)
-    return best if distance(best) <= 0.20 else None
+    return best if distance(best) <= MEMORY_TOLERANCE else None

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llmsize.catalog.schema import AttentionBase, LinearAttention, Mamba2Mixer, MlaAttention, ModelSpec
+from llmsize.estimate.params import attention_vectors
 
 
 @dataclass(frozen=True)
@@ -44,15 +45,7 @@ def _attention(i: int, m, h: int) -> list[GgufTensor]:
             out.append(GgufTensor(p + "attn_v.weight", h, kv, component="attention"))
         out.append(GgufTensor(p + "attn_output.weight", m.num_attention_heads * m.head_dim, h,
                               component="attention"))
-        vec = 0
-        if m.bias in ("qkv", "all"):
-            vec += q_out + kv + (0 if m.k_eq_v else kv)
-        if m.bias == "all":
-            vec += h
-        if m.sinks:
-            vec += m.num_attention_heads
-        if m.qk_norm:
-            vec += 2 * m.head_dim
+        vec = attention_vectors(m, h) + (2 * m.head_dim if m.qk_norm else 0)
         if vec:
             out.append(GgufTensor(p + "attn_vectors", vec, component="attention", f32=True))
         return out

@@ -39,13 +39,10 @@ class Piece:
     read: bool = True  # False for the embedding table (one row gathered) and extras (vision tower)
 
 
-def _attention(m: AttentionBase, hidden: int) -> list[Piece]:
-    # transformers LlamaAttention / Gemma4 / GptOss / Qwen3Next: q, k, v, o projections.
+def attention_vectors(m: AttentionBase, hidden: int) -> int:
+    """An attention layer's 1-D parameters: q/k/v (and output) biases, one sink per head."""
     q_out = m.num_attention_heads * m.head_dim * (2 if m.output_gate else 1)
     kv_out = m.num_key_value_heads * m.head_dim
-    o_in = m.num_attention_heads * m.head_dim
-    mats = hidden * q_out + hidden * kv_out + (0 if m.k_eq_v else hidden * kv_out) + o_in * hidden
-    n_mats = 3 if m.k_eq_v else 4
     vectors = 0
     if m.bias in ("qkv", "all"):
         vectors += q_out + kv_out + (0 if m.k_eq_v else kv_out)
@@ -53,6 +50,17 @@ def _attention(m: AttentionBase, hidden: int) -> list[Piece]:
         vectors += hidden
     if m.sinks:
         vectors += m.num_attention_heads
+    return vectors
+
+
+def _attention(m: AttentionBase, hidden: int) -> list[Piece]:
+    # transformers LlamaAttention / Gemma4 / GptOss / Qwen3Next: q, k, v, o projections.
+    q_out = m.num_attention_heads * m.head_dim * (2 if m.output_gate else 1)
+    kv_out = m.num_key_value_heads * m.head_dim
+    o_in = m.num_attention_heads * m.head_dim
+    mats = hidden * q_out + hidden * kv_out + (0 if m.k_eq_v else hidden * kv_out) + o_in * hidden
+    n_mats = 3 if m.k_eq_v else 4
+    vectors = attention_vectors(m, hidden)
     pieces = [Piece("attention", mats, True, n_mats)]
     if vectors:
         pieces.append(Piece("attention", vectors, False, 0))

@@ -93,7 +93,7 @@ def test_a_llama_gguf_plans_from_its_header(tmp_path, run_cli):
     code, out, err = run_cli("plan", str(path), "--gpu", "rtx4090", "--json")
     assert code == 0, err
     d = json.loads(out)
-    assert d["weights"]["format"] == "gguf-q4_k_m"
+    assert d["weights"]["format"] == "gguf-q4_k_m" and d["weights"]["source"] == "GGUF tensor infos"
     assert d["weights"]["bytes_total"] == m.bytes()
     # the embedding is gathered, not read; every other tensor is read per token
     assert d["weights"]["bytes_read_per_token"] == m.bytes() - _nbytes((256, 512), Q.Q4_K)

@@ -260,7 +260,7 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     out = assumptions(partial)
     if exact is not None:
         diff = (weights.bytes_total - estimate.bytes_total) / estimate.bytes_total
-        out.insert(0, f"Weights: exact bytes from the safetensors headers of {len(exact.files)} file(s) "
+        out.insert(0, f"Weights: exact bytes from the {exact.source} of {len(exact.files)} file(s) "
                       f"({weights.bytes_total / 1e9:,.3f} GB; the {fmt.id} estimate says "
                       f"{estimate.bytes_total / 1e9:,.3f} GB, {diff:+.2%}); bytes read per token use the exact figure.")
     return Plan(**partial, diagnosis=diagnosis, assumptions=out,

@@ -96,6 +96,7 @@ class ExactWeights:
     tied: bool  # the config ties them and no lm_head tensor is stored: the embedding is read as the lm_head
     experts_share: tuple[int, int] | None  # (top-k, experts) of the routed experts
     notes: list[str] = field(default_factory=list)
+    source: str = "safetensors headers"  # what the bytes were read from ("GGUF tensor infos")
 
     @property
     def bytes_total(self) -> int:

@@ -50,7 +50,7 @@ def plan_to_dict(p: Plan) -> dict:
             "bytes_total": round(p.weights.bytes_total), "bytes_read_per_token": round(p.weights.bytes_read_per_token),
             "bytes_by_component": {k: round(v) for k, v in p.weights.stored_bytes.items()},
             "bytes_read_per_token_by_component": {k: round(v) for k, v in p.weights.read_bytes_per_token.items()},
-            "source": "safetensors headers" if p.exact is not None else "estimate",
+            "source": p.exact.source if p.exact is not None else "estimate",
             "estimate": None if p.weights_estimate is None else {
                 "bytes_total": round(p.weights_estimate.bytes_total),
                 "bytes_read_per_token": round(p.weights_estimate.bytes_read_per_token),

@@ -81,7 +81,7 @@ def render_plan(p: Plan, width: int = 100, color: bool = False) -> str:
                    ("layers", f"{model.num_layers}: {_groups(p)}")])
 
     w, est = p.weights, p.weights_estimate
-    src = ", exact from the safetensors headers" if est else ""
+    src = f", exact from the {p.exact.source}" if est and p.exact is not None else ""
     headers = ["component", "stored"] + (["estimate", "diff"] if est else []) + ["read per token"]
 
     rel = p.weights_vs_estimate

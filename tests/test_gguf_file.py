@@ -188,10 +188,20 @@ def _hostile(tmp_path, blob, name="bad.gguf"):
     return p
 
 
-@pytest.mark.parametrize("case", ["empty", "magic", "truncated", "huge_count", "long_string", "past_end"])
+@pytest.mark.parametrize("case", ["empty", "magic", "truncated", "huge_count", "long_string", "past_end",
+                                  "huge_layers", "no_heads"])
 def test_hostile_headers_are_one_line(tmp_path, run_cli, case):
     good = llama().write(tmp_path / "good.gguf").read_bytes()
-    if case == "empty":
+    if case in ("huge_layers", "no_heads"):  # a header that parses, with metadata no model has
+        m = llama()
+        if case == "huge_layers":
+            m.meta["block_count"] = 2**31  # found by mutating headers: a list per layer would take all memory
+        else:
+            del m.meta["attention.head_count"]
+        good = m.write(tmp_path / "meta.gguf").read_bytes()
+    if case in ("huge_layers", "no_heads"):
+        blob = good
+    elif case == "empty":
         blob = b""
     elif case == "magic":
         blob = b"GGUX" + good[4:]
@@ -210,7 +220,7 @@ def test_hostile_headers_are_one_line(tmp_path, run_cli, case):
     assert "Traceback" not in err and "bad.gguf" in err
     assert len(err.strip().splitlines()) <= 2, err
     with pytest.raises(GgufError):
-        read_gguf(p)
+        import_gguf(p) if case in ("huge_layers", "no_heads") else read_gguf(p)
 
 
 def test_import_writes_a_catalog_entry_from_a_gguf(tmp_path, run_cli):

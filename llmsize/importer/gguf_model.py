@@ -21,6 +21,7 @@ from llmsize.importer.exact import ExactWeights
 from llmsize.importer.gguf_file import GgufError, GgufFile
 
 SWA_PATTERN = {"gemma2": 2, "gemma3": 6, "gpt-oss": 2, "cohere2": 4}
+MAX_LAYERS = 4096  # a model GGUF's block_count; beyond it the header is damaged (the largest models have ~200)
 LAYER = re.compile(r"^blk\.(\d+)\.(.+)$")
 COMPONENTS = [  # GGUF tensor name (without blk.N.) -> llmsize component; first match wins
     ("router", re.compile(r"^ffn_gate_inp|^exp_probs_b|^ffn_gate_inp_shexp")),
@@ -49,7 +50,8 @@ def component(name: str, n_layer: int) -> str:
     return "other"
 
 
-def _int(g: GgufFile, key: str, layer: int | None = None, required: bool = True) -> int | None:
+def _int(g: GgufFile, key: str, layer: int | None = None, required: bool = True, low: int = 0,
+         high: int = 2**40) -> int | None:
     v = g.get(key)
     if isinstance(v, list):
         if layer is None or not v:
@@ -61,9 +63,9 @@ def _int(g: GgufFile, key: str, layer: int | None = None, required: bool = True)
             raise GgufError(f"{g.files[0]}: metadata key `{g.arch}.{key}` is missing.",
                             "The file's metadata is incomplete: convert it again with llama.cpp's tools.")
         return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 2**40 or int(v) != v:
-        raise GgufError(f"{g.files[0]}: metadata `{g.arch}.{key}` is {str(v)[:40]!r}, not a count.",
-                        "The file's metadata is damaged.")
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not low <= v <= high or int(v) != v:
+        raise GgufError(f"{g.files[0]}: metadata `{g.arch}.{key}` is {str(v)[:40]!r}, not a count from {low} to "
+                        f"{high:,}.", "The file's metadata is damaged.")
     return int(v)
 
 
@@ -84,7 +86,9 @@ def _layer(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], hidden: int, swa
     spec: dict = {}
     norms = sum(1 for n, s in t.items() if "norm" in n and len(s) == 1 and s[0] == hidden)
     spec["norms"] = norms
-    heads = _int(g, "attention.head_count", il, required=False)
+    heads = None
+    if any(n.startswith(("attn_q", "attn_kv_a_mqa")) for n in t):
+        heads = _int(g, "attention.head_count", il, low=1)
     if "attn_kv_a_mqa.weight" in t:  # MLA
         rope = _int(g, "rope.dimension_count")
         kv_rank = _int(g, "attention.kv_lora_rank", required=False) or t["attn_kv_a_mqa.weight"][1] - rope
@@ -97,6 +101,9 @@ def _layer(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], hidden: int, swa
     elif "attn_q.weight" in t or "attn_qkv.weight" in t:
         kv = _int(g, "attention.head_count_kv", il, required=False) or heads
         hd = _int(g, "attention.key_length", required=False) or hidden // heads
+        if not hd:
+            raise GgufError(f"{g.files[0]}: {g.arch}.embedding_length {hidden} is smaller than its {heads} heads.",
+                            "The file's metadata is damaged.")
         mixer = {"kind": "sliding" if swa else "full", "num_attention_heads": heads, "num_key_value_heads": kv,
                  "head_dim": hd}
         if swa:
@@ -146,8 +153,8 @@ def model_fields(g: GgufFile) -> tuple[dict, list[str]]:
 
     if not g.arch:
         raise GgufError(f"{g.files[0]}: no general.architecture in the metadata.", "The file is not a model GGUF.")
-    n_layer = _int(g, "block_count")
-    hidden = _int(g, "embedding_length")
+    n_layer = _int(g, "block_count", low=1, high=MAX_LAYERS)
+    hidden = _int(g, "embedding_length", low=1, high=2**20)
     emb = g.tensors.get("token_embd.weight")
     if emb is None or len(emb.shape) != 2:
         raise GgufError(f"{g.files[0]}: no 2-D token_embd.weight tensor.", "The file is not a complete model GGUF.")

@@ -178,7 +178,7 @@ def test_low_bit_k_quants_pay_for_unpacking_on_the_vector_units(catalog, runtime
     def terms(quant, gpu):
         p = make_plan(catalog.model("llama-2-7b"), catalog.gpu(gpu),
                       PlanInputs(quant=quant, context_tokens=512, batch=1), search_fit=False)
-        return decode_terms_s(step_inputs(p, p.decode_1), c)
+        return decode_terms_s(step_inputs(p, p.decode_1, "llamacpp"), c)
 
     assert terms("fp16", "rtx3090")["dequant"] == 0
     q2 = terms("gguf-q2_k", "rtx3090")
@@ -199,7 +199,7 @@ def test_attention_at_depth_costs_compute_where_heads_share_a_small_cache(catalo
     def terms(model, quant):
         p = make_plan(catalog.model(model), catalog.gpu("m2-ultra"),
                       PlanInputs(quant=quant, context_tokens=16384, batch=1, kv_dtype="fp16"), search_fit=False)
-        return decode_terms_s(step_inputs(p, p.decode_1), c)
+        return decode_terms_s(step_inputs(p, p.decode_1, "llamacpp"), c)
 
     mla, mha = terms("glm-4.7-flash", "gguf-q8_0"), terms("llama-2-7b", "gguf-q4_0")
     assert mla["attention"] > 2 * mla["kv"] and mha["attention"] < mha["kv"]

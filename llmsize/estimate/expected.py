@@ -93,14 +93,14 @@ def _link(plan: Plan) -> tuple[int, str | None]:
     return collectives, link_kind(c.link.kind if c.link else None, crosses)
 
 
-def step_inputs(plan: Plan, batch_step) -> StepInputs:
+def step_inputs(plan: Plan, batch_step, runtime: str | None = None) -> StepInputs:
     layers, moe = _layers(plan)
     collectives, link = _link(plan)
     return StepInputs(
         batch=batch_step.batch, weight_bytes=batch_step.weight_bytes, kv_bytes=batch_step.kv_bytes,
         bandwidth_bytes_per_s=plan.gpu.bandwidth_bytes_per_s, layers=layers, moe_layers=moe,
         collectives=collectives, link=link, comm_time_s=batch_step.comm_time_s, flops=batch_step.flops,
-        peak_flop_per_s=plan.peak.flop_per_s, format_class=format_class(plan.fmt.id),
+        peak_flop_per_s=matmul_peak(plan, runtime), format_class=format_class(plan.fmt.id),
         weight_elements=batch_step.weight_bytes * 8 / plan.weights.bits_per_weight if plan.weights.bits_per_weight
         else 0.0, vector_flop_per_s=(plan.gpu.dense_tflops.fp32 or 0) * 1e12 or None,
         attention_flops=_attention_flops(plan, batch_step))
@@ -115,10 +115,19 @@ def _attention_flops(plan: Plan, batch_step) -> float:
     return max(0.0, batch_step.flops - batch_step.batch * 2.0 * matmul_params_per_token(time_model))
 
 
-# Runtimes whose prompt matmuls run at 16-bit rates whatever the weight format: llama.cpp multiplies quantized
-# weights with INT8 dot products or dequantizes them to FP16 (ggml-cuda mmq.cu / cuBLAS; Metal simdgroup matrices
-# in half precision), MLX in float16; neither uses FP8 or FP4 tensor-core math. The others run the format's own.
-MATMUL_PRECISION = {"llamacpp": "fp16", "mlx": "fp16"}
+# Runtimes whose matmuls run at 16- or 32-bit rates whatever the weight format: llama.cpp multiplies quantized
+# weights with INT8 dot products or dequantizes them to FP16, or FP32 where a card's FP16 is slow (ggml-cuda
+# mmq.cu / cuBLAS; Pascal's FP16 runs at 1/64 of FP32; Metal simdgroup matrices in half precision), MLX in
+# float16; neither uses FP8 or FP4 tensor-core math. The others run the format's own.
+MATMUL_PRECISION = {"llamacpp": ("fp16", "fp32"), "mlx": ("fp16",)}
+
+
+def matmul_peak(plan: Plan, runtime: str | None) -> float | None:
+    """The dense rate `runtime`'s matmuls reach on the plan's card (the faster of its precisions)."""
+    if runtime not in MATMUL_PRECISION:
+        return plan.peak.flop_per_s
+    rates = [compute_peak(plan.gpu, plan.fmt, p).flop_per_s or 0 for p in MATMUL_PRECISION[runtime]]
+    return max(rates) or None
 
 
 def prefill_inputs(plan: Plan, runtime: str | None = None) -> PrefillInputs:
@@ -126,9 +135,7 @@ def prefill_inputs(plan: Plan, runtime: str | None = None) -> PrefillInputs:
     collectives, link = _link(plan)
     pre = plan.prefill
     comm_s = plan.comm.time_s(1, plan.model.hidden_size, tokens=pre.prompt_tokens) if plan.comm else 0.0
-    peak = plan.peak.flop_per_s
-    if runtime in MATMUL_PRECISION:
-        peak = compute_peak(plan.gpu, plan.fmt, MATMUL_PRECISION[runtime]).flop_per_s
+    peak = matmul_peak(plan, runtime)
     return PrefillInputs(
         prompt_tokens=pre.prompt_tokens, flops=pre.flops, weight_bytes=pre.bytes,
         bandwidth_bytes_per_s=plan.gpu.bandwidth_bytes_per_s, peak_flop_per_s=peak, layers=layers,
@@ -173,7 +180,8 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
         notes += (f"no {RUNTIME_NAMES[rid]} measurement of {plan.fmt.id}-class weights on this backend: its "
                   f"weight-streaming fraction is the group's default, that of 16-bit weights where measured "
                   f"({c.eta_weights_default:.2f})",)
-    e = expected_speed(step_inputs(plan, plan.decode_1), step_inputs(plan, plan.decode_b), prefill_inputs(plan, rid), c,
+    e = expected_speed(step_inputs(plan, plan.decode_1, rid), step_inputs(plan, plan.decode_b, rid),
+                       prefill_inputs(plan, rid), c,
                        plan.decode_ceiling_tok_s, calibration, notes)
     return ExpectedResult(rid, why, e)
 
@@ -228,7 +236,7 @@ def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, ca
     except InvalidValueError as e:
         raise InvalidValueError(f"--calibrate `{path}`: its run cannot be planned ({e.message})", e.hint) from None
     scale = run.weight_bytes / rp.weights.bytes_total if run.weight_bytes else 1.0
-    s1 = step_inputs(rp, rp.decode_b)
+    s1 = step_inputs(rp, rp.decode_b, rid)
     s1 = _replace(s1, weight_bytes=s1.weight_bytes * scale)
     from llmsize.estimate.speed import decode_step_time_s, prefill_time_s
 

@@ -87,7 +87,7 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
     size = printed_bytes(row.model_size)
     factor = size / plan.weights.bytes_total if size else 1.0  # the file's real bytes (a GGUF mix, say)
     if row.kind == "decode":
-        step = _scaled(step_inputs(plan, plan.decode_b), factor)
+        step = _scaled(step_inputs(plan, plan.decode_b, runtime), factor)
         ceiling = 1.0 / (step.weight_bytes / step.bandwidth_bytes_per_s + step.kv_bytes / step.bandwidth_bytes_per_s
                          + step.comm_time_s)
         return Observed(row, runtime, source_key, plan, step, None, t, ceiling)

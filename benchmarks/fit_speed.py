@@ -161,8 +161,8 @@ def median(xs: list[float]) -> float:
     return (s[(n - 1) // 2] + s[n // 2]) / 2 if n else float("nan")
 
 
-# the dequantizing term per unit of its constant: dequant_time_s with 1 op per weight
-UNIT_ALU = Constants(runtime="", backend="", eta_weights={}, eta_weights_default=1.0, eta_kv=1.0, t_layer_s=0.0,
+# the dequantizing and attention terms per unit of their constants (1 op per weight, attn_cost 1): fit columns
+UNIT_COSTS = Constants(runtime="", backend="", eta_weights={}, eta_weights_default=1.0, eta_kv=1.0, t_layer_s=0.0,
                      t_step_s=0.0, t_moe_layer_s=0.0, alpha_s={}, eta_prefill={}, eta_prefill_default=None,
                      band_low=1.0, band_high=1.0, rows_decode=0, rows_prefill=0, cards=0, basis="",
                      alu_ops_per_weight=1.0, attn_cost=1.0)
@@ -188,8 +188,8 @@ def fit_group(runtime: str, be: str, rows: list[Observed]) -> GroupFit:
         row.append(0.0 if x.format_class in classes else w_bw)
         row += [kv_bw, x.layers, 1.0, x.moe_layers]
         row += [x.collectives if x.link == k else 0.0 for k in links]
-        row.append(dequant_time_s(x, UNIT_ALU))  # seconds per unit of ops per weight
-        row.append(attention_time_s(x, UNIT_ALU) if runtime in VECTOR_ATTENTION else 0.0)  # per unit of attn_cost
+        row.append(dequant_time_s(x, UNIT_COSTS))  # seconds per unit of ops per weight
+        row.append(attention_time_s(x, UNIT_COSTS) if runtime in VECTOR_ATTENTION else 0.0)  # per unit of attn_cost
         a.append([r / t for r in row])
         b.append(1 - base / t)
     # fractions stay >= ETA_MIN (v <= 1/ETA_MIN - 1): a term the rows cannot pin must not swallow the others

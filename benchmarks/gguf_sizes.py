@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT))
 from llmsize.catalog.loader import Catalog  # noqa: E402
 from llmsize.catalog.measurement import format_id, load_dataset, printed_bytes  # noqa: E402
 from llmsize.estimate.gguf_blocks import FILE_TYPES  # noqa: E402
-from llmsize.estimate.quant import quant_format  # noqa: E402
+from llmsize.estimate.quant import FORMATS, quant_format  # noqa: E402
 from llmsize.estimate.weights import weight_bytes  # noqa: E402
 
 
@@ -44,9 +44,7 @@ def main() -> int:
         model = cat.model(mid)
         mix = weight_bytes(model, quant_format(fid), "all").bytes_total
         pure_id = "ggml-" + FILE_TYPES[fid.removeprefix("gguf-")]
-        pure = weight_bytes(model, quant_format(pure_id), "all").bytes_total if pure_id in (
-            "ggml-" + t for t in ("q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k",
-                                  "iq4_nl", "iq4_xs")) else None
+        pure = weight_bytes(model, FORMATS[pure_id], "all").bytes_total if pure_id in FORMATS else None
         e = mix / size - 1
         errs.append(abs(e))
         pe = f"{pure / 2**30:8.2f} GiB {pure / size - 1:+7.1%}" if pure else f"{'-':>11} {'-':>7}"

@@ -234,3 +234,26 @@ def test_import_writes_a_catalog_entry_from_a_gguf(tmp_path, run_cli):
     code, out, err = run_cli("plan", "tiny", "--gpu", "rtx4090", "--catalog", str(tmp_path / "cat"), "--json")
     assert code == 0, err
     assert json.loads(out)["weights"]["format"] == "gguf-q4_k_m"  # the entry plans in its file type
+
+
+def test_mutated_headers_never_raise_anything_but_one_line_errors(tmp_path):
+    """Random byte changes in the first 3,000 bytes of a real header (and truncations): every file either plans or
+    is refused with an LlmsizeError, never a traceback (a 2^31-layer header once took all memory this way)."""
+    import random
+
+    from llmsize.errors import LlmsizeError
+
+    good = llama().write(tmp_path / "good.gguf").read_bytes()
+    rng = random.Random(2026_12_01)
+    p = tmp_path / "mutated.gguf"
+    for _ in range(400):
+        b = bytearray(good)
+        for _ in range(rng.choice([1, 2, 4, 8, 16])):
+            b[rng.randrange(0, min(len(b), 3000))] = rng.randrange(256)
+        if rng.random() < 0.2:
+            b = b[: rng.randrange(8, len(b))]
+        p.write_bytes(bytes(b))
+        try:
+            import_gguf(p)
+        except LlmsizeError:
+            pass

@@ -44,7 +44,7 @@ class GgufTensorInfo:
 class GgufFile:
     metadata: dict[str, object]  # scalars and short arrays as Python values; long arrays as their length
     tensors: dict[str, GgufTensorInfo]
-    files: list[Path] = field(default_factory=list)
+    files: list = field(default_factory=list)  # local paths, or URLs for --hub
 
     @property
     def arch(self) -> str:
@@ -74,9 +74,10 @@ class HeaderBeyond(GgufError):
     """The header runs past the bytes fetched so far (a --hub read asks for more)."""
 
 
-def _read_one(path: Path, where: str | None = None, fetched: int | None = None
+def _read_one(path: Path, where: str | None = None, fetched: int | None = None, name: str | None = None
               ) -> tuple[dict, dict[str, GgufTensorInfo]]:
-    """`fetched`: only the first `fetched` bytes of the file are real (a sparse copy of a remote header)."""
+    """`fetched`: only the first `fetched` bytes of the file are real (a sparse copy of a remote header);
+    `name`: the file's own name when `path` is such a copy."""
     where = where or str(path)
     try:
         from gguf import GGUFReader
@@ -101,7 +102,7 @@ def _read_one(path: Path, where: str | None = None, fetched: int | None = None
         tensors = {}
         for t in reader.tensors:
             tensors[t.name] = GgufTensorInfo(t.name, t.tensor_type.name.lower(), tuple(int(d) for d in t.shape),
-                                             int(t.n_bytes), path.name)
+                                             int(t.n_bytes), name or path.name)
             if t.data_offset + int(t.n_bytes) > size:
                 raise GgufError(f"{where}: tensor `{t.name[:80]}` ends at byte {t.data_offset + int(t.n_bytes):,}, "
                                 f"past the end of the {size:,}-byte file.", "The file is truncated: download it again.")
@@ -115,34 +116,42 @@ def _read_one(path: Path, where: str | None = None, fetched: int | None = None
     return meta, tensors
 
 
-def split_files(path: Path) -> list[Path]:
-    """The splits of NAME-0000k-of-0000N.gguf, all of them, checked present; a single file alone."""
-    m = SPLIT.match(path.name)
+def split_names(file_name: str, where: str) -> list[str]:
+    """NAME-0000k-of-0000N.gguf -> the names of all N splits; any other name alone."""
+    m = SPLIT.match(file_name)
     if not m:
-        return [path]
+        return [file_name]
     count = int(m.group("count"))
     if not 1 <= count <= MAX_FILES:
-        raise GgufError(f"{path}: split count {count} is out of range (1 to {MAX_FILES}).")
-    want = [path.with_name(f"{m.group('stem')}-{i:05d}-of-{count:05d}.gguf") for i in range(1, count + 1)]
+        raise GgufError(f"{where}: split count {count} is out of range (1 to {MAX_FILES}).")
+    return [f"{m.group('stem')}-{i:05d}-of-{count:05d}.gguf" for i in range(1, count + 1)]
+
+
+def split_files(path: Path) -> list[Path]:
+    """The splits of NAME-0000k-of-0000N.gguf, all of them, checked present; a single file alone."""
+    want = [path.with_name(n) for n in split_names(path.name, str(path))]
     missing = [p.name for p in want if not p.exists()]
     if missing:
-        raise GgufError(f"{path}: {len(missing)} of its {count} splits are missing (first: {missing[0]}).",
+        raise GgufError(f"{path}: {len(missing)} of its {len(want)} splits are missing (first: {missing[0]}).",
                         "Download every split into the same folder.")
     return want
 
 
-def read_gguf(path: str | Path) -> GgufFile:
-    """Metadata and tensor infos of a GGUF file or of all the splits it belongs to."""
-    path = Path(path).expanduser()
-    parts = split_files(path)
-    meta, tensors = _read_one(parts[0])
-    for p in parts[1:]:
-        _, more = _read_one(p)
+def merge(parts: list[tuple[str, dict, dict[str, GgufTensorInfo]]], files: list) -> GgufFile:
+    """(where, metadata, tensors) of each split -> one file: the first split's metadata, every tensor once."""
+    tensors: dict[str, GgufTensorInfo] = {}
+    for where, _, more in parts:
         dup = set(more) & set(tensors)
         if dup:
-            raise GgufError(f"{p}: tensor `{sorted(dup)[0][:80]}` is also in an earlier split.",
+            raise GgufError(f"{where}: tensor `{sorted(dup)[0][:80]}` is also in an earlier split.",
                             "The splits are not of one model: download them again.")
         tensors.update(more)
     if not tensors:
-        raise GgufError(f"{path}: the GGUF holds no tensors.", "Give a model file, not a vocabulary-only GGUF.")
-    return GgufFile(meta, tensors, parts)
+        raise GgufError(f"{parts[0][0]}: the GGUF holds no tensors.", "Give a model file, not a vocabulary-only GGUF.")
+    return GgufFile(parts[0][1], tensors, files)
+
+
+def read_gguf(path: str | Path) -> GgufFile:
+    """Metadata and tensor infos of a GGUF file or of all the splits it belongs to."""
+    paths = split_files(Path(path).expanduser())
+    return merge([(str(p), *_read_one(p)) for p in paths], paths)

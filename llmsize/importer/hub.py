@@ -147,22 +147,17 @@ def fetch_gguf(spec: str, filename: str):
     import tempfile
     from pathlib import Path
 
-    from llmsize.importer.gguf_file import SPLIT, GgufError, GgufFile, HeaderBeyond, _read_one
+    from llmsize.importer.gguf_file import GgufError, HeaderBeyond, _read_one, merge, split_names
 
     repo, rev = parse_repo(spec)
-    if not filename.endswith(".gguf") or "/" in filename.strip("/").split("/")[-1] or ".." in filename:
+    if not filename.endswith(".gguf") or ".." in filename or filename.startswith("/"):
         raise InvalidValueError(f"--file `{filename}` is not a .gguf file name.", "e.g. --file Model-Q4_K_M.gguf")
     c = _Client(repo, rev)
-    m = SPLIT.match(filename.split("/")[-1])
-    names = [filename]
-    if m:
-        prefix = filename[: len(filename) - len(m.group(0))]
-        count = int(m.group("count"))
-        if not 1 <= count <= 256:
-            raise GgufError(f"{repo}@{rev}/{filename}: split count {count} is out of range (1 to 256).")
-        names = [f"{prefix}{m.group('stem')}-{i:05d}-of-{count:05d}.gguf" for i in range(1, count + 1)]
-    meta, tensors = None, {}
+    folder, _, base = filename.rpartition("/")
+    names = [f"{folder}/{n}" if folder else n for n in split_names(base, f"{repo}@{rev}/{filename}")]
+    parts = []
     with tempfile.TemporaryDirectory(prefix="llmsize-gguf-") as tmp:
+        local = Path(tmp) / "header.gguf"
         for name in names:
             where = f"{repo}@{rev}/{name}"
             want = 8 * 2**20
@@ -171,24 +166,16 @@ def fetch_gguf(spec: str, filename: str):
                 if total is None:
                     raise HubError(f"{where}: the server did not answer the range request with a Content-Range.",
                                    "llmsize reads headers only; it needs a server that honours ranges.")
-                local = Path(tmp) / "header.gguf"
                 with open(local, "wb") as fh:
                     fh.truncate(total)  # sparse: only the fetched prefix is real
                     fh.write(body)
                 try:
-                    m_, t_ = _read_one(local, where, fetched=len(body) if len(body) < total else None)
+                    meta, tensors = _read_one(local, where, len(body) if len(body) < total else None, name)
                     break
                 except HeaderBeyond:
                     if want >= MAX_GGUF_HEADER_BYTES or len(body) >= total:
                         raise GgufError(f"{where}: header larger than {MAX_GGUF_HEADER_BYTES:,} bytes.",
                                         "The file is not a GGUF model, or is damaged.") from None
                     want *= 4
-            if meta is None:
-                meta = m_
-            dup = set(t_) & set(tensors)
-            if dup:
-                raise GgufError(f"{where}: tensor `{sorted(dup)[0][:80]}` is also in an earlier split.")
-            tensors.update({k: v.__class__(v.name, v.ggml_type, v.shape, v.nbytes, name) for k, v in t_.items()})
-    if not tensors:
-        raise GgufError(f"{repo}@{rev}/{filename}: the GGUF holds no tensors.")
-    return GgufFile(meta, tensors, [c.url(n) for n in names]), f"{repo}@{rev}"
+            parts.append((where, meta, tensors))
+    return merge(parts, [c.url(n) for n in names]), f"{repo}@{rev}"

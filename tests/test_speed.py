@@ -71,8 +71,10 @@ def test_a_row_whose_figure_is_not_in_its_excerpt_is_refused():
 
 
 def test_a_card_the_source_leaves_ambiguous_counts_only_where_its_variants_agree(catalog):
-    """M2 Ultra (60- or 76-core GPU, both 800 GB/s): its decode rows count, its prefill rows do not; M4 Max (32-core
-    at 410 GB/s, 40-core at 546 GB/s) counts for nothing; a row cannot name its card both ways."""
+    """M2 Ultra (60- or 76-core GPU, both 800 GB/s): its decode rows count, its prefill rows do not; an "A100 80GB"
+    (SXM 2,039 GB/s or PCIe 1,935 GB/s: 5.4% apart) counts for decode as the faster one, so the ceiling test
+    stays an upper bound; M4 Max (32-core at 410 GB/s, 40-core at 546 GB/s) and "A100" (40GB at 1,555 GB/s or
+    80GB SXM at 2,039 GB/s) count for nothing; a row cannot name its card both ways."""
     from llmsize.estimate.observed import card_of
 
     base = dict(model="llama 7B", format="Q4_0", test="tg128", batch=1, tok_s=90.0, verbatim="| 90.0 |")
@@ -83,6 +85,10 @@ def test_a_card_the_source_leaves_ambiguous_counts_only_where_its_variants_agree
     assert "compute rate" in card_of(pre, catalog)
     m4 = Row(**base, card="M4 Max", card_any_of=["m4-max", "m4-max-32"], kind="decode")
     assert "differ in bandwidth" in card_of(m4, catalog)
+    a100 = Row(**base, card="NVIDIA A100 80GB", card_any_of=["a100-80gb-pcie", "a100-80gb-sxm"], kind="decode")
+    assert card_of(a100, catalog).id == "a100-80gb-sxm"
+    a100_any = Row(**base, card="A100", card_any_of=["a100-40gb-sxm", "a100-80gb-sxm"], kind="decode")
+    assert "differ in bandwidth" in card_of(a100_any, catalog)
     with pytest.raises(ValueError, match="card_any_of"):
         Row(**base, card="M2 Ultra", card_id="m2-ultra", card_any_of=["m2-ultra", "m2-ultra-60"], kind="decode")
 

@@ -57,6 +57,8 @@ class Row(Strict):
     tok_s: float | None = Field(None, strict=True, gt=0, le=1e9)
     ms_per_token: float | None = Field(None, strict=True, gt=0, le=1e6)
     ttft_ms: float | None = Field(None, strict=True, gt=0, le=1e8)
+    rate_includes_prefill: bool = Field(False, strict=True, description="tok_s is the generated tokens over the "
+                                        "whole request's time, the prompt's prefill included")
     verbatim: str | list[str] = Field(description="the exact excerpt(s) holding the figures")
     where: str | None = None
     url: str | None = Field(None, pattern=r"^https?://", description="the row's own post or comment, if not the file's")
@@ -151,7 +153,8 @@ FORMAT_IDS = {
     "q6_k": "gguf-q6_k", "iq4_xs": "gguf-iq4_xs", "iq4_nl": "gguf-iq4_nl", "mxfp4_moe": "gguf-mxfp4_moe",
     "f16": "fp16", "fp16": "fp16", "bf16": "bf16", "f32": "fp32", "base": "bf16", "mxfp4": "mxfp4",
     "fp8": "fp8", "int8": "int8", "8-bit": "int8", "nvfp4": "nvfp4", "awq": "awq-int4-g128",
-    "gptq": "gptq-int4-g128",
+    "gptq": "gptq-int4-g128", "gptq-int4": "gptq-int4-g128", "gptq-int8": "gptq-int8-g128",
+    "awq-int4": "awq-int4-g128",
 }
 RUNTIME_FORMAT_IDS = {  # runtime-specific spellings
     "gpt-fast": {"8-bit": "int8", "int8": "int8", "4-bit": "int4-g32-zp", "int4": "int4-g32-zp",
@@ -168,7 +171,9 @@ def format_id(runtime: str, printed: str) -> str | None:
     key = re.sub(r"\s*-\s*(medium|small|large)$", lambda m: "_" + m.group(1)[0], key)  # "Q4_K - Medium"
     key = re.sub(r"\s*-\s*[\d.]+\s*bpw$", "", key)  # "IQ4_XS - 4.25 bpw"
     key = {"mxfp4 moe": "mxfp4_moe", "baseline(bfloat16)": "bf16"}.get(key, key)
-    return RUNTIME_FORMAT_IDS.get(runtime, {}).get(key) or FORMAT_IDS.get(key)
+    found = RUNTIME_FORMAT_IDS.get(runtime, {}).get(key) or FORMAT_IDS.get(key)
+    bare = re.sub(r"\s*\([^()]*\)$", "", key)  # "AWQ (4-bit quantization)": a gloss after the name
+    return found or (format_id(runtime, bare) if bare != key else None)
 
 
 SIZE_UNITS = {"gib": 2**30, "gb": 10**9, "mib": 2**20, "mb": 10**6}

@@ -28,21 +28,30 @@ class Observed:
     ceiling_tok_s: float | None  # the plan's bandwidth ceiling per sequence at the row's batch (decode rows)
 
 
+# A decode rate over the whole request counts the prompt's prefill too. Up to this prompt length that is well
+# under 1% of the request; beyond it the row is not a decode figure. Even a 6,144-token prompt is too long: for a
+# 7B in BF16 on an A100 its prefill (~0.3-0.6 s in a ~25 s request) adds 1-2% to every token, as much as the
+# cache read at that depth, so a fit would read it as a slow cache.
+INCLUDED_PREFILL_MAX_TOKENS = 1024
+BANDWIDTH_SPREAD_MAX = 0.06  # card_any_of: the most the candidates' bandwidths may differ, as a fraction
+
+
 def card_of(row: Row, cat) -> GpuSpec | str:
     """The row's card, or why it cannot be used. A card the source leaves ambiguous (`card_any_of`: one chip sold
-    with several GPU core counts) is used for decode only where every candidate streams at the same bandwidth on
-    the same backend, since a batch-1 step is bandwidth-bound; the candidate with the lowest known FP16 rate stands
-    for them (the compute floor it sets is far below a batch-1 step's memory time). Prefill needs the compute rate,
-    which the candidates do not share."""
+    with several GPU core counts, or an A100 80GB without its form factor) is used for decode only where every
+    candidate is on the same backend and their bandwidths differ by at most BANDWIDTH_SPREAD_MAX, since a
+    batch-1 step is bandwidth-bound. The fastest candidate stands for them, so the ceiling stays an upper bound
+    whichever card it was (its compute floor is far below a batch-1 step's memory time). Prefill needs the
+    compute rate, which the candidates do not share."""
     if row.card_id:
         return cat.gpu(row.card_id)
     cards = [cat.gpu(c) for c in row.card_any_of]
-    if len({(g.vendor, g.bandwidth_gb_s) for g in cards}) > 1:
+    bandwidths = [g.bandwidth_gb_s for g in cards]
+    if len({g.vendor for g in cards}) > 1 or max(bandwidths) > min(bandwidths) * (1 + BANDWIDTH_SPREAD_MAX):
         return "card variant not stated, and its variants differ in bandwidth"
     if row.kind == "prefill":
         return "card variant not stated, and prefill depends on its compute rate"
-    known = [g for g in cards if g.dense_tflops.fp16]
-    return min(known, key=lambda g: g.dense_tflops.fp16) if known else cards[0]
+    return max(cards, key=lambda g: (g.bandwidth_gb_s, g.dense_tflops.fp16 or 0.0))
 
 
 def _scaled(x, factor: float):
@@ -64,6 +73,8 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
         return "Vulkan backend (fitted constants are per CUDA, ROCm and Metal)"
     if row.kind == "prefill" and row.depth_tokens:
         return "prefill after a filled cache (the plan's prefill starts from an empty one)"
+    if row.rate_includes_prefill and row.kind == "decode" and (row.prompt_tokens or 0) > INCLUDED_PREFILL_MAX_TOKENS:
+        return f"its rate includes the prefill of a {row.prompt_tokens}-token prompt"
     t = row.step_time_s
     if t is None:
         if row.kind == "prefill":

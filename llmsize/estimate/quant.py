@@ -69,6 +69,12 @@ FORMATS: dict[str, QuantFormat] = {f.id: f for f in [
     QuantFormat("gptq-int4-g128", _f(4) + _f(20, 128), 0, "linear", "bf16", 16,
                 "GPTQ 4-bit, group 128 (FP16 scale + packed 4-bit zero)",
                 "AutoGPTQ QuantLinear: qweight int32 [K/8, N], scales fp16 [K/g, N], qzeros int32 [K/g, N/8]"),
+    # ... and the 8-bit kind: qweight int32 [K/4, N], scales fp16 [K/g, N], qzeros int32 [K/g, N/4]:
+    # 8 + 16/128 + 8/128 = 8.1875 bits (Qwen's GPTQ-Int8 releases: bits=8, group_size=128).
+    QuantFormat("gptq-int8-g128", _f(8) + _f(24, 128), 0, "linear", "bf16", 16,
+                "GPTQ 8-bit, group 128 (FP16 scale + packed 8-bit zero)",
+                "AutoGPTQ QuantLinear packing; QwenLM/Qwen2.5 docs/source/quantization/gptq.md @77fb0c1 "
+                "(bits=8, group_size=128)"),
     QuantFormat("awq-int4-g128", _f(4) + _f(20, 128), 0, "linear", "bf16", 16,
                 "AWQ 4-bit, group 128 (FP16 scale + packed 4-bit zero)",
                 "AutoAWQ WQLinear_GEMM: qweight int32 [K, N/8], scales fp16 [K/g, N], qzeros int32 [K/g, N/8]"),

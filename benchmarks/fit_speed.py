@@ -40,6 +40,7 @@ from llmsize.estimate.speed import (  # noqa: E402
     decode_step_time_s,
     dequant_time_s,
     prefill_time_s,
+    tile_time_s,
 )
 
 RIDGE = 0.01
@@ -141,6 +142,7 @@ class GroupFit:
     eta_prefill_default: float | None
     alu_ops_per_weight: float = 0.0
     attn_cost: float = 0.0
+    tile_cost: float = 0.0
 
     def constants(self, band=(1.0, 1.0), prefill_band=None) -> Constants:
         return Constants(
@@ -152,7 +154,7 @@ class GroupFit:
             rows_prefill=0, cards=0, basis="", fitted_classes=tuple(self.classes),
             prefill_band_low=prefill_band[0] if prefill_band else None,
             prefill_band_high=prefill_band[1] if prefill_band else None, alu_ops_per_weight=self.alu_ops_per_weight,
-            attn_cost=self.attn_cost)
+            attn_cost=self.attn_cost, tile_cost=self.tile_cost)
 
 
 def median(xs: list[float]) -> float:
@@ -161,11 +163,11 @@ def median(xs: list[float]) -> float:
     return (s[(n - 1) // 2] + s[n // 2]) / 2 if n else float("nan")
 
 
-# the dequantizing and attention terms per unit of their constants (1 op per weight, attn_cost 1): fit columns
+# the dequantizing, attention and tile terms per unit of their constants (1 op per weight, costs 1): fit columns
 UNIT_COSTS = Constants(runtime="", backend="", eta_weights={}, eta_weights_default=1.0, eta_kv=1.0, t_layer_s=0.0,
                      t_step_s=0.0, t_moe_layer_s=0.0, alpha_s={}, eta_prefill={}, eta_prefill_default=None,
                      band_low=1.0, band_high=1.0, rows_decode=0, rows_prefill=0, cards=0, basis="",
-                     alu_ops_per_weight=1.0, attn_cost=1.0)
+                     alu_ops_per_weight=1.0, attn_cost=1.0, tile_cost=1.0)
 
 
 def fit_group(runtime: str, be: str, rows: list[Observed]) -> GroupFit:
@@ -178,7 +180,7 @@ def fit_group(runtime: str, be: str, rows: list[Observed]) -> GroupFit:
     classes = sorted(c for c, n in counts.items() if n >= MIN_ROWS_CLASS and len(sources[c]) >= MIN_SOURCES_CLASS)
     links = sorted({o.step.link for o in dec if o.step.collectives and o.step.link})
     names = [f"v:{c}" for c in classes] + ["v:other", "v_kv", "t_layer", "t_step", "t_moe"] + \
-            [f"alpha:{k}" for k in links] + ["alu", "attn"]
+            [f"alpha:{k}" for k in links] + ["alu", "attn", "tile"]
     a, b = [], []
     for o in dec:
         x, t = o.step, o.measured_s
@@ -190,6 +192,7 @@ def fit_group(runtime: str, be: str, rows: list[Observed]) -> GroupFit:
         row += [x.collectives if x.link == k else 0.0 for k in links]
         row.append(dequant_time_s(x, UNIT_COSTS))  # seconds per unit of ops per weight
         row.append(attention_time_s(x, UNIT_COSTS) if runtime in VECTOR_ATTENTION else 0.0)  # per unit of attn_cost
+        row.append(tile_time_s(x, UNIT_COSTS))  # per unit of tile_cost (zero for vector-kernel runtimes)
         a.append([r / t for r in row])
         b.append(1 - base / t)
     # fractions stay >= ETA_MIN (v <= 1/ETA_MIN - 1): a term the rows cannot pin must not swallow the others
@@ -210,7 +213,8 @@ def fit_group(runtime: str, be: str, rows: list[Observed]) -> GroupFit:
     if not depth:
         theta["v_kv"] = v_default
     fit = GroupFit(runtime, be, classes, links, v, v_default, theta["v_kv"], theta["t_layer"], theta["t_step"],
-                   theta["t_moe"], {k: theta[f"alpha:{k}"] for k in links}, {}, None, theta["alu"], theta["attn"])
+                   theta["t_moe"], {k: theta[f"alpha:{k}"] for k in links}, {}, None, theta["alu"], theta["attn"],
+                   theta["tile"])
     fit_prefill(fit, pre)
     return fit
 
@@ -317,6 +321,7 @@ def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, 
         "eta_kv": r4(1 / (1 + fit.v_kv)),
         "t_layer_s": r4(fit.t_layer_s), "t_step_s": r4(fit.t_step_s), "t_moe_layer_s": r4(fit.t_moe_layer_s),
         "alu_ops_per_weight": r4(fit.alu_ops_per_weight), "attn_cost": r4(fit.attn_cost),
+        "tile_cost": r4(fit.tile_cost),
         "alpha_s": {k: r4(v) for k, v in fit.alpha_s.items()},
         "eta_prefill": {c: r4(e) for c, e in fit.eta_prefill.items()},
         "eta_prefill_default": r4(fit.eta_prefill_default) if fit.eta_prefill_default else None,

@@ -75,7 +75,7 @@ def constants(spec: RuntimeSpec, backend_id: str) -> Constants | None:
         cards=len(g.cards), basis=basis, fitted_classes=tuple(g.eta_weights),
         prefill_band_low=g.prefill_band[0] if g.prefill_band else None,
         prefill_band_high=g.prefill_band[1] if g.prefill_band else None, cards_seen=tuple(g.cards),
-        alu_ops_per_weight=g.alu_ops_per_weight, attn_cost=g.attn_cost)
+        alu_ops_per_weight=g.alu_ops_per_weight, attn_cost=g.attn_cost, tile_cost=g.tile_cost)
 
 
 def _layers(plan: Plan) -> tuple[int, int]:
@@ -103,7 +103,30 @@ def step_inputs(plan: Plan, batch_step, runtime: str | None = None) -> StepInput
         peak_flop_per_s=matmul_peak(plan, runtime), format_class=format_class(plan.fmt.id),
         weight_elements=batch_step.weight_bytes * 8 / plan.weights.bits_per_weight if plan.weights.bits_per_weight
         else 0.0, vector_flop_per_s=(plan.gpu.dense_tflops.fp32 or 0) * 1e12 or None,
-        attention_flops=_attention_flops(plan, batch_step))
+        attention_flops=_attention_flops(plan, batch_step),
+        tile_matmul_flops=_tile_matmul_flops(plan, batch_step, runtime))
+
+
+# Rows of the smallest tensor-core matrix instruction a batch's matmul runs in: Hopper's wgmma.mma_async and
+# datacenter Blackwell's tcgen05.mma are m64 (PTX ISA, warpgroup and tcgen05 MMA shapes); Ampere, Ada and GeForce
+# Blackwell's mma.sync m16n8k16, and AMD's MFMA 16x16x16, are 16 rows deep.
+TILE_ROWS_BY_ARCH = {"9": 64, "10": 64}
+TILE_ROWS = 16
+
+
+def tile_rows(gpu) -> int:
+    major = (gpu.compute_capability or "").split(".")[0]
+    return TILE_ROWS_BY_ARCH.get(major, TILE_ROWS)
+
+
+def _tile_matmul_flops(plan: Plan, batch_step, runtime: str | None) -> float:
+    """The step's matmul FLOPs with the batch rounded up to whole tensor-core tiles; zero for runtimes whose
+    small-batch matmuls are vector kernels (llama.cpp's mmvq, MLX's qmv) and on cards without tensor cores."""
+    if runtime in MATMUL_PRECISION or plan.gpu.vendor == "Apple":
+        return 0.0
+    rows = tile_rows(plan.gpu)
+    padded = -(-batch_step.batch // rows) * rows
+    return (batch_step.flops - _attention_flops(plan, batch_step)) * padded / batch_step.batch
 
 
 def _attention_flops(plan: Plan, batch_step) -> float:

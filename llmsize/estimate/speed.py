@@ -16,6 +16,10 @@ A decode step of B sequences at context L on runtime R lasts (seconds), each ter
            + F_attn(B, L) x attn_cost / FP32 rate        attention's FLOPs over the cache (FLOP, 1, FLOP/s):
                                                          at depth, heads sharing a small cache (GQA, MLA) cost
                                                          compute beyond the cache's bytes
+           + F_tile(B) x tile_cost / dense peak          the matmuls as tensor cores run them, the batch rounded
+                                                         up to the instruction's rows (FLOP, 1, FLOP/s): on a
+                                                         card with a low dense rate beside its bandwidth (H20)
+                                                         batch 1 is compute-bound
            + collectives x alpha_s[link] + comm bytes / link bandwidth
                                                          tensor/pipeline parallel: alpha-beta per collective
 
@@ -48,6 +52,7 @@ FORMAT_CLASS = {
     **{f"gguf-{t}": "kquant" for t in ("q2_k", "q3_k_s", "q3_k_m", "q3_k_l", "q4_k_s", "q4_k_m", "q5_k_s",
                                        "q5_k_m", "q6_k", "iq4_xs")},
     "gguf-mxfp4_moe": "fp4",
+    "gptq-int8-g128": "8bit",
     "int4-g128": "int4", "int4-g128-zp": "int4", "gptq-int4-g128": "int4", "awq-int4-g128": "int4",
     "bnb-nf4": "int4", "bnb-nf4-dq": "int4", "int4-g32-zp": "int4",
     **{f"mlx-{b}bit": "mlxq" for b in (2, 3, 4, 5, 6)}, "mlx-8bit": "8bit",
@@ -90,6 +95,7 @@ class StepInputs:
     weight_elements: float = 0.0  # matrix weights the step streams (elements, one card's share)
     vector_flop_per_s: float | None = None  # the card's FP32 (non-tensor) rate, where dequantizing runs
     attention_flops: float = 0.0  # the step's attention over the cache (QK and PV, all sequences, one card)
+    tile_matmul_flops: float = 0.0  # the step's matmul FLOPs with the batch rounded up to the tensor-core tile
 
 
 @dataclass(frozen=True)
@@ -133,6 +139,7 @@ class Constants:
     cards_seen: tuple[str, ...] = field(default_factory=tuple)
     alu_ops_per_weight: float = 0.0  # vector operations to unpack one quantized weight, at the FP32 rate
     attn_cost: float = 0.0  # FP32-rate FLOPs one attention FLOP costs at decode (1 / its fraction of the rate)
+    tile_cost: float = 0.0  # seconds per second of tile matmul FLOPs at the card's dense peak (1 / its fraction)
 
     def eta_w(self, cls: str) -> float:
         return self.eta_weights.get(cls, self.eta_weights_default)
@@ -162,12 +169,21 @@ def attention_time_s(x: StepInputs, c: Constants) -> float:
     return c.attn_cost * x.attention_flops / x.vector_flop_per_s
 
 
+def tile_time_s(x: StepInputs, c: Constants) -> float:
+    """The matmuls as the tensor cores run them: a batch-1 step still computes a whole tile of rows (Hopper's
+    wgmma is 64 rows deep), so on a card whose dense rate is low beside its bandwidth (an H20: 148 TFLOPS, 4 TB/s)
+    the step is compute-bound at batch 1. Zero where the runtime's batch-1 kernels are vector kernels."""
+    if not x.peak_flop_per_s or not c.tile_cost:
+        return 0.0
+    return c.tile_cost * x.tile_matmul_flops / x.peak_flop_per_s
+
+
 def decode_step_time_s(x: StepInputs, c: Constants) -> float:
     """Seconds for one decode step of x.batch sequences (the sum above, floored by compute)."""
     bw = x.bandwidth_bytes_per_s
     t = x.weight_bytes / (bw * c.eta_w(x.format_class)) + x.kv_bytes / (bw * c.eta_kv)
     t += x.layers * c.t_layer_s + c.t_step_s + x.moe_layers * c.t_moe_layer_s + dequant_time_s(x, c)
-    t += attention_time_s(x, c)
+    t += attention_time_s(x, c) + tile_time_s(x, c)
     if x.collectives and x.link:
         t += x.collectives * _alpha(c, x.link) + x.comm_time_s
     eta_p = c.eta_p(x.format_class)
@@ -198,6 +214,7 @@ def decode_terms_s(x: StepInputs, c: Constants) -> dict[str, float]:
         "moe": x.moe_layers * c.t_moe_layer_s,
         "dequant": dequant_time_s(x, c),
         "attention": attention_time_s(x, c),
+        "tile": tile_time_s(x, c),
         "comm": (x.collectives * _alpha(c, x.link) + x.comm_time_s) if x.collectives and x.link else 0.0,
     }
 

@@ -99,6 +99,25 @@ def test_printed_formats_and_sizes_map():
     assert format_id("gpt-fast", "4-bit") == "int4-g32-zp"
     assert format_id("mlx", "4-bit") == "mlx-4bit"
     assert format_id("vllm", "some new thing") is None
+    # a gloss after the name is dropped; a name the gloss does not follow is not guessed
+    assert format_id("vllm", "AWQ (4-bit quantization)") == "awq-int4-g128"
+    assert format_id("sglang", "GPTQ-Int8") == "gptq-int8-g128"
+    assert format_id("vllm", "new thing (4-bit)") is None
+
+
+def test_a_rate_over_the_whole_request_counts_only_after_a_short_prompt(catalog):
+    """Qwen's vLLM speed benchmark divides the generated tokens by the request's time: with a 1-token prompt it is
+    a decode rate; after a 6,144-token prompt the prefill is in it too, and the row is not used."""
+    from llmsize.estimate.observed import observe
+
+    base = dict(card="NVIDIA A100 80GB", card_id="a100-80gb-sxm", model="Qwen2.5-7B-Instruct",
+                model_id="qwen2.5-7b", format="BF16", test="Speed", kind="decode", batch=1, gen_tokens=2048,
+                tok_s=84.28, rate_includes_prefill=True, verbatim="| 84.28 |")
+    m, g = catalog.model("qwen2.5-7b"), catalog.gpu("a100-80gb-sxm")
+    assert not isinstance(observe(Row(**base, prompt_tokens=1), "vllm", "k", m, g), str)
+    assert "includes the prefill" in observe(Row(**base, prompt_tokens=6144), "vllm", "k", m, g)
+    assert not isinstance(observe(Row(**{**base, "rate_includes_prefill": False}, prompt_tokens=6144), "vllm", "k",
+                                  m, g), str)
     assert printed_bytes("3.56 GiB") == pytest.approx(3.56 * 2**30)
     assert printed_bytes("4.7 GB") == pytest.approx(4.7e9) and printed_bytes("n/a") is None
 
@@ -210,6 +229,36 @@ def test_attention_at_depth_costs_compute_where_heads_share_a_small_cache(catalo
     mla, mha = terms("glm-4.7-flash", "gguf-q8_0"), terms("llama-2-7b", "gguf-q4_0")
     assert mla["attention"] > 2 * mla["kv"] and mha["attention"] < mha["kv"]
     assert constants(runtimes["vllm"], "cuda").attn_cost == 0
+
+
+def test_tensor_core_tiles_make_a_low_flops_card_compute_bound_at_batch_1(catalog, runtimes):
+    """A batch-1 matmul on Hopper's wgmma still computes 64 rows: Qwen3-32B in BF16 on an H20 (148 TFLOPS dense,
+    4,000 GB/s) then costs 2 x ~31.2e9 matmul weights x 64 = ~4.0e12 FLOP = ~27 ms at the peak, beside ~16 ms
+    of streaming at the full bandwidth; on an H100 (989 TFLOPS) the same tile is ~4 ms. GeForce cards tile 16 rows;
+    llama.cpp's batch-1 kernels are vector kernels (no tile); 65 sequences take two tiles of 64."""
+    from llmsize.estimate.expected import constants, step_inputs, tile_rows
+    from llmsize.estimate.speed import decode_terms_s
+
+    assert (tile_rows(catalog.gpu("h20")), tile_rows(catalog.gpu("b200")), tile_rows(catalog.gpu("rtx5090")),
+            tile_rows(catalog.gpu("a100-80gb-sxm"))) == (64, 64, 16, 16)
+    m = catalog.model("qwen3-32b")
+
+    def step(gpu, runtime, batch=1):
+        p = make_plan(m, catalog.gpu(gpu), PlanInputs(quant="bf16", context_tokens=1024, batch=batch),
+                      search_fit=False)
+        return step_inputs(p, p.decode_1 if batch == 1 else p.decode_b, runtime)
+
+    h20 = step("h20", "sglang")
+    matmul = h20.flops - h20.attention_flops
+    assert h20.tile_matmul_flops == pytest.approx(64 * matmul)
+    assert h20.tile_matmul_flops / h20.peak_flop_per_s == pytest.approx(0.027, rel=0.05)
+    assert step("h20", "llamacpp").tile_matmul_flops == 0
+    b65 = step("h20", "sglang", batch=65)
+    assert b65.tile_matmul_flops == pytest.approx((b65.flops - b65.attention_flops) * 128 / 65)
+    c = constants(runtimes["sglang"], "cuda")
+    assert c.tile_cost > 0
+    h100 = decode_terms_s(step("h100-sxm", "sglang"), c)
+    assert decode_terms_s(h20, c)["tile"] > 5 * h100["tile"]
 
 
 def test_tensor_parallel_over_pcie_pays_latency_per_collective(catalog, runtimes):

@@ -17,6 +17,8 @@ from llmsize.errors import ExitStatus, InvalidValueError, LlmsizeError, printabl
 from llmsize.options import (
     BatchOpt,
     BlockSizeOpt,
+    CacheTypeKOpt,
+    CacheTypeVOpt,
     CalibrateOpt,
     CatalogOpt,
     ChartOutOpt,
@@ -33,10 +35,12 @@ from llmsize.options import (
     EngineVersionOpt,
     EstimateOnlyOpt,
     FamilyOpt,
+    FlashAttnOpt,
     ForceOpt,
     FusedOpt,
     GemvOpt,
     GpuIndexOpt,
+    GpuLayersOpt,
     GpuListOpt,
     GpuOpt,
     GpusOpt,
@@ -48,6 +52,7 @@ from llmsize.options import (
     ImportOutOpt,
     JsonOpt,
     KvDtypeOpt,
+    KvUnifiedOpt,
     KvUsersOpt,
     MaxBatchedTokensOpt,
     MaxBatchOpt,
@@ -63,7 +68,9 @@ from llmsize.options import (
     NodeLinkOpt,
     NodesOpt,
     NonTorchOpt,
+    not_one_of,
     OverheadOpt,
+    ParallelOpt,
     PpOpt,
     PricesOpt,
     ProbeOpt,
@@ -74,13 +81,14 @@ from llmsize.options import (
     ScopeOpt,
     SeedOpt,
     SegmentOpt,
+    SwaFullOpt,
     TokensOpt,
     TpAutoOpt,
     TpOpt,
+    UbatchOpt,
     UsersOpt,
     VendorOpt,
     WarmupOpt,
-    not_one_of,
 )
 from llmsize.units import GiB
 
@@ -199,6 +207,14 @@ def plan(
     block_size: BlockSizeOpt = 16,
     non_torch_gib: NonTorchOpt = None,
     cudagraph_gib: CudagraphOpt = None,
+    parallel: ParallelOpt = 1,
+    kv_unified: KvUnifiedOpt = False,
+    cache_type_k: CacheTypeKOpt = "f16",
+    cache_type_v: CacheTypeVOpt = "f16",
+    flash_attn: FlashAttnOpt = None,
+    ubatch_size: UbatchOpt = 512,
+    swa_full: SwaFullOpt = False,
+    gpu_layers: GpuLayersOpt = None,
     runtime: RuntimeOpt = None,
     calibrate: CalibrateOpt = None,
     estimate_only: EstimateOnlyOpt = False,
@@ -240,8 +256,11 @@ def plan(
     p = make_plan(m, g, inputs, exact=exact, notes=notes, warnings=warnings)
     if not p.budget.weights_fit:  # name a bigger card: only now is the whole hardware catalog parsed
         p = make_plan(m, g, inputs, candidates=cat.hardware.all(), exact=exact, notes=notes, warnings=warnings)
-    ledger = None
-    if engine is not None:
+    ledger = llama = None
+    if engine in ("llamacpp", "ollama"):
+        llama = _llamacpp_ledger(p, m, g, exact, engine, context, parallel, kv_unified, cache_type_k, cache_type_v,
+                                 flash_attn, ubatch_size, swa_full, gpu_layers)
+    elif engine is not None:
         from llmsize.estimate.engines import EngineInputs, engine_ledger
 
         e = EngineInputs(engine=engine, gpu_util=gpu_util, max_model_len=max_model_len,
@@ -267,6 +286,10 @@ def plan(
             from llmsize.render.engine_report import ledger_to_dict
 
             d["engine"] = ledger_to_dict(ledger)
+        if llama is not None:
+            from llmsize.render.llamacpp_report import llamacpp_to_dict
+
+            d["engine"] = llamacpp_to_dict(llama, g)
         from llmsize.render.expected_report import expected_to_dict
 
         d["expected"] = expected_to_dict(expected)
@@ -280,9 +303,32 @@ def plan(
             from llmsize.render.engine_report import render_ledger
 
             render_ledger(ledger, _console())
+        if llama is not None:
+            from llmsize.render.llamacpp_report import render_llamacpp
+
+            render_llamacpp(llama, g, _console())
         from llmsize.render.expected_report import render_expected
 
         render_expected(expected, p, _console())
+
+def _llamacpp_ledger(p, m, g, exact, engine, context, parallel, kv_unified, cache_type_k, cache_type_v, flash_attn,
+                     ubatch_size, swa_full, gpu_layers):
+    """llama.cpp's (or Ollama's) start-up ledger for the plan's file: Ollama allocates num_ctx for each of
+    OLLAMA_NUM_PARALLEL slots (-c num_ctx x num_parallel, one stream a slot) and leaves flash attention off
+    unless OLLAMA_FLASH_ATTENTION is set."""
+    from llmsize.estimate.llamacpp_memory import LlamaCppSettings, gguf_file_tensors, llamacpp_ledger
+
+    if p.inputs.tp * p.inputs.pp > 1:
+        raise InvalidValueError(f"--engine {engine} plans one GPU; --tp/--pp split across cards is not modelled "
+                                "for it.", "Drop --tp/--pp, or use --engine vllm for a split.")
+    tensors = list(exact.tensors) if exact is not None and exact.tensors else gguf_file_tensors(m, p.fmt.id)
+    fa = (flash_attn or ("off" if engine == "ollama" else "on")) != "off"
+    s = LlamaCppSettings(ctx_size=context * parallel if engine == "ollama" else context, parallel=parallel,
+                         kv_unified=kv_unified and engine != "ollama", cache_type_k=cache_type_k.lower(),
+                         cache_type_v=cache_type_v.lower(), flash_attn=fa, ubatch_size=ubatch_size,
+                         swa_full=swa_full, gpu_layers=gpu_layers)
+    return llamacpp_ledger(m, g, tensors, s, engine)
+
 
 def _stages(pp: int | None, nodes: int | None) -> int:
     """--pp, or one stage per node with --nodes; both must agree."""

@@ -22,7 +22,9 @@ INT_MAX = 2**31 - 1  # token counts and sizes: what engines take (int32) and wha
 VENDORS = ("nvidia", "amd", "apple", "intel")
 SEGMENTS = ("consumer", "workstation", "datacenter", "edge", "desktop-soc")
 MIXER_KINDS = ("full", "sliding", "mla", "ssm", "linear")
-ENGINES = ("vllm", "sglang", "trtllm")
+ENGINES = ("vllm", "sglang", "trtllm", "llamacpp", "ollama")  # serving engines + llmsize.estimate.llamacpp_memory
+# ggml types a llama.cpp KV cache may use (llmsize.estimate.llamacpp_memory.KV_TYPES)
+CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
 # llmsize.estimate.speed.RUNTIMES and the aliases users type (Ollama and LM Studio run llama.cpp)
 RUNTIME_CHOICES = ("vllm", "sglang", "trtllm", "llamacpp", "mlx", "gpt-fast", "ollama", "lmstudio")
 EMIT_ENGINES = ("vllm", "sglang")
@@ -144,7 +146,8 @@ ChartOutOpt = Annotated[Optional[Path], _opt("--output", "-o", help="Write a .pn
 EmitOpt = Annotated[Optional[str], _opt("--emit", help="Print the serving command this plan corresponds to: vllm or "
                                         "sglang.", callback=choice(EMIT_ENGINES), show_default=False)]
 EngineOpt = Annotated[Optional[str], _opt("--engine", help="Predict this engine's own memory ledger and KV "
-                                          "capacity: vllm, sglang or trtllm (--gpu-util is its fraction).",
+                                          "capacity: vllm, sglang or trtllm (--gpu-util is its fraction), or "
+                                          "what llamacpp / ollama print at start-up.",
                                           callback=choice(ENGINES), show_default=False)]
 MaxModelLenOpt = Annotated[Optional[int], _opt("--max-model-len", help="Engine max model length; default: the "
                                                "model's.", callback=int_range(1), show_default=False)]
@@ -159,6 +162,25 @@ NonTorchOpt = Annotated[Optional[float], _opt("--non-torch-gib", help="vLLM non-
                                               callback=float_range(0, 1024), show_default=False)]
 CudagraphOpt = Annotated[Optional[float], _opt("--cudagraph-gib", help="vLLM V1's CUDA-graph reserve, GiB; default "
                                                "0.3.", callback=float_range(0, 1024), show_default=False)]
+# llama.cpp's options, by its own long names (--context stays ours for --ctx-size)
+ParallelOpt = Annotated[int, _opt("--parallel", help="llama.cpp server slots (-np); Ollama's OLLAMA_NUM_PARALLEL.",
+                                  callback=int_range(1, 256))]
+KvUnifiedOpt = Annotated[bool, _opt("--kv-unified", help="llama.cpp: one KV buffer shared by every slot (-kvu; "
+                                    "llama-server's default when -np is auto).")]
+CacheTypeKOpt = Annotated[str, _opt("--cache-type-k", help="llama.cpp K cache type (-ctk): f16, bf16, q8_0, q5_1, "
+                                    "q5_0, q4_1, q4_0, iq4_nl, f32.", callback=choice(CACHE_TYPES))]
+CacheTypeVOpt = Annotated[str, _opt("--cache-type-v", help="llama.cpp V cache type (-ctv); a quantized one needs "
+                                    "flash attention.", callback=choice(CACHE_TYPES))]
+FlashAttnOpt = Annotated[Optional[str], _opt("--flash-attn", help="llama.cpp flash attention (-fa): on, off or auto "
+                                             "(= on where the GPU runs the attention). Default: on for llamacpp, "
+                                             "off for ollama (OLLAMA_FLASH_ATTENTION unset).",
+                                             callback=choice(("on", "off", "auto")), show_default=False)]
+UbatchOpt = Annotated[int, _opt("--ubatch-size", help="llama.cpp physical batch (-ub), tokens.",
+                                callback=int_range(1, 1 << 20))]
+SwaFullOpt = Annotated[bool, _opt("--swa-full", help="llama.cpp: a full-size cache for sliding-window layers.")]
+GpuLayersOpt = Annotated[Optional[int], _opt("--gpu-layers", help="llama.cpp -ngl: repeating layers on the GPU (the "
+                                             "output layer counts as one more); default: all.",
+                                             callback=int_range(0, 1 << 16), show_default=False)]
 CalibrateOpt = Annotated[Optional[Path], _opt("--calibrate", help="Your own run: a `llmsize measure --save` file, "
                                               "`llama-bench -o json|jsonl|csv` output or a `vllm bench serve "
                                               "--save-result` JSON; it replaces the fitted constants' level for "

@@ -97,6 +97,7 @@ class ExactWeights:
     experts_share: tuple[int, int] | None  # (top-k, experts) of the routed experts
     notes: list[str] = field(default_factory=list)
     source: str = "safetensors headers"  # what the bytes were read from ("GGUF tensor infos")
+    tensors: tuple[tuple[str, int], ...] = ()  # (name, bytes) of each tensor, where a placement needs them (GGUF)
 
     @property
     def bytes_total(self) -> int:

@@ -199,4 +199,5 @@ def exact_from_gguf(g: GgufFile, n_layer: int, tied: bool, experts_share) -> Exa
         notes.append(f"{len(other)} tensor(s) of no known component (e.g. {other[0][:60]}), counted as read per token")
     top = sorted(by_type.items(), key=lambda kv: -kv[1])
     return ExactWeights([str(p) for p in g.files], dict(by_comp), dict(by_type), dict(params),
-                        [k.lower() for k, _ in top], tied, experts_share, notes, source="GGUF tensor infos")
+                        [k.lower() for k, _ in top], tied, experts_share, notes, source="GGUF tensor infos",
+                        tensors=tuple((name, t.nbytes) for name, t in g.tensors.items()))

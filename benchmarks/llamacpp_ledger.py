@@ -1,0 +1,86 @@
+"""llama.cpp's start-up buffers: llmsize's prediction (llmsize/estimate/llamacpp_memory.py) against published logs
+(tests/data/llamacpp_logs.yaml), one line per logged buffer.
+
+    python benchmarks/llamacpp_ledger.py
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import yaml  # noqa: E402
+
+from llmsize.catalog.loader import Catalog  # noqa: E402
+from llmsize.catalog.schema import ModelSpec  # noqa: E402
+from llmsize.estimate.llamacpp_memory import LlamaCppSettings, gguf_file_tensors, llamacpp_ledger  # noqa: E402
+
+LOGS = ROOT / "tests" / "data" / "llamacpp_logs.yaml"
+MiB = 2**20
+BUFFER = re.compile(r"(\S+)\s+(model|KV|RS|compute|output) buffer size =\s*([\d.]+) MiB")
+# a line compared only where the log's build sizes it as the ledger does (see each log's `why`)
+OLD_BUILD_HOST_COMPUTE = ("pythia-2.8b-q4_k_m-no-fa",)
+
+
+def inline_model(log: dict) -> ModelSpec:
+    spec = dict(log["plan"]["spec"])
+    spec.update(id=log["id"].replace("_", "-"), name=log["id"], family="inline", sources=[log["source"]["url"]], params_official=1,
+                params_official_source="not used", params_official_includes="not used",
+                release={"quant": "bf16", "scope": "all"})
+    return ModelSpec.model_validate(spec)
+
+
+def logged(log: dict) -> dict[str, float]:
+    """Bytes per (device, kind) the log prints, summed over its lines."""
+    out: dict[str, float] = {}
+    for line in log["lines"]:
+        m = BUFFER.search(line)
+        if m:
+            dev, kind = m.group(1), m.group(2)
+            dev = "CPU" if dev.startswith(("CPU", "CUDA_Host")) else "GPU"
+            key = f"{dev} {kind}" if kind not in ("output", "RS") else kind
+            out[key] = out.get(key, 0.0) + float(m.group(3)) * MiB
+    return out
+
+
+def predicted(log: dict, cat: Catalog) -> dict[str, float]:
+    p = log["plan"]
+    model = cat.model(p["model"]) if "model" in p else inline_model(log)
+    tensors = gguf_file_tensors(model, p["quant"]) if "quant" in p else []
+    led = llamacpp_ledger(model, cat.gpu(p["gpu"]), tensors, LlamaCppSettings(**p["settings"]))
+    out = {"output": led.output_buffer_bytes, "RS": led.recurrent_bytes}
+    for d in led.devices:
+        dev = "CPU" if d.name == "CPU" else "GPU"
+        out[f"{dev} model"], out[f"{dev} KV"], out[f"{dev} compute"] = d.model_bytes, d.kv_bytes, d.compute_bytes
+    return out
+
+
+def comparisons(cat: Catalog | None = None) -> list[tuple[str, str, float, float]]:
+    """(log id, buffer, predicted bytes, logged bytes) for every buffer a log prints and the plan can size."""
+    cat = cat or Catalog()
+    rows = []
+    for log in yaml.safe_load(LOGS.read_text()):
+        pred = predicted(log, cat)
+        for key, value in logged(log).items():
+            if "model" in key and "quant" not in log["plan"]:
+                continue  # no file behind an inline model: its tensors are not known
+            if key == "CPU compute" and log["id"] in OLD_BUILD_HOST_COMPUTE:
+                continue
+            rows.append((log["id"], key, float(pred.get(key, 0.0)), value))
+    return rows
+
+
+def main() -> int:
+    print(f"{'log':32} {'buffer':12} {'predicted MiB':>14} {'logged MiB':>11} {'error':>7}")
+    for lid, key, pred, got in comparisons():
+        err = (pred - got) / got if got else 0.0
+        print(f"{lid:32} {key:12} {pred / MiB:14.2f} {got / MiB:11.2f} {err * 100:+6.2f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,292 @@
+"""llama.cpp's own memory ledger: the buffers its start-up log prints, sized the way its source sizes them.
+
+Context (src/llama-context.cpp, since ggml-org/llama.cpp PR 17046, November 2025):
+    n_ctx     = PAD(-c, 256)
+    n_ctx_seq = n_ctx                          with --kv-unified (one stream shared by every slot)
+              = PAD(n_ctx / --parallel, 256)   otherwise, and n_ctx = n_ctx_seq x --parallel (one stream a slot)
+KV cache (src/llama-kv-cache.cpp), for every layer that caches, on that layer's device:
+    K = n_stream x cells x row(type_k, n_embd_k_gqa(layer))
+    V = n_stream x cells x row(type_v, n_embd_v_gqa(layer)), or n_embd_v_gqa_max of all layers without flash
+        attention, when layers' V widths differ (the transposed V cache is padded: [TAG_V_CACHE_VARIABLE])
+    row(type, n) = n / block x block bytes (f16 2 B per value, q8_0 34 B per 32, q4_0 18 B per 32, ...)
+    cells = n_ctx_seq; a sliding-window layer's cache (src/llama-kv-cache-iswa.cpp) has
+            PAD(min(n_ctx_seq, n_swa x (unified ? n_parallel : 1) + n_ubatch), 256) cells, or n_ctx_seq with
+            --swa-full. A quantized V cache needs flash attention (llama_context refuses it otherwise).
+Recurrent state (src/llama-memory-recurrent.cpp), f32, one cell a slot: R = (conv_kernel - 1) x conv channels,
+    S = the SSM / delta-rule state.
+Output buffer (llama_context::output_reserve): n_vocab x 4 B for each of --parallel sequences, on the host.
+Model buffers (src/llama-model.cpp load_tensors): the token embedding stays on the host ("there is very little
+    benefit to offloading the input layer"); with -ngl N the last N repeating layers go to the GPU
+    (i_gpu_start = n_layer - N) and the output layer only when N > n_layer (it counts as layer n_layer); a tied
+    embedding is loaded a second time as the output (TENSOR_DUPLICATED) on the output's device.
+Compute buffers (the scheduler's worst-case reservation of a ubatch of min(n_ctx, n_ubatch) tokens), f32:
+    GPU  = n_tokens x 4 x max(n_vocab + n_embd            the logits and the hidden state beside them,
+                              2 x n_ff + 2 x n_embd,      the widest MLP's gate and up,
+                              n_head x n_kv + 3 n_embd + 2 n_embd_kv)  without flash attention: the scores
+    host = n_tokens x 4 x (n_kv of each cache kind (the KQ masks) + 2 x n_embd (the input embedding))
+The GPU and host compute terms were checked against logged buffers (tests/test_llamacpp_memory.py): with flash
+attention the logits term is exact to the printed 0.01 MiB on Qwen3-4B, Qwen3.6-27B and Gemma 4 12B; without it
+the scores term is within 6% (Pythia 2.8B). With part of the model on the CPU the output's logits move to the
+host and the GPU's buffer is a lower bound (the scheduler also stages host weights there for large batches).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from llmsize.catalog.schema import GpuSpec, ModelSpec
+from llmsize.errors import InvalidValueError
+
+ENGINES = ("llamacpp", "ollama")
+# ggml types a KV cache may use (common/arg.cpp kv_cache_types): (values per block, bytes per block)
+KV_TYPES = {"f32": (1, 4), "f16": (1, 2), "bf16": (1, 2), "q8_0": (32, 34), "q4_0": (32, 18), "q4_1": (32, 20),
+            "iq4_nl": (32, 18), "q5_0": (32, 22), "q5_1": (32, 24)}
+CTX_PAD = 256  # GGML_PAD(n_ctx, 256) and GGML_PAD(n_ctx_seq, 256)
+SWA_PAD = 256  # "the SWA cache is always padded to 256 for performance" (ggml-org/llama.cpp#17037)
+F32 = 4
+BACKEND_NAME = {"NVIDIA": "CUDA0", "AMD": "ROCm0", "Apple": "Metal", "Intel": "SYCL0"}
+LAYER = re.compile(r"^blk\.(\d+)\.")
+
+
+@dataclass(frozen=True)
+class LlamaCppSettings:
+    """llama-server's options, by their long names."""
+
+    ctx_size: int  # -c
+    parallel: int = 1  # -np
+    kv_unified: bool = False  # -kvu
+    cache_type_k: str = "f16"  # -ctk
+    cache_type_v: str = "f16"  # -ctv
+    flash_attn: bool = True  # -fa on|off ("auto" turns it on where the GPU runs every layer's attention)
+    ubatch_size: int = 512  # -ub
+    swa_full: bool = False  # --swa-full
+    gpu_layers: int | None = None  # -ngl; None: every layer and the output
+
+
+@dataclass(frozen=True)
+class LayerCache:
+    """What one layer caches per token (values), or its constant recurrent state (bytes per sequence)."""
+
+    k: int = 0
+    v: int = 0
+    sliding_window: int | None = None  # tokens, for a sliding-window layer
+    state_bytes: int = 0  # recurrent layers: R + S per sequence, f32
+
+
+@dataclass(frozen=True)
+class Device:
+    name: str  # as the log names the buffer's backend: CUDA0, ROCm0, Metal, CPU
+    layers: int  # repeating layers placed here
+    has_output: bool
+    model_bytes: int
+    kv_bytes: int
+    recurrent_bytes: int
+    compute_bytes: int
+
+
+@dataclass(frozen=True)
+class LlamaCppLedger:
+    engine: str  # llamacpp | ollama
+    settings: LlamaCppSettings
+    n_ctx: int
+    n_ctx_seq: int
+    n_stream: int
+    cells_full: int
+    cells_swa: int | None  # None: no sliding-window layer
+    kv_full_bytes: int
+    kv_swa_bytes: int
+    recurrent_bytes: int
+    output_buffer_bytes: int
+    devices: list[Device]
+    gpu_layers: int  # of n_layer + 1 (the output counts)
+    n_layer: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def kv_cache_bytes(self) -> int:
+        return self.kv_full_bytes + self.kv_swa_bytes
+
+    @property
+    def gpu(self) -> Device | None:
+        return next((d for d in self.devices if d.name != "CPU"), None)
+
+    @property
+    def gpu_total_bytes(self) -> int:
+        d = self.gpu
+        return d.model_bytes + d.kv_bytes + d.recurrent_bytes + d.compute_bytes if d else 0
+
+
+def row_bytes(cache_type: str, n: int) -> int:
+    per, nbytes = KV_TYPES[cache_type]
+    return n // per * nbytes
+
+
+def _pad(x: int, to: int) -> int:
+    return -(-x // to) * to
+
+
+def layer_caches(model: ModelSpec) -> list[LayerCache]:
+    """One entry per layer, in order. MLA caches the latent: K = kv_lora_rank + rope dims, V = kv_lora_rank (as
+    llama.cpp's deepseek2 graph stores it)."""
+    out = []
+    for g in model.layer_groups:
+        m = g.mixer
+        if m is None:
+            c = LayerCache()
+        elif m.kind in ("full", "sliding"):
+            k = m.num_key_value_heads * m.head_dim
+            c = LayerCache(k=k, v=k, sliding_window=m.sliding_window if m.kind == "sliding" else None)
+        elif m.kind == "mla":
+            c = LayerCache(k=m.kv_lora_rank + m.qk_rope_head_dim, v=m.kv_lora_rank)
+        elif m.kind == "ssm":
+            inner = m.num_heads * m.head_dim
+            conv = (m.conv_kernel - 1) * (inner + 2 * m.n_groups * m.state_size)
+            c = LayerCache(state_bytes=F32 * (conv + inner * m.state_size))
+        else:  # gated delta-net linear attention
+            conv = (m.conv_kernel - 1) * (2 * m.num_key_heads * m.key_head_dim + m.num_value_heads * m.value_head_dim)
+            c = LayerCache(state_bytes=F32 * (conv + m.num_value_heads * m.key_head_dim * m.value_head_dim))
+        out += [c] * g.count
+    return out
+
+
+def _context(s: LlamaCppSettings) -> tuple[int, int, int]:
+    n_ctx = _pad(s.ctx_size, CTX_PAD)
+    if s.kv_unified or s.parallel == 1:
+        return n_ctx, n_ctx, 1
+    n_ctx_seq = _pad(n_ctx // s.parallel, CTX_PAD)
+    return n_ctx_seq * s.parallel, n_ctx_seq, s.parallel
+
+
+def _widest_ff(model: ModelSpec) -> int:
+    widths = [0]
+    for g in model.layer_groups:
+        if g.mlp is None:
+            continue
+        if g.mlp.kind == "dense":
+            widths.append(g.mlp.intermediate_size)
+        else:
+            shared = g.mlp.num_shared_experts * (g.mlp.shared_intermediate_size or g.mlp.moe_intermediate_size)
+            widths.append(max(g.mlp.experts_per_token * g.mlp.moe_intermediate_size, shared))
+    return max(widths)
+
+
+def _widest_heads(model: ModelSpec) -> int:
+    return max((g.mixer.num_attention_heads for g in model.layer_groups
+                if g.mixer is not None and hasattr(g.mixer, "num_attention_heads")), default=0)
+
+
+def _placement(tensors: list[tuple[str, int]], n_layer: int, i_gpu_start: int, output_on_gpu: bool,
+               tied: bool) -> tuple[int, int]:
+    """(GPU bytes, host bytes) of the model's tensors."""
+    gpu = host = 0
+    embd = 0
+    for name, nbytes in tensors:
+        m = LAYER.match(name)
+        if m:
+            il = int(m.group(1))
+            on_gpu = i_gpu_start <= il < n_layer  # a layer past block_count (MTP) stays with the host
+        elif name.startswith("token_embd."):
+            on_gpu = False
+            embd += nbytes if name == "token_embd.weight" else 0
+        elif name.startswith(("output.", "output_norm.")):
+            on_gpu = output_on_gpu
+        else:
+            on_gpu = False
+        if on_gpu:
+            gpu += nbytes
+        else:
+            host += nbytes
+    if tied and output_on_gpu:
+        gpu += embd  # the embedding, loaded again as the output layer
+    return gpu, host
+
+
+def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int]], s: LlamaCppSettings,
+                    engine: str = "llamacpp") -> LlamaCppLedger:
+    """The ledger of one llama.cpp context on one GPU. `tensors` are the GGUF file's (name, bytes)."""
+    for opt, t in (("--cache-type-k", s.cache_type_k), ("--cache-type-v", s.cache_type_v)):
+        if t not in KV_TYPES:
+            raise InvalidValueError(f"{opt} {t}: not a KV cache type llama.cpp takes.",
+                                    f"Choose one of: {', '.join(KV_TYPES)}.")
+    if KV_TYPES[s.cache_type_v][0] > 1 and not s.flash_attn:
+        raise InvalidValueError(f"--cache-type-v {s.cache_type_v} needs flash attention: llama.cpp refuses a "
+                                "quantized V cache without it.", "Add --flash-attn on, or use an f16 V cache.")
+    caches = layer_caches(model)
+    n_layer = len(caches)
+    notes: list[str] = []
+    n_ctx, n_ctx_seq, n_stream = _context(s)
+    if n_ctx != s.ctx_size:
+        notes.append(f"-c {s.ctx_size} becomes n_ctx {n_ctx} (padded to {CTX_PAD}"
+                     + (f", then {n_ctx_seq} per slot x {s.parallel})" if n_stream > 1 else ")"))
+    ngl = n_layer + 1 if s.gpu_layers is None else min(s.gpu_layers, n_layer + 1)
+    i_gpu_start = max(n_layer - ngl, 0)
+    output_on_gpu = ngl > n_layer
+    swa = [c.sliding_window for c in caches if c.sliding_window]
+    cells_swa = None
+    if swa:
+        n_swa = max(swa)
+        cells_swa = n_ctx_seq if s.swa_full else _pad(
+            min(n_ctx_seq, n_swa * (s.parallel if s.kv_unified else 1) + s.ubatch_size), SWA_PAD)
+    v_max = max((c.v for c in caches), default=0)
+    variable_v = len({c.v for c in caches if c.k}) > 1
+    kv_gpu = kv_host = kv_full = kv_swa = rec_gpu = rec_host = 0
+    for il, c in enumerate(caches):
+        on_gpu = il >= i_gpu_start
+        if c.state_bytes:
+            b = c.state_bytes * max(1, s.parallel)
+            rec_gpu, rec_host = (rec_gpu + b, rec_host) if on_gpu else (rec_gpu, rec_host + b)
+            continue
+        if not c.k:
+            continue
+        cells = cells_swa if c.sliding_window else n_ctx_seq
+        v = v_max if (variable_v and not s.flash_attn) else c.v
+        b = n_stream * cells * (row_bytes(s.cache_type_k, c.k) + row_bytes(s.cache_type_v, v))
+        if c.sliding_window:
+            kv_swa += b
+        else:
+            kv_full += b
+        kv_gpu, kv_host = (kv_gpu + b, kv_host) if on_gpu else (kv_gpu, kv_host + b)
+    if variable_v and not s.flash_attn:
+        notes.append(f"layers' V widths differ and flash attention is off: the V cache is padded to {v_max} "
+                     "values a token in every layer")
+    tied = not any(name == "output.weight" for name, _ in tensors)
+    model_gpu, model_host = _placement(tensors, n_layer, i_gpu_start, output_on_gpu, tied)
+    # compute buffers: one ubatch of the worst case
+    n_tok = min(n_ctx, s.ubatch_size)
+    h = model.hidden_size
+    n_kv = [n_ctx_seq]
+    if cells_swa is not None:
+        n_kv.append(cells_swa)
+    kv_width = max((c.k for c in caches), default=0)
+    logits = model.vocab_size + h
+    ffn = 2 * _widest_ff(model) + 2 * h
+    scores = 0 if s.flash_attn else _widest_heads(model) * max(n_kv) + 3 * h + 2 * kv_width
+    gpu_compute = n_tok * F32 * max((logits if output_on_gpu else 0), ffn, scores) if ngl else 0
+    host_compute = n_tok * F32 * (sum(n_kv) + 2 * h + (0 if output_on_gpu else logits))
+    if not output_on_gpu and ngl:
+        notes.append("part of the model is on the CPU: the GPU's compute buffer is a lower bound (the scheduler "
+                     "stages host weights on the GPU for batches of 32 tokens or more)")
+    gname = BACKEND_NAME.get(gpu.vendor, "GPU0")
+    devices = []
+    if ngl:
+        devices.append(Device(gname, n_layer - i_gpu_start, output_on_gpu, model_gpu, kv_gpu, rec_gpu, gpu_compute))
+    devices.append(Device("CPU", i_gpu_start, not output_on_gpu, model_host, kv_host, rec_host, host_compute))
+    output = s.parallel * model.vocab_size * F32
+    return LlamaCppLedger(engine, s, n_ctx, n_ctx_seq, n_stream, n_ctx_seq, cells_swa, kv_full, kv_swa,
+                          rec_gpu + rec_host, output, devices, ngl, n_layer, notes)
+
+
+def gguf_file_tensors(model: ModelSpec, format_id: str) -> list[tuple[str, int]]:
+    """(name, bytes) of the GGUF file llama.cpp would load for a catalog model in `format_id`: the file
+    llama-quantize writes for a GGUF file type, or the converter's F16/BF16/F32 file (norms kept in F32)."""
+    from llmsize.estimate.gguf_mix import file_mix, file_tensors
+
+    if format_id.startswith("gguf-"):
+        return [(m.tensor.name, m.nbytes) for m in file_mix(model, format_id.removeprefix("gguf-"))]
+    width = {"fp16": 2, "bf16": 2, "fp32": 4}.get(format_id)
+    if width is None:
+        raise InvalidValueError(f"--quant {format_id}: llama.cpp loads GGUF files, and this is not a GGUF file "
+                                "type.", "Use --quant gguf-q4_k_m (or another gguf-* type, bf16, fp16), or plan "
+                                "a .gguf file.")
+    return [(t.name, t.elements * (4 if t.f32 else width)) for t in file_tensors(model)]

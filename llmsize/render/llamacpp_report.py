@@ -1,0 +1,75 @@
+"""llama.cpp's start-up ledger (estimate/llamacpp_memory.py) as report lines and as the JSON `engine` object.
+Figures in MiB (2^20 B), the unit llama.cpp's log prints."""
+
+from __future__ import annotations
+
+from llmsize.units import GiB
+
+NAMES = {"llamacpp": "llama.cpp", "ollama": "Ollama (llama.cpp underneath)"}
+MiB = 2**20
+
+
+def card_bytes(gpu) -> int:
+    """What the card offers a CUDA/ROCm/Metal allocator: the CUDA total where known, else the reported total."""
+    return gpu.memory_cuda_bytes or gpu.memory_reported_bytes or gpu.memory_nominal_bytes
+
+
+def llamacpp_to_dict(led, gpu) -> dict:
+    s = led.settings
+    return {
+        "name": led.engine,
+        "settings": {"ctx_size": s.ctx_size, "parallel": s.parallel, "kv_unified": s.kv_unified,
+                     "cache_type_k": s.cache_type_k, "cache_type_v": s.cache_type_v, "flash_attn": s.flash_attn,
+                     "ubatch_size": s.ubatch_size, "swa_full": s.swa_full, "gpu_layers": led.gpu_layers},
+        "n_ctx": led.n_ctx, "n_ctx_seq": led.n_ctx_seq, "n_stream": led.n_stream,
+        "kv_cells": led.cells_full, "kv_cells_swa": led.cells_swa,
+        "model_buffer_bytes": {d.name: d.model_bytes for d in led.devices},
+        "kv_cache_bytes": led.kv_cache_bytes,
+        "kv_cache_bytes_by_device": {d.name: d.kv_bytes for d in led.devices},
+        "kv_full_bytes": led.kv_full_bytes, "kv_swa_bytes": led.kv_swa_bytes,
+        "recurrent_state_bytes": led.recurrent_bytes,
+        "compute_buffer_bytes": {d.name: d.compute_bytes for d in led.devices},
+        "output_buffer_bytes": led.output_buffer_bytes,
+        "offload": {"devices": [{"name": d.name, "layers": d.layers, "output_layer": d.has_output,
+                                 "weight_bytes": d.model_bytes, "kv_bytes": d.kv_bytes + d.recurrent_bytes,
+                                 "buffer_bytes": d.compute_bytes} for d in led.devices]},
+        "gpu_total_bytes": led.gpu_total_bytes, "card_bytes": card_bytes(gpu),
+        "fits": led.gpu_total_bytes <= card_bytes(gpu),
+        "notes": list(led.notes),
+    }
+
+
+def render_llamacpp(led, gpu, console) -> None:
+    from rich import box
+    from rich.table import Table
+
+    s = led.settings
+    t = Table(title=f"{NAMES.get(led.engine, led.engine)} start-up ledger (MiB, as its log prints)",
+              title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, show_header=False, pad_edge=False)
+    t.add_column(style="cyan", no_wrap=True, min_width=30)
+    t.add_column(overflow="fold", max_width=66)
+    mib = lambda b: f"{b / MiB:,.2f} MiB"  # noqa: E731
+    unified = "unified" if s.kv_unified else f"{led.n_stream} stream(s)"
+    t.add_row("context", f"n_ctx {led.n_ctx:,}, n_ctx_seq {led.n_ctx_seq:,} ({s.parallel} slot(s), {unified}); "
+              f"flash attention {'on' if s.flash_attn else 'off'}; ubatch {s.ubatch_size}")
+    t.add_row("layers on the GPU", f"{led.gpu_layers}/{led.n_layer + 1} (the output layer counts as one)")
+    for d in led.devices:
+        t.add_row(f"{d.name} model buffer", mib(d.model_bytes))
+    kv = f"{mib(led.kv_cache_bytes)} (K {s.cache_type_k}, V {s.cache_type_v}; {led.cells_full:,} cells"
+    kv += f", sliding-window layers {led.cells_swa:,} cells)" if led.cells_swa is not None else ")"
+    t.add_row("KV cache", kv)
+    for d in led.devices:
+        if d.kv_bytes:
+            t.add_row(f"{d.name} KV buffer", mib(d.kv_bytes))
+    if led.recurrent_bytes:
+        t.add_row("recurrent state (RS)", mib(led.recurrent_bytes))
+    for d in led.devices:
+        t.add_row(f"{d.name} compute buffer", mib(d.compute_bytes))
+    t.add_row("host output buffer", mib(led.output_buffer_bytes))
+    card = card_bytes(gpu)
+    verdict = "fits" if led.gpu_total_bytes <= card else "does NOT fit"
+    t.add_row("GPU total", f"{mib(led.gpu_total_bytes)} ({led.gpu_total_bytes / GiB:.2f} GiB) of the card's "
+              f"{card / GiB:.2f} GiB: {verdict} (plus the backend's own context, a few hundred MiB)")
+    for n in led.notes:
+        t.add_row("note", n)
+    console.print(t)

@@ -257,6 +257,11 @@ def plan(
     if not p.budget.weights_fit:  # name a bigger card: only now is the whole hardware catalog parsed
         p = make_plan(m, g, inputs, candidates=cat.hardware.all(), exact=exact, notes=notes, warnings=warnings)
     ledger = llama = None
+    if emit in ("llama-server", "ollama"):
+        if engine not in (None, "llamacpp", "ollama"):
+            raise InvalidValueError(f"--emit {emit} is llama.cpp's command, and --engine {engine} is not llama.cpp.",
+                                    "Drop --engine, or use --engine llamacpp (or ollama).")
+        engine = engine or ("ollama" if emit == "ollama" else "llamacpp")
     if engine in ("llamacpp", "ollama"):
         llama = _llamacpp_ledger(p, m, g, exact, engine, context, parallel, kv_unified, cache_type_k, cache_type_v,
                                  flash_attn, ubatch_size, swa_full, gpu_layers)
@@ -273,6 +278,12 @@ def plan(
     from llmsize.estimate.expected import expect_for_cli
 
     expected = expect_for_cli(p, cat, runtime, run, None if calibrate is None else str(calibrate))
+    if emit in ("llama-server", "ollama"):
+        from llmsize.render.emit_llamacpp import llama_server_command, ollama_modelfile
+
+        make = llama_server_command if emit == "llama-server" else ollama_modelfile
+        sys.stdout.write(make(p, llama, model if im is not None else None) + "\n")
+        return
     if emit is not None:
         from llmsize.render.emit import serve_command
 

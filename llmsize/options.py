@@ -27,7 +27,7 @@ ENGINES = ("vllm", "sglang", "trtllm", "llamacpp", "ollama")  # serving engines 
 CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
 # llmsize.estimate.speed.RUNTIMES and the aliases users type (Ollama and LM Studio run llama.cpp)
 RUNTIME_CHOICES = ("vllm", "sglang", "trtllm", "llamacpp", "mlx", "gpt-fast", "ollama", "lmstudio")
-EMIT_ENGINES = ("vllm", "sglang")
+EMIT_ENGINES = ("vllm", "sglang", "llama-server", "ollama")
 GPU_SORT_KEYS = ("bandwidth", "memory", "year", "id")
 COMPARE_SORT_KEYS = ("ceiling_tok_s", "expected_tok_s", "aggregate_tok_s", "bandwidth_gb_s", "tok_s_per_w",
                      "tok_s_per_kcurrency", "fits", "cards", "memory_gib", "max_context_tokens", "max_sequences",
@@ -143,8 +143,8 @@ ChartOutOpt = Annotated[Optional[Path], _opt("--output", "-o", help="Write a .pn
 
 # ----------------------------------------------------------------------------------------- plan's engine options
 
-EmitOpt = Annotated[Optional[str], _opt("--emit", help="Print the serving command this plan corresponds to: vllm or "
-                                        "sglang.", callback=choice(EMIT_ENGINES), show_default=False)]
+EmitOpt = Annotated[Optional[str], _opt("--emit", help="Print the serving command this plan corresponds to: vllm, "
+                                        "sglang, llama-server, or ollama (Modelfile and environment).", callback=choice(EMIT_ENGINES), show_default=False)]
 EngineOpt = Annotated[Optional[str], _opt("--engine", help="Predict this engine's own memory ledger and KV "
                                           "capacity: vllm, sglang or trtllm (--gpu-util is its fraction), or "
                                           "what llamacpp / ollama print at start-up.",

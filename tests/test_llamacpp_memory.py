@@ -167,3 +167,19 @@ def test_a_gguf_file_is_placed_from_its_own_tensor_infos(tmp_path, run_cli):
     e = json.loads(out)["engine"]
     assert e["model_buffer_bytes"]["CUDA0"] + e["model_buffer_bytes"]["CPU"] == m.bytes()
     assert e["offload"]["devices"][0]["layers"] == 2
+
+
+def test_emit_llama_server_and_ollama(run_cli):
+    base = ("plan", "qwen3-30b-a3b", "--gpu", "rtx4080", "--quant", "gguf-q4_k_m", "--gpu-layers", "30")
+    code, out, err = run_cli(*base, "--emit", "llama-server", "--parallel", "2", "--cache-type-k", "q8_0",
+                             "--cache-type-v", "q8_0")
+    assert code == 0, err
+    line = out.strip().splitlines()[-1].split()
+    assert line[0] == "llama-server" and line[line.index("-c") + 1] == "4096" and line[line.index("-ngl") + 1] == "30"
+    assert line[line.index("-np") + 1] == "2" and line[line.index("-ctv") + 1] == "q8_0" and "on" in line
+    code, out, err = run_cli(*base, "--emit", "ollama", "--parallel", "2", "--flash-attn", "on")
+    assert code == 0, err
+    assert "PARAMETER num_ctx 4096" in out and "PARAMETER num_gpu 30" in out
+    assert "OLLAMA_NUM_PARALLEL=2 OLLAMA_FLASH_ATTENTION=1" in out
+    code, out, err = run_cli(*base, "--emit", "llama-server", "--engine", "vllm")
+    assert code == 2 and "--emit llama-server" in err and out == ""

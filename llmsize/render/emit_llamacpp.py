@@ -1,0 +1,53 @@
+"""The llama-server command line and the Ollama Modelfile a llama.cpp ledger (estimate/llamacpp_memory.py)
+corresponds to. llama-server's flags (tools/server/README.md): -m, -c, -ngl, -np, -kvu, -ctk, -ctv, -fa on|off,
+-ub, --swa-full. Ollama (docs/modelfile.md, docs/faq.md): PARAMETER num_ctx (per slot) and num_gpu (layers on
+the GPU) in the Modelfile; OLLAMA_NUM_PARALLEL, OLLAMA_FLASH_ATTENTION and OLLAMA_KV_CACHE_TYPE (one type for K
+and V, which needs flash attention) in the server's environment."""
+
+from __future__ import annotations
+
+import shlex
+
+
+def _model_path(p, local_path: str | None) -> tuple[str, list[str]]:
+    if local_path:
+        return local_path, []
+    name = f"{p.model.id}-{p.fmt.id.removeprefix('gguf-').upper()}.gguf"
+    src = f" of {p.model.hf_repo}" if p.model.hf_repo else ""
+    return name, [f"# {name}: put the path of the GGUF file{src} in {p.fmt.id} here"]
+
+
+def llama_server_command(p, led, local_path: str | None = None) -> str:
+    s = led.settings
+    path, notes = _model_path(p, local_path)
+    args = ["llama-server", "-m", path, "-c", str(s.ctx_size), "-ngl", str(led.gpu_layers), "-np", str(s.parallel)]
+    if s.kv_unified:
+        args.append("-kvu")
+    if s.cache_type_k != "f16":
+        args += ["-ctk", s.cache_type_k]
+    if s.cache_type_v != "f16":
+        args += ["-ctv", s.cache_type_v]
+    args += ["-fa", "on" if s.flash_attn else "off"]
+    if s.ubatch_size != 512:
+        args += ["-ub", str(s.ubatch_size)]
+    if s.swa_full:
+        args.append("--swa-full")
+    return "\n".join(notes + [shlex.join(args)])
+
+
+def ollama_modelfile(p, led, local_path: str | None = None) -> str:
+    s = led.settings
+    path, notes = _model_path(p, local_path)
+    per_slot = s.ctx_size // max(1, s.parallel)
+    lines = notes + [f"FROM {path}", f"PARAMETER num_ctx {per_slot}", f"PARAMETER num_gpu {led.gpu_layers}"]
+    env = [f"OLLAMA_NUM_PARALLEL={s.parallel}"]
+    if s.flash_attn:
+        env.append("OLLAMA_FLASH_ATTENTION=1")
+    if s.cache_type_k != "f16" or s.cache_type_v != "f16":
+        if s.cache_type_k != s.cache_type_v:
+            lines.append(f"# Ollama takes one cache type for K and V: --cache-type-k {s.cache_type_k} and "
+                         f"--cache-type-v {s.cache_type_v} cannot both be set; {s.cache_type_v} used")
+        env.append(f"OLLAMA_KV_CACHE_TYPE={s.cache_type_v}")
+    lines.append("# environment of `ollama serve`:")
+    lines.append(" ".join(env) + " ollama serve")
+    return "\n".join(lines)

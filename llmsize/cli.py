@@ -28,6 +28,7 @@ from llmsize.options import (
     CompileOpt,
     ComputeOpt,
     ContextOpt,
+    CpuMoeOpt,
     CudagraphOpt,
     DeviceOpt,
     EmitOpt,
@@ -46,6 +47,8 @@ from llmsize.options import (
     GpusOpt,
     GpuSortOpt,
     GpuUtilOpt,
+    HostBandwidthOpt,
+    HostMemoryOpt,
     HubFileOpt,
     HubOpt,
     IdOpt,
@@ -65,6 +68,7 @@ from llmsize.options import (
     MixerOpt,
     ModelArg,
     MoeOpt,
+    NCpuMoeOpt,
     NodeLinkOpt,
     NodesOpt,
     NonTorchOpt,
@@ -215,6 +219,10 @@ def plan(
     ubatch_size: UbatchOpt = 512,
     swa_full: SwaFullOpt = False,
     gpu_layers: GpuLayersOpt = None,
+    n_cpu_moe: NCpuMoeOpt = 0,
+    cpu_moe: CpuMoeOpt = False,
+    host_memory: HostMemoryOpt = None,
+    host_bandwidth_gb_s: HostBandwidthOpt = None,
     runtime: RuntimeOpt = None,
     calibrate: CalibrateOpt = None,
     estimate_only: EstimateOnlyOpt = False,
@@ -256,15 +264,19 @@ def plan(
     p = make_plan(m, g, inputs, exact=exact, notes=notes, warnings=warnings)
     if not p.budget.weights_fit:  # name a bigger card: only now is the whole hardware catalog parsed
         p = make_plan(m, g, inputs, candidates=cat.hardware.all(), exact=exact, notes=notes, warnings=warnings)
-    ledger = llama = None
+    ledger = llama = offload = None
     if emit in ("llama-server", "ollama"):
         if engine not in (None, "llamacpp", "ollama"):
             raise InvalidValueError(f"--emit {emit} is llama.cpp's command, and --engine {engine} is not llama.cpp.",
                                     "Drop --engine, or use --engine llamacpp (or ollama).")
         engine = engine or ("ollama" if emit == "ollama" else "llamacpp")
     if engine in ("llamacpp", "ollama"):
-        llama = _llamacpp_ledger(p, m, g, exact, engine, context, parallel, kv_unified, cache_type_k, cache_type_v,
-                                 flash_attn, ubatch_size, swa_full, gpu_layers)
+        from llmsize.estimate.host_memory import host_memory as _host
+
+        host = _host(host_memory, host_bandwidth_gb_s)
+        llama, offload = _llamacpp_ledger(p, m, g, exact, engine, context, parallel, kv_unified, cache_type_k, cache_type_v,
+                                 flash_attn, ubatch_size, swa_full, gpu_layers, m.num_layers if cpu_moe else n_cpu_moe,
+                                 host, cat)
     elif engine is not None:
         from llmsize.estimate.engines import EngineInputs, engine_ledger
 
@@ -300,7 +312,7 @@ def plan(
         if llama is not None:
             from llmsize.render.llamacpp_report import llamacpp_to_dict
 
-            d["engine"] = llamacpp_to_dict(llama, g)
+            d["engine"] = llamacpp_to_dict(llama, g, offload)
         from llmsize.render.expected_report import expected_to_dict
 
         d["expected"] = expected_to_dict(expected)
@@ -317,13 +329,13 @@ def plan(
         if llama is not None:
             from llmsize.render.llamacpp_report import render_llamacpp
 
-            render_llamacpp(llama, g, _console())
+            render_llamacpp(llama, g, _console(), offload)
         from llmsize.render.expected_report import render_expected
 
         render_expected(expected, p, _console())
 
 def _llamacpp_ledger(p, m, g, exact, engine, context, parallel, kv_unified, cache_type_k, cache_type_v, flash_attn,
-                     ubatch_size, swa_full, gpu_layers):
+                     ubatch_size, swa_full, gpu_layers, n_cpu_moe, host, cat):
     """llama.cpp's (or Ollama's) start-up ledger for the plan's file: Ollama allocates num_ctx for each of
     OLLAMA_NUM_PARALLEL slots (-c num_ctx x num_parallel, one stream a slot) and leaves flash attention off
     unless OLLAMA_FLASH_ATTENTION is set."""
@@ -337,8 +349,23 @@ def _llamacpp_ledger(p, m, g, exact, engine, context, parallel, kv_unified, cach
     s = LlamaCppSettings(ctx_size=context * parallel if engine == "ollama" else context, parallel=parallel,
                          kv_unified=kv_unified and engine != "ollama", cache_type_k=cache_type_k.lower(),
                          cache_type_v=cache_type_v.lower(), flash_attn=fa, ubatch_size=ubatch_size,
-                         swa_full=swa_full, gpu_layers=gpu_layers)
-    return llamacpp_ledger(m, g, tensors, s, engine)
+                         swa_full=swa_full, gpu_layers=gpu_layers, n_cpu_moe=n_cpu_moe)
+    led = llamacpp_ledger(m, g, tensors, s, engine)
+    from llmsize.estimate.offload import offload_speed
+
+    host_part = led.devices[-1].model_bytes > next((b for n, b in tensors if n == "token_embd.weight"), 0)
+    if not host_part:
+        return led, None
+    if host is None:
+        led.notes.append("part of the model is in host memory: give --host-memory (e.g. DDR5-6000x2) or "
+                         "--host-bandwidth-gb-s for its decode speed")
+        return led, None
+    from llmsize.estimate.expected import backend, constants
+    from llmsize.estimate.speed import format_class
+
+    spec = next((r for r in cat.runtimes.all() if r.id == "llamacpp"), None)
+    c = constants(spec, backend(g)) if spec is not None and backend(g) else None
+    return led, offload_speed(m, g, led, tensors, context, host, c, format_class(p.fmt.id))
 
 
 def _stages(pp: int | None, nodes: int | None) -> int:

@@ -47,6 +47,7 @@ SWA_PAD = 256  # "the SWA cache is always padded to 256 for performance" (ggml-o
 F32 = 4
 BACKEND_NAME = {"NVIDIA": "CUDA0", "AMD": "ROCm0", "Apple": "Metal", "Intel": "SYCL0"}
 LAYER = re.compile(r"^blk\.(\d+)\.")
+EXPERTS = re.compile(r"^blk\.\d+\.ffn_(up|down|gate|gate_up)_exps\.")  # --n-cpu-moe's override pattern
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ class LlamaCppSettings:
     ubatch_size: int = 512  # -ub
     swa_full: bool = False  # --swa-full
     gpu_layers: int | None = None  # -ngl; None: every layer and the output
+    n_cpu_moe: int = 0  # --n-cpu-moe: the routed experts of the first N layers stay in host memory (--cpu-moe: all)
 
 
 @dataclass(frozen=True)
@@ -176,24 +178,33 @@ def _widest_heads(model: ModelSpec) -> int:
                 if g.mixer is not None and hasattr(g.mixer, "num_attention_heads")), default=0)
 
 
+def on_gpu(name: str, n_layer: int, i_gpu_start: int, output_on_gpu: bool, n_cpu_moe: int) -> bool:
+    """Where llama.cpp loads a tensor: its layer's device, the routed experts of the first n_cpu_moe layers on
+    the host (common/arg.cpp: --n-cpu-moe N overrides blk.0..N-1 ffn_(up|down|gate)_exps to the CPU buffer)."""
+    m = LAYER.match(name)
+    if m:
+        il = int(m.group(1))
+        if il < n_cpu_moe and EXPERTS.match(name):
+            return False
+        return i_gpu_start <= il < n_layer  # a layer past block_count (MTP) stays with the host
+    if name.startswith(("output.", "output_norm.")):
+        return output_on_gpu
+    return False  # the token embedding and anything outside the layers
+
+
 def _placement(tensors: list[tuple[str, int]], n_layer: int, i_gpu_start: int, output_on_gpu: bool,
-               tied: bool) -> tuple[int, int]:
+               tied: bool, n_cpu_moe: int = 0) -> tuple[int, int]:
     """(GPU bytes, host bytes) of the model's tensors."""
     gpu = host = 0
     embd = 0
     for name, nbytes in tensors:
         m = LAYER.match(name)
         if m:
-            il = int(m.group(1))
-            on_gpu = i_gpu_start <= il < n_layer  # a layer past block_count (MTP) stays with the host
-        elif name.startswith("token_embd."):
-            on_gpu = False
-            embd += nbytes if name == "token_embd.weight" else 0
-        elif name.startswith(("output.", "output_norm.")):
-            on_gpu = output_on_gpu
+            on_gpu_ = on_gpu(name, n_layer, i_gpu_start, output_on_gpu, n_cpu_moe)
         else:
-            on_gpu = False
-        if on_gpu:
+            on_gpu_ = on_gpu(name, n_layer, i_gpu_start, output_on_gpu, n_cpu_moe)
+            embd += nbytes if name == "token_embd.weight" else 0
+        if on_gpu_:
             gpu += nbytes
         else:
             host += nbytes
@@ -251,7 +262,9 @@ def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int
         notes.append(f"layers' V widths differ and flash attention is off: the V cache is padded to {v_max} "
                      "values a token in every layer")
     tied = not any(name == "output.weight" for name, _ in tensors)
-    model_gpu, model_host = _placement(tensors, n_layer, i_gpu_start, output_on_gpu, tied)
+    model_gpu, model_host = _placement(tensors, n_layer, i_gpu_start, output_on_gpu, tied, s.n_cpu_moe)
+    if s.n_cpu_moe and not any(EXPERTS.match(n) for n, _ in tensors):
+        notes.append(f"--n-cpu-moe {s.n_cpu_moe}: the model has no routed-expert tensors; nothing moves")
     # compute buffers: one ubatch of the worst case
     n_tok = min(n_ctx, s.ubatch_size)
     h = model.hidden_size

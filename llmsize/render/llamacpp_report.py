@@ -14,7 +14,22 @@ def card_bytes(gpu) -> int:
     return gpu.memory_cuda_bytes or gpu.memory_reported_bytes or gpu.memory_nominal_bytes
 
 
-def llamacpp_to_dict(led, gpu) -> dict:
+def _offload_dict(led, gpu, off) -> dict:
+    devices = []
+    for d in led.devices:
+        bw = gpu.bandwidth_gb_s if d.name != "CPU" else (off.host.bandwidth_gb_s if off else None)
+        read = (off.gpu_read_bytes if d.name != "CPU" else off.host_read_bytes) if off else None
+        devices.append({"name": d.name, "layers": d.layers, "output_layer": d.has_output,
+                        "weight_bytes": d.model_bytes, "kv_bytes": d.kv_bytes + d.recurrent_bytes,
+                        "buffer_bytes": d.compute_bytes, "bandwidth_gb_s": bw, "read_bytes_per_token": read})
+    out = {"devices": devices, "n_cpu_moe": led.settings.n_cpu_moe}
+    if off is not None:
+        out.update(decode_tok_s=off.decode_tok_s, decode_ceiling_tok_s=off.ceiling_tok_s, crossings=off.crossings,
+                   host_memory=off.host.name, host_basis=off.host.basis)
+    return out
+
+
+def llamacpp_to_dict(led, gpu, off=None) -> dict:
     s = led.settings
     return {
         "name": led.engine,
@@ -30,16 +45,14 @@ def llamacpp_to_dict(led, gpu) -> dict:
         "recurrent_state_bytes": led.recurrent_bytes,
         "compute_buffer_bytes": {d.name: d.compute_bytes for d in led.devices},
         "output_buffer_bytes": led.output_buffer_bytes,
-        "offload": {"devices": [{"name": d.name, "layers": d.layers, "output_layer": d.has_output,
-                                 "weight_bytes": d.model_bytes, "kv_bytes": d.kv_bytes + d.recurrent_bytes,
-                                 "buffer_bytes": d.compute_bytes} for d in led.devices]},
+        "offload": _offload_dict(led, gpu, off),
         "gpu_total_bytes": led.gpu_total_bytes, "card_bytes": card_bytes(gpu),
         "fits": led.gpu_total_bytes <= card_bytes(gpu),
         "notes": list(led.notes),
     }
 
 
-def render_llamacpp(led, gpu, console) -> None:
+def render_llamacpp(led, gpu, console, off=None) -> None:
     from rich import box
     from rich.table import Table
 
@@ -70,6 +83,14 @@ def render_llamacpp(led, gpu, console) -> None:
     verdict = "fits" if led.gpu_total_bytes <= card else "does NOT fit"
     t.add_row("GPU total", f"{mib(led.gpu_total_bytes)} ({led.gpu_total_bytes / GiB:.2f} GiB) of the card's "
               f"{card / GiB:.2f} GiB: {verdict} (plus the backend's own context, a few hundred MiB)")
+    if off is not None:
+        gb = lambda b: f"{b / 1e9:,.2f} GB"  # noqa: E731
+        t.add_row("read per token", f"GPU {gb(off.gpu_read_bytes)}, host {gb(off.host_read_bytes)} "
+                  f"({off.host.name}: {off.host.basis}); {off.crossings} device change(s)")
+        exp = f"{off.decode_tok_s:,.1f} tok/s expected" if off.decode_tok_s else "no fitted llama.cpp constants here"
+        t.add_row("decode, batch 1 (offload)", f"{exp}; ceiling {off.ceiling_tok_s:,.1f} tok/s (every byte at its "
+                  "device's peak). The host part is at the memory's peak bandwidth (no fitted fraction): an upper "
+                  "bound on that side")
     for n in led.notes:
         t.add_row("note", n)
     console.print(t)

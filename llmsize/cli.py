@@ -57,6 +57,7 @@ from llmsize.options import (
     KvDtypeOpt,
     KvUnifiedOpt,
     KvUsersOpt,
+    LlamaFitOpt,
     MaxBatchedTokensOpt,
     MaxBatchOpt,
     MaxContextOpt,
@@ -223,6 +224,7 @@ def plan(
     cpu_moe: CpuMoeOpt = False,
     host_memory: HostMemoryOpt = None,
     host_bandwidth_gb_s: HostBandwidthOpt = None,
+    fit: LlamaFitOpt = False,
     runtime: RuntimeOpt = None,
     calibrate: CalibrateOpt = None,
     estimate_only: EstimateOnlyOpt = False,
@@ -264,7 +266,7 @@ def plan(
     p = make_plan(m, g, inputs, exact=exact, notes=notes, warnings=warnings)
     if not p.budget.weights_fit:  # name a bigger card: only now is the whole hardware catalog parsed
         p = make_plan(m, g, inputs, candidates=cat.hardware.all(), exact=exact, notes=notes, warnings=warnings)
-    ledger = llama = offload = None
+    ledger = llama = None
     if emit in ("llama-server", "ollama"):
         if engine not in (None, "llamacpp", "ollama"):
             raise InvalidValueError(f"--emit {emit} is llama.cpp's command, and --engine {engine} is not llama.cpp.",
@@ -272,11 +274,14 @@ def plan(
         engine = engine or ("ollama" if emit == "ollama" else "llamacpp")
     if engine in ("llamacpp", "ollama"):
         from llmsize.estimate.host_memory import host_memory as _host
+        from llmsize.estimate.llamacpp_plan import LlamaCppOptions
 
-        host = _host(host_memory, host_bandwidth_gb_s)
-        llama, offload = _llamacpp_ledger(p, m, g, exact, engine, context, parallel, kv_unified, cache_type_k, cache_type_v,
-                                 flash_attn, ubatch_size, swa_full, gpu_layers, m.num_layers if cpu_moe else n_cpu_moe,
-                                 host, cat)
+        o = LlamaCppOptions(context, parallel, kv_unified, cache_type_k, cache_type_v, flash_attn, ubatch_size,
+                            swa_full, gpu_layers, n_cpu_moe, cpu_moe)
+        from llmsize.estimate.host_memory import platforms
+
+        host = _host(host_memory, host_bandwidth_gb_s, platforms(cat.hosts.all()) if host_memory else None)
+        llama = _llamacpp(p, exact, engine, o, host, cat, fit)
     elif engine is not None:
         from llmsize.estimate.engines import EngineInputs, engine_ledger
 
@@ -294,7 +299,7 @@ def plan(
         from llmsize.render.emit_llamacpp import llama_server_command, ollama_modelfile
 
         make = llama_server_command if emit == "llama-server" else ollama_modelfile
-        sys.stdout.write(make(p, llama, model if im is not None else None) + "\n")
+        sys.stdout.write(make(p, llama.ledger, model if im is not None else None) + "\n")
         return
     if emit is not None:
         from llmsize.render.emit import serve_command
@@ -312,7 +317,7 @@ def plan(
         if llama is not None:
             from llmsize.render.llamacpp_report import llamacpp_to_dict
 
-            d["engine"] = llamacpp_to_dict(llama, g, offload)
+            d["engine"] = llamacpp_to_dict(llama, g)
         from llmsize.render.expected_report import expected_to_dict
 
         d["expected"] = expected_to_dict(expected)
@@ -329,43 +334,20 @@ def plan(
         if llama is not None:
             from llmsize.render.llamacpp_report import render_llamacpp
 
-            render_llamacpp(llama, g, _console(), offload)
+            render_llamacpp(llama, g, _console())
         from llmsize.render.expected_report import render_expected
 
         render_expected(expected, p, _console())
 
-def _llamacpp_ledger(p, m, g, exact, engine, context, parallel, kv_unified, cache_type_k, cache_type_v, flash_attn,
-                     ubatch_size, swa_full, gpu_layers, n_cpu_moe, host, cat):
-    """llama.cpp's (or Ollama's) start-up ledger for the plan's file: Ollama allocates num_ctx for each of
-    OLLAMA_NUM_PARALLEL slots (-c num_ctx x num_parallel, one stream a slot) and leaves flash attention off
-    unless OLLAMA_FLASH_ATTENTION is set."""
-    from llmsize.estimate.llamacpp_memory import LlamaCppSettings, gguf_file_tensors, llamacpp_ledger
-
-    if p.inputs.tp * p.inputs.pp > 1:
-        raise InvalidValueError(f"--engine {engine} plans one GPU; --tp/--pp split across cards is not modelled "
-                                "for it.", "Drop --tp/--pp, or use --engine vllm for a split.")
-    tensors = list(exact.tensors) if exact is not None and exact.tensors else gguf_file_tensors(m, p.fmt.id)
-    fa = (flash_attn or ("off" if engine == "ollama" else "on")) != "off"
-    s = LlamaCppSettings(ctx_size=context * parallel if engine == "ollama" else context, parallel=parallel,
-                         kv_unified=kv_unified and engine != "ollama", cache_type_k=cache_type_k.lower(),
-                         cache_type_v=cache_type_v.lower(), flash_attn=fa, ubatch_size=ubatch_size,
-                         swa_full=swa_full, gpu_layers=gpu_layers, n_cpu_moe=n_cpu_moe)
-    led = llamacpp_ledger(m, g, tensors, s, engine)
-    from llmsize.estimate.offload import offload_speed
-
-    host_part = led.devices[-1].model_bytes > next((b for n, b in tensors if n == "token_embd.weight"), 0)
-    if not host_part:
-        return led, None
-    if host is None:
-        led.notes.append("part of the model is in host memory: give --host-memory (e.g. DDR5-6000x2) or "
-                         "--host-bandwidth-gb-s for its decode speed")
-        return led, None
+def _llamacpp(p, exact, engine, options, host, cat, fit):
     from llmsize.estimate.expected import backend, constants
+    from llmsize.estimate.llamacpp_plan import llamacpp_plan
     from llmsize.estimate.speed import format_class
+    from llmsize.render.llamacpp_report import card_bytes
 
     spec = next((r for r in cat.runtimes.all() if r.id == "llamacpp"), None)
-    c = constants(spec, backend(g)) if spec is not None and backend(g) else None
-    return led, offload_speed(m, g, led, tensors, context, host, c, format_class(p.fmt.id))
+    c = constants(spec, backend(p.gpu)) if spec is not None and backend(p.gpu) else None
+    return llamacpp_plan(p, exact, engine, options, host, c, card_bytes(p.gpu), fit, format_class(p.fmt.id))
 
 
 def _stages(pp: int | None, nodes: int | None) -> int:
@@ -684,6 +666,26 @@ def gpus(
         _print_json([gpu_row(g) for g in items])
     else:
         render_gpus(items, _console())
+
+
+@_command()
+def hosts(as_json: JsonOpt = False, catalog: CatalogOpt = None):
+    """List host memory platforms (for --host-memory): channels, data rate, peak bandwidth.
+
+    Examples:
+
+    \b
+      llmsize hosts
+      llmsize plan gpt-oss-120b --gpu rtx3090 --quant gguf-mxfp4_moe --engine llamacpp --cpu-moe \\
+          --host-memory epyc-9004
+    """
+    from llmsize.render.listing import host_row, render_hosts
+
+    items = sorted(_catalog(catalog).hosts.all(), key=lambda h: -h.bandwidth_gb_s)
+    if as_json:
+        _print_json([host_row(h) for h in items])
+    else:
+        render_hosts(items, _console())
 
 
 @_command()

@@ -184,12 +184,15 @@ GpuLayersOpt = Annotated[Optional[int], _opt("--gpu-layers", help="llama.cpp -ng
 NCpuMoeOpt = Annotated[int, _opt("--n-cpu-moe", help="llama.cpp: keep the routed experts of the first N layers in "
                                 "host memory (computed by the CPU).", callback=int_range(0, 1 << 16))]
 CpuMoeOpt = Annotated[bool, _opt("--cpu-moe", help="llama.cpp: keep every layer's routed experts in host memory.")]
-HostMemoryOpt = Annotated[Optional[str], _opt("--host-memory", help="System RAM for the offloaded part, "
-                                              "TYPE-RATExCHANNELS: DDR5-6000x2, DDR4-3200x8, LPDDR5X-8000x4 "
-                                              "(64-bit channels).", show_default=False)]
+HostMemoryOpt = Annotated[Optional[str], _opt("--host-memory", help="System RAM for the offloaded part: a platform "
+                                              "(`llmsize hosts`: epyc-9004, ryzen-9000) or TYPE-RATExCHANNELS: "
+                                              "DDR5-6000x2, DDR4-3200x8, LPDDR5X-8000x4 (64-bit channels).",
+                                              show_default=False)]
 HostBandwidthOpt = Annotated[Optional[float], _opt("--host-bandwidth-gb-s", help="System RAM bandwidth, GB/s "
                                                    "(instead of --host-memory).", callback=float_range(0, 1e5, True),
                                                    show_default=False)]
+LlamaFitOpt = Annotated[bool, _opt("--fit", help="llama.cpp: place the model as its --fit would with its 1024 MiB "
+                                   "margin (experts, then layers, to the host) and give the largest context.")]
 CalibrateOpt = Annotated[Optional[Path], _opt("--calibrate", help="Your own run: a `llmsize measure --save` file, "
                                               "`llama-bench -o json|jsonl|csv` output or a `vllm bench serve "
                                               "--save-result` JSON; it replaces the fitted constants' level for "

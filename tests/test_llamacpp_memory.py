@@ -257,3 +257,33 @@ def test_plan_offload_needs_a_host_memory_and_reports_its_speed(run_cli):
     assert [d["bandwidth_gb_s"] for d in off["devices"]] == [800.0, pytest.approx(51.2)]
     code, out, err = run_cli(*base, "--host-memory", "DDR5-6000")
     assert code == 2 and "TYPE-RATExCHANNELS" in err and out == ""
+
+
+def test_host_platforms_are_sourced_and_their_peaks_add_up(catalog, run_cli):
+    """Every hosts/*.yaml loads (the schema checks bandwidth = channels x MT/s x 8 B within 1%) and has a source;
+    the vendor-printed ones keep their figure: EPYC 9004 460.8 GB/s (12 x DDR5-4800), Core 12th gen 76.8 GB/s."""
+    hosts = {h.id: h for h in catalog.hosts.all()}
+    assert len(hosts) >= 12 and all(h.sources for h in hosts.values())
+    assert hosts["epyc-9004"].bandwidth_gb_s == 460.8 and hosts["epyc-9004"].bandwidth_printed
+    assert hosts["core-12th-gen"].bandwidth_gb_s == 76.8
+    code, out, err = run_cli("hosts", "--json")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert {r["id"] for r in rows} == set(hosts) and rows[0]["bandwidth_gb_s"] >= rows[-1]["bandwidth_gb_s"]
+    from llmsize.estimate.host_memory import parse_host_memory, platforms
+
+    by = platforms(catalog.hosts.all())
+    assert parse_host_memory("Genoa", by).bandwidth_gb_s == 460.8  # an alias
+    with pytest.raises(InvalidValueError) as e:
+        parse_host_memory("epyc-9999", by)
+    assert "epyc-9999" in e.value.message and "llmsize hosts" in e.value.hint
+
+
+def test_a_bad_host_platform_entry_is_refused(tmp_path, run_cli):
+    d = tmp_path / "hosts"
+    d.mkdir()
+    (d / "mybox.yaml").write_text("id: mybox\nname: my box\nsegment: desktop\nmemory_type: DDR5\nchannels: 2\n"
+                                  "data_rate_mt_s: 6000\nbandwidth_gb_s: 120.0\nbandwidth_printed: false\n"
+                                  "sources: [mine]\n")
+    code, out, err = run_cli("hosts", "--catalog", str(tmp_path))
+    assert code == 2 and "96.0 GB/s" in err and "Traceback" not in err

@@ -18,14 +18,15 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from llmsize.catalog.schema import GpuSpec, ModelSpec, RuntimeSpec
+from llmsize.catalog.schema import GpuSpec, HostSpec, ModelSpec, RuntimeSpec
 from llmsize.errors import CatalogError, UnknownNameError, shown
 from llmsize.files import FileError, is_dir, read_yaml
 
 ENV_VAR = "LLMSIZE_CATALOG"
-KINDS = {"hardware": GpuSpec, "models": ModelSpec, "runtimes": RuntimeSpec}
-LIST_COMMAND = {"hardware": "llmsize gpus", "models": "llmsize models", "runtimes": "llmsize runtimes"}
-WORD = {"hardware": "GPU", "models": "model", "runtimes": "runtime"}
+KINDS = {"hardware": GpuSpec, "models": ModelSpec, "runtimes": RuntimeSpec, "hosts": HostSpec}
+LIST_COMMAND = {"hardware": "llmsize gpus", "models": "llmsize models", "runtimes": "llmsize runtimes",
+                "hosts": "llmsize hosts"}
+WORD = {"hardware": "GPU", "models": "model", "runtimes": "runtime", "hosts": "host memory"}
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -198,6 +199,7 @@ class Catalog:
         self.hardware: Shelf[GpuSpec] = Shelf("hardware", self.dirs)
         self.models: Shelf[ModelSpec] = Shelf("models", self.dirs)
         self.runtimes: Shelf[RuntimeSpec] = Shelf("runtimes", self.dirs)
+        self.hosts: Shelf[HostSpec] = Shelf("hosts", self.dirs)
 
     def gpu(self, name: str) -> GpuSpec:
         return self.hardware.get(name)

@@ -301,6 +301,34 @@ class ModelSpec(Strict):
         return [a.lower() for a in v]
 
 
+# --------------------------------------------------------------------------- host memory (partial offload)
+
+
+class HostSpec(Strict):
+    """A platform's system memory at its fastest supported configuration: what the offloaded part of a model
+    streams from. Channels are 64 bits wide (an LPDDR bus is counted in 64-bit units)."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$")
+    name: str
+    segment: Literal["desktop", "workstation", "server", "soc"]
+    aliases: list[str] = []
+    memory_type: str
+    channels: int = Field(strict=True, ge=1, le=64)
+    data_rate_mt_s: int = Field(strict=True, ge=400, le=20000)
+    bandwidth_gb_s: float = Field(strict=True, gt=0, le=1e5, description="peak, decimal GB/s")
+    bandwidth_printed: bool = Field(description="the vendor prints the figure; else channels x MT/s x 8 B")
+    sources: list[str] = Field(min_length=1)
+    notes: str | None = None
+
+    @model_validator(mode="after")
+    def _peak(self):
+        peak = self.channels * self.data_rate_mt_s * 8 / 1000
+        if abs(self.bandwidth_gb_s - peak) > 0.01 * peak:
+            raise ValueError(f"bandwidth_gb_s {self.bandwidth_gb_s} is not {self.channels} channels x "
+                             f"{self.data_rate_mt_s} MT/s x 8 B = {peak:.1f} GB/s")
+        return self
+
+
 # --------------------------------------------------------------------------- runtimes (fitted speed constants)
 
 Fraction01 = Annotated[float, Field(strict=True, gt=0, le=1)]

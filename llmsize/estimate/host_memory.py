@@ -30,13 +30,24 @@ class HostMemory:
         return self.bandwidth_gb_s * 1e9
 
 
-def parse_host_memory(text: str) -> HostMemory:
-    """`DDR5-6000x2` -> 96.0 GB/s; a one-line error naming the value otherwise."""
+def from_spec(h) -> HostMemory:
+    """A catalog platform (hosts/*.yaml)."""
+    how = "as the vendor prints it" if h.bandwidth_printed else "peak"
+    return HostMemory(h.id, h.bandwidth_gb_s, f"{h.name}: {h.channels} x {h.memory_type}-{h.data_rate_mt_s}, "
+                                              f"{h.bandwidth_gb_s:.1f} GB/s {how}")
+
+
+def parse_host_memory(text: str, platforms: dict | None = None) -> HostMemory:
+    """`DDR5-6000x2` -> 96.0 GB/s, or a platform of the catalog by id or alias (`epyc-9004`); a one-line error
+    naming the value otherwise."""
+    key = text.strip().lower()
+    if platforms and key in platforms:
+        return from_spec(platforms[key])
     m = SPEC.match(text.strip())
     if not m:
-        raise InvalidValueError(f"--host-memory {text!r}: not TYPE-RATExCHANNELS.",
+        raise InvalidValueError(f"--host-memory {text!r}: not TYPE-RATExCHANNELS nor a platform llmsize knows.",
                                 "e.g. DDR5-6000x2 (dual-channel desktop), DDR4-3200x8, LPDDR5X-8000x4 (256-bit), "
-                                "or give --host-bandwidth-gb-s.")
+                                "a platform from `llmsize hosts` (epyc-9004), or --host-bandwidth-gb-s.")
     kind, rate, channels = m.group("type").lower(), int(m.group("rate")), int(m.group("channels"))
     lo, hi = RATE_RANGE.get(kind, (0, 0))
     if not lo <= rate <= hi:
@@ -49,7 +60,16 @@ def parse_host_memory(text: str) -> HostMemory:
     return HostMemory(text.strip().upper(), bw, f"{rate} MT/s x 8 B x {channels} channel(s) = {bw:.1f} GB/s peak")
 
 
-def host_memory(spec: str | None, bandwidth_gb_s: float | None) -> HostMemory | None:
+def host_memory(spec: str | None, bandwidth_gb_s: float | None, platforms: dict | None = None) -> HostMemory | None:
+    """--host-bandwidth-gb-s, else --host-memory; `platforms` maps ids and aliases to catalog entries."""
     if bandwidth_gb_s is not None:
         return HostMemory(f"{bandwidth_gb_s:g} GB/s", bandwidth_gb_s, "given by --host-bandwidth-gb-s")
-    return parse_host_memory(spec) if spec else None
+    return parse_host_memory(spec, platforms) if spec else None
+
+
+def platforms(entries) -> dict:
+    out = {}
+    for h in entries:
+        for name in (h.id, *h.aliases):
+            out[name.lower()] = h
+    return out

@@ -81,3 +81,27 @@ def render_entry(entry: GpuSpec | ModelSpec, console) -> None:
         console.print(f"counted: {params_total(entry):,} parameters ({params_active(entry):,} active per token, "
                       f"the input embedding excluded; {params_active_with_embedding(entry):,} with it); "
                       f"official {entry.params_official:,}", style="dim")
+
+
+def host_row(h) -> dict:
+    return {"id": h.id, "name": h.name, "segment": h.segment, "memory_type": h.memory_type, "channels": h.channels,
+            "data_rate_mt_s": h.data_rate_mt_s, "bandwidth_gb_s": h.bandwidth_gb_s,
+            "bandwidth_printed": h.bandwidth_printed}
+
+
+def render_hosts(hosts, console) -> None:
+    from rich import box
+    from rich.table import Table
+
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="Host memory platforms (for --host-memory)",
+              title_justify="left")
+    for col, just in [("id", "left"), ("segment", "left"), ("memory", "left"), ("channels", "right"),
+                      ("GB/s", "right"), ("name", "left")]:
+        t.add_column(col, justify=just, no_wrap=col != "name")
+    for h in hosts:
+        t.add_row(h.id, h.segment, f"{h.memory_type}-{h.data_rate_mt_s}", str(h.channels),
+                  f"{h.bandwidth_gb_s:,.1f}" + ("" if h.bandwidth_printed else "*"), h.name)
+    console.print(t)
+    console.print(f"{len(hosts)} platforms at their fastest supported memory (1 DIMM per channel); GB/s decimal "
+                  "peaks, * = channels x MT/s x 8 B where the vendor prints none. Any other: --host-memory "
+                  "DDR5-6000x2.", style="dim")

@@ -29,7 +29,8 @@ def _offload_dict(led, gpu, off) -> dict:
     return out
 
 
-def llamacpp_to_dict(led, gpu, off=None) -> dict:
+def llamacpp_to_dict(plan, gpu) -> dict:
+    led, off, fit = plan.ledger, plan.offload, plan.fit
     s = led.settings
     return {
         "name": led.engine,
@@ -48,11 +49,21 @@ def llamacpp_to_dict(led, gpu, off=None) -> dict:
         "offload": _offload_dict(led, gpu, off),
         "gpu_total_bytes": led.gpu_total_bytes, "card_bytes": card_bytes(gpu),
         "fits": led.gpu_total_bytes <= card_bytes(gpu),
+        "fit": _fit_dict(fit),
         "notes": list(led.notes),
     }
 
 
-def render_llamacpp(led, gpu, console, off=None) -> None:
+def _fit_dict(fit) -> dict | None:
+    if fit is None:
+        return None
+    return {"how": fit.how, "gpu_layers": fit.ledger.gpu_layers if fit.how != "none" else None,
+            "n_cpu_moe": fit.settings.n_cpu_moe if fit.how != "none" else None, "budget_bytes": fit.budget_bytes,
+            "max_context_tokens": fit.max_context_tokens}
+
+
+def render_llamacpp(plan, gpu, console) -> None:
+    led, off, fit = plan.ledger, plan.offload, plan.fit
     from rich import box
     from rich.table import Table
 
@@ -91,6 +102,23 @@ def render_llamacpp(led, gpu, console, off=None) -> None:
         t.add_row("decode, batch 1 (offload)", f"{exp}; ceiling {off.ceiling_tok_s:,.1f} tok/s (every byte at its "
                   "device's peak). The host part is at the memory's peak bandwidth (no fitted fraction): an upper "
                   "bound on that side")
+    if fit is not None:
+        t.add_row("fit (1024 MiB margin)", _fit_words(fit))
     for n in led.notes:
         t.add_row("note", n)
     console.print(t)
+
+
+def _fit_words(fit) -> str:
+    budget = f"{fit.budget_bytes / MiB:,.0f} MiB for llama.cpp"
+    if fit.how == "none":
+        return f"nothing fits in {budget}, not even with every layer on the host"
+    if fit.how == "as asked":
+        where = "as asked"
+    elif fit.how == "n_cpu_moe":
+        where = f"--n-cpu-moe {fit.settings.n_cpu_moe} (routed experts of the first layers on the host)"
+    else:
+        where = f"--gpu-layers {fit.ledger.gpu_layers}"
+    ctx = (f"; the largest context with it: {fit.max_context_tokens:,} tokens" if fit.max_context_tokens
+           else "; no context of 256 tokens fits beside it")
+    return f"{where} fits in {budget}{ctx}"

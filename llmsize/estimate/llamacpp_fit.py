@@ -1,0 +1,71 @@
+"""Fitting a GGUF model on one card the way llama.cpp's `--fit` does: keep a margin of free memory (its
+`--fit-target`, 1024 MiB by default), and when the model does not fit, move weights to the host: the routed
+experts of the first layers for a MoE model (`--n-cpu-moe N`: attention and the dense parts stay on the GPU),
+else whole layers (`-ngl`, the last layers stay on the GPU); then the largest context that still fits.
+
+The card's free memory is taken as its total (what CUDA reports where the catalog has it) less `reserve_bytes`
+(the backend's own context and whatever else runs on the card); llama.cpp measures it at start-up instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from llmsize.catalog.schema import GpuSpec, ModelSpec
+from llmsize.estimate.llamacpp_memory import EXPERTS, CTX_PAD, LlamaCppLedger, LlamaCppSettings, llamacpp_ledger
+
+FIT_TARGET_BYTES = 1024 * 2**20  # llama.cpp --fit-target default: 1024 MiB of margin per device
+
+
+@dataclass(frozen=True)
+class FitResult:
+    how: str  # "as asked", "n_cpu_moe", "gpu_layers", "none"
+    settings: LlamaCppSettings
+    ledger: LlamaCppLedger
+    budget_bytes: int
+    max_context_tokens: int | None  # the largest -c (per all slots) with this placement; None if none fits
+
+
+def _fits(led: LlamaCppLedger, budget: int) -> bool:
+    return led.gpu_total_bytes <= budget
+
+
+def fit_split(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int]], s: LlamaCppSettings,
+              card_bytes: int, reserve_bytes: int = 0) -> FitResult:
+    budget = card_bytes - reserve_bytes - FIT_TARGET_BYTES
+    led = llamacpp_ledger(model, gpu, tensors, s)
+    how = "as asked"
+    if not _fits(led, budget):
+        n_layer = model.num_layers
+        if any(EXPERTS.match(n) for n, _ in tensors):
+            candidates = [(replace(s, gpu_layers=None, n_cpu_moe=n), "n_cpu_moe") for n in range(1, n_layer + 1)]
+        else:
+            candidates = []
+        candidates += [(replace(s, gpu_layers=n, n_cpu_moe=0), "gpu_layers") for n in range(n_layer, -1, -1)]
+        how = "none"
+        for cand, kind in candidates:
+            trial = llamacpp_ledger(model, gpu, tensors, cand)
+            if _fits(trial, budget):
+                s, led, how = cand, trial, kind
+                break
+    return FitResult(how, s, led, budget, _max_context(model, gpu, tensors, s, budget) if how != "none" else None)
+
+
+def _max_context(model, gpu, tensors, s: LlamaCppSettings, budget: int) -> int | None:
+    """The largest -c, in steps of 256 per slot, whose ledger fits; capped at the model's positions per slot."""
+    slots = max(1, s.parallel)
+    top = model.max_position_embeddings // CTX_PAD * CTX_PAD * slots
+
+    def ok(ctx: int) -> bool:
+        return _fits(llamacpp_ledger(model, gpu, tensors, replace(s, ctx_size=ctx)), budget)
+
+    step = CTX_PAD * slots
+    if not ok(step):
+        return None
+    lo, hi = 1, top // step  # in steps
+    if ok(hi * step):
+        return hi * step
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if ok(mid * step) else (lo, mid)
+    return lo * step

@@ -1,0 +1,77 @@
+"""A plan's llama.cpp (or Ollama) side: the start-up ledger of its GGUF file, the offload speed when part of it
+is in host memory, and the split llama.cpp's --fit margin allows. Ollama allocates num_ctx for each of
+OLLAMA_NUM_PARALLEL slots (its llama.cpp runner gets -c num_ctx x num_parallel, one stream a slot) and leaves
+flash attention off unless OLLAMA_FLASH_ATTENTION is set."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmsize.errors import InvalidValueError
+from llmsize.estimate.host_memory import HostMemory
+from llmsize.estimate.llamacpp_fit import FitResult, fit_split
+from llmsize.estimate.llamacpp_memory import LlamaCppLedger, LlamaCppSettings, gguf_file_tensors, llamacpp_ledger
+from llmsize.estimate.offload import OffloadSpeed, offload_speed
+
+
+@dataclass(frozen=True)
+class LlamaCppOptions:
+    """The CLI's llama.cpp options, as given."""
+
+    context: int
+    parallel: int = 1
+    kv_unified: bool = False
+    cache_type_k: str = "f16"
+    cache_type_v: str = "f16"
+    flash_attn: str | None = None  # on | off | auto | None (the engine's default)
+    ubatch_size: int = 512
+    swa_full: bool = False
+    gpu_layers: int | None = None
+    n_cpu_moe: int = 0
+    cpu_moe: bool = False
+
+
+@dataclass(frozen=True)
+class LlamaCppPlan:
+    ledger: LlamaCppLedger
+    offload: OffloadSpeed | None
+    fit: FitResult | None
+
+
+def settings(engine: str, o: LlamaCppOptions, n_layer: int) -> LlamaCppSettings:
+    fa = (o.flash_attn or ("off" if engine == "ollama" else "on")) != "off"
+    return LlamaCppSettings(ctx_size=o.context * o.parallel if engine == "ollama" else o.context,
+                            parallel=o.parallel, kv_unified=o.kv_unified and engine != "ollama",
+                            cache_type_k=o.cache_type_k.lower(), cache_type_v=o.cache_type_v.lower(), flash_attn=fa,
+                            ubatch_size=o.ubatch_size, swa_full=o.swa_full, gpu_layers=o.gpu_layers,
+                            n_cpu_moe=n_layer if o.cpu_moe else o.n_cpu_moe)
+
+
+def file_tensors(plan, exact) -> list[tuple[str, int]]:
+    """The GGUF file's own tensors, or those of the file llama-quantize would write for the plan's format."""
+    if exact is not None and exact.tensors:
+        return list(exact.tensors)
+    return gguf_file_tensors(plan.card_model or plan.model, plan.fmt.id)
+
+
+def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory | None, constants,
+                  card_bytes: int, fit: bool = False, format_class: str = "kquant") -> LlamaCppPlan:
+    if plan.inputs.tp * plan.inputs.pp > 1:
+        raise InvalidValueError(f"--engine {engine} plans one GPU; --tp/--pp split across cards is not modelled "
+                                "for it.", "Drop --tp/--pp, or use --engine vllm for a split.")
+    model, gpu = plan.model, plan.gpu
+    tensors = file_tensors(plan, exact)
+    s = settings(engine, o, model.num_layers)
+    found = fit_split(model, gpu, tensors, s, card_bytes) if fit else None
+    if found is not None and found.how != "none":
+        s = found.settings  # run as the fit placed it
+    led = llamacpp_ledger(model, gpu, tensors, s, engine)
+    embd = next((b for n, b in tensors if n == "token_embd.weight"), 0)
+    if led.devices[-1].model_bytes <= embd:  # only the embedding on the host: nothing offloaded
+        return LlamaCppPlan(led, None, found)
+    if host is None:
+        led.notes.append("part of the model is in host memory: give --host-memory (e.g. DDR5-6000x2) or "
+                         "--host-bandwidth-gb-s for its decode speed")
+        return LlamaCppPlan(led, None, found)
+    return LlamaCppPlan(led, offload_speed(model, gpu, led, tensors, o.context, host, constants, format_class),
+                        found)

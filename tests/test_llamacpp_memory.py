@@ -287,3 +287,25 @@ def test_a_bad_host_platform_entry_is_refused(tmp_path, run_cli):
                                   "sources: [mine]\n")
     code, out, err = run_cli("hosts", "--catalog", str(tmp_path))
     assert code == 2 and "96.0 GB/s" in err and "Traceback" not in err
+
+
+def test_fit_moves_experts_then_layers_and_finds_the_largest_context(catalog):
+    from llmsize.estimate.llamacpp_fit import FIT_TARGET_BYTES, fit_split
+    from llmsize.render.llamacpp_report import card_bytes
+
+    def fit(model, quant, gpu, **kw):
+        m, g = catalog.model(model), catalog.gpu(gpu)
+        return fit_split(m, g, gguf_file_tensors(m, quant), LlamaCppSettings(**kw), card_bytes(g))
+
+    small = fit("qwen3-4b", "gguf-q4_k_m", "rtx4090", ctx_size=4096)
+    assert small.how == "as asked" and small.max_context_tokens == 40960  # capped at the model's positions
+    moe = fit("gpt-oss-120b", "gguf-mxfp4_moe", "rtx3090", ctx_size=4096)
+    assert moe.how == "n_cpu_moe" and 20 <= moe.settings.n_cpu_moe <= 30
+    assert moe.ledger.gpu_total_bytes <= moe.budget_bytes == card_bytes(catalog.gpu("rtx3090")) - FIT_TARGET_BYTES
+    one_fewer = llamacpp_ledger(catalog.model("gpt-oss-120b"), catalog.gpu("rtx3090"),
+                                gguf_file_tensors(catalog.model("gpt-oss-120b"), "gguf-mxfp4_moe"),
+                                LlamaCppSettings(ctx_size=4096, n_cpu_moe=moe.settings.n_cpu_moe - 1))
+    assert one_fewer.gpu_total_bytes > moe.budget_bytes  # the fewest experts moved
+    dense = fit("llama-3.1-70b", "gguf-q4_k_m", "rtx4090", ctx_size=4096)
+    assert dense.how == "gpu_layers" and 30 < dense.ledger.gpu_layers < 80 and dense.max_context_tokens >= 4096
+    assert fit("llama-3.1-70b", "gguf-q4_k_m", "rtx4090", ctx_size=4096, gpu_layers=80).how == "gpu_layers"

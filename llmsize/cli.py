@@ -267,20 +267,21 @@ def plan(
     if not p.budget.weights_fit:  # name a bigger card: only now is the whole hardware catalog parsed
         p = make_plan(m, g, inputs, candidates=cat.hardware.all(), exact=exact, notes=notes, warnings=warnings)
     ledger = llama = None
+    host = _host_memory(host_memory, host_bandwidth_gb_s, cat)
+    if not p.budget.weights_fit:
+        lever = _offload_lever(p, exact, host, cat)
+        if lever:
+            p.diagnosis.levers.append(lever)
     if emit in ("llama-server", "ollama"):
         if engine not in (None, "llamacpp", "ollama"):
             raise InvalidValueError(f"--emit {emit} is llama.cpp's command, and --engine {engine} is not llama.cpp.",
                                     "Drop --engine, or use --engine llamacpp (or ollama).")
         engine = engine or ("ollama" if emit == "ollama" else "llamacpp")
     if engine in ("llamacpp", "ollama"):
-        from llmsize.estimate.host_memory import host_memory as _host
         from llmsize.estimate.llamacpp_plan import LlamaCppOptions
 
         o = LlamaCppOptions(context, parallel, kv_unified, cache_type_k, cache_type_v, flash_attn, ubatch_size,
                             swa_full, gpu_layers, n_cpu_moe, cpu_moe)
-        from llmsize.estimate.host_memory import platforms
-
-        host = _host(host_memory, host_bandwidth_gb_s, platforms(cat.hosts.all()) if host_memory else None)
         llama = _llamacpp(p, exact, engine, o, host, cat, fit)
     elif engine is not None:
         from llmsize.estimate.engines import EngineInputs, engine_ledger
@@ -339,15 +340,34 @@ def plan(
 
         render_expected(expected, p, _console())
 
-def _llamacpp(p, exact, engine, options, host, cat, fit):
+def _llamacpp_constants(p, cat):
     from llmsize.estimate.expected import backend, constants
+
+    spec = next((r for r in cat.runtimes.all() if r.id == "llamacpp"), None)
+    return constants(spec, backend(p.gpu)) if spec is not None and backend(p.gpu) else None
+
+
+def _host_memory(spec, bandwidth_gb_s, cat):
+    from llmsize.estimate.host_memory import host_memory, platforms
+
+    return host_memory(spec, bandwidth_gb_s, platforms(cat.hosts.all()) if spec else None)
+
+
+def _offload_lever(p, exact, host, cat):
+    from llmsize.estimate.llamacpp_plan import offload_lever
+    from llmsize.estimate.speed import format_class
+    from llmsize.render.llamacpp_report import card_bytes
+
+    return offload_lever(p, exact, card_bytes(p.gpu), host, _llamacpp_constants(p, cat), format_class(p.fmt.id))
+
+
+def _llamacpp(p, exact, engine, options, host, cat, fit):
     from llmsize.estimate.llamacpp_plan import llamacpp_plan
     from llmsize.estimate.speed import format_class
     from llmsize.render.llamacpp_report import card_bytes
 
-    spec = next((r for r in cat.runtimes.all() if r.id == "llamacpp"), None)
-    c = constants(spec, backend(p.gpu)) if spec is not None and backend(p.gpu) else None
-    return llamacpp_plan(p, exact, engine, options, host, c, card_bytes(p.gpu), fit, format_class(p.fmt.id))
+    return llamacpp_plan(p, exact, engine, options, host, _llamacpp_constants(p, cat), card_bytes(p.gpu), fit,
+                         format_class(p.fmt.id))
 
 
 def _stages(pp: int | None, nodes: int | None) -> int:

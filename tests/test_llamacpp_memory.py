@@ -309,3 +309,18 @@ def test_fit_moves_experts_then_layers_and_finds_the_largest_context(catalog):
     dense = fit("llama-3.1-70b", "gguf-q4_k_m", "rtx4090", ctx_size=4096)
     assert dense.how == "gpu_layers" and 30 < dense.ledger.gpu_layers < 80 and dense.max_context_tokens >= 4096
     assert fit("llama-3.1-70b", "gguf-q4_k_m", "rtx4090", ctx_size=4096, gpu_layers=80).how == "gpu_layers"
+
+
+def test_a_gguf_model_that_does_not_fit_gets_an_offload_lever(run_cli):
+    base = ("plan", "gpt-oss-120b", "--gpu", "rtx3090", "--quant", "gguf-mxfp4_moe", "--json")
+    code, out, err = run_cli(*base)
+    assert code == 0, err
+    levers = json.loads(out)["diagnosis"]["levers"]
+    lever = next(x for x in levers if x.startswith("Offload with llama.cpp"))
+    assert "--n-cpu-moe" in lever and "--host-memory" in lever
+    code, out, err = run_cli(*base, "--host-memory", "ryzen-9000")
+    lever = next(x for x in json.loads(out)["diagnosis"]["levers"] if x.startswith("Offload with llama.cpp"))
+    assert "tok/s with ryzen-9000" in lever
+    # not a GGUF format: no llama.cpp lever
+    code, out, err = run_cli("plan", "gpt-oss-120b", "--gpu", "rtx3090", "--json")
+    assert not any(x.startswith("Offload with llama.cpp") for x in json.loads(out)["diagnosis"]["levers"])

@@ -75,3 +75,28 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
         return LlamaCppPlan(led, None, found)
     return LlamaCppPlan(led, offload_speed(model, gpu, led, tensors, o.context, host, constants, format_class),
                         found)
+
+
+def offload_lever(plan, exact, card_bytes: int, host: HostMemory | None, constants,
+                  format_class: str = "kquant") -> str | None:
+    """The diagnosis's lever for a GGUF model that does not fit the card: the split llama.cpp's --fit margin
+    allows, and its decode speed where the host memory is known."""
+    if not (plan.fmt.id.startswith("gguf-") or (exact is not None and exact.tensors)):
+        return None
+    if plan.inputs.tp * plan.inputs.pp > 1:
+        return None
+    model, gpu = plan.model, plan.gpu
+    tensors = file_tensors(plan, exact)
+    found = fit_split(model, gpu, tensors, settings("llamacpp", LlamaCppOptions(plan.inputs.context_tokens),
+                                                    model.num_layers), card_bytes)
+    if found.how == "none":
+        return "Offload with llama.cpp: not even the output and the cache fit beside llama.cpp's 1 GiB margin."
+    split = (f"--n-cpu-moe {found.settings.n_cpu_moe}" if found.how == "n_cpu_moe"
+             else f"--gpu-layers {found.ledger.gpu_layers}")
+    words = (f"Offload with llama.cpp: {split} keeps {found.ledger.gpu_total_bytes / 2**30:.1f} GiB on the card "
+             f"(`--engine llamacpp --fit`)")
+    if host is None:
+        return words + "; its speed depends on the host memory (--host-memory DDR5-6000x2)."
+    off = offload_speed(model, gpu, found.ledger, tensors, plan.inputs.context_tokens, host, constants, format_class)
+    speed = f"{off.decode_tok_s:.1f}" if off.decode_tok_s else f"at most {off.ceiling_tok_s:.1f}"
+    return words + f", decoding at {speed} tok/s with {host.name}."

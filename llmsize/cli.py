@@ -49,6 +49,7 @@ from llmsize.options import (
     GpuUtilOpt,
     HostBandwidthOpt,
     HostMemoryOpt,
+    HostRamOpt,
     HubFileOpt,
     HubOpt,
     IdOpt,
@@ -74,6 +75,7 @@ from llmsize.options import (
     NodesOpt,
     NonTorchOpt,
     not_one_of,
+    OnePerModelOpt,
     OverheadOpt,
     ParallelOpt,
     PpOpt,
@@ -88,6 +90,7 @@ from llmsize.options import (
     SegmentOpt,
     SwaFullOpt,
     TokensOpt,
+    TopOpt,
     TpAutoOpt,
     TpOpt,
     UbatchOpt,
@@ -686,6 +689,61 @@ def gpus(
         _print_json([gpu_row(g) for g in items])
     else:
         render_gpus(items, _console())
+
+
+@_command("fit")
+def fit_cmd(
+    gpu: GpuOpt = "",
+    context: ContextOpt = 4096,
+    runtime: RuntimeOpt = None,
+    host_memory: HostMemoryOpt = None,
+    host_bandwidth_gb_s: HostBandwidthOpt = None,
+    host_ram_gib: HostRamOpt = None,
+    one_per_model: OnePerModelOpt = False,
+    top: TopOpt = 30,
+    as_json: JsonOpt = False,
+    catalog: CatalogOpt = None,
+):
+    """Which catalog models fit this card, in which format, and how fast: ranked by expected decode tok/s.
+
+    llama.cpp (the default on consumer and Apple cards) tries the GGUF file types and, where a model does not
+    fit, the offload split its --fit would take (give --host-memory for that speed); the other runtimes try the
+    release format, fp8, AWQ and NVFP4.
+
+    Examples:
+
+    \b
+      llmsize fit --gpu rtx5060ti
+      llmsize fit --gpu rtx3090 --context 32768 --host-memory ryzen-9000
+      llmsize fit --gpu h100 --runtime vllm --json
+    """
+    from llmsize.estimate.expected import resolve_runtime
+    from llmsize.estimate.model_fit import fit_models
+    from llmsize.render.llamacpp_report import card_bytes
+    from llmsize.render.model_fit_report import fit_rows_to_dicts, render_fit
+
+    if not gpu:
+        raise InvalidValueError("Missing option --gpu.", "Name a card: `llmsize gpus` lists them.")
+    cat = _catalog(catalog)
+    g = cat.gpu(gpu)
+    host = _host_memory(host_memory, host_bandwidth_gb_s, cat)
+    rid = resolve_runtime(runtime)[0] if runtime else ("vllm" if g.segment == "datacenter" else "llamacpp")
+    runtimes = {r.id: r for r in cat.runtimes.all()}
+
+    class _P:  # the llama.cpp constants' lookup needs only the card
+        pass
+
+    probe = _P()
+    probe.gpu = g
+    rows, skipped = fit_models(cat.models.all(), g, rid, context, runtimes, card_bytes(g), host,
+                               _llamacpp_constants(probe, cat),
+                               None if host_ram_gib is None else host_ram_gib * GiB, one_per_model)
+    if as_json:
+        _print_json({"gpu": g.id, "runtime": rid, "context_tokens": context,
+                     "host_memory": host.name if host else None, "rows": fit_rows_to_dicts(rows),
+                     "skipped": skipped})
+    else:
+        render_fit(rows[:top], g, rid, context, host, skipped, len(rows), _console())
 
 
 @_command()

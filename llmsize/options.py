@@ -193,6 +193,11 @@ HostBandwidthOpt = Annotated[Optional[float], _opt("--host-bandwidth-gb-s", help
                                                    show_default=False)]
 LlamaFitOpt = Annotated[bool, _opt("--fit", help="llama.cpp: place the model as its --fit would with its 1024 MiB "
                                    "margin (experts, then layers, to the host) and give the largest context.")]
+HostRamOpt = Annotated[Optional[float], _opt("--host-ram-gib", help="System RAM free for offloaded weights, GiB: "
+                                            "placements needing more are dropped.", callback=float_range(0, 1e6),
+                                            show_default=False)]
+OnePerModelOpt = Annotated[bool, _opt("--one-per-model", help="Keep each model's highest-quality format that fits.")]
+TopOpt = Annotated[int, _opt("--top", help="Show this many rows (JSON has them all).", callback=int_range(1, 10000))]
 CalibrateOpt = Annotated[Optional[Path], _opt("--calibrate", help="Your own run: a `llmsize measure --save` file, "
                                               "`llama-bench -o json|jsonl|csv` output or a `vllm bench serve "
                                               "--save-result` JSON; it replaces the fitted constants' level for "

@@ -1,0 +1,119 @@
+"""Which catalog models fit one machine, and how fast: every model in every format its runtime loads, fully on
+the card or (llama.cpp) partly in host memory, ranked by expected decode speed at batch 1.
+
+For llama.cpp the placement is its start-up ledger with --fit's margin (llamacpp_fit.fit_split): weights, KV cache
+at --context, compute and output buffers; a model that does not fit moves experts, then layers, to the host, and
+its speed is the offload model's (which needs the host memory). For the other runtimes the placement is the
+plan's budget (--gpu-util, --overhead-gib). The context column is the longest one sequence can hold there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmsize.catalog.schema import GpuSpec, ModelSpec
+from llmsize.errors import LlmsizeError
+from llmsize.estimate.host_memory import HostMemory
+
+# the formats each runtime loads, best quality first (a model's own release format is added for vLLM/SGLang)
+FIT_FORMATS = {
+    "llamacpp": ("gguf-q8_0", "gguf-q6_k", "gguf-q5_k_m", "gguf-q4_k_m", "gguf-q3_k_m", "gguf-q2_k"),
+    "mlx": ("mlx-8bit", "mlx-6bit", "mlx-4bit", "mlx-3bit"),
+    "graph": ("bf16", "fp8", "awq-int4-g128", "nvfp4"),
+}
+
+
+@dataclass(frozen=True)
+class FitRow:
+    model: str
+    format: str
+    bits_per_weight: float
+    placement: str  # "full", "--n-cpu-moe N", "--gpu-layers N"
+    context_tokens: int | None  # the longest context one sequence can hold with this placement
+    expected_tok_s: float | None
+    expected_low: float | None
+    expected_high: float | None
+    ceiling_tok_s: float | None
+    weights_bytes: float
+    host_bytes: float = 0.0  # what the host must hold beside the card: weights, cache and buffers left there
+    note: str | None = None
+
+
+def _formats(runtime: str, model: ModelSpec) -> tuple[str, ...]:
+    if runtime in FIT_FORMATS:
+        return FIT_FORMATS[runtime]
+    own = model.release.quant
+    return tuple(dict.fromkeys((own, *FIT_FORMATS["graph"])))
+
+
+def _llamacpp_row(model, gpu, fid, context, host, card_bytes, llama_constants, runtimes,
+                  host_ram_bytes=None) -> FitRow | None:
+    from llmsize.estimate.expected import expect
+    from llmsize.estimate.llamacpp_fit import fit_split
+    from llmsize.estimate.llamacpp_memory import LlamaCppSettings, gguf_file_tensors
+    from llmsize.estimate.offload import offload_speed
+    from llmsize.estimate.plan import PlanInputs, make_plan
+    from llmsize.estimate.speed import format_class
+
+    tensors = gguf_file_tensors(model, fid)
+    found = fit_split(model, gpu, tensors, LlamaCppSettings(ctx_size=context), card_bytes)
+    if found.how == "none" or found.max_context_tokens is None or found.max_context_tokens < context:
+        return None
+    weights = sum(b for _, b in tensors)
+    plan = make_plan(model, gpu, PlanInputs(quant=fid, context_tokens=context), search_fit=False)
+    bits = float(plan.weights.bits_per_weight)
+    if found.how == "as asked":
+        e = expect(plan, runtimes, "llamacpp").expected
+        return FitRow(model.id, fid, bits, "full", found.max_context_tokens, e.tok_s if e else None,
+                      e.tok_s_low if e else None, e.tok_s_high if e else None, plan.decode_ceiling_tok_s, weights)
+    split = (f"--n-cpu-moe {found.settings.n_cpu_moe}" if found.how == "n_cpu_moe"
+             else f"--gpu-layers {found.ledger.gpu_layers}")
+    cpu = found.ledger.devices[-1]
+    on_host = cpu.model_bytes + cpu.kv_bytes + cpu.recurrent_bytes + cpu.compute_bytes
+    if host_ram_bytes is not None and on_host > host_ram_bytes:
+        return None
+    if host is None:
+        return FitRow(model.id, fid, bits, split, found.max_context_tokens, None, None, None, None, weights,
+                      on_host, "offloaded: speed needs --host-memory")
+    off = offload_speed(model, gpu, found.ledger, tensors, context, host, llama_constants, format_class(fid))
+    return FitRow(model.id, fid, bits, split, found.max_context_tokens, off.decode_tok_s, None, None,
+                  off.ceiling_tok_s, weights, on_host, "offloaded: the host side at its peak bandwidth")
+
+
+def _plan_row(model, gpu, fid, context, runtime, runtimes) -> FitRow | None:
+    from llmsize.estimate.expected import expect
+    from llmsize.estimate.plan import PlanInputs, make_plan
+
+    plan = make_plan(model, gpu, PlanInputs(quant=fid, context_tokens=context), search_fit=False)
+    if not plan.budget.weights_fit or plan.max_context.tokens < context:
+        return None
+    e = expect(plan, runtimes, runtime).expected
+    return FitRow(model.id, fid, float(plan.weights.bits_per_weight), "full", plan.max_context.tokens,
+                  e.tok_s if e else None, e.tok_s_low if e else None, e.tok_s_high if e else None,
+                  plan.decode_ceiling_tok_s, plan.weights.bytes_total)
+
+
+def fit_models(models: list[ModelSpec], gpu: GpuSpec, runtime: str, context: int, runtimes: dict,
+               card_bytes: int, host: HostMemory | None = None, llama_constants=None,
+               host_ram_bytes: float | None = None, one_per_model: bool = False) -> tuple[list[FitRow], int]:
+    """(rows, how many model/format pairs could not be planned), fastest expected first. `host_ram_bytes` drops
+    offloaded placements the host cannot hold; `one_per_model` keeps each model's most bits per weight."""
+    rows, skipped = [], 0
+    for m in models:
+        for fid in _formats(runtime, m):
+            try:
+                row = (_llamacpp_row(m, gpu, fid, context, host, card_bytes, llama_constants, runtimes, host_ram_bytes)
+                       if runtime == "llamacpp" else _plan_row(m, gpu, fid, context, runtime, runtimes))
+            except LlmsizeError:
+                skipped += 1  # a format this architecture has no rule for (e.g. a GGUF mix of an SSM)
+                continue
+            if row is not None:
+                rows.append(row)
+    if one_per_model:
+        best: dict[str, FitRow] = {}
+        for r in rows:
+            if r.model not in best or r.bits_per_weight > best[r.model].bits_per_weight:
+                best[r.model] = r
+        rows = list(best.values())
+    rows.sort(key=lambda r: (r.expected_tok_s is None, -(r.expected_tok_s or 0.0), -r.bits_per_weight))
+    return rows, skipped

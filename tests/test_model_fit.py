@@ -1,0 +1,49 @@
+"""`llmsize fit`: which catalog models fit one card, ranked by expected speed."""
+
+from __future__ import annotations
+
+import json
+
+
+def test_fit_ranks_models_by_expected_speed_and_offloads_only_with_llamacpp(run_cli):
+    code, out, err = run_cli("fit", "--gpu", "rtx3090", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["runtime"] == "llamacpp" and d["skipped"] == 0
+    rows = d["rows"]
+    speeds = [r["expected_tok_s"] for r in rows if r["expected_tok_s"] is not None]
+    assert speeds == sorted(speeds, reverse=True)
+    full = {(r["model"], r["format"]) for r in rows if r["placement"] == "full"}
+    assert ("qwen3-8b", "gguf-q4_k_m") in full and ("llama-3.1-70b", "gguf-q4_k_m") not in full
+    off = next(r for r in rows if r["model"] == "gpt-oss-120b")
+    assert off["placement"].startswith("--n-cpu-moe") and off["expected_tok_s"] is None
+    assert "--host-memory" in off["note"] and off["host_bytes"] > 30 * 2**30
+    # every full row's context holds at least the asked 4,096 tokens
+    assert all(r["context_tokens"] >= 4096 for r in rows)
+
+
+def test_fit_with_host_memory_and_ram_limit(run_cli):
+    code, out, err = run_cli("fit", "--gpu", "rtx3090", "--host-memory", "ryzen-9000", "--host-ram-gib", "32",
+                             "--one-per-model", "--json")
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    assert len({r["model"] for r in rows}) == len(rows)
+    assert all(r["host_bytes"] <= 32 * 2**30 for r in rows)
+    assert all(r["expected_tok_s"] is not None for r in rows)
+    assert not any(r["model"] == "qwen3-235b-a22b" for r in rows)  # ~60 GiB left on the host
+
+
+def test_fit_on_a_datacenter_card_uses_vllm_formats(run_cli):
+    code, out, err = run_cli("fit", "--gpu", "h100-sxm", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["runtime"] == "vllm" and all(r["placement"] == "full" for r in d["rows"])
+    assert {r["format"] for r in d["rows"]} <= {"bf16", "fp8", "awq-int4-g128", "nvfp4", "mxfp4", "fp8-block128",
+                                                "fp16", "fp32"}
+
+
+def test_fit_bad_input_is_one_line(run_cli):
+    for args, needle in ((["--gpu", "rtx9999"], "rtx9999"), ([], "--gpu"), (["--gpu", "rtx3090", "--top", "0"],
+                                                                          "--top")):
+        code, out, err = run_cli("fit", *args)
+        assert code == 2 and needle in err and "Traceback" not in err and out == ""

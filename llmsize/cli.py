@@ -97,6 +97,7 @@ from llmsize.options import (
     UsersOpt,
     VendorOpt,
     WarmupOpt,
+    WiredLimitOpt,
 )
 from llmsize.units import GiB
 
@@ -207,6 +208,7 @@ def plan(
     pp: PpOpt = None,
     nodes: NodesOpt = None,
     node_link_gb_s: NodeLinkOpt = 50.0,
+    wired_limit_gb: WiredLimitOpt = None,
     emit: EmitOpt = None,
     engine: EngineOpt = None,
     max_model_len: MaxModelLenOpt = None,
@@ -265,7 +267,8 @@ def plan(
     inputs = PlanInputs(quant=quant, scope=scope, kv_dtype=kv_dtype.lower(), context_tokens=context, batch=batch,
                         prompt_tokens=prompt, gpu_util=gpu_util, overhead_bytes=overhead_gib * GiB,
                         compute_precision=compute, tp=tp, pp=_stages(pp, nodes), nodes=nodes,
-                        node_link_gb_s=node_link_gb_s)
+                        node_link_gb_s=node_link_gb_s,
+                        wired_limit_bytes=None if wired_limit_gb is None else wired_limit_gb * GiB)
     p = make_plan(m, g, inputs, exact=exact, notes=notes, warnings=warnings)
     if not p.budget.weights_fit:  # name a bigger card: only now is the whole hardware catalog parsed
         p = make_plan(m, g, inputs, candidates=cat.hardware.all(), exact=exact, notes=notes, warnings=warnings)
@@ -361,7 +364,7 @@ def _offload_lever(p, exact, host, cat):
     from llmsize.estimate.speed import format_class
     from llmsize.render.llamacpp_report import card_bytes
 
-    return offload_lever(p, exact, card_bytes(p.gpu), host, _llamacpp_constants(p, cat), format_class(p.fmt.id))
+    return offload_lever(p, exact, card_bytes(p.gpu, p.inputs.wired_limit_bytes), host, _llamacpp_constants(p, cat), format_class(p.fmt.id))
 
 
 def _llamacpp(p, exact, engine, options, host, cat, fit):
@@ -369,7 +372,8 @@ def _llamacpp(p, exact, engine, options, host, cat, fit):
     from llmsize.estimate.speed import format_class
     from llmsize.render.llamacpp_report import card_bytes
 
-    return llamacpp_plan(p, exact, engine, options, host, _llamacpp_constants(p, cat), card_bytes(p.gpu), fit,
+    return llamacpp_plan(p, exact, engine, options, host, _llamacpp_constants(p, cat),
+                         card_bytes(p.gpu, p.inputs.wired_limit_bytes), fit,
                          format_class(p.fmt.id))
 
 
@@ -699,6 +703,7 @@ def fit_cmd(
     host_memory: HostMemoryOpt = None,
     host_bandwidth_gb_s: HostBandwidthOpt = None,
     host_ram_gib: HostRamOpt = None,
+    wired_limit_gb: WiredLimitOpt = None,
     one_per_model: OnePerModelOpt = False,
     top: TopOpt = 30,
     as_json: JsonOpt = False,
@@ -735,9 +740,10 @@ def fit_cmd(
 
     probe = _P()
     probe.gpu = g
-    rows, skipped = fit_models(cat.models.all(), g, rid, context, runtimes, card_bytes(g), host,
+    wired = None if wired_limit_gb is None else wired_limit_gb * GiB
+    rows, skipped = fit_models(cat.models.all(), g, rid, context, runtimes, card_bytes(g, wired), host,
                                _llamacpp_constants(probe, cat),
-                               None if host_ram_gib is None else host_ram_gib * GiB, one_per_model)
+                               None if host_ram_gib is None else host_ram_gib * GiB, one_per_model, wired)
     if as_json:
         _print_json({"gpu": g.id, "runtime": rid, "context_tokens": context,
                      "host_memory": host.name if host else None, "rows": fit_rows_to_dicts(rows),

@@ -197,6 +197,10 @@ HostRamOpt = Annotated[Optional[float], _opt("--host-ram-gib", help="System RAM 
                                             "placements needing more are dropped.", callback=float_range(0, 1e6),
                                             show_default=False)]
 OnePerModelOpt = Annotated[bool, _opt("--one-per-model", help="Keep each model's highest-quality format that fits.")]
+WiredLimitOpt = Annotated[Optional[float], _opt("--wired-limit-gb", help="Unified memory: what the GPU may use, GiB "
+                                               "(a Mac's recommendedMaxWorkingSetSize as llama.cpp prints it, or "
+                                               "the iogpu.wired_limit_mb you set); default: Metal's share by RAM.",
+                                               callback=float_range(0, 1e6, True), show_default=False)]
 TopOpt = Annotated[int, _opt("--top", help="Show this many rows (JSON has them all).", callback=int_range(1, 10000))]
 CalibrateOpt = Annotated[Optional[Path], _opt("--calibrate", help="Your own run: a `llmsize measure --save` file, "
                                               "`llama-bench -o json|jsonl|csv` output or a `vllm bench serve "

@@ -49,9 +49,11 @@ def check_budget_inputs(gpu_util: float, overhead_bytes: float) -> None:
 
 
 def memory_budget(gpu: GpuSpec, weights_bytes: float, gpu_util: float = DEFAULT_GPU_UTIL,
-                  overhead_bytes: float = DEFAULT_OVERHEAD_BYTES) -> MemoryBudget:
+                  overhead_bytes: float = DEFAULT_OVERHEAD_BYTES, usable_bytes: int | None = None) -> MemoryBudget:
+    """`usable_bytes`: what the GPU may use where that is not its memory (a unified machine's share,
+    estimate/unified.py); default the card's memory."""
     check_budget_inputs(gpu_util, overhead_bytes)
-    return MemoryBudget(gpu.memory_bytes, gpu_util, weights_bytes, overhead_bytes)
+    return MemoryBudget(usable_bytes or gpu.memory_bytes, gpu_util, weights_bytes, overhead_bytes)
 
 
 @dataclass(frozen=True)

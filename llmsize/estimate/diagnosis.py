@@ -9,12 +9,14 @@ from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.estimate.capacity import max_concurrent_sequences, memory_budget
 from llmsize.estimate.kv import kv_bytes
 from llmsize.estimate.quant import FORMATS, QuantFormat
+from llmsize.estimate.unified import usable_memory
 from llmsize.estimate.weights import weight_bytes
 from llmsize.units import GB
 
 # Formats tried, largest first, when the weights do not fit.
 SMALLER_FORMATS = ("fp8", "nvfp4", "mxfp4", "int4-g128", "gguf-q3_k_m", "gguf-q2_k")
 SMALLER_KV = ("fp8", "nvfp4")
+MACOS_KEEP_BYTES = 8 * 2**30  # what a raised wired limit should still leave macOS (llmsize's margin, not Apple's)
 
 
 @dataclass(frozen=True)
@@ -31,7 +33,8 @@ def _fits(model: ModelSpec, gpu: GpuSpec, fmt: QuantFormat, scope: str, p: dict)
     """KV budget left on `gpu` with `fmt`; > one sequence at the context means it fits."""
     inputs = p["inputs"]
     w = weight_bytes(model, fmt, scope).bytes_total
-    return memory_budget(gpu, w, inputs.gpu_util, inputs.overhead_bytes).kv_budget_bytes
+    usable = usable_memory(gpu, inputs.wired_limit_bytes).bytes
+    return memory_budget(gpu, w, inputs.gpu_util, inputs.overhead_bytes, usable).kv_budget_bytes
 
 
 def _one_sequence_bytes(p: dict) -> float:
@@ -52,6 +55,7 @@ def _weights_levers(p: dict, candidates: list[GpuSpec]) -> tuple[list[str], int]
             levers.append(f"Quantize: in {fid} ({float(f.bits_per_weight):g} bits) the weights fit, "
                           f"leaving {left / GB:.1f} GB for the KV cache.")
             break
+    levers += _wired_limit_lever(p, need)
     bigger = sorted(
         (c for c in candidates if c.id != gpu.id and _fits(model, c, fmt, p["scope"], p) > need),
         key=lambda c: (c.memory_bytes, -c.bandwidth_gb_s),
@@ -76,6 +80,23 @@ def _weights_levers(p: dict, candidates: list[GpuSpec]) -> tuple[list[str], int]
     elif p.get("card_model") is None:
         levers.append(f"More cards: no split of up to 256 x {gpu.id} holds it (or the card has no link).")
     return levers, cards
+
+
+def _wired_limit_lever(p: dict, one_sequence_bytes: float) -> list[str]:
+    """On a Mac, a model above Metal's working set but within the RAM loads and pages every token: it does not
+    fit as is, but raising the GPU's limit makes it fit."""
+    gpu, inputs = p["gpu"], p["inputs"]
+    if gpu.vendor != "Apple" or inputs.wired_limit_bytes is not None:
+        return []
+    w = (p.get("weights_card") or p["weights"]).bytes_total
+    need = (w + inputs.overhead_bytes + one_sequence_bytes) / inputs.gpu_util
+    ram = gpu.memory_bytes
+    if need > ram - MACOS_KEEP_BYTES:
+        return []
+    mib = int(-(-need // 2**20))
+    return [f"Above Metal's working set, within the RAM: as is it loads and pages every token. Raise the GPU's "
+            f"limit, `sudo sysctl iogpu.wired_limit_mb={mib}` (until reboot), and plan with --wired-limit-gb "
+            f"{mib / 1024:.1f}: {(ram - need) / GB:.1f} GB stay with macOS."]
 
 
 def _kv_levers(p: dict) -> list[str]:

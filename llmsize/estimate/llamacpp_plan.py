@@ -69,6 +69,12 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
     embd = next((b for n, b in tensors if n == "token_embd.weight"), 0)
     if led.devices[-1].model_bytes <= embd:  # only the embedding on the host: nothing offloaded
         return LlamaCppPlan(led, None, found)
+    from llmsize.estimate.unified import is_unified
+
+    if is_unified(gpu):
+        led.notes.append(f"{gpu.id} shares one memory between CPU and GPU: layers left to the CPU read the same "
+                         "memory at the same bandwidth, and they count against the same RAM")
+        return LlamaCppPlan(led, None, found)
     if host is None:
         led.notes.append("part of the model is in host memory: give --host-memory (e.g. DDR5-6000x2) or "
                          "--host-bandwidth-gb-s for its decode speed")
@@ -83,6 +89,10 @@ def offload_lever(plan, exact, card_bytes: int, host: HostMemory | None, constan
     allows, and its decode speed where the host memory is known."""
     if not (plan.fmt.id.startswith("gguf-") or (exact is not None and exact.tensors)):
         return None
+    from llmsize.estimate.unified import is_unified
+
+    if is_unified(plan.gpu):
+        return None  # the host's RAM is the GPU's: nothing to offload to
     if plan.inputs.tp * plan.inputs.pp > 1:
         return None
     model, gpu = plan.model, plan.gpu

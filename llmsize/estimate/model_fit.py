@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import LlmsizeError
 from llmsize.estimate.host_memory import HostMemory
+from llmsize.estimate.unified import is_unified
 
 # the formats each runtime loads, best quality first (a model's own release format is added for vLLM/SGLang)
 FIT_FORMATS = {
@@ -47,7 +48,7 @@ def _formats(runtime: str, model: ModelSpec) -> tuple[str, ...]:
 
 
 def _llamacpp_row(model, gpu, fid, context, host, card_bytes, llama_constants, runtimes,
-                  host_ram_bytes=None) -> FitRow | None:
+                  host_ram_bytes=None, wired_limit_bytes=None) -> FitRow | None:
     from llmsize.estimate.expected import expect
     from llmsize.estimate.llamacpp_fit import fit_split
     from llmsize.estimate.llamacpp_memory import LlamaCppSettings, gguf_file_tensors
@@ -60,12 +61,15 @@ def _llamacpp_row(model, gpu, fid, context, host, card_bytes, llama_constants, r
     if found.how == "none" or found.max_context_tokens is None or found.max_context_tokens < context:
         return None
     weights = sum(b for _, b in tensors)
-    plan = make_plan(model, gpu, PlanInputs(quant=fid, context_tokens=context), search_fit=False)
+    plan = make_plan(model, gpu, PlanInputs(quant=fid, context_tokens=context, wired_limit_bytes=wired_limit_bytes),
+                     search_fit=False)
     bits = float(plan.weights.bits_per_weight)
     if found.how == "as asked":
         e = expect(plan, runtimes, "llamacpp").expected
         return FitRow(model.id, fid, bits, "full", found.max_context_tokens, e.tok_s if e else None,
                       e.tok_s_low if e else None, e.tok_s_high if e else None, plan.decode_ceiling_tok_s, weights)
+    if is_unified(gpu):
+        return None  # the CPU's layers would read the GPU's own memory: not an offload that pays
     split = (f"--n-cpu-moe {found.settings.n_cpu_moe}" if found.how == "n_cpu_moe"
              else f"--gpu-layers {found.ledger.gpu_layers}")
     cpu = found.ledger.devices[-1]
@@ -80,11 +84,12 @@ def _llamacpp_row(model, gpu, fid, context, host, card_bytes, llama_constants, r
                   off.ceiling_tok_s, weights, on_host, "offloaded: the host side at its peak bandwidth")
 
 
-def _plan_row(model, gpu, fid, context, runtime, runtimes) -> FitRow | None:
+def _plan_row(model, gpu, fid, context, runtime, runtimes, wired_limit_bytes=None) -> FitRow | None:
     from llmsize.estimate.expected import expect
     from llmsize.estimate.plan import PlanInputs, make_plan
 
-    plan = make_plan(model, gpu, PlanInputs(quant=fid, context_tokens=context), search_fit=False)
+    plan = make_plan(model, gpu, PlanInputs(quant=fid, context_tokens=context, wired_limit_bytes=wired_limit_bytes),
+                     search_fit=False)
     if not plan.budget.weights_fit or plan.max_context.tokens < context:
         return None
     e = expect(plan, runtimes, runtime).expected
@@ -95,15 +100,18 @@ def _plan_row(model, gpu, fid, context, runtime, runtimes) -> FitRow | None:
 
 def fit_models(models: list[ModelSpec], gpu: GpuSpec, runtime: str, context: int, runtimes: dict,
                card_bytes: int, host: HostMemory | None = None, llama_constants=None,
-               host_ram_bytes: float | None = None, one_per_model: bool = False) -> tuple[list[FitRow], int]:
+               host_ram_bytes: float | None = None, one_per_model: bool = False,
+               wired_limit_bytes: float | None = None) -> tuple[list[FitRow], int]:
     """(rows, how many model/format pairs could not be planned), fastest expected first. `host_ram_bytes` drops
     offloaded placements the host cannot hold; `one_per_model` keeps each model's most bits per weight."""
     rows, skipped = [], 0
     for m in models:
         for fid in _formats(runtime, m):
             try:
-                row = (_llamacpp_row(m, gpu, fid, context, host, card_bytes, llama_constants, runtimes, host_ram_bytes)
-                       if runtime == "llamacpp" else _plan_row(m, gpu, fid, context, runtime, runtimes))
+                row = (_llamacpp_row(m, gpu, fid, context, host, card_bytes, llama_constants, runtimes, host_ram_bytes,
+                                     wired_limit_bytes)
+                       if runtime == "llamacpp" else _plan_row(m, gpu, fid, context, runtime, runtimes,
+                                                               wired_limit_bytes))
             except LlmsizeError:
                 skipped += 1  # a format this architecture has no rule for (e.g. a GGUF mix of an SSM)
                 continue

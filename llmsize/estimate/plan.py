@@ -31,6 +31,7 @@ from llmsize.estimate.params import COMPONENTS, params_active, params_active_wit
 from llmsize.estimate.prefill import Prefill, prefill_time
 from llmsize.estimate.quant import QuantFormat, kv_dtype_bytes, quant_format
 from llmsize.estimate.weights import WeightBytes, check_scope, weight_bytes, weight_bytes_read
+from llmsize.estimate.unified import usable_memory
 from llmsize.units import GiB
 
 
@@ -50,6 +51,7 @@ class PlanInputs:
     nodes: int | None = None  # the user's node count (one stage per node); None: tp x pp packed into nodes
     node_link_gb_s: float = DEFAULT_NODE_LINK_GB_S
     gpus_per_node: int = DEFAULT_GPUS_PER_NODE
+    wired_limit_bytes: float | None = None  # a unified machine's GPU limit (Metal's working set), if known
 
 
 @dataclass(frozen=True)
@@ -165,7 +167,7 @@ def smallest_fit(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs) -> Fit | No
                      key=lambda c: (c[0] * c[1], c[0] > inputs.gpus_per_node, c[1]))
     fmt, scope = resolve_format(model, inputs.quant, inputs.scope)
     total = weight_bytes(model, fmt, scope).bytes_total
-    room = gpu.memory_bytes * inputs.gpu_util - inputs.overhead_bytes
+    room = usable_memory(gpu, inputs.wired_limit_bytes).bytes * inputs.gpu_util - inputs.overhead_bytes
     for tp, pp in options:
         if total / (tp * pp) > room:  # even a perfect split would not fit: skip the full plan
             continue
@@ -230,7 +232,8 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
             weights_read = lambda b: exact_read(b) * ratio  # noqa: E731
     kv = kv_bytes(model, inputs.context_tokens, inputs.kv_dtype)
     kv_card = kv_bytes(card_model, inputs.context_tokens, inputs.kv_dtype) if parallel else kv
-    budget = memory_budget(gpu, weights_card.bytes_total, inputs.gpu_util, inputs.overhead_bytes)
+    usable = usable_memory(gpu, inputs.wired_limit_bytes)
+    budget = memory_budget(gpu, weights_card.bytes_total, inputs.gpu_util, inputs.overhead_bytes, usable.bytes)
     ctx = max_context_tokens(card_model, inputs.kv_dtype, budget.kv_budget_bytes)
     seqs = max_concurrent_sequences(card_model, inputs.kv_dtype, inputs.context_tokens, budget.kv_budget_bytes)
     pool = kv_pool_tokens(kv_card.bytes_per_token, budget.kv_budget_bytes)
@@ -276,6 +279,9 @@ def assumptions(p: dict) -> list[str]:
     out.append(f"VRAM: the vendor's {gpu.memory_size:g} {gpu.memory_vendor_unit} read as "
                f"{gpu.memory_size:g} {gpu.memory_counts_as} = {gpu.memory_bytes:,} B, the rule for every card "
                f"(DRAM is binary); {driver}.")
+    usable = usable_memory(gpu, inputs.wired_limit_bytes)
+    if usable.unified:
+        out.append(f"Unified memory: the GPU may use {usable.basis}; the budget starts from that.")
     out.append(f"Budget: VRAM x {inputs.gpu_util:g} utilization, minus weights, minus "
                f"{inputs.overhead_bytes / GiB:g} GiB runtime overhead (activations, CUDA graphs, allocator; "
                "change with --overhead-gib).")

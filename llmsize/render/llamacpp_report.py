@@ -9,9 +9,14 @@ NAMES = {"llamacpp": "llama.cpp", "ollama": "Ollama (llama.cpp underneath)"}
 MiB = 2**20
 
 
-def card_bytes(gpu) -> int:
-    """What the card offers a CUDA/ROCm/Metal allocator: the CUDA total where known, else the reported total."""
-    return gpu.memory_cuda_bytes or gpu.memory_reported_bytes or gpu.memory_nominal_bytes
+def card_bytes(gpu, wired_limit_bytes: float | None = None) -> int:
+    """What the card offers a CUDA/ROCm/Metal allocator: the CUDA total where known, else the reported total; a
+    unified machine's GPU share (Metal's working set) where that is less."""
+    from llmsize.estimate.unified import usable_memory
+
+    usable = usable_memory(gpu, wired_limit_bytes)
+    own = gpu.memory_cuda_bytes or gpu.memory_reported_bytes or gpu.memory_nominal_bytes
+    return min(own, usable.bytes) if usable.unified else own
 
 
 def _offload_dict(led, gpu, off) -> dict:

@@ -1,0 +1,63 @@
+"""What the GPU of a unified-memory machine may use: not the RAM, its share.
+
+Apple silicon: Metal's recommendedMaxWorkingSetSize, which llama.cpp prints at start-up. Published logs of
+macOS 13-15 fit two fractions exactly: 2/3 of the RAM up to 32 GB (`recommendedMaxWorkingSetSize = 21845.34 MB`
+on a 32 GB M1 Max, ggml-org/llama.cpp#2011; 10922.67 on 16 GB) and 3/4 above (49152.00 on a 64 GB M1 Max,
+llama.cpp#1870; 73728 on a 96 GB M2 Max, llama.cpp#3213). Logs of macOS 26 print more (0.74-0.84 of the RAM), and
+`sudo sysctl iogpu.wired_limit_mb=N` raises it to N MiB (until reboot): pass what your log prints, or the limit
+you set, as --wired-limit-gb. A model above the working set but within the RAM loads and then pages every token:
+it does not fit, and the plan says how to raise the limit.
+
+NVIDIA DGX Spark and Jetson: CUDA's own total (the catalog's memory_cuda_bytes, where sourced); NVIDIA's DGX Spark
+playbooks run vLLM at --gpu-memory-utilization 0.8 and SGLang at --mem-fraction-static 0.75, since the OS and its
+page cache share the same memory. The host RAM of such a machine is this same memory: never an offload pool too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmsize.catalog.schema import GpuSpec
+from llmsize.errors import InvalidValueError
+from llmsize.units import GiB
+
+APPLE_SMALL_RAM_BYTES = 32 * GiB  # up to here 2/3 of the RAM, above 3/4 (recommendedMaxWorkingSetSize)
+APPLE_SMALL_SHARE = 2 / 3
+APPLE_LARGE_SHARE = 3 / 4
+
+
+@dataclass(frozen=True)
+class UsableMemory:
+    bytes: int
+    basis: str
+    unified: bool
+
+
+def is_unified(gpu: GpuSpec) -> bool:
+    return gpu.vendor == "Apple" or gpu.segment in ("desktop-soc", "edge")
+
+
+def usable_memory(gpu: GpuSpec, wired_limit_bytes: float | None = None) -> UsableMemory:
+    ram = gpu.memory_bytes
+    if wired_limit_bytes is not None:
+        if not is_unified(gpu):
+            raise InvalidValueError(f"--wired-limit-gb applies to unified-memory machines; {gpu.id} has its own "
+                                    "VRAM.", "Drop --wired-limit-gb (use --gpu-util for a discrete card).")
+        if wired_limit_bytes > ram:
+            raise InvalidValueError(f"--wired-limit-gb {wired_limit_bytes / GiB:g} is more than the "
+                                    f"{ram / GiB:g} GiB of {gpu.id}.", "Give at most the machine's RAM.")
+        return UsableMemory(int(wired_limit_bytes), f"the GPU's limit given by --wired-limit-gb "
+                                                    f"({wired_limit_bytes / GiB:g} GiB of {ram / GiB:g} GiB RAM)", True)
+    if gpu.vendor == "Apple":
+        share = APPLE_SMALL_SHARE if ram <= APPLE_SMALL_RAM_BYTES else APPLE_LARGE_SHARE
+        usable = int(ram * share)
+        return UsableMemory(usable, f"Metal's working set, {share:.3g} of the {ram / GiB:g} GiB RAM = "
+                                    f"{usable / GiB:.1f} GiB (recommendedMaxWorkingSetSize on macOS 13-15; newer "
+                                    "macOS gives more, and sysctl iogpu.wired_limit_mb raises it: --wired-limit-gb)",
+                            True)
+    if is_unified(gpu):
+        total = gpu.memory_cuda_bytes or ram
+        how = "what CUDA reports" if gpu.memory_cuda_bytes else "the RAM"
+        return UsableMemory(total, f"{how}, {total / GiB:.1f} GiB, shared with the OS (NVIDIA's DGX Spark "
+                                   "playbooks run vLLM at --gpu-memory-utilization 0.8)", True)
+    return UsableMemory(ram, "the card's VRAM", False)

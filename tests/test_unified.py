@@ -1,0 +1,50 @@
+"""Unified memory: the GPU's share of a Mac's or a Spark's RAM (llmsize/estimate/unified.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from llmsize.errors import InvalidValueError
+from llmsize.estimate.unified import usable_memory
+from llmsize.units import GiB
+
+
+def test_metal_working_set_follows_the_published_logs(catalog):
+    """recommendedMaxWorkingSetSize in llama.cpp logs of macOS 13-15 (MiB printed as "MB"): 10922.67 on a 16 GB
+    M1 (2/3), 49152.00 on a 64 GB M1 Max (llama.cpp#1870, 3/4), 73728 on a 96 GB M2 Max (llama.cpp#3213, 3/4)."""
+    for gpu, mib in (("m1", 10922.67), ("m1-max", 49152.0), ("m2-max", 73728.0)):
+        u = usable_memory(catalog.gpu(gpu))
+        assert u.unified and u.bytes / 2**20 == pytest.approx(mib, abs=0.01)
+    assert usable_memory(catalog.gpu("m1-max"), 56 * GiB).bytes == 56 * GiB  # --wired-limit-gb
+    with pytest.raises(InvalidValueError, match="more than"):
+        usable_memory(catalog.gpu("m1-max"), 80 * GiB)
+    with pytest.raises(InvalidValueError, match="own VRAM"):
+        usable_memory(catalog.gpu("rtx4090"), 10 * GiB)
+    d = usable_memory(catalog.gpu("rtx4090"))
+    assert not d.unified and d.bytes == catalog.gpu("rtx4090").memory_bytes
+
+
+def test_a_mac_plan_budgets_the_working_set_and_says_how_to_raise_it(run_cli):
+    # Qwen3-235B-A22B in Q3_K_M: 112.4 GB of weights, above an M4 Max's 96 GiB working set, within its 128 GiB
+    base = ("plan", "qwen3-235b-a22b", "--gpu", "m4-max", "--quant", "gguf-q3_k_m", "--json")
+    code, out, err = run_cli(*base)
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["diagnosis"]["saturates"] == "weights"
+    lever = next(x for x in d["diagnosis"]["levers"] if "iogpu.wired_limit_mb" in x)
+    assert "--wired-limit-gb" in lever
+    assert not any(x.startswith("Offload with llama.cpp") for x in d["diagnosis"]["levers"])
+    assert any("Metal's working set" in a for a in d["assumptions"])
+    code, out, err = run_cli(*base, "--wired-limit-gb", "119")
+    assert code == 0, err
+    assert json.loads(out)["diagnosis"]["saturates"] != "weights"
+
+
+def test_fit_on_a_mac_lists_no_offloaded_placements(run_cli):
+    code, out, err = run_cli("fit", "--gpu", "m4-max", "--json")
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    assert rows and all(r["placement"] == "full" for r in rows)
+    assert all(r["weights_bytes"] < 96 * GiB for r in rows)

@@ -114,7 +114,7 @@ def test_plan_engine_json(run_cli):
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--engine", "ollama"], "'--engine': `ollama` is not one of vllm, sglang, trtllm"),
+    (["--engine", "tgi"], "'--engine': `tgi` is not one of vllm, sglang, trtllm, llamacpp, ollama"),
     (["--engine", "vllm", "--block-size", "0"], "'--block-size': `0` is not an integer from 1"),
 ])
 def test_engine_errors(run_cli, args, needle):

@@ -252,7 +252,7 @@ def plan(
     if not gpu:
         raise InvalidValueError("Missing option --gpu.", "Name a card: `llmsize gpus` lists them.")
     cat = _catalog(catalog)
-    g = cat.gpu(gpu)
+    g = _gpu(cat, gpu)
     run = None
     if calibrate is not None:  # read before any work: a bad file is refused first
         from llmsize.importer.calibration import read_run
@@ -351,6 +351,17 @@ def _llamacpp_constants(p, cat):
 
     spec = next((r for r in cat.runtimes.all() if r.id == "llamacpp"), None)
     return constants(spec, backend(p.gpu)) if spec is not None and backend(p.gpu) else None
+
+
+def _gpu(cat, name: str):
+    """A catalog card, or with `local` this machine's, detected offline and said on stderr."""
+    if name.strip().lower() != "local":
+        return cat.gpu(name)
+    from llmsize.importer.local_machine import detect
+
+    found = detect(cat.hardware.all())
+    sys.stderr.write(f"--gpu local: {found.found} -> {found.gpu.id}\n")
+    return found.gpu
 
 
 def _host_memory(spec, bandwidth_gb_s, cat):
@@ -730,7 +741,7 @@ def fit_cmd(
     if not gpu:
         raise InvalidValueError("Missing option --gpu.", "Name a card: `llmsize gpus` lists them.")
     cat = _catalog(catalog)
-    g = cat.gpu(gpu)
+    g = _gpu(cat, gpu)
     host = _host_memory(host_memory, host_bandwidth_gb_s, cat)
     rid = resolve_runtime(runtime)[0] if runtime else ("vllm" if g.segment == "datacenter" else "llamacpp")
     runtimes = {r.id: r for r in cat.runtimes.all()}

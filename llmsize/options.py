@@ -100,7 +100,8 @@ CatalogOpt = Annotated[Optional[list[Path]], _opt(
     "--catalog", help="Extra catalog folder (holding hardware/ and/or models/); repeatable. Also read from "
     "$LLMSIZE_CATALOG.", show_default=False)]
 JsonOpt = Annotated[bool, _opt("--json", help="Print one JSON object instead of tables.")]
-GpuOpt = Annotated[str, _opt("--gpu", "-g", help="Card id or alias (see `llmsize gpus`).")]
+GpuOpt = Annotated[str, _opt("--gpu", "-g", help="Card id or alias (see `llmsize gpus`), or `local`: this "
+                              "machine's, detected offline (NVML, lspci/sysfs, sysctl).")]
 GpusOpt = Annotated[Optional[list[str]], _opt("--gpu", "-g", help="Card id; repeat for several.", show_default=False)]
 GpuListOpt = Annotated[Optional[str], _opt("--gpus", help="Comma-separated card ids; default: every card.",
                                            show_default=False)]

@@ -1,0 +1,75 @@
+"""`--gpu local`: this machine's card from what the system reports, offline (llmsize/importer/local_machine.py).
+The probes are replaced by the outputs real tools print."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from llmsize.errors import InvalidValueError
+from llmsize.importer import local_machine
+from llmsize.importer.local_machine import Probe, detect
+from llmsize.units import GiB
+
+
+class Fake(Probe):
+    def __init__(self, platform="linux", nvml=None, commands=None, files=None, vram=()):
+        self.platform, self._nvml, self._cmd, self._files, self._vram = platform, nvml, commands or {}, files or {}, vram
+
+    def nvml(self):
+        return self._nvml
+
+    def run(self, *cmd):
+        return self._cmd.get(" ".join(cmd))
+
+    def read(self, path):
+        return self._files.get(path)
+
+    def amd_vram_bytes(self):
+        return list(self._vram)
+
+
+MEMINFO = {"/proc/meminfo": "MemTotal:       65798844 kB\nMemFree:        1234 kB\n"}
+
+
+def test_nvml_names_the_card_and_meminfo_the_host(catalog):
+    d = detect(catalog.hardware.all(), Fake(nvml=[("NVIDIA GeForce RTX 4090", 25757220864)], files=MEMINFO))
+    assert d.gpu.id == "rtx4090" and d.host_ram_bytes == 65798844 * 1024 and "NVML" in d.found
+
+
+def test_lspci_and_sysfs_tell_two_amd_cards_apart(catalog):
+    line = ("03:00.0 VGA compatible controller: Advanced Micro Devices, Inc. [AMD/ATI] Navi 31 [Radeon RX 7900 XT/"
+            "7900 XTX/7900 GRE/7900M] (rev c8)\n")
+    xtx = detect(catalog.hardware.all(), Fake(commands={"lspci": line}, vram=[25753026560], files=MEMINFO))
+    xt = detect(catalog.hardware.all(), Fake(commands={"lspci": line}, vram=[21458059264], files=MEMINFO))
+    assert (xtx.gpu.id, xt.gpu.id) == ("rx7900xtx", "rx7900xt")
+
+
+def test_an_apple_chip_is_taken_with_this_macs_ram(catalog):
+    probe = Fake(platform="darwin", commands={
+        "sysctl -n machdep.cpu.brand_string": "Apple M2 Max\n", "sysctl -n hw.memsize": "68719476736\n",
+        "system_profiler SPDisplaysDataType": "Graphics/Displays:\n    Apple M2 Max:\n      Chipset Model: Apple M2 "
+                                              "Max\n      Total Number of Cores: 30\n"})
+    d = detect(catalog.hardware.all(), probe)
+    assert d.gpu.id == "m2-max-30" and d.gpu.memory_bytes == 64 * GiB and d.host_ram_bytes == 64 * GiB
+
+
+def test_nothing_found_or_not_in_the_catalog_is_one_line(catalog):
+    with pytest.raises(InvalidValueError, match="found no GPU"):
+        detect(catalog.hardware.all(), Fake(files=MEMINFO))
+    with pytest.raises(InvalidValueError, match="Quadro K420, not in the catalog"):
+        detect(catalog.hardware.all(), Fake(nvml=[("Quadro K420", 2 * GiB)]))
+
+
+def test_plan_and_fit_with_gpu_local(run_cli, monkeypatch):
+    fake = Fake(nvml=[("NVIDIA GeForce RTX 4090", 25757220864)], files=MEMINFO)
+    monkeypatch.setattr(local_machine, "Probe", lambda: fake)
+    code, out, err = run_cli("plan", "qwen3-8b", "--gpu", "local", "--json")
+    assert code == 0, err
+    assert json.loads(out)["gpu"]["id"] == "rtx4090" and "--gpu local: NVML: NVIDIA GeForce RTX 4090" in err
+    code, out, err = run_cli("fit", "--gpu", "local", "--top", "3")
+    assert code == 0 and "rtx4090" in out
+    monkeypatch.setattr(local_machine, "Probe", lambda: Fake())
+    code, out, err = run_cli("plan", "qwen3-8b", "--gpu", "local")
+    assert code == 2 and "found no GPU" in err and out == ""

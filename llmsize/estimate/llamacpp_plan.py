@@ -79,8 +79,17 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
         led.notes.append("part of the model is in host memory: give --host-memory (e.g. DDR5-6000x2) or "
                          "--host-bandwidth-gb-s for its decode speed")
         return LlamaCppPlan(led, None, found)
-    return LlamaCppPlan(led, offload_speed(model, gpu, led, tensors, o.context, host, constants, format_class),
-                        found)
+    from llmsize.estimate.expected import prefill_inputs
+    from llmsize.estimate.parallel import host_link
+    from llmsize.estimate.speed import prefill_time_s
+
+    link = host_link(gpu)
+    gpu_alone = prefill_time_s(prefill_inputs(plan, "llamacpp"), constants) if constants else None
+    if link is None:
+        led.notes.append(f"{gpu.id}'s PCIe link is not in the catalog: no prefill estimate under offload")
+    off = offload_speed(model, gpu, led, tensors, o.context, host, constants, format_class,
+                        (plan.prefill.prompt_tokens, gpu_alone), link.gb_s if link else None)
+    return LlamaCppPlan(led, off, found)
 
 
 def offload_lever(plan, exact, card_bytes: int, host: HostMemory | None, constants,

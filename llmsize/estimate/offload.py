@@ -8,6 +8,14 @@ device after the other:
         + (W_host + KV_host) / BW_host                                   the host part at the memory's peak
         + crossings x alpha_s[pcie]                                      a hand-off per device change
 
+Prefill: a ubatch of 32 tokens or more runs on the GPU, the host's weights copied there over PCIe for each ubatch
+(ggml-cuda's offload_op: batches of at least 32 move an op on host weights to the GPU), so
+
+    t_prefill = ceil(P / ubatch) x W_host_all / PCIe + the prompt's FLOPs at llama.cpp's prefill fraction
+
+with W_host_all every weight left on the host (all experts of a routed tensor, not the active ones): why a larger
+--ubatch-size speeds prefill up under --n-cpu-moe.
+
 W counts what one token reads: a routed expert tensor at top-k / experts of its bytes, the token embedding not at
 all (one row), everything else in full; KV the cache at the context's depth. The host part has no fitted
 fraction (too few published offload runs state their memory configuration), so it is an upper bound on the host
@@ -33,6 +41,8 @@ class OffloadSpeed:
     host_time_s: float
     crossings: int  # device changes per token
     host: HostMemory
+    prefill_s: float | None = None  # the prompt, weights crossing PCIe once per ubatch
+    pcie_gb_s: float | None = None
 
 
 def _expert_share(model: ModelSpec) -> list[float]:
@@ -89,8 +99,30 @@ def crossings(led: LlamaCppLedger, model: ModelSpec) -> int:
     return sum(a != b for a, b in zip(seq, seq[1:]))
 
 
+OFFLOAD_MIN_BATCH = 32  # ggml-cuda: ops on host weights run on the GPU from this batch size
+
+
+def host_weight_bytes(led: LlamaCppLedger, tensors: list[tuple[str, int]]) -> int:
+    """Every weight llama.cpp left in host memory except the token embedding (looked up, never multiplied)."""
+    embd = next((b for n, b in tensors if n == "token_embd.weight"), 0)
+    return max(0, led.devices[-1].model_bytes - embd)
+
+
+def offload_prefill_s(led: LlamaCppLedger, tensors: list[tuple[str, int]], prompt_tokens: int, pcie_gb_s: float,
+                      compute_s: float) -> float | None:
+    """`compute_s`: the prompt on the GPU alone (speed.prefill_time_s). None below the offload batch."""
+    ub = min(led.settings.ubatch_size, prompt_tokens)
+    if ub < OFFLOAD_MIN_BATCH:
+        return None
+    ubatches = -(-prompt_tokens // ub)
+    return ubatches * host_weight_bytes(led, tensors) / (pcie_gb_s * 1e9) + compute_s
+
+
 def offload_speed(model: ModelSpec, gpu: GpuSpec, led: LlamaCppLedger, tensors: list[tuple[str, int]],
-                  context_tokens: int, host: HostMemory, constants=None, format_class: str = "kquant") -> OffloadSpeed:
+                  context_tokens: int, host: HostMemory, constants=None, format_class: str = "kquant",
+                  prefill=None, pcie_gb_s: float | None = None) -> OffloadSpeed:
+    """`prefill`: (prompt tokens, seconds on the GPU alone) for the prefill estimate; `pcie_gb_s` the card's link
+    to the host, per direction."""
     g_bytes, h_bytes = read_bytes(model, led, tensors, context_tokens)
     bw = gpu.bandwidth_gb_s * 1e9
     host_s = h_bytes / host.bandwidth_bytes_per_s
@@ -105,4 +137,7 @@ def offload_speed(model: ModelSpec, gpu: GpuSpec, led: LlamaCppLedger, tensors: 
     gpu_s += gpu_layers * c.t_layer_s + c.t_step_s if gpu_layers else 0.0
     alpha = c.alpha_s.get("pcie", max(c.alpha_s.values(), default=0.0))
     t = gpu_s + host_s + n_cross * alpha
-    return OffloadSpeed(1.0 / t, ceiling, g_bytes, h_bytes, gpu_s, host_s, n_cross, host)
+    pre = None
+    if prefill is not None and prefill[1] is not None and pcie_gb_s:
+        pre = offload_prefill_s(led, tensors, prefill[0], pcie_gb_s, prefill[1])
+    return OffloadSpeed(1.0 / t, ceiling, g_bytes, h_bytes, gpu_s, host_s, n_cross, host, pre, pcie_gb_s)

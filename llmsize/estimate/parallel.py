@@ -59,6 +59,15 @@ def card_link(gpu: GpuSpec) -> Link | None:
     return None
 
 
+def host_link(gpu: GpuSpec) -> Link | None:
+    """The card's PCIe link to the host (what offloaded weights cross), from its interconnect text."""
+    m = re.search(r"PCIe\s*(?:Gen)?\s*(\d)(?:\.0)?\s*x(\d+)", gpu.interconnect or "")
+    if m and int(m.group(1)) in PCIE_GB_S_PER_LANE:
+        gen, lanes = int(m.group(1)), int(m.group(2))
+        return Link(PCIE_GB_S_PER_LANE[gen] * lanes, f"PCIe {gen}.0 x{lanes}", gpu.interconnect)
+    return None
+
+
 def _split(value: int, tp: int, what: str) -> int:
     if value % tp:
         raise InvalidValueError(f"--tp {tp} does not divide the {value} {what}.",

@@ -30,7 +30,8 @@ def _offload_dict(led, gpu, off) -> dict:
     out = {"devices": devices, "n_cpu_moe": led.settings.n_cpu_moe}
     if off is not None:
         out.update(decode_tok_s=off.decode_tok_s, decode_ceiling_tok_s=off.ceiling_tok_s, crossings=off.crossings,
-                   host_memory=off.host.name, host_basis=off.host.basis)
+                   host_memory=off.host.name, host_basis=off.host.basis, prefill_s=off.prefill_s,
+                   pcie_gb_s=off.pcie_gb_s)
     return out
 
 
@@ -107,6 +108,10 @@ def render_llamacpp(plan, gpu, console) -> None:
         t.add_row("decode, batch 1 (offload)", f"{exp}; ceiling {off.ceiling_tok_s:,.1f} tok/s (every byte at its "
                   "device's peak). The host part is at the memory's peak bandwidth (no fitted fraction): an upper "
                   "bound on that side")
+        if off.prefill_s:
+            t.add_row("prefill (offload)", f"{off.prefill_s * 1000:,.0f} ms for the prompt: the host's weights cross "
+                      f"PCIe ({off.pcie_gb_s:.1f} GB/s) once per ubatch of {led.settings.ubatch_size}; a larger "
+                      "--ubatch-size cuts the crossings")
     if fit is not None:
         t.add_row("fit (1024 MiB margin)", _fit_words(fit))
     for n in led.notes:

@@ -1,0 +1,62 @@
+"""llama.cpp with part of the model in host memory: llmsize's offload model (llmsize/estimate/offload.py) against
+published runs (tests/data/offload_runs.yaml).
+
+    python benchmarks/offload_speed.py
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import yaml  # noqa: E402
+
+from llmsize.catalog.loader import Catalog  # noqa: E402
+from llmsize.estimate.expected import backend, constants  # noqa: E402
+from llmsize.estimate.host_memory import host_memory, platforms  # noqa: E402
+from llmsize.estimate.llamacpp_plan import LlamaCppOptions, llamacpp_plan  # noqa: E402
+from llmsize.estimate.plan import PlanInputs, make_plan  # noqa: E402
+from llmsize.estimate.speed import format_class  # noqa: E402
+from llmsize.render.llamacpp_report import card_bytes  # noqa: E402
+
+RUNS = ROOT / "tests" / "data" / "offload_runs.yaml"
+
+
+def predicted(run: dict, cat: Catalog) -> float | None:
+    p = run["plan"]
+    g, m = cat.gpu(p["gpu"]), cat.model(p["model"])
+    prompt = p.get("prompt", 512)
+    context = p.get("context", prompt)
+    plan = make_plan(m, g, PlanInputs(quant=p["quant"], context_tokens=context, prompt_tokens=prompt),
+                     search_fit=False)
+    spec = next(r for r in cat.runtimes.all() if r.id == "llamacpp")
+    c = constants(spec, backend(g))
+    o = LlamaCppOptions(context, ubatch_size=p.get("ubatch", 512), n_cpu_moe=p.get("n_cpu_moe", 0),
+                        cpu_moe=p.get("cpu_moe", False), gpu_layers=p.get("gpu_layers"))
+    host = host_memory(p.get("host_memory", "DDR5-6000x2"), None, platforms(cat.hosts.all()))
+    lp = llamacpp_plan(plan, None, "llamacpp", o, host, c, card_bytes(g), False, format_class(p["quant"]))
+    if lp.offload is None:
+        return None
+    if run["kind"] == "prefill":
+        return prompt / lp.offload.prefill_s if lp.offload.prefill_s else None
+    return lp.offload.decode_tok_s
+
+
+def comparisons(cat: Catalog | None = None) -> list[tuple[str, str, float | None, float]]:
+    cat = cat or Catalog()
+    return [(r["id"], r["kind"], predicted(r, cat), float(r["tok_s"])) for r in yaml.safe_load(RUNS.read_text())]
+
+
+def main() -> int:
+    print(f"{'run':54} {'kind':8} {'predicted tok/s':>15} {'published':>10} {'error':>7}")
+    for rid, kind, pred, got in comparisons():
+        err = f"{(pred - got) / got * 100:+6.1f}%" if pred else "      -"
+        print(f"{rid:54} {kind:8} {pred or 0:15.1f} {got:10.1f} {err}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -257,3 +257,63 @@ def test_mutated_headers_never_raise_anything_but_one_line_errors(tmp_path):
             import_gguf(p)
         except LlmsizeError:
             pass
+
+
+def _hybrid(arch, ssm_meta, ssm_tensors, h=256):
+    m = Model(arch)
+    m.meta = {"block_count": 3, "embedding_length": h, "context_length": 8192, "feed_forward_length": 512,
+              "attention.head_count": 4, "attention.head_count_kv": [0, 0, 2], "attention.key_length": 64,
+              "expert_count": 8, "expert_used_count": 2, **ssm_meta}
+    m.t("token_embd.weight", (h, 512), Q.Q8_0)
+    m.t("blk.0.attn_norm.weight", (h,), Q.F32)
+    for name, ne, ty in ssm_tensors:
+        m.t("blk.0." + name, ne, ty)
+    m.t("blk.1.attn_norm.weight", (h,), Q.F32)
+    m.t("blk.1.ffn_gate_inp.weight", (h, 8), Q.F32)
+    m.t("blk.1.ffn_up_exps.weight", (h, 128, 8), Q.Q8_0)
+    m.t("blk.1.ffn_down_exps.weight", (128, h, 8), Q.Q8_0)
+    m.t("blk.2.attn_norm.weight", (h,), Q.F32)
+    m.t("blk.2.attn_q.weight", (h, 256), Q.Q8_0)
+    m.t("blk.2.attn_k.weight", (h, 128), Q.Q8_0)
+    m.t("blk.2.attn_v.weight", (h, 128), Q.Q8_0)
+    m.t("blk.2.attn_output.weight", (256, h), Q.Q8_0)
+    m.t("output_norm.weight", (h,), Q.F32)
+    m.t("output.weight", (h, 512), Q.Q8_0)
+    return m
+
+
+def test_mamba2_and_gated_delta_net_layers_come_from_the_ssm_keys(tmp_path, run_cli):
+    """nemotron_h: a Mamba-2 layer of 8 heads x 32 (inner 256), state 16, 2 groups, conv 4 (ssm_in 256 -> 2 x 256 +
+    2 x 2 x 16 + 8 = 584, conv1d over 256 + 64 = 320 channels); qwen3next: a gated delta-net of 2 key heads of 16
+    and 4 value heads of 32. Both plan, with their recurrent state in the KV line."""
+    mamba = _hybrid("nemotron_h", {"ssm.conv_kernel": 4, "ssm.state_size": 16, "ssm.group_count": 2,
+                                   "ssm.time_step_rank": 8, "ssm.inner_size": 256},
+                    [("ssm_in.weight", (256, 584), Q.Q8_0), ("ssm_conv1d.weight", (4, 320), Q.F32),
+                     ("ssm_conv1d.bias", (320,), Q.F32), ("ssm_a", (8,), Q.F32), ("ssm_d", (8,), Q.F32),
+                     ("ssm_dt.bias", (8,), Q.F32), ("ssm_norm.weight", (128, 2), Q.F32),
+                     ("ssm_out.weight", (256, 256), Q.Q8_0)])
+    spec = import_gguf(mamba.write(tmp_path / "tiny-nemotron-h.gguf")).spec
+    mixers = [g.mixer for g in spec.layer_groups for _ in range(g.count)]
+    assert mixers[0].kind == "ssm" and (mixers[0].num_heads, mixers[0].head_dim, mixers[0].state_size,
+                                        mixers[0].n_groups, mixers[0].conv_kernel) == (8, 32, 16, 2, 4)
+    assert mixers[0].conv_bias and mixers[1] is None and mixers[2].kind == "full"
+    code, out, err = run_cli("plan", str(tmp_path / "tiny-nemotron-h.gguf"), "--gpu", "rtx4090", "--json")
+    assert code == 0, err
+    kv = json.loads(out)["kv"]
+    # one Mamba-2 layer's state: conv (4 - 1) x 320 channels at the conv-state width + 8 x 32 x 16 values in F32
+    from llmsize.estimate.kv import CONV_STATE_BYTES
+
+    assert kv["bytes_per_sequence_by_kind"]["ssm"] == 3 * 320 * CONV_STATE_BYTES + 8 * 32 * 16 * 4
+    qnext = _hybrid("qwen3next", {"ssm.conv_kernel": 4, "ssm.state_size": 16, "ssm.group_count": 2,
+                                  "ssm.time_step_rank": 4, "ssm.inner_size": 128},
+                    [("ssm_in.weight", (256, 448), Q.Q8_0), ("ssm_conv1d.weight", (4, 192), Q.F32),
+                     ("ssm_a", (4,), Q.F32), ("ssm_dt", (4,), Q.F32), ("ssm_norm.weight", (32,), Q.F32),
+                     ("ssm_out.weight", (128, 256), Q.Q8_0)])
+    spec = import_gguf(qnext.write(tmp_path / "tiny-qwen3next.gguf")).spec
+    lin = spec.layer_groups[0].mixer
+    assert lin.kind == "linear" and (lin.num_key_heads, lin.num_value_heads, lin.key_head_dim,
+                                     lin.value_head_dim, lin.conv_kernel) == (2, 4, 16, 32, 4)
+    bad = _hybrid("mamba", {"ssm.conv_kernel": 4, "ssm.state_size": 16, "ssm.time_step_rank": 8,
+                            "ssm.inner_size": 256}, [("ssm_in.weight", (256, 512), Q.Q8_0)])
+    code, out, err = run_cli("plan", str(bad.write(tmp_path / "tiny-mamba1.gguf")), "--gpu", "rtx4090")
+    assert code == 2 and "Mamba-1" in err and "Traceback" not in err

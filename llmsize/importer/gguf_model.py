@@ -5,7 +5,8 @@ a fused attn_qkv, MLA's attn_kv_a_mqa / attn_kv_b, ssm_in, ffn_*_exps routed exp
 ffn_up / ffn_gate), and the counts the shapes cannot give from the metadata, by llama.cpp's keys
 (gguf-py/gguf/constants.py Keys: `{arch}.attention.head_count`, `.head_count_kv` (a number or one per layer),
 `.key_length`, `.value_length`, `.sliding_window`, `.kv_lora_rank`, `.q_lora_rank`, `{arch}.rope.dimension_count`,
-`{arch}.expert_used_count`, `{arch}.expert_shared_count`, `{arch}.context_length`).
+`{arch}.expert_used_count`, `{arch}.expert_shared_count`, `{arch}.context_length`, and for recurrent layers
+`{arch}.ssm.conv_kernel`, `.inner_size`, `.state_size`, `.time_step_rank`, `.group_count`).
 
 Which layers use the sliding window: the per-layer `{arch}.attention.sliding_window_pattern` when the file has it,
 else llama.cpp's fixed pattern for the architecture (src/llama-model.cpp `hparams.set_swa_pattern(n)`: layer il
@@ -21,6 +22,8 @@ from llmsize.importer.exact import ExactWeights
 from llmsize.importer.gguf_file import GgufError, GgufFile
 
 SWA_PATTERN = {"gemma2": 2, "gemma3": 6, "gpt-oss": 2, "cohere2": 4}
+LINEAR_ATTENTION_ARCHS = ("qwen3next",)  # ssm_* tensors holding a gated delta-net, not Mamba-2
+MAMBA1_ARCHS = ("mamba", "jamba", "falcon-mamba")
 MAX_LAYERS = 4096  # a model GGUF's block_count; beyond it the header is damaged (the largest models have ~200)
 LAYER = re.compile(r"^blk\.(\d+)\.(.+)$")
 COMPONENTS = [  # GGUF tensor name (without blk.N.) -> llmsize component; first match wins
@@ -82,6 +85,30 @@ def _sliding(g: GgufFile, n_layer: int) -> list[bool]:
     return [il % n < n - 1 for il in range(n_layer)]
 
 
+def _ssm(g: GgufFile, il: int, t: dict[str, tuple[int, ...]]) -> dict:
+    """A recurrent layer from llama.cpp's `{arch}.ssm.*` keys (gguf-py Keys.SSM: conv_kernel, inner_size,
+    state_size, time_step_rank, group_count). Qwen3-Next's gated delta-net: key heads = group_count of
+    state_size, value heads = time_step_rank of inner_size / time_step_rank. Mamba2 (mamba2, nemotron_h,
+    granitehybrid, falcon-h1): heads = time_step_rank of inner_size / heads, state_size, group_count groups.
+    llama.cpp keeps the recurrent state in F32. Mamba (v1) has no head structure llmsize models."""
+    if g.arch in MAMBA1_ARCHS:
+        raise GgufError(f"{g.files[0]}: layer {il} is a Mamba-1 layer ({g.arch}); llmsize models Mamba-2 and "
+                        "gated delta-net layers only.", "Plan the model's catalog entry if it has one.")
+    conv = _int(g, "ssm.conv_kernel", low=1, high=1024)
+    d_state = _int(g, "ssm.state_size", low=1, high=2**16)
+    heads = _int(g, "ssm.time_step_rank", low=1, high=2**16)
+    d_inner = _int(g, "ssm.inner_size", low=1, high=2**24)
+    groups = _int(g, "ssm.group_count", required=False, low=1, high=2**16) or 1
+    if d_inner % heads:
+        raise GgufError(f"{g.files[0]}: {g.arch}.ssm.inner_size {d_inner} is not a multiple of its "
+                        f"ssm.time_step_rank {heads}.", "The file's metadata is damaged.")
+    if g.arch in LINEAR_ATTENTION_ARCHS:
+        return {"kind": "linear", "num_key_heads": groups, "num_value_heads": heads, "key_head_dim": d_state,
+                "value_head_dim": d_inner // heads, "conv_kernel": conv}
+    return {"kind": "ssm", "num_heads": heads, "head_dim": d_inner // heads, "state_size": d_state,
+            "n_groups": groups, "conv_kernel": conv, "conv_bias": "ssm_conv1d.bias" in t, "state_dtype": "fp32"}
+
+
 def _layer(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], hidden: int, swa: bool) -> dict:
     spec: dict = {}
     norms = sum(1 for n, s in t.items() if "norm" in n and len(s) == 1 and s[0] == hidden)
@@ -120,8 +147,7 @@ def _layer(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], hidden: int, swa
             mixer["sinks"] = True
         spec["mixer"] = mixer
     elif "ssm_in.weight" in t:
-        raise GgufError(f"{g.files[0]}: layer {il} is a state-space layer (ssm_in); planning SSM layers from a GGUF "
-                        "is not supported yet.", "Plan the model's Hugging Face folder or its catalog entry.")
+        spec["mixer"] = _ssm(g, il, t)
     if "ffn_up_exps.weight" in t:
         ne0, inter, experts = (t["ffn_up_exps.weight"] + (1, 1))[:3]
         moe = {"kind": "moe", "num_experts": experts, "experts_per_token": _int(g, "expert_used_count"),

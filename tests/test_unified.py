@@ -48,3 +48,20 @@ def test_fit_on_a_mac_lists_no_offloaded_placements(run_cli):
     rows = json.loads(out)["rows"]
     assert rows and all(r["placement"] == "full" for r in rows)
     assert all(r["weights_bytes"] < 96 * GiB for r in rows)
+
+
+def test_strix_halo_starts_from_amdgpus_default_gtt(catalog, run_cli):
+    """amdgpu's default GTT is max(3 GiB, half the RAM): 64 GiB of a 128 GiB Strix Halo (a 128 GB machine logs
+    "63968M of GTT memory ready", antirez/ds4#475). gpt-oss-120b's ~63 GB of MXFP4 does not fit it; the lever
+    gives the ttm.pages_limit (GiB x 262144 pages) that would; with --wired-limit-gb 96 it fits."""
+    u = usable_memory(catalog.gpu("strix-halo"))
+    assert u.unified and u.bytes == 64 * GiB and "GTT" in u.basis
+    base = ("plan", "gpt-oss-120b", "--gpu", "strix-halo", "--quant", "gguf-mxfp4_moe", "--json")
+    code, out, err = run_cli(*base)
+    assert code == 0, err
+    d = json.loads(out)
+    lever = next(x for x in d["diagnosis"]["levers"] if "ttm.pages_limit" in x)
+    gib = int(lever.split("--wired-limit-gb ")[1].split(":")[0])
+    assert f"ttm.pages_limit={gib * 262144}" in lever
+    code, out, err = run_cli(*base, "--wired-limit-gb", str(gib))
+    assert json.loads(out)["diagnosis"]["saturates"] != "weights"

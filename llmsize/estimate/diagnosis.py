@@ -86,7 +86,8 @@ def _wired_limit_lever(p: dict, one_sequence_bytes: float) -> list[str]:
     """On a Mac, a model above Metal's working set but within the RAM loads and pages every token: it does not
     fit as is, but raising the GPU's limit makes it fit."""
     gpu, inputs = p["gpu"], p["inputs"]
-    if gpu.vendor != "Apple" or inputs.wired_limit_bytes is not None:
+    amd_soc = gpu.vendor == "AMD" and gpu.segment == "desktop-soc"
+    if not (gpu.vendor == "Apple" or amd_soc) or inputs.wired_limit_bytes is not None:
         return []
     w = (p.get("weights_card") or p["weights"]).bytes_total
     need = (w + inputs.overhead_bytes + one_sequence_bytes) / inputs.gpu_util
@@ -94,6 +95,12 @@ def _wired_limit_lever(p: dict, one_sequence_bytes: float) -> list[str]:
     if need > ram - MACOS_KEEP_BYTES:
         return []
     mib = int(-(-need // 2**20))
+    if amd_soc:
+        gib = -(-mib // 1024)
+        return [f"Above the GPU's default share (GTT), within the RAM. Raise it: the BIOS UMA Frame Buffer Size, or "
+                f"on Linux the kernel parameters `ttm.pages_limit={gib * 262144} ttm.page_pool_size={gib * 262144}` "
+                f"({gib} GiB), and plan with --wired-limit-gb {gib}: {(ram - gib * 2**30) / GB:.1f} GB stay with "
+                "the OS."]
     return [f"Above Metal's working set, within the RAM: as is it loads and pages every token. Raise the GPU's "
             f"limit, `sudo sysctl iogpu.wired_limit_mb={mib}` (until reboot), and plan with --wired-limit-gb "
             f"{mib / 1024:.1f}: {(ram - need) / GB:.1f} GB stay with macOS."]

@@ -8,6 +8,11 @@ llama.cpp#1870; 73728 on a 96 GB M2 Max, llama.cpp#3213). Logs of macOS 26 print
 you set, as --wired-limit-gb. A model above the working set but within the RAM loads and then pages every token:
 it does not fit, and the plan says how to raise the limit.
 
+AMD Strix Halo on Linux: amdgpu's GTT, "max(3G, 1/2 of system ram) by default" (kernel commit "drm/amdgpu: Adjust
+logic around GTT size (v3)", 2022; a 128 GB machine logs "63968M of GTT memory ready", antirez/ds4#475); the BIOS
+carve-out (UMA Frame Buffer Size) or ttm.pages_limit (GiB x 262144 pages) raise it: pass the result as
+--wired-limit-gb. On Windows shared GPU memory is about half the RAM, not tunable (the carve-out is the lever).
+
 NVIDIA DGX Spark and Jetson: CUDA's own total (the catalog's memory_cuda_bytes, where sourced); NVIDIA's DGX Spark
 playbooks run vLLM at --gpu-memory-utilization 0.8 and SGLang at --mem-fraction-static 0.75, since the OS and its
 page cache share the same memory. The host RAM of such a machine is this same memory: never an offload pool too.
@@ -24,6 +29,7 @@ from llmsize.units import GiB
 APPLE_SMALL_RAM_BYTES = 32 * GiB  # up to here 2/3 of the RAM, above 3/4 (recommendedMaxWorkingSetSize)
 APPLE_SMALL_SHARE = 2 / 3
 APPLE_LARGE_SHARE = 3 / 4
+AMD_GTT_MIN_BYTES = 3 * GiB  # "Set default GTT size to max(3G, 1/2 of system ram)" (drm/amdgpu, 2022)
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,11 @@ def usable_memory(gpu: GpuSpec, wired_limit_bytes: float | None = None) -> Usabl
                                     f"{usable / GiB:.1f} GiB (recommendedMaxWorkingSetSize on macOS 13-15; newer "
                                     "macOS gives more, and sysctl iogpu.wired_limit_mb raises it: --wired-limit-gb)",
                             True)
+    if gpu.vendor == "AMD" and is_unified(gpu):
+        gtt = max(AMD_GTT_MIN_BYTES, ram // 2)
+        return UsableMemory(gtt, f"amdgpu's default GTT on Linux, max(3 GiB, half the RAM) = {gtt / GiB:.1f} GiB of "
+                                 f"{ram / GiB:g} GiB; the BIOS carve-out (UMA Frame Buffer Size) or ttm.pages_limit "
+                                 "raise it: --wired-limit-gb", True)
     if is_unified(gpu):
         total = gpu.memory_cuda_bytes or ram
         how = "what CUDA reports" if gpu.memory_cuda_bytes else "the RAM"

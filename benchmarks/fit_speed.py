@@ -143,6 +143,7 @@ class GroupFit:
     alu_ops_per_weight: float = 0.0
     attn_cost: float = 0.0
     tile_cost: float = 0.0
+    t_step_v0_s: float = 0.0
 
     def constants(self, band=(1.0, 1.0), prefill_band=None) -> Constants:
         return Constants(
@@ -154,7 +155,7 @@ class GroupFit:
             rows_prefill=0, cards=0, basis="", fitted_classes=tuple(self.classes),
             prefill_band_low=prefill_band[0] if prefill_band else None,
             prefill_band_high=prefill_band[1] if prefill_band else None, alu_ops_per_weight=self.alu_ops_per_weight,
-            attn_cost=self.attn_cost, tile_cost=self.tile_cost)
+            attn_cost=self.attn_cost, tile_cost=self.tile_cost, t_step_v0_s=self.t_step_v0_s)
 
 
 def median(xs: list[float]) -> float:
@@ -180,7 +181,7 @@ def fit_group(runtime: str, be: str, rows: list[Observed]) -> GroupFit:
     classes = sorted(c for c, n in counts.items() if n >= MIN_ROWS_CLASS and len(sources[c]) >= MIN_SOURCES_CLASS)
     links = sorted({o.step.link for o in dec if o.step.collectives and o.step.link})
     names = [f"v:{c}" for c in classes] + ["v:other", "v_kv", "t_layer", "t_step", "t_moe"] + \
-            [f"alpha:{k}" for k in links] + ["alu", "attn", "tile"]
+            [f"alpha:{k}" for k in links] + ["alu", "attn", "tile", "v0"]
     a, b = [], []
     for o in dec:
         x, t = o.step, o.measured_s
@@ -193,6 +194,7 @@ def fit_group(runtime: str, be: str, rows: list[Observed]) -> GroupFit:
         row.append(dequant_time_s(x, UNIT_COSTS))  # seconds per unit of ops per weight
         row.append(attention_time_s(x, UNIT_COSTS) if runtime in VECTOR_ATTENTION else 0.0)  # per unit of attn_cost
         row.append(tile_time_s(x, UNIT_COSTS))  # per unit of tile_cost (zero for vector-kernel runtimes)
+        row.append(1.0 if x.engine_v0 else 0.0)  # vLLM's V0 engine: an extra cost per step
         a.append([r / t for r in row])
         b.append(1 - base / t)
     # fractions stay >= ETA_MIN (v <= 1/ETA_MIN - 1): a term the rows cannot pin must not swallow the others
@@ -214,7 +216,7 @@ def fit_group(runtime: str, be: str, rows: list[Observed]) -> GroupFit:
         theta["v_kv"] = v_default
     fit = GroupFit(runtime, be, classes, links, v, v_default, theta["v_kv"], theta["t_layer"], theta["t_step"],
                    theta["t_moe"], {k: theta[f"alpha:{k}"] for k in links}, {}, None, theta["alu"], theta["attn"],
-                   theta["tile"])
+                   theta["tile"], theta["v0"])
     fit_prefill(fit, pre)
     return fit
 
@@ -321,7 +323,7 @@ def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, 
         "eta_kv": r4(1 / (1 + fit.v_kv)),
         "t_layer_s": r4(fit.t_layer_s), "t_step_s": r4(fit.t_step_s), "t_moe_layer_s": r4(fit.t_moe_layer_s),
         "alu_ops_per_weight": r4(fit.alu_ops_per_weight), "attn_cost": r4(fit.attn_cost),
-        "tile_cost": r4(fit.tile_cost),
+        "tile_cost": r4(fit.tile_cost), "t_step_v0_s": r4(fit.t_step_v0_s),
         "alpha_s": {k: r4(v) for k, v in fit.alpha_s.items()},
         "eta_prefill": {c: r4(e) for c, e in fit.eta_prefill.items()},
         "eta_prefill_default": r4(fit.eta_prefill_default) if fit.eta_prefill_default else None,

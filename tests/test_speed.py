@@ -385,3 +385,24 @@ def test_bad_calibration_files_are_one_line(run_cli, tmp_path, content):
 
 def test_runtime_names_cover_every_runtime():
     assert set(RUNTIME_NAMES) == set(RUNTIMES)
+
+
+def test_vllm_v0_rows_carry_their_engine_cost_and_plans_do_not(catalog, runtimes):
+    """vLLM before 0.8 ran the V0 engine, which scheduled and sampled on the CPU between steps: its rows (Qwen's
+    vLLM 0.6.3 speed benchmark, vLLM 0.5.3 in vllm#6955) carry a fitted extra cost per step, a dataset covariate;
+    a plan is for the engine users run now, without it."""
+    from dataclasses import replace
+
+    from llmsize.estimate.expected import constants, step_inputs
+    from llmsize.estimate.observed import _vllm_v0
+    from llmsize.estimate.speed import decode_step_time_s
+
+    assert _vllm_v0("0.6.3") and _vllm_v0("v0.5.3.post1") and not _vllm_v0("0.11.0") and not _vllm_v0("0.8.0")
+    assert not _vllm_v0("0.10.1.1+381074ae")
+    c = constants(runtimes["vllm"], "cuda")
+    assert 0 < c.t_step_v0_s < 0.01
+    p = make_plan(catalog.model("qwen2.5-1.5b"), catalog.gpu("a100-80gb-sxm"), PlanInputs(quant="bf16"),
+                  search_fit=False)
+    x = step_inputs(p, p.decode_1, "vllm")
+    assert not x.engine_v0
+    assert decode_step_time_s(replace(x, engine_v0=True), c) == pytest.approx(decode_step_time_s(x, c) + c.t_step_v0_s)

@@ -54,6 +54,14 @@ def card_of(row: Row, cat) -> GpuSpec | str:
     return max(cards, key=lambda g: (g.bandwidth_gb_s, g.dense_tflops.fp16 or 0.0))
 
 
+def _vllm_v0(version: str) -> bool:
+    """A vLLM release before 0.8, whose V0 engine scheduled and sampled on the CPU between steps."""
+    from llmsize.estimate.engines import vllm_release
+
+    r = vllm_release(version.split("+")[0])
+    return r is not None and r[:2] < (0, 8)
+
+
 def _scaled(x, factor: float):
     from dataclasses import replace
 
@@ -99,6 +107,10 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
     factor = size / plan.weights.bytes_total if size else 1.0  # the file's real bytes (a GGUF mix, say)
     if row.kind == "decode":
         step = _scaled(step_inputs(plan, plan.decode_b, runtime), factor)
+        if runtime == "vllm" and row.runtime_version and _vllm_v0(row.runtime_version):
+            from dataclasses import replace
+
+            step = replace(step, engine_v0=True)
         ceiling = 1.0 / (step.weight_bytes / step.bandwidth_bytes_per_s + step.kv_bytes / step.bandwidth_bytes_per_s
                          + step.comm_time_s)
         return Observed(row, runtime, source_key, plan, step, None, t, ceiling)

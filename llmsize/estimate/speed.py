@@ -96,6 +96,7 @@ class StepInputs:
     vector_flop_per_s: float | None = None  # the card's FP32 (non-tensor) rate, where dequantizing runs
     attention_flops: float = 0.0  # the step's attention over the cache (QK and PV, all sequences, one card)
     tile_matmul_flops: float = 0.0  # the step's matmul FLOPs with the batch rounded up to the tensor-core tile
+    engine_v0: bool = False  # a vLLM V0-engine run (before 0.8): its per-step CPU costs, a dataset covariate only
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,7 @@ class Constants:
     alu_ops_per_weight: float = 0.0  # vector operations to unpack one quantized weight, at the FP32 rate
     attn_cost: float = 0.0  # FP32-rate FLOPs one attention FLOP costs at decode (1 / its fraction of the rate)
     tile_cost: float = 0.0  # seconds per second of tile matmul FLOPs at the card's dense peak (1 / its fraction)
+    t_step_v0_s: float = 0.0  # the vLLM V0 engine's extra cost per step (fitted on its rows; plans run V1)
 
     def eta_w(self, cls: str) -> float:
         return self.eta_weights.get(cls, self.eta_weights_default)
@@ -183,6 +185,8 @@ def decode_step_time_s(x: StepInputs, c: Constants) -> float:
     bw = x.bandwidth_bytes_per_s
     t = x.weight_bytes / (bw * c.eta_w(x.format_class)) + x.kv_bytes / (bw * c.eta_kv)
     t += x.layers * c.t_layer_s + c.t_step_s + x.moe_layers * c.t_moe_layer_s + dequant_time_s(x, c)
+    if x.engine_v0:
+        t += c.t_step_v0_s
     t += attention_time_s(x, c) + tile_time_s(x, c)
     if x.collectives and x.link:
         t += x.collectives * _alpha(c, x.link) + x.comm_time_s

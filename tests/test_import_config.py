@@ -31,6 +31,8 @@ TWINS = {
     "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4": "nemotron-3-nano-30b-a3b",
     "openai__gpt-oss-20b": "gpt-oss-20b", "openai__gpt-oss-120b": "gpt-oss-120b",
     "tiiuae__falcon-7b-instruct": "falcon-7b",
+    "Qwen__Qwen3.6-27B": "qwen3.6-27b", "Qwen__Qwen3.6-35B-A3B": "qwen3.6-35b-a3b", "Qwen__Qwen3.5-27B": "qwen3.5-27b",
+    "Qwen__Qwen3.5-9B": "qwen3.5-9b", "Qwen__Qwen2.5-14B": "qwen2.5-14b", "Qwen__Qwen2.5-0.5B": "qwen2.5-0.5b",
 }
 
 
@@ -39,7 +41,7 @@ def _decoder(spec):
 
 
 def test_every_shared_config_is_covered():
-    assert len(ALL) == 29
+    assert len(ALL) == 35
     assert {p.stem for p in ALL} - set(TWINS) == {
         "Qwen__Qwen3-235B-A22B", "Qwen__Qwen3-235B-A22B-FP8", "nvidia__Gemma-4-31B-IT-NVFP4",
         "nvidia__Nemotron-H-56B-Base-8K", "mistralai__Mistral-7B-Instruct-v0.3"}
@@ -71,6 +73,37 @@ def test_models_outside_the_catalog_match_their_model_cards(stem, total_b, activ
     spec = import_model(CONFIGS / f"{stem}.json", read_headers=False).spec
     assert params_comparable_to_official(spec) / 1e9 == pytest.approx(total_b, rel=0.01)
     assert params_active(spec) / 1e9 == pytest.approx(active_b, rel=0.03)
+
+
+def test_qwen35_hybrids_map_their_layer_types():
+    """Qwen3.6-27B: 64 layers, layer_types three gated delta-net layers (16 key heads, 48 value heads of 128,
+    conv 4, F32 state) then one gated full-attention layer (24 heads, 4 KV heads of 256); Qwen3.6-35B-A3B: 40
+    layers of 256 routed experts (8 a token) and one gated shared expert. An unknown model_type whose layer_types
+    holds such layers is refused, not mapped as a plain decoder."""
+    spec = import_model(CONFIGS / "Qwen__Qwen3.6-27B.json", read_headers=False).spec
+    kinds = [g.mixer.kind for g in spec.layer_groups for _ in range(g.count)]
+    assert kinds.count("linear") == 48 and kinds.count("full") == 16
+    lin = next(g.mixer for g in spec.layer_groups if g.mixer.kind == "linear")
+    full = next(g.mixer for g in spec.layer_groups if g.mixer.kind == "full")
+    assert (lin.num_key_heads, lin.num_value_heads, lin.key_head_dim, lin.value_head_dim, lin.conv_kernel,
+            lin.state_dtype) == (16, 48, 128, 128, 4, "fp32")
+    assert (full.num_attention_heads, full.num_key_value_heads, full.head_dim, full.output_gate,
+            full.qk_norm) == (24, 4, 256, True, True)
+    moe = import_model(CONFIGS / "Qwen__Qwen3.6-35B-A3B.json", read_headers=False).spec
+    mlp = moe.layer_groups[0].mlp
+    assert (mlp.num_experts, mlp.experts_per_token, mlp.num_shared_experts, mlp.shared_expert_gate) == (256, 8, 1, True)
+    assert sum(g.count for g in moe.layer_groups) == 40
+
+
+def test_an_unknown_hybrid_is_refused(tmp_path):
+    import json as _json
+
+    raw = _json.loads((CONFIGS / "Qwen__Qwen3.6-27B.json").read_text())
+    raw["text_config"]["model_type"] = "qwen9_hybrid_text"
+    raw["model_type"] = "qwen9_hybrid"
+    (tmp_path / "config.json").write_text(_json.dumps(raw))
+    with pytest.raises(Exception, match="linear_attention"):
+        import_model(tmp_path / "config.json", read_headers=False)
 
 
 @pytest.mark.parametrize("stem, quant, scope", [

@@ -382,7 +382,47 @@ def map_nemotron_h(c: _Cfg, model_type: str) -> Mapped:
     return Mapped({**_common(c, False), "layer_groups": _groups(specs)})
 
 
+def map_qwen3_hybrid(c: _Cfg, model_type: str) -> Mapped:
+    """Qwen3-Next and Qwen3.5/3.6 (transformers Qwen3NextConfig, Qwen3_5TextConfig, Qwen3_5MoeTextConfig): gated
+    delta-net layers (`linear_*` sizes) and, one in `full_attention_interval`, gated full attention with q/k norms,
+    as `layer_types` lists them; a dense MLP, or routed experts with one gated shared expert."""
+    layers, heads, kv = c.need("num_hidden_layers", "num_attention_heads", "num_key_value_heads")
+    types = c.layer_types(layers, ("linear_attention", "full_attention"))
+    if types is None:
+        every = c.get("full_attention_interval") or 4
+        types = ["full_attention" if (i + 1) % every == 0 else "linear_attention" for i in range(layers)]
+    kh, vh, kd, vd, conv = c.need("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+                                  "linear_value_head_dim", "linear_conv_kernel_dim")
+    state = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(c.get("mamba_ssm_dtype"), "fp32")
+    linear = {"kind": "linear", "num_key_heads": kh, "num_value_heads": vh, "key_head_dim": kd, "value_head_dim": vd,
+              "conv_kernel": conv, "state_dtype": state}
+    hd = c.get("head_dim") or c.need("hidden_size")[0] // heads
+    full = _attn("full", heads, kv, hd, qk_norm=True, output_gate=bool(c.get("attn_output_gate", True)))
+    if c.get("num_experts"):
+        experts, k, inter = c.need("num_experts", "num_experts_per_tok", "moe_intermediate_size")
+        mlp = {"kind": "moe", "num_experts": experts, "experts_per_token": k, "moe_intermediate_size": inter}
+        shared = c.get("shared_expert_intermediate_size")
+        if shared:
+            mlp.update(num_shared_experts=1, shared_expert_gate=True)
+            if shared != inter:
+                mlp["shared_intermediate_size"] = shared
+    else:
+        mlp = {"kind": "dense", "intermediate_size": c.need("intermediate_size")[0]}
+    specs = [{"mixer": linear if t == "linear_attention" else full, "mlp": mlp} for t in types]
+    notes = []
+    if c.get("mtp_num_hidden_layers"):
+        notes.append(f"{c.get('mtp_num_hidden_layers')} multi-token-prediction layer(s) in the checkpoint, not used "
+                     "by plain decoding: not counted")
+    return Mapped({**_common(c, False), "layer_groups": _groups(specs)}, notes)
+
+
 def map_generic(c: _Cfg, model_type: str) -> Mapped:
+    types = c.get("layer_types")
+    odd = sorted({t for t in types if t not in ("full_attention", "sliding_attention")}) if isinstance(types, list) else []
+    if odd:
+        raise ConfigError(f"{c.where}: model_type {model_type!r} is not known and its layer_types hold {odd[0]!r} "
+                          "layers, which a generic decoder cannot stand for.",
+                          "Plan a catalog entry of the model, or a GGUF of it.")
     missing = [k for k in STANDARD if c.get(k) is None]
     if missing:
         raise ConfigError(f"{c.where}: model_type {model_type!r} is not known and the config lacks "
@@ -404,6 +444,8 @@ MAPPERS = {
     "falcon": map_falcon, "deepseek_v2": map_deepseek, "deepseek_v3": map_deepseek, "gpt_oss": map_gpt_oss,
     "glm4_moe_lite": map_deepseek,  # transformers Glm4MoeLite: DeepSeek-V3's MLA + routed/shared experts
     "nemotron_h": map_nemotron_h,
+    "qwen3_next": map_qwen3_hybrid, "qwen3_5_text": map_qwen3_hybrid, "qwen3_5_moe_text": map_qwen3_hybrid,
+    "qwen3_5": map_qwen3_hybrid, "qwen3_5_moe": map_qwen3_hybrid,
 }
 
 
@@ -425,7 +467,9 @@ REQUIRED = {"falcon": ("hidden_size", "num_hidden_layers", "num_attention_heads"
             "deepseek_v2": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
             "deepseek_v3": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
             "glm4_moe_lite": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
-            "gpt_oss": CORE + ("num_local_experts", "num_experts_per_tok")}
+            "gpt_oss": CORE + ("num_local_experts", "num_experts_per_tok"),
+            **{t: ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
+               for t in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_5", "qwen3_5_moe")}}
 # fields a real config.json of the type leaves to its transformers class (google/gemma-3-27b-it's text_config has no
 # vocab_size: tests/data/hf-configs/SOURCES.yaml)
 # google/gemma-3-4b-it's text_config leaves its heads to the class too (its values are the class defaults)

@@ -302,6 +302,10 @@ def plan(
     from llmsize.estimate.expected import expect_for_cli
 
     expected = expect_for_cli(p, cat, runtime, run, None if calibrate is None else str(calibrate))
+    if llama is not None and llama.offload is not None and expected.expected is not None:
+        from llmsize.estimate.llamacpp_plan import with_offload_note
+
+        expected = with_offload_note(expected, llama)
     if emit in ("llama-server", "ollama"):
         from llmsize.render.emit_llamacpp import llama_server_command, ollama_modelfile
 

@@ -361,3 +361,12 @@ def test_offload_speeds_against_published_runs(catalog):
             assert pred > got
         if rid.endswith(("ub2048", "ub4096", "ub8192")):
             assert abs(pred - got) / got < 0.03
+
+
+def test_the_expected_block_points_to_the_offload_figure(run_cli):
+    code, out, err = run_cli("plan", "qwen3-30b-a3b", "--gpu", "rtx4080", "--quant", "gguf-q4_k_m", "--engine",
+                             "llamacpp", "--gpu-layers", "30", "--host-memory", "ryzen-9000", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    off = d["engine"]["offload"]["decode_tok_s"]
+    assert any(f"{off:.1f} tok/s" in n and "30 of 49 layers" in n for n in d["expected"]["notes"])

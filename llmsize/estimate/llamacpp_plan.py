@@ -119,3 +119,20 @@ def offload_lever(plan, exact, card_bytes: int, host: HostMemory | None, constan
     off = offload_speed(model, gpu, found.ledger, tensors, plan.inputs.context_tokens, host, constants, format_class)
     speed = f"{off.decode_tok_s:.1f}" if off.decode_tok_s else f"at most {off.ceiling_tok_s:.1f}"
     return words + f", decoding at {speed} tok/s with {host.name}."
+
+
+def with_offload_note(result, lp: LlamaCppPlan):
+    """The expected block is for the whole model on the card; say what the offloaded placement expects."""
+    from dataclasses import replace
+
+    off = lp.offload
+    speed = f"{off.decode_tok_s:.1f}" if off.decode_tok_s else f"at most {off.ceiling_tok_s:.1f}"
+    led = lp.ledger
+    parts = []
+    if led.gpu_layers <= led.n_layer:
+        parts.append(f"{led.gpu_layers} of {led.n_layer + 1} layers on it")
+    if led.settings.n_cpu_moe:
+        parts.append(f"the routed experts of {min(led.settings.n_cpu_moe, led.n_layer)} layers on the host")
+    note = (f"these figures put the whole model on the card; with {' and '.join(parts)}, llama.cpp is expected "
+            f"at {speed} tok/s (the ledger's offload line)")
+    return replace(result, expected=replace(result.expected, notes=(*result.expected.notes, note)))

@@ -269,10 +269,11 @@ def test_tensor_parallel_over_pcie_pays_latency_per_collective(catalog, runtimes
     assert two.tok_s < 2 * one.tok_s
 
 
-@pytest.mark.xfail(strict=True, reason="held out, not in the dataset: the fit expects 30.4 tok/s (band 18.4-36.5) for "
-                                       "the seed's 45; published vLLM NVFP4 runs on an RTX 5090 reach 41% of it")
 def test_seed_run_falls_in_the_band(run_cli):
-    """Seed 000: 45 tok/s measured for Gemma 4 12B NVFP4 under vLLM on an RTX 5060 Ti (4K context)."""
+    """Seed 000: 45 tok/s measured for Gemma 4 12B NVFP4 under vLLM on an RTX 5060 Ti (4K context), not in the
+    dataset. At dataset 3672dca the fit expects 33.6 tok/s, band 21.7-49.7 (vLLM+SGLang's held-out p10-p90): the
+    run is inside the band, 25% above the point estimate (published vLLM NVFP4 runs on an RTX 5090 reach 41% of
+    their ceiling, a vLLM 0.11 AWQ run on an RTX 5060 Ti 79%, the seed 86%)."""
     code, out, _ = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--runtime", "vllm", "--json")
     e = json.loads(out)["expected"]
     assert e["tok_s_low"] <= 45 <= e["tok_s_high"]

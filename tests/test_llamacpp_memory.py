@@ -27,16 +27,19 @@ def runtimes(catalog):
 
 
 def test_every_logged_buffer_is_predicted_within_its_tolerance(catalog):
-    """tests/data/llamacpp_logs.yaml (five published logs: DGX Spark, RTX 4080 SUPER, V100): model buffers per
-    device, KV, recurrent state, compute and output buffers. Flash-attention compute buffers are exact to the
-    printed 0.01 MiB; without flash attention the scores term is within 6% (Pythia 2.8B: 153.00 against 162.00,
-    the one miss of the issue's 5%); everything else within 1%."""
+    """tests/data/llamacpp_logs.yaml (six published logs: DGX Spark, RTX 4080 SUPER, V100, an unnamed card):
+    model buffers per device, KV, recurrent state, compute and output buffers. Flash-attention compute buffers on
+    the GPU are exact to the printed 0.01 MiB; without flash attention the scores term is within 6% (Pythia 2.8B:
+    153.00 against 162.00, the one miss of the issue's 5%); the host's compute buffer holds one copy of the input
+    embedding in some builds and two in others (the ledger takes two, as the 2026 logs print): within 5%;
+    everything else within 1%."""
     import llamacpp_ledger as bench
 
     rows = bench.comparisons(catalog)
-    assert len(rows) >= 19
+    assert len(rows) >= 23
     for lid, key, pred, got in rows:
         tol = 0.06 if (lid == "pythia-2.8b-q4_k_m-no-fa" and key == "GPU compute") else 0.01
+        tol = 0.05 if key == "CPU compute" else tol
         assert pred == pytest.approx(got, rel=tol, abs=0.006 * MiB), (lid, key, pred / MiB, got / MiB)
 
 

@@ -37,6 +37,7 @@ from llmsize.options import (
     EstimateOnlyOpt,
     FamilyOpt,
     FlashAttnOpt,
+    FleetUsersOpt,
     ForceOpt,
     FusedOpt,
     GemvOpt,
@@ -54,6 +55,7 @@ from llmsize.options import (
     HubOpt,
     IdOpt,
     ImportOutOpt,
+    IslOpt,
     JsonOpt,
     KvDtypeOpt,
     KvUnifiedOpt,
@@ -76,6 +78,7 @@ from llmsize.options import (
     NonTorchOpt,
     not_one_of,
     OnePerModelOpt,
+    OslOpt,
     OverheadOpt,
     ParallelOpt,
     PpOpt,
@@ -83,6 +86,7 @@ from llmsize.options import (
     ProbeOpt,
     PromptOpt,
     QuantOpt,
+    RateOpt,
     RuntimeOpt,
     SaveOpt,
     ScopeOpt,
@@ -90,9 +94,12 @@ from llmsize.options import (
     SegmentOpt,
     SwaFullOpt,
     TokensOpt,
+    TokSPerUserOpt,
     TopOpt,
     TpAutoOpt,
     TpOpt,
+    TpotOpt,
+    TtftOpt,
     UbatchOpt,
     UsersOpt,
     VendorOpt,
@@ -765,6 +772,68 @@ def fit_cmd(
                      "skipped": skipped})
     else:
         render_fit(rows[:top], g, rid, context, host, skipped, len(rows), _console())
+
+
+@_command()
+def fleet(
+    model: ModelArg = None,
+    isl: IslOpt = 3000,
+    osl: OslOpt = 500,
+    users: FleetUsersOpt = None,
+    rate: RateOpt = None,
+    ttft: TtftOpt = None,
+    tpot: TpotOpt = None,
+    tok_s_per_user: TokSPerUserOpt = None,
+    gpus_: GpuListOpt = None,
+    vendor: VendorOpt = None,
+    segment: SegmentOpt = None,
+    prices: PricesOpt = None,
+    runtime: RuntimeOpt = None,
+    kv_dtype: KvDtypeOpt = "bf16",
+    as_json: JsonOpt = False,
+    catalog: CatalogOpt = None,
+):
+    """Size a deployment: per card, the fewest cards (replicas x tensor parallel) that serve the workload within
+    its targets, with throughput, latency, watts and cost. Aggregated serving; disaggregated prefill/decode is not
+    modelled yet.
+
+    Examples:
+
+    \b
+      llmsize fleet llama-3.1-70b --isl 3000 --osl 500 --users 400 --ttft 2s --tok-s-per-user 30
+      llmsize fleet qwen3-30b-a3b --rate 20 --tpot 33ms --gpus h100,h200,b200,rtx5090 --prices prices.yaml --json
+    """
+    from llmsize.estimate.fleet import Workload, fleet_rows
+    from llmsize.render.fleet_report import fleet_to_dict, render_fleet
+
+    if tpot is not None and tok_s_per_user is not None:
+        raise InvalidValueError("--tpot and --tok-s-per-user say the same thing.", "Give one of them.")
+    cat = _catalog(catalog)
+    m = cat.model(model) if model else None
+    if m is None:
+        raise InvalidValueError("Missing the model.", "e.g. `llmsize fleet llama-3.1-70b --users 100`.")
+    cards = [cat.gpu(x.strip()) for x in gpus_.split(",") if x.strip()] if gpus_ else cat.hardware.all()
+    if vendor:
+        cards = [g for g in cards if g.vendor.lower() == vendor]
+    if segment:
+        cards = [g for g in cards if g.segment == segment]
+    if not cards:
+        raise InvalidValueError("No card matches these filters.", "Loosen --vendor / --segment / --gpus.")
+    currency, hourly = (None, None)
+    if prices is not None:
+        from llmsize.catalog.prices import load_prices
+
+        currency, hourly = load_prices(prices, cat, "hourly")
+    w = Workload(isl, osl, users, rate, ttft, tpot if tpot is not None else (1 / tok_s_per_user if tok_s_per_user
+                                                                            else None))
+    from llmsize.estimate.expected import resolve_runtime
+
+    rid = resolve_runtime(runtime)[0] if runtime else "vllm"
+    rows = fleet_rows(m, cards, w, rid, {r.id: r for r in cat.runtimes.all()}, hourly, kv_dtype.lower())
+    if as_json:
+        _print_json(fleet_to_dict(m, w, rid, currency, rows))
+    else:
+        render_fleet(m, w, rid, currency, rows, _console())
 
 
 @_command()

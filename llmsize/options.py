@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -54,6 +55,23 @@ def float_range(lo: float, hi: float, lo_open: bool = False):
             left = "(" if lo_open else "["
             raise typer.BadParameter(f"`{shown(value)}` is not a finite number in {left}{lo:g}, {hi:g}]")
         return value
+    return check
+
+
+def duration(flag: str):
+    """A callback reading `2s`, `500ms` or a bare number of seconds into seconds."""
+    def check(value):
+        if value is None:
+            return None
+        m = re.fullmatch(r"\s*([\d.]+(?:e-?\d+)?)\s*(ms|s)?\s*", str(value).lower())
+        try:
+            seconds = float(m.group(1)) / (1000 if m.group(2) == "ms" else 1) if m else None
+        except ValueError:
+            seconds = None
+        if seconds is None or not math.isfinite(seconds) or not 0 < seconds <= 86400:
+            raise typer.BadParameter(f"`{shown(value)}` is not a duration such as 2s or 33ms (more than 0, at "
+                                     "most a day)")
+        return seconds
     return check
 
 
@@ -202,6 +220,19 @@ WiredLimitOpt = Annotated[Optional[float], _opt("--wired-limit-gb", help="Unifie
                                                "(a Mac's recommendedMaxWorkingSetSize as llama.cpp prints it, or "
                                                "the iogpu.wired_limit_mb you set); default: Metal's share by RAM.",
                                                callback=float_range(0, 1e6, True), show_default=False)]
+IslOpt = Annotated[int, _opt("--isl", help="Prompt (input) tokens per request.", callback=int_range(1, 1 << 24))]
+OslOpt = Annotated[int, _opt("--osl", help="Output tokens per request.", callback=int_range(1, 1 << 24))]
+FleetUsersOpt = Annotated[Optional[int], _opt("--users", help="Concurrent users.", callback=int_range(1, 1 << 30),
+                                              show_default=False)]
+RateOpt = Annotated[Optional[float], _opt("--rate", help="Requests per second (instead of --users).",
+                                          callback=float_range(0, 1e9, True), show_default=False)]
+TtftOpt = Annotated[Optional[str], _opt("--ttft", help="Time-to-first-token target: 2s, 500ms.",
+                                        callback=duration("--ttft"), show_default=False)]
+TpotOpt = Annotated[Optional[str], _opt("--tpot", help="Time per output token target, per user: 33ms.",
+                                        callback=duration("--tpot"), show_default=False)]
+TokSPerUserOpt = Annotated[Optional[float], _opt("--tok-s-per-user", help="Per-user decode target, tok/s (instead "
+                                                 "of --tpot).", callback=float_range(0, 1e6, True),
+                                                 show_default=False)]
 TopOpt = Annotated[int, _opt("--top", help="Show this many rows (JSON has them all).", callback=int_range(1, 10000))]
 CalibrateOpt = Annotated[Optional[Path], _opt("--calibrate", help="Your own run: a `llmsize measure --save` file, "
                                               "`llama-bench -o json|jsonl|csv` output or a `vllm bench serve "

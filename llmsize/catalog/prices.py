@@ -1,9 +1,12 @@
-"""User-supplied card prices for `llmsize compare --prices FILE` (none are shipped or invented).
+"""User-supplied card prices for `llmsize compare --prices FILE` and `llmsize fleet --prices FILE` (none are
+shipped or invented).
 
     currency: EUR          # any label; printed as given
-    prices:                # card id or alias -> price of one card
+    prices:                # card id or alias -> price of one card (compare: per currency)
       h100-sxm: 27000
       rtx5090: 2300
+    hourly:                # card id or alias -> price of one card-hour (fleet: cost per month and per token)
+      h100-sxm: 2.10
 """
 
 from __future__ import annotations
@@ -17,23 +20,25 @@ from llmsize.files import read_yaml
 PRICE_MIN, PRICE_MAX = 1e-3, 1e12  # per card, in any currency: a range in which every division stays finite
 
 
-def load_prices(path: Path, catalog) -> tuple[str, dict[str, float]]:
-    """(currency, card id -> price of one card). Every value is checked: a finite positive number, a known
-    card, each card once (an alias and its id are the same card)."""
+def load_prices(path: Path, catalog, key: str = "prices") -> tuple[str, dict[str, float]]:
+    """(currency, card id -> price of one card, or of one card-hour with key="hourly"). Every value is checked: a
+    finite positive number, a known card, each card once (an alias and its id are the same card)."""
     data = read_yaml(path, "--prices")
-    if not isinstance(data, dict) or not isinstance(data.get("prices"), dict) or not data["prices"]:
-        raise CatalogError(f"--prices `{path}`: expected a mapping with a `prices:` mapping of card id -> price.",
-                           "See `llmsize compare --help` for the format.")
-    unknown = sorted(str(k) for k in data if k not in ("currency", "prices"))
+    if not isinstance(data, dict) or not isinstance(data.get(key), dict) or not data[key]:
+        what = "card id -> price" if key == "prices" else "card id -> price of one card-hour"
+        raise CatalogError(f"--prices `{path}`: expected a mapping with a `{key}:` mapping of {what}.",
+                           "See `llmsize compare --help` / `llmsize fleet --help` for the format.")
+    unknown = sorted(str(k) for k in data if k not in ("currency", "prices", "hourly"))
     if unknown:
-        raise CatalogError(f"--prices `{path}`: unknown key `{unknown[0]}`.", "Only `currency:` and `prices:`.")
+        raise CatalogError(f"--prices `{path}`: unknown key `{unknown[0]}`.",
+                           "Only `currency:`, `prices:` and `hourly:`.")
     currency = data.get("currency", "currency")
     if not isinstance(currency, str) or not 0 < len(currency) <= 16:
         raise CatalogError(f"--prices `{path}`: currency {str(currency)[:40]!r} is not a short label.",
                            "Use a label such as EUR or USD.")
     out: dict[str, float] = {}
     named: dict[str, str] = {}
-    for name, value in data["prices"].items():
+    for name, value in data[key].items():
         label = str(name)[:60]
         try:
             number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None

@@ -102,6 +102,7 @@ class Plan:
     weights_card: WeightBytes | None = None  # weights one card holds (stage, tp shard)
     kv_card: KvBytes | None = None  # KV of one sequence on one card
     comm: Comm | None = None
+    decode_model: DecodeModel | None = None  # the step at any batch (fleet sizing), same inputs as decode_b
     fit: Fit | None = None  # when one card is not enough: the smallest tp x pp that is
 
     @property
@@ -256,6 +257,7 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
         decode_1=step1, decode_b=stepb, decode_ceiling_tok_s=batch_1_ceiling(step1), ridge_batch=ridge,
         decode_best=best, prefill=pre, card_model=card_model if parallel else None,
         weights_card=weights_card if parallel else None, kv_card=kv_card if parallel else None, comm=comm, fit=fit,
+        decode_model=dm,
     )
     link = card_link(gpu)
     partial_link = f"{link.kind} ({link.gb_s:,.0f} GB/s per direction)" if link else None

@@ -1,0 +1,109 @@
+"""`llmsize fleet`: cards needed for a workload within its latency targets (llmsize/estimate/fleet.py)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from llmsize.estimate.fleet import Workload, fleet_rows
+
+
+@pytest.fixture(scope="module")
+def runtimes(catalog):
+    return {r.id: r for r in catalog.runtimes.all()}
+
+
+def test_a_dense_8b_on_one_card_follows_the_formulas(catalog, runtimes):
+    """Llama 3.1 8B on an H100, 1,000 in / 200 out, 64 users, no targets: one card holds it (tp 1); the batch is
+    what the cache holds at 1,200 tokens, capped nowhere else; replicas = ceil(64 / b); the output rate of a
+    replica is b x osl / (osl x TPOT(b) + b x T_prefill)."""
+    from llmsize.estimate.expected import constants, prefill_inputs, step_inputs
+    from llmsize.estimate.plan import PlanInputs, make_plan
+    from llmsize.estimate.speed import decode_step_time_s, prefill_time_s
+
+    m, g = catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm")
+    (row,) = fleet_rows(m, [g], Workload(1000, 200, users=64), "vllm", runtimes)
+    assert row.tp == 1 and row.meets_slo
+    p = make_plan(m, g, PlanInputs(context_tokens=1200, prompt_tokens=1000), search_fit=False)
+    c = constants(runtimes["vllm"], "cuda")
+    b = p.max_sequences
+    tpot = decode_step_time_s(step_inputs(p, p.decode_model.step(b), "vllm"), c)
+    pre = prefill_time_s(prefill_inputs(p, "vllm"), c)
+    assert row.batch_per_replica == b and row.replicas == math.ceil(64 / b)
+    assert row.tpot_s == pytest.approx(tpot) and row.ttft_s == pytest.approx(pre)
+    assert row.output_tok_s_per_gpu == pytest.approx(b * 200 / (200 * tpot + b * pre))
+
+
+def test_a_tpot_target_caps_the_batch_and_a_70b_needs_tensor_parallel(catalog, runtimes):
+    m = catalog.model("llama-3.1-70b")
+    w = Workload(3000, 500, users=400, ttft_s=2.0, tpot_s=1 / 30)
+    (row,) = fleet_rows(m, [catalog.gpu("h100-sxm")], w, "vllm", runtimes)
+    assert row.tp >= 2  # 141 GB of BF16 weights on 80 GB cards
+    assert row.tpot_s <= 1 / 30 and row.ttft_s <= 2.0
+    assert row.replicas * row.batch_per_replica >= 400 and row.cards_total == row.replicas * row.tp
+    # one more user per replica would break the target (the batch is the largest within it)
+    from llmsize.estimate.expected import constants, step_inputs
+    from llmsize.estimate.plan import PlanInputs, make_plan
+    from llmsize.estimate.speed import decode_step_time_s
+
+    p = make_plan(m, catalog.gpu("h100-sxm"), PlanInputs(context_tokens=3500, prompt_tokens=3000, tp=row.tp),
+                  search_fit=False)
+    c = constants(runtimes["vllm"], "cuda")
+    if row.batch_per_replica < p.max_sequences:
+        assert decode_step_time_s(step_inputs(p, p.decode_model.step(row.batch_per_replica + 1), "vllm"), c) > 1 / 30
+
+
+def test_moe_uses_expert_parallel_and_rate_uses_littles_law(catalog, runtimes):
+    m = catalog.model("qwen3-30b-a3b")
+    (row,) = fleet_rows(m, [catalog.gpu("h100-sxm")], Workload(2000, 400, rate=5.0), "vllm", runtimes)
+    assert row.ep == row.tp
+    # users in the system = rate x request time; replicas also keep up with rate x osl output tokens a second
+    users = math.ceil(5.0 * (row.ttft_s + 400 * row.tpot_s))
+    assert row.replicas >= math.ceil(users / row.batch_per_replica)
+    assert row.output_tok_s_total >= 5.0 * 400 * 0.999
+
+
+def test_impossible_targets_say_which_and_by_how_much(catalog, runtimes):
+    m = catalog.model("llama-3.1-8b")
+    (row,) = fleet_rows(m, [catalog.gpu("rtx4090")], Workload(1000, 200, users=8, tpot_s=0.001), "vllm", runtimes)
+    assert not row.meets_slo and "exceeds the 1 ms target" in row.why_not
+    (row,) = fleet_rows(m, [catalog.gpu("rtx4090")], Workload(100000, 200, users=8, ttft_s=0.1), "vllm", runtimes)
+    assert not row.meets_slo and ("TTFT" in row.why_not or "do not fit" in row.why_not)
+
+
+def test_fleet_cli_json_and_hourly_prices(run_cli, tmp_path):
+    prices = tmp_path / "p.yaml"
+    prices.write_text("currency: USD\nhourly:\n  h100-sxm: 2.5\n  b200: 6.0\n")
+    code, out, err = run_cli("fleet", "llama-3.1-70b", "--isl", "3000", "--osl", "500", "--users", "400",
+                             "--ttft", "2s", "--tok-s-per-user", "30", "--gpus", "h100-sxm,b200", "--prices",
+                             str(prices), "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["workload"] == {"isl": 3000, "osl": 500, "users": 400, "rate": None, "ttft_s": 2.0,
+                             "tpot_s": pytest.approx(1 / 30)}
+    keys = {"card", "mode", "tp", "pp", "ep", "replicas", "cards_total", "nodes", "batch_per_replica",
+            "output_tok_s_per_gpu", "output_tok_s_total", "tok_s_per_user", "ttft_s", "tpot_s", "meets_slo", "watts",
+            "cost_per_mtok_out", "why_not"}
+    for r in d["rows"]:
+        assert keys <= set(r) and r["mode"] == "aggregated"
+        # cost per million output tokens = cards x hourly price / (output tok/s x 3600) x 1e6
+        price = {"h100-sxm": 2.5, "b200": 6.0}[r["card"]]
+        assert r["cost_per_mtok_out"] == pytest.approx(price * r["cards_total"] / (r["output_tok_s_total"] * 3600)
+                                                       * 1e6)
+    costs = [r["cost_per_mtok_out"] * r["output_tok_s_total"] for r in d["rows"]]
+    assert costs == sorted(costs)  # cheapest per hour first
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["llama-3.1-8b"], "--users N or --rate R"),
+    (["llama-3.1-8b", "--users", "4", "--rate", "1"], "--users N or --rate R"),
+    (["llama-3.1-8b", "--users", "4", "--tpot", "30ms", "--tok-s-per-user", "30"], "same thing"),
+    (["llama-3.1-8b", "--users", "4", "--ttft", "soon"], "not a duration"),
+    (["llama-3.1-8b", "--users", "0"], "--users"),
+    (["llama-3.1-8b", "--users", "4", "--gpus", "nope"], "nope"),
+])
+def test_bad_fleet_input_is_one_line(run_cli, args, needle):
+    code, out, err = run_cli("fleet", *args)
+    assert code == 2 and needle in err and "Traceback" not in err and out == ""

@@ -16,24 +16,53 @@ def runtimes(catalog):
 
 
 def test_a_dense_8b_on_one_card_follows_the_formulas(catalog, runtimes):
-    """Llama 3.1 8B on an H100, 1,000 in / 200 out, 64 users, no targets: one card holds it (tp 1); the batch is
-    what the cache holds at 1,200 tokens, capped nowhere else; replicas = ceil(64 / b); the output rate of a
-    replica is b x osl / (osl x TPOT(b) + b x T_prefill)."""
+    """Llama 3.1 8B on an H100, 1,000 in / 200 out, 64 users, no targets. Aggregated: one card holds it (tp 1),
+    the batch is what the cache holds at 1,200 tokens, a user sees TPOT(b) + b x T_prefill / 200 per token (the
+    other users' prefills stall it), replicas = ceil(64 / b), output = 64 users / that TPOT."""
     from llmsize.estimate.expected import constants, prefill_inputs, step_inputs
     from llmsize.estimate.plan import PlanInputs, make_plan
     from llmsize.estimate.speed import decode_step_time_s, prefill_time_s
 
     m, g = catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm")
     (row,) = fleet_rows(m, [g], Workload(1000, 200, users=64), "vllm", runtimes)
-    assert row.tp == 1 and row.meets_slo
+    agg = row if row.mode == "aggregated" else row.other
     p = make_plan(m, g, PlanInputs(context_tokens=1200, prompt_tokens=1000), search_fit=False)
     c = constants(runtimes["vllm"], "cuda")
     b = p.max_sequences
-    tpot = decode_step_time_s(step_inputs(p, p.decode_model.step(b), "vllm"), c)
     pre = prefill_time_s(prefill_inputs(p, "vllm"), c)
-    assert row.batch_per_replica == b and row.replicas == math.ceil(64 / b)
-    assert row.tpot_s == pytest.approx(tpot) and row.ttft_s == pytest.approx(pre)
-    assert row.output_tok_s_per_gpu == pytest.approx(b * 200 / (200 * tpot + b * pre))
+    tpot = decode_step_time_s(step_inputs(p, p.decode_model.step(b), "vllm"), c) + b * pre / 200
+    assert agg.tp == 1 and agg.batch_per_replica == b and agg.replicas == math.ceil(64 / b)
+    assert agg.tpot_s == pytest.approx(tpot) and agg.ttft_s == pytest.approx(pre)
+    assert agg.output_tok_s_total == pytest.approx(64 / tpot)
+
+
+def test_disaggregation_wins_with_long_prompts_and_a_tight_tpot_not_with_short_ones(catalog, runtimes):
+    """Llama 3.1 70B on B200s, 3,000 in / 500 out, 400 users at 30 tok/s each: aggregated, a user's TPOT carries
+    b x T_prefill / 500 of other users' prefills (~0.11 s each: at b = 148 that alone is ~33 ms), so the batch
+    shrinks and the replicas grow; apart, 3 prefill workers (23.8 requests/s x 0.11 s) and 3 decode workers of
+    148 users cost fewer cards. Llama 3.1 8B on an H100 with 200-token prompts and 2,000-token answers: the stall
+    is ~0.2 ms a token, and a separate prefill worker costs a whole card: aggregated wins."""
+    w = Workload(3000, 500, users=400, ttft_s=2.0, tpot_s=1 / 30)
+    (row,) = fleet_rows(catalog.model("llama-3.1-70b"), [catalog.gpu("b200")], w, "vllm", runtimes)
+    assert row.mode == "disaggregated" and row.other.mode == "aggregated"
+    assert row.cards_total < row.other.cards_total
+    assert row.prefill_workers + row.decode_workers == row.replicas
+    # x = ceil(request rate x T_prefill), the rate by Little's law on the 400 users
+    from llmsize.estimate.expected import constants, prefill_inputs
+    from llmsize.estimate.plan import PlanInputs, make_plan
+    from llmsize.estimate.speed import prefill_time_s
+
+    p = make_plan(catalog.model("llama-3.1-70b"), catalog.gpu("b200"),
+                  PlanInputs(context_tokens=3500, prompt_tokens=3000, tp=row.tp), search_fit=False)
+    pre = prefill_time_s(prefill_inputs(p, "vllm"), constants(runtimes["vllm"], "cuda"))
+    assert row.ttft_s > pre  # the cache's move over the node link
+    assert row.prefill_workers == math.ceil(400 / (row.ttft_s + 500 * row.tpot_s) * pre)
+    assert row.decode_workers == math.ceil(400 / row.batch_per_replica)
+    assert row.ttft_s <= 2.0 and row.tpot_s <= 1 / 30
+    (row,) = fleet_rows(catalog.model("llama-3.1-8b"), [catalog.gpu("h100-sxm")], Workload(200, 2000, users=64),
+                        "vllm", runtimes)
+    assert row.mode == "aggregated" and row.other.mode == "disaggregated"
+    assert row.cards_total < row.other.cards_total
 
 
 def test_a_tpot_target_caps_the_batch_and_a_70b_needs_tensor_parallel(catalog, runtimes):
@@ -87,7 +116,8 @@ def test_fleet_cli_json_and_hourly_prices(run_cli, tmp_path):
             "output_tok_s_per_gpu", "output_tok_s_total", "tok_s_per_user", "ttft_s", "tpot_s", "meets_slo", "watts",
             "cost_per_mtok_out", "why_not"}
     for r in d["rows"]:
-        assert keys <= set(r) and r["mode"] == "aggregated"
+        assert keys <= set(r) and r["mode"] in ("aggregated", "disaggregated")
+        assert r["other"]["mode"] != r["mode"]
         # cost per million output tokens = cards x hourly price / (output tok/s x 3600) x 1e6
         price = {"h100-sxm": 2.5, "b200": 6.0}[r["card"]]
         assert r["cost_per_mtok_out"] == pytest.approx(price * r["cards_total"] / (r["output_tok_s_total"] * 3600)

@@ -6,22 +6,28 @@ expert parallel over the same cards for a MoE). For each card and tp, one plan a
 (estimate/speed.py):
 
     TPOT(b) = decode step time at batch b                 (s per output token, per user)
-    TTFT    = prefill time of isl tokens, alone           (s; prefills queued behind each other are not modelled)
-    a request lasts  TTFT + osl x TPOT(b)
-    a replica serves b users at once; its output rate is b / TPOT(b), less the share of its time spent on the
-    prefills of its requests: each request costs one prefill, so
-        output tok/s per replica = b x osl / (osl x TPOT(b) + b x T_prefill)
-    users = --users, or Little's law on --rate: users = rate x (TTFT + osl x TPOT(b))
+    T_prefill = prefill time of isl tokens, alone         (s; prefills queued behind each other are not modelled)
 
-The largest b that the cache holds (max_sequences at isl + osl), that keeps TPOT(b) within --tpot and TTFT within
---ttft, gives the fewest replicas = ceil(users / b). Cards = replicas x tp, nodes of 8. Cost per million output
-tokens = cards x hourly price / (output tok/s x 3600) x 1e6. Disaggregated prefill/decode is not modelled yet.
+Aggregated serving: each replica also runs the prefills of its requests, and each prefill stalls every user of
+the replica, b of them per osl tokens, so a user sees
+    TPOT_agg(b) = TPOT(b) + b x T_prefill / osl,   TTFT = T_prefill
+and the replica's b users each get 1 / TPOT_agg(b) tok/s. Users = --users, or Little's law on --rate:
+users = rate x (TTFT + osl x TPOT). The largest b that the cache holds (max_sequences at isl + osl) and that keeps
+the user's TPOT within --tpot gives the fewest replicas = ceil(users / b); cards = replicas x tp, nodes of 8.
+Cost per million output tokens = cards x hourly price / (output tok/s x 3600) x 1e6.
+
+Disaggregated serving (prefill and decode workers apart, xPyD, as vLLM/SGLang P/D and NVIDIA Dynamo run it):
+decode workers no longer pause for prefills (a user sees TPOT(b)), y = ceil(users / b) of them; prefill workers
+each take one prompt at a time, T_prefill each, so x = ceil(request rate x T_prefill) of them;
+the request rate is --rate, or users / (TTFT + osl x TPOT(b)); the finished cache moves to a decode worker over
+the node link (KV bytes of isl tokens / --node-link GB/s, default 50 GB/s per GPU), which TTFT pays too. The
+better of the two modes (cheaper, else fewer cards) is the row; the other rides along for comparison.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError, LlmsizeError
@@ -29,6 +35,7 @@ from llmsize.errors import InvalidValueError, LlmsizeError
 TP_CHOICES = (1, 2, 4, 8)
 GPUS_PER_NODE = 8
 HOURS_PER_MONTH = 730
+NODE_LINK_GB_S = 50.0  # per GPU between nodes: one 400 Gb/s NIC (estimate/parallel.DEFAULT_NODE_LINK_GB_S)
 
 
 @dataclass(frozen=True)
@@ -68,6 +75,9 @@ class FleetRow:
     cost_per_month: float | None
     cost_per_mtok_out: float | None
     why_not: str | None = None
+    prefill_workers: int | None = None  # disaggregated: x prefill workers of tp cards each
+    decode_workers: int | None = None  # and y decode workers
+    other: "FleetRow | None" = None  # the other mode, for comparison
 
 
 def _timing(plan, runtime: str, constants):
@@ -81,26 +91,61 @@ def _timing(plan, runtime: str, constants):
     return tpot, prefill_time_s(prefill_inputs(plan, runtime), constants)
 
 
-def _replica(plan, runtime: str, constants, w: Workload) -> tuple[int | None, str | None, tuple]:
-    """The largest batch one replica serves within the targets, or why none."""
-    if not plan.budget.weights_fit or plan.max_sequences < 1:
-        return None, "the weights and one request's cache do not fit", ()
-    tpot, pre = _timing(plan, runtime, constants)
-    if pre is None:
-        return None, "no prefill constants for this runtime and card", ()
-    if w.ttft_s is not None and pre > w.ttft_s:
-        return None, f"TTFT {pre:.2f} s for {w.isl:,} tokens exceeds the {w.ttft_s:g} s target", ()
-    hi = plan.max_sequences
-    if w.tpot_s is not None and tpot(1) > w.tpot_s:
-        return None, f"TPOT {tpot(1) * 1000:.1f} ms at batch 1 exceeds the {w.tpot_s * 1000:g} ms target", ()
+def _largest_batch(step_s, hi: int, target: float | None) -> int | None:
+    """The largest b <= hi with step_s(b) <= target (step_s grows with b); hi without a target."""
+    if target is None or step_s(hi) <= target:
+        return hi
+    if step_s(1) > target:
+        return None
     lo = 1
-    if w.tpot_s is None or tpot(hi) <= w.tpot_s:
-        lo = hi
-    else:  # TPOT grows with the batch: the largest b within the target
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if tpot(mid) <= w.tpot_s else (lo, mid)
-    return lo, None, (tpot, pre)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if step_s(mid) <= target else (lo, mid)
+    return lo
+
+
+def _row(g, tp, moe, mode, replicas, b, out_total, tpot, ttft, price, x=None, y=None) -> FleetRow:
+    cards = replicas * tp
+    return FleetRow(
+        card=g.id, mode=mode, tp=tp, pp=1, ep=tp if moe else 1, replicas=replicas, cards_total=cards,
+        nodes=math.ceil(cards / GPUS_PER_NODE), batch_per_replica=b, output_tok_s_per_gpu=out_total / cards,
+        output_tok_s_total=out_total, tok_s_per_user=1 / tpot, ttft_s=ttft, tpot_s=tpot, meets_slo=True,
+        watts=g.tdp_w * cards if g.tdp_w else None, cost_per_hour=price * cards if price else None,
+        cost_per_month=price * cards * HOURS_PER_MONTH if price else None,
+        cost_per_mtok_out=price * cards / (out_total * 3600) * 1e6 if price else None,
+        prefill_workers=x, decode_workers=y)
+
+
+def _aggregated(g, tp, moe, hi, tpot_fn, pre, w: Workload, price) -> tuple[FleetRow | None, str | None]:
+    """Each replica also runs its requests' prefills: a request's b - 1 neighbours each stall it for one prefill
+    per osl tokens, so a user sees TPOT(b) + b x T_prefill / osl per token."""
+    if w.ttft_s is not None and pre > w.ttft_s:
+        return None, f"TTFT {pre:.2f} s for {w.isl:,} tokens exceeds the {w.ttft_s:g} s target"
+    eff = lambda b: tpot_fn(b) + b * pre / w.osl  # noqa: E731
+    b = _largest_batch(eff, hi, w.tpot_s)
+    if b is None:
+        return None, f"TPOT {eff(1) * 1000:.1f} ms at batch 1 exceeds the {w.tpot_s * 1000:g} ms target"
+    tpot = eff(b)
+    users = w.users if w.users is not None else math.ceil(w.rate * (pre + w.osl * tpot))
+    replicas = max(1, math.ceil(users / b))
+    return _row(g, tp, moe, "aggregated", replicas, b, users / tpot, tpot, pre, price), None
+
+
+def _disaggregated(g, tp, moe, hi, tpot_fn, pre, w: Workload, price, plan) -> tuple[FleetRow | None, str | None]:
+    """x prefill workers, y decode workers of tp cards each; the cache crosses the node link once."""
+    kv_move_s = w.isl * (plan.kv_card or plan.kv).bytes_per_token / (NODE_LINK_GB_S * 1e9)
+    ttft = pre + kv_move_s
+    if w.ttft_s is not None and ttft > w.ttft_s:
+        return None, f"TTFT {ttft:.2f} s (prefill and moving the cache) exceeds the {w.ttft_s:g} s target"
+    b = _largest_batch(tpot_fn, hi, w.tpot_s)
+    if b is None:
+        return None, f"TPOT {tpot_fn(1) * 1000:.1f} ms at batch 1 exceeds the {w.tpot_s * 1000:g} ms target"
+    tpot = tpot_fn(b)
+    users = w.users if w.users is not None else math.ceil(w.rate * (ttft + w.osl * tpot))
+    rate = w.rate if w.rate is not None else users / (ttft + w.osl * tpot)
+    y = max(1, math.ceil(users / b))
+    x = max(1, math.ceil(rate * pre))
+    return _row(g, tp, moe, "disaggregated", x + y, b, users / tpot, tpot, ttft, price, x, y), None
 
 
 def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str, runtimes: dict,
@@ -116,7 +161,7 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
         be = backend(g)
         c = constants(spec, be) if spec is not None and be else None
         price = (hourly or {}).get(g.id)
-        best, reasons = None, []
+        best, reasons, best_of = None, [], {}
         if c is None:
             reasons.append(f"no {runtime} constants for {g.vendor} cards")
         for tp in TP_CHOICES if c is not None else ():
@@ -126,32 +171,26 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
             except LlmsizeError as e:
                 reasons.append(f"tp {tp}: {e.message}")
                 continue
-            b, why, timing = _replica(plan, runtime, c, w)
-            if b is None:
-                reasons.append(f"tp {tp}: {why}")
+            if not plan.budget.weights_fit or plan.max_sequences < 1:
+                reasons.append(f"tp {tp}: the weights and one request's cache do not fit")
                 continue
-            tpot_fn, pre = timing
-            tpot = tpot_fn(b)
-            per_replica = b * w.osl / (w.osl * tpot + b * pre)
-            users = w.users if w.users is not None else math.ceil(w.rate * (pre + w.osl * tpot))
-            replicas = max(1, math.ceil(users / b))
-            if w.rate is not None:  # enough replicas to keep up with the arrivals too
-                replicas = max(replicas, math.ceil(w.rate * w.osl / per_replica))
-            cards = replicas * tp
-            row = FleetRow(
-                card=g.id, mode="aggregated", tp=tp, pp=1, ep=tp if moe else 1, replicas=replicas,
-                cards_total=cards, nodes=math.ceil(cards / GPUS_PER_NODE), batch_per_replica=b,
-                output_tok_s_per_gpu=per_replica / tp, output_tok_s_total=per_replica * replicas,
-                tok_s_per_user=1 / tpot, ttft_s=pre, tpot_s=tpot, meets_slo=True,
-                watts=g.tdp_w * cards if g.tdp_w else None,
-                cost_per_hour=price * cards if price else None,
-                cost_per_month=price * cards * HOURS_PER_MONTH if price else None,
-                cost_per_mtok_out=price * cards / (per_replica * replicas * 3600) * 1e6 if price else None)
-            key = (row.cost_per_hour if price else cards, tp)
-            if best is None or key < best[0]:
-                best = (key, row)
+            tpot_fn, pre = _timing(plan, runtime, c)
+            if pre is None:
+                reasons.append(f"tp {tp}: no prefill constants for this runtime and card")
+                continue
+            for row, why in (_aggregated(g, tp, moe, plan.max_sequences, tpot_fn, pre, w, price),
+                             _disaggregated(g, tp, moe, plan.max_sequences, tpot_fn, pre, w, price, plan)):
+                if row is None:
+                    reasons.append(f"tp {tp}: {why}")
+                    continue
+                key = (row.cost_per_hour if price else row.cards_total, row.mode != "aggregated", tp)
+                if best is None or key < best[0]:
+                    best = (key, row)
+                if best_of.get(row.mode) is None or key < best_of[row.mode][0]:
+                    best_of[row.mode] = (key, row)
         if best is not None:
-            rows.append(best[1])
+            other = next((r for m, (_, r) in best_of.items() if m != best[1].mode), None)
+            rows.append(replace(best[1], other=other))
         else:
             rows.append(FleetRow(g.id, "aggregated", 0, 1, 1, None, None, None, None, None, None, None, None, None,
                                  False, None, None, None, None, reasons[-1] if reasons else "no configuration"))

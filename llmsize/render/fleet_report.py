@@ -10,9 +10,11 @@ def fleet_to_dict(model, w, runtime, currency, rows) -> dict:
             "workload": {"isl": w.isl, "osl": w.osl, "users": w.users, "rate": w.rate, "ttft_s": w.ttft_s,
                          "tpot_s": w.tpot_s},
             "rows": [asdict(r) for r in rows],
-            "assumptions": ["aggregated serving; disaggregated prefill/decode not modelled yet",
-                            "TTFT: one prompt's prefill alone (queueing behind other prefills not modelled)",
-                            "output rate per replica = b x osl / (osl x TPOT(b) + b x prefill time)"]}
+            "assumptions": ["aggregated: a user's TPOT = TPOT(b) + b x prefill time / osl (the replica's prefills stall "
+                            "every user); TTFT = one prompt's prefill (queueing behind other prefills not modelled)",
+                            "disaggregated: x = ceil(request rate x prefill time) prefill workers, y = ceil(users / b) "
+                            "decode workers, TTFT adds the cache's move over a 50 GB/s node link",
+                            "each row is the better mode; `other` is the other one"]}
 
 
 def render_fleet(model, w, runtime, currency, rows, console) -> None:
@@ -22,23 +24,27 @@ def render_fleet(model, w, runtime, currency, rows, console) -> None:
     load = f"{w.users:,} users" if w.users is not None else f"{w.rate:g} requests/s"
     targets = ", ".join(x for x in (f"TTFT <= {w.ttft_s:g} s" if w.ttft_s else "",
                                     f"TPOT <= {w.tpot_s * 1000:.3g} ms" if w.tpot_s else "") if x) or "no targets"
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left",
-              title=f"fleet: {model.name}, {w.isl:,} in / {w.osl:,} out, {load}, {targets} ({runtime}, aggregated)")
-    for col in ("card", "tp", "repl.", "cards", "batch", "tok/s/GPU", "tok/s/user", "TTFT s", "TPOT ms", "kW",
-                f"{currency or 'cost'}/Mtok"):
-        t.add_column(col, justify="left" if col == "card" else "right", no_wrap=True)
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left", collapse_padding=True,
+              title=f"fleet: {model.name}, {w.isl:,} in / {w.osl:,} out, {load}, {targets} ({runtime})")
+    for col in ("card", "mode", "tp", "cards", "batch", "tok/s/GPU", "tok/s/user", "TTFT s", "TPOT ms",
+                f"{currency or 'cost'}/Mtok", "other"):
+        t.add_column(col, justify="left" if col == "card" else "right", no_wrap=col not in ("card", "other"),
+                     min_width=len(col), overflow="fold")
     missing = []
     for r in rows:
         if r.replicas is None:
             missing.append(f"{r.card}: {r.why_not}")
             continue
-        t.add_row(r.card, str(r.tp), f"{r.replicas:,}", f"{r.cards_total:,}", str(r.batch_per_replica),
+        mode = (f"{r.prefill_workers}P{r.decode_workers}D" if r.mode == "disaggregated" else f"{r.replicas} x agg")
+        other = f"{r.other.cards_total:,} {'agg' if r.other.mode == 'aggregated' else 'P/D'}" if r.other else "-"
+        t.add_row(r.card, mode, str(r.tp), f"{r.cards_total:,}", str(r.batch_per_replica),
                   f"{r.output_tok_s_per_gpu:,.0f}", f"{r.tok_s_per_user:,.1f}", f"{r.ttft_s:.2f}",
-                  f"{r.tpot_s * 1000:.1f}", f"{r.watts / 1000:,.1f}" if r.watts else "-",
-                  f"{r.cost_per_mtok_out:,.3f}" if r.cost_per_mtok_out is not None else "-")
+                  f"{r.tpot_s * 1000:.1f}",
+                  f"{r.cost_per_mtok_out:,.3f}" if r.cost_per_mtok_out is not None else "-", other)
     console.print(t)
     for line in missing:
         console.print(f"  no configuration: {line}")
-    console.print("Cheapest first with hourly prices, else fewest cards. Speeds from the expected-speed model at each "
-                  "replica's batch; TTFT is one prompt's prefill (no queueing); disaggregated serving not modelled "
-                  "yet.", style="dim")
+    console.print("Cheapest first with hourly prices, else fewest cards; each row the better of aggregated (N x agg) "
+                  "and disaggregated (xPyD: x prefill, y decode workers of tp cards) serving. Speeds from the "
+                  "expected-speed model at each worker's batch; TTFT is one prompt's prefill (no queueing).",
+                  style="dim")

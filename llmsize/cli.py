@@ -37,6 +37,7 @@ from llmsize.options import (
     EstimateOnlyOpt,
     FamilyOpt,
     FlashAttnOpt,
+    FleetEmitOpt,
     FleetUsersOpt,
     ForceOpt,
     FusedOpt,
@@ -790,6 +791,7 @@ def fleet(
     prices: PricesOpt = None,
     runtime: RuntimeOpt = None,
     kv_dtype: KvDtypeOpt = "bf16",
+    emit: FleetEmitOpt = None,
     as_json: JsonOpt = False,
     catalog: CatalogOpt = None,
 ):
@@ -802,6 +804,7 @@ def fleet(
     \b
       llmsize fleet llama-3.1-70b --isl 3000 --osl 500 --users 400 --ttft 2s --tok-s-per-user 30
       llmsize fleet qwen3-30b-a3b --rate 20 --tpot 33ms --gpus h100,h200,b200,rtx5090 --prices prices.yaml --json
+      llmsize fleet llama-3.1-70b --users 400 --tok-s-per-user 30 --gpus b200 --emit sglang
     """
     from llmsize.estimate.fleet import Workload, fleet_rows
     from llmsize.render.fleet_report import fleet_to_dict, render_fleet
@@ -830,6 +833,15 @@ def fleet(
 
     rid = resolve_runtime(runtime)[0] if runtime else "vllm"
     rows = fleet_rows(m, cards, w, rid, {r.id: r for r in cat.runtimes.all()}, hourly, kv_dtype.lower())
+    if emit is not None:
+        from llmsize.render.emit_fleet import fleet_command
+
+        top = next((r for r in rows if r.meets_slo), None)
+        if top is None:
+            raise InvalidValueError("No card meets the targets: nothing to launch.", "Loosen --ttft / --tpot, or "
+                                    "widen --gpus.")
+        sys.stdout.write(fleet_command(m, top, emit, isl, osl) + "\n")
+        return
     if as_json:
         _print_json(fleet_to_dict(m, w, rid, currency, rows))
     else:

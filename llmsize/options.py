@@ -233,6 +233,9 @@ TpotOpt = Annotated[Optional[str], _opt("--tpot", help="Time per output token ta
 TokSPerUserOpt = Annotated[Optional[float], _opt("--tok-s-per-user", help="Per-user decode target, tok/s (instead "
                                                  "of --tpot).", callback=float_range(0, 1e6, True),
                                                  show_default=False)]
+FleetEmitOpt = Annotated[Optional[str], _opt("--emit", help="Print the launch lines of the best row: vllm (disaggregated: "
+                                             "under NVIDIA Dynamo) or sglang (its own P/D).",
+                                             callback=choice(("vllm", "sglang")), show_default=False)]
 TopOpt = Annotated[int, _opt("--top", help="Show this many rows (JSON has them all).", callback=int_range(1, 10000))]
 CalibrateOpt = Annotated[Optional[Path], _opt("--calibrate", help="Your own run: a `llmsize measure --save` file, "
                                               "`llama-bench -o json|jsonl|csv` output or a `vllm bench serve "

@@ -137,3 +137,23 @@ def test_fleet_cli_json_and_hourly_prices(run_cli, tmp_path):
 def test_bad_fleet_input_is_one_line(run_cli, args, needle):
     code, out, err = run_cli("fleet", *args)
     assert code == 2 and needle in err and "Traceback" not in err and out == ""
+
+
+def test_emit_launch_lines_for_the_best_row(run_cli):
+    base = ("fleet", "llama-3.1-70b", "--users", "400", "--ttft", "2s", "--tok-s-per-user", "30", "--gpus", "b200")
+    code, out, err = run_cli(*base, "--json")
+    row = json.loads(out)["rows"][0]
+    assert row["mode"] == "disaggregated"
+    code, out, err = run_cli(*base, "--emit", "sglang")
+    assert code == 0, err
+    assert f"{row['prefill_workers']} x prefill" in out and "--disaggregation-mode prefill" in out
+    assert "--disaggregation-mode decode" in out and "sglang_router.launch_router --pd-disaggregation" in out
+    assert f"--tp-size {row['tp']}" in out and "--context-length 3500" in out
+    code, out, err = run_cli(*base, "--emit", "vllm")
+    assert code == 0 and "dynamo.vllm" in out and "NixlConnector" in out
+    code, out, err = run_cli("fleet", "llama-3.1-8b", "--isl", "200", "--osl", "2000", "--users", "64", "--gpus",
+                             "h100-sxm", "--emit", "vllm")
+    assert code == 0 and "vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 1" in out
+    code, out, err = run_cli("fleet", "llama-3.1-8b", "--users", "8", "--tpot", "0.1ms", "--gpus", "rtx4090",
+                             "--emit", "vllm")
+    assert code == 2 and "No card meets the targets" in err

@@ -1,0 +1,54 @@
+"""Launch lines for a fleet row (estimate/fleet.py) on serving stacks users already run, never one of ours.
+
+Aggregated: one replica's `vllm serve` (--tensor-parallel-size, --max-model-len, --max-num-seqs,
+--enable-expert-parallel for a MoE) or `python -m sglang.launch_server` (--tp-size, --context-length,
+--max-running-requests, --ep-size), started `replicas` times behind any load balancer. Disaggregated: SGLang's
+own P/D (`--disaggregation-mode prefill|decode`, its router `python -m sglang_router.launch_router
+--pd-disaggregation --prefill URL --decode URL`, docs.sglang.io advanced_features/pd_disaggregation), or vLLM's
+workers under NVIDIA Dynamo (`python -m dynamo.vllm --disaggregation-mode prefill|decode` with the NIXL KV
+connector, `--kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'`, docs.nvidia.com/dynamo).
+"""
+
+from __future__ import annotations
+
+import shlex
+
+NIXL = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
+
+
+def fleet_command(model, row, engine: str, isl: int, osl: int) -> str:
+    name = model.hf_repo or model.id
+    ctx = str(isl + osl)
+    moe = row.ep > 1
+    head = [f"# {row.card}: {row.cards_total} card(s), {row.nodes} node(s) of 8; "
+            + (f"{row.replicas} replica(s) of tp {row.tp}, batch {row.batch_per_replica} each"
+               if row.mode == "aggregated" else
+               f"{row.prefill_workers} prefill + {row.decode_workers} decode worker(s) of tp {row.tp}, decode batch "
+               f"{row.batch_per_replica}")]
+    if not model.hf_repo:
+        head.append(f"# {model.id} has no hf_repo in the catalog: put the checkpoint path or repo id in place of it")
+    if engine == "vllm":
+        base = ["--tensor-parallel-size", str(row.tp), "--max-model-len", ctx, "--max-num-seqs",
+                str(row.batch_per_replica)] + (["--enable-expert-parallel"] if moe else [])
+        if row.mode == "aggregated":
+            return "\n".join(head + [f"# start {row.replicas} of:", shlex.join(["vllm", "serve", name] + base)])
+        lines = head + ["# NVIDIA Dynamo: a frontend, then the workers (each on its own cards)",
+                        shlex.join(["python", "-m", "dynamo.frontend"]),
+                        f"# {row.prefill_workers} x prefill:",
+                        shlex.join(["python", "-m", "dynamo.vllm", "--model", name, *base, "--disaggregation-mode",
+                                    "prefill", "--kv-transfer-config", NIXL]),
+                        f"# {row.decode_workers} x decode:",
+                        shlex.join(["python", "-m", "dynamo.vllm", "--model", name, *base, "--disaggregation-mode",
+                                    "decode", "--kv-transfer-config", NIXL])]
+        return "\n".join(lines)
+    base = ["--tp-size", str(row.tp), "--context-length", ctx, "--max-running-requests", str(row.batch_per_replica)]
+    base += ["--ep-size", str(row.tp)] if moe else []
+    launch = ["python", "-m", "sglang.launch_server", "--model-path", name, *base]
+    if row.mode == "aggregated":
+        return "\n".join(head + [f"# start {row.replicas} of:", shlex.join(launch)])
+    return "\n".join(head + [
+        f"# {row.prefill_workers} x prefill:", shlex.join(launch + ["--disaggregation-mode", "prefill"]),
+        f"# {row.decode_workers} x decode:", shlex.join(launch + ["--disaggregation-mode", "decode"]),
+        "# the router, with one --prefill / --decode URL per worker:",
+        shlex.join(["python", "-m", "sglang_router.launch_router", "--pd-disaggregation", "--prefill",
+                    "http://PREFILL_HOST:30000", "--decode", "http://DECODE_HOST:30000"])])

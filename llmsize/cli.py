@@ -38,6 +38,7 @@ from llmsize.options import (
     FamilyOpt,
     FlashAttnOpt,
     FleetEmitOpt,
+    FleetFormatOpt,
     FleetUsersOpt,
     ForceOpt,
     FusedOpt,
@@ -792,6 +793,7 @@ def fleet(
     runtime: RuntimeOpt = None,
     kv_dtype: KvDtypeOpt = "bf16",
     emit: FleetEmitOpt = None,
+    fmt: FleetFormatOpt = "table",
     as_json: JsonOpt = False,
     catalog: CatalogOpt = None,
 ):
@@ -842,8 +844,16 @@ def fleet(
                                     "widen --gpus.")
         sys.stdout.write(fleet_command(m, top, emit, isl, osl) + "\n")
         return
-    if as_json:
+    if as_json or fmt == "json":
         _print_json(fleet_to_dict(m, w, rid, currency, rows))
+    elif fmt == "csv":
+        from llmsize.render.fleet_report import render_fleet_csv
+
+        sys.stdout.write(render_fleet_csv(rows))
+    elif fmt == "markdown":
+        from llmsize.render.fleet_report import render_fleet_markdown
+
+        sys.stdout.write(render_fleet_markdown(m, w, rid, currency, rows))
     else:
         render_fleet(m, w, rid, currency, rows, _console())
 

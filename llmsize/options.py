@@ -236,6 +236,8 @@ TokSPerUserOpt = Annotated[Optional[float], _opt("--tok-s-per-user", help="Per-u
 FleetEmitOpt = Annotated[Optional[str], _opt("--emit", help="Print the launch lines of the best row: vllm (disaggregated: "
                                              "under NVIDIA Dynamo) or sglang (its own P/D).",
                                              callback=choice(("vllm", "sglang")), show_default=False)]
+FleetFormatOpt = Annotated[str, _opt("--format", help="table, json, csv or markdown.",
+                                     callback=choice(("table", "json", "csv", "markdown")))]
 TopOpt = Annotated[int, _opt("--top", help="Show this many rows (JSON has them all).", callback=int_range(1, 10000))]
 CalibrateOpt = Annotated[Optional[Path], _opt("--calibrate", help="Your own run: a `llmsize measure --save` file, "
                                               "`llama-bench -o json|jsonl|csv` output or a `vllm bench serve "

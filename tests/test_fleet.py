@@ -157,3 +157,18 @@ def test_emit_launch_lines_for_the_best_row(run_cli):
     code, out, err = run_cli("fleet", "llama-3.1-8b", "--users", "8", "--tpot", "0.1ms", "--gpus", "rtx4090",
                              "--emit", "vllm")
     assert code == 2 and "No card meets the targets" in err
+
+
+def test_fleet_csv_and_markdown(run_cli):
+    import csv
+    import io
+
+    args = ("fleet", "llama-3.1-70b", "--users", "400", "--gpus", "b200,rtx3060")
+    code, out, err = run_cli(*args, "--format", "csv")
+    assert code == 0, err
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert [r["card"] for r in rows] == ["b200", "rtx3060"] and rows[1]["why_not"] and rows[1]["meets_slo"] == "False"
+    code, out, err = run_cli(*args, "--format", "markdown")
+    assert code == 0 and out.startswith("**fleet: Llama 3.1 70B") and "| b200 |" in out
+    code, out, err = run_cli(*args, "--format", "html")
+    assert code == 2 and "--format" in err

@@ -48,3 +48,48 @@ def render_fleet(model, w, runtime, currency, rows, console) -> None:
                   "and disaggregated (xPyD: x prefill, y decode workers of tp cards) serving. Speeds from the "
                   "expected-speed model at each worker's batch; TTFT is one prompt's prefill (no queueing).",
                   style="dim")
+
+
+FLAT = ("card", "mode", "tp", "pp", "ep", "replicas", "prefill_workers", "decode_workers", "cards_total", "nodes",
+        "batch_per_replica", "output_tok_s_per_gpu", "output_tok_s_total", "tok_s_per_user", "ttft_s", "tpot_s",
+        "meets_slo", "watts", "cost_per_hour", "cost_per_month", "cost_per_mtok_out", "why_not")
+
+
+def flat_rows(rows) -> list[dict]:
+    out = []
+    for r in rows:
+        d = {k: getattr(r, k) for k in FLAT}
+        d["other_mode"] = r.other.mode if r.other else None
+        d["other_cards_total"] = r.other.cards_total if r.other else None
+        out.append(d)
+    return out
+
+
+def render_fleet_csv(rows) -> str:
+    import csv
+    import io
+
+    buf = io.StringIO()
+    data = flat_rows(rows)
+    w = csv.DictWriter(buf, fieldnames=list(FLAT) + ["other_mode", "other_cards_total"], lineterminator="\n")
+    w.writeheader()
+    for d in data:
+        w.writerow({k: ("" if v is None else v) for k, v in d.items()})
+    return buf.getvalue()
+
+
+def render_fleet_markdown(model, w, runtime, currency, rows) -> str:
+    load = f"{w.users:,} users" if w.users is not None else f"{w.rate:g} requests/s"
+    lines = [f"**fleet: {model.name}, {w.isl:,} in / {w.osl:,} out, {load} ({runtime})**", "",
+             f"| card | mode | tp | cards | batch | tok/s per GPU | tok/s per user | TTFT s | TPOT ms | "
+             f"{currency or 'cost'} per Mtok | why not |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        if r.replicas is None:
+            lines.append(f"| {r.card} | | | | | | | | | | {r.why_not} |")
+            continue
+        mode = f"{r.prefill_workers}P{r.decode_workers}D" if r.mode == "disaggregated" else f"{r.replicas} x agg"
+        cost = f"{r.cost_per_mtok_out:,.3f}" if r.cost_per_mtok_out is not None else ""
+        lines.append(f"| {r.card} | {mode} | {r.tp} | {r.cards_total:,} | {r.batch_per_replica} | "
+                     f"{r.output_tok_s_per_gpu:,.0f} | {r.tok_s_per_user:,.1f} | {r.ttft_s:.2f} | "
+                     f"{r.tpot_s * 1000:.1f} | {cost} | |")
+    return "\n".join(lines) + "\n"

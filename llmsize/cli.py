@@ -83,6 +83,7 @@ from llmsize.options import (
     OslOpt,
     OverheadOpt,
     ParallelOpt,
+    ParetoOpt,
     PpOpt,
     PricesOpt,
     ProbeOpt,
@@ -793,6 +794,8 @@ def fleet(
     runtime: RuntimeOpt = None,
     kv_dtype: KvDtypeOpt = "bf16",
     emit: FleetEmitOpt = None,
+    pareto: ParetoOpt = False,
+    output: ChartOutOpt = None,
     fmt: FleetFormatOpt = "table",
     as_json: JsonOpt = False,
     catalog: CatalogOpt = None,
@@ -813,6 +816,10 @@ def fleet(
 
     if tpot is not None and tok_s_per_user is not None:
         raise InvalidValueError("--tpot and --tok-s-per-user say the same thing.", "Give one of them.")
+    if output is not None:
+        from llmsize.render.charts import check_image_path
+
+        check_image_path(output)  # before any work
     cat = _catalog(catalog)
     m = cat.model(model) if model else None
     if m is None:
@@ -856,6 +863,18 @@ def fleet(
         sys.stdout.write(render_fleet_markdown(m, w, rid, currency, rows))
     else:
         render_fleet(m, w, rid, currency, rows, _console())
+    if pareto or output is not None:
+        from llmsize.estimate.fleet import pareto_curves
+        from llmsize.render.fleet_report import pareto_image, pareto_text
+
+        served = {r.card for r in rows if r.meets_slo}
+        curves = pareto_curves(m, [g for g in cards if g.id in served], w, rid,
+                               {r.id: r for r in cat.runtimes.all()}, kv_dtype.lower())
+        if output is not None:
+            pareto_image(m, curves, w.tpot_s, output)
+            sys.stderr.write(f"wrote {output}\n")
+        if pareto and fmt == "table" and not as_json:
+            sys.stdout.write(pareto_text(m, curves, w.tpot_s, _width()) + "\n")
 
 
 @_command()

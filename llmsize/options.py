@@ -238,6 +238,8 @@ FleetEmitOpt = Annotated[Optional[str], _opt("--emit", help="Print the launch li
                                              callback=choice(("vllm", "sglang")), show_default=False)]
 FleetFormatOpt = Annotated[str, _opt("--format", help="table, json, csv or markdown.",
                                      callback=choice(("table", "json", "csv", "markdown")))]
+ParetoOpt = Annotated[bool, _opt("--pareto", help="Chart each card's throughput per GPU against tokens/s per user "
+                                 "(terminal; -o FILE.png|svg for an image).")]
 TopOpt = Annotated[int, _opt("--top", help="Show this many rows (JSON has them all).", callback=int_range(1, 10000))]
 CalibrateOpt = Annotated[Optional[Path], _opt("--calibrate", help="Your own run: a `llmsize measure --save` file, "
                                               "`llama-bench -o json|jsonl|csv` output or a `vllm bench serve "

@@ -172,3 +172,28 @@ def test_fleet_csv_and_markdown(run_cli):
     assert code == 0 and out.startswith("**fleet: Llama 3.1 70B") and "| b200 |" in out
     code, out, err = run_cli(*args, "--format", "html")
     assert code == 2 and "--format" in err
+
+
+def test_pareto_points_are_not_dominated_and_chart(catalog, runtimes, run_cli, tmp_path):
+    from llmsize.estimate.fleet import pareto_curves
+
+    w = Workload(3000, 500, users=400, tpot_s=1 / 30)
+    curves = pareto_curves(catalog.model("llama-3.1-70b"), [catalog.gpu("h100-sxm"), catalog.gpu("b200")], w,
+                           "vllm", runtimes)
+    assert {c.card for c in curves} == {"h100-sxm", "b200"}
+    for c in curves:
+        assert len(c.points) >= 3
+        for p in c.points:
+            assert not any(q[0] >= p[0] and q[1] >= p[1] and q != p for q in c.points)
+        # along the front, more per user means less per GPU
+        ys = [y for _, y in sorted(c.points)]
+        assert ys == sorted(ys, reverse=True)
+    code, out, err = run_cli("fleet", "llama-3.1-70b", "--users", "400", "--tok-s-per-user", "30", "--gpus",
+                             "h100-sxm,b200", "--pareto")
+    assert code == 0 and "Pareto: Llama 3.1 70B" in out and "target 30 tok/s per user" in out
+    code, out, err = run_cli("fleet", "llama-3.1-70b", "--users", "4", "-o", str(tmp_path / "p.gif"))
+    assert code == 2 and ".png or .svg" in err
+    pytest.importorskip("matplotlib")
+    code, out, err = run_cli("fleet", "llama-3.1-70b", "--users", "400", "--gpus", "b200", "-o",
+                             str(tmp_path / "p.svg"), "--format", "json")
+    assert code == 0 and (tmp_path / "p.svg").read_text().lstrip().startswith("<?xml")

@@ -197,3 +197,43 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
     rows.sort(key=lambda r: (not r.meets_slo, r.cost_per_hour if r.cost_per_hour is not None else math.inf,
                              r.cards_total if r.cards_total is not None else math.inf, r.card))
     return rows
+
+
+@dataclass(frozen=True)
+class ParetoCurve:
+    card: str
+    points: list[tuple[float, float]]  # (tok/s per user, output tok/s per GPU), aggregated, Pareto-optimal
+
+
+def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str, runtimes: dict,
+                  kv_dtype: str = "bf16", batches: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+                  ) -> list[ParetoCurve]:
+    """Per card, what each replica of each tp gives at a batch b (aggregated: a user sees TPOT_agg(b), the
+    replica's cards share b / TPOT_agg(b)), reduced to the points no other point of the card beats on both axes."""
+    from llmsize.estimate.expected import backend, constants
+    from llmsize.estimate.plan import PlanInputs, make_plan
+
+    spec = runtimes.get(runtime)
+    out = []
+    for g in gpus:
+        be = backend(g)
+        c = constants(spec, be) if spec is not None and be else None
+        pts = []
+        for tp in TP_CHOICES if c is not None else ():
+            try:
+                plan = make_plan(model, g, PlanInputs(context_tokens=w.isl + w.osl, prompt_tokens=w.isl, tp=tp,
+                                                      kv_dtype=kv_dtype), search_fit=False)
+            except LlmsizeError:
+                continue
+            if not plan.budget.weights_fit or plan.max_sequences < 1:
+                continue
+            tpot_fn, pre = _timing(plan, runtime, c)
+            if pre is None:
+                continue
+            for b in sorted({min(b, plan.max_sequences) for b in batches}):
+                t = tpot_fn(b) + b * pre / w.osl
+                pts.append((1 / t, b / t / tp))
+        front = [p for p in pts if not any(q[0] >= p[0] and q[1] >= p[1] and q != p for q in pts)]
+        if front:
+            out.append(ParetoCurve(g.id, sorted(set(front))))
+    return out

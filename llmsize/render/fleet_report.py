@@ -93,3 +93,39 @@ def render_fleet_markdown(model, w, runtime, currency, rows) -> str:
                      f"{r.output_tok_s_per_gpu:,.0f} | {r.tok_s_per_user:,.1f} | {r.ttft_s:.2f} | "
                      f"{r.tpot_s * 1000:.1f} | {cost} | |")
     return "\n".join(lines) + "\n"
+
+
+X_PARETO = "tokens/s per user (decode, aggregated)"
+Y_PARETO = "output tokens/s per GPU"
+
+
+def pareto_text(model, curves, tpot_target_s: float | None, width: int = 100) -> str:
+    from llmsize.render.ascii_chart import plot
+
+    series = [(c.card, c.points, "line") for c in curves]
+    if tpot_target_s and curves:
+        ys = [y for c in curves for _, y in c.points]
+        series.append((f"target {1 / tpot_target_s:g} tok/s per user", [(1 / tpot_target_s, min(ys)),
+                                                                         (1 / tpot_target_s, max(ys))], "line"))
+    return plot(series, f"Pareto: {model.name}, per card (aggregated serving)", X_PARETO, Y_PARETO, width=width)
+
+
+def pareto_image(model, curves, tpot_target_s: float | None, path) -> None:
+    from llmsize.render.charts import _pyplot, _save
+
+    plt = _pyplot(path)
+    fig, ax = plt.subplots(figsize=(8, 5.2))
+    for i, c in enumerate(curves):
+        xs, ys = zip(*c.points)
+        ax.plot(xs, ys, marker="o", markersize=3, color=f"C{i % 10}", label=c.card)
+    if tpot_target_s:
+        ax.axvline(1 / tpot_target_s, color="k", linestyle="--", linewidth=1,
+                   label=f"target {1 / tpot_target_s:g} tok/s per user")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(X_PARETO)
+    ax.set_ylabel(Y_PARETO)
+    ax.set_title(f"Pareto: {model.name}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    _save(fig, plt, path)

@@ -95,6 +95,7 @@ from llmsize.options import (
     ScopeOpt,
     SeedOpt,
     SegmentOpt,
+    SharedPrefixOpt,
     SwaFullOpt,
     TokensOpt,
     TokSPerUserOpt,
@@ -787,6 +788,7 @@ def fleet(
     ttft: TtftOpt = None,
     tpot: TpotOpt = None,
     tok_s_per_user: TokSPerUserOpt = None,
+    shared_prefix: SharedPrefixOpt = 0.0,
     gpus_: GpuListOpt = None,
     vendor: VendorOpt = None,
     segment: SegmentOpt = None,
@@ -837,7 +839,7 @@ def fleet(
 
         currency, hourly = load_prices(prices, cat, "hourly")
     w = Workload(isl, osl, users, rate, ttft, tpot if tpot is not None else (1 / tok_s_per_user if tok_s_per_user
-                                                                            else None))
+                                                                            else None), shared_prefix)
     from llmsize.estimate.expected import resolve_runtime
 
     rid = resolve_runtime(runtime)[0] if runtime else "vllm"

@@ -240,6 +240,8 @@ FleetFormatOpt = Annotated[str, _opt("--format", help="table, json, csv or markd
                                      callback=choice(("table", "json", "csv", "markdown")))]
 ParetoOpt = Annotated[bool, _opt("--pareto", help="Chart each card's throughput per GPU against tokens/s per user "
                                  "(terminal; -o FILE.png|svg for an image).")]
+SharedPrefixOpt = Annotated[float, _opt("--shared-prefix", help="Fraction of prompt tokens served from the prefix "
+                                       "cache (0 to below 1).", callback=float_range(0, 1))]
 TopOpt = Annotated[int, _opt("--top", help="Show this many rows (JSON has them all).", callback=int_range(1, 10000))]
 CalibrateOpt = Annotated[Optional[Path], _opt("--calibrate", help="Your own run: a `llmsize measure --save` file, "
                                               "`llama-bench -o json|jsonl|csv` output or a `vllm bench serve "

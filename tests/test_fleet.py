@@ -111,7 +111,7 @@ def test_fleet_cli_json_and_hourly_prices(run_cli, tmp_path):
     assert code == 0, err
     d = json.loads(out)
     assert d["workload"] == {"isl": 3000, "osl": 500, "users": 400, "rate": None, "ttft_s": 2.0,
-                             "tpot_s": pytest.approx(1 / 30)}
+                             "tpot_s": pytest.approx(1 / 30), "shared_prefix": 0.0}
     keys = {"card", "mode", "tp", "pp", "ep", "replicas", "cards_total", "nodes", "batch_per_replica",
             "output_tok_s_per_gpu", "output_tok_s_total", "tok_s_per_user", "ttft_s", "tpot_s", "meets_slo", "watts",
             "cost_per_mtok_out", "why_not"}
@@ -197,3 +197,15 @@ def test_pareto_points_are_not_dominated_and_chart(catalog, runtimes, run_cli, t
     code, out, err = run_cli("fleet", "llama-3.1-70b", "--users", "400", "--gpus", "b200", "-o",
                              str(tmp_path / "p.svg"), "--format", "json")
     assert code == 0 and (tmp_path / "p.svg").read_text().lstrip().startswith("<?xml")
+
+
+def test_a_shared_prefix_cuts_prefill_and_holds_its_cache_once(catalog, runtimes):
+    """--shared-prefix 0.5: half of each 3,000-token prompt comes from the cache, so the prefill is half as long
+    (TTFT of the aggregated row x 0.5) and, with no TPOT target to cap the batch, a replica holds more users:
+    (budget - 1,500 tokens' cache) / the cache of 1,500 + 500 tokens each, against budget / 3,500 tokens' each."""
+    m, g = catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm")
+    plain = fleet_rows(m, [g], Workload(3000, 500, users=256), "vllm", runtimes)[0]
+    shared = fleet_rows(m, [g], Workload(3000, 500, users=256, shared_prefix=0.5), "vllm", runtimes)[0]
+    agg = lambda r: r if r.mode == "aggregated" else r.other  # noqa: E731
+    assert agg(shared).ttft_s == pytest.approx(agg(plain).ttft_s * 0.5)
+    assert agg(shared).batch_per_replica > agg(plain).batch_per_replica * 1.5

@@ -16,6 +16,11 @@ users = rate x (TTFT + osl x TPOT). The largest b that the cache holds (max_sequ
 the user's TPOT within --tpot gives the fewest replicas = ceil(users / b); cards = replicas x tp, nodes of 8.
 Cost per million output tokens = cards x hourly price / (output tok/s x 3600) x 1e6.
 
+Prefix caching (--shared-prefix f): a replica computes only the (1 - f) x isl new prompt tokens of each request
+(its prefill time scaled by 1 - f: the matmuls of the cached tokens are skipped), and holds the shared f x isl
+tokens' cache once, so the users it holds are (cache budget - that prefix) / the cache of (1 - f) x isl + osl
+tokens each.
+
 Disaggregated serving (prefill and decode workers apart, xPyD, as vLLM/SGLang P/D and NVIDIA Dynamo run it):
 decode workers no longer pause for prefills (a user sees TPOT(b)), y = ceil(users / b) of them; prefill workers
 each take one prompt at a time, T_prefill each, so x = ceil(request rate x T_prefill) of them;
@@ -46,8 +51,12 @@ class Workload:
     rate: float | None = None  # requests per second
     ttft_s: float | None = None  # target
     tpot_s: float | None = None  # target, seconds per output token per user
+    shared_prefix: float = 0.0  # fraction of prompt tokens served from the prefix cache
 
     def check(self) -> None:
+        if not 0 <= self.shared_prefix < 1:
+            raise InvalidValueError(f"--shared-prefix {self.shared_prefix:g} is not a fraction in [0, 1).",
+                                    "e.g. --shared-prefix 0.4: 40% of prompt tokens served from the cache.")
         if (self.users is None) == (self.rate is None):
             raise InvalidValueError("Give the load as --users N or --rate R (requests per second), one of them.",
                                     "e.g. --users 400, or --rate 20.")
@@ -78,6 +87,20 @@ class FleetRow:
     prefill_workers: int | None = None  # disaggregated: x prefill workers of tp cards each
     decode_workers: int | None = None  # and y decode workers
     other: "FleetRow | None" = None  # the other mode, for comparison
+
+
+def _users_held(plan, w: Workload) -> int:
+    """Users a replica's cache holds; with a shared prefix, its cache once and each user's own tokens."""
+    if not w.shared_prefix:
+        return plan.max_sequences
+    from llmsize.estimate.kv import kv_bytes
+
+    model = plan.card_model or plan.model
+    shared = int(w.isl * w.shared_prefix)
+    own = kv_bytes(model, w.isl - shared + w.osl, plan.inputs.kv_dtype).bytes_per_sequence
+    prefix = kv_bytes(model, shared, plan.inputs.kv_dtype).bytes_per_sequence if shared else 0.0
+    left = plan.budget.kv_budget_bytes - prefix
+    return int(left // own) if left > 0 and own > 0 else 0
 
 
 def _timing(plan, runtime: str, constants):
@@ -171,15 +194,17 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
             except LlmsizeError as e:
                 reasons.append(f"tp {tp}: {e.message}")
                 continue
-            if not plan.budget.weights_fit or plan.max_sequences < 1:
+            held = _users_held(plan, w) if plan.budget.weights_fit else 0
+            if held < 1:
                 reasons.append(f"tp {tp}: the weights and one request's cache do not fit")
                 continue
             tpot_fn, pre = _timing(plan, runtime, c)
             if pre is None:
                 reasons.append(f"tp {tp}: no prefill constants for this runtime and card")
                 continue
-            for row, why in (_aggregated(g, tp, moe, plan.max_sequences, tpot_fn, pre, w, price),
-                             _disaggregated(g, tp, moe, plan.max_sequences, tpot_fn, pre, w, price, plan)):
+            pre *= 1 - w.shared_prefix
+            for row, why in (_aggregated(g, tp, moe, held, tpot_fn, pre, w, price),
+                             _disaggregated(g, tp, moe, held, tpot_fn, pre, w, price, plan)):
                 if row is None:
                     reasons.append(f"tp {tp}: {why}")
                     continue

@@ -96,6 +96,7 @@ from llmsize.options import (
     SeedOpt,
     SegmentOpt,
     SharedPrefixOpt,
+    SpecOpt,
     SwaFullOpt,
     TokensOpt,
     TokSPerUserOpt,
@@ -789,6 +790,7 @@ def fleet(
     tpot: TpotOpt = None,
     tok_s_per_user: TokSPerUserOpt = None,
     shared_prefix: SharedPrefixOpt = 0.0,
+    spec: SpecOpt = None,
     gpus_: GpuListOpt = None,
     vendor: VendorOpt = None,
     segment: SegmentOpt = None,
@@ -838,8 +840,11 @@ def fleet(
         from llmsize.catalog.prices import load_prices
 
         currency, hourly = load_prices(prices, cat, "hourly")
+    from llmsize.estimate.fleet import parse_spec
+
     w = Workload(isl, osl, users, rate, ttft, tpot if tpot is not None else (1 / tok_s_per_user if tok_s_per_user
-                                                                            else None), shared_prefix)
+                                                                            else None), shared_prefix,
+                 parse_spec(spec, cat) if spec else None)
     from llmsize.estimate.expected import resolve_runtime
 
     rid = resolve_runtime(runtime)[0] if runtime else "vllm"

@@ -242,6 +242,8 @@ ParetoOpt = Annotated[bool, _opt("--pareto", help="Chart each card's throughput 
                                  "(terminal; -o FILE.png|svg for an image).")]
 SharedPrefixOpt = Annotated[float, _opt("--shared-prefix", help="Fraction of prompt tokens served from the prefix "
                                        "cache (0 to below 1).", callback=float_range(0, 1))]
+SpecOpt = Annotated[Optional[str], _opt("--spec", help="Speculative decoding: draft=MODEL,k=4,accept=0.7 or "
+                                        "mtp=1,accept=0.8.", show_default=False)]
 TopOpt = Annotated[int, _opt("--top", help="Show this many rows (JSON has them all).", callback=int_range(1, 10000))]
 CalibrateOpt = Annotated[Optional[Path], _opt("--calibrate", help="Your own run: a `llmsize measure --save` file, "
                                               "`llama-bench -o json|jsonl|csv` output or a `vllm bench serve "

@@ -17,7 +17,7 @@ def runtimes(catalog):
 
 def test_a_dense_8b_on_one_card_follows_the_formulas(catalog, runtimes):
     """Llama 3.1 8B on an H100, 1,000 in / 200 out, 64 users, no targets. Aggregated: one card holds it (tp 1),
-    the batch is what the cache holds at 1,200 tokens, a user sees TPOT(b) + b x T_prefill / 200 per token (the
+    the batch is the 64 users (the cache holds more at 1,200 tokens), a user sees TPOT(b) + b x T_prefill / 200 per token (the
     other users' prefills stall it), replicas = ceil(64 / b), output = 64 users / that TPOT."""
     from llmsize.estimate.expected import constants, prefill_inputs, step_inputs
     from llmsize.estimate.plan import PlanInputs, make_plan
@@ -28,7 +28,8 @@ def test_a_dense_8b_on_one_card_follows_the_formulas(catalog, runtimes):
     agg = row if row.mode == "aggregated" else row.other
     p = make_plan(m, g, PlanInputs(context_tokens=1200, prompt_tokens=1000), search_fit=False)
     c = constants(runtimes["vllm"], "cuda")
-    b = p.max_sequences
+    b = min(p.max_sequences, 64)
+    assert p.max_sequences > 64
     pre = prefill_time_s(prefill_inputs(p, "vllm"), c)
     tpot = decode_step_time_s(step_inputs(p, p.decode_model.step(b), "vllm"), c) + b * pre / 200
     assert agg.tp == 1 and agg.batch_per_replica == b and agg.replicas == math.ceil(64 / b)
@@ -111,7 +112,7 @@ def test_fleet_cli_json_and_hourly_prices(run_cli, tmp_path):
     assert code == 0, err
     d = json.loads(out)
     assert d["workload"] == {"isl": 3000, "osl": 500, "users": 400, "rate": None, "ttft_s": 2.0,
-                             "tpot_s": pytest.approx(1 / 30), "shared_prefix": 0.0}
+                             "tpot_s": pytest.approx(1 / 30), "shared_prefix": 0.0, "spec": None}
     keys = {"card", "mode", "tp", "pp", "ep", "replicas", "cards_total", "nodes", "batch_per_replica",
             "output_tok_s_per_gpu", "output_tok_s_total", "tok_s_per_user", "ttft_s", "tpot_s", "meets_slo", "watts",
             "cost_per_mtok_out", "why_not"}
@@ -209,3 +210,35 @@ def test_a_shared_prefix_cuts_prefill_and_holds_its_cache_once(catalog, runtimes
     agg = lambda r: r if r.mode == "aggregated" else r.other  # noqa: E731
     assert agg(shared).ttft_s == pytest.approx(agg(plain).ttft_s * 0.5)
     assert agg(shared).batch_per_replica > agg(plain).batch_per_replica * 1.5
+
+
+def test_speculative_decoding_gains_most_at_small_batches(catalog, runtimes):
+    """E = (1 - a^(k+1)) / (1 - a) tokens a pass (Leviathan et al. 2023, eq. 1): k = 4, a = 0.7 gives
+    (1 - 0.16807) / 0.3 = 2.773. One user of Llama 3.1 70B on H100s decodes faster with a Llama 3.2 1B draft; at 64
+    users the verify pass is no longer one step's cost and the gain is smaller."""
+    from llmsize.estimate.fleet import Spec, parse_spec
+
+    spec = parse_spec("draft=llama-3.2-1b,k=4,accept=0.7", catalog)
+    assert spec.tokens_per_pass() == pytest.approx((1 - 0.7 ** 5) / 0.3) == pytest.approx(2.773, abs=1e-3)
+    assert Spec(3, 1.0).tokens_per_pass() == 4
+    m, g = catalog.model("llama-3.1-70b"), [catalog.gpu("h100-sxm")]
+    gain = {}
+    for users in (1, 64):
+        plain = fleet_rows(m, g, Workload(3000, 500, users=users), "vllm", runtimes)[0]
+        fast = fleet_rows(m, g, Workload(3000, 500, users=users, spec=spec), "vllm", runtimes)[0]
+        assert fast.tp == plain.tp
+        gain[users] = fast.tok_s_per_user / plain.tok_s_per_user
+    assert 1.5 < gain[1] < 2.8 and 1.0 < gain[64] < gain[1]
+    mtp = parse_spec("mtp=1,accept=0.8", catalog)
+    assert mtp.draft is None and mtp.k == 1 and mtp.tokens_per_pass() == pytest.approx(1.8)
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("draft=llama-3.2-1b", "accept must be a number"), ("k=4,accept=0.7", "draft=MODEL or mtp=N"),
+    ("mtp=1,draft=llama-3.2-1b,accept=0.5", "draft=MODEL or mtp=N"), ("mtp=1,accept=1.5", "accept must be in"),
+    ("mtp=0,accept=0.5", "from 1 to 16"), ("mtp", "key=value"), ("mtp=1,accept=0.5,foo=1", "unknown key"),
+    ("draft=nope-1b,accept=0.5", "nope-1b"),
+])
+def test_bad_spec_is_one_line(run_cli, text, needle):
+    code, out, err = run_cli("fleet", "llama-3.1-8b", "--users", "4", "--spec", text)
+    assert code == 2 and needle in err and "Traceback" not in err and out == ""

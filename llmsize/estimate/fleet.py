@@ -21,6 +21,13 @@ Prefix caching (--shared-prefix f): a replica computes only the (1 - f) x isl ne
 tokens' cache once, so the users it holds are (cache budget - that prefix) / the cache of (1 - f) x isl + osl
 tokens each.
 
+Speculative decoding (--spec): a target pass verifies k proposed tokens of each of b users (the weights read as at
+b x (k + 1) tokens, each user's cache once, k + 1 times the FLOPs), the draft takes k steps at batch b (an MTP
+layer: one of the target's layers, 1/layers of a step, each), and the pass yields E = (1 - a^(k+1)) / (1 - a)
+tokens a user, so TPOT(b) = (verify + draft) / E. At small batches the verify pass costs about one step and the
+gain is ~E; as b grows the pass turns compute-bound and the gain shrinks. A draft model's weights and cache come
+out of the replica's cache budget.
+
 Disaggregated serving (prefill and decode workers apart, xPyD, as vLLM/SGLang P/D and NVIDIA Dynamo run it):
 decode workers no longer pause for prefills (a user sees TPOT(b)), y = ceil(users / b) of them; prefill workers
 each take one prompt at a time, T_prefill each, so x = ceil(request rate x T_prefill) of them;
@@ -44,6 +51,49 @@ NODE_LINK_GB_S = 50.0  # per GPU between nodes: one 400 Gb/s NIC (estimate/paral
 
 
 @dataclass(frozen=True)
+class Spec:
+    """Speculative decoding: k tokens proposed a pass by a draft model (or the model's own MTP layers), each
+    accepted with probability `accept`."""
+
+    k: int
+    accept: float
+    draft: ModelSpec | None = None  # None: MTP (a layer of the target proposes)
+
+    def tokens_per_pass(self) -> float:
+        """E = (1 - a^(k+1)) / (1 - a): expected tokens a target pass yields with k drafted tokens accepted
+        i.i.d. at rate a (Leviathan, Kalman, Matias 2023, "Fast Inference from Transformers via Speculative
+        Decoding", eq. 1)."""
+        a = self.accept
+        return self.k + 1 if a >= 1 else (1 - a ** (self.k + 1)) / (1 - a)
+
+
+def parse_spec(text: str, catalog) -> Spec:
+    """`draft=MODEL,k=4,accept=0.7` or `mtp=1,accept=0.8` (k = the MTP layers)."""
+    fields = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        if not sep or not value.strip():
+            raise InvalidValueError(f"--spec {text!r}: `{part}` is not key=value.",
+                                    "e.g. --spec draft=llama-3.2-1b,k=4,accept=0.7 or --spec mtp=1,accept=0.8.")
+        fields[key.strip().lower()] = value.strip()
+    unknown = sorted(set(fields) - {"draft", "k", "accept", "mtp"})
+    if unknown:
+        raise InvalidValueError(f"--spec: unknown key `{unknown[0]}`.", "Keys: draft, k, accept, mtp.")
+    if ("draft" in fields) == ("mtp" in fields):
+        raise InvalidValueError("--spec needs draft=MODEL or mtp=N, one of them.", "e.g. --spec mtp=1,accept=0.8.")
+    try:
+        accept = float(fields.get("accept", ""))
+        k = int(fields.get("mtp") or fields.get("k") or 4)
+    except ValueError:
+        raise InvalidValueError(f"--spec {text!r}: accept must be a number and k / mtp a whole number.",
+                                "e.g. accept=0.7, k=4.") from None
+    if not (0 <= accept <= 1 and math.isfinite(accept)) or not 1 <= k <= 16:
+        raise InvalidValueError(f"--spec {text!r}: accept must be in [0, 1] and k (or mtp) from 1 to 16.",
+                                "e.g. accept=0.7, k=4.")
+    return Spec(k, accept, catalog.model(fields["draft"]) if "draft" in fields else None)
+
+
+@dataclass(frozen=True)
 class Workload:
     isl: int  # prompt tokens per request
     osl: int  # output tokens per request
@@ -52,6 +102,7 @@ class Workload:
     ttft_s: float | None = None  # target
     tpot_s: float | None = None  # target, seconds per output token per user
     shared_prefix: float = 0.0  # fraction of prompt tokens served from the prefix cache
+    spec: Spec | None = None  # speculative decoding
 
     def check(self) -> None:
         if not 0 <= self.shared_prefix < 1:
@@ -89,9 +140,10 @@ class FleetRow:
     other: "FleetRow | None" = None  # the other mode, for comparison
 
 
-def _users_held(plan, w: Workload) -> int:
-    """Users a replica's cache holds; with a shared prefix, its cache once and each user's own tokens."""
-    if not w.shared_prefix:
+def _users_held(plan, w: Workload, draft_plan=None) -> int:
+    """Users a replica's cache holds; with a shared prefix, its cache once and each user's own tokens; with a draft
+    model, its weights and each user's draft cache too."""
+    if not w.shared_prefix and draft_plan is None:
         return plan.max_sequences
     from llmsize.estimate.kv import kv_bytes
 
@@ -100,16 +152,33 @@ def _users_held(plan, w: Workload) -> int:
     own = kv_bytes(model, w.isl - shared + w.osl, plan.inputs.kv_dtype).bytes_per_sequence
     prefix = kv_bytes(model, shared, plan.inputs.kv_dtype).bytes_per_sequence if shared else 0.0
     left = plan.budget.kv_budget_bytes - prefix
+    if draft_plan is not None:
+        left -= (draft_plan.weights_card or draft_plan.weights).bytes_total
+        own += (draft_plan.kv_card or draft_plan.kv).bytes_per_sequence
     return int(left // own) if left > 0 and own > 0 else 0
 
 
-def _timing(plan, runtime: str, constants):
+def _timing(plan, runtime: str, constants, spec: Spec | None = None, draft_plan=None):
     """(TPOT at batch b as a function, the prefill time of the prompt)."""
+    from dataclasses import replace as _replace
+
     from llmsize.estimate.expected import prefill_inputs, step_inputs
     from llmsize.estimate.speed import decode_step_time_s, prefill_time_s
 
+    def step_s(p, b: int) -> float:
+        return decode_step_time_s(step_inputs(p, p.decode_model.step(b), runtime), constants)
+
     def tpot(b: int) -> float:
-        return decode_step_time_s(step_inputs(plan, plan.decode_model.step(b), runtime), constants)
+        if spec is None:
+            return step_s(plan, b)
+        dm = plan.decode_model
+        one, wide = dm.step(b), dm.step(b * (spec.k + 1))
+        verify = _replace(wide, kv_bytes=one.kv_bytes, memory_time_s=(wide.weight_bytes + one.kv_bytes)
+                          / plan.gpu.bandwidth_bytes_per_s)
+        t = decode_step_time_s(step_inputs(plan, verify, runtime), constants)
+        draft = (step_s(draft_plan, b) if draft_plan is not None
+                 else step_s(plan, b) / (plan.card_model or plan.model).num_layers)
+        return (t + spec.k * draft) / spec.tokens_per_pass()
 
     return tpot, prefill_time_s(prefill_inputs(plan, runtime), constants)
 
@@ -194,11 +263,22 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
             except LlmsizeError as e:
                 reasons.append(f"tp {tp}: {e.message}")
                 continue
-            held = _users_held(plan, w) if plan.budget.weights_fit else 0
+            draft_plan = None
+            if w.spec is not None and w.spec.draft is not None:
+                try:
+                    draft_plan = make_plan(w.spec.draft, g, PlanInputs(context_tokens=w.isl + w.osl,
+                                                                        prompt_tokens=w.isl, tp=tp,
+                                                                        kv_dtype=kv_dtype), search_fit=False)
+                except LlmsizeError as e:
+                    reasons.append(f"tp {tp}: the draft model: {e.message}")
+                    continue
+            held = _users_held(plan, w, draft_plan) if plan.budget.weights_fit else 0
+            if w.users is not None:
+                held = min(held, w.users)  # a replica never batches more users than there are
             if held < 1:
                 reasons.append(f"tp {tp}: the weights and one request's cache do not fit")
                 continue
-            tpot_fn, pre = _timing(plan, runtime, c)
+            tpot_fn, pre = _timing(plan, runtime, c, w.spec, draft_plan)
             if pre is None:
                 reasons.append(f"tp {tp}: no prefill constants for this runtime and card")
                 continue

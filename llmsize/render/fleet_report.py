@@ -8,7 +8,11 @@ from dataclasses import asdict
 def fleet_to_dict(model, w, runtime, currency, rows) -> dict:
     return {"model": model.id, "runtime": runtime, "currency": currency,
             "workload": {"isl": w.isl, "osl": w.osl, "users": w.users, "rate": w.rate, "ttft_s": w.ttft_s,
-                         "tpot_s": w.tpot_s, "shared_prefix": w.shared_prefix},
+                         "tpot_s": w.tpot_s, "shared_prefix": w.shared_prefix,
+                         "spec": None if w.spec is None else {
+                             "k": w.spec.k, "accept": w.spec.accept,
+                             "draft": w.spec.draft.id if w.spec.draft else None,
+                             "tokens_per_pass": w.spec.tokens_per_pass()}},
             "rows": [asdict(r) for r in rows],
             "assumptions": ["aggregated: a user's TPOT = TPOT(b) + b x prefill time / osl (the replica's prefills stall "
                             "every user); TTFT = one prompt's prefill (queueing behind other prefills not modelled)",

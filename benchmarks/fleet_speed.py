@@ -1,0 +1,40 @@
+"""`llmsize fleet` over the whole catalog for one model: wall time of the command, as a user runs it.
+
+    python benchmarks/fleet_speed.py [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+
+CASES = [
+    ("llama-3.1-70b, 400 users, TTFT 2 s, 30 tok/s", ["fleet", "llama-3.1-70b", "--isl", "3000", "--osl", "500",
+                                                     "--users", "400", "--ttft", "2s", "--tok-s-per-user", "30"]),
+    ("qwen3-30b-a3b, 20 req/s, TPOT 33 ms", ["fleet", "qwen3-30b-a3b", "--rate", "20", "--tpot", "33ms"]),
+    ("llama-3.1-8b, 64 users, spec decoding", ["fleet", "llama-3.1-8b", "--users", "64", "--spec",
+                                               "draft=llama-3.2-1b,k=4,accept=0.7"]),
+]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+    print(f"{'case':48} {'median s':>9} {'min s':>7} {'max s':>7}")
+    for name, argv in CASES:
+        times = []
+        for _ in range(args.runs):
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "llmsize", *argv, "--format", "json"], check=True,
+                           stdout=subprocess.DEVNULL)
+            times.append(time.perf_counter() - t)
+        print(f"{name:48} {statistics.median(times):9.2f} {min(times):7.2f} {max(times):7.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

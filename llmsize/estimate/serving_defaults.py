@@ -1,0 +1,68 @@
+"""What a serving engine does by default with a replica's requests: how many it runs at once (its batch cap) and how
+many prompt tokens one forward takes (its prefill chunk). Fleet sizes a replica with these, as the engine launched
+without tuning flags would run it; each figure is read from the engine's source, cited where it is set.
+
+    vLLM (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults, OpenAI server): a card of >= 70 GiB that is
+        not an A100 runs max_num_seqs 1024 and max_num_batched_tokens 8192; any other card 256 and 2048.
+    SGLang (python/sglang/srt/server_args.py, chunked_prefill_size): 2048 under 35 GiB (gpu_mem in MiB < 35 x 1024),
+        8192 under 160 GiB, else 16384; its running requests are bounded by the cache pool, not by a default cap.
+    TensorRT-LLM (tensorrt_llm/bench/build/tuning.py, finetune_setting, what trtllm-bench and its published
+        tables use): batch = min(requests the cache holds, 4096) / pp rounded up (to 32 under 256, 128 under 1,024,
+        else 256; at least 64); tokens = min(batch x (1 + ISL / OSL), 32768) rounded up (to 256 under 4,096,
+        512 under 8,192, else 1,024; at least 2,048).
+    Other runtimes: no cap, 8192 tokens a forward.
+
+What a running request holds in the cache: TensorRT-LLM's default capacity scheduler (GUARANTEED_NO_EVICT,
+tensorrt_llm/llmapi/llm_args.py SchedulerConfig) admits a request only when blocks for its whole ISL + OSL are
+free, so a replica holds as many requests as ISL + OSL tokens each fit; vLLM and SGLang admit on the blocks in use
+(and preempt when they run out), so at a steady state a request holds ISL + OSL / 2 on average.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from llmsize.catalog.schema import GpuSpec
+
+GIB = 2**30
+DEFAULT_PREFILL_TOKENS = 8192
+
+
+@dataclass(frozen=True)
+class ServingDefaults:
+    max_batch: int | None  # requests a replica runs at once; None: as many as the cache holds
+    prefill_tokens: int  # prompt tokens one forward takes
+
+
+def _round_up(x: float, step: int) -> int:
+    return step * math.ceil(x / step)
+
+
+def _trtllm(kv_requests: int, isl: int, osl: int, pp: int) -> ServingDefaults:
+    raw_bs = min(kv_requests, 4096) / pp
+    bs = (max(64, _round_up(raw_bs, 32)) if raw_bs < 256 else
+          _round_up(raw_bs, 128) if raw_bs < 1024 else _round_up(raw_bs, 256))
+    raw_tok = min(raw_bs * (1 + isl / max(1, osl)), 32768)
+    tok = (max(2048, _round_up(raw_tok, 256)) if raw_tok < 4096 else
+           _round_up(raw_tok, 512) if raw_tok < 8192 else _round_up(raw_tok, 1024))
+    return ServingDefaults(bs, tok)
+
+
+def held_context_tokens(runtime: str, isl: int, osl: int) -> int:
+    """Cache tokens a running request holds when the engine counts how many it admits."""
+    return isl + osl if runtime == "trtllm" else isl + osl // 2
+
+
+def serving_defaults(runtime: str, gpu: GpuSpec, kv_requests: int, isl: int, osl: int,
+                     pp: int = 1) -> ServingDefaults:
+    """The engine's defaults for one replica on `gpu` whose cache holds `kv_requests` requests of isl + osl."""
+    mem = gpu.memory_bytes
+    if runtime == "vllm":
+        big = mem >= 70 * GIB and "a100" not in gpu.id
+        return ServingDefaults(1024 if big else 256, 8192 if big else 2048)
+    if runtime == "sglang":
+        return ServingDefaults(None, 2048 if mem < 35 * GIB else 8192 if mem < 160 * GIB else 16384)
+    if runtime == "trtllm":
+        return _trtllm(kv_requests, isl, osl, pp)
+    return ServingDefaults(None, DEFAULT_PREFILL_TOKENS)

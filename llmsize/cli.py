@@ -59,6 +59,7 @@ from llmsize.options import (
     ImportOutOpt,
     IslOpt,
     JsonOpt,
+    PlanFormatOpt,
     KvDtypeOpt,
     KvUnifiedOpt,
     KvUsersOpt,
@@ -246,6 +247,7 @@ def plan(
     calibrate: CalibrateOpt = None,
     estimate_only: EstimateOnlyOpt = False,
     as_json: JsonOpt = False,
+    fmt: PlanFormatOpt = "table",
     catalog: CatalogOpt = None,
 ):
     """Plan one model on one card: memory, context, concurrency, decode ceiling, prefill, diagnosis.
@@ -259,6 +261,7 @@ def plan(
       llmsize plan ./my-model-folder --gpu h200-sxm
       llmsize plan --hub Qwen/Qwen3-8B --gpu rtx5090
       llmsize plan llama-3.1-70b --gpu h100 --tp 2 --emit vllm
+      llmsize plan gemma-4-12b --gpu rtx5060ti --format html > plan.html
     """
     from llmsize.estimate.plan import PlanInputs, make_plan
     if not gpu:
@@ -329,38 +332,60 @@ def plan(
 
         sys.stdout.write(serve_command(p, emit, model if im is not None else None, max_model_len) + "\n")
         return
-    if as_json:
-        from llmsize.render.plan_json import plan_to_dict
+    if as_json or fmt == "json":
+        _print_json(_plan_dict(p, ledger, llama, g, expected))
+    elif fmt == "html":
+        import io
 
-        d = plan_to_dict(p)
-        if ledger is not None:
-            from llmsize.render.engine_report import ledger_to_dict
+        from rich.console import Console
 
-            d["engine"] = ledger_to_dict(ledger)
-        if llama is not None:
-            from llmsize.render.llamacpp_report import llamacpp_to_dict
+        from llmsize.estimate.charts import plan_charts
+        from llmsize.render.plan_html import render_plan_html
 
-            d["engine"] = llamacpp_to_dict(llama, g)
-        from llmsize.render.expected_report import expected_to_dict
-
-        d["expected"] = expected_to_dict(expected)
-        _print_json(d)
+        buf = io.StringIO()
+        _plan_text(p, ledger, llama, g, expected, Console(file=buf, width=MAX_WIDTH, color_system=None,
+                                                          highlight=False, soft_wrap=False), MAX_WIDTH, False)
+        roofs, curves = plan_charts(p)
+        sys.stdout.write(render_plan_html(p, _plan_dict(p, ledger, llama, g, expected), buf.getvalue(), roofs,
+                                          curves))
     else:
-        from llmsize.render.plan_report import render_plan
         from llmsize.render.text import color_enabled
 
-        sys.stdout.write(render_plan(p, _width(), color_enabled()))
-        if ledger is not None:
-            from llmsize.render.engine_report import render_ledger
+        _plan_text(p, ledger, llama, g, expected, _console(), _width(), color_enabled())
 
-            render_ledger(ledger, _console())
-        if llama is not None:
-            from llmsize.render.llamacpp_report import render_llamacpp
 
-            render_llamacpp(llama, g, _console())
-        from llmsize.render.expected_report import render_expected
+def _plan_dict(p, ledger, llama, g, expected) -> dict:
+    from llmsize.render.expected_report import expected_to_dict
+    from llmsize.render.plan_json import plan_to_dict
 
-        render_expected(expected, p, _console())
+    d = plan_to_dict(p)
+    if ledger is not None:
+        from llmsize.render.engine_report import ledger_to_dict
+
+        d["engine"] = ledger_to_dict(ledger)
+    if llama is not None:
+        from llmsize.render.llamacpp_report import llamacpp_to_dict
+
+        d["engine"] = llamacpp_to_dict(llama, g)
+    d["expected"] = expected_to_dict(expected)
+    return d
+
+
+def _plan_text(p, ledger, llama, g, expected, console, width: int, color: bool) -> None:
+    """plan's report: the plan, the engine's ledger, the expected speed, on `console` (its file)."""
+    from llmsize.render.expected_report import render_expected
+    from llmsize.render.plan_report import render_plan
+
+    console.file.write(render_plan(p, width, color))
+    if ledger is not None:
+        from llmsize.render.engine_report import render_ledger
+
+        render_ledger(ledger, console)
+    if llama is not None:
+        from llmsize.render.llamacpp_report import render_llamacpp
+
+        render_llamacpp(llama, g, console)
+    render_expected(expected, p, console)
 
 def _llamacpp_constants(p, cat):
     from llmsize.estimate.expected import backend, constants
@@ -586,6 +611,14 @@ def compare(
         from llmsize.render.compare_table import render_markdown
 
         sys.stdout.write(render_markdown(rows, currency, title))
+    elif fmt == "html":
+        from dataclasses import replace as _replace
+
+        from llmsize.estimate.charts import rooflines
+        from llmsize.render.compare_table import render_html
+
+        roofs = rooflines(m, [(r.gpu, _replace(inputs, tp=r.tp, pp=r.pp)) for r in rows if r.plan][:4])
+        sys.stdout.write(render_html(rows, currency, title, notes, roofs))
     else:
         from llmsize.render.compare_table import render_table
 
@@ -805,8 +838,8 @@ def fleet(
     catalog: CatalogOpt = None,
 ):
     """Size a deployment: per card, the fewest cards (replicas x tensor parallel) that serve the workload within
-    its targets, with throughput, latency, watts and cost. Aggregated serving; disaggregated prefill/decode is not
-    modelled yet.
+    its targets, with throughput, latency, watts and cost: aggregated serving, or disaggregated prefill and decode
+    workers (xPyD) where that needs fewer cards or costs less.
 
     Examples:
 
@@ -814,6 +847,7 @@ def fleet(
       llmsize fleet llama-3.1-70b --isl 3000 --osl 500 --users 400 --ttft 2s --tok-s-per-user 30
       llmsize fleet qwen3-30b-a3b --rate 20 --tpot 33ms --gpus h100,h200,b200,rtx5090 --prices prices.yaml --json
       llmsize fleet llama-3.1-70b --users 400 --tok-s-per-user 30 --gpus b200 --emit sglang
+      llmsize fleet llama-3.1-70b --users 400 --ttft 2s --tpot 33ms --format html > fleet.html
     """
     from llmsize.estimate.fleet import Workload, fleet_rows
     from llmsize.render.fleet_report import fleet_to_dict, render_fleet
@@ -858,8 +892,15 @@ def fleet(
                                     "widen --gpus.")
         sys.stdout.write(fleet_command(m, top, emit, isl, osl) + "\n")
         return
+    runtimes = {r.id: r for r in cat.runtimes.all()}
     if as_json or fmt == "json":
         _print_json(fleet_to_dict(m, w, rid, currency, rows))
+    elif fmt == "html":
+        from llmsize.estimate.fleet import fleet_charts
+        from llmsize.render.fleet_report import render_fleet_html
+
+        curves, roofs = fleet_charts(m, cards, rows, w, rid, runtimes, kv_dtype.lower())
+        sys.stdout.write(render_fleet_html(m, w, rid, currency, rows, curves, roofs))
     elif fmt == "csv":
         from llmsize.render.fleet_report import render_fleet_csv
 
@@ -875,8 +916,7 @@ def fleet(
         from llmsize.render.fleet_report import pareto_image, pareto_text
 
         served = {r.card for r in rows if r.meets_slo}
-        curves = pareto_curves(m, [g for g in cards if g.id in served], w, rid,
-                               {r.id: r for r in cat.runtimes.all()}, kv_dtype.lower())
+        curves = pareto_curves(m, [g for g in cards if g.id in served], w, rid, runtimes, kv_dtype.lower())
         if output is not None:
             pareto_image(m, curves, w.tpot_s, output)
             sys.stderr.write(f"wrote {output}\n")

@@ -33,7 +33,7 @@ GPU_SORT_KEYS = ("bandwidth", "memory", "year", "id")
 COMPARE_SORT_KEYS = ("ceiling_tok_s", "expected_tok_s", "aggregate_tok_s", "bandwidth_gb_s", "tok_s_per_w",
                      "tok_s_per_kcurrency", "fits", "cards", "memory_gib", "max_context_tokens", "max_sequences",
                      "ttft_s", "price", "gpu")
-COMPARE_FORMATS = ("table", "json", "csv", "markdown")
+COMPARE_FORMATS = ("table", "json", "csv", "markdown", "html")
 SCOPES = ("linear", "experts", "mlp", "all")
 
 
@@ -118,6 +118,9 @@ CatalogOpt = Annotated[Optional[list[Path]], _opt(
     "--catalog", help="Extra catalog folder (holding hardware/ and/or models/); repeatable. Also read from "
     "$LLMSIZE_CATALOG.", show_default=False)]
 JsonOpt = Annotated[bool, _opt("--json", help="Print one JSON object instead of tables.")]
+PlanFormatOpt = Annotated[str, _opt("--format", help="table, json (as --json) or html (one self-contained page on "
+                                    "stdout: the report, key figures, roofline and KV charts).",
+                                    callback=choice(("table", "json", "html")))]
 GpuOpt = Annotated[str, _opt("--gpu", "-g", help="Card id or alias (see `llmsize gpus`), or `local`: this "
                               "machine's, detected offline (NVML, lspci/sysfs, sysctl).")]
 GpusOpt = Annotated[Optional[list[str]], _opt("--gpu", "-g", help="Card id; repeat for several.", show_default=False)]
@@ -236,8 +239,9 @@ TokSPerUserOpt = Annotated[Optional[float], _opt("--tok-s-per-user", help="Per-u
 FleetEmitOpt = Annotated[Optional[str], _opt("--emit", help="Print the launch lines of the best row: vllm (disaggregated: "
                                              "under NVIDIA Dynamo) or sglang (its own P/D).",
                                              callback=choice(("vllm", "sglang")), show_default=False)]
-FleetFormatOpt = Annotated[str, _opt("--format", help="table, json, csv or markdown.",
-                                     callback=choice(("table", "json", "csv", "markdown")))]
+FleetFormatOpt = Annotated[str, _opt("--format", help="table, json, csv, markdown or html (one self-contained page "
+                                     "on stdout: tables, inline SVG charts, assumptions).",
+                                     callback=choice(("table", "json", "csv", "markdown", "html")))]
 ParetoOpt = Annotated[bool, _opt("--pareto", help="Chart each card's throughput per GPU against tokens/s per user "
                                  "(terminal; -o FILE.png|svg for an image).")]
 SharedPrefixOpt = Annotated[float, _opt("--shared-prefix", help="Fraction of prompt tokens served from the prefix "
@@ -273,7 +277,8 @@ PricesOpt = Annotated[Optional[Path], _opt("--prices", help="YAML of card prices
                                            show_default=False)]
 CompareSortOpt = Annotated[str, _opt("--sort", help="Column to rank by: " + ", ".join(COMPARE_SORT_KEYS) + ".",
                                      callback=choice(COMPARE_SORT_KEYS))]
-CompareFormatOpt = Annotated[str, _opt("--format", help="table, json, csv or markdown.",
+CompareFormatOpt = Annotated[str, _opt("--format", help="table, json, csv, markdown or html (one self-contained "
+                                       "page on stdout).",
                                        callback=choice(COMPARE_FORMATS))]
 MaxBatchOpt = Annotated[int, _opt("--max-batch", help="Decode points at batch 1, 2, 4 ... up to this.",
                                   callback=int_range(1, 2**20))]

@@ -187,7 +187,9 @@ def test_fleet_csv_and_markdown(run_cli):
     code, out, err = run_cli(*args, "--format", "markdown")
     assert code == 0 and out.startswith("**fleet: Llama 3.1 70B") and "| b200 |" in out
     code, out, err = run_cli(*args, "--format", "html")
-    assert code == 2 and "--format" in err
+    assert code == 0 and out.startswith("<!DOCTYPE html>") and "rtx3060" in out  # tests/test_html_report.py
+    code, out, err = run_cli(*args, "--format", "xml")
+    assert code == 2 and "--format" in err and "html" in err and out == ""
 
 
 def test_pareto_points_are_not_dominated_and_chart(catalog, runtimes, run_cli, tmp_path):

@@ -66,6 +66,19 @@ def roofline(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs, max_batch: int 
     return Roof(gpu, gpu.bandwidth_bytes_per_s, base.peak.flop_per_s, base.peak.precision, points)
 
 
+def rooflines(model: ModelSpec, cards: list[tuple[GpuSpec, PlanInputs]], max_batch: int = 1024) -> list[Roof]:
+    """roofline() of each (card, inputs) the model can be planned on; a pair whose plan is refused is left out."""
+    from llmsize.errors import LlmsizeError
+
+    out = []
+    for g, inputs in cards:
+        try:
+            out.append(roofline(model, g, inputs, max_batch))
+        except LlmsizeError:
+            continue
+    return out
+
+
 @dataclass(frozen=True)
 class KvCurve:
     dtype: str
@@ -102,3 +115,11 @@ def crossover_tokens(model: ModelSpec, kv_dtype: str, weights_bytes: float, user
         else:
             lo = mid
     return hi
+
+
+def plan_charts(plan) -> tuple[list[Roof], list[KvCurve]]:
+    """The data of plan's report charts: the card's roofline with the model's points at the plan's inputs, and the
+    cache of the plan's batch of sequences against context per KV dtype, up to the model's longest context."""
+    limit = max(2, plan.model.max_position_embeddings)
+    roofs = rooflines(plan.model, [(plan.gpu, plan.inputs)])
+    return roofs, kv_curves(plan.model, contexts_up_to(limit, start=min(256, limit // 2)), users=plan.inputs.batch)

@@ -401,3 +401,18 @@ def max_throughput_per_gpu(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, t
     if cost is None:
         return None
     return b / (tpot_fn(b) + b * cost / osl) / tp
+
+
+def fleet_charts(model: ModelSpec, gpus: list[GpuSpec], rows: list[FleetRow], w: Workload, runtime: str,
+                 runtimes: dict, kv_dtype: str = "bf16", most: int = 4):
+    """The data of fleet's report charts for the (at most `most`) best cards that serve the workload: their Pareto
+    curves, and their rooflines at the row's tp with the model's decode and prefill points."""
+    from llmsize.estimate.charts import rooflines
+    from llmsize.estimate.plan import PlanInputs
+
+    served = [r for r in rows if r.meets_slo][:most]
+    by_id = {g.id: g for g in gpus}
+    cards = [by_id[r.card] for r in served if r.card in by_id]
+    roofs = rooflines(model, [(by_id[r.card], PlanInputs(context_tokens=w.isl + w.osl, prompt_tokens=w.isl, tp=r.tp,
+                                                         kv_dtype=kv_dtype)) for r in served if r.card in by_id])
+    return pareto_curves(model, cards, w, runtime, runtimes, kv_dtype), roofs

@@ -9,7 +9,7 @@ import textwrap
 MARKERS = "o*x+#@%&"
 
 
-def _ticks(lo: float, hi: float, log: bool) -> list[float]:
+def ticks(lo: float, hi: float, log: bool) -> list[float]:
     if log:
         a, b = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
         return [10.0 ** e for e in range(a, b + 1)]
@@ -22,7 +22,7 @@ def _ticks(lo: float, hi: float, log: bool) -> list[float]:
     return out if len(out) <= 8 else out[::math.ceil(len(out) / 8)]
 
 
-def _fmt(v: float) -> str:
+def tick_label(v: float) -> str:
     if v == 0:
         return "0"
     e = math.floor(math.log10(abs(v)))
@@ -47,7 +47,7 @@ def plot(series: list[tuple[str, list[tuple[float, float]], str]], title: str, x
         x1 = x0 * 10 if logx else x0 + 1
     if y1 == y0:
         y1 = y0 * 10 if logy else y0 + 1
-    ylabels = [_fmt(t) for t in _ticks(y0, y1, logy)]
+    ylabels = [tick_label(t) for t in ticks(y0, y1, logy)]
     margin = max(len(s) for s in ylabels) + 1
     cols, rows = width - margin - 2, height
 
@@ -79,14 +79,14 @@ def plot(series: list[tuple[str, list[tuple[float, float]], str]], title: str, x
                         grid[rows - 1 - fy(y)][fx(x)]
         for x, y in ps:
             grid[rows - 1 - fy(y)][fx(x)] = m
-    ytick_rows = {rows - 1 - fy(t): _fmt(t) for t in _ticks(y0, y1, logy)}
+    ytick_rows = {rows - 1 - fy(t): tick_label(t) for t in ticks(y0, y1, logy)}
     out = [title, ylabel]
     for r in range(rows):
         out.append(f"{ytick_rows.get(r, ''):>{margin}}|" + "".join(grid[r]))
     out.append(" " * margin + "+" + "-" * cols)
     axis = [" "] * cols
-    for t in _ticks(x0, x1, logx):
-        label = _fmt(t)
+    for t in ticks(x0, x1, logx):
+        label = tick_label(t)
         c = min(fx(t), cols - len(label))  # the last label ends at the right edge
         for j, ch in enumerate(label):
             axis[c + j] = ch

@@ -22,12 +22,18 @@ def _roof_curve(r) -> list[tuple[float, float]]:
     return [(x, y / 1e12) for x, y in r.curve(ROOF_X)]  # TFLOP/s
 
 
-def roofline_text(model_name: str, roofs, width: int = 100) -> str:
+def roof_series(model_name: str, roofs) -> list[tuple[str, list[tuple[float, float]], str]]:
+    """Each card's roof (a line) and the model's decode and prefill points on it, in TFLOP/s."""
     series = []
     for r in roofs:
         series.append((f"{r.gpu.id} roof", _roof_curve(r), "line"))
         series.append((f"{r.gpu.id} {model_name}", [(p.intensity_flop_per_byte, p.flop_per_s / 1e12)
                                                    for p in r.points], "points"))
+    return series
+
+
+def roofline_text(model_name: str, roofs, width: int = 100) -> str:
+    series = roof_series(model_name, roofs)
     title = f"Roofline: {model_name} decode (batch 1, 2, 4 ...) and prefill points"
     text = plot(series, title, X_ROOF, Y_ROOF, width=width)
     lines = [text]

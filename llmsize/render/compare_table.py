@@ -1,4 +1,4 @@
-"""`llmsize compare` rows as a rich table, JSON, CSV or Markdown. No arithmetic: the values come from
+"""`llmsize compare` rows as a rich table, JSON, CSV, Markdown or one HTML page. No arithmetic: the values come from
 estimate/compare.py."""
 
 from __future__ import annotations
@@ -114,3 +114,20 @@ def render_table(rows, currency, title: str, notes: list[str], console) -> None:
     console.print(f" {legend}.", style="dim")
     for n in notes:
         console.print(f" {n}", style="dim")
+
+
+def render_html(rows, currency, title: str, notes: list[str], roofs) -> str:
+    """One self-contained page: the table (every shown column, full values), the rooflines of the best cards with
+    the model's points, the notes."""
+    from llmsize.render.charts import X_ROOF, Y_ROOF, roof_series
+    from llmsize.render.html_page import Section, page
+    from llmsize.render.svg_chart import svg_plot
+
+    cols = _columns(rows, currency)
+    body = [[r.values()[c] for c in cols] for r in rows]
+    model_name = rows[0].plan.model.name if rows and rows[0].plan else ""
+    chart = svg_plot(roof_series(model_name, roofs), f"Roofline: {model_name} decode (batch 1, 2, 4 ...) and "
+                     "prefill", X_ROOF, Y_ROOF, color_group=2)
+    return page(title, [Section("Cards", tables=[([_header(c, currency) for c in cols], body)], notes=notes),
+                        Section("Rooflines of the first cards", charts=[chart])],
+                "Made by llmsize, offline: no scripts, nothing fetched.")

@@ -5,6 +5,19 @@ from __future__ import annotations
 from dataclasses import asdict
 
 
+ASSUMPTIONS = [
+    "aggregated: a user's TPOT = TPOT(b) + b x a prompt's prefill share / osl (the replica's prefills stall every "
+    "user; prompts are prefilled the engine's default chunk at a time, sharing one read of the weights); TTFT = "
+    "one prompt's prefill alone (queueing behind other prefills not modelled)",
+    "disaggregated: x = ceil(request rate x a prompt's prefill share) prefill workers, y = ceil(users / b) decode "
+    "workers, TTFT adds the cache's move over a 50 GB/s node link",
+    "a running request holds isl + osl / 2 tokens of cache on average (vLLM, SGLang), isl + osl in TensorRT-LLM "
+    "(which reserves the whole answer); the batch stays within the engine's default cap",
+    "speeds from the expected-speed model's constants for the runtime, at each worker's batch",
+    "each row is the better mode; `other` is the other one",
+]
+
+
 def fleet_to_dict(model, w, runtime, currency, rows) -> dict:
     return {"model": model.id, "runtime": runtime, "currency": currency,
             "workload": {"isl": w.isl, "osl": w.osl, "users": w.users, "rate": w.rate, "ttft_s": w.ttft_s,
@@ -14,11 +27,7 @@ def fleet_to_dict(model, w, runtime, currency, rows) -> dict:
                              "draft": w.spec.draft.id if w.spec.draft else None,
                              "tokens_per_pass": w.spec.tokens_per_pass()}},
             "rows": [asdict(r) for r in rows],
-            "assumptions": ["aggregated: a user's TPOT = TPOT(b) + b x prefill time / osl (the replica's prefills stall "
-                            "every user); TTFT = one prompt's prefill (queueing behind other prefills not modelled)",
-                            "disaggregated: x = ceil(request rate x prefill time) prefill workers, y = ceil(users / b) "
-                            "decode workers, TTFT adds the cache's move over a 50 GB/s node link",
-                            "each row is the better mode; `other` is the other one"]}
+            "assumptions": ASSUMPTIONS}
 
 
 def render_fleet(model, w, runtime, currency, rows, console) -> None:
@@ -133,3 +142,47 @@ def pareto_image(model, curves, tpot_target_s: float | None, path) -> None:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     _save(fig, plt, path)
+
+
+def render_fleet_html(model, w, runtime, currency, rows, curves, roofs) -> str:
+    """The page `fleet --format html` writes: the workload, the rows, the Pareto chart of the cards that serve it
+    (the target drawn), their rooflines with the model's points, the assumptions."""
+    from llmsize.render.html_page import Section, page
+    from llmsize.render.svg_chart import svg_plot
+
+    load = f"{w.users:,} users" if w.users is not None else f"{w.rate:g} requests/s"
+    work = [["prompt tokens (isl)", w.isl], ["answer tokens (osl)", w.osl], ["load", load],
+            ["TTFT target (s)", w.ttft_s], ["TPOT target (ms)", None if w.tpot_s is None else w.tpot_s * 1000],
+            ["shared prefix (fraction of prompt tokens)", w.shared_prefix], ["runtime", runtime]]
+    cost_col = f"{currency or 'cost'} per million output tokens"
+    head = ["card", "mode", "tp", "cards", "nodes", "batch per replica", "output tok/s per GPU", "tok/s per user",
+            "TTFT (s)", "TPOT (ms)", "meets targets", "watts", cost_col, "other mode (cards)", "why not"]
+    body = []
+    for r in rows:
+        if r.replicas is None:
+            body.append([r.card] + [None] * 13 + [r.why_not])
+            continue
+        mode = f"{r.prefill_workers}P{r.decode_workers}D" if r.mode == "disaggregated" else f"{r.replicas} x aggregated"
+        other = f"{r.other.mode} ({r.other.cards_total:,})" if r.other else None
+        body.append([r.card, mode, r.tp, r.cards_total, r.nodes, r.batch_per_replica, r.output_tok_s_per_gpu,
+                     r.tok_s_per_user, r.ttft_s, r.tpot_s * 1000, r.meets_slo, r.watts, r.cost_per_mtok_out, other,
+                     r.why_not])
+    target = [(f"target {1 / w.tpot_s:g} tok/s per user", 1 / w.tpot_s)] if w.tpot_s else []
+    pareto = svg_plot([(c.card, c.points, "line") for c in curves],
+                      f"Pareto: {model.name}, per card (aggregated serving)", X_PARETO, Y_PARETO, vlines=target)
+    sections = [Section("Workload", tables=[(["input", "value"], work)]),
+                Section("Cards, best first", tables=[(head, body)],
+                        notes=["Cheapest first with hourly prices, else fewest cards. GB = 10^9 B."]),
+                Section("Throughput per GPU against speed per user", charts=[pareto]),
+                Section("Rooflines", charts=[roofline_svg(model.name, roofs)]),
+                Section("Assumptions", notes=ASSUMPTIONS)]
+    return page(f"llmsize fleet: {model.name}, {w.isl:,} in / {w.osl:,} out, {load}", sections,
+                "Made by llmsize, offline: no scripts, nothing fetched.")
+
+
+def roofline_svg(model_name: str, roofs) -> str:
+    from llmsize.render.charts import X_ROOF, Y_ROOF, roof_series
+    from llmsize.render.svg_chart import svg_plot
+
+    return svg_plot(roof_series(model_name, roofs), f"Roofline: {model_name} decode (batch 1, 2, 4 ...) and prefill",
+                    X_ROOF, Y_ROOF, color_group=2)

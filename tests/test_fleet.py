@@ -21,8 +21,10 @@ def test_a_dense_8b_on_one_card_follows_the_formulas(catalog, runtimes):
     the batch is the 64 users (the cache holds more, and vLLM's cap on an 80 GiB card is 1,024). vLLM prefills
     8,192 tokens a forward on such a card, so 8 prompts of 1,000 share one read of the weights and one set of fixed
     costs: a prompt costs max(compute, weights / 8) + fixed / 8. A user sees TPOT(b) + b x that / 200 per token (the
-    other users' prefills stall it), replicas = ceil(64 / b), output = 64 users / that TPOT; the first token
-    waits for one prompt alone, T_prefill."""
+    other users' prefills stall it), replicas = ceil(64 / b), output = 64 users / that TPOT. The first token
+    waits for its prompt, T_prefill, after the prompts ahead of it: M/D/1 at the replica's arrival rate
+    lambda = b / (T_prefill + 200 x TPOT) (Little), service `cost`, rho = lambda x cost, and the
+    Pollaczek-Khinchine mean wait rho x cost / (2 (1 - rho))."""
     from llmsize.estimate.expected import constants, prefill_inputs, step_inputs
     from llmsize.estimate.plan import PlanInputs, make_plan
     from llmsize.estimate.speed import decode_step_time_s, prefill_time_s
@@ -43,7 +45,12 @@ def test_a_dense_8b_on_one_card_follows_the_formulas(catalog, runtimes):
     assert cost < pre  # batching prompts never makes one dearer
     tpot = decode_step_time_s(step_inputs(p, p.decode_model.step(b), "vllm"), c) + b * cost / 200
     assert agg.tp == 1 and agg.batch_per_replica == b and agg.replicas == math.ceil(64 / b)
-    assert agg.tpot_s == pytest.approx(tpot) and agg.ttft_s == pytest.approx(pre)
+    lam = b / (pre + 200 * tpot)
+    rho = lam * cost
+    assert 0 < rho < 1
+    wait = rho * cost / (2 * (1 - rho))
+    assert agg.tpot_s == pytest.approx(tpot) and agg.ttft_s == pytest.approx(pre + wait)
+    assert agg.ttft_wait_s == pytest.approx(wait)
     assert agg.output_tok_s_total == pytest.approx(64 / tpot)
 
 
@@ -60,7 +67,7 @@ def test_disaggregation_wins_with_long_prompts_and_a_tight_tpot_not_with_short_o
     assert row.prefill_workers + row.decode_workers == row.replicas
     # x = ceil(request rate x T_prefill), the rate by Little's law on the 400 users
     # (a prefill worker batches prompts too: 8,192 tokens a forward is 2 prompts of 3,000, each costing
-    # _prefill_cost_s, checked by hand in the test above), and the first token waits for T_prefill alone
+    # _prefill_cost_s, checked by hand in the test above)
     from llmsize.estimate.expected import constants, prefill_inputs
     from llmsize.estimate.fleet import _prefill_cost_s
     from llmsize.estimate.plan import PlanInputs, make_plan
@@ -72,7 +79,15 @@ def test_disaggregation_wins_with_long_prompts_and_a_tight_tpot_not_with_short_o
     pre = prefill_time_s(x, c)
     assert row.ttft_s > pre  # the cache's move over the node link
     cost = _prefill_cost_s(x, c, 3000, 8192)
-    assert row.prefill_workers == math.ceil(400 / (row.ttft_s + 500 * row.tpot_s) * cost)
+    # the prompts queue for the x workers (M/D/x): x is the fewest that keep TTFT within 2 s, one fewer would not
+    # (or could not keep up at all)
+    from llmsize.estimate.queueing import wait_mdc_s
+
+    base = row.ttft_s - row.ttft_wait_s
+    rate = 400 / (base + 500 * row.tpot_s)
+    assert row.ttft_wait_s == pytest.approx(wait_mdc_s(rate, cost, row.prefill_workers))
+    assert base + wait_mdc_s(rate, cost, row.prefill_workers) <= 2.0
+    assert row.prefill_workers == 1 or base + wait_mdc_s(rate, cost, row.prefill_workers - 1) > 2.0
     assert row.decode_workers == math.ceil(400 / row.batch_per_replica)
     assert row.ttft_s <= 2.0 and row.tpot_s <= 1 / 30
     (row,) = fleet_rows(catalog.model("llama-3.1-8b"), [catalog.gpu("h100-sxm")], Workload(200, 2000, users=64),
@@ -225,7 +240,8 @@ def test_a_shared_prefix_cuts_prefill_and_holds_its_cache_once(catalog, runtimes
     plain = fleet_rows(m, [g], Workload(3000, 500, users=256), "vllm", runtimes)[0]
     shared = fleet_rows(m, [g], Workload(3000, 500, users=256, shared_prefix=0.5), "vllm", runtimes)[0]
     agg = lambda r: r if r.mode == "aggregated" else r.other  # noqa: E731
-    assert agg(shared).ttft_s == pytest.approx(agg(plain).ttft_s * 0.5)
+    prefill = lambda r: agg(r).ttft_s - agg(r).ttft_wait_s  # noqa: E731  (the queue's wait changes with the batch)
+    assert prefill(shared) == pytest.approx(prefill(plain) * 0.5)
     assert agg(shared).batch_per_replica > agg(plain).batch_per_replica * 1.5
 
 

@@ -7,18 +7,20 @@ which reserves a request's whole length: estimate/serving_defaults.py); its deco
 batch b, costed by the runtime's fitted constants (estimate/speed.py):
 
     TPOT(b) = decode step time at batch b                 (s per output token, per user)
-    T_prefill = prefill time of isl tokens, alone         (s; prefills queued behind each other are not modelled)
+    T_prefill = prefill time of isl tokens, alone         (s)
     C_prefill = what one prompt costs a replica that prefills the engine's chunk of N tokens a forward, k = N // isl
                 prompts sharing one read of the weights and one set of fixed costs:
                 max(compute, weight read / k) + fixed / k   (<= T_prefill)
 
 Aggregated serving: each replica also runs the prefills of its requests, and each prefill stalls every user of
 the replica, b of them per osl tokens, so a user sees
-    TPOT_agg(b) = TPOT(b) + b x C_prefill / osl,   TTFT = T_prefill
-and the replica's b users each get 1 / TPOT_agg(b) tok/s. Users = --users, or Little's law on --rate:
+    TPOT_agg(b) = TPOT(b) + b x C_prefill / osl,   TTFT = T_prefill + Wq
+and the replica's b users each get 1 / TPOT_agg(b) tok/s. Wq is the wait for the prefills ahead: M/D/1 (one
+prefill stream a replica, deterministic service C_prefill, Poisson arrivals at b / (T_prefill + osl x
+TPOT_agg(b)) by Little's law; estimate/queueing.py). Users = --users, or Little's law on --rate:
 users = rate x (TTFT + osl x TPOT). The largest b that the cache holds, that the engine's default cap allows
 (vLLM 1,024 on an 80 GB-class card, 256 on others; TensorRT-LLM trtllm-bench's tuning) and that keeps the user's
-TPOT within --tpot gives the fewest replicas = ceil(users / b); cards = replicas x tp, nodes of 8.
+TPOT within --tpot and TTFT within --ttft gives the fewest replicas = ceil(users / b); cards = replicas x tp, nodes of 8.
 Cost per million output tokens = cards x hourly price / (output tok/s x 3600) x 1e6.
 
 Prefix caching (--shared-prefix f): a replica computes only the (1 - f) x isl new prompt tokens of each request
@@ -34,9 +36,10 @@ out of the replica's cache budget.
 
 Disaggregated serving (prefill and decode workers apart, xPyD, as vLLM/SGLang P/D and NVIDIA Dynamo run it):
 decode workers no longer pause for prefills (a user sees TPOT(b)), y = ceil(users / b) of them; prefill workers
-batch prompts the same way, C_prefill each, so x = ceil(request rate x C_prefill) of them;
+batch prompts the same way, C_prefill each; prompts queue for them, M/D/x (Allen-Cunneen), and x is the fewest
+that keep TTFT = T_prefill + the cache's move + Wq within --ttft (without a target, Wq within T_prefill);
 the request rate is --rate, or users / (TTFT + osl x TPOT(b)); the finished cache moves to a decode worker over
-the node link (KV bytes of isl tokens / --node-link GB/s, default 50 GB/s per GPU), which TTFT pays too. The
+the node link (KV bytes of isl tokens / 50 GB/s per GPU), which TTFT pays too. The
 better of the two modes (cheaper, else fewer cards) is the row; the other rides along for comparison.
 """
 
@@ -47,6 +50,7 @@ from dataclasses import dataclass, replace
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError, LlmsizeError
+from llmsize.estimate.queueing import wait_mdc_s
 from llmsize.estimate.serving_defaults import held_context_tokens, serving_defaults
 
 TP_CHOICES = (1, 2, 4, 8)
@@ -142,6 +146,7 @@ class FleetRow:
     why_not: str | None = None
     prefill_workers: int | None = None  # disaggregated: x prefill workers of tp cards each
     decode_workers: int | None = None  # and y decode workers
+    ttft_wait_s: float | None = None  # the part of ttft_s spent queueing for a prefill (M/D/c)
     other: "FleetRow | None" = None  # the other mode, for comparison
 
 
@@ -211,20 +216,20 @@ def _prefill_cost_s(x, c, isl: int, prefill_tokens: int) -> float | None:
     return max(compute, weights / k) + fixed / k
 
 
-def _largest_batch(step_s, hi: int, target: float | None) -> int | None:
-    """The largest b <= hi with step_s(b) <= target (step_s grows with b); hi without a target."""
-    if target is None or step_s(hi) <= target:
+def _largest_batch(ok, hi: int) -> int | None:
+    """The largest b <= hi with ok(b) (ok holds up to some b and not past it), None when not even b = 1."""
+    if ok(hi):
         return hi
-    if step_s(1) > target:
+    if not ok(1):
         return None
     lo = 1
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if step_s(mid) <= target else (lo, mid)
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
     return lo
 
 
-def _row(g, tp, moe, mode, replicas, b, out_total, tpot, ttft, price, x=None, y=None) -> FleetRow:
+def _row(g, tp, moe, mode, replicas, b, out_total, tpot, ttft, price, x=None, y=None, wait=None) -> FleetRow:
     cards = replicas * tp
     return FleetRow(
         card=g.id, mode=mode, tp=tp, pp=1, ep=tp if moe else 1, replicas=replicas, cards_total=cards,
@@ -233,40 +238,52 @@ def _row(g, tp, moe, mode, replicas, b, out_total, tpot, ttft, price, x=None, y=
         watts=g.tdp_w * cards if g.tdp_w else None, cost_per_hour=price * cards if price else None,
         cost_per_month=price * cards * HOURS_PER_MONTH if price else None,
         cost_per_mtok_out=price * cards / (out_total * 3600) * 1e6 if price else None,
-        prefill_workers=x, decode_workers=y)
+        prefill_workers=x, decode_workers=y, ttft_wait_s=wait)
 
 
 def _aggregated(g, tp, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tuple[FleetRow | None, str | None]:
     """Each replica also runs its requests' prefills: per osl tokens of each of its b users, b prompts' prefill
-    (`cost` each, batched) stall every user, so a user sees TPOT(b) + b x cost / osl per token."""
+    (`cost` each, batched) stall every user, so a user sees TPOT(b) + b x cost / osl per token. A new prompt waits
+    for the replica's prefills ahead of it, M/D/1 (estimate/queueing.py) at the replica's arrival rate, by
+    Little's law b / (T_prefill + osl x TPOT_agg(b))."""
     if w.ttft_s is not None and pre > w.ttft_s:
         return None, f"TTFT {pre:.2f} s for {w.isl:,} tokens exceeds the {w.ttft_s:g} s target"
     eff = lambda b: tpot_fn(b) + b * cost / w.osl  # noqa: E731
-    b = _largest_batch(eff, hi, w.tpot_s)
+    ttft = lambda b: pre + wait_mdc_s(b / (pre + w.osl * eff(b)), cost, 1)  # noqa: E731
+    b = _largest_batch(lambda b: (w.tpot_s is None or eff(b) <= w.tpot_s)
+                       and (w.ttft_s is None or ttft(b) <= w.ttft_s), hi)
     if b is None:
-        return None, f"TPOT {eff(1) * 1000:.1f} ms at batch 1 exceeds the {w.tpot_s * 1000:g} ms target"
-    tpot = eff(b)
-    users = w.users if w.users is not None else math.ceil(w.rate * (pre + w.osl * tpot))
+        if w.tpot_s is not None and eff(1) > w.tpot_s:
+            return None, f"TPOT {eff(1) * 1000:.1f} ms at batch 1 exceeds the {w.tpot_s * 1000:g} ms target"
+        return None, f"TTFT {ttft(1):.2f} s at batch 1 (prefill and its queue) exceeds the {w.ttft_s:g} s target"
+    tpot, first = eff(b), ttft(b)
+    users = w.users if w.users is not None else math.ceil(w.rate * (first + w.osl * tpot))
     replicas = max(1, math.ceil(users / b))
-    return _row(g, tp, moe, "aggregated", replicas, b, users / tpot, tpot, pre, price), None
+    return _row(g, tp, moe, "aggregated", replicas, b, users / tpot, tpot, first, price, wait=first - pre), None
 
 
 def _disaggregated(g, tp, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan) -> tuple[FleetRow | None,
                                                                                                str | None]:
-    """x prefill workers, y decode workers of tp cards each; the cache crosses the node link once."""
+    """x prefill workers, y decode workers of tp cards each; the cache crosses the node link once. The prompts
+    queue for the x prefill workers, M/D/x at the request rate (estimate/queueing.py): x is the fewest that keep
+    the first token within --ttft, or without a target, that keep the wait within one prefill."""
     kv_move_s = w.isl * (plan.kv_card or plan.kv).bytes_per_token / (NODE_LINK_GB_S * 1e9)
-    ttft = pre + kv_move_s
-    if w.ttft_s is not None and ttft > w.ttft_s:
-        return None, f"TTFT {ttft:.2f} s (prefill and moving the cache) exceeds the {w.ttft_s:g} s target"
-    b = _largest_batch(tpot_fn, hi, w.tpot_s)
+    base = pre + kv_move_s
+    if w.ttft_s is not None and base > w.ttft_s:
+        return None, f"TTFT {base:.2f} s (prefill and moving the cache) exceeds the {w.ttft_s:g} s target"
+    b = _largest_batch(lambda b: w.tpot_s is None or tpot_fn(b) <= w.tpot_s, hi)
     if b is None:
         return None, f"TPOT {tpot_fn(1) * 1000:.1f} ms at batch 1 exceeds the {w.tpot_s * 1000:g} ms target"
     tpot = tpot_fn(b)
+    rate = w.rate if w.rate is not None else w.users / (base + w.osl * tpot)
+    limit = w.ttft_s if w.ttft_s is not None else base + pre
+    x = math.floor(rate * cost) + 1  # the fewest that keep up (utilization below 1)
+    while base + wait_mdc_s(rate, cost, x) > limit:
+        x += 1
+    ttft = base + wait_mdc_s(rate, cost, x)
     users = w.users if w.users is not None else math.ceil(w.rate * (ttft + w.osl * tpot))
-    rate = w.rate if w.rate is not None else users / (ttft + w.osl * tpot)
     y = max(1, math.ceil(users / b))
-    x = max(1, math.ceil(rate * cost))  # prefill workers batch prompts too
-    return _row(g, tp, moe, "disaggregated", x + y, b, users / tpot, tpot, ttft, price, x, y), None
+    return _row(g, tp, moe, "disaggregated", x + y, b, users / tpot, tpot, ttft, price, x, y, ttft - base), None
 
 
 def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str, runtimes: dict,

@@ -8,9 +8,10 @@ from dataclasses import asdict
 ASSUMPTIONS = [
     "aggregated: a user's TPOT = TPOT(b) + b x a prompt's prefill share / osl (the replica's prefills stall every "
     "user; prompts are prefilled the engine's default chunk at a time, sharing one read of the weights); TTFT = "
-    "one prompt's prefill alone (queueing behind other prefills not modelled)",
-    "disaggregated: x = ceil(request rate x a prompt's prefill share) prefill workers, y = ceil(users / b) decode "
-    "workers, TTFT adds the cache's move over a 50 GB/s node link",
+    "one prompt's prefill + its wait for the prefills ahead (M/D/1 a replica: Poisson arrivals, fixed service)",
+    "disaggregated: x prefill workers, the fewest that keep TTFT (prefill + M/D/x wait, Allen-Cunneen) within the "
+    "target (without one, the wait within one prefill); y = ceil(users / b) decode workers; TTFT adds the cache's "
+    "move over a 50 GB/s node link",
     "a running request holds isl + osl / 2 tokens of cache on average (vLLM, SGLang), isl + osl in TensorRT-LLM "
     "(which reserves the whole answer); the batch stays within the engine's default cap",
     "speeds from the expected-speed model's constants for the runtime, at each worker's batch",
@@ -59,13 +60,13 @@ def render_fleet(model, w, runtime, currency, rows, console) -> None:
         console.print(f"  no configuration: {line}")
     console.print("Cheapest first with hourly prices, else fewest cards; each row the better of aggregated (N x agg) "
                   "and disaggregated (xPyD: x prefill, y decode workers of tp cards) serving. Speeds from the "
-                  "expected-speed model at each worker's batch; TTFT is one prompt's prefill (no queueing).",
+                  "expected-speed model at each worker's batch; TTFT is one prompt's prefill and its queue (M/D/c).",
                   style="dim")
 
 
 FLAT = ("card", "mode", "tp", "pp", "ep", "replicas", "prefill_workers", "decode_workers", "cards_total", "nodes",
         "batch_per_replica", "output_tok_s_per_gpu", "output_tok_s_total", "tok_s_per_user", "ttft_s", "tpot_s",
-        "meets_slo", "watts", "cost_per_hour", "cost_per_month", "cost_per_mtok_out", "why_not")
+        "meets_slo", "ttft_wait_s", "watts", "cost_per_hour", "cost_per_month", "cost_per_mtok_out", "why_not")
 
 
 def flat_rows(rows) -> list[dict]:

@@ -815,8 +815,8 @@ def fit_cmd(
 @_command()
 def fleet(
     model: ModelArg = None,
-    isl: IslOpt = 3000,
-    osl: OslOpt = 500,
+    isl: IslOpt = "3000",
+    osl: OslOpt = "500",
     users: FleetUsersOpt = None,
     rate: RateOpt = None,
     ttft: TtftOpt = None,
@@ -876,9 +876,12 @@ def fleet(
         currency, hourly = load_prices(prices, cat, "hourly")
     from llmsize.estimate.fleet import parse_spec
 
-    w = Workload(isl, osl, users, rate, ttft, tpot if tpot is not None else (1 / tok_s_per_user if tok_s_per_user
-                                                                            else None), shared_prefix,
-                 parse_spec(spec, cat) if spec else None)
+    from llmsize.estimate.lengths import parse_lengths
+
+    isl_d, osl_d = parse_lengths(isl, "--isl"), parse_lengths(osl, "--osl")
+    w = Workload(round(isl_d.mean), round(osl_d.mean), users, rate, ttft,
+                 tpot if tpot is not None else (1 / tok_s_per_user if tok_s_per_user else None), shared_prefix,
+                 parse_spec(spec, cat) if spec else None, isl_d, osl_d)
     from llmsize.estimate.expected import resolve_runtime
 
     rid = resolve_runtime(runtime)[0] if runtime else "vllm"
@@ -890,7 +893,7 @@ def fleet(
         if top is None:
             raise InvalidValueError("No card meets the targets: nothing to launch.", "Loosen --ttft / --tpot, or "
                                     "widen --gpus.")
-        sys.stdout.write(fleet_command(m, top, emit, isl, osl) + "\n")
+        sys.stdout.write(fleet_command(m, top, emit, w.longest_tokens()) + "\n")
         return
     runtimes = {r.id: r for r in cat.runtimes.all()}
     if as_json or fmt == "json":

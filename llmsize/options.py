@@ -223,8 +223,10 @@ WiredLimitOpt = Annotated[Optional[float], _opt("--wired-limit-gb", help="Unifie
                                                "(a Mac's recommendedMaxWorkingSetSize as llama.cpp prints it, or "
                                                "the iogpu.wired_limit_mb you set); default: Metal's share by RAM.",
                                                callback=float_range(0, 1e6, True), show_default=False)]
-IslOpt = Annotated[int, _opt("--isl", help="Prompt (input) tokens per request.", callback=int_range(1, 1 << 24))]
-OslOpt = Annotated[int, _opt("--osl", help="Output tokens per request.", callback=int_range(1, 1 << 24))]
+IslOpt = Annotated[str, _opt("--isl", help="Prompt (input) tokens per request: 3000, a lognormal 3000:p95=12000 "
+                             "(median and 95th percentile), or a CSV file of lengths (one a line, or a column isl).")]
+OslOpt = Annotated[str, _opt("--osl", help="Output tokens per request: 500, 500:p95=2000, or a CSV file of lengths "
+                             "(one a line, or a column osl).")]
 FleetUsersOpt = Annotated[Optional[int], _opt("--users", help="Concurrent users.", callback=int_range(1, 1 << 30),
                                               show_default=False)]
 RateOpt = Annotated[Optional[float], _opt("--rate", help="Requests per second (instead of --users).",

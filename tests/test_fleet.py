@@ -81,13 +81,13 @@ def test_disaggregation_wins_with_long_prompts_and_a_tight_tpot_not_with_short_o
     cost = _prefill_cost_s(x, c, 3000, 8192)
     # the prompts queue for the x workers (M/D/x): x is the fewest that keep TTFT within 2 s, one fewer would not
     # (or could not keep up at all)
-    from llmsize.estimate.queueing import wait_mdc_s
+    from llmsize.estimate.queueing import wait_mgc_s
 
     base = row.ttft_s - row.ttft_wait_s
     rate = 400 / (base + 500 * row.tpot_s)
-    assert row.ttft_wait_s == pytest.approx(wait_mdc_s(rate, cost, row.prefill_workers))
-    assert base + wait_mdc_s(rate, cost, row.prefill_workers) <= 2.0
-    assert row.prefill_workers == 1 or base + wait_mdc_s(rate, cost, row.prefill_workers - 1) > 2.0
+    assert row.ttft_wait_s == pytest.approx(wait_mgc_s(rate, cost, row.prefill_workers))
+    assert base + wait_mgc_s(rate, cost, row.prefill_workers) <= 2.0
+    assert row.prefill_workers == 1 or base + wait_mgc_s(rate, cost, row.prefill_workers - 1) > 2.0
     assert row.decode_workers == math.ceil(400 / row.batch_per_replica)
     assert row.ttft_s <= 2.0 and row.tpot_s <= 1 / 30
     (row,) = fleet_rows(catalog.model("llama-3.1-8b"), [catalog.gpu("h100-sxm")], Workload(200, 2000, users=64),
@@ -141,8 +141,10 @@ def test_fleet_cli_json_and_hourly_prices(run_cli, tmp_path):
                              str(prices), "--json")
     assert code == 0, err
     d = json.loads(out)
+    fixed = lambda n: {"described": f"{n:,}", "mean": n, "p95": n, "p99": n, "points": [n] * 16}  # noqa: E731
     assert d["workload"] == {"isl": 3000, "osl": 500, "users": 400, "rate": None, "ttft_s": 2.0,
-                             "tpot_s": pytest.approx(1 / 30), "shared_prefix": 0.0, "spec": None}
+                             "tpot_s": pytest.approx(1 / 30), "shared_prefix": 0.0, "spec": None,
+                             "isl_lengths": fixed(3000), "osl_lengths": fixed(500), "longest_tokens": 3500}
     keys = {"card", "mode", "tp", "pp", "ep", "replicas", "cards_total", "nodes", "batch_per_replica",
             "output_tok_s_per_gpu", "output_tok_s_total", "tok_s_per_user", "ttft_s", "tpot_s", "meets_slo", "watts",
             "cost_per_mtok_out", "why_not"}

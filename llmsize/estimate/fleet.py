@@ -50,7 +50,9 @@ from dataclasses import dataclass, replace
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError, LlmsizeError
-from llmsize.estimate.queueing import wait_mdc_s
+from llmsize.estimate.lengths import Z95, Lengths
+from llmsize.estimate.lengths import fixed as fixed_lengths
+from llmsize.estimate.queueing import wait_mgc_s
 from llmsize.estimate.serving_defaults import held_context_tokens, serving_defaults
 
 TP_CHOICES = (1, 2, 4, 8)
@@ -112,6 +114,26 @@ class Workload:
     tpot_s: float | None = None  # target, seconds per output token per user
     shared_prefix: float = 0.0  # fraction of prompt tokens served from the prefix cache
     spec: Spec | None = None  # speculative decoding
+    isl_lengths: Lengths | None = None  # the prompts' distribution (isl is its mean); None: all of isl tokens
+    osl_lengths: Lengths | None = None
+
+    def lengths(self) -> tuple[Lengths, Lengths]:
+        return self.isl_lengths or fixed_lengths(self.isl), self.osl_lengths or fixed_lengths(self.osl)
+
+    @property
+    def spread(self) -> bool:
+        return not all(d.fixed for d in self.lengths())
+
+    def longest_tokens(self) -> int:
+        """The request a replica must still hold: the p99 prompt and the p99 answer."""
+        i, o = self.lengths()
+        return i.p99 + o.p99
+
+    @property
+    def prefill_cs2(self) -> float:
+        """Squared coefficient of variation of a prompt's prefill, taken as proportional to its length."""
+        i = self.lengths()[0]
+        return i.variance / i.mean ** 2
 
     def check(self) -> None:
         if not 0 <= self.shared_prefix < 1:
@@ -146,26 +168,49 @@ class FleetRow:
     why_not: str | None = None
     prefill_workers: int | None = None  # disaggregated: x prefill workers of tp cards each
     decode_workers: int | None = None  # and y decode workers
-    ttft_wait_s: float | None = None  # the part of ttft_s spent queueing for a prefill (M/D/c)
+    ttft_wait_s: float | None = None  # the part of ttft_s spent queueing for a prefill (M/G/c)
+    ttft_p95_s: float | None = None  # with a prompt distribution: a p95-length prompt's prefill + the mean wait
     other: "FleetRow | None" = None  # the other mode, for comparison
 
 
-def _users_held(plan, w: Workload, draft_plan=None) -> int:
+def _users_held(plan, w: Workload, runtime: str, draft_plan=None) -> int:
     """Users a replica's cache holds; with a shared prefix, its cache once and each user's own tokens; with a draft
-    model, its weights and each user's draft cache too."""
-    if not w.shared_prefix and draft_plan is None:
+    model, its weights and each user's draft cache too. With length distributions, each request's cache B varies:
+    b requests fit when their total stays within the pool 95 times in 100 (normal approximation of the sum),
+        b E[B] + 1.645 sqrt(b) sd[B] <= pool,
+    E and sd over the distributions' points (prompt and answer quantiles paired in a scrambled order, as
+    independent), and only if the p99 request's cache fits on its own (else 0)."""
+    if not w.shared_prefix and draft_plan is None and not w.spread:
         return plan.max_sequences
     from llmsize.estimate.kv import kv_bytes
 
-    model = plan.card_model or plan.model
+    model, dtype = plan.card_model or plan.model, plan.inputs.kv_dtype
+    cache: dict[int, float] = {}
+
+    def seq_bytes(tokens: int) -> float:
+        if tokens not in cache:
+            cache[tokens] = kv_bytes(model, max(1, tokens), dtype).bytes_per_sequence
+        return cache[tokens]
+
+    isl_d, osl_d = w.lengths()
     shared = int(w.isl * w.shared_prefix)
-    own = kv_bytes(model, plan.inputs.context_tokens - shared, plan.inputs.kv_dtype).bytes_per_sequence
-    prefix = kv_bytes(model, shared, plan.inputs.kv_dtype).bytes_per_sequence if shared else 0.0
+    n = len(osl_d.points)
+    answers = [osl_d.points[(7 * i) % n] for i in range(n)]  # 7 is prime to the 16 points: every answer once
+    own = [seq_bytes(held_context_tokens(runtime, i, o) - shared) for i, o in zip(isl_d.points, answers)]
+    prefix = seq_bytes(shared) if shared else 0.0
     left = plan.budget.kv_budget_bytes - prefix
+    extra = 0.0
     if draft_plan is not None:
         left -= (draft_plan.weights_card or draft_plan.weights).bytes_total
-        own += (draft_plan.kv_card or draft_plan.kv).bytes_per_sequence
-    return int(left // own) if left > 0 and own > 0 else 0
+        extra = (draft_plan.kv_card or draft_plan.kv).bytes_per_sequence
+    if left <= 0 or seq_bytes(w.longest_tokens() - shared) + extra > left:
+        return 0
+    mean = sum(own) / len(own) + extra
+    sd = math.sqrt(sum((x + extra - mean) ** 2 for x in own) / len(own))
+    if sd == 0:
+        return int(left // mean)
+    root = (-Z95 * sd + math.sqrt((Z95 * sd) ** 2 + 4 * mean * left)) / (2 * mean)  # sqrt(b) at equality
+    return int(root * root)
 
 
 def _timing(plan, runtime: str, constants, prefill_tokens: int, spec: Spec | None = None, draft_plan=None):
@@ -241,6 +286,27 @@ def _row(g, tp, moe, mode, replicas, b, out_total, tpot, ttft, price, x=None, y=
         prefill_workers=x, decode_workers=y, ttft_wait_s=wait)
 
 
+def _with_p95(row: FleetRow, model, g, w: Workload, runtime: str, c, kv_dtype: str) -> FleetRow:
+    """The row with the TTFT of a p95-length prompt: its prefill (a plan at that prompt), the row's mean wait, and
+    for a disaggregated row the move of its cache."""
+    from llmsize.estimate.expected import prefill_inputs
+    from llmsize.estimate.plan import PlanInputs, make_plan
+    from llmsize.estimate.speed import prefill_time_s
+
+    p95 = w.lengths()[0].p95
+    try:
+        plan = make_plan(model, g, PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl),
+                                              prompt_tokens=p95, tp=row.tp, kv_dtype=kv_dtype), search_fit=False)
+    except LlmsizeError:
+        return row
+    pre = prefill_time_s(prefill_inputs(plan, runtime), c)
+    if pre is None:
+        return row
+    move = (p95 * (plan.kv_card or plan.kv).bytes_per_token / (NODE_LINK_GB_S * 1e9)
+            if row.mode == "disaggregated" else 0.0)
+    return replace(row, ttft_p95_s=pre * (1 - w.shared_prefix) + move + (row.ttft_wait_s or 0.0))
+
+
 def _aggregated(g, tp, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tuple[FleetRow | None, str | None]:
     """Each replica also runs its requests' prefills: per osl tokens of each of its b users, b prompts' prefill
     (`cost` each, batched) stall every user, so a user sees TPOT(b) + b x cost / osl per token. A new prompt waits
@@ -249,7 +315,7 @@ def _aggregated(g, tp, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tuple
     if w.ttft_s is not None and pre > w.ttft_s:
         return None, f"TTFT {pre:.2f} s for {w.isl:,} tokens exceeds the {w.ttft_s:g} s target"
     eff = lambda b: tpot_fn(b) + b * cost / w.osl  # noqa: E731
-    ttft = lambda b: pre + wait_mdc_s(b / (pre + w.osl * eff(b)), cost, 1)  # noqa: E731
+    ttft = lambda b: pre + wait_mgc_s(b / (pre + w.osl * eff(b)), cost, 1, w.prefill_cs2)  # noqa: E731
     b = _largest_batch(lambda b: (w.tpot_s is None or eff(b) <= w.tpot_s)
                        and (w.ttft_s is None or ttft(b) <= w.ttft_s), hi)
     if b is None:
@@ -278,9 +344,9 @@ def _disaggregated(g, tp, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan)
     rate = w.rate if w.rate is not None else w.users / (base + w.osl * tpot)
     limit = w.ttft_s if w.ttft_s is not None else base + pre
     x = math.floor(rate * cost) + 1  # the fewest that keep up (utilization below 1)
-    while base + wait_mdc_s(rate, cost, x) > limit:
+    while base + wait_mgc_s(rate, cost, x, w.prefill_cs2) > limit:
         x += 1
-    ttft = base + wait_mdc_s(rate, cost, x)
+    ttft = base + wait_mgc_s(rate, cost, x, w.prefill_cs2)
     users = w.users if w.users is not None else math.ceil(w.rate * (ttft + w.osl * tpot))
     y = max(1, math.ceil(users / b))
     return _row(g, tp, moe, "disaggregated", x + y, b, users / tpot, tpot, ttft, price, x, y, ttft - base), None
@@ -318,14 +384,15 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
                 except LlmsizeError as e:
                     reasons.append(f"tp {tp}: the draft model: {e.message}")
                     continue
-            held = _users_held(plan, w, draft_plan) if plan.budget.weights_fit else 0
+            held = _users_held(plan, w, runtime, draft_plan) if plan.budget.weights_fit else 0
             limits = serving_defaults(runtime, g, held, w.isl, w.osl)
             if limits.max_batch is not None:
                 held = min(held, limits.max_batch)  # the engine's own cap on running requests
             if w.users is not None:
                 held = min(held, w.users)  # a replica never batches more users than there are
             if held < 1:
-                reasons.append(f"tp {tp}: the weights and one request's cache do not fit")
+                reasons.append(f"tp {tp}: the weights and one request's cache do not fit" + (
+                    f" (a p99 request, {w.longest_tokens():,} tokens)" if w.spread else ""))
                 continue
             tpot_fn, pre, cost = _timing(plan, runtime, c, limits.prefill_tokens, w.spec, draft_plan)
             if pre is None or cost is None:
@@ -344,6 +411,9 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
                     best_of[row.mode] = (key, row)
         if best is not None:
             other = next((r for m, (_, r) in best_of.items() if m != best[1].mode), None)
+            if w.isl_lengths is not None and not w.isl_lengths.fixed:
+                best = (best[0], _with_p95(best[1], model, g, w, runtime, c, kv_dtype))
+                other = other and _with_p95(other, model, g, w, runtime, c, kv_dtype)
             rows.append(replace(best[1], other=other))
         else:
             rows.append(FleetRow(g.id, "aggregated", 0, 1, 1, None, None, None, None, None, None, None, None, None,

@@ -1,14 +1,14 @@
-"""Waiting time of a request for a prefill server: M/D/c, Poisson arrivals (a large population of independent
-users is close to Poisson whether it is a closed loop or an open rate) and a deterministic service time (every
-prompt of a fixed length costs the same), c servers.
+"""Waiting time of a request for a prefill server: M/G/c, Poisson arrivals (a large population of independent
+users is close to Poisson whether it is a closed loop or an open rate), a service time of mean S and squared
+coefficient of variation Cs^2 (0 when every prompt has one length: M/D/c), c servers.
 
     offered load a = rate x S (erlangs),  utilization rho = a / c  (must be < 1, else the queue grows forever)
     Erlang C (the probability to wait, M/M/c), by the Erlang B recursion B_0 = 1, B_k = a B_{k-1} / (k + a B_{k-1}):
         C = B_c / (1 - rho (1 - B_c))
     M/M/c:  Wq = C x S / (c - a)
-    M/D/c:  Wq ~= Wq(M/M/c) x (Ca^2 + Cs^2) / 2 with Ca^2 = 1 (Poisson), Cs^2 = 0 (deterministic): half of M/M/c
-            (the Allen-Cunneen approximation, A. O. Allen, "Probability, Statistics, and Queueing Theory", 1978);
-            exact for c = 1, where it is the Pollaczek-Khinchine formula Wq = rho S / (2 (1 - rho)).
+    M/G/c:  Wq ~= Wq(M/M/c) x (Ca^2 + Cs^2) / 2 with Ca^2 = 1 (Poisson): for fixed lengths (Cs^2 = 0) half of
+            M/M/c (the Allen-Cunneen approximation, A. O. Allen, "Probability, Statistics, and Queueing Theory",
+            1978); exact for c = 1, where it is the Pollaczek-Khinchine formula Wq = rho S (1 + Cs^2) / (2 (1 - rho)).
 Units: rate in requests/s, S and Wq in seconds.
 """
 
@@ -30,8 +30,9 @@ def erlang_c(servers: int, offered_erlangs: float) -> float:
     return b / (1 - (a / c) * (1 - b))
 
 
-def wait_mdc_s(rate_per_s: float, service_s: float, servers: int) -> float:
-    """Mean wait in the queue (s) of an M/D/c server group; infinite at or past full utilization."""
+def wait_mgc_s(rate_per_s: float, service_s: float, servers: int, cs2: float = 0.0) -> float:
+    """Mean wait in the queue (s) of an M/G/c server group whose service has squared coefficient of variation
+    cs2 (0: M/D/c); infinite at or past full utilization."""
     if servers < 1:
         raise ValueError(f"servers must be at least 1 (got {servers})")
     a = rate_per_s * service_s
@@ -39,4 +40,4 @@ def wait_mdc_s(rate_per_s: float, service_s: float, servers: int) -> float:
         return 0.0
     if a >= servers:
         return math.inf
-    return 0.5 * erlang_c(servers, a) * service_s / (servers - a)
+    return 0.5 * (1 + cs2) * erlang_c(servers, a) * service_s / (servers - a)

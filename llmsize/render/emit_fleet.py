@@ -16,9 +16,10 @@ import shlex
 NIXL = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
 
 
-def fleet_command(model, row, engine: str, isl: int, osl: int) -> str:
+def fleet_command(model, row, engine: str, max_model_len: int) -> str:
+    """max_model_len: the longest request a replica must take (isl + osl, or the p99 prompt and answer)."""
     name = model.hf_repo or model.id
-    ctx = str(isl + osl)
+    ctx = str(max_model_len)
     moe = row.ep > 1
     head = [f"# {row.card}: {row.cards_total} card(s), {row.nodes} node(s) of 8; "
             + (f"{row.replicas} replica(s) of tp {row.tp}, batch {row.batch_per_replica} each"

@@ -15,14 +15,23 @@ ASSUMPTIONS = [
     "a running request holds isl + osl / 2 tokens of cache on average (vLLM, SGLang), isl + osl in TensorRT-LLM "
     "(which reserves the whole answer); the batch stays within the engine's default cap",
     "speeds from the expected-speed model's constants for the runtime, at each worker's batch",
+    "length distributions (--isl 3000:p95=12000 or a CSV): throughput and the targets at the mean request; a "
+    "replica holds b requests when b E[cache] + 1.645 sqrt(b) sd[cache] fits the pool and a p99 request fits alone; "
+    "the prefill queue is M/G/c with the prompts' spread; ttft_p95_s is a p95 prompt's",
     "each row is the better mode; `other` is the other one",
 ]
+
+
+def _lengths(d) -> dict:
+    return {"described": d.described, "mean": d.mean, "p95": d.p95, "p99": d.p99, "points": list(d.points)}
 
 
 def fleet_to_dict(model, w, runtime, currency, rows) -> dict:
     return {"model": model.id, "runtime": runtime, "currency": currency,
             "workload": {"isl": w.isl, "osl": w.osl, "users": w.users, "rate": w.rate, "ttft_s": w.ttft_s,
                          "tpot_s": w.tpot_s, "shared_prefix": w.shared_prefix,
+                         "isl_lengths": _lengths(w.lengths()[0]), "osl_lengths": _lengths(w.lengths()[1]),
+                         "longest_tokens": w.longest_tokens(),
                          "spec": None if w.spec is None else {
                              "k": w.spec.k, "accept": w.spec.accept,
                              "draft": w.spec.draft.id if w.spec.draft else None,
@@ -66,7 +75,7 @@ def render_fleet(model, w, runtime, currency, rows, console) -> None:
 
 FLAT = ("card", "mode", "tp", "pp", "ep", "replicas", "prefill_workers", "decode_workers", "cards_total", "nodes",
         "batch_per_replica", "output_tok_s_per_gpu", "output_tok_s_total", "tok_s_per_user", "ttft_s", "tpot_s",
-        "meets_slo", "ttft_wait_s", "watts", "cost_per_hour", "cost_per_month", "cost_per_mtok_out", "why_not")
+        "meets_slo", "ttft_wait_s", "ttft_p95_s", "watts", "cost_per_hour", "cost_per_month", "cost_per_mtok_out", "why_not")
 
 
 def flat_rows(rows) -> list[dict]:

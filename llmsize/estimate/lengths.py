@@ -1,0 +1,114 @@
+"""Request lengths as a distribution, for fleet's --isl and --osl: a fixed count, a lognormal given by its median
+and 95th percentile (`3000:p95=12000`), or the lengths of a CSV file. The cache holds the long tail, not the mean,
+so fleet sizes with the distribution's points, its spread and its p99.
+
+    lognormal: ln X ~ N(mu, sigma^2), median = e^mu, p95 = e^(mu + 1.6449 sigma)  =>  sigma = ln(p95 / median) / 1.6449
+    points: POINTS equally likely quantiles, the midpoints (i + 1/2) / POINTS, of the distribution (a sample's own
+    quantiles for a CSV), which give its mean and variance and any mean of a function of the length.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import NormalDist
+
+from llmsize.errors import InvalidValueError
+
+POINTS = 16
+Z95 = NormalDist().inv_cdf(0.95)  # 1.6449
+MAX_TOKENS = 1 << 24
+CSV_LIMIT_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """Token counts of requests: `points` equally likely values (sorted), and the tail a cache must hold."""
+    points: tuple[int, ...]
+    p95: int
+    p99: int
+    described: str
+
+    @property
+    def mean(self) -> float:
+        return sum(self.points) / len(self.points)
+
+    @property
+    def variance(self) -> float:
+        m = self.mean
+        return sum((x - m) ** 2 for x in self.points) / len(self.points)
+
+    @property
+    def fixed(self) -> bool:
+        return len(set(self.points)) == 1
+
+
+def fixed(tokens: int) -> Lengths:
+    return Lengths((tokens,) * POINTS, tokens, tokens, f"{tokens:,}")
+
+
+def _lognormal(median: float, p95: float) -> Lengths:
+    sigma = math.log(p95 / median) / Z95
+    n = NormalDist(math.log(median), sigma)
+    q = lambda p: max(1, min(MAX_TOKENS, round(math.exp(n.inv_cdf(p)))))  # noqa: E731
+    pts = tuple(q((i + 0.5) / POINTS) for i in range(POINTS))
+    return Lengths(pts, q(0.95), q(0.99), f"lognormal, median {median:,.0f}, p95 {p95:,.0f}")
+
+
+def _quantile(sorted_vals: list[int], p: float) -> int:
+    return sorted_vals[min(len(sorted_vals) - 1, int(p * len(sorted_vals)))]
+
+
+def _from_csv(path: Path, column: str, option: str) -> Lengths:
+    from llmsize.files import read_text
+
+    text = read_text(path, CSV_LIMIT_BYTES, f"{option} file")
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows:
+        raise InvalidValueError(f"{option} {path}: the file is empty.", "Give one length a line, or a column "
+                                f"named {column}.")
+    head = [h.strip().lower() for h in rows[0]]
+    col, body = (head.index(column), rows[1:]) if column in head else (0, rows)
+    vals = []
+    for n, r in enumerate(body, start=2 if column in head else 1):
+        cell = r[col].strip() if col < len(r) else ""
+        if not re.fullmatch(r"\d{1,8}", cell) or not 1 <= int(cell) <= MAX_TOKENS:
+            raise InvalidValueError(f"{option} {path}, line {n}: `{cell[:40]}` is not a token count from 1 to "
+                                    f"{MAX_TOKENS:,}.", f"Give whole token counts, one a line (or a column named "
+                                    f"{column}).")
+        vals.append(int(cell))
+    if not vals:
+        raise InvalidValueError(f"{option} {path}: no lengths in the file.", "Give one length a line.")
+    s = sorted(vals)
+    pts = tuple(_quantile(s, (i + 0.5) / POINTS) for i in range(POINTS))
+    return Lengths(pts, _quantile(s, 0.95), _quantile(s, 0.99), f"{len(s):,} lengths from {path.name}")
+
+
+def parse_lengths(text: str, option: str) -> Lengths:
+    """`3000`, `3000:p95=12000` (a lognormal: median 3,000, 95th percentile 12,000) or a CSV file of lengths (one
+    a line, or the column named like the option: isl or osl)."""
+    t = text.strip()
+    if re.fullmatch(r"\d{1,9}", t):
+        n = int(t)
+        if not 1 <= n <= MAX_TOKENS:
+            raise InvalidValueError(f"{option} `{t}` is out of range.", f"Give 1 to {MAX_TOKENS:,} tokens.")
+        return fixed(n)
+    m = re.fullmatch(r"(\d{1,9}):p95=(\d{1,9})", t.replace(" ", ""))
+    if m:
+        median, p95 = int(m.group(1)), int(m.group(2))
+        if not 1 <= median <= MAX_TOKENS or not 1 <= p95 <= MAX_TOKENS:
+            raise InvalidValueError(f"{option} `{t}` is out of range.", f"Give 1 to {MAX_TOKENS:,} tokens.")
+        if p95 < median:
+            raise InvalidValueError(f"{option} `{t}`: the 95th percentile is below the median.",
+                                    f"e.g. {option} {median}:p95={median * 4}.")
+        return fixed(median) if p95 == median else _lognormal(median, p95)
+    p = Path(t)
+    if t.lower().endswith(".csv") or p.exists():
+        return _from_csv(p, option.lstrip("-"), option)
+    raise InvalidValueError(f"{option} `{t[:60]}` is not a length.", f"Give tokens ({option} 3000), a median and "
+                            f"95th percentile ({option} 3000:p95=12000) or a CSV file of lengths.")

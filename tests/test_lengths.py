@@ -1,0 +1,100 @@
+"""Request length distributions (llmsize/estimate/lengths.py) and how fleet sizes with them."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from llmsize.errors import LlmsizeError
+from llmsize.estimate.fleet import Workload, fleet_rows
+from llmsize.estimate.lengths import POINTS, parse_lengths
+
+
+@pytest.fixture(scope="module")
+def runtimes(catalog):
+    return {r.id: r for r in catalog.runtimes.all()}
+
+from conftest import assert_one_line_error
+
+
+def test_a_fixed_length_has_no_spread():
+    d = parse_lengths("3000", "--isl")
+    assert d.fixed and d.mean == 3000 and d.p95 == d.p99 == 3000 and d.variance == 0
+
+
+def test_lognormal_from_median_and_p95():
+    # sigma = ln(12000 / 3000) / 1.6449 = 0.8428; mean = 3000 e^(sigma^2 / 2) = 3000 x 1.4267 = 4,280 (the 16
+    # midpoint quantiles under-weight the far tail a little: within 5%); p99 = 3000 e^(2.3263 sigma) = 21,317
+    d = parse_lengths("3000:p95=12000", "--isl")
+    assert len(d.points) == POINTS and list(d.points) == sorted(d.points)
+    assert d.p95 == pytest.approx(12000, abs=1) and d.p99 == pytest.approx(21317, rel=1e-3)
+    assert d.points[POINTS // 2 - 1] < 3000 < d.points[POINTS // 2]  # the median between the middle points
+    assert d.mean == pytest.approx(4280, rel=0.05)
+
+
+def test_csv_lengths_by_column_or_one_a_line(tmp_path):
+    f = tmp_path / "lens.csv"
+    f.write_text("isl,osl\n100,20\n3000,400\n9000,800\n")
+    i, o = parse_lengths(str(f), "--isl"), parse_lengths(str(f), "--osl")
+    assert set(i.points) == {100, 3000, 9000} and set(o.points) == {20, 400, 800} and i.p99 == 9000
+    g = tmp_path / "plain.csv"
+    g.write_text("\n".join(["500"] * 9 + ["4000"]) + "\n")
+    d = parse_lengths(str(g), "--osl")
+    assert d.p95 == 4000 and d.points[0] == 500
+
+
+@pytest.mark.parametrize("text,needle", [("abc", "is not a length"), ("0", "out of range"),
+                                         ("3000:p95=100", "below the median"), ("nope.csv", "not found")])
+def test_bad_lengths_are_refused(text, needle):
+    with pytest.raises(LlmsizeError) as e:
+        parse_lengths(text, "--isl")
+    assert needle in e.value.message
+
+
+def test_a_spread_holds_fewer_users_than_its_mean(catalog, runtimes):
+    """Llama 3.1 8B on an H100, prompts of median 3,000 (p95 12,000), answers 500: a replica's batch is the
+    largest b with b E[B] + 1.645 sqrt(b) sd[B] within the pool, below the mean request's count; checked here
+    from the pool and the per-request caches by hand (sqrt(b) solves E s^2 + 1.645 sd s = pool)."""
+    from llmsize.estimate.fleet import _users_held
+    from llmsize.estimate.kv import kv_bytes
+    from llmsize.estimate.plan import PlanInputs, make_plan
+
+    m, g = catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm")
+    d = parse_lengths("3000:p95=12000", "--isl")
+    w = Workload(round(d.mean), 500, users=1000, isl_lengths=d)
+    p = make_plan(m, g, PlanInputs(context_tokens=round(d.mean) + 250, prompt_tokens=round(d.mean)),
+                  search_fit=False)
+    held = _users_held(p, w, "vllm")
+    per = [kv_bytes(m, i + 250, "bf16").bytes_per_sequence for i in d.points]  # answers fixed: 500 / 2 held
+    mean, sd = sum(per) / len(per), math.sqrt(sum((x - sum(per) / len(per)) ** 2 for x in per) / len(per))
+    s = (-1.645 * sd + math.sqrt((1.645 * sd) ** 2 + 4 * mean * p.budget.kv_budget_bytes)) / (2 * mean)
+    assert held == int(s * s) and held < p.max_sequences
+    assert held * mean + 1.6449 * math.sqrt(held) * sd <= p.budget.kv_budget_bytes
+
+
+def test_fleet_with_a_distribution_needs_more_cards_and_reports_the_tail(run_cli):
+    base = ("fleet", "llama-3.1-70b", "--osl", "500", "--users", "400", "--ttft", "2s", "--tok-s-per-user", "30",
+            "--gpus", "b200", "--json")
+    code, out, err = run_cli(*base, "--isl", "3000")
+    fixed = json.loads(out)
+    code, out, err = run_cli(*base, "--isl", "3000:p95=12000")
+    assert code == 0, err
+    spread = json.loads(out)
+    wl = spread["workload"]["isl_lengths"]
+    assert wl["p95"] == 12000 and wl["described"].startswith("lognormal")
+    assert spread["workload"]["longest_tokens"] == wl["p99"] + 500
+    r, f = spread["rows"][0], fixed["rows"][0]
+    assert r["cards_total"] > f["cards_total"]
+    assert r["ttft_p95_s"] > r["ttft_s"] and f["ttft_p95_s"] is None
+    code, out, err = run_cli(*base[:-1], "--isl", "3000:p95=12000", "--emit", "vllm")
+    assert code == 0 and f"--max-model-len {wl['p99'] + 500}" in out
+
+
+@pytest.mark.parametrize("isl,needle", [("3000:p95=1", "below the median"), ("x.csv", "not found"),
+                                        ("12:34", "is not a length")])
+def test_fleet_refuses_bad_lengths_in_one_line(run_cli, isl, needle):
+    code, out, err = run_cli("fleet", "llama-3.1-8b", "--isl", isl, "--users", "4")
+    assert_one_line_error(code, err)
+    assert needle in err and out == ""

@@ -1,6 +1,10 @@
-"""fleet's throughput model (llmsize/estimate/fleet.py, max_throughput_per_gpu) against TensorRT-LLM's published
-max-throughput tables (tests/data/serving/): output tokens/s per GPU at each ISL/OSL, card, parallelism and
-precision, predicted with the TensorRT-LLM constants (runtimes/trtllm.yaml).
+"""fleet's serving model (llmsize/estimate/fleet.py) against published serving benchmarks (tests/data/serving/):
+
+1. TensorRT-LLM's max-throughput tables (max_throughput_per_gpu): output tokens/s per GPU at each ISL/OSL, card,
+   parallelism and precision, predicted with the TensorRT-LLM constants (runtimes/trtllm.yaml).
+2. The SGLang Cookbook's bench_serving runs at a fixed max concurrency (serving_point): output tokens/s, mean
+   TTFT and mean TPOT, predicted with the SGLang constants at the run's mean lengths (its printed total input and
+   generated tokens over its requests: the random dataset draws lengths below the flags).
 
     python benchmarks/serving_throughput.py
 
@@ -23,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 
 from llmsize.catalog.loader import Catalog  # noqa: E402
-from llmsize.estimate.fleet import max_throughput_per_gpu  # noqa: E402
+from llmsize.estimate.fleet import max_throughput_per_gpu, serving_point  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "serving"
 
@@ -74,6 +78,32 @@ def rows(cat: Catalog | None = None) -> list[tuple[str, float | None, float]]:
     return out
 
 
+def sglang_rows(cat: Catalog | None = None) -> list[tuple[str, str, float | None, float]]:
+    """(label, metric, predicted, published) per SGLang Cookbook run and metric: output tok/s, TTFT s, TPOT s."""
+    cat = cat or Catalog()
+    runtimes = {r.id: r for r in cat.runtimes.all()}
+    out = []
+    for r in yaml.safe_load((DATA / "sglang-cookbook.yaml").read_text())["rows"]:
+        p = r["printed"]
+        n = int(p["Successful requests"])
+        isl, osl = round(int(p["Total input tokens"]) / n), round(int(p["Total generated tokens"]) / n)
+        pt = serving_point(cat.model(r["model_id"]), cat.gpu(r["card_id"]), isl, osl, r["tp"], r["max_concurrency"],
+                           None, "sglang", runtimes)
+        label = (f"{r['model_id']} {r['card_id']} x{r['gpus']} {r['random_input_len']}/{r['random_output_len']} "
+                 f"c={r['max_concurrency']}")
+        for metric, got, pred in (("output tok/s", float(p["Output token throughput (tok/s)"]),
+                                   pt and pt.output_tok_s_total),
+                                  ("TTFT s", float(p["Mean TTFT (ms)"]) / 1000, pt and pt.ttft_s),
+                                  ("TPOT s", float(p["Mean TPOT (ms)"]) / 1000, pt and pt.tpot_s)):
+            out.append((label, metric, pred, got))
+    return out
+
+
+def _summary(errs: list[float]) -> str:
+    s = sorted(errs)
+    return f"median |error| {statistics.median(s) * 100:.1f}%, p90 {s[int(0.9 * (len(s) - 1))] * 100:.1f}%"
+
+
 def main() -> int:
     data = rows()
     print(f"{'case':70} {'predicted':>10} {'published':>10} {'error':>8}")
@@ -86,9 +116,19 @@ def main() -> int:
         errs.append(abs(e))
         print(f"{label:70} {pred:10,.0f} {got:10,.0f} {e * 100:+7.1f}%")
     if errs:
-        s = sorted(errs)
-        print(f"\n{len(errs)} figures: median |error| {statistics.median(s) * 100:.1f}%, "
-              f"p90 {s[int(0.9 * (len(s) - 1))] * 100:.1f}%")
+        print(f"\n{len(errs)} figures: {_summary(errs)}")
+    print(f"\nSGLang Cookbook, bench_serving at a fixed max concurrency\n{'case':52} {'metric':13} "
+          f"{'predicted':>10} {'published':>10} {'error':>8}")
+    by: dict[str, list[float]] = {}
+    for label, metric, pred, got in sglang_rows():
+        if pred is None:
+            print(f"{label:52} {metric:13} {'-':>10} {got:10,.3f}")
+            continue
+        e = (pred - got) / got
+        by.setdefault(metric, []).append(abs(e))
+        print(f"{label:52} {metric:13} {pred:10,.3f} {got:10,.3f} {e * 100:+7.1f}%")
+    for metric, errs in by.items():
+        print(f"{metric}: {len(errs)} figures, {_summary(errs)}")
     return 0
 
 

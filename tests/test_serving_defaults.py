@@ -65,3 +65,19 @@ def test_max_throughput_against_trtllm_published_tables(catalog):
     assert len(errs) >= 150
     assert statistics.median(errs) < 0.22
     assert errs[int(0.9 * (len(errs) - 1))] < 0.65
+
+
+def test_sglang_cookbook_single_user_decode(catalog):
+    """SGLang Cookbook bench_serving runs (tests/data/serving/sglang-cookbook.yaml, 29 runs x 3 metrics). One
+    user of Qwen3-235B-A22B on 8 x B200 (1,000/1,000 flags; 610 in / 421 out on average): published mean TPOT
+    10.12 ms and 96.65 output tok/s; predicted within 15% (measured at commit time: -6.0%, +8.3%). The other
+    figures are reported, not bounded: TTFT is under-predicted everywhere (a fixed per-request cost of ~50-150 ms
+    in these runs that the prefill model lacks; RESULTS.md)."""
+    import serving_throughput as bench
+
+    rows = bench.sglang_rows(catalog)
+    assert len(rows) == 29 * 3
+    got = {(label, metric): (pred, pub) for label, metric, pred, pub in rows}
+    for metric in ("TPOT s", "output tok/s"):
+        pred, pub = got[("qwen3-235b-a22b b200 x8 1000/1000 c=1", metric)]
+        assert abs(pred - pub) / pub < 0.15, (metric, pred, pub)

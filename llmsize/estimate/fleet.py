@@ -503,3 +503,39 @@ def fleet_charts(model: ModelSpec, gpus: list[GpuSpec], rows: list[FleetRow], w:
     roofs = rooflines(model, [(by_id[r.card], PlanInputs(context_tokens=w.isl + w.osl, prompt_tokens=w.isl, tp=r.tp,
                                                          kv_dtype=kv_dtype)) for r in served if r.card in by_id])
     return pareto_curves(model, cards, w, runtime, runtimes, kv_dtype), roofs
+
+
+@dataclass(frozen=True)
+class ServingPoint:
+    output_tok_s_total: float  # all users, output tokens/s of the replica
+    ttft_s: float  # mean: the prompt's prefill and its wait (M/D/1)
+    tpot_s: float  # mean time per output token after the first, prefill stalls included
+    batch: int  # requests running at once
+
+
+def serving_point(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, tp: int, users: int, quant: str | None,
+                  runtime: str, runtimes: dict, kv_dtype: str = "bf16") -> ServingPoint | None:
+    """One aggregated replica of tp cards serving `users` closed-loop users (a benchmark at a fixed max
+    concurrency): the batch is the users, within what the cache holds and the engine's cap; a user sees
+    TPOT_agg(b) = TPOT(b) + b x C_prefill / osl and a first token after T_prefill + Wq (M/D/1); the replica gives
+    b / (TTFT + osl x TPOT_agg) requests/s of osl tokens. None without constants or when nothing fits."""
+    from llmsize.estimate.expected import backend, constants
+    from llmsize.estimate.plan import PlanInputs, make_plan
+
+    spec, be = runtimes.get(runtime), backend(gpu)
+    c = constants(spec, be) if spec is not None and be else None
+    if c is None:
+        return None
+    plan = make_plan(model, gpu, PlanInputs(quant=quant, context_tokens=held_context_tokens(runtime, isl, osl),
+                                            prompt_tokens=isl, tp=tp, kv_dtype=kv_dtype), search_fit=False)
+    held = plan.max_sequences if plan.budget.weights_fit else 0
+    if held < 1:
+        return None
+    limits = serving_defaults(runtime, gpu, held, isl, osl)
+    b = min(users, held, limits.max_batch or held)
+    tpot_fn, pre, cost = _timing(plan, runtime, c, limits.prefill_tokens)
+    if pre is None or cost is None:
+        return None
+    tpot = tpot_fn(b) + b * cost / osl
+    ttft = pre + wait_mgc_s(b / (pre + osl * tpot), cost, 1)
+    return ServingPoint(b * osl / (ttft + osl * tpot), ttft, tpot, b)

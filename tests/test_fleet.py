@@ -277,3 +277,28 @@ def test_speculative_decoding_gains_most_at_small_batches(catalog, runtimes):
 def test_bad_spec_is_one_line(run_cli, text, needle):
     code, out, err = run_cli("fleet", "llama-3.1-8b", "--users", "4", "--spec", text)
     assert code == 2 and needle in err and "Traceback" not in err and out == ""
+
+
+def test_a_replica_holds_what_the_engine_ledger_leaves_for_its_cache(catalog, runtimes):
+    """vLLM's own ledger (estimate/engines.py: 0.9 x the CUDA total - weights - activations at its 8,192-token
+    batch - CUDA graphs - non-torch memory) sets a replica's cache, not the plan's flat budget: Llama 3.1 8B on
+    one H100, 2,000 in / 2,000 out: a running request holds 2,000 + 1,000 tokens, so a replica holds
+    ledger KV bytes // the cache of 3,000 tokens; a model without a ledger (llama.cpp) keeps the plan's budget."""
+    from llmsize.estimate.engines import EngineInputs, engine_ledger
+    from llmsize.estimate.fleet import _users_held, kv_pool_bytes
+    from llmsize.estimate.plan import PlanInputs, make_plan
+
+    m, g = catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm")
+    p = make_plan(m, g, PlanInputs(context_tokens=3000, prompt_tokens=2000), search_fit=False)
+    ledger = engine_ledger(m, g, p.weights.bytes_total, EngineInputs(engine="vllm", max_model_len=4000))
+    pool, source = kv_pool_bytes(p, "vllm", 4000)
+    assert pool == ledger.kv_cache_bytes and source == "vllm ledger"
+    assert 0 < pool < p.budget.kv_budget_bytes * 1.1
+    w = Workload(2000, 2000, users=5000)
+    assert _users_held(p, w, "vllm", None, pool) == int(ledger.kv_cache_bytes // p.kv.bytes_per_sequence)
+    assert kv_pool_bytes(p, "llamacpp", 4000) == (p.budget.kv_budget_bytes, "plan budget")
+    # and fleet's rows are within it: a tp-1 replica never batches more than that, nor more than vLLM's 1,024
+    (row,) = fleet_rows(m, [g], w, "vllm", runtimes)
+    for r in (row, row.other):
+        if r is not None and r.tp == 1:
+            assert r.batch_per_replica <= min(1024, _users_held(p, w, "vllm", None, pool))

@@ -18,7 +18,8 @@ the replica, b of them per osl tokens, so a user sees
 and the replica's b users each get 1 / TPOT_agg(b) tok/s. Wq is the wait for the prefills ahead: M/D/1 (one
 prefill stream a replica, deterministic service C_prefill, Poisson arrivals at b / (T_prefill + osl x
 TPOT_agg(b)) by Little's law; estimate/queueing.py). Users = --users, or Little's law on --rate:
-users = rate x (TTFT + osl x TPOT). The largest b that the cache holds, that the engine's default cap allows
+users = rate x (TTFT + osl x TPOT). The largest b that the cache holds (the cache memory the engine's own ledger
+leaves on each card: vLLM's, SGLang's, TensorRT-LLM's, estimate/engines.py), that the engine's default cap allows
 (vLLM 1,024 on an 80 GB-class card, 256 on others; TensorRT-LLM trtllm-bench's tuning) and that keeps the user's
 TPOT within --tpot and TTFT within --ttft gives the fewest replicas = ceil(users / b); cards = replicas x tp, nodes of 8.
 Cost per million output tokens = cards x hourly price / (output tok/s x 3600) x 1e6.
@@ -173,15 +174,36 @@ class FleetRow:
     other: "FleetRow | None" = None  # the other mode, for comparison
 
 
-def _users_held(plan, w: Workload, runtime: str, draft_plan=None) -> int:
-    """Users a replica's cache holds; with a shared prefix, its cache once and each user's own tokens; with a draft
-    model, its weights and each user's draft cache too. With length distributions, each request's cache B varies:
+def kv_pool_bytes(plan, runtime: str, max_model_len: int) -> tuple[float, str]:
+    """The cache memory of one card of a replica, as the engine itself counts it (estimate/engines.py: vLLM's,
+    SGLang's and TensorRT-LLM's ledgers at their default memory fractions, charging the activations, CUDA graphs and
+    non-torch memory of a max_model_len engine), else the plan's budget (utilization x memory - weights -
+    overhead)."""
+    from llmsize.estimate.engines import ENGINES, EngineInputs, engine_ledger
+
+    if runtime in ENGINES:
+        try:
+            ledger = engine_ledger(plan.card_model or plan.model, plan.gpu, (plan.weights_card or plan.weights).bytes_total,
+                                   EngineInputs(engine=runtime, tp=plan.inputs.tp, kv_dtype=plan.inputs.kv_dtype,
+                                                weight_format=plan.fmt.id, max_model_len=max_model_len))
+            return max(0.0, ledger.kv_cache_bytes), f"{ledger.name} ledger"
+        except LlmsizeError:
+            pass
+    return plan.budget.kv_budget_bytes, "plan budget"
+
+
+def _users_held(plan, w: Workload, runtime: str, draft_plan=None, pool: float | None = None) -> int:
+    """Users a replica's cache holds (pool: one card's cache memory, default the plan's budget); with a shared
+    prefix, its cache once and each user's own tokens; with a draft model, its weights and each user's draft cache
+    too. With length distributions, each request's cache B varies:
     b requests fit when their total stays within the pool 95 times in 100 (normal approximation of the sum),
         b E[B] + 1.645 sqrt(b) sd[B] <= pool,
     E and sd over the distributions' points (prompt and answer quantiles paired in a scrambled order, as
     independent), and only if the p99 request's cache fits on its own (else 0)."""
+    pool = plan.budget.kv_budget_bytes if pool is None else pool
     if not w.shared_prefix and draft_plan is None and not w.spread:
-        return plan.max_sequences
+        per = (plan.kv_card or plan.kv).bytes_per_sequence
+        return int(pool // per) if pool > 0 and per > 0 else 0
     from llmsize.estimate.kv import kv_bytes
 
     model, dtype = plan.card_model or plan.model, plan.inputs.kv_dtype
@@ -198,7 +220,7 @@ def _users_held(plan, w: Workload, runtime: str, draft_plan=None) -> int:
     answers = [osl_d.points[(7 * i) % n] for i in range(n)]  # 7 is prime to the 16 points: every answer once
     own = [seq_bytes(held_context_tokens(runtime, i, o) - shared) for i, o in zip(isl_d.points, answers)]
     prefix = seq_bytes(shared) if shared else 0.0
-    left = plan.budget.kv_budget_bytes - prefix
+    left = pool - prefix
     extra = 0.0
     if draft_plan is not None:
         left -= (draft_plan.weights_card or draft_plan.weights).bytes_total
@@ -384,7 +406,8 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
                 except LlmsizeError as e:
                     reasons.append(f"tp {tp}: the draft model: {e.message}")
                     continue
-            held = _users_held(plan, w, runtime, draft_plan) if plan.budget.weights_fit else 0
+            pool, _ = kv_pool_bytes(plan, runtime, w.longest_tokens())
+            held = _users_held(plan, w, runtime, draft_plan, pool) if plan.budget.weights_fit else 0
             limits = serving_defaults(runtime, g, held, w.isl, w.osl)
             if limits.max_batch is not None:
                 held = min(held, limits.max_batch)  # the engine's own cap on running requests
@@ -449,10 +472,12 @@ def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: s
                                                       kv_dtype=kv_dtype), search_fit=False)
             except LlmsizeError:
                 continue
-            if not plan.budget.weights_fit or plan.max_sequences < 1:
+            held = _users_held(plan, w, runtime, None, kv_pool_bytes(plan, runtime, w.longest_tokens())[0]) \
+                if plan.budget.weights_fit else 0
+            if held < 1:
                 continue
-            limits = serving_defaults(runtime, g, plan.max_sequences, w.isl, w.osl)
-            hi = min(plan.max_sequences, limits.max_batch or plan.max_sequences)
+            limits = serving_defaults(runtime, g, held, w.isl, w.osl)
+            hi = min(held, limits.max_batch or held)
             tpot_fn, pre, cost = _timing(plan, runtime, c, limits.prefill_tokens)
             if cost is None:
                 continue
@@ -479,7 +504,8 @@ def max_throughput_per_gpu(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, t
         return None
     plan = make_plan(model, gpu, PlanInputs(quant=quant, context_tokens=held_context_tokens(runtime, isl, osl), prompt_tokens=isl, tp=tp,
                                             kv_dtype=kv_dtype), search_fit=False)
-    b = plan.max_sequences if plan.budget.weights_fit else 0
+    w = Workload(isl, osl, users=1)
+    b = _users_held(plan, w, runtime, None, kv_pool_bytes(plan, runtime, isl + osl)[0]) if plan.budget.weights_fit else 0
     if b < 1:
         return None
     limits = serving_defaults(runtime, gpu, b, isl, osl)
@@ -528,7 +554,9 @@ def serving_point(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, tp: int, u
         return None
     plan = make_plan(model, gpu, PlanInputs(quant=quant, context_tokens=held_context_tokens(runtime, isl, osl),
                                             prompt_tokens=isl, tp=tp, kv_dtype=kv_dtype), search_fit=False)
-    held = plan.max_sequences if plan.budget.weights_fit else 0
+    w = Workload(isl, osl, users=users)
+    held = _users_held(plan, w, runtime, None, kv_pool_bytes(plan, runtime, isl + osl)[0]) \
+        if plan.budget.weights_fit else 0
     if held < 1:
         return None
     limits = serving_defaults(runtime, gpu, held, isl, osl)

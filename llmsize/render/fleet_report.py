@@ -13,7 +13,8 @@ ASSUMPTIONS = [
     "target (without one, the wait within one prefill); y = ceil(users / b) decode workers; TTFT adds the cache's "
     "move over a 50 GB/s node link",
     "a running request holds isl + osl / 2 tokens of cache on average (vLLM, SGLang), isl + osl in TensorRT-LLM "
-    "(which reserves the whole answer); the batch stays within the engine's default cap",
+    "(which reserves the whole answer), in the cache memory the engine's own ledger leaves (vLLM, SGLang, "
+    "TensorRT-LLM); the batch stays within the engine's default cap",
     "speeds from the expected-speed model's constants for the runtime, at each worker's batch",
     "length distributions (--isl 3000:p95=12000 or a CSV): throughput and the targets at the mean request; a "
     "replica holds b requests when b E[cache] + 1.645 sqrt(b) sd[cache] fits the pool and a p99 request fits alone; "

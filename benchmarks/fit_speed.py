@@ -57,6 +57,10 @@ LINKS = ("nvlink", "pcie", "network")
 # MLX's sdpa_vector): their attention FLOPs cost time beyond the cache's bytes. The CUDA-graph runtimes decode with
 # FlashAttention / FlashInfer split-KV kernels on the tensor cores, bound by the cache's bytes: no such term.
 VECTOR_ATTENTION = ("llamacpp", "mlx")
+# Serving engines, whose measured TTFT carries a fixed cost per request (the HTTP request, tokenization, scheduling,
+# the first step and the stream back) that a benchmark of the forward alone (llama-bench, MLX, gpt-fast) does not:
+# their prefill fit has an intercept, t_request_s
+SERVING_RUNTIMES = ("vllm", "sglang", "trtllm")
 # Runtimes fitted together: vLLM and SGLang both capture decode in CUDA graphs and call the same attention
 # (FlashInfer, FlashAttention) and GEMM (CUTLASS, Marlin) kernels; the dataset holds few rows of each.
 POOLED = {"vllm": ("vllm", "sglang"), "sglang": ("vllm", "sglang")}
@@ -144,6 +148,7 @@ class GroupFit:
     attn_cost: float = 0.0
     tile_cost: float = 0.0
     t_step_v0_s: float = 0.0
+    t_request_s: float = 0.0
 
     def constants(self, band=(1.0, 1.0), prefill_band=None) -> Constants:
         return Constants(
@@ -155,7 +160,8 @@ class GroupFit:
             rows_prefill=0, cards=0, basis="", fitted_classes=tuple(self.classes),
             prefill_band_low=prefill_band[0] if prefill_band else None,
             prefill_band_high=prefill_band[1] if prefill_band else None, alu_ops_per_weight=self.alu_ops_per_weight,
-            attn_cost=self.attn_cost, tile_cost=self.tile_cost, t_step_v0_s=self.t_step_v0_s)
+            attn_cost=self.attn_cost, tile_cost=self.tile_cost, t_step_v0_s=self.t_step_v0_s,
+            t_request_s=self.t_request_s)
 
 
 def median(xs: list[float]) -> float:
@@ -222,33 +228,40 @@ def fit_group(runtime: str, be: str, rows: list[Observed]) -> GroupFit:
 
 
 def fit_prefill(fit: GroupFit, pre: list[Observed]) -> None:
-    """One eta per format class: t = FLOPs/(peak x eta) + fixed; u = 1/eta by weighted least squares, eta <= 1."""
+    """One eta per format class, and for a serving engine one fixed cost per request:
+        t = FLOPs/(peak x eta[class]) + fixed + t_request,
+    u = 1/eta (>= 1) and t_request (>= 0) by weighted least squares (weights 1/t^2: relative error), alternating
+    the closed forms of each (a convex problem: it converges). A class with too few rows takes the median of the
+    others; with too few rows of any one class, one fraction for all of them."""
     by_class = defaultdict(list)
     for o in pre:
         if o.prefill.peak_flop_per_s:
             by_class[o.prefill.format_class].append(o)
-    etas, counts = {}, {}
-    for cls, obs in by_class.items():
-        num = den = 0.0
-        for o in obs:
-            x, t = o.prefill, o.measured_s
-            a = x.flops / x.peak_flop_per_s
-            r = x.layers * fit.t_layer_s + fit.t_step_s
-            num += a * (t - r) / t**2
-            den += a * a / t**2
-        if den > 0 and num > 0:
-            etas[cls] = min(1.0, den / num)
-            counts[cls] = len(obs)
+    every = [o for obs in by_class.values() for o in obs]
+    fixed = lambda o: o.prefill.layers * fit.t_layer_s + fit.t_step_s  # noqa: E731
+    area = lambda o: o.prefill.flops / o.prefill.peak_flop_per_s  # noqa: E731
+    counts = {c: len(obs) for c, obs in by_class.items()}
+    pooled = not any(n >= MIN_ROWS_CLASS for n in counts.values())
+    groups = {"*": every} if pooled else by_class
+    serving = fit.runtime in SERVING_RUNTIMES and len(every) >= MIN_ROWS_CLASS
+    u, t_req = {c: 1.0 for c in groups}, 0.0
+    for _ in range(200 if serving else 1):
+        for c, obs in groups.items():
+            num = sum(area(o) * (o.measured_s - fixed(o) - t_req) / o.measured_s**2 for o in obs)
+            den = sum(area(o) ** 2 / o.measured_s**2 for o in obs)
+            u[c] = max(1.0, num / den) if den > 0 and num > 0 else math.inf
+        if serving:
+            res = [(o.measured_s - fixed(o) - area(o) * u["*" if pooled else o.prefill.format_class]) / o.measured_s**2
+                   for o in every]
+            t_req = max(0.0, sum(res) / sum(1 / o.measured_s**2 for o in every))
+    etas = {c: 1 / v for c, v in u.items() if math.isfinite(v)}
+    fit.t_request_s = t_req
+    if pooled:
+        fit.eta_prefill = {}
+        fit.eta_prefill_default = etas.get("*") if len(every) >= MIN_ROWS_CLASS else None
+        return
     fit.eta_prefill = {c: e for c, e in etas.items() if counts[c] >= MIN_ROWS_CLASS}
     fit.eta_prefill_default = median(list(fit.eta_prefill.values())) if fit.eta_prefill else None
-    every = [o for obs in by_class.values() for o in obs]
-    if fit.eta_prefill_default is None and len(every) >= MIN_ROWS_CLASS:
-        # too few rows of any one class: one fraction for all of them
-        num = sum((o.prefill.flops / o.prefill.peak_flop_per_s) * (o.measured_s - o.prefill.layers * fit.t_layer_s
-                  - fit.t_step_s) / o.measured_s**2 for o in every)
-        den = sum((o.prefill.flops / o.prefill.peak_flop_per_s) ** 2 / o.measured_s**2 for o in every)
-        if num > 0:
-            fit.eta_prefill_default = min(1.0, den / num)
 
 
 def predict(fit: GroupFit, o: Observed) -> float | None:
@@ -323,7 +336,7 @@ def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, 
         "eta_kv": r4(1 / (1 + fit.v_kv)),
         "t_layer_s": r4(fit.t_layer_s), "t_step_s": r4(fit.t_step_s), "t_moe_layer_s": r4(fit.t_moe_layer_s),
         "alu_ops_per_weight": r4(fit.alu_ops_per_weight), "attn_cost": r4(fit.attn_cost),
-        "tile_cost": r4(fit.tile_cost), "t_step_v0_s": r4(fit.t_step_v0_s),
+        "tile_cost": r4(fit.tile_cost), "t_step_v0_s": r4(fit.t_step_v0_s), "t_request_s": r4(fit.t_request_s),
         "alpha_s": {k: r4(v) for k, v in fit.alpha_s.items()},
         "eta_prefill": {c: r4(e) for c, e in fit.eta_prefill.items()},
         "eta_prefill_default": r4(fit.eta_prefill_default) if fit.eta_prefill_default else None,

@@ -196,13 +196,14 @@ def test_fleet_csv_and_markdown(run_cli):
     import csv
     import io
 
-    args = ("fleet", "llama-3.1-70b", "--users", "400", "--gpus", "b200,rtx3060")
+    # DeepSeek-V3's 671 GB do not fit even 4 nodes of 8 x 12 GB: the RTX 3060 row says why
+    args = ("fleet", "deepseek-v3", "--users", "400", "--gpus", "b200,rtx3060")
     code, out, err = run_cli(*args, "--format", "csv")
     assert code == 0, err
     rows = list(csv.DictReader(io.StringIO(out)))
     assert [r["card"] for r in rows] == ["b200", "rtx3060"] and rows[1]["why_not"] and rows[1]["meets_slo"] == "False"
     code, out, err = run_cli(*args, "--format", "markdown")
-    assert code == 0 and out.startswith("**fleet: Llama 3.1 70B") and "| b200 |" in out
+    assert code == 0 and out.startswith("**fleet: DeepSeek-V3") and "| b200 |" in out
     code, out, err = run_cli(*args, "--format", "html")
     assert code == 0 and out.startswith("<!DOCTYPE html>") and "rtx3060" in out  # tests/test_html_report.py
     code, out, err = run_cli(*args, "--format", "xml")
@@ -302,3 +303,14 @@ def test_a_replica_holds_what_the_engine_ledger_leaves_for_its_cache(catalog, ru
     for r in (row, row.other):
         if r is not None and r.tp == 1:
             assert r.batch_per_replica <= min(1024, _users_held(p, w, "vllm", None, pool))
+
+
+def test_a_model_no_node_holds_takes_pipeline_stages_over_nodes(catalog, runtimes):
+    """DeepSeek-V3 (671 GB in its FP8 release) on H100s: 8 x 80 GiB = 687 GB leaves no cache room at tp 8, so a
+    replica is two nodes, tp 8 x pp 2 (16 cards, 2 nodes); a card whose node holds it (H200) stays at one node."""
+    (h100,) = fleet_rows(catalog.model("deepseek-v3"), [catalog.gpu("h100-sxm")], Workload(3000, 500, users=100),
+                         "vllm", runtimes)
+    assert (h100.tp, h100.pp) == (8, 2) and h100.cards_total % 16 == 0 and h100.nodes == h100.cards_total // 8
+    (h200,) = fleet_rows(catalog.model("deepseek-v3"), [catalog.gpu("h200-sxm")], Workload(3000, 500, users=100),
+                         "vllm", runtimes)
+    assert h200.pp == 1

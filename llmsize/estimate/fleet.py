@@ -1,7 +1,8 @@
 """Sizing a deployment for a workload: how many of which card serve it within its latency targets.
 
-Aggregated serving (every replica prefills and decodes), one replica = tp cards (tensor parallel, pipeline 1;
-expert parallel over the same cards for a MoE). For each card and tp, one plan at the cache a running request
+Aggregated serving (every replica prefills and decodes), one replica = tp cards (tensor parallel within a node;
+expert parallel over the same cards for a MoE), or, for a model no node of 8 holds, tp 8 x pp pipeline stages of a
+node each (pp 2 or 4, over the node link). For each card and tp, one plan at the cache a running request
 holds (isl + osl / 2 on average for vLLM and SGLang, which admit on the blocks in use; isl + osl for TensorRT-LLM,
 which reserves a request's whole length: estimate/serving_defaults.py); its decode model gives the step at any
 batch b, costed by the runtime's fitted constants (estimate/speed.py):
@@ -57,6 +58,7 @@ from llmsize.estimate.queueing import wait_mgc_s
 from llmsize.estimate.serving_defaults import held_context_tokens, serving_defaults
 
 TP_CHOICES = (1, 2, 4, 8)
+PP_NODES = (2, 4)  # a replica of pp nodes of 8 cards (tp 8 x pp), tried when no single node holds the model
 GPUS_PER_NODE = 8
 HOURS_PER_MONTH = 730
 NODE_LINK_GB_S = 50.0  # per GPU between nodes: one 400 Gb/s NIC (estimate/parallel.DEFAULT_NODE_LINK_GB_S)
@@ -296,10 +298,18 @@ def _largest_batch(ok, hi: int) -> int | None:
     return lo
 
 
-def _row(g, tp, moe, mode, replicas, b, out_total, tpot, ttft, price, x=None, y=None, wait=None) -> FleetRow:
-    cards = replicas * tp
+def _configs(any_constants: bool) -> list[tuple[int, int]]:
+    """(tp, pp) of a replica: tensor parallel within a node, then pipeline stages of a full node each."""
+    if not any_constants:
+        return []
+    return [(tp, 1) for tp in TP_CHOICES] + [(GPUS_PER_NODE, pp) for pp in PP_NODES]
+
+
+def _row(g, par, moe, mode, replicas, b, out_total, tpot, ttft, price, x=None, y=None, wait=None) -> FleetRow:
+    tp, pp = par
+    cards = replicas * tp * pp
     return FleetRow(
-        card=g.id, mode=mode, tp=tp, pp=1, ep=tp if moe else 1, replicas=replicas, cards_total=cards,
+        card=g.id, mode=mode, tp=tp, pp=pp, ep=tp if moe else 1, replicas=replicas, cards_total=cards,
         nodes=math.ceil(cards / GPUS_PER_NODE), batch_per_replica=b, output_tok_s_per_gpu=out_total / cards,
         output_tok_s_total=out_total, tok_s_per_user=1 / tpot, ttft_s=ttft, tpot_s=tpot, meets_slo=True,
         watts=g.tdp_w * cards if g.tdp_w else None, cost_per_hour=price * cards if price else None,
@@ -318,7 +328,9 @@ def _with_p95(row: FleetRow, model, g, w: Workload, runtime: str, c, kv_dtype: s
     p95 = w.lengths()[0].p95
     try:
         plan = make_plan(model, g, PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl),
-                                              prompt_tokens=p95, tp=row.tp, kv_dtype=kv_dtype), search_fit=False)
+                                              prompt_tokens=p95, tp=row.tp, pp=row.pp,
+                                              nodes=row.pp if row.pp > 1 else None, kv_dtype=kv_dtype),
+                         search_fit=False)
     except LlmsizeError:
         return row
     pre = prefill_time_s(prefill_inputs(plan, runtime), c)
@@ -329,7 +341,7 @@ def _with_p95(row: FleetRow, model, g, w: Workload, runtime: str, c, kv_dtype: s
     return replace(row, ttft_p95_s=pre * (1 - w.shared_prefix) + move + (row.ttft_wait_s or 0.0))
 
 
-def _aggregated(g, tp, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tuple[FleetRow | None, str | None]:
+def _aggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tuple[FleetRow | None, str | None]:
     """Each replica also runs its requests' prefills: per osl tokens of each of its b users, b prompts' prefill
     (`cost` each, batched) stall every user, so a user sees TPOT(b) + b x cost / osl per token. A new prompt waits
     for the replica's prefills ahead of it, M/D/1 (estimate/queueing.py) at the replica's arrival rate, by
@@ -347,10 +359,10 @@ def _aggregated(g, tp, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tuple
     tpot, first = eff(b), ttft(b)
     users = w.users if w.users is not None else math.ceil(w.rate * (first + w.osl * tpot))
     replicas = max(1, math.ceil(users / b))
-    return _row(g, tp, moe, "aggregated", replicas, b, users / tpot, tpot, first, price, wait=first - pre), None
+    return _row(g, par, moe, "aggregated", replicas, b, users / tpot, tpot, first, price, wait=first - pre), None
 
 
-def _disaggregated(g, tp, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan) -> tuple[FleetRow | None,
+def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan) -> tuple[FleetRow | None,
                                                                                                str | None]:
     """x prefill workers, y decode workers of tp cards each; the cache crosses the node link once. The prompts
     queue for the x prefill workers, M/D/x at the request rate (estimate/queueing.py): x is the fewest that keep
@@ -371,7 +383,7 @@ def _disaggregated(g, tp, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan)
     ttft = base + wait_mgc_s(rate, cost, x, w.prefill_cs2)
     users = w.users if w.users is not None else math.ceil(w.rate * (ttft + w.osl * tpot))
     y = max(1, math.ceil(users / b))
-    return _row(g, tp, moe, "disaggregated", x + y, b, users / tpot, tpot, ttft, price, x, y, ttft - base), None
+    return _row(g, par, moe, "disaggregated", x + y, b, users / tpot, tpot, ttft, price, x, y, ttft - base), None
 
 
 def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str, runtimes: dict,
@@ -390,44 +402,51 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
         best, reasons, best_of = None, [], {}
         if c is None:
             reasons.append(f"no {runtime} constants for {g.vendor} cards")
-        for tp in TP_CHOICES if c is not None else ():
+        fitted_one = False
+        for tp, pp in _configs(c is not None):
+            if pp > 1 and fitted_one:
+                break  # pipeline stages over nodes only for what no single node holds
+            label = f"tp {tp}" + (f" x pp {pp}" if pp > 1 else "")
             try:
-                plan = make_plan(model, g, PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl), prompt_tokens=w.isl, tp=tp,
+                plan = make_plan(model, g, PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl),
+                                                      prompt_tokens=w.isl, tp=tp, pp=pp, nodes=pp if pp > 1 else None,
                                                       kv_dtype=kv_dtype), search_fit=False)
             except LlmsizeError as e:
-                reasons.append(f"tp {tp}: {e.message}")
+                reasons.append(f"{label}: {e.message}")
                 continue
             draft_plan = None
             if w.spec is not None and w.spec.draft is not None:
                 try:
-                    draft_plan = make_plan(w.spec.draft, g, PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl),
-                                                                        prompt_tokens=w.isl, tp=tp,
-                                                                        kv_dtype=kv_dtype), search_fit=False)
+                    draft_plan = make_plan(w.spec.draft, g, PlanInputs(
+                        context_tokens=held_context_tokens(runtime, w.isl, w.osl), prompt_tokens=w.isl, tp=tp, pp=pp,
+                        nodes=pp if pp > 1 else None, kv_dtype=kv_dtype), search_fit=False)
                 except LlmsizeError as e:
-                    reasons.append(f"tp {tp}: the draft model: {e.message}")
+                    reasons.append(f"{label}: the draft model: {e.message}")
                     continue
             pool, _ = kv_pool_bytes(plan, runtime, w.longest_tokens())
             held = _users_held(plan, w, runtime, draft_plan, pool) if plan.budget.weights_fit else 0
-            limits = serving_defaults(runtime, g, held, w.isl, w.osl)
+            limits = serving_defaults(runtime, g, held, w.isl, w.osl, pp)
             if limits.max_batch is not None:
                 held = min(held, limits.max_batch)  # the engine's own cap on running requests
             if w.users is not None:
                 held = min(held, w.users)  # a replica never batches more users than there are
             if held < 1:
-                reasons.append(f"tp {tp}: the weights and one request's cache do not fit" + (
+                reasons.append(f"{label}: the weights and one request's cache do not fit" + (
                     f" (a p99 request, {w.longest_tokens():,} tokens)" if w.spread else ""))
                 continue
+            fitted_one = True
             tpot_fn, pre, cost = _timing(plan, runtime, c, limits.prefill_tokens, w.spec, draft_plan)
             if pre is None or cost is None:
-                reasons.append(f"tp {tp}: no prefill constants for this runtime and card")
+                reasons.append(f"{label}: no prefill constants for this runtime and card")
                 continue
             pre, cost = pre * (1 - w.shared_prefix), cost * (1 - w.shared_prefix)
-            for row, why in (_aggregated(g, tp, moe, held, tpot_fn, pre, cost, w, price),
-                             _disaggregated(g, tp, moe, held, tpot_fn, pre, cost, w, price, plan)):
+            par = (tp, pp)
+            for row, why in (_aggregated(g, par, moe, held, tpot_fn, pre, cost, w, price),
+                             _disaggregated(g, par, moe, held, tpot_fn, pre, cost, w, price, plan)):
                 if row is None:
-                    reasons.append(f"tp {tp}: {why}")
+                    reasons.append(f"{label}: {why}")
                     continue
-                key = (row.cost_per_hour if price else row.cards_total, row.mode != "aggregated", tp)
+                key = (row.cost_per_hour if price else row.cards_total, row.mode != "aggregated", tp * pp)
                 if best is None or key < best[0]:
                     best = (key, row)
                 if best_of.get(row.mode) is None or key < best_of[row.mode][0]:

@@ -22,15 +22,21 @@ def fleet_command(model, row, engine: str, max_model_len: int) -> str:
     ctx = str(max_model_len)
     moe = row.ep > 1
     head = [f"# {row.card}: {row.cards_total} card(s), {row.nodes} node(s) of 8; "
-            + (f"{row.replicas} replica(s) of tp {row.tp}, batch {row.batch_per_replica} each"
+            + (f"{row.replicas} replica(s) of tp {row.tp}{f' x pp {row.pp}' if row.pp > 1 else ''}, batch "
+               f"{row.batch_per_replica} each"
                if row.mode == "aggregated" else
                f"{row.prefill_workers} prefill + {row.decode_workers} decode worker(s) of tp {row.tp}, decode batch "
                f"{row.batch_per_replica}")]
     if not model.hf_repo:
         head.append(f"# {model.id} has no hf_repo in the catalog: put the checkpoint path or repo id in place of it")
     if engine == "vllm":
-        base = ["--tensor-parallel-size", str(row.tp), "--max-model-len", ctx, "--max-num-seqs",
-                str(row.batch_per_replica)] + (["--enable-expert-parallel"] if moe else [])
+        base = ["--tensor-parallel-size", str(row.tp)] + (["--pipeline-parallel-size", str(row.pp)] if row.pp > 1
+                                                           else []) + [
+            "--max-model-len", ctx, "--max-num-seqs", str(row.batch_per_replica)] + (
+            ["--enable-expert-parallel"] if moe else [])
+        if row.pp > 1:
+            head.append(f"# a replica spans {row.pp} nodes: start a Ray cluster over them first (vLLM's multi-node "
+                        "serving), then run the line on its head node")
         if row.mode == "aggregated":
             return "\n".join(head + [f"# start {row.replicas} of:", shlex.join(["vllm", "serve", name] + base)])
         lines = head + ["# NVIDIA Dynamo: a frontend, then the workers (each on its own cards)",
@@ -43,6 +49,10 @@ def fleet_command(model, row, engine: str, max_model_len: int) -> str:
                                     "decode", "--kv-transfer-config", NIXL])]
         return "\n".join(lines)
     base = ["--tp-size", str(row.tp), "--context-length", ctx, "--max-running-requests", str(row.batch_per_replica)]
+    if row.pp > 1:
+        base += ["--pp-size", str(row.pp), "--nnodes", str(row.pp), "--node-rank", "RANK", "--dist-init-addr",
+                 "HEAD_HOST:5000"]
+        head.append(f"# a replica spans {row.pp} nodes: run the line on each, RANK 0 to {row.pp - 1}")
     base += ["--ep-size", str(row.tp)] if moe else []
     launch = ["python", "-m", "sglang.launch_server", "--model-path", name, *base]
     if row.mode == "aggregated":

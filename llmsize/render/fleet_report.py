@@ -41,6 +41,11 @@ def fleet_to_dict(model, w, runtime, currency, rows) -> dict:
             "assumptions": ASSUMPTIONS}
 
 
+def _par(r) -> str:
+    """tp, or tp x pp when a replica spans nodes."""
+    return f"{r.tp}x{r.pp}" if r.pp > 1 else str(r.tp)
+
+
 def render_fleet(model, w, runtime, currency, rows, console) -> None:
     from rich import box
     from rich.table import Table
@@ -61,7 +66,7 @@ def render_fleet(model, w, runtime, currency, rows, console) -> None:
             continue
         mode = (f"{r.prefill_workers}P{r.decode_workers}D" if r.mode == "disaggregated" else f"{r.replicas} x agg")
         other = f"{r.other.cards_total:,} {'agg' if r.other.mode == 'aggregated' else 'P/D'}" if r.other else "-"
-        t.add_row(r.card, mode, str(r.tp), f"{r.cards_total:,}", str(r.batch_per_replica),
+        t.add_row(r.card, mode, _par(r), f"{r.cards_total:,}", str(r.batch_per_replica),
                   f"{r.output_tok_s_per_gpu:,.0f}", f"{r.tok_s_per_user:,.1f}", f"{r.ttft_s:.2f}",
                   f"{r.tpot_s * 1000:.1f}",
                   f"{r.cost_per_mtok_out:,.3f}" if r.cost_per_mtok_out is not None else "-", other)
@@ -113,7 +118,7 @@ def render_fleet_markdown(model, w, runtime, currency, rows) -> str:
             continue
         mode = f"{r.prefill_workers}P{r.decode_workers}D" if r.mode == "disaggregated" else f"{r.replicas} x agg"
         cost = f"{r.cost_per_mtok_out:,.3f}" if r.cost_per_mtok_out is not None else ""
-        lines.append(f"| {r.card} | {mode} | {r.tp} | {r.cards_total:,} | {r.batch_per_replica} | "
+        lines.append(f"| {r.card} | {mode} | {_par(r)} | {r.cards_total:,} | {r.batch_per_replica} | "
                      f"{r.output_tok_s_per_gpu:,.0f} | {r.tok_s_per_user:,.1f} | {r.ttft_s:.2f} | "
                      f"{r.tpot_s * 1000:.1f} | {cost} | |")
     return "\n".join(lines) + "\n"
@@ -166,7 +171,7 @@ def render_fleet_html(model, w, runtime, currency, rows, curves, roofs) -> str:
             ["TTFT target (s)", w.ttft_s], ["TPOT target (ms)", None if w.tpot_s is None else w.tpot_s * 1000],
             ["shared prefix (fraction of prompt tokens)", w.shared_prefix], ["runtime", runtime]]
     cost_col = f"{currency or 'cost'} per million output tokens"
-    head = ["card", "mode", "tp", "cards", "nodes", "batch per replica", "output tok/s per GPU", "tok/s per user",
+    head = ["card", "mode", "tp (x pp)", "cards", "nodes", "batch per replica", "output tok/s per GPU", "tok/s per user",
             "TTFT (s)", "TPOT (ms)", "meets targets", "watts", cost_col, "other mode (cards)", "why not"]
     body = []
     for r in rows:
@@ -175,7 +180,7 @@ def render_fleet_html(model, w, runtime, currency, rows, curves, roofs) -> str:
             continue
         mode = f"{r.prefill_workers}P{r.decode_workers}D" if r.mode == "disaggregated" else f"{r.replicas} x aggregated"
         other = f"{r.other.mode} ({r.other.cards_total:,})" if r.other else None
-        body.append([r.card, mode, r.tp, r.cards_total, r.nodes, r.batch_per_replica, r.output_tok_s_per_gpu,
+        body.append([r.card, mode, _par(r), r.cards_total, r.nodes, r.batch_per_replica, r.output_tok_s_per_gpu,
                      r.tok_s_per_user, r.ttft_s, r.tpot_s * 1000, r.meets_slo, r.watts, r.cost_per_mtok_out, other,
                      r.why_not])
     target = [(f"target {1 / w.tpot_s:g} tok/s per user", 1 / w.tpot_s)] if w.tpot_s else []

@@ -314,3 +314,18 @@ def test_a_model_no_node_holds_takes_pipeline_stages_over_nodes(catalog, runtime
     (h200,) = fleet_rows(catalog.model("deepseek-v3"), [catalog.gpu("h200-sxm")], Workload(3000, 500, users=100),
                          "vllm", runtimes)
     assert h200.pp == 1
+
+
+def test_rows_carry_the_expected_speed_band(catalog, runtimes):
+    """TPOT's band is the runtime's held-out p10-p90 of measured / predicted decode rates, turned into times
+    (TPOT / p90 .. TPOT / p10); TTFT's applies the prefill band to the prefill and keeps the queue's wait."""
+    from llmsize.estimate.expected import constants
+
+    (row,) = fleet_rows(catalog.model("llama-3.1-70b"), [catalog.gpu("b200")],
+                        Workload(3000, 500, users=400, ttft_s=2.0, tpot_s=1 / 30), "vllm", runtimes)
+    c = constants(runtimes["vllm"], "cuda")
+    assert row.tpot_s_low == pytest.approx(row.tpot_s / c.band_high)
+    assert row.tpot_s_high == pytest.approx(row.tpot_s / c.band_low)
+    pre = row.ttft_s - row.ttft_wait_s
+    assert row.ttft_s_low == pytest.approx(pre / c.prefill_band_high + row.ttft_wait_s)
+    assert row.ttft_s_low < row.ttft_s < row.ttft_s_high

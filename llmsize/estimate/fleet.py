@@ -173,6 +173,11 @@ class FleetRow:
     decode_workers: int | None = None  # and y decode workers
     ttft_wait_s: float | None = None  # the part of ttft_s spent queueing for a prefill (M/G/c)
     ttft_p95_s: float | None = None  # with a prompt distribution: a p95-length prompt's prefill + the mean wait
+    # the expected-speed model's held-out band (p10-p90 of measured / predicted rates) on TPOT and TTFT's prefill
+    tpot_s_low: float | None = None
+    tpot_s_high: float | None = None
+    ttft_s_low: float | None = None
+    ttft_s_high: float | None = None
     other: "FleetRow | None" = None  # the other mode, for comparison
 
 
@@ -318,6 +323,18 @@ def _row(g, par, moe, mode, replicas, b, out_total, tpot, ttft, price, x=None, y
         prefill_workers=x, decode_workers=y, ttft_wait_s=wait)
 
 
+def _with_bands(row: FleetRow, c) -> FleetRow:
+    """The row's TPOT and TTFT bands from the runtime's held-out p10-p90 of measured / predicted rates (a faster
+    rate is a shorter time): TPOT / high .. TPOT / low; TTFT's prefill likewise with the prefill band, its queue
+    as it is."""
+    lo, hi = c.band_low, c.band_high
+    plo, phi = c.prefill_band_low or lo, c.prefill_band_high or hi
+    wait = row.ttft_wait_s or 0.0
+    pre = row.ttft_s - wait
+    return replace(row, tpot_s_low=row.tpot_s / hi, tpot_s_high=row.tpot_s / lo, ttft_s_low=pre / phi + wait,
+                   ttft_s_high=pre / plo + wait)
+
+
 def _with_p95(row: FleetRow, model, g, w: Workload, runtime: str, c, kv_dtype: str) -> FleetRow:
     """The row with the TTFT of a p95-length prompt: its prefill (a plan at that prompt), the row's mean wait, and
     for a disaggregated row the move of its cache."""
@@ -446,6 +463,7 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
                 if row is None:
                     reasons.append(f"{label}: {why}")
                     continue
+                row = _with_bands(row, c)
                 key = (row.cost_per_hour if price else row.cards_total, row.mode != "aggregated", tp * pp)
                 if best is None or key < best[0]:
                     best = (key, row)

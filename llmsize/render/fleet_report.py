@@ -81,7 +81,8 @@ def render_fleet(model, w, runtime, currency, rows, console) -> None:
 
 FLAT = ("card", "mode", "tp", "pp", "ep", "replicas", "prefill_workers", "decode_workers", "cards_total", "nodes",
         "batch_per_replica", "output_tok_s_per_gpu", "output_tok_s_total", "tok_s_per_user", "ttft_s", "tpot_s",
-        "meets_slo", "ttft_wait_s", "ttft_p95_s", "watts", "cost_per_hour", "cost_per_month", "cost_per_mtok_out", "why_not")
+        "meets_slo", "ttft_wait_s", "ttft_p95_s", "tpot_s_low", "tpot_s_high", "ttft_s_low", "ttft_s_high", "watts",
+        "cost_per_hour", "cost_per_month", "cost_per_mtok_out", "why_not")
 
 
 def flat_rows(rows) -> list[dict]:

@@ -50,18 +50,14 @@ def svg_plot(series: list[tuple[str, list[tuple[float, float]], str]], title: st
         return TOP + ph - f * ph
 
     out.append(f'<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>')
-    for t in ticks(x0, x1, logx):
-        if x0 <= t <= x1:
-            x = fx(t)
-            out.append(f'<line x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" y2="{TOP + ph}" stroke="#ddd"/>'
-                       f'<text x="{x:.1f}" y="{TOP + ph + 16}" text-anchor="middle" font-size="11">'
-                       f'{escape(tick_label(t))}</text>')
-    for t in ticks(y0, y1, logy):
-        if y0 <= t <= y1:
-            y = fy(t)
-            out.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + pw}" y2="{y:.1f}" stroke="#ddd"/>'
-                       f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end" font-size="11">'
-                       f'{escape(tick_label(t))}</text>')
+    def grid(x1_, y1_, x2_, y2_, tx, ty, anchor, t) -> str:  # one grid line and its tick label
+        return (f'<line x1="{x1_:.1f}" y1="{y1_:.1f}" x2="{x2_:.1f}" y2="{y2_:.1f}" stroke="#ddd"/>'
+                f'<text x="{tx:.1f}" y="{ty:.1f}" text-anchor="{anchor}" font-size="11">{escape(tick_label(t))}</text>')
+
+    out += [grid(fx(t), TOP, fx(t), TOP + ph, fx(t), TOP + ph + 16, "middle", t)
+            for t in ticks(x0, x1, logx) if x0 <= t <= x1]
+    out += [grid(LEFT, fy(t), LEFT + pw, fy(t), LEFT - 6, fy(t) + 4, "end", t)
+            for t in ticks(y0, y1, logy) if y0 <= t <= y1]
     out.append(f'<text x="{LEFT + pw / 2}" y="{H - 16}" text-anchor="middle" font-size="12">{escape(xlabel)}</text>')
     out.append(f'<text x="18" y="{TOP + ph / 2}" text-anchor="middle" font-size="12" '
                f'transform="rotate(-90 18 {TOP + ph / 2})">{escape(ylabel)}</text>')

@@ -4,7 +4,7 @@ model (tests/data/serving/sglang-cookbook.yaml, the B200 runs: AIConfigurator ha
     pip install aiconfigurator            # in a separate environment; it needs no GPU and no network for these
     python benchmarks/aiconfigurator_side_by_side.py [--aic PATH/TO/aiconfigurator]
 
-For each run: the published mean TTFT, mean TPOT and output tokens/s; llmsize's (fleet.serving_point, SGLang
+For each run: the published mean TTFT, mean TPOT and output tokens/s; llmsize's (estimate/serving_point.py, SGLang
 constants, the run's mean lengths, the max concurrency as the batch); AIConfigurator's (`aiconfigurator cli
 estimate --backend sglang --system b200_sxm --tp 8 --etp 8 --batch-size C` at the same lengths, its kernel-database
 forward model). Not part of the test suite: it runs another tool.
@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 
 from llmsize.catalog.loader import Catalog  # noqa: E402
-from llmsize.estimate.fleet import serving_point  # noqa: E402
+from llmsize.estimate.serving_point import serving_point  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "serving" / "sglang-cookbook.yaml"
 # the model configs AIConfigurator ships, for the catalog's entries (DeepSeek-R1-0528 has DeepSeek-R1's config)

@@ -1,4 +1,4 @@
-"""fleet's serving model (llmsize/estimate/fleet.py) against published serving benchmarks (tests/data/serving/):
+"""fleet's serving model (llmsize/estimate/serving_point.py) against published serving benchmarks (tests/data/serving/):
 
 1. TensorRT-LLM's max-throughput tables (max_throughput_per_gpu): output tokens/s per GPU at each ISL/OSL, card,
    parallelism and precision, predicted with the TensorRT-LLM constants (runtimes/trtllm.yaml).
@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 
 from llmsize.catalog.loader import Catalog  # noqa: E402
-from llmsize.estimate.fleet import max_throughput_per_gpu, serving_point  # noqa: E402
+from llmsize.estimate.serving_point import max_throughput_per_gpu, serving_point  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "serving"
 

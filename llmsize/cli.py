@@ -874,7 +874,7 @@ def fleet(
         from llmsize.catalog.prices import load_prices
 
         currency, hourly = load_prices(prices, cat, "hourly")
-    from llmsize.estimate.fleet import parse_spec
+    from llmsize.estimate.workload import parse_spec
 
     from llmsize.estimate.lengths import parse_lengths
 

@@ -69,7 +69,7 @@ def test_disaggregation_wins_with_long_prompts_and_a_tight_tpot_not_with_short_o
     # (a prefill worker batches prompts too: 8,192 tokens a forward is 2 prompts of 3,000, each costing
     # _prefill_cost_s, checked by hand in the test above)
     from llmsize.estimate.expected import constants, prefill_inputs
-    from llmsize.estimate.fleet import _prefill_cost_s
+    from llmsize.estimate.replica import prefill_cost_s as _prefill_cost_s
     from llmsize.estimate.plan import PlanInputs, make_plan
     from llmsize.estimate.speed import prefill_time_s
 
@@ -252,7 +252,7 @@ def test_speculative_decoding_gains_most_at_small_batches(catalog, runtimes):
     """E = (1 - a^(k+1)) / (1 - a) tokens a pass (Leviathan et al. 2023, eq. 1): k = 4, a = 0.7 gives
     (1 - 0.16807) / 0.3 = 2.773. One user of Llama 3.1 70B on H100s decodes faster with a Llama 3.2 1B draft; at 64
     users the verify pass is no longer one step's cost and the gain is smaller."""
-    from llmsize.estimate.fleet import Spec, parse_spec
+    from llmsize.estimate.workload import Spec, parse_spec
 
     spec = parse_spec("draft=llama-3.2-1b,k=4,accept=0.7", catalog)
     assert spec.tokens_per_pass() == pytest.approx((1 - 0.7 ** 5) / 0.3) == pytest.approx(2.773, abs=1e-3)
@@ -286,7 +286,8 @@ def test_a_replica_holds_what_the_engine_ledger_leaves_for_its_cache(catalog, ru
     one H100, 2,000 in / 2,000 out: a running request holds 2,000 + 1,000 tokens, so a replica holds
     ledger KV bytes // the cache of 3,000 tokens; a model without a ledger (llama.cpp) keeps the plan's budget."""
     from llmsize.estimate.engines import EngineInputs, engine_ledger
-    from llmsize.estimate.fleet import _users_held, kv_pool_bytes
+    from llmsize.estimate.replica import kv_pool_bytes
+    from llmsize.estimate.replica import users_held as _users_held
     from llmsize.estimate.plan import PlanInputs, make_plan
 
     m, g = catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm")

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from llmsize.errors import LlmsizeError
-from llmsize.estimate.fleet import Workload, fleet_rows
+from llmsize.estimate.fleet import Workload
 from llmsize.estimate.lengths import POINTS, parse_lengths
 
 
@@ -57,7 +57,7 @@ def test_a_spread_holds_fewer_users_than_its_mean(catalog, runtimes):
     """Llama 3.1 8B on an H100, prompts of median 3,000 (p95 12,000), answers 500: a replica's batch is the
     largest b with b E[B] + 1.645 sqrt(b) sd[B] within the pool, below the mean request's count; checked here
     from the pool and the per-request caches by hand (sqrt(b) solves E s^2 + 1.645 sd s = pool)."""
-    from llmsize.estimate.fleet import _users_held
+    from llmsize.estimate.replica import users_held as _users_held
     from llmsize.estimate.kv import kv_bytes
     from llmsize.estimate.plan import PlanInputs, make_plan
 

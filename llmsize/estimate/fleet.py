@@ -51,100 +51,17 @@ import math
 from dataclasses import dataclass, replace
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
-from llmsize.errors import InvalidValueError, LlmsizeError
-from llmsize.estimate.lengths import Z95, Lengths
-from llmsize.estimate.lengths import fixed as fixed_lengths
+from llmsize.errors import LlmsizeError
 from llmsize.estimate.queueing import wait_mgc_s
+from llmsize.estimate.replica import kv_pool_bytes, replica_timing, users_held
 from llmsize.estimate.serving_defaults import held_context_tokens, serving_defaults
+from llmsize.estimate.workload import Workload
 
 TP_CHOICES = (1, 2, 4, 8)
 PP_NODES = (2, 4)  # a replica of pp nodes of 8 cards (tp 8 x pp), tried when no single node holds the model
 GPUS_PER_NODE = 8
 HOURS_PER_MONTH = 730
 NODE_LINK_GB_S = 50.0  # per GPU between nodes: one 400 Gb/s NIC (estimate/parallel.DEFAULT_NODE_LINK_GB_S)
-
-
-@dataclass(frozen=True)
-class Spec:
-    """Speculative decoding: k tokens proposed a pass by a draft model (or the model's own MTP layers), each
-    accepted with probability `accept`."""
-
-    k: int
-    accept: float
-    draft: ModelSpec | None = None  # None: MTP (a layer of the target proposes)
-
-    def tokens_per_pass(self) -> float:
-        """E = (1 - a^(k+1)) / (1 - a): expected tokens a target pass yields with k drafted tokens accepted
-        i.i.d. at rate a (Leviathan, Kalman, Matias 2023, "Fast Inference from Transformers via Speculative
-        Decoding", eq. 1)."""
-        a = self.accept
-        return self.k + 1 if a >= 1 else (1 - a ** (self.k + 1)) / (1 - a)
-
-
-def parse_spec(text: str, catalog) -> Spec:
-    """`draft=MODEL,k=4,accept=0.7` or `mtp=1,accept=0.8` (k = the MTP layers)."""
-    fields = {}
-    for part in text.split(","):
-        key, sep, value = part.partition("=")
-        if not sep or not value.strip():
-            raise InvalidValueError(f"--spec {text!r}: `{part}` is not key=value.",
-                                    "e.g. --spec draft=llama-3.2-1b,k=4,accept=0.7 or --spec mtp=1,accept=0.8.")
-        fields[key.strip().lower()] = value.strip()
-    unknown = sorted(set(fields) - {"draft", "k", "accept", "mtp"})
-    if unknown:
-        raise InvalidValueError(f"--spec: unknown key `{unknown[0]}`.", "Keys: draft, k, accept, mtp.")
-    if ("draft" in fields) == ("mtp" in fields):
-        raise InvalidValueError("--spec needs draft=MODEL or mtp=N, one of them.", "e.g. --spec mtp=1,accept=0.8.")
-    try:
-        accept = float(fields.get("accept", ""))
-        k = int(fields.get("mtp") or fields.get("k") or 4)
-    except ValueError:
-        raise InvalidValueError(f"--spec {text!r}: accept must be a number and k / mtp a whole number.",
-                                "e.g. accept=0.7, k=4.") from None
-    if not (0 <= accept <= 1 and math.isfinite(accept)) or not 1 <= k <= 16:
-        raise InvalidValueError(f"--spec {text!r}: accept must be in [0, 1] and k (or mtp) from 1 to 16.",
-                                "e.g. accept=0.7, k=4.")
-    return Spec(k, accept, catalog.model(fields["draft"]) if "draft" in fields else None)
-
-
-@dataclass(frozen=True)
-class Workload:
-    isl: int  # prompt tokens per request
-    osl: int  # output tokens per request
-    users: int | None = None  # concurrent users
-    rate: float | None = None  # requests per second
-    ttft_s: float | None = None  # target
-    tpot_s: float | None = None  # target, seconds per output token per user
-    shared_prefix: float = 0.0  # fraction of prompt tokens served from the prefix cache
-    spec: Spec | None = None  # speculative decoding
-    isl_lengths: Lengths | None = None  # the prompts' distribution (isl is its mean); None: all of isl tokens
-    osl_lengths: Lengths | None = None
-
-    def lengths(self) -> tuple[Lengths, Lengths]:
-        return self.isl_lengths or fixed_lengths(self.isl), self.osl_lengths or fixed_lengths(self.osl)
-
-    @property
-    def spread(self) -> bool:
-        return not all(d.fixed for d in self.lengths())
-
-    def longest_tokens(self) -> int:
-        """The request a replica must still hold: the p99 prompt and the p99 answer."""
-        i, o = self.lengths()
-        return i.p99 + o.p99
-
-    @property
-    def prefill_cs2(self) -> float:
-        """Squared coefficient of variation of a prompt's prefill, taken as proportional to its length."""
-        i = self.lengths()[0]
-        return i.variance / i.mean ** 2
-
-    def check(self) -> None:
-        if not 0 <= self.shared_prefix < 1:
-            raise InvalidValueError(f"--shared-prefix {self.shared_prefix:g} is not a fraction in [0, 1).",
-                                    "e.g. --shared-prefix 0.4: 40% of prompt tokens served from the cache.")
-        if (self.users is None) == (self.rate is None):
-            raise InvalidValueError("Give the load as --users N or --rate R (requests per second), one of them.",
-                                    "e.g. --users 400, or --rate 20.")
 
 
 @dataclass(frozen=True)
@@ -179,115 +96,6 @@ class FleetRow:
     ttft_s_low: float | None = None
     ttft_s_high: float | None = None
     other: "FleetRow | None" = None  # the other mode, for comparison
-
-
-def kv_pool_bytes(plan, runtime: str, max_model_len: int) -> tuple[float, str]:
-    """The cache memory of one card of a replica, as the engine itself counts it (estimate/engines.py: vLLM's,
-    SGLang's and TensorRT-LLM's ledgers at their default memory fractions, charging the activations, CUDA graphs and
-    non-torch memory of a max_model_len engine), else the plan's budget (utilization x memory - weights -
-    overhead)."""
-    from llmsize.estimate.engines import ENGINES, EngineInputs, engine_ledger
-
-    if runtime in ENGINES:
-        try:
-            ledger = engine_ledger(plan.card_model or plan.model, plan.gpu, (plan.weights_card or plan.weights).bytes_total,
-                                   EngineInputs(engine=runtime, tp=plan.inputs.tp, kv_dtype=plan.inputs.kv_dtype,
-                                                weight_format=plan.fmt.id, max_model_len=max_model_len))
-            return max(0.0, ledger.kv_cache_bytes), f"{ledger.name} ledger"
-        except LlmsizeError:
-            pass
-    return plan.budget.kv_budget_bytes, "plan budget"
-
-
-def _users_held(plan, w: Workload, runtime: str, draft_plan=None, pool: float | None = None) -> int:
-    """Users a replica's cache holds (pool: one card's cache memory, default the plan's budget); with a shared
-    prefix, its cache once and each user's own tokens; with a draft model, its weights and each user's draft cache
-    too. With length distributions, each request's cache B varies:
-    b requests fit when their total stays within the pool 95 times in 100 (normal approximation of the sum),
-        b E[B] + 1.645 sqrt(b) sd[B] <= pool,
-    E and sd over the distributions' points (prompt and answer quantiles paired in a scrambled order, as
-    independent), and only if the p99 request's cache fits on its own (else 0)."""
-    pool = plan.budget.kv_budget_bytes if pool is None else pool
-    if not w.shared_prefix and draft_plan is None and not w.spread:
-        per = (plan.kv_card or plan.kv).bytes_per_sequence
-        return int(pool // per) if pool > 0 and per > 0 else 0
-    from llmsize.estimate.kv import kv_bytes
-
-    model, dtype = plan.card_model or plan.model, plan.inputs.kv_dtype
-    cache: dict[int, float] = {}
-
-    def seq_bytes(tokens: int) -> float:
-        if tokens not in cache:
-            cache[tokens] = kv_bytes(model, max(1, tokens), dtype).bytes_per_sequence
-        return cache[tokens]
-
-    isl_d, osl_d = w.lengths()
-    shared = int(w.isl * w.shared_prefix)
-    n = len(osl_d.points)
-    answers = [osl_d.points[(7 * i) % n] for i in range(n)]  # 7 is prime to the 16 points: every answer once
-    own = [seq_bytes(held_context_tokens(runtime, i, o) - shared) for i, o in zip(isl_d.points, answers)]
-    prefix = seq_bytes(shared) if shared else 0.0
-    left = pool - prefix
-    extra = 0.0
-    if draft_plan is not None:
-        left -= (draft_plan.weights_card or draft_plan.weights).bytes_total
-        extra = (draft_plan.kv_card or draft_plan.kv).bytes_per_sequence
-    if left <= 0 or seq_bytes(w.longest_tokens() - shared) + extra > left:
-        return 0
-    mean = sum(own) / len(own) + extra
-    sd = math.sqrt(sum((x + extra - mean) ** 2 for x in own) / len(own))
-    if sd == 0:
-        return int(left // mean)
-    root = (-Z95 * sd + math.sqrt((Z95 * sd) ** 2 + 4 * mean * left)) / (2 * mean)  # sqrt(b) at equality
-    return int(root * root)
-
-
-def _timing(plan, runtime: str, constants, prefill_tokens: int, spec: Spec | None = None, draft_plan=None):
-    """(TPOT at batch b as a function, the prefill time of the prompt alone, what one prompt costs a replica
-    that prefills prefill_tokens a forward)."""
-    from dataclasses import replace as _replace
-
-    from llmsize.estimate.expected import prefill_inputs, step_inputs
-    from llmsize.estimate.speed import decode_step_time_s, prefill_time_s
-
-    def step_s(p, b: int) -> float:
-        return decode_step_time_s(step_inputs(p, p.decode_model.step(b), runtime), constants)
-
-    def tpot(b: int) -> float:
-        if spec is None:
-            return step_s(plan, b)
-        dm = plan.decode_model
-        one, wide = dm.step(b), dm.step(b * (spec.k + 1))
-        verify = _replace(wide, kv_bytes=one.kv_bytes, memory_time_s=(wide.weight_bytes + one.kv_bytes)
-                          / plan.gpu.bandwidth_bytes_per_s)
-        t = decode_step_time_s(step_inputs(plan, verify, runtime), constants)
-        draft = (step_s(draft_plan, b) if draft_plan is not None
-                 else step_s(plan, b) / (plan.card_model or plan.model).num_layers)
-        return (t + spec.k * draft) / spec.tokens_per_pass()
-
-    pre_in = prefill_inputs(plan, runtime)
-    return tpot, prefill_time_s(pre_in, constants), _prefill_cost_s(pre_in, constants, plan.prompt_tokens,
-                                                                                  prefill_tokens)
-
-
-def _prefill_cost_s(x, c, isl: int, prefill_tokens: int) -> float | None:
-    """What one prompt costs a serving replica: prompts are prefilled prefill_tokens at a time (the engine's
-    chunk, estimate/serving_defaults.py), so the weights' read and the fixed costs of a forward are shared by the
-    prompts of a batch,
-        per prompt = max(FLOPs / (peak x eta_prefill), weight bytes / (BW x eta) / k) + fixed / k,
-    k = prefill_tokens // isl prompts a forward (at least 1)."""
-    from llmsize.estimate.speed import _alpha
-
-    eta = c.eta_p(x.format_class)
-    if not x.peak_flop_per_s or not eta:
-        return None
-    k = max(1, prefill_tokens // max(1, isl))
-    compute = x.flops / (x.peak_flop_per_s * eta)
-    weights = x.weight_bytes / (x.bandwidth_bytes_per_s * c.eta_w(x.format_class))
-    fixed = x.layers * c.t_layer_s + c.t_step_s
-    if x.collectives and x.link:
-        fixed += x.collectives * _alpha(c, x.link) + x.comm_time_s
-    return max(compute, weights / k) + fixed / k
 
 
 def _largest_batch(ok, hi: int) -> int | None:
@@ -441,7 +249,7 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
                     reasons.append(f"{label}: the draft model: {e.message}")
                     continue
             pool, _ = kv_pool_bytes(plan, runtime, w.longest_tokens())
-            held = _users_held(plan, w, runtime, draft_plan, pool) if plan.budget.weights_fit else 0
+            held = users_held(plan, w, runtime, draft_plan, pool) if plan.budget.weights_fit else 0
             limits = serving_defaults(runtime, g, held, w.isl, w.osl, pp)
             if limits.max_batch is not None:
                 held = min(held, limits.max_batch)  # the engine's own cap on running requests
@@ -452,7 +260,7 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
                     f" (a p99 request, {w.longest_tokens():,} tokens)" if w.spread else ""))
                 continue
             fitted_one = True
-            tpot_fn, pre, cost = _timing(plan, runtime, c, limits.prefill_tokens, w.spec, draft_plan)
+            tpot_fn, pre, cost = replica_timing(plan, runtime, c, limits.prefill_tokens, w.spec, draft_plan)
             if pre is None or cost is None:
                 reasons.append(f"{label}: no prefill constants for this runtime and card")
                 continue
@@ -509,13 +317,13 @@ def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: s
                                                       kv_dtype=kv_dtype), search_fit=False)
             except LlmsizeError:
                 continue
-            held = _users_held(plan, w, runtime, None, kv_pool_bytes(plan, runtime, w.longest_tokens())[0]) \
+            held = users_held(plan, w, runtime, None, kv_pool_bytes(plan, runtime, w.longest_tokens())[0]) \
                 if plan.budget.weights_fit else 0
             if held < 1:
                 continue
             limits = serving_defaults(runtime, g, held, w.isl, w.osl)
             hi = min(held, limits.max_batch or held)
-            tpot_fn, pre, cost = _timing(plan, runtime, c, limits.prefill_tokens)
+            tpot_fn, pre, cost = replica_timing(plan, runtime, c, limits.prefill_tokens)
             if cost is None:
                 continue
             for b in sorted({min(b, hi) for b in batches}):
@@ -525,32 +333,6 @@ def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: s
         if front:
             out.append(ParetoCurve(g.id, sorted(set(front))))
     return out
-
-
-def max_throughput_per_gpu(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, tp: int, quant: str | None,
-                           runtime: str, runtimes: dict, kv_dtype: str = "bf16") -> float | None:
-    """Output tok/s per GPU of one aggregated replica of tp cards at the largest batch its cache holds (what a
-    "max throughput" benchmark at an unbounded request rate measures), within the engine's defaults
-    (estimate/serving_defaults.py): b / TPOT_agg(b) / tp."""
-    from llmsize.estimate.expected import backend, constants
-    from llmsize.estimate.plan import PlanInputs, make_plan
-
-    spec, be = runtimes.get(runtime), backend(gpu)
-    c = constants(spec, be) if spec is not None and be else None
-    if c is None:
-        return None
-    plan = make_plan(model, gpu, PlanInputs(quant=quant, context_tokens=held_context_tokens(runtime, isl, osl), prompt_tokens=isl, tp=tp,
-                                            kv_dtype=kv_dtype), search_fit=False)
-    w = Workload(isl, osl, users=1)
-    b = _users_held(plan, w, runtime, None, kv_pool_bytes(plan, runtime, isl + osl)[0]) if plan.budget.weights_fit else 0
-    if b < 1:
-        return None
-    limits = serving_defaults(runtime, gpu, b, isl, osl)
-    b = min(b, limits.max_batch or b)
-    tpot_fn, pre, cost = _timing(plan, runtime, c, limits.prefill_tokens)
-    if cost is None:
-        return None
-    return b / (tpot_fn(b) + b * cost / osl) / tp
 
 
 def fleet_charts(model: ModelSpec, gpus: list[GpuSpec], rows: list[FleetRow], w: Workload, runtime: str,
@@ -566,41 +348,3 @@ def fleet_charts(model: ModelSpec, gpus: list[GpuSpec], rows: list[FleetRow], w:
     roofs = rooflines(model, [(by_id[r.card], PlanInputs(context_tokens=w.isl + w.osl, prompt_tokens=w.isl, tp=r.tp,
                                                          kv_dtype=kv_dtype)) for r in served if r.card in by_id])
     return pareto_curves(model, cards, w, runtime, runtimes, kv_dtype), roofs
-
-
-@dataclass(frozen=True)
-class ServingPoint:
-    output_tok_s_total: float  # all users, output tokens/s of the replica
-    ttft_s: float  # mean: the prompt's prefill and its wait (M/D/1)
-    tpot_s: float  # mean time per output token after the first, prefill stalls included
-    batch: int  # requests running at once
-
-
-def serving_point(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, tp: int, users: int, quant: str | None,
-                  runtime: str, runtimes: dict, kv_dtype: str = "bf16") -> ServingPoint | None:
-    """One aggregated replica of tp cards serving `users` closed-loop users (a benchmark at a fixed max
-    concurrency): the batch is the users, within what the cache holds and the engine's cap; a user sees
-    TPOT_agg(b) = TPOT(b) + b x C_prefill / osl and a first token after T_prefill + Wq (M/D/1); the replica gives
-    b / (TTFT + osl x TPOT_agg) requests/s of osl tokens. None without constants or when nothing fits."""
-    from llmsize.estimate.expected import backend, constants
-    from llmsize.estimate.plan import PlanInputs, make_plan
-
-    spec, be = runtimes.get(runtime), backend(gpu)
-    c = constants(spec, be) if spec is not None and be else None
-    if c is None:
-        return None
-    plan = make_plan(model, gpu, PlanInputs(quant=quant, context_tokens=held_context_tokens(runtime, isl, osl),
-                                            prompt_tokens=isl, tp=tp, kv_dtype=kv_dtype), search_fit=False)
-    w = Workload(isl, osl, users=users)
-    held = _users_held(plan, w, runtime, None, kv_pool_bytes(plan, runtime, isl + osl)[0]) \
-        if plan.budget.weights_fit else 0
-    if held < 1:
-        return None
-    limits = serving_defaults(runtime, gpu, held, isl, osl)
-    b = min(users, held, limits.max_batch or held)
-    tpot_fn, pre, cost = _timing(plan, runtime, c, limits.prefill_tokens)
-    if pre is None or cost is None:
-        return None
-    tpot = tpot_fn(b) + b * cost / osl
-    ttft = pre + wait_mgc_s(b / (pre + osl * tpot), cost, 1)
-    return ServingPoint(b * osl / (ttft + osl * tpot), ttft, tpot, b)

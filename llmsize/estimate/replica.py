@@ -1,0 +1,121 @@
+"""One serving replica of a fleet (estimate/fleet.py has the formulas): the cache memory each card has (the
+engine's own ledger), how many requests it holds, its TPOT at a batch, and what a prompt's prefill costs it,
+alone and batched with others."""
+
+from __future__ import annotations
+
+import math
+
+from llmsize.errors import LlmsizeError
+from llmsize.estimate.lengths import Z95
+from llmsize.estimate.serving_defaults import held_context_tokens
+from llmsize.estimate.workload import Spec, Workload
+
+
+def kv_pool_bytes(plan, runtime: str, max_model_len: int) -> tuple[float, str]:
+    """The cache memory of one card of a replica, as the engine itself counts it (estimate/engines.py: vLLM's,
+    SGLang's and TensorRT-LLM's ledgers at their default memory fractions, charging the activations, CUDA graphs and
+    non-torch memory of a max_model_len engine), else the plan's budget (utilization x memory - weights -
+    overhead)."""
+    from llmsize.estimate.engines import ENGINES, EngineInputs, engine_ledger
+
+    if runtime in ENGINES:
+        try:
+            ledger = engine_ledger(plan.card_model or plan.model, plan.gpu, (plan.weights_card or plan.weights).bytes_total,
+                                   EngineInputs(engine=runtime, tp=plan.inputs.tp, kv_dtype=plan.inputs.kv_dtype,
+                                                weight_format=plan.fmt.id, max_model_len=max_model_len))
+            return max(0.0, ledger.kv_cache_bytes), f"{ledger.name} ledger"
+        except LlmsizeError:
+            pass
+    return plan.budget.kv_budget_bytes, "plan budget"
+
+
+def users_held(plan, w: Workload, runtime: str, draft_plan=None, pool: float | None = None) -> int:
+    """Users a replica's cache holds (pool: one card's cache memory, default the plan's budget); with a shared
+    prefix, its cache once and each user's own tokens; with a draft model, its weights and each user's draft cache
+    too. With length distributions, each request's cache B varies:
+    b requests fit when their total stays within the pool 95 times in 100 (normal approximation of the sum),
+        b E[B] + 1.645 sqrt(b) sd[B] <= pool,
+    E and sd over the distributions' points (prompt and answer quantiles paired in a scrambled order, as
+    independent), and only if the p99 request's cache fits on its own (else 0)."""
+    pool = plan.budget.kv_budget_bytes if pool is None else pool
+    if not w.shared_prefix and draft_plan is None and not w.spread:
+        per = (plan.kv_card or plan.kv).bytes_per_sequence
+        return int(pool // per) if pool > 0 and per > 0 else 0
+    from llmsize.estimate.kv import kv_bytes
+
+    model, dtype = plan.card_model or plan.model, plan.inputs.kv_dtype
+    cache: dict[int, float] = {}
+
+    def seq_bytes(tokens: int) -> float:
+        if tokens not in cache:
+            cache[tokens] = kv_bytes(model, max(1, tokens), dtype).bytes_per_sequence
+        return cache[tokens]
+
+    isl_d, osl_d = w.lengths()
+    shared = int(w.isl * w.shared_prefix)
+    n = len(osl_d.points)
+    answers = [osl_d.points[(7 * i) % n] for i in range(n)]  # 7 is prime to the 16 points: every answer once
+    own = [seq_bytes(held_context_tokens(runtime, i, o) - shared) for i, o in zip(isl_d.points, answers)]
+    prefix = seq_bytes(shared) if shared else 0.0
+    left = pool - prefix
+    extra = 0.0
+    if draft_plan is not None:
+        left -= (draft_plan.weights_card or draft_plan.weights).bytes_total
+        extra = (draft_plan.kv_card or draft_plan.kv).bytes_per_sequence
+    if left <= 0 or seq_bytes(w.longest_tokens() - shared) + extra > left:
+        return 0
+    mean = sum(own) / len(own) + extra
+    sd = math.sqrt(sum((x + extra - mean) ** 2 for x in own) / len(own))
+    if sd == 0:
+        return int(left // mean)
+    root = (-Z95 * sd + math.sqrt((Z95 * sd) ** 2 + 4 * mean * left)) / (2 * mean)  # sqrt(b) at equality
+    return int(root * root)
+
+
+def replica_timing(plan, runtime: str, constants, prefill_tokens: int, spec: Spec | None = None, draft_plan=None):
+    """(TPOT at batch b as a function, the prefill time of the prompt alone, what one prompt costs a replica
+    that prefills prefill_tokens a forward)."""
+    from dataclasses import replace as _replace
+
+    from llmsize.estimate.expected import prefill_inputs, step_inputs
+    from llmsize.estimate.speed import decode_step_time_s, prefill_time_s
+
+    def step_s(p, b: int) -> float:
+        return decode_step_time_s(step_inputs(p, p.decode_model.step(b), runtime), constants)
+
+    def tpot(b: int) -> float:
+        if spec is None:
+            return step_s(plan, b)
+        dm = plan.decode_model
+        one, wide = dm.step(b), dm.step(b * (spec.k + 1))
+        verify = _replace(wide, kv_bytes=one.kv_bytes, memory_time_s=(wide.weight_bytes + one.kv_bytes)
+                          / plan.gpu.bandwidth_bytes_per_s)
+        t = decode_step_time_s(step_inputs(plan, verify, runtime), constants)
+        draft = (step_s(draft_plan, b) if draft_plan is not None
+                 else step_s(plan, b) / (plan.card_model or plan.model).num_layers)
+        return (t + spec.k * draft) / spec.tokens_per_pass()
+
+    pre_in = prefill_inputs(plan, runtime)
+    return tpot, prefill_time_s(pre_in, constants), prefill_cost_s(pre_in, constants, plan.prompt_tokens,
+                                                                                  prefill_tokens)
+
+
+def prefill_cost_s(x, c, isl: int, prefill_tokens: int) -> float | None:
+    """What one prompt costs a serving replica: prompts are prefilled prefill_tokens at a time (the engine's
+    chunk, estimate/serving_defaults.py), so the weights' read and the fixed costs of a forward are shared by the
+    prompts of a batch,
+        per prompt = max(FLOPs / (peak x eta_prefill), weight bytes / (BW x eta) / k) + fixed / k,
+    k = prefill_tokens // isl prompts a forward (at least 1)."""
+    from llmsize.estimate.speed import _alpha
+
+    eta = c.eta_p(x.format_class)
+    if not x.peak_flop_per_s or not eta:
+        return None
+    k = max(1, prefill_tokens // max(1, isl))
+    compute = x.flops / (x.peak_flop_per_s * eta)
+    weights = x.weight_bytes / (x.bandwidth_bytes_per_s * c.eta_w(x.format_class))
+    fixed = x.layers * c.t_layer_s + c.t_step_s
+    if x.collectives and x.link:
+        fixed += x.collectives * _alpha(c, x.link) + x.comm_time_s
+    return max(compute, weights / k) + fixed / k

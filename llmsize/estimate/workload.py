@@ -1,0 +1,95 @@
+"""What a fleet serves: the workload (request lengths, load, latency targets, prefix caching) and speculative
+decoding's parameters. Pure data and parsing; the sizing is estimate/fleet.py."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from llmsize.catalog.schema import ModelSpec
+from llmsize.errors import InvalidValueError
+from llmsize.estimate.lengths import Lengths
+from llmsize.estimate.lengths import fixed as fixed_lengths
+
+
+@dataclass(frozen=True)
+class Spec:
+    """Speculative decoding: k tokens proposed a pass by a draft model (or the model's own MTP layers), each
+    accepted with probability `accept`."""
+
+    k: int
+    accept: float
+    draft: ModelSpec | None = None  # None: MTP (a layer of the target proposes)
+
+    def tokens_per_pass(self) -> float:
+        """E = (1 - a^(k+1)) / (1 - a): expected tokens a target pass yields with k drafted tokens accepted
+        i.i.d. at rate a (Leviathan, Kalman, Matias 2023, "Fast Inference from Transformers via Speculative
+        Decoding", eq. 1)."""
+        a = self.accept
+        return self.k + 1 if a >= 1 else (1 - a ** (self.k + 1)) / (1 - a)
+
+
+def parse_spec(text: str, catalog) -> Spec:
+    """`draft=MODEL,k=4,accept=0.7` or `mtp=1,accept=0.8` (k = the MTP layers)."""
+    fields = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        if not sep or not value.strip():
+            raise InvalidValueError(f"--spec {text!r}: `{part}` is not key=value.",
+                                    "e.g. --spec draft=llama-3.2-1b,k=4,accept=0.7 or --spec mtp=1,accept=0.8.")
+        fields[key.strip().lower()] = value.strip()
+    unknown = sorted(set(fields) - {"draft", "k", "accept", "mtp"})
+    if unknown:
+        raise InvalidValueError(f"--spec: unknown key `{unknown[0]}`.", "Keys: draft, k, accept, mtp.")
+    if ("draft" in fields) == ("mtp" in fields):
+        raise InvalidValueError("--spec needs draft=MODEL or mtp=N, one of them.", "e.g. --spec mtp=1,accept=0.8.")
+    try:
+        accept = float(fields.get("accept", ""))
+        k = int(fields.get("mtp") or fields.get("k") or 4)
+    except ValueError:
+        raise InvalidValueError(f"--spec {text!r}: accept must be a number and k / mtp a whole number.",
+                                "e.g. accept=0.7, k=4.") from None
+    if not (0 <= accept <= 1 and math.isfinite(accept)) or not 1 <= k <= 16:
+        raise InvalidValueError(f"--spec {text!r}: accept must be in [0, 1] and k (or mtp) from 1 to 16.",
+                                "e.g. accept=0.7, k=4.")
+    return Spec(k, accept, catalog.model(fields["draft"]) if "draft" in fields else None)
+
+
+@dataclass(frozen=True)
+class Workload:
+    isl: int  # prompt tokens per request
+    osl: int  # output tokens per request
+    users: int | None = None  # concurrent users
+    rate: float | None = None  # requests per second
+    ttft_s: float | None = None  # target
+    tpot_s: float | None = None  # target, seconds per output token per user
+    shared_prefix: float = 0.0  # fraction of prompt tokens served from the prefix cache
+    spec: Spec | None = None  # speculative decoding
+    isl_lengths: Lengths | None = None  # the prompts' distribution (isl is its mean); None: all of isl tokens
+    osl_lengths: Lengths | None = None
+
+    def lengths(self) -> tuple[Lengths, Lengths]:
+        return self.isl_lengths or fixed_lengths(self.isl), self.osl_lengths or fixed_lengths(self.osl)
+
+    @property
+    def spread(self) -> bool:
+        return not all(d.fixed for d in self.lengths())
+
+    def longest_tokens(self) -> int:
+        """The request a replica must still hold: the p99 prompt and the p99 answer."""
+        i, o = self.lengths()
+        return i.p99 + o.p99
+
+    @property
+    def prefill_cs2(self) -> float:
+        """Squared coefficient of variation of a prompt's prefill, taken as proportional to its length."""
+        i = self.lengths()[0]
+        return i.variance / i.mean ** 2
+
+    def check(self) -> None:
+        if not 0 <= self.shared_prefix < 1:
+            raise InvalidValueError(f"--shared-prefix {self.shared_prefix:g} is not a fraction in [0, 1).",
+                                    "e.g. --shared-prefix 0.4: 40% of prompt tokens served from the cache.")
+        if (self.users is None) == (self.rate is None):
+            raise InvalidValueError("Give the load as --users N or --rate R (requests per second), one of them.",
+                                    "e.g. --users 400, or --rate 20.")

@@ -426,3 +426,17 @@ def test_serving_engines_pay_a_fixed_cost_per_request_before_the_first_token(cat
     tiny = PrefillInputs(prompt_tokens=1, flops=1.0, weight_bytes=1.0, peak_flop_per_s=1e15, bandwidth_bytes_per_s=1e12, layers=0,
                          format_class="f16", collectives=0, link=None, comm_time_s=0.0)
     assert prefill_time_s(tiny, c) == pytest.approx(c.t_step_s + c.t_request_s, rel=1e-6)
+
+
+def test_a_serving_run_that_drew_its_prompts_gives_their_mean():
+    """sglang.bench_serving's random dataset draws prompt lengths below --random-input-len: a TTFT row carries the
+    printed 'Total input tokens' and 'Successful requests' (both must appear in its verbatim lines), and its
+    prompt is their ratio, 6,101 / 10 = 610 tokens; giving a prompt length as well, or one total alone, is refused."""
+    base = dict(card="B200", model="m", format="bf16", test="t", kind="prefill", batch=1, ttft_ms=153.0)
+    lines = ["Successful requests:  10", "Total input tokens:  6101", "Mean TTFT (ms):  153.00"]
+    r = Row(**base, input_tokens_total=6101, requests=10, verbatim=lines)
+    assert r.prompt_length == 610 and r.step_time_s == pytest.approx(0.153) and r.context_tokens == 610
+    for bad in (dict(input_tokens_total=6101), dict(input_tokens_total=6101, requests=10, prompt_tokens=1000),
+                dict(input_tokens_total=6102, requests=10)):
+        with pytest.raises(ValueError):
+            Row(**base, **bad, verbatim=lines)

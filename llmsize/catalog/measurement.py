@@ -52,6 +52,10 @@ class Row(Strict):
     throughput: Literal["per_sequence", "aggregate"] | None = Field(
         None, description="what tok_s counts when batch > 1")
     prompt_tokens: int | None = Field(None, strict=True, ge=0, le=1 << 24)
+    input_tokens_total: int | None = Field(None, strict=True, gt=0, le=1 << 40, description="a serving benchmark's "
+                                           "printed total of prompt tokens over its requests (with `requests`: "
+                                           "the mean prompt, when the dataset drew the lengths)")
+    requests: int | None = Field(None, strict=True, gt=0, le=1 << 30, description="the requests that total counts")
     depth_tokens: int | None = Field(None, strict=True, ge=0, le=1 << 24)
     gen_tokens: int | None = Field(None, strict=True, ge=0, le=1 << 24)
     tok_s: float | None = Field(None, strict=True, gt=0, le=1e9)
@@ -70,16 +74,29 @@ class Row(Strict):
             raise ValueError("card_id names the card; card_any_of is for a card the source leaves ambiguous")
         if self.tok_s is None and self.ms_per_token is None and self.ttft_ms is None:
             raise ValueError("a row needs tok_s, ms_per_token or ttft_ms")
+        if (self.input_tokens_total is None) != (self.requests is None):
+            raise ValueError("input_tokens_total and requests come together (the mean prompt is their ratio)")
+        if self.input_tokens_total is not None and self.prompt_tokens is not None:
+            raise ValueError("give prompt_tokens or the printed input_tokens_total and requests, not both")
         text = " | ".join(self.verbatim) if isinstance(self.verbatim, list) else self.verbatim
-        for v in (self.tok_s, self.ms_per_token, self.ttft_ms):
+        for v in (self.tok_s, self.ms_per_token, self.ttft_ms, self.input_tokens_total, self.requests):
             if v is not None and not figure_in(v, text):
                 raise ValueError(f"figure {v} does not appear in the verbatim excerpt {self.verbatim!r}")
         return self
 
     @property
+    def prompt_length(self) -> int | None:
+        """The prompt's tokens: as printed, or the mean of a benchmark that drew them (total / requests)."""
+        if self.prompt_tokens is not None:
+            return self.prompt_tokens
+        if self.input_tokens_total is not None and self.requests:
+            return max(1, round(self.input_tokens_total / self.requests))
+        return None
+
+    @property
     def context_tokens(self) -> int:
         """Mean context over the measured decode (prompt + depth + half the generated tokens), or the prompt."""
-        base = (self.prompt_tokens or 0) + (self.depth_tokens or 0)
+        base = (self.prompt_length or 0) + (self.depth_tokens or 0)
         if self.kind == "prefill":
             return max(base, 1)
         return max(base + (self.gen_tokens or 0) // 2, 1)
@@ -89,10 +106,10 @@ class Row(Strict):
         """Seconds per decode step (one token of each sequence), or per prompt for prefill; None if the row
         does not say whether its tok/s is per sequence or aggregate."""
         if self.kind == "prefill":
-            if not self.prompt_tokens:
+            if not self.prompt_length:
                 return None
             if self.tok_s:
-                return self.prompt_tokens / self.tok_s
+                return self.prompt_length / self.tok_s
             return self.ttft_ms / 1000 if self.ttft_ms and self.batch == 1 else None
         if self.tok_s is None and self.ms_per_token is None:
             return None

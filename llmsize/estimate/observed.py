@@ -97,7 +97,7 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
         scope = model.release.scope  # the release recipe (gpt-oss: MXFP4 experts only, as its GGUF keeps it)
     inputs = PlanInputs(quant=fid, scope=scope, kv_dtype=KV_DTYPE.get(runtime, "bf16"),
                         context_tokens=row.context_tokens, batch=row.batch,
-                        prompt_tokens=row.prompt_tokens if row.kind == "prefill" else None, tp=tp, pp=pp,
+                        prompt_tokens=row.prompt_length if row.kind == "prefill" else None, tp=tp, pp=pp,
                         gpu_util=0.99, overhead_bytes=0.0)
     try:
         plan = make_plan(model, gpu, inputs, search_fit=False)

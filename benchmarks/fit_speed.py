@@ -57,9 +57,11 @@ LINKS = ("nvlink", "pcie", "network")
 # MLX's sdpa_vector): their attention FLOPs cost time beyond the cache's bytes. The CUDA-graph runtimes decode with
 # FlashAttention / FlashInfer split-KV kernels on the tensor cores, bound by the cache's bytes: no such term.
 VECTOR_ATTENTION = ("llamacpp", "mlx")
-# Serving engines, whose measured TTFT carries a fixed cost per request (the HTTP request, tokenization, scheduling,
-# the first step and the stream back) that a benchmark of the forward alone (llama-bench, MLX, gpt-fast) does not:
-# their prefill fit has an intercept, t_request_s
+# Serving engines, which run prefill eagerly (CUDA graphs capture decode only): each layer of a prefill forward costs
+# its kernel launches and, under tensor parallel, its all-reduces' latency, beyond the decode fit's per-layer cost;
+# llama-bench, MLX and gpt-fast rows time their own forward and get no such term. An intercept per request (the
+# HTTP path) was tried first: on the SGLang Cookbook's TTFT rows it held out at 65.0% median against 41.1% for
+# this per-layer term (a joint fit of both puts the weight on the per-layer term)
 SERVING_RUNTIMES = ("vllm", "sglang", "trtllm")
 # Runtimes fitted together: vLLM and SGLang both capture decode in CUDA graphs and call the same attention
 # (FlashInfer, FlashAttention) and GEMM (CUTLASS, Marlin) kernels; the dataset holds few rows of each.
@@ -148,7 +150,7 @@ class GroupFit:
     attn_cost: float = 0.0
     tile_cost: float = 0.0
     t_step_v0_s: float = 0.0
-    t_request_s: float = 0.0
+    t_prefill_layer_s: float = 0.0
 
     def constants(self, band=(1.0, 1.0), prefill_band=None) -> Constants:
         return Constants(
@@ -161,7 +163,7 @@ class GroupFit:
             prefill_band_low=prefill_band[0] if prefill_band else None,
             prefill_band_high=prefill_band[1] if prefill_band else None, alu_ops_per_weight=self.alu_ops_per_weight,
             attn_cost=self.attn_cost, tile_cost=self.tile_cost, t_step_v0_s=self.t_step_v0_s,
-            t_request_s=self.t_request_s)
+            t_prefill_layer_s=self.t_prefill_layer_s)
 
 
 def median(xs: list[float]) -> float:
@@ -228,11 +230,11 @@ def fit_group(runtime: str, be: str, rows: list[Observed]) -> GroupFit:
 
 
 def fit_prefill(fit: GroupFit, pre: list[Observed]) -> None:
-    """One eta per format class, and for a serving engine one fixed cost per request:
-        t = FLOPs/(peak x eta[class]) + fixed + t_request,
-    u = 1/eta (>= 1) and t_request (>= 0) by weighted least squares (weights 1/t^2: relative error), alternating
-    the closed forms of each (a convex problem: it converges). A class with too few rows takes the median of the
-    others; with too few rows of any one class, one fraction for all of them."""
+    """One eta per format class, and for a serving engine one extra cost per layer of a prefill forward:
+        t = FLOPs/(peak x eta[class]) + fixed + layers x t_prefill_layer,
+    u = 1/eta (>= 1) and t_prefill_layer (>= 0) by weighted least squares (weights 1/t^2: relative error),
+    alternating the closed forms of each (a convex problem: it converges). A class with too few rows takes the
+    median of the others; with too few rows of any one class, one fraction for all of them."""
     by_class = defaultdict(list)
     for o in pre:
         if o.prefill.peak_flop_per_s:
@@ -244,18 +246,20 @@ def fit_prefill(fit: GroupFit, pre: list[Observed]) -> None:
     pooled = not any(n >= MIN_ROWS_CLASS for n in counts.values())
     groups = {"*": every} if pooled else by_class
     serving = fit.runtime in SERVING_RUNTIMES and len(every) >= MIN_ROWS_CLASS
-    u, t_req = {c: 1.0 for c in groups}, 0.0
+    u, t_pl = {c: 1.0 for c in groups}, 0.0
     for _ in range(200 if serving else 1):
         for c, obs in groups.items():
-            num = sum(area(o) * (o.measured_s - fixed(o) - t_req) / o.measured_s**2 for o in obs)
+            num = sum(area(o) * (o.measured_s - fixed(o) - t_pl * o.prefill.layers) / o.measured_s**2 for o in obs)
             den = sum(area(o) ** 2 / o.measured_s**2 for o in obs)
             u[c] = max(1.0, num / den) if den > 0 and num > 0 else math.inf
         if serving:
-            res = [(o.measured_s - fixed(o) - area(o) * u["*" if pooled else o.prefill.format_class]) / o.measured_s**2
-                   for o in every]
-            t_req = max(0.0, sum(res) / sum(1 / o.measured_s**2 for o in every))
+            cls = (lambda o: "*") if pooled else (lambda o: o.prefill.format_class)  # noqa: E731
+            num = sum(o.prefill.layers * (o.measured_s - fixed(o) - area(o) * u[cls(o)]) / o.measured_s**2
+                      for o in every)
+            den = sum(o.prefill.layers ** 2 / o.measured_s**2 for o in every)
+            t_pl = max(0.0, num / den) if den > 0 else 0.0
     etas = {c: 1 / v for c, v in u.items() if math.isfinite(v)}
-    fit.t_request_s = t_req
+    fit.t_prefill_layer_s = t_pl
     if pooled:
         fit.eta_prefill = {}
         fit.eta_prefill_default = etas.get("*") if len(every) >= MIN_ROWS_CLASS else None
@@ -336,7 +340,7 @@ def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, 
         "eta_kv": r4(1 / (1 + fit.v_kv)),
         "t_layer_s": r4(fit.t_layer_s), "t_step_s": r4(fit.t_step_s), "t_moe_layer_s": r4(fit.t_moe_layer_s),
         "alu_ops_per_weight": r4(fit.alu_ops_per_weight), "attn_cost": r4(fit.attn_cost),
-        "tile_cost": r4(fit.tile_cost), "t_step_v0_s": r4(fit.t_step_v0_s), "t_request_s": r4(fit.t_request_s),
+        "tile_cost": r4(fit.tile_cost), "t_step_v0_s": r4(fit.t_step_v0_s), "t_prefill_layer_s": r4(fit.t_prefill_layer_s),
         "alpha_s": {k: r4(v) for k, v in fit.alpha_s.items()},
         "eta_prefill": {c: r4(e) for c, e in fit.eta_prefill.items()},
         "eta_prefill_default": r4(fit.eta_prefill_default) if fit.eta_prefill_default else None,

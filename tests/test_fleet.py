@@ -20,7 +20,8 @@ def test_a_dense_8b_on_one_card_follows_the_formulas(catalog, runtimes):
     a running request holds 1,000 + 200 / 2 = 1,100 tokens of cache on average (vLLM admits on blocks in use), and
     the batch is the 64 users (the cache holds more, and vLLM's cap on an 80 GiB card is 1,024). vLLM prefills
     8,192 tokens a forward on such a card, so 8 prompts of 1,000 share one read of the weights and one set of fixed
-    costs: a prompt costs max(compute, weights / 8) + fixed / 8. A user sees TPOT(b) + b x that / 200 per token (the
+    costs: a prompt costs max(compute, weights / 8) + fixed / 8 (fixed: the layers' decode and eager-prefill costs and
+    the step's). A user sees TPOT(b) + b x that / 200 per token (the
     other users' prefills stall it), replicas = ceil(64 / b), output = 64 users / that TPOT. The first token
     waits for its prompt, T_prefill, after the prompts ahead of it: M/D/1 at the replica's arrival rate
     lambda = b / (T_prefill + 200 x TPOT) (Little), service `cost`, rho = lambda x cost, and the
@@ -41,7 +42,7 @@ def test_a_dense_8b_on_one_card_follows_the_formulas(catalog, runtimes):
     assert x.collectives == 0  # one card: no all-reduce in the fixed cost
     compute = x.flops / (x.peak_flop_per_s * c.eta_p(x.format_class))
     weights = x.weight_bytes / (x.bandwidth_bytes_per_s * c.eta_w(x.format_class))
-    cost = max(compute, weights / 8) + (x.layers * c.t_layer_s + c.t_step_s) / 8
+    cost = max(compute, weights / 8) + (x.layers * (c.t_layer_s + c.t_prefill_layer_s) + c.t_step_s) / 8
     assert cost < pre  # batching prompts never makes one dearer
     tpot = decode_step_time_s(step_inputs(p, p.decode_model.step(b), "vllm"), c) + b * cost / 200
     assert agg.tp == 1 and agg.batch_per_replica == b and agg.replicas == math.ceil(64 / b)

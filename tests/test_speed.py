@@ -409,23 +409,25 @@ def test_vllm_v0_rows_carry_their_engine_cost_and_plans_do_not(catalog, runtimes
     assert decode_step_time_s(replace(x, engine_v0=True), c) == pytest.approx(decode_step_time_s(x, c) + c.t_step_v0_s)
 
 
-def test_serving_engines_pay_a_fixed_cost_per_request_before_the_first_token(catalog):
-    """benchmarks/fit_speed.py fits an intercept t_request_s on the TTFT rows of vLLM, SGLang and TensorRT-LLM (their
-    first token carries the request's path through the server); llama.cpp's, MLX's and gpt-fast's rows time the
-    forward alone and get none. The intercept is paid once, on top of the prompt's compute."""
+def test_serving_engines_pay_a_cost_per_layer_of_an_eager_prefill(catalog):
+    """benchmarks/fit_speed.py fits t_prefill_layer_s on the TTFT rows of vLLM, SGLang and TensorRT-LLM, which run
+    prefill without CUDA graphs (each layer's launches, and under tensor parallel its all-reduces' latency);
+    llama.cpp's, MLX's and gpt-fast's rows time their own forward and get none. Paid once per layer, on top of the
+    decode fit's per-layer cost and the prompt's compute."""
     from llmsize.estimate.expected import constants
     from llmsize.estimate.speed import PrefillInputs, prefill_time_s
 
     rts = {r.id: r for r in catalog.runtimes.all()}
     for rid in ("vllm", "sglang", "trtllm"):
-        assert constants(rts[rid], "cuda").t_request_s > 0, rid
+        assert constants(rts[rid], "cuda").t_prefill_layer_s > 0, rid
     for rid in ("llamacpp", "mlx", "gpt-fast"):
         for be in rts[rid].backends:
-            assert constants(rts[rid], be).t_request_s == 0, (rid, be)
+            assert constants(rts[rid], be).t_prefill_layer_s == 0, (rid, be)
     c = constants(rts["vllm"], "cuda")
-    tiny = PrefillInputs(prompt_tokens=1, flops=1.0, weight_bytes=1.0, peak_flop_per_s=1e15, bandwidth_bytes_per_s=1e12, layers=0,
-                         format_class="f16", collectives=0, link=None, comm_time_s=0.0)
-    assert prefill_time_s(tiny, c) == pytest.approx(c.t_step_s + c.t_request_s, rel=1e-6)
+    tiny = PrefillInputs(prompt_tokens=1, flops=1.0, weight_bytes=1.0, peak_flop_per_s=1e15,
+                         bandwidth_bytes_per_s=1e12, layers=10, format_class="f16", collectives=0, link=None,
+                         comm_time_s=0.0)
+    assert prefill_time_s(tiny, c) == pytest.approx(10 * (c.t_layer_s + c.t_prefill_layer_s) + c.t_step_s, rel=1e-6)
 
 
 def test_a_serving_run_that_drew_its_prompts_gives_their_mean():

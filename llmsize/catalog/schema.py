@@ -357,7 +357,8 @@ class SpeedGroup(Strict):
     attn_cost: float = Field(0.0, ge=0, le=1000, description="FP32-rate FLOPs per attention FLOP at decode")
     tile_cost: float = Field(0.0, ge=0, le=1000, description="dense-peak FLOPs per tile matmul FLOP at decode")
     t_step_v0_s: Seconds = Field(0.0, description="vLLM V0 engine's extra cost per step (dataset covariate)")
-    t_request_s: Seconds = Field(0.0, description="a serving engine's fixed cost per request before its first token")
+    t_prefill_layer_s: Seconds = Field(0.0, description="a serving engine's extra cost per layer of a prefill forward "
+                                       "(eager: no CUDA graph; launches and the all-reduce's latency)")
     alpha_s: dict[Literal["nvlink", "pcie", "network"], Seconds] = {}
     eta_prefill: dict[str, Fraction01] = Field({}, description="fraction of the dense peak in prefill, by class")
     eta_prefill_default: Fraction01 | None = None

@@ -76,7 +76,7 @@ def constants(spec: RuntimeSpec, backend_id: str) -> Constants | None:
         prefill_band_low=g.prefill_band[0] if g.prefill_band else None,
         prefill_band_high=g.prefill_band[1] if g.prefill_band else None, cards_seen=tuple(g.cards),
         alu_ops_per_weight=g.alu_ops_per_weight, attn_cost=g.attn_cost, tile_cost=g.tile_cost,
-        t_step_v0_s=g.t_step_v0_s, t_request_s=g.t_request_s)
+        t_step_v0_s=g.t_step_v0_s, t_prefill_layer_s=g.t_prefill_layer_s)
 
 
 def _layers(plan: Plan) -> tuple[int, int]:

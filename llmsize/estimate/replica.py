@@ -115,7 +115,7 @@ def prefill_cost_s(x, c, isl: int, prefill_tokens: int) -> float | None:
     k = max(1, prefill_tokens // max(1, isl))
     compute = x.flops / (x.peak_flop_per_s * eta)
     weights = x.weight_bytes / (x.bandwidth_bytes_per_s * c.eta_w(x.format_class))
-    fixed = x.layers * c.t_layer_s + c.t_step_s
+    fixed = x.layers * (c.t_layer_s + c.t_prefill_layer_s) + c.t_step_s
     if x.collectives and x.link:
         fixed += x.collectives * _alpha(c, x.link) + x.comm_time_s
     return max(compute, weights / k) + fixed / k

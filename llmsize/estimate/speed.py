@@ -142,7 +142,7 @@ class Constants:
     attn_cost: float = 0.0  # FP32-rate FLOPs one attention FLOP costs at decode (1 / its fraction of the rate)
     tile_cost: float = 0.0  # seconds per second of tile matmul FLOPs at the card's dense peak (1 / its fraction)
     t_step_v0_s: float = 0.0  # the vLLM V0 engine's extra cost per step (fitted on its rows; plans run V1)
-    t_request_s: float = 0.0  # a serving engine's fixed cost per request before its first token (TTFT only)
+    t_prefill_layer_s: float = 0.0  # a serving engine's extra cost per layer of an eager prefill forward (TTFT only)
 
     def eta_w(self, cls: str) -> float:
         return self.eta_weights.get(cls, self.eta_weights_default)
@@ -203,7 +203,7 @@ def prefill_time_s(x: PrefillInputs, c: Constants) -> float | None:
     if not x.peak_flop_per_s or not eta:
         return None
     t = max(x.flops / (x.peak_flop_per_s * eta), x.weight_bytes / (x.bandwidth_bytes_per_s * c.eta_w(x.format_class)))
-    t += x.layers * c.t_layer_s + c.t_step_s + c.t_request_s
+    t += x.layers * (c.t_layer_s + c.t_prefill_layer_s) + c.t_step_s
     if x.collectives and x.link:
         t += x.collectives * _alpha(c, x.link) + x.comm_time_s
     return t

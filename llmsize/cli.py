@@ -858,10 +858,18 @@ def fleet(
         from llmsize.render.charts import check_image_path
 
         check_image_path(output)  # before any work
+    if emit is not None and (output is not None or pareto or as_json or fmt != "table"):
+        raise InvalidValueError("--emit prints launch lines: it does not combine with --format, --json, --pareto "
+                                "or -o.", "Run --emit on its own, and the report in a second command.")
     cat = _catalog(catalog)
-    m = cat.model(model) if model else None
-    if m is None:
+    if not model:
         raise InvalidValueError("Missing the model.", "e.g. `llmsize fleet llama-3.1-70b --users 100`.")
+    im = _import_source(model, None)
+    _warn(im)
+    m = im.spec if im is not None else cat.model(model)
+    from llmsize.estimate.quant import kv_dtype_bytes
+
+    kv_dtype_bytes(kv_dtype)  # an unknown KV dtype is refused before any work
     cards = [cat.gpu(x.strip()) for x in gpus_.split(",") if x.strip()] if gpus_ else cat.hardware.all()
     if vendor:
         cards = [g for g in cards if g.vendor.lower() == vendor]

@@ -98,3 +98,64 @@ def test_fleet_refuses_bad_lengths_in_one_line(run_cli, isl, needle):
     code, out, err = run_cli("fleet", "llama-3.1-8b", "--isl", isl, "--users", "4")
     assert_one_line_error(code, err)
     assert needle in err and out == ""
+
+
+def test_spreadsheet_csvs_and_spelling_are_accepted(tmp_path):
+    """A CSV saved by a spreadsheet starts with a byte-order mark and may hold blank lines; P95 in capitals is the
+    same percentile; a bad cell is reported at its own line number, blank lines counted."""
+    f = tmp_path / "lens.csv"
+    f.write_bytes("\ufeffisl,osl\n100,20\n\n3000,400\n9000,800\n".encode())
+    assert set(parse_lengths(str(f), "--isl").points) == {100, 3000, 9000}
+    assert parse_lengths("3000:P95=9000", "--isl").p95 == parse_lengths("3000:p95=9000", "--isl").p95
+    g = tmp_path / "bad.csv"
+    g.write_text("100\n\nabc\n")
+    with pytest.raises(LlmsizeError) as e:
+        parse_lengths(str(g), "--isl")
+    assert "line 3" in e.value.message
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("--isl", "1:p95=16777216"), "exceeds Llama 3.1 8B's context"),
+    (("--kv-dtype", "foo"), "Unknown KV-cache dtype `foo`"),
+    (("--tok-s-per-user", "1e-9"), "TPOT target"),
+    (("--spec", "mtp=1,accept=0.8"), "no multi-token-prediction module"),
+    (("--spec", "draft=llama-3.1-8b,k=4,accept=0.7"), "the target model itself"),
+    (("--spec", "draft=qwen3-0.6b,k=4,accept=0.7"), "share the target's tokenizer"),
+    (("--emit", "vllm", "--json"), "does not combine"),
+])
+def test_fleet_refuses_what_cannot_be_served_in_one_line(run_cli, args, needle):
+    code, out, err = run_cli("fleet", "llama-3.1-8b", "--users", "4", "--gpus", "h100", *args)
+    assert_one_line_error(code, err)
+    assert needle in err and out == ""
+
+
+def test_fleet_reads_a_model_folder_and_stays_fast_at_huge_loads(run_cli, tmp_path):
+    """A folder with config.json is planned like `plan` plans it (not the catalog entry of the same name); 10^8
+    users or 10^9 requests/s size in well under a second (the prefill queue's Erlang C switches to the
+    Halfin-Whitt limit past 500 servers); a tiny rate batches one request, not the most the targets allow."""
+    import time
+
+    from pathlib import Path
+
+    import shutil
+
+    src = Path(__file__).resolve().parent.parent / "examples" / "Qwen3-8B" / "config.json"
+    folder = tmp_path / "Qwen3-8B"
+    folder.mkdir()
+    cfg = json.loads(src.read_text())
+    cfg["num_hidden_layers"] *= 2  # the folder's own model: twice the layers of the catalog's Qwen3-8B
+    (folder / "config.json").write_text(json.dumps(cfg))
+    rows = {}
+    for name in (str(folder), "qwen3-8b"):
+        code, out, err = run_cli("fleet", name, "--users", "4", "--gpus", "h100", "--json")
+        assert code == 0, err
+        rows[name] = json.loads(out)["rows"][0]
+    assert rows[str(folder)]["tpot_s"] > 1.5 * rows["qwen3-8b"]["tpot_s"]
+    t = time.perf_counter()
+    for load in (("--users", "100000000"), ("--rate", "1000000000")):
+        code, out, err = run_cli("fleet", "llama-3.1-8b", *load, "--gpus", "h100", "--json")
+        assert code == 0, err
+    assert time.perf_counter() - t < 20  # was minutes; a loose bound against a loop coming back
+    code, out, err = run_cli("fleet", "llama-3.1-8b", "--rate", "1e-9", "--gpus", "h100", "--json")
+    row = json.loads(out)["rows"][0]
+    assert row["batch_per_replica"] == 1 and row["cards_total"] == 1

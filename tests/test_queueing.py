@@ -37,3 +37,22 @@ def test_saturation_and_many_servers():
     assert wait_mgc_s(0.5, 1.0, 1, cs2=1.0) == pytest.approx(1.0)
     with pytest.raises(ValueError):
         wait_mgc_s(1.0, 1.0, 0)
+
+
+def test_many_servers_use_the_halfin_whitt_limit_continuously():
+    """Past 500 servers Erlang C comes from the Halfin-Whitt limit: at 501 servers it stays within 20% of the
+    exact recursion, and 10 million servers take no time."""
+    import time
+
+    import llmsize.estimate.queueing as q
+
+    exact = q.EXACT_SERVERS
+    try:
+        q.EXACT_SERVERS = 10**9
+        ref = erlang_c(501, 480.0)
+    finally:
+        q.EXACT_SERVERS = exact
+    assert erlang_c(501, 480.0) == pytest.approx(ref, rel=0.2)
+    t = time.perf_counter()
+    assert 0 < erlang_c(10**7, 0.999 * 10**7) < 1
+    assert time.perf_counter() - t < 0.1

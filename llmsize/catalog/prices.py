@@ -33,7 +33,7 @@ def load_prices(path: Path, catalog, key: str = "prices") -> tuple[str, dict[str
         raise CatalogError(f"--prices `{path}`: unknown key `{unknown[0]}`.",
                            "Only `currency:`, `prices:` and `hourly:`.")
     currency = data.get("currency", "currency")
-    if not isinstance(currency, str) or not 0 < len(currency) <= 16:
+    if not isinstance(currency, str) or not 0 < len(currency) <= 16 or not currency.isprintable():
         raise CatalogError(f"--prices `{path}`: currency {str(currency)[:40]!r} is not a short label.",
                            "Use a label such as EUR or USD.")
     out: dict[str, float] = {}

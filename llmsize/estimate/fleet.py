@@ -68,9 +68,9 @@ NODE_LINK_GB_S = 50.0  # per GPU between nodes: one 400 Gb/s NIC (estimate/paral
 class FleetRow:
     card: str
     mode: str
-    tp: int
-    pp: int
-    ep: int
+    tp: int | None  # None (with pp, ep) when no configuration serves the workload
+    pp: int | None
+    ep: int | None
     replicas: int | None
     cards_total: int | None
     nodes: int | None
@@ -166,6 +166,19 @@ def _with_p95(row: FleetRow, model, g, w: Workload, runtime: str, c, kv_dtype: s
     return replace(row, ttft_p95_s=pre * (1 - w.shared_prefix) + move + (row.ttft_wait_s or 0.0))
 
 
+def _batch_for_rate(b: int, w: Workload, request_s) -> int:
+    """With --rate, a replica batches no more requests than the load puts in it, rate x the request's time
+    (Little's law), which shrinks with the batch: the fixed point from the largest batch the targets allow."""
+    if w.rate is None:
+        return b
+    for _ in range(20):
+        need = max(1, min(b, math.ceil(w.rate * request_s(b))))
+        if need == b:
+            break
+        b = need
+    return b
+
+
 def _aggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tuple[FleetRow | None, str | None]:
     """Each replica also runs its requests' prefills: per osl tokens of each of its b users, b prompts' prefill
     (`cost` each, batched) stall every user, so a user sees TPOT(b) + b x cost / osl per token. A new prompt waits
@@ -181,6 +194,7 @@ def _aggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tupl
         if w.tpot_s is not None and eff(1) > w.tpot_s:
             return None, f"TPOT {eff(1) * 1000:.1f} ms at batch 1 exceeds the {w.tpot_s * 1000:g} ms target"
         return None, f"TTFT {ttft(1):.2f} s at batch 1 (prefill and its queue) exceeds the {w.ttft_s:g} s target"
+    b = _batch_for_rate(b, w, lambda b: ttft(b) + w.osl * eff(b))
     tpot, first = eff(b), ttft(b)
     users = w.users if w.users is not None else math.ceil(w.rate * (first + w.osl * tpot))
     replicas = max(1, math.ceil(users / b))
@@ -199,6 +213,7 @@ def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan
     b = _largest_batch(lambda b: w.tpot_s is None or tpot_fn(b) <= w.tpot_s, hi)
     if b is None:
         return None, f"TPOT {tpot_fn(1) * 1000:.1f} ms at batch 1 exceeds the {w.tpot_s * 1000:g} ms target"
+    b = _batch_for_rate(b, w, lambda b: base + w.osl * tpot_fn(b))
     tpot = tpot_fn(b)
     rate = w.rate if w.rate is not None else w.users / (base + w.osl * tpot)
     limit = w.ttft_s if w.ttft_s is not None else base + pre
@@ -216,7 +231,7 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
     from llmsize.estimate.expected import backend, constants
     from llmsize.estimate.plan import PlanInputs, make_plan
 
-    w.check()
+    w.check(model)
     spec = runtimes.get(runtime)
     moe = any(g.mlp is not None and g.mlp.kind == "moe" for g in model.layer_groups)
     rows = []
@@ -284,7 +299,7 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
                 other = other and _with_p95(other, model, g, w, runtime, c, kv_dtype)
             rows.append(replace(best[1], other=other))
         else:
-            rows.append(FleetRow(g.id, "aggregated", 0, 1, 1, None, None, None, None, None, None, None, None, None,
+            rows.append(FleetRow(g.id, "aggregated", None, None, None, None, None, None, None, None, None, None, None, None,
                                  False, None, None, None, None, reasons[-1] if reasons else "no configuration"))
     rows.sort(key=lambda r: (not r.meets_slo, r.cost_per_hour if r.cost_per_hour is not None else math.inf,
                              r.cards_total if r.cards_total is not None else math.inf, r.card))

@@ -20,7 +20,7 @@ from llmsize.errors import InvalidValueError
 POINTS = 16
 Z95 = NormalDist().inv_cdf(0.95)  # 1.6449
 MAX_TOKENS = 1 << 24
-CSV_LIMIT_BYTES = 64 << 20
+CSV_LIMIT_BYTES = 8 << 20  # ~1.5 million lengths: any real request log sample; its quantiles are what count
 
 
 @dataclass(frozen=True)
@@ -64,18 +64,19 @@ def _quantile(sorted_vals: list[int], p: float) -> int:
 def _from_csv(path: Path, column: str, option: str) -> Lengths:
     from llmsize.files import read_text
 
-    text = read_text(path, CSV_LIMIT_BYTES, f"{option} file")
+    text = read_text(path, CSV_LIMIT_BYTES, f"{option} file").lstrip("\ufeff")  # a spreadsheet's byte-order mark
     import csv
     import io
 
-    rows = list(csv.reader(io.StringIO(text)))
+    # (line number, cells) of the lines that hold anything: blank lines carry nothing
+    rows = [(n, r) for n, r in enumerate(csv.reader(io.StringIO(text)), start=1) if any(c.strip() for c in r)]
     if not rows:
         raise InvalidValueError(f"{option} {path}: the file is empty.", "Give one length a line, or a column "
                                 f"named {column}.")
-    head = [h.strip().lower() for h in rows[0]]
+    head = [h.strip().lower() for h in rows[0][1]]
     col, body = (head.index(column), rows[1:]) if column in head else (0, rows)
     vals = []
-    for n, r in enumerate(body, start=2 if column in head else 1):
+    for n, r in body:
         cell = r[col].strip() if col < len(r) else ""
         if not re.fullmatch(r"\d{1,8}", cell) or not 1 <= int(cell) <= MAX_TOKENS:
             raise InvalidValueError(f"{option} {path}, line {n}: `{cell[:40]}` is not a token count from 1 to "
@@ -98,7 +99,7 @@ def parse_lengths(text: str, option: str) -> Lengths:
         if not 1 <= n <= MAX_TOKENS:
             raise InvalidValueError(f"{option} `{t}` is out of range.", f"Give 1 to {MAX_TOKENS:,} tokens.")
         return fixed(n)
-    m = re.fullmatch(r"(\d{1,9}):p95=(\d{1,9})", t.replace(" ", ""))
+    m = re.fullmatch(r"(\d{1,9}):p95=(\d{1,9})", t.replace(" ", "").lower())
     if m:
         median, p95 = int(m.group(1)), int(m.group(2))
         if not 1 <= median <= MAX_TOKENS or not 1 <= p95 <= MAX_TOKENS:

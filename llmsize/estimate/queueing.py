@@ -9,12 +9,20 @@ coefficient of variation Cs^2 (0 when every prompt has one length: M/D/c), c ser
     M/G/c:  Wq ~= Wq(M/M/c) x (Ca^2 + Cs^2) / 2 with Ca^2 = 1 (Poisson): for fixed lengths (Cs^2 = 0) half of
             M/M/c (the Allen-Cunneen approximation, A. O. Allen, "Probability, Statistics, and Queueing Theory",
             1978); exact for c = 1, where it is the Pollaczek-Khinchine formula Wq = rho S (1 + Cs^2) / (2 (1 - rho)).
+    Past EXACT_SERVERS servers, C from the Halfin-Whitt limit (S. Halfin and W. Whitt, "Heavy-traffic limits for
+    queues with many exponential servers", Operations Research 29(3), 1981): with beta = (c - a) / sqrt(a),
+        C ~= 1 / (1 + beta Phi(beta) / phi(beta)),
+    accurate when c is large, and constant-time where the recursion is O(c).
 Units: rate in requests/s, S and Wq in seconds.
 """
 
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
+
+EXACT_SERVERS = 500
+_N = NormalDist()
 
 
 def erlang_c(servers: int, offered_erlangs: float) -> float:
@@ -24,6 +32,9 @@ def erlang_c(servers: int, offered_erlangs: float) -> float:
         return 0.0
     if a >= c:
         return 1.0
+    if c > EXACT_SERVERS:
+        beta = (c - a) / math.sqrt(a)
+        return 1 / (1 + beta * _N.cdf(beta) / _N.pdf(beta)) if beta < 37 else 0.0
     b = 1.0
     for k in range(1, c + 1):
         b = a * b / (k + a * b)

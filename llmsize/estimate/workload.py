@@ -55,6 +55,26 @@ def parse_spec(text: str, catalog) -> Spec:
     return Spec(k, accept, catalog.model(fields["draft"]) if "draft" in fields else None)
 
 
+def _check_spec(spec: Spec, model: ModelSpec) -> None:
+    """A draft must be a smaller model with the target's tokenizer (its vocabulary); MTP needs the target's own
+    multi-token-prediction module (the catalog lists it among the model's extra parameters)."""
+    d = spec.draft
+    if d is None:
+        if not any("multi-token-prediction" in e.name.lower() for e in model.extra):
+            raise InvalidValueError(f"--spec mtp: {model.name} has no multi-token-prediction module in the catalog.",
+                                    "Use a draft model instead: --spec draft=MODEL,k=4,accept=0.7.")
+        return
+    if d.id == model.id:
+        raise InvalidValueError(f"--spec draft={d.id} is the target model itself.", "Pick a smaller draft model.")
+    if d.params_official >= model.params_official:
+        raise InvalidValueError(f"--spec draft={d.id} ({d.params_official / 1e9:,.1f}B) is not smaller than "
+                                f"{model.name} ({model.params_official / 1e9:,.1f}B).", "Pick a smaller draft model.")
+    if d.vocab_size != model.vocab_size:
+        raise InvalidValueError(f"--spec draft={d.id} has a vocabulary of {d.vocab_size:,} tokens, {model.name} "
+                                f"{model.vocab_size:,}: a draft must share the target's tokenizer.",
+                                "Pick a draft of the same family (e.g. Llama 3.2 1B for Llama 3.1).")
+
+
 @dataclass(frozen=True)
 class Workload:
     isl: int  # prompt tokens per request
@@ -86,7 +106,17 @@ class Workload:
         i = self.lengths()[0]
         return i.variance / i.mean ** 2
 
-    def check(self) -> None:
+    def check(self, model: ModelSpec | None = None) -> None:
+        if model is not None and self.longest_tokens() > model.max_position_embeddings:
+            longest = "a request" if not self.spread else "the p99 request"
+            raise InvalidValueError(f"{longest.capitalize()} of {self.longest_tokens():,} tokens (prompt and answer) "
+                                    f"exceeds {model.name}'s context of {model.max_position_embeddings:,} tokens.",
+                                    "Shorten --isl / --osl (or their p95), or pick a model with a longer context.")
+        if model is not None and self.spec is not None:
+            _check_spec(self.spec, model)
+        if self.tpot_s is not None and not 0 < self.tpot_s <= 86400:
+            raise InvalidValueError(f"A TPOT target of {self.tpot_s:g} s is out of range.",
+                                    "Give --tpot from 1 us to a day, or --tok-s-per-user above 1 / 86,400.")
         if not 0 <= self.shared_prefix < 1:
             raise InvalidValueError(f"--shared-prefix {self.shared_prefix:g} is not a fraction in [0, 1).",
                                     "e.g. --shared-prefix 0.4: 40% of prompt tokens served from the cache.")

@@ -25,7 +25,8 @@ def fleet_command(model, row, engine: str, max_model_len: int) -> str:
             + (f"{row.replicas} replica(s) of tp {row.tp}{f' x pp {row.pp}' if row.pp > 1 else ''}, batch "
                f"{row.batch_per_replica} each"
                if row.mode == "aggregated" else
-               f"{row.prefill_workers} prefill + {row.decode_workers} decode worker(s) of tp {row.tp}, decode batch "
+               f"{row.prefill_workers} prefill + {row.decode_workers} decode worker(s) of tp {row.tp}"
+               f"{f' x pp {row.pp}' if row.pp > 1 else ''}, decode batch "
                f"{row.batch_per_replica}")]
     if not model.hf_repo:
         head.append(f"# {model.id} has no hf_repo in the catalog: put the checkpoint path or repo id in place of it")

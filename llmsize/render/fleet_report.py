@@ -57,7 +57,7 @@ def render_fleet(model, w, runtime, currency, rows, console) -> None:
               title=f"fleet: {model.name}, {w.isl:,} in / {w.osl:,} out, {load}, {targets} ({runtime})")
     for col in ("card", "mode", "tp", "cards", "batch", "tok/s/GPU", "tok/s/user", "TTFT s", "TPOT ms",
                 f"{currency or 'cost'}/Mtok", "other"):
-        t.add_column(col, justify="left" if col == "card" else "right", no_wrap=col not in ("card", "other"),
+        t.add_column(col, justify="left" if col == "card" else "right", no_wrap=col != "other",
                      min_width=len(col), overflow="fold")
     missing = []
     for r in rows:

@@ -17,6 +17,8 @@ CASES = [
     ("qwen3-30b-a3b, 20 req/s, TPOT 33 ms", ["fleet", "qwen3-30b-a3b", "--rate", "20", "--tpot", "33ms"]),
     ("llama-3.1-8b, 64 users, spec decoding", ["fleet", "llama-3.1-8b", "--users", "64", "--spec",
                                                "draft=llama-3.2-1b,k=4,accept=0.7"]),
+    ("deepseek-v3 (671 GB), 400 users, TTFT 2 s", ["fleet", "deepseek-v3", "--users", "400", "--ttft", "2s",
+                                                   "--tpot", "33ms"]),
     ("llama-3.1-70b, lognormal lengths (p95 4x)", ["fleet", "llama-3.1-70b", "--isl", "3000:p95=12000", "--osl",
                                                   "500:p95=2000", "--users", "400", "--ttft", "2s", "--tpot",
                                                   "33ms"]),

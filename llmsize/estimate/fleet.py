@@ -232,6 +232,10 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
     from llmsize.estimate.plan import PlanInputs, make_plan
 
     w.check(model)
+    from llmsize.estimate.plan import resolve_format
+    from llmsize.estimate.weights import weight_bytes
+
+    weights_total = weight_bytes(model, *resolve_format(model, None, None)).bytes_total
     spec = runtimes.get(runtime)
     moe = any(g.mlp is not None and g.mlp.kind == "moe" for g in model.layer_groups)
     rows = []
@@ -247,6 +251,10 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
             if pp > 1 and fitted_one:
                 break  # pipeline stages over nodes only for what no single node holds
             label = f"tp {tp}" + (f" x pp {pp}" if pp > 1 else "")
+            if weights_total / (tp * pp) > g.memory_bytes:  # not even a perfect split fits: no plan to make
+                reasons.append(f"{label}: the weights alone ({weights_total / (tp * pp) / 1e9:,.1f} GB a card) "
+                               f"exceed its {g.memory_bytes / 2**30:,.0f} GiB")
+                continue
             try:
                 plan = make_plan(model, g, PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl),
                                                       prompt_tokens=w.isl, tp=tp, pp=pp, nodes=pp if pp > 1 else None,

@@ -858,6 +858,9 @@ def fleet(
         from llmsize.render.charts import check_image_path
 
         check_image_path(output)  # before any work
+    if pareto and (as_json or fmt != "table"):
+        raise InvalidValueError("--pareto draws its chart in the table view.", "Drop --json / --format, or write "
+                                "the chart to a file with -o pareto.svg.")
     if emit is not None and (output is not None or pareto or as_json or fmt != "table"):
         raise InvalidValueError("--emit prints launch lines: it does not combine with --format, --json, --pareto "
                                 "or -o.", "Run --emit on its own, and the report in a second command.")

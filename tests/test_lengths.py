@@ -122,6 +122,9 @@ def test_spreadsheet_csvs_and_spelling_are_accepted(tmp_path):
     (("--spec", "draft=llama-3.1-8b,k=4,accept=0.7"), "the target model itself"),
     (("--spec", "draft=qwen3-0.6b,k=4,accept=0.7"), "share the target's tokenizer"),
     (("--emit", "vllm", "--json"), "does not combine"),
+    (("--pareto", "--json"), "table view"),
+    (("--isl", ""), "--isl is empty"),
+    (("--isl", "3000:p99=9000"), "only the 95th percentile"),
 ])
 def test_fleet_refuses_what_cannot_be_served_in_one_line(run_cli, args, needle):
     code, out, err = run_cli("fleet", "llama-3.1-8b", "--users", "4", "--gpus", "h100", *args)

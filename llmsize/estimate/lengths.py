@@ -74,6 +74,9 @@ def _from_csv(path: Path, column: str, option: str) -> Lengths:
         raise InvalidValueError(f"{option} {path}: the file is empty.", "Give one length a line, or a column "
                                 f"named {column}.")
     head = [h.strip().lower() for h in rows[0][1]]
+    if column not in head and not re.fullmatch(r"\d+", head[0] if head else ""):
+        raise InvalidValueError(f"{option} {path}: its header ({', '.join(h[:20] for h in head[:6])}) has no "
+                                f"`{column}` column.", f"Name the column {column}, or give one length a line.")
     col, body = (head.index(column), rows[1:]) if column in head else (0, rows)
     vals = []
     for n, r in body:
@@ -94,6 +97,12 @@ def parse_lengths(text: str, option: str) -> Lengths:
     """`3000`, `3000:p95=12000` (a lognormal: median 3,000, 95th percentile 12,000) or a CSV file of lengths (one
     a line, or the column named like the option: isl or osl)."""
     t = text.strip()
+    if not t:
+        raise InvalidValueError(f"{option} is empty.", f"Give tokens ({option} 3000), a median and 95th percentile "
+                                f"({option} 3000:p95=12000) or a CSV file of lengths.")
+    if re.fullmatch(r"\d+\s*:\s*p\d+\s*=.*", t.lower()) and not re.fullmatch(r"\d+\s*:\s*p95\s*=.*", t.lower()):
+        raise InvalidValueError(f"{option} `{t[:60]}`: only the 95th percentile is read.",
+                                f"e.g. {option} 3000:p95=12000 (median 3,000, p95 12,000).")
     if re.fullmatch(r"\d{1,9}", t):
         n = int(t)
         if not 1 <= n <= MAX_TOKENS:

@@ -72,7 +72,7 @@ def check_image_path(path: Path) -> None:
     check_output(path, "-o")
 
 
-def _pyplot(path: Path):
+def pyplot_for(path: Path):
     check_image_path(path)
     try:
         import matplotlib
@@ -86,7 +86,18 @@ def _pyplot(path: Path):
     return plt
 
 
-def _save(fig, plt, path: Path) -> None:
+def finish_log_axes(ax, xlabel: str, ylabel: str, title: str, legend_size: int) -> None:
+    """Log-log axes with their labels (units in them), a title, a light grid and the legend."""
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=legend_size)
+
+
+def save_figure(fig, plt, path: Path) -> None:
     """Drawn in memory, then written whole through llmsize.files (never over a device, FIFO or symlink)."""
     buf = io.BytesIO()
     fig.savefig(buf, format=path.suffix.lower().lstrip("."), dpi=110, bbox_inches="tight")
@@ -95,7 +106,7 @@ def _save(fig, plt, path: Path) -> None:
 
 
 def roofline_image(model_name: str, roofs, path: Path) -> None:
-    plt = _pyplot(path)
+    plt = pyplot_for(path)
     fig, ax = plt.subplots(figsize=(8, 5.2))
     for i, r in enumerate(roofs):
         color = f"C{i}"
@@ -111,19 +122,13 @@ def roofline_image(model_name: str, roofs, path: Path) -> None:
         pre = [p for p in r.points if p.label.startswith("prefill")]
         ax.scatter([p.intensity_flop_per_byte for p in pre], [p.flop_per_s / 1e12 for p in pre], color=color,
                    marker="^", s=40, zorder=3)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel(X_ROOF)
-    ax.set_ylabel(Y_ROOF)
-    ax.set_title(f"Roofline: {model_name}, decode points (o, by batch) and prefill (^)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    _save(fig, plt, path)
+    finish_log_axes(ax, X_ROOF, Y_ROOF, f"Roofline: {model_name}, decode points (o, by batch) and prefill (^)", 8)
+    save_figure(fig, plt, path)
 
 
 def kv_image(model_name: str, curves, weights_bytes: float, weights_label: str, path: Path,
              users: int = 1) -> None:
-    plt = _pyplot(path)
+    plt = pyplot_for(path)
     fig, ax = plt.subplots(figsize=(8, 5.2))
     for c in curves:
         ax.plot(c.contexts, [b / 1e9 for b in c.bytes_per_sequence], marker=".", label=f"KV cache, {c.dtype}")
@@ -135,4 +140,4 @@ def kv_image(model_name: str, curves, weights_bytes: float, weights_label: str, 
     ax.set_title(f"KV cache vs context: {model_name}, {users} sequence{'s' if users > 1 else ''}")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    _save(fig, plt, path)
+    save_figure(fig, plt, path)

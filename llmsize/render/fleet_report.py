@@ -141,9 +141,9 @@ def pareto_text(model, curves, tpot_target_s: float | None, width: int = 100) ->
 
 
 def pareto_image(model, curves, tpot_target_s: float | None, path) -> None:
-    from llmsize.render.charts import _pyplot, _save
+    from llmsize.render.charts import pyplot_for, save_figure, finish_log_axes
 
-    plt = _pyplot(path)
+    plt = pyplot_for(path)
     fig, ax = plt.subplots(figsize=(8, 5.2))
     for i, c in enumerate(curves):
         xs, ys = zip(*c.points)
@@ -151,14 +151,8 @@ def pareto_image(model, curves, tpot_target_s: float | None, path) -> None:
     if tpot_target_s:
         ax.axvline(1 / tpot_target_s, color="k", linestyle="--", linewidth=1,
                    label=f"target {1 / tpot_target_s:g} tok/s per user")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel(X_PARETO)
-    ax.set_ylabel(Y_PARETO)
-    ax.set_title(f"Pareto: {model.name}")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
-    _save(fig, plt, path)
+    finish_log_axes(ax, X_PARETO, Y_PARETO, f"Pareto: {model.name}", 7)
+    save_figure(fig, plt, path)
 
 
 def render_fleet_html(model, w, runtime, currency, rows, curves, roofs) -> str:

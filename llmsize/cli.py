@@ -849,7 +849,7 @@ def fleet(
       llmsize fleet llama-3.1-70b --users 400 --tok-s-per-user 30 --gpus b200 --emit sglang
       llmsize fleet llama-3.1-70b --users 400 --ttft 2s --tpot 33ms --format html > fleet.html
     """
-    from llmsize.estimate.fleet import Workload, fleet_rows
+    from llmsize.estimate.fleet import fleet_rows
     from llmsize.render.fleet_report import fleet_to_dict, render_fleet
 
     if tpot is not None and tok_s_per_user is not None:
@@ -885,14 +885,9 @@ def fleet(
         from llmsize.catalog.prices import load_prices
 
         currency, hourly = load_prices(prices, cat, "hourly")
-    from llmsize.estimate.workload import parse_spec
+    from llmsize.estimate.workload import workload_from_options
 
-    from llmsize.estimate.lengths import parse_lengths
-
-    isl_d, osl_d = parse_lengths(isl, "--isl"), parse_lengths(osl, "--osl")
-    w = Workload(round(isl_d.mean), round(osl_d.mean), users, rate, ttft,
-                 tpot if tpot is not None else (1 / tok_s_per_user if tok_s_per_user else None), shared_prefix,
-                 parse_spec(spec, cat) if spec else None, isl_d, osl_d)
+    w = workload_from_options(isl, osl, users, rate, ttft, tpot, tok_s_per_user, shared_prefix, spec, cat)
     from llmsize.estimate.expected import resolve_runtime
 
     rid = resolve_runtime(runtime)[0] if runtime else "vllm"

@@ -103,19 +103,8 @@ def replica_timing(plan, runtime: str, constants, prefill_tokens: int, spec: Spe
 
 def prefill_cost_s(x, c, isl: int, prefill_tokens: int) -> float | None:
     """What one prompt costs a serving replica: prompts are prefilled prefill_tokens at a time (the engine's
-    chunk, estimate/serving_defaults.py), so the weights' read and the fixed costs of a forward are shared by the
-    prompts of a batch,
-        per prompt = max(FLOPs / (peak x eta_prefill), weight bytes / (BW x eta) / k) + fixed / k,
-    k = prefill_tokens // isl prompts a forward (at least 1)."""
-    from llmsize.estimate.speed import _alpha
+    chunk, estimate/serving_defaults.py), k = prefill_tokens // isl of them a forward (at least 1), sharing the
+    weights' read and the fixed costs (estimate/speed.prefill_time_s)."""
+    from llmsize.estimate.speed import prefill_time_s
 
-    eta = c.eta_p(x.format_class)
-    if not x.peak_flop_per_s or not eta:
-        return None
-    k = max(1, prefill_tokens // max(1, isl))
-    compute = x.flops / (x.peak_flop_per_s * eta)
-    weights = x.weight_bytes / (x.bandwidth_bytes_per_s * c.eta_w(x.format_class))
-    fixed = x.layers * (c.t_layer_s + c.t_prefill_layer_s) + c.t_step_s
-    if x.collectives and x.link:
-        fixed += x.collectives * _alpha(c, x.link) + x.comm_time_s
-    return max(compute, weights / k) + fixed / k
+    return prefill_time_s(x, c, prefill_tokens // max(1, isl))

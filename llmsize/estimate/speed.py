@@ -197,16 +197,31 @@ def decode_step_time_s(x: StepInputs, c: Constants) -> float:
     return t
 
 
-def prefill_time_s(x: PrefillInputs, c: Constants) -> float | None:
-    """Seconds to process the prompt; None when the card's peak or the runtime's prefill constant is unknown."""
+def prefill_parts_s(x: PrefillInputs, c: Constants) -> tuple[float, float, float] | None:
+    """The prompt's compute (FLOPs at the runtime's fraction of the peak), its weights' read, and the forward's
+    fixed costs (per layer, per step, the collectives), in seconds; None when the card's peak or the runtime's
+    prefill constant is unknown."""
     eta = c.eta_p(x.format_class)
     if not x.peak_flop_per_s or not eta:
         return None
-    t = max(x.flops / (x.peak_flop_per_s * eta), x.weight_bytes / (x.bandwidth_bytes_per_s * c.eta_w(x.format_class)))
-    t += x.layers * (c.t_layer_s + c.t_prefill_layer_s) + c.t_step_s
+    compute = x.flops / (x.peak_flop_per_s * eta)
+    weights = x.weight_bytes / (x.bandwidth_bytes_per_s * c.eta_w(x.format_class))
+    fixed = x.layers * (c.t_layer_s + c.t_prefill_layer_s) + c.t_step_s
     if x.collectives and x.link:
-        t += x.collectives * _alpha(c, x.link) + x.comm_time_s
-    return t
+        fixed += x.collectives * _alpha(c, x.link) + x.comm_time_s
+    return compute, weights, fixed
+
+
+def prefill_time_s(x: PrefillInputs, c: Constants, prompts_per_forward: int = 1) -> float | None:
+    """Seconds one prompt costs, prefilled in a forward with prompts_per_forward - 1 others of its length, which
+    share the weights' read and the fixed costs: max(compute, weights / k) + fixed / k (k = 1: the prompt alone,
+    its time to first token)."""
+    parts = prefill_parts_s(x, c)
+    if parts is None:
+        return None
+    compute, weights, fixed = parts
+    k = max(1, prompts_per_forward)
+    return max(compute, weights / k) + fixed / k
 
 
 def decode_terms_s(x: StepInputs, c: Constants) -> dict[str, float]:

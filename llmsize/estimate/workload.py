@@ -123,3 +123,17 @@ class Workload:
         if (self.users is None) == (self.rate is None):
             raise InvalidValueError("Give the load as --users N or --rate R (requests per second), one of them.",
                                     "e.g. --users 400, or --rate 20.")
+
+
+def workload_from_options(isl: str, osl: str, users: int | None, rate: float | None, ttft_s: float | None,
+                          tpot_s: float | None, tok_s_per_user: float | None, shared_prefix: float,
+                          spec: str | None, catalog) -> Workload:
+    """fleet's options as a Workload: the lengths parsed (isl and osl are their means), a per-user rate turned into
+    its TPOT target, the --spec text parsed."""
+    from llmsize.estimate.lengths import parse_lengths
+
+    isl_d, osl_d = parse_lengths(isl, "--isl"), parse_lengths(osl, "--osl")
+    if tpot_s is None and tok_s_per_user:
+        tpot_s = 1 / tok_s_per_user
+    return Workload(round(isl_d.mean), round(osl_d.mean), users, rate, ttft_s, tpot_s, shared_prefix,
+                    parse_spec(spec, catalog) if spec else None, isl_d, osl_d)

@@ -27,7 +27,8 @@ sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 
 from llmsize.catalog.loader import Catalog  # noqa: E402
-from llmsize.estimate.serving_point import max_throughput_per_gpu, serving_point  # noqa: E402
+from llmsize.estimate.serving_point import max_throughput_per_gpu, replayed_point, serving_point  # noqa: E402
+from llmsize.estimate.serving_replay import uniform_lengths  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "serving"
 
@@ -78,8 +79,31 @@ def rows(cat: Catalog | None = None) -> list[tuple[str, float | None, float]]:
     return out
 
 
-def sglang_rows(cat: Catalog | None = None) -> list[tuple[str, str, float | None, float]]:
-    """(label, metric, predicted, published) per SGLang Cookbook run and metric: output tok/s, TTFT s, TPOT s."""
+RANGE_RATIO = 0.0  # bench_serving's default --random-range-ratio (python/sglang/bench_serving.py); the runs set none
+SEEDS = (0, 1, 2)  # replays of each run with lengths drawn three ways, averaged
+
+
+def _replayed(cat: Catalog, r: dict, runtimes: dict) -> tuple[float, float, float] | None:
+    """The run replayed request by request (serving_replay): its requests' lengths drawn as the random dataset draws
+    them from its flags, scaled to the printed mean; (output tok/s, mean TTFT, mean TPOT) over SEEDS."""
+    p = r["printed"]
+    n = int(p["Successful requests"])
+    got = []
+    for seed in SEEDS:
+        prompts = uniform_lengths(n, r["random_input_len"], RANGE_RATIO, int(p["Total input tokens"]) / n, seed)
+        outputs = uniform_lengths(n, r["random_output_len"], RANGE_RATIO, int(p["Total generated tokens"]) / n,
+                                  seed + 1000, floor=1)
+        pt = replayed_point(cat.model(r["model_id"]), cat.gpu(r["card_id"]), prompts, outputs, r["tp"],
+                            r["max_concurrency"], None, "sglang", runtimes)
+        if pt is None:
+            return None
+        got.append((pt.output_tok_s_total, pt.ttft_s, pt.tpot_s))
+    return tuple(statistics.fmean(x) for x in zip(*got))
+
+
+def sglang_rows(cat: Catalog | None = None) -> list[tuple[str, str, float | None, float | None, float]]:
+    """(label, metric, steady-state prediction, replayed prediction, published) per SGLang Cookbook run and
+    metric: output tok/s, TTFT s, TPOT s."""
     cat = cat or Catalog()
     runtimes = {r.id: r for r in cat.runtimes.all()}
     out = []
@@ -89,13 +113,14 @@ def sglang_rows(cat: Catalog | None = None) -> list[tuple[str, str, float | None
         isl, osl = round(int(p["Total input tokens"]) / n), round(int(p["Total generated tokens"]) / n)
         pt = serving_point(cat.model(r["model_id"]), cat.gpu(r["card_id"]), isl, osl, r["tp"], r["max_concurrency"],
                            None, "sglang", runtimes)
+        rp = _replayed(cat, r, runtimes)
         label = (f"{r['model_id']} {r['card_id']} x{r['gpus']} {r['random_input_len']}/{r['random_output_len']} "
                  f"c={r['max_concurrency']}")
-        for metric, got, pred in (("output tok/s", float(p["Output token throughput (tok/s)"]),
-                                   pt and pt.output_tok_s_total),
-                                  ("TTFT s", float(p["Mean TTFT (ms)"]) / 1000, pt and pt.ttft_s),
-                                  ("TPOT s", float(p["Mean TPOT (ms)"]) / 1000, pt and pt.tpot_s)):
-            out.append((label, metric, pred, got))
+        for i, (metric, got, pred) in enumerate((("output tok/s", float(p["Output token throughput (tok/s)"]),
+                                                  pt and pt.output_tok_s_total),
+                                                 ("TTFT s", float(p["Mean TTFT (ms)"]) / 1000, pt and pt.ttft_s),
+                                                 ("TPOT s", float(p["Mean TPOT (ms)"]) / 1000, pt and pt.tpot_s))):
+            out.append((label, metric, pred, rp and rp[i], got))
     return out
 
 
@@ -117,18 +142,21 @@ def main() -> int:
         print(f"{label:70} {pred:10,.0f} {got:10,.0f} {e * 100:+7.1f}%")
     if errs:
         print(f"\n{len(errs)} figures: {_summary(errs)}")
-    print(f"\nSGLang Cookbook, bench_serving at a fixed max concurrency\n{'case':52} {'metric':13} "
-          f"{'predicted':>10} {'published':>10} {'error':>8}")
-    by: dict[str, list[float]] = {}
-    for label, metric, pred, got in sglang_rows():
-        if pred is None:
-            print(f"{label:52} {metric:13} {'-':>10} {got:10,.3f}")
-            continue
-        e = (pred - got) / got
-        by.setdefault(metric, []).append(abs(e))
-        print(f"{label:52} {metric:13} {pred:10,.3f} {got:10,.3f} {e * 100:+7.1f}%")
-    for metric, errs in by.items():
-        print(f"{metric}: {len(errs)} figures, {_summary(errs)}")
+    print(f"\nSGLang Cookbook, bench_serving at a fixed max concurrency (steady state; replayed run)\n{'case':46} "
+          f"{'metric':13} {'steady':>9} {'error':>8} {'replayed':>9} {'error':>8} {'published':>10}")
+    by: dict[tuple[str, str], list[float]] = {}
+    for label, metric, pred, rep, got in sglang_rows():
+        cells = []
+        for kind, x in (("steady", pred), ("replayed", rep)):
+            if x is None:
+                cells.append(f"{'-':>9} {'':8}")
+                continue
+            e = (x - got) / got
+            by.setdefault((kind, metric), []).append(abs(e))
+            cells.append(f"{x:9,.3f} {e * 100:+7.1f}%")
+        print(f"{label:46} {metric:13} {' '.join(cells)} {got:10,.3f}")
+    for (kind, metric), errs in by.items():
+        print(f"{kind:8} {metric}: {len(errs)} figures, {_summary(errs)}")
     return 0
 
 

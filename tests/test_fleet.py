@@ -79,7 +79,7 @@ def test_disaggregation_wins_with_long_prompts_and_a_tight_tpot_not_with_short_o
     x, c = prefill_inputs(p, "vllm"), constants(runtimes["vllm"], "cuda")
     pre = prefill_time_s(x, c)
     assert row.ttft_s > pre  # the cache's move over the node link
-    cost = _prefill_cost_s(x, c, 3000, 8192)
+    cost = _prefill_cost_s(x, c, 8192 // 3000, 1.0, apart=False)  # vLLM fills its budget: rate plays no part
     # the prompts queue for the x workers (M/D/x): x is the fewest that keep TTFT within 2 s, one fewer would not
     # (or could not keep up at all)
     from llmsize.estimate.queueing import wait_mgc_s

@@ -9,9 +9,12 @@ batch b, costed by the runtime's fitted constants (estimate/speed.py):
 
     TPOT(b) = decode step time at batch b                 (s per output token, per user)
     T_prefill = prefill time of isl tokens, alone         (s)
-    C_prefill = what one prompt costs a replica that prefills the engine's chunk of N tokens a forward, k = N // isl
-                prompts sharing one read of the weights and one set of fixed costs:
-                max(compute, weight read / k) + fixed / k   (<= T_prefill)
+    C_prefill = what one prompt costs a replica, k prompts sharing one read of the weights and one set of fixed
+                costs: max(compute, weight read / k) + fixed / k   (<= T_prefill); k = N // isl for engines that
+                fill each step's token budget (N, the engine's chunk) from the queue (vLLM, TensorRT-LLM); for
+                SGLang, whose prefill forwards run apart, the prompts that arrived while the last forward ran,
+                k = rate x F(k) within [1, N // isl] (estimate/replica.prefill_cost_s): under a light load each
+                prompt pays a whole forward
 
 Aggregated serving: each replica also runs the prefills of its requests, and each prefill stalls every user of
 the replica, b of them per osl tokens, so a user sees
@@ -179,15 +182,23 @@ def _batch_for_rate(b: int, w: Workload, request_s) -> int:
     return b
 
 
+def _scaled(cost, factor: float):
+    """A prompt's cost as a function of the arrival rate, times factor (the part of the prompt not served from a
+    shared prefix)."""
+    return lambda rate_per_s: cost(rate_per_s) * factor
+
+
 def _aggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tuple[FleetRow | None, str | None]:
     """Each replica also runs its requests' prefills: per osl tokens of each of its b users, b prompts' prefill
-    (`cost` each, batched) stall every user, so a user sees TPOT(b) + b x cost / osl per token. A new prompt waits
+    (`cost(rate)` each, batched as the arrival rate allows: estimate/replica.prefill_cost_s) stall every user, so a
+    user sees TPOT(b) + b x cost / osl per token. A new prompt waits
     for the replica's prefills ahead of it, M/D/1 (estimate/queueing.py) at the replica's arrival rate, by
     Little's law b / (T_prefill + osl x TPOT_agg(b))."""
     if w.ttft_s is not None and pre > w.ttft_s:
         return None, f"TTFT {pre:.2f} s for {w.isl:,} tokens exceeds the {w.ttft_s:g} s target"
-    eff = lambda b: tpot_fn(b) + b * cost / w.osl  # noqa: E731
-    ttft = lambda b: pre + wait_mgc_s(b / (pre + w.osl * eff(b)), cost, 1, w.prefill_cs2)  # noqa: E731
+    each = lambda b: cost(b / (pre + w.osl * tpot_fn(b)))  # noqa: E731  a prompt's cost at b users' arrival rate
+    eff = lambda b: tpot_fn(b) + b * each(b) / w.osl  # noqa: E731
+    ttft = lambda b: pre + wait_mgc_s(b / (pre + w.osl * eff(b)), each(b), 1, w.prefill_cs2)  # noqa: E731
     b = _largest_batch(lambda b: (w.tpot_s is None or eff(b) <= w.tpot_s)
                        and (w.ttft_s is None or ttft(b) <= w.ttft_s), hi)
     if b is None:
@@ -204,7 +215,8 @@ def _aggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tupl
 def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan) -> tuple[FleetRow | None,
                                                                                                str | None]:
     """x prefill workers, y decode workers of tp cards each; the cache crosses the node link once. The prompts
-    queue for the x prefill workers, M/D/x at the request rate (estimate/queueing.py): x is the fewest that keep
+    queue for the x prefill workers, M/D/x at the request rate (estimate/queueing.py), each worker batching what
+    its share of the rate brings (cost(rate / x)): x is the fewest that keep
     the first token within --ttft, or without a target, that keep the wait within one prefill."""
     kv_move_s = w.isl * (plan.kv_card or plan.kv).bytes_per_token / (NODE_LINK_GB_S * 1e9)
     base = pre + kv_move_s
@@ -217,10 +229,10 @@ def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan
     tpot = tpot_fn(b)
     rate = w.rate if w.rate is not None else w.users / (base + w.osl * tpot)
     limit = w.ttft_s if w.ttft_s is not None else base + pre
-    x = math.floor(rate * cost) + 1  # the fewest that keep up (utilization below 1)
-    while base + wait_mgc_s(rate, cost, x, w.prefill_cs2) > limit:
+    x = math.floor(rate * cost(rate)) + 1  # the fewest that keep up (utilization below 1)
+    while base + wait_mgc_s(rate, cost(rate / x), x, w.prefill_cs2) > limit:
         x += 1
-    ttft = base + wait_mgc_s(rate, cost, x, w.prefill_cs2)
+    ttft = base + wait_mgc_s(rate, cost(rate / x), x, w.prefill_cs2)
     users = w.users if w.users is not None else math.ceil(w.rate * (ttft + w.osl * tpot))
     y = max(1, math.ceil(users / b))
     return _row(g, par, moe, "disaggregated", x + y, b, users / tpot, tpot, ttft, price, x, y, ttft - base), None
@@ -287,7 +299,7 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
             if pre is None or cost is None:
                 reasons.append(f"{label}: no prefill constants for this runtime and card")
                 continue
-            pre, cost = pre * (1 - w.shared_prefix), cost * (1 - w.shared_prefix)
+            pre, cost = pre * (1 - w.shared_prefix), _scaled(cost, 1 - w.shared_prefix)
             par = (tp, pp)
             for row, why in (_aggregated(g, par, moe, held, tpot_fn, pre, cost, w, price),
                              _disaggregated(g, par, moe, held, tpot_fn, pre, cost, w, price, plan)):
@@ -347,10 +359,10 @@ def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: s
             limits = serving_defaults(runtime, g, held, w.isl, w.osl)
             hi = min(held, limits.max_batch or held)
             tpot_fn, pre, cost = replica_timing(plan, runtime, c, limits.prefill_tokens)
-            if cost is None:
+            if pre is None or cost is None:
                 continue
             for b in sorted({min(b, hi) for b in batches}):
-                t = tpot_fn(b) + b * cost / w.osl
+                t = tpot_fn(b) + b * cost(b / (pre + w.osl * tpot_fn(b))) / w.osl
                 pts.append((1 / t, b / t / tp))
         front = [p for p in pts if not any(q[0] >= p[0] and q[1] >= p[1] and q != p for q in pts)]
         if front:

@@ -1,14 +1,16 @@
 """fleet's model at one operating point, for comparisons with published serving benchmarks
 (benchmarks/serving_throughput.py, benchmarks/aiconfigurator_side_by_side.py): a max-throughput run at an
-unbounded request rate, and a run at a fixed max concurrency."""
+unbounded request rate, and a run at a fixed max concurrency, in steady state (serving_point) or replayed request by
+request as the benchmark runs it (replayed_point, estimate/serving_replay.py)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.estimate.queueing import wait_mgc_s
-from llmsize.estimate.replica import kv_pool_bytes, replica_timing, users_held
+from llmsize.estimate.replica import PREFILL_FIRST, kv_pool_bytes, replica_timing, users_held
 from llmsize.estimate.serving_defaults import held_context_tokens, serving_defaults
 from llmsize.estimate.workload import Workload
 
@@ -17,7 +19,8 @@ def max_throughput_per_gpu(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, t
                            runtime: str, runtimes: dict, kv_dtype: str = "bf16") -> float | None:
     """Output tok/s per GPU of one aggregated replica of tp cards at the largest batch its cache holds (what a
     "max throughput" benchmark at an unbounded request rate measures), within the engine's defaults
-    (estimate/serving_defaults.py): b / TPOT_agg(b) / tp."""
+    (estimate/serving_defaults.py): b / TPOT_agg(b) / tp, every prompt queued from the start (each forward takes
+    a full chunk of them)."""
     from llmsize.estimate.expected import backend, constants
     from llmsize.estimate.plan import PlanInputs, make_plan
 
@@ -36,7 +39,7 @@ def max_throughput_per_gpu(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, t
     tpot_fn, pre, cost = replica_timing(plan, runtime, c, limits.prefill_tokens)
     if cost is None:
         return None
-    return b / (tpot_fn(b) + b * cost / osl) / tp
+    return b / (tpot_fn(b) + b * cost(math.inf) / osl) / tp
 
 
 @dataclass(frozen=True)
@@ -51,8 +54,9 @@ def serving_point(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, tp: int, u
                   runtime: str, runtimes: dict, kv_dtype: str = "bf16") -> ServingPoint | None:
     """One aggregated replica of tp cards serving `users` closed-loop users (a benchmark at a fixed max
     concurrency): the batch is the users, within what the cache holds and the engine's cap; a user sees
-    TPOT_agg(b) = TPOT(b) + b x C_prefill / osl and a first token after T_prefill + Wq (M/D/1); the replica gives
-    b / (TTFT + osl x TPOT_agg) requests/s of osl tokens. None without constants or when nothing fits."""
+    TPOT_agg(b) = TPOT(b) + b x C_prefill / osl and a first token after T_prefill + Wq (M/D/1), plus, for users
+    past b, the wait for a running request to end; the replica gives b / (TTFT + osl x TPOT_agg) requests/s of osl
+    tokens. None without constants or when nothing fits."""
     from llmsize.estimate.expected import backend, constants
     from llmsize.estimate.plan import PlanInputs, make_plan
 
@@ -72,6 +76,55 @@ def serving_point(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, tp: int, u
     tpot_fn, pre, cost = replica_timing(plan, runtime, c, limits.prefill_tokens)
     if pre is None or cost is None:
         return None
-    tpot = tpot_fn(b) + b * cost / osl
-    ttft = pre + wait_mgc_s(b / (pre + osl * tpot), cost, 1)
-    return ServingPoint(b * osl / (ttft + osl * tpot), ttft, tpot, b)
+    each = cost(b / (pre + osl * tpot_fn(b)))
+    tpot = tpot_fn(b) + b * each / osl
+    ttft = pre + wait_mgc_s(b / (pre + osl * tpot), each, 1)
+    life = ttft + osl * tpot
+    # users past what the replica runs wait for a running request to end: b slots serve b / life requests/s, so
+    # by Little's law the users - b waiting wait (users - b) / b x life each, in their time to first token
+    queued = max(0, users - b) / b * life
+    return ServingPoint(b * osl / life, ttft + queued, tpot, b)
+
+
+def replayed_point(model: ModelSpec, gpu: GpuSpec, prompts: list[int], outputs: list[int], tp: int,
+                   max_concurrency: int, quant: str | None, runtime: str, runtimes: dict,
+                   kv_dtype: str = "bf16") -> ServingPoint | None:
+    """One aggregated replica of tp cards running a benchmark of len(prompts) requests at max_concurrency
+    (estimate/serving_replay.py): SGLang's scheduler prefills first, the others mix prefill into decode steps. The
+    plan, its decode steps and the prefill's compute per token are costed at the run's mean lengths; the engine runs
+    at most what the cache holds and its cap. None without constants or when nothing fits."""
+    from llmsize.estimate.expected import backend, constants, prefill_inputs
+    from llmsize.estimate.plan import PlanInputs, make_plan
+    from llmsize.estimate.serving_replay import Forward, replay
+    from llmsize.estimate.speed import prefill_parts_s
+
+    spec, be = runtimes.get(runtime), backend(gpu)
+    c = constants(spec, be) if spec is not None and be else None
+    if c is None:
+        return None
+    isl, osl = round(sum(prompts) / len(prompts)), round(sum(outputs) / len(outputs))
+    plan = make_plan(model, gpu, PlanInputs(quant=quant, context_tokens=held_context_tokens(runtime, isl, osl),
+                                            prompt_tokens=isl, tp=tp, kv_dtype=kv_dtype), search_fit=False)
+    w = Workload(isl, osl, users=max_concurrency)
+    held = users_held(plan, w, runtime, None, kv_pool_bytes(plan, runtime, max(prompts) + max(outputs))[0]) \
+        if plan.budget.weights_fit else 0
+    if held < 1:
+        return None
+    limits = serving_defaults(runtime, gpu, held, isl, osl)
+    tpot_fn, _pre, cost = replica_timing(plan, runtime, c, limits.prefill_tokens)
+    parts = prefill_parts_s(prefill_inputs(plan, runtime), c)
+    if parts is None or cost is None:
+        return None
+    compute, weights, fixed = parts
+    steps: dict[int, float] = {}
+
+    def step_s(b: int) -> float:
+        if b not in steps:
+            steps[b] = tpot_fn(b)
+        return steps[b]
+
+    forward = Forward(step_s, compute / max(1, isl), weights, fixed, cost(math.inf) / max(1, isl))
+    r = replay(prompts, outputs, max_concurrency, forward,
+               limits.prefill_tokens, min(held, limits.max_batch or held),
+               "prefill_first" if runtime in PREFILL_FIRST else "mixed")
+    return ServingPoint(r.output_tok_s, r.ttft_mean_s, r.tpot_mean_s, min(max_concurrency, held))

@@ -1,0 +1,166 @@
+"""A serving benchmark replayed forward in time: a client that keeps at most `max_concurrency` requests in flight
+(sending the next the moment one finishes, all of them at once at the start: `sglang.bench_serving` and vLLM's
+`benchmark_serving.py` at an unbounded request rate under --max-concurrency), and an engine's continuous-batching
+scheduler, each forward costed by the step-time model (estimate/speed.py). What it returns is what such a run prints:
+mean TTFT, mean TPOT and output tokens/s, start-up burst included.
+
+Analytic steady-state formulas (estimate/fleet.py) describe a server under a constant load; a benchmark of a few
+hundred requests is not one: its first `max_concurrency` prompts arrive together and queue for the prefill, and the
+run ends as the last answers drain. Replaying the run step by step costs what the engine does.
+
+The scheduler, one forward at a time:
+    prefill_first (SGLang's default, python/sglang/srt/managers/scheduler.py get_next_batch_to_run: a new prefill
+        batch when one can be formed, else a decode step; mixed chunks are off by default): prompts waiting are
+        taken first come first served, up to `prefill_tokens` prompt tokens a forward (a longer prompt is chunked
+        over several forwards); the forward costs
+            max(compute per token x tokens, weights) + fixed
+        (estimate/speed.prefill_parts_s, its compute linear in the tokens), and each prompt it completes emits its
+        first token at the forward's end. Otherwise every running request decodes one token: decode_step_s(b).
+    mixed (vLLM V1, TensorRT-LLM in-flight batching: running requests' decode tokens first, then waiting prompts in
+        the token budget, in one forward): decode_step_s(b) + a cost per prompt token x the tokens it adds (the
+        steady-state model's, estimate/replica.prefill_cost_s, over the prompt's tokens).
+A request of o output tokens finishes o - 1 decode steps after its first token. bench_serving's metrics: TTFT =
+first token - send time; TPOT = (latency - TTFT) / (o - 1) for o > 1, averaged over requests; output tok/s = all
+output tokens / the run's duration. Units: seconds, tokens.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable
+
+POLICIES = ("prefill_first", "mixed")
+
+
+@dataclass(frozen=True)
+class Forward:
+    """What the engine's forwards cost: decode_step_s(b) for a decode step of b requests; a prefill forward of n
+    prompt tokens costs max(compute_per_token_s x n, weights_s) + fixed_s alone, mixed_per_token_s x n inside
+    a mixed step (default compute_per_token_s)."""
+
+    decode_step_s: Callable[[int], float]
+    compute_per_token_s: float
+    weights_s: float
+    fixed_s: float
+    mixed_per_token_s: float | None = None
+
+    def mixed_s(self, tokens: int) -> float:
+        per = self.compute_per_token_s if self.mixed_per_token_s is None else self.mixed_per_token_s
+        return per * tokens
+
+    def prefill_s(self, tokens: int) -> float:
+        return max(self.compute_per_token_s * tokens, self.weights_s) + self.fixed_s
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    ttft_mean_s: float
+    tpot_mean_s: float
+    output_tok_s: float  # all output tokens over the run's duration
+    duration_s: float
+    requests: int
+
+
+@dataclass
+class _Request:
+    prompt: int
+    output: int
+    sent_s: float = 0.0
+    prefilled: int = 0
+    first_s: float | None = None
+    emitted: int = 0
+    done_s: float | None = None
+
+
+def uniform_lengths(n: int, max_tokens: int, range_ratio: float, mean_tokens: float | None, seed: int,
+                    floor: int = 1) -> list[int]:
+    """n lengths drawn as bench_serving's random dataset draws them (python/sglang/bench_serving.py
+    sample_random_requests: uniform integers in [max(max_tokens x range_ratio, floor), max_tokens]), then scaled so
+    their mean is mean_tokens when the run printed it (its total tokens over its requests)."""
+    rng = random.Random(seed)
+    lo = max(int(max_tokens * range_ratio), floor)
+    draws = [rng.randint(lo, max_tokens) for _ in range(n)]
+    if mean_tokens is None:
+        return draws
+    scale = mean_tokens * n / max(1, sum(draws))
+    return [max(1, round(d * scale)) for d in draws]
+
+
+def replay(prompts: list[int], outputs: list[int], max_concurrency: int, forward: Forward, prefill_tokens: int,
+           max_running: int | None = None, policy: str = "prefill_first") -> ReplayResult:
+    """Replay one benchmark run of len(prompts) requests (prompt and output lengths paired by index) against one
+    engine replica. max_running: requests the engine runs at once (its cap, or what its cache holds)."""
+    if policy not in POLICIES:
+        raise ValueError(f"policy {policy!r} is not one of {', '.join(POLICIES)}")
+    if not prompts or len(prompts) != len(outputs):
+        raise ValueError("prompts and outputs must be non-empty lists of the same length")
+    if max_concurrency < 1 or prefill_tokens < 1:
+        raise ValueError("max_concurrency and prefill_tokens must be at least 1")
+    cap = max(1, max_running if max_running is not None else max_concurrency)
+    pending = deque(_Request(max(1, p), max(1, o)) for p, o in zip(prompts, outputs))
+    waiting: deque[_Request] = deque()
+    running: list[_Request] = []
+    finished: list[_Request] = []
+    now, in_flight = 0.0, 0
+
+    def send() -> None:
+        nonlocal in_flight
+        while pending and in_flight < max_concurrency:
+            r = pending.popleft()
+            r.sent_s = now
+            waiting.append(r)
+            in_flight += 1
+
+    def admit(budget: int) -> tuple[int, list[_Request]]:
+        """Prompt tokens taken this forward, and the prompts it completes."""
+        taken, done = 0, []
+        for r in list(waiting):
+            if taken >= budget or len(running) + len(done) >= cap:
+                break
+            n = min(r.prompt - r.prefilled, budget - taken)
+            r.prefilled += n
+            taken += n
+            if r.prefilled == r.prompt:
+                waiting.remove(r)
+                done.append(r)
+            else:
+                break  # a chunked prompt goes on in the next forward
+        return taken, done
+
+    def emit(rs: list[_Request]) -> None:
+        nonlocal in_flight
+        for r in rs:
+            r.emitted += 1
+            if r.first_s is None:
+                r.first_s = now
+            if r.emitted >= r.output:
+                r.done_s = now
+                finished.append(r)
+                in_flight -= 1
+        running[:] = [r for r in running if r.done_s is None]
+
+    send()
+    while waiting or running:
+        decoding = list(running)
+        if policy == "prefill_first" and waiting and len(running) < cap:
+            taken, done = admit(prefill_tokens)
+            now += forward.prefill_s(taken)
+            running.extend(done)
+            emit(done)
+        else:
+            taken, done = admit(max(0, prefill_tokens - len(decoding))) if policy == "mixed" else (0, [])
+            if not decoding and not taken:
+                raise RuntimeError("replay made no progress")  # pragma: no cover - cap >= 1 admits a prompt
+            if decoding:
+                now += forward.decode_step_s(len(decoding)) + forward.mixed_s(taken)
+            else:
+                now += forward.prefill_s(taken)
+            running.extend(done)
+            emit(decoding + done)
+        send()
+    ttft = [r.first_s - r.sent_s for r in finished]
+    tpot = [(r.done_s - r.first_s) / (r.output - 1) for r in finished if r.output > 1]
+    return ReplayResult(sum(ttft) / len(ttft), sum(tpot) / len(tpot) if tpot else 0.0,
+                        sum(r.output for r in finished) / now if now > 0 else 0.0, now, len(finished))

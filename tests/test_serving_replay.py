@@ -1,0 +1,125 @@
+"""The benchmark replay (llmsize/estimate/serving_replay.py) on cases small enough to follow by hand, with a made-up
+engine: a decode step of b requests costs 10 ms + 1 ms x b; a prefill forward of n tokens max(10 us x n, 20 ms) +
+50 ms."""
+
+import pytest
+
+from llmsize.estimate.serving_replay import Forward, replay, uniform_lengths
+
+
+@pytest.fixture(scope="module")
+def runtimes(catalog):
+    return {r.id: r for r in catalog.runtimes.all()}
+
+
+ENGINE = Forward(decode_step_s=lambda b: 0.010 + 0.001 * b, compute_per_token_s=1e-5, weights_s=0.020, fixed_s=0.050)
+
+
+def test_one_request_alone():
+    # prefill of 1,000 tokens: max(0.010, 0.020) + 0.050 = 0.070 s, its first token then; 9 more tokens at a decode
+    # step of one request, 0.011 s each: done at 0.070 + 0.099 = 0.169 s; 10 tokens / 0.169 s = 59.17 tok/s
+    r = replay([1000], [10], 1, ENGINE, prefill_tokens=8192)
+    assert r.ttft_mean_s == pytest.approx(0.070)
+    assert r.tpot_mean_s == pytest.approx(0.011)
+    assert r.duration_s == pytest.approx(0.169)
+    assert r.output_tok_s == pytest.approx(10 / 0.169)
+
+
+def test_burst_start_is_one_prefill_forward_when_the_chunk_holds_it():
+    # both sent at t = 0; 3,000 + 5,000 tokens in one forward: max(0.080, 0.020) + 0.050 = 0.130 s, TTFT 0.130 for
+    # both; a decode step of 2 (0.012 s) ends the 2-token answer (TPOT 0.012), a step of 1 (0.011 s) the 3-token
+    # one (TPOT (0.012 + 0.011) / 2)
+    r = replay([3000, 5000], [2, 3], 2, ENGINE, prefill_tokens=8192)
+    assert r.ttft_mean_s == pytest.approx(0.130)
+    assert r.tpot_mean_s == pytest.approx(0.5 * (0.012 + (0.012 + 0.011) / 2))
+    assert r.duration_s == pytest.approx(0.130 + 0.012 + 0.011)
+
+
+def test_a_prompt_longer_than_the_chunk_is_prefilled_over_several_forwards():
+    # 5,000 tokens at 2,048 a forward: 2,048 + 2,048 + 904, each max(10 us x n, 0.020) + 0.050:
+    # 0.07048 + 0.07048 + 0.07 = 0.21096 s to the first token
+    r = replay([5000], [1], 1, ENGINE, prefill_tokens=2048)
+    assert r.ttft_mean_s == pytest.approx(0.07048 * 2 + 0.070)
+
+
+def test_the_concurrency_limit_holds_the_next_request_until_one_finishes():
+    # c = 1: the second request is sent when the first is done (0.070 + 2 x 0.011 = 0.092 s) and waits for nothing
+    r = replay([1000, 1000], [3, 3], 1, ENGINE, prefill_tokens=8192)
+    assert r.ttft_mean_s == pytest.approx(0.070)
+    assert r.duration_s == pytest.approx(2 * 0.092)
+
+
+def test_the_engine_cap_makes_a_sent_request_wait():
+    # c = 2 but the engine runs one at a time: the second prompt's wait (0.092 s, the first request's life) counts in
+    # its TTFT: (0.070 + 0.092 + 0.070) / 2 = 0.116 s
+    r = replay([1000, 1000], [3, 3], 2, ENGINE, prefill_tokens=8192, max_running=1)
+    assert r.ttft_mean_s == pytest.approx((0.070 + 0.092 + 0.070) / 2)
+
+
+def test_prefill_first_stalls_decoding_mixed_steps_do_not_read_the_weights_again():
+    # A (100 tokens, 4 out) and B (1,000 tokens, 2 out) sent together, 100 prompt tokens a forward
+    prompts, outputs = [100, 1000], [4, 2]
+    first = replay(prompts, outputs, 2, ENGINE, prefill_tokens=100, policy="prefill_first")
+    mixed = replay(prompts, outputs, 2, ENGINE, prefill_tokens=100, policy="mixed")
+    # prefill_first: 11 forwards of 100 tokens (0.070 each) before any decode step; A's first token after the first
+    assert first.ttft_mean_s == pytest.approx((0.070 + 11 * 0.070) / 2)
+    # mixed: forward 1 prefills A alone (0.070); the next 3 decode A (0.011) and add 99 of B's tokens each (0.99 ms);
+    # then B's other 703 tokens alone, 8 forwards of 0.070: B's first token at 0.070 + 3 x 0.01199 + 0.560
+    assert mixed.ttft_mean_s == pytest.approx((0.070 + 0.070 + 3 * 0.01199 + 8 * 0.070) / 2)
+    assert mixed.ttft_mean_s < first.ttft_mean_s
+    assert mixed.duration_s < first.duration_s
+
+
+def test_every_request_finishes_and_tokens_add_up():
+    prompts = uniform_lengths(200, 1000, 0.0, None, seed=3)
+    outputs = uniform_lengths(200, 500, 0.0, None, seed=4)
+    for policy in ("prefill_first", "mixed"):
+        r = replay(prompts, outputs, 32, ENGINE, prefill_tokens=4096, max_running=24, policy=policy)
+        assert r.requests == 200
+        assert r.output_tok_s * r.duration_s == pytest.approx(sum(outputs))
+        # every step between two tokens of a request costs at least a decode step of one (11 ms)
+        assert r.tpot_mean_s >= 0.011
+
+
+def test_uniform_lengths_follow_the_benchmark_flags_and_the_printed_mean():
+    draws = uniform_lengths(1000, 1000, 0.0, None, seed=0)
+    assert min(draws) >= 1 and max(draws) <= 1000
+    assert 450 < sum(draws) / 1000 < 550  # uniform on [1, 1000]: mean 500.5
+    scaled = uniform_lengths(80, 1000, 0.0, 39668 / 80, seed=0)
+    assert sum(scaled) / 80 == pytest.approx(39668 / 80, rel=0.01)
+    assert uniform_lengths(5, 1000, 1.0, None, seed=0) == [1000] * 5  # --random-range-ratio 1: fixed lengths
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"policy": "fifo"}, "policy"),
+    ({"max_concurrency": 0}, "max_concurrency"),
+    ({"prefill_tokens": 0}, "prefill_tokens"),
+])
+def test_bad_arguments_say_which(kwargs, words):
+    args = {"prompts": [10], "outputs": [10], "max_concurrency": 1, "forward": ENGINE, "prefill_tokens": 100}
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=words):
+        replay(**args)
+    with pytest.raises(ValueError, match="same length"):
+        replay([10, 10], [10], 1, ENGINE, 100)
+
+
+@pytest.mark.parametrize("runtime", ["sglang", "vllm"])
+@pytest.mark.parametrize("model_id, gpu_id, tp", [("llama-3.1-8b", "h100-sxm", 1), ("qwen3-235b-a22b", "b200", 8)])
+def test_the_steady_state_model_agrees_with_a_long_replay(catalog, runtimes, runtime, model_id, gpu_id, tp):
+    """fleet's closed-form serving point (estimate/serving_point.serving_point: TPOT(b) + b x C_prefill / osl, the
+    prompts' sharing of a forward from their arrival rate) against the same engine replayed forward for 20 x c
+    requests of lengths spread +-33% around 1,000 in / 1,000 out: TPOT and output tok/s within 10% (at commit
+    time within 5%), where the cache holds every user. TTFT is not compared: the replay's burst start and, for
+    mixed steps, prompts riding in decode steps make it differ by design."""
+    from llmsize.estimate.serving_point import replayed_point, serving_point
+
+    m, g = catalog.model(model_id), catalog.gpu(gpu_id)
+    for c in (8, 64):
+        prompts = uniform_lengths(20 * c, 1333, 0.5, 1000, seed=1)
+        outputs = uniform_lengths(20 * c, 1333, 0.5, 1000, seed=2)
+        steady = serving_point(m, g, 1000, 1000, tp, c, None, runtime, runtimes)
+        replayed = replayed_point(m, g, prompts, outputs, tp, c, None, runtime, runtimes)
+        assert steady.batch == c  # the cache holds them all: no admission queue
+        assert replayed.tpot_s == pytest.approx(steady.tpot_s, rel=0.10)
+        assert replayed.output_tok_s_total == pytest.approx(steady.output_tok_s_total, rel=0.10)

@@ -19,6 +19,8 @@ batch b, costed by the runtime's fitted constants (estimate/speed.py):
 Aggregated serving: each replica also runs the prefills of its requests, and each prefill stalls every user of
 the replica, b of them per osl tokens, so a user sees
     TPOT_agg(b) = TPOT(b) + b x C_prefill / osl,   TTFT = T_prefill + Wq
+(for SGLang, T_prefill is the forward of the k prompts that arrived together, k x C_prefill, and Wq also holds
+half a decode step: the one in progress when the prompt arrives; estimate/replica.first_token_s)
 and the replica's b users each get 1 / TPOT_agg(b) tok/s. Wq is the wait for the prefills ahead: M/D/1 (one
 prefill stream a replica, deterministic service C_prefill, Poisson arrivals at b / (T_prefill + osl x
 TPOT_agg(b)) by Little's law; estimate/queueing.py). Users = --users, or Little's law on --rate:
@@ -56,7 +58,7 @@ from dataclasses import dataclass, replace
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import LlmsizeError
 from llmsize.estimate.queueing import wait_mgc_s
-from llmsize.estimate.replica import kv_pool_bytes, replica_timing, users_held
+from llmsize.estimate.replica import first_token_s, kv_pool_bytes, replica_timing, users_held
 from llmsize.estimate.serving_defaults import held_context_tokens, serving_defaults
 from llmsize.estimate.workload import Workload
 
@@ -182,12 +184,6 @@ def _batch_for_rate(b: int, w: Workload, request_s) -> int:
     return b
 
 
-def _scaled(cost, factor: float):
-    """A prompt's cost as a function of the arrival rate, times factor (the part of the prompt not served from a
-    shared prefix)."""
-    return lambda rate_per_s: cost(rate_per_s) * factor
-
-
 def _aggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tuple[FleetRow | None, str | None]:
     """Each replica also runs its requests' prefills: per osl tokens of each of its b users, b prompts' prefill
     (`cost(rate)` each, batched as the arrival rate allows: estimate/replica.prefill_cost_s) stall every user, so a
@@ -196,9 +192,9 @@ def _aggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tupl
     Little's law b / (T_prefill + osl x TPOT_agg(b))."""
     if w.ttft_s is not None and pre > w.ttft_s:
         return None, f"TTFT {pre:.2f} s for {w.isl:,} tokens exceeds the {w.ttft_s:g} s target"
-    each = lambda b: cost(b / (pre + w.osl * tpot_fn(b)))  # noqa: E731  a prompt's cost at b users' arrival rate
-    eff = lambda b: tpot_fn(b) + b * each(b) / w.osl  # noqa: E731
-    ttft = lambda b: pre + wait_mgc_s(b / (pre + w.osl * eff(b)), each(b), 1, w.prefill_cs2)  # noqa: E731
+    rate = lambda b: b / (pre + w.osl * tpot_fn(b))  # noqa: E731  b users' arrival rate at the replica
+    eff = lambda b: tpot_fn(b) + b * cost(rate(b)) / w.osl  # noqa: E731
+    ttft = lambda b: first_token_s(b, tpot_fn, cost, rate(b), w.osl, w.prefill_cs2)  # noqa: E731
     b = _largest_batch(lambda b: (w.tpot_s is None or eff(b) <= w.tpot_s)
                        and (w.ttft_s is None or ttft(b) <= w.ttft_s), hi)
     if b is None:
@@ -209,7 +205,8 @@ def _aggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tupl
     tpot, first = eff(b), ttft(b)
     users = w.users if w.users is not None else math.ceil(w.rate * (first + w.osl * tpot))
     replicas = max(1, math.ceil(users / b))
-    return _row(g, par, moe, "aggregated", replicas, b, users / tpot, tpot, first, price, wait=first - pre), None
+    forward = cost.forward_s(rate(b))
+    return _row(g, par, moe, "aggregated", replicas, b, users / tpot, tpot, first, price, wait=first - forward), None
 
 
 def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan) -> tuple[FleetRow | None,
@@ -299,7 +296,7 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
             if pre is None or cost is None:
                 reasons.append(f"{label}: no prefill constants for this runtime and card")
                 continue
-            pre, cost = pre * (1 - w.shared_prefix), _scaled(cost, 1 - w.shared_prefix)
+            pre, cost = pre * (1 - w.shared_prefix), cost.scaled(1 - w.shared_prefix)
             par = (tp, pp)
             for row, why in (_aggregated(g, par, moe, held, tpot_fn, pre, cost, w, price),
                              _disaggregated(g, par, moe, held, tpot_fn, pre, cost, w, price, plan)):
@@ -362,7 +359,7 @@ def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: s
             if pre is None or cost is None:
                 continue
             for b in sorted({min(b, hi) for b in batches}):
-                t = tpot_fn(b) + b * cost(b / (pre + w.osl * tpot_fn(b))) / w.osl
+                t = tpot_fn(b) + b * cost(b / (pre + w.osl * tpot_fn(b))) / w.osl  # TPOT_agg(b)
                 pts.append((1 / t, b / t / tp))
         front = [p for p in pts if not any(q[0] >= p[0] and q[1] >= p[1] and q != p for q in pts)]
         if front:

@@ -5,10 +5,13 @@ alone and batched with others."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 
 from llmsize.errors import LlmsizeError
 from llmsize.estimate.lengths import Z95
+from llmsize.estimate.queueing import wait_mgc_s
 from llmsize.estimate.serving_defaults import held_context_tokens
+from llmsize.estimate.speed import prefill_parts_s
 from llmsize.estimate.workload import Spec, Workload
 
 
@@ -77,8 +80,8 @@ PREFILL_FIRST = ("sglang",)  # runtimes whose scheduler runs prefill forwards ap
 
 
 def replica_timing(plan, runtime: str, constants, prefill_tokens: int, spec: Spec | None = None, draft_plan=None):
-    """(TPOT at batch b as a function, the prefill time of the prompt alone, what one prompt costs the replica as a
-    function of the prompts' arrival rate: prefill_cost_s)."""
+    """(TPOT at batch b as a function, the prefill time of the prompt alone, the replica's prefill under load:
+    PrefillCost), the last two None without prefill constants."""
     from dataclasses import replace as _replace
 
     from llmsize.estimate.expected import prefill_inputs, step_inputs
@@ -104,8 +107,40 @@ def replica_timing(plan, runtime: str, constants, prefill_tokens: int, spec: Spe
     if alone is None:
         return tpot, None, None
     most = max(1, prefill_tokens // max(1, plan.prompt_tokens))
-    return tpot, alone, lambda rate_per_s: prefill_cost_s(pre_in, constants, most, rate_per_s,
-                                                          runtime in PREFILL_FIRST)
+    return tpot, alone, PrefillCost(pre_in, constants, most, runtime in PREFILL_FIRST, alone)
+
+
+@dataclass(frozen=True)
+class PrefillCost:
+    """A replica's prefill under load: called with the prompts' arrival rate (requests/s), what one prompt costs
+    (prefill_cost_s); forward_s, how long the forward that carries a prompt runs until its first token. `factor`
+    scales both (the part of each prompt not served from a shared prefix)."""
+
+    x: object  # speed.PrefillInputs
+    c: object  # speed.Constants
+    most: int  # prompts one forward holds: the engine's chunk // isl, at least 1
+    apart: bool  # prefill forwards run apart from decode steps (SGLang)
+    alone_s: float  # the prompt's prefill alone
+    factor: float = 1.0
+
+    def __call__(self, rate_per_s: float) -> float:
+        return self.factor * prefill_cost_s(self.x, self.c, self.most, rate_per_s, self.apart)
+
+    def forward_s(self, rate_per_s: float) -> float:
+        """Apart: the forward of the k prompts that arrived together, k x their cost each (>= the prompt alone);
+        mixed into decode steps: the prompt's prefill alone (what a one-user TTFT measures)."""
+        if not self.apart:
+            return self.factor * self.alone_s
+        return max(self.factor * self.alone_s, self.prompts(rate_per_s) * self(rate_per_s))
+
+    def prompts(self, rate_per_s: float) -> float:
+        if not self.apart:
+            return float(self.most)
+        compute, weights, fixed = prefill_parts_s(self.x, self.c)
+        return prompts_per_forward(rate_per_s, lambda k: max(k * compute, weights) + fixed, self.most)
+
+    def scaled(self, factor: float) -> "PrefillCost":
+        return replace(self, factor=self.factor * factor)
 
 
 def prompts_per_forward(rate_per_s: float, forward_s, most: int) -> float:
@@ -132,8 +167,6 @@ def prefill_cost_s(x, c, most: int, rate_per_s: float, apart: bool) -> float | N
     SGLang runs prefill forwards apart (apart=True), and a forward takes the prompts that arrived while the last one
     ran (prompts_per_forward): under a light load one prompt a forward, each paying the whole weight read and the
     fixed costs."""
-    from llmsize.estimate.speed import prefill_parts_s
-
     parts = prefill_parts_s(x, c)
     if parts is None:
         return None
@@ -142,3 +175,15 @@ def prefill_cost_s(x, c, most: int, rate_per_s: float, apart: bool) -> float | N
         return max(compute, weights / most) + fixed / most
     k = prompts_per_forward(rate_per_s, lambda k: max(k * compute, weights) + fixed, most)
     return max(compute, weights / k) + fixed / k
+
+
+def first_token_s(b: int, tpot_fn, cost: "PrefillCost", rate_per_s: float, osl: int, cs2: float = 0.0) -> float:
+    """TTFT in an aggregated replica of b users: the forward that carries the prompt (cost.forward_s), the wait for
+    the prefills ahead (M/D/1 at the arrival rate, a prompt's cost each; M/G/1 with the prompts' squared coefficient of
+    variation cs2), and, where prefill forwards run apart
+    (SGLang), the rest of the decode step in progress when the prompt arrives (half a step on average)."""
+    each = cost(rate_per_s)
+    step = tpot_fn(b) + b * each / osl
+    residual = tpot_fn(b) / 2 if cost.apart and b > 1 else 0.0  # one user: nothing else decodes
+    return cost.forward_s(rate_per_s) + residual + wait_mgc_s(b / (cost.alone_s * cost.factor + osl * step), each,
+                                                              1, cs2)

@@ -9,8 +9,7 @@ import math
 from dataclasses import dataclass
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
-from llmsize.estimate.queueing import wait_mgc_s
-from llmsize.estimate.replica import PREFILL_FIRST, kv_pool_bytes, replica_timing, users_held
+from llmsize.estimate.replica import PREFILL_FIRST, first_token_s, kv_pool_bytes, replica_timing, users_held
 from llmsize.estimate.serving_defaults import held_context_tokens, serving_defaults
 from llmsize.estimate.workload import Workload
 
@@ -76,9 +75,9 @@ def serving_point(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, tp: int, u
     tpot_fn, pre, cost = replica_timing(plan, runtime, c, limits.prefill_tokens)
     if pre is None or cost is None:
         return None
-    each = cost(b / (pre + osl * tpot_fn(b)))
-    tpot = tpot_fn(b) + b * each / osl
-    ttft = pre + wait_mgc_s(b / (pre + osl * tpot), each, 1)
+    rate = b / (pre + osl * tpot_fn(b))
+    tpot = tpot_fn(b) + b * cost(rate) / osl
+    ttft = first_token_s(b, tpot_fn, cost, rate, osl)
     life = ttft + osl * tpot
     # users past what the replica runs wait for a running request to end: b slots serve b / life requests/s, so
     # by Little's law the users - b waiting wait (users - b) / b x life each, in their time to first token

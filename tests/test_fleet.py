@@ -330,11 +330,15 @@ def test_rows_carry_the_expected_speed_band(catalog, runtimes):
 
 
 def test_sglang_prompts_share_a_prefill_forward_only_as_they_arrive(catalog, runtimes):
-    """SGLang runs prefill forwards apart from decode steps; a forward takes the prompts that arrived while the last
-    one ran: k = rate x F(k), F(k) = max(k x compute, weights) + fixed, within [1, chunk // isl]. Qwen3-235B on 8 x
-    B200, 500-token prompts: F(1) ~0.1 s (94 layers of eager prefill), so at 5 prompts/s a forward holds one prompt
-    and each pays it whole; at 500 prompts/s the chunk (16,384 tokens: 32 prompts) fills and a prompt costs ~1/32
-    of the fixed part. vLLM fills its step's budget from the queue at any rate."""
+    """SGLang runs prefill forwards apart from decode steps, first whenever prompts wait; a forward takes the N
+    prompts that arrived while the last ran (Poisson, mean m_F = rate x F(k)) or, when none did, those that arrived
+    during the last decode step (m_d / (1 - e^-m_d), m_d = rate x step): k = m_F + e^-m_F x m_d / (1 - e^-m_d)
+    within [1, chunk // isl], F(k) = max(k x compute, weights) + fixed. Qwen3-235B on 8 x B200, 500-token prompts:
+    F(1) ~0.1 s (94 layers of eager prefill), so at 0.5 prompts/s a forward holds ~one prompt and each pays it
+    whole; at 500 prompts/s the chunk (16,384 tokens: 32 prompts) fills and a prompt costs ~1/32 of the fixed
+    part. vLLM fills its step's budget from the queue at any rate."""
+    import math as _m
+
     from llmsize.estimate.expected import constants
     from llmsize.estimate.plan import PlanInputs, make_plan
     from llmsize.estimate.replica import first_token_s, replica_timing
@@ -345,22 +349,31 @@ def test_sglang_prompts_share_a_prefill_forward_only_as_they_arrive(catalog, run
     c = constants(runtimes["sglang"], "cuda")
     tpot_fn, alone, cost = replica_timing(p, "sglang", c, 16384)
     compute, weights, fixed = prefill_parts_s(cost.x, c)
-    assert alone == pytest.approx(max(compute, weights) + fixed) and 0.05 < alone < 0.2
+    forward = lambda k: max(k * compute, weights) + fixed  # noqa: E731
+    assert alone == pytest.approx(forward(1)) and 0.05 < alone < 0.2
     assert cost.most == 16384 // 500 == 32
-    assert cost.prompts(5.0) == 1.0 and cost(5.0) == pytest.approx(alone)
-    k = cost.prompts(50.0)  # 50 x F(1) > 1: a fixed point above one prompt
-    assert 1 < k < 32 and k == pytest.approx(50.0 * (max(k * compute, weights) + fixed), rel=1e-4)
-    assert cost(50.0) == pytest.approx((max(k * compute, weights) + fixed) / k)
+    assert cost.prompts(0.5) == pytest.approx(1.0, abs=0.01) and cost(0.5) == pytest.approx(alone, rel=0.01)
+    for rate, step in ((5.0, 0.0), (50.0, 0.02)):  # fixed points above one prompt
+        k = cost.prompts(rate, step)
+        m_d = rate * step
+        after = m_d / (1 - _m.exp(-m_d)) if m_d else 1.0
+        assert 1 < k < 32
+        assert k == pytest.approx(rate * forward(k) + _m.exp(-rate * forward(k)) * after, rel=1e-4)
+        assert cost(rate, step) == pytest.approx(forward(k) / k)
     assert cost.prompts(500.0) == 32 and cost(500.0) == pytest.approx(max(compute, weights / 32) + fixed / 32)
+    rate = 6.0
     # TTFT at b users: the forward carrying the prompt, half a decode step in progress, the M/D/1 wait
-    b, rate = 64, 6.0
-    step = tpot_fn(b) + b * cost(rate) / 500
+    b = 64
+    each = cost(rate, tpot_fn(b))
+    step = tpot_fn(b) + b * each / 500
     lam = b / (alone + 500 * step)
-    rho = lam * cost(rate)
-    expected = cost.forward_s(rate) + tpot_fn(b) / 2 + rho * cost(rate) / (2 * (1 - rho))
+    rho = lam * each
+    expected = cost.forward_s(rate, tpot_fn(b)) + tpot_fn(b) / 2 + rho * each / (2 * (1 - rho))
     assert first_token_s(b, tpot_fn, cost, rate, 500) == pytest.approx(expected)
-    # one user: no decode step in progress, a forward of its own prompt (cost(0.1) = alone), the M/D/1 term tiny
-    rho1 = alone / (alone + 500 * (tpot_fn(1) + alone / 500))
-    assert first_token_s(1, tpot_fn, cost, 0.1, 500) == pytest.approx(alone + rho1 * alone / (2 * (1 - rho1)))
+    # one user: no decode step in progress, a forward of its own prompt, the M/D/1 term small
+    each1 = cost(0.1)
+    rho1 = each1 / (alone + 500 * (tpot_fn(1) + each1 / 500))
+    assert first_token_s(1, tpot_fn, cost, 0.1, 500) == pytest.approx(cost.forward_s(0.1) + rho1 * each1 / (
+        2 * (1 - rho1)))
     _, _, vcost = replica_timing(p, "vllm", constants(runtimes["vllm"], "cuda"), 8192)
     assert vcost.prompts(0.01) == vcost.most == 8192 // 500

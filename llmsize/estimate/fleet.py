@@ -193,7 +193,7 @@ def _aggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tupl
     if w.ttft_s is not None and pre > w.ttft_s:
         return None, f"TTFT {pre:.2f} s for {w.isl:,} tokens exceeds the {w.ttft_s:g} s target"
     rate = lambda b: b / (pre + w.osl * tpot_fn(b))  # noqa: E731  b users' arrival rate at the replica
-    eff = lambda b: tpot_fn(b) + b * cost(rate(b)) / w.osl  # noqa: E731
+    eff = lambda b: tpot_fn(b) + b * cost(rate(b), tpot_fn(b)) / w.osl  # noqa: E731
     ttft = lambda b: first_token_s(b, tpot_fn, cost, rate(b), w.osl, w.prefill_cs2)  # noqa: E731
     b = _largest_batch(lambda b: (w.tpot_s is None or eff(b) <= w.tpot_s)
                        and (w.ttft_s is None or ttft(b) <= w.ttft_s), hi)
@@ -205,7 +205,7 @@ def _aggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tupl
     tpot, first = eff(b), ttft(b)
     users = w.users if w.users is not None else math.ceil(w.rate * (first + w.osl * tpot))
     replicas = max(1, math.ceil(users / b))
-    forward = cost.forward_s(rate(b))
+    forward = cost.forward_s(rate(b), tpot_fn(b) if b > 1 else 0.0)
     return _row(g, par, moe, "aggregated", replicas, b, users / tpot, tpot, first, price, wait=first - forward), None
 
 
@@ -359,7 +359,7 @@ def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: s
             if pre is None or cost is None:
                 continue
             for b in sorted({min(b, hi) for b in batches}):
-                t = tpot_fn(b) + b * cost(b / (pre + w.osl * tpot_fn(b))) / w.osl  # TPOT_agg(b)
+                t = tpot_fn(b) + b * cost(b / (pre + w.osl * tpot_fn(b)), tpot_fn(b)) / w.osl  # TPOT_agg(b)
                 pts.append((1 / t, b / t / tp))
         front = [p for p in pts if not any(q[0] >= p[0] and q[1] >= p[1] and q != p for q in pts)]
         if front:

@@ -112,9 +112,9 @@ def replica_timing(plan, runtime: str, constants, prefill_tokens: int, spec: Spe
 
 @dataclass(frozen=True)
 class PrefillCost:
-    """A replica's prefill under load: called with the prompts' arrival rate (requests/s), what one prompt costs
-    (prefill_cost_s); forward_s, how long the forward that carries a prompt runs until its first token. `factor`
-    scales both (the part of each prompt not served from a shared prefix)."""
+    """A replica's prefill under load: called with the prompts' arrival rate (requests/s) and the replica's decode
+    step (s), what one prompt costs (prefill_cost_s); forward_s, how long the forward that carries a prompt runs
+    until its first token. `factor` scales both (the part of each prompt not served from a shared prefix)."""
 
     x: object  # speed.PrefillInputs
     c: object  # speed.Constants
@@ -123,41 +123,48 @@ class PrefillCost:
     alone_s: float  # the prompt's prefill alone
     factor: float = 1.0
 
-    def __call__(self, rate_per_s: float) -> float:
-        return self.factor * prefill_cost_s(self.x, self.c, self.most, rate_per_s, self.apart)
+    def __call__(self, rate_per_s: float, step_s: float = 0.0) -> float:
+        return self.factor * prefill_cost_s(self.x, self.c, self.most, rate_per_s, self.apart, step_s)
 
-    def forward_s(self, rate_per_s: float) -> float:
+    def forward_s(self, rate_per_s: float, step_s: float = 0.0) -> float:
         """Apart: the forward of the k prompts that arrived together, k x their cost each (>= the prompt alone);
         mixed into decode steps: the prompt's prefill alone (what a one-user TTFT measures)."""
         if not self.apart:
             return self.factor * self.alone_s
-        return max(self.factor * self.alone_s, self.prompts(rate_per_s) * self(rate_per_s))
+        return max(self.factor * self.alone_s, self.prompts(rate_per_s, step_s) * self(rate_per_s, step_s))
 
-    def prompts(self, rate_per_s: float) -> float:
+    def prompts(self, rate_per_s: float, step_s: float = 0.0) -> float:
         if not self.apart:
             return float(self.most)
         compute, weights, fixed = prefill_parts_s(self.x, self.c)
-        return prompts_per_forward(rate_per_s, lambda k: max(k * compute, weights) + fixed, self.most)
+        return prompts_per_forward(rate_per_s, lambda k: max(k * compute, weights) + fixed, self.most, step_s)
 
     def scaled(self, factor: float) -> "PrefillCost":
         return replace(self, factor=self.factor * factor)
 
 
-def prompts_per_forward(rate_per_s: float, forward_s, most: int) -> float:
-    """Prompts one prefill forward takes at a steady arrival rate when prefill forwards run apart (SGLang): those
-    that arrived while the last one ran, k = rate x F(k), at least 1 (prompts that come apart are prefilled
-    alone), at most `most` (the chunk's); found by iterating from k = 1 (F grows with k, so the sequence rises to the
-    fixed point or to `most`)."""
+def prompts_per_forward(rate_per_s: float, forward_s, most: int, step_s: float = 0.0) -> float:
+    """Prompts one prefill forward takes at a steady Poisson arrival rate when prefill forwards run apart and come
+    first (SGLang: after every forward the scheduler prefills whatever has arrived). The N prompts that arrived while
+    the last forward ran, Poisson of mean m_F = rate x F(k), make the next forward when N >= 1; when none did,
+    decode steps run until one ends with prompts waiting, m_d / (1 - e^-m_d) of them on average (m_d = rate x
+    step_s, the decode step's length; 1 when steps are short). So
+        k = m_F + e^-m_F x m_d / (1 - e^-m_d),   within [1, most]
+    (most: the chunk's), found by iterating from k = 1 (F grows with k, so the sequence rises to the fixed point or
+    to `most`). A replay of the scheduler (estimate/serving_replay.py) checks it (tests/test_serving_replay.py)."""
+    m_d = rate_per_s * step_s
+    after_steps = m_d / -math.expm1(-m_d) if m_d > 1e-12 else 1.0
     k = 1.0
     for _ in range(50):
-        nxt = min(float(most), max(1.0, rate_per_s * forward_s(k)))
+        m_f = rate_per_s * forward_s(k)
+        nxt = min(float(most), max(1.0, m_f + math.exp(-m_f) * after_steps))
         if abs(nxt - k) < 1e-6:
             break
         k = nxt
     return k
 
 
-def prefill_cost_s(x, c, most: int, rate_per_s: float, apart: bool) -> float | None:
+def prefill_cost_s(x, c, most: int, rate_per_s: float, apart: bool, step_s: float = 0.0) -> float | None:
     """What one prompt costs a serving replica, prompts arriving at rate_per_s: k of them share a forward's weight
     read and fixed costs, max(compute, weights / k) + fixed / k (estimate/speed.prefill_time_s).
     Engines that mix prompt chunks into decode steps (vLLM, TensorRT-LLM) fill each step's token budget from the
@@ -165,15 +172,15 @@ def prefill_cost_s(x, c, most: int, rate_per_s: float, apart: bool) -> float | N
     decode step's read of the weights were shared, misses TensorRT-LLM's published max-throughput figures by more
     (median 19.9% and p90 57.9% against 18.1% and 49.9%, benchmarks/serving_throughput.py).
     SGLang runs prefill forwards apart (apart=True), and a forward takes the prompts that arrived while the last one
-    ran (prompts_per_forward): under a light load one prompt a forward, each paying the whole weight read and the
-    fixed costs."""
+    ran or during the last decode step (prompts_per_forward; step_s the decode step): under a light load one prompt
+    a forward, each paying the whole weight read and the fixed costs."""
     parts = prefill_parts_s(x, c)
     if parts is None:
         return None
     compute, weights, fixed = parts
     if not apart:
         return max(compute, weights / most) + fixed / most
-    k = prompts_per_forward(rate_per_s, lambda k: max(k * compute, weights) + fixed, most)
+    k = prompts_per_forward(rate_per_s, lambda k: max(k * compute, weights) + fixed, most, step_s)
     return max(compute, weights / k) + fixed / k
 
 
@@ -182,8 +189,9 @@ def first_token_s(b: int, tpot_fn, cost: "PrefillCost", rate_per_s: float, osl: 
     the prefills ahead (M/D/1 at the arrival rate, a prompt's cost each; M/G/1 with the prompts' squared coefficient of
     variation cs2), and, where prefill forwards run apart
     (SGLang), the rest of the decode step in progress when the prompt arrives (half a step on average)."""
-    each = cost(rate_per_s)
+    decode = tpot_fn(b) if b > 1 else 0.0  # one user: nothing else decodes while its prompt waits
+    each = cost(rate_per_s, decode)
     step = tpot_fn(b) + b * each / osl
-    residual = tpot_fn(b) / 2 if cost.apart and b > 1 else 0.0  # one user: nothing else decodes
-    return cost.forward_s(rate_per_s) + residual + wait_mgc_s(b / (cost.alone_s * cost.factor + osl * step), each,
-                                                              1, cs2)
+    residual = decode / 2 if cost.apart else 0.0
+    return cost.forward_s(rate_per_s, decode) + residual + wait_mgc_s(
+        b / (cost.alone_s * cost.factor + osl * step), each, 1, cs2)

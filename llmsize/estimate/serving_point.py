@@ -76,7 +76,7 @@ def serving_point(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, tp: int, u
     if pre is None or cost is None:
         return None
     rate = b / (pre + osl * tpot_fn(b))
-    tpot = tpot_fn(b) + b * cost(rate) / osl
+    tpot = tpot_fn(b) + b * cost(rate, tpot_fn(b)) / osl
     ttft = first_token_s(b, tpot_fn, cost, rate, osl)
     life = ttft + osl * tpot
     # users past what the replica runs wait for a running request to end: b slots serve b / life requests/s, so

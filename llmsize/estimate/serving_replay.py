@@ -19,7 +19,8 @@ The scheduler, one forward at a time:
     mixed (vLLM V1, TensorRT-LLM in-flight batching: running requests' decode tokens first, then waiting prompts in
         the token budget, in one forward): decode_step_s(b) + a cost per prompt token x the tokens it adds (the
         steady-state model's, estimate/replica.prefill_cost_s, over the prompt's tokens).
-A request of o output tokens finishes o - 1 decode steps after its first token. bench_serving's metrics: TTFT =
+A request of o output tokens finishes o - 1 decode steps after its first token. An open loop (arrivals_s, e.g.
+poisson_arrivals: a --rate load) sends each request at its time instead, whatever is in flight. bench_serving's metrics: TTFT =
 first token - send time; TPOT = (latency - TTFT) / (o - 1) for o > 1, averaged over requests; output tok/s = all
 output tokens / the run's duration. Units: seconds, tokens.
 """
@@ -88,25 +89,50 @@ def uniform_lengths(n: int, max_tokens: int, range_ratio: float, mean_tokens: fl
     return [max(1, round(d * scale)) for d in draws]
 
 
+def poisson_arrivals(n: int, rate_per_s: float, seed: int) -> list[float]:
+    """n arrival times (s) of a Poisson process at rate_per_s: exponential gaps (an open-loop load, --rate)."""
+    if rate_per_s <= 0:
+        raise ValueError("rate_per_s must be above 0")
+    rng, t, out = random.Random(seed), 0.0, []
+    for _ in range(n):
+        t += rng.expovariate(rate_per_s)
+        out.append(t)
+    return out
+
+
 def replay(prompts: list[int], outputs: list[int], max_concurrency: int, forward: Forward, prefill_tokens: int,
-           max_running: int | None = None, policy: str = "prefill_first") -> ReplayResult:
+           max_running: int | None = None, policy: str = "prefill_first",
+           arrivals_s: list[float] | None = None) -> ReplayResult:
     """Replay one benchmark run of len(prompts) requests (prompt and output lengths paired by index) against one
-    engine replica. max_running: requests the engine runs at once (its cap, or what its cache holds)."""
+    engine replica. max_running: requests the engine runs at once (its cap, or what its cache holds).
+    arrivals_s: an open loop instead, each request sent at its time whatever is in flight (max_concurrency is then
+    not a limit); TTFT counts from the arrival."""
     if policy not in POLICIES:
         raise ValueError(f"policy {policy!r} is not one of {', '.join(POLICIES)}")
     if not prompts or len(prompts) != len(outputs):
         raise ValueError("prompts and outputs must be non-empty lists of the same length")
     if max_concurrency < 1 or prefill_tokens < 1:
         raise ValueError("max_concurrency and prefill_tokens must be at least 1")
+    if arrivals_s is not None and (len(arrivals_s) != len(prompts) or sorted(arrivals_s) != list(arrivals_s)):
+        raise ValueError("arrivals_s must give one time per request, in order")
     cap = max(1, max_running if max_running is not None else max_concurrency)
     pending = deque(_Request(max(1, p), max(1, o)) for p, o in zip(prompts, outputs))
+    if arrivals_s is not None:
+        for r, t in zip(pending, arrivals_s):
+            r.sent_s = t
     waiting: deque[_Request] = deque()
     running: list[_Request] = []
     finished: list[_Request] = []
     now, in_flight = 0.0, 0
 
     def send() -> None:
-        nonlocal in_flight
+        nonlocal in_flight, now
+        if arrivals_s is not None:
+            if pending and not waiting and not running:
+                now = max(now, pending[0].sent_s)  # idle until the next arrival
+            while pending and pending[0].sent_s <= now:
+                waiting.append(pending.popleft())
+            return
         while pending and in_flight < max_concurrency:
             r = pending.popleft()
             r.sent_s = now
@@ -142,7 +168,10 @@ def replay(prompts: list[int], outputs: list[int], max_concurrency: int, forward
         running[:] = [r for r in running if r.done_s is None]
 
     send()
-    while waiting or running:
+    while waiting or running or pending:
+        if not waiting and not running:
+            send()  # an open loop's next arrival
+            continue
         decoding = list(running)
         if policy == "prefill_first" and waiting and len(running) < cap:
             taken, done = admit(prefill_tokens)

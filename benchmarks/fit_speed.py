@@ -11,7 +11,10 @@ Method. For one runtime on one backend, a decode row's step time is linear in th
 with base = (W + KV)/BW + comm bytes/link (the ceiling's step) and v = 1/eta - 1 >= 0, every unknown >= 0 (so the
 expected figure never beats the ceiling). The fit minimises the squared relative error sum ((t_hat - t)/t)^2 with
 a small ridge (1% of each column's scale) by non-negative coordinate descent: deterministic, pure Python.
-Prefill: t = FLOPs/(peak x eta_p[class]) + the decode fit's fixed terms, one eta per class by least squares.
+Prefill: t = (FLOPs + (moe_matmul_cost - 1) x routed expert FLOPs)/(peak x eta_p[class]) + the decode fit's fixed
+terms (+ a serving engine's cost per layer of an eager forward), one eta per class by least squares, the expert
+FLOPs' cost chosen on a grid (1-4 dense FLOPs each; fit_prefill). That cost also floors a decode step at large
+batches, where the routed experts' matmuls are compute-bound.
 Held out: each source (one post, comment or table) is left out in turn and its rows predicted by a fit of the
 others; the error is |predicted - measured| / measured; the band is the p10..p90 of measured/predicted.
 """
@@ -19,6 +22,7 @@ others; the error is |predicted - measured| / measured; the band is the p10..p90
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import subprocess
 import sys
@@ -151,6 +155,7 @@ class GroupFit:
     tile_cost: float = 0.0
     t_step_v0_s: float = 0.0
     t_prefill_layer_s: float = 0.0
+    moe_matmul_cost: float = 1.0
 
     def constants(self, band=(1.0, 1.0), prefill_band=None) -> Constants:
         return Constants(
@@ -163,7 +168,7 @@ class GroupFit:
             prefill_band_low=prefill_band[0] if prefill_band else None,
             prefill_band_high=prefill_band[1] if prefill_band else None, alu_ops_per_weight=self.alu_ops_per_weight,
             attn_cost=self.attn_cost, tile_cost=self.tile_cost, t_step_v0_s=self.t_step_v0_s,
-            t_prefill_layer_s=self.t_prefill_layer_s)
+            t_prefill_layer_s=self.t_prefill_layer_s, moe_matmul_cost=self.moe_matmul_cost)
 
 
 def median(xs: list[float]) -> float:
@@ -229,19 +234,38 @@ def fit_group(runtime: str, be: str, rows: list[Observed]) -> GroupFit:
     return fit
 
 
+MOE_MATMUL_COSTS = (1.0, 1.5, 2.0, 3.0, 4.0)  # the grid a routed expert FLOP's cost (in dense FLOPs) is chosen on
+
+
 def fit_prefill(fit: GroupFit, pre: list[Observed]) -> None:
-    """One eta per format class, and for a serving engine one extra cost per layer of a prefill forward:
-        t = FLOPs/(peak x eta[class]) + fixed + layers x t_prefill_layer,
+    """One eta per format class, for a serving engine one extra cost per layer of a prefill forward, and the cost of
+    a routed expert's FLOP against a dense one (grouped GEMMs, each expert a few rows of the prompt):
+        t = (FLOPs + (moe_matmul_cost - 1) x expert FLOPs) / (peak x eta[class]) + fixed + layers x t_prefill_layer,
     u = 1/eta (>= 1) and t_prefill_layer (>= 0) by weighted least squares (weights 1/t^2: relative error),
-    alternating the closed forms of each (a convex problem: it converges). A class with too few rows takes the
-    median of the others; with too few rows of any one class, one fraction for all of them."""
+    alternating the closed forms of each (a convex problem: it converges), at each moe_matmul_cost of the grid
+    (1 where the rows hold fewer than MIN_ROWS_CLASS MoE prompts), keeping the one of least weighted error. A class
+    with too few rows takes the median of the others; with too few rows of any one class, one fraction for all."""
+    moe_rows = sum(1 for o in pre if o.prefill.expert_flops > 0 and o.prefill.peak_flop_per_s)
+    best = None
+    for cost in MOE_MATMUL_COSTS if moe_rows >= MIN_ROWS_CLASS else (1.0,):
+        trial = dataclasses.replace(fit)
+        err = _fit_prefill_at(trial, pre, cost)
+        if best is None or err < best[0] - 1e-12:
+            best = (err, trial)
+    fit.eta_prefill, fit.eta_prefill_default = best[1].eta_prefill, best[1].eta_prefill_default
+    fit.t_prefill_layer_s, fit.moe_matmul_cost = best[1].t_prefill_layer_s, best[1].moe_matmul_cost
+
+
+def _fit_prefill_at(fit: GroupFit, pre: list[Observed], moe_cost: float) -> float:
+    """fit_prefill at one moe_matmul_cost; returns the weighted squared error of the rows it fitted."""
+    fit.moe_matmul_cost = moe_cost
     by_class = defaultdict(list)
     for o in pre:
         if o.prefill.peak_flop_per_s:
             by_class[o.prefill.format_class].append(o)
     every = [o for obs in by_class.values() for o in obs]
     fixed = lambda o: o.prefill.layers * fit.t_layer_s + fit.t_step_s  # noqa: E731
-    area = lambda o: o.prefill.flops / o.prefill.peak_flop_per_s  # noqa: E731
+    area = lambda o: (o.prefill.flops + (moe_cost - 1) * o.prefill.expert_flops) / o.prefill.peak_flop_per_s  # noqa
     counts = {c: len(obs) for c, obs in by_class.items()}
     pooled = not any(n >= MIN_ROWS_CLASS for n in counts.values())
     groups = {"*": every} if pooled else by_class
@@ -260,12 +284,16 @@ def fit_prefill(fit: GroupFit, pre: list[Observed]) -> None:
             t_pl = max(0.0, num / den) if den > 0 else 0.0
     etas = {c: 1 / v for c, v in u.items() if math.isfinite(v)}
     fit.t_prefill_layer_s = t_pl
+    cls = (lambda o: "*") if pooled else (lambda o: o.prefill.format_class)  # noqa: E731
+    err = sum(((o.measured_s - fixed(o) - t_pl * o.prefill.layers - area(o) * u[cls(o)]) / o.measured_s) ** 2
+              if math.isfinite(u[cls(o)]) else 1.0 for o in every)
     if pooled:
         fit.eta_prefill = {}
         fit.eta_prefill_default = etas.get("*") if len(every) >= MIN_ROWS_CLASS else None
-        return
+        return err
     fit.eta_prefill = {c: e for c, e in etas.items() if counts[c] >= MIN_ROWS_CLASS}
     fit.eta_prefill_default = median(list(fit.eta_prefill.values())) if fit.eta_prefill else None
+    return err
 
 
 def predict(fit: GroupFit, o: Observed) -> float | None:
@@ -341,6 +369,7 @@ def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, 
         "t_layer_s": r4(fit.t_layer_s), "t_step_s": r4(fit.t_step_s), "t_moe_layer_s": r4(fit.t_moe_layer_s),
         "alu_ops_per_weight": r4(fit.alu_ops_per_weight), "attn_cost": r4(fit.attn_cost),
         "tile_cost": r4(fit.tile_cost), "t_step_v0_s": r4(fit.t_step_v0_s), "t_prefill_layer_s": r4(fit.t_prefill_layer_s),
+        "moe_matmul_cost": fit.moe_matmul_cost,
         "alpha_s": {k: r4(v) for k, v in fit.alpha_s.items()},
         "eta_prefill": {c: r4(e) for c, e in fit.eta_prefill.items()},
         "eta_prefill_default": r4(fit.eta_prefill_default) if fit.eta_prefill_default else None,

@@ -442,3 +442,37 @@ def test_a_serving_run_that_drew_its_prompts_gives_their_mean():
                 dict(input_tokens_total=6102, requests=10)):
         with pytest.raises(ValueError):
             Row(**base, **bad, verbatim=lines)
+
+
+def test_a_routed_expert_flop_costs_more_than_a_dense_one_where_the_rows_say_so(catalog, runtimes):
+    """benchmarks/fit_speed.py chooses moe_matmul_cost (1, 1.5, 2, 3 or 4 dense FLOPs per routed expert FLOP: the
+    experts' grouped matmuls run a few rows each) on each group's prefill rows: the CUDA serving engines' MoE
+    prompts say 3-4, llama.cpp's on CUDA and ROCm 2, MLX and Metal 1 (its MoE prompts take no more than their
+    FLOPs). Qwen3-30B-A3B routes a token to 8 of its 128 experts in each of 48 layers, each expert gate, up and
+    down matrices of 2,048 x 768: 48 x 8 x 3 x 2,048 x 768 = 1,811,939,328 expert parameters a token, of its
+    ~3.3e9 active. It pays the cost on the experts' FLOPs only: a 4,096-token prompt's compute grows by
+    (cost - 1) x expert FLOPs; a dense model's not at all."""
+    from dataclasses import replace
+
+    from llmsize.estimate.expected import constants, prefill_inputs
+    from llmsize.estimate.speed import prefill_parts_s
+    from llmsize.estimate.weights import expert_params_per_token
+
+    costs = {(rid, be): constants(runtimes[rid], be).moe_matmul_cost for rid in runtimes
+             for be in runtimes[rid].backends}
+    assert costs[("vllm", "cuda")] >= 3 and costs[("trtllm", "cuda")] >= 3
+    assert costs[("llamacpp", "cuda")] == 2 and costs[("mlx", "metal")] == 1
+    moe = catalog.model("qwen3-30b-a3b")
+    experts = expert_params_per_token(moe)
+    assert experts == 48 * 8 * 3 * 2048 * 768
+    p = make_plan(moe, catalog.gpu("h100-sxm"), PlanInputs(quant="bf16", context_tokens=4096, prompt_tokens=4096),
+                  search_fit=False)
+    x = prefill_inputs(p, "vllm")
+    assert x.expert_flops == pytest.approx(2 * 4096 * experts)
+    c = constants(runtimes["vllm"], "cuda")
+    plain = replace(c, moe_matmul_cost=1.0)
+    grown = prefill_parts_s(x, c)[0] - prefill_parts_s(x, plain)[0]
+    assert grown == pytest.approx((c.moe_matmul_cost - 1) * x.expert_flops / (x.peak_flop_per_s * c.eta_p("f16")))
+    dense = make_plan(catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm"),
+                      PlanInputs(quant="bf16", context_tokens=4096, prompt_tokens=4096), search_fit=False)
+    assert prefill_inputs(dense, "vllm").expert_flops == 0

@@ -359,6 +359,8 @@ class SpeedGroup(Strict):
     t_step_v0_s: Seconds = Field(0.0, description="vLLM V0 engine's extra cost per step (dataset covariate)")
     t_prefill_layer_s: Seconds = Field(0.0, description="a serving engine's extra cost per layer of a prefill forward "
                                        "(eager: no CUDA graph; launches and the all-reduce's latency)")
+    moe_matmul_cost: float = Field(1.0, ge=1, le=100, description="a routed expert FLOP's cost in dense FLOPs "
+                                   "(grouped GEMMs of a few rows per expert)")
     alpha_s: dict[Literal["nvlink", "pcie", "network"], Seconds] = {}
     eta_prefill: dict[str, Fraction01] = Field({}, description="fraction of the dense peak in prefill, by class")
     eta_prefill_default: Fraction01 | None = None

@@ -23,6 +23,7 @@ from llmsize.estimate.speed import (
     format_class,
     link_kind,
 )
+from llmsize.estimate.weights import expert_params_per_token
 
 RUNTIME_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "llamacpp": "llama.cpp",
                  "mlx": "MLX", "gpt-fast": "gpt-fast"}
@@ -76,7 +77,7 @@ def constants(spec: RuntimeSpec, backend_id: str) -> Constants | None:
         prefill_band_low=g.prefill_band[0] if g.prefill_band else None,
         prefill_band_high=g.prefill_band[1] if g.prefill_band else None, cards_seen=tuple(g.cards),
         alu_ops_per_weight=g.alu_ops_per_weight, attn_cost=g.attn_cost, tile_cost=g.tile_cost,
-        t_step_v0_s=g.t_step_v0_s, t_prefill_layer_s=g.t_prefill_layer_s)
+        t_step_v0_s=g.t_step_v0_s, t_prefill_layer_s=g.t_prefill_layer_s, moe_matmul_cost=g.moe_matmul_cost)
 
 
 def _layers(plan: Plan) -> tuple[int, int]:
@@ -105,7 +106,8 @@ def step_inputs(plan: Plan, batch_step, runtime: str | None = None) -> StepInput
         weight_elements=batch_step.weight_bytes * 8 / plan.weights.bits_per_weight if plan.weights.bits_per_weight
         else 0.0, vector_flop_per_s=(plan.gpu.dense_tflops.fp32 or 0) * 1e12 or None,
         attention_flops=_attention_flops(plan, batch_step),
-        tile_matmul_flops=_tile_matmul_flops(plan, batch_step, runtime))
+        tile_matmul_flops=_tile_matmul_flops(plan, batch_step, runtime),
+        expert_flops=2.0 * batch_step.batch * expert_params_per_token(plan.card_model or plan.model))
 
 
 # Rows of the smallest tensor-core matrix instruction a batch's matmul runs in: Hopper's wgmma.mma_async and
@@ -163,7 +165,8 @@ def prefill_inputs(plan: Plan, runtime: str | None = None) -> PrefillInputs:
     return PrefillInputs(
         prompt_tokens=pre.prompt_tokens, flops=pre.flops, weight_bytes=pre.bytes,
         bandwidth_bytes_per_s=plan.gpu.bandwidth_bytes_per_s, peak_flop_per_s=peak, layers=layers,
-        collectives=collectives, link=link, comm_time_s=comm_s, format_class=format_class(plan.fmt.id))
+        collectives=collectives, link=link, comm_time_s=comm_s, format_class=format_class(plan.fmt.id),
+        expert_flops=2.0 * pre.prompt_tokens * expert_params_per_token(plan.card_model or plan.model))
 
 
 @dataclass(frozen=True)

@@ -97,6 +97,7 @@ class StepInputs:
     attention_flops: float = 0.0  # the step's attention over the cache (QK and PV, all sequences, one card)
     tile_matmul_flops: float = 0.0  # the step's matmul FLOPs with the batch rounded up to the tensor-core tile
     engine_v0: bool = False  # a vLLM V0-engine run (before 0.8): its per-step CPU costs, a dataset covariate only
+    expert_flops: float = 0.0  # the part of `flops` in routed experts' matmuls
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,7 @@ class PrefillInputs:
     link: str | None
     comm_time_s: float
     format_class: str
+    expert_flops: float = 0.0  # the part of `flops` in routed experts' matmuls
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,7 @@ class Constants:
     tile_cost: float = 0.0  # seconds per second of tile matmul FLOPs at the card's dense peak (1 / its fraction)
     t_step_v0_s: float = 0.0  # the vLLM V0 engine's extra cost per step (fitted on its rows; plans run V1)
     t_prefill_layer_s: float = 0.0  # a serving engine's extra cost per layer of an eager prefill forward (TTFT only)
+    moe_matmul_cost: float = 1.0  # a routed expert FLOP's cost in dense FLOPs (grouped GEMMs of few rows each)
 
     def eta_w(self, cls: str) -> float:
         return self.eta_weights.get(cls, self.eta_weights_default)
@@ -193,7 +196,7 @@ def decode_step_time_s(x: StepInputs, c: Constants) -> float:
         t += x.collectives * _alpha(c, x.link) + x.comm_time_s
     eta_p = c.eta_p(x.format_class)
     if x.peak_flop_per_s and eta_p:
-        t = max(t, x.flops / (x.peak_flop_per_s * eta_p))
+        t = max(t, (x.flops + (c.moe_matmul_cost - 1) * x.expert_flops) / (x.peak_flop_per_s * eta_p))
     return t
 
 
@@ -204,7 +207,7 @@ def prefill_parts_s(x: PrefillInputs, c: Constants) -> tuple[float, float, float
     eta = c.eta_p(x.format_class)
     if not x.peak_flop_per_s or not eta:
         return None
-    compute = x.flops / (x.peak_flop_per_s * eta)
+    compute = (x.flops + (c.moe_matmul_cost - 1) * x.expert_flops) / (x.peak_flop_per_s * eta)
     weights = x.weight_bytes / (x.bandwidth_bytes_per_s * c.eta_w(x.format_class))
     fixed = x.layers * (c.t_layer_s + c.t_prefill_layer_s) + c.t_step_s
     if x.collectives and x.link:

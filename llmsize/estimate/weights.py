@@ -158,3 +158,8 @@ def matmul_params_per_token(model: ModelSpec) -> float:
         p.params * routed_fraction(p, batch=1)
         for p in model_pieces(model) if (p.read and p.matrix) or p.component == "router"
     )
+
+
+def expert_params_per_token(model: ModelSpec) -> float:
+    """The routed experts' share of matmul_params_per_token: parameters of the k experts a token is routed to."""
+    return sum(p.params * routed_fraction(p, batch=1) for p in model_pieces(model) if p.routed is not None)

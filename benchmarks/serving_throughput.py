@@ -8,8 +8,10 @@
 
     python benchmarks/serving_throughput.py
 
-"TP n" is n-way tensor parallel; "DEP n" (attention data parallel, experts over n cards) is costed as n-way tensor
-parallel, an approximation the table names. A "Total Output Throughput" of a TP group is divided by its cards to
+"TP n" is n-way tensor parallel; "DEP n" (attention data parallel, experts over n cards) is costed as such
+(estimate/expert_parallel.py), or with --dep-as-tp as n-way tensor parallel, for comparison.
+
+    python benchmarks/serving_throughput.py --dep-as-tp A "Total Output Throughput" of a TP group is divided by its cards to
 compare per GPU. FP4 is NVFP4, except gpt-oss's MXFP4 release; FP8 is per-tensor FP8 (DeepSeek: its 128x128
 blocks).
 """
@@ -68,8 +70,10 @@ def rows(cat: Catalog | None = None) -> list[tuple[str, float | None, float]]:
             (name, fig), = r["figures"].items()
             published = fig["value_num"] / (1 if "per GPU" in name else n)
             try:
+                dep = r["parallelism_printed"].startswith("DEP") and DEP
                 pred = max_throughput_per_gpu(cat.model(r["model_id"]), cat.gpu(r["card_id"]), r["isl"], r["osl"], n,
-                                              _quant(r), "trtllm", runtimes, kv_dtype=_kv_dtype(r))
+                                              _quant(r), "trtllm", runtimes, kv_dtype=_kv_dtype(r),
+                                              dp=n if dep else 1)
             except Exception as e:  # a configuration the plan refuses (tp not dividing the heads, ...)
                 print(f"  skipped {r['model']} {r['card']} {r['parallelism_printed']}: {e}", file=sys.stderr)
                 continue
@@ -79,6 +83,7 @@ def rows(cat: Catalog | None = None) -> list[tuple[str, float | None, float]]:
     return out
 
 
+DEP = "--dep-as-tp" not in sys.argv  # cost "DEP n" rows as attention data parallel + experts over n (else as TP n)
 RANGE_RATIO = 0.0  # bench_serving's default --random-range-ratio (python/sglang/bench_serving.py); the runs set none
 SEEDS = (0, 1, 2)  # replays of each run with lengths drawn three ways, averaged
 

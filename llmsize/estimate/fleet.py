@@ -1,8 +1,10 @@
 """Sizing a deployment for a workload: how many of which card serve it within its latency targets.
 
 Aggregated serving (every replica prefills and decodes), one replica = tp cards (tensor parallel within a node;
-expert parallel over the same cards for a MoE), or, for a model no node of 8 holds, tp 8 x pp pipeline stages of a
-node each (pp 2 or 4, over the node link). For each card and tp, one plan at the cache a running request
+expert parallel over the same cards for a MoE), for a MoE also DEP n (attention data parallel over n = 2, 4, 8
+cards, each with its own requests and cache, the experts split among them and exchanged by all-to-alls:
+estimate/expert_parallel.py; not with speculative decoding), or, for a model no node of 8 holds, tp 8 x pp pipeline
+stages of a node each (pp 2 or 4, over the node link). For each card and tp, one plan at the cache a running request
 holds (isl + osl / 2 on average for vLLM and SGLang, which admit on the blocks in use; isl + osl for TensorRT-LLM,
 which reserves a request's whole length: estimate/serving_defaults.py); its decode model gives the step at any
 batch b, costed by the runtime's fitted constants (estimate/speed.py):
@@ -57,6 +59,7 @@ from dataclasses import dataclass, replace
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import LlmsizeError
+from llmsize.estimate.expert_parallel import DP_CHOICES, expert_shard, supports_dep
 from llmsize.estimate.queueing import wait_mgc_s
 from llmsize.estimate.replica import first_token_s, kv_pool_bytes, replica_timing, users_held
 from llmsize.estimate.serving_defaults import held_context_tokens, serving_defaults
@@ -101,6 +104,7 @@ class FleetRow:
     ttft_s_low: float | None = None
     ttft_s_high: float | None = None
     other: "FleetRow | None" = None  # the other mode, for comparison
+    dp: int | None = 1  # attention data-parallel cards of a replica (DEP: tp 1, dp = ep = n; estimate/expert_parallel)
 
 
 def _largest_batch(ok, hi: int) -> int | None:
@@ -116,18 +120,21 @@ def _largest_batch(ok, hi: int) -> int | None:
     return lo
 
 
-def _configs(any_constants: bool) -> list[tuple[int, int]]:
-    """(tp, pp) of a replica: tensor parallel within a node, then pipeline stages of a full node each."""
+def _configs(any_constants: bool, model: ModelSpec, spec=None) -> list[tuple[int, int, int]]:
+    """(tp, pp, dp) of a replica: tensor parallel within a node; for a MoE, attention data parallel with expert
+    parallel over 2-8 cards (DEP, where the experts split evenly; not with speculative decoding); then pipeline
+    stages of a full node each."""
     if not any_constants:
         return []
-    return [(tp, 1) for tp in TP_CHOICES] + [(GPUS_PER_NODE, pp) for pp in PP_NODES]
+    dep = [(1, 1, n) for n in DP_CHOICES if spec is None and supports_dep(model, n)]
+    return [(tp, 1, 1) for tp in TP_CHOICES] + dep + [(GPUS_PER_NODE, pp, 1) for pp in PP_NODES]
 
 
 def _row(g, par, moe, mode, replicas, b, out_total, tpot, ttft, price, x=None, y=None, wait=None) -> FleetRow:
-    tp, pp = par
-    cards = replicas * tp * pp
+    tp, pp, dp = par
+    cards = replicas * tp * pp * dp
     return FleetRow(
-        card=g.id, mode=mode, tp=tp, pp=pp, ep=tp if moe else 1, replicas=replicas, cards_total=cards,
+        card=g.id, mode=mode, tp=tp, pp=pp, ep=tp * dp if moe else 1, dp=dp, replicas=replicas, cards_total=cards,
         nodes=math.ceil(cards / GPUS_PER_NODE), batch_per_replica=b, output_tok_s_per_gpu=out_total / cards,
         output_tok_s_total=out_total, tok_s_per_user=1 / tpot, ttft_s=ttft, tpot_s=tpot, meets_slo=True,
         watts=g.tdp_w * cards if g.tdp_w else None, cost_per_hour=price * cards if price else None,
@@ -157,8 +164,9 @@ def _with_p95(row: FleetRow, model, g, w: Workload, runtime: str, c, kv_dtype: s
 
     p95 = w.lengths()[0].p95
     try:
-        plan = make_plan(model, g, PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl),
-                                              prompt_tokens=p95, tp=row.tp, pp=row.pp,
+        card_model = expert_shard(model, row.dp) if (row.dp or 1) > 1 else model
+        plan = make_plan(card_model, g, PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl),
+                                                   prompt_tokens=p95, tp=row.tp, pp=row.pp,
                                               nodes=row.pp if row.pp > 1 else None, kv_dtype=kv_dtype),
                          search_fit=False)
     except LlmsizeError:
@@ -256,16 +264,16 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
         if c is None:
             reasons.append(f"no {runtime} constants for {g.vendor} cards")
         fitted_one = False
-        for tp, pp in _configs(c is not None):
+        for tp, pp, dp in _configs(c is not None, model, w.spec):
             if pp > 1 and fitted_one:
                 break  # pipeline stages over nodes only for what no single node holds
-            label = f"tp {tp}" + (f" x pp {pp}" if pp > 1 else "")
-            if weights_total / (tp * pp) > g.memory_bytes:  # not even a perfect split fits: no plan to make
-                reasons.append(f"{label}: the weights alone ({weights_total / (tp * pp) / 1e9:,.1f} GB a card) "
+            label = f"dep {dp}" if dp > 1 else f"tp {tp}" + (f" x pp {pp}" if pp > 1 else "")
+            if weights_total / (tp * pp * dp) > g.memory_bytes:  # not even a perfect split fits: no plan to make
+                reasons.append(f"{label}: the weights alone ({weights_total / (tp * pp * dp) / 1e9:,.1f} GB a card) "
                                f"exceed its {g.memory_bytes / 2**30:,.0f} GiB")
                 continue
             try:
-                plan = make_plan(model, g, PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl),
+                plan = make_plan(expert_shard(model, dp) if dp > 1 else model, g, PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl),
                                                       prompt_tokens=w.isl, tp=tp, pp=pp, nodes=pp if pp > 1 else None,
                                                       kv_dtype=kv_dtype), search_fit=False)
             except LlmsizeError as e:
@@ -284,7 +292,8 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
             held = users_held(plan, w, runtime, draft_plan, pool) if plan.budget.weights_fit else 0
             limits = serving_defaults(runtime, g, held, w.isl, w.osl, pp)
             if limits.max_batch is not None:
-                held = min(held, limits.max_batch)  # the engine's own cap on running requests
+                held = min(held, limits.max_batch)  # the engine's own cap on running requests (a card's, under DEP)
+            held *= dp  # DEP: each card holds its own requests
             if w.users is not None:
                 held = min(held, w.users)  # a replica never batches more users than there are
             if held < 1:
@@ -292,19 +301,23 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
                     f" (a p99 request, {w.longest_tokens():,} tokens)" if w.spread else ""))
                 continue
             fitted_one = True
-            tpot_fn, pre, cost = replica_timing(plan, runtime, c, limits.prefill_tokens, w.spec, draft_plan)
+            try:
+                tpot_fn, pre, cost = replica_timing(plan, runtime, c, limits.prefill_tokens, w.spec, draft_plan, dp)
+            except LlmsizeError as e:
+                reasons.append(f"{label}: {e.message}")
+                continue
             if pre is None or cost is None:
                 reasons.append(f"{label}: no prefill constants for this runtime and card")
                 continue
             pre, cost = pre * (1 - w.shared_prefix), cost.scaled(1 - w.shared_prefix)
-            par = (tp, pp)
+            par = (tp, pp, dp)
             for row, why in (_aggregated(g, par, moe, held, tpot_fn, pre, cost, w, price),
                              _disaggregated(g, par, moe, held, tpot_fn, pre, cost, w, price, plan)):
                 if row is None:
                     reasons.append(f"{label}: {why}")
                     continue
                 row = _with_bands(row, c)
-                key = (row.cost_per_hour if price else row.cards_total, row.mode != "aggregated", tp * pp)
+                key = (row.cost_per_hour if price else row.cards_total, row.mode != "aggregated", tp * pp * dp)
                 if best is None or key < best[0]:
                     best = (key, row)
                 if best_of.get(row.mode) is None or key < best_of[row.mode][0]:

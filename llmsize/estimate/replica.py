@@ -79,16 +79,36 @@ def users_held(plan, w: Workload, runtime: str, draft_plan=None, pool: float | N
 PREFILL_FIRST = ("sglang",)  # runtimes whose scheduler runs prefill forwards apart from decode steps
 
 
-def replica_timing(plan, runtime: str, constants, prefill_tokens: int, spec: Spec | None = None, draft_plan=None):
+def replica_timing(plan, runtime: str, constants, prefill_tokens: int, spec: Spec | None = None, draft_plan=None,
+                   dp: int = 1):
     """(TPOT at batch b as a function, the prefill time of the prompt alone, the replica's prefill under load:
-    PrefillCost), the last two None without prefill constants."""
+    PrefillCost), the last two None without prefill constants. dp > 1: a DEP replica of dp cards
+    (estimate/expert_parallel.py), `plan` one card of it (expert_shard, tp 1): a batch of b is ceil(b / dp) a card,
+    each step pays the all-to-alls, and the dp cards prefill their own prompts side by side."""
     from dataclasses import replace as _replace
 
     from llmsize.estimate.expected import prefill_inputs, step_inputs
-    from llmsize.estimate.speed import decode_step_time_s, prefill_time_s
+    from llmsize.estimate.speed import decode_step_time_s, link_kind, prefill_time_s
+
+    exchange = None
+    if dp > 1:
+        from llmsize.estimate.expert_parallel import all_to_all_bytes_per_card, all_to_alls_per_step
+        from llmsize.estimate.parallel import card_link
+
+        link = card_link(plan.gpu)
+        if link is None:
+            raise LlmsizeError(f"{plan.gpu.name} has no card-to-card link for expert parallel",
+                               "Pick a card with NVLink or PCIe.")
+        model, kind = plan.card_model or plan.model, link_kind(link.kind, False)
+        exchange = lambda b: dict(collectives=all_to_alls_per_step(model), link=kind,  # noqa: E731
+                                  comm_time_s=all_to_all_bytes_per_card(model, b, dp) / (link.gb_s * 1e9))
 
     def step_s(p, b: int) -> float:
-        return decode_step_time_s(step_inputs(p, p.decode_model.step(b), runtime), constants)
+        if exchange is None or p is not plan:
+            return decode_step_time_s(step_inputs(p, p.decode_model.step(b), runtime), constants)
+        per_card = -(-b // dp)
+        x = step_inputs(p, p.decode_model.step(per_card), runtime)
+        return decode_step_time_s(_replace(x, **exchange(per_card)), constants)
 
     def tpot(b: int) -> float:
         if spec is None:
@@ -107,14 +127,16 @@ def replica_timing(plan, runtime: str, constants, prefill_tokens: int, spec: Spe
     if alone is None:
         return tpot, None, None
     most = max(1, prefill_tokens // max(1, plan.prompt_tokens))
-    return tpot, alone, PrefillCost(pre_in, constants, most, runtime in PREFILL_FIRST, alone)
+    return tpot, alone, PrefillCost(pre_in, constants, most, runtime in PREFILL_FIRST, alone, cards=dp)
 
 
 @dataclass(frozen=True)
 class PrefillCost:
-    """A replica's prefill under load: called with the prompts' arrival rate (requests/s) and the replica's decode
-    step (s), what one prompt costs (prefill_cost_s); forward_s, how long the forward that carries a prompt runs
-    until its first token. `factor` scales both (the part of each prompt not served from a shared prefix)."""
+    """A replica's prefill under load: called with the prompts' arrival rate (requests/s), what one prompt costs
+    the replica (prefill_cost_s); forward_s, how long the forward that carries a prompt runs until its first token.
+    `factor` scales both (the part of each prompt not served from a shared prefix); `cards` > 1 (a DEP replica)
+    splits the prompts among cards that prefill side by side: each sees rate / cards, and a prompt costs the
+    replica 1 / cards of what it costs its card."""
 
     x: object  # speed.PrefillInputs
     c: object  # speed.Constants
@@ -122,22 +144,24 @@ class PrefillCost:
     apart: bool  # prefill forwards run apart from decode steps (SGLang)
     alone_s: float  # the prompt's prefill alone
     factor: float = 1.0
+    cards: int = 1
 
     def __call__(self, rate_per_s: float, step_s: float = 0.0) -> float:
-        return self.factor * prefill_cost_s(self.x, self.c, self.most, rate_per_s, self.apart, step_s)
+        return self.factor * prefill_cost_s(self.x, self.c, self.most, rate_per_s / self.cards, self.apart,
+                                            step_s) / self.cards
 
     def forward_s(self, rate_per_s: float, step_s: float = 0.0) -> float:
-        """Apart: the forward of the k prompts that arrived together, k x their cost each (>= the prompt alone);
-        mixed into decode steps: the prompt's prefill alone (what a one-user TTFT measures)."""
         if not self.apart:
             return self.factor * self.alone_s
-        return max(self.factor * self.alone_s, self.prompts(rate_per_s, step_s) * self(rate_per_s, step_s))
+        return max(self.factor * self.alone_s,
+                   self.prompts(rate_per_s, step_s) * self(rate_per_s, step_s) * self.cards)
 
     def prompts(self, rate_per_s: float, step_s: float = 0.0) -> float:
         if not self.apart:
             return float(self.most)
         compute, weights, fixed = prefill_parts_s(self.x, self.c)
-        return prompts_per_forward(rate_per_s, lambda k: max(k * compute, weights) + fixed, self.most, step_s)
+        return prompts_per_forward(rate_per_s / self.cards, lambda k: max(k * compute, weights) + fixed, self.most,
+                                   step_s)
 
     def scaled(self, factor: float) -> "PrefillCost":
         return replace(self, factor=self.factor * factor)

@@ -15,11 +15,12 @@ from llmsize.estimate.workload import Workload
 
 
 def max_throughput_per_gpu(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, tp: int, quant: str | None,
-                           runtime: str, runtimes: dict, kv_dtype: str = "bf16") -> float | None:
-    """Output tok/s per GPU of one aggregated replica of tp cards at the largest batch its cache holds (what a
-    "max throughput" benchmark at an unbounded request rate measures), within the engine's defaults
-    (estimate/serving_defaults.py): b / TPOT_agg(b) / tp, every prompt queued from the start (each forward takes
-    a full chunk of them)."""
+                           runtime: str, runtimes: dict, kv_dtype: str = "bf16", dp: int = 1) -> float | None:
+    """Output tok/s per GPU of one aggregated replica of tp cards (or, dp > 1, a DEP replica of dp cards:
+    estimate/expert_parallel.py) at the largest batch its cache holds (what a "max throughput" benchmark at an
+    unbounded request rate measures), within the engine's defaults (estimate/serving_defaults.py, a card's under
+    DEP): b / TPOT_agg(b) / cards, every prompt queued from the start (each forward takes a full chunk of them)."""
+    from llmsize.estimate.expert_parallel import expert_shard
     from llmsize.estimate.expected import backend, constants
     from llmsize.estimate.plan import PlanInputs, make_plan
 
@@ -27,18 +28,19 @@ def max_throughput_per_gpu(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, t
     c = constants(spec, be) if spec is not None and be else None
     if c is None:
         return None
-    plan = make_plan(model, gpu, PlanInputs(quant=quant, context_tokens=held_context_tokens(runtime, isl, osl), prompt_tokens=isl, tp=tp,
-                                            kv_dtype=kv_dtype), search_fit=False)
+    plan = make_plan(expert_shard(model, dp) if dp > 1 else model, gpu,
+                     PlanInputs(quant=quant, context_tokens=held_context_tokens(runtime, isl, osl), prompt_tokens=isl,
+                                tp=1 if dp > 1 else tp, kv_dtype=kv_dtype), search_fit=False)
     w = Workload(isl, osl, users=1)
     b = users_held(plan, w, runtime, None, kv_pool_bytes(plan, runtime, isl + osl)[0]) if plan.budget.weights_fit else 0
     if b < 1:
         return None
     limits = serving_defaults(runtime, gpu, b, isl, osl)
-    b = min(b, limits.max_batch or b)
-    tpot_fn, pre, cost = replica_timing(plan, runtime, c, limits.prefill_tokens)
+    b = min(b, limits.max_batch or b) * dp
+    tpot_fn, pre, cost = replica_timing(plan, runtime, c, limits.prefill_tokens, dp=dp)
     if cost is None:
         return None
-    return b / (tpot_fn(b) + b * cost(math.inf) / osl) / tp
+    return b / (tpot_fn(b) + b * cost(math.inf) / osl) / (dp if dp > 1 else tp)
 
 
 @dataclass(frozen=True)

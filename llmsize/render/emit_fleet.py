@@ -2,7 +2,10 @@
 
 Aggregated: one replica's `vllm serve` (--tensor-parallel-size, --max-model-len, --max-num-seqs,
 --enable-expert-parallel for a MoE) or `python -m sglang.launch_server` (--tp-size, --context-length,
---max-running-requests, --ep-size), started `replicas` times behind any load balancer. Disaggregated: SGLang's
+--max-running-requests, --ep-size), started `replicas` times behind any load balancer. A DEP replica (attention
+data parallel, experts split over its n cards): vLLM's `--data-parallel-size n --enable-expert-parallel`
+(docs.vllm.ai, the DeepSeek-V3 recipe's DP8+EP), SGLang's `--tp-size n --dp-size n --enable-dp-attention`
+(docs.sglang.io, "DP, DPA and SGLang DP Router"). Disaggregated: SGLang's
 own P/D (`--disaggregation-mode prefill|decode`, its router `python -m sglang_router.launch_router
 --pd-disaggregation --prefill URL --decode URL`, docs.sglang.io advanced_features/pd_disaggregation), or vLLM's
 workers under NVIDIA Dynamo (`python -m dynamo.vllm --disaggregation-mode prefill|decode` with the NIXL KV
@@ -21,18 +24,19 @@ def fleet_command(model, row, engine: str, max_model_len: int) -> str:
     name = model.hf_repo or model.id
     ctx = str(max_model_len)
     moe = row.ep > 1
+    dp = row.dp or 1
+    shape = (f"dp {dp} + ep {dp} (attention data parallel, experts split)" if dp > 1 else
+             f"tp {row.tp}{f' x pp {row.pp}' if row.pp > 1 else ''}")
     head = [f"# {row.card}: {row.cards_total} card(s), {row.nodes} node(s) of 8; "
-            + (f"{row.replicas} replica(s) of tp {row.tp}{f' x pp {row.pp}' if row.pp > 1 else ''}, batch "
-               f"{row.batch_per_replica} each"
+            + (f"{row.replicas} replica(s) of {shape}, batch {row.batch_per_replica} each"
                if row.mode == "aggregated" else
-               f"{row.prefill_workers} prefill + {row.decode_workers} decode worker(s) of tp {row.tp}"
-               f"{f' x pp {row.pp}' if row.pp > 1 else ''}, decode batch "
+               f"{row.prefill_workers} prefill + {row.decode_workers} decode worker(s) of {shape}, decode batch "
                f"{row.batch_per_replica}")]
     if not model.hf_repo:
         head.append(f"# {model.id} has no hf_repo in the catalog: put the checkpoint path or repo id in place of it")
     if engine == "vllm":
-        base = ["--tensor-parallel-size", str(row.tp)] + (["--pipeline-parallel-size", str(row.pp)] if row.pp > 1
-                                                           else []) + [
+        par = ["--data-parallel-size", str(dp)] if dp > 1 else ["--tensor-parallel-size", str(row.tp)]
+        base = par + (["--pipeline-parallel-size", str(row.pp)] if row.pp > 1 else []) + [
             "--max-model-len", ctx, "--max-num-seqs", str(row.batch_per_replica)] + (
             ["--enable-expert-parallel"] if moe else [])
         if row.pp > 1:
@@ -49,12 +53,13 @@ def fleet_command(model, row, engine: str, max_model_len: int) -> str:
                         shlex.join(["python", "-m", "dynamo.vllm", "--model", name, *base, "--disaggregation-mode",
                                     "decode", "--kv-transfer-config", NIXL])]
         return "\n".join(lines)
-    base = ["--tp-size", str(row.tp), "--context-length", ctx, "--max-running-requests", str(row.batch_per_replica)]
+    base = ["--tp-size", str(row.tp * dp)] + (["--dp-size", str(dp), "--enable-dp-attention"] if dp > 1 else []) + [
+        "--context-length", ctx, "--max-running-requests", str(row.batch_per_replica)]
     if row.pp > 1:
         base += ["--pp-size", str(row.pp), "--nnodes", str(row.pp), "--node-rank", "RANK", "--dist-init-addr",
                  "HEAD_HOST:5000"]
         head.append(f"# a replica spans {row.pp} nodes: run the line on each, RANK 0 to {row.pp - 1}")
-    base += ["--ep-size", str(row.tp)] if moe else []
+    base += ["--ep-size", str(row.tp * dp)] if moe else []
     launch = ["python", "-m", "sglang.launch_server", "--model-path", name, *base]
     if row.mode == "aggregated":
         return "\n".join(head + [f"# start {row.replicas} of:", shlex.join(launch)])

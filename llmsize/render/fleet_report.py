@@ -42,7 +42,9 @@ def fleet_to_dict(model, w, runtime, currency, rows) -> dict:
 
 
 def _par(r) -> str:
-    """tp, or tp x pp when a replica spans nodes."""
+    """tp, tp x pp when a replica spans nodes, or dep n (attention data parallel, experts over n cards)."""
+    if (r.dp or 1) > 1:
+        return f"dep {r.dp}"
     return f"{r.tp}x{r.pp}" if r.pp > 1 else str(r.tp)
 
 
@@ -74,12 +76,13 @@ def render_fleet(model, w, runtime, currency, rows, console) -> None:
     for line in missing:
         console.print(f"  no configuration: {line}")
     console.print("Cheapest first with hourly prices, else fewest cards; each row the better of aggregated (N x agg) "
-                  "and disaggregated (xPyD: x prefill, y decode workers of tp cards) serving. Speeds from the "
+                  "and disaggregated (xPyD: x prefill, y decode workers of tp cards) serving; dep n: attention data "
+                  "parallel, the experts split over n cards. Speeds from the "
                   "expected-speed model at each worker's batch; TTFT is one prompt's prefill and its queue (M/D/c).",
                   style="dim")
 
 
-FLAT = ("card", "mode", "tp", "pp", "ep", "replicas", "prefill_workers", "decode_workers", "cards_total", "nodes",
+FLAT = ("card", "mode", "tp", "pp", "ep", "dp", "replicas", "prefill_workers", "decode_workers", "cards_total", "nodes",
         "batch_per_replica", "output_tok_s_per_gpu", "output_tok_s_total", "tok_s_per_user", "ttft_s", "tpot_s",
         "meets_slo", "ttft_wait_s", "ttft_p95_s", "tpot_s_low", "tpot_s_high", "ttft_s_low", "ttft_s_high", "watts",
         "cost_per_hour", "cost_per_month", "cost_per_mtok_out", "why_not")

@@ -110,7 +110,14 @@ def replica_timing(plan, runtime: str, constants, prefill_tokens: int, spec: Spe
         x = step_inputs(p, p.decode_model.step(per_card), runtime)
         return decode_step_time_s(_replace(x, **exchange(per_card)), constants)
 
+    memo: dict[int, float] = {}
+
     def tpot(b: int) -> float:
+        if b not in memo:
+            memo[b] = _tpot(b)
+        return memo[b]
+
+    def _tpot(b: int) -> float:
         if spec is None:
             return step_s(plan, b)
         dm = plan.decode_model

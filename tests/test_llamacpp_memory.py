@@ -373,3 +373,35 @@ def test_the_expected_block_points_to_the_offload_figure(run_cli):
     d = json.loads(out)
     off = d["engine"]["offload"]["decode_tok_s"]
     assert any(f"{off:.1f} tok/s" in n and "30 of 49 layers" in n for n in d["expected"]["notes"])
+
+
+def test_the_gpu_part_of_an_offloaded_step_pays_attention_at_depth_like_a_whole_gpu_step(catalog, runtimes):
+    """Qwen3-30B-A3B Q4_K_M on an RTX 3090 with --n-cpu-moe 48 (every expert on the host): the attention layers
+    and their cache stay on the card, so the GPU part carries llama.cpp's fitted attention-at-depth term
+    (speed.attention_time_s) in full, the unpacking of the card's share of the weights and no MoE layer cost (no
+    experts there); at 32K tokens of context that term grows several times over its 4K value, and the offloaded
+    decode slows with depth as a whole-GPU one does."""
+    from llmsize.estimate.expected import constants, step_inputs
+    from llmsize.estimate.offload import gpu_step_terms_s
+    from llmsize.estimate.plan import PlanInputs, make_plan
+    from llmsize.estimate.speed import attention_time_s, dequant_time_s
+
+    m, g = catalog.model("qwen3-30b-a3b"), catalog.gpu("rtx3090")
+    c = constants(runtimes["llamacpp"], "cuda")
+    t = gguf_file_tensors(m, "gguf-q4_k_m")
+    terms = {}
+    for ctx in (4096, 32768):
+        led = llamacpp_ledger(m, g, t, LlamaCppSettings(ctx_size=ctx, n_cpu_moe=48))
+        plan = make_plan(m, g, PlanInputs(quant="gguf-q4_k_m", context_tokens=ctx), search_fit=False)
+        x = step_inputs(plan, plan.decode_1, "llamacpp")
+        share = led.gpu.model_bytes / sum(d.model_bytes for d in led.devices)
+        terms[ctx] = gpu_step_terms_s(plan, led, c, "kquant")
+        assert terms[ctx] == pytest.approx(attention_time_s(x, c) + dequant_time_s(x, c) * share)
+    assert attention_time_s(x, c) > 0 and terms[32768] > 4 * terms[4096]
+    # the whole model on the card: every layer's attention and MoE cost
+    led = llamacpp_ledger(m, g, t, LlamaCppSettings(ctx_size=4096))
+    plan = make_plan(m, g, PlanInputs(quant="gguf-q4_k_m", context_tokens=4096), search_fit=False)
+    x = step_inputs(plan, plan.decode_1, "llamacpp")
+    assert gpu_step_terms_s(plan, led, c, "kquant") == pytest.approx(
+        attention_time_s(x, c) + dequant_time_s(x, c) * led.gpu.model_bytes / sum(d.model_bytes for d in led.devices)
+        + 48 * c.t_moe_layer_s)

@@ -11,7 +11,7 @@ from llmsize.errors import InvalidValueError
 from llmsize.estimate.host_memory import HostMemory
 from llmsize.estimate.llamacpp_fit import FitResult, fit_split
 from llmsize.estimate.llamacpp_memory import LlamaCppLedger, LlamaCppSettings, gguf_file_tensors, llamacpp_ledger
-from llmsize.estimate.offload import OffloadSpeed, offload_speed
+from llmsize.estimate.offload import OffloadSpeed, gpu_step_terms_s, offload_speed
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,8 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
     if link is None:
         led.notes.append(f"{gpu.id}'s PCIe link is not in the catalog: no prefill estimate under offload")
     off = offload_speed(model, gpu, led, tensors, o.context, host, constants, format_class,
-                        (plan.prefill.prompt_tokens, gpu_alone), link.gb_s if link else None)
+                        (plan.prefill.prompt_tokens, gpu_alone), link.gb_s if link else None,
+                        gpu_step_terms_s(plan, led, constants, format_class))
     return LlamaCppPlan(led, off, found)
 
 
@@ -116,7 +117,8 @@ def offload_lever(plan, exact, card_bytes: int, host: HostMemory | None, constan
              f"(`--engine llamacpp --fit`)")
     if host is None:
         return words + "; its speed depends on the host memory (--host-memory DDR5-6000x2)."
-    off = offload_speed(model, gpu, found.ledger, tensors, plan.inputs.context_tokens, host, constants, format_class)
+    off = offload_speed(model, gpu, found.ledger, tensors, plan.inputs.context_tokens, host, constants, format_class,
+                        gpu_terms_s=gpu_step_terms_s(plan, found.ledger, constants, format_class))
     speed = f"{off.decode_tok_s:.1f}" if off.decode_tok_s else f"at most {off.ceiling_tok_s:.1f}"
     return words + f", decoding at {speed} tok/s with {host.name}."
 

@@ -4,7 +4,8 @@ A decode step reads every tensor where llama.cpp placed it (llamacpp_memory.on_g
 device after the other:
 
     t = W_gpu / (BW_gpu x eta_weights) + KV_gpu / (BW_gpu x eta_kv)       the GPU part at llama.cpp's fitted
-        + gpu_layers x t_layer_s + t_step_s                              fractions and fixed costs
+        + gpu_layers x t_layer_s + t_step_s                              fractions and fixed costs, and its
+        + the GPU part's attention at depth, unpacking and MoE layers    share of the other fitted terms
         + (W_host + KV_host) / BW_host                                   the host part at the memory's peak
         + crossings x alpha_s[pcie]                                      a hand-off per device change
 
@@ -24,7 +25,7 @@ side, and the report says so; the ceiling puts every byte at its device's peak w
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.estimate.host_memory import HostMemory
@@ -120,9 +121,10 @@ def offload_prefill_s(led: LlamaCppLedger, tensors: list[tuple[str, int]], promp
 
 def offload_speed(model: ModelSpec, gpu: GpuSpec, led: LlamaCppLedger, tensors: list[tuple[str, int]],
                   context_tokens: int, host: HostMemory, constants=None, format_class: str = "kquant",
-                  prefill=None, pcie_gb_s: float | None = None) -> OffloadSpeed:
+                  prefill=None, pcie_gb_s: float | None = None, gpu_terms_s: float = 0.0) -> OffloadSpeed:
     """`prefill`: (prompt tokens, seconds on the GPU alone) for the prefill estimate; `pcie_gb_s` the card's link
-    to the host, per direction."""
+    to the host, per direction; `gpu_terms_s` the GPU part's share of the whole-GPU step's other fitted terms
+    (gpu_step_terms_s)."""
     g_bytes, h_bytes = read_bytes(model, led, tensors, context_tokens)
     bw = gpu.bandwidth_gb_s * 1e9
     host_s = h_bytes / host.bandwidth_bytes_per_s
@@ -135,9 +137,34 @@ def offload_speed(model: ModelSpec, gpu: GpuSpec, led: LlamaCppLedger, tensors: 
     # the GPU's cache bytes stream at the weights' fraction here: llama.cpp's eta_kv was fitted on whole-GPU runs
     gpu_s = g_bytes / (bw * c.eta_w(format_class))
     gpu_s += gpu_layers * c.t_layer_s + c.t_step_s if gpu_layers else 0.0
+    gpu_s += gpu_terms_s
     alpha = c.alpha_s.get("pcie", max(c.alpha_s.values(), default=0.0))
     t = gpu_s + host_s + n_cross * alpha
     pre = None
     if prefill is not None and prefill[1] is not None and pcie_gb_s:
         pre = offload_prefill_s(led, tensors, prefill[0], pcie_gb_s, prefill[1])
     return OffloadSpeed(1.0 / t, ceiling, g_bytes, h_bytes, gpu_s, host_s, n_cross, host, pre, pcie_gb_s)
+
+
+def gpu_step_terms_s(plan, led: LlamaCppLedger, constants, format_class: str) -> float:
+    """The terms of llama.cpp's fitted decode step beyond bytes and fixed costs (estimate/speed.py: attention over
+    the cache at the vector units, unpacking quantized weights, the cost per MoE layer), for the part of the model
+    on the GPU: attention for the layers whose cache is there, unpacking for the weight bytes there, the MoE cost
+    for the layers whose experts are there. 0 without constants."""
+    from llmsize.estimate.expected import step_inputs
+    from llmsize.estimate.speed import attention_time_s, dequant_time_s
+
+    if constants is None or plan.decode_1 is None:
+        return 0.0
+    x = step_inputs(plan, plan.decode_1, "llamacpp")
+    n_layer = led.n_layer
+    i_gpu_start = n_layer - min(led.gpu_layers, n_layer)
+    caches = [il for il, c in enumerate(layer_caches(plan.model)) if c.k]
+    on_card = sum(1 for il in caches if il >= i_gpu_start) / len(caches) if caches else 0.0
+    moe = [i for i, sh in enumerate(_expert_share(plan.model)) if sh < 1.0]
+    moe_on_card = sum(1 for i in moe if i >= max(i_gpu_start, led.settings.n_cpu_moe))
+    total = sum(d.model_bytes for d in led.devices)
+    weights_on_card = led.gpu.model_bytes / total if led.gpu is not None and total else 0.0
+    return (attention_time_s(replace(x, format_class=format_class), constants) * on_card
+            + dequant_time_s(replace(x, format_class=format_class), constants) * weights_on_card
+            + moe_on_card * constants.t_moe_layer_s)

@@ -60,6 +60,7 @@ from dataclasses import dataclass, replace
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import LlmsizeError
 from llmsize.estimate.expert_parallel import DP_CHOICES, expert_shard, supports_dep
+from llmsize.estimate.parallel import card_link
 from llmsize.estimate.queueing import wait_mgc_s
 from llmsize.estimate.replica import first_token_s, kv_pool_bytes, replica_timing, users_held
 from llmsize.estimate.serving_defaults import held_context_tokens, serving_defaults
@@ -267,6 +268,8 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
         for tp, pp, dp in _configs(c is not None, model, w.spec):
             if pp > 1 and fitted_one:
                 break  # pipeline stages over nodes only for what no single node holds
+            if (tp > 1 or pp > 1 or dp > 1) and card_link(g) is None:
+                continue  # one card only (an SoC, a board without NVLink or PCIe peers): the reason is tp 1's
             label = f"dep {dp}" if dp > 1 else f"tp {tp}" + (f" x pp {pp}" if pp > 1 else "")
             if weights_total / (tp * pp * dp) > g.memory_bytes:  # not even a perfect split fits: no plan to make
                 reasons.append(f"{label}: the weights alone ({weights_total / (tp * pp * dp) / 1e9:,.1f} GB a card) "

@@ -28,6 +28,9 @@ import yaml  # noqa: E402
 from llmsize.catalog.loader import Catalog  # noqa: E402
 from llmsize.estimate.serving_point import serving_point  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from serving_throughput import error_cells  # noqa: E402
+
 DATA = ROOT / "tests" / "data" / "serving" / "sglang-cookbook.yaml"
 # the model configs AIConfigurator ships, for the catalog's entries (DeepSeek-R1-0528 has DeepSeek-R1's config)
 AIC_MODEL = {"deepseek-v3": "deepseek-ai/DeepSeek-R1", "qwen3-235b-a22b": "Qwen/Qwen3-235B-A22B"}
@@ -76,14 +79,7 @@ def main() -> int:
                 ("TPOT s", float(p["Mean TPOT (ms)"]) / 1000, ours and ours.tpot_s, theirs and theirs["tpot_s"]),
                 ("output tok/s", float(p["Output token throughput (tok/s)"]), ours and ours.output_tok_s_total,
                  theirs and theirs["tok_s"])):
-            cells = []
-            for tool, v in (("llmsize", mine), ("AIC", aic)):
-                if v is None:
-                    cells.append(f"{'-':>10} {'':>7}")
-                    continue
-                e = (v - pub) / pub
-                errs.setdefault((tool, metric), []).append(abs(e))
-                cells.append(f"{v:10,.3f} {e * 100:+6.1f}%")
+            cells = error_cells((("llmsize", mine), ("AIC", aic)), pub, metric, errs, width=10)
             print(f"{label:46} {metric:12} {pub:10,.3f} " + " ".join(cells))
     print()
     for (tool, metric), e in sorted(errs.items()):

@@ -129,6 +129,19 @@ def sglang_rows(cat: Catalog | None = None) -> list[tuple[str, str, float | None
     return out
 
 
+def error_cells(predictions, published: float, metric: str, errors: dict, width: int = 9) -> list[str]:
+    """One "value error%" cell per (name, predicted or None), each |error| filed under errors[(name, metric)]."""
+    cells = []
+    for name, x in predictions:
+        if x is None:
+            cells.append(f"{'-':>{width}} {'':8}")
+            continue
+        e = (x - published) / published
+        errors.setdefault((name, metric), []).append(abs(e))
+        cells.append(f"{x:{width},.3f} {e * 100:+7.1f}%")
+    return cells
+
+
 def _summary(errs: list[float]) -> str:
     s = sorted(errs)
     return f"median |error| {statistics.median(s) * 100:.1f}%, p90 {s[int(0.9 * (len(s) - 1))] * 100:.1f}%"
@@ -151,14 +164,7 @@ def main() -> int:
           f"{'metric':13} {'steady':>9} {'error':>8} {'replayed':>9} {'error':>8} {'published':>10}")
     by: dict[tuple[str, str], list[float]] = {}
     for label, metric, pred, rep, got in sglang_rows():
-        cells = []
-        for kind, x in (("steady", pred), ("replayed", rep)):
-            if x is None:
-                cells.append(f"{'-':>9} {'':8}")
-                continue
-            e = (x - got) / got
-            by.setdefault((kind, metric), []).append(abs(e))
-            cells.append(f"{x:9,.3f} {e * 100:+7.1f}%")
+        cells = error_cells((("steady", pred), ("replayed", rep)), got, metric, by)
         print(f"{label:46} {metric:13} {' '.join(cells)} {got:10,.3f}")
     for (kind, metric), errs in by.items():
         print(f"{kind:8} {metric}: {len(errs)} figures, {_summary(errs)}")

@@ -830,6 +830,7 @@ def fleet(
     prices: PricesOpt = None,
     runtime: RuntimeOpt = None,
     kv_dtype: KvDtypeOpt = "bf16",
+    node_link_gb_s: NodeLinkOpt = 50.0,
     emit: FleetEmitOpt = None,
     pareto: ParetoOpt = False,
     output: ChartOutOpt = None,
@@ -887,7 +888,8 @@ def fleet(
         currency, hourly = load_prices(prices, cat, "hourly")
     from llmsize.estimate.workload import workload_from_options
 
-    w = workload_from_options(isl, osl, users, rate, ttft, tpot, tok_s_per_user, shared_prefix, spec, cat)
+    w = workload_from_options(isl, osl, users, rate, ttft, tpot, tok_s_per_user, shared_prefix, spec, cat,
+                              node_link_gb_s)
     from llmsize.estimate.expected import resolve_runtime
 
     rid = resolve_runtime(runtime)[0] if runtime else "vllm"

@@ -145,7 +145,8 @@ def test_fleet_cli_json_and_hourly_prices(run_cli, tmp_path):
     fixed = lambda n: {"described": f"{n:,}", "mean": n, "p95": n, "p99": n, "points": [n] * 16}  # noqa: E731
     assert d["workload"] == {"isl": 3000, "osl": 500, "users": 400, "rate": None, "ttft_s": 2.0,
                              "tpot_s": pytest.approx(1 / 30), "shared_prefix": 0.0, "spec": None,
-                             "isl_lengths": fixed(3000), "osl_lengths": fixed(500), "longest_tokens": 3500}
+                             "isl_lengths": fixed(3000), "osl_lengths": fixed(500), "longest_tokens": 3500,
+                             "node_link_gb_s": 50.0}
     keys = {"card", "mode", "tp", "pp", "ep", "replicas", "cards_total", "nodes", "batch_per_replica",
             "output_tok_s_per_gpu", "output_tok_s_total", "tok_s_per_user", "ttft_s", "tpot_s", "meets_slo", "watts",
             "cost_per_mtok_out", "why_not"}
@@ -377,3 +378,33 @@ def test_sglang_prompts_share_a_prefill_forward_only_as_they_arrive(catalog, run
         2 * (1 - rho1)))
     _, _, vcost = replica_timing(p, "vllm", constants(runtimes["vllm"], "cuda"), 8192)
     assert vcost.prompts(0.01) == vcost.most == 8192 // 500
+
+
+def test_the_node_link_sets_the_disaggregated_cache_move(run_cli):
+    """--node-link-gb-s (plan's option, shared): a disaggregated row's TTFT pays the prompt's cache over it, so a
+    slower link lengthens that row's first token by (1 / 12.5 - 1 / 50) GB/s x the cache of the prompt; the
+    workload echoes it; a zero or negative link is one line."""
+    import json
+
+    base = ("fleet", "llama-3.1-70b", "--isl", "3000", "--osl", "500", "--users", "400", "--ttft", "2s",
+            "--tpot", "33ms", "--gpus", "b200", "--json")
+    code, out, err = run_cli(*base)
+    assert code == 0, err
+    fast = json.loads(out)
+    code, out, err = run_cli(*base, "--node-link-gb-s", "12.5")
+    assert code == 0, err
+    slow = json.loads(out)
+    assert fast["workload"]["node_link_gb_s"] == 50.0 and slow["workload"]["node_link_gb_s"] == 12.5
+    d_fast = next(r if r["mode"] == "disaggregated" else r["other"] for r in fast["rows"])
+    d_slow = next(r if r["mode"] == "disaggregated" else r["other"] for r in slow["rows"])
+    base_fast = d_fast["ttft_s"] - d_fast["ttft_wait_s"]
+    base_slow = d_slow["ttft_s"] - d_slow["ttft_wait_s"]
+    # base = prefill + move; the move is 4x longer: base_slow - base_fast = 3 x the 50 GB/s move, which is 3,000
+    # tokens x one card's cache per token (Llama 3.1 70B: 2 x 80 layers x 8 KV heads x 128 x 2 bytes = 327,680
+    # bytes, split over tp cards) / 50 GB/s
+    assert d_slow["tp"] == d_fast["tp"]
+    move_fast = 3000 * 327_680 / d_fast["tp"] / 50e9
+    assert base_slow - base_fast == pytest.approx(3 * move_fast, rel=1e-6)
+    for bad in ("0", "-5", "nan"):
+        code, out, err = run_cli(*base, "--node-link-gb-s", bad)
+        assert code == 2 and "--node-link-gb-s" in err and "Traceback" not in err

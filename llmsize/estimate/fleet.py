@@ -48,7 +48,7 @@ decode workers no longer pause for prefills (a user sees TPOT(b)), y = ceil(user
 batch prompts the same way, C_prefill each; prompts queue for them, M/D/x (Allen-Cunneen), and x is the fewest
 that keep TTFT = T_prefill + the cache's move + Wq within --ttft (without a target, Wq within T_prefill);
 the request rate is --rate, or users / (TTFT + osl x TPOT(b)); the finished cache moves to a decode worker over
-the node link (KV bytes of isl tokens / 50 GB/s per GPU), which TTFT pays too. The
+the node link (KV bytes of isl tokens / --node-link-gb-s, 50 GB/s per GPU by default), which TTFT pays too. The
 better of the two modes (cheaper, else fewer cards) is the row; the other rides along for comparison.
 """
 
@@ -70,7 +70,6 @@ TP_CHOICES = (1, 2, 4, 8)
 PP_NODES = (2, 4)  # a replica of pp nodes of 8 cards (tp 8 x pp), tried when no single node holds the model
 GPUS_PER_NODE = 8
 HOURS_PER_MONTH = 730
-NODE_LINK_GB_S = 50.0  # per GPU between nodes: one 400 Gb/s NIC (estimate/parallel.DEFAULT_NODE_LINK_GB_S)
 
 
 @dataclass(frozen=True)
@@ -175,7 +174,7 @@ def _with_p95(row: FleetRow, model, g, w: Workload, runtime: str, c, kv_dtype: s
     pre = prefill_time_s(prefill_inputs(plan, runtime), c)
     if pre is None:
         return row
-    move = (p95 * (plan.kv_card or plan.kv).bytes_per_token / (NODE_LINK_GB_S * 1e9)
+    move = (p95 * (plan.kv_card or plan.kv).bytes_per_token / (w.node_link_gb_s * 1e9)
             if row.mode == "disaggregated" else 0.0)
     return replace(row, ttft_p95_s=pre * (1 - w.shared_prefix) + move + (row.ttft_wait_s or 0.0))
 
@@ -224,7 +223,7 @@ def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan
     queue for the x prefill workers, M/D/x at the request rate (estimate/queueing.py), each worker batching what
     its share of the rate brings (cost(rate / x)): x is the fewest that keep
     the first token within --ttft, or without a target, that keep the wait within one prefill."""
-    kv_move_s = w.isl * (plan.kv_card or plan.kv).bytes_per_token / (NODE_LINK_GB_S * 1e9)
+    kv_move_s = w.isl * (plan.kv_card or plan.kv).bytes_per_token / (w.node_link_gb_s * 1e9)
     base = pre + kv_move_s
     if w.ttft_s is not None and base > w.ttft_s:
         return None, f"TTFT {base:.2f} s (prefill and moving the cache) exceeds the {w.ttft_s:g} s target"
@@ -276,9 +275,10 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
                                f"exceed its {g.memory_bytes / 2**30:,.0f} GiB")
                 continue
             try:
-                plan = make_plan(expert_shard(model, dp) if dp > 1 else model, g, PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl),
-                                                      prompt_tokens=w.isl, tp=tp, pp=pp, nodes=pp if pp > 1 else None,
-                                                      kv_dtype=kv_dtype), search_fit=False)
+                plan = make_plan(expert_shard(model, dp) if dp > 1 else model, g, PlanInputs(
+                    context_tokens=held_context_tokens(runtime, w.isl, w.osl), prompt_tokens=w.isl, tp=tp, pp=pp,
+                    nodes=pp if pp > 1 else None, node_link_gb_s=w.node_link_gb_s, kv_dtype=kv_dtype),
+                    search_fit=False)
             except LlmsizeError as e:
                 reasons.append(f"{label}: {e.message}")
                 continue
@@ -287,7 +287,8 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
                 try:
                     draft_plan = make_plan(w.spec.draft, g, PlanInputs(
                         context_tokens=held_context_tokens(runtime, w.isl, w.osl), prompt_tokens=w.isl, tp=tp, pp=pp,
-                        nodes=pp if pp > 1 else None, kv_dtype=kv_dtype), search_fit=False)
+                        nodes=pp if pp > 1 else None, node_link_gb_s=w.node_link_gb_s, kv_dtype=kv_dtype),
+                        search_fit=False)
                 except LlmsizeError as e:
                     reasons.append(f"{label}: the draft model: {e.message}")
                     continue

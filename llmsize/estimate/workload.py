@@ -87,6 +87,7 @@ class Workload:
     spec: Spec | None = None  # speculative decoding
     isl_lengths: Lengths | None = None  # the prompts' distribution (isl is its mean); None: all of isl tokens
     osl_lengths: Lengths | None = None
+    node_link_gb_s: float = 50.0  # per GPU between nodes: disaggregated serving's cache move, pipeline hand-offs
 
     def lengths(self) -> tuple[Lengths, Lengths]:
         return self.isl_lengths or fixed_lengths(self.isl), self.osl_lengths or fixed_lengths(self.osl)
@@ -127,7 +128,7 @@ class Workload:
 
 def workload_from_options(isl: str, osl: str, users: int | None, rate: float | None, ttft_s: float | None,
                           tpot_s: float | None, tok_s_per_user: float | None, shared_prefix: float,
-                          spec: str | None, catalog) -> Workload:
+                          spec: str | None, catalog, node_link_gb_s: float = 50.0) -> Workload:
     """fleet's options as a Workload: the lengths parsed (isl and osl are their means), a per-user rate turned into
     its TPOT target, the --spec text parsed."""
     from llmsize.estimate.lengths import parse_lengths
@@ -135,5 +136,8 @@ def workload_from_options(isl: str, osl: str, users: int | None, rate: float | N
     isl_d, osl_d = parse_lengths(isl, "--isl"), parse_lengths(osl, "--osl")
     if tpot_s is None and tok_s_per_user:
         tpot_s = 1 / tok_s_per_user
+    if not (math.isfinite(node_link_gb_s) and node_link_gb_s > 0):
+        raise InvalidValueError(f"--node-link-gb-s `{node_link_gb_s}` must be a finite number above 0.",
+                                "Give the per-GPU bandwidth between nodes, e.g. 50 for a 400 Gb/s NIC.")
     return Workload(round(isl_d.mean), round(osl_d.mean), users, rate, ttft_s, tpot_s, shared_prefix,
-                    parse_spec(spec, catalog) if spec else None, isl_d, osl_d)
+                    parse_spec(spec, catalog) if spec else None, isl_d, osl_d, node_link_gb_s)

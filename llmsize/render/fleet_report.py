@@ -7,11 +7,16 @@ from dataclasses import asdict
 
 ASSUMPTIONS = [
     "aggregated: a user's TPOT = TPOT(b) + b x a prompt's prefill share / osl (the replica's prefills stall every "
-    "user; prompts are prefilled the engine's default chunk at a time, sharing one read of the weights); TTFT = "
-    "one prompt's prefill + its wait for the prefills ahead (M/D/1 a replica: Poisson arrivals, fixed service)",
+    "user; prompts are prefilled the engine's default chunk at a time, sharing one read of the weights; under "
+    "SGLang a prefill forward holds only the prompts that arrived while the last ran); TTFT = one prompt's prefill "
+    "+ its wait for the prefills ahead (M/D/1 a replica: Poisson arrivals, fixed service; under SGLang also the "
+    "decode step in progress)",
+    "dep n (a MoE): attention data parallel over n cards, each with its own requests and cache, the routed experts "
+    "split among them; a step is one card's step at its share of the batch plus two all-to-alls a MoE layer "
+    "(routing taken as uniform)",
     "disaggregated: x prefill workers, the fewest that keep TTFT (prefill + M/D/x wait, Allen-Cunneen) within the "
     "target (without one, the wait within one prefill); y = ceil(users / b) decode workers; TTFT adds the cache's "
-    "move over a 50 GB/s node link",
+    "move over the node link (--node-link-gb-s, 50 GB/s per GPU by default)",
     "a running request holds isl + osl / 2 tokens of cache on average (vLLM, SGLang), isl + osl in TensorRT-LLM "
     "(which reserves the whole answer), in the cache memory the engine's own ledger leaves (vLLM, SGLang, "
     "TensorRT-LLM); the batch stays within the engine's default cap",
@@ -32,7 +37,7 @@ def fleet_to_dict(model, w, runtime, currency, rows) -> dict:
             "workload": {"isl": w.isl, "osl": w.osl, "users": w.users, "rate": w.rate, "ttft_s": w.ttft_s,
                          "tpot_s": w.tpot_s, "shared_prefix": w.shared_prefix,
                          "isl_lengths": _lengths(w.lengths()[0]), "osl_lengths": _lengths(w.lengths()[1]),
-                         "longest_tokens": w.longest_tokens(),
+                         "longest_tokens": w.longest_tokens(), "node_link_gb_s": w.node_link_gb_s,
                          "spec": None if w.spec is None else {
                              "k": w.spec.k, "accept": w.spec.accept,
                              "draft": w.spec.draft.id if w.spec.draft else None,

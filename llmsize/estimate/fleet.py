@@ -349,8 +349,9 @@ class ParetoCurve:
 def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str, runtimes: dict,
                   kv_dtype: str = "bf16", batches: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
                   ) -> list[ParetoCurve]:
-    """Per card, what each replica of each tp gives at a batch b (aggregated: a user sees TPOT_agg(b), the
-    replica's cards share b / TPOT_agg(b)), reduced to the points no other point of the card beats on both axes."""
+    """Per card, what each replica of each tp (and, for a MoE, each DEP n) gives at a batch b (aggregated: a user
+    sees TPOT_agg(b), the replica's cards share b / TPOT_agg(b)), reduced to the points no other point of the card
+    beats on both axes."""
     from llmsize.estimate.expected import backend, constants
     from llmsize.estimate.plan import PlanInputs, make_plan
 
@@ -360,10 +361,13 @@ def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: s
         be = backend(g)
         c = constants(spec, be) if spec is not None and be else None
         pts = []
-        for tp in TP_CHOICES if c is not None else ():
+        for tp, pp, dp in _configs(c is not None, model) if card_link(g) is not None else [(1, 1, 1)] * bool(c):
+            if pp > 1:
+                continue
             try:
-                plan = make_plan(model, g, PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl), prompt_tokens=w.isl, tp=tp,
-                                                      kv_dtype=kv_dtype), search_fit=False)
+                plan = make_plan(expert_shard(model, dp) if dp > 1 else model, g, PlanInputs(
+                    context_tokens=held_context_tokens(runtime, w.isl, w.osl), prompt_tokens=w.isl, tp=tp,
+                    kv_dtype=kv_dtype), search_fit=False)
             except LlmsizeError:
                 continue
             held = users_held(plan, w, runtime, None, kv_pool_bytes(plan, runtime, w.longest_tokens())[0]) \
@@ -371,13 +375,13 @@ def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: s
             if held < 1:
                 continue
             limits = serving_defaults(runtime, g, held, w.isl, w.osl)
-            hi = min(held, limits.max_batch or held)
-            tpot_fn, pre, cost = replica_timing(plan, runtime, c, limits.prefill_tokens)
+            hi = min(held, limits.max_batch or held) * dp
+            tpot_fn, pre, cost = replica_timing(plan, runtime, c, limits.prefill_tokens, dp=dp)
             if pre is None or cost is None:
                 continue
             for b in sorted({min(b, hi) for b in batches}):
                 t = tpot_fn(b) + b * cost(b / (pre + w.osl * tpot_fn(b)), tpot_fn(b)) / w.osl  # TPOT_agg(b)
-                pts.append((1 / t, b / t / tp))
+                pts.append((1 / t, b / t / (tp * dp)))
         front = [p for p in pts if not any(q[0] >= p[0] and q[1] >= p[1] and q != p for q in pts)]
         if front:
             out.append(ParetoCurve(g.id, sorted(set(front))))

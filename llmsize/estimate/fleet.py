@@ -391,13 +391,17 @@ def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: s
 def fleet_charts(model: ModelSpec, gpus: list[GpuSpec], rows: list[FleetRow], w: Workload, runtime: str,
                  runtimes: dict, kv_dtype: str = "bf16", most: int = 4):
     """The data of fleet's report charts for the (at most `most`) best cards that serve the workload: their Pareto
-    curves, and their rooflines at the row's tp with the model's decode and prefill points."""
+    curves, and their rooflines at the row's tp (a DEP row: one card's share of the experts) with the model's
+    decode and prefill points."""
     from llmsize.estimate.charts import rooflines
     from llmsize.estimate.plan import PlanInputs
 
-    served = [r for r in rows if r.meets_slo][:most]
+    served = [r for r in rows if r.meets_slo and r.card in {g.id for g in gpus}][:most]
     by_id = {g.id: g for g in gpus}
-    cards = [by_id[r.card] for r in served if r.card in by_id]
-    roofs = rooflines(model, [(by_id[r.card], PlanInputs(context_tokens=w.isl + w.osl, prompt_tokens=w.isl, tp=r.tp,
-                                                         kv_dtype=kv_dtype)) for r in served if r.card in by_id])
+    cards = [by_id[r.card] for r in served]
+    roofs = []
+    for r in served:
+        card_model = expert_shard(model, r.dp) if (r.dp or 1) > 1 else model
+        roofs += rooflines(card_model, [(by_id[r.card], PlanInputs(context_tokens=w.isl + w.osl, prompt_tokens=w.isl,
+                                                                   tp=r.tp, kv_dtype=kv_dtype))])
     return pareto_curves(model, cards, w, runtime, runtimes, kv_dtype), roofs

@@ -123,6 +123,8 @@ def test_fleet_takes_dep_for_throughput_and_tensor_parallel_for_latency(catalog,
     code, out, _ = run_cli(*base, "--runtime", "vllm", "--emit", "vllm")
     assert "--data-parallel-size 8" in out and "--enable-expert-parallel" in out
     assert "--tensor-parallel-size" not in out
+    # each of vLLM's data-parallel ranks schedules its own share: --max-num-seqs = ceil(batch / 8)
+    assert f"--max-num-seqs {-(-first['batch_per_replica'] // 8)} " in out + " "
     code, out, _ = run_cli(*base)
     assert code == 0 and "dep 8" in out
     assert math.isfinite(row.output_tok_s_per_gpu)

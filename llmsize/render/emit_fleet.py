@@ -4,8 +4,10 @@ Aggregated: one replica's `vllm serve` (--tensor-parallel-size, --max-model-len,
 --enable-expert-parallel for a MoE) or `python -m sglang.launch_server` (--tp-size, --context-length,
 --max-running-requests, --ep-size), started `replicas` times behind any load balancer. A DEP replica (attention
 data parallel, experts split over its n cards): vLLM's `--data-parallel-size n --enable-expert-parallel`
-(docs.vllm.ai, the DeepSeek-V3 recipe's DP8+EP), SGLang's `--tp-size n --dp-size n --enable-dp-attention`
-(docs.sglang.io, "DP, DPA and SGLang DP Router"). Disaggregated: SGLang's
+(docs.vllm.ai, the DeepSeek-V3 recipe's DP8+EP; each rank is its own engine core, so --max-num-seqs is a rank's
+share of the batch: docs/serving/data_parallel_deployment.md), SGLang's `--tp-size n --dp-size n
+--enable-dp-attention` (docs.sglang.io, "DP, DPA and SGLang DP Router"; --max-running-requests is the replica's,
+divided among its ranks by the scheduler). Disaggregated: SGLang's
 own P/D (`--disaggregation-mode prefill|decode`, its router `python -m sglang_router.launch_router
 --pd-disaggregation --prefill URL --decode URL`, docs.sglang.io advanced_features/pd_disaggregation), or vLLM's
 workers under NVIDIA Dynamo (`python -m dynamo.vllm --disaggregation-mode prefill|decode` with the NIXL KV
@@ -36,8 +38,9 @@ def fleet_command(model, row, engine: str, max_model_len: int) -> str:
         head.append(f"# {model.id} has no hf_repo in the catalog: put the checkpoint path or repo id in place of it")
     if engine == "vllm":
         par = ["--data-parallel-size", str(dp)] if dp > 1 else ["--tensor-parallel-size", str(row.tp)]
+        seqs = -(-row.batch_per_replica // dp)  # each data-parallel rank is its own engine core and scheduler
         base = par + (["--pipeline-parallel-size", str(row.pp)] if row.pp > 1 else []) + [
-            "--max-model-len", ctx, "--max-num-seqs", str(row.batch_per_replica)] + (
+            "--max-model-len", ctx, "--max-num-seqs", str(seqs)] + (
             ["--enable-expert-parallel"] if moe else [])
         if row.pp > 1:
             head.append(f"# a replica spans {row.pp} nodes: start a Ray cluster over them first (vLLM's multi-node "

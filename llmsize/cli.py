@@ -85,6 +85,7 @@ from llmsize.options import (
     OverheadOpt,
     ParallelOpt,
     ParetoOpt,
+    SimulateOpt,
     PpOpt,
     PricesOpt,
     ProbeOpt,
@@ -833,6 +834,7 @@ def fleet(
     node_link_gb_s: NodeLinkOpt = 50.0,
     emit: FleetEmitOpt = None,
     pareto: ParetoOpt = False,
+    simulate: SimulateOpt = False,
     output: ChartOutOpt = None,
     fmt: FleetFormatOpt = "table",
     as_json: JsonOpt = False,
@@ -849,6 +851,7 @@ def fleet(
       llmsize fleet qwen3-30b-a3b --rate 20 --tpot 33ms --gpus h100,h200,b200,rtx5090 --prices prices.yaml --json
       llmsize fleet llama-3.1-70b --users 400 --tok-s-per-user 30 --gpus b200 --emit sglang
       llmsize fleet llama-3.1-70b --users 400 --ttft 2s --tpot 33ms --format html > fleet.html
+      llmsize fleet qwen3-30b-a3b --users 200 --isl 3000:p95=12000 --osl 500 --gpus h100-sxm --simulate
     """
     from llmsize.estimate.fleet import fleet_rows
     from llmsize.render.fleet_report import fleet_to_dict, render_fleet
@@ -862,6 +865,9 @@ def fleet(
     if pareto and (as_json or fmt != "table"):
         raise InvalidValueError("--pareto draws its chart in the table view.", "Drop --json / --format, or write "
                                 "the chart to a file with -o pareto.svg.")
+    if simulate and (emit is not None or fmt not in ("table", "json")):
+        raise InvalidValueError("--simulate adds to the table and the JSON views.", "Drop --emit / --format csv|"
+                                "markdown|html, or run --simulate in a second command.")
     if emit is not None and (output is not None or pareto or as_json or fmt != "table"):
         raise InvalidValueError("--emit prints launch lines: it does not combine with --format, --json, --pareto "
                                 "or -o.", "Run --emit on its own, and the report in a second command.")
@@ -904,8 +910,15 @@ def fleet(
         sys.stdout.write(fleet_command(m, top, emit, w.longest_tokens()) + "\n")
         return
     runtimes = {r.id: r for r in cat.runtimes.all()}
+    sims = None
+    if simulate:
+        from llmsize.estimate.fleet_simulation import simulate_row
+
+        by_id = {g.id: g for g in cards}
+        sims = {r.card: simulate_row(m, by_id[r.card], r, w, rid, runtimes, kv_dtype.lower())
+                for r in rows if r.meets_slo and r.card in by_id}
     if as_json or fmt == "json":
-        _print_json(fleet_to_dict(m, w, rid, currency, rows))
+        _print_json(fleet_to_dict(m, w, rid, currency, rows, sims))
     elif fmt == "html":
         from llmsize.estimate.fleet import fleet_charts
         from llmsize.render.fleet_report import render_fleet_html
@@ -922,6 +935,10 @@ def fleet(
         sys.stdout.write(render_fleet_markdown(m, w, rid, currency, rows))
     else:
         render_fleet(m, w, rid, currency, rows, _console())
+        if sims:
+            from llmsize.render.fleet_report import render_simulated
+
+            render_simulated(sims, _console())
     if pareto or output is not None:
         from llmsize.estimate.fleet import pareto_curves
         from llmsize.render.fleet_report import pareto_image, pareto_text

@@ -246,6 +246,8 @@ FleetFormatOpt = Annotated[str, _opt("--format", help="table, json, csv, markdow
                                      callback=choice(("table", "json", "csv", "markdown", "html")))]
 ParetoOpt = Annotated[bool, _opt("--pareto", help="Chart each card's throughput per GPU against tokens/s per user "
                                  "(terminal; -o FILE.png|svg for an image).")]
+SimulateOpt = Annotated[bool, _opt("--simulate", help="Replay each served row's replica under its share of the "
+                                   "load and add its TTFT and TPOT p50/p95/p99 (table and JSON; slower).")]
 SharedPrefixOpt = Annotated[float, _opt("--shared-prefix", help="Fraction of prompt tokens served from the prefix "
                                        "cache (0 to below 1).", callback=float_range(0, 1))]
 SpecOpt = Annotated[Optional[str], _opt("--spec", help="Speculative decoding: draft=MODEL,k=4,accept=0.7 or "

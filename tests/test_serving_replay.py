@@ -180,3 +180,26 @@ def test_open_loop_arrivals_must_be_one_per_request_in_order():
     # an open loop idles until the first arrival: a lone request at t = 5 s is served then
     r = replay([1000], [1], 1, ENGINE, 1000, arrivals_s=[5.0])
     assert r.ttft_mean_s == pytest.approx(0.070) and r.duration_s == pytest.approx(5.070)
+
+
+def test_the_replay_gives_percentiles_by_nearest_rank():
+    """Nearest rank: of 1..100, p50 = 50, p95 = 95, p99 = 99; of one value, that value. Ten requests alone one after
+    another (c = 1, 1,000-token prompts, 10 tokens each): every TTFT is the prompt's 70 ms, every TPOT 11 ms."""
+    from llmsize.estimate.serving_replay import quantiles
+
+    assert quantiles(list(range(1, 101))) == (50, 95, 99)
+    assert quantiles([3.0]) == (3.0, 3.0, 3.0) and quantiles([]) == (0.0, 0.0, 0.0)
+    r = replay([1000] * 10, [10] * 10, 1, ENGINE, prefill_tokens=8192)
+    assert r.ttft_s_quantiles == pytest.approx((0.070, 0.070, 0.070))
+    assert r.tpot_s_quantiles == pytest.approx((0.011, 0.011, 0.011))
+
+
+def test_a_staggered_closed_loop_starts_its_users_one_after_another():
+    """Two users, stagger 1 s: user A at t = 0, user B at t = 0.5 s; 4 requests of 1,000 prompt tokens (70 ms) and
+    2 tokens (one 11 ms step), taken from one pool by whichever user is free (bench_serving's semaphore): A runs
+    0 -> 0.081, 0.081 -> 0.162, 0.162 -> 0.243; B starts at 0.5 and takes the last, 0.5 -> 0.581. Every first token
+    70 ms after its send."""
+    r = replay([1000] * 4, [2] * 4, 2, ENGINE, prefill_tokens=8192, stagger_s=1.0)
+    assert r.requests == 4
+    assert r.ttft_s_quantiles == pytest.approx((0.070, 0.070, 0.070))
+    assert r.duration_s == pytest.approx(0.581)

@@ -27,6 +27,7 @@ output tokens / the run's duration. Units: seconds, tokens.
 
 from __future__ import annotations
 
+import math
 import random
 from collections import deque
 from dataclasses import dataclass
@@ -62,6 +63,16 @@ class ReplayResult:
     output_tok_s: float  # all output tokens over the run's duration
     duration_s: float
     requests: int
+    ttft_s_quantiles: tuple[float, float, float] = (0.0, 0.0, 0.0)  # p50, p95, p99 over the requests
+    tpot_s_quantiles: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+
+def quantiles(values: list[float], qs=(0.50, 0.95, 0.99)) -> tuple[float, ...]:
+    """Nearest-rank quantiles (the smallest value with at least q of them at or below it); zeros when empty."""
+    s = sorted(values)
+    if not s:
+        return tuple(0.0 for _ in qs)
+    return tuple(s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))] for q in qs)
 
 
 @dataclass
@@ -73,6 +84,7 @@ class _Request:
     first_s: float | None = None
     emitted: int = 0
     done_s: float | None = None
+    index: int = 0
 
 
 def uniform_lengths(n: int, max_tokens: int, range_ratio: float, mean_tokens: float | None, seed: int,
@@ -102,11 +114,14 @@ def poisson_arrivals(n: int, rate_per_s: float, seed: int) -> list[float]:
 
 def replay(prompts: list[int], outputs: list[int], max_concurrency: int, forward: Forward, prefill_tokens: int,
            max_running: int | None = None, policy: str = "prefill_first",
-           arrivals_s: list[float] | None = None) -> ReplayResult:
+           arrivals_s: list[float] | None = None, skip: int = 0, stagger_s: float = 0.0) -> ReplayResult:
     """Replay one benchmark run of len(prompts) requests (prompt and output lengths paired by index) against one
     engine replica. max_running: requests the engine runs at once (its cap, or what its cache holds).
     arrivals_s: an open loop instead, each request sent at its time whatever is in flight (max_concurrency is then
-    not a limit); TTFT counts from the arrival."""
+    not a limit); TTFT counts from the arrival. skip: the first and the last `skip` requests (in the order sent) are
+    served but left out of the TTFT and TPOT figures (a steady state without the start-up wave and the drain).
+    stagger_s: a closed loop whose max_concurrency users start one after another over stagger_s (user i at
+    i x stagger_s / users) instead of all at once, so that they stay out of step."""
     if policy not in POLICIES:
         raise ValueError(f"policy {policy!r} is not one of {', '.join(POLICIES)}")
     if not prompts or len(prompts) != len(outputs):
@@ -116,10 +131,19 @@ def replay(prompts: list[int], outputs: list[int], max_concurrency: int, forward
     if arrivals_s is not None and (len(arrivals_s) != len(prompts) or sorted(arrivals_s) != list(arrivals_s)):
         raise ValueError("arrivals_s must give one time per request, in order")
     cap = max(1, max_running if max_running is not None else max_concurrency)
-    pending = deque(_Request(max(1, p), max(1, o)) for p, o in zip(prompts, outputs))
+    if skip < 0 or 2 * skip >= len(prompts):
+        raise ValueError("skip must leave some requests measured (0 <= 2 x skip < requests)")
+    pending = deque(_Request(max(1, p), max(1, o), index=i) for i, (p, o) in enumerate(zip(prompts, outputs)))
     if arrivals_s is not None:
         for r, t in zip(pending, arrivals_s):
             r.sent_s = t
+    starts: deque[_Request] = deque()  # a staggered closed loop's first requests, each at its user's start
+    if arrivals_s is None and stagger_s > 0:
+        first = min(max_concurrency, len(pending))
+        for i in range(first):
+            r = pending.popleft()
+            r.sent_s = i * stagger_s / first
+            starts.append(r)
     waiting: deque[_Request] = deque()
     running: list[_Request] = []
     finished: list[_Request] = []
@@ -133,11 +157,18 @@ def replay(prompts: list[int], outputs: list[int], max_concurrency: int, forward
             while pending and pending[0].sent_s <= now:
                 waiting.append(pending.popleft())
             return
-        while pending and in_flight < max_concurrency:
-            r = pending.popleft()
-            r.sent_s = now
-            waiting.append(r)
-            in_flight += 1
+        for _ in range(2):
+            while starts and starts[0].sent_s <= now:
+                waiting.append(starts.popleft())
+                in_flight += 1
+            while pending and in_flight + len(starts) < max_concurrency:
+                r = pending.popleft()
+                r.sent_s = now
+                waiting.append(r)
+                in_flight += 1
+            if waiting or running or not starts:
+                return
+            now = max(now, starts[0].sent_s)  # nothing to run: idle until the next user starts
 
     def admit(budget: int) -> tuple[int, list[_Request]]:
         """Prompt tokens taken this forward, and the prompts it completes."""
@@ -168,7 +199,7 @@ def replay(prompts: list[int], outputs: list[int], max_concurrency: int, forward
         running[:] = [r for r in running if r.done_s is None]
 
     send()
-    while waiting or running or pending:
+    while waiting or running or pending or starts:
         if not waiting and not running:
             send()  # an open loop's next arrival
             continue
@@ -189,7 +220,9 @@ def replay(prompts: list[int], outputs: list[int], max_concurrency: int, forward
             running.extend(done)
             emit(decoding + done)
         send()
-    ttft = [r.first_s - r.sent_s for r in finished]
-    tpot = [(r.done_s - r.first_s) / (r.output - 1) for r in finished if r.output > 1]
+    kept = [r for r in finished if skip <= r.index < len(prompts) - skip]
+    ttft = [r.first_s - r.sent_s for r in kept]
+    tpot = [(r.done_s - r.first_s) / (r.output - 1) for r in kept if r.output > 1]
     return ReplayResult(sum(ttft) / len(ttft), sum(tpot) / len(tpot) if tpot else 0.0,
-                        sum(r.output for r in finished) / now if now > 0 else 0.0, now, len(finished))
+                        sum(r.output for r in finished) / now if now > 0 else 0.0, now, len(finished),
+                        quantiles(ttft), quantiles(tpot))

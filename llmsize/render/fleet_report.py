@@ -32,7 +32,24 @@ def _lengths(d) -> dict:
     return {"described": d.described, "mean": d.mean, "p95": d.p95, "p99": d.p99, "points": list(d.points)}
 
 
-def fleet_to_dict(model, w, runtime, currency, rows) -> dict:
+def _simulated(sim) -> dict:
+    """A replayed replica's figures (estimate/fleet_simulation.py), or why it was not replayed."""
+    if isinstance(sim, str):
+        return {"why_not": sim}
+    return {"requests": sim.requests, "measured": sim.measured, "ttft_mean_s": sim.ttft_mean_s,
+            "ttft_p50_s": sim.ttft_s[0], "ttft_p95_s": sim.ttft_s[1], "ttft_p99_s": sim.ttft_s[2],
+            "tpot_mean_s": sim.tpot_mean_s, "tpot_p50_s": sim.tpot_s[0], "tpot_p95_s": sim.tpot_s[1],
+            "tpot_p99_s": sim.tpot_s[2]}
+
+
+def fleet_to_dict(model, w, runtime, currency, rows, sims: dict | None = None) -> dict:
+    """sims (--simulate): card id -> its row's replay, under each row's `simulated`."""
+    out_rows = []
+    for r in rows:
+        d = asdict(r)
+        if sims is not None and r.card in sims:
+            d["simulated"] = _simulated(sims[r.card])
+        out_rows.append(d)
     return {"model": model.id, "runtime": runtime, "currency": currency,
             "workload": {"isl": w.isl, "osl": w.osl, "users": w.users, "rate": w.rate, "ttft_s": w.ttft_s,
                          "tpot_s": w.tpot_s, "shared_prefix": w.shared_prefix,
@@ -42,8 +59,32 @@ def fleet_to_dict(model, w, runtime, currency, rows) -> dict:
                              "k": w.spec.k, "accept": w.spec.accept,
                              "draft": w.spec.draft.id if w.spec.draft else None,
                              "tokens_per_pass": w.spec.tokens_per_pass()}},
-            "rows": [asdict(r) for r in rows],
+            "rows": out_rows,
             "assumptions": ASSUMPTIONS}
+
+
+def render_simulated(sims: dict, console) -> None:
+    """--simulate: each served row's replica replayed, its TTFT and TPOT spread."""
+    from rich import box
+    from rich.table import Table
+
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left", collapse_padding=True,
+              title="Simulated: one replica replayed under its share of the load (estimate/fleet_simulation.py)")
+    for col in ("card", "requests", "TTFT s mean", "p50", "p95", "p99", "TPOT ms mean", "p50", "p95", "p99"):
+        t.add_column(col, justify="left" if col == "card" else "right", no_wrap=True)
+    notes = []
+    for card, sim in sims.items():
+        if isinstance(sim, str):
+            notes.append(f"  {card}: not replayed: {sim}")
+            continue
+        t.add_row(card, f"{sim.measured:,}", f"{sim.ttft_mean_s:.2f}", *(f"{x:.2f}" for x in sim.ttft_s),
+                  f"{sim.tpot_mean_s * 1000:.1f}", *(f"{x * 1000:.1f}" for x in sim.tpot_s))
+    console.print(t)
+    for line in notes:
+        console.print(line)
+    console.print("Each replica at its share of the load (--users: a closed loop, its users' starts staggered; "
+                  "--rate: Poisson arrivals); the ramp-up and the drain left out; lengths drawn from the workload's "
+                  "distributions.", style="dim")
 
 
 def _par(r) -> str:

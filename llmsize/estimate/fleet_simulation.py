@@ -1,0 +1,89 @@
+"""A fleet row's replica replayed under its share of the workload (estimate/serving_replay.py): the spread of TTFT
+and TPOT (p50, p95, p99) that the closed form's means (estimate/fleet.py) do not give.
+
+One aggregated replica of the row's tp, its engine's scheduler (SGLang prefills first; vLLM and TensorRT-LLM mix
+prompts into decode steps), its steps and prefills costed as fleet costs them. The load is the replica's share:
+--users as a closed loop of ceil(users / replicas) users, each sending its next request when the last ends, their
+starts staggered over one request's life at the row's figures (started all at once with one length they would
+stay in step, every prompt of a wave arriving together: an artefact no deployment has); --rate as Poisson arrivals
+at rate / replicas. Requests draw their prompt and answer lengths independently from the
+workload's distributions (their equally likely points; a fixed length when none was given), the shared prefix
+taken off each prompt. REQUESTS_PER_USER requests a user (at least MIN_REQUESTS, at most MAX_REQUESTS), the first
+and last `users` requests left out of the figures (the ramp-up and the drain). Disaggregated, DEP, pipeline and speculative rows are not
+replayed (the replay has one engine and no draft), and say so.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+
+from llmsize.catalog.schema import GpuSpec, ModelSpec
+from llmsize.estimate.workload import Workload
+
+REQUESTS_PER_USER = 12
+MIN_REQUESTS = 200
+MAX_REQUESTS = 3000
+SEED = 20261201
+
+
+@dataclass(frozen=True)
+class Simulated:
+    requests: int  # replayed
+    measured: int  # in the figures (the first and last wave left out)
+    ttft_s: tuple[float, float, float]  # p50, p95, p99
+    tpot_s: tuple[float, float, float]
+    ttft_mean_s: float
+    tpot_mean_s: float
+
+
+def simulate_row(model: ModelSpec, gpu: GpuSpec, row, w: Workload, runtime: str, runtimes: dict,
+                 kv_dtype: str = "bf16") -> Simulated | str:
+    """The row's replica replayed, or the one-line reason it is not."""
+    from llmsize.estimate.expected import backend, constants, prefill_inputs
+    from llmsize.estimate.plan import PlanInputs, make_plan
+    from llmsize.estimate.replica import PREFILL_FIRST, replica_timing
+    from llmsize.estimate.serving_defaults import held_context_tokens, serving_defaults
+    from llmsize.estimate.serving_replay import Forward, poisson_arrivals, replay
+    from llmsize.estimate.speed import prefill_parts_s
+
+    if row.replicas is None:
+        return "no configuration serves the workload"
+    if row.mode != "aggregated":
+        return "disaggregated rows are not replayed (one engine only)"
+    if (row.dp or 1) > 1 or row.pp > 1:
+        return "DEP and pipeline rows are not replayed"
+    if w.spec is not None:
+        return "speculative decoding is not replayed"
+    spec, be = runtimes.get(runtime), backend(gpu)
+    c = constants(spec, be) if spec is not None and be else None
+    if c is None:
+        return f"no {runtime} constants for this card"
+    plan = make_plan(model, gpu, PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl),
+                                            prompt_tokens=w.isl, tp=row.tp, kv_dtype=kv_dtype), search_fit=False)
+    limits = serving_defaults(runtime, gpu, row.batch_per_replica, w.isl, w.osl)
+    tpot_fn, _, cost = replica_timing(plan, runtime, c, limits.prefill_tokens)
+    parts = prefill_parts_s(prefill_inputs(plan, runtime), c)
+    if parts is None or cost is None:
+        return f"no {runtime} prefill constants for this card"
+    compute, weights, fixed = parts
+    isl = max(1, plan.prompt_tokens)
+    forward = Forward(tpot_fn, compute / isl, weights, fixed, cost(math.inf) / isl)
+    users = math.ceil(w.users / row.replicas) if w.users is not None else None
+    n = min(MAX_REQUESTS, max(MIN_REQUESTS, REQUESTS_PER_USER * (users or row.batch_per_replica)))
+    rng = random.Random(SEED)
+    isl_d, osl_d = w.lengths()
+    keep = 1.0 - w.shared_prefix
+    prompts = [max(1, round(rng.choice(isl_d.points) * keep)) for _ in range(n)]
+    outputs = [max(1, rng.choice(osl_d.points)) for _ in range(n)]
+    policy = "prefill_first" if runtime in PREFILL_FIRST else "mixed"
+    wave = min(users or row.batch_per_replica, (n - 1) // 2)
+    if users is not None:
+        r = replay(prompts, outputs, users, forward, limits.prefill_tokens, row.batch_per_replica, policy,
+                   skip=wave, stagger_s=row.ttft_s + w.osl * row.tpot_s)
+    else:
+        r = replay(prompts, outputs, 1, forward, limits.prefill_tokens, row.batch_per_replica, policy,
+                   arrivals_s=poisson_arrivals(n, w.rate / row.replicas, SEED), skip=wave)
+    return Simulated(r.requests, r.requests - 2 * wave, r.ttft_s_quantiles, r.tpot_s_quantiles, r.ttft_mean_s,
+                     r.tpot_mean_s)

@@ -1,0 +1,66 @@
+"""fleet --simulate (llmsize/estimate/fleet_simulation.py): a row's replica replayed under its share of the load."""
+
+import json
+
+import pytest
+
+from llmsize.estimate.fleet import fleet_rows
+from llmsize.estimate.fleet_simulation import simulate_row
+from llmsize.estimate.workload import Workload
+
+
+@pytest.fixture(scope="module")
+def runtimes(catalog):
+    return {r.id: r for r in catalog.runtimes.all()}
+
+
+def test_a_replica_at_fixed_lengths_replays_near_the_closed_form(catalog, runtimes):
+    """Llama 3.1 8B on an H100 under SGLang, 64 users, 1,000 in / 1,000 out: one replica runs all 64; the replay's
+    mean TPOT is within 10% of the row's (the closed form is checked against the scheduler in
+    tests/test_serving_replay.py), and with fixed lengths the spread is small: p99 TPOT within 10% of p50."""
+    m, g = catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm")
+    (row,) = fleet_rows(m, [g], Workload(1000, 1000, users=64), "sglang", runtimes)
+    assert row.mode == "aggregated" and row.replicas == 1 and row.batch_per_replica == 64
+    sim = simulate_row(m, g, row, Workload(1000, 1000, users=64), "sglang", runtimes)
+    assert sim.requests == 12 * 64 and sim.measured == 12 * 64 - 2 * 64
+    assert sim.tpot_mean_s == pytest.approx(row.tpot_s, rel=0.10)
+    assert sim.tpot_s[2] < 1.10 * sim.tpot_s[0]
+    assert sim.ttft_s[0] <= sim.ttft_s[1] <= sim.ttft_s[2]
+
+
+def test_long_tailed_prompts_spread_the_first_token(catalog, runtimes):
+    """The same replica with prompts of median 1,000 and p95 8,000 tokens: the p95 TTFT is several times the p50
+    (a long prompt is several chunks and queues), which the closed form's mean does not show."""
+    from llmsize.estimate.workload import workload_from_options
+
+    m, g = catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm")
+    w = workload_from_options("1000:p95=8000", "500", 64, None, None, None, None, 0.0, None, catalog)
+    (row,) = fleet_rows(m, [g], w, "sglang", runtimes)
+    sim = simulate_row(m, g, row, w, "sglang", runtimes)
+    assert sim.ttft_s[1] > 2 * sim.ttft_s[0]
+
+
+def test_rows_the_replay_cannot_run_say_why(catalog, runtimes):
+    m, g = catalog.model("llama-3.1-70b"), catalog.gpu("b200")
+    w = Workload(3000, 500, users=400, ttft_s=2.0, tpot_s=1 / 30)
+    (row,) = fleet_rows(m, [g], w, "vllm", runtimes)
+    assert row.mode == "disaggregated"
+    assert "disaggregated" in simulate_row(m, g, row, w, "vllm", runtimes)
+
+
+def test_simulate_in_the_cli(run_cli):
+    base = ("fleet", "llama-3.1-8b", "--isl", "1000", "--osl", "500", "--users", "64", "--gpus", "h100-sxm,b200")
+    code, out, err = run_cli(*base, "--simulate")
+    assert code == 0, err
+    assert "Simulated" in out and "p95" in out
+    code, out, err = run_cli(*base, "--simulate", "--json")
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    assert all("simulated" in r for r in rows if r["meets_slo"])
+    sim = rows[0]["simulated"]
+    assert sim.get("why_not") or sim["ttft_p50_s"] <= sim["ttft_p95_s"] <= sim["ttft_p99_s"]
+    code, out, err = run_cli(*base)
+    assert "simulated" not in out
+    for extra in (("--format", "csv"), ("--emit", "vllm"), ("--format", "html")):
+        code, out, err = run_cli(*base, "--simulate", *extra)
+        assert code == 2 and "--simulate" in err and "Traceback" not in err

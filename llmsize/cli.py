@@ -915,8 +915,13 @@ def fleet(
         from llmsize.estimate.fleet_simulation import simulate_row
 
         by_id = {g.id: g for g in cards}
-        sims = {r.card: simulate_row(m, by_id[r.card], r, w, rid, runtimes, kv_dtype.lower())
-                for r in rows if r.meets_slo and r.card in by_id}
+        sims = {}
+        for r in rows:
+            if r.meets_slo and r.card in by_id:
+                # a disaggregated best row: its aggregated alternative is what one engine replays
+                target = r.other if r.mode != "aggregated" and r.other is not None else r
+                sims[r.card] = (target is not r, simulate_row(m, by_id[r.card], target, w, rid, runtimes,
+                                                              kv_dtype.lower()))
     if as_json or fmt == "json":
         _print_json(fleet_to_dict(m, w, rid, currency, rows, sims))
     elif fmt == "html":

@@ -64,3 +64,16 @@ def test_simulate_in_the_cli(run_cli):
     for extra in (("--format", "csv"), ("--emit", "vllm"), ("--format", "html")):
         code, out, err = run_cli(*base, "--simulate", *extra)
         assert code == 2 and "--simulate" in err and "Traceback" not in err
+
+
+def test_a_disaggregated_best_row_replays_its_aggregated_alternative(run_cli):
+    """Llama 3.1 70B on B200s, 400 users at 2 s / 30 tok/s: the best row is disaggregated (one engine cannot
+    replay it); --simulate replays the aggregated alternative and files it under that row's `other`."""
+    code, out, err = run_cli("fleet", "llama-3.1-70b", "--isl", "3000", "--osl", "500", "--users", "400", "--ttft",
+                             "2s", "--tok-s-per-user", "30", "--gpus", "b200", "--simulate", "--json")
+    assert code == 0, err
+    (row,) = json.loads(out)["rows"]
+    assert row["mode"] == "disaggregated" and "simulated" not in row
+    sim = row["other"]["simulated"]
+    assert row["other"]["mode"] == "aggregated" and sim["requests"] > sim["measured"] > 0
+    assert sim["tpot_mean_s"] == pytest.approx(row["other"]["tpot_s"], rel=0.15)

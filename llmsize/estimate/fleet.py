@@ -192,6 +192,22 @@ def _batch_for_rate(b: int, w: Workload, request_s) -> int:
     return b
 
 
+def admitted_batch(runtime: str, prefill_tokens: int, w: Workload, cards: int = 1) -> int:
+    """The most requests an aggregated replica can keep running when each step's token budget (the engine's
+    prefill_tokens: vLLM's max_num_batched_tokens) must carry a decode token of each of b requests and the prompts
+    they send, b / osl new prompts a step of isl tokens each (the shared prefix's not computed):
+        b x (1 + isl x (1 - shared prefix) / osl) <= tokens a step
+    (TensorRT-LLM's trtllm-bench sizes its budget the same way: estimate/serving_defaults.py). Engines whose prefill
+    forwards run apart (SGLang) are bounded by their prefill's time instead (the stall in TPOT_agg): no cap. A DEP
+    replica: each of its cards has the budget."""
+    from llmsize.estimate.replica import PREFILL_FIRST
+
+    if runtime in PREFILL_FIRST:
+        return 1 << 30
+    per = 1 + w.isl * (1 - w.shared_prefix) / max(1, w.osl)
+    return max(1, int(prefill_tokens // per)) * cards
+
+
 def _aggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tuple[FleetRow | None, str | None]:
     """Each replica also runs its requests' prefills: per osl tokens of each of its b users, b prompts' prefill
     (`cost(rate)` each, batched as the arrival rate allows: estimate/replica.prefill_cost_s) stall every user, so a
@@ -315,7 +331,8 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
                 continue
             pre, cost = pre * (1 - w.shared_prefix), cost.scaled(1 - w.shared_prefix)
             par = (tp, pp, dp)
-            for row, why in (_aggregated(g, par, moe, held, tpot_fn, pre, cost, w, price),
+            admitted = admitted_batch(runtime, limits.prefill_tokens, w, dp)
+            for row, why in (_aggregated(g, par, moe, min(held, admitted), tpot_fn, pre, cost, w, price),
                              _disaggregated(g, par, moe, held, tpot_fn, pre, cost, w, price, plan)):
                 if row is None:
                     reasons.append(f"{label}: {why}")

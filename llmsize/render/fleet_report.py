@@ -43,12 +43,14 @@ def _simulated(sim) -> dict:
 
 
 def fleet_to_dict(model, w, runtime, currency, rows, sims: dict | None = None) -> dict:
-    """sims (--simulate): card id -> its row's replay, under each row's `simulated`."""
+    """sims (--simulate): card id -> (of the other mode?, its replay), under that row's `simulated` (the row's own,
+    or its `other`'s when the best row is disaggregated)."""
     out_rows = []
     for r in rows:
         d = asdict(r)
         if sims is not None and r.card in sims:
-            d["simulated"] = _simulated(sims[r.card])
+            other, sim = sims[r.card]
+            (d["other"] if other and d.get("other") else d)["simulated"] = _simulated(sim)
         out_rows.append(d)
     return {"model": model.id, "runtime": runtime, "currency": currency,
             "workload": {"isl": w.isl, "osl": w.osl, "users": w.users, "rate": w.rate, "ttft_s": w.ttft_s,
@@ -73,16 +75,18 @@ def render_simulated(sims: dict, console) -> None:
     for col in ("card", "requests", "TTFT s mean", "p50", "p95", "p99", "TPOT ms mean", "p50", "p95", "p99"):
         t.add_column(col, justify="left" if col == "card" else "right", no_wrap=True)
     notes = []
-    for card, sim in sims.items():
+    for card, (other, sim) in sims.items():
+        label = f"{card} (agg)" if other else card
         if isinstance(sim, str):
-            notes.append(f"  {card}: not replayed: {sim}")
+            notes.append(f"  {label}: not replayed: {sim}")
             continue
-        t.add_row(card, f"{sim.measured:,}", f"{sim.ttft_mean_s:.2f}", *(f"{x:.2f}" for x in sim.ttft_s),
+        t.add_row(label, f"{sim.measured:,}", f"{sim.ttft_mean_s:.2f}", *(f"{x:.2f}" for x in sim.ttft_s),
                   f"{sim.tpot_mean_s * 1000:.1f}", *(f"{x * 1000:.1f}" for x in sim.tpot_s))
     console.print(t)
     for line in notes:
         console.print(line)
-    console.print("Each replica at its share of the load (--users: a closed loop, its users' starts staggered; "
+    console.print("(agg): the card's best row is disaggregated; its aggregated alternative is replayed. "
+                  "Each replica at its share of the load (--users: a closed loop, its users' starts staggered; "
                   "--rate: Poisson arrivals); the ramp-up and the drain left out; lengths drawn from the workload's "
                   "distributions.", style="dim")
 

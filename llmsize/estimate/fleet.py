@@ -28,7 +28,9 @@ prefill stream a replica, deterministic service C_prefill, Poisson arrivals at b
 TPOT_agg(b)) by Little's law; estimate/queueing.py). Users = --users, or Little's law on --rate:
 users = rate x (TTFT + osl x TPOT). The largest b that the cache holds (the cache memory the engine's own ledger
 leaves on each card: vLLM's, SGLang's, TensorRT-LLM's, estimate/engines.py), that the engine's default cap allows
-(vLLM 1,024 on an 80 GB-class card, 256 on others; TensorRT-LLM trtllm-bench's tuning) and that keeps the user's
+(vLLM 1,024 on an 80 GB-class card, 256 on others; TensorRT-LLM trtllm-bench's tuning), that the step's token
+budget admits where prompts ride in decode steps (b (1 + isl / osl) <= the engine's tokens a step: admitted_batch)
+and that keeps the user's
 TPOT within --tpot and TTFT within --ttft gives the fewest replicas = ceil(users / b); cards = replicas x tp, nodes of 8.
 Cost per million output tokens = cards x hourly price / (output tok/s x 3600) x 1e6.
 

@@ -408,3 +408,18 @@ def test_the_node_link_sets_the_disaggregated_cache_move(run_cli):
     for bad in ("0", "-5", "nan"):
         code, out, err = run_cli(*base, "--node-link-gb-s", bad)
         assert code == 2 and "--node-link-gb-s" in err and "Traceback" not in err
+
+
+def test_a_step_token_budget_caps_the_batch_where_prompts_ride_in_decode_steps(catalog, runtimes):
+    """vLLM on an H100 takes 8,192 tokens a step: with 3,000-token prompts and 200-token answers each running
+    request brings 1 + 3,000 / 200 = 16 tokens a step (its decode token and its share of the prompts), so no replica
+    runs more than 8,192 // 16 = 512; SGLang prefills apart and is bounded by its prefill's stall instead."""
+    from llmsize.estimate.fleet import admitted_batch
+
+    w = Workload(3000, 200, users=1_000_000)
+    assert admitted_batch("vllm", 8192, w) == 512 and admitted_batch("vllm", 8192, w, cards=8) == 8 * 512
+    assert admitted_batch("vllm", 8192, Workload(3000, 200, users=1, shared_prefix=0.5)) == 8192 // 8.5
+    assert admitted_batch("sglang", 8192, w) > 10**6
+    m, g = catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm")
+    (row,) = fleet_rows(m, [g], w, "vllm", runtimes)
+    assert row.batch_per_replica <= 512 * (row.dp or 1)

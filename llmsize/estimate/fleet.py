@@ -394,7 +394,7 @@ def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: s
             if held < 1:
                 continue
             limits = serving_defaults(runtime, g, held, w.isl, w.osl)
-            hi = min(held, limits.max_batch or held) * dp
+            hi = min(min(held, limits.max_batch or held) * dp, admitted_batch(runtime, limits.prefill_tokens, w, dp))
             tpot_fn, pre, cost = replica_timing(plan, runtime, c, limits.prefill_tokens, dp=dp)
             if pre is None or cost is None:
                 continue

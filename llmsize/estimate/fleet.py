@@ -292,21 +292,18 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
                 reasons.append(f"{label}: the weights alone ({weights_total / (tp * pp * dp) / 1e9:,.1f} GB a card) "
                                f"exceed its {g.memory_bytes / 2**30:,.0f} GiB")
                 continue
+            inputs = PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl), prompt_tokens=w.isl,
+                                tp=tp, pp=pp, nodes=pp if pp > 1 else None, node_link_gb_s=w.node_link_gb_s,
+                                kv_dtype=kv_dtype)
             try:
-                plan = make_plan(expert_shard(model, dp) if dp > 1 else model, g, PlanInputs(
-                    context_tokens=held_context_tokens(runtime, w.isl, w.osl), prompt_tokens=w.isl, tp=tp, pp=pp,
-                    nodes=pp if pp > 1 else None, node_link_gb_s=w.node_link_gb_s, kv_dtype=kv_dtype),
-                    search_fit=False)
+                plan = make_plan(expert_shard(model, dp) if dp > 1 else model, g, inputs, search_fit=False)
             except LlmsizeError as e:
                 reasons.append(f"{label}: {e.message}")
                 continue
             draft_plan = None
             if w.spec is not None and w.spec.draft is not None:
                 try:
-                    draft_plan = make_plan(w.spec.draft, g, PlanInputs(
-                        context_tokens=held_context_tokens(runtime, w.isl, w.osl), prompt_tokens=w.isl, tp=tp, pp=pp,
-                        nodes=pp if pp > 1 else None, node_link_gb_s=w.node_link_gb_s, kv_dtype=kv_dtype),
-                        search_fit=False)
+                    draft_plan = make_plan(w.spec.draft, g, inputs, search_fit=False)  # the same split and cache
                 except LlmsizeError as e:
                     reasons.append(f"{label}: the draft model: {e.message}")
                     continue

@@ -103,8 +103,13 @@ def test_a_tpot_target_caps_the_batch_and_a_70b_needs_tensor_parallel(catalog, r
     (row,) = fleet_rows(m, [catalog.gpu("h100-sxm")], w, "vllm", runtimes)
     assert row.tp >= 2  # 141 GB of BF16 weights on 80 GB cards
     assert row.tpot_s <= 1 / 30 and row.ttft_s <= 2.0
-    assert row.replicas * row.batch_per_replica >= 400 and row.cards_total == row.replicas * row.tp
-    # one more user per replica would break the target (the batch is the largest within it)
+    assert row.cards_total == row.replicas * row.tp
+    # disaggregated here: y decode workers each run their share of the 400 users, ceil(400 / y), and y is the fewest
+    # that keep TPOT within the target: one fewer would put ceil(400 / (y - 1)) on each, past the target or past
+    # what a worker's cache holds
+    assert row.mode == "disaggregated"
+    y = row.decode_workers
+    assert row.batch_per_replica == -(-400 // y)
     from llmsize.estimate.expected import constants, step_inputs
     from llmsize.estimate.plan import PlanInputs, make_plan
     from llmsize.estimate.speed import decode_step_time_s
@@ -112,8 +117,11 @@ def test_a_tpot_target_caps_the_batch_and_a_70b_needs_tensor_parallel(catalog, r
     p = make_plan(m, catalog.gpu("h100-sxm"), PlanInputs(context_tokens=3250, prompt_tokens=3000, tp=row.tp),
                   search_fit=False)
     c = constants(runtimes["vllm"], "cuda")
-    if row.batch_per_replica < p.max_sequences:
-        assert decode_step_time_s(step_inputs(p, p.decode_model.step(row.batch_per_replica + 1), "vllm"), c) > 1 / 30
+    step = lambda b: decode_step_time_s(step_inputs(p, p.decode_model.step(b), "vllm"), c)  # noqa: E731
+    assert step(row.batch_per_replica) == pytest.approx(row.tpot_s)
+    if y > 1:
+        fewer = -(-400 // (y - 1))
+        assert fewer > p.max_sequences or step(fewer) > 1 / 30
 
 
 def test_moe_uses_expert_parallel_and_rate_uses_littles_law(catalog, runtimes):
@@ -240,14 +248,25 @@ def test_pareto_points_are_not_dominated_and_chart(catalog, runtimes, run_cli, t
 def test_a_shared_prefix_cuts_prefill_and_holds_its_cache_once(catalog, runtimes):
     """--shared-prefix 0.5: half of each 3,000-token prompt comes from the cache, so the prefill is half as long
     (TTFT of the aggregated row x 0.5) and, with no TPOT target to cap the batch, a replica holds more users:
-    (budget - 1,500 tokens' cache) / the cache of 1,500 + 500 tokens each, against budget / 3,500 tokens' each."""
+    (budget - 1,500 tokens' cache) / the cache of 1,500 + 500 tokens each, against budget / 3,500 tokens' each,
+    and many users need fewer cards."""
     m, g = catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm")
     plain = fleet_rows(m, [g], Workload(3000, 500, users=256), "vllm", runtimes)[0]
     shared = fleet_rows(m, [g], Workload(3000, 500, users=256, shared_prefix=0.5), "vllm", runtimes)[0]
     agg = lambda r: r if r.mode == "aggregated" else r.other  # noqa: E731
     prefill = lambda r: agg(r).ttft_s - agg(r).ttft_wait_s  # noqa: E731  (the queue's wait changes with the batch)
     assert prefill(shared) == pytest.approx(prefill(plain) * 0.5)
-    assert agg(shared).batch_per_replica > agg(plain).batch_per_replica * 1.5
+    from llmsize.estimate.plan import PlanInputs, make_plan
+    from llmsize.estimate.replica import kv_pool_bytes, users_held
+
+    p = make_plan(m, g, PlanInputs(context_tokens=3250, prompt_tokens=3000), search_fit=False)
+    pool = kv_pool_bytes(p, "vllm", 3500)[0]
+    held = [users_held(p, Workload(3000, 500, users=1, shared_prefix=f), "vllm", None, pool) for f in (0.0, 0.5)]
+    assert held[1] > 1.5 * held[0]
+    # at 10,000 users that capacity needs fewer cards
+    many = [fleet_rows(m, [g], Workload(3000, 500, users=10_000, shared_prefix=f), "vllm", runtimes)[0]
+            for f in (0.0, 0.5)]
+    assert many[1].cards_total < many[0].cards_total
 
 
 def test_speculative_decoding_gains_most_at_small_batches(catalog, runtimes):

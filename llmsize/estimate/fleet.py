@@ -231,8 +231,12 @@ def _aggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tupl
     tpot, first = eff(b), ttft(b)
     users = w.users if w.users is not None else math.ceil(w.rate * (first + w.osl * tpot))
     replicas = max(1, math.ceil(users / b))
-    forward = cost.forward_s(rate(b), tpot_fn(b) if b > 1 else 0.0)
-    return _row(g, par, moe, "aggregated", replicas, b, users / tpot, tpot, first, price, wait=first - forward), None
+    # the fewest replicas are sized at b; each then runs its share of the users, and a user sees that batch
+    run = max(1, math.ceil(users / replicas))
+    tpot, first = eff(run), ttft(run)
+    forward = cost.forward_s(rate(run), tpot_fn(run) if run > 1 else 0.0)
+    return _row(g, par, moe, "aggregated", replicas, run, users / tpot, tpot, first, price,
+                wait=first - forward), None
 
 
 def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan) -> tuple[FleetRow | None,
@@ -249,16 +253,17 @@ def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan
     if b is None:
         return None, f"TPOT {tpot_fn(1) * 1000:.1f} ms at batch 1 exceeds the {w.tpot_s * 1000:g} ms target"
     b = _batch_for_rate(b, w, lambda b: base + w.osl * tpot_fn(b))
-    tpot = tpot_fn(b)
+    users = w.users if w.users is not None else math.ceil(w.rate * (base + w.osl * tpot_fn(b)))
+    y = max(1, math.ceil(users / b))  # the fewest decode workers, sized at b
+    run = max(1, math.ceil(users / y))  # each runs its share of the users
+    tpot = tpot_fn(run)
     rate = w.rate if w.rate is not None else w.users / (base + w.osl * tpot)
     limit = w.ttft_s if w.ttft_s is not None else base + pre
     x = math.floor(rate * cost(rate)) + 1  # the fewest that keep up (utilization below 1)
     while base + wait_mgc_s(rate, cost(rate / x), x, w.prefill_cs2) > limit:
         x += 1
     ttft = base + wait_mgc_s(rate, cost(rate / x), x, w.prefill_cs2)
-    users = w.users if w.users is not None else math.ceil(w.rate * (ttft + w.osl * tpot))
-    y = max(1, math.ceil(users / b))
-    return _row(g, par, moe, "disaggregated", x + y, b, users / tpot, tpot, ttft, price, x, y, ttft - base), None
+    return _row(g, par, moe, "disaggregated", x + y, run, users / tpot, tpot, ttft, price, x, y, ttft - base), None
 
 
 def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str, runtimes: dict,

@@ -8,6 +8,8 @@ Shapes follow the Hugging Face implementations named in each function.
 
 from __future__ import annotations
 
+import weakref
+
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -162,8 +164,23 @@ def layer_pieces(group: LayerGroup, hidden: int) -> list[Piece]:
     return pieces
 
 
+_PIECES: dict[int, tuple] = {}  # id(model) -> (a weak reference to it, its pieces): models are frozen
+
+
 def model_pieces(model: ModelSpec) -> list[Piece]:
-    """Every tensor of the model, layer pieces multiplied by their group's count."""
+    """Every tensor of the model, layer pieces multiplied by their group's count (computed once a model: fleet and
+    the fits ask for them tens of thousands of times)."""
+    hit = _PIECES.get(id(model))
+    if hit is not None and hit[0]() is model:
+        return list(hit[1])
+    pieces = _model_pieces(model)
+    if len(_PIECES) > 4096:
+        _PIECES.clear()
+    _PIECES[id(model)] = (weakref.ref(model), tuple(pieces))
+    return pieces
+
+
+def _model_pieces(model: ModelSpec) -> list[Piece]:
     h = model.hidden_size
     embed = model.vocab_size * h
     pieces = [Piece("embedding", embed, True, 1, read=False)]

@@ -912,16 +912,9 @@ def fleet(
     runtimes = {r.id: r for r in cat.runtimes.all()}
     sims = None
     if simulate:
-        from llmsize.estimate.fleet_simulation import simulate_row
+        from llmsize.estimate.fleet_simulation import simulate_rows
 
-        by_id = {g.id: g for g in cards}
-        sims = {}
-        for r in rows:
-            if r.meets_slo and r.card in by_id:
-                # a disaggregated best row: its aggregated alternative is what one engine replays
-                target = r.other if r.mode != "aggregated" and r.other is not None else r
-                sims[r.card] = (target is not r, simulate_row(m, by_id[r.card], target, w, rid, runtimes,
-                                                              kv_dtype.lower()))
+        sims = simulate_rows(m, cards, rows, w, rid, runtimes, kv_dtype.lower())
     if as_json or fmt == "json":
         _print_json(fleet_to_dict(m, w, rid, currency, rows, sims))
     elif fmt == "html":

@@ -1,7 +1,6 @@
 """Attention data parallel with expert parallel (DEP, llmsize/estimate/expert_parallel.py): one card's share, the
 all-to-all traffic, what it holds and how fast it decodes against tensor parallel, and fleet's use of it."""
 
-import math
 from dataclasses import replace
 
 import pytest
@@ -127,7 +126,6 @@ def test_fleet_takes_dep_for_throughput_and_tensor_parallel_for_latency(catalog,
     assert f"--max-num-seqs {-(-first['batch_per_replica'] // 8)} " in out + " "
     code, out, _ = run_cli(*base)
     assert code == 0 and "dep 8" in out
-    assert math.isfinite(row.output_tok_s_per_gpu)
 
 
 def test_the_pareto_front_of_a_moe_reaches_further_with_dep(catalog, runtimes, monkeypatch):

@@ -41,12 +41,11 @@ class Simulated:
 def simulate_row(model: ModelSpec, gpu: GpuSpec, row, w: Workload, runtime: str, runtimes: dict,
                  kv_dtype: str = "bf16") -> Simulated | str:
     """The row's replica replayed, or the one-line reason it is not."""
-    from llmsize.estimate.expected import backend, constants, prefill_inputs
+    from llmsize.estimate.expected import backend, constants
     from llmsize.estimate.plan import PlanInputs, make_plan
-    from llmsize.estimate.replica import PREFILL_FIRST, replica_timing
+    from llmsize.estimate.replica import replica_engine
     from llmsize.estimate.serving_defaults import held_context_tokens, serving_defaults
-    from llmsize.estimate.serving_replay import Forward, poisson_arrivals, replay
-    from llmsize.estimate.speed import prefill_parts_s
+    from llmsize.estimate.serving_replay import poisson_arrivals, replay
 
     if row.replicas is None:
         return "no configuration serves the workload"
@@ -63,13 +62,10 @@ def simulate_row(model: ModelSpec, gpu: GpuSpec, row, w: Workload, runtime: str,
     plan = make_plan(model, gpu, PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl),
                                             prompt_tokens=w.isl, tp=row.tp, kv_dtype=kv_dtype), search_fit=False)
     limits = serving_defaults(runtime, gpu, row.batch_per_replica, w.isl, w.osl)
-    tpot_fn, _, cost = replica_timing(plan, runtime, c, limits.prefill_tokens)
-    parts = prefill_parts_s(prefill_inputs(plan, runtime), c)
-    if parts is None or cost is None:
+    engine = replica_engine(plan, runtime, c, limits.prefill_tokens)
+    if engine is None:
         return f"no {runtime} prefill constants for this card"
-    compute, weights, fixed = parts
-    isl = max(1, plan.prompt_tokens)
-    forward = Forward(tpot_fn, compute / isl, weights, fixed, cost(math.inf) / isl)
+    forward, policy = engine
     users = math.ceil(w.users / row.replicas) if w.users is not None else None
     n = min(MAX_REQUESTS, max(MIN_REQUESTS, REQUESTS_PER_USER * (users or row.batch_per_replica)))
     rng = random.Random(SEED)
@@ -77,7 +73,6 @@ def simulate_row(model: ModelSpec, gpu: GpuSpec, row, w: Workload, runtime: str,
     keep = 1.0 - w.shared_prefix
     prompts = [max(1, round(rng.choice(isl_d.points) * keep)) for _ in range(n)]
     outputs = [max(1, rng.choice(osl_d.points)) for _ in range(n)]
-    policy = "prefill_first" if runtime in PREFILL_FIRST else "mixed"
     wave = min(users or row.batch_per_replica, (n - 1) // 2)
     if users is not None:
         r = replay(prompts, outputs, users, forward, limits.prefill_tokens, row.batch_per_replica, policy,
@@ -87,3 +82,16 @@ def simulate_row(model: ModelSpec, gpu: GpuSpec, row, w: Workload, runtime: str,
                    arrivals_s=poisson_arrivals(n, w.rate / row.replicas, SEED), skip=wave)
     return Simulated(r.requests, r.requests - 2 * wave, r.ttft_s_quantiles, r.tpot_s_quantiles, r.ttft_mean_s,
                      r.tpot_mean_s)
+
+
+def simulate_rows(model: ModelSpec, gpus: list[GpuSpec], rows: list, w: Workload, runtime: str, runtimes: dict,
+                  kv_dtype: str = "bf16") -> dict:
+    """card id -> (whether the replay is of the row's `other`, its Simulated or why not), for each row that meets
+    its targets; a disaggregated best row replays its aggregated alternative (one engine is what the replay has)."""
+    by_id = {g.id: g for g in gpus}
+    out = {}
+    for r in rows:
+        if r.meets_slo and r.card in by_id:
+            target = r.other if r.mode != "aggregated" and r.other is not None else r
+            out[r.card] = (target is not r, simulate_row(model, by_id[r.card], target, w, runtime, runtimes, kv_dtype))
+    return out

@@ -137,6 +137,22 @@ def replica_timing(plan, runtime: str, constants, prefill_tokens: int, spec: Spe
     return tpot, alone, PrefillCost(pre_in, constants, most, runtime in PREFILL_FIRST, alone, cards=dp)
 
 
+def replica_engine(plan, runtime: str, constants, prefill_tokens: int):
+    """The replica as estimate/serving_replay.py replays it: (Forward, scheduler policy), its decode steps and
+    prefill costed as replica_timing costs them; None without prefill constants."""
+    from llmsize.estimate.expected import prefill_inputs
+    from llmsize.estimate.serving_replay import Forward
+
+    tpot_fn, _, cost = replica_timing(plan, runtime, constants, prefill_tokens)
+    parts = prefill_parts_s(prefill_inputs(plan, runtime), constants)
+    if parts is None or cost is None:
+        return None
+    compute, weights, fixed = parts
+    isl = max(1, plan.prompt_tokens)
+    forward = Forward(tpot_fn, compute / isl, weights, fixed, cost(math.inf) / isl)
+    return forward, "prefill_first" if runtime in PREFILL_FIRST else "mixed"
+
+
 @dataclass(frozen=True)
 class PrefillCost:
     """A replica's prefill under load: called with the prompts' arrival rate (requests/s), what one prompt costs

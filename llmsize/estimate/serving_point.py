@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
-from llmsize.estimate.replica import PREFILL_FIRST, first_token_s, kv_pool_bytes, replica_timing, users_held
+from llmsize.estimate.replica import first_token_s, kv_pool_bytes, replica_engine, replica_timing, users_held
 from llmsize.estimate.serving_defaults import held_context_tokens, serving_defaults
 from llmsize.estimate.workload import Workload
 
@@ -20,8 +20,8 @@ def max_throughput_per_gpu(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, t
     estimate/expert_parallel.py) at the largest batch its cache holds (what a "max throughput" benchmark at an
     unbounded request rate measures), within the engine's defaults (estimate/serving_defaults.py, a card's under
     DEP): b / TPOT_agg(b) / cards, every prompt queued from the start (each forward takes a full chunk of them)."""
-    from llmsize.estimate.expert_parallel import expert_shard
     from llmsize.estimate.expected import backend, constants
+    from llmsize.estimate.expert_parallel import expert_shard
     from llmsize.estimate.plan import PlanInputs, make_plan
 
     spec, be = runtimes.get(runtime), backend(gpu)
@@ -94,10 +94,9 @@ def replayed_point(model: ModelSpec, gpu: GpuSpec, prompts: list[int], outputs: 
     (estimate/serving_replay.py): SGLang's scheduler prefills first, the others mix prefill into decode steps. The
     plan, its decode steps and the prefill's compute per token are costed at the run's mean lengths; the engine runs
     at most what the cache holds and its cap. None without constants or when nothing fits."""
-    from llmsize.estimate.expected import backend, constants, prefill_inputs
+    from llmsize.estimate.expected import backend, constants
     from llmsize.estimate.plan import PlanInputs, make_plan
-    from llmsize.estimate.serving_replay import Forward, replay
-    from llmsize.estimate.speed import prefill_parts_s
+    from llmsize.estimate.serving_replay import replay
 
     spec, be = runtimes.get(runtime), backend(gpu)
     c = constants(spec, be) if spec is not None and be else None
@@ -112,20 +111,10 @@ def replayed_point(model: ModelSpec, gpu: GpuSpec, prompts: list[int], outputs: 
     if held < 1:
         return None
     limits = serving_defaults(runtime, gpu, held, isl, osl)
-    tpot_fn, _pre, cost = replica_timing(plan, runtime, c, limits.prefill_tokens)
-    parts = prefill_parts_s(prefill_inputs(plan, runtime), c)
-    if parts is None or cost is None:
+    engine = replica_engine(plan, runtime, c, limits.prefill_tokens)
+    if engine is None:
         return None
-    compute, weights, fixed = parts
-    steps: dict[int, float] = {}
-
-    def step_s(b: int) -> float:
-        if b not in steps:
-            steps[b] = tpot_fn(b)
-        return steps[b]
-
-    forward = Forward(step_s, compute / max(1, isl), weights, fixed, cost(math.inf) / max(1, isl))
-    r = replay(prompts, outputs, max_concurrency, forward,
-               limits.prefill_tokens, min(held, limits.max_batch or held),
-               "prefill_first" if runtime in PREFILL_FIRST else "mixed")
+    forward, policy = engine
+    r = replay(prompts, outputs, max_concurrency, forward, limits.prefill_tokens, min(held, limits.max_batch or held),
+               policy)
     return ServingPoint(r.output_tok_s, r.ttft_mean_s, r.tpot_mean_s, min(max_concurrency, held))

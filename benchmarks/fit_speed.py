@@ -43,6 +43,7 @@ from llmsize.estimate.speed import (  # noqa: E402
     attention_time_s,
     decode_step_time_s,
     dequant_time_s,
+    pipeline_factor,
     prefill_time_s,
     tile_time_s,
 )
@@ -264,6 +265,8 @@ def _fit_prefill_at(fit: GroupFit, pre: list[Observed], moe_cost: float) -> floa
         if o.prefill.peak_flop_per_s:
             by_class[o.prefill.format_class].append(o)
     every = [o for obs in by_class.values() for o in obs]
+    # a pipelined prompt (speed.pipeline_factor) is fitted at its time through the stages one after the other
+    meas = {id(o): o.measured_s / pipeline_factor(o.prefill) for o in every}
     fixed = lambda o: o.prefill.layers * fit.t_layer_s + fit.t_step_s  # noqa: E731
     area = lambda o: (o.prefill.flops + (moe_cost - 1) * o.prefill.expert_flops) / o.prefill.peak_flop_per_s  # noqa
     counts = {c: len(obs) for c, obs in by_class.items()}
@@ -273,19 +276,19 @@ def _fit_prefill_at(fit: GroupFit, pre: list[Observed], moe_cost: float) -> floa
     u, t_pl = {c: 1.0 for c in groups}, 0.0
     for _ in range(200 if serving else 1):
         for c, obs in groups.items():
-            num = sum(area(o) * (o.measured_s - fixed(o) - t_pl * o.prefill.layers) / o.measured_s**2 for o in obs)
-            den = sum(area(o) ** 2 / o.measured_s**2 for o in obs)
+            num = sum(area(o) * (meas[id(o)] - fixed(o) - t_pl * o.prefill.layers) / meas[id(o)]**2 for o in obs)
+            den = sum(area(o) ** 2 / meas[id(o)]**2 for o in obs)
             u[c] = max(1.0, num / den) if den > 0 and num > 0 else math.inf
         if serving:
             cls = (lambda o: "*") if pooled else (lambda o: o.prefill.format_class)  # noqa: E731
-            num = sum(o.prefill.layers * (o.measured_s - fixed(o) - area(o) * u[cls(o)]) / o.measured_s**2
+            num = sum(o.prefill.layers * (meas[id(o)] - fixed(o) - area(o) * u[cls(o)]) / meas[id(o)]**2
                       for o in every)
-            den = sum(o.prefill.layers ** 2 / o.measured_s**2 for o in every)
+            den = sum(o.prefill.layers ** 2 / meas[id(o)]**2 for o in every)
             t_pl = max(0.0, num / den) if den > 0 else 0.0
     etas = {c: 1 / v for c, v in u.items() if math.isfinite(v)}
     fit.t_prefill_layer_s = t_pl
     cls = (lambda o: "*") if pooled else (lambda o: o.prefill.format_class)  # noqa: E731
-    err = sum(((o.measured_s - fixed(o) - t_pl * o.prefill.layers - area(o) * u[cls(o)]) / o.measured_s) ** 2
+    err = sum(((meas[id(o)] - fixed(o) - t_pl * o.prefill.layers - area(o) * u[cls(o)]) / meas[id(o)]) ** 2
               if math.isfinite(u[cls(o)]) else 1.0 for o in every)
     if pooled:
         fit.eta_prefill = {}

@@ -476,3 +476,48 @@ def test_a_routed_expert_flop_costs_more_than_a_dense_one_where_the_rows_say_so(
     dense = make_plan(catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm"),
                       PlanInputs(quant="bf16", context_tokens=4096, prompt_tokens=4096), search_fit=False)
     assert prefill_inputs(dense, "vllm").expert_flops == 0
+
+
+def test_llama_cpp_pipelines_a_prompt_over_layer_split_cards():
+    """llama.cpp with its layers split over s cards cuts each llama_decode call (n_batch 2,048 tokens) into ubatches
+    of 512 that flow through the stages together (PR #6017): a call of m ubatches takes (m + s - 1) stage-times
+    against m x s one card after the other. By hand: 4,096 tokens = 2 calls of 4 ubatches; on 4 cards
+    2 x (4 + 3) / (2 x 4 x 4) = 14 / 32 = 0.4375; on 8, 2 x 11 / 64 = 0.34375; on 2, 2 x 5 / 16 = 0.625; 512
+    tokens are one ubatch (4 / 4 = 1: nothing gained); 1,000 tokens are 2 ubatches, (2 + 3) / 8 on 4 cards;
+    2,500 tokens are a call of 4 and one of 1, (7 + 4) / (16 + 4)."""
+    from llmsize.estimate.speed import PrefillInputs, pipeline_factor
+
+    def f(tokens, stages, ub=512):
+        return pipeline_factor(PrefillInputs(
+            prompt_tokens=tokens, flops=1.0, weight_bytes=1.0, peak_flop_per_s=1e15, bandwidth_bytes_per_s=1e12,
+            layers=32, format_class="f16", collectives=0, link=None, comm_time_s=0.0, stages=stages,
+            batch_tokens=2048, ubatch_tokens=ub))
+
+    assert f(4096, 4) == pytest.approx(14 / 32) and f(4096, 8) == pytest.approx(22 / 64)
+    assert f(4096, 2) == pytest.approx(10 / 16) and f(512, 4) == 1.0 and f(4096, 1) == 1.0
+    assert f(1000, 4) == pytest.approx(5 / 8) and f(2500, 4) == pytest.approx(11 / 20)
+    assert f(4096, 4, ub=0) == 1.0  # a runtime that does not pipeline a prompt
+
+
+def test_llama_cpp_layer_split_prefill_matches_the_published_speedups(catalog, runtimes):
+    """XiongjieDai's GPU-Benchmarks-on-LLM-Inference README (commit 00dd2bd, llama-bench -p 4096, May 2024) prints
+    LLaMA 3 8B Q4_K_M prompt processing on RTX 4090s: 5,265.68 t/s on one, 8,422.04 on 2, 12,491.1 on 4 and
+    15,089.45 on 8 (layer split, llama.cpp's default): 1.60x, 2.37x and 2.87x. The plan's expected time to first
+    token under llama.cpp gives the pipeline's 1.60x, 2.29x, 2.91x (less the stage hand-offs), within 10% of each;
+    vLLM's pipeline stages take a prompt one after the other (no gain), and a 512-token prompt gains nothing."""
+    from llmsize.estimate.expected import prefill_inputs
+
+    m, g = catalog.model("llama-3-8b"), catalog.gpu("rtx4090")
+
+    def ttft(pp, runtime="llamacpp", prompt=4096):
+        p = make_plan(m, g, PlanInputs(quant="gguf-q4_k_m", context_tokens=prompt, prompt_tokens=prompt, pp=pp),
+                      search_fit=False)
+        return expect(p, runtimes, runtime).expected.ttft_s
+
+    one = ttft(1)
+    for pp, published in ((2, 8422.04 / 5265.68), (4, 12491.1 / 5265.68), (8, 15089.45 / 5265.68)):
+        assert one / ttft(pp) == pytest.approx(published, rel=0.10), pp
+    assert ttft(4, "vllm") >= 0.95 * ttft(1, "vllm")
+    assert ttft(4, prompt=512) >= 0.95 * ttft(1, prompt=512)
+    p = make_plan(m, g, PlanInputs(quant="gguf-q4_k_m", context_tokens=4096, pp=4), search_fit=False)
+    assert prefill_inputs(p, "vllm").ubatch_tokens == 0 and prefill_inputs(p, "llamacpp").ubatch_tokens == 512

@@ -156,17 +156,29 @@ def matmul_peak(plan: Plan, runtime: str | None) -> float | None:
     return max(rates) or None
 
 
+# llama.cpp's defaults for a prompt: llama_decode calls of n_batch 2,048 tokens, each cut into ubatches of
+# n_ubatch 512 (common/common.h; llama-bench's defaults are the same, and it feeds a prompt n_batch at a time).
+LLAMACPP_BATCH_TOKENS, LLAMACPP_UBATCH_TOKENS = 2048, 512
+# the backends whose llama.cpp pipelines ubatches over layer-split cards (async compute and events: CUDA, and
+# ROCm through the same HIP backend; src/llama-context.cpp, the pipeline_parallel condition)
+PIPELINED_BACKENDS = ("cuda", "rocm")
+
+
 def prefill_inputs(plan: Plan, runtime: str | None = None) -> PrefillInputs:
     layers, _ = _layers(plan)
     collectives, link = _link(plan)
     pre = plan.prefill
     comm_s = plan.comm.time_s(1, plan.model.hidden_size, tokens=pre.prompt_tokens) if plan.comm else 0.0
     peak = matmul_peak(plan, runtime)
+    stages = plan.comm.pp if plan.comm else 1
+    piped = runtime == "llamacpp" and stages > 1 and backend(plan.gpu) in PIPELINED_BACKENDS
     return PrefillInputs(
         prompt_tokens=pre.prompt_tokens, flops=pre.flops, weight_bytes=pre.bytes,
         bandwidth_bytes_per_s=plan.gpu.bandwidth_bytes_per_s, peak_flop_per_s=peak, layers=layers,
         collectives=collectives, link=link, comm_time_s=comm_s, format_class=format_class(plan.fmt.id),
-        expert_flops=2.0 * pre.prompt_tokens * expert_params_per_token(plan.card_model or plan.model))
+        expert_flops=2.0 * pre.prompt_tokens * expert_params_per_token(plan.card_model or plan.model),
+        stages=stages, batch_tokens=LLAMACPP_BATCH_TOKENS if piped else 0,
+        ubatch_tokens=LLAMACPP_UBATCH_TOKENS if piped else 0)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,8 @@ A decode step of B sequences at context L on runtime R lasts (seconds), each ter
 
 and yields B tokens; it cannot be shorter than the step's FLOPs at eta_prefill of the dense peak.
 Prefill (time to first token) = FLOPs / (peak x eta_prefill[format class]) + the same fixed terms, or the
-weight bytes at eta_weights when that is longer. The ceiling (decode.py) is this expression with every eta
+weight bytes at eta_weights when that is longer; llama.cpp on layer-split cards pipelines a prompt's ubatches
+through its stages, which shortens all of it by pipeline_factor (1, no gain, for one ubatch or one card). The ceiling (decode.py) is this expression with every eta
 equal to 1 and every other term 0; the constants are bounded so that expected <= ceiling always.
 
 The constants live in runtimes/R.yaml, one group per backend (cuda, rocm, metal), fitted by
@@ -113,6 +114,9 @@ class PrefillInputs:
     comm_time_s: float
     format_class: str
     expert_flops: float = 0.0  # the part of `flops` in routed experts' matmuls
+    stages: int = 1  # pipeline stages the prompt crosses
+    batch_tokens: int = 0  # a runtime that cuts the prompt into calls of this many tokens (llama.cpp's n_batch)
+    ubatch_tokens: int = 0  # and each call into ubatches that flow through the stages together (0: no pipelining)
 
 
 @dataclass(frozen=True)
@@ -200,9 +204,31 @@ def decode_step_time_s(x: StepInputs, c: Constants) -> float:
     return t
 
 
+def pipeline_factor(x: PrefillInputs) -> float:
+    """The prompt's time through pipelined stages over its time through them one after the other. llama.cpp with
+    its layers split over s cards (ggml-org/llama.cpp PR #6017, "pipeline parallelism"; on when every layer and
+    the cache are on the cards) cuts each llama_decode call of up to n_batch tokens into ubatches of n_ubatch that
+    flow through the stages together: a call of m ubatches takes (m + s - 1) stage-times, a stage-time being 1/s
+    of one ubatch through the whole model, where the stages one after the other take m x s. A prompt of one
+    ubatch gains nothing; 4,096 tokens at n_batch 2,048 and n_ubatch 512 on 4 cards take (4 + 3) / (4 x 4) of
+    the time, twice, a factor 0.44. 1 where the runtime does not pipeline a prompt (ubatch_tokens 0)."""
+    s, b, u = x.stages, x.batch_tokens, x.ubatch_tokens
+    if s <= 1 or u <= 0 or b <= 0 or x.prompt_tokens <= 0:
+        return 1.0
+    serial = piped = 0
+    left = x.prompt_tokens
+    while left > 0:  # one llama_decode call after another
+        m = -(-min(b, left) // u)
+        serial += m * s
+        piped += m + s - 1
+        left -= b
+    return piped / serial
+
+
 def prefill_parts_s(x: PrefillInputs, c: Constants) -> tuple[float, float, float] | None:
     """The prompt's compute (FLOPs at the runtime's fraction of the peak), its weights' read, and the forward's
-    fixed costs (per layer, per step, the collectives), in seconds; None when the card's peak or the runtime's
+    fixed costs (per layer, per step, the collectives), in seconds, each shortened by the pipeline where the
+    runtime pipelines the prompt over its stages (pipeline_factor); None when the card's peak or the runtime's
     prefill constant is unknown."""
     eta = c.eta_p(x.format_class)
     if not x.peak_flop_per_s or not eta:
@@ -212,7 +238,8 @@ def prefill_parts_s(x: PrefillInputs, c: Constants) -> tuple[float, float, float
     fixed = x.layers * (c.t_layer_s + c.t_prefill_layer_s) + c.t_step_s
     if x.collectives and x.link:
         fixed += x.collectives * _alpha(c, x.link) + x.comm_time_s
-    return compute, weights, fixed
+    f = pipeline_factor(x)
+    return compute * f, weights * f, fixed * f
 
 
 def prefill_time_s(x: PrefillInputs, c: Constants, prompts_per_forward: int = 1) -> float | None:

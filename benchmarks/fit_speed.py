@@ -45,6 +45,7 @@ from llmsize.estimate.speed import (  # noqa: E402
     dequant_time_s,
     pipeline_factor,
     prefill_time_s,
+    score_time_s,
     tile_time_s,
 )
 
@@ -104,7 +105,7 @@ def observations(cat: Catalog) -> tuple[list[Observed], list[tuple[str, str]], d
             if isinstance(gpu, str):
                 skipped.append((f"{stem}#{i}", gpu))
                 continue
-            o = observe(row, f.runtime, source_key(stem, f, row), model, gpu)
+            o = observe(row, f.runtime, source_key(stem, f, row), model, gpu, published=str(f.source.published) if f.source.published else None)
             if isinstance(o, str):
                 skipped.append((f"{stem}#{i}", o))
             else:
@@ -260,6 +261,7 @@ def fit_prefill(fit: GroupFit, pre: list[Observed]) -> None:
 def _fit_prefill_at(fit: GroupFit, pre: list[Observed], moe_cost: float) -> float:
     """fit_prefill at one moe_matmul_cost; returns the weighted squared error of the rows it fitted."""
     fit.moe_matmul_cost = moe_cost
+    kc = fit.constants()  # the decode fit's cache fraction, which unfused attention's score bytes move at
     by_class = defaultdict(list)
     for o in pre:
         if o.prefill.peak_flop_per_s:
@@ -267,7 +269,7 @@ def _fit_prefill_at(fit: GroupFit, pre: list[Observed], moe_cost: float) -> floa
     every = [o for obs in by_class.values() for o in obs]
     # a pipelined prompt (speed.pipeline_factor) is fitted at its time through the stages one after the other
     meas = {id(o): o.measured_s / pipeline_factor(o.prefill) for o in every}
-    fixed = lambda o: o.prefill.layers * fit.t_layer_s + fit.t_step_s  # noqa: E731
+    fixed = lambda o: o.prefill.layers * fit.t_layer_s + fit.t_step_s + score_time_s(o.prefill, kc)  # noqa: E731
     area = lambda o: (o.prefill.flops + (moe_cost - 1) * o.prefill.expert_flops) / o.prefill.peak_flop_per_s  # noqa
     counts = {c: len(obs) for c, obs in by_class.items()}
     pooled = not any(n >= MIN_ROWS_CLASS for n in counts.values())

@@ -317,7 +317,8 @@ def plan(
         ledger = engine_ledger(p.card_model or m, g, (p.weights_card or p.weights).bytes_total, e)
     from llmsize.estimate.expected import expect_for_cli
 
-    expected = expect_for_cli(p, cat, runtime, run, None if calibrate is None else str(calibrate))
+    expected = expect_for_cli(p, cat, runtime, run, None if calibrate is None else str(calibrate),
+                              flash_attn or ("off" if engine == "ollama" else None))
     if llama is not None and llama.offload is not None and expected.expected is not None:
         from llmsize.estimate.llamacpp_plan import with_offload_note
 

@@ -336,6 +336,14 @@ def test_llama_bench_outputs_read_the_same(name):
     assert r.decode_tok_s == pytest.approx(119.4, abs=0.6)  # tg128 avg_ts: 118.88 (json), 119.92 (csv)
     assert r.prefill_tok_s > 7000 and r.prompt_tokens == 512 and r.weight_bytes == 4677120000
     assert r.card == "NVIDIA GeForce RTX 4080" and r.model == "qwen2 7B Q4_K - Medium"
+    assert r.flash_attn is False  # flash_attn false (json) / 0 (csv): the run's prefill is costed unfused
+
+
+def test_llama_bench_flash_attn_values_read():
+    from llmsize.importer.calibration import _flash_attn
+
+    assert [_flash_attn(v) for v in (True, False, "1", "0", "on", "off", "auto", None)] == [
+        True, False, True, False, True, False, None, None]
 
 
 def test_vllm_bench_serve_json_reads(tmp_path):
@@ -521,3 +529,79 @@ def test_llama_cpp_layer_split_prefill_matches_the_published_speedups(catalog, r
     assert ttft(4, prompt=512) >= 0.95 * ttft(1, prompt=512)
     p = make_plan(m, g, PlanInputs(quant="gguf-q4_k_m", context_tokens=4096, pp=4), search_fit=False)
     assert prefill_inputs(p, "vllm").ubatch_tokens == 0 and prefill_inputs(p, "llamacpp").ubatch_tokens == 512
+
+
+def test_unfused_attention_moves_its_score_matrices_through_memory(catalog):
+    """Without flash attention llama.cpp writes each ubatch's F32 scores (kq), softmax reads and rewrites them,
+    and the V product converts and reads them: 20 bytes a score. By hand, LLaMA 3 8B (32 layers x 32 heads),
+    4,096 tokens in ubatches of 512 (cells in view 512, 1,024, ..., 4,096): 512 x 512 x 36 = 9,437,184 scores
+    a head and layer, x 1,024 x 20 B = 193,273,528,320 B. A sliding-window layer sees at most the window plus
+    the ubatch; a tensor-parallel card its share of the heads; only llama.cpp with flash attention off pays."""
+    from llmsize.estimate.expected import prefill_inputs, score_matrix_bytes
+
+    m, g = catalog.model("llama-3-8b"), catalog.gpu("rtx4090")
+    p = make_plan(m, g, PlanInputs(quant="gguf-q4_k_m", context_tokens=4096, prompt_tokens=4096), search_fit=False)
+    assert score_matrix_bytes(p) == 512 * 512 * 36 * 1024 * 20 == 193_273_528_320
+    assert prefill_inputs(p, "llamacpp", flash_attn=False).score_bytes == score_matrix_bytes(p)
+    assert prefill_inputs(p, "llamacpp").score_bytes == 0 and prefill_inputs(p, "vllm", flash_attn=False).score_bytes == 0
+    # Gemma 3 12B: 40 sliding layers (window 1,024) and 8 full ones, 16 heads each; 16,384 tokens = 32 ubatches.
+    # Full: 512 x 512 x (1 + ... + 32) = 512 x 512 x 528 a head. Sliding: cells in view 512, 1,024, then
+    # 1,024 + 512 = 1,536 for the other 30 ubatches: 512 x (512 + 1,024 + 30 x 1,536) = 512 x 47,616.
+    gemma = catalog.model("gemma-3-12b")
+    long = make_plan(gemma, g, PlanInputs(quant="gguf-q4_k_m", context_tokens=16384, prompt_tokens=16384),
+                     search_fit=False)
+    assert score_matrix_bytes(long) == 16 * (8 * 512 * 512 * 528 + 40 * 512 * 47616) * 20
+
+
+def test_llama_cpp_without_flash_attention_slows_with_the_prompt_as_published(catalog, runtimes):
+    """XiongjieDai's README (commit 00dd2bd; llama-bench of May 2024, before flash attention was llama.cpp's
+    default) prints LLaMA 3 8B Q4_K_M on one RTX 4090 at 7,138.99 / 6,898.71 / 5,265.68 / 4,039.68 t/s for
+    pp 512 / 1,024 / 4,096 / 8,192: 0.57x at 8,192. Costed without flash attention the plan gives each within
+    15%; with it, the fall is ~0.9x (the FLOPs of attention alone)."""
+    m, g = catalog.model("llama-3-8b"), catalog.gpu("rtx4090")
+
+    def rate(prompt, fa):
+        p = make_plan(m, g, PlanInputs(quant="gguf-q4_k_m", context_tokens=prompt, prompt_tokens=prompt),
+                      search_fit=False)
+        return prompt / expect(p, runtimes, "llamacpp", flash_attn=fa).expected.ttft_s
+
+    for prompt, published in ((512, 7138.99), (1024, 6898.71), (4096, 5265.68), (8192, 4039.68)):
+        assert rate(prompt, "off") == pytest.approx(published, rel=0.15), prompt
+    assert rate(8192, "on") / rate(512, "on") > 0.85 > 0.6 > rate(8192, "off") / rate(512, "off")
+
+
+def test_a_llama_cpp_rows_flash_attention_is_what_it_says_or_its_builds_default():
+    """As the row says (-fa 1, fa=0, "with flash attention"), else the default of its build (on from b6327,
+    llama.cpp's flash_attn auto of 2025-08-31), else of its source's date or a month its `where` names."""
+    from llmsize.estimate.observed import llamacpp_flash_attn
+
+    base = dict(card="c", model="m", format="Q4_0", kind="prefill", batch=1, tok_s=100.0, verbatim="100.0")
+    assert llamacpp_flash_attn(Row(**base, test="pp512 -fa 1")) is True
+    assert llamacpp_flash_attn(Row(**base, test="pp512", where="llama-bench -fa 0")) is False
+    assert llamacpp_flash_attn(Row(**base, test="pp512", runtime_version="e9fd8dc (7825)")) is True
+    assert llamacpp_flash_attn(Row(**base, test="pp512", runtime_version="32d9f7d9 (1786)")) is False
+    assert llamacpp_flash_attn(Row(**base, test="pp512", runtime_version="b5163")) is False
+    assert llamacpp_flash_attn(Row(**base, test="pp512"), "2026-02-07") is True
+    assert llamacpp_flash_attn(Row(**base, test="pp512"), "2024-01-10") is False
+    assert llamacpp_flash_attn(Row(**base, test="pp512", where="snapshots in May 2024")) is False
+    assert llamacpp_flash_attn(Row(**base, test="pp512")) is None
+
+
+def test_ollama_prefills_without_flash_attention_and_says_so(run_cli):
+    """Ollama leaves flash attention off unless OLLAMA_FLASH_ATTENTION is set: its expected time to first token
+    pays the score matrices (the note says how much); llama.cpp's own default is on; --flash-attn overrides."""
+    import re
+
+    def ttft(*extra):
+        code, out, err = run_cli("plan", "llama-3-8b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--context",
+                                 "8192", *extra, "--json")
+        assert code == 0, err
+        return json.loads(out)["expected"]
+
+    off, on = ttft("--runtime", "ollama"), ttft("--runtime", "llamacpp")
+    assert off["ttft_s"] > 1.5 * on["ttft_s"]
+    assert ttft("--runtime", "ollama", "--flash-attn", "on")["ttft_s"] == pytest.approx(on["ttft_s"])
+    assert ttft("--runtime", "llamacpp", "--flash-attn", "off")["ttft_s"] == pytest.approx(off["ttft_s"])
+    code, out, err = run_cli("plan", "llama-3-8b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--context", "8192",
+                             "--runtime", "ollama")
+    assert re.search(r"flash attention off \(Ollama default\).*GB", " ".join(out.split()))

@@ -22,6 +22,7 @@ from llmsize.estimate.speed import (
     expected_speed,
     format_class,
     link_kind,
+    score_time_s,
 )
 from llmsize.estimate.weights import expert_params_per_token
 
@@ -164,7 +165,42 @@ LLAMACPP_BATCH_TOKENS, LLAMACPP_UBATCH_TOKENS = 2048, 512
 PIPELINED_BACKENDS = ("cuda", "rocm")
 
 
-def prefill_inputs(plan: Plan, runtime: str | None = None) -> PrefillInputs:
+# llama.cpp's attention without flash attention (src/llama-graph.cpp, build_attn_mha): kq = mul_mat(k, q) writes
+# F32 scores, soft_max_ext reads and writes them, and mul_mat(v, kq) converts them to F16 for cuBLAS (a read of 4
+# and a write of 2 bytes) and reads them: 4 + 4 + 4 + 4 + 2 + 2 bytes per score. The cache cells in view are
+# padded to 32 without flash attention (256 with it).
+SCORE_BYTES = 20
+UNFUSED_KV_PAD = 32
+
+
+def score_matrix_bytes(plan: Plan, ubatch_tokens: int = LLAMACPP_UBATCH_TOKENS) -> float:
+    """Bytes llama.cpp's unfused attention moves for the plan's prompt: per attention layer, heads x the sum over
+    ubatches of its tokens x the cells in view (the tokens so far, padded; a sliding window's layers see at most
+    the window plus the ubatch) x SCORE_BYTES; a tensor-parallel card holds its share of the heads. By hand:
+    LLaMA 3 8B (32 layers x 32 heads), 4,096 tokens in ubatches of 512: 512 x 512 x (1 + ... + 8) = 9,437,184
+    scores a head and layer, x 1,024 x 20 B = 193 GB."""
+    m, prompt = plan.model, plan.prefill.prompt_tokens
+    tp = plan.comm.tp if plan.comm else 1
+    total = 0.0
+    for g in m.layer_groups:
+        mix = g.mixer
+        heads = getattr(mix, "num_attention_heads", None) if mix is not None else None
+        if not heads:
+            continue
+        window = getattr(mix, "sliding_window", None)
+        scores, done = 0, 0
+        while done < prompt:
+            u = min(ubatch_tokens, prompt - done)
+            seen = done + u if window is None else min(done + u, window + u)
+            scores += u * -(-seen // UNFUSED_KV_PAD) * UNFUSED_KV_PAD
+            done += u
+        total += g.count * max(1, heads // tp) * scores
+    return total * SCORE_BYTES
+
+
+def prefill_inputs(plan: Plan, runtime: str | None = None, flash_attn: bool = True) -> PrefillInputs:
+    """The plan's prompt as the step-time model costs it under `runtime`; `flash_attn` False: llama.cpp's
+    unfused attention (score_matrix_bytes)."""
     layers, _ = _layers(plan)
     collectives, link = _link(plan)
     pre = plan.prefill
@@ -178,7 +214,8 @@ def prefill_inputs(plan: Plan, runtime: str | None = None) -> PrefillInputs:
         collectives=collectives, link=link, comm_time_s=comm_s, format_class=format_class(plan.fmt.id),
         expert_flops=2.0 * pre.prompt_tokens * expert_params_per_token(plan.card_model or plan.model),
         stages=stages, batch_tokens=LLAMACPP_BATCH_TOKENS if piped else 0,
-        ubatch_tokens=LLAMACPP_UBATCH_TOKENS if piped else 0)
+        ubatch_tokens=LLAMACPP_UBATCH_TOKENS if piped else 0,
+        score_bytes=score_matrix_bytes(plan) if runtime == "llamacpp" and not flash_attn else 0.0)
 
 
 @dataclass(frozen=True)
@@ -192,8 +229,9 @@ class ExpectedResult:
 
 
 def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = None,
-           calibration: Calibration | None = None) -> ExpectedResult:
-    """The plan's expected speed under `runtime` (None: the default for its format and card)."""
+           calibration: Calibration | None = None, flash_attn: str | None = None) -> ExpectedResult:
+    """The plan's expected speed under `runtime` (None: the default for its format and card). `flash_attn`
+    (on | off | auto | None: the engine's default, off for Ollama) matters to llama.cpp's prefill only."""
     notes: tuple[str, ...] = ()
     if runtime is None:
         rid, why = default_runtime(plan.fmt.id, plan.gpu)
@@ -219,8 +257,15 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
         notes += (f"no {RUNTIME_NAMES[rid]} measurement of {plan.fmt.id}-class weights on this backend: its "
                   f"weight-streaming fraction is the group's default, that of 16-bit weights where measured "
                   f"({c.eta_weights_default:.2f})",)
+    unfused = rid == "llamacpp" and (flash_attn == "off" or (flash_attn is None and runtime is not None
+                                                           and runtime.lower() == "ollama"))
+    pre = prefill_inputs(plan, rid, flash_attn=not unfused)
+    if pre.score_bytes:
+        notes += (f"flash attention off ({'asked for' if flash_attn == 'off' else 'Ollama default'}): the prompt's "
+                  f"attention scores, {pre.score_bytes / 1e9:,.1f} GB, are written and read in memory, "
+                  f"{score_time_s(pre, c):,.2f} s of its time to first token",)
     e = expected_speed(step_inputs(plan, plan.decode_1, rid), step_inputs(plan, plan.decode_b, rid),
-                       prefill_inputs(plan, rid), c,
+                       pre, c,
                        plan.decode_ceiling_tok_s, calibration, notes)
     return ExpectedResult(rid, why, e)
 
@@ -282,7 +327,7 @@ def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, ca
     predicted = 1 / decode_step_time_s(s1, c)
     factor = run.decode_tok_s / predicted
     pf = None
-    pre = prefill_inputs(rp, rid)
+    pre = prefill_inputs(rp, rid, flash_attn=run.flash_attn is not False)  # the run's attention, fused or not
     t_pre = prefill_time_s(_replace(pre, weight_bytes=pre.weight_bytes * scale), c)
     if t_pre and run.prefill_tok_s and run.prompt_tokens:
         pf = (run.prefill_tok_s / run.prompt_tokens) * t_pre
@@ -300,7 +345,8 @@ def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, ca
     return Calibration(factor=factor, source=where, extrapolation="" if same else ext + ".", prefill_factor=pf)
 
 
-def expect_for_cli(plan: Plan, cat, runtime: str | None, run, path: str | None) -> ExpectedResult:
+def expect_for_cli(plan: Plan, cat, runtime: str | None, run, path: str | None,
+                   flash_attn: str | None = None) -> ExpectedResult:
     """`plan`'s expected figure: the runtime asked for, else the calibration file's, else the default."""
     runtimes = {r.id: r for r in cat.runtimes.all()}
     if run is not None and run.runtime in RUNTIMES:
@@ -313,4 +359,4 @@ def expect_for_cli(plan: Plan, cat, runtime: str | None, run, path: str | None) 
     if run is not None:
         rid = resolve_runtime(runtime)[0] if runtime else default_runtime(plan.fmt.id, plan.gpu)[0]
         calibration = calibration_from_run(run, plan, rid, runtimes.get(rid), cat, path)
-    return expect(plan, runtimes, runtime, calibration)
+    return expect(plan, runtimes, runtime, calibration, flash_attn)

@@ -4,6 +4,7 @@ configuration. A row whose card, model or format the catalog does not hold is sk
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from llmsize.catalog.measurement import Row, format_id, printed_bytes
@@ -54,6 +55,42 @@ def card_of(row: Row, cat) -> GpuSpec | str:
     return max(cards, key=lambda g: (g.bandwidth_gb_s, g.dense_tflops.fp16 or 0.0))
 
 
+# What a llama.cpp row says of flash attention: -fa 1 / fa=1 / "flash attention on", or the opposite.
+_FA_ON = re.compile(r"(?:-fa|--flash-attn|\bfa)\s*[=: ]?\s*(?:1|on|true)\b|flash[- ]attention (?:on|enabled)"
+                    r"|with flash attention", re.I)
+_FA_OFF = re.compile(r"(?:-fa|--flash-attn|\bfa)\s*[=: ]?\s*(?:0|off|false)\b|without flash attention"
+                     r"|flash[- ]attention off", re.I)
+# llama.cpp turned flash attention on by default (auto) at build b6327, 2025-08-31 (PR #15434, flash_attn_type
+# auto|on|off); before it llama-bench, llama-cli and llama-server ran without unless -fa was given (and before
+# PR #5021, 2024-04-30, there was no flash attention at all).
+FA_DEFAULT_BUILD, FA_DEFAULT_DATE = 6327, "2025-08-31"
+_BUILD = re.compile(r"\((\d{3,5})\)|\bb(\d{4,5})\b")
+_MONTHS = {m: i + 1 for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july", "august",
+                                           "september", "october", "november", "december"))}
+_MONTH_YEAR = re.compile(r"\b(" + "|".join(_MONTHS) + r")\s+(20\d\d)\b", re.I)
+
+
+def llamacpp_flash_attn(row: Row, published: str | None = None) -> bool | None:
+    """Whether a llama.cpp row ran with flash attention: as the row says, else the default of its build
+    (`hash (NNNN)` or `bNNNN` in its version), else of its source's date or a month the row names ("snapshots in
+    May 2024"); None where nothing tells."""
+    text = " ".join([row.test or "", row.where or "", " | ".join(row.verbatim) if isinstance(row.verbatim, list)
+                     else row.verbatim, str(row.printed or "")])
+    if _FA_ON.search(text):
+        return True
+    if _FA_OFF.search(text):
+        return False
+    b = _BUILD.search(row.runtime_version or "")
+    if b:
+        return int(b.group(1) or b.group(2)) >= FA_DEFAULT_BUILD
+    date = published
+    if date is None:
+        my = _MONTH_YEAR.search(row.where or "")
+        if my:
+            date = f"{my.group(2)}-{_MONTHS[my.group(1).lower()]:02d}-01"
+    return None if date is None else date >= FA_DEFAULT_DATE
+
+
 def _vllm_v0(version: str) -> bool:
     """A vLLM release before 0.8, whose V0 engine scheduled and sampled on the CPU between steps."""
     from llmsize.estimate.engines import vllm_release
@@ -68,8 +105,9 @@ def _scaled(x, factor: float):
     return replace(x, weight_bytes=x.weight_bytes * factor)
 
 
-def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuSpec) -> Observed | str:
-    """The row as a plan, or why it cannot be one."""
+def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuSpec,
+            published: str | None = None) -> Observed | str:
+    """The row as a plan, or why it cannot be one (`published`: its source's date, for a llama.cpp default)."""
     if "specul" in row.test.lower() or "specul" in (row.where or "").lower():
         return "speculative decoding (not one token per step)"
     fid = format_id(runtime, row.format)
@@ -114,5 +152,6 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
         ceiling = 1.0 / (step.weight_bytes / step.bandwidth_bytes_per_s + step.kv_bytes / step.bandwidth_bytes_per_s
                          + step.comm_time_s)
         return Observed(row, runtime, source_key, plan, step, None, t, ceiling)
-    pre = _scaled(prefill_inputs(plan, runtime), factor)
+    fa = llamacpp_flash_attn(row, published) if runtime == "llamacpp" else True
+    pre = _scaled(prefill_inputs(plan, runtime, flash_attn=fa is not False), factor)
     return Observed(row, runtime, source_key, plan, None, pre, t, None)

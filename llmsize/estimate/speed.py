@@ -25,7 +25,8 @@ A decode step of B sequences at context L on runtime R lasts (seconds), each ter
 
 and yields B tokens; it cannot be shorter than the step's FLOPs at eta_prefill of the dense peak.
 Prefill (time to first token) = FLOPs / (peak x eta_prefill[format class]) + the same fixed terms, or the
-weight bytes at eta_weights when that is longer; llama.cpp on layer-split cards pipelines a prompt's ubatches
+weight bytes at eta_weights when that is longer, plus, where attention is not fused (llama.cpp without flash
+attention), its score matrices' bytes at eta_kv; llama.cpp on layer-split cards pipelines a prompt's ubatches
 through its stages, which shortens all of it by pipeline_factor (1, no gain, for one ubatch or one card). The ceiling (decode.py) is this expression with every eta
 equal to 1 and every other term 0; the constants are bounded so that expected <= ceiling always.
 
@@ -117,6 +118,7 @@ class PrefillInputs:
     stages: int = 1  # pipeline stages the prompt crosses
     batch_tokens: int = 0  # a runtime that cuts the prompt into calls of this many tokens (llama.cpp's n_batch)
     ubatch_tokens: int = 0  # and each call into ubatches that flow through the stages together (0: no pipelining)
+    score_bytes: float = 0.0  # attention score matrices written and read in memory (unfused attention; 0 fused)
 
 
 @dataclass(frozen=True)
@@ -225,6 +227,15 @@ def pipeline_factor(x: PrefillInputs) -> float:
     return piped / serial
 
 
+def score_time_s(x: PrefillInputs, c: Constants) -> float:
+    """Attention without flash attention: each ubatch's score matrix (heads x its tokens x the cache cells in
+    view, per layer) is written by one kernel and read by the next, at the runtime's cache fraction of the
+    bandwidth (bytes, B/s). It grows with the square of the prompt: zero where attention is fused."""
+    if not x.score_bytes:
+        return 0.0
+    return x.score_bytes / (x.bandwidth_bytes_per_s * c.eta_kv)
+
+
 def prefill_parts_s(x: PrefillInputs, c: Constants) -> tuple[float, float, float] | None:
     """The prompt's compute (FLOPs at the runtime's fraction of the peak), its weights' read, and the forward's
     fixed costs (per layer, per step, the collectives), in seconds, each shortened by the pipeline where the
@@ -234,6 +245,7 @@ def prefill_parts_s(x: PrefillInputs, c: Constants) -> tuple[float, float, float
     if not x.peak_flop_per_s or not eta:
         return None
     compute = (x.flops + (c.moe_matmul_cost - 1) * x.expert_flops) / (x.peak_flop_per_s * eta)
+    compute += score_time_s(x, c)
     weights = x.weight_bytes / (x.bandwidth_bytes_per_s * c.eta_w(x.format_class))
     fixed = x.layers * (c.t_layer_s + c.t_prefill_layer_s) + c.t_step_s
     if x.collectives and x.link:

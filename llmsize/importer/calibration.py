@@ -40,6 +40,7 @@ class Run:
     weight_bytes: float | None = None  # the model file's size, when printed
     runtime: str | None = None
     quant: str | None = None
+    flash_attn: bool | None = None  # llama-bench's flash_attn column (None: not given, or auto)
 
 
 def _bad(path: Path, why: str) -> InvalidValueError:
@@ -58,6 +59,13 @@ def _num(v, path: Path, key: str, integer: bool = False):
     if not (x == x and abs(x) < 1e15) or x < 0:
         raise _bad(path, f"`{key}` is out of range ({x!r})")
     return x
+
+
+def _flash_attn(v) -> bool | None:
+    """llama-bench's flash_attn: true/false in JSON, 1/0 in CSV; on/off/auto since flash_attn_type."""
+    if isinstance(v, bool):
+        return v
+    return {"1": True, "true": True, "on": True, "0": False, "false": False, "off": False}.get(str(v).lower())
 
 
 def _llama_bench(tests: list[dict], path: Path) -> Run:
@@ -83,7 +91,8 @@ def _llama_bench(tests: list[dict], path: Path) -> Run:
         prefill_tok_s=_num(pp[0]["avg_ts"], path, "avg_ts") if pp else None,
         prompt_tokens=_num(pp[0]["n_prompt"], path, "n_prompt", True) if pp else None,
         card=str(t.get("gpu_info") or "") or None, model=str(t.get("model_type") or "") or None,
-        weight_bytes=_num(size, path, "model_size") if size not in (None, "") else None, runtime="llamacpp")
+        weight_bytes=_num(size, path, "model_size") if size not in (None, "") else None, runtime="llamacpp",
+        flash_attn=_flash_attn((pp[0] if pp else t).get("flash_attn")))
 
 
 def _vllm_serve(d: dict, path: Path) -> Run:

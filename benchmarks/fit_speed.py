@@ -158,6 +158,7 @@ class GroupFit:
     t_step_v0_s: float = 0.0
     t_prefill_layer_s: float = 0.0
     moe_matmul_cost: float = 1.0
+    expert_read_cost: float = 0.0
 
     def constants(self, band=(1.0, 1.0), prefill_band=None) -> Constants:
         return Constants(
@@ -170,7 +171,8 @@ class GroupFit:
             prefill_band_low=prefill_band[0] if prefill_band else None,
             prefill_band_high=prefill_band[1] if prefill_band else None, alu_ops_per_weight=self.alu_ops_per_weight,
             attn_cost=self.attn_cost, tile_cost=self.tile_cost, t_step_v0_s=self.t_step_v0_s,
-            t_prefill_layer_s=self.t_prefill_layer_s, moe_matmul_cost=self.moe_matmul_cost)
+            t_prefill_layer_s=self.t_prefill_layer_s, moe_matmul_cost=self.moe_matmul_cost,
+            expert_read_cost=self.expert_read_cost)
 
 
 def median(xs: list[float]) -> float:
@@ -196,7 +198,7 @@ def fit_group(runtime: str, be: str, rows: list[Observed]) -> GroupFit:
     classes = sorted(c for c, n in counts.items() if n >= MIN_ROWS_CLASS and len(sources[c]) >= MIN_SOURCES_CLASS)
     links = sorted({o.step.link for o in dec if o.step.collectives and o.step.link})
     names = [f"v:{c}" for c in classes] + ["v:other", "v_kv", "t_layer", "t_step", "t_moe"] + \
-            [f"alpha:{k}" for k in links] + ["alu", "attn", "tile", "v0"]
+            [f"alpha:{k}" for k in links] + ["alu", "attn", "tile", "v0", "expert"]
     a, b = [], []
     for o in dec:
         x, t = o.step, o.measured_s
@@ -210,6 +212,7 @@ def fit_group(runtime: str, be: str, rows: list[Observed]) -> GroupFit:
         row.append(attention_time_s(x, UNIT_COSTS) if runtime in VECTOR_ATTENTION else 0.0)  # per unit of attn_cost
         row.append(tile_time_s(x, UNIT_COSTS))  # per unit of tile_cost (zero for vector-kernel runtimes)
         row.append(1.0 if x.engine_v0 else 0.0)  # vLLM's V0 engine: an extra cost per step
+        row.append(x.expert_weight_bytes / x.bandwidth_bytes_per_s)  # per unit of expert_read_cost
         a.append([r / t for r in row])
         b.append(1 - base / t)
     # fractions stay >= ETA_MIN (v <= 1/ETA_MIN - 1): a term the rows cannot pin must not swallow the others
@@ -232,6 +235,7 @@ def fit_group(runtime: str, be: str, rows: list[Observed]) -> GroupFit:
     fit = GroupFit(runtime, be, classes, links, v, v_default, theta["v_kv"], theta["t_layer"], theta["t_step"],
                    theta["t_moe"], {k: theta[f"alpha:{k}"] for k in links}, {}, None, theta["alu"], theta["attn"],
                    theta["tile"], theta["v0"])
+    fit.expert_read_cost = theta["expert"]
     fit_prefill(fit, pre)
     return fit
 
@@ -374,6 +378,7 @@ def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, 
         "t_layer_s": r4(fit.t_layer_s), "t_step_s": r4(fit.t_step_s), "t_moe_layer_s": r4(fit.t_moe_layer_s),
         "alu_ops_per_weight": r4(fit.alu_ops_per_weight), "attn_cost": r4(fit.attn_cost),
         "tile_cost": r4(fit.tile_cost), "t_step_v0_s": r4(fit.t_step_v0_s), "t_prefill_layer_s": r4(fit.t_prefill_layer_s),
+        "expert_read_cost": r4(fit.expert_read_cost),
         "moe_matmul_cost": fit.moe_matmul_cost,
         "alpha_s": {k: r4(v) for k, v in fit.alpha_s.items()},
         "eta_prefill": {c: r4(e) for c, e in fit.eta_prefill.items()},

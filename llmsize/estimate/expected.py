@@ -24,7 +24,7 @@ from llmsize.estimate.speed import (
     link_kind,
     score_time_s,
 )
-from llmsize.estimate.weights import expert_params_per_token
+from llmsize.estimate.weights import expert_params_per_token, expert_read_fraction
 
 RUNTIME_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "llamacpp": "llama.cpp",
                  "mlx": "MLX", "gpt-fast": "gpt-fast"}
@@ -78,7 +78,8 @@ def constants(spec: RuntimeSpec, backend_id: str) -> Constants | None:
         prefill_band_low=g.prefill_band[0] if g.prefill_band else None,
         prefill_band_high=g.prefill_band[1] if g.prefill_band else None, cards_seen=tuple(g.cards),
         alu_ops_per_weight=g.alu_ops_per_weight, attn_cost=g.attn_cost, tile_cost=g.tile_cost,
-        t_step_v0_s=g.t_step_v0_s, t_prefill_layer_s=g.t_prefill_layer_s, moe_matmul_cost=g.moe_matmul_cost)
+        t_step_v0_s=g.t_step_v0_s, t_prefill_layer_s=g.t_prefill_layer_s, moe_matmul_cost=g.moe_matmul_cost,
+        expert_read_cost=g.expert_read_cost)
 
 
 def _layers(plan: Plan) -> tuple[int, int]:
@@ -108,7 +109,9 @@ def step_inputs(plan: Plan, batch_step, runtime: str | None = None) -> StepInput
         else 0.0, vector_flop_per_s=(plan.gpu.dense_tflops.fp32 or 0) * 1e12 or None,
         attention_flops=_attention_flops(plan, batch_step),
         tile_matmul_flops=_tile_matmul_flops(plan, batch_step, runtime),
-        expert_flops=2.0 * batch_step.batch * expert_params_per_token(plan.card_model or plan.model))
+        expert_flops=2.0 * batch_step.batch * expert_params_per_token(plan.card_model or plan.model),
+        expert_weight_bytes=batch_step.weight_bytes * expert_read_fraction(
+            plan.card_model or plan.model, plan.fmt, plan.scope, batch_step.batch))
 
 
 # Rows of the smallest tensor-core matrix instruction a batch's matmul runs in: Hopper's wgmma.mma_async and

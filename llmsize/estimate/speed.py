@@ -10,6 +10,9 @@ A decode step of B sequences at context L on runtime R lasts (seconds), each ter
                                                          (s per layer, s per step): small models and fast cards
                                                          are launch-bound
            + moe_layers x t_moe_layer_s                  routing, top-k and expert gather (s per MoE layer)
+           + W_experts(B) / BW x expert_read_cost        the routed experts' bytes again, in part: each expert's
+                                                         small matrices are separate GEMMs of a grouped kernel,
+                                                         which stream below a dense matrix (B, B/s, 1)
            + N_w x alu_ops_per_weight / FP32 rate        unpacking quantized weights on the vector units
                                                          (weights, ops per weight, op/s): why a Q2_K or Q3_K
                                                          file decodes slower than its bytes on a weak-ALU card
@@ -100,6 +103,7 @@ class StepInputs:
     tile_matmul_flops: float = 0.0  # the step's matmul FLOPs with the batch rounded up to the tensor-core tile
     engine_v0: bool = False  # a vLLM V0-engine run (before 0.8): its per-step CPU costs, a dataset covariate only
     expert_flops: float = 0.0  # the part of `flops` in routed experts' matmuls
+    expert_weight_bytes: float = 0.0  # the part of `weight_bytes` in routed experts (one card's share)
 
 
 @dataclass(frozen=True)
@@ -152,6 +156,7 @@ class Constants:
     t_step_v0_s: float = 0.0  # the vLLM V0 engine's extra cost per step (fitted on its rows; plans run V1)
     t_prefill_layer_s: float = 0.0  # a serving engine's extra cost per layer of an eager prefill forward (TTFT only)
     moe_matmul_cost: float = 1.0  # a routed expert FLOP's cost in dense FLOPs (grouped GEMMs of few rows each)
+    expert_read_cost: float = 0.0  # extra seconds per second of routed-expert bytes at full bandwidth (small matrices)
 
     def eta_w(self, cls: str) -> float:
         return self.eta_weights.get(cls, self.eta_weights_default)
@@ -195,6 +200,7 @@ def decode_step_time_s(x: StepInputs, c: Constants) -> float:
     bw = x.bandwidth_bytes_per_s
     t = x.weight_bytes / (bw * c.eta_w(x.format_class)) + x.kv_bytes / (bw * c.eta_kv)
     t += x.layers * c.t_layer_s + c.t_step_s + x.moe_layers * c.t_moe_layer_s + dequant_time_s(x, c)
+    t += c.expert_read_cost * x.expert_weight_bytes / bw
     if x.engine_v0:
         t += c.t_step_v0_s
     t += attention_time_s(x, c) + tile_time_s(x, c)
@@ -273,7 +279,7 @@ def decode_terms_s(x: StepInputs, c: Constants) -> dict[str, float]:
         "weights": x.weight_bytes / (bw * c.eta_w(x.format_class)),
         "kv": x.kv_bytes / (bw * c.eta_kv),
         "fixed": x.layers * c.t_layer_s + c.t_step_s,
-        "moe": x.moe_layers * c.t_moe_layer_s,
+        "moe": x.moe_layers * c.t_moe_layer_s + c.expert_read_cost * x.expert_weight_bytes / bw,
         "dequant": dequant_time_s(x, c),
         "attention": attention_time_s(x, c),
         "tile": tile_time_s(x, c),

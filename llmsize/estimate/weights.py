@@ -151,6 +151,21 @@ def weight_bytes_read(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int
     )
 
 
+def expert_read_fraction(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int) -> float:
+    """The routed experts' share of the weight bytes a decode step of `batch` sequences reads (0 for a dense
+    model). A GGUF mix is costed at its format's plain bytes for the share only."""
+    total = expert = 0.0
+    for p in model_pieces(model):
+        if not p.read:
+            continue
+        b = float(piece_bytes(p, fmt, scope)) * routed_fraction(p, batch) if not fmt.mix else \
+            p.params * routed_fraction(p, batch)
+        total += b
+        if p.routed is not None:
+            expert += b
+    return expert / total if total else 0.0
+
+
 def matmul_params_per_token(model: ModelSpec) -> float:
     """Parameters a decoded token multiplies with (2 FLOPs each): matrices read per token, routed
     experts at k/E. The embedding gather does no multiply-adds."""

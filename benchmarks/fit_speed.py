@@ -327,6 +327,7 @@ def quantile(xs: list[float], q: float, side: str) -> float:
 class HeldOut:
     errors: list[float]  # |pred - meas| / meas, as rates (tok/s)
     ratios: list[float]  # measured rate / predicted rate
+    segments: list[str] = dataclasses.field(default_factory=list)  # each row's card segment (consumer, ...)
 
     def summary(self, band) -> dict:
         cov = sum(band[0] <= r <= band[1] for r in self.ratios) / len(self.ratios) if self.ratios else 0.0
@@ -337,7 +338,7 @@ class HeldOut:
 
 def held_out(runtime: str, be: str, rows: list[Observed], kind: str) -> HeldOut:
     keys = sorted({o.source_key for o in rows})
-    errors, ratios = [], []
+    errors, ratios, segments = [], [], []
     for k in keys:
         train = [o for o in rows if o.source_key != k]
         test = [o for o in rows if o.source_key == k and (o.step is not None) == (kind == "decode")]
@@ -351,7 +352,8 @@ def held_out(runtime: str, be: str, rows: list[Observed], kind: str) -> HeldOut:
             ratio = t_hat / o.measured_s  # measured rate / predicted rate
             ratios.append(ratio)
             errors.append(abs(1 / ratio - 1))
-    return HeldOut(errors, ratios)
+            segments.append(o.plan.gpu.segment)
+    return HeldOut(errors, ratios, segments)
 
 
 # ----------------------------------------------------------------------------------------------------- output
@@ -426,7 +428,7 @@ def run(write: bool, check: bool) -> int:
                 groups[key] = rows
                 borrowed[key] = f"{len(own)} decode row(s) of its own on {be}: {why}"
                 break
-    table, specs = [], defaultdict(dict)
+    table, specs, by_segment = [], defaultdict(dict), []
     for (rt, be), rows in sorted(groups.items()):
         dec = [o for o in rows if o.step is not None]
         if len(dec) < MIN_ROWS_GROUP:
@@ -440,6 +442,7 @@ def run(write: bool, check: bool) -> int:
         if (rt, be) in borrowed:
             specs[rt][be]["borrowed"] = borrowed[(rt, be)]
         sd, sp = ho_d.summary(band), ho_p.summary(pband) if pband else None
+        by_segment.append((rt, be, ho_d, ho_p))
         unscored = len(dec) - sd["rows"]
         table.append((rt, be, sd["rows"], sd["median_abs_error"], sd["p90_abs_error"], sd["band_coverage"],
                       sp, f"cards {len({o.plan.gpu.id for o in rows})}, sources {len({o.source_key for o in rows})}"
@@ -456,6 +459,15 @@ def run(write: bool, check: bool) -> int:
         pre = (f"{sp['rows']:>12} {sp['median_abs_error']:>7.1%} {sp['p90_abs_error']:>7.1%}" if sp
                else f"{'-':>12} {'-':>7} {'-':>7}")
         print(f"{rt:10} {be:7} {n:>11} {med:>7.1%} {p90:>7.1%} {cov:>8.0%}   {pre}   {note}")
+    print("\nHeld out by card segment (the same leave-one-source-out predictions): rows, median, p90")
+    print(f"{'runtime':10} {'backend':7} {'segment':12} {'decode':>22}   {'prefill':>22}")
+    for rt, be, ho_d, ho_p in by_segment:
+        for seg in sorted(set(ho_d.segments) | set(ho_p.segments)):
+            cells = []
+            for ho in (ho_d, ho_p):
+                e = [x for x, s in zip(ho.errors, ho.segments) if s == seg]
+                cells.append(f"{len(e):>6} {median(e):>7.1%} {quantile(e, 0.9, 'high'):>7.1%}" if e else f"{'-':>22}")
+            print(f"{rt:10} {be:7} {seg:12} {cells[0]}   {cells[1]}")
     reasons = defaultdict(int)
     for _, why in skipped:
         reasons[why.split(":")[0]] += 1

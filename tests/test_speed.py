@@ -611,6 +611,11 @@ def test_ollama_prefills_without_flash_attention_and_says_so(run_cli):
     code, out, err = run_cli("plan", "llama-3-8b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--context", "8192",
                              "--runtime", "ollama")
     assert re.search(r"flash attention off \(Ollama default\).*GB", " ".join(out.split()))
+    assert ttft("--engine", "ollama")["ttft_s"] == pytest.approx(off["ttft_s"])  # Ollama's ledger, its default
+    code, out, err = run_cli("plan", "llama-3-8b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--context", "8192",
+                             "--engine", "ollama")
+    flat = " ".join(out.split())
+    assert "flash attention off (Ollama default)" in flat and "flash attention off (asked for)" not in flat
 
 
 def test_routed_experts_stream_below_a_dense_matrix(catalog, runtimes):

@@ -232,9 +232,11 @@ class ExpectedResult:
 
 
 def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = None,
-           calibration: Calibration | None = None, flash_attn: str | None = None) -> ExpectedResult:
+           calibration: Calibration | None = None, flash_attn: str | None = None,
+           engine: str | None = None) -> ExpectedResult:
     """The plan's expected speed under `runtime` (None: the default for its format and card). `flash_attn`
-    (on | off | auto | None: the engine's default, off for Ollama) matters to llama.cpp's prefill only."""
+    (on | off | auto | None: the engine's default, off for Ollama, named by `runtime` or `engine`) matters to
+    llama.cpp's prefill only."""
     notes: tuple[str, ...] = ()
     if runtime is None:
         rid, why = default_runtime(plan.fmt.id, plan.gpu)
@@ -260,8 +262,8 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
         notes += (f"no {RUNTIME_NAMES[rid]} measurement of {plan.fmt.id}-class weights on this backend: its "
                   f"weight-streaming fraction is the group's default, that of 16-bit weights where measured "
                   f"({c.eta_weights_default:.2f})",)
-    unfused = rid == "llamacpp" and (flash_attn == "off" or (flash_attn is None and runtime is not None
-                                                           and runtime.lower() == "ollama"))
+    ollama = "ollama" in ((runtime or "").lower(), engine)
+    unfused = rid == "llamacpp" and (flash_attn == "off" or (flash_attn is None and ollama))
     pre = prefill_inputs(plan, rid, flash_attn=not unfused)
     if pre.score_bytes:
         notes += (f"flash attention off ({'asked for' if flash_attn == 'off' else 'Ollama default'}): the prompt's "
@@ -349,7 +351,7 @@ def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, ca
 
 
 def expect_for_cli(plan: Plan, cat, runtime: str | None, run, path: str | None,
-                   flash_attn: str | None = None) -> ExpectedResult:
+                   flash_attn: str | None = None, engine: str | None = None) -> ExpectedResult:
     """`plan`'s expected figure: the runtime asked for, else the calibration file's, else the default."""
     runtimes = {r.id: r for r in cat.runtimes.all()}
     if run is not None and run.runtime in RUNTIMES:
@@ -362,4 +364,4 @@ def expect_for_cli(plan: Plan, cat, runtime: str | None, run, path: str | None,
     if run is not None:
         rid = resolve_runtime(runtime)[0] if runtime else default_runtime(plan.fmt.id, plan.gpu)[0]
         calibration = calibration_from_run(run, plan, rid, runtimes.get(rid), cat, path)
-    return expect(plan, runtimes, runtime, calibration, flash_attn)
+    return expect(plan, runtimes, runtime, calibration, flash_attn, engine)

@@ -318,7 +318,7 @@ def plan(
     from llmsize.estimate.expected import expect_for_cli
 
     expected = expect_for_cli(p, cat, runtime, run, None if calibrate is None else str(calibrate),
-                              flash_attn, engine)
+                              flash_attn, engine, ubatch_size)
     if llama is not None and llama.offload is not None and expected.expected is not None:
         from llmsize.estimate.llamacpp_plan import with_offload_note
 

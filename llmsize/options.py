@@ -197,7 +197,9 @@ FlashAttnOpt = Annotated[Optional[str], _opt("--flash-attn", help="llama.cpp fla
                                              "(= on where the GPU runs the attention). Default: on for llamacpp, "
                                              "off for ollama (OLLAMA_FLASH_ATTENTION unset).",
                                              callback=choice(("on", "off", "auto")), show_default=False)]
-UbatchOpt = Annotated[int, _opt("--ubatch-size", help="llama.cpp physical batch (-ub), tokens.",
+UbatchOpt = Annotated[int, _opt("--ubatch-size", help="llama.cpp physical batch (-ub), tokens: its compute "
+                                "buffers and, in the expected time to first token, its pipeline over layer-split "
+                                "cards and its unfused attention's score matrices.",
                                 callback=int_range(1, 1 << 20))]
 SwaFullOpt = Annotated[bool, _opt("--swa-full", help="llama.cpp: a full-size cache for sliding-window layers.")]
 GpuLayersOpt = Annotated[Optional[int], _opt("--gpu-layers", help="llama.cpp -ngl: repeating layers on the GPU (the "

@@ -648,3 +648,25 @@ def test_routed_experts_stream_below_a_dense_matrix(catalog, runtimes):
     bare = decode_step_time_s(replace(x, expert_weight_bytes=0.0), c)
     assert decode_step_time_s(x, c) - bare == pytest.approx(
         c.expert_read_cost * x.expert_weight_bytes / x.bandwidth_bytes_per_s, rel=1e-6)
+
+
+def test_the_ubatch_size_shapes_llama_cpps_prompt(catalog, runtimes):
+    """--ubatch-size (llama.cpp's -ub, at most its n_batch of 2,048): at -ub 2,048 a 4,096-token prompt is two
+    calls of one ubatch each, so four layer-split cards gain nothing from the pipeline ((1 + 3) / 4 = 1 a call),
+    and the unfused attention's scores are coarser: 2,048 x 2,048 + 2,048 x 4,096 = 12,582,912 a head and layer
+    against 9,437,184 at -ub 512 (x 1,024 heads and layers x 20 B for LLaMA 3 8B)."""
+    from llmsize.estimate.expected import prefill_inputs
+    from llmsize.estimate.speed import pipeline_factor
+
+    m, g = catalog.model("llama-3-8b"), catalog.gpu("rtx4090")
+    p = make_plan(m, g, PlanInputs(quant="gguf-q4_k_m", context_tokens=4096, prompt_tokens=4096, pp=4),
+                  search_fit=False)
+    assert pipeline_factor(prefill_inputs(p, "llamacpp", ubatch_tokens=2048)) == 1.0
+    assert pipeline_factor(prefill_inputs(p, "llamacpp", ubatch_tokens=8192)) == 1.0  # clamped to n_batch
+    assert pipeline_factor(prefill_inputs(p, "llamacpp")) == pytest.approx(14 / 32)
+    one = make_plan(m, g, PlanInputs(quant="gguf-q4_k_m", context_tokens=4096, prompt_tokens=4096), search_fit=False)
+    assert prefill_inputs(one, "llamacpp", flash_attn=False, ubatch_tokens=2048).score_bytes == \
+        2048 * 2048 * 3 * 1024 * 20
+    a = expect(p, runtimes, "llamacpp").expected.ttft_s
+    b = expect(p, runtimes, "llamacpp", ubatch_tokens=2048).expected.ttft_s
+    assert b == pytest.approx(a * 32 / 14, rel=0.02)

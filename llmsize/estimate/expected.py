@@ -201,9 +201,11 @@ def score_matrix_bytes(plan: Plan, ubatch_tokens: int = LLAMACPP_UBATCH_TOKENS) 
     return total * SCORE_BYTES
 
 
-def prefill_inputs(plan: Plan, runtime: str | None = None, flash_attn: bool = True) -> PrefillInputs:
+def prefill_inputs(plan: Plan, runtime: str | None = None, flash_attn: bool = True,
+                   ubatch_tokens: int = LLAMACPP_UBATCH_TOKENS) -> PrefillInputs:
     """The plan's prompt as the step-time model costs it under `runtime`; `flash_attn` False: llama.cpp's
-    unfused attention (score_matrix_bytes)."""
+    unfused attention (score_matrix_bytes); `ubatch_tokens`: llama.cpp's -ub (at most its n_batch)."""
+    ub = max(1, min(ubatch_tokens, LLAMACPP_BATCH_TOKENS))
     layers, _ = _layers(plan)
     collectives, link = _link(plan)
     pre = plan.prefill
@@ -217,8 +219,8 @@ def prefill_inputs(plan: Plan, runtime: str | None = None, flash_attn: bool = Tr
         collectives=collectives, link=link, comm_time_s=comm_s, format_class=format_class(plan.fmt.id),
         expert_flops=2.0 * pre.prompt_tokens * expert_params_per_token(plan.card_model or plan.model),
         stages=stages, batch_tokens=LLAMACPP_BATCH_TOKENS if piped else 0,
-        ubatch_tokens=LLAMACPP_UBATCH_TOKENS if piped else 0,
-        score_bytes=score_matrix_bytes(plan) if runtime == "llamacpp" and not flash_attn else 0.0)
+        ubatch_tokens=ub if piped else 0,
+        score_bytes=score_matrix_bytes(plan, ub) if runtime == "llamacpp" and not flash_attn else 0.0)
 
 
 @dataclass(frozen=True)
@@ -233,7 +235,7 @@ class ExpectedResult:
 
 def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = None,
            calibration: Calibration | None = None, flash_attn: str | None = None,
-           engine: str | None = None) -> ExpectedResult:
+           engine: str | None = None, ubatch_tokens: int = LLAMACPP_UBATCH_TOKENS) -> ExpectedResult:
     """The plan's expected speed under `runtime` (None: the default for its format and card). `flash_attn`
     (on | off | auto | None: the engine's default, off for Ollama, named by `runtime` or `engine`) matters to
     llama.cpp's prefill only."""
@@ -264,7 +266,7 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
                   f"({c.eta_weights_default:.2f})",)
     ollama = "ollama" in ((runtime or "").lower(), engine)
     unfused = rid == "llamacpp" and (flash_attn == "off" or (flash_attn is None and ollama))
-    pre = prefill_inputs(plan, rid, flash_attn=not unfused)
+    pre = prefill_inputs(plan, rid, flash_attn=not unfused, ubatch_tokens=ubatch_tokens)
     if pre.score_bytes:
         notes += (f"flash attention off ({'asked for' if flash_attn == 'off' else 'Ollama default'}): the prompt's "
                   f"attention scores, {pre.score_bytes / 1e9:,.1f} GB, are written and read in memory, "
@@ -351,7 +353,8 @@ def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, ca
 
 
 def expect_for_cli(plan: Plan, cat, runtime: str | None, run, path: str | None,
-                   flash_attn: str | None = None, engine: str | None = None) -> ExpectedResult:
+                   flash_attn: str | None = None, engine: str | None = None,
+                   ubatch_tokens: int = LLAMACPP_UBATCH_TOKENS) -> ExpectedResult:
     """`plan`'s expected figure: the runtime asked for, else the calibration file's, else the default."""
     runtimes = {r.id: r for r in cat.runtimes.all()}
     if run is not None and run.runtime in RUNTIMES:
@@ -364,4 +367,4 @@ def expect_for_cli(plan: Plan, cat, runtime: str | None, run, path: str | None,
     if run is not None:
         rid = resolve_runtime(runtime)[0] if runtime else default_runtime(plan.fmt.id, plan.gpu)[0]
         calibration = calibration_from_run(run, plan, rid, runtimes.get(rid), cat, path)
-    return expect(plan, runtimes, runtime, calibration, flash_attn, engine)
+    return expect(plan, runtimes, runtime, calibration, flash_attn, engine, ubatch_tokens)

@@ -30,8 +30,9 @@ and yields B tokens; it cannot be shorter than the step's FLOPs at eta_prefill o
 Prefill (time to first token) = FLOPs / (peak x eta_prefill[format class]) + the same fixed terms, or the
 weight bytes at eta_weights when that is longer, plus, where attention is not fused (llama.cpp without flash
 attention), its score matrices' bytes at eta_kv; llama.cpp on layer-split cards pipelines a prompt's ubatches
-through its stages, which shortens all of it by pipeline_factor (1, no gain, for one ubatch or one card). The ceiling (decode.py) is this expression with every eta
-equal to 1 and every other term 0; the constants are bounded so that expected <= ceiling always.
+through its stages, which shortens all of it by pipeline_factor (1, no gain, for one ubatch or one card).
+The ceiling (decode.py) is this expression with every eta equal to 1 and every other term 0; the constants are
+bounded so that expected <= ceiling always.
 
 The constants live in runtimes/R.yaml, one group per backend (cuda, rocm, metal), fitted by
 benchmarks/fit_speed.py on the dataset under measurements/; nothing is fitted at run time. The band is the

@@ -153,7 +153,7 @@ def weight_bytes_read(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int
 
 def expert_read_fraction(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int) -> float:
     """The routed experts' share of the weight bytes a decode step of `batch` sequences reads (0 for a dense
-    model). A GGUF mix is costed at its format's plain bytes for the share only."""
+    model). For a GGUF mix (a type per tensor) the share is taken by parameters, not bytes."""
     total = expert = 0.0
     for p in model_pieces(model):
         if not p.read:

@@ -26,7 +26,7 @@ import dataclasses
 import math
 import subprocess
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +37,7 @@ from llmsize.catalog.loader import Catalog  # noqa: E402
 from llmsize.catalog.measurement import load_dataset  # noqa: E402
 from llmsize.errors import LlmsizeError  # noqa: E402
 from llmsize.estimate.expected import RUNTIME_NAMES, backend  # noqa: E402
-from llmsize.estimate.observed import Observed, card_of, observe  # noqa: E402
+from llmsize.estimate.observed import Observed, card_of, llamacpp_flash_attn, observe  # noqa: E402
 from llmsize.estimate.speed import (  # noqa: E402
     Constants,
     attention_time_s,
@@ -105,7 +105,8 @@ def observations(cat: Catalog) -> tuple[list[Observed], list[tuple[str, str]], d
             if isinstance(gpu, str):
                 skipped.append((f"{stem}#{i}", gpu))
                 continue
-            o = observe(row, f.runtime, source_key(stem, f, row), model, gpu, published=str(f.source.published) if f.source.published else None)
+            published = str(f.source.published) if f.source.published else None
+            o = observe(row, f.runtime, source_key(stem, f, row), model, gpu, published=published)
             if isinstance(o, str):
                 skipped.append((f"{stem}#{i}", o))
             else:
@@ -468,6 +469,13 @@ def run(write: bool, check: bool) -> int:
                 e = [x for x, s in zip(ho.errors, ho.segments) if s == seg]
                 cells.append(f"{len(e):>6} {median(e):>7.1%} {quantile(e, 0.9, 'high'):>7.1%}" if e else f"{'-':>22}")
             print(f"{rt:10} {be:7} {seg:12} {cells[0]}   {cells[1]}")
+    fa = Counter()
+    for o in obs:
+        if o.runtime == "llamacpp" and o.prefill is not None:
+            pub = data[o.source_key.split("::")[0]].source.published
+            fa[llamacpp_flash_attn(o.row, str(pub) if pub else None)] += 1
+    print(f"\nllama.cpp prefill rows by attention (observed.llamacpp_flash_attn): {fa[False]} unfused, {fa[True]} "
+          f"flash attention, {fa[None]} not told (costed as flash attention)")
     reasons = defaultdict(int)
     for _, why in skipped:
         reasons[why.split(":")[0]] += 1

@@ -662,6 +662,10 @@ def test_the_ubatch_size_shapes_llama_cpps_prompt(catalog, runtimes):
     m, g = catalog.model("llama-3-8b"), catalog.gpu("rtx4090")
     p = make_plan(m, g, PlanInputs(quant="gguf-q4_k_m", context_tokens=4096, prompt_tokens=4096, pp=4),
                   search_fit=False)
+    from llmsize.estimate.expected import LLAMACPP_UBATCH_TOKENS
+    from llmsize.estimate.llamacpp_memory import LlamaCppSettings
+
+    assert LLAMACPP_UBATCH_TOKENS == LlamaCppSettings(ctx_size=4096).ubatch_size == 512  # the prompt's and the ledger's -ub
     assert pipeline_factor(prefill_inputs(p, "llamacpp", ubatch_tokens=2048)) == 1.0
     assert pipeline_factor(prefill_inputs(p, "llamacpp", ubatch_tokens=8192)) == 1.0  # clamped to n_batch
     assert pipeline_factor(prefill_inputs(p, "llamacpp")) == pytest.approx(14 / 32)

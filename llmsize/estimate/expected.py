@@ -162,6 +162,8 @@ def matmul_peak(plan: Plan, runtime: str | None) -> float | None:
 
 # llama.cpp's defaults for a prompt: llama_decode calls of n_batch 2,048 tokens, each cut into ubatches of
 # n_ubatch 512 (common/common.h; llama-bench's defaults are the same, and it feeds a prompt n_batch at a time).
+# The same 512 as the ledger's LlamaCppSettings (not imported here: plan's start-up stays without the ledger;
+# tests/test_speed.py holds the two equal).
 LLAMACPP_BATCH_TOKENS, LLAMACPP_UBATCH_TOKENS = 2048, 512
 # the backends whose llama.cpp pipelines ubatches over layer-split cards (async compute and events: CUDA, and
 # ROCm through the same HIP backend; src/llama-context.cpp, the pipeline_parallel condition)

@@ -6,7 +6,7 @@ import json
 import os
 import shutil
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -15,6 +15,13 @@ import typer
 from llmsize import __version__
 from llmsize.errors import ExitStatus, InvalidValueError, LlmsizeError, printable, shown
 from llmsize.options import (
+    ApiKeyOpt,
+    ConcurrencyOpt,
+    PlanModelOpt,
+    RoundsOpt,
+    ServerModelOpt,
+    ServerOpt,
+    ServerTimeoutOpt,
     BatchOpt,
     BlockSizeOpt,
     CacheTypeKOpt,
@@ -1073,7 +1080,8 @@ def formats(as_json: JsonOpt = False):
 
 @_command()
 def measure(
-    quant: MeasureQuantOpt = "nvfp4",
+    ctx: typer.Context,
+    quant: MeasureQuantOpt = None,
     context: MeasureContextOpt = 4096,
     tokens: TokensOpt = 256,
     batch: MeasureBatchOpt = 1,
@@ -1086,13 +1094,26 @@ def measure(
     gemv: GemvOpt = "auto",
     compile_: CompileOpt = False,
     fused: FusedOpt = None,
+    server: ServerOpt = None,
+    model: ServerModelOpt = None,
+    concurrency: ConcurrencyOpt = None,
+    rounds: RoundsOpt = 1,
+    timeout: ServerTimeoutOpt = 120.0,
+    api_key: ApiKeyOpt = None,
+    gpu: GpuOpt = "",
+    runtime: RuntimeOpt = None,
+    plan_model: PlanModelOpt = None,
+    tp: TpOpt = 1,
     as_json: JsonOpt = False,
     save: SaveOpt = None,
     force: ForceOpt = False,
+    catalog: CatalogOpt = None,
 ):
-    """Measure a real NVFP4 Gemma 4 12B decode loop on this GPU, next to what `plan` predicts.
+    """Measure a real NVFP4 Gemma 4 12B decode loop on this GPU, next to what `plan` predicts; or, with --server,
+    the OpenAI-compatible server you run (vLLM, SGLang, TensorRT-LLM, llama-server, Ollama, LM Studio).
 
-    Needs the measure extra: pip install 'llmsize[measure]'.
+    The GPU loop needs the measure extra: pip install 'llmsize[measure]'; --server needs the server extra:
+    pip install 'llmsize[server]'.
 
     Examples:
 
@@ -1101,36 +1122,27 @@ def measure(
       llmsize measure --quant bf16 --tokens 128
       llmsize measure --checkpoint ./gemma-4-12b-nvfp4 --json --save run.json
       llmsize measure --device cpu
+      llmsize measure --server http://127.0.0.1:8000 --gpu rtx5090 --concurrency 1,4,16
+      llmsize measure --server http://127.0.0.1:8080 --gpu rtx4090 --context 4096 --tokens 128 --save run.json
     """
-    from llmsize.measure.run import MeasureOptions, validate
-    from llmsize.measure.run import measure as run_measure
-
-    opts = MeasureOptions(quant=quant, context=context, tokens=tokens, batch=batch, device=device,
-                          checkpoint=str(checkpoint) if checkpoint else None, gpu_index=gpu_index,
-                          warmup=warmup, seed=seed, probe=probe, gemv=gemv.lower(), compile=compile_,
-                          fused=fused)
-    validate(opts)
+    only_gpu = ("batch", "device", "checkpoint", "gpu_index", "warmup", "seed", "probe", "gemv", "compile_", "fused")
+    only_server = ("model", "concurrency", "rounds", "timeout", "api_key", "gpu", "runtime", "plan_model", "tp",
+                   "catalog")
+    given = _given_options(ctx, only_server if server is None else only_gpu)
+    if given:
+        flag = given[0]
+        raise InvalidValueError(f"{flag} {'needs --server' if server is None else 'is for the GPU loop, not --server'}.",
+                                f"Drop {flag}, or {'add --server URL' if server is None else 'drop --server'}.")
     if save is not None:  # a destination that cannot be written is refused before the run, not after it
         from llmsize.files import check_output
 
         check_output(save, "--save", force)
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    err = Console(stderr=True, width=_width())
-    if not err.is_terminal:  # progress bars are for a person watching; a log or a pipe gets only the result
-        result = run_measure(opts, lambda stage, done, total: None)
+    if server is not None:
+        result = _measure_server(server, model, quant, context, tokens, concurrency, rounds, timeout, api_key, gpu,
+                                 runtime, plan_model, tp, catalog)
     else:
-        with Progress(TextColumn("{task.description:<18}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=err, transient=True) as bar:
-            tasks = {}
-
-            def progress(stage, done, total):
-                if stage not in tasks:
-                    tasks[stage] = bar.add_task(stage, total=total)
-                bar.update(tasks[stage], completed=done, total=total)
-
-            result = run_measure(opts, progress)
+        result = _measure_gpu(quant, context, tokens, batch, device, checkpoint, gpu_index, warmup, seed, probe, gemv,
+                              compile_, fused)
     if save is not None:
         from llmsize.files import write_output
 
@@ -1138,11 +1150,93 @@ def measure(
     if as_json:
         _print_json(result)
     else:
-        from llmsize.render.measure_report import render_measure
-
-        render_measure(result, _console())
+        if server is not None:
+            from llmsize.render.server_report import render_server
+            render_server(result, _console())
+        else:
+            from llmsize.render.measure_report import render_measure
+            render_measure(result, _console())
         if save is not None:
             _console().print(f"Saved to {save}", style="dim")
+
+
+def _given_options(ctx, names: tuple[str, ...]) -> list[str]:
+    """Of these parameters, the flags the user typed (or set through their environment variable)."""
+    out = []
+    for p in ctx.command.params:
+        source = ctx.get_parameter_source(p.name) if p.name in names else None
+        if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT"):
+            out.append(p.opts[0])
+    return out
+
+
+def _progress_bar():
+    """A progress callback drawing bars on a terminal's stderr (a context manager), or a silent one."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    err = Console(stderr=True, width=_width())
+    if not err.is_terminal:  # progress bars are for a person watching; a log or a pipe gets only the result
+        return nullcontext(lambda stage, done, total: None)
+    bar = Progress(TextColumn("{task.description:<18}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   console=err, transient=True)
+    tasks = {}
+
+    def progress(stage, done, total):
+        if stage not in tasks:
+            tasks[stage] = bar.add_task(stage, total=total)
+        bar.update(tasks[stage], completed=done, total=total)
+
+    @contextmanager
+    def drawn():
+        with bar:
+            yield progress
+
+    return drawn()
+
+
+def _measure_gpu(quant, context, tokens, batch, device, checkpoint, gpu_index, warmup, seed, probe, gemv, compile_,
+                 fused) -> dict:
+    from llmsize.measure.run import QUANTS, MeasureOptions, validate
+    from llmsize.measure.run import measure as run_measure
+
+    quant = (quant or "nvfp4").strip().lower()
+    if quant not in QUANTS:
+        from llmsize.options import not_one_of
+
+        raise typer.BadParameter(not_one_of(quant, QUANTS), param_hint="'--quant'")
+    opts = MeasureOptions(quant=quant, context=context, tokens=tokens, batch=batch, device=device,
+                          checkpoint=str(checkpoint) if checkpoint else None, gpu_index=gpu_index,
+                          warmup=warmup, seed=seed, probe=probe, gemv=gemv.lower(), compile=compile_,
+                          fused=fused)
+    validate(opts)
+    with _progress_bar() as progress:
+        return run_measure(opts, progress)
+
+
+def _measure_server(server, model, quant, context, tokens, concurrency, rounds, timeout, api_key, gpu, runtime,
+                    plan_model, tp, catalog) -> dict:
+    from llmsize.measure.server import require_http
+    from llmsize.measure.server_run import ServerOptions, measure_server, validate
+
+    opts = ServerOptions(url=server, model=model, context=context, tokens=tokens, concurrency=concurrency or (1,),
+                         rounds=rounds, timeout_s=timeout, api_key=api_key, gpu=gpu or None, runtime=runtime,
+                         quant=quant, plan_model=plan_model, tp=tp)
+    validate(opts)
+    require_http()
+    cat = _catalog(catalog)
+    g = _gpu(cat, gpu) if gpu else None  # names are checked before any request
+    if plan_model is not None:
+        cat.model(plan_model)
+    if quant is not None:
+        from llmsize.estimate.quant import FORMATS
+
+        if quant.strip().lower() not in FORMATS:
+            from llmsize.options import not_one_of
+
+            raise typer.BadParameter(not_one_of(quant, list(FORMATS)), param_hint="'--quant'")
+    with _progress_bar() as progress:
+        return measure_server(opts, progress, cat, g)
 
 
 @contextmanager

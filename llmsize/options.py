@@ -305,8 +305,11 @@ ForceOpt = Annotated[bool, _opt("--force", help="Replace the output file if it e
 # ----------------------------------------------------------------------------------------- measure
 
 MEASURE_MAX_CONTEXT = 262_144  # Gemma 4's max_position_embeddings
-MeasureQuantOpt = Annotated[str, _opt("--quant", help="nvfp4 (Triton dequantizing GEMV, weights packed) or bf16 "
-                                      "(cuBLAS baseline).", callback=choice(("nvfp4", "bf16")))]
+MeasureQuantOpt = Annotated[Optional[str], _opt("--quant", help="nvfp4 (Triton dequantizing GEMV, weights packed; the "
+                                                "default) or bf16 (cuBLAS baseline). With --server: the served "
+                                                "weights' format for plan's figures (see `llmsize formats`); default: "
+                                                "the GGUF type in the served file's name, else the model's release "
+                                                "format.", show_default=False)]
 MeasureContextOpt = Annotated[int, _opt("--context", help="Prompt tokens prefilled before decoding.",
                                         callback=int_range(1, MEASURE_MAX_CONTEXT))]
 TokensOpt = Annotated[int, _opt("--tokens", help="Decode steps timed.", callback=int_range(1, 100_000))]
@@ -334,3 +337,49 @@ FusedOpt = Annotated[Optional[bool], _opt("--fused/--no-fused", help="The work b
 SaveOpt = Annotated[Optional[Path], _opt("--save", help="Also write the full result as JSON to this file (a new "
                                          "file; --force to replace one).", show_default=False)]
 
+
+# ----------------------------------------------------------------------------------------- measure --server
+
+
+MAX_STREAMS = 1024  # measure --server's largest concurrency level
+
+
+def levels(text: str) -> tuple[int, ...]:
+    """`1,4,16` -> (1, 4, 16): sorted, once each, each 1-1024. Raises ValueError with the reason."""
+    out = set()
+    for part in str(text).split(","):
+        p = part.strip()
+        if not p.isdigit() or not 1 <= int(p) <= MAX_STREAMS:
+            raise ValueError(f"`{shown(p, 20)}` is not a number of streams from 1 to {MAX_STREAMS}")
+        out.add(int(p))
+    return tuple(sorted(out))
+
+
+def concurrency_levels(value):
+    """--concurrency through levels(), refused in one line otherwise."""
+    if value is None or isinstance(value, tuple):
+        return value
+    try:
+        return levels(value)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
+
+
+ServerOpt = Annotated[Optional[str], _opt("--server", help="Measure a running OpenAI-compatible server at this URL "
+                                          "instead (vLLM, SGLang, TensorRT-LLM, llama-server, Ollama, LM Studio): "
+                                          "streamed completions, TTFT, inter-token latency and aggregate tok/s per "
+                                          "--concurrency level. Network to that URL only.", show_default=False)]
+ServerModelOpt = Annotated[Optional[str], _opt("--model", help="With --server: the served model to request; "
+                                               "default: the server's only model.", show_default=False)]
+PlanModelOpt = Annotated[Optional[str], _opt("--plan-model", help="With --server: the catalog model plan's figures "
+                                             "are for; default: the served name or Hugging Face repo, matched in "
+                                             "the catalog.", show_default=False)]
+ConcurrencyOpt = Annotated[Optional[str], _opt("--concurrency", help="With --server: streams at once, "
+                                               "comma-separated levels (each 1-1024), e.g. 1,4,16.",
+                                               callback=concurrency_levels)]
+RoundsOpt = Annotated[int, _opt("--rounds", help="With --server: requests each stream sends one after another at "
+                                "each level.", callback=int_range(1, 1000))]
+ServerTimeoutOpt = Annotated[float, _opt("--timeout", help="With --server: seconds without data before a request "
+                                         "counts as stalled.", callback=float_range(0.1, 86400))]
+ApiKeyOpt = Annotated[Optional[str], _opt("--api-key", help="With --server: sent as a Bearer token.",
+                                          envvar="LLMSIZE_API_KEY", show_default=False)]

@@ -1,7 +1,8 @@
 """--calibrate FILE: a run the user already made, read from the file their tool wrote.
 
 Formats (recognised by content, not by name):
-- `llmsize measure --save` JSON (gpu.catalog_id, run.context_tokens, run.batch, decode.tok_s);
+- `llmsize measure --save` JSON (gpu.catalog_id, run.context_tokens, run.batch, decode.tok_s), and that of
+  `llmsize measure --server` (server.engine, predicted.gpu / .model / .quant, prefill.ttft_s);
 - `llama-bench -o json` (a list of tests: n_prompt, n_gen, n_depth, avg_ts, model_size, gpu_info) and
   `-o jsonl` (one such object per line), `-o csv` (the same fields as columns) - llama.cpp tools/llama-bench;
 - `vllm bench serve --save-result` JSON (median_tpot_ms, mean_ttft_ms, output_throughput, total_input_tokens,
@@ -137,6 +138,37 @@ def _measure(d: dict, path: Path) -> Run:
                model_id="gemma-4-12b", quant=quant)  # measure runs Gemma 4 12B
 
 
+SERVER_RUNTIME = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "llamacpp": "llamacpp",
+                  "ollama": "llamacpp", "lmstudio": "llamacpp"}
+
+
+def _str(v) -> str | None:
+    return v if isinstance(v, str) and v else None
+
+
+def _server(d: dict, path: Path) -> Run:
+    """`llmsize measure --server --save`: the first level's per-stream decode rate and TTFT, on the card and
+    model plan's figures were for (when --gpu was given and the model was found)."""
+    run, dec, pre, srv = d.get("run"), d.get("decode"), d.get("prefill") or {}, d.get("server")
+    pred = d.get("predicted") if isinstance(d.get("predicted"), dict) else {}
+    if not all(isinstance(x, dict) for x in (run, dec, pre, srv)) or dec.get("tok_s") is None \
+            or not {"batch", "context_tokens", "tokens_requested"} <= set(run):
+        raise _bad(path, "not a complete `llmsize measure --server --save` file")
+    tok_s = _num(dec["tok_s"], path, "decode.tok_s")
+    batch = _num(run["batch"], path, "run.batch", True)
+    prompt = _num(run["context_tokens"], path, "run.context_tokens", True)
+    out = _num(run["tokens_requested"], path, "run.tokens_requested", True)
+    if tok_s <= 0 or batch < 1:
+        raise _bad(path, "decode.tok_s must be above 0 and run.batch at least 1")
+    ttft = pre.get("ttft_s")
+    return Run(tool="llmsize measure --server", decode_tok_s=tok_s, batch=batch,
+               context_tokens=max(1, prompt + out // 2), prompt_tokens=prompt or None,
+               ttft_s=_num(ttft, path, "prefill.ttft_s") if ttft is not None else None,
+               card_id=_str(pred.get("gpu")), model=_str(srv.get("model")), model_id=_str(pred.get("model")),
+               runtime=SERVER_RUNTIME.get(srv.get("engine")) if isinstance(srv.get("engine"), str) else None,
+               quant=_str(pred.get("quant")))
+
+
 def read_run(path: Path) -> Run:
     text = read_text(path, MAX_BYTES, "--calibrate")
     stripped = text.lstrip()
@@ -164,6 +196,8 @@ def read_run(path: Path) -> Run:
         raise _bad(path, "a CSV without llama-bench's columns")
     if isinstance(data, list):
         return _llama_bench(data, path)
+    if isinstance(data, dict) and "server" in data and "decode" in data:
+        return _server(data, path)
     if isinstance(data, dict) and "decode" in data and "run" in data:
         return _measure(data, path)
     if isinstance(data, dict) and ("median_tpot_ms" in data or "mean_tpot_ms" in data):

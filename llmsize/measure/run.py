@@ -18,6 +18,7 @@ from pathlib import Path
 from llmsize import __version__
 from llmsize.errors import InvalidValueError, LlmsizeError
 from llmsize.measure import GEMV_KERNELS, launch_env, preflight
+from llmsize.measure.stats import percentile
 from llmsize.units import GiB
 
 QUANTS = ("nvfp4", "bf16")
@@ -211,16 +212,6 @@ def plan_roofline(quant: str, mean_positions: int, batch: int, gpu) -> dict:
 
 
 # ------------------------------------------------------------------------------------------ the run
-
-def _percentile(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    if len(xs) == 1:
-        return xs[0]
-    pos = (len(xs) - 1) * q
-    lo = int(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
 
 def measure(o: MeasureOptions, progress=None) -> dict:
     validate(o)
@@ -457,8 +448,8 @@ def measure(o: MeasureOptions, progress=None) -> dict:
         "bytes_per_step": step_bytes,
         "bytes_per_step_parts": parts,
         "prefill": {"ttft_s": ttft_s, "prompt_tokens": o.context},
-        "decode": {"tok_s": tok_s, "ms_per_token_median": med * 1e3, "ms_per_token_p10": _percentile(times_s, .1) * 1e3,
-                   "ms_per_token_p90": _percentile(times_s, .9) * 1e3, "ms_per_step_mean": total_s / n * 1e3},
+        "decode": {"tok_s": tok_s, "ms_per_token_median": med * 1e3, "ms_per_token_p10": percentile(times_s, .1) * 1e3,
+                   "ms_per_token_p90": percentile(times_s, .9) * 1e3, "ms_per_step_mean": total_s / n * 1e3},
         "achieved": {"bandwidth_gb_s": achieved_gb_s, "fraction_of_theoretical": frac(theo),
                      "fraction_of_probe": frac(probe_gb_s), "fraction_of_datasheet": frac(sheet)},
         "predicted": pred,

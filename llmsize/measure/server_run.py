@@ -1,0 +1,436 @@
+"""One `llmsize measure --server URL` run: the engine a user runs, timed from the client, beside plan's figures.
+
+Steps: options -> what the server serves (model, engine, its props) -> a prompt of --context tokens in the server's
+own tokenizer -> a warm-up stream -> for each --concurrency level, that many streams at once, each sending --rounds
+requests one after another (a closed loop, as `vllm bench serve --max-concurrency` runs) -> statistics -> plan's
+ceiling and expected figures for that model, card and runtime -> the result dict (`measure --save` keys where they
+apply: prefill.ttft_s, decode.*, predicted.ceiling_tok_s).
+
+What is measured, per stream: TTFT = first token's arrival - the request's send; inter-token latency (ITL) = the
+gaps between chunks that carry a token (as vllm bench serve measures it); its decode rate = (output tokens - 1) /
+(last token - first token). Per level: aggregate tok/s = all output tokens / (last stream's end - first send).
+Every prompt starts with its own words, so no prefix cache serves one request from another's prompt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+
+from llmsize import __version__
+from llmsize.errors import InvalidValueError, LlmsizeError, shown
+from llmsize.measure.server import ENGINE_NAMES, ServerClient, ServerError, Stream, check_url
+from llmsize.measure.stats import spread
+
+# common English words that BPE vocabularies hold as one token with their leading space
+WORDS = ("time year people way day man thing woman life child world school state family student group country "
+         "problem hand part place case week company system program question work government number night point "
+         "home water room mother area money story fact month lot right study book eye job word business issue "
+         "side kind head house service friend father power hour game line end member law car city name team "
+         "minute idea body information back parent face level office door health person art war history party "
+         "result change morning reason research girl guy moment air teacher force education").split()
+NONCE_WORDS = 6  # the words each prompt starts with, drawn for it alone (no prefix shared between requests)
+GGUF_TYPE = re.compile(r"[-_.](i?q\d[a-z0-9_]*|bf16|f16|f32|mxfp4[a-z0-9_]*)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    url: str
+    model: str | None = None  # the name the server knows; None: its only model
+    context: int = 4096  # prompt tokens
+    tokens: int = 256  # output tokens per request
+    concurrency: tuple[int, ...] = (1,)
+    rounds: int = 1
+    timeout_s: float = 120.0
+    api_key: str | None = None
+    gpu: str | None = None  # catalog card for plan's figures
+    runtime: str | None = None  # runtime for plan's expected figure; None: the engine the server says it is
+    quant: str | None = None  # the served weights' format; None: the file name's or the model's release format
+    plan_model: str | None = None  # catalog model; None: the served name matched in the catalog
+    tp: int = 1
+
+
+def validate(o: ServerOptions) -> None:
+    check_url(o.url)
+    if o.tokens < 2:
+        raise InvalidValueError(f"--tokens `{o.tokens}`: timing decode needs at least 2 output tokens.",
+                                "Pass --tokens 2 or more (256 by default).")
+    if not o.concurrency:
+        raise InvalidValueError("--concurrency names no level.", "Pass e.g. --concurrency 1,4,16.")
+
+
+# ------------------------------------------------------------------------------------------ the prompt
+
+def prompt_text(words: int, seed: int) -> str:
+    rng = random.Random(seed)
+    return " ".join(rng.choice(WORDS) for _ in range(max(words, NONCE_WORDS)))
+
+
+def fit_prompt(client: ServerClient, model: str, target: int) -> tuple[int, int | None]:
+    """Words that make a prompt of `target` tokens in the server's tokenizer, and the count it reported (None:
+    the server reports no usage, and the words stand for tokens). Three tries, each one prefill."""
+    words, told = target, None
+    for attempt in range(3):
+        told = client.prompt_tokens(model, prompt_text(words, attempt))
+        if told is None:
+            return max(target - 1, 1), None  # a BOS token beside ~one token a word
+        if abs(told - target) <= max(2, target // 200):
+            break
+        words = max(1, words + (target - told) if attempt else round(words * target / told))
+    return words, told
+
+
+# ------------------------------------------------------------------------------------------ the streams
+
+async def _level(client: ServerClient, model: str, words: int, tokens: int, streams: int, rounds: int,
+                 seed: int) -> tuple[list[Stream], float, float]:
+    async with client.async_client(streams) as ac:
+        async def worker(i: int) -> list[Stream]:
+            out = []
+            for r in range(rounds):
+                body = client.completion_body(model, prompt_text(words, seed + i * rounds + r), tokens)
+                out.append(await client.stream(ac, body, f"concurrency {streams}, stream {i + 1}, request {r + 1}"))
+            return out
+
+        t0 = time.perf_counter()
+        tasks = [asyncio.ensure_future(worker(i)) for i in range(streams)]
+        done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        for t in pending:
+            t.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+        failed = [t for t in done if t.exception() is not None]
+        if failed:
+            raise failed[0].exception()
+        t1 = time.perf_counter()
+    return [s for t in tasks for s in t.result()], t0, t1
+
+
+def run_level(client: ServerClient, model: str, words: int, tokens: int, streams: int, rounds: int,
+              seed: int) -> tuple[list[Stream], float, float]:
+    return asyncio.run(_level(client, model, words, tokens, streams, rounds, seed))
+
+
+def level_stats(streams: list[Stream], level: int, t0: float, t1: float, tokens: int) -> dict:
+    """One concurrency level's figures from its streams."""
+    ttft = [s.chunk_s[0] - s.sent_s for s in streams]
+    itl = [b - a for s in streams for a, b in zip(s.chunk_s, s.chunk_s[1:])]
+    rates = [(s.output_tokens - 1) / (s.chunk_s[-1] - s.chunk_s[0]) for s in streams
+             if s.output_tokens > 1 and s.chunk_s[-1] > s.chunk_s[0]]
+    out_tokens = sum(s.output_tokens for s in streams)
+    chunks = sum(len(s.chunk_s) for s in streams)
+    return {
+        "level": level, "requests": len(streams), "output_tokens": out_tokens,
+        "short_streams": sum(s.output_tokens < tokens for s in streams),
+        "tokens_per_chunk": out_tokens / chunks if chunks else None,
+        "wall_s": t1 - t0, "aggregate_tok_s": out_tokens / (t1 - t0),
+        "tok_s_per_stream": spread(rates), "ttft_s": spread(ttft), "itl_ms": spread(itl, 1e3),
+        "prompt_tokens": spread([s.prompt_tokens for s in streams if s.prompt_tokens]),
+        "server_timings": _timings(streams),
+    }
+
+
+def _timings(streams: list[Stream]) -> dict | None:
+    """llama-server's own figures, per request (its final chunk's `timings`): prompt and decode tok/s, medians."""
+    t = [s.timings for s in streams if s.timings]
+    pre = [x["prompt_per_second"] for x in t if x.get("prompt_per_second")]
+    dec = [x["predicted_per_second"] for x in t if x.get("predicted_per_second")]
+    if not pre and not dec:
+        return None
+    return {"prompt_tok_s": spread(pre), "decode_tok_s": spread(dec)}
+
+
+# ------------------------------------------------------------------------------------------ server metrics
+
+# (what, Prometheus histogram or counter names by engine); a histogram's mean over a level is d(sum) / d(count)
+METRIC_MEANS = {
+    "ttft_s": ("vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"),
+    "itl_s": ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds",
+              "sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"),
+    "queue_s": ("vllm:request_queue_time_seconds", "sglang:queue_time_seconds"),
+    "prefill_s": ("vllm:request_prefill_time_seconds",),
+}
+METRIC_COUNTS = {
+    "prompt_tokens": ("vllm:prompt_tokens_total", "sglang:prompt_tokens_total", "llamacpp:prompt_tokens_total"),
+    "generation_tokens": ("vllm:generation_tokens_total", "sglang:generation_tokens_total",
+                          "llamacpp:tokens_predicted_total"),
+}
+LLAMACPP_RATES = {"prompt_tok_s": ("llamacpp:prompt_tokens_total", "llamacpp:prompt_seconds_total"),
+                  "decode_tok_s": ("llamacpp:tokens_predicted_total", "llamacpp:tokens_predicted_seconds_total")}
+
+
+def metric_deltas(before: dict | None, after: dict | None) -> dict | None:
+    """What the server's own /metrics say happened between two scrapes."""
+    if not before or not after:
+        return None
+
+    def d(name):
+        return after[name] - before[name] if name in after and name in before else None
+
+    out = {}
+    for key, names in METRIC_MEANS.items():
+        for n in names:
+            ds, dc = d(n + "_sum"), d(n + "_count")
+            if ds is not None and dc:
+                out[key] = ds / dc
+                break
+    for key, names in METRIC_COUNTS.items():
+        for n in names:
+            if d(n) is not None:
+                out[key] = d(n)
+                break
+    for key, (tok, sec) in LLAMACPP_RATES.items():
+        if d(tok) is not None and d(sec):
+            out[key] = d(tok) / d(sec)
+    return out or None
+
+
+# ------------------------------------------------------------------------------------------ plan beside it
+
+def catalog_model(cat, names: list[str]):
+    """The catalog model a served name stands for: its id or alias, its Hugging Face repo, or a file name
+    without its GGUF type; None when none matches."""
+    from llmsize.errors import UnknownNameError
+
+    tried = []
+    for name in names:
+        if not name:
+            continue
+        base = name.rstrip("/").rsplit("/", 1)[-1]
+        base = base[:-5] if base.lower().endswith(".gguf") else base
+        tried += [name, base, GGUF_TYPE.sub("", base), base.replace(":", "-")]
+    by_repo = None
+    for cand in dict.fromkeys(tried):
+        try:
+            return cat.model(cand)
+        except UnknownNameError:
+            pass
+        if by_repo is None:
+            by_repo = {(m.hf_repo or "").lower(): m for m in cat.models.all() if m.hf_repo}
+        m = by_repo.get(cand.lower())
+        if m is not None:
+            return m
+    return None
+
+
+def gguf_format(names: list[str]) -> str | None:
+    """gguf-q4_k_m from a file or tag name ending in its GGUF type (Qwen3-8B-Q4_K_M.gguf), if it is a format."""
+    from llmsize.estimate.quant import FORMATS
+
+    for name in names:
+        base = (name or "").rstrip("/").rsplit("/", 1)[-1]
+        base = base[:-5] if base.lower().endswith(".gguf") else base
+        m = GGUF_TYPE.search(base)
+        if m and f"gguf-{m.group(1).lower()}" in FORMATS:
+            return f"gguf-{m.group(1).lower()}"
+    return None
+
+
+def predict(o: ServerOptions, cat, gpu, model_spec, fmt: str | None, runtime: str | None, prompt: int,
+            levels_measured: list[int]) -> dict:
+    """plan's ceiling and expected figures for the run's model, card and runtime, per level."""
+    from llmsize.estimate.expected import expect
+    from llmsize.estimate.plan import PlanInputs, make_plan
+
+    runtimes = {r.id: r for r in cat.runtimes.all()}
+    out = {"model": model_spec.id, "gpu": gpu.id, "quant": None, "runtime": None, "levels": {}}
+    context = prompt + o.tokens // 2  # the mean cached length over the decode
+    for level in levels_measured:
+        p = make_plan(model_spec, gpu, PlanInputs(quant=fmt, context_tokens=context, batch=level,
+                                                  prompt_tokens=prompt, tp=o.tp), search_fit=False)
+        e = expect(p, runtimes, runtime)
+        out["quant"] = p.fmt.id
+        out["runtime"] = e.runtime
+        row = {"ceiling_tok_s": p.decode_ceiling_tok_s, "roofline_tok_s": p.decode_b.tok_s,
+               "weights_fit": p.budget.weights_fit}
+        if e.expected is None:
+            row["reason"] = e.reason
+        else:
+            x = e.expected
+            row.update({"expected_tok_s": x.tok_s, "expected_tok_s_low": x.tok_s_low,
+                        "expected_tok_s_high": x.tok_s_high, "expected_aggregate_tok_s": x.aggregate_tok_s,
+                        "expected_aggregate_tok_s_low": x.aggregate_tok_s_low,
+                        "expected_aggregate_tok_s_high": x.aggregate_tok_s_high, "expected_ttft_s": x.ttft_s,
+                        "expected_ttft_s_low": x.ttft_s_low, "expected_ttft_s_high": x.ttft_s_high,
+                        "basis": x.basis})
+        out["levels"][str(level)] = row
+    return out
+
+
+# ------------------------------------------------------------------------------------------ the run
+
+def _pick_model(listed: list[dict], asked: str | None, base: str) -> dict:
+    if asked is not None:
+        for m in listed:
+            if m["id"] == asked:
+                return m
+        names = ", ".join(f"`{shown(m['id'], 60)}`" for m in listed[:8]) or "none"
+        raise ServerError(f"--server {base}: --model `{shown(asked)}` is not served (it serves {names}).",
+                          "Pass one of those names with --model.")
+    if len(listed) != 1:
+        names = ", ".join(f"`{shown(m['id'], 60)}`" for m in listed[:8])
+        raise ServerError(f"--server {base} serves {len(listed)} models" + (f" ({names})" if listed else "") + ".",
+                          "Name one with --model." if listed else "Load a model in the server first.")
+    return listed[0]
+
+
+def _ollama_quant(client: ServerClient, model: str) -> str | None:
+    """Ollama's /api/show details.quantization_level (Q4_K_M) for its model."""
+    body = client.ollama_show(model)
+    det = body.get("details") if isinstance(body, dict) else None
+    q = det.get("quantization_level") if isinstance(det, dict) else None
+    return q if isinstance(q, str) else None
+
+
+def measure_server(o: ServerOptions, progress=None, cat=None, gpu=None) -> dict:
+    """The whole run. `cat` and `gpu` (a catalog and a GpuSpec, resolved by the CLI before any request) give
+    plan's figures; without a card the report says how to get them."""
+    validate(o)
+
+    def tick(stage, done=0, total=1):
+        if progress:
+            progress(stage, done, total)
+
+    client = ServerClient(o.url, o.api_key, o.timeout_s)
+    tick("server")
+    listed = client.models()
+    entry = _pick_model(listed, o.model, client.base)
+    model = entry["id"]
+    engine, version, how = client.identify(entry)
+    props = client.props() if engine == "llamacpp" else None
+    slots = client.slots() if engine == "llamacpp" else None
+    notes = []
+
+    tick("prompt length", 0, 1)
+    words, told = fit_prompt(client, model, o.context)
+    if told is None:
+        notes.append("the server reports no token usage: the prompt is ~1 token a word and the output length is "
+                     "counted in streamed chunks")
+    elif abs(told - o.context) > max(2, o.context // 200):
+        notes.append(f"the prompt came out at {told:,} tokens in the server's tokenizer, not {o.context:,}")
+    tick("prompt length", 1, 1)
+    tick("warm-up", 0, 1)
+    run_level(client, model, words, min(8, o.tokens), 1, 1, seed=10_000)
+    tick("warm-up", 1, 1)
+
+    seed, before, rows = 100, client.metrics(), []
+    for i, level in enumerate(o.concurrency):
+        tick("streams", i, len(o.concurrency))
+        streams, t0, t1 = run_level(client, model, words, o.tokens, level, o.rounds, seed)
+        seed += level * o.rounds
+        row = level_stats(streams, level, t0, t1, o.tokens)
+        after = client.metrics()
+        row["server_metrics"] = metric_deltas(before, after)
+        before = after
+        rows.append(row)
+    tick("streams", len(o.concurrency), len(o.concurrency))
+
+    short = sum(r["short_streams"] for r in rows)
+    forced = short == 0 and told is not None
+    if short:
+        notes.append(f"the output length could not be forced: {short} of {sum(r['requests'] for r in rows)} "
+                     f"requests ended before {o.tokens} tokens (the server ignores ignore_eos); figures are over "
+                     "the tokens it sent")
+    if any((r["tokens_per_chunk"] or 1) > 1.05 for r in rows):
+        notes.append("the server streams several tokens a chunk: inter-token latency is per chunk")
+
+    prompt = round(rows[0]["prompt_tokens"]["median"]) if rows[0]["prompt_tokens"] else (told or o.context)
+    predicted = _predicted(o, client, cat, gpu, entry, engine, props, prompt, rows)
+    first = rows[0]
+    itl = first["itl_ms"] or {}
+    from llmsize.measure.run import git_commit
+
+    result = {
+        "command": "measure --server",
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "git_commit": git_commit(),
+        "versions": {"llmsize": __version__},
+        "server": {"url": client.base, "model": model, "engine": engine,
+                   "engine_name": ENGINE_NAMES.get(engine) if engine else None, "engine_told_by": how,
+                   "version": version, "max_model_len": entry.get("max_model_len")
+                   if isinstance(entry.get("max_model_len"), int) else None, "root": entry.get("root")
+                   if isinstance(entry.get("root"), str) else None,
+                   "llamacpp": _llamacpp_props(props, slots)},
+        "run": {"context_tokens": prompt, "prompt_tokens_requested": o.context, "prompt_tokens_told": told,
+                "tokens_requested": o.tokens, "output_forced": forced, "concurrency": list(o.concurrency),
+                "rounds": o.rounds, "batch": first["level"], "timeout_s": o.timeout_s},
+        "prefill": {"ttft_s": first["ttft_s"]["median"], "ttft_s_p10": first["ttft_s"]["p10"],
+                    "ttft_s_p90": first["ttft_s"]["p90"], "prompt_tokens": prompt},
+        "decode": {"tok_s": first["tok_s_per_stream"]["median"] if first["tok_s_per_stream"] else None,
+                   "ms_per_token_median": itl.get("median"), "ms_per_token_p10": itl.get("p10"),
+                   "ms_per_token_p90": itl.get("p90"), "aggregate_tok_s": first["aggregate_tok_s"]},
+        "concurrency": rows,
+        "predicted": predicted,
+        "notes": notes,
+        "options": {k: v for k, v in asdict(o).items() if k != "api_key"},
+    }
+    _fractions(result)
+    return result
+
+
+def _llamacpp_props(props, slots) -> dict | None:
+    if props is None:
+        return None
+    gen = props.get("default_generation_settings") or {}
+    keep = {"total_slots": props.get("total_slots"), "n_ctx": gen.get("n_ctx"),
+            "model_path": props.get("model_path"), "build_info": props.get("build_info")}
+    if isinstance(slots, list):
+        keep["slots"] = len(slots)
+        keep["slot_n_ctx"] = [s.get("n_ctx") for s in slots if isinstance(s, dict)][:64]
+    return {k: v for k, v in keep.items() if isinstance(v, (int, str, list)) and not isinstance(v, bool)}
+
+
+def _predicted(o, client, cat, gpu, entry, engine, props, prompt, rows) -> dict:
+    if gpu is None or cat is None:
+        return {"ceiling_tok_s": None, "reason": "pass --gpu CARD (the card the server runs on) for plan's ceiling "
+                                                 "and expected figures"}
+    names = [o.plan_model] if o.plan_model else [entry["id"], entry.get("root") if isinstance(entry.get("root"), str)
+                                                 else None, (props or {}).get("model_path")]
+    spec = cat.model(o.plan_model) if o.plan_model else catalog_model(cat, [n for n in names if isinstance(n, str)])
+    if spec is None:
+        return {"ceiling_tok_s": None, "reason": f"the served model `{shown(entry['id'], 60)}` is not in the catalog: "
+                                                 "pass --plan-model ID (see `llmsize models`)"}
+    fmt, fmt_from = o.quant, "--quant" if o.quant else None
+    if fmt is None:
+        fmt = gguf_format([n for n in names if isinstance(n, str)])
+        fmt_from = "the served file's name" if fmt else None
+    if fmt is None and engine == "ollama":
+        q = _ollama_quant(client, entry["id"])
+        fmt = gguf_format([f"x-{q}"]) if q else None
+        fmt_from = "Ollama's /api/show" if fmt else None
+    runtime = o.runtime or (engine if engine in ("vllm", "sglang", "trtllm", "llamacpp", "ollama", "lmstudio")
+                            else None)
+    try:
+        out = predict(o, cat, gpu, spec, fmt, runtime, prompt, [r["level"] for r in rows])
+    except LlmsizeError as e:
+        return {"ceiling_tok_s": None, "reason": f"plan could not be made: {e.one_line()}"}
+    out["quant_from"] = fmt_from or "the model's release format"
+    first = out["levels"][str(rows[0]["level"])]
+    out["ceiling_tok_s"] = first["ceiling_tok_s"]
+    out["expected_tok_s"] = first.get("expected_tok_s")
+    return out
+
+
+def _fractions(result: dict) -> None:
+    """Measured over predicted: per-stream decode over the batch-1 ceiling and expected figure; each level's
+    aggregate over plan's expected aggregate; whether it falls inside the expected band."""
+    pred = result["predicted"]
+    if not pred.get("levels"):
+        return
+    for row in result["concurrency"]:
+        p = pred["levels"][str(row["level"])]
+        per = row["tok_s_per_stream"]["median"] if row["tok_s_per_stream"] else None
+        row["predicted"] = p
+        row["fraction_of_ceiling"] = per / p["ceiling_tok_s"] if per and p["ceiling_tok_s"] else None
+        agg = p.get("expected_aggregate_tok_s")
+        row["fraction_of_expected"] = row["aggregate_tok_s"] / agg if agg else None
+        lo, hi = p.get("expected_aggregate_tok_s_low"), p.get("expected_aggregate_tok_s_high")
+        row["inside_band"] = bool(lo <= row["aggregate_tok_s"] <= hi) if lo and hi else None
+    tok = result["decode"]["tok_s"]
+    pred["measured_fraction_of_ceiling"] = tok / pred["ceiling_tok_s"] if tok and pred["ceiling_tok_s"] else None
+    exp = pred.get("expected_tok_s")
+    pred["measured_fraction_of_expected"] = tok / exp if tok and exp else None

@@ -1,0 +1,307 @@
+"""`llmsize measure --server URL` against a streaming server this test starts on the loopback (never the internet).
+
+The fake server (tests/fake_openai_server.py) sends its first token `ttft_s` after a request and one token every
+`itl_s` after that, each stream on its own thread: what it does is known, so what the client measures can be checked
+against it. Timing checks bound from below by what the server sleeps (a sleep is never shorter) and from above
+loosely (a busy two-core machine adds latency, never removes it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from fake_openai_server import Behaviour, FakeServer  # noqa: E402
+
+from tests.conftest import assert_one_line_error, cli_without  # noqa: E402
+
+if os.environ.get("LLMSIZE_REQUIRE_MEASURE") == "1":  # CI installs every extra: a missing one fails, not skips
+    import httpx  # noqa: F401
+    import httpx_sse  # noqa: F401
+    import prometheus_client  # noqa: F401
+else:
+    pytest.importorskip("httpx")
+    pytest.importorskip("httpx_sse")
+    pytest.importorskip("prometheus_client")
+
+BASE = ("--context", "300", "--tokens", "12")
+
+
+def _measure(run_cli, b: Behaviour, *args: str):
+    with FakeServer(b) as s:
+        code, out, err = run_cli("measure", "--server", s.url, *BASE, *args)
+    return code, out, err, s
+
+
+def _json(run_cli, b: Behaviour, *args: str) -> dict:
+    code, out, err, _ = _measure(run_cli, b, *args, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_a_vllm_server_is_timed_as_it_streams(run_cli):
+    b = Behaviour(engine="vllm", ttft_s=0.05, itl_s=0.01)
+    r = _json(run_cli, b, "--gpu", "rtx4090", "--concurrency", "1,4")
+    # the server sleeps 50 ms before the first token and 10 ms between tokens: the client sees at least that
+    assert 0.05 <= r["prefill"]["ttft_s"] < 0.5
+    assert 10 * 0.98 <= r["decode"]["ms_per_token_median"] < 40
+    assert 25 < r["decode"]["tok_s"] <= 1000 / (10 * 0.98)  # (12 - 1) tokens over >= 11 x 10 ms
+    assert [row["level"] for row in r["concurrency"]] == [1, 4]
+    one, four = r["concurrency"]
+    assert one["requests"] == 1 and four["requests"] == 4 and four["output_tokens"] == 48
+    assert four["aggregate_tok_s"] > 2.5 * one["aggregate_tok_s"]  # four streams in parallel on the fake server
+    assert four["itl_ms"]["samples"] == 4 * 11 and four["ttft_s"]["samples"] == 4
+    assert r["server"]["engine"] == "vllm" and r["server"]["version"] == "0.11.0"
+    assert r["server"]["max_model_len"] == 32768 and r["run"]["output_forced"] is True
+    # the prompt is fitted to the server's own count (a word is a token, plus BOS, in the fake tokenizer)
+    assert abs(r["run"]["context_tokens"] - 300) <= 2 and r["run"]["prompt_tokens_told"] is not None
+    # vLLM's /metrics, differenced over each level: its own TTFT (the 50 ms it slept) and token counts
+    m = one["server_metrics"]
+    assert m["ttft_s"] == pytest.approx(0.05, abs=0.03) and m["generation_tokens"] == 12
+    assert four["server_metrics"]["generation_tokens"] == 48
+    # every timed request asked for a fixed length, and no two prompts share their opening words
+    timed = [q for q in b.requests if q.get("stream") and q["max_tokens"] == 12]
+    assert len(timed) == 5 and all(q["ignore_eos"] is True and q["min_tokens"] == 12 for q in timed)
+    assert all(q["stream_options"] == {"include_usage": True} for q in timed)
+    openings = [" ".join(q["prompt"].split()[:6]) for q in timed]
+    assert len(set(openings)) == len(openings)
+
+
+def test_plan_beside_the_measurement_is_plan_itself(run_cli):
+    """predicted.* are plan's figures for the served model on --gpu at the run's mean cached length."""
+    from llmsize.catalog.loader import Catalog
+    from llmsize.estimate.expected import expect
+    from llmsize.estimate.plan import PlanInputs, make_plan
+
+    r = _json(run_cli, Behaviour(engine="vllm"), "--gpu", "rtx4090", "--concurrency", "1,2")
+    cat = Catalog()
+    prompt = r["run"]["context_tokens"]
+    p = make_plan(cat.model("qwen3-8b"), cat.gpu("rtx4090"),
+                  PlanInputs(context_tokens=prompt + 6, batch=2, prompt_tokens=prompt), search_fit=False)
+    e = expect(p, {x.id: x for x in cat.runtimes.all()}, "vllm").expected
+    pred = r["predicted"]
+    assert pred["model"] == "qwen3-8b" and pred["gpu"] == "rtx4090" and pred["runtime"] == "vllm"
+    assert pred["quant"] == "bf16" and pred["quant_from"] == "the model's release format"
+    assert pred["ceiling_tok_s"] == pytest.approx(p.decode_ceiling_tok_s)
+    assert pred["levels"]["2"]["expected_aggregate_tok_s"] == pytest.approx(e.aggregate_tok_s)
+    two = r["concurrency"][1]
+    assert two["fraction_of_expected"] == pytest.approx(two["aggregate_tok_s"] / e.aggregate_tok_s)
+    assert pred["measured_fraction_of_ceiling"] == pytest.approx(r["decode"]["tok_s"] / p.decode_ceiling_tok_s)
+
+
+def test_llama_server_props_timings_and_its_file_type(run_cli):
+    r = _json(run_cli, Behaviour(engine="llamacpp", model="Qwen3-8B-Q4_K_M.gguf"), "--gpu", "rtx4090")
+    assert r["server"]["engine"] == "llamacpp" and r["server"]["version"] == "b6500-abcdef0"
+    assert r["server"]["llamacpp"]["total_slots"] == 4 and r["server"]["llamacpp"]["slots"] == 4
+    assert r["predicted"]["quant"] == "gguf-q4_k_m" and r["predicted"]["runtime"] == "llamacpp"
+    row = r["concurrency"][0]
+    assert row["server_timings"]["decode_tok_s"]["median"] > 0
+    assert row["server_metrics"]["decode_tok_s"] > 0 and row["server_metrics"]["generation_tokens"] == 12
+
+
+def test_ollama_name_and_quantization_from_its_api(run_cli):
+    r = _json(run_cli, Behaviour(engine="ollama", model="qwen3:8b"), "--gpu", "rtx4090")
+    assert r["server"]["engine"] == "ollama" and r["server"]["version"] == "0.12.3"
+    assert r["predicted"]["model"] == "qwen3-8b" and r["predicted"]["quant"] == "gguf-q4_k_m"
+    assert r["predicted"]["quant_from"] == "Ollama's /api/show" and r["predicted"]["runtime"] == "llamacpp"
+
+
+def test_report_without_a_card_says_how_to_get_plans_figures(run_cli):
+    code, out, err, _ = _measure(run_cli, Behaviour(engine="plain", model="my-finetune"))
+    assert code == 0, err
+    assert "unknown engine" in out and "pass --gpu CARD" in out and "TTFT s" in out
+    r = _json(run_cli, Behaviour(engine="plain", model="my-finetune"), "--gpu", "h100")
+    assert r["predicted"]["ceiling_tok_s"] is None and "--plan-model" in r["predicted"]["reason"]
+    r = _json(run_cli, Behaviour(engine="plain", model="my-finetune"), "--gpu", "h100", "--plan-model", "qwen3-8b",
+              "--quant", "fp8", "--runtime", "sglang")
+    assert r["predicted"]["quant"] == "fp8" and r["predicted"]["runtime"] == "sglang"
+    assert r["predicted"]["ceiling_tok_s"] > 0
+
+
+def test_a_server_that_ignores_ignore_eos_is_said_so(run_cli):
+    r = _json(run_cli, Behaviour(mode="eos", after=5))
+    assert r["run"]["output_forced"] is False
+    assert r["concurrency"][0]["output_tokens"] == 5 and r["concurrency"][0]["short_streams"] == 1
+    assert any("could not be forced" in n for n in r["notes"])
+
+
+def test_without_usage_the_tokens_are_counted_in_chunks(run_cli):
+    r = _json(run_cli, Behaviour(mode="no_usage"))
+    assert r["run"]["prompt_tokens_told"] is None and r["run"]["output_forced"] is False
+    assert r["concurrency"][0]["output_tokens"] == 12
+    assert any("reports no token usage" in n for n in r["notes"])
+
+
+def test_several_tokens_a_chunk_is_flagged(run_cli):
+    r = _json(run_cli, Behaviour(mode="two_per_chunk"))
+    assert r["concurrency"][0]["tokens_per_chunk"] == pytest.approx(2.0)
+    assert any("several tokens a chunk" in n for n in r["notes"])
+
+
+@pytest.mark.parametrize("mode, args, words", [
+    ("http500", (), "HTTP 500: CUDA out of memory"),
+    ("stall", ("--timeout", "0.5"), "stalled, nothing for 0.5 s after 3 chunk(s)"),
+    ("malformed", (), "a chunk is not JSON"),
+    ("close", (), "the connection closed after 3 chunk(s)"),
+    ("not_stream", (), "the answer is not a stream"),
+])
+def test_a_misbehaving_server_is_one_line_and_no_file(run_cli, tmp_path, mode, args, words):
+    save = tmp_path / "run.json"
+    code, out, err, _ = _measure(run_cli, Behaviour(mode=mode), *args, "--save", str(save))
+    assert_one_line_error(code, err)
+    assert words in err and "concurrency 1, stream 1" in err or mode == "http500" and words in err
+    assert not save.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_names_checked_before_any_request(run_cli):
+    b = Behaviour()
+    code, out, err, _ = _measure(run_cli, b, "--gpu", "rtx9999")
+    assert_one_line_error(code, err)
+    assert "rtx9999" in err and b.requests == []
+    code, out, err, _ = _measure(run_cli, b, "--quant", "q4")
+    assert_one_line_error(code, err)
+    assert "`q4`" in err and b.requests == []
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--concurrency", "0"), "`0` is not a number of streams from 1 to 1024"),
+    (("--concurrency", "1,x"), "`x` is not a number of streams"),
+    (("--tokens", "1"), "at least 2 output tokens"),
+    (("--gemv", "words"), "--gemv is for the GPU loop, not --server"),
+    (("--batch", "4"), "--batch is for the GPU loop"),
+    (("--model", "other"), "--model `other` is not served"),
+])
+def test_bad_options_with_a_server(run_cli, args, words):
+    code, out, err, _ = _measure(run_cli, Behaviour(), *args)
+    assert_one_line_error(code, err)
+    assert words in err
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--concurrency", "4"), "--concurrency needs --server"),
+    (("--gpu", "h100"), "--gpu needs --server"),
+    (("--server", "ftp://example"), "is not an http(s) URL"),
+    (("--server", "http://127.0.0.1:9/v1"), "cannot connect"),
+])
+def test_bad_server_options(run_cli, args, words):
+    code, out, err = run_cli("measure", *args)
+    assert_one_line_error(code, err)
+    assert words in err
+
+
+def test_several_models_need_model(run_cli):
+    b = Behaviour(models=["a", "b"], model="a")
+    code, out, err, _ = _measure(run_cli, b)
+    assert_one_line_error(code, err)
+    assert "serves 2 models (`a`, `b`)" in err and "--model" in err
+    r = _json(run_cli, b, "--model", "b")
+    assert r["server"]["model"] == "b"
+
+
+def test_a_saved_server_run_calibrates_plan(run_cli, tmp_path):
+    save = tmp_path / "run.json"
+    code, out, err, _ = _measure(run_cli, Behaviour(engine="llamacpp", model="Qwen3-8B-Q4_K_M.gguf"),
+                                 "--gpu", "rtx4090", "--save", str(save))
+    assert code == 0, err
+    saved = json.loads(save.read_text())
+    for key in ("ttft_s",):
+        assert saved["prefill"][key] > 0
+    for key in ("tok_s", "ms_per_token_median", "ms_per_token_p10", "ms_per_token_p90"):
+        assert saved["decode"][key] > 0
+    assert saved["predicted"]["ceiling_tok_s"] > 0 and saved["server"]["url"].startswith("http://127.0.0.1:")
+    assert "api_key" not in saved["options"]
+    code, out, err = run_cli("plan", "qwen3-8b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--calibrate",
+                             str(save), "--json")
+    assert code == 0, err
+    e = json.loads(out)["expected"]
+    assert e["runtime"] == "llamacpp" and "llmsize measure --server" in e["basis"]
+
+
+def test_without_the_server_extra_one_line_names_it():
+    r = cli_without(["httpx"], ["measure", "--server", "http://127.0.0.1:9"])
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "pip install 'llmsize[server]'" in r.stderr
+
+
+def test_api_key_is_sent_as_a_bearer_token(run_cli, monkeypatch):
+    seen = []
+    b = Behaviour()
+    with FakeServer(b) as s:
+        import http.server
+        orig = http.server.BaseHTTPRequestHandler.parse_request
+
+        def spy(self):
+            ok = orig(self)
+            seen.append(self.headers.get("Authorization"))
+            return ok
+
+        monkeypatch.setattr(http.server.BaseHTTPRequestHandler, "parse_request", spy)
+        code, out, err = run_cli("measure", "--server", s.url, *BASE, "--api-key", "sk-test", "--json")
+    assert code == 0, err
+    assert seen and set(seen) == {"Bearer sk-test"}
+    assert "sk-test" not in out
+
+
+# ------------------------------------------------------------------------------------------ pure parts
+
+def test_levels_parse_sorted_once_each():
+    from llmsize.options import levels
+
+    assert levels("16, 1,4,4") == (1, 4, 16)
+    for bad in ("", "0", "1025", "-1", "1.5", "a"):
+        with pytest.raises(ValueError):
+            levels(bad)
+
+
+def test_level_stats_by_hand():
+    from llmsize.measure.server import Stream
+    from llmsize.measure.server_run import level_stats
+
+    # two streams sent at 0.0 and 0.1 s; first tokens at 0.5 and 0.7 (TTFT 0.5, 0.6); tokens 0.1 s apart after
+    a = Stream(sent_s=0.0, chunk_s=[0.5, 0.6, 0.7, 0.8], tokens=4)
+    b = Stream(sent_s=0.1, chunk_s=[0.7, 0.8, 0.9], tokens=3)
+    row = level_stats([a, b], 2, 0.0, 1.0, tokens=4)
+    assert row["output_tokens"] == 7 and row["aggregate_tok_s"] == pytest.approx(7.0)  # 7 tokens in 1 s
+    assert row["ttft_s"]["median"] == pytest.approx(0.55) and row["ttft_s"]["p10"] == pytest.approx(0.51)
+    assert row["itl_ms"]["median"] == pytest.approx(100) and row["itl_ms"]["samples"] == 5
+    assert row["tok_s_per_stream"]["median"] == pytest.approx(10)  # (4 - 1) / 0.3 s and (3 - 1) / 0.2 s
+    assert row["short_streams"] == 1 and row["tokens_per_chunk"] == pytest.approx(1.0)
+
+
+def test_metric_deltas_by_hand():
+    from llmsize.measure.server_run import metric_deltas
+
+    before = {"vllm:time_to_first_token_seconds_sum": 1.0, "vllm:time_to_first_token_seconds_count": 4,
+              "vllm:generation_tokens_total": 100}
+    after = {"vllm:time_to_first_token_seconds_sum": 2.2, "vllm:time_to_first_token_seconds_count": 7,
+             "vllm:generation_tokens_total": 400}
+    d = metric_deltas(before, after)
+    assert d["ttft_s"] == pytest.approx(0.4) and d["generation_tokens"] == 300  # 1.2 s over 3 requests
+    assert metric_deltas(None, after) is None and metric_deltas(before, {}) is None
+
+
+def test_served_names_to_catalog_models_and_formats():
+    from llmsize.catalog.loader import Catalog
+    from llmsize.measure.server_run import catalog_model, gguf_format
+
+    cat = Catalog()
+    assert catalog_model(cat, ["Qwen/Qwen3-8B"]).id == "qwen3-8b"
+    assert catalog_model(cat, ["/models/Qwen3-8B-Q4_K_M.gguf"]).id == "qwen3-8b"
+    assert catalog_model(cat, ["qwen3:8b"]).id == "qwen3-8b"
+    assert catalog_model(cat, ["nothing-like-it"]) is None
+    assert gguf_format(["/m/Qwen3-8B-Q4_K_M.gguf"]) == "gguf-q4_k_m"
+    assert gguf_format(["Qwen/Qwen3-8B"]) is None
+
+
+def test_url_check():
+    from llmsize.errors import LlmsizeError
+    from llmsize.measure.server import check_url
+
+    assert check_url("http://127.0.0.1:8000/v1/") == "http://127.0.0.1:8000"
+    for bad in ("127.0.0.1:8000", "file:///etc/passwd", "http://", "http://h/?q=1"):
+        with pytest.raises(LlmsizeError):
+            check_url(bad)

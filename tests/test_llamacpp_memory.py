@@ -405,3 +405,29 @@ def test_the_gpu_part_of_an_offloaded_step_pays_attention_at_depth_like_a_whole_
     assert gpu_step_terms_s(plan, led, c, "kquant") == pytest.approx(
         attention_time_s(x, c) + dequant_time_s(x, c) * led.gpu.model_bytes / sum(d.model_bytes for d in led.devices)
         + 48 * c.t_moe_layer_s)
+
+
+def test_an_offloaded_prompt_under_ollama_pays_its_unfused_scores(run_cli, catalog, runtimes):
+    """Ollama runs llama.cpp with flash attention off by default: the GPU's share of an offloaded prompt pays the
+    score matrices' bytes (expected.score_matrix_bytes, at eta_kv) as the whole-GPU TTFT does, so the offload
+    prefill is that much longer than with -fa on; the difference is exactly the score term, the PCIe crossings
+    being the same."""
+    from llmsize.estimate.expected import constants, prefill_inputs
+    from llmsize.estimate.plan import PlanInputs, make_plan
+    from llmsize.estimate.speed import prefill_time_s
+
+    args = ("plan", "qwen3-30b-a3b", "--gpu", "rtx4080", "--quant", "gguf-q4_k_m", "--context", "8192",
+            "--gpu-layers", "30", "--host-memory", "ryzen-9000", "--json")
+    pre = {}
+    for engine, fa in (("ollama", None), ("llamacpp", "on"), ("llamacpp", "off")):
+        code, out, err = run_cli(*args, "--engine", engine, *(("--flash-attn", fa) if fa else ()))
+        assert code == 0, err
+        pre[engine, fa] = json.loads(out)["engine"]["offload"]["prefill_s"]
+    plan = make_plan(catalog.model("qwen3-30b-a3b"), catalog.gpu("rtx4080"),
+                     PlanInputs(quant="gguf-q4_k_m", context_tokens=8192), search_fit=False)
+    c = constants(runtimes["llamacpp"], "cuda")
+    scores = (prefill_time_s(prefill_inputs(plan, "llamacpp", flash_attn=False), c)
+              - prefill_time_s(prefill_inputs(plan, "llamacpp", flash_attn=True), c))
+    assert scores > 0
+    assert pre["ollama", None] == pytest.approx(pre["llamacpp", "off"])
+    assert pre["llamacpp", "off"] - pre["llamacpp", "on"] == pytest.approx(scores, rel=1e-6)

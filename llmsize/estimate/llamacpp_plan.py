@@ -84,7 +84,11 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
     from llmsize.estimate.speed import prefill_time_s
 
     link = host_link(gpu)
-    gpu_alone = prefill_time_s(prefill_inputs(plan, "llamacpp"), constants) if constants else None
+    # the GPU's share of the prompt with the attention the engine runs (Ollama's default: unfused, its scores
+    # written and read in memory) and its ubatch
+    pre = prefill_inputs(plan, "llamacpp", flash_attn=led.settings.flash_attn,
+                         ubatch_tokens=led.settings.ubatch_size)
+    gpu_alone = prefill_time_s(pre, constants) if constants else None
     if link is None:
         led.notes.append(f"{gpu.id}'s PCIe link is not in the catalog: no prefill estimate under offload")
     off = offload_speed(model, gpu, led, tensors, o.context, host, constants, format_class,

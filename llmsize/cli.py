@@ -1143,19 +1143,24 @@ def measure(
     else:
         result = _measure_gpu(quant, context, tokens, batch, device, checkpoint, gpu_index, warmup, seed, probe, gemv,
                               compile_, fused)
+    report = None
+    if not as_json:  # the report is drawn before --save is written: a report that fails leaves no file
+        if server is not None:
+            from llmsize.render.server_report import render_server as render
+        else:
+            from llmsize.render.measure_report import render_measure as render
+        console = _console()
+        with console.capture() as captured:
+            render(result, console)
+        report = captured.get()
     if save is not None:
         from llmsize.files import write_output
 
         write_output(save, json.dumps(result, indent=2) + "\n", "--save", force)
-    if as_json:
+    if report is None:
         _print_json(result)
     else:
-        if server is not None:
-            from llmsize.render.server_report import render_server
-            render_server(result, _console())
-        else:
-            from llmsize.render.measure_report import render_measure
-            render_measure(result, _console())
+        sys.stdout.write(report)
         if save is not None:
             _console().print(f"Saved to {save}", style="dim")
 

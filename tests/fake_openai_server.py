@@ -5,7 +5,10 @@ prompt tokens before the first token, then sends one token every `itl_s` (each s
 streams at once give k times the rate). `mode` makes it misbehave: "http500", "stall" (stops after `after` tokens
 and holds the connection), "malformed" (a chunk that is not JSON after `after` tokens), "close" (drops the
 connection after `after` tokens), "eos" (finish_reason stop after `after` tokens, whatever ignore_eos says),
-"no_usage" (no usage anywhere), "not_stream" (answers one JSON body), "two_per_chunk" (two tokens a chunk).
+"no_usage" (no usage anywhere), "not_stream" (answers one JSON body), "two_per_chunk" (two tokens a chunk),
+"huge_usage" (usage claims 10^30 output tokens), "endless" (three times max_tokens), "comments" (keep-alive comments
+only, after `after` tokens, for 3 s), "rot13" (names a charset it does not use), "empty_first" (an empty chunk
+at once, the first token after ttft_s).
 `engine` picks what it looks like: "vllm" (owned_by vllm, /version, vLLM's /metrics), "llamacpp" (owned_by
 llamacpp, /props, /slots, timings in the last chunk, llama-server's /metrics), "ollama" (owned_by library,
 /api/version, /api/show), or "plain" (owned_by nobody, nothing else).
@@ -139,16 +142,27 @@ class FakeServer:
 
             def _stream(self, body, prompt, want, usage):
                 self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Type", "text/event-stream" + ("; charset=rot13" if b.mode == "rot13" else ""))
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
                 t0 = time.perf_counter()
+                if b.mode == "empty_first":
+                    self._chunk(json.dumps({"choices": [{"index": 0, "text": "", "finish_reason": None}]}))
                 time.sleep(b.ttft_s + b.prefill_s_per_token * prompt)
+                if b.mode == "endless":
+                    want *= 3
                 t1 = time.perf_counter()
                 sent, finish = 0, "length"
                 per = 2 if b.mode == "two_per_chunk" else 1
                 while sent < want:
-                    if sent >= b.after and b.mode in ("stall", "malformed", "close", "eos"):
+                    if sent >= b.after and b.mode in ("stall", "malformed", "close", "eos", "comments"):
+                        if b.mode == "comments":
+                            for _ in range(60):
+                                raw = b": keep-alive\n\n"
+                                self.wfile.write(f"{len(raw):x}\r\n".encode() + raw + b"\r\n")
+                                self.wfile.flush()
+                                time.sleep(0.05)
+                            return
                         if b.mode == "stall":
                             time.sleep(5)
                             return
@@ -174,7 +188,7 @@ class FakeServer:
                 t2 = time.perf_counter()
                 tail = {"choices": [], "model": body["model"]}
                 if usage is not None and (body.get("stream_options") or {}).get("include_usage"):
-                    tail["usage"] = {**usage, "completion_tokens": sent}
+                    tail["usage"] = {**usage, "completion_tokens": 10**30 if b.mode == "huge_usage" else sent}
                 if b.engine == "llamacpp":
                     tail["timings"] = {"prompt_n": prompt, "prompt_per_second": prompt / max(t1 - t0, 1e-6),
                                        "predicted_n": sent, "predicted_per_second": sent / max(t2 - t1, 1e-6)}
@@ -198,7 +212,11 @@ class FakeServer:
                                      ("llamacpp:tokens_predicted_seconds_total", t2 - t1)):
                             m[k] = m.get(k, 0) + v
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        class Quiet(ThreadingHTTPServer):
+            def handle_error(self, request, client_address):  # a client that hung up mid-stream: expected here
+                pass
+
+        self.server = Quiet(("127.0.0.1", 0), H)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 

@@ -158,6 +158,49 @@ def test_a_misbehaving_server_is_one_line_and_no_file(run_cli, tmp_path, mode, a
     assert not save.exists() and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("mode, args, words", [
+    ("huge_usage", (), "usage says 1000000000000000000000000000000 completion_tokens"),
+    ("endless", (), "streamed more than the 8 tokens asked (max_tokens)"),  # the warm-up's 8
+    ("comments", ("--timeout", "0.5"), "stalled, no data event for 0.5 s after 3 chunk(s)"),
+])
+def test_a_server_that_lies_or_floods_is_stopped(run_cli, tmp_path, mode, args, words):
+    """A hostile-input pass found these: usage counts far from what streamed, a stream past max_tokens, keep-alive
+    comments forever (the SSE decoder swallows them: --timeout counts from the last data event)."""
+    save = tmp_path / "run.json"
+    code, out, err, _ = _measure(run_cli, Behaviour(mode=mode), *args, "--save", str(save))
+    assert_one_line_error(code, err)
+    assert words in err and not save.exists()
+
+
+def test_odd_but_honest_streams_are_measured(run_cli):
+    # a charset the server does not use: the stream is read as UTF-8, as the protocol has it
+    r = _json(run_cli, Behaviour(mode="rot13"))
+    assert r["concurrency"][0]["output_tokens"] == 12
+    # an empty chunk sent at once is no token: TTFT runs to the first text (the 0.2 s the server waits)
+    r = _json(run_cli, Behaviour(mode="empty_first", ttft_s=0.2))
+    assert r["prefill"]["ttft_s"] >= 0.2
+
+
+def test_server_text_is_shown_not_interpreted(run_cli, tmp_path):
+    """A model id of rich markup and a URL with a password: the report prints the id as it is, and neither the
+    report nor the saved file holds the password."""
+    b = Behaviour(engine="plain", model="[bold red]m[/]\x1b[2J")
+    with FakeServer(b) as s:
+        url = s.url.replace("http://", "http://user:secret@")
+        save = tmp_path / "run.json"
+        code, out, err = run_cli("measure", "--server", url, *BASE, "--save", str(save))
+    assert code == 0, err
+    assert "[bold red]m[/]\\x1b[2J" in out and "\x1b" not in out and "secret" not in out
+    assert "secret" not in save.read_text() and json.loads(save.read_text())["server"]["url"] == s.url
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:abc", "http://[::1:80", "http://127.0.0.1:8000?x", "http://xn--:80",
+                                 "http://256.1.1.1:80"])
+def test_urls_that_do_not_parse_are_one_line(run_cli, url):
+    code, out, err = run_cli("measure", "--server", url, "--timeout", "1")
+    assert_one_line_error(code, err)
+
+
 def test_names_checked_before_any_request(run_cli):
     b = Behaviour()
     code, out, err, _ = _measure(run_cli, b, "--gpu", "rtx9999")

@@ -19,6 +19,7 @@ Every failure is a ServerError, one line, naming what the server did.
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
@@ -29,11 +30,45 @@ EXTRA_HINT = "Install the server extra: pip install 'llmsize[server]' (httpx, ht
 MAX_BODY_BYTES = 8 * 2**20  # a JSON answer (model list, props, metrics) read at most this far
 MAX_STREAM_BYTES = 64 * 2**20  # one streamed completion
 CONNECT_TIMEOUT_S = 10.0
+MAX_EXTRA_CHUNKS = 8  # token chunks past max_tokens before a stream counts as not honouring it
+MAX_TOKEN_COUNT = 10**8  # a usage count above this is not one (no model holds such a context)
 OWNED_BY = {"vllm": "vllm", "sglang": "sglang", "llamacpp": "llamacpp", "llama.cpp": "llamacpp",
             "tensorrt_llm": "trtllm", "trtllm": "trtllm", "library": "ollama", "ollama": "ollama",
             "organization_owner": "lmstudio"}
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "llamacpp": "llama.cpp (llama-server)",
                 "ollama": "Ollama", "lmstudio": "LM Studio"}
+
+
+def _json_bytes(payload: dict) -> bytes:
+    """A request body as ASCII JSON: a name with a lone surrogate (a server's model id) is escaped, not fatal."""
+    return json.dumps(payload).encode("ascii")
+
+
+class _CappedText:
+    """What httpx-sse reads a response through: its text decoded as UTF-8 whatever charset the server names,
+    at most MAX_STREAM_BYTES in all, and a ServerError once --timeout passes without a data event (a stream
+    of keep-alive comments, which the decoder swallows, is a stall)."""
+
+    def __init__(self, response, client: "ServerClient", where: str, s: "Stream"):
+        self.headers = response.headers
+        self._r, self._c, self._where, self._s = response, client, where, s
+        self.last_event_s = time.perf_counter()
+
+    async def aiter_text(self):
+        import codecs
+
+        dec, seen, c = codecs.getincrementaldecoder("utf-8")(errors="replace"), 0, self._c
+        async for part in self._r.aiter_bytes():
+            seen += len(part)
+            if seen > MAX_STREAM_BYTES:
+                raise ServerError(f"--server {c.shown}: {self._where}: more than {MAX_STREAM_BYTES // 2**20} MiB "
+                                  "streamed.", "Lower --tokens, or check the server.")
+            if time.perf_counter() - self.last_event_s > c.timeout_s:
+                raise ServerError(f"--server {c.shown}: {self._where}: stalled, no data event for {c.timeout_s:g} s "
+                                  f"after {len(self._s.chunk_s)} chunk(s).", "Check the server's log, or raise "
+                                                                             "--timeout.")
+            yield dec.decode(part)
+        yield dec.decode(b"", final=True)
 
 
 class ServerError(LlmsizeError):
@@ -52,13 +87,30 @@ def require_http():
 
 
 def check_url(url: str) -> str:
-    """An http(s) URL with a host, without a trailing slash or /v1 (both are accepted and dropped)."""
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
-        raise ServerError(f"--server `{shown(url)}` is not an http(s) URL of a server.",
-                          "Give its base, e.g. http://127.0.0.1:8000 (vLLM) or http://127.0.0.1:8080 (llama-server).")
-    base = url.strip().rstrip("/")
+    """An http(s) URL with a host (and a valid port), without a trailing slash or /v1 (both are accepted and
+    dropped)."""
+    bad = ServerError(f"--server `{shown(url)}` is not an http(s) URL of a server.",
+                      "Give its base, e.g. http://127.0.0.1:8000 (vLLM) or http://127.0.0.1:8080 (llama-server).")
+    text = url.strip()
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number in range
+        host = parts.hostname or ""
+        host.encode("idna")
+    except (ValueError, UnicodeError):
+        raise bad from None
+    if parts.scheme not in ("http", "https") or not host or "?" in text or "#" in text or not text.isprintable():
+        raise bad
+    base = text.rstrip("/")
     return base[:-3] if base.endswith("/v1") else base
+
+
+def shown_url(url: str) -> str:
+    """The URL as reports and files show it: without a user:password@ part."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]).geturl()
 
 
 @dataclass
@@ -99,8 +151,17 @@ class ServerClient:
     def __init__(self, url: str, api_key: str | None = None, timeout_s: float = 120.0):
         self.httpx = require_http()
         self.base = check_url(url)
+        self.shown = shown_url(self.base)
+        try:
+            self.httpx.URL(self.base + "/v1/models")
+        except Exception:  # httpx's own parse (IDNA, address ranges): one line like check_url's
+            raise ServerError(f"--server `{shown(self.shown)}` is not an http(s) URL of a server.",
+                              "Give its base, e.g. http://127.0.0.1:8000.") from None
         self.timeout_s = timeout_s
-        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        # identity: a compressed answer would let a few bytes on the wire decode to gigabytes
+        self.headers = {"Accept-Encoding": "identity"}
+        if api_key:
+            self.headers["Authorization"] = f"Bearer {api_key}"
         self.timeout = self.httpx.Timeout(timeout_s, connect=min(CONNECT_TIMEOUT_S, timeout_s))
 
     def async_client(self, streams: int):
@@ -117,24 +178,32 @@ class ServerClient:
             with self.httpx.Client(timeout=self.timeout, headers=self.headers, follow_redirects=False) as c:
                 with c.stream("GET", self.base + path) as r:
                     body = self._read(r, MAX_BODY_BYTES, path)
-        except self.httpx.HTTPError as e:
+        except ServerError:
+            if quiet:
+                return None
+            raise
+        except Exception as e:  # httpx's errors, and what its URL and encoding layers raise
             if quiet:
                 return None
             raise self._transport(e, path) from None
         if r.status_code != 200:
             if quiet:
                 return None
-            raise ServerError(f"--server {self.base}: GET {path} answered HTTP {r.status_code}: {_message(body)}.",
+            raise ServerError(f"--server {self.shown}: GET {path} answered HTTP {r.status_code}: {_message(body)}.",
                               self._hint(r.status_code))
         return body
 
     def _read(self, r, cap: int, path: str) -> bytes:
-        out = bytearray()
+        """The body, at most `cap` bytes (decoded) and within twice --timeout in all."""
+        out, t0 = bytearray(), time.perf_counter()
         for part in r.iter_bytes():
             out += part
             if len(out) > cap:
-                raise ServerError(f"--server {self.base}: {path} sent more than {cap // 2**20} MiB.",
+                raise ServerError(f"--server {self.shown}: {path} sent more than {cap // 2**20} MiB.",
                                   "Check that the URL is an OpenAI-compatible inference server.")
+            if time.perf_counter() - t0 > 2 * self.timeout_s:
+                raise ServerError(f"--server {self.shown}: {path} took more than {2 * self.timeout_s:g} s to answer.",
+                                  "The server is trickling its answer: check its log, or raise --timeout.")
         return bytes(out)
 
     def _json(self, path: str, quiet: bool = False):
@@ -146,7 +215,7 @@ class ServerClient:
         except (ValueError, RecursionError):
             if quiet:
                 return None
-            raise ServerError(f"--server {self.base}: GET {path} did not answer JSON ({_message(body)}).",
+            raise ServerError(f"--server {self.shown}: GET {path} did not answer JSON ({_message(body)}).",
                               "Check that the URL is an OpenAI-compatible inference server.") from None
 
     def _hint(self, status: int) -> str:
@@ -159,12 +228,12 @@ class ServerClient:
     def _transport(self, e, path: str) -> ServerError:
         kind = type(e).__name__
         if isinstance(e, self.httpx.ConnectError):
-            return ServerError(f"--server {self.base}: cannot connect ({shown(str(e), 100) or kind}).",
+            return ServerError(f"--server {self.shown}: cannot connect ({shown(str(e), 100) or kind}).",
                                "Start the server, or check the host and port.")
         if isinstance(e, self.httpx.TimeoutException):
-            return ServerError(f"--server {self.base}: {path} sent nothing for {self.timeout_s:g} s ({kind}).",
+            return ServerError(f"--server {self.shown}: {path} sent nothing for {self.timeout_s:g} s ({kind}).",
                                "The server stalled or is busy: check its log, or raise --timeout.")
-        return ServerError(f"--server {self.base}: {path} failed ({kind}: {shown(str(e), 100)}).",
+        return ServerError(f"--server {self.shown}: {path} failed ({kind}: {shown(str(e), 100)}).",
                            "Check the server's log.")
 
     # ---------------------------------------------------------------------------------------- what it serves
@@ -173,7 +242,7 @@ class ServerClient:
         d = self._json("/v1/models")
         data = d.get("data") if isinstance(d, dict) else None
         if not isinstance(data, list) or not all(isinstance(m, dict) and isinstance(m.get("id"), str) for m in data):
-            raise ServerError(f"--server {self.base}: /v1/models is not an OpenAI model list.",
+            raise ServerError(f"--server {self.shown}: /v1/models is not an OpenAI model list.",
                               "Check that the URL is an OpenAI-compatible inference server.")
         return data
 
@@ -185,7 +254,7 @@ class ServerClient:
         props = self.props() if engine in (None, "llamacpp") else None
         if props is not None and engine in (None, "llamacpp"):
             build = props.get("build_info")
-            return "llamacpp", str(build) if isinstance(build, (str, int)) else None, how or "/props"
+            return "llamacpp", shown(build, 60) if isinstance(build, str) else None, how or "/props"
         probes = (("ollama", "/api/version"), ("sglang", "/get_server_info"), ("vllm", "/version"))
         for eid, path in probes:
             if engine not in (None, eid):
@@ -193,7 +262,7 @@ class ServerClient:
             d = self._json(path, quiet=True)
             if isinstance(d, dict) and (eid != "sglang" or "version" in d or "tp_size" in d):
                 v = d.get("version")
-                return eid, str(v) if isinstance(v, (str, int, float)) else None, how or path
+                return eid, shown(v, 60) if isinstance(v, str) else None, how or path
         return engine, None, how or "not told"
 
     def props(self) -> dict | None:
@@ -218,7 +287,8 @@ class ServerClient:
                 for s in fam.samples:
                     if s.name.endswith("_bucket") or s.name.endswith("_created"):
                         continue
-                    out[s.name] = out.get(s.name, 0.0) + float(s.value)
+                    if math.isfinite(float(s.value)):
+                        out[s.name] = out.get(s.name, 0.0) + float(s.value)
         except (ValueError, TypeError, IndexError):
             return None  # not Prometheus text: no metrics, not a failed run
         return out or None
@@ -243,17 +313,20 @@ class ServerClient:
     def _post_json(self, path: str, payload: dict):
         try:
             with self.httpx.Client(timeout=self.timeout, headers=self.headers, follow_redirects=False) as c:
-                with c.stream("POST", self.base + path, json=payload) as r:
+                with c.stream("POST", self.base + path, content=_json_bytes(payload),
+                              headers={"Content-Type": "application/json"}) as r:
                     body = self._read(r, MAX_BODY_BYTES, path)
-        except self.httpx.HTTPError as e:
+        except ServerError:
+            raise
+        except Exception as e:
             raise self._transport(e, path) from None
         if r.status_code != 200:
-            raise ServerError(f"--server {self.base}: POST {path} answered HTTP {r.status_code}: {_message(body)}.",
+            raise ServerError(f"--server {self.shown}: POST {path} answered HTTP {r.status_code}: {_message(body)}.",
                               self._hint(r.status_code))
         try:
             return json.loads(body.decode("utf-8", "replace"))
         except (ValueError, RecursionError):
-            raise ServerError(f"--server {self.base}: POST {path} did not answer JSON ({_message(body)}).",
+            raise ServerError(f"--server {self.shown}: POST {path} did not answer JSON ({_message(body)}).",
                               "Check that the URL is an OpenAI-compatible inference server.") from None
 
     def completion_body(self, model: str, prompt: str, max_tokens: int) -> dict:
@@ -263,52 +336,63 @@ class ServerClient:
                 "stream_options": {"include_usage": True}, "ignore_eos": True, "min_tokens": max_tokens}
 
     async def stream(self, client, body: dict, where: str) -> Stream:
-        """POST one streamed completion on an httpx.AsyncClient; every failure a ServerError naming `where`."""
+        """POST one streamed completion on an httpx.AsyncClient; every failure a ServerError naming `where`.
+        Bounded: at most MAX_STREAM_BYTES read, at most --timeout without a data event (keep-alive comments do
+        not count), at most max_tokens + MAX_EXTRA_CHUNKS token chunks."""
         from httpx_sse import EventSource, SSEError
 
         path = "/v1/completions"
         s = Stream(sent_s=time.perf_counter())
+        limit = int(body.get("max_tokens") or 0) + MAX_EXTRA_CHUNKS
         try:
-            async with client.stream("POST", self.base + path, json=body) as r:
+            async with client.stream("POST", self.base + path, content=_json_bytes(body),
+                                     headers={"Content-Type": "application/json"}) as r:
                 if r.status_code != 200:
                     raw = b""
                     async for part in r.aiter_bytes():
                         raw += part
                         if len(raw) > 65536:
                             break
-                    raise ServerError(f"--server {self.base}: {where}: HTTP {r.status_code}: {_message(raw)}.",
+                    raise ServerError(f"--server {self.shown}: {where}: HTTP {r.status_code}: {_message(raw)}.",
                                       self._hint(r.status_code))
                 ctype = r.headers.get("content-type", "")
                 if "text/event-stream" not in ctype:
-                    raise ServerError(f"--server {self.base}: {where}: the answer is not a stream (content-type "
+                    raise ServerError(f"--server {self.shown}: {where}: the answer is not a stream (content-type "
                                       f"`{shown(ctype, 60)}`).", "Check that the server streams /v1/completions.")
-                async for event in EventSource(r).aiter_sse():
-                    if r.num_bytes_downloaded > MAX_STREAM_BYTES:
-                        raise ServerError(f"--server {self.base}: {where}: more than "
-                                          f"{MAX_STREAM_BYTES // 2**20} MiB streamed.", "Lower --tokens.")
+                capped = _CappedText(r, self, where, s)
+                async for event in EventSource(capped).aiter_sse():
+                    capped.last_event_s = time.perf_counter()
                     if self._event(s, event.data, where):
                         break
+                    if len(s.chunk_s) > limit:
+                        raise ServerError(f"--server {self.shown}: {where}: the server streamed more than the "
+                                          f"{limit - MAX_EXTRA_CHUNKS} tokens asked (max_tokens).",
+                                          "Check that the server honours max_tokens.")
         except ServerError:
             raise
         except SSEError as e:
-            raise ServerError(f"--server {self.base}: {where}: not a server-sent event stream ({shown(str(e), 80)}).",
+            raise ServerError(f"--server {self.shown}: {where}: not a server-sent event stream ({shown(str(e), 80)}).",
                               "Check that the server streams /v1/completions.") from None
-        except self.httpx.HTTPError as e:
+        except Exception as e:  # httpx's errors, and what its decoding layers raise
             err = self._transport(e, path)
             if isinstance(e, (self.httpx.RemoteProtocolError, self.httpx.ReadError)):
-                err = ServerError(f"--server {self.base}: {where}: the connection closed after {len(s.chunk_s)} "
+                err = ServerError(f"--server {self.shown}: {where}: the connection closed after {len(s.chunk_s)} "
                                   f"chunk(s) ({type(e).__name__}).", "Check the server's log (a crash, or out of "
                                                                      "memory at this load?).")
             elif isinstance(e, self.httpx.TimeoutException) and s.chunk_s:
-                err = ServerError(f"--server {self.base}: {where}: stalled, nothing for {self.timeout_s:g} s after "
+                err = ServerError(f"--server {self.shown}: {where}: stalled, nothing for {self.timeout_s:g} s after "
                                   f"{len(s.chunk_s)} chunk(s).", "Check the server's log, or raise --timeout.")
             raise err from None
         s.ended_s = time.perf_counter()
         if not s.done:
-            raise ServerError(f"--server {self.base}: {where}: the stream ended without [DONE] or a finish reason "
+            raise ServerError(f"--server {self.shown}: {where}: the stream ended without [DONE] or a finish reason "
                               f"after {len(s.chunk_s)} chunk(s).", "Check the server's log.")
         if not s.chunk_s:
-            raise ServerError(f"--server {self.base}: {where}: the stream carried no token.", "Check the server's log.")
+            raise ServerError(f"--server {self.shown}: {where}: the stream carried no token.", "Check the server's log.")
+        if s.tokens is not None and not len(s.chunk_s) - 1 <= s.tokens <= limit - MAX_EXTRA_CHUNKS:
+            raise ServerError(f"--server {self.shown}: {where}: usage says {s.tokens:,} output tokens where "
+                              f"{len(s.chunk_s)} streamed chunks carried tokens (max_tokens "
+                              f"{limit - MAX_EXTRA_CHUNKS:,}).", "Check the server's token accounting.")
         return s
 
     def _event(self, s: Stream, data: str, where: str) -> bool:
@@ -322,13 +406,13 @@ class ServerClient:
         try:
             d = json.loads(data)
         except (ValueError, RecursionError):
-            raise ServerError(f"--server {self.base}: {where}: a chunk is not JSON (`{shown(data, 60)}`).",
+            raise ServerError(f"--server {self.shown}: {where}: a chunk is not JSON (`{shown(data, 60)}`).",
                               "Check that the server speaks the OpenAI streaming format.") from None
         if not isinstance(d, dict):
-            raise ServerError(f"--server {self.base}: {where}: a chunk is not a JSON object (`{shown(data, 60)}`).",
+            raise ServerError(f"--server {self.shown}: {where}: a chunk is not a JSON object (`{shown(data, 60)}`).",
                               "Check that the server speaks the OpenAI streaming format.")
-        if "error" in d:
-            raise ServerError(f"--server {self.base}: {where}: the server sent an error mid-stream: "
+        if d.get("error"):
+            raise ServerError(f"--server {self.shown}: {where}: the server sent an error mid-stream: "
                               f"{_message(data.encode())}.", self._hint(500))
         choices = d.get("choices")
         if isinstance(choices, list) and choices and isinstance(choices[0], dict):
@@ -336,8 +420,10 @@ class ServerClient:
             text = c.get("text") if isinstance(c.get("text"), str) else None
             finish = c.get("finish_reason") if isinstance(c.get("finish_reason"), str) and c["finish_reason"] \
                 else None
-            if text or (text is not None and finish is None):  # a token arrived (an empty text: bytes held back
-                s.chunk_s.append(now)  # until a character is whole); a closing chunk without text is none
+            # a token arrived; after the first, an empty text is one too (bytes held back until a character is
+            # whole); an empty chunk before any text, or a closing one, is none
+            if text or (text is not None and finish is None and s.chunk_s):
+                s.chunk_s.append(now)
             if finish:
                 s.finish_reason = finish
                 s.done = True
@@ -346,7 +432,11 @@ class ServerClient:
             for key, attr in (("completion_tokens", "tokens"), ("prompt_tokens", "prompt_tokens")):
                 v = usage.get(key)
                 if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+                    if v > MAX_TOKEN_COUNT:
+                        raise ServerError(f"--server {self.shown}: {where}: usage says {shown(v, 40)} {key}.",
+                                          "Check the server's token accounting.")
                     setattr(s, attr, v)
         if isinstance(d.get("timings"), dict):
-            s.timings = {k: v for k, v in d["timings"].items() if isinstance(v, (int, float))}
+            s.timings = {k: v for k, v in d["timings"].items()
+                         if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
         return False

@@ -75,9 +75,13 @@ def fit_prompt(client: ServerClient, model: str, target: int) -> tuple[int, int 
     the server reports no usage, and the words stand for tokens). Three tries, each one prefill."""
     words, told = target, None
     for attempt in range(3):
+        sent = max(words, NONCE_WORDS)
         told = client.prompt_tokens(model, prompt_text(words, attempt))
         if told is None:
             return max(target - 1, 1), None  # a BOS token beside ~one token a word
+        if told > 8 * sent + 64:  # no tokenizer cuts a common English word into more than a few tokens
+            raise ServerError(f"--server {client.shown}: usage says a prompt of {sent:,} words is {told:,} tokens.",
+                              "Check the server's token accounting.")
         if abs(told - target) <= max(2, target // 200):
             break
         words = max(1, words + (target - told) if attempt else round(words * target / told))
@@ -298,7 +302,7 @@ def measure_server(o: ServerOptions, progress=None, cat=None, gpu=None) -> dict:
     client = ServerClient(o.url, o.api_key, o.timeout_s)
     tick("server")
     listed = client.models()
-    entry = _pick_model(listed, o.model, client.base)
+    entry = _pick_model(listed, o.model, client.shown)
     model = entry["id"]
     engine, version, how = client.identify(entry)
     props = client.props() if engine == "llamacpp" else None
@@ -349,11 +353,10 @@ def measure_server(o: ServerOptions, progress=None, cat=None, gpu=None) -> dict:
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "git_commit": git_commit(),
         "versions": {"llmsize": __version__},
-        "server": {"url": client.base, "model": model, "engine": engine,
+        "server": {"url": client.shown, "model": model, "engine": engine,
                    "engine_name": ENGINE_NAMES.get(engine) if engine else None, "engine_told_by": how,
-                   "version": version, "max_model_len": entry.get("max_model_len")
-                   if isinstance(entry.get("max_model_len"), int) else None, "root": entry.get("root")
-                   if isinstance(entry.get("root"), str) else None,
+                   "version": version, "max_model_len": _count(entry.get("max_model_len")),
+                   "root": shown(entry["root"], 200) if isinstance(entry.get("root"), str) else None,
                    "llamacpp": _llamacpp_props(props, slots)},
         "run": {"context_tokens": prompt, "prompt_tokens_requested": o.context, "prompt_tokens_told": told,
                 "tokens_requested": o.tokens, "output_forced": forced, "concurrency": list(o.concurrency),
@@ -366,22 +369,29 @@ def measure_server(o: ServerOptions, progress=None, cat=None, gpu=None) -> dict:
         "concurrency": rows,
         "predicted": predicted,
         "notes": notes,
-        "options": {k: v for k, v in asdict(o).items() if k != "api_key"},
+        "options": {**{k: v for k, v in asdict(o).items() if k != "api_key"}, "url": client.shown},
     }
     _fractions(result)
     return result
 
 
+def _count(v) -> int | None:
+    """A positive whole number the server reports (a bool is not one), else None."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= 2**40 else None
+
+
 def _llamacpp_props(props, slots) -> dict | None:
+    """What llama-server's /props and /slots say of its slots and context, each value of the type it should be."""
     if props is None:
         return None
     gen = props.get("default_generation_settings") or {}
-    keep = {"total_slots": props.get("total_slots"), "n_ctx": gen.get("n_ctx"),
-            "model_path": props.get("model_path"), "build_info": props.get("build_info")}
+    keep = {"total_slots": _count(props.get("total_slots")), "n_ctx": _count(gen.get("n_ctx")),
+            "model_path": shown(props["model_path"], 200) if isinstance(props.get("model_path"), str) else None,
+            "build_info": shown(props["build_info"], 60) if isinstance(props.get("build_info"), str) else None}
     if isinstance(slots, list):
         keep["slots"] = len(slots)
-        keep["slot_n_ctx"] = [s.get("n_ctx") for s in slots if isinstance(s, dict)][:64]
-    return {k: v for k, v in keep.items() if isinstance(v, (int, str, list)) and not isinstance(v, bool)}
+        keep["slot_n_ctx"] = [_count(s.get("n_ctx")) for s in slots[:64] if isinstance(s, dict)]
+    return {k: v for k, v in keep.items() if v is not None}
 
 
 def _predicted(o, client, cat, gpu, entry, engine, props, prompt, rows) -> dict:

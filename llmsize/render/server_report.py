@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from llmsize.errors import printable
 
@@ -24,11 +25,12 @@ def _p50_p90(s: dict | None, fmt: str = "{:,.1f}") -> str:
 
 
 def _kv(c: Console, rows):
+    """Label and value rows; values as plain text (a server's names may hold rich markup or escapes)."""
     t = Table(box=None, show_header=False, pad_edge=False)
     t.add_column(min_width=28)
     t.add_column(overflow="fold")
     for k, v in rows:
-        t.add_row(" " + k, v)
+        t.add_row(" " + k, Text(printable(str(v))))
     c.print(t)
 
 
@@ -36,7 +38,7 @@ def render_server(r: dict, c: Console) -> None:
     s, run, pred = r["server"], r["run"], r["predicted"]
     engine = s.get("engine_name") or "unknown engine"
     version = f" {s['version']}" if s.get("version") else ""
-    c.print(f"[bold]llmsize measure --server[/bold]  {printable(s['url'])}")
+    c.print(Text.assemble(("llmsize measure --server", "bold"), "  " + printable(s["url"])))
     rows = [("server", f"{engine}{version} (told by {s['engine_told_by']})"),
             ("model", printable(str(s["model"])) + (f" (max_model_len {s['max_model_len']:,})"
                                                      if s.get("max_model_len") else ""))]
@@ -107,6 +109,6 @@ def render_server(r: dict, c: Console) -> None:
             if parts:
                 _kv(c, [(f"{level} stream(s)", "; ".join(parts))])
     for note in r.get("notes", []):
-        c.print(f"  note: {printable(note)}", style="dim")
+        c.print(Text(f"  note: {printable(note)}", style="dim"))
     c.print("  Units: tok/s = output tokens a second; TTFT from sending the request to its first token; ITL the gap "
             "between streamed tokens, measured on this machine.", style="dim")

@@ -21,7 +21,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from llmsize.measure import gemv, gemv_rows, gemv_tc, gemv_words, lm_head, nvfp4
+from llmsize.measure import gemv, gemv_rows, gemv_tc, gemv_words, lm_head, nvfp4, tuner
 from llmsize.measure.card import read_card
 
 SHAPES = {  # [N, K] of Gemma 4 12B (shared/reference/gemma-architecture.md), fused as the decoder runs them
@@ -34,7 +34,7 @@ SMOKE_SHAPES = {"o sliding": (64, 128), "gate_up": (256, 256)}
 
 
 def copies_beyond_l2(nbytes: int) -> int:
-    return min(64, max(1, -(-gemv_words.L2_DEFEAT_BYTES // nbytes)))
+    return min(64, max(1, -(-tuner.L2_DEFEAT_BYTES // nbytes)))
 
 
 def bench(fn, iters, device="cuda"):

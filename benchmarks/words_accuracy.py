@@ -5,7 +5,7 @@
 1. One GEMV row of Gemma 4 12B's width (K = 3,840): the kernel (eight products per fp16 lane, then fp32) against
    the float32 reference of the same fp16 activations, beside what rounding the exact result to bf16 costs.
 2. The toy model decoded past twice its window, fused step against eager step, both through the word kernel:
-   the per-step logit drift that fused.fused_step_ok's bound for Triton GEMVs is set against.
+   the per-step logit drift that selfcheck.fused_step_ok's bound for Triton GEMVs is set against.
 """
 
 from __future__ import annotations

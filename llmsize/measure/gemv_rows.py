@@ -1,8 +1,8 @@
 """The word GEMV for a few sequences at once (batch 2-4): each word of codes unpacked once, then multiplied
 into every row's fp16x2 accumulator.
 
-gemv_words.py decodes a word in 11 integer instructions and 4 fp16x2 multiplies (x 2^14, its _unpack), then
-spends 4 fp16x2 fma per row of activations (_fma2); at batch B its one-row kernel would pay the decode B times
+gemv_words.py decodes a word in 11 integer instructions and 4 fp16x2 multiplies (x 2^14, its unpack_word), then
+spends 4 fp16x2 fma per row of activations (fma2); at batch B its one-row kernel would pay the decode B times
 (one weight pass per row), and gemv.py's tensor-core kernels cost ~9-10 instructions per weight whatever the
 batch. Here the decode is paid once per weight pass: 4.3 SASS instructions per weight for 2 rows, 6.4 for 4
 (benchmarks/kernel_sass.py; the x loads and per-row block sums cost more than the fma alone). Same arithmetic
@@ -13,14 +13,13 @@ from __future__ import annotations
 import torch
 
 from llmsize.measure.gemv_words import (
-    _copies_beyond_l2,
-    _time_configs,
     check_rows,
     e4m3_cvt,
     pack_x_pairs,
     word_operands,
 )
 from llmsize.measure.nvfp4 import Nvfp4Weight
+from llmsize.measure.tuner import copies_beyond_l2, time_configs
 
 try:  # triton is optional on the CPU (as in gemv.py)
     import triton
@@ -31,7 +30,7 @@ except ImportError:  # pragma: no cover - exercised only where triton is missing
 MAX_ROWS = 4  # beyond, the tensor-core kernels (gemv.py) cost about as much: 4 fp16x2 fma per row and word add up
 
 if triton is not None:
-    from llmsize.measure.gemv_words import _block_scales, _fma2, _half2_sum, _prefetch_block, _unpack, _x_pairs
+    from llmsize.measure.gemv_words import block_scales, fma2, half2_sum, prefetch_block, unpack_word, x_pairs
     from llmsize.measure.launch import pdl_entry, pdl_exit
 
     @triton.jit
@@ -40,20 +39,20 @@ if triton is not None:
         """One activation row against a tile's decoded words w0 .. w0 + BLOCK_W: the one-row kernel's fma order
         (even word (3, 7), (1, 5), (2, 6), (0, 4), then the odd word), per 16-column block in fp32. Words >= lim
         read as 0."""
-        xe0, xe1, xe2, xe3, xo0, xo1, xo2, xo3 = _x_pairs(xrow, w0, lim, BLOCK_W, True)
-        h = _fma2(e37, xe0[None, :], tl.zeros([BLOCK_N, BLOCK_W // 2], tl.uint32), USE_ASM)
-        h = _fma2(e15, xe2[None, :], h, USE_ASM)
-        h = _fma2(e26, xe1[None, :], h, USE_ASM)
-        h = _fma2(e04, xe3[None, :], h, USE_ASM)
-        h = _fma2(o37, xo0[None, :], h, USE_ASM)
-        h = _fma2(o15, xo2[None, :], h, USE_ASM)
-        h = _fma2(o26, xo1[None, :], h, USE_ASM)
-        h = _fma2(o04, xo3[None, :], h, USE_ASM)
-        return _half2_sum(h, USE_ASM)
+        xe0, xe1, xe2, xe3, xo0, xo1, xo2, xo3 = x_pairs(xrow, w0, lim, BLOCK_W, True)
+        h = fma2(e37, xe0[None, :], tl.zeros([BLOCK_N, BLOCK_W // 2], tl.uint32), USE_ASM)
+        h = fma2(e15, xe2[None, :], h, USE_ASM)
+        h = fma2(e26, xe1[None, :], h, USE_ASM)
+        h = fma2(e04, xe3[None, :], h, USE_ASM)
+        h = fma2(o37, xo0[None, :], h, USE_ASM)
+        h = fma2(o15, xo2[None, :], h, USE_ASM)
+        h = fma2(o26, xo1[None, :], h, USE_ASM)
+        h = fma2(o04, xo3[None, :], h, USE_ASM)
+        return half2_sum(h, USE_ASM)
 
     @triton.jit
     def _store_row(y_ptr, r, B, N, stride_yb, rows, acc, rs, E4M3_CVT: tl.constexpr):
-        y = tl.sum(acc, axis=1) * (rs if E4M3_CVT else rs * 256.0)  # (see gemv_words._block_scales)
+        y = tl.sum(acc, axis=1) * (rs if E4M3_CVT else rs * 256.0)  # (see gemv_words.block_scales)
         tl.store(y_ptr + r * stride_yb + rows, y.to(y_ptr.dtype.element_ty), mask=rows < tl.where(r < B, N, 0))
 
     @triton.jit
@@ -67,7 +66,7 @@ if triton is not None:
         rows = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         row_ok = rows < N
         if PDL == 2:  # as the one-row kernel (launch.py): weights towards L2, then wait for the kernel before
-            _prefetch_block(packed_ptr, scale_ptr, pid_n, BLOCK_N, N, kw, nblk, prefetch)
+            prefetch_block(packed_ptr, scale_ptr, pid_n, BLOCK_N, N, kw, nblk, prefetch)
         pdl_entry(PDL, False)
         jj = tl.arange(0, BLOCK_W)
         jb = tl.arange(0, BLOCK_W // 2)
@@ -87,9 +86,9 @@ if triton is not None:
                 s = tl.load(scale_ptr + rows[:, None] * nblk + blk[None, :],
                             mask=row_ok[:, None] & (blk < nblk)[None, :], other=0, eviction_policy="evict_first")
             qe, qo = tl.split(tl.reshape(q.to(tl.uint32, bitcast=True), [BLOCK_N, BLOCK_W // 2, 2]))
-            e37, e26, e15, e04 = _unpack(qe, USE_ASM)
-            o37, o26, o15, o04 = _unpack(qo, USE_ASM)
-            sf = _block_scales(s, E4M3_CVT)
+            e37, e26, e15, e04 = unpack_word(qe, USE_ASM)
+            o37, o26, o15, o04 = unpack_word(qo, USE_ASM)
+            sf = block_scales(s, E4M3_CVT)
             acc0 += sf * _row_block(x2_ptr, w0, kw, e37, e26, e15, e04, o37, o26, o15, o04, BLOCK_N, BLOCK_W,
                                     USE_ASM)
             acc1 += sf * _row_block(x2_ptr + kw * 4, w0, tl.where(1 < B, kw, 0), e37, e26, e15, e04, o37, o26, o15, o04,
@@ -140,7 +139,7 @@ def nvfp4_gemv_rows(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = 
         key = (n, k, b)
         if key not in _rows_best:
             configs = [c for c in ROWS_CONFIGS if n % c[0] == 0 and kw % c[1] == 0]
-            _rows_best[key] = _time_configs(launch, configs or [(32, 16, 4, 1)],
-                                            _copies_beyond_l2((words, scales, w.row_scale)))
+            _rows_best[key] = time_configs(launch, configs or [(32, 16, 4, 1)],
+                                            copies_beyond_l2((words, scales, w.row_scale)))
         launch(*_rows_best[key])
     return out

@@ -28,14 +28,13 @@ from __future__ import annotations
 import torch
 
 from llmsize.measure.gemv_words import (
-    _copies_beyond_l2,
-    _split_workspace,
-    _time_configs,
+    split_workspace,
     check_rows,
     e4m3_cvt,
     word_operands,
 )
 from llmsize.measure.nvfp4 import Nvfp4Weight
+from llmsize.measure.tuner import copies_beyond_l2, time_configs
 
 try:  # triton is optional on the CPU (as in gemv.py)
     import triton
@@ -47,7 +46,7 @@ MAX_ROWS = 16  # activation rows padded to the dot's 16 columns
 
 if triton is not None:
     from llmsize.measure.acts import gelu_tanh_mul
-    from llmsize.measure.gemv_words import _prefetch_tile, _tile_rows
+    from llmsize.measure.gemv_words import prefetch_tile, tile_rows
     from llmsize.measure.launch import pdl_entry, pdl_exit
 
     @triton.jit
@@ -160,12 +159,12 @@ if triton is not None:
         nb = tl.cdiv(B, BLOCK_B)
         pid_n = pid // nb
         pid_b = pid % nb
-        rows, row_ok, i0 = _tile_rows(pid_n, N, inter, BLOCK_N, GLU)
+        rows, row_ok, i0 = tile_rows(pid_n, N, inter, BLOCK_N, GLU)
         k_lo = kz * kw_split
         k_hi = tl.minimum(kw, k_lo + kw_split)
         if PDL == 2:  # as the word kernels (launch.py): weights towards L2, then wait for the kernel before
             if pid_b == 0:
-                _prefetch_tile(packed_ptr, scale_ptr, pid_n, rows, row_ok, i0, N, inter, k_lo, k_hi, kw, nblk,
+                prefetch_tile(packed_ptr, scale_ptr, pid_n, rows, row_ok, i0, N, inter, k_lo, k_hi, kw, nblk,
                                prefetch, BLOCK_N, SPLIT, GLU)
         pdl_entry(PDL, False)
         A: tl.constexpr = BLOCK_W // 4  # groups of four words
@@ -283,7 +282,7 @@ def nvfp4_gemv_tc(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = No
         per = bn // 2 if glu else bn  # output rows a program
         kw_split = triton.cdiv(triton.cdiv(kw, split), bw) * bw  # whole tiles per split, the last one shorter
         split = triton.cdiv(kw, kw_split)
-        ws, cnt = _split_workspace(x.device, b, n) if split > 1 else (out, out)
+        ws, cnt = split_workspace(x.device, b, n) if split > 1 else (out, out)
         _gemv_tc[(triton.cdiv(n_out, per) * triton.cdiv(b, bb), split)](
             x, *mats, out, ws, cnt, b, n, k, kw, nblk, x.stride(0), out.stride(0), pf, kw_split, n // 2,
             BLOCK_N=bn, BLOCK_W=bw, BLOCK_B=bb,
@@ -304,8 +303,8 @@ def nvfp4_gemv_tc(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = No
         key = (n, k, b, glu)
         if key not in _tc_best:
             fit = [c for c in configs_for(b) if n_out % (c[0] // 2 if glu else c[0]) == 0 and kw % (c[1] * c[3]) == 0]
-            _tc_best[key] = _time_configs(launch, fit or [configs_for(b)[0]],
-                                          _copies_beyond_l2((words, scales, w.row_scale)))
+            _tc_best[key] = time_configs(launch, fit or [configs_for(b)[0]],
+                                          copies_beyond_l2((words, scales, w.row_scale)))
         launch(*_tc_best[key])
     return out
 
@@ -341,11 +340,23 @@ def nvfp4_gemv_batch(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None =
         return run(kinds[0])
     key = (n, k, b)
     if key not in _batch_choice:
-        mats = _copies_beyond_l2((w.packed, w.scales, w.row_scale))
+        mats = copies_beyond_l2((w.packed, w.scales, w.row_scale))
         copies = [w] + [Nvfp4Weight(*m) for m in mats[1:]]
         scratch_out = torch.empty((b, n), dtype=x.dtype, device=x.device)
         for kind in kinds:  # each kernel's own tile timing first (its first call), outside the comparison
             run(kind, o=scratch_out)
-        _batch_choice[key] = _time_configs(lambda kind, mats: run(kind, mats, scratch_out),
+        _batch_choice[key] = time_configs(lambda kind, mats: run(kind, mats, scratch_out),
                                            [(kind,) for kind in kinds], copies)[0]
     return run(_batch_choice[key])
+
+
+def chosen_kernels(batch: int) -> dict[str, str]:
+    """Per weight shape ("N x K", "GeGLU" where the gate | up epilogue ran) at this batch, the kernel the card
+    timed faster in nvfp4_gemv_batch ("rows", or "tc" with its tile: weight rows, words a step, warps, K
+    splits, and above 16 rows the activation rows a program, "b64")."""
+    out = {f"{n}x{k}": kind for (n, k, b), kind in sorted(_batch_choice.items()) if b == batch}
+    for (n, k, b, glu), (bn, bw, warps, split, bb) in sorted(_tc_best.items()):
+        name = f"{n}x{k}" + (" GeGLU" if glu else "")
+        if b == batch and out.get(name, "tc") == "tc":
+            out[name] = f"tc {bn}x{bw} w{warps} k{split}" + (f" b{bb}" if bb != ROW_BLOCK else "")
+    return out

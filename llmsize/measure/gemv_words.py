@@ -20,9 +20,9 @@ from __future__ import annotations
 import torch
 
 from llmsize.measure import scratch
-from llmsize.measure.gemv import nvfp4_linear_reference
 from llmsize.measure.launch import launch_opts, pdl_mode, prefetch_bytes
-from llmsize.measure.nvfp4 import BLOCK, Nvfp4Weight, quantize
+from llmsize.measure.nvfp4 import BLOCK, Nvfp4Weight
+from llmsize.measure.tuner import copies_beyond_l2, time_configs
 
 try:  # triton is optional on the CPU (as in gemv.py)
     import triton
@@ -74,12 +74,12 @@ if triton is not None:
         return r_lo | (r_hi << 16)
 
     @triton.jit
-    def _unpack(q, USE_ASM: tl.constexpr):
+    def unpack_word(q, USE_ASM: tl.constexpr):
         """A word's four fp16x2 pairs of codes, columns (3, 7), (2, 6), (1, 5), (0, 4). On the GPU as exact fp16
         values: three integer ops make the fp16 high bytes of the four high-nibble codes (sign | magnitude >> 3
         of Marlin's unpack, vllm csrc/quantization/marlin/dequant.h, on all four bytes at once), one and / one
         prmt split them into the pairs (3, 7) and (1, 5), q << 4 and the same for (2, 6) and (0, 4); each pair
-        x 2^14 (exact, the subnormal codes included). Under the interpreter as value x 2^-14 (_fma2 scales)."""
+        x 2^14 (exact, the subnormal codes included). Under the interpreter as value x 2^-14 (fma2 scales)."""
         if USE_ASM:
             return tl.inline_asm_elementwise(
                 asm="""{
@@ -109,8 +109,8 @@ if triton is not None:
             return _fp16_pairs(q)
 
     @triton.jit
-    def _fma2(p, x2, acc, USE_ASM: tl.constexpr):
-        """acc += p * x2 in two fp16 lanes (p from _unpack): one fma.rn.f16x2, or lane by lane."""
+    def fma2(p, x2, acc, USE_ASM: tl.constexpr):
+        """acc += p * x2 in two fp16 lanes (p from unpack_word): one fma.rn.f16x2, or lane by lane."""
         if USE_ASM:
             return tl.inline_asm_elementwise(asm="fma.rn.f16x2 $0, $1, $2, $3;", constraints="=r,r,r,r",
                                              args=[p, x2, acc], dtype=tl.uint32, is_pure=True, pack=1)
@@ -122,14 +122,14 @@ if triton is not None:
         """acc += the eight codes of word q times their activations, in two fp16 lanes: x_p holds the fp16 pair
         of columns (3 - p, 7 - p) (pack_x_pairs). About 19 instructions per eight weights once ptxas has
         scheduled the two asm blocks together (the same SASS as one block)."""
-        p37, p26, p15, p04 = _unpack(q, USE_ASM)
-        acc = _fma2(p37, x0, acc, USE_ASM)
-        acc = _fma2(p15, x2, acc, USE_ASM)
-        acc = _fma2(p26, x1, acc, USE_ASM)
-        return _fma2(p04, x3, acc, USE_ASM)
+        p37, p26, p15, p04 = unpack_word(q, USE_ASM)
+        acc = fma2(p37, x0, acc, USE_ASM)
+        acc = fma2(p15, x2, acc, USE_ASM)
+        acc = fma2(p26, x1, acc, USE_ASM)
+        return fma2(p04, x3, acc, USE_ASM)
 
     @triton.jit
-    def _x_pairs(xrow, w0, lim, BLOCK_W: tl.constexpr, MASKED: tl.constexpr):
+    def x_pairs(xrow, w0, lim, BLOCK_W: tl.constexpr, MASKED: tl.constexpr):
         """The packed activations of words w0 .. w0 + BLOCK_W (four fp16 pairs a word, pack_x_pairs' layout) in
         one vector load, split into the even words' pairs xe0..xe3 and the odd words' xo0..xo3, each
         [BLOCK_W / 2] (MASKED: words >= lim read as 0). Four loads of one pair each cost 12 more SASS
@@ -150,7 +150,7 @@ if triton is not None:
         return xe0, xe1, xe2, xe3, xo0, xo1, xo2, xo3
 
     @triton.jit
-    def _block_scales(s, E4M3_CVT: tl.constexpr):
+    def block_scales(s, E4M3_CVT: tl.constexpr):
         """E4M3 block scales (bytes) as fp32. E4M3_CVT: the hardware's e4m3x2 -> f16x2 conversion (sm_89 and up,
         and the interpreter; one instruction per two scales, exact for every E4M3 value; 21 SASS instructions
         fewer a loop than the bits). Else (sm_80) the bits moved into an fp16, sign | exponent-mantissa >> 1:
@@ -162,7 +162,7 @@ if triton is not None:
             return bits.to(tl.float16, bitcast=True).to(tl.float32)
 
     @triton.jit
-    def _half2_sum(acc, USE_ASM: tl.constexpr):
+    def half2_sum(acc, USE_ASM: tl.constexpr):
         """The two fp16 lanes of each 32-bit word, converted and added in fp32."""
         if USE_ASM:
             return tl.inline_asm_elementwise(
@@ -195,7 +195,7 @@ if triton is not None:
             prefetch_l2(scale_ptr + s_at, sbytes)
 
     @triton.jit
-    def _prefetch_block(packed_ptr, scale_ptr, pid_n, BLOCK_N: tl.constexpr, N, kw, nblk, nbytes):
+    def prefetch_block(packed_ptr, scale_ptr, pid_n, BLOCK_N: tl.constexpr, N, kw, nblk, nbytes):
         """Program pid_n's block of BLOCK_N whole rows (the last one shorter) towards L2."""
         row0 = pid_n * BLOCK_N
         _prefetch_rows(packed_ptr, scale_ptr, row0, tl.minimum(BLOCK_N, N - row0), kw, nblk, nbytes)
@@ -210,7 +210,7 @@ if triton is not None:
         prefetch_l2_each(scale_ptr + s_at, (rows * nblk + k_lo // 2 - s_at + nwords // 2) // 16 * 16)
 
     @triton.jit
-    def _tile_rows(pid_n, N, inter, BLOCK_N: tl.constexpr, GLU: tl.constexpr):
+    def tile_rows(pid_n, N, inter, BLOCK_N: tl.constexpr, GLU: tl.constexpr):
         """A row-block program's weight rows, which of them exist, and its first output row: BLOCK_N rows from
         pid_n * BLOCK_N, or (GLU, gate | up with N = 2 inter) BLOCK_N / 2 gate rows from i0 interleaved with
         the matching up rows."""
@@ -225,7 +225,7 @@ if triton is not None:
         return rows, row_ok, i0
 
     @triton.jit
-    def _prefetch_tile(packed_ptr, scale_ptr, pid_n, rows, row_ok, i0, N, inter, k_lo, k_hi, kw, nblk, prefetch,
+    def prefetch_tile(packed_ptr, scale_ptr, pid_n, rows, row_ok, i0, N, inter, k_lo, k_hi, kw, nblk, prefetch,
                        BLOCK_N: tl.constexpr, SPLIT: tl.constexpr, GLU: tl.constexpr):
         """Before the PDL wait (launch.py): the start of this program's weights towards L2 (they do not depend
         on the kernel before): each row's K segment (SPLIT), the gate and up row ranges (GLU), or the block."""
@@ -237,7 +237,7 @@ if triton is not None:
             _prefetch_rows(packed_ptr, scale_ptr, i0, nrows, kw, nblk, prefetch // 2)
             _prefetch_rows(packed_ptr, scale_ptr, inter + i0, nrows, kw, nblk, prefetch // 2)
         else:
-            _prefetch_block(packed_ptr, scale_ptr, pid_n, BLOCK_N, N, kw, nblk, prefetch)
+            prefetch_block(packed_ptr, scale_ptr, pid_n, BLOCK_N, N, kw, nblk, prefetch)
 
     @triton.jit
     def _epilogue(y, y_ptr, pack_ptr, b, rows, row_ok, i0, N, inter, stride_yb, BLOCK_N: tl.constexpr,
@@ -291,12 +291,12 @@ if triton is not None:
         pid_n = tl.program_id(0)
         b = tl.program_id(1)
         kz = tl.program_id(2)
-        rows, row_ok, i0 = _tile_rows(pid_n, N, inter, BLOCK_N, GLU)
+        rows, row_ok, i0 = tile_rows(pid_n, N, inter, BLOCK_N, GLU)
         k_lo = kz * kw_split
         k_hi = tl.minimum(kw, k_lo + kw_split)
         if PDL == 2:  # see launch.py: weights towards L2, then (pdl_entry) wait for the kernel before; the next
             # kernel is let in after the loop
-            _prefetch_tile(packed_ptr, scale_ptr, pid_n, rows, row_ok, i0, N, inter, k_lo, k_hi, kw, nblk, prefetch,
+            prefetch_tile(packed_ptr, scale_ptr, pid_n, rows, row_ok, i0, N, inter, k_lo, k_hi, kw, nblk, prefetch,
                            BLOCK_N, SPLIT_K > 1, GLU)
         pdl_entry(PDL, False)
         jj = tl.arange(0, BLOCK_W)
@@ -309,7 +309,7 @@ if triton is not None:
             if EVEN:  # weights are read once per step: first out of L2, before activations and the cache
                 q = tl.load(packed_ptr + rows[:, None] * kw + j[None, :], eviction_policy="evict_first")
                 s = tl.load(scale_ptr + rows[:, None] * nblk + blk[None, :], eviction_policy="evict_first")
-                xe0, xe1, xe2, xe3, xo0, xo1, xo2, xo3 = _x_pairs(xrow, w0, k_hi, BLOCK_W, False)
+                xe0, xe1, xe2, xe3, xo0, xo1, xo2, xo3 = x_pairs(xrow, w0, k_hi, BLOCK_W, False)
             else:
                 m = row_ok[:, None] & (j < k_hi)[None, :]
                 q = tl.load(packed_ptr + rows[:, None] * kw + j[None, :], mask=m, other=0,
@@ -317,17 +317,17 @@ if triton is not None:
                 s = tl.load(scale_ptr + rows[:, None] * nblk + blk[None, :],
                             mask=row_ok[:, None] & (2 * blk < k_hi)[None, :], other=0,
                             eviction_policy="evict_first")
-                xe0, xe1, xe2, xe3, xo0, xo1, xo2, xo3 = _x_pairs(xrow, w0, k_hi, BLOCK_W, True)
+                xe0, xe1, xe2, xe3, xo0, xo1, xo2, xo3 = x_pairs(xrow, w0, k_hi, BLOCK_W, True)
             # the two words of a 16-column block in one fp16x2 accumulator (eight products per lane), then fp32
             qe, qo = tl.split(tl.reshape(q.to(tl.uint32, bitcast=True), [BLOCK_N, BLOCK_W // 2, 2]))
             h = _word_fma(qe, xe0[None, :], xe1[None, :], xe2[None, :], xe3[None, :],
                           tl.zeros([BLOCK_N, BLOCK_W // 2], dtype=tl.uint32), USE_ASM)
             h = _word_fma(qo, xo0[None, :], xo1[None, :], xo2[None, :], xo3[None, :], h, USE_ASM)
-            ws = _half2_sum(h, USE_ASM)  # per block
-            acc += ws * _block_scales(s, E4M3_CVT)
+            ws = half2_sum(h, USE_ASM)  # per block
+            acc += ws * block_scales(s, E4M3_CVT)
         pdl_exit(PDL)  # this program's weights are read: the next kernel may start
         rs = tl.load(row_scale_ptr + rows, mask=row_ok, other=0.0)
-        y = tl.sum(acc, axis=1) * (rs if E4M3_CVT else rs * 256.0)  # (see _block_scales)
+        y = tl.sum(acc, axis=1) * (rs if E4M3_CVT else rs * 256.0)  # (see block_scales)
         if SPLIT_K > 1:
             slot = ws_ptr + b * N + rows
             tl.atomic_add(slot, y, mask=row_ok, sem="relaxed")
@@ -359,7 +359,7 @@ if triton is not None:
 WORDS_CONFIGS = ((32, 32, 4, 1, 1), (64, 32, 8, 1, 1), (32, 32, 4, 3, 1), (64, 32, 8, 3, 1), (32, 32, 4, 3, 3),
                  (32, 32, 4, 3, 4), (32, 64, 4, 3, 2), (32, 32, 4, 3, 8), (32, 32, 4, 3, 12), (16, 32, 4, 3, 4))
 _words_best: dict[tuple, tuple[int, int, int, int, int]] = {}
-def _split_workspace(device, b: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+def split_workspace(device, b: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The fp32 partial sums [B, N] and row-block counters of the split-K GEMV (scratch: left zeroed by each
     call's last programs; shared by the GEMVs of the same B and N, which the step runs one after another)."""
     return (scratch.zeroed("split-K sums", device, (b, n), torch.float32),
@@ -389,7 +389,7 @@ def word_operands(w: Nvfp4Weight, device) -> tuple:
 
 
 def e4m3_cvt(device) -> bool:
-    """Whether the word kernels convert block scales with the e4m3 conversion instruction (_block_scales): on
+    """Whether the word kernels convert block scales with the e4m3 conversion instruction (block_scales): on
     GPUs of compute capability 8.9 and up, and under the interpreter."""
     return device.type != "cuda" or torch.cuda.get_device_capability(device) >= (8, 9)
 
@@ -464,7 +464,7 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
         kw_split = triton.cdiv(triton.cdiv(kw, split), bw) * bw  # whole tiles per split, the last one shorter
         split = triton.cdiv(kw, kw_split)
         even = rows % per == 0 and kw % kw_split == 0 and kw_split % bw == 0
-        ws, cnt = _split_workspace(x2.device, b, n) if split > 1 else (out, out)
+        ws, cnt = split_workspace(x2.device, b, n) if split > 1 else (out, out)
         _gemv_words[(triton.cdiv(rows, per), b, split)](
             x2, *mats, out, pack_view, ws, cnt, *norm_args, n, kw, nblk, out.stride(0), pf, n_out, kw_split, eps,
             BLOCK_N=bn, BLOCK_W=bw, EVEN=even, USE_ASM=use_asm, E4M3_CVT=cvt, GLU=glu, PACK=pack, STAGES=stages,
@@ -485,8 +485,8 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
             per = (lambda c: c[0] // 2) if glu else (lambda c: c[0])
             configs = [c for c in WORDS_CONFIGS if n_out % per(c) == 0 and kw % (c[1] * c[4]) == 0
                        and not (c[3] > 1 and "stages" in words_off) and not (c[4] > 1 and "split" in words_off)]
-            _words_best[key] = _time_configs(launch, configs or [(32, 16, 4, 1, 1)],
-                                             _copies_beyond_l2((words, scales, w.row_scale)))
+            _words_best[key] = time_configs(launch, configs or [(32, 16, 4, 1, 1)],
+                                             copies_beyond_l2((words, scales, w.row_scale)))
         launch(*_words_best[key])
     if norm is not None:
         return x_out, (h_packed if norm[5] else h)
@@ -498,112 +498,11 @@ def _norm_counters(device, b: int) -> torch.Tensor:
     return scratch.zeroed("residual-norm counters", device, (b,), torch.int32)
 
 
-_words_checked: dict[str, bool] = {}
-_features_checked: set[tuple[str, str]] = set()  # (device, path) of the optional paths checked so far
-# the word kernel's optional paths, each self-checked on the card; one that fails there is left out (its
-# configurations not timed, or the tensor-core kernel for 2-4 rows) instead of giving up the whole kernel
+# the word kernel's optional paths, each self-checked on the card (llmsize.measure.selfcheck.words_kernel_ok); one
+# that fails there is left out (its configurations not timed, or the tensor-core kernel for 2-4 rows) instead of
+# giving up the whole kernel
 WORDS_FEATURES = {"stages": "pipelined loads", "split": "split over K", "rows": "2-4 rows in one pass",
                   "tc": "2-16 rows on the tensor cores", "wide": "17-256 rows on the tensor cores"}
 words_off: set[str] = set()
-
-
 BATCH_FEATURES = ("rows", "tc", "wide")  # used only at 2 rows and more: checked only when a run decodes a batch
 WIDE_FEATURES = ("wide",)  # used only above 16 rows: checked only when a run decodes such a batch
-
-
-def words_kernel_ok(device, batch: int = 1) -> bool:
-    """Whether the word kernel's PTX computes what the reference does on this GPU: checked once per device on a
-    small random matrix (every code, real scales) before `--gemv auto` trusts it for batch 1; then each optional
-    path (pipelined, split over K; with batch > 1 also the several-row version in gemv_rows and the tensor-core
-    one in gemv_tc; above 16 rows its row blocks), each once per device, any that fails going to `words_off`."""
-    key = str(device)
-    try:
-        gen = torch.Generator(device=device).manual_seed(0)
-        w = quantize(torch.randn(256, 512, device=device, generator=gen) * 0.05)
-        x = torch.randn(1, 512, device=device, generator=gen).to(torch.bfloat16)
-        x16 = torch.randn(16, 512, device=device, generator=gen).to(torch.bfloat16)
-        want = nvfp4_linear_reference(x.float(), w)
-
-        def close(got, ref=want):
-            return bool(torch.allclose(got.float(), ref, rtol=2e-2, atol=2e-2))
-
-        def rows_ok():
-            from llmsize.measure.gemv_rows import nvfp4_gemv_rows  # (it imports this module)
-            return all(close(nvfp4_gemv_rows(x16[:r], w, block_n=32, block_w=16),
-                             nvfp4_linear_reference(x16[:r].float(), w)) for r in (2, 3, 4))
-
-        def tc_ok():
-            from llmsize.measure.gemv_tc import nvfp4_gemv_tc  # (it imports this module)
-
-            def geglu_ref(r):  # w as gate | up (128 + 128 rows)
-                y = nvfp4_linear_reference(x16[:r].float(), w)
-                return torch.nn.functional.gelu(y[:, :128], approximate="tanh") * y[:, 128:]
-            return all(close(nvfp4_gemv_tc(x16[:r], w, block_n=bn, block_w=16, split_k=split),
-                             nvfp4_linear_reference(x16[:r].float(), w))
-                       for r in (2, 5, 16) for bn in (64, 128) for split in (1, 4, 4)) and all(  # (twice: zeroed)
-                close(nvfp4_gemv_tc(x16[:r], w, block_n=64, block_w=16, split_k=split, glu=True), geglu_ref(r))
-                for r in (2, 16) for split in (1, 4))
-
-        def wide_ok():  # 40 rows: two row blocks of 32 (the second ragged) or one of 64, 128 (mostly padding)
-            from llmsize.measure.gemv_tc import nvfp4_gemv_tc
-            x40 = torch.randn(40, 512, device=device, generator=gen).to(torch.bfloat16)
-            want40 = nvfp4_linear_reference(x40.float(), w)
-            y = nvfp4_gemv_tc(x40, w, block_n=64, block_w=16, glu=True, block_b=32)
-            glu40 = torch.nn.functional.gelu(want40[:, :128], approximate="tanh") * want40[:, 128:]
-            return close(y, glu40) and all(
-                close(nvfp4_gemv_tc(x40, w, block_n=bn, block_w=16, split_k=split, block_b=bb, num_warps=warps),
-                      want40)
-                for bn, bb, warps in ((64, 32, 4), (128, 64, 8), (128, 128, 8)) for split in (1, 4, 4))
-
-        if key not in _words_checked:
-            _words_checked[key] = close(nvfp4_gemv_words(x, w, block_n=32, block_w=16))
-        paths = {"stages": lambda: close(nvfp4_gemv_words(x, w, block_n=32, block_w=16, stages=3)),
-                 # twice: the split path must leave its workspace zeroed
-                 "split": lambda: all(close(nvfp4_gemv_words(x, w, block_n=32, block_w=16, split_k=4))
-                                      for _ in range(2)),
-                 "rows": rows_ok, "tc": tc_ok, "wide": wide_ok}
-        for name, check in paths.items():
-            if (key, name) in _features_checked or (name in BATCH_FEATURES and batch < 2) or (
-                    name in WIDE_FEATURES and batch <= 16):
-                continue
-            try:
-                good = _words_checked[key] and check()
-            except Exception:
-                good = False
-            _features_checked.add((key, name))
-            if not good:
-                words_off.add(name)
-    except Exception:  # PTX the card's driver refuses, say: the byte kernel it is
-        _words_checked[key] = False
-    return _words_checked[key]
-
-
-L2_DEFEAT_BYTES = 192 * 2 ** 20  # three times the H200's 60 MiB L2 (shared/reference/h200-measurements.md)
-
-
-def _copies_beyond_l2(mats: tuple[torch.Tensor, ...]) -> list[tuple[torch.Tensor, ...]]:
-    """The weight and enough clones of it that cycling through them reads from DRAM, as the decode step does
-    (each matrix once per token), not from L2: timing one 9 MB matrix over and over would time L2."""
-    nbytes = sum(t.numel() * t.element_size() for t in mats)
-    n = min(64, max(1, -(-L2_DEFEAT_BYTES // nbytes)))
-    return [mats] + [tuple(t.clone() for t in mats) for _ in range(n - 1)]
-
-
-def _time_configs(launch, configs, copies):
-    """Fastest of `configs` by CUDA events, each launch on the next of `copies` (DRAM-bound, as in the decode
-    step); called once per shape, before any graph capture."""
-    best, best_t = configs[0], float("inf")
-    reps = max(10, len(copies))
-    for cfg in configs:
-        for i in range(3):
-            launch(*cfg, mats=copies[i % len(copies)])
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for i in range(reps):
-            launch(*cfg, mats=copies[i % len(copies)])
-        end.record()
-        end.synchronize()
-        t = start.elapsed_time(end)
-        if t < best_t:
-            best, best_t = cfg, t
-    return best

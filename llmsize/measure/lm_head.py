@@ -232,13 +232,13 @@ def lm_head_greedy(h: torch.Tensor, embed: torch.Tensor, cap: float, token: torc
     else:
         key = (v, k, embed.dtype)
         if key not in _best_config:
-            from llmsize.measure.gemv_words import _copies_beyond_l2, _time_configs
+            from llmsize.measure.tuner import copies_beyond_l2, time_configs
 
             # timed on a spare token and position: the real ones must not move while configs are tried
             spare = (token.clone(), None if pos is None else pos.clone())
             configs = [c for c in LM_HEAD_CONFIGS if c[1] <= triton.next_power_of_2(k)]
-            _best_config[key] = _time_configs(lambda *c, mats: launch(*c, mats=mats, out=spare), configs,
-                                              _copies_beyond_l2((embed,)))
+            _best_config[key] = time_configs(lambda *c, mats: launch(*c, mats=mats, out=spare), configs,
+                                              copies_beyond_l2((embed,)))
         launch(*_best_config[key])
     return logits
 

@@ -11,7 +11,7 @@ import math
 import torch
 
 from llmsize.measure import nvfp4
-from llmsize.measure.gemma4 import FULL, SLIDING, Gemma4Weights, qkv_sizes
+from llmsize.measure.gemma4 import FULL, SLIDING, Gemma4Weights, apply_rope, qkv_sizes, rms_norm
 
 
 def _f32(w) -> torch.Tensor:
@@ -82,3 +82,19 @@ def forward(weights: Gemma4Weights, tokens: list[int]) -> torch.Tensor:
         x = (x + _norm(m, layer.post_ffn_norm, eps)) * layer.layer_scalar.float()
     logits = _norm(x, weights.final_norm, eps) @ embed.T
     return cfg.final_softcap * torch.tanh(logits / cfg.final_softcap)
+
+
+def attention_reference(qkv, q_norm, k_norm, cos, sin, pos: int, kc, vc, num_heads, k_off, v_off, eps):
+    """What `attention` computes, in the eager step's ops (rms_norm, apply_rope, a masked softmax in fp32):
+    the caches with this position's K and V written (copies) and the output [B, heads * hd] in fp32."""
+    b, kvh, slots, hd = kc.shape
+    q = apply_rope(rms_norm(qkv[:, :k_off].view(b, num_heads, hd), q_norm, eps), cos[pos], sin[pos])
+    kc, vc = kc.clone(), vc.clone()
+    kc[:, :, pos % slots] = apply_rope(rms_norm(qkv[:, k_off:k_off + kvh * hd].view(b, kvh, hd), k_norm, eps),
+                                       cos[pos], sin[pos])
+    vc[:, :, pos % slots] = rms_norm(qkv[:, v_off:v_off + kvh * hd].view(b, kvh, hd), None, eps)
+    qg = q.view(b, kvh, num_heads // kvh, hd).float()
+    sc = torch.einsum("bgqd,bgsd->bgqs", qg, kc.float())
+    sc = sc.masked_fill(torch.arange(slots, device=kc.device) > pos, float("-inf"))  # slots past pos: empty
+    out = torch.einsum("bgqs,bgsd->bgqd", torch.softmax(sc, -1), vc.float()).reshape(b, num_heads * hd)
+    return kc, vc, out

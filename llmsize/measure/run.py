@@ -270,9 +270,9 @@ def measure(o: MeasureOptions, progress=None) -> dict:
             BATCH_FEATURES,
             WIDE_FEATURES,
             WORDS_FEATURES,
-            words_kernel_ok,
             words_off,
         )
+        from llmsize.measure.selfcheck import words_kernel_ok
         checks["words kernel"] = words_kernel_ok(device, o.batch)  # (asked for by name: used anyway, its optional
         if gemv == "auto":  # paths still checked)
             gemv = "words" if checks["words kernel"] else "triton"
@@ -298,7 +298,7 @@ def measure(o: MeasureOptions, progress=None) -> dict:
 
     fused, fold = o.fused, True
     if fused is None:  # the fused step on a GPU, once it has reproduced the eager step there (not under
-        from llmsize.measure.fused import fused_step_ok  # --compile, which fuses the eager step its own way)
+        from llmsize.measure.selfcheck import fused_step_ok  # --compile, which fuses the eager step its own way)
         fused = cuda and not o.compile and fused_step_ok(device, gemv)
         if cuda and not o.compile and gemv == "words":  # with the word kernel the check covers the GEMVs'
             checks["fused step, GEMV epilogues"] = fused  # GeGLU / residual-norm epilogues too: if that failed,
@@ -309,7 +309,7 @@ def measure(o: MeasureOptions, progress=None) -> dict:
             checks["fused step"] = fused
     fold_combine = True
     if cuda and fused:  # the attention over several cache slices, which the fused-step check's toy model lacks
-        from llmsize.measure.fused import attention_ok
+        from llmsize.measure.selfcheck import attention_ok
         checks["attention over cache slices"] = attention_ok(device, fold_combine=False)
         if not checks["attention over cache slices"] and o.fused is None:
             fused = False  # its combine is the fused step's: the eager step it is (unless --fused asked for it)
@@ -439,7 +439,7 @@ def measure(o: MeasureOptions, progress=None) -> dict:
                 "cuda_graph": cuda, "compiled": o.compile, "fused": fused,
                 "fused_epilogues": bool(fused and fold and gemv == "words" and o.batch == 1),
                 "combine_folded": bool(fused and fold and fold_combine), "lm_head": lm_head,
-                "batch_kernels": _batch_kernels(gemv, o.batch),
+                "batch_kernels": batch_kernels(gemv, o.batch),
                 **(_launch_settings(device) if cuda else {"pdl": False}), "self_checks": checks,
                 "interrupted": interrupted, "seed": o.seed,
                 "build_s": build_s, "memory_estimate_bytes": need,
@@ -458,20 +458,14 @@ def measure(o: MeasureOptions, progress=None) -> dict:
     }
 
 
-def _batch_kernels(gemv: str, batch: int) -> dict | None:
-    """With the word kernels at 2-256 rows: per weight shape ("N x K", "GeGLU" where the gate | up epilogue ran),
-    the kernel the card timed faster in gemv_tc.nvfp4_gemv_batch ("rows", or "tc" with its tile: weight rows,
-    words a step, warps, K splits, and above 16 rows the activation rows a program, "b64"); None otherwise."""
+def batch_kernels(gemv: str, batch: int) -> dict | None:
+    """With the word kernels at 2-256 rows, the kernel each weight shape got (gemv_tc.chosen_kernels); None
+    otherwise."""
     if gemv != "words" or batch < 2:
         return None
     from llmsize.measure import gemv_tc
 
-    out = {f"{n}x{k}": kind for (n, k, b), kind in sorted(gemv_tc._batch_choice.items()) if b == batch}
-    for (n, k, b, glu), (bn, bw, warps, split, bb) in sorted(gemv_tc._tc_best.items()):
-        name = f"{n}x{k}" + (" GeGLU" if glu else "")
-        if b == batch and out.get(name, "tc") == "tc":
-            out[name] = f"tc {bn}x{bw} w{warps} k{split}" + (f" b{bb}" if bb != gemv_tc.ROW_BLOCK else "")
-    return out
+    return gemv_tc.chosen_kernels(batch)
 
 
 def _capture_step(torch, decode_step, device):

@@ -119,23 +119,23 @@ def test_fused_bf16_step_close_to_the_eager_one():
 def test_words_kernel_on_gemma_shapes(n, k):
     """The fp16x2 PTX of the word kernel (its CPU tests run a lane-by-lane emulation) against the reference,
     the autotuned path included."""
-    from llmsize.measure import gemv, gemv_words, nvfp4
+    from llmsize.measure import gemv, gemv_words, nvfp4, selfcheck
     torch.manual_seed(n)
     w = nvfp4.quantize(torch.randn(n, k, device="cuda") / k ** 0.5)
     x = torch.randn(1, k, device="cuda", dtype=torch.bfloat16)
     want = gemv.nvfp4_linear_reference(x.float(), w)
     torch.testing.assert_close(gemv_words.nvfp4_gemv_words(x, w).float(), want, rtol=2e-2, atol=2e-2)
-    assert gemv_words.words_kernel_ok(torch.device("cuda"))
+    assert selfcheck.words_kernel_ok(torch.device("cuda"))
 
 
 def test_word_family_self_checks_pass_on_the_card():
     """What `llmsize measure` checks before using the word kernels: the one-row kernel and every optional path
     (pipelined, split over K, several rows, tensor cores, their row blocks above 16 rows); none may be left out
     on a Hopper card."""
-    from llmsize.measure import gemv_words
-    assert gemv_words.words_kernel_ok(torch.device("cuda"), batch=64)
+    from llmsize.measure import gemv_words, selfcheck
+    assert selfcheck.words_kernel_ok(torch.device("cuda"), batch=64)
     assert gemv_words.words_off == set()
-    assert {name for _, name in gemv_words._features_checked} == set(gemv_words.WORDS_FEATURES)
+    assert {name for _, name in selfcheck._features_checked} == set(gemv_words.WORDS_FEATURES)
 
 
 def test_words_kernel_decodes_every_code_on_the_gpu():
@@ -289,8 +289,8 @@ def test_attention_combine_folded_on_a_sliding_layer():
     """Gemma 4 12B's sliding layer (8 KV heads x 256, 1,024 slots: 32 slices per head, 64 KiB of partials a
     group): the combine folded into the split kernel's last slice gives the combine kernel's output bit for bit,
     call after call (its counters re-zeroed); and measure's self-checks for both paths pass on this card."""
-    from llmsize.measure import fused
-    assert fused.attention_ok(torch.device("cuda"), False) and fused.attention_ok(torch.device("cuda"), True)
+    from llmsize.measure import fused, selfcheck
+    assert selfcheck.attention_ok(torch.device("cuda"), False) and selfcheck.attention_ok(torch.device("cuda"), True)
     torch.manual_seed(0)
     nh, kvh, hd, slots = 16, 8, 256, 1024
     qkv = torch.randn(1, (nh + 2 * kvh) * hd, device="cuda").to(torch.bfloat16)

@@ -293,8 +293,8 @@ def test_fused_attention_splits_and_batch_rows(k_eq_v, chunk, fold, split):
         p = torch.tensor([pos])
         got = fused.attention(qkv, qn, kn, cos, sin, p, kc, vc, nh, k_off, v_off, eps, split=split, block_s=16,
                               combine_chunk=chunk, fold_combine=fold)  # 2: the three slices in two steps
-        want_kc, want_vc, want = fused.attention_reference(qkv, qn, kn, cos, sin, pos, want_kc, want_vc, nh, k_off,
-                                                           v_off, eps)
+        want_kc, want_vc, want = reference.attention_reference(qkv, qn, kn, cos, sin, pos, want_kc, want_vc, nh,
+                                                               k_off, v_off, eps)
         torch.testing.assert_close(kc, want_kc, rtol=1e-6, atol=1e-6)
         torch.testing.assert_close(vc, want_vc, rtol=1e-6, atol=1e-6)
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
@@ -305,13 +305,13 @@ def test_attention_self_check_passes_and_catches_an_early_combine(monkeypatch):
     """The check measure runs on the card for the attention over several slices (the fused-step check's toy
     model has one slice a layer): passes both ways; with the folded combine's counters starting at one, a slice
     combines before the last partials are in, and the check says so (the combine kernel path is unaffected)."""
-    from llmsize.measure import fused
-    monkeypatch.setattr(fused, "_attn_checked", {})
-    assert fused.attention_ok(torch.device("cpu"), True) and fused.attention_ok(torch.device("cpu"), False)
+    from llmsize.measure import fused, selfcheck
+    monkeypatch.setattr(selfcheck, "_attn_checked", {})
+    assert selfcheck.attention_ok(torch.device("cpu"), True) and selfcheck.attention_ok(torch.device("cpu"), False)
     monkeypatch.setattr(fused, "_combine_counters", lambda device, n: torch.ones(n, dtype=torch.int32))
-    monkeypatch.setattr(fused, "_attn_checked", {})
-    assert not fused.attention_ok(torch.device("cpu"), True)
-    assert fused.attention_ok(torch.device("cpu"), False)
+    monkeypatch.setattr(selfcheck, "_attn_checked", {})
+    assert not selfcheck.attention_ok(torch.device("cpu"), True)
+    assert selfcheck.attention_ok(torch.device("cpu"), False)
 
 
 @pytest.mark.skipif(not triton_available(), reason="triton not installed")
@@ -332,10 +332,10 @@ def test_decode_through_the_words_kernel_matches_reference():
 
 
 def test_words_self_check_passes_on_the_interpreter(monkeypatch):
-    from llmsize.measure import gemv_rows, gemv_tc, gemv_words
+    from llmsize.measure import gemv_rows, gemv_tc, gemv_words, selfcheck
     cpu = torch.device("cpu")
-    monkeypatch.setattr(gemv_words, "_words_checked", {})
-    monkeypatch.setattr(gemv_words, "_features_checked", set())
+    monkeypatch.setattr(selfcheck, "_words_checked", {})
+    monkeypatch.setattr(selfcheck, "_features_checked", set())
     monkeypatch.setattr(gemv_words, "words_off", set())
     calls = []
     real_tc = gemv_tc.nvfp4_gemv_tc
@@ -344,17 +344,17 @@ def test_words_self_check_passes_on_the_interpreter(monkeypatch):
         calls.append(1)
         return real_tc(*a, **kw)
     monkeypatch.setattr(gemv_tc, "nvfp4_gemv_tc", counted)
-    assert gemv_words.words_kernel_ok(cpu) and gemv_words.words_off == set()
+    assert selfcheck.words_kernel_ok(cpu) and gemv_words.words_off == set()
     assert not calls  # batch 1: the batch kernels are not checked (nor compiled, on a card)
-    assert gemv_words.words_kernel_ok(cpu, batch=4) and gemv_words.words_off == set() and calls
+    assert selfcheck.words_kernel_ok(cpu, batch=4) and gemv_words.words_off == set() and calls
     # a path that fails on the card is left out, not the whole kernel: here the several-row version
-    monkeypatch.setattr(gemv_words, "_words_checked", {})
-    monkeypatch.setattr(gemv_words, "_features_checked", set())
+    monkeypatch.setattr(selfcheck, "_words_checked", {})
+    monkeypatch.setattr(selfcheck, "_features_checked", set())
 
     def broken(x, w, **kw):
         return torch.zeros(x.shape[0], w.shape[0])
     monkeypatch.setattr(gemv_rows, "nvfp4_gemv_rows", broken)
-    assert gemv_words.words_kernel_ok(cpu, batch=2) and gemv_words.words_off == {"rows"}
+    assert selfcheck.words_kernel_ok(cpu, batch=2) and gemv_words.words_off == {"rows"}
     def must_not_run(x, w, **kw):
         raise AssertionError("the several-row kernel ran after failing its self-check")
     monkeypatch.setattr(gemv_rows, "nvfp4_gemv_rows", must_not_run)
@@ -393,7 +393,7 @@ def test_packed_outputs_equal_pack_x_pairs():
 def test_fused_step_self_check_passes_on_the_interpreter():
     """The check `llmsize measure` runs before using the fused step by default: eager and fused decodes of the
     toy model agree (here through the interpreter; on a GPU through the compiled kernels)."""
-    from llmsize.measure.fused import fused_step_ok
+    from llmsize.measure.selfcheck import fused_step_ok
     assert fused_step_ok(torch.device("cpu"))
 
 
@@ -404,11 +404,11 @@ def test_fused_step_self_check_with_the_word_kernel_passes_and_catches_a_wrong_e
     (gate and up swapped). A two-layer toy model (one sliding, one full) keeps the interpreter quick."""
     import dataclasses
 
-    from llmsize.measure import fused, gemv_words, nvfp4
+    from llmsize.measure import gemv_words, nvfp4, selfcheck
     small = dataclasses.replace(gemma4.GEMMA4_TINY, layer_types=(gemma4.SLIDING, gemma4.FULL))
     monkeypatch.setattr(gemma4, "GEMMA4_TINY", small)
-    monkeypatch.setattr(fused, "_step_checked", {})
-    assert fused.fused_step_ok(torch.device("cpu"), "words")
+    monkeypatch.setattr(selfcheck, "_step_checked", {})
+    assert selfcheck.fused_step_ok(torch.device("cpu"), "words")
     real = gemv_words.nvfp4_gemv_words
 
     def swapped(x, w, *args, glu=False, **kw):  # gelu(up) * gate instead of gelu(gate) * up
@@ -418,10 +418,10 @@ def test_fused_step_self_check_with_the_word_kernel_passes_and_catches_a_wrong_e
                                   torch.cat([w.row_scale[n:], w.row_scale[:n]]))
         return real(x, w, *args, glu=glu, **kw)
     monkeypatch.setattr(gemma4, "nvfp4_gemv_words", swapped)
-    monkeypatch.setattr(fused, "_step_checked", {})
-    assert not fused.fused_step_ok(torch.device("cpu"), "words")
+    monkeypatch.setattr(selfcheck, "_step_checked", {})
+    assert not selfcheck.fused_step_ok(torch.device("cpu"), "words")
     # without the folded epilogues the fused step does not use the broken one: what measure falls back to
-    assert fused.fused_step_ok(torch.device("cpu"), "words", fold=False)
+    assert selfcheck.fused_step_ok(torch.device("cpu"), "words", fold=False)
 
 
 @pytest.mark.skipif(not triton_available(), reason="triton not installed")

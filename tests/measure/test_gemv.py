@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from llmsize.measure import gemv, gemv_words, nvfp4
+from llmsize.measure import gemv, gemv_words, nvfp4, tuner
 
 pytestmark = pytest.mark.skipif(not gemv.triton_available(), reason="triton not installed")
 
@@ -155,7 +155,7 @@ def test_words_split_k_equals_one_pass(n, k, batch, block_n, block_w, split_k, g
                                            stages=stages) for _ in range(2)]
         assert torch.equal(got[0], got[1])
         torch.testing.assert_close(got[0], one, rtol=1e-5, atol=1e-5)
-    ws, cnt = gemv_words._split_workspace(x.device, batch, n)
+    ws, cnt = gemv_words.split_workspace(x.device, batch, n)
     assert not ws.any() and not cnt.any()
 
 
@@ -207,13 +207,13 @@ def test_pack_x_pairs_order_and_clamp():
 def test_timing_cycles_through_copies_beyond_l2(monkeypatch):
     """The per-shape timing reads a different copy of the matrix each launch, enough copies to exceed L2 several
     times (one small matrix timed over and over would be served by L2 and pick the wrong tiles)."""
-    monkeypatch.setattr(gemv_words, "L2_DEFEAT_BYTES", 10_000)
+    monkeypatch.setattr(tuner, "L2_DEFEAT_BYTES", 10_000)
     mats = (torch.zeros(10, 100, dtype=torch.int32), torch.zeros(10, 50, dtype=torch.uint8), torch.ones(10))
-    copies = gemv_words._copies_beyond_l2(mats)  # 4,540 bytes each: 3 copies pass 10,000
+    copies = tuner.copies_beyond_l2(mats)  # 4,540 bytes each: 3 copies pass 10,000
     assert len(copies) == 3 and copies[0] is mats
     assert all(torch.equal(a, b) and a.data_ptr() != b.data_ptr() for c in copies[1:] for a, b in zip(c, mats))
-    monkeypatch.setattr(gemv_words, "L2_DEFEAT_BYTES", 10 ** 9)
-    assert len(gemv_words._copies_beyond_l2(mats)) == 64  # capped
+    monkeypatch.setattr(tuner, "L2_DEFEAT_BYTES", 10 ** 9)
+    assert len(tuner.copies_beyond_l2(mats)) == 64  # capped
 
 
 @pytest.mark.parametrize("n, k, batch, block_n, block_w", [

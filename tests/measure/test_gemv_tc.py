@@ -47,7 +47,7 @@ def test_tc_split_k_equals_one_pass(n, k, batch, block_n, block_w, split_k, bloc
     for _ in range(2):
         got = gemv_tc.nvfp4_gemv_tc(x, w, block_n=block_n, block_w=block_w, split_k=split_k, block_b=block_b)
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
-    ws, cnt = gemv_words._split_workspace(torch.device("cpu"), batch, n)
+    ws, cnt = gemv_words.split_workspace(torch.device("cpu"), batch, n)
     assert not ws.any() and not cnt.any()
 
 

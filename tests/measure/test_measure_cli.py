@@ -257,7 +257,7 @@ def test_batch_kernels_name_what_the_card_timed(monkeypatch):
     """run.batch_kernels: per shape the kernel nvfp4_gemv_batch kept (rows) or the tensor-core tile, the
     GeGLU pass named apart; only the run's batch, and nothing at batch 1 or without the word kernels."""
     from llmsize.measure import gemv_tc
-    from llmsize.measure.run import _batch_kernels
+    from llmsize.measure.run import batch_kernels
     monkeypatch.setattr(gemv_tc, "_batch_choice", {(3840, 4096, 4): "rows", (8192, 3840, 4): "tc",
                                                    (8192, 3840, 16): "tc"})
     monkeypatch.setattr(gemv_tc, "_tc_best", {(3840, 4096, 4, False): (128, 16, 4, 4, 16),
@@ -265,10 +265,10 @@ def test_batch_kernels_name_what_the_card_timed(monkeypatch):
                                               (30720, 3840, 4, True): (256, 16, 8, 1, 16),
                                               (8192, 3840, 16, False): (128, 16, 4, 1, 16),
                                               (8192, 3840, 64, False): (128, 16, 8, 1, 64)})
-    assert _batch_kernels("words", 4) == {"3840x4096": "rows", "8192x3840": "tc 64x16 w4 k2",
+    assert batch_kernels("words", 4) == {"3840x4096": "rows", "8192x3840": "tc 64x16 w4 k2",
                                           "30720x3840 GeGLU": "tc 256x16 w8 k1"}
-    assert _batch_kernels("words", 64) == {"8192x3840": "tc 128x16 w8 k1 b64"}  # (above 16: rows a program)
-    assert _batch_kernels("words", 1) is None and _batch_kernels("triton", 4) is None
+    assert batch_kernels("words", 64) == {"8192x3840": "tc 128x16 w8 k1 b64"}  # (above 16: rows a program)
+    assert batch_kernels("words", 1) is None and batch_kernels("triton", 4) is None
 
 
 @pytest.mark.parametrize("var, value", [("LLMSIZE_PDL", "yes"), ("LLMSIZE_PREFETCH_KB", "4096"),

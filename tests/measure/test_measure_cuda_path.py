@@ -132,9 +132,9 @@ def test_the_gpu_path_runs_end_to_end(fake_cuda, batch, tmp_path, run_cli):
 
 
 def test_config_timing_keeps_the_fastest(monkeypatch):
-    """gemv_words._time_configs, which every kernel's first call per shape runs on a GPU: each configuration
+    """tuner.time_configs, which every kernel's first call per shape runs on a GPU: each configuration
     launched on the weight copies in turn (warm-up, then timed between two CUDA events), the fastest kept."""
-    from llmsize.measure import gemv_words
+    from llmsize.measure import tuner
     monkeypatch.setattr(torch.cuda, "Event", _Event)
     seen = []
 
@@ -142,7 +142,7 @@ def test_config_timing_keeps_the_fastest(monkeypatch):
         seen.append((bn, mats))
         time.sleep(cost_s)
     configs = [(32, 0.002), (64, 0.0), (16, 0.004)]
-    best = gemv_words._time_configs(launch, configs, copies=["w0", "w1", "w2"])
+    best = tuner.time_configs(launch, configs, copies=["w0", "w1", "w2"])
     assert best == (64, 0.0)
     assert {m for _, m in seen} == {"w0", "w1", "w2"}  # every copy read: DRAM, not one L2-resident matrix
     assert [b for b, _ in seen].count(64) == 3 + 10  # three warm-ups, then max(10, copies) timed launches

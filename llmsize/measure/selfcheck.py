@@ -1,0 +1,185 @@
+"""The self-checks that run on the card before `llmsize measure` trusts a kernel: each compares a shipped Triton
+kernel (or the fused step around it) with the plain reference on small random data, once per device. The GEMVs'
+and the fused step's modules hold no checks of their own, so nothing below them imports the decoder.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from llmsize.measure import fused, gemma4, gemv_rows, gemv_tc, gemv_words
+from llmsize.measure.gemv import nvfp4_linear_reference
+from llmsize.measure.gemv_words import BATCH_FEATURES, WIDE_FEATURES
+from llmsize.measure.nvfp4 import quantize
+from llmsize.measure.reference import attention_reference
+
+_words_checked: dict[str, bool] = {}
+_features_checked: set[tuple[str, str]] = set()  # (device, path) of the optional paths checked so far
+
+
+def words_kernel_ok(device, batch: int = 1) -> bool:
+    """Whether the word kernel's PTX computes what the reference does on this GPU: checked once per device on a
+    small random matrix (every code, real scales) before `--gemv auto` trusts it for batch 1; then each optional
+    path (pipelined, split over K; with batch > 1 also the several-row version in gemv_rows and the tensor-core
+    one in gemv_tc; above 16 rows its row blocks), each once per device, any that fails going to `words_off`."""
+    key = str(device)
+    try:
+        gen = torch.Generator(device=device).manual_seed(0)
+        w = quantize(torch.randn(256, 512, device=device, generator=gen) * 0.05)
+        x = torch.randn(1, 512, device=device, generator=gen).to(torch.bfloat16)
+        x16 = torch.randn(16, 512, device=device, generator=gen).to(torch.bfloat16)
+        want = nvfp4_linear_reference(x.float(), w)
+
+        def close(got, ref=want):
+            return bool(torch.allclose(got.float(), ref, rtol=2e-2, atol=2e-2))
+
+        def rows_ok():
+            return all(close(gemv_rows.nvfp4_gemv_rows(x16[:r], w, block_n=32, block_w=16),
+                             nvfp4_linear_reference(x16[:r].float(), w)) for r in (2, 3, 4))
+
+        def tc_ok():
+            def geglu_ref(r):  # w as gate | up (128 + 128 rows)
+                y = nvfp4_linear_reference(x16[:r].float(), w)
+                return torch.nn.functional.gelu(y[:, :128], approximate="tanh") * y[:, 128:]
+            return all(close(gemv_tc.nvfp4_gemv_tc(x16[:r], w, block_n=bn, block_w=16, split_k=split),
+                             nvfp4_linear_reference(x16[:r].float(), w))
+                       for r in (2, 5, 16) for bn in (64, 128) for split in (1, 4, 4)) and all(  # (twice: zeroed)
+                close(gemv_tc.nvfp4_gemv_tc(x16[:r], w, block_n=64, block_w=16, split_k=split, glu=True), geglu_ref(r))
+                for r in (2, 16) for split in (1, 4))
+
+        def wide_ok():  # 40 rows: two row blocks of 32 (the second ragged) or one of 64, 128 (mostly padding)
+            x40 = torch.randn(40, 512, device=device, generator=gen).to(torch.bfloat16)
+            want40 = nvfp4_linear_reference(x40.float(), w)
+            y = gemv_tc.nvfp4_gemv_tc(x40, w, block_n=64, block_w=16, glu=True, block_b=32)
+            glu40 = torch.nn.functional.gelu(want40[:, :128], approximate="tanh") * want40[:, 128:]
+            return close(y, glu40) and all(
+                close(gemv_tc.nvfp4_gemv_tc(x40, w, block_n=bn, block_w=16, split_k=split, block_b=bb, num_warps=warps),
+                      want40)
+                for bn, bb, warps in ((64, 32, 4), (128, 64, 8), (128, 128, 8)) for split in (1, 4, 4))
+
+        if key not in _words_checked:
+            _words_checked[key] = close(gemv_words.nvfp4_gemv_words(x, w, block_n=32, block_w=16))
+        paths = {"stages": lambda: close(gemv_words.nvfp4_gemv_words(x, w, block_n=32, block_w=16, stages=3)),
+                 # twice: the split path must leave its workspace zeroed
+                 "split": lambda: all(close(gemv_words.nvfp4_gemv_words(x, w, block_n=32, block_w=16, split_k=4))
+                                      for _ in range(2)),
+                 "rows": rows_ok, "tc": tc_ok, "wide": wide_ok}
+        for name, check in paths.items():
+            if (key, name) in _features_checked or (name in BATCH_FEATURES and batch < 2) or (
+                    name in WIDE_FEATURES and batch <= 16):
+                continue
+            try:
+                good = _words_checked[key] and check()
+            except Exception:
+                good = False
+            _features_checked.add((key, name))
+            if not good:
+                gemv_words.words_off.add(name)
+    except Exception:  # PTX the card's driver refuses, say: the byte kernel it is
+        _words_checked[key] = False
+    return _words_checked[key]
+
+
+_step_checked: dict[tuple[str, str, bool], bool] = {}
+
+
+def fused_step_ok(device, gemv: str = "torch", fold: bool = True) -> bool:
+    """Whether the fused step reproduces the eager one on this device with this NVFP4 kernel: a Gemma-4-shaped
+    toy model in float32 decoded past twice its window both ways, once per device and kernel, before `llmsize
+    measure` uses the fused step by default. With "torch" (the GEMVs as plain matmuls) only these kernels
+    differ; with a Triton GEMV the same kernel runs in both steps, so what is checked as well is how the fused
+    step feeds it (the word kernel's inputs packed by these kernels; with `fold`, its GeGLU and residual-norm
+    epilogues)."""
+    key = (str(device), gemv, fold)
+    if key not in _step_checked:
+        try:
+            _step_checked[key] = _fused_matches_eager(device, gemv, fold)
+        except Exception:  # a kernel that fails to build or launch here: the eager step it is
+            _step_checked[key] = False
+    return _step_checked[key]
+
+
+_attn_checked: dict[tuple[str, bool], bool] = {}
+
+
+def attention_ok(device, fold_combine: bool) -> bool:
+    """Whether `attention` over several cache slices matches the eager ops on this device, with the combine in
+    its own kernel or folded into the last slice of each KV head: the fused-step check's toy model has one
+    slice per layer (an 8-slot window; slices are 32 rows at least), so neither combine path would be exercised
+    there. Two sequences, a 100-slot cache in four slices of one block (GQA) or two of two blocks (K = V), the
+    last partly past the position, five positions in a row through the same counters; once per device and
+    path."""
+    key = (str(device), fold_combine)
+    if key not in _attn_checked:
+        try:
+            _attn_checked[key] = _attention_matches_eager(device, fold_combine)
+        except Exception:  # a kernel that fails to build or launch here
+            _attn_checked[key] = False
+    return _attn_checked[key]
+
+
+def _attention_matches_eager(device, fold: bool) -> bool:
+    dt = torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32
+    gen = torch.Generator(device=device).manual_seed(0)
+
+    def rand(*shape):
+        return torch.randn(*shape, device=device, generator=gen)
+
+    b, slots, hd, eps = 2, 100, 64, 1e-6
+    inv = 1.0 / 10000 ** (torch.arange(0, hd, 2, device=device) / hd)
+    ang = torch.arange(128, device=device)[:, None] * inv[None, :]
+    cos, sin = torch.cat([ang, ang], -1).cos(), torch.cat([ang, ang], -1).sin()
+    qn, kn = rand(hd).abs() + 0.5, rand(hd).abs() + 0.5
+    for kvh, nh, k_eq_v in ((2, 4, False), (1, 8, True)):
+        k_off = nh * hd
+        v_off = k_off if k_eq_v else k_off + kvh * hd
+        for pos in (0, 31, 32, 70, 99):
+            kc, vc = rand(b, kvh, slots, hd).to(dt), rand(b, kvh, slots, hd).to(dt)
+            want_kc, want_vc = kc.clone(), vc.clone()
+            qkv = rand(b, v_off + kvh * hd).to(dt)
+            p = torch.tensor([pos], device=device)
+            # slices of 32 (one block; GQA) or 64 (two blocks, the second read in the kernel's loop; K = V)
+            got = fused.attention(qkv, qn, kn, cos, sin, p, kc, vc, nh, k_off, v_off, eps, split=32 * (1 + k_eq_v),
+                            fold_combine=fold)
+            want_kc, want_vc, want = attention_reference(qkv, qn, kn, cos, sin, pos, want_kc, want_vc, nh, k_off,
+                                                         v_off, eps)
+            tol = 2e-2 if dt == torch.bfloat16 else 1e-4  # bf16: the probabilities rounded for the PV dot
+            if not all(torch.allclose(a.float(), w.float(), rtol=tol, atol=tol)
+                       for a, w in ((kc, want_kc), (vc, want_vc), (got, want))):
+                return False
+    return True
+
+
+def _fused_matches_eager(device, gemv: str, fold: bool) -> bool:
+    cfg = gemma4.GEMMA4_TINY
+    w = gemma4.build_random(cfg, device=device, dtype=torch.float32, seed=0)
+    prompt = torch.tensor([[3, 1, 4]], device=device)
+    steps = 2 * cfg.sliding_window + 3
+    outs = []
+    for use_fused in (False, True):
+        dec = gemma4.Gemma4Decoder(w, batch=1, max_positions=steps + 4, gemv=gemv, fused=use_fused, fold=fold)
+        dec.prefill(prompt)
+        got = [dec.decode_step()[0].clone() for _ in range(steps - 3)]
+        if use_fused and device.type == "cuda":  # the last steps replayed from a CUDA graph, as measure runs them
+            side = torch.cuda.Stream(device)
+            side.wait_stream(torch.cuda.current_stream(device))
+            with torch.cuda.stream(side):
+                got.append(dec.decode_step()[0].clone())
+            torch.cuda.current_stream(device).wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                out = dec.decode_step()
+            for _ in range(2):
+                graph.replay()
+                got.append(out[0].clone())
+        else:
+            got += [dec.decode_step()[0].clone() for _ in range(3)]
+        outs.append(torch.stack(got))
+    if gemv == "torch":  # float32 both ways: equal to float32 rounding
+        return bool(torch.allclose(outs[0], outs[1], rtol=1e-3, atol=5e-3))
+    # a Triton GEMV rounds its inputs to fp16 (the word kernel) or its operands (the others): the two steps'
+    # float32 activations differ in the last bits, which moves an fp16 rounding now and then and drifts the
+    # logits by ~0.1 over the run (0.003-0.1 per step for a mean |logit| of 0.8 under the interpreter:
+    # benchmarks/words_accuracy.py). A wrong packing or epilogue is off by the size of the logits themselves.
+    err = (outs[0] - outs[1]).abs()
+    return bool(err.mean() < 0.02 * outs[0].abs().mean() and err.max() < 0.25)

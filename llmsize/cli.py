@@ -15,6 +15,7 @@ import typer
 from llmsize import __version__
 from llmsize.errors import ExitStatus, InvalidValueError, LlmsizeError, printable, shown
 from llmsize.options import (
+    FallbackOpt,
     ApiKeyOpt,
     ConcurrencyOpt,
     PlanModelOpt,
@@ -1094,6 +1095,7 @@ def measure(
     gemv: GemvOpt = "auto",
     compile_: CompileOpt = False,
     fused: FusedOpt = None,
+    fallback: FallbackOpt = False,
     server: ServerOpt = None,
     model: ServerModelOpt = None,
     concurrency: ConcurrencyOpt = None,
@@ -1125,7 +1127,8 @@ def measure(
       llmsize measure --server http://127.0.0.1:8000 --gpu rtx5090 --concurrency 1,4,16
       llmsize measure --server http://127.0.0.1:8080 --gpu rtx4090 --context 4096 --tokens 128 --save run.json
     """
-    only_gpu = ("batch", "device", "checkpoint", "gpu_index", "warmup", "seed", "probe", "gemv", "compile_", "fused")
+    only_gpu = ("batch", "device", "checkpoint", "gpu_index", "warmup", "seed", "probe", "gemv", "compile_", "fused",
+                "fallback")
     only_server = ("model", "concurrency", "rounds", "timeout", "api_key", "gpu", "runtime", "plan_model", "tp",
                    "catalog")
     given = _given_options(ctx, only_server if server is None else only_gpu)
@@ -1142,7 +1145,7 @@ def measure(
                                  runtime, plan_model, tp, catalog)
     else:
         result = _measure_gpu(quant, context, tokens, batch, device, checkpoint, gpu_index, warmup, seed, probe, gemv,
-                              compile_, fused)
+                              compile_, fused, fallback)
     report = None
     if not as_json:  # the report is drawn before --save is written: a report that fails leaves no file
         if server is not None:
@@ -1201,7 +1204,7 @@ def _progress_bar():
 
 
 def _measure_gpu(quant, context, tokens, batch, device, checkpoint, gpu_index, warmup, seed, probe, gemv, compile_,
-                 fused) -> dict:
+                 fused, fallback) -> dict:
     from llmsize.measure.run import QUANTS, MeasureOptions, validate
     from llmsize.measure.run import measure as run_measure
 
@@ -1213,7 +1216,7 @@ def _measure_gpu(quant, context, tokens, batch, device, checkpoint, gpu_index, w
     opts = MeasureOptions(quant=quant, context=context, tokens=tokens, batch=batch, device=device,
                           checkpoint=str(checkpoint) if checkpoint else None, gpu_index=gpu_index,
                           warmup=warmup, seed=seed, probe=probe, gemv=gemv.lower(), compile=compile_,
-                          fused=fused)
+                          fused=fused, fallback=fallback)
     validate(opts)
     with _progress_bar() as progress:
         return run_measure(opts, progress)

@@ -334,6 +334,8 @@ CompileOpt = Annotated[bool, _opt("--compile/--no-compile", help="torch.compile 
 FusedOpt = Annotated[Optional[bool], _opt("--fused/--no-fused", help="The work between the GEMVs in two to five "
                                           "Triton kernels per layer; default: on a GPU, once they reproduce the "
                                           "eager step there.", show_default=False)]
+FallbackOpt = Annotated[bool, _opt("--fallback", help="Where a kernel fails its self-check on the card, measure with "
+                                  "the slower path and say so (default: stop, naming the kernel).")]
 SaveOpt = Annotated[Optional[Path], _opt("--save", help="Also write the full result as JSON to this file (a new "
                                          "file; --force to replace one).", show_default=False)]
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from llmsize.measure import GEMV_KERNELS, gemv_tc, gemv_words, nvfp4
+from llmsize.measure import GEMV_KERNELS, gemv_tc, nvfp4
 from llmsize.measure.gemv import nvfp4_gemv, nvfp4_gemv_dot, nvfp4_gemv_pairs, nvfp4_linear_reference
 from llmsize.measure.gemv_tc import nvfp4_gemv_batch, nvfp4_gemv_tc
 from llmsize.measure.gemv_words import nvfp4_gemv_words
@@ -255,10 +255,11 @@ class Gemma4Decoder:
 
     def __init__(self, weights: Gemma4Weights, batch: int, max_positions: int, gemv: str = "torch",
                  fused: bool = False, fold: bool = True, lm_head: str = "torch", fold_combine: bool = True,
-                 attn_split: dict | None = None):
+                 attn_split: dict | None = None, off: frozenset[str] = frozenset()):
         cfg = weights.config
         self.cfg, self.w, self.batch, self.max_positions, self.gemv = cfg, weights, batch, max_positions, gemv
         self.fused = fused  # decode_step through llmsize.measure.fused: 2-5 Triton kernels between the GEMVs
+        self.off = frozenset(off)  # the word family's paths left out (kernel_plan.KernelPlan.off)
         self.fold = fold  # fused step, word GEMV at batch 1: GeGLU and residual norms in the GEMVs' epilogues
         # fused step: the attention combine in the split kernel's last slice where its partials are small
         # (fused.attention's fold_combine); off with fold=False too
@@ -296,7 +297,8 @@ class Gemma4Decoder:
             if self.gemv == "words" and x.shape[0] <= max(self.batch, gemv_tc.ROW_BLOCK):  # a step's 1-256 rows
                 # in one weight pass (tensor cores, or 2-4 rows on the CUDA cores where the card times that
                 # faster); a longer prompt is a prefill: the dense path below
-                return nvfp4_gemv_words(x, w) if x.shape[0] == 1 else nvfp4_gemv_batch(x, w)
+                return (nvfp4_gemv_words(x, w, off=self.off) if x.shape[0] == 1
+                        else nvfp4_gemv_batch(x, w, off=self.off))
             if x.shape[0] <= 16 and self.gemv in GEMV_KERNELS:
                 # batch 1: a CUDA-core kernel; several rows, or asked for: one tensor-core pass for all
                 if self.gemv == "pairs":
@@ -449,11 +451,11 @@ class Gemma4Decoder:
         fold = pk and self.fold
         # batch 2-256 with the word family: the GeGLU in the tensor-core gate | up pass (no geglu kernel)
         tc_glu = (self.gemv == "words" and 1 < self.batch <= gemv_tc.MAX_ROWS
-                  and isinstance(layers[0].gate_up, nvfp4.Nvfp4Weight) and "tc" not in gemv_words.words_off
-                  and (self.batch <= gemv_tc.ROW_BLOCK or "wide" not in gemv_words.words_off))
+                  and isinstance(layers[0].gate_up, nvfp4.Nvfp4Weight) and "tc" not in self.off
+                  and (self.batch <= gemv_tc.ROW_BLOCK or "wide" not in self.off))
 
         def lin(inp, w):
-            return nvfp4_gemv_words(None, w, x2=inp, out_dtype=x.dtype) if pk else self._linear(inp, w)
+            return nvfp4_gemv_words(None, w, x2=inp, out_dtype=x.dtype, off=self.off) if pk else self._linear(inp, w)
 
         x, h = fused.embed_norm(self.w.embed, self.token, self.embed_scale, f32[id(layers[0].input_norm)], eps,
                                 pack=pk)
@@ -468,15 +470,16 @@ class Gemma4Decoder:
                                   split=self.attn_split.get(kind))
             post, pre = f32[id(layer.post_attn_norm)], f32[id(layer.pre_ffn_norm)]
             if fold:  # the residual norm in the o GEMV's epilogue (its last program), h packed for gate | up
-                x, h = nvfp4_gemv_words(None, layer.o, x2=att, out_dtype=x.dtype, norm=(x, post, pre, eps, None, True))
+                x, h = nvfp4_gemv_words(None, layer.o, x2=att, out_dtype=x.dtype, norm=(x, post, pre, eps, None, True),
+                                        off=self.off)
             else:
                 x, h = fused.residual_norm(x, lin(att, layer.o), post, pre, eps, pack=pk)
             last = i + 1 == len(layers)
             post, nxt = f32[id(layer.post_ffn_norm)], f32[id(self.w.final_norm if last else layers[i + 1].input_norm)]
             if fold:  # GeGLU in the gate | up epilogue, the residual norm in the down one (h plain for the lm_head)
-                a = nvfp4_gemv_words(None, layer.gate_up, x2=h, out_dtype=x.dtype, glu=True, pack=True)
+                a = nvfp4_gemv_words(None, layer.gate_up, x2=h, out_dtype=x.dtype, glu=True, pack=True, off=self.off)
                 x, h = nvfp4_gemv_words(None, layer.down, x2=a, out_dtype=x.dtype,
-                                        norm=(x, post, nxt, eps, layer.layer_scalar, not last))
+                                        norm=(x, post, nxt, eps, layer.layer_scalar, not last), off=self.off)
             else:
                 a = nvfp4_gemv_tc(h, layer.gate_up, glu=True) if tc_glu else fused.geglu(lin(h, layer.gate_up), pack=pk)
                 x, h = fused.residual_norm(x, lin(a, layer.down), post, nxt, eps, layer.layer_scalar,

@@ -312,21 +312,21 @@ def nvfp4_gemv_tc(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = No
 _batch_choice: dict[tuple, str] = {}  # (N, K, B) -> the kernel the card timed faster ("tc" or "rows")
 
 
-def nvfp4_gemv_batch(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = None) -> torch.Tensor:
+def nvfp4_gemv_batch(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = None,
+                     off: frozenset[str] = frozenset()) -> torch.Tensor:
     """2-256 activation rows through the word family, one pass over the weights: this module's tensor-core
     kernel, or for 2-4 rows gemv_rows' CUDA-core one if the card times it faster for this shape (the first call
     per shape and batch, each with its own best tiles; on the CPU the tensor-core one). A kernel that failed its
-    self-check on the card (gemv_words.words_off: "tc", "rows"; above 16 rows also "wide", the row blocks) is
+    self-check on the card (`off`: "tc", "rows"; above 16 rows also "wide", the row blocks) is
     not used; then up to 16 rows go to gemv.py's pairs kernel, more to a dense dequantized copy (correct, but
     reading the weights as bf16: `llmsize measure` refuses such a batch before it starts)."""
     from llmsize.measure import gemv_rows
     from llmsize.measure.gemv import nvfp4_gemv_pairs
-    from llmsize.measure.gemv_words import words_off
 
     b, (n, k) = x.shape[0], w.shape
-    tc_ok = "tc" not in words_off and (b <= ROW_BLOCK or "wide" not in words_off)
+    tc_ok = "tc" not in off and (b <= ROW_BLOCK or "wide" not in off)
     kinds = [kind for kind, ok in (("tc", tc_ok and b <= MAX_ROWS), ("rows", 2 <= b <= gemv_rows.MAX_ROWS)) if ok
-             and kind not in words_off]
+             and kind not in off]
     if not kinds:
         if b <= ROW_BLOCK:
             return nvfp4_gemv_pairs(x, w, out=out)

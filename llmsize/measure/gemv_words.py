@@ -405,7 +405,8 @@ def pack_x_pairs(x: torch.Tensor) -> torch.Tensor:
 def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor | None = None,
                      block_n: int | None = None, block_w: int | None = None, num_warps: int = 4,
                      x2: torch.Tensor | None = None, out_dtype: torch.dtype | None = None, glu: bool = False,
-                     pack: bool = False, stages: int = 1, split_k: int = 1, norm: tuple | None = None):
+                     pack: bool = False, stages: int = 1, split_k: int = 1, norm: tuple | None = None,
+                     off: frozenset[str] = frozenset()):
     """Batch-1 CUDA-core GEMV that decodes two codes per instruction (fp16x2 PTX on the GPU, the same arithmetic
     in plain Triton under the CPU interpreter); one weight pass per batch row. x [B, K] -> [B, N]; or x None and
     x2 the activations already packed ([B, K/8, 4], pack_x_pairs' layout, as the fused kernels can write them).
@@ -417,7 +418,8 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
     fused.residual_norm inside this kernel, and the result is (x' [B, N], h) with h [B, N] or, pack_h, packed.
 
     On a GPU without tiles given, the first call per shape times the configurations that divide it and keeps the
-    fastest (CUDA events, outside any graph capture)."""
+    fastest (CUDA events, outside any graph capture); `off` names the optional paths ("stages", "split") whose
+    configurations are not to be timed (their self-check failed on the card)."""
     if triton is None:
         raise RuntimeError("triton is not installed")
     n, k = w.shape
@@ -480,11 +482,11 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
             raise ValueError("split_k and stages must be at least 1")
         launch(bn, bw, num_warps, stages, split_k)
     else:
-        key = (n, k, b, glu, pack, norm is not None)
+        key = (n, k, b, glu, pack, norm is not None, "stages" in off, "split" in off)
         if key not in _words_best:
             per = (lambda c: c[0] // 2) if glu else (lambda c: c[0])
             configs = [c for c in WORDS_CONFIGS if n_out % per(c) == 0 and kw % (c[1] * c[4]) == 0
-                       and not (c[3] > 1 and "stages" in words_off) and not (c[4] > 1 and "split" in words_off)]
+                       and not (c[3] > 1 and "stages" in off) and not (c[4] > 1 and "split" in off)]
             _words_best[key] = time_configs(launch, configs or [(32, 16, 4, 1, 1)],
                                              copies_beyond_l2((words, scales, w.row_scale)))
         launch(*_words_best[key])
@@ -498,11 +500,10 @@ def _norm_counters(device, b: int) -> torch.Tensor:
     return scratch.zeroed("residual-norm counters", device, (b,), torch.int32)
 
 
-# the word kernel's optional paths, each self-checked on the card (llmsize.measure.selfcheck.words_kernel_ok); one
-# that fails there is left out (its configurations not timed, or the tensor-core kernel for 2-4 rows) instead of
-# giving up the whole kernel
+# the word kernel's optional paths, each self-checked on the card (llmsize.measure.selfcheck.words_kernel_check);
+# with --fallback one that fails there is left out (`off`: its configurations not timed, or the tensor-core kernel
+# for 2-4 rows) instead of giving up the whole kernel
 WORDS_FEATURES = {"stages": "pipelined loads", "split": "split over K", "rows": "2-4 rows in one pass",
                   "tc": "2-16 rows on the tensor cores", "wide": "17-256 rows on the tensor cores"}
-words_off: set[str] = set()
 BATCH_FEATURES = ("rows", "tc", "wide")  # used only at 2 rows and more: checked only when a run decodes a batch
 WIDE_FEATURES = ("wide",)  # used only above 16 rows: checked only when a run decodes such a batch

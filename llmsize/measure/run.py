@@ -42,6 +42,7 @@ class MeasureOptions:
     gemv: str = "auto"  # auto | triton | dot | pairs | words: the NVFP4 kernel (auto: words if it checks out)
     compile: bool = False  # torch.compile the decode step (fuses norms, RoPE, residuals) before graph capture
     fused: bool | None = None  # the work between the GEMVs in fused.py's kernels; None: if they check out
+    fallback: bool = False  # a kernel that fails its self-check: the slower path, said in the report (else: stop)
 
 
 def _launch_settings(device) -> dict:
@@ -91,7 +92,7 @@ def validate(o: MeasureOptions) -> None:
 
 def check_wide_batch(batch: int, gemv: str, off: set[str]) -> None:
     """Above 16 rows NVFP4 has one kernel, the tensor-core word GEMV's row blocks: refuse such a batch, before
-    the model is built, when the card's self-checks left it out (off: gemv_words.words_off)."""
+    the model is built, when the card's self-checks left it out (off: KernelPlan.off)."""
     if batch <= 16:
         return
     from llmsize.measure.gemv_words import WORDS_FEATURES
@@ -213,129 +214,149 @@ def plan_roofline(quant: str, mean_positions: int, batch: int, gpu) -> dict:
 
 # ------------------------------------------------------------------------------------------ the run
 
+@dataclass
+class _Setup:
+    """What the preflight found: torch, the device, the card and its catalog entry, the model's config and where
+    it comes from, the memory the run needs, the probed bandwidth."""
+
+    torch: object
+    cuda: bool
+    device: object
+    dtype: object
+    cfg: object
+    layout: str | None
+    source: str
+    positions: int
+    need: dict
+    card: object = None
+    catalog_gpu: object = None
+    probe_gb_s: float | None = None
+    probe_method: str | None = None
+
+
 def measure(o: MeasureOptions, progress=None) -> dict:
+    """The run, step by step: options, preflight, the kernels (self-checks), build, prefill, timed loop, result."""
     validate(o)
-    torch = preflight.require_torch()
-    from llmsize.measure import checkpoint as ckpt
-    from llmsize.measure import gemma4
 
     def tick(stage, done=0, total=1):
         if progress:
             progress(stage, done, total)
 
+    s = _preflight(o, tick)
+    kernels = _kernels(o, s)
+    weights, build_s = _build(o, s, tick)
+    lm_head = _lm_head(o, s, kernels, weights, tick)
+    from llmsize.measure import gemma4
+
+    dec = gemma4.Gemma4Decoder(weights, batch=o.batch, max_positions=s.positions, gemv=kernels.gemv,
+                               fused=kernels.fused, fold=kernels.fold, fold_combine=kernels.fold_combine,
+                               lm_head="torch" if lm_head["kernel"] in ("cublas", "torch") else "triton",
+                               off=kernels.off)
+    gen = s.torch.Generator(device=s.device).manual_seed(o.seed + 1)
+    prompt = s.torch.randint(0, s.cfg.vocab_size, (o.batch, o.context), generator=gen, device=s.device)
+    tick("prefill", 0, 1)
+    ttft_s = _timed(s.torch, s.cuda, lambda: dec.prefill(prompt))
+    tick("prefill", 1, 1)
+    start_pos, times_s, interrupted = _timed_loop(o, s, dec, tick)
+    return _result(o, s, kernels, lm_head, weights, build_s, ttft_s, start_pos, times_s, interrupted)
+
+
+def _preflight(o: MeasureOptions, tick) -> _Setup:
+    """torch, the card (NVML, the catalog), the model's config, and whether the run fits: before any work."""
+    torch = preflight.require_torch()
+    from llmsize.measure import checkpoint as ckpt
+    from llmsize.measure import gemma4
+
     cuda = o.device == "cuda"
-    card = probe_gb_s = probe_method = None
-    catalog_gpu = None
+    card = catalog_gpu = None
     if cuda:
         preflight.require_cuda(torch, o.gpu_index)
         if o.quant == "nvfp4":
             preflight.require_triton()
+        from llmsize.catalog.loader import Catalog
+        from llmsize.catalog.match import match_gpu
         from llmsize.measure.card import read_card
 
         card = read_card(o.gpu_index)
-        from llmsize.catalog.loader import Catalog
-        from llmsize.catalog.match import match_gpu
-
         catalog_gpu = match_gpu(card.name, card.vram_total_bytes, Catalog().hardware.all())
         device = _gpu_device(torch, o.gpu_index)
         torch.cuda.set_device(device)
         dtype = getattr(torch, GPU_DTYPE)
     else:
         device, dtype = torch.device("cpu"), torch.float32
-
     if o.checkpoint:
         cfg, layout = ckpt.read_config(Path(o.checkpoint))
         source = f"checkpoint {o.checkpoint} ({layout})"
     else:
-        cfg = gemma4.GEMMA4_12B if cuda else gemma4.GEMMA4_TINY
-        layout = None
+        cfg, layout = (gemma4.GEMMA4_12B if cuda else gemma4.GEMMA4_TINY), None
         source = "random weights of the exact shapes (scaled normal), quantized with the ModelOpt NVFP4 recipe" \
             if o.quant == "nvfp4" else "random weights of the exact shapes (scaled normal), bf16"
     positions = o.context + o.warmup + o.tokens + 2
     need = {"weights": weight_memory_bytes(cfg, o.quant), "kv_cache": kv_cache_bytes(cfg, o.batch, positions),
             "transient": transient_bytes(cfg, o.batch, o.context), "runtime": int(0.75 * GiB) if cuda else 0}
+    s = _Setup(torch, cuda, device, dtype, cfg, layout, source, positions, need, card, catalog_gpu)
     if cuda:
         free, _total = torch.cuda.mem_get_info(device)
-        preflight.check_fits(sum(need.values()), free,
-                             f"{cfg.name} in {o.quant} at {o.context} tokens x batch {o.batch}")
+        preflight.check_fits(sum(need.values()), free, f"{cfg.name} in {o.quant} at {o.context} tokens x batch "
+                                                       f"{o.batch}")
         if o.probe:
             tick("probe bandwidth")
             buf = min(2 * GiB, max(256 * 2 ** 20, (free - sum(need.values())) // 4)) // 4 * 4
-            probe_gb_s, probe_method = _probe(device, buf)
+            s.probe_gb_s, s.probe_method = _probe(device, buf)
+    return s
 
-    checks = {}  # the self-checks behind the default choices: name -> passed
-    gemv = o.gemv if cuda and o.quant == "nvfp4" else "torch"
-    if gemv in ("auto", "words"):  # the fp16x2 word kernel, once its PTX has reproduced the reference on this
-        from llmsize.measure.gemv_words import (  # on this card
-            BATCH_FEATURES,
-            WIDE_FEATURES,
-            WORDS_FEATURES,
-            words_off,
-        )
-        from llmsize.measure.selfcheck import words_kernel_ok
-        checks["words kernel"] = words_kernel_ok(device, o.batch)  # (asked for by name: used anyway, its optional
-        if gemv == "auto":  # paths still checked)
-            gemv = "words" if checks["words kernel"] else "triton"
-        if gemv == "words":
-            checks.update({f"words kernel, {label}": name not in words_off for name, label in WORDS_FEATURES.items()
-                           if (o.batch > 1 or name not in BATCH_FEATURES) and (o.batch > 16 or name not in
-                                                                                 WIDE_FEATURES)})
-        check_wide_batch(o.batch, gemv, words_off)
+
+def _kernels(o: MeasureOptions, s: _Setup):
+    """The run's kernels from the options and the card's self-checks (kernel_plan.plan_kernels); a batch above 16
+    whose only NVFP4 kernel failed is refused here, before the build."""
+    from llmsize.measure.kernel_plan import plan_kernels
+
+    kernels = plan_kernels(o.gemv, o.fused, o.compile, o.quant, o.batch, s.device, s.cuda, o.fallback)
+    if kernels.gemv in ("auto", "words", "triton", "dot", "pairs") and s.cuda and o.quant == "nvfp4":
+        check_wide_batch(o.batch, kernels.gemv, set(kernels.off))
+    return kernels
+
+
+def _build(o: MeasureOptions, s: _Setup, tick):
+    """The weights, from the checkpoint or random of the exact shapes; and the seconds it took."""
+    from llmsize.measure import checkpoint as ckpt
+    from llmsize.measure import gemma4
+
+    stage = "build + quantize" if o.quant == "nvfp4" else "build"
     t_build = time.perf_counter()
+    tick(stage, 0, s.cfg.num_layers)
 
     def on_layer(i):
-        tick("build + quantize" if o.quant == "nvfp4" else "build", i + 1, cfg.num_layers)
+        tick(stage, i + 1, s.cfg.num_layers)
 
-    tick("build + quantize" if o.quant == "nvfp4" else "build", 0, cfg.num_layers)
     if o.checkpoint:
-        weights = ckpt.load(o.checkpoint, device=device, dtype=dtype, quant=o.quant, on_layer=on_layer)
+        weights = ckpt.load(o.checkpoint, device=s.device, dtype=s.dtype, quant=o.quant, on_layer=on_layer)
     else:
-        weights = gemma4.build_random(cfg, device=device, dtype=dtype, quant=o.quant, seed=o.seed,
+        weights = gemma4.build_random(s.cfg, device=s.device, dtype=s.dtype, quant=o.quant, seed=o.seed,
                                       on_layer=on_layer)
-    if cuda:
-        torch.cuda.synchronize(device)
-    build_s = time.perf_counter() - t_build
+    if s.cuda:
+        s.torch.cuda.synchronize(s.device)
+    return weights, time.perf_counter() - t_build
 
-    fused, fold = o.fused, True
-    if fused is None:  # the fused step on a GPU, once it has reproduced the eager step there (not under
-        from llmsize.measure.selfcheck import fused_step_ok  # --compile, which fuses the eager step its own way)
-        fused = cuda and not o.compile and fused_step_ok(device, gemv)
-        if cuda and not o.compile and gemv == "words":  # with the word kernel the check covers the GEMVs'
-            checks["fused step, GEMV epilogues"] = fused  # GeGLU / residual-norm epilogues too: if that failed,
-            if not fused:  # the fused step without them may still be good
-                fold = False
-                fused = fused_step_ok(device, gemv, fold=False)
-        if cuda and not o.compile:
-            checks["fused step"] = fused
-    fold_combine = True
-    if cuda and fused:  # the attention over several cache slices, which the fused-step check's toy model lacks
-        from llmsize.measure.selfcheck import attention_ok
-        checks["attention over cache slices"] = attention_ok(device, fold_combine=False)
-        if not checks["attention over cache slices"] and o.fused is None:
-            fused = False  # its combine is the fused step's: the eager step it is (unless --fused asked for it)
-        elif fold:  # the combine folded into the last slice of each KV head (sliding layers)
-            fold_combine = checks["attention, combine folded"] = attention_ok(device, fold_combine=True)
-    lm_head = {"kernel": "cublas" if cuda else "torch"}
-    if cuda and fused and o.batch == 1 and o.quant == "nvfp4":  # (the bf16 baseline stays on cuBLAS)
-        from llmsize.measure import lm_head as lm_head_kernel  # GEMV, soft-cap, token, pos += 1 in one launch,
-        checks["lm_head kernel"] = lm_head_kernel.lm_head_ok(device)  # once it has checked out on this card
-        if checks["lm_head kernel"]:  # and when it is no slower than cuBLAS's GEMV plus the eager ops
-            tick("lm_head: kernel vs cuBLAS")
-            lm_head = lm_head_kernel.choose(weights.embed, cfg.final_softcap)
-    if cuda and fused and o.batch > 1 and o.quant == "nvfp4":  # the soft-cap and the B greedy tokens after
-        from llmsize.measure import lm_head as lm_head_kernel  # cuBLAS's GEMM in one kernel, once checked here
-        checks["lm_head soft-cap and token kernel"] = lm_head_kernel.cap_argmax_ok(device)
-        if checks["lm_head soft-cap and token kernel"]:
-            lm_head = {"kernel": "cublas+cap_argmax"}
-    dec = gemma4.Gemma4Decoder(weights, batch=o.batch, max_positions=positions, gemv=gemv, fused=fused, fold=fold,
-                               lm_head="torch" if lm_head["kernel"] in ("cublas", "torch") else "triton",
-                               fold_combine=fold_combine)
-    gen = torch.Generator(device=device).manual_seed(o.seed + 1)
-    prompt = torch.randint(0, cfg.vocab_size, (o.batch, o.context), generator=gen, device=device)
-    tick("prefill", 0, 1)
-    ttft_s = _timed(torch, cuda, lambda: dec.prefill(prompt))
-    tick("prefill", 1, 1)
 
+def _lm_head(o: MeasureOptions, s: _Setup, kernels, weights, tick) -> dict:
+    """Which lm_head runs: at batch 1 the checked kernel when it is no slower than cuBLAS's GEMV plus the eager
+    ops (timed on the real head); at batch > 1 cuBLAS's GEMM, then the checked soft-cap and token kernel."""
+    if kernels.lm_head_kernel:
+        from llmsize.measure import lm_head as lm_head_kernel
+
+        tick("lm_head: kernel vs cuBLAS")
+        return lm_head_kernel.choose(weights.embed, s.cfg.final_softcap)
+    if kernels.cap_argmax:
+        return {"kernel": "cublas+cap_argmax"}
+    return {"kernel": "cublas" if s.cuda else "torch"}
+
+
+def _timed_loop(o: MeasureOptions, s: _Setup, dec, tick) -> tuple[int, list[float], bool]:
+    """Warm-up steps (compile, autotune), one captured in a CUDA graph on a GPU, then --tokens timed steps (CUDA
+    events around each replay; the wall clock on the CPU). Ctrl-C keeps what was timed. (first position, step
+    seconds, interrupted)"""
+    torch = s.torch
     decode_step = dec.decode_step
     if o.compile:  # inductor fuses the elementwise work between the GEMVs; our Triton kernels are called as-is
         decode_step()  # one eager step first: kernel choices timed outside the traced region
@@ -343,12 +364,11 @@ def measure(o: MeasureOptions, progress=None) -> dict:
     for i in range(o.warmup):  # compiles and autotunes the kernels before capture
         tick("warm-up", i, o.warmup)
         decode_step()
-    step = _capture_step(torch, decode_step, device) if cuda else decode_step
+    step = _capture_step(torch, decode_step, s.device) if s.cuda else decode_step
     start_pos = int(dec.pos.item())
-
     times_s, interrupted = [], False
     try:
-        if cuda:
+        if s.cuda:
             starts = [torch.cuda.Event(enable_timing=True) for _ in range(o.tokens)]
             ends = [torch.cuda.Event(enable_timing=True) for _ in range(o.tokens)]
             done = 0
@@ -361,7 +381,7 @@ def measure(o: MeasureOptions, progress=None) -> dict:
                     if i % 32 == 31:
                         tick("decode", done, o.tokens)
             finally:
-                torch.cuda.synchronize(device)
+                torch.cuda.synchronize(s.device)
                 times_s = [starts[i].elapsed_time(ends[i]) / 1e3 for i in range(done)]
         else:
             for i in range(o.tokens):
@@ -374,39 +394,64 @@ def measure(o: MeasureOptions, progress=None) -> dict:
     tick("decode", len(times_s), o.tokens)
     if not times_s:
         raise LlmsizeError("Interrupted before any token was decoded: nothing to report.")
+    return start_pos, times_s, interrupted
 
-    clocks_after = {}
-    if cuda:
+
+def _prediction(o: MeasureOptions, s: _Setup, mean_pos: float, tok_s: float) -> dict:
+    """plan's bytes and ceilings for Gemma 4 12B at this run's batch and attended length, and the fractions of
+    them measured; a reason instead where the run is not Gemma 4 12B on a GPU."""
+    from llmsize.measure import gemma4
+
+    big = gemma4.GEMMA4_12B
+    if not (s.cuda and s.cfg.hidden_size == big.hidden_size and s.cfg.layer_types == big.layer_types):
+        return {"ceiling_tok_s": None, "reason": "plan models Gemma 4 12B on a catalog card; this run is neither"}
+    sheet = s.catalog_gpu.bandwidth_gb_s if s.catalog_gpu else None
+    theo = s.card.theoretical_bandwidth_gb_s if s.card else None
+    pred = predicted(o.quant, int(round(mean_pos)), o.batch, {"datasheet": sheet, "theoretical": theo,
+                                                              "probe": s.probe_gb_s})
+    pred["ceiling_tok_s"] = pred.get("ceiling_tok_s_datasheet") or pred.get("ceiling_tok_s_theoretical")
+    for name in ("datasheet", "theoretical", "probe"):
+        ceil = pred[f"ceiling_tok_s_{name}"]
+        pred[f"measured_fraction_of_ceiling_{name}"] = tok_s / ceil if ceil else None
+    pred["catalog_gpu"] = s.catalog_gpu.id if s.catalog_gpu else None
+    if s.catalog_gpu:
+        pred.update(plan_roofline(o.quant, int(round(mean_pos)), o.batch, s.catalog_gpu))
+        pred["measured_fraction_of_roofline"] = tok_s / pred["roofline_tok_s"]
+    return pred
+
+
+def _gpu_record(o: MeasureOptions, s: _Setup) -> dict:
+    """The card as NVML and the catalog describe it, with the probe and the clocks after the decode."""
+    torch = s.torch
+    theo = s.card.theoretical_bandwidth_gb_s if s.card else None
+    gpu = s.card.as_dict() if s.card else {"name": f"CPU ({platform.processor() or platform.machine()})",
+                                           "theoretical_bandwidth_gb_s": None}
+    clocks = {}
+    if s.cuda:
         from llmsize.measure.card import current_clocks
-        clocks_after = current_clocks(o.gpu_index)
+        clocks = current_clocks(o.gpu_index)
+    gpu.update({
+        "probed_read_bandwidth_gb_s": s.probe_gb_s, "probe_method": s.probe_method,
+        "probe_fraction_of_theoretical": s.probe_gb_s / theo if s.probe_gb_s and theo else None,
+        "catalog_id": s.catalog_gpu.id if s.catalog_gpu else None,
+        "catalog_name": s.catalog_gpu.name if s.catalog_gpu else None,
+        "datasheet_bandwidth_gb_s": s.catalog_gpu.bandwidth_gb_s if s.catalog_gpu else None,
+        "compute_capability": ".".join(map(str, torch.cuda.get_device_capability(s.device))) if s.cuda else None,
+        "clocks_after_decode": clocks,
+    })
+    return gpu
 
-    n = len(times_s)
+
+def _result(o: MeasureOptions, s: _Setup, kernels, lm_head: dict, weights, build_s: float, ttft_s: float,
+            start_pos: int, times_s: list[float], interrupted: bool) -> dict:
+    """The run's JSON: bytes, timings, achieved bandwidth, plan's prediction, the kernels that ran."""
+    torch, n = s.torch, len(times_s)
     mean_pos = start_pos + (n - 1) / 2 + 1  # attended length, averaged over the timed steps
     parts = bytes_read_per_step(weights, o.batch, mean_pos)
-    step_bytes = sum(parts.values())
-    med = statistics.median(times_s)
-    total_s = sum(times_s)
-    tok_s = o.batch * n / total_s
-    achieved_gb_s = step_bytes * n / total_s / 1e9
-    theo = card.theoretical_bandwidth_gb_s if card else None
-    sheet = catalog_gpu.bandwidth_gb_s if catalog_gpu else None
-
-    def frac(x):
-        return achieved_gb_s / x if x else None
-
-    pred = {"ceiling_tok_s": None, "reason": "plan models Gemma 4 12B on a catalog card; this run is neither"}
-    if cuda and cfg.hidden_size == gemma4.GEMMA4_12B.hidden_size and cfg.layer_types == gemma4.GEMMA4_12B.layer_types:
-        pred = predicted(o.quant, int(round(mean_pos)), o.batch,
-                         {"datasheet": sheet, "theoretical": theo, "probe": probe_gb_s})
-        pred["ceiling_tok_s"] = pred.get("ceiling_tok_s_datasheet") or pred.get("ceiling_tok_s_theoretical")
-        for name in ("datasheet", "theoretical", "probe"):
-            ceil = pred[f"ceiling_tok_s_{name}"]
-            pred[f"measured_fraction_of_ceiling_{name}"] = tok_s / ceil if ceil else None
-        pred["catalog_gpu"] = catalog_gpu.id if catalog_gpu else None
-        if catalog_gpu:
-            pred.update(plan_roofline(o.quant, int(round(mean_pos)), o.batch, catalog_gpu))
-            pred["measured_fraction_of_roofline"] = tok_s / pred["roofline_tok_s"]
-
+    step_bytes, total_s = sum(parts.values()), sum(times_s)
+    tok_s, achieved_gb_s = o.batch * n / total_s, step_bytes * n / total_s / 1e9
+    theo = s.card.theoretical_bandwidth_gb_s if s.card else None
+    sheet = s.catalog_gpu.bandwidth_gb_s if s.catalog_gpu else None
     versions = {"llmsize": __version__, "python": platform.python_version(), "torch": torch.__version__,
                 "cuda": torch.version.cuda}
     try:
@@ -414,45 +459,37 @@ def measure(o: MeasureOptions, progress=None) -> dict:
         versions["triton"] = triton.__version__
     except ImportError:
         versions["triton"] = None
-    gpu = card.as_dict() if card else {"name": f"CPU ({platform.processor() or platform.machine()})",
-                                       "theoretical_bandwidth_gb_s": None}
-    gpu.update({
-        "probed_read_bandwidth_gb_s": probe_gb_s, "probe_method": probe_method,
-        "probe_fraction_of_theoretical": probe_gb_s / theo if probe_gb_s and theo else None,
-        "catalog_id": catalog_gpu.id if catalog_gpu else None,
-        "catalog_name": catalog_gpu.name if catalog_gpu else None,
-        "datasheet_bandwidth_gb_s": sheet,
-        "compute_capability": ".".join(map(str, torch.cuda.get_device_capability(device))) if cuda else None,
-        "clocks_after_decode": clocks_after,
-    })
+    fused, gemv = kernels.fused, kernels.gemv
     return {
         "command": "measure",
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "git_commit": git_commit(),
         "versions": versions,
-        "gpu": gpu,
-        "model": {"name": cfg.name, "source": source, "layout": layout, "layers": cfg.num_layers,
-                  "hidden_size": cfg.hidden_size, "vocab_size": cfg.vocab_size},
+        "gpu": _gpu_record(o, s),
+        "model": {"name": s.cfg.name, "source": s.source, "layout": s.layout, "layers": s.cfg.num_layers,
+                  "hidden_size": s.cfg.hidden_size, "vocab_size": s.cfg.vocab_size},
         "run": {"device": o.device, "quant": o.quant, "gemv": gemv, "context_tokens": o.context,
                 "batch": o.batch, "tokens_requested": o.tokens, "tokens_measured": n, "warmup_tokens": o.warmup,
                 "first_timed_position": start_pos, "mean_attended_positions": mean_pos,
-                "cuda_graph": cuda, "compiled": o.compile, "fused": fused,
-                "fused_epilogues": bool(fused and fold and gemv == "words" and o.batch == 1),
-                "combine_folded": bool(fused and fold and fold_combine), "lm_head": lm_head,
+                "cuda_graph": s.cuda, "compiled": o.compile, "fused": fused,
+                "fused_epilogues": bool(fused and kernels.fold and gemv == "words" and o.batch == 1),
+                "combine_folded": bool(fused and kernels.fold and kernels.fold_combine), "lm_head": lm_head,
                 "batch_kernels": batch_kernels(gemv, o.batch),
-                **(_launch_settings(device) if cuda else {"pdl": False}), "self_checks": checks,
-                "interrupted": interrupted, "seed": o.seed,
-                "build_s": build_s, "memory_estimate_bytes": need,
-                "peak_memory_bytes": torch.cuda.max_memory_allocated(device) if cuda else None},
+                **(_launch_settings(s.device) if s.cuda else {"pdl": False}), "self_checks": dict(kernels.checks),
+                "fallbacks": list(kernels.fallbacks), "interrupted": interrupted, "seed": o.seed,
+                "build_s": build_s, "memory_estimate_bytes": s.need,
+                "peak_memory_bytes": torch.cuda.max_memory_allocated(s.device) if s.cuda else None},
         "bytes_per_token": step_bytes / o.batch,
         "bytes_per_step": step_bytes,
         "bytes_per_step_parts": parts,
         "prefill": {"ttft_s": ttft_s, "prompt_tokens": o.context},
-        "decode": {"tok_s": tok_s, "ms_per_token_median": med * 1e3, "ms_per_token_p10": percentile(times_s, .1) * 1e3,
-                   "ms_per_token_p90": percentile(times_s, .9) * 1e3, "ms_per_step_mean": total_s / n * 1e3},
-        "achieved": {"bandwidth_gb_s": achieved_gb_s, "fraction_of_theoretical": frac(theo),
-                     "fraction_of_probe": frac(probe_gb_s), "fraction_of_datasheet": frac(sheet)},
-        "predicted": pred,
+        "decode": {"tok_s": tok_s, "ms_per_token_median": statistics.median(times_s) * 1e3,
+                   "ms_per_token_p10": percentile(times_s, .1) * 1e3, "ms_per_token_p90": percentile(times_s, .9) * 1e3,
+                   "ms_per_step_mean": total_s / n * 1e3},
+        "achieved": {"bandwidth_gb_s": achieved_gb_s, "fraction_of_theoretical": achieved_gb_s / theo if theo else None,
+                     "fraction_of_probe": achieved_gb_s / s.probe_gb_s if s.probe_gb_s else None,
+                     "fraction_of_datasheet": achieved_gb_s / sheet if sheet else None},
+        "predicted": _prediction(o, s, mean_pos, tok_s),
         "options": asdict(o),
         "env": {"TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET")},
     }

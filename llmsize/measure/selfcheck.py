@@ -14,14 +14,15 @@ from llmsize.measure.nvfp4 import quantize
 from llmsize.measure.reference import attention_reference
 
 _words_checked: dict[str, bool] = {}
-_features_checked: set[tuple[str, str]] = set()  # (device, path) of the optional paths checked so far
+_paths_checked: dict[tuple[str, str], bool] = {}  # (device, path) -> passed, for the optional paths checked so far
 
 
-def words_kernel_ok(device, batch: int = 1) -> bool:
-    """Whether the word kernel's PTX computes what the reference does on this GPU: checked once per device on a
-    small random matrix (every code, real scales) before `--gemv auto` trusts it for batch 1; then each optional
-    path (pipelined, split over K; with batch > 1 also the several-row version in gemv_rows and the tensor-core
-    one in gemv_tc; above 16 rows its row blocks), each once per device, any that fails going to `words_off`."""
+def words_kernel_check(device, batch: int = 1) -> tuple[bool, frozenset[str]]:
+    """Whether the word kernel's PTX computes what the reference does on this GPU (checked once per device on a
+    small random matrix: every code, real scales), and which of its optional paths a run of this batch uses fail
+    (pipelined, split over K; with batch > 1 also the several-row version in gemv_rows and the tensor-core one
+    in gemv_tc; above 16 rows its row blocks; each checked once per device). gemv_words.WORDS_FEATURES names
+    them."""
     key = str(device)
     try:
         gen = torch.Generator(device=device).manual_seed(0)
@@ -65,19 +66,17 @@ def words_kernel_ok(device, batch: int = 1) -> bool:
                                       for _ in range(2)),
                  "rows": rows_ok, "tc": tc_ok, "wide": wide_ok}
         for name, check in paths.items():
-            if (key, name) in _features_checked or (name in BATCH_FEATURES and batch < 2) or (
+            if (key, name) in _paths_checked or (name in BATCH_FEATURES and batch < 2) or (
                     name in WIDE_FEATURES and batch <= 16):
                 continue
             try:
-                good = _words_checked[key] and check()
-            except Exception:
-                good = False
-            _features_checked.add((key, name))
-            if not good:
-                gemv_words.words_off.add(name)
-    except Exception:  # PTX the card's driver refuses, say: the byte kernel it is
+                _paths_checked[key, name] = bool(_words_checked[key] and check())
+            except Exception:  # a path that fails to build or launch here fails its check
+                _paths_checked[key, name] = False
+    except Exception:  # PTX the card's driver refuses, say
         _words_checked[key] = False
-    return _words_checked[key]
+    used = [n for n in gemv_words.WORDS_FEATURES if (batch > 1 or n not in BATCH_FEATURES) and (batch > 16 or n not in WIDE_FEATURES)]
+    return _words_checked[key], frozenset(n for n in used if not _paths_checked.get((key, n), True))
 
 
 _step_checked: dict[tuple[str, str, bool], bool] = {}

@@ -99,8 +99,9 @@ def render_measure(r: dict, c: Console) -> None:
         *([("lm_head", _lm_head(run["lm_head"]))] if run.get("lm_head") and run["device"] == "cuda" else []),
         *([("batch GEMVs", ", ".join(f"{shape}: {kind}" for shape, kind in run["batch_kernels"].items()))]
           if run.get("batch_kernels") else []),
-        *[("self-check", f"{name}: {'passed, used' if ok else 'FAILED on this card, not used'}")
+        *[("self-check", f"{name}: {'passed, used' if ok else 'FAILED on this card'}")
           for name, ok in (run.get("self_checks") or {}).items()],
+        *[("--fallback", what) for what in run.get("fallbacks") or []],
     ])
 
     parts = r["bytes_per_step_parts"]

@@ -125,7 +125,7 @@ def test_words_kernel_on_gemma_shapes(n, k):
     x = torch.randn(1, k, device="cuda", dtype=torch.bfloat16)
     want = gemv.nvfp4_linear_reference(x.float(), w)
     torch.testing.assert_close(gemv_words.nvfp4_gemv_words(x, w).float(), want, rtol=2e-2, atol=2e-2)
-    assert selfcheck.words_kernel_ok(torch.device("cuda"))
+    assert selfcheck.words_kernel_check(torch.device("cuda")) == (True, frozenset())
 
 
 def test_word_family_self_checks_pass_on_the_card():
@@ -133,9 +133,8 @@ def test_word_family_self_checks_pass_on_the_card():
     (pipelined, split over K, several rows, tensor cores, their row blocks above 16 rows); none may be left out
     on a Hopper card."""
     from llmsize.measure import gemv_words, selfcheck
-    assert selfcheck.words_kernel_ok(torch.device("cuda"), batch=64)
-    assert gemv_words.words_off == set()
-    assert {name for _, name in selfcheck._features_checked} == set(gemv_words.WORDS_FEATURES)
+    assert selfcheck.words_kernel_check(torch.device("cuda"), batch=64) == (True, frozenset())
+    assert {name for _, name in selfcheck._paths_checked} == set(gemv_words.WORDS_FEATURES)
 
 
 def test_words_kernel_decodes_every_code_on_the_gpu():

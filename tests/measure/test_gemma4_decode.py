@@ -332,11 +332,10 @@ def test_decode_through_the_words_kernel_matches_reference():
 
 
 def test_words_self_check_passes_on_the_interpreter(monkeypatch):
-    from llmsize.measure import gemv_rows, gemv_tc, gemv_words, selfcheck
+    from llmsize.measure import gemv_rows, gemv_tc, selfcheck
     cpu = torch.device("cpu")
     monkeypatch.setattr(selfcheck, "_words_checked", {})
-    monkeypatch.setattr(selfcheck, "_features_checked", set())
-    monkeypatch.setattr(gemv_words, "words_off", set())
+    monkeypatch.setattr(selfcheck, "_paths_checked", {})
     calls = []
     real_tc = gemv_tc.nvfp4_gemv_tc
 
@@ -344,22 +343,23 @@ def test_words_self_check_passes_on_the_interpreter(monkeypatch):
         calls.append(1)
         return real_tc(*a, **kw)
     monkeypatch.setattr(gemv_tc, "nvfp4_gemv_tc", counted)
-    assert selfcheck.words_kernel_ok(cpu) and gemv_words.words_off == set()
+    assert selfcheck.words_kernel_check(cpu) == (True, frozenset())
     assert not calls  # batch 1: the batch kernels are not checked (nor compiled, on a card)
-    assert selfcheck.words_kernel_ok(cpu, batch=4) and gemv_words.words_off == set() and calls
-    # a path that fails on the card is left out, not the whole kernel: here the several-row version
+    assert selfcheck.words_kernel_check(cpu, batch=4) == (True, frozenset()) and calls
+    # a path that fails on the card is named, not the whole kernel: here the several-row version
     monkeypatch.setattr(selfcheck, "_words_checked", {})
-    monkeypatch.setattr(selfcheck, "_features_checked", set())
+    monkeypatch.setattr(selfcheck, "_paths_checked", {})
 
     def broken(x, w, **kw):
         return torch.zeros(x.shape[0], w.shape[0])
     monkeypatch.setattr(gemv_rows, "nvfp4_gemv_rows", broken)
-    assert selfcheck.words_kernel_ok(cpu, batch=2) and gemv_words.words_off == {"rows"}
+    assert selfcheck.words_kernel_check(cpu, batch=2) == (True, frozenset({"rows"}))
+    assert selfcheck.words_kernel_check(cpu, batch=1) == (True, frozenset())  # batch 1 uses no several-row path
     def must_not_run(x, w, **kw):
         raise AssertionError("the several-row kernel ran after failing its self-check")
     monkeypatch.setattr(gemv_rows, "nvfp4_gemv_rows", must_not_run)
-    monkeypatch.setattr(gemv_words, "words_off", {"rows", "tc"})  # both batch kernels off: gemv.py's pairs
-    dec = gemma4.Gemma4Decoder(_weights(seed=2), batch=2, max_positions=8, gemv="words")
+    # both batch kernels left out (what --fallback does with them): gemv.py's pairs
+    dec = gemma4.Gemma4Decoder(_weights(seed=2), batch=2, max_positions=8, gemv="words", off=frozenset({"rows", "tc"}))
     dec.prefill(torch.tensor([[1], [2]]))
     dec.decode_step()  # 2 rows: gemv.py's tensor-core pairs kernel instead
 

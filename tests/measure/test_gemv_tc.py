@@ -135,7 +135,7 @@ def test_tc_kernel_refuses_what_it_cannot_serve():
 
 
 def test_batch_dispatch_skips_kernels_that_failed_their_self_check(monkeypatch):
-    """nvfp4_gemv_batch: the tensor-core kernel on the CPU; one that failed on the card (words_off) is never
+    """nvfp4_gemv_batch: the tensor-core kernel on the CPU; one that failed on the card (`off`) is never
     called: 2-4 rows then go to the several-row kernel, 5-16 (or both off) to gemv.py's pairs kernel."""
     torch.manual_seed(3)
     w = nvfp4.quantize(torch.randn(32, 128) * 0.05)
@@ -153,9 +153,8 @@ def test_batch_dispatch_skips_kernels_that_failed_their_self_check(monkeypatch):
     want = gemv.nvfp4_linear_reference(x, w)
     for off, rows, expected in ((set(), 3, "tc"), ({"tc"}, 3, "rows"), ({"tc"}, 6, "pairs"),
                                 ({"tc", "rows"}, 2, "pairs")):
-        monkeypatch.setattr(gemv_words, "words_off", off)
         calls.clear()
-        got = gemv_tc.nvfp4_gemv_batch(x[:rows], w)
+        got = gemv_tc.nvfp4_gemv_batch(x[:rows], w, off=frozenset(off))
         assert calls == [expected], (off, rows, calls)
         torch.testing.assert_close(got.float(), want[:rows], rtol=2e-2, atol=2e-2)
     # above 16 rows: the tensor-core kernel's row blocks, unless they (or the kernel) failed on the card; then a
@@ -163,15 +162,13 @@ def test_batch_dispatch_skips_kernels_that_failed_their_self_check(monkeypatch):
     x40 = torch.randn(40, 128).to(torch.float16).float()
     want40 = gemv.nvfp4_linear_reference(x40, w)
     for off, expected in ((set(), ["tc"]), ({"wide"}, []), ({"tc"}, [])):
-        monkeypatch.setattr(gemv_words, "words_off", off)
         calls.clear()
         out = torch.full((40, 32), float("nan"))
-        got = gemv_tc.nvfp4_gemv_batch(x40, w, out=out)
+        got = gemv_tc.nvfp4_gemv_batch(x40, w, out=out, off=frozenset(off))
         assert calls == expected and got is out, (off, calls)
         torch.testing.assert_close(got, want40, rtol=1e-5, atol=1e-5)
-    monkeypatch.setattr(gemv_words, "words_off", {"wide"})  # (the row blocks are not needed up to 16 rows)
-    calls.clear()
-    gemv_tc.nvfp4_gemv_batch(x[:6], w)
+    calls.clear()  # "wide" off: the row blocks are not needed up to 16 rows
+    gemv_tc.nvfp4_gemv_batch(x[:6], w, off=frozenset({"wide"}))
     assert calls == ["tc"]
 
 

@@ -225,9 +225,11 @@ def test_report_says_when_a_self_check_failed(run_cli, tmp_path):
     r = json.loads(f.read_text())
     assert r["run"]["self_checks"] == {} and r["run"]["fused"] is False
     r["run"]["self_checks"] = {"words kernel": False, "fused step": True}
+    r["run"]["fallbacks"] = ["the word GEMV failed its self-check: the byte kernel (--gemv triton) runs instead"]
     buf = StringIO()
     render_measure(r, Console(file=buf, width=100))
-    assert "words kernel: FAILED on this card, not used" in buf.getvalue()
+    assert "words kernel: FAILED on this card" in buf.getvalue()
+    assert "--fallback" in buf.getvalue() and "the byte kernel (--gemv" in buf.getvalue()
     assert "fused step: passed, used" in buf.getvalue()
     assert "programmatic" not in buf.getvalue()  # a CPU run: no PDL
     r["run"].update(pdl=True, pdl_mode="early", l2_prefetch_kb=32)  # what a Hopper run records

@@ -46,21 +46,28 @@ def plan_kernels(gemv: str, fused: bool | None, compile_: bool, quant: str, batc
 
     checks: list[tuple[str, bool]] = []
     gave_up: list[str] = []
+
+    def judge(name: str, ok: bool, what: str, instead: str, given_up: str) -> bool:
+        """Record a check; a failure stops the run (SelfCheckError) unless --fallback, which records what goes."""
+        checks.append((name, ok))
+        if not ok and not fallback:
+            raise _fail(what, instead)
+        if not ok:
+            gave_up.append(given_up)
+        return ok
+
     off: frozenset[str] = frozenset()
     gemv = gemv if cuda and quant == "nvfp4" else "torch"
     if gemv in ("auto", "words"):
         ok, failed = selfcheck.words_kernel_check(device, batch)
-        checks.append(("words kernel", ok))
-        if not ok and not fallback:
-            raise _fail("the word GEMV (gemv_words)", "--gemv triton, the byte kernel")
-        if not ok:
-            gave_up.append("the word GEMV failed its self-check: the byte kernel (--gemv triton) runs instead"
-                           if gemv == "auto" else "the word GEMV failed its self-check: used as asked")
+        judge("words kernel", ok, "the word GEMV (gemv_words)", "--gemv triton, the byte kernel",
+              "the word GEMV failed its self-check: " + ("the byte kernel (--gemv triton) runs instead"
+                                                         if gemv == "auto" else "used as asked"))
         gemv = "words" if ok or gemv == "words" else "triton"
         if gemv == "words":
-            for name, label in WORDS_FEATURES.items():
-                if (batch > 1 or name not in BATCH_FEATURES) and (batch > 16 or name not in WIDE_FEATURES):
-                    checks.append((f"words kernel, {label}", name not in failed))
+            used = [n for n in WORDS_FEATURES if (batch > 1 or n not in BATCH_FEATURES)
+                    and (batch > 16 or n not in WIDE_FEATURES)]
+            checks.extend((f"words kernel, {WORDS_FEATURES[n]}", n not in failed) for n in used)
             off = failed
             if failed and not fallback:
                 raise _fail("the word GEMV's " + ", ".join(WORDS_FEATURES[n] for n in sorted(failed)),
@@ -69,49 +76,33 @@ def plan_kernels(gemv: str, fused: bool | None, compile_: bool, quant: str, batc
     fold, fold_combine = True, True
     if fused is not False and cuda and not compile_:
         ok = selfcheck.fused_step_ok(device, gemv)
-        if gemv == "words":
-            checks.append(("fused step, GEMV epilogues", ok))
-            if not ok:
-                if not fallback:
-                    raise _fail("the fused step with the GEMV epilogues", "--no-fused")
-                gave_up.append("the GEMV epilogues failed the fused step's self-check: left out")
-                fold = False
-                ok = selfcheck.fused_step_ok(device, gemv, fold=False)
-        checks.append(("fused step", ok))
-        if not ok and not fallback:
-            raise _fail("the fused step (fused.py)", "--no-fused")
-        if not ok:
-            gave_up.append("the fused step failed its self-check: " + ("used as asked (--fused)" if fused else
-                                                                       "the eager step runs instead"))
+        if gemv == "words" and not judge("fused step, GEMV epilogues", ok, "the fused step with the GEMV epilogues",
+                                         "--no-fused", "the GEMV epilogues failed the fused step's self-check: "
+                                                       "left out"):
+            fold = False
+            ok = selfcheck.fused_step_ok(device, gemv, fold=False)
+        judge("fused step", ok, "the fused step (fused.py)", "--no-fused", "the fused step failed its self-check: "
+              + ("used as asked (--fused)" if fused else "the eager step runs instead"))
         fused = ok or bool(fused)
     else:
         fused = bool(fused) and cuda
     if fused and cuda:
-        ok = selfcheck.attention_ok(device, fold_combine=False)
-        checks.append(("attention over cache slices", ok))
-        if not ok and not fallback:
-            raise _fail("the split attention over cache slices (fused.attention)", "--no-fused")
-        if not ok:
-            gave_up.append("the split attention failed its self-check: the eager step runs instead")
+        if not judge("attention over cache slices", selfcheck.attention_ok(device, fold_combine=False),
+                     "the split attention over cache slices (fused.attention)", "--no-fused",
+                     "the split attention failed its self-check: the eager step runs instead"):
             fused = False
         elif fold:
-            fold_combine = selfcheck.attention_ok(device, fold_combine=True)
-            checks.append(("attention, combine folded", fold_combine))
-            if not fold_combine and not fallback:
-                raise _fail("the attention combine folded into its last slice", "--no-fused")
-            if not fold_combine:
-                gave_up.append("the folded attention combine failed its self-check: the combine kernel runs")
+            fold_combine = judge("attention, combine folded", selfcheck.attention_ok(device, fold_combine=True),
+                                 "the attention combine folded into its last slice", "--no-fused",
+                                 "the folded attention combine failed its self-check: the combine kernel runs")
     lm_kernel = cap = False
     if cuda and fused and quant == "nvfp4":  # (the bf16 baseline stays on cuBLAS)
         from llmsize.measure import lm_head
 
         name, ok = (("lm_head kernel", lm_head.lm_head_ok(device)) if batch == 1 else
                     ("lm_head soft-cap and token kernel", lm_head.cap_argmax_ok(device)))
-        checks.append((name, ok))
-        if not ok and not fallback:
-            raise _fail(f"the {name} (lm_head.py)", "--no-fused")
-        if not ok:
-            gave_up.append(f"the {name} failed its self-check: cuBLAS and the eager ops run instead")
+        judge(name, ok, f"the {name} (lm_head.py)", "--no-fused",
+              f"the {name} failed its self-check: cuBLAS and the eager ops run instead")
         lm_kernel, cap = (ok, False) if batch == 1 else (False, ok)
     return KernelPlan(gemv=gemv, fused=fused, fold=fold, fold_combine=fold_combine, lm_head_kernel=lm_kernel,
                       cap_argmax=cap, off=off, checks=tuple(checks), fallbacks=tuple(gave_up))

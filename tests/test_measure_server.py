@@ -72,6 +72,21 @@ def test_a_vllm_server_is_timed_as_it_streams(run_cli):
     assert len(set(openings)) == len(openings)
 
 
+def test_each_run_draws_prompts_of_its_own(run_cli):
+    """A server keeps earlier runs' caches (a real llama-server served a second run's prompts from its slots when
+    both runs drew the same words): the prompts of two runs share no opening."""
+    b = Behaviour()
+    with FakeServer(b) as s:
+        for _ in range(2):
+            code, out, err = run_cli("measure", "--server", s.url, *BASE, "--json")
+            assert code == 0, err
+            b.requests.append({"run": json.loads(out)["run"]["prompt_seed"]})
+    marks = [i for i, q in enumerate(b.requests) if "run" in q]
+    runs = [b.requests[:marks[0]], b.requests[marks[0] + 1:marks[1]]]
+    openings = [{" ".join(q["prompt"].split()[:6]) for q in r if q.get("stream")} for r in runs]
+    assert openings[0] and openings[1] and not openings[0] & openings[1]
+
+
 def test_plan_beside_the_measurement_is_plan_itself(run_cli):
     """predicted.* are plan's figures for the served model on --gpu at the run's mean cached length."""
     from llmsize.catalog.loader import Catalog

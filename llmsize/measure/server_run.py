@@ -70,6 +70,12 @@ def prompt_text(words: int, seed: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(max(words, NONCE_WORDS)))
 
 
+def prompt_slack(target: int) -> int:
+    """How far a prompt may land from --context: each request draws its own words, and a tokenizer splits some
+    words in two (llama's SPM vocabulary does), so prompts of one run differ by a few tokens; 2%, at least 2."""
+    return max(2, target // 50)
+
+
 def fit_prompt(client: ServerClient, model: str, target: int) -> tuple[int, int | None]:
     """Words that make a prompt of `target` tokens in the server's tokenizer, and the count it reported (None:
     the server reports no usage, and the words stand for tokens). Three tries, each one prefill."""
@@ -82,7 +88,7 @@ def fit_prompt(client: ServerClient, model: str, target: int) -> tuple[int, int 
         if told > 8 * sent + 64:  # no tokenizer cuts a common English word into more than a few tokens
             raise ServerError(f"--server {client.shown}: usage says a prompt of {sent:,} words is {told:,} tokens.",
                               "Check the server's token accounting.")
-        if abs(told - target) <= max(2, target // 200):
+        if abs(told - target) <= prompt_slack(target):
             break
         words = max(1, words + (target - told) if attempt else round(words * target / told))
     return words, told
@@ -314,14 +320,17 @@ def measure_server(o: ServerOptions, progress=None, cat=None, gpu=None) -> dict:
     if told is None:
         notes.append("the server reports no token usage: the prompt is ~1 token a word and the output length is "
                      "counted in streamed chunks")
-    elif abs(told - o.context) > max(2, o.context // 200):
+    elif abs(told - o.context) > prompt_slack(o.context):
         notes.append(f"the prompt came out at {told:,} tokens in the server's tokenizer, not {o.context:,}")
     tick("prompt length", 1, 1)
     tick("warm-up", 0, 1)
-    run_level(client, model, words, min(8, o.tokens), 1, 1, seed=10_000)
+    # prompts drawn afresh for every run: a server keeps earlier runs' caches (llama-server's slots, vLLM's and
+    # SGLang's prefix caches), and a prompt it has seen before would be served from them
+    first_seed = random.SystemRandom().randrange(2**40)
+    run_level(client, model, words, min(8, o.tokens), 1, 1, seed=first_seed)
     tick("warm-up", 1, 1)
 
-    seed, before, rows = 100, client.metrics(), []
+    seed, before, rows = first_seed + 1, client.metrics(), []
     for i, level in enumerate(o.concurrency):
         tick("streams", i, len(o.concurrency))
         streams, t0, t1 = run_level(client, model, words, o.tokens, level, o.rounds, seed)
@@ -360,9 +369,10 @@ def measure_server(o: ServerOptions, progress=None, cat=None, gpu=None) -> dict:
                    "llamacpp": _llamacpp_props(props, slots)},
         "run": {"context_tokens": prompt, "prompt_tokens_requested": o.context, "prompt_tokens_told": told,
                 "tokens_requested": o.tokens, "output_forced": forced, "concurrency": list(o.concurrency),
-                "rounds": o.rounds, "batch": first["level"], "timeout_s": o.timeout_s},
+                "rounds": o.rounds, "batch": first["level"], "timeout_s": o.timeout_s, "prompt_seed": first_seed},
         "prefill": {"ttft_s": first["ttft_s"]["median"], "ttft_s_p10": first["ttft_s"]["p10"],
-                    "ttft_s_p90": first["ttft_s"]["p90"], "prompt_tokens": prompt},
+                    "ttft_s_p90": first["ttft_s"]["p90"], "prompt_tokens": prompt,
+                    "prompt_tokens_range": _prompt_range(rows)},
         "decode": {"tok_s": first["tok_s_per_stream"]["median"] if first["tok_s_per_stream"] else None,
                    "ms_per_token_median": itl.get("median"), "ms_per_token_p10": itl.get("p10"),
                    "ms_per_token_p90": itl.get("p90"), "aggregate_tok_s": first["aggregate_tok_s"]},
@@ -373,6 +383,14 @@ def measure_server(o: ServerOptions, progress=None, cat=None, gpu=None) -> dict:
     }
     _fractions(result)
     return result
+
+
+def _prompt_range(rows: list[dict]) -> list[int] | None:
+    """The shortest and longest prompt of the run in the server's count (each request draws its own words)."""
+    told = [r["prompt_tokens"] for r in rows if r["prompt_tokens"]]
+    if not told:
+        return None
+    return [round(min(t["p10"] for t in told)), round(max(t["p90"] for t in told))]
 
 
 def _count(v) -> int | None:

@@ -47,8 +47,10 @@ def render_server(r: dict, c: Console) -> None:
         rows.append(("llama-server", ", ".join(f"{k} {printable(str(v))}" for k, v in lc.items()
                                                if k in ("total_slots", "n_ctx", "build_info"))))
     told = run.get("prompt_tokens_told")
-    rows += [("prompt", f"{run['context_tokens']:,} tokens" + (" (server's count)" if told else " (~1 a word: the "
-                                                                                                "server reports no usage)")),
+    spread = r["prefill"].get("prompt_tokens_range")
+    spread = f", p10-p90 {spread[0]:,}-{spread[1]:,}" if spread and spread[0] != spread[1] else ""
+    rows += [("prompt", f"{run['context_tokens']:,} tokens" + (f" (server's count{spread})" if told else
+                                                               " (~1 a word: the server reports no usage)")),
              ("output per request", f"{run['tokens_requested']:,} tokens, "
                                     + ("forced (ignore_eos)" if run["output_forced"] else "not forced (see notes)")),
              ("levels", ", ".join(str(x) for x in run["concurrency"]) + f" streams at once, {run['rounds']} "

@@ -445,7 +445,8 @@ def _predicted(o, client, cat, gpu, entry, engine, props, prompt, rows) -> dict:
 
 def _fractions(result: dict) -> None:
     """Measured over predicted: per-stream decode over the batch-1 ceiling and expected figure; each level's
-    aggregate over plan's expected aggregate; whether it falls inside the expected band."""
+    decode rate (streams x the median stream's decode rate: what plan's aggregate at that batch stands for, the
+    prompts' time left out) over plan's expected aggregate, and whether it falls inside the expected band."""
     pred = result["predicted"]
     if not pred.get("levels"):
         return
@@ -455,9 +456,10 @@ def _fractions(result: dict) -> None:
         row["predicted"] = p
         row["fraction_of_ceiling"] = per / p["ceiling_tok_s"] if per and p["ceiling_tok_s"] else None
         agg = p.get("expected_aggregate_tok_s")
-        row["fraction_of_expected"] = row["aggregate_tok_s"] / agg if agg else None
+        row["decode_tok_s"] = row["level"] * per if per else None
+        row["fraction_of_expected"] = row["decode_tok_s"] / agg if agg and per else None
         lo, hi = p.get("expected_aggregate_tok_s_low"), p.get("expected_aggregate_tok_s_high")
-        row["inside_band"] = bool(lo <= row["aggregate_tok_s"] <= hi) if lo and hi else None
+        row["inside_band"] = bool(lo <= row["decode_tok_s"] <= hi) if lo and hi and per else None
     tok = result["decode"]["tok_s"]
     pred["measured_fraction_of_ceiling"] = tok / pred["ceiling_tok_s"] if tok and pred["ceiling_tok_s"] else None
     exp = pred.get("expected_tok_s")

@@ -112,5 +112,7 @@ def render_server(r: dict, c: Console) -> None:
                 _kv(c, [(f"{level} stream(s)", "; ".join(parts))])
     for note in r.get("notes", []):
         c.print(Text(f"  note: {printable(note)}", style="dim"))
-    c.print("  Units: tok/s = output tokens a second; TTFT from sending the request to its first token; ITL the gap "
-            "between streamed tokens, measured on this machine.", style="dim")
+    c.print("  Units: tok/s = output tokens a second; aggregate = all output tokens over the level's wall time "
+            "(prompts included); expected aggregate = plan's decode at that batch, held against streams x the median "
+            "stream's decode rate; TTFT from sending the request to its first token; ITL the gap between streamed "
+            "tokens, measured on this machine.", style="dim")

@@ -296,9 +296,26 @@ def _ollama_quant(client: ServerClient, model: str) -> str | None:
     return q if isinstance(q, str) else None
 
 
+@dataclass
+class _Served:
+    """What the server says it serves: the model entry, the engine and its version, llama-server's props."""
+
+    entry: dict
+    engine: str | None
+    version: str | None
+    how: str
+    props: dict | None = None
+    slots: list | None = None
+
+    @property
+    def model(self) -> str:
+        return self.entry["id"]
+
+
 def measure_server(o: ServerOptions, progress=None, cat=None, gpu=None) -> dict:
-    """The whole run. `cat` and `gpu` (a catalog and a GpuSpec, resolved by the CLI before any request) give
-    plan's figures; without a card the report says how to get them."""
+    """The whole run, step by step: what is served, the prompt, a warm-up, the levels, plan beside them, the
+    result. `cat` and `gpu` (a catalog and a GpuSpec, resolved by the CLI before any request) give plan's
+    figures; without a card the report says how to get them."""
     validate(o)
 
     def tick(stage, done=0, total=1):
@@ -307,30 +324,34 @@ def measure_server(o: ServerOptions, progress=None, cat=None, gpu=None) -> dict:
 
     client = ServerClient(o.url, o.api_key, o.timeout_s)
     tick("server")
-    listed = client.models()
-    entry = _pick_model(listed, o.model, client.shown)
-    model = entry["id"]
-    engine, version, how = client.identify(entry)
-    props = client.props() if engine == "llamacpp" else None
-    slots = client.slots() if engine == "llamacpp" else None
-    notes = []
-
+    served = _served(client, o)
     tick("prompt length", 0, 1)
-    words, told = fit_prompt(client, model, o.context)
-    if told is None:
-        notes.append("the server reports no token usage: the prompt is ~1 token a word and the output length is "
-                     "counted in streamed chunks")
-    elif abs(told - o.context) > prompt_slack(o.context):
-        notes.append(f"the prompt came out at {told:,} tokens in the server's tokenizer, not {o.context:,}")
+    words, told = fit_prompt(client, served.model, o.context)
     tick("prompt length", 1, 1)
     tick("warm-up", 0, 1)
     # prompts drawn afresh for every run: a server keeps earlier runs' caches (llama-server's slots, vLLM's and
     # SGLang's prefix caches), and a prompt it has seen before would be served from them
     first_seed = random.SystemRandom().randrange(2**40)
-    run_level(client, model, words, min(8, o.tokens), 1, 1, seed=first_seed)
+    run_level(client, served.model, words, min(8, o.tokens), 1, 1, seed=first_seed)
     tick("warm-up", 1, 1)
+    rows = _levels(client, o, served.model, words, first_seed + 1, tick)
+    prompt = round(rows[0]["prompt_tokens"]["median"]) if rows[0]["prompt_tokens"] else (told or o.context)
+    predicted = _predicted(o, client, cat, gpu, served.entry, served.engine, served.props, prompt, rows)
+    result = _result(o, client, served, rows, told, prompt, first_seed, predicted)
+    _fractions(result)
+    return result
 
-    seed, before, rows = first_seed + 1, client.metrics(), []
+
+def _served(client: ServerClient, o: ServerOptions) -> _Served:
+    entry = _pick_model(client.models(), o.model, client.shown)
+    engine, version, how = client.identify(entry)
+    llama = engine == "llamacpp"
+    return _Served(entry, engine, version, how, client.props() if llama else None, client.slots() if llama else None)
+
+
+def _levels(client: ServerClient, o: ServerOptions, model: str, words: int, seed: int, tick) -> list[dict]:
+    """Each --concurrency level's streams and statistics, with the server's /metrics differenced over it."""
+    before, rows = client.metrics(), []
     for i, level in enumerate(o.concurrency):
         tick("streams", i, len(o.concurrency))
         streams, t0, t1 = run_level(client, model, words, o.tokens, level, o.rounds, seed)
@@ -341,35 +362,49 @@ def measure_server(o: ServerOptions, progress=None, cat=None, gpu=None) -> dict:
         before = after
         rows.append(row)
     tick("streams", len(o.concurrency), len(o.concurrency))
+    return rows
 
+
+def _notes(o: ServerOptions, rows: list[dict], told: int | None) -> list[str]:
+    notes = []
+    if told is None:
+        notes.append("the server reports no token usage: the prompt is ~1 token a word and the output length is "
+                     "counted in streamed chunks")
+    elif abs(told - o.context) > prompt_slack(o.context):
+        notes.append(f"the prompt came out at {told:,} tokens in the server's tokenizer, not {o.context:,}")
     short = sum(r["short_streams"] for r in rows)
-    forced = short == 0 and told is not None
     if short:
         notes.append(f"the output length could not be forced: {short} of {sum(r['requests'] for r in rows)} "
                      f"requests ended before {o.tokens} tokens (the server ignores ignore_eos); figures are over "
                      "the tokens it sent")
     if any((r["tokens_per_chunk"] or 1) > 1.05 for r in rows):
         notes.append("the server streams several tokens a chunk: inter-token latency is per chunk")
+    return notes
 
-    prompt = round(rows[0]["prompt_tokens"]["median"]) if rows[0]["prompt_tokens"] else (told or o.context)
-    predicted = _predicted(o, client, cat, gpu, entry, engine, props, prompt, rows)
-    first = rows[0]
-    itl = first["itl_ms"] or {}
+
+def _result(o: ServerOptions, client: ServerClient, served: _Served, rows: list[dict], told: int | None,
+            prompt: int, first_seed: int, predicted: dict) -> dict:
+    """The run's JSON, with `measure --save`'s keys where they apply (prefill.ttft_s, decode.*)."""
     from llmsize.measure.run import git_commit
 
-    result = {
+    first, entry = rows[0], served.entry
+    itl = first["itl_ms"] or {}
+    return {
         "command": "measure --server",
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "git_commit": git_commit(),
         "versions": {"llmsize": __version__},
-        "server": {"url": client.shown, "model": model, "engine": engine,
-                   "engine_name": ENGINE_NAMES.get(engine) if engine else None, "engine_told_by": how,
-                   "version": version, "max_model_len": _count(entry.get("max_model_len")),
+        "server": {"url": client.shown, "model": served.model, "engine": served.engine,
+                   "engine_name": ENGINE_NAMES.get(served.engine) if served.engine else None,
+                   "engine_told_by": served.how, "version": served.version,
+                   "max_model_len": _count(entry.get("max_model_len")),
                    "root": shown(entry["root"], 200) if isinstance(entry.get("root"), str) else None,
-                   "llamacpp": _llamacpp_props(props, slots)},
+                   "llamacpp": _llamacpp_props(served.props, served.slots)},
         "run": {"context_tokens": prompt, "prompt_tokens_requested": o.context, "prompt_tokens_told": told,
-                "tokens_requested": o.tokens, "output_forced": forced, "concurrency": list(o.concurrency),
-                "rounds": o.rounds, "batch": first["level"], "timeout_s": o.timeout_s, "prompt_seed": first_seed},
+                "tokens_requested": o.tokens,
+                "output_forced": sum(r["short_streams"] for r in rows) == 0 and told is not None,
+                "concurrency": list(o.concurrency), "rounds": o.rounds, "batch": first["level"],
+                "timeout_s": o.timeout_s, "prompt_seed": first_seed},
         "prefill": {"ttft_s": first["ttft_s"]["median"], "ttft_s_p10": first["ttft_s"]["p10"],
                     "ttft_s_p90": first["ttft_s"]["p90"], "prompt_tokens": prompt,
                     "prompt_tokens_range": _prompt_range(rows)},
@@ -378,11 +413,9 @@ def measure_server(o: ServerOptions, progress=None, cat=None, gpu=None) -> dict:
                    "ms_per_token_p90": itl.get("p90"), "aggregate_tok_s": first["aggregate_tok_s"]},
         "concurrency": rows,
         "predicted": predicted,
-        "notes": notes,
+        "notes": _notes(o, rows, told),
         "options": {**{k: v for k, v in asdict(o).items() if k != "api_key"}, "url": client.shown},
     }
-    _fractions(result)
-    return result
 
 
 def _prompt_range(rows: list[dict]) -> list[int] | None:

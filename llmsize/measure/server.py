@@ -246,15 +246,15 @@ class ServerClient:
                               "Check that the URL is an OpenAI-compatible inference server.")
         return data
 
-    def identify(self, listed: dict) -> tuple[str | None, str | None, str]:
-        """(engine id or None, its version or None, how it was told)."""
+    def identify(self, listed: dict) -> tuple[str | None, str | None, str, dict | None]:
+        """(engine id or None, its version or None, how it was told, llama-server's /props when it is one)."""
         owner = str(listed.get("owned_by") or "").lower()
         engine = OWNED_BY.get(owner)
         how = f"/v1/models owned_by `{shown(owner, 40)}`" if engine else ""
         props = self.props() if engine in (None, "llamacpp") else None
-        if props is not None and engine in (None, "llamacpp"):
+        if props is not None:
             build = props.get("build_info")
-            return "llamacpp", shown(build, 60) if isinstance(build, str) else None, how or "/props"
+            return "llamacpp", shown(build, 60) if isinstance(build, str) else None, how or "/props", props
         probes = (("ollama", "/api/version"), ("sglang", "/get_server_info"), ("vllm", "/version"))
         for eid, path in probes:
             if engine not in (None, eid):
@@ -262,8 +262,8 @@ class ServerClient:
             d = self._json(path, quiet=True)
             if isinstance(d, dict) and (eid != "sglang" or "version" in d or "tp_size" in d):
                 v = d.get("version")
-                return eid, shown(v, 60) if isinstance(v, str) else None, how or path
-        return engine, None, how or "not told"
+                return eid, shown(v, 60) if isinstance(v, str) else None, how or path, None
+        return engine, None, how or "not told", None
 
     def props(self) -> dict | None:
         """llama-server's /props, when the server is one (it has default_generation_settings)."""

@@ -228,15 +228,17 @@ def catalog_model(cat, names: list[str]):
 
 
 def gguf_format(names: list[str]) -> str | None:
-    """gguf-q4_k_m from a file or tag name ending in its GGUF type (Qwen3-8B-Q4_K_M.gguf), if it is a format."""
-    from llmsize.estimate.quant import FORMATS
+    """gguf-q4_k_m from a file or tag name ending in its GGUF type (Qwen3-8B-Q4_K_M.gguf), through the one mapping
+    of printed GGUF types to formats (catalog.measurement.format_id)."""
+    from llmsize.catalog.measurement import format_id
 
     for name in names:
         base = (name or "").rstrip("/").rsplit("/", 1)[-1]
         base = base[:-5] if base.lower().endswith(".gguf") else base
         m = GGUF_TYPE.search(base)
-        if m and f"gguf-{m.group(1).lower()}" in FORMATS:
-            return f"gguf-{m.group(1).lower()}"
+        fid = format_id("llamacpp", m.group(1)) if m else None
+        if fid and fid.startswith("gguf-"):
+            return fid
     return None
 
 
@@ -289,11 +291,13 @@ def _pick_model(listed: list[dict], asked: str | None, base: str) -> dict:
 
 
 def _ollama_quant(client: ServerClient, model: str) -> str | None:
-    """Ollama's /api/show details.quantization_level (Q4_K_M) for its model."""
+    """The format of Ollama's model from its /api/show details.quantization_level (Q4_K_M), if it is one."""
+    from llmsize.catalog.measurement import format_id
+
     body = client.ollama_show(model)
     det = body.get("details") if isinstance(body, dict) else None
     q = det.get("quantization_level") if isinstance(det, dict) else None
-    return q if isinstance(q, str) else None
+    return format_id("llamacpp", q) if isinstance(q, str) else None
 
 
 @dataclass
@@ -344,9 +348,8 @@ def measure_server(o: ServerOptions, progress=None, cat=None, gpu=None) -> dict:
 
 def _served(client: ServerClient, o: ServerOptions) -> _Served:
     entry = _pick_model(client.models(), o.model, client.shown)
-    engine, version, how = client.identify(entry)
-    llama = engine == "llamacpp"
-    return _Served(entry, engine, version, how, client.props() if llama else None, client.slots() if llama else None)
+    engine, version, how, props = client.identify(entry)
+    return _Served(entry, engine, version, how, props, client.slots() if engine == "llamacpp" else None)
 
 
 def _levels(client: ServerClient, o: ServerOptions, model: str, words: int, seed: int, tick) -> list[dict]:
@@ -460,8 +463,7 @@ def _predicted(o, client, cat, gpu, entry, engine, props, prompt, rows) -> dict:
         fmt = gguf_format([n for n in names if isinstance(n, str)])
         fmt_from = "the served file's name" if fmt else None
     if fmt is None and engine == "ollama":
-        q = _ollama_quant(client, entry["id"])
-        fmt = gguf_format([f"x-{q}"]) if q else None
+        fmt = _ollama_quant(client, entry["id"])
         fmt_from = "Ollama's /api/show" if fmt else None
     runtime = o.runtime or (engine if engine in ("vllm", "sglang", "trtllm", "llamacpp", "ollama", "lmstudio")
                             else None)

@@ -5,7 +5,9 @@
 
 Prints a table (shape, bytes, us, GB/s, % of the NVML theoretical bandwidth) for each path, then the time one
 decoded token spends in each NVFP4 kernel (every shape times the layers that run it); --best-out writes the
-name of the fastest batch-1 kernel (triton, dot, pairs or words) for the scripts that follow. Each call reads
+name of the fastest batch-1 kernel `llmsize measure` ships (words or triton) for the scripts that follow. The
+kernels under benchmarks/kernels (dot, pairs, the 2-4-row word kernel, the lm_head kernel) are timed beside
+the shipped ones, so the table says what each is worth. Each call reads
 a different copy of the matrix (enough copies to exceed L2 several times), as the decode step reads each
 matrix once per token: a 9 MB matrix timed over and over would be served by the 60 MiB L2. Paste the table into
 benchmarks/RESULTS.md with the card, date and commit. Needs a CUDA GPU and the measure extra; `--smoke` runs
@@ -16,13 +18,18 @@ any sense worth reading: what a GPU run would otherwise find broken.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-from llmsize.measure import gemv, gemv_rows, gemv_tc, gemv_words, lm_head, nvfp4, tuner
-from llmsize.measure.card import read_card
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.kernels import gemv_dot, gemv_rows, lm_head  # noqa: E402
+from llmsize.measure import gemv, gemv_tc, gemv_words, nvfp4, tuner  # noqa: E402
+from llmsize.measure.card import read_card  # noqa: E402
 
 SHAPES = {  # [N, K] of Gemma 4 12B (shared/reference/gemma-architecture.md), fused as the decoder runs them
     "qkv sliding": (4096 + 2048 + 2048, 3840), "qkv full": (8192 + 512, 3840), "o sliding": (3840, 4096),
@@ -30,6 +37,7 @@ SHAPES = {  # [N, K] of Gemma 4 12B (shared/reference/gemma-architecture.md), fu
 }
 PER_TOKEN = {"qkv sliding": 40, "qkv full": 8, "o sliding": 40, "o full": 8, "gate_up": 48, "down": 48}
 KERNELS_B1 = {"nvfp4": "triton", "dot b1": "dot", "pairs b1": "pairs", "words b1": "words"}
+SHIPPED_B1 = ("nvfp4", "words b1")  # the paths whose kernel `llmsize measure --gemv` takes
 SMOKE_SHAPES = {"o sliding": (64, 128), "gate_up": (256, 256)}
 
 
@@ -87,24 +95,25 @@ def main():
         x16 = torch.randn(16, k, device=dev, dtype=torch.bfloat16)
         out16 = torch.empty(16, n, device=dev, dtype=torch.bfloat16)
         x256 = torch.randn(256, k, device=dev, dtype=torch.bfloat16)
+        tuning = tuner.Tuning()  # the settings each shipped kernel timed, shown beside its row
         out256 = torch.empty(256, n, device=dev, dtype=torch.bfloat16)
         for path, fn, nbytes in (
             ("bf16", lambda i: F.linear(x, c16[i % len(c16)]), w16.numel() * 2),
             ("nvfp4", lambda i: gemv.nvfp4_gemv(x, c4[i % len(c4)], out=out), nb4),
-            ("dot b1", lambda i: gemv.nvfp4_gemv_dot(x, c4[i % len(c4)], out=out), nb4),
-            ("pairs b1", lambda i: gemv.nvfp4_gemv_pairs(x, c4[i % len(c4)], out=out), nb4),
-            ("words b1", lambda i: gemv_words.nvfp4_gemv_words(x, c4[i % len(c4)], out=out), nb4),
-            ("tc b1", lambda i: gemv_tc.nvfp4_gemv_tc(x, c4[i % len(c4)], out=out), nb4),  # (for comparison)
+            ("dot b1", lambda i: gemv_dot.nvfp4_gemv_dot(x, c4[i % len(c4)], out=out), nb4),
+            ("pairs b1", lambda i: gemv_dot.nvfp4_gemv_pairs(x, c4[i % len(c4)], out=out), nb4),
+            ("words b1", lambda i: gemv_words.nvfp4_gemv_words(x, c4[i % len(c4)], out=out, tuning=tuning), nb4),
+            ("tc b1", lambda i: gemv_tc.nvfp4_gemv_tc(x, c4[i % len(c4)], out=out, tuning=tuning), nb4),
             ("rows4", lambda i: gemv_rows.nvfp4_gemv_rows(x16[:4], c4[i % len(c4)], out=out16[:4]), nb4),
-            ("pairs4", lambda i: gemv.nvfp4_gemv_pairs(x16[:4], c4[i % len(c4)], out=out16[:4]), nb4),
-            ("tc2", lambda i: gemv_tc.nvfp4_gemv_tc(x16[:2], c4[i % len(c4)], out=out16[:2]), nb4),
-            ("tc4", lambda i: gemv_tc.nvfp4_gemv_tc(x16[:4], c4[i % len(c4)], out=out16[:4]), nb4),
-            ("dot16", lambda i: gemv.nvfp4_gemv_dot(x16, c4[i % len(c4)], out=out16), nb4),
-            ("pairs16", lambda i: gemv.nvfp4_gemv_pairs(x16, c4[i % len(c4)], out=out16), nb4),
-            ("tc16", lambda i: gemv_tc.nvfp4_gemv_tc(x16, c4[i % len(c4)], out=out16), nb4),
+            ("pairs4", lambda i: gemv_dot.nvfp4_gemv_pairs(x16[:4], c4[i % len(c4)], out=out16[:4]), nb4),
+            ("tc2", lambda i: gemv_tc.nvfp4_gemv_tc(x16[:2], c4[i % len(c4)], out=out16[:2], tuning=tuning), nb4),
+            ("tc4", lambda i: gemv_tc.nvfp4_gemv_tc(x16[:4], c4[i % len(c4)], out=out16[:4], tuning=tuning), nb4),
+            ("dot16", lambda i: gemv_dot.nvfp4_gemv_dot(x16, c4[i % len(c4)], out=out16), nb4),
+            ("pairs16", lambda i: gemv_dot.nvfp4_gemv_pairs(x16, c4[i % len(c4)], out=out16), nb4),
+            ("tc16", lambda i: gemv_tc.nvfp4_gemv_tc(x16, c4[i % len(c4)], out=out16, tuning=tuning), nb4),
             ("bf16x16", lambda i: F.linear(x16, c16[i % len(c16)]), w16.numel() * 2),
-            ("tc64", lambda i: gemv_tc.nvfp4_gemv_tc(x256[:64], c4[i % len(c4)], out=out256[:64]), nb4),
-            ("tc256", lambda i: gemv_tc.nvfp4_gemv_tc(x256, c4[i % len(c4)], out=out256), nb4),
+            ("tc64", lambda i: gemv_tc.nvfp4_gemv_tc(x256[:64], c4[i % len(c4)], out=out256[:64], tuning=tuning), nb4),
+            ("tc256", lambda i: gemv_tc.nvfp4_gemv_tc(x256, c4[i % len(c4)], out=out256, tuning=tuning), nb4),
             ("bf16x256", lambda i: F.linear(x256, c16[i % len(c16)]), w16.numel() * 2),
         ):
             try:
@@ -123,9 +132,11 @@ def main():
             if path in per_token:
                 per_token[path] += t * PER_TOKEN[name]
             gbs = nbytes / t / 1e9
-            cfg = gemv_words._words_best.get((n, k, 1, False, False)) if path == "words b1" else None
-            tile = gemv_tc._tc_best.get((n, k, 1 if path == "tc b1" else int(path[2:]), False)) \
-                if path.startswith("tc") else None
+            cfg = tile = None
+            if path == "words b1":
+                cfg = next((v for key, v in tuning.chosen("words").items() if key[:3] == (n, k, 1)), None)
+            if path.startswith("tc"):
+                tile = tuning.chosen("tc").get((n, k, 1 if path == "tc b1" else int(path[2:]), False))
             print(f"{name:12s} {n:>6d}x{k:<6d} {path:7s} {nbytes / 1e6:8.2f} {t * 1e6:8.1f} {gbs:8.1f} "
                   f"{pct(gbs)}" + (f"  (BN, BW, warps, stages, split K: {cfg})" if cfg else "")
                   + (f"  (BN, BW, warps, K splits, rows a program: {tile})" if tile else "")
@@ -138,7 +149,7 @@ def main():
     gbs = emb.numel() * 2 / t / 1e9
     print(f"{'lm_head':12s} {vocab:>6d}x{hidden:<6d} {'bf16':7s} {emb.numel() * 2 / 1e6:8.2f} {t * 1e6:8.1f} "
           f"{gbs:8.1f} {pct(gbs)}  (cuBLAS GEMV alone)")
-    # the same bytes through llmsize.measure.lm_head's kernel (GEMV + soft-cap + greedy token + pos += 1)
+    # the same bytes through benchmarks/kernels/lm_head.py's kernel (GEMV + soft-cap + greedy token + pos += 1)
     tok, pos = torch.zeros(1, dtype=torch.long, device=dev), torch.zeros(1, dtype=torch.long, device=dev)
     try:
         lm_head.lm_head_greedy(x, emb, 30.0, tok, pos)  # times its configs
@@ -152,8 +163,9 @@ def main():
     print("time per decoded token in the linear layers, batch 1 (lm_head excluded):")
     for path, t in sorted(per_token.items(), key=lambda kv: kv[1]):
         print(f"  {path:9s} {t * 1e3:8.3f} ms  ({KERNELS_B1[path]})")
-    if args.best_out and per_token:
-        best = min(per_token, key=per_token.get)
+    shipped = {p: t for p, t in per_token.items() if p in SHIPPED_B1}
+    if args.best_out and shipped:
+        best = min(shipped, key=shipped.get)
         with open(args.best_out, "w") as f:
             f.write(KERNELS_B1[best] + "\n")
 

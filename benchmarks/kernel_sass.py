@@ -28,7 +28,13 @@ import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-from llmsize.measure import gemv, gemv_rows, gemv_tc, gemv_words  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.kernels import gemv_dot, gemv_rows  # noqa: E402
+from llmsize.measure import gemv, gemv_tc, gemv_words  # noqa: E402
 
 WEIGHTS_PER_CLOCK_AT_FULL_BW = 32.7  # per SM, H200 (see the docstring)
 ISSUE_PER_CLOCK = 128  # thread-instructions per SM per clock
@@ -49,10 +55,10 @@ def cases():
     for bn, bk, w in ((32, 256, 4), (16, 512, 8)):
         out.append((f"triton {bn}x{bk} w{w}", gemv._gemv_fixed, sig_b, {"BLOCK_N": bn, "BLOCK_K": bk}, w, bn * bk))
     for bn, bk, w in ((64, 128, 4), (32, 256, 4)):
-        out.append((f"dot {bn}x{bk} w{w}", gemv._gemv_dot, sig_dot,
+        out.append((f"dot {bn}x{bk} w{w}", gemv_dot._gemv_dot, sig_dot,
                     {"BLOCK_N": bn, "BLOCK_K": bk, "BLOCK_B": 16, "DOT_DTYPE": triton.language.float16}, w, bn * bk))
     for bn, bw, w in ((64, 16, 4), (32, 32, 4), (64, 32, 8)):
-        out.append((f"pairs {bn}x{8 * bw} w{w}", gemv._gemv_pairs, sig_pairs,
+        out.append((f"pairs {bn}x{8 * bw} w{w}", gemv_dot._gemv_pairs, sig_pairs,
                     {"BLOCK_N": bn, "BLOCK_W": bw, "BLOCK_B": 16}, w, bn * bw * 8))
     sig_words = {"x2_ptr": "*i32", "packed_ptr": "*i32", "scale_ptr": "*u8", "row_scale_ptr": "*fp32",
                  "y_ptr": "*bf16", "pack_ptr": "*fp16", "ws_ptr": "*fp32", "cnt_ptr": "*i32", "nx_ptr": "*bf16",

@@ -50,13 +50,10 @@ def main(paths):
     for r in runs:  # what the defaults rest on: a failed check means a slower path ran
         run = r["run"]
         checks = ", ".join(f"{k}: {'ok' if v else 'FAILED'}" for k, v in (run.get("self_checks") or {}).items())
-        lm = run.get("lm_head") or {}
-        times = (f"; lm_head timed: kernel {lm['triton_us']:.1f} us, cuBLAS + ops {lm['cublas_us']:.1f} us "
-                 f"(config {lm.get('config')})" if lm.get("triton_us") else "")
         kernels = ("; batch GEMVs " + ", ".join(f"{shape} {kind}" for shape, kind in run["batch_kernels"].items())
                    if run.get("batch_kernels") else "")
-        if checks or times or kernels:
-            print(f"\n- {run['quant']}: self-checks {checks or 'none'}{times}{kernels}")
+        if checks or kernels:
+            print(f"\n- {run['quant']}: self-checks {checks or 'none'}{kernels}")
 
 
 if __name__ == "__main__":

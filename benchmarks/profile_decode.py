@@ -22,12 +22,17 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 from collections import defaultdict
+from pathlib import Path
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from llmsize.measure import GEMV_KERNELS, gemma4
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.kernels.decoder import LabDecoder  # noqa: E402
+from llmsize.measure import gemma4  # noqa: E402
 
 
 def union_us(intervals) -> float:
@@ -89,13 +94,13 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=1,
                     help="sequences decoded together (1-16; 1-256 with --gemv words or --quant bf16)")
     ap.add_argument("--steps", type=int, default=8)
-    ap.add_argument("--gemv", default="triton", choices=GEMV_KERNELS)
+    ap.add_argument("--gemv", default="triton", choices=LabDecoder.GEMVS[1:])
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--fused", action="store_true")
     ap.add_argument("--eager", action="store_true", help="launch the step's kernels one by one (no CUDA graph)")
-    ap.add_argument("--lm-head", default=None, choices=["torch", "triton"],
-                    help="the step's end: cuBLAS + torch ops, or the lm_head kernel (default: the kernel for the "
-                         "fused NVFP4 step, as measure uses it when it times no slower)")
+    ap.add_argument("--lm-head", default="torch", choices=["torch", "triton"],
+                    help="the fused step's end at batch 1: cuBLAS's GEMM then the soft-cap and token kernel, as "
+                         "measure runs it (torch), or benchmarks/kernels/lm_head.py's kernel (triton)")
     ap.add_argument("--smoke", action="store_true",
                     help="on the CPU: the small model, torch's CPU profiler (set TRITON_INTERPRET=1 for Triton paths)")
     args = ap.parse_args()
@@ -106,7 +111,6 @@ def main() -> None:
         ap.error(f"--steps {args.steps}: profile at least one step")
     if not args.smoke and not torch.cuda.is_available():
         ap.error("no CUDA GPU visible to torch: run on a GPU machine, or --smoke for the CPU rehearsal")
-    lm_head = args.lm_head or ("triton" if args.fused and args.quant == "nvfp4" else "torch")
     if args.smoke:
         cfg, device, dtype = gemma4.GEMMA4_TINY, torch.device("cpu"), torch.float32
     else:
@@ -116,9 +120,9 @@ def main() -> None:
     w = gemma4.build_random(cfg, device=device, dtype=dtype, quant=args.quant)
     reps = 3 if args.smoke else 20  # steps timed with the profiler off; positions: the prompt, 3 warm-up
     # steps, one more before the capture, the timed and the profiled replays, each a token further
-    dec = gemma4.Gemma4Decoder(w, batch=args.batch, max_positions=args.context + 3 + 1 + reps + args.steps + 8,
-                               gemv=args.gemv if args.quant == "nvfp4" else "torch", fused=args.fused,
-                               lm_head=lm_head)
+    dec = LabDecoder(w, batch=args.batch, max_positions=args.context + 3 + 1 + reps + args.steps + 8,
+                     gemv=args.gemv if args.quant == "nvfp4" else "torch", fused=args.fused,
+                     cap_argmax=args.fused, lm_head=args.lm_head)
     dec.prefill(torch.randint(0, cfg.vocab_size, (args.batch, args.context), device=device))
     step = torch.compile(dec.decode_step, dynamic=False) if args.compile else dec.decode_step
     for _ in range(3):  # compile, autotune

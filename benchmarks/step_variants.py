@@ -5,7 +5,8 @@ is checked against the eager step's logits, captured in its own CUDA graph and t
     python benchmarks/step_variants.py [--context 4096] [--steps 64] [--out FILE] [--append]
 
 A variant is a GEMV kernel, the eager or fused step (with or without the word GEMVs' epilogue folds and the
-folded attention combine; ending in the lm_head kernel or in cuBLAS + torch ops), and launch.py's settings
+folded attention combine; ending in cuBLAS's lm_head GEMM and the soft-cap and token kernel, in cuBLAS + torch
+ops, or in benchmarks/kernels/lm_head.py's kernel), and launch.py's settings
 (LLMSIZE_PDL: 0 off, 1 wait first, 2 early; LLMSIZE_PREFETCH_KB: the L2 prefetch per GEMV program before its
 wait). Every variant replays from the same position, so each attends to the same context. Prints a Markdown
 table (card, date, commit, command) of ms per step, GB/s and percent of NVML theoretical; --append adds it to
@@ -25,17 +26,22 @@ from pathlib import Path
 
 import torch
 
-from llmsize.measure import gemma4
-from llmsize.measure.card import read_card
-from llmsize.measure.run import bytes_read_per_step, git_commit
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-# (label, LLMSIZE_PDL, LLMSIZE_PREFETCH_KB, decoder settings): the settings are Gemma4Decoder's, over DEFAULT
-# (fold: GeGLU and residual norms in the word GEMVs' epilogues; fold_combine: the attention combine in the
-# split kernel's last slice; lm_head: "triton" for llmsize.measure.lm_head's kernel, "torch" for cuBLAS + the
-# eager ops). The first is the reference the others are checked against.
-DEFAULT = {"gemv": "words", "fused": True, "fold": True, "fold_combine": True, "lm_head": "triton", "attn_split": {}}
+from benchmarks.kernels.decoder import LabDecoder  # noqa: E402
+from llmsize.measure import gemma4  # noqa: E402
+from llmsize.measure.card import read_card  # noqa: E402
+from llmsize.measure.run import bytes_read_per_step, git_commit  # noqa: E402
+
+# (label, LLMSIZE_PDL, LLMSIZE_PREFETCH_KB, decoder settings): the settings are LabDecoder's, over DEFAULT, which
+# is what `llmsize measure` runs (fold: GeGLU and residual norms in the word GEMVs' epilogues; fold_combine: the
+# attention combine in the split kernel's last slice; cap_argmax: the soft-cap and tokens in one kernel after
+# cuBLAS's lm_head GEMM; lm_head: "triton" for benchmarks/kernels/lm_head.py's kernel in place of both). The
+# first is the reference the others are checked against.
+DEFAULT = {"gemv": "words", "fused": True, "fold": True, "fold_combine": True, "cap_argmax": True, "lm_head": "torch",
+           "attn_split": {}}
 VARIANTS = [
-    ("eager, words", "2", "32", {"fused": False, "lm_head": "torch"}),
+    ("eager, words", "2", "32", {"fused": False}),
     ("fused, words, PDL off", "0", "0", {}),
     ("fused, words, PDL wait first", "1", "0", {}),
     ("fused, words, PDL early, no prefetch", "2", "0", {}),
@@ -43,7 +49,8 @@ VARIANTS = [
     ("fused, words, PDL early, prefetch 32 KiB (default)", "2", "32", {}),
     ("fused, words, PDL early, prefetch 64 KiB", "2", "64", {}),
     ("fused, words, PDL early, prefetch 128 KiB", "2", "128", {}),
-    ("fused, words, PDL early, prefetch 32 KiB, lm_head cuBLAS + torch ops", "2", "32", {"lm_head": "torch"}),
+    ("fused, words, PDL early, prefetch 32 KiB, soft-cap and token in torch ops", "2", "32", {"cap_argmax": False}),
+    ("fused, words, PDL early, prefetch 32 KiB, lm_head kernel", "2", "32", {"lm_head": "triton"}),
     ("fused, words, PDL early, prefetch 32 KiB, combine kernel", "2", "32", {"fold_combine": False}),
     ("fused, words, PDL early, prefetch 32 KiB, full-layer slices of 32 rows", "2", "32",
      {"attn_split": {"full": 32}}),
@@ -117,7 +124,7 @@ def main() -> None:
         device, cfg, dtype = "cuda", gemma4.GEMMA4_12B, torch.bfloat16
         card_name, driver, theo = card.name, card.driver, card.theoretical_bandwidth_gb_s
     w = gemma4.build_random(cfg, device=device, dtype=dtype, quant="nvfp4", seed=0)
-    dec = gemma4.Gemma4Decoder(w, batch=1, max_positions=args.context + 16, gemv="words", fused=False)
+    dec = LabDecoder(w, batch=1, max_positions=args.context + 16, gemv="words", fused=False)
     dec.prefill(torch.randint(0, cfg.vocab_size, (1, args.context), device=device,
                               generator=torch.Generator(device=device).manual_seed(1)))
     start_pos, start_token = int(dec.pos.item()), dec.token.clone()

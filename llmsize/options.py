@@ -327,8 +327,8 @@ SeedOpt = Annotated[int, _opt("--seed", help="Seed for random weights and the pr
                               callback=int_range(0, 2**32 - 1))]
 ProbeOpt = Annotated[bool, _opt("--probe/--no-probe", help="Time a read-bandwidth probe first.")]
 GemvOpt = Annotated[str, _opt("--gemv", help="NVFP4 kernel: auto (words if it checks out on the card, else triton), "
-                              "words (fp16x2, two codes per instruction), triton (byte-wise), dot or pairs "
-                              "(tensor-core).")]
+                              "words (fp16x2 at batch 1, tensor cores for 2-256 rows), triton (byte-wise, the "
+                              "readable fallback, batch 1-16).")]
 CompileOpt = Annotated[bool, _opt("--compile/--no-compile", help="torch.compile the decode step before capturing it "
                                   "(fewer, fused kernels between the GEMVs).")]
 FusedOpt = Annotated[Optional[bool], _opt("--fused/--no-fused", help="The work between the GEMVs in two to five "

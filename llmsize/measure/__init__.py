@@ -11,7 +11,9 @@ import os
 # with it on; keep it on, and the warning off the report, unless the user has chosen.
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 
-GEMV_KERNELS = ("triton", "dot", "pairs", "words")  # the NVFP4 decode kernels: `--gemv` and the benchmarks take these
+# the NVFP4 decode kernels `--gemv` takes: the word family (gemv_words at batch 1, gemv_tc for 2-256 rows) and the
+# byte kernel (gemv.py), the readable fallback; benchmarks/kernels holds others, to time against these
+GEMV_KERNELS = ("words", "triton")
 
 
 def launch_env() -> tuple[int, int]:

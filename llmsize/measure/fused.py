@@ -23,7 +23,8 @@ norm, after an add), so on float32 weights it matches the eager step to float32 
 With the word GEMV at batch 1, residual_norm and geglu are not launched: the o and down GEMVs apply the
 residual norm in their epilogue (its last program, acts.residual_norm_row) and the gate | up GEMV the GeGLU
 (gemv_words, norm= and glu=True): five kernels per sliding layer (one of them here), six per full layer (two),
-and with embed_norm and the lm_head kernel (lm_head.py) 250 per Gemma 4 12B token.
+and with embed_norm, the lm_head GEMM (cuBLAS) and the soft-cap and token kernel (logits.py) 251 per Gemma 4 12B
+token.
 """
 from __future__ import annotations
 

@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from llmsize.measure import GEMV_KERNELS, gemv_tc, nvfp4
-from llmsize.measure.gemv import nvfp4_gemv, nvfp4_gemv_dot, nvfp4_gemv_pairs, nvfp4_linear_reference
+from llmsize.measure import gemv_tc, nvfp4
+from llmsize.measure.gemv import nvfp4_gemv, nvfp4_linear_reference
 from llmsize.measure.gemv_tc import nvfp4_gemv_batch, nvfp4_gemv_tc
 from llmsize.measure.gemv_words import nvfp4_gemv_words
+from llmsize.measure.tuner import Tuning
 
 SLIDING, FULL = "sliding", "full"
 QUERY_CHUNK = 512  # prefill attention is computed this many queries at a time
@@ -245,17 +246,18 @@ class Gemma4Decoder:
     """Static-cache Gemma 4 decoder over given weights: prefill(tokens), then decode_step() repeatedly.
 
     All state lives in fixed device tensors (caches, position, current token), so one decode step can be
-    captured in a CUDA graph and replayed. `gemv` picks the NVFP4 decode path: "triton" (the CUDA-core
-    kernel at batch 1, the tensor-core one for batches), "dot" (the tensor-core kernel always), "pairs" (two
-    codes decoded per integer op, tensor-core dot, any batch up to 16), "words" (fp16x2 CUDA-core kernel at
-    batch 1; 2-256 rows through gemv_tc.nvfp4_gemv_batch: the tensor-core word kernel, or at 2-4 rows the
-    several-row CUDA-core one where the card times it faster) or "torch"
-    (dequantize + matmul, the reference; what the CPU uses by default).
+    captured in a CUDA graph and replayed. `gemv` picks the NVFP4 decode path: "words" (the fp16x2 CUDA-core
+    kernel at batch 1; 2-256 rows through gemv_tc.nvfp4_gemv_batch, the tensor-core word kernel), "triton" (the
+    byte kernel, one weight pass per row: the readable fallback) or "torch" (dequantize + matmul, the
+    reference; what the CPU uses by default). `tuning` keeps the kernels' launch settings (tuner.Tuning: timed
+    at each shape's first call, then frozen by the run).
     """
 
+    GEMVS = ("torch", "triton", "words")
+
     def __init__(self, weights: Gemma4Weights, batch: int, max_positions: int, gemv: str = "torch",
-                 fused: bool = False, fold: bool = True, lm_head: str = "torch", fold_combine: bool = True,
-                 attn_split: dict | None = None, off: frozenset[str] = frozenset()):
+                 fused: bool = False, fold: bool = True, cap_argmax: bool = False, fold_combine: bool = True,
+                 attn_split: dict | None = None, off: frozenset[str] = frozenset(), tuning: Tuning | None = None):
         cfg = weights.config
         self.cfg, self.w, self.batch, self.max_positions, self.gemv = cfg, weights, batch, max_positions, gemv
         self.fused = fused  # decode_step through llmsize.measure.fused: 2-5 Triton kernels between the GEMVs
@@ -266,11 +268,11 @@ class Gemma4Decoder:
         self.fold_combine = fold_combine
         # fused step: cache rows per attention slice by layer kind ({"full": 32}, say), else fused.attn_split's
         self.attn_split = attn_split or {}
-        if lm_head not in ("torch", "triton"):
-            raise ValueError(f"lm_head must be 'torch' or 'triton', got {lm_head!r}")
-        # fused step: "triton" ends it with llmsize.measure.lm_head's kernel (GEMV, soft-cap, token) at batch 1,
-        # with cuBLAS's GEMM then lm_head.cap_argmax (soft-cap, the B tokens) at batch > 1
-        self.lm_head = lm_head
+        if gemv not in self.GEMVS:
+            raise ValueError(f"gemv must be one of {', '.join(self.GEMVS)}, got {gemv!r}")
+        # fused step: after cuBLAS's lm_head GEMM, logits.cap_argmax (soft-cap and the B tokens in one kernel)
+        self.cap_argmax = cap_argmax
+        self.tuning = tuning if tuning is not None else Tuning()
         dev, dt = weights.embed.device, weights.embed.dtype
         self.device, self.dtype = dev, dt
         self.caches = []
@@ -295,17 +297,11 @@ class Gemma4Decoder:
     def _linear(self, x: torch.Tensor, w) -> torch.Tensor:
         if isinstance(w, nvfp4.Nvfp4Weight):
             if self.gemv == "words" and x.shape[0] <= max(self.batch, gemv_tc.ROW_BLOCK):  # a step's 1-256 rows
-                # in one weight pass (tensor cores, or 2-4 rows on the CUDA cores where the card times that
-                # faster); a longer prompt is a prefill: the dense path below
-                return (nvfp4_gemv_words(x, w, off=self.off) if x.shape[0] == 1
-                        else nvfp4_gemv_batch(x, w, off=self.off))
-            if x.shape[0] <= 16 and self.gemv in GEMV_KERNELS:
-                # batch 1: a CUDA-core kernel; several rows, or asked for: one tensor-core pass for all
-                if self.gemv == "pairs":
-                    return nvfp4_gemv_pairs(x, w)
-                if x.shape[0] == 1 and self.gemv == "triton":
-                    return nvfp4_gemv(x, w)
-                return nvfp4_gemv_dot(x, w)
+                # in one weight pass; a longer prompt is a prefill: the dense path below
+                return (nvfp4_gemv_words(x, w, off=self.off, tuning=self.tuning) if x.shape[0] == 1
+                        else nvfp4_gemv_batch(x, w, off=self.off, tuning=self.tuning))
+            if self.gemv == "triton" and x.shape[0] <= 16:
+                return nvfp4_gemv(x, w)
             if x.shape[0] <= 16:
                 return nvfp4_linear_reference(x, w)
             return F.linear(x, w.dequantize(x.dtype))  # prefill: a transient dense copy, one matrix at a time
@@ -438,8 +434,8 @@ class Gemma4Decoder:
         GEMVs and five small kernels (attention split, which also norms, rotates and caches q, k, v; combine;
         two residual_norms; geglu). With the word GEMV at batch 1 two: the gate | up pass applies the GeGLU, the
         o and down passes the residual norms, so a layer is six kernels, five where the attention folds its
-        combine (sliding layers); the step starts with embed_norm and, lm_head="triton", ends in one kernel (at
-        batch > 1: cuBLAS's GEMM, then one kernel for the soft-cap and the tokens). With the word family at batch
+        combine (sliding layers); the step starts with embed_norm and ends with cuBLAS's lm_head GEMM, then (with
+        cap_argmax) one kernel for the soft-cap and the tokens. With the word family at batch
         2-256 the tensor-core gate | up pass applies the GeGLU (no geglu kernel)."""
         from llmsize.measure import fused
 
@@ -455,7 +451,8 @@ class Gemma4Decoder:
                   and (self.batch <= gemv_tc.ROW_BLOCK or "wide" not in self.off))
 
         def lin(inp, w):
-            return nvfp4_gemv_words(None, w, x2=inp, out_dtype=x.dtype, off=self.off) if pk else self._linear(inp, w)
+            return (nvfp4_gemv_words(None, w, x2=inp, out_dtype=x.dtype, off=self.off, tuning=self.tuning) if pk
+                    else self._linear(inp, w))
 
         x, h = fused.embed_norm(self.w.embed, self.token, self.embed_scale, f32[id(layers[0].input_norm)], eps,
                                 pack=pk)
@@ -471,24 +468,31 @@ class Gemma4Decoder:
             post, pre = f32[id(layer.post_attn_norm)], f32[id(layer.pre_ffn_norm)]
             if fold:  # the residual norm in the o GEMV's epilogue (its last program), h packed for gate | up
                 x, h = nvfp4_gemv_words(None, layer.o, x2=att, out_dtype=x.dtype, norm=(x, post, pre, eps, None, True),
-                                        off=self.off)
+                                        off=self.off, tuning=self.tuning)
             else:
                 x, h = fused.residual_norm(x, lin(att, layer.o), post, pre, eps, pack=pk)
             last = i + 1 == len(layers)
             post, nxt = f32[id(layer.post_ffn_norm)], f32[id(self.w.final_norm if last else layers[i + 1].input_norm)]
             if fold:  # GeGLU in the gate | up epilogue, the residual norm in the down one (h plain for the lm_head)
-                a = nvfp4_gemv_words(None, layer.gate_up, x2=h, out_dtype=x.dtype, glu=True, pack=True, off=self.off)
+                a = nvfp4_gemv_words(None, layer.gate_up, x2=h, out_dtype=x.dtype, glu=True, pack=True, off=self.off,
+                                     tuning=self.tuning)
                 x, h = nvfp4_gemv_words(None, layer.down, x2=a, out_dtype=x.dtype,
-                                        norm=(x, post, nxt, eps, layer.layer_scalar, not last), off=self.off)
+                                        norm=(x, post, nxt, eps, layer.layer_scalar, not last), off=self.off,
+                                        tuning=self.tuning)
             else:
-                a = nvfp4_gemv_tc(h, layer.gate_up, glu=True) if tc_glu else fused.geglu(lin(h, layer.gate_up), pack=pk)
+                a = (nvfp4_gemv_tc(h, layer.gate_up, glu=True, tuning=self.tuning) if tc_glu
+                     else fused.geglu(lin(h, layer.gate_up), pack=pk))
                 x, h = fused.residual_norm(x, lin(a, layer.down), post, nxt, eps, layer.layer_scalar,
                                            pack=pk and not last)
-        cap = cfg.final_softcap
-        if self.lm_head == "triton":  # the token(s) and the position written by the kernel
-            from llmsize.measure.lm_head import cap_argmax, lm_head_greedy
-            if self.batch == 1:
-                return lm_head_greedy(h, self.w.embed, cap, self.token, self.pos)
+        return self._head(h)
+
+    def _head(self, h: torch.Tensor) -> torch.Tensor:
+        """The fused step's end: h (final-normed) through the tied lm_head (cuBLAS), soft-capped; the greedy
+        tokens into self.token and the position advanced, by logits.cap_argmax in one kernel where the run
+        checked it, else by the eager ops. The capped logits [B, vocab] fp32."""
+        cap = self.cfg.final_softcap
+        if self.cap_argmax:
+            from llmsize.measure.logits import cap_argmax
             return cap_argmax(F.linear(h, self.w.embed), cap, self.token, self.pos)
         logits = cap * torch.tanh(F.linear(h, self.w.embed).float() / cap)
         self.token.copy_(logits.argmax(-1))

@@ -1,8 +1,9 @@
-"""The tensor-core word GEMV: NVFP4 x 1-16 activation rows in one pass over the weights, for batched decode.
+"""The tensor-core word GEMV: NVFP4 x 2-256 activation rows in one pass over the weights, for batched decode.
 
-The word kernels (gemv_words.py, gemv_rows.py) multiply on the CUDA cores: an fp16x2 fma per two weights and
-row, so their cost grows with the batch (4.3 SASS instructions per weight at 2 rows, 6.4 at 4), and gemv.py's
-tensor-core kernels spend 9-10 per weight decoding codes one fp16 at a time. Here each 32-bit word of eight
+The batch-1 word kernel (gemv_words.py) multiplies on the CUDA cores: an fp16x2 fma per two weights and row, so
+a several-row version costs more with each row (4.3 SASS instructions per weight at 2 rows, 6.4 at 4: the
+benchmarks/kernels/gemv_rows.py kernel), and tensor-core kernels that decode codes one fp16 at a time spend
+9-40 per weight (benchmarks/kernels/gemv_dot.py). Here each 32-bit word of eight
 codes is decoded as in the word kernels (Marlin's unpack, vllm csrc/quantization/marlin/dequant.h: three
 integer ops make the fp16 high bytes of four codes, one prmt picks a pair) straight into fp16x2 pairs of the
 tensor-core operand, scaled by the block scale with one fp16x2 multiply per pair, and the dot runs on the
@@ -33,16 +34,15 @@ from llmsize.measure.gemv_words import (
     e4m3_cvt,
     word_operands,
 )
+from llmsize.measure.gemv import nvfp4_gemv
 from llmsize.measure.nvfp4 import Nvfp4Weight
-from llmsize.measure.tuner import copies_beyond_l2, time_configs
+from llmsize.measure.tuner import Tuning
 
 try:  # triton is optional on the CPU (as in gemv.py)
     import triton
     import triton.language as tl
 except ImportError:  # pragma: no cover - exercised only where triton is missing
     triton = None
-
-MAX_ROWS = 16  # activation rows padded to the dot's 16 columns
 
 if triton is not None:
     from llmsize.measure.acts import gelu_tanh_mul
@@ -249,7 +249,6 @@ TC_WIDE_CONFIGS = ((128, 16, 4, 1, 32), (256, 16, 8, 1, 32), (128, 16, 4, 4, 32)
                    (128, 16, 8, 1, 128), (256, 16, 16, 1, 128), (128, 16, 8, 2, 128), (256, 16, 16, 4, 128))
 MAX_ROWS = 256  # the most activation rows a call takes (the batches `llmsize measure` decodes)
 ROW_BLOCK = 16  # up to this many rows, one program's dot takes them all
-_tc_best: dict[tuple, tuple[int, int, int, int, int]] = {}
 
 
 def configs_for(b: int) -> tuple[tuple[int, int, int, int, int], ...]:
@@ -262,11 +261,12 @@ def configs_for(b: int) -> tuple[tuple[int, int, int, int, int], ...]:
 
 def nvfp4_gemv_tc(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = None, block_n: int | None = None,
                   block_w: int | None = None, num_warps: int = 4, split_k: int = 1, glu: bool = False,
-                  block_b: int | None = None) -> torch.Tensor:
+                  block_b: int | None = None, tuning: Tuning | None = None) -> torch.Tensor:
     """x [B, K] (B from 1 to MAX_ROWS; bf16, fp16 or fp32) -> [B, N] in x's dtype, on the tensor cores: one pass
     over the packed weights for up to block_b rows (16; above 16 rows a program takes 32, 64 or 128), the row
     blocks side by side; glu: w is gate | up, the result gelu_tanh(gate) * up [B, N / 2]. On a GPU without tiles
-    given, the first call per shape and batch times configs_for(B) that divide it (as nvfp4_gemv_words);
+    given, the first call per shape and batch times configs_for(B) that divide it, kept by `tuning` (as
+    nvfp4_gemv_words);
     block_w is a multiple of 4 words, split_k the number of programs sharing a row block's K."""
     check_rows(x, w, 1, MAX_ROWS)
     n, k = w.shape
@@ -300,63 +300,35 @@ def nvfp4_gemv_tc(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = No
             raise ValueError(f"block_b must be a power of two from {ROW_BLOCK}, got {bb}")
         launch(block_n or (128 if use_asm else 32), bw, num_warps, split_k, bb)
     else:
-        key = (n, k, b, glu)
-        if key not in _tc_best:
-            fit = [c for c in configs_for(b) if n_out % (c[0] // 2 if glu else c[0]) == 0 and kw % (c[1] * c[3]) == 0]
-            _tc_best[key] = time_configs(launch, fit or [configs_for(b)[0]],
-                                          copies_beyond_l2((words, scales, w.row_scale)))
-        launch(*_tc_best[key])
+        fit = [c for c in configs_for(b) if n_out % (c[0] // 2 if glu else c[0]) == 0 and kw % (c[1] * c[3]) == 0]
+        launch(*(tuning or Tuning()).best(("tc", n, k, b, glu), launch, fit or [configs_for(b)[0]],
+                                          (words, scales, w.row_scale)))
     return out
 
 
-_batch_choice: dict[tuple, str] = {}  # (N, K, B) -> the kernel the card timed faster ("tc" or "rows")
-
-
 def nvfp4_gemv_batch(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = None,
-                     off: frozenset[str] = frozenset()) -> torch.Tensor:
-    """2-256 activation rows through the word family, one pass over the weights: this module's tensor-core
-    kernel, or for 2-4 rows gemv_rows' CUDA-core one if the card times it faster for this shape (the first call
-    per shape and batch, each with its own best tiles; on the CPU the tensor-core one). A kernel that failed its
-    self-check on the card (`off`: "tc", "rows"; above 16 rows also "wide", the row blocks) is
-    not used; then up to 16 rows go to gemv.py's pairs kernel, more to a dense dequantized copy (correct, but
-    reading the weights as bf16: `llmsize measure` refuses such a batch before it starts)."""
-    from llmsize.measure import gemv_rows
-    from llmsize.measure.gemv import nvfp4_gemv_pairs
-
-    b, (n, k) = x.shape[0], w.shape
-    tc_ok = "tc" not in off and (b <= ROW_BLOCK or "wide" not in off)
-    kinds = [kind for kind, ok in (("tc", tc_ok and b <= MAX_ROWS), ("rows", 2 <= b <= gemv_rows.MAX_ROWS)) if ok
-             and kind not in off]
-    if not kinds:
-        if b <= ROW_BLOCK:
-            return nvfp4_gemv_pairs(x, w, out=out)
-        y = torch.nn.functional.linear(x, w.dequantize(x.dtype))
-        return y if out is None else out.copy_(y)
-
-    def run(kind, wt=w, o=out):
-        return nvfp4_gemv_tc(x, wt, out=o) if kind == "tc" else gemv_rows.nvfp4_gemv_rows(x, wt, out=o)
-
-    if len(kinds) == 1 or x.device.type != "cuda":
-        return run(kinds[0])
-    key = (n, k, b)
-    if key not in _batch_choice:
-        mats = copies_beyond_l2((w.packed, w.scales, w.row_scale))
-        copies = [w] + [Nvfp4Weight(*m) for m in mats[1:]]
-        scratch_out = torch.empty((b, n), dtype=x.dtype, device=x.device)
-        for kind in kinds:  # each kernel's own tile timing first (its first call), outside the comparison
-            run(kind, o=scratch_out)
-        _batch_choice[key] = time_configs(lambda kind, mats: run(kind, mats, scratch_out),
-                                           [(kind,) for kind in kinds], copies)[0]
-    return run(_batch_choice[key])
+                     off: frozenset[str] = frozenset(), tuning: Tuning | None = None) -> torch.Tensor:
+    """2-256 activation rows, one pass over the weights, on the tensor cores (nvfp4_gemv_tc). Where that
+    kernel failed its self-check on the card and the user asked for fallbacks (`off`: "tc"; above 16 rows also
+    "wide", the row blocks), up to 16 rows go to gemv.py's byte kernel (a weight pass per row), more to a dense
+    dequantized copy (correct, but reading the weights as bf16: `llmsize measure` refuses such a batch before
+    it starts)."""
+    b = x.shape[0]
+    if "tc" not in off and (b <= ROW_BLOCK or "wide" not in off):
+        return nvfp4_gemv_tc(x, w, out=out, tuning=tuning)
+    if b <= ROW_BLOCK:
+        return nvfp4_gemv(x, w, out=out)
+    y = torch.nn.functional.linear(x, w.dequantize(x.dtype))
+    return y if out is None else out.copy_(y)
 
 
-def chosen_kernels(batch: int) -> dict[str, str]:
-    """Per weight shape ("N x K", "GeGLU" where the gate | up epilogue ran) at this batch, the kernel the card
-    timed faster in nvfp4_gemv_batch ("rows", or "tc" with its tile: weight rows, words a step, warps, K
-    splits, and above 16 rows the activation rows a program, "b64")."""
-    out = {f"{n}x{k}": kind for (n, k, b), kind in sorted(_batch_choice.items()) if b == batch}
-    for (n, k, b, glu), (bn, bw, warps, split, bb) in sorted(_tc_best.items()):
-        name = f"{n}x{k}" + (" GeGLU" if glu else "")
-        if b == batch and out.get(name, "tc") == "tc":
-            out[name] = f"tc {bn}x{bw} w{warps} k{split}" + (f" b{bb}" if bb != ROW_BLOCK else "")
+def chosen_kernels(tuning: Tuning, batch: int) -> dict[str, str]:
+    """Per weight shape ("N x K", "GeGLU" where the gate | up epilogue ran) at this batch, the tile the run's
+    tuning chose for the tensor-core kernel: weight rows, words a step, warps, K splits, and above 16 rows the
+    activation rows a program ("b64")."""
+    out = {}
+    for (n, k, b, glu), (bn, bw, warps, split, bb) in tuning.chosen("tc").items():
+        if b == batch:
+            out[f"{n}x{k}" + (" GeGLU" if glu else "")] = (f"tc {bn}x{bw} w{warps} k{split}"
+                                                          + (f" b{bb}" if bb != ROW_BLOCK else ""))
     return out

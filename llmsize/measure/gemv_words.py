@@ -22,7 +22,7 @@ import torch
 from llmsize.measure import scratch
 from llmsize.measure.launch import launch_opts, pdl_mode, prefetch_bytes
 from llmsize.measure.nvfp4 import BLOCK, Nvfp4Weight
-from llmsize.measure.tuner import copies_beyond_l2, time_configs
+from llmsize.measure.tuner import Tuning
 
 try:  # triton is optional on the CPU (as in gemv.py)
     import triton
@@ -358,7 +358,8 @@ if triton is not None:
 # 47-90% over 2-16). Splits chosen to divide Gemma 4 12B's K: 480 words (3,840), 512 / 1,024 (o), 1,920 (down).
 WORDS_CONFIGS = ((32, 32, 4, 1, 1), (64, 32, 8, 1, 1), (32, 32, 4, 3, 1), (64, 32, 8, 3, 1), (32, 32, 4, 3, 3),
                  (32, 32, 4, 3, 4), (32, 64, 4, 3, 2), (32, 32, 4, 3, 8), (32, 32, 4, 3, 12), (16, 32, 4, 3, 4))
-_words_best: dict[tuple, tuple[int, int, int, int, int]] = {}
+
+
 def split_workspace(device, b: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The fp32 partial sums [B, N] and row-block counters of the split-K GEMV (scratch: left zeroed by each
     call's last programs; shared by the GEMVs of the same B and N, which the step runs one after another)."""
@@ -406,7 +407,7 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
                      block_n: int | None = None, block_w: int | None = None, num_warps: int = 4,
                      x2: torch.Tensor | None = None, out_dtype: torch.dtype | None = None, glu: bool = False,
                      pack: bool = False, stages: int = 1, split_k: int = 1, norm: tuple | None = None,
-                     off: frozenset[str] = frozenset()):
+                     off: frozenset[str] = frozenset(), tuning: Tuning | None = None):
     """Batch-1 CUDA-core GEMV that decodes two codes per instruction (fp16x2 PTX on the GPU, the same arithmetic
     in plain Triton under the CPU interpreter); one weight pass per batch row. x [B, K] -> [B, N]; or x None and
     x2 the activations already packed ([B, K/8, 4], pack_x_pairs' layout, as the fused kernels can write them).
@@ -417,8 +418,8 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
     norm = (x, w_post, w_next, eps, scalar, pack_h): the output y then feeds the residual add + RMSNorm of
     fused.residual_norm inside this kernel, and the result is (x' [B, N], h) with h [B, N] or, pack_h, packed.
 
-    On a GPU without tiles given, the first call per shape times the configurations that divide it and keeps the
-    fastest (CUDA events, outside any graph capture); `off` names the optional paths ("stages", "split") whose
+    On a GPU without tiles given, the first call per shape times the configurations that divide it and `tuning`
+    (the run's, tuner.Tuning) keeps the fastest (CUDA events, outside any graph capture); `off` names the optional paths ("stages", "split") whose
     configurations are not to be timed (their self-check failed on the card)."""
     if triton is None:
         raise RuntimeError("triton is not installed")
@@ -482,14 +483,11 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
             raise ValueError("split_k and stages must be at least 1")
         launch(bn, bw, num_warps, stages, split_k)
     else:
-        key = (n, k, b, glu, pack, norm is not None, "stages" in off, "split" in off)
-        if key not in _words_best:
-            per = (lambda c: c[0] // 2) if glu else (lambda c: c[0])
-            configs = [c for c in WORDS_CONFIGS if n_out % per(c) == 0 and kw % (c[1] * c[4]) == 0
-                       and not (c[3] > 1 and "stages" in off) and not (c[4] > 1 and "split" in off)]
-            _words_best[key] = time_configs(launch, configs or [(32, 16, 4, 1, 1)],
-                                             copies_beyond_l2((words, scales, w.row_scale)))
-        launch(*_words_best[key])
+        key = ("words", n, k, b, glu, pack, norm is not None, "stages" in off, "split" in off)
+        per = (lambda c: c[0] // 2) if glu else (lambda c: c[0])
+        configs = [c for c in WORDS_CONFIGS if n_out % per(c) == 0 and kw % (c[1] * c[4]) == 0
+                   and not (c[3] > 1 and "stages" in off) and not (c[4] > 1 and "split" in off)]
+        launch(*(tuning or Tuning()).best(key, launch, configs or [(32, 16, 4, 1, 1)], (words, scales, w.row_scale)))
     if norm is not None:
         return x_out, (h_packed if norm[5] else h)
     return packed_out if pack else out
@@ -501,9 +499,9 @@ def _norm_counters(device, b: int) -> torch.Tensor:
 
 
 # the word kernel's optional paths, each self-checked on the card (llmsize.measure.selfcheck.words_kernel_check);
-# with --fallback one that fails there is left out (`off`: its configurations not timed, or the tensor-core kernel
-# for 2-4 rows) instead of giving up the whole kernel
-WORDS_FEATURES = {"stages": "pipelined loads", "split": "split over K", "rows": "2-4 rows in one pass",
-                  "tc": "2-16 rows on the tensor cores", "wide": "17-256 rows on the tensor cores"}
-BATCH_FEATURES = ("rows", "tc", "wide")  # used only at 2 rows and more: checked only when a run decodes a batch
+# with --fallback one that fails there is left out (`off`: its configurations not timed, or for the batch's rows the
+# byte kernel instead of the tensor-core one) instead of giving up the whole kernel
+WORDS_FEATURES = {"stages": "pipelined loads", "split": "split over K", "tc": "2-16 rows on the tensor cores",
+                  "wide": "17-256 rows on the tensor cores"}
+BATCH_FEATURES = ("tc", "wide")  # used only at 2 rows and more: checked only when a run decodes a batch
 WIDE_FEATURES = ("wide",)  # used only above 16 rows: checked only when a run decodes such a batch

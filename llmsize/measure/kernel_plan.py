@@ -20,12 +20,11 @@ class SelfCheckError(LlmsizeError):
 
 @dataclass(frozen=True)
 class KernelPlan:
-    gemv: str  # the NVFP4 GEMV family: words | triton | dot | pairs | torch (the bf16 baseline, or the CPU)
+    gemv: str  # the NVFP4 GEMV family: words | triton (the byte kernel) | torch (the bf16 baseline, or the CPU)
     fused: bool  # the work between the GEMVs in fused.py's kernels
     fold: bool  # with the word kernel at batch 1: GeGLU and residual norms in the GEMVs' epilogues
     fold_combine: bool  # the attention combine in the split kernel's last slice (sliding layers)
-    lm_head_kernel: bool  # at batch 1, lm_head.py's kernel where it checked out (then timed against cuBLAS)
-    cap_argmax: bool  # at batch > 1, the soft-cap and greedy tokens in one kernel after cuBLAS's GEMM
+    cap_argmax: bool  # fused step: the soft-cap and greedy tokens in one kernel after cuBLAS's lm_head GEMM
     off: frozenset[str] = frozenset()  # the word family's optional paths left out (gemv_words.WORDS_FEATURES)
     checks: tuple[tuple[str, bool], ...] = ()  # every self-check run, in order: (name, passed)
     fallbacks: tuple[str, ...] = ()  # what --fallback gave up, in words
@@ -95,14 +94,10 @@ def plan_kernels(gemv: str, fused: bool | None, compile_: bool, quant: str, batc
             fold_combine = judge("attention, combine folded", selfcheck.attention_ok(device, fold_combine=True),
                                  "the attention combine folded into its last slice", "--no-fused",
                                  "the folded attention combine failed its self-check: the combine kernel runs")
-    lm_kernel = cap = False
-    if cuda and fused and quant == "nvfp4":  # (the bf16 baseline stays on cuBLAS)
-        from llmsize.measure import lm_head
-
-        name, ok = (("lm_head kernel", lm_head.lm_head_ok(device)) if batch == 1 else
-                    ("lm_head soft-cap and token kernel", lm_head.cap_argmax_ok(device)))
-        judge(name, ok, f"the {name} (lm_head.py)", "--no-fused",
-              f"the {name} failed its self-check: cuBLAS and the eager ops run instead")
-        lm_kernel, cap = (ok, False) if batch == 1 else (False, ok)
-    return KernelPlan(gemv=gemv, fused=fused, fold=fold, fold_combine=fold_combine, lm_head_kernel=lm_kernel,
-                      cap_argmax=cap, off=off, checks=tuple(checks), fallbacks=tuple(gave_up))
+    cap = False
+    if cuda and fused:
+        cap = judge("soft-cap and token kernel", selfcheck.cap_argmax_ok(device),
+                    "the soft-cap and token kernel (logits.cap_argmax)", "--no-fused",
+                    "the soft-cap and token kernel failed its self-check: the eager ops run instead")
+    return KernelPlan(gemv=gemv, fused=fused, fold=fold, fold_combine=fold_combine, cap_argmax=cap, off=off,
+                      checks=tuple(checks), fallbacks=tuple(gave_up))

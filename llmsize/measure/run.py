@@ -39,7 +39,7 @@ class MeasureOptions:
     warmup: int = 8
     seed: int = 0
     probe: bool = True
-    gemv: str = "auto"  # auto | triton | dot | pairs | words: the NVFP4 kernel (auto: words if it checks out)
+    gemv: str = "auto"  # auto | words | triton: the NVFP4 kernel (auto: words if it checks out)
     compile: bool = False  # torch.compile the decode step (fuses norms, RoPE, residuals) before graph capture
     fused: bool | None = None  # the work between the GEMVs in fused.py's kernels; None: if they check out
     fallback: bool = False  # a kernel that fails its self-check: the slower path, said in the report (else: stop)
@@ -245,20 +245,19 @@ def measure(o: MeasureOptions, progress=None) -> dict:
     s = _preflight(o, tick)
     kernels = _kernels(o, s)
     weights, build_s = _build(o, s, tick)
-    lm_head = _lm_head(o, s, kernels, weights, tick)
     from llmsize.measure import gemma4
+    from llmsize.measure.tuner import Tuning
 
     dec = gemma4.Gemma4Decoder(weights, batch=o.batch, max_positions=s.positions, gemv=kernels.gemv,
                                fused=kernels.fused, fold=kernels.fold, fold_combine=kernels.fold_combine,
-                               lm_head="torch" if lm_head["kernel"] in ("cublas", "torch") else "triton",
-                               off=kernels.off)
+                               cap_argmax=kernels.cap_argmax, off=kernels.off, tuning=Tuning())
     gen = s.torch.Generator(device=s.device).manual_seed(o.seed + 1)
     prompt = s.torch.randint(0, s.cfg.vocab_size, (o.batch, o.context), generator=gen, device=s.device)
     tick("prefill", 0, 1)
     ttft_s = _timed(s.torch, s.cuda, lambda: dec.prefill(prompt))
     tick("prefill", 1, 1)
     start_pos, times_s, interrupted = _timed_loop(o, s, dec, tick)
-    return _result(o, s, kernels, lm_head, weights, build_s, ttft_s, start_pos, times_s, interrupted)
+    return _result(o, s, kernels, dec.tuning, weights, build_s, ttft_s, start_pos, times_s, interrupted)
 
 
 def _preflight(o: MeasureOptions, tick) -> _Setup:
@@ -339,17 +338,12 @@ def _build(o: MeasureOptions, s: _Setup, tick):
     return weights, time.perf_counter() - t_build
 
 
-def _lm_head(o: MeasureOptions, s: _Setup, kernels, weights, tick) -> dict:
-    """Which lm_head runs: at batch 1 the checked kernel when it is no slower than cuBLAS's GEMV plus the eager
-    ops (timed on the real head); at batch > 1 cuBLAS's GEMM, then the checked soft-cap and token kernel."""
-    if kernels.lm_head_kernel:
-        from llmsize.measure import lm_head as lm_head_kernel
-
-        tick("lm_head: kernel vs cuBLAS")
-        return lm_head_kernel.choose(weights.embed, s.cfg.final_softcap)
+def lm_head_path(kernels, cuda: bool) -> dict:
+    """How the step ends: cuBLAS's lm_head GEMM, then the soft-cap and tokens in one checked kernel (the fused
+    step) or in the eager ops; torch's matmul on the CPU."""
     if kernels.cap_argmax:
         return {"kernel": "cublas+cap_argmax"}
-    return {"kernel": "cublas" if s.cuda else "torch"}
+    return {"kernel": "cublas" if cuda else "torch"}
 
 
 def _timed_loop(o: MeasureOptions, s: _Setup, dec, tick) -> tuple[int, list[float], bool]:
@@ -364,6 +358,7 @@ def _timed_loop(o: MeasureOptions, s: _Setup, dec, tick) -> tuple[int, list[floa
     for i in range(o.warmup):  # compiles and autotunes the kernels before capture
         tick("warm-up", i, o.warmup)
         decode_step()
+    dec.tuning.freeze()  # every shape's launch settings are timed: none may be timed inside the graph
     step = _capture_step(torch, decode_step, s.device) if s.cuda else decode_step
     start_pos = int(dec.pos.item())
     times_s, interrupted = [], False
@@ -442,7 +437,7 @@ def _gpu_record(o: MeasureOptions, s: _Setup) -> dict:
     return gpu
 
 
-def _result(o: MeasureOptions, s: _Setup, kernels, lm_head: dict, weights, build_s: float, ttft_s: float,
+def _result(o: MeasureOptions, s: _Setup, kernels, tuning, weights, build_s: float, ttft_s: float,
             start_pos: int, times_s: list[float], interrupted: bool) -> dict:
     """The run's JSON: bytes, timings, achieved bandwidth, plan's prediction, the kernels that ran."""
     torch, n = s.torch, len(times_s)
@@ -473,8 +468,8 @@ def _result(o: MeasureOptions, s: _Setup, kernels, lm_head: dict, weights, build
                 "first_timed_position": start_pos, "mean_attended_positions": mean_pos,
                 "cuda_graph": s.cuda, "compiled": o.compile, "fused": fused,
                 "fused_epilogues": bool(fused and kernels.fold and gemv == "words" and o.batch == 1),
-                "combine_folded": bool(fused and kernels.fold and kernels.fold_combine), "lm_head": lm_head,
-                "batch_kernels": batch_kernels(gemv, o.batch),
+                "combine_folded": bool(fused and kernels.fold and kernels.fold_combine),
+                "lm_head": lm_head_path(kernels, s.cuda), "batch_kernels": batch_kernels(gemv, o.batch, tuning),
                 **(_launch_settings(s.device) if s.cuda else {"pdl": False}), "self_checks": dict(kernels.checks),
                 "fallbacks": list(kernels.fallbacks), "interrupted": interrupted, "seed": o.seed,
                 "build_s": build_s, "memory_estimate_bytes": s.need,
@@ -495,14 +490,14 @@ def _result(o: MeasureOptions, s: _Setup, kernels, lm_head: dict, weights, build
     }
 
 
-def batch_kernels(gemv: str, batch: int) -> dict | None:
-    """With the word kernels at 2-256 rows, the kernel each weight shape got (gemv_tc.chosen_kernels); None
-    otherwise."""
+def batch_kernels(gemv: str, batch: int, tuning) -> dict | None:
+    """With the word kernels at 2-256 rows, the tile each weight shape got (gemv_tc.chosen_kernels, from the run's
+    tuning); None otherwise."""
     if gemv != "words" or batch < 2:
         return None
     from llmsize.measure import gemv_tc
 
-    return gemv_tc.chosen_kernels(batch)
+    return gemv_tc.chosen_kernels(tuning, batch)
 
 
 def _capture_step(torch, decode_step, device):

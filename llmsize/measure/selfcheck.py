@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from llmsize.measure import fused, gemma4, gemv_rows, gemv_tc, gemv_words
+from llmsize.measure import fused, gemma4, gemv_tc, gemv_words, logits
 from llmsize.measure.gemv import nvfp4_linear_reference
 from llmsize.measure.gemv_words import BATCH_FEATURES, WIDE_FEATURES
 from llmsize.measure.nvfp4 import quantize
@@ -20,8 +20,8 @@ _paths_checked: dict[tuple[str, str], bool] = {}  # (device, path) -> passed, fo
 def words_kernel_check(device, batch: int = 1) -> tuple[bool, frozenset[str]]:
     """Whether the word kernel's PTX computes what the reference does on this GPU (checked once per device on a
     small random matrix: every code, real scales), and which of its optional paths a run of this batch uses fail
-    (pipelined, split over K; with batch > 1 also the several-row version in gemv_rows and the tensor-core one
-    in gemv_tc; above 16 rows its row blocks; each checked once per device). gemv_words.WORDS_FEATURES names
+    (pipelined, split over K; with batch > 1 also the tensor-core one in gemv_tc; above 16 rows its row
+    blocks; each checked once per device). gemv_words.WORDS_FEATURES names
     them."""
     key = str(device)
     try:
@@ -33,10 +33,6 @@ def words_kernel_check(device, batch: int = 1) -> tuple[bool, frozenset[str]]:
 
         def close(got, ref=want):
             return bool(torch.allclose(got.float(), ref, rtol=2e-2, atol=2e-2))
-
-        def rows_ok():
-            return all(close(gemv_rows.nvfp4_gemv_rows(x16[:r], w, block_n=32, block_w=16),
-                             nvfp4_linear_reference(x16[:r].float(), w)) for r in (2, 3, 4))
 
         def tc_ok():
             def geglu_ref(r):  # w as gate | up (128 + 128 rows)
@@ -64,7 +60,7 @@ def words_kernel_check(device, batch: int = 1) -> tuple[bool, frozenset[str]]:
                  # twice: the split path must leave its workspace zeroed
                  "split": lambda: all(close(gemv_words.nvfp4_gemv_words(x, w, block_n=32, block_w=16, split_k=4))
                                       for _ in range(2)),
-                 "rows": rows_ok, "tc": tc_ok, "wide": wide_ok}
+                 "tc": tc_ok, "wide": wide_ok}
         for name, check in paths.items():
             if (key, name) in _paths_checked or (name in BATCH_FEATURES and batch < 2) or (
                     name in WIDE_FEATURES and batch <= 16):
@@ -182,3 +178,43 @@ def _fused_matches_eager(device, gemv: str, fold: bool) -> bool:
     # benchmarks/words_accuracy.py). A wrong packing or epilogue is off by the size of the logits themselves.
     err = (outs[0] - outs[1]).abs()
     return bool(err.mean() < 0.02 * outs[0].abs().mean() and err.max() < 0.25)
+
+
+_cap_checked: dict[str, bool] = {}
+
+
+def cap_argmax_ok(device) -> bool:
+    """Whether logits.cap_argmax computes what the eager ops do on this device (once per device): random bf16
+    logits of 5 x 5,003 (a multiple of no block) and 20 x 262,144 (Gemma 4's vocabulary), each twice (keys and
+    counter left zeroed), then a tie planted in every row (its best copied to a neighbour: the first wins),
+    then all logits negative. A kernel that fails to build or launch here fails it."""
+    key = str(device)
+    if key not in _cap_checked:
+        try:
+            _cap_checked[key] = _cap_argmax_matches(device)
+        except Exception:
+            _cap_checked[key] = False
+    return _cap_checked[key]
+
+
+def _cap_argmax_matches(device) -> bool:
+    gen = torch.Generator(device=device).manual_seed(0)
+    shapes = ((5, 5003), (20, 262144)) if torch.device(device).type == "cuda" else ((5, 5003), (3, 700))
+    block = logits.CAP_BLOCK if torch.device(device).type == "cuda" else 512
+    for b, v in shapes:
+        y = (torch.randn(b, v, device=device, generator=gen) * 8).to(torch.bfloat16)
+        for case in ("plain", "again", "tie", "negative"):
+            if case == "tie":  # each row's best copied to its neighbour
+                best = y.float().argmax(-1)
+                twin = torch.where(best + 1 < v, best + 1, best - 1)
+                y[torch.arange(b, device=device), twin] = y[torch.arange(b, device=device), best]
+            if case == "negative":
+                y = -y.abs() - 1
+            tok = torch.full((b,), -1, dtype=torch.long, device=device)
+            pos = torch.full((1,), 41, dtype=torch.long, device=device)
+            got = logits.cap_argmax(y, 30.0, tok, pos, block=block)
+            want = 30.0 * torch.tanh(y.float() / 30.0)
+            if not (torch.allclose(got, want, rtol=1e-5, atol=1e-5) and torch.equal(tok, want.argmax(-1))
+                    and int(pos) == 42):
+                return False
+    return True

@@ -1,6 +1,12 @@
 """The one launch-settings tuner of the shipped kernels: each configuration timed by CUDA events over copies of
 the weight that together overflow the L2, so each launch reads from DRAM as the decode step does; once per
-shape, before any graph capture. Torch only; no kernel of its own."""
+shape, before any graph capture. Torch only; no kernel of its own.
+
+What it chose is a value, `Tuning`, that a run makes once and hands to the decoder, which passes it to every
+GEMV call: the first call of each shape (the warm-up step) times the configurations and records the fastest;
+then the run freezes it, so a shape first met inside a captured graph is an error, not a timing in the graph.
+The report reads the settings that ran from the same value (`Tuning.chosen`).
+"""
 
 from __future__ import annotations
 
@@ -35,3 +41,34 @@ def time_configs(launch, configs, copies):
         if t < best_t:
             best, best_t = cfg, t
     return best
+
+
+class TuningFrozenError(RuntimeError):
+    """A shape whose launch settings were not timed before the run froze its tuning."""
+
+
+class Tuning:
+    """The launch settings one run's kernels use, keyed by (kernel, shape...): timed at a shape's first call,
+    then fixed. A call without one (a benchmark's or test's one-off) gets a fresh Tuning and times its configs."""
+
+    def __init__(self) -> None:
+        self._best: dict[tuple, tuple] = {}
+        self.frozen = False
+
+    def best(self, key: tuple, launch, configs, mats: tuple[torch.Tensor, ...]) -> tuple:
+        """The settings for `key`: timed now over copies of `mats` beyond the L2 if this is its first call (one
+        configuration is taken as it is)."""
+        if key not in self._best:
+            if self.frozen:
+                raise TuningFrozenError(f"launch settings for {key} were not timed before the decode step was "
+                                        "captured")
+            self._best[key] = tuple(configs[0] if len(configs) == 1 else
+                                    time_configs(launch, configs, copies_beyond_l2(mats)))
+        return self._best[key]
+
+    def freeze(self) -> None:
+        self.frozen = True
+
+    def chosen(self, kernel: str) -> dict[tuple, tuple]:
+        """{shape key (without the kernel's name): settings} for one kernel, in order."""
+        return {k[1:]: v for k, v in sorted(self._best.items(), key=lambda kv: repr(kv[0])) if k[0] == kernel}

@@ -48,16 +48,10 @@ def _launch(run: dict) -> str:
 
 
 def _lm_head(lm: dict) -> str:
-    """Which lm_head ran and, where both were timed, the two times (llmsize.measure.lm_head.choose)."""
-    name = {"triton": "one Triton kernel (GEMV, soft-cap, greedy token)",
-            "cublas": "cuBLAS GEMV, then soft-cap and argmax in torch",
+    """How the step ended (run.lm_head_path)."""
+    return {"cublas": "cuBLAS GEMM, then soft-cap and argmax in torch",
             "cublas+cap_argmax": "cuBLAS GEMM, then one Triton kernel (soft-cap, greedy tokens)"
             }.get(lm["kernel"], lm["kernel"])
-    if lm.get("error"):
-        return f"{name} (timing the kernel against it failed: {lm['error']})"
-    if lm.get("triton_us") is None:
-        return name
-    return f"{name}; timed from a CUDA graph: kernel {lm['triton_us']:,.1f} us, cuBLAS + ops {lm['cublas_us']:,.1f} us"
 
 
 def render_measure(r: dict, c: Console) -> None:

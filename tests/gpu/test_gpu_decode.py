@@ -19,13 +19,13 @@ def test_kernel_on_gemma_shapes(n, k):
     torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
 
 
-@pytest.mark.parametrize("fused, kernel, pdl, lm_head", [
-    (False, "triton", "2", "torch"), (True, "triton", "2", "torch"), (True, "words", "2", "torch"),
-    (True, "words", "2", "triton"), (True, "words", "1", "triton"), (True, "words", "0", "triton")])
-def test_tiny_decode_in_a_cuda_graph_matches_reference(fused, kernel, pdl, lm_head, monkeypatch):
+@pytest.mark.parametrize("fused, kernel, pdl, cap_argmax", [
+    (False, "triton", "2", False), (True, "triton", "2", False), (True, "words", "2", False),
+    (True, "words", "2", True), (True, "words", "1", True), (True, "words", "0", True)])
+def test_tiny_decode_in_a_cuda_graph_matches_reference(fused, kernel, pdl, cap_argmax, monkeypatch):
     """Every PDL mode of launch.py (2: early trigger and L2 prefetch, the default; 1: wait first; 0: off), the
-    step ending in cuBLAS + torch ops or in the lm_head kernel (which also writes the token and the position
-    the next replay reads)."""
+    step ending in cuBLAS + torch ops or in the soft-cap and token kernel (which also writes the token and the
+    position the next replay reads)."""
     import dataclasses
     monkeypatch.setenv("LLMSIZE_PDL", pdl)
 
@@ -35,7 +35,7 @@ def test_tiny_decode_in_a_cuda_graph_matches_reference(fused, kernel, pdl, lm_he
     prompt = [3]  # one-row prefill: every linear goes through the batch-1 kernel (float32 math)
     steps = 2 * cfg.sliding_window + 3
     dec = gemma4.Gemma4Decoder(w, batch=1, max_positions=len(prompt) + steps + 4, gemv=kernel, fused=fused,
-                               lm_head=lm_head)
+                               cap_argmax=cap_argmax)
     seq = list(prompt)
     seq.append(int(dec.prefill(torch.tensor([prompt], device="cuda")).argmax(-1)[0]))
     got = [dec.decode_step()[0].clone()]  # eager: compiles the kernels
@@ -63,40 +63,6 @@ def test_tiny_decode_in_a_cuda_graph_matches_reference(fused, kernel, pdl, lm_he
         assert err.mean() < 0.02 * want.abs().mean() and err.max() < 0.1
     else:
         torch.testing.assert_close(torch.stack(got).cpu(), want, rtol=1e-3, atol=5e-3)
-
-
-@pytest.mark.parametrize("batch", [1, 4, 16])
-def test_dot_kernel_on_gemma_shapes(batch):
-    from llmsize.measure import gemv, nvfp4
-    torch.manual_seed(batch)
-    w = nvfp4.quantize(torch.randn(30720, 3840, device="cuda") / 3840 ** 0.5)
-    x = torch.randn(batch, 3840, device="cuda", dtype=torch.bfloat16)
-    want = gemv.nvfp4_linear_reference(x.float(), w)
-    torch.testing.assert_close(gemv.nvfp4_gemv_dot(x, w).float(), want, rtol=2e-2, atol=2e-2)
-
-
-@pytest.mark.parametrize("batch", [1, 16])
-@pytest.mark.parametrize("n, k", [(8192, 3840), (3840, 15360), (1000, 272)])
-def test_pairs_kernel_on_gemma_shapes(n, k, batch):
-    """The compiled two-codes-per-op kernel (fp16 halves, fp16 scaling: exact unless the GPU flushed fp16
-    subnormals, which would zero every 0.5 code) against the float32 reference."""
-    from llmsize.measure import gemv, nvfp4
-    torch.manual_seed(n + batch)
-    w = nvfp4.quantize(torch.randn(n, k, device="cuda") / k ** 0.5)
-    x = torch.randn(batch, k, device="cuda", dtype=torch.bfloat16)
-    want = gemv.nvfp4_linear_reference(x.float(), w)
-    torch.testing.assert_close(gemv.nvfp4_gemv_pairs(x, w).float(), want, rtol=2e-2, atol=2e-2)
-
-
-def test_pairs_kernel_decodes_every_code_on_the_gpu():
-    from llmsize.measure import gemv, nvfp4
-    codes = torch.arange(16, dtype=torch.uint8, device="cuda").repeat(16, 8)
-    scale_vals = torch.tensor([448.0, 1.0, 2.0 ** -7, 2.0 ** -9, 6.0, 0.5, 2.0 ** -6, 3.5], device="cuda").repeat(16, 1)
-    w = nvfp4.Nvfp4Weight(nvfp4.pack(codes), scale_vals.to(torch.float8_e4m3fn), torch.full((16,), 0.5, device="cuda"))
-    x = torch.eye(128, device="cuda")[:16]
-    got = gemv.nvfp4_gemv_pairs(x, w, block_n=16, block_w=16)[:, 0].cpu()
-    want = torch.tensor([nvfp4.E2M1_VALUES[c % 16] * scale_vals[0, c // 16].item() * 0.5 for c in range(16)])
-    assert torch.equal(got, want)
 
 
 def test_fused_bf16_step_close_to_the_eager_one():
@@ -130,7 +96,7 @@ def test_words_kernel_on_gemma_shapes(n, k):
 
 def test_word_family_self_checks_pass_on_the_card():
     """What `llmsize measure` checks before using the word kernels: the one-row kernel and every optional path
-    (pipelined, split over K, several rows, tensor cores, their row blocks above 16 rows); none may be left out
+    (pipelined, split over K, tensor cores, their row blocks above 16 rows); none may be left out
     on a Hopper card."""
     from llmsize.measure import gemv_words, selfcheck
     assert selfcheck.words_kernel_check(torch.device("cuda"), batch=64) == (True, frozenset())
@@ -166,22 +132,6 @@ def test_words_kernel_every_configuration(n, k, stages, split):
         got = gemv_words.nvfp4_gemv_words(x, w, block_n=32, block_w=32, num_warps=4, stages=stages, split_k=split,
                                           glu=glu).float()
         torch.testing.assert_close(got, ref, rtol=3e-2, atol=3e-2)
-
-
-@pytest.mark.parametrize("n, k", [(8192, 3840), (3840, 15360)])
-@pytest.mark.parametrize("rows", [2, 3, 4])
-def test_rows_kernel_on_gemma_shapes(n, k, rows):
-    """The several-row word kernel's PTX (autotuned path) against the reference and, row by row, the one-row
-    kernel with the same tile (the same arithmetic in the same order)."""
-    from llmsize.measure import gemv, gemv_rows, gemv_words, nvfp4
-    torch.manual_seed(n + rows)
-    w = nvfp4.quantize(torch.randn(n, k, device="cuda") / k ** 0.5)
-    x = torch.randn(rows, k, device="cuda", dtype=torch.bfloat16)
-    want = gemv.nvfp4_linear_reference(x.float(), w)
-    torch.testing.assert_close(gemv_rows.nvfp4_gemv_rows(x, w).float(), want, rtol=2e-2, atol=2e-2)
-    got = gemv_rows.nvfp4_gemv_rows(x, w, block_n=32, block_w=32)
-    for i in range(rows):
-        assert torch.equal(got[i:i + 1], gemv_words.nvfp4_gemv_words(x[i:i + 1], w, block_n=32, block_w=32))
 
 
 @pytest.mark.parametrize("n, k", [(8192, 3840), (3840, 15360), (1000, 272)])
@@ -237,48 +187,29 @@ def test_tc_kernel_decodes_every_code_and_scale_on_the_gpu(monkeypatch):
 
 @pytest.mark.parametrize("rows", [2, 4, 16, 64])
 def test_batch_dispatch_on_the_gpu(rows):
-    """nvfp4_gemv_batch times the tensor-core kernel against the several-row one (2-4 rows) once per shape and
-    keeps the faster; either way the result is the reference's."""
-    from llmsize.measure import gemv, gemv_tc, nvfp4
+    """nvfp4_gemv_batch through the tensor-core kernel, its tile timed once per shape into the run's tuning: the
+    reference's result, the tile recorded."""
+    from llmsize.measure import gemv, gemv_tc, nvfp4, tuner
     torch.manual_seed(rows)
     w = nvfp4.quantize(torch.randn(3840, 4096, device="cuda") / 64)
     x = torch.randn(rows, 4096, device="cuda", dtype=torch.bfloat16)
-    got = gemv_tc.nvfp4_gemv_batch(x, w).float()
-    choice = gemv_tc._batch_choice.get((3840, 4096, rows), "tc alone")  # (over 4 rows nothing to time)
-    assert choice in (("tc", "rows") if rows <= 4 else ("tc alone",))
+    tuning = tuner.Tuning()
+    got = gemv_tc.nvfp4_gemv_batch(x, w, tuning=tuning).float()
+    assert list(gemv_tc.chosen_kernels(tuning, rows)) == ["3840x4096"]
     torch.testing.assert_close(got, gemv.nvfp4_linear_reference(x.float(), w), rtol=2e-2, atol=2e-2)
 
 
-def test_lm_head_kernel_on_the_gemma_4_vocabulary():
-    """The lm_head kernel on Gemma 4 12B's tied head (262,144 x 3,840 bf16): its self-check on this card, its
-    logits within bf16 rounding of cuBLAS + torch's soft-cap, its token their argmax, the position advanced;
-    and the choice measure makes, both timed."""
-    from llmsize.measure import lm_head
-    assert lm_head.lm_head_ok(torch.device("cuda"))
-    torch.manual_seed(0)
-    embed = (torch.randn(262144, 3840, device="cuda") * 0.02).to(torch.bfloat16)
-    h = torch.randn(1, 3840, device="cuda").to(torch.bfloat16)
-    tok = torch.zeros(1, dtype=torch.long, device="cuda")
-    pos = torch.tensor([5], device="cuda")
-    got = lm_head.lm_head_greedy(h, embed, 30.0, tok, pos)
-    want = lm_head.lm_head_reference(h, embed, 30.0)
-    torch.testing.assert_close(got, want, rtol=2 ** -7, atol=0.05)  # one bf16 step of the logit apart at most
-    assert int(tok) == int(got.argmax(-1)) and int(pos) == 6
-    pick = lm_head.choose(embed, 30.0)
-    assert pick["kernel"] in ("triton", "cublas") and pick["triton_us"] > 0 and pick["cublas_us"] > 0
-
-
-@pytest.mark.parametrize("rows", [2, 16, 256])
+@pytest.mark.parametrize("rows", [1, 16, 256])
 def test_cap_argmax_on_the_gemma_4_vocabulary(rows):
-    """The batch tail (soft-cap and greedy tokens after cuBLAS's GEMM) on 262,144-entry bf16 logits: its
+    """The step's tail (soft-cap and greedy tokens after cuBLAS's GEMM) on 262,144-entry bf16 logits: its
     self-check on this card, the logits as torch's soft-cap gives them, each token its row's argmax."""
-    from llmsize.measure import lm_head
-    assert lm_head.cap_argmax_ok(torch.device("cuda"))
+    from llmsize.measure import logits, selfcheck
+    assert selfcheck.cap_argmax_ok(torch.device("cuda"))
     torch.manual_seed(rows)
     y = (torch.randn(rows, 262144, device="cuda") * 5).to(torch.bfloat16)
     tok = torch.zeros(rows, dtype=torch.long, device="cuda")
     pos = torch.tensor([5], device="cuda")
-    got = lm_head.cap_argmax(y, 30.0, tok, pos)
+    got = logits.cap_argmax(y, 30.0, tok, pos)
     want = 30.0 * torch.tanh(y.float() / 30.0)
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     assert torch.equal(tok, want.argmax(-1)) and int(pos) == 6

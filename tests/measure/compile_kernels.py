@@ -13,11 +13,10 @@ import sys
 os.environ.pop("TRITON_INTERPRET", None)
 
 import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-from llmsize.measure import fused, gemv, gemv_rows, gemv_tc, gemv_words, lm_head, probe  # noqa: E402
+from llmsize.measure import fused, gemv, gemv_tc, gemv_words, logits, probe  # noqa: E402
 
 P = {"bf16": "*bf16", "f32": "*fp32", "u8": "*u8", "i32": "*i32", "i64": "*i64"}
 
@@ -26,10 +25,6 @@ def kernels():
     gemv_args = {"x_ptr": P["bf16"], "packed_ptr": P["u8"], "scale_ptr": P["u8"], "row_scale_ptr": P["f32"],
                  "y_ptr": P["bf16"], "N": "i32", "K": "i32", "stride_xb": "i32", "stride_yb": "i32"}
     yield ("gemv triton", gemv._gemv_fixed, gemv_args, {"BLOCK_N": 32, "BLOCK_K": 256}, 4)
-    yield ("gemv dot", gemv._gemv_dot, dict(gemv_args, B="i32"),
-           {"BLOCK_N": 64, "BLOCK_K": 128, "BLOCK_B": 16, "DOT_DTYPE": tl.float16}, 4)
-    yield ("gemv pairs", gemv._gemv_pairs, dict(gemv_args, B="i32", packed_ptr=P["i32"]),
-           {"BLOCK_N": 64, "BLOCK_W": 16, "BLOCK_B": 16}, 4)
     words = {"x2_ptr": P["i32"], "packed_ptr": P["i32"], "scale_ptr": P["u8"], "row_scale_ptr": P["f32"],
              "y_ptr": P["bf16"], "pack_ptr": "*fp16", "ws_ptr": P["f32"], "cnt_ptr": P["i32"], "nx_ptr": P["bf16"],
              "w1_ptr": P["f32"], "sc_ptr": P["bf16"], "w2_ptr": P["f32"], "xo_ptr": P["bf16"], "h_ptr": P["bf16"],
@@ -52,16 +47,6 @@ def kernels():
                {"BLOCK_N": bn, "BLOCK_W": bw, "EVEN": True, "USE_ASM": True, "PDL": 2, "GLU": False, "PACK": False,
                 "STAGES": stages, "SPLIT_K": split, "NORM": True, "HAS_S": split > 2, "NPACK": split <= 2,
                 "BLOCK_D": 4096}, warps)
-    rows = {"x2_ptr": P["i32"], "packed_ptr": P["i32"], "scale_ptr": P["u8"], "row_scale_ptr": P["f32"],
-            "y_ptr": P["bf16"], "B": "i32", "N": "i32", "kw": "i32", "nblk": "i32", "stride_yb": "i32",
-            "prefetch": "i32"}
-    for bn, bw, warps, stages in gemv_rows.ROWS_CONFIGS:
-        for nrows in (2, 4):
-            yield (f"gemv rows {bn}x{bw} w{warps} stages={stages} rows={nrows}", gemv_rows._gemv_rows, rows,
-                   {"BLOCK_N": bn, "BLOCK_W": bw, "ROWS": nrows, "EVEN": True, "USE_ASM": True, "STAGES": stages},
-                   warps)
-    yield ("gemv rows ragged", gemv_rows._gemv_rows, rows,
-           {"BLOCK_N": 32, "BLOCK_W": 32, "ROWS": 4, "EVEN": False, "USE_ASM": True, "STAGES": 1}, 4)
     tc = {"x_ptr": P["bf16"], "packed_ptr": P["i32"], "scale_ptr": P["u8"], "row_scale_ptr": P["f32"],
           "y_ptr": P["bf16"], "ws_ptr": P["f32"], "cnt_ptr": P["i32"], "B": "i32", "N": "i32", "K": "i32",
           "kw": "i32", "nblk": "i32", "stride_xb": "i32", "stride_yb": "i32", "prefetch": "i32", "kw_split": "i32",
@@ -112,18 +97,11 @@ def kernels():
                {"tok_ptr": P["i64"], "e_ptr": P["bf16"], "w_ptr": P["f32"], "x_out_ptr": P["bf16"],
                 "h_out_ptr": P["bf16"], "pack_ptr": "*fp16", "D": "i32", "scale": "fp32", "eps": "fp32"},
                {"BLOCK": 4096, "PACK": pack}, 8)
-    head = {"h_ptr": P["bf16"], "w_ptr": P["bf16"], "logits_ptr": P["f32"], "key_ptr": "*u64", "cnt_ptr": P["i32"],
-            "tok_ptr": P["i64"], "pos_ptr": P["i64"], "V": "i32", "K": "i32", "cap": "fp32", "prefetch": "i32"}
-    for bn, bk, warps, stages in lm_head.LM_HEAD_CONFIGS:  # every configuration the GPU may time
-        yield (f"lm_head {bn}x{bk} w{warps} stages={stages}", lm_head._lm_head_kernel, head,
-               {"BLOCK_N": bn, "BLOCK_K": bk, "STAGES": stages, "EVEN": True, "ADVANCE": True}, warps)
-    yield ("lm_head ragged, no pos", lm_head._lm_head_kernel, head,
-           {"BLOCK_N": 16, "BLOCK_K": 256, "STAGES": 1, "EVEN": False, "ADVANCE": False}, 4)
     tail = {"y_ptr": P["bf16"], "logits_ptr": P["f32"], "key_ptr": "*u64", "cnt_ptr": P["i32"], "tok_ptr": P["i64"],
             "pos_ptr": P["i64"], "B": "i32", "V": "i32", "stride_y": "i32", "cap": "fp32"}
-    for bb in (16, lm_head.MAX_CAP_ROWS):  # the soft-cap and tokens after the GEMM, batch > 1
-        yield (f"cap_argmax rows={bb}", lm_head._cap_argmax_kernel, tail,
-               {"BLOCK": lm_head.CAP_BLOCK, "BLOCK_B": bb, "ADVANCE": True}, 4)
+    for bb in (16, logits.MAX_CAP_ROWS):  # the soft-cap and tokens after the lm_head GEMM
+        yield (f"cap_argmax rows={bb}", logits._cap_argmax_kernel, tail,
+               {"BLOCK": logits.CAP_BLOCK, "BLOCK_B": bb, "ADVANCE": True}, 4)
 
 def probe_kernels():
     for per_sm, warps, block, stages in probe.PROBE_SHAPES:

@@ -46,56 +46,6 @@ def test_bf16_input_and_output():
     torch.testing.assert_close(got.float(), gemv.nvfp4_linear_reference(x.float(), w), rtol=1e-2, atol=1e-2)
 
 
-@pytest.mark.parametrize("n, k, batch", [(40, 48, 1), (130, 272, 4), (64, 128, 16)])
-def test_dot_kernel_matches_reference_for_batches(n, k, batch):
-    """The tensor-core variant: one pass over the weights for up to 16 sequences; code x scale is exact in
-    fp16 (<= 6 significant bits), activations are rounded to fp16."""
-    torch.manual_seed(n + k + batch)
-    w = nvfp4.quantize(torch.randn(n, k) * 0.05)
-    x = torch.randn(batch, k).to(torch.float16).float()  # fp16-representable: the kernel's operand dtype
-    got = gemv.nvfp4_gemv_dot(x, w, block_n=32, block_k=32)
-    torch.testing.assert_close(got, gemv.nvfp4_linear_reference(x, w), rtol=1e-5, atol=1e-5)
-
-
-@pytest.mark.parametrize("n, k, batch, block_n, block_w", [
-    (32, 128, 1, 16, 16),     # one exact tile
-    (40, 48, 1, 16, 16),      # N ragged, K = 6 words: the tile's word tail masked
-    (130, 272, 4, 32, 16),    # K = 34 words: a ragged last step; batch 4
-    (64, 512, 16, 64, 32),    # batch 16, two steps of 32 words
-])
-def test_pairs_kernel_matches_reference(n, k, batch, block_n, block_w):
-    """Two codes per integer op: the word decode puts columns 8j+3-p and 8j+7-p into fp16 halves; any mix-up of
-    columns, nibbles or block scales shows here against the float32 reference."""
-    torch.manual_seed(n + 7 * k + batch)
-    w = nvfp4.quantize(torch.randn(n, k) * 0.05)
-    x = torch.randn(batch, k).to(torch.float16).float()  # fp16-representable: the kernel's operand dtype
-    got = gemv.nvfp4_gemv_pairs(x, w, block_n=block_n, block_w=block_w)
-    torch.testing.assert_close(got, gemv.nvfp4_linear_reference(x, w), rtol=1e-5, atol=1e-5)
-
-
-def test_pairs_kernel_decodes_every_code_and_subnormal_scales():
-    codes = torch.arange(16, dtype=torch.uint8).repeat(16, 8)  # [16, 128]: every code at every column phase
-    codes = torch.roll(codes, shifts=3, dims=1)
-    scale_vals = torch.tensor([448.0, 1.0, 2.0 ** -7, 2.0 ** -9, 6.0, 0.5, 2.0 ** -6, 3.5]).repeat(16, 1)
-    w = nvfp4.Nvfp4Weight(nvfp4.pack(codes), scale_vals.to(torch.float8_e4m3fn), torch.full((16,), 0.5))
-    for start in range(0, 128, 16):
-        xs = torch.eye(128)[start:start + 16]  # 16 one-hot rows: batch b picks column start + b
-        got = gemv.nvfp4_gemv_pairs(xs, w, block_n=16, block_w=16)  # [16 batch, 16 rows]
-        for b in range(16):
-            col = start + b
-            want = nvfp4.E2M1_VALUES[int(codes[0, col])] * scale_vals[0, col // 16].item() * 0.5
-            assert got[b, 0].item() == want, (col, got[b, 0].item(), want)
-
-
-def test_pairs_kernel_bf16_io():
-    torch.manual_seed(5)
-    w = nvfp4.quantize(torch.randn(48, 256))
-    x = torch.randn(2, 256).to(torch.bfloat16)
-    got = gemv.nvfp4_gemv_pairs(x, w, block_n=16, block_w=16)
-    assert got.dtype == torch.bfloat16 and got.shape == (2, 48)
-    torch.testing.assert_close(got.float(), gemv.nvfp4_linear_reference(x.float(), w), rtol=2e-2, atol=2e-2)
-
-
 @pytest.mark.parametrize("n, k, batch, block_n, block_w", [
     (32, 256, 1, 32, 32),     # exact tiles (the EVEN path)
     (40, 48, 1, 16, 4),       # N ragged, K = 6 words: masked tail
@@ -216,34 +166,6 @@ def test_timing_cycles_through_copies_beyond_l2(monkeypatch):
     assert len(tuner.copies_beyond_l2(mats)) == 64  # capped
 
 
-@pytest.mark.parametrize("n, k, batch, block_n, block_w", [
-    (32, 256, 2, 32, 32),     # exact tiles (EVEN)
-    (40, 48, 3, 16, 4),       # ragged rows, K = 6 words, 3 rows padded to 4
-    (130, 272, 4, 32, 16),    # K = 34 words, 4 rows
-])
-def test_rows_kernel_equals_the_one_row_kernel_per_row(n, k, batch, block_n, block_w):
-    """Batch 2-4 in one weight pass (each word decoded once, then multiplied into every row): each row is
-    bit-identical to the one-row word kernel on that row (same arithmetic, same order), and close to the float
-    reference."""
-    from llmsize.measure import gemv_rows
-    torch.manual_seed(n + k + batch)
-    w = nvfp4.quantize(torch.randn(n, k) * 0.05)
-    x = torch.randn(batch, k).to(torch.float16).float()
-    got = gemv_rows.nvfp4_gemv_rows(x, w, block_n=block_n, block_w=block_w)
-    for i in range(batch):
-        assert torch.equal(got[i:i + 1], gemv_words.nvfp4_gemv_words(x[i:i + 1], w, block_n=block_n,
-                                                                     block_w=block_w)), i
-    torch.testing.assert_close(got, gemv.nvfp4_linear_reference(x, w), rtol=2e-3, atol=2e-3)
-
-
-def test_rows_kernel_refuses_more_rows_than_it_serves():
-    from llmsize.measure import gemv_rows
-    w = nvfp4.quantize(torch.randn(16, 32))
-    for bad in (1, 5):
-        with pytest.raises(ValueError, match="2 <= B <= 4"):
-            gemv_rows.nvfp4_gemv_rows(torch.randn(bad, 32), w)
-
-
 @pytest.mark.parametrize("batch, split_k, with_scalar, pack_h", [
     (1, 1, False, True),    # o projection: h packed for gate | up
     (2, 3, True, False),    # down projection of a last layer (plain h for the lm_head), split over K, 2 rows
@@ -274,8 +196,8 @@ def test_words_norm_epilogue_equals_gemv_then_residual_norm(batch, split_k, with
 def test_block_scales_by_bits_equal_the_conversion(monkeypatch, rows):
     """Ampere (sm_80) has no e4m3 conversion instruction: there the word kernels build each scale's fp16 bits
     (the value x 2^-8) and scale the result by 2^8. Both ways give the same bits, every E4M3 scale from
-    subnormals to 448 included, in the one-row kernel and the several-row one."""
-    from llmsize.measure import gemv_rows
+    subnormals to 448 included, in the one-row kernel and the tensor-core one."""
+    from llmsize.measure import gemv_tc
     torch.manual_seed(11)
     codes = torch.randint(0, 16, (32, 256), dtype=torch.uint8)
     scale_vals = torch.tensor([448.0, 1.0, 2.0 ** -7, 2.0 ** -9, 6.0, 0.5, 2.0 ** -6, 3.5]).repeat(32, 2)
@@ -285,10 +207,10 @@ def test_block_scales_by_bits_equal_the_conversion(monkeypatch, rows):
     def run():
         if rows == 1:
             return gemv_words.nvfp4_gemv_words(x, w, block_n=32, block_w=16)
-        return gemv_rows.nvfp4_gemv_rows(x, w, block_n=32, block_w=16)
+        return gemv_tc.nvfp4_gemv_tc(x, w, block_n=32, block_w=16)
     native = run()
     monkeypatch.setattr(gemv_words, "e4m3_cvt", lambda device: False)
-    monkeypatch.setattr(gemv_rows, "e4m3_cvt", lambda device: False)
+    monkeypatch.setattr(gemv_tc, "e4m3_cvt", lambda device: False)
     assert torch.equal(run(), native)
     want = gemv.nvfp4_linear_reference(x, w)  # (fp16 lanes: within their rounding of the largest terms)
     torch.testing.assert_close(native, want, rtol=1e-2, atol=1e-3 * want.abs().max().item())

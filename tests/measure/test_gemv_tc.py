@@ -4,7 +4,7 @@ emulation of the inline PTX), against the float32 reference; and the batch dispa
 import pytest
 import torch
 
-from llmsize.measure import gemv, gemv_rows, gemv_tc, gemv_words, nvfp4
+from llmsize.measure import gemv, gemv_tc, gemv_words, nvfp4
 
 SCALES = [448.0, 1.0, 2.0 ** -7, 2.0 ** -9, 6.0, 0.5, 2.0 ** -6, 3.5]  # the largest E4M3, subnormals, in between
 
@@ -135,8 +135,8 @@ def test_tc_kernel_refuses_what_it_cannot_serve():
 
 
 def test_batch_dispatch_skips_kernels_that_failed_their_self_check(monkeypatch):
-    """nvfp4_gemv_batch: the tensor-core kernel on the CPU; one that failed on the card (`off`) is never
-    called: 2-4 rows then go to the several-row kernel, 5-16 (or both off) to gemv.py's pairs kernel."""
+    """nvfp4_gemv_batch: the tensor-core kernel; where it failed on the card (`off`) it is never called: up to
+    16 rows then go to gemv.py's byte kernel."""
     torch.manual_seed(3)
     w = nvfp4.quantize(torch.randn(32, 128) * 0.05)
     calls = []
@@ -147,18 +147,16 @@ def test_batch_dispatch_skips_kernels_that_failed_their_self_check(monkeypatch):
             return fn(*a, **kw)
         return wrapped
     monkeypatch.setattr(gemv_tc, "nvfp4_gemv_tc", spy("tc", gemv_tc.nvfp4_gemv_tc))
-    monkeypatch.setattr(gemv_rows, "nvfp4_gemv_rows", spy("rows", gemv_rows.nvfp4_gemv_rows))
-    monkeypatch.setattr(gemv, "nvfp4_gemv_pairs", spy("pairs", gemv.nvfp4_gemv_pairs))
+    monkeypatch.setattr(gemv_tc, "nvfp4_gemv", spy("byte", gemv.nvfp4_gemv))
     x = torch.randn(6, 128).to(torch.float16).float()
     want = gemv.nvfp4_linear_reference(x, w)
-    for off, rows, expected in ((set(), 3, "tc"), ({"tc"}, 3, "rows"), ({"tc"}, 6, "pairs"),
-                                ({"tc", "rows"}, 2, "pairs")):
+    for off, rows, expected in ((set(), 3, "tc"), ({"tc"}, 3, "byte"), ({"tc"}, 6, "byte"), ({"tc"}, 2, "byte")):
         calls.clear()
         got = gemv_tc.nvfp4_gemv_batch(x[:rows], w, off=frozenset(off))
         assert calls == [expected], (off, rows, calls)
         torch.testing.assert_close(got.float(), want[:rows], rtol=2e-2, atol=2e-2)
     # above 16 rows: the tensor-core kernel's row blocks, unless they (or the kernel) failed on the card; then a
-    # dense dequantized copy (pairs and rows take 16 and 4 rows at most), into `out` when given
+    # dense dequantized copy (the byte kernel takes 16 rows at most here), into `out` when given
     x40 = torch.randn(40, 128).to(torch.float16).float()
     want40 = gemv.nvfp4_linear_reference(x40, w)
     for off, expected in ((set(), ["tc"]), ({"wide"}, []), ({"tc"}, [])):

@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 import torch
 
-from llmsize.measure import lm_head, selfcheck
+from llmsize.measure import selfcheck
 from llmsize.measure.kernel_plan import SelfCheckError, plan_kernels
 
 CPU = torch.device("cpu")
@@ -19,7 +19,7 @@ CPU = torch.device("cpu")
 def checks(monkeypatch):
     """Every self-check passes unless the test says otherwise; returns the dict of answers it may change."""
     answers = {"words": True, "paths": frozenset(), "fused": True, "fused_no_fold": True, "attention": True,
-               "attention_folded": True, "lm_head": True, "cap_argmax": True}
+               "attention_folded": True, "cap_argmax": True}
     seen = []
 
     def words(device, batch=1):
@@ -37,8 +37,7 @@ def checks(monkeypatch):
     monkeypatch.setattr(selfcheck, "words_kernel_check", words)
     monkeypatch.setattr(selfcheck, "fused_step_ok", fused)
     monkeypatch.setattr(selfcheck, "attention_ok", attention)
-    monkeypatch.setattr(lm_head, "lm_head_ok", lambda device: answers["lm_head"])
-    monkeypatch.setattr(lm_head, "cap_argmax_ok", lambda device: answers["cap_argmax"])
+    monkeypatch.setattr(selfcheck, "cap_argmax_ok", lambda device: answers["cap_argmax"])
     answers["seen"] = seen
     return answers
 
@@ -49,17 +48,17 @@ def _plan(batch=1, gemv="auto", fused=None, fallback=False, cuda=True, quant="nv
 
 def test_all_checks_pass_the_shipped_kernels_run(checks):
     p = _plan()
-    assert (p.gemv, p.fused, p.fold, p.fold_combine, p.lm_head_kernel, p.off) == ("words", True, True, True, True,
-                                                                                 frozenset())
+    assert (p.gemv, p.fused, p.fold, p.fold_combine, p.cap_argmax, p.off) == ("words", True, True, True, True,
+                                                                             frozenset())
     assert dict(p.checks) == {"words kernel": True, "words kernel, pipelined loads": True,
                               "words kernel, split over K": True, "fused step, GEMV epilogues": True,
                               "fused step": True, "attention over cache slices": True,
-                              "attention, combine folded": True, "lm_head kernel": True}
+                              "attention, combine folded": True, "soft-cap and token kernel": True}
     assert p.fallbacks == ()
     with pytest.raises(dataclasses.FrozenInstanceError):
         p.gemv = "triton"
     b = _plan(batch=8)
-    assert b.cap_argmax and not b.lm_head_kernel and "words kernel, 2-16 rows on the tensor cores" in dict(b.checks)
+    assert b.cap_argmax and "words kernel, 2-16 rows on the tensor cores" in dict(b.checks)
 
 
 @pytest.mark.parametrize("failing, words", [
@@ -67,7 +66,7 @@ def test_all_checks_pass_the_shipped_kernels_run(checks):
     ({"fused": False}, "the fused step with the GEMV epilogues"),
     ({"attention": False}, "the split attention over cache slices"),
     ({"attention_folded": False}, "the attention combine folded"),
-    ({"lm_head": False}, "the lm_head kernel"),
+    ({"cap_argmax": False}, "the soft-cap and token kernel"),
 ])
 def test_a_failed_check_stops_the_run_naming_the_kernel(checks, failing, words):
     checks.update(failing)
@@ -77,29 +76,30 @@ def test_a_failed_check_stops_the_run_naming_the_kernel(checks, failing, words):
 
 
 def test_a_failed_optional_path_stops_the_run_too(checks):
-    checks["paths"] = frozenset({"rows"})
+    checks["paths"] = frozenset({"tc"})
     with pytest.raises(SelfCheckError) as e:
         _plan(batch=2)
-    assert "the word GEMV's 2-4 rows in one pass" in e.value.message
+    assert "the word GEMV's 2-16 rows on the tensor cores" in e.value.message
 
 
 def test_with_fallback_the_slower_path_runs_and_the_plan_says_so(checks):
     checks.update(words=False)
     p = _plan(fallback=True)
     assert p.gemv == "triton" and "the byte kernel (--gemv triton) runs instead" in p.fallbacks[0]
-    checks.update(words=True, paths=frozenset({"rows"}), fused=False, fused_no_fold=True)
+    checks.update(words=True, paths=frozenset({"tc"}), fused=False, fused_no_fold=True)
     p = _plan(batch=2, fallback=True)
-    assert p.gemv == "words" and p.off == frozenset({"rows"}) and p.fused and not p.fold
-    assert any("2-4 rows in one pass" in f for f in p.fallbacks) and any("GEMV epilogues" in f for f in p.fallbacks)
+    assert p.gemv == "words" and p.off == frozenset({"tc"}) and p.fused and not p.fold
+    assert any("2-16 rows on the tensor cores" in f for f in p.fallbacks) and any("GEMV epilogues" in f
+                                                                               for f in p.fallbacks)
     checks.update(fused=False, fused_no_fold=False)
     p = _plan(batch=2, fallback=True)
     assert not p.fused and any("the eager step runs instead" in f for f in p.fallbacks)
 
 
 def test_asked_for_kernels_and_no_gpu(checks):
-    # --no-fused: no fused-step, attention or lm_head kernel check runs
+    # --no-fused: no fused-step, attention or soft-cap kernel check runs
     p = _plan(fused=False)
-    assert not p.fused and not p.lm_head_kernel and checks["seen"] == ["words"]
+    assert not p.fused and not p.cap_argmax and checks["seen"] == ["words"]
     # --gemv triton: the word kernel is not checked
     checks["seen"].clear()
     p = _plan(gemv="triton", fused=False)

@@ -71,7 +71,8 @@ def test_cpu_run_above_16_sequences(run_cli):
     (["--tokens", "-3"], "'--tokens': `-3` is not an integer from 1"),
     (["--batch", "0"], "'--batch': `0` is not an integer from 1 to 256"),
     (["--batch", "257"], "'--batch': `257` is not an integer from 1 to 256"),
-    (["--batch", "20", "--gemv", "pairs"], "--batch `20` with --gemv pairs"),
+    (["--batch", "20", "--gemv", "triton"], "--batch `20` with --gemv triton"),
+    (["--gemv", "pairs"], "--gemv `pairs` is not a kernel. Use auto, words, triton."),
     (["--quant", "fp8"], "'--quant': `fp8` is not one of nvfp4, bf16"),
     (["--device", "tpu"], "'--device': `tpu` is not one of cuda, cpu"),
     (["--checkpoint", "/no/such/dir"], "--checkpoint `/no/such/dir`"),
@@ -238,39 +239,38 @@ def test_report_says_when_a_self_check_failed(run_cli, tmp_path):
     text = " ".join(buf.getvalue().split())  # the line may wrap
     assert "programmatic dependent launch (early), L2 prefetch 32 KiB per GEMV program" in text
     assert r["run"]["lm_head"] == {"kernel": "torch"} and "one Triton kernel" not in text  # CPU: eager ops
-    r["run"].update(device="cuda", lm_head={"kernel": "triton", "triton_us": 451.25, "cublas_us": 470.5,
-                                            "config": [16, 256, 4, 1]})
+    r["run"].update(device="cuda", lm_head={"kernel": "cublas+cap_argmax"})
     r["gpu"].update(driver="580", vram_total_bytes=None, vram_free_bytes=None, bus_width_bits=None,
                     max_memory_clock_mhz=None, catalog_id=None)
     buf = StringIO()
     render_measure(r, Console(file=buf, width=100))
     text = " ".join(buf.getvalue().split())
-    assert "one Triton kernel (GEMV, soft-cap, greedy token); timed from a CUDA graph: kernel 451.2 us, " \
-           "cuBLAS + ops 470.5 us" in text
+    assert "lm_head cuBLAS GEMM, then one Triton kernel (soft-cap, greedy tokens)" in text
     assert r["run"]["batch_kernels"] is None and "batch GEMVs" not in text  # batch 1 (and a CPU run)
-    r["run"]["batch_kernels"] = {"3840x4096": "rows", "30720x3840 GeGLU": "tc 128x16 w4 k1"}  # a batch-4 run
+    r["run"]["batch_kernels"] = {"3840x4096": "tc 64x16 w4 k2", "30720x3840 GeGLU": "tc 128x16 w4 k1"}  # batch 4
     buf = StringIO()
     render_measure(r, Console(file=buf, width=100))
     text = " ".join(buf.getvalue().split())
-    assert "batch GEMVs 3840x4096: rows, 30720x3840 GeGLU: tc 128x16 w4 k1" in text
+    assert "batch GEMVs 3840x4096: tc 64x16 w4 k2, 30720x3840 GeGLU: tc 128x16 w4 k1" in text
 
 
-def test_batch_kernels_name_what_the_card_timed(monkeypatch):
-    """run.batch_kernels: per shape the kernel nvfp4_gemv_batch kept (rows) or the tensor-core tile, the
-    GeGLU pass named apart; only the run's batch, and nothing at batch 1 or without the word kernels."""
-    from llmsize.measure import gemv_tc
+def test_batch_kernels_name_what_the_card_timed():
+    """run.batch_kernels: per shape the tensor-core tile the run's tuning kept, the GeGLU pass named apart; only
+    the run's batch, and nothing at batch 1 or without the word kernels. (The batch-1 word kernel's settings in
+    the same tuning are not batch kernels.)"""
     from llmsize.measure.run import batch_kernels
-    monkeypatch.setattr(gemv_tc, "_batch_choice", {(3840, 4096, 4): "rows", (8192, 3840, 4): "tc",
-                                                   (8192, 3840, 16): "tc"})
-    monkeypatch.setattr(gemv_tc, "_tc_best", {(3840, 4096, 4, False): (128, 16, 4, 4, 16),
-                                              (8192, 3840, 4, False): (64, 16, 4, 2, 16),
-                                              (30720, 3840, 4, True): (256, 16, 8, 1, 16),
-                                              (8192, 3840, 16, False): (128, 16, 4, 1, 16),
-                                              (8192, 3840, 64, False): (128, 16, 8, 1, 64)})
-    assert batch_kernels("words", 4) == {"3840x4096": "rows", "8192x3840": "tc 64x16 w4 k2",
-                                          "30720x3840 GeGLU": "tc 256x16 w8 k1"}
-    assert batch_kernels("words", 64) == {"8192x3840": "tc 128x16 w8 k1 b64"}  # (above 16: rows a program)
-    assert batch_kernels("words", 1) is None and batch_kernels("triton", 4) is None
+    from llmsize.measure.tuner import Tuning
+
+    tuning = Tuning()
+    for key, cfg in {("tc", 3840, 4096, 4, False): (128, 16, 4, 4, 16), ("tc", 8192, 3840, 4, False): (64, 16, 4, 2, 16),
+                     ("tc", 30720, 3840, 4, True): (256, 16, 8, 1, 16), ("tc", 8192, 3840, 16, False): (128, 16, 4, 1, 16),
+                     ("tc", 8192, 3840, 64, False): (128, 16, 8, 1, 64),
+                     ("words", 8192, 3840, 4, False, False, False, False, False): (32, 32, 4, 1, 1)}.items():
+        assert tuning.best(key, None, [cfg], ()) == cfg  # one config: nothing to time
+    assert batch_kernels("words", 4, tuning) == {"3840x4096": "tc 128x16 w4 k4", "8192x3840": "tc 64x16 w4 k2",
+                                                 "30720x3840 GeGLU": "tc 256x16 w8 k1"}
+    assert batch_kernels("words", 64, tuning) == {"8192x3840": "tc 128x16 w8 k1 b64"}  # (above 16: rows a program)
+    assert batch_kernels("words", 1, tuning) is None and batch_kernels("triton", 4, tuning) is None
 
 
 @pytest.mark.parametrize("var, value", [("LLMSIZE_PDL", "yes"), ("LLMSIZE_PREFETCH_KB", "4096"),
@@ -287,7 +287,7 @@ def test_a_batch_above_16_is_refused_when_its_kernel_failed_on_the_card():
     or its 16-row programs) left out by the card's self-checks, measure refuses, naming what failed."""
     from llmsize.measure.run import check_wide_batch
     check_wide_batch(16, "triton", {"tc", "wide"})  # up to 16 rows other kernels serve
-    check_wide_batch(64, "words", {"rows", "split"})  # paths a wide batch does not use
+    check_wide_batch(64, "words", {"stages", "split"})  # paths a wide batch does not use
     for gemv, off, named in (("triton", set(), "the word GEMV failed"),
                              ("words", {"wide"}, "17-256 rows on the tensor cores failed"),
                              ("words", {"tc", "wide"}, "2-16 rows on the tensor cores and the word GEMV's 17-256")):

@@ -1,6 +1,6 @@
 """The CUDA path of `llmsize measure`, run on the CPU: what a GPU run does between its checks and its report
 (the card read through NVML, the catalog match, the self-checks, the word kernels and the fused step, the
-lm_head kernels, the timed loop with CUDA events, plan's prediction, the JSON) with torch.cuda's calls and
+soft-cap and token kernel, the timed loop with CUDA events, plan's prediction, the JSON) with torch.cuda's calls and
 the card faked, the device a CPU one (so the Triton kernels run through the interpreter) and the model the
 tiny Gemma-4-shaped one under Gemma 4 12B's name, in float32 (Triton 3.9's interpreter multiplies bf16 dot
 operands as their integer bits: the attention kernel's bf16 dots are checked on the card, by measure's own
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from llmsize.measure import card, gemma4, lm_head, preflight, run
+from llmsize.measure import card, gemma4, preflight, run
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 H200_NVML = card.CardInfo(index=0, name="NVIDIA H200", driver="580.159.03", vram_total_bytes=150_754_820_096,
@@ -43,7 +43,10 @@ class _Event:
 @pytest.fixture
 def fake_cuda(monkeypatch):
     """torch.cuda and the card faked; the 'GPU' a CPU device; Gemma 4 12B the tiny model (its plan figures
-    still Gemma 4 12B's on an H200)."""
+    still Gemma 4 12B's on an H200). The word kernel's self-checks answer "passed" without running (they take
+    minutes under the interpreter, and tests/measure/test_gemma4_decode.py runs each of them for real); the
+    others (the fused step with torch's matmuls, the attention, the soft-cap and token kernel) run. Returns
+    the faked checks' calls."""
     monkeypatch.setattr(preflight, "require_cuda", lambda torch_, index: None)
     monkeypatch.setattr(preflight, "require_triton", lambda: None)
     monkeypatch.setattr(card, "read_card", lambda index=0: H200_NVML)
@@ -51,7 +54,6 @@ def fake_cuda(monkeypatch):
     monkeypatch.setattr(run, "_gpu_device", lambda torch_, index: torch.device("cpu"))
     monkeypatch.setattr(run, "_capture_step", lambda torch_, step, device: step)  # no graph: the step itself
     monkeypatch.setattr(run, "_probe", lambda device, nbytes: (4400.0, "fake probe"))
-    monkeypatch.setattr(lm_head, "_graph_us", lambda fn, device, reps=20: (fn(), 100.0)[1])
     for name, value in {"set_device": lambda d: None, "synchronize": lambda d=None: None,
                         "mem_get_info": lambda d=None: (140 * 2 ** 30, 141 * 2 ** 30), "Event": _Event,
                         "max_memory_allocated": lambda d=None: 0,
@@ -59,6 +61,21 @@ def fake_cuda(monkeypatch):
         monkeypatch.setattr(torch.cuda, name, value)
     monkeypatch.setattr(gemma4, "GEMMA4_12B", dataclasses.replace(gemma4.GEMMA4_TINY, name="gemma-4-12b"))
     monkeypatch.setattr(run, "GPU_DTYPE", "float32")
+    from llmsize.measure import selfcheck
+    faked, real_fused = [], selfcheck.fused_step_ok
+
+    def words_kernel_check(device, batch=1):
+        faked.append(("words", batch))
+        return True, frozenset()
+
+    def fused_step_ok(device, gemv="torch", fold=True):
+        if gemv == "torch":
+            return real_fused(device, gemv, fold)
+        faked.append(("fused", gemv, fold))
+        return True
+    monkeypatch.setattr(selfcheck, "words_kernel_check", words_kernel_check)
+    monkeypatch.setattr(selfcheck, "fused_step_ok", fused_step_ok)
+    return faked
 
 
 def test_the_bf16_baseline_gpu_path(fake_cuda):
@@ -66,7 +83,7 @@ def test_the_bf16_baseline_gpu_path(fake_cuda):
     matmul), the fused kernels between them once their check passes, plan's bf16 prediction."""
     r = run.measure(run.MeasureOptions(quant="bf16", context=8, tokens=2, warmup=1, probe=False))
     rr, p = r["run"], r["predicted"]
-    assert rr["gemv"] == "torch" and rr["fused"] and rr["lm_head"] == {"kernel": "cublas"}
+    assert rr["gemv"] == "torch" and rr["fused"] and rr["lm_head"] == {"kernel": "cublas+cap_argmax"}
     assert rr["self_checks"] and all(rr["self_checks"].values()), rr["self_checks"]
     assert r["gpu"]["probed_read_bandwidth_gb_s"] is None and r["achieved"]["fraction_of_probe"] is None
     assert p["format"] == "bf16" and p["roofline_bound"] == "memory" and p["ceiling_tok_s_probe"] is None
@@ -77,8 +94,8 @@ def test_the_bf16_baseline_gpu_path(fake_cuda):
 @pytest.mark.parametrize("batch", [1, 20])
 def test_the_gpu_path_runs_end_to_end(fake_cuda, batch, tmp_path, run_cli):
     """Batch 1, through the CLI as a user runs it (report on screen, JSON saved): the word kernel, the fused
-    step with its epilogues, the lm_head kernel chosen by timing; batch 20, through run.measure: the
-    tensor-core word GEMV's row blocks and the batch tail kernel. Every self-check named and passed, the
+    step with its epilogues; batch 20, through run.measure: the tensor-core word GEMV's row blocks. Both end in
+    the soft-cap and token kernel. Every self-check named and passed, the
     report's keys filled, plan's prediction for an H200 beside the measurement."""
     from rich.console import Console
 
@@ -94,18 +111,18 @@ def test_the_gpu_path_runs_end_to_end(fake_cuda, batch, tmp_path, run_cli):
         r = run.measure(run.MeasureOptions(context=8, tokens=2, warmup=1, batch=batch))
         json.dumps(r)
     g, rr, p = r["gpu"], r["run"], r["predicted"]
+    assert fake_cuda == [("words", batch), ("fused", "words", True)]  # asked once each, before the build
     assert g["name"] == "NVIDIA H200" and g["catalog_id"] == "h200-sxm" and g["compute_capability"] == "9.0"
     assert g["theoretical_bandwidth_gb_s"] == pytest.approx(4814.3, abs=0.1)  # 2 x 3,201 MHz x 6,016 bits / 8
     assert g["probed_read_bandwidth_gb_s"] == 4400.0 and g["datasheet_bandwidth_gb_s"] == 4800.0
     assert rr["gemv"] == "words" and rr["fused"] and rr["cuda_graph"] and rr["tokens_measured"] == 2
     assert rr["self_checks"] and all(rr["self_checks"].values()), rr["self_checks"]
     if batch == 1:
-        assert rr["fused_epilogues"] and rr["lm_head"]["kernel"] in ("triton", "cublas")
+        assert rr["fused_epilogues"]
         assert "words kernel, 2-16 rows on the tensor cores" not in rr["self_checks"]  # batch paths unchecked
     else:
-        assert rr["lm_head"] == {"kernel": "cublas+cap_argmax"}
         assert rr["self_checks"]["words kernel, 17-256 rows on the tensor cores"]
-        assert rr["self_checks"]["lm_head soft-cap and token kernel"]
+    assert rr["lm_head"] == {"kernel": "cublas+cap_argmax"} and rr["self_checks"]["soft-cap and token kernel"]
     # plan: Gemma 4 12B NVFP4 on the H200 at this run's batch and attended length
     assert p["catalog_gpu"] == "h200-sxm" and p["format"] == "nvfp4" and p["roofline_bound"] == "memory"
     assert p["ceiling_tok_s"] == pytest.approx(p["ceiling_tok_s_datasheet"])
@@ -148,13 +165,32 @@ def test_config_timing_keeps_the_fastest(monkeypatch):
     assert [b for b, _ in seen].count(64) == 3 + 10  # three warm-ups, then max(10, copies) timed launches
 
 
-def test_the_gpu_path_with_another_kernel(fake_cuda):
-    """What the sweep runs when the GEMV microbenchmark finds another kernel faster than the word kernel on the
-    card (`decode.py --gemv pairs --fused` at batch 4): the fused step around gemv.py's pairs kernel, no word
-    kernel checks, the batch tail kernel, plan beside it."""
-    r = run.measure(run.MeasureOptions(context=8, tokens=2, warmup=1, batch=4, gemv="pairs", fused=True))
+def test_a_run_s_tuning_is_a_value_frozen_before_the_graph(monkeypatch):
+    """tuner.Tuning: each shape timed once (its first call), a single configuration taken untimed; once the run
+    freezes it (after the warm-up steps, before the CUDA graph is captured), a shape first met then is an error,
+    not a timing inside the graph; each kernel's choices read back apart."""
+    from llmsize.measure import tuner
+    timed = []
+    monkeypatch.setattr(tuner, "time_configs", lambda launch, configs, copies: timed.append(configs) or configs[1])
+    monkeypatch.setattr(tuner, "copies_beyond_l2", lambda mats: [mats])
+    t = tuner.Tuning()
+    assert t.best(("tc", 64, 128, 4, False), None, [(1,), (2,)], ()) == (2,)
+    assert t.best(("tc", 64, 128, 4, False), None, [(1,), (2,)], ()) == (2,) and len(timed) == 1  # kept
+    assert t.best(("words", 64, 128, 1), None, [(7,)], ()) == (7,) and len(timed) == 1  # one: not timed
+    t.freeze()
+    assert t.best(("tc", 64, 128, 4, False), None, [(1,), (2,)], ()) == (2,)  # known shapes still served
+    with pytest.raises(tuner.TuningFrozenError, match="not timed before the decode step was captured"):
+        t.best(("tc", 32, 128, 4, False), None, [(1,), (2,)], ())
+    assert t.chosen("tc") == {(64, 128, 4, False): (2,)} and t.chosen("words") == {(64, 128, 1): (7,)}
+
+
+def test_the_gpu_path_with_the_byte_kernel(fake_cuda):
+    """What the sweep runs when the GEMV microbenchmark finds the byte kernel faster than the word kernel on the
+    card (`decode.py --gemv triton --fused` at batch 4): the fused step around gemv.py's byte kernel, no word
+    kernel checks, the soft-cap and token kernel, plan beside it."""
+    r = run.measure(run.MeasureOptions(context=8, tokens=2, warmup=1, batch=4, gemv="triton", fused=True))
     rr = r["run"]
-    assert rr["gemv"] == "pairs" and rr["fused"] and rr["batch_kernels"] is None
+    assert rr["gemv"] == "triton" and rr["fused"] and rr["batch_kernels"] is None
     assert not any(k.startswith("words kernel") for k in rr["self_checks"])
     assert rr["lm_head"] == {"kernel": "cublas+cap_argmax"} and all(rr["self_checks"].values()), rr["self_checks"]
     assert r["predicted"]["roofline_bound"] == "memory" and r["decode"]["tok_s"] > 0

@@ -13,16 +13,10 @@ counter, acq_rel) swaps the key for zero, writes the token and advances the posi
 left zeroed for the next call. tanh is monotonic, so the argmax of the rounded logits is the argmax of the
 capped ones (distinct bf16 logits stay distinct through the cap below ~200).
 
-`llmsize measure` uses it for the fused NVFP4 step at batch 1 on a GPU, where `lm_head_ok` has checked it on
-the card and `choose` has timed it, from a CUDA graph, no slower than cuBLAS's GEMV plus the eager ops; else
-the eager ops.
-
-At batch > 1 the logits are a GEMM (cuBLAS), and what follows it, the soft-cap and the greedy token of each
-row, is `cap_argmax`: one kernel over the [B, V] logits (programs over rows x vocabulary blocks; the same
-64-bit keys, one per row, the last program writing the B tokens and advancing the position) in place of the
-eager ops' .float(), / cap, tanh, * cap, argmax, copy and += 1: for Gemma 4's 262,144-entry vocabulary the
-eager chain moves ~9.4 MB per row (2 bytes written by the GEMM, then 4-byte passes), the kernel ~1.6 MB (the
-bf16 logits read, the fp32 capped ones written), and five launches fewer.
+`llmsize measure` does not ship it: on the H200 it has not yet been timed against cuBLAS's GEMV followed by
+llmsize.measure.logits.cap_argmax (the soft-cap and token in one kernel), which is what the measured step ends
+with. It is kept here so that benchmarks/gemv_bench.py and step_variants.py can time it (`choose` times both
+from a CUDA graph), proved against the eager ops by `lm_head_ok`.
 """
 
 from __future__ import annotations
@@ -40,16 +34,7 @@ except ImportError:  # pragma: no cover - exercised only where triton is missing
 
 if triton is not None:
     from llmsize.measure.launch import pdl_entry, pdl_exit, prefetch_l2
-
-    @triton.jit
-    def _key(y, rows):
-        """The 64-bit argmax key of logits y at rows: the value's bits made unsigned-ordered (sign bit flipped
-        for positives, all bits for negatives; -0 as +0) above the row's complement, so the largest key is the
-        largest logit and, among equal ones, the first row."""
-        bits = tl.where(y == 0.0, 0.0, y).to(tl.uint32, bitcast=True)
-        # (bits ^ all ones is ~bits; Triton 3.6's interpreter cannot build ~ on uint32 under NumPy 2)
-        ordered = tl.where((bits >> 31) == 0, bits | 0x80000000, bits ^ 0xFFFFFFFF)
-        return (ordered.to(tl.uint64) << 32) | (0xFFFFFFFF - rows.to(tl.uint32)).to(tl.uint64)
+    from llmsize.measure.logits import argmax_key
 
     @triton.jit
     def _lm_head_kernel(h_ptr, w_ptr, logits_ptr, key_ptr, cnt_ptr, tok_ptr, pos_ptr, V, K, cap, prefetch,
@@ -82,7 +67,7 @@ if triton is not None:
         tl.store(logits_ptr + rows, cap * t, mask=row_ok)
         # one 64-bit key per row (_key: the largest key is the largest logit, among equal ones the first row);
         # the block's largest into a single atomic max
-        tl.atomic_max(key_ptr, tl.max(tl.where(row_ok, _key(y, rows), 0), 0), sem="relaxed")
+        tl.atomic_max(key_ptr, tl.max(tl.where(row_ok, argmax_key(y, rows), 0), 0), sem="relaxed")
         if tl.atomic_add(cnt_ptr, 1, sem="acq_rel") == tl.num_programs(0) - 1:
             # the last program: every block's max is in; take it and leave the key and the counter zeroed
             best = tl.atomic_xchg(key_ptr, tl.zeros([], dtype=tl.uint64), sem="acq_rel")
@@ -90,62 +75,6 @@ if triton is not None:
             if ADVANCE:
                 tl.store(pos_ptr, tl.load(pos_ptr) + 1)
             tl.atomic_xchg(cnt_ptr, 0, sem="relaxed")
-
-
-    @triton.jit
-    def _cap_argmax_kernel(y_ptr, logits_ptr, key_ptr, cnt_ptr, tok_ptr, pos_ptr, B, V, stride_y, cap,
-                           BLOCK: tl.constexpr, BLOCK_B: tl.constexpr, ADVANCE: tl.constexpr):
-        """Program (v, b): logits row b, entries [v BLOCK, (v + 1) BLOCK): cap * tanh(y / cap) stored as fp32,
-        the block's best key into row b's atomic max; the last program of the grid takes the B keys (leaving
-        them zeroed), writes the tokens and advances the position."""
-        pid_v = tl.program_id(0)
-        b = tl.program_id(1)
-        rows = pid_v * BLOCK + tl.arange(0, BLOCK)
-        ok = rows < V
-        y = tl.load(y_ptr + b * stride_y + rows, mask=ok, other=0.0).to(tl.float32)
-        t = 1.0 - 2.0 / (tl.exp(2.0 * (y / cap)) + 1.0)  # tanh, as the batch-1 kernel computes it
-        tl.store(logits_ptr + b * V + rows, cap * t, mask=ok)
-        tl.atomic_max(key_ptr + b, tl.max(tl.where(ok, _key(y, rows), 0), 0), sem="relaxed")
-        if tl.atomic_add(cnt_ptr, 1, sem="acq_rel") == tl.num_programs(0) * tl.num_programs(1) - 1:
-            bs = tl.arange(0, BLOCK_B)
-            best = tl.atomic_xchg(key_ptr + bs, tl.zeros([BLOCK_B], dtype=tl.uint64), mask=bs < B, sem="acq_rel")
-            tl.store(tok_ptr + bs, (0xFFFFFFFF - (best & 0xFFFFFFFF)).to(tok_ptr.dtype.element_ty), mask=bs < B)
-            if ADVANCE:
-                tl.store(pos_ptr, tl.load(pos_ptr) + 1)
-            tl.atomic_xchg(cnt_ptr, 0, sem="relaxed")
-
-
-CAP_BLOCK = 2048  # vocabulary entries a program: 128 programs a row for Gemma 4's 262,144
-MAX_CAP_ROWS = 256
-
-
-def cap_argmax(y: torch.Tensor, cap: float, token: torch.Tensor, pos: torch.Tensor | None = None,
-               block: int = CAP_BLOCK) -> torch.Tensor:
-    """y [B, V] (the lm_head GEMM's logits, any float dtype) -> cap * tanh(y / cap) [B, V] fp32; the greedy
-    token of each row (the first of equal maxima, as torch.argmax) into token[:B] and, with pos, pos[0] += 1."""
-    if triton is None:
-        raise RuntimeError("triton is not installed")
-    if y.dim() != 2 or not 1 <= y.shape[0] <= MAX_CAP_ROWS or y.stride(1) != 1:
-        raise ValueError(f"y must be [1 <= B <= {MAX_CAP_ROWS}, V] with contiguous rows, got {tuple(y.shape)}")
-    b, v = y.shape
-    logits = torch.empty((b, v), dtype=torch.float32, device=y.device)
-    best = scratch.zeroed("cap_argmax keys", y.device, (MAX_CAP_ROWS,), torch.int64)
-    cnt = scratch.zeroed("cap_argmax counter", y.device, (1,), torch.int32)
-    _cap_argmax_kernel[(triton.cdiv(v, block), b)](
-        y, logits, best.view(torch.uint64), cnt, token, pos if pos is not None else token, b, v, y.stride(0),
-        float(cap), BLOCK=block, BLOCK_B=max(16, triton.next_power_of_2(b)), ADVANCE=pos is not None, num_warps=4)
-    return logits
-
-
-_cap_checked: dict[str, bool] = {}
-
-
-def cap_argmax_ok(device) -> bool:
-    """Whether cap_argmax computes what the eager ops do on this device (once per device): random bf16 logits
-    of 5 x 5,003 (a multiple of no block) and 20 x 262,144 (Gemma 4's vocabulary), each twice (keys and
-    counter left zeroed), then a tie planted in every row (its best copied to a neighbour: the first wins),
-    then all logits negative."""
-    return _once(_cap_checked, device, _cap_argmax_matches)
 
 
 def _once(cache: dict, device, check) -> bool:
@@ -158,29 +87,6 @@ def _once(cache: dict, device, check) -> bool:
         except Exception:
             cache[key] = False
     return cache[key]
-
-
-def _cap_argmax_matches(device) -> bool:
-    gen = torch.Generator(device=device).manual_seed(0)
-    shapes = ((5, 5003), (20, 262144)) if torch.device(device).type == "cuda" else ((5, 5003), (3, 700))
-    block = CAP_BLOCK if torch.device(device).type == "cuda" else 512
-    for b, v in shapes:
-        y = (torch.randn(b, v, device=device, generator=gen) * 8).to(torch.bfloat16)
-        for case in ("plain", "again", "tie", "negative"):
-            if case == "tie":  # each row's best copied to its neighbour
-                best = y.float().argmax(-1)
-                twin = torch.where(best + 1 < v, best + 1, best - 1)
-                y[torch.arange(b, device=device), twin] = y[torch.arange(b, device=device), best]
-            if case == "negative":
-                y = -y.abs() - 1
-            tok = torch.full((b,), -1, dtype=torch.long, device=device)
-            pos = torch.full((1,), 41, dtype=torch.long, device=device)
-            got = cap_argmax(y, 30.0, tok, pos, block=block)
-            want = 30.0 * torch.tanh(y.float() / 30.0)
-            if not (torch.allclose(got, want, rtol=1e-5, atol=1e-5) and torch.equal(tok, want.argmax(-1))
-                    and int(pos) == 42):
-                return False
-    return True
 
 
 # (BLOCK_N, BLOCK_K, warps, STAGES): what the first call per shape times on a GPU. 262,144 rows of 3,840 bf16

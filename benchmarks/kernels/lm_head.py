@@ -25,6 +25,7 @@ import torch
 
 from llmsize.measure import scratch
 from llmsize.measure.launch import launch_opts, pdl_mode, prefetch_bytes
+from llmsize.measure.selfcheck import once_per_device
 
 try:
     import triton
@@ -75,18 +76,6 @@ if triton is not None:
             if ADVANCE:
                 tl.store(pos_ptr, tl.load(pos_ptr) + 1)
             tl.atomic_xchg(cnt_ptr, 0, sem="relaxed")
-
-
-def _once(cache: dict, device, check) -> bool:
-    """check(device), once per device; a kernel that fails to build or launch there fails it (the eager ops
-    it is)."""
-    key = str(device)
-    if key not in cache:
-        try:
-            cache[key] = check(device)
-        except Exception:
-            cache[key] = False
-    return cache[key]
 
 
 # (BLOCK_N, BLOCK_K, warps, STAGES): what the first call per shape times on a GPU. 262,144 rows of 3,840 bf16
@@ -165,7 +154,7 @@ def lm_head_ok(device) -> bool:
     by one; each case twice, so a key or counter left non-zero shows; then the best row copied to its
     neighbour, where the first of the two must win; then all logits negative (the key's order for negative
     values). Once per device."""
-    return _once(_checked, device, _lm_head_matches)
+    return once_per_device(_checked, device, _lm_head_matches)
 
 
 def _lm_head_matches(device) -> bool:

@@ -187,14 +187,20 @@ def cap_argmax_ok(device) -> bool:
     """Whether logits.cap_argmax computes what the eager ops do on this device (once per device): random bf16
     logits of 5 x 5,003 (a multiple of no block) and 20 x 262,144 (Gemma 4's vocabulary), each twice (keys and
     counter left zeroed), then a tie planted in every row (its best copied to a neighbour: the first wins),
-    then all logits negative. A kernel that fails to build or launch here fails it."""
+    then all logits negative."""
+    return once_per_device(_cap_checked, device, _cap_argmax_matches)
+
+
+def once_per_device(cache: dict, device, check) -> bool:
+    """check(device), once per device (cached in `cache`); a kernel that fails to build or launch there fails
+    its check."""
     key = str(device)
-    if key not in _cap_checked:
+    if key not in cache:
         try:
-            _cap_checked[key] = _cap_argmax_matches(device)
+            cache[key] = bool(check(device))
         except Exception:
-            _cap_checked[key] = False
-    return _cap_checked[key]
+            cache[key] = False
+    return cache[key]
 
 
 def _cap_argmax_matches(device) -> bool:

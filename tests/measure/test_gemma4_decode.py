@@ -393,11 +393,12 @@ def test_fused_step_self_check_passes_on_the_interpreter():
 def test_fused_step_self_check_with_the_word_kernel_passes_and_catches_a_wrong_epilogue(monkeypatch):
     """With the word kernel the check also covers how the fused step feeds it (inputs packed by the fused
     kernels, the GeGLU in the gate | up epilogue): it passes as built, and fails when the epilogue is wrong
-    (gate and up swapped). A two-layer toy model (one sliding, one full) keeps the interpreter quick."""
+    (gate and up swapped). A two-layer toy model (one sliding, one full) with a 4-token window (the check decodes
+    past twice it: 11 steps each way) keeps the interpreter quick."""
     import dataclasses
 
     from llmsize.measure import gemv_words, nvfp4, selfcheck
-    small = dataclasses.replace(gemma4.GEMMA4_TINY, layer_types=(gemma4.SLIDING, gemma4.FULL))
+    small = dataclasses.replace(gemma4.GEMMA4_TINY, layer_types=(gemma4.SLIDING, gemma4.FULL), sliding_window=4)
     monkeypatch.setattr(gemma4, "GEMMA4_TINY", small)
     monkeypatch.setattr(selfcheck, "_step_checked", {})
     assert selfcheck.fused_step_ok(torch.device("cpu"), "words")

@@ -41,10 +41,6 @@ SHIPPED_B1 = ("nvfp4", "words b1")  # the paths whose kernel `llmsize measure --
 SMOKE_SHAPES = {"o sliding": (64, 128), "gate_up": (256, 256)}
 
 
-def copies_beyond_l2(nbytes: int) -> int:
-    return min(64, max(1, -(-tuner.L2_DEFEAT_BYTES // nbytes)))
-
-
 def bench(fn, iters, device="cuda"):
     """Seconds per call of fn(i), i = 0..iters-1 captured in one CUDA graph (fn cycles through weight copies);
     on the CPU (--smoke) two plain calls."""
@@ -86,10 +82,9 @@ def main():
         w16 = (torch.randn(n, k, device=dev) / k ** 0.5).to(torch.bfloat16)
         w4 = nvfp4.quantize(w16)
         # copies cycled through so each call reads DRAM, as the decode step does, not an L2-resident matrix
-        c16 = [w16] + [w16.clone() for _ in range(copies_beyond_l2(w16.numel() * 2) - 1)]
+        c16 = [m[0] for m in tuner.copies_beyond_l2((w16,))]
         nb4 = w4.packed_bytes + w4.scale_bytes
-        c4 = [w4] + [nvfp4.Nvfp4Weight(w4.packed.clone(), w4.scales.clone(), w4.row_scale.clone())
-                     for _ in range(copies_beyond_l2(nb4) - 1)]
+        c4 = [nvfp4.Nvfp4Weight(*m) for m in tuner.copies_beyond_l2((w4.packed, w4.scales, w4.row_scale))]
         x = torch.randn(1, k, device=dev, dtype=torch.bfloat16)
         out = torch.empty(1, n, device=dev, dtype=torch.bfloat16)
         x16 = torch.randn(16, k, device=dev, dtype=torch.bfloat16)
@@ -104,7 +99,7 @@ def main():
             ("pairs b1", lambda i: gemv_dot.nvfp4_gemv_pairs(x, c4[i % len(c4)], out=out), nb4),
             ("words b1", lambda i: gemv_words.nvfp4_gemv_words(x, c4[i % len(c4)], out=out, tuning=tuning), nb4),
             ("tc b1", lambda i: gemv_tc.nvfp4_gemv_tc(x, c4[i % len(c4)], out=out, tuning=tuning), nb4),
-            ("rows4", lambda i: gemv_rows.nvfp4_gemv_rows(x16[:4], c4[i % len(c4)], out=out16[:4]), nb4),
+            ("rows4", lambda i: gemv_rows.nvfp4_gemv_rows(x16[:4], c4[i % len(c4)], out=out16[:4], tuning=tuning), nb4),
             ("pairs4", lambda i: gemv_dot.nvfp4_gemv_pairs(x16[:4], c4[i % len(c4)], out=out16[:4]), nb4),
             ("tc2", lambda i: gemv_tc.nvfp4_gemv_tc(x16[:2], c4[i % len(c4)], out=out16[:2], tuning=tuning), nb4),
             ("tc4", lambda i: gemv_tc.nvfp4_gemv_tc(x16[:4], c4[i % len(c4)], out=out16[:4], tuning=tuning), nb4),
@@ -152,10 +147,11 @@ def main():
     # the same bytes through benchmarks/kernels/lm_head.py's kernel (GEMV + soft-cap + greedy token + pos += 1)
     tok, pos = torch.zeros(1, dtype=torch.long, device=dev), torch.zeros(1, dtype=torch.long, device=dev)
     try:
-        lm_head.lm_head_greedy(x, emb, 30.0, tok, pos)  # times its configs
-        t = bench(lambda i: lm_head.lm_head_greedy(x, emb, 30.0, tok, pos), 20, dev)
+        head_tuning = tuner.Tuning()
+        lm_head.lm_head_greedy(x, emb, 30.0, tok, pos, tuning=head_tuning)  # times its configs
+        t = bench(lambda i: lm_head.lm_head_greedy(x, emb, 30.0, tok, pos, tuning=head_tuning), 20, dev)
         gbs = emb.numel() * 2 / t / 1e9
-        cfg = lm_head._best_config.get((vocab, hidden, torch.bfloat16))
+        cfg = head_tuning.chosen("lm_head").get((vocab, hidden, torch.bfloat16))
         print(f"{'lm_head':12s} {vocab:>6d}x{hidden:<6d} {'kernel':7s} {emb.numel() * 2 / 1e6:8.2f} {t * 1e6:8.1f} "
               f"{gbs:8.1f} {pct(gbs)}  (Triton, with soft-cap and token; BN, BK, warps, stages: {cfg})")
     except Exception as e:  # report it and finish the table

@@ -26,5 +26,6 @@ class LabDecoder(gemma4.Gemma4Decoder):
 
     def _head(self, h: torch.Tensor) -> torch.Tensor:
         if self.lm_head == "triton" and self.batch == 1:  # the token and the position written by the kernel
-            return lm_head.lm_head_greedy(h, self.w.embed, self.cfg.final_softcap, self.token, self.pos)
+            return lm_head.lm_head_greedy(h, self.w.embed, self.cfg.final_softcap, self.token, self.pos,
+                                          tuning=self.tuning)
         return super()._head(h)

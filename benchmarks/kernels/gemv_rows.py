@@ -19,7 +19,7 @@ from llmsize.measure.gemv_words import (
     word_operands,
 )
 from llmsize.measure.nvfp4 import Nvfp4Weight
-from llmsize.measure.tuner import copies_beyond_l2, time_configs
+from llmsize.measure.tuner import Tuning
 
 try:  # triton is optional on the CPU (as in gemv.py)
     import triton
@@ -108,13 +108,14 @@ if triton is not None:
 
 
 ROWS_CONFIGS = ((32, 32, 4, 1), (64, 32, 8, 1), (32, 32, 4, 3), (16, 32, 4, 3))  # BLOCK_N, BLOCK_W, warps, stages
-_rows_best: dict[tuple, tuple[int, int, int, int]] = {}
 
 
 def nvfp4_gemv_rows(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = None, block_n: int | None = None,
-                    block_w: int | None = None, num_warps: int = 4, stages: int = 1) -> torch.Tensor:
+                    block_w: int | None = None, num_warps: int = 4, stages: int = 1,
+                    tuning: Tuning | None = None) -> torch.Tensor:
     """x [B, K] (B from 2 to MAX_ROWS) -> [B, N], one pass over the packed weights for all rows. On a GPU without
-    tiles given, the first call per shape times the configurations that divide it (as nvfp4_gemv_words)."""
+    tiles given, the first call per shape times the configurations that divide it, kept by `tuning` (as
+    nvfp4_gemv_words)."""
     check_rows(x, w, 2, MAX_ROWS)
     n, k = w.shape
     b = x.shape[0]
@@ -136,10 +137,7 @@ def nvfp4_gemv_rows(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = 
             raise ValueError("block_w must be an even number of words")
         launch(block_n or (32 if use_asm else 128), bw, num_warps, stages)
     else:
-        key = (n, k, b)
-        if key not in _rows_best:
-            configs = [c for c in ROWS_CONFIGS if n % c[0] == 0 and kw % c[1] == 0]
-            _rows_best[key] = time_configs(launch, configs or [(32, 16, 4, 1)],
-                                            copies_beyond_l2((words, scales, w.row_scale)))
-        launch(*_rows_best[key])
+        configs = [c for c in ROWS_CONFIGS if n % c[0] == 0 and kw % c[1] == 0]
+        launch(*(tuning or Tuning()).best(("rows", n, k, b), launch, configs or [(32, 16, 4, 1)],
+                                          (words, scales, w.row_scale)))
     return out

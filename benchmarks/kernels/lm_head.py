@@ -15,8 +15,8 @@ capped ones (distinct bf16 logits stay distinct through the cap below ~200).
 
 `llmsize measure` does not ship it: on the H200 it has not yet been timed against cuBLAS's GEMV followed by
 llmsize.measure.logits.cap_argmax (the soft-cap and token in one kernel), which is what the measured step ends
-with. It is kept here so that benchmarks/gemv_bench.py and step_variants.py can time it (`choose` times both
-from a CUDA graph), proved against the eager ops by `lm_head_ok`.
+with. It is kept here so that benchmarks/gemv_bench.py and step_variants.py can time it (`choose` times it
+against cuBLAS and the eager ops, both from a CUDA graph), proved against the eager ops by `lm_head_ok`.
 """
 
 from __future__ import annotations
@@ -82,7 +82,6 @@ if triton is not None:
 # (7.5 KB): 16 rows are 16,384 programs of 123 KB, ~124 a SM, each with 8-16 KB of loads in flight per step.
 LM_HEAD_CONFIGS = ((16, 256, 4, 1), (16, 512, 8, 1), (32, 256, 8, 1), (8, 512, 4, 1), (16, 256, 4, 3),
                    (32, 128, 4, 3), (64, 128, 8, 2), (8, 256, 4, 4))
-_best_config: dict[tuple, tuple[int, int, int, int]] = {}
 
 
 def _workspace(device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -93,10 +92,12 @@ def _workspace(device) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def lm_head_greedy(h: torch.Tensor, embed: torch.Tensor, cap: float, token: torch.Tensor,
-                   pos: torch.Tensor | None = None, config: tuple[int, int, int, int] | None = None) -> torch.Tensor:
+                   pos: torch.Tensor | None = None, config: tuple[int, int, int, int] | None = None,
+                   tuning=None) -> torch.Tensor:
     """h [1, K] (the final-normed hidden state), embed [V, K] -> soft-capped logits [1, V] fp32; the greedy
     token written into token[0] and, with pos, pos[0] += 1. On a GPU without a config the first call per shape
-    times LM_HEAD_CONFIGS (CUDA events, outside any graph capture) and keeps the fastest."""
+    times LM_HEAD_CONFIGS (CUDA events, outside any graph capture) and `tuning` (a tuner.Tuning) keeps the
+    fastest."""
     if triton is None:
         raise RuntimeError("triton is not installed")
     v, k = embed.shape
@@ -125,16 +126,13 @@ def lm_head_greedy(h: torch.Tensor, embed: torch.Tensor, cap: float, token: torc
     elif h.device.type != "cuda":  # the interpreter: few, big programs (its cost is per operation)
         launch(64, min(256, triton.next_power_of_2(k)), 4, 1)
     else:
-        key = (v, k, embed.dtype)
-        if key not in _best_config:
-            from llmsize.measure.tuner import copies_beyond_l2, time_configs
+        from llmsize.measure.tuner import Tuning
 
-            # timed on a spare token and position: the real ones must not move while configs are tried
-            spare = (token.clone(), None if pos is None else pos.clone())
-            configs = [c for c in LM_HEAD_CONFIGS if c[1] <= triton.next_power_of_2(k)]
-            _best_config[key] = time_configs(lambda *c, mats: launch(*c, mats=mats, out=spare), configs,
-                                              copies_beyond_l2((embed,)))
-        launch(*_best_config[key])
+        # timed on a spare token and position: the real ones must not move while configs are tried
+        spare = (token.clone(), None if pos is None else pos.clone())
+        configs = [c for c in LM_HEAD_CONFIGS if c[1] <= triton.next_power_of_2(k)]
+        launch(*(tuning or Tuning()).best(("lm_head", v, k, embed.dtype),
+                                          lambda *c, mats: launch(*c, mats=mats, out=spare), configs, (embed,)))
     return logits
 
 
@@ -226,13 +224,16 @@ def _choose(embed: torch.Tensor, cap: float) -> dict:
     h = torch.randn(1, embed.shape[1], device=device, generator=gen).to(embed.dtype)
     tok = torch.zeros(1, dtype=torch.long, device=device)
     pos = torch.zeros(1, dtype=torch.long, device=device)
-    lm_head_greedy(h, embed, cap, tok, pos)  # the first call times the configs
+    from llmsize.measure.tuner import Tuning
+
+    tuning = Tuning()
+    lm_head_greedy(h, embed, cap, tok, pos, tuning=tuning)  # the first call times the configs
 
     def eager():
         tok.copy_(lm_head_reference(h, embed, cap).argmax(-1))
         pos.add_(1)
 
-    t_triton = _graph_us(lambda: lm_head_greedy(h, embed, cap, tok, pos), device)
+    t_triton = _graph_us(lambda: lm_head_greedy(h, embed, cap, tok, pos, tuning=tuning), device)
     t_cublas = _graph_us(eager, device)
     return {"kernel": "triton" if t_triton <= t_cublas else "cublas", "triton_us": t_triton,
-            "cublas_us": t_cublas, "config": list(_best_config[(embed.shape[0], embed.shape[1], embed.dtype)])}
+            "cublas_us": t_cublas, "config": list(tuning.chosen("lm_head")[(*embed.shape, embed.dtype)])}

@@ -5,7 +5,9 @@ from __future__ import annotations
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from llmsize.errors import printable
 from llmsize.units import GB, GiB
 
 PART_LABELS = {
@@ -24,16 +26,18 @@ def _pct(x):
     return "n/a" if x is None else f"{100 * x:.1f}%"
 
 
-def _num(x, fmt="{:,.1f}", unit=""):
+def num(x, fmt="{:,.1f}", unit=""):
+    """A figure, or n/a."""
     return "n/a" if x is None else fmt.format(x) + unit
 
 
-def _kv(c: Console, rows):
+def kv(c: Console, rows, label_width: int = 32):
+    """Label and value rows; values as plain text (a card's or a server's names may hold rich markup)."""
     t = Table(box=None, show_header=False, pad_edge=False)
-    t.add_column(min_width=32)
+    t.add_column(min_width=label_width)
     t.add_column(overflow="fold")
     for k, v in rows:
-        t.add_row(" " + k, v)
+        t.add_row(" " + k, Text(printable(str(v))))
     c.print(t)
 
 
@@ -67,22 +71,22 @@ def render_measure(r: dict, c: Console) -> None:
         theo = g.get("theoretical_bandwidth_gb_s")
         cat = (f"{g['catalog_id']} ({g['catalog_name']}): datasheet {g['datasheet_bandwidth_gb_s']:,.1f} GB/s"
                if g.get("catalog_id") else "not in the catalog")
-        _kv(c, [
+        kv(c, [
             ("name, driver", f"{g['name']}, driver {g.get('driver') or 'n/a'}"),
-            ("VRAM total / free", f"{_num(g['vram_total_bytes'] and g['vram_total_bytes'] / GiB, '{:.2f}')} GiB / "
-                                  f"{_num(g['vram_free_bytes'] and g['vram_free_bytes'] / GiB, '{:.2f}')} GiB"),
-            ("memory bus, max memory clock", f"{_num(g['bus_width_bits'], '{:d}')} bit, "
-                                             f"{_num(g['max_memory_clock_mhz'], '{:d}')} MHz"),
-            ("theoretical bandwidth", f"{_num(theo)} GB/s  (2 x clock x bus width / 8)"),
+            ("VRAM total / free", f"{num(g['vram_total_bytes'] and g['vram_total_bytes'] / GiB, '{:.2f}')} GiB / "
+                                  f"{num(g['vram_free_bytes'] and g['vram_free_bytes'] / GiB, '{:.2f}')} GiB"),
+            ("memory bus, max memory clock", f"{num(g['bus_width_bits'], '{:d}')} bit, "
+                                             f"{num(g['max_memory_clock_mhz'], '{:d}')} MHz"),
+            ("theoretical bandwidth", f"{num(theo)} GB/s  (2 x clock x bus width / 8)"),
             ("catalog entry", cat),
-            ("probed read bandwidth", f"{_num(g.get('probed_read_bandwidth_gb_s'))} GB/s = "
+            ("probed read bandwidth", f"{num(g.get('probed_read_bandwidth_gb_s'))} GB/s = "
                                       f"{_pct(g.get('probe_fraction_of_theoretical'))} of theoretical"),
         ])
     else:
-        _kv(c, [("device", f"{g['name']}: a small Gemma-4-shaped model in float32 (no GPU figures)")])
+        kv(c, [("device", f"{g['name']}: a small Gemma-4-shaped model in float32 (no GPU figures)")])
 
     c.print("\nRun", style="bold")
-    _kv(c, [
+    kv(c, [
         ("weights", r["model"]["source"]),
         ("context, batch", f"{run['context_tokens']:,} tokens, batch {run['batch']}"),
         ("decoded", f"{run['tokens_measured']} timed tokens after {run['warmup_tokens']} warm-up, "
@@ -115,7 +119,7 @@ def render_measure(r: dict, c: Console) -> None:
     c.print(t)
 
     c.print("Speed", style="bold")
-    _kv(c, [
+    kv(c, [
         ("prefill (time to first token)", f"{r['prefill']['ttft_s'] * 1e3:,.1f} ms for "
                                           f"{r['prefill']['prompt_tokens']:,} tokens"
                                           + (f" x {run['batch']} sequences" if run["batch"] > 1 else "")),
@@ -142,4 +146,4 @@ def render_measure(r: dict, c: Console) -> None:
             rows.append((f"roofline at batch {run['batch']}", f"{pred['roofline_tok_s']:,.1f} tok/s, "
                          f"{pred['roofline_bound']}-bound ({turn} at this length); measured "
                          f"{_pct(pred['measured_fraction_of_roofline'])} of it"))
-        _kv(c, rows)
+        kv(c, rows)

@@ -8,10 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from llmsize.errors import printable
-
-
-def _num(x, fmt="{:,.1f}", unit=""):
-    return "n/a" if x is None else fmt.format(x) + unit
+from llmsize.render.measure_report import kv, num
 
 
 def _pct(x):
@@ -22,16 +19,6 @@ def _p50_p90(s: dict | None, fmt: str = "{:,.1f}") -> str:
     if not s:
         return "n/a"
     return f"{fmt.format(s['median'])}/{fmt.format(s['p90'])}"
-
-
-def _kv(c: Console, rows):
-    """Label and value rows; values as plain text (a server's names may hold rich markup or escapes)."""
-    t = Table(box=None, show_header=False, pad_edge=False)
-    t.add_column(min_width=28)
-    t.add_column(overflow="fold")
-    for k, v in rows:
-        t.add_row(" " + k, Text(printable(str(v))))
-    c.print(t)
 
 
 def render_server(r: dict, c: Console) -> None:
@@ -55,7 +42,7 @@ def render_server(r: dict, c: Console) -> None:
                                     + ("forced (ignore_eos)" if run["output_forced"] else "not forced (see notes)")),
              ("levels", ", ".join(str(x) for x in run["concurrency"]) + f" streams at once, {run['rounds']} "
                                                                          f"request(s) each")]
-    _kv(c, rows)
+    kv(c, rows, 28)
 
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="Measured (p50/p90 over requests and tokens)",
               title_justify="left")
@@ -67,20 +54,20 @@ def render_server(r: dict, c: Console) -> None:
         exp = p.get("expected_aggregate_tok_s")
         band = (f" ({p['expected_aggregate_tok_s_low']:,.0f}-{p['expected_aggregate_tok_s_high']:,.0f})"
                 if exp is not None else "")
-        t.add_row(str(row["level"]), _num(row["aggregate_tok_s"]), _p50_p90(row["tok_s_per_stream"]),
+        t.add_row(str(row["level"]), num(row["aggregate_tok_s"]), _p50_p90(row["tok_s_per_stream"]),
                   _p50_p90(row["ttft_s"], "{:,.3f}"), _p50_p90(row["itl_ms"]),
-                  (_num(exp) + band) if exp is not None else "n/a", _pct(row.get("fraction_of_expected")))
+                  (num(exp) + band) if exp is not None else "n/a", _pct(row.get("fraction_of_expected")))
     c.print(t)
 
     c.print("[bold]Beside plan[/bold]")
     if pred.get("ceiling_tok_s") is None:
-        _kv(c, [("no prediction", pred.get("reason", ""))])
+        kv(c, [("no prediction", pred.get("reason", ""))], 28)
     else:
         first = pred["levels"][str(r["concurrency"][0]["level"])]
         rows = [("plan", f"{pred['model']} on {pred['gpu']}, {pred['quant']} ({pred['quant_from']}), runtime "
                          f"{pred['runtime']}"),
                 ("decode ceiling, batch 1", f"{pred['ceiling_tok_s']:,.1f} tok/s; measured "
-                                            f"{_num(r['decode']['tok_s'])} per stream = "
+                                            f"{num(r['decode']['tok_s'])} per stream = "
                                             f"{_pct(pred.get('measured_fraction_of_ceiling'))} of it")]
         if first.get("expected_tok_s") is not None:
             rows.append(("expected, batch 1", f"{first['expected_tok_s']:,.1f} tok/s (band "
@@ -88,11 +75,11 @@ def render_server(r: dict, c: Console) -> None:
                                               f"); measured {_pct(pred.get('measured_fraction_of_expected'))} of it"))
             if first.get("expected_ttft_s") is not None:
                 rows.append(("expected TTFT", f"{first['expected_ttft_s']:,.3f} s for {run['context_tokens']:,} "
-                                              f"tokens; measured {_num(r['prefill']['ttft_s'], '{:,.3f}', ' s')}"))
+                                              f"tokens; measured {num(r['prefill']['ttft_s'], '{:,.3f}', ' s')}"))
             rows.append(("basis", first["basis"]))
         else:
             rows.append(("expected", first.get("reason", "n/a")))
-        _kv(c, rows)
+        kv(c, rows, 28)
 
     metrics = [(row["level"], row.get("server_metrics"), row.get("server_timings")) for row in r["concurrency"]]
     if any(m or tm for _, m, tm in metrics):
@@ -109,7 +96,7 @@ def render_server(r: dict, c: Console) -> None:
                 if tm and tm.get(key):
                     parts.append(f"{label} {tm[key]['median']:,.1f} tok/s")
             if parts:
-                _kv(c, [(f"{level} stream(s)", "; ".join(parts))])
+                kv(c, [(f"{level} stream(s)", "; ".join(parts))], 28)
     for note in r.get("notes", []):
         c.print(Text(f"  note: {printable(note)}", style="dim"))
     c.print("  Units: tok/s = output tokens a second; aggregate = all output tokens over the level's wall time "

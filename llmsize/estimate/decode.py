@@ -15,7 +15,7 @@ from llmsize.errors import InvalidValueError
 from llmsize.estimate.flops import decode_flops_per_token
 from llmsize.estimate.kv import kv_bytes
 from llmsize.estimate.quant import QuantFormat
-from llmsize.estimate.weights import weight_bytes_read
+from llmsize.estimate.weights import bytes_read_by_batch
 
 MAX_BATCH_SEARCHED = 1 << 20
 
@@ -75,12 +75,12 @@ class DecodeModel:
     weights_read: Callable[[int], float] | None = None  # exact bytes by batch (checkpoint headers)
     comm: object | None = None  # parallel.Comm for tp/pp > 1: bytes and time between cards
 
+    def __post_init__(self):  # the format's bytes by batch, its per-tensor work done once (a GGUF file's types)
+        object.__setattr__(self, "_read", self.weights_read or bytes_read_by_batch(self.model, self.fmt, self.scope))
+
     def step(self, batch: int) -> DecodeStep:
         check_batch(batch)
-        if self.weights_read is not None:
-            w = self.weights_read(batch)
-        else:
-            w = weight_bytes_read(self.model, self.fmt, self.scope, batch)
+        w = self._read(batch)
         kv = batch * kv_bytes(self.model, self.context_tokens, self.kv_dtype).bytes_per_sequence
         flops = batch * decode_flops_per_token(self.model, self.context_tokens)
         bw = self.gpu.bandwidth_bytes_per_s

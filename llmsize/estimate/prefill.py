@@ -11,7 +11,7 @@ from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.estimate.flops import prefill_flops
 from llmsize.estimate.kv import kv_bytes
 from llmsize.estimate.quant import QuantFormat
-from llmsize.estimate.weights import weight_bytes_read
+from llmsize.estimate.weights import bytes_read_by_batch
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ def prefill_time(model: ModelSpec, gpu: GpuSpec, fmt: QuantFormat, scope: str, k
                  prompt_tokens: int, peak_flop_per_s: float | None, weights_read=None, comm=None) -> Prefill:
     """weights_read: exact weight bytes by batch (checkpoint headers) instead of the format's estimate."""
     flops = prefill_flops(model, prompt_tokens)
-    read = weights_read or (lambda b: weight_bytes_read(model, fmt, scope, b))
+    read = weights_read or bytes_read_by_batch(model, fmt, scope)
     nbytes = read(max(prompt_tokens, 1))
     nbytes += kv_bytes(model, prompt_tokens, kv_dtype).bytes_per_sequence
     compute = flops / peak_flop_per_s if peak_flop_per_s else None

@@ -8,6 +8,7 @@ batch routes to (gpt-fast `_get_model_size` leaves out nn.Embedding for the same
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -142,13 +143,22 @@ def _mix_weight_bytes(model: ModelSpec, fmt: QuantFormat) -> WeightBytes:
 def weight_bytes_read(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int) -> float:
     """Weight bytes one decode step of `batch` sequences reads (routed experts: 1-(1-k/E)^B of them)."""
     if fmt.mix:
-        from llmsize.estimate.gguf_mix import mix_bytes
-
-        return sum(_mix_read(mix_bytes(model, fmt.mix), model, batch).values())
+        return bytes_read_by_batch(model, fmt, scope)(batch)
     return sum(
         float(piece_bytes(p, fmt, scope)) * routed_fraction(p, batch)
         for p in model_pieces(model) if p.read
     )
+
+
+def bytes_read_by_batch(model: ModelSpec, fmt: QuantFormat, scope: str) -> Callable[[int], float]:
+    """weight_bytes_read as a function of the batch, with what does not depend on it (a GGUF file's type per
+    tensor, ~3 ms for a large model) worked out once: a plan asks for a dozen batches."""
+    if fmt.mix:
+        from llmsize.estimate.gguf_mix import mix_bytes
+
+        stored = mix_bytes(model, fmt.mix)
+        return lambda batch: sum(_mix_read(stored, model, batch).values())
+    return lambda batch: weight_bytes_read(model, fmt, scope, batch)
 
 
 def expert_read_fraction(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int) -> float:

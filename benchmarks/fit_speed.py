@@ -272,31 +272,32 @@ def _fit_prefill_at(fit: GroupFit, pre: list[Observed], moe_cost: float) -> floa
         if o.prefill.peak_flop_per_s:
             by_class[o.prefill.format_class].append(o)
     every = [o for obs in by_class.values() for o in obs]
-    # a pipelined prompt (speed.pipeline_factor) is fitted at its time through the stages one after the other
-    meas = {id(o): o.measured_s / pipeline_factor(o.prefill) for o in every}
-    fixed = lambda o: o.prefill.layers * fit.t_layer_s + fit.t_step_s + score_time_s(o.prefill, kc)  # noqa: E731
-    area = lambda o: (o.prefill.flops + (moe_cost - 1) * o.prefill.expert_flops) / o.prefill.peak_flop_per_s  # noqa
     counts = {c: len(obs) for c, obs in by_class.items()}
     pooled = not any(n >= MIN_ROWS_CLASS for n in counts.values())
-    groups = {"*": every} if pooled else by_class
+    # per row, worked out once (what the alternation below does not change): (measured time, fixed time, layers,
+    # FLOP time at eta 1, class); a pipelined prompt (speed.pipeline_factor) is fitted at its time through the
+    # stages one after the other
+    rows = {c: [(o.measured_s / pipeline_factor(o.prefill),
+                 o.prefill.layers * fit.t_layer_s + fit.t_step_s + score_time_s(o.prefill, kc), o.prefill.layers,
+                 (o.prefill.flops + (moe_cost - 1) * o.prefill.expert_flops) / o.prefill.peak_flop_per_s,
+                 "*" if pooled else c) for o in obs] for c, obs in by_class.items()}
+    every_rows = [r for rs in rows.values() for r in rs]
+    groups = {"*": every_rows} if pooled else rows
     serving = fit.runtime in SERVING_RUNTIMES and len(every) >= MIN_ROWS_CLASS
     u, t_pl = {c: 1.0 for c in groups}, 0.0
     for _ in range(200 if serving else 1):
-        for c, obs in groups.items():
-            num = sum(area(o) * (meas[id(o)] - fixed(o) - t_pl * o.prefill.layers) / meas[id(o)]**2 for o in obs)
-            den = sum(area(o) ** 2 / meas[id(o)]**2 for o in obs)
+        for c, rs in groups.items():
+            num = sum(area * (meas - fixed - t_pl * layers) / meas**2 for meas, fixed, layers, area, _ in rs)
+            den = sum(area ** 2 / meas**2 for meas, _, _, area, _ in rs)
             u[c] = max(1.0, num / den) if den > 0 and num > 0 else math.inf
         if serving:
-            cls = (lambda o: "*") if pooled else (lambda o: o.prefill.format_class)  # noqa: E731
-            num = sum(o.prefill.layers * (meas[id(o)] - fixed(o) - area(o) * u[cls(o)]) / meas[id(o)]**2
-                      for o in every)
-            den = sum(o.prefill.layers ** 2 / meas[id(o)]**2 for o in every)
+            num = sum(layers * (meas - fixed - area * u[cls]) / meas**2 for meas, fixed, layers, area, cls in every_rows)
+            den = sum(layers ** 2 / meas**2 for meas, _, layers, _, _ in every_rows)
             t_pl = max(0.0, num / den) if den > 0 else 0.0
     etas = {c: 1 / v for c, v in u.items() if math.isfinite(v)}
     fit.t_prefill_layer_s = t_pl
-    cls = (lambda o: "*") if pooled else (lambda o: o.prefill.format_class)  # noqa: E731
-    err = sum(((meas[id(o)] - fixed(o) - t_pl * o.prefill.layers - area(o) * u[cls(o)]) / meas[id(o)]) ** 2
-              if math.isfinite(u[cls(o)]) else 1.0 for o in every)
+    err = sum(((meas - fixed - t_pl * layers - area * u[cls]) / meas) ** 2 if math.isfinite(u[cls]) else 1.0
+              for meas, fixed, layers, area, cls in every_rows)
     if pooled:
         fit.eta_prefill = {}
         fit.eta_prefill_default = etas.get("*") if len(every) >= MIN_ROWS_CLASS else None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import torch
 
+from llmsize.measure.launch import interpreter_rows
 from llmsize.measure.nvfp4 import BLOCK, Nvfp4Weight
 
 try:  # triton is Linux-only and optional on the CPU: the reference path below needs none of it
@@ -99,8 +100,8 @@ def nvfp4_gemv(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = None,
     if out is None:
         out = torch.empty((x.shape[0], n), dtype=x.dtype, device=x.device)
     scales_u8 = w.scales.view(torch.uint8)
-    if x.device.type != "cuda" and block_n is None and block_k is None:
-        block_n, block_k = 32, 256
+    if x.device.type != "cuda" and block_n is None and block_k is None:  # the interpreter: one program a row
+        block_n, block_k = interpreter_rows(n), 256
     if block_n is not None or block_k is not None:
         bn, bk = block_n or 32, block_k or 256
         if bk % 16:

@@ -35,6 +35,7 @@ from llmsize.measure.gemv_words import (
     word_operands,
 )
 from llmsize.measure.gemv import nvfp4_gemv
+from llmsize.measure.launch import interpreter_rows
 from llmsize.measure.nvfp4 import Nvfp4Weight
 from llmsize.measure.tuner import Tuning
 
@@ -290,7 +291,7 @@ def nvfp4_gemv_tc(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = No
             USE_ASM=use_asm, E4M3_CVT=e4m3_cvt(x.device), num_warps=warps, **opts)
 
     if block_n is not None or block_w is not None or block_b is not None or not use_asm:
-        bw = block_w or 16
+        bw = block_w or (16 if use_asm else min(64, triton.next_power_of_2(kw)))
         if bw % 4 or bw < 4:
             raise ValueError("block_w must be a multiple of 4 words")
         if split_k < 1:
@@ -298,7 +299,7 @@ def nvfp4_gemv_tc(x: torch.Tensor, w: Nvfp4Weight, out: torch.Tensor | None = No
         bb = block_b or (ROW_BLOCK if b <= ROW_BLOCK else 64)
         if bb < ROW_BLOCK or bb & (bb - 1):
             raise ValueError(f"block_b must be a power of two from {ROW_BLOCK}, got {bb}")
-        launch(block_n or (128 if use_asm else 32), bw, num_warps, split_k, bb)
+        launch(block_n or (128 if use_asm else interpreter_rows(n)), bw, num_warps, split_k, bb)
     else:
         fit = [c for c in configs_for(b) if n_out % (c[0] // 2 if glu else c[0]) == 0 and kw % (c[1] * c[3]) == 0]
         launch(*(tuning or Tuning()).best(("tc", n, k, b, glu), launch, fit or [configs_for(b)[0]],

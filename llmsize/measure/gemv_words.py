@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 
 from llmsize.measure import scratch
-from llmsize.measure.launch import launch_opts, pdl_mode, prefetch_bytes
+from llmsize.measure.launch import interpreter_rows, launch_opts, pdl_mode, prefetch_bytes
 from llmsize.measure.nvfp4 import BLOCK, Nvfp4Weight
 from llmsize.measure.tuner import Tuning
 
@@ -474,8 +474,8 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
             SPLIT_K=split, **norm_consts, num_warps=warps, **opts)
 
     if block_n is not None or block_w is not None or not use_asm:
-        # the GPU's fallback tile; under the interpreter big tiles (fewer programs: its cost is per operation)
-        bn = block_n or (32 if use_asm else 128)
+        # the GPU's fallback tile; under the interpreter one program (its cost is per program and operation)
+        bn = block_n or (32 if use_asm else interpreter_rows(n))
         bw = block_w or (16 if use_asm else min(64, max(2, triton.next_power_of_2(kw))))
         if bw % 2 or bw < 2:
             raise ValueError("block_w must be an even number of words")

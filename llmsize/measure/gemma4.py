@@ -72,11 +72,13 @@ GEMMA4_12B = Gemma4Config(
     num_global_kv_heads=1, global_head_dim=512, sliding_window=1024,
 )
 
-# Same structure, small dims and a short window: what `--device cpu` and the tests run.
+# Same structure, small dims, one period of the layer pattern (two sliding layers, so a cache mixed up between
+# layers of one kind shows, then a full one) and a short window (a decode wraps its ring buffer after 4 steps):
+# what `--device cpu`, the self-checks and the tests run.
 GEMMA4_TINY = Gemma4Config(
     name="gemma-4-tiny", vocab_size=512, hidden_size=128, intermediate_size=256,
-    layer_types=((SLIDING,) * 2 + (FULL,)) * 2, num_heads=4, num_kv_heads=2, head_dim=32,
-    num_global_kv_heads=1, global_head_dim=64, sliding_window=8,
+    layer_types=(SLIDING, SLIDING, FULL), num_heads=4, num_kv_heads=2, head_dim=32,
+    num_global_kv_heads=1, global_head_dim=64, sliding_window=4,
 )
 
 

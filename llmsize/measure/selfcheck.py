@@ -100,7 +100,7 @@ _attn_checked: dict[tuple[str, bool], bool] = {}
 def attention_ok(device, fold_combine: bool) -> bool:
     """Whether `attention` over several cache slices matches the eager ops on this device, with the combine in
     its own kernel or folded into the last slice of each KV head: the fused-step check's toy model has one
-    slice per layer (an 8-slot window; slices are 32 rows at least), so neither combine path would be exercised
+    slice per layer (a 4-slot window; slices are 32 rows at least), so neither combine path would be exercised
     there. Two sequences, a 100-slot cache in four slices of one block (GQA) or two of two blocks (K = V), the
     last partly past the position, five positions in a row through the same counters; once per device and
     path."""

@@ -35,11 +35,11 @@ def test_cpu_run_json_has_every_key_and_consistent_figures(run_cli, tmp_path):
     assert r["bytes_per_step"] == sum(r["bytes_per_step_parts"].values())
     d = r["decode"]
     assert d["ms_per_token_p10"] <= d["ms_per_token_median"] <= d["ms_per_token_p90"]
-    # KV of the full layers at the mean attended length: 2 layers x (K, V) x 1 head x 64 dims x 4 B (float32)
+    # KV of the full layer at the mean attended length: 1 layer x (K, V) x 1 head x 64 dims x 4 B (float32)
     mean_pos = r["run"]["mean_attended_positions"]
     assert mean_pos == 40 + 8 + (12 - 1) / 2 + 1
-    assert r["bytes_per_step_parts"]["kv_full"] == round(2 * 2 * 1 * 64 * mean_pos * 4)
-    assert r["bytes_per_step_parts"]["kv_sliding"] == 4 * 2 * 2 * 32 * 8 * 4  # capped at the window of 8
+    assert r["bytes_per_step_parts"]["kv_full"] == round(1 * 2 * 1 * 64 * mean_pos * 4)
+    assert r["bytes_per_step_parts"]["kv_sliding"] == 2 * 2 * 2 * 32 * 4 * 4  # 2 layers, capped at the window of 4
 
 
 def test_cpu_report_renders(run_cli):

@@ -43,10 +43,9 @@ class _Event:
 @pytest.fixture
 def fake_cuda(monkeypatch):
     """torch.cuda and the card faked; the 'GPU' a CPU device; Gemma 4 12B the tiny model (its plan figures
-    still Gemma 4 12B's on an H200). The word kernel's self-checks answer "passed" without running (they take
-    minutes under the interpreter, and tests/measure/test_gemma4_decode.py runs each of them for real); the
-    others (the fused step with torch's matmuls, the attention, the soft-cap and token kernel) run. Returns
-    the faked checks' calls."""
+    still Gemma 4 12B's on an H200). The self-checks answer "passed" without running (each takes 4-30 s under
+    the interpreter, and tests/measure/test_gemma4_decode.py and test_logits.py run each of them for real, and
+    test_kernel_plan.py what a failed one does). Returns the checks' calls, in order."""
     monkeypatch.setattr(preflight, "require_cuda", lambda torch_, index: None)
     monkeypatch.setattr(preflight, "require_triton", lambda: None)
     monkeypatch.setattr(card, "read_card", lambda index=0: H200_NVML)
@@ -62,19 +61,25 @@ def fake_cuda(monkeypatch):
     monkeypatch.setattr(gemma4, "GEMMA4_12B", dataclasses.replace(gemma4.GEMMA4_TINY, name="gemma-4-12b"))
     monkeypatch.setattr(run, "GPU_DTYPE", "float32")
     from llmsize.measure import selfcheck
-    faked, real_fused = [], selfcheck.fused_step_ok
+    faked = []
 
     def words_kernel_check(device, batch=1):
         faked.append(("words", batch))
         return True, frozenset()
 
     def fused_step_ok(device, gemv="torch", fold=True):
-        if gemv == "torch":
-            return real_fused(device, gemv, fold)
         faked.append(("fused", gemv, fold))
         return True
-    monkeypatch.setattr(selfcheck, "words_kernel_check", words_kernel_check)
-    monkeypatch.setattr(selfcheck, "fused_step_ok", fused_step_ok)
+
+    def attention_ok(device, fold_combine):
+        faked.append(("attention", fold_combine))
+        return True
+
+    def cap_argmax_ok(device):
+        faked.append(("cap",))
+        return True
+    for check in (words_kernel_check, fused_step_ok, attention_ok, cap_argmax_ok):
+        monkeypatch.setattr(selfcheck, check.__name__, check)
     return faked
 
 
@@ -83,6 +88,7 @@ def test_the_bf16_baseline_gpu_path(fake_cuda):
     matmul), the fused kernels between them once their check passes, plan's bf16 prediction."""
     r = run.measure(run.MeasureOptions(quant="bf16", context=8, tokens=2, warmup=1, probe=False))
     rr, p = r["run"], r["predicted"]
+    assert fake_cuda == [("fused", "torch", True), ("attention", False), ("attention", True), ("cap",)]
     assert rr["gemv"] == "torch" and rr["fused"] and rr["lm_head"] == {"kernel": "cublas+cap_argmax"}
     assert rr["self_checks"] and all(rr["self_checks"].values()), rr["self_checks"]
     assert r["gpu"]["probed_read_bandwidth_gb_s"] is None and r["achieved"]["fraction_of_probe"] is None
@@ -91,10 +97,10 @@ def test_the_bf16_baseline_gpu_path(fake_cuda):
     assert 2.5 < p["bytes_per_step"] / run.predicted("nvfp4", 12, 1, {})["bytes_per_step"] < 3.5
 
 
-@pytest.mark.parametrize("batch", [1, 20])
+@pytest.mark.parametrize("batch", [1, 17])
 def test_the_gpu_path_runs_end_to_end(fake_cuda, batch, tmp_path, run_cli):
     """Batch 1, through the CLI as a user runs it (report on screen, JSON saved): the word kernel, the fused
-    step with its epilogues; batch 20, through run.measure: the tensor-core word GEMV's row blocks. Both end in
+    step with its epilogues; batch 17, through run.measure: the tensor-core word GEMV's row blocks. Both end in
     the soft-cap and token kernel. Every self-check named and passed, the
     report's keys filled, plan's prediction for an H200 beside the measurement."""
     from rich.console import Console
@@ -111,7 +117,8 @@ def test_the_gpu_path_runs_end_to_end(fake_cuda, batch, tmp_path, run_cli):
         r = run.measure(run.MeasureOptions(context=8, tokens=2, warmup=1, batch=batch))
         json.dumps(r)
     g, rr, p = r["gpu"], r["run"], r["predicted"]
-    assert fake_cuda == [("words", batch), ("fused", "words", True)]  # asked once each, before the build
+    assert fake_cuda == [("words", batch), ("fused", "words", True), ("attention", False), ("attention", True),
+                         ("cap",)]  # asked once each, before the build
     assert g["name"] == "NVIDIA H200" and g["catalog_id"] == "h200-sxm" and g["compute_capability"] == "9.0"
     assert g["theoretical_bandwidth_gb_s"] == pytest.approx(4814.3, abs=0.1)  # 2 x 3,201 MHz x 6,016 bits / 8
     assert g["probed_read_bandwidth_gb_s"] == 4400.0 and g["datasheet_bandwidth_gb_s"] == 4800.0
@@ -192,5 +199,6 @@ def test_the_gpu_path_with_the_byte_kernel(fake_cuda):
     rr = r["run"]
     assert rr["gemv"] == "triton" and rr["fused"] and rr["batch_kernels"] is None
     assert not any(k.startswith("words kernel") for k in rr["self_checks"])
+    assert fake_cuda == [("fused", "triton", True), ("attention", False), ("attention", True), ("cap",)]
     assert rr["lm_head"] == {"kernel": "cublas+cap_argmax"} and all(rr["self_checks"].values()), rr["self_checks"]
     assert r["predicted"]["roofline_bound"] == "memory" and r["decode"]["tok_s"] > 0

@@ -62,7 +62,7 @@ def memory_bound_verdict(nvfp4_rows: list[tuple[int, float]], ridge_batch: int |
     return f"Measured: {measured}; {plan}."
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser()
     ap.add_argument("--context", type=int, default=4096)
     ap.add_argument("--tokens", type=int, default=256)
@@ -74,6 +74,11 @@ def main() -> None:
     ap.add_argument("--no-baseline", action="store_true", help="no bf16 row (a batch sweep alone)")
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                     help="cpu: `llmsize measure --device cpu`'s small model, to try the script without a GPU")
+    return ap
+
+
+def main() -> None:
+    ap = parser()
     args = ap.parse_args()
     try:
         batches = [int(b) for b in args.batches.split(",")]

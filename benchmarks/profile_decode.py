@@ -87,7 +87,7 @@ def _kernel_events(prof, smoke: bool):
     return out
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quant", default="nvfp4", choices=["nvfp4", "bf16"])
     ap.add_argument("--context", type=int, default=4096)
@@ -103,6 +103,11 @@ def main() -> None:
                          "measure runs it (torch), or benchmarks/kernels/lm_head.py's kernel (triton)")
     ap.add_argument("--smoke", action="store_true",
                     help="on the CPU: the small model, torch's CPU profiler (set TRITON_INTERPRET=1 for Triton paths)")
+    return ap
+
+
+def main() -> None:
+    ap = parser()
     args = ap.parse_args()
     most = 256 if args.gemv == "words" or args.quant == "bf16" else 16  # above 16 rows: the word family alone
     if not 1 <= args.batch <= most:

@@ -104,7 +104,7 @@ def time_variant(dec, start_pos: int, start_token: torch.Tensor, steps: int):
     return first, statistics.median(ms), statistics.fmean(ms)
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser()
     ap.add_argument("--context", type=int, default=4096)
     ap.add_argument("--steps", type=int, default=64)
@@ -114,6 +114,11 @@ def main() -> None:
     ap.add_argument("--smoke", action="store_true",
                     help="the toy model on the CPU through Triton's interpreter (TRITON_INTERPRET=1): checks the "
                          "script, not the card")
+    return ap
+
+
+def main() -> None:
+    ap = parser()
     args = ap.parse_args()
     if args.smoke:
         device, cfg, dtype, card_name, driver, theo = "cpu", gemma4.GEMMA4_TINY, torch.float32, "cpu", None, None

@@ -2,6 +2,7 @@
 decode.py, profile_decode.py and `llmsize measure --gemv`, so each must accept every name gemv_bench can write
 (a rejected name would waste a rare borrowed GPU's minutes)."""
 
+import importlib
 import os
 import subprocess
 import sys
@@ -27,24 +28,29 @@ def test_gemv_bench_writes_only_known_kernels():
     assert {gemv_bench.KERNELS_B1[p] for p in gemv_bench.SHIPPED_B1} == set(GEMV_KERNELS)
 
 
-@pytest.mark.parametrize("script", ["decode.py", "profile_decode.py"])
-def test_script_accepts_the_shipped_kernels(script):
-    # argparse checks --gemv's choice before it reaches --help, which then exits 0 without running anything
-    for kernel, code in ((GEMV_KERNELS[-1], 0), ("nope", 2)):
-        r = subprocess.run([sys.executable, str(BENCH / script), "--gemv", kernel, "--help"], capture_output=True,
-                           text=True, timeout=120)
-        assert r.returncode == code and (code == 0 or "invalid choice" in r.stderr), r.stderr
+def _script(name: str):
+    sys.path.insert(0, str(BENCH))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+@pytest.mark.parametrize("script", ["decode", "profile_decode"])
+def test_script_accepts_the_shipped_kernels(script, capsys):
+    """Each script's own argument parser: every name gemv_bench can pass on is taken, another is refused."""
+    ap = _script(script).parser()
+    for kernel in GEMV_KERNELS:
+        assert ap.parse_args(["--gemv", kernel]).gemv == kernel
+    with pytest.raises(SystemExit) as e:
+        ap.parse_args(["--gemv", "nope"])
+    assert e.value.code == 2 and "invalid choice: 'nope'" in capsys.readouterr().err
 
 
 def test_step_variants_parses_and_names_its_variants():
-    r = subprocess.run([sys.executable, str(BENCH / "step_variants.py"), "--help"], capture_output=True, text=True,
-                       timeout=120)
-    assert r.returncode == 0, r.stderr
-    sys.path.insert(0, str(BENCH))
-    try:
-        import step_variants
-    finally:
-        sys.path.remove(str(BENCH))
+    step_variants = _script("step_variants")
+    args = step_variants.parser().parse_args(["--smoke", "--only", "1,2", "--steps", "3"])
+    assert args.smoke and args.only == "1,2" and args.steps == 3
     import inspect
 
     from llmsize.measure.gemma4 import Gemma4Decoder
@@ -122,6 +128,7 @@ def test_measure_gpu_refuses_an_unknown_stage_before_any_work():
     assert r.returncode == 2 and "unknown stage `sweeps`" in r.stderr and "sweep crossover profile" in r.stderr
 
 
+@pytest.mark.slow
 def test_measure_gpu_runs_every_stage_through_on_a_machine_without_a_gpu(tmp_path):
     """The GPU session's one entry point, its shell plumbing on the CPU: each stage's programs refuse (no GPU)
     and the script goes on to the next, times every stage, names its commit, falls back to the byte kernel when
@@ -152,10 +159,17 @@ def test_measure_gpu_runs_every_stage_through_on_a_machine_without_a_gpu(tmp_pat
             "decode-crossover.md"} <= names
 
 
-def test_profile_decode_refuses_a_batch_it_cannot_run():
-    r = subprocess.run([sys.executable, str(BENCH / "profile_decode.py"), "--batch", "17"], capture_output=True,
-                       text=True, timeout=120)
-    assert r.returncode == 2 and "--batch 17" in r.stderr
+def _profile_decode_main(monkeypatch, capsys, *argv):
+    """profile_decode.main() in this process (no GPU here): its exit code and stderr."""
+    monkeypatch.setattr(sys, "argv", ["profile_decode.py", *argv])
+    with pytest.raises(SystemExit) as e:
+        _script("profile_decode").main()
+    return e.value.code, capsys.readouterr().err
+
+
+def test_profile_decode_refuses_a_batch_it_cannot_run(monkeypatch, capsys):
+    code, err = _profile_decode_main(monkeypatch, capsys, "--batch", "17")
+    assert code == 2 and "--batch 17: use 1 to 16" in err
 
 
 def test_profile_timeline_counts_overlaps_once_and_the_gaps_between():
@@ -189,10 +203,11 @@ def test_profile_decode_smoke_run_on_the_cpu():
     assert out[6].split()[0] == "operator" and len(out) > 8
 
 
-def test_profile_decode_without_a_gpu_says_so():
-    r = subprocess.run([sys.executable, str(BENCH / "profile_decode.py"), "--gemv", "words"], capture_output=True,
-                       text=True, timeout=120, env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
-    assert r.returncode == 2 and "no CUDA GPU visible to torch" in r.stderr and "--smoke" in r.stderr
+def test_profile_decode_without_a_gpu_says_so(monkeypatch, capsys):
+    import torch
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    code, err = _profile_decode_main(monkeypatch, capsys, "--gemv", "words")
+    assert code == 2 and "no CUDA GPU visible to torch" in err and "--smoke" in err
 
 
 def test_gemv_bench_smoke_run_on_the_cpu(tmp_path):

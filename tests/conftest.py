@@ -46,3 +46,9 @@ def cli_without(modules: list[str], argv: list[str]) -> subprocess.CompletedProc
     hide = "; ".join(f"sys.modules[{m!r}] = None" for m in modules)
     probe = f"import sys; {hide}\nfrom llmsize.cli import main\nmain({argv!r})"
     return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The `slow` tests first, so that the pytest-xdist workers start the longest ones at once instead of one
+    worker meeting them last, when the others have finished; the order is the same in every worker."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

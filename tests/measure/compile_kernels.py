@@ -3,7 +3,8 @@ one: Triton's compiler and the ptxas it ships turn each into a cubin, so an erro
 (a layout it cannot lower, inline PTX it rejects) fails here on a CPU machine, not on a borrowed GPU. Run as a
 script, with TRITON_INTERPRET unset (the interpreter replaces the kernels by Python stand-ins); prints one line
 per kernel (`--registers`: with its registers a thread, the figures quoted for the attention kernel's warps;
-`--arch 90,80,89,100,120`: other architectures, the RTX 50 cards' sm_120 among them).
+`--arch 90,80,89,100,120`: other architectures, the RTX 50 cards' sm_120 among them). Every path of every kernel
+for each architecture; the GEMVs' tile configurations a GPU may time, for the first one (`--all-configs`: each).
 """
 from __future__ import annotations
 
@@ -21,7 +22,10 @@ from llmsize.measure import fused, gemv, gemv_tc, gemv_words, logits, probe  # n
 P = {"bf16": "*bf16", "f32": "*fp32", "u8": "*u8", "i32": "*i32", "i64": "*i64"}
 
 
-def kernels():
+def kernels(sweeps: bool = True):
+    """(name, kernel, argument types, constexprs, warps) of every kernel and path; `sweeps`: also each
+    configuration a GPU may time (the tiles change no instruction a path uses: compiled for the first
+    architecture only, unless --all-configs)."""
     gemv_args = {"x_ptr": P["bf16"], "packed_ptr": P["u8"], "scale_ptr": P["u8"], "row_scale_ptr": P["f32"],
                  "y_ptr": P["bf16"], "N": "i32", "K": "i32", "stride_xb": "i32", "stride_yb": "i32"}
     yield ("gemv triton", gemv._gemv_fixed, gemv_args, {"BLOCK_N": 32, "BLOCK_K": 256}, 4)
@@ -37,7 +41,7 @@ def kernels():
                 yield (f"gemv words even={even} pdl={pdl} glu={glu} pack={pack}", gemv_words._gemv_words, words,
                        {"BLOCK_N": 64, "BLOCK_W": 32, "EVEN": even, "USE_ASM": True, "PDL": pdl, "GLU": glu,
                         "PACK": pack, "STAGES": 1, "SPLIT_K": 1, **plain}, 8)
-    for bn, bw, warps, stages, split in gemv_words.WORDS_CONFIGS:  # every configuration the GPU may time
+    for bn, bw, warps, stages, split in gemv_words.WORDS_CONFIGS if sweeps else ():  # every one a GPU may time
         for glu in (False, True):
             yield (f"gemv words {bn}x{bw} w{warps} stages={stages} split={split} glu={glu}", gemv_words._gemv_words,
                    words, {"BLOCK_N": bn, "BLOCK_W": bw, "EVEN": True, "USE_ASM": True, "PDL": 2, "GLU": glu,
@@ -52,7 +56,7 @@ def kernels():
           "kw": "i32", "nblk": "i32", "stride_xb": "i32", "stride_yb": "i32", "prefetch": "i32", "kw_split": "i32",
           "inter": "i32"}
     # every configuration the GPU may time (up to 16 rows and above), and the ragged path
-    for bn, bw, warps, split, bb in gemv_tc.TC_CONFIGS + gemv_tc.TC_WIDE_CONFIGS:
+    for bn, bw, warps, split, bb in gemv_tc.TC_CONFIGS + gemv_tc.TC_WIDE_CONFIGS if sweeps else ():
         for glu in (False, True):
             yield (f"gemv tc {bn}x{bw} w{warps} split={split} rows={bb} glu={glu}", gemv_tc._gemv_tc, tc,
                    {"BLOCK_N": bn, "BLOCK_W": bw, "BLOCK_B": bb, "EVEN": True, "SPLIT": split > 1,
@@ -114,6 +118,7 @@ REGS = "--registers" in sys.argv  # also print registers a thread and spills (cu
 # --arch 90,80 (the default) or more: 89 (Ada: RTX 40, L40S; the e4m3 conversion, no PDL), 100 (B200), 120
 # (RTX 50, the seed's 5060 Ti: PDL and the L2 prefetch as on Hopper). All five compiled under Triton 3.9 on
 # 2026-11-30, 130 kernels each, none failing.
+ALL_CONFIGS = "--all-configs" in sys.argv  # the configurations' sweep for every architecture, not the first only
 ARCHS = tuple(int(a) for a in sys.argv[sys.argv.index("--arch") + 1].split(",")) if "--arch" in sys.argv else (90, 80)
 
 
@@ -140,7 +145,7 @@ def main() -> int:
     failed = 0
     for arch in ARCHS:
         target = GPUTarget("cuda", arch, 32)
-        for name, fn, args, consts, warps in [*kernels(), *probe_kernels()]:
+        for name, fn, args, consts, warps in [*kernels(arch == ARCHS[0] or ALL_CONFIGS), *probe_kernels()]:
             sig = {a: (args[a] if a in args else "constexpr") for a in fn.arg_names}
             if "E4M3_CVT" in fn.arg_names:  # the e4m3 conversion instruction exists from sm_89 (gemv_words)
                 consts = dict(consts, E4M3_CVT=arch >= 89)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 
+@pytest.mark.slow
 def test_every_kernel_compiles_for_hopper_and_ampere():
     ptxas = pytest.importorskip("triton").__file__
     if not (Path(ptxas).parent / "backends" / "nvidia" / "bin" / "ptxas").exists():

@@ -291,7 +291,8 @@ def _fit_prefill_at(fit: GroupFit, pre: list[Observed], moe_cost: float) -> floa
             den = sum(area ** 2 / meas**2 for meas, _, _, area, _ in rs)
             u[c] = max(1.0, num / den) if den > 0 and num > 0 else math.inf
         if serving:
-            num = sum(layers * (meas - fixed - area * u[cls]) / meas**2 for meas, fixed, layers, area, cls in every_rows)
+            num = sum(layers * (meas - fixed - area * u[cls]) / meas**2
+                      for meas, fixed, layers, area, cls in every_rows)
             den = sum(layers ** 2 / meas**2 for meas, _, layers, _, _ in every_rows)
             t_pl = max(0.0, num / den) if den > 0 else 0.0
     etas = {c: 1 / v for c, v in u.items() if math.isfinite(v)}

@@ -35,6 +35,7 @@ except ImportError:  # pragma: no cover - exercised only where triton is missing
 
 if triton is not None:
     from llmsize.measure.launch import pdl_entry, pdl_exit, prefetch_l2
+    from llmsize.measure.acts import tanh
     from llmsize.measure.logits import argmax_key
 
     @triton.jit
@@ -64,8 +65,7 @@ if triton is not None:
             acc += w.to(tl.float32) * x.to(tl.float32)[None, :]
         pdl_exit(PDL)
         y = tl.sum(acc, 1).to(h_ptr.dtype.element_ty).to(tl.float32)  # F.linear's output dtype
-        t = 1.0 - 2.0 / (tl.exp(2.0 * (y / cap)) + 1.0)  # tanh, saturating cleanly at +-1
-        tl.store(logits_ptr + rows, cap * t, mask=row_ok)
+        tl.store(logits_ptr + rows, cap * tanh(y / cap), mask=row_ok)
         # one 64-bit key per row (_key: the largest key is the largest logit, among equal ones the first row);
         # the block's largest into a single atomic max
         tl.atomic_max(key_ptr, tl.max(tl.where(row_ok, argmax_key(y, rows), 0), 0), sem="relaxed")

@@ -25,10 +25,14 @@ if triton is not None:
             tl.store(out_ptr + i, y.to(out_ptr.dtype.element_ty), mask=ok)
 
     @triton.jit
+    def tanh(z):
+        """tanh(z) in fp32 through exp, saturating cleanly at +-1."""
+        return 1.0 - 2.0 / (tl.exp(2.0 * z) + 1.0)
+
+    @triton.jit
     def gelu_tanh_mul(g, u, dt: tl.constexpr):
         """gelu_tanh(g) * u in fp32, rounded to dt where the eager step rounds (F.gelu's output, the product)."""
-        z = 0.7978845608028654 * (g + 0.044715 * g * g * g)  # sqrt(2 / pi)
-        t = 1.0 - 2.0 / (tl.exp(2.0 * z) + 1.0)  # tanh(z), saturating cleanly at +-1
+        t = tanh(0.7978845608028654 * (g + 0.044715 * g * g * g))  # sqrt(2 / pi)
         act = (0.5 * g * (1.0 + t)).to(dt).to(tl.float32)
         return (act * u).to(dt).to(tl.float32)
 

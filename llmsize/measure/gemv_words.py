@@ -419,8 +419,9 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
     fused.residual_norm inside this kernel, and the result is (x' [B, N], h) with h [B, N] or, pack_h, packed.
 
     On a GPU without tiles given, the first call per shape times the configurations that divide it and `tuning`
-    (the run's, tuner.Tuning) keeps the fastest (CUDA events, outside any graph capture); `off` names the optional paths ("stages", "split") whose
-    configurations are not to be timed (their self-check failed on the card)."""
+    (the run's, tuner.Tuning) keeps the fastest (CUDA events, outside any graph capture); `off` names the
+    optional paths ("stages", "split") whose configurations are not to be timed (their self-check failed on the
+    card)."""
     if triton is None:
         raise RuntimeError("triton is not installed")
     n, k = w.shape

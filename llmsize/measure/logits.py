@@ -25,6 +25,7 @@ except ImportError:  # pragma: no cover - exercised only where triton is missing
     triton = None
 
 if triton is not None:
+    from llmsize.measure.acts import tanh
 
     @triton.jit
     def argmax_key(y, rows):
@@ -47,8 +48,7 @@ if triton is not None:
         rows = pid_v * BLOCK + tl.arange(0, BLOCK)
         ok = rows < V
         y = tl.load(y_ptr + b * stride_y + rows, mask=ok, other=0.0).to(tl.float32)
-        t = 1.0 - 2.0 / (tl.exp(2.0 * (y / cap)) + 1.0)  # tanh, as the batch-1 kernel computes it
-        tl.store(logits_ptr + b * V + rows, cap * t, mask=ok)
+        tl.store(logits_ptr + b * V + rows, cap * tanh(y / cap), mask=ok)
         tl.atomic_max(key_ptr + b, tl.max(tl.where(ok, argmax_key(y, rows), 0), 0), sem="relaxed")
         if tl.atomic_add(cnt_ptr, 1, sem="acq_rel") == tl.num_programs(0) * tl.num_programs(1) - 1:
             bs = tl.arange(0, BLOCK_B)

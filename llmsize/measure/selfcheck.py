@@ -75,7 +75,7 @@ def words_kernel_check(device, batch: int = 1) -> tuple[bool, frozenset[str]]:
     return _words_checked[key], frozenset(n for n in used if not _paths_checked.get((key, n), True))
 
 
-_step_checked: dict[tuple[str, str, bool], bool] = {}
+_step_checked: dict[tuple, bool] = {}
 
 
 def fused_step_ok(device, gemv: str = "torch", fold: bool = True) -> bool:
@@ -85,16 +85,10 @@ def fused_step_ok(device, gemv: str = "torch", fold: bool = True) -> bool:
     differ; with a Triton GEMV the same kernel runs in both steps, so what is checked as well is how the fused
     step feeds it (the word kernel's inputs packed by these kernels; with `fold`, its GeGLU and residual-norm
     epilogues)."""
-    key = (str(device), gemv, fold)
-    if key not in _step_checked:
-        try:
-            _step_checked[key] = _fused_matches_eager(device, gemv, fold)
-        except Exception:  # a kernel that fails to build or launch here: the eager step it is
-            _step_checked[key] = False
-    return _step_checked[key]
+    return once_per_device(_step_checked, device, _fused_matches_eager, gemv, fold)
 
 
-_attn_checked: dict[tuple[str, bool], bool] = {}
+_attn_checked: dict[tuple, bool] = {}
 
 
 def attention_ok(device, fold_combine: bool) -> bool:
@@ -104,13 +98,7 @@ def attention_ok(device, fold_combine: bool) -> bool:
     there. Two sequences, a 100-slot cache in four slices of one block (GQA) or two of two blocks (K = V), the
     last partly past the position, five positions in a row through the same counters; once per device and
     path."""
-    key = (str(device), fold_combine)
-    if key not in _attn_checked:
-        try:
-            _attn_checked[key] = _attention_matches_eager(device, fold_combine)
-        except Exception:  # a kernel that fails to build or launch here
-            _attn_checked[key] = False
-    return _attn_checked[key]
+    return once_per_device(_attn_checked, device, _attention_matches_eager, fold_combine)
 
 
 def _attention_matches_eager(device, fold: bool) -> bool:
@@ -180,7 +168,7 @@ def _fused_matches_eager(device, gemv: str, fold: bool) -> bool:
     return bool(err.mean() < 0.02 * outs[0].abs().mean() and err.max() < 0.25)
 
 
-_cap_checked: dict[str, bool] = {}
+_cap_checked: dict[tuple, bool] = {}
 
 
 def cap_argmax_ok(device) -> bool:
@@ -191,13 +179,13 @@ def cap_argmax_ok(device) -> bool:
     return once_per_device(_cap_checked, device, _cap_argmax_matches)
 
 
-def once_per_device(cache: dict, device, check) -> bool:
-    """check(device), once per device (cached in `cache`); a kernel that fails to build or launch there fails
-    its check."""
-    key = str(device)
+def once_per_device(cache: dict, device, check, *args) -> bool:
+    """check(device, *args), once per device and arguments (cached in `cache`); a kernel that fails to build or
+    launch there fails its check."""
+    key = (str(device), *args)
     if key not in cache:
         try:
-            cache[key] = bool(check(device))
+            cache[key] = bool(check(device, *args))
         except Exception:
             cache[key] = False
     return cache[key]

@@ -60,9 +60,9 @@ INTERPRETER_MAX_ROWS = 1024  # the most weight rows one GEMV program takes under
 def interpreter_rows(n: int) -> int:
     """A GEMV's weight rows per program under Triton's CPU interpreter (the tests' and `--device cpu`'s): all n
     of them, as a power of two up to INTERPRETER_MAX_ROWS. The interpreter's cost is per program and per
-    operation, not per element: on the test model's 512 x 128 gate | up weight one program runs 2.9x (word
-    kernel), 9.0x (tensor-core kernel, 3 rows) and 10.5x (byte kernel) faster than the 32-128-row tiles taken
-    before (benchmarks/interpreter_tiles.py, in benchmarks/RESULTS.md)."""
+    operation, not per element: on the test model's 512 x 128 gate | up weight one program runs ~3x (word
+    kernel), 9-15x (tensor-core kernel, 3 rows) and ~10x (byte kernel) faster than the 32-128-row tiles taken
+    before (benchmarks/interpreter_tiles.py, two runs in benchmarks/RESULTS.md)."""
     return min(INTERPRETER_MAX_ROWS, triton.next_power_of_2(n))
 
 

@@ -1069,7 +1069,7 @@ def _preimport(torch_needed: bool) -> None:
             importlib.import_module(m)
         except Exception:  # an extra that is not installed: the child meets it as a user would
             pass
-    # pydantic builds a catalog schema's validator at its first use (~70 ms a child): built once here, from one
+    # pydantic builds a catalog schema's validator at its first use (tens of ms a child): built once here, from one
     # shipped entry of each kind (what the children read, from their own files, is not cached)
     from llmsize.catalog.loader import Catalog
 

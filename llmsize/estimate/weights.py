@@ -152,7 +152,7 @@ def weight_bytes_read(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int
 
 def bytes_read_by_batch(model: ModelSpec, fmt: QuantFormat, scope: str) -> Callable[[int], float]:
     """weight_bytes_read as a function of the batch, with what does not depend on it (a GGUF file's type per
-    tensor, ~3 ms for a large model) worked out once: a plan asks for a dozen batches."""
+    tensor, milliseconds for a large model) worked out once: a plan asks for a dozen batches."""
     if fmt.mix:
         from llmsize.estimate.gguf_mix import mix_bytes
 

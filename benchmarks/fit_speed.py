@@ -8,11 +8,13 @@ print the held-out error table, and (with --write) write runtimes/*.yaml.
 Method. For one runtime on one backend, a decode row's step time is linear in the unknowns
     t = base + sum_c v_c x W/BW [class c] + v_kv x KV/BW + t_layer x layers + t_step + t_moe x moe_layers
           + sum_k alpha_k x collectives [link k],
-with base = (W + KV)/BW + comm bytes/link (the ceiling's step) and v = 1/eta - 1 >= 0, every unknown >= 0 (so the
-expected figure never beats the ceiling). The fit minimises the squared relative error sum ((t_hat - t)/t)^2 with
+with base = (W + KV)/BW + comm bytes/link (the ceiling's step) + layers x max(0, floor - W/(BW x eta)/layers) (a
+layer's kernels last at least the floor, which overlaps their read) and v = 1/eta - 1 >= 0, every unknown >= 0 (so
+the expected figure never beats the ceiling). The floor is not linear: it is chosen on a grid (FLOORS_S), the fit
+of least error kept, then refitted once with its fractions inside the max. The fit minimises the squared relative error sum ((t_hat - t)/t)^2 with
 a small ridge (1% of each column's scale) by non-negative coordinate descent: deterministic, pure Python.
 Prefill: t = (FLOPs + (moe_matmul_cost - 1) x routed expert FLOPs)/(peak x eta_p[class]) + the decode fit's fixed
-terms (+ a serving engine's cost per layer of an eager forward), one eta per class by least squares, the expert
+terms (+ a serving engine's cost per layer of an eager forward, on the rows a serving engine ran), one eta per class by least squares, the expert
 FLOPs' cost chosen on a grid (1-4 dense FLOPs each; fit_prefill). That cost also floors a decode step at large
 batches, where the routed experts' matmuls are compute-bound.
 Held out: each source (one post, comment or table) is left out in turn and its rows predicted by a fit of the
@@ -63,12 +65,10 @@ LINKS = ("nvlink", "pcie", "network")
 # MLX's sdpa_vector): their attention FLOPs cost time beyond the cache's bytes. The CUDA-graph runtimes decode with
 # FlashAttention / FlashInfer split-KV kernels on the tensor cores, bound by the cache's bytes: no such term.
 VECTOR_ATTENTION = ("llamacpp", "mlx")
-# Serving engines, which run prefill eagerly (CUDA graphs capture decode only): each layer of a prefill forward costs
-# its kernel launches and, under tensor parallel, its all-reduces' latency, beyond the decode fit's per-layer cost;
-# llama-bench, MLX and gpt-fast rows time their own forward and get no such term. An intercept per request (the
+# The serving engines' extra cost per layer of an eager prefill forward (speed.SERVING_RUNTIMES) is fitted on the
+# rows those engines ran, whichever group borrows them, and paid by their plans only. An intercept per request (the
 # HTTP path) was tried first: on the SGLang Cookbook's TTFT rows it held out at 65.0% median against 41.1% for
 # this per-layer term (a joint fit of both puts the weight on the per-layer term)
-SERVING_RUNTIMES = ("vllm", "sglang", "trtllm")
 # Runtimes fitted together: vLLM and SGLang both capture decode in CUDA graphs and call the same attention
 # (FlashInfer, FlashAttention) and GEMM (CUTLASS, Marlin) kernels; the dataset holds few rows of each.
 POOLED = {"vllm": ("vllm", "sglang"), "sglang": ("vllm", "sglang")}
@@ -116,14 +116,23 @@ def observations(cat: Catalog) -> tuple[list[Observed], list[tuple[str, str]], d
 
 # ----------------------------------------------------------------------------------------------------- fit
 
-def nnls(a: list[list[float]], b: list[float], ridge: float, upper: list[float] | None = None) -> list[float]:
-    """argmin ||A x - b||^2 + ridge x sum (s_j x_j)^2 over 0 <= x <= upper, s_j the rms of column j."""
+def gram(a: list[list[float]], ridge: float) -> list[list[float]]:
+    """A^T A with the ridge on its diagonal (ridge x each column's squared norm)."""
     n = len(a[0]) if a else 0
     g = [[sum(r[i] * r[j] for r in a) for j in range(n)] for i in range(n)]
-    h = [sum(r[i] * bi for r, bi in zip(a, b)) for i in range(n)]
     for i in range(n):
         g[i][i] += ridge * (g[i][i] or 1.0)
-    x = [0.0] * n
+    return g
+
+
+def nnls(a: list[list[float]], b: list[float], ridge: float, upper: list[float] | None = None,
+         g: list[list[float]] | None = None, x0: list[float] | None = None) -> list[float]:
+    """argmin ||A x - b||^2 + ridge x sum (s_j x_j)^2 over 0 <= x <= upper, s_j the rms of column j, by
+    coordinate descent from x0 (zeros when not given); g: gram(a, ridge), when already computed."""
+    n = len(a[0]) if a else 0
+    g = g if g is not None else gram(a, ridge)
+    h = [sum(r[i] * bi for r, bi in zip(a, b)) for i in range(n)]
+    x = list(x0) if x0 is not None else [0.0] * n
     for _ in range(SWEEPS):
         delta = 0.0
         for i in range(n):
@@ -160,6 +169,7 @@ class GroupFit:
     t_prefill_layer_s: float = 0.0
     moe_matmul_cost: float = 1.0
     expert_read_cost: float = 0.0
+    t_layer_floor_s: float = 0.0
 
     def constants(self, band=(1.0, 1.0), prefill_band=None) -> Constants:
         return Constants(
@@ -173,7 +183,7 @@ class GroupFit:
             prefill_band_high=prefill_band[1] if prefill_band else None, alu_ops_per_weight=self.alu_ops_per_weight,
             attn_cost=self.attn_cost, tile_cost=self.tile_cost, t_step_v0_s=self.t_step_v0_s,
             t_prefill_layer_s=self.t_prefill_layer_s, moe_matmul_cost=self.moe_matmul_cost,
-            expert_read_cost=self.expert_read_cost)
+            expert_read_cost=self.expert_read_cost, t_layer_floor_s=self.t_layer_floor_s)
 
 
 def median(xs: list[float]) -> float:
@@ -189,56 +199,111 @@ UNIT_COSTS = Constants(runtime="", backend="", eta_weights={}, eta_weights_defau
                      alu_ops_per_weight=1.0, attn_cost=1.0, tile_cost=1.0)
 
 
+# the per-layer kernel floor is chosen on this grid (seconds): 0 to 150 us
+FLOORS_S = tuple(k * 1e-5 for k in range(16))
+_DECODE_FITS: dict = {}  # groups that share their decode rows (vLLM and SGLang; the borrowed pools) fit them once
+
+
 def fit_group(runtime: str, be: str, rows: list[Observed]) -> GroupFit:
+    """The decode constants (fit_decode, the kernel floor chosen on FLOORS_S), then prefill's (fit_prefill)."""
     dec = [o for o in rows if o.step is not None]
-    pre = [o for o in rows if o.prefill is not None]
-    counts, sources = defaultdict(int), defaultdict(set)
-    for o in dec:
-        counts[o.step.format_class] += 1
-        sources[o.step.format_class].add(o.source_key)
-    classes = sorted(c for c, n in counts.items() if n >= MIN_ROWS_CLASS and len(sources[c]) >= MIN_SOURCES_CLASS)
-    links = sorted({o.step.link for o in dec if o.step.collectives and o.step.link})
-    names = [f"v:{c}" for c in classes] + ["v:other", "v_kv", "t_layer", "t_step", "t_moe"] + \
-            [f"alpha:{k}" for k in links] + ["alu", "attn", "tile", "v0", "expert"]
-    a, b = [], []
-    for o in dec:
-        x, t = o.step, o.measured_s
-        w_bw, kv_bw = x.weight_bytes / x.bandwidth_bytes_per_s, x.kv_bytes / x.bandwidth_bytes_per_s
-        base = w_bw + kv_bw + (x.comm_time_s if x.collectives else 0.0)
-        row = [w_bw if x.format_class == c else 0.0 for c in classes]
-        row.append(0.0 if x.format_class in classes else w_bw)
-        row += [kv_bw, x.layers, 1.0, x.moe_layers]
-        row += [x.collectives if x.link == k else 0.0 for k in links]
-        row.append(dequant_time_s(x, UNIT_COSTS))  # seconds per unit of ops per weight
-        row.append(attention_time_s(x, UNIT_COSTS) if runtime in VECTOR_ATTENTION else 0.0)  # per unit of attn_cost
-        row.append(tile_time_s(x, UNIT_COSTS))  # per unit of tile_cost (zero for vector-kernel runtimes)
-        row.append(1.0 if x.engine_v0 else 0.0)  # vLLM's V0 engine: an extra cost per step
-        row.append(x.expert_weight_bytes / x.bandwidth_bytes_per_s)  # per unit of expert_read_cost
-        a.append([r / t for r in row])
-        b.append(1 - base / t)
-    # fractions stay >= ETA_MIN (v <= 1/ETA_MIN - 1): a term the rows cannot pin must not swallow the others
-    upper = [1 / ETA_MIN - 1 if n.startswith("v") else math.inf for n in names]
-    # the cache's own fraction is fitted only where one source measured the same run at two depths >= 2K apart;
-    # else the cache streams like the weights (tied below)
-    by_source = defaultdict(set)
-    for o in dec:
-        by_source[(o.source_key, o.plan.model.id, o.plan.gpu.id)].add(o.row.context_tokens)
-    depth = any(max(c) - min(c) >= 2048 for c in by_source.values())
-    if not depth:
-        upper[names.index("v_kv")] = 0.0
-    theta = dict(zip(names, nnls(a, b, RIDGE, upper))) if a else {n: 0.0 for n in names}
-    v = {c: theta[f"v:{c}"] for c in classes}
-    # a format class without enough rows streams like 16-bit weights where those were measured, else like the
-    # median fitted class
-    v_default = v.get("f16", median(list(v.values())) if v else theta["v:other"])
-    if not depth:
-        theta["v_kv"] = v_default
-    fit = GroupFit(runtime, be, classes, links, v, v_default, theta["v_kv"], theta["t_layer"], theta["t_step"],
-                   theta["t_moe"], {k: theta[f"alpha:{k}"] for k in links}, {}, None, theta["alu"], theta["attn"],
-                   theta["tile"], theta["v0"])
-    fit.expert_read_cost = theta["expert"]
-    fit_prefill(fit, pre)
+    key = (tuple(id(o) for o in dec), runtime in VECTOR_ATTENTION)
+    if key not in _DECODE_FITS:
+        _DECODE_FITS[key] = fit_decode(runtime, be, dec)
+    fit = dataclasses.replace(_DECODE_FITS[key], runtime=runtime, backend=be)
+    fit_prefill(fit, [o for o in rows if o.prefill is not None])
     return fit
+
+
+def fit_decode(runtime: str, be: str, dec: list[Observed]) -> GroupFit:
+    """The linear fit at each kernel floor of the grid, the floor of least error kept; then once more at that
+    floor with the fitted fractions inside the max (the grid's fits take each layer's read at full bandwidth).
+    The floor moves only the target (the ceiling's step plus what the floor adds), so the system's Gram matrix is
+    built once and each fit starts from the previous one's solution."""
+    sys_ = DecodeSystem(runtime, dec)
+    best, x = None, None
+    for floor_s in FLOORS_S:
+        x, err = sys_.solve(floor_s, None, x)
+        if best is None or err < best[0] - 1e-12:
+            best = (err, floor_s, x)
+    _, floor_s, x = best
+    eta_of = sys_.fit(runtime, be, x, floor_s).constants().eta_w
+    x, _ = sys_.solve(floor_s, eta_of, x)
+    return sys_.fit(runtime, be, x, floor_s)
+
+
+class DecodeSystem:
+    """A decode fit's linear system: per row, its terms per unit of each unknown over the measured time."""
+
+    def __init__(self, runtime: str, dec: list[Observed]):
+        counts, sources = defaultdict(int), defaultdict(set)
+        for o in dec:
+            counts[o.step.format_class] += 1
+            sources[o.step.format_class].add(o.source_key)
+        self.classes = sorted(c for c, n in counts.items()
+                              if n >= MIN_ROWS_CLASS and len(sources[c]) >= MIN_SOURCES_CLASS)
+        self.links = sorted({o.step.link for o in dec if o.step.collectives and o.step.link})
+        self.names = [f"v:{c}" for c in self.classes] + ["v:other", "v_kv", "t_layer", "t_step", "t_moe"] + \
+            [f"alpha:{k}" for k in self.links] + ["alu", "attn", "tile", "v0", "expert"]
+        self.dec, self.a = dec, []
+        for o in dec:
+            x, t = o.step, o.measured_s
+            w_bw, kv_bw = x.weight_bytes / x.bandwidth_bytes_per_s, x.kv_bytes / x.bandwidth_bytes_per_s
+            row = [w_bw if x.format_class == c else 0.0 for c in self.classes]
+            row.append(0.0 if x.format_class in self.classes else w_bw)
+            row += [kv_bw, x.layers, 1.0, x.moe_layers]
+            row += [x.collectives if x.link == k else 0.0 for k in self.links]
+            row.append(dequant_time_s(x, UNIT_COSTS))  # seconds per unit of ops per weight
+            row.append(attention_time_s(x, UNIT_COSTS) if runtime in VECTOR_ATTENTION else 0.0)  # per attn_cost
+            row.append(tile_time_s(x, UNIT_COSTS))  # per unit of tile_cost (zero for vector-kernel runtimes)
+            row.append(1.0 if x.engine_v0 else 0.0)  # vLLM's V0 engine: an extra cost per step
+            row.append(x.expert_weight_bytes / x.bandwidth_bytes_per_s)  # per unit of expert_read_cost
+            self.a.append([r / t for r in row])
+        # fractions stay >= ETA_MIN (v <= 1/ETA_MIN - 1): a term the rows cannot pin must not swallow the others
+        self.upper = [1 / ETA_MIN - 1 if n.startswith("v") else math.inf for n in self.names]
+        # the cache's own fraction is fitted only where one source measured the same run at two depths >= 2K
+        # apart; else the cache streams like the weights (tied in fit)
+        by_source = defaultdict(set)
+        for o in dec:
+            by_source[(o.source_key, o.plan.model.id, o.plan.gpu.id)].add(o.row.context_tokens)
+        self.depth = any(max(c) - min(c) >= 2048 for c in by_source.values())
+        if not self.depth:
+            self.upper[self.names.index("v_kv")] = 0.0
+        self.gram = gram(self.a, RIDGE)
+
+    def target(self, floor_s: float, eta_of) -> list[float]:
+        """1 - (the ceiling's step + what the kernel floor adds) / measured, per row."""
+        b = []
+        for o in self.dec:
+            x, t = o.step, o.measured_s
+            w_bw = x.weight_bytes / x.bandwidth_bytes_per_s
+            base = w_bw + x.kv_bytes / x.bandwidth_bytes_per_s + (x.comm_time_s if x.collectives else 0.0)
+            if floor_s and x.layers:
+                eta = eta_of(x.format_class) if eta_of else 1.0
+                base += x.layers * max(0.0, floor_s - w_bw / eta / x.layers)
+            b.append(1 - base / t)
+        return b
+
+    def solve(self, floor_s: float, eta_of, x0: list[float] | None) -> tuple[list[float], float]:
+        """The unknowns at this floor and their squared relative error (without the ridge)."""
+        b = self.target(floor_s, eta_of)
+        x = nnls(self.a, b, RIDGE, self.upper, g=self.gram, x0=x0) if self.a else [0.0] * len(self.names)
+        err = sum((sum(ai * xi for ai, xi in zip(r, x)) - bi) ** 2 for r, bi in zip(self.a, b))
+        return x, err
+
+    def fit(self, runtime: str, be: str, x: list[float], floor_s: float) -> GroupFit:
+        theta = dict(zip(self.names, x))
+        v = {c: theta[f"v:{c}"] for c in self.classes}
+        # a format class without enough rows streams like 16-bit weights where those were measured, else like
+        # the median fitted class
+        v_default = v.get("f16", median(list(v.values())) if v else theta["v:other"])
+        v_kv = theta["v_kv"] if self.depth else v_default
+        fit = GroupFit(runtime, be, self.classes, self.links, v, v_default, v_kv, theta["t_layer"],
+                       theta["t_step"], theta["t_moe"], {k: theta[f"alpha:{k}"] for k in self.links}, {}, None,
+                       theta["alu"], theta["attn"], theta["tile"], theta["v0"])
+        fit.expert_read_cost = theta["expert"]
+        fit.t_layer_floor_s = floor_s
+        return fit
 
 
 MOE_MATMUL_COSTS = (1.0, 1.5, 2.0, 3.0, 4.0)  # the grid a routed expert FLOP's cost (in dense FLOPs) is chosen on
@@ -274,16 +339,17 @@ def _fit_prefill_at(fit: GroupFit, pre: list[Observed], moe_cost: float) -> floa
     every = [o for obs in by_class.values() for o in obs]
     counts = {c: len(obs) for c, obs in by_class.items()}
     pooled = not any(n >= MIN_ROWS_CLASS for n in counts.values())
-    # per row, worked out once (what the alternation below does not change): (measured time, fixed time, layers,
-    # FLOP time at eta 1, class); a pipelined prompt (speed.pipeline_factor) is fitted at its time through the
-    # stages one after the other
+    # per row, worked out once (what the alternation below does not change): (measured time, fixed time, layers
+    # of a serving engine's eager forward (0 for other runtimes' rows), FLOP time at eta 1, class); a pipelined
+    # prompt (speed.pipeline_factor) is fitted at its time through the stages one after the other
     rows = {c: [(o.measured_s / pipeline_factor(o.prefill),
-                 o.prefill.layers * fit.t_layer_s + fit.t_step_s + score_time_s(o.prefill, kc), o.prefill.layers,
+                 o.prefill.layers * fit.t_layer_s + fit.t_step_s + score_time_s(o.prefill, kc),
+                 o.prefill.layers if o.prefill.serving else 0,
                  (o.prefill.flops + (moe_cost - 1) * o.prefill.expert_flops) / o.prefill.peak_flop_per_s,
                  "*" if pooled else c) for o in obs] for c, obs in by_class.items()}
     every_rows = [r for rs in rows.values() for r in rs]
     groups = {"*": every_rows} if pooled else rows
-    serving = fit.runtime in SERVING_RUNTIMES and len(every) >= MIN_ROWS_CLASS
+    serving = sum(1 for o in every if o.prefill.serving) >= MIN_ROWS_CLASS
     u, t_pl = {c: 1.0 for c in groups}, 0.0
     for _ in range(200 if serving else 1):
         for c, rs in groups.items():
@@ -383,7 +449,7 @@ def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, 
         "t_layer_s": r4(fit.t_layer_s), "t_step_s": r4(fit.t_step_s), "t_moe_layer_s": r4(fit.t_moe_layer_s),
         "alu_ops_per_weight": r4(fit.alu_ops_per_weight), "attn_cost": r4(fit.attn_cost),
         "tile_cost": r4(fit.tile_cost), "t_step_v0_s": r4(fit.t_step_v0_s), "t_prefill_layer_s": r4(fit.t_prefill_layer_s),
-        "expert_read_cost": r4(fit.expert_read_cost),
+        "expert_read_cost": r4(fit.expert_read_cost), "t_layer_floor_s": r4(fit.t_layer_floor_s),
         "moe_matmul_cost": fit.moe_matmul_cost,
         "alpha_s": {k: r4(v) for k, v in fit.alpha_s.items()},
         "eta_prefill": {c: r4(e) for c, e in fit.eta_prefill.items()},

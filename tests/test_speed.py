@@ -269,18 +269,14 @@ def test_tensor_parallel_over_pcie_pays_latency_per_collective(catalog, runtimes
     assert two.tok_s < 2 * one.tok_s
 
 
-@pytest.mark.xfail(strict=True, reason="the seed's 45 tok/s is above the band's top since the fit has a second "
-                   "vLLM V0 source and the routed experts' read cost: see benchmarks/RESULTS.md")
 def test_seed_run_falls_in_the_band(run_cli):
     """Seed 000: 45 tok/s measured for Gemma 4 12B NVFP4 under vLLM on an RTX 5060 Ti (4K context), not in the
-    dataset. At dataset 3672dca the fit expected 33.6 tok/s, band 21.7-49.7 (vLLM+SGLang's held-out p10-p90): the
-    run was inside the band, 25% above the point estimate (published vLLM NVFP4 runs on an RTX 5090 reach 41% of
-    their ceiling, a vLLM 0.11 AWQ run on an RTX 5060 Ti 79%, the seed 86%). With the Qwen2 speed benchmark
-    (a second V0-era source) and the routed experts' read cost the fit expects ~35 tok/s and its held-out
-    ratios narrow to ~0.69-1.19 (benchmarks/RESULTS.md, 2026-12-01): the seed, at ~1.3, is ~10% above the band.
-    Known and reported, not tuned away: the published consumer-Blackwell runs disagree (the RTX 5090 rows want
-    ~110 us a layer, the seed almost none).
-    Strict: if a later fit brings the seed back inside, this fails and the mark must go."""
+    dataset. From dataset 3672dca to the fit of 2026-12-01 the expected figure fell from 33.6 to ~35 tok/s with a
+    band ending at ~41 (benchmarks/RESULTS.md): the FP4 class's bandwidth fraction (0.71-0.77) was pulled down by
+    DGX Spark MoE rows that ran their NVFP4 weights through Marlin (their `--moe-backend marlin`), a weight-only
+    kernel with 16-bit math. Those rows are now costed as Marlin's class (observed.ran_marlin,
+    expected.kernel_class), the FP4 kernels' fraction is fitted on FP4 kernels alone, and the seed is inside the
+    band (RESULTS.md, 2026-12-02: 41.6 tok/s, band 31.2-52.2)."""
     code, out, _ = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--runtime", "vllm", "--json")
     e = json.loads(out)["expected"]
     assert e["tok_s_low"] <= 45 <= e["tok_s_high"]
@@ -427,22 +423,28 @@ def test_vllm_v0_rows_carry_their_engine_cost_and_plans_do_not(catalog, runtimes
 def test_serving_engines_pay_a_cost_per_layer_of_an_eager_prefill(catalog):
     """benchmarks/fit_speed.py fits t_prefill_layer_s on the TTFT rows of vLLM, SGLang and TensorRT-LLM, which run
     prefill without CUDA graphs (each layer's launches, and under tensor parallel its all-reduces' latency);
-    llama.cpp's, MLX's and gpt-fast's rows time their own forward and get none. Paid once per layer, on top of the
-    decode fit's per-layer cost and the prompt's compute."""
-    from llmsize.estimate.expected import constants
+    llama.cpp's and MLX's rows time their own forward and get none. Paid once per layer, on top of the decode
+    fit's per-layer cost and the prompt's compute, by the serving engines' prompts only: gpt-fast on ROCm, fitted
+    on its kin's serving rows, carries the constant (those rows paid it) but a gpt-fast plan does not pay it."""
+    from dataclasses import replace
+
+    from llmsize.estimate.expected import constants, prefill_inputs
     from llmsize.estimate.speed import PrefillInputs, prefill_time_s
 
     rts = {r.id: r for r in catalog.runtimes.all()}
     for rid in ("vllm", "sglang", "trtllm"):
         assert constants(rts[rid], "cuda").t_prefill_layer_s > 0, rid
-    for rid in ("llamacpp", "mlx", "gpt-fast"):
+    for rid in ("llamacpp", "mlx"):
         for be in rts[rid].backends:
             assert constants(rts[rid], be).t_prefill_layer_s == 0, (rid, be)
     c = constants(rts["vllm"], "cuda")
     tiny = PrefillInputs(prompt_tokens=1, flops=1.0, weight_bytes=1.0, peak_flop_per_s=1e15,
                          bandwidth_bytes_per_s=1e12, layers=10, format_class="f16", collectives=0, link=None,
-                         comm_time_s=0.0)
+                         comm_time_s=0.0, serving=True)
     assert prefill_time_s(tiny, c) == pytest.approx(10 * (c.t_layer_s + c.t_prefill_layer_s) + c.t_step_s, rel=1e-6)
+    assert prefill_time_s(replace(tiny, serving=False), c) == pytest.approx(10 * c.t_layer_s + c.t_step_s, rel=1e-6)
+    p = make_plan(catalog.model("llama-3.1-8b"), catalog.gpu("mi300x"), PlanInputs(quant="bf16"), search_fit=False)
+    assert prefill_inputs(p, "vllm").serving and not prefill_inputs(p, "gpt-fast").serving
 
 
 def test_a_serving_run_that_drew_its_prompts_gives_their_mean():
@@ -461,9 +463,9 @@ def test_a_serving_run_that_drew_its_prompts_gives_their_mean():
 
 def test_a_routed_expert_flop_costs_more_than_a_dense_one_where_the_rows_say_so(catalog, runtimes):
     """benchmarks/fit_speed.py chooses moe_matmul_cost (1, 1.5, 2, 3 or 4 dense FLOPs per routed expert FLOP: the
-    experts' grouped matmuls run a few rows each) on each group's prefill rows: the CUDA serving engines' MoE
-    prompts say 3-4, llama.cpp's on CUDA and ROCm 2, MLX and Metal 1 (its MoE prompts take no more than their
-    FLOPs). Qwen3-30B-A3B routes a token to 8 of its 128 experts in each of 48 layers, each expert gate, up and
+    experts' grouped matmuls run a few rows each) on each group's prefill rows: the CUDA serving engines' and
+    llama.cpp's MoE prompts say 2 or more (3-4 while the DGX Spark's Marlin MoE prompts were costed at the FP4
+    peak instead of Marlin's 16-bit one), MLX and Metal 1 (its MoE prompts take no more than their FLOPs). Qwen3-30B-A3B routes a token to 8 of its 128 experts in each of 48 layers, each expert gate, up and
     down matrices of 2,048 x 768: 48 x 8 x 3 x 2,048 x 768 = 1,811,939,328 expert parameters a token, of its
     ~3.3e9 active. It pays the cost on the experts' FLOPs only: a 4,096-token prompt's compute grows by
     (cost - 1) x expert FLOPs; a dense model's not at all."""
@@ -475,8 +477,8 @@ def test_a_routed_expert_flop_costs_more_than_a_dense_one_where_the_rows_say_so(
 
     costs = {(rid, be): constants(runtimes[rid], be).moe_matmul_cost for rid in runtimes
              for be in runtimes[rid].backends}
-    assert costs[("vllm", "cuda")] >= 3 and costs[("trtllm", "cuda")] >= 3
-    assert costs[("llamacpp", "cuda")] == 2 and costs[("mlx", "metal")] == 1
+    assert costs[("vllm", "cuda")] >= 2 and costs[("trtllm", "cuda")] >= 2
+    assert costs[("llamacpp", "cuda")] >= 2 and costs[("mlx", "metal")] == 1
     moe = catalog.model("qwen3-30b-a3b")
     experts = expert_params_per_token(moe)
     assert experts == 48 * 8 * 3 * 2048 * 768
@@ -675,3 +677,74 @@ def test_the_ubatch_size_shapes_llama_cpps_prompt(catalog, runtimes):
     a = expect(p, runtimes, "llamacpp").expected.ttft_s
     b = expect(p, runtimes, "llamacpp", ubatch_tokens=2048).expected.ttft_s
     assert b == pytest.approx(a * 32 / 14, rel=0.02)
+
+
+def test_a_layers_kernels_have_a_floor_that_overlaps_their_read():
+    """speed.floor_time_s: a layer's kernels take at least t_layer_floor_s whatever they read, and the floor
+    overlaps the read (a kernel is as long as the longer of the two), so it adds only where a layer reads less
+    than the floor lasts. By hand: 1 GB over 10 layers at 1 TB/s and eta 1 is 100 us a layer; a 150 us floor
+    adds 10 x 50 us = 0.5 ms; a 50 us floor adds nothing; at eta 0.5 a layer's read is 200 us: nothing either."""
+    from dataclasses import replace
+
+    from llmsize.estimate.speed import Constants, StepInputs, decode_step_time_s, floor_time_s
+
+    x = StepInputs(batch=1, weight_bytes=1e9, kv_bytes=0.0, bandwidth_bytes_per_s=1e12, layers=10, moe_layers=0,
+                   collectives=0, link=None, comm_time_s=0.0, flops=0.0, peak_flop_per_s=None, format_class="f16")
+    c = Constants(runtime="vllm", backend="cuda", eta_weights={"f16": 1.0}, eta_weights_default=1.0, eta_kv=1.0,
+                  t_layer_s=0.0, t_step_s=0.0, t_moe_layer_s=0.0, alpha_s={}, eta_prefill={},
+                  eta_prefill_default=None, band_low=1.0, band_high=1.0, rows_decode=0, rows_prefill=0, cards=0,
+                  basis="", t_layer_floor_s=150e-6)
+    assert floor_time_s(x, c) == pytest.approx(0.5e-3)
+    assert decode_step_time_s(x, c) == pytest.approx(1.5e-3)
+    assert floor_time_s(x, replace(c, t_layer_floor_s=50e-6)) == 0.0
+    assert floor_time_s(x, replace(c, eta_weights={"f16": 0.5})) == 0.0
+    assert floor_time_s(replace(x, layers=0), c) == 0.0
+
+
+def test_fp4_weights_through_marlin_are_costed_as_marlins_kernels(catalog, runtimes):
+    """vLLM runs NVFP4 weights through Marlin (weight-only, 16-bit math; marlin_utils_fp4.py) on cards without FP4
+    tensor cores, and where a run asks for it (--moe-backend marlin): such a step streams as the 4-bit weight-only
+    class and its matmuls run at the 16-bit peak; the report says so. On a card with FP4 tensor cores, vLLM's
+    NVFP4 is the FP4 class; llama.cpp never runs Marlin."""
+    from llmsize.estimate.expected import kernel_class, prefill_inputs, step_inputs
+    from llmsize.estimate.observed import ran_marlin
+
+    m = catalog.model("gemma-4-12b")
+    ada = make_plan(m, catalog.gpu("rtx4090"), PlanInputs(quant="nvfp4"), search_fit=False)
+    blackwell = make_plan(m, catalog.gpu("rtx5090"), PlanInputs(quant="nvfp4"), search_fit=False)
+    assert kernel_class(ada, "vllm") == "int4" and kernel_class(blackwell, "vllm") == "fp4"
+    assert kernel_class(ada, "llamacpp") == "fp4"
+    assert kernel_class(blackwell, "vllm", marlin=True) == "int4"
+    bf16_peak = blackwell.gpu.dense_tflops.bf16 * 1e12
+    assert step_inputs(blackwell, blackwell.decode_1, "vllm", marlin=True).peak_flop_per_s == bf16_peak
+    assert prefill_inputs(blackwell, "vllm", marlin=True).peak_flop_per_s == bf16_peak
+    assert prefill_inputs(blackwell, "vllm").peak_flop_per_s == blackwell.gpu.dense_tflops.fp4 * 1e12
+    notes = expect(ada, runtimes, "vllm").expected.notes
+    assert any("Marlin" in n for n in notes)
+    assert not any("Marlin" in n for n in expect(blackwell, runtimes, "vllm").expected.notes)
+    base = dict(card="c", model="m", format="NVFP4", kind="decode", batch=1, tok_s=30.0, verbatim="30.0")
+    assert ran_marlin(Row(**base, test="decode", where="args: --moe-backend marlin --linear-backend marlin"))
+    assert ran_marlin(Row(**base, test="GPTQ-Marlin, batch 1"))
+    assert not ran_marlin(Row(**base, test="decode, batch=1 (FlashInfer-CUTLASS NVFP4)"))
+
+
+def test_a_prompt_costed_at_an_fp32_stand_in_says_so(catalog, runtimes):
+    """The DGX Spark's catalog entry has no BF16/FP16 matrix rate (none published that we could cite), so a BF16
+    prompt falls back to its 31 TFLOPS FP32 figure, which is not what its tensor cores run at: a plan there says
+    its time to first token is costed at the FP32 rate. Apple's GPUs run 16-bit matmuls at about their FP32 rate:
+    no such note there. (Leaving such cards' published prompts out of the fit was tried on 2026-12-02: llama.cpp's
+    CUDA prompts held out better, but benchmarks/offload_speed.py's published gpt-oss-120b prompts, outside the
+    dataset, went from within 4% to 27-38% slow: kept in.)"""
+    from llmsize.estimate.expected import fp32_stands_in
+
+    spark = catalog.gpu("dgx-spark")
+    assert spark.dense_tflops.bf16 is None and spark.dense_tflops.fp16 is None  # if sourced one day, drop this test
+    assert fp32_stands_in(spark, spark.dense_tflops.fp32 * 1e12)
+    assert not fp32_stands_in(spark, spark.dense_tflops.fp4 * 1e12)
+    m = catalog.model("qwen3-8b")
+    notes = expect(make_plan(m, spark, PlanInputs(quant="bf16"), search_fit=False), runtimes, "vllm").expected.notes
+    assert any("FP32 rate" in n for n in notes)
+    mac = catalog.gpu("m4-max")
+    assert mac.vendor == "Apple" and fp32_stands_in(mac, None) is False
+    p = make_plan(m, mac, PlanInputs(quant="bf16"), search_fit=False)
+    assert not any("FP32 rate" in n for n in expect(p, runtimes, "mlx").expected.notes)

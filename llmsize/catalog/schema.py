@@ -359,6 +359,8 @@ class SpeedGroup(Strict):
     t_step_v0_s: Seconds = Field(0.0, description="vLLM V0 engine's extra cost per step (dataset covariate)")
     expert_read_cost: float = Field(0.0, ge=0, le=100, description="extra time per routed-expert byte, in units of "
                                     "its time at full bandwidth (many small expert matrices stream below a dense one)")
+    t_layer_floor_s: Seconds = Field(0.0, description="the least time one layer's decode kernels take, however few "
+                                     "bytes they read (overlaps the weights' read: launch-bound small models)")
     t_prefill_layer_s: Seconds = Field(0.0, description="a serving engine's extra cost per layer of a prefill forward "
                                        "(eager: no CUDA graph; launches and the all-reduce's latency)")
     moe_matmul_cost: float = Field(1.0, ge=1, le=100, description="a routed expert FLOP's cost in dense FLOPs "

@@ -12,8 +12,10 @@ from llmsize.estimate.plan import Plan
 from llmsize.estimate.speed import (
     ALIAS_NOTE,
     BACKEND_OF_VENDOR,
+    MARLIN_CLASS,
     RUNTIME_ALIASES,
     RUNTIMES,
+    SERVING_RUNTIMES,
     Calibration,
     Constants,
     Expected,
@@ -79,7 +81,7 @@ def constants(spec: RuntimeSpec, backend_id: str) -> Constants | None:
         prefill_band_high=g.prefill_band[1] if g.prefill_band else None, cards_seen=tuple(g.cards),
         alu_ops_per_weight=g.alu_ops_per_weight, attn_cost=g.attn_cost, tile_cost=g.tile_cost,
         t_step_v0_s=g.t_step_v0_s, t_prefill_layer_s=g.t_prefill_layer_s, moe_matmul_cost=g.moe_matmul_cost,
-        expert_read_cost=g.expert_read_cost)
+        expert_read_cost=g.expert_read_cost, t_layer_floor_s=g.t_layer_floor_s)
 
 
 def _layers(plan: Plan) -> tuple[int, int]:
@@ -97,14 +99,16 @@ def _link(plan: Plan) -> tuple[int, str | None]:
     return collectives, link_kind(c.link.kind if c.link else None, crosses)
 
 
-def step_inputs(plan: Plan, batch_step, runtime: str | None = None) -> StepInputs:
+def step_inputs(plan: Plan, batch_step, runtime: str | None = None, marlin: bool = False) -> StepInputs:
+    """The plan's decode step at batch_step as the step-time model costs it under `runtime`; `marlin`: a run that
+    says its FP4 weights went through Marlin (kernel_class), whose matmuls run at the 16-bit peak."""
     layers, moe = _layers(plan)
     collectives, link = _link(plan)
     return StepInputs(
         batch=batch_step.batch, weight_bytes=batch_step.weight_bytes, kv_bytes=batch_step.kv_bytes,
         bandwidth_bytes_per_s=plan.gpu.bandwidth_bytes_per_s, layers=layers, moe_layers=moe,
         collectives=collectives, link=link, comm_time_s=batch_step.comm_time_s, flops=batch_step.flops,
-        peak_flop_per_s=matmul_peak(plan, runtime), format_class=format_class(plan.fmt.id),
+        peak_flop_per_s=_peak(plan, runtime, marlin), format_class=kernel_class(plan, runtime, marlin),
         weight_elements=batch_step.weight_bytes * 8 / plan.weights.bits_per_weight if plan.weights.bits_per_weight
         else 0.0, vector_flop_per_s=(plan.gpu.dense_tflops.fp32 or 0) * 1e12 or None,
         attention_flops=_attention_flops(plan, batch_step),
@@ -150,6 +154,33 @@ def _attention_flops(plan: Plan, batch_step) -> float:
 # mmq.cu / cuBLAS; Pascal's FP16 runs at 1/64 of FP32; Metal simdgroup matrices in half precision), MLX in
 # float16; neither uses FP8 or FP4 tensor-core math. The others run the format's own.
 MATMUL_PRECISION = {"llamacpp": ("fp16", "fp32"), "mlx": ("fp16",)}
+
+
+# runtimes that run NVFP4 weights through Marlin (speed.MARLIN_CLASS) on a card without FP4 tensor cores
+FP4_MARLIN_RUNTIMES = ("vllm",)
+
+
+def kernel_class(plan: Plan, runtime: str | None, marlin: bool = False) -> str:
+    """The format class of the kernels `runtime` decodes the plan's weights with: the format's (speed.FORMAT_CLASS),
+    except FP4 weights multiplied by Marlin in 16 bits: where the run says so (`marlin`), or NVFP4 under vLLM on a
+    card without FP4 tensor cores (no dense fp4 figure: Ampere, Ada, Hopper)."""
+    cls = format_class(plan.fmt.id)
+    if cls == "fp4" and (marlin or (runtime in FP4_MARLIN_RUNTIMES and plan.fmt.id == "nvfp4"
+                                    and not plan.gpu.dense_tflops.fp4)):
+        return MARLIN_CLASS
+    return cls
+
+
+def fp32_stands_in(gpu, peak_flop_per_s: float | None) -> bool:
+    """Whether a prompt's matmul rate is the card's FP32 figure standing in for a matrix-unit rate the catalog
+    lacks (compute_peak's fallback; an NVIDIA or AMD card's tensor or matrix cores run 16-bit math faster than its
+    FP32 units). Apple's GPUs run 16-bit matmuls at about their FP32 rate: not a stand-in there."""
+    return bool(peak_flop_per_s) and gpu.vendor != "Apple" and peak_flop_per_s == (gpu.dense_tflops.fp32 or 0) * 1e12
+
+
+def _peak(plan: Plan, runtime: str | None, marlin: bool) -> float | None:
+    """matmul_peak, or the 16-bit peak for a run through Marlin (its matmuls are bf16/fp16)."""
+    return compute_peak(plan.gpu, plan.fmt, "bf16").flop_per_s if marlin else matmul_peak(plan, runtime)
 
 
 def matmul_peak(plan: Plan, runtime: str | None) -> float | None:
@@ -204,25 +235,27 @@ def score_matrix_bytes(plan: Plan, ubatch_tokens: int = LLAMACPP_UBATCH_TOKENS) 
 
 
 def prefill_inputs(plan: Plan, runtime: str | None = None, flash_attn: bool = True,
-                   ubatch_tokens: int = LLAMACPP_UBATCH_TOKENS) -> PrefillInputs:
+                   ubatch_tokens: int = LLAMACPP_UBATCH_TOKENS, marlin: bool = False) -> PrefillInputs:
     """The plan's prompt as the step-time model costs it under `runtime`; `flash_attn` False: llama.cpp's
-    unfused attention (score_matrix_bytes); `ubatch_tokens`: llama.cpp's -ub (at most its n_batch)."""
+    unfused attention (score_matrix_bytes); `ubatch_tokens`: llama.cpp's -ub (at most its n_batch); `marlin` as
+    in step_inputs."""
     ub = max(1, min(ubatch_tokens, LLAMACPP_BATCH_TOKENS))
     layers, _ = _layers(plan)
     collectives, link = _link(plan)
     pre = plan.prefill
     comm_s = plan.comm.time_s(1, plan.model.hidden_size, tokens=pre.prompt_tokens) if plan.comm else 0.0
-    peak = matmul_peak(plan, runtime)
+    peak = _peak(plan, runtime, marlin)
     stages = plan.comm.pp if plan.comm else 1
     piped = runtime == "llamacpp" and stages > 1 and backend(plan.gpu) in PIPELINED_BACKENDS
     return PrefillInputs(
         prompt_tokens=pre.prompt_tokens, flops=pre.flops, weight_bytes=pre.bytes,
         bandwidth_bytes_per_s=plan.gpu.bandwidth_bytes_per_s, peak_flop_per_s=peak, layers=layers,
-        collectives=collectives, link=link, comm_time_s=comm_s, format_class=format_class(plan.fmt.id),
+        collectives=collectives, link=link, comm_time_s=comm_s, format_class=kernel_class(plan, runtime, marlin),
         expert_flops=2.0 * pre.prompt_tokens * expert_params_per_token(plan.card_model or plan.model),
         stages=stages, batch_tokens=LLAMACPP_BATCH_TOKENS if piped else 0,
         ubatch_tokens=ub if piped else 0,
-        score_bytes=score_matrix_bytes(plan, ub) if runtime == "llamacpp" and not flash_attn else 0.0)
+        score_bytes=score_matrix_bytes(plan, ub) if runtime == "llamacpp" and not flash_attn else 0.0,
+        serving=runtime in SERVING_RUNTIMES)
 
 
 @dataclass(frozen=True)
@@ -261,7 +294,10 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
         return ExpectedResult(rid, why, None, f"no published measurements of {RUNTIME_NAMES[rid]} on "
                                               f"{BACKEND_NAMES[be]} cards in the dataset; pass --calibrate FILE "
                                               "from your own run")
-    cls = format_class(plan.fmt.id)
+    cls = kernel_class(plan, rid)
+    if cls != format_class(plan.fmt.id):
+        notes += (f"{RUNTIME_NAMES[rid]} runs {plan.fmt.id} weights on this card through the Marlin kernel "
+                  "(weight-only, 16-bit math: no FP4 tensor cores), costed as its 4-bit weight-only class",)
     if cls not in c.fitted_classes:
         notes += (f"no {RUNTIME_NAMES[rid]} measurement of {plan.fmt.id}-class weights on this backend: its "
                   f"weight-streaming fraction is the group's default, that of 16-bit weights where measured "
@@ -273,6 +309,10 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
         notes += (f"flash attention off ({'asked for' if flash_attn == 'off' else 'Ollama default'}): the prompt's "
                   f"attention scores, {pre.score_bytes / 1e9:,.1f} GB, are written and read in memory, "
                   f"{score_time_s(pre, c):,.2f} s of its time to first token",)
+    if fp32_stands_in(plan.gpu, pre.peak_flop_per_s):
+        notes += (f"time to first token costed at {plan.gpu.id}'s FP32 rate: its matrix units' rate for this "
+                  "precision is not in the catalog (none found in a citable source), so it rests on published "
+                  "prompts on this card rather than on its peak",)
     e = expected_speed(step_inputs(plan, plan.decode_1, rid), step_inputs(plan, plan.decode_b, rid),
                        pre, c,
                        plan.decode_ceiling_tok_s, calibration, notes)

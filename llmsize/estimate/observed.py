@@ -91,6 +91,13 @@ def llamacpp_flash_attn(row: Row, published: str | None = None) -> bool | None:
     return None if date is None else date >= FA_DEFAULT_DATE
 
 
+def ran_marlin(row: Row) -> bool:
+    """Whether the row says its weights went through Marlin (`--moe-backend marlin`, `GPTQ-Marlin`, ...)."""
+    text = " ".join([row.test or "", row.where or "", " | ".join(row.verbatim) if isinstance(row.verbatim, list)
+                     else row.verbatim or ""])
+    return "marlin" in text.lower()
+
+
 def _vllm_v0(version: str) -> bool:
     """A vLLM release before 0.8, whose V0 engine scheduled and sampled on the CPU between steps."""
     from llmsize.estimate.engines import vllm_release
@@ -144,7 +151,7 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
     size = printed_bytes(row.model_size)
     factor = size / plan.weights.bytes_total if size else 1.0  # the file's real bytes (a GGUF mix, say)
     if row.kind == "decode":
-        step = _scaled(step_inputs(plan, plan.decode_b, runtime), factor)
+        step = _scaled(step_inputs(plan, plan.decode_b, runtime, marlin=ran_marlin(row)), factor)
         if runtime == "vllm" and row.runtime_version and _vllm_v0(row.runtime_version):
             from dataclasses import replace
 
@@ -153,5 +160,5 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
                          + step.comm_time_s)
         return Observed(row, runtime, source_key, plan, step, None, t, ceiling)
     fa = llamacpp_flash_attn(row, published) if runtime == "llamacpp" else True
-    pre = _scaled(prefill_inputs(plan, runtime, flash_attn=fa is not False), factor)
+    pre = _scaled(prefill_inputs(plan, runtime, flash_attn=fa is not False, marlin=ran_marlin(row)), factor)
     return Observed(row, runtime, source_key, plan, None, pre, t, None)

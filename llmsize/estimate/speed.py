@@ -9,6 +9,9 @@ A decode step of B sequences at context L on runtime R lasts (seconds), each ter
            + layers x t_layer_s + t_step_s               fixed costs: kernel launches, graph replay, sampling
                                                          (s per layer, s per step): small models and fast cards
                                                          are launch-bound
+           + layers x max(0, t_layer_floor_s             a layer's kernels last at least the floor (s per
+                          - W(B) / (BW x eta) / layers)  layer), which overlaps their read: it adds only where
+                                                         a layer reads less than the floor lasts
            + moe_layers x t_moe_layer_s                  routing, top-k and expert gather (s per MoE layer)
            + W_experts(B) / BW x expert_read_cost        the routed experts' bytes again, in part: each expert's
                                                          small matrices are separate GEMMs of a grouped kernel,
@@ -44,6 +47,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 RUNTIMES = ("vllm", "sglang", "trtllm", "llamacpp", "mlx", "gpt-fast")
+# Serving engines, which run prefill eagerly (CUDA graphs capture decode only): each layer of a prefill forward costs
+# its kernel launches and, under tensor parallel, its all-reduces' latency, beyond the decode fit's per-layer cost
+# (Constants.t_prefill_layer_s); llama-bench, MLX and gpt-fast time their own forward and pay no such term.
+SERVING_RUNTIMES = ("vllm", "sglang", "trtllm")
 RUNTIME_ALIASES = {"ollama": "llamacpp", "lmstudio": "llamacpp", "lm-studio": "llamacpp", "llama.cpp": "llamacpp",
                    "llama-cpp": "llamacpp", "gptfast": "gpt-fast", "tensorrt-llm": "trtllm", "trt-llm": "trtllm"}
 ALIAS_NOTE = {"ollama": "Ollama runs llama.cpp underneath", "lmstudio": "LM Studio runs llama.cpp underneath",
@@ -65,7 +72,13 @@ FORMAT_CLASS = {
     "nvfp4": "fp4", "mxfp4": "fp4",
 }
 CLASS_WORDS = {"f16": "16-bit", "8bit": "8-bit", "q4_0": "GGUF legacy 4/5-bit", "kquant": "GGUF k-quant",
-               "int4": "4-bit integer (GPTQ/AWQ)", "mlxq": "MLX 2-6-bit affine", "fp4": "FP4 (NVFP4/MXFP4)"}
+               "int4": "4-bit weight-only (GPTQ, AWQ, FP4 through Marlin)", "mlxq": "MLX 2-6-bit affine",
+               "fp4": "FP4 (NVFP4/MXFP4)"}
+# Marlin (IST-Austria's mixed-precision GEMM, in vLLM and SGLang) reads 4-bit weights and multiplies in 16 bits:
+# NVFP4 weights it runs (vLLM's marlin_utils_fp4.py, apply_fp4_marlin_linear: on cards from sm_80 without FP4
+# tensor cores, or where a user asks for it with --moe-backend/--linear-backend marlin) are its kernel family,
+# the weight-only 4-bit one, not the FP4 tensor cores'.
+MARLIN_CLASS = "int4"
 BACKEND_OF_VENDOR = {"NVIDIA": "cuda", "AMD": "rocm", "Apple": "metal"}
 LINK_KINDS = ("nvlink", "pcie", "network")
 
@@ -124,6 +137,7 @@ class PrefillInputs:
     batch_tokens: int = 0  # a runtime that cuts the prompt into calls of this many tokens (llama.cpp's n_batch)
     ubatch_tokens: int = 0  # and each call into ubatches that flow through the stages together (0: no pipelining)
     score_bytes: float = 0.0  # attention score matrices written and read in memory (unfused attention; 0 fused)
+    serving: bool = False  # run by a serving engine (SERVING_RUNTIMES): an eager forward, t_prefill_layer_s a layer
 
 
 @dataclass(frozen=True)
@@ -158,6 +172,7 @@ class Constants:
     t_prefill_layer_s: float = 0.0  # a serving engine's extra cost per layer of an eager prefill forward (TTFT only)
     moe_matmul_cost: float = 1.0  # a routed expert FLOP's cost in dense FLOPs (grouped GEMMs of few rows each)
     expert_read_cost: float = 0.0  # extra seconds per second of routed-expert bytes at full bandwidth (small matrices)
+    t_layer_floor_s: float = 0.0  # the least time one layer's kernels take, however few bytes they read (s)
 
     def eta_w(self, cls: str) -> float:
         return self.eta_weights.get(cls, self.eta_weights_default)
@@ -196,10 +211,19 @@ def tile_time_s(x: StepInputs, c: Constants) -> float:
     return c.tile_cost * x.tile_matmul_flops / x.peak_flop_per_s
 
 
+def floor_time_s(x: StepInputs, c: Constants) -> float:
+    """What the layers' kernel floor adds to their weights' read: layers x max(0, floor - read per layer), the
+    read being the step's weight bytes at the runtime's fraction of the bandwidth, shared evenly by the layers."""
+    if not c.t_layer_floor_s or not x.layers:
+        return 0.0
+    per_layer = x.weight_bytes / (x.bandwidth_bytes_per_s * c.eta_w(x.format_class)) / x.layers
+    return x.layers * max(0.0, c.t_layer_floor_s - per_layer)
+
+
 def decode_step_time_s(x: StepInputs, c: Constants) -> float:
     """Seconds for one decode step of x.batch sequences (the sum above, floored by compute)."""
     bw = x.bandwidth_bytes_per_s
-    t = x.weight_bytes / (bw * c.eta_w(x.format_class)) + x.kv_bytes / (bw * c.eta_kv)
+    t = x.weight_bytes / (bw * c.eta_w(x.format_class)) + x.kv_bytes / (bw * c.eta_kv) + floor_time_s(x, c)
     t += x.layers * c.t_layer_s + c.t_step_s + x.moe_layers * c.t_moe_layer_s + dequant_time_s(x, c)
     t += c.expert_read_cost * x.expert_weight_bytes / bw
     if x.engine_v0:
@@ -254,7 +278,7 @@ def prefill_parts_s(x: PrefillInputs, c: Constants) -> tuple[float, float, float
     compute = (x.flops + (c.moe_matmul_cost - 1) * x.expert_flops) / (x.peak_flop_per_s * eta)
     compute += score_time_s(x, c)
     weights = x.weight_bytes / (x.bandwidth_bytes_per_s * c.eta_w(x.format_class))
-    fixed = x.layers * (c.t_layer_s + c.t_prefill_layer_s) + c.t_step_s
+    fixed = x.layers * (c.t_layer_s + (c.t_prefill_layer_s if x.serving else 0.0)) + c.t_step_s
     if x.collectives and x.link:
         fixed += x.collectives * _alpha(c, x.link) + x.comm_time_s
     f = pipeline_factor(x)
@@ -279,7 +303,7 @@ def decode_terms_s(x: StepInputs, c: Constants) -> dict[str, float]:
     return {
         "weights": x.weight_bytes / (bw * c.eta_w(x.format_class)),
         "kv": x.kv_bytes / (bw * c.eta_kv),
-        "fixed": x.layers * c.t_layer_s + c.t_step_s,
+        "fixed": x.layers * c.t_layer_s + c.t_step_s + floor_time_s(x, c),
         "moe": x.moe_layers * c.t_moe_layer_s + c.expert_read_cost * x.expert_weight_bytes / bw,
         "dequant": dequant_time_s(x, c),
         "attention": attention_time_s(x, c),

@@ -63,15 +63,16 @@ def _replay(step, device, smoke: bool, eager: bool):
     """The step as measure runs it: captured in a CUDA graph (unless eager or on the CPU)."""
     if smoke or eager:
         return step
-    from llmsize.measure.run import _capture_step
-    return _capture_step(torch, step, device)
+    from llmsize.measure.gpu import capture_step
+    return capture_step(torch, step, device)
 
 
 def _step_ms(replay, smoke: bool, reps: int = 20) -> float:
     """Median ms of one step with the profiler off (measure's own timer: CUDA events on a GPU, the wall clock on
     the CPU)."""
-    from llmsize.measure.run import _timed
-    return statistics.median(_timed(torch, not smoke, replay) for _ in range(reps)) * 1e3
+    from llmsize.measure.gpu import CudaGpu, timed_s
+    gpu = None if smoke else CudaGpu(torch, torch.cuda.current_device())
+    return statistics.median(timed_s(gpu, replay) for _ in range(reps)) * 1e3
 
 
 def _kernel_events(prof, smoke: bool):

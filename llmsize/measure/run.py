@@ -18,13 +18,13 @@ from pathlib import Path
 from llmsize import __version__
 from llmsize.errors import InvalidValueError, LlmsizeError
 from llmsize.measure import GEMV_KERNELS, launch_env, preflight
+from llmsize.measure.gpu import CudaGpu, timed_s
 from llmsize.measure.stats import percentile
 from llmsize.units import GiB
 
 QUANTS = ("nvfp4", "bf16")
 DEVICES = ("cuda", "cpu")
 MAX_BATCH = 256  # gemv_tc.MAX_ROWS (not imported: validation happens before torch is)
-GPU_DTYPE = "bfloat16"  # the model's dtype on a GPU (torch's name; float32 where the CPU tests fake a GPU)
 
 
 @dataclass
@@ -232,17 +232,20 @@ class _Setup:
     catalog_gpu: object = None
     probe_gb_s: float | None = None
     probe_method: str | None = None
+    gpu: object = None  # gpu.CudaGpu (or what the caller handed measure); None on the CPU
 
 
-def measure(o: MeasureOptions, progress=None) -> dict:
-    """The run, step by step: options, preflight, the kernels (self-checks), build, prefill, timed loop, result."""
+def measure(o: MeasureOptions, progress=None, gpu=None) -> dict:
+    """The run, step by step: options, preflight, the kernels (self-checks), build, prefill, timed loop, result.
+    `gpu`: the card of a --device cuda run (default gpu.CudaGpu(torch, o.gpu_index)); every torch.cuda and NVML
+    call the run makes goes through it."""
     validate(o)
 
     def tick(stage, done=0, total=1):
         if progress:
             progress(stage, done, total)
 
-    s = _preflight(o, tick)
+    s = _preflight(o, tick, gpu)
     kernels = _kernels(o, s)
     weights, build_s = _build(o, s, tick)
     from llmsize.measure import gemma4
@@ -254,13 +257,13 @@ def measure(o: MeasureOptions, progress=None) -> dict:
     gen = s.torch.Generator(device=s.device).manual_seed(o.seed + 1)
     prompt = s.torch.randint(0, s.cfg.vocab_size, (o.batch, o.context), generator=gen, device=s.device)
     tick("prefill", 0, 1)
-    ttft_s = _timed(s.torch, s.cuda, lambda: dec.prefill(prompt))
+    ttft_s = timed_s(s.gpu, lambda: dec.prefill(prompt))
     tick("prefill", 1, 1)
     start_pos, times_s, interrupted = _timed_loop(o, s, dec, tick)
     return _result(o, s, kernels, dec.tuning, weights, build_s, ttft_s, start_pos, times_s, interrupted)
 
 
-def _preflight(o: MeasureOptions, tick) -> _Setup:
+def _preflight(o: MeasureOptions, tick, gpu=None) -> _Setup:
     """torch, the card (NVML, the catalog), the model's config, and whether the run fits: before any work."""
     torch = preflight.require_torch()
     from llmsize.measure import checkpoint as ckpt
@@ -269,20 +272,17 @@ def _preflight(o: MeasureOptions, tick) -> _Setup:
     cuda = o.device == "cuda"
     card = catalog_gpu = None
     if cuda:
-        preflight.require_cuda(torch, o.gpu_index)
-        if o.quant == "nvfp4":
-            preflight.require_triton()
+        gpu = gpu if gpu is not None else CudaGpu(torch, o.gpu_index)
+        gpu.require(triton=o.quant == "nvfp4")
         from llmsize.catalog.loader import Catalog
         from llmsize.catalog.match import match_gpu
-        from llmsize.measure.card import read_card
 
-        card = read_card(o.gpu_index)
+        card = gpu.card()
         catalog_gpu = match_gpu(card.name, card.vram_total_bytes, Catalog().hardware.all())
-        device = _gpu_device(torch, o.gpu_index)
-        torch.cuda.set_device(device)
-        dtype = getattr(torch, GPU_DTYPE)
+        gpu.open()
+        device, dtype = gpu.device, gpu.dtype
     else:
-        device, dtype = torch.device("cpu"), torch.float32
+        gpu, device, dtype = None, torch.device("cpu"), torch.float32
     if o.checkpoint:
         cfg, layout = ckpt.read_config(Path(o.checkpoint))
         source = f"checkpoint {o.checkpoint} ({layout})"
@@ -293,15 +293,15 @@ def _preflight(o: MeasureOptions, tick) -> _Setup:
     positions = o.context + o.warmup + o.tokens + 2
     need = {"weights": weight_memory_bytes(cfg, o.quant), "kv_cache": kv_cache_bytes(cfg, o.batch, positions),
             "transient": transient_bytes(cfg, o.batch, o.context), "runtime": int(0.75 * GiB) if cuda else 0}
-    s = _Setup(torch, cuda, device, dtype, cfg, layout, source, positions, need, card, catalog_gpu)
+    s = _Setup(torch, cuda, device, dtype, cfg, layout, source, positions, need, card, catalog_gpu, gpu=gpu)
     if cuda:
-        free, _total = torch.cuda.mem_get_info(device)
+        free = gpu.free_bytes()
         preflight.check_fits(sum(need.values()), free, f"{cfg.name} in {o.quant} at {o.context} tokens x batch "
                                                        f"{o.batch}")
         if o.probe:
             tick("probe bandwidth")
             buf = min(2 * GiB, max(256 * 2 ** 20, (free - sum(need.values())) // 4)) // 4 * 4
-            s.probe_gb_s, s.probe_method = _probe(device, buf)
+            s.probe_gb_s, s.probe_method = gpu.probe(buf)
     return s
 
 
@@ -334,7 +334,7 @@ def _build(o: MeasureOptions, s: _Setup, tick):
         weights = gemma4.build_random(s.cfg, device=s.device, dtype=s.dtype, quant=o.quant, seed=o.seed,
                                       on_layer=on_layer)
     if s.cuda:
-        s.torch.cuda.synchronize(s.device)
+        s.gpu.synchronize()
     return weights, time.perf_counter() - t_build
 
 
@@ -359,13 +359,13 @@ def _timed_loop(o: MeasureOptions, s: _Setup, dec, tick) -> tuple[int, list[floa
         tick("warm-up", i, o.warmup)
         decode_step()
     dec.tuning.freeze()  # every shape's launch settings are timed: none may be timed inside the graph
-    step = _capture_step(torch, decode_step, s.device) if s.cuda else decode_step
+    step = s.gpu.capture(decode_step) if s.cuda else decode_step
     start_pos = int(dec.pos.item())
     times_s, interrupted = [], False
     try:
         if s.cuda:
-            starts = [torch.cuda.Event(enable_timing=True) for _ in range(o.tokens)]
-            ends = [torch.cuda.Event(enable_timing=True) for _ in range(o.tokens)]
+            starts = [s.gpu.event() for _ in range(o.tokens)]
+            ends = [s.gpu.event() for _ in range(o.tokens)]
             done = 0
             try:
                 for i in range(o.tokens):
@@ -376,7 +376,7 @@ def _timed_loop(o: MeasureOptions, s: _Setup, dec, tick) -> tuple[int, list[floa
                     if i % 32 == 31:
                         tick("decode", done, o.tokens)
             finally:
-                torch.cuda.synchronize(s.device)
+                s.gpu.synchronize()
                 times_s = [starts[i].elapsed_time(ends[i]) / 1e3 for i in range(done)]
         else:
             for i in range(o.tokens):
@@ -417,21 +417,17 @@ def _prediction(o: MeasureOptions, s: _Setup, mean_pos: float, tok_s: float) -> 
 
 def _gpu_record(o: MeasureOptions, s: _Setup) -> dict:
     """The card as NVML and the catalog describe it, with the probe and the clocks after the decode."""
-    torch = s.torch
     theo = s.card.theoretical_bandwidth_gb_s if s.card else None
     gpu = s.card.as_dict() if s.card else {"name": f"CPU ({platform.processor() or platform.machine()})",
                                            "theoretical_bandwidth_gb_s": None}
-    clocks = {}
-    if s.cuda:
-        from llmsize.measure.card import current_clocks
-        clocks = current_clocks(o.gpu_index)
+    clocks = s.gpu.clocks() if s.cuda else {}
     gpu.update({
         "probed_read_bandwidth_gb_s": s.probe_gb_s, "probe_method": s.probe_method,
         "probe_fraction_of_theoretical": s.probe_gb_s / theo if s.probe_gb_s and theo else None,
         "catalog_id": s.catalog_gpu.id if s.catalog_gpu else None,
         "catalog_name": s.catalog_gpu.name if s.catalog_gpu else None,
         "datasheet_bandwidth_gb_s": s.catalog_gpu.bandwidth_gb_s if s.catalog_gpu else None,
-        "compute_capability": ".".join(map(str, torch.cuda.get_device_capability(s.device))) if s.cuda else None,
+        "compute_capability": s.gpu.capability() if s.cuda else None,
         "clocks_after_decode": clocks,
     })
     return gpu
@@ -473,7 +469,7 @@ def _result(o: MeasureOptions, s: _Setup, kernels, tuning, weights, build_s: flo
                 **(_launch_settings(s.device) if s.cuda else {"pdl": False}), "self_checks": dict(kernels.checks),
                 "fallbacks": list(kernels.fallbacks), "interrupted": interrupted, "seed": o.seed,
                 "build_s": build_s, "memory_estimate_bytes": s.need,
-                "peak_memory_bytes": torch.cuda.max_memory_allocated(s.device) if s.cuda else None},
+                "peak_memory_bytes": s.gpu.peak_memory_bytes() if s.cuda else None},
         "bytes_per_token": step_bytes / o.batch,
         "bytes_per_step": step_bytes,
         "bytes_per_step_parts": parts,
@@ -498,41 +494,3 @@ def batch_kernels(gemv: str, batch: int, tuning) -> dict | None:
     from llmsize.measure import gemv_tc
 
     return gemv_tc.chosen_kernels(tuning, batch)
-
-
-def _capture_step(torch, decode_step, device):
-    """One decode step captured in a CUDA graph; returns its replay."""
-    torch.cuda.synchronize(device)
-    graph = torch.cuda.CUDAGraph()
-    side = torch.cuda.Stream(device)
-    side.wait_stream(torch.cuda.current_stream(device))
-    with torch.cuda.stream(side):
-        decode_step()  # one more real step on the capture stream, as the CUDA-graph docs advise
-    torch.cuda.current_stream(device).wait_stream(side)
-    with torch.cuda.graph(graph):
-        decode_step()
-    return graph.replay
-
-
-def _gpu_device(torch, index: int):
-    return torch.device("cuda", index)
-
-
-def _timed(torch, cuda: bool, fn) -> float:
-    if cuda:
-        torch.cuda.synchronize()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        return a.elapsed_time(b) / 1e3
-    t = time.perf_counter()
-    fn()
-    return time.perf_counter() - t
-
-
-def _probe(device, buffer_bytes):
-    from llmsize.measure.probe import probe_read_bandwidth_gb_s
-
-    return probe_read_bandwidth_gb_s(device, buffer_bytes)

@@ -1,7 +1,7 @@
 """The CUDA path of `llmsize measure`, run on the CPU: what a GPU run does between its checks and its report
 (the card read through NVML, the catalog match, the self-checks, the word kernels and the fused step, the
-soft-cap and token kernel, the timed loop with CUDA events, plan's prediction, the JSON) with torch.cuda's calls and
-the card faked, the device a CPU one (so the Triton kernels run through the interpreter) and the model the
+soft-cap and token kernel, the timed loop with CUDA events, plan's prediction, the JSON) with the card faked
+(FakeGpu in place of gpu.CudaGpu, whose own calls tests/measure/test_gpu.py checks), the device a CPU one (so the Triton kernels run through the interpreter) and the model the
 tiny Gemma-4-shaped one under Gemma 4 12B's name, in float32 (Triton 3.9's interpreter multiplies bf16 dot
 operands as their integer bits: the attention kernel's bf16 dots are checked on the card, by measure's own
 attention self-check and tests/gpu). None of this code runs in CPU-only `measure --device cpu`,
@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from llmsize.measure import card, gemma4, preflight, run
+from llmsize.measure import card, gemma4, run
+
+from .wall_event import WallEvent
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 H200_NVML = card.CardInfo(index=0, name="NVIDIA H200", driver="580.159.03", vram_total_bytes=150_754_820_096,
@@ -26,40 +28,65 @@ H200_NVML = card.CardInfo(index=0, name="NVIDIA H200", driver="580.159.03", vram
                           max_sm_clock_mhz=1980, sm_clock_mhz=1980, memory_clock_mhz=3201, power_limit_w=700.0)
 
 
-class _Event:
-    def __init__(self, enable_timing=False):
-        self.t = None
+class FakeGpu:
+    """gpu.CudaGpu's methods answered without a card: a CPU device (the Triton kernels run through the
+    interpreter), float32, an H200 as NVML reads it, wall-clock events, no graph (the step itself). Records the
+    methods asked, so a test can see the run went through each."""
 
-    def record(self, stream=None):
-        self.t = time.perf_counter()
+    def __init__(self, torch_=None, index=0):
+        self.device, self.dtype, self.index, self.asked = torch.device("cpu"), torch.float32, index, []
+
+    def _ask(self, name, value=None):
+        self.asked.append(name)
+        return value
+
+    def require(self, triton):
+        return self._ask("require")
+
+    def open(self):
+        return self._ask("open")
+
+    def card(self):
+        return self._ask("card", H200_NVML)
+
+    def clocks(self):
+        return self._ask("clocks", {"sm_clock_mhz": 1980, "memory_clock_mhz": 3201})
+
+    def free_bytes(self):
+        return self._ask("free_bytes", 140 * 2 ** 30)
+
+    def probe(self, buffer_bytes):
+        return self._ask("probe", (4400.0, "fake probe"))
 
     def synchronize(self):
-        pass
+        return self._ask("synchronize")
 
-    def elapsed_time(self, end):
-        return (end.t - self.t) * 1e3
+    def capture(self, step):
+        return self._ask("capture", step)
+
+    def event(self):
+        return WallEvent()
+
+    def peak_memory_bytes(self):
+        return self._ask("peak_memory_bytes", 0)
+
+    def capability(self):
+        return self._ask("capability", "9.0")
 
 
 @pytest.fixture
-def fake_cuda(monkeypatch):
-    """torch.cuda and the card faked; the 'GPU' a CPU device; Gemma 4 12B the tiny model (its plan figures
-    still Gemma 4 12B's on an H200). The self-checks answer "passed" without running (each takes 4-30 s under
-    the interpreter, and tests/measure/test_gemma4_decode.py and test_logits.py run each of them for real, and
-    test_kernel_plan.py what a failed one does). Returns the checks' calls, in order."""
-    monkeypatch.setattr(preflight, "require_cuda", lambda torch_, index: None)
-    monkeypatch.setattr(preflight, "require_triton", lambda: None)
-    monkeypatch.setattr(card, "read_card", lambda index=0: H200_NVML)
-    monkeypatch.setattr(card, "current_clocks", lambda index=0: {"sm_clock_mhz": 1980, "memory_clock_mhz": 3201})
-    monkeypatch.setattr(run, "_gpu_device", lambda torch_, index: torch.device("cpu"))
-    monkeypatch.setattr(run, "_capture_step", lambda torch_, step, device: step)  # no graph: the step itself
-    monkeypatch.setattr(run, "_probe", lambda device, nbytes: (4400.0, "fake probe"))
-    for name, value in {"set_device": lambda d: None, "synchronize": lambda d=None: None,
-                        "mem_get_info": lambda d=None: (140 * 2 ** 30, 141 * 2 ** 30), "Event": _Event,
-                        "max_memory_allocated": lambda d=None: 0,
-                        "get_device_capability": lambda d=None: (9, 0)}.items():
-        monkeypatch.setattr(torch.cuda, name, value)
+def fake_gpu():
+    return FakeGpu()
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch, fake_gpu):
+    """The card faked (fake_gpu, which the run takes in place of gpu.CudaGpu); Gemma 4 12B the tiny model (its
+    plan figures still Gemma 4 12B's on an H200). The self-checks answer "passed" without running (each takes 4-30
+    s under the interpreter, and tests/measure/test_gemma4_decode.py and test_logits.py run each of them for real,
+    and test_kernel_plan.py what a failed one does). Returns the checks' calls, in order."""
+    monkeypatch.setattr(run, "CudaGpu", lambda torch_, index: fake_gpu)
     monkeypatch.setattr(gemma4, "GEMMA4_12B", dataclasses.replace(gemma4.GEMMA4_TINY, name="gemma-4-12b"))
-    monkeypatch.setattr(run, "GPU_DTYPE", "float32")
     from llmsize.measure import selfcheck
     faked = []
 
@@ -98,7 +125,7 @@ def test_the_bf16_baseline_gpu_path(fake_cuda):
 
 
 @pytest.mark.parametrize("batch", [1, 17])
-def test_the_gpu_path_runs_end_to_end(fake_cuda, batch, tmp_path, run_cli):
+def test_the_gpu_path_runs_end_to_end(fake_cuda, fake_gpu, batch, tmp_path, run_cli):
     """Batch 1, through the CLI as a user runs it (report on screen, JSON saved): the word kernel, the fused
     step with its epilogues; batch 17, through run.measure: the tensor-core word GEMV's row blocks. Both end in
     the soft-cap and token kernel. Every self-check named and passed, the
@@ -119,6 +146,11 @@ def test_the_gpu_path_runs_end_to_end(fake_cuda, batch, tmp_path, run_cli):
     g, rr, p = r["gpu"], r["run"], r["predicted"]
     assert fake_cuda == [("words", batch), ("fused", "words", True), ("attention", False), ("attention", True),
                          ("cap",)]  # asked once each, before the build
+    # the card: checked and read before any work, the probe before the build, the graph after the warm-up, the
+    # clocks, capability and peak memory for the report
+    asked = fake_gpu.asked
+    assert asked[:5] == ["require", "card", "open", "free_bytes", "probe"], asked
+    assert asked.index("capture") < asked.index("clocks") and {"capability", "peak_memory_bytes"} <= set(asked)
     assert g["name"] == "NVIDIA H200" and g["catalog_id"] == "h200-sxm" and g["compute_capability"] == "9.0"
     assert g["theoretical_bandwidth_gb_s"] == pytest.approx(4814.3, abs=0.1)  # 2 x 3,201 MHz x 6,016 bits / 8
     assert g["probed_read_bandwidth_gb_s"] == 4400.0 and g["datasheet_bandwidth_gb_s"] == 4800.0
@@ -159,7 +191,7 @@ def test_config_timing_keeps_the_fastest(monkeypatch):
     """tuner.time_configs, which every kernel's first call per shape runs on a GPU: each configuration
     launched on the weight copies in turn (warm-up, then timed between two CUDA events), the fastest kept."""
     from llmsize.measure import tuner
-    monkeypatch.setattr(torch.cuda, "Event", _Event)
+    monkeypatch.setattr(torch.cuda, "Event", WallEvent)
     seen = []
 
     def launch(bn, cost_s, mats):

@@ -3,13 +3,14 @@ covers every element of the buffer exactly once whatever the split into programs
 claims to have read, it read), and the probe's timing loop runs with CUDA events stood in for."""
 
 import functools
-import time
 import types
 
 import pytest
 import torch
 
 from llmsize.measure import probe
+
+from .wall_event import WallEvent
 
 
 @pytest.mark.parametrize("n, programs, block, stages", [(1000, 7, 128, 1), (4096, 4, 256, 3), (130, 32, 64, 2)])
@@ -22,24 +23,10 @@ def test_read_kernel_covers_every_element_once(n, programs, block, stages):
     assert functools.reduce(lambda a, b: a ^ b, out.tolist()) == functools.reduce(lambda a, b: a ^ b, buf.tolist())
 
 
-class _Event:
-    def __init__(self, enable_timing=False):
-        self.t = None
-
-    def record(self):
-        self.t = time.perf_counter()
-
-    def synchronize(self):
-        pass
-
-    def elapsed_time(self, end):
-        return (end.t - self.t) * 1e3
-
-
 def test_probe_times_every_shape_and_names_the_best(monkeypatch):
     """The loop over kernel shapes (two small ones here: the interpreter's cost is per program and block)."""
     monkeypatch.setattr(probe, "PROBE_SHAPES", ((4, 4, 256, 1), (2, 4, 512, 2)))
-    monkeypatch.setattr(torch.cuda, "Event", _Event)
+    monkeypatch.setattr(torch.cuda, "Event", WallEvent)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda d=None: None)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: types.SimpleNamespace(multi_processor_count=1))
     gb_s, method = probe.probe_read_bandwidth_gb_s(torch.device("cpu"), 64 * 1024, runs=1)

@@ -127,24 +127,58 @@ def gram(a: list[list[float]], ridge: float) -> list[list[float]]:
 
 def nnls(a: list[list[float]], b: list[float], ridge: float, upper: list[float] | None = None,
          g: list[list[float]] | None = None, x0: list[float] | None = None) -> list[float]:
-    """argmin ||A x - b||^2 + ridge x sum (s_j x_j)^2 over 0 <= x <= upper, s_j the rms of column j, by
-    coordinate descent from x0 (zeros when not given); g: gram(a, ridge), when already computed."""
+    """argmin ||A x - b||^2 + ridge x sum (s_j x_j)^2 over 0 <= x <= upper, s_j the rms of column j (g: gram(a,
+    ridge), when already computed). A strictly convex quadratic over a box: an active-set Newton method finds
+    its minimum in a few linear solves (box_newton), then coordinate descent polishes it to the same fixed point
+    as descent from x0 alone would reach (deterministic either way)."""
     n = len(a[0]) if a else 0
     g = g if g is not None else gram(a, ridge)
     h = [sum(r[i] * bi for r, bi in zip(a, b)) for i in range(n)]
-    x = list(x0) if x0 is not None else [0.0] * n
+    hi = list(upper) if upper else [math.inf] * n
+    x = box_newton(g, h, hi, x0)
     for _ in range(SWEEPS):
         delta = 0.0
         for i in range(n):
             if g[i][i] <= 0:
                 continue
             grad = sum(g[i][j] * x[j] for j in range(n)) - h[i]
-            new = min(max(0.0, x[i] - grad / g[i][i]), upper[i] if upper else math.inf)
+            new = min(max(0.0, x[i] - grad / g[i][i]), hi[i])
             delta = max(delta, abs(new - x[i]))
             x[i] = new
         if delta < 1e-12:
             break
     return x
+
+
+def box_newton(g: list[list[float]], h: list[float], hi: list[float], x0: list[float] | None) -> list[float]:
+    """min x'Gx/2 - h'x over 0 <= x <= hi (G positive definite): Newton steps on the variables that are not held
+    at a bound by their gradient, each step cut at the first bound it would cross (an active-set method)."""
+    import numpy as np
+
+    G, hv, up = np.array(g, dtype=float), np.array(h, dtype=float), np.array(hi, dtype=float)
+    x = np.clip(np.array(x0, dtype=float) if x0 is not None else np.zeros(len(hv)), 0.0, up)
+    for _ in range(20 * len(hv) + 20):
+        grad = G @ x - hv
+        held = ((x <= 0.0) & (grad >= 0)) | ((x >= up) & (grad <= 0))
+        free = np.flatnonzero(~held)
+        if not len(free):
+            break
+        fixed = np.flatnonzero(held)
+        target = x.copy()
+        target[free] = np.linalg.solve(G[np.ix_(free, free)], hv[free] - G[np.ix_(free, fixed)] @ x[fixed])
+        step = target - x
+        t = 1.0
+        for i in free:
+            if step[i] < 0:
+                t = min(t, -x[i] / step[i])
+            elif step[i] > 0 and math.isfinite(up[i]):
+                t = min(t, (up[i] - x[i]) / step[i])
+        x = np.clip(x + t * step, 0.0, up)
+        if t >= 1.0:
+            grad = G @ x - hv
+            if not np.any((~held) & (((x <= 0.0) & (grad < 0)) | ((x >= up) & (grad > 0)))):
+                break
+    return [float(v) for v in x]
 
 
 @dataclass
@@ -350,17 +384,24 @@ def _fit_prefill_at(fit: GroupFit, pre: list[Observed], moe_cost: float) -> floa
     every_rows = [r for rs in rows.values() for r in rs]
     groups = {"*": every_rows} if pooled else rows
     serving = sum(1 for o in every if o.prefill.serving) >= MIN_ROWS_CLASS
+    # the alternation's sums, which do not change from one round to the next: per class (A, B, D) with
+    # num_c = A - t_pl x B and den_c = D; for t_pl, num = P - sum_c u_c x B_c and den = Q
+    sums = {c: (sum(area * (meas - fixed) / meas**2 for meas, fixed, _, area, _ in rs),
+                sum(area * layers / meas**2 for meas, _, layers, area, _ in rs),
+                sum(area ** 2 / meas**2 for meas, _, _, area, _ in rs)) for c, rs in groups.items()}
+    p_sum = sum(layers * (meas - fixed) / meas**2 for meas, fixed, layers, _, _ in every_rows)
+    q_sum = sum(layers ** 2 / meas**2 for meas, _, layers, _, _ in every_rows)
     u, t_pl = {c: 1.0 for c in groups}, 0.0
     for _ in range(200 if serving else 1):
-        for c, rs in groups.items():
-            num = sum(area * (meas - fixed - t_pl * layers) / meas**2 for meas, fixed, layers, area, _ in rs)
-            den = sum(area ** 2 / meas**2 for meas, _, _, area, _ in rs)
-            u[c] = max(1.0, num / den) if den > 0 and num > 0 else math.inf
+        for c, (a_c, b_c, d_c) in sums.items():
+            num = a_c - t_pl * b_c
+            u[c] = max(1.0, num / d_c) if d_c > 0 and num > 0 else math.inf
         if serving:
-            num = sum(layers * (meas - fixed - area * u[cls]) / meas**2
-                      for meas, fixed, layers, area, cls in every_rows)
-            den = sum(layers ** 2 / meas**2 for meas, _, layers, _, _ in every_rows)
-            t_pl = max(0.0, num / den) if den > 0 else 0.0
+            if any(math.isinf(v) for v in u.values()):
+                t_pl = 0.0  # a class the rows cannot fit: no per-layer cost from them
+            else:
+                num = p_sum - sum(u[c] * b_c for c, (_, b_c, _) in sums.items())
+                t_pl = max(0.0, num / q_sum) if q_sum > 0 else 0.0
     etas = {c: 1 / v for c, v in u.items() if math.isfinite(v)}
     fit.t_prefill_layer_s = t_pl
     err = sum(((meas - fixed - t_pl * layers - area * u[cls]) / meas) ** 2 if math.isfinite(u[cls]) else 1.0

@@ -11,12 +11,13 @@ Method. For one runtime on one backend, a decode row's step time is linear in th
 with base = (W + KV)/BW + comm bytes/link (the ceiling's step) + layers x max(0, floor - W/(BW x eta)/layers) (a
 layer's kernels last at least the floor, which overlaps their read) and v = 1/eta - 1 >= 0, every unknown >= 0 (so
 the expected figure never beats the ceiling). The floor is not linear: it is chosen on a grid (FLOORS_S), the fit
-of least error kept, then refitted once with its fractions inside the max. The fit minimises the squared relative error sum ((t_hat - t)/t)^2 with
-a small ridge (1% of each column's scale) by non-negative coordinate descent: deterministic, pure Python.
+of least error kept, then refitted once with its fractions inside the max. The fit minimises the squared relative
+error sum ((t_hat - t)/t)^2 with a small ridge (1% of each column's scale) over the box of bounds (nnls: an
+active-set Newton method, then coordinate descent; deterministic).
 Prefill: t = (FLOPs + (moe_matmul_cost - 1) x routed expert FLOPs)/(peak x eta_p[class]) + the decode fit's fixed
-terms (+ a serving engine's cost per layer of an eager forward, on the rows a serving engine ran), one eta per class by least squares, the expert
-FLOPs' cost chosen on a grid (1-4 dense FLOPs each; fit_prefill). That cost also floors a decode step at large
-batches, where the routed experts' matmuls are compute-bound.
+terms (+ a serving engine's cost per layer of an eager forward, on the rows a serving engine ran), one eta per class
+by least squares, the expert FLOPs' cost chosen on a grid (1-4 dense FLOPs each; fit_prefill). That cost also floors
+a decode step at large batches, where the routed experts' matmuls are compute-bound.
 Held out: each source (one post, comment or table) is left out in turn and its rows predicted by a fit of the
 others; the error is |predicted - measured| / measured; the band is the p10..p90 of measured/predicted.
 """
@@ -242,9 +243,9 @@ def fit_group(runtime: str, be: str, rows: list[Observed]) -> GroupFit:
     """The decode constants (fit_decode, the kernel floor chosen on FLOORS_S), then prefill's (fit_prefill)."""
     dec = [o for o in rows if o.step is not None]
     key = (tuple(id(o) for o in dec), runtime in VECTOR_ATTENTION)
-    if key not in _DECODE_FITS:
-        _DECODE_FITS[key] = fit_decode(runtime, be, dec)
-    fit = dataclasses.replace(_DECODE_FITS[key], runtime=runtime, backend=be)
+    if key not in _DECODE_FITS:  # the rows are kept with their fit: their ids cannot be reused while it is cached
+        _DECODE_FITS[key] = (tuple(dec), fit_decode(runtime, be, dec))
+    fit = dataclasses.replace(_DECODE_FITS[key][1], runtime=runtime, backend=be)
     fit_prefill(fit, [o for o in rows if o.prefill is not None])
     return fit
 

@@ -465,10 +465,11 @@ def test_a_routed_expert_flop_costs_more_than_a_dense_one_where_the_rows_say_so(
     """benchmarks/fit_speed.py chooses moe_matmul_cost (1, 1.5, 2, 3 or 4 dense FLOPs per routed expert FLOP: the
     experts' grouped matmuls run a few rows each) on each group's prefill rows: the CUDA serving engines' and
     llama.cpp's MoE prompts say 2 or more (3-4 while the DGX Spark's Marlin MoE prompts were costed at the FP4
-    peak instead of Marlin's 16-bit one), MLX and Metal 1 (its MoE prompts take no more than their FLOPs). Qwen3-30B-A3B routes a token to 8 of its 128 experts in each of 48 layers, each expert gate, up and
-    down matrices of 2,048 x 768: 48 x 8 x 3 x 2,048 x 768 = 1,811,939,328 expert parameters a token, of its
-    ~3.3e9 active. It pays the cost on the experts' FLOPs only: a 4,096-token prompt's compute grows by
-    (cost - 1) x expert FLOPs; a dense model's not at all."""
+    peak instead of Marlin's 16-bit one), MLX and Metal 1 (its MoE prompts take no more than their FLOPs).
+    Qwen3-30B-A3B routes a token to 8 of its 128 experts in each of 48 layers, each expert gate, up and down
+    matrices of 2,048 x 768: 48 x 8 x 3 x 2,048 x 768 = 1,811,939,328 expert parameters a token, of its ~3.3e9
+    active. It pays the cost on the experts' FLOPs only: a 4,096-token prompt's compute grows by (cost - 1) x expert
+    FLOPs; a dense model's not at all."""
     from dataclasses import replace
 
     from llmsize.estimate.expected import constants, prefill_inputs

@@ -1,12 +1,12 @@
-"""The CUDA path of `llmsize measure`, run on the CPU: what a GPU run does between its checks and its report
-(the card read through NVML, the catalog match, the self-checks, the word kernels and the fused step, the
-soft-cap and token kernel, the timed loop with CUDA events, plan's prediction, the JSON) with the card faked
-(FakeGpu in place of gpu.CudaGpu, whose own calls tests/measure/test_gpu.py checks), the device a CPU one (so the Triton kernels run through the interpreter) and the model the
-tiny Gemma-4-shaped one under Gemma 4 12B's name, in float32 (Triton 3.9's interpreter multiplies bf16 dot
-operands as their integer bits: the attention kernel's bf16 dots are checked on the card, by measure's own
-attention self-check and tests/gpu). None of this code runs in CPU-only `measure --device cpu`,
-so without this test a slip in it (an attribute that does not exist, say) would only show on a borrowed GPU,
-after the whole run."""
+"""The CUDA path of `llmsize measure`, run on the CPU: what a GPU run does between its checks and its report (the
+card read through NVML, the catalog match, the self-checks, the word kernels and the fused step, the soft-cap and
+token kernel, the timed loop with CUDA events, plan's prediction, the JSON) with the card faked (FakeGpu in place of
+gpu.CudaGpu, whose own calls tests/measure/test_gpu.py checks), the device a CPU one (so the Triton kernels run
+through the interpreter) and the model the tiny Gemma-4-shaped one under Gemma 4 12B's name, in float32 (Triton
+3.9's interpreter multiplies bf16 dot operands as their integer bits: the attention kernel's bf16 dots are checked
+on the card, by measure's own attention self-check and tests/gpu). None of this code runs in CPU-only `measure
+--device cpu`, so without this test a slip in it (an attribute that does not exist, say) would only show on a
+GPU, after the whole run."""
 
 import dataclasses
 import json

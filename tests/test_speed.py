@@ -749,3 +749,19 @@ def test_a_prompt_costed_at_an_fp32_stand_in_says_so(catalog, runtimes):
     assert mac.vendor == "Apple" and fp32_stands_in(mac, None) is False
     p = make_plan(m, mac, PlanInputs(quant="bf16"), search_fit=False)
     assert not any("FP32 rate" in n for n in expect(p, runtimes, "mlx").expected.notes)
+
+
+def test_llama_cpp_tensor_split_says_its_prompts_are_slower_than_the_model(catalog, runtimes):
+    """llama.cpp's tensor split is -sm row, whose per-matmul activation copies the prefill model does not count; the
+    published 4 x RTX 4090 runs (PR #19378, in measurements/) put its prompts 4-5x behind the layer split. A plan
+    with --tp under llama.cpp says so; with --pp, or under vLLM with --tp, it does not."""
+    m, g = catalog.model("llama-3.1-70b"), catalog.gpu("rtx4090")
+    tp = make_plan(m, g, PlanInputs(quant="gguf-q4_k_m", tp=4), search_fit=False)
+    pp = make_plan(m, g, PlanInputs(quant="gguf-q4_k_m", pp=4), search_fit=False)
+    assert any("-sm row" in n for n in expect(tp, runtimes, "llamacpp").expected.notes)
+    assert not any("-sm row" in n for n in expect(pp, runtimes, "llamacpp").expected.notes)
+    assert not any("-sm row" in n for n in expect(tp, runtimes, "vllm").expected.notes)
+    data = load_dataset(Path(__file__).resolve().parents[1] / "measurements")["llamacpp-cuda-pr-19378"]
+    rates = {(r.split, r.test): r.tok_s for r in data.rows if r.model.startswith("llama 70B")}
+    assert rates[("row", "pp512")] == 334.07 and rates[("layer", "pp512")] == 1434.76
+    assert rates[("row", "pp2048")] == 335.40 and rates[("layer", "pp2048")] == 1715.76

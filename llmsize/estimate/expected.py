@@ -309,6 +309,11 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
         notes += (f"flash attention off ({'asked for' if flash_attn == 'off' else 'Ollama default'}): the prompt's "
                   f"attention scores, {pre.score_bytes / 1e9:,.1f} GB, are written and read in memory, "
                   f"{score_time_s(pre, c):,.2f} s of its time to first token",)
+    if rid == "llamacpp" and plan.comm is not None and plan.comm.tp > 1:
+        notes += ("llama.cpp splits tensors with -sm row, which copies each matmul's activations between the cards: "
+                  "its prompts are slower than this time to first token says (ggml-org/llama.cpp PR #19378, Llama "
+                  "70B Q4_K_M on 4 x RTX 4090: 334 t/s at pp512 and 335 at pp2048 with -sm row, 1,435 and 1,716 "
+                  "with the layer split); --pp is llama.cpp's faster split for prompts",)
     if fp32_stands_in(plan.gpu, pre.peak_flop_per_s):
         notes += (f"time to first token costed at {plan.gpu.id}'s FP32 rate: its matrix units' rate for this "
                   "precision is not in the catalog (none found in a citable source), so it rests on published "

@@ -40,10 +40,14 @@ reproduces from its number alone (each case draws from random.Random(f"{SEED}:{i
   cli        no arguments, --version, --help of each command, unknown commands and options, missing values,
              odd COLUMNS, --hub (HF_ENDPOINT points at a closed local port: no network is used).
 
-How it runs fast: the parent imports llmsize (and torch when measure cases run) once, then forks one child
-per case, WORKERS at a time. The child sets its limits (RLIMIT_AS, RLIMIT_CORE, optionally RLIMIT_FSIZE, a
-faulthandler watchdog), its cwd, HOME and TMPDIR (the case folder), redirects fds 1 and 2 to files, calls
-llmsize.cli.main(argv) and _exits with its status (99 for an uncaught exception, whose traceback is printed).
+How it runs fast: the parent imports llmsize (and torch when measure cases run) once, then forks one child per
+case, WORKERS at a time. The cases that need no torch run from a fresh interpreter that never imports it
+(`python tests/test_fuzz.py BASE IO_DIR INDICES`, _plain_batch): a fork of a process holding torch costs each
+case tens of ms of page tables (2,400 cases, one process: 131 s user + 90 s system CPU; split: 126 s + 52 s,
+2026-12-02, this test alone on two cores, `/usr/bin/time python -m pytest -n 0 tests/test_fuzz.py`). The child
+sets its limits (RLIMIT_AS, RLIMIT_CORE, optionally RLIMIT_FSIZE, a faulthandler watchdog), its cwd, HOME and
+TMPDIR (the case folder), redirects fds 1 and 2 to files, calls llmsize.cli.main(argv) and _exits with its
+status (99 for an uncaught exception, whose traceback is printed).
 
 Knobs (environment): LLMSIZE_FUZZ_SEED, LLMSIZE_FUZZ_CASES, LLMSIZE_FUZZ_ONLY (comma-separated generator
 names, or case numbers), LLMSIZE_FUZZ_KEEP=1 (keep every case folder).
@@ -1026,12 +1030,21 @@ GENERATORS = {  # name -> (generator, weight)
 }
 
 
+def _draw_kind(rng: random.Random) -> str:
+    names = list(GENERATORS)
+    only = [x for x in os.environ.get("LLMSIZE_FUZZ_ONLY", "").split(",") if x in GENERATORS]
+    return rng.choices(only or names, weights=[GENERATORS[n][1] for n in (only or names)])[0]
+
+
+def case_kind(index: int) -> str:
+    """The generator case `index` is drawn from (make_case's first draw), without writing its files."""
+    return _draw_kind(random.Random(f"{SEED}:{index}"))
+
+
 def make_case(index: int, base: Path) -> Case:
     """Case `index`, its files written into a fresh folder under `base` (deterministic given SEED)."""
     rng = random.Random(f"{SEED}:{index}")
-    names = list(GENERATORS)
-    only = [x for x in os.environ.get("LLMSIZE_FUZZ_ONLY", "").split(",") if x in GENERATORS]
-    kind = rng.choices(only or names, weights=[GENERATORS[n][1] for n in (only or names)])[0]
+    kind = _draw_kind(rng)
     d = base / f"c{index:05d}"
     d.mkdir()
     argv, extras = GENERATORS[kind][0](rng, d)
@@ -1379,44 +1392,77 @@ def _killpg(pid: int) -> None:
 
 
 @pytest.mark.slow
+def run_batch(base: Path, io_dir: Path, indices: list[int]) -> dict:
+    """Run the cases and judge each; what test_fuzz_cli reports, as plain data (a batch may run in another
+    process: the cases that need no torch run from a fresh interpreter, whose forks are cheap)."""
+    t0 = time.monotonic()
+    out_ = {"ran": 0, "skipped": 0, "codes": {}, "kinds": {}, "failures": [], "notes": [], "kept": []}
+    for case, status, out, err, hang in run_cases(base, io_dir, indices):
+        if status == "skipped":
+            out_["skipped"] += 1
+            rmtree(case.folder)
+            continue
+        out_["ran"] += 1
+        out_["kinds"][case.kind] = out_["kinds"].get(case.kind, 0) + 1
+        reason = judge(case, status, out, err, hang)
+        code = "killed" if status is None else (os.WEXITSTATUS(status) if os.WIFEXITED(status) else "signal")
+        out_["codes"][str(code)] = out_["codes"].get(str(code), 0) + 1
+        def seen() -> dict:
+            return {"index": case.index, "kind": case.kind, "describe": describe(case), "folder": str(case.folder)}
+        if not reason and status and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and \
+                re.search(rb"(?i)(?<![\w.-])[-+]?(nan|inf)(?![\w])", out) and not re.search(r"(?i)nan|inf", " ".join(
+                    case.argv)):
+            out_["notes"].append(seen())
+        if reason:
+            text_err = (err + hang).decode("utf-8", "backslashreplace")
+            out_["failures"].append({**seen(), "reason": reason, "err": text_err,
+                                     "signature": signature(reason, text_err),
+                                     "out": out.decode("utf-8", "backslashreplace")[-300:]})
+        if reason or os.environ.get("LLMSIZE_FUZZ_KEEP") == "1":
+            out_["kept"].append(case.folder.name)
+        else:
+            rmtree(case.folder)
+    out_["elapsed_s"] = time.monotonic() - t0
+    return out_
+
+
+def _plain_batch(base: Path, io_dir: Path, indices: list[int]) -> dict:
+    """run_batch in a fresh interpreter that imports no torch (`python tests/test_fuzz.py`): forking a process
+    that holds torch costs each case tens of ms of page tables."""
+    r = subprocess.run([sys.executable, __file__, str(base), str(io_dir), ",".join(map(str, indices))],
+                       capture_output=True, timeout=3600, cwd=os.getcwd())
+    assert r.returncode == 0, r.stderr.decode("utf-8", "backslashreplace")[-3000:]
+    return json.loads(r.stdout)
+
+
 def test_fuzz_cli(tmp_path_factory):
-    """Run every case; fail with a summary of the failures grouped by cause."""
+    """Run every case; fail with a summary of the failures grouped by cause. The cases that need no torch run
+    from a fresh interpreter (_plain_batch), the measure cases here, after torch is imported."""
     base = tmp_path_factory.mktemp("fuzz")
     outer = base.parent
     io_dir = outer / (base.name + "-io")  # the watchdogs' files, outside the cases' folders
     io_dir.mkdir()
     indices = selected_indices()
-    _preimport(HAVE_TORCH)
-    from llmsize.cli import main  # noqa: F401  (imported once, before any fork)
+    with_torch = [i for i in indices if case_kind(i) == "measure"]
+    plain = [i for i in indices if case_kind(i) != "measure"]
 
     tree_before = snapshot_tree()
     outer_before = {k: v for k, v in listing(outer).items() if k not in (base.name, io_dir.name)}
-    t0 = time.monotonic()
-    failures: list[tuple[Case, str, str, str]] = []
-    skipped, ran, codes, kinds, kept = 0, 0, {}, {}, set()
-    notes: list[Case] = []  # exit 0 whose text shows a bare nan or inf (reported, not failed)
-    for case, status, out, err, hang in run_cases(base, io_dir, indices):
-        if status == "skipped":
-            skipped += 1
-            rmtree(case.folder)
-            continue
-        ran += 1
-        kinds[case.kind] = kinds.get(case.kind, 0) + 1
-        reason = judge(case, status, out, err, hang)
-        code = "killed" if status is None else (os.WEXITSTATUS(status) if os.WIFEXITED(status) else "signal")
-        codes[code] = codes.get(code, 0) + 1
-        if not reason and status and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and \
-                re.search(rb"(?i)(?<![\w.-])[-+]?(nan|inf)(?![\w])", out) and not re.search(r"(?i)nan|inf", " ".join(
-                    case.argv)):
-            notes.append(case)
-        if reason:
-            failures.append((case, reason, (err + hang).decode("utf-8", "backslashreplace"),
-                             out.decode("utf-8", "backslashreplace")[-300:]))
-        if reason or os.environ.get("LLMSIZE_FUZZ_KEEP") == "1":
-            kept.add(case.folder.name)
-        else:
-            rmtree(case.folder)
-    elapsed = time.monotonic() - t0
+    batches = [_plain_batch(base, io_dir, plain)] if plain else []
+    if with_torch:
+        _preimport(HAVE_TORCH)
+        from llmsize.cli import main  # noqa: F401  (imported once, before any fork)
+        batches.append(run_batch(base, io_dir, with_torch))
+    ran, skipped = sum(b["ran"] for b in batches), sum(b["skipped"] for b in batches)
+    codes, kinds = {}, {}
+    for b in batches:
+        for mine, theirs in ((codes, b["codes"]), (kinds, b["kinds"])):
+            for k, n in theirs.items():
+                mine[k] = mine.get(k, 0) + n
+    failures = [f for b in batches for f in b["failures"]]
+    notes = [n for b in batches for n in b["notes"]]
+    kept = {k for b in batches for k in b["kept"]}
+    elapsed = sum(b["elapsed_s"] for b in batches)
 
     # nothing outside the cases' folders was created or changed
     tree_after = snapshot_tree()
@@ -1430,18 +1476,18 @@ def test_fuzz_cli(tmp_path_factory):
                f"{len(failures)} failed"]
     groups: dict[str, list] = {}
     for f in failures:
-        groups.setdefault(signature(f[1], f[2]), []).append(f)
+        groups.setdefault(f["signature"], []).append(f)
     for sig_, fs in sorted(groups.items(), key=lambda kv: -len(kv[1])):
-        c = fs[0][0]
-        summary.append(f"  [{len(fs)}x] {sig_}\n      e.g. case {c.index} ({c.kind}): {describe(c)}")
+        c = fs[0]
+        summary.append(f"  [{len(fs)}x] {sig_}\n      e.g. case {c['index']} ({c['kind']}): {c['describe']}")
     if notes:
-        summary.append(f"  note: {len(notes)} successful runs print a bare nan/inf, e.g. case {notes[0].index}: "
-                       f"{describe(notes[0])}")
+        summary.append(f"  note: {len(notes)} successful runs print a bare nan/inf, e.g. case {notes[0]['index']}: "
+                       f"{notes[0]['describe']}")
     summary.append("first failures in full:")
-    for case, reason, err, out in failures[:SHOW]:
-        tail = "\n      ".join(_short(x, 300) for x in err.strip().splitlines()[-6:])
-        summary.append(f"--- case {case.index} ({case.kind}): {reason}\n    {describe(case)}\n"
-                       f"    folder: {case.folder}\n    stderr tail: {tail}")
+    for f in failures[:SHOW]:
+        tail = "\n      ".join(_short(x, 300) for x in f["err"].strip().splitlines()[-6:])
+        summary.append(f"--- case {f['index']} ({f['kind']}): {f['reason']}\n    {f['describe']}\n"
+                       f"    folder: {f['folder']}\n    stderr tail: {tail}")
     if changed:
         summary.append(f"tracked files or the cwd changed: {changed[:20]}")
     if outer_changed or stray:
@@ -1467,5 +1513,14 @@ def _shell(argv: list[str]) -> str:
     out = []
     for a in argv:
         a2 = a if len(a) <= 120 else a[:60] + f"...<{len(a)} chars>"
-        out.append(shlex.quote(a2.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")))
+        try:
+            raw = a2.encode("utf-8", "surrogateescape")  # bytes of a non-UTF-8 argument, as given
+        except UnicodeEncodeError:  # a lone surrogate that stands for no byte
+            raw = a2.encode("utf-8", "backslashreplace")
+        out.append(shlex.quote(raw.decode("utf-8", "backslashreplace")))
     return " ".join(out)
+
+
+if __name__ == "__main__":  # _plain_batch: python tests/test_fuzz.py BASE IO_DIR INDEX,INDEX,...
+    _preimport(False)  # llmsize.cli and the commands' lazy imports, once, before any fork
+    print(json.dumps(run_batch(Path(sys.argv[1]), Path(sys.argv[2]), [int(x) for x in sys.argv[3].split(",")])))

@@ -1429,8 +1429,11 @@ def run_batch(base: Path, io_dir: Path, indices: list[int]) -> dict:
 def _plain_batch(base: Path, io_dir: Path, indices: list[int]) -> dict:
     """run_batch in a fresh interpreter that imports no torch (`python tests/test_fuzz.py`): forking a process
     that holds torch costs each case tens of ms of page tables."""
+    # the llmsize under test, as this process imported it (`python -m pytest` puts the tree on sys.path ahead of
+    # an installed copy; a script's sys.path would not)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
     r = subprocess.run([sys.executable, __file__, str(base), str(io_dir), ",".join(map(str, indices))],
-                       capture_output=True, timeout=3600, cwd=os.getcwd())
+                       capture_output=True, timeout=3600, cwd=os.getcwd(), env=env)
     assert r.returncode == 0, r.stderr.decode("utf-8", "backslashreplace")[-3000:]
     return json.loads(r.stdout)
 
@@ -1523,4 +1526,5 @@ def _shell(argv: list[str]) -> str:
 
 if __name__ == "__main__":  # _plain_batch: python tests/test_fuzz.py BASE IO_DIR INDEX,INDEX,...
     _preimport(False)  # llmsize.cli and the commands' lazy imports, once, before any fork
+    assert "torch" not in sys.modules, "the plain batch must not hold torch"
     print(json.dumps(run_batch(Path(sys.argv[1]), Path(sys.argv[2]), [int(x) for x in sys.argv[3].split(",")])))

@@ -1446,8 +1446,9 @@ def test_fuzz_cli(tmp_path_factory):
     io_dir = outer / (base.name + "-io")  # the watchdogs' files, outside the cases' folders
     io_dir.mkdir()
     indices = selected_indices()
-    with_torch = [i for i in indices if case_kind(i) == "measure"]
-    plain = [i for i in indices if case_kind(i) != "measure"]
+    kinds_of = {i: case_kind(i) for i in indices}
+    with_torch = [i for i in indices if kinds_of[i] == "measure"]
+    plain = [i for i in indices if kinds_of[i] != "measure"]
 
     tree_before = snapshot_tree()
     outer_before = {k: v for k, v in listing(outer).items() if k not in (base.name, io_dir.name)}

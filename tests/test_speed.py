@@ -758,10 +758,13 @@ def test_llama_cpp_tensor_split_says_its_prompts_are_slower_than_the_model(catal
     m, g = catalog.model("llama-3.1-70b"), catalog.gpu("rtx4090")
     tp = make_plan(m, g, PlanInputs(quant="gguf-q4_k_m", tp=4), search_fit=False)
     pp = make_plan(m, g, PlanInputs(quant="gguf-q4_k_m", pp=4), search_fit=False)
-    assert any("-sm row" in n for n in expect(tp, runtimes, "llamacpp").expected.notes)
+    note = [n for n in expect(tp, runtimes, "llamacpp").expected.notes if "-sm row" in n]
+    assert len(note) == 1
     assert not any("-sm row" in n for n in expect(pp, runtimes, "llamacpp").expected.notes)
     assert not any("-sm row" in n for n in expect(tp, runtimes, "vllm").expected.notes)
+    # the note's figures are the dataset's rows, as printed there, rounded
     data = load_dataset(Path(__file__).resolve().parents[1] / "measurements")["llamacpp-cuda-pr-19378"]
     rates = {(r.split, r.test): r.tok_s for r in data.rows if r.model.startswith("llama 70B")}
-    assert rates[("row", "pp512")] == 334.07 and rates[("layer", "pp512")] == 1434.76
-    assert rates[("row", "pp2048")] == 335.40 and rates[("layer", "pp2048")] == 1715.76
+    for key in (("row", "pp512"), ("row", "pp2048"), ("layer", "pp512"), ("layer", "pp2048")):
+        assert f"{rates[key]:,.0f}" in note[0], key
+    assert rates[("layer", "pp2048")] > 4 * rates[("row", "pp2048")]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import torch
 
 from llmsize.measure import scratch
+from llmsize.measure.gpu import capture_step
 from llmsize.measure.launch import launch_opts, pdl_mode, prefetch_bytes
 from llmsize.measure.selfcheck import once_per_device
 
@@ -189,20 +190,13 @@ def _lm_head_matches(device) -> bool:
 
 def _graph_us(fn, device, reps: int = 20) -> float:
     """Mean time of fn replayed from a CUDA graph, after a warm-up (microseconds)."""
-    side = torch.cuda.Stream(device)
-    side.wait_stream(torch.cuda.current_stream(device))
-    with torch.cuda.stream(side):
-        fn()
-    torch.cuda.current_stream(device).wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
+    replay = capture_step(torch, fn, device)
     for _ in range(3):
-        graph.replay()
+        replay()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     for _ in range(reps):
-        graph.replay()
+        replay()
     end.record()
     end.synchronize()
     return start.elapsed_time(end) * 1e3 / reps

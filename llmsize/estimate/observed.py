@@ -74,8 +74,7 @@ def llamacpp_flash_attn(row: Row, published: str | None = None) -> bool | None:
     """Whether a llama.cpp row ran with flash attention: as the row says, else the default of its build
     (`hash (NNNN)` or `bNNNN` in its version), else of its source's date or a month the row names ("snapshots in
     May 2024"); None where nothing tells."""
-    text = " ".join([row.test or "", row.where or "", " | ".join(row.verbatim) if isinstance(row.verbatim, list)
-                     else row.verbatim, str(row.printed or "")])
+    text = _row_text(row)
     if _FA_ON.search(text):
         return True
     if _FA_OFF.search(text):
@@ -93,9 +92,13 @@ def llamacpp_flash_attn(row: Row, published: str | None = None) -> bool | None:
 
 def ran_marlin(row: Row) -> bool:
     """Whether the row says its weights went through Marlin (`--moe-backend marlin`, `GPTQ-Marlin`, ...)."""
-    text = " ".join([row.test or "", row.where or "", " | ".join(row.verbatim) if isinstance(row.verbatim, list)
-                     else row.verbatim or ""])
-    return "marlin" in text.lower()
+    return "marlin" in _row_text(row).lower()
+
+
+def _row_text(row: Row) -> str:
+    """All a row says of its run: its test, where it was found, its excerpt and the figure as printed."""
+    return " ".join([row.test or "", row.where or "", " | ".join(row.verbatim) if isinstance(row.verbatim, list)
+                     else row.verbatim or "", str(row.printed or "")])
 
 
 def _vllm_v0(version: str) -> bool:

@@ -9,6 +9,7 @@ import torch
 
 from llmsize.measure import fused, gemma4, gemv_tc, gemv_words, logits
 from llmsize.measure.gemv import nvfp4_linear_reference
+from llmsize.measure.gpu import capture_step
 from llmsize.measure.gemv_words import BATCH_FEATURES, WIDE_FEATURES
 from llmsize.measure.nvfp4 import quantize
 from llmsize.measure.reference import attention_reference
@@ -144,17 +145,12 @@ def _fused_matches_eager(device, gemv: str, fold: bool) -> bool:
         dec.prefill(prompt)
         got = [dec.decode_step()[0].clone() for _ in range(steps - 3)]
         if use_fused and device.type == "cuda":  # the last steps replayed from a CUDA graph, as measure runs them
-            side = torch.cuda.Stream(device)
-            side.wait_stream(torch.cuda.current_stream(device))
-            with torch.cuda.stream(side):
-                got.append(dec.decode_step()[0].clone())
-            torch.cuda.current_stream(device).wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                out = dec.decode_step()
+            outs_ = []  # the warm-up step's logits, then the captured step's output buffer
+            replay = capture_step(torch, lambda: outs_.append(dec.decode_step()), device)
+            got.append(outs_[0][0].clone())
             for _ in range(2):
-                graph.replay()
-                got.append(out[0].clone())
+                replay()
+                got.append(outs_[1][0].clone())
         else:
             got += [dec.decode_step()[0].clone() for _ in range(3)]
         outs.append(torch.stack(got))

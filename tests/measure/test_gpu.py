@@ -67,16 +67,54 @@ def test_each_method_is_one_call_on_the_run_s_device():
 
 
 def test_require_names_what_is_missing_in_one_line():
-    """A CPU-only torch build (the one here) is refused before any work, with what to do."""
-    g = gpu.CudaGpu(torch, 0)
-    if torch.version.cuda is None:
-        with pytest.raises(LlmsizeError, match="CPU-only build"):
-            g.require(triton=False)
+    """A CPU-only torch build is refused before any work, with what to do (a stand-in build: whatever torch is
+    installed here)."""
+    stub, _ = _stub()
+    stub.version = types.SimpleNamespace(cuda=None, hip=None)
+    with pytest.raises(LlmsizeError, match="CPU-only build"):
+        gpu.CudaGpu(stub, 0).require(triton=False)
 
 
-def test_capture_uses_only_names_the_real_torch_cuda_has():
-    """capture_step runs on a card only; its torch.cuda names are checked here (a CUDA graph, a side stream)."""
-    for name in ("synchronize", "CUDAGraph", "Stream", "current_stream", "stream", "graph"):
+def test_capture_step_warms_on_a_side_stream_then_captures_and_returns_the_replay():
+    """capture_step (measure's graph, the fused-step self-check's, the lm_head benchmark's): one real call on a
+    side stream that waits for the current one, the current stream waiting for it in turn, then one call inside
+    the graph; the replay is the graph's. Run against a recording stand-in of torch.cuda; each name it used is
+    checked against the real torch.cuda."""
+    log = []
+
+    class _Ctx:
+        def __init__(self, name):
+            self.name = name
+
+        def __enter__(self):
+            log.append(("enter", self.name))
+
+        def __exit__(self, *exc):
+            log.append(("exit", self.name))
+
+    class _Stream:
+        def __init__(self, name):
+            self.name = name
+
+        def wait_stream(self, other):
+            log.append(("wait", self.name, other.name))
+
+    class _Graph:
+        def replay(self):
+            log.append(("replay",))
+
+    graph = _Graph()
+    cuda = types.SimpleNamespace(
+        synchronize=lambda d: log.append(("synchronize", d)), CUDAGraph=lambda: graph,
+        Stream=lambda d: _Stream("side"), current_stream=lambda d: _Stream("current"),
+        stream=lambda st: _Ctx(f"stream {st.name}"), graph=lambda g: _Ctx("graph"))
+    replay = gpu.capture_step(types.SimpleNamespace(cuda=cuda), lambda: log.append(("step",)), "dev")
+    assert log == [("synchronize", "dev"), ("wait", "side", "current"), ("enter", "stream side"), ("step",),
+                   ("exit", "stream side"), ("wait", "current", "side"), ("enter", "graph"), ("step",),
+                   ("exit", "graph")]
+    replay()
+    assert log[-1] == ("replay",)
+    for name in vars(cuda):
         assert hasattr(torch.cuda, name), name
 
 

@@ -1513,6 +1513,7 @@ def test_fuzz_cli(tmp_path_factory):
     print(text)
     shutil.rmtree(io_dir, ignore_errors=True)
     assert not failures and not changed and not outer_changed and not stray, text
+    assert ran + skipped == len(indices), f"{len(indices)} cases drawn, {ran + skipped} run or skipped"
 
 
 def describe(c: Case) -> str:

@@ -1398,7 +1398,6 @@ def _killpg(pid: int) -> None:
         pass
 
 
-@pytest.mark.slow
 def run_batch(base: Path, io_dir: Path, indices: list[int], defer_torch: bool = False) -> dict:
     """Run the cases and judge each; what test_fuzz_cli reports, as plain data (a batch may run in another
     process: the cases that need no torch run from a fresh interpreter, whose forks are cheap). With
@@ -1450,6 +1449,7 @@ def _plain_batch(base: Path, io_dir: Path, indices: list[int]) -> dict:
     return json.loads(r.stdout)
 
 
+@pytest.mark.slow
 def test_fuzz_cli(tmp_path_factory):
     """Run every case; fail with a summary of the failures grouped by cause. The cases that need no torch run
     from a fresh interpreter (_plain_batch), the measure cases here, after torch is imported."""

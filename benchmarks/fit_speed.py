@@ -86,8 +86,10 @@ BORROW = {
 # ----------------------------------------------------------------------------------------------------- data
 
 def source_key(stem: str, f, row) -> str:
-    """The unit left out together: a row's own post or comment (`where` on the row) or else the file."""
-    return f"{stem}::{row.where}" if row.where else stem
+    """The unit left out together: the file's source (a post, a README, a thread: its tables, sections and columns
+    are one source, however its rows' `where` tell them apart), or a row's own post where the row links it (`url`:
+    another author's comment in the thread)."""
+    return f"{stem}::{row.url}" if row.url else stem
 
 
 def observations(cat: Catalog) -> tuple[list[Observed], list[tuple[str, str]], dict]:
@@ -297,11 +299,16 @@ class DecodeSystem:
         # fractions stay >= ETA_MIN (v <= 1/ETA_MIN - 1): a term the rows cannot pin must not swallow the others
         self.upper = [1 / ETA_MIN - 1 if n.startswith("v") else math.inf for n in self.names]
         # the cache's own fraction is fitted only where one source measured the same run at two depths >= 2K
-        # apart; else the cache streams like the weights (tied in fit)
+        # apart, and only for the runtimes whose decode attention runs on the vector units; else the cache streams
+        # like the weights (tied in fit). The CUDA-graph runtimes' split-KV kernels are bound by the cache's bytes
+        # (see VECTOR_ATTENTION): their only depth pairs are the SGLang Cookbook's GLM-4.7-Flash (MLA, 20 heads; its
+        # step grows ~0.5 us per token of context, ~80x its latent's bytes) and Qwen3-235B (flat), and a fraction
+        # fitted to the first (0.10) would cost a GQA cache at 10x its bytes: a kernel of one model, not how caches
+        # stream.
         by_source = defaultdict(set)
         for o in dec:
             by_source[(o.source_key, o.plan.model.id, o.plan.gpu.id)].add(o.row.context_tokens)
-        self.depth = any(max(c) - min(c) >= 2048 for c in by_source.values())
+        self.depth = runtime in VECTOR_ATTENTION and any(max(c) - min(c) >= 2048 for c in by_source.values())
         if not self.depth:
             self.upper[self.names.index("v_kv")] = 0.0
         self.gram = gram(self.a, RIDGE)

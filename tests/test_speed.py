@@ -142,6 +142,22 @@ def test_the_shipped_constants_are_what_the_fit_script_computes():
     assert "Held-out error (leave one source out)" in r.stdout
 
 
+def test_a_sources_rows_are_held_out_together_unless_a_row_links_its_own_post(data):
+    """Leave one source out: the tables, notes and columns of one page are one unit (Qwen's H20 page: its BF16,
+    FP8 and GPTQ-Marlin notes; a fit that saw one must not validate another), and so are the rows of one
+    thread unless a row links its own post (normiebench's issues #3 and #40: two authors, two units)."""
+    import fit_speed
+
+    h20 = data["sglang-qwen3-speed-benchmark-h20"]
+    assert len({r.where for r in h20.rows}) > 1
+    assert {fit_speed.source_key("sglang-qwen3-speed-benchmark-h20", h20, r) for r in h20.rows} == \
+        {"sglang-qwen3-speed-benchmark-h20"}
+    nb = data["llamacpp-apple-normiebench-issues"]
+    keys = {fit_speed.source_key("llamacpp-apple-normiebench-issues", nb, r) for r in nb.rows}
+    assert keys == {f"llamacpp-apple-normiebench-issues::https://github.com/brand-o/normiebench/issues/{n}"
+                    for n in (3, 40)}
+
+
 def test_fitted_groups_report_held_out_error_and_a_band(runtimes):
     for rt in runtimes.values():
         for be, g in rt.backends.items():

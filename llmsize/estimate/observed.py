@@ -21,7 +21,7 @@ KV_DTYPE = {"llamacpp": "fp16", "mlx": "fp16"}  # the cache dtype each runtime u
 class Observed:
     row: Row
     runtime: str
-    source_key: str  # the unit a held-out fit leaves out: one post, comment or table
+    source_key: str  # the unit a held-out fit leaves out: the row's source, or its own post where it links one
     plan: Plan
     step: StepInputs | None  # decode rows
     prefill: PrefillInputs | None  # prefill rows

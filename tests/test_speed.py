@@ -277,6 +277,27 @@ def test_tensor_core_tiles_make_a_low_flops_card_compute_bound_at_batch_1(catalo
     assert decode_terms_s(h20, c)["tile"] > 5 * h100["tile"]
 
 
+def test_marlin_tiles_16_rows_on_hopper_too(catalog):
+    """Marlin issues mma.sync m16n8k16 on every architecture (vLLM's gptq_marlin/marlin_mma.h: no wgmma): a run
+    that says GPTQ-Marlin, or NVFP4 under vLLM on an H100 (no FP4 tensor cores: through Marlin), rounds batch 1
+    up to 16 rows, not Hopper's 64; FP8 on the same card keeps wgmma's 64."""
+    from llmsize.estimate.expected import step_inputs, tile_rows
+
+    h100 = catalog.gpu("h100-sxm")
+    assert (tile_rows(h100), tile_rows(h100, marlin=True)) == (64, 16)
+    m = catalog.model("qwen3-8b")
+
+    def step(quant, runtime, marlin=False):
+        p = make_plan(m, h100, PlanInputs(quant=quant, context_tokens=1024), search_fit=False)
+        x = step_inputs(p, p.decode_1, runtime, marlin=marlin)
+        return x.tile_matmul_flops / (x.flops - x.attention_flops)
+
+    assert step("nvfp4", "vllm") == pytest.approx(16)
+    assert step("fp8", "vllm") == pytest.approx(64)
+    assert step("gptq-int4-g128", "sglang", marlin=True) == pytest.approx(16)
+    assert step("gptq-int4-g128", "sglang") == pytest.approx(64)  # Hopper's mixed-input GEMM (Machete) is wgmma
+
+
 def test_tensor_parallel_over_pcie_pays_latency_per_collective(catalog, runtimes):
     """alpha-beta: 2 x RTX 4090 over PCIe gain far less than two cards' bandwidth at batch 1."""
     m = catalog.model("llama-3-8b")

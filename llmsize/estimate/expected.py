@@ -112,7 +112,7 @@ def step_inputs(plan: Plan, batch_step, runtime: str | None = None, marlin: bool
         weight_elements=batch_step.weight_bytes * 8 / plan.weights.bits_per_weight if plan.weights.bits_per_weight
         else 0.0, vector_flop_per_s=(plan.gpu.dense_tflops.fp32 or 0) * 1e12 or None,
         attention_flops=_attention_flops(plan, batch_step),
-        tile_matmul_flops=_tile_matmul_flops(plan, batch_step, runtime),
+        tile_matmul_flops=_tile_matmul_flops(plan, batch_step, runtime, marlin),
         expert_flops=2.0 * batch_step.batch * expert_params_per_token(plan.card_model or plan.model),
         expert_weight_bytes=batch_step.weight_bytes * expert_read_fraction(
             plan.card_model or plan.model, plan.fmt, plan.scope, batch_step.batch))
@@ -120,22 +120,27 @@ def step_inputs(plan: Plan, batch_step, runtime: str | None = None, marlin: bool
 
 # Rows of the smallest tensor-core matrix instruction a batch's matmul runs in: Hopper's wgmma.mma_async and
 # datacenter Blackwell's tcgen05.mma are m64 (PTX ISA, warpgroup and tcgen05 MMA shapes); Ampere, Ada and GeForce
-# Blackwell's mma.sync m16n8k16, and AMD's MFMA 16x16x16, are 16 rows deep.
+# Blackwell's mma.sync m16n8k16, and AMD's MFMA 16x16x16, are 16 rows deep. Marlin (4-bit weight-only, and FP4
+# through it) issues mma.sync m16n8k16 on every architecture, Hopper's included (vLLM's
+# csrc/quantization/gptq_marlin/marlin_mma.h: no wgmma).
 TILE_ROWS_BY_ARCH = {"9": 64, "10": 64}
 TILE_ROWS = 16
 
 
-def tile_rows(gpu) -> int:
+def tile_rows(gpu, marlin: bool = False) -> int:
+    """Rows of the tensor-core instruction a small batch's matmul rounds up to on `gpu` (`marlin`: Marlin's)."""
     major = (gpu.compute_capability or "").split(".")[0]
-    return TILE_ROWS_BY_ARCH.get(major, TILE_ROWS)
+    return TILE_ROWS if marlin else TILE_ROWS_BY_ARCH.get(major, TILE_ROWS)
 
 
-def _tile_matmul_flops(plan: Plan, batch_step, runtime: str | None) -> float:
+def _tile_matmul_flops(plan: Plan, batch_step, runtime: str | None, marlin: bool = False) -> float:
     """The step's matmul FLOPs with the batch rounded up to whole tensor-core tiles; zero for runtimes whose
-    small-batch matmuls are vector kernels (llama.cpp's mmvq, MLX's qmv) and on cards without tensor cores."""
+    small-batch matmuls are vector kernels (llama.cpp's mmvq, MLX's qmv) and on cards without tensor cores.
+    Marlin's tiles where the run says it ran Marlin (`marlin`) or the runtime runs the plan's FP4 through it."""
     if runtime in MATMUL_PRECISION or plan.gpu.vendor == "Apple":
         return 0.0
-    rows = tile_rows(plan.gpu)
+    through_marlin = marlin or (kernel_class(plan, runtime) == MARLIN_CLASS and format_class(plan.fmt.id) == "fp4")
+    rows = tile_rows(plan.gpu, through_marlin)
     padded = -(-batch_step.batch // rows) * rows
     return (batch_step.flops - _attention_flops(plan, batch_step)) * padded / batch_step.batch
 

@@ -158,6 +158,42 @@ def test_a_sources_rows_are_held_out_together_unless_a_row_links_its_own_post(da
                     for n in (3, 40)}
 
 
+@pytest.mark.parametrize("text, speculative", [
+    ("decode, speculative decoding (MTP n=3)", True),
+    ("speculative decoding EAGLE3 (NST not stated in the row)", True),  # the parenthesis negates something else
+    ("single stream, thinking off; speculative decoding (MTP num_speculative_tokens=2)", True),
+    ("TPS/User, MTP 1 (speculative)", True),
+    ("Gen tok/s, 1 GPU, no speculative decoding", False),
+    ("baseline (no speculative decoding)", False),
+    ("600W, performance governor, no speculation", False),
+    ("image lmsysorg/sglang:ea52b45be1a7; speculative decoding not enabled", False),
+    ("rows with speculative decoding ('Spec Dec' set) and GGUF rows not recorded", False),
+])
+def test_a_row_is_speculative_only_where_it_says_so_without_negating_it(text, speculative):
+    """A row that names speculative decoding only to say it was off is a plain decode (it was skipped before)."""
+    from llmsize.estimate.observed import _SPECULATIVE, says
+
+    assert says(text, _SPECULATIVE) is speculative
+
+
+@pytest.mark.parametrize("text, eager", [
+    ("benchmark_serving.py --max-concurrency 1 (random 16000 in / 200 out), Mean TPOT; --enforce-eager", True),
+    ("[Setting 2] (enforce_eager=True, no CUDA graphs)", True),
+    ("CUDA graphs on (no --enforce-eager)", False),
+    ("NVFP4 SafeTensors; CUDA graphs ON (`enforce_eager=False`)", False),
+])
+def test_a_vllm_run_without_cuda_graphs_is_not_fitted(text, eager, catalog):
+    """--enforce-eager runs vLLM without CUDA graphs, which the model does not cost: such a row is skipped, named."""
+    from llmsize.estimate.observed import _EAGER, observe, says
+
+    assert says(text, _EAGER) is eager
+    if eager:
+        row = Row(card="A100", card_id="a100-80gb-sxm", model="Qwen3-14B", model_id="qwen3-14b", format="BF16",
+                  test=text, kind="decode", batch=1, ms_per_token=20.0, verbatim="20.0")
+        why = observe(row, "vllm", "x", catalog.model("qwen3-14b"), catalog.gpu("a100-80gb-sxm"))
+        assert why == "vLLM with --enforce-eager (no CUDA graphs): the model costs the engine's default decode"
+
+
 def test_fitted_groups_report_held_out_error_and_a_band(runtimes):
     for rt in runtimes.values():
         for be, g in rt.backends.items():

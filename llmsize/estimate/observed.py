@@ -90,6 +90,25 @@ def llamacpp_flash_attn(row: Row, published: str | None = None) -> bool | None:
     return None if date is None else date >= FA_DEFAULT_DATE
 
 
+_SPECULATIVE = re.compile(r"specul", re.I)  # speculative decoding / sampling / speculation: not one token per step
+_EAGER = re.compile(r"--enforce-eager\b|enforce_eager\s*=\s*True", re.I)  # vLLM without CUDA graphs
+_NEGATION = re.compile(r"\b(?:no|not|without|off|disabled)\b", re.I)
+
+
+def says(text: str, mention: re.Pattern) -> bool:
+    """Whether `text` says its run used what `mention` matches: a clause (between commas and semicolons) naming it
+    and not negating it ("no speculative decoding", "speculative decoding not enabled", "rows with speculative
+    decoding ... not recorded" negate; a parenthesis that does not name it is about something else: "EAGLE3 (NST not
+    stated)" does not)."""
+    for clause in re.split(r"[;,]", text):
+        if not mention.search(clause):
+            continue
+        kept = re.sub(r"\([^()]*\)", lambda m: m.group(0) if mention.search(m.group(0)) else " ", clause)
+        if not _NEGATION.search(kept):
+            return True
+    return False
+
+
 def ran_marlin(row: Row) -> bool:
     """Whether the row says its weights went through Marlin (`--moe-backend marlin`, `GPTQ-Marlin`, ...)."""
     return "marlin" in _row_text(row).lower()
@@ -118,8 +137,11 @@ def _scaled(x, factor: float):
 def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuSpec,
             published: str | None = None) -> Observed | str:
     """The row as a plan, or why it cannot be one (`published`: its source's date, for a llama.cpp default)."""
-    if "specul" in row.test.lower() or "specul" in (row.where or "").lower():
+    said = f"{row.test}; {row.where or ''}"
+    if says(said, _SPECULATIVE):
         return "speculative decoding (not one token per step)"
+    if says(said, _EAGER):
+        return "vLLM with --enforce-eager (no CUDA graphs): the model costs the engine's default decode"
     fid = format_id(runtime, row.format)
     if fid is None and row.format == "not stated" and row.model_id and runtime not in ("llamacpp", "mlx"):
         fid = model.release.quant  # a named checkpoint, run as released (llama.cpp and MLX run a conversion)

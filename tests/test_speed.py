@@ -171,9 +171,9 @@ def test_a_sources_rows_are_held_out_together_unless_a_row_links_its_own_post(da
 ])
 def test_a_row_is_speculative_only_where_it_says_so_without_negating_it(text, speculative):
     """A row that names speculative decoding only to say it was off is a plain decode (it was skipped before)."""
-    from llmsize.estimate.observed import _SPECULATIVE, says
+    from llmsize.estimate.observed import SPECULATIVE, says
 
-    assert says(text, _SPECULATIVE) is speculative
+    assert says(text, SPECULATIVE) is speculative
 
 
 @pytest.mark.parametrize("text, eager", [
@@ -184,9 +184,9 @@ def test_a_row_is_speculative_only_where_it_says_so_without_negating_it(text, sp
 ])
 def test_a_vllm_run_without_cuda_graphs_is_not_fitted(text, eager, catalog):
     """--enforce-eager runs vLLM without CUDA graphs, which the model does not cost: such a row is skipped, named."""
-    from llmsize.estimate.observed import _EAGER, observe, says
+    from llmsize.estimate.observed import EAGER, observe, says
 
-    assert says(text, _EAGER) is eager
+    assert says(text, EAGER) is eager
     if eager:
         row = Row(card="A100", card_id="a100-80gb-sxm", model="Qwen3-14B", model_id="qwen3-14b", format="BF16",
                   test=text, kind="decode", batch=1, ms_per_token=20.0, verbatim="20.0")

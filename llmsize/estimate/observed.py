@@ -90,8 +90,8 @@ def llamacpp_flash_attn(row: Row, published: str | None = None) -> bool | None:
     return None if date is None else date >= FA_DEFAULT_DATE
 
 
-_SPECULATIVE = re.compile(r"specul", re.I)  # speculative decoding / sampling / speculation: not one token per step
-_EAGER = re.compile(r"--enforce-eager\b|enforce_eager\s*=\s*True", re.I)  # vLLM without CUDA graphs
+SPECULATIVE = re.compile(r"specul", re.I)  # speculative decoding / sampling / speculation: not one token per step
+EAGER = re.compile(r"--enforce-eager\b|enforce_eager\s*=\s*True", re.I)  # vLLM without CUDA graphs
 _NEGATION = re.compile(r"\b(?:no|not|without|off|disabled)\b", re.I)
 
 
@@ -138,9 +138,9 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
             published: str | None = None) -> Observed | str:
     """The row as a plan, or why it cannot be one (`published`: its source's date, for a llama.cpp default)."""
     said = f"{row.test}; {row.where or ''}"
-    if says(said, _SPECULATIVE):
+    if says(said, SPECULATIVE):
         return "speculative decoding (not one token per step)"
-    if says(said, _EAGER):
+    if says(said, EAGER):
         return "vLLM with --enforce-eager (no CUDA graphs): the model costs the engine's default decode"
     fid = format_id(runtime, row.format)
     if fid is None and row.format == "not stated" and row.model_id and runtime not in ("llamacpp", "mlx"):

@@ -91,9 +91,18 @@ def _read_one(path: Path, where: str | None = None, fetched: int | None = None, 
         raise GgufError(f"{where}: {size} bytes is too short for a GGUF header (24 bytes at least).",
                         "The file is truncated or not GGUF: download it again.")
     with open(path, "rb") as fh:
-        if fh.read(4) != b"GGUF":
-            raise GgufError(f"{where}: not a GGUF file (its first bytes are not `GGUF`).",
-                            "Give a .gguf file written by llama.cpp's tools.")
+        head = fh.read(24)
+    if head[:4] != b"GGUF":
+        raise GgufError(f"{where}: not a GGUF file (its first bytes are not `GGUF`).",
+                        "Give a .gguf file written by llama.cpp's tools.")
+    version, tensors_n, kvs_n = int.from_bytes(head[4:8], "little"), *(int.from_bytes(head[i:i + 8], "little")
+                                                                         for i in (8, 16))
+    # a header's counts cannot promise more entries than the file holds (a tensor info is 24 bytes at least: name
+    # length, dimension count, type, offset; a key/value 12: key length and value type): refused before the reader
+    # walks them (2**62 tensors took it 4 s to fail)
+    if version >= 2 and tensors_n * 24 + kvs_n * 12 > size:
+        raise GgufError(f"{where}: its header counts {tensors_n:,} tensors and {kvs_n:,} metadata keys, more than "
+                        f"its {size:,} bytes can hold.", "The file is damaged: download it again.")
     try:
         reader = GGUFReader(str(path), "r")
         if fetched is not None and reader.data_offset > fetched:

@@ -33,6 +33,7 @@ from llmsize.catalog.schema import AttentionBase, ModelSpec
 from llmsize.errors import InvalidValueError
 from llmsize.estimate.gguf_blocks import FALLBACK, FILE_TYPES, GGML_BLOCKS
 from llmsize.estimate.gguf_tensors import GgufTensor, gguf_tensors
+from llmsize.estimate.memo import by_identity
 
 FUSED_QKV_FAMILIES = ("phi3", "falcon")  # their GGUF stores one attn_qkv matrix (and phi3 one ffn_up for gate+up)
 SEVENTY_B_FAMILIES = ("llama", "qwen2", "deci")  # 80 layers is llama.cpp's LLM_TYPE_70B for these
@@ -189,8 +190,10 @@ class MixTensor:
     nbytes: int
 
 
-def file_mix(model: ModelSpec, ftype: str) -> list[MixTensor]:
-    """Every tensor of the file llama-quantize would write for `ftype`, with its type and bytes."""
+@by_identity()
+def file_mix(model: ModelSpec, ftype: str) -> tuple[MixTensor, ...]:
+    """Every tensor of the file llama-quantize would write for `ftype`, with its type and bytes (worked out once per
+    model and type: a plan asks three times, `fit` for every model and type)."""
     if ftype not in FILE_TYPES:
         raise InvalidValueError(f"Unknown GGUF file type `{ftype}`.", f"Choose one of: {', '.join(FILE_TYPES)}.")
     tensors = file_tensors(model)
@@ -208,7 +211,7 @@ def file_mix(model: ModelSpec, ftype: str) -> list[MixTensor]:
         else:
             ty = chooser.choose(t)
         out.append(MixTensor(t, ty, tensor_bytes(t, ty)))
-    return out
+    return tuple(out)
 
 
 def mix_bytes(model: ModelSpec, ftype: str) -> dict[str, int]:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError
+from llmsize.estimate.memo import by_identity
 
 ENGINES = ("llamacpp", "ollama")
 # ggml types a KV cache may use (common/arg.cpp kv_cache_types): (values per block, bytes per block)
@@ -192,24 +193,49 @@ def on_gpu(name: str, n_layer: int, i_gpu_start: int, output_on_gpu: bool, n_cpu
     return False  # the token embedding and anything outside the layers
 
 
-def _placement(tensors: list[tuple[str, int]], n_layer: int, i_gpu_start: int, output_on_gpu: bool,
-               tied: bool, n_cpu_moe: int = 0) -> tuple[int, int]:
-    """(GPU bytes, host bytes) of the model's tensors."""
-    gpu = host = 0
-    embd = 0
+@dataclass(frozen=True)
+class FileLayout:
+    """A GGUF file's tensors by where llama.cpp can put them (on_gpu's cases), summed once per file."""
+
+    layers: dict[int, tuple[int, int]]  # block index -> (routed experts' bytes, the rest's bytes)
+    output_bytes: int  # output.* and output_norm.*: on the GPU when the output layer is
+    embd_bytes: int  # token_embd.weight
+    host_bytes: int  # everything else outside the blocks (the embedding included): always on the host
+    has_output: bool  # an output.weight of its own (else the embedding is tied and loaded again as the output)
+    has_experts: bool
+
+
+@by_identity()
+def file_layout(tensors: list[tuple[str, int]]) -> FileLayout:
+    """The file's tensors read once: the fit search asks for dozens of placements of the same file."""
+    layers: dict[int, list[int]] = {}
+    output = embd = host = 0
     for name, nbytes in tensors:
         m = LAYER.match(name)
         if m:
-            on_gpu_ = on_gpu(name, n_layer, i_gpu_start, output_on_gpu, n_cpu_moe)
-        else:
-            on_gpu_ = on_gpu(name, n_layer, i_gpu_start, output_on_gpu, n_cpu_moe)
-            embd += nbytes if name == "token_embd.weight" else 0
-        if on_gpu_:
-            gpu += nbytes
+            layers.setdefault(int(m.group(1)), [0, 0])[0 if EXPERTS.match(name) else 1] += nbytes
+        elif name.startswith(("output.", "output_norm.")):
+            output += nbytes
         else:
             host += nbytes
+            embd += nbytes if name == "token_embd.weight" else 0
+    return FileLayout({il: (e, r) for il, (e, r) in layers.items()}, output, embd, host,
+                      any(name == "output.weight" for name, _ in tensors), any(e for e, _ in layers.values()))
+
+
+def _placement(tensors: list[tuple[str, int]], n_layer: int, i_gpu_start: int, output_on_gpu: bool,
+               tied: bool, n_cpu_moe: int = 0) -> tuple[int, int]:
+    """(GPU bytes, host bytes) of the model's tensors, placed as on_gpu places each."""
+    f = file_layout(tensors)
+    gpu, host = 0, f.host_bytes
+    for il, (experts, rest) in f.layers.items():
+        on = i_gpu_start <= il < n_layer
+        moved = il < n_cpu_moe  # --n-cpu-moe: this block's routed experts stay on the host
+        gpu += (experts if on and not moved else 0) + (rest if on else 0)
+        host += (0 if on and not moved else experts) + (0 if on else rest)
+    gpu, host = (gpu + f.output_bytes, host) if output_on_gpu else (gpu, host + f.output_bytes)
     if tied and output_on_gpu:
-        gpu += embd  # the embedding, loaded again as the output layer
+        gpu += f.embd_bytes  # the embedding, loaded again as the output layer
     return gpu, host
 
 
@@ -261,9 +287,9 @@ def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int
     if variable_v and not s.flash_attn:
         notes.append(f"layers' V widths differ and flash attention is off: the V cache is padded to {v_max} "
                      "values a token in every layer")
-    tied = not any(name == "output.weight" for name, _ in tensors)
+    tied = not file_layout(tensors).has_output
     model_gpu, model_host = _placement(tensors, n_layer, i_gpu_start, output_on_gpu, tied, s.n_cpu_moe)
-    if s.n_cpu_moe and not any(EXPERTS.match(n) for n, _ in tensors):
+    if s.n_cpu_moe and not file_layout(tensors).has_experts:
         notes.append(f"--n-cpu-moe {s.n_cpu_moe}: the model has no routed-expert tensors; nothing moves")
     # compute buffers: one ubatch of the worst case
     n_tok = min(n_ctx, s.ubatch_size)

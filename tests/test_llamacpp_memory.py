@@ -126,21 +126,22 @@ def test_gpu_layers_place_the_last_layers_and_then_the_output(catalog):
                                          ("gpt-oss-20b", "gguf-mxfp4_moe"), ("glm-4.7-flash", "gguf-q4_k_m")])
 def test_a_files_placement_summed_by_block_is_each_tensor_placed(catalog, model, fmt):
     """_placement sums the file once by block (file_layout) for the fit search's many placements: the same bytes as
-    placing each tensor with on_gpu, for every -ngl and --n-cpu-moe, tied output or not, and with a block past
-    block_count (as a multi-token-prediction block is), which stays on the host."""
+    placing each tensor with on_gpu, for every -ngl and --n-cpu-moe, tied output (qwen3-4b) or not,
+    and with a block past block_count (as a multi-token-prediction block is), which stays on the host."""
     from llmsize.estimate.llamacpp_memory import _placement, file_layout, on_gpu
 
     tensors = gguf_file_tensors(catalog.model(model), fmt)
+    tied = not any(n == "output.weight" for n, _ in tensors)
+    assert tied == (model == "qwen3-4b") == (not file_layout(tensors).has_output)
     blocks = max(file_layout(tensors).layers) + 1
     for n_layer, ngl in [(n, g) for n in (blocks, blocks - 1) for g in (0, 1, n // 2, n, n + 1)]:
         i_gpu_start, out_gpu = max(n_layer - ngl, 0), ngl > n_layer
         for n_cpu_moe in (0, 3, n_layer):
-            for tied in (False, True):
-                gpu = sum(b for n, b in tensors if on_gpu(n, n_layer, i_gpu_start, out_gpu, n_cpu_moe))
-                gpu += next(b for n, b in tensors if n == "token_embd.weight") if tied and out_gpu else 0
-                host = sum(b for n, b in tensors if not on_gpu(n, n_layer, i_gpu_start, out_gpu, n_cpu_moe))
-                assert gpu > 0 or ngl == 0
-                assert _placement(tensors, n_layer, i_gpu_start, out_gpu, tied, n_cpu_moe) == (gpu, host)
+            gpu = sum(b for n, b in tensors if on_gpu(n, n_layer, i_gpu_start, out_gpu, n_cpu_moe))
+            gpu += next(b for n, b in tensors if n == "token_embd.weight") if tied and out_gpu else 0
+            host = sum(b for n, b in tensors if not on_gpu(n, n_layer, i_gpu_start, out_gpu, n_cpu_moe))
+            assert gpu > 0 or ngl == 0
+            assert _placement(tensors, n_layer, i_gpu_start, out_gpu, n_cpu_moe) == (gpu, host)
 
 
 def test_the_identity_cache_holds_its_object_and_forgets_the_oldest():

@@ -104,15 +104,17 @@ def step_inputs(plan: Plan, batch_step, runtime: str | None = None, marlin: bool
     says its FP4 weights went through Marlin (kernel_class), whose matmuls run at the 16-bit peak."""
     layers, moe = _layers(plan)
     collectives, link = _link(plan)
+    cls = kernel_class(plan, runtime, marlin)
     return StepInputs(
         batch=batch_step.batch, weight_bytes=batch_step.weight_bytes, kv_bytes=batch_step.kv_bytes,
         bandwidth_bytes_per_s=plan.gpu.bandwidth_bytes_per_s, layers=layers, moe_layers=moe,
         collectives=collectives, link=link, comm_time_s=batch_step.comm_time_s, flops=batch_step.flops,
-        peak_flop_per_s=_peak(plan, runtime, marlin), format_class=kernel_class(plan, runtime, marlin),
+        peak_flop_per_s=_peak(plan, runtime, marlin), format_class=cls,
         weight_elements=batch_step.weight_bytes * 8 / plan.weights.bits_per_weight if plan.weights.bits_per_weight
         else 0.0, vector_flop_per_s=(plan.gpu.dense_tflops.fp32 or 0) * 1e12 or None,
         attention_flops=_attention_flops(plan, batch_step),
-        tile_matmul_flops=_tile_matmul_flops(plan, batch_step, runtime, marlin),
+        tile_matmul_flops=_tile_matmul_flops(plan, batch_step, runtime,
+                                             marlin or cls != format_class(plan.fmt.id)),
         expert_flops=2.0 * batch_step.batch * expert_params_per_token(plan.card_model or plan.model),
         expert_weight_bytes=batch_step.weight_bytes * expert_read_fraction(
             plan.card_model or plan.model, plan.fmt, plan.scope, batch_step.batch))
@@ -136,11 +138,10 @@ def tile_rows(gpu, marlin: bool = False) -> int:
 def _tile_matmul_flops(plan: Plan, batch_step, runtime: str | None, marlin: bool = False) -> float:
     """The step's matmul FLOPs with the batch rounded up to whole tensor-core tiles; zero for runtimes whose
     small-batch matmuls are vector kernels (llama.cpp's mmvq, MLX's qmv) and on cards without tensor cores.
-    Marlin's tiles where the run says it ran Marlin (`marlin`) or the runtime runs the plan's FP4 through it."""
+    `marlin`: the matmuls run through Marlin (the run says so, or the runtime runs the plan's FP4 through it)."""
     if runtime in MATMUL_PRECISION or plan.gpu.vendor == "Apple":
         return 0.0
-    through_marlin = marlin or (kernel_class(plan, runtime) == MARLIN_CLASS and format_class(plan.fmt.id) == "fp4")
-    rows = tile_rows(plan.gpu, through_marlin)
+    rows = tile_rows(plan.gpu, marlin)
     padded = -(-batch_step.batch // rows) * rows
     return (batch_step.flops - _attention_flops(plan, batch_step)) * padded / batch_step.batch
 

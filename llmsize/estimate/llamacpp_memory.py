@@ -224,8 +224,9 @@ def file_layout(tensors: list[tuple[str, int]]) -> FileLayout:
 
 
 def _placement(tensors: list[tuple[str, int]], n_layer: int, i_gpu_start: int, output_on_gpu: bool,
-               tied: bool, n_cpu_moe: int = 0) -> tuple[int, int]:
-    """(GPU bytes, host bytes) of the model's tensors, placed as on_gpu places each."""
+               n_cpu_moe: int = 0) -> tuple[int, int]:
+    """(GPU bytes, host bytes) of the model's tensors, placed as on_gpu places each; a file without an output
+    matrix of its own (tied) loads its embedding again as the output."""
     f = file_layout(tensors)
     gpu, host = 0, f.host_bytes
     for il, (experts, rest) in f.layers.items():
@@ -234,7 +235,7 @@ def _placement(tensors: list[tuple[str, int]], n_layer: int, i_gpu_start: int, o
         gpu += (experts if on and not moved else 0) + (rest if on else 0)
         host += (0 if on and not moved else experts) + (0 if on else rest)
     gpu, host = (gpu + f.output_bytes, host) if output_on_gpu else (gpu, host + f.output_bytes)
-    if tied and output_on_gpu:
+    if not f.has_output and output_on_gpu:
         gpu += f.embd_bytes  # the embedding, loaded again as the output layer
     return gpu, host
 
@@ -287,8 +288,7 @@ def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int
     if variable_v and not s.flash_attn:
         notes.append(f"layers' V widths differ and flash attention is off: the V cache is padded to {v_max} "
                      "values a token in every layer")
-    tied = not file_layout(tensors).has_output
-    model_gpu, model_host = _placement(tensors, n_layer, i_gpu_start, output_on_gpu, tied, s.n_cpu_moe)
+    model_gpu, model_host = _placement(tensors, n_layer, i_gpu_start, output_on_gpu, s.n_cpu_moe)
     if s.n_cpu_moe and not file_layout(tensors).has_experts:
         notes.append(f"--n-cpu-moe {s.n_cpu_moe}: the model has no routed-expert tensors; nothing moves")
     # compute buffers: one ubatch of the worst case

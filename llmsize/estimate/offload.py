@@ -29,7 +29,15 @@ from dataclasses import dataclass, replace
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.estimate.host_memory import HostMemory
-from llmsize.estimate.llamacpp_memory import EXPERTS, LAYER, LlamaCppLedger, layer_caches, on_gpu, row_bytes
+from llmsize.estimate.llamacpp_memory import (
+    EXPERTS,
+    LAYER,
+    LlamaCppLedger,
+    file_layout,
+    layer_caches,
+    on_gpu,
+    row_bytes,
+)
 
 
 @dataclass(frozen=True)
@@ -61,7 +69,7 @@ def read_bytes(model: ModelSpec, led: LlamaCppLedger, tensors: list[tuple[str, i
     i_gpu_start, out_gpu = n_layer - min(led.gpu_layers, n_layer), led.gpu_layers > n_layer
     share = _expert_share(model)
     gpu = host = 0.0
-    tied = not any(n == "output.weight" for n, _ in tensors)
+    tied = not file_layout(tensors).has_output
     for name, nbytes in tensors:
         if name == "token_embd.weight":
             if tied:  # read in full as the output layer, where the output is

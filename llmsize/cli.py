@@ -524,8 +524,12 @@ def import_(
         sys.stdout.write(text)
         return
     write_output(output, text, "-o", force)
-    sys.stderr.write(f"Wrote {output} (id {model_id}); plan it with `llmsize plan {model_id} --gpu CARD "
-                     f"--catalog {output.parent.parent}`.\n")
+    if output.parent.name == "models":  # a catalog folder's models/ shelf
+        hint = f"plan it with `llmsize plan {model_id} --gpu CARD --catalog {output.parent.parent}`"
+    else:
+        hint = (f"to plan it by id, put it in a catalog folder's models/ (say mycat/models/{output.name}) and "
+                f"pass `--catalog mycat`")
+    sys.stderr.write(f"Wrote {output} (id {model_id}); {hint}.\n")
 
 
 @_command()

@@ -125,7 +125,9 @@ def import_model(path: str | Path, read_headers: bool = True, estimate_only: boo
             if not estimate_only:
                 raise
             warning = f"Planned from config.json alone (--estimate-only), not from the files: {e.message}"
-    out = build(raw, hf_quant, str(cfg_path), str(hq_path if hf_quant is not None else cfg_path), folder.name,
+    # a model's folder names it; a config file saved under another name (org__name.json) names it by its stem
+    label = folder.name if cfg_path.name == "config.json" else cfg_path.stem
+    out = build(raw, hf_quant, str(cfg_path), str(hq_path if hf_quant is not None else cfg_path), label,
                 sources, tensors, paths, estimate_only)
     if warning:
         out.warnings.insert(0, warning)

@@ -5,6 +5,9 @@
 2. The SGLang Cookbook's bench_serving runs at a fixed max concurrency (serving_point): output tokens/s, mean
    TTFT and mean TPOT, predicted with the SGLang constants at the run's mean lengths (its printed total input and
    generated tokens over its requests: the random dataset draws lengths below the flags).
+3. MLPerf Inference's llama3.1-405b Offline results on one node of 8 cards (TensorRT-LLM): the benchmark's mean
+   prompt is not printed in the sources read, so each result is turned into the mean prompt at which fleet's
+   max-throughput replica delivers it (implied_prompt_tokens); a model right about the cards implies one length.
 
     python benchmarks/serving_throughput.py
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 import re
 import statistics
 import sys
+from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,6 +84,53 @@ def rows(cat: Catalog | None = None) -> list[tuple[str, float | None, float]]:
             label = (f"{r['model_id']} {r['card_id']} {r['parallelism_printed']} {_quant(r)} {r['isl']}/{r['osl']} "
                      f"({f.stem.removeprefix('trtllm-perf-overview-')})")
             out.append((label, pred, published))
+    return out
+
+
+MLPERF_QUANT = {"fp8": "fp8", "fp4": "nvfp4"}  # the results' weight_data_types; the cache is FP8 in every config
+MLPERF_OUTPUT_TOKENS = 685  # the rules' reference tokens_per_sample, 684.68, rounded
+ISL_BRACKET = (1000, 20000)  # prompt lengths searched (the benchmark's engines cap prompts at 20,000 tokens)
+
+
+def _offline_per_gpu(cat: Catalog, card: str, quant: str, gpus: int, isl: int, runtimes: dict) -> float | None:
+    return max_throughput_per_gpu(cat.model("llama-3.1-405b"), cat.gpu(card), isl, MLPERF_OUTPUT_TOKENS, gpus, quant,
+                                  "trtllm", runtimes, kv_dtype="fp8")
+
+
+def implied_prompt_tokens(per_gpu, published: float) -> int | None:
+    """The mean prompt at which the predicted tok/s per GPU (per_gpu(isl), falling as prompts grow) equals the
+    published one, by bisection over ISL_BRACKET; None outside it."""
+    lo, hi = ISL_BRACKET
+    f_lo, f_hi = per_gpu(lo), per_gpu(hi)
+    if f_lo is None or f_hi is None or not f_hi <= published <= f_lo:
+        return None
+    while hi - lo > 10:
+        mid = (lo + hi) // 2
+        if per_gpu(mid) >= published:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) // 2
+
+
+def mlperf_rows(cat: Catalog | None = None) -> list[tuple[str, float, int | None, float | None, float | None]]:
+    """MLPerf's llama3.1-405b Offline results on one node of 8 cards whose round prints its weights' precision:
+    (label, published tok/s per GPU, the mean prompt at which fleet's max-throughput replica of 8 cards (TP 8,
+    TensorRT-LLM, FP8 cache) delivers it, predicted tok/s per GPU at prompts of 8,000 and of 11,000 tokens). The
+    benchmark's mean prompt is not printed in the sources read (tests/data/serving/mlperf-llama31-405b.yaml), so
+    the prompt each card's figure implies is the comparison: a model right about the cards implies one length."""
+    cat = cat or Catalog()
+    runtimes = {r.id: r for r in cat.runtimes.all()}
+    out = []
+    for r in yaml.safe_load((DATA / "mlperf-llama31-405b.yaml").read_text())["rows"]:
+        if r["scenario"] != "Offline" or r["gpus"] != 8 or r["nodes"] not in (1, None) or r["weights"] is None:
+            continue
+        quant, published = MLPERF_QUANT[r["weights"]], r["tokens_per_s"] / r["gpus"]
+
+        def per_gpu(isl, r=r, quant=quant):
+            return _offline_per_gpu(cat, r["card_id"], quant, r["gpus"], isl, runtimes)
+        label = f"{r['round']} {r['submitter']} {r['card_id']} {quant}"
+        out.append((label, published, implied_prompt_tokens(per_gpu, published), per_gpu(8000), per_gpu(11000)))
     return out
 
 
@@ -168,6 +219,16 @@ def main() -> int:
         print(f"{label:46} {metric:13} {' '.join(cells)} {got:10,.3f}")
     for (kind, metric), errs in by.items():
         print(f"{kind:8} {metric}: {len(errs)} figures, {_summary(errs)}")
+    print(f"\nMLPerf Inference llama3.1-405b, Offline, 8 cards (tok/s per GPU; the prompt length each result implies)\n"
+          f"{'result':40} {'published':>10} {'implied prompt':>15} {'pred @8000':>11} {'pred @11000':>12}")
+    implied = defaultdict(list)
+    for label, published, isl, at8, at11 in mlperf_rows():
+        implied[label.split()[2]].append(isl)
+        print(f"{label:40} {published:10,.1f} {isl if isl else '-':>15} {at8 or 0:11,.1f} {at11 or 0:12,.1f}")
+    for card, isls in implied.items():
+        known = sorted(i for i in isls if i)
+        if known:
+            print(f"{card}: implied mean prompt {statistics.median(known):,.0f} tokens (median of {len(known)})")
     return 0
 
 

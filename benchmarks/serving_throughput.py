@@ -224,7 +224,8 @@ def main() -> int:
     implied = defaultdict(list)
     for label, published, isl, at8, at11 in mlperf_rows():
         implied[label.split()[2]].append(isl)
-        print(f"{label:40} {published:10,.1f} {isl if isl else '-':>15} {at8 or 0:11,.1f} {at11 or 0:12,.1f}")
+        cells = [f"{x:{w},.1f}" if x is not None else f"{'-':>{w}}" for x, w in ((at8, 11), (at11, 12))]
+        print(f"{label:40} {published:10,.1f} {isl if isl else '-':>15} {' '.join(cells)}")
     for card, isls in implied.items():
         known = sorted(i for i in isls if i)
         if known:

@@ -25,6 +25,7 @@ import re
 import statistics
 import sys
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,11 +93,6 @@ MLPERF_OUTPUT_TOKENS = 685  # the rules' reference tokens_per_sample, 684.68, ro
 ISL_BRACKET = (1000, 20000)  # prompt lengths searched (the benchmark's engines cap prompts at 20,000 tokens)
 
 
-def _offline_per_gpu(cat: Catalog, card: str, quant: str, gpus: int, isl: int, runtimes: dict) -> float | None:
-    return max_throughput_per_gpu(cat.model("llama-3.1-405b"), cat.gpu(card), isl, MLPERF_OUTPUT_TOKENS, gpus, quant,
-                                  "trtllm", runtimes, kv_dtype="fp8")
-
-
 def implied_prompt_tokens(per_gpu, published: float) -> int | None:
     """The mean prompt at which the predicted tok/s per GPU (per_gpu(isl), falling as prompts grow) equals the
     published one, by bisection over ISL_BRACKET; None outside it."""
@@ -113,25 +109,46 @@ def implied_prompt_tokens(per_gpu, published: float) -> int | None:
     return (lo + hi) // 2
 
 
-def mlperf_rows(cat: Catalog | None = None) -> list[tuple[str, float, int | None, float | None, float | None]]:
-    """MLPerf's llama3.1-405b Offline results on one node of 8 cards whose round prints its weights' precision:
-    (label, published tok/s per GPU, the mean prompt at which fleet's max-throughput replica of 8 cards (TP 8,
-    TensorRT-LLM, FP8 cache) delivers it, predicted tok/s per GPU at prompts of 8,000 and of 11,000 tokens). The
-    benchmark's mean prompt is not printed in the sources read (tests/data/serving/mlperf-llama31-405b.yaml), so
-    the prompt each card's figure implies is the comparison: a model right about the cards implies one length."""
+@dataclass(frozen=True)
+class MlperfRow:
+    label: str
+    card: str
+    published: float  # tok/s per GPU
+    implied_isl: int | None  # the mean prompt at which fleet's replica delivers it
+    at_8000: float | None  # predicted tok/s per GPU at prompts of 8,000 and 11,000 tokens
+    at_11000: float | None
+
+
+def mlperf_rows(cat: Catalog | None = None) -> list[MlperfRow]:
+    """MLPerf's llama3.1-405b Offline results on one node of 8 cards whose round prints its weights' precision,
+    each beside fleet's max-throughput replica of 8 cards (TP 8, TensorRT-LLM, FP8 cache). The benchmark's mean
+    prompt is not printed in the sources read (tests/data/serving/mlperf-llama31-405b.yaml), so the prompt each
+    result implies is the comparison: a model right about the cards implies one length."""
     cat = cat or Catalog()
     runtimes = {r.id: r for r in cat.runtimes.all()}
+    model = cat.model("llama-3.1-405b")
     out = []
     for r in yaml.safe_load((DATA / "mlperf-llama31-405b.yaml").read_text())["rows"]:
         if r["scenario"] != "Offline" or r["gpus"] != 8 or r["nodes"] not in (1, None) or r["weights"] is None:
             continue
-        quant, published = MLPERF_QUANT[r["weights"]], r["tokens_per_s"] / r["gpus"]
+        quant, gpu = MLPERF_QUANT[r["weights"]], cat.gpu(r["card_id"])
 
-        def per_gpu(isl, r=r, quant=quant):
-            return _offline_per_gpu(cat, r["card_id"], quant, r["gpus"], isl, runtimes)
-        label = f"{r['round']} {r['submitter']} {r['card_id']} {quant}"
-        out.append((label, published, implied_prompt_tokens(per_gpu, published), per_gpu(8000), per_gpu(11000)))
+        def per_gpu(isl, gpu=gpu, quant=quant, gpus=r["gpus"]):
+            return max_throughput_per_gpu(model, gpu, isl, MLPERF_OUTPUT_TOKENS, gpus, quant, "trtllm", runtimes,
+                                          kv_dtype="fp8")
+        published = r["tokens_per_s"] / r["gpus"]
+        out.append(MlperfRow(f"{r['round']} {r['submitter']} {r['card_id']} {quant}", r["card_id"], published,
+                             implied_prompt_tokens(per_gpu, published), per_gpu(8000), per_gpu(11000)))
     return out
+
+
+def implied_by_card(rows: list[MlperfRow]) -> dict[str, float]:
+    """Per card, the median of the prompt lengths its results imply (those the bracket holds)."""
+    isls = defaultdict(list)
+    for row in rows:
+        if row.implied_isl is not None:
+            isls[row.card].append(row.implied_isl)
+    return {card: statistics.median(v) for card, v in isls.items()}
 
 
 DEP = "--dep-as-tp" not in sys.argv  # cost "DEP n" rows as attention data parallel + experts over n (else as TP n)
@@ -221,15 +238,12 @@ def main() -> int:
         print(f"{kind:8} {metric}: {len(errs)} figures, {_summary(errs)}")
     print(f"\nMLPerf Inference llama3.1-405b, Offline, 8 cards (tok/s per GPU; the prompt length each result implies)\n"
           f"{'result':40} {'published':>10} {'implied prompt':>15} {'pred @8000':>11} {'pred @11000':>12}")
-    implied = defaultdict(list)
-    for label, published, isl, at8, at11 in mlperf_rows():
-        implied[label.split()[2]].append(isl)
-        cells = [f"{x:{w},.1f}" if x is not None else f"{'-':>{w}}" for x, w in ((at8, 11), (at11, 12))]
-        print(f"{label:40} {published:10,.1f} {isl if isl else '-':>15} {' '.join(cells)}")
-    for card, isls in implied.items():
-        known = sorted(i for i in isls if i)
-        if known:
-            print(f"{card}: implied mean prompt {statistics.median(known):,.0f} tokens (median of {len(known)})")
+    mlperf = mlperf_rows()
+    for row in mlperf:
+        cells = [f"{x:{w},.1f}" if x is not None else f"{'-':>{w}}" for x, w in ((row.at_8000, 11), (row.at_11000, 12))]
+        print(f"{row.label:40} {row.published:10,.1f} {row.implied_isl or '-':>15} {' '.join(cells)}")
+    for card, isl in implied_by_card(mlperf).items():
+        print(f"{card}: implied mean prompt {isl:,.0f} tokens (median of its results)")
     return 0
 
 

@@ -68,16 +68,17 @@ def test_import_writes_an_entry_that_plans_like_the_folder(run_cli, tmp_path):
 def test_import_of_a_renamed_config_names_the_model_by_the_file_and_hints_only_a_working_catalog(run_cli, tmp_path):
     """A config.json saved under another name is named by that name, not by the folder it sits in; the hint after
     writing names a --catalog that finds the entry only when the entry sits in a catalog's models/ folder."""
-    code, out, err = run_cli("import", str(CONFIGS / "meta-llama__Meta-Llama-3.1-405B.json"))
+    cfg = str(CONFIGS / "meta-llama__Meta-Llama-3.1-405B.json")
+    code, out, err = run_cli("import", cfg)
     assert code == 0, err
     assert yaml.safe_load(out)["name"] == "meta-llama__Meta-Llama-3.1-405B"  # not "hf-configs"
     loose = tmp_path / "l405.yaml"
-    code, _, err = run_cli("import", str(CONFIGS / "meta-llama__Meta-Llama-3.1-405B.json"), "-o", str(loose))
+    code, _, err = run_cli("import", cfg, "-o", str(loose))
     assert code == 0 and "--catalog" in err and f"--catalog {tmp_path.parent}" not in err, err
     assert "mycat/models/l405.yaml" in err
     shelf = tmp_path / "cat" / "models"
     shelf.mkdir(parents=True)
-    code, _, err = run_cli("import", str(CONFIGS / "meta-llama__Meta-Llama-3.1-405B.json"), "-o", str(shelf / "l405.yaml"))
+    code, _, err = run_cli("import", cfg, "-o", str(shelf / "l405.yaml"))
     hint = err.split("`")[1]
     assert code == 0 and hint == f"llmsize plan l405 --gpu CARD --catalog {tmp_path / 'cat'}", err
     code, out, err = run_cli("plan", "l405", "--gpu", "h200", "--tp", "8", "--catalog", str(tmp_path / "cat"), "--json")

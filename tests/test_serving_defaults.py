@@ -119,15 +119,11 @@ def test_mlperf_offline_llama_405b_implied_prompts(catalog):
     Measured at commit time: H200 FP8 implies ~10,460 tokens, B200 NVFP4 ~6,300, B300 NVFP4 ~6,520: against
     Hopper, the model under-rates Blackwell FP4 on this prompt-heavy load by ~1.66x (RESULTS.md). Bounded a
     little above, so a regression in the prefill or memory model shows."""
-    import statistics
-
     import serving_throughput as bench
 
     rows = bench.mlperf_rows(catalog)
-    assert len(rows) >= 20 and all(isl is not None for _, _, isl, _, _ in rows)
-    by_card = {}
-    for label, _, isl, _, _ in rows:
-        by_card.setdefault(label.split()[2], []).append(isl)
-    h200, b200 = statistics.median(by_card["h200-sxm"]), statistics.median(by_card["b200"])
+    assert len(rows) >= 20 and all(r.implied_isl is not None for r in rows)
+    by_card = bench.implied_by_card(rows)
+    h200, b200 = by_card["h200-sxm"], by_card["b200"]
     assert 8_000 < h200 < 13_000 and 4_000 < b200 < 9_000
     assert h200 / b200 < 1.8

@@ -17,6 +17,15 @@ def require_torch():
     return torch
 
 
+def require_driver(index: int) -> None:
+    """An NVIDIA driver whose NVML sees card `index`, asked before torch is imported: NVML answers in tens of
+    milliseconds where importing torch takes seconds, so a machine without an NVIDIA GPU is refused at once.
+    (The run reads the card through NVML anyway: a machine where it cannot start could not be measured.)"""
+    from llmsize.measure.card import read_card
+
+    read_card(index)
+
+
 def require_cuda(torch, index: int) -> None:
     if torch.version.cuda is None and getattr(torch.version, "hip", None) is None:
         raise LlmsizeError(f"torch {torch.__version__} is a CPU-only build: it cannot reach a GPU.",

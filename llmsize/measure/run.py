@@ -265,11 +265,13 @@ def measure(o: MeasureOptions, progress=None, gpu=None) -> dict:
 
 def _preflight(o: MeasureOptions, tick, gpu=None) -> _Setup:
     """torch, the card (NVML, the catalog), the model's config, and whether the run fits: before any work."""
+    cuda = o.device == "cuda"
+    if cuda and gpu is None:
+        preflight.require_driver(o.gpu_index)  # before torch's import: a machine without a card is told at once
     torch = preflight.require_torch()
     from llmsize.measure import checkpoint as ckpt
     from llmsize.measure import gemma4
 
-    cuda = o.device == "cuda"
     card = catalog_gpu = None
     if cuda:
         gpu = gpu if gpu is not None else CudaGpu(torch, o.gpu_index)

@@ -92,7 +92,28 @@ def test_no_gpu_is_one_line_with_a_hint(run_cli):
         pytest.skip("a GPU is present")
     code, out, err = run_cli("measure")
     assert code == 2 and len(err.strip().splitlines()) == 1
-    assert "--device cpu" in err and ("CPU-only build" in err or "No CUDA GPU" in err)
+    assert "--device cpu" in err and ("CPU-only build" in err or "No CUDA GPU" in err or "NVML could not start" in err)
+
+
+def test_a_machine_without_a_driver_is_refused_before_torch_is_imported(monkeypatch):
+    """NVML answers in tens of ms, importing torch takes seconds: no driver is said before torch is asked for;
+    a card handed to the run (the tests' stand-in) is not asked of NVML."""
+    from llmsize.measure import card, run
+
+    def no_driver(index):
+        raise LlmsizeError("NVML could not start (Driver Not Loaded): no NVIDIA driver or GPU visible.")
+
+    def torch_first():
+        raise AssertionError("torch was asked for before the driver")
+
+    monkeypatch.setattr(card, "read_card", no_driver)
+    monkeypatch.setattr(preflight, "require_torch", torch_first)
+    with pytest.raises(LlmsizeError, match="NVML could not start"):
+        run.measure(run.MeasureOptions())
+    with pytest.raises(AssertionError, match="asked for before"):  # --device cpu needs no driver
+        run.measure(run.MeasureOptions(device="cpu"))
+    with pytest.raises(AssertionError, match="asked for before"):  # a card object given: NVML is its business
+        run.measure(run.MeasureOptions(), gpu=object())
 
 
 def test_missing_torch_is_one_line_with_the_install_hint():

@@ -86,6 +86,8 @@ def fake_cuda(monkeypatch, fake_gpu):
     s under the interpreter, and tests/measure/test_gemma4_decode.py and test_logits.py run each of them for real,
     and test_kernel_plan.py what a failed one does). Returns the checks' calls, in order."""
     monkeypatch.setattr(run, "CudaGpu", lambda torch_, index: fake_gpu)
+    # NVML asked for a driver before torch is imported (preflight.require_driver): the fake card has one
+    monkeypatch.setattr(run.preflight, "require_driver", lambda index: fake_gpu._ask("driver"))
     monkeypatch.setattr(gemma4, "GEMMA4_12B", dataclasses.replace(gemma4.GEMMA4_TINY, name="gemma-4-12b"))
     from llmsize.measure import selfcheck
     faked = []
@@ -149,7 +151,7 @@ def test_the_gpu_path_runs_end_to_end(fake_cuda, fake_gpu, batch, tmp_path, run_
     # the card: checked and read before any work, the probe before the build, the graph after the warm-up, the
     # clocks, capability and peak memory for the report
     asked = fake_gpu.asked
-    assert asked[:5] == ["require", "card", "open", "free_bytes", "probe"], asked
+    assert asked[:6] == ["driver", "require", "card", "open", "free_bytes", "probe"], asked
     assert asked.index("capture") < asked.index("clocks") and {"capability", "peak_memory_bytes"} <= set(asked)
     assert g["name"] == "NVIDIA H200" and g["catalog_id"] == "h200-sxm" and g["compute_capability"] == "9.0"
     assert g["theoretical_bandwidth_gb_s"] == pytest.approx(4814.3, abs=0.1)  # 2 x 3,201 MHz x 6,016 bits / 8

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -157,6 +158,13 @@ def build_app(only: str | None = None) -> typer.Typer:
         if only is None or cmd == only:
             app.command(name)(fn)
     return app
+
+
+@functools.lru_cache(maxsize=None)
+def click_command(only: str | None = None):
+    """build_app's command as click runs it (what typer's app() builds on every call), built once per process:
+    a process that runs several commands, or forks after building them, converts the options once."""
+    return typer.main.get_command(build_app(only))
 
 MIN_WIDTH, MAX_WIDTH = 60, 100  # reports are laid out for 60 to 100 columns, whatever the terminal says
 
@@ -1283,8 +1291,8 @@ def main(argv: list[str] | None = None) -> None:
             args = sys.argv[1:] if argv is None else list(argv)
             names = {(n or fn.__name__.rstrip("_")) for n, fn in _COMMANDS}
             first = args[0] if args else None
-            app = build_app(first if first in names else None)
-            rv = app(args=args, prog_name="llmsize", standalone_mode=False)
+            rv = click_command(first if first in names else None)(args=args, prog_name="llmsize",
+                                                                   standalone_mode=False)
         except (typer.Abort, KeyboardInterrupt):
             sys.stderr.write("Aborted.\n")
             sys.exit(int(ExitStatus.ERROR))

@@ -1085,15 +1085,20 @@ def _preimport(torch_needed: bool) -> None:
             importlib.import_module(m)
         except Exception:  # an extra that is not installed: the child meets it as a user would
             pass
-    # pydantic builds a catalog schema's validator at its first use (tens of ms a child): built once here, from one
-    # shipped entry of each kind (what the children read, from their own files, is not cached)
+    # built once here, inherited by every fork: each command's click options (cli.click_command, ~5 ms a child)
+    # and the shipped catalog's entries (loader.load_entry: pydantic's validators and each file's parse, ~1 ms an
+    # entry). A child still reads and checks every file it loads; only the same text at the same path is not
+    # parsed again, so a mutated copy is parsed and validated afresh.
+    from llmsize import cli
     from llmsize.catalog.loader import Catalog
 
     try:
+        for name in [None, *((n or fn.__name__.rstrip("_")) for n, fn in cli._COMMANDS)]:
+            cli.click_command(name)
         cat = Catalog()
         for shelf in (cat.hardware, cat.models, cat.runtimes, cat.hosts):
-            shelf.get(sorted(shelf.files)[0])
-    except Exception:  # a speed-up only: the children load their catalogs themselves either way
+            shelf.all()
+    except Exception:  # a speed-up only: the children build and load these themselves either way
         pass
 
 

@@ -118,3 +118,26 @@ def test_shipped_yaml_copied_whole_loads(tmp_path):
     shutil.copytree(ROOT / "models", tmp_path / "models")
     shutil.copytree(ROOT / "hardware", tmp_path / "hardware")
     assert len(Catalog([tmp_path]).models.all()) == len(list((ROOT / "models").glob("*.yaml")))
+
+
+def test_an_unchanged_file_is_parsed_once_a_changed_or_failing_one_each_time(tmp_path, monkeypatch):
+    """loader.load_entry keeps what an entry's stem and text made (entries are frozen): the same text, here or in a
+    copy elsewhere, is not parsed again; an edited file is; a file that fails fails on every load, naming itself."""
+    from llmsize.catalog import loader
+
+    parsed = []
+    real = loader._parse_entry
+    monkeypatch.setattr(loader, "_parse_entry", lambda *a: parsed.append(a[0]) or real(*a))
+    monkeypatch.setattr(loader, "_PARSED", {})
+    text = (ROOT / "hardware" / "rtx5090.yaml").read_text().replace("id: rtx5090\n", "id: mycard\n")
+    a = user_catalog(tmp_path / "a", "hardware", "mycard", text)
+    b = user_catalog(tmp_path / "b", "hardware", "mycard", text)
+    first = Catalog([a]).hardware.get("mycard")
+    assert Catalog([b]).hardware.get("mycard") is first and len(parsed) == 1
+    user_catalog(a, "hardware", "mycard", text.replace("tdp_w: 575", "tdp_w: 600"))
+    assert Catalog([a]).hardware.get("mycard").tdp_w == 600 and len(parsed) == 2
+    user_catalog(b, "hardware", "mycard", text.replace("tdp_w: 575", "tdp_w: -1"))
+    for _ in range(2):
+        with pytest.raises(CatalogError, match=r"b/hardware/mycard\.yaml.*tdp_w"):
+            Catalog([b]).hardware.get("mycard")
+    assert len(parsed) == 4

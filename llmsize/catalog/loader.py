@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from llmsize.catalog.schema import GpuSpec, HostSpec, ModelSpec, RuntimeSpec
 from llmsize.errors import CatalogError, UnknownNameError, shown
-from llmsize.files import FileError, is_dir, read_yaml
+from llmsize.files import YAML_LIMIT_BYTES, FileError, is_dir, parse_yaml, read_text
 
 ENV_VAR = "LLMSIZE_CATALOG"
 KINDS = {"hardware": GpuSpec, "models": ModelSpec, "runtimes": RuntimeSpec, "hosts": HostSpec}
@@ -64,7 +64,7 @@ def normalize(name: str) -> str:
     return re.sub(r"[^a-z0-9.]", "", name.lower()).replace(".", "")
 
 
-def _format_validation_error(path: Path, err: ValidationError) -> str:
+def _format_validation_error(path: Path | str, err: ValidationError) -> str:
     parts = []
     for e in err.errors()[:3]:
         loc = ".".join(str(x) for x in e["loc"])
@@ -80,17 +80,39 @@ def load_entry(path: Path, schema: type[T]) -> T:
     as llmsize.files reads every input: a regular file only, size-capped, duplicate keys and alias bombs
     refused."""
     try:
-        data = read_yaml(path, "catalog file")
+        text = read_text(path, YAML_LIMIT_BYTES, "catalog file")
+    except FileError as e:
+        raise CatalogError(e.message, e.hint) from None
+    key = (path.stem, text, schema)
+    entry = _PARSED.get(key)
+    if entry is None:
+        entry = _parse_entry(str(path), path.stem, text, schema)
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[key] = entry
+    return entry
+
+
+# entries already made, by (stem, text, schema): a file whose stem and text are unchanged makes the same entry
+# wherever it lies, and entries are frozen, so it is parsed and validated once per process (a process that
+# loads the catalog again, or a fork whose parent loaded it); a file that fails is parsed, and fails, each time
+_PARSED: dict[tuple, BaseModel] = {}
+_PARSED_MAX = 4096
+
+
+def _parse_entry(where: str, stem: str, text: str, schema: type[T]) -> T:
+    try:
+        data = parse_yaml(text, where, "catalog file")
     except FileError as e:
         raise CatalogError(e.message, e.hint) from None
     if not isinstance(data, dict):
-        raise CatalogError(f"{path}: expected a mapping of keys, got {type(data).__name__}.")
+        raise CatalogError(f"{where}: expected a mapping of keys, got {type(data).__name__}.")
     try:
         entry = schema.model_validate(data)
     except ValidationError as e:
-        raise CatalogError(_format_validation_error(path, e), "Fix the file or move it off the catalog path.") from None
-    if entry.id != path.stem:
-        raise CatalogError(f"{path}: `id` is `{entry.id}` but the file is named `{path.stem}.yaml`.",
+        raise CatalogError(_format_validation_error(where, e), "Fix the file or move it off the catalog path.") from None
+    if entry.id != stem:
+        raise CatalogError(f"{where}: `id` is `{entry.id}` but the file is named `{stem}.yaml`.",
                            "The file stem must equal the id.")
     return entry
 

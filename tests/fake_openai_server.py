@@ -218,7 +218,9 @@ class FakeServer:
 
         self.server = Quiet(("127.0.0.1", 0), H)
         self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # serve_forever looks for shutdown() between polls: its default 0.5 s poll made each test wait ~0.5 s
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02},
+                                       daemon=True)
 
     @property
     def url(self) -> str:

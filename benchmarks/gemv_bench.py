@@ -22,14 +22,10 @@ import sys
 import time
 from pathlib import Path
 
-import torch
-import torch.nn.functional as F
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.kernels import gemv_dot, gemv_rows, lm_head  # noqa: E402
-from llmsize.measure import gemv, gemv_tc, gemv_words, nvfp4, tuner  # noqa: E402
-from llmsize.measure.card import read_card  # noqa: E402
+from llmsize.errors import LlmsizeError  # noqa: E402
+from llmsize.measure.preflight import require_driver  # noqa: E402
 
 SHAPES = {  # [N, K] of Gemma 4 12B (shared/reference/gemma-architecture.md), fused as the decoder runs them
     "qkv sliding": (4096 + 2048 + 2048, 3840), "qkv full": (8192 + 512, 3840), "o sliding": (3840, 4096),
@@ -44,6 +40,8 @@ SMOKE_SHAPES = {"o sliding": (64, 128), "gate_up": (256, 256)}
 def bench(fn, iters, device="cuda"):
     """Seconds per call of fn(i), i = 0..iters-1 captured in one CUDA graph (fn cycles through weight copies);
     on the CPU (--smoke) two plain calls."""
+    import torch
+
     if device != "cuda":
         t = time.perf_counter()
         for i in range(2):
@@ -70,6 +68,22 @@ def main():
     ap.add_argument("--best-out", default=None)
     ap.add_argument("--smoke", action="store_true", help="the CPU, two small shapes, through the interpreter")
     args = ap.parse_args()
+    if not args.smoke:
+        try:  # NVML, before torch's seconds of import: a machine without a card is told at once
+            require_driver(0)
+        except LlmsizeError as e:
+            sys.exit(f"Error: gemv_bench.py needs a CUDA GPU (or --smoke on the CPU): {e}")
+    run(args)
+
+
+def run(args):
+    import torch
+    import torch.nn.functional as F
+
+    from benchmarks.kernels import gemv_dot, gemv_rows, lm_head
+    from llmsize.measure import gemv, gemv_tc, gemv_words, nvfp4, tuner
+    from llmsize.measure.card import read_card
+
     dev = "cpu" if args.smoke else "cuda"
     per_token = {k: 0.0 for k in KERNELS_B1}
     theo = None if args.smoke else read_card(0).theoretical_bandwidth_gb_s

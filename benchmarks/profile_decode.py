@@ -26,13 +26,12 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-import torch
-from torch.profiler import ProfilerActivity, profile
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.kernels.decoder import LabDecoder  # noqa: E402
-from llmsize.measure import gemma4  # noqa: E402
+from llmsize.errors import LlmsizeError  # noqa: E402
+from llmsize.measure.preflight import require_driver  # noqa: E402
+
+GEMVS = ("triton", "words", "dot", "pairs")  # benchmarks/kernels/decoder.LabDecoder's NVFP4 kernels
 
 
 def union_us(intervals) -> float:
@@ -63,6 +62,8 @@ def _replay(step, device, smoke: bool, eager: bool):
     """The step as measure runs it: captured in a CUDA graph (unless eager or on the CPU)."""
     if smoke or eager:
         return step
+    import torch
+
     from llmsize.measure.gpu import capture_step
     return capture_step(torch, step, device)
 
@@ -70,6 +71,8 @@ def _replay(step, device, smoke: bool, eager: bool):
 def _step_ms(replay, smoke: bool, reps: int = 20) -> float:
     """Median ms of one step with the profiler off (measure's own timer: CUDA events on a GPU, the wall clock on
     the CPU)."""
+    import torch
+
     from llmsize.measure.gpu import CudaGpu, timed_s
     gpu = None if smoke else CudaGpu(torch, torch.cuda.current_device())
     return statistics.median(timed_s(gpu, replay) for _ in range(reps)) * 1e3
@@ -77,6 +80,8 @@ def _step_ms(replay, smoke: bool, reps: int = 20) -> float:
 
 def _kernel_events(prof, smoke: bool):
     """(name, start_us, end_us) of every kernel (on the CPU: of every top-level operator)."""
+    import torch
+
     out = []
     for e in prof.events():
         if smoke:
@@ -95,7 +100,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--batch", type=int, default=1,
                     help="sequences decoded together (1-16; 1-256 with --gemv words or --quant bf16)")
     ap.add_argument("--steps", type=int, default=8)
-    ap.add_argument("--gemv", default="triton", choices=LabDecoder.GEMVS[1:])
+    ap.add_argument("--gemv", default="triton", choices=GEMVS)
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--fused", action="store_true")
     ap.add_argument("--eager", action="store_true", help="launch the step's kernels one by one (no CUDA graph)")
@@ -115,6 +120,17 @@ def main() -> None:
         ap.error(f"--batch {args.batch}: use 1 to {most}" + (" (up to 256 with --gemv words)" if most == 16 else ""))
     if args.steps < 1:
         ap.error(f"--steps {args.steps}: profile at least one step")
+    if not args.smoke:
+        try:  # NVML, before torch's seconds of import: a machine without a card is told at once
+            require_driver(0)
+        except LlmsizeError as e:
+            ap.error(f"{str(e).rstrip('.')}: run on a GPU machine, or --smoke for the CPU rehearsal")
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from benchmarks.kernels.decoder import LabDecoder
+    from llmsize.measure import gemma4
+
     if not args.smoke and not torch.cuda.is_available():
         ap.error("no CUDA GPU visible to torch: run on a GPU machine, or --smoke for the CPU rehearsal")
     if args.smoke:

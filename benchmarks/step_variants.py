@@ -24,14 +24,10 @@ import time
 from datetime import date
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.kernels.decoder import LabDecoder  # noqa: E402
-from llmsize.measure import gemma4  # noqa: E402
-from llmsize.measure.card import read_card  # noqa: E402
-from llmsize.measure.run import bytes_read_per_step, git_commit  # noqa: E402
+from llmsize.errors import LlmsizeError  # noqa: E402
+from llmsize.measure.preflight import require_driver  # noqa: E402
 
 # (label, LLMSIZE_PDL, LLMSIZE_PREFETCH_KB, decoder settings): the settings are LabDecoder's, over DEFAULT, which
 # is what `llmsize measure` runs (fold: GeGLU and residual norms in the word GEMVs' epilogues; fold_combine: the
@@ -59,10 +55,12 @@ VARIANTS = [
 ]
 
 
-def time_variant(dec, start_pos: int, start_token: torch.Tensor, steps: int):
+def time_variant(dec, start_pos: int, start_token, steps: int):
     """Logits of the first step from start_pos, then the median and mean ms of `steps` graph replays, each
     replay starting again from start_pos (the same attended length for every variant). On the CPU (--smoke)
     the step runs eagerly, timed by the clock."""
+    import torch
+
     def reset():
         dec.pos.fill_(start_pos)
         dec.token.copy_(start_token)
@@ -120,6 +118,22 @@ def parser() -> argparse.ArgumentParser:
 def main() -> None:
     ap = parser()
     args = ap.parse_args()
+    if not args.smoke:
+        try:  # NVML, before torch's seconds of import: a machine without a card is told at once
+            require_driver(0)
+        except LlmsizeError as e:
+            sys.exit(f"Error: step_variants.py needs a CUDA GPU (or --smoke on the CPU): {e}")
+    run(args)
+
+
+def run(args) -> None:
+    import torch
+
+    from benchmarks.kernels.decoder import LabDecoder
+    from llmsize.measure import gemma4
+    from llmsize.measure.card import read_card
+    from llmsize.measure.run import bytes_read_per_step, git_commit
+
     if args.smoke:
         device, cfg, dtype, card_name, driver, theo = "cpu", gemma4.GEMMA4_TINY, torch.float32, "cpu", None, None
     else:

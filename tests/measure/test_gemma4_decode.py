@@ -220,12 +220,13 @@ def test_fused_step_above_16_rows_through_the_tensor_core_row_blocks(monkeypatch
 
 
 @pytest.mark.skipif(not triton_available(), reason="triton not installed")
-@pytest.mark.parametrize("quant", ["nvfp4", "bf16"])
-def test_fused_decode_step_matches_reference(quant):
+def test_fused_decode_step_matches_reference():
     """The decode step with the work between the GEMVs in five Triton kernels (norms, RoPE, cache writes,
     split attention, residuals, GeGLU), run by the interpreter, for more than twice the window: the ring
-    buffer wraps, the full layers' caches grow past one attention split; float32 weights, so float32 rounding."""
-    w = _weights(quant, seed=8)
+    buffer wraps, the full layers' caches grow past one attention split; float32 weights, so float32 rounding.
+    The step's end in torch ops here; NVFP4 weights through the same step, ending in the soft-cap and token
+    kernel, in the next test."""
+    w = _weights("bf16", seed=8)
     prompt = [11, 3, 5]
     tokens, got = _decode(w, prompt, 2 * WINDOW + 3, fused=True)
     want = reference.forward(w, tokens[:-1])[len(prompt) - 1:]
@@ -335,9 +336,9 @@ def test_words_self_check_passes_on_the_interpreter(monkeypatch):
     assert selfcheck.words_kernel_check(cpu) == (True, frozenset())
     assert not calls  # batch 1: the batch kernels are not checked (nor compiled, on a card)
     assert selfcheck.words_kernel_check(cpu, batch=4) == (True, frozenset()) and calls
-    # a path that fails on the card is named, not the whole kernel: here the tensor-core one
-    monkeypatch.setattr(selfcheck, "_words_checked", {})
-    monkeypatch.setattr(selfcheck, "_paths_checked", {})
+    # a path that fails on the card is named, not the whole kernel: here the tensor-core one, checked again (the
+    # word kernel and its other paths keep their verdicts: re-running them adds ~6 s under the interpreter)
+    assert selfcheck._paths_checked.pop(("cpu", "tc")) is True
 
     def broken(x, w, **kw):
         return torch.zeros(x.shape[0], w.shape[0])

@@ -24,8 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from llmsize.errors import LlmsizeError  # noqa: E402
-from llmsize.measure.preflight import require_driver  # noqa: E402
+from llmsize.measure.preflight import no_driver_reason  # noqa: E402
 
 SHAPES = {  # [N, K] of Gemma 4 12B (shared/reference/gemma-architecture.md), fused as the decoder runs them
     "qkv sliding": (4096 + 2048 + 2048, 3840), "qkv full": (8192 + 512, 3840), "o sliding": (3840, 4096),
@@ -68,11 +67,9 @@ def main():
     ap.add_argument("--best-out", default=None)
     ap.add_argument("--smoke", action="store_true", help="the CPU, two small shapes, through the interpreter")
     args = ap.parse_args()
-    if not args.smoke:
-        try:  # NVML, before torch's seconds of import: a machine without a card is told at once
-            require_driver(0)
-        except LlmsizeError as e:
-            sys.exit(f"Error: gemv_bench.py needs a CUDA GPU (or --smoke on the CPU): {e}")
+    why = None if args.smoke else no_driver_reason()  # NVML, before torch's seconds of import
+    if why:
+        sys.exit(f"Error: gemv_bench.py needs a CUDA GPU (or --smoke on the CPU): {why}.")
     run(args)
 
 

@@ -28,8 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from llmsize.errors import LlmsizeError  # noqa: E402
-from llmsize.measure.preflight import require_driver  # noqa: E402
+from llmsize.measure.preflight import no_driver_reason  # noqa: E402
 
 GEMVS = ("triton", "words", "dot", "pairs")  # benchmarks/kernels/decoder.LabDecoder's NVFP4 kernels
 
@@ -120,11 +119,9 @@ def main() -> None:
         ap.error(f"--batch {args.batch}: use 1 to {most}" + (" (up to 256 with --gemv words)" if most == 16 else ""))
     if args.steps < 1:
         ap.error(f"--steps {args.steps}: profile at least one step")
-    if not args.smoke:
-        try:  # NVML, before torch's seconds of import: a machine without a card is told at once
-            require_driver(0)
-        except LlmsizeError as e:
-            ap.error(f"{str(e).rstrip('.')}: run on a GPU machine, or --smoke for the CPU rehearsal")
+    why = None if args.smoke else no_driver_reason()  # NVML, before torch's seconds of import
+    if why:
+        ap.error(f"{why}: run on a GPU machine, or --smoke for the CPU rehearsal")
     import torch
     from torch.profiler import ProfilerActivity, profile
 

@@ -26,8 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from llmsize.errors import LlmsizeError  # noqa: E402
-from llmsize.measure.preflight import require_driver  # noqa: E402
+from llmsize.measure.preflight import no_driver_reason  # noqa: E402
 
 # (label, LLMSIZE_PDL, LLMSIZE_PREFETCH_KB, decoder settings): the settings are LabDecoder's, over DEFAULT, which
 # is what `llmsize measure` runs (fold: GeGLU and residual norms in the word GEMVs' epilogues; fold_combine: the
@@ -118,11 +117,9 @@ def parser() -> argparse.ArgumentParser:
 def main() -> None:
     ap = parser()
     args = ap.parse_args()
-    if not args.smoke:
-        try:  # NVML, before torch's seconds of import: a machine without a card is told at once
-            require_driver(0)
-        except LlmsizeError as e:
-            sys.exit(f"Error: step_variants.py needs a CUDA GPU (or --smoke on the CPU): {e}")
+    why = None if args.smoke else no_driver_reason()  # NVML, before torch's seconds of import
+    if why:
+        sys.exit(f"Error: step_variants.py needs a CUDA GPU (or --smoke on the CPU): {why}.")
     run(args)
 
 

@@ -26,6 +26,16 @@ def require_driver(index: int) -> None:
     read_card(index)
 
 
+def no_driver_reason(index: int = 0) -> str | None:
+    """require_driver's refusal as text without its final period, None when NVML sees card `index`: for the
+    benchmark scripts, which word their own exit."""
+    try:
+        require_driver(index)
+    except LlmsizeError as e:
+        return str(e).rstrip(".")
+    return None
+
+
 def require_cuda(torch, index: int) -> None:
     if torch.version.cuda is None and getattr(torch.version, "hip", None) is None:
         raise LlmsizeError(f"torch {torch.__version__} is a CPU-only build: it cannot reach a GPU.",

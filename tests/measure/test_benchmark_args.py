@@ -210,15 +210,15 @@ def test_profile_decode_without_a_gpu_says_so(monkeypatch, capsys):
     import torch
 
     from llmsize.errors import LlmsizeError
-    profile_decode = _script("profile_decode")
+    from llmsize.measure import preflight
 
     def no_driver(index):
         raise LlmsizeError("NVML could not start (Driver Not Loaded): no NVIDIA driver or GPU visible.")
-    monkeypatch.setattr(profile_decode, "require_driver", no_driver)
+    monkeypatch.setattr(preflight, "require_driver", no_driver)
     code, err = _profile_decode_main(monkeypatch, capsys, "--gemv", "words")
     assert code == 2 and "error: NVML could not start (Driver Not Loaded): no NVIDIA driver or GPU visible: run on" \
         in err and "--smoke" in err
-    monkeypatch.setattr(profile_decode, "require_driver", lambda index: None)
+    monkeypatch.setattr(preflight, "require_driver", lambda index: None)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     code, err = _profile_decode_main(monkeypatch, capsys, "--gemv", "words")
     assert code == 2 and "no CUDA GPU visible to torch" in err and "--smoke" in err

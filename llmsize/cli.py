@@ -153,11 +153,15 @@ def _command(name: str | None = None):
 def build_app(only: str | None = None) -> typer.Typer:
     app = typer.Typer(**_APP_SETTINGS)
     app.callback()(_ROOT[0])
-    for name, fn in _COMMANDS:
-        cmd = name or fn.__name__.rstrip("_")
+    for (name, fn), cmd in zip(_COMMANDS, command_names()):
         if only is None or cmd == only:
             app.command(name)(fn)
     return app
+
+
+def command_names() -> list[str]:
+    """Each command's name as typed, in help order."""
+    return [name or fn.__name__.rstrip("_") for name, fn in _COMMANDS]
 
 
 @functools.lru_cache(maxsize=None)
@@ -165,6 +169,7 @@ def click_command(only: str | None = None):
     """build_app's command as click runs it (what typer's app() builds on every call), built once per process:
     a process that runs several commands, or forks after building them, converts the options once."""
     return typer.main.get_command(build_app(only))
+
 
 MIN_WIDTH, MAX_WIDTH = 60, 100  # reports are laid out for 60 to 100 columns, whatever the terminal says
 
@@ -1289,10 +1294,9 @@ def main(argv: list[str] | None = None) -> None:
     with _errors():
         try:
             args = sys.argv[1:] if argv is None else list(argv)
-            names = {(n or fn.__name__.rstrip("_")) for n, fn in _COMMANDS}
             first = args[0] if args else None
-            rv = click_command(first if first in names else None)(args=args, prog_name="llmsize",
-                                                                   standalone_mode=False)
+            command = click_command(first if first in command_names() else None)
+            rv = command(args=args, prog_name="llmsize", standalone_mode=False)
         except (typer.Abort, KeyboardInterrupt):
             sys.stderr.write("Aborted.\n")
             sys.exit(int(ExitStatus.ERROR))

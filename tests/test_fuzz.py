@@ -1087,13 +1087,13 @@ def _preimport(torch_needed: bool) -> None:
             pass
     # built once here, inherited by every fork: each command's click options (cli.click_command, ~5 ms a child)
     # and the shipped catalog's entries (loader.load_entry: pydantic's validators and each file's parse, ~1 ms an
-    # entry). A child still reads and checks every file it loads; only the same text at the same path is not
-    # parsed again, so a mutated copy is parsed and validated afresh.
+    # entry). A child still reads and checks every file it loads; only the same text under the same file name is
+    # not parsed again, so a mutated copy is parsed and validated afresh.
     from llmsize import cli
     from llmsize.catalog.loader import Catalog
 
     try:
-        for name in [None, *((n or fn.__name__.rstrip("_")) for n, fn in cli._COMMANDS)]:
+        for name in [None, *cli.command_names()]:
             cli.click_command(name)
         cat = Catalog()
         for shelf in (cat.hardware, cat.models, cat.runtimes, cat.hosts):

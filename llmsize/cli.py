@@ -439,7 +439,8 @@ def _offload_lever(p, exact, host, cat):
     from llmsize.estimate.speed import format_class
     from llmsize.render.llamacpp_report import card_bytes
 
-    return offload_lever(p, exact, card_bytes(p.gpu, p.inputs.wired_limit_bytes), host, _llamacpp_constants(p, cat), format_class(p.fmt.id))
+    return offload_lever(p, exact, card_bytes(p.gpu, p.inputs.wired_limit_bytes), host, _llamacpp_constants(p, cat),
+                         format_class(p.fmt.id))
 
 
 def _llamacpp(p, exact, engine, options, host, cat, fit):

@@ -42,7 +42,8 @@ reproduces from its number alone (each case draws from random.Random(f"{SEED}:{i
 
 How it runs fast: the parent imports llmsize (and torch when measure cases run) once, builds each command's
 options, loads the shipped catalog and runs a few valid commands (_preimport: caches only), then forks one child
-per case, WORKERS at a time (2,400 cases alone on two cores, 2026-12-02: 68 s wall, 60 s user + 49 s system). The cases that need no torch run from a fresh interpreter that never imports it
+per case, WORKERS at a time (2,400 cases alone on two cores, 2026-12-02: 68 s wall, 60 s user + 49 s system).
+The cases that need no torch run from a fresh interpreter that never imports it
 (`python tests/test_fuzz.py BASE IO_DIR INDICES`, _plain_batch): a fork of a process holding torch costs each
 case tens of ms of page tables (2,400 cases, one process: 131 s user + 90 s system CPU; split: 126 s + 52 s,
 2026-12-02, this test alone on two cores, `/usr/bin/time python -m pytest -n 0 tests/test_fuzz.py`). A case of

@@ -110,7 +110,8 @@ def _parse_entry(where: str, stem: str, text: str, schema: type[T]) -> T:
     try:
         entry = schema.model_validate(data)
     except ValidationError as e:
-        raise CatalogError(_format_validation_error(where, e), "Fix the file or move it off the catalog path.") from None
+        raise CatalogError(_format_validation_error(where, e),
+                           "Fix the file or move it off the catalog path.") from None
     if entry.id != stem:
         raise CatalogError(f"{where}: `id` is `{entry.id}` but the file is named `{stem}.yaml`.",
                            "The file stem must equal the id.")

@@ -1125,7 +1125,7 @@ def _quietly(argvs: list[list[str]]) -> None:
         for argv in argvs:
             try:
                 main(argv)
-            except BaseException:  # SystemExit, or a failure the cases themselves will meet
+            except (SystemExit, Exception):  # the exit, or a failure the cases themselves will meet
                 pass
             sys.stdout.flush()
             sys.stderr.flush()

@@ -129,7 +129,6 @@ def test_measure_gpu_refuses_an_unknown_stage_before_any_work():
     assert r.returncode == 2 and "unknown stage `sweeps`" in r.stderr and "sweep crossover profile" in r.stderr
 
 
-@pytest.mark.slow
 def test_measure_gpu_runs_every_stage_through_on_a_machine_without_a_gpu(tmp_path):
     """The GPU session's one entry point, its shell plumbing on the CPU: each stage's programs refuse (no GPU)
     and the script goes on to the next, times every stage, names its commit, falls back to the byte kernel when

@@ -2,7 +2,7 @@
 into every row's fp16x2 accumulator.
 
 gemv_words.py decodes a word in 11 integer instructions and 4 fp16x2 multiplies (x 2^14, its unpack_word), then
-spends 4 fp16x2 fma per row of activations (fma2); at batch B its one-row kernel would pay the decode B times
+spends 4 fp16x2 fma per row of activations (fma2_x4); at batch B its one-row kernel would pay the decode B times
 (one weight pass per row), and gemv.py's tensor-core kernels cost ~9-10 instructions per weight whatever the
 batch. Here the decode is paid once per weight pass: 4.3 SASS instructions per weight for 2 rows, 6.4 for 4
 (benchmarks/kernel_sass.py; the x loads and per-row block sums cost more than the fma alone). Same arithmetic
@@ -30,7 +30,7 @@ except ImportError:  # pragma: no cover - exercised only where triton is missing
 MAX_ROWS = 4  # beyond, the tensor-core kernels (gemv.py) cost about as much: 4 fp16x2 fma per row and word add up
 
 if triton is not None:
-    from llmsize.measure.gemv_words import block_scales, fma2, half2_sum, prefetch_block, unpack_word, x_pairs
+    from llmsize.measure.gemv_words import block_scales, fma2_x4, half2_sum, prefetch_block, unpack_word, x_pairs
     from llmsize.measure.launch import pdl_entry, pdl_exit
 
     @triton.jit
@@ -40,14 +40,9 @@ if triton is not None:
         (even word (3, 7), (1, 5), (2, 6), (0, 4), then the odd word), per 16-column block in fp32. Words >= lim
         read as 0."""
         xe0, xe1, xe2, xe3, xo0, xo1, xo2, xo3 = x_pairs(xrow, w0, lim, BLOCK_W, True)
-        h = fma2(e37, xe0[None, :], tl.zeros([BLOCK_N, BLOCK_W // 2], tl.uint32), USE_ASM)
-        h = fma2(e15, xe2[None, :], h, USE_ASM)
-        h = fma2(e26, xe1[None, :], h, USE_ASM)
-        h = fma2(e04, xe3[None, :], h, USE_ASM)
-        h = fma2(o37, xo0[None, :], h, USE_ASM)
-        h = fma2(o15, xo2[None, :], h, USE_ASM)
-        h = fma2(o26, xo1[None, :], h, USE_ASM)
-        h = fma2(o04, xo3[None, :], h, USE_ASM)
+        h = fma2_x4(e37, e15, e26, e04, xe0[None, :], xe2[None, :], xe1[None, :], xe3[None, :],
+                    tl.zeros([BLOCK_N, BLOCK_W // 2], tl.uint32), USE_ASM)
+        h = fma2_x4(o37, o15, o26, o04, xo0[None, :], xo2[None, :], xo1[None, :], xo3[None, :], h, USE_ASM)
         return half2_sum(h, USE_ASM)
 
     @triton.jit

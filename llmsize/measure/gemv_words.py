@@ -49,37 +49,12 @@ if triton is not None:
             tl.store(out_ptr + (b * (K // 8) + j) * 4 + p, lo.to(tl.uint32) | (hi.to(tl.uint32) << 16), mask=ok)
 
     @triton.jit
-    def _fp16_pairs(q):
-        """The four fp16x2 operands of a word of eight codes, each code as its E2M1 value x 2^-14, for Triton's
-        interpreter (the GPU does this in _word_fma's PTX). Per byte k the high-nibble code becomes the fp16
-        high byte sign | (magnitude << 1), Marlin's (q & 0x80..) | ((q & 0x70..) >> 3) for all four bytes at
-        once; masking bytes 1, 3 (or moving bytes 0, 2 up, one prmt on the GPU) gives the pairs of columns
-        (3, 7) and (1, 5); q << 4 does the same for the low nibbles: (2, 6) and (0, 4)."""
-        t_hi = (q & 0x80808080) | ((q & 0x70707070) >> 3)
-        q4 = q << 4
-        t_lo = (q4 & 0x80808080) | ((q4 & 0x70707070) >> 3)
-        return (t_hi & 0xFF00FF00, t_lo & 0xFF00FF00, (t_hi << 8) & 0xFF00FF00, (t_lo << 8) & 0xFF00FF00)
-
-    @triton.jit
-    def _lane_fma(t, x2, acc):
-        """Interpreter stand-in for mul.rn.f16x2 by 2^14 (exact) then fma.rn.f16x2, lane by lane."""
-        v_lo = (t & 0xFFFF).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32) * 16384.0
-        v_hi = (t >> 16).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32) * 16384.0
-        x_lo = (x2 & 0xFFFF).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
-        x_hi = (x2 >> 16).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
-        a_lo = (acc & 0xFFFF).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
-        a_hi = (acc >> 16).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
-        r_lo = (v_lo * x_lo + a_lo).to(tl.float16).to(tl.uint16, bitcast=True).to(tl.uint32)
-        r_hi = (v_hi * x_hi + a_hi).to(tl.float16).to(tl.uint16, bitcast=True).to(tl.uint32)
-        return r_lo | (r_hi << 16)
-
-    @triton.jit
     def unpack_word(q, USE_ASM: tl.constexpr):
         """A word's four fp16x2 pairs of codes, columns (3, 7), (2, 6), (1, 5), (0, 4). On the GPU as exact fp16
         values: three integer ops make the fp16 high bytes of the four high-nibble codes (sign | magnitude >> 3
         of Marlin's unpack, vllm csrc/quantization/marlin/dequant.h, on all four bytes at once), one and / one
         prmt split them into the pairs (3, 7) and (1, 5), q << 4 and the same for (2, 6) and (0, 4); each pair
-        x 2^14 (exact, the subnormal codes included). Under the interpreter as value x 2^-14 (fma2 scales)."""
+        x 2^14 (exact, the subnormal codes included). Under the interpreter as value x 2^-14 (fma2_x4 scales)."""
         if USE_ASM:
             return tl.inline_asm_elementwise(
                 asm="""{
@@ -105,17 +80,54 @@ if triton is not None:
                 }""",
                 constraints="=r,=r,=r,=r,r", args=[q], dtype=(tl.uint32, tl.uint32, tl.uint32, tl.uint32),
                 is_pure=True, pack=1)
-        else:  # the same bits in plain Triton, for the CPU interpreter (which runs no PTX)
-            return _fp16_pairs(q)
+        else:  # the same bits in plain Triton for the CPU interpreter (which runs no PTX), each code as its E2M1
+            # value x 2^-14: per byte the high-nibble code becomes the fp16 high byte sign | (magnitude << 1),
+            # Marlin's (q & 0x80..) | ((q & 0x70..) >> 3) for all four bytes at once; masking bytes 1, 3 (or moving
+            # bytes 0, 2 up, the GPU's prmt) gives the pairs of columns (3, 7) and (1, 5); q << 4 does the same for
+            # the low nibbles, (2, 6) and (0, 4)
+            t_hi = (q & 0x80808080) | ((q & 0x70707070) >> 3)
+            q4 = q << 4
+            t_lo = (q4 & 0x80808080) | ((q4 & 0x70707070) >> 3)
+            return (t_hi & 0xFF00FF00, t_lo & 0xFF00FF00, (t_hi << 8) & 0xFF00FF00, (t_lo << 8) & 0xFF00FF00)
 
     @triton.jit
-    def fma2(p, x2, acc, USE_ASM: tl.constexpr):
-        """acc += p * x2 in two fp16 lanes (p from unpack_word): one fma.rn.f16x2, or lane by lane."""
+    def _fma2(p, x2, acc):
+        """acc += p * x2 in two fp16 lanes: one fma.rn.f16x2."""
+        return tl.inline_asm_elementwise(asm="fma.rn.f16x2 $0, $1, $2, $3;", constraints="=r,r,r,r",
+                                         args=[p, x2, acc], dtype=tl.uint32, is_pure=True, pack=1)
+
+    @triton.jit
+    def fma2_x4(p37, p15, p26, p04, x0, x2, x1, x3, acc, USE_ASM: tl.constexpr):
+        """acc += p37 x0, then p15 x2, p26 x1, p04 x3 (p from unpack_word, x from x_pairs): four fma.rn.f16x2 in
+        two fp16 lanes. Under the interpreter the same roundings lane by lane (x 2^14 exact, then fp16), the
+        accumulator's lanes unpacked once for the four and in one call: each @triton.jit call costs the
+        interpreter a re-patch of triton.language, and the word kernels' tests ran ~28% longer with a call and
+        an unpack per product (2026-12-02)."""
         if USE_ASM:
-            return tl.inline_asm_elementwise(asm="fma.rn.f16x2 $0, $1, $2, $3;", constraints="=r,r,r,r",
-                                             args=[p, x2, acc], dtype=tl.uint32, is_pure=True, pack=1)
+            acc = _fma2(p37, x0, acc)
+            acc = _fma2(p15, x2, acc)
+            acc = _fma2(p26, x1, acc)
+            return _fma2(p04, x3, acc)
         else:
-            return _lane_fma(p, x2, acc)
+            a_lo = (acc & 0xFFFF).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+            a_hi = (acc >> 16).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+            for k in tl.static_range(4):
+                if k == 0:
+                    t, xx = p37, x0
+                elif k == 1:
+                    t, xx = p15, x2
+                elif k == 2:
+                    t, xx = p26, x1
+                else:
+                    t, xx = p04, x3
+                v_lo = (t & 0xFFFF).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32) * 16384.0
+                v_hi = (t >> 16).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32) * 16384.0
+                x_lo = (xx & 0xFFFF).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+                x_hi = (xx >> 16).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+                a_lo = (v_lo * x_lo + a_lo).to(tl.float16).to(tl.float32)
+                a_hi = (v_hi * x_hi + a_hi).to(tl.float16).to(tl.float32)
+            return (a_lo.to(tl.float16).to(tl.uint16, bitcast=True).to(tl.uint32)
+                    | (a_hi.to(tl.float16).to(tl.uint16, bitcast=True).to(tl.uint32) << 16))
 
     @triton.jit
     def _word_fma(q, x0, x1, x2, x3, acc, USE_ASM: tl.constexpr):
@@ -123,10 +135,7 @@ if triton is not None:
         of columns (3 - p, 7 - p) (pack_x_pairs). About 19 instructions per eight weights once ptxas has
         scheduled the two asm blocks together (the same SASS as one block)."""
         p37, p26, p15, p04 = unpack_word(q, USE_ASM)
-        acc = fma2(p37, x0, acc, USE_ASM)
-        acc = fma2(p15, x2, acc, USE_ASM)
-        acc = fma2(p26, x1, acc, USE_ASM)
-        return fma2(p04, x3, acc, USE_ASM)
+        return fma2_x4(p37, p15, p26, p04, x0, x2, x1, x3, acc, USE_ASM)
 
     @triton.jit
     def x_pairs(xrow, w0, lim, BLOCK_W: tl.constexpr, MASKED: tl.constexpr):

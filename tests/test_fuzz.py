@@ -42,7 +42,8 @@ reproduces from its number alone (each case draws from random.Random(f"{SEED}:{i
 
 How it runs fast: the parent imports llmsize (and torch when measure cases run) once, builds each command's
 options, loads the shipped catalog and runs a few valid commands (_preimport: caches only), then forks one child
-per case, WORKERS at a time (2,400 cases alone on two cores, 2026-12-02: 68 s wall, 60 s user + 49 s system).
+per case, WORKERS at a time (2,400 cases: 68 s wall, 60 s user + 49 s system, 2026-12-02, this test alone on
+two cores, `/usr/bin/time python -m pytest -n 0 tests/test_fuzz.py`).
 The cases that need no torch run from a fresh interpreter that never imports it
 (`python tests/test_fuzz.py BASE IO_DIR INDICES`, _plain_batch): a fork of a process holding torch costs each
 case tens of ms of page tables (2,400 cases, one process: 131 s user + 90 s system CPU; split: 126 s + 52 s,
@@ -1087,10 +1088,10 @@ def _preimport(torch_needed: bool) -> None:
             importlib.import_module(m)
         except Exception:  # an extra that is not installed: the child meets it as a user would
             pass
-    # built once here, inherited by every fork: each command's click options (cli.click_command, ~5 ms a child)
-    # and the shipped catalog's entries (loader.load_entry: pydantic's validators and each file's parse, ~1 ms an
-    # entry). A child still reads and checks every file it loads; only the same text under the same file name is
-    # not parsed again, so a mutated copy is parsed and validated afresh.
+    # built once here, inherited by every fork: each command's click options (cli.click_command) and the shipped
+    # catalog's entries (loader.load_entry: pydantic's validators and each file's parse). A child still reads and
+    # checks every file it loads; only the same text under the same file name is not parsed again, so a mutated
+    # copy is parsed and validated afresh.
     from llmsize import cli
     from llmsize.catalog.loader import Catalog
 
@@ -1103,8 +1104,7 @@ def _preimport(torch_needed: bool) -> None:
     except Exception:  # a speed-up only: the children build and load these themselves either way
         pass
     # and one valid run of the common commands, output discarded: typer's type adapter per option, rich's and the
-    # estimators' first-use set-up (a child's `plan` ~27 -> ~11 ms of CPU). Caches only: a child's own input is
-    # parsed, validated and computed afresh.
+    # estimators' first-use set-up. Caches only: a child's own input is parsed, validated and computed afresh.
     _quietly([["plan", "llama-3.1-8b", "--gpu", "h100-sxm"], ["plan", "qwen3-30b-a3b", "--gpu", "rtx4090", "--quant",
               "gguf-q4_k_m", "--json"], ["kv", "llama-3.1-8b"], ["roofline", "llama-3.1-8b", "--gpu", "h100-sxm"],
               ["gpus"], ["models"], ["show", "h200"], ["plan", "--help"]])

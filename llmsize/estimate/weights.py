@@ -140,14 +140,28 @@ def _mix_weight_bytes(model: ModelSpec, fmt: QuantFormat) -> WeightBytes:
         quantized_params=q_params, unquantized_params=u_params)
 
 
+_READ: dict[tuple, tuple] = {}  # (id(model), id(fmt), scope) -> (model, fmt, its read pieces): both are frozen
+
+
+def _read_pieces(model: ModelSpec, fmt: QuantFormat, scope: str) -> tuple[tuple[float, Piece], ...]:
+    """(bytes, piece) of each piece a decode step reads, worked out once a model, format and scope (a fleet search
+    asks for thousands of batches of the same plans)."""
+    key = (id(model), id(fmt), scope)
+    hit = _READ.get(key)
+    if hit is not None and hit[0] is model and hit[1] is fmt:
+        return hit[2]
+    value = tuple((float(piece_bytes(p, fmt, scope)), p) for p in model_pieces(model) if p.read)
+    if len(_READ) >= 256:
+        _READ.pop(next(iter(_READ)))
+    _READ[key] = (model, fmt, value)
+    return value
+
+
 def weight_bytes_read(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int) -> float:
     """Weight bytes one decode step of `batch` sequences reads (routed experts: 1-(1-k/E)^B of them)."""
     if fmt.mix:
         return bytes_read_by_batch(model, fmt, scope)(batch)
-    return sum(
-        float(piece_bytes(p, fmt, scope)) * routed_fraction(p, batch)
-        for p in model_pieces(model) if p.read
-    )
+    return sum(b * routed_fraction(p, batch) for b, p in _read_pieces(model, fmt, scope))
 
 
 def bytes_read_by_batch(model: ModelSpec, fmt: QuantFormat, scope: str) -> Callable[[int], float]:
@@ -165,11 +179,9 @@ def expert_read_fraction(model: ModelSpec, fmt: QuantFormat, scope: str, batch: 
     """The routed experts' share of the weight bytes a decode step of `batch` sequences reads (0 for a dense
     model). For a GGUF mix (a type per tensor) the share is taken by parameters, not bytes."""
     total = expert = 0.0
-    for p in model_pieces(model):
-        if not p.read:
-            continue
-        b = float(piece_bytes(p, fmt, scope)) * routed_fraction(p, batch) if not fmt.mix else \
-            p.params * routed_fraction(p, batch)
+    pieces = ((p.params, p) for p in model_pieces(model) if p.read) if fmt.mix else _read_pieces(model, fmt, scope)
+    for size, p in pieces:
+        b = size * routed_fraction(p, batch)
         total += b
         if p.routed is not None:
             expert += b

@@ -334,6 +334,62 @@ def test_a_model_no_node_holds_takes_pipeline_stages_over_nodes(catalog, runtime
     assert h200.pp == 1
 
 
+def test_a_pipeline_keeps_one_micro_batch_a_stage_in_flight(catalog, runtimes):
+    """Llama 3.1 70B on H100s, tp 4 x pp 2 within a node: the engines keep pp = 2 micro-batches in flight (vLLM's
+    max_concurrent_batches, TensorRT-LLM's num_micro_batches, SGLang's pp_max_micro_batch_size), so 64 users are
+    two micro-batches of 32, each crossing both stages once a token: TPOT(64) = the plan's step at batch 32 (each
+    card's weights, both stages in turn, the hand-off), and the replica yields 64 / that, where one batch in flight
+    would yield 64 / step(64) (little more at 64: the step is still mostly its weights' read, which a micro-batch
+    pays in full; the pipeline's gain is in the cache it holds). A prompt crosses both stages too (its TTFT alone is the whole prefill), but costs
+    the replica half of it: the other stage works on something else meanwhile."""
+    from llmsize.estimate.expected import constants, prefill_inputs, step_inputs
+    from llmsize.estimate.plan import PlanInputs, make_plan
+    from llmsize.estimate.replica import prefill_cost_s, replica_timing
+    from llmsize.estimate.speed import decode_step_time_s, prefill_time_s
+
+    m, g, c = catalog.model("llama-3.1-70b"), catalog.gpu("h100-sxm"), constants(runtimes["vllm"], "cuda")
+    p = make_plan(m, g, PlanInputs(context_tokens=3250, prompt_tokens=3000, tp=4, pp=2), search_fit=False)
+    tpot, alone, cost = replica_timing(p, "vllm", c, 8192)
+
+    def step(b):
+        return decode_step_time_s(step_inputs(p, p.decode_model.step(b), "vllm"), c)
+    assert tpot(64) == pytest.approx(step(32), rel=1e-12) and tpot(63) == pytest.approx(step(32), rel=1e-12)
+    assert tpot(1) == pytest.approx(step(1), rel=1e-12)  # one user: one micro-batch, nothing to overlap
+    assert tpot(64) < step(64)
+    x = prefill_inputs(p, "vllm")
+    assert alone == pytest.approx(prefill_time_s(x, c), rel=1e-12)
+    # 8,192 // 3,000 = 2 prompts a forward (vLLM mixes them into steps); half of one's cost to the replica
+    assert cost(1.0) == pytest.approx(prefill_cost_s(x, c, 2, 0.5, False) / 2, rel=1e-12)
+
+
+def test_fleet_tries_pipeline_stages_within_a_node(catalog, runtimes, monkeypatch):
+    """Two stages within a node (tp 1, 2, 4 x pp 2) are candidates beside tensor parallel: Llama 3.1 8B on H100s
+    for a million users of 3,000 in / 200 out, no targets. At tp 2 a card's cache holds its replica's users' every
+    layer; at tp 2 x pp 2 it holds half their layers, so a replica of 4 cards runs more than twice tp 2's users at
+    about the same step per micro-batch: fewer cards in all. Its stages hand off within the node (one node a
+    replica) and the launch line is one `vllm serve` with --pipeline-parallel-size, no multi-node set-up."""
+    from llmsize.estimate.fleet import _configs, stage_nodes
+    from llmsize.render.emit_fleet import fleet_command
+
+    m, g = catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm")
+    assert {(2, 2, 1), (4, 2, 1), (1, 2, 1)} <= set(_configs(True, m))
+    assert stage_nodes(4, 2) is None and stage_nodes(8, 2) == 2
+    w = Workload(3000, 200, users=1_000_000)
+    (row,) = fleet_rows(m, [g], w, "vllm", runtimes)
+    assert (row.tp, row.pp, row.mode) == (2, 2, "aggregated"), row
+    from llmsize.estimate import fleet
+
+    monkeypatch.setattr(fleet, "PP_IN_NODE", ())
+    (tp_only,) = fleet_rows(m, [g], w, "vllm", runtimes)
+    monkeypatch.undo()
+    assert tp_only.tp == 2 and tp_only.pp == 1
+    assert row.cards_total < tp_only.cards_total and row.batch_per_replica > 2 * tp_only.batch_per_replica
+    line = fleet_command(m, row, "vllm", 3200)
+    assert "--tensor-parallel-size 2 --pipeline-parallel-size 2" in line and "Ray" not in line
+    line = fleet_command(m, row, "sglang", 3200)
+    assert "--pp-size 2" in line and "--nnodes" not in line
+
+
 def test_rows_carry_the_expected_speed_band(catalog, runtimes):
     """TPOT's band is the runtime's held-out p10-p90 of measured / predicted decode rates, turned into times
     (TPOT / p90 .. TPOT / p10); TTFT's applies the prefill band to the prefill and keeps the queue's wait."""
@@ -432,7 +488,8 @@ def test_the_node_link_sets_the_disaggregated_cache_move(run_cli):
 def test_a_step_token_budget_caps_the_batch_where_prompts_ride_in_decode_steps(catalog, runtimes):
     """vLLM on an H100 takes 8,192 tokens a step: with 3,000-token prompts and 200-token answers each running
     request brings 1 + 3,000 / 200 = 16 tokens a step (its decode token and its share of the prompts), so no replica
-    runs more than 8,192 // 16 = 512; SGLang prefills apart and is bounded by its prefill's stall instead."""
+    runs more than 8,192 // 16 = 512 a micro-batch in flight (dp x pp of them); SGLang prefills apart and is bounded
+    by its prefill's stall instead."""
     from llmsize.estimate.fleet import admitted_batch
 
     w = Workload(3000, 200, users=1_000_000)
@@ -441,4 +498,4 @@ def test_a_step_token_budget_caps_the_batch_where_prompts_ride_in_decode_steps(c
     assert admitted_batch("sglang", 8192, w) > 10**6
     m, g = catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm")
     (row,) = fleet_rows(m, [g], w, "vllm", runtimes)
-    assert row.batch_per_replica <= 512 * (row.dp or 1)
+    assert row.batch_per_replica <= 512 * (row.dp or 1) * row.pp

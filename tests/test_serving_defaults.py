@@ -37,9 +37,10 @@ def test_sglang_chunk_follows_the_card_memory(catalog):
     (10_000, 128, 128, 1, 4096, 8192),
     # 100 < 256: max(64, 32 x ceil(100 / 32)) = 128; 100 x (1 + 20000/2000) = 1,100 < 4,096 -> at least 2,048
     (100, 20_000, 2000, 1, 128, 2048),
-    # 20 -> at least 64; 600 / pp 2 = 300 -> 128 x 3 = 384
+    # 20 -> at least 64; 600 / pp 2 = 300 -> 128 x 3 = 384 a micro-batch, two in flight: 768 requests; 300 x 2 =
+    # 600 < 4,096 tokens -> at least 2,048 (a micro-batch's)
     (20, 1000, 1000, 1, 64, 2048),
-    (600, 1000, 1000, 2, 384, 2048),
+    (600, 1000, 1000, 2, 768, 2048),
 ])
 def test_trtllm_bench_tuning_by_hand(catalog, kv_requests, isl, osl, pp, batch, tokens):
     d = serving_defaults("trtllm", catalog.gpu("b200"), kv_requests, isl, osl, pp)

@@ -3,8 +3,11 @@
 Aggregated serving (every replica prefills and decodes), one replica = tp cards (tensor parallel within a node;
 expert parallel over the same cards for a MoE), for a MoE also DEP n (attention data parallel over n = 2, 4, 8
 cards, each with its own requests and cache, the experts split among them and exchanged by all-to-alls:
-estimate/expert_parallel.py; not with speculative decoding), or, for a model no node of 8 holds, tp 8 x pp pipeline
-stages of a node each (pp 2 or 4, over the node link). For each card and tp, one plan at the cache a running request
+estimate/expert_parallel.py; not with speculative decoding), or two pipeline stages within a node (tp 1, 2 or 4 x
+pp 2), or, for a model no node of 8 holds, tp 8 x pp pipeline stages of a node each (pp 2 or 4, over the node
+link). A pipeline keeps pp micro-batches in flight, one a stage (estimate/replica.replica_timing): its b users'
+TPOT is the step at batch ceil(b / pp) through every stage, and each card holds its stage's share of every user's
+cache. For each card and tp, one plan at the cache a running request
 holds (isl + osl / 2 on average for vLLM and SGLang, which admit on the blocks in use; isl + osl for TensorRT-LLM,
 which reserves a request's whole length: estimate/serving_defaults.py); its decode model gives the step at any
 batch b, costed by the runtime's fitted constants (estimate/speed.py):
@@ -69,6 +72,7 @@ from llmsize.estimate.serving_defaults import held_context_tokens, serving_defau
 from llmsize.estimate.workload import Workload
 
 TP_CHOICES = (1, 2, 4, 8)
+PP_IN_NODE = ((1, 2), (2, 2), (4, 2))  # (tp, pp): two pipeline stages within a node (MLPerf's H200 runs tp 4 x pp 2)
 PP_NODES = (2, 4)  # a replica of pp nodes of 8 cards (tp 8 x pp), tried when no single node holds the model
 GPUS_PER_NODE = 8
 HOURS_PER_MONTH = 730
@@ -124,12 +128,19 @@ def _largest_batch(ok, hi: int) -> int | None:
 
 def _configs(any_constants: bool, model: ModelSpec, spec=None) -> list[tuple[int, int, int]]:
     """(tp, pp, dp) of a replica: tensor parallel within a node; for a MoE, attention data parallel with expert
-    parallel over 2-8 cards (DEP, where the experts split evenly; not with speculative decoding); then pipeline
-    stages of a full node each."""
+    parallel over 2-8 cards (DEP, where the experts split evenly; not with speculative decoding); two pipeline stages
+    within a node; then pipeline stages of a full node each (last: tried only when no single node holds the model)."""
     if not any_constants:
         return []
     dep = [(1, 1, n) for n in DP_CHOICES if spec is None and supports_dep(model, n)]
-    return [(tp, 1, 1) for tp in TP_CHOICES] + dep + [(GPUS_PER_NODE, pp, 1) for pp in PP_NODES]
+    return ([(tp, 1, 1) for tp in TP_CHOICES] + dep + [(tp, pp, 1) for tp, pp in PP_IN_NODE]
+            + [(GPUS_PER_NODE, pp, 1) for pp in PP_NODES])
+
+
+def stage_nodes(tp: int, pp: int) -> int | None:
+    """Nodes a replica's pipeline stages span, one stage a node (PlanInputs.nodes: the hand-offs over the node
+    link), or None when the replica fits one node (stages hand off over the cards' own link)."""
+    return pp if tp * pp > GPUS_PER_NODE else None
 
 
 def _row(g, par, moe, mode, replicas, b, out_total, tpot, ttft, price, x=None, y=None, wait=None) -> FleetRow:
@@ -169,7 +180,7 @@ def _with_p95(row: FleetRow, model, g, w: Workload, runtime: str, c, kv_dtype: s
         card_model = expert_shard(model, row.dp) if (row.dp or 1) > 1 else model
         plan = make_plan(card_model, g, PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl),
                                                    prompt_tokens=p95, tp=row.tp, pp=row.pp,
-                                              nodes=row.pp if row.pp > 1 else None, kv_dtype=kv_dtype),
+                                              nodes=stage_nodes(row.tp, row.pp), kv_dtype=kv_dtype),
                          search_fit=False)
     except LlmsizeError:
         return row
@@ -201,7 +212,8 @@ def admitted_batch(runtime: str, prefill_tokens: int, w: Workload, cards: int = 
         b x (1 + isl x (1 - shared prefix) / osl) <= tokens a step
     (TensorRT-LLM's trtllm-bench sizes its budget the same way: estimate/serving_defaults.py). Engines whose prefill
     forwards run apart (SGLang) are bounded by their prefill's time instead (the stall in TPOT_agg): no cap. A DEP
-    replica: each of its cards has the budget."""
+    replica: each of its cards has the budget; a pipeline of pp stages: each of its pp micro-batches in flight
+    (estimate/replica.replica_timing), `cards` = dp x pp."""
     from llmsize.estimate.replica import PREFILL_FIRST
 
     if runtime in PREFILL_FIRST:
@@ -288,7 +300,7 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
             reasons.append(f"no {runtime} constants for {g.vendor} cards")
         fitted_one = False
         for tp, pp, dp in _configs(c is not None, model, w.spec):
-            if pp > 1 and fitted_one:
+            if stage_nodes(tp, pp) and fitted_one:
                 break  # pipeline stages over nodes only for what no single node holds
             if (tp > 1 or pp > 1 or dp > 1) and card_link(g) is None:
                 continue  # one card only (an SoC, a board without NVLink or PCIe peers): the reason is tp 1's
@@ -298,7 +310,7 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
                                f"exceed its {g.memory_bytes / 2**30:,.0f} GiB")
                 continue
             inputs = PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl), prompt_tokens=w.isl,
-                                tp=tp, pp=pp, nodes=pp if pp > 1 else None, node_link_gb_s=w.node_link_gb_s,
+                                tp=tp, pp=pp, nodes=stage_nodes(tp, pp), node_link_gb_s=w.node_link_gb_s,
                                 kv_dtype=kv_dtype)
             try:
                 plan = make_plan(expert_shard(model, dp) if dp > 1 else model, g, inputs, search_fit=False)
@@ -335,7 +347,7 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
                 continue
             pre, cost = pre * (1 - w.shared_prefix), cost.scaled(1 - w.shared_prefix)
             par = (tp, pp, dp)
-            admitted = admitted_batch(runtime, limits.prefill_tokens, w, dp)
+            admitted = admitted_batch(runtime, limits.prefill_tokens, w, dp * pp)
             for row, why in (_aggregated(g, par, moe, min(held, admitted), tpot_fn, pre, cost, w, price),
                              _disaggregated(g, par, moe, held, tpot_fn, pre, cost, w, price, plan)):
                 if row is None:

@@ -84,7 +84,18 @@ def replica_timing(plan, runtime: str, constants, prefill_tokens: int, spec: Spe
     """(TPOT at batch b as a function, the prefill time of the prompt alone, the replica's prefill under load:
     PrefillCost), the last two None without prefill constants. dp > 1: a DEP replica of dp cards
     (estimate/expert_parallel.py), `plan` one card of it (expert_shard, tp 1): a batch of b is ceil(b / dp) a card,
-    each step pays the all-to-alls, and the dp cards prefill their own prompts side by side."""
+    each step pays the all-to-alls, and the dp cards prefill their own prompts side by side.
+
+    A plan of pp > 1 pipeline stages: the engines keep pp micro-batches in flight, each stage working on a
+    different one (vLLM: vllm/config/vllm.py, VllmConfig.max_concurrent_batches, "PP requires PP-size concurrent
+    batches to fill the pipeline"; TensorRT-LLM: tensorrt_llm/_torch/pyexecutor/py_executor.py, num_micro_batches =
+    pp_size; SGLang: scheduler's pp_max_micro_batch_size = max_running_requests // pp_size). The b users split
+    into pp micro-batches of ceil(b / pp); each crosses every stage once a token, so
+        TPOT(b) = the step at batch ceil(b / pp) through all stages in turn
+    (the plan's step: each card's weights, all stages one after the other, and the hand-offs): the replica yields
+    b / step(ceil(b / pp)) where one batch in flight would yield b / step(b), and each card holds the cache of its
+    stage's layers only, for all b users. A prompt likewise crosses every stage (its TTFT
+    alone is the whole prefill) while the stages work on other prompts: it costs the replica 1 / pp of that."""
     from dataclasses import replace as _replace
 
     from llmsize.estimate.expected import prefill_inputs, step_inputs
@@ -111,10 +122,11 @@ def replica_timing(plan, runtime: str, constants, prefill_tokens: int, spec: Spe
         return decode_step_time_s(_replace(x, **exchange(per_card)), constants)
 
     memo: dict[int, float] = {}
+    pp = plan.inputs.pp
 
     def tpot(b: int) -> float:
         if b not in memo:
-            memo[b] = _tpot(b)
+            memo[b] = _tpot(-(-b // pp))  # one micro-batch's step through all stages
         return memo[b]
 
     def _tpot(b: int) -> float:
@@ -134,7 +146,7 @@ def replica_timing(plan, runtime: str, constants, prefill_tokens: int, spec: Spe
     if alone is None:
         return tpot, None, None
     most = max(1, prefill_tokens // max(1, plan.prompt_tokens))
-    return tpot, alone, PrefillCost(pre_in, constants, most, runtime in PREFILL_FIRST, alone, cards=dp)
+    return tpot, alone, PrefillCost(pre_in, constants, most, runtime in PREFILL_FIRST, alone, cards=dp * pp)
 
 
 def replica_engine(plan, runtime: str, constants, prefill_tokens: int):
@@ -157,9 +169,9 @@ def replica_engine(plan, runtime: str, constants, prefill_tokens: int):
 class PrefillCost:
     """A replica's prefill under load: called with the prompts' arrival rate (requests/s), what one prompt costs
     the replica (prefill_cost_s); forward_s, how long the forward that carries a prompt runs until its first token.
-    `factor` scales both (the part of each prompt not served from a shared prefix); `cards` > 1 (a DEP replica)
-    splits the prompts among cards that prefill side by side: each sees rate / cards, and a prompt costs the
-    replica 1 / cards of what it costs its card."""
+    `factor` scales both (the part of each prompt not served from a shared prefix); `cards` > 1 (a DEP replica's
+    cards, a pipeline's micro-batches in flight: dp x pp) splits the prompts among lanes that prefill side by side:
+    each sees rate / cards, and a prompt costs the replica 1 / cards of what it costs its lane."""
 
     x: object  # speed.PrefillInputs
     c: object  # speed.Constants

@@ -10,7 +10,8 @@ without tuning flags would run it; each figure is read from the engine's source,
     TensorRT-LLM (tensorrt_llm/bench/build/tuning.py, finetune_setting, what trtllm-bench and its published
         tables use): batch = min(requests the cache holds, 4096) / pp rounded up (to 32 under 256, 128 under 1,024,
         else 256; at least 64); tokens = min(batch x (1 + ISL / OSL), 32768) rounded up (to 256 under 4,096,
-        512 under 8,192, else 1,024; at least 2,048).
+        512 under 8,192, else 1,024; at least 2,048). Both are a micro-batch's: with pp stages it keeps pp
+        micro-batches in flight (estimate/replica.replica_timing), so a replica runs pp x batch requests.
     Other runtimes: no cap, 8192 tokens a forward.
 
 What a running request holds in the cache: TensorRT-LLM's default capacity scheduler (GUARANTEED_NO_EVICT,
@@ -32,8 +33,8 @@ DEFAULT_PREFILL_TOKENS = 8192
 
 @dataclass(frozen=True)
 class ServingDefaults:
-    max_batch: int | None  # requests a replica runs at once; None: as many as the cache holds
-    prefill_tokens: int  # prompt tokens one forward takes
+    max_batch: int | None  # requests a replica runs at once, all its micro-batches; None: as many as the cache holds
+    prefill_tokens: int  # prompt tokens one forward (one micro-batch's) takes
 
 
 def _round_up(x: float, step: int) -> int:
@@ -47,7 +48,7 @@ def _trtllm(kv_requests: int, isl: int, osl: int, pp: int) -> ServingDefaults:
     raw_tok = min(raw_bs * (1 + isl / max(1, osl)), 32768)
     tok = (max(2048, _round_up(raw_tok, 256)) if raw_tok < 4096 else
            _round_up(raw_tok, 512) if raw_tok < 8192 else _round_up(raw_tok, 1024))
-    return ServingDefaults(bs, tok)
+    return ServingDefaults(bs * pp, tok)
 
 
 def held_context_tokens(runtime: str, isl: int, osl: int) -> int:

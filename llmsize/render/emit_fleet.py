@@ -2,7 +2,8 @@
 
 Aggregated: one replica's `vllm serve` (--tensor-parallel-size, --max-model-len, --max-num-seqs,
 --enable-expert-parallel for a MoE) or `python -m sglang.launch_server` (--tp-size, --context-length,
---max-running-requests, --ep-size), started `replicas` times behind any load balancer. A DEP replica (attention
+--max-running-requests, --ep-size), started `replicas` times behind any load balancer; pipeline stages
+(--pipeline-parallel-size, --pp-size) within a node, or one a node with the engine's multi-node launch. A DEP replica (attention
 data parallel, experts split over its n cards): vLLM's `--data-parallel-size n --enable-expert-parallel`
 (docs.vllm.ai, the DeepSeek-V3 recipe's DP8+EP; each rank is its own engine core, so --max-num-seqs is a rank's
 share of the batch: docs/serving/data_parallel_deployment.md), SGLang's `--tp-size n --dp-size n
@@ -17,6 +18,8 @@ connector, `--kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_
 from __future__ import annotations
 
 import shlex
+
+from llmsize.estimate.fleet import stage_nodes
 
 NIXL = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
 
@@ -42,7 +45,7 @@ def fleet_command(model, row, engine: str, max_model_len: int) -> str:
         base = par + (["--pipeline-parallel-size", str(row.pp)] if row.pp > 1 else []) + [
             "--max-model-len", ctx, "--max-num-seqs", str(seqs)] + (
             ["--enable-expert-parallel"] if moe else [])
-        if row.pp > 1:
+        if stage_nodes(row.tp, row.pp):
             head.append(f"# a replica spans {row.pp} nodes: start a Ray cluster over them first (vLLM's multi-node "
                         "serving), then run the line on its head node")
         if row.mode == "aggregated":
@@ -58,10 +61,12 @@ def fleet_command(model, row, engine: str, max_model_len: int) -> str:
         return "\n".join(lines)
     base = ["--tp-size", str(row.tp * dp)] + (["--dp-size", str(dp), "--enable-dp-attention"] if dp > 1 else []) + [
         "--context-length", ctx, "--max-running-requests", str(row.batch_per_replica)]
-    if row.pp > 1:
+    if stage_nodes(row.tp, row.pp):
         base += ["--pp-size", str(row.pp), "--nnodes", str(row.pp), "--node-rank", "RANK", "--dist-init-addr",
                  "HEAD_HOST:5000"]
         head.append(f"# a replica spans {row.pp} nodes: run the line on each, RANK 0 to {row.pp - 1}")
+    elif row.pp > 1:
+        base += ["--pp-size", str(row.pp)]
     base += ["--ep-size", str(row.tp * dp)] if moe else []
     launch = ["python", "-m", "sglang.launch_server", "--model-path", name, *base]
     if row.mode == "aggregated":

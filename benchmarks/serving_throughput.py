@@ -121,24 +121,29 @@ class MlperfRow:
 
 def mlperf_rows(cat: Catalog | None = None) -> list[MlperfRow]:
     """MLPerf's llama3.1-405b Offline results on one node of 8 cards whose round prints its weights' precision,
-    each beside fleet's max-throughput replica of 8 cards (TP 8, TensorRT-LLM, FP8 cache). The benchmark's mean
-    prompt is not printed in the sources read (tests/data/serving/mlperf-llama31-405b.yaml), so the prompt each
-    result implies is the comparison: a model right about the cards implies one length."""
+    each beside fleet's max-throughput replicas on those 8 cards (TensorRT-LLM, FP8 cache), split as NVIDIA's
+    Offline configs split them where the data file gives it (offline_split: H200 TP 4 x PP 2, B200 TP 2 x PP 2,
+    two micro-batches in flight), else TP 8. The benchmark's mean prompt is not printed in the sources read
+    (tests/data/serving/mlperf-llama31-405b.yaml), so the prompt each result implies is the comparison: a model
+    right about the cards implies one length."""
     cat = cat or Catalog()
     runtimes = {r.id: r for r in cat.runtimes.all()}
     model = cat.model("llama-3.1-405b")
+    data = yaml.safe_load((DATA / "mlperf-llama31-405b.yaml").read_text())
     out = []
-    for r in yaml.safe_load((DATA / "mlperf-llama31-405b.yaml").read_text())["rows"]:
+    for r in data["rows"]:
         if r["scenario"] != "Offline" or r["gpus"] != 8 or r["nodes"] not in (1, None) or r["weights"] is None:
             continue
         quant, gpu = MLPERF_QUANT[r["weights"]], cat.gpu(r["card_id"])
+        tp, pp = data["rules"]["offline_split"].get(r["card_id"], (r["gpus"], 1))
 
-        def per_gpu(isl, gpu=gpu, quant=quant, gpus=r["gpus"]):
-            return max_throughput_per_gpu(model, gpu, isl, MLPERF_OUTPUT_TOKENS, gpus, quant, "trtllm", runtimes,
-                                          kv_dtype="fp8")
+        def per_gpu(isl, gpu=gpu, quant=quant, tp=tp, pp=pp):
+            return max_throughput_per_gpu(model, gpu, isl, MLPERF_OUTPUT_TOKENS, tp, quant, "trtllm", runtimes,
+                                          kv_dtype="fp8", pp=pp)
         published = r["tokens_per_s"] / r["gpus"]
-        out.append(MlperfRow(f"{r['round']} {r['submitter']} {r['card_id']} {quant}", r["card_id"], published,
-                             implied_prompt_tokens(per_gpu, published), per_gpu(8000), per_gpu(11000)))
+        split = f"tp {tp}" + (f" x pp {pp}" if pp > 1 else "")
+        out.append(MlperfRow(f"{r['round']} {r['submitter']} {r['card_id']} {quant} {split}", r["card_id"],
+                             published, implied_prompt_tokens(per_gpu, published), per_gpu(8000), per_gpu(11000)))
     return out
 
 
@@ -237,11 +242,11 @@ def main() -> int:
     for (kind, metric), errs in by.items():
         print(f"{kind:8} {metric}: {len(errs)} figures, {_summary(errs)}")
     print(f"\nMLPerf Inference llama3.1-405b, Offline, 8 cards (tok/s per GPU; the prompt length each result implies)\n"
-          f"{'result':40} {'published':>10} {'implied prompt':>15} {'pred @8000':>11} {'pred @11000':>12}")
+          f"{'result':52} {'published':>10} {'implied prompt':>15} {'pred @8000':>11} {'pred @11000':>12}")
     mlperf = mlperf_rows()
     for row in mlperf:
         cells = [f"{x:{w},.1f}" if x is not None else f"{'-':>{w}}" for x, w in ((row.at_8000, 11), (row.at_11000, 12))]
-        print(f"{row.label:40} {row.published:10,.1f} {row.implied_isl or '-':>15} {' '.join(cells)}")
+        print(f"{row.label:52} {row.published:10,.1f} {row.implied_isl or '-':>15} {' '.join(cells)}")
     for card, isl in implied_by_card(mlperf).items():
         print(f"{card}: implied mean prompt {isl:,.0f} tokens (median of its results)")
     return 0

@@ -15,8 +15,10 @@ from llmsize.estimate.workload import Workload
 
 
 def max_throughput_per_gpu(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, tp: int, quant: str | None,
-                           runtime: str, runtimes: dict, kv_dtype: str = "bf16", dp: int = 1) -> float | None:
-    """Output tok/s per GPU of one aggregated replica of tp cards (or, dp > 1, a DEP replica of dp cards:
+                           runtime: str, runtimes: dict, kv_dtype: str = "bf16", dp: int = 1,
+                           pp: int = 1) -> float | None:
+    """Output tok/s per GPU of one aggregated replica of tp x pp cards (pp pipeline stages within a node, pp
+    micro-batches in flight: estimate/replica.replica_timing; or, dp > 1, a DEP replica of dp cards:
     estimate/expert_parallel.py) at the largest batch its cache holds (what a "max throughput" benchmark at an
     unbounded request rate measures), within the engine's defaults (estimate/serving_defaults.py, a card's under
     DEP): b / TPOT_agg(b) / cards, every prompt queued from the start (each forward takes a full chunk of them)."""
@@ -30,17 +32,17 @@ def max_throughput_per_gpu(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, t
         return None
     plan = make_plan(expert_shard(model, dp) if dp > 1 else model, gpu,
                      PlanInputs(quant=quant, context_tokens=held_context_tokens(runtime, isl, osl), prompt_tokens=isl,
-                                tp=1 if dp > 1 else tp, kv_dtype=kv_dtype), search_fit=False)
+                                tp=1 if dp > 1 else tp, pp=pp, kv_dtype=kv_dtype), search_fit=False)
     w = Workload(isl, osl, users=1)
     b = users_held(plan, w, runtime, None, kv_pool_bytes(plan, runtime, isl + osl)[0]) if plan.budget.weights_fit else 0
     if b < 1:
         return None
-    limits = serving_defaults(runtime, gpu, b, isl, osl)
+    limits = serving_defaults(runtime, gpu, b, isl, osl, pp)
     b = min(b, limits.max_batch or b) * dp
     tpot_fn, pre, cost = replica_timing(plan, runtime, c, limits.prefill_tokens, dp=dp)
     if cost is None:
         return None
-    return b / (tpot_fn(b) + b * cost(math.inf) / osl) / (dp if dp > 1 else tp)
+    return b / (tpot_fn(b) + b * cost(math.inf) / osl) / (dp if dp > 1 else tp * pp)
 
 
 @dataclass(frozen=True)

@@ -13,3 +13,8 @@ if os.environ.get("LLMSIZE_REQUIRE_MEASURE") == "1":
     import triton  # noqa: F401
 else:
     pytest.importorskip("torch")
+
+if os.environ["TRITON_INTERPRET"] == "1":
+    from .interpreter_lookups import install
+
+    install()  # the interpreter's builtins listed once, not looked up at every call (see the module)

@@ -59,7 +59,7 @@ def test_every_row_is_sourced_and_its_figure_is_in_its_excerpt(data):
         assert f.source.url.startswith(("https://", "http://")), stem
         for r in f.rows:
             text = " ".join(r.verbatim) if isinstance(r.verbatim, list) else r.verbatim
-            for v in (r.tok_s, r.ms_per_token, r.ttft_ms):
+            for v in (r.tok_s, r.ms_per_token, r.ttft_ms, r.ttft_s, r.s_per_token):
                 assert v is None or figure_in(v, text), (stem, v)
 
 
@@ -532,6 +532,47 @@ def test_a_serving_run_that_drew_its_prompts_gives_their_mean():
                 dict(input_tokens_total=6102, requests=10)):
         with pytest.raises(ValueError):
             Row(**base, **bad, verbatim=lines)
+
+
+def test_a_prompt_costed_at_a_stand_in_fp32_rate_does_not_calibrate_a_serving_engine(catalog):
+    """The DGX Spark's only published tensor figure is FP4 (500 TFLOPS dense): a 16-bit prompt would be costed at its
+    31 TFLOPS FP32 rate, which vLLM's 16-bit prompts there outrun (Qwen3.6-27B BF16, 1,024 tokens in 1.07 s: ~51
+    TFLOPS), so such a vLLM prefill row is left out of the fit, with the reason; its FP4 prompts (an FP4 rate the
+    catalog has) and its decode rows stay, and so do llama.cpp's prompts, whose matmul precisions include FP32
+    (expected.MATMUL_PRECISION)."""
+    from llmsize.estimate.observed import observe
+
+    m, g = catalog.model("qwen3-8b"), catalog.gpu("dgx-spark")
+    base = dict(card="DGX Spark", card_id="dgx-spark", model="Qwen3-8B", model_id="qwen3-8b", test="pp1024",
+                batch=1, prompt_tokens=1024, tok_s=2000.0, verbatim="| 2000.0 |")
+    why = observe(Row(**base, format="BF16", kind="prefill"), "vllm", "k", m, g)
+    assert isinstance(why, str) and "16-bit tensor rate is not in the catalog" in why
+    assert not isinstance(observe(Row(**base, format="NVFP4", kind="prefill"), "vllm", "k", m, g), str)
+    assert not isinstance(observe(Row(**base, format="BF16", kind="decode"), "vllm", "k", m, g), str)
+    assert not isinstance(observe(Row(**base, format="BF16", kind="prefill"), "llamacpp", "k", m, g), str)
+    h100 = catalog.gpu("h100-sxm")
+    assert not isinstance(observe(Row(**{**base, "card_id": "h100-sxm"}, format="BF16", kind="prefill"), "vllm",
+                                  "k", m, h100), str)
+
+
+def test_a_figure_printed_in_seconds_is_kept_in_seconds():
+    """TensorRT-LLM#5929's table prints TTFT and ITL p50 in seconds (0.16104, 0.00678): a row keeps them so
+    (ttft_s, s_per_token), checked against its excerpt like any figure, and its step is that many seconds; the same
+    figure in both units, or a row with no figure, is refused."""
+    line = "DeepSeek-R1 FP4 | 1 | 1600 | 600 | 0.00678 | 0.16104"
+    base = dict(card="B200", model="m", format="FP4", test="t", batch=1, verbatim=line)
+    pre = Row(**base, kind="prefill", prompt_tokens=1600, ttft_s=0.16104)
+    dec = Row(**base, kind="decode", s_per_token=0.00678)
+    assert pre.step_time_s == 0.16104 and dec.step_time_s == 0.00678 and dec.tok_s_per_sequence == 1 / 0.00678
+    with pytest.raises(ValueError, match="does not appear"):
+        Row(**base, kind="prefill", ttft_s=0.161)
+    with pytest.raises(ValueError, match="needs"):
+        Row(**base, kind="decode")
+    both = dict(base, verbatim=line + " | 161.04 ms | 6.78 ms")
+    for bad in (dict(kind="prefill", ttft_s=0.16104, ttft_ms=161.04), dict(kind="decode", s_per_token=0.00678,
+                                                                         ms_per_token=6.78)):
+        with pytest.raises(ValueError, match="once"):
+            Row(**both, **bad)
 
 
 def test_a_routed_expert_flop_costs_more_than_a_dense_one_where_the_rows_say_so(catalog, runtimes):

@@ -61,6 +61,9 @@ class Row(Strict):
     tok_s: float | None = Field(None, strict=True, gt=0, le=1e9)
     ms_per_token: float | None = Field(None, strict=True, gt=0, le=1e6)
     ttft_ms: float | None = Field(None, strict=True, gt=0, le=1e8)
+    ttft_s: float | None = Field(None, strict=True, gt=0, le=1e5, description="a TTFT the source prints in seconds")
+    s_per_token: float | None = Field(None, strict=True, gt=0, le=1e3,
+                                      description="a time per output token (TPOT, ITL) the source prints in seconds")
     rate_includes_prefill: bool = Field(False, strict=True, description="tok_s is the generated tokens over the "
                                         "whole request's time, the prompt's prefill included")
     verbatim: str | list[str] = Field(description="the exact excerpt(s) holding the figures")
@@ -72,14 +75,18 @@ class Row(Strict):
     def _figure(self):
         if self.card_id and self.card_any_of:
             raise ValueError("card_id names the card; card_any_of is for a card the source leaves ambiguous")
-        if self.tok_s is None and self.ms_per_token is None and self.ttft_ms is None:
-            raise ValueError("a row needs tok_s, ms_per_token or ttft_ms")
+        if all(v is None for v in (self.tok_s, self.ms_per_token, self.ttft_ms, self.ttft_s, self.s_per_token)):
+            raise ValueError("a row needs tok_s, ms_per_token or s_per_token, or ttft_ms or ttft_s")
+        if self.ttft_ms is not None and self.ttft_s is not None or \
+                self.ms_per_token is not None and self.s_per_token is not None:
+            raise ValueError("give a figure in the unit the source prints it, once (ms or s)")
         if (self.input_tokens_total is None) != (self.requests is None):
             raise ValueError("input_tokens_total and requests come together (the mean prompt is their ratio)")
         if self.input_tokens_total is not None and self.prompt_tokens is not None:
             raise ValueError("give prompt_tokens or the printed input_tokens_total and requests, not both")
         text = " | ".join(self.verbatim) if isinstance(self.verbatim, list) else self.verbatim
-        for v in (self.tok_s, self.ms_per_token, self.ttft_ms, self.input_tokens_total, self.requests):
+        for v in (self.tok_s, self.ms_per_token, self.ttft_ms, self.ttft_s, self.s_per_token, self.input_tokens_total,
+                  self.requests):
             if v is not None and not figure_in(v, text):
                 raise ValueError(f"figure {v} does not appear in the verbatim excerpt {self.verbatim!r}")
         return self
@@ -110,11 +117,14 @@ class Row(Strict):
                 return None
             if self.tok_s:
                 return self.prompt_length / self.tok_s
-            return self.ttft_ms / 1000 if self.ttft_ms and self.batch == 1 else None
-        if self.tok_s is None and self.ms_per_token is None:
+            ttft = self.ttft_s if self.ttft_s is not None else self.ttft_ms / 1000 if self.ttft_ms else None
+            return ttft if ttft and self.batch == 1 else None
+        if self.tok_s is None and self.ms_per_token is None and self.s_per_token is None:
             return None
         if self.ms_per_token is not None:
             return self.ms_per_token / 1000
+        if self.s_per_token is not None:
+            return self.s_per_token
         if self.batch == 1 or self.throughput == "per_sequence":
             return 1 / self.tok_s
         if self.throughput == "aggregate":
@@ -177,6 +187,9 @@ RUNTIME_FORMAT_IDS = {  # runtime-specific spellings
     "gpt-fast": {"8-bit": "int8", "int8": "int8", "4-bit": "int4-g32-zp", "int4": "int4-g32-zp",
                  "4-bit (g=32)": "int4-g32-zp", "int4 g=32": "int4-g32-zp"},
     "llamacpp": {"mxfp4": "gguf-mxfp4_moe", "q4_k": "ggml-q4_k"},  # a GGUF's "MXFP4" is the MXFP4 MoE file type
+    # TensorRT-LLM's FP4 is NVFP4 (its quantization modes: QuantAlgo.NVFP4; the "-FP4" checkpoints it serves, e.g.
+    # nvidia/DeepSeek-R1-FP4, are ModelOpt NVFP4)
+    "trtllm": {"fp4": "nvfp4"},
     "mlx": {"4-bit": "mlx-4bit", "4bit": "mlx-4bit", "q4": "mlx-4bit", "int4": "mlx-4bit",
             "8-bit": "mlx-8bit", "8bit": "mlx-8bit", "q8": "mlx-8bit", "int8": "mlx-8bit",
             **{k.format(b=b): f"mlx-{b}bit" for b in (2, 3, 5, 6) for k in ("{b}-bit", "{b}bit", "q{b}")}},

@@ -90,6 +90,21 @@ def llamacpp_flash_attn(row: Row, published: str | None = None) -> bool | None:
     return None if date is None else date >= FA_DEFAULT_DATE
 
 
+def tensor_rate_unknown(plan: Plan, runtime: str, marlin: bool) -> bool:
+    """Whether a prompt's matmuls, tensor-core GEMMs at the format's precision (the serving engines, gpt-fast), would
+    be costed at the FP32 vector rate on an NVIDIA card with tensor cores (compute capability 7.0 and later) because
+    the catalog has no 16-bit (or lower) dense figure for it (a DGX Spark, whose only published tensor figure is FP4):
+    such a row cannot calibrate a fraction of the rate its prompt ran at (vLLM's 16-bit prompts there run at ~50
+    TFLOPS, beyond the 31 of FP32). llama.cpp and MLX name their own matmul precisions (expected.MATMUL_PRECISION,
+    FP32 among llama.cpp's), and Apple GPUs run FP16 at their FP32 rate: their rows are kept."""
+    from llmsize.estimate.expected import MATMUL_PRECISION, matmul_compute_peak
+
+    cc = plan.gpu.compute_capability
+    if runtime in MATMUL_PRECISION or plan.gpu.vendor != "NVIDIA" or cc is None or float(cc) < 7.0:
+        return False
+    return matmul_compute_peak(plan, runtime, marlin).precision == "fp32"
+
+
 SPECULATIVE = re.compile(r"specul", re.I)  # speculative decoding / sampling / speculation: not one token per step
 EAGER = re.compile(r"--enforce-eager\b|enforce_eager\s*=\s*True", re.I)  # vLLM without CUDA graphs
 _NEGATION = re.compile(r"\b(?:no|not|without|off|disabled)\b", re.I)
@@ -161,6 +176,8 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
     tp = row.gpus if row.split in ("tensor", "row") else 1
     pp = row.gpus if row.split in ("pipeline", "layer") else 1
     if row.gpus > 1 and tp * pp == 1:
+        if row.split == "expert":
+            return f"expert parallel over {row.gpus} GPUs (a row is costed as a tensor or pipeline split)"
         return f"{row.gpus} GPUs without the split"
     scope = "all" if fid.startswith(("gguf-", "ggml-", "mlx-")) or fid in ("fp16", "bf16", "fp32") else None
     if fid == model.release.quant:
@@ -184,6 +201,9 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
         ceiling = 1.0 / (step.weight_bytes / step.bandwidth_bytes_per_s + step.kv_bytes / step.bandwidth_bytes_per_s
                          + step.comm_time_s)
         return Observed(row, runtime, source_key, plan, step, None, t, ceiling)
+    if tensor_rate_unknown(plan, runtime, ran_marlin(row)):
+        return (f"prefill: {gpu.id}'s 16-bit tensor rate is not in the catalog (its FP32 rate would stand for it, "
+                "a fraction of the rate the prompt's matmuls run at)")
     fa = llamacpp_flash_attn(row, published) if runtime == "llamacpp" else True
     pre = _scaled(prefill_inputs(plan, runtime, flash_attn=fa is not False, marlin=ran_marlin(row)), factor)
     return Observed(row, runtime, source_key, plan, None, pre, t, None)

@@ -119,7 +119,7 @@ def test_mlperf_offline_llama_405b_implied_prompts(catalog):
     weights' precision; tests/data/serving/mlperf-llama31-405b.yaml). The benchmark's mean prompt is not printed in
     the sources read, so each result is turned into the prompt at which fleet's max-throughput replicas deliver it,
     split as NVIDIA's Offline configs split them (H200 TP 4 x PP 2, B200 TP 2 x PP 2; B300's configs not read: TP
-    8). Measured at commit time: H200 FP8 implies ~9,690 tokens, B200 NVFP4 ~9,550, B300 NVFP4 ~7,180 (one length
+    8). Measured at commit time: H200 FP8 implies ~9,570 tokens, B200 NVFP4 ~9,520, B300 NVFP4 ~7,180 (one length
     for H200 and B200, near the ~9,400 MLCommons is said to give; with every node costed as TP 8 and the DGX Spark's
     16-bit prompts in the prefill fit it was 1.66x between them; RESULTS.md). Bounded a little above, so a regression
     in the prefill or memory model shows."""

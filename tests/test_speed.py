@@ -555,6 +555,29 @@ def test_a_prompt_costed_at_a_stand_in_fp32_rate_does_not_calibrate_a_serving_en
                                   "k", m, h100), str)
 
 
+def test_a_hybrids_prompt_stays_out_of_the_fit_and_its_plan_says_why(catalog, run_cli):
+    """Qwen3.6-35B-A3B (Gated DeltaNet layers 3 in 4) on 2 x RTX 5090 under vLLM: 9,997 prompt tokens took 698 ms
+    (club-3090#858), ~5x what the prompt's FLOPs at the fitted fraction give; its recurrent layers' chunked kernels
+    are not costed beyond their FLOPs, so the row stays out of the fit with that reason (its decode rows count), and
+    the plan of such a hybrid says so beside its time to first token; a model without recurrent layers does not."""
+    import json
+
+    from llmsize.estimate.observed import observe
+
+    m, g = catalog.model("qwen3.6-35b-a3b"), catalog.gpu("rtx5090")
+    base = dict(card="NVIDIA GeForce RTX 5090", card_id="rtx5090", gpus=2, split="tensor", model="qwen3.6-35b-a3b",
+                model_id="qwen3.6-35b-a3b", format="NVFP4", test="prefill-10k", batch=1, prompt_tokens=9997,
+                tok_s=14328.3, verbatim="9997 prompt tok, 14328.3 prefill tok/s")
+    why = observe(Row(**base, kind="prefill"), "vllm", "k", m, g)
+    assert isinstance(why, str) and "recurrent" in why
+    assert not isinstance(observe(Row(**base, kind="decode"), "vllm", "k", m, g), str)
+    for model, hybrid in (("qwen3.6-35b-a3b", True), ("qwen3-30b-a3b", False)):
+        code, out, err = run_cli("plan", model, "--gpu", "rtx5090", "--quant", "nvfp4", "--runtime", "vllm", "--json")
+        assert code == 0, err
+        notes = json.loads(out)["expected"]["notes"]
+        assert any("recurrent" in n and "club-3090#858" in n for n in notes) == hybrid, notes
+
+
 def test_a_figure_printed_in_seconds_is_kept_in_seconds():
     """TensorRT-LLM#5929's table prints TTFT and ITL p50 in seconds (0.16104, 0.00678): a row keeps them so
     (ttft_s, s_per_token), checked against its excerpt like any figure, and its step is that many seconds; the same

@@ -10,7 +10,13 @@ from dataclasses import dataclass
 from llmsize.catalog.measurement import Row, format_id, printed_bytes
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import LlmsizeError
-from llmsize.estimate.expected import prefill_inputs, step_inputs
+from llmsize.estimate.expected import (
+    MATMUL_PRECISION,
+    fp32_stands_in,
+    has_recurrent_layers,
+    prefill_inputs,
+    step_inputs,
+)
 from llmsize.estimate.plan import Plan, PlanInputs, make_plan
 from llmsize.estimate.speed import PrefillInputs, StepInputs
 
@@ -88,21 +94,6 @@ def llamacpp_flash_attn(row: Row, published: str | None = None) -> bool | None:
         if my:
             date = f"{my.group(2)}-{_MONTHS[my.group(1).lower()]:02d}-01"
     return None if date is None else date >= FA_DEFAULT_DATE
-
-
-def tensor_rate_unknown(plan: Plan, runtime: str, marlin: bool) -> bool:
-    """Whether a prompt's matmuls, tensor-core GEMMs at the format's precision (the serving engines, gpt-fast), would
-    be costed at the FP32 vector rate on an NVIDIA card with tensor cores (compute capability 7.0 and later) because
-    the catalog has no 16-bit (or lower) dense figure for it (a DGX Spark, whose only published tensor figure is FP4):
-    such a row cannot calibrate a fraction of the rate its prompt ran at (vLLM's 16-bit prompts there run at ~50
-    TFLOPS, beyond the 31 of FP32). llama.cpp and MLX name their own matmul precisions (expected.MATMUL_PRECISION,
-    FP32 among llama.cpp's), and Apple GPUs run FP16 at their FP32 rate: their rows are kept."""
-    from llmsize.estimate.expected import MATMUL_PRECISION, matmul_compute_peak
-
-    cc = plan.gpu.compute_capability
-    if runtime in MATMUL_PRECISION or plan.gpu.vendor != "NVIDIA" or cc is None or float(cc) < 7.0:
-        return False
-    return matmul_compute_peak(plan, runtime, marlin).precision == "fp32"
 
 
 SPECULATIVE = re.compile(r"specul", re.I)  # speculative decoding / sampling / speculation: not one token per step
@@ -201,9 +192,17 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
         ceiling = 1.0 / (step.weight_bytes / step.bandwidth_bytes_per_s + step.kv_bytes / step.bandwidth_bytes_per_s
                          + step.comm_time_s)
         return Observed(row, runtime, source_key, plan, step, None, t, ceiling)
-    if tensor_rate_unknown(plan, runtime, ran_marlin(row)):
-        return (f"prefill: {gpu.id}'s 16-bit tensor rate is not in the catalog (its FP32 rate would stand for it, "
-                "a fraction of the rate the prompt's matmuls run at)")
+    if has_recurrent_layers(model):
+        return ("prefill of a model with recurrent (SSM, linear-attention) layers: their chunked prompt kernels are "
+                "costed as their FLOPs only (expected.RECURRENT_PREFILL_NOTE: published runs took 3-5x)")
     fa = llamacpp_flash_attn(row, published) if runtime == "llamacpp" else True
     pre = _scaled(prefill_inputs(plan, runtime, flash_attn=fa is not False, marlin=ran_marlin(row)), factor)
+    if runtime not in MATMUL_PRECISION and fp32_stands_in(gpu, pre.peak_flop_per_s):
+        # a serving engine's (or gpt-fast's) prompt runs tensor-core GEMMs: a card whose catalog entry has no rate
+        # for them (a DGX Spark: NVIDIA publishes only FP4) would be costed at its FP32 rate, which vLLM's 16-bit
+        # prompts there outrun (Qwen3.6-27B BF16, 1,024 tokens in 1.07 s: ~51 TFLOPS against 31), pulling the
+        # runtime's prefill fraction for every card to its bound. llama.cpp and MLX name their own matmul
+        # precisions (FP32 among llama.cpp's): their rows stay.
+        return (f"prefill: {gpu.id}'s 16-bit tensor rate is not in the catalog (its FP32 rate would stand for it, "
+                "below the rate the prompt's matmuls run at)")
     return Observed(row, runtime, source_key, plan, None, pre, t, None)

@@ -70,6 +70,7 @@ from llmsize.options import (
     JsonOpt,
     PlanFormatOpt,
     KvDtypeOpt,
+    KvPolicyOpt,
     KvUnifiedOpt,
     KvUsersOpt,
     LlamaFitOpt,
@@ -233,6 +234,7 @@ def plan(
     quant: QuantOpt = None,
     scope: ScopeOpt = None,
     kv_dtype: KvDtypeOpt = "bf16",
+    kv_policy: KvPolicyOpt = None,
     context: ContextOpt = 4096,
     batch: BatchOpt = 1,
     prompt: PromptOpt = None,
@@ -285,9 +287,11 @@ def plan(
       llmsize plan llama-3.1-70b --gpu h100 --tp 2 --emit vllm
       llmsize plan gemma-4-12b --gpu rtx5060ti --format html > plan.html
     """
+    from llmsize.estimate.kv_policy import parse_kv_policy
     from llmsize.estimate.plan import PlanInputs, make_plan
     if not gpu:
         raise InvalidValueError("Missing option --gpu.", "Name a card: `llmsize gpus` lists them.")
+    policy = parse_kv_policy(kv_policy)
     cat = _catalog(catalog)
     g = _gpu(cat, gpu)
     run = None
@@ -305,7 +309,7 @@ def plan(
                         prompt_tokens=prompt, gpu_util=gpu_util, overhead_bytes=overhead_gib * GiB,
                         compute_precision=compute, tp=tp, pp=_stages(pp, nodes), nodes=nodes,
                         node_link_gb_s=node_link_gb_s,
-                        wired_limit_bytes=None if wired_limit_gb is None else wired_limit_gb * GiB)
+                        wired_limit_bytes=None if wired_limit_gb is None else wired_limit_gb * GiB, kv_policy=policy)
     p = make_plan(m, g, inputs, exact=exact, notes=notes, warnings=warnings)
     if not p.budget.weights_fit:  # name a bigger card: only now is the whole hardware catalog parsed
         p = make_plan(m, g, inputs, candidates=cat.hardware.all(), exact=exact, notes=notes, warnings=warnings)

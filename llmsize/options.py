@@ -131,6 +131,9 @@ QuantOpt = Annotated[Optional[str], _opt("--quant", help="Weight format (see `ll
 ScopeOpt = Annotated[Optional[str], _opt("--scope", help="What the format quantizes: linear, experts, mlp or all; "
                                          "default: the release's or the format's.", callback=choice(SCOPES))]
 KvDtypeOpt = Annotated[str, _opt("--kv-dtype", help="KV cache dtype: bf16, fp16, fp8, nvfp4, int8, fp32.")]
+KvPolicyOpt = Annotated[Optional[str], _opt("--kv-policy", help="What-if cap on the tokens each layer caches: "
+                                            "streaming:WINDOW+SINKS (StreamingLLM) or budget:N (H2O/SnapKV eviction).",
+                                            show_default=False)]
 ContextOpt = Annotated[int, _opt("--context", help="Tokens per sequence (prompt + output) for the KV cache and "
                                  "decode.", callback=int_range(1))]
 BatchOpt = Annotated[int, _opt("--batch", help="Sequences decoded together.", callback=int_range(1, 2**20))]

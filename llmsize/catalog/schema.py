@@ -157,6 +157,8 @@ class MlaAttention(Strict):
     qk_nope_head_dim: int = Field(strict=True, le=2**16, gt=0)
     qk_rope_head_dim: int = Field(strict=True, le=2**16, gt=0)
     v_head_dim: int = Field(strict=True, le=2**16, gt=0)
+    sliding_window: int | None = Field(None, strict=True, le=INT32_MAX, gt=0, description="tokens cached at most: "
+                                       "a KV policy's what-if (estimate/kv_policy.py); no released MLA model has one")
 
 
 class Mamba2Mixer(Strict):

@@ -80,7 +80,8 @@ def decode_flops_per_token(model: ModelSpec, context_tokens: int) -> float:
         m = g.mixer
         if m is None:
             continue
-        attended = min(context_tokens, m.sliding_window) if m.kind == "sliding" else context_tokens
+        window = getattr(m, "sliding_window", None)  # a sliding layer's, or a KV policy's cap on an MLA layer
+        attended = min(context_tokens, window) if window else context_tokens
         flops += g.count * (_attn_flops_per_attended_token(m) * attended + _recurrent_flops_per_token(m))
     return flops
 
@@ -108,7 +109,7 @@ def prefill_flops(model: ModelSpec, prompt_tokens: int) -> float:
             per_pair = 2.0 * m.num_attention_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
         else:
             per_pair = _attn_flops_per_attended_token(m)
-        window = m.sliding_window if m.kind == "sliding" else None
+        window = getattr(m, "sliding_window", None)
         flops += g.count * (per_pair * _causal_pairs(prompt_tokens, window)
                             + _recurrent_flops_per_token(m) * prompt_tokens)
     return flops

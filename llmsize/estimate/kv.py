@@ -3,7 +3,8 @@
 Per layer, at context L (DESIGN.md "Describing a model"):
   full     2 * kv_heads * head_dim * L * bytes(kv_dtype)             (MHA / GQA / MQA by kv_heads)
   sliding  2 * kv_heads * head_dim * min(L, W) * bytes(kv_dtype)
-  mla      (kv_lora_rank + qk_rope_head_dim) * L * bytes(kv_dtype)   (DeepSeek-V2 paper, sec. 2.1)
+  mla      (kv_lora_rank + qk_rope_head_dim) * L * bytes(kv_dtype)   (DeepSeek-V2 paper, sec. 2.1); min(L, W)
+           under a KV policy's cap (estimate/kv_policy.py)
   ssm      conv state (k-1) * conv_dim * 2 B + heads * head_dim * d_state * bytes(state), independent of L
   linear   conv state (k-1) * conv_dim * 2 B + v_heads * d_k * d_v * bytes(state), independent of L
 The factor 2 is K and V. Gemma 4's full layers have K = V at the projection, but K is normed and
@@ -101,6 +102,7 @@ def kv_bytes(model: ModelSpec, context_tokens: int, kv_dtype: str) -> KvBytes:
         else:
             t = g.count * _per_token_per_layer(m, b)
         per_tok[kind] += t
-        cached = min(context_tokens, m.sliding_window) if kind == "sliding" else context_tokens
+        window = getattr(m, "sliding_window", None)  # a sliding layer's, or a KV policy's cap on an MLA layer
+        cached = min(context_tokens, window) if window else context_tokens
         by_kind[kind] += t * cached
     return KvBytes(kv_dtype, context_tokens, by_kind, layers, per_tok)

@@ -19,6 +19,7 @@ from llmsize.estimate.decode import DecodeModel, DecodeStep, check_batch
 from llmsize.estimate.diagnosis import Diagnosis, diagnose
 from llmsize.estimate.flops import ComputePeak, compute_peak
 from llmsize.estimate.kv import KvBytes, check_context, kv_bytes
+from llmsize.estimate.kv_policy import KvPolicy, capped_model
 from llmsize.estimate.parallel import (
     DEFAULT_GPUS_PER_NODE,
     DEFAULT_NODE_LINK_GB_S,
@@ -52,6 +53,7 @@ class PlanInputs:
     node_link_gb_s: float = DEFAULT_NODE_LINK_GB_S
     gpus_per_node: int = DEFAULT_GPUS_PER_NODE
     wired_limit_bytes: float | None = None  # a unified machine's GPU limit (Metal's working set), if known
+    kv_policy: KvPolicy | None = None  # a what-if cap on the tokens each layer caches (estimate/kv_policy.py)
 
 
 @dataclass(frozen=True)
@@ -220,6 +222,13 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     parallel = tp * pp > 1
     card_model = shard_model(model, tp, pp)  # what one card stores (the largest stage)
     time_model = shard_model(model, tp, 1)  # what one token reads per card, all stages in turn
+    # a KV policy caps what each layer caches: the cache, the decode and the concurrency follow the capped model;
+    # the weights are the same; a budget policy prefills (and holds) the whole prompt before it evicts
+    policy = inputs.kv_policy
+    cached = capped_model(model, policy)
+    cache_card = shard_model(cached, tp, pp) if policy else card_model
+    cache_time = shard_model(cached, tp, 1) if policy else time_model
+    prompt_model = time_model if policy is None or policy.full_prompt else cache_time
     comm = make_comm(model, gpu, tp, pp, inputs.node_link_gb_s, inputs.gpus_per_node, inputs.nodes) \
         if parallel else None
     weights_card = weights
@@ -231,21 +240,23 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
             ratio = weight_bytes_read(time_model, fmt, scope, 1) / weight_bytes_read(model, fmt, scope, 1)
             exact_read = exact.bytes_read
             weights_read = lambda b: exact_read(b) * ratio  # noqa: E731
-    kv = kv_bytes(model, inputs.context_tokens, inputs.kv_dtype)
-    kv_card = kv_bytes(card_model, inputs.context_tokens, inputs.kv_dtype) if parallel else kv
+    kv = kv_bytes(cached, inputs.context_tokens, inputs.kv_dtype)
+    kv_card = kv_bytes(cache_card, inputs.context_tokens, inputs.kv_dtype) if parallel else kv
     usable = usable_memory(gpu, inputs.wired_limit_bytes)
     budget = memory_budget(gpu, weights_card.bytes_total, inputs.gpu_util, inputs.overhead_bytes, usable.bytes)
-    ctx = max_context_tokens(card_model, inputs.kv_dtype, budget.kv_budget_bytes)
-    seqs = max_concurrent_sequences(card_model, inputs.kv_dtype, inputs.context_tokens, budget.kv_budget_bytes)
+    # the longest context: one sequence's cache; under a budget policy its whole prompt's, held until evicted
+    ctx = max_context_tokens(card_model if policy and policy.full_prompt else cache_card, inputs.kv_dtype,
+                             budget.kv_budget_bytes)
+    seqs = max_concurrent_sequences(cache_card, inputs.kv_dtype, inputs.context_tokens, budget.kv_budget_bytes)
     pool = kv_pool_tokens(kv_card.bytes_per_token, budget.kv_budget_bytes)
     peak = compute_peak(gpu, fmt, inputs.compute_precision)
-    dm = DecodeModel(time_model, gpu, fmt, scope, inputs.kv_dtype, inputs.context_tokens, peak.flop_per_s,
+    dm = DecodeModel(cache_time, gpu, fmt, scope, inputs.kv_dtype, inputs.context_tokens, peak.flop_per_s,
                      weights_read, comm)
     step1, stepb = dm.step(1), dm.step(inputs.batch)
     ridge = dm.ridge_batch()
     useful = min(seqs, ridge) if ridge else seqs
     best = dm.step(useful) if useful >= 1 else None
-    pre = prefill_time(time_model, gpu, fmt, scope, inputs.kv_dtype, prompt, peak.flop_per_s, weights_read, comm)
+    pre = prefill_time(prompt_model, gpu, fmt, scope, inputs.kv_dtype, prompt, peak.flop_per_s, weights_read, comm)
     fit = None
     if not budget.weights_fit and not parallel and search_fit:
         fit = smallest_fit(model, gpu, inputs)
@@ -316,6 +327,13 @@ def assumptions(p: dict) -> list[str]:
                    "(uniform routing); compute follows active parameters.")
     out.append(f"KV cache dtype {inputs.kv_dtype}: {float(kv_dtype_bytes(inputs.kv_dtype)):g} B per value, "
                "scales ignored except for nvfp4.")
+    if inputs.kv_policy is not None:
+        pol = inputs.kv_policy
+        out.append(f"KV policy {pol.label} (a what-if): {pol.describe()}. The cache, the decode and the "
+                   f"concurrency count at most {pol.cap_tokens:,} tokens a layer; " + (
+                       "the longest prompt is what one sequence's whole cache allows, as it is held until evicted"
+                       if pol.full_prompt else "the prompt's attention stops growing past the window")
+                   + f". Caveat: {pol.caveat()}.")
     peak = p["peak"]
     if peak.precision:
         out.append(f"Compute: dense {peak.precision} peak {peak.flop_per_s / 1e12:g} TFLOPS (no sparsity), "

@@ -79,6 +79,11 @@ def plan_to_dict(p: Plan) -> dict:
                                            "weights_bytes_per_card": round(p.fit.weights_per_card_bytes)},
         "kv": {
             "dtype": inp.kv_dtype, "context_tokens": inp.context_tokens,
+            "policy": None if inp.kv_policy is None else {
+                "name": inp.kv_policy.label, "kind": inp.kv_policy.kind, "window": inp.kv_policy.window,
+                "sinks": inp.kv_policy.sinks, "budget": inp.kv_policy.budget,
+                "cap_tokens": inp.kv_policy.cap_tokens, "full_prompt": inp.kv_policy.full_prompt,
+                "caveat": inp.kv_policy.caveat()},
             "bytes_per_token": round(p.kv.bytes_per_token),
             "bytes_per_token_by_kind": {k: round(v) for k, v in p.kv.bytes_per_token_by_kind.items()},
             "bytes_per_sequence": round(p.kv.bytes_per_sequence),

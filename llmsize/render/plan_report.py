@@ -126,7 +126,8 @@ def render_plan(p: Plan, width: int = 100, color: bool = False) -> str:
         rows.append(([kind, str(kv.layers_by_kind[kind]), per_tok, fmt_bytes(kv.bytes_by_kind[kind], unit, 3)], ()))
     rows.append((["growing layers / total", "", f"{kv.bytes_per_token:,.0f} B",
                   fmt_bytes(kv.bytes_per_sequence, unit, 3)], ("bold",)))
-    r.table(f"KV cache ({inp.kv_dtype}) at {inp.context_tokens:,} tokens",
+    pol = f", {inp.kv_policy.label} (a what-if: see the assumptions)" if inp.kv_policy else ""
+    r.table(f"KV cache ({inp.kv_dtype}) at {inp.context_tokens:,} tokens{pol}",
             ["layer kind", "layers", "per token", "per sequence"], rows)
 
     b = p.budget

@@ -71,6 +71,7 @@ from llmsize.options import (
     PlanFormatOpt,
     KvDtypeOpt,
     KvPolicyOpt,
+    LeversOpt,
     KvUnifiedOpt,
     KvUsersOpt,
     LlamaFitOpt,
@@ -270,6 +271,7 @@ def plan(
     runtime: RuntimeOpt = None,
     calibrate: CalibrateOpt = None,
     estimate_only: EstimateOnlyOpt = False,
+    levers: LeversOpt = False,
     as_json: JsonOpt = False,
     fmt: PlanFormatOpt = "table",
     catalog: CatalogOpt = None,
@@ -348,6 +350,13 @@ def plan(
         from llmsize.estimate.llamacpp_plan import with_offload_note
 
         expected = with_offload_note(expected, llama)
+    table = None
+    if levers:
+        from llmsize.estimate.levers import lever_table
+
+        source = [model] if model else ["--hub", hub] + (["--file", hub_file] if hub_file else [])
+        table = lever_table(p, [m.id] if im is None else source,
+                            lambda i: make_plan(m, g, i, exact=exact, search_fit=False))
     if emit in ("llama-server", "ollama"):
         from llmsize.render.emit_llamacpp import llama_server_command, ollama_modelfile
 
@@ -360,7 +369,7 @@ def plan(
         sys.stdout.write(serve_command(p, emit, model if im is not None else None, max_model_len) + "\n")
         return
     if as_json or fmt == "json":
-        _print_json(_plan_dict(p, ledger, llama, g, expected))
+        _print_json(_plan_dict(p, ledger, llama, g, expected, table))
     elif fmt == "html":
         import io
 
@@ -371,17 +380,17 @@ def plan(
 
         buf = io.StringIO()
         _plan_text(p, ledger, llama, g, expected, Console(file=buf, width=MAX_WIDTH, color_system=None,
-                                                          highlight=False, soft_wrap=False), MAX_WIDTH, False)
+                                                          highlight=False, soft_wrap=False), MAX_WIDTH, False, table)
         roofs, curves = plan_charts(p)
-        sys.stdout.write(render_plan_html(p, _plan_dict(p, ledger, llama, g, expected), buf.getvalue(), roofs,
+        sys.stdout.write(render_plan_html(p, _plan_dict(p, ledger, llama, g, expected, table), buf.getvalue(), roofs,
                                           curves))
     else:
         from llmsize.render.text import color_enabled
 
-        _plan_text(p, ledger, llama, g, expected, _console(), _width(), color_enabled())
+        _plan_text(p, ledger, llama, g, expected, _console(), _width(), color_enabled(), table)
 
 
-def _plan_dict(p, ledger, llama, g, expected) -> dict:
+def _plan_dict(p, ledger, llama, g, expected, levers=None) -> dict:
     from llmsize.render.expected_report import expected_to_dict
     from llmsize.render.plan_json import plan_to_dict
 
@@ -395,10 +404,14 @@ def _plan_dict(p, ledger, llama, g, expected) -> dict:
 
         d["engine"] = llamacpp_to_dict(llama, g)
     d["expected"] = expected_to_dict(expected)
+    if levers is not None:
+        from llmsize.estimate.levers import lever_dict
+
+        d["levers"] = [lever_dict(lv) for lv in levers]
     return d
 
 
-def _plan_text(p, ledger, llama, g, expected, console, width: int, color: bool) -> None:
+def _plan_text(p, ledger, llama, g, expected, console, width: int, color: bool, levers=None) -> None:
     """plan's report: the plan, the engine's ledger, the expected speed, on `console` (its file)."""
     from llmsize.render.expected_report import render_expected
     from llmsize.render.plan_report import render_plan
@@ -413,6 +426,10 @@ def _plan_text(p, ledger, llama, g, expected, console, width: int, color: bool) 
 
         render_llamacpp(llama, g, console)
     render_expected(expected, p, console)
+    if levers is not None:
+        from llmsize.render.levers_report import render_levers
+
+        render_levers(levers, console)
 
 def _llamacpp_constants(p, cat):
     from llmsize.estimate.expected import backend, constants

@@ -1,0 +1,150 @@
+"""The seeds' map of efficiency levers, computed for one plan (`plan --levers`).
+
+Seed 002 ends on a map: each technique, the resource it attacks and its typical gain (quantization: weights / 2 to
+/ 4; a smaller KV dtype; a cache that stops growing; batching; more cards), and the advice to diagnose the resource
+that saturates before choosing. Here each lever is a change of the plan's own options, and its row is the plan
+that change gives: the figure that binds today (diagnosis.saturates) before and after, the cost or caveat, and the
+`llmsize plan` command that reproduces the "after". Rows are sorted by their effect on their figure; the first is
+the diagnosis itself. A row's figure is the binding one except where a lever moves another (batching: the aggregate
+tok/s; a KV lever under a weights shortfall: still the memory left).
+
+Figures, by what saturates (all from estimate/plan.py):
+  weights    kv_budget_gb    memory left for the KV cache on each card, GB (negative: the weights do not fit)
+  kv_cache   sequences       sequences of --context tokens the cache holds
+  bandwidth  tok_s           batch-1 decode ceiling, tok/s (the bandwidth-bound one)
+  compute    aggregate_tok_s decode at --batch, tok/s in aggregate
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, replace
+
+from llmsize.errors import LlmsizeError
+from llmsize.estimate.kv_policy import parse_kv_policy
+from llmsize.estimate.quant import FORMATS, kv_dtype_bytes
+
+FIGURE_OF = {"weights": "kv_budget_gb", "kv_cache": "sequences", "bandwidth": "tok_s", "compute": "aggregate_tok_s"}
+FIGURE_WORDS = {"kv_budget_gb": "memory left for the KV cache (GB)", "sequences": "sequences at --context",
+                "tok_s": "batch-1 decode ceiling (tok/s)", "aggregate_tok_s": "aggregate decode (tok/s)"}
+RESOURCE_OF = {"weights": "memory (weights)", "kv_cache": "memory (KV cache)", "bandwidth": "memory bandwidth",
+               "compute": "compute"}
+# weight formats tried, with what each costs beside its bytes (the caveat column)
+WEIGHT_FORMATS = {
+    "fp8": "8-bit floats: near-lossless on most models; FP8 tensor cores from Ada and Hopper, weight-only before",
+    "nvfp4": "4-bit (NVFP4): some quality loss, check your evals; FP4 tensor cores on Blackwell only, Marlin "
+             "weight-only in vLLM elsewhere",
+    "mxfp4": "4-bit (MXFP4): some quality loss, check your evals; FP4 tensor cores on Blackwell and MI355X",
+    "int4-g128": "4-bit weight-only (GPTQ/AWQ-style): some quality loss; Marlin kernels in vLLM and SGLang",
+    "gguf-q4_k_m": "GGUF Q4_K_M: some quality loss; llama.cpp, Ollama, LM Studio",
+    "gguf-q3_k_m": "GGUF Q3_K_M: visible quality loss; llama.cpp, Ollama, LM Studio",
+    "gguf-q2_k": "GGUF Q2_K: large quality loss; llama.cpp, Ollama, LM Studio",
+}
+KV_DTYPES = {"fp8": "FP8 cache: small accuracy loss at long context; vLLM, SGLang, TensorRT-LLM",
+             "nvfp4": "NVFP4 cache: more accuracy loss; TensorRT-LLM on Blackwell"}
+KV_POLICIES = ("streaming:4092+4", "budget:2048")
+TP_CHOICES = (2, 4, 8)
+
+
+@dataclass(frozen=True)
+class Lever:
+    name: str
+    resource: str
+    figure: str  # a FIGURE_OF value
+    before: float | None
+    after: float | None
+    caveat: str
+    command: str  # the `llmsize plan` line that reproduces "after" ("" for the diagnosis row)
+    options: tuple[str, ...] = ()  # the options the lever changes, as CLI arguments
+
+    @property
+    def gain(self) -> float:
+        """after / before in the figure's good direction (higher is better for every figure here)."""
+        if self.before is None or self.after is None:
+            return 0.0
+        if self.figure == "kv_budget_gb":
+            return self.after - self.before  # GB gained (before can be negative)
+        return self.after / self.before if self.before > 0 else (float("inf") if self.after > 0 else 0.0)
+
+
+def figure_of(plan, figure: str) -> float | None:
+    if figure == "kv_budget_gb":
+        return plan.budget.kv_budget_bytes / 1e9
+    if figure == "sequences":
+        return float(plan.max_sequences)
+    if figure == "tok_s":
+        return plan.decode_ceiling_tok_s
+    return plan.decode_b.tok_s
+
+
+def plan_args(source: list[str], gpu_id: str, inputs) -> list[str]:
+    """The `llmsize plan` arguments that give `inputs` (those levers and their reproduction use); `source`: how
+    the command names the model (a catalog id, a folder, or --hub ORG/NAME)."""
+    args = ["plan", *source, "--gpu", gpu_id, "--context", str(inputs.context_tokens)]
+    for flag, value, default in (("--quant", inputs.quant, None), ("--scope", inputs.scope, None),
+                                 ("--kv-dtype", inputs.kv_dtype, "bf16"), ("--batch", inputs.batch, 1),
+                                 ("--prompt", inputs.prompt_tokens, None), ("--gpu-util", inputs.gpu_util, 0.90),
+                                 ("--compute", inputs.compute_precision, None), ("--tp", inputs.tp, 1),
+                                 ("--pp", inputs.pp, 1),
+                                 ("--kv-policy", inputs.kv_policy.label if inputs.kv_policy else None, None)):
+        if value is not None and value != default:
+            args += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    if inputs.overhead_bytes != 1.5 * 2**30:
+        args += ["--overhead-gib", f"{inputs.overhead_bytes / 2**30:g}"]
+    return args
+
+
+def lever_table(plan, source: list[str], make) -> list[Lever]:
+    """The diagnosis row, then each lever that applies, by its gain. `make(inputs)` builds the plan of other
+    inputs (estimate.plan.make_plan on the same model and card); a change the plan refuses (a format the model
+    cannot take, a split the card cannot make) is left out."""
+    saturates = plan.diagnosis.saturates
+    figure = FIGURE_OF[saturates]
+    now = figure_of(plan, figure)
+    inputs = plan.inputs
+    rows = [Lever("diagnosis: " + saturates.replace("_", " "), RESOURCE_OF[saturates], figure, now, now,
+                  plan.diagnosis.summary, "")]
+
+    def add(name: str, resource: str, caveat: str, options: tuple[str, ...], changed, fig: str = figure):
+        try:
+            other = make(changed)
+        except LlmsizeError:
+            return
+        command = shlex.join(["llmsize", *plan_args(source, plan.gpu.id, changed)])
+        rows.append(Lever(name, resource, fig, figure_of(plan, fig), figure_of(other, fig), caveat, command,
+                          options))
+
+    bits = float(plan.fmt.bits_per_weight)
+    for fid, caveat in WEIGHT_FORMATS.items():
+        if float(FORMATS[fid].bits_per_weight) < bits:
+            add(f"weights in {fid}", "weights (memory, bandwidth)", caveat, ("--quant", fid),
+                replace(inputs, quant=fid, scope=None))
+    if not (saturates == "weights" and figure == "kv_budget_gb"):  # the cache cannot help weights that do not fit
+        per_value = float(kv_dtype_bytes(inputs.kv_dtype))
+        for dt, caveat in KV_DTYPES.items():
+            if float(kv_dtype_bytes(dt)) < per_value:
+                add(f"KV cache in {dt}", "KV cache (memory, bandwidth)", caveat, ("--kv-dtype", dt),
+                    replace(inputs, kv_dtype=dt))
+        if inputs.kv_policy is None:
+            for spec in KV_POLICIES:
+                pol = parse_kv_policy(spec)
+                if pol.cap_tokens < inputs.context_tokens:
+                    add(f"KV policy {spec}", "KV cache (memory, bandwidth)", pol.caveat(), ("--kv-policy", spec),
+                        replace(inputs, kv_policy=pol))
+        if plan.budget.weights_fit and plan.max_sequences > inputs.batch:
+            best = min(plan.max_sequences, max(plan.ridge_batch or plan.max_sequences, inputs.batch + 1))
+            add(f"batch {best:,} sequences", "compute (idle at small batches)",
+                "latency per sequence grows with the batch; needs that many concurrent requests",
+                ("--batch", str(best)), replace(inputs, batch=best), "aggregate_tok_s")
+    if inputs.tp * inputs.pp == 1:
+        for tp in TP_CHOICES:
+            add(f"{tp} cards (tensor parallel)", "cards", f"{tp}x the cards; the all-reduces cross the card link",
+                ("--tp", str(tp)), replace(inputs, tp=tp))
+    head, rest = rows[0], rows[1:]
+    rest.sort(key=lambda r: (-r.gain, r.name))
+    return [head, *rest]
+
+
+def lever_dict(lv: Lever) -> dict:
+    return {"name": lv.name, "resource": lv.resource, "figure": lv.figure, "figure_words": FIGURE_WORDS[lv.figure],
+            "before": lv.before, "after": lv.after, "caveat": lv.caveat, "command": lv.command or None}

@@ -1,0 +1,32 @@
+"""plan --levers: the lever table (estimate/levers.py) as text."""
+
+from __future__ import annotations
+
+from llmsize.estimate.levers import FIGURE_WORDS, Lever
+
+
+def _fmt(figure: str, v: float | None) -> str:
+    if v is None:
+        return "-"
+    if figure == "kv_budget_gb":
+        return f"{v:,.1f} GB"
+    if figure == "sequences":
+        return f"{v:,.0f}"
+    return f"{v:,.1f} tok/s"
+
+
+def render_levers(levers: list[Lever], console) -> None:
+    """One line per lever (name, resource, before -> after), its caveat and its command beneath; the diagnosis
+    first, then by effect."""
+    if not levers:
+        return
+    head = levers[0]
+    out = [f"Levers (what binds: {FIGURE_WORDS[head.figure]}; each row is the plan its command gives)", ""]
+    for lv in levers:
+        change = _fmt(lv.figure, lv.after) if lv is head else f"{_fmt(lv.figure, lv.before)} -> {_fmt(lv.figure, lv.after)}"
+        words = "" if lv.figure == head.figure else f" ({FIGURE_WORDS[lv.figure]})"
+        out.append(f"  {lv.name:<34} {change}{words}   [{lv.resource}]")
+        out.append(f"      {lv.caveat}")
+        if lv.command:
+            out.append(f"      {lv.command}")
+    console.file.write("\n".join(out) + "\n\n")

@@ -1,0 +1,64 @@
+"""plan --levers (llmsize/estimate/levers.py): every row is the plan its command gives."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+FIGURE_KEYS = {"kv_budget_gb": lambda d: d["capacity"]["kv_budget_bytes"] / 1e9,
+               "sequences": lambda d: d["capacity"]["max_concurrent_sequences"],
+               "tok_s": lambda d: d["decode"]["ceiling_tok_s"],
+               "aggregate_tok_s": lambda d: d["decode"]["aggregate_tok_s"]}
+
+
+def _levers(run_cli, *args):
+    code, out, err = run_cli("plan", *args, "--levers", "--json")
+    assert code == 0, err
+    return json.loads(out)["levers"]
+
+
+def test_the_seed_card_levers_as_printed(run_cli):
+    """Gemma 4 12B NVFP4 on the RTX 5060 Ti (seed 000's run): decode is bandwidth-bound, so the batch-1 ceiling
+    binds (52.4 tok/s); batching, more cards, smaller weights and a smaller cache each raise a figure, and the
+    first row is the diagnosis."""
+    rows = _levers(run_cli, "gemma-4-12b", "--gpu", "rtx5060ti")
+    head = rows[0]
+    assert head["name"] == "diagnosis: bandwidth" and head["figure"] == "tok_s" and head["command"] is None
+    assert head["before"] == head["after"] == pytest.approx(52.4, abs=0.05)
+    names = [r["name"] for r in rows[1:]]
+    assert {"KV cache in fp8", "2 cards (tensor parallel)", "weights in gguf-q3_k_m"} <= set(names)
+    assert any(n.startswith("batch ") for n in names)
+    for r in rows[1:]:
+        assert set(r) >= {"name", "resource", "figure", "before", "after", "caveat", "command"}
+        assert r["after"] is not None and r["caveat"] and r["command"].startswith("llmsize plan gemma-4-12b ")
+
+
+def test_a_model_that_does_not_fit_binds_on_memory(run_cli):
+    """Llama 3.1 70B in BF16 on a 24 GB card: the weights (141 GB) leave a negative budget, the figure is the
+    memory left for the cache, and 4-bit weights or 8 cards are the rows that help; the cache rows do not apply."""
+    rows = _levers(run_cli, "llama-3.1-70b", "--gpu", "rtx4090")
+    assert rows[0]["name"] == "diagnosis: weights" and rows[0]["figure"] == "kv_budget_gb" and rows[0]["after"] < 0
+    assert not any(r["name"].startswith(("KV ", "batch")) for r in rows)
+    assert any(r["name"] == "weights in gguf-q2_k" for r in rows)
+
+
+@pytest.mark.parametrize("card", ["rtx5060ti", "h100-sxm"])
+def test_every_row_is_the_plan_its_command_gives(catalog, run_cli, card):
+    """Over the whole catalog at 32,768 tokens: each lever's command, run as a user would, gives the row's
+    "after" (its figure read from that plan's JSON, which rounds tok/s to 3 decimals), and its "before" is the plan's own."""
+    for m in catalog.models.all():
+        code, out, err = run_cli("plan", m.id, "--gpu", card, "--context", "32768", "--levers", "--json")
+        assert code == 0, (m.id, err)
+        d = json.loads(out)
+        for row in d["levers"]:
+            assert row["before"] == pytest.approx(FIGURE_KEYS[row["figure"]](d), rel=1e-6, abs=1e-3), (m.id, row["name"])
+            if row["command"] is None:
+                continue
+            argv = shlex.split(row["command"])
+            assert argv[:3] == ["llmsize", "plan", m.id]
+            code, out, err = run_cli(*argv[1:], "--json")
+            assert code == 0, (m.id, row["command"], err)
+            assert FIGURE_KEYS[row["figure"]](json.loads(out)) == pytest.approx(row["after"], rel=1e-6, abs=1e-3), (
+                m.id, row["command"])

@@ -429,7 +429,7 @@ def _plan_text(p, ledger, llama, g, expected, console, width: int, color: bool, 
     if levers is not None:
         from llmsize.render.levers_report import render_levers
 
-        render_levers(levers, console)
+        render_levers(levers, console, width)
 
 def _llamacpp_constants(p, cat):
     from llmsize.estimate.expected import backend, constants

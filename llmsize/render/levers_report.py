@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from llmsize.estimate.levers import FIGURE_WORDS, Lever
 
 
@@ -15,9 +17,9 @@ def _fmt(figure: str, v: float | None) -> str:
     return f"{v:,.1f} tok/s"
 
 
-def render_levers(levers: list[Lever], console) -> None:
-    """One line per lever (name, resource, before -> after), its caveat and its command beneath; the diagnosis
-    first, then by effect."""
+def render_levers(levers: list[Lever], console, width: int = 100) -> None:
+    """One line per lever (name, before -> after, resource), its caveat wrapped at `width` and its command (one
+    line, to copy) beneath; the diagnosis first, then by effect."""
     if not levers:
         return
     head = levers[0]
@@ -25,8 +27,9 @@ def render_levers(levers: list[Lever], console) -> None:
     for lv in levers:
         change = _fmt(lv.figure, lv.after) if lv is head else f"{_fmt(lv.figure, lv.before)} -> {_fmt(lv.figure, lv.after)}"
         words = "" if lv.figure == head.figure else f" ({FIGURE_WORDS[lv.figure]})"
-        out.append(f"  {lv.name:<34} {change}{words}   [{lv.resource}]")
-        out.append(f"      {lv.caveat}")
+        out += textwrap.wrap(f"{lv.name:<34} {change}{words}   [{lv.resource}]", width, initial_indent="  ",
+                             subsequent_indent="      ")
+        out += textwrap.wrap(lv.caveat, width, initial_indent="      ", subsequent_indent="      ")
         if lv.command:
             out.append(f"      {lv.command}")
     console.file.write("\n".join(out) + "\n\n")

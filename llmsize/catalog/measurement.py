@@ -179,7 +179,7 @@ FORMAT_IDS = {
     "q4_k_s": "gguf-q4_k_s", "q4_k_m": "gguf-q4_k_m", "q5_k_s": "gguf-q5_k_s", "q5_k_m": "gguf-q5_k_m",
     "q6_k": "gguf-q6_k", "iq4_xs": "gguf-iq4_xs", "iq4_nl": "gguf-iq4_nl", "mxfp4_moe": "gguf-mxfp4_moe",
     "f16": "fp16", "fp16": "fp16", "bf16": "bf16", "f32": "fp32", "base": "bf16", "mxfp4": "mxfp4",
-    "fp8": "fp8", "int8": "int8", "8-bit": "int8", "nvfp4": "nvfp4", "awq": "awq-int4-g128",
+    "fp8": "fp8", "int8": "int8", "8-bit": "int8", "nvfp4": "nvfp4", "awq": "awq-int4-g128", "awq int4": "awq-int4-g128", "awq 4-bit": "awq-int4-g128",
     "gptq": "gptq-int4-g128", "gptq-int4": "gptq-int4-g128", "gptq-int8": "gptq-int8-g128",
     "awq-int4": "awq-int4-g128",
 }

@@ -3,8 +3,8 @@
 Aggregated: one replica's `vllm serve` (--tensor-parallel-size, --max-model-len, --max-num-seqs,
 --enable-expert-parallel for a MoE) or `python -m sglang.launch_server` (--tp-size, --context-length,
 --max-running-requests, --ep-size), started `replicas` times behind any load balancer; pipeline stages
-(--pipeline-parallel-size, --pp-size) within a node, or one a node with the engine's multi-node launch. A DEP replica (attention
-data parallel, experts split over its n cards): vLLM's `--data-parallel-size n --enable-expert-parallel`
+(--pipeline-parallel-size, --pp-size) within a node, or one a node with the engine's multi-node launch. A DEP
+replica (attention data parallel, experts split over its n cards): vLLM's `--data-parallel-size n --enable-expert-parallel`
 (docs.vllm.ai, the DeepSeek-V3 recipe's DP8+EP; each rank is its own engine core, so --max-num-seqs is a rank's
 share of the batch: docs/serving/data_parallel_deployment.md), SGLang's `--tp-size n --dp-size n
 --enable-dp-attention` (docs.sglang.io, "DP, DPA and SGLang DP Router"; --max-running-requests is the replica's,

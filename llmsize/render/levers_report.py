@@ -25,7 +25,8 @@ def render_levers(levers: list[Lever], console, width: int = 100) -> None:
     head = levers[0]
     out = [f"Levers (what binds: {FIGURE_WORDS[head.figure]}; each row is the plan its command gives)", ""]
     for lv in levers:
-        change = _fmt(lv.figure, lv.after) if lv is head else f"{_fmt(lv.figure, lv.before)} -> {_fmt(lv.figure, lv.after)}"
+        after = _fmt(lv.figure, lv.after)
+        change = after if lv is head else f"{_fmt(lv.figure, lv.before)} -> {after}"
         words = "" if lv.figure == head.figure else f" ({FIGURE_WORDS[lv.figure]})"
         out += textwrap.wrap(f"{lv.name:<34} {change}{words}   [{lv.resource}]", width, initial_indent="  ",
                              subsequent_indent="      ")

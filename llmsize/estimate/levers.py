@@ -17,6 +17,7 @@ Figures, by what saturates (all from estimate/plan.py):
 
 from __future__ import annotations
 
+import math
 import shlex
 from dataclasses import dataclass, replace
 
@@ -44,6 +45,15 @@ KV_DTYPES = {"fp8": "FP8 cache: small accuracy loss at long context; vLLM, SGLan
              "nvfp4": "NVFP4 cache: more accuracy loss; TensorRT-LLM on Blackwell"}
 KV_POLICIES = ("streaming:4092+4", "budget:2048")
 TP_CHOICES = (2, 4, 8)
+# architectural levers a trained model cannot take: shown as the nearest catalog model that has them (by total
+# parameters), clearly another model
+ARCHITECTURES = {
+    "GQA": ("KV cache (heads sharing K and V)", lambda m: m.kind in ("full", "sliding")
+            and m.num_key_value_heads < m.num_attention_heads),
+    "MLA": ("KV cache (a latent per token)", lambda m: m.kind == "mla"),
+    "a sliding window": ("KV cache (capped per layer)", lambda m: m.kind == "sliding"),
+    "SSM / linear-attention layers": ("KV cache (constant state)", lambda m: m.kind in ("ssm", "linear")),
+}
 
 
 @dataclass(frozen=True)
@@ -94,10 +104,28 @@ def plan_args(source: list[str], gpu_id: str, inputs) -> list[str]:
     return args
 
 
-def lever_table(plan, source: list[str], make) -> list[Lever]:
+def has_feature(model, test) -> bool:
+    return any(g.mixer is not None and test(g.mixer) for g in model.layer_groups)
+
+
+def is_moe(model) -> bool:
+    return any(g.mlp is not None and g.mlp.kind == "moe" for g in model.layer_groups)
+
+
+def nearest_with(model, models, test) -> object | None:
+    """The catalog model with the feature whose total parameters are nearest the model's (by ratio)."""
+    from llmsize.estimate.params import params_total
+
+    size = params_total(model)
+    have = [m for m in models if m.id != model.id and test(m)]
+    return min(have, key=lambda m: (abs(math.log(params_total(m) / size)), m.id)) if have else None
+
+
+def lever_table(plan, source: list[str], make, models=(), make_for=None) -> list[Lever]:
     """The diagnosis row, then each lever that applies, by its gain. `make(inputs)` builds the plan of other
     inputs (estimate.plan.make_plan on the same model and card); a change the plan refuses (a format the model
-    cannot take, a split the card cannot make) is left out."""
+    cannot take, a split the card cannot make) is left out. `models` (the catalog's) and `make_for(model, inputs)`
+    add the architectural levers the model lacks, each as the nearest catalog model that has it."""
     saturates = plan.diagnosis.saturates
     figure = FIGURE_OF[saturates]
     now = figure_of(plan, figure)
@@ -140,6 +168,24 @@ def lever_table(plan, source: list[str], make) -> list[Lever]:
         for tp in TP_CHOICES:
             add(f"{tp} cards (tensor parallel)", "cards", f"{tp}x the cards; the all-reduces cross the card link",
                 ("--tp", str(tp)), replace(inputs, tp=tp))
+    if make_for is not None:
+        wanted = [(name, resource, lambda m, t=test: has_feature(m, t)) for name, (resource, test)
+                  in ARCHITECTURES.items() if not has_feature(plan.model, test)]
+        if not is_moe(plan.model):
+            wanted.append(("MoE", "compute and bandwidth (active parameters)", is_moe))
+        for name, resource, test in wanted:
+            other_model = nearest_with(plan.model, models, test)
+            if other_model is None:
+                continue
+            try:
+                other = make_for(other_model, inputs)
+            except LlmsizeError:
+                continue
+            command = shlex.join(["llmsize", *plan_args([other_model.id], plan.gpu.id, inputs)])
+            rows.append(Lever(f"{name}: {other_model.id} (another model)", resource, figure, now,
+                              figure_of(other, figure), f"a different model, the catalog's nearest in size with "
+                              f"{name}: what the architecture buys, not a change this model can take (quality, "
+                              "tokenizer and licence differ)", command))
     head, rest = rows[0], rows[1:]
     rest.sort(key=lambda r: (-r.gain, r.name))
     return [head, *rest]

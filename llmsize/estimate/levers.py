@@ -112,12 +112,17 @@ def is_moe(model) -> bool:
     return any(g.mlp is not None and g.mlp.kind == "moe" for g in model.layer_groups)
 
 
+NEAREST_SIZE_RATIO = 2.0  # an architecture's row compares models within 2x in total parameters, or none
+
+
 def nearest_with(model, models, test) -> object | None:
-    """The catalog model with the feature whose total parameters are nearest the model's (by ratio)."""
+    """The catalog model with the feature whose total parameters are nearest the model's (by ratio), within
+    NEAREST_SIZE_RATIO: beyond it the gap in size would be what the row shows, not the architecture."""
     from llmsize.estimate.params import params_total
 
     size = params_total(model)
-    have = [m for m in models if m.id != model.id and test(m)]
+    have = [m for m in models if m.id != model.id and test(m)
+            and abs(math.log(params_total(m) / size)) <= math.log(NEAREST_SIZE_RATIO)]
     return min(have, key=lambda m: (abs(math.log(params_total(m) / size)), m.id)) if have else None
 
 
@@ -183,7 +188,7 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None) -> list
                 continue
             command = shlex.join(["llmsize", *plan_args([other_model.id], plan.gpu.id, inputs)])
             rows.append(Lever(f"{name}: {other_model.id} (another model)", resource, figure, now,
-                              figure_of(other, figure), f"a different model, the catalog's nearest in size with "
+                              figure_of(other, figure), "a different model, the catalog's nearest in size (within 2x) with "
                               f"{name}: what the architecture buys, not a change this model can take (quality, "
                               "tokenizer and licence differ)", command))
     head, rest = rows[0], rows[1:]

@@ -131,8 +131,9 @@ QuantOpt = Annotated[Optional[str], _opt("--quant", help="Weight format (see `ll
 ScopeOpt = Annotated[Optional[str], _opt("--scope", help="What the format quantizes: linear, experts, mlp or all; "
                                          "default: the release's or the format's.", callback=choice(SCOPES))]
 KvDtypeOpt = Annotated[str, _opt("--kv-dtype", help="KV cache dtype: bf16, fp16, fp8, nvfp4, int8, fp32.")]
-LeversOpt = Annotated[bool, _opt("--levers", help="The lever table: each applicable lever of the seeds' map as "
-                                 "the plan its command gives, before and after, with its caveat.")]
+LeversOpt = Annotated[bool, _opt("--levers", help="The lever table: each efficiency lever that applies (weight format, "
+                                 "KV dtype and policy, batching, more cards, other architectures) as the plan its "
+                                 "command gives, before and after, with its caveat.")]
 KvPolicyOpt = Annotated[Optional[str], _opt("--kv-policy", help="What-if cap on the tokens each layer caches: "
                                             "streaming:WINDOW+SINKS (StreamingLLM) or budget:N (H2O/SnapKV eviction).",
                                             show_default=False)]

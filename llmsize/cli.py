@@ -357,7 +357,7 @@ def plan(
         source = [model] if model else ["--hub", hub] + (["--file", hub_file] if hub_file else [])
         table = lever_table(p, [m.id] if im is None else source,
                             lambda i: make_plan(m, g, i, exact=exact, search_fit=False), cat.models.all(),
-                            lambda other, i: make_plan(other, g, i, search_fit=False))
+                            lambda other, i: make_plan(other, g, i, search_fit=False), expected.runtime)
     if emit in ("llama-server", "ollama"):
         from llmsize.render.emit_llamacpp import llama_server_command, ollama_modelfile
 

@@ -22,13 +22,17 @@ def _levers(run_cli, *args):
 def test_the_seed_card_levers_as_printed(run_cli):
     """Gemma 4 12B NVFP4 on the RTX 5060 Ti (seed 000's run): decode is bandwidth-bound, so the batch-1 ceiling
     binds (52.4 tok/s); batching, more cards, smaller weights and a smaller cache each raise a figure, and the
-    first row is the diagnosis."""
+    first row is the diagnosis. The weight formats are those of the runtime the plan's expected speed is for (vLLM
+    by default here: 4-bit weight-only and MXFP4 below NVFP4's 4.5 bits; GGUF files with --runtime llamacpp)."""
     rows = _levers(run_cli, "gemma-4-12b", "--gpu", "rtx5060ti")
     head = rows[0]
     assert head["name"] == "diagnosis: bandwidth" and head["figure"] == "tok_s" and head["command"] is None
     assert head["before"] == head["after"] == pytest.approx(52.4, abs=0.05)
     names = [r["name"] for r in rows[1:]]
-    assert {"KV cache in fp8", "2 cards (tensor parallel)", "weights in gguf-q3_k_m"} <= set(names)
+    assert {"KV cache in fp8", "2 cards (tensor parallel)", "weights in int4-g128", "weights in mxfp4"} <= set(names)
+    assert not any(n.startswith("weights in gguf") for n in names)
+    gguf = {r["name"] for r in _levers(run_cli, "gemma-4-12b", "--gpu", "rtx5060ti", "--runtime", "llamacpp")}
+    assert {"weights in gguf-q3_k_m", "weights in gguf-q2_k"} <= gguf and "weights in mxfp4" not in gguf
     assert any(n.startswith("batch ") for n in names)
     for r in rows[1:]:
         assert set(r) >= {"name", "resource", "figure", "before", "after", "caveat", "command"}
@@ -52,11 +56,12 @@ def test_architectures_the_model_lacks_are_other_models(run_cli):
 
 def test_a_model_that_does_not_fit_binds_on_memory(run_cli):
     """Llama 3.1 70B in BF16 on a 24 GB card: the weights (141 GB) leave a negative budget, the figure is the
-    memory left for the cache, and 4-bit weights or 8 cards are the rows that help; the cache rows do not apply."""
+    memory left for the cache, and 4-bit weights (vLLM's, the default runtime for BF16 weights) or 8 cards are the
+    rows that help; the cache rows do not apply."""
     rows = _levers(run_cli, "llama-3.1-70b", "--gpu", "rtx4090")
     assert rows[0]["name"] == "diagnosis: weights" and rows[0]["figure"] == "kv_budget_gb" and rows[0]["after"] < 0
     assert not any(r["name"].startswith(("KV ", "batch")) for r in rows)
-    assert any(r["name"] == "weights in gguf-q2_k" for r in rows)
+    assert {"weights in int4-g128", "weights in nvfp4", "8 cards (tensor parallel)"} <= {r["name"] for r in rows}
 
 
 @pytest.mark.parametrize("card,every", [("rtx5060ti", 1), ("h100-sxm", 4)])

@@ -37,9 +37,21 @@ WEIGHT_FORMATS = {
              "weight-only in vLLM elsewhere",
     "mxfp4": "4-bit (MXFP4): some quality loss, check your evals; FP4 tensor cores on Blackwell and MI355X",
     "int4-g128": "4-bit weight-only (GPTQ/AWQ-style): some quality loss; Marlin kernels in vLLM and SGLang",
+    "gguf-q8_0": "GGUF Q8_0: near-lossless; llama.cpp, Ollama, LM Studio",
     "gguf-q4_k_m": "GGUF Q4_K_M: some quality loss; llama.cpp, Ollama, LM Studio",
     "gguf-q3_k_m": "GGUF Q3_K_M: visible quality loss; llama.cpp, Ollama, LM Studio",
     "gguf-q2_k": "GGUF Q2_K: large quality loss; llama.cpp, Ollama, LM Studio",
+    "mlx-8bit": "MLX 8-bit affine: near-lossless; MLX (mlx-lm) on Apple silicon",
+    "mlx-4bit": "MLX 4-bit affine: some quality loss; MLX (mlx-lm) on Apple silicon",
+    "int8": "INT8 weights: near-lossless; gpt-fast",
+    "int4-g32-zp": "4-bit groups of 32: some quality loss; gpt-fast",
+}
+# the formats each runtime runs (its documented quantization support), for its rows; a plan without a runtime
+# (none resolved) lists every format
+RUNTIME_FORMATS = {
+    "vllm": ("fp8", "nvfp4", "mxfp4", "int4-g128"), "sglang": ("fp8", "nvfp4", "mxfp4", "int4-g128"),
+    "trtllm": ("fp8", "nvfp4", "int4-g128"), "llamacpp": ("gguf-q8_0", "gguf-q4_k_m", "gguf-q3_k_m", "gguf-q2_k"),
+    "mlx": ("mlx-8bit", "mlx-4bit"), "gpt-fast": ("int8", "int4-g32-zp"),
 }
 KV_DTYPES = {"fp8": "FP8 cache: small accuracy loss at long context; vLLM, SGLang, TensorRT-LLM",
              "nvfp4": "NVFP4 cache: more accuracy loss; TensorRT-LLM on Blackwell"}
@@ -126,11 +138,12 @@ def nearest_with(model, models, test) -> object | None:
     return min(have, key=lambda m: (abs(math.log(params_total(m) / size)), m.id)) if have else None
 
 
-def lever_table(plan, source: list[str], make, models=(), make_for=None) -> list[Lever]:
+def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime: str | None = None) -> list[Lever]:
     """The diagnosis row, then each lever that applies, by its gain. `make(inputs)` builds the plan of other
     inputs (estimate.plan.make_plan on the same model and card); a change the plan refuses (a format the model
     cannot take, a split the card cannot make) is left out. `models` (the catalog's) and `make_for(model, inputs)`
-    add the architectural levers the model lacks, each as the nearest catalog model that has it."""
+    add the architectural levers the model lacks, each as the nearest catalog model that has it. `runtime`: the
+    runtime the plan's expected speed is for; its weight-format rows are the formats it runs."""
     saturates = plan.diagnosis.saturates
     figure = FIGURE_OF[saturates]
     now = figure_of(plan, figure)
@@ -148,7 +161,8 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None) -> list
                           options))
 
     bits = float(plan.fmt.bits_per_weight)
-    for fid, caveat in WEIGHT_FORMATS.items():
+    for fid in RUNTIME_FORMATS.get(runtime, tuple(WEIGHT_FORMATS)):
+        caveat = WEIGHT_FORMATS[fid]
         if float(FORMATS[fid].bits_per_weight) < bits:
             add(f"weights in {fid}", "weights (memory, bandwidth)", caveat, ("--quant", fid),
                 replace(inputs, quant=fid, scope=None))

@@ -37,6 +37,8 @@ class Behaviour:
     requests: list[dict] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    open_streams: int = 0  # streams being answered now
+    max_open_streams: int = 0  # the most at once: what proves a client ran its streams side by side
 
 
 def _prompt_tokens(prompt) -> int:
@@ -133,7 +135,14 @@ class FakeServer:
                     if usage is not None:
                         out["usage"] = {**usage, "completion_tokens": 1}
                     return self._json(200, out)
-                self._stream(body, prompt, want, usage)
+                with b.lock:
+                    b.open_streams += 1
+                    b.max_open_streams = max(b.max_open_streams, b.open_streams)
+                try:
+                    self._stream(body, prompt, want, usage)
+                finally:
+                    with b.lock:
+                        b.open_streams -= 1
 
             def _chunk(self, data: str) -> None:
                 raw = f"data: {data}\n\n".encode()

@@ -54,7 +54,10 @@ def test_a_vllm_server_is_timed_as_it_streams(run_cli):
     assert [row["level"] for row in r["concurrency"]] == [1, 4]
     one, four = r["concurrency"]
     assert one["requests"] == 1 and four["requests"] == 4 and four["output_tokens"] == 48
-    assert four["aggregate_tok_s"] > 2.5 * one["aggregate_tok_s"]  # four streams in parallel on the fake server
+    # four streams side by side on the fake server: it saw four open at once (a timing ratio alone flakes when the
+    # machine is busy: 1.54x was seen on a loaded two-core run), and they gave more than one stream's rate
+    assert b.max_open_streams == 4
+    assert four["aggregate_tok_s"] > 1.3 * one["aggregate_tok_s"]
     assert four["itl_ms"]["samples"] == 4 * 11 and four["ttft_s"]["samples"] == 4
     assert r["server"]["engine"] == "vllm" and r["server"]["version"] == "0.11.0"
     assert r["server"]["max_model_len"] == 32768 and r["run"]["output_forced"] is True

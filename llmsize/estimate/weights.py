@@ -14,6 +14,7 @@ from fractions import Fraction
 
 from llmsize.catalog.schema import ModelSpec
 from llmsize.errors import InvalidValueError
+from llmsize.estimate.memo import by_identity
 from llmsize.estimate.params import COMPONENTS, Piece, model_pieces, routed_fraction
 from llmsize.estimate.quant import SCOPES, QuantFormat
 
@@ -140,21 +141,11 @@ def _mix_weight_bytes(model: ModelSpec, fmt: QuantFormat) -> WeightBytes:
         quantized_params=q_params, unquantized_params=u_params)
 
 
-_READ: dict[tuple, tuple] = {}  # (id(model), id(fmt), scope) -> (model, fmt, its read pieces): both are frozen
-
-
+@by_identity(maxsize=256)
 def _read_pieces(model: ModelSpec, fmt: QuantFormat, scope: str) -> tuple[tuple[float, Piece], ...]:
     """(bytes, piece) of each piece a decode step reads, worked out once a model, format and scope (a fleet search
     asks for thousands of batches of the same plans)."""
-    key = (id(model), id(fmt), scope)
-    hit = _READ.get(key)
-    if hit is not None and hit[0] is model and hit[1] is fmt:
-        return hit[2]
-    value = tuple((float(piece_bytes(p, fmt, scope)), p) for p in model_pieces(model) if p.read)
-    if len(_READ) >= 256:
-        _READ.pop(next(iter(_READ)))
-    _READ[key] = (model, fmt, value)
-    return value
+    return tuple((float(piece_bytes(p, fmt, scope)), p) for p in model_pieces(model) if p.read)
 
 
 def weight_bytes_read(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int) -> float:

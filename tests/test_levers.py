@@ -64,6 +64,28 @@ def test_a_model_that_does_not_fit_binds_on_memory(run_cli):
     assert {"weights in int4-g128", "weights in nvfp4", "8 cards (tensor parallel)"} <= {r["name"] for r in rows}
 
 
+@pytest.mark.parametrize("args", [
+    ("llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "2", "--gpu-util", "0.85", "--overhead-gib", "2", "--prompt", "1000",
+     "--kv-dtype", "fp8", "--context", "16384"),
+    ("llama-3.1-405b", "--gpu", "h100-sxm", "--tp", "8", "--nodes", "2", "--node-link-gb-s", "25"),
+    ("qwen3-30b-a3b", "--gpu", "m4-max", "--wired-limit-gb", "100", "--kv-policy", "budget:2048", "--batch", "2"),
+])
+def test_a_row_keeps_the_plans_own_options(run_cli, args):
+    """A row's command carries every option of the plan it changes (split, nodes and their link, memory budget,
+    unified limit, prompt, cache dtype and policy, batch), so it reproduces the row's "after"."""
+    rows = _levers(run_cli, *args)
+    assert len(rows) > 2
+    for row in rows[1:]:
+        argv = shlex.split(row["command"])
+        for opt in args[3::2]:
+            if opt not in ("--tp", "--kv-dtype", "--kv-policy", "--batch") or "(another model)" in row["name"]:
+                assert opt in argv, (opt, row["command"])
+        code, out, err = run_cli(*argv[1:], "--json")
+        assert code == 0, (row["command"], err)
+        assert FIGURE_KEYS[row["figure"]](json.loads(out)) == pytest.approx(row["after"], rel=1e-6, abs=1e-3), (
+            row["command"])
+
+
 @pytest.mark.parametrize("card,every", [("rtx5060ti", 1), ("h100-sxm", 4)])
 def test_every_row_is_the_plan_its_command_gives(catalog, run_cli, card, every):
     """Over the whole catalog at 32,768 tokens on a 16 GB card (every fourth model on an H100, for the rows that

@@ -77,7 +77,6 @@ class Lever:
     after: float | None
     caveat: str
     command: str  # the `llmsize plan` line that reproduces "after" ("" for the diagnosis row)
-    options: tuple[str, ...] = ()  # the options the lever changes, as CLI arguments
 
     @property
     def gain(self) -> float:
@@ -99,20 +98,30 @@ def figure_of(plan, figure: str) -> float | None:
     return plan.decode_b.tok_s
 
 
+# PlanInputs fields and the plan options that set them (the CLI's spelling); the others below need a unit
+PLAN_FLAGS = (("quant", "--quant"), ("scope", "--scope"), ("kv_dtype", "--kv-dtype"), ("batch", "--batch"),
+              ("prompt_tokens", "--prompt"), ("gpu_util", "--gpu-util"), ("compute_precision", "--compute"),
+              ("tp", "--tp"), ("pp", "--pp"), ("nodes", "--nodes"), ("node_link_gb_s", "--node-link-gb-s"))
+
+
 def plan_args(source: list[str], gpu_id: str, inputs) -> list[str]:
-    """The `llmsize plan` arguments that give `inputs` (those levers and their reproduction use); `source`: how
-    the command names the model (a catalog id, a folder, or --hub ORG/NAME)."""
+    """The `llmsize plan` arguments that give `inputs`: every option whose value is not PlanInputs' default (those
+    levers and their reproduction use); `source`: how the command names the model (a catalog id, a folder, or
+    --hub ORG/NAME)."""
+    from llmsize.estimate.plan import PlanInputs
+
+    default = PlanInputs()
     args = ["plan", *source, "--gpu", gpu_id, "--context", str(inputs.context_tokens)]
-    for flag, value, default in (("--quant", inputs.quant, None), ("--scope", inputs.scope, None),
-                                 ("--kv-dtype", inputs.kv_dtype, "bf16"), ("--batch", inputs.batch, 1),
-                                 ("--prompt", inputs.prompt_tokens, None), ("--gpu-util", inputs.gpu_util, 0.90),
-                                 ("--compute", inputs.compute_precision, None), ("--tp", inputs.tp, 1),
-                                 ("--pp", inputs.pp, 1),
-                                 ("--kv-policy", inputs.kv_policy.label if inputs.kv_policy else None, None)):
-        if value is not None and value != default:
+    for name, flag in PLAN_FLAGS:
+        value = getattr(inputs, name)
+        if value is not None and value != getattr(default, name):
             args += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
-    if inputs.overhead_bytes != 1.5 * 2**30:
+    if inputs.overhead_bytes != default.overhead_bytes:
         args += ["--overhead-gib", f"{inputs.overhead_bytes / 2**30:g}"]
+    if inputs.wired_limit_bytes is not None:
+        args += ["--wired-limit-gb", f"{inputs.wired_limit_bytes / 2**30:g}"]
+    if inputs.kv_policy is not None:
+        args += ["--kv-policy", inputs.kv_policy.label]
     return args
 
 
@@ -151,42 +160,40 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
     rows = [Lever("diagnosis: " + saturates.replace("_", " "), RESOURCE_OF[saturates], figure, now, now,
                   plan.diagnosis.summary, "")]
 
-    def add(name: str, resource: str, caveat: str, options: tuple[str, ...], changed, fig: str = figure):
+    def add(name: str, resource: str, caveat: str, changed, fig: str = figure, model=None):
+        """The row of the plan `changed` gives (of `model`, another catalog model, where given)."""
         try:
-            other = make(changed)
+            other = make(changed) if model is None else make_for(model, changed)
         except LlmsizeError:
             return
-        command = shlex.join(["llmsize", *plan_args(source, plan.gpu.id, changed)])
-        rows.append(Lever(name, resource, fig, figure_of(plan, fig), figure_of(other, fig), caveat, command,
-                          options))
+        command = shlex.join(["llmsize", *plan_args(source if model is None else [model.id], plan.gpu.id, changed)])
+        rows.append(Lever(name, resource, fig, figure_of(plan, fig), figure_of(other, fig), caveat, command))
 
     bits = float(plan.fmt.bits_per_weight)
     for fid in RUNTIME_FORMATS.get(runtime, tuple(WEIGHT_FORMATS)):
         caveat = WEIGHT_FORMATS[fid]
         if float(FORMATS[fid].bits_per_weight) < bits:
-            add(f"weights in {fid}", "weights (memory, bandwidth)", caveat, ("--quant", fid),
-                replace(inputs, quant=fid, scope=None))
+            add(f"weights in {fid}", "weights (memory, bandwidth)", caveat, replace(inputs, quant=fid, scope=None))
     if not (saturates == "weights" and figure == "kv_budget_gb"):  # the cache cannot help weights that do not fit
         per_value = float(kv_dtype_bytes(inputs.kv_dtype))
         for dt, caveat in KV_DTYPES.items():
             if float(kv_dtype_bytes(dt)) < per_value:
-                add(f"KV cache in {dt}", "KV cache (memory, bandwidth)", caveat, ("--kv-dtype", dt),
-                    replace(inputs, kv_dtype=dt))
+                add(f"KV cache in {dt}", "KV cache (memory, bandwidth)", caveat, replace(inputs, kv_dtype=dt))
         if inputs.kv_policy is None:
             for spec in KV_POLICIES:
                 pol = parse_kv_policy(spec)
                 if pol.cap_tokens < inputs.context_tokens:
-                    add(f"KV policy {spec}", "KV cache (memory, bandwidth)", pol.caveat(), ("--kv-policy", spec),
+                    add(f"KV policy {spec}", "KV cache (memory, bandwidth)", pol.caveat(),
                         replace(inputs, kv_policy=pol))
         if plan.budget.weights_fit and plan.max_sequences > inputs.batch:
             best = min(plan.max_sequences, max(plan.ridge_batch or plan.max_sequences, inputs.batch + 1))
             add(f"batch {best:,} sequences", "compute (idle at small batches)",
                 "latency per sequence grows with the batch; needs that many concurrent requests",
-                ("--batch", str(best)), replace(inputs, batch=best), "aggregate_tok_s")
+                replace(inputs, batch=best), "aggregate_tok_s")
     if inputs.tp * inputs.pp == 1:
         for tp in TP_CHOICES:
             add(f"{tp} cards (tensor parallel)", "cards", f"{tp}x the cards; the all-reduces cross the card link",
-                ("--tp", str(tp)), replace(inputs, tp=tp))
+                replace(inputs, tp=tp))
     if make_for is not None:
         wanted = [(name, resource, lambda m, t=test: has_feature(m, t)) for name, (resource, test)
                   in ARCHITECTURES.items() if not has_feature(plan.model, test)]
@@ -194,17 +201,10 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
             wanted.append(("MoE", "compute and bandwidth (active parameters)", is_moe))
         for name, resource, test in wanted:
             other_model = nearest_with(plan.model, models, test)
-            if other_model is None:
-                continue
-            try:
-                other = make_for(other_model, inputs)
-            except LlmsizeError:
-                continue
-            command = shlex.join(["llmsize", *plan_args([other_model.id], plan.gpu.id, inputs)])
-            rows.append(Lever(f"{name}: {other_model.id} (another model)", resource, figure, now,
-                              figure_of(other, figure), "a different model, the catalog's nearest in size (within 2x) with "
-                              f"{name}: what the architecture buys, not a change this model can take (quality, "
-                              "tokenizer and licence differ)", command))
+            if other_model is not None:
+                add(f"{name}: {other_model.id} (another model)", resource, "a different model, the catalog's nearest "
+                    f"in size (within 2x) with {name}: what the architecture buys, not a change this model can take "
+                    "(quality, tokenizer and licence differ)", inputs, model=other_model)
     head, rest = rows[0], rows[1:]
     rest.sort(key=lambda r: (-r.gain, r.name))
     return [head, *rest]

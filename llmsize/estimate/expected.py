@@ -202,23 +202,15 @@ def fp32_stands_in(gpu, peak_flop_per_s: float | None) -> bool:
 
 def _peak(plan: Plan, runtime: str | None, marlin: bool) -> float | None:
     """matmul_peak, or the 16-bit peak for a run through Marlin (its matmuls are bf16/fp16)."""
-    return matmul_compute_peak(plan, runtime, marlin).flop_per_s
-
-
-def matmul_compute_peak(plan: Plan, runtime: str | None, marlin: bool = False):
-    """The flops.ComputePeak `runtime`'s matmuls run at on the plan's card (the faster of its precisions; Marlin's
-    16-bit one for a run through Marlin): its rate, and the precision the catalog's figure is for."""
-    if marlin:
-        return compute_peak(plan.gpu, plan.fmt, "bf16")
-    if runtime not in MATMUL_PRECISION:
-        return plan.peak
-    peaks = [compute_peak(plan.gpu, plan.fmt, p) for p in MATMUL_PRECISION[runtime]]
-    return max(peaks, key=lambda k: k.flop_per_s or 0)
+    return compute_peak(plan.gpu, plan.fmt, "bf16").flop_per_s if marlin else matmul_peak(plan, runtime)
 
 
 def matmul_peak(plan: Plan, runtime: str | None) -> float | None:
     """The dense rate `runtime`'s matmuls reach on the plan's card (the faster of its precisions)."""
-    return matmul_compute_peak(plan, runtime).flop_per_s or None
+    if runtime not in MATMUL_PRECISION:
+        return plan.peak.flop_per_s
+    rates = [compute_peak(plan.gpu, plan.fmt, p).flop_per_s or 0 for p in MATMUL_PRECISION[runtime]]
+    return max(rates) or None
 
 
 # llama.cpp's defaults for a prompt: llama_decode calls of n_batch 2,048 tokens, each cut into ubatches of

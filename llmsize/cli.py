@@ -236,6 +236,7 @@ def plan(
     scope: ScopeOpt = None,
     kv_dtype: KvDtypeOpt = "bf16",
     kv_policy: KvPolicyOpt = None,
+    spec: SpecOpt = None,
     context: ContextOpt = 4096,
     batch: BatchOpt = 1,
     prompt: PromptOpt = None,
@@ -287,10 +288,13 @@ def plan(
       llmsize plan ./my-model-folder --gpu h200-sxm
       llmsize plan --hub Qwen/Qwen3-8B --gpu rtx5090
       llmsize plan llama-3.1-70b --gpu h100 --tp 2 --emit vllm
+      llmsize plan llama-3.1-8b --gpu rtx4090 --spec draft=llama-3.2-1b,k=4,accept=0.7
+      llmsize plan gemma-4-12b --gpu rtx5060ti --levers
       llmsize plan gemma-4-12b --gpu rtx5060ti --format html > plan.html
     """
     from llmsize.estimate.kv_policy import parse_kv_policy
     from llmsize.estimate.plan import PlanInputs, make_plan
+    from llmsize.estimate.speculative import parse_spec
     if not gpu:
         raise InvalidValueError("Missing option --gpu.", "Name a card: `llmsize gpus` lists them.")
     policy = parse_kv_policy(kv_policy)
@@ -311,16 +315,16 @@ def plan(
                         prompt_tokens=prompt, gpu_util=gpu_util, overhead_bytes=overhead_gib * GiB,
                         compute_precision=compute, tp=tp, pp=_stages(pp, nodes), nodes=nodes,
                         node_link_gb_s=node_link_gb_s,
-                        wired_limit_bytes=None if wired_limit_gb is None else wired_limit_gb * GiB, kv_policy=policy)
+                        wired_limit_bytes=None if wired_limit_gb is None else wired_limit_gb * GiB, kv_policy=policy,
+                        spec=parse_spec(spec, cat))
     p = make_plan(m, g, inputs, exact=exact, notes=notes, warnings=warnings)
     if not p.budget.weights_fit:  # name a bigger card: only now is the whole hardware catalog parsed
         p = make_plan(m, g, inputs, candidates=cat.hardware.all(), exact=exact, notes=notes, warnings=warnings)
     ledger = llama = None
     host = _host_memory(host_memory, host_bandwidth_gb_s, cat)
-    if not p.budget.weights_fit:
-        lever = _offload_lever(p, exact, host, cat)
-        if lever:
-            p.diagnosis.levers.append(lever)
+    offload = _offload_lever(p, exact, host, cat) if not p.budget.weights_fit else None
+    if offload is not None:
+        p.diagnosis.levers.append(offload.sentence)
     if emit in ("llama-server", "ollama"):
         if engine not in (None, "llamacpp", "ollama"):
             raise InvalidValueError(f"--emit {emit} is llama.cpp's command, and --engine {engine} is not llama.cpp.",
@@ -355,9 +359,12 @@ def plan(
         from llmsize.estimate.levers import lever_table
 
         source = [model] if model else ["--hub", hub] + (["--file", hub_file] if hub_file else [])
+        host_args = (["--host-memory", host_memory] if host_memory else []) + (
+            ["--host-bandwidth-gb-s", f"{host_bandwidth_gb_s:g}"] if host_bandwidth_gb_s is not None else [])
         table = lever_table(p, [m.id] if im is None else source,
                             lambda i: make_plan(m, g, i, exact=exact, search_fit=False), cat.models.all(),
-                            lambda other, i: make_plan(other, g, i, search_fit=False), expected.runtime)
+                            lambda other, i: make_plan(other, g, i, search_fit=False), expected.runtime,
+                            offload, tuple(host_args), {r.id: r for r in cat.runtimes.all()})
     if emit in ("llama-server", "ollama"):
         from llmsize.render.emit_llamacpp import llama_server_command, ollama_modelfile
 

@@ -273,7 +273,7 @@ def test_speculative_decoding_gains_most_at_small_batches(catalog, runtimes):
     """E = (1 - a^(k+1)) / (1 - a) tokens a pass (Leviathan et al. 2023, eq. 1): k = 4, a = 0.7 gives
     (1 - 0.16807) / 0.3 = 2.773. One user of Llama 3.1 70B on H100s decodes faster with a Llama 3.2 1B draft; at 64
     users the verify pass is no longer one step's cost and the gain is smaller."""
-    from llmsize.estimate.workload import Spec, parse_spec
+    from llmsize.estimate.speculative import Spec, parse_spec
 
     spec = parse_spec("draft=llama-3.2-1b,k=4,accept=0.7", catalog)
     assert spec.tokens_per_pass() == pytest.approx((1 - 0.7 ** 5) / 0.3) == pytest.approx(2.773, abs=1e-3)

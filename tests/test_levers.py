@@ -7,10 +7,26 @@ import shlex
 
 import pytest
 
+def _fleet_mode(d, mode):
+    """A fleet JSON's output tok/s per card in `mode` (its row or the other mode beside it)."""
+    rows = [r for row in d["rows"] for r in (row, row.get("other")) if r and r["mode"] == mode]
+    return rows[0]["output_tok_s_per_gpu"]
+
+
 FIGURE_KEYS = {"kv_budget_gb": lambda d: d["capacity"]["kv_budget_bytes"] / 1e9,
                "sequences": lambda d: d["capacity"]["max_concurrent_sequences"],
-               "tok_s": lambda d: d["decode"]["ceiling_tok_s"],
-               "aggregate_tok_s": lambda d: d["decode"]["aggregate_tok_s"]}
+               # with --spec, the batch-1 ceiling is speculative decoding's
+               "tok_s": lambda d: (d["speculative"] or d["decode"])["ceiling_tok_s"],
+               "aggregate_tok_s": lambda d: d["decode"]["aggregate_tok_s"],
+               "offload_tok_s": lambda d: (d["engine"]["offload"] or {}).get("decode_ceiling_tok_s"),
+               "fleet_tok_s_per_gpu": lambda d: _fleet_mode(d, "disaggregated")}
+# the rows whose "before" is not a figure of the plan itself: the offload's (the model does not run: none) and the
+# fleet's (its aggregated mode)
+BEFORE_KEYS = {"offload_tok_s": lambda d: None, "fleet_tok_s_per_gpu": lambda d: _fleet_mode(d, "aggregated")}
+
+
+def _same(a, b) -> bool:
+    return a is None and b is None or (a is not None and b is not None and a == pytest.approx(b, rel=1e-6, abs=1e-3))
 
 
 def _levers(run_cli, *args):
@@ -37,7 +53,9 @@ def test_the_seed_card_levers_as_printed(run_cli):
     for r in rows[1:]:
         assert set(r) >= {"name", "resource", "figure", "before", "after", "caveat", "command"}
         own = "(another model)" not in r["name"]
-        assert r["after"] is not None and r["caveat"] and r["command"].startswith("llmsize plan gemma-4-12b ") == own
+        verb = "fleet" if r["figure"] == "fleet_tok_s_per_gpu" else "plan"
+        assert r["after"] is not None and r["caveat"]
+        assert r["command"].startswith(f"llmsize {verb} gemma-4-12b ") == own
 
 
 def test_architectures_the_model_lacks_are_other_models(run_cli):
@@ -82,8 +100,7 @@ def test_a_row_keeps_the_plans_own_options(run_cli, args):
                 assert opt in argv, (opt, row["command"])
         code, out, err = run_cli(*argv[1:], "--json")
         assert code == 0, (row["command"], err)
-        assert FIGURE_KEYS[row["figure"]](json.loads(out)) == pytest.approx(row["after"], rel=1e-6, abs=1e-3), (
-            row["command"])
+        assert _same(FIGURE_KEYS[row["figure"]](json.loads(out)), row["after"]), row["command"]
 
 
 @pytest.mark.parametrize("card,every", [("rtx5060ti", 1), ("h100-sxm", 4)])
@@ -97,14 +114,53 @@ def test_every_row_is_the_plan_its_command_gives(catalog, run_cli, card, every):
         assert code == 0, (m.id, err)
         d = json.loads(out)
         for row in d["levers"]:
-            assert row["before"] == pytest.approx(FIGURE_KEYS[row["figure"]](d), rel=1e-6, abs=1e-3), (m.id, row["name"])
+            if row["figure"] not in BEFORE_KEYS:
+                assert _same(row["before"], FIGURE_KEYS[row["figure"]](d)), (m.id, row["name"])
             if row["command"] is None:
                 continue
             argv = shlex.split(row["command"])
-            assert argv[:3] == ["llmsize", "plan", m.id if "(another model)" not in row["name"] else argv[2]]
+            assert argv[1] in ("plan", "fleet") and argv[2] == (m.id if "(another model)" not in row["name"]
+                                                                else argv[2])
             if row["command"] not in ran:
                 code, out, err = run_cli(*argv[1:], "--json")
                 assert code == 0, (m.id, row["command"], err)
                 ran[row["command"]] = json.loads(out)
-            assert FIGURE_KEYS[row["figure"]](ran[row["command"]]) == pytest.approx(row["after"], rel=1e-6, abs=1e-3), (
-                m.id, row["command"])
+            assert _same(FIGURE_KEYS[row["figure"]](ran[row["command"]]), row["after"]), (m.id, row["command"])
+            if row["figure"] in BEFORE_KEYS:
+                assert _same(BEFORE_KEYS[row["figure"]](ran[row["command"]]), row["before"]), (m.id, row["command"])
+
+
+def test_partial_offload_row_is_the_fit_plan(run_cli):
+    """Qwen3 30B-A3B in GGUF Q4_K_M (18.6 GB) on a 16 GB RTX 4080 Super does not fit: llama.cpp's --fit split keeps
+    the experts of some layers in host RAM (--n-cpu-moe), and the row's "after" is that split's batch-1 ceiling with
+    DDR5-6000 x 2 (96 GB/s) behind it, as `--engine llamacpp --fit --host-memory` plans it; before, the model does
+    not run (no figure). Without --host-memory the row says what to add and has no figure."""
+    args = ("qwen3-30b-a3b", "--gpu", "rtx4080super", "--quant", "gguf-q4_k_m")
+    row = next(r for r in _levers(run_cli, *args, "--host-memory", "DDR5-6000x2") if r["name"].startswith("partial"))
+    assert row["figure"] == "offload_tok_s" and row["before"] is None and row["after"] > 0
+    assert row["name"] == "partial offload (--n-cpu-moe 8)"
+    argv = shlex.split(row["command"])
+    assert argv[-5:] == ["--engine", "llamacpp", "--fit", "--host-memory", "DDR5-6000x2"]
+    code, out, err = run_cli(*argv[1:], "--json")
+    assert code == 0, err
+    assert json.loads(out)["engine"]["offload"]["decode_ceiling_tok_s"] == pytest.approx(row["after"], rel=1e-9)
+    bare = next(r for r in _levers(run_cli, *args) if r["name"].startswith("partial"))
+    assert bare["after"] is None and "--host-memory" in bare["caveat"]
+
+
+def test_disaggregation_row_is_the_fleet_for_the_plans_sequences(run_cli):
+    """A serving engine's plan gets the fleet's two modes on its card for its sequences (--prompt in, the rest of the
+    context out, as many users as the card holds): output tok/s per card aggregated before, disaggregated after;
+    a llama.cpp plan (no P/D split there) gets no such row."""
+    rows = _levers(run_cli, "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "8192", "--prompt", "6000")
+    row = next(r for r in rows if r["figure"] == "fleet_tok_s_per_gpu")
+    argv = shlex.split(row["command"])
+    assert argv[1:3] == ["fleet", "llama-3.1-8b"] and argv[argv.index("--isl") + 1] == "6000"
+    assert argv[argv.index("--osl") + 1] == "2192" and argv[argv.index("--gpus") + 1] == "h100-sxm"
+    code, out, err = run_cli(*argv[1:], "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert row["before"] == pytest.approx(_fleet_mode(d, "aggregated")) and row["after"] == pytest.approx(
+        _fleet_mode(d, "disaggregated"))
+    names = [r["name"] for r in _levers(run_cli, "llama-3.1-8b", "--gpu", "h100-sxm", "--runtime", "llamacpp")]
+    assert not any("disaggregated" in n for n in names)

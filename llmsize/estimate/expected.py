@@ -346,7 +346,25 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
     e = expected_speed(step_inputs(plan, plan.decode_1, rid), step_inputs(plan, plan.decode_b, rid),
                        pre, c,
                        plan.decode_ceiling_tok_s, calibration, notes)
+    if plan.speculative is not None:
+        e = with_speculation(e, plan, rid, c, calibration.factor if calibration else 1.0)
     return ExpectedResult(rid, why, e)
+
+
+def with_speculation(e: Expected, plan: Plan, rid: str, c: Constants, factor: float = 1.0) -> Expected:
+    """`e` with the batch-1 speed under the plan's speculative decoding: fleet's per-user TPOT at one user
+    (estimate/replica.py: the verify pass and the draft's steps through the step-time model), scaled like e's
+    batch-1 figure (a calibration's factor) and banded alike, never above the speculative ceiling."""
+    from dataclasses import replace
+
+    from llmsize.estimate.replica import replica_timing
+
+    sd = plan.speculative
+    tpot, _, _ = replica_timing(plan, rid, c, plan.prompt_tokens, sd.spec, sd.draft_plan)
+    tok = factor / tpot(1)
+    lo, hi = e.tok_s_low / e.tok_s, e.tok_s_high / e.tok_s  # the batch-1 band, as ratios
+    return replace(e, spec_tok_s=min(tok, sd.ceiling_tok_s), spec_tok_s_low=min(tok * lo, sd.ceiling_tok_s),
+                   spec_tok_s_high=min(tok * hi, sd.ceiling_tok_s))
 
 
 def _run_format(run, fallback: str) -> str:

@@ -389,6 +389,7 @@ def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: s
     from llmsize.estimate.plan import PlanInputs, make_plan
 
     spec = runtimes.get(runtime)
+    w = replace(w, spec=None)  # the curves are of plain decoding
     out = []
     for g in gpus:
         be = backend(g)

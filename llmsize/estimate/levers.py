@@ -11,8 +11,13 @@ tok/s; a KV lever under a weights shortfall: still the memory left).
 Figures, by what saturates (all from estimate/plan.py):
   weights    kv_budget_gb    memory left for the KV cache on each card, GB (negative: the weights do not fit)
   kv_cache   sequences       sequences of --context tokens the cache holds
-  bandwidth  tok_s           batch-1 decode ceiling, tok/s (the bandwidth-bound one)
+  bandwidth  tok_s           batch-1 decode ceiling, tok/s (the bandwidth-bound one; with --spec, speculative's)
   compute    aggregate_tok_s decode at --batch, tok/s in aggregate
+and two that only a lever moves:
+  offload_tok_s      batch-1 decode ceiling with part of the weights in host memory (llama.cpp's --fit split;
+                     estimate/offload.py), tok/s; before: none (the model does not run)
+  fleet_tok_s_per_gpu  output tok/s per card of the cheapest fleet (estimate/fleet.py) serving the plan's
+                     sequences, aggregated before and disaggregated (prefill and decode on separate cards) after
 """
 
 from __future__ import annotations
@@ -24,10 +29,13 @@ from dataclasses import dataclass, replace
 from llmsize.errors import LlmsizeError
 from llmsize.estimate.kv_policy import parse_kv_policy
 from llmsize.estimate.quant import FORMATS, kv_dtype_bytes
+from llmsize.estimate.speculative import suggested_spec
 
 FIGURE_OF = {"weights": "kv_budget_gb", "kv_cache": "sequences", "bandwidth": "tok_s", "compute": "aggregate_tok_s"}
 FIGURE_WORDS = {"kv_budget_gb": "memory left for the KV cache (GB)", "sequences": "sequences at --context",
-                "tok_s": "batch-1 decode ceiling (tok/s)", "aggregate_tok_s": "aggregate decode (tok/s)"}
+                "tok_s": "batch-1 decode ceiling (tok/s)", "aggregate_tok_s": "aggregate decode (tok/s)",
+                "offload_tok_s": "batch-1 decode ceiling, part in host memory (tok/s)",
+                "fleet_tok_s_per_gpu": "fleet output per card (tok/s)"}
 RESOURCE_OF = {"weights": "memory (weights)", "kv_cache": "memory (KV cache)", "bandwidth": "memory bandwidth",
                "compute": "compute"}
 # weight formats tried, with what each costs beside its bytes (the caveat column)
@@ -94,7 +102,7 @@ def figure_of(plan, figure: str) -> float | None:
     if figure == "sequences":
         return float(plan.max_sequences)
     if figure == "tok_s":
-        return plan.decode_ceiling_tok_s
+        return plan.speculative.ceiling_tok_s if plan.speculative is not None else plan.decode_ceiling_tok_s
     return plan.decode_b.tok_s
 
 
@@ -122,6 +130,8 @@ def plan_args(source: list[str], gpu_id: str, inputs) -> list[str]:
         args += ["--wired-limit-gb", f"{inputs.wired_limit_bytes / 2**30:g}"]
     if inputs.kv_policy is not None:
         args += ["--kv-policy", inputs.kv_policy.label]
+    if inputs.spec is not None:
+        args += ["--spec", inputs.spec.label]
     return args
 
 
@@ -147,12 +157,16 @@ def nearest_with(model, models, test) -> object | None:
     return min(have, key=lambda m: (abs(math.log(params_total(m) / size)), m.id)) if have else None
 
 
-def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime: str | None = None) -> list[Lever]:
+def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime: str | None = None,
+                offload=None, host_args: tuple[str, ...] = (), runtimes: dict | None = None) -> list[Lever]:
     """The diagnosis row, then each lever that applies, by its gain. `make(inputs)` builds the plan of other
     inputs (estimate.plan.make_plan on the same model and card); a change the plan refuses (a format the model
     cannot take, a split the card cannot make) is left out. `models` (the catalog's) and `make_for(model, inputs)`
-    add the architectural levers the model lacks, each as the nearest catalog model that has it. `runtime`: the
-    runtime the plan's expected speed is for; its weight-format rows are the formats it runs."""
+    add the architectural levers the model lacks, each as the nearest catalog model that has it, and a draft for
+    speculative decoding. `runtime`: the runtime the plan's expected speed is for; its weight-format rows are the
+    formats it runs. `offload` (llamacpp_plan.OffloadLever, when the weights do not fit) adds llama.cpp's partial
+    offload, `host_args` the plan's host-memory options for its command; `runtimes` (the catalog's) the fleet's
+    disaggregated serving for a serving engine."""
     saturates = plan.diagnosis.saturates
     figure = FIGURE_OF[saturates]
     now = figure_of(plan, figure)
@@ -190,6 +204,19 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
             add(f"batch {best:,} sequences", "compute (idle at small batches)",
                 "latency per sequence grows with the batch; needs that many concurrent requests",
                 replace(inputs, batch=best), "aggregate_tok_s")
+    spec = suggested_spec(plan.model, models) if inputs.spec is None else None
+    if spec is not None:
+        add(f"speculative decoding ({spec.label})", "memory bandwidth (tokens per pass over the weights)",
+            spec_caveat(spec), replace(inputs, spec=spec), "tok_s")
+    if offload is not None and offload.split_args:
+        after = offload.speed.ceiling_tok_s if offload.speed is not None else None
+        args = [*plan_args(source, plan.gpu.id, inputs), "--engine", "llamacpp", "--fit", *host_args]
+        rows.append(Lever(f"partial offload ({' '.join(offload.split_args)})", "memory (weights in host RAM)",
+                          "offload_tok_s", None, after, offload_caveat(offload), shlex.join(["llmsize", *args])))
+    if runtimes is not None and runtime in DISAGG_RUNTIMES:
+        row = disaggregation_lever(plan, source, runtime, runtimes)
+        if row is not None:
+            rows.append(row)
     if inputs.tp * inputs.pp == 1:
         for tp in TP_CHOICES:
             add(f"{tp} cards (tensor parallel)", "cards", f"{tp}x the cards; the all-reduces cross the card link",
@@ -208,6 +235,78 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
     head, rest = rows[0], rows[1:]
     rest.sort(key=lambda r: (-r.gain, r.name))
     return [head, *rest]
+
+
+def spec_caveat(spec) -> str:
+    if spec.draft is None:
+        return (f"the model's own MTP module proposes {spec.k} token(s) a pass; acceptance {spec.accept:g} from "
+                "DeepSeek-V3's technical report (85-90% for the second token); engines load the module for it")
+    return (f"needs the draft model {spec.draft.id} beside it (its weights and cache take memory); acceptance "
+            f"{spec.accept:g} a token is assumed, not measured: it varies with the task and the draft, so rerun the "
+            "command with yours; verify passes cost more as the batch grows, so the gain shrinks at high batch")
+
+
+def offload_caveat(offload) -> str:
+    gib = offload.gpu_bytes / 2**30
+    if offload.speed is None:
+        return (f"llama.cpp (or Ollama) keeps {gib:.1f} GiB on the card and the rest in host RAM; its speed needs "
+                "the host memory: add --host-memory (e.g. DDR5-6000x2)")
+    expected = (f"; llama.cpp's expected {offload.speed.decode_tok_s:,.1f} tok/s" if offload.speed.decode_tok_s
+                else "")
+    return (f"llama.cpp (or Ollama) keeps {gib:.1f} GiB on the card; every token also reads the host's share at "
+            f"the host memory's peak{expected}; GGUF files only")
+
+
+DISAGG_RUNTIMES = ("vllm", "sglang", "trtllm")  # the engines fleet sizes disaggregated serving for
+DISAGG_OSL = 500  # answer tokens when --prompt is the whole context (fleet's default --osl)
+
+
+def fleet_workload(plan) -> tuple[int, int, int]:
+    """(prompt tokens, answer tokens, users) of the fleet that serves the plan's sequences: --prompt in and the
+    rest of --context out (with --prompt at the context, DISAGG_OSL of it out, at most half), as many users as
+    the card holds at --context (at least --batch)."""
+    ctx, prompt = plan.inputs.context_tokens, plan.prompt_tokens
+    osl = ctx - prompt if prompt < ctx else min(DISAGG_OSL, ctx // 2)
+    return max(1, ctx - osl), max(1, osl), max(plan.inputs.batch, plan.max_sequences)
+
+
+def disaggregation_lever(plan, source: list[str], runtime: str, runtimes: dict) -> Lever | None:
+    """Prefill and decode on separate cards, as `llmsize fleet` sizes it on this card for the plan's sequences:
+    output tok/s per card aggregated (before) and disaggregated (after). None where the fleet cannot be asked the
+    same question (another format than the release's, a KV policy, --hub, split options of its own) or finds no
+    configuration of either mode."""
+    from llmsize.estimate.fleet import fleet_rows
+    from llmsize.estimate.workload import Workload
+
+    from llmsize.estimate.plan import PlanInputs
+
+    inputs, model, default = plan.inputs, plan.model, PlanInputs()
+    if (inputs.quant not in (None, model.release.quant) or inputs.scope is not None or inputs.kv_policy is not None
+            or (inputs.gpu_util, inputs.overhead_bytes, inputs.wired_limit_bytes, inputs.nodes)
+            != (default.gpu_util, default.overhead_bytes, default.wired_limit_bytes, default.nodes)
+            or not plan.budget.weights_fit or source[0].startswith("--")):
+        return None  # the fleet sizes memory by the engines' own ledgers, on replicas of its own choosing
+    isl, osl, users = fleet_workload(plan)
+    try:
+        found = fleet_rows(model, [plan.gpu], Workload(isl, osl, users=users, node_link_gb_s=inputs.node_link_gb_s),
+                           runtime, runtimes, None, inputs.kv_dtype)
+    except LlmsizeError:
+        return None
+    modes = {r.mode: r for row in found for r in (row, row.other) if r is not None and r.cards_total}
+    agg, dis = modes.get("aggregated"), modes.get("disaggregated")
+    if agg is None or dis is None:
+        return None
+    args = ["fleet", *source, "--isl", str(isl), "--osl", str(osl), "--users", str(users), "--gpus", plan.gpu.id,
+            "--runtime", runtime]
+    if inputs.kv_dtype != default.kv_dtype:
+        args += ["--kv-dtype", inputs.kv_dtype]
+    if inputs.node_link_gb_s != default.node_link_gb_s:
+        args += ["--node-link-gb-s", f"{inputs.node_link_gb_s:g}"]
+    caveat = (f"{dis.prefill_workers} prefill + {dis.decode_workers} decode worker(s) against {agg.replicas} "
+              f"aggregated replica(s) for {users:,} users ({isl:,} tokens in, {osl:,} out); the cache moves over the "
+              "node link; pays with long prompts and tight TTFT/TPOT targets: give them to the fleet command")
+    return Lever("disaggregated prefill/decode (fleet)", "compute (prefill stalls decode)", "fleet_tok_s_per_gpu",
+                 agg.output_tok_s_per_gpu, dis.output_tok_s_per_gpu, caveat, shlex.join(["llmsize", *args]))
 
 
 def lever_dict(lv: Lever) -> dict:

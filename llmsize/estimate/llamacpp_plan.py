@@ -97,10 +97,21 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
     return LlamaCppPlan(led, off, found)
 
 
-def offload_lever(plan, exact, card_bytes: int, host: HostMemory | None, constants,
-                  format_class: str = "kquant") -> str | None:
+@dataclass(frozen=True)
+class OffloadLever:
     """The diagnosis's lever for a GGUF model that does not fit the card: the split llama.cpp's --fit margin
-    allows, and its decode speed where the host memory is known."""
+    allows (`split_args`, its llama.cpp options), and with the host memory known its speed."""
+
+    sentence: str
+    split_args: tuple[str, ...] = ()  # () when not even the output and the cache fit
+    gpu_bytes: float = 0.0
+    speed: OffloadSpeed | None = None
+
+
+def offload_lever(plan, exact, card_bytes: int, host: HostMemory | None, constants,
+                  format_class: str = "kquant") -> OffloadLever | None:
+    """The offload lever of `plan` (None where llama.cpp's offload does not apply: not a GGUF format, a unified
+    machine, a split over cards)."""
     if not (plan.fmt.id.startswith("gguf-") or (exact is not None and exact.tensors)):
         return None
     from llmsize.estimate.unified import is_unified
@@ -114,17 +125,20 @@ def offload_lever(plan, exact, card_bytes: int, host: HostMemory | None, constan
     found = fit_split(model, gpu, tensors, settings("llamacpp", LlamaCppOptions(plan.inputs.context_tokens),
                                                     model.num_layers), card_bytes)
     if found.how == "none":
-        return "Offload with llama.cpp: not even the output and the cache fit beside llama.cpp's 1 GiB margin."
-    split = (f"--n-cpu-moe {found.settings.n_cpu_moe}" if found.how == "n_cpu_moe"
-             else f"--gpu-layers {found.ledger.gpu_layers}")
-    words = (f"Offload with llama.cpp: {split} keeps {found.ledger.gpu_total_bytes / 2**30:.1f} GiB on the card "
+        return OffloadLever("Offload with llama.cpp: not even the output and the cache fit beside llama.cpp's 1 GiB "
+                            "margin.")
+    split = (("--n-cpu-moe", str(found.settings.n_cpu_moe)) if found.how == "n_cpu_moe"
+             else ("--gpu-layers", str(found.ledger.gpu_layers)))
+    gpu_bytes = found.ledger.gpu_total_bytes
+    words = (f"Offload with llama.cpp: {' '.join(split)} keeps {gpu_bytes / 2**30:.1f} GiB on the card "
              f"(`--engine llamacpp --fit`)")
     if host is None:
-        return words + "; its speed depends on the host memory (--host-memory DDR5-6000x2)."
+        return OffloadLever(words + "; its speed depends on the host memory (--host-memory DDR5-6000x2).", split,
+                            gpu_bytes)
     off = offload_speed(model, gpu, found.ledger, tensors, plan.inputs.context_tokens, host, constants, format_class,
                         gpu_terms_s=gpu_step_terms_s(plan, found.ledger, constants, format_class))
     speed = f"{off.decode_tok_s:.1f}" if off.decode_tok_s else f"at most {off.ceiling_tok_s:.1f}"
-    return words + f", decoding at {speed} tok/s with {host.name}."
+    return OffloadLever(words + f", decoding at {speed} tok/s with {host.name}.", split, gpu_bytes, off)
 
 
 def with_offload_note(result, lp: LlamaCppPlan):

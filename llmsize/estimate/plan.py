@@ -3,7 +3,7 @@ This is the one thing the CLI calls for `llmsize plan`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError
@@ -31,6 +31,7 @@ from llmsize.estimate.parallel import (
 from llmsize.estimate.params import COMPONENTS, params_active, params_active_with_embedding, params_total
 from llmsize.estimate.prefill import Prefill, prefill_time
 from llmsize.estimate.quant import QuantFormat, kv_dtype_bytes, quant_format
+from llmsize.estimate.speculative import Spec, SpecDecode, check_spec, speculate
 from llmsize.estimate.weights import WeightBytes, check_scope, weight_bytes, weight_bytes_read
 from llmsize.estimate.unified import usable_memory
 from llmsize.units import GiB
@@ -54,6 +55,7 @@ class PlanInputs:
     gpus_per_node: int = DEFAULT_GPUS_PER_NODE
     wired_limit_bytes: float | None = None  # a unified machine's GPU limit (Metal's working set), if known
     kv_policy: KvPolicy | None = None  # a what-if cap on the tokens each layer caches (estimate/kv_policy.py)
+    spec: Spec | None = None  # speculative decoding (estimate/speculative.py)
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,7 @@ class Plan:
     comm: Comm | None = None
     decode_model: DecodeModel | None = None  # the step at any batch (fleet sizing), same inputs as decode_b
     fit: Fit | None = None  # when one card is not enough: the smallest tp x pp that is
+    speculative: SpecDecode | None = None  # with --spec: batch-1 ceiling and memory with the draft
 
     @property
     def weights_vs_estimate(self) -> dict[str, float | None]:
@@ -163,8 +166,6 @@ PP_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16)
 def smallest_fit(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs) -> Fit | None:
     """Fewest cards (then the least pipeline depth) whose per-card weights, one sequence's cache at the
     context and the overhead fit; engines' divisibility rules respected. None if 256 cards are not enough."""
-    from dataclasses import replace
-
     # fewest cards; then tensor parallel inside a node rather than across nodes; then the shallowest pipeline
     options = sorted(((tp, pp) for tp in TP_CHOICES for pp in PP_CHOICES if tp * pp > 1),
                      key=lambda c: (c[0] * c[1], c[0] > inputs.gpus_per_node, c[1]))
@@ -175,7 +176,7 @@ def smallest_fit(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs) -> Fit | No
         if total / (tp * pp) > room:  # even a perfect split would not fit: skip the full plan
             continue
         try:
-            p = make_plan(model, gpu, replace(inputs, tp=tp, pp=pp), search_fit=False)
+            p = make_plan(model, gpu, replace(inputs, tp=tp, pp=pp, spec=None), search_fit=False)
         except InvalidValueError:
             continue  # tp does not divide the heads, more stages than layers, no link
         one_seq = p.kv_card.bytes_per_sequence if p.kv_card else p.kv.bytes_per_sequence
@@ -195,6 +196,8 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
                                 "Pass --context 1 or more.")
     check_batch(inputs.batch)
     kv_dtype_bytes(inputs.kv_dtype)
+    if inputs.spec is not None:
+        check_spec(inputs.spec, model)
     fmt, scope = resolve_format(model, inputs.quant, inputs.scope)
     prompt = inputs.context_tokens if inputs.prompt_tokens is None else inputs.prompt_tokens
     check_context(prompt)
@@ -279,9 +282,14 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
         out.insert(0, f"Weights: exact bytes from the {exact.source} of {len(exact.files)} file(s) "
                       f"({weights.bytes_total / 1e9:,.3f} GB; the {fmt.id} estimate says "
                       f"{estimate.bytes_total / 1e9:,.3f} GB, {diff:+.2%}); bytes read per token use the exact figure.")
-    return Plan(**partial, diagnosis=diagnosis, assumptions=out,
+    plan = Plan(**partial, diagnosis=diagnosis, assumptions=out,
                 weights_estimate=estimate if exact is not None else None, exact=exact, notes=notes,
                 warnings=list(warnings or []))
+    if inputs.spec is None:
+        return plan
+    d = inputs.spec.draft  # the draft on the same card, split and options
+    draft = make_plan(d, gpu, replace(inputs, spec=None), search_fit=False) if d is not None else None
+    return replace(plan, speculative=speculate(plan, inputs.spec, draft))
 
 
 def assumptions(p: dict) -> list[str]:

@@ -12,7 +12,8 @@ from llmsize.estimate.lengths import Z95
 from llmsize.estimate.queueing import wait_mgc_s
 from llmsize.estimate.serving_defaults import held_context_tokens
 from llmsize.estimate.speed import prefill_parts_s
-from llmsize.estimate.workload import Spec, Workload
+from llmsize.estimate.speculative import Spec
+from llmsize.estimate.workload import Workload
 
 
 def kv_pool_bytes(plan, runtime: str, max_model_len: int) -> tuple[float, str]:
@@ -42,7 +43,7 @@ def users_held(plan, w: Workload, runtime: str, draft_plan=None, pool: float | N
     E and sd over the distributions' points (prompt and answer quantiles paired in a scrambled order, as
     independent), and only if the p99 request's cache fits on its own (else 0)."""
     pool = plan.budget.kv_budget_bytes if pool is None else pool
-    if not w.shared_prefix and draft_plan is None and not w.spread:
+    if not w.shared_prefix and w.spec is None and not w.spread:
         per = (plan.kv_card or plan.kv).bytes_per_sequence
         return int(pool // per) if pool > 0 and per > 0 else 0
     from llmsize.estimate.kv import kv_bytes
@@ -63,9 +64,11 @@ def users_held(plan, w: Workload, runtime: str, draft_plan=None, pool: float | N
     prefix = seq_bytes(shared) if shared else 0.0
     left = pool - prefix
     extra = 0.0
-    if draft_plan is not None:
-        left -= (draft_plan.weights_card or draft_plan.weights).bytes_total
-        extra = (draft_plan.kv_card or draft_plan.kv).bytes_per_sequence
+    if w.spec is not None:
+        from llmsize.estimate.speculative import draft_memory
+
+        weights, extra = draft_memory(plan, w.spec, draft_plan)
+        left -= weights
     if left <= 0 or seq_bytes(w.longest_tokens() - shared) + extra > left:
         return 0
     mean = sum(own) / len(own) + extra
@@ -99,6 +102,7 @@ def replica_timing(plan, runtime: str, constants, prefill_tokens: int, spec: Spe
     from dataclasses import replace as _replace
 
     from llmsize.estimate.expected import prefill_inputs, step_inputs
+    from llmsize.estimate.speculative import mtp_step_s, time_per_token_s, verify_step
     from llmsize.estimate.speed import decode_step_time_s, link_kind, prefill_time_s
 
     exchange = None
@@ -132,14 +136,11 @@ def replica_timing(plan, runtime: str, constants, prefill_tokens: int, spec: Spe
     def _tpot(b: int) -> float:
         if spec is None:
             return step_s(plan, b)
-        dm = plan.decode_model
-        one, wide = dm.step(b), dm.step(b * (spec.k + 1))
-        verify = _replace(wide, kv_bytes=one.kv_bytes, memory_time_s=(wide.weight_bytes + one.kv_bytes)
-                          / plan.gpu.bandwidth_bytes_per_s)
+        verify = verify_step(plan.decode_model, b, spec.k)
         t = decode_step_time_s(step_inputs(plan, verify, runtime), constants)
         draft = (step_s(draft_plan, b) if draft_plan is not None
-                 else step_s(plan, b) / (plan.card_model or plan.model).num_layers)
-        return (t + spec.k * draft) / spec.tokens_per_pass()
+                 else mtp_step_s(step_s(plan, b), plan.decode_model.model))
+        return time_per_token_s(t, draft, spec)
 
     pre_in = prefill_inputs(plan, runtime)
     alone = prefill_time_s(pre_in, constants)

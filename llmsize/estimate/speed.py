@@ -339,6 +339,9 @@ class Expected:
     basis: str
     terms_s: dict[str, float]
     notes: tuple[str, ...] = ()
+    spec_tok_s: float | None = None  # batch 1 with the plan's speculative decoding (--spec), and its band
+    spec_tok_s_low: float | None = None
+    spec_tok_s_high: float | None = None
 
 
 def expected_speed(step1: StepInputs, stepb: StepInputs, pre: PrefillInputs, c: Constants, ceiling_tok_s: float,

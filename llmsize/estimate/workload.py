@@ -10,69 +10,7 @@ from llmsize.catalog.schema import ModelSpec
 from llmsize.errors import InvalidValueError
 from llmsize.estimate.lengths import Lengths
 from llmsize.estimate.lengths import fixed as fixed_lengths
-
-
-@dataclass(frozen=True)
-class Spec:
-    """Speculative decoding: k tokens proposed a pass by a draft model (or the model's own MTP layers), each
-    accepted with probability `accept`."""
-
-    k: int
-    accept: float
-    draft: ModelSpec | None = None  # None: MTP (a layer of the target proposes)
-
-    def tokens_per_pass(self) -> float:
-        """E = (1 - a^(k+1)) / (1 - a): expected tokens a target pass yields with k drafted tokens accepted
-        i.i.d. at rate a (Leviathan, Kalman, Matias 2023, "Fast Inference from Transformers via Speculative
-        Decoding", eq. 1)."""
-        a = self.accept
-        return self.k + 1 if a >= 1 else (1 - a ** (self.k + 1)) / (1 - a)
-
-
-def parse_spec(text: str, catalog) -> Spec:
-    """`draft=MODEL,k=4,accept=0.7` or `mtp=1,accept=0.8` (k = the MTP layers)."""
-    fields = {}
-    for part in text.split(","):
-        key, sep, value = part.partition("=")
-        if not sep or not value.strip():
-            raise InvalidValueError(f"--spec {text!r}: `{part}` is not key=value.",
-                                    "e.g. --spec draft=llama-3.2-1b,k=4,accept=0.7 or --spec mtp=1,accept=0.8.")
-        fields[key.strip().lower()] = value.strip()
-    unknown = sorted(set(fields) - {"draft", "k", "accept", "mtp"})
-    if unknown:
-        raise InvalidValueError(f"--spec: unknown key `{unknown[0]}`.", "Keys: draft, k, accept, mtp.")
-    if ("draft" in fields) == ("mtp" in fields):
-        raise InvalidValueError("--spec needs draft=MODEL or mtp=N, one of them.", "e.g. --spec mtp=1,accept=0.8.")
-    try:
-        accept = float(fields.get("accept", ""))
-        k = int(fields.get("mtp") or fields.get("k") or 4)
-    except ValueError:
-        raise InvalidValueError(f"--spec {text!r}: accept must be a number and k / mtp a whole number.",
-                                "e.g. accept=0.7, k=4.") from None
-    if not (0 <= accept <= 1 and math.isfinite(accept)) or not 1 <= k <= 16:
-        raise InvalidValueError(f"--spec {text!r}: accept must be in [0, 1] and k (or mtp) from 1 to 16.",
-                                "e.g. accept=0.7, k=4.")
-    return Spec(k, accept, catalog.model(fields["draft"]) if "draft" in fields else None)
-
-
-def _check_spec(spec: Spec, model: ModelSpec) -> None:
-    """A draft must be a smaller model with the target's tokenizer (its vocabulary); MTP needs the target's own
-    multi-token-prediction module (the catalog lists it among the model's extra parameters)."""
-    d = spec.draft
-    if d is None:
-        if not any("multi-token-prediction" in e.name.lower() for e in model.extra):
-            raise InvalidValueError(f"--spec mtp: {model.name} has no multi-token-prediction module in the catalog.",
-                                    "Use a draft model instead: --spec draft=MODEL,k=4,accept=0.7.")
-        return
-    if d.id == model.id:
-        raise InvalidValueError(f"--spec draft={d.id} is the target model itself.", "Pick a smaller draft model.")
-    if d.params_official >= model.params_official:
-        raise InvalidValueError(f"--spec draft={d.id} ({d.params_official / 1e9:,.1f}B) is not smaller than "
-                                f"{model.name} ({model.params_official / 1e9:,.1f}B).", "Pick a smaller draft model.")
-    if d.vocab_size != model.vocab_size:
-        raise InvalidValueError(f"--spec draft={d.id} has a vocabulary of {d.vocab_size:,} tokens, {model.name} "
-                                f"{model.vocab_size:,}: a draft must share the target's tokenizer.",
-                                "Pick a draft of the same family (e.g. Llama 3.2 1B for Llama 3.1).")
+from llmsize.estimate.speculative import Spec, check_spec, parse_spec
 
 
 @dataclass(frozen=True)
@@ -114,7 +52,7 @@ class Workload:
                                     f"exceeds {model.name}'s context of {model.max_position_embeddings:,} tokens.",
                                     "Shorten --isl / --osl (or their p95), or pick a model with a longer context.")
         if model is not None and self.spec is not None:
-            _check_spec(self.spec, model)
+            check_spec(self.spec, model)
         if self.tpot_s is not None and not 0 < self.tpot_s <= 86400:
             raise InvalidValueError(f"A TPOT target of {self.tpot_s:g} s is out of range.",
                                     "Give --tpot from 1 us to a day, or --tok-s-per-user above 1 / 86,400.")

@@ -106,6 +106,7 @@ def plan_to_dict(p: Plan) -> dict:
             "per_sequence_tok_s": _r(sb.tok_s / sb.batch, 3), "bound": sb.bound,
             "ridge_batch": p.ridge_batch,
         },
+        "speculative": None if p.speculative is None else _spec_dict(p.speculative),
         "prefill": {
             "prompt_tokens": p.prompt_tokens, "flops": p.prefill.flops, "bytes": round(p.prefill.bytes),
             "compute_time_s": _r(p.prefill.compute_time_s, 9), "memory_time_s": _r(p.prefill.memory_time_s, 9),
@@ -117,3 +118,13 @@ def plan_to_dict(p: Plan) -> dict:
         },
         "assumptions": p.assumptions,
     }
+
+
+def _spec_dict(sd) -> dict:
+    return {"spec": sd.spec.label, "draft": sd.spec.draft.id if sd.spec.draft else None, "k": sd.spec.k,
+            "accept": sd.spec.accept, "tokens_per_pass": _r(sd.tokens_per_pass, 4),
+            "draft_weight_bytes": round(sd.draft_weight_bytes),
+            "draft_kv_bytes_per_sequence": round(sd.draft_kv_bytes_per_sequence),
+            "kv_budget_bytes": round(sd.kv_budget_bytes), "max_concurrent_sequences": sd.max_sequences,
+            "verify_time_s": _r(sd.verify_s, 9), "draft_step_time_s": _r(sd.draft_step_s, 9),
+            "ceiling_tok_s": _r(sd.ceiling_tok_s, 3), "gain": _r(sd.gain, 4)}

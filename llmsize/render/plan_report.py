@@ -157,6 +157,8 @@ def render_plan(p: Plan, width: int = 100, color: bool = False) -> str:
     rows.append(("turns compute-bound at", "never (memory-bound at any batch)" if never
                  else ("unknown" if p.ridge_batch is None else f"batch {p.ridge_batch:,}")))
     r.kv("Decode" if b.weights_fit else "Decode (as if the weights fit: they do not)", rows)
+    if p.speculative is not None:
+        r.kv("Speculative decoding (--spec; the acceptance rate is yours, not measured here)", _spec_rows(p))
 
     pre = p.prefill
     bound = f" ({pre.bound}-bound)" if pre.bound else ""
@@ -172,3 +174,16 @@ def render_plan(p: Plan, width: int = 100, color: bool = False) -> str:
     r.title("Assumptions")
     r.bullets(list(p.assumptions), "-", "dim")
     return r.text()
+
+
+def _spec_rows(p: Plan) -> list[tuple[str, str]]:
+    sd, spec = p.speculative, p.speculative.spec
+    left = fmt_bytes(sd.kv_budget_bytes) + ("" if sd.kv_budget_bytes > 0 else "  (the draft does not fit)")
+    return [("draft", f"{sd.draft_name}: {spec.k} token(s) a pass, each accepted at {spec.accept:g}: "
+                      f"{sd.tokens_per_pass:,.2f} tokens a verify pass"),
+            ("draft memory", f"weights {sd.draft_weight_bytes / GB:,.3f} GB, cache "
+                             f"{sd.draft_kv_bytes_per_sequence / GB:,.3f} GB a sequence"),
+            ("left for KV cache", left),
+            (f"sequences at {p.inputs.context_tokens:,} tokens", f"{sd.max_sequences:,}"),
+            ("ceiling, batch 1", f"{sd.ceiling_tok_s:,.1f} tok/s (x{sd.gain:,.2f}) = {sd.tokens_per_pass:,.2f} "
+                                 f"tokens / (verify {_time(sd.verify_s)} + {spec.k} x draft {_time(sd.draft_step_s)})")]

@@ -1,0 +1,205 @@
+"""Speculative decoding: its parameters (`--spec`), what a draft costs in memory, and what a verify pass yields.
+
+A pass: the draft proposes k tokens (k steps of a smaller model, or the target's own multi-token-prediction layers),
+then one target pass verifies them, reading the weights as for k + 1 tokens a sequence (an MoE's experts for all of
+them) and each sequence's cache once. With each proposed token accepted with probability a, independently, a pass
+yields E = (1 - a^(k+1)) / (1 - a) tokens (Leviathan, Kalman, Matias 2023, "Fast Inference from Transformers via
+Speculative Decoding", eq. 1), so
+
+    time per token = (verify pass + k x draft step) / E                      seconds per token of one sequence
+
+At batch 1 the verify pass reads about what a plain step reads, and the gain is ~E / (1 + k x draft / target). The
+draft's weights and its cache of every sequence take memory beside the target's (vLLM allocates the draft's cache in
+lockstep with the target's blocks, vllm PR #3250); an MTP module adds its own layers' cache (num_nextn_predict_layers
+layers) and, where engines load it only for speculative decoding, its weights.
+
+Pure: plan.py calls `speculate` when --spec is given; replica.py (fleet) prices its TPOT with `verify_step` and
+`time_per_token_s`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from llmsize.catalog.schema import ModelSpec
+from llmsize.errors import InvalidValueError
+
+
+@dataclass(frozen=True)
+class Spec:
+    """Speculative decoding: k tokens proposed a pass by a draft model (or the model's own MTP layers), each
+    accepted with probability `accept`."""
+
+    k: int
+    accept: float
+    draft: ModelSpec | None = None  # None: MTP (a layer of the target proposes)
+
+    def tokens_per_pass(self) -> float:
+        """E = (1 - a^(k+1)) / (1 - a): expected tokens a target pass yields with k drafted tokens accepted
+        i.i.d. at rate a (Leviathan, Kalman, Matias 2023, eq. 1)."""
+        a = self.accept
+        return self.k + 1 if a >= 1 else (1 - a ** (self.k + 1)) / (1 - a)
+
+    @property
+    def label(self) -> str:
+        """The --spec text that gives this Spec."""
+        if self.draft is None:
+            return f"mtp={self.k},accept={self.accept:g}"
+        return f"draft={self.draft.id},k={self.k},accept={self.accept:g}"
+
+
+def parse_spec(text: str | None, catalog) -> Spec | None:
+    """`draft=MODEL,k=4,accept=0.7` or `mtp=1,accept=0.8` (k = the MTP layers); None for None."""
+    if text is None:
+        return None
+    fields = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        if not sep or not value.strip():
+            raise InvalidValueError(f"--spec {text!r}: `{part}` is not key=value.",
+                                    "e.g. --spec draft=llama-3.2-1b,k=4,accept=0.7 or --spec mtp=1,accept=0.8.")
+        fields[key.strip().lower()] = value.strip()
+    unknown = sorted(set(fields) - {"draft", "k", "accept", "mtp"})
+    if unknown:
+        raise InvalidValueError(f"--spec: unknown key `{unknown[0]}`.", "Keys: draft, k, accept, mtp.")
+    if ("draft" in fields) == ("mtp" in fields):
+        raise InvalidValueError("--spec needs draft=MODEL or mtp=N, one of them.", "e.g. --spec mtp=1,accept=0.8.")
+    try:
+        accept = float(fields.get("accept", ""))
+        k = int(fields.get("mtp") or fields.get("k") or 4)
+    except ValueError:
+        raise InvalidValueError(f"--spec {text!r}: accept must be a number and k / mtp a whole number.",
+                                "e.g. accept=0.7, k=4.") from None
+    if not (0 <= accept <= 1 and math.isfinite(accept)) or not 1 <= k <= 16:
+        raise InvalidValueError(f"--spec {text!r}: accept must be in [0, 1] and k (or mtp) from 1 to 16.",
+                                "e.g. accept=0.7, k=4.")
+    return Spec(k, accept, catalog.model(fields["draft"]) if "draft" in fields else None)
+
+
+MTP_WORDS = "multi-token-prediction"
+
+
+def mtp_module(model: ModelSpec):
+    """The catalog's MTP module of the model (an ExtraParams), or None."""
+    return next((e for e in model.extra if MTP_WORDS in e.name.lower()), None)
+
+
+def check_spec(spec: Spec, model: ModelSpec) -> None:
+    """A draft must be a smaller model with the target's tokenizer (its vocabulary); MTP needs the target's own
+    multi-token-prediction module (the catalog lists it among the model's extra parameters)."""
+    d = spec.draft
+    if d is None:
+        if mtp_module(model) is None:
+            raise InvalidValueError(f"--spec mtp: {model.name} has no multi-token-prediction module in the catalog.",
+                                    "Use a draft model instead: --spec draft=MODEL,k=4,accept=0.7.")
+        return
+    if d.id == model.id:
+        raise InvalidValueError(f"--spec draft={d.id} is the target model itself.", "Pick a smaller draft model.")
+    if d.params_official >= model.params_official:
+        raise InvalidValueError(f"--spec draft={d.id} ({d.params_official / 1e9:,.1f}B) is not smaller than "
+                                f"{model.name} ({model.params_official / 1e9:,.1f}B).", "Pick a smaller draft model.")
+    if d.vocab_size != model.vocab_size:
+        raise InvalidValueError(f"--spec draft={d.id} has a vocabulary of {d.vocab_size:,} tokens, {model.name} "
+                                f"{model.vocab_size:,}: a draft must share the target's tokenizer.",
+                                "Pick a draft of the same family (e.g. Llama 3.2 1B for Llama 3.1).")
+
+
+def verify_step(dm, batch: int, k: int):
+    """The target's verify pass for `batch` sequences of k proposed tokens each (a decode.DecodeStep): weights and
+    FLOPs as for batch x (k + 1) tokens, each sequence's cache read once."""
+    one, wide = dm.step(batch), dm.step(batch * (k + 1))
+    return replace(wide, kv_bytes=one.kv_bytes,
+                   memory_time_s=(wide.weight_bytes + one.kv_bytes) / dm.gpu.bandwidth_bytes_per_s)
+
+
+def mtp_step_s(target_step_s: float, model: ModelSpec) -> float:
+    """An MTP draft step: one of the target's layers, 1 / layers of the target's step."""
+    return target_step_s / model.num_layers
+
+
+def time_per_token_s(verify_s: float, draft_step_s: float, spec: Spec) -> float:
+    """Seconds per token of one sequence: (verify pass + k draft steps) / E."""
+    return (verify_s + spec.k * draft_step_s) / spec.tokens_per_pass()
+
+
+def draft_memory(plan, spec: Spec, draft_plan) -> tuple[float, float]:
+    """(bytes of weights, cache bytes per sequence) that speculative decoding adds on each card of `plan`: a draft
+    model's (its plan, on the same split); an MTP module's cache of k layers (the mean layer's cache on the card)
+    and, when engines load the module only for speculative decoding (catalog `loaded: false`), its weights in the
+    plan's format, split over the tensor-parallel cards."""
+    if draft_plan is not None:
+        return ((draft_plan.weights_card or draft_plan.weights).bytes_total,
+                (draft_plan.kv_card or draft_plan.kv).bytes_per_sequence)
+    card = plan.card_model or plan.model
+    kv = (plan.kv_card or plan.kv).bytes_per_sequence * spec.k / card.num_layers
+    module = mtp_module(plan.model)
+    weights = 0.0
+    if module is not None and not module.loaded:
+        weights = module.params * float(plan.fmt.bits_per_weight) / 8 / plan.inputs.tp
+    return weights, kv
+
+
+@dataclass(frozen=True)
+class SpecDecode:
+    """A plan's speculative decoding at batch 1 and what its draft leaves for the cache (on each card)."""
+
+    spec: Spec
+    tokens_per_pass: float  # E
+    draft_weight_bytes: float
+    draft_kv_bytes_per_sequence: float
+    kv_budget_bytes: float  # the plan's budget less the draft's weights
+    max_sequences: int  # sequences of --context, each with its draft cache
+    verify_s: float  # the batch-1 verify pass at the bandwidth (and the links' time when split)
+    draft_step_s: float  # one draft step at batch 1, likewise
+    ceiling_tok_s: float  # batch-1, bandwidth-bound, verify and draft reads included: E / (verify + k x draft)
+    gain: float  # that ceiling / the plan's batch-1 ceiling without speculative decoding
+    draft_plan: object | None = None  # the draft model's plan (None: MTP)
+
+    @property
+    def draft_name(self) -> str:
+        return self.spec.draft.id if self.spec.draft is not None else f"{self.spec.k} MTP layer(s)"
+
+
+def speculate(plan, spec: Spec, draft_plan=None) -> SpecDecode:
+    """`plan` (its batch-1 step and memory budget) with speculative decoding: the batch-1 ceiling is E tokens per
+    (verify pass + k draft steps), each at the bandwidth (and the links' time when split); a draft model's step
+    is its own plan's batch-1 ceiling step, an MTP step 1 / layers of the target's."""
+    dm = plan.decode_model
+    verify = verify_step(dm, 1, spec.k)
+    target_s = 1.0 / plan.decode_ceiling_tok_s
+    draft_s = 1.0 / draft_plan.decode_ceiling_tok_s if draft_plan is not None else mtp_step_s(target_s, dm.model)
+    verify_s = verify.memory_time_s + verify.comm_time_s
+    ceiling = 1.0 / time_per_token_s(verify_s, draft_s, spec)
+    weights, kv = draft_memory(plan, spec, draft_plan)
+    budget = plan.budget.kv_budget_bytes - weights
+    per_seq = (plan.kv_card or plan.kv).bytes_per_sequence + kv
+    seqs = int(budget // per_seq) if budget > 0 and per_seq > 0 else 0
+    return SpecDecode(spec, spec.tokens_per_pass(), weights, kv, budget, seqs, verify_s, draft_s, ceiling,
+                      ceiling / plan.decode_ceiling_tok_s, draft_plan)
+
+
+# the acceptance rates the lever table states (a rate is the user's to give; these are only the table's)
+MTP_ACCEPT = 0.85  # DeepSeek-V3 technical report (arXiv:2412.19437) section 5.4.3: "the acceptance rate of the
+# second token prediction ranges between 85% and 90%"
+DRAFT_ACCEPT = 0.7  # an assumption, not a measurement: the lever's caveat says so
+DRAFT_K = 4
+DRAFT_SIZE_RATIO = 5  # a draft is at most 1/5 of the target's parameters
+
+
+def family_root(model: ModelSpec) -> str:
+    """The family without its variant suffixes (qwen3_moe -> qwen3, gemma3_text -> gemma3)."""
+    return model.family.split("_")[0]
+
+
+def suggested_spec(model: ModelSpec, models) -> Spec | None:
+    """What the lever table tries: the model's own MTP module at MTP_ACCEPT, else the smallest catalog model of
+    its family with its vocabulary and at most 1/DRAFT_SIZE_RATIO of its parameters, k = DRAFT_K at DRAFT_ACCEPT;
+    None when neither exists."""
+    if mtp_module(model) is not None:
+        return Spec(1, MTP_ACCEPT)
+    drafts = [m for m in models if m.id != model.id and m.vocab_size == model.vocab_size
+              and family_root(m) == family_root(model) and m.params_official * DRAFT_SIZE_RATIO <= model.params_official]
+    if not drafts:
+        return None
+    return Spec(DRAFT_K, DRAFT_ACCEPT, min(drafts, key=lambda m: (m.params_official, m.id)))

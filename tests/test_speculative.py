@@ -1,0 +1,106 @@
+"""plan --spec (llmsize/estimate/speculative.py): speculative decoding's batch-1 ceiling, memory and expected speed,
+and its row in plan --levers."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+E_K4_A07 = (1 - 0.7 ** 5) / (1 - 0.7)  # (1 - 0.16807) / 0.3 = 2.77310 tokens a verify pass
+
+
+def _plan(run_cli, *args):
+    code, out, err = run_cli("plan", *args, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_a_draft_model_by_hand(run_cli):
+    """Llama 3.1 8B BF16 on an RTX 4090 (1,008 GB/s) at 4,096 tokens with a Llama 3.2 1B draft, k = 4, a = 0.7: a
+    dense verify pass of 5 tokens reads what one step reads (15.547 GB: weights 15.010 + cache 0.537), each draft step
+    what the draft's own plan reads (its batch-1 ceiling), and a pass yields 2.773 tokens:
+        ceiling = 2.7731 / (15.547 GB / 1,008 GB/s + 4 x draft step) ~ 107.6 tok/s (x1.66).
+    The draft's weights (2.47 GB) leave that much less for the cache, and each sequence holds the draft's cache too
+    (16 layers x 8 heads x 64 x 2 x 2 B = 32,768 B a token, 134,217,728 B at 4,096 tokens)."""
+    d = _plan(run_cli, "llama-3.1-8b", "--gpu", "rtx4090", "--spec", "draft=llama-3.2-1b,k=4,accept=0.7")
+    draft = _plan(run_cli, "llama-3.2-1b", "--gpu", "rtx4090")
+    s = d["speculative"]
+    assert s["spec"] == "draft=llama-3.2-1b,k=4,accept=0.7" and s["tokens_per_pass"] == pytest.approx(E_K4_A07, abs=1e-4)
+    verify = d["decode"]["bytes_read_per_token"] / 1008e9
+    assert s["verify_time_s"] == pytest.approx(verify, rel=1e-6)
+    assert s["draft_step_time_s"] == pytest.approx(1 / draft["decode"]["ceiling_tok_s"], rel=1e-5)
+    ceiling = E_K4_A07 / (verify + 4 / draft["decode"]["ceiling_tok_s"])
+    assert s["ceiling_tok_s"] == pytest.approx(ceiling, rel=1e-5) == pytest.approx(107.6, abs=0.05)
+    assert s["gain"] == pytest.approx(ceiling / d["decode"]["ceiling_tok_s"], rel=1e-4)
+    assert s["draft_weight_bytes"] == draft["weights"]["bytes_total"]
+    assert s["draft_kv_bytes_per_sequence"] == 16 * 8 * 64 * 2 * 2 * 4096 == 134_217_728
+    assert s["kv_budget_bytes"] == d["capacity"]["kv_budget_bytes"] - s["draft_weight_bytes"]
+    per_seq = d["kv"]["bytes_per_sequence"] + s["draft_kv_bytes_per_sequence"]
+    assert s["max_concurrent_sequences"] == s["kv_budget_bytes"] // per_seq < d["capacity"]["max_concurrent_sequences"]
+    assert d["decode"]["ceiling_tok_s"] == pytest.approx(64.8, abs=0.05)  # the plain ceiling stays what it was
+
+
+def test_mtp_reads_more_experts_in_its_verify_pass(run_cli):
+    """DeepSeek-V3 FP8 on 8 x H200 with its MTP module (mtp=1, a = 0.85, DeepSeek-V3 technical report section 5.4.3:
+    85-90% for the second token): a pass yields 1.85 tokens, but verifying 2 tokens routes to up to 2 x 8 experts a
+    layer, so the pass reads more than a step and the ceiling gains less than 1.85x. The module (14B parameters, not
+    loaded by plain decoding) costs 14e9 x 1 B / 8 cards = 1.75 GB a card, and its one layer's cache (512 + 64) x
+    2 B = 1,152 B a token, 4,718,592 B at 4,096 tokens."""
+    d = _plan(run_cli, "deepseek-v3", "--gpu", "h200", "--tp", "8", "--quant", "fp8", "--spec", "mtp=1,accept=0.85")
+    s = d["speculative"]
+    assert s["tokens_per_pass"] == pytest.approx(1.85) and s["draft"] is None
+    assert s["draft_weight_bytes"] == 1_750_000_000 and s["draft_kv_bytes_per_sequence"] == 1152 * 4096
+    assert s["verify_time_s"] > 1 / d["decode"]["ceiling_tok_s"]  # more experts than one token's
+    assert 1.0 < s["gain"] < 1.85
+
+
+def test_the_expected_speed_with_a_draft(run_cli):
+    """The runtime's step-time model prices the verify pass and the draft's steps (their fixed costs too): the
+    expected speed with --spec sits between the plain expected speed and the speculative ceiling."""
+    d = _plan(run_cli, "llama-3.1-8b", "--gpu", "rtx4090", "--spec", "draft=llama-3.2-1b,k=4,accept=0.7")
+    e = d["expected"]
+    assert e["tok_s"] < e["spec_tok_s"] <= d["speculative"]["ceiling_tok_s"]
+    assert e["spec_tok_s_low"] < e["spec_tok_s"] < e["spec_tok_s_high"]
+    plain = _plan(run_cli, "llama-3.1-8b", "--gpu", "rtx4090")
+    assert plain["speculative"] is None and plain["expected"]["spec_tok_s"] is None
+
+
+def test_a_perfect_draft_at_zero_cost_would_give_k_plus_one(catalog):
+    """Hand check of the pass arithmetic: accept 1 gives k + 1 tokens a pass; with a free draft the time per token is
+    the verify pass / (k + 1); accept 0 gives one token a pass (the verify's own)."""
+    from llmsize.estimate.speculative import Spec, time_per_token_s
+
+    assert Spec(4, 1.0).tokens_per_pass() == 5 and Spec(4, 0.0).tokens_per_pass() == pytest.approx(1.0)
+    assert time_per_token_s(0.010, 0.0, Spec(4, 1.0)) == pytest.approx(0.002)
+    assert time_per_token_s(0.010, 0.001, Spec(4, 0.0)) == pytest.approx(0.014)
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("llama-3.1-8b", "--spec", "mtp=1,accept=0.8"), "no multi-token-prediction module"),
+    (("llama-3.2-1b", "--spec", "draft=llama-3.1-8b,accept=0.7"), "is not smaller"),
+    (("llama-3.1-8b", "--spec", "draft=qwen3-0.6b,accept=0.7"), "share the target's tokenizer"),
+    (("llama-3.1-8b", "--spec", "draft=llama-3.1-8b,accept=0.7"), "the target model itself"),
+    (("llama-3.1-8b", "--spec", "draft=llama-3.2-1b,accept=2"), "accept must be in"),
+    (("llama-3.1-8b", "--spec", "draft"), "key=value"),
+])
+def test_bad_spec_on_plan_is_one_line(run_cli, args, needle):
+    code, out, err = run_cli("plan", *args, "--gpu", "rtx4090")
+    assert code == 2 and out == "" and needle in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) <= 2
+
+
+def test_the_lever_row_is_the_spec_plan(run_cli):
+    """plan --levers proposes the family's smallest draft (a fifth of the parameters at most, same vocabulary) at the
+    stated acceptance, or the model's own MTP module; its "after" is the speculative ceiling of its command."""
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "2", "--levers", "--json")
+    assert code == 0, err
+    row = next(r for r in json.loads(out)["levers"] if r["name"].startswith("speculative decoding"))
+    assert "--spec draft=llama-3.2-1b,k=4,accept=0.7" in row["command"] and "assumed, not measured" in row["caveat"]
+    assert row["figure"] == "tok_s" and row["after"] > row["before"]
+    code, out, err = run_cli("plan", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--levers", "--json")
+    assert code == 0, err
+    row = next(r for r in json.loads(out)["levers"] if r["name"].startswith("speculative decoding"))
+    assert "--spec mtp=1,accept=0.85" in row["command"] and "DeepSeek-V3" in row["caveat"]
+    assert math.isfinite(row["after"]) and row["after"] > row["before"]

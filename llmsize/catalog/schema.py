@@ -147,8 +147,19 @@ class SlidingAttention(AttentionBase):
     sliding_window: int = Field(strict=True, le=INT32_MAX, gt=0)
 
 
+class SparseIndexer(Strict):
+    """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2): per layer, one FP8 key of head_dim values a
+    token, scored by n_heads query heads against every cached token; the layer's attention then reads the topk
+    best tokens' latents only (config.json index_n_heads, index_head_dim, index_topk)."""
+
+    n_heads: int = Field(strict=True, le=2**16, gt=0, description="index_n_heads")
+    head_dim: int = Field(strict=True, le=2**16, gt=0, description="index_head_dim")
+    topk: int = Field(strict=True, le=INT32_MAX, gt=0, description="index_topk: tokens each query attends to")
+
+
 class MlaAttention(Strict):
-    """DeepSeek multi-head latent attention: caches kv_lora_rank + qk_rope_head_dim values per token."""
+    """DeepSeek multi-head latent attention: caches kv_lora_rank + qk_rope_head_dim values per token (and, with a
+    sparse indexer, its key)."""
 
     kind: Literal["mla"]
     num_attention_heads: int = Field(strict=True, le=2**16, gt=0)
@@ -159,6 +170,7 @@ class MlaAttention(Strict):
     v_head_dim: int = Field(strict=True, le=2**16, gt=0)
     sliding_window: int | None = Field(None, strict=True, le=INT32_MAX, gt=0, description="tokens cached at most: "
                                        "a KV policy's what-if (estimate/kv_policy.py); no released MLA model has one")
+    indexer: SparseIndexer | None = None
 
 
 class Mamba2Mixer(Strict):

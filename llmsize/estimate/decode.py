@@ -81,7 +81,7 @@ class DecodeModel:
     def step(self, batch: int) -> DecodeStep:
         check_batch(batch)
         w = self._read(batch)
-        kv = batch * kv_bytes(self.model, self.context_tokens, self.kv_dtype).bytes_per_sequence
+        kv = batch * kv_bytes(self.model, self.context_tokens, self.kv_dtype).read_bytes
         flops = batch * decode_flops_per_token(self.model, self.context_tokens)
         bw = self.gpu.bandwidth_bytes_per_s
         compute = flops / self.peak_flop_per_s if self.peak_flop_per_s else None

@@ -348,8 +348,8 @@ class V1Layout:
 
 def v1_layout(model: ModelSpec, kv_dtype: str, block_size: int) -> V1Layout | None:
     """None for a model without attention layers."""
-    from llmsize.estimate.kv import _per_token_per_layer
-    from llmsize.estimate.quant import MLA_DS_FP8_BYTES_PER_TOKEN, kv_dtype_bytes
+    from llmsize.estimate.kv import per_token_per_layer
+    from llmsize.estimate.quant import kv_dtype_bytes
 
     b = float(kv_dtype_bytes(kv_dtype))
     types: dict[tuple[str, int | None], list[float]] = {}
@@ -362,8 +362,7 @@ def v1_layout(model: ModelSpec, kv_dtype: str, block_size: int) -> V1Layout | No
             states += [vllm_state_bytes(m)] * g.count
             continue
         key = ("sliding", m.sliding_window) if m.kind == "sliding" else ("full", None)
-        per = (MLA_DS_FP8_BYTES_PER_TOKEN if m.kind == "mla" and kv_dtype.lower() == "fp8_ds_mla"
-               else _per_token_per_layer(m, b))
+        per = per_token_per_layer(m, b, kv_dtype)
         types.setdefault(key, []).extend([per] * g.count)
     if not types:
         return None

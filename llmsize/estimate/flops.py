@@ -73,6 +73,21 @@ def _recurrent_flops_per_token(mixer) -> float:
     return 0.0
 
 
+def _indexer_flops_per_scored_token(mixer) -> float:
+    """A sparse-attention indexer scores each cached token with n_heads dot products of head_dim (DeepSeek-V3.2-Exp
+    report: I_ts = sum_j w_tj ReLU(q_tj . k_s)); 0 without an indexer."""
+    ix = getattr(mixer, "indexer", None)
+    return 2.0 * ix.n_heads * ix.head_dim if ix is not None else 0.0
+
+
+def _attention_cap(mixer) -> int | None:
+    """Tokens a query's attention reads at most: its window (a sliding layer's, a KV policy's cap), a sparse layer's
+    topk, the smaller; None: all of them."""
+    caps = [c for c in (getattr(mixer, "sliding_window", None), getattr(getattr(mixer, "indexer", None), "topk", None))
+            if c]
+    return min(caps) if caps else None
+
+
 def decode_flops_per_token(model: ModelSpec, context_tokens: int) -> float:
     """FLOPs to decode one token with `context_tokens` already cached."""
     flops = 2.0 * matmul_params_per_token(model)
@@ -81,8 +96,11 @@ def decode_flops_per_token(model: ModelSpec, context_tokens: int) -> float:
         if m is None:
             continue
         window = getattr(m, "sliding_window", None)  # a sliding layer's, or a KV policy's cap on an MLA layer
-        attended = min(context_tokens, window) if window else context_tokens
-        flops += g.count * (_attn_flops_per_attended_token(m) * attended + _recurrent_flops_per_token(m))
+        scored = min(context_tokens, window) if window else context_tokens
+        cap = _attention_cap(m)
+        attended = min(context_tokens, cap) if cap else context_tokens
+        flops += g.count * (_attn_flops_per_attended_token(m) * attended
+                            + _indexer_flops_per_scored_token(m) * scored + _recurrent_flops_per_token(m))
     return flops
 
 
@@ -110,6 +128,8 @@ def prefill_flops(model: ModelSpec, prompt_tokens: int) -> float:
         else:
             per_pair = _attn_flops_per_attended_token(m)
         window = getattr(m, "sliding_window", None)
-        flops += g.count * (per_pair * _causal_pairs(prompt_tokens, window)
+        # a sparse layer's query i attends to min(i, topk) tokens (the windowed sum) and its indexer scores all i
+        flops += g.count * (per_pair * _causal_pairs(prompt_tokens, _attention_cap(m))
+                            + _indexer_flops_per_scored_token(m) * _causal_pairs(prompt_tokens, window)
                             + _recurrent_flops_per_token(m) * prompt_tokens)
     return flops

@@ -4,11 +4,19 @@ Per layer, at context L (DESIGN.md "Describing a model"):
   full     2 * kv_heads * head_dim * L * bytes(kv_dtype)             (MHA / GQA / MQA by kv_heads)
   sliding  2 * kv_heads * head_dim * min(L, W) * bytes(kv_dtype)
   mla      (kv_lora_rank + qk_rope_head_dim) * L * bytes(kv_dtype)   (DeepSeek-V2 paper, sec. 2.1); min(L, W)
-           under a KV policy's cap (estimate/kv_policy.py)
+           under a KV policy's cap (estimate/kv_policy.py); with DeepSeek Sparse Attention's indexer (V3.2), plus
+           its key, (index_head_dim + index_head_dim / 128 x 4) B a token whatever the cache dtype: 128 FP8 values
+           and one FP32 scale per 128 = 132 B (vLLM deepseek_v2.py, DeepseekV32IndexerCache: head_dim =
+           index_head_dim + index_head_dim // quant_block_size * 4, uint8; SGLang NSATokenToKVPool: page_size x
+           (index_head_dim + index_head_dim // 128 x 4))
   ssm      conv state (k-1) * conv_dim * 2 B + heads * head_dim * d_state * bytes(state), independent of L
   linear   conv state (k-1) * conv_dim * 2 B + v_heads * d_k * d_v * bytes(state), independent of L
 The factor 2 is K and V. Gemma 4's full layers have K = V at the projection, but K is normed and
 rotated and V is only normed, so both are cached: k_eq_v saves weights, not cache (an assumption).
+
+What a decode step reads of the cache is what it holds, except in a sparse-attention layer: its indexer reads every
+cached key (L x 132 B) and its attention the latents of the topk tokens it picked, min(L, topk) x the latent bytes
+(DeepSeek-V3.2-Exp report: "DSA reduces the core attention complexity of the main model from O(L^2) to O(Lk)").
 """
 
 from __future__ import annotations
@@ -30,12 +38,29 @@ KINDS = ("full", "sliding", "mla", "ssm", "linear")
 CONV_STATE_BYTES = 2  # conv states are kept in the activation dtype (bf16)
 
 
-def _per_token_per_layer(mixer, kv_bytes: float) -> float:
+INDEXER_SCALE_BLOCK = 128  # one FP32 scale per 128 FP8 values of an indexer key (vLLM quant_block_size)
+
+
+def indexer_bytes_per_token(mixer) -> float:
+    """A sparse-attention layer's indexer key, per cached token (0 for any other layer)."""
+    ix = getattr(mixer, "indexer", None)
+    return float(ix.head_dim + ix.head_dim // INDEXER_SCALE_BLOCK * 4) if ix is not None else 0.0
+
+
+def latent_bytes_per_token(mixer, kv_bytes: float, kv_dtype: str = "") -> float:
+    """What attention itself caches a token in one layer (an MLA layer's latent; K and V elsewhere)."""
     if isinstance(mixer, (FullAttention, SlidingAttention)):
         return 2 * mixer.num_key_value_heads * mixer.head_dim * kv_bytes
     if isinstance(mixer, MlaAttention):
+        if kv_dtype.lower() == "fp8_ds_mla":
+            return float(MLA_DS_FP8_BYTES_PER_TOKEN)
         return (mixer.kv_lora_rank + mixer.qk_rope_head_dim) * kv_bytes
     return 0.0
+
+
+def per_token_per_layer(mixer, kv_bytes: float, kv_dtype: str = "") -> float:
+    """Bytes one layer caches a token: attention's, and a sparse-attention indexer's key."""
+    return latent_bytes_per_token(mixer, kv_bytes, kv_dtype) + indexer_bytes_per_token(mixer)
 
 
 def state_bytes_per_layer(mixer) -> float:
@@ -64,6 +89,7 @@ class KvBytes:
     bytes_by_kind: dict[str, float]
     layers_by_kind: dict[str, int]
     bytes_per_token_by_kind: dict[str, float]  # per cached token, all layers of that kind
+    read_bytes: float  # what a decode step reads of it: all of it, but only the picked tokens of a sparse layer
 
     @property
     def bytes_per_sequence(self) -> float:
@@ -88,6 +114,7 @@ def kv_bytes(model: ModelSpec, context_tokens: int, kv_dtype: str) -> KvBytes:
     by_kind = dict.fromkeys(KINDS, 0.0)
     per_tok = dict.fromkeys(KINDS, 0.0)
     layers = dict.fromkeys(KINDS, 0)
+    read = 0.0
     for g in model.layer_groups:
         m = g.mixer
         if m is None:
@@ -96,13 +123,17 @@ def kv_bytes(model: ModelSpec, context_tokens: int, kv_dtype: str) -> KvBytes:
         layers[kind] += g.count
         if kind in ("ssm", "linear"):
             by_kind[kind] += g.count * state_bytes_per_layer(m)
+            read += g.count * state_bytes_per_layer(m)
             continue
-        if kind == "mla" and kv_dtype.lower() == "fp8_ds_mla":
-            t = g.count * MLA_DS_FP8_BYTES_PER_TOKEN
-        else:
-            t = g.count * _per_token_per_layer(m, b)
+        t = g.count * per_token_per_layer(m, b, kv_dtype)
         per_tok[kind] += t
         window = getattr(m, "sliding_window", None)  # a sliding layer's, or a KV policy's cap on an MLA layer
         cached = min(context_tokens, window) if window else context_tokens
         by_kind[kind] += t * cached
-    return KvBytes(kv_dtype, context_tokens, by_kind, layers, per_tok)
+        ix = getattr(m, "indexer", None)
+        if ix is None:
+            read += t * cached
+        else:  # every indexer key, the picked tokens' latents
+            read += g.count * (indexer_bytes_per_token(m) * cached
+                               + latent_bytes_per_token(m, b, kv_dtype) * min(cached, ix.topk))
+    return KvBytes(kv_dtype, context_tokens, by_kind, layers, per_tok, read)

@@ -73,6 +73,8 @@ ARCHITECTURES = {
     "MLA": ("KV cache (a latent per token)", lambda m: m.kind == "mla"),
     "a sliding window": ("KV cache (capped per layer)", lambda m: m.kind == "sliding"),
     "SSM / linear-attention layers": ("KV cache (constant state)", lambda m: m.kind in ("ssm", "linear")),
+    "sparse attention (DSA)": ("KV cache read and attention FLOPs (top-k tokens a query)",
+                               lambda m: getattr(m, "indexer", None) is not None),
 }
 
 
@@ -231,7 +233,7 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
             if other_model is not None:
                 add(f"{name}: {other_model.id} (another model)", resource, "a different model, the catalog's nearest "
                     f"in size (within 2x) with {name}: what the architecture buys, not a change this model can take "
-                    "(quality, tokenizer and licence differ)", inputs, model=other_model)
+                    "(quality, tokenizer and licence may differ)", inputs, model=other_model)
     head, rest = rows[0], rows[1:]
     rest.sort(key=lambda r: (-r.gain, r.name))
     return [head, *rest]

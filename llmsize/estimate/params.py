@@ -84,10 +84,18 @@ def _mla(m: MlaAttention, hidden: int) -> list[Piece]:
     kv_a = hidden * (m.kv_lora_rank + m.qk_rope_head_dim)  # kv_a_proj_with_mqa
     kv_b = m.kv_lora_rank * m.num_attention_heads * (m.qk_nope_head_dim + m.v_head_dim)
     o = m.num_attention_heads * m.v_head_dim * hidden
-    return [
+    pieces = [
         Piece("attention", q + kv_a + kv_b + o, True, n + 3),
         Piece("norms", norms + m.kv_lora_rank, False, 0),  # + kv_a_layernorm
     ]
+    ix = m.indexer
+    if ix is not None:  # DeepSeek-V3.2's Indexer (inference/model.py): wq_b from the query latent, wk and
+        # weights_proj from the hidden state, k_norm a LayerNorm (weight and bias)
+        q_in = m.q_lora_rank or hidden
+        pieces += [Piece("attention", q_in * ix.n_heads * ix.head_dim + hidden * ix.head_dim + hidden * ix.n_heads,
+                         True, 3),
+                   Piece("norms", 2 * ix.head_dim, False, 0)]
+    return pieces
 
 
 def _mamba2(m: Mamba2Mixer, hidden: int) -> list[Piece]:

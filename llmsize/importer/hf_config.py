@@ -42,7 +42,7 @@ INT_KEYS = {
     "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "n_routed_experts", "n_shared_experts",
     "moe_layer_freq", "mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel",
     "attention_head_dim", "moe_shared_expert_intermediate_size", "max_window_layers", "first_k_dense_replace",
-    "num_nextn_predict_layers",
+    "num_nextn_predict_layers", "index_n_heads", "index_head_dim", "index_topk",
 }
 MAY_BE_ZERO = {"first_k_dense_replace", "num_nextn_predict_layers", "n_shared_experts", "max_window_layers"}
 INT_CAP = {"num_hidden_layers": 2**16}
@@ -306,6 +306,9 @@ def map_deepseek(c: _Cfg, model_type: str) -> Mapped:
              "qk_rope_head_dim": rope, "v_head_dim": v}
     if c.get("q_lora_rank"):
         mixer["q_lora_rank"] = c.get("q_lora_rank")
+    if model_type == "deepseek_v32":  # DeepSeek Sparse Attention: the lightning indexer of every layer
+        n, d, k = c.need("index_n_heads", "index_head_dim", "index_topk")
+        mixer["indexer"] = {"n_heads": n, "head_dim": d, "topk": k}
     first_dense = c.get("first_k_dense_replace") or 0
     freq = c.get("moe_layer_freq") or 1
     experts = c.get("n_routed_experts")
@@ -442,6 +445,7 @@ MAPPERS = {
     "gemma3": map_gemma3, "gemma3_text": map_gemma3,
     "gemma4": map_gemma4, "gemma4_text": map_gemma4, "gemma4_unified": map_gemma4, "gemma4_unified_text": map_gemma4,
     "falcon": map_falcon, "deepseek_v2": map_deepseek, "deepseek_v3": map_deepseek, "gpt_oss": map_gpt_oss,
+    "deepseek_v32": map_deepseek,  # DeepSeek-V3.2(-Exp): V3's layers, each MLA with a sparse-attention indexer
     "glm4_moe_lite": map_deepseek,  # transformers Glm4MoeLite: DeepSeek-V3's MLA + routed/shared experts
     "nemotron_h": map_nemotron_h,
     "qwen3_next": map_qwen3_hybrid, "qwen3_5_text": map_qwen3_hybrid, "qwen3_5_moe_text": map_qwen3_hybrid,
@@ -466,6 +470,7 @@ REQUIRED = {"falcon": ("hidden_size", "num_hidden_layers", "num_attention_heads"
             "nemotron_h": ("hidden_size", "vocab_size", "hybrid_override_pattern"),
             "deepseek_v2": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
             "deepseek_v3": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
+            "deepseek_v32": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
             "glm4_moe_lite": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
             "gpt_oss": CORE + ("num_local_experts", "num_experts_per_tok"),
             **{t: ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")

@@ -90,7 +90,7 @@ def _shard_mixer(m, tp: int):
     if m.kind in ("full", "sliding"):
         return m.model_copy(update={"num_attention_heads": _split(m.num_attention_heads, tp, "attention heads"),
                                     "num_key_value_heads": _kv_per_card(m.num_key_value_heads, tp)})
-    if m.kind == "mla":
+    if m.kind == "mla":  # a sparse-attention indexer stays whole on every card (vLLM: its wq_b is a ReplicatedLinear)
         return m.model_copy(update={"num_attention_heads": _split(m.num_attention_heads, tp, "attention heads")})
     if m.kind == "ssm":
         return m.model_copy(update={"num_heads": _split(m.num_heads, tp, "SSM heads"),

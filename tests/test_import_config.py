@@ -34,6 +34,7 @@ TWINS = {
     "Qwen__Qwen3.6-27B": "qwen3.6-27b", "Qwen__Qwen3.6-35B-A3B": "qwen3.6-35b-a3b", "Qwen__Qwen3.5-27B": "qwen3.5-27b",
     "Qwen__Qwen3.5-9B": "qwen3.5-9b", "Qwen__Qwen2.5-14B": "qwen2.5-14b", "Qwen__Qwen2.5-0.5B": "qwen2.5-0.5b",
     "meta-llama__Meta-Llama-3.1-405B": "llama-3.1-405b", "deepseek-ai__DeepSeek-V3.2": "deepseek-v3.2",
+    "microsoft__bitnet-b1.58-2B-4T": "bitnet-b1.58-2b-4t",
 }
 
 
@@ -42,7 +43,7 @@ def _decoder(spec):
 
 
 def test_every_shared_config_is_covered():
-    assert len(ALL) == 37
+    assert len(ALL) == 38
     assert {p.stem for p in ALL} - set(TWINS) == {
         "Qwen__Qwen3-235B-A22B", "Qwen__Qwen3-235B-A22B-FP8", "nvidia__Gemma-4-31B-IT-NVFP4",
         "nvidia__Nemotron-H-56B-Base-8K", "mistralai__Mistral-7B-Instruct-v0.3"}

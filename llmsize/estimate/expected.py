@@ -16,6 +16,7 @@ from llmsize.estimate.speed import (
     RUNTIME_ALIASES,
     RUNTIMES,
     SERVING_RUNTIMES,
+    TERNARY_RUNS,
     Calibration,
     Constants,
     Expected,
@@ -311,6 +312,9 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
         return ExpectedResult(rid, why, None, "MLX runs on Apple silicon only; pick --runtime vllm or llamacpp")
     if rid == "trtllm" and be != "cuda":
         return ExpectedResult(rid, why, None, "TensorRT-LLM runs on NVIDIA cards only")
+    if format_class(plan.fmt.id) == "ternary" and not (rid == "llamacpp" and plan.fmt.mix):
+        return ExpectedResult(rid, why, None, f"{RUNTIME_NAMES[rid]} does not run {plan.fmt.id} weights; "
+                                              f"{TERNARY_RUNS}")
     c = constants(spec, be) if spec is not None else None
     if c is None:
         return ExpectedResult(rid, why, None, f"no published measurements of {RUNTIME_NAMES[rid]} on "

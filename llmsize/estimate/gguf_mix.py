@@ -15,6 +15,8 @@ carried over here, for the file types llmsize names (no importance matrix, defau
   * attn_output.weight: 8-expert models -> Q5_K for Q2_K..Q4_K_M and the IQ4s; else Q2_K -> Q3_K, Q3_K_M -> Q4_K,
     Q3_K_L -> Q5_K; attn_qkv.weight: Q3_K_M/L -> Q4_K, Q4_K_M -> Q5_K, Q5_K_M -> Q6_K;
   * MXFP4_MOE: stacked expert tensors MXFP4, every other matrix Q8_0;
+  * TQ1_0 / TQ2_0 (ternary, llama.cpp PR #8151): a separate token_embd.weight Q4_K (the output, or a tied
+    embedding, Q6_K by the first rule); rows not a multiple of 256 fall back to Q4_0;
   * a row length that is not a multiple of the chosen block falls back (Q2_K/Q3_K/IQ4_XS -> IQ4_NL, Q4_K -> Q5_0,
     Q5_K -> Q5_1, Q6_K -> Q8_0), and to F16 if that does not divide either (llama-quantize refuses a 32-block
     type on such rows; the estimate costs them in F16);
@@ -116,7 +118,8 @@ class _Chooser:
         elif ft == "mxfp4_moe":
             new = "mxfp4" if t.ne2 > 1 else "q8_0"
         elif name == "token_embd.weight":
-            pass
+            if ft in ("tq1_0", "tq2_0"):
+                new = "q4_k"
         elif "attn_v.weight" in name:
             i, n = self.i_attention_wv, self.n_attention_wv
             if ft == "q2_k":

@@ -102,13 +102,25 @@ FORMATS: dict[str, QuantFormat] = {f.id: f for f in [
     #   q2_K: 16 + 64 + 4 = 84 B per 256 -> 2.625 ; q3_K: 32 + 64 + 12 + 2 = 110 B per 256 -> 3.4375
     #   q4_K: 4 + 12 + 128 = 144 B per 256 -> 4.5 ; q5_K: 4 + 12 + 32 + 128 = 176 B per 256 -> 5.5
     #   q6_K: 128 + 64 + 16 + 2 = 210 B per 256 -> 6.5625 ; iq4_xs: 2 + 2 + 4 + 128 = 136 B per 256 -> 4.25
+    #   tq1_0: 48 + 4 + 2 = 54 B per 256 -> 1.6875 ; tq2_0: 64 + 2 = 66 B per 256 -> 2.0625 (ternary)
     *[QuantFormat(f"ggml-{name}", _f(nbytes * 8, block), 0, "all", "bf16", 32,
                   f"ggml {name.upper()} in every matrix ({nbytes} B per {block} weights)",
                   "ggml/src/ggml-common.h block structs")
       for name, nbytes, block in [
           ("q8_0", 34, 32), ("q6_k", 210, 256), ("q5_k", 176, 256), ("q5_1", 24, 32), ("q5_0", 22, 32),
           ("q4_k", 144, 256), ("q4_1", 20, 32), ("q4_0", 18, 32), ("iq4_nl", 18, 32), ("iq4_xs", 136, 256),
-          ("q3_k", 110, 256), ("q2_k", 84, 256)]],
+          ("q3_k", 110, 256), ("q2_k", 84, 256), ("tq1_0", 54, 256), ("tq2_0", 66, 256)]],
+    # bitnet.cpp I2_S (microsoft/BitNet utils/convert-hf-to-gguf-bitnet.py quantize_to_i2_s: "packed ternary bytes
+    # (4 values per byte) + 32-byte tail with f32 scale"): 2 bits a weight and 32 B a tensor; its quantizer keeps the
+    # embedding and the output in F16 (src/llama.cpp of its llama.cpp fork: TQ1_0, TQ2_0 and I2_S -> GGML_TYPE_F16)
+    # BitNet b1.58's Hugging Face checkpoints (quantization_config quant_method bitnet): ternary weights packed 4 to
+    # a uint8 and one scale a matrix (transformers integrations/bitnet.py: "packed in uint8 tensors, hence the number
+    # of values per item is 4"; weight_scale of shape (1)), the embedding and lm_head in 16 bits; the scale's few
+    # bytes a matrix are not counted
+    QuantFormat("bitnet-2bit", _f(2), 0, "linear", "int8", 16, "BitNet packed ternary: 4 weights a uint8",
+                "huggingface/transformers src/transformers/integrations/bitnet.py"),
+    QuantFormat("i2_s", _f(2), 32, "linear", "int8", 16, "bitnet.cpp I2_S: 2-bit ternary, one FP32 scale a tensor",
+                "microsoft/BitNet utils/convert-hf-to-gguf-bitnet.py quantize_to_i2_s; src/ggml-bitnet-mad.cpp"),
     # GGUF files as llama-quantize writes them: a type per tensor (llmsize/estimate/gguf_mix.py). bits_per_weight
     # is the file type's own block type; the plan reports the file's average.
     *[QuantFormat(f"gguf-{ftype}", _f(GGML_BLOCKS[base][1] * 8, GGML_BLOCKS[base][0]), 0, "all", "bf16", 32,

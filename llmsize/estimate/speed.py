@@ -70,10 +70,13 @@ FORMAT_CLASS = {
     "bnb-nf4": "int4", "bnb-nf4-dq": "int4", "int4-g32-zp": "int4",
     **{f"mlx-{b}bit": "mlxq" for b in (2, 3, 4, 5, 6)}, "mlx-8bit": "8bit",
     "nvfp4": "fp4", "mxfp4": "fp4",
+    **{f"{p}-{t}": "ternary" for p in ("gguf", "ggml") for t in ("tq1_0", "tq2_0")}, "i2_s": "ternary",
+    "bitnet-2bit": "ternary",
 }
 CLASS_WORDS = {"f16": "16-bit", "8bit": "8-bit", "q4_0": "GGUF legacy 4/5-bit", "kquant": "GGUF k-quant",
                "int4": "4-bit weight-only (GPTQ, AWQ, FP4 through Marlin)", "mlxq": "MLX 2-6-bit affine",
-               "fp4": "FP4 (NVFP4/MXFP4)"}
+               "fp4": "FP4 (NVFP4/MXFP4)", "ternary": "ternary (TQ1_0, TQ2_0, I2_S)"}
+TERNARY_RUNS = "bitnet.cpp runs I2_S files, llama.cpp TQ1_0 and TQ2_0 (--quant gguf-tq1_0 --runtime llamacpp)"
 # Marlin (IST-Austria's mixed-precision GEMM, in vLLM and SGLang) reads 4-bit weights and multiplies in 16 bits:
 # NVFP4 weights it runs (vLLM's marlin_utils_fp4.py, apply_fp4_marlin_linear: on cards from sm_80 without FP4
 # tensor cores, or where a user asks for it with --moe-backend/--linear-backend marlin) are its kernel family,

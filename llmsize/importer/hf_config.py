@@ -204,8 +204,11 @@ def map_dense(c: _Cfg, model_type: str) -> Mapped:
     if c.get("mlp_bias"):
         mlp["bias"] = True
     windows = _sliding(c, model_type, layers)
+    # BitNet (transformers BitNetDecoderLayer): an attn_sub_norm (hidden) before o_proj and an ffn_sub_norm
+    # (intermediate) before down_proj, beside the two layer norms
+    sub_norms = {"norms": 3, "extra_params": inter} if model_type == "bitnet" else {}
     specs = [{"mixer": _attn("sliding" if w else "full", heads, kv, hd, bias=bias,
-                             qk_norm=model_type in ("qwen3", "qwen3_moe"), sliding_window=w), "mlp": mlp}
+                             qk_norm=model_type in ("qwen3", "qwen3_moe"), sliding_window=w), "mlp": mlp, **sub_norms}
              for w in windows]
     notes = []
     if model_type == "phi3" and windows[0]:
@@ -441,6 +444,7 @@ def map_generic(c: _Cfg, model_type: str) -> Mapped:
 
 MAPPERS = {
     "llama": map_dense, "mistral": map_dense, "qwen2": map_dense, "qwen3": map_dense, "phi3": map_dense,
+    "bitnet": map_dense,  # BitNet b1.58: Llama's layers (ReLU^2 MLP, no biases) with two sub-norms
     "mixtral": map_moe_dense_attn, "qwen3_moe": map_moe_dense_attn,
     "gemma3": map_gemma3, "gemma3_text": map_gemma3,
     "gemma4": map_gemma4, "gemma4_text": map_gemma4, "gemma4_unified": map_gemma4, "gemma4_unified_text": map_gemma4,

@@ -147,6 +147,8 @@ def release_from(raw: dict, hf_quant: dict | None, spec_fields: dict, where: str
         quant = f"{method}-int4-g128"
         note = None if gs in (128, None) else f"group size {gs} priced as 128"
         ignore = qc.get("modules_to_not_convert") or []
+    elif method == "bitnet":  # BitNet b1.58: ternary weights packed 4 a byte (transformers BitNetQuantConfig)
+        quant, note, ignore = "bitnet-2bit", None, qc.get("modules_to_not_convert") or []
     elif method == "bitsandbytes":
         if qc.get("load_in_4bit"):
             quant = "bnb-nf4-dq" if qc.get("bnb_4bit_use_double_quant") else "bnb-nf4"
@@ -157,7 +159,7 @@ def release_from(raw: dict, hf_quant: dict | None, spec_fields: dict, where: str
         note, ignore = None, qc.get("llm_int8_skip_modules") or []
     else:
         raise ConfigError(f"{where}: quantization method {method!r} is not supported.",
-                          "Supported: compressed-tensors, modelopt, mxfp4, fp8, gptq, awq, bitsandbytes.")
+                          "Supported: compressed-tensors, modelopt, mxfp4, fp8, gptq, awq, bitsandbytes, bitnet.")
     scope, notes = scope_from_ignore(ignore, spec_fields, "linear")
     if note:
         notes.append(note)

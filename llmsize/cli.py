@@ -87,6 +87,7 @@ from llmsize.options import (
     ModelArg,
     MoeOpt,
     NCpuMoeOpt,
+    NoFlashAttnOpt,
     NodeLinkOpt,
     NodesOpt,
     NonTorchOpt,
@@ -261,6 +262,7 @@ def plan(
     cache_type_k: CacheTypeKOpt = "f16",
     cache_type_v: CacheTypeVOpt = "f16",
     flash_attn: FlashAttnOpt = None,
+    no_flash_attn: NoFlashAttnOpt = False,
     ubatch_size: UbatchOpt = 512,
     swa_full: SwaFullOpt = False,
     gpu_layers: GpuLayersOpt = None,
@@ -298,6 +300,9 @@ def plan(
     if not gpu:
         raise InvalidValueError("Missing option --gpu.", "Name a card: `llmsize gpus` lists them.")
     policy = parse_kv_policy(kv_policy)
+    if no_flash_attn and flash_attn not in (None, "off"):
+        raise InvalidValueError(f"--no-flash-attn and --flash-attn {flash_attn} disagree.", "Give one of them.")
+    flash_attn = "off" if no_flash_attn else flash_attn
     cat = _catalog(catalog)
     g = _gpu(cat, gpu)
     run = None
@@ -316,7 +321,7 @@ def plan(
                         compute_precision=compute, tp=tp, pp=_stages(pp, nodes), nodes=nodes,
                         node_link_gb_s=node_link_gb_s,
                         wired_limit_bytes=None if wired_limit_gb is None else wired_limit_gb * GiB, kv_policy=policy,
-                        spec=parse_spec(spec, cat))
+                        spec=parse_spec(spec, cat), flash_attn=not no_flash_attn)
     p = make_plan(m, g, inputs, exact=exact, notes=notes, warnings=warnings)
     if not p.budget.weights_fit:  # name a bigger card: only now is the whole hardware catalog parsed
         p = make_plan(m, g, inputs, candidates=cat.hardware.all(), exact=exact, notes=notes, warnings=warnings)

@@ -132,8 +132,12 @@ ScopeOpt = Annotated[Optional[str], _opt("--scope", help="What the format quanti
                                          "default: the release's or the format's.", callback=choice(SCOPES))]
 KvDtypeOpt = Annotated[str, _opt("--kv-dtype", help="KV cache dtype: bf16, fp16, fp8, nvfp4, int8, fp32.")]
 LeversOpt = Annotated[bool, _opt("--levers", help="The lever table: each efficiency lever that applies (weight format, "
-                                 "KV dtype and policy, batching, more cards, other architectures) as the plan its "
-                                 "command gives, before and after, with its caveat.")]
+                                 "KV dtype and policy, batching, speculative decoding, partial offload, more cards, "
+                                 "disaggregation, other architectures) as the plan its command gives, before and "
+                                 "after, with its caveat.")]
+NoFlashAttnOpt = Annotated[bool, _opt("--no-flash-attn", help="Attention without FlashAttention: the prompt's score "
+                                     "matrix (heads x prompt x prompt x 4 B, a layer at a time) is held beside the "
+                                     "cache and moved in memory (llama.cpp's -fa off).")]
 KvPolicyOpt = Annotated[Optional[str], _opt("--kv-policy", help="What-if cap on the tokens each layer caches: "
                                             "streaming:WINDOW+SINKS (StreamingLLM) or budget:N (H2O/SnapKV eviction).",
                                             show_default=False)]

@@ -43,10 +43,11 @@ def _decoder(spec):
 
 
 def test_every_shared_config_is_covered():
-    assert len(ALL) == 38
+    assert len(ALL) == 39
     assert {p.stem for p in ALL} - set(TWINS) == {
         "Qwen__Qwen3-235B-A22B", "Qwen__Qwen3-235B-A22B-FP8", "nvidia__Gemma-4-31B-IT-NVFP4",
-        "nvidia__Nemotron-H-56B-Base-8K", "mistralai__Mistral-7B-Instruct-v0.3"}
+        "nvidia__Nemotron-H-56B-Base-8K", "mistralai__Mistral-7B-Instruct-v0.3",
+        "1bitLLM__bitnet_b1_58-large"}  # tests/test_ternary.py: llama.cpp's published TQ1_0 / TQ2_0 sizes
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)

@@ -142,3 +142,21 @@ def test_expected_speed_only_where_a_runtime_runs_ternary_files(run_cli):
     d = json.loads(out)
     assert d["expected"]["runtime"] == "llamacpp" and 0 < d["expected"]["tok_s"] < d["decode"]["ceiling_tok_s"]
     assert any("no llama.cpp measurement of gguf-tq1_0-class" in n for n in d["expected"]["notes"])
+
+
+@pytest.mark.parametrize("ftype, published_mib", [("gguf-tq1_0", 176.65), ("gguf-tq2_0", 207.03)])
+def test_llama_cpps_published_tq_sizes(run_cli, ftype, published_mib):
+    """llama.cpp PR #8151 (github.com/ggml-org/llama.cpp/pull/8151, its "Size" table) lists 1bitLLM/bitnet_b1_58-large
+    "(728.84 M)" at TQ1_0 176.65 MiB and TQ2_0 207.03 MiB. Its config.json (tests/data/hf-configs, BitnetForCausalLM
+    with the two sub-norms a layer) counts 728,842,752 parameters, and the files llama-quantize writes (ternary
+    matrices, the tied embedding as the output in Q6_K, F32 norms) come within 1% of the table, under it by about
+    0.7 MiB: the file's header (a 32,002-token vocabulary) is not weights."""
+    from pathlib import Path
+
+    cfg = Path(__file__).parent / "data" / "hf-configs" / "1bitLLM__bitnet_b1_58-large.json"
+    code, out, err = run_cli("plan", str(cfg), "--gpu", "rtx4090", "--quant", ftype, "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["model"]["params_total"] == 728_842_752
+    mib = d["weights"]["bytes_total"] / 2**20
+    assert abs(mib / published_mib - 1) < 0.01 and 0.5 < published_mib - mib < 1.0

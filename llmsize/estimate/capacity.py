@@ -25,6 +25,7 @@ class MemoryBudget:
     gpu_util: float
     weights_bytes: float
     overhead_bytes: float
+    scores_bytes: float = 0.0  # attention scores held during a prefill without flash attention (--no-flash-attn)
 
     @property
     def budget_bytes(self) -> float:
@@ -32,12 +33,13 @@ class MemoryBudget:
 
     @property
     def kv_budget_bytes(self) -> float:
-        """What is left for the KV cache; negative when the weights do not fit."""
-        return self.budget_bytes - self.weights_bytes - self.overhead_bytes
+        """What is left for the KV cache; negative when the weights (or the scores of an unfused prefill) do not
+        fit."""
+        return self.budget_bytes - self.weights_bytes - self.overhead_bytes - self.scores_bytes
 
     @property
     def weights_fit(self) -> bool:
-        return self.kv_budget_bytes > 0
+        return self.budget_bytes - self.weights_bytes - self.overhead_bytes > 0
 
 
 def check_budget_inputs(gpu_util: float, overhead_bytes: float) -> None:
@@ -49,11 +51,13 @@ def check_budget_inputs(gpu_util: float, overhead_bytes: float) -> None:
 
 
 def memory_budget(gpu: GpuSpec, weights_bytes: float, gpu_util: float = DEFAULT_GPU_UTIL,
-                  overhead_bytes: float = DEFAULT_OVERHEAD_BYTES, usable_bytes: int | None = None) -> MemoryBudget:
+                  overhead_bytes: float = DEFAULT_OVERHEAD_BYTES, usable_bytes: int | None = None,
+                  scores_bytes: float = 0.0) -> MemoryBudget:
     """`usable_bytes`: what the GPU may use where that is not its memory (a unified machine's share,
-    estimate/unified.py); default the card's memory."""
+    estimate/unified.py); default the card's memory. `scores_bytes`: an unfused prefill's attention scores
+    (estimate/prefill.py unfused_scores_bytes), held beside the cache."""
     check_budget_inputs(gpu_util, overhead_bytes)
-    return MemoryBudget(usable_bytes or gpu.memory_bytes, gpu_util, weights_bytes, overhead_bytes)
+    return MemoryBudget(usable_bytes or gpu.memory_bytes, gpu_util, weights_bytes, overhead_bytes, scores_bytes)
 
 
 @dataclass(frozen=True)

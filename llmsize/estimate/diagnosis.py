@@ -149,11 +149,20 @@ def diagnose(p: dict, candidates: list[GpuSpec]) -> Diagnosis:
         )
     step = p["decode_b"]
     if p["max_sequences"] < inputs.batch or p["max_context"].tokens < inputs.context_tokens:
+        scores = ""
+        levers = _kv_levers(p)
+        if budget.scores_bytes:
+            scores = (f" Without FlashAttention one layer's attention scores for the {p['prompt_tokens']:,}-token "
+                      f"prompt take {budget.scores_bytes / GB:.1f} GB of it.")
+            levers.insert(0, "FlashAttention: fused attention keeps the scores in on-chip tiles (drop "
+                             "--no-flash-attn); an unfused engine splits the prompt (llama.cpp's -ub 512 holds a "
+                             "512-row slice of the scores).")
         return Diagnosis(
             "kv_cache",
             f"The KV cache saturates first: {p['max_sequences']:,} sequences of {inputs.context_tokens:,} "
-            f"tokens fit, {inputs.batch:,} asked; one sequence can hold {p['max_context'].tokens:,} tokens.",
-            _kv_levers(p),
+            f"tokens fit, {inputs.batch:,} asked; one sequence can hold {p['max_context'].tokens:,} tokens."
+            + scores,
+            levers,
         )
     kv_share = step.kv_bytes / step.bytes_total
     if step.bound == "memory":

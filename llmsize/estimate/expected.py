@@ -335,6 +335,9 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
         notes += (f"flash attention off ({'asked for' if flash_attn == 'off' else 'Ollama default'}): the prompt's "
                   f"attention scores, {pre.score_bytes / 1e9:,.1f} GB, are written and read in memory, "
                   f"{score_time_s(pre, c):,.2f} s of its time to first token",)
+    if flash_attn == "off" and rid != "llamacpp":
+        notes += (f"{RUNTIME_NAMES[rid]} runs fused attention kernels only: --no-flash-attn changes the plan's "
+                  "memory and roofline above, not this figure",)
     if rid == "llamacpp" and plan.comm is not None and plan.comm.tp > 1:
         notes += ("llama.cpp splits tensors with -sm row, which copies each matmul's activations between the cards: "
                   "its prompts are slower than this time to first token says (ggml-org/llama.cpp PR #19378, Llama "

@@ -134,6 +134,8 @@ def plan_args(source: list[str], gpu_id: str, inputs) -> list[str]:
         args += ["--kv-policy", inputs.kv_policy.label]
     if inputs.spec is not None:
         args += ["--spec", inputs.spec.label]
+    if not inputs.flash_attn:
+        args.append("--no-flash-attn")
     return args
 
 
@@ -206,6 +208,10 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
             add(f"batch {best:,} sequences", "compute (idle at small batches)",
                 "latency per sequence grows with the batch; needs that many concurrent requests",
                 replace(inputs, batch=best), "aggregate_tok_s")
+    if not inputs.flash_attn:
+        add("FlashAttention", "memory (attention scores)", "fused attention: the score matrix stays in on-chip "
+            "tiles (Dao et al. 2022); vLLM, SGLang and TensorRT-LLM always run it, llama.cpp with -fa on, Ollama "
+            "with OLLAMA_FLASH_ATTENTION=1", replace(inputs, flash_attn=True))
     spec = suggested_spec(plan.model, models) if inputs.spec is None else None
     if spec is not None:
         add(f"speculative decoding ({spec.label})", "memory bandwidth (tokens per pass over the weights)",
@@ -284,8 +290,9 @@ def disaggregation_lever(plan, source: list[str], runtime: str, runtimes: dict) 
 
     inputs, model, default = plan.inputs, plan.model, PlanInputs()
     if (inputs.quant not in (None, model.release.quant) or inputs.scope is not None or inputs.kv_policy is not None
-            or (inputs.gpu_util, inputs.overhead_bytes, inputs.wired_limit_bytes, inputs.nodes)
-            != (default.gpu_util, default.overhead_bytes, default.wired_limit_bytes, default.nodes)
+            or (inputs.gpu_util, inputs.overhead_bytes, inputs.wired_limit_bytes, inputs.nodes, inputs.flash_attn)
+            != (default.gpu_util, default.overhead_bytes, default.wired_limit_bytes, default.nodes,
+                default.flash_attn)
             or not plan.budget.weights_fit or source[0].startswith("--")):
         return None  # the fleet sizes memory by the engines' own ledgers, on replicas of its own choosing
     isl, osl, users = fleet_workload(plan)

@@ -29,7 +29,7 @@ from llmsize.estimate.parallel import (
     shard_model,
 )
 from llmsize.estimate.params import COMPONENTS, params_active, params_active_with_embedding, params_total
-from llmsize.estimate.prefill import Prefill, prefill_time
+from llmsize.estimate.prefill import Prefill, prefill_time, unfused_scores_bytes
 from llmsize.estimate.quant import QuantFormat, kv_dtype_bytes, quant_format
 from llmsize.estimate.speculative import Spec, SpecDecode, check_spec, speculate
 from llmsize.estimate.weights import WeightBytes, check_scope, weight_bytes, weight_bytes_read
@@ -56,6 +56,7 @@ class PlanInputs:
     wired_limit_bytes: float | None = None  # a unified machine's GPU limit (Metal's working set), if known
     kv_policy: KvPolicy | None = None  # a what-if cap on the tokens each layer caches (estimate/kv_policy.py)
     spec: Spec | None = None  # speculative decoding (estimate/speculative.py)
+    flash_attn: bool = True  # False: the prompt's attention scores are held and moved in memory (prefill.py)
 
 
 @dataclass(frozen=True)
@@ -246,7 +247,10 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     kv = kv_bytes(cached, inputs.context_tokens, inputs.kv_dtype)
     kv_card = kv_bytes(cache_card, inputs.context_tokens, inputs.kv_dtype) if parallel else kv
     usable = usable_memory(gpu, inputs.wired_limit_bytes)
-    budget = memory_budget(gpu, weights_card.bytes_total, inputs.gpu_util, inputs.overhead_bytes, usable.bytes)
+    # without flash attention the prompt's score matrix (a card's share of the heads) is held beside the cache
+    scores = 0.0 if inputs.flash_attn else unfused_scores_bytes(prompt_model, prompt)
+    budget = memory_budget(gpu, weights_card.bytes_total, inputs.gpu_util, inputs.overhead_bytes, usable.bytes,
+                           scores)
     # the longest context: one sequence's cache; under a budget policy its whole prompt's, held until evicted
     ctx = max_context_tokens(card_model if policy and policy.full_prompt else cache_card, inputs.kv_dtype,
                              budget.kv_budget_bytes)
@@ -259,7 +263,8 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     ridge = dm.ridge_batch()
     useful = min(seqs, ridge) if ridge else seqs
     best = dm.step(useful) if useful >= 1 else None
-    pre = prefill_time(prompt_model, gpu, fmt, scope, inputs.kv_dtype, prompt, peak.flop_per_s, weights_read, comm)
+    pre = prefill_time(prompt_model, gpu, fmt, scope, inputs.kv_dtype, prompt, peak.flop_per_s, weights_read, comm,
+                       inputs.flash_attn)
     fit = None
     if not budget.weights_fit and not parallel and search_fit:
         fit = smallest_fit(model, gpu, inputs)

@@ -206,7 +206,9 @@ def map_dense(c: _Cfg, model_type: str) -> Mapped:
     windows = _sliding(c, model_type, layers)
     # BitNet (transformers BitNetDecoderLayer): an attn_sub_norm (hidden) before o_proj and an ffn_sub_norm
     # (intermediate) before down_proj, beside the two layer norms
-    sub_norms = {"norms": 3, "extra_params": inter} if model_type == "bitnet" else {}
+    # (and 1bitLLM's BitnetForCausalLM, model_type llama: inner_attn_ln and ffn_layernorm, the same two)
+    bitnet = model_type == "bitnet" or "BitnetForCausalLM" in (c.get("architectures") or [])
+    sub_norms = {"norms": 3, "extra_params": inter} if bitnet else {}
     specs = [{"mixer": _attn("sliding" if w else "full", heads, kv, hd, bias=bias,
                              qk_norm=model_type in ("qwen3", "qwen3_moe"), sliding_window=w), "mlp": mlp, **sub_norms}
              for w in windows]

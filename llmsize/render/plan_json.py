@@ -93,6 +93,7 @@ def plan_to_dict(p: Plan) -> dict:
         "capacity": {
             "budget_bytes": round(p.budget.budget_bytes), "weights_bytes": round(p.budget.weights_bytes),
             "overhead_bytes": round(p.budget.overhead_bytes), "kv_budget_bytes": round(p.budget.kv_budget_bytes),
+            "scores_bytes": round(p.budget.scores_bytes),
             "weights_fit": p.budget.weights_fit,
             "max_context_tokens": p.max_context.tokens, "max_context_limited_by": p.max_context.limited_by,
             "max_concurrent_sequences": p.max_sequences, "kv_pool_tokens": p.kv_pool_tokens,
@@ -111,6 +112,7 @@ def plan_to_dict(p: Plan) -> dict:
             "prompt_tokens": p.prompt_tokens, "flops": p.prefill.flops, "bytes": round(p.prefill.bytes),
             "compute_time_s": _r(p.prefill.compute_time_s, 9), "memory_time_s": _r(p.prefill.memory_time_s, 9),
             "ttft_s": _r(p.prefill.ttft_s, 9), "bound": p.prefill.bound,
+            "flash_attn": p.prefill.flash_attn, "unfused_scores_bytes": round(p.prefill.scores_bytes),
         },
         "diagnosis": {
             "saturates": p.diagnosis.saturates, "summary": p.diagnosis.summary, "levers": p.diagnosis.levers,

@@ -133,8 +133,11 @@ def render_plan(p: Plan, width: int = 100, color: bool = False) -> str:
     b = p.budget
     rows = [("budget", f"{b.vram_bytes / GiB:,.2f} GiB x {b.gpu_util:g} = {b.budget_bytes / GB:,.2f} GB"),
             ("- weights, - overhead", f"{b.weights_bytes / GB:,.2f} GB, {b.overhead_bytes / GB:,.2f} GB "
-                                      f"({b.overhead_bytes / GiB:g} GiB)"),
-            ("left for KV cache", fmt_bytes(b.kv_budget_bytes) + ("" if b.weights_fit else "  (does not fit)"))]
+                                      f"({b.overhead_bytes / GiB:g} GiB)")]
+    if b.scores_bytes:
+        rows.append(("- attention scores", f"{b.scores_bytes / GB:,.2f} GB (--no-flash-attn: one layer's, "
+                                           f"a {p.prompt_tokens:,}-token prompt in one pass)"))
+    rows.append(("left for KV cache", fmt_bytes(b.kv_budget_bytes) + ("" if b.weights_fit else "  (does not fit)")))
     if b.weights_fit:
         lim = " (model limit)" if p.max_context.limited_by == "model" else ""
         rows += [("longest context, 1 sequence", f"{p.max_context.tokens:,} tokens{lim}"),
@@ -162,9 +165,14 @@ def render_plan(p: Plan, width: int = 100, color: bool = False) -> str:
 
     pre = p.prefill
     bound = f" ({pre.bound}-bound)" if pre.bound else ""
-    r.kv("Prefill" if b.weights_fit else "Prefill (as if the weights fit)",
-         [(f"time to first token, {pre.prompt_tokens:,} tokens", _time(pre.ttft_s) + bound),
-          ("FLOPs, bytes", f"{pre.flops / 1e12:,.1f} TFLOP, {pre.bytes / GB:,.2f} GB")])
+    rows = [(f"time to first token, {pre.prompt_tokens:,} tokens", _time(pre.ttft_s) + bound),
+            ("FLOPs, bytes", f"{pre.flops / 1e12:,.1f} TFLOP, {pre.bytes / GB:,.2f} GB")]
+    if pre.scores_bytes:
+        rows.append(("attention scores", f"{pre.scores_bytes / GB:,.2f} GB a layer unfused (heads x prompt x prompt "
+                                         "x 4 B): " + ("held and moved in memory (--no-flash-attn; in the bytes "
+                                                       "above)" if not pre.flash_attn else
+                                                       "none in memory with FlashAttention (on-chip tiles)")))
+    r.kv("Prefill" if b.weights_fit else "Prefill (as if the weights fit)", rows)
 
     d = p.diagnosis
     r.title("Diagnosis")

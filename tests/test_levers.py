@@ -167,3 +167,13 @@ def test_disaggregation_row_is_the_fleet_for_the_plans_sequences(run_cli):
         _fleet_mode(d, "disaggregated"))
     names = [r["name"] for r in _levers(run_cli, "llama-3.1-8b", "--gpu", "h100-sxm", "--runtime", "llamacpp")]
     assert not any("disaggregated" in n for n in names)
+
+
+def test_the_seeds_quantization_divides_the_weights_by_2_to_4(run_cli):
+    """Seed 002's map: "quantification: /2 a /4 sur les poids". Llama 3.1 8B in BF16 at a 1-token context (the
+    cache negligible), bandwidth-bound: the FP8 row multiplies the batch-1 ceiling by a little under 2 (embedding and
+    lm_head stay 16-bit), the 4-bit rows by a little under 4 (their group scales, the 16-bit lm_head)."""
+    rows = {r["name"]: r for r in _levers(run_cli, "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "1")}
+    gain = {n: r["after"] / r["before"] for n, r in rows.items() if n.startswith("weights in ")}
+    assert 1.8 < gain["weights in fp8"] < 2.0
+    assert all(3.0 < gain[f"weights in {f}"] < 4.0 for f in ("nvfp4", "mxfp4", "int4-g128"))

@@ -15,8 +15,8 @@ def _block_after(marker: str) -> str:
 def test_the_seed_plan_as_it_prints(run_cli):
     code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti")
     assert code == 0, err
-    assert _block_after("`llmsize plan gemma-4-12b --gpu rtx5060ti` (the seed article's card") == out.rstrip("\n") + "\n", (
-        "README.md's plan block is stale: paste this command's output (COLUMNS=100) into it")
+    block = _block_after("`llmsize plan gemma-4-12b --gpu rtx5060ti` (the seed article's card")
+    assert block == out.rstrip("\n") + "\n", "README.md's plan block is stale: paste this output (COLUMNS=100)"
 
 
 def test_the_lever_table_as_it_prints(run_cli):

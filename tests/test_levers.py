@@ -110,7 +110,8 @@ def test_a_row_keeps_the_plans_own_options(run_cli, args):
 def test_every_row_is_the_plan_its_command_gives(catalog, run_cli, card, every):
     """Over the whole catalog at 32,768 tokens on a 16 GB card (every fourth model on an H100, for the rows that
     differ there: models that fit, more batching): each lever's command, run as a user would, gives the row's
-    "after" (its figure read from that plan's JSON, which rounds tok/s to 3 decimals), and its "before" is the plan's own."""
+    "after" (its figure read from that plan's JSON, which rounds tok/s to 3 decimals), and its "before" is the plan's
+    own (or, for the fleet's row, the fleet's aggregated mode)."""
     ran = {}  # a command several models' rows share (the same other model) is run once
     for m in catalog.models.all()[::every]:
         code, out, err = run_cli("plan", m.id, "--gpu", card, "--context", "32768", "--levers", "--json")

@@ -27,7 +27,8 @@ def test_a_draft_model_by_hand(run_cli):
     d = _plan(run_cli, "llama-3.1-8b", "--gpu", "rtx4090", "--spec", "draft=llama-3.2-1b,k=4,accept=0.7")
     draft = _plan(run_cli, "llama-3.2-1b", "--gpu", "rtx4090")
     s = d["speculative"]
-    assert s["spec"] == "draft=llama-3.2-1b,k=4,accept=0.7" and s["tokens_per_pass"] == pytest.approx(E_K4_A07, abs=1e-4)
+    assert s["spec"] == "draft=llama-3.2-1b,k=4,accept=0.7"
+    assert s["tokens_per_pass"] == pytest.approx(E_K4_A07, abs=1e-4)
     verify = d["decode"]["bytes_read_per_token"] / 1008e9
     assert s["verify_time_s"] == pytest.approx(verify, rel=1e-6)
     assert s["draft_step_time_s"] == pytest.approx(1 / draft["decode"]["ceiling_tok_s"], rel=1e-5)

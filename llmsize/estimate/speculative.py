@@ -199,7 +199,8 @@ def suggested_spec(model: ModelSpec, models) -> Spec | None:
     if mtp_module(model) is not None:
         return Spec(1, MTP_ACCEPT)
     drafts = [m for m in models if m.id != model.id and m.vocab_size == model.vocab_size
-              and family_root(m) == family_root(model) and m.params_official * DRAFT_SIZE_RATIO <= model.params_official]
+              and family_root(m) == family_root(model)
+              and m.params_official * DRAFT_SIZE_RATIO <= model.params_official]
     if not drafts:
         return None
     return Spec(DRAFT_K, DRAFT_ACCEPT, min(drafts, key=lambda m: (m.params_official, m.id)))

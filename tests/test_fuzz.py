@@ -18,8 +18,9 @@ reproduces from its number alone (each case draws from random.Random(f"{SEED}:{i
   numbers    every numeric option of plan, compare, roofline, kv, gpus (and measure in `measure`): NaN, +-inf,
              negative, zero, 1e308, 1e309, 5e-324, 10**400, 400- and 5,000-digit ints, int32/int64 edges,
              hex, underscores, non-ASCII digits, and random values inside the accepted ranges.
-  choices    every string option (quant, kv-dtype, kv-policy, compute, scope, emit, engine, engine-version,
-             vendor, segment, sort, format, family, mixer, --moe/--dense, --levers) with valid, near and garbage values.
+  choices    every string option (quant, kv-dtype, kv-policy, spec, compute, scope, emit, engine, engine-version,
+             vendor, segment, sort, format, family, mixer, --moe/--dense, --levers, --no-flash-attn) with valid, near
+             and garbage values.
   paths      a model path / --catalog / --prices / --calibrate that is a FIFO, a char device made with
              mknod inside the case folder (null 1,3, zero 1,5, full 1,7; as root only), a folder, a chmod 000
              file, symlinks to devices, dangling and looping symlinks, names too long, `~` (HOME = case folder).
@@ -562,6 +563,9 @@ def gen_choices(rng, d):
                                    ("--engine", ["vllm", "sglang", "trtllm"]),
                                    ("--kv-policy", ["streaming:4092+4", "budget:2048", "streaming:1+0", "budget:1",
                                                     "streaming:0+4", "budget:2048+4", "h2o:512"]),
+                                   ("--spec", ["draft=llama-3.2-1b,k=4,accept=0.7", "mtp=1,accept=0.85",
+                                               "draft=qwen3-0.6b,k=16,accept=1", "draft=tinyllama-1.1b,accept=0",
+                                               "mtp=2", "k=4,accept=0.7", "draft=,accept=0.5"]),
                                    ("--engine-version", ["v1", "v0", "v1-0.20", "0.20.0", "0.8.0", "0.21.1",
                                                          "vllm==0.10.1", "0.0.0", "999.999.999", "0.7.99",
                                                          "1e400", "0." + "9" * 500, "v2", "-1"])],
@@ -569,7 +573,7 @@ def gen_choices(rng, d):
             argv += opt(rng, o, val(pool))
         if rng.random() < 0.3:
             argv += rng.choice([["--json"], ["--estimate-only"], ["--tp", "2"], ["--nodes", "2"], ["--context", "1"],
-                                ["--levers", "--json"]])
+                                ["--levers", "--json"], ["--no-flash-attn"], ["--no-flash-attn", "--flash-attn", "on"]])
             json_out = "--json" in argv
     elif cmd == "compare":
         argv = ["compare", valid_model(rng), "--gpus", ",".join(rng.sample(GPU_IDS, rng.randint(1, 3)))]

@@ -369,7 +369,9 @@ def plan(
         table = lever_table(p, [m.id] if im is None else source,
                             lambda i: make_plan(m, g, i, exact=exact, search_fit=False), cat.models.all(),
                             lambda other, i: make_plan(other, g, i, search_fit=False), expected.runtime,
-                            offload, tuple(host_args), {r.id: r for r in cat.runtimes.all()})
+                            lambda i: _offload_lever(make_plan(m, g, i, exact=exact, search_fit=False), exact, host,
+                                                     cat),
+                            tuple(host_args), {r.id: r for r in cat.runtimes.all()})
     if emit in ("llama-server", "ollama"):
         from llmsize.render.emit_llamacpp import llama_server_command, ollama_modelfile
 

@@ -178,3 +178,17 @@ def test_the_seeds_quantization_divides_the_weights_by_2_to_4(run_cli):
     gain = {n: r["after"] / r["before"] for n, r in rows.items() if n.startswith("weights in ")}
     assert 1.8 < gain["weights in fp8"] < 2.0
     assert all(3.0 < gain[f"weights in {f}"] < 4.0 for f in ("nvfp4", "mxfp4", "int4-g128"))
+
+
+def test_a_bf16_model_that_does_not_fit_is_offered_a_gguf_offload(run_cli):
+    """Llama 3.1 70B in BF16 (141 GB) on a 24 GB card: the offload row is llama.cpp's, with the Q4_K_M file its
+    --fit split places (layers on the card, the rest in DDR5-6000 x 2), and its command gives that row's figure."""
+    row = next(r for r in _levers(run_cli, "llama-3.1-70b", "--gpu", "rtx4090", "--host-memory", "DDR5-6000x2")
+               if r["figure"] == "offload_tok_s")
+    assert row["name"].startswith("partial offload (gguf-q4_k_m, --gpu-layers ") and row["before"] is None
+    argv = shlex.split(row["command"])
+    assert argv[argv.index("--quant") + 1] == "gguf-q4_k_m" and "--fit" in argv
+    code, out, err = run_cli(*argv[1:], "--json")
+    assert code == 0, err
+    assert json.loads(out)["engine"]["offload"]["decode_ceiling_tok_s"] == pytest.approx(row["after"], rel=1e-9)
+    assert 1 < row["after"] < 10  # a host share at 96 GB/s: a few tokens a second

@@ -162,15 +162,16 @@ def nearest_with(model, models, test) -> object | None:
 
 
 def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime: str | None = None,
-                offload=None, host_args: tuple[str, ...] = (), runtimes: dict | None = None) -> list[Lever]:
+                offload_for=None, host_args: tuple[str, ...] = (), runtimes: dict | None = None) -> list[Lever]:
     """The diagnosis row, then each lever that applies, by its gain. `make(inputs)` builds the plan of other
     inputs (estimate.plan.make_plan on the same model and card); a change the plan refuses (a format the model
     cannot take, a split the card cannot make) is left out. `models` (the catalog's) and `make_for(model, inputs)`
     add the architectural levers the model lacks, each as the nearest catalog model that has it, and a draft for
     speculative decoding. `runtime`: the runtime the plan's expected speed is for; its weight-format rows are the
-    formats it runs. `offload` (llamacpp_plan.OffloadLever, when the weights do not fit) adds llama.cpp's partial
-    offload, `host_args` the plan's host-memory options for its command; `runtimes` (the catalog's) the fleet's
-    disaggregated serving for a serving engine."""
+    formats it runs. `offload_for(inputs)` (llamacpp_plan.OffloadLever of those inputs' plan, or None) adds
+    llama.cpp's partial offload when the weights do not fit, in the plan's GGUF format or else in OFFLOAD_FORMAT;
+    `host_args` the plan's host-memory options for its command; `runtimes` (the catalog's) the fleet's disaggregated
+    serving for a serving engine."""
     saturates = plan.diagnosis.saturates
     figure = FIGURE_OF[saturates]
     now = figure_of(plan, figure)
@@ -216,11 +217,10 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
     if spec is not None:
         add(f"speculative decoding ({spec.label})", "memory bandwidth (tokens per pass over the weights)",
             spec_caveat(spec), replace(inputs, spec=spec), "tok_s")
-    if offload is not None and offload.split_args:
-        after = offload.speed.ceiling_tok_s if offload.speed is not None else None
-        args = [*plan_args(source, plan.gpu.id, inputs), "--engine", "llamacpp", "--fit", *host_args]
-        rows.append(Lever(f"partial offload ({' '.join(offload.split_args)})", "memory (weights in host RAM)",
-                          "offload_tok_s", None, after, offload_caveat(offload), shlex.join(["llmsize", *args])))
+    if offload_for is not None and not plan.budget.weights_fit:
+        row = offload_lever(plan, source, inputs, offload_for, host_args)
+        if row is not None:
+            rows.append(row)
     if runtimes is not None and runtime in DISAGG_RUNTIMES:
         row = disaggregation_lever(plan, source, runtime, runtimes)
         if row is not None:
@@ -252,6 +252,26 @@ def spec_caveat(spec) -> str:
     return (f"needs the draft model {spec.draft.id} beside it (its weights and cache take memory); acceptance "
             f"{spec.accept:g} a token is assumed, not measured: it varies with the task and the draft, so rerun the "
             "command with yours; verify passes cost more as the batch grows, so the gain shrinks at high batch")
+
+
+OFFLOAD_FORMAT = "gguf-q4_k_m"  # the GGUF file type an offload row tries for a plan in another format
+
+
+def offload_lever(plan, source: list[str], inputs, offload_for, host_args: tuple[str, ...]) -> Lever | None:
+    """llama.cpp's partial offload of the plan's GGUF file, or of its OFFLOAD_FORMAT file for another format: the
+    split its --fit margin allows and that split's batch-1 ceiling (None without the host memory)."""
+    changed = inputs if plan.fmt.id.startswith("gguf-") else replace(inputs, quant=OFFLOAD_FORMAT, scope=None)
+    try:
+        found = offload_for(changed)
+    except LlmsizeError:
+        return None
+    if found is None or not found.split_args:
+        return None
+    after = found.speed.ceiling_tok_s if found.speed is not None else None
+    args = [*plan_args(source, plan.gpu.id, changed), "--engine", "llamacpp", "--fit", *host_args]
+    what = "" if changed is inputs else f"{OFFLOAD_FORMAT}, "
+    return Lever(f"partial offload ({what}{' '.join(found.split_args)})", "memory (weights in host RAM)",
+                 "offload_tok_s", None, after, offload_caveat(found), shlex.join(["llmsize", *args]))
 
 
 def offload_caveat(offload) -> str:

@@ -220,6 +220,22 @@ def test_fleet_csv_and_markdown(run_cli):
     assert code == 2 and "--format" in err and "html" in err and out == ""
 
 
+def test_pareto_curves_include_pipeline_replicas(catalog, runtimes):
+    """Llama 3.1 405B in BF16 (810 GB) fits no node of 8 H100s: fleet serves it with two stages of a node each (tp 8
+    x pp 2), and the Pareto curve is drawn from those replicas too (before, pipelines were left out and the card had
+    no curve); the fleet's own row lies within the front."""
+    from llmsize.estimate.fleet import pareto_curves
+
+    m, g, w = catalog.model("llama-3.1-405b"), catalog.gpu("h100-sxm"), Workload(2000, 500, users=400)
+    row = fleet_rows(m, [g], w, "vllm", runtimes)[0]
+    assert (row.tp, row.pp) == (8, 2)
+    (curve,) = pareto_curves(m, [g], w, "vllm", runtimes)
+    assert len(curve.points) >= 3
+    # the row (a batch between two of the curve's) dominates none of the front's points
+    assert not any(row.tok_s_per_user > x and row.output_tok_s_per_gpu > y for x, y in curve.points)
+    assert min(x for x, _ in curve.points) < row.tok_s_per_user < max(x for x, _ in curve.points)
+
+
 def test_pareto_points_are_not_dominated_and_chart(catalog, runtimes, run_cli, tmp_path):
     from llmsize.estimate.fleet import pareto_curves
 

@@ -382,9 +382,10 @@ class ParetoCurve:
 def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str, runtimes: dict,
                   kv_dtype: str = "bf16", batches: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
                   ) -> list[ParetoCurve]:
-    """Per card, what each replica of each tp (and, for a MoE, each DEP n) gives at a batch b (aggregated: a user
-    sees TPOT_agg(b), the replica's cards share b / TPOT_agg(b)), reduced to the points no other point of the card
-    beats on both axes."""
+    """Per card, what each replica of each tp (for a MoE, each DEP n; and the pipelines fleet_rows tries: two stages
+    within a node, stages a node each only when no node holds the model) gives at a batch b (aggregated: a user sees
+    TPOT_agg(b), the replica's tp x pp x dp cards share b / TPOT_agg(b)), reduced to the points no other point of
+    the card beats on both axes."""
     from llmsize.estimate.expected import backend, constants
     from llmsize.estimate.plan import PlanInputs, make_plan
 
@@ -395,27 +396,30 @@ def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: s
         be = backend(g)
         c = constants(spec, be) if spec is not None and be else None
         pts = []
+        fitted_one = False
         for tp, pp, dp in _configs(c is not None, model) if card_link(g) is not None else [(1, 1, 1)] * bool(c):
-            if pp > 1:
-                continue
+            if stage_nodes(tp, pp) and fitted_one:
+                break  # pipeline stages over nodes only for what no single node holds, as fleet_rows
             try:
                 plan = make_plan(expert_shard(model, dp) if dp > 1 else model, g, PlanInputs(
-                    context_tokens=held_context_tokens(runtime, w.isl, w.osl), prompt_tokens=w.isl, tp=tp,
-                    kv_dtype=kv_dtype), search_fit=False)
+                    context_tokens=held_context_tokens(runtime, w.isl, w.osl), prompt_tokens=w.isl, tp=tp, pp=pp,
+                    nodes=stage_nodes(tp, pp), node_link_gb_s=w.node_link_gb_s, kv_dtype=kv_dtype), search_fit=False)
             except LlmsizeError:
                 continue
             held = users_held(plan, w, runtime, None, kv_pool_bytes(plan, runtime, w.longest_tokens())[0]) \
                 if plan.budget.weights_fit else 0
             if held < 1:
                 continue
-            limits = serving_defaults(runtime, g, held, w.isl, w.osl)
-            hi = min(min(held, limits.max_batch or held) * dp, admitted_batch(runtime, limits.prefill_tokens, w, dp))
+            fitted_one = True
+            limits = serving_defaults(runtime, g, held, w.isl, w.osl, pp)
+            hi = min(min(held, limits.max_batch or held) * dp,
+                     admitted_batch(runtime, limits.prefill_tokens, w, dp * pp))
             tpot_fn, pre, cost = replica_timing(plan, runtime, c, limits.prefill_tokens, dp=dp)
             if pre is None or cost is None:
                 continue
             for b in sorted({min(b, hi) for b in batches}):
                 t = tpot_fn(b) + b * cost(b / (pre + w.osl * tpot_fn(b)), tpot_fn(b)) / w.osl  # TPOT_agg(b)
-                pts.append((1 / t, b / t / (tp * dp)))
+                pts.append((1 / t, b / t / (tp * pp * dp)))
         front = [p for p in pts if not any(q[0] >= p[0] and q[1] >= p[1] and q != p for q in pts)]
         if front:
             out.append(ParetoCurve(g.id, sorted(set(front))))

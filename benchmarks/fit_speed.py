@@ -207,6 +207,7 @@ class GroupFit:
     moe_matmul_cost: float = 1.0
     expert_read_cost: float = 0.0
     t_layer_floor_s: float = 0.0
+    borrowed_terms: tuple[str, ...] = ()  # the terms taken from a pool fit (fit_group, unpinned)
 
     def constants(self, band=(1.0, 1.0), prefill_band=None) -> Constants:
         return Constants(
@@ -241,23 +242,54 @@ FLOORS_S = tuple(k * 1e-5 for k in range(16))
 _DECODE_FITS: dict = {}  # groups that share their decode rows (vLLM and SGLang; the borrowed pools) fit them once
 
 
-def fit_group(runtime: str, be: str, rows: list[Observed]) -> GroupFit:
-    """The decode constants (fit_decode, the kernel floor chosen on FLOORS_S), then prefill's (fit_prefill)."""
+TERM_WORDS = {"tile": "the tile cost", "moe": "the routed experts' costs", "prefill": "the prefill constants"}
+
+
+def unpinned(rows: list[Observed]) -> dict[str, bool]:
+    """The terms a group's own rows cannot pin, each for want of MIN_ROWS_CLASS rows that exercise it: the tile cost
+    (decode rows where it would be 5% of the time at unit cost: cards of a low dense rate beside their bandwidth,
+    batches), the routed experts' per-layer and read costs (MoE decode rows), the prefill constants (prompt rows)."""
     dec = [o for o in rows if o.step is not None]
-    key = (tuple(id(o) for o in dec), runtime in VECTOR_ATTENTION)
+    tiles = sum(1 for o in dec if tile_time_s(o.step, UNIT_COSTS) >= 0.05 * o.measured_s)
+    return {"tile": tiles < MIN_ROWS_CLASS and not all(o.runtime in VECTOR_ATTENTION for o in dec),  # theirs is 0
+            "moe": sum(1 for o in dec if o.step.moe_layers) < MIN_ROWS_CLASS,
+            "prefill": sum(1 for o in rows if o.prefill is not None and o.prefill.peak_flop_per_s) < MIN_ROWS_CLASS}
+
+
+def fit_group(runtime: str, be: str, rows: list[Observed], pool: list[Observed] | None = None,
+              pool_prefill: bool = False) -> GroupFit:
+    """The decode constants (fit_decode, the kernel floor chosen on FLOORS_S), then prefill's (fit_prefill). With
+    `pool` (its kin's rows, BORROW), the terms its own rows cannot pin (unpinned) are the pool fit's, held fixed, and
+    with `pool_prefill` the prefill constants too (run() picks that by held-out error)."""
+    dec = [o for o in rows if o.step is not None]
+    donor = fit_group(runtime, be, pool) if pool else None
+    need = unpinned(rows) if donor else {}
+    if donor and pool_prefill:
+        need["prefill"] = True
+    fixed = {}
+    if need.get("tile"):
+        fixed["tile"] = donor.tile_cost
+    if need.get("moe"):
+        fixed.update({"t_moe": donor.t_moe_layer_s, "expert": donor.expert_read_cost})
+    key = (tuple(id(o) for o in dec), runtime in VECTOR_ATTENTION, tuple(sorted(fixed.items())))
     if key not in _DECODE_FITS:  # the rows are kept with their fit: their ids cannot be reused while it is cached
-        _DECODE_FITS[key] = (tuple(dec), fit_decode(runtime, be, dec))
+        _DECODE_FITS[key] = (tuple(dec), fit_decode(runtime, be, dec, fixed))
     fit = dataclasses.replace(_DECODE_FITS[key][1], runtime=runtime, backend=be)
-    fit_prefill(fit, [o for o in rows if o.prefill is not None])
+    if need.get("prefill"):
+        fit.eta_prefill, fit.eta_prefill_default = dict(donor.eta_prefill), donor.eta_prefill_default
+        fit.t_prefill_layer_s, fit.moe_matmul_cost = donor.t_prefill_layer_s, donor.moe_matmul_cost
+    else:
+        fit_prefill(fit, [o for o in rows if o.prefill is not None])
+    fit.borrowed_terms = tuple(k for k, v in need.items() if v)
     return fit
 
 
-def fit_decode(runtime: str, be: str, dec: list[Observed]) -> GroupFit:
+def fit_decode(runtime: str, be: str, dec: list[Observed], fixed: dict[str, float] | None = None) -> GroupFit:
     """The linear fit at each kernel floor of the grid, the floor of least error kept; then once more at that
     floor with the fitted fractions inside the max (the grid's fits take each layer's read at full bandwidth).
     The floor moves only the target (the ceiling's step plus what the floor adds), so the system's Gram matrix is
     built once and each fit starts from the previous one's solution."""
-    sys_ = DecodeSystem(runtime, dec)
+    sys_ = DecodeSystem(runtime, dec, fixed)
     best, x = None, None
     for floor_s in FLOORS_S:
         x, err = sys_.solve(floor_s, None, x)
@@ -272,7 +304,8 @@ def fit_decode(runtime: str, be: str, dec: list[Observed]) -> GroupFit:
 class DecodeSystem:
     """A decode fit's linear system: per row, its terms per unit of each unknown over the measured time."""
 
-    def __init__(self, runtime: str, dec: list[Observed]):
+    def __init__(self, runtime: str, dec: list[Observed], fixed: dict[str, float] | None = None):
+        """`fixed`: unknowns held at another fit's values (their columns move to the target)."""
         counts, sources = defaultdict(int), defaultdict(set)
         for o in dec:
             counts[o.step.format_class] += 1
@@ -311,6 +344,9 @@ class DecodeSystem:
         self.depth = runtime in VECTOR_ATTENTION and any(max(c) - min(c) >= 2048 for c in by_source.values())
         if not self.depth:
             self.upper[self.names.index("v_kv")] = 0.0
+        self.fixed = dict(fixed or {})
+        for name in self.fixed:
+            self.upper[self.names.index(name)] = 0.0
         self.gram = gram(self.a, RIDGE)
 
     def target(self, floor_s: float, eta_of) -> list[float]:
@@ -324,6 +360,9 @@ class DecodeSystem:
                 eta = eta_of(x.format_class) if eta_of else 1.0
                 base += x.layers * max(0.0, floor_s - w_bw / eta / x.layers)
             b.append(1 - base / t)
+        for name, value in self.fixed.items():  # a held term's share of each row's time, out of the target
+            j = self.names.index(name)
+            b = [bi - r[j] * value for bi, r in zip(b, self.a)]
         return b
 
     def solve(self, floor_s: float, eta_of, x0: list[float] | None) -> tuple[list[float], float]:
@@ -334,7 +373,7 @@ class DecodeSystem:
         return x, err
 
     def fit(self, runtime: str, be: str, x: list[float], floor_s: float) -> GroupFit:
-        theta = dict(zip(self.names, x))
+        theta = {**dict(zip(self.names, x)), **self.fixed}
         v = {c: theta[f"v:{c}"] for c in self.classes}
         # a format class without enough rows streams like 16-bit weights where those were measured, else like
         # the median fitted class
@@ -454,7 +493,10 @@ class HeldOut:
                 "band_coverage": round(cov, 4)}
 
 
-def held_out(runtime: str, be: str, rows: list[Observed], kind: str) -> HeldOut:
+def held_out(runtime: str, be: str, rows: list[Observed], kind: str, pool: list[Observed] | None = None,
+             pool_prefill: bool = False) -> HeldOut:
+    """Leave one source out: fit on the others (and on the pool's other sources where the group borrows terms),
+    predict the source's rows."""
     keys = sorted({o.source_key for o in rows})
     errors, ratios, segments = [], [], []
     for k in keys:
@@ -462,7 +504,7 @@ def held_out(runtime: str, be: str, rows: list[Observed], kind: str) -> HeldOut:
         test = [o for o in rows if o.source_key == k and (o.step is not None) == (kind == "decode")]
         if not test or not [o for o in train if (o.step is not None) == (kind == "decode")]:
             continue
-        fit = fit_group(runtime, be, train)
+        fit = fit_group(runtime, be, train, [o for o in pool if o.source_key != k] if pool else None, pool_prefill)
         for o in test:
             t_hat = predict(fit, o)
             if t_hat is None:
@@ -488,9 +530,11 @@ def r4(x: float) -> float:
     return float(f"{x:.4g}")
 
 
-def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, ho_p: HeldOut) -> dict:
+def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, ho_p: HeldOut,
+               pre_rows: list[Observed] | None = None) -> dict:
+    """The group's constants as runtimes/*.yaml keeps them; `pre_rows`: the rows its prefill was fitted on."""
     dec = [o for o in rows if o.step is not None]
-    pre = [o for o in rows if o.prefill is not None]
+    pre = [o for o in (rows if pre_rows is None else pre_rows) if o.prefill is not None]
     g = {
         "eta_weights": {c: r4(1 / (1 + fit.v[c])) for c in fit.classes},
         "eta_weights_default": r4(1 / (1 + fit.v_default)),
@@ -552,13 +596,39 @@ def run(write: bool, check: bool) -> int:
         if len(dec) < MIN_ROWS_GROUP:
             table.append((rt, be, len(dec), None, None, None, None, "too few decode rows: no constants"))
             continue
-        fit = fit_group(rt, be, rows)
-        ho_d, ho_p = held_out(rt, be, rows, "decode"), held_out(rt, be, rows, "prefill")
+        # a group of its own rows takes from its kin's pool (BORROW) the terms those rows cannot pin
+        pool, why = None, None
+        if (rt, be) not in borrowed:
+            pool, why = next(((p, w) for p, w in (  # a pool of its own backend's rows and its kin's
+                ([o for o in obs if o.runtime in rts and backend(o.plan.gpu) in bes], w)
+                for rts, bes, w in BORROW.get(rt, ()) if be in bes)
+                if sum(1 for o in p if o.step is not None) >= MIN_ROWS_GROUP), (None, None))
+        # prompts fitted on its own rows, or taken from the pool where that predicts its own prompt rows better
+        # (median and p90 both, each of their sources left out)
+        pool_prefill, ho_p = False, None
+        if pool is not None and not unpinned(rows)["prefill"]:
+            own_p, pooled_p = (held_out(rt, be, rows, "prefill", pool, flag) for flag in (False, True))
+            if own_p.errors and pooled_p.errors:
+                a, b = own_p.summary((1.0, 1.0)), pooled_p.summary((1.0, 1.0))
+                pool_prefill = (b["median_abs_error"] < a["median_abs_error"]
+                                and b["p90_abs_error"] <= a["p90_abs_error"])
+            ho_p = pooled_p if pool_prefill else own_p  # its own prompt rows' errors either way
+        fit = fit_group(rt, be, rows, pool, pool_prefill)
+        ho_d = held_out(rt, be, rows, "decode", pool, pool_prefill)
+        pre_rows = pool if "prefill" in fit.borrowed_terms else rows
+        if ho_p is None:  # a prefill taken for want of prompt rows of its own: the pool's held-out error
+            ho_p = held_out(rt, be, pre_rows, "prefill")
         band = band_of(ho_d) or (0.7, 1.3)
         pband = band_of(ho_p)
-        specs[rt][be] = group_yaml(fit, rows, band, pband, ho_d, ho_p)
+        specs[rt][be] = group_yaml(fit, rows, band, pband, ho_d, ho_p, pre_rows)
         if (rt, be) in borrowed:
             specs[rt][be]["borrowed"] = borrowed[(rt, be)]
+        elif fit.borrowed_terms:
+            why_not = ("its own rows cannot pin them" if not pool_prefill else
+                       "they predict its own prompts better, median and p90, each source left out"
+                       if fit.borrowed_terms == ("prefill",)
+                       else "its own rows cannot pin them, and the pool's prefill predicts its prompts better")
+            specs[rt][be]["borrowed"] = f"{', '.join(TERM_WORDS[t] for t in fit.borrowed_terms)} {why} ({why_not})"
         sd, sp = ho_d.summary(band), ho_p.summary(pband) if pband else None
         by_segment.append((rt, be, ho_d, ho_p))
         unscored = len(dec) - sd["rows"]

@@ -530,11 +530,10 @@ def r4(x: float) -> float:
     return float(f"{x:.4g}")
 
 
-def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, ho_p: HeldOut,
-               pre_rows: list[Observed] | None = None) -> dict:
-    """The group's constants as runtimes/*.yaml keeps them; `pre_rows`: the rows its prefill was fitted on."""
+def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, ho_p: HeldOut) -> dict:
+    """The group's constants as runtimes/*.yaml keeps them (the row counts its own; a borrowed term says so)."""
     dec = [o for o in rows if o.step is not None]
-    pre = [o for o in (rows if pre_rows is None else pre_rows) if o.prefill is not None]
+    pre = [o for o in rows if o.prefill is not None]
     g = {
         "eta_weights": {c: r4(1 / (1 + fit.v[c])) for c in fit.classes},
         "eta_weights_default": r4(1 / (1 + fit.v_default)),
@@ -620,7 +619,7 @@ def run(write: bool, check: bool) -> int:
             ho_p = held_out(rt, be, pre_rows, "prefill")
         band = band_of(ho_d) or (0.7, 1.3)
         pband = band_of(ho_p)
-        specs[rt][be] = group_yaml(fit, rows, band, pband, ho_d, ho_p, pre_rows)
+        specs[rt][be] = group_yaml(fit, rows, band, pband, ho_d, ho_p)
         if (rt, be) in borrowed:
             specs[rt][be]["borrowed"] = borrowed[(rt, be)]
         elif fit.borrowed_terms:

@@ -165,7 +165,8 @@ def test_several_tokens_a_chunk_is_flagged(run_cli):
 
 @pytest.mark.parametrize("mode, args, words", [
     ("http500", (), "HTTP 500: CUDA out of memory"),
-    ("stall", ("--timeout", "0.5"), "stalled, nothing for 0.5 s after 3 chunk(s)"),
+    # 1 s: the non-streamed requests before it must answer within twice that on a loaded machine
+    ("stall", ("--timeout", "1"), "stalled, nothing for 1 s after 3 chunk(s)"),
     ("malformed", (), "a chunk is not JSON"),
     ("close", (), "the connection closed after 3 chunk(s)"),
     ("not_stream", (), "the answer is not a stream"),
@@ -181,7 +182,7 @@ def test_a_misbehaving_server_is_one_line_and_no_file(run_cli, tmp_path, mode, a
 @pytest.mark.parametrize("mode, args, words", [
     ("huge_usage", (), "usage says 1000000000000000000000000000000 completion_tokens"),
     ("endless", (), "streamed more than the 8 tokens asked (max_tokens)"),  # the warm-up's 8
-    ("comments", ("--timeout", "0.5"), "stalled, no data event for 0.5 s after 3 chunk(s)"),
+    ("comments", ("--timeout", "1"), "stalled, no data event for 1 s after 3 chunk(s)"),
 ])
 def test_a_server_that_lies_or_floods_is_stopped(run_cli, tmp_path, mode, args, words):
     """A hostile-input pass found these: usage counts far from what streamed, a stream past max_tokens, keep-alive

@@ -961,7 +961,11 @@ def fleet(
                               node_link_gb_s)
     from llmsize.estimate.expected import resolve_runtime
 
-    rid = resolve_runtime(runtime)[0] if runtime else "vllm"
+    rid = resolve_runtime(runtime)[0] if runtime else (
+        "sglang" if emit == "sglang" else "llamacpp" if all(g.vendor == "Apple" for g in cards) else "vllm")
+    if emit is not None and rid != emit:
+        raise InvalidValueError(f"--emit {emit} prints {emit}'s launch lines, and the rows are sized for {rid}.",
+                                f"Give --runtime {emit} (NVIDIA and AMD cards), or drop --emit.")
     rows = fleet_rows(m, cards, w, rid, {r.id: r for r in cat.runtimes.all()}, hourly, kv_dtype.lower())
     if emit is not None:
         from llmsize.render.emit_fleet import fleet_command

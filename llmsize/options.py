@@ -272,7 +272,8 @@ CalibrateOpt = Annotated[Optional[Path], _opt("--calibrate", help="Your own run:
 RuntimeOpt = Annotated[Optional[str], _opt("--runtime", help="Expected speed in this runtime: vllm, sglang, trtllm, "
                                            "llamacpp, mlx, gpt-fast (ollama and lmstudio: llama.cpp underneath). "
                                            "Default: llamacpp for GGUF formats and Apple cards, mlx for MLX "
-                                           "formats, else vllm.", callback=choice(RUNTIME_CHOICES),
+                                           "formats, else vllm (fleet: vllm, sglang with --emit sglang, llamacpp "
+                                           "when every card is Apple's).", callback=choice(RUNTIME_CHOICES),
                                            show_default=False)]
 
 # ----------------------------------------------------------------------------------------- listing and compare
@@ -288,9 +289,9 @@ MixerOpt = Annotated[Optional[str], _opt("--mixer", help="Only models with this 
                                          + ".", callback=choice(MIXER_KINDS, MIXER_SYNONYMS))]
 MoeOpt = Annotated[Optional[bool], _opt("--moe/--dense", help="Only mixture-of-experts / only dense.",
                                         show_default=False)]
-PricesOpt = Annotated[Optional[Path], _opt("--prices", help="YAML of card prices: `currency: EUR` and `prices:` "
-                                           "mapping card id -> price of one card; none are shipped.",
-                                           show_default=False)]
+PricesOpt = Annotated[Optional[Path], _opt("--prices", help="YAML of card prices (none are shipped): `currency: EUR`, "
+                                           "and `prices:` card id -> price of one card (compare) or `hourly:` card "
+                                           "id -> price of one card an hour (fleet).", show_default=False)]
 CompareSortOpt = Annotated[str, _opt("--sort", help="Column to rank by: " + ", ".join(COMPARE_SORT_KEYS) + ".",
                                      callback=choice(COMPARE_SORT_KEYS))]
 CompareFormatOpt = Annotated[str, _opt("--format", help="table, json, csv, markdown or html (one self-contained "

@@ -52,7 +52,8 @@ def test_a_dense_8b_on_one_card_follows_the_formulas(catalog, runtimes):
     wait = rho * cost / (2 * (1 - rho))
     assert agg.tpot_s == pytest.approx(tpot) and agg.ttft_s == pytest.approx(pre + wait)
     assert agg.ttft_wait_s == pytest.approx(wait)
-    assert agg.output_tok_s_total == pytest.approx(64 / tpot)
+    # 64 users, each a request of 200 tokens every TTFT + 200 x TPOT (Little's law)
+    assert agg.output_tok_s_total == pytest.approx(64 * 200 / (pre + wait + 200 * tpot))
 
 
 def test_disaggregation_wins_with_long_prompts_and_a_tight_tpot_not_with_short_ones(catalog, runtimes):
@@ -131,7 +132,9 @@ def test_moe_uses_expert_parallel_and_rate_uses_littles_law(catalog, runtimes):
     # users in the system = rate x request time; replicas also keep up with rate x osl output tokens a second
     users = math.ceil(5.0 * (row.ttft_s + 400 * row.tpot_s))
     assert row.replicas >= math.ceil(users / row.batch_per_replica)
-    assert row.output_tok_s_total >= 5.0 * 400 * 0.999
+    assert row.output_tok_s_total == pytest.approx(5.0 * 400)  # the offered load, not the replicas' room
+    light = fleet_rows(m, [catalog.gpu("h100-sxm")], Workload(2000, 400, rate=0.01), "vllm", runtimes)[0]
+    assert light.output_tok_s_total == pytest.approx(0.01 * 400) and light.replicas == 1
 
 
 def test_impossible_targets_say_which_and_by_how_much(catalog, runtimes):
@@ -187,11 +190,17 @@ def test_emit_launch_lines_for_the_best_row(run_cli):
     code, out, err = run_cli(*base, "--json")
     row = json.loads(out)["rows"][0]
     assert row["mode"] == "disaggregated"
+    # --emit sglang sizes the fleet for SGLang, as --runtime sglang does
+    code, out, err = run_cli(*base, "--runtime", "sglang", "--json")
+    sg = json.loads(out)["rows"][0]
     code, out, err = run_cli(*base, "--emit", "sglang")
     assert code == 0, err
-    assert f"{row['prefill_workers']} x prefill" in out and "--disaggregation-mode prefill" in out
+    assert f"{sg['prefill_workers']} x prefill" in out and "--disaggregation-mode prefill" in out
     assert "--disaggregation-mode decode" in out and "sglang_router.launch_router --pd-disaggregation" in out
-    assert f"--tp-size {row['tp']}" in out and "--context-length 3500" in out
+    assert f"--tp-size {sg['tp']}" in out and "--context-length 3500" in out
+    assert f"--max-running-requests {sg['batch_per_replica']}" in out
+    code, out, err = run_cli(*base, "--runtime", "trtllm", "--emit", "sglang")
+    assert code == 2 and "sized for trtllm" in err and out == ""
     code, out, err = run_cli(*base, "--emit", "vllm")
     assert code == 0 and "dynamo.vllm" in out and "NixlConnector" in out
     code, out, err = run_cli("fleet", "llama-3.1-8b", "--isl", "200", "--osl", "2000", "--users", "64", "--gpus",
@@ -515,3 +524,25 @@ def test_a_step_token_budget_caps_the_batch_where_prompts_ride_in_decode_steps(c
     m, g = catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm")
     (row,) = fleet_rows(m, [g], w, "vllm", runtimes)
     assert row.batch_per_replica <= 512 * (row.dp or 1) * row.pp
+
+
+def test_why_not_names_the_closest_miss(catalog, runtimes):
+    """Nothing serves 400 users of Llama 3.1 70B at 1 ms a token on B200s: why_not quotes the configuration that
+    comes closest (tp 8: 8.7 ms), not the last one tried (tp 4 x pp 2: 11.4 ms)."""
+    m, g = catalog.model("llama-3.1-70b"), catalog.gpu("b200")
+    (row,) = fleet_rows(m, [g], Workload(3000, 500, users=400, tpot_s=0.001), "vllm", runtimes)
+    assert not row.meets_slo and row.why_not.startswith("tp 8: TPOT ")
+
+
+def test_runtimes_without_disaggregation_serve_aggregated_only(catalog, runtimes, run_cli):
+    """llama.cpp (and MLX, gpt-fast) serve prompts and decode on one worker: no prefill/decode rows for them. A
+    fleet of Apple cards defaults to llama.cpp; with other cards vLLM, whose reason on an Apple card says so."""
+    rows = fleet_rows(catalog.model("llama-3.1-8b"), [catalog.gpu("b200")], Workload(3000, 500, users=400),
+                      "llamacpp", runtimes)
+    assert rows[0].mode == "aggregated" and rows[0].other is None
+    code, out, err = run_cli("fleet", "llama-3.1-8b", "--users", "8", "--gpus", "m4-max", "--json")
+    assert code == 0 and json.loads(out)["runtime"] == "llamacpp"
+    code, out, err = run_cli("fleet", "llama-3.1-8b", "--users", "8", "--gpus", "m4-max,h100-sxm", "--json")
+    d = json.loads(out)
+    apple = next(r for r in d["rows"] if r["card"] == "m4-max")
+    assert d["runtime"] == "vllm" and "--runtime llamacpp" in apple["why_not"]

@@ -222,6 +222,30 @@ def admitted_batch(runtime: str, prefill_tokens: int, w: Workload, cards: int = 
     return max(1, int(prefill_tokens // per)) * cards
 
 
+# the engines with prefill/decode disaggregation (vLLM and SGLang P/D, NVIDIA Dynamo over them and TensorRT-LLM);
+# llama.cpp, MLX and gpt-fast serve both on one worker
+DISAGGREGATING = ("vllm", "sglang", "trtllm")
+
+
+class Miss(str):
+    """A reason a configuration misses a target, with how far: got / target (the smallest is the closest miss,
+    the one why_not names)."""
+
+    ratio: float = math.inf
+
+
+def _miss(text: str, got: float, target: float) -> Miss:
+    m = Miss(text)
+    m.ratio = got / target
+    return m
+
+
+def _closest(reasons: list[str]) -> str:
+    """The reason to give when nothing meets the targets: the closest miss of a target, else the last reason."""
+    misses = [r for r in reasons if isinstance(r, Miss) and math.isfinite(r.ratio)]
+    return min(misses, key=lambda r: r.ratio) if misses else (reasons[-1] if reasons else "no configuration")
+
+
 def _aggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tuple[FleetRow | None, str | None]:
     """Each replica also runs its requests' prefills: per osl tokens of each of its b users, b prompts' prefill
     (`cost(rate)` each, batched as the arrival rate allows: estimate/replica.prefill_cost_s) stall every user, so a
@@ -229,16 +253,21 @@ def _aggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tupl
     for the replica's prefills ahead of it, M/D/1 (estimate/queueing.py) at the replica's arrival rate, by
     Little's law b / (T_prefill + osl x TPOT_agg(b))."""
     if w.ttft_s is not None and pre > w.ttft_s:
-        return None, f"TTFT {pre:.2f} s for {w.isl:,} tokens exceeds the {w.ttft_s:g} s target"
+        return None, _miss(f"TTFT {pre:.2f} s for {w.isl:,} tokens exceeds the {w.ttft_s:g} s target", pre, w.ttft_s)
     rate = lambda b: b / (pre + w.osl * tpot_fn(b))  # noqa: E731  b users' arrival rate at the replica
     eff = lambda b: tpot_fn(b) + b * cost(rate(b), tpot_fn(b)) / w.osl  # noqa: E731
     ttft = lambda b: first_token_s(b, tpot_fn, cost, rate(b), w.osl, w.prefill_cs2)  # noqa: E731
     b = _largest_batch(lambda b: (w.tpot_s is None or eff(b) <= w.tpot_s)
                        and (w.ttft_s is None or ttft(b) <= w.ttft_s), hi)
-    if b is None:
+    if b is None:  # at batch 1 one target or both fail: say each, and the worse is how far it misses
+        words, ratio = [], 0.0
         if w.tpot_s is not None and eff(1) > w.tpot_s:
-            return None, f"TPOT {eff(1) * 1000:.1f} ms at batch 1 exceeds the {w.tpot_s * 1000:g} ms target"
-        return None, f"TTFT {ttft(1):.2f} s at batch 1 (prefill and its queue) exceeds the {w.ttft_s:g} s target"
+            words.append(f"TPOT {eff(1) * 1000:.1f} ms at batch 1 exceeds the {w.tpot_s * 1000:g} ms target")
+            ratio = eff(1) / w.tpot_s
+        if w.ttft_s is not None and ttft(1) > w.ttft_s:
+            words.append(f"TTFT {ttft(1):.2f} s at batch 1 (prefill and its queue) exceeds the {w.ttft_s:g} s target")
+            ratio = max(ratio, ttft(1) / w.ttft_s)
+        return None, _miss("; ".join(words), ratio, 1.0)
     b = _batch_for_rate(b, w, lambda b: ttft(b) + w.osl * eff(b))
     tpot, first = eff(b), ttft(b)
     users = w.users if w.users is not None else math.ceil(w.rate * (first + w.osl * tpot))
@@ -247,8 +276,17 @@ def _aggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tupl
     run = max(1, math.ceil(users / replicas))
     tpot, first = eff(run), ttft(run)
     forward = cost.forward_s(rate(run), tpot_fn(run) if run > 1 else 0.0)
-    return _row(g, par, moe, "aggregated", replicas, run, users / tpot, tpot, first, price,
+    return _row(g, par, moe, "aggregated", replicas, run, served_tok_s(w, users, first, tpot), tpot, first, price,
                 wait=first - forward), None
+
+
+def served_tok_s(w: Workload, users: int, ttft_s: float, tpot_s: float) -> float:
+    """Output tokens a second the fleet serves: the offered load with --rate (rate x osl: the replicas have room
+    for it, not more work); with --users, each user's request every TTFT + osl x TPOT (Little's law), osl tokens
+    each."""
+    if w.rate is not None:
+        return w.rate * w.osl
+    return users * w.osl / (ttft_s + w.osl * tpot_s)
 
 
 def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan) -> tuple[FleetRow | None,
@@ -260,10 +298,12 @@ def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan
     kv_move_s = w.isl * (plan.kv_card or plan.kv).bytes_per_token / (w.node_link_gb_s * 1e9)
     base = pre + kv_move_s
     if w.ttft_s is not None and base > w.ttft_s:
-        return None, f"TTFT {base:.2f} s (prefill and moving the cache) exceeds the {w.ttft_s:g} s target"
+        return None, _miss(f"TTFT {base:.2f} s (prefill and moving the cache) exceeds the {w.ttft_s:g} s target",
+                           base, w.ttft_s)
     b = _largest_batch(lambda b: w.tpot_s is None or tpot_fn(b) <= w.tpot_s, hi)
     if b is None:
-        return None, f"TPOT {tpot_fn(1) * 1000:.1f} ms at batch 1 exceeds the {w.tpot_s * 1000:g} ms target"
+        return None, _miss(f"TPOT {tpot_fn(1) * 1000:.1f} ms at batch 1 exceeds the {w.tpot_s * 1000:g} ms target",
+                           tpot_fn(1), w.tpot_s)
     b = _batch_for_rate(b, w, lambda b: base + w.osl * tpot_fn(b))
     users = w.users if w.users is not None else math.ceil(w.rate * (base + w.osl * tpot_fn(b)))
     y = max(1, math.ceil(users / b))  # the fewest decode workers, sized at b
@@ -275,7 +315,8 @@ def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan
     while base + wait_mgc_s(rate, cost(rate / x), x, w.prefill_cs2) > limit:
         x += 1
     ttft = base + wait_mgc_s(rate, cost(rate / x), x, w.prefill_cs2)
-    return _row(g, par, moe, "disaggregated", x + y, run, users / tpot, tpot, ttft, price, x, y, ttft - base), None
+    return _row(g, par, moe, "disaggregated", x + y, run, served_tok_s(w, users, ttft, tpot), tpot, ttft, price, x, y,
+                ttft - base), None
 
 
 def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str, runtimes: dict,
@@ -297,7 +338,9 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
         price = (hourly or {}).get(g.id)
         best, reasons, best_of = None, [], {}
         if c is None:
-            reasons.append(f"no {runtime} constants for {g.vendor} cards")
+            reasons.append(f"{runtime} does not run on Apple cards: size them with --runtime llamacpp or mlx"
+                           if g.vendor == "Apple" and runtime not in ("llamacpp", "mlx")
+                           else f"no {runtime} constants for {g.vendor} cards")
         fitted_one = False
         for tp, pp, dp in _configs(c is not None, model, w.spec):
             if stage_nodes(tp, pp) and fitted_one:
@@ -348,10 +391,13 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
             pre, cost = pre * (1 - w.shared_prefix), cost.scaled(1 - w.shared_prefix)
             par = (tp, pp, dp)
             admitted = admitted_batch(runtime, limits.prefill_tokens, w, dp * pp)
-            for row, why in (_aggregated(g, par, moe, min(held, admitted), tpot_fn, pre, cost, w, price),
-                             _disaggregated(g, par, moe, held, tpot_fn, pre, cost, w, price, plan)):
+            modes = [_aggregated(g, par, moe, min(held, admitted), tpot_fn, pre, cost, w, price)]
+            if runtime in DISAGGREGATING:
+                modes.append(_disaggregated(g, par, moe, held, tpot_fn, pre, cost, w, price, plan))
+            for row, why in modes:
                 if row is None:
-                    reasons.append(f"{label}: {why}")
+                    reasons.append(_miss(f"{label}: {why}", why.ratio, 1.0) if isinstance(why, Miss) else
+                                   f"{label}: {why}")
                     continue
                 row = _with_bands(row, c)
                 key = (row.cost_per_hour if price else row.cards_total, row.mode != "aggregated", tp * pp * dp)
@@ -367,7 +413,7 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
             rows.append(replace(best[1], other=other))
         else:
             rows.append(FleetRow(g.id, "aggregated", None, None, None, None, None, None, None, None, None, None, None, None,
-                                 False, None, None, None, None, reasons[-1] if reasons else "no configuration"))
+                                 False, None, None, None, None, _closest(reasons)))
     rows.sort(key=lambda r: (not r.meets_slo, r.cost_per_hour if r.cost_per_hour is not None else math.inf,
                              r.cards_total if r.cards_total is not None else math.inf, r.card))
     return rows

@@ -27,6 +27,7 @@ import shlex
 from dataclasses import dataclass, replace
 
 from llmsize.errors import LlmsizeError
+from llmsize.estimate.fleet import DISAGGREGATING
 from llmsize.estimate.kv_policy import parse_kv_policy
 from llmsize.estimate.quant import FORMATS, kv_dtype_bytes
 from llmsize.estimate.speculative import suggested_spec
@@ -221,7 +222,7 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
         row = offload_lever(plan, source, inputs, offload_for, host_args)
         if row is not None:
             rows.append(row)
-    if runtimes is not None and runtime in DISAGG_RUNTIMES:
+    if runtimes is not None and runtime in DISAGGREGATING:
         row = disaggregation_lever(plan, source, runtime, runtimes)
         if row is not None:
             rows.append(row)
@@ -285,7 +286,6 @@ def offload_caveat(offload) -> str:
             f"the host memory's peak{expected}; GGUF files only")
 
 
-DISAGG_RUNTIMES = ("vllm", "sglang", "trtllm")  # the engines fleet sizes disaggregated serving for
 DISAGG_OSL = 500  # answer tokens when --prompt is the whole context (fleet's default --osl)
 
 

@@ -302,6 +302,15 @@ def plan(
     policy = parse_kv_policy(kv_policy)
     if no_flash_attn and flash_attn not in (None, "off"):
         raise InvalidValueError(f"--no-flash-attn and --flash-attn {flash_attn} disagree.", "Give one of them.")
+    if prompt is not None and prompt > context:
+        raise InvalidValueError(f"--prompt {prompt:,} is longer than --context {context:,}: the context holds the "
+                                "prompt and the answer.", "Give a --prompt within --context.")
+    if emit is not None and levers:
+        raise InvalidValueError(f"--emit {emit} prints launch lines, --levers a report: one at a time.",
+                                "Run --levers on its own, and --emit in a second command.")
+    if emit is not None and kv_policy is not None:
+        raise InvalidValueError(f"--kv-policy {kv_policy} is a what-if no engine runs: --emit has no launch line "
+                                "for it.", "Drop --kv-policy to print the launch lines.")
     flash_attn = "off" if no_flash_attn else flash_attn
     cat = _catalog(catalog)
     g = _gpu(cat, gpu)

@@ -192,3 +192,32 @@ def test_a_bf16_model_that_does_not_fit_is_offered_a_gguf_offload(run_cli):
     assert code == 0, err
     assert json.loads(out)["engine"]["offload"]["decode_ceiling_tok_s"] == pytest.approx(row["after"], rel=1e-9)
     assert 1 < row["after"] < 10  # a host share at 96 GB/s: a few tokens a second
+
+
+def test_rows_from_zero_rank_by_what_they_reach_and_more_cards_past_the_plans_tp(run_cli):
+    """Llama 3.1 70B on 2 x H100 at 32,768 tokens holds 0 sequences: the rows that lift it rank by the sequences
+    they reach (8 cards above an FP8 cache's 1); a split plan still gets the larger splits."""
+    rows = _levers(run_cli, "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "2", "--context", "32768")
+    seqs = [r["after"] for r in rows[1:] if r["figure"] == "sequences"]
+    assert rows[0]["after"] == 0 and seqs == sorted(seqs, reverse=True)
+    names = {r["name"] for r in rows}
+    assert {"4 cards (tensor parallel)", "8 cards (tensor parallel)"} <= names
+    assert "2 cards (tensor parallel)" not in names
+
+
+def test_a_ternary_model_gets_ternary_files_and_no_serving_rows(run_cli):
+    """BitNet b1.58 2B4T (trained ternary): its weight row is llama.cpp's TQ1_0 (1.69 bits against the release's
+    2), never an 8- or 4-bit format; no fleet row (no serving engine runs it); other models compared in their own
+    release formats."""
+    rows = _levers(run_cli, "bitnet-b1.58-2b-4t", "--gpu", "rtx4090", "--quant", "gguf-tq2_0")
+    names = [r["name"] for r in rows]
+    assert "weights in gguf-tq1_0" in names and not any(n.startswith("weights in") and "tq" not in n for n in names)
+    assert not any(r["figure"] == "fleet_tok_s_per_gpu" for r in rows)
+    assert all("--quant" not in r["command"] for r in rows if "(another model)" in r["name"])
+
+
+def test_no_offload_row_where_llama_cpp_holds_the_whole_file(run_cli):
+    """Llama 3.1 8B in BF16 does not fit a 12 GB card, but its Q4_K_M file does, whole: that is the weight-format
+    row's to say, not an offload row that offloads nothing."""
+    rows = _levers(run_cli, "llama-3.1-8b", "--gpu", "rtx3060", "--host-memory", "DDR5-6000x2")
+    assert not any(r["figure"] == "offload_tok_s" for r in rows)

@@ -30,8 +30,10 @@ def test_cache_per_token_holds_the_indexer_keys(catalog):
     assert kv_bytes(v32, 1, "bf16").bytes_per_token == (1152 + INDEXER_B) * LAYERS == 78_324
     assert kv_bytes(v32, 1, "fp8_ds_mla").bytes_per_token == (656 + INDEXER_B) * LAYERS == 48_068
     assert kv_bytes(v3, 1, "bf16").bytes_per_token == 1152 * LAYERS == 70_272
-    # the indexer key is FP8 whatever --kv-dtype: an FP8 latent cache is 576 + 132 B a layer
-    assert kv_bytes(v32, 1, "fp8").bytes_per_token == (576 + INDEXER_B) * LAYERS
+    # the indexer key is FP8 whatever --kv-dtype; and vLLM stores this model's FP8 cache as fp8_ds_mla
+    # (DeepseekV32ForCausalLM.verify_and_update_config), so --kv-dtype fp8 is 656 + 132 B a layer, not 576 + 132
+    assert kv_bytes(v32, 1, "fp8").bytes_per_token == (656 + INDEXER_B) * LAYERS
+    assert kv_bytes(v3, 1, "fp8").bytes_per_token == 576 * LAYERS  # V3's FP8 cache stays plain FP8
 
 
 @pytest.mark.parametrize("context", [1, 2048, 4096, 131_072])
@@ -97,6 +99,8 @@ def test_plan_and_the_vllm_ledger_count_the_indexer(run_cli):
                              "--engine", "vllm", "--json")
     assert code == 0, err
     d = json.loads(out)
-    assert d["kv"]["bytes_per_token"] == 78_324
+    assert d["kv"]["bytes_per_token"] == 78_324 and d["kv"]["indexer_bytes_per_token"] == 132 * LAYERS
+    assert d["kv"]["sparse_topk"] == 2048 and d["kv"]["read_bytes_per_sequence"] == LAYERS * (
+        132 * 131072 + 1152 * 2048)
     code, out, err = run_cli("plan", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--context", "131072", "--json")
     assert d["decode"]["ceiling_tok_s"] > 1.8 * json.loads(out)["decode"]["ceiling_tok_s"]

@@ -66,18 +66,23 @@ class ContextLimit:
     limited_by: str  # "memory" or "model" (max_position_embeddings)
 
 
-def max_context_tokens(model: ModelSpec, kv_dtype: str, kv_budget_bytes: float) -> ContextLimit:
-    """Longest context one sequence can hold: the largest L with kv_bytes(L) <= budget, capped at the
-    model's max_position_embeddings. kv_bytes is non-decreasing in L, so bisect."""
+def max_context_tokens(model: ModelSpec, kv_dtype: str, kv_budget_bytes: float,
+                       extra_bytes=None) -> ContextLimit:
+    """Longest context one sequence can hold: the largest L with kv_bytes(L) (+ extra_bytes(L): an unfused
+    prefill's scores for a prompt of L tokens) <= budget, capped at the model's max_position_embeddings. Both are
+    non-decreasing in L, so bisect."""
+    def need(tokens: int) -> float:
+        return kv_bytes(model, tokens, kv_dtype).bytes_per_sequence + (extra_bytes(tokens) if extra_bytes else 0.0)
+
     limit = model.max_position_embeddings
-    if kv_bytes(model, limit, kv_dtype).bytes_per_sequence <= kv_budget_bytes:
+    if need(limit) <= kv_budget_bytes:
         return ContextLimit(limit, "model")
-    if kv_bytes(model, 0, kv_dtype).bytes_per_sequence > kv_budget_bytes:
+    if need(0) > kv_budget_bytes:
         return ContextLimit(0, "memory")
     lo, hi = 0, limit
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if kv_bytes(model, mid, kv_dtype).bytes_per_sequence <= kv_budget_bytes:
+        if need(mid) <= kv_budget_bytes:
             lo = mid
         else:
             hi = mid

@@ -167,8 +167,10 @@ def diagnose(p: dict, candidates: list[GpuSpec]) -> Diagnosis:
     kv_share = step.kv_bytes / step.bytes_total
     if step.bound == "memory":
         levers = []
-        if float(p["fmt"].bits_per_weight) > 5:
-            levers.append("Quantize the weights: 4-bit formats read 3-4x fewer bytes per token.")
+        bits = float(p["fmt"].bits_per_weight)
+        if bits > 5:  # against a 4-bit format's ~4.5 bits with its scales
+            levers.append(f"Quantize the weights: 4-bit formats read up to {bits / 4.5:.1f}x fewer weight bytes per "
+                          f"token than {p['fmt'].id}.")
         if kv_share > 0.3:
             levers.append(f"The KV cache is {kv_share:.0%} of the bytes read per step: a smaller KV dtype, "
                           "or GQA/MLA/sliding windows, cut it.")

@@ -52,7 +52,9 @@ def latent_bytes_per_token(mixer, kv_bytes: float, kv_dtype: str = "") -> float:
     if isinstance(mixer, (FullAttention, SlidingAttention)):
         return 2 * mixer.num_key_value_heads * mixer.head_dim * kv_bytes
     if isinstance(mixer, MlaAttention):
-        if kv_dtype.lower() == "fp8_ds_mla":
+        # vLLM stores a sparse-attention model's FP8 cache as fp8_ds_mla whatever FP8 was asked for
+        # (DeepseekV32ForCausalLM.verify_and_update_config: cache_dtype.startswith("fp8") -> "fp8_ds_mla")
+        if kv_dtype.lower() == "fp8_ds_mla" or (mixer.indexer is not None and kv_dtype.lower() == "fp8"):
             return float(MLA_DS_FP8_BYTES_PER_TOKEN)
         return (mixer.kv_lora_rank + mixer.qk_rope_head_dim) * kv_bytes
     return 0.0
@@ -90,6 +92,8 @@ class KvBytes:
     layers_by_kind: dict[str, int]
     bytes_per_token_by_kind: dict[str, float]  # per cached token, all layers of that kind
     read_bytes: float  # what a decode step reads of it: all of it, but only the picked tokens of a sparse layer
+    indexer_bytes_per_token: float = 0.0  # of bytes_per_token, the sparse-attention indexers' keys (all layers)
+    topk: int | None = None  # tokens a sparse layer's attention reads (index_topk), None without sparse layers
 
     @property
     def bytes_per_sequence(self) -> float:
@@ -114,7 +118,7 @@ def kv_bytes(model: ModelSpec, context_tokens: int, kv_dtype: str) -> KvBytes:
     by_kind = dict.fromkeys(KINDS, 0.0)
     per_tok = dict.fromkeys(KINDS, 0.0)
     layers = dict.fromkeys(KINDS, 0)
-    read = 0.0
+    read, indexer, topk = 0.0, 0.0, None
     for g in model.layer_groups:
         m = g.mixer
         if m is None:
@@ -136,4 +140,6 @@ def kv_bytes(model: ModelSpec, context_tokens: int, kv_dtype: str) -> KvBytes:
         else:  # every indexer key, the picked tokens' latents
             read += g.count * (indexer_bytes_per_token(m) * cached
                                + latent_bytes_per_token(m, b, kv_dtype) * min(cached, ix.topk))
-    return KvBytes(kv_dtype, context_tokens, by_kind, layers, per_tok, read)
+            indexer += g.count * indexer_bytes_per_token(m)
+            topk = ix.topk
+    return KvBytes(kv_dtype, context_tokens, by_kind, layers, per_tok, read, indexer, topk)

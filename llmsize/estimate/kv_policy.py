@@ -27,7 +27,7 @@ from llmsize.catalog.schema import FullAttention, MlaAttention, ModelSpec, Slidi
 from llmsize.errors import InvalidValueError
 
 KINDS = ("streaming", "budget")
-_SPEC = re.compile(r"^(?P<kind>[a-z]+):(?P<a>\d{1,9})(?:\+(?P<b>\d{1,9}))?$")
+_SPEC = re.compile(r"^(?P<kind>[a-z]+):(?P<a>\d{1,30})(?:\+(?P<b>\d{1,30}))?$")  # bounds checked below
 MAX_TOKENS = 1 << 30
 HINT = "Give streaming:WINDOW+SINKS (StreamingLLM, e.g. streaming:4092+4) or budget:N (H2O/SnapKV, e.g. budget:2048)."
 

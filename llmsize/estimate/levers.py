@@ -31,6 +31,7 @@ from llmsize.estimate.fleet import DISAGGREGATING
 from llmsize.estimate.kv_policy import parse_kv_policy
 from llmsize.estimate.quant import FORMATS, kv_dtype_bytes
 from llmsize.estimate.speculative import suggested_spec
+from llmsize.estimate.speed import format_class
 
 FIGURE_OF = {"weights": "kv_budget_gb", "kv_cache": "sequences", "bandwidth": "tok_s", "compute": "aggregate_tok_s"}
 FIGURE_WORDS = {"kv_budget_gb": "memory left for the KV cache (GB)", "sequences": "sequences at --context",
@@ -54,7 +55,11 @@ WEIGHT_FORMATS = {
     "mlx-4bit": "MLX 4-bit affine: some quality loss; MLX (mlx-lm) on Apple silicon",
     "int8": "INT8 weights: near-lossless; gpt-fast",
     "int4-g32-zp": "4-bit groups of 32: some quality loss; gpt-fast",
+    "gguf-tq1_0": "GGUF TQ1_0: the ternary weights at 1.69 bits, lossless for a model trained ternary; llama.cpp",
+    "gguf-tq2_0": "GGUF TQ2_0: the ternary weights at 2.06 bits, lossless for a model trained ternary; llama.cpp "
+                  "(faster kernels than TQ1_0)",
 }
+TERNARY_FORMATS = ("gguf-tq1_0", "gguf-tq2_0")  # a ternary-trained model's rows, whatever the runtime
 # the formats each runtime runs (its documented quantization support), for its rows; a plan without a runtime
 # (none resolved) lists every format
 RUNTIME_FORMATS = {
@@ -63,7 +68,12 @@ RUNTIME_FORMATS = {
     "mlx": ("mlx-8bit", "mlx-4bit"), "gpt-fast": ("int8", "int4-g32-zp"),
 }
 KV_DTYPES = {"fp8": "FP8 cache: small accuracy loss at long context; vLLM, SGLang, TensorRT-LLM",
-             "nvfp4": "NVFP4 cache: more accuracy loss; TensorRT-LLM on Blackwell"}
+             "nvfp4": "NVFP4 cache: more accuracy loss; TensorRT-LLM on Blackwell",
+             "int8": "8-bit cache (llama.cpp -ctk q8_0 -ctv q8_0, 8.5 bits costed as 8; the V cache needs flash "
+                     "attention): small accuracy loss"}
+# the cache dtypes each runtime stores (a plan without a runtime lists every one); nvfp4 only where FP4 runs
+RUNTIME_KV = {"vllm": ("fp8",), "sglang": ("fp8",), "trtllm": ("fp8", "nvfp4"), "llamacpp": ("int8",),
+              "mlx": (), "gpt-fast": ()}
 KV_POLICIES = ("streaming:4092+4", "budget:2048")
 TP_CHOICES = (2, 4, 8)
 # architectural levers a trained model cannot take: shown as the nearest catalog model that has them (by total
@@ -91,12 +101,14 @@ class Lever:
 
     @property
     def gain(self) -> float:
-        """after / before in the figure's good direction (higher is better for every figure here)."""
+        """The effect on the figure, bigger is better: GB gained for the memory left (before can be negative),
+        after / before for the others, where before is 0 the after itself over a large offset (every such row
+        above a ratio, the larger first)."""
         if self.before is None or self.after is None:
             return 0.0
         if self.figure == "kv_budget_gb":
-            return self.after - self.before  # GB gained (before can be negative)
-        return self.after / self.before if self.before > 0 else (float("inf") if self.after > 0 else 0.0)
+            return self.after - self.before
+        return self.after / self.before if self.before > 0 else (1e12 + self.after if self.after > 0 else 0.0)
 
 
 def figure_of(plan, figure: str) -> float | None:
@@ -190,13 +202,19 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
         rows.append(Lever(name, resource, fig, figure_of(plan, fig), figure_of(other, fig), caveat, command))
 
     bits = float(plan.fmt.bits_per_weight)
-    for fid in RUNTIME_FORMATS.get(runtime, tuple(WEIGHT_FORMATS)):
+    ternary = format_class(plan.model.release.quant) == "ternary"  # trained ternary: only ternary files keep it
+    for fid in TERNARY_FORMATS if ternary else RUNTIME_FORMATS.get(runtime, tuple(WEIGHT_FORMATS)):
+        if fid == "nvfp4" and plan.gpu.vendor != "NVIDIA":
+            continue  # NVFP4 kernels (FP4 tensor cores, Marlin) are NVIDIA's
         caveat = WEIGHT_FORMATS[fid]
-        if float(FORMATS[fid].bits_per_weight) < bits:
+        if float(FORMATS[fid].bits_per_weight) < 0.95 * bits:  # a format that reads at least 5% fewer bytes
             add(f"weights in {fid}", "weights (memory, bandwidth)", caveat, replace(inputs, quant=fid, scope=None))
     if not (saturates == "weights" and figure == "kv_budget_gb"):  # the cache cannot help weights that do not fit
         per_value = float(kv_dtype_bytes(inputs.kv_dtype))
-        for dt, caveat in KV_DTYPES.items():
+        for dt in RUNTIME_KV.get(runtime, tuple(KV_DTYPES)):
+            caveat = KV_DTYPES[dt]
+            if dt == "nvfp4" and not plan.gpu.dense_tflops.get("fp4"):
+                continue  # an FP4 cache where the card has FP4 tensor cores (Blackwell)
             if float(kv_dtype_bytes(dt)) < per_value:
                 add(f"KV cache in {dt}", "KV cache (memory, bandwidth)", caveat, replace(inputs, kv_dtype=dt))
         if inputs.kv_policy is None:
@@ -210,11 +228,12 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
             add(f"batch {best:,} sequences", "compute (idle at small batches)",
                 "latency per sequence grows with the batch; needs that many concurrent requests",
                 replace(inputs, batch=best), "aggregate_tok_s")
-    if not inputs.flash_attn:
+    if not inputs.flash_attn:  # it moves the memory left (and the sequences), not the decode ceiling
         add("FlashAttention", "memory (attention scores)", "fused attention: the score matrix stays in on-chip "
             "tiles (Dao et al. 2022); vLLM, SGLang and TensorRT-LLM always run it, llama.cpp with -fa on, Ollama "
-            "with OLLAMA_FLASH_ATTENTION=1", replace(inputs, flash_attn=True))
-    spec = suggested_spec(plan.model, models) if inputs.spec is None else None
+            "with OLLAMA_FLASH_ATTENTION=1", replace(inputs, flash_attn=True),
+            figure if figure in ("kv_budget_gb", "sequences") else "kv_budget_gb")
+    spec = suggested_spec(plan.model, models) if inputs.spec is None and plan.budget.weights_fit else None
     if spec is not None:
         add(f"speculative decoding ({spec.label})", "memory bandwidth (tokens per pass over the weights)",
             spec_caveat(spec), replace(inputs, spec=spec), "tok_s")
@@ -226,8 +245,8 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
         row = disaggregation_lever(plan, source, runtime, runtimes)
         if row is not None:
             rows.append(row)
-    if inputs.tp * inputs.pp == 1:
-        for tp in TP_CHOICES:
+    if inputs.pp == 1 and inputs.nodes is None:
+        for tp in (t for t in TP_CHOICES if t > inputs.tp):
             add(f"{tp} cards (tensor parallel)", "cards", f"{tp}x the cards; the all-reduces cross the card link",
                 replace(inputs, tp=tp))
     if make_for is not None:
@@ -237,12 +256,13 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
             wanted.append(("MoE", "compute and bandwidth (active parameters)", is_moe))
         for name, resource, test in wanted:
             other_model = nearest_with(plan.model, models, test)
-            if other_model is not None:
+            if other_model is not None:  # in the plan's format, but never a ternary file of a model not trained so
+                other_inputs = replace(inputs, quant=None, scope=None) if ternary else inputs
                 add(f"{name}: {other_model.id} (another model)", resource, "a different model, the catalog's nearest "
                     f"in size (within 2x) with {name}: what the architecture buys, not a change this model can take "
-                    "(quality, tokenizer and licence may differ)", inputs, model=other_model)
+                    "(quality, tokenizer and licence may differ)", other_inputs, model=other_model)
     head, rest = rows[0], rows[1:]
-    rest.sort(key=lambda r: (-r.gain, r.name))
+    rest.sort(key=lambda r: (r.figure != figure, -r.gain, r.name))  # the binding figure's rows first
     return [head, *rest]
 
 
@@ -310,6 +330,7 @@ def disaggregation_lever(plan, source: list[str], runtime: str, runtimes: dict) 
 
     inputs, model, default = plan.inputs, plan.model, PlanInputs()
     if (inputs.quant not in (None, model.release.quant) or inputs.scope is not None or inputs.kv_policy is not None
+            or format_class(plan.fmt.id) == "ternary"  # no serving engine runs them
             or (inputs.gpu_util, inputs.overhead_bytes, inputs.wired_limit_bytes, inputs.nodes, inputs.flash_attn)
             != (default.gpu_util, default.overhead_bytes, default.wired_limit_bytes, default.nodes,
                 default.flash_attn)

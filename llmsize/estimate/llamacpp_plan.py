@@ -127,9 +127,12 @@ def offload_lever(plan, exact, card_bytes: int, host: HostMemory | None, constan
     if found.how == "none":
         return OffloadLever("Offload with llama.cpp: not even the output and the cache fit beside llama.cpp's 1 GiB "
                             "margin.")
+    gpu_bytes = found.ledger.gpu_total_bytes
+    if found.how == "as asked" or (found.how == "gpu_layers" and found.ledger.gpu_layers > model.num_layers):
+        return OffloadLever(f"llama.cpp holds it whole on the card ({gpu_bytes / 2**30:.1f} GiB within its --fit "
+                            "margin): nothing to offload (`--engine llamacpp`).")
     split = (("--n-cpu-moe", str(found.settings.n_cpu_moe)) if found.how == "n_cpu_moe"
              else ("--gpu-layers", str(found.ledger.gpu_layers)))
-    gpu_bytes = found.ledger.gpu_total_bytes
     words = (f"Offload with llama.cpp: {' '.join(split)} keeps {gpu_bytes / 2**30:.1f} GiB on the card "
              f"(`--engine llamacpp --fit`)")
     if host is None:

@@ -32,6 +32,7 @@ from llmsize.estimate.params import COMPONENTS, params_active, params_active_wit
 from llmsize.estimate.prefill import Prefill, prefill_time, unfused_scores_bytes
 from llmsize.estimate.quant import QuantFormat, kv_dtype_bytes, quant_format
 from llmsize.estimate.speculative import Spec, SpecDecode, check_spec, speculate
+from llmsize.estimate.speed import format_class
 from llmsize.estimate.weights import WeightBytes, check_scope, weight_bytes, weight_bytes_read
 from llmsize.estimate.unified import usable_memory
 from llmsize.units import GiB
@@ -197,6 +198,10 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
                                 "Pass --context 1 or more.")
     check_batch(inputs.batch)
     kv_dtype_bytes(inputs.kv_dtype)
+    if inputs.kv_dtype.lower() == "fp8_ds_mla" and not any(g.mixer is not None and g.mixer.kind == "mla"
+                                                            for g in model.layer_groups):
+        raise InvalidValueError(f"--kv-dtype fp8_ds_mla is vLLM's FlashMLA cache of MLA layers, and {model.name} "
+                                "has none.", "Use --kv-dtype fp8.")
     if inputs.spec is not None:
         check_spec(inputs.spec, model)
     fmt, scope = resolve_format(model, inputs.quant, inputs.scope)
@@ -219,6 +224,10 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
         mix = types_by_bytes(file_mix(model, fmt.mix))
         by_type = ", ".join(f"{t.upper()} {b / 1e9:,.2f} GB" for t, b in mix.items())
         notes.append(f"GGUF {fmt.mix.upper()} as llama-quantize writes it, a type per tensor: {by_type}")
+    if format_class(fmt.id) == "ternary" and format_class(model.release.quant) != "ternary":
+        notes.append(f"{fmt.id} stores ternary weights: a model not trained ternary (BitNet b1.58's quantization-"
+                     f"aware training) loses its quality in it; llama.cpp made TQ1_0/TQ2_0 for ternary-trained "
+                     "models (PR #8151)")
     if inputs.context_tokens > model.max_position_embeddings:
         notes.append(f"--context {inputs.context_tokens:,} is beyond the model's max_position_embeddings "
                      f"{model.max_position_embeddings:,}: engines refuse it; the figures extrapolate")
@@ -252,8 +261,11 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     budget = memory_budget(gpu, weights_card.bytes_total, inputs.gpu_util, inputs.overhead_bytes, usable.bytes,
                            scores)
     # the longest context: one sequence's cache; under a budget policy its whole prompt's, held until evicted
+    # without flash attention, a context's prompt (the whole context unless --prompt is given) holds its scores too
+    grows = not inputs.flash_attn and inputs.prompt_tokens is None
     ctx = max_context_tokens(card_model if policy and policy.full_prompt else cache_card, inputs.kv_dtype,
-                             budget.kv_budget_bytes)
+                             budget.kv_budget_bytes + (scores if grows else 0.0),
+                             (lambda tokens: unfused_scores_bytes(prompt_model, tokens)) if grows else None)
     seqs = max_concurrent_sequences(cache_card, inputs.kv_dtype, inputs.context_tokens, budget.kv_budget_bytes)
     pool = kv_pool_tokens(kv_card.bytes_per_token, budget.kv_budget_bytes)
     peak = compute_peak(gpu, fmt, inputs.compute_precision)

@@ -59,7 +59,12 @@ def parse_spec(text: str | None, catalog) -> Spec | None:
         if not sep or not value.strip():
             raise InvalidValueError(f"--spec {text!r}: `{part}` is not key=value.",
                                     "e.g. --spec draft=llama-3.2-1b,k=4,accept=0.7 or --spec mtp=1,accept=0.8.")
+        if key.strip().lower() in fields:
+            raise InvalidValueError(f"--spec {text!r}: `{key.strip()}` is given twice.", "Give each key once.")
         fields[key.strip().lower()] = value.strip()
+    if "mtp" in fields and "k" in fields:
+        raise InvalidValueError(f"--spec {text!r}: with mtp=N the MTP layers are the tokens proposed; k is a draft "
+                                "model's.", "Drop k=, e.g. --spec mtp=1,accept=0.8.")
     unknown = sorted(set(fields) - {"draft", "k", "accept", "mtp"})
     if unknown:
         raise InvalidValueError(f"--spec: unknown key `{unknown[0]}`.", "Keys: draft, k, accept, mtp.")

@@ -27,7 +27,7 @@ def render_levers(levers: list[Lever], console, width: int = 100) -> None:
     for lv in levers:
         after = _fmt(lv.figure, lv.after)
         change = after if lv is head else f"{_fmt(lv.figure, lv.before)} -> {after}"
-        words = "" if lv.figure == head.figure else f" ({FIGURE_WORDS[lv.figure]})"
+        words = "" if lv.figure == head.figure else f", {FIGURE_WORDS[lv.figure]}"
         out += textwrap.wrap(f"{lv.name:<34} {change}{words}   [{lv.resource}]", width, initial_indent="  ",
                              subsequent_indent="      ")
         out += textwrap.wrap(lv.caveat, width, initial_indent="      ", subsequent_indent="      ")

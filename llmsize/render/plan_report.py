@@ -129,6 +129,12 @@ def render_plan(p: Plan, width: int = 100, color: bool = False) -> str:
     pol = f", {inp.kv_policy.label} (a what-if: see the assumptions)" if inp.kv_policy else ""
     r.table(f"KV cache ({inp.kv_dtype}) at {inp.context_tokens:,} tokens{pol}",
             ["layer kind", "layers", "per token", "per sequence"], rows)
+    if kv.topk:
+        r.kv("Sparse attention (DeepSeek's lightning indexer)",
+             [("indexer keys", f"{kv.indexer_bytes_per_token:,.0f} B a token of the {kv.bytes_per_token:,.0f} "
+                               "(FP8 keys and their scales, whatever the cache dtype)"),
+              ("a decode step reads", f"{fmt_bytes(kv.read_bytes)} of the {fmt_bytes(kv.bytes_per_sequence)} held: "
+                                      f"every key, the latents of the top {kv.topk:,} tokens")])
 
     b = p.budget
     rows = [("budget", f"{b.vram_bytes / GiB:,.2f} GiB x {b.gpu_util:g} = {b.budget_bytes / GB:,.2f} GB"),

@@ -221,3 +221,17 @@ def test_no_offload_row_where_llama_cpp_holds_the_whole_file(run_cli):
     row's to say, not an offload row that offloads nothing."""
     rows = _levers(run_cli, "llama-3.1-8b", "--gpu", "rtx3060", "--host-memory", "DDR5-6000x2")
     assert not any(r["figure"] == "offload_tok_s" for r in rows)
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("--levers", "--emit", "vllm"), "one at a time"),
+    (("--kv-policy", "budget:2048", "--emit", "vllm"), "what-if no engine runs"),
+    (("--kv-dtype", "fp8_ds_mla"), "has none"),
+    (("--prompt", "8192"), "longer than --context"),
+    (("--kv-policy", "budget:99999999999"), "beyond any context"),
+])
+def test_contradictions_are_one_line(run_cli, args, needle):
+    """What a review found accepted: the lever table and launch lines at once, a what-if in launch lines, vLLM's
+    FlashMLA cache on a model without MLA, a prompt longer than its context, an absurd budget."""
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx4090", *args)
+    assert code == 2 and out == "" and needle in err and "Traceback" not in err

@@ -85,6 +85,8 @@ def test_a_perfect_draft_at_zero_cost_would_give_k_plus_one(catalog):
     (("llama-3.1-8b", "--spec", "draft=llama-3.1-8b,accept=0.7"), "the target model itself"),
     (("llama-3.1-8b", "--spec", "draft=llama-3.2-1b,accept=2"), "accept must be in"),
     (("llama-3.1-8b", "--spec", "draft"), "key=value"),
+    (("deepseek-v3", "--spec", "mtp=1,k=3,accept=0.8"), "k is a draft model's"),
+    (("llama-3.1-8b", "--spec", "draft=llama-3.2-1b,draft=tinyllama-1.1b,accept=0.7"), "given twice"),
 ])
 def test_bad_spec_on_plan_is_one_line(run_cli, args, needle):
     code, out, err = run_cli("plan", *args, "--gpu", "rtx4090")

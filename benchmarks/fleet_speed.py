@@ -22,6 +22,13 @@ CASES = [
     ("llama-3.1-70b, lognormal lengths (p95 4x)", ["fleet", "llama-3.1-70b", "--isl", "3000:p95=12000", "--osl",
                                                   "500:p95=2000", "--users", "400", "--ttft", "2s", "--tpot",
                                                   "33ms"]),
+    # the slowest of the catalog's models to size (a 2026-12-02 review: 2.0-2.5 s each on this 2-core machine)
+    ("gpt-oss-120b (MXFP4 MoE), 400 users", ["fleet", "gpt-oss-120b", "--users", "400", "--ttft", "2s", "--tpot",
+                                             "33ms"]),
+    ("gemma-4-12b (windows), 400 users", ["fleet", "gemma-4-12b", "--users", "400", "--ttft", "2s", "--tpot",
+                                          "33ms"]),
+    ("nemotron-3-nano-30b-a3b (hybrid), 400 users", ["fleet", "nemotron-3-nano-30b-a3b", "--users", "400", "--ttft",
+                                                     "2s", "--tpot", "33ms"]),
 ]
 
 

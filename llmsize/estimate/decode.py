@@ -75,14 +75,17 @@ class DecodeModel:
     weights_read: Callable[[int], float] | None = None  # exact bytes by batch (checkpoint headers)
     comm: object | None = None  # parallel.Comm for tp/pp > 1: bytes and time between cards
 
-    def __post_init__(self):  # the format's bytes by batch, its per-tensor work done once (a GGUF file's types)
+    def __post_init__(self):  # the format's bytes by batch, its per-tensor work done once (a GGUF file's types);
+        # a sequence's cache read and a token's FLOPs, the same at every batch
         object.__setattr__(self, "_read", self.weights_read or bytes_read_by_batch(self.model, self.fmt, self.scope))
+        object.__setattr__(self, "_kv_read", kv_bytes(self.model, self.context_tokens, self.kv_dtype).read_bytes)
+        object.__setattr__(self, "_flops", decode_flops_per_token(self.model, self.context_tokens))
 
     def step(self, batch: int) -> DecodeStep:
         check_batch(batch)
         w = self._read(batch)
-        kv = batch * kv_bytes(self.model, self.context_tokens, self.kv_dtype).read_bytes
-        flops = batch * decode_flops_per_token(self.model, self.context_tokens)
+        kv = batch * self._kv_read
+        flops = batch * self._flops
         bw = self.gpu.bandwidth_bytes_per_s
         compute = flops / self.peak_flop_per_s if self.peak_flop_per_s else None
         comm = self.comm.time_s(batch, self.model.hidden_size) if self.comm is not None else 0.0

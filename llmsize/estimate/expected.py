@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from llmsize.catalog.schema import GpuSpec, RuntimeSpec, SpeedGroup
 from llmsize.errors import InvalidValueError
 from llmsize.estimate.flops import compute_peak
+from llmsize.estimate.memo import by_identity
 from llmsize.estimate.plan import Plan
 from llmsize.estimate.speed import (
     ALIAS_NOTE,
@@ -149,11 +150,16 @@ def _tile_matmul_flops(plan: Plan, batch_step, runtime: str | None, marlin: bool
 
 def _attention_flops(plan: Plan, batch_step) -> float:
     """The step's FLOPs beyond its matmuls: attention over the cache (and SSM state updates), one card's share."""
+    return max(0.0, batch_step.flops - batch_step.batch * 2.0 * _card_matmul_params(plan))
+
+
+@by_identity(maxsize=512)
+def _card_matmul_params(plan: Plan) -> float:
+    """Matmul parameters a token multiplies on one card of the plan (its tensor-parallel share, all stages)."""
     from llmsize.estimate.parallel import shard_model
     from llmsize.estimate.weights import matmul_params_per_token
 
-    time_model = shard_model(plan.model, plan.inputs.tp, 1)
-    return max(0.0, batch_step.flops - batch_step.batch * 2.0 * matmul_params_per_token(time_model))
+    return matmul_params_per_token(shard_model(plan.model, plan.inputs.tp, 1))
 
 
 # Runtimes whose matmuls run at 16- or 32-bit rates whatever the weight format: llama.cpp multiplies quantized

@@ -934,6 +934,8 @@ def fleet(
         from llmsize.render.charts import check_image_path
 
         check_image_path(output)  # before any work
+    if as_json and fmt not in ("table", "json"):
+        raise InvalidValueError(f"--json and --format {fmt} ask for two outputs.", "Give one of them.")
     if pareto and (as_json or fmt != "table"):
         raise InvalidValueError("--pareto draws its chart in the table view.", "Drop --json / --format, or write "
                                 "the chart to a file with -o pareto.svg.")
@@ -953,6 +955,7 @@ def fleet(
 
     kv_dtype_bytes(kv_dtype)  # an unknown KV dtype is refused before any work
     cards = [cat.gpu(x.strip()) for x in gpus_.split(",") if x.strip()] if gpus_ else cat.hardware.all()
+    cards = list({g.id: g for g in cards}.values())  # a card named twice (or by an alias) is sized once
     if vendor:
         cards = [g for g in cards if g.vendor.lower() == vendor]
     if segment:

@@ -546,3 +546,17 @@ def test_runtimes_without_disaggregation_serve_aggregated_only(catalog, runtimes
     d = json.loads(out)
     apple = next(r for r in d["rows"] if r["card"] == "m4-max")
     assert d["runtime"] == "vllm" and "--runtime llamacpp" in apple["why_not"]
+
+
+def test_review_fixes_on_the_command_line(run_cli):
+    """A card named twice is sized once; --json beside another --format is refused; `--spec mtp=1` (the issue's own
+    example) takes DeepSeek-V3's acceptance, 0.85; markdown carries nodes, kW, cost per month and the targets."""
+    code, out, err = run_cli("fleet", "llama-3.1-8b", "--users", "40", "--gpus", "h100-sxm,h100-sxm", "--json")
+    assert code == 0 and len(json.loads(out)["rows"]) == 1
+    code, out, err = run_cli("fleet", "llama-3.1-8b", "--users", "40", "--gpus", "b200", "--json", "--format", "csv")
+    assert code == 2 and "two outputs" in err and out == ""
+    code, out, err = run_cli("fleet", "deepseek-v3", "--users", "40", "--gpus", "h200", "--spec", "mtp=1", "--json")
+    assert code == 0 and json.loads(out)["workload"]["spec"]["accept"] == 0.85
+    code, out, err = run_cli("fleet", "llama-3.1-70b", "--users", "400", "--ttft", "2s", "--gpus", "b200", "--format",
+                             "markdown")
+    assert code == 0 and "| nodes |" in out and "| kW |" in out and "per month" in out and "TTFT <= 2 s" in out

@@ -70,8 +70,8 @@ def parse_spec(text: str | None, catalog) -> Spec | None:
         raise InvalidValueError(f"--spec: unknown key `{unknown[0]}`.", "Keys: draft, k, accept, mtp.")
     if ("draft" in fields) == ("mtp" in fields):
         raise InvalidValueError("--spec needs draft=MODEL or mtp=N, one of them.", "e.g. --spec mtp=1,accept=0.8.")
-    try:
-        accept = float(fields.get("accept", ""))
+    try:  # an MTP module's acceptance defaults to DeepSeek-V3's (MTP_ACCEPT); a draft model's must be given
+        accept = float(fields.get("accept", MTP_ACCEPT if "mtp" in fields else ""))
         k = int(fields.get("mtp") or fields.get("k") or 4)
     except ValueError:
         raise InvalidValueError(f"--spec {text!r}: accept must be a number and k / mtp a whole number.",

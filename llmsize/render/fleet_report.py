@@ -103,8 +103,7 @@ def render_fleet(model, w, runtime, currency, rows, console) -> None:
     from rich.table import Table
 
     load = f"{w.users:,} users" if w.users is not None else f"{w.rate:g} requests/s"
-    targets = ", ".join(x for x in (f"TTFT <= {w.ttft_s:g} s" if w.ttft_s else "",
-                                    f"TPOT <= {w.tpot_s * 1000:.3g} ms" if w.tpot_s else "") if x) or "no targets"
+    targets = _targets(w)
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left", collapse_padding=True,
               title=f"fleet: {model.name}, {w.isl:,} in / {w.osl:,} out, {load}, {targets} ({runtime})")
     for col in ("card", "mode", "tp", "cards", "batch", "tok/s/GPU", "tok/s/user", "TTFT s", "TPOT ms",
@@ -161,20 +160,29 @@ def render_fleet_csv(rows) -> str:
     return buf.getvalue()
 
 
+def _targets(w) -> str:
+    return ", ".join(x for x in (f"TTFT <= {w.ttft_s:g} s" if w.ttft_s else "",
+                                 f"TPOT <= {w.tpot_s * 1000:.3g} ms" if w.tpot_s else "") if x) or "no targets"
+
+
 def render_fleet_markdown(model, w, runtime, currency, rows) -> str:
     load = f"{w.users:,} users" if w.users is not None else f"{w.rate:g} requests/s"
-    lines = [f"**fleet: {model.name}, {w.isl:,} in / {w.osl:,} out, {load} ({runtime})**", "",
-             f"| card | mode | tp | cards | batch | tok/s per GPU | tok/s per user | TTFT s | TPOT ms | "
-             f"{currency or 'cost'} per Mtok | why not |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    cur = currency or "cost"
+    lines = [f"**fleet: {model.name}, {w.isl:,} in / {w.osl:,} out, {load}, {_targets(w)} ({runtime})**", "",
+             f"| card | mode | tp | cards | nodes | batch | tok/s per GPU | tok/s per user | TTFT s | TPOT ms | kW | "
+             f"{cur} per Mtok | {cur} per month | why not |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         if r.replicas is None:
-            lines.append(f"| {r.card} | | | | | | | | | | {r.why_not} |")
+            lines.append(f"| {r.card} | | | | | | | | | | | | | {r.why_not} |")
             continue
         mode = f"{r.prefill_workers}P{r.decode_workers}D" if r.mode == "disaggregated" else f"{r.replicas} x agg"
         cost = f"{r.cost_per_mtok_out:,.3f}" if r.cost_per_mtok_out is not None else ""
-        lines.append(f"| {r.card} | {mode} | {_par(r)} | {r.cards_total:,} | {r.batch_per_replica} | "
+        month = f"{r.cost_per_month:,.0f}" if r.cost_per_month is not None else ""
+        kw = f"{r.watts / 1000:,.1f}" if r.watts is not None else ""
+        lines.append(f"| {r.card} | {mode} | {_par(r)} | {r.cards_total:,} | {r.nodes:,} | {r.batch_per_replica} | "
                      f"{r.output_tok_s_per_gpu:,.0f} | {r.tok_s_per_user:,.1f} | {r.ttft_s:.2f} | "
-                     f"{r.tpot_s * 1000:.1f} | {cost} | |")
+                     f"{r.tpot_s * 1000:.1f} | {kw} | {cost} | {month} | |")
     return "\n".join(lines) + "\n"
 
 

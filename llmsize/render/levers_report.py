@@ -23,7 +23,7 @@ def render_levers(levers: list[Lever], console, width: int = 100) -> None:
     if not levers:
         return
     head = levers[0]
-    out = [f"Levers (what binds: {FIGURE_WORDS[head.figure]}; each row is the plan its command gives)", ""]
+    out = ["", f"Levers (what binds: {FIGURE_WORDS[head.figure]}; each row is the plan its command gives)", ""]
     for lv in levers:
         after = _fmt(lv.figure, lv.after)
         change = after if lv is head else f"{_fmt(lv.figure, lv.before)} -> {after}"

@@ -130,6 +130,9 @@ def test_every_row_is_the_plan_its_command_gives(catalog, run_cli, card, every):
                 assert code == 0, (m.id, row["command"], err)
                 ran[row["command"]] = json.loads(out)
             assert _same(FIGURE_KEYS[row["figure"]](ran[row["command"]]), row["after"]), (m.id, row["command"])
+            if argv[1] == "plan" and row["figure"] != "offload_tok_s":  # the TTFT beside it, the command's too
+                assert _same(ran[row["command"]]["prefill"]["ttft_s"], row["ttft_after_s"]), (m.id, row["command"])
+                assert _same(d["prefill"]["ttft_s"], row["ttft_before_s"]), (m.id, row["name"])
             if row["figure"] in BEFORE_KEYS:
                 assert _same(BEFORE_KEYS[row["figure"]](ran[row["command"]]), row["before"]), (m.id, row["command"])
 
@@ -235,3 +238,13 @@ def test_contradictions_are_one_line(run_cli, args, needle):
     FlashMLA cache on a model without MLA, a prompt longer than its context, an absurd budget."""
     code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx4090", *args)
     assert code == 2 and out == "" and needle in err and "Traceback" not in err
+
+
+def test_rows_that_move_the_time_to_first_token_say_so(run_cli):
+    """Seed 002's map, at a 131,072-token prompt of Llama 3.1 8B on an H100: StreamingLLM's window prefills through
+    the window (TTFT falls), H2O/SnapKV's budget prefills the whole prompt first (it does not), FP8 weights compute the
+    prompt at the FP8 rate (about half the time), more cards split it."""
+    rows = {r["name"]: r for r in _levers(run_cli, "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "131072")}
+    ratio = {n: r["ttft_after_s"] / r["ttft_before_s"] for n, r in rows.items() if r["ttft_after_s"]}
+    assert ratio["KV policy streaming:4092+4"] < 0.5 and ratio["KV policy budget:2048"] == pytest.approx(1, abs=0.02)
+    assert 0.4 < ratio["weights in fp8"] < 0.6 and ratio["8 cards (tensor parallel)"] < ratio["2 cards (tensor parallel)"]

@@ -98,6 +98,8 @@ class Lever:
     after: float | None
     caveat: str
     command: str  # the `llmsize plan` line that reproduces "after" ("" for the diagnosis row)
+    ttft_before_s: float | None = None  # the time to first token of --prompt (plan.prefill), before and after:
+    ttft_after_s: float | None = None  # every plan row carries it beside its figure (None: unknown peak, or no plan)
 
     @property
     def gain(self) -> float:
@@ -189,8 +191,9 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
     figure = FIGURE_OF[saturates]
     now = figure_of(plan, figure)
     inputs = plan.inputs
+    ttft = plan.prefill.ttft_s
     rows = [Lever("diagnosis: " + saturates.replace("_", " "), RESOURCE_OF[saturates], figure, now, now,
-                  plan.diagnosis.summary, "")]
+                  plan.diagnosis.summary, "", ttft, ttft)]
 
     def add(name: str, resource: str, caveat: str, changed, fig: str = figure, model=None):
         """The row of the plan `changed` gives (of `model`, another catalog model, where given)."""
@@ -199,7 +202,8 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
         except LlmsizeError:
             return
         command = shlex.join(["llmsize", *plan_args(source if model is None else [model.id], plan.gpu.id, changed)])
-        rows.append(Lever(name, resource, fig, figure_of(plan, fig), figure_of(other, fig), caveat, command))
+        rows.append(Lever(name, resource, fig, figure_of(plan, fig), figure_of(other, fig), caveat, command, ttft,
+                          other.prefill.ttft_s))
 
     bits = float(plan.fmt.bits_per_weight)
     ternary = format_class(plan.model.release.quant) == "ternary"  # trained ternary: only ternary files keep it
@@ -361,4 +365,5 @@ def disaggregation_lever(plan, source: list[str], runtime: str, runtimes: dict) 
 
 def lever_dict(lv: Lever) -> dict:
     return {"name": lv.name, "resource": lv.resource, "figure": lv.figure, "figure_words": FIGURE_WORDS[lv.figure],
-            "before": lv.before, "after": lv.after, "caveat": lv.caveat, "command": lv.command or None}
+            "before": lv.before, "after": lv.after, "caveat": lv.caveat, "command": lv.command or None,
+            "ttft_before_s": lv.ttft_before_s, "ttft_after_s": lv.ttft_after_s}

@@ -17,6 +17,15 @@ def _fmt(figure: str, v: float | None) -> str:
     return f"{v:,.1f} tok/s"
 
 
+def _moves(before: float | None, after: float | None) -> bool:
+    """A change of at least 5% either way (the roofline's TTFT moves a little with any plan change)."""
+    return bool(before and after) and not 0.95 <= after / before <= 1.05
+
+
+def _seconds(s: float) -> str:
+    return f"{s * 1000:,.0f} ms" if s < 1 else f"{s:,.2f} s"
+
+
 def render_levers(levers: list[Lever], console, width: int = 100) -> None:
     """One line per lever (name, before -> after, resource), its caveat wrapped at `width` and its command (one
     line, to copy) beneath; the diagnosis first, then by effect."""
@@ -28,6 +37,8 @@ def render_levers(levers: list[Lever], console, width: int = 100) -> None:
         after = _fmt(lv.figure, lv.after)
         change = after if lv is head else f"{_fmt(lv.figure, lv.before)} -> {after}"
         words = "" if lv.figure == head.figure else f", {FIGURE_WORDS[lv.figure]}"
+        if _moves(lv.ttft_before_s, lv.ttft_after_s):  # a row that changes the time to first token says so
+            words += f"; TTFT {_seconds(lv.ttft_before_s)} -> {_seconds(lv.ttft_after_s)}"
         out += textwrap.wrap(f"{lv.name:<34} {change}{words}   [{lv.resource}]", width, initial_indent="  ",
                              subsequent_indent="      ")
         out += textwrap.wrap(lv.caveat, width, initial_indent="      ", subsequent_indent="      ")

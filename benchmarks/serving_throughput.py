@@ -4,7 +4,9 @@
    parallelism and precision, predicted with the TensorRT-LLM constants (runtimes/trtllm.yaml).
 2. The SGLang Cookbook's bench_serving runs at a fixed max concurrency (serving_point): output tokens/s, mean
    TTFT and mean TPOT, predicted with the SGLang constants at the run's mean lengths (its printed total input and
-   generated tokens over its requests: the random dataset draws lengths below the flags).
+   generated tokens over its requests: the random dataset draws lengths below the flags); and vLLM's bench serve
+   runs (tests/data/serving/vllm-bench.yaml) the same way with the vLLM constants, at each run's printed weight
+   format and cache dtype.
 3. MLPerf Inference's llama3.1-405b Offline results on one node of 8 cards (TensorRT-LLM): the benchmark's mean
    prompt is not printed in the sources read, so each result is turned into the mean prompt at which fleet's
    max-throughput replica delivers it (implied_prompt_tokens); a model right about the cards implies one length.
@@ -161,7 +163,17 @@ RANGE_RATIO = 0.0  # bench_serving's default --random-range-ratio (python/sglang
 SEEDS = (0, 1, 2)  # replays of each run with lengths drawn three ways, averaged
 
 
-def _replayed(cat: Catalog, r: dict, runtimes: dict) -> tuple[float, float, float] | None:
+def _bench_quant(r: dict, cat: Catalog) -> str | None:
+    """A bench row's weight format: the release's where none is printed or the printed one is the release's class
+    (DeepSeek's FP8 is its 128x128 blocks), else FP8 / MXFP4 / NVFP4 as printed."""
+    p = (r.get("precision_printed") or "").upper()
+    release = cat.model(r["model_id"]).release.quant
+    if not p or (p == "FP8" and release.startswith("fp8")):
+        return None
+    return {"FP8": "fp8", "MXFP4": "mxfp4", "NVFP4": "nvfp4", "BF16": "bf16"}.get(p)
+
+
+def _replayed(cat: Catalog, r: dict, runtimes: dict, runtime: str = "sglang") -> tuple[float, float, float] | None:
     """The run replayed request by request (serving_replay): its requests' lengths drawn as the random dataset draws
     them from its flags, scaled to the printed mean; (output tok/s, mean TTFT, mean TPOT) over SEEDS."""
     p = r["printed"]
@@ -172,34 +184,42 @@ def _replayed(cat: Catalog, r: dict, runtimes: dict) -> tuple[float, float, floa
         outputs = uniform_lengths(n, r["random_output_len"], RANGE_RATIO, int(p["Total generated tokens"]) / n,
                                   seed + 1000, floor=1)
         pt = replayed_point(cat.model(r["model_id"]), cat.gpu(r["card_id"]), prompts, outputs, r["tp"],
-                            r["max_concurrency"], None, "sglang", runtimes)
+                            r["max_concurrency"], _bench_quant(r, cat), runtime, runtimes,
+                            r.get("kv_cache_dtype") or "bf16")
         if pt is None:
             return None
         got.append((pt.output_tok_s_total, pt.ttft_s, pt.tpot_s))
     return tuple(statistics.fmean(x) for x in zip(*got))
 
 
-def sglang_rows(cat: Catalog | None = None) -> list[tuple[str, str, float | None, float | None, float]]:
-    """(label, metric, steady-state prediction, replayed prediction, published) per SGLang Cookbook run and
-    metric: output tok/s, TTFT s, TPOT s."""
+def bench_rows(file: str = "sglang-cookbook.yaml", runtime: str = "sglang",
+               cat: Catalog | None = None) -> list[tuple[str, str, float | None, float | None, float]]:
+    """(label, metric, steady-state prediction, replayed prediction, published) per benchmark run of `file`
+    (tests/data/serving: the SGLang Cookbook's bench_serving runs, vLLM's bench serve runs) and metric printed:
+    output tok/s, TTFT s, TPOT s; predicted with `runtime`'s constants, the run's format and cache dtype."""
     cat = cat or Catalog()
     runtimes = {r.id: r for r in cat.runtimes.all()}
     out = []
-    for r in yaml.safe_load((DATA / "sglang-cookbook.yaml").read_text())["rows"]:
+    for r in yaml.safe_load((DATA / file).read_text())["rows"]:
         p = r["printed"]
         n = int(p["Successful requests"])
         isl, osl = round(int(p["Total input tokens"]) / n), round(int(p["Total generated tokens"]) / n)
         pt = serving_point(cat.model(r["model_id"]), cat.gpu(r["card_id"]), isl, osl, r["tp"], r["max_concurrency"],
-                           None, "sglang", runtimes)
-        rp = _replayed(cat, r, runtimes)
-        label = (f"{r['model_id']} {r['card_id']} x{r['gpus']} {r['random_input_len']}/{r['random_output_len']} "
+                           _bench_quant(r, cat), runtime, runtimes, r.get("kv_cache_dtype") or "bf16")
+        rp = _replayed(cat, r, runtimes, runtime)
+        fmt = f" {r['precision_printed']}" if r.get("precision_printed") else ""
+        label = (f"{r['model_id']} {r['card_id']} x{r['gpus']}{fmt} {r['random_input_len']}/{r['random_output_len']} "
                  f"c={r['max_concurrency']}")
-        for i, (metric, got, pred) in enumerate((("output tok/s", float(p["Output token throughput (tok/s)"]),
-                                                  pt and pt.output_tok_s_total),
-                                                 ("TTFT s", float(p["Mean TTFT (ms)"]) / 1000, pt and pt.ttft_s),
-                                                 ("TPOT s", float(p["Mean TPOT (ms)"]) / 1000, pt and pt.tpot_s))):
-            out.append((label, metric, pred, rp and rp[i], got))
+        for i, (metric, key, scale, pred) in enumerate((
+                ("output tok/s", "Output token throughput (tok/s)", 1, pt and pt.output_tok_s_total),
+                ("TTFT s", "Mean TTFT (ms)", 1000, pt and pt.ttft_s), ("TPOT s", "Mean TPOT (ms)", 1000, pt and pt.tpot_s))):
+            if key in p:
+                out.append((label, metric, pred, rp and rp[i], float(p[key]) / scale))
     return out
+
+
+def sglang_rows(cat: Catalog | None = None) -> list[tuple[str, str, float | None, float | None, float]]:
+    return bench_rows("sglang-cookbook.yaml", "sglang", cat)
 
 
 def error_cells(predictions, published: float, metric: str, errors: dict, width: int = 9) -> list[str]:
@@ -237,6 +257,14 @@ def main() -> int:
           f"{'metric':13} {'steady':>9} {'error':>8} {'replayed':>9} {'error':>8} {'published':>10}")
     by: dict[tuple[str, str], list[float]] = {}
     for label, metric, pred, rep, got in sglang_rows():
+        cells = error_cells((("steady", pred), ("replayed", rep)), got, metric, by)
+        print(f"{label:46} {metric:13} {' '.join(cells)} {got:10,.3f}")
+    for (kind, metric), errs in by.items():
+        print(f"{kind:8} {metric}: {len(errs)} figures, {_summary(errs)}")
+    print(f"\nvLLM bench serve runs at a fixed max concurrency (steady state; replayed run)\n{'case':46} "
+          f"{'metric':13} {'steady':>9} {'error':>8} {'replayed':>9} {'error':>8} {'published':>10}")
+    by = {}
+    for label, metric, pred, rep, got in bench_rows("vllm-bench.yaml", "vllm"):
         cells = error_cells((("steady", pred), ("replayed", rep)), got, metric, by)
         print(f"{label:46} {metric:13} {' '.join(cells)} {got:10,.3f}")
     for (kind, metric), errs in by.items():

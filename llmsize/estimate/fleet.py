@@ -262,7 +262,7 @@ def _aggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tupl
     if b is None:  # at batch 1 one target or both fail: say each, and the worse is how far it misses
         words, ratio = [], 0.0
         if w.tpot_s is not None and eff(1) > w.tpot_s:
-            words.append(f"TPOT {eff(1) * 1000:.1f} ms at batch 1 exceeds the {w.tpot_s * 1000:g} ms target")
+            words.append(f"TPOT {eff(1) * 1000:.1f} ms at batch 1 exceeds the {w.tpot_s * 1000:.3g} ms target")
             ratio = eff(1) / w.tpot_s
         if w.ttft_s is not None and ttft(1) > w.ttft_s:
             words.append(f"TTFT {ttft(1):.2f} s at batch 1 (prefill and its queue) exceeds the {w.ttft_s:g} s target")
@@ -302,7 +302,7 @@ def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan
                            base, w.ttft_s)
     b = _largest_batch(lambda b: w.tpot_s is None or tpot_fn(b) <= w.tpot_s, hi)
     if b is None:
-        return None, _miss(f"TPOT {tpot_fn(1) * 1000:.1f} ms at batch 1 exceeds the {w.tpot_s * 1000:g} ms target",
+        return None, _miss(f"TPOT {tpot_fn(1) * 1000:.1f} ms at batch 1 exceeds the {w.tpot_s * 1000:.3g} ms target",
                            tpot_fn(1), w.tpot_s)
     b = _batch_for_rate(b, w, lambda b: base + w.osl * tpot_fn(b))
     users = w.users if w.users is not None else math.ceil(w.rate * (base + w.osl * tpot_fn(b)))

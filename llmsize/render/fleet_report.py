@@ -106,21 +106,28 @@ def render_fleet(model, w, runtime, currency, rows, console) -> None:
     targets = _targets(w)
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left", collapse_padding=True,
               title=f"fleet: {model.name}, {w.isl:,} in / {w.osl:,} out, {load}, {targets} ({runtime})")
-    for col in ("card", "mode", "tp", "cards", "batch", "tok/s/GPU", "tok/s/user", "TTFT s", "TPOT ms",
-                f"{currency or 'cost'}/Mtok", "other"):
-        t.add_column(col, justify="left" if col == "card" else "right", no_wrap=col != "other",
-                     min_width=len(col), overflow="fold")
-    missing = []
+    missing, cells = [], []
     for r in rows:
         if r.replicas is None:
             missing.append(f"{r.card}: {r.why_not}")
             continue
         mode = (f"{r.prefill_workers}P{r.decode_workers}D" if r.mode == "disaggregated" else f"{r.replicas} x agg")
         other = f"{r.other.cards_total:,} {'agg' if r.other.mode == 'aggregated' else 'P/D'}" if r.other else "-"
-        t.add_row(r.card, mode, _par(r), f"{r.cards_total:,}", str(r.batch_per_replica),
-                  f"{r.output_tok_s_per_gpu:,.0f}", f"{r.tok_s_per_user:,.1f}", f"{r.ttft_s:.2f}",
-                  f"{r.tpot_s * 1000:.1f}",
-                  f"{r.cost_per_mtok_out:,.3f}" if r.cost_per_mtok_out is not None else "-", other)
+        cells.append((r.card, mode, _par(r), f"{r.cards_total:,}", str(r.batch_per_replica),
+                      f"{r.output_tok_s_per_gpu:,.0f}", f"{r.tok_s_per_user:,.1f}", f"{r.ttft_s:.2f}",
+                      f"{r.tpot_s * 1000:.1f}",
+                      f"{r.cost_per_mtok_out:,.3f}" if r.cost_per_mtok_out is not None else "-", other))
+    heads = ["card", "mode", "tp", "cards", "batch", "tok/s/GPU", "tok/s/user", "TTFT s", "TPOT ms",
+             f"{currency or 'cost'}/Mtok", "other"]
+    if all(c[9] == "-" for c in cells):  # no prices: no cost column
+        heads.pop(9)
+        cells = [c[:9] + c[10:] for c in cells]
+    for i, col in enumerate(heads):  # numbers as wide as their widest cell, never folded; a long card id wraps
+        t.add_column(col, justify="left" if col == "card" else "right", no_wrap=col != "card",
+                     min_width=len(col) if col == "card" else max([len(col), *(len(c[i]) for c in cells)]),
+                     overflow="fold")
+    for c in cells:
+        t.add_row(*c)
     console.print(t)
     for line in missing:
         console.print(f"  no configuration: {line}")

@@ -560,3 +560,15 @@ def test_review_fixes_on_the_command_line(run_cli):
     code, out, err = run_cli("fleet", "llama-3.1-70b", "--users", "400", "--ttft", "2s", "--gpus", "b200", "--format",
                              "markdown")
     assert code == 0 and "| nodes |" in out and "| kW |" in out and "per month" in out and "TTFT <= 2 s" in out
+
+
+def test_the_table_never_folds_a_number(run_cli):
+    """At 100 columns a million users need tens of thousands of cards: the counts print whole (a review saw
+    "19,70" and "8 P/D" on two lines), and without prices there is no cost column."""
+    code, out, err = run_cli("fleet", "llama-3.1-8b", "--users", "1000000", "--isl", "3000", "--osl", "200", "--gpus",
+                             "h100-sxm,rtx4090,b200")
+    assert code == 0 and "/Mtok" not in out
+    d = json.loads(run_cli("fleet", "llama-3.1-8b", "--users", "1000000", "--isl", "3000", "--osl", "200", "--gpus",
+                           "h100-sxm,rtx4090,b200", "--json")[1])
+    for r in d["rows"]:
+        assert f"{r['cards_total']:,}" in out and f"{r['other']['cards_total']:,}" in out

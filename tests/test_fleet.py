@@ -572,3 +572,11 @@ def test_the_table_never_folds_a_number(run_cli):
                            "h100-sxm,rtx4090,b200", "--json")[1])
     for r in d["rows"]:
         assert f"{r['cards_total']:,}" in out and f"{r['other']['cards_total']:,}" in out
+
+
+def test_a_card_without_a_dense_peak_says_so(catalog, runtimes):
+    """The H100 NVL's catalog entry has no dense TFLOPS figure (none sourced): the fleet cannot cost a prompt there
+    and says that, not that the runtime lacks constants."""
+    (row,) = fleet_rows(catalog.model("llama-3.1-70b"), [catalog.gpu("h100-nvl")], Workload(3000, 500, users=40),
+                        "vllm", runtimes)
+    assert not row.meets_slo and "no dense TFLOPS figure" in row.why_not

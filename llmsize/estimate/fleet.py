@@ -386,7 +386,9 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
                 reasons.append(f"{label}: {e.message}")
                 continue
             if pre is None or cost is None:
-                reasons.append(f"{label}: no prefill constants for this runtime and card")
+                reasons.append(f"{label}: {g.id} has no dense TFLOPS figure in the catalog, so no prompt can be "
+                               "costed" if not plan.peak.flop_per_s else
+                               f"{label}: no prefill constants for {runtime} on this card")
                 continue
             pre, cost = pre * (1 - w.shared_prefix), cost.scaled(1 - w.shared_prefix)
             par = (tp, pp, dp)

@@ -85,6 +85,7 @@ from llmsize.options import (
     MinMemoryOpt,
     MixerOpt,
     ModelArg,
+    ModeOpt,
     MoeOpt,
     NCpuMoeOpt,
     NoFlashAttnOpt,
@@ -905,6 +906,7 @@ def fleet(
     kv_dtype: KvDtypeOpt = "bf16",
     node_link_gb_s: NodeLinkOpt = 50.0,
     emit: FleetEmitOpt = None,
+    mode: ModeOpt = None,
     pareto: ParetoOpt = False,
     simulate: SimulateOpt = False,
     output: ChartOutOpt = None,
@@ -942,6 +944,8 @@ def fleet(
     if simulate and (emit is not None or fmt not in ("table", "json")):
         raise InvalidValueError("--simulate adds to the table and the JSON views.", "Drop --emit / --format csv|"
                                 "markdown|html, or run --simulate in a second command.")
+    if mode is not None and emit is None:
+        raise InvalidValueError(f"--mode {mode} chooses the launch lines --emit prints.", "Add --emit vllm or sglang.")
     if emit is not None and (output is not None or pareto or as_json or fmt != "table"):
         raise InvalidValueError("--emit prints launch lines: it does not combine with --format, --json, --pareto "
                                 "or -o.", "Run --emit on its own, and the report in a second command.")
@@ -982,10 +986,13 @@ def fleet(
     if emit is not None:
         from llmsize.render.emit_fleet import fleet_command
 
+        # the best card's row, or with --mode its configuration of that mode (the row or the other beside it)
         top = next((r for r in rows if r.meets_slo), None)
+        if top is not None and mode is not None and top.mode != mode:
+            top = top.other if top.other is not None and top.other.meets_slo and top.other.mode == mode else None
         if top is None:
-            raise InvalidValueError("No card meets the targets: nothing to launch.", "Loosen --ttft / --tpot, or "
-                                    "widen --gpus.")
+            raise InvalidValueError("No card meets the targets" + (f" {mode}" if mode else "") + ": nothing to launch.",
+                                    "Loosen --ttft / --tpot, widen --gpus" + (", or drop --mode." if mode else "."))
         sys.stdout.write(fleet_command(m, top, emit, w.longest_tokens()) + "\n")
         return
     runtimes = {r.id: r for r in cat.runtimes.all()}

@@ -253,6 +253,9 @@ TokSPerUserOpt = Annotated[Optional[float], _opt("--tok-s-per-user", help="Per-u
 FleetEmitOpt = Annotated[Optional[str], _opt("--emit", help="Print the launch lines of the best row: vllm (disaggregated: "
                                              "under NVIDIA Dynamo) or sglang (its own P/D).",
                                              callback=choice(("vllm", "sglang")), show_default=False)]
+ModeOpt = Annotated[Optional[str], _opt("--mode", help="With --emit: the launch lines of the best card's aggregated or "
+                                      "disaggregated configuration (default: the better of the two, its row).",
+                                      callback=choice(("aggregated", "disaggregated")), show_default=False)]
 FleetFormatOpt = Annotated[str, _opt("--format", help="table, json, csv, markdown or html (one self-contained page "
                                      "on stdout: tables, inline SVG charts, assumptions).",
                                      callback=choice(("table", "json", "csv", "markdown", "html")))]

@@ -580,3 +580,17 @@ def test_a_card_without_a_dense_peak_says_so(catalog, runtimes):
     (row,) = fleet_rows(catalog.model("llama-3.1-70b"), [catalog.gpu("h100-nvl")], Workload(3000, 500, users=40),
                         "vllm", runtimes)
     assert not row.meets_slo and "no dense TFLOPS figure" in row.why_not
+
+
+def test_emit_the_other_mode(run_cli):
+    """The best B200 row for 400 users of Llama 3.1 70B at 2 s / 30 tok/s is disaggregated; --mode aggregated
+    prints the launch lines of the aggregated configuration beside it (its replicas of tp cards); --mode without
+    --emit is refused."""
+    base = ("fleet", "llama-3.1-70b", "--users", "400", "--ttft", "2s", "--tok-s-per-user", "30", "--gpus", "b200")
+    row = json.loads(run_cli(*base, "--json")[1])["rows"][0]
+    assert row["mode"] == "disaggregated" and row["other"]["mode"] == "aggregated"
+    code, out, err = run_cli(*base, "--emit", "vllm", "--mode", "aggregated")
+    assert code == 0 and f"{row['other']['replicas']} replica(s) of tp {row['other']['tp']}" in out
+    assert "--disaggregation" not in out and "NixlConnector" not in out
+    code, out, err = run_cli(*base, "--mode", "aggregated")
+    assert code == 2 and "Add --emit" in err and out == ""

@@ -977,8 +977,9 @@ def fleet(
                               node_link_gb_s)
     from llmsize.estimate.expected import resolve_runtime
 
-    rid = resolve_runtime(runtime)[0] if runtime else (
-        "sglang" if emit == "sglang" else "llamacpp" if all(g.vendor == "Apple" for g in cards) else "vllm")
+    from llmsize.estimate.fleet import default_runtime
+
+    rid = resolve_runtime(runtime)[0] if runtime else default_runtime(emit, cards)
     if emit is not None and rid != emit:
         raise InvalidValueError(f"--emit {emit} prints {emit}'s launch lines, and the rows are sized for {rid}.",
                                 f"Give --runtime {emit} (NVIDIA and AMD cards), or drop --emit.")

@@ -24,6 +24,13 @@ def gib(nbytes: float) -> float:
     return nbytes / GiB
 
 
+def fmt_seconds(s: float | None, ms_digits: int = 2) -> str:
+    """A time: milliseconds under a second (`ms_digits` decimals), else seconds to 2; "unknown" for None."""
+    if s is None:
+        return "unknown"
+    return f"{s * 1e3:,.{ms_digits}f} ms" if s < 1 else f"{s:,.2f} s"
+
+
 def fmt_bytes(nbytes: float | None, unit: str = "GB", digits: int = 2) -> str:
     """Format bytes in GB (default) or GiB/MB/KB, always naming the unit."""
     if nbytes is None:

@@ -9,6 +9,7 @@ from llmsize.catalog.schema import GpuSpec, RuntimeSpec, SpeedGroup
 from llmsize.errors import InvalidValueError
 from llmsize.estimate.flops import compute_peak
 from llmsize.estimate.memo import by_identity
+from llmsize.estimate.prefill import UNFUSED_SCORE_TRAFFIC
 from llmsize.estimate.plan import Plan
 from llmsize.estimate.speed import (
     ALIAS_NOTE,
@@ -25,6 +26,7 @@ from llmsize.estimate.speed import (
     StepInputs,
     expected_speed,
     format_class,
+    is_ternary,
     link_kind,
     score_time_s,
 )
@@ -230,18 +232,16 @@ LLAMACPP_BATCH_TOKENS, LLAMACPP_UBATCH_TOKENS = 2048, 512
 PIPELINED_BACKENDS = ("cuda", "rocm")
 
 
-# llama.cpp's attention without flash attention (src/llama-graph.cpp, build_attn_mha): kq = mul_mat(k, q) writes
-# F32 scores, soft_max_ext reads and writes them, and mul_mat(v, kq) converts them to F16 for cuBLAS (a read of 4
-# and a write of 2 bytes) and reads them: 4 + 4 + 4 + 4 + 2 + 2 bytes per score. The cache cells in view are
-# padded to 32 without flash attention (256 with it).
-SCORE_BYTES = 20
+# llama.cpp's attention without flash attention moves prefill.UNFUSED_SCORE_TRAFFIC bytes a score (src/llama-graph.cpp,
+# build_attn_mha: the breakdown is in estimate/prefill.py). The cache cells in view are padded to 32 without flash
+# attention (256 with it).
 UNFUSED_KV_PAD = 32
 
 
 def score_matrix_bytes(plan: Plan, ubatch_tokens: int = LLAMACPP_UBATCH_TOKENS) -> float:
     """Bytes llama.cpp's unfused attention moves for the plan's prompt: per attention layer, heads x the sum over
     ubatches of its tokens x the cells in view (the tokens so far, padded; a sliding window's layers see at most
-    the window plus the ubatch) x SCORE_BYTES; a tensor-parallel card holds its share of the heads. By hand:
+    the window plus the ubatch) x UNFUSED_SCORE_TRAFFIC; a tensor-parallel card holds its share of the heads. By hand:
     LLaMA 3 8B (32 layers x 32 heads), 4,096 tokens in ubatches of 512: 512 x 512 x (1 + ... + 8) = 9,437,184
     scores a head and layer, x 1,024 x 20 B = 193 GB."""
     m, prompt = plan.model, plan.prefill.prompt_tokens
@@ -260,7 +260,7 @@ def score_matrix_bytes(plan: Plan, ubatch_tokens: int = LLAMACPP_UBATCH_TOKENS) 
             scores += u * -(-seen // UNFUSED_KV_PAD) * UNFUSED_KV_PAD
             done += u
         total += g.count * max(1, heads // tp) * scores
-    return total * SCORE_BYTES
+    return total * UNFUSED_SCORE_TRAFFIC
 
 
 def prefill_inputs(plan: Plan, runtime: str | None = None, flash_attn: bool = True,
@@ -318,7 +318,7 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
         return ExpectedResult(rid, why, None, "MLX runs on Apple silicon only; pick --runtime vllm or llamacpp")
     if rid == "trtllm" and be != "cuda":
         return ExpectedResult(rid, why, None, "TensorRT-LLM runs on NVIDIA cards only")
-    if format_class(plan.fmt.id) == "ternary" and not (rid == "llamacpp" and plan.fmt.mix):
+    if is_ternary(plan.fmt.id) and not (rid == "llamacpp" and plan.fmt.mix):
         return ExpectedResult(rid, why, None, f"{RUNTIME_NAMES[rid]} does not run {plan.fmt.id} weights; "
                                               f"{TERNARY_RUNS}")
     c = constants(spec, be) if spec is not None else None

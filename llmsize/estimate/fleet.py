@@ -137,6 +137,23 @@ def _configs(any_constants: bool, model: ModelSpec, spec=None) -> list[tuple[int
             + [(GPUS_PER_NODE, pp, 1) for pp in PP_NODES])
 
 
+def replica_inputs(runtime: str, w: Workload, tp: int, pp: int, kv_dtype: str):
+    """The plan options of one replica of tp x pp cards serving the workload (its requests' held context, its
+    prompt, stages over nodes where they span them), for fleet_rows and pareto_curves alike."""
+    from llmsize.estimate.plan import PlanInputs
+
+    return PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl), prompt_tokens=w.isl, tp=tp, pp=pp,
+                      nodes=stage_nodes(tp, pp), node_link_gb_s=w.node_link_gb_s, kv_dtype=kv_dtype)
+
+
+def default_runtime(emit: str | None, gpus: list[GpuSpec]) -> str:
+    """The runtime a fleet is sized for without --runtime: the engine --emit names, llama.cpp for Apple cards only
+    (no serving engine modelled runs on them), else vLLM."""
+    if emit is not None:
+        return emit
+    return "llamacpp" if all(g.vendor == "Apple" for g in gpus) else "vllm"
+
+
 def stage_nodes(tp: int, pp: int) -> int | None:
     """Nodes a replica's pipeline stages span, one stage a node (PlanInputs.nodes: the hand-offs over the node
     link), or None when the replica fits one node (stages hand off over the cards' own link)."""
@@ -172,16 +189,14 @@ def _with_p95(row: FleetRow, model, g, w: Workload, runtime: str, c, kv_dtype: s
     """The row with the TTFT of a p95-length prompt: its prefill (a plan at that prompt), the row's mean wait, and
     for a disaggregated row the move of its cache."""
     from llmsize.estimate.expected import prefill_inputs
-    from llmsize.estimate.plan import PlanInputs, make_plan
+    from llmsize.estimate.plan import make_plan
     from llmsize.estimate.speed import prefill_time_s
 
     p95 = w.lengths()[0].p95
     try:
         card_model = expert_shard(model, row.dp) if (row.dp or 1) > 1 else model
-        plan = make_plan(card_model, g, PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl),
-                                                   prompt_tokens=p95, tp=row.tp, pp=row.pp,
-                                              nodes=stage_nodes(row.tp, row.pp), kv_dtype=kv_dtype),
-                         search_fit=False)
+        plan = make_plan(card_model, g, replace(replica_inputs(runtime, w, row.tp, row.pp, kv_dtype),
+                                                prompt_tokens=p95), search_fit=False)
     except LlmsizeError:
         return row
     pre = prefill_time_s(prefill_inputs(plan, runtime), c)
@@ -322,7 +337,7 @@ def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan
 def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str, runtimes: dict,
                hourly: dict[str, float] | None = None, kv_dtype: str = "bf16") -> list[FleetRow]:
     from llmsize.estimate.expected import backend, constants
-    from llmsize.estimate.plan import PlanInputs, make_plan
+    from llmsize.estimate.plan import make_plan
 
     w.check(model)
     from llmsize.estimate.plan import resolve_format
@@ -352,9 +367,7 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
                 reasons.append(f"{label}: the weights alone ({weights_total / (tp * pp * dp) / 1e9:,.1f} GB a card) "
                                f"exceed its {g.memory_bytes / 2**30:,.0f} GiB")
                 continue
-            inputs = PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl), prompt_tokens=w.isl,
-                                tp=tp, pp=pp, nodes=stage_nodes(tp, pp), node_link_gb_s=w.node_link_gb_s,
-                                kv_dtype=kv_dtype)
+            inputs = replica_inputs(runtime, w, tp, pp, kv_dtype)
             try:
                 plan = make_plan(expert_shard(model, dp) if dp > 1 else model, g, inputs, search_fit=False)
             except LlmsizeError as e:
@@ -435,7 +448,7 @@ def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: s
     TPOT_agg(b), the replica's tp x pp x dp cards share b / TPOT_agg(b)), reduced to the points no other point of
     the card beats on both axes."""
     from llmsize.estimate.expected import backend, constants
-    from llmsize.estimate.plan import PlanInputs, make_plan
+    from llmsize.estimate.plan import make_plan
 
     spec = runtimes.get(runtime)
     w = replace(w, spec=None)  # the curves are of plain decoding
@@ -449,9 +462,8 @@ def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: s
             if stage_nodes(tp, pp) and fitted_one:
                 break  # pipeline stages over nodes only for what no single node holds, as fleet_rows
             try:
-                plan = make_plan(expert_shard(model, dp) if dp > 1 else model, g, PlanInputs(
-                    context_tokens=held_context_tokens(runtime, w.isl, w.osl), prompt_tokens=w.isl, tp=tp, pp=pp,
-                    nodes=stage_nodes(tp, pp), node_link_gb_s=w.node_link_gb_s, kv_dtype=kv_dtype), search_fit=False)
+                plan = make_plan(expert_shard(model, dp) if dp > 1 else model, g,
+                                 replica_inputs(runtime, w, tp, pp, kv_dtype), search_fit=False)
             except LlmsizeError:
                 continue
             held = users_held(plan, w, runtime, None, kv_pool_bytes(plan, runtime, w.longest_tokens())[0]) \

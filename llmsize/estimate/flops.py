@@ -18,6 +18,7 @@ from llmsize.catalog.schema import (
     ModelSpec,
 )
 from llmsize.errors import InvalidValueError
+from llmsize.estimate.kv import cached_tokens
 from llmsize.estimate.quant import QuantFormat
 from llmsize.estimate.weights import matmul_params_per_token
 
@@ -95,8 +96,7 @@ def decode_flops_per_token(model: ModelSpec, context_tokens: int) -> float:
         m = g.mixer
         if m is None:
             continue
-        window = getattr(m, "sliding_window", None)  # a sliding layer's, or a KV policy's cap on an MLA layer
-        scored = min(context_tokens, window) if window else context_tokens
+        scored = cached_tokens(m, context_tokens)  # what an indexer scores: every cached token
         cap = _attention_cap(m)
         attended = min(context_tokens, cap) if cap else context_tokens
         flops += g.count * (_attn_flops_per_attended_token(m) * attended

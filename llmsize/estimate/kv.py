@@ -60,6 +60,13 @@ def latent_bytes_per_token(mixer, kv_bytes: float, kv_dtype: str = "") -> float:
     return 0.0
 
 
+def cached_tokens(mixer, context_tokens: int) -> int:
+    """Tokens one layer caches at `context_tokens`: its window where it has one (a sliding layer's, or a KV policy's
+    cap on an MLA layer), else all of them."""
+    window = getattr(mixer, "sliding_window", None)
+    return min(context_tokens, window) if window else context_tokens
+
+
 def per_token_per_layer(mixer, kv_bytes: float, kv_dtype: str = "") -> float:
     """Bytes one layer caches a token: attention's, and a sparse-attention indexer's key."""
     return latent_bytes_per_token(mixer, kv_bytes, kv_dtype) + indexer_bytes_per_token(mixer)
@@ -131,8 +138,7 @@ def kv_bytes(model: ModelSpec, context_tokens: int, kv_dtype: str) -> KvBytes:
             continue
         t = g.count * per_token_per_layer(m, b, kv_dtype)
         per_tok[kind] += t
-        window = getattr(m, "sliding_window", None)  # a sliding layer's, or a KV policy's cap on an MLA layer
-        cached = min(context_tokens, window) if window else context_tokens
+        cached = cached_tokens(m, context_tokens)
         by_kind[kind] += t * cached
         ix = getattr(m, "indexer", None)
         if ix is None:

@@ -31,7 +31,7 @@ from llmsize.estimate.fleet import DISAGGREGATING
 from llmsize.estimate.kv_policy import parse_kv_policy
 from llmsize.estimate.quant import FORMATS, kv_dtype_bytes
 from llmsize.estimate.speculative import suggested_spec
-from llmsize.estimate.speed import format_class
+from llmsize.estimate.speed import is_ternary
 
 FIGURE_OF = {"weights": "kv_budget_gb", "kv_cache": "sequences", "bandwidth": "tok_s", "compute": "aggregate_tok_s"}
 FIGURE_WORDS = {"kv_budget_gb": "memory left for the KV cache (GB)", "sequences": "sequences at --context",
@@ -100,6 +100,13 @@ class Lever:
     command: str  # the `llmsize plan` line that reproduces "after" ("" for the diagnosis row)
     ttft_before_s: float | None = None  # the time to first token of --prompt (plan.prefill), before and after:
     ttft_after_s: float | None = None  # every plan row carries it beside its figure (None: unknown peak, or no plan)
+
+    @property
+    def ttft_moves(self) -> bool:
+        """Whether the row changes the time to first token by more than 5% either way (the roofline's TTFT moves a
+        little with any plan change: the report names only what matters)."""
+        return bool(self.ttft_before_s and self.ttft_after_s) and not (
+            0.95 <= self.ttft_after_s / self.ttft_before_s <= 1.05)
 
     @property
     def gain(self) -> float:
@@ -206,7 +213,7 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
                           other.prefill.ttft_s))
 
     bits = float(plan.fmt.bits_per_weight)
-    ternary = format_class(plan.model.release.quant) == "ternary"  # trained ternary: only ternary files keep it
+    ternary = is_ternary(plan.model.release.quant)  # trained ternary: only ternary files keep it
     for fid in TERNARY_FORMATS if ternary else RUNTIME_FORMATS.get(runtime, tuple(WEIGHT_FORMATS)):
         if fid == "nvfp4" and plan.gpu.vendor != "NVIDIA":
             continue  # NVFP4 kernels (FP4 tensor cores, Marlin) are NVIDIA's
@@ -334,7 +341,7 @@ def disaggregation_lever(plan, source: list[str], runtime: str, runtimes: dict) 
 
     inputs, model, default = plan.inputs, plan.model, PlanInputs()
     if (inputs.quant not in (None, model.release.quant) or inputs.scope is not None or inputs.kv_policy is not None
-            or format_class(plan.fmt.id) == "ternary"  # no serving engine runs them
+            or is_ternary(plan.fmt.id)  # no serving engine runs them
             or (inputs.gpu_util, inputs.overhead_bytes, inputs.wired_limit_bytes, inputs.nodes, inputs.flash_attn)
             != (default.gpu_util, default.overhead_bytes, default.wired_limit_bytes, default.nodes,
                 default.flash_attn)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError
 from llmsize.estimate.memo import by_identity
+from llmsize.estimate.prefill import widest_heads
 
 ENGINES = ("llamacpp", "ollama")
 # ggml types a KV cache may use (common/arg.cpp kv_cache_types): (values per block, bytes per block)
@@ -174,11 +175,6 @@ def _widest_ff(model: ModelSpec) -> int:
     return max(widths)
 
 
-def _widest_heads(model: ModelSpec) -> int:
-    return max((g.mixer.num_attention_heads for g in model.layer_groups
-                if g.mixer is not None and hasattr(g.mixer, "num_attention_heads")), default=0)
-
-
 def on_gpu(name: str, n_layer: int, i_gpu_start: int, output_on_gpu: bool, n_cpu_moe: int) -> bool:
     """Where llama.cpp loads a tensor: its layer's device, the routed experts of the first n_cpu_moe layers on
     the host (common/arg.cpp: --n-cpu-moe N overrides blk.0..N-1 ffn_(up|down|gate)_exps to the CPU buffer)."""
@@ -300,7 +296,7 @@ def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int
     kv_width = max((c.k for c in caches), default=0)
     logits = model.vocab_size + h
     ffn = 2 * _widest_ff(model) + 2 * h
-    scores = 0 if s.flash_attn else _widest_heads(model) * max(n_kv) + 3 * h + 2 * kv_width
+    scores = 0 if s.flash_attn else widest_heads(model) * max(n_kv) + 3 * h + 2 * kv_width
     gpu_compute = n_tok * F32 * max((logits if output_on_gpu else 0), ffn, scores) if ngl else 0
     host_compute = n_tok * F32 * (sum(n_kv) + 2 * h + (0 if output_on_gpu else logits))
     if not output_on_gpu and ngl:

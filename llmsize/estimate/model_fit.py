@@ -41,12 +41,12 @@ class FitRow:
 
 
 def _formats(runtime: str, model: ModelSpec) -> tuple[str, ...]:
-    from llmsize.estimate.speed import format_class
+    from llmsize.estimate.speed import is_ternary
 
     if runtime in FIT_FORMATS:
         return FIT_FORMATS[runtime]
     own = model.release.quant  # a ternary release runs in bitnet.cpp or as llama.cpp's TQ files, not here
-    return tuple(dict.fromkeys(((own,) if format_class(own) != "ternary" else ()) + FIT_FORMATS["graph"]))
+    return tuple(dict.fromkeys((() if is_ternary(own) else (own,)) + FIT_FORMATS["graph"]))
 
 
 def _llamacpp_row(model, gpu, fid, context, host, card_bytes, llama_constants, runtimes,

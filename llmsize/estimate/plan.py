@@ -32,7 +32,7 @@ from llmsize.estimate.params import COMPONENTS, params_active, params_active_wit
 from llmsize.estimate.prefill import Prefill, prefill_time, unfused_scores_bytes
 from llmsize.estimate.quant import QuantFormat, kv_dtype_bytes, quant_format
 from llmsize.estimate.speculative import Spec, SpecDecode, check_spec, speculate
-from llmsize.estimate.speed import format_class
+from llmsize.estimate.speed import is_ternary
 from llmsize.estimate.weights import WeightBytes, check_scope, weight_bytes, weight_bytes_read
 from llmsize.estimate.unified import usable_memory
 from llmsize.units import GiB
@@ -224,7 +224,7 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
         mix = types_by_bytes(file_mix(model, fmt.mix))
         by_type = ", ".join(f"{t.upper()} {b / 1e9:,.2f} GB" for t, b in mix.items())
         notes.append(f"GGUF {fmt.mix.upper()} as llama-quantize writes it, a type per tensor: {by_type}")
-    if format_class(fmt.id) == "ternary" and format_class(model.release.quant) != "ternary":
+    if is_ternary(fmt.id) and not is_ternary(model.release.quant):
         notes.append(f"{fmt.id} stores ternary weights: a model not trained ternary (BitNet b1.58's quantization-"
                      f"aware training) loses its quality in it; llama.cpp made TQ1_0/TQ2_0 for ternary-trained "
                      "models (PR #8151)")

@@ -28,12 +28,16 @@ SCORE_BYTES_HELD = 4  # FP32 scores
 UNFUSED_SCORE_TRAFFIC = 20  # bytes moved a score by unfused attention's kernels (llama.cpp build_attn_mha)
 
 
+def widest_heads(model: ModelSpec) -> int:
+    """The most attention heads of any layer (whose score matrix is the largest; 0 without attention layers)."""
+    return max((g.mixer.num_attention_heads for g in model.layer_groups
+                if g.mixer is not None and hasattr(g.mixer, "num_attention_heads")), default=0)
+
+
 def unfused_scores_bytes(model: ModelSpec, prompt_tokens: int) -> float:
     """The largest score matrix one layer holds when a prompt of `prompt_tokens` runs in one pass without flash
     attention: its heads x P x P x 4 B (a layer at a time; 0 for a model without attention layers)."""
-    heads = max((getattr(g.mixer, "num_attention_heads", 0) for g in model.layer_groups if g.mixer is not None),
-                default=0)
-    return float(heads) * prompt_tokens * prompt_tokens * SCORE_BYTES_HELD
+    return float(widest_heads(model)) * prompt_tokens * prompt_tokens * SCORE_BYTES_HELD
 
 
 def unfused_score_traffic_bytes(model: ModelSpec, prompt_tokens: int) -> float:

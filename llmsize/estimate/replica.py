@@ -12,7 +12,7 @@ from llmsize.estimate.lengths import Z95
 from llmsize.estimate.queueing import wait_mgc_s
 from llmsize.estimate.serving_defaults import held_context_tokens
 from llmsize.estimate.speed import prefill_parts_s
-from llmsize.estimate.speculative import Spec
+from llmsize.estimate.speculative import Spec, draft_memory, mtp_step_s, time_per_token_s, verify_step
 from llmsize.estimate.workload import Workload
 
 
@@ -65,8 +65,6 @@ def users_held(plan, w: Workload, runtime: str, draft_plan=None, pool: float | N
     left = pool - prefix
     extra = 0.0
     if w.spec is not None:
-        from llmsize.estimate.speculative import draft_memory
-
         weights, extra = draft_memory(plan, w.spec, draft_plan)
         left -= weights
     if left <= 0 or seq_bytes(w.longest_tokens() - shared) + extra > left:
@@ -102,7 +100,6 @@ def replica_timing(plan, runtime: str, constants, prefill_tokens: int, spec: Spe
     from dataclasses import replace as _replace
 
     from llmsize.estimate.expected import prefill_inputs, step_inputs
-    from llmsize.estimate.speculative import mtp_step_s, time_per_token_s, verify_step
     from llmsize.estimate.speed import decode_step_time_s, link_kind, prefill_time_s
 
     exchange = None

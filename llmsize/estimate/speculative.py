@@ -184,7 +184,7 @@ def speculate(plan, spec: Spec, draft_plan=None) -> SpecDecode:
                       ceiling / plan.decode_ceiling_tok_s, draft_plan)
 
 
-# the acceptance rates the lever table states (a rate is the user's to give; these are only the table's)
+# the acceptance rates the lever table states (a rate is the user's to give), and MTP's when --spec mtp=N gives none
 MTP_ACCEPT = 0.85  # DeepSeek-V3 technical report (arXiv:2412.19437) section 5.4.3: "the acceptance rate of the
 # second token prediction ranges between 85% and 90%"
 DRAFT_ACCEPT = 0.7  # an assumption, not a measurement: the lever's caveat says so

@@ -90,6 +90,11 @@ def format_class(format_id: str) -> str:
     return FORMAT_CLASS.get(format_id, "f16")
 
 
+def is_ternary(format_id: str) -> bool:
+    """Whether the format stores ternary weights (BitNet b1.58's: TQ1_0, TQ2_0, I2_S, the HF packed release)."""
+    return format_class(format_id) == "ternary"
+
+
 def link_kind(link_name: str | None, crosses_nodes: bool) -> str:
     if crosses_nodes:
         return "network"

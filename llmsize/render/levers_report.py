@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from llmsize.estimate.levers import FIGURE_WORDS, Lever
+from llmsize.units import fmt_seconds
 
 
 def _fmt(figure: str, v: float | None) -> str:
@@ -15,15 +16,6 @@ def _fmt(figure: str, v: float | None) -> str:
     if figure == "sequences":
         return f"{v:,.0f}"
     return f"{v:,.1f} tok/s"
-
-
-def _moves(before: float | None, after: float | None) -> bool:
-    """A change of at least 5% either way (the roofline's TTFT moves a little with any plan change)."""
-    return bool(before and after) and not 0.95 <= after / before <= 1.05
-
-
-def _seconds(s: float) -> str:
-    return f"{s * 1000:,.0f} ms" if s < 1 else f"{s:,.2f} s"
 
 
 def render_levers(levers: list[Lever], console, width: int = 100) -> None:
@@ -37,8 +29,8 @@ def render_levers(levers: list[Lever], console, width: int = 100) -> None:
         after = _fmt(lv.figure, lv.after)
         change = after if lv is head else f"{_fmt(lv.figure, lv.before)} -> {after}"
         words = "" if lv.figure == head.figure else f", {FIGURE_WORDS[lv.figure]}"
-        if _moves(lv.ttft_before_s, lv.ttft_after_s):  # a row that changes the time to first token says so
-            words += f"; TTFT {_seconds(lv.ttft_before_s)} -> {_seconds(lv.ttft_after_s)}"
+        if lv.ttft_moves:  # a row that changes the time to first token says so
+            words += f"; TTFT {fmt_seconds(lv.ttft_before_s, 0)} -> {fmt_seconds(lv.ttft_after_s, 0)}"
         out += textwrap.wrap(f"{lv.name:<34} {change}{words}   [{lv.resource}]", width, initial_indent="  ",
                              subsequent_indent="      ")
         out += textwrap.wrap(lv.caveat, width, initial_indent="      ", subsequent_indent="      ")

@@ -5,19 +5,13 @@ from __future__ import annotations
 
 from llmsize.estimate.plan import Plan
 from llmsize.render.text import Report
-from llmsize.units import GB, GiB, column_unit, fmt_bytes, fmt_bytes_auto, fmt_params
+from llmsize.units import GB, GiB, column_unit, fmt_bytes, fmt_bytes_auto, fmt_params, fmt_seconds
 
 COMPONENT_LABELS = {
     "embedding": "embedding", "lm_head": "lm_head", "attention": "attention", "mlp": "MLP",
     "experts": "routed experts", "shared_experts": "shared experts", "router": "routers", "ssm": "SSM / linear attn",
     "norms": "norms & small", "extra": "extra (vision, MTP)", "other": "other tensors",
 }
-
-
-def _time(s: float | None) -> str:
-    if s is None:
-        return "unknown"
-    return f"{s * 1e3:,.2f} ms" if s < 1 else f"{s:,.2f} s"
 
 
 def _groups(p: Plan) -> str:
@@ -72,7 +66,7 @@ def render_plan(p: Plan, width: int = 100, color: bool = False) -> str:
                      f"{fmt_bytes_auto(p.kv_card.bytes_per_token)} per token (figures below are per card from "
                      "'Memory budget' on)"))
         rows.append(("traffic per token", f"{c.bytes_per_card(1, model.hidden_size) / 1e6:,.3f} MB per card "
-                     f"({c.allreduces} all-reduces, {_time(p.decode_1.comm_time_s)} at batch 1)"))
+                     f"({c.allreduces} all-reduces, {fmt_seconds(p.decode_1.comm_time_s)} at batch 1)"))
     r.kv("Card", rows)
     with_embedding = "" if p.params_active_with_embedding == p.params_active else (
         f"; {fmt_params(p.params_active_with_embedding)} with the input embedding")
@@ -159,9 +153,9 @@ def render_plan(p: Plan, width: int = 100, color: bool = False) -> str:
                                  f"{s1.bytes_total / GB:,.3f} GB")]
     if sb.batch != 1:
         rows.append((f"batch {sb.batch:,}", f"{sb.tok_s:,.0f} tok/s aggregate, {sb.tok_s / sb.batch:,.1f} per "
-                                            f"sequence; step {_time(sb.step_time_s)} ({sb.bound}-bound)"))
-    ct = "unknown" if sb.compute_time_s is None else _time(sb.compute_time_s)
-    rows.append((f"step at batch {sb.batch:,}", f"max(memory {_time(sb.memory_time_s)}, compute {ct})"))
+                                            f"sequence; step {fmt_seconds(sb.step_time_s)} ({sb.bound}-bound)"))
+    ct = "unknown" if sb.compute_time_s is None else fmt_seconds(sb.compute_time_s)
+    rows.append((f"step at batch {sb.batch:,}", f"max(memory {fmt_seconds(sb.memory_time_s)}, compute {ct})"))
     never = p.ridge_batch is None and p.peak.precision
     rows.append(("turns compute-bound at", "never (memory-bound at any batch)" if never
                  else ("unknown" if p.ridge_batch is None else f"batch {p.ridge_batch:,}")))
@@ -171,7 +165,7 @@ def render_plan(p: Plan, width: int = 100, color: bool = False) -> str:
 
     pre = p.prefill
     bound = f" ({pre.bound}-bound)" if pre.bound else ""
-    rows = [(f"time to first token, {pre.prompt_tokens:,} tokens", _time(pre.ttft_s) + bound),
+    rows = [(f"time to first token, {pre.prompt_tokens:,} tokens", fmt_seconds(pre.ttft_s) + bound),
             ("FLOPs, bytes", f"{pre.flops / 1e12:,.1f} TFLOP, {pre.bytes / GB:,.2f} GB")]
     if pre.scores_bytes:
         rows.append(("attention scores", f"{pre.scores_bytes / GB:,.2f} GB a layer unfused (heads x prompt x prompt "
@@ -200,4 +194,4 @@ def _spec_rows(p: Plan) -> list[tuple[str, str]]:
             ("left for KV cache", left),
             (f"sequences at {p.inputs.context_tokens:,} tokens", f"{sd.max_sequences:,}"),
             ("ceiling, batch 1", f"{sd.ceiling_tok_s:,.1f} tok/s (x{sd.gain:,.2f}) = {sd.tokens_per_pass:,.2f} "
-                                 f"tokens / (verify {_time(sd.verify_s)} + {spec.k} x draft {_time(sd.draft_step_s)})")]
+                                 f"tokens / (verify {fmt_seconds(sd.verify_s)} + {spec.k} x draft {fmt_seconds(sd.draft_step_s)})")]

@@ -485,6 +485,12 @@ class HeldOut:
     errors: list[float]  # |pred - meas| / meas, as rates (tok/s)
     ratios: list[float]  # measured rate / predicted rate
     segments: list[str] = dataclasses.field(default_factory=list)  # each row's card segment (consumer, ...)
+    groups: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # each row's runtime and backend
+
+    def of(self, runtime: str, be: str) -> HeldOut:
+        """The rows `runtime` ran on backend `be`, of a fit that pooled or borrowed others'."""
+        keep = [i for i, g in enumerate(self.groups) if g == (runtime, be)]
+        return HeldOut(*([xs[i] for i in keep] for xs in (self.errors, self.ratios, self.segments, self.groups)))
 
     def summary(self, band) -> dict:
         cov = sum(band[0] <= r <= band[1] for r in self.ratios) / len(self.ratios) if self.ratios else 0.0
@@ -498,22 +504,30 @@ def held_out(runtime: str, be: str, rows: list[Observed], kind: str, pool: list[
     """Leave one source out: fit on the others (and on the pool's other sources where the group borrows terms),
     predict the source's rows."""
     keys = sorted({o.source_key for o in rows})
-    errors, ratios, segments = [], [], []
+    ho = HeldOut([], [], [], [])
     for k in keys:
         train = [o for o in rows if o.source_key != k]
         test = [o for o in rows if o.source_key == k and (o.step is not None) == (kind == "decode")]
         if not test or not [o for o in train if (o.step is not None) == (kind == "decode")]:
             continue
         fit = fit_group(runtime, be, train, [o for o in pool if o.source_key != k] if pool else None, pool_prefill)
-        for o in test:
-            t_hat = predict(fit, o)
-            if t_hat is None:
-                continue
-            ratio = t_hat / o.measured_s  # measured rate / predicted rate
-            ratios.append(ratio)
-            errors.append(abs(1 / ratio - 1))
-            segments.append(o.plan.gpu.segment)
-    return HeldOut(errors, ratios, segments)
+        scored(fit, test, ho)
+    return ho
+
+
+def scored(fit: GroupFit, rows: list[Observed], into: HeldOut | None = None) -> HeldOut:
+    """The fit's errors on rows it did not see."""
+    ho = into if into is not None else HeldOut([], [], [], [])
+    for o in rows:
+        t_hat = predict(fit, o)
+        if t_hat is None:
+            continue
+        ratio = t_hat / o.measured_s  # measured rate / predicted rate
+        ho.ratios.append(ratio)
+        ho.errors.append(abs(1 / ratio - 1))
+        ho.segments.append(o.plan.gpu.segment)
+        ho.groups.append((o.runtime, backend(o.plan.gpu)))
+    return ho
 
 
 # ----------------------------------------------------------------------------------------------------- output
@@ -561,6 +575,15 @@ def band_of(ho: HeldOut):
         return None
     lo, hi = quantile(ho.ratios, 0.1, "low"), quantile(ho.ratios, 0.9, "high")
     return min(lo, 1.0), max(hi, 1.0)
+
+
+def runtime_band(own: HeldOut, fit_rows: HeldOut):
+    """The band of a runtime whose fit used others' rows too: its own rows' from MIN_ROWS_OWN of them; from fewer,
+    the wider of theirs and the fit's (a handful of rows cannot narrow it); none of its own, the fit's."""
+    mine, theirs = band_of(own), band_of(fit_rows)
+    if own is fit_rows or len(own.ratios) >= MIN_ROWS_OWN or theirs is None:
+        return mine or theirs
+    return (min(mine[0], theirs[0]), max(mine[1], theirs[1])) if mine else theirs
 
 
 def run(write: bool, check: bool) -> int:
@@ -617,9 +640,20 @@ def run(write: bool, check: bool) -> int:
         pre_rows = pool if "prefill" in fit.borrowed_terms else rows
         if ho_p is None:  # a prefill taken for want of prompt rows of its own: the pool's held-out error
             ho_p = held_out(rt, be, pre_rows, "prefill")
-        band = band_of(ho_d) or (0.7, 1.3)
-        pband = band_of(ho_p)
+        # a fit on others' rows too (pooled, borrowed) is judged on the rows this runtime ran: its table line and,
+        # from MIN_ROWS_OWN of them, its band are theirs
+        mixed = {(o.runtime, backend(o.plan.gpu)) for o in rows} != {(rt, be)}
+        own_d, own_p = (ho.of(rt, be) if mixed else ho for ho in (ho_d, ho_p))
+        if (rt, be) in borrowed:  # its own rows, outside the pool it borrowed, are held out by construction
+            unseen = [o for o in obs if o.runtime == rt and backend(o.plan.gpu) == be and o not in rows]
+            own_d = scored(fit, [o for o in unseen if o.step is not None], own_d)
+            own_p = scored(fit, [o for o in unseen if o.prefill is not None], own_p)
+        band = runtime_band(own_d, ho_d) or (0.7, 1.3)
+        pband = runtime_band(own_p, ho_p)
         specs[rt][be] = group_yaml(fit, rows, band, pband, ho_d, ho_p)
+        if mixed:
+            specs[rt][be]["runtimes"] = sorted({o.runtime for o in rows}, key=list(RUNTIME_NAMES).index)
+            specs[rt][be]["own_decode_held_out"] = own_d.summary(band) if own_d.errors else None
         if (rt, be) in borrowed:
             specs[rt][be]["borrowed"] = borrowed[(rt, be)]
         elif fit.borrowed_terms:
@@ -628,13 +662,20 @@ def run(write: bool, check: bool) -> int:
                        if fit.borrowed_terms == ("prefill",)
                        else "its own rows cannot pin them, and the pool's prefill predicts its prompts better")
             specs[rt][be]["borrowed"] = f"{', '.join(TERM_WORDS[t] for t in fit.borrowed_terms)} {why} ({why_not})"
-        sd, sp = ho_d.summary(band), ho_p.summary(pband) if pband else None
-        by_segment.append((rt, be, ho_d, ho_p))
-        unscored = len(dec) - sd["rows"]
-        table.append((rt, be, sd["rows"], sd["median_abs_error"], sd["p90_abs_error"], sd["band_coverage"],
-                      sp, f"cards {len({o.plan.gpu.id for o in rows})}, sources {len({o.source_key for o in rows})}"
-                      + (f"; {unscored} of {len(dec)} decode rows unscored (without their source the group has "
-                         f"< {MIN_ROWS_GROUP} rows)" if unscored else "")))
+        shown_d = own_d if own_d.errors else ho_d  # a runtime without rows of its own: the pool's
+        shown_p = own_p if own_p.errors else ho_p
+        sd, sp = shown_d.summary(band), shown_p.summary(pband) if pband and shown_p.errors else None
+        by_segment.append((rt, be, shown_d, shown_p))
+        unscored = sum(1 for o in dec if o.runtime == rt and backend(o.plan.gpu) == be) - len(own_d.errors)
+        note = f"cards {len({o.plan.gpu.id for o in rows})}, sources {len({o.source_key for o in rows})}"
+        if mixed:
+            g = ho_d.summary(band)
+            note += (f"; fit on {g['rows']} rows of {', '.join(sorted({o.runtime for o in rows}))}: "
+                     f"{g['median_abs_error']:.1%} / {g['p90_abs_error']:.1%}"
+                     + ("" if own_d.errors else f"; none of {rt}'s own on {be}: the fit's rows shown"))
+        if unscored > 0:
+            note += f"; {unscored} decode rows unscored (without their source the group has < {MIN_ROWS_GROUP} rows)"
+        table.append((rt, be, sd["rows"], sd["median_abs_error"], sd["p90_abs_error"], sd["band_coverage"], sp, note))
     print(f"Held-out error (leave one source out), dataset {dataset_commit()}, {len(obs)} rows used, "
           f"{len(skipped)} skipped\n")
     print(f"{'runtime':10} {'backend':7} {'decode rows':>11} {'median':>7} {'p90':>7} {'band cov':>8}   "

@@ -390,6 +390,10 @@ class SpeedGroup(Strict):
     decode_held_out: HeldOut | None = None
     prefill_held_out: HeldOut | None = None
     borrowed: str | None = Field(None, description="why these constants are another group's (no rows of its own)")
+    runtimes: list[str] = Field([], description="the runtimes whose rows the fit used (its own, pooled, borrowed)")
+    own_decode_held_out: HeldOut | None = Field(
+        None, description="the held-out error of the decode rows this runtime ran, where the fit used others' too; "
+        "the band is theirs from MIN_ROWS_OWN of them (benchmarks/fit_speed.py)")
 
     @model_validator(mode="after")
     def _band(self):

@@ -61,6 +61,10 @@ def default_runtime(fmt_id: str, gpu: GpuSpec) -> tuple[str, str]:
     return "vllm", "the default for safetensors formats on a discrete card"
 
 
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def backend(gpu: GpuSpec) -> str | None:
     return BACKEND_OF_VENDOR.get(gpu.vendor)
 
@@ -69,9 +73,14 @@ def constants(spec: RuntimeSpec, backend_id: str) -> Constants | None:
     g: SpeedGroup | None = spec.backends.get(backend_id)
     if g is None:
         return None
+    names = [RUNTIME_NAMES[r] for r in g.runtimes] or [RUNTIME_NAMES[spec.id]]
     basis = (f"fitted on {g.rows_decode} published decode and {g.rows_prefill} prefill measurements of "
-             f"{RUNTIME_NAMES[spec.id]} on {len(g.cards)} {BACKEND_NAMES[backend_id]} card(s)")
-    if g.decode_held_out:
+             f"{_and(names)} on {len(g.cards)} {BACKEND_NAMES[backend_id]} card(s)")
+    own = g.own_decode_held_out
+    if own and own.rows:
+        basis += (f"; held-out median error {own.median_abs_error:.0%} on the {own.rows} of "
+                  f"{RUNTIME_NAMES[spec.id]}'s own")
+    elif g.decode_held_out:
         basis += f"; held-out median error {g.decode_held_out.median_abs_error:.0%}"
     if g.borrowed:
         basis = f"{g.borrowed}; " + basis

@@ -131,11 +131,41 @@ def render_fleet(model, w, runtime, currency, rows, console) -> None:
     console.print(t)
     for line in missing:
         console.print(f"  no configuration: {line}")
+    _footprint(rows, currency, console)
     console.print("Cheapest first with hourly prices, else fewest cards; each row the better of aggregated (N x agg) "
                   "and disaggregated (xPyD: x prefill, y decode workers of tp cards) serving; dep n: attention data "
                   "parallel, the experts split over n cards. Speeds from the "
                   "expected-speed model at each worker's batch; TTFT is one prompt's prefill and its queue (M/D/c).",
                   style="dim")
+
+
+def _footprint(rows, currency, console) -> None:
+    """What each served row takes: cards, nodes of 8, board power (kW, the cards' TDP; "-" where the catalog has
+    none), and with hourly prices its cost an hour and a month (a million output tokens' is in the main table)."""
+    from rich import box
+    from rich.table import Table
+
+    served = [r for r in rows if r.replicas is not None]
+    if not served:
+        return
+    priced = any(r.cost_per_hour is not None for r in served)
+    cur = currency or "cost"
+    heads = ["card", "cards", "nodes", "kW"] + ([f"{cur}/hour", f"{cur}/month"] if priced else [])
+    cells = []
+    for r in served:
+        c = [r.card, f"{r.cards_total:,}", f"{r.nodes:,}", f"{r.watts / 1000:,.1f}" if r.watts else "-"]
+        if priced:
+            c.append(f"{r.cost_per_hour:,.2f}" if r.cost_per_hour is not None else "-")
+            c.append(f"{r.cost_per_month:,.0f}" if r.cost_per_month is not None else "-")
+        cells.append(c)
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left", collapse_padding=True,
+              title="Footprint" + (" and cost" if priced else "") + " of each row")
+    for i, col in enumerate(heads):
+        t.add_column(col, justify="left" if col == "card" else "right", no_wrap=True,
+                     min_width=max([len(col), *(len(c[i]) for c in cells)]))
+    for c in cells:
+        t.add_row(*c)
+    console.print(t)
 
 
 FLAT = ("card", "mode", "tp", "pp", "ep", "dp", "replicas", "prefill_workers", "decode_workers", "cards_total", "nodes",

@@ -579,10 +579,13 @@ def band_of(ho: HeldOut):
 
 def runtime_band(own: HeldOut, fit_rows: HeldOut):
     """The band of a runtime whose fit used others' rows too: its own rows' from MIN_ROWS_OWN of them; from fewer,
-    the wider of theirs and the fit's (a handful of rows cannot narrow it); none of its own, the fit's."""
+    the wider of theirs (under 5, their extremes) and the fit's: a handful of rows cannot narrow it, but where they
+    lie outside it they widen it; none of its own, the fit's."""
     mine, theirs = band_of(own), band_of(fit_rows)
     if own is fit_rows or len(own.ratios) >= MIN_ROWS_OWN or theirs is None:
         return mine or theirs
+    if mine is None and own.ratios:
+        mine = (min(min(own.ratios), 1.0), max(max(own.ratios), 1.0))
     return (min(mine[0], theirs[0]), max(mine[1], theirs[1])) if mine else theirs
 
 

@@ -931,3 +931,19 @@ def test_llama_cpp_tensor_split_says_its_prompts_are_slower_than_the_model(catal
     for key in (("row", "pp512"), ("row", "pp2048"), ("layer", "pp512"), ("layer", "pp2048")):
         assert f"{rates[key]:,.0f}" in note[0], key
     assert rates[("layer", "pp2048")] > 4 * rates[("row", "pp2048")]
+
+
+def test_a_runtimes_band_is_its_own_rows_or_wider():
+    """fit_speed.runtime_band: 20 rows of its own give the band; fewer widen the fit's band where they lie outside
+    it (4 rows at 0.2-0.9 of the prediction pull its low end to 0.2), never narrow it; none keep the fit's.
+    (The p10 of 50 ratios 0.80..1.29 is the 5th, 0.84; the p90 the 46th, 1.25.)"""
+    import fit_speed
+
+    fit_rows = fit_speed.HeldOut([0.1] * 50, [0.8 + 0.01 * i for i in range(50)])
+    assert fit_speed.runtime_band(fit_speed.HeldOut([], []), fit_rows) == pytest.approx((0.84, 1.25))
+    few = fit_speed.HeldOut([0.0] * 4, [0.2, 0.5, 0.7, 0.9])
+    assert fit_speed.runtime_band(few, fit_rows) == pytest.approx((0.2, 1.25))
+    inside = fit_speed.HeldOut([0.0] * 6, [0.9, 0.95, 1.0, 1.0, 1.05, 1.1])
+    assert fit_speed.runtime_band(inside, fit_rows) == pytest.approx((0.84, 1.25))
+    many = fit_speed.HeldOut([0.0] * 20, [0.95 + 0.005 * i for i in range(20)])  # p10 the 2nd, p90 the 19th
+    assert fit_speed.runtime_band(many, fit_rows) == pytest.approx((0.955, 1.04))

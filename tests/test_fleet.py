@@ -238,8 +238,8 @@ def test_pareto_curves_include_pipeline_replicas(catalog, runtimes):
     m, g, w = catalog.model("llama-3.1-405b"), catalog.gpu("h100-sxm"), Workload(2000, 500, users=400)
     row = fleet_rows(m, [g], w, "vllm", runtimes)[0]
     assert (row.tp, row.pp) == (8, 2)
-    (curve,) = pareto_curves(m, [g], w, "vllm", runtimes)
-    assert len(curve.points) >= 3
+    curve, _ = pareto_curves(m, [g], w, "vllm", runtimes)
+    assert curve.mode == "aggregated" and len(curve.points) >= 3
     # the row (a batch between two of the curve's) dominates none of the front's points
     assert not any(row.tok_s_per_user > x and row.output_tok_s_per_gpu > y for x, y in curve.points)
     assert min(x for x, _ in curve.points) < row.tok_s_per_user < max(x for x, _ in curve.points)
@@ -611,3 +611,35 @@ def test_the_text_output_shows_each_rows_footprint_and_cost(run_cli, tmp_path):
     assert line.split() == ["b200", "16", "2", "16.0", "83.20", "60,736"]
     code, out, err = run_cli(*base)
     assert "Footprint of each row" in out and "/month" not in out
+
+
+def test_a_disaggregated_point_counts_its_prefill_workers():
+    """A decode worker of 4 cards at batch 64, TPOT 30 ms, 500-token answers finishes 64 / (500 x 0.03) = 4.27
+    requests a second; at 0.5 s of a prefill worker each it needs 2.13 prefill workers of 4 cards: 64 / 0.03 =
+    2,133 tok/s over 4 x 3.13 cards = 170.2 tok/s a GPU, at 1 / 0.03 = 33.3 tok/s a user."""
+    from llmsize.estimate.fleet import disaggregated_point
+
+    per_user, per_gpu = disaggregated_point(64, 0.03, 4, 500, lambda rate: 0.5)
+    assert per_user == pytest.approx(33.333, rel=1e-4) and per_gpu == pytest.approx(170.21, rel=1e-4)
+
+
+def test_the_pareto_has_a_disaggregated_curve_for_the_engines_that_split(catalog, runtimes, run_cli):
+    """vLLM disaggregates: each card gets a P/D curve beside its aggregated one. The same GPU-seconds make a token
+    either way (a prompt's prefill is paid by the replica or by its prefill workers), so at equal output per GPU the
+    P/D worker is faster per user (no prefill stalls its users); the fleet's disaggregated row lies on or under its
+    front. llama.cpp does not disaggregate: one curve."""
+    from llmsize.estimate.fleet import pareto_curves
+
+    m, g = catalog.model("llama-3.1-70b"), catalog.gpu("b200")
+    w = Workload(3000, 500, users=400, tpot_s=1 / 30, ttft_s=2.0)
+    agg, pd = pareto_curves(m, [g], w, "vllm", runtimes)
+    assert (agg.mode, pd.mode, pd.label) == ("aggregated", "disaggregated", "b200 P/D")
+    for y in {y for _, y in agg.points} & {y for _, y in pd.points}:
+        assert max(x for x, yy in pd.points if yy == y) > max(x for x, yy in agg.points if yy == y)
+    (row,) = fleet_rows(m, [g], w, "vllm", runtimes)
+    assert row.mode == "disaggregated"
+    assert any(x >= row.tok_s_per_user and y >= row.output_tok_s_per_gpu for x, y in pd.points)
+    assert [c.mode for c in pareto_curves(m, [g], w, "llamacpp", runtimes)] == ["aggregated"]
+    code, out, err = run_cli("fleet", "llama-3.1-70b", "--users", "400", "--tok-s-per-user", "30", "--gpus", "b200",
+                             "--pareto")
+    assert code == 0 and "b200 P/D" in out

@@ -437,7 +437,21 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
 @dataclass(frozen=True)
 class ParetoCurve:
     card: str
-    points: list[tuple[float, float]]  # (tok/s per user, output tok/s per GPU), aggregated, Pareto-optimal
+    points: list[tuple[float, float]]  # (tok/s per user, output tok/s per GPU), Pareto-optimal
+    mode: str = "aggregated"  # or "disaggregated": decode workers with the prefill workers their requests need
+
+    @property
+    def label(self) -> str:
+        return self.card if self.mode == "aggregated" else f"{self.card} P/D"
+
+
+def disaggregated_point(b: int, tpot_s: float, cards: int, osl: int, cost) -> tuple[float, float]:
+    """A decode worker of `cards` cards at batch b, with the prefill capacity its requests need: it finishes
+    b / (osl x TPOT(b)) requests a second, each a prompt that takes a prefill worker of as many cards cost(rate)
+    seconds (the prompts it batches at that rate), so it needs rate x cost(rate) prefill workers, a fraction
+    (rate-matched, as AIConfigurator sizes x:y). Returns (tok/s per user, output tok/s per GPU)."""
+    rate = b / (osl * tpot_s)
+    return 1 / tpot_s, b / tpot_s / (cards * (1 + rate * cost(rate)))
 
 
 def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str, runtimes: dict,
@@ -446,7 +460,8 @@ def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: s
     """Per card, what each replica of each tp (for a MoE, each DEP n; and the pipelines fleet_rows tries: two stages
     within a node, stages a node each only when no node holds the model) gives at a batch b (aggregated: a user sees
     TPOT_agg(b), the replica's tp x pp x dp cards share b / TPOT_agg(b)), reduced to the points no other point of
-    the card beats on both axes."""
+    the card beats on both axes; for an engine that disaggregates, a second curve of decode workers with the
+    prefill workers they need (disaggregated_point)."""
     from llmsize.estimate.expected import backend, constants
     from llmsize.estimate.plan import make_plan
 
@@ -456,7 +471,7 @@ def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: s
     for g in gpus:
         be = backend(g)
         c = constants(spec, be) if spec is not None and be else None
-        pts = []
+        pts, disagg = [], []
         fitted_one = False
         for tp, pp, dp in _configs(c is not None, model) if card_link(g) is not None else [(1, 1, 1)] * bool(c):
             if stage_nodes(tp, pp) and fitted_one:
@@ -480,9 +495,12 @@ def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: s
             for b in sorted({min(b, hi) for b in batches}):
                 t = tpot_fn(b) + b * cost(b / (pre + w.osl * tpot_fn(b)), tpot_fn(b)) / w.osl  # TPOT_agg(b)
                 pts.append((1 / t, b / t / (tp * pp * dp)))
-        front = [p for p in pts if not any(q[0] >= p[0] and q[1] >= p[1] and q != p for q in pts)]
-        if front:
-            out.append(ParetoCurve(g.id, sorted(set(front))))
+                if runtime in DISAGGREGATING:
+                    disagg.append(disaggregated_point(b, tpot_fn(b), tp * pp * dp, w.osl, cost))
+        for mode, points in (("aggregated", pts), ("disaggregated", disagg)):
+            front = [p for p in points if not any(q[0] >= p[0] and q[1] >= p[1] and q != p for q in points)]
+            if front:
+                out.append(ParetoCurve(g.id, sorted(set(front)), mode))
     return out
 
 

@@ -223,19 +223,25 @@ def render_fleet_markdown(model, w, runtime, currency, rows) -> str:
     return "\n".join(lines) + "\n"
 
 
-X_PARETO = "tokens/s per user (decode, aggregated)"
+X_PARETO = "tokens/s per user (decode)"
 Y_PARETO = "output tokens/s per GPU"
 
 
 def pareto_text(model, curves, tpot_target_s: float | None, width: int = 100) -> str:
     from llmsize.render.ascii_chart import plot
 
-    series = [(c.card, c.points, "line") for c in curves]
+    series = [(c.label, c.points, "line") for c in curves]
     if tpot_target_s and curves:
         ys = [y for c in curves for _, y in c.points]
         series.append((f"target {1 / tpot_target_s:g} tok/s per user", [(1 / tpot_target_s, min(ys)),
                                                                          (1 / tpot_target_s, max(ys))], "line"))
-    return plot(series, f"Pareto: {model.name}, per card (aggregated serving)", X_PARETO, Y_PARETO, width=width)
+    return plot(series, f"Pareto: {model.name}, per card ({_modes(curves)})", X_PARETO, Y_PARETO, width=width)
+
+
+def _modes(curves) -> str:
+    if any(c.mode == "disaggregated" for c in curves):
+        return "aggregated; P/D: disaggregated, prefill workers included"
+    return "aggregated serving"
 
 
 def pareto_image(model, curves, tpot_target_s: float | None, path) -> None:
@@ -243,9 +249,11 @@ def pareto_image(model, curves, tpot_target_s: float | None, path) -> None:
 
     plt = pyplot_for(path)
     fig, ax = plt.subplots(figsize=(8, 5.2))
-    for i, c in enumerate(curves):
+    colours = {card: f"C{i % 10}" for i, card in enumerate(dict.fromkeys(c.card for c in curves))}
+    for c in curves:
         xs, ys = zip(*c.points)
-        ax.plot(xs, ys, marker="o", markersize=3, color=f"C{i % 10}", label=c.card)
+        ax.plot(xs, ys, marker="o", markersize=3, color=colours[c.card], label=c.label,
+                linestyle="--" if c.mode == "disaggregated" else "-")
     if tpot_target_s:
         ax.axvline(1 / tpot_target_s, color="k", linestyle="--", linewidth=1,
                    label=f"target {1 / tpot_target_s:g} tok/s per user")
@@ -277,8 +285,8 @@ def render_fleet_html(model, w, runtime, currency, rows, curves, roofs) -> str:
                      r.tok_s_per_user, r.ttft_s, r.tpot_s * 1000, r.meets_slo, r.watts, r.cost_per_mtok_out, other,
                      r.why_not])
     target = [(f"target {1 / w.tpot_s:g} tok/s per user", 1 / w.tpot_s)] if w.tpot_s else []
-    pareto = svg_plot([(c.card, c.points, "line") for c in curves],
-                      f"Pareto: {model.name}, per card (aggregated serving)", X_PARETO, Y_PARETO, vlines=target)
+    pareto = svg_plot([(c.label, c.points, "line") for c in curves],
+                      f"Pareto: {model.name}, per card ({_modes(curves)})", X_PARETO, Y_PARETO, vlines=target)
     sections = [Section("Workload", tables=[(["input", "value"], work)]),
                 Section("Cards, best first", tables=[(head, body)],
                         notes=["Cheapest first with hourly prices, else fewest cards. GB = 10^9 B."]),

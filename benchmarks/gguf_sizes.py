@@ -22,6 +22,12 @@ from llmsize.estimate.quant import FORMATS, quant_format  # noqa: E402
 from llmsize.estimate.weights import weight_bytes  # noqa: E402
 
 
+# Unsloth's dynamic quants (files named ...-UD-Q4_K_XL.gguf, -UD-Q8_K_XL) keep the file type of their base recipe
+# in their header, so llama-bench prints "Q4_K - Medium" or "Q8_0", but choose each tensor's type their own way
+# (2-20% larger than llama-quantize's rules on the Strix Halo logs): not a file of that recipe
+UNSLOTH_DYNAMIC = "-UD-"
+
+
 def rows():
     seen = {}
     for stem, f in load_dataset(ROOT / "measurements").items():
@@ -30,6 +36,8 @@ def rows():
         for r in f.rows:
             fid = format_id("llamacpp", r.format)
             mid = r.model_id or r.shape_of
+            if UNSLOTH_DYNAMIC in f"{r.where or ''} {r.test} {r.model}":
+                continue
             if r.model_size and mid and fid and fid.startswith("gguf-"):
                 seen.setdefault((mid, fid), (r.model_size, printed_bytes(r.model_size), stem))
     return seen

@@ -416,8 +416,8 @@ def test_fleet_tries_pipeline_stages_within_a_node(catalog, runtimes, monkeypatc
 
 
 def test_rows_carry_the_expected_speed_band(catalog, runtimes):
-    """TPOT's band is the runtime's held-out p10-p90 of measured / predicted decode rates, turned into times
-    (TPOT / p90 .. TPOT / p10); TTFT's applies the prefill band to the prefill and keeps the queue's wait."""
+    """TPOT's band is the runtime's held-out p5-p95 of measured / predicted decode rates, turned into times
+    (TPOT / p95 .. TPOT / p5); TTFT's applies the prefill band to the prefill and keeps the queue's wait."""
     from llmsize.estimate.expected import constants
 
     (row,) = fleet_rows(catalog.model("llama-3.1-70b"), [catalog.gpu("b200")],
@@ -598,17 +598,18 @@ def test_emit_the_other_mode(run_cli):
 
 def test_the_text_output_shows_each_rows_footprint_and_cost(run_cli, tmp_path):
     """Cards, nodes of 8, board power and, with hourly prices, the cost an hour and a month, in a second table that
-    keeps both within 100 columns. 400 users of Llama 3.1 70B on B200s take 16 cards: 2 nodes, 16 x 1,000 W = 16.0 kW
-    (the catalog's B200 TDP); at 5.2 an hour a card, 83.20 an hour and 83.20 x 730 = 60,736 a month."""
+    keeps both within 100 columns. For n B200s: ceil(n / 8) nodes, n x 1,000 W (the catalog's B200 TDP), at 5.2 an
+    hour a card 5.2 n an hour and 5.2 n x 730 a month (16 cards: 2 nodes, 16.0 kW, 83.20 and 60,736)."""
     prices = tmp_path / "p.yaml"
     prices.write_text("currency: EUR\nprices: {}\nhourly:\n  b200: 5.2\n")
     base = ("fleet", "llama-3.1-70b", "--users", "400", "--ttft", "2s", "--tok-s-per-user", "30", "--gpus", "b200")
     row = json.loads(run_cli(*base, "--json", "--prices", str(prices))[1])["rows"][0]
-    assert row["cards_total"] == 16 and row["nodes"] == 2 and row["watts"] == 16 * 1000
+    n = row["cards_total"]
+    assert row["nodes"] == -(-n // 8) and row["watts"] == n * 1000
     code, out, err = run_cli(*base, "--prices", str(prices))
     assert code == 0 and max(len(line) for line in out.splitlines()) <= 100
     line = next(x for x in out[out.index("Footprint and cost"):].splitlines() if x.strip().startswith("b200"))
-    assert line.split() == ["b200", "16", "2", "16.0", "83.20", "60,736"]
+    assert line.split() == ["b200", f"{n:,}", f"{-(-n // 8):,}", f"{n:.1f}", f"{5.2 * n:,.2f}", f"{5.2 * n * 730:,.0f}"]
     code, out, err = run_cli(*base)
     assert "Footprint of each row" in out and "/month" not in out
 

@@ -375,6 +375,8 @@ class SpeedGroup(Strict):
                                     "its time at full bandwidth (many small expert matrices stream below a dense one)")
     t_layer_floor_s: Seconds = Field(0.0, description="the least time one layer's decode kernels take, however few "
                                      "bytes they read (overlaps the weights' read: launch-bound small models)")
+    t_act_quant_layer_s: Seconds = Field(0.0, description="per layer, the kernels that quantize activations for "
+                                         "FP8/FP4 tensor-core GEMMs (speed.act_quant_time_s)")
     t_prefill_layer_s: Seconds = Field(0.0, description="a serving engine's extra cost per layer of a prefill forward "
                                        "(eager: no CUDA graph; launches and the all-reduce's latency)")
     moe_matmul_cost: float = Field(1.0, ge=1, le=100, description="a routed expert FLOP's cost in dense FLOPs "
@@ -382,7 +384,7 @@ class SpeedGroup(Strict):
     alpha_s: dict[Literal["nvlink", "pcie", "network"], Seconds] = {}
     eta_prefill: dict[str, Fraction01] = Field({}, description="fraction of the dense peak in prefill, by class")
     eta_prefill_default: Fraction01 | None = None
-    band: tuple[float, float] = Field(description="held-out measured/predicted, p10 and p90 (decode)")
+    band: tuple[float, float] = Field(description="held-out measured/predicted, p5 and p95 (decode)")
     prefill_band: tuple[float, float] | None = None
     rows_decode: int = Field(strict=True, ge=0)
     rows_prefill: int = Field(strict=True, ge=0)

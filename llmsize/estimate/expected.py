@@ -94,7 +94,8 @@ def constants(spec: RuntimeSpec, backend_id: str) -> Constants | None:
         prefill_band_high=g.prefill_band[1] if g.prefill_band else None, cards_seen=tuple(g.cards),
         alu_ops_per_weight=g.alu_ops_per_weight, attn_cost=g.attn_cost, tile_cost=g.tile_cost,
         t_step_v0_s=g.t_step_v0_s, t_prefill_layer_s=g.t_prefill_layer_s, moe_matmul_cost=g.moe_matmul_cost,
-        expert_read_cost=g.expert_read_cost, t_layer_floor_s=g.t_layer_floor_s)
+        expert_read_cost=g.expert_read_cost, t_layer_floor_s=g.t_layer_floor_s,
+        t_act_quant_layer_s=g.t_act_quant_layer_s)
 
 
 def _layers(plan: Plan) -> tuple[int, int]:
@@ -130,7 +131,22 @@ def step_inputs(plan: Plan, batch_step, runtime: str | None = None, marlin: bool
                                              marlin or cls != format_class(plan.fmt.id)),
         expert_flops=2.0 * batch_step.batch * expert_params_per_token(plan.card_model or plan.model),
         expert_weight_bytes=batch_step.weight_bytes * expert_read_fraction(
-            plan.card_model or plan.model, plan.fmt, plan.scope, batch_step.batch))
+            plan.card_model or plan.model, plan.fmt, plan.scope, batch_step.batch),
+        tensor_core_native=tensor_core_native(plan, runtime, cls))
+
+
+# format classes whose weights tensor cores multiply as stored, and the card's rate that says it has the instruction
+NATIVE_TENSOR_FORMATS = {"fp8": "fp8", "fp8-block128": "fp8", "nvfp4": "fp4", "mxfp4": "fp4"}
+
+
+def tensor_core_native(plan: Plan, runtime: str | None, cls: str) -> bool:
+    """Whether `runtime`'s matmuls take the plan's weights as stored on the tensor cores: FP8 on a card with FP8
+    instructions (Ada, Hopper, Blackwell), NVFP4/MXFP4 on one with FP4 (Blackwell), and not where they go through
+    Marlin (cls is its class) or through a vector-kernel runtime (llama.cpp, MLX: MATMUL_PRECISION)."""
+    rate = NATIVE_TENSOR_FORMATS.get(plan.fmt.id)
+    if rate is None or runtime in MATMUL_PRECISION or cls == MARLIN_CLASS:
+        return False
+    return bool(getattr(plan.gpu.dense_tflops, rate))
 
 
 # Rows of the smallest tensor-core matrix instruction a batch's matmul runs in: Hopper's wgmma.mma_async and
@@ -189,8 +205,7 @@ def kernel_class(plan: Plan, runtime: str | None, marlin: bool = False) -> str:
     except FP4 weights multiplied by Marlin in 16 bits: where the run says so (`marlin`), or NVFP4 under vLLM on a
     card without FP4 tensor cores (no dense fp4 figure: Ampere, Ada, Hopper)."""
     cls = format_class(plan.fmt.id)
-    if cls == "fp4" and (marlin or (runtime in FP4_MARLIN_RUNTIMES and plan.fmt.id == "nvfp4"
-                                    and not plan.gpu.dense_tflops.fp4)):
+    if cls == "fp4" and (marlin or (runtime not in MATMUL_PRECISION and not plan.gpu.dense_tflops.fp4)):
         return MARLIN_CLASS
     return cls
 

@@ -104,7 +104,7 @@ class FleetRow:
     decode_workers: int | None = None  # and y decode workers
     ttft_wait_s: float | None = None  # the part of ttft_s spent queueing for a prefill (M/G/c)
     ttft_p95_s: float | None = None  # with a prompt distribution: a p95-length prompt's prefill + the mean wait
-    # the expected-speed model's held-out band (p10-p90 of measured / predicted rates) on TPOT and TTFT's prefill
+    # the expected-speed model's held-out band (p5-p95 of measured / predicted rates) on TPOT and TTFT's prefill
     tpot_s_low: float | None = None
     tpot_s_high: float | None = None
     ttft_s_low: float | None = None
@@ -174,7 +174,7 @@ def _row(g, par, moe, mode, replicas, b, out_total, tpot, ttft, price, x=None, y
 
 
 def _with_bands(row: FleetRow, c) -> FleetRow:
-    """The row's TPOT and TTFT bands from the runtime's held-out p10-p90 of measured / predicted rates (a faster
+    """The row's TPOT and TTFT bands from the runtime's held-out p5-p95 of measured / predicted rates (a faster
     rate is a shorter time): TPOT / high .. TPOT / low; TTFT's prefill likewise with the prefill band, its queue
     as it is."""
     lo, hi = c.band_low, c.band_high

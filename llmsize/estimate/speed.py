@@ -12,6 +12,8 @@ A decode step of B sequences at context L on runtime R lasts (seconds), each ter
            + layers x max(0, t_layer_floor_s             a layer's kernels last at least the floor (s per
                           - W(B) / (BW x eta) / layers)  layer), which overlaps their read: it adds only where
                                                          a layer reads less than the floor lasts
+           + layers x t_act_quant_layer_s [FP8/FP4 GEMM] quantizing the activations before each tensor-core
+                                                         GEMM that takes FP8 or FP4 weights as stored (s per layer)
            + moe_layers x t_moe_layer_s                  routing, top-k and expert gather (s per MoE layer)
            + W_experts(B) / BW x expert_read_cost        the routed experts' bytes again, in part: each expert's
                                                          small matrices are separate GEMMs of a grouped kernel,
@@ -37,9 +39,13 @@ through its stages, which shortens all of it by pipeline_factor (1, no gain, for
 The ceiling (decode.py) is this expression with every eta equal to 1 and every other term 0; the constants are
 bounded so that expected <= ceiling always.
 
+Engines fitted together (vLLM and SGLang; the CUDA-graph pool a runtime with few rows borrows from) share every term
+but their cost a step (each engine's own loop: scheduling, sampling) and, where their kernels differ (TensorRT-LLM's,
+gpt-fast's Inductor code beside vLLM and SGLang's FlashInfer and CUTLASS), their cost a layer.
 The constants live in runtimes/R.yaml, one group per backend (cuda, rocm, metal), fitted by
 benchmarks/fit_speed.py on the dataset under measurements/; nothing is fitted at run time. The band is the
-held-out (leave one source out) ratio measured / predicted, p10 to p90, of the group's rows.
+held-out (leave one source out) ratio measured / predicted, p5 to p95, of the runtime's rows (90% of them
+fall inside it; fit_speed.runtime_band).
 """
 
 from __future__ import annotations
@@ -126,6 +132,9 @@ class StepInputs:
     engine_v0: bool = False  # a vLLM V0-engine run (before 0.8): its per-step CPU costs, a dataset covariate only
     expert_flops: float = 0.0  # the part of `flops` in routed experts' matmuls
     expert_weight_bytes: float = 0.0  # the part of `weight_bytes` in routed experts (one card's share)
+    # the weights go to the tensor cores as stored (FP8 or FP4 on a card with those instructions, under a runtime
+    # whose matmuls run on the tensor cores): nothing is unpacked on the vector units
+    tensor_core_native: bool = False
 
 
 @dataclass(frozen=True)
@@ -163,8 +172,8 @@ class Constants:
     alpha_s: dict[str, float]  # per collective, by link kind
     eta_prefill: dict[str, float]  # by format class, of the plan's dense peak
     eta_prefill_default: float | None
-    band_low: float  # held-out measured / predicted, p10
-    band_high: float  # p90
+    band_low: float  # held-out measured / predicted, p5
+    band_high: float  # p95
     rows_decode: int
     rows_prefill: int
     cards: int
@@ -181,6 +190,7 @@ class Constants:
     moe_matmul_cost: float = 1.0  # a routed expert FLOP's cost in dense FLOPs (grouped GEMMs of few rows each)
     expert_read_cost: float = 0.0  # extra seconds per second of routed-expert bytes at full bandwidth (small matrices)
     t_layer_floor_s: float = 0.0  # the least time one layer's kernels take, however few bytes they read (s)
+    t_act_quant_layer_s: float = 0.0  # per layer, quantizing activations for FP8/FP4 tensor-core GEMMs (s)
 
     def eta_w(self, cls: str) -> float:
         return self.eta_weights.get(cls, self.eta_weights_default)
@@ -196,8 +206,9 @@ def _alpha(c: Constants, link: str | None) -> float:
 
 def dequant_time_s(x: StepInputs, c: Constants) -> float:
     """Unpacking quantized weights on the vector units: ops per weight x weights / the FP32 rate. Zero for 16-bit
-    weights and where the card's FP32 rate is unknown."""
-    if x.format_class == "f16" or not x.vector_flop_per_s or not c.alu_ops_per_weight:
+    weights, for weights the tensor cores take as stored (an FP8 or NVFP4 GEMM on a card with those instructions
+    scales blocks in its epilogue, it unpacks nothing) and where the card's FP32 rate is unknown."""
+    if x.format_class == "f16" or x.tensor_core_native or not x.vector_flop_per_s or not c.alu_ops_per_weight:
         return 0.0
     return c.alu_ops_per_weight * x.weight_elements / x.vector_flop_per_s
 
@@ -219,6 +230,12 @@ def tile_time_s(x: StepInputs, c: Constants) -> float:
     return c.tile_cost * x.tile_matmul_flops / x.peak_flop_per_s
 
 
+def act_quant_time_s(x: StepInputs, c: Constants) -> float:
+    """A GEMM that takes FP8 or FP4 weights on the tensor cores takes its activations in that format too: a kernel
+    quantizes them before each one (vLLM's scaled_fp8_quant, scaled_fp4_quant), a fixed cost per layer (s)."""
+    return x.layers * c.t_act_quant_layer_s if x.tensor_core_native else 0.0
+
+
 def floor_time_s(x: StepInputs, c: Constants) -> float:
     """What the layers' kernel floor adds to their weights' read: layers x max(0, floor - read per layer), the
     read being the step's weight bytes at the runtime's fraction of the bandwidth, shared evenly by the layers."""
@@ -233,7 +250,7 @@ def decode_step_time_s(x: StepInputs, c: Constants) -> float:
     bw = x.bandwidth_bytes_per_s
     t = x.weight_bytes / (bw * c.eta_w(x.format_class)) + x.kv_bytes / (bw * c.eta_kv) + floor_time_s(x, c)
     t += x.layers * c.t_layer_s + c.t_step_s + x.moe_layers * c.t_moe_layer_s + dequant_time_s(x, c)
-    t += c.expert_read_cost * x.expert_weight_bytes / bw
+    t += c.expert_read_cost * x.expert_weight_bytes / bw + act_quant_time_s(x, c)
     if x.engine_v0:
         t += c.t_step_v0_s
     t += attention_time_s(x, c) + tile_time_s(x, c)
@@ -311,7 +328,7 @@ def decode_terms_s(x: StepInputs, c: Constants) -> dict[str, float]:
     return {
         "weights": x.weight_bytes / (bw * c.eta_w(x.format_class)),
         "kv": x.kv_bytes / (bw * c.eta_kv),
-        "fixed": x.layers * c.t_layer_s + c.t_step_s + floor_time_s(x, c),
+        "fixed": x.layers * c.t_layer_s + c.t_step_s + floor_time_s(x, c) + act_quant_time_s(x, c),
         "moe": x.moe_layers * c.t_moe_layer_s + c.expert_read_cost * x.expert_weight_bytes / bw,
         "dequant": dequant_time_s(x, c),
         "attention": attention_time_s(x, c),

@@ -52,6 +52,6 @@ def render_expected(r: ExpectedResult, plan, c: Console) -> None:
     total = sum(t.values())
     parts = ", ".join(f"{k} {_ms(v)}" for k, v in t.items() if v > 0)
     c.print(f"  batch-1 step {_ms(total)} = {parts}", style="dim")
-    for line in [f"basis: {e.basis}; band = held-out p10-p90.", *(f"note: {n}" for n in e.notes)]:
+    for line in [f"basis: {e.basis}; band = held-out p5-p95.", *(f"note: {n}" for n in e.notes)]:
         c.print(textwrap.fill(line, max(40, c.width - 1), initial_indent="  ", subsequent_indent="    "),
                 style="dim", soft_wrap=True)

@@ -665,7 +665,7 @@ def run(write: bool, check: bool) -> int:
         if rt == "trtllm" and be != "cuda":
             groups.pop(key, None)
             continue  # TensorRT-LLM runs on NVIDIA cards only
-        own = [o for o in groups.get(key, []) if o.step is not None]
+        own = [o for o in groups.get(key, []) if o.step is not None and o.runtime == rt]
         if (len(own) >= MIN_ROWS_OWN and len({o.source_key for o in own}) >= MIN_SOURCES_OWN) or rt not in BORROW:
             continue
         for pool_rts, pool_bes, why in BORROW[rt]:

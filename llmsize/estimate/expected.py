@@ -74,8 +74,9 @@ def constants(spec: RuntimeSpec, backend_id: str) -> Constants | None:
     if g is None:
         return None
     names = [RUNTIME_NAMES[r] for r in g.runtimes] or [RUNTIME_NAMES[spec.id]]
+    cards = f"{len(g.cards)} card(s)" if g.borrowed else f"{len(g.cards)} {BACKEND_NAMES[backend_id]} card(s)"
     basis = (f"fitted on {g.rows_decode} published decode and {g.rows_prefill} prefill measurements of "
-             f"{_and(names)} on {len(g.cards)} {BACKEND_NAMES[backend_id]} card(s)")
+             f"{_and(names)} on {cards}")
     own = g.own_decode_held_out
     if own and own.rows:
         basis += (f"; held-out median error {own.median_abs_error:.0%} on the {own.rows} of "

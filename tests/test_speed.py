@@ -997,3 +997,18 @@ def test_a_pool_gives_a_cost_of_its_own_only_to_what_has_rows_enough():
     dec = rows("vllm", 40, 5) + rows("sglang", 6, 2) + rows("trtllm", 5, 3) + rows("gpt-fast", 9, 1)
     assert fit_speed._own(dec, lambda o: o.runtime) == ["sglang"]
     assert fit_speed._own(dec, lambda o: fit_speed.KERNELS.get(o.runtime, o.runtime)) == []  # vLLM+SGLang largest
+
+
+def test_a_llamacpp_row_split_prompt_is_not_fitted(catalog):
+    """llama.cpp's -sm row copies every matmul's activations between the cards, and the plan says its time to first
+    token is then too short (expected.py's note, PR #19378): such prompt rows stay out of the prefill fit, named;
+    the same split's decode rows are costed (a tensor split's collectives)."""
+    from llmsize.estimate.observed import observe
+
+    base = dict(card="RTX 4090", card_id="rtx4090", gpus=4, split="row", model="Qwen3-30B-A3B",
+                model_id="qwen3-30b-a3b", format="Q8_0", verbatim="3011.31")
+    pre = Row(**base, test="pp512", kind="prefill", batch=1, prompt_tokens=512, tok_s=3011.31)
+    why = observe(pre, "llamacpp", "x", catalog.model("qwen3-30b-a3b"), catalog.gpu("rtx4090"))
+    assert why == "prefill of llama.cpp's row or tensor split (each matmul's activations copied between the cards)"
+    dec = Row(**{**base, "verbatim": "60.5"}, test="tg128", kind="decode", batch=1, tok_s=60.5)
+    assert not isinstance(observe(dec, "llamacpp", "x", catalog.model("qwen3-30b-a3b"), catalog.gpu("rtx4090")), str)

@@ -192,6 +192,10 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
         ceiling = 1.0 / (step.weight_bytes / step.bandwidth_bytes_per_s + step.kv_bytes / step.bandwidth_bytes_per_s
                          + step.comm_time_s)
         return Observed(row, runtime, source_key, plan, step, None, t, ceiling)
+    if runtime == "llamacpp" and tp > 1:
+        # the plan says so beside such a time to first token (expected.py: -sm row copies every matmul's
+        # activations between the cards); a prompt it does not claim to predict does not fit its constants
+        return "prefill of llama.cpp's row or tensor split (each matmul's activations copied between the cards)"
     if has_recurrent_layers(model):
         return ("prefill of a model with recurrent (SSM, linear-attention) layers: their chunked prompt kernels are "
                 "costed as their FLOPs only (expected.RECURRENT_PREFILL_NOTE: published runs took 3-5x)")

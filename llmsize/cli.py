@@ -1030,6 +1030,10 @@ def fleet(
 
         served = {r.card for r in rows if r.meets_slo}
         curves = pareto_curves(m, [g for g in cards if g.id in served], w, rid, runtimes, kv_dtype.lower())
+        if not curves:
+            sys.stderr.write("no card serves this workload within its targets: no Pareto front to draw"
+                             + (f" ({output} not written)" if output is not None else "") + "\n")
+            return
         if output is not None:
             pareto_image(m, curves, w.tpot_s, output)
             sys.stderr.write(f"wrote {output}\n")

@@ -644,3 +644,13 @@ def test_the_pareto_has_a_disaggregated_curve_for_the_engines_that_split(catalog
     code, out, err = run_cli("fleet", "llama-3.1-70b", "--users", "400", "--tok-s-per-user", "30", "--gpus", "b200",
                              "--pareto")
     assert code == 0 and "b200 P/D" in out
+
+
+def test_no_pareto_when_no_card_serves(run_cli, tmp_path):
+    """Llama 3.1 70B in BF16 does not fit an M2 Ultra under llama.cpp with one request's cache: no card serves the
+    workload, so there is no front to draw and no empty image is written; the table and its why_not still print."""
+    out_file = tmp_path / "p.svg"
+    code, out, err = run_cli("fleet", "llama-3.1-70b", "--users", "400", "--gpus", "m2-ultra", "--runtime", "llamacpp",
+                             "--pareto", "-o", str(out_file))
+    assert code == 0 and "no configuration: m2-ultra" in out and "no Pareto front to draw" in err
+    assert not out_file.exists()

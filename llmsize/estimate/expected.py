@@ -382,8 +382,7 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
     if has_recurrent_layers(plan.model):
         notes += (RECURRENT_PREFILL_NOTE,)
     e = expected_speed(step_inputs(plan, plan.decode_1, rid), step_inputs(plan, plan.decode_b, rid),
-                       pre, c,
-                       plan.decode_ceiling_tok_s, calibration, notes)
+                       pre, c, plan.decode_ceiling_tok_s, calibration, notes, plan.decode_b.tok_s)
     if plan.speculative is not None:
         e = with_speculation(e, plan, rid, c, calibration.factor if calibration else 1.0)
     return ExpectedResult(rid, why, e)

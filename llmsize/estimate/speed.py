@@ -50,6 +50,7 @@ fall inside it; fit_speed.runtime_band).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 RUNTIMES = ("vllm", "sglang", "trtllm", "llamacpp", "mlx", "gpt-fast")
@@ -370,7 +371,8 @@ class Expected:
 
 
 def expected_speed(step1: StepInputs, stepb: StepInputs, pre: PrefillInputs, c: Constants, ceiling_tok_s: float,
-                   calibration: Calibration | None = None, notes: tuple[str, ...] = ()) -> Expected:
+                   calibration: Calibration | None = None, notes: tuple[str, ...] = (),
+                   aggregate_ceiling_tok_s: float | None = None) -> Expected:
     """Expected decode at batch 1 and at stepb.batch, and the time to first token, with their bands. No figure
     exceeds the ceiling (the constants' bounds make t_step >= the ceiling's step; the band's top is capped)."""
     t1, tb = decode_step_time_s(step1, c), decode_step_time_s(stepb, c)
@@ -380,7 +382,8 @@ def expected_speed(step1: StepInputs, stepb: StepInputs, pre: PrefillInputs, c: 
         lo, hi = 1 - (1 - c.band_low) / 2, 1 + (c.band_high - 1) / 2
     tok = min(factor / t1, ceiling_tok_s)
     agg = factor * stepb.batch / tb
-    agg_cap = ceiling_tok_s * stepb.batch  # no batch beats B x the batch-1 ceiling
+    # no batch beats its own ceiling (the plan's roofline at that batch), nor B x the batch-1 ceiling
+    agg_cap = min(ceiling_tok_s * stepb.batch, aggregate_ceiling_tok_s or math.inf)
     ttft = prefill_time_s(pre, c)
     pf = calibration.prefill_factor if calibration and calibration.prefill_factor else 1.0
     plo, phi = c.prefill_band_low or c.band_low, c.prefill_band_high or c.band_high

@@ -654,3 +654,20 @@ def test_no_pareto_when_no_card_serves(run_cli, tmp_path):
                              "--pareto", "-o", str(out_file))
     assert code == 0 and "no configuration: m2-ultra" in out and "no Pareto front to draw" in err
     assert not out_file.exists()
+
+
+def test_each_engine_is_sized_only_in_the_splits_it_runs(catalog):
+    """DEP (attention data parallel + expert parallel) for vLLM, SGLang and TensorRT-LLM only; pipeline stages within a
+    node for those and llama.cpp (its layer split), over nodes for the serving engines only; gpt-fast splits tensors
+    only (a review saw fleet propose `dep 8` under llama.cpp and `4x2` under gpt-fast)."""
+    from llmsize.estimate.fleet import _configs
+
+    moe = catalog.model("qwen3-30b-a3b")
+    by = {rt: set(_configs(True, moe, runtime=rt)) for rt in ("vllm", "llamacpp", "gpt-fast")}
+    assert any(dp > 1 for _, _, dp in by["vllm"]) and any(pp > 1 for _, pp, _ in by["vllm"])
+    assert not any(dp > 1 for _, _, dp in by["llamacpp"]) and (2, 2, 1) in by["llamacpp"]
+    assert all(tp * pp <= 8 for tp, pp, _ in by["llamacpp"])  # no stages over nodes
+    assert all(pp == 1 and dp == 1 for _, pp, dp in by["gpt-fast"])
+    rows = fleet_rows(moe, [catalog.gpu("h100-sxm")], Workload(1000, 500, users=1000), "gpt-fast",
+                      {r.id: r for r in catalog.runtimes.all()})
+    assert all((r.pp, r.dp or 1) == (1, 1) for r in rows if r.replicas)

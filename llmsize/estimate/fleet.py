@@ -126,15 +126,26 @@ def _largest_batch(ok, hi: int) -> int | None:
     return lo
 
 
-def _configs(any_constants: bool, model: ModelSpec, spec=None) -> list[tuple[int, int, int]]:
-    """(tp, pp, dp) of a replica: tensor parallel within a node; for a MoE, attention data parallel with expert
-    parallel over 2-8 cards (DEP, where the experts split evenly; not with speculative decoding); two pipeline stages
-    within a node; then pipeline stages of a full node each (last: tried only when no single node holds the model)."""
+# Engines with attention data parallel and expert parallel (vLLM --data-parallel-size --enable-expert-parallel,
+# SGLang --enable-dp-attention --ep-size, TensorRT-LLM enable_attention_dp), and those with pipeline stages (those
+# three; llama.cpp's layer split, within one machine: its stages over machines go through its RPC backend, not
+# costed). gpt-fast splits tensors only.
+DEP_RUNTIMES = ("vllm", "sglang", "trtllm")
+PIPELINE_RUNTIMES = ("vllm", "sglang", "trtllm", "llamacpp")
+NODE_PIPELINE_RUNTIMES = ("vllm", "sglang", "trtllm")
+
+
+def _configs(any_constants: bool, model: ModelSpec, spec=None, runtime: str = "vllm") -> list[tuple[int, int, int]]:
+    """(tp, pp, dp) of a replica `runtime` can run: tensor parallel within a node; for a MoE, attention data parallel
+    with expert parallel over 2-8 cards (DEP, where the experts split evenly; not with speculative decoding; DEP_RUNTIMES);
+    two pipeline stages within a node (PIPELINE_RUNTIMES); then pipeline stages of a full node each (last: tried only
+    when no single node holds the model; NODE_PIPELINE_RUNTIMES)."""
     if not any_constants:
         return []
-    dep = [(1, 1, n) for n in DP_CHOICES if spec is None and supports_dep(model, n)]
-    return ([(tp, 1, 1) for tp in TP_CHOICES] + dep + [(tp, pp, 1) for tp, pp in PP_IN_NODE]
-            + [(GPUS_PER_NODE, pp, 1) for pp in PP_NODES])
+    dep = [(1, 1, n) for n in DP_CHOICES if spec is None and supports_dep(model, n)] if runtime in DEP_RUNTIMES else []
+    return ([(tp, 1, 1) for tp in TP_CHOICES] + dep
+            + ([(tp, pp, 1) for tp, pp in PP_IN_NODE] if runtime in PIPELINE_RUNTIMES else [])
+            + ([(GPUS_PER_NODE, pp, 1) for pp in PP_NODES] if runtime in NODE_PIPELINE_RUNTIMES else []))
 
 
 def replica_inputs(runtime: str, w: Workload, tp: int, pp: int, kv_dtype: str):
@@ -357,7 +368,7 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
                            if g.vendor == "Apple" and runtime not in ("llamacpp", "mlx")
                            else f"no {runtime} constants for {g.vendor} cards")
         fitted_one = False
-        for tp, pp, dp in _configs(c is not None, model, w.spec):
+        for tp, pp, dp in _configs(c is not None, model, w.spec, runtime):
             if stage_nodes(tp, pp) and fitted_one:
                 break  # pipeline stages over nodes only for what no single node holds
             if (tp > 1 or pp > 1 or dp > 1) and card_link(g) is None:
@@ -473,7 +484,8 @@ def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: s
         c = constants(spec, be) if spec is not None and be else None
         pts, disagg = [], []
         fitted_one = False
-        for tp, pp, dp in _configs(c is not None, model) if card_link(g) is not None else [(1, 1, 1)] * bool(c):
+        for tp, pp, dp in (_configs(c is not None, model, runtime=runtime) if card_link(g) is not None
+                           else [(1, 1, 1)] * bool(c)):
             if stage_nodes(tp, pp) and fitted_one:
                 break  # pipeline stages over nodes only for what no single node holds, as fleet_rows
             try:

@@ -90,21 +90,15 @@ def render_markdown(rows, currency, title: str) -> str:
 
 
 def render_table(rows, currency, title: str, notes: list[str], console) -> None:
-    from rich import box
-    from rich.table import Table
+    from llmsize.render.columns import table_lines
 
     cols = _columns(rows, currency)
-    t = Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
-    ids = max((len(_cell("gpu", r.values()["gpu"])) for r in rows), default=4)
-    for c in cols:
-        # a card id never folds (rtx4070tisuper stays one word); the numeric columns share what is left
-        t.add_column(SHORT[c], justify="left" if c == "gpu" else "right", overflow="fold",
-                     style="cyan" if c == "gpu" else None, min_width=ids if c == "gpu" else None,
-                     no_wrap=c == "gpu")
-    for r in rows:
-        v = r.values()
-        t.add_row(*[_cell(c, v[c]) for c in cols])
-    console.print(t)
+    console.print(title, style="bold", markup=False, highlight=False)
+    console.print()
+    for line in table_lines([SHORT[c] for c in cols], [[_cell(c, r.values()[c]) for c in cols] for r in rows],
+                            console.width):
+        console.print(line, markup=False, highlight=False, crop=False, soft_wrap=True)
+    console.print()
     legend = ("GB/s: memory bandwidth; GiB: VRAM; max ctx: longest context one sequence can hold (K = 1,000); seqs: "
               "sequences that fit at --context; ceil b=1: batch-1 decode ceiling; expect b=1: expected batch-1 "
               "decode in the runtime (--runtime, else the format's and card's default; - where it has no figure); "

@@ -99,38 +99,27 @@ def _par(r) -> str:
 
 
 def render_fleet(model, w, runtime, currency, rows, console) -> None:
-    from rich import box
-    from rich.table import Table
-
     load = f"{w.users:,} users" if w.users is not None else f"{w.rate:g} requests/s"
-    targets = _targets(w)
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left", collapse_padding=True,
-              title=f"fleet: {model.name}, {w.isl:,} in / {w.osl:,} out, {load}, {targets} ({runtime})")
     missing, cells = [], []
     for r in rows:
         if r.replicas is None:
             missing.append(f"{r.card}: {r.why_not}")
             continue
-        mode = (f"{r.prefill_workers}P{r.decode_workers}D" if r.mode == "disaggregated" else f"{r.replicas} x agg")
+        mode = (f"{r.prefill_workers:,}P{r.decode_workers:,}D" if r.mode == "disaggregated" else f"{r.replicas:,} x agg")
         other = f"{r.other.cards_total:,} {'agg' if r.other.mode == 'aggregated' else 'P/D'}" if r.other else "-"
-        cells.append((r.card, mode, _par(r), f"{r.cards_total:,}", str(r.batch_per_replica),
+        cells.append([r.card, mode, _par(r), f"{r.cards_total:,}", f"{r.batch_per_replica:,}",
                       f"{r.output_tok_s_per_gpu:,.0f}", f"{r.tok_s_per_user:,.1f}", f"{r.ttft_s:.2f}",
                       f"{r.tpot_s * 1000:.1f}",
-                      f"{r.cost_per_mtok_out:,.3f}" if r.cost_per_mtok_out is not None else "-", other))
+                      f"{r.cost_per_mtok_out:,.3f}" if r.cost_per_mtok_out is not None else "-", other])
     heads = ["card", "mode", "tp", "cards", "batch", "tok/s/GPU", "tok/s/user", "TTFT s", "TPOT ms",
              f"{currency or 'cost'}/Mtok", "other"]
     if all(c[9] == "-" for c in cells):  # no prices: no cost column
         heads.pop(9)
         cells = [c[:9] + c[10:] for c in cells]
-    for i, col in enumerate(heads):  # numbers as wide as their widest cell, never folded; a long card id wraps
-        t.add_column(col, justify="left" if col == "card" else "right", no_wrap=col != "card",
-                     min_width=len(col) if col == "card" else max([len(col), *(len(c[i]) for c in cells)]),
-                     overflow="fold")
-    for c in cells:
-        t.add_row(*c)
-    console.print(t)
+    _print(console, f"fleet: {model.name}, {w.isl:,} in / {w.osl:,} out, {load}, {_targets(w)} ({runtime})", heads,
+           cells)
     for line in missing:
-        console.print(f"  no configuration: {line}")
+        console.print(f"  no configuration: {line}", markup=False, highlight=False)
     _footprint(rows, currency, console)
     console.print("Cheapest first with hourly prices, else fewest cards; each row the better of aggregated (N x agg) "
                   "and disaggregated (xPyD: x prefill, y decode workers of tp cards) serving; dep n: attention data "
@@ -139,12 +128,21 @@ def render_fleet(model, w, runtime, currency, rows, console) -> None:
                   style="dim")
 
 
+def _print(console, title: str, heads: list[str], cells: list[list[str]]) -> None:
+    """A titled column table (render/columns.py): numbers and card ids never fold."""
+    from llmsize.render.columns import table_lines
+
+    console.print(title, style="bold", markup=False, highlight=False)
+    console.print()
+    if cells:
+        for line in table_lines(heads, cells, console.width):
+            console.print(line, markup=False, highlight=False, crop=False, soft_wrap=True)
+    console.print()
+
+
 def _footprint(rows, currency, console) -> None:
     """What each served row takes: cards, nodes of 8, board power (kW, the cards' TDP; "-" where the catalog has
     none), and with hourly prices its cost an hour and a month (a million output tokens' is in the main table)."""
-    from rich import box
-    from rich.table import Table
-
     served = [r for r in rows if r.replicas is not None]
     if not served:
         return
@@ -158,14 +156,7 @@ def _footprint(rows, currency, console) -> None:
             c.append(f"{r.cost_per_hour:,.2f}" if r.cost_per_hour is not None else "-")
             c.append(f"{r.cost_per_month:,.0f}" if r.cost_per_month is not None else "-")
         cells.append(c)
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left", collapse_padding=True,
-              title="Footprint" + (" and cost" if priced else "") + " of each row")
-    for i, col in enumerate(heads):
-        t.add_column(col, justify="left" if col == "card" else "right", no_wrap=True,
-                     min_width=max([len(col), *(len(c[i]) for c in cells)]))
-    for c in cells:
-        t.add_row(*c)
-    console.print(t)
+    _print(console, "Footprint" + (" and cost" if priced else "") + " of each row", heads, cells)
 
 
 FLAT = ("card", "mode", "tp", "pp", "ep", "dp", "replicas", "prefill_workers", "decode_workers", "cards_total", "nodes",

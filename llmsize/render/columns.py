@@ -1,0 +1,63 @@
+"""Column tables whose cells never fold: a number split over two lines ("32,00" over "0.0") reads as another number,
+and a card id cut short ("h100-sx") names no card. Each column is as wide as its widest cell; a header wider than
+that breaks between its words where the width allows, inside a word where it does not; a table whose cells alone
+need more than the width is printed wider (the terminal wraps or scrolls whole lines). Plain text: no arithmetic,
+no styles (the caller colours what it prints)."""
+
+from __future__ import annotations
+
+import re
+
+GAP = "  "
+
+
+def widths(headers: list[str], rows: list[list[str]], width: int) -> list[int]:
+    """Each column's widest cell, then, as far as `width` allows, its header's longest word, then its whole header,
+    the columns that need the least more served first."""
+    w = [max([len(r[i]) for r in rows] + [1]) for i in range(len(headers))]
+    left = width - 1 - len(GAP) * (len(headers) - 1) - sum(w)
+    longest = [max([len(x) for x in h.split()] + [1]) for h in headers]
+    for want in (longest, [len(h) for h in headers]):  # the longest word first, then the whole header on a line
+        for i in sorted(range(len(headers)), key=lambda i: want[i] - w[i]):
+            more = want[i] - w[i]
+            if 0 < more <= left:
+                w[i] += more
+                left -= more
+    return w
+
+
+def wrap_header(text: str, width: int) -> list[str]:
+    """A header in lines of at most `width`: broken between words, then after a slash ("tok/s/" "user"), then
+    inside a word where nothing else fits."""
+    lines, cur = [], ""
+    for k, word in enumerate(text.split()):
+        for j, piece in enumerate(re.findall(r"[^/]*/|[^/]+", word)):
+            glue = " " if (j == 0 and cur) else ""
+            if len(cur) + len(glue) + len(piece) <= width:
+                cur += glue + piece
+                continue
+            if cur:
+                lines.append(cur)
+            cur = piece
+            while len(cur) > width:
+                lines.append(cur[:width])
+                cur = cur[width:]
+    return lines + [cur] if cur or not lines else lines
+
+
+def table_lines(headers: list[str], rows: list[list[str]], width: int, left_aligned: int = 1) -> list[str]:
+    """The header (its lines bottom-aligned), a rule, the rows; the first `left_aligned` columns to the left, the
+    others to the right."""
+    w = widths(headers, rows, width)
+    heads = [wrap_header(h, wi) for h, wi in zip(headers, w)]
+    depth = max(len(h) for h in heads)
+    heads = [[""] * (depth - len(h)) + h for h in heads]
+
+    def line(cells: list[str]) -> str:
+        return " " + GAP.join(c.ljust(wi) if i < left_aligned else c.rjust(wi)
+                              for i, (c, wi) in enumerate(zip(cells, w)))
+
+    out = [line([h[k] for h in heads]) for k in range(depth)]
+    out.append(" " + "─" * (sum(w) + len(GAP) * (len(w) - 1)))
+    out += [line(r) for r in rows]
+    return [x.rstrip() for x in out]

@@ -1,0 +1,39 @@
+"""render/columns.py: a column table whose cells never fold (a review saw "32,00" over "0.0" in compare and the card
+id cut to "h100-sx" in fleet at 100 columns)."""
+
+from __future__ import annotations
+
+import json
+
+from llmsize.render.columns import table_lines, wrap_header
+
+
+def test_headers_break_between_words_then_after_slashes_then_inside_words():
+    assert wrap_header("max ctx", 7) == ["max ctx"] and wrap_header("max ctx", 4) == ["max", "ctx"]
+    assert wrap_header("tok/s/user", 6) == ["tok/s/", "user"]
+    assert wrap_header("cards", 2) == ["ca", "rd", "s"]
+
+
+def test_cells_keep_their_width_and_a_table_too_wide_is_printed_wider():
+    rows = [["h100-sxm", "1,198,816", "35,000.0"], ["b200", "7", "1.0"]]
+    lines = table_lines(["card", "cards total", "price"], rows, width=20)
+    assert any("h100-sxm" in x and "1,198,816" in x and "35,000.0" in x for x in lines)
+    assert max(len(x) for x in lines) > 20  # the cells need more than 20 columns: wider, never folded
+    narrow = table_lines(["card", "cards total", "price"], rows, width=100)
+    assert narrow[0].split() == ["card", "cards", "total", "price"]  # room: each header on one line
+
+
+def test_compare_and_fleet_print_every_number_whole_at_100_columns(run_cli, tmp_path):
+    prices = tmp_path / "p.yaml"
+    prices.write_text("currency: EUR\nprices:\n  h100-sxm: 32000\n  h200-sxm: 35000\n  mi300x: 20000\n  b200: 45000\n"
+                      "hourly:\n  h100-sxm: 2.5\n  b200: 5.2\n")
+    code, out, err = run_cli("compare", "llama-3.1-70b", "--gpus", "h100-sxm,h200-sxm,mi300x,b200", "--prices",
+                             str(prices))
+    assert code == 0 and all(f"{p:,.1f}" in out for p in (32000, 35000, 20000, 45000))
+    base = ("fleet", "llama-3.1-8b", "--users", "100000000", "--gpus", "h100-sxm,b200", "--prices", str(prices))
+    code, out, err = run_cli(*base)
+    rows = json.loads(run_cli(*base, "--json")[1])["rows"]
+    assert code == 0
+    for r in rows:
+        line = next(x for x in out.splitlines() if x.strip().startswith(r["card"] + " "))
+        assert f"{r['cards_total']:,}" in line and f"{r['replicas']:,} x agg" in line

@@ -66,6 +66,7 @@ MIN_ROWS_CLASS = 6  # fewer rows (or one source) of a format class: it takes the
 MIN_SOURCES_CLASS = 2
 ETA_MIN = 0.1
 LINKS = ("nvlink", "pcie", "network")
+BACKEND_WORDS = {"cuda": "CUDA", "rocm": "ROCm", "metal": "Metal"}
 # Runtimes whose batch-1 decode attention runs on the vector units (llama.cpp's fattn-vec / kernel_flash_attn_ext_vec,
 # MLX's sdpa_vector): their attention FLOPs cost time beyond the cache's bytes. The CUDA-graph runtimes decode with
 # FlashAttention / FlashInfer split-KV kernels on the tensor cores, bound by the cache's bytes: no such term.
@@ -672,7 +673,8 @@ def run(write: bool, check: bool) -> int:
             rows = [o for o in obs if o.runtime in pool_rts and backend(o.plan.gpu) in pool_bes]
             if len([o for o in rows if o.step is not None]) >= MIN_ROWS_GROUP:
                 groups[key] = rows
-                borrowed[key] = f"{len(own)} decode row(s) of its own on {be}: {why}"
+                borrowed[key] = (f"{len(own)} decode row{'s' if len(own) != 1 else ''} of its own on "
+                                 f"{BACKEND_WORDS[be]}, too few for constants of its own: {why}")
                 break
     table, specs, by_segment = [], defaultdict(dict), []
     for (rt, be), rows in sorted(groups.items()):

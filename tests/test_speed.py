@@ -1024,3 +1024,23 @@ def test_a_batchs_band_stays_under_that_batchs_ceiling(catalog, runtimes, card, 
                   search_fit=False)
     e = expect(p, runtimes, runtime).expected
     assert e.aggregate_tok_s_low <= e.aggregate_tok_s <= e.aggregate_tok_s_high <= p.decode_b.tok_s * (1 + 1e-9)
+
+
+def test_runtimes_that_load_no_gguf_give_no_figure_and_say_why(catalog, runtimes):
+    """TensorRT-LLM, gpt-fast and MLX do not load GGUF files: no expected figure, the reason in one line (a review
+    saw `--quant gguf-q4_k_m --runtime trtllm` print 199 tok/s)."""
+    p = make_plan(catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm"), PlanInputs(quant="gguf-q4_k_m"),
+                  search_fit=False)
+    for rt in ("trtllm", "gpt-fast"):
+        r = expect(p, runtimes, rt)
+        assert r.expected is None and "does not load GGUF files (gguf-q4_k_m)" in r.reason
+    assert expect(p, runtimes, "llamacpp").expected is not None
+
+
+def test_fp4_on_an_amd_card_without_fp4_names_no_cuda_kernel(catalog, runtimes):
+    """MXFP4 under vLLM on an MI300X (no FP4 instructions) is costed as a weight-only kernel; Marlin is CUDA's: the
+    note says "a weight-only kernel" there and Marlin on an H100."""
+    for card, words in (("mi300x", "through a weight-only kernel"), ("h100-sxm", "through the Marlin kernel")):
+        p = make_plan(catalog.model("llama-3.1-8b"), catalog.gpu(card), PlanInputs(quant="mxfp4"), search_fit=False)
+        notes = expect(p, runtimes, "vllm").expected.notes
+        assert any(words in n for n in notes) and (card == "h100-sxm" or not any("Marlin" in n for n in notes))

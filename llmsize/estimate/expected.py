@@ -197,14 +197,15 @@ def _card_matmul_params(plan: Plan) -> float:
 MATMUL_PRECISION = {"llamacpp": ("fp16", "fp32"), "mlx": ("fp16",)}
 
 
-# runtimes that run NVFP4 weights through Marlin (speed.MARLIN_CLASS) on a card without FP4 tensor cores
-FP4_MARLIN_RUNTIMES = ("vllm",)
+# runtimes that load no GGUF file (vLLM and SGLang read some, experimentally: their figures stand)
+NO_GGUF = ("trtllm", "gpt-fast", "mlx")
 
 
 def kernel_class(plan: Plan, runtime: str | None, marlin: bool = False) -> str:
     """The format class of the kernels `runtime` decodes the plan's weights with: the format's (speed.FORMAT_CLASS),
-    except FP4 weights multiplied by Marlin in 16 bits: where the run says so (`marlin`), or NVFP4 under vLLM on a
-    card without FP4 tensor cores (no dense fp4 figure: Ampere, Ada, Hopper)."""
+    except FP4 weights multiplied in 16 bits by a weight-only kernel (Marlin on NVIDIA cards): where the run says so
+    (`marlin`), or under a tensor-core runtime on a card without FP4 instructions (no dense fp4 figure: Ampere, Ada,
+    Hopper, MI300X)."""
     cls = format_class(plan.fmt.id)
     if cls == "fp4" and (marlin or (runtime not in MATMUL_PRECISION and not plan.gpu.dense_tflops.fp4)):
         return MARLIN_CLASS
@@ -343,6 +344,9 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
         return ExpectedResult(rid, why, None, "MLX runs on Apple silicon only; pick --runtime vllm or llamacpp")
     if rid == "trtllm" and be != "cuda":
         return ExpectedResult(rid, why, None, "TensorRT-LLM runs on NVIDIA cards only")
+    if plan.fmt.id.startswith(("gguf-", "ggml-")) and rid in NO_GGUF:
+        return ExpectedResult(rid, why, None, f"{RUNTIME_NAMES[rid]} does not load GGUF files ({plan.fmt.id}); "
+                                              "pick --runtime llamacpp (or a safetensors format: --quant)")
     if is_ternary(plan.fmt.id) and not (rid == "llamacpp" and plan.fmt.mix):
         return ExpectedResult(rid, why, None, f"{RUNTIME_NAMES[rid]} does not run {plan.fmt.id} weights; "
                                               f"{TERNARY_RUNS}")
@@ -353,8 +357,9 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
                                               "from your own run")
     cls = kernel_class(plan, rid)
     if cls != format_class(plan.fmt.id):
-        notes += (f"{RUNTIME_NAMES[rid]} runs {plan.fmt.id} weights on this card through the Marlin kernel "
-                  "(weight-only, 16-bit math: no FP4 tensor cores), costed as its 4-bit weight-only class",)
+        kernel = "the Marlin kernel (weight-only" if be == "cuda" else "a weight-only kernel ("
+        notes += (f"{RUNTIME_NAMES[rid]} runs {plan.fmt.id} weights on this card through {kernel}, 16-bit math: "
+                  "no FP4 tensor cores), costed as the 4-bit weight-only class",)
     if cls not in c.fitted_classes:
         notes += (f"no {RUNTIME_NAMES[rid]} measurement of {plan.fmt.id}-class weights on this backend: its "
                   f"weight-streaming fraction is the group's default, that of 16-bit weights where measured "

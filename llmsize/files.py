@@ -17,6 +17,7 @@ destination only once complete; any OSError (read-only folder, disk full, file-s
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -204,7 +205,7 @@ def read_yaml(path: Path | str, what: str = "file", limit: int = YAML_LIMIT_BYTE
 
 # ------------------------------------------------------------------------------------------ writes
 
-def check_output(path: Path | str, what: str = "output", force: bool = True) -> Path:
+def check_output(path: Path | str, what: str = "output", force: bool = True, probe: bool = True) -> Path:
     """Refuse, before any work, a destination llmsize must not replace: anything but a regular file (lstat:
     a symlink is refused too), an existing file unless `force`, or a path whose folder does not exist."""
     p = Path(path)
@@ -230,7 +231,18 @@ def check_output(path: Path | str, what: str = "output", force: bool = True) -> 
         raise FileError(f"{what} `{path}`: folder {parent} does not exist.", "Create it first.") from None
     except OSError as e:
         raise FileError(f"{what} `{path}`: cannot use folder {parent} ({_why(e)}).", "Pick another path.") from None
+    if probe:  # a file can be made there (a read-only or virtual folder such as /proc refuses it): before any work
+        tmp = parent / f".{p.name[:200]}.{os.getpid()}.probe"
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644))
+            os.unlink(tmp)
+        except OSError as e:
+            raise FileError(f"{what} `{path}`: cannot write in {parent} ({_why(e)}).", _advice(e)) from None
     return p
+
+
+def _advice(e: OSError) -> str:
+    return "Free space, or pick another path." if e.errno == errno.ENOSPC else "Pick another path."
 
 
 def write_output(path: Path | str, data: str | bytes, what: str = "output", force: bool = True) -> None:
@@ -248,10 +260,10 @@ def write_output(path: Path | str, data: str | bytes, what: str = "output", forc
             view = view[n:]
         os.close(fd)
         fd = None
-        check_output(p, what, force)  # nothing special appeared there meanwhile
+        check_output(p, what, force, probe=False)  # nothing special appeared there meanwhile
         os.replace(tmp, p)
     except OSError as e:
-        raise FileError(f"{what} `{path}`: cannot write ({_why(e)}).", "Pick another path, or free space.") from None
+        raise FileError(f"{what} `{path}`: cannot write ({_why(e)}).", _advice(e)) from None
     finally:
         if fd is not None:
             os.close(fd)

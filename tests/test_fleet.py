@@ -671,3 +671,11 @@ def test_each_engine_is_sized_only_in_the_splits_it_runs(catalog):
     rows = fleet_rows(moe, [catalog.gpu("h100-sxm")], Workload(1000, 500, users=1000), "gpt-fast",
                       {r.id: r for r in catalog.runtimes.all()})
     assert all((r.pp, r.dp or 1) == (1, 1) for r in rows if r.replicas)
+
+
+def test_an_output_folder_that_refuses_files_is_refused_before_any_work(run_cli):
+    """/proc is a folder where no file can be made: `-o /proc/p.svg` is refused up front, exit 2, nothing on stdout
+    (a review saw the table printed, then "cannot write ... or free space")."""
+    code, out, err = run_cli("fleet", "llama-3.1-70b", "--users", "400", "--gpus", "b200", "--pareto", "-o",
+                             "/proc/p.svg")
+    assert code == 2 and out == "" and "cannot write in /proc" in err and "free space" not in err.lower()

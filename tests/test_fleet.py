@@ -679,3 +679,14 @@ def test_an_output_folder_that_refuses_files_is_refused_before_any_work(run_cli)
     code, out, err = run_cli("fleet", "llama-3.1-70b", "--users", "400", "--gpus", "b200", "--pareto", "-o",
                              "/proc/p.svg")
     assert code == 2 and out == "" and "cannot write in /proc" in err and "free space" not in err.lower()
+
+
+def test_a_mac_is_a_node_of_its_own(run_cli):
+    """An M4 Max has no card-to-card link: each is its own machine, so nodes = cards (a review saw 73 Macs packed
+    into 10 nodes of 8); Apple publishes no TDP, and the footprint says why kW is "-"."""
+    args = ("fleet", "qwen3-30b-a3b", "--rate", "5", "--tpot", "33ms", "--ttft", "2s", "--gpus", "m4-max",
+            "--runtime", "llamacpp")
+    (row,) = json.loads(run_cli(*args, "--json")[1])["rows"]
+    assert row["nodes"] == row["cards_total"] and row["watts"] is None
+    code, out, err = run_cli(*args)
+    assert code == 0 and "no published TDP for m4-max" in out

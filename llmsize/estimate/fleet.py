@@ -165,6 +165,12 @@ def default_runtime(emit: str | None, gpus: list[GpuSpec]) -> str:
     return "llamacpp" if all(g.vendor == "Apple" for g in gpus) else "vllm"
 
 
+def cards_per_node(g: GpuSpec) -> int:
+    """A node holds GPUS_PER_NODE cards with a card-to-card link; a card without one (an Apple or other SoC, a
+    DGX Spark) is a machine of its own."""
+    return GPUS_PER_NODE if card_link(g) is not None else 1
+
+
 def stage_nodes(tp: int, pp: int) -> int | None:
     """Nodes a replica's pipeline stages span, one stage a node (PlanInputs.nodes: the hand-offs over the node
     link), or None when the replica fits one node (stages hand off over the cards' own link)."""
@@ -176,7 +182,7 @@ def _row(g, par, moe, mode, replicas, b, out_total, tpot, ttft, price, x=None, y
     cards = replicas * tp * pp * dp
     return FleetRow(
         card=g.id, mode=mode, tp=tp, pp=pp, ep=tp * dp if moe else 1, dp=dp, replicas=replicas, cards_total=cards,
-        nodes=math.ceil(cards / GPUS_PER_NODE), batch_per_replica=b, output_tok_s_per_gpu=out_total / cards,
+        nodes=math.ceil(cards / cards_per_node(g)), batch_per_replica=b, output_tok_s_per_gpu=out_total / cards,
         output_tok_s_total=out_total, tok_s_per_user=1 / tpot, ttft_s=ttft, tpot_s=tpot, meets_slo=True,
         watts=g.tdp_w * cards if g.tdp_w else None, cost_per_hour=price * cards if price else None,
         cost_per_month=price * cards * HOURS_PER_MONTH if price else None,

@@ -141,8 +141,9 @@ def _print(console, title: str, heads: list[str], cells: list[list[str]]) -> Non
 
 
 def _footprint(rows, currency, console) -> None:
-    """What each served row takes: cards, nodes of 8, board power (kW, the cards' TDP; "-" where the catalog has
-    none), and with hourly prices its cost an hour and a month (a million output tokens' is in the main table)."""
+    """What each served row takes: cards, nodes (fleet.cards_per_node: 8 linked cards, or one SoC machine each),
+    board power (kW, the cards' TDP; "-" where the catalog has none, said under the table), and with hourly prices
+    its cost an hour and a month (a million output tokens' is in the main table)."""
     served = [r for r in rows if r.replicas is not None]
     if not served:
         return
@@ -157,6 +158,9 @@ def _footprint(rows, currency, console) -> None:
             c.append(f"{r.cost_per_month:,.0f}" if r.cost_per_month is not None else "-")
         cells.append(c)
     _print(console, "Footprint" + (" and cost" if priced else "") + " of each row", heads, cells)
+    no_tdp = [r.card for r in served if not r.watts]
+    if no_tdp:
+        console.print(f" kW -: the catalog has no published TDP for {', '.join(no_tdp)}.", style="dim")
 
 
 FLAT = ("card", "mode", "tp", "pp", "ep", "dp", "replicas", "prefill_workers", "decode_workers", "cards_total", "nodes",

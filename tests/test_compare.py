@@ -128,3 +128,10 @@ def test_nodes_put_one_stage_per_node(run_cli):
     assert (par["tp"], par["pp"], par["cards"], par["nodes"]) == (8, 2, 16, 2)
     code, out, err = run_cli("plan", "deepseek-v3", "--gpu", "h100", "--pp", "3", "--nodes", "2")
     assert code == 2 and "--pp 3 and --nodes 2 disagree" in err
+
+
+def test_a_split_no_card_can_take_is_refused_with_its_reason(run_cli):
+    """--tp 3 does not divide Llama 3.1 8B's 32 heads on any card: one line and exit 2, as plan says it (a review saw
+    a table of dashes and exit 0)."""
+    code, out, err = run_cli("compare", "llama-3.1-8b", "--tp", "3", "--gpus", "h100-sxm,mi300x")
+    assert code == 2 and out == "" and "--tp 3 does not divide the 32 attention heads" in err

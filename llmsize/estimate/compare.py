@@ -78,14 +78,15 @@ def compare(model: ModelSpec, gpus: list[GpuSpec], inputs: PlanInputs, users: in
     if users < 1:
         raise InvalidValueError(f"--users `{users}` must be at least 1.", "Pass --users 1 or more.")
     prices = prices or {}
-    rows = []
+    rows, refused = [], []
     for g in gpus:
         tp, pp = inputs.tp, inputs.pp
         try:
             p = make_plan(model, g, replace(inputs, batch=1), search_fit=not fixed)
-        except InvalidValueError:
+        except InvalidValueError as e:
             if not fixed:
                 raise
+            refused.append(e)
             rows.append(Row(g, None, tp, pp, 0, prices.get(g.id)))
             continue
         if fixed and (not p.budget.weights_fit or p.max_sequences < 1):
@@ -103,6 +104,8 @@ def compare(model: ModelSpec, gpus: list[GpuSpec], inputs: PlanInputs, users: in
             p = make_plan(model, g, replace(inputs, batch=served, tp=tp, pp=pp))
         exp = expect(p, runtimes, runtime) if runtimes is not None else None
         rows.append(Row(g, p, tp, pp, served, prices.get(g.id), exp))
+    if refused and len(refused) == len(gpus):
+        raise refused[0]  # the split is the model's problem (its heads), not a card's: say so, not a table of dashes
     return rows
 
 

@@ -992,8 +992,11 @@ def fleet(
         if top is not None and mode is not None and top.mode != mode:
             top = top.other if top.other is not None and top.other.meets_slo and top.other.mode == mode else None
         if top is None:
-            raise InvalidValueError("No card meets the targets" + (f" {mode}" if mode else "") + ": nothing to launch.",
-                                    "Loosen --ttft / --tpot, widen --gpus" + (", or drop --mode." if mode else "."))
+            why = next((f" ({r.card}: {r.why_not})" for r in rows if r.why_not), "")
+            targets = w.ttft_s is not None or w.tpot_s is not None
+            raise InvalidValueError(f"No card serves the workload{' ' + mode if mode else ''}: nothing to launch{why}.",
+                                    ("Loosen --ttft / --tpot, widen --gpus" if targets else "Widen --gpus")
+                                    + (", or drop --mode." if mode else "."))
         sys.stdout.write(fleet_command(m, top, emit, w.longest_tokens()) + "\n")
         return
     runtimes = {r.id: r for r in cat.runtimes.all()}

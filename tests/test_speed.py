@@ -1044,3 +1044,13 @@ def test_fp4_on_an_amd_card_without_fp4_names_no_cuda_kernel(catalog, runtimes):
         p = make_plan(catalog.model("llama-3.1-8b"), catalog.gpu(card), PlanInputs(quant="mxfp4"), search_fit=False)
         notes = expect(p, runtimes, "vllm").expected.notes
         assert any(words in n for n in notes) and (card == "h100-sxm" or not any("Marlin" in n for n in notes))
+
+
+def test_a_batch_beyond_what_the_cache_holds_is_warned(run_cli):
+    """Llama 3.1 8B on an H100 holds 111 sequences of 4,096 tokens: --batch 100000 is costed (the roofline's
+    figures) but the plan says first that the card cannot hold that batch (a review saw no word of it)."""
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "h100-sxm", "--batch", "100000", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["capacity"]["max_concurrent_sequences"] == 111
+    assert any("--batch 100,000 exceeds the 111 sequences" in w for w in d["warnings"])
+    assert json.loads(run_cli("plan", "llama-3.1-8b", "--gpu", "h100-sxm", "--batch", "100", "--json")[1])["warnings"] == []

@@ -299,9 +299,14 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
         out.insert(0, f"Weights: exact bytes from the {exact.source} of {len(exact.files)} file(s) "
                       f"({weights.bytes_total / 1e9:,.3f} GB; the {fmt.id} estimate says "
                       f"{estimate.bytes_total / 1e9:,.3f} GB, {diff:+.2%}); bytes read per token use the exact figure.")
+    warned = list(warnings or [])
+    if inputs.batch > 1 and budget.weights_fit and inputs.batch > seqs:
+        warned.append(f"--batch {inputs.batch:,} exceeds the {seqs:,} sequences whose cache fits at "
+                      f"{inputs.context_tokens:,} tokens: the batch's figures are for a cache this card does not hold "
+                      "(the KV block says what does).")
     plan = Plan(**partial, diagnosis=diagnosis, assumptions=out,
                 weights_estimate=estimate if exact is not None else None, exact=exact, notes=notes,
-                warnings=list(warnings or []))
+                warnings=warned)
     if inputs.spec is None:
         return plan
     d = inputs.spec.draft  # the draft on the same card, split and options

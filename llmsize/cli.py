@@ -938,7 +938,7 @@ def fleet(
         check_image_path(output)  # before any work
     if as_json and fmt not in ("table", "json"):
         raise InvalidValueError(f"--json and --format {fmt} ask for two outputs.", "Give one of them.")
-    if pareto and (as_json or fmt != "table"):
+    if pareto and output is None and (as_json or fmt != "table"):  # with -o the chart goes to its file
         raise InvalidValueError("--pareto draws its chart in the table view.", "Drop --json / --format, or write "
                                 "the chart to a file with -o pareto.svg.")
     if simulate and (emit is not None or fmt not in ("table", "json")):

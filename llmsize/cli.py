@@ -637,10 +637,7 @@ def compare(
     im = _import_source(model, hub, estimate_only, hub_file)
     _warn(im)
     m = im.spec if im is not None else cat.model(model)
-    if gpus_:
-        cards = [cat.gpu(x.strip()) for x in gpus_.split(",") if x.strip()]
-    else:
-        cards = cat.hardware.all()
+    cards = _card_list(cat, gpus_)
     if vendor:
         cards = [g for g in cards if g.vendor.lower() == vendor]
     if segment:
@@ -958,7 +955,7 @@ def fleet(
     from llmsize.estimate.quant import kv_dtype_bytes
 
     kv_dtype_bytes(kv_dtype)  # an unknown KV dtype is refused before any work
-    cards = [cat.gpu(x.strip()) for x in gpus_.split(",") if x.strip()] if gpus_ else cat.hardware.all()
+    cards = _card_list(cat, gpus_)
     cards = list({g.id: g for g in cards}.values())  # a card named twice (or by an alias) is sized once
     if vendor:
         cards = [g for g in cards if g.vendor.lower() == vendor]
@@ -1042,6 +1039,19 @@ def fleet(
             sys.stderr.write(f"wrote {output}\n")
         if pareto and fmt == "table" and not as_json:
             sys.stdout.write(pareto_text(m, curves, w.tpot_s, _width()) + "\n")
+
+
+def _card_list(cat, text: str | None) -> list:
+    """--gpus: every card of the catalog when not given; else the named ones, none empty ("" or "a,,b" is refused:
+    an empty list read as every card would size hundreds of cards nobody named)."""
+    if text is None:
+        return cat.hardware.all()
+    items = [x.strip() for x in text.split(",")]
+    if not any(items):
+        raise InvalidValueError("--gpus is empty.", "Name cards (see `llmsize gpus`), or drop --gpus for every card.")
+    if not all(items):
+        raise InvalidValueError(f"--gpus {text!r} has an empty item.", "Separate card ids with single commas.")
+    return [cat.gpu(x) for x in items]
 
 
 @_command()

@@ -177,3 +177,14 @@ def test_no_color_and_pipes_get_plain_text(monkeypatch):
     assert color_enabled(Tty()) is True
     monkeypatch.setenv("NO_COLOR", "1")
     assert color_enabled(Tty()) is False
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("compare", "llama-3.1-8b", "--gpus", ""), "--gpus is empty"),
+    (("fleet", "llama-3.1-8b", "--users", "4", "--gpus", "h100-sxm,,"), "has an empty item"),
+    (("plan", "llama-3.1-8b", "--gpu", "h100-sxm", "--quant", ""), "--quant is empty"),
+])
+def test_an_empty_value_is_refused_not_read_as_the_default(run_cli, args, needle):
+    """A review saw --gpus "" size every card of the catalog and --quant "" plan the release format silently."""
+    code, out, err = run_cli(*args)
+    assert code == 2 and out == "" and needle in err and "\n" not in err.strip()

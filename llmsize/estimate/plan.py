@@ -129,6 +129,9 @@ class Plan:
 
 
 def resolve_format(model: ModelSpec, quant: str | None, scope: str | None) -> tuple[QuantFormat, str]:
+    if quant is not None and not quant.strip():
+        raise InvalidValueError("--quant is empty.", "Name a format (see `llmsize formats`), or drop --quant for the "
+                                "model's release format.")
     fmt = quant_format(quant or model.release.quant)
     if scope is None:
         scope = model.release.scope if fmt.id == model.release.quant else fmt.default_scope

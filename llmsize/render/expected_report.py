@@ -32,7 +32,7 @@ def render_expected(r: ExpectedResult, plan, c: Console) -> None:
     c.print(f"\nExpected in {name} ({r.runtime_why})", style="bold")
     e = r.expected
     if e is None:
-        c.print(f"  no figure: {r.reason}.")
+        _wrapped(c, f"no figure: {r.reason}.")
         return
     c.print(f"  decode, batch 1      {e.tok_s:,.1f} tok/s (band {e.tok_s_low:,.1f}-{e.tok_s_high:,.1f}; ceiling "
             f"{plan.decode_ceiling_tok_s:,.1f})")
@@ -50,8 +50,26 @@ def render_expected(r: ExpectedResult, plan, c: Console) -> None:
                 "are missing")
     t = e.terms_s
     total = sum(t.values())
-    parts = ", ".join(f"{k} {_ms(v)}" for k, v in t.items() if v > 0)
-    c.print(f"  batch-1 step {_ms(total)} = {parts}", style="dim")
+    _terms(c, f"batch-1 step {_ms(total)} = ", [f"{k} {_ms(v)}" for k, v in t.items() if v > 0])
     for line in [f"basis: {e.basis}; band = held-out p5-p95.", *(f"note: {n}" for n in e.notes)]:
-        c.print(textwrap.fill(line, max(40, c.width - 1), initial_indent="  ", subsequent_indent="    "),
-                style="dim", soft_wrap=True)
+        _wrapped(c, line, "dim")
+
+
+def _terms(c: Console, head: str, terms: list[str]) -> None:
+    """The step's terms, broken between terms only ("comm 0.8 ms" stays whole)."""
+    width, lines, cur = max(40, c.width - 1), [], "  " + head
+    for i, term in enumerate(terms):
+        piece = term + ("," if i < len(terms) - 1 else "")
+        if len(cur) + 1 + len(piece) > width and cur.strip():
+            lines.append(cur)
+            cur = "    " + piece
+        else:
+            cur += ("" if cur.endswith("= ") else " ") + piece
+    for line in lines + [cur]:
+        c.print(line, style="dim", soft_wrap=True)
+
+
+def _wrapped(c: Console, line: str, style: str | None = None) -> None:
+    """One line of the block, wrapped under its own indent within the console's width."""
+    c.print(textwrap.fill(line, max(40, c.width - 1), initial_indent="  ", subsequent_indent="    "),
+            style=style, soft_wrap=True)

@@ -58,7 +58,7 @@ def default_runtime(fmt_id: str, gpu: GpuSpec) -> tuple[str, str]:
         return "llamacpp", f"the default for {fmt_id} (GGUF) weights"
     if gpu.vendor == "Apple":
         return "llamacpp", "the default on Apple silicon"
-    return "vllm", "the default for safetensors formats on a discrete card"
+    return "vllm", "the default for safetensors formats on NVIDIA and AMD cards"
 
 
 def _and(names: list[str]) -> str:

@@ -37,8 +37,11 @@ def serve_command(p: Plan, engine: str, local_path: str | None = None, max_model
         if p.fmt.id in ONLINE and p.model.release.quant in ("bf16", "fp16", "fp32"):
             quant = p.fmt.id
         else:
+            maker = ("a GGUF file (llama.cpp's convert_hf_to_gguf.py and llama-quantize; vLLM's GGUF support is "
+                     "experimental)" if p.fmt.id.startswith(("gguf-", "ggml-"))
+                     else f"a {p.fmt.id} checkpoint (e.g. made with llm-compressor)")
             notes.append(f"# the plan assumes {p.fmt.id} weights but the checkpoint is {p.model.release.quant}: "
-                         f"serve a {p.fmt.id} checkpoint (e.g. made with llm-compressor)")
+                         f"serve {maker}")
     kv = p.inputs.kv_dtype
     if kv in ("bf16", "fp16", "fp32"):
         kv_arg = None

@@ -228,7 +228,7 @@ def pareto_text(model, curves, tpot_target_s: float | None, width: int = 100) ->
     series = [(c.label, c.points, "line") for c in curves]
     if tpot_target_s and curves:
         ys = [y for c in curves for _, y in c.points]
-        series.append((f"target {1 / tpot_target_s:g} tok/s per user", [(1 / tpot_target_s, min(ys)),
+        series.append((f"target {1 / tpot_target_s:.3g} tok/s per user", [(1 / tpot_target_s, min(ys)),
                                                                          (1 / tpot_target_s, max(ys))], "line"))
     return plot(series, f"Pareto: {model.name}, per card ({_modes(curves)})", X_PARETO, Y_PARETO, width=width)
 
@@ -251,7 +251,7 @@ def pareto_image(model, curves, tpot_target_s: float | None, path) -> None:
                 linestyle="--" if c.mode == "disaggregated" else "-")
     if tpot_target_s:
         ax.axvline(1 / tpot_target_s, color="k", linestyle="--", linewidth=1,
-                   label=f"target {1 / tpot_target_s:g} tok/s per user")
+                   label=f"target {1 / tpot_target_s:.3g} tok/s per user")
     finish_log_axes(ax, X_PARETO, Y_PARETO, f"Pareto: {model.name}", 7)
     save_figure(fig, plt, path)
 
@@ -279,7 +279,7 @@ def render_fleet_html(model, w, runtime, currency, rows, curves, roofs) -> str:
         body.append([r.card, mode, _par(r), r.cards_total, r.nodes, r.batch_per_replica, r.output_tok_s_per_gpu,
                      r.tok_s_per_user, r.ttft_s, r.tpot_s * 1000, r.meets_slo, r.watts, r.cost_per_mtok_out, other,
                      r.why_not])
-    target = [(f"target {1 / w.tpot_s:g} tok/s per user", 1 / w.tpot_s)] if w.tpot_s else []
+    target = [(f"target {1 / w.tpot_s:.3g} tok/s per user", 1 / w.tpot_s)] if w.tpot_s else []
     pareto = svg_plot([(c.label, c.points, "line") for c in curves],
                       f"Pareto: {model.name}, per card ({_modes(curves)})", X_PARETO, Y_PARETO, vlines=target)
     sections = [Section("Workload", tables=[(["input", "value"], work)]),

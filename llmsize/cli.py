@@ -649,6 +649,10 @@ def compare(
         from llmsize.catalog.prices import load_prices
 
         currency, price_map = load_prices(prices, cat)
+        if not any(g.id in price_map for g in cards):
+            raise InvalidValueError(f"--prices `{prices}` has no price for the cards compared "
+                                    f"({', '.join(g.id for g in cards[:6])}{', ...' if len(cards) > 6 else ''}).",
+                                    "Add their `prices:`, or drop --prices.")
     stages = _stages(pp, nodes)
     inputs = PlanInputs(quant=quant, kv_dtype=kv_dtype.lower(), context_tokens=context, gpu_util=gpu_util,
                         overhead_bytes=overhead_gib * GiB, tp=tp or 1, pp=stages, nodes=nodes,
@@ -968,6 +972,10 @@ def fleet(
         from llmsize.catalog.prices import load_prices
 
         currency, hourly = load_prices(prices, cat, "hourly")
+        if not any(g.id in hourly for g in cards):
+            raise InvalidValueError(f"--prices `{prices}` has no hourly price for the cards sized "
+                                    f"({', '.join(g.id for g in cards[:6])}{', ...' if len(cards) > 6 else ''}).",
+                                    "Add their `hourly:` prices, or drop --prices.")
     from llmsize.estimate.workload import workload_from_options
 
     w = workload_from_options(isl, osl, users, rate, ttft, tpot, tok_s_per_user, shared_prefix, spec, cat,

@@ -704,3 +704,19 @@ def test_pareto_to_a_file_goes_with_json(run_cli, tmp_path):
     assert code == 0 and json.loads(out)["rows"] and out_file.read_text().startswith("<?xml")
     code, out, err = run_cli(*base, "--format", "json")
     assert code == 2 and "table view" in err and out == ""
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("currency: EUR\nhourly:\n  mi300x: 2\n", "no hourly price for the cards sized (h100-sxm, b200)"),
+    ('currency: "EUR <b>x</b>"\nhourly:\n  b200: 2\n', "is not a short label"),
+    ("currency:\nhourly:\n  b200: 2\n", "`currency:` is empty"),
+    ("currency: EUR\nhourly:\n  b200: -2\n", "Give the price of one card-hour"),
+])
+def test_a_prices_file_that_prices_nothing_or_labels_badly_is_refused(run_cli, tmp_path, text, needle):
+    """A review saw an hourly price for none of the sized cards drop the cost columns without a word, an HTML
+    currency label pass into Markdown, an empty one reported as 'None', an hourly price asked as "of one card"."""
+    prices = tmp_path / "p.yaml"
+    prices.write_text(text)
+    code, out, err = run_cli("fleet", "llama-3.1-8b", "--users", "4", "--gpus", "h100-sxm,b200", "--prices",
+                             str(prices))
+    assert code == 2 and out == "" and needle in err

@@ -12,6 +12,7 @@ shipped or invented).
 from __future__ import annotations
 
 import math
+import unicodedata
 from pathlib import Path
 
 from llmsize.errors import CatalogError, LlmsizeError, shown
@@ -33,9 +34,14 @@ def load_prices(path: Path, catalog, key: str = "prices") -> tuple[str, dict[str
         raise CatalogError(f"--prices `{path}`: unknown key `{unknown[0]}`.",
                            "Only `currency:`, `prices:` and `hourly:`.")
     currency = data.get("currency", "currency")
-    if not isinstance(currency, str) or not 0 < len(currency) <= 16 or not currency.isprintable():
-        raise CatalogError(f"--prices `{path}`: currency {str(currency)[:40]!r} is not a short label.",
-                           "Use a label such as EUR or USD.")
+    if currency is None or currency == "":
+        raise CatalogError(f"--prices `{path}`: `currency:` is empty.", "Use a label such as EUR or USD, or drop the "
+                           "key.")
+    # letters, digits and currency signs only: the label goes into Markdown and HTML headers as it is
+    if not isinstance(currency, str) or not 0 < len(currency) <= 16 or \
+            not all(ch.isalnum() or ch in " $.-" or unicodedata.category(ch) == "Sc" for ch in currency):
+        raise CatalogError(f"--prices `{path}`: currency {str(currency)[:40]!r} is not a short label (letters, "
+                           "digits and currency signs, at most 16).", "Use a label such as EUR or USD.")
     out: dict[str, float] = {}
     named: dict[str, str] = {}
     for name, value in data[key].items():
@@ -46,7 +52,8 @@ def load_prices(path: Path, catalog, key: str = "prices") -> tuple[str, dict[str
             number = None
         if number is None or not math.isfinite(number) or not PRICE_MIN <= number <= PRICE_MAX:
             raise CatalogError(f"--prices `{path}`: price of `{shown(label)}` is {shown(repr(value), 40)}; expected a "
-                               f"number from {PRICE_MIN:g} to {PRICE_MAX:g}.", "Give the price of one card.")
+                               f"number from {PRICE_MIN:g} to {PRICE_MAX:g}.",
+                               "Give the price of one card." if key == "prices" else "Give the price of one card-hour.")
         try:
             gpu = catalog.gpu(str(name))
         except CatalogError:

@@ -137,9 +137,9 @@ NODE_PIPELINE_RUNTIMES = ("vllm", "sglang", "trtllm")
 
 def _configs(any_constants: bool, model: ModelSpec, spec=None, runtime: str = "vllm") -> list[tuple[int, int, int]]:
     """(tp, pp, dp) of a replica `runtime` can run: tensor parallel within a node; for a MoE, attention data parallel
-    with expert parallel over 2-8 cards (DEP, where the experts split evenly; not with speculative decoding; DEP_RUNTIMES);
-    two pipeline stages within a node (PIPELINE_RUNTIMES); then pipeline stages of a full node each (last: tried only
-    when no single node holds the model; NODE_PIPELINE_RUNTIMES)."""
+    with expert parallel over 2-8 cards (DEP, where the experts split evenly; not with speculative decoding;
+    DEP_RUNTIMES); two pipeline stages within a node (PIPELINE_RUNTIMES); then pipeline stages of a full node each
+    (last: tried only when no single node holds the model; NODE_PIPELINE_RUNTIMES)."""
     if not any_constants:
         return []
     dep = [(1, 1, n) for n in DP_CHOICES if spec is None and supports_dep(model, n)] if runtime in DEP_RUNTIMES else []

@@ -1,8 +1,8 @@
 """Column tables whose cells never fold: a number split over two lines ("32,00" over "0.0") reads as another number,
 and a card id cut short ("h100-sx") names no card. Each column is as wide as its widest cell; a header wider than
 that breaks between its words where the width allows, inside a word where it does not; a table whose cells alone
-need more than the width is printed wider (the terminal wraps or scrolls whole lines). Plain text: no arithmetic,
-no styles (the caller colours what it prints)."""
+need more than the width is printed wider (the terminal wraps or scrolls whole lines). Plain text, no arithmetic;
+print_table puts one on a rich console."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def wrap_header(text: str, width: int) -> list[str]:
     """A header in lines of at most `width`: broken between words, then after a slash ("tok/s/" "user"), then
     inside a word where nothing else fits."""
     lines, cur = [], ""
-    for k, word in enumerate(text.split()):
+    for word in text.split():
         for j, piece in enumerate(re.findall(r"[^/]*/|[^/]+", word)):
             glue = " " if (j == 0 and cur) else ""
             if len(cur) + len(glue) + len(piece) <= width:
@@ -61,3 +61,13 @@ def table_lines(headers: list[str], rows: list[list[str]], width: int, left_alig
     out.append(" " + "─" * (sum(w) + len(GAP) * (len(w) - 1)))
     out += [line(r) for r in rows]
     return [x.rstrip() for x in out]
+
+
+def print_table(console, title: str, headers: list[str], rows: list[list[str]]) -> None:
+    """A titled table on a rich console: the title bold, the lines as table_lines makes them (never cropped)."""
+    console.print(title, style="bold", markup=False, highlight=False)
+    console.print()
+    if rows:
+        for line in table_lines(headers, rows, console.width):
+            console.print(line, markup=False, highlight=False, crop=False, soft_wrap=True)
+    console.print()

@@ -90,15 +90,10 @@ def render_markdown(rows, currency, title: str) -> str:
 
 
 def render_table(rows, currency, title: str, notes: list[str], console) -> None:
-    from llmsize.render.columns import table_lines
+    from llmsize.render.columns import print_table
 
     cols = _columns(rows, currency)
-    console.print(title, style="bold", markup=False, highlight=False)
-    console.print()
-    for line in table_lines([SHORT[c] for c in cols], [[_cell(c, r.values()[c]) for c in cols] for r in rows],
-                            console.width):
-        console.print(line, markup=False, highlight=False, crop=False, soft_wrap=True)
-    console.print()
+    print_table(console, title, [SHORT[c] for c in cols], [[_cell(c, r.values()[c]) for c in cols] for r in rows])
     legend = ("GB/s: memory bandwidth; GiB: VRAM; max ctx: longest context one sequence can hold (K = 1,000); seqs: "
               "sequences that fit at --context; ceil b=1: batch-1 decode ceiling; expect b=1: expected batch-1 "
               "decode in the runtime (--runtime, else the format's and card's default; - where it has no figure); "

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from llmsize.render.columns import print_table
+
 
 ASSUMPTIONS = [
     "aggregated: a user's TPOT = TPOT(b) + b x a prompt's prefill share / osl (the replica's prefills stall every "
@@ -105,7 +107,8 @@ def render_fleet(model, w, runtime, currency, rows, console) -> None:
         if r.replicas is None:
             missing.append(f"{r.card}: {r.why_not}")
             continue
-        mode = (f"{r.prefill_workers:,}P{r.decode_workers:,}D" if r.mode == "disaggregated" else f"{r.replicas:,} x agg")
+        mode = (f"{r.prefill_workers:,}P{r.decode_workers:,}D" if r.mode == "disaggregated"
+                else f"{r.replicas:,} x agg")
         other = f"{r.other.cards_total:,} {'agg' if r.other.mode == 'aggregated' else 'P/D'}" if r.other else "-"
         cells.append([r.card, mode, _par(r), f"{r.cards_total:,}", f"{r.batch_per_replica:,}",
                       f"{r.output_tok_s_per_gpu:,.0f}", f"{r.tok_s_per_user:,.1f}", f"{r.ttft_s:.2f}",
@@ -116,8 +119,8 @@ def render_fleet(model, w, runtime, currency, rows, console) -> None:
     if all(c[9] == "-" for c in cells):  # no prices: no cost column
         heads.pop(9)
         cells = [c[:9] + c[10:] for c in cells]
-    _print(console, f"fleet: {model.name}, {w.isl:,} in / {w.osl:,} out, {load}, {_targets(w)} ({runtime})", heads,
-           cells)
+    print_table(console, f"fleet: {model.name}, {w.isl:,} in / {w.osl:,} out, {load}, {_targets(w)} ({runtime})",
+                heads, cells)
     for line in missing:
         console.print(f"  no configuration: {line}", markup=False, highlight=False)
     _footprint(rows, currency, console)
@@ -126,18 +129,6 @@ def render_fleet(model, w, runtime, currency, rows, console) -> None:
                   "parallel, the experts split over n cards. Speeds from the "
                   "expected-speed model at each worker's batch; TTFT is one prompt's prefill and its queue (M/D/c).",
                   style="dim")
-
-
-def _print(console, title: str, heads: list[str], cells: list[list[str]]) -> None:
-    """A titled column table (render/columns.py): numbers and card ids never fold."""
-    from llmsize.render.columns import table_lines
-
-    console.print(title, style="bold", markup=False, highlight=False)
-    console.print()
-    if cells:
-        for line in table_lines(heads, cells, console.width):
-            console.print(line, markup=False, highlight=False, crop=False, soft_wrap=True)
-    console.print()
 
 
 def _footprint(rows, currency, console) -> None:
@@ -157,7 +148,7 @@ def _footprint(rows, currency, console) -> None:
             c.append(f"{r.cost_per_hour:,.2f}" if r.cost_per_hour is not None else "-")
             c.append(f"{r.cost_per_month:,.0f}" if r.cost_per_month is not None else "-")
         cells.append(c)
-    _print(console, "Footprint" + (" and cost" if priced else "") + " of each row", heads, cells)
+    print_table(console, "Footprint" + (" and cost" if priced else "") + " of each row", heads, cells)
     no_tdp = [r.card for r in served if not r.watts]
     if no_tdp:
         console.print(f" kW -: the catalog has no published TDP for {', '.join(no_tdp)}.", style="dim")

@@ -31,7 +31,8 @@ def render_fit(rows, gpu, runtime, context, host, skipped, total, console) -> No
                   f"{r.ceiling_tok_s:,.1f}" if r.ceiling_tok_s else "-")
     console.print(t)
     console.print(f"{len(rows)} of {total} fitting model/format pairs shown (--top); {skipped} pair(s) could not "
-                  "be planned. tok/s: expected decode at batch 1; bpw: bits per quantized weight (a GGUF file's average "
-                  "over its quantized tensors, else the format's bits with its scales; 16-bit tensors aside); ctx: the "
+                  "be planned. tok/s: expected decode at batch 1; bpw: bits per quantized weight (a GGUF file's "
+                  "average over its quantized tensors, else the format's bits with its scales; 16-bit tensors aside); "
+                  "ctx: the "
                   "longest context one sequence can hold with that placement; host GiB: what an offloaded "
                   "placement leaves in system RAM (--host-ram-gib drops those that do not fit).", style="dim")

@@ -624,6 +624,7 @@ def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, 
         "prefill_band": [r4(pband[0]), r4(pband[1])] if pband else None,
         "rows_decode": len(dec), "rows_prefill": len(pre),
         "cards": sorted({o.plan.gpu.id for o in rows}),
+        "row_backends": sorted({backend(o.plan.gpu) for o in rows}),
         "decode_held_out": ho_d.summary(band) if ho_d.errors else None,
         "prefill_held_out": ho_p.summary(pband) if ho_p.errors and pband else None,
     }

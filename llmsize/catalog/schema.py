@@ -393,6 +393,8 @@ class SpeedGroup(Strict):
     prefill_held_out: HeldOut | None = None
     borrowed: str | None = Field(None, description="why these constants are another group's (no rows of its own)")
     runtimes: list[str] = Field([], description="the runtimes whose rows the fit used (its own, pooled, borrowed)")
+    row_backends: list[Literal["cuda", "rocm", "metal"]] = Field(
+        [], description="the backends of the rows the fit used (another's where the group borrowed them)")
     own_decode_held_out: HeldOut | None = Field(
         None, description="the held-out error of the decode rows this runtime ran, where the fit used others' too; "
         "the band is theirs from MIN_ROWS_OWN of them (benchmarks/fit_speed.py)")

@@ -74,7 +74,7 @@ def constants(spec: RuntimeSpec, backend_id: str) -> Constants | None:
     if g is None:
         return None
     names = [RUNTIME_NAMES[r] for r in g.runtimes] or [RUNTIME_NAMES[spec.id]]
-    cards = f"{len(g.cards)} card(s)" if g.borrowed else f"{len(g.cards)} {BACKEND_NAMES[backend_id]} card(s)"
+    cards = f"{len(g.cards)} {_and([BACKEND_NAMES[b] for b in g.row_backends or [backend_id]])} card(s)"
     basis = (f"fitted on {g.rows_decode} published decode and {g.rows_prefill} prefill measurements of "
              f"{_and(names)} on {cards}")
     own = g.own_decode_held_out

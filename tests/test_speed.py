@@ -1054,3 +1054,17 @@ def test_a_batch_beyond_what_the_cache_holds_is_warned(run_cli):
     assert code == 0 and d["capacity"]["max_concurrent_sequences"] == 111
     assert any("--batch 100,000 exceeds the 111 sequences" in w for w in d["warnings"])
     assert json.loads(run_cli("plan", "llama-3.1-8b", "--gpu", "h100-sxm", "--batch", "100", "--json")[1])["warnings"] == []
+
+
+@pytest.mark.parametrize("tpot_ms, needle", [(1e-300, "beats the bandwidth ceiling"), (1.0, "beats the bandwidth ceiling"),
+                                             (1e6, "is under 1% of the run's bandwidth ceiling")])
+def test_a_calibrating_run_beyond_physics_is_refused(run_cli, tmp_path, tpot_ms, needle):
+    """vLLM's bench file (Llama 3.2 3B on an L40S, TPOT 26.0 ms) with its TPOT replaced: 1 ms a token for a 6.4 GB
+    model on an 864 GB/s card is 7x its bandwidth ceiling, 1e-300 ms absurd, 1,000 s a token a run whose weights
+    were not in the card's memory (a review saw x8.76 applied and a 300-digit figure printed)."""
+    d = json.loads((ROOT / "tests" / "data" / "calibration" / "vllm-bench-serve.json").read_text())
+    d.update({k: tpot_ms for k in d if k.endswith("tpot_ms") or k.endswith("itl_ms")})
+    f = tmp_path / "bench.json"
+    f.write_text(json.dumps(d))
+    code, out, err = run_cli("plan", "llama-3.2-3b", "--gpu", "l40s", "--calibrate", str(f))
+    assert code == 2 and out == "" and needle in err and "\n" not in err.strip()

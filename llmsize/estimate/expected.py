@@ -3,6 +3,7 @@ inputs, the runtime's constants for the card's backend picked from runtimes/*.ya
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from llmsize.catalog.schema import GpuSpec, RuntimeSpec, SpeedGroup
@@ -422,6 +423,11 @@ def _run_format(run, fallback: str) -> str:
     return fallback
 
 
+# a calibrating run may beat its plan's ceiling by this much (the catalog's bandwidth is the vendor's peak, a file's
+# bytes an estimate), and must reach this fraction of it (slower, its weights were not in this card's memory)
+CALIBRATION_SLACK, CALIBRATION_FLOOR = 0.05, 0.01
+
+
 def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, cat, path: str) -> Calibration:
     """The user's run through the model: factor = its measured tok/s / what the constants predict for that run
     (its model, card, format, batch and context); the report says how far the plan is from it."""
@@ -464,6 +470,21 @@ def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, ca
     from llmsize.estimate.speed import decode_step_time_s, prefill_time_s
 
     predicted = 1 / decode_step_time_s(s1, c)
+    # the run against its own plan's bandwidth ceiling (its bytes at the card's peak): a run beyond it, or absurdly
+    # far below it, measured another card, model or format than it says
+    ceiling = 1 / (s1.weight_bytes / s1.bandwidth_bytes_per_s + s1.kv_bytes / s1.bandwidth_bytes_per_s
+                   + (s1.comm_time_s if s1.collectives else 0.0))
+    if not math.isfinite(run.decode_tok_s) or run.decode_tok_s > ceiling * (1 + CALIBRATION_SLACK):
+        raise InvalidValueError(
+            f"--calibrate `{path}`: its {run.decode_tok_s:,.4g} tok/s per sequence beats the bandwidth ceiling of the "
+            f"run it describes ({ceiling:,.1f} tok/s: {model.name}, {fmt}, on {gpu.name}).",
+            "Check that the file is of this model, format and card (or name them in it); a faster run measured "
+            "something else.")
+    if run.decode_tok_s < ceiling * CALIBRATION_FLOOR:
+        raise InvalidValueError(
+            f"--calibrate `{path}`: its {run.decode_tok_s:,.4g} tok/s per sequence is under "
+            f"{CALIBRATION_FLOOR:.0%} of the run's bandwidth ceiling ({ceiling:,.1f} tok/s).",
+            "Check the file: a run that slow did not stream its weights from this card's memory.")
     factor = run.decode_tok_s / predicted
     pf = None
     pre = prefill_inputs(rp, rid, flash_attn=run.flash_attn is not False)  # the run's attention, fused or not

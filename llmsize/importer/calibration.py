@@ -107,8 +107,10 @@ def _vllm_serve(d: dict, path: Path) -> Run:
     conc = d.get("max_concurrency")
     if conc:
         batch = int(_num(conc, path, "max_concurrency", True))
-    else:  # Little's law: sequences decoding at once = output tokens per second x seconds per output token
-        batch = max(1, round(_num(d.get("output_throughput", 0), path, "output_throughput") * tpot_s))
+    else:  # Little's law: sequences decoding at once = output tokens per second x seconds per output token, at
+        # most the requests the run made
+        batch = max(1, min(round(_num(d.get("output_throughput", 0), path, "output_throughput") * tpot_s),
+                           int(prompts)))
     ttft = d.get("median_ttft_ms") or d.get("mean_ttft_ms")
     return Run(tool="vllm bench serve", decode_tok_s=1 / tpot_s, batch=max(batch, 1),
                context_tokens=max(1, prompt + out // 2), prompt_tokens=prompt or None,

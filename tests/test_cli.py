@@ -188,3 +188,18 @@ def test_an_empty_value_is_refused_not_read_as_the_default(run_cli, args, needle
     """A review saw --gpus "" size every card of the catalog and --quant "" plan the release format silently."""
     code, out, err = run_cli(*args)
     assert code == 2 and out == "" and needle in err and "\n" not in err.strip()
+
+
+def test_llama_server_for_a_safetensors_folder_names_the_gguf_to_make(run_cli, tmp_path):
+    """llama-server loads GGUF files only: for a config.json folder --emit llama-server says to convert it and puts
+    a GGUF file name after -m, not the folder (a review saw `-m ./good`)."""
+    folder = tmp_path / "good"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256, "intermediate_size": 512,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000,
+        "max_position_embeddings": 2048, "torch_dtype": "bfloat16"}))
+    code, out, err = run_cli("plan", str(folder), "--gpu", "rtx4090", "--emit", "llama-server", "--quant",
+                             "gguf-q4_k_m")
+    assert code == 0 and "loads GGUF files only" in out and "llama-quantize to Q4_K_M" in out
+    assert f"-m {folder}" not in out and ".gguf" in out.splitlines()[-1]

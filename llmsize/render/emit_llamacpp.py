@@ -10,8 +10,14 @@ import shlex
 
 
 def _model_path(p, local_path: str | None) -> tuple[str, list[str]]:
-    if local_path:
+    if local_path and local_path.lower().endswith(".gguf"):
         return local_path, []
+    if local_path:  # a safetensors folder: llama.cpp loads GGUF files only
+        name = f"{p.model.id}-{p.fmt.id.removeprefix('gguf-').upper()}.gguf"
+        how = (f"convert_hf_to_gguf.py, then llama-quantize to {p.fmt.id.removeprefix('gguf-').upper()}"
+               if p.fmt.id.startswith("gguf-") else f"convert_hf_to_gguf.py --outtype {p.fmt.id}")
+        return name, [f"# {name}: llama.cpp loads GGUF files only; convert {local_path} ({how}) and put the file's "
+                      "path here"]
     name = f"{p.model.id}-{p.fmt.id.removeprefix('gguf-').upper()}.gguf"
     src = f" of {p.model.hf_repo}" if p.model.hf_repo else ""
     return name, [f"# {name}: put the path of the GGUF file{src} in {p.fmt.id} here"]

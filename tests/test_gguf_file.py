@@ -319,3 +319,16 @@ def test_mamba2_and_gated_delta_net_layers_come_from_the_ssm_keys(tmp_path, run_
                             "ssm.inner_size": 256}, [("ssm_in.weight", (256, 512), Q.Q8_0)])
     code, out, err = run_cli("plan", str(bad.write(tmp_path / "tiny-mamba1.gguf")), "--gpu", "rtx4090")
     assert code == 2 and "Mamba-1" in err and "Traceback" not in err
+
+
+def test_an_f16_gguf_defaults_to_llamacpp(tmp_path, run_cli):
+    """A GGUF whose tensors are F16 plans as fp16 weights, but it is a GGUF file: llama.cpp runs it by default, not
+    vLLM (a review saw "Expected in vLLM (the default for safetensors formats ...)")."""
+    m = llama()
+    m.meta["general.file_type"] = 1  # MOSTLY_F16
+    m.tensors = [(n, ne, Q.F32 if ty == Q.F32 else Q.F16) for n, ne, ty in m.tensors]
+    path = m.write(tmp_path / "tiny-llama-F16.gguf")
+    code, out, err = run_cli("plan", str(path), "--gpu", "rtx4090", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["expected"]["runtime"] == "llamacpp"
+    assert d["expected"]["runtime_why"] == "the default for a GGUF file"

@@ -51,15 +51,23 @@ def resolve_runtime(name: str) -> tuple[str, str | None]:
                             "Ollama and LM Studio run llama.cpp: --runtime llamacpp.")
 
 
-def default_runtime(fmt_id: str, gpu: GpuSpec) -> tuple[str, str]:
-    """llama.cpp for GGUF formats and Apple cards, MLX for MLX formats, vLLM otherwise; and why."""
+def default_runtime(fmt_id: str, gpu: GpuSpec, gguf_file: bool = False) -> tuple[str, str]:
+    """llama.cpp for GGUF formats and files (an F16 GGUF is a GGUF) and Apple cards, MLX for MLX formats, vLLM
+    otherwise; and why."""
     if fmt_id.startswith("mlx-"):
         return "mlx", f"the default for {fmt_id} weights"
     if fmt_id.startswith(("gguf-", "ggml-")):
         return "llamacpp", f"the default for {fmt_id} (GGUF) weights"
+    if gguf_file:
+        return "llamacpp", "the default for a GGUF file"
     if gpu.vendor == "Apple":
         return "llamacpp", "the default on Apple silicon"
     return "vllm", "the default for safetensors formats on NVIDIA and AMD cards"
+
+
+def from_gguf(plan: Plan) -> bool:
+    """Whether the plan's weights are a GGUF file's (its tensor infos gave the bytes)."""
+    return getattr(plan.exact, "source", "") == "GGUF tensor infos"
 
 
 def _and(names: list[str]) -> str:
@@ -332,7 +340,7 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
     llama.cpp's prefill only."""
     notes: tuple[str, ...] = ()
     if runtime is None:
-        rid, why = default_runtime(plan.fmt.id, plan.gpu)
+        rid, why = default_runtime(plan.fmt.id, plan.gpu, from_gguf(plan))
     else:
         rid, alias_note = resolve_runtime(runtime)
         why = "asked for" + (f" ({alias_note})" if alias_note else "")
@@ -518,6 +526,6 @@ def expect_for_cli(plan: Plan, cat, runtime: str | None, run, path: str | None,
         runtime = runtime or run.runtime
     calibration = None
     if run is not None:
-        rid = resolve_runtime(runtime)[0] if runtime else default_runtime(plan.fmt.id, plan.gpu)[0]
+        rid = resolve_runtime(runtime)[0] if runtime else default_runtime(plan.fmt.id, plan.gpu, from_gguf(plan))[0]
         calibration = calibration_from_run(run, plan, rid, runtimes.get(rid), cat, path)
     return expect(plan, runtimes, runtime, calibration, flash_attn, engine, ubatch_tokens)

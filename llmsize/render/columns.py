@@ -45,8 +45,8 @@ def wrap_header(text: str, width: int) -> list[str]:
     return lines + [cur] if cur or not lines else lines
 
 
-def table_lines(headers: list[str], rows: list[list[str]], width: int, left_aligned: int = 1) -> list[str]:
-    """The header (its lines bottom-aligned), a rule, the rows; the first `left_aligned` columns to the left, the
+def table_lines(headers: list[str], rows: list[list[str]], width: int, left: tuple[int, ...] = (0,)) -> list[str]:
+    """The header (its lines bottom-aligned), a rule, the rows; the columns `left` (their indices) to the left, the
     others to the right."""
     w = widths(headers, rows, width)
     heads = [wrap_header(h, wi) for h, wi in zip(headers, w)]
@@ -54,7 +54,7 @@ def table_lines(headers: list[str], rows: list[list[str]], width: int, left_alig
     heads = [[""] * (depth - len(h)) + h for h in heads]
 
     def line(cells: list[str]) -> str:
-        return " " + GAP.join(c.ljust(wi) if i < left_aligned else c.rjust(wi)
+        return " " + GAP.join(c.ljust(wi) if i in left else c.rjust(wi)
                               for i, (c, wi) in enumerate(zip(cells, w)))
 
     out = [line([h[k] for h in heads]) for k in range(depth)]
@@ -63,11 +63,11 @@ def table_lines(headers: list[str], rows: list[list[str]], width: int, left_alig
     return [x.rstrip() for x in out]
 
 
-def print_table(console, title: str, headers: list[str], rows: list[list[str]]) -> None:
+def print_table(console, title: str, headers: list[str], rows: list[list[str]], left: tuple[int, ...] = (0,)) -> None:
     """A titled table on a rich console: the title bold, the lines as table_lines makes them (never cropped)."""
     console.print(title, style="bold", markup=False, highlight=False)
     console.print()
     if rows:
-        for line in table_lines(headers, rows, console.width):
+        for line in table_lines(headers, rows, console.width, left):
             console.print(line, markup=False, highlight=False, crop=False, soft_wrap=True)
     console.print()

@@ -1068,3 +1068,12 @@ def test_a_calibrating_run_beyond_physics_is_refused(run_cli, tmp_path, tpot_ms,
     f.write_text(json.dumps(d))
     code, out, err = run_cli("plan", "llama-3.2-3b", "--gpu", "l40s", "--calibrate", str(f))
     assert code == 2 and out == "" and needle in err and "\n" not in err.strip()
+
+
+def test_a_context_whose_cache_does_not_fit_is_warned(run_cli):
+    """Llama 3.1 8B on an RTX 4090 at 200,000 tokens: not one sequence's cache fits (42,127 tokens do); the plan still
+    costs the step, and says first that the card does not hold it (a review saw 20.7 tok/s and no word of it)."""
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx4090", "--context", "200000", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["capacity"]["max_concurrent_sequences"] == 0
+    assert any("Not one sequence's cache fits at 200,000 tokens" in w for w in d["warnings"])

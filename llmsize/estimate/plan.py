@@ -303,7 +303,10 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
                       f"({weights.bytes_total / 1e9:,.3f} GB; the {fmt.id} estimate says "
                       f"{estimate.bytes_total / 1e9:,.3f} GB, {diff:+.2%}); bytes read per token use the exact figure.")
     warned = list(warnings or [])
-    if inputs.batch > 1 and budget.weights_fit and inputs.batch > seqs:
+    if budget.weights_fit and seqs < 1:
+        warned.append(f"Not one sequence's cache fits at {inputs.context_tokens:,} tokens (the longest context this "
+                      f"card holds is {ctx.tokens:,}): the speed figures are for a cache it does not hold.")
+    elif inputs.batch > 1 and budget.weights_fit and inputs.batch > seqs:
         warned.append(f"--batch {inputs.batch:,} exceeds the {seqs:,} sequences whose cache fits at "
                       f"{inputs.context_tokens:,} tokens: the batch's figures are for a cache this card does not hold "
                       "(the KV block says what does).")

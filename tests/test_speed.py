@@ -1077,3 +1077,11 @@ def test_a_context_whose_cache_does_not_fit_is_warned(run_cli):
     d = json.loads(out)
     assert code == 0 and d["capacity"]["max_concurrent_sequences"] == 0
     assert any("Not one sequence's cache fits at 200,000 tokens" in w for w in d["warnings"])
+
+
+def test_a_runtime_taken_from_the_calibrating_run_says_so(run_cli):
+    """Without --runtime, a llama-bench file makes the plan's runtime llama.cpp: the report says it is the run's, not
+    "asked for" (a review)."""
+    f = ROOT / "tests" / "data" / "calibration" / "llama-bench.json"
+    d = json.loads(run_cli("plan", "llama-3-8b", "--gpu", "rtx4090", "--calibrate", str(f), "--json")[1])
+    assert d["expected"]["runtime"] == "llamacpp" and d["expected"]["runtime_why"] == f"the runtime of the run in {f}"

@@ -523,9 +523,15 @@ def expect_for_cli(plan: Plan, cat, runtime: str | None, run, path: str | None,
             raise InvalidValueError(f"--calibrate `{path}` is a {RUNTIME_NAMES[run.runtime]} run; it cannot "
                                     f"calibrate --runtime {runtime}.", f"Drop --runtime or pass --runtime "
                                                                        f"{run.runtime}.")
+        from_run = runtime is None
         runtime = runtime or run.runtime
+    else:
+        from_run = False
     calibration = None
     if run is not None:
         rid = resolve_runtime(runtime)[0] if runtime else default_runtime(plan.fmt.id, plan.gpu, from_gguf(plan))[0]
         calibration = calibration_from_run(run, plan, rid, runtimes.get(rid), cat, path)
-    return expect(plan, runtimes, runtime, calibration, flash_attn, engine, ubatch_tokens)
+    r = expect(plan, runtimes, runtime, calibration, flash_attn, engine, ubatch_tokens)
+    if from_run:  # not asked for: the calibrating run's
+        r = ExpectedResult(r.runtime, f"the runtime of the run in {path}", r.expected, r.reason)
+    return r

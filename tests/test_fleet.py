@@ -698,6 +698,7 @@ def test_a_mac_is_a_node_of_its_own(run_cli):
 def test_pareto_to_a_file_goes_with_json(run_cli, tmp_path):
     """--pareto -o FILE --format json writes the chart to its file and the JSON to stdout (a review saw it refused
     with the advice to give the -o it had given); without -o, --pareto and JSON still refuse each other."""
+    pytest.importorskip("matplotlib")  # image charts are the `charts` extra
     out_file = tmp_path / "p.svg"
     base = ("fleet", "llama-3.1-70b", "--users", "400", "--tok-s-per-user", "30", "--gpus", "b200", "--pareto")
     code, out, err = run_cli(*base, "-o", str(out_file), "--format", "json")

@@ -44,6 +44,7 @@ from llmsize.estimate.observed import Observed, card_of, llamacpp_flash_attn, ob
 from llmsize.estimate.speed import (  # noqa: E402
     Constants,
     attention_time_s,
+    ceiling_step_s,
     decode_step_time_s,
     dequant_time_s,
     pipeline_factor,
@@ -407,7 +408,7 @@ class DecodeSystem:
         for o in self.dec:
             x, t = o.step, o.measured_s
             w_bw = x.weight_bytes / x.bandwidth_bytes_per_s
-            base = w_bw + x.kv_bytes / x.bandwidth_bytes_per_s + (x.comm_time_s if x.collectives else 0.0)
+            base = ceiling_step_s(x)
             if floor_s and x.layers:
                 eta = eta_of(x.format_class) if eta_of else 1.0
                 base += x.layers * max(0.0, floor_s - w_bw / eta / x.layers)

@@ -25,3 +25,20 @@ def test_the_lever_table_as_it_prints(run_cli):
     table = out[out.index("Levers (what"):]
     start = README.index("```text\nLevers (what") + len("```text\n")
     assert README[start:README.index("```\n", start)] == table.rstrip("\n") + "\n"
+
+
+def test_the_fitted_figures_the_readme_quotes_are_the_fits():
+    """The README's prose quotes fitted constants (SGLang's cost a step beyond vLLM's, the routed experts' read cost
+    in vLLM and SGLang, the kernel floors): a refit that moves them must move the README too."""
+    import yaml
+
+    def group(rt, be="cuda"):
+        return yaml.safe_load((Path(__file__).parent.parent / "runtimes" / f"{rt}.yaml").read_text())["backends"][be]
+
+    step_ms = (group("sglang")["t_step_s"] - group("vllm")["t_step_s"]) * 1000
+    assert f"SGLang pays {step_ms:.2f} ms more a step" in README
+    assert f"in a grouped kernel: {group('vllm')['expert_read_cost']:.2f}\nof their time" in README
+    floors = {rt: group(rt, be)["t_layer_floor_s"] * 1e6 for rt, be in
+              (("mlx", "metal"), ("llamacpp", "rocm"), ("trtllm", "cuda"), ("gpt-fast", "cuda"))}
+    assert (f"{floors['mlx']:.0f} us in MLX, {floors['llamacpp']:.0f} us for llama.cpp on ROCm, "
+            f"{floors['trtllm']:.0f}-{floors['gpt-fast']:.0f} us for") in README.replace("\n", " ")

@@ -475,13 +475,12 @@ def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, ca
     scale = run.weight_bytes / rp.weights.bytes_total if run.weight_bytes else 1.0
     s1 = step_inputs(rp, rp.decode_b, rid)
     s1 = _replace(s1, weight_bytes=s1.weight_bytes * scale)
-    from llmsize.estimate.speed import decode_step_time_s, prefill_time_s
+    from llmsize.estimate.speed import ceiling_step_s, decode_step_time_s, prefill_time_s
 
     predicted = 1 / decode_step_time_s(s1, c)
     # the run against its own plan's bandwidth ceiling (its bytes at the card's peak): a run beyond it, or absurdly
     # far below it, measured another card, model or format than it says
-    ceiling = 1 / (s1.weight_bytes / s1.bandwidth_bytes_per_s + s1.kv_bytes / s1.bandwidth_bytes_per_s
-                   + (s1.comm_time_s if s1.collectives else 0.0))
+    ceiling = 1 / ceiling_step_s(s1)
     if not math.isfinite(run.decode_tok_s) or run.decode_tok_s > ceiling * (1 + CALIBRATION_SLACK):
         raise InvalidValueError(
             f"--calibrate `{path}`: its {run.decode_tok_s:,.4g} tok/s per sequence beats the bandwidth ceiling of the "

@@ -18,7 +18,7 @@ from llmsize.estimate.expected import (
     step_inputs,
 )
 from llmsize.estimate.plan import Plan, PlanInputs, make_plan
-from llmsize.estimate.speed import PrefillInputs, StepInputs
+from llmsize.estimate.speed import PrefillInputs, StepInputs, ceiling_step_s
 
 KV_DTYPE = {"llamacpp": "fp16", "mlx": "fp16"}  # the cache dtype each runtime uses by default; others bf16
 
@@ -189,8 +189,7 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
             from dataclasses import replace
 
             step = replace(step, engine_v0=True)
-        ceiling = 1.0 / (step.weight_bytes / step.bandwidth_bytes_per_s + step.kv_bytes / step.bandwidth_bytes_per_s
-                         + step.comm_time_s)
+        ceiling = 1.0 / ceiling_step_s(step)
         return Observed(row, runtime, source_key, plan, step, None, t, ceiling)
     if runtime == "llamacpp" and tp > 1:
         # the plan says so beside such a time to first token (expected.py: -sm row copies every matmul's

@@ -246,6 +246,13 @@ def floor_time_s(x: StepInputs, c: Constants) -> float:
     return x.layers * max(0.0, c.t_layer_floor_s - per_layer)
 
 
+def ceiling_step_s(x: StepInputs) -> float:
+    """The ceiling's step (decode.py): the step's weight and cache bytes at the card's full bandwidth, and its
+    collectives' bytes over the link; every other term of decode_step_time_s at zero."""
+    bw = x.bandwidth_bytes_per_s
+    return x.weight_bytes / bw + x.kv_bytes / bw + (x.comm_time_s if x.collectives else 0.0)
+
+
 def decode_step_time_s(x: StepInputs, c: Constants) -> float:
     """Seconds for one decode step of x.batch sequences (the sum above, floored by compute)."""
     bw = x.bandwidth_bytes_per_s

@@ -269,13 +269,16 @@ def test_offload_decode_reads_each_device_at_its_bandwidth(catalog, runtimes):
     measured ~20 tok/s; the host side has no fitted fraction, so the figure sits above it."""
     from llmsize.estimate.expected import constants
     from llmsize.estimate.host_memory import parse_host_memory
-    from llmsize.estimate.offload import offload_speed
+    from llmsize.estimate.offload import gpu_part, offload_speed
+    from llmsize.estimate.plan import PlanInputs, make_plan
 
     m, g = catalog.model("gpt-oss-20b"), catalog.gpu("rx7900xt")
     t = gguf_file_tensors(m, "gguf-mxfp4_moe")
     led = llamacpp_ledger(m, g, t, LlamaCppSettings(ctx_size=4096, n_cpu_moe=m.num_layers))
     host = parse_host_memory("DDR4-3200x2")
-    off = offload_speed(m, g, led, t, 4096, host, constants(runtimes["llamacpp"], "rocm"))
+    plan = make_plan(m, g, PlanInputs(quant="gguf-mxfp4_moe", context_tokens=4096), search_fit=False)
+    off = offload_speed(m, g, led, t, 4096, host, constants(runtimes["llamacpp"], "rocm"),
+                        gpu_step=gpu_part(plan, led, t, "mxfp4"))
     experts = sum(b for n, b in t if "_exps." in n)
     assert off.host_read_bytes == pytest.approx(experts * 4 / 32, rel=1e-9)
     assert off.ceiling_tok_s == pytest.approx(1 / (off.gpu_read_bytes / (g.bandwidth_gb_s * 1e9)
@@ -395,7 +398,8 @@ def test_offload_speeds_against_published_runs(catalog):
     RX 7900 XT over dual-channel DDR4-3200 (llama.cpp discussion 15396), ~20 tok/s published, predicted above it
     (the host side at its peak) by under 45%: +24.7% while llama.cpp's ROCm plans took the CUDA and ROCm pool's
     constants whole (a hand-off 246 us), +41% (28.2 tok/s) since its ROCm rows have constants of their own
-    (2026-12-03; the hand-off 120 us, borrowed from the pool as no ROCm source varies its card count). The host's
+    (2026-12-03; the hand-off 120 us, borrowed from the pool as no ROCm source varies its card count), +39% (27.8)
+    since the GPU part is the whole-GPU step restricted to the card (offload.gpu_part: its cache at eta_kv). The host's
     fraction of its peak bandwidth is not modelled: no published CPU-side run states its memory yet."""
     import offload_speed as bench
 
@@ -419,36 +423,62 @@ def test_the_expected_block_points_to_the_offload_figure(run_cli):
     assert any(f"{off:.1f} tok/s" in n and "30 of 49 layers" in n for n in d["expected"]["notes"])
 
 
-def test_the_gpu_part_of_an_offloaded_step_pays_attention_at_depth_like_a_whole_gpu_step(catalog, runtimes):
-    """Qwen3-30B-A3B Q4_K_M on an RTX 3090 with --n-cpu-moe 48 (every expert on the host): the attention layers
-    and their cache stay on the card, so the GPU part carries llama.cpp's fitted attention-at-depth term
-    (speed.attention_time_s) in full, the unpacking of the card's share of the weights and no MoE layer cost (no
-    experts there); at 32K tokens of context that term grows several times over its 4K value, and the offloaded
-    decode slows with depth as a whole-GPU one does."""
+def test_the_gpu_part_of_an_offloaded_step_is_the_whole_gpu_step_restricted_to_the_card(catalog, runtimes):
+    """offload.gpu_part: with nothing on the host the GPU part is llama.cpp's whole-GPU step (the file's bytes are
+    the plan's, so the step times agree to 0.1%); with every expert on the host (--n-cpu-moe 48) the attention
+    layers and their cache stay on the card: the attention-at-depth term in full, no MoE layer, no expert bytes,
+    the unpacking and FLOPs of the card's share of the weights only; at 32K tokens of context the attention term
+    grows several times over its 4K value."""
     from llmsize.estimate.expected import constants, step_inputs
-    from llmsize.estimate.offload import gpu_step_terms_s
+    from llmsize.estimate.offload import gpu_part, read_bytes
     from llmsize.estimate.plan import PlanInputs, make_plan
-    from llmsize.estimate.speed import attention_time_s, dequant_time_s
+    from llmsize.estimate.speed import attention_time_s, decode_step_time_s, dequant_time_s
 
     m, g = catalog.model("qwen3-30b-a3b"), catalog.gpu("rtx3090")
     c = constants(runtimes["llamacpp"], "cuda")
     t = gguf_file_tensors(m, "gguf-q4_k_m")
-    terms = {}
+    plan = make_plan(m, g, PlanInputs(quant="gguf-q4_k_m", context_tokens=4096), search_fit=False)
+    whole = step_inputs(plan, plan.decode_1, "llamacpp")
+    part = gpu_part(plan, llamacpp_ledger(m, g, t, LlamaCppSettings(ctx_size=4096)), t, whole.format_class)
+    assert (part.layers, part.moe_layers, part.attention_flops) == (whole.layers, whole.moe_layers,
+                                                                    whole.attention_flops)
+    assert decode_step_time_s(part, c) == pytest.approx(decode_step_time_s(whole, c), rel=1e-3)
+    attn = {}
     for ctx in (4096, 32768):
         led = llamacpp_ledger(m, g, t, LlamaCppSettings(ctx_size=ctx, n_cpu_moe=48))
         plan = make_plan(m, g, PlanInputs(quant="gguf-q4_k_m", context_tokens=ctx), search_fit=False)
         x = step_inputs(plan, plan.decode_1, "llamacpp")
-        share = led.gpu.model_bytes / sum(d.model_bytes for d in led.devices)
-        terms[ctx] = gpu_step_terms_s(plan, led, c, "kquant")
-        assert terms[ctx] == pytest.approx(attention_time_s(x, c) + dequant_time_s(x, c) * share)
-    assert attention_time_s(x, c) > 0 and terms[32768] > 4 * terms[4096]
-    # the whole model on the card: every layer's attention and MoE cost
-    led = llamacpp_ledger(m, g, t, LlamaCppSettings(ctx_size=4096))
-    plan = make_plan(m, g, PlanInputs(quant="gguf-q4_k_m", context_tokens=4096), search_fit=False)
-    x = step_inputs(plan, plan.decode_1, "llamacpp")
-    assert gpu_step_terms_s(plan, led, c, "kquant") == pytest.approx(
-        attention_time_s(x, c) + dequant_time_s(x, c) * led.gpu.model_bytes / sum(d.model_bytes for d in led.devices)
-        + 48 * c.t_moe_layer_s)
+        part = gpu_part(plan, led, t, "kquant")
+        r = read_bytes(m, led, t, ctx)
+        assert part.moe_layers == 0 and part.expert_weight_bytes == 0 and part.layers == 48
+        assert (part.weight_bytes, part.kv_bytes) == (r.gpu_weight, r.gpu_kv) and r.host_kv == 0
+        assert attention_time_s(part, c) == pytest.approx(attention_time_s(x, c))
+        share = r.gpu_weight / (r.gpu_weight + r.host_weight)  # ~ attention, routers, output: under half
+        assert 0.1 < share < 0.5
+        assert dequant_time_s(part, c) == pytest.approx(dequant_time_s(x, c) * share)
+        attn[ctx] = attention_time_s(part, c)
+    assert attn[4096] > 0 and attn[32768] > 4 * attn[4096]
+
+
+@pytest.mark.parametrize("model,quant,gpu,ctx", [
+    ("qwen3-30b-a3b", "gguf-q5_k_m", "rtx3090", 32768),  # --fit puts 2 layers' experts on the host
+    ("qwen3-30b-a3b", "gguf-q4_k_m", "rtx3090", 65536),  # 3 layers' experts, a 6.4 GB cache
+    ("qwen3-30b-a3b", "gguf-q6_k", "rtx5060ti", 4096),
+    ("llama-3.1-8b", "gguf-q8_0", "rtx3060", 131072),  # layers (and their cache) on the host
+])
+def test_an_offloaded_split_never_decodes_faster_than_the_whole_model_on_the_card(run_cli, model, quant, gpu,
+                                                                                  ctx):
+    """The same file and context with part of it on a slower host cannot decode faster than all of it on the card
+    (as if the card held it): Qwen3-30B-A3B Q4_K_M at 65,536 tokens on an RTX 3090 with 3 layers' experts on
+    DDR5-6000 x 2 expected 65.9 tok/s offloaded against 59.8 whole, before the GPU part was the whole-GPU step
+    restricted to the card (its cache had streamed at the weights' fraction, not llama.cpp's fitted eta_kv)."""
+    code, out, err = run_cli("plan", model, "--gpu", gpu, "--quant", quant, "--context", str(ctx), "--engine",
+                             "llamacpp", "--fit", "--host-memory", "DDR5-6000x2", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    off = d["engine"]["offload"]
+    assert off["decode_tok_s"] < d["expected"]["tok_s"], (off["decode_tok_s"], d["expected"]["tok_s"])
+    assert off["decode_tok_s"] < off["decode_ceiling_tok_s"]
 
 
 def test_an_offloaded_prompt_under_ollama_pays_its_unfused_scores(run_cli, catalog, runtimes):

@@ -11,7 +11,7 @@ from llmsize.errors import InvalidValueError
 from llmsize.estimate.host_memory import HostMemory
 from llmsize.estimate.llamacpp_fit import FitResult, fit_split
 from llmsize.estimate.llamacpp_memory import LlamaCppLedger, LlamaCppSettings, gguf_file_tensors, llamacpp_ledger
-from llmsize.estimate.offload import OffloadSpeed, gpu_step_terms_s, offload_speed
+from llmsize.estimate.offload import OffloadSpeed, gpu_part, offload_speed
 
 
 @dataclass(frozen=True)
@@ -91,9 +91,9 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
     gpu_alone = prefill_time_s(pre, constants) if constants else None
     if link is None:
         led.notes.append(f"{gpu.id}'s PCIe link is not in the catalog: no prefill estimate under offload")
-    off = offload_speed(model, gpu, led, tensors, o.context, host, constants, format_class,
+    off = offload_speed(model, gpu, led, tensors, o.context, host, constants,
                         (plan.prefill.prompt_tokens, gpu_alone), link.gb_s if link else None,
-                        gpu_step_terms_s(plan, led, constants, format_class))
+                        gpu_part(plan, led, tensors, format_class))
     return LlamaCppPlan(led, off, found)
 
 
@@ -138,8 +138,8 @@ def offload_lever(plan, exact, card_bytes: int, host: HostMemory | None, constan
     if host is None:
         return OffloadLever(words + "; its speed depends on the host memory (--host-memory DDR5-6000x2).", split,
                             gpu_bytes)
-    off = offload_speed(model, gpu, found.ledger, tensors, plan.inputs.context_tokens, host, constants, format_class,
-                        gpu_terms_s=gpu_step_terms_s(plan, found.ledger, constants, format_class))
+    off = offload_speed(model, gpu, found.ledger, tensors, plan.inputs.context_tokens, host, constants,
+                        gpu_step=gpu_part(plan, found.ledger, tensors, format_class))
     speed = f"{off.decode_tok_s:.1f}" if off.decode_tok_s else f"at most {off.ceiling_tok_s:.1f}"
     return OffloadLever(words + f", decoding at {speed} tok/s with {host.name}.", split, gpu_bytes, off)
 

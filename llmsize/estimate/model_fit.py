@@ -81,12 +81,11 @@ def _llamacpp_row(model, gpu, fid, context, host, card_bytes, llama_constants, r
     if host is None:
         return FitRow(model.id, fid, bits, split, found.max_context_tokens, None, None, None, None, weights,
                       on_host, "offloaded: speed needs --host-memory")
-    from llmsize.estimate.offload import gpu_step_terms_s
+    from llmsize.estimate.offload import gpu_part
 
-    # as plan --engine llamacpp --fit costs it: the GPU part with its share of the whole-GPU step's fitted terms
-    off = offload_speed(model, gpu, found.ledger, tensors, context, host, llama_constants, format_class(fid),
-                        gpu_terms_s=gpu_step_terms_s(plan, found.ledger, llama_constants, format_class(fid))
-                        if llama_constants else 0.0)
+    # as plan --engine llamacpp --fit costs it: the whole-GPU step restricted to the GPU part
+    off = offload_speed(model, gpu, found.ledger, tensors, context, host, llama_constants,
+                        gpu_step=gpu_part(plan, found.ledger, tensors, format_class(fid)))
     return FitRow(model.id, fid, bits, split, found.max_context_tokens, off.decode_tok_s, None, None,
                   off.ceiling_tok_s, weights, on_host, "offloaded: the host side at its peak bandwidth")
 

@@ -3,11 +3,14 @@
 A decode step reads every tensor where llama.cpp placed it (llamacpp_memory.on_gpu) and computes it there, one
 device after the other:
 
-    t = W_gpu / (BW_gpu x eta_weights) + KV_gpu / (BW_gpu x eta_kv)       the GPU part at llama.cpp's fitted
-        + gpu_layers x t_layer_s + t_step_s                              fractions and fixed costs, and its
-        + the GPU part's attention at depth, unpacking and MoE layers    share of the other fitted terms
+    t = decode_step_time_s(the GPU part)                                 llama.cpp's whole-GPU step (speed.py),
+                                                                         every term, for the bytes, layers,
+                                                                         cache and experts on the card
         + (W_host + KV_host) / BW_host                                   the host part at the memory's peak
         + crossings x alpha_s[pcie]                                      a hand-off per device change
+
+The GPU part is the whole-GPU step's inputs restricted to the card (gpu_part): so the same model, file and
+context never decode faster with part of them on a slower device than whole on the card.
 
 Prefill: a ubatch of 32 tokens or more runs on the GPU, the host's weights copied there over PCIe for each ubatch
 (ggml-cuda's offload_op: batches of at least 32 move an op on host weights to the GPU), so
@@ -62,13 +65,31 @@ def _expert_share(model: ModelSpec) -> list[float]:
     return out
 
 
-def read_bytes(model: ModelSpec, led: LlamaCppLedger, tensors: list[tuple[str, int]],
-               context_tokens: int) -> tuple[float, float]:
-    """(GPU, host) bytes one decode token reads: weights, then the cache at this depth."""
+@dataclass(frozen=True)
+class Reads:
+    """What one decode token reads on each device (bytes)."""
+
+    gpu_weight: float
+    gpu_kv: float
+    host_weight: float
+    host_kv: float
+    gpu_expert: float  # the part of gpu_weight in routed experts
+
+    @property
+    def gpu(self) -> float:
+        return self.gpu_weight + self.gpu_kv
+
+    @property
+    def host(self) -> float:
+        return self.host_weight + self.host_kv
+
+
+def read_bytes(model: ModelSpec, led: LlamaCppLedger, tensors: list[tuple[str, int]], context_tokens: int) -> Reads:
+    """What one decode token reads where llama.cpp placed it: weights, then the cache at this depth."""
     s, n_layer = led.settings, led.n_layer
     i_gpu_start, out_gpu = n_layer - min(led.gpu_layers, n_layer), led.gpu_layers > n_layer
     share = _expert_share(model)
-    gpu = host = 0.0
+    gpu = host = expert = 0.0
     tied = not file_layout(tensors).has_output
     for name, nbytes in tensors:
         if name == "token_embd.weight":
@@ -76,20 +97,23 @@ def read_bytes(model: ModelSpec, led: LlamaCppLedger, tensors: list[tuple[str, i
                 gpu, host = (gpu + nbytes, host) if out_gpu else (gpu, host + nbytes)
             continue
         m = LAYER.match(name)
-        frac = share[int(m.group(1))] if (m and EXPERTS.match(name) and int(m.group(1)) < n_layer) else 1.0
+        routed = bool(m and EXPERTS.match(name) and int(m.group(1)) < n_layer)
+        frac = share[int(m.group(1))] if routed else 1.0
         if m and int(m.group(1)) >= n_layer:
             continue  # multi-token-prediction layers: not read by plain decoding
         if on_gpu(name, n_layer, i_gpu_start, out_gpu, s.n_cpu_moe):
             gpu += nbytes * frac
+            expert += nbytes * frac if routed else 0.0
         else:
             host += nbytes * frac
+    kv_gpu = kv_host = 0.0
     for il, c in enumerate(layer_caches(model)):
         if not c.k:
             continue
         tokens = min(context_tokens, c.sliding_window) if c.sliding_window else context_tokens
         b = tokens * (row_bytes(s.cache_type_k, c.k) + row_bytes(s.cache_type_v, c.v))
-        gpu, host = (gpu + b, host) if il >= i_gpu_start else (gpu, host + b)
-    return gpu, host
+        kv_gpu, kv_host = (kv_gpu + b, kv_host) if il >= i_gpu_start else (kv_gpu, kv_host + b)
+    return Reads(gpu, kv_gpu, host, kv_host, expert)
 
 
 def crossings(led: LlamaCppLedger, model: ModelSpec) -> int:
@@ -128,51 +152,50 @@ def offload_prefill_s(led: LlamaCppLedger, tensors: list[tuple[str, int]], promp
 
 
 def offload_speed(model: ModelSpec, gpu: GpuSpec, led: LlamaCppLedger, tensors: list[tuple[str, int]],
-                  context_tokens: int, host: HostMemory, constants=None, format_class: str = "kquant",
-                  prefill=None, pcie_gb_s: float | None = None, gpu_terms_s: float = 0.0) -> OffloadSpeed:
+                  context_tokens: int, host: HostMemory, constants=None, prefill=None,
+                  pcie_gb_s: float | None = None, gpu_step=None) -> OffloadSpeed:
     """`prefill`: (prompt tokens, seconds on the GPU alone) for the prefill estimate; `pcie_gb_s` the card's link
-    to the host, per direction; `gpu_terms_s` the GPU part's share of the whole-GPU step's other fitted terms
-    (gpu_step_terms_s)."""
-    g_bytes, h_bytes = read_bytes(model, led, tensors, context_tokens)
+    to the host, per direction; `gpu_step` the GPU part's step inputs (gpu_part), needed with `constants`."""
+    r = read_bytes(model, led, tensors, context_tokens)
     bw = gpu.bandwidth_gb_s * 1e9
-    host_s = h_bytes / host.bandwidth_bytes_per_s
-    ceiling = 1.0 / (g_bytes / bw + host_s) if (g_bytes or h_bytes) else float("inf")
+    host_s = r.host / host.bandwidth_bytes_per_s
+    ceiling = 1.0 / (r.gpu / bw + host_s) if (r.gpu or r.host) else float("inf")
     n_cross = crossings(led, model)
-    if constants is None:
-        return OffloadSpeed(None, ceiling, g_bytes, h_bytes, g_bytes / bw, host_s, n_cross, host)
-    c = constants
-    gpu_layers = min(led.gpu_layers, led.n_layer)
-    # the GPU's cache bytes stream at the weights' fraction here: llama.cpp's eta_kv was fitted on whole-GPU runs
-    gpu_s = g_bytes / (bw * c.eta_w(format_class))
-    gpu_s += gpu_layers * c.t_layer_s + c.t_step_s if gpu_layers else 0.0
-    gpu_s += gpu_terms_s
-    alpha = c.alpha_s.get("pcie", max(c.alpha_s.values(), default=0.0))
+    if constants is None or gpu_step is None:
+        return OffloadSpeed(None, ceiling, r.gpu, r.host, r.gpu / bw, host_s, n_cross, host)
+    from llmsize.estimate.speed import decode_step_time_s
+
+    gpu_s = decode_step_time_s(gpu_step, constants) if gpu_step.layers or gpu_step.weight_bytes else 0.0
+    alpha = constants.alpha_s.get("pcie", max(constants.alpha_s.values(), default=0.0))
     t = gpu_s + host_s + n_cross * alpha
     pre = None
     if prefill is not None and prefill[1] is not None and pcie_gb_s:
         pre = offload_prefill_s(led, tensors, prefill[0], pcie_gb_s, prefill[1])
-    return OffloadSpeed(1.0 / t, ceiling, g_bytes, h_bytes, gpu_s, host_s, n_cross, host, pre, pcie_gb_s)
+    return OffloadSpeed(1.0 / t, ceiling, r.gpu, r.host, gpu_s, host_s, n_cross, host, pre, pcie_gb_s)
 
 
-def gpu_step_terms_s(plan, led: LlamaCppLedger, constants, format_class: str) -> float:
-    """The terms of llama.cpp's fitted decode step beyond bytes and fixed costs (estimate/speed.py: attention over
-    the cache at the vector units, unpacking quantized weights, the cost per MoE layer), for the part of the model
-    on the GPU: attention for the layers whose cache is there, unpacking for the weight bytes there, the MoE cost
-    for the layers whose experts are there. 0 without constants."""
+def gpu_part(plan, led: LlamaCppLedger, tensors: list[tuple[str, int]], format_class: str):
+    """The whole-GPU decode step's inputs under llama.cpp (expected.step_inputs at batch 1) restricted to what
+    llama.cpp placed on the card: its weight and cache bytes (read_bytes), its layers (every layer's kernels run
+    there for the GPU layers; a --n-cpu-moe layer's experts run on the host, so it is no MoE layer on the card),
+    and the unpacking, attention and FLOPs in proportion to the weights and caches there. No collective: the
+    hand-offs to the host are the offload's crossings. None without a batch-1 step."""
     from llmsize.estimate.expected import step_inputs
-    from llmsize.estimate.speed import attention_time_s, dequant_time_s
 
-    if constants is None or plan.decode_1 is None:
-        return 0.0
+    if plan.decode_1 is None:
+        return None
     x = step_inputs(plan, plan.decode_1, "llamacpp")
+    r = read_bytes(plan.model, led, tensors, plan.inputs.context_tokens)
     n_layer = led.n_layer
     i_gpu_start = n_layer - min(led.gpu_layers, n_layer)
     caches = [il for il, c in enumerate(layer_caches(plan.model)) if c.k]
-    on_card = sum(1 for il in caches if il >= i_gpu_start) / len(caches) if caches else 0.0
+    cache_share = sum(1 for il in caches if il >= i_gpu_start) / len(caches) if caches else 0.0
+    weight_share = r.gpu_weight / (r.gpu_weight + r.host_weight) if r.gpu_weight + r.host_weight else 0.0
     moe = [i for i, sh in enumerate(_expert_share(plan.model)) if sh < 1.0]
-    moe_on_card = sum(1 for i in moe if i >= max(i_gpu_start, led.settings.n_cpu_moe))
-    total = sum(d.model_bytes for d in led.devices)
-    weights_on_card = led.gpu.model_bytes / total if led.gpu is not None and total else 0.0
-    return (attention_time_s(replace(x, format_class=format_class), constants) * on_card
-            + dequant_time_s(replace(x, format_class=format_class), constants) * weights_on_card
-            + moe_on_card * constants.t_moe_layer_s)
+    return replace(
+        x, format_class=format_class, weight_bytes=r.gpu_weight, kv_bytes=r.gpu_kv,
+        layers=n_layer - i_gpu_start, moe_layers=sum(1 for i in moe if i >= max(i_gpu_start, led.settings.n_cpu_moe)),
+        collectives=0, link=None, comm_time_s=0.0, flops=x.flops * weight_share,
+        weight_elements=x.weight_elements * weight_share, attention_flops=x.attention_flops * cache_share,
+        expert_flops=x.expert_flops * (r.gpu_expert / x.expert_weight_bytes if x.expert_weight_bytes else 0.0),
+        expert_weight_bytes=r.gpu_expert, tile_matmul_flops=x.tile_matmul_flops * weight_share)

@@ -452,9 +452,10 @@ def _plan_text(p, ledger, llama, g, expected, console, width: int, color: bool, 
         render_llamacpp(llama, g, console)
     render_expected(expected, p, console)
     if levers is not None:
+        from llmsize.estimate.expected import RUNTIME_NAMES
         from llmsize.render.levers_report import render_levers
 
-        render_levers(levers, console, width)
+        render_levers(levers, console, width, RUNTIME_NAMES.get(expected.runtime))
 
 def _llamacpp_constants(p, cat):
     from llmsize.estimate.expected import backend, constants

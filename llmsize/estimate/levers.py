@@ -4,8 +4,8 @@ Seed 002 ends on a map: each technique, the resource it attacks and its typical 
 / 4; a smaller KV dtype; a cache that stops growing; batching; more cards), and the advice to diagnose the resource
 that saturates before choosing. Here each lever is a change of the plan's own options, and its row is the plan
 that change gives: the figure that binds today (diagnosis.saturates) before and after, the cost or caveat, and the
-`llmsize plan` command that reproduces the "after". Rows are sorted by their effect on their figure; the first is
-the diagnosis itself. A row's figure is the binding one except where a lever moves another (batching: the aggregate
+`llmsize plan` command that reproduces the "after". Rows are sorted by their effect on their figure (for a decode
+figure, on the runtime's expected speed where the plan has one: expected_of); the first is the diagnosis itself. A row's figure is the binding one except where a lever moves another (batching: the aggregate
 tok/s; a KV lever under a weights shortfall: still the memory left).
 
 Figures, by what saturates (all from estimate/plan.py):
@@ -100,6 +100,11 @@ class Lever:
     command: str  # the `llmsize plan` line that reproduces "after" ("" for the diagnosis row)
     ttft_before_s: float | None = None  # the time to first token of --prompt (plan.prefill), before and after:
     ttft_after_s: float | None = None  # every plan row carries it beside its figure (None: unknown peak, or no plan)
+    # a decode figure's runtime-expected value before and after (expected.expect under the plan's runtime): what
+    # the rows are ranked by where both are known, since a ceiling's gain can be far from the speed it brings
+    # (8 cards over PCIe multiply the ceiling, the all-reduces' latency eats much of it)
+    expected_before: float | None = None
+    expected_after: float | None = None
 
     @property
     def ttft_moves(self) -> bool:
@@ -113,6 +118,8 @@ class Lever:
         """The effect on the figure, bigger is better: GB gained for the memory left (before can be negative),
         after / before for the others, where before is 0 the after itself over a large offset (every such row
         above a ratio, the larger first)."""
+        if self.expected_before and self.expected_after is not None:
+            return self.expected_after / self.expected_before
         if self.before is None or self.after is None:
             return 0.0
         if self.figure == "kv_budget_gb":
@@ -128,6 +135,24 @@ def figure_of(plan, figure: str) -> float | None:
     if figure == "tok_s":
         return plan.speculative.ceiling_tok_s if plan.speculative is not None else plan.decode_ceiling_tok_s
     return plan.decode_b.tok_s
+
+
+EXPECTED_FIGURES = ("tok_s", "aggregate_tok_s")  # decode figures the runtime's expected speed gives too
+
+
+def expected_of(plan, figure: str, runtimes: dict | None, runtime: str | None) -> float | None:
+    """`figure`'s expected value under `runtime` (estimate/expected.py), None where it has none (another figure, no
+    runtime or constants, a format the runtime does not run)."""
+    if figure not in EXPECTED_FIGURES or not runtimes or runtime is None:
+        return None
+    from llmsize.estimate.expected import expect
+
+    e = expect(plan, runtimes, runtime).expected
+    if e is None:
+        return None
+    if figure == "aggregate_tok_s":
+        return e.aggregate_tok_s
+    return e.spec_tok_s if e.spec_tok_s is not None else e.tok_s
 
 
 # PlanInputs fields and the plan options that set them (the CLI's spelling); the others below need a unit
@@ -192,15 +217,17 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
     speculative decoding. `runtime`: the runtime the plan's expected speed is for; its weight-format rows are the
     formats it runs. `offload_for(inputs)` (llamacpp_plan.OffloadLever of those inputs' plan, or None) adds
     llama.cpp's partial offload when the weights do not fit, in the plan's GGUF format or else in OFFLOAD_FORMAT;
-    `host_args` the plan's host-memory options for its command; `runtimes` (the catalog's) the fleet's disaggregated
-    serving for a serving engine."""
+    `host_args` the plan's host-memory options for its command; `runtimes` (the catalog's) the rows' expected decode
+    speed under `runtime` (they rank by it where it is known) and the fleet's disaggregated serving for a serving
+    engine."""
     saturates = plan.diagnosis.saturates
     figure = FIGURE_OF[saturates]
     now = figure_of(plan, figure)
     inputs = plan.inputs
     ttft = plan.prefill.ttft_s
+    expected_now = {f: expected_of(plan, f, runtimes, runtime) for f in EXPECTED_FIGURES}
     rows = [Lever("diagnosis: " + saturates.replace("_", " "), RESOURCE_OF[saturates], figure, now, now,
-                  plan.diagnosis.summary, "", ttft, ttft)]
+                  plan.diagnosis.summary, "", ttft, ttft, expected_now.get(figure), expected_now.get(figure))]
 
     def add(name: str, resource: str, caveat: str, changed, fig: str = figure, model=None):
         """The row of the plan `changed` gives (of `model`, another catalog model, where given)."""
@@ -209,8 +236,9 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
         except LlmsizeError:
             return
         command = shlex.join(["llmsize", *plan_args(source if model is None else [model.id], plan.gpu.id, changed)])
+        after = expected_of(other, fig, runtimes, runtime) if expected_now.get(fig) else None
         rows.append(Lever(name, resource, fig, figure_of(plan, fig), figure_of(other, fig), caveat, command, ttft,
-                          other.prefill.ttft_s))
+                          other.prefill.ttft_s, expected_now.get(fig) if after is not None else None, after))
 
     bits = float(plan.fmt.bits_per_weight)
     ternary = is_ternary(plan.model.release.quant)  # trained ternary: only ternary files keep it
@@ -373,4 +401,5 @@ def disaggregation_lever(plan, source: list[str], runtime: str, runtimes: dict) 
 def lever_dict(lv: Lever) -> dict:
     return {"name": lv.name, "resource": lv.resource, "figure": lv.figure, "figure_words": FIGURE_WORDS[lv.figure],
             "before": lv.before, "after": lv.after, "caveat": lv.caveat, "command": lv.command or None,
-            "ttft_before_s": lv.ttft_before_s, "ttft_after_s": lv.ttft_after_s}
+            "ttft_before_s": lv.ttft_before_s, "ttft_after_s": lv.ttft_after_s,
+            "expected_before": lv.expected_before, "expected_after": lv.expected_after}

@@ -398,3 +398,34 @@ def test_the_table_covers_every_shared_log(catalog, tmp_path):
     ids = {row[0] for row in TABLE}
     assert {"vllm#10517", "vllm#13882", "trtllm#224"} <= ids
     assert all(abs(row[4]) < 10 for row in TABLE)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+@pytest.mark.parametrize("model,gpu,tp", [("llama-3.1-8b", "h100-sxm", 1), ("qwen3-30b-a3b", "rtx4090", 2)])
+def test_the_ledgers_lines_add_up_to_its_kv_cache(run_cli, engine, model, gpu, tp):
+    """Each engine's ledger, read top to bottom as printed, is its own arithmetic: vLLM takes utilization x total
+    and subtracts what it profiled; SGLang subtracts the non-torch memory first (free at start), then takes
+    mem_fraction_static and subtracts the weights; TensorRT-LLM subtracts everything, then keeps a fraction of
+    what is free. SGLang's and TensorRT-LLM's lines did not add up before they were printed in that order (the
+    non-torch line came after a budget it was already out of)."""
+    import json
+
+    code, out, err = run_cli("plan", model, "--gpu", gpu, "--tp", str(tp), "--engine", engine, "--json")
+    assert code == 0, err
+    e = json.loads(out)["engine"]
+    value = e["total_bytes"]
+    for step in e["steps"]:
+        label, b = step["label"], step["bytes"]
+        if label.startswith("- "):
+            value -= b
+        elif label.startswith("x "):
+            value *= float(label.split()[1])
+        else:  # a subtotal
+            assert b == pytest.approx(value, abs=2), label
+        assert b == pytest.approx(value, abs=2) or label.startswith("- "), label
+    assert value == pytest.approx(e["kv_cache_bytes"], abs=8)
+    code, out, err = run_cli("plan", model, "--gpu", gpu, "--tp", str(tp), "--engine", engine)
+    start = out.index(" total (CUDA)")
+    table = out[start:out.index(" KV cache  ", start)].splitlines()[1:]
+    assert [ln.rsplit(" GiB", 1)[0].rsplit(None, 1)[0].strip() for ln in table] == \
+        [s["label"] for s in e["steps"] if s["bytes"] or not s["label"].startswith("-")]

@@ -246,6 +246,9 @@ class EngineLedger:
     fits_one_request: bool = True  # the KV memory holds one max_model_len request
     kv_groups: int = 1
     cudagraph_bytes: float = 0.0
+    # the engine's own arithmetic from its total to the KV cache, in its order: (label, bytes), each line the one
+    # above it less this line ("- ...") or a new subtotal
+    steps: tuple[tuple[str, float], ...] = ()
 
     @property
     def max_concurrency(self) -> float:
@@ -428,6 +431,9 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
         nt, why_nt = (e.non_torch_bytes, "given") if e.non_torch_bytes is not None else non_torch_default(
             model, e.tp, release, batched)
         kv_cache = budget - weights_bytes - nt - act - graphs
+        steps = ((f"x {e.gpu_util:g} gpu_memory_utilization", budget), ("- weights", weights_bytes),
+                 ("- non-torch memory", nt), ("- activation peak", act)) + (
+            (("- CUDA graphs", graphs),) if graphs else ())
         default = (f"V1 default for {'the LLM class' if e.offline else 'vllm serve'} on this card" if v1 else
                    why_batched)
         version = profile.label
@@ -447,6 +453,8 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
         free = total - non_torch
         budget = free * e.gpu_util
         kv_cache = budget - weights_bytes
+        steps = (("- non-torch memory", non_torch), ("free at start", free),
+                 (f"x {e.gpu_util:g} mem_fraction_static", budget), ("- weights", weights_bytes))
         version = "mem_fraction_static ledger (static pool = free at start x fraction - weights)"
         notes.append(f"Free at start: total - {non_torch / GiB:.2f} GiB of CUDA context and communicators "
                      "(assumed; more with tensor parallelism).")
@@ -462,6 +470,8 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
         free = total - weights_bytes - runtime - non_torch
         budget = free
         kv_cache = free * e.gpu_util
+        steps = (("- weights", weights_bytes), ("- non-torch memory", non_torch), ("- runtime buffers", runtime),
+                 ("free", free), (f"x {e.gpu_util:g} kv_cache_free_gpu_mem_fraction", kv_cache))
         version = "kv_cache_free_gpu_mem_fraction of the free memory after engine and runtime buffers"
         how = "given" if e.runtime_bytes is not None else "modelled as vLLM's activation peak"
         notes.append(f"Runtime buffers {runtime / GiB:.2f} GiB ({how}); TensorRT-LLM's exact formula is not "
@@ -509,8 +519,8 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
                          f"a {max_len:,}-token request takes {need:,} blocks. {other}")
         return EngineLedger(e.engine, version, total, src, budget, weights_bytes, non_torch, act, kv_cache,
                             unit, blocks, tokens, max_len, batched, notes, conc, min_fraction, fits,
-                            len(layout.groups), graphs)
+                            len(layout.groups), graphs, steps)
     blocks = max(0, int(kv_cache // block)) if block > 0 else 0
     return EngineLedger(e.engine, version, total, src, budget, weights_bytes, non_torch, act, kv_cache, block,
                         blocks, blocks * page_tokens, max_len, batched, notes, min_fraction=min_fraction,
-                        fits_one_request=fits, cudagraph_bytes=graphs)
+                        fits_one_request=fits, cudagraph_bytes=graphs, steps=steps)

@@ -18,6 +18,7 @@ def ledger_to_dict(led) -> dict:
         "max_num_batched_tokens": led.max_num_batched_tokens, "max_concurrency": led.max_concurrency,
         "min_gpu_util": None if led.min_fraction is None else round(led.min_fraction, 4),
         "fits_one_request": led.fits_one_request,
+        "steps": [{"label": label, "bytes": round(nbytes)} for label, nbytes in led.steps],
         "assumptions": list(led.assumptions),
     }
 
@@ -32,14 +33,9 @@ def render_ledger(led, console) -> None:
     t.add_column(overflow="fold", max_width=66)
     g = lambda b: f"{b / GiB:,.2f} GiB"  # noqa: E731  engines print GiB
     t.add_row("total (CUDA)", g(led.total_bytes))
-    t.add_row("budget", g(led.budget_bytes))
-    t.add_row("- weights", g(led.weights_bytes))
-    if led.non_torch_bytes:
-        t.add_row("- non-torch memory", g(led.non_torch_bytes))
-    if led.activation_peak_bytes:
-        t.add_row("- activation peak", g(led.activation_peak_bytes))
-    if led.cudagraph_bytes:
-        t.add_row("- CUDA graphs", g(led.cudagraph_bytes))
+    for label, nbytes in led.steps:  # the engine's own order, from its total to the cache
+        if nbytes or not label.startswith("-"):
+            t.add_row(label, g(nbytes))
     refuse = ""
     if not led.fits_one_request and led.min_fraction is not None:
         refuse = (f"  (too small for one request: refuses to start below {led.min_fraction:.4f})"

@@ -241,6 +241,8 @@ def test_host_memory_specs():
     assert parse_host_memory("DDR5-6000x2").bandwidth_gb_s == pytest.approx(96.0)
     assert parse_host_memory("ddr4-3200x8").bandwidth_gb_s == pytest.approx(204.8)
     assert parse_host_memory("LPDDR5X-8000x4").bandwidth_gb_s == pytest.approx(256.0)
+    # echoed as the option is written (it printed "DDR5-6000X2")
+    assert parse_host_memory(" ddr5-6000X2").name == "DDR5-6000x2"
     assert host_memory(None, 80.0).bandwidth_gb_s == 80.0 and host_memory(None, None) is None
     for bad, needle in (("DDR5-6000", "TYPE-RATExCHANNELS"), ("DDR4-9000x2", "not a DDR4 data rate"),
                         ("DDR5-6000x40", "outside 1-24"), ("HBM3-6400x2", "TYPE-RATExCHANNELS")):

@@ -57,7 +57,7 @@ def parse_host_memory(text: str, platforms: dict | None = None) -> HostMemory:
         raise InvalidValueError(f"--host-memory {text}: {channels} channels is outside 1-24.",
                                 "Count 64-bit channels: 2 on a desktop, 8-12 on a server socket.")
     bw = rate * 1e6 * CHANNEL_BYTES * channels / 1e9
-    return HostMemory(text.strip().upper(), bw, f"{rate} MT/s x 8 B x {channels} channel(s) = {bw:.1f} GB/s peak")
+    return HostMemory(f"{kind.upper()}-{rate}x{channels}", bw, f"{rate} MT/s x 8 B x {channels} channel(s) = {bw:.1f} GB/s peak")
 
 
 def host_memory(spec: str | None, bandwidth_gb_s: float | None, platforms: dict | None = None) -> HostMemory | None:

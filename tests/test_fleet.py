@@ -190,10 +190,12 @@ def test_emit_launch_lines_for_the_best_row(run_cli):
     code, out, err = run_cli(*base, "--json")
     row = json.loads(out)["rows"][0]
     assert row["mode"] == "disaggregated"
-    # --emit sglang sizes the fleet for SGLang, as --runtime sglang does
+    # --emit sglang sizes the fleet for SGLang, as --runtime sglang does (its disaggregated configuration: the best
+    # row's, or the one beside it where aggregated serving needs no more cards)
     code, out, err = run_cli(*base, "--runtime", "sglang", "--json")
-    sg = json.loads(out)["rows"][0]
-    code, out, err = run_cli(*base, "--emit", "sglang")
+    first = json.loads(out)["rows"][0]
+    sg = first if first["mode"] == "disaggregated" else first["other"]
+    code, out, err = run_cli(*base, "--emit", "sglang", "--mode", "disaggregated")
     assert code == 0, err
     assert f"{sg['prefill_workers']} x prefill" in out and "--disaggregation-mode prefill" in out
     assert "--disaggregation-mode decode" in out and "sglang_router.launch_router --pd-disaggregation" in out

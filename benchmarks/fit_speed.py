@@ -36,6 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from fit_host import fit_host  # noqa: E402
+
 from llmsize.catalog.loader import Catalog  # noqa: E402
 from llmsize.catalog.measurement import load_dataset  # noqa: E402
 from llmsize.errors import LlmsizeError  # noqa: E402
@@ -773,6 +775,11 @@ def run(write: bool, check: bool) -> int:
     for _, why in skipped:
         reasons[why.split(":")[0]] += 1
     print("\nSkipped rows by reason: " + "; ".join(f"{n} {w}" for w, n in sorted(reasons.items(), key=lambda x: -x[1])))
+    host = fit_host(cat)
+    if host is not None:
+        print(f"\nHost side of an offload (benchmarks/fit_host.py): {host['eta_bandwidth']:.3f} of the memory's peak, "
+              f"{host['rows']} rows, {len(host['sources'])} sources; held out {host['held_out']['median_abs_error']:.1%}"
+              f" / {host['held_out']['p90_abs_error']:.1%}")
     out_dir = ROOT / "runtimes"
     stale = []
     for rt in sorted(specs):
@@ -782,6 +789,8 @@ def run(write: bool, check: bool) -> int:
                "backends": specs[rt],
                "fitted": f"benchmarks/fit_speed.py on measurements/ at {dataset_commit()}",
                "sources": [f"measurements/{s}.yaml" for s in files]}
+        if rt == "llamacpp" and host is not None:  # the host side of a partial offload (benchmarks/fit_host.py)
+            doc["host"] = host | {"sources": [f"measurements/host/{s}.yaml" for s in host["sources"]]}
         text = ("# Fitted by `python benchmarks/fit_speed.py --write`; do not edit by hand.\n"
                 "# Units: eta_* fractions of the card's peak (bandwidth, dense FLOPS); t_*_s and alpha_s seconds.\n"
                 + yaml.safe_dump(doc, sort_keys=False, width=110))

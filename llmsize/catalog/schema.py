@@ -358,6 +358,23 @@ class HeldOut(Strict):
     band_coverage: float = Field(strict=True, ge=0, le=1)
 
 
+class HostHeldOut(Strict):
+    rows: int = Field(strict=True, ge=0)
+    median_abs_error: float = Field(strict=True, ge=0)
+    p90_abs_error: float = Field(strict=True, ge=0)
+
+
+class HostFit(Strict):
+    """The share of the host memory's peak bandwidth a CPU decode reaches (benchmarks/fit_host.py), for the layers
+    and experts a partial offload leaves on the host."""
+
+    eta_bandwidth: Fraction01
+    rows: int = Field(strict=True, ge=1)
+    sources: list[str] = Field(min_length=1, description="measurements/host/ files")
+    held_out: HostHeldOut
+    band: tuple[float, float] = Field(description="held-out measured / predicted, lowest and highest")
+
+
 class SpeedGroup(Strict):
     """One runtime on one backend (cuda, rocm, metal): the step-time constants of llmsize.estimate.speed."""
 
@@ -414,4 +431,5 @@ class RuntimeSpec(Strict):
     backends: dict[Literal["cuda", "rocm", "metal"], SpeedGroup]
     fitted: str = Field(description="date, dataset commit and command of the fit")
     sources: list[str] = Field(min_length=1, description="the dataset files the constants were fitted on")
+    host: HostFit | None = Field(None, description="llama.cpp: the host side of a partial offload")
     notes: str | None = None

@@ -105,7 +105,11 @@ def constants(spec: RuntimeSpec, backend_id: str) -> Constants | None:
         alu_ops_per_weight=g.alu_ops_per_weight, attn_cost=g.attn_cost, tile_cost=g.tile_cost,
         t_step_v0_s=g.t_step_v0_s, t_prefill_layer_s=g.t_prefill_layer_s, moe_matmul_cost=g.moe_matmul_cost,
         expert_read_cost=g.expert_read_cost, t_layer_floor_s=g.t_layer_floor_s,
-        t_act_quant_layer_s=g.t_act_quant_layer_s)
+        t_act_quant_layer_s=g.t_act_quant_layer_s,
+        eta_host=spec.host.eta_bandwidth if spec.host else 1.0,
+        host_basis=(f"{spec.host.eta_bandwidth:.2f} of the host memory's peak, fitted on {spec.host.rows} published "
+                    f"CPU-only llama.cpp runs ({len(spec.host.sources)} sources) whose memory is stated; held-out "
+                    f"median error {spec.host.held_out.median_abs_error:.0%}") if spec.host else "")
 
 
 def _layers(plan: Plan) -> tuple[int, int]:

@@ -341,8 +341,8 @@ def offload_caveat(offload) -> str:
                 "the host memory: add --host-memory (e.g. DDR5-6000x2)")
     expected = (f"; llama.cpp's expected {offload.speed.decode_tok_s:,.1f} tok/s" if offload.speed.decode_tok_s
                 else "")
-    return (f"llama.cpp (or Ollama) keeps {gib:.1f} GiB on the card; every token also reads the host's share at "
-            f"the host memory's peak{expected}; GGUF files only")
+    return (f"llama.cpp (or Ollama) keeps {gib:.1f} GiB on the card; every token also reads the host's share from "
+            f"host memory{expected}; GGUF files only")
 
 
 DISAGG_OSL = 500  # answer tokens when --prompt is the whole context (fleet's default --osl)

@@ -87,7 +87,8 @@ def _llamacpp_row(model, gpu, fid, context, host, card_bytes, llama_constants, r
     off = offload_speed(model, gpu, found.ledger, tensors, context, host, llama_constants,
                         gpu_step=gpu_part(plan, found.ledger, tensors, format_class(fid)))
     return FitRow(model.id, fid, bits, split, found.max_context_tokens, off.decode_tok_s, None, None,
-                  off.ceiling_tok_s, weights, on_host, "offloaded: the host side at its peak bandwidth")
+                  off.ceiling_tok_s, weights, on_host, "offloaded: the host side at the fitted share of its memory's peak "
+                  "(llama.cpp's CPU runs; the offload row has no band)")
 
 
 def _plan_row(model, gpu, fid, context, runtime, runtimes, wired_limit_bytes=None) -> FitRow | None:

@@ -6,7 +6,8 @@ device after the other:
     t = decode_step_time_s(the GPU part)                                 llama.cpp's whole-GPU step (speed.py),
                                                                          every term, for the bytes, layers,
                                                                          cache and experts on the card
-        + (W_host + KV_host) / BW_host                                   the host part at the memory's peak
+        + (W_host + KV_host) / (BW_host x eta_host)                      the host part at the share of the
+                                                                         memory's peak CPU decodes reach
         + crossings x alpha_s[pcie]                                      a hand-off per device change
 
 The GPU part is the whole-GPU step's inputs restricted to the card (gpu_part): so the same model, file and
@@ -21,9 +22,9 @@ with W_host_all every weight left on the host (all experts of a routed tensor, n
 --ubatch-size speeds prefill up under --n-cpu-moe.
 
 W counts what one token reads: a routed expert tensor at top-k / experts of its bytes, the token embedding not at
-all (one row), everything else in full; KV the cache at the context's depth. The host part has no fitted
-fraction (too few published offload runs state their memory configuration), so it is an upper bound on the host
-side, and the report says so; the ceiling puts every byte at its device's peak with no fixed cost.
+all (one row), everything else in full; KV the cache at the context's depth. eta_host is fitted on published
+CPU-only llama.cpp runs whose memory is stated (benchmarks/fit_host.py, runtimes/llamacpp.yaml `host`); the
+ceiling puts every byte at its device's peak with no fixed cost.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class OffloadSpeed:
     host: HostMemory
     prefill_s: float | None = None  # the prompt, weights crossing PCIe once per ubatch
     pcie_gb_s: float | None = None
+    host_basis: str = ""  # how the host part is costed (the fitted fraction of its memory's peak)
 
 
 def _expert_share(model: ModelSpec) -> list[float]:
@@ -158,20 +160,23 @@ def offload_speed(model: ModelSpec, gpu: GpuSpec, led: LlamaCppLedger, tensors: 
     to the host, per direction; `gpu_step` the GPU part's step inputs (gpu_part), needed with `constants`."""
     r = read_bytes(model, led, tensors, context_tokens)
     bw = gpu.bandwidth_gb_s * 1e9
-    host_s = r.host / host.bandwidth_bytes_per_s
-    ceiling = 1.0 / (r.gpu / bw + host_s) if (r.gpu or r.host) else float("inf")
+    peak_host_s = r.host / host.bandwidth_bytes_per_s
+    ceiling = 1.0 / (r.gpu / bw + peak_host_s) if (r.gpu or r.host) else float("inf")
     n_cross = crossings(led, model)
     if constants is None or gpu_step is None:
-        return OffloadSpeed(None, ceiling, r.gpu, r.host, r.gpu / bw, host_s, n_cross, host)
+        return OffloadSpeed(None, ceiling, r.gpu, r.host, r.gpu / bw, peak_host_s, n_cross, host)
     from llmsize.estimate.speed import decode_step_time_s
 
+    host_s = peak_host_s / constants.eta_host  # a CPU decode's share of the memory's peak (fit_host.py)
     gpu_s = decode_step_time_s(gpu_step, constants) if gpu_step.layers or gpu_step.weight_bytes else 0.0
     alpha = constants.alpha_s.get("pcie", max(constants.alpha_s.values(), default=0.0))
     t = gpu_s + host_s + n_cross * alpha
     pre = None
     if prefill is not None and prefill[1] is not None and pcie_gb_s:
         pre = offload_prefill_s(led, tensors, prefill[0], pcie_gb_s, prefill[1])
-    return OffloadSpeed(1.0 / t, ceiling, r.gpu, r.host, gpu_s, host_s, n_cross, host, pre, pcie_gb_s)
+    basis = (f"The host part at {constants.host_basis}" if constants.host_basis else
+             "The host part at the memory's peak (no fitted fraction): an upper bound on that side")
+    return OffloadSpeed(1.0 / t, ceiling, r.gpu, r.host, gpu_s, host_s, n_cross, host, pre, pcie_gb_s, basis)
 
 
 def gpu_part(plan, led: LlamaCppLedger, tensors: list[tuple[str, int]], format_class: str):

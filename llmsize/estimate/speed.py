@@ -192,6 +192,10 @@ class Constants:
     expert_read_cost: float = 0.0  # extra seconds per second of routed-expert bytes at full bandwidth (small matrices)
     t_layer_floor_s: float = 0.0  # the least time one layer's kernels take, however few bytes they read (s)
     t_act_quant_layer_s: float = 0.0  # per layer, quantizing activations for FP8/FP4 tensor-core GEMMs (s)
+    # llama.cpp: the share of the host memory's peak a CPU decode reaches (the host side of a partial offload), and
+    # what it was fitted on; 1.0 and "" where nothing was fitted (the host side at its peak)
+    eta_host: float = 1.0
+    host_basis: str = ""
 
     def eta_w(self, cls: str) -> float:
         return self.eta_weights.get(cls, self.eta_weights_default)

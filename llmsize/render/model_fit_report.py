@@ -30,8 +30,8 @@ def render_fit(rows, gpu, runtime, context, host, skipped, total, console) -> No
     for n in notes:
         console.print(f" {n}", style="dim", markup=False, highlight=False)
     console.print(f"{len(rows)} of {total} fitting model/format pairs shown (--top); {skipped} pair(s) could not "
-                  "be planned. tok/s: expected decode at batch 1 (band: held-out p5-p95, none for an offloaded row: the "
-                  "host side is not fitted); bpw: bits per quantized weight (a GGUF file's "
+                  "be planned. tok/s: expected decode at batch 1 (band: held-out p5-p95, none for an offloaded row: its "
+                  "GPU and host errors are not combined); bpw: bits per quantized weight (a GGUF file's "
                   "average over its quantized tensors, else the format's bits with its scales; 16-bit tensors aside); "
                   "ctx: the "
                   "longest context one sequence can hold with that placement; host GiB: what an offloaded "

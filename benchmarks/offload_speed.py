@@ -20,7 +20,7 @@ from llmsize.estimate.host_memory import host_memory, platforms  # noqa: E402
 from llmsize.estimate.llamacpp_plan import LlamaCppOptions, llamacpp_plan  # noqa: E402
 from llmsize.estimate.plan import PlanInputs, make_plan  # noqa: E402
 from llmsize.estimate.speed import format_class  # noqa: E402
-from llmsize.render.llamacpp_report import card_bytes  # noqa: E402
+from llmsize.estimate.llamacpp_plan import card_bytes  # noqa: E402
 
 RUNS = ROOT / "tests" / "data" / "offload_runs.yaml"
 

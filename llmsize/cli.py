@@ -345,6 +345,17 @@ def plan(
             raise InvalidValueError(f"--emit {emit} is llama.cpp's command, and --engine {engine} is not llama.cpp.",
                                     "Drop --engine, or use --engine llamacpp (or ollama).")
         engine = engine or ("ollama" if emit == "ollama" else "llamacpp")
+    llama_opts = [name for name, given in (
+        ("--gpu-layers", gpu_layers is not None), ("--n-cpu-moe", bool(n_cpu_moe)), ("--cpu-moe", cpu_moe),
+        ("--fit", fit), ("--parallel", parallel != 1), ("--kv-unified", kv_unified),
+        ("--cache-type-k", cache_type_k.lower() != "f16"), ("--cache-type-v", cache_type_v.lower() != "f16"),
+        ("--ubatch-size", ubatch_size != 512), ("--swa-full", swa_full)) if given]
+    if llama_opts and engine not in (None, "llamacpp", "ollama"):
+        raise InvalidValueError(f"{llama_opts[0]} is a llama.cpp option, and --engine {engine} is not llama.cpp.",
+                                f"Drop {llama_opts[0]}, or use --engine llamacpp (or ollama).")
+    if llama_opts and engine is None:  # llama.cpp's own options say which engine's ledger to plan
+        engine = "llamacpp"
+        p.notes.append(f"{', '.join(llama_opts)}: llama.cpp's options, so its ledger is planned (--engine llamacpp)")
     if engine in ("llamacpp", "ollama"):
         from llmsize.estimate.llamacpp_plan import LlamaCppOptions
 
@@ -484,7 +495,7 @@ def _host_memory(spec, bandwidth_gb_s, cat):
 def _offload_lever(p, exact, host, cat):
     from llmsize.estimate.llamacpp_plan import offload_lever
     from llmsize.estimate.speed import format_class
-    from llmsize.render.llamacpp_report import card_bytes
+    from llmsize.estimate.llamacpp_plan import card_bytes
 
     return offload_lever(p, exact, card_bytes(p.gpu, p.inputs.wired_limit_bytes), host, _llamacpp_constants(p, cat),
                          format_class(p.fmt.id))
@@ -493,7 +504,7 @@ def _offload_lever(p, exact, host, cat):
 def _llamacpp(p, exact, engine, options, host, cat, fit):
     from llmsize.estimate.llamacpp_plan import llamacpp_plan
     from llmsize.estimate.speed import format_class
-    from llmsize.render.llamacpp_report import card_bytes
+    from llmsize.estimate.llamacpp_plan import card_bytes
 
     return llamacpp_plan(p, exact, engine, options, host, _llamacpp_constants(p, cat),
                          card_bytes(p.gpu, p.inputs.wired_limit_bytes), fit,
@@ -860,7 +871,7 @@ def fit_cmd(
     """
     from llmsize.estimate.expected import resolve_runtime
     from llmsize.estimate.model_fit import fit_models
-    from llmsize.render.llamacpp_report import card_bytes
+    from llmsize.estimate.llamacpp_plan import card_bytes
     from llmsize.render.model_fit_report import fit_rows_to_dicts, render_fit
 
     if not gpu:

@@ -234,6 +234,71 @@ def test_emit_llama_server_and_ollama(run_cli):
     assert code == 2 and "--emit llama-server" in err and out == ""
 
 
+@pytest.mark.parametrize("placement,flag", [(("--n-cpu-moe", "8"), ["--n-cpu-moe", "8"]), (("--cpu-moe",), ["--cpu-moe"]),
+                                            (("--fit",), ["--n-cpu-moe", "8"])])
+def test_emitted_llama_server_keeps_the_experts_on_the_host(run_cli, placement, flag):
+    """Qwen3-30B-A3B Q4_K_M on a 16 GB RTX 4060 Ti: 18,209 MiB does not fit, --fit keeps the routed experts of the
+    first 8 layers on the host; the emitted command carries that placement (it had dropped --n-cpu-moe, so the
+    command loaded every expert on the card and ran out of memory). Without --engine, llama.cpp's own options plan
+    its ledger."""
+    code, out, err = run_cli("plan", "qwen3-30b-a3b", "--gpu", "rtx4060ti", "--quant", "gguf-q4_k_m", *placement,
+                             "--emit", "llama-server")
+    assert code == 0, err
+    line = out.strip().splitlines()[-1].split()
+    assert line[line.index(flag[0]):line.index(flag[0]) + len(flag)] == flag
+    code, out, err = run_cli("plan", "qwen3-30b-a3b", "--gpu", "rtx4060ti", "--quant", "gguf-q4_k_m", *placement,
+                             "--json")
+    d = json.loads(out)
+    assert d["engine"]["name"] == "llamacpp" and any("--engine llamacpp" in n for n in d["notes"])
+    code, out, err = run_cli("plan", "qwen3-30b-a3b", "--gpu", "rtx4060ti", *placement, "--engine", "vllm")
+    assert code == 2 and "is a llama.cpp option" in err and out == ""
+
+
+def test_ollama_moves_whole_layers_only(run_cli):
+    """Ollama has no --n-cpu-moe: asked for one it refuses in one line; its --fit places whole layers (num_gpu)."""
+    base = ("plan", "qwen3-30b-a3b", "--gpu", "rtx4060ti", "--quant", "gguf-q4_k_m", "--engine", "ollama")
+    code, out, err = run_cli(*base, "--cpu-moe")
+    assert code == 2 and "Ollama has no setting" in err and out == ""
+    code, out, err = run_cli(*base, "--fit", "--json")
+    assert code == 0, err
+    fit = json.loads(out)["engine"]["fit"]
+    assert fit["how"] == "gpu_layers" and fit["n_cpu_moe"] == 0
+    code, out, err = run_cli(*base, "--fit", "--emit", "ollama")
+    assert f"PARAMETER num_gpu {fit['gpu_layers']}" in out and "n-cpu-moe" not in out
+
+
+def test_a_ubatch_above_the_default_batch_passes_its_batch(run_cli):
+    """llama.cpp caps -ub at -b (2048 by default): a 4096-token ubatch, which the ledger's compute buffer is sized
+    for, needs -b 4096 on the command line; Ollama's num_batch sets both."""
+    base = ("plan", "llama-3.1-8b", "--gpu", "rtx4060ti", "--quant", "gguf-q4_k_m", "--ubatch-size", "4096")
+    code, out, err = run_cli(*base, "--emit", "llama-server")
+    line = out.strip().splitlines()[-1].split()
+    assert line[line.index("-b") + 1] == "4096" and line[line.index("-ub") + 1] == "4096"
+    code, out, err = run_cli(*base, "--emit", "llama-server", "--ubatch-size", "1024")
+    assert "-b" not in out.strip().splitlines()[-1].split()
+    code, out, err = run_cli(*base, "--emit", "ollama")
+    assert "PARAMETER num_batch 4096" in out
+
+
+def test_unified_memory_fit_counts_the_host_buffers_in_the_same_ram(run_cli):
+    """Qwen3-235B Q4_K_M on a 128 GB Strix Halo: llama.cpp's GTT share is half the RAM, and layers or experts left to
+    the CPU come out of the same RAM: no split fits (it had printed --n-cpu-moe 52 with 133 GiB in all). With
+    --wired-limit-gb on a Mac, the ledger's card is that limit (it had judged 105.5 GiB against the 96 GiB default
+    while its own fit used 125 GiB)."""
+    code, out, err = run_cli("plan", "qwen3-235b-a22b", "--gpu", "strix-halo", "--quant", "gguf-q4_k_m", "--engine",
+                             "llamacpp", "--fit", "--json")
+    assert code == 0, err
+    e = json.loads(out)["engine"]
+    assert e["fit"]["how"] == "none"
+    code, out, err = run_cli("plan", "qwen3-235b-a22b", "--gpu", "strix-halo", "--quant", "gguf-q4_k_m", "--engine",
+                             "llamacpp", "--fit")
+    assert "same 128 GiB of RAM" in " ".join(out.split())
+    code, out, err = run_cli("plan", "qwen3-235b-a22b", "--gpu", "m4-max", "--quant", "gguf-q3_k_m", "--engine",
+                             "llamacpp", "--fit", "--wired-limit-gb", "125", "--json")
+    e = json.loads(out)["engine"]
+    assert e["card_bytes"] == 125 * 2**30 and e["fits"] and e["fit"]["how"] == "as asked"
+
+
 def test_host_memory_specs():
     from llmsize.estimate.host_memory import host_memory, parse_host_memory
 
@@ -267,8 +332,8 @@ def test_n_cpu_moe_keeps_the_first_layers_experts_on_the_host(catalog):
 def test_offload_decode_reads_each_device_at_its_bandwidth(catalog, runtimes):
     """gpt-oss-20b with --cpu-moe on an RX 7900 XT over dual-channel DDR4-3200 (51.2 GB/s): the host reads the
     active experts (4 of 32 a layer), the GPU the rest; the ceiling is the two reads at their peaks; the expected
-    adds llama.cpp's fixed costs and a hand-off per device change. The published run (llama.cpp discussion 15396)
-    measured ~20 tok/s; the host side has no fitted fraction, so the figure sits above it."""
+    adds llama.cpp's fixed costs, the host read at the fitted share of its peak (eta_host) and a hand-off per device
+    change. The published run (llama.cpp discussion 15396) measured ~20 tok/s."""
     from llmsize.estimate.expected import constants
     from llmsize.estimate.host_memory import parse_host_memory
     from llmsize.estimate.offload import gpu_part, offload_speed
@@ -285,7 +350,10 @@ def test_offload_decode_reads_each_device_at_its_bandwidth(catalog, runtimes):
     assert off.host_read_bytes == pytest.approx(experts * 4 / 32, rel=1e-9)
     assert off.ceiling_tok_s == pytest.approx(1 / (off.gpu_read_bytes / (g.bandwidth_gb_s * 1e9)
                                                    + off.host_read_bytes / 51.2e9))
-    assert 20 < off.decode_tok_s < off.ceiling_tok_s
+    c = constants(runtimes["llamacpp"], "rocm")
+    assert 0.3 < c.eta_host < 1 and off.host_time_s == pytest.approx(off.host_read_bytes / (51.2e9 * c.eta_host))
+    assert off.decode_tok_s == pytest.approx(1 / (off.gpu_time_s + off.host_time_s + off.crossings * c.alpha_s["pcie"]))
+    assert 15 < off.decode_tok_s < off.ceiling_tok_s
     assert off.crossings == 2 * m.num_layers + 1  # host -> GPU at the start, then two a layer (experts and back)
     # everything on the GPU: nothing read on the host
     full = llamacpp_ledger(m, g, t, LlamaCppSettings(ctx_size=4096))
@@ -340,7 +408,7 @@ def test_a_bad_host_platform_entry_is_refused(tmp_path, run_cli):
 
 def test_fit_moves_experts_then_layers_and_finds_the_largest_context(catalog):
     from llmsize.estimate.llamacpp_fit import FIT_TARGET_BYTES, fit_split
-    from llmsize.render.llamacpp_report import card_bytes
+    from llmsize.estimate.llamacpp_plan import card_bytes
 
     def fit(model, quant, gpu, **kw):
         m, g = catalog.model(model), catalog.gpu(gpu)
@@ -401,17 +469,16 @@ def test_offload_speeds_against_published_runs(catalog):
     (the host side at its peak) by under 45%: +24.7% while llama.cpp's ROCm plans took the CUDA and ROCm pool's
     constants whole (a hand-off 246 us), +41% (28.2 tok/s) since its ROCm rows have constants of their own
     (2026-12-03; the hand-off 120 us, borrowed from the pool as no ROCm source varies its card count), +39% (27.8)
-    since the GPU part is the whole-GPU step restricted to the card (offload.gpu_part: its cache at eta_kv). The host's
-    fraction of its peak bandwidth is not modelled: no published CPU-side run states its memory yet."""
+    since the GPU part is the whole-GPU step restricted to the card (offload.gpu_part: its cache at eta_kv), and
+    -10% (18.0) with the host side at the share of its peak CPU-only runs reach (0.56, benchmarks/fit_host.py; the
+    run is not in that data). Until then the host side ran at its peak and the figure was an upper bound."""
     import offload_speed as bench
 
     rows = bench.comparisons(catalog)
     assert len(rows) == 6
     for rid, kind, pred, got in rows:
         assert pred is not None, rid
-        assert abs(pred - got) / got < (0.25 if kind == "prefill" else 0.45), (rid, pred, got)
-        if kind == "decode":
-            assert pred > got
+        assert abs(pred - got) / got < 0.25, (rid, pred, got)
         if rid.endswith(("ub2048", "ub4096", "ub8192")):
             assert abs(pred - got) / got < 0.05
 

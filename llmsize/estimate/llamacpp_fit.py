@@ -24,20 +24,38 @@ class FitResult:
     ledger: LlamaCppLedger
     budget_bytes: int
     max_context_tokens: int | None  # the largest -c (per all slots) with this placement; None if none fits
+    ram_bytes: int | None = None  # a unified machine's RAM, which the GPU's and the host's buffers share
 
 
-def _fits(led: LlamaCppLedger, budget: int) -> bool:
+def host_total_bytes(led: LlamaCppLedger) -> int:
+    """What llama.cpp allocates in host memory: the CPU's model, cache, state and compute buffers, and the output."""
+    cpu = next((d for d in led.devices if d.name == "CPU"), None)
+    own = cpu.model_bytes + cpu.kv_bytes + cpu.recurrent_bytes + cpu.compute_bytes if cpu else 0
+    return own + led.output_buffer_bytes
+
+
+def _fits(led: LlamaCppLedger, budget: int, ram_bytes: int | None = None) -> bool:
+    """The GPU's buffers within the budget; on a unified machine (`ram_bytes`) the host's too, within the same RAM
+    beside the GPU's."""
+    if ram_bytes is not None and led.gpu_total_bytes + host_total_bytes(led) > ram_bytes - FIT_TARGET_BYTES:
+        return False
     return led.gpu_total_bytes <= budget
 
 
 def fit_split(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int]], s: LlamaCppSettings,
-              card_bytes: int, reserve_bytes: int = 0) -> FitResult:
+              card_bytes: int, reserve_bytes: int = 0, moe_offload: bool = True) -> FitResult:
+    """llama.cpp's --fit placement: as asked if it fits `card_bytes` less its margin, else the fewest layers' routed
+    experts on the host (`moe_offload`: Ollama has no --n-cpu-moe), else the most layers on the GPU. On a unified
+    machine the host's buffers come out of the same RAM: a placement fits only if both do."""
+    from llmsize.estimate.unified import is_unified
+
     budget = card_bytes - reserve_bytes - FIT_TARGET_BYTES
+    ram = gpu.memory_bytes if is_unified(gpu) else None
     led = llamacpp_ledger(model, gpu, tensors, s)
     how = "as asked"
-    if not _fits(led, budget):
+    if not _fits(led, budget, ram):
         n_layer = model.num_layers
-        if any(EXPERTS.match(n) for n, _ in tensors):
+        if moe_offload and any(EXPERTS.match(n) for n, _ in tensors):
             candidates = [(replace(s, gpu_layers=None, n_cpu_moe=n), "n_cpu_moe") for n in range(1, n_layer + 1)]
         else:
             candidates = []
@@ -45,19 +63,20 @@ def fit_split(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int]], s:
         how = "none"
         for cand, kind in candidates:
             trial = llamacpp_ledger(model, gpu, tensors, cand)
-            if _fits(trial, budget):
+            if _fits(trial, budget, ram):
                 s, led, how = cand, trial, kind
                 break
-    return FitResult(how, s, led, budget, _max_context(model, gpu, tensors, s, budget) if how != "none" else None)
+    return FitResult(how, s, led, budget, _max_context(model, gpu, tensors, s, budget, ram) if how != "none" else None,
+                     ram)
 
 
-def _max_context(model, gpu, tensors, s: LlamaCppSettings, budget: int) -> int | None:
+def _max_context(model, gpu, tensors, s: LlamaCppSettings, budget: int, ram_bytes: int | None = None) -> int | None:
     """The largest -c, in steps of 256 per slot, whose ledger fits; capped at the model's positions per slot."""
     slots = max(1, s.parallel)
     top = model.max_position_embeddings // CTX_PAD * CTX_PAD * slots
 
     def ok(ctx: int) -> bool:
-        return _fits(llamacpp_ledger(model, gpu, tensors, replace(s, ctx_size=ctx)), budget)
+        return _fits(llamacpp_ledger(model, gpu, tensors, replace(s, ctx_size=ctx)), budget, ram_bytes)
 
     step = CTX_PAD * slots
     if not ok(step):

@@ -36,6 +36,17 @@ class LlamaCppPlan:
     ledger: LlamaCppLedger
     offload: OffloadSpeed | None
     fit: FitResult | None
+    card_bytes: int = 0  # what the card offers llama.cpp's allocator (card_bytes)
+
+
+def card_bytes(gpu, wired_limit_bytes: float | None = None) -> int:
+    """What the card offers a CUDA/ROCm/Metal allocator: the CUDA total where known, else the reported total; a
+    unified machine's GPU share (Metal's working set, or --wired-limit-gb) where that is less."""
+    from llmsize.estimate.unified import usable_memory
+
+    usable = usable_memory(gpu, wired_limit_bytes)
+    own = gpu.memory_cuda_bytes or gpu.memory_reported_bytes or gpu.memory_nominal_bytes
+    return min(own, usable.bytes) if usable.unified else own
 
 
 def settings(engine: str, o: LlamaCppOptions, n_layer: int) -> LlamaCppSettings:
@@ -60,25 +71,29 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
         raise InvalidValueError(f"--engine {engine} plans one GPU; --tp/--pp split across cards is not modelled "
                                 "for it.", "Drop --tp/--pp, or use --engine vllm for a split.")
     model, gpu = plan.model, plan.gpu
+    if engine == "ollama" and (o.cpu_moe or o.n_cpu_moe):
+        flag = "--cpu-moe" if o.cpu_moe else f"--n-cpu-moe {o.n_cpu_moe}"
+        raise InvalidValueError(f"{flag}: Ollama has no setting that keeps routed experts on the host (its num_gpu "
+                                "moves whole layers).", "Use --gpu-layers N, or --engine llamacpp for --n-cpu-moe.")
     tensors = file_tensors(plan, exact)
     s = settings(engine, o, model.num_layers)
-    found = fit_split(model, gpu, tensors, s, card_bytes) if fit else None
+    found = fit_split(model, gpu, tensors, s, card_bytes, moe_offload=engine != "ollama") if fit else None
     if found is not None and found.how != "none":
         s = found.settings  # run as the fit placed it
     led = llamacpp_ledger(model, gpu, tensors, s, engine)
     embd = next((b for n, b in tensors if n == "token_embd.weight"), 0)
     if led.devices[-1].model_bytes <= embd:  # only the embedding on the host: nothing offloaded
-        return LlamaCppPlan(led, None, found)
+        return LlamaCppPlan(led, None, found, card_bytes)
     from llmsize.estimate.unified import is_unified
 
     if is_unified(gpu):
         led.notes.append(f"{gpu.id} shares one memory between CPU and GPU: layers left to the CPU read the same "
                          "memory at the same bandwidth, and they count against the same RAM")
-        return LlamaCppPlan(led, None, found)
+        return LlamaCppPlan(led, None, found, card_bytes)
     if host is None:
         led.notes.append("part of the model is in host memory: give --host-memory (e.g. DDR5-6000x2) or "
                          "--host-bandwidth-gb-s for its decode speed")
-        return LlamaCppPlan(led, None, found)
+        return LlamaCppPlan(led, None, found, card_bytes)
     from llmsize.estimate.expected import prefill_inputs
     from llmsize.estimate.parallel import host_link
     from llmsize.estimate.speed import prefill_time_s
@@ -94,7 +109,7 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
     off = offload_speed(model, gpu, led, tensors, o.context, host, constants,
                         (plan.prefill.prompt_tokens, gpu_alone), link.gb_s if link else None,
                         gpu_part(plan, led, tensors, format_class))
-    return LlamaCppPlan(led, off, found)
+    return LlamaCppPlan(led, off, found, card_bytes)
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,14 @@
 """The llama-server command line and the Ollama Modelfile a llama.cpp ledger (estimate/llamacpp_memory.py)
 corresponds to. llama-server's flags (tools/server/README.md): -m, -c, -ngl, -np, -kvu, -ctk, -ctv, -fa on|off,
--ub, --swa-full. Ollama (docs/modelfile.md, docs/faq.md): PARAMETER num_ctx (per slot) and num_gpu (layers on
+-b, -ub, --n-cpu-moe / --cpu-moe, --swa-full. Ollama (docs/modelfile.md, docs/faq.md): PARAMETER num_ctx (per slot) and num_gpu (layers on
 the GPU) in the Modelfile; OLLAMA_NUM_PARALLEL, OLLAMA_FLASH_ATTENTION and OLLAMA_KV_CACHE_TYPE (one type for K
 and V, which needs flash attention) in the server's environment."""
 
 from __future__ import annotations
 
 import shlex
+
+LLAMA_N_BATCH = 2048  # llama.cpp's default -b (common/common.h n_batch); the ubatch is min(-b, -ub)
 
 
 def _model_path(p, local_path: str | None) -> tuple[str, list[str]]:
@@ -35,7 +37,13 @@ def llama_server_command(p, led, local_path: str | None = None) -> str:
         args += ["-ctv", s.cache_type_v]
     args += ["-fa", "on" if s.flash_attn else "off"]
     if s.ubatch_size != 512:
+        if s.ubatch_size > LLAMA_N_BATCH:  # llama.cpp caps -ub at -b (2048 by default)
+            args += ["-b", str(s.ubatch_size)]
         args += ["-ub", str(s.ubatch_size)]
+    if s.n_cpu_moe >= led.n_layer:
+        args.append("--cpu-moe")
+    elif s.n_cpu_moe:
+        args += ["--n-cpu-moe", str(s.n_cpu_moe)]
     if s.swa_full:
         args.append("--swa-full")
     return "\n".join(notes + [shlex.join(args)])
@@ -45,7 +53,10 @@ def ollama_modelfile(p, led, local_path: str | None = None) -> str:
     s = led.settings
     path, notes = _model_path(p, local_path)
     per_slot = s.ctx_size // max(1, s.parallel)
-    lines = notes + [f"FROM {path}", f"PARAMETER num_ctx {per_slot}", f"PARAMETER num_gpu {led.gpu_layers}"]
+    lines = notes + [f"FROM {shlex.quote(path)}", f"PARAMETER num_ctx {per_slot}",
+                     f"PARAMETER num_gpu {led.gpu_layers}"]
+    if s.ubatch_size != 512:  # Ollama's num_batch sets llama.cpp's batch and ubatch (default 512)
+        lines.append(f"PARAMETER num_batch {s.ubatch_size}")
     env = [f"OLLAMA_NUM_PARALLEL={s.parallel}"]
     if s.flash_attn:
         env.append("OLLAMA_FLASH_ATTENTION=1")

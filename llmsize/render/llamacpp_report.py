@@ -9,16 +9,6 @@ NAMES = {"llamacpp": "llama.cpp", "ollama": "Ollama (llama.cpp underneath)"}
 MiB = 2**20
 
 
-def card_bytes(gpu, wired_limit_bytes: float | None = None) -> int:
-    """What the card offers a CUDA/ROCm/Metal allocator: the CUDA total where known, else the reported total; a
-    unified machine's GPU share (Metal's working set) where that is less."""
-    from llmsize.estimate.unified import usable_memory
-
-    usable = usable_memory(gpu, wired_limit_bytes)
-    own = gpu.memory_cuda_bytes or gpu.memory_reported_bytes or gpu.memory_nominal_bytes
-    return min(own, usable.bytes) if usable.unified else own
-
-
 def _offload_dict(led, gpu, off) -> dict:
     devices = []
     for d in led.devices:
@@ -53,8 +43,8 @@ def llamacpp_to_dict(plan, gpu) -> dict:
         "compute_buffer_bytes": {d.name: d.compute_bytes for d in led.devices},
         "output_buffer_bytes": led.output_buffer_bytes,
         "offload": _offload_dict(led, gpu, off),
-        "gpu_total_bytes": led.gpu_total_bytes, "card_bytes": card_bytes(gpu),
-        "fits": led.gpu_total_bytes <= card_bytes(gpu),
+        "gpu_total_bytes": led.gpu_total_bytes, "card_bytes": plan.card_bytes,
+        "fits": led.gpu_total_bytes <= plan.card_bytes,
         "fit": _fit_dict(fit),
         "notes": list(led.notes),
     }
@@ -96,7 +86,7 @@ def render_llamacpp(plan, gpu, console) -> None:
     for d in led.devices:
         t.add_row(f"{d.name} compute buffer", mib(d.compute_bytes))
     t.add_row("host output buffer", mib(led.output_buffer_bytes))
-    card = card_bytes(gpu)
+    card = plan.card_bytes
     verdict = "fits" if led.gpu_total_bytes <= card else "does NOT fit"
     t.add_row("GPU total", f"{mib(led.gpu_total_bytes)} ({led.gpu_total_bytes / GiB:.2f} GiB) of the card's "
               f"{card / GiB:.2f} GiB: {verdict} (plus the backend's own context, a few hundred MiB)")
@@ -106,8 +96,7 @@ def render_llamacpp(plan, gpu, console) -> None:
                   f"({off.host.name}: {off.host.basis}); {off.crossings} device change(s)")
         exp = f"{off.decode_tok_s:,.1f} tok/s expected" if off.decode_tok_s else "no fitted llama.cpp constants here"
         t.add_row("decode, batch 1 (offload)", f"{exp}; ceiling {off.ceiling_tok_s:,.1f} tok/s (every byte at its "
-                  "device's peak). The host part is at the memory's peak bandwidth (no fitted fraction): an upper "
-                  "bound on that side")
+                  f"device's peak). {off.host_basis or 'The host part at the memory peak (no fitted fraction)'}")
         if off.prefill_s:
             t.add_row("prefill (offload)", f"{off.prefill_s * 1000:,.0f} ms for the prompt: the host's weights cross "
                       f"PCIe ({off.pcie_gb_s:.1f} GB/s) once per ubatch of {led.settings.ubatch_size}; a larger "
@@ -121,6 +110,9 @@ def render_llamacpp(plan, gpu, console) -> None:
 
 def _fit_words(fit) -> str:
     budget = f"{fit.budget_bytes / MiB:,.0f} MiB for llama.cpp"
+    if fit.how == "none" and fit.ram_bytes:
+        return (f"nothing fits in {budget}, and layers left to the CPU come out of the same "
+                f"{fit.ram_bytes / GiB:,.0f} GiB of RAM: GPU and host buffers together exceed it")
     if fit.how == "none":
         return f"nothing fits in {budget}, not even with every layer on the host"
     if fit.how == "as asked":

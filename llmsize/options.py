@@ -230,7 +230,7 @@ LlamaFitOpt = Annotated[bool, _opt("--fit", help="llama.cpp: place the model as 
 HostRamOpt = Annotated[Optional[float], _opt("--host-ram-gib", help="System RAM free for offloaded weights, GiB: "
                                             "placements needing more are dropped.", callback=float_range(0, 1e6),
                                             show_default=False)]
-OnePerModelOpt = Annotated[bool, _opt("--one-per-model", help="Keep each model's highest-quality format that fits.")]
+OnePerModelOpt = Annotated[bool, _opt("--one-per-model", help="Keep each model's highest-quality format that fits whole on the card (offloaded where none does).")]
 WiredLimitOpt = Annotated[Optional[float], _opt("--wired-limit-gb", help="Unified memory: what the GPU may use, GiB "
                                                "(a Mac's recommendedMaxWorkingSetSize as llama.cpp prints it, or "
                                                "the iogpu.wired_limit_mb you set); default: Metal's share by RAM.",

@@ -178,8 +178,13 @@ def test_split_files_are_read_together_and_a_missing_split_is_named(tmp_path, ru
     assert import_gguf(a).exact.bytes_total == m.bytes()
     (tmp_path / "big-00002-of-00002.gguf").unlink()
     code, out, err = run_cli("plan", str(a), "--gpu", "rtx4090")
-    assert code == 2 and "1 of its 2 splits are missing (first: big-00002-of-00002.gguf)" in err
+    assert code == 2 and "1 of its 2 splits is missing (first: big-00002-of-00002.gguf)" in err
     assert "Traceback" not in err and len(err.strip().splitlines()) <= 2
+
+
+def test_a_gguf_path_that_does_not_exist_says_so(tmp_path, run_cli):
+    code, out, err = run_cli("plan", str(tmp_path / "nope.gguf"), "--gpu", "rtx4090")
+    assert code == 2 and "nope.gguf: no such file" in err and "splits" not in err and out == ""
 
 
 def _hostile(tmp_path, blob, name="bad.gguf"):
@@ -189,17 +194,22 @@ def _hostile(tmp_path, blob, name="bad.gguf"):
 
 
 @pytest.mark.parametrize("case", ["empty", "magic", "truncated", "huge_count", "long_string", "past_end",
-                                  "huge_layers", "no_heads"])
+                                  "huge_layers", "no_heads", "kv_heads", "no_kv_heads"])
 def test_hostile_headers_are_one_line(tmp_path, run_cli, case):
     good = llama().write(tmp_path / "good.gguf").read_bytes()
-    if case in ("huge_layers", "no_heads"):  # a header that parses, with metadata no model has
+    meta_cases = ("huge_layers", "no_heads", "kv_heads", "no_kv_heads")
+    if case in meta_cases:  # a header that parses, with metadata no model has
         m = llama()
         if case == "huge_layers":
             m.meta["block_count"] = 2**31  # found by mutating headers: a list per layer would take all memory
-        else:
+        elif case == "no_heads":
             del m.meta["attention.head_count"]
+        elif case == "kv_heads":  # attn_k holds 2 heads; a review planned 4x the cache from this header
+            m.meta["attention.head_count_kv"] = 4
+        else:  # missing: read as one KV head per query head, which attn_k's 2 heads contradict
+            del m.meta["attention.head_count_kv"]
         good = m.write(tmp_path / "meta.gguf").read_bytes()
-    if case in ("huge_layers", "no_heads"):
+    if case in meta_cases:
         blob = good
     elif case == "empty":
         blob = b""
@@ -222,7 +232,19 @@ def test_hostile_headers_are_one_line(tmp_path, run_cli, case):
     if case == "huge_count":  # refused from the counts, before the reader walks 2**62 entries (4 s to fail before)
         assert "4,611,686,018,427,387,904 tensors" in err and "more than its" in err
     with pytest.raises(GgufError):
-        import_gguf(p) if case in ("huge_layers", "no_heads") else read_gguf(p)
+        import_gguf(p) if case in meta_cases else read_gguf(p)
+
+
+def test_a_files_bits_per_weight_are_its_tensors_not_its_label(tmp_path, run_cli):
+    """A file whose general.file_type says Q4_K_M but whose tensors are all Q8_0 (a custom mix keeps its base
+    label): the plan's bits per quantized weight are the tensors' own, 8.5 (Q8_0: 34 B a block of 32), beside bytes
+    that were always the tensors' (a review saw 4.89 bits printed over Q8_0 bytes)."""
+    m = llama()
+    m.tensors = [(n, ne, ty if ty == Q.F32 else Q.Q8_0) for n, ne, ty in m.tensors]
+    code, out, err = run_cli("plan", str(m.write(tmp_path / "mix.gguf")), "--gpu", "rtx4090", "--json")
+    assert code == 0, err
+    w = json.loads(out)["weights"]
+    assert w["bits_per_weight"] == pytest.approx(8.5) and w["bytes_total"] == m.bytes()
 
 
 def test_import_writes_a_catalog_entry_from_a_gguf(tmp_path, run_cli):

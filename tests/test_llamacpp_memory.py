@@ -267,6 +267,24 @@ def test_ollama_moves_whole_layers_only(run_cli):
     assert f"PARAMETER num_gpu {fit['gpu_layers']}" in out and "n-cpu-moe" not in out
 
 
+@pytest.mark.parametrize("cache,ok", [(("--cache-type-k", "q8_0"), False),
+                                      (("--cache-type-k", "q8_0", "--cache-type-v", "q8_0"), False),
+                                      (("--cache-type-k", "q8_0", "--cache-type-v", "q8_0", "--flash-attn", "on"), True)])
+def test_ollama_takes_one_cache_type_with_flash_attention(run_cli, cache, ok):
+    """Ollama's OLLAMA_KV_CACHE_TYPE sets K and V together and applies only with flash attention (its default is
+    off): a K-only type, or a quantized cache without flash attention, is refused in one line (a review saw K q8_0
+    planned under Ollama while the emitted environment kept f16)."""
+    base = ("plan", "llama-3.1-8b", "--gpu", "rtx4060ti", "--quant", "gguf-q4_k_m", "--engine", "ollama", *cache)
+    code, out, err = run_cli(*base, "--json")
+    if not ok:
+        assert code == 2 and "Ollama sets one type for K and V" in err and out == ""
+        return
+    assert code == 0, err
+    assert json.loads(out)["engine"]["settings"]["cache_type_k"] == "q8_0"
+    code, out, err = run_cli(*base, "--emit", "ollama")
+    assert "OLLAMA_KV_CACHE_TYPE=q8_0" in out and "OLLAMA_FLASH_ATTENTION=1" in out
+
+
 def test_a_ubatch_above_the_default_batch_passes_its_batch(run_cli):
     """llama.cpp caps -ub at -b (2048 by default): a 4096-token ubatch, which the ledger's compute buffer is sized
     for, needs -b 4096 on the command line; Ollama's num_batch sets both."""

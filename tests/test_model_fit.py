@@ -33,6 +33,15 @@ def test_fit_with_host_memory_and_ram_limit(run_cli):
     assert all(r["host_bytes"] <= 32 * 2**30 for r in rows)
     assert all(r["expected_tok_s"] is not None for r in rows)
     assert not any(r["model"] == "qwen3-235b-a22b" for r in rows)  # ~60 GiB left on the host
+    # a model with a format whole on the card keeps its best such format, not an offloaded higher one (a review saw
+    # an offloaded Q8_0 at 9 tok/s kept over Q6_K whole on the card)
+    code, out, err = run_cli("fit", "--gpu", "rtx3090", "--host-memory", "ryzen-9000", "--host-ram-gib", "32",
+                             "--json")
+    every = json.loads(out)["rows"]
+    for r in rows:
+        full = [x for x in every if x["model"] == r["model"] and x["placement"] == "full"]
+        if full:
+            assert r["placement"] == "full" and r["bits_per_weight"] == max(x["bits_per_weight"] for x in full)
 
 
 def test_fit_on_a_datacenter_card_uses_vllm_formats(run_cli):

@@ -77,6 +77,11 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
                                 "moves whole layers).", "Use --gpu-layers N, or --engine llamacpp for --n-cpu-moe.")
     tensors = file_tensors(plan, exact)
     s = settings(engine, o, model.num_layers)
+    if engine == "ollama" and (s.cache_type_k != s.cache_type_v or (s.cache_type_k != "f16" and not s.flash_attn)):
+        raise InvalidValueError(
+            f"--cache-type-k {s.cache_type_k} --cache-type-v {s.cache_type_v}: Ollama sets one type for K and V "
+            "(OLLAMA_KV_CACHE_TYPE), and quantizes it only with flash attention (OLLAMA_FLASH_ATTENTION=1).",
+            "Give both the same type, with --flash-attn on for q8_0 or q4_0; or --engine llamacpp.")
     found = fit_split(model, gpu, tensors, s, card_bytes, moe_offload=engine != "ollama") if fit else None
     if found is not None and found.how != "none":
         s = found.settings  # run as the fit placed it

@@ -110,7 +110,8 @@ def fit_models(models: list[ModelSpec], gpu: GpuSpec, runtime: str, context: int
                host_ram_bytes: float | None = None, one_per_model: bool = False,
                wired_limit_bytes: float | None = None) -> tuple[list[FitRow], int]:
     """(rows, how many model/format pairs could not be planned), fastest expected first. `host_ram_bytes` drops
-    offloaded placements the host cannot hold; `one_per_model` keeps each model's most bits per weight."""
+    offloaded placements the host cannot hold; `one_per_model` keeps each model's most bits per weight whole on the
+    card, or offloaded where no format fits whole."""
     rows, skipped = [], 0
     for m in models:
         for fid in _formats(runtime, m):
@@ -127,7 +128,8 @@ def fit_models(models: list[ModelSpec], gpu: GpuSpec, runtime: str, context: int
     if one_per_model:
         best: dict[str, FitRow] = {}
         for r in rows:
-            if r.model not in best or r.bits_per_weight > best[r.model].bits_per_weight:
+            key = (r.placement == "full", r.bits_per_weight)
+            if r.model not in best or key > (best[r.model].placement == "full", best[r.model].bits_per_weight):
                 best[r.model] = r
         rows = list(best.values())
     rows.sort(key=lambda r: (r.expected_tok_s is None, -(r.expected_tok_s or 0.0), -r.bits_per_weight))

@@ -141,8 +141,9 @@ def resolve_format(model: ModelSpec, quant: str | None, scope: str | None) -> tu
 def exact_weight_bytes(exact, estimate: WeightBytes) -> WeightBytes:
     """WeightBytes from a checkpoint's headers (duck-typed: bytes_by_component, read_by_component(batch))."""
     read = exact.read_by_component(1)
+    bits = getattr(exact, "quantized_bits", None)  # a GGUF file's own average over its quantized tensors
     return WeightBytes(
-        format_id=estimate.format_id, scope=estimate.scope, bits_per_weight=estimate.bits_per_weight,
+        format_id=estimate.format_id, scope=estimate.scope, bits_per_weight=bits or estimate.bits_per_weight,
         stored_bytes={c: float(exact.bytes_by_component.get(c, 0)) for c in COMPONENTS},
         read_bytes_per_token={c: float(read.get(c, 0.0)) for c in COMPONENTS},
         quantized_params=estimate.quantized_params, unquantized_params=estimate.unquantized_params)

@@ -48,7 +48,7 @@ def usable_memory(gpu: GpuSpec, wired_limit_bytes: float | None = None) -> Usabl
     if wired_limit_bytes is not None:
         if not is_unified(gpu):
             raise InvalidValueError(f"--wired-limit-gb applies to unified-memory machines; {gpu.id} has its own "
-                                    "VRAM.", "Drop --wired-limit-gb (use --gpu-util for a discrete card).")
+                                    "VRAM.", "Drop --wired-limit-gb.")
         if wired_limit_bytes > ram:
             raise InvalidValueError(f"--wired-limit-gb {wired_limit_bytes / GiB:g} is more than the "
                                     f"{ram / GiB:g} GiB of {gpu.id}.", "Give at most the machine's RAM.")
@@ -69,6 +69,6 @@ def usable_memory(gpu: GpuSpec, wired_limit_bytes: float | None = None) -> Usabl
     if is_unified(gpu):
         total = gpu.memory_cuda_bytes or ram
         how = "what CUDA reports" if gpu.memory_cuda_bytes else "the RAM"
-        return UsableMemory(total, f"{how}, {total / GiB:.1f} GiB, shared with the OS (NVIDIA's DGX Spark "
-                                   "playbooks run vLLM at --gpu-memory-utilization 0.8)", True)
+        spark = " (NVIDIA's DGX Spark playbooks run vLLM at --gpu-memory-utilization 0.8)" if "spark" in gpu.id else ""
+        return UsableMemory(total, f"{how}, {total / GiB:.1f} GiB, shared with the OS{spark}", True)
     return UsableMemory(ram, "the card's VRAM", False)

@@ -98,6 +98,7 @@ class ExactWeights:
     notes: list[str] = field(default_factory=list)
     source: str = "safetensors headers"  # what the bytes were read from ("GGUF tensor infos")
     tensors: tuple[tuple[str, int], ...] = ()  # (name, bytes) of each tensor, where a placement needs them (GGUF)
+    quantized_bits: float | None = None  # bits per weight over the quantized tensors, where the file says (GGUF)
 
     @property
     def bytes_total(self) -> int:

@@ -140,8 +140,11 @@ def split_files(path: Path) -> list[Path]:
     """The splits of NAME-0000k-of-0000N.gguf, all of them, checked present; a single file alone."""
     want = [path.with_name(n) for n in split_names(path.name, str(path))]
     missing = [p.name for p in want if not p.exists()]
+    if len(want) == 1 and missing:
+        raise GgufError(f"{path}: no such file.", "Check the path (or name a catalog model: `llmsize models`).")
     if missing:
-        raise GgufError(f"{path}: {len(missing)} of its {len(want)} splits are missing (first: {missing[0]}).",
+        verb = "is" if len(missing) == 1 else "are"
+        raise GgufError(f"{path}: {len(missing)} of its {len(want)} splits {verb} missing (first: {missing[0]}).",
                         "Download every split into the same folder.")
     return want
 

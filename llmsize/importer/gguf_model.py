@@ -131,6 +131,10 @@ def _layer(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], hidden: int, swa
         if not hd:
             raise GgufError(f"{g.files[0]}: {g.arch}.embedding_length {hidden} is smaller than its {heads} heads.",
                             "The file's metadata is damaged.")
+        if "attn_k.weight" in t and t["attn_k.weight"][1] != kv * hd:  # the cache's width is the tensor's
+            raise GgufError(f"{g.files[0]}: layer {il}'s attn_k.weight has {t['attn_k.weight'][1]:,} rows, not "
+                            f"{g.arch}.attention.head_count_kv {kv} x key_length {hd}.",
+                            "The file's metadata is damaged (llama.cpp refuses it too).")
         mixer = {"kind": "sliding" if swa else "full", "num_attention_heads": heads, "num_key_value_heads": kv,
                  "head_dim": hd}
         if swa:
@@ -214,11 +218,14 @@ def exact_from_gguf(g: GgufFile, n_layer: int, tied: bool, experts_share) -> Exa
     by_comp: dict[str, int] = defaultdict(int)
     by_type: dict[str, int] = defaultdict(int)
     params: dict[str, int] = defaultdict(int)
+    q_bytes = q_elements = 0
     for name, t in g.tensors.items():
         c = component(name, n_layer)
         by_comp[c] += t.nbytes
         by_type[t.ggml_type.upper()] += t.nbytes
         params[c] += t.numel
+        if t.ggml_type.lower() not in ("f32", "f16", "bf16", "f64"):  # as weights.py's mix counts them
+            q_bytes, q_elements = q_bytes + t.nbytes, q_elements + t.numel
     notes = []
     if by_comp.get("other"):
         other = sorted(n for n in g.tensors if component(n, n_layer) == "other")
@@ -226,4 +233,5 @@ def exact_from_gguf(g: GgufFile, n_layer: int, tied: bool, experts_share) -> Exa
     top = sorted(by_type.items(), key=lambda kv: -kv[1])
     return ExactWeights([str(p) for p in g.files], dict(by_comp), dict(by_type), dict(params),
                         [k.lower() for k, _ in top], tied, experts_share, notes, source="GGUF tensor infos",
-                        tensors=tuple((name, t.nbytes) for name, t in g.tensors.items()))
+                        tensors=tuple((name, t.nbytes) for name, t in g.tensors.items()),
+                        quantized_bits=8 * q_bytes / q_elements if q_elements else None)

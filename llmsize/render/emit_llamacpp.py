@@ -60,10 +60,7 @@ def ollama_modelfile(p, led, local_path: str | None = None) -> str:
     env = [f"OLLAMA_NUM_PARALLEL={s.parallel}"]
     if s.flash_attn:
         env.append("OLLAMA_FLASH_ATTENTION=1")
-    if s.cache_type_k != "f16" or s.cache_type_v != "f16":
-        if s.cache_type_k != s.cache_type_v:
-            lines.append(f"# Ollama takes one cache type for K and V: --cache-type-k {s.cache_type_k} and "
-                         f"--cache-type-v {s.cache_type_v} cannot both be set; {s.cache_type_v} used")
+    if s.cache_type_v != "f16":  # one type for K and V, with flash attention (llamacpp_plan checks both)
         env.append(f"OLLAMA_KV_CACHE_TYPE={s.cache_type_v}")
     lines.append("# environment of `ollama serve`:")
     lines.append(" ".join(env) + " ollama serve")

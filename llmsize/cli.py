@@ -356,6 +356,10 @@ def plan(
     if llama_opts and engine is None:  # llama.cpp's own options say which engine's ledger to plan
         engine = "llamacpp"
         p.notes.append(f"{', '.join(llama_opts)}: llama.cpp's options, so its ledger is planned (--engine llamacpp)")
+    if engine in ("llamacpp", "ollama") and kv_dtype.lower() not in ("bf16", "fp16", "f16"):
+        raise InvalidValueError(f"--kv-dtype {kv_dtype} is the serving engines' cache option; llama.cpp's ledger "
+                                "takes its own types.", "Use --cache-type-k q8_0 --cache-type-v q8_0 (and --flash-attn "
+                                "on), or drop --engine.")
     if engine in ("llamacpp", "ollama"):
         from llmsize.estimate.llamacpp_plan import LlamaCppOptions
 
@@ -1186,10 +1190,15 @@ def formats(as_json: JsonOpt = False):
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="Weight formats", title_justify="left")
     for col in ("id", "bits/weight", "scope", "what"):
         t.add_column(col, overflow="fold")
-    for r in rows:
-        t.add_row(r["id"], f"{r['bits_per_weight']:g}", r["default_scope"], r["description"])
+    for r, f in zip(rows, FORMATS.values()):  # a GGUF mix's bits depend on the model: its base type's shown
+        bits = f"{r['bits_per_weight']:g}" + ("*" if f.mix else "")
+        t.add_row(r["id"], bits, r["default_scope"], r["description"])
+    from llmsize.render.columns import print_rich
+
     c = _console()
-    c.print(t)
+    print_rich(c, t)
+    c.print("* a GGUF file type: its base type's bits; the file mixes types per tensor by llama-quantize's rules, so "
+            "its average depends on the model (`llmsize plan MODEL --quant gguf-q4_k_m` prints it).", style="dim")
     c.print("KV dtypes (bytes per value): " + ", ".join(f"{k} {float(v):g}" for k, v in KV_DTYPE_BYTES.items()),
             style="dim")
 

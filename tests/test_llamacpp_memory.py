@@ -285,6 +285,14 @@ def test_ollama_takes_one_cache_type_with_flash_attention(run_cli, cache, ok):
     assert "OLLAMA_KV_CACHE_TYPE=q8_0" in out and "OLLAMA_FLASH_ATTENTION=1" in out
 
 
+def test_the_serving_engines_kv_dtype_is_not_llamacpps(run_cli):
+    """--kv-dtype fp8 beside --engine llamacpp planned an FP8 cache above an f16 ledger: one line instead, naming
+    llama.cpp's own cache options."""
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx4060ti", "--quant", "gguf-q4_k_m", "--engine",
+                             "llamacpp", "--kv-dtype", "fp8")
+    assert code == 2 and "--cache-type-k q8_0" in err and out == ""
+
+
 def test_a_ubatch_above_the_default_batch_passes_its_batch(run_cli):
     """llama.cpp caps -ub at -b (2048 by default): a 4096-token ubatch, which the ledger's compute buffer is sized
     for, needs -b 4096 on the command line; Ollama's num_batch sets both."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -37,9 +38,14 @@ def test_a_mac_plan_budgets_the_working_set_and_says_how_to_raise_it(run_cli):
     assert "--wired-limit-gb" in lever
     assert not any(x.startswith("Offload with llama.cpp") for x in d["diagnosis"]["levers"])
     assert any("Metal's working set" in a for a in d["assumptions"])
-    code, out, err = run_cli(*base, "--wired-limit-gb", "119")
+    # the limit the lever names holds one sequence of --context (it had rounded 118.84 GiB down to 118.8, where
+    # 0 sequences of 4,096 tokens fit)
+    gib = re.search(r"--wired-limit-gb (\d+\.\d)", lever).group(1)
+    code, out, err = run_cli(*base, "--wired-limit-gb", gib)
     assert code == 0, err
-    assert json.loads(out)["diagnosis"]["saturates"] != "weights"
+    d = json.loads(out)
+    assert d["diagnosis"]["saturates"] != "weights" and d["capacity"]["max_concurrent_sequences"] >= 1
+    assert f"iogpu.wired_limit_mb={round(float(gib) * 1024)}" in lever
 
 
 def test_fit_on_a_mac_lists_no_offloaded_placements(run_cli):

@@ -3,6 +3,7 @@ GQA/MLA/window, batching, more cards)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
@@ -103,9 +104,10 @@ def _wired_limit_lever(p: dict, one_sequence_bytes: float) -> list[str]:
                 f"on Linux the kernel parameters `ttm.pages_limit={gib * 262144} ttm.page_pool_size={gib * 262144}` "
                 f"({gib} GiB), and plan with --wired-limit-gb {gib}: {(ram - gib * 2**30) / GB:.1f} GB stay with "
                 "the OS."]
+    gib = math.ceil(need / 2**30 * 10) / 10  # up to a tenth of a GiB, so the plan it names holds the sequence
     return [f"Above Metal's working set, within the RAM: as is it loads and pages every token. Raise the GPU's "
-            f"limit, `sudo sysctl iogpu.wired_limit_mb={mib}` (until reboot), and plan with --wired-limit-gb "
-            f"{mib / 1024:.1f}: {(ram - need) / GB:.1f} GB stay with macOS."]
+            f"limit, `sudo sysctl iogpu.wired_limit_mb={round(gib * 1024)}` (until reboot), and plan with "
+            f"--wired-limit-gb {gib:.1f}: {(ram - gib * 2**30) / GB:.1f} GB stay with macOS."]
 
 
 def _kv_levers(p: dict) -> list[str]:

@@ -71,3 +71,10 @@ def print_table(console, title: str, headers: list[str], rows: list[list[str]], 
         for line in table_lines(headers, rows, console.width, left):
             console.print(line, markup=False, highlight=False, crop=False, soft_wrap=True)
     console.print()
+
+
+def print_rich(console, renderable) -> None:
+    """A rich renderable (a ledger's table) on `console`, its lines without the padding rich adds to the width."""
+    with console.capture() as cap:
+        console.print(renderable)
+    console.file.write("\n".join(line.rstrip() for line in cap.get().split("\n")))

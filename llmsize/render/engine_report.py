@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from llmsize.render.columns import print_rich
 from llmsize.units import GiB
 
 NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
@@ -48,6 +49,6 @@ def render_ledger(led, console) -> None:
     t.add_row("blocks", f"{led.kv_blocks:,} of {led.block_bytes / 2**20:,.2f} MiB{groups}")
     t.add_row("GPU KV cache size", f"{led.kv_cache_tokens:,} tokens (as the engine logs it)")
     t.add_row("max concurrency", f"{led.max_concurrency:.2f}x for {led.max_model_len:,} tokens per request")
-    console.print(t)
+    print_rich(console, t)
     for a in led.assumptions:
         console.print(f"  - {a}", style="dim")

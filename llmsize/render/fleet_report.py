@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from llmsize.render.columns import print_table
+from llmsize.render.columns import print_rich, print_table
 
 
 ASSUMPTIONS = [
@@ -84,7 +84,7 @@ def render_simulated(sims: dict, console) -> None:
             continue
         t.add_row(label, f"{sim.measured:,}", f"{sim.ttft_mean_s:.2f}", *(f"{x:.2f}" for x in sim.ttft_s),
                   f"{sim.tpot_mean_s * 1000:.1f}", *(f"{x * 1000:.1f}" for x in sim.tpot_s))
-    console.print(t)
+    print_rich(console, t)
     for line in notes:
         console.print(line)
     console.print("(agg): the card's best row is disaggregated; its aggregated alternative is replayed. "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.estimate.params import params_active, params_active_with_embedding, params_total
+from llmsize.render.columns import print_rich
 from llmsize.units import GiB
 
 
@@ -45,7 +46,7 @@ def render_gpus(gpus: list[GpuSpec], console) -> None:
         tf = g.dense_tflops
         t.add_row(g.id, g.vendor, f"{g.memory_size:g} {g.memory_vendor_unit}", _num(g.bandwidth_gb_s),
                   _num(tf.bf16), _num(tf.fp8), _num(tf.fp4), _num(g.tdp_w), str(g.year))
-    console.print(t)
+    print_rich(console, t)
     console.print(f"{len(gpus)} cards. VRAM as the vendor writes it (GB meaning GiB of devices); "
                   "GB/s decimal. `llmsize show ID` for sources.", style="dim")
 
@@ -63,7 +64,7 @@ def render_models(models: list[ModelSpec], console) -> None:
         t.add_row(m.id, f"{r['params_total'] / 1e9:,.1f}B", f"{r['params_active'] / 1e9:,.1f}B",
                   str(r["layers"]), "+".join(r["mixers"]), "+".join(r["mlps"]), r["release_format"],
                   f"{m.max_position_embeddings:,}")
-    console.print(t)
+    print_rich(console, t)
     console.print(f"{len(models)} models. active: parameters per token, the input embedding excluded (a row is "
                   "gathered; the lm_head counts). `llmsize show ID` for the layer groups and sources.", style="dim")
 
@@ -101,7 +102,7 @@ def render_hosts(hosts, console) -> None:
     for h in hosts:
         t.add_row(h.id, h.segment, f"{h.memory_type}-{h.data_rate_mt_s}", str(h.channels),
                   f"{h.bandwidth_gb_s:,.1f}" + ("" if h.bandwidth_printed else "*"), h.name)
-    console.print(t)
+    print_rich(console, t)
     console.print(f"{len(hosts)} platforms at their fastest supported memory (1 DIMM per channel); GB/s decimal "
                   "peaks, * = channels x MT/s x 8 B where the vendor prints none. Any other: --host-memory "
                   "DDR5-6000x2.", style="dim")

@@ -3,6 +3,7 @@ Figures in MiB (2^20 B), the unit llama.cpp's log prints."""
 
 from __future__ import annotations
 
+from llmsize.render.columns import print_rich
 from llmsize.units import GiB
 
 NAMES = {"llamacpp": "llama.cpp", "ollama": "Ollama (llama.cpp underneath)"}
@@ -105,7 +106,7 @@ def render_llamacpp(plan, gpu, console) -> None:
         t.add_row("fit (1024 MiB margin)", _fit_words(fit))
     for n in led.notes:
         t.add_row("note", n)
-    console.print(t)
+    print_rich(console, t)
 
 
 def _fit_words(fit) -> str:

@@ -155,6 +155,11 @@ def exact_weights(tensors: dict[str, TensorInfo], files: list[Path], spec: Model
 MISMATCH_LIMIT = 0.10  # the headers' parameters may differ from config.json's count by this much
 
 
+def _count(n: float) -> str:
+    """A parameter count in the unit it reads best in: 1.23 B, 45.6 M, 7,890."""
+    return f"{n / 1e9:,.2f} B" if n >= 1e9 else f"{n / 1e6:,.1f} M" if n >= 1e6 else f"{n:,.0f}"
+
+
 def check_complete(exact: ExactWeights, spec: ModelSpec, where: str) -> str | None:
     """Why these headers cannot be the whole of the checkpoint config.json describes, or None.
 
@@ -170,7 +175,7 @@ def check_complete(exact: ExactWeights, spec: ModelSpec, where: str) -> str | No
     want = sum(v for c, v in params_by_component(spec).items() if c not in skip)
     have = sum(v for c, v in exact.params_by_component.items() if c not in skip)
     if want and abs(have - want) / want > MISMATCH_LIMIT:
-        return (f"{where}: the safetensors headers hold {have / 1e9:,.2f} B decoder parameters where config.json "
-                f"describes {want / 1e9:,.2f} B ({(have - want) / want:+.0%}, more than the "
+        return (f"{where}: the safetensors headers hold {_count(have)} decoder parameters where config.json "
+                f"describes {_count(want)} ({(have - want) / want:+.0%}, more than the "
                 f"{MISMATCH_LIMIT:.0%} allowed): files are missing, or they are not this model's.")
     return None

@@ -209,7 +209,8 @@ def _from_gguf(g, file_name: str, sources: list[str]) -> Imported:
     if problem:
         raise ConfigError(problem.replace("safetensors headers", "GGUF tensors").replace("config.json",
                                                                                         "its metadata"),
-                          "The file's tensors do not match its metadata; llmsize cannot map this architecture.")
+                          "The file's tensors do not match its metadata: damaged metadata, or a variant of the "
+                          "architecture llmsize does not map.")
     spec = spec.model_copy(update={
         "params_official": exact.params_total,
         "params_official_source": "counted by llmsize from the GGUF tensor infos",

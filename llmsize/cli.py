@@ -242,7 +242,7 @@ def plan(
     context: ContextOpt = 4096,
     batch: BatchOpt = 1,
     prompt: PromptOpt = None,
-    gpu_util: GpuUtilOpt = 0.90,
+    gpu_util: GpuUtilOpt = None,
     overhead_gib: OverheadOpt = 1.5,
     compute: ComputeOpt = None,
     tp: TpOpt = 1,
@@ -326,20 +326,6 @@ def plan(
         m, exact, notes, warnings = im.spec, im.exact, im.notes, im.warnings
     else:
         m = cat.model(model)
-    inputs = PlanInputs(quant=quant, scope=scope, kv_dtype=kv_dtype.lower(), context_tokens=context, batch=batch,
-                        prompt_tokens=prompt, gpu_util=gpu_util, overhead_bytes=overhead_gib * GiB,
-                        compute_precision=compute, tp=tp, pp=_stages(pp, nodes), nodes=nodes,
-                        node_link_gb_s=node_link_gb_s,
-                        wired_limit_bytes=None if wired_limit_gb is None else wired_limit_gb * GiB, kv_policy=policy,
-                        spec=parse_spec(spec, cat), flash_attn=not no_flash_attn)
-    p = make_plan(m, g, inputs, exact=exact, notes=notes, warnings=warnings)
-    if not p.budget.weights_fit:  # name a bigger card: only now is the whole hardware catalog parsed
-        p = make_plan(m, g, inputs, candidates=cat.hardware.all(), exact=exact, notes=notes, warnings=warnings)
-    ledger = llama = None
-    host = _host_memory(host_memory, host_bandwidth_gb_s, cat)
-    offload = _offload_lever(p, exact, host, cat) if not p.budget.weights_fit else None
-    if offload is not None:
-        p.diagnosis.levers.append(offload.sentence)
     if emit in ("llama-server", "ollama"):
         if engine not in (None, "llamacpp", "ollama"):
             raise InvalidValueError(f"--emit {emit} is llama.cpp's command, and --engine {engine} is not llama.cpp.",
@@ -355,7 +341,22 @@ def plan(
                                 f"Drop {llama_opts[0]}, or use --engine llamacpp (or ollama).")
     if llama_opts and engine is None:  # llama.cpp's own options say which engine's ledger to plan
         engine = "llamacpp"
-        p.notes.append(f"{', '.join(llama_opts)}: llama.cpp's options, so its ledger is planned (--engine llamacpp)")
+        notes.append(f"{', '.join(llama_opts)}: llama.cpp's options, so its ledger is planned (--engine llamacpp)")
+    inputs = PlanInputs(quant=quant, scope=scope, kv_dtype=kv_dtype.lower(), context_tokens=context, batch=batch,
+                        prompt_tokens=prompt, gpu_util=gpu_util, overhead_bytes=overhead_gib * GiB,
+                        compute_precision=compute, tp=tp, pp=_stages(pp, nodes), nodes=nodes,
+                        node_link_gb_s=node_link_gb_s,
+                        wired_limit_bytes=None if wired_limit_gb is None else wired_limit_gb * GiB, kv_policy=policy,
+                        spec=parse_spec(spec, cat), flash_attn=not no_flash_attn,
+                        runtime=engine or (runtime.lower() if runtime else None))
+    p = make_plan(m, g, inputs, exact=exact, notes=notes, warnings=warnings)
+    if not p.budget.weights_fit:  # name a bigger card: only now is the whole hardware catalog parsed
+        p = make_plan(m, g, inputs, candidates=cat.hardware.all(), exact=exact, notes=notes, warnings=warnings)
+    ledger = llama = None
+    host = _host_memory(host_memory, host_bandwidth_gb_s, cat)
+    offload = _offload_lever(p, exact, host, cat) if not p.budget.weights_fit else None
+    if offload is not None:
+        p.diagnosis.levers.append(offload.sentence)
     if engine in ("llamacpp", "ollama") and kv_dtype.lower() not in ("bf16", "fp16", "f16"):
         raise InvalidValueError(f"--kv-dtype {kv_dtype} is the serving engines' cache option; llama.cpp's ledger "
                                 "takes its own types.", "Use --cache-type-k q8_0 --cache-type-v q8_0 (and --flash-attn "
@@ -369,7 +370,7 @@ def plan(
     elif engine is not None:
         from llmsize.estimate.engines import EngineInputs, engine_ledger
 
-        e = EngineInputs(engine=engine, gpu_util=gpu_util, max_model_len=max_model_len,
+        e = EngineInputs(engine=engine, gpu_util=p.inputs.gpu_util, max_model_len=max_model_len,
                          max_num_batched_tokens=max_num_batched_tokens, block_size=block_size,
                          kv_dtype=kv_dtype.lower(), tp=tp, weight_format=p.fmt.id,
                          non_torch_bytes=None if non_torch_gib is None else int(non_torch_gib * GiB),
@@ -618,7 +619,7 @@ def compare(
     kv_dtype: KvDtypeOpt = "bf16",
     context: ContextOpt = 4096,
     users: UsersOpt = 1,
-    gpu_util: GpuUtilOpt = 0.90,
+    gpu_util: GpuUtilOpt = None,
     overhead_gib: OverheadOpt = 1.5,
     tp: TpAutoOpt = None,
     pp: PpOpt = None,
@@ -672,7 +673,7 @@ def compare(
     stages = _stages(pp, nodes)
     inputs = PlanInputs(quant=quant, kv_dtype=kv_dtype.lower(), context_tokens=context, gpu_util=gpu_util,
                         overhead_bytes=overhead_gib * GiB, tp=tp or 1, pp=stages, nodes=nodes,
-                        node_link_gb_s=node_link_gb_s)
+                        node_link_gb_s=node_link_gb_s, runtime=runtime.lower() if runtime else None)
     fixed = tp is not None or stages > 1
     runtimes = {r.id: r for r in cat.runtimes.all()}
     rows = sort_rows(run_compare(m, cards, inputs, users, price_map, fixed=fixed, runtimes=runtimes,
@@ -684,6 +685,10 @@ def compare(
              "A card that cannot hold the model alone is "
              "costed on `cards` of it (tensor/pipeline parallel); TTFT is for a --context-token prompt; tok/s/W "
              "uses the catalog TDP x cards."]
+    utils = sorted({r.plan.budget.gpu_util for r in rows if r.plan})
+    if inputs.gpu_util is None and len(utils) > 1:
+        notes.append("Budgets: VRAM x 0.9 under the serving engines, the whole VRAM under llama.cpp (GGUF formats, "
+                     "Apple cards), as each card's runtime reserves it.")
     served = {r.users_served for r in rows if r.plan}
     if any(s < users for s in served):
         notes.append(f"Rows whose cache holds fewer than {users} sequences are aggregated at what it holds.")

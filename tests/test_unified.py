@@ -58,11 +58,13 @@ def test_fit_on_a_mac_lists_no_offloaded_placements(run_cli):
 
 def test_strix_halo_starts_from_amdgpus_default_gtt(catalog, run_cli):
     """amdgpu's default GTT is max(3 GiB, half the RAM): 64 GiB of a 128 GiB Strix Halo (a 128 GB machine logs
-    "63968M of GTT memory ready", antirez/ds4#475). gpt-oss-120b's ~63 GB of MXFP4 does not fit it; the lever
-    gives the ttm.pages_limit (GiB x 262144 pages) that would; with --wired-limit-gb 96 it fits."""
+    "63968M of GTT memory ready", antirez/ds4#475). Qwen3-235B-A22B's Q2_K file (85.7 GB) does not fit it; the
+    lever gives the ttm.pages_limit (GiB x 262144 pages) that would, and with that --wired-limit-gb it fits.
+    (gpt-oss-120b's ~63 GB of MXFP4 was the case until llama.cpp plans took the whole card rather than vLLM's 0.9:
+    it fits the default GTT now.)"""
     u = usable_memory(catalog.gpu("strix-halo"))
     assert u.unified and u.bytes == 64 * GiB and "GTT" in u.basis
-    base = ("plan", "gpt-oss-120b", "--gpu", "strix-halo", "--quant", "gguf-mxfp4_moe", "--json")
+    base = ("plan", "qwen3-235b-a22b", "--gpu", "strix-halo", "--quant", "gguf-q2_k", "--json")
     code, out, err = run_cli(*base)
     assert code == 0, err
     d = json.loads(out)

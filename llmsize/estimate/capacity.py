@@ -16,7 +16,20 @@ from llmsize.units import GiB
 # vLLM ledgers in shared/reference/engine-logs.yaml: non-torch + activation peak = 0.03 + 1.42 GiB
 # (Qwen2.5-7B, 4,096 batched tokens, vllm#13882) and 0.35 + 2.07 GiB (Llama-3.1-8B, 20,000, vllm#10517).
 DEFAULT_OVERHEAD_BYTES = int(1.5 * GiB)
-DEFAULT_GPU_UTIL = 0.90
+DEFAULT_GPU_UTIL = 0.90  # vLLM's gpu_memory_utilization default (SGLang's mem_fraction_static is close)
+# llama.cpp (and Ollama, LM Studio) reserve no share of the card: they allocate their buffers and leave the rest
+# (its --fit aims to leave 1,024 MiB free, --fit-target; the overhead above holds that and its compute buffers)
+LLAMACPP_GPU_UTIL = 1.0
+LLAMACPP_RUNTIMES = ("llamacpp", "ollama", "lmstudio")
+
+
+def default_gpu_util(runtime: str | None) -> tuple[float, str | None]:
+    """The share of VRAM a runtime's plan budgets when --gpu-util is not given, and the note that says why where it
+    is not vLLM's 0.9."""
+    if runtime in LLAMACPP_RUNTIMES:
+        return LLAMACPP_GPU_UTIL, ("Budget: the whole VRAM, as llama.cpp reserves no share of the card (vLLM's "
+                                   f"default is {DEFAULT_GPU_UTIL:g}; --gpu-util sets one)")
+    return DEFAULT_GPU_UTIL, None
 
 
 @dataclass(frozen=True)

@@ -158,7 +158,8 @@ def expected_of(plan, figure: str, runtimes: dict | None, runtime: str | None) -
 # PlanInputs fields and the plan options that set them (the CLI's spelling); the others below need a unit
 PLAN_FLAGS = (("quant", "--quant"), ("scope", "--scope"), ("kv_dtype", "--kv-dtype"), ("batch", "--batch"),
               ("prompt_tokens", "--prompt"), ("gpu_util", "--gpu-util"), ("compute_precision", "--compute"),
-              ("tp", "--tp"), ("pp", "--pp"), ("nodes", "--nodes"), ("node_link_gb_s", "--node-link-gb-s"))
+              ("tp", "--tp"), ("pp", "--pp"), ("nodes", "--nodes"), ("node_link_gb_s", "--node-link-gb-s"),
+              ("runtime", "--runtime"))
 
 
 def plan_args(source: list[str], gpu_id: str, inputs) -> list[str]:
@@ -223,7 +224,8 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
     saturates = plan.diagnosis.saturates
     figure = FIGURE_OF[saturates]
     now = figure_of(plan, figure)
-    inputs = plan.inputs
+    # a share of the card the user did not give is each row's own runtime's (a GGUF row: llama.cpp's whole card)
+    inputs = plan.inputs if plan.gpu_util_given else replace(plan.inputs, gpu_util=None)
     ttft = plan.prefill.ttft_s
     expected_now = {f: expected_of(plan, f, runtimes, runtime) for f in EXPECTED_FIGURES}
     rows = [Lever("diagnosis: " + saturates.replace("_", " "), RESOURCE_OF[saturates], figure, now, now,
@@ -370,7 +372,8 @@ def disaggregation_lever(plan, source: list[str], runtime: str, runtimes: dict) 
     inputs, model, default = plan.inputs, plan.model, PlanInputs()
     if (inputs.quant not in (None, model.release.quant) or inputs.scope is not None or inputs.kv_policy is not None
             or is_ternary(plan.fmt.id)  # no serving engine runs them
-            or (inputs.gpu_util, inputs.overhead_bytes, inputs.wired_limit_bytes, inputs.nodes, inputs.flash_attn)
+            or (inputs.gpu_util if plan.gpu_util_given else None, inputs.overhead_bytes, inputs.wired_limit_bytes,
+                inputs.nodes, inputs.flash_attn)
             != (default.gpu_util, default.overhead_bytes, default.wired_limit_bytes, default.nodes,
                 default.flash_attn)
             or not plan.budget.weights_fit or source[0].startswith("--")):

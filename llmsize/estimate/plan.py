@@ -8,8 +8,10 @@ from dataclasses import dataclass, field, replace
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError
 from llmsize.estimate.capacity import (
+    DEFAULT_GPU_UTIL,
     ContextLimit,
     MemoryBudget,
+    default_gpu_util,
     kv_pool_tokens,
     max_concurrent_sequences,
     max_context_tokens,
@@ -46,7 +48,7 @@ class PlanInputs:
     context_tokens: int = 4096
     batch: int = 1
     prompt_tokens: int | None = None  # None: the context
-    gpu_util: float = 0.90
+    gpu_util: float | None = None  # None: the runtime's own default (capacity.default_gpu_util)
     overhead_bytes: float = 1.5 * GiB
     compute_precision: str | None = None
     tp: int = 1  # tensor-parallel cards
@@ -58,6 +60,8 @@ class PlanInputs:
     kv_policy: KvPolicy | None = None  # a what-if cap on the tokens each layer caches (estimate/kv_policy.py)
     spec: Spec | None = None  # speculative decoding (estimate/speculative.py)
     flash_attn: bool = True  # False: the prompt's attention scores are held and moved in memory (prefill.py)
+    runtime: str | None = None  # the runtime or engine the user named (its default share of the card); None: the
+    # format's and card's default runtime (expected.default_runtime)
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,7 @@ class Plan:
     weights_estimate: WeightBytes | None = None  # the analytic figure, when `weights` is exact (headers)
     exact: object | None = None  # llmsize.importer.exact.ExactWeights behind `weights`
     notes: list[str] = field(default_factory=list)  # what an import noticed (generic mapping, exclusions)
+    gpu_util_given: bool = True  # False: inputs.gpu_util is the runtime's default, not the user's
     warnings: list[str] = field(default_factory=list)  # printed first: the plan is not what the files hold
     card_model: ModelSpec | None = None  # what one card holds when tp x pp > 1
     weights_card: WeightBytes | None = None  # weights one card holds (stage, tp shard)
@@ -211,6 +216,15 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     fmt, scope = resolve_format(model, inputs.quant, inputs.scope)
     prompt = inputs.context_tokens if inputs.prompt_tokens is None else inputs.prompt_tokens
     check_context(prompt)
+    util_given = inputs.gpu_util is not None
+    if not util_given:  # the share of the card the plan's runtime budgets
+        from llmsize.estimate.expected import default_runtime
+
+        runtime = inputs.runtime or default_runtime(fmt.id, gpu, getattr(exact, "source", "") == "GGUF tensor infos")[0]
+        util, why = default_gpu_util(runtime)
+        inputs = replace(inputs, gpu_util=util)
+        if why:
+            notes = [*(notes or []), why]
 
     weights = estimate = weight_bytes(model, fmt, scope)
     notes = list(notes or [])
@@ -313,7 +327,7 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
                       "(the KV block says what does).")
     plan = Plan(**partial, diagnosis=diagnosis, assumptions=out,
                 weights_estimate=estimate if exact is not None else None, exact=exact, notes=notes,
-                warnings=warned)
+                warnings=warned, gpu_util_given=util_given)
     if inputs.spec is None:
         return plan
     d = inputs.spec.draft  # the draft on the same card, split and options
@@ -332,7 +346,8 @@ def assumptions(p: dict) -> list[str]:
     usable = usable_memory(gpu, inputs.wired_limit_bytes)
     if usable.unified:
         out.append(f"Unified memory: the GPU may use {usable.basis}; the budget starts from that.")
-    out.append(f"Budget: VRAM x {inputs.gpu_util:g} utilization, minus weights, minus "
+    out.append(f"Budget: VRAM x {inputs.gpu_util:g} utilization (--gpu-util; llama.cpp's plans take the whole "
+               f"card, the serving engines' {DEFAULT_GPU_UTIL:g}), minus weights, minus "
                f"{inputs.overhead_bytes / GiB:g} GiB runtime overhead (activations, CUDA graphs, allocator; "
                "change with --overhead-gib).")
     release = "the model's release format" if fmt.id == model.release.quant else "asked for"

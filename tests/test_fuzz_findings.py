@@ -103,3 +103,12 @@ def test_measure_errors_have_no_blank_line_before_them(run_cli, tmp_path):
     pytest.importorskip("torch")
     code, _, err = run_cli("measure", "--device", "cpu", "--checkpoint", str(tmp_path), "--tokens", "2")
     assert_one_line_error(code, err)
+
+
+def test_compare_sizes_splits_with_each_cards_own_share(run_cli):
+    """Found by the fuzz (seed 20261201, 2026-12-03): compare sized a split for a card that cannot hold the model
+    alone from inputs whose share of the card was left to the runtime (None), and crashed; each card's split now
+    takes its runtime's share (0.9 under vLLM, the whole card under llama.cpp on a Mac)."""
+    code, out, err = run_cli("compare", "qwen3-235b-a22b", "--gpus", "t4,m3-pro,hgx-b200", "--format", "json")
+    assert code == 0, err
+    assert "Traceback" not in err

@@ -9,6 +9,7 @@ from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError
 from llmsize.estimate.capacity import (
     DEFAULT_GPU_UTIL,
+    LLAMACPP_RUNTIMES,
     ContextLimit,
     MemoryBudget,
     default_gpu_util,
@@ -174,13 +175,30 @@ TP_CHOICES = (1, 2, 4, 8, 16, 32)
 PP_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16)
 
 
-def smallest_fit(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs) -> Fit | None:
+def with_runtime_share(inputs: PlanInputs, fmt: QuantFormat, gpu: GpuSpec, exact=None
+                       ) -> tuple[PlanInputs, str, str | None]:
+    """`inputs` with the share of the card its runtime budgets where --gpu-util was not given (the whole card under
+    llama.cpp, vLLM's 0.9 otherwise), the runtime (the one named, else the format's and card's default), and the
+    note saying so (None where nothing was resolved or the share is vLLM's)."""
+    from llmsize.estimate.expected import default_runtime
+
+    runtime = inputs.runtime or default_runtime(fmt.id, gpu, getattr(exact, "source", "") == "GGUF tensor infos")[0]
+    if inputs.gpu_util is not None:
+        return inputs, runtime, None
+    util, why = default_gpu_util(runtime)
+    return replace(inputs, gpu_util=util), runtime, why
+
+
+def smallest_fit(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs, exact=None) -> Fit | None:
     """Fewest cards (then the least pipeline depth) whose per-card weights, one sequence's cache at the
     context and the overhead fit; engines' divisibility rules respected. None if 256 cards are not enough."""
-    # fewest cards; then tensor parallel inside a node rather than across nodes; then the shallowest pipeline
-    options = sorted(((tp, pp) for tp in TP_CHOICES for pp in PP_CHOICES if tp * pp > 1),
-                     key=lambda c: (c[0] * c[1], c[0] > inputs.gpus_per_node, c[1]))
     fmt, scope = resolve_format(model, inputs.quant, inputs.scope)
+    inputs, runtime, _ = with_runtime_share(inputs, fmt, gpu, exact)
+    layers_first = runtime in LLAMACPP_RUNTIMES  # llama.cpp's default split (-sm layer) is a pipeline of layers
+    # fewest cards; then tensor parallel inside a node rather than across nodes; then the shallowest pipeline
+    # (under llama.cpp: its layer split before a row split)
+    options = sorted(((tp, pp) for tp in TP_CHOICES for pp in PP_CHOICES if tp * pp > 1),
+                     key=lambda c: (c[0] * c[1], c[0] > inputs.gpus_per_node, c[0] if layers_first else c[1]))
     total = weight_bytes(model, fmt, scope).bytes_total
     room = usable_memory(gpu, inputs.wired_limit_bytes).bytes * inputs.gpu_util - inputs.overhead_bytes
     for tp, pp in options:
@@ -217,14 +235,9 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     prompt = inputs.context_tokens if inputs.prompt_tokens is None else inputs.prompt_tokens
     check_context(prompt)
     util_given = inputs.gpu_util is not None
-    if not util_given:  # the share of the card the plan's runtime budgets
-        from llmsize.estimate.expected import default_runtime
-
-        runtime = inputs.runtime or default_runtime(fmt.id, gpu, getattr(exact, "source", "") == "GGUF tensor infos")[0]
-        util, why = default_gpu_util(runtime)
-        inputs = replace(inputs, gpu_util=util)
-        if why:
-            notes = [*(notes or []), why]
+    inputs, _, why = with_runtime_share(inputs, fmt, gpu, exact)
+    if why:
+        notes = [*(notes or []), why]
 
     weights = estimate = weight_bytes(model, fmt, scope)
     notes = list(notes or [])
@@ -297,7 +310,7 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
                        inputs.flash_attn)
     fit = None
     if not budget.weights_fit and not parallel and search_fit:
-        fit = smallest_fit(model, gpu, inputs)
+        fit = smallest_fit(model, gpu, inputs, exact)
     partial = dict(
         model=model, gpu=gpu, inputs=inputs, fmt=fmt, scope=scope, prompt_tokens=prompt,
         params_total=params_total(model), params_active=params_active(model),

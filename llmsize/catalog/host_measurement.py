@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
-from llmsize.catalog.measurement import Source, figure_in
+from llmsize.catalog.measurement import Source, dataset_dir, figure_in, validated
 from llmsize.catalog.schema import Strict
-from llmsize.errors import CatalogError, LlmsizeError
-from llmsize.files import read_yaml
+from llmsize.errors import LlmsizeError
 
 
 class HostRow(Strict):
@@ -63,16 +62,12 @@ class HostFile(Strict):
 
 
 def host_dir() -> Path:
-    return Path(__file__).resolve().parent.parent.parent / "measurements" / "host"
+    return dataset_dir() / "host"
 
 
 def load_host_file(path: Path) -> HostFile:
-    try:
-        return HostFile.model_validate(read_yaml(path, "host measurement file"))
-    except ValidationError as e:
-        first = e.errors()[0]
-        raise CatalogError(f"{path}: `{'.'.join(map(str, first['loc']))}`: {first['msg']}",
-                           "Fix the file against llmsize/catalog/host_measurement.py.") from None
+    return validated(HostFile, path, "host measurement file",
+                     "Fix the row: figures are copied as printed, with their verbatim excerpt and the memory stated.")
 
 
 def load_host_dataset(folder: Path | None = None) -> dict[str, HostFile]:

@@ -149,13 +149,18 @@ class MeasurementFile(Strict):
     rows: list[Row] = Field(min_length=1)
 
 
-def load_file(path: Path) -> MeasurementFile:
+def validated(cls, path: Path, what: str, hint: str):
+    """`path`'s YAML as `cls`, or a one-line CatalogError naming the first bad field."""
     try:
-        return MeasurementFile.model_validate(read_yaml(path, "measurement file"))
+        return cls.model_validate(read_yaml(path, what))
     except ValidationError as e:
         first = e.errors()[0]
-        raise CatalogError(f"{path}: `{'.'.join(map(str, first['loc']))}`: {first['msg']}",
-                           "Fix the row: figures are copied as printed, with their verbatim excerpt.") from None
+        raise CatalogError(f"{path}: `{'.'.join(map(str, first['loc']))}`: {first['msg']}", hint) from None
+
+
+def load_file(path: Path) -> MeasurementFile:
+    return validated(MeasurementFile, path, "measurement file",
+                     "Fix the row: figures are copied as printed, with their verbatim excerpt.")
 
 
 def dataset_dir() -> Path:

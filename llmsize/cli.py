@@ -561,7 +561,8 @@ def _is_path(name: str) -> bool:
 @_command("import")
 def import_(
     path: Annotated[Optional[Path], typer.Argument(help="Model folder (config.json [+ hf_quant_config.json] "
-                                                   "[+ *.safetensors]) or a config.json file.",
+                                                   "[+ *.safetensors]), a config.json file, or a .gguf file "
+                                                   "(the first of its splits).",
                                                    show_default=False)] = None,
     hub: HubOpt = None,
     hub_file: HubFileOpt = None,
@@ -570,13 +571,14 @@ def import_(
     force: ForceOpt = False,
     estimate_only: EstimateOnlyOpt = False,
 ):
-    """Turn a local checkpoint or config.json into a catalog entry, with its sources.
+    """Turn a local checkpoint, config.json or GGUF file into a catalog entry, with its sources.
 
     Examples:
 
     \b
       llmsize import ./Llama-3.1-8B-Instruct -o mycat/models/my-llama.yaml
       llmsize import ./config.json
+      llmsize import ./Qwen3-8B-Q4_K_M.gguf -o mycat/models/qwen3-8b-q4.yaml
       llmsize import --hub Qwen/Qwen3-8B -o mycat/models/qwen3-8b.yaml
     """
     from llmsize.files import check_output, write_output

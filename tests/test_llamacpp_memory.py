@@ -293,6 +293,16 @@ def test_the_serving_engines_kv_dtype_is_not_llamacpps(run_cli):
     assert code == 2 and "--cache-type-k q8_0" in err and out == ""
 
 
+@pytest.mark.parametrize("args,needle", [(("--cpu-moe", "--n-cpu-moe", "3"), "disagree"),
+                                          (("--host-memory", "DDR5-6000x2", "--host-bandwidth-gb-s", "80"), "Give one")])
+def test_two_options_for_one_setting_are_refused(run_cli, args, needle):
+    """A review saw --cpu-moe beside --n-cpu-moe 3, and --host-memory beside --host-bandwidth-gb-s, resolved
+    silently (one of each won)."""
+    code, out, err = run_cli("plan", "qwen3-30b-a3b", "--gpu", "rtx4060ti", "--quant", "gguf-q4_k_m", "--engine",
+                             "llamacpp", *args)
+    assert code == 2 and needle in err and out == ""
+
+
 def test_a_ubatch_above_the_default_batch_passes_its_batch(run_cli):
     """llama.cpp caps -ub at -b (2048 by default): a 4096-token ubatch, which the ledger's compute buffer is sized
     for, needs -b 4096 on the command line; Ollama's num_batch sets both."""

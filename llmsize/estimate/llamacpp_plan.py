@@ -71,6 +71,9 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
         raise InvalidValueError(f"--engine {engine} plans one GPU; --tp/--pp split across cards is not modelled "
                                 "for it.", "Drop --tp/--pp, or use --engine vllm for a split.")
     model, gpu = plan.model, plan.gpu
+    if o.cpu_moe and o.n_cpu_moe:
+        raise InvalidValueError(f"--cpu-moe (every layer's experts) and --n-cpu-moe {o.n_cpu_moe} disagree.",
+                                "Give one of them.")
     if engine == "ollama" and (o.cpu_moe or o.n_cpu_moe):
         flag = "--cpu-moe" if o.cpu_moe else f"--n-cpu-moe {o.n_cpu_moe}"
         raise InvalidValueError(f"{flag}: Ollama has no setting that keeps routed experts on the host (its num_gpu "

@@ -105,13 +105,21 @@ def _plan_row(model, gpu, fid, context, runtime, runtimes, wired_limit_bytes=Non
                   plan.decode_ceiling_tok_s, plan.weights.bytes_total)
 
 
+def _keep(r: FitRow) -> tuple:
+    """--one-per-model's order: whole on the card first, by bits per weight; then offloaded, by speed, then by
+    the least host memory (an offloaded Q8_0 of DeepSeek-V3 would leave 654 GiB on the host)."""
+    if r.placement == "full":
+        return (1, r.bits_per_weight)
+    return (0, r.expected_tok_s or 0.0, -(r.host_bytes or 0))
+
+
 def fit_models(models: list[ModelSpec], gpu: GpuSpec, runtime: str, context: int, runtimes: dict,
                card_bytes: int, host: HostMemory | None = None, llama_constants=None,
                host_ram_bytes: float | None = None, one_per_model: bool = False,
                wired_limit_bytes: float | None = None) -> tuple[list[FitRow], int]:
     """(rows, how many model/format pairs could not be planned), fastest expected first. `host_ram_bytes` drops
     offloaded placements the host cannot hold; `one_per_model` keeps each model's most bits per weight whole on the
-    card, or offloaded where no format fits whole."""
+    card, or where no format fits whole its fastest offloaded one (the least left on the host without a speed)."""
     rows, skipped = [], 0
     for m in models:
         for fid in _formats(runtime, m):
@@ -128,8 +136,7 @@ def fit_models(models: list[ModelSpec], gpu: GpuSpec, runtime: str, context: int
     if one_per_model:
         best: dict[str, FitRow] = {}
         for r in rows:
-            key = (r.placement == "full", r.bits_per_weight)
-            if r.model not in best or key > (best[r.model].placement == "full", best[r.model].bits_per_weight):
+            if r.model not in best or _keep(r) > _keep(best[r.model]):
                 best[r.model] = r
         rows = list(best.values())
     rows.sort(key=lambda r: (r.expected_tok_s is None, -(r.expected_tok_s or 0.0), -r.bits_per_weight))

@@ -891,6 +891,11 @@ def fit_cmd(
     g = _gpu(cat, gpu)
     host = _host_memory(host_memory, host_bandwidth_gb_s, cat)
     rid = resolve_runtime(runtime)[0] if runtime else ("vllm" if g.segment == "datacenter" else "llamacpp")
+    from llmsize.estimate.expected import not_on
+
+    elsewhere = not_on(rid, g) if runtime else None  # a runtime named for a card it does not run on
+    if elsewhere:
+        raise InvalidValueError(f"--runtime {runtime} on {g.id}: {elsewhere}.", "Pick a runtime that runs there.")
     runtimes = {r.id: r for r in cat.runtimes.all()}
 
     class _P:  # the llama.cpp constants' lookup needs only the card

@@ -73,3 +73,14 @@ def test_strix_halo_starts_from_amdgpus_default_gtt(catalog, run_cli):
     assert f"ttm.pages_limit={gib * 262144}" in lever
     code, out, err = run_cli(*base, "--wired-limit-gb", str(gib))
     assert json.loads(out)["diagnosis"]["saturates"] != "weights"
+
+
+def test_suggestions_stay_on_cards_the_runtime_runs_on(run_cli):
+    """A GGUF plan on a Mac that does not fit names a bigger card llama.cpp runs on (a review saw Intel's Gaudi 3,
+    which it does not, suggested for a GGUF file), and `fit` refuses a named runtime the card cannot run."""
+    code, out, err = run_cli("plan", "qwen3-235b-a22b", "--gpu", "m4-max", "--quant", "gguf-q3_k_m", "--json")
+    assert code == 0, err
+    bigger = next(x for x in json.loads(out)["diagnosis"]["levers"] if x.startswith("Bigger card"))
+    assert "gaudi" not in bigger
+    code, out, err = run_cli("fit", "--gpu", "m4-max", "--runtime", "trtllm")
+    assert code == 2 and "TensorRT-LLM runs on NVIDIA cards only" in err and out == ""

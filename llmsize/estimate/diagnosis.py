@@ -57,8 +57,12 @@ def _weights_levers(p: dict, candidates: list[GpuSpec]) -> tuple[list[str], int]
                           f"leaving {left / GB:.1f} GB for the KV cache.")
             break
     levers += _wired_limit_lever(p, need)
+    from llmsize.estimate.expected import not_on
+
+    # a card the plan's runtime runs on (llama.cpp's GGUF file on a Gaudi would be no answer)
+    runs = (lambda c: True) if p.get("runtime") is None else (lambda c: not_on(p["runtime"], c) is None)
     bigger = sorted(
-        (c for c in candidates if c.id != gpu.id and _fits(model, c, fmt, p["scope"], p) > need),
+        (c for c in candidates if c.id != gpu.id and runs(c) and _fits(model, c, fmt, p["scope"], p) > need),
         key=lambda c: (c.memory_bytes, -c.bandwidth_gb_s),
     )
     if bigger:

@@ -65,6 +65,20 @@ def default_runtime(fmt_id: str, gpu: GpuSpec, gguf_file: bool = False) -> tuple
     return "vllm", "the default for safetensors formats on NVIDIA and AMD cards"
 
 
+def not_on(rid: str, gpu: GpuSpec) -> str | None:
+    """Why runtime `rid` does not run on `gpu`, or None where it does."""
+    be = backend(gpu)
+    if be is None:
+        return f"{RUNTIME_NAMES[rid]} does not run on {gpu.vendor} cards in this model (no {gpu.vendor} backend)"
+    if rid == "mlx" and be != "metal":
+        return "MLX runs on Apple silicon only; pick --runtime vllm or llamacpp"
+    if rid == "trtllm" and be != "cuda":
+        return "TensorRT-LLM runs on NVIDIA cards only"
+    if rid in ("vllm", "sglang", "trtllm", "gpt-fast") and be == "metal":
+        return f"{RUNTIME_NAMES[rid]} has no Metal backend; pick --runtime llamacpp or mlx"
+    return None
+
+
 def from_gguf(plan: Plan) -> bool:
     """Whether the plan's weights are a GGUF file's (its tensor infos gave the bytes)."""
     return getattr(plan.exact, "source", "") == "GGUF tensor infos"
@@ -350,13 +364,9 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
         why = "asked for" + (f" ({alias_note})" if alias_note else "")
     be = backend(plan.gpu)
     spec = runtimes.get(rid)
-    if be is None:
-        return ExpectedResult(rid, why, None, f"{RUNTIME_NAMES[rid]} does not run on {plan.gpu.vendor} cards in "
-                                                f"this model (no {plan.gpu.vendor} backend)")
-    if rid == "mlx" and be != "metal":
-        return ExpectedResult(rid, why, None, "MLX runs on Apple silicon only; pick --runtime vllm or llamacpp")
-    if rid == "trtllm" and be != "cuda":
-        return ExpectedResult(rid, why, None, "TensorRT-LLM runs on NVIDIA cards only")
+    elsewhere = not_on(rid, plan.gpu)
+    if elsewhere:
+        return ExpectedResult(rid, why, None, elsewhere)
     if plan.fmt.id.startswith(("gguf-", "ggml-")) and rid in NO_GGUF:
         return ExpectedResult(rid, why, None, f"{RUNTIME_NAMES[rid]} does not load GGUF files ({plan.fmt.id}); "
                                               "pick --runtime llamacpp (or a safetensors format: --quant)")

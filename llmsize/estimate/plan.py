@@ -235,7 +235,7 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     prompt = inputs.context_tokens if inputs.prompt_tokens is None else inputs.prompt_tokens
     check_context(prompt)
     util_given = inputs.gpu_util is not None
-    inputs, _, why = with_runtime_share(inputs, fmt, gpu, exact)
+    inputs, runtime, why = with_runtime_share(inputs, fmt, gpu, exact)
     if why:
         notes = [*(notes or []), why]
 
@@ -323,7 +323,10 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     )
     link = card_link(gpu)
     partial_link = f"{link.kind} ({link.gb_s:,.0f} GB/s per direction)" if link else None
-    diagnosis = diagnose({**partial, "fit_link": partial_link}, candidates or [])
+    from llmsize.estimate.expected import resolve_runtime
+
+    diagnosis = diagnose({**partial, "fit_link": partial_link, "runtime": resolve_runtime(runtime)[0]},
+                         candidates or [])
     out = assumptions(partial)
     if exact is not None:
         diff = (weights.bytes_total - estimate.bytes_total) / estimate.bytes_total

@@ -378,7 +378,7 @@ class DecodeSystem:
             row.append(dequant_time_s(x, UNIT_COSTS))  # seconds per unit of ops per weight
             row.append(attention_time_s(x, UNIT_COSTS) if runtime in VECTOR_ATTENTION else 0.0)  # per attn_cost
             row.append(tile_time_s(x, UNIT_COSTS))  # per unit of tile_cost (zero for vector-kernel runtimes)
-            row.append(1.0 if x.engine_v0 else 0.0)  # vLLM's V0 engine: an extra cost per step
+            row.append(1.0 if x.engine_v0 else 0.0)  # an older generation (vLLM V0, llama.cpp < b6327): a cost a step
             row.append(x.expert_weight_bytes / x.bandwidth_bytes_per_s)  # per unit of expert_read_cost
             row.append(x.layers if x.tensor_core_native else 0.0)  # per second of t_act_quant_layer_s
             row += [x.layers if kern == k else 0.0 for k in self.own_kernels]

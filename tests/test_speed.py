@@ -522,6 +522,29 @@ def test_vllm_v0_rows_carry_their_engine_cost_and_plans_do_not(catalog, runtimes
     assert decode_step_time_s(replace(x, engine_v0=True), c) == pytest.approx(decode_step_time_s(x, c) + c.t_step_v0_s)
 
 
+def test_llamacpp_rows_before_b6327_are_an_older_generation_and_plans_are_not(catalog, runtimes):
+    """llama.cpp decode rows of builds before b6327 (2025-08-31), by the row's build number or else its source's
+    date, carry the older generation's fitted cost a step (engine_v0, like vLLM's V0); a row that says neither is
+    not flagged; a plan is for a current build. On Metal the covariate took llama.cpp's held-out decode error from
+    14.8% / 35.7% (median / p90) to 8.3% / 29.3% (benchmarks/RESULTS.md, 2026-12-03)."""
+    from llmsize.catalog.measurement import Row
+    from llmsize.estimate.expected import constants, step_inputs
+    from llmsize.estimate.observed import llamacpp_before
+
+    base = dict(card="x", model="x", format="Q4_0", test="tg128", kind="decode", batch=1, tok_s=10.0,
+                verbatim="10.0")
+    assert llamacpp_before(Row(**base, runtime_version="b828e18c7 (7948)")) is False
+    assert llamacpp_before(Row(**base, runtime_version="0e838446 (6100)"), "2026-01-01") is True  # the build wins
+    assert llamacpp_before(Row(**base, runtime_version="b5616")) is True
+    assert llamacpp_before(Row(**base), "2024-05-10") is True and llamacpp_before(Row(**base), "2026-02-07") is False
+    assert llamacpp_before(Row(**base)) is None
+    for be in ("cuda", "metal"):
+        assert 0.0005 < constants(runtimes["llamacpp"], be).t_step_v0_s < 0.01, be
+    p = make_plan(catalog.model("llama-3.1-8b"), catalog.gpu("m4-max"), PlanInputs(quant="gguf-q4_k_m"),
+                  search_fit=False)
+    assert not step_inputs(p, p.decode_1, "llamacpp").engine_v0
+
+
 def test_serving_engines_pay_a_cost_per_layer_of_an_eager_prefill(catalog):
     """benchmarks/fit_speed.py fits t_prefill_layer_s on the TTFT rows of vLLM, SGLang and TensorRT-LLM, which run
     prefill without CUDA graphs (each layer's launches, and under tensor parallel its all-reduces' latency);

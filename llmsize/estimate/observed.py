@@ -96,6 +96,19 @@ def llamacpp_flash_attn(row: Row, published: str | None = None) -> bool | None:
     return None if date is None else date >= FA_DEFAULT_DATE
 
 
+def llamacpp_before(row: Row, published: str | None = None, build: int = FA_DEFAULT_BUILD,
+                    date: str = FA_DEFAULT_DATE) -> bool | None:
+    """Whether a llama.cpp row ran a build before `build` (its version's build number, else its source's date);
+    None where nothing tells. Its decode rows before b6327 (2025-08-31, flash attention by default) are an older
+    generation (engine_v0), a fitted cost a step for whatever changed between (among it the compute graph reused
+    from token to token, PR #14482 of July 2025, and fused kernels): on Metal, 2026 sources ran 1.03-1.41x a
+    prediction fitted on all rows and the 2023-24 ones 0.76-0.93x (benchmarks/RESULTS.md, 2026-12-03)."""
+    b = _BUILD.search(row.runtime_version or "")
+    if b:
+        return int(b.group(1) or b.group(2)) < build
+    return None if published is None else str(published) < date
+
+
 SPECULATIVE = re.compile(r"specul", re.I)  # speculative decoding / sampling / speculation: not one token per step
 EAGER = re.compile(r"--enforce-eager\b|enforce_eager\s*=\s*True", re.I)  # vLLM without CUDA graphs
 _NEGATION = re.compile(r"\b(?:no|not|without|off|disabled)\b", re.I)
@@ -186,6 +199,10 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
     if row.kind == "decode":
         step = _scaled(step_inputs(plan, plan.decode_b, runtime, marlin=ran_marlin(row)), factor)
         if runtime == "vllm" and row.runtime_version and _vllm_v0(row.runtime_version):
+            from dataclasses import replace
+
+            step = replace(step, engine_v0=True)
+        if runtime == "llamacpp" and llamacpp_before(row, published) is True:
             from dataclasses import replace
 
             step = replace(step, engine_v0=True)

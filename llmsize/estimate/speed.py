@@ -130,7 +130,9 @@ class StepInputs:
     vector_flop_per_s: float | None = None  # the card's FP32 (non-tensor) rate, where dequantizing runs
     attention_flops: float = 0.0  # the step's attention over the cache (QK and PV, all sequences, one card)
     tile_matmul_flops: float = 0.0  # the step's matmul FLOPs with the batch rounded up to the tensor-core tile
-    engine_v0: bool = False  # a vLLM V0-engine run (before 0.8): its per-step CPU costs, a dataset covariate only
+    # a run of an older engine generation, a dataset covariate only (plans run the current one): vLLM's V0 engine
+    # (before 0.8), llama.cpp builds before b6327 (2025-08-31; observed.llamacpp_before): their per-step CPU costs
+    engine_v0: bool = False
     expert_flops: float = 0.0  # the part of `flops` in routed experts' matmuls
     expert_weight_bytes: float = 0.0  # the part of `weight_bytes` in routed experts (one card's share)
     # the weights go to the tensor cores as stored (FP8 or FP4 on a card with those instructions, under a runtime
@@ -186,7 +188,7 @@ class Constants:
     alu_ops_per_weight: float = 0.0  # vector operations to unpack one quantized weight, at the FP32 rate
     attn_cost: float = 0.0  # FP32-rate FLOPs one attention FLOP costs at decode (1 / its fraction of the rate)
     tile_cost: float = 0.0  # seconds per second of tile matmul FLOPs at the card's dense peak (1 / its fraction)
-    t_step_v0_s: float = 0.0  # the vLLM V0 engine's extra cost per step (fitted on its rows; plans run V1)
+    t_step_v0_s: float = 0.0  # an older generation's extra cost per step (engine_v0; fitted on its rows, plans pay none)
     t_prefill_layer_s: float = 0.0  # a serving engine's extra cost per layer of an eager prefill forward (TTFT only)
     moe_matmul_cost: float = 1.0  # a routed expert FLOP's cost in dense FLOPs (grouped GEMMs of few rows each)
     expert_read_cost: float = 0.0  # extra seconds per second of routed-expert bytes at full bandwidth (small matrices)

@@ -339,16 +339,22 @@ def plan(
     if llama_opts and engine not in (None, "llamacpp", "ollama"):
         raise InvalidValueError(f"{llama_opts[0]} is a llama.cpp option, and --engine {engine} is not llama.cpp.",
                                 f"Drop {llama_opts[0]}, or use --engine llamacpp (or ollama).")
+    if llama_opts and emit in ("vllm", "sglang"):
+        raise InvalidValueError(f"{llama_opts[0]} is a llama.cpp option, and --emit {emit} prints {emit}'s launch "
+                                "line.", f"Drop {llama_opts[0]}, or use --emit llama-server.")
     if llama_opts and engine is None:  # llama.cpp's own options say which engine's ledger to plan
         engine = "llamacpp"
         notes.append(f"{', '.join(llama_opts)}: llama.cpp's options, so its ledger is planned (--engine llamacpp)")
+    # the runtime the plan is for (its share of the card, the expected speed): --runtime, else the engine whose
+    # ledger is planned, else the serving engine whose launch line is emitted
+    plan_runtime = (runtime.lower() if runtime else None) or engine or (emit if emit in ("vllm", "sglang") else None)
     inputs = PlanInputs(quant=quant, scope=scope, kv_dtype=kv_dtype.lower(), context_tokens=context, batch=batch,
                         prompt_tokens=prompt, gpu_util=gpu_util, overhead_bytes=overhead_gib * GiB,
                         compute_precision=compute, tp=tp, pp=_stages(pp, nodes), nodes=nodes,
                         node_link_gb_s=node_link_gb_s,
                         wired_limit_bytes=None if wired_limit_gb is None else wired_limit_gb * GiB, kv_policy=policy,
                         spec=parse_spec(spec, cat), flash_attn=not no_flash_attn,
-                        runtime=engine or (runtime.lower() if runtime else None))
+                        runtime=plan_runtime)
     p = make_plan(m, g, inputs, exact=exact, notes=notes, warnings=warnings)
     if not p.budget.weights_fit:  # name a bigger card: only now is the whole hardware catalog parsed
         p = make_plan(m, g, inputs, candidates=cat.hardware.all(), exact=exact, notes=notes, warnings=warnings)
@@ -379,8 +385,8 @@ def plan(
         ledger = engine_ledger(p.card_model or m, g, (p.weights_card or p.weights).bytes_total, e)
     from llmsize.estimate.expected import expect_for_cli
 
-    expected = expect_for_cli(p, cat, runtime, run, None if calibrate is None else str(calibrate),
-                              flash_attn, engine, ubatch_size)
+    expected = expect_for_cli(p, cat, plan_runtime if run is None else runtime, run,
+                              None if calibrate is None else str(calibrate), flash_attn, engine, ubatch_size)
     if llama is not None and llama.offload is not None and expected.expected is not None:
         from llmsize.estimate.llamacpp_plan import with_offload_note
 

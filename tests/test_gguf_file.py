@@ -247,6 +247,35 @@ def test_a_files_bits_per_weight_are_its_tensors_not_its_label(tmp_path, run_cli
     assert w["bits_per_weight"] == pytest.approx(8.5) and w["bytes_total"] == m.bytes()
 
 
+def test_sliding_layers_take_their_own_key_length(tmp_path):
+    """Gemma's GGUFs give the sliding layers their own head size (attention.key_length_swa, 64 here, beside 128 for
+    the full layers): those layers' heads are that wide, and their attn_k holds head_count_kv of them (it was
+    refused as damaged, every layer read at key_length)."""
+    m = Model("gemma4")
+    h, heads, pattern = 256, 4, [True, True, True, True, True, False]
+    kvs = [2 if s else 1 for s in pattern]
+    m.meta = {"block_count": 6, "embedding_length": h, "context_length": 8192, "attention.head_count": heads,
+              "attention.head_count_kv": kvs, "attention.key_length": 128, "attention.value_length": 128,
+              "attention.key_length_swa": 64, "attention.value_length_swa": 64, "attention.sliding_window": 512,
+              "attention.sliding_window_pattern": pattern, "general.file_type": 2}
+    m.t("token_embd.weight", (h, 1024), Q.Q6_K)
+    for i, swa in enumerate(pattern):
+        hd, kv, p = (64 if swa else 128), kvs[i], f"blk.{i}."
+        for n in ("attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm"):
+            m.t(p + n + ".weight", (h,), Q.F32)
+        m.t(p + "attn_q.weight", (h, heads * hd), Q.Q4_0)
+        m.t(p + "attn_k.weight", (h, kv * hd), Q.Q4_0)
+        m.t(p + "attn_v.weight", (h, kv * hd), Q.Q4_0)
+        m.t(p + "attn_output.weight", (heads * hd, h), Q.Q4_0)
+        for n, ne in (("ffn_gate", (h, 512)), ("ffn_up", (h, 512)), ("ffn_down", (512, h))):
+            m.t(p + n + ".weight", ne, Q.Q4_0)
+    m.t("output_norm.weight", (h,), Q.F32)
+    spec = import_gguf(m.write(tmp_path / "gemma-like.gguf")).spec
+    mixers = [g.mixer for g in spec.layer_groups for _ in range(g.count)]
+    assert [(x.kind, x.head_dim, x.num_key_value_heads) for x in mixers] == \
+        [("sliding", 64, 2)] * 5 + [("full", 128, 1)]
+
+
 def test_import_writes_a_catalog_entry_from_a_gguf(tmp_path, run_cli):
     path = llama().write(tmp_path / "tiny-llama-Q4_K_M.gguf")
     out_file = tmp_path / "cat" / "models" / "tiny.yaml"

@@ -274,3 +274,12 @@ def test_rows_that_move_the_time_to_first_token_say_so(run_cli):
     ratio = {n: r["ttft_after_s"] / r["ttft_before_s"] for n, r in rows.items() if r["ttft_after_s"]}
     assert ratio["KV policy streaming:4092+4"] < 0.5 and ratio["KV policy budget:2048"] == pytest.approx(1, abs=0.02)
     assert 0.4 < ratio["weights in fp8"] < 0.6 and ratio["8 cards (tensor parallel)"] < ratio["2 cards (tensor parallel)"]
+
+
+def test_llamacpp_plans_offer_its_layer_split(run_cli):
+    """Under llama.cpp the more-cards rows are its default -sm layer (--pp N), as the diagnosis's lever is, not a
+    tensor-parallel split (a review saw --tp rows beside a diagnosis saying --pp 2)."""
+    rows = _levers(run_cli, "llama-3.1-70b", "--gpu", "rtx3090", "--quant", "gguf-q4_k_m")
+    cards = [r for r in rows if r["resource"] == "cards"]
+    assert cards and all("(layer split)" in r["name"] and " --pp " in r["command"] for r in cards)
+    assert not any(" --tp " in r["command"] for r in cards)

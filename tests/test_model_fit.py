@@ -42,9 +42,12 @@ def test_fit_with_host_memory_and_ram_limit(run_cli):
         full = [x for x in every if x["model"] == r["model"] and x["placement"] == "full"]
         if full:
             assert r["placement"] == "full" and r["bits_per_weight"] == max(x["bits_per_weight"] for x in full)
-        else:  # offloaded only: the fastest (it had kept the most bits: a Q8_0 at a few tok/s)
+        else:  # offloaded only: the most bits at least half as fast as the fastest (it had kept a Q8_0 at a few
+            # tok/s; then, for a day, always the fastest, a Q2_K)
             off = [x for x in every if x["model"] == r["model"]]
-            assert r["expected_tok_s"] == max(x["expected_tok_s"] for x in off)
+            fastest = max(x["expected_tok_s"] for x in off)
+            ok = [x for x in off if x["expected_tok_s"] >= fastest / 2]
+            assert r["expected_tok_s"] >= fastest / 2 and r["bits_per_weight"] == max(x["bits_per_weight"] for x in ok)
 
 
 def test_fit_on_a_datacenter_card_uses_vllm_formats(run_cli):

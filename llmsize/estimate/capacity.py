@@ -21,14 +21,16 @@ DEFAULT_GPU_UTIL = 0.90  # vLLM's gpu_memory_utilization default (SGLang's mem_f
 # (its --fit aims to leave 1,024 MiB free, --fit-target; the overhead above holds that and its compute buffers)
 LLAMACPP_GPU_UTIL = 1.0
 LLAMACPP_RUNTIMES = ("llamacpp", "ollama", "lmstudio")
+WHOLE_CARD_RUNTIMES = (*LLAMACPP_RUNTIMES, "mlx")  # MLX too allocates what it needs within Metal's working set
 
 
-def default_gpu_util(runtime: str | None) -> tuple[float, str | None]:
+def default_gpu_util(runtime: str | None, shares_all_ram: bool = False) -> tuple[float, str | None]:
     """The share of VRAM a runtime's plan budgets when --gpu-util is not given, and the note that says why where it
-    is not vLLM's 0.9."""
-    if runtime in LLAMACPP_RUNTIMES:
-        return LLAMACPP_GPU_UTIL, ("Budget: the whole VRAM, as llama.cpp reserves no share of the card (vLLM's "
-                                   f"default is {DEFAULT_GPU_UTIL:g}; --gpu-util sets one)")
+    is not vLLM's 0.9. `shares_all_ram`: a unified machine whose GPU budget is its whole RAM (a DGX Spark, a
+    Jetson), where the OS needs its share whatever the runtime."""
+    if runtime in WHOLE_CARD_RUNTIMES and not shares_all_ram:
+        return LLAMACPP_GPU_UTIL, ("Budget: the whole VRAM, as llama.cpp and MLX reserve no share of the card "
+                                   f"(vLLM's default is {DEFAULT_GPU_UTIL:g}; --gpu-util sets one)")
     return DEFAULT_GPU_UTIL, None
 
 

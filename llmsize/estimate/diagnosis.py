@@ -34,7 +34,8 @@ def _fits(model: ModelSpec, gpu: GpuSpec, fmt: QuantFormat, scope: str, p: dict)
     """KV budget left on `gpu` with `fmt`; > one sequence at the context means it fits."""
     inputs = p["inputs"]
     w = weight_bytes(model, fmt, scope).bytes_total
-    usable = usable_memory(gpu, inputs.wired_limit_bytes).bytes
+    wired = inputs.wired_limit_bytes if gpu.id == p["gpu"].id else None  # the limit set on this machine only
+    usable = usable_memory(gpu, wired).bytes
     return memory_budget(gpu, w, inputs.gpu_util, inputs.overhead_bytes, usable).kv_budget_bytes
 
 

@@ -154,7 +154,7 @@ def replica_inputs(runtime: str, w: Workload, tp: int, pp: int, kv_dtype: str):
     from llmsize.estimate.plan import PlanInputs
 
     return PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl), prompt_tokens=w.isl, tp=tp, pp=pp,
-                      nodes=stage_nodes(tp, pp), node_link_gb_s=w.node_link_gb_s, kv_dtype=kv_dtype)
+                      nodes=stage_nodes(tp, pp), node_link_gb_s=w.node_link_gb_s, kv_dtype=kv_dtype, runtime=runtime)
 
 
 def default_runtime(emit: str | None, gpus: list[GpuSpec]) -> str:

@@ -60,7 +60,8 @@ def simulate_row(model: ModelSpec, gpu: GpuSpec, row, w: Workload, runtime: str,
     if c is None:
         return f"no {runtime} constants for this card"
     plan = make_plan(model, gpu, PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl),
-                                            prompt_tokens=w.isl, tp=row.tp, kv_dtype=kv_dtype), search_fit=False)
+                                            prompt_tokens=w.isl, tp=row.tp, kv_dtype=kv_dtype, runtime=runtime),
+                     search_fit=False)
     limits = serving_defaults(runtime, gpu, row.batch_per_replica, w.isl, w.osl)
     engine = replica_engine(plan, runtime, c, limits.prefill_tokens)
     if engine is None:

@@ -27,6 +27,7 @@ import shlex
 from dataclasses import dataclass, replace
 
 from llmsize.errors import LlmsizeError
+from llmsize.estimate.capacity import LLAMACPP_RUNTIMES
 from llmsize.estimate.fleet import DISAGGREGATING
 from llmsize.estimate.kv_policy import parse_kv_policy
 from llmsize.estimate.quant import FORMATS, kv_dtype_bytes
@@ -286,7 +287,11 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
         row = disaggregation_lever(plan, source, runtime, runtimes)
         if row is not None:
             rows.append(row)
-    if inputs.pp == 1 and inputs.nodes is None:
+    if inputs.pp == 1 and inputs.nodes is None and runtime in LLAMACPP_RUNTIMES and inputs.tp == 1:
+        for n in TP_CHOICES:  # llama.cpp's default split (-sm layer): whole layers per card, a pipeline
+            add(f"{n} cards (layer split)", "cards", f"{n}x the cards; llama.cpp's -sm layer: each card holds a "
+                "share of the layers, a token crosses the link at each hand-off", replace(inputs, pp=n))
+    elif inputs.pp == 1 and inputs.nodes is None:
         for tp in (t for t in TP_CHOICES if t > inputs.tp):
             add(f"{tp} cards (tensor parallel)", "cards", f"{tp}x the cards; the all-reduces cross the card link",
                 replace(inputs, tp=tp))

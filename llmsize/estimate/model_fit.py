@@ -105,12 +105,16 @@ def _plan_row(model, gpu, fid, context, runtime, runtimes, wired_limit_bytes=Non
                   plan.decode_ceiling_tok_s, plan.weights.bytes_total)
 
 
-def _keep(r: FitRow) -> tuple:
-    """--one-per-model's order: whole on the card first, by bits per weight; then offloaded, by speed, then by
-    the least host memory (an offloaded Q8_0 of DeepSeek-V3 would leave 654 GiB on the host)."""
+def _keep(r: FitRow, fastest: float) -> tuple:
+    """--one-per-model's order: whole on the card first, by bits per weight; then offloaded: the most bits among
+    those at least half as fast as the model's fastest offloaded format (not a Q8_0 at a few tok/s, nor a Q2_K for
+    a few percent of speed), then without a speed the least host memory (an offloaded Q8_0 of DeepSeek-V3 would
+    leave 654 GiB on the host)."""
     if r.placement == "full":
-        return (1, r.bits_per_weight)
-    return (0, r.expected_tok_s or 0.0, -(r.host_bytes or 0))
+        return (2, r.bits_per_weight)
+    if r.expected_tok_s is not None and fastest:
+        return (1, r.expected_tok_s >= fastest / 2, r.bits_per_weight)
+    return (0, -(r.host_bytes or 0))
 
 
 def fit_models(models: list[ModelSpec], gpu: GpuSpec, runtime: str, context: int, runtimes: dict,
@@ -119,7 +123,7 @@ def fit_models(models: list[ModelSpec], gpu: GpuSpec, runtime: str, context: int
                wired_limit_bytes: float | None = None) -> tuple[list[FitRow], int]:
     """(rows, how many model/format pairs could not be planned), fastest expected first. `host_ram_bytes` drops
     offloaded placements the host cannot hold; `one_per_model` keeps each model's most bits per weight whole on the
-    card, or where no format fits whole its fastest offloaded one (the least left on the host without a speed)."""
+    card, or where no format fits whole the most bits of the offloaded ones at least half as fast as its fastest."""
     rows, skipped = [], 0
     for m in models:
         for fid in _formats(runtime, m):
@@ -135,8 +139,13 @@ def fit_models(models: list[ModelSpec], gpu: GpuSpec, runtime: str, context: int
                 rows.append(row)
     if one_per_model:
         best: dict[str, FitRow] = {}
+        fastest: dict[str, float] = {}
         for r in rows:
-            if r.model not in best or _keep(r) > _keep(best[r.model]):
+            if r.placement != "full" and r.expected_tok_s:
+                fastest[r.model] = max(fastest.get(r.model, 0.0), r.expected_tok_s)
+        for r in rows:
+            f = fastest.get(r.model, 0.0)
+            if r.model not in best or _keep(r, f) > _keep(best[r.model], f):
                 best[r.model] = r
         rows = list(best.values())
     rows.sort(key=lambda r: (r.expected_tok_s is None, -(r.expected_tok_s or 0.0), -r.bits_per_weight))

@@ -178,14 +178,15 @@ PP_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16)
 def with_runtime_share(inputs: PlanInputs, fmt: QuantFormat, gpu: GpuSpec, exact=None
                        ) -> tuple[PlanInputs, str, str | None]:
     """`inputs` with the share of the card its runtime budgets where --gpu-util was not given (the whole card under
-    llama.cpp, vLLM's 0.9 otherwise), the runtime (the one named, else the format's and card's default), and the
+    llama.cpp and MLX, unless that card is a machine's whole RAM; vLLM's 0.9 otherwise), the runtime (the one named, else the format's and card's default), and the
     note saying so (None where nothing was resolved or the share is vLLM's)."""
     from llmsize.estimate.expected import default_runtime
 
     runtime = inputs.runtime or default_runtime(fmt.id, gpu, getattr(exact, "source", "") == "GGUF tensor infos")[0]
     if inputs.gpu_util is not None:
         return inputs, runtime, None
-    util, why = default_gpu_util(runtime)
+    usable = usable_memory(gpu, inputs.wired_limit_bytes)
+    util, why = default_gpu_util(runtime, usable.unified and usable.bytes >= gpu.memory_bytes)
     return replace(inputs, gpu_util=util), runtime, why
 
 

@@ -32,7 +32,8 @@ def max_throughput_per_gpu(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, t
         return None
     plan = make_plan(expert_shard(model, dp) if dp > 1 else model, gpu,
                      PlanInputs(quant=quant, context_tokens=held_context_tokens(runtime, isl, osl), prompt_tokens=isl,
-                                tp=1 if dp > 1 else tp, pp=pp, kv_dtype=kv_dtype), search_fit=False)
+                                tp=1 if dp > 1 else tp, pp=pp, kv_dtype=kv_dtype, runtime=runtime),
+                     search_fit=False)
     w = Workload(isl, osl, users=1)
     b = users_held(plan, w, runtime, None, kv_pool_bytes(plan, runtime, isl + osl)[0]) if plan.budget.weights_fit else 0
     if b < 1:
@@ -68,7 +69,8 @@ def serving_point(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, tp: int, u
     if c is None:
         return None
     plan = make_plan(model, gpu, PlanInputs(quant=quant, context_tokens=held_context_tokens(runtime, isl, osl),
-                                            prompt_tokens=isl, tp=tp, kv_dtype=kv_dtype), search_fit=False)
+                                            prompt_tokens=isl, tp=tp, kv_dtype=kv_dtype, runtime=runtime),
+                     search_fit=False)
     w = Workload(isl, osl, users=users)
     held = users_held(plan, w, runtime, None, kv_pool_bytes(plan, runtime, isl + osl)[0]) \
         if plan.budget.weights_fit else 0
@@ -106,7 +108,8 @@ def replayed_point(model: ModelSpec, gpu: GpuSpec, prompts: list[int], outputs: 
         return None
     isl, osl = round(sum(prompts) / len(prompts)), round(sum(outputs) / len(outputs))
     plan = make_plan(model, gpu, PlanInputs(quant=quant, context_tokens=held_context_tokens(runtime, isl, osl),
-                                            prompt_tokens=isl, tp=tp, kv_dtype=kv_dtype), search_fit=False)
+                                            prompt_tokens=isl, tp=tp, kv_dtype=kv_dtype, runtime=runtime),
+                     search_fit=False)
     w = Workload(isl, osl, users=max_concurrency)
     held = users_held(plan, w, runtime, None, kv_pool_bytes(plan, runtime, max(prompts) + max(outputs))[0]) \
         if plan.budget.weights_fit else 0

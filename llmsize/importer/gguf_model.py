@@ -127,7 +127,8 @@ def _layer(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], hidden: int, swa
         spec["mixer"] = mixer
     elif "attn_q.weight" in t or "attn_qkv.weight" in t:
         kv = _int(g, "attention.head_count_kv", il, required=False) or heads
-        hd = _int(g, "attention.key_length", required=False) or hidden // heads
+        hd = ((_int(g, "attention.key_length_swa", required=False) if swa else None)  # Gemma's sliding layers
+              or _int(g, "attention.key_length", required=False) or hidden // heads)
         if not hd:
             raise GgufError(f"{g.files[0]}: {g.arch}.embedding_length {hidden} is smaller than its {heads} heads.",
                             "The file's metadata is damaged.")

@@ -53,7 +53,8 @@ def ollama_modelfile(p, led, local_path: str | None = None) -> str:
     s = led.settings
     path, notes = _model_path(p, local_path)
     per_slot = s.ctx_size // max(1, s.parallel)
-    lines = notes + [f"FROM {shlex.quote(path)}", f"PARAMETER num_ctx {per_slot}",
+    lines = notes + [f'FROM "{path}"' if any(c.isspace() for c in path) else f"FROM {path}",  # Modelfile quoting
+                     f"PARAMETER num_ctx {per_slot}",
                      f"PARAMETER num_gpu {led.gpu_layers}"]
     if s.ubatch_size != 512:  # Ollama's num_batch sets llama.cpp's batch and ubatch (default 512)
         lines.append(f"PARAMETER num_batch {s.ubatch_size}")

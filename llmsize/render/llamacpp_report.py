@@ -22,7 +22,8 @@ def _offload_dict(led, gpu, off) -> dict:
     if off is not None:
         out.update(decode_tok_s=off.decode_tok_s, decode_ceiling_tok_s=off.ceiling_tok_s, crossings=off.crossings,
                    host_memory=off.host.name, host_basis=off.host.basis, prefill_s=off.prefill_s,
-                   pcie_gb_s=off.pcie_gb_s)
+                   pcie_gb_s=off.pcie_gb_s, gpu_time_s=off.gpu_time_s, host_time_s=off.host_time_s,
+                   host_costed=off.host_basis)  # the host read's costing (the fitted share of its peak)
     return out
 
 

@@ -101,3 +101,12 @@ def test_the_share_of_the_card_follows_the_runtime_and_the_machine(run_cli):
     code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "m4-pro", "--wired-limit-gb", "40", "--json")
     assert code == 0, err
     assert any(x.startswith("Bigger card") for x in json.loads(out)["diagnosis"]["levers"])
+
+
+def test_compare_rows_say_the_share_each_budgets(run_cli):
+    """compare's JSON echoes no --gpu-util when none was given; each row says the share its card's runtime budgets
+    (vLLM's 0.9 on an RTX 4090 for BF16 weights, the whole working set under llama.cpp on a Mac)."""
+    code, out, err = run_cli("compare", "llama-3.1-8b", "--gpus", "rtx4090,m4-max", "--format", "json")
+    assert code == 0, err
+    util = {r["gpu"]: r["gpu_util"] for r in json.loads(out)["rows"]}
+    assert util == {"rtx4090": 0.9, "m4-max": 1.0}

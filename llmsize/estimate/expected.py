@@ -361,7 +361,8 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
         rid, why = default_runtime(plan.fmt.id, plan.gpu, from_gguf(plan))
     else:
         rid, alias_note = resolve_runtime(runtime)
-        why = "asked for" + (f" ({alias_note})" if alias_note else "")
+        why = ("asked for" if engine is None or resolve_runtime(engine)[0] != rid
+               else f"the engine whose ledger is planned, --engine {engine}") + (f" ({alias_note})" if alias_note else "")
     be = backend(plan.gpu)
     spec = runtimes.get(rid)
     elsewhere = not_on(rid, plan.gpu)

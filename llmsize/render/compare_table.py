@@ -59,7 +59,8 @@ def rows_to_dicts(rows) -> list[dict]:
     for r in rows:
         d = r.values()
         d.update({"gpu_name": r.gpu.name, "tp": r.tp if r.plan else None, "pp": r.pp if r.plan else None,
-                  "users_served": r.users_served})
+                  "users_served": r.users_served,
+                  "gpu_util": r.plan.budget.gpu_util if r.plan else None})  # the share its runtime budgets
         e = r.expected
         d.update({"expected_runtime": e.runtime if e else None,
                   "expected_tok_s_low": e.expected.tok_s_low if e and e.expected else None,

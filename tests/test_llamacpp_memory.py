@@ -303,6 +303,13 @@ def test_two_options_for_one_setting_are_refused(run_cli, args, needle):
     assert code == 2 and needle in err and out == ""
 
 
+def test_a_non_gguf_release_under_llamacpp_names_the_nearest_gguf_type(run_cli):
+    """gpt-oss-120b ships MXFP4 safetensors: with --cpu-moe (llama.cpp's option) and no --quant, the refusal names
+    the model's format, not a --quant the user never gave, and the GGUF type nearest to it."""
+    code, out, err = run_cli("plan", "gpt-oss-120b", "--gpu", "rtx5090", "--cpu-moe")
+    assert code == 2 and "gpt-oss-120b in mxfp4" in err and "--quant gguf-mxfp4_moe" in err and out == ""
+
+
 def test_a_ubatch_above_the_default_batch_passes_its_batch(run_cli):
     """llama.cpp caps -ub at -b (2048 by default): a 4096-token ubatch, which the ledger's compute buffer is sized
     for, needs -b 4096 on the command line; Ollama's num_batch sets both."""

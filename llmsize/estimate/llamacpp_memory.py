@@ -320,8 +320,9 @@ def gguf_file_tensors(model: ModelSpec, format_id: str) -> list[tuple[str, int]]
     if format_id.startswith("gguf-"):
         return [(m.tensor.name, m.nbytes) for m in file_mix(model, format_id.removeprefix("gguf-"))]
     width = {"fp16": 2, "bf16": 2, "fp32": 4}.get(format_id)
-    if width is None:
-        raise InvalidValueError(f"--quant {format_id}: llama.cpp loads GGUF files, and this is not a GGUF file "
-                                "type.", "Use --quant gguf-q4_k_m (or another gguf-* type, bf16, fp16), or plan "
-                                "a .gguf file.")
+    if width is None:  # the nearest GGUF file type to suggest
+        near = {"mxfp4": "gguf-mxfp4_moe", "fp8": "gguf-q8_0", "fp8-block128": "gguf-q8_0", "int8": "gguf-q8_0"}
+        raise InvalidValueError(f"{model.id} in {format_id}: llama.cpp loads GGUF files, and {format_id} is not a "
+                                "GGUF file type.", f"Add --quant {near.get(format_id, 'gguf-q4_k_m')} (or another "
+                                "gguf-* type, bf16, fp16), or plan a .gguf file.")
     return [(t.name, t.elements * (4 if t.f32 else width)) for t in file_tensors(model)]

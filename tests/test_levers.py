@@ -248,7 +248,7 @@ def test_contradictions_are_one_line(run_cli, args, needle):
 
 def test_decode_rows_rank_by_the_runtimes_expected_speed(run_cli):
     """Gemma 4 12B NVFP4 on the RTX 5060 Ti: 8 cards over PCIe multiply the batch-1 ceiling by 7.4 (52.4 ->
-    388.0 tok/s) but vLLM's expected speed by 4.3 (35.9 -> 155.2 on 2026-12-03: the all-reduces' latency): each decode row
+    388.0 tok/s) but vLLM's expected speed by 4.3 (36.1 -> 155.7 at 1ff51cd: the all-reduces' latency): each decode row
     carries the expected figure before and after, the rows are in the order of its gain, and a row keeps its
     ceiling beside it."""
     rows = _levers(run_cli, "gemma-4-12b", "--gpu", "rtx5060ti")

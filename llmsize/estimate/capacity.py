@@ -19,7 +19,7 @@ DEFAULT_OVERHEAD_BYTES = int(1.5 * GiB)
 DEFAULT_GPU_UTIL = 0.90  # vLLM's gpu_memory_utilization default (SGLang's mem_fraction_static is close)
 # llama.cpp (and Ollama, LM Studio) reserve no share of the card: they allocate their buffers and leave the rest
 # (its --fit aims to leave 1,024 MiB free, --fit-target; the overhead above holds that and its compute buffers)
-LLAMACPP_GPU_UTIL = 1.0
+WHOLE_CARD_GPU_UTIL = 1.0
 LLAMACPP_RUNTIMES = ("llamacpp", "ollama", "lmstudio")
 WHOLE_CARD_RUNTIMES = (*LLAMACPP_RUNTIMES, "mlx")  # MLX too allocates what it needs within Metal's working set
 
@@ -29,7 +29,7 @@ def default_gpu_util(runtime: str | None, shares_all_ram: bool = False) -> tuple
     is not vLLM's 0.9. `shares_all_ram`: a unified machine whose GPU budget is its whole RAM (a DGX Spark, a
     Jetson), where the OS needs its share whatever the runtime."""
     if runtime in WHOLE_CARD_RUNTIMES and not shares_all_ram:
-        return LLAMACPP_GPU_UTIL, ("Budget: the whole VRAM, as llama.cpp and MLX reserve no share of the card "
+        return WHOLE_CARD_GPU_UTIL, ("Budget: the whole VRAM, as llama.cpp and MLX reserve no share of the card "
                                    f"(vLLM's default is {DEFAULT_GPU_UTIL:g}; --gpu-util sets one)")
     return DEFAULT_GPU_UTIL, None
 

@@ -79,9 +79,14 @@ def not_on(rid: str, gpu: GpuSpec) -> str | None:
     return None
 
 
+def gguf_exact(exact) -> bool:
+    """Whether a checkpoint's exact bytes are a GGUF file's (its tensor infos gave them)."""
+    return getattr(exact, "source", "") == "GGUF tensor infos"
+
+
 def from_gguf(plan: Plan) -> bool:
-    """Whether the plan's weights are a GGUF file's (its tensor infos gave the bytes)."""
-    return getattr(plan.exact, "source", "") == "GGUF tensor infos"
+    """Whether the plan's weights are a GGUF file's."""
+    return gguf_exact(plan.exact)
 
 
 def _and(names: list[str]) -> str:

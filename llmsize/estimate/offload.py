@@ -56,7 +56,7 @@ class OffloadSpeed:
     host: HostMemory
     prefill_s: float | None = None  # the prompt, weights crossing PCIe once per ubatch
     pcie_gb_s: float | None = None
-    host_basis: str = ""  # how the host part is costed (the fitted fraction of its memory's peak)
+    host_costing: str = ""  # how the host part is costed (the fitted fraction of its memory's peak)
 
 
 def _expert_share(model: ModelSpec) -> list[float]:

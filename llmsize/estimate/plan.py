@@ -178,11 +178,12 @@ PP_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16)
 def with_runtime_share(inputs: PlanInputs, fmt: QuantFormat, gpu: GpuSpec, exact=None
                        ) -> tuple[PlanInputs, str, str | None]:
     """`inputs` with the share of the card its runtime budgets where --gpu-util was not given (the whole card under
-    llama.cpp and MLX, unless that card is a machine's whole RAM; vLLM's 0.9 otherwise), the runtime (the one named, else the format's and card's default), and the
-    note saying so (None where nothing was resolved or the share is vLLM's)."""
-    from llmsize.estimate.expected import default_runtime
+    llama.cpp and MLX, unless that card is a machine's whole RAM; vLLM's 0.9 otherwise), the runtime (the one
+    named, else the format's and card's default), and the note saying so (None where nothing was resolved or the
+    share is vLLM's)."""
+    from llmsize.estimate.expected import default_runtime, gguf_exact
 
-    runtime = inputs.runtime or default_runtime(fmt.id, gpu, getattr(exact, "source", "") == "GGUF tensor infos")[0]
+    runtime = inputs.runtime or default_runtime(fmt.id, gpu, gguf_exact(exact))[0]
     if inputs.gpu_util is not None:
         return inputs, runtime, None
     usable = usable_memory(gpu, inputs.wired_limit_bytes)

@@ -23,7 +23,7 @@ def _offload_dict(led, gpu, off) -> dict:
         out.update(decode_tok_s=off.decode_tok_s, decode_ceiling_tok_s=off.ceiling_tok_s, crossings=off.crossings,
                    host_memory=off.host.name, host_basis=off.host.basis, prefill_s=off.prefill_s,
                    pcie_gb_s=off.pcie_gb_s, gpu_time_s=off.gpu_time_s, host_time_s=off.host_time_s,
-                   host_costed=off.host_basis)  # the host read's costing (the fitted share of its peak)
+                   host_costing=off.host_costing)  # the host read's costing (the fitted share of its peak)
     return out
 
 
@@ -98,7 +98,7 @@ def render_llamacpp(plan, gpu, console) -> None:
                   f"({off.host.name}: {off.host.basis}); {off.crossings} device change(s)")
         exp = f"{off.decode_tok_s:,.1f} tok/s expected" if off.decode_tok_s else "no fitted llama.cpp constants here"
         t.add_row("decode, batch 1 (offload)", f"{exp}; ceiling {off.ceiling_tok_s:,.1f} tok/s (every byte at its "
-                  f"device's peak). {off.host_basis or 'The host part at the memory peak (no fitted fraction)'}")
+                  f"device's peak). {off.host_costing or 'The host part at the memory peak (no fitted fraction)'}")
         if off.prefill_s:
             t.add_row("prefill (offload)", f"{off.prefill_s * 1000:,.0f} ms for the prompt: the host's weights cross "
                       f"PCIe ({off.pcie_gb_s:.1f} GB/s) once per ubatch of {led.settings.ubatch_size}; a larger "

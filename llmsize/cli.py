@@ -387,10 +387,10 @@ def plan(
 
     expected = expect_for_cli(p, cat, plan_runtime if run is None else runtime, run,
                               None if calibrate is None else str(calibrate), flash_attn, engine, ubatch_size)
-    if llama is not None and llama.offload is not None and expected.expected is not None:
-        from llmsize.estimate.llamacpp_plan import with_offload_note
+    if llama is not None and llama.offload is not None:
+        from llmsize.estimate.llamacpp_plan import with_offload
 
-        expected = with_offload_note(expected, llama)
+        expected = with_offload(expected, llama)
     table = None
     if levers:
         from llmsize.estimate.levers import lever_table

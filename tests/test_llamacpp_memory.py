@@ -398,6 +398,16 @@ def test_offload_decode_reads_each_device_at_its_bandwidth(catalog, runtimes):
     assert off.decode_tok_s == pytest.approx(1 / (off.gpu_time_s + off.host_time_s + off.crossings * c.alpha_s["pcie"]))
     assert 15 < off.decode_tok_s < off.ceiling_tok_s
     assert off.crossings == 2 * m.num_layers + 1  # host -> GPU at the start, then two a layer (experts and back)
+    # the band: each side at its own fit's held-out extreme at once (GPU part: llama.cpp's whole-card band on
+    # ROCm; host part: the CPU-only fit's), the hand-offs as fitted
+    hand = off.crossings * c.alpha_s["pcie"]
+    assert off.handoff_time_s == pytest.approx(hand)
+    assert off.decode_tok_s_low == pytest.approx(
+        1 / (off.gpu_time_s / c.band_low + off.host_time_s / c.host_band_low + hand))
+    assert off.decode_tok_s_high == pytest.approx(min(
+        off.ceiling_tok_s, 1 / (off.gpu_time_s / c.band_high + off.host_time_s / c.host_band_high + hand)))
+    assert c.host_band_low < 1 < c.host_band_high
+    assert off.decode_tok_s_low < off.decode_tok_s < off.decode_tok_s_high <= off.ceiling_tok_s
     # everything on the GPU: nothing read on the host
     full = llamacpp_ledger(m, g, t, LlamaCppSettings(ctx_size=4096))
     assert offload_speed(m, g, full, t, 4096, host).host_read_bytes == 0
@@ -417,6 +427,35 @@ def test_plan_offload_needs_a_host_memory_and_reports_its_speed(run_cli):
     assert [d["bandwidth_gb_s"] for d in off["devices"]] == [800.0, pytest.approx(51.2)]
     code, out, err = run_cli(*base, "--host-memory", "DDR5-6000")
     assert code == 2 and "TYPE-RATExCHANNELS" in err and out == ""
+
+
+def test_an_offloaded_plan_expects_the_offloads_speed(run_cli):
+    """The expected block is the placement llama.cpp gets: with gpt-oss-20b's experts on the host (--cpu-moe)
+    its decode, band, ceiling and time to first token are the ledger's offload figures, not the whole model on
+    the card (kept in a note, and faster); at --batch 4 no aggregate is claimed."""
+    base = ("plan", "gpt-oss-20b", "--gpu", "rx7900xt", "--quant", "gguf-mxfp4_moe", "--engine", "llamacpp",
+            "--host-memory", "DDR4-3200x2", "--json")
+    code, out, err = run_cli(*base)
+    assert code == 0, err
+    whole = json.loads(out)["expected"]
+    assert "decode_tok_s" not in json.loads(out)["engine"]["offload"]  # only the token embedding on the host
+    code, out, err = run_cli(*base, "--cpu-moe", "--batch", "4")
+    assert code == 0, err
+    d = json.loads(out)
+    e, off = d["expected"], d["engine"]["offload"]
+    assert e["tok_s"] == pytest.approx(off["decode_tok_s"]) and e["ceiling_tok_s"] == off["decode_ceiling_tok_s"]
+    assert e["tok_s_low"] < e["tok_s"] < e["tok_s_high"] <= e["ceiling_tok_s"] < whole["ceiling_tok_s"]
+    assert e["tok_s"] < whole["tok_s"] and e["ttft_s"] == pytest.approx(off["prefill_s"])
+    assert e["ttft_s"] > whole["ttft_s"]
+    assert e["ttft_s_low"] < e["ttft_s"] < e["ttft_s_high"]
+    assert e["aggregate_tok_s"] is None and e["batch"] == 4
+    assert sum(e["step_terms_s"].values()) == pytest.approx(1 / e["tok_s"])
+    assert any(f"would decode at {whole['tok_s']:,.1f} tok/s" in n for n in e["notes"])
+    assert "the host part at" in e["basis"]
+    code, out, err = run_cli(*base[:-1], "--cpu-moe", "--batch", "4")
+    assert code == 0, err
+    block = out[out.index("Expected in llama.cpp"):]
+    assert f"{off['decode_tok_s']:,.1f} tok/s" in block and "decode, batch 4      not estimated" in block
 
 
 def test_host_platforms_are_sourced_and_their_peaks_add_up(catalog, run_cli):
@@ -532,7 +571,8 @@ def test_the_expected_block_points_to_the_offload_figure(run_cli):
     assert code == 0, err
     d = json.loads(out)
     off = d["engine"]["offload"]["decode_tok_s"]
-    assert any(f"{off:.1f} tok/s" in n and "30 of 49 layers" in n for n in d["expected"]["notes"])
+    assert d["expected"]["tok_s"] == off
+    assert any("30 of 49 layers on the card" in n and "would decode at" in n for n in d["expected"]["notes"])
 
 
 def test_the_gpu_part_of_an_offloaded_step_is_the_whole_gpu_step_restricted_to_the_card(catalog, runtimes):
@@ -584,12 +624,14 @@ def test_an_offloaded_split_never_decodes_faster_than_the_whole_model_on_the_car
     (as if the card held it): Qwen3-30B-A3B Q4_K_M at 65,536 tokens on an RTX 3090 with 3 layers' experts on
     DDR5-6000 x 2 expected 65.9 tok/s offloaded against 59.8 whole, before the GPU part was the whole-GPU step
     restricted to the card (its cache had streamed at the weights' fraction, not llama.cpp's fitted eta_kv)."""
-    code, out, err = run_cli("plan", model, "--gpu", gpu, "--quant", quant, "--context", str(ctx), "--engine",
-                             "llamacpp", "--fit", "--host-memory", "DDR5-6000x2", "--json")
+    args = ("plan", model, "--gpu", gpu, "--quant", quant, "--context", str(ctx), "--engine", "llamacpp", "--json")
+    code, out, err = run_cli(*args, "--fit", "--host-memory", "DDR5-6000x2")
     assert code == 0, err
-    d = json.loads(out)
-    off = d["engine"]["offload"]
-    assert off["decode_tok_s"] < d["expected"]["tok_s"], (off["decode_tok_s"], d["expected"]["tok_s"])
+    off = json.loads(out)["engine"]["offload"]
+    code, out, err = run_cli(*args)  # no split: the expected figure of the whole model on the card
+    assert code == 0, err
+    whole = json.loads(out)["expected"]["tok_s"]
+    assert off["decode_tok_s"] < whole, (off["decode_tok_s"], whole)
     assert off["decode_tok_s"] < off["decode_ceiling_tok_s"]
 
 

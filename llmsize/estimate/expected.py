@@ -126,6 +126,7 @@ def constants(spec: RuntimeSpec, backend_id: str) -> Constants | None:
         expert_read_cost=g.expert_read_cost, t_layer_floor_s=g.t_layer_floor_s,
         t_act_quant_layer_s=g.t_act_quant_layer_s,
         eta_host=spec.host.eta_bandwidth if spec.host else 1.0,
+        host_band_low=spec.host.band[0] if spec.host else 1.0, host_band_high=spec.host.band[1] if spec.host else 1.0,
         host_basis=(f"{spec.host.eta_bandwidth:.2f} of the host memory's peak, fitted on {spec.host.rows} published "
                     f"CPU-only llama.cpp runs ({len(spec.host.sources)} sources) whose memory is stated; held-out "
                     f"median error {spec.host.held_out.median_abs_error:.0%}") if spec.host else "")

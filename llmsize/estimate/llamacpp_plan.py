@@ -167,18 +167,41 @@ def offload_lever(plan, exact, card_bytes: int, host: HostMemory | None, constan
     return OffloadLever(words + f", decoding at {speed} tok/s with {host.name}.", split, gpu_bytes, off)
 
 
-def with_offload_note(result, lp: LlamaCppPlan):
-    """The expected block is for the whole model on the card; say what the offloaded placement expects."""
+def with_offload(result, lp: LlamaCppPlan):
+    """The expected figures of the placement llama.cpp gets: decode and time to first token of the offload (the
+    ledger's offload lines) where part of the model is on the host, with their bands; the whole-card figures stay
+    in a note. Decode at a batch above 1 is not estimated with part of the model on the host."""
     from dataclasses import replace
 
-    off = lp.offload
-    speed = f"{off.decode_tok_s:.1f}" if off.decode_tok_s else f"at most {off.ceiling_tok_s:.1f}"
+    off, e = lp.offload, result.expected
+    if off is None or e is None or off.decode_tok_s is None or result.runtime != "llamacpp":
+        return result
     led = lp.ledger
     parts = []
     if led.gpu_layers <= led.n_layer:
-        parts.append(f"{led.gpu_layers} of {led.n_layer + 1} layers on it")
+        parts.append(f"{led.gpu_layers} of {led.n_layer + 1} layers on the card")
     if led.settings.n_cpu_moe:
         parts.append(f"the routed experts of {min(led.settings.n_cpu_moe, led.n_layer)} layers on the host")
-    note = (f"these figures put the whole model on the card; with {' and '.join(parts)}, llama.cpp is expected "
-            f"at {speed} tok/s (the ledger's offload line)")
-    return replace(result, expected=replace(result.expected, notes=(*result.expected.notes, note)))
+    placed = " and ".join(parts)
+    notes = [f"offloaded: {placed}; the whole model on the card would decode at {e.tok_s:,.1f} tok/s (band "
+             f"{e.tok_s_low:,.1f}-{e.tok_s_high:,.1f})"]
+    if e.batch > 1:
+        notes.append(f"decode at batch {e.batch} is not estimated with part of the model on the host (the experts "
+                     "a batch routes there grow with it)")
+    ttft = ttft_low = ttft_high = None
+    if off.prefill_s is not None and e.ttft_s:
+        ttft = off.prefill_s
+        ttft_low, ttft_high = ttft * e.ttft_s_low / e.ttft_s, ttft * e.ttft_s_high / e.ttft_s
+        notes.append("time to first token with the host's weights crossing PCIe once per ubatch (the ledger's "
+                     "prefill line); no published offloaded prompt checks it")
+    if e.spec_tok_s is not None:
+        notes.append("speculative decoding is not estimated with part of the model on the host")
+    one = e.batch == 1
+    return replace(result, expected=replace(
+        e, tok_s=off.decode_tok_s, tok_s_low=off.decode_tok_s_low, tok_s_high=off.decode_tok_s_high,
+        aggregate_tok_s=off.decode_tok_s if one else None, aggregate_tok_s_low=off.decode_tok_s_low if one else None,
+        aggregate_tok_s_high=off.decode_tok_s_high if one else None, ttft_s=ttft, ttft_s_low=ttft_low,
+        ttft_s_high=ttft_high, spec_tok_s=None, spec_tok_s_low=None, spec_tok_s_high=None,
+        terms_s={"GPU part": off.gpu_time_s, "host part": off.host_time_s, "hand-offs": off.handoff_time_s},
+        basis=f"{e.basis} (the GPU part); {off.host_costing[0].lower() + off.host_costing[1:]}",
+        ceiling_tok_s=off.ceiling_tok_s, notes=(*e.notes, *notes)))

@@ -57,6 +57,9 @@ class OffloadSpeed:
     prefill_s: float | None = None  # the prompt, weights crossing PCIe once per ubatch
     pcie_gb_s: float | None = None
     host_costing: str = ""  # how the host part is costed (the fitted fraction of its memory's peak)
+    decode_tok_s_low: float | None = None  # the band: each part at its own fit's held-out p5 / p95 at once
+    decode_tok_s_high: float | None = None
+    handoff_time_s: float = 0.0  # crossings x the fitted latency of a hand-off over PCIe
 
 
 def _expert_share(model: ModelSpec) -> list[float]:
@@ -170,13 +173,19 @@ def offload_speed(model: ModelSpec, gpu: GpuSpec, led: LlamaCppLedger, tensors: 
     host_s = peak_host_s / constants.eta_host  # a CPU decode's share of the memory's peak (fit_host.py)
     gpu_s = decode_step_time_s(gpu_step, constants) if gpu_step.layers or gpu_step.weight_bytes else 0.0
     alpha = constants.alpha_s.get("pcie", max(constants.alpha_s.values(), default=0.0))
-    t = gpu_s + host_s + n_cross * alpha
+    handoff_s = n_cross * alpha
+    t = gpu_s + host_s + handoff_s
+    # a band as wide as both sides' held-out spreads together: each part's time over its own measured/predicted
+    # extreme (the GPU part llama.cpp's whole-card band, the host part the CPU-only fit's), the hand-offs as fitted
+    t_slow = gpu_s / constants.band_low + host_s / constants.host_band_low + handoff_s
+    t_fast = gpu_s / constants.band_high + host_s / constants.host_band_high + handoff_s
     pre = None
     if prefill is not None and prefill[1] is not None and pcie_gb_s:
         pre = offload_prefill_s(led, tensors, prefill[0], pcie_gb_s, prefill[1])
     basis = (f"The host part at {constants.host_basis}" if constants.host_basis else
              "The host part at the memory's peak (no fitted fraction): an upper bound on that side")
-    return OffloadSpeed(1.0 / t, ceiling, r.gpu, r.host, gpu_s, host_s, n_cross, host, pre, pcie_gb_s, basis)
+    return OffloadSpeed(min(1.0 / t, ceiling), ceiling, r.gpu, r.host, gpu_s, host_s, n_cross, host, pre, pcie_gb_s,
+                        basis, min(1.0 / t_slow, ceiling), min(1.0 / t_fast, ceiling), handoff_s)
 
 
 def gpu_part(plan, led: LlamaCppLedger, tensors: list[tuple[str, int]], format_class: str):

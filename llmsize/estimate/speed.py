@@ -198,6 +198,8 @@ class Constants:
     # what it was fitted on; 1.0 and "" where nothing was fitted (the host side at its peak)
     eta_host: float = 1.0
     host_basis: str = ""
+    host_band_low: float = 1.0  # the host fit's held-out measured / predicted, lowest and highest
+    host_band_high: float = 1.0
 
     def eta_w(self, cls: str) -> float:
         return self.eta_weights.get(cls, self.eta_weights_default)
@@ -369,9 +371,9 @@ class Expected:
     tok_s_low: float
     tok_s_high: float
     batch: int
-    aggregate_tok_s: float  # at --batch, all sequences
-    aggregate_tok_s_low: float
-    aggregate_tok_s_high: float
+    aggregate_tok_s: float | None  # at --batch, all sequences (None: not estimated, e.g. a partial offload)
+    aggregate_tok_s_low: float | None
+    aggregate_tok_s_high: float | None
     ttft_s: float | None
     ttft_s_low: float | None
     ttft_s_high: float | None
@@ -381,6 +383,7 @@ class Expected:
     spec_tok_s: float | None = None  # batch 1 with the plan's speculative decoding (--spec), and its band
     spec_tok_s_low: float | None = None
     spec_tok_s_high: float | None = None
+    ceiling_tok_s: float | None = None  # batch 1's ceiling: the plan's, or a partial offload's
 
 
 def expected_speed(step1: StepInputs, stepb: StepInputs, pre: PrefillInputs, c: Constants, ceiling_tok_s: float,
@@ -408,5 +411,5 @@ def expected_speed(step1: StepInputs, stepb: StepInputs, pre: PrefillInputs, c: 
         ttft_s=ttft / pf if ttft else None,
         ttft_s_low=ttft / pf / phi if ttft else None,  # a faster prefill (ratio p90) is a shorter TTFT
         ttft_s_high=ttft / pf / plo if ttft else None,
-        basis=basis, terms_s=decode_terms_s(step1, c),
+        basis=basis, terms_s=decode_terms_s(step1, c), ceiling_tok_s=ceiling_tok_s,
         notes=notes + ((calibration.extrapolation,) if calibration and calibration.extrapolation else ()))

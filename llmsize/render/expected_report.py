@@ -19,7 +19,7 @@ def expected_to_dict(r: ExpectedResult) -> dict:
             "batch": e.batch, "aggregate_tok_s": e.aggregate_tok_s, "aggregate_tok_s_low": e.aggregate_tok_s_low,
             "aggregate_tok_s_high": e.aggregate_tok_s_high, "ttft_s": e.ttft_s, "ttft_s_low": e.ttft_s_low,
             "ttft_s_high": e.ttft_s_high, "spec_tok_s": e.spec_tok_s, "spec_tok_s_low": e.spec_tok_s_low,
-            "spec_tok_s_high": e.spec_tok_s_high, "basis": e.basis, "step_terms_s": e.terms_s,
+            "spec_tok_s_high": e.spec_tok_s_high, "ceiling_tok_s": e.ceiling_tok_s, "basis": e.basis, "step_terms_s": e.terms_s,
             "notes": list(e.notes)}
 
 
@@ -35,11 +35,13 @@ def render_expected(r: ExpectedResult, plan, c: Console) -> None:
         _wrapped(c, f"no figure: {r.reason}.")
         return
     c.print(f"  decode, batch 1      {e.tok_s:,.1f} tok/s (band {e.tok_s_low:,.1f}-{e.tok_s_high:,.1f}; ceiling "
-            f"{plan.decode_ceiling_tok_s:,.1f})")
+            f"{e.ceiling_tok_s if e.ceiling_tok_s is not None else plan.decode_ceiling_tok_s:,.1f})")
     if e.spec_tok_s is not None:
         c.print(f"  with --spec, batch 1 {e.spec_tok_s:,.1f} tok/s (band {e.spec_tok_s_low:,.1f}-"
                 f"{e.spec_tok_s_high:,.1f}; ceiling {plan.speculative.ceiling_tok_s:,.1f})")
-    if e.batch > 1:
+    if e.batch > 1 and e.aggregate_tok_s is None:
+        c.print(f"  decode, batch {e.batch:<6} not estimated (see the notes)")
+    elif e.batch > 1:
         c.print(f"  decode, batch {e.batch:<6} {e.aggregate_tok_s:,.1f} tok/s all sequences (band "
                 f"{e.aggregate_tok_s_low:,.1f}-{e.aggregate_tok_s_high:,.1f})")
     if e.ttft_s is not None:

@@ -94,6 +94,8 @@ from llmsize.options import (
     NonTorchOpt,
     not_one_of,
     OnePerModelOpt,
+    FitSortOpt,
+    MinTokSOpt,
     OslOpt,
     OverheadOpt,
     ParallelOpt,
@@ -869,11 +871,14 @@ def fit_cmd(
     host_ram_gib: HostRamOpt = None,
     wired_limit_gb: WiredLimitOpt = None,
     one_per_model: OnePerModelOpt = False,
+    sort: FitSortOpt = "tok_s",
+    min_tok_s: MinTokSOpt = None,
     top: TopOpt = 30,
     as_json: JsonOpt = False,
     catalog: CatalogOpt = None,
 ):
-    """Which catalog models fit this card, in which format, and how fast: ranked by expected decode tok/s.
+    """Which catalog models fit this card, in which format, and how fast: ranked by expected decode tok/s (or by
+    model size).
 
     llama.cpp (the default on consumer and Apple cards) tries the GGUF file types and, where a model does not
     fit, the offload split its --fit would take (give --host-memory for that speed); the other runtimes try the
@@ -884,6 +889,7 @@ def fit_cmd(
     \b
       llmsize fit --gpu rtx5060ti
       llmsize fit --gpu rtx3090 --context 32768 --host-memory ryzen-9000
+      llmsize fit --gpu rtx4060ti16 --one-per-model --sort size --min-tok-s 20
       llmsize fit --gpu h100 --runtime vllm --json
     """
     from llmsize.estimate.expected import resolve_runtime
@@ -912,13 +918,15 @@ def fit_cmd(
     wired = None if wired_limit_gb is None else wired_limit_gb * GiB
     rows, skipped = fit_models(cat.models.all(), g, rid, context, runtimes, card_bytes(g, wired), host,
                                _llamacpp_constants(probe, cat),
-                               None if host_ram_gib is None else host_ram_gib * GiB, one_per_model, wired)
+                               None if host_ram_gib is None else host_ram_gib * GiB, one_per_model, wired,
+                               sort.lower(), min_tok_s)
     if as_json:
         _print_json({"gpu": g.id, "runtime": rid, "context_tokens": context,
-                     "host_memory": host.name if host else None, "rows": fit_rows_to_dicts(rows),
+                     "host_memory": host.name if host else None, "sort": sort.lower(), "min_tok_s": min_tok_s,
+                     "rows": fit_rows_to_dicts(rows),
                      "skipped": skipped})
     else:
-        render_fit(rows[:top], g, rid, context, host, skipped, len(rows), _console())
+        render_fit(rows[:top], g, rid, context, host, skipped, len(rows), _console(), sort.lower(), min_tok_s)
 
 
 @_command()

@@ -231,6 +231,12 @@ HostRamOpt = Annotated[Optional[float], _opt("--host-ram-gib", help="System RAM 
                                             "placements needing more are dropped.", callback=float_range(0, 1e6),
                                             show_default=False)]
 OnePerModelOpt = Annotated[bool, _opt("--one-per-model", help="Keep each model's highest-quality format that fits whole on the card (offloaded where none does).")]
+FIT_SORT_KEYS = ("tok_s", "size")
+FitSortOpt = Annotated[str, _opt("--sort", help="tok_s: fastest expected first; size: largest model first (with "
+                                 "--min-tok-s: the largest that runs fast enough).", callback=choice(FIT_SORT_KEYS))]
+MinTokSOpt = Annotated[Optional[float], _opt("--min-tok-s", help="Drop rows expected below this decode tok/s at "
+                                             "batch 1 (and rows without an expected figure).",
+                                             callback=float_range(0, 1e6, True), show_default=False)]
 WiredLimitOpt = Annotated[Optional[float], _opt("--wired-limit-gb", help="Unified memory: what the GPU may use, GiB "
                                                "(a Mac's recommendedMaxWorkingSetSize as llama.cpp prints it, or "
                                                "the iogpu.wired_limit_mb you set); default: Metal's share by RAM.",

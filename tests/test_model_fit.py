@@ -78,3 +78,37 @@ def test_an_offloaded_row_matches_plans_figure(run_cli):
                               "--engine", "llamacpp", "--fit", "--host-memory", "ryzen-9000", "--json")[1])
     assert row["placement"] != "full"
     assert row["expected_tok_s"] == pytest.approx(plan["engine"]["offload"]["decode_tok_s"], rel=1e-9)
+    # and its band is plan's expected band for that placement
+    assert (row["expected_low"], row["expected_high"]) == pytest.approx(
+        (plan["expected"]["tok_s_low"], plan["expected"]["tok_s_high"]), rel=1e-9)
+    assert row["expected_low"] < row["expected_tok_s"] < row["expected_high"]
+
+
+def test_fit_sorts_by_size_and_drops_rows_below_a_speed(run_cli):
+    """--sort size puts the largest models first (the tok/s order fills the top rows with sub-1B models in every
+    file type); --min-tok-s keeps rows expected at or above it, and with --one-per-model each model's best format
+    among those fast enough."""
+    base = ("fit", "--gpu", "rtx4060ti16", "--host-memory", "DDR5-6000x2", "--json")
+    every = json.loads(run_cli(*base)[1])["rows"]
+    code, out, err = run_cli(*base, "--sort", "size", "--min-tok-s", "20", "--one-per-model")
+    assert code == 0, err
+    d = json.loads(out)
+    rows = d["rows"]
+    assert d["sort"] == "size" and d["min_tok_s"] == 20
+    assert [r["params"] for r in rows] == sorted((r["params"] for r in rows), reverse=True)
+    assert rows[0]["params"] > 50e9 and all(r["expected_tok_s"] >= 20 for r in rows)
+    for r in rows:  # --one-per-model's choice among the model's rows fast enough: the most bits whole on the card,
+        # else the most bits offloaded at least half as fast as its fastest offloaded row
+        fast = [x for x in every if x["model"] == r["model"] and (x["expected_tok_s"] or 0) >= 20]
+        full = [x for x in fast if x["placement"] == "full"]
+        top = max(x["expected_tok_s"] for x in fast)
+        pick = full or [x for x in fast if x["expected_tok_s"] >= top / 2]
+        assert r["bits_per_weight"] == max(x["bits_per_weight"] for x in pick)
+    assert {r["model"] for r in rows} == {x["model"] for x in every if (x["expected_tok_s"] or 0) >= 20}
+    code, out, err = run_cli("fit", "--gpu", "rtx4060ti16", "--sort", "size", "--one-per-model")
+    assert code == 0, err
+    assert "largest model first (--sort size)" in " ".join(out.split())
+    for args, needle in ((["--sort", "speed"], "--sort"), (["--min-tok-s", "-1"], "--min-tok-s"),
+                         (["--min-tok-s", "nan"], "--min-tok-s")):
+        code, out, err = run_cli("fit", "--gpu", "rtx4060ti16", *args)
+        assert code == 2 and needle in err and "Traceback" not in err and out == ""

@@ -38,6 +38,7 @@ class FitRow:
     weights_bytes: float
     host_bytes: float = 0.0  # what the host must hold beside the card: weights, cache and buffers left there
     note: str | None = None
+    params: int = 0  # the model's parameters (params.params_total), for --sort size
 
 
 def _formats(runtime: str, model: ModelSpec) -> tuple[str, ...]:
@@ -86,9 +87,10 @@ def _llamacpp_row(model, gpu, fid, context, host, card_bytes, llama_constants, r
     # as plan --engine llamacpp --fit costs it: the whole-GPU step restricted to the GPU part
     off = offload_speed(model, gpu, found.ledger, tensors, context, host, llama_constants,
                         gpu_step=gpu_part(plan, found.ledger, tensors, format_class(fid)))
-    return FitRow(model.id, fid, bits, split, found.max_context_tokens, off.decode_tok_s, None, None,
-                  off.ceiling_tok_s, weights, on_host, "offloaded: the host side at the fitted share of its memory's peak "
-                  "(llama.cpp's CPU runs; the offload row has no band)")
+    return FitRow(model.id, fid, bits, split, found.max_context_tokens, off.decode_tok_s, off.decode_tok_s_low,
+                  off.decode_tok_s_high, off.ceiling_tok_s, weights, on_host,
+                  "offloaded: the host side at the fitted share of its memory's peak (llama.cpp's CPU-only runs); "
+                  "its band puts the GPU and host parts each at its own fit's held-out extreme")
 
 
 def _plan_row(model, gpu, fid, context, runtime, runtimes, wired_limit_bytes=None) -> FitRow | None:
@@ -117,13 +119,27 @@ def _keep(r: FitRow, fastest: float) -> tuple:
     return (0, -(r.host_bytes or 0))
 
 
+def _order(sort: str):
+    """tok_s: fastest expected first (no figure last), then more bits; size: most parameters first, then more bits,
+    then faster."""
+    if sort == "size":
+        return lambda r: (-r.params, -r.bits_per_weight, -(r.expected_tok_s or 0.0))
+    return lambda r: (r.expected_tok_s is None, -(r.expected_tok_s or 0.0), -r.bits_per_weight)
+
+
 def fit_models(models: list[ModelSpec], gpu: GpuSpec, runtime: str, context: int, runtimes: dict,
                card_bytes: int, host: HostMemory | None = None, llama_constants=None,
                host_ram_bytes: float | None = None, one_per_model: bool = False,
-               wired_limit_bytes: float | None = None) -> tuple[list[FitRow], int]:
-    """(rows, how many model/format pairs could not be planned), fastest expected first. `host_ram_bytes` drops
+               wired_limit_bytes: float | None = None, sort: str = "tok_s",
+               min_tok_s: float | None = None) -> tuple[list[FitRow], int]:
+    """(rows, how many model/format pairs could not be planned) in `sort`'s order. `host_ram_bytes` drops
     offloaded placements the host cannot hold; `one_per_model` keeps each model's most bits per weight whole on the
-    card, or where no format fits whole the most bits of the offloaded ones at least half as fast as its fastest."""
+    card, or where no format fits whole the most bits of the offloaded ones at least half as fast as its fastest;
+    `min_tok_s` drops rows expected slower (and those without an expected figure)."""
+    from dataclasses import replace
+
+    from llmsize.estimate.params import params_total
+
     rows, skipped = [], 0
     for m in models:
         for fid in _formats(runtime, m):
@@ -136,7 +152,9 @@ def fit_models(models: list[ModelSpec], gpu: GpuSpec, runtime: str, context: int
                 skipped += 1  # a format this architecture has no rule for (e.g. a GGUF mix of an SSM)
                 continue
             if row is not None:
-                rows.append(row)
+                rows.append(replace(row, params=params_total(m)))
+    if min_tok_s is not None:
+        rows = [r for r in rows if r.expected_tok_s is not None and r.expected_tok_s >= min_tok_s]
     if one_per_model:
         best: dict[str, FitRow] = {}
         fastest: dict[str, float] = {}
@@ -148,5 +166,5 @@ def fit_models(models: list[ModelSpec], gpu: GpuSpec, runtime: str, context: int
             if r.model not in best or _keep(r, f) > _keep(best[r.model], f):
                 best[r.model] = r
         rows = list(best.values())
-    rows.sort(key=lambda r: (r.expected_tok_s is None, -(r.expected_tok_s or 0.0), -r.bits_per_weight))
+    rows.sort(key=_order(sort))
     return rows, skipped

@@ -11,7 +11,8 @@ def fit_rows_to_dicts(rows) -> list[dict]:
     return [asdict(r) for r in rows]
 
 
-def render_fit(rows, gpu, runtime, context, host, skipped, total, console) -> None:
+def render_fit(rows, gpu, runtime, context, host, skipped, total, console, sort: str = "tok_s",
+               min_tok_s: float | None = None) -> None:
     from llmsize.render.columns import print_table
 
     where = f", host memory {host.name} ({host.bandwidth_gb_s:.1f} GB/s)" if host else ""
@@ -29,9 +30,10 @@ def render_fit(rows, gpu, runtime, context, host, skipped, total, console) -> No
     notes = sorted({r.note for r in rows if r.note})
     for n in notes:
         console.print(f" {n}", style="dim", markup=False, highlight=False)
-    console.print(f"{len(rows)} of {total} fitting model/format pairs shown (--top); {skipped} pair(s) could not "
-                  "be planned. tok/s: expected decode at batch 1 (band: held-out p5-p95, none for an offloaded row: its "
-                  "GPU and host errors are not combined); bpw: bits per quantized weight (a GGUF file's "
+    order = "largest model first (--sort size)" if sort == "size" else "fastest expected first"
+    floor = f" expected at {min_tok_s:g} tok/s or more (--min-tok-s)," if min_tok_s is not None else ""
+    console.print(f"{len(rows)} of {total} fitting model/format pairs{floor} shown (--top), {order}; {skipped} "
+                  "pair(s) could not be planned. tok/s: expected decode at batch 1 (band: held-out p5-p95); bpw: bits per quantized weight (a GGUF file's "
                   "average over its quantized tensors, else the format's bits with its scales; 16-bit tensors aside); "
                   "ctx: the "
                   "longest context one sequence can hold with that placement; host GiB: what an offloaded "

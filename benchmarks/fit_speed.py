@@ -18,6 +18,9 @@ Prefill: t = (FLOPs + (moe_matmul_cost - 1) x routed expert FLOPs)/(peak x eta_p
 terms (+ a serving engine's cost per layer of an eager forward, on the rows a serving engine ran), one eta per class
 by least squares, the expert FLOPs' cost chosen on a grid (1-4 dense FLOPs each; fit_prefill). That cost also floors
 a decode step at large batches, where the routed experts' matmuls are compute-bound.
+A pool of rows from several backends (a ROCm group fitted with its kin's CUDA and ROCm rows) adds one unknown per
+backend beside CUDA, v_be >= 0 on the bytes (weights and cache) its rows stream: the backend's kernels' further
+cost, every other term shared; its constants are the pool's with v + v_be.
 Held out: each source (one post, comment or table) is left out in turn and its rows predicted by a fit of the
 others; the error is |predicted - measured| / measured; the band is the p5..p95 of measured/predicted (BAND_Q).
 """
@@ -64,11 +67,13 @@ SWEEPS = 3000
 MIN_ROWS_GROUP = 8  # fewer decode rows on a backend: no constants at all
 # a runtime fits constants of its own on a backend from this many decode rows and sources; below, it borrows its
 # kin's rows (BORROW) where it has kin: seven constants are not pinned by a handful of rows from one or two posts
-MIN_ROWS_OWN, MIN_SOURCES_OWN = 20, 3
+# and cards: vLLM's 20 ROCm rows of 2025-26 were an MI300X's (405B and gpt-oss) and a Strix Halo's, and a fit of
+# them and SGLang's held out at 53% median (its prompts at 761%): too few cards to tell the card from the engine
+MIN_ROWS_OWN, MIN_SOURCES_OWN, MIN_CARDS_OWN = 20, 3, 3
 MIN_ROWS_CLASS = 6  # fewer rows (or one source) of a format class: it takes the group's default fraction
 MIN_SOURCES_CLASS = 2
 ETA_MIN = 0.1
-LINKS = ("nvlink", "pcie", "network")
+LINKS = ("nvlink", "xgmi", "pcie", "network")
 BACKEND_WORDS = {"cuda": "CUDA", "rocm": "ROCm", "metal": "Metal"}
 # Runtimes whose batch-1 decode attention runs on the vector units (llama.cpp's fattn-vec / kernel_flash_attn_ext_vec,
 # MLX's sdpa_vector): their attention FLOPs cost time beyond the cache's bytes. The CUDA-graph runtimes decode with
@@ -219,6 +224,12 @@ class GroupFit:
     borrowed_terms: tuple[str, ...] = ()  # the terms taken from a pool fit (fit_group, unpinned)
     # a pool of several engines' rows: each engine with rows enough its own fixed costs (t_layer_s, t_step_s)
     fixed_by_runtime: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
+    # a pool of several backends' rows: each backend's extra streaming cost beside CUDA's (v added to every class)
+    v_backend: dict[str, float] = dataclasses.field(default_factory=dict)
+
+    def eta(self, v: float) -> float:
+        """A fraction of the bandwidth from its v, on this group's backend."""
+        return 1 / (1 + v + self.v_backend.get(self.backend, 0.0))
 
     def fixed_of(self, runtime: str) -> tuple[float, float]:
         """(t_layer_s, t_step_s) of an engine's rows: its own where the pool fitted them, else the pool's."""
@@ -228,8 +239,8 @@ class GroupFit:
         t_layer_s, t_step_s = self.fixed_of(self.runtime)
         return Constants(
             runtime=self.runtime, backend=self.backend,
-            eta_weights={c: 1 / (1 + self.v[c]) for c in self.classes}, eta_weights_default=1 / (1 + self.v_default),
-            eta_kv=1 / (1 + self.v_kv), t_layer_s=t_layer_s, t_step_s=t_step_s,
+            eta_weights={c: self.eta(self.v[c]) for c in self.classes}, eta_weights_default=self.eta(self.v_default),
+            eta_kv=self.eta(self.v_kv), t_layer_s=t_layer_s, t_step_s=t_step_s,
             t_moe_layer_s=self.t_moe_layer_s, alpha_s=dict(self.alpha_s), eta_prefill=dict(self.eta_prefill),
             eta_prefill_default=self.eta_prefill_default, band_low=band[0], band_high=band[1], rows_decode=0,
             rows_prefill=0, cards=0, basis="", fitted_classes=tuple(self.classes),
@@ -260,7 +271,8 @@ _DECODE_FITS: dict = {}  # groups that share their decode rows (vLLM and SGLang;
 
 
 TERM_WORDS = {"tile": "the tile cost", "moe": "the routed experts' costs", "prefill": "the prefill constants",
-              "alpha": "the latency per collective"}
+              "alpha": "the latency per collective", "attn": "the attention cost at depth"}
+DEEP_TOKENS = 2048  # a decode row this deep in its context exercises the attention term
 
 
 def unpinned(rows: list[Observed]) -> dict[str, bool]:
@@ -268,13 +280,19 @@ def unpinned(rows: list[Observed]) -> dict[str, bool]:
     (decode rows where it would be 5% of the time at unit cost: cards of a low dense rate beside their bandwidth,
     batches), the routed experts' per-layer and read costs (MoE decode rows), the prefill constants (prompt rows),
     the latency per collective (unless one source ran one model on one card over two numbers of cards: rows over
-    a single split would charge their cards' every other difference to the hand-offs)."""
+    a single split would charge their cards' every other difference to the hand-offs), and the vector-unit
+    attention's cost (rows DEEP_TOKENS or more into their context on a card whose FP32 rate is known, from
+    MIN_SOURCES_CLASS sources: llama.cpp's ROCm rows had three, from two sources, and a fit leaving one out priced
+    attention at ~1,000 FP32 FLOPs per FLOP, the other's Llama 8B at 4,096 tokens 4.3x slower than measured)."""
     dec = [o for o in rows if o.step is not None]
     tiles = sum(1 for o in dec if tile_time_s(o.step, UNIT_COSTS) >= 0.05 * o.measured_s)
     splits = defaultdict(set)
     for o in dec:
         splits[(o.source_key, o.plan.model.id, o.plan.gpu.id)].add(o.step.collectives)
-    return {"tile": tiles < MIN_ROWS_CLASS and not all(o.runtime in VECTOR_ATTENTION for o in dec),  # theirs is 0
+    deep = [o for o in dec if o.row.context_tokens >= DEEP_TOKENS and attention_time_s(o.step, UNIT_COSTS) > 0]
+    vector = all(o.runtime in VECTOR_ATTENTION for o in dec)
+    return {"tile": tiles < MIN_ROWS_CLASS and not vector,  # theirs is 0
+            "attn": vector and (len(deep) < MIN_ROWS_CLASS or len({o.source_key for o in deep}) < MIN_SOURCES_CLASS),
             "moe": sum(1 for o in dec if o.step.moe_layers) < MIN_ROWS_CLASS,
             "prefill": sum(1 for o in rows if o.prefill is not None and o.prefill.peak_flop_per_s) < MIN_ROWS_CLASS,
             "alpha": any(o.step.collectives for o in dec) and not any(len(c) > 1 for c in splits.values())}
@@ -293,6 +311,8 @@ def fit_group(runtime: str, be: str, rows: list[Observed], pool: list[Observed] 
     fixed = {}
     if need.get("tile"):
         fixed["tile"] = donor.tile_cost
+    if need.get("attn"):
+        fixed["attn"] = donor.attn_cost
     if need.get("moe"):
         fixed.update({"t_moe": donor.t_moe_layer_s, "expert": donor.expert_read_cost})
     if need.get("alpha"):  # each link the rows cross at the pool's latency (its slowest fitted one if it has none)
@@ -362,9 +382,14 @@ class DecodeSystem:
         # (MIN_ROWS_CLASS from MIN_SOURCES_CLASS sources); the largest and those with too few share the pool's
         self.own_fixed = _own(dec, lambda o: o.runtime)
         self.own_kernels = _own(dec, lambda o: KERNELS.get(o.runtime, o.runtime))
+        # rows of several backends (a borrowed pool): each backend but CUDA streams its bytes at a further cost of
+        # its own (ROCm's kernels reach less of their cards' peak), the rest of the fit shared
+        self.backends = sorted({backend(o.plan.gpu) for o in dec} - {"cuda"}) if len(
+            {backend(o.plan.gpu) for o in dec}) > 1 else []
         self.names = [f"v:{c}" for c in self.classes] + ["v:other", "v_kv", "t_layer", "t_step", "t_moe"] + \
             [f"alpha:{k}" for k in self.links] + ["alu", "attn", "tile", "v0", "expert", "act_quant"] + \
-            [f"t_layer:{k}" for k in self.own_kernels] + [f"t_step:{r}" for r in self.own_fixed]
+            [f"t_layer:{k}" for k in self.own_kernels] + [f"t_step:{r}" for r in self.own_fixed] + \
+            [f"v_be:{b}" for b in self.backends]
         self.dec, self.a = dec, []
         for o in dec:
             x, t = o.step, o.measured_s
@@ -383,9 +408,10 @@ class DecodeSystem:
             row.append(x.layers if x.tensor_core_native else 0.0)  # per second of t_act_quant_layer_s
             row += [x.layers if kern == k else 0.0 for k in self.own_kernels]
             row += [1.0 if o.runtime == r else 0.0 for r in self.own_fixed]
+            row += [w_bw + kv_bw if backend(o.plan.gpu) == b else 0.0 for b in self.backends]
             self.a.append([r / t for r in row])
         # fractions stay >= ETA_MIN (v <= 1/ETA_MIN - 1): a term the rows cannot pin must not swallow the others
-        self.upper = [1 / ETA_MIN - 1 if n.startswith("v") else math.inf for n in self.names]
+        self.upper = [1 / ETA_MIN - 1 if n.startswith("v") else math.inf for n in self.names]  # v_be: too
         # the cache's own fraction is fitted only where one source measured the same run at two depths >= 2K
         # apart, and only for the runtimes whose decode attention runs on the vector units; else the cache streams
         # like the weights (tied in fit). The CUDA-graph runtimes' split-KV kernels are bound by the cache's bytes
@@ -443,6 +469,7 @@ class DecodeSystem:
         fit.fixed_by_runtime = {
             r: (theta.get(f"t_layer:{KERNELS.get(r, r)}", theta["t_layer"]), theta.get(f"t_step:{r}", theta["t_step"]))
             for r in {o.runtime for o in self.dec}}
+        fit.v_backend = {b: theta[f"v_be:{b}"] for b in self.backends}
         return fit
 
 
@@ -523,8 +550,9 @@ def _fit_prefill_at(fit: GroupFit, pre: list[Observed], moe_cost: float) -> floa
 
 
 def predict(fit: GroupFit, o: Observed) -> float | None:
-    """A row's time under the fit, with its own engine's fixed costs where the pool fitted them."""
-    c = dataclasses.replace(fit, runtime=o.runtime).constants()
+    """A row's time under the fit, with its own engine's fixed costs where the pool fitted them, and its own
+    backend's streaming cost where the pool spans several."""
+    c = dataclasses.replace(fit, runtime=o.runtime, backend=backend(o.plan.gpu)).constants()
     if o.step is not None:
         return decode_step_time_s(o.step, c)
     return prefill_time_s(o.prefill, c)
@@ -610,9 +638,9 @@ def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, 
     dec = [o for o in rows if o.step is not None]
     pre = [o for o in rows if o.prefill is not None]
     g = {
-        "eta_weights": {c: r4(1 / (1 + fit.v[c])) for c in fit.classes},
-        "eta_weights_default": r4(1 / (1 + fit.v_default)),
-        "eta_kv": r4(1 / (1 + fit.v_kv)),
+        "eta_weights": {c: r4(fit.eta(fit.v[c])) for c in fit.classes},
+        "eta_weights_default": r4(fit.eta(fit.v_default)),
+        "eta_kv": r4(fit.eta(fit.v_kv)),
         "t_layer_s": r4(fit.fixed_of(fit.runtime)[0]), "t_step_s": r4(fit.fixed_of(fit.runtime)[1]),
         "t_moe_layer_s": r4(fit.t_moe_layer_s),
         "alu_ops_per_weight": r4(fit.alu_ops_per_weight), "attn_cost": r4(fit.attn_cost),
@@ -671,9 +699,12 @@ def run(write: bool, check: bool) -> int:
             groups.pop(key, None)
             continue  # TensorRT-LLM runs on NVIDIA cards only
         own = [o for o in groups.get(key, []) if o.step is not None and o.runtime == rt]
-        if (len(own) >= MIN_ROWS_OWN and len({o.source_key for o in own}) >= MIN_SOURCES_OWN) or rt not in BORROW:
+        if (len(own) >= MIN_ROWS_OWN and len({o.source_key for o in own}) >= MIN_SOURCES_OWN
+                and len({o.plan.gpu.id for o in own}) >= MIN_CARDS_OWN) or rt not in BORROW:
             continue
         for pool_rts, pool_bes, why in BORROW[rt]:
+            if be not in pool_bes:  # a pool with the backend's own rows (and its streaming cost, v_be)
+                continue
             rows = [o for o in obs if o.runtime in pool_rts and backend(o.plan.gpu) in pool_bes]
             if len([o for o in rows if o.step is not None]) >= MIN_ROWS_GROUP:
                 groups[key] = rows

@@ -42,6 +42,10 @@ def test_the_fitted_figures_the_readme_quotes_are_the_fits():
               (("mlx", "metal"), ("llamacpp", "rocm"), ("trtllm", "cuda"), ("gpt-fast", "cuda"))}
     assert (f"{floors['mlx']:.0f} us in MLX, {floors['llamacpp']:.0f} us for llama.cpp on ROCm, "
             f"{floors['trtllm']:.0f}-{floors['gpt-fast']:.0f} us for") in README.replace("\n", " ")
+    # vLLM and SGLang on AMD cards: the pool's further streaming cost there
+    amd, nv = group("vllm", "rocm")["eta_weights_default"], group("vllm")["eta_weights_default"]
+    assert f"reach {amd:.2f} of an AMD card's bandwidth where they reach {nv:.2f} of an NVIDIA card's" in \
+        README.replace("\n", " ")
     # llama.cpp's older builds' cost a step (the engine_v0 covariate), on CUDA and Metal
     old = (group("llamacpp")["t_step_v0_s"] * 1000, group("llamacpp", "metal")["t_step_v0_s"] * 1000)
     assert f"{old[0]:.1f} ms on CUDA, {old[1]:.1f} ms on Metal" in README.replace("\n", " ")

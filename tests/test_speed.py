@@ -1108,3 +1108,47 @@ def test_a_runtime_taken_from_the_calibrating_run_says_so(run_cli):
     f = ROOT / "tests" / "data" / "calibration" / "llama-bench.json"
     d = json.loads(run_cli("plan", "llama-3-8b", "--gpu", "rtx4090", "--calibrate", str(f), "--json")[1])
     assert d["expected"]["runtime"] == "llamacpp" and d["expected"]["runtime_why"] == f"the runtime of the run in {f}"
+
+
+def test_a_rocm_serving_engine_is_fitted_with_rocm_rows_at_their_own_streaming_cost(runtimes):
+    """vLLM and SGLang on ROCm have too few cards of their own rows (fit_speed.MIN_CARDS_OWN: vLLM's 20 were an
+    MI300X's and a Strix Halo's) and borrow the CUDA-graph runtimes' pool of NVIDIA *and* AMD rows, where the AMD
+    rows stream their bytes at a further cost of their own (v_be): their fraction of the bandwidth is below the
+    CUDA fit's, their fabric (Infinity Fabric, xgmi) has a latency of its own, and their held-out error is on
+    their own rows (it was 93% median while they borrowed the CUDA-only pool: DS-R1 and Llama 405B on MI300X
+    predicted 2-3x fast)."""
+    for rt in ("vllm", "sglang"):
+        rocm, cuda = runtimes[rt].backends["rocm"], runtimes[rt].backends["cuda"]
+        assert rocm.row_backends == ["cuda", "rocm"] and "NVIDIA and AMD" in rocm.borrowed
+        assert rocm.eta_weights_default < cuda.eta_weights_default
+        assert all(rocm.eta_weights[c] < cuda.eta_weights[c] for c in cuda.eta_weights if c in rocm.eta_weights)
+        assert "xgmi" in rocm.alpha_s and "xgmi" not in cuda.alpha_s
+        assert rocm.own_decode_held_out.rows >= 16
+    assert runtimes["vllm"].backends["rocm"].own_decode_held_out.median_abs_error < 0.25
+
+
+def test_infinity_fabric_is_its_own_link():
+    from llmsize.estimate.speed import link_kind
+
+    assert link_kind("Infinity Fabric 896 GB/s aggregate (7 links); PCIe 5.0 x16", False) == "xgmi"
+    assert link_kind("NVLink 4: 900 GB/s", False) == "nvlink"
+    assert link_kind("PCIe 4.0 x16", False) == "pcie" and link_kind("NVLink 4", True) == "network"
+
+
+def test_attention_at_depth_is_borrowed_where_few_deep_rows_pin_it(observed):
+    """fit_speed.unpinned: llama.cpp's vector-unit attention cost needs MIN_ROWS_CLASS rows DEEP_TOKENS into their
+    context on cards of known FP32 rate, from two sources; llama.cpp's ROCm rows have three (a 7900 XTX's, two
+    sources: the Strix Halo has no citable FP32 rate) and take the CUDA and ROCm pool's cost (a fit that left one of
+    the three out had priced attention at ~1,000 FP32 FLOPs a FLOP); its CUDA rows pin their own."""
+    import fit_speed
+
+    from llmsize.estimate.expected import backend
+
+    def rows(be):
+        return [o for o in observed if o.runtime == "llamacpp" and backend(o.plan.gpu) == be]
+
+    assert fit_speed.unpinned(rows("rocm"))["attn"] and not fit_speed.unpinned(rows("cuda"))["attn"]
+    deep = [o for o in rows("rocm") if o.step is not None and o.row.context_tokens >= fit_speed.DEEP_TOKENS
+            and o.step.vector_flop_per_s]
+    assert 0 < len(deep) < fit_speed.MIN_ROWS_CLASS
+    assert not fit_speed.unpinned([o for o in rows("cuda") if o.step is not None])["tile"]  # vector kernels: no tile

@@ -398,7 +398,7 @@ class SpeedGroup(Strict):
                                        "(eager: no CUDA graph; launches and the all-reduce's latency)")
     moe_matmul_cost: float = Field(1.0, ge=1, le=100, description="a routed expert FLOP's cost in dense FLOPs "
                                    "(grouped GEMMs of a few rows per expert)")
-    alpha_s: dict[Literal["nvlink", "pcie", "network"], Seconds] = {}
+    alpha_s: dict[Literal["nvlink", "xgmi", "pcie", "network"], Seconds] = {}
     eta_prefill: dict[str, Fraction01] = Field({}, description="fraction of the dense peak in prefill, by class")
     eta_prefill_default: Fraction01 | None = None
     band: tuple[float, float] = Field(description="held-out measured/predicted, p5 and p95 (decode)")

@@ -90,7 +90,9 @@ TERNARY_RUNS = "bitnet.cpp runs I2_S files, llama.cpp TQ1_0 and TQ2_0 (--quant g
 # the weight-only 4-bit one, not the FP4 tensor cores'.
 MARLIN_CLASS = "int4"
 BACKEND_OF_VENDOR = {"NVIDIA": "cuda", "AMD": "rocm", "Apple": "metal"}
-LINK_KINDS = ("nvlink", "pcie", "network")
+# a collective's link: NVLink, AMD's Infinity Fabric (xGMI: its own latency, fitted on MI300X/MI325X rows), PCIe,
+# or the network between nodes
+LINK_KINDS = ("nvlink", "xgmi", "pcie", "network")
 
 
 def format_class(format_id: str) -> str:
@@ -105,8 +107,10 @@ def is_ternary(format_id: str) -> bool:
 def link_kind(link_name: str | None, crosses_nodes: bool) -> str:
     if crosses_nodes:
         return "network"
-    if link_name and (link_name.startswith("NVLink") or link_name.startswith("Infinity")):
+    if link_name and link_name.startswith("NVLink"):
         return "nvlink"
+    if link_name and link_name.startswith("Infinity"):
+        return "xgmi"
     return "pcie"
 
 

@@ -708,8 +708,11 @@ def run(write: bool, check: bool) -> int:
             rows = [o for o in obs if o.runtime in pool_rts and backend(o.plan.gpu) in pool_bes]
             if len([o for o in rows if o.step is not None]) >= MIN_ROWS_GROUP:
                 groups[key] = rows
+                n_src, n_card = len({o.source_key for o in own}), len({o.plan.gpu.id for o in own})
                 borrowed[key] = (f"{len(own)} decode row{'s' if len(own) != 1 else ''} of its own on "
-                                 f"{BACKEND_WORDS[be]}, too few for constants of its own: {why}")
+                                 f"{BACKEND_WORDS[be]} from {n_src} source{'s' if n_src != 1 else ''} and {n_card} "
+                                 f"card{'s' if n_card != 1 else ''}, short of constants of its own ({MIN_ROWS_OWN} "
+                                 f"rows, {MIN_SOURCES_OWN} sources, {MIN_CARDS_OWN} cards): {why}")
                 break
     table, specs, by_segment = [], defaultdict(dict), []
     for (rt, be), rows in sorted(groups.items()):

@@ -389,7 +389,7 @@ def plan(
 
     expected = expect_for_cli(p, cat, plan_runtime if run is None else runtime, run,
                               None if calibrate is None else str(calibrate), flash_attn, engine, ubatch_size)
-    if llama is not None and llama.offload is not None:
+    if llama is not None:
         from llmsize.estimate.llamacpp_plan import with_offload
 
         expected = with_offload(expected, llama)
@@ -409,6 +409,11 @@ def plan(
     if emit in ("llama-server", "ollama"):
         from llmsize.render.emit_llamacpp import llama_server_command, ollama_modelfile
 
+        if emit == "ollama" and llama.ledger.settings.n_cpu_moe:
+            raise InvalidValueError(
+                f"--emit ollama: this plan keeps the routed experts of {llama.ledger.settings.n_cpu_moe} layers on "
+                "the host (--n-cpu-moe), and Ollama has no such setting (its num_gpu moves whole layers).",
+                "Use --engine ollama --fit for Ollama's placement, or --emit llama-server.")
         make = llama_server_command if emit == "llama-server" else ollama_modelfile
         sys.stdout.write(make(p, llama.ledger, model if im is not None else None) + "\n")
         return
@@ -916,17 +921,17 @@ def fit_cmd(
     probe = _P()
     probe.gpu = g
     wired = None if wired_limit_gb is None else wired_limit_gb * GiB
-    rows, skipped = fit_models(cat.models.all(), g, rid, context, runtimes, card_bytes(g, wired), host,
+    rows, skipped, fitting = fit_models(cat.models.all(), g, rid, context, runtimes, card_bytes(g, wired), host,
                                _llamacpp_constants(probe, cat),
                                None if host_ram_gib is None else host_ram_gib * GiB, one_per_model, wired,
-                               sort.lower(), min_tok_s)
+                               sort.lower(), min_tok_s, "ollama" if (runtime or "").lower() == "ollama" else "llamacpp")
     if as_json:
         _print_json({"gpu": g.id, "runtime": rid, "context_tokens": context,
                      "host_memory": host.name if host else None, "sort": sort.lower(), "min_tok_s": min_tok_s,
-                     "rows": fit_rows_to_dicts(rows),
-                     "skipped": skipped})
+                     "fitting": fitting, "rows": fit_rows_to_dicts(rows), "skipped": skipped})
     else:
-        render_fit(rows[:top], g, rid, context, host, skipped, len(rows), _console(), sort.lower(), min_tok_s)
+        render_fit(rows[:top], g, rid, context, host, skipped, len(rows), _console(), sort.lower(), min_tok_s,
+                   fitting, one_per_model)
 
 
 @_command()

@@ -659,3 +659,36 @@ def test_an_offloaded_prompt_under_ollama_pays_its_unfused_scores(run_cli, catal
     assert scores > 0
     assert pre["ollama", None] == pytest.approx(pre["llamacpp", "off"])
     assert pre["llamacpp", "off"] - pre["llamacpp", "on"] == pytest.approx(scores, rel=1e-6)
+
+
+def test_an_offloaded_plan_without_host_memory_claims_no_speed(run_cli):
+    """Part of the model on the host and no --host-memory: the expected block gives no decode figure (a review saw
+    the whole-card 79.7 tok/s printed as the expectation of --cpu-moe on an RTX 4060 Ti) and says what to give."""
+    code, out, err = run_cli("plan", "qwen3-30b-a3b", "--gpu", "rtx4060ti16", "--quant", "gguf-q4_k_m", "--engine",
+                             "llamacpp", "--cpu-moe", "--json")
+    assert code == 0, err
+    e = json.loads(out)["expected"]
+    assert e["tok_s"] is None and "--host-memory" in e["reason"] and "whole on the card" in e["reason"]
+
+
+def test_ollama_modelfile_is_refused_for_a_plan_with_experts_on_the_host(run_cli):
+    """--emit ollama of a --n-cpu-moe placement would drop the split (a review saw num_gpu 49 put 17.3 GiB on a
+    16 GiB card): refused, naming Ollama's own placement."""
+    for extra in (("--fit",), ("--cpu-moe",)):
+        code, out, err = run_cli("plan", "qwen3-30b-a3b", "--gpu", "rtx4060ti16", "--quant", "gguf-q4_k_m",
+                                 "--engine", "llamacpp", "--emit", "ollama", *extra)
+        assert code == 2 and out == "" and "--engine ollama --fit" in err and "Traceback" not in err
+    code, out, err = run_cli("plan", "qwen3-30b-a3b", "--gpu", "rtx4060ti16", "--quant", "gguf-q4_k_m", "--engine",
+                             "ollama", "--fit", "--emit", "ollama")
+    assert code == 0 and "PARAMETER num_gpu 41" in out
+
+
+def test_an_expected_figure_for_weights_that_do_not_fit_says_so(run_cli):
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    from llmsize.estimate.expected import NOT_FIT_NOTE
+
+    assert NOT_FIT_NOTE in d["expected"]["notes"] and "prompts held out" in d["expected"]["basis"]
+    code, out, err = run_cli("plan", "qwen3-8b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--json")
+    assert NOT_FIT_NOTE not in json.loads(out)["expected"]["notes"]

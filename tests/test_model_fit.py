@@ -94,7 +94,7 @@ def test_fit_sorts_by_size_and_drops_rows_below_a_speed(run_cli):
     assert code == 0, err
     d = json.loads(out)
     rows = d["rows"]
-    assert d["sort"] == "size" and d["min_tok_s"] == 20
+    assert d["sort"] == "size" and d["min_tok_s"] == 20 and d["fitting"] == len(every)
     assert [r["params"] for r in rows] == sorted((r["params"] for r in rows), reverse=True)
     assert rows[0]["params"] > 50e9 and all(r["expected_tok_s"] >= 20 for r in rows)
     for r in rows:  # --one-per-model's choice among the model's rows fast enough: the most bits whole on the card,
@@ -112,3 +112,21 @@ def test_fit_sorts_by_size_and_drops_rows_below_a_speed(run_cli):
                          (["--min-tok-s", "nan"], "--min-tok-s")):
         code, out, err = run_cli("fit", "--gpu", "rtx4060ti16", *args)
         assert code == 2 and needle in err and "Traceback" not in err and out == ""
+
+
+def test_fit_under_ollama_places_as_ollama_does(run_cli):
+    """--runtime ollama: whole layers on the host (Ollama has no --n-cpu-moe), its defaults (flash attention off),
+    the same placement and speed as `plan --engine ollama --fit` (a review saw fit offer --n-cpu-moe 8 at 57.1
+    tok/s where plan placed 41 layers at 48.5)."""
+    code, out, err = run_cli("fit", "--gpu", "rtx4060ti16", "--runtime", "ollama", "--host-memory", "DDR5-6000x2",
+                             "--json")
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    assert not any("--n-cpu-moe" in r["placement"] for r in rows)
+    row = next(r for r in rows if r["model"] == "qwen3-30b-a3b" and r["format"] == "gguf-q4_k_m")
+    code, out, err = run_cli("plan", "qwen3-30b-a3b", "--gpu", "rtx4060ti16", "--quant", "gguf-q4_k_m", "--engine",
+                             "ollama", "--fit", "--host-memory", "DDR5-6000x2", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert row["placement"] == f"--gpu-layers {d['engine']['offload']['devices'][0]['layers']}"
+    assert row["expected_tok_s"] == pytest.approx(d["expected"]["tok_s"], rel=1e-9)

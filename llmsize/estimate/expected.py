@@ -111,6 +111,9 @@ def constants(spec: RuntimeSpec, backend_id: str) -> Constants | None:
                   f"{RUNTIME_NAMES[spec.id]}'s own")
     elif g.decode_held_out:
         basis += f"; held-out median error {g.decode_held_out.median_abs_error:.0%}"
+    if g.prefill_held_out and g.prefill_held_out.rows:
+        p = g.prefill_held_out
+        basis += f"; prompts held out {p.median_abs_error:.0%} median, {p.p90_abs_error:.0%} p90"
     if g.borrowed:
         basis = f"{g.borrowed}; " + basis
     return Constants(
@@ -229,6 +232,8 @@ def _card_matmul_params(plan: Plan) -> float:
 # float16; neither uses FP8 or FP4 tensor-core math. The others run the format's own.
 MATMUL_PRECISION = {"llamacpp": ("fp16", "fp32"), "mlx": ("fp16",)}
 
+
+NOT_FIT_NOTE = "as if the weights fit the budget: they do not (the Diagnosis says what does)"
 
 # runtimes that load no GGUF file (vLLM and SGLang read some, experimentally: their figures stand)
 NO_GGUF = ("trtllm", "gpt-fast", "mlx")
@@ -387,8 +392,8 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
                                               "from your own run")
     cls = kernel_class(plan, rid)
     if cls != format_class(plan.fmt.id):
-        kernel = "the Marlin kernel (weight-only" if be == "cuda" else "a weight-only kernel ("
-        notes += (f"{RUNTIME_NAMES[rid]} runs {plan.fmt.id} weights on this card through {kernel}, 16-bit math: "
+        kernel = "the Marlin kernel (weight-only, " if be == "cuda" else "a weight-only kernel ("
+        notes += (f"{RUNTIME_NAMES[rid]} runs {plan.fmt.id} weights on this card through {kernel}16-bit math: "
                   "no FP4 tensor cores), costed as the 4-bit weight-only class",)
     if cls not in c.fitted_classes:
         notes += (f"no {RUNTIME_NAMES[rid]} measurement of {plan.fmt.id}-class weights on this backend: its "
@@ -416,6 +421,8 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
                       else f"it is an upper bound: {RUNTIME_NAMES[rid]}'s tensor-core prompts run faster than FP32"),)
     if has_recurrent_layers(plan.model):
         notes += (RECURRENT_PREFILL_NOTE,)
+    if not plan.budget.weights_fit:
+        notes += (NOT_FIT_NOTE,)
     e = expected_speed(step_inputs(plan, plan.decode_1, rid), step_inputs(plan, plan.decode_b, rid),
                        pre, c, plan.decode_ceiling_tok_s, calibration, notes, plan.decode_b.tok_s)
     if plan.speculative is not None:

@@ -37,6 +37,7 @@ class LlamaCppPlan:
     offload: OffloadSpeed | None
     fit: FitResult | None
     card_bytes: int = 0  # what the card offers llama.cpp's allocator (card_bytes)
+    offloaded: bool = False  # part of the model in a discrete card's host memory (speed or not)
 
 
 def card_bytes(gpu, wired_limit_bytes: float | None = None) -> int:
@@ -101,7 +102,7 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
     if host is None:
         led.notes.append("part of the model is in host memory: give --host-memory (e.g. DDR5-6000x2) or "
                          "--host-bandwidth-gb-s for its decode speed")
-        return LlamaCppPlan(led, None, found, card_bytes)
+        return LlamaCppPlan(led, None, found, card_bytes, offloaded=True)
     from llmsize.estimate.expected import prefill_inputs
     from llmsize.estimate.parallel import host_link
     from llmsize.estimate.speed import prefill_time_s
@@ -117,7 +118,7 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
     off = offload_speed(model, gpu, led, tensors, o.context, host, constants,
                         (plan.prefill.prompt_tokens, gpu_alone), link.gb_s if link else None,
                         gpu_part(plan, led, tensors, format_class))
-    return LlamaCppPlan(led, off, found, card_bytes)
+    return LlamaCppPlan(led, off, found, card_bytes, offloaded=True)
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,8 @@ def offload_lever(plan, exact, card_bytes: int, host: HostMemory | None, constan
     words = (f"Offload with llama.cpp: {' '.join(split)} keeps {gpu_bytes / 2**30:.1f} GiB on the card "
              f"(`--engine llamacpp --fit`)")
     if host is None:
-        return OffloadLever(words + "; its speed depends on the host memory (--host-memory DDR5-6000x2).", split,
+        return OffloadLever(words + "; its speed depends on the host memory (give --host-memory, e.g. DDR5-6000x2).",
+                            split,
                             gpu_bytes)
     off = offload_speed(model, gpu, found.ledger, tensors, plan.inputs.context_tokens, host, constants,
                         gpu_step=gpu_part(plan, found.ledger, tensors, format_class))
@@ -173,8 +175,10 @@ def with_offload(result, lp: LlamaCppPlan):
     in a note. Decode at a batch above 1 is not estimated with part of the model on the host."""
     from dataclasses import replace
 
+    from llmsize.estimate.expected import NOT_FIT_NOTE
+
     off, e = lp.offload, result.expected
-    if off is None or e is None or off.decode_tok_s is None or result.runtime != "llamacpp":
+    if not lp.offloaded or e is None or result.runtime != "llamacpp":
         return result
     led = lp.ledger
     parts = []
@@ -183,6 +187,11 @@ def with_offload(result, lp: LlamaCppPlan):
     if led.settings.n_cpu_moe:
         parts.append(f"the routed experts of {min(led.settings.n_cpu_moe, led.n_layer)} layers on the host")
     placed = " and ".join(parts)
+    if off is None or off.decode_tok_s is None:  # no host memory given, or no fitted constants on this backend
+        why = ("give --host-memory (e.g. DDR5-6000x2) or --host-bandwidth-gb-s for the offload's speed"
+               if off is None else "no fitted llama.cpp constants on this backend for its GPU part")
+        return replace(result, expected=None, reason=f"part of the model is in host memory ({placed}): {why}; "
+                       f"whole on the card it would decode at {e.tok_s:,.1f} tok/s")
     notes = [f"offloaded: {placed}; the whole model on the card would decode at {e.tok_s:,.1f} tok/s (band "
              f"{e.tok_s_low:,.1f}-{e.tok_s_high:,.1f})"]
     if e.batch > 1:
@@ -204,4 +213,4 @@ def with_offload(result, lp: LlamaCppPlan):
         ttft_s_high=ttft_high, spec_tok_s=None, spec_tok_s_low=None, spec_tok_s_high=None,
         terms_s={"GPU part": off.gpu_time_s, "host part": off.host_time_s, "hand-offs": off.handoff_time_s},
         basis=f"{e.basis} (the GPU part); {off.host_costing[0].lower() + off.host_costing[1:]}",
-        ceiling_tok_s=off.ceiling_tok_s, notes=(*e.notes, *notes)))
+        ceiling_tok_s=off.ceiling_tok_s, notes=(*(n for n in e.notes if n != NOT_FIT_NOTE), *notes)))

@@ -51,16 +51,20 @@ def _formats(runtime: str, model: ModelSpec) -> tuple[str, ...]:
 
 
 def _llamacpp_row(model, gpu, fid, context, host, card_bytes, llama_constants, runtimes,
-                  host_ram_bytes=None, wired_limit_bytes=None) -> FitRow | None:
+                  host_ram_bytes=None, wired_limit_bytes=None, engine: str = "llamacpp") -> FitRow | None:
+    """`engine` llamacpp or ollama: Ollama keeps no routed experts on the host (its num_gpu moves whole layers)."""
     from llmsize.estimate.expected import expect
     from llmsize.estimate.llamacpp_fit import fit_split
-    from llmsize.estimate.llamacpp_memory import LlamaCppSettings, gguf_file_tensors
+    from llmsize.estimate.llamacpp_memory import gguf_file_tensors
     from llmsize.estimate.offload import offload_speed
     from llmsize.estimate.plan import PlanInputs, make_plan
     from llmsize.estimate.speed import format_class
 
     tensors = gguf_file_tensors(model, fid)
-    found = fit_split(model, gpu, tensors, LlamaCppSettings(ctx_size=context), card_bytes)
+    from llmsize.estimate.llamacpp_plan import LlamaCppOptions, settings
+
+    found = fit_split(model, gpu, tensors, settings(engine, LlamaCppOptions(context), model.num_layers), card_bytes,
+                      moe_offload=engine != "ollama")
     if found.how == "none" or found.max_context_tokens is None or found.max_context_tokens < context:
         return None
     weights = sum(b for _, b in tensors)
@@ -131,8 +135,9 @@ def fit_models(models: list[ModelSpec], gpu: GpuSpec, runtime: str, context: int
                card_bytes: int, host: HostMemory | None = None, llama_constants=None,
                host_ram_bytes: float | None = None, one_per_model: bool = False,
                wired_limit_bytes: float | None = None, sort: str = "tok_s",
-               min_tok_s: float | None = None) -> tuple[list[FitRow], int]:
-    """(rows, how many model/format pairs could not be planned) in `sort`'s order. `host_ram_bytes` drops
+               min_tok_s: float | None = None, engine: str = "llamacpp") -> tuple[list[FitRow], int, int]:
+    """(rows, how many model/format pairs could not be planned, how many fit before --min-tok-s and
+    --one-per-model) in `sort`'s order. `host_ram_bytes` drops
     offloaded placements the host cannot hold; `one_per_model` keeps each model's most bits per weight whole on the
     card, or where no format fits whole the most bits of the offloaded ones at least half as fast as its fastest;
     `min_tok_s` drops rows expected slower (and those without an expected figure)."""
@@ -145,7 +150,7 @@ def fit_models(models: list[ModelSpec], gpu: GpuSpec, runtime: str, context: int
         for fid in _formats(runtime, m):
             try:
                 row = (_llamacpp_row(m, gpu, fid, context, host, card_bytes, llama_constants, runtimes, host_ram_bytes,
-                                     wired_limit_bytes)
+                                     wired_limit_bytes, engine)
                        if runtime == "llamacpp" else _plan_row(m, gpu, fid, context, runtime, runtimes,
                                                                wired_limit_bytes))
             except LlmsizeError:
@@ -153,6 +158,7 @@ def fit_models(models: list[ModelSpec], gpu: GpuSpec, runtime: str, context: int
                 continue
             if row is not None:
                 rows.append(replace(row, params=params_total(m)))
+    fitting = len(rows)
     if min_tok_s is not None:
         rows = [r for r in rows if r.expected_tok_s is not None and r.expected_tok_s >= min_tok_s]
     if one_per_model:
@@ -167,4 +173,4 @@ def fit_models(models: list[ModelSpec], gpu: GpuSpec, runtime: str, context: int
                 best[r.model] = r
         rows = list(best.values())
     rows.sort(key=_order(sort))
-    return rows, skipped
+    return rows, skipped, fitting

@@ -11,14 +11,19 @@ def fit_rows_to_dicts(rows) -> list[dict]:
     return [asdict(r) for r in rows]
 
 
+def _tok(x: float) -> str:
+    """A speed with a decimal below 100 tok/s (a band of 0.1-0.2 must not print as 0-0)."""
+    return f"{x:,.1f}" if x < 100 else f"{x:,.0f}"
+
+
 def render_fit(rows, gpu, runtime, context, host, skipped, total, console, sort: str = "tok_s",
-               min_tok_s: float | None = None) -> None:
+               min_tok_s: float | None = None, fitting: int | None = None, one_per_model: bool = False) -> None:
     from llmsize.render.columns import print_table
 
     where = f", host memory {host.name} ({host.bandwidth_gb_s:.1f} GB/s)" if host else ""
     cells = []
     for r in rows:
-        band = f"{r.expected_low:,.0f}-{r.expected_high:,.0f}" if r.expected_low else "-"
+        band = f"{_tok(r.expected_low)}-{_tok(r.expected_high)}" if r.expected_low else "-"
         exp = f"{r.expected_tok_s:,.1f}" if r.expected_tok_s else "-"
         cells.append([r.model, r.format.removeprefix("gguf-"), f"{r.bits_per_weight:.2f}", r.placement,
                       f"{r.context_tokens:,}" if r.context_tokens else "-",
@@ -31,8 +36,14 @@ def render_fit(rows, gpu, runtime, context, host, skipped, total, console, sort:
     for n in notes:
         console.print(f" {n}", style="dim", markup=False, highlight=False)
     order = "largest model first (--sort size)" if sort == "size" else "fastest expected first"
-    floor = f" expected at {min_tok_s:g} tok/s or more (--min-tok-s)," if min_tok_s is not None else ""
-    console.print(f"{len(rows)} of {total} fitting model/format pairs{floor} shown (--top), {order}; {skipped} "
+    kept = []
+    if min_tok_s is not None:
+        kept.append(f"expected at {min_tok_s:g} tok/s or more (--min-tok-s; rows without a figure dropped)")
+    if one_per_model:
+        kept.append("one a model (--one-per-model)")
+    what = f"{total} kept of {fitting} fitting model/format pairs ({', '.join(kept)})" if kept and fitting is not None \
+        else f"{total} fitting model/format pairs"
+    console.print(f"{len(rows)} of {what} shown (--top), {order}; {skipped} "
                   "pair(s) could not be planned. tok/s: expected decode at batch 1 (band: held-out p5-p95); bpw: bits per quantized weight (a GGUF file's "
                   "average over its quantized tensors, else the format's bits with its scales; 16-bit tensors aside); "
                   "ctx: the "

@@ -271,7 +271,8 @@ _DECODE_FITS: dict = {}  # groups that share their decode rows (vLLM and SGLang;
 
 
 TERM_WORDS = {"tile": "the tile cost", "moe": "the routed experts' costs", "prefill": "the prefill constants",
-              "alpha": "the latency per collective", "attn": "the attention cost at depth"}
+              "alpha": "the latency per collective",
+              "attn": "the attention cost at depth (its CUDA rows' where the pool has them)"}
 DEEP_TOKENS = 2048  # a decode row this deep in its context exercises the attention term
 
 
@@ -311,8 +312,10 @@ def fit_group(runtime: str, be: str, rows: list[Observed], pool: list[Observed] 
     fixed = {}
     if need.get("tile"):
         fixed["tile"] = donor.tile_cost
-    if need.get("attn"):
-        fixed["attn"] = donor.attn_cost
+    if need.get("attn"):  # from the pool's CUDA rows where it has them: the same kernels, pinned by deep rows
+        # (a pool fit whose Strix Halo rows, of no citable FP32 rate, read their depth as a slow cache priced it 0)
+        kin = [o for o in pool if backend(o.plan.gpu) == "cuda"] if be != "cuda" else []
+        fixed["attn"] = fit_group(runtime, "cuda", kin).attn_cost if kin else donor.attn_cost
     if need.get("moe"):
         fixed.update({"t_moe": donor.t_moe_layer_s, "expert": donor.expert_read_cost})
     if need.get("alpha"):  # each link the rows cross at the pool's latency (its slowest fitted one if it has none)

@@ -98,7 +98,9 @@ def render_table(rows, currency, title: str, notes: list[str], console) -> None:
     legend = ("GB/s: memory bandwidth; GiB: VRAM; max ctx: longest context one sequence can hold (K = 1,000); seqs: "
               "sequences that fit at --context; ceil b=1: batch-1 decode ceiling; expect b=1: expected batch-1 "
               "decode in the runtime (--runtime, else the format's and card's default; - where it has no figure); "
-              "tok/s agg: aggregate at --users (or what the cache holds); TTFT: time to first token")
+              "tok/s agg: the roofline's aggregate at --users (or what the cache holds); TTFT: the roofline's "
+              "time to first token (the prompt at the dense peak); `plan --gpu CARD` gives the runtime's expected "
+              "ones")
     if currency:
         legend += f"; price: {currency} per card; tok/s/k: aggregate tok/s per 1,000 {currency} of cards"
     console.print(f" {legend}.", style="dim")

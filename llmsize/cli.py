@@ -908,12 +908,20 @@ def fit_cmd(
     g = _gpu(cat, gpu)
     host = _host_memory(host_memory, host_bandwidth_gb_s, cat)
     rid = resolve_runtime(runtime)[0] if runtime else ("vllm" if g.segment == "datacenter" else "llamacpp")
-    from llmsize.estimate.expected import not_on
+    from llmsize.estimate.expected import RUNTIME_NAMES, not_on
 
     elsewhere = not_on(rid, g) if runtime else None  # a runtime named for a card it does not run on
     if elsewhere:
         raise InvalidValueError(f"--runtime {runtime} on {g.id}: {elsewhere}.", "Pick a runtime that runs there.")
     runtimes = {r.id: r for r in cat.runtimes.all()}
+    from llmsize.estimate.unified import is_unified
+
+    fit_notes = []
+    if host is not None and (rid != "llamacpp" or is_unified(g)):  # nothing of a placement goes to host memory
+        why = (f"{g.id} shares one memory between CPU and GPU" if is_unified(g)
+               else f"only llama.cpp offloads, and {RUNTIME_NAMES[rid]} is planned")
+        fit_notes.append(f"--host-memory {host.name} not used: {why}")
+        host = None
 
     class _P:  # the llama.cpp constants' lookup needs only the card
         pass
@@ -928,10 +936,10 @@ def fit_cmd(
     if as_json:
         _print_json({"gpu": g.id, "runtime": rid, "context_tokens": context,
                      "host_memory": host.name if host else None, "sort": sort.lower(), "min_tok_s": min_tok_s,
-                     "fitting": fitting, "rows": fit_rows_to_dicts(rows), "skipped": skipped})
+                     "fitting": fitting, "rows": fit_rows_to_dicts(rows), "skipped": skipped, "notes": fit_notes})
     else:
         render_fit(rows[:top], g, rid, context, host, skipped, len(rows), _console(), sort.lower(), min_tok_s,
-                   fitting, one_per_model)
+                   fitting, one_per_model, fit_notes)
 
 
 @_command()

@@ -130,3 +130,15 @@ def test_fit_under_ollama_places_as_ollama_does(run_cli):
     d = json.loads(out)
     assert row["placement"] == f"--gpu-layers {d['engine']['offload']['devices'][0]['layers']}"
     assert row["expected_tok_s"] == pytest.approx(d["expected"]["tok_s"], rel=1e-9)
+
+
+def test_fit_says_when_the_host_memory_is_not_used(run_cli):
+    """--host-memory where nothing can be offloaded (a unified machine; a runtime other than llama.cpp): a note,
+    and no host memory in the header or JSON (a review saw DDR5-6000x2 printed for an M4 Max and an H100)."""
+    for card, why in (("m4-max", "shares one memory"), ("h100-sxm", "only llama.cpp offloads")):
+        code, out, err = run_cli("fit", "--gpu", card, "--host-memory", "DDR5-6000x2", "--json")
+        assert code == 0, err
+        d = json.loads(out)
+        assert d["host_memory"] is None and any(why in n for n in d["notes"])
+        code, out, err = run_cli("fit", "--gpu", card, "--host-memory", "DDR5-6000x2", "--top", "1")
+        assert code == 0 and "not used" in out and "(96.0 GB/s)" not in out

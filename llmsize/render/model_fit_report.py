@@ -17,7 +17,8 @@ def _tok(x: float) -> str:
 
 
 def render_fit(rows, gpu, runtime, context, host, skipped, total, console, sort: str = "tok_s",
-               min_tok_s: float | None = None, fitting: int | None = None, one_per_model: bool = False) -> None:
+               min_tok_s: float | None = None, fitting: int | None = None, one_per_model: bool = False,
+               notes: list[str] | tuple[str, ...] = ()) -> None:
     from llmsize.render.columns import print_table
 
     where = f", host memory {host.name} ({host.bandwidth_gb_s:.1f} GB/s)" if host else ""
@@ -32,8 +33,7 @@ def render_fit(rows, gpu, runtime, context, host, skipped, total, console, sort:
     print_table(console, f"Models that fit {gpu.id} in {RUNTIME_NAMES[runtime]} at {context:,} tokens{where}",
                 ["model", "format", "bpw", "placement", "ctx", "host GiB", "tok/s", "band", "ceiling"], cells,
                 left=(0, 1, 3))
-    notes = sorted({r.note for r in rows if r.note})
-    for n in notes:
+    for n in [*notes, *sorted({r.note for r in rows if r.note})]:
         console.print(f" {n}", style="dim", markup=False, highlight=False)
     order = "largest model first (--sort size)" if sort == "size" else "fastest expected first"
     kept = []

@@ -100,6 +100,12 @@ def test_gpus_models_show_formats(run_cli):
     assert json.loads(out)["id"] == "h200-sxm" and json.loads(out)["sources"]
     code, out, _ = run_cli("show", "gemma-4-12b")
     assert code == 0 and "params_official_source" in out
+    # the text is the entry as YAML, unpadded: it parses back to the entry (long sources once broke it)
+    import yaml
+
+    code, out, _ = run_cli("show", "r9700")
+    assert code == 0 and not any(line.endswith(" ") for line in out.splitlines())
+    assert yaml.safe_load(out.split("\nmemory counted as")[0])["sources"][0].startswith("https://www.amd.com")
     code, out, _ = run_cli("formats", "--json")
     assert {f["id"]: f["bits_per_weight"] for f in json.loads(out)["weight_formats"]}["nvfp4"] == 4.5
 

@@ -72,10 +72,12 @@ def render_models(models: list[ModelSpec], console) -> None:
 def render_entry(entry: GpuSpec | ModelSpec, console) -> None:
     """One catalog entry as YAML-like text, with its derived figures."""
     import yaml
-    from rich.syntax import Syntax
 
     data = entry.model_dump(exclude_none=True)
-    console.print(Syntax(yaml.safe_dump(data, sort_keys=False, width=96), "yaml", word_wrap=True))
+    # as plain text: valid YAML a user can paste into a catalog file (rich's syntax view padded every line to the
+    # terminal's width and wrapped long strings where YAML cannot break them)
+    console.print(yaml.safe_dump(data, sort_keys=False, width=96).rstrip("\n"), markup=False, highlight=False,
+                  soft_wrap=True)
     if isinstance(entry, GpuSpec):
         console.print(f"memory counted as {entry.memory_bytes:,} B = {entry.memory_bytes / GiB:,.2f} GiB", style="dim")
     else:

@@ -83,8 +83,8 @@ def _weights_levers(p: dict, candidates: list[GpuSpec]) -> tuple[list[str], int]
         moved = ("the all-reduces" if fit.pp == 1 else "the stage hand-offs" if fit.tp == 1
                  else "the all-reduces and stage hand-offs")
         levers.append(f"More cards: {fit.cards} x {gpu.id}{where} (--tp {fit.tp} --pp {fit.pp}) hold it, "
-                      f"{fit.weights_per_card_bytes / GB:.1f} GB of weights per card, decoding at "
-                      f"{fit.ceiling_tok_s:,.1f} tok/s at batch 1 with {moved} over {link} costed.")
+                      f"{fit.weights_per_card_bytes / GB:.1f} GB of weights per card, a batch-1 decode ceiling of "
+                      f"{fit.ceiling_tok_s:,.1f} tok/s with {moved} over {link} costed.")
     elif p.get("card_model") is None:
         levers.append(f"More cards: no split of up to 256 x {gpu.id} holds it (or the card has no link).")
     return levers, cards

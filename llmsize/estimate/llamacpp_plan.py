@@ -166,7 +166,7 @@ def offload_lever(plan, exact, card_bytes: int, host: HostMemory | None, constan
     off = offload_speed(model, gpu, found.ledger, tensors, plan.inputs.context_tokens, host, constants,
                         gpu_step=gpu_part(plan, found.ledger, tensors, format_class))
     speed = f"{off.decode_tok_s:.1f}" if off.decode_tok_s else f"at most {off.ceiling_tok_s:.1f}"
-    return OffloadLever(words + f", decoding at {speed} tok/s with {host.name}.", split, gpu_bytes, off)
+    return OffloadLever(words + f", expected to decode at {speed} tok/s with {host.name}.", split, gpu_bytes, off)
 
 
 def with_offload(result, lp: LlamaCppPlan):

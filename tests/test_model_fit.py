@@ -108,6 +108,8 @@ def test_fit_sorts_by_size_and_drops_rows_below_a_speed(run_cli):
     code, out, err = run_cli("fit", "--gpu", "rtx4060ti16", "--sort", "size", "--one-per-model")
     assert code == 0, err
     assert "largest model first (--sort size)" in " ".join(out.split())
+    code, out, err = run_cli("fit", "--gpu", "rtx4060ti16", "--min-tok-s", "100000")
+    assert code == 0 and "none: no model/format pair is left" in out and "0 kept of" in " ".join(out.split())
     for args, needle in ((["--sort", "speed"], "--sort"), (["--min-tok-s", "-1"], "--min-tok-s"),
                          (["--min-tok-s", "nan"], "--min-tok-s")):
         code, out, err = run_cli("fit", "--gpu", "rtx4060ti16", *args)

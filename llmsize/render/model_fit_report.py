@@ -30,9 +30,14 @@ def render_fit(rows, gpu, runtime, context, host, skipped, total, console, sort:
                       f"{r.context_tokens:,}" if r.context_tokens else "-",
                       f"{r.host_bytes / 2**30:,.1f}" if r.host_bytes else "-", exp, band,
                       f"{r.ceiling_tok_s:,.1f}" if r.ceiling_tok_s else "-"])
-    print_table(console, f"Models that fit {gpu.id} in {RUNTIME_NAMES[runtime]} at {context:,} tokens{where}",
-                ["model", "format", "bpw", "placement", "ctx", "host GiB", "tok/s", "band", "ceiling"], cells,
-                left=(0, 1, 3))
+    title = f"Models that fit {gpu.id} in {RUNTIME_NAMES[runtime]} at {context:,} tokens{where}"
+    if cells:
+        print_table(console, title, ["model", "format", "bpw", "placement", "ctx", "host GiB", "tok/s", "band",
+                                     "ceiling"], cells, left=(0, 1, 3))
+    else:
+        console.print(title, style="bold")
+        console.print(" none: no model/format pair is left (lower --min-tok-s or --context, or give --host-memory "
+                      "for the offloaded ones' speed)", markup=False, highlight=False)
     for n in [*notes, *sorted({r.note for r in rows if r.note})]:
         console.print(f" {n}", style="dim", markup=False, highlight=False)
     order = "largest model first (--sort size)" if sort == "size" else "fastest expected first"

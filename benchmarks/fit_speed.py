@@ -4,6 +4,7 @@ print the held-out error table, and (with --write) write runtimes/*.yaml.
     python benchmarks/fit_speed.py            # fit, print the held-out table
     python benchmarks/fit_speed.py --write    # ... and write runtimes/*.yaml
     python benchmarks/fit_speed.py --check    # exit 1 if runtimes/*.yaml differ from a fresh fit
+    python benchmarks/fit_speed.py --sources llamacpp:rocm   # ... and that group's held-out rows by source
 
 Method. For one runtime on one backend, a decode row's step time is linear in the unknowns
     t = base + sum_c v_c x W/BW [class c] + v_kv x KV/BW + t_layer x layers + t_step + t_moe x moe_layers
@@ -68,7 +69,8 @@ MIN_ROWS_GROUP = 8  # fewer decode rows on a backend: no constants at all
 # a runtime fits constants of its own on a backend from this many decode rows and sources; below, it borrows its
 # kin's rows (BORROW) where it has kin: seven constants are not pinned by a handful of rows from one or two posts
 # and cards: vLLM's 20 ROCm rows of 2025-26 were an MI300X's (405B and gpt-oss) and a Strix Halo's, and a fit of
-# them and SGLang's held out at 53% median (its prompts at 761%): too few cards to tell the card from the engine
+# them and SGLang's held out at 52.4% median, its prompts at 760.7% (this script at c220c67): too few cards to tell
+# the card from the engine
 MIN_ROWS_OWN, MIN_SOURCES_OWN, MIN_CARDS_OWN = 20, 3, 3
 MIN_ROWS_CLASS = 6  # fewer rows (or one source) of a format class: it takes the group's default fraction
 MIN_SOURCES_CLASS = 2
@@ -284,7 +286,7 @@ def unpinned(rows: list[Observed]) -> dict[str, bool]:
     a single split would charge their cards' every other difference to the hand-offs), and the vector-unit
     attention's cost (rows DEEP_TOKENS or more into their context on a card whose FP32 rate is known, from
     MIN_SOURCES_CLASS sources: llama.cpp's ROCm rows had three, from two sources, and a fit leaving one out priced
-    attention at ~1,000 FP32 FLOPs per FLOP, the other's Llama 8B at 4,096 tokens 4.3x slower than measured)."""
+    attention from the other two alone)."""
     dec = [o for o in rows if o.step is not None]
     tiles = sum(1 for o in dec if tile_time_s(o.step, UNIT_COSTS) >= 0.05 * o.measured_s)
     splits = defaultdict(set)
@@ -313,7 +315,8 @@ def fit_group(runtime: str, be: str, rows: list[Observed], pool: list[Observed] 
     if need.get("tile"):
         fixed["tile"] = donor.tile_cost
     if need.get("attn"):  # from the pool's CUDA rows where it has them: the same kernels, pinned by deep rows
-        # (a pool fit whose Strix Halo rows, of no citable FP32 rate, read their depth as a slow cache priced it 0)
+        # (the CUDA and ROCm pool's own fit, its Strix Halo rows of no citable FP32 rate reading depth as a slow
+        # cache, priced it 0: runtimes/llamacpp.yaml at 5c13f51)
         kin = [o for o in pool if backend(o.plan.gpu) == "cuda"] if be != "cuda" else []
         fixed["attn"] = fit_group(runtime, "cuda", kin).attn_cost if kin else donor.attn_cost
     if need.get("moe"):
@@ -578,11 +581,13 @@ class HeldOut:
     ratios: list[float]  # measured rate / predicted rate
     segments: list[str] = dataclasses.field(default_factory=list)  # each row's card segment (consumer, ...)
     groups: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # each row's runtime and backend
+    sources: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # each row's source key and card
 
     def of(self, runtime: str, be: str) -> HeldOut:
         """The rows `runtime` ran on backend `be`, of a fit that pooled or borrowed others'."""
         keep = [i for i, g in enumerate(self.groups) if g == (runtime, be)]
-        return HeldOut(*([xs[i] for i in keep] for xs in (self.errors, self.ratios, self.segments, self.groups)))
+        return HeldOut(*([xs[i] for i in keep]
+                         for xs in (self.errors, self.ratios, self.segments, self.groups, self.sources)))
 
     def summary(self, band) -> dict:
         cov = sum(band[0] <= r <= band[1] for r in self.ratios) / len(self.ratios) if self.ratios else 0.0
@@ -596,7 +601,7 @@ def held_out(runtime: str, be: str, rows: list[Observed], kind: str, pool: list[
     """Leave one source out: fit on the others (and on the pool's other sources where the group borrows terms),
     predict the source's rows."""
     keys = sorted({o.source_key for o in rows})
-    ho = HeldOut([], [], [], [])
+    ho = HeldOut([], [], [], [], [])
     for k in keys:
         train = [o for o in rows if o.source_key != k]
         test = [o for o in rows if o.source_key == k and (o.step is not None) == (kind == "decode")]
@@ -609,7 +614,7 @@ def held_out(runtime: str, be: str, rows: list[Observed], kind: str, pool: list[
 
 def scored(fit: GroupFit, rows: list[Observed], into: HeldOut | None = None) -> HeldOut:
     """The fit's errors on rows it did not see."""
-    ho = into if into is not None else HeldOut([], [], [], [])
+    ho = into if into is not None else HeldOut([], [], [], [], [])
     for o in rows:
         t_hat = predict(fit, o)
         if t_hat is None:
@@ -619,6 +624,7 @@ def scored(fit: GroupFit, rows: list[Observed], into: HeldOut | None = None) -> 
         ho.errors.append(abs(1 / ratio - 1))
         ho.segments.append(o.plan.gpu.segment)
         ho.groups.append((o.runtime, backend(o.plan.gpu)))
+        ho.sources.append((o.source_key.split("::")[0], o.plan.gpu.id))
     return ho
 
 
@@ -684,7 +690,18 @@ def runtime_band(own: HeldOut, fit_rows: HeldOut):
     return (min(mine[0], theirs[0]), max(mine[1], theirs[1])) if mine else theirs
 
 
-def run(write: bool, check: bool) -> int:
+def print_sources(rt: str, be: str, ho: HeldOut) -> None:
+    """Per source and card, the held-out decode rows' measured / predicted (median, lowest, highest)."""
+    by = defaultdict(list)
+    for key, ratio in zip(ho.sources, ho.ratios):
+        by[key].append(ratio)  # measured rate / predicted rate
+    print(f"\nHeld out by source ({rt} on {BACKEND_WORDS[be]}, decode): rows, measured / predicted median, lowest, "
+          "highest")
+    for (src, card), xs in sorted(by.items(), key=lambda kv: (median(kv[1]), kv[0])):
+        print(f"{len(xs):4d} {median(xs):6.2f} {min(xs):6.2f} {max(xs):6.2f}   {src} ({card})")
+
+
+def run(write: bool, check: bool, sources: str | None = None) -> int:
     import yaml
 
     cat = Catalog()
@@ -717,7 +734,7 @@ def run(write: bool, check: bool) -> int:
                                  f"card{'s' if n_card != 1 else ''}, short of constants of its own ({MIN_ROWS_OWN} "
                                  f"rows, {MIN_SOURCES_OWN} sources, {MIN_CARDS_OWN} cards): {why}")
                 break
-    table, specs, by_segment = [], defaultdict(dict), []
+    table, specs, by_segment, per_source = [], defaultdict(dict), [], None
     for (rt, be), rows in sorted(groups.items()):
         dec = [o for o in rows if o.step is not None]
         if len(dec) < MIN_ROWS_GROUP:
@@ -771,6 +788,8 @@ def run(write: bool, check: bool) -> int:
         shown_p = own_p if own_p.errors else ho_p
         sd, sp = shown_d.summary(band), shown_p.summary(pband) if pband and shown_p.errors else None
         by_segment.append((rt, be, shown_d, shown_p))
+        if sources == f"{rt}:{be}":
+            per_source = (rt, be, shown_d)
         unscored = sum(1 for o in dec if o.runtime == rt and backend(o.plan.gpu) == be) - len(own_d.errors)
         note = f"cards {len({o.plan.gpu.id for o in rows})}, sources {len({o.source_key for o in rows})}"
         if mixed:
@@ -812,6 +831,10 @@ def run(write: bool, check: bool) -> int:
     for _, why in skipped:
         reasons[why.split(":")[0]] += 1
     print("\nSkipped rows by reason: " + "; ".join(f"{n} {w}" for w, n in sorted(reasons.items(), key=lambda x: -x[1])))
+    if per_source is not None:
+        print_sources(*per_source)
+    elif sources:
+        print(f"\n--sources {sources}: no such group (RUNTIME:BACKEND of the table above)")
     host = fit_host(cat)
     if host is not None:
         print(f"\nHost side of an offload (benchmarks/fit_host.py): {host['eta_bandwidth']:.3f} of the memory's peak, "
@@ -854,8 +877,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help="write runtimes/*.yaml")
     ap.add_argument("--check", action="store_true", help="exit 1 if runtimes/*.yaml differ from a fresh fit")
+    ap.add_argument("--sources", metavar="RUNTIME:BACKEND", help="also print that group's held-out decode rows "
+                    "by source and card (e.g. llamacpp:rocm)")
     a = ap.parse_args()
-    return run(a.write, a.check)
+    return run(a.write, a.check, a.sources)
 
 
 if __name__ == "__main__":

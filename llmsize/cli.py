@@ -908,19 +908,18 @@ def fit_cmd(
     g = _gpu(cat, gpu)
     host = _host_memory(host_memory, host_bandwidth_gb_s, cat)
     rid = resolve_runtime(runtime)[0] if runtime else ("vllm" if g.segment == "datacenter" else "llamacpp")
-    from llmsize.estimate.expected import RUNTIME_NAMES, not_on
+    from llmsize.estimate.expected import not_on
 
     elsewhere = not_on(rid, g) if runtime else None  # a runtime named for a card it does not run on
     if elsewhere:
         raise InvalidValueError(f"--runtime {runtime} on {g.id}: {elsewhere}.", "Pick a runtime that runs there.")
     runtimes = {r.id: r for r in cat.runtimes.all()}
-    from llmsize.estimate.unified import is_unified
+    from llmsize.estimate.model_fit import unused_host
 
     fit_notes = []
-    if host is not None and (rid != "llamacpp" or is_unified(g)):  # nothing of a placement goes to host memory
-        why = (f"{g.id} shares one memory between CPU and GPU" if is_unified(g)
-               else f"only llama.cpp offloads, and {RUNTIME_NAMES[rid]} is planned")
-        fit_notes.append(f"--host-memory {host.name} not used: {why}")
+    unused = unused_host(g, rid) if host is not None else None
+    if unused:
+        fit_notes.append(f"--host-memory {host.name} not used: {unused}")
         host = None
 
     class _P:  # the llama.cpp constants' lookup needs only the card

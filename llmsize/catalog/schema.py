@@ -387,7 +387,8 @@ class SpeedGroup(Strict):
     alu_ops_per_weight: float = Field(0.0, ge=0, le=1000, description="vector ops to unpack one quantized weight")
     attn_cost: float = Field(0.0, ge=0, le=1000, description="FP32-rate FLOPs per attention FLOP at decode")
     tile_cost: float = Field(0.0, ge=0, le=1000, description="dense-peak FLOPs per tile matmul FLOP at decode")
-    t_step_v0_s: Seconds = Field(0.0, description="an older engine generation's extra cost per step (vLLM V0, llama.cpp before b6327; a dataset covariate)")
+    t_step_v0_s: Seconds = Field(0.0, description="an older engine generation's extra cost per step (vLLM V0, "
+                                 "llama.cpp before b6327; a dataset covariate)")
     expert_read_cost: float = Field(0.0, ge=0, le=100, description="extra time per routed-expert byte, in units of "
                                     "its time at full bandwidth (many small expert matrices stream below a dense one)")
     t_layer_floor_s: Seconds = Field(0.0, description="the least time one layer's decode kernels take, however few "

@@ -123,6 +123,17 @@ def _keep(r: FitRow, fastest: float) -> tuple:
     return (0, -(r.host_bytes or 0))
 
 
+def unused_host(gpu: GpuSpec, runtime: str) -> str | None:
+    """Why a host memory given to `fit` plays no part (nothing of a placement goes there), or None."""
+    if is_unified(gpu):
+        return f"{gpu.id} shares one memory between CPU and GPU"
+    if runtime != "llamacpp":
+        from llmsize.estimate.expected import RUNTIME_NAMES
+
+        return f"only llama.cpp offloads, and {RUNTIME_NAMES[runtime]} is planned"
+    return None
+
+
 def _order(sort: str):
     """tok_s: fastest expected first (no figure last), then more bits; size: most parameters first, then more bits,
     then faster."""

@@ -238,11 +238,9 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     check_context(prompt)
     util_given = inputs.gpu_util is not None
     inputs, runtime, why = with_runtime_share(inputs, fmt, gpu, exact)
-    if why:
-        notes = [*(notes or []), why]
 
     weights = estimate = weight_bytes(model, fmt, scope)
-    notes = list(notes or [])
+    notes = list(notes or []) + ([why] if why else [])
     weights_read = None
     if exact is not None and fmt.id == model.release.quant and scope == model.release.scope:
         weights = exact_weight_bytes(exact, estimate)

@@ -192,7 +192,7 @@ class Constants:
     alu_ops_per_weight: float = 0.0  # vector operations to unpack one quantized weight, at the FP32 rate
     attn_cost: float = 0.0  # FP32-rate FLOPs one attention FLOP costs at decode (1 / its fraction of the rate)
     tile_cost: float = 0.0  # seconds per second of tile matmul FLOPs at the card's dense peak (1 / its fraction)
-    t_step_v0_s: float = 0.0  # an older generation's extra cost per step (engine_v0; fitted on its rows, plans pay none)
+    t_step_v0_s: float = 0.0  # an older generation's extra cost a step (engine_v0; fitted on its rows, plans pay none)
     t_prefill_layer_s: float = 0.0  # a serving engine's extra cost per layer of an eager prefill forward (TTFT only)
     moe_matmul_cost: float = 1.0  # a routed expert FLOP's cost in dense FLOPs (grouped GEMMs of few rows each)
     expert_read_cost: float = 0.0  # extra seconds per second of routed-expert bytes at full bandwidth (small matrices)

@@ -49,7 +49,8 @@ def render_fit(rows, gpu, runtime, context, host, skipped, total, console, sort:
     what = f"{total} kept of {fitting} fitting model/format pairs ({', '.join(kept)})" if kept and fitting is not None \
         else f"{total} fitting model/format pairs"
     console.print(f"{len(rows)} of {what} shown (--top), {order}; {skipped} "
-                  "pair(s) could not be planned. tok/s: expected decode at batch 1 (band: held-out p5-p95); bpw: bits per quantized weight (a GGUF file's "
+                  "pair(s) could not be planned. tok/s: expected decode at batch 1 (band: held-out p5-p95); bpw: bits "
+                  "per quantized weight (a GGUF file's "
                   "average over its quantized tensors, else the format's bits with its scales; 16-bit tensors aside); "
                   "ctx: the "
                   "longest context one sequence can hold with that placement; host GiB: what an offloaded "

@@ -31,11 +31,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import operator
 import subprocess
 import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -134,33 +137,35 @@ def observations(cat: Catalog) -> tuple[list[Observed], list[tuple[str, str]], d
 
 # ----------------------------------------------------------------------------------------------------- fit
 
-def gram(a: list[list[float]], ridge: float) -> list[list[float]]:
+def gram(a, ridge: float):
     """A^T A with the ridge on its diagonal (ridge x each column's squared norm)."""
-    n = len(a[0]) if a else 0
-    g = [[sum(r[i] * r[j] for r in a) for j in range(n)] for i in range(n)]
-    for i in range(n):
-        g[i][i] += ridge * (g[i][i] or 1.0)
+    a = np.asarray(a, dtype=float)
+    g = a.T @ a
+    d = np.diag(g).copy()
+    g[np.diag_indices_from(g)] += ridge * np.where(d != 0, d, 1.0)
     return g
 
 
-def nnls(a: list[list[float]], b: list[float], ridge: float, upper: list[float] | None = None,
-         g: list[list[float]] | None = None, x0: list[float] | None = None) -> list[float]:
+def nnls(a, b, ridge: float, upper: list[float] | None = None, g=None, x0: list[float] | None = None) -> list[float]:
     """argmin ||A x - b||^2 + ridge x sum (s_j x_j)^2 over 0 <= x <= upper, s_j the rms of column j (g: gram(a,
     ridge), when already computed). A strictly convex quadratic over a box: an active-set Newton method finds
     its minimum in a few linear solves (box_newton), then coordinate descent polishes it to the same fixed point
     as descent from x0 alone would reach (deterministic either way)."""
-    n = len(a[0]) if a else 0
-    g = g if g is not None else gram(a, ridge)
-    h = [sum(r[i] * bi for r, bi in zip(a, b)) for i in range(n)]
+    a = np.asarray(a, dtype=float)
+    n = a.shape[1] if a.size else 0
+    g = np.asarray(g if g is not None else gram(a, ridge), dtype=float)
+    h = a.T @ np.asarray(b, dtype=float)
     hi = list(upper) if upper else [math.inf] * n
     x = box_newton(g, h, hi, x0)
+    rows, hl = g.tolist(), h.tolist()  # the sweeps in plain floats: one coordinate at a time
     for _ in range(SWEEPS):
         delta = 0.0
         for i in range(n):
-            if g[i][i] <= 0:
+            gi = rows[i]
+            if gi[i] <= 0:
                 continue
-            grad = sum(g[i][j] * x[j] for j in range(n)) - h[i]
-            new = min(max(0.0, x[i] - grad / g[i][i]), hi[i])
+            grad = sum(map(operator.mul, gi, x)) - hl[i]
+            new = min(max(0.0, x[i] - grad / gi[i]), hi[i])
             delta = max(delta, abs(new - x[i]))
             x[i] = new
         if delta < 1e-12:
@@ -171,26 +176,29 @@ def nnls(a: list[list[float]], b: list[float], ridge: float, upper: list[float] 
 def box_newton(g: list[list[float]], h: list[float], hi: list[float], x0: list[float] | None) -> list[float]:
     """min x'Gx/2 - h'x over 0 <= x <= hi (G positive definite): Newton steps on the variables that are not held
     at a bound by their gradient, each step cut at the first bound it would cross (an active-set method)."""
-    import numpy as np
-
     G, hv, up = np.array(g, dtype=float), np.array(h, dtype=float), np.array(hi, dtype=float)
     x = np.clip(np.array(x0, dtype=float) if x0 is not None else np.zeros(len(hv)), 0.0, up)
     for _ in range(20 * len(hv) + 20):
         grad = G @ x - hv
         held = ((x <= 0.0) & (grad >= 0)) | ((x >= up) & (grad <= 0))
-        free = np.flatnonzero(~held)
+        while True:  # a free variable at a bound the Newton step would push out of the box is held too
+            free = np.flatnonzero(~held)
+            if not len(free):
+                break
+            rows = G[free]
+            target = x.copy()
+            target[free] = np.linalg.solve(rows[:, free], hv[free] - rows[:, held] @ x[held])
+            step = target - x
+            out = ((x <= 0.0) & (step < 0)) | ((x >= up) & (step > 0))
+            if not np.any(out):
+                break
+            held = held | out
         if not len(free):
             break
-        fixed = np.flatnonzero(held)
-        target = x.copy()
-        target[free] = np.linalg.solve(G[np.ix_(free, free)], hv[free] - G[np.ix_(free, fixed)] @ x[fixed])
-        step = target - x
-        t = 1.0
-        for i in free:
-            if step[i] < 0:
-                t = min(t, -x[i] / step[i])
-            elif step[i] > 0 and math.isfinite(up[i]):
-                t = min(t, (up[i] - x[i]) / step[i])
+        down = free[step[free] < 0]  # the first bound the step would cross, on the free variables
+        rise = free[(step[free] > 0) & np.isfinite(up[free])]
+        t = min(1.0, float(np.min(-x[down] / step[down], initial=1.0)),
+                float(np.min((up[rise] - x[rise]) / step[rise], initial=1.0)))
         x = np.clip(x + t * step, 0.0, up)
         if t >= 1.0:
             grad = G @ x - hv
@@ -434,29 +442,32 @@ class DecodeSystem:
         self.fixed = dict(fixed or {})
         for name in self.fixed:
             self.upper[self.names.index(name)] = 0.0
-        self.gram = gram(self.a, RIDGE)
+        self.A = np.array(self.a, dtype=float).reshape(len(self.a), len(self.names))
+        self.gram = gram(self.A, RIDGE)
+        # per row: the ceiling's step, the weights' time at full bandwidth, layers, measured time (target's inputs)
+        self.base_s = np.array([ceiling_step_s(o.step) for o in dec])
+        self.w_bw_s = np.array([o.step.weight_bytes / o.step.bandwidth_bytes_per_s for o in dec])
+        self.layers = np.array([float(o.step.layers) for o in dec])
+        self.t_s = np.array([o.measured_s for o in dec])
 
-    def target(self, floor_s: float, eta_of) -> list[float]:
+    def target(self, floor_s: float, eta_of) -> np.ndarray:
         """1 - (the ceiling's step + what the kernel floor adds) / measured, per row."""
-        b = []
-        for o in self.dec:
-            x, t = o.step, o.measured_s
-            w_bw = x.weight_bytes / x.bandwidth_bytes_per_s
-            base = ceiling_step_s(x)
-            if floor_s and x.layers:
-                eta = eta_of(x.format_class) if eta_of else 1.0
-                base += x.layers * max(0.0, floor_s - w_bw / eta / x.layers)
-            b.append(1 - base / t)
+        base = self.base_s
+        if floor_s:
+            eta = np.array([eta_of(o.step.format_class) for o in self.dec]) if eta_of else 1.0
+            per_layer = np.divide(self.w_bw_s / eta, self.layers, out=np.zeros_like(self.layers),
+                                  where=self.layers > 0)
+            base = base + self.layers * np.maximum(0.0, floor_s - per_layer)
+        b = 1 - base / self.t_s
         for name, value in self.fixed.items():  # a held term's share of each row's time, out of the target
-            j = self.names.index(name)
-            b = [bi - r[j] * value for bi, r in zip(b, self.a)]
+            b = b - self.A[:, self.names.index(name)] * value
         return b
 
     def solve(self, floor_s: float, eta_of, x0: list[float] | None) -> tuple[list[float], float]:
         """The unknowns at this floor and their squared relative error (without the ridge)."""
         b = self.target(floor_s, eta_of)
-        x = nnls(self.a, b, RIDGE, self.upper, g=self.gram, x0=x0) if self.a else [0.0] * len(self.names)
-        err = sum((sum(ai * xi for ai, xi in zip(r, x)) - bi) ** 2 for r, bi in zip(self.a, b))
+        x = nnls(self.A, b, RIDGE, self.upper, g=self.gram, x0=x0) if self.a else [0.0] * len(self.names)
+        err = float(np.sum((self.A @ np.array(x) - b) ** 2)) if self.a else 0.0
         return x, err
 
     def fit(self, runtime: str, be: str, x: list[float], floor_s: float) -> GroupFit:

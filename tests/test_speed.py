@@ -59,7 +59,7 @@ def test_every_row_is_sourced_and_its_figure_is_in_its_excerpt(data):
         assert f.source.url.startswith(("https://", "http://")), stem
         for r in f.rows:
             text = " ".join(r.verbatim) if isinstance(r.verbatim, list) else r.verbatim
-            for v in (r.tok_s, r.ms_per_token, r.ttft_ms, r.ttft_s, r.s_per_token):
+            for v in (r.tok_s, r.ms_per_token, r.ttft_ms, r.ttft_s, r.s_per_token, r.request_s):
                 assert v is None or figure_in(v, text), (stem, v)
 
 

@@ -64,8 +64,11 @@ class Row(Strict):
     ttft_s: float | None = Field(None, strict=True, gt=0, le=1e5, description="a TTFT the source prints in seconds")
     s_per_token: float | None = Field(None, strict=True, gt=0, le=1e3,
                                       description="a time per output token (TPOT, ITL) the source prints in seconds")
-    rate_includes_prefill: bool = Field(False, strict=True, description="tok_s is the generated tokens over the "
-                                        "whole request's time, the prompt's prefill included")
+    request_s: float | None = Field(None, strict=True, gt=0, le=1e6, description="a whole request's time the "
+                                    "source prints in seconds (vLLM's benchmark_latency: the prompt's prefill and "
+                                    "gen_tokens steps of the batch), with rate_includes_prefill")
+    rate_includes_prefill: bool = Field(False, strict=True, description="tok_s (or request_s) is the generated "
+                                        "tokens over the whole request's time, the prompt's prefill included")
     verbatim: str | list[str] = Field(description="the exact excerpt(s) holding the figures")
     where: str | None = None
     url: str | None = Field(None, pattern=r"^https?://", description="the row's own post or comment, if not the file's")
@@ -75,8 +78,14 @@ class Row(Strict):
     def _figure(self):
         if self.card_id and self.card_any_of:
             raise ValueError("card_id names the card; card_any_of is for a card the source leaves ambiguous")
-        if all(v is None for v in (self.tok_s, self.ms_per_token, self.ttft_ms, self.ttft_s, self.s_per_token)):
-            raise ValueError("a row needs tok_s, ms_per_token or s_per_token, or ttft_ms or ttft_s")
+        if all(v is None for v in (self.tok_s, self.ms_per_token, self.ttft_ms, self.ttft_s, self.s_per_token,
+                                   self.request_s)):
+            raise ValueError("a row needs tok_s, ms_per_token or s_per_token, ttft_ms or ttft_s, or request_s")
+        if self.request_s is not None and not (self.kind == "decode" and self.gen_tokens and self.rate_includes_prefill
+                                               and self.tok_s is None and self.ms_per_token is None
+                                               and self.s_per_token is None):
+            raise ValueError("request_s is a decode row's whole request: with gen_tokens, rate_includes_prefill, "
+                             "and no other decode figure")
         if self.ttft_ms is not None and self.ttft_s is not None or \
                 self.ms_per_token is not None and self.s_per_token is not None:
             raise ValueError("give a figure in the unit the source prints it, once (ms or s)")
@@ -85,8 +94,8 @@ class Row(Strict):
         if self.input_tokens_total is not None and self.prompt_tokens is not None:
             raise ValueError("give prompt_tokens or the printed input_tokens_total and requests, not both")
         text = " | ".join(self.verbatim) if isinstance(self.verbatim, list) else self.verbatim
-        for v in (self.tok_s, self.ms_per_token, self.ttft_ms, self.ttft_s, self.s_per_token, self.input_tokens_total,
-                  self.requests):
+        for v in (self.tok_s, self.ms_per_token, self.ttft_ms, self.ttft_s, self.s_per_token, self.request_s,
+                  self.input_tokens_total, self.requests):
             if v is not None and not figure_in(v, text):
                 raise ValueError(f"figure {v} does not appear in the verbatim excerpt {self.verbatim!r}")
         return self
@@ -119,6 +128,8 @@ class Row(Strict):
                 return self.prompt_length / self.tok_s
             ttft = self.ttft_s if self.ttft_s is not None else self.ttft_ms / 1000 if self.ttft_ms else None
             return ttft if ttft and self.batch == 1 else None
+        if self.request_s is not None:  # each sequence of the batch generates gen_tokens in the request's time
+            return self.request_s / self.gen_tokens
         if self.tok_s is None and self.ms_per_token is None and self.s_per_token is None:
             return None
         if self.ms_per_token is not None:

@@ -173,37 +173,39 @@ def nnls(a, b, ridge: float, upper: list[float] | None = None, g=None, x0: list[
     return x
 
 
-def box_newton(g: list[list[float]], h: list[float], hi: list[float], x0: list[float] | None) -> list[float]:
-    """min x'Gx/2 - h'x over 0 <= x <= hi (G positive definite): Newton steps on the variables that are not held
-    at a bound by their gradient, each step cut at the first bound it would cross (an active-set method)."""
+def box_newton(g, h, hi: list[float], x0: list[float] | None) -> list[float]:
+    """min x'Gx/2 - h'x over 0 <= x <= hi (G positive definite), by a primal active-set method: the variables on
+    a bound are held there and the rest take the Newton point of the free ones; a step that would leave the box
+    stops at the first bound it meets, which holds that variable; at the Newton point, the held variable whose
+    gradient pulls it inward the most is freed; none: the point is the minimum (each bound's multiplier has the
+    right sign). Finite for a strictly convex quadratic (the objective falls at every change of the held set)."""
     G, hv, up = np.array(g, dtype=float), np.array(h, dtype=float), np.array(hi, dtype=float)
     x = np.clip(np.array(x0, dtype=float) if x0 is not None else np.zeros(len(hv)), 0.0, up)
+    held = (x <= 0.0) | (x >= up)
     for _ in range(20 * len(hv) + 20):
-        grad = G @ x - hv
-        held = ((x <= 0.0) & (grad >= 0)) | ((x >= up) & (grad <= 0))
-        while True:  # a free variable at a bound the Newton step would push out of the box is held too
-            free = np.flatnonzero(~held)
-            if not len(free):
-                break
+        free = np.flatnonzero(~held)
+        target = x.copy()
+        if len(free):
             rows = G[free]
-            target = x.copy()
             target[free] = np.linalg.solve(rows[:, free], hv[free] - rows[:, held] @ x[held])
-            step = target - x
-            out = ((x <= 0.0) & (step < 0)) | ((x >= up) & (step > 0))
-            if not np.any(out):
-                break
-            held = held | out
-        if not len(free):
-            break
-        down = free[step[free] < 0]  # the first bound the step would cross, on the free variables
+        step = target - x
+        down = free[step[free] < 0]  # the first bound the step meets, on the free variables
         rise = free[(step[free] > 0) & np.isfinite(up[free])]
-        t = min(1.0, float(np.min(-x[down] / step[down], initial=1.0)),
-                float(np.min((up[rise] - x[rise]) / step[rise], initial=1.0)))
-        x = np.clip(x + t * step, 0.0, up)
-        if t >= 1.0:
-            grad = G @ x - hv
-            if not np.any((~held) & (((x <= 0.0) & (grad < 0)) | ((x >= up) & (grad > 0)))):
-                break
+        t_down, t_rise = -x[down] / step[down], (up[rise] - x[rise]) / step[rise]
+        t = min(1.0, float(np.min(t_down, initial=1.0)), float(np.min(t_rise, initial=1.0)))
+        if t < 1.0:  # stop on the bound and hold it
+            x = np.clip(x + t * step, 0.0, up)
+            hit = np.concatenate([down[t_down <= t], rise[t_rise <= t]])
+            x[down[t_down <= t]] = 0.0
+            x[rise[t_rise <= t]] = up[rise[t_rise <= t]]
+            held[hit] = True
+            continue
+        x = np.clip(target, 0.0, up)
+        grad = G @ x - hv  # a held variable's multiplier: the gradient's pull inward (down from 0, up from hi)
+        pull = np.where(held & (x <= 0.0), -grad, 0.0) + np.where(held & (x >= up), grad, 0.0)
+        if not np.any(pull > 0):
+            break
+        held[int(np.argmax(pull))] = False
     return [float(v) for v in x]
 
 

@@ -80,6 +80,53 @@ def test_a_row_whose_figure_is_not_in_its_excerpt_is_refused():
         Row(**base, tok_s=158.5, verbatim="| Inference tok/s | 158.4 |")
 
 
+def test_a_whole_requests_printed_time_is_a_step_over_its_generated_tokens():
+    """vLLM's benchmark_latency prints a request's seconds (AMD's MI300X table: Llama 3.1 70B FP8, TP 8, batch 1,
+    128 in, 2,048 out, 17.236 s): the row keeps it as printed and its step is 17.236 / 2,048 = 8.416 ms for each
+    sequence of the batch; the prompt's prefill rides inside it, so the row says so and the fit's 1,024-token rule
+    applies; without its generated tokens, or beside another decode figure, it is refused."""
+    from llmsize.estimate.observed import INCLUDED_PREFILL_MAX_TOKENS
+
+    base = dict(card="MI300X", model="Llama 3.1 70B", format="FP8", test="benchmark_latency", kind="decode",
+                gen_tokens=2048, prompt_tokens=128, verbatim="| | | | 8 | 128 | 2048 | 17.236 |")
+    r = Row(**base, batch=1, request_s=17.236, rate_includes_prefill=True)
+    assert r.step_time_s == pytest.approx(17.236 / 2048) and r.tok_s_per_sequence == pytest.approx(2048 / 17.236)
+    assert Row(**base, batch=8, request_s=17.236, rate_includes_prefill=True).step_time_s == pytest.approx(
+        0.0084160156)
+    for bad in (dict(rate_includes_prefill=False), dict(gen_tokens=None), dict(tok_s=17.236),
+                dict(kind="prefill")):
+        with pytest.raises(ValueError, match="request_s"):
+            Row(**{**base, "batch": 1, "request_s": 17.236, "rate_includes_prefill": True, **bad})
+    with pytest.raises(ValueError, match="does not appear"):
+        Row(**base, batch=1, request_s=17.237, rate_includes_prefill=True)
+    assert INCLUDED_PREFILL_MAX_TOKENS < 2048  # the table's 2,048-token prompts leave the fit
+
+
+def test_the_box_solver_reaches_the_constrained_minimum_from_a_cold_start():
+    """fit_speed's nnls: min |Ax - b|^2 + ridge over 0 <= x <= upper. On random problems with a third of the
+    unknowns pinned at each bound, box_newton alone (no polishing) meets the optimality conditions: zero gradient
+    where x is inside, a gradient pushing outward where x sits on a bound; and nnls returns the same point."""
+    import numpy as np
+
+    import fit_speed
+
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        n = int(rng.integers(4, 24))
+        a = rng.normal(size=(3 * n, n)) * rng.uniform(1e-3, 1e2, size=n)  # columns of very different scales
+        b = a @ rng.normal(size=n) + rng.normal(size=3 * n)
+        upper = [float(u) if k % 3 else np.inf for k, u in enumerate(rng.uniform(0.1, 2.0, size=n))]
+        g = fit_speed.gram(a, fit_speed.RIDGE)
+        h = a.T @ b
+        x = np.array(fit_speed.box_newton(g, h, upper, None))
+        grad, up = g @ x - h, np.array(upper)
+        scale = np.abs(h).max()
+        inside = (x > 1e-12) & (x < up - 1e-12)
+        assert np.all(np.abs(grad[inside]) <= 1e-8 * scale)
+        assert np.all(grad[x <= 1e-12] >= -1e-8 * scale) and np.all(grad[x >= up - 1e-12] <= 1e-8 * scale)
+        assert np.allclose(fit_speed.nnls(a, b, fit_speed.RIDGE, upper), x, rtol=1e-6, atol=1e-9)
+
+
 def test_a_card_the_source_leaves_ambiguous_counts_only_where_its_variants_agree(catalog):
     """M2 Ultra (60- or 76-core GPU, both 800 GB/s): its decode rows count, its prefill rows do not; an "A100 80GB"
     (SXM 2,039 GB/s or PCIe 1,935 GB/s: 5.4% apart) counts for decode as the faster one, so the ceiling test

@@ -465,6 +465,23 @@ def test_every_runtime_and_card_class_gives_a_figure_or_a_reason(run_cli):
             assert code == 0, (runtime, card, err)
             e = json.loads(out)["expected"]
             assert (e["tok_s"] or 0) > 0 or e["reason"], (runtime, card)
+            assert e["tok_s"] is None or (e["ttft_s"] or 0) > 0 or e["ttft_reason"], (runtime, card)
+
+
+def test_a_missing_time_to_first_token_says_which_input_is_missing(run_cli):
+    """The M4 Max with a 32-core GPU has no citable dense rate in the catalog (its dense_tflops are null): decode
+    has a figure (bytes), the prompt none (FLOPs), and the report and JSON say it is the card's rate that is
+    missing, not the runtime's measurements; the 40-core M4 Max (FP32 18.4 TFLOPS) has a time to first token."""
+    code, out, err = run_cli("plan", "gpt-oss-20b", "--gpu", "m4-max-32", "--quant", "gguf-mxfp4_moe")
+    assert code == 0, err
+    text = " ".join(out.split())
+    assert "time to first token no figure: the catalog has no dense matmul rate for this card" in text
+    code, out, err = run_cli("plan", "gpt-oss-20b", "--gpu", "m4-max-32", "--quant", "gguf-mxfp4_moe", "--json")
+    e = json.loads(out)["expected"]
+    assert e["tok_s"] > 0 and e["ttft_s"] is None and "dense matmul rate" in e["ttft_reason"]
+    code, out, err = run_cli("plan", "gpt-oss-20b", "--gpu", "m4-max", "--quant", "gguf-mxfp4_moe", "--json")
+    e = json.loads(out)["expected"]
+    assert e["ttft_s"] > 0 and e["ttft_reason"] is None
 
 
 def test_compare_has_a_sortable_expected_column(run_cli):

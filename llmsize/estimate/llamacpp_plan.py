@@ -11,7 +11,7 @@ from llmsize.errors import InvalidValueError
 from llmsize.estimate.host_memory import HostMemory
 from llmsize.estimate.llamacpp_fit import FitResult, fit_split
 from llmsize.estimate.llamacpp_memory import LlamaCppLedger, LlamaCppSettings, gguf_file_tensors, llamacpp_ledger
-from llmsize.estimate.offload import OffloadSpeed, gpu_part, offload_speed
+from llmsize.estimate.offload import OFFLOAD_MIN_BATCH, OffloadSpeed, gpu_part, offload_speed
 
 
 @dataclass(frozen=True)
@@ -198,6 +198,10 @@ def with_offload(result, lp: LlamaCppPlan):
         notes.append(f"decode at batch {e.batch} is not estimated with part of the model on the host (the experts "
                      "a batch routes there grow with it)")
     ttft = ttft_low = ttft_high = None
+    ttft_reason = (e.ttft_reason if e.ttft_s is None else
+                   "the card's PCIe link rate is not in the catalog, and the host's weights cross it once per ubatch"
+                   if not off.pcie_gb_s else f"a prompt shorter than {OFFLOAD_MIN_BATCH} tokens runs the host's "
+                   "layers on the CPU, which is not estimated")
     if off.prefill_s is not None and e.ttft_s:
         ttft = off.prefill_s
         ttft_low, ttft_high = ttft * e.ttft_s_low / e.ttft_s, ttft * e.ttft_s_high / e.ttft_s
@@ -210,7 +214,8 @@ def with_offload(result, lp: LlamaCppPlan):
         e, tok_s=off.decode_tok_s, tok_s_low=off.decode_tok_s_low, tok_s_high=off.decode_tok_s_high,
         aggregate_tok_s=off.decode_tok_s if one else None, aggregate_tok_s_low=off.decode_tok_s_low if one else None,
         aggregate_tok_s_high=off.decode_tok_s_high if one else None, ttft_s=ttft, ttft_s_low=ttft_low,
-        ttft_s_high=ttft_high, spec_tok_s=None, spec_tok_s_low=None, spec_tok_s_high=None,
+        ttft_s_high=ttft_high, ttft_reason=None if ttft else ttft_reason, spec_tok_s=None, spec_tok_s_low=None,
+        spec_tok_s_high=None,
         terms_s={"GPU part": off.gpu_time_s, "host part": off.host_time_s, "hand-offs": off.handoff_time_s},
         basis=f"{e.basis} (the GPU part); {off.host_costing[0].lower() + off.host_costing[1:]}",
         ceiling_tok_s=off.ceiling_tok_s, notes=(*(n for n in e.notes if n != NOT_FIT_NOTE), *notes)))

@@ -330,6 +330,17 @@ def prefill_parts_s(x: PrefillInputs, c: Constants) -> tuple[float, float, float
     return compute * f, weights * f, fixed * f
 
 
+def prefill_missing(x: PrefillInputs, c: Constants) -> str | None:
+    """Why prefill_parts_s has no figure for this prompt (None: it has one)."""
+    if not x.peak_flop_per_s:
+        return ("the catalog has no dense matmul rate for this card (no citable figure), and a prompt's time is "
+                "its FLOPs")
+    if not c.eta_p(x.format_class):
+        return (f"no published prompt measurements of this runtime on {c.backend.upper()} cards to fit its share "
+                "of the peak")
+    return None
+
+
 def prefill_time_s(x: PrefillInputs, c: Constants, prompts_per_forward: int = 1) -> float | None:
     """Seconds one prompt costs, prefilled in a forward with prompts_per_forward - 1 others of its length, which
     share the weights' read and the fixed costs: max(compute, weights / k) + fixed / k (k = 1: the prompt alone,
@@ -388,6 +399,7 @@ class Expected:
     spec_tok_s_low: float | None = None
     spec_tok_s_high: float | None = None
     ceiling_tok_s: float | None = None  # batch 1's ceiling: the plan's, or a partial offload's
+    ttft_reason: str | None = None  # why there is no time to first token, where there is none
 
 
 def expected_speed(step1: StepInputs, stepb: StepInputs, pre: PrefillInputs, c: Constants, ceiling_tok_s: float,
@@ -416,4 +428,5 @@ def expected_speed(step1: StepInputs, stepb: StepInputs, pre: PrefillInputs, c: 
         ttft_s_low=ttft / pf / phi if ttft else None,  # a faster prefill (ratio p90) is a shorter TTFT
         ttft_s_high=ttft / pf / plo if ttft else None,
         basis=basis, terms_s=decode_terms_s(step1, c), ceiling_tok_s=ceiling_tok_s,
+        ttft_reason=None if ttft else prefill_missing(pre, c),
         notes=notes + ((calibration.extrapolation,) if calibration and calibration.extrapolation else ()))

@@ -18,7 +18,8 @@ def expected_to_dict(r: ExpectedResult) -> dict:
     return {**d, "backend": e.backend, "tok_s": e.tok_s, "tok_s_low": e.tok_s_low, "tok_s_high": e.tok_s_high,
             "batch": e.batch, "aggregate_tok_s": e.aggregate_tok_s, "aggregate_tok_s_low": e.aggregate_tok_s_low,
             "aggregate_tok_s_high": e.aggregate_tok_s_high, "ttft_s": e.ttft_s, "ttft_s_low": e.ttft_s_low,
-            "ttft_s_high": e.ttft_s_high, "spec_tok_s": e.spec_tok_s, "spec_tok_s_low": e.spec_tok_s_low,
+            "ttft_s_high": e.ttft_s_high, "ttft_reason": e.ttft_reason, "spec_tok_s": e.spec_tok_s,
+            "spec_tok_s_low": e.spec_tok_s_low,
             "spec_tok_s_high": e.spec_tok_s_high, "ceiling_tok_s": e.ceiling_tok_s, "basis": e.basis,
             "step_terms_s": e.terms_s,
             "notes": list(e.notes)}
@@ -49,8 +50,7 @@ def render_expected(r: ExpectedResult, plan, c: Console) -> None:
         c.print(f"  time to first token  {_ms(e.ttft_s)} for {plan.prompt_tokens:,} tokens (band "
                 f"{_ms(e.ttft_s_low)}-{_ms(e.ttft_s_high)})")
     else:
-        c.print("  time to first token  no figure: the card's dense peak or this runtime's prefill measurements "
-                "are missing")
+        _wrapped(c, f"time to first token  no figure: {e.ttft_reason or 'not estimated'}.")
     t = e.terms_s
     total = sum(t.values())
     _terms(c, f"batch-1 step {_ms(total)} = ", [f"{k} {_ms(v)}" for k, v in t.items() if v > 0])

@@ -336,8 +336,7 @@ def prefill_missing(x: PrefillInputs, c: Constants) -> str | None:
         return ("the catalog has no dense matmul rate for this card (no citable figure), and a prompt's time is "
                 "its FLOPs")
     if not c.eta_p(x.format_class):
-        return (f"no published prompt measurements of this runtime on {c.backend.upper()} cards to fit its share "
-                "of the peak")
+        return "no published prompt measurements of this runtime on this card's backend to fit its share of the peak"
     return None
 
 

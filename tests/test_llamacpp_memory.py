@@ -456,6 +456,11 @@ def test_an_offloaded_plan_expects_the_offloads_speed(run_cli):
     assert code == 0, err
     block = out[out.index("Expected in llama.cpp"):]
     assert f"{off['decode_tok_s']:,.1f} tok/s" in block and "decode, batch 4      not estimated" in block
+    # a 16-token prompt is below the offload batch (32): the host's layers run on the CPU, not costed, and said so
+    code, out, err = run_cli(*base, "--cpu-moe", "--prompt", "16")
+    e = json.loads(out)["expected"]
+    assert code == 0 and e["ttft_s"] is None and "shorter than 32 tokens" in e["ttft_reason"]
+    assert whole["ttft_reason"] is None  # a figure, so no reason
 
 
 def test_host_platforms_are_sourced_and_their_peaks_add_up(catalog, run_cli):

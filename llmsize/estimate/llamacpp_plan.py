@@ -198,10 +198,13 @@ def with_offload(result, lp: LlamaCppPlan):
         notes.append(f"decode at batch {e.batch} is not estimated with part of the model on the host (the experts "
                      "a batch routes there grow with it)")
     ttft = ttft_low = ttft_high = None
-    ttft_reason = (e.ttft_reason if e.ttft_s is None else
-                   "the card's PCIe link rate is not in the catalog, and the host's weights cross it once per ubatch"
-                   if not off.pcie_gb_s else f"a prompt shorter than {OFFLOAD_MIN_BATCH} tokens runs the host's "
-                   "layers on the CPU, which is not estimated")
+    if e.ttft_s is None:  # why the offload has no time to first token, where it has none
+        ttft_reason = e.ttft_reason
+    elif not off.pcie_gb_s:
+        ttft_reason = "the card's PCIe link rate is not in the catalog, and the host's weights cross it once per ubatch"
+    else:
+        ttft_reason = (f"a prompt shorter than {OFFLOAD_MIN_BATCH} tokens runs the host's layers on the CPU, which "
+                       "is not estimated")
     if off.prefill_s is not None and e.ttft_s:
         ttft = off.prefill_s
         ttft_low, ttft_high = ttft * e.ttft_s_low / e.ttft_s, ttft * e.ttft_s_high / e.ttft_s

@@ -312,14 +312,25 @@ def score_time_s(x: PrefillInputs, c: Constants) -> float:
     return x.score_bytes / (x.bandwidth_bytes_per_s * c.eta_kv)
 
 
+def prefill_missing(x: PrefillInputs, c: Constants) -> str | None:
+    """Why a prompt has no time here (None: it has one): the card's dense rate or the runtime's prefill
+    fraction missing."""
+    if not x.peak_flop_per_s:
+        return ("the catalog has no dense matmul rate for this card (no citable figure), and a prompt's time is "
+                "its FLOPs")
+    if not c.eta_p(x.format_class):
+        return "no published prompt measurements of this runtime on this card's backend to fit its share of the peak"
+    return None
+
+
 def prefill_parts_s(x: PrefillInputs, c: Constants) -> tuple[float, float, float] | None:
     """The prompt's compute (FLOPs at the runtime's fraction of the peak), its weights' read, and the forward's
     fixed costs (per layer, per step, the collectives), in seconds, each shortened by the pipeline where the
     runtime pipelines the prompt over its stages (pipeline_factor); None when the card's peak or the runtime's
     prefill constant is unknown."""
-    eta = c.eta_p(x.format_class)
-    if not x.peak_flop_per_s or not eta:
+    if prefill_missing(x, c):
         return None
+    eta = c.eta_p(x.format_class)
     compute = (x.flops + (c.moe_matmul_cost - 1) * x.expert_flops) / (x.peak_flop_per_s * eta)
     compute += score_time_s(x, c)
     weights = x.weight_bytes / (x.bandwidth_bytes_per_s * c.eta_w(x.format_class))
@@ -328,16 +339,6 @@ def prefill_parts_s(x: PrefillInputs, c: Constants) -> tuple[float, float, float
         fixed += x.collectives * _alpha(c, x.link) + x.comm_time_s
     f = pipeline_factor(x)
     return compute * f, weights * f, fixed * f
-
-
-def prefill_missing(x: PrefillInputs, c: Constants) -> str | None:
-    """Why prefill_parts_s has no figure for this prompt (None: it has one)."""
-    if not x.peak_flop_per_s:
-        return ("the catalog has no dense matmul rate for this card (no citable figure), and a prompt's time is "
-                "its FLOPs")
-    if not c.eta_p(x.format_class):
-        return "no published prompt measurements of this runtime on this card's backend to fit its share of the peak"
-    return None
 
 
 def prefill_time_s(x: PrefillInputs, c: Constants, prompts_per_forward: int = 1) -> float | None:

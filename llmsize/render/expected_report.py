@@ -19,10 +19,8 @@ def expected_to_dict(r: ExpectedResult) -> dict:
             "batch": e.batch, "aggregate_tok_s": e.aggregate_tok_s, "aggregate_tok_s_low": e.aggregate_tok_s_low,
             "aggregate_tok_s_high": e.aggregate_tok_s_high, "ttft_s": e.ttft_s, "ttft_s_low": e.ttft_s_low,
             "ttft_s_high": e.ttft_s_high, "ttft_reason": e.ttft_reason, "spec_tok_s": e.spec_tok_s,
-            "spec_tok_s_low": e.spec_tok_s_low,
-            "spec_tok_s_high": e.spec_tok_s_high, "ceiling_tok_s": e.ceiling_tok_s, "basis": e.basis,
-            "step_terms_s": e.terms_s,
-            "notes": list(e.notes)}
+            "spec_tok_s_low": e.spec_tok_s_low, "spec_tok_s_high": e.spec_tok_s_high, "ceiling_tok_s": e.ceiling_tok_s,
+            "basis": e.basis, "step_terms_s": e.terms_s, "notes": list(e.notes)}
 
 
 def _ms(s: float) -> str:

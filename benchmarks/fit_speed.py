@@ -4,7 +4,7 @@ print the held-out error table, and (with --write) write runtimes/*.yaml.
     python benchmarks/fit_speed.py            # fit, print the held-out table
     python benchmarks/fit_speed.py --write    # ... and write runtimes/*.yaml
     python benchmarks/fit_speed.py --check    # exit 1 if runtimes/*.yaml differ from a fresh fit
-    python benchmarks/fit_speed.py --sources llamacpp:rocm   # ... and that group's held-out rows by source
+    python benchmarks/fit_speed.py --sources llamacpp:rocm   # ... and its held-out rows, by source and one by one
 
 Method. For one runtime on one backend, a decode row's step time is linear in the unknowns
     t = base + sum_c v_c x W/BW [class c] + v_kv x KV/BW + t_layer x layers + t_step + t_moe x moe_layers
@@ -406,7 +406,7 @@ class DecodeSystem:
             [f"alpha:{k}" for k in self.links] + ["alu", "attn", "tile", "v0", "expert", "act_quant"] + \
             [f"t_layer:{k}" for k in self.own_kernels] + [f"t_step:{r}" for r in self.own_fixed] + \
             [f"v_be:{b}" for b in self.backends]
-        self.dec, self.a = dec, []
+        self.dec, rows_a = dec, []
         for o in dec:
             x, t = o.step, o.measured_s
             w_bw, kv_bw = x.weight_bytes / x.bandwidth_bytes_per_s, x.kv_bytes / x.bandwidth_bytes_per_s
@@ -425,7 +425,7 @@ class DecodeSystem:
             row += [x.layers if kern == k else 0.0 for k in self.own_kernels]
             row += [1.0 if o.runtime == r else 0.0 for r in self.own_fixed]
             row += [w_bw + kv_bw if backend(o.plan.gpu) == b else 0.0 for b in self.backends]
-            self.a.append([r / t for r in row])
+            rows_a.append([r / t for r in row])
         # fractions stay >= ETA_MIN (v <= 1/ETA_MIN - 1): a term the rows cannot pin must not swallow the others
         self.upper = [1 / ETA_MIN - 1 if n.startswith("v") else math.inf for n in self.names]  # v_be: too
         # the cache's own fraction is fitted only where one source measured the same run at two depths >= 2K
@@ -444,7 +444,7 @@ class DecodeSystem:
         self.fixed = dict(fixed or {})
         for name in self.fixed:
             self.upper[self.names.index(name)] = 0.0
-        self.A = np.array(self.a, dtype=float).reshape(len(self.a), len(self.names))
+        self.A = np.array(rows_a, dtype=float).reshape(len(rows_a), len(self.names))
         self.gram = gram(self.A, RIDGE)
         # per row: the ceiling's step, the weights' time at full bandwidth, layers, measured time (target's inputs)
         self.base_s = np.array([ceiling_step_s(o.step) for o in dec])
@@ -468,8 +468,8 @@ class DecodeSystem:
     def solve(self, floor_s: float, eta_of, x0: list[float] | None) -> tuple[list[float], float]:
         """The unknowns at this floor and their squared relative error (without the ridge)."""
         b = self.target(floor_s, eta_of)
-        x = nnls(self.A, b, RIDGE, self.upper, g=self.gram, x0=x0) if self.a else [0.0] * len(self.names)
-        err = float(np.sum((self.A @ np.array(x) - b) ** 2)) if self.a else 0.0
+        x = nnls(self.A, b, RIDGE, self.upper, g=self.gram, x0=x0) if len(self.A) else [0.0] * len(self.names)
+        err = float(np.sum((self.A @ np.array(x) - b) ** 2)) if len(self.A) else 0.0
         return x, err
 
     def fit(self, runtime: str, be: str, x: list[float], floor_s: float) -> GroupFit:
@@ -595,12 +595,13 @@ class HeldOut:
     segments: list[str] = dataclasses.field(default_factory=list)  # each row's card segment (consumer, ...)
     groups: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # each row's runtime and backend
     sources: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # each row's source key and card
+    labels: list[str] = dataclasses.field(default_factory=list)  # each row's model, format, cards, batch, context
 
     def of(self, runtime: str, be: str) -> HeldOut:
         """The rows `runtime` ran on backend `be`, of a fit that pooled or borrowed others'."""
         keep = [i for i, g in enumerate(self.groups) if g == (runtime, be)]
         return HeldOut(*([xs[i] for i in keep]
-                         for xs in (self.errors, self.ratios, self.segments, self.groups, self.sources)))
+                         for xs in (self.errors, self.ratios, self.segments, self.groups, self.sources, self.labels)))
 
     def summary(self, band) -> dict:
         cov = sum(band[0] <= r <= band[1] for r in self.ratios) / len(self.ratios) if self.ratios else 0.0
@@ -614,7 +615,7 @@ def held_out(runtime: str, be: str, rows: list[Observed], kind: str, pool: list[
     """Leave one source out: fit on the others (and on the pool's other sources where the group borrows terms),
     predict the source's rows."""
     keys = sorted({o.source_key for o in rows})
-    ho = HeldOut([], [], [], [], [])
+    ho = HeldOut([], [], [], [], [], [])
     for k in keys:
         train = [o for o in rows if o.source_key != k]
         test = [o for o in rows if o.source_key == k and (o.step is not None) == (kind == "decode")]
@@ -627,7 +628,7 @@ def held_out(runtime: str, be: str, rows: list[Observed], kind: str, pool: list[
 
 def scored(fit: GroupFit, rows: list[Observed], into: HeldOut | None = None) -> HeldOut:
     """The fit's errors on rows it did not see."""
-    ho = into if into is not None else HeldOut([], [], [], [], [])
+    ho = into if into is not None else HeldOut([], [], [], [], [], [])
     for o in rows:
         t_hat = predict(fit, o)
         if t_hat is None:
@@ -638,6 +639,8 @@ def scored(fit: GroupFit, rows: list[Observed], into: HeldOut | None = None) -> 
         ho.segments.append(o.plan.gpu.segment)
         ho.groups.append((o.runtime, backend(o.plan.gpu)))
         ho.sources.append((o.source_key.split("::")[0], o.plan.gpu.id))
+        ho.labels.append(f"{o.plan.model.id} {o.plan.fmt.id} {o.row.gpus} x {o.plan.gpu.id} batch {o.row.batch} "
+                         f"context {o.row.context_tokens:,}")
     return ho
 
 
@@ -712,6 +715,9 @@ def print_sources(rt: str, be: str, ho: HeldOut) -> None:
           "highest")
     for (src, card), xs in sorted(by.items(), key=lambda kv: (median(kv[1]), kv[0])):
         print(f"{len(xs):4d} {median(xs):6.2f} {min(xs):6.2f} {max(xs):6.2f}   {src} ({card})")
+    print(f"\nHeld out row by row ({rt} on {BACKEND_WORDS[be]}, decode): measured / predicted, source, row")
+    for ratio, (src, _), label in sorted(zip(ho.ratios, ho.sources, ho.labels)):
+        print(f"{ratio:6.2f}   {src}   {label}")
 
 
 def run(write: bool, check: bool, sources: str | None = None) -> int:
@@ -891,7 +897,7 @@ def main() -> int:
     ap.add_argument("--write", action="store_true", help="write runtimes/*.yaml")
     ap.add_argument("--check", action="store_true", help="exit 1 if runtimes/*.yaml differ from a fresh fit")
     ap.add_argument("--sources", metavar="RUNTIME:BACKEND", help="also print that group's held-out decode rows "
-                    "by source and card (e.g. llamacpp:rocm)")
+                    "by source and card, then row by row (e.g. llamacpp:rocm)")
     a = ap.parse_args()
     return run(a.write, a.check, a.sources)
 

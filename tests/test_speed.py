@@ -102,6 +102,24 @@ def test_a_whole_requests_printed_time_is_a_step_over_its_generated_tokens():
     assert INCLUDED_PREFILL_MAX_TOKENS < 2048  # the table's 2,048-token prompts leave the fit
 
 
+def test_sources_prints_each_source_then_each_row_worst_first(capsys):
+    """fit_speed --sources: per source and card the median, lowest and highest measured / predicted, then every
+    row with its source and what it ran (model, format, cards, batch, context), lowest ratio first: the figures
+    RESULTS.md quotes row by row come from this listing."""
+    import fit_speed
+
+    ho = fit_speed.HeldOut([0.1, 0.4, 0.2], [1.1, 0.6, 0.8], ["datacenter"] * 3, [("vllm", "rocm")] * 3,
+                           [("amd", "mi300x"), ("amd", "mi300x"), ("dstack", "mi300x")],
+                           ["70b b1", "70b b128", "405b b1"])
+    fit_speed.print_sources("vllm", "rocm", ho)
+    out = capsys.readouterr().out.splitlines()
+    i = out.index(next(line for line in out if line.startswith("Held out row by row")))
+    assert [line.split() for line in out[i + 1:]] == [["0.60", "amd", "70b", "b128"], ["0.80", "dstack", "405b", "b1"],
+                                                      ["1.10", "amd", "70b", "b1"]]
+    amd = next(line for line in out[:i] if line.endswith("amd (mi300x)")).split()
+    assert amd[:4] == ["2", "0.85", "0.60", "1.10"]
+
+
 def test_the_box_solver_reaches_the_constrained_minimum_from_a_cold_start():
     """fit_speed's nnls: min |Ax - b|^2 + ridge over 0 <= x <= upper. On random problems with a third of the
     unknowns pinned at each bound, box_newton alone (no polishing) meets the optimality conditions: zero gradient

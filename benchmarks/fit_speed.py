@@ -640,7 +640,8 @@ def scored(fit: GroupFit, rows: list[Observed], into: HeldOut | None = None) -> 
         ho.groups.append((o.runtime, backend(o.plan.gpu)))
         ho.sources.append((o.source_key.split("::")[0], o.plan.gpu.id))
         ho.labels.append(f"{o.plan.model.id} {o.plan.fmt.id} {o.row.gpus} x {o.plan.gpu.id} batch {o.row.batch} "
-                         f"context {o.row.context_tokens:,}")
+                         + (f"context {o.row.context_tokens:,}" if o.step is not None
+                            else f"prompt {o.row.context_tokens:,}"))
     return ho
 
 
@@ -706,16 +707,19 @@ def runtime_band(own: HeldOut, fit_rows: HeldOut):
     return (min(mine[0], theirs[0]), max(mine[1], theirs[1])) if mine else theirs
 
 
-def print_sources(rt: str, be: str, ho: HeldOut) -> None:
-    """Per source and card, the held-out decode rows' measured / predicted (median, lowest, highest)."""
+def print_sources(rt: str, be: str, ho: HeldOut, kind: str = "decode") -> None:
+    """Per source and card, the held-out rows' (decode or prefill) measured / predicted (median, lowest, highest),
+    then each row."""
+    if not ho.ratios:
+        return
     by = defaultdict(list)
     for key, ratio in zip(ho.sources, ho.ratios):
         by[key].append(ratio)  # measured rate / predicted rate
-    print(f"\nHeld out by source ({rt} on {BACKEND_WORDS[be]}, decode): rows, measured / predicted median, lowest, "
+    print(f"\nHeld out by source ({rt} on {BACKEND_WORDS[be]}, {kind}): rows, measured / predicted median, lowest, "
           "highest")
     for (src, card), xs in sorted(by.items(), key=lambda kv: (median(kv[1]), kv[0])):
         print(f"{len(xs):4d} {median(xs):6.2f} {min(xs):6.2f} {max(xs):6.2f}   {src} ({card})")
-    print(f"\nHeld out row by row ({rt} on {BACKEND_WORDS[be]}, decode): measured / predicted, source, row")
+    print(f"\nHeld out row by row ({rt} on {BACKEND_WORDS[be]}, {kind}): measured / predicted, source, row")
     for ratio, (src, _), label in sorted(zip(ho.ratios, ho.sources, ho.labels)):
         print(f"{ratio:6.2f}   {src}   {label}")
 
@@ -808,7 +812,7 @@ def run(write: bool, check: bool, sources: str | None = None) -> int:
         sd, sp = shown_d.summary(band), shown_p.summary(pband) if pband and shown_p.errors else None
         by_segment.append((rt, be, shown_d, shown_p))
         if sources == f"{rt}:{be}":
-            per_source = (rt, be, shown_d)
+            per_source = (rt, be, shown_d, shown_p)
         unscored = sum(1 for o in dec if o.runtime == rt and backend(o.plan.gpu) == be) - len(own_d.errors)
         note = f"cards {len({o.plan.gpu.id for o in rows})}, sources {len({o.source_key for o in rows})}"
         if mixed:
@@ -851,7 +855,9 @@ def run(write: bool, check: bool, sources: str | None = None) -> int:
         reasons[why.split(":")[0]] += 1
     print("\nSkipped rows by reason: " + "; ".join(f"{n} {w}" for w, n in sorted(reasons.items(), key=lambda x: -x[1])))
     if per_source is not None:
-        print_sources(*per_source)
+        rt, be, ho_d, ho_p = per_source
+        print_sources(rt, be, ho_d)
+        print_sources(rt, be, ho_p, "prefill")
     elif sources:
         print(f"\n--sources {sources}: no such group (RUNTIME:BACKEND of the table above)")
     host = fit_host(cat)

@@ -118,6 +118,10 @@ def test_sources_prints_each_source_then_each_row_worst_first(capsys):
                                                       ["1.10", "amd", "70b", "b1"]]
     amd = next(line for line in out[:i] if line.endswith("amd (mi300x)")).split()
     assert amd[:4] == ["2", "0.85", "0.60", "1.10"]
+    fit_speed.print_sources("vllm", "rocm", ho, "prefill")  # the prompts' listing, under its own heading
+    assert "Held out row by row (vllm on ROCm, prefill)" in capsys.readouterr().out
+    fit_speed.print_sources("vllm", "rocm", fit_speed.HeldOut([], []), "prefill")  # no rows: nothing printed
+    assert capsys.readouterr().out == ""
 
 
 def test_the_box_solver_reaches_the_constrained_minimum_from_a_cold_start():

@@ -16,9 +16,11 @@ of least error kept, then refitted once with its fractions inside the max. The f
 error sum ((t_hat - t)/t)^2 with a small ridge (1% of each column's scale) over the box of bounds (nnls: an
 active-set Newton method, then coordinate descent; deterministic).
 Prefill: t = (FLOPs + (moe_matmul_cost - 1) x routed expert FLOPs)/(peak x eta_p[class]) + the decode fit's fixed
-terms (+ a serving engine's cost per layer of an eager forward, on the rows a serving engine ran), one eta per class
-by least squares, the expert FLOPs' cost chosen on a grid (1-4 dense FLOPs each; fit_prefill). That cost also floors
-a decode step at large batches, where the routed experts' matmuls are compute-bound.
+terms (+ a serving engine's cost per layer of an eager forward, on the rows a serving engine ran) + llama.cpp's
+prefill_expert_read_cost x the experts' bytes its forwards stream (one read per ubatch) / bandwidth, one eta per
+class by least squares, the expert FLOPs' cost and llama.cpp's read cost chosen on grids (fit_prefill). The peak is
+the rate the runtime's matmuls run at: llama.cpp's on an NVIDIA card its INT8 rate (expected.LLAMACPP_CUDA_PRECISION).
+The FLOPs' cost also floors a decode step at large batches, where the routed experts' matmuls are compute-bound.
 A pool of rows from several backends (a ROCm group fitted with its kin's CUDA and ROCm rows) adds one unknown per
 backend beside CUDA, v_be >= 0 on the bytes (weights and cache) its rows stream: the backend's kernels' further
 cost, every other term shared; its constants are the pool's with v + v_be.
@@ -230,6 +232,7 @@ class GroupFit:
     t_step_v0_s: float = 0.0
     t_prefill_layer_s: float = 0.0
     moe_matmul_cost: float = 1.0
+    prefill_expert_read_cost: float = 0.0
     expert_read_cost: float = 0.0
     t_layer_floor_s: float = 0.0
     t_act_quant_layer_s: float = 0.0
@@ -260,6 +263,7 @@ class GroupFit:
             prefill_band_high=prefill_band[1] if prefill_band else None, alu_ops_per_weight=self.alu_ops_per_weight,
             attn_cost=self.attn_cost, tile_cost=self.tile_cost, t_step_v0_s=self.t_step_v0_s,
             t_prefill_layer_s=self.t_prefill_layer_s, moe_matmul_cost=self.moe_matmul_cost,
+            prefill_expert_read_cost=self.prefill_expert_read_cost,
             expert_read_cost=self.expert_read_cost, t_layer_floor_s=self.t_layer_floor_s,
             t_act_quant_layer_s=self.t_act_quant_layer_s)
 
@@ -341,6 +345,7 @@ def fit_group(runtime: str, be: str, rows: list[Observed], pool: list[Observed] 
     if need.get("prefill"):
         fit.eta_prefill, fit.eta_prefill_default = dict(donor.eta_prefill), donor.eta_prefill_default
         fit.t_prefill_layer_s, fit.moe_matmul_cost = donor.t_prefill_layer_s, donor.moe_matmul_cost
+        fit.prefill_expert_read_cost = donor.prefill_expert_read_cost
     else:
         fit_prefill(fit, [o for o in rows if o.prefill is not None])
     fit.borrowed_terms = tuple(k for k, v in need.items() if v)
@@ -493,6 +498,12 @@ class DecodeSystem:
 
 
 MOE_MATMUL_COSTS = (1.0, 1.5, 2.0, 3.0, 4.0)  # the grid a routed expert FLOP's cost (in dense FLOPs) is chosen on
+# and the grid of a prompt's routed-expert byte's cost (in its full-bandwidth time), for the runtimes that cut a prompt
+# into forwards (llama.cpp's ubatches, each reading the experts again): the ubatch sweeps of llama.cpp PRs #22298
+# (gemma4 26B.A4B on an RTX 3090: pp2048 at 3,488 t/s with 512-token ubatches, 5,172 with 2,048) and #15631 show its
+# MoE prompts paying per forward; the serving engines run a prompt as one forward, and a second MoE constant chosen
+# on their few MoE prompt rows held out worse (vLLM CUDA prompts 19.9% -> 32.9% median, 2026-12-03)
+EXPERT_READ_COSTS = {"llamacpp": (0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0)}
 
 
 def fit_prefill(fit: GroupFit, pre: list[Observed]) -> None:
@@ -505,18 +516,22 @@ def fit_prefill(fit: GroupFit, pre: list[Observed]) -> None:
     with too few rows takes the median of the others; with too few rows of any one class, one fraction for all."""
     moe_rows = sum(1 for o in pre if o.prefill.expert_flops > 0 and o.prefill.peak_flop_per_s)
     best = None
-    for cost in MOE_MATMUL_COSTS if moe_rows >= MIN_ROWS_CLASS else (1.0,):
+    reads = EXPERT_READ_COSTS.get(fit.runtime, (0.0,))
+    grid = [(c, r) for r in reads for c in MOE_MATMUL_COSTS] if moe_rows >= MIN_ROWS_CLASS else [(1.0, 0.0)]
+    for cost, read in grid:
         trial = dataclasses.replace(fit)
-        err = _fit_prefill_at(trial, pre, cost)
+        err = _fit_prefill_at(trial, pre, cost, read)
         if best is None or err < best[0] - 1e-12:
             best = (err, trial)
     fit.eta_prefill, fit.eta_prefill_default = best[1].eta_prefill, best[1].eta_prefill_default
     fit.t_prefill_layer_s, fit.moe_matmul_cost = best[1].t_prefill_layer_s, best[1].moe_matmul_cost
+    fit.prefill_expert_read_cost = best[1].prefill_expert_read_cost
 
 
-def _fit_prefill_at(fit: GroupFit, pre: list[Observed], moe_cost: float) -> float:
-    """fit_prefill at one moe_matmul_cost; returns the weighted squared error of the rows it fitted."""
-    fit.moe_matmul_cost = moe_cost
+def _fit_prefill_at(fit: GroupFit, pre: list[Observed], moe_cost: float, read_cost: float = 0.0) -> float:
+    """fit_prefill at one moe_matmul_cost and prefill_expert_read_cost; returns the weighted squared error of the
+    rows it fitted."""
+    fit.moe_matmul_cost, fit.prefill_expert_read_cost = moe_cost, read_cost
     kc = fit.constants()  # the decode fit's cache fraction, which unfused attention's score bytes move at
     by_class = defaultdict(list)
     for o in pre:
@@ -530,7 +545,7 @@ def _fit_prefill_at(fit: GroupFit, pre: list[Observed], moe_cost: float) -> floa
     # prompt (speed.pipeline_factor) is fitted at its time through the stages one after the other
     rows = {c: [(o.measured_s / pipeline_factor(o.prefill),
                  o.prefill.layers * fit.fixed_of(o.runtime)[0] + fit.fixed_of(o.runtime)[1]
-                 + score_time_s(o.prefill, kc),
+                 + score_time_s(o.prefill, kc) + read_cost * o.prefill.expert_read_bytes / o.prefill.bandwidth_bytes_per_s,
                  o.prefill.layers if o.prefill.serving else 0,
                  (o.prefill.flops + (moe_cost - 1) * o.prefill.expert_flops) / o.prefill.peak_flop_per_s,
                  "*" if pooled else c) for o in obs] for c, obs in by_class.items()}
@@ -673,7 +688,7 @@ def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, 
         "tile_cost": r4(fit.tile_cost), "t_step_v0_s": r4(fit.t_step_v0_s), "t_prefill_layer_s": r4(fit.t_prefill_layer_s),
         "expert_read_cost": r4(fit.expert_read_cost), "t_layer_floor_s": r4(fit.t_layer_floor_s),
         "t_act_quant_layer_s": r4(fit.t_act_quant_layer_s),
-        "moe_matmul_cost": fit.moe_matmul_cost,
+        "moe_matmul_cost": fit.moe_matmul_cost, "prefill_expert_read_cost": fit.prefill_expert_read_cost,
         "alpha_s": {k: r4(v) for k, v in fit.alpha_s.items()},
         "eta_prefill": {c: r4(e) for c, e in fit.eta_prefill.items()},
         "eta_prefill_default": r4(fit.eta_prefill_default) if fit.eta_prefill_default else None,

@@ -49,3 +49,13 @@ def test_the_fitted_figures_the_readme_quotes_are_the_fits():
     # llama.cpp's older builds' cost a step (the engine_v0 covariate), on CUDA and Metal
     old = (group("llamacpp")["t_step_v0_s"] * 1000, group("llamacpp", "metal")["t_step_v0_s"] * 1000)
     assert f"{old[0]:.1f} ms on CUDA, {old[1]:.1f} ms on Metal" in README.replace("\n", " ")
+    # a routed expert's FLOP in a prompt, and llama.cpp's read of the experts per ubatch
+    moe = {k: f"{group(*k)['moe_matmul_cost']:g}" for k in (("vllm",), ("sglang",), ("trtllm",), ("llamacpp",),
+                                                             ("llamacpp", "rocm"), ("llamacpp", "metal"),
+                                                             ("mlx", "metal"))}
+    assert moe[("vllm",)] == moe[("sglang",)] == moe[("trtllm",)] and moe[("llamacpp", "metal")] == moe[("mlx", "metal")]
+    assert (f"{moe[('vllm',)]} in vLLM, SGLang and TensorRT-LLM, {moe[('llamacpp',)]} in llama.cpp on CUDA, "
+            f"{moe[('llamacpp', 'rocm')]} on ROCm, {moe[('llamacpp', 'metal')]} on Metal and in MLX") in \
+        README.replace("\n", " ")
+    assert (f"streams the routed experts again, at {group('llamacpp')['prefill_expert_read_cost']:.1f} times their "
+            "full-bandwidth time on CUDA") in README.replace("\n", " ")

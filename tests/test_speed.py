@@ -339,6 +339,60 @@ def test_small_models_on_fast_cards_are_launch_bound(catalog, runtimes):
     assert share["phi-3-mini"] < share["llama-3.1-70b"]
 
 
+def test_llamacpp_prompts_on_nvidia_cards_run_at_the_int8_rate(catalog):
+    """llama.cpp's prompt matmuls on an NVIDIA card are costed at its INT8 rate (MMQ; cuBLAS's FP16-accumulate
+    GEMMs before b3216 ran at half of it), not at the catalog's FP16 figure, which is FP32-accumulate: half rate on
+    GeForce cards, full on workstation ones. RTX PRO 6000 against RTX 5090: 1,007.6 / 838.0 = 1.20x (the FP16
+    figures would say 503.8 / 209.5 = 2.40x); a Tesla P40's dp4a INT8 is 47 TOPS, 4x its FP32 11.76 TFLOPS (its
+    FP16, 0.18 TFLOPS, is never used). Metal and ROCm keep the faster of FP16 and FP32; vLLM the format's own."""
+    from llmsize.estimate.expected import prefill_inputs
+
+    def peak(gpu, quant="gguf-q4_k_m", runtime="llamacpp"):
+        p = make_plan(catalog.model("llama-3-8b"), catalog.gpu(gpu), PlanInputs(quant=quant), search_fit=False)
+        x = prefill_inputs(p, runtime)
+        return (x.peak_flop_per_s / 1e12 if x.peak_flop_per_s else None), x.peak_name
+
+    assert peak("rtxpro6000") == (pytest.approx(1007.6), "INT8")
+    assert peak("rtxpro6000")[0] / peak("rtx5090")[0] == pytest.approx(1007.6 / 838.0)
+    assert peak("tesla-p40") == (pytest.approx(47.0), "INT8")
+    assert peak("rtx4090", "fp16") == (pytest.approx(660.6), "INT8")  # 16-bit weights: cuBLAS, half of it
+    assert peak("rx7900xtx") == (pytest.approx(123.0), "FP16/FP32")
+    assert peak("m2-ultra")[1] == "FP16/FP32"
+    assert peak("h100-sxm", "fp8", "vllm") == (pytest.approx(1978.9), "FP8")
+    assert peak("dgx-spark")[0] is None  # no INT8 figure: no prompt time (test_a_missing_time_to_first_token...)
+
+
+def test_llamacpp_reads_the_routed_experts_once_per_ubatch(catalog, runtimes):
+    """A MoE prompt streams its routed experts once per forward: llama.cpp's are its ubatches (2,048 tokens at the
+    default 512: 4 reads; one at -ub 2048), a serving engine's prompt is one forward. gpt-oss-20b: 24 layers x 32
+    experts, 4 a token; a 512-token ubatch touches all of them (1 - (1 - 4/32)^512 = 1), so a read is the experts'
+    whole share of the weights. The fitted cost per byte (prefill_expert_read_cost, in full-bandwidth time) is what
+    the prompt pays for them beyond its FLOPs; a dense model reads none."""
+    from dataclasses import replace
+
+    from llmsize.estimate.expected import constants, prefill_inputs
+    from llmsize.estimate.speed import prefill_parts_s
+    from llmsize.estimate.weights import expert_read_fraction
+
+    p = make_plan(catalog.model("gpt-oss-20b"), catalog.gpu("rtx3090"),
+                  PlanInputs(quant="gguf-mxfp4_moe", prompt_tokens=2048), search_fit=False)
+    share = expert_read_fraction(p.model, p.fmt, p.scope, 512)
+    assert 0.5 < share < 1.0  # the experts hold most of gpt-oss-20b's bytes, not its embeddings and attention
+    one = p.weights.bytes_total * share
+    assert prefill_inputs(p, "llamacpp").expert_read_bytes == pytest.approx(4 * one)
+    assert prefill_inputs(p, "llamacpp", ubatch_tokens=2048).expert_read_bytes == pytest.approx(one)
+    assert prefill_inputs(p, "vllm").expert_read_bytes == pytest.approx(p.weights.bytes_total * expert_read_fraction(
+        p.model, p.fmt, p.scope, 2048))
+    c = constants(runtimes["llamacpp"], "cuda")
+    assert c.prefill_expert_read_cost > 0
+    x = prefill_inputs(p, "llamacpp")
+    with_read, without = prefill_parts_s(x, c)[2], prefill_parts_s(x, replace(c, prefill_expert_read_cost=0.0))[2]
+    assert with_read - without == pytest.approx(c.prefill_expert_read_cost * 4 * one / p.gpu.bandwidth_bytes_per_s)
+    dense = make_plan(catalog.model("llama-3-8b"), catalog.gpu("rtx3090"), PlanInputs(quant="gguf-q4_k_m"),
+                      search_fit=False)
+    assert prefill_inputs(dense, "llamacpp").expert_read_bytes == 0.0
+
+
 def test_low_bit_k_quants_pay_for_unpacking_on_the_vector_units(catalog, runtimes):
     """llama.cpp CUDA decodes Q2_K slower than its bytes: the dequant term (ops per weight / FP32 rate) is part of
     the step for quantized weights, absent for 16-bit ones, and larger on a card with less FP32 per byte."""
@@ -493,17 +547,22 @@ def test_every_runtime_and_card_class_gives_a_figure_or_a_reason(run_cli):
 def test_a_missing_time_to_first_token_says_which_input_is_missing(run_cli):
     """The M4 Max with a 32-core GPU has no citable dense rate in the catalog (its dense_tflops are null): decode
     has a figure (bytes), the prompt none (FLOPs), and the report and JSON say it is the card's rate that is
-    missing, not the runtime's measurements; the 40-core M4 Max (FP32 18.4 TFLOPS) has a time to first token."""
+    missing, naming the precisions llama.cpp's Metal matmuls run at, not the runtime's measurements; the 40-core
+    M4 Max (FP32 18.4 TFLOPS) has a time to first token. On a DGX Spark (NVIDIA publishes its FP4 rate only) the
+    missing rate is INT8, which llama.cpp's prompts run at on NVIDIA cards."""
     code, out, err = run_cli("plan", "gpt-oss-20b", "--gpu", "m4-max-32", "--quant", "gguf-mxfp4_moe")
     assert code == 0, err
     text = " ".join(out.split())
-    assert "time to first token no figure: the catalog has no dense matmul rate for this card" in text
+    assert "time to first token no figure: the catalog has no dense FP16/FP32 rate for this card" in text
     code, out, err = run_cli("plan", "gpt-oss-20b", "--gpu", "m4-max-32", "--quant", "gguf-mxfp4_moe", "--json")
     e = json.loads(out)["expected"]
-    assert e["tok_s"] > 0 and e["ttft_s"] is None and "dense matmul rate" in e["ttft_reason"]
+    assert e["tok_s"] > 0 and e["ttft_s"] is None and "dense FP16/FP32 rate" in e["ttft_reason"]
     code, out, err = run_cli("plan", "gpt-oss-20b", "--gpu", "m4-max", "--quant", "gguf-mxfp4_moe", "--json")
     e = json.loads(out)["expected"]
     assert e["ttft_s"] > 0 and e["ttft_reason"] is None
+    code, out, err = run_cli("plan", "llama-3-8b", "--gpu", "dgx-spark", "--quant", "gguf-q4_k_m", "--json")
+    e = json.loads(out)["expected"]
+    assert e["tok_s"] > 0 and e["ttft_s"] is None and "dense INT8 rate" in e["ttft_reason"]
 
 
 def test_compare_has_a_sortable_expected_column(run_cli):
@@ -676,8 +735,8 @@ def test_a_prompt_costed_at_a_stand_in_fp32_rate_does_not_calibrate_a_serving_en
     """The DGX Spark's only published tensor figure is FP4 (500 TFLOPS dense): a 16-bit prompt would be costed at its
     31 TFLOPS FP32 rate, which vLLM's 16-bit prompts there outrun (Qwen3.6-27B BF16, 1,024 tokens in 1.07 s: ~51
     TFLOPS), so such a vLLM prefill row is left out of the fit, with the reason; its FP4 prompts (an FP4 rate the
-    catalog has) and its decode rows stay, and so do llama.cpp's prompts, whose matmul precisions include FP32
-    (expected.MATMUL_PRECISION)."""
+    catalog has) and its decode rows stay. llama.cpp's prompts there are left out too: they run at the card's INT8
+    rate (expected.LLAMACPP_CUDA_PRECISION), which the catalog lacks for the GB10."""
     from llmsize.estimate.observed import observe
 
     m, g = catalog.model("qwen3-8b"), catalog.gpu("dgx-spark")
@@ -687,7 +746,8 @@ def test_a_prompt_costed_at_a_stand_in_fp32_rate_does_not_calibrate_a_serving_en
     assert isinstance(why, str) and "16-bit tensor rate is not in the catalog" in why
     assert not isinstance(observe(Row(**base, format="NVFP4", kind="prefill"), "vllm", "k", m, g), str)
     assert not isinstance(observe(Row(**base, format="BF16", kind="decode"), "vllm", "k", m, g), str)
-    assert not isinstance(observe(Row(**base, format="BF16", kind="prefill"), "llamacpp", "k", m, g), str)
+    why = observe(Row(**base, format="BF16", kind="prefill"), "llamacpp", "k", m, g)
+    assert isinstance(why, str) and "dense INT8 rate" in why
     h100 = catalog.gpu("h100-sxm")
     assert not isinstance(observe(Row(**{**base, "card_id": "h100-sxm"}, format="BF16", kind="prefill"), "vllm",
                                   "k", m, h100), str)

@@ -126,6 +126,7 @@ def constants(spec: RuntimeSpec, backend_id: str) -> Constants | None:
         prefill_band_high=g.prefill_band[1] if g.prefill_band else None, cards_seen=tuple(g.cards),
         alu_ops_per_weight=g.alu_ops_per_weight, attn_cost=g.attn_cost, tile_cost=g.tile_cost,
         t_step_v0_s=g.t_step_v0_s, t_prefill_layer_s=g.t_prefill_layer_s, moe_matmul_cost=g.moe_matmul_cost,
+        prefill_expert_read_cost=g.prefill_expert_read_cost,
         expert_read_cost=g.expert_read_cost, t_layer_floor_s=g.t_layer_floor_s,
         t_act_quant_layer_s=g.t_act_quant_layer_s,
         eta_host=spec.host.eta_bandwidth if spec.host else 1.0,
@@ -231,6 +232,16 @@ def _card_matmul_params(plan: Plan) -> float:
 # mmq.cu / cuBLAS; Pascal's FP16 runs at 1/64 of FP32; Metal simdgroup matrices in half precision), MLX in
 # float16; neither uses FP8 or FP4 tensor-core math. The others run the format's own.
 MATMUL_PRECISION = {"llamacpp": ("fp16", "fp32"), "mlx": ("fp16",)}
+# On NVIDIA cards llama.cpp's prompt matmuls run at the card's INT8 rate or half of it, never at its catalog FP16
+# figure: quantized weights go through MMQ, INT8 mma.sync on Turing and later, dp4a on Pascal (the P40's INT8
+# figure, 4x its FP32); MMQ is the default since b3216 (PR #8075, 2024-06-24), and before it cuBLAS multiplied
+# dequantized FP16 with FP16 accumulation (CUBLAS_COMPUTE_16F), half the INT8 rate on every tensor-core card. The
+# catalog's FP16 figure is with FP32 accumulation, which GeForce cards run at half rate and workstation and
+# datacenter cards at full rate (an RTX 4090: 165 TFLOPS, 661 TOPS INT8; an RTX PRO 6000: 504 and 1,008): priced
+# at it, Llama 2 7B Q4_0's prompt on an RTX PRO 6000 ran at 0.48 of the prediction (llm-tracker), and a Tesla P40
+# ran its prompt above its FP32 peak (llama.cpp PR #4766: Llama 7B Q4_0 pp512 at 912.41 t/s, 2 x 6.74e9 x 912.41 =
+# 12.3 TFLOPS of matmuls against 11.76). A card without an INT8 figure gets no time to first token here.
+LLAMACPP_CUDA_PRECISION = "int8"
 
 
 NOT_FIT_NOTE = "as if the weights fit the budget: they do not (the Diagnosis says what does)"
@@ -279,11 +290,36 @@ def _peak(plan: Plan, runtime: str | None, marlin: bool) -> float | None:
 
 
 def matmul_peak(plan: Plan, runtime: str | None) -> float | None:
-    """The dense rate `runtime`'s matmuls reach on the plan's card (the faster of its precisions)."""
+    """The dense rate `runtime`'s matmuls reach on the plan's card (the faster of its precisions; llama.cpp's on an
+    NVIDIA card: LLAMACPP_CUDA_PRECISION's, None where the catalog has none)."""
     if runtime not in MATMUL_PRECISION:
         return plan.peak.flop_per_s
+    if runtime == "llamacpp" and backend(plan.gpu) == "cuda":
+        rate = getattr(plan.gpu.dense_tflops, LLAMACPP_CUDA_PRECISION)
+        return rate * 1e12 if rate else None
     rates = [compute_peak(plan.gpu, plan.fmt, p).flop_per_s or 0 for p in MATMUL_PRECISION[runtime]]
     return max(rates) or None
+
+
+def prompt_expert_bytes(plan: Plan, tokens_per_forward: int) -> float:
+    """The routed experts' bytes a prompt streams, one card's share: each forward of `tokens_per_forward` tokens
+    reads the experts they touch (weights.expert_read_fraction), ceil(prompt / tokens_per_forward) forwards."""
+    prompt = max(plan.prefill.prompt_tokens, 1)
+    per = max(1, min(tokens_per_forward, prompt))
+    w = plan.weights_card or plan.weights
+    share = expert_read_fraction(plan.card_model or plan.model, plan.fmt, plan.scope, per)
+    return -(-prompt // per) * w.bytes_total * share
+
+
+def matmul_precision_name(plan: Plan, runtime: str | None, marlin: bool = False) -> str:
+    """The precision matmul_peak's rate is of, as the report names it (INT8, FP16/FP32, ...)."""
+    if marlin:
+        return "BF16"
+    if runtime == "llamacpp" and backend(plan.gpu) == "cuda":
+        return LLAMACPP_CUDA_PRECISION.upper()
+    if runtime in MATMUL_PRECISION:
+        return "/".join(p.upper() for p in MATMUL_PRECISION[runtime])
+    return (plan.peak.precision or plan.peak.requested or "matmul").upper()
 
 
 # llama.cpp's defaults for a prompt: llama_decode calls of n_batch 2,048 tokens, each cut into ubatches of
@@ -345,10 +381,12 @@ def prefill_inputs(plan: Plan, runtime: str | None = None, flash_attn: bool = Tr
         bandwidth_bytes_per_s=plan.gpu.bandwidth_bytes_per_s, peak_flop_per_s=peak, layers=layers,
         collectives=collectives, link=link, comm_time_s=comm_s, format_class=kernel_class(plan, runtime, marlin),
         expert_flops=2.0 * pre.prompt_tokens * expert_params_per_token(plan.card_model or plan.model),
+        # each ubatch a forward (a -ub above n_batch's default comes with -b raised: llama.cpp clamps ub to b)
+        expert_read_bytes=prompt_expert_bytes(plan, ubatch_tokens if runtime == "llamacpp" else pre.prompt_tokens),
         stages=stages, batch_tokens=LLAMACPP_BATCH_TOKENS if piped else 0,
         ubatch_tokens=ub if piped else 0,
         score_bytes=score_matrix_bytes(plan, ub) if runtime == "llamacpp" and not flash_attn else 0.0,
-        serving=runtime in SERVING_RUNTIMES)
+        serving=runtime in SERVING_RUNTIMES, peak_name=matmul_precision_name(plan, runtime, marlin))
 
 
 @dataclass(frozen=True)

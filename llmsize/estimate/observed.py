@@ -150,6 +150,8 @@ def _vllm_v0(version: str) -> bool:
 def _scaled(x, factor: float):
     from dataclasses import replace
 
+    if hasattr(x, "expert_read_bytes"):  # a prompt's
+        return replace(x, weight_bytes=x.weight_bytes * factor, expert_read_bytes=x.expert_read_bytes * factor)
     return replace(x, weight_bytes=x.weight_bytes * factor)
 
 
@@ -217,6 +219,8 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
                 "costed as their FLOPs only (expected.RECURRENT_PREFILL_NOTE: published runs took 3-5x)")
     fa = llamacpp_flash_attn(row, published) if runtime == "llamacpp" else True
     pre = _scaled(prefill_inputs(plan, runtime, flash_attn=fa is not False, marlin=ran_marlin(row)), factor)
+    if not pre.peak_flop_per_s:
+        return f"prefill without the card's dense {pre.peak_name} rate, which the prompt's matmuls run at (none cited)"
     if runtime not in MATMUL_PRECISION and fp32_stands_in(gpu, pre.peak_flop_per_s):
         # a serving engine's (or gpt-fast's) prompt runs tensor-core GEMMs: a card whose catalog entry has no rate
         # for them (a DGX Spark: NVIDIA publishes only FP4) would be costed at its FP32 rate, which vLLM's 16-bit

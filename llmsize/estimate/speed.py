@@ -157,11 +157,15 @@ class PrefillInputs:
     comm_time_s: float
     format_class: str
     expert_flops: float = 0.0  # the part of `flops` in routed experts' matmuls
+    # the routed experts' bytes the prompt streams: each forward reads the experts its tokens touch, and llama.cpp
+    # runs a prompt as ceil(prompt / ubatch) forwards (expected.prefill_inputs)
+    expert_read_bytes: float = 0.0
     stages: int = 1  # pipeline stages the prompt crosses
     batch_tokens: int = 0  # a runtime that cuts the prompt into calls of this many tokens (llama.cpp's n_batch)
     ubatch_tokens: int = 0  # and each call into ubatches that flow through the stages together (0: no pipelining)
     score_bytes: float = 0.0  # attention score matrices written and read in memory (unfused attention; 0 fused)
     serving: bool = False  # run by a serving engine (SERVING_RUNTIMES): an eager forward, t_prefill_layer_s a layer
+    peak_name: str = "matmul"  # the precision peak_flop_per_s is of (INT8, FP16/FP32, FP8, ...), for the report
 
 
 @dataclass(frozen=True)
@@ -195,6 +199,8 @@ class Constants:
     t_step_v0_s: float = 0.0  # an older generation's extra cost a step (engine_v0; fitted on its rows, plans pay none)
     t_prefill_layer_s: float = 0.0  # a serving engine's extra cost per layer of an eager prefill forward (TTFT only)
     moe_matmul_cost: float = 1.0  # a routed expert FLOP's cost in dense FLOPs (grouped GEMMs of few rows each)
+    # a prompt's routed-expert byte, in units of its time at full bandwidth, beyond the FLOPs (prefill_parts_s)
+    prefill_expert_read_cost: float = 0.0
     expert_read_cost: float = 0.0  # extra seconds per second of routed-expert bytes at full bandwidth (small matrices)
     t_layer_floor_s: float = 0.0  # the least time one layer's kernels take, however few bytes they read (s)
     t_act_quant_layer_s: float = 0.0  # per layer, quantizing activations for FP8/FP4 tensor-core GEMMs (s)
@@ -282,6 +288,7 @@ def decode_step_time_s(x: StepInputs, c: Constants) -> float:
     return t
 
 
+
 def pipeline_factor(x: PrefillInputs) -> float:
     """The prompt's time through pipelined stages over its time through them one after the other. llama.cpp with
     its layers split over s cards (ggml-org/llama.cpp PR #6017, "pipeline parallelism"; on when every layer and
@@ -316,8 +323,8 @@ def prefill_missing(x: PrefillInputs, c: Constants) -> str | None:
     """Why a prompt has no time here (None: it has one): the card's dense rate or the runtime's prefill
     fraction missing."""
     if not x.peak_flop_per_s:
-        return ("the catalog has no dense matmul rate for this card (no citable figure), and a prompt's time is "
-                "its FLOPs")
+        return (f"the catalog has no dense {x.peak_name} rate for this card (no citable figure), the rate this "
+                "runtime's prompt matmuls run at")
     if not c.eta_p(x.format_class):
         return "no published prompt measurements of this runtime on this card's backend to fit its share of the peak"
     return None
@@ -337,6 +344,10 @@ def prefill_parts_s(x: PrefillInputs, c: Constants) -> tuple[float, float, float
     fixed = x.layers * (c.t_layer_s + (c.t_prefill_layer_s if x.serving else 0.0)) + c.t_step_s
     if x.collectives and x.link:
         fixed += x.collectives * _alpha(c, x.link) + x.comm_time_s
+    # each forward's expert weights, streamed as many small matrices, do not hide under the matmuls: llama.cpp's
+    # MoE prompt on an RTX 3090 (gemma4 26B.A4B, llama.cpp PR #22298) runs pp2048 at 3,488 t/s with 512-token
+    # ubatches and 5,172 with one 2,048-token ubatch, while dense models' prompts barely move with the ubatch
+    fixed += c.prefill_expert_read_cost * x.expert_read_bytes / x.bandwidth_bytes_per_s
     f = pipeline_factor(x)
     return compute * f, weights * f, fixed * f
 

@@ -620,6 +620,35 @@ def test_calibration_replaces_the_fit_and_says_how_far_it_extrapolates(run_cli):
     assert code == 2 and "llama.cpp run" in err and len(err.strip().splitlines()) == 1
 
 
+def test_a_run_on_a_card_without_a_catalog_rate_gives_its_prompts_a_rate(run_cli, tmp_path):
+    """A DGX Spark has no citable INT8 figure, so llama.cpp's prompts there have no time to first token; a
+    llama-bench run on it supplies the rate its prompt reached. The file is made here from the shipped one (the
+    card renamed, its figures set: pp512 at 2,500 t/s, tg128 at 45 t/s, below the Spark's 62 tok/s ceiling for that
+    file). The plan of the run's own prompt (512 tokens, flash attention off as the run) gets the run's time back,
+    512 / 2,500 = 0.2048 s; a plan on another card keeps that card's own rate."""
+    runs = json.loads((CAL / "llama-bench.json").read_text())
+    for r in runs:
+        r["gpu_info"] = "NVIDIA GB10"
+        r["avg_ts"] = 2500.0 if r["n_prompt"] else 45.0
+    f = tmp_path / "spark.json"
+    f.write_text(json.dumps(runs))
+    args = ("plan", "qwen2.5-7b", "--gpu", "dgx-spark", "--quant", "gguf-q4_k_m", "--prompt", "512", "--context",
+            "512", "--flash-attn", "off", "--json")
+    code, out, err = run_cli(*args)
+    assert code == 0, err
+    e = json.loads(out)["expected"]
+    assert e["ttft_s"] is None and "dense INT8 rate" in e["ttft_reason"]
+    code, out, err = run_cli(*args, "--calibrate", str(f))
+    assert code == 0, err
+    e = json.loads(out)["expected"]
+    assert e["ttft_s"] == pytest.approx(512 / 2500, rel=1e-6) and e["ttft_reason"] is None
+    assert any("the rate your run's prompt reached on this card" in n for n in e["notes"])
+    code, out, err = run_cli("plan", "qwen2.5-7b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--calibrate",
+                             str(f), "--json")
+    e = json.loads(out)["expected"]
+    assert e["ttft_s"] and not any("your run's prompt reached" in n for n in e["notes"])
+
+
 def test_a_file_of_another_model_and_card_still_calibrates(run_cli):
     code, out, err = run_cli("plan", "llama-3-8b", "--gpu", "h100", "--calibrate",
                              str(CAL / "vllm-bench-serve.json"), "--json")

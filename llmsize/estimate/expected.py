@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from dataclasses import replace as _replace
 
 from llmsize.catalog.schema import GpuSpec, RuntimeSpec, SpeedGroup
 from llmsize.errors import InvalidValueError
@@ -29,6 +30,7 @@ from llmsize.estimate.speed import (
     format_class,
     is_ternary,
     link_kind,
+    prefill_parts_s,
     score_time_s,
 )
 from llmsize.estimate.weights import expert_params_per_token, expert_read_fraction
@@ -441,6 +443,8 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
     ollama = "ollama" in ((runtime or "").lower(), engine)
     unfused = rid == "llamacpp" and (flash_attn == "off" or (flash_attn is None and ollama))
     pre = prefill_inputs(plan, rid, flash_attn=not unfused, ubatch_tokens=ubatch_tokens)
+    pre, note = calibrated_prompt(pre, plan, c, calibration)
+    notes += (note,) if note else ()
     if pre.score_bytes:
         notes += (f"flash attention off ({'asked for' if flash_attn == 'off' else 'Ollama default'}): the prompt's "
                   f"attention scores, {pre.score_bytes / 1e9:,.1f} GB, are written and read in memory, "
@@ -503,11 +507,31 @@ def _run_format(run, fallback: str) -> str:
 CALIBRATION_SLACK, CALIBRATION_FLOOR = 0.05, 0.01
 
 
+def calibrated_prompt(pre: PrefillInputs, plan: Plan, c: Constants, calibration: Calibration | None):
+    """The prompt at the rate a calibrating run's prompt reached on this card, where the catalog has no rate for it
+    (a DGX Spark under llama.cpp: no citable INT8 figure), and the note that says so; else as it was."""
+    if pre.peak_flop_per_s or calibration is None or not calibration.prefill_rate_flop_s \
+            or calibration.card_id != plan.gpu.id or not c.eta_p(pre.format_class):
+        return pre, None
+    rate = calibration.prefill_rate_flop_s
+    note = (f"time to first token at the rate your run's prompt reached on this card, {rate / 1e12:,.1f} TFLOPS of "
+            f"matmuls: the catalog has no dense {pre.peak_name} rate for it")
+    return _replace(pre, peak_flop_per_s=rate / c.eta_p(pre.format_class)), note
+
+
+def prompt_rate_flop_s(pre: PrefillInputs, c: Constants, measured_s: float) -> float | None:
+    """The rate (peak x fraction, FLOP/s) a measured prompt's matmuls ran at, its weights' read and the fixed
+    terms taken out (speed.prefill_parts_s at an unbounded peak); None where they leave no time for the FLOPs."""
+    _, weights, fixed = prefill_parts_s(_replace(pre, peak_flop_per_s=math.inf), c)
+    left = measured_s - fixed - score_time_s(pre, c)
+    if left <= weights or left <= 0:
+        return None
+    return (pre.flops + (c.moe_matmul_cost - 1) * pre.expert_flops) / left
+
+
 def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, cat, path: str) -> Calibration:
     """The user's run through the model: factor = its measured tok/s / what the constants predict for that run
     (its model, card, format, batch and context); the report says how far the plan is from it."""
-    from dataclasses import replace as _replace
-
     from llmsize.catalog.match import match_gpu
     from llmsize.estimate.plan import PlanInputs, make_plan
 
@@ -567,6 +591,11 @@ def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, ca
         pf = (run.prefill_tok_s / run.prompt_tokens) * t_pre
     elif t_pre and run.ttft_s:
         pf = t_pre / run.ttft_s
+    measured_pre_s = (run.prompt_tokens / run.prefill_tok_s if run.prefill_tok_s and run.prompt_tokens
+                      else run.ttft_s)
+    rate = None
+    if t_pre is None and measured_pre_s and not pre.peak_flop_per_s and c.eta_p(pre.format_class):
+        rate = prompt_rate_flop_s(_replace(pre, weight_bytes=pre.weight_bytes * scale), c, measured_pre_s)
     run_bytes = s1.weight_bytes + s1.kv_bytes
     here = plan.decode_1.bytes_total
     where = (f"calibrated by your run {path} ({run.tool}: {run.decode_tok_s:,.1f} tok/s per sequence at batch "
@@ -576,7 +605,8 @@ def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, ca
            f"({plan.gpu.bandwidth_gb_s:,.0f} GB/s), the run {run_bytes / 1e9:,.2f} GB on {gpu.name} "
            f"({gpu.bandwidth_gb_s:,.0f} GB/s)" + (f"; {'; '.join(said)}" if said else ""))
     same = gpu.id == plan.gpu.id and abs(run_bytes / here - 1) < 0.05 and not said
-    return Calibration(factor=factor, source=where, extrapolation="" if same else ext + ".", prefill_factor=pf)
+    return Calibration(factor=factor, source=where, extrapolation="" if same else ext + ".", prefill_factor=pf,
+                       prefill_rate_flop_s=rate, card_id=gpu.id)
 
 
 def expect_for_cli(plan: Plan, cat, runtime: str | None, run, path: str | None,

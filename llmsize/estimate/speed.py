@@ -387,6 +387,10 @@ class Calibration:
     source: str  # the file, what it measured
     extrapolation: str  # how far the plan is from the calibrating run
     prefill_factor: float | None = None
+    # a run on a card whose matmul rate the catalog lacks: the rate (peak x fraction, FLOP/s) its prompt ran at, and
+    # the card, whose plans take it as their prompt's rate (expected.calibrated_prompt)
+    prefill_rate_flop_s: float | None = None
+    card_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ print the held-out error table, and (with --write) write runtimes/*.yaml.
 
 Method. For one runtime on one backend, a decode row's step time is linear in the unknowns
     t = base + sum_c v_c x W/BW [class c] + v_kv x KV/BW + t_layer x layers + t_step + t_moe x moe_layers
-          + sum_k alpha_k x collectives [link k],
-with base = (W + KV)/BW + comm bytes/link (the ceiling's step) + layers x max(0, floor - W/(BW x eta)/layers) (a
+          + sum_k alpha_k x collectives [link k] + t_seq x (batch - 1) + the terms of speed.decode_step_time_s,
+(t_seq only where rows at batch >= SEQ_BATCH come from MIN_SOURCES_CLASS sources), with base = (W + KV)/BW + comm bytes/link (the ceiling's step) + layers x max(0, floor - W/(BW x eta)/layers) (a
 layer's kernels last at least the floor, which overlaps their read) and v = 1/eta - 1 >= 0, every unknown >= 0 (so
 the expected figure never beats the ceiling). The floor is not linear: it is chosen on a grid (FLOORS_S), the fit
 of least error kept, then refitted once with its fractions inside the max. The fit minimises the squared relative
@@ -77,6 +77,7 @@ MIN_ROWS_GROUP = 8  # fewer decode rows on a backend: no constants at all
 # them and SGLang's held out at 52.4% median, its prompts at 760.7% (this script at c220c67): too few cards to tell
 # the card from the engine
 MIN_ROWS_OWN, MIN_SOURCES_OWN, MIN_CARDS_OWN = 20, 3, 3
+SEQ_BATCH = 16  # decode rows at this batch or more pin a cost per sequence (DecodeSystem)
 MIN_ROWS_CLASS = 6  # fewer rows (or one source) of a format class: it takes the group's default fraction
 MIN_SOURCES_CLASS = 2
 ETA_MIN = 0.1
@@ -236,6 +237,7 @@ class GroupFit:
     expert_read_cost: float = 0.0
     t_layer_floor_s: float = 0.0
     t_act_quant_layer_s: float = 0.0
+    t_seq_s: float = 0.0
     borrowed_terms: tuple[str, ...] = ()  # the terms taken from a pool fit (fit_group, unpinned)
     # a pool of several engines' rows: each engine with rows enough its own fixed costs (t_layer_s, t_step_s)
     fixed_by_runtime: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
@@ -265,7 +267,7 @@ class GroupFit:
             t_prefill_layer_s=self.t_prefill_layer_s, moe_matmul_cost=self.moe_matmul_cost,
             prefill_expert_read_cost=self.prefill_expert_read_cost,
             expert_read_cost=self.expert_read_cost, t_layer_floor_s=self.t_layer_floor_s,
-            t_act_quant_layer_s=self.t_act_quant_layer_s)
+            t_act_quant_layer_s=self.t_act_quant_layer_s, t_seq_s=self.t_seq_s)
 
 
 def median(xs: list[float]) -> float:
@@ -408,7 +410,7 @@ class DecodeSystem:
         self.backends = sorted({backend(o.plan.gpu) for o in dec} - {"cuda"}) if len(
             {backend(o.plan.gpu) for o in dec}) > 1 else []
         self.names = [f"v:{c}" for c in self.classes] + ["v:other", "v_kv", "t_layer", "t_step", "t_moe"] + \
-            [f"alpha:{k}" for k in self.links] + ["alu", "attn", "tile", "v0", "expert", "act_quant"] + \
+            [f"alpha:{k}" for k in self.links] + ["alu", "attn", "tile", "v0", "expert", "act_quant", "t_seq"] + \
             [f"t_layer:{k}" for k in self.own_kernels] + [f"t_step:{r}" for r in self.own_fixed] + \
             [f"v_be:{b}" for b in self.backends]
         self.dec, rows_a = dec, []
@@ -427,6 +429,7 @@ class DecodeSystem:
             row.append(1.0 if x.engine_v0 else 0.0)  # an older generation (vLLM V0, llama.cpp < b6327): a cost a step
             row.append(x.expert_weight_bytes / x.bandwidth_bytes_per_s)  # per unit of expert_read_cost
             row.append(x.layers if x.tensor_core_native else 0.0)  # per second of t_act_quant_layer_s
+            row.append(x.batch - 1.0)  # per second of t_seq_s: each sequence of the step beyond the first
             row += [x.layers if kern == k else 0.0 for k in self.own_kernels]
             row += [1.0 if o.runtime == r else 0.0 for r in self.own_fixed]
             row += [w_bw + kv_bw if backend(o.plan.gpu) == b else 0.0 for b in self.backends]
@@ -446,6 +449,10 @@ class DecodeSystem:
         self.depth = runtime in VECTOR_ATTENTION and any(max(c) - min(c) >= 2048 for c in by_source.values())
         if not self.depth:
             self.upper[self.names.index("v_kv")] = 0.0
+        # a cost per sequence only where rows at large batches (SEQ_BATCH or more) come from MIN_SOURCES_CLASS
+        # sources: fewer, and the tile term's growth with the batch and a cost per sequence cannot be told apart
+        if len({o.source_key for o in dec if o.row.batch >= SEQ_BATCH}) < MIN_SOURCES_CLASS:
+            self.upper[self.names.index("t_seq")] = 0.0
         self.fixed = dict(fixed or {})
         for name in self.fixed:
             self.upper[self.names.index(name)] = 0.0
@@ -489,6 +496,7 @@ class DecodeSystem:
                        theta["alu"], theta["attn"], theta["tile"], theta["v0"])
         fit.expert_read_cost = theta["expert"]
         fit.t_act_quant_layer_s = theta["act_quant"]
+        fit.t_seq_s = theta["t_seq"]
         fit.t_layer_floor_s = floor_s
         fit.fixed_by_runtime = {
             r: (theta.get(f"t_layer:{KERNELS.get(r, r)}", theta["t_layer"]), theta.get(f"t_step:{r}", theta["t_step"]))
@@ -687,7 +695,7 @@ def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, 
         "alu_ops_per_weight": r4(fit.alu_ops_per_weight), "attn_cost": r4(fit.attn_cost),
         "tile_cost": r4(fit.tile_cost), "t_step_v0_s": r4(fit.t_step_v0_s), "t_prefill_layer_s": r4(fit.t_prefill_layer_s),
         "expert_read_cost": r4(fit.expert_read_cost), "t_layer_floor_s": r4(fit.t_layer_floor_s),
-        "t_act_quant_layer_s": r4(fit.t_act_quant_layer_s),
+        "t_act_quant_layer_s": r4(fit.t_act_quant_layer_s), "t_seq_s": r4(fit.t_seq_s),
         "moe_matmul_cost": fit.moe_matmul_cost, "prefill_expert_read_cost": fit.prefill_expert_read_cost,
         "alpha_s": {k: r4(v) for k, v in fit.alpha_s.items()},
         "eta_prefill": {c: r4(e) for c, e in fit.eta_prefill.items()},

@@ -393,6 +393,34 @@ def test_llamacpp_reads_the_routed_experts_once_per_ubatch(catalog, runtimes):
     assert prefill_inputs(dense, "llamacpp").expert_read_bytes == 0.0
 
 
+def test_a_cost_per_sequence_only_where_large_batches_come_from_two_sources(observed, catalog, runtimes):
+    """A decode step pays t_seq_s for each sequence beyond the first (scheduling, sampling, per-row work): AMD's
+    vLLM table on 8 x MI300X takes 22.7 ms a step for Llama 3.1 70B FP8 at batch 128 (46.484 s / 2,048 tokens)
+    where its bytes take 2.8 ms. fit_speed fits it only where decode rows at batch >= SEQ_BATCH come from two
+    sources or more (the ROCm rows: AMD's table, dstack, Oracle, a gpt-oss sweep); on CUDA only one source (an
+    H20 sweep, whose growth with the batch is the tile term's) has such rows, and the term stays 0 there."""
+    from dataclasses import replace
+
+    import fit_speed
+    from llmsize.estimate.expected import backend, constants, step_inputs
+    from llmsize.estimate.speed import decode_step_time_s
+
+    def upper(rows):
+        sys_ = fit_speed.DecodeSystem("vllm", rows)
+        return sys_.upper[sys_.names.index("t_seq")]
+
+    pool = [o for o in observed if o.step is not None and o.runtime in ("vllm", "sglang")]
+    assert upper([o for o in pool if backend(o.plan.gpu) == "rocm"]) > 0
+    assert upper([o for o in pool if backend(o.plan.gpu) == "cuda"]) == 0.0
+    rocm, cuda = constants(runtimes["vllm"], "rocm"), constants(runtimes["vllm"], "cuda")
+    assert rocm.t_seq_s > 0 and cuda.t_seq_s == 0.0
+    p = make_plan(catalog.model("llama-3.1-70b"), catalog.gpu("mi300x"), PlanInputs(quant="fp8", tp=8, batch=128),
+                  search_fit=False)
+    x = step_inputs(p, p.decode_b, "vllm")
+    assert decode_step_time_s(x, rocm) - decode_step_time_s(x, replace(rocm, t_seq_s=0.0)) == \
+        pytest.approx(127 * rocm.t_seq_s)
+
+
 def test_low_bit_k_quants_pay_for_unpacking_on_the_vector_units(catalog, runtimes):
     """llama.cpp CUDA decodes Q2_K slower than its bytes: the dequant term (ops per weight / FP32 rate) is part of
     the step for quantized weights, absent for 16-bit ones, and larger on a card with less FP32 per byte."""

@@ -399,6 +399,7 @@ class SpeedGroup(Strict):
                                        "(eager: no CUDA graph; launches and the all-reduce's latency)")
     moe_matmul_cost: float = Field(1.0, ge=1, le=100, description="a routed expert FLOP's cost in dense FLOPs "
                                    "(grouped GEMMs of a few rows per expert)")
+    t_seq_s: Seconds = Field(0.0, description="a decode step's cost per sequence beyond the first")
     prefill_expert_read_cost: float = Field(0.0, ge=0, le=100, description="a prompt's routed-expert byte, each "
                                             "forward's read, in units of its time at full bandwidth")
     alpha_s: dict[Literal["nvlink", "xgmi", "pcie", "network"], Seconds] = {}

@@ -128,7 +128,7 @@ def constants(spec: RuntimeSpec, backend_id: str) -> Constants | None:
         prefill_band_high=g.prefill_band[1] if g.prefill_band else None, cards_seen=tuple(g.cards),
         alu_ops_per_weight=g.alu_ops_per_weight, attn_cost=g.attn_cost, tile_cost=g.tile_cost,
         t_step_v0_s=g.t_step_v0_s, t_prefill_layer_s=g.t_prefill_layer_s, moe_matmul_cost=g.moe_matmul_cost,
-        prefill_expert_read_cost=g.prefill_expert_read_cost,
+        prefill_expert_read_cost=g.prefill_expert_read_cost, t_seq_s=g.t_seq_s,
         expert_read_cost=g.expert_read_cost, t_layer_floor_s=g.t_layer_floor_s,
         t_act_quant_layer_s=g.t_act_quant_layer_s,
         eta_host=spec.host.eta_bandwidth if spec.host else 1.0,

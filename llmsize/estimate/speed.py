@@ -201,6 +201,7 @@ class Constants:
     moe_matmul_cost: float = 1.0  # a routed expert FLOP's cost in dense FLOPs (grouped GEMMs of few rows each)
     # a prompt's routed-expert byte, in units of its time at full bandwidth, beyond the FLOPs (prefill_parts_s)
     prefill_expert_read_cost: float = 0.0
+    t_seq_s: float = 0.0  # a decode step's cost per sequence beyond the first (scheduling, sampling, per-row work)
     expert_read_cost: float = 0.0  # extra seconds per second of routed-expert bytes at full bandwidth (small matrices)
     t_layer_floor_s: float = 0.0  # the least time one layer's kernels take, however few bytes they read (s)
     t_act_quant_layer_s: float = 0.0  # per layer, quantizing activations for FP8/FP4 tensor-core GEMMs (s)
@@ -277,6 +278,7 @@ def decode_step_time_s(x: StepInputs, c: Constants) -> float:
     t = x.weight_bytes / (bw * c.eta_w(x.format_class)) + x.kv_bytes / (bw * c.eta_kv) + floor_time_s(x, c)
     t += x.layers * c.t_layer_s + c.t_step_s + x.moe_layers * c.t_moe_layer_s + dequant_time_s(x, c)
     t += c.expert_read_cost * x.expert_weight_bytes / bw + act_quant_time_s(x, c)
+    t += c.t_seq_s * (x.batch - 1)
     if x.engine_v0:
         t += c.t_step_v0_s
     t += attention_time_s(x, c) + tile_time_s(x, c)

@@ -9,9 +9,10 @@ print the held-out error table, and (with --write) write runtimes/*.yaml.
 Method. For one runtime on one backend, a decode row's step time is linear in the unknowns
     t = base + sum_c v_c x W/BW [class c] + v_kv x KV/BW + t_layer x layers + t_step + t_moe x moe_layers
           + sum_k alpha_k x collectives [link k] + t_seq x (batch - 1) + the terms of speed.decode_step_time_s,
-(t_seq only where rows at batch >= SEQ_BATCH come from MIN_SOURCES_CLASS sources), with base = (W + KV)/BW + comm bytes/link (the ceiling's step) + layers x max(0, floor - W/(BW x eta)/layers) (a
-layer's kernels last at least the floor, which overlaps their read) and v = 1/eta - 1 >= 0, every unknown >= 0 (so
-the expected figure never beats the ceiling). The floor is not linear: it is chosen on a grid (FLOORS_S), the fit
+(t_seq only where rows at batch >= SEQ_BATCH come from MIN_SOURCES_CLASS sources), with base = (W + KV)/BW + comm
+bytes/link (the ceiling's step) + layers x max(0, floor - W/(BW x eta)/layers) (a layer's kernels last at least the
+floor, which overlaps their read) and v = 1/eta - 1 >= 0, every unknown >= 0 (so the expected figure never beats
+the ceiling). The floor is not linear: it is chosen on a grid (FLOORS_S), the fit
 of least error kept, then refitted once with its fractions inside the max. The fit minimises the squared relative
 error sum ((t_hat - t)/t)^2 with a small ridge (1% of each column's scale) over the box of bounds (nnls: an
 active-set Newton method, then coordinate descent; deterministic).
@@ -553,7 +554,8 @@ def _fit_prefill_at(fit: GroupFit, pre: list[Observed], moe_cost: float, read_co
     # prompt (speed.pipeline_factor) is fitted at its time through the stages one after the other
     rows = {c: [(o.measured_s / pipeline_factor(o.prefill),
                  o.prefill.layers * fit.fixed_of(o.runtime)[0] + fit.fixed_of(o.runtime)[1]
-                 + score_time_s(o.prefill, kc) + read_cost * o.prefill.expert_read_bytes / o.prefill.bandwidth_bytes_per_s,
+                 + score_time_s(o.prefill, kc)
+                 + read_cost * o.prefill.expert_read_bytes / o.prefill.bandwidth_bytes_per_s,
                  o.prefill.layers if o.prefill.serving else 0,
                  (o.prefill.flops + (moe_cost - 1) * o.prefill.expert_flops) / o.prefill.peak_flop_per_s,
                  "*" if pooled else c) for o in obs] for c, obs in by_class.items()}
@@ -696,7 +698,8 @@ def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, 
         "tile_cost": r4(fit.tile_cost), "t_step_v0_s": r4(fit.t_step_v0_s), "t_prefill_layer_s": r4(fit.t_prefill_layer_s),
         "expert_read_cost": r4(fit.expert_read_cost), "t_layer_floor_s": r4(fit.t_layer_floor_s),
         "t_act_quant_layer_s": r4(fit.t_act_quant_layer_s), "t_seq_s": r4(fit.t_seq_s),
-        "moe_matmul_cost": fit.moe_matmul_cost, "prefill_expert_read_cost": fit.prefill_expert_read_cost,
+        "moe_matmul_cost": fit.moe_matmul_cost,
+        "prefill_expert_read_cost": fit.prefill_expert_read_cost,
         "alpha_s": {k: r4(v) for k, v in fit.alpha_s.items()},
         "eta_prefill": {c: r4(e) for c, e in fit.eta_prefill.items()},
         "eta_prefill_default": r4(fit.eta_prefill_default) if fit.eta_prefill_default else None,

@@ -130,7 +130,7 @@ def test_measure_gpu_refuses_an_unknown_stage_before_any_work():
 
 
 def test_measure_gpu_runs_every_stage_through_on_a_machine_without_a_gpu(tmp_path):
-    """The GPU session's one entry point, its shell plumbing on the CPU: each stage's programs refuse (no GPU)
+    """The GPU run's one entry point, its shell plumbing on the CPU: each stage's programs refuse (no GPU)
     and the script goes on to the next, times every stage, names its commit, falls back to the byte kernel when
     the GEMV bench picked none, and leaves the console log, the RESULTS block and the tarball of every log in
     $OUT (a stage only a GPU run reaches cannot then die of a shell error)."""

@@ -846,6 +846,8 @@ def run(write: bool, check: bool, sources: str | None = None) -> int:
             note += (f"; fit on {g['rows']} rows of {', '.join(sorted({o.runtime for o in rows}))}: "
                      f"{g['median_abs_error']:.1%} / {g['p90_abs_error']:.1%}"
                      + ("" if own_d.errors else f"; none of {rt}'s own on {be}: the fit's rows shown"))
+        if sp and (rt, be) not in shown_p.groups:  # its prompt figures rest on others' rows: say whose they are
+            note += f"; prompts: none of {rt}'s own on {be}, its kin's rows shown"
         if unscored > 0:
             note += f"; {unscored} decode rows unscored (without their source the group has < {MIN_ROWS_GROUP} rows)"
         table.append((rt, be, sd["rows"], sd["median_abs_error"], sd["p90_abs_error"], sd["band_coverage"], sp, note))

@@ -591,6 +591,7 @@ def test_a_missing_time_to_first_token_says_which_input_is_missing(run_cli):
     code, out, err = run_cli("plan", "llama-3-8b", "--gpu", "dgx-spark", "--quant", "gguf-q4_k_m", "--json")
     e = json.loads(out)["expected"]
     assert e["tok_s"] > 0 and e["ttft_s"] is None and "dense INT8 rate" in e["ttft_reason"]
+    assert "--calibrate with a run of yours on this card" in e["ttft_reason"]
 
 
 def test_compare_has_a_sortable_expected_column(run_cli):

@@ -326,7 +326,8 @@ def prefill_missing(x: PrefillInputs, c: Constants) -> str | None:
     fraction missing."""
     if not x.peak_flop_per_s:
         return (f"the catalog has no dense {x.peak_name} rate for this card (no citable figure), the rate this "
-                "runtime's prompt matmuls run at")
+                "runtime's prompt matmuls run at; --calibrate with a run of yours on this card that times a prompt "
+                "(llama-bench's pp lines, a TTFT) gives it one")
     if not c.eta_p(x.format_class):
         return "no published prompt measurements of this runtime on this card's backend to fit its share of the peak"
     return None

@@ -163,7 +163,7 @@ def step_inputs(plan: Plan, batch_step, runtime: str | None = None, marlin: bool
         batch=batch_step.batch, weight_bytes=batch_step.weight_bytes, kv_bytes=batch_step.kv_bytes,
         bandwidth_bytes_per_s=plan.gpu.bandwidth_bytes_per_s, layers=layers, moe_layers=moe,
         collectives=collectives, link=link, comm_time_s=batch_step.comm_time_s, flops=batch_step.flops,
-        peak_flop_per_s=_peak(plan, runtime, marlin), format_class=cls,
+        peak_flop_per_s=matmul_rate(plan, runtime, marlin)[0], format_class=cls,
         weight_elements=batch_step.weight_bytes * 8 / plan.weights.bits_per_weight if plan.weights.bits_per_weight
         else 0.0, vector_flop_per_s=(plan.gpu.dense_tflops.fp32 or 0) * 1e12 or None,
         attention_flops=_attention_flops(plan, batch_step),
@@ -240,7 +240,8 @@ MATMUL_PRECISION = {"llamacpp": ("fp16", "fp32"), "mlx": ("fp16",)}
 # dequantized FP16 with FP16 accumulation (CUBLAS_COMPUTE_16F), half the INT8 rate on every tensor-core card. The
 # catalog's FP16 figure is with FP32 accumulation, which GeForce cards run at half rate and workstation and
 # datacenter cards at full rate (an RTX 4090: 165 TFLOPS, 661 TOPS INT8; an RTX PRO 6000: 504 and 1,008): priced
-# at it, Llama 2 7B Q4_0's prompt on an RTX PRO 6000 ran at 0.48 of the prediction (llm-tracker), and a Tesla P40
+# at it, Llama 2 7B Q4_0's prompt on an RTX PRO 6000 (llm-tracker) ran at 0.48 of the prediction held out
+# (`python benchmarks/fit_speed.py --sources llamacpp:cuda` at bc00ca2), and a Tesla P40
 # ran its prompt above its FP32 peak (llama.cpp PR #4766: Llama 7B Q4_0 pp512 at 912.41 t/s, 2 x 6.74e9 x 912.41 =
 # 12.3 TFLOPS of matmuls against 11.76). A card without an INT8 figure gets no time to first token here.
 LLAMACPP_CUDA_PRECISION = "int8"
@@ -286,21 +287,21 @@ def fp32_stands_in(gpu, peak_flop_per_s: float | None) -> bool:
     return bool(peak_flop_per_s) and gpu.vendor != "Apple" and peak_flop_per_s == (gpu.dense_tflops.fp32 or 0) * 1e12
 
 
-def _peak(plan: Plan, runtime: str | None, marlin: bool) -> float | None:
-    """matmul_peak, or the 16-bit peak for a run through Marlin (its matmuls are bf16/fp16)."""
-    return compute_peak(plan.gpu, plan.fmt, "bf16").flop_per_s if marlin else matmul_peak(plan, runtime)
-
-
-def matmul_peak(plan: Plan, runtime: str | None) -> float | None:
-    """The dense rate `runtime`'s matmuls reach on the plan's card (the faster of its precisions; llama.cpp's on an
-    NVIDIA card: LLAMACPP_CUDA_PRECISION's, None where the catalog has none)."""
-    if runtime not in MATMUL_PRECISION:
-        return plan.peak.flop_per_s
+def matmul_rate(plan: Plan, runtime: str | None, marlin: bool = False) -> tuple[float | None, str]:
+    """The dense rate (FLOP/s; None where the catalog has none) `runtime`'s matmuls reach on the plan's card, and
+    the precision it is of, as the report names it: the 16-bit peak for a run through Marlin (its matmuls are
+    bf16/fp16); llama.cpp's on an NVIDIA card LLAMACPP_CUDA_PRECISION's; else the faster of the runtime's own
+    precisions (MATMUL_PRECISION), or the plan's peak for the format's own."""
+    if marlin:
+        p = compute_peak(plan.gpu, plan.fmt, "bf16")
+        return p.flop_per_s, (p.precision or p.requested).upper()
     if runtime == "llamacpp" and backend(plan.gpu) == "cuda":
         rate = getattr(plan.gpu.dense_tflops, LLAMACPP_CUDA_PRECISION)
-        return rate * 1e12 if rate else None
-    rates = [compute_peak(plan.gpu, plan.fmt, p).flop_per_s or 0 for p in MATMUL_PRECISION[runtime]]
-    return max(rates) or None
+        return (rate * 1e12 if rate else None), LLAMACPP_CUDA_PRECISION.upper()
+    if runtime in MATMUL_PRECISION:
+        rates = [compute_peak(plan.gpu, plan.fmt, p).flop_per_s or 0 for p in MATMUL_PRECISION[runtime]]
+        return max(rates) or None, "/".join(p.upper() for p in MATMUL_PRECISION[runtime])
+    return plan.peak.flop_per_s, (plan.peak.precision or plan.peak.requested or "matmul").upper()
 
 
 def prompt_expert_bytes(plan: Plan, tokens_per_forward: int) -> float:
@@ -311,17 +312,6 @@ def prompt_expert_bytes(plan: Plan, tokens_per_forward: int) -> float:
     w = plan.weights_card or plan.weights
     share = expert_read_fraction(plan.card_model or plan.model, plan.fmt, plan.scope, per)
     return -(-prompt // per) * w.bytes_total * share
-
-
-def matmul_precision_name(plan: Plan, runtime: str | None, marlin: bool = False) -> str:
-    """The precision matmul_peak's rate is of, as the report names it (INT8, FP16/FP32, ...)."""
-    if marlin:
-        return "BF16"
-    if runtime == "llamacpp" and backend(plan.gpu) == "cuda":
-        return LLAMACPP_CUDA_PRECISION.upper()
-    if runtime in MATMUL_PRECISION:
-        return "/".join(p.upper() for p in MATMUL_PRECISION[runtime])
-    return (plan.peak.precision or plan.peak.requested or "matmul").upper()
 
 
 # llama.cpp's defaults for a prompt: llama_decode calls of n_batch 2,048 tokens, each cut into ubatches of
@@ -375,7 +365,7 @@ def prefill_inputs(plan: Plan, runtime: str | None = None, flash_attn: bool = Tr
     collectives, link = _link(plan)
     pre = plan.prefill
     comm_s = plan.comm.time_s(1, plan.model.hidden_size, tokens=pre.prompt_tokens) if plan.comm else 0.0
-    peak = _peak(plan, runtime, marlin)
+    peak, peak_name = matmul_rate(plan, runtime, marlin)
     stages = plan.comm.pp if plan.comm else 1
     piped = runtime == "llamacpp" and stages > 1 and backend(plan.gpu) in PIPELINED_BACKENDS
     return PrefillInputs(
@@ -388,7 +378,7 @@ def prefill_inputs(plan: Plan, runtime: str | None = None, flash_attn: bool = Tr
         stages=stages, batch_tokens=LLAMACPP_BATCH_TOKENS if piped else 0,
         ubatch_tokens=ub if piped else 0,
         score_bytes=score_matrix_bytes(plan, ub) if runtime == "llamacpp" and not flash_attn else 0.0,
-        serving=runtime in SERVING_RUNTIMES, peak_name=matmul_precision_name(plan, runtime, marlin))
+        serving=runtime in SERVING_RUNTIMES, peak_name=peak_name)
 
 
 @dataclass(frozen=True)
@@ -524,7 +514,7 @@ def prompt_rate_flop_s(pre: PrefillInputs, c: Constants, measured_s: float) -> f
     terms taken out (speed.prefill_parts_s at an unbounded peak); None where they leave no time for the FLOPs."""
     _, weights, fixed = prefill_parts_s(_replace(pre, peak_flop_per_s=math.inf), c)
     left = measured_s - fixed - score_time_s(pre, c)
-    if left <= weights or left <= 0:
+    if left <= weights:  # memory-bound (or faster than its fixed terms): the FLOPs' rate is not seen
         return None
     return (pre.flops + (c.moe_matmul_cost - 1) * pre.expert_flops) / left
 
@@ -594,7 +584,7 @@ def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, ca
     measured_pre_s = (run.prompt_tokens / run.prefill_tok_s if run.prefill_tok_s and run.prompt_tokens
                       else run.ttft_s)
     rate = None
-    if t_pre is None and measured_pre_s and not pre.peak_flop_per_s and c.eta_p(pre.format_class):
+    if measured_pre_s and not pre.peak_flop_per_s and c.eta_p(pre.format_class):  # no rate: t_pre is None
         rate = prompt_rate_flop_s(_replace(pre, weight_bytes=pre.weight_bytes * scale), c, measured_pre_s)
     run_bytes = s1.weight_bytes + s1.kv_bytes
     here = plan.decode_1.bytes_total

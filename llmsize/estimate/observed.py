@@ -150,7 +150,7 @@ def _vllm_v0(version: str) -> bool:
 def _scaled(x, factor: float):
     from dataclasses import replace
 
-    if hasattr(x, "expert_read_bytes"):  # a prompt's
+    if isinstance(x, PrefillInputs):  # a prompt's experts are read as their file's bytes too
         return replace(x, weight_bytes=x.weight_bytes * factor, expert_read_bytes=x.expert_read_bytes * factor)
     return replace(x, weight_bytes=x.weight_bytes * factor)
 

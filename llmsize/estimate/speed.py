@@ -290,7 +290,6 @@ def decode_step_time_s(x: StepInputs, c: Constants) -> float:
     return t
 
 
-
 def pipeline_factor(x: PrefillInputs) -> float:
     """The prompt's time through pipelined stages over its time through them one after the other. llama.cpp with
     its layers split over s cards (ggml-org/llama.cpp PR #6017, "pipeline parallelism"; on when every layer and

@@ -527,9 +527,10 @@ def fit_prefill(fit: GroupFit, pre: list[Observed]) -> None:
     best = None
     reads = EXPERT_READ_COSTS.get(fit.runtime, (0.0,))
     grid = [(c, r) for r in reads for c in MOE_MATMUL_COSTS] if moe_rows >= MIN_ROWS_CLASS else [(1.0, 0.0)]
+    table = PrefillTable.of(fit, pre)
     for cost, read in grid:
         trial = dataclasses.replace(fit)
-        err = _fit_prefill_at(trial, pre, cost, read)
+        err = _fit_prefill_at(trial, table, cost, read)
         if best is None or err < best[0] - 1e-12:
             best = (err, trial)
     fit.eta_prefill, fit.eta_prefill_default = best[1].eta_prefill, best[1].eta_prefill_default
@@ -537,39 +538,56 @@ def fit_prefill(fit: GroupFit, pre: list[Observed]) -> None:
     fit.prefill_expert_read_cost = best[1].prefill_expert_read_cost
 
 
-def _fit_prefill_at(fit: GroupFit, pre: list[Observed], moe_cost: float, read_cost: float = 0.0) -> float:
+@dataclass(frozen=True)
+class PrefillTable:
+    """The prompt rows' terms that the grid of fit_prefill does not change, one array entry per row (rows whose
+    card has a rate), by format class: measured time (a pipelined prompt's through its stages one after the other:
+    speed.pipeline_factor), fixed time (per layer, per step, unfused attention's score bytes at the decode fit's
+    cache fraction), layers of a serving engine's eager forward (0 for other runtimes' rows), dense and routed
+    FLOP time at eta 1, routed-expert read at full bandwidth."""
+    by_class: dict[str, dict[str, np.ndarray]]
+    serving_rows: int
+
+    @staticmethod
+    def of(fit: GroupFit, pre: list[Observed]) -> PrefillTable:
+        kc = fit.constants()
+        by_class = defaultdict(list)
+        for o in pre:
+            if o.prefill.peak_flop_per_s:
+                by_class[o.prefill.format_class].append(o)
+        cols = {}
+        for c, obs in by_class.items():
+            x = [o.prefill for o in obs]
+            cols[c] = {k: np.array(v, dtype=float) for k, v in (
+                ("meas", [o.measured_s / pipeline_factor(o.prefill) for o in obs]),
+                ("fixed", [p.layers * fit.fixed_of(o.runtime)[0] + fit.fixed_of(o.runtime)[1] + score_time_s(p, kc)
+                           for o, p in zip(obs, x)]),
+                ("layers", [p.layers if p.serving else 0 for p in x]),
+                ("dense", [p.flops / p.peak_flop_per_s for p in x]),
+                ("expert", [p.expert_flops / p.peak_flop_per_s for p in x]),
+                ("read", [p.expert_read_bytes / p.bandwidth_bytes_per_s for p in x]))}
+        return PrefillTable(cols, sum(1 for obs in by_class.values() for o in obs if o.prefill.serving))
+
+
+def _fit_prefill_at(fit: GroupFit, table: PrefillTable, moe_cost: float, read_cost: float = 0.0) -> float:
     """fit_prefill at one moe_matmul_cost and prefill_expert_read_cost; returns the weighted squared error of the
     rows it fitted."""
     fit.moe_matmul_cost, fit.prefill_expert_read_cost = moe_cost, read_cost
-    kc = fit.constants()  # the decode fit's cache fraction, which unfused attention's score bytes move at
-    by_class = defaultdict(list)
-    for o in pre:
-        if o.prefill.peak_flop_per_s:
-            by_class[o.prefill.format_class].append(o)
-    every = [o for obs in by_class.values() for o in obs]
-    counts = {c: len(obs) for c, obs in by_class.items()}
+    counts = {c: len(t["meas"]) for c, t in table.by_class.items()}
     pooled = not any(n >= MIN_ROWS_CLASS for n in counts.values())
-    # per row, worked out once (what the alternation below does not change): (measured time, fixed time, layers
-    # of a serving engine's eager forward (0 for other runtimes' rows), FLOP time at eta 1, class); a pipelined
-    # prompt (speed.pipeline_factor) is fitted at its time through the stages one after the other
-    rows = {c: [(o.measured_s / pipeline_factor(o.prefill),
-                 o.prefill.layers * fit.fixed_of(o.runtime)[0] + fit.fixed_of(o.runtime)[1]
-                 + score_time_s(o.prefill, kc)
-                 + read_cost * o.prefill.expert_read_bytes / o.prefill.bandwidth_bytes_per_s,
-                 o.prefill.layers if o.prefill.serving else 0,
-                 (o.prefill.flops + (moe_cost - 1) * o.prefill.expert_flops) / o.prefill.peak_flop_per_s,
-                 "*" if pooled else c) for o in obs] for c, obs in by_class.items()}
-    every_rows = [r for rs in rows.values() for r in rs]
-    groups = {"*": every_rows} if pooled else rows
-    serving = sum(1 for o in every if o.prefill.serving) >= MIN_ROWS_CLASS
+    # per row: measured, fixed (the expert read at this grid point included), layers, FLOP time at eta 1
+    rows = {c: (t["meas"], t["fixed"] + read_cost * t["read"], t["layers"], t["dense"] + (moe_cost - 1) * t["expert"])
+            for c, t in table.by_class.items()}
+    if pooled and rows:
+        rows = {"*": tuple(np.concatenate(cols) for cols in zip(*rows.values()))}
+    serving = table.serving_rows >= MIN_ROWS_CLASS
     # the alternation's sums, which do not change from one round to the next: per class (A, B, D) with
     # num_c = A - t_pl x B and den_c = D; for t_pl, num = P - sum_c u_c x B_c and den = Q
-    sums = {c: (sum(area * (meas - fixed) / meas**2 for meas, fixed, _, area, _ in rs),
-                sum(area * layers / meas**2 for meas, _, layers, area, _ in rs),
-                sum(area ** 2 / meas**2 for meas, _, _, area, _ in rs)) for c, rs in groups.items()}
-    p_sum = sum(layers * (meas - fixed) / meas**2 for meas, fixed, layers, _, _ in every_rows)
-    q_sum = sum(layers ** 2 / meas**2 for meas, _, layers, _, _ in every_rows)
-    u, t_pl = {c: 1.0 for c in groups}, 0.0
+    sums = {c: (float(np.sum(area * (meas - fixed) / meas**2)), float(np.sum(area * layers / meas**2)),
+                float(np.sum(area ** 2 / meas**2))) for c, (meas, fixed, layers, area) in rows.items()}
+    p_sum = sum(float(np.sum(layers * (meas - fixed) / meas**2)) for meas, fixed, layers, _ in rows.values())
+    q_sum = sum(float(np.sum(layers ** 2 / meas**2)) for meas, _, layers, _ in rows.values())
+    u, t_pl = {c: 1.0 for c in rows}, 0.0
     for _ in range(200 if serving else 1):
         for c, (a_c, b_c, d_c) in sums.items():
             num = a_c - t_pl * b_c
@@ -579,14 +597,16 @@ def _fit_prefill_at(fit: GroupFit, pre: list[Observed], moe_cost: float, read_co
                 t_pl = 0.0  # a class the rows cannot fit: no per-layer cost from them
             else:
                 num = p_sum - sum(u[c] * b_c for c, (_, b_c, _) in sums.items())
-                t_pl = max(0.0, num / q_sum) if q_sum > 0 else 0.0
+                before, t_pl = t_pl, max(0.0, num / q_sum) if q_sum > 0 else 0.0
+                if t_pl == before:  # a fixed point: every further round would give the same u and t_pl
+                    break
     etas = {c: 1 / v for c, v in u.items() if math.isfinite(v)}
     fit.t_prefill_layer_s = t_pl
-    err = sum(((meas - fixed - t_pl * layers - area * u[cls]) / meas) ** 2 if math.isfinite(u[cls]) else 1.0
-              for meas, fixed, layers, area, cls in every_rows)
+    err = sum(float(np.sum(((meas - fixed - t_pl * layers - area * u[c]) / meas) ** 2)) if math.isfinite(u[c])
+              else float(len(meas)) for c, (meas, fixed, layers, area) in rows.items())
     if pooled:
         fit.eta_prefill = {}
-        fit.eta_prefill_default = etas.get("*") if len(every) >= MIN_ROWS_CLASS else None
+        fit.eta_prefill_default = etas.get("*") if sum(counts.values()) >= MIN_ROWS_CLASS else None
         return err
     fit.eta_prefill = {c: e for c, e in etas.items() if counts[c] >= MIN_ROWS_CLASS}
     fit.eta_prefill_default = median(list(fit.eta_prefill.values())) if fit.eta_prefill else None

@@ -8,6 +8,11 @@ patched; each call then patches, exactly as Triton's own _patch_builtin does, ev
 member is a builtin (a helper called inside a kernel finds them already patched and patches nothing, as before).
 Results are bit-identical: the same members are wrapped the same way, and Triton's own scopes undo them. Where the
 interpreter lacks these functions (another Triton), nothing is installed and the tests run at Triton's own speed.
+
+Likewise _get_np_dtype (the numpy dtype a Triton dtype's values are held in, asked at every load, store, cast and
+constant) builds its table of 19 numpy dtypes at each call: ~6% of an interpreted decode step (cProfile of
+test_fused_step_above_16_rows_through_the_tensor_core_row_blocks, 2026-12-03). Its answers are kept per dtype here,
+the first answer for each computed by Triton's own function.
 """
 
 from __future__ import annotations
@@ -43,4 +48,26 @@ def install() -> bool:
     patch_builtin.listed = True
     patch_builtin.original = original
     interp._patch_builtin = patch_builtin
+    _keep_np_dtypes(interp)
     return True
+
+
+def _keep_np_dtypes(interp) -> None:
+    """interp._get_np_dtype with each dtype's answer kept (Triton's dtypes hash by name and shape: equal dtypes
+    have equal answers)."""
+    original = getattr(interp, "_get_np_dtype", None)
+    if original is None or getattr(original, "kept", False):
+        return
+    answers: dict = {}
+
+    def get_np_dtype(tt_dtype):
+        try:
+            return answers[tt_dtype]
+        except KeyError:
+            answers[tt_dtype] = answer = original(tt_dtype)
+            return answer
+        except TypeError:  # an unhashable dtype: Triton's own answer, not kept
+            return original(tt_dtype)
+
+    get_np_dtype.kept = True
+    interp._get_np_dtype = get_np_dtype

@@ -36,6 +36,19 @@ def _script(name: str):
         sys.path.remove(str(BENCH))
 
 
+def _run_main(monkeypatch, capsys, name: str, *argv: str) -> tuple[int, str, str]:
+    """`python benchmarks/NAME.py ARGV` as its main() in this process (torch imported once, the interpreter as the
+    other tests run it): exit code, stdout, stderr."""
+    monkeypatch.setattr(sys, "argv", [f"{name}.py", *argv])
+    code = 0
+    try:
+        _script(name).main()
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
 @pytest.mark.parametrize("script", ["decode", "profile_decode"])
 def test_script_accepts_the_shipped_kernels(script, capsys):
     """Each script's own argument parser: every name gemv_bench can pass on is taken, another is refused."""
@@ -65,18 +78,18 @@ def test_step_variants_parses_and_names_its_variants():
     assert step_variants.VARIANTS[0][3]["fused"] is False  # the reference row: the eager step
 
 
-def test_step_variants_smoke_run_on_the_cpu(tmp_path):
+def test_step_variants_smoke_run_on_the_cpu(tmp_path, monkeypatch, capsys):
     """The whole script on the toy model through the interpreter: builds, checks each variant's logits against
     the eager step's, times, writes the table (what a GPU run would otherwise find broken). The variants that
     only switch a shipped decoder's setting off (soft-cap and token in torch ops, no folds) are left to
     tests/measure/test_gemma4_decode.py; test_step_variants_parses_and_names_its_variants checks every
     variant's settings."""
     out = tmp_path / "variants.md"
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    r = subprocess.run([sys.executable, str(BENCH / "step_variants.py"), "--smoke", "--context", "12", "--steps", "1",
-                        "--only", "6,10,11,14", "--out", str(out)], capture_output=True, text=True, timeout=600,
-                       env=env)
-    assert r.returncode == 0, r.stderr[-2000:]
+    monkeypatch.setenv("LLMSIZE_PDL", "1")
+    code, _, err = _run_main(monkeypatch, capsys, "step_variants", "--smoke", "--context", "12", "--steps", "1",
+                             "--only", "6,10,11,14", "--out", str(out))
+    assert code == 0, err[-2000:]
+    assert os.environ["LLMSIZE_PDL"] == "1" and "LLMSIZE_PREFETCH_KB" not in os.environ  # each variant's, undone
     rows = [ln for ln in out.read_text().splitlines() if ln.startswith("| ") and "variant" not in ln]
     assert [ln.split(" | ")[0] for ln in rows] == [
         "| eager, words", "| fused, words, PDL early, prefetch 32 KiB (default)",
@@ -110,16 +123,15 @@ def test_decode_says_where_the_loop_stops_being_memory_bound():
     assert "no catalog card" in decode.memory_bound_verdict([(1, 0.8), (4, 0.8)], None, card=False)
 
 
-def test_decode_script_smoke_run_on_the_cpu(tmp_path):
+def test_decode_script_smoke_run_on_the_cpu(tmp_path, monkeypatch, capsys):
     """decode.py end to end on the small CPU model, a batch above 16 included (no bf16 row): one table row a
     batch with the plan columns (n/a: no catalog card), a JSON per run, no verdict without NVML's bandwidth."""
-    r = subprocess.run([sys.executable, str(BENCH / "decode.py"), "--device", "cpu", "--context", "8", "--tokens",
-                        "2", "--batches", "1,20", "--no-baseline", "--save-dir", str(tmp_path)],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    rows = [ln for ln in r.stdout.splitlines() if ln.startswith("| nvfp4 |")]
+    code, out, err = _run_main(monkeypatch, capsys, "decode", "--device", "cpu", "--context", "8", "--tokens", "2",
+                               "--batches", "1,20", "--no-baseline", "--save-dir", str(tmp_path))
+    assert code == 0, err
+    rows = [ln for ln in out.splitlines() if ln.startswith("| nvfp4 |")]
     assert [ln.split(" | ")[1] for ln in rows] == ["1", "20"] and all(ln.endswith("| n/a | n/a |") for ln in rows)
-    assert "plan roofline tok/s (datasheet)" in r.stdout and "no theoretical bandwidth" in r.stdout
+    assert "plan roofline tok/s (datasheet)" in out and "no theoretical bandwidth" in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["decode-nvfp4-b1-c8.json", "decode-nvfp4-b20-c8.json"]
 
 
@@ -186,15 +198,14 @@ def test_profile_timeline_counts_overlaps_once_and_the_gaps_between():
     assert profile_decode.step_timeline([], steps=3)["gap_us"] == 0
 
 
-def test_profile_decode_smoke_run_on_the_cpu():
+def test_profile_decode_smoke_run_on_the_cpu(monkeypatch, capsys):
     """profile_decode.py as measure_gpu.sh's last stage runs it (word kernel, fused step, here at batch 2), on
     the small model through the interpreter: the step timed, profiled, its timeline and table printed (on the
     CPU without a CUDA graph, top-level operators standing in for kernels)."""
-    r = subprocess.run([sys.executable, str(BENCH / "profile_decode.py"), "--smoke", "--gemv", "words", "--fused",
-                        "--batch", "2", "--context", "8", "--steps", "1"], capture_output=True, text=True,
-                       timeout=600, env=dict(os.environ, TRITON_INTERPRET="1"))
-    assert r.returncode == 0, r.stderr[-2000:]
-    out = r.stdout.splitlines()
+    code, stdout, err = _run_main(monkeypatch, capsys, "profile_decode", "--smoke", "--gemv", "words", "--fused",
+                                  "--batch", "2", "--context", "8", "--steps", "1")
+    assert code == 0, err[-2000:]
+    out = stdout.splitlines()
     assert out[0].startswith("nvfp4 (words, fused, eager launches), CPU smoke, context 8, batch 2: ")
     labels = ["step, profiler off:", "top-level operators' span a step:", "  at least one running:",
               "  gaps, none running:", "  sum of their durations:"]
@@ -228,16 +239,15 @@ def test_profile_decode_offers_the_lab_decoders_kernels():
     assert _script("profile_decode").GEMVS == LabDecoder.GEMVS[1:]
 
 
-def test_gemv_bench_smoke_run_on_the_cpu(tmp_path):
+def test_gemv_bench_smoke_run_on_the_cpu(tmp_path, monkeypatch, capsys):
     """gemv_bench.py's own code on two small shapes through the interpreter: every path checked against the
     reference and timed (no row 'failed'), the lm_head rows, the fastest batch-1 kernel written for the stages
     that follow (on a GPU, this is the stage that picks it)."""
     best = tmp_path / "best.txt"
-    r = subprocess.run([sys.executable, str(BENCH / "gemv_bench.py"), "--smoke", "--best-out", str(best)],
-                       capture_output=True, text=True, timeout=600, env=dict(os.environ, TRITON_INTERPRET="1"))
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert "failed" not in r.stdout, r.stdout
-    rows = [ln for ln in r.stdout.splitlines() if ln.startswith(("o sliding", "gate_up"))]
+    code, out, err = _run_main(monkeypatch, capsys, "gemv_bench", "--smoke", "--best-out", str(best))
+    assert code == 0, err[-2000:]
+    assert "failed" not in out, out
+    rows = [ln for ln in out.splitlines() if ln.startswith(("o sliding", "gate_up"))]
     assert len(rows) == 2 * 17 and {"tc16", "tc64", "tc256", "rows4", "bf16x256"} <= {ln[27:].split()[0] for ln in rows}
-    assert sum(ln.startswith("lm_head ") for ln in r.stdout.splitlines()) == 2
+    assert sum(ln.startswith("lm_head ") for ln in out.splitlines()) == 2
     assert best.read_text().strip() in GEMV_KERNELS

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError
+from llmsize.estimate.memo import by_identity
 
 ACT_BYTES = 2  # activations travel in bf16
 # PCI-SIG per-lane rates, 128b/130b encoding: gen3 8 GT/s, gen4 16, gen5 32, gen6 64 (PAM4, FLIT) -> GB/s
@@ -110,8 +111,10 @@ def _shard_mlp(m, tp: int):
     return m.model_copy(update=upd)
 
 
+@by_identity(maxsize=256)
 def shard_model(model: ModelSpec, tp: int = 1, pp: int = 1) -> ModelSpec:
-    """The part of `model` one card of a tp x pp deployment holds (the largest pipeline stage)."""
+    """The part of `model` one card of a tp x pp deployment holds (the largest pipeline stage); one object per model
+    and split, so that what is cached per model object downstream (its pieces, its bytes) is found again."""
     if tp < 1 or pp < 1:
         raise InvalidValueError(f"--tp {tp} / --pp {pp} must be at least 1.", "Pass 1 or more.")
     if pp > model.num_layers:

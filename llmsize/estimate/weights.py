@@ -72,8 +72,10 @@ def check_scope(scope: str) -> str:
     return scope
 
 
+@by_identity(maxsize=256)
 def weight_bytes(model: ModelSpec, fmt: QuantFormat, scope: str) -> WeightBytes:
-    """Stored bytes per component and bytes read per decoded token at batch 1.
+    """Stored bytes per component and bytes read per decoded token at batch 1 (worked out once a model, format and
+    scope: `compare` asks for them on every card, a plan for each split it tries; callers read, never change, it).
 
     Formula: quantized matrices at fmt.bits_per_weight (+ per-tensor scales), everything the scope
     leaves alone at fmt.keep_bits. Counted in bits, converted to bytes once.

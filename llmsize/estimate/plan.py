@@ -3,6 +3,8 @@ This is the one thing the CLI calls for `llmsize plan`."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
@@ -103,7 +105,7 @@ class Plan:
     ridge_batch: int | None
     decode_best: DecodeStep | None  # the largest useful batch: memory-limited or at the ridge
     prefill: Prefill
-    diagnosis: Diagnosis
+    diagnose_plan: Callable[[], Diagnosis] = field(repr=False, compare=False)  # `diagnosis`, worked out when read
     assumptions: list[str] = field(default_factory=list)
     weights_estimate: WeightBytes | None = None  # the analytic figure, when `weights` is exact (headers)
     exact: object | None = None  # llmsize.importer.exact.ExactWeights behind `weights`
@@ -117,6 +119,12 @@ class Plan:
     decode_model: DecodeModel | None = None  # the step at any batch (fleet sizing), same inputs as decode_b
     fit: Fit | None = None  # when one card is not enough: the smallest tp x pp that is
     speculative: SpecDecode | None = None  # with --spec: batch-1 ceiling and memory with the draft
+
+    @functools.cached_property
+    def diagnosis(self) -> Diagnosis:
+        """What saturates first and the levers: worked out when first read (a fleet or compare search makes hundreds
+        of plans whose diagnosis nobody reads; a lever tries other formats, GGUF mixes among them)."""
+        return self.diagnose_plan()
 
     @property
     def weights_vs_estimate(self) -> dict[str, float | None]:
@@ -325,8 +333,8 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     partial_link = f"{link.kind} ({link.gb_s:,.0f} GB/s per direction)" if link else None
     from llmsize.estimate.expected import resolve_runtime
 
-    diagnosis = diagnose({**partial, "fit_link": partial_link, "runtime": resolve_runtime(runtime)[0]},
-                         candidates or [])
+    facts = {**partial, "fit_link": partial_link, "runtime": resolve_runtime(runtime)[0]}
+    cards = list(candidates or [])
     out = assumptions(partial)
     if exact is not None:
         diff = (weights.bytes_total - estimate.bytes_total) / estimate.bytes_total
@@ -341,7 +349,7 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
         warned.append(f"--batch {inputs.batch:,} exceeds the {seqs:,} sequences whose cache fits at "
                       f"{inputs.context_tokens:,} tokens: the batch's figures are for a cache this card does not hold "
                       "(the KV block says what does).")
-    plan = Plan(**partial, diagnosis=diagnosis, assumptions=out,
+    plan = Plan(**partial, diagnose_plan=lambda: diagnose(facts, cards), assumptions=out,
                 weights_estimate=estimate if exact is not None else None, exact=exact, notes=notes,
                 warnings=warned, gpu_util_given=util_given)
     if inputs.spec is None:

@@ -34,7 +34,8 @@ TWINS = {
     "Qwen__Qwen3.6-27B": "qwen3.6-27b", "Qwen__Qwen3.6-35B-A3B": "qwen3.6-35b-a3b", "Qwen__Qwen3.5-27B": "qwen3.5-27b",
     "Qwen__Qwen3.5-9B": "qwen3.5-9b", "Qwen__Qwen2.5-14B": "qwen2.5-14b", "Qwen__Qwen2.5-0.5B": "qwen2.5-0.5b",
     "meta-llama__Meta-Llama-3.1-405B": "llama-3.1-405b", "deepseek-ai__DeepSeek-V3.2": "deepseek-v3.2",
-    "microsoft__bitnet-b1.58-2B-4T": "bitnet-b1.58-2b-4t",
+    "microsoft__bitnet-b1.58-2B-4T": "bitnet-b1.58-2b-4t", "google__gemma-2-9b-it": "gemma-2-9b",
+    "mistralai__Mistral-7B-Instruct-v0.3": "mistral-7b-v0.3",
 }
 
 
@@ -43,11 +44,10 @@ def _decoder(spec):
 
 
 def test_every_shared_config_is_covered():
-    assert len(ALL) == 39
+    assert len(ALL) == 40
     assert {p.stem for p in ALL} - set(TWINS) == {
         "Qwen__Qwen3-235B-A22B", "Qwen__Qwen3-235B-A22B-FP8", "nvidia__Gemma-4-31B-IT-NVFP4",
-        "nvidia__Nemotron-H-56B-Base-8K", "mistralai__Mistral-7B-Instruct-v0.3",
-        "1bitLLM__bitnet_b1_58-large"}  # tests/test_ternary.py: llama.cpp's published TQ1_0 / TQ2_0 sizes
+        "nvidia__Nemotron-H-56B-Base-8K", "1bitLLM__bitnet_b1_58-large"}  # tests/test_ternary.py: llama.cpp's published TQ1_0 / TQ2_0 sizes
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
@@ -224,3 +224,23 @@ def test_fuzzed_configs_fail_only_with_one_line_errors(tmp_path):
             assert str(p) in e.one_line() and "\n" not in e.one_line()
             errors += 1
     assert 100 < errors < 1100
+
+
+def test_gemma2_slides_every_other_layer_and_ties_its_embedding(tmp_path):
+    """google/gemma-2-9b-it's config.json has neither layer_types nor tie_word_embeddings: Gemma2Config slides
+    every other layer, the first one first, and ties. Parameters by hand: per layer q 3584 x 4096 = 14,680,064,
+    k and v 3584 x 2048 = 7,340,032 each, o 14,680,064, MLP 3 x 3584 x 14,336 = 154,140,672, 4 norms 14,336:
+    198,195,200; x 42 + the final norm 3,584 = 8,324,201,984 (the Gemma 2 report's non-embedding count), + the tied
+    embedding 256,000 x 3,584 = 917,504,000: 9,241,705,984."""
+    spec = import_model(CONFIGS / "google__gemma-2-9b-it.json", read_headers=False).spec
+    assert spec.tie_word_embeddings
+    kinds = [(g.count, g.mixer.kind, getattr(g.mixer, "sliding_window", None)) for g in spec.layer_groups]
+    assert kinds == [(21, "sliding", 4096), (21, "full", None)]
+    assert sum(p.params for p in model_pieces(spec) if p.stored) == 9_241_705_984
+    raw = json.loads((CONFIGS / "google__gemma-2-9b-it.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**raw, "num_hidden_layers": 3, "tie_word_embeddings": False,
+                                                      "layer_types": ["full_attention", "full_attention",
+                                                                      "sliding_attention"]}))
+    spec = import_model(tmp_path / "config.json", read_headers=False).spec  # what the file says wins
+    assert not spec.tie_word_embeddings
+    assert [(g.count, g.mixer.kind) for g in spec.layer_groups] == [(2, "full"), (1, "sliding")]

@@ -162,6 +162,10 @@ DEFAULTS = {
     "gemma3_text": {"vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216,
                     "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
                     "max_position_embeddings": 131072, "sliding_window": 4096, "sliding_window_pattern": 6},
+    # Gemma2Config (transformers' configuration_gemma2.py)
+    "gemma2": {"vocab_size": 256000, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+               "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 8192,
+               "sliding_window": 4096},
     # FalconConfig
     "falcon": {"vocab_size": 65024, "hidden_size": 4544, "num_hidden_layers": 32, "num_attention_heads": 71,
                "max_position_embeddings": 2048, "multi_query": True},
@@ -260,6 +264,24 @@ def map_gemma3(c: _Cfg, model_type: str) -> Mapped:
         specs.append({"mixer": mixer, "mlp": {"kind": "dense", "intermediate_size": inter}, "norms": 4})
     return Mapped({**_common(c, True), "layer_groups": _groups(specs)},
                   ["vision tower not in config.json's text part: not counted without safetensors headers"])
+
+
+def map_gemma2(c: _Cfg, model_type: str) -> Mapped:
+    """transformers Gemma2: every other layer slides (the first does: Gemma2Config's layer_types, `sliding_attention`
+    where (i + 1) % 2, when config.json has none), 4 norms a layer (pre and post attention and MLP), no q/k norms;
+    the embedding tied unless config.json says otherwise (Gemma2Config's tie_word_embeddings defaults to true)."""
+    layers, inter = c.need("num_hidden_layers", "intermediate_size")
+    heads, kv, hd = _heads(c)
+    window = c.get("sliding_window")
+    types = c.layer_types(layers, ("sliding_attention", "full_attention"))
+    if types is None:
+        types = ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(layers)]
+    if "sliding_attention" in types and window is None:
+        raise ConfigError(f"{c.where}: sliding layers but sliding_window is null.", "Fix the config.json.")
+    specs = [{"mixer": _attn("sliding" if t == "sliding_attention" else "full", heads, kv, hd,
+                             sliding_window=window if t == "sliding_attention" else None),
+              "mlp": {"kind": "dense", "intermediate_size": inter}, "norms": 4} for t in types]
+    return Mapped({**_common(c, True), "layer_groups": _groups(specs)})
 
 
 def map_gemma4(c: _Cfg, model_type: str) -> Mapped:
@@ -448,7 +470,7 @@ MAPPERS = {
     "llama": map_dense, "mistral": map_dense, "qwen2": map_dense, "qwen3": map_dense, "phi3": map_dense,
     "bitnet": map_dense,  # BitNet b1.58: Llama's layers (ReLU^2 MLP, no biases) with two sub-norms
     "mixtral": map_moe_dense_attn, "qwen3_moe": map_moe_dense_attn,
-    "gemma3": map_gemma3, "gemma3_text": map_gemma3,
+    "gemma2": map_gemma2, "gemma3": map_gemma3, "gemma3_text": map_gemma3,
     "gemma4": map_gemma4, "gemma4_text": map_gemma4, "gemma4_unified": map_gemma4, "gemma4_unified_text": map_gemma4,
     "falcon": map_falcon, "deepseek_v2": map_deepseek, "deepseek_v3": map_deepseek, "gpt_oss": map_gpt_oss,
     "deepseek_v32": map_deepseek,  # DeepSeek-V3.2(-Exp): V3's layers, each MLA with a sparse-attention indexer

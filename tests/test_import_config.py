@@ -230,7 +230,7 @@ def test_gemma2_slides_every_other_layer_and_ties_its_embedding(tmp_path):
     """google/gemma-2-9b-it's config.json has neither layer_types nor tie_word_embeddings: Gemma2Config slides
     every other layer, the first one first, and ties. Parameters by hand: per layer q 3584 x 4096 = 14,680,064,
     k and v 3584 x 2048 = 7,340,032 each, o 14,680,064, MLP 3 x 3584 x 14,336 = 154,140,672, 4 norms 14,336:
-    198,195,200; x 42 + the final norm 3,584 = 8,324,201,984 (the Gemma 2 report's non-embedding count), + the tied
+    198,195,200; x 42 + the final norm 3,584 = 8,324,201,984 (without the embedding), + the tied
     embedding 256,000 x 3,584 = 917,504,000: 9,241,705,984."""
     spec = import_model(CONFIGS / "google__gemma-2-9b-it.json", read_headers=False).spec
     assert spec.tie_word_embeddings

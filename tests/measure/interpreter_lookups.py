@@ -53,8 +53,8 @@ def install() -> bool:
 
 
 def _keep_np_dtypes(interp) -> None:
-    """interp._get_np_dtype with each dtype's answer kept (Triton's dtypes hash by name and shape: equal dtypes
-    have equal answers)."""
+    """interp._get_np_dtype with each dtype's answer kept, looked up by the dtype (a dict: its hash, then Triton's
+    own equality, under which equal dtypes have equal answers)."""
     original = getattr(interp, "_get_np_dtype", None)
     if original is None or getattr(original, "kept", False):
         return

@@ -30,6 +30,7 @@ from llmsize.estimate.speed import (
     format_class,
     is_ternary,
     link_kind,
+    at_file_bytes,
     prefill_parts_s,
     score_time_s,
 )
@@ -555,7 +556,7 @@ def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, ca
         raise InvalidValueError(f"--calibrate `{path}`: its run cannot be planned ({e.message})", e.hint) from None
     scale = run.weight_bytes / rp.weights.bytes_total if run.weight_bytes else 1.0
     s1 = step_inputs(rp, rp.decode_b, rid)
-    s1 = _replace(s1, weight_bytes=s1.weight_bytes * scale)
+    s1 = at_file_bytes(s1, scale)
     from llmsize.estimate.speed import ceiling_step_s, decode_step_time_s, prefill_time_s
 
     predicted = 1 / decode_step_time_s(s1, c)
@@ -574,18 +575,14 @@ def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, ca
             f"{CALIBRATION_FLOOR:.0%} of the run's bandwidth ceiling ({ceiling:,.1f} tok/s).",
             "Check the file: a run that slow did not stream its weights from this card's memory.")
     factor = run.decode_tok_s / predicted
-    pf = None
-    pre = prefill_inputs(rp, rid, flash_attn=run.flash_attn is not False)  # the run's attention, fused or not
-    t_pre = prefill_time_s(_replace(pre, weight_bytes=pre.weight_bytes * scale), c)
-    if t_pre and run.prefill_tok_s and run.prompt_tokens:
-        pf = (run.prefill_tok_s / run.prompt_tokens) * t_pre
-    elif t_pre and run.ttft_s:
-        pf = t_pre / run.ttft_s
+    pre = at_file_bytes(prefill_inputs(rp, rid, flash_attn=run.flash_attn is not False), scale)  # its attention
     measured_pre_s = (run.prompt_tokens / run.prefill_tok_s if run.prefill_tok_s and run.prompt_tokens
                       else run.ttft_s)
+    t_pre = prefill_time_s(pre, c)
+    pf = t_pre / measured_pre_s if t_pre and measured_pre_s else None
     rate = None
     if measured_pre_s and not pre.peak_flop_per_s and c.eta_p(pre.format_class):  # no rate: t_pre is None
-        rate = prompt_rate_flop_s(_replace(pre, weight_bytes=pre.weight_bytes * scale), c, measured_pre_s)
+        rate = prompt_rate_flop_s(pre, c, measured_pre_s)
     run_bytes = s1.weight_bytes + s1.kv_bytes
     here = plan.decode_1.bytes_total
     where = (f"calibrated by your run {path} ({run.tool}: {run.decode_tok_s:,.1f} tok/s per sequence at batch "

@@ -18,7 +18,7 @@ from llmsize.estimate.expected import (
     step_inputs,
 )
 from llmsize.estimate.plan import Plan, PlanInputs, make_plan
-from llmsize.estimate.speed import PrefillInputs, StepInputs, ceiling_step_s
+from llmsize.estimate.speed import PrefillInputs, StepInputs, at_file_bytes, ceiling_step_s
 
 KV_DTYPE = {"llamacpp": "fp16", "mlx": "fp16"}  # the cache dtype each runtime uses by default; others bf16
 
@@ -151,14 +151,6 @@ def _vllm_v0(version: str) -> bool:
     return r is not None and r[:2] < (0, 8)
 
 
-def _scaled(x, factor: float):
-    from dataclasses import replace
-
-    if isinstance(x, PrefillInputs):  # a prompt's experts are read as their file's bytes too
-        return replace(x, weight_bytes=x.weight_bytes * factor, expert_read_bytes=x.expert_read_bytes * factor)
-    return replace(x, weight_bytes=x.weight_bytes * factor)
-
-
 def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuSpec,
             published: str | None = None) -> Observed | str:
     """The row as a plan, or why it cannot be one (`published`: its source's date, for a llama.cpp default)."""
@@ -205,7 +197,7 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
     size = printed_bytes(row.model_size)
     factor = size / plan.weights.bytes_total if size else 1.0  # the file's real bytes (a GGUF mix, say)
     if row.kind == "decode":
-        step = _scaled(step_inputs(plan, plan.decode_b, runtime, marlin=ran_marlin(row)), factor)
+        step = at_file_bytes(step_inputs(plan, plan.decode_b, runtime, marlin=ran_marlin(row)), factor)
         if runtime == "vllm" and row.runtime_version and _vllm_v0(row.runtime_version):
             from dataclasses import replace
 
@@ -224,7 +216,7 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
         return ("prefill of a model with recurrent (SSM, linear-attention) layers: their chunked prompt kernels are "
                 "costed as their FLOPs only (expected.RECURRENT_PREFILL_NOTE: published runs took 3-5x)")
     fa = llamacpp_flash_attn(row, published) if runtime == "llamacpp" else True
-    pre = _scaled(prefill_inputs(plan, runtime, flash_attn=fa is not False, marlin=ran_marlin(row)), factor)
+    pre = at_file_bytes(prefill_inputs(plan, runtime, flash_attn=fa is not False, marlin=ran_marlin(row)), factor)
     if not pre.peak_flop_per_s:
         return f"prefill without the card's dense {pre.peak_name} rate, which the prompt's matmuls run at (none cited)"
     if runtime not in MATMUL_PRECISION and fp32_stands_in(gpu, pre.peak_flop_per_s):

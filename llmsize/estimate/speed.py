@@ -51,7 +51,7 @@ fall inside it; fit_speed.runtime_band).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 RUNTIMES = ("vllm", "sglang", "trtllm", "llamacpp", "mlx", "gpt-fast")
 # Serving engines, which run prefill eagerly (CUDA graphs capture decode only): each layer of a prefill forward costs
@@ -318,6 +318,14 @@ def score_time_s(x: PrefillInputs, c: Constants) -> float:
     if not x.score_bytes:
         return 0.0
     return x.score_bytes / (x.bandwidth_bytes_per_s * c.eta_kv)
+
+
+def at_file_bytes(x: StepInputs | PrefillInputs, factor: float) -> StepInputs | PrefillInputs:
+    """A step or prompt whose weights are `factor` times the estimate's bytes (a run's own file: its model size,
+    or a calibrating run's weights); a prompt's per-forward expert read scales with them."""
+    if isinstance(x, PrefillInputs):
+        return replace(x, weight_bytes=x.weight_bytes * factor, expert_read_bytes=x.expert_read_bytes * factor)
+    return replace(x, weight_bytes=x.weight_bytes * factor)
 
 
 def prefill_missing(x: PrefillInputs, c: Constants) -> str | None:

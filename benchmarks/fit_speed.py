@@ -346,9 +346,7 @@ def fit_group(runtime: str, be: str, rows: list[Observed], pool: list[Observed] 
         _DECODE_FITS[key] = (tuple(dec), fit_decode(runtime, be, dec, fixed))
     fit = dataclasses.replace(_DECODE_FITS[key][1], runtime=runtime, backend=be)
     if need.get("prefill"):
-        fit.eta_prefill, fit.eta_prefill_default = dict(donor.eta_prefill), donor.eta_prefill_default
-        fit.t_prefill_layer_s, fit.moe_matmul_cost = donor.t_prefill_layer_s, donor.moe_matmul_cost
-        fit.prefill_expert_read_cost = donor.prefill_expert_read_cost
+        take_prefill(fit, donor)
     else:
         fit_prefill(fit, [o for o in rows if o.prefill is not None])
     fit.borrowed_terms = tuple(k for k, v in need.items() if v)
@@ -533,9 +531,17 @@ def fit_prefill(fit: GroupFit, pre: list[Observed]) -> None:
         err = _fit_prefill_at(trial, table, cost, read)
         if best is None or err < best[0] - 1e-12:
             best = (err, trial)
-    fit.eta_prefill, fit.eta_prefill_default = best[1].eta_prefill, best[1].eta_prefill_default
-    fit.t_prefill_layer_s, fit.moe_matmul_cost = best[1].t_prefill_layer_s, best[1].moe_matmul_cost
-    fit.prefill_expert_read_cost = best[1].prefill_expert_read_cost
+    take_prefill(fit, best[1])
+
+
+PREFILL_TERMS = ("eta_prefill_default", "t_prefill_layer_s", "moe_matmul_cost", "prefill_expert_read_cost")
+
+
+def take_prefill(fit: GroupFit, source: GroupFit) -> None:
+    """`source`'s prompt constants into `fit` (a borrowed group's donor, or fit_prefill's best grid point)."""
+    fit.eta_prefill = dict(source.eta_prefill)
+    for name in PREFILL_TERMS:
+        setattr(fit, name, getattr(source, name))
 
 
 @dataclass(frozen=True)

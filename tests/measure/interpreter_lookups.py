@@ -60,12 +60,16 @@ def _keep_np_dtypes(interp) -> None:
     if original is None or getattr(original, "kept", False):
         return
     answers: dict = {}
+    block_type = getattr(getattr(interp, "tl", None), "block_type", None)
 
     def get_np_dtype(tt_dtype):
+        # a block's values are held as its element type's are (Triton's own function answers a block_type from its
+        # element_ty, pointer or not); a block_type is unhashable (it defines __eq__ only), so key on the element
+        key = tt_dtype.element_ty if block_type is not None and isinstance(tt_dtype, block_type) else tt_dtype
         try:
-            return answers[tt_dtype]
+            return answers[key]
         except KeyError:
-            answers[tt_dtype] = answer = original(tt_dtype)
+            answers[key] = answer = original(key)
             return answer
         except TypeError:  # an unhashable dtype: Triton's own answer, not kept
             return original(tt_dtype)

@@ -46,3 +46,21 @@ def test_a_kernel_calling_a_helper_runs_and_leaves_the_language_as_it_was():
     _twice_kernel[(1,)](x, y, 8)
     assert torch.equal(y, x * 2)
     assert all(getattr(tl, n) is m for n, m in before.items())
+
+
+def test_kept_numpy_dtypes_are_tritons_own_answers_for_scalars_blocks_and_pointers():
+    """The kept _get_np_dtype answers as Triton's own function for every dtype its table holds, for blocks of
+    each (unhashable: keyed on their element type) and for pointers and blocks of pointers, asked twice (the
+    second answer is the kept one)."""
+    interp = _interp()
+    kept = interp._get_np_dtype
+    original = kept.__closure__ and next((c.cell_contents for c in kept.__closure__
+                                          if getattr(c.cell_contents, "__name__", "") == "_get_np_dtype"), None)
+    assert getattr(kept, "kept", False) and original is not None and original is not kept
+    scalars = [tl.int1, tl.float16, tl.float32, tl.float64, tl.int8, tl.uint8, tl.int16, tl.uint16, tl.int32,
+               tl.uint32, tl.int64, tl.uint64, tl.bfloat16, tl.float8e5, tl.float8e4nv]
+    cases = [*scalars, tl.pointer_type(tl.float32), tl.pointer_type(tl.uint8)]
+    cases += [tl.block_type(t, [4, 8]) for t in cases] + [tl.block_type(tl.float32, [16])]
+    for t in cases * 2:
+        assert kept(t) == original(t), t
+    assert kept(tl.block_type(tl.bfloat16, [2])) != kept(tl.block_type(tl.float32, [2]))  # not one answer for all

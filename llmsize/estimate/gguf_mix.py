@@ -86,9 +86,11 @@ def _fused(tensors: list[GgufTensor]) -> list[GgufTensor]:
     return out
 
 
-def file_tensors(model: ModelSpec) -> list[GgufTensor]:
+@by_identity()
+def file_tensors(model: ModelSpec) -> tuple[GgufTensor, ...]:
+    """The file's tensors before quantization (the same for every file type of a model: `fit` asks for six)."""
     ts = gguf_tensors(model)
-    return _fused(ts) if model.family.lower() in FUSED_QKV_FAMILIES else ts
+    return tuple(_fused(ts) if model.family.lower() in FUSED_QKV_FAMILIES else ts)
 
 
 def _layer(name: str) -> int:
@@ -99,7 +101,7 @@ def _layer(name: str) -> int:
 class _Chooser:
     """llama_tensor_get_type for one file, with its counters (attn_v and ffn_down seen so far)."""
 
-    def __init__(self, model: ModelSpec, ftype: str, tensors: list[GgufTensor]):
+    def __init__(self, model: ModelSpec, ftype: str, tensors: tuple[GgufTensor, ...]):
         self.hp, self.ftype, self.default = hparams(model), ftype, FILE_TYPES[ftype]
         self.has_output = any(t.name == "output.weight" for t in tensors)
         self.n_attention_wv = sum(bool(re.search(r"attn_(v|qkv|kv_b)\.weight$", t.name)) for t in tensors)

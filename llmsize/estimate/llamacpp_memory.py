@@ -33,7 +33,9 @@ host and the GPU's buffer is a lower bound (the scheduler also stages host weigh
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError
@@ -154,6 +156,29 @@ def layer_caches(model: ModelSpec) -> list[LayerCache]:
     return out
 
 
+@dataclass(frozen=True)
+class CacheRuns:
+    """A model's layer caches grouped by kind: each distinct LayerCache with the (ascending) indices of its layers,
+    so that a ledger sums a few groups, not every layer, for each placement the fit search tries."""
+
+    n_layer: int
+    runs: tuple[tuple[LayerCache, tuple[int, ...]], ...]
+    n_swa: int | None  # the widest sliding window, tokens; None: no sliding-window layer
+    v_max: int  # the widest V row of any layer
+    variable_v: bool  # the caching layers' V widths differ
+
+
+@by_identity()
+def cache_runs(model: ModelSpec) -> CacheRuns:
+    caches = layer_caches(model)
+    runs: dict[LayerCache, list[int]] = {}
+    for il, c in enumerate(caches):
+        runs.setdefault(c, []).append(il)
+    swa = [c.sliding_window for c in runs if c.sliding_window]
+    return CacheRuns(len(caches), tuple((c, tuple(ils)) for c, ils in runs.items()), max(swa) if swa else None,
+                     max((c.v for c in runs), default=0), len({c.v for c in runs if c.k}) > 1)
+
+
 def _context(s: LlamaCppSettings) -> tuple[int, int, int]:
     n_ctx = _pad(s.ctx_size, CTX_PAD)
     if s.kv_unified or s.parallel == 1:
@@ -199,6 +224,16 @@ class FileLayout:
     host_bytes: int  # everything else outside the blocks (the embedding included): always on the host
     has_output: bool  # an output.weight of its own (else the embedding is tied and loaded again as the output)
     has_experts: bool
+    blocks: tuple[int, ...] = ()  # the block indices of `layers`, ascending
+    experts_upto: tuple[int, ...] = ()  # experts_upto[i]: the routed experts' bytes of blocks[:i]
+    rest_upto: tuple[int, ...] = ()  # rest_upto[i]: the other bytes of blocks[:i]
+
+    def block_bytes(self, first: int, end: int) -> tuple[int, int]:
+        """(routed experts' bytes, the rest's bytes) of the blocks with first <= index < end."""
+        lo, hi = bisect_left(self.blocks, first), bisect_left(self.blocks, end)
+        if hi <= lo:
+            return 0, 0
+        return self.experts_upto[hi] - self.experts_upto[lo], self.rest_upto[hi] - self.rest_upto[lo]
 
 
 @by_identity()
@@ -215,8 +250,11 @@ def file_layout(tensors: list[tuple[str, int]]) -> FileLayout:
         else:
             host += nbytes
             embd += nbytes if name == "token_embd.weight" else 0
+    blocks = tuple(sorted(layers))
     return FileLayout({il: (e, r) for il, (e, r) in layers.items()}, output, embd, host,
-                      any(name == "output.weight" for name, _ in tensors), any(e for e, _ in layers.values()))
+                      any(name == "output.weight" for name, _ in tensors), any(e for e, _ in layers.values()),
+                      blocks, tuple(accumulate((layers[il][0] for il in blocks), initial=0)),
+                      tuple(accumulate((layers[il][1] for il in blocks), initial=0)))
 
 
 def _placement(tensors: list[tuple[str, int]], n_layer: int, i_gpu_start: int, output_on_gpu: bool,
@@ -224,12 +262,11 @@ def _placement(tensors: list[tuple[str, int]], n_layer: int, i_gpu_start: int, o
     """(GPU bytes, host bytes) of the model's tensors, placed as on_gpu places each; a file without an output
     matrix of its own (tied) loads its embedding again as the output."""
     f = file_layout(tensors)
-    gpu, host = 0, f.host_bytes
-    for il, (experts, rest) in f.layers.items():
-        on = i_gpu_start <= il < n_layer
-        moved = il < n_cpu_moe  # --n-cpu-moe: this block's routed experts stay on the host
-        gpu += (experts if on and not moved else 0) + (rest if on else 0)
-        host += (0 if on and not moved else experts) + (0 if on else rest)
+    # the blocks i_gpu_start <= il < n_layer are on the GPU, but for the routed experts of the first n_cpu_moe
+    _, rest = f.block_bytes(i_gpu_start, n_layer)
+    experts, _ = f.block_bytes(max(i_gpu_start, n_cpu_moe), n_layer)
+    gpu = experts + rest
+    host = f.host_bytes + f.experts_upto[-1] + f.rest_upto[-1] - gpu  # each block's bytes are on one side or the other
     gpu, host = (gpu + f.output_bytes, host) if output_on_gpu else (gpu, host + f.output_bytes)
     if not f.has_output and output_on_gpu:
         gpu += f.embd_bytes  # the embedding, loaded again as the output layer
@@ -246,8 +283,8 @@ def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int
     if KV_TYPES[s.cache_type_v][0] > 1 and not s.flash_attn:
         raise InvalidValueError(f"--cache-type-v {s.cache_type_v} needs flash attention: llama.cpp refuses a "
                                 "quantized V cache without it.", "Add --flash-attn on, or use an f16 V cache.")
-    caches = layer_caches(model)
-    n_layer = len(caches)
+    runs = cache_runs(model)
+    n_layer, v_max, variable_v = runs.n_layer, runs.v_max, runs.variable_v
     notes: list[str] = []
     n_ctx, n_ctx_seq, n_stream = _context(s)
     if n_ctx != s.ctx_size:
@@ -256,20 +293,17 @@ def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int
     ngl = n_layer + 1 if s.gpu_layers is None else min(s.gpu_layers, n_layer + 1)
     i_gpu_start = max(n_layer - ngl, 0)
     output_on_gpu = ngl > n_layer
-    swa = [c.sliding_window for c in caches if c.sliding_window]
     cells_swa = None
-    if swa:
-        n_swa = max(swa)
+    if runs.n_swa is not None:
         cells_swa = n_ctx_seq if s.swa_full else _pad(
-            min(n_ctx_seq, n_swa * (s.parallel if s.kv_unified else 1) + s.ubatch_size), SWA_PAD)
-    v_max = max((c.v for c in caches), default=0)
-    variable_v = len({c.v for c in caches if c.k}) > 1
+            min(n_ctx_seq, runs.n_swa * (s.parallel if s.kv_unified else 1) + s.ubatch_size), SWA_PAD)
     kv_gpu = kv_host = kv_full = kv_swa = rec_gpu = rec_host = 0
-    for il, c in enumerate(caches):
-        on_gpu = il >= i_gpu_start
+    for c, ils in runs.runs:  # layers from i_gpu_start on are on the GPU
+        n_gpu = len(ils) - bisect_left(ils, i_gpu_start)
+        n_host = len(ils) - n_gpu
         if c.state_bytes:
             b = c.state_bytes * max(1, s.parallel)
-            rec_gpu, rec_host = (rec_gpu + b, rec_host) if on_gpu else (rec_gpu, rec_host + b)
+            rec_gpu, rec_host = rec_gpu + n_gpu * b, rec_host + n_host * b
             continue
         if not c.k:
             continue
@@ -277,10 +311,10 @@ def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int
         v = v_max if (variable_v and not s.flash_attn) else c.v
         b = n_stream * cells * (row_bytes(s.cache_type_k, c.k) + row_bytes(s.cache_type_v, v))
         if c.sliding_window:
-            kv_swa += b
+            kv_swa += len(ils) * b
         else:
-            kv_full += b
-        kv_gpu, kv_host = (kv_gpu + b, kv_host) if on_gpu else (kv_gpu, kv_host + b)
+            kv_full += len(ils) * b
+        kv_gpu, kv_host = kv_gpu + n_gpu * b, kv_host + n_host * b
     if variable_v and not s.flash_attn:
         notes.append(f"layers' V widths differ and flash attention is off: the V cache is padded to {v_max} "
                      "values a token in every layer")
@@ -293,7 +327,7 @@ def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int
     n_kv = [n_ctx_seq]
     if cells_swa is not None:
         n_kv.append(cells_swa)
-    kv_width = max((c.k for c in caches), default=0)
+    kv_width = max((c.k for c, _ in runs.runs), default=0)
     logits = model.vocab_size + h
     ffn = 2 * _widest_ff(model) + 2 * h
     scores = 0 if s.flash_attn else widest_heads(model) * max(n_kv) + 3 * h + 2 * kv_width

@@ -4,7 +4,9 @@ one: Triton's compiler and the ptxas it ships turn each into a cubin, so an erro
 script, with TRITON_INTERPRET unset (the interpreter replaces the kernels by Python stand-ins); prints one line
 per kernel (`--registers`: with its registers a thread, the figures quoted for the attention kernel's warps;
 `--arch 90,80,89,100,120`: other architectures, the RTX 50 cards' sm_120 among them). Every path of every kernel
-for each architecture; the GEMVs' tile configurations a GPU may time, for the first one (`--all-configs`: each).
+for each architecture; the GEMVs' tile configurations a GPU may time, for the first one, each configuration once
+with its epilogues taken in turn, so that each epilogue meets every row block and both norm variants
+(`--all-configs`: every configuration with every epilogue, for each architecture).
 """
 from __future__ import annotations
 
@@ -41,23 +43,29 @@ def kernels(sweeps: bool = True):
                 yield (f"gemv words even={even} pdl={pdl} glu={glu} pack={pack}", gemv_words._gemv_words, words,
                        {"BLOCK_N": 64, "BLOCK_W": 32, "EVEN": even, "USE_ASM": True, "PDL": pdl, "GLU": glu,
                         "PACK": pack, "STAGES": 1, "SPLIT_K": 1, **plain}, 8)
-    for bn, bw, warps, stages, split in gemv_words.WORDS_CONFIGS if sweeps else ():  # every one a GPU may time
-        for glu in (False, True):
-            yield (f"gemv words {bn}x{bw} w{warps} stages={stages} split={split} glu={glu}", gemv_words._gemv_words,
-                   words, {"BLOCK_N": bn, "BLOCK_W": bw, "EVEN": True, "USE_ASM": True, "PDL": 2, "GLU": glu,
-                           "PACK": glu, "STAGES": stages, "SPLIT_K": split, **plain}, warps)
-        # o and down with the residual norm in the epilogue (h packed, or plain with the layer scalar)
-        yield (f"gemv words {bn}x{bw} w{warps} stages={stages} split={split} norm", gemv_words._gemv_words, words,
-               {"BLOCK_N": bn, "BLOCK_W": bw, "EVEN": True, "USE_ASM": True, "PDL": 2, "GLU": False, "PACK": False,
-                "STAGES": stages, "SPLIT_K": split, "NORM": True, "HAS_S": split > 2, "NPACK": split <= 2,
-                "BLOCK_D": 4096}, warps)
+    # every configuration a GPU may time: the tiles change no instruction a path uses (the paths above compile each
+    # epilogue at one tile), so each tile compiles once, its epilogue in turn (all of them with --all-configs)
+    for i, (bn, bw, warps, stages, split) in enumerate(gemv_words.WORDS_CONFIGS if sweeps else ()):
+        for epilogue in ("plain", "glu", "norm") if ALL_CONFIGS else (("plain", "glu", "norm")[i % 3],):
+            if epilogue != "norm":
+                glu = epilogue == "glu"
+                yield (f"gemv words {bn}x{bw} w{warps} stages={stages} split={split} glu={glu}",
+                       gemv_words._gemv_words, words,
+                       {"BLOCK_N": bn, "BLOCK_W": bw, "EVEN": True, "USE_ASM": True, "PDL": 2, "GLU": glu,
+                        "PACK": glu, "STAGES": stages, "SPLIT_K": split, **plain}, warps)
+                continue
+            # o and down with the residual norm in the epilogue (h packed, or plain with the layer scalar)
+            yield (f"gemv words {bn}x{bw} w{warps} stages={stages} split={split} norm", gemv_words._gemv_words,
+                   words, {"BLOCK_N": bn, "BLOCK_W": bw, "EVEN": True, "USE_ASM": True, "PDL": 2, "GLU": False,
+                           "PACK": False, "STAGES": stages, "SPLIT_K": split, "NORM": True, "HAS_S": split > 2,
+                           "NPACK": split <= 2, "BLOCK_D": 4096}, warps)
     tc = {"x_ptr": P["bf16"], "packed_ptr": P["i32"], "scale_ptr": P["u8"], "row_scale_ptr": P["f32"],
           "y_ptr": P["bf16"], "ws_ptr": P["f32"], "cnt_ptr": P["i32"], "B": "i32", "N": "i32", "K": "i32",
           "kw": "i32", "nblk": "i32", "stride_xb": "i32", "stride_yb": "i32", "prefetch": "i32", "kw_split": "i32",
           "inter": "i32"}
     # every configuration the GPU may time (up to 16 rows and above), and the ragged path
-    for bn, bw, warps, split, bb in gemv_tc.TC_CONFIGS + gemv_tc.TC_WIDE_CONFIGS if sweeps else ():
-        for glu in (False, True):
+    for i, (bn, bw, warps, split, bb) in enumerate(gemv_tc.TC_CONFIGS + gemv_tc.TC_WIDE_CONFIGS if sweeps else ()):
+        for glu in (False, True) if ALL_CONFIGS else (i % 2 == 1,):
             yield (f"gemv tc {bn}x{bw} w{warps} split={split} rows={bb} glu={glu}", gemv_tc._gemv_tc, tc,
                    {"BLOCK_N": bn, "BLOCK_W": bw, "BLOCK_B": bb, "EVEN": True, "SPLIT": split > 1,
                     "GLU": glu, "USE_ASM": True}, warps)
@@ -118,7 +126,7 @@ REGS = "--registers" in sys.argv  # also print registers a thread and spills (cu
 # --arch 90,80 (the default) or more: 89 (Ada: RTX 40, L40S; the e4m3 conversion, no PDL), 100 (B200), 120
 # (RTX 50, the seed's 5060 Ti: PDL and the L2 prefetch as on Hopper). All five compiled under Triton 3.9 on
 # 2026-11-30, 130 kernels each, none failing.
-ALL_CONFIGS = "--all-configs" in sys.argv  # the configurations' sweep for every architecture, not the first only
+ALL_CONFIGS = "--all-configs" in sys.argv  # the sweep for every architecture, each configuration with every epilogue
 ARCHS = tuple(int(a) for a in sys.argv[sys.argv.index("--arch") + 1].split(",")) if "--arch" in sys.argv else (90, 80)
 
 

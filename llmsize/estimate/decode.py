@@ -74,11 +74,13 @@ class DecodeModel:
     peak_flop_per_s: float | None
     weights_read: Callable[[int], float] | None = None  # exact bytes by batch (checkpoint headers)
     comm: object | None = None  # parallel.Comm for tp/pp > 1: bytes and time between cards
+    kv_read_factor: float = 1.0  # bytes read of the cache per byte cached (runtime_model.kv_read_factor)
 
     def __post_init__(self):  # the format's bytes by batch, its per-tensor work done once (a GGUF file's types);
         # a sequence's cache read and a token's FLOPs, the same at every batch
         object.__setattr__(self, "_read", self.weights_read or bytes_read_by_batch(self.model, self.fmt, self.scope))
-        object.__setattr__(self, "_kv_read", kv_bytes(self.model, self.context_tokens, self.kv_dtype).read_bytes)
+        object.__setattr__(self, "_kv_read", kv_bytes(self.model, self.context_tokens, self.kv_dtype).read_bytes
+                           * self.kv_read_factor)
         object.__setattr__(self, "_flops", decode_flops_per_token(self.model, self.context_tokens))
 
     def step(self, batch: int) -> DecodeStep:

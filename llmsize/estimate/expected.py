@@ -7,12 +7,13 @@ import math
 from dataclasses import dataclass
 from dataclasses import replace as _replace
 
-from llmsize.catalog.schema import GpuSpec, RuntimeSpec, SpeedGroup
+from llmsize.catalog.schema import GpuSpec, ModelSpec, RuntimeSpec, SpeedGroup
 from llmsize.errors import InvalidValueError
 from llmsize.estimate.flops import compute_peak
 from llmsize.estimate.memo import by_identity
 from llmsize.estimate.prefill import UNFUSED_SCORE_TRAFFIC
 from llmsize.estimate.plan import Plan
+from llmsize.estimate.runtime_model import departure, run_model
 from llmsize.estimate.speed import (
     ALIAS_NOTE,
     BACKEND_OF_VENDOR,
@@ -331,13 +332,15 @@ PIPELINED_BACKENDS = ("cuda", "rocm")
 UNFUSED_KV_PAD = 32
 
 
-def score_matrix_bytes(plan: Plan, ubatch_tokens: int = LLAMACPP_UBATCH_TOKENS) -> float:
+def score_matrix_bytes(plan: Plan, ubatch_tokens: int = LLAMACPP_UBATCH_TOKENS, model: ModelSpec | None = None,
+                       pad: int = UNFUSED_KV_PAD, traffic: int = UNFUSED_SCORE_TRAFFIC) -> float:
     """Bytes llama.cpp's unfused attention moves for the plan's prompt: per attention layer, heads x the sum over
     ubatches of its tokens x the cells in view (the tokens so far, padded; a sliding window's layers see at most
     the window plus the ubatch) x UNFUSED_SCORE_TRAFFIC; a tensor-parallel card holds its share of the heads. By hand:
     LLaMA 3 8B (32 layers x 32 heads), 4,096 tokens in ubatches of 512: 512 x 512 x (1 + ... + 8) = 9,437,184
-    scores a head and layer, x 1,024 x 20 B = 193 GB."""
-    m, prompt = plan.model, plan.prefill.prompt_tokens
+    scores a head and layer, x 1,024 x 20 B = 193 GB. Another runtime's unfused attention: the `model` it runs, its
+    chunks, the cells' padding and the bytes moved a score (runtime_model.Departure)."""
+    m, prompt = model or plan.model, plan.prefill.prompt_tokens
     tp = plan.comm.tp if plan.comm else 1
     total = 0.0
     for g in m.layer_groups:
@@ -350,10 +353,21 @@ def score_matrix_bytes(plan: Plan, ubatch_tokens: int = LLAMACPP_UBATCH_TOKENS) 
         while done < prompt:
             u = min(ubatch_tokens, prompt - done)
             seen = done + u if window is None else min(done + u, window + u)
-            scores += u * -(-seen // UNFUSED_KV_PAD) * UNFUSED_KV_PAD
+            scores += u * -(-seen // pad) * pad
             done += u
         total += g.count * max(1, heads // tp) * scores
-    return total * UNFUSED_SCORE_TRAFFIC
+    return total * traffic
+
+
+def prompt_score_bytes(plan: Plan, runtime: str | None, flash_attn: bool, ubatch_tokens: int) -> float:
+    """The score traffic of the plan's prompt where its attention is unfused: llama.cpp without flash attention, or
+    a runtime that runs the model unfused (runtime_model.Departure); 0 where attention is fused."""
+    if runtime == "llamacpp":
+        return 0.0 if flash_attn else score_matrix_bytes(plan, ubatch_tokens)
+    d = departure(runtime, plan.model) if runtime else None
+    if d is None or not d.score_traffic_bytes:
+        return 0.0
+    return score_matrix_bytes(plan, d.prompt_chunk_tokens, run_model(plan.model, d), 1, d.score_traffic_bytes)
 
 
 def prefill_inputs(plan: Plan, runtime: str | None = None, flash_attn: bool = True,
@@ -378,7 +392,7 @@ def prefill_inputs(plan: Plan, runtime: str | None = None, flash_attn: bool = Tr
         expert_read_bytes=prompt_expert_bytes(plan, ubatch_tokens if runtime == "llamacpp" else pre.prompt_tokens),
         stages=stages, batch_tokens=LLAMACPP_BATCH_TOKENS if piped else 0,
         ubatch_tokens=ub if piped else 0,
-        score_bytes=score_matrix_bytes(plan, ub) if runtime == "llamacpp" and not flash_attn else 0.0,
+        score_bytes=prompt_score_bytes(plan, runtime, flash_attn, ub),
         serving=runtime in SERVING_RUNTIMES, peak_name=peak_name)
 
 
@@ -437,9 +451,10 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
     pre, note = calibrated_prompt(pre, plan, c, calibration)
     notes += (note,) if note else ()
     if pre.score_bytes:
-        notes += (f"flash attention off ({'asked for' if flash_attn == 'off' else 'Ollama default'}): the prompt's "
-                  f"attention scores, {pre.score_bytes / 1e9:,.1f} GB, are written and read in memory, "
-                  f"{score_time_s(pre, c):,.2f} s of its time to first token",)
+        cause = (f"flash attention off ({'asked for' if flash_attn == 'off' else 'Ollama default'})" if unfused
+                 else f"{RUNTIME_NAMES[rid]}'s unfused attention for this model")
+        notes += (f"{cause}: the prompt's attention scores, {pre.score_bytes / 1e9:,.1f} GB, are written and read in "
+                  f"memory, {score_time_s(pre, c):,.2f} s of its time to first token",)
     if flash_attn == "off" and rid != "llamacpp":
         notes += (f"{RUNTIME_NAMES[rid]} runs fused attention kernels only: --no-flash-attn changes the plan's "
                   "memory and roofline above, not this figure",)

@@ -111,10 +111,6 @@ def llamacpp_before(row: Row, published: str | None = None, build: int = FA_DEFA
 
 SPECULATIVE = re.compile(r"specul", re.I)  # speculative decoding / sampling / speculation: not one token per step
 EAGER = re.compile(r"--enforce-eager\b|enforce_eager\s*=\s*True", re.I)  # vLLM without CUDA graphs
-# mlx-lm's gemma2.py (ml-explore/mlx-lm @8dc64492) has no sliding window: a full cache on every layer, attended
-# unfused (scores, soft-cap and softmax as separate ops); the plan costs Gemma 2's window as the model defines it
-MLX_GEMMA2 = ("Gemma 2 under mlx-lm, which keeps a full cache on its sliding layers and attends unfused (mlx_lm/"
-              "models/gemma2.py): not the windowed model the plan costs")
 _NEGATION = re.compile(r"\b(?:no|not|without|off|disabled)\b", re.I)
 
 
@@ -159,8 +155,6 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
         return "speculative decoding (not one token per step)"
     if says(said, EAGER):
         return "vLLM with --enforce-eager (no CUDA graphs): the model costs the engine's default decode"
-    if runtime == "mlx" and model.family == "gemma2":
-        return MLX_GEMMA2
     fid = format_id(runtime, row.format)
     if fid is None and row.format == "not stated" and row.model_id and runtime not in ("llamacpp", "mlx"):
         fid = model.release.quant  # a named checkpoint, run as released (llama.cpp and MLX run a conversion)

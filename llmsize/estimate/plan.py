@@ -37,6 +37,7 @@ from llmsize.estimate.params import COMPONENTS, params_active, params_active_wit
 from llmsize.estimate.prefill import Prefill, prefill_time, unfused_scores_bytes
 from llmsize.estimate.quant import QuantFormat, kv_dtype_bytes, quant_format
 from llmsize.estimate.speculative import Spec, SpecDecode, check_spec, speculate
+from llmsize.estimate.runtime_model import departure, kv_read_factor, run_model
 from llmsize.estimate.speed import is_ternary
 from llmsize.estimate.weights import WeightBytes, check_scope, weight_bytes, weight_bytes_read
 from llmsize.estimate.unified import usable_memory
@@ -272,12 +273,16 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
                      f"{model.max_position_embeddings:,}: engines refuse it; the figures extrapolate")
     tp, pp = inputs.tp, inputs.pp
     parallel = tp * pp > 1
-    card_model = shard_model(model, tp, pp)  # what one card stores (the largest stage)
-    time_model = shard_model(model, tp, 1)  # what one token reads per card, all stages in turn
+    # what the runtime runs: the model, or (runtime_model.py) the model as a runtime that departs from it runs it
+    departs = departure(runtime, model)
+    run = run_model(model, departs)
+    notes += [departs.note] if departs else []
+    card_model = shard_model(run, tp, pp)  # what one card stores (the largest stage)
+    time_model = shard_model(run, tp, 1)  # what one token reads per card, all stages in turn
     # a KV policy caps what each layer caches: the cache, the decode and the concurrency follow the capped model;
     # the weights are the same; a budget policy prefills (and holds) the whole prompt before it evicts
     policy = inputs.kv_policy
-    cached = capped_model(model, policy)
+    cached = capped_model(run, policy)
     cache_card = shard_model(cached, tp, pp) if policy else card_model
     cache_time = shard_model(cached, tp, 1) if policy else time_model
     prompt_model = time_model if policy is None or policy.full_prompt else cache_time
@@ -309,7 +314,7 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     pool = kv_pool_tokens(kv_card.bytes_per_token, budget.kv_budget_bytes)
     peak = compute_peak(gpu, fmt, inputs.compute_precision)
     dm = DecodeModel(cache_time, gpu, fmt, scope, inputs.kv_dtype, inputs.context_tokens, peak.flop_per_s,
-                     weights_read, comm)
+                     weights_read, comm, kv_read_factor(cache_time, departs, inputs.context_tokens, inputs.kv_dtype))
     step1, stepb = dm.step(1), dm.step(inputs.batch)
     ridge = dm.ridge_batch()
     useful = min(seqs, ridge) if ridge else seqs

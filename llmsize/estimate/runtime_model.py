@@ -1,0 +1,93 @@
+"""What a runtime runs of a model where it departs from the model's own definition.
+
+mlx-lm's Gemma 2 (mlx_lm/models/gemma2.py, ml-explore/mlx-lm @8dc64492 and @1245c2ec) departs twice:
+- no sliding window: every layer keeps a full cache and attends all of it, where transformers' Gemma2Config windows
+  every other layer to 4,096 tokens (its Gemma 3 and Gemma 4 keep their windows: RotatingKVCache);
+- attention in separate ops, GQA by broadcasting: queries [B, kv_heads, repeats, L, D] @ keys [B, kv_heads, 1, D, S]
+  is a batched matmul whose broadcast dimension makes each of a KV head's `repeats` query heads its own product, so
+  a decode step reads each cached K and V row once per query head of its group (n_heads / n_kv_heads times), where a
+  fused attention kernel reads it once.
+  The same unfused ops write each prompt chunk's score matrix and read it back several times (MLX_GEMMA2_SCORE_TRAFFIC).
+Under mlx-lm the plan costs that run: the sliding layers' cache, its decode reads and the prompt's attention grow
+with the whole context, the decode's cache reads are multiplied by the group size, and the prompt's time to first
+token carries its score traffic (expected.score_matrix_bytes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmsize.catalog.schema import AttentionBase, FullAttention, ModelSpec, SlidingAttention
+from llmsize.estimate.kv import kv_bytes
+from llmsize.estimate.memo import by_identity
+
+
+@dataclass(frozen=True)
+class Departure:
+    keeps_window: bool  # False: sliding-window layers run as full attention
+    kv_read_per_query_head: bool  # True: a decode step reads each cached row once per query head of its group
+    note: str  # what the report says
+    # unfused attention over a prompt: the score matrices of each chunk of prompt_chunk_tokens go through memory,
+    # score_traffic_bytes moved a score (0: fused attention, no such traffic)
+    prompt_chunk_tokens: int = 0
+    score_traffic_bytes: int = 0
+
+
+# mlx-lm's prompt: generate_step feeds it prefill_step_size = 2,048 tokens at a time (mlx_lm/generate.py). Its Gemma 2
+# attention moves each score through memory in fp16 (the activations' dtype): the QK^T matmul writes it (2 B); the
+# soft-cap's divide, tanh and multiply each read and write it (12 B); the mask's where reads and writes it (4 B);
+# softmax reads and writes it (4 B); the PV matmul reads it (2 B): 24 B a score
+MLX_PREFILL_STEP_TOKENS = 2048
+MLX_GEMMA2_SCORE_TRAFFIC = 24
+
+# (runtime, model family) -> how the runtime runs that family
+DEPARTURES = {
+    ("mlx", "gemma2"): Departure(
+        keeps_window=False, kv_read_per_query_head=True, prompt_chunk_tokens=MLX_PREFILL_STEP_TOKENS,
+        score_traffic_bytes=MLX_GEMMA2_SCORE_TRAFFIC,
+        note="mlx-lm runs Gemma 2 without its sliding window and with unfused, broadcast GQA attention "
+             "(mlx_lm/models/gemma2.py): every layer keeps a full cache, a decode step reads it once per query head "
+             "and a prompt's attention scores go through memory, as costed here"),
+}
+
+
+def departure(runtime: str, model: ModelSpec) -> Departure | None:
+    """How `runtime` departs from `model`'s definition, or None where it runs the model as defined."""
+    return DEPARTURES.get((runtime, model.family.lower()))
+
+
+def run_model(model: ModelSpec, d: Departure | None) -> ModelSpec:
+    """The model as the runtime runs it: without its sliding window where the runtime keeps none."""
+    return unwindowed(model) if d is not None and not d.keeps_window else model
+
+
+@by_identity()
+def unwindowed(model: ModelSpec) -> ModelSpec:
+    """The model with every sliding-window layer turned into full attention (same heads, same weights); one object
+    per model, so that what is kept per model object (shard_model, weight_bytes) is found again."""
+    groups = []
+    for g in model.layer_groups:
+        m = g.mixer
+        if isinstance(m, SlidingAttention):
+            fields = m.model_dump(exclude={"sliding_window"})
+            m = FullAttention(**{**fields, "kind": "full"})
+        groups.append(g.model_copy(update={"mixer": m}))
+    return model.model_copy(update={"layer_groups": groups})
+
+
+def kv_read_factor(model: ModelSpec, d: Departure | None, context_tokens: int, kv_dtype: str) -> float:
+    """Bytes a decode step reads of the cache per byte cached: 1, or where the runtime reads a KV head once per
+    query head, each attention layer's group size (n_heads / n_kv_heads) weighted by its share of the cache read.
+    By hand, Gemma 2 9B: 16 query heads on 8 KV heads in every layer, 2."""
+    if d is None or not d.kv_read_per_query_head:
+        return 1.0
+    total = weighted = 0.0
+    for g in model.layer_groups:
+        m = g.mixer
+        if not isinstance(m, AttentionBase):
+            continue
+        one = model.model_copy(update={"layer_groups": [g]})
+        nbytes = kv_bytes(one, context_tokens, kv_dtype).read_bytes
+        total += nbytes
+        weighted += nbytes * m.num_attention_heads / m.num_key_value_heads
+    return weighted / total if total else 1.0

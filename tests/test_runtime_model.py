@@ -1,0 +1,86 @@
+"""llmsize/estimate/runtime_model.py: a runtime that runs a model otherwise than its definition is costed as it runs
+it (mlx-lm's Gemma 2: no sliding window, unfused broadcast GQA attention), by hand arithmetic and through the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from llmsize.estimate.runtime_model import departure, kv_read_factor, run_model
+
+# Gemma 2 9B (models/gemma-2-9b.yaml): 42 layers, 16 query heads on 8 KV heads of 256 values, every other layer a
+# 4,096-token window. A token's K and V in one layer at 2 B a value: 8 x 256 x 2 x 2 = 8,192 B.
+LAYER_TOKEN_BYTES = 8 * 256 * 2 * 2
+CONTEXT = 32768
+
+
+def _plan(run_cli, runtime: str, *more: str) -> dict:
+    code, out, err = run_cli("plan", "gemma-2-9b", "--gpu", "m3-ultra", "--runtime", runtime, "--context",
+                             str(CONTEXT), "--json", *more)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_mlx_runs_gemma_2_without_its_window_and_reads_its_cache_once_per_query_head(run_cli):
+    mlx, cpp = _plan(run_cli, "mlx"), _plan(run_cli, "llamacpp")
+    # llama.cpp keeps the window: 21 full layers x 32,768 tokens + 21 sliding layers x 4,096 = 6,341,787,648 B
+    assert cpp["kv"]["bytes_per_sequence"] == 21 * LAYER_TOKEN_BYTES * (CONTEXT + 4096) == 6_341_787_648
+    # mlx-lm keeps every layer's whole context: 42 x 8,192 x 32,768 = 11,274,289,152 B
+    assert mlx["kv"]["bytes_per_token"] == 42 * LAYER_TOKEN_BYTES == 344_064
+    assert mlx["kv"]["bytes_per_sequence"] == 42 * LAYER_TOKEN_BYTES * CONTEXT == 11_274_289_152
+    assert mlx["kv"]["bytes_per_token_by_kind"]["sliding"] == 0
+    # a decode step reads the weights once and the cache twice (16 / 8 query heads a KV head); llama.cpp once
+    weights = mlx["decode"]["bytes_read_per_token"] - 2 * 11_274_289_152
+    assert weights == cpp["decode"]["bytes_read_per_token"] - 6_341_787_648 == mlx["weights"]["bytes_total"]
+    assert mlx["decode"]["ceiling_tok_s"] < cpp["decode"]["ceiling_tok_s"]
+    said = [n for n in mlx["notes"] if "mlx-lm runs Gemma 2" in n]
+    assert len(said) == 1 and "once per query head" in said[0]
+    assert not any("mlx-lm" in n for n in cpp["notes"])
+    # the card holds fewer such sequences: its pool counts 344,064 B a token
+    assert mlx["capacity"]["kv_pool_tokens"] == mlx["capacity"]["kv_budget_bytes"] // 344_064
+    assert mlx["capacity"]["max_concurrent_sequences"] < cpp["capacity"]["max_concurrent_sequences"]
+
+
+def test_only_the_named_runtime_and_family_depart(catalog):
+    g2, g3 = catalog.model("gemma-2-9b"), catalog.model("gemma-3-12b")
+    assert departure("mlx", g2) is not None
+    for rt in ("llamacpp", "vllm", "sglang"):
+        assert departure(rt, g2) is None and run_model(g2, None) is g2
+    assert departure("mlx", g3) is None  # mlx-lm's Gemma 3 keeps its window (RotatingKVCache)
+    assert kv_read_factor(g2, departure("mlx", g2), 4096, "bf16") == 2.0
+    assert kv_read_factor(g2, None, 4096, "bf16") == 1.0
+    # the model run is one object per model (what is kept per model object is found again), weights untouched
+    d = departure("mlx", g2)
+    run = run_model(g2, d)
+    assert run is run_model(g2, d) and run is not g2
+    assert all(g.mixer.kind == "full" for g in run.layer_groups if g.mixer is not None)
+    assert [g.count for g in run.layer_groups] == [g.count for g in g2.layer_groups]
+    assert [g.mlp for g in run.layer_groups] == [g.mlp for g in g2.layer_groups]
+
+
+@pytest.mark.parametrize("runtime", ["mlx", "llamacpp"])
+def test_the_expected_decode_follows_the_bytes_the_runtime_reads(run_cli, runtime):
+    """At 32K tokens the cache is the larger part of a step under mlx-lm (22.5 GB read against 18.5 GB of bf16
+    weights): the expected figure stays under the ceiling it is costed against."""
+    d = _plan(run_cli, runtime)
+    assert 0 < d["expected"]["tok_s"] <= d["decode"]["ceiling_tok_s"]
+
+
+def test_mlx_gemma_2_prompt_moves_its_score_matrices_through_memory(run_cli):
+    """mlx-lm feeds a prompt 2,048 tokens at a time and its Gemma 2 attention moves 24 B a score. By hand, 4,096
+    tokens: per head and layer 2,048 x 2,048 + 2,048 x 4,096 = 12,582,912 scores (no padding, no window), x 16 heads
+    x 42 layers x 24 B = 202,937,204,736 B, 202.9 GB; llama.cpp with flash attention moves none."""
+    def expected(runtime: str) -> dict:
+        code, out, err = run_cli("plan", "gemma-2-9b", "--gpu", "m3-ultra", "--runtime", runtime, "--context", "4096",
+                                 "--json")
+        assert code == 0, err
+        return json.loads(out)["expected"]
+
+    mlx = expected("mlx")
+    said = [n for n in mlx["notes"] if "attention scores" in n]
+    assert mlx["runtime_why"] == "asked for"
+    assert said == [f"MLX's unfused attention for this model: the prompt's attention scores, "
+                    f"{202_937_204_736 / 1e9:,.1f} GB, are written and read in memory, "
+                    f"{said[0].rsplit(', ', 1)[1].split(' s of')[0]} s of its time to first token"]
+    assert not any("attention scores" in n for n in expected("llamacpp")["notes"])  # flash attention by default

@@ -84,3 +84,17 @@ def test_mlx_gemma_2_prompt_moves_its_score_matrices_through_memory(run_cli):
                     f"{202_937_204_736 / 1e9:,.1f} GB, are written and read in memory, "
                     f"{said[0].rsplit(', ', 1)[1].split(' s of')[0]} s of its time to first token"]
     assert not any("attention scores" in n for n in expected("llamacpp")["notes"])  # flash attention by default
+
+
+def test_a_hybrids_recurrent_state_is_read_once(catalog):
+    """Were a runtime to read a hybrid's cache once per query head, its attention layers' reads would multiply by
+    their group size and its recurrent state's would not: Qwen3-Next (16 query heads on 2 KV heads in its
+    attention layers, gated delta-net state in the others) comes out strictly between 1 and 8, and the factor at a
+    longer context (a larger attention share) is closer to 8."""
+    from llmsize.estimate.runtime_model import Departure
+
+    d = Departure(keeps_window=True, kv_read_per_query_head=True, note="a what-if")
+    m = catalog.model("qwen3-next-80b-a3b")
+    short, long = kv_read_factor(m, d, 1024, "bf16"), kv_read_factor(m, d, 131072, "bf16")
+    assert 1.0 < short < long < 8.0
+    assert kv_read_factor(catalog.model("llama-3.1-8b"), d, 4096, "bf16") == 32 / 8

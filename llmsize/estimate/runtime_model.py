@@ -77,17 +77,14 @@ def unwindowed(model: ModelSpec) -> ModelSpec:
 
 def kv_read_factor(model: ModelSpec, d: Departure | None, context_tokens: int, kv_dtype: str) -> float:
     """Bytes a decode step reads of the cache per byte cached: 1, or where the runtime reads a KV head once per
-    query head, each attention layer's group size (n_heads / n_kv_heads) weighted by its share of the cache read.
-    By hand, Gemma 2 9B: 16 query heads on 8 KV heads in every layer, 2."""
+    query head, each attention layer's group size (n_heads / n_kv_heads) weighted by its share of the cache read
+    (other layers' state, read once, at 1). By hand, Gemma 2 9B: 16 query heads on 8 KV heads in every layer, 2."""
     if d is None or not d.kv_read_per_query_head:
         return 1.0
     total = weighted = 0.0
     for g in model.layer_groups:
         m = g.mixer
-        if not isinstance(m, AttentionBase):
-            continue
-        one = model.model_copy(update={"layer_groups": [g]})
-        nbytes = kv_bytes(one, context_tokens, kv_dtype).read_bytes
+        nbytes = kv_bytes(model.model_copy(update={"layer_groups": [g]}), context_tokens, kv_dtype).read_bytes
         total += nbytes
-        weighted += nbytes * m.num_attention_heads / m.num_key_value_heads
+        weighted += nbytes * (m.num_attention_heads / m.num_key_value_heads if isinstance(m, AttentionBase) else 1)
     return weighted / total if total else 1.0

@@ -58,10 +58,11 @@ def test_a_dense_8b_on_one_card_follows_the_formulas(catalog, runtimes):
 
 def test_disaggregation_wins_with_long_prompts_and_a_tight_tpot_not_with_short_ones(catalog, runtimes):
     """Llama 3.1 70B on B200s, 3,000 in / 500 out, 400 users at 30 tok/s each: aggregated, a user's TPOT carries
-    b x T_prefill / 500 of other users' prefills (~0.11 s each: at b = 148 that alone is ~33 ms), so the batch
-    shrinks and the replicas grow; apart, 3 prefill workers (23.8 requests/s x 0.11 s) and 3 decode workers of
-    148 users cost fewer cards. Llama 3.1 8B on an H100 with 200-token prompts and 2,000-token answers: the stall
-    is ~0.2 ms a token, and a separate prefill worker costs a whole card: aggregated wins."""
+    b x T_prefill / 500 of other users' prefills, so the batch shrinks and the replicas grow; apart, prefill and
+    decode workers cost fewer cards (at the fit of d5ce913 and its refit: 4 prefill workers, each a two-stage
+    pipeline whose stages prefill different prompts, 24.1 requests/s x 0.16 s a prompt, and 4 decode workers of
+    100 users: 16 cards against 20). Llama 3.1 8B on an H100 with 200-token prompts and 2,000-token answers: the
+    stall is ~0.2 ms a token, and a separate prefill worker costs a whole card: aggregated wins."""
     w = Workload(3000, 500, users=400, ttft_s=2.0, tpot_s=1 / 30)
     (row,) = fleet_rows(catalog.model("llama-3.1-70b"), [catalog.gpu("b200")], w, "vllm", runtimes)
     assert row.mode == "disaggregated" and row.other.mode == "aggregated"
@@ -76,11 +77,13 @@ def test_disaggregation_wins_with_long_prompts_and_a_tight_tpot_not_with_short_o
     from llmsize.estimate.speed import prefill_time_s
 
     p = make_plan(catalog.model("llama-3.1-70b"), catalog.gpu("b200"),
-                  PlanInputs(context_tokens=3250, prompt_tokens=3000, tp=row.tp), search_fit=False)
+                  PlanInputs(context_tokens=3250, prompt_tokens=3000, tp=row.tp, pp=row.pp), search_fit=False)
     x, c = prefill_inputs(p, "vllm"), constants(runtimes["vllm"], "cuda")
     pre = prefill_time_s(x, c)
     assert row.ttft_s > pre  # the cache's move over the node link
-    cost = _prefill_cost_s(x, c, 8192 // 3000, 1.0, apart=False)  # vLLM fills its budget: rate plays no part
+    # vLLM fills its budget: rate plays no part; a pipeline's pp stages hold pp prompts at once, each costing the
+    # worker 1 / pp of its time (replica.PrefillCost.cards)
+    cost = _prefill_cost_s(x, c, 8192 // 3000, 1.0, apart=False) / row.pp
     # the prompts queue for the x workers (M/D/x): x is the fewest that keep TTFT within 2 s, one fewer would not
     # (or could not keep up at all)
     from llmsize.estimate.queueing import wait_mgc_s
@@ -506,9 +509,9 @@ def test_the_node_link_sets_the_disaggregated_cache_move(run_cli):
     base_slow = d_slow["ttft_s"] - d_slow["ttft_wait_s"]
     # base = prefill + move; the move is 4x longer: base_slow - base_fast = 3 x the 50 GB/s move, which is 3,000
     # tokens x one card's cache per token (Llama 3.1 70B: 2 x 80 layers x 8 KV heads x 128 x 2 bytes = 327,680
-    # bytes, split over tp cards) / 50 GB/s
-    assert d_slow["tp"] == d_fast["tp"]
-    move_fast = 3000 * 327_680 / d_fast["tp"] / 50e9
+    # bytes, split over tp cards and, a pipeline's stages each moving their own layers' part, over pp) / 50 GB/s
+    assert (d_slow["tp"], d_slow["pp"]) == (d_fast["tp"], d_fast["pp"])
+    move_fast = 3000 * 327_680 / (d_fast["tp"] * d_fast["pp"]) / 50e9
     assert base_slow - base_fast == pytest.approx(3 * move_fast, rel=1e-6)
     for bad in ("0", "-5", "nan"):
         code, out, err = run_cli(*base, "--node-link-gb-s", bad)

@@ -59,9 +59,9 @@ def test_a_dense_8b_on_one_card_follows_the_formulas(catalog, runtimes):
 def test_disaggregation_wins_with_long_prompts_and_a_tight_tpot_not_with_short_ones(catalog, runtimes):
     """Llama 3.1 70B on B200s, 3,000 in / 500 out, 400 users at 30 tok/s each: aggregated, a user's TPOT carries
     b x T_prefill / 500 of other users' prefills, so the batch shrinks and the replicas grow; apart, prefill and
-    decode workers cost fewer cards (at the fit of d5ce913 and its refit: 4 prefill workers, each a two-stage
-    pipeline whose stages prefill different prompts, 24.1 requests/s x 0.16 s a prompt, and 4 decode workers of
-    100 users: 16 cards against 20). Llama 3.1 8B on an H100 with 200-token prompts and 2,000-token answers: the
+    decode workers cost fewer cards (with the constants fitted on 2026-12-03: 4 prefill workers, each a two-stage
+    pipeline whose stages prefill different prompts, and 4 decode workers of 100 users: 16 cards against 20).
+    Llama 3.1 8B on an H100 with 200-token prompts and 2,000-token answers: the
     stall is ~0.2 ms a token, and a separate prefill worker costs a whole card: aggregated wins."""
     w = Workload(3000, 500, users=400, ttft_s=2.0, tpot_s=1 / 30)
     (row,) = fleet_rows(catalog.model("llama-3.1-70b"), [catalog.gpu("b200")], w, "vllm", runtimes)

@@ -98,3 +98,9 @@ def test_a_hybrids_recurrent_state_is_read_once(catalog):
     short, long = kv_read_factor(m, d, 1024, "bf16"), kv_read_factor(m, d, 131072, "bf16")
     assert 1.0 < short < long < 8.0
     assert kv_read_factor(catalog.model("llama-3.1-8b"), d, 4096, "bf16") == 32 / 8
+
+
+def test_the_assumptions_do_not_claim_a_window_the_runtime_does_not_keep(run_cli):
+    mlx, cpp = _plan(run_cli, "mlx"), _plan(run_cli, "llamacpp")
+    window = "Sliding-window layers cache min(context, window) tokens (ring buffer)."
+    assert window in cpp["assumptions"] and window not in mlx["assumptions"]

@@ -397,7 +397,7 @@ def assumptions(p: dict) -> list[str]:
     out.append("Bytes per decoded token: all weights touched (lm_head included, embedding table excluded: one row"
                " is gathered) + the KV cache at the current context + recurrent state.")
     kinds = {g.mixer.kind for g in model.layer_groups if g.mixer}
-    if "sliding" in kinds:
+    if "sliding" in kinds and p["kv"].bytes_per_token_by_kind["sliding"]:  # not where the runtime keeps no window
         out.append("Sliding-window layers cache min(context, window) tokens (ring buffer).")
     if any(getattr(g.mixer, "k_eq_v", False) for g in model.layer_groups):
         out.append("K = V layers cache both K and V (K is normed and rotated, V only normed).")

@@ -216,17 +216,20 @@ def on_gpu(name: str, n_layer: int, i_gpu_start: int, output_on_gpu: bool, n_cpu
 
 @dataclass(frozen=True)
 class FileLayout:
-    """A GGUF file's tensors by where llama.cpp can put them (on_gpu's cases), summed once per file."""
+    """A GGUF file's tensors by where llama.cpp can put them (on_gpu's cases), summed once per file: the blocks'
+    bytes as running totals, so that any range of blocks is two subtractions."""
 
-    layers: dict[int, tuple[int, int]]  # block index -> (routed experts' bytes, the rest's bytes)
+    blocks: tuple[int, ...]  # the block indices (blk.N.*) the file has, ascending
+    experts_upto: tuple[int, ...]  # experts_upto[i]: the routed experts' bytes of blocks[:i]
+    rest_upto: tuple[int, ...]  # rest_upto[i]: the blocks' other bytes, blocks[:i]
     output_bytes: int  # output.* and output_norm.*: on the GPU when the output layer is
     embd_bytes: int  # token_embd.weight
     host_bytes: int  # everything else outside the blocks (the embedding included): always on the host
     has_output: bool  # an output.weight of its own (else the embedding is tied and loaded again as the output)
-    has_experts: bool
-    blocks: tuple[int, ...] = ()  # the block indices of `layers`, ascending
-    experts_upto: tuple[int, ...] = ()  # experts_upto[i]: the routed experts' bytes of blocks[:i]
-    rest_upto: tuple[int, ...] = ()  # rest_upto[i]: the other bytes of blocks[:i]
+
+    @property
+    def has_experts(self) -> bool:
+        return self.experts_upto[-1] > 0
 
     def block_bytes(self, first: int, end: int) -> tuple[int, int]:
         """(routed experts' bytes, the rest's bytes) of the blocks with first <= index < end."""
@@ -251,10 +254,9 @@ def file_layout(tensors: list[tuple[str, int]]) -> FileLayout:
             host += nbytes
             embd += nbytes if name == "token_embd.weight" else 0
     blocks = tuple(sorted(layers))
-    return FileLayout({il: (e, r) for il, (e, r) in layers.items()}, output, embd, host,
-                      any(name == "output.weight" for name, _ in tensors), any(e for e, _ in layers.values()),
-                      blocks, tuple(accumulate((layers[il][0] for il in blocks), initial=0)),
-                      tuple(accumulate((layers[il][1] for il in blocks), initial=0)))
+    return FileLayout(blocks, tuple(accumulate((layers[il][0] for il in blocks), initial=0)),
+                      tuple(accumulate((layers[il][1] for il in blocks), initial=0)), output, embd, host,
+                      any(name == "output.weight" for name, _ in tensors))
 
 
 def _placement(tensors: list[tuple[str, int]], n_layer: int, i_gpu_start: int, output_on_gpu: bool,

@@ -1,16 +1,17 @@
 """What a runtime runs of a model where it departs from the model's own definition.
 
-mlx-lm's Gemma 2 (mlx_lm/models/gemma2.py, ml-explore/mlx-lm @8dc64492 and @1245c2ec) departs twice:
+mlx-lm's Gemma 2 (mlx_lm/models/gemma2.py, ml-explore/mlx-lm @8dc64492 and @1245c2ec) departs in three ways:
 - no sliding window: every layer keeps a full cache and attends all of it, where transformers' Gemma2Config windows
   every other layer to 4,096 tokens (its Gemma 3 and Gemma 4 keep their windows: RotatingKVCache);
 - attention in separate ops, GQA by broadcasting: queries [B, kv_heads, repeats, L, D] @ keys [B, kv_heads, 1, D, S]
   is a batched matmul whose broadcast dimension makes each of a KV head's `repeats` query heads its own product, so
   a decode step reads each cached K and V row once per query head of its group (n_heads / n_kv_heads times), where a
-  fused attention kernel reads it once.
-  The same unfused ops write each prompt chunk's score matrix and read it back several times (MLX_GEMMA2_SCORE_TRAFFIC).
+  fused attention kernel reads it once;
+- the same unfused ops write each prompt chunk's score matrix and read it back several times
+  (MLX_GEMMA2_SCORE_TRAFFIC).
 Under mlx-lm the plan costs that run: the sliding layers' cache, its decode reads and the prompt's attention grow
 with the whole context, the decode's cache reads are multiplied by the group size, and the prompt's time to first
-token carries its score traffic (expected.score_matrix_bytes).
+token carries its score traffic (expected.prompt_score_bytes).
 """
 
 from __future__ import annotations

@@ -533,20 +533,28 @@ def test_a_gguf_model_that_does_not_fit_gets_an_offload_lever(run_cli):
 def test_offload_prefill_crosses_pcie_once_per_ubatch(catalog):
     """Qwen3-30B-A3B Q4_K_M with the experts of 30 layers on the host: a 4,096-token prompt in ubatches of 512 moves
     those experts over PCIe 8 times, in ubatches of 4,096 once; below 32 tokens llama.cpp keeps the host's ops on
-    the CPU (no estimate)."""
-    from llmsize.estimate.offload import host_weight_bytes, offload_prefill_s
+    the CPU (no estimate). Only the experts a ubatch's tokens chose cross (llama.cpp PR #15346): 8 of 128 experts a
+    token, a ubatch of 512 leaves each expert unused with probability (15/16)^512 ~ 4e-15 (all of them cross); one
+    of 32 tokens with (15/16)^32 = exp(32 x ln 0.9375) = exp(-2.0652) = 0.1268, so 0.8732 of them cross."""
+    from llmsize.estimate.offload import host_expert_bytes, host_weight_bytes, offload_prefill_s
 
     m = catalog.model("qwen3-30b-a3b")
     t = gguf_file_tensors(m, "gguf-q4_k_m")
     led = llamacpp_ledger(m, catalog.gpu("rtx4080"), t, LlamaCppSettings(ctx_size=4096, n_cpu_moe=30))
     w = host_weight_bytes(led, t)
     experts = sum(b for n, b in t if "_exps." in n and int(n.split(".")[1]) < 30)
-    assert w == experts
-    assert offload_prefill_s(led, t, 4096, 25.0, 1.0) == pytest.approx(8 * w / 25e9 + 1.0)
+    assert w == experts  # the token embedding, also on the host, is looked up, never copied
+    assert sum(b for b, _ in host_expert_bytes(m, led, t)) == experts
+    assert {sh for _, sh in host_expert_bytes(m, led, t)} == {8 / 128}
+    assert offload_prefill_s(m, led, t, 4096, 25.0, 1.0) == pytest.approx(8 * w / 25e9 + 1.0)
     big = llamacpp_ledger(m, catalog.gpu("rtx4080"), t, LlamaCppSettings(ctx_size=4096, n_cpu_moe=30,
                                                                             ubatch_size=4096))
-    assert offload_prefill_s(big, t, 4096, 25.0, 1.0) == pytest.approx(w / 25e9 + 1.0)
-    assert offload_prefill_s(led, t, 16, 25.0, 0.01) is None
+    assert offload_prefill_s(m, big, t, 4096, 25.0, 1.0) == pytest.approx(w / 25e9 + 1.0)
+    assert offload_prefill_s(m, led, t, 16, 25.0, 0.01) is None
+    small = llamacpp_ledger(m, catalog.gpu("rtx4080"), t, LlamaCppSettings(ctx_size=4096, n_cpu_moe=30,
+                                                                              ubatch_size=32))
+    # 80 tokens: two ubatches of 32 (0.8732 of the experts each) and one of 16 (1 - (15/16)^16 = 0.6439)
+    assert offload_prefill_s(m, small, t, 80, 25.0, 0.0) == pytest.approx((2 * 0.8732 + 0.6439) * w / 25e9, rel=1e-3)
 
 
 def test_offload_speeds_against_published_runs(catalog):

@@ -208,8 +208,10 @@ def with_offload(result, lp: LlamaCppPlan):
     if off.prefill_s is not None and e.ttft_s:
         ttft = off.prefill_s
         ttft_low, ttft_high = ttft * e.ttft_s_low / e.ttft_s, ttft * e.ttft_s_high / e.ttft_s
-        notes.append("time to first token with the host's weights crossing PCIe once per ubatch (the ledger's "
-                     "prefill line); no published offloaded prompt checks it")
+        notes.append("time to first token with the host's weights crossing PCIe once per ubatch, of the routed "
+                     "experts those the ubatch's tokens chose under uniform routing (the ledger's prefill line); slow "
+                     "against published runs at small ubatches, whose tokens chose fewer experts than uniform "
+                     "routing would (benchmarks/offload_speed.py)")
     if e.spec_tok_s is not None:
         notes.append("speculative decoding is not estimated with part of the model on the host")
     one = e.batch == 1

@@ -16,10 +16,14 @@ context never decode faster with part of them on a slower device than whole on t
 Prefill: a ubatch of 32 tokens or more runs on the GPU, the host's weights copied there over PCIe for each ubatch
 (ggml-cuda's offload_op: batches of at least 32 move an op on host weights to the GPU), so
 
-    t_prefill = ceil(P / ubatch) x W_host_all / PCIe + the prompt's FLOPs at llama.cpp's prefill fraction
+    t_prefill = sum over the ubatches u of (W_host_dense + W_host_experts x (1 - (1 - k/E)^u)) / PCIe
+                + the prompt's FLOPs at llama.cpp's prefill fraction
 
-with W_host_all every weight left on the host (all experts of a routed tensor, not the active ones): why a larger
---ubatch-size speeds prefill up under --n-cpu-moe.
+with W_host_dense every other weight left on the host, copied whole, and W_host_experts the routed expert matrices
+there, of which only the experts the ubatch's tokens chose cross (ggml-backend.cpp, compute_splits: a host weight
+feeding a MUL_MAT_ID is copied expert by expert from the ids, llama.cpp PR #15346 of August 2025; the experts'
+biases, ADD_ID, whole): uniform routing makes that all of them by ~100 tokens at 8 of 128 experts, so a larger
+--ubatch-size still speeds prefill up under --n-cpu-moe, by fewer crossings.
 
 W counts what one token reads: a routed expert tensor at top-k / experts of its bytes, the token embedding not at
 all (one row), everything else in full; KV the cache at the context's depth. eta_host is fitted on published
@@ -42,6 +46,7 @@ from llmsize.estimate.llamacpp_memory import (
     on_gpu,
     row_bytes,
 )
+from llmsize.estimate.params import touched_share
 
 
 @dataclass(frozen=True)
@@ -146,14 +151,33 @@ def host_weight_bytes(led: LlamaCppLedger, tensors: list[tuple[str, int]]) -> in
     return max(0, led.devices[-1].model_bytes - embd)
 
 
-def offload_prefill_s(led: LlamaCppLedger, tensors: list[tuple[str, int]], prompt_tokens: int, pcie_gb_s: float,
-                      compute_s: float) -> float | None:
+def host_expert_bytes(model: ModelSpec, led: LlamaCppLedger, tensors: list[tuple[str, int]]) -> list[tuple[int, float]]:
+    """The routed expert matrices llama.cpp left in host memory: (bytes, k / E of their layer) each."""
+    n_layer = led.n_layer
+    i_gpu_start, out_gpu = n_layer - min(led.gpu_layers, n_layer), led.gpu_layers > n_layer
+    share = _expert_share(model)
+    out = []
+    for name, nbytes in tensors:
+        m = LAYER.match(name)
+        if m and EXPERTS.match(name) and name.endswith(".weight") and int(m.group(1)) < n_layer and \
+                share[int(m.group(1))] < 1.0 and not on_gpu(name, n_layer, i_gpu_start, out_gpu, led.settings.n_cpu_moe):
+            out.append((nbytes, share[int(m.group(1))]))
+    return out
+
+
+def offload_prefill_s(model: ModelSpec, led: LlamaCppLedger, tensors: list[tuple[str, int]], prompt_tokens: int,
+                      pcie_gb_s: float, compute_s: float) -> float | None:
     """`compute_s`: the prompt on the GPU alone (speed.prefill_time_s). None below the offload batch."""
     ub = min(led.settings.ubatch_size, prompt_tokens)
     if ub < OFFLOAD_MIN_BATCH:
         return None
-    ubatches = -(-prompt_tokens // ub)
-    return ubatches * host_weight_bytes(led, tensors) / (pcie_gb_s * 1e9) + compute_s
+    experts = host_expert_bytes(model, led, tensors)
+    dense = host_weight_bytes(led, tensors) - sum(b for b, _ in experts)
+    full, last = divmod(prompt_tokens, ub)
+    copied = 0.0
+    for u, n in ((ub, full), (last, 1 if last else 0)):
+        copied += n * (dense + sum(b * touched_share(sh, u) for b, sh in experts))
+    return copied / (pcie_gb_s * 1e9) + compute_s
 
 
 def offload_speed(model: ModelSpec, gpu: GpuSpec, led: LlamaCppLedger, tensors: list[tuple[str, int]],
@@ -181,7 +205,7 @@ def offload_speed(model: ModelSpec, gpu: GpuSpec, led: LlamaCppLedger, tensors: 
     t_fast = gpu_s / constants.band_high + host_s / constants.host_band_high + handoff_s
     pre = None
     if prefill is not None and prefill[1] is not None and pcie_gb_s:
-        pre = offload_prefill_s(led, tensors, prefill[0], pcie_gb_s, prefill[1])
+        pre = offload_prefill_s(model, led, tensors, prefill[0], pcie_gb_s, prefill[1])
     basis = (f"The host part at {constants.host_basis}" if constants.host_basis else
              "The host part at the memory's peak (no fitted fraction): an upper bound on that side")
     return OffloadSpeed(min(1.0 / t, ceiling), ceiling, r.gpu, r.host, gpu_s, host_s, n_cross, host, pre, pcie_gb_s,

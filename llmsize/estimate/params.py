@@ -269,4 +269,10 @@ def routed_fraction(piece: Piece, batch: int) -> float:
     if piece.routed is None:
         return 1.0
     k, e = piece.routed
-    return 1.0 - (1.0 - k / e) ** batch
+    return touched_share(k / e, batch)
+
+
+def touched_share(share: float, tokens: int) -> float:
+    """Expected share of a routed tensor's experts that `tokens` tokens use, each choosing top-k of E experts
+    (share = k / E) under uniform routing: 1 - (1 - k/E)^tokens."""
+    return 1.0 - (1.0 - share) ** tokens

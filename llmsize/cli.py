@@ -238,7 +238,7 @@ def plan(
     hub_file: HubFileOpt = None,
     quant: QuantOpt = None,
     scope: ScopeOpt = None,
-    kv_dtype: KvDtypeOpt = "bf16",
+    kv_dtype: KvDtypeOpt = None,
     kv_policy: KvPolicyOpt = None,
     spec: SpecOpt = None,
     context: ContextOpt = 4096,
@@ -350,7 +350,8 @@ def plan(
     # the runtime the plan is for (its share of the card, the expected speed): --runtime, else the engine whose
     # ledger is planned, else the serving engine whose launch line is emitted
     plan_runtime = (runtime.lower() if runtime else None) or engine or (emit if emit in ("vllm", "sglang") else None)
-    inputs = PlanInputs(quant=quant, scope=scope, kv_dtype=kv_dtype.lower(), context_tokens=context, batch=batch,
+    inputs = PlanInputs(quant=quant, scope=scope, kv_dtype=kv_dtype.lower() if kv_dtype else None,
+                        context_tokens=context, batch=batch,
                         prompt_tokens=prompt, gpu_util=gpu_util, overhead_bytes=overhead_gib * GiB,
                         compute_precision=compute, tp=tp, pp=_stages(pp, nodes), nodes=nodes,
                         node_link_gb_s=node_link_gb_s,
@@ -365,7 +366,7 @@ def plan(
     offload = _offload_lever(p, exact, host, cat) if not p.budget.weights_fit else None
     if offload is not None:
         p.diagnosis.levers.append(offload.sentence)
-    if engine in ("llamacpp", "ollama") and kv_dtype.lower() not in ("bf16", "fp16", "f16"):
+    if engine in ("llamacpp", "ollama") and kv_dtype and kv_dtype.lower() not in ("bf16", "fp16", "f16"):
         raise InvalidValueError(f"--kv-dtype {kv_dtype} is the serving engines' cache option; llama.cpp's ledger "
                                 "takes its own types.", "Use --cache-type-k q8_0 --cache-type-v q8_0 (and --flash-attn "
                                 "on), or drop --engine.")
@@ -380,7 +381,7 @@ def plan(
 
         e = EngineInputs(engine=engine, gpu_util=p.inputs.gpu_util, max_model_len=max_model_len,
                          max_num_batched_tokens=max_num_batched_tokens, block_size=block_size,
-                         kv_dtype=kv_dtype.lower(), tp=tp, weight_format=p.fmt.id,
+                         kv_dtype=p.inputs.kv_dtype, tp=tp, weight_format=p.fmt.id,
                          non_torch_bytes=None if non_torch_gib is None else int(non_torch_gib * GiB),
                          version=engine_version.lower(),
                          cudagraph_bytes=None if cudagraph_gib is None else int(cudagraph_gib * GiB))

@@ -209,3 +209,20 @@ def test_llama_server_for_a_safetensors_folder_names_the_gguf_to_make(run_cli, t
                              "gguf-q4_k_m")
     assert code == 0 and "loads GGUF files only" in out and "llama-quantize to Q4_K_M" in out
     assert f"-m {folder}" not in out and ".gguf" in out.splitlines()[-1]
+
+
+def test_plan_keeps_the_cache_in_its_runtimes_dtype_unless_told(run_cli):
+    """llama.cpp and MLX keep an f16 cache (common/common.h: cache_type_k and _v GGML_TYPE_F16), the serving engines
+    bf16: a GGUF plan (llama.cpp by default) says fp16, as its ledger's "K f16, V f16" does, a safetensors plan on an
+    NVIDIA card (vLLM) bf16; --kv-dtype overrides either. Two bytes a value both ways: the sizes do not change."""
+    def plan(*args):
+        code, out, err = run_cli("plan", "qwen3-30b-a3b", "--gpu", "rtx4090", "--json", *args)
+        assert code == 0, err
+        d = json.loads(out)
+        assert d["kv"]["dtype"] == d["inputs"]["kv_dtype"]
+        return d["inputs"]["kv_dtype"], d["kv"]["bytes_per_sequence"], d["expected"]["runtime"]
+    gguf, safetensors = plan("--quant", "gguf-q4_k_m"), plan("--quant", "fp8")
+    assert gguf[0::2] == ("fp16", "llamacpp") and safetensors[0::2] == ("bf16", "vllm")
+    assert gguf[1] == safetensors[1]  # 2 B a value either way
+    assert plan("--quant", "gguf-q4_k_m", "--kv-dtype", "bf16")[0] == "bf16"
+    assert plan("--quant", "fp8", "--runtime", "llamacpp")[0] == "fp16"

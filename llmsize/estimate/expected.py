@@ -55,6 +55,16 @@ def resolve_runtime(name: str) -> tuple[str, str | None]:
                             "Ollama and LM Studio run llama.cpp: --runtime llamacpp.")
 
 
+# the KV cache dtype each runtime keeps by default (others: bf16): llama.cpp's f16 (common/common.h, cache_type_k and
+# cache_type_v GGML_TYPE_F16); mlx-lm's cache in the dtype of the keys, float16 as mlx_lm.convert writes weights
+RUNTIME_KV_DTYPE = {"llamacpp": "fp16", "mlx": "fp16"}
+
+
+def runtime_kv_dtype(runtime: str) -> str:
+    """The KV cache dtype `runtime` keeps unless told otherwise."""
+    return RUNTIME_KV_DTYPE.get(runtime, "bf16")
+
+
 def default_runtime(fmt_id: str, gpu: GpuSpec, gguf_file: bool = False) -> tuple[str, str]:
     """llama.cpp for GGUF formats and files (an F16 GGUF is a GGUF) and Apple cards, MLX for MLX formats, vLLM
     otherwise; and why."""

@@ -15,12 +15,12 @@ from llmsize.estimate.expected import (
     fp32_stands_in,
     has_recurrent_layers,
     prefill_inputs,
+    runtime_kv_dtype,
     step_inputs,
 )
 from llmsize.estimate.plan import Plan, PlanInputs, make_plan
 from llmsize.estimate.speed import PrefillInputs, StepInputs, at_file_bytes, ceiling_step_s
 
-KV_DTYPE = {"llamacpp": "fp16", "mlx": "fp16"}  # the cache dtype each runtime uses by default; others bf16
 
 
 @dataclass(frozen=True)
@@ -180,7 +180,7 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
     scope = "all" if fid.startswith(("gguf-", "ggml-", "mlx-")) or fid in ("fp16", "bf16", "fp32") else None
     if fid == model.release.quant:
         scope = model.release.scope  # the release recipe (gpt-oss: MXFP4 experts only, as its GGUF keeps it)
-    inputs = PlanInputs(quant=fid, scope=scope, kv_dtype=KV_DTYPE.get(runtime, "bf16"),
+    inputs = PlanInputs(quant=fid, scope=scope, kv_dtype=runtime_kv_dtype(runtime),
                         context_tokens=row.context_tokens, batch=row.batch,
                         prompt_tokens=row.prompt_length if row.kind == "prefill" else None, tp=tp, pp=pp,
                         gpu_util=0.99, overhead_bytes=0.0)

@@ -48,7 +48,7 @@ from llmsize.units import GiB
 class PlanInputs:
     quant: str | None = None  # None: the model's release format
     scope: str | None = None  # None: the release scope for the release format, else the format's default
-    kv_dtype: str = "bf16"
+    kv_dtype: str | None = "bf16"  # None: the runtime's own (expected.runtime_kv_dtype)
     context_tokens: int = 4096
     batch: int = 1
     prompt_tokens: int | None = None  # None: the context
@@ -187,12 +187,14 @@ PP_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16)
 def with_runtime_share(inputs: PlanInputs, fmt: QuantFormat, gpu: GpuSpec, exact=None
                        ) -> tuple[PlanInputs, str, str | None]:
     """`inputs` with the share of the card its runtime budgets where --gpu-util was not given (the whole card under
-    llama.cpp and MLX, unless that card is a machine's whole RAM; vLLM's 0.9 otherwise), the runtime (the one
-    named, else the format's and card's default), and the note saying so (None where nothing was resolved or the
-    share is vLLM's)."""
-    from llmsize.estimate.expected import default_runtime, gguf_exact
+    llama.cpp and MLX, unless that card is a machine's whole RAM; vLLM's 0.9 otherwise) and the runtime's cache
+    dtype where none was given, the runtime (the one named, else the format's and card's default), and the note
+    saying so (None where nothing was resolved or the share is vLLM's)."""
+    from llmsize.estimate.expected import default_runtime, gguf_exact, runtime_kv_dtype
 
     runtime = inputs.runtime or default_runtime(fmt.id, gpu, gguf_exact(exact))[0]
+    if inputs.kv_dtype is None:
+        inputs = replace(inputs, kv_dtype=runtime_kv_dtype(runtime))
     if inputs.gpu_util is not None:
         return inputs, runtime, None
     usable = usable_memory(gpu, inputs.wired_limit_bytes)
@@ -235,11 +237,8 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
         raise InvalidValueError(f"Context `{inputs.context_tokens}` must be at least 1 token.",
                                 "Pass --context 1 or more.")
     check_batch(inputs.batch)
-    kv_dtype_bytes(inputs.kv_dtype)
-    if inputs.kv_dtype.lower() == "fp8_ds_mla" and not any(g.mixer is not None and g.mixer.kind == "mla"
-                                                            for g in model.layer_groups):
-        raise InvalidValueError(f"--kv-dtype fp8_ds_mla is vLLM's FlashMLA cache of MLA layers, and {model.name} "
-                                "has none.", "Use --kv-dtype fp8.")
+    if inputs.kv_dtype is not None:
+        kv_dtype_bytes(inputs.kv_dtype)
     if inputs.spec is not None:
         check_spec(inputs.spec, model)
     fmt, scope = resolve_format(model, inputs.quant, inputs.scope)
@@ -247,6 +246,10 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     check_context(prompt)
     util_given = inputs.gpu_util is not None
     inputs, runtime, why = with_runtime_share(inputs, fmt, gpu, exact)
+    if inputs.kv_dtype.lower() == "fp8_ds_mla" and not any(g.mixer is not None and g.mixer.kind == "mla"
+                                                            for g in model.layer_groups):
+        raise InvalidValueError(f"--kv-dtype fp8_ds_mla is vLLM's FlashMLA cache of MLA layers, and {model.name} "
+                                "has none.", "Use --kv-dtype fp8.")
 
     weights = estimate = weight_bytes(model, fmt, scope)
     notes = list(notes or []) + ([why] if why else [])

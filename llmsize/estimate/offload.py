@@ -159,9 +159,11 @@ def host_expert_bytes(model: ModelSpec, led: LlamaCppLedger, tensors: list[tuple
     out = []
     for name, nbytes in tensors:
         m = LAYER.match(name)
-        if m and EXPERTS.match(name) and name.endswith(".weight") and int(m.group(1)) < n_layer and \
-                share[int(m.group(1))] < 1.0 and not on_gpu(name, n_layer, i_gpu_start, out_gpu, led.settings.n_cpu_moe):
-            out.append((nbytes, share[int(m.group(1))]))
+        if not (m and EXPERTS.match(name) and name.endswith(".weight") and int(m.group(1)) < n_layer):
+            continue  # the experts' biases (ADD_ID) cross whole; multi-token-prediction layers are not run
+        il = int(m.group(1))
+        if share[il] < 1.0 and not on_gpu(name, n_layer, i_gpu_start, out_gpu, led.settings.n_cpu_moe):
+            out.append((nbytes, share[il]))
     return out
 
 

@@ -22,7 +22,6 @@ from llmsize.estimate.plan import Plan, PlanInputs, make_plan
 from llmsize.estimate.speed import PrefillInputs, StepInputs, at_file_bytes, ceiling_step_s
 
 
-
 @dataclass(frozen=True)
 class Observed:
     row: Row

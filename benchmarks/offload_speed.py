@@ -25,7 +25,8 @@ from llmsize.estimate.llamacpp_plan import card_bytes  # noqa: E402
 RUNS = ROOT / "tests" / "data" / "offload_runs.yaml"
 
 
-def predicted(run: dict, cat: Catalog) -> float | None:
+def offload(run: dict, cat: Catalog):
+    """The run's plan's offload (llmsize.estimate.offload.OffloadSpeed), or None where the model fits the card."""
     p = run["plan"]
     g, m = cat.gpu(p["gpu"]), cat.model(p["model"])
     prompt = p.get("prompt", 512)
@@ -37,12 +38,26 @@ def predicted(run: dict, cat: Catalog) -> float | None:
     o = LlamaCppOptions(context, ubatch_size=p.get("ubatch", 512), n_cpu_moe=p.get("n_cpu_moe", 0),
                         cpu_moe=p.get("cpu_moe", False), gpu_layers=p.get("gpu_layers"))
     host = host_memory(p.get("host_memory", "DDR5-6000x2"), None, platforms(cat.hosts.all()))
-    lp = llamacpp_plan(plan, None, "llamacpp", o, host, c, card_bytes(g), False, format_class(p["quant"]))
-    if lp.offload is None:
+    return llamacpp_plan(plan, None, "llamacpp", o, host, c, card_bytes(g), False, format_class(p["quant"])).offload
+
+
+def predicted(run: dict, cat: Catalog) -> float | None:
+    off = offload(run, cat)
+    if off is None:
         return None
     if run["kind"] == "prefill":
-        return prompt / lp.offload.prefill_s if lp.offload.prefill_s else None
-    return lp.offload.decode_tok_s
+        return run["plan"].get("prompt", 512) / off.prefill_s if off.prefill_s else None
+    return off.decode_tok_s
+
+
+def copy_share(run: dict, cat: Catalog) -> float | None:
+    """For a prefill run: the PCIe copy time the published figure leaves once the prompt's compute (as modelled) is
+    taken out, over the copy time modelled: below 1, fewer bytes crossed than the model copies (uniform routing)."""
+    off = offload(run, cat) if run["kind"] == "prefill" else None
+    if off is None or not off.prefill_copy_s:
+        return None
+    needed = run["plan"].get("prompt", 512) / float(run["tok_s"]) - (off.prefill_s - off.prefill_copy_s)
+    return needed / off.prefill_copy_s
 
 
 def comparisons(cat: Catalog | None = None) -> list[tuple[str, str, float | None, float]]:
@@ -51,10 +66,15 @@ def comparisons(cat: Catalog | None = None) -> list[tuple[str, str, float | None
 
 
 def main() -> int:
-    print(f"{'run':54} {'kind':8} {'predicted tok/s':>15} {'published':>10} {'error':>7}")
-    for rid, kind, pred, got in comparisons():
+    cat = Catalog()
+    runs = {r["id"]: r for r in yaml.safe_load(RUNS.read_text())}
+    print(f"{'run':54} {'kind':8} {'predicted tok/s':>15} {'published':>10} {'error':>7} {'copy share':>10}")
+    for rid, kind, pred, got in comparisons(cat):
         err = f"{(pred - got) / got * 100:+6.1f}%" if pred else "      -"
-        print(f"{rid:54} {kind:8} {pred or 0:15.1f} {got:10.1f} {err}")
+        share = copy_share(runs[rid], cat)
+        print(f"{rid:54} {kind:8} {pred or 0:15.1f} {got:10.1f} {err} {'' if share is None else f'{share:10.2f}'}")
+    print("copy share (prefill): the PCIe copy the published figure leaves after the prompt's modelled compute, over "
+          "the copy modelled")
     return 0
 
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from llmsize.errors import InvalidValueError
 from llmsize.estimate.llamacpp_memory import (
@@ -536,7 +537,7 @@ def test_offload_prefill_crosses_pcie_once_per_ubatch(catalog):
     the CPU (no estimate). Only the experts a ubatch's tokens chose cross (llama.cpp PR #15346): 8 of 128 experts a
     token, a ubatch of 512 leaves each expert unused with probability (15/16)^512 ~ 4e-15 (all of them cross); one
     of 32 tokens with (15/16)^32 = exp(32 x ln 0.9375) = exp(-2.0652) = 0.1268, so 0.8732 of them cross."""
-    from llmsize.estimate.offload import host_expert_bytes, host_weight_bytes, offload_prefill_s
+    from llmsize.estimate.offload import host_expert_bytes, host_weight_bytes, offload_copy_s
 
     m = catalog.model("qwen3-30b-a3b")
     t = gguf_file_tensors(m, "gguf-q4_k_m")
@@ -546,15 +547,15 @@ def test_offload_prefill_crosses_pcie_once_per_ubatch(catalog):
     assert w == experts  # the token embedding, also on the host, is looked up, never copied
     assert sum(b for b, _ in host_expert_bytes(m, led, t)) == experts
     assert {sh for _, sh in host_expert_bytes(m, led, t)} == {8 / 128}
-    assert offload_prefill_s(m, led, t, 4096, 25.0, 1.0) == pytest.approx(8 * w / 25e9 + 1.0)
+    assert offload_copy_s(m, led, t, 4096, 25.0) == pytest.approx(8 * w / 25e9)
     big = llamacpp_ledger(m, catalog.gpu("rtx4080"), t, LlamaCppSettings(ctx_size=4096, n_cpu_moe=30,
                                                                             ubatch_size=4096))
-    assert offload_prefill_s(m, big, t, 4096, 25.0, 1.0) == pytest.approx(w / 25e9 + 1.0)
-    assert offload_prefill_s(m, led, t, 16, 25.0, 0.01) is None
+    assert offload_copy_s(m, big, t, 4096, 25.0) == pytest.approx(w / 25e9)
+    assert offload_copy_s(m, led, t, 16, 25.0) is None
     small = llamacpp_ledger(m, catalog.gpu("rtx4080"), t, LlamaCppSettings(ctx_size=4096, n_cpu_moe=30,
                                                                               ubatch_size=32))
     # 80 tokens: two ubatches of 32 (0.8732 of the experts each) and one of 16 (1 - (15/16)^16 = 0.6439)
-    assert offload_prefill_s(m, small, t, 80, 25.0, 0.0) == pytest.approx((2 * 0.8732 + 0.6439) * w / 25e9, rel=1e-3)
+    assert offload_copy_s(m, small, t, 80, 25.0) == pytest.approx((2 * 0.8732 + 0.6439) * w / 25e9, rel=1e-3)
 
 
 def test_offload_speeds_against_published_runs(catalog):
@@ -581,6 +582,15 @@ def test_offload_speeds_against_published_runs(catalog):
         assert abs(pred - got) / got < (0.35 if kind == "prefill" else 0.25), (rid, pred, got)
         if rid.endswith(("ub2048", "ub4096", "ub8192")):
             assert abs(pred - got) / got < 0.12
+    # its copy share: 1 for a run published at exactly the predicted speed; the gpt-oss-120b points' (RESULTS.md)
+    # 0.60 at ubatch 256 rising to ~1 at 8192 (fewer experts cross than uniform routing copies)
+    runs = {r["id"]: r for r in yaml.safe_load(bench.RUNS.read_text())}
+    ub256 = runs["ai-maestro-gpt-oss-120b-3090-ub256"]
+    exact = {**ub256, "tok_s": bench.predicted(ub256, catalog)}
+    assert bench.copy_share(exact, catalog) == pytest.approx(1.0, rel=1e-9)
+    shares = [bench.copy_share(runs[f"ai-maestro-gpt-oss-120b-3090-ub{u}"], catalog) for u in (256, 512, 2048, 4096)]
+    assert shares == sorted(shares) and shares[0] == pytest.approx(0.60, abs=0.005)
+    assert bench.copy_share(runs["llamacpp-discussion-15396-gpt-oss-20b-7900xt-cpu-moe"], catalog) is None  # decode
 
 
 def test_the_expected_block_points_to_the_offload_figure(run_cli):

@@ -59,12 +59,13 @@ class OffloadSpeed:
     host_time_s: float
     crossings: int  # device changes per token
     host: HostMemory
-    prefill_s: float | None = None  # the prompt, weights crossing PCIe once per ubatch
+    prefill_s: float | None = None  # the prompt: prefill_copy_s + its compute on the card alone
     pcie_gb_s: float | None = None
     host_costing: str = ""  # how the host part is costed (the fitted fraction of its memory's peak)
     decode_tok_s_low: float | None = None  # the band: each part at its own fit's held-out p5 / p95 at once
     decode_tok_s_high: float | None = None
     handoff_time_s: float = 0.0  # crossings x the fitted latency of a hand-off over PCIe
+    prefill_copy_s: float | None = None  # the part of prefill_s spent copying the host's weights over PCIe
 
 
 def _expert_share(model: ModelSpec) -> list[float]:
@@ -167,9 +168,9 @@ def host_expert_bytes(model: ModelSpec, led: LlamaCppLedger, tensors: list[tuple
     return out
 
 
-def offload_prefill_s(model: ModelSpec, led: LlamaCppLedger, tensors: list[tuple[str, int]], prompt_tokens: int,
-                      pcie_gb_s: float, compute_s: float) -> float | None:
-    """`compute_s`: the prompt on the GPU alone (speed.prefill_time_s). None below the offload batch."""
+def offload_copy_s(model: ModelSpec, led: LlamaCppLedger, tensors: list[tuple[str, int]], prompt_tokens: int,
+                   pcie_gb_s: float) -> float | None:
+    """The prompt's time copying the host's weights to the card, ubatch by ubatch. None below the offload batch."""
     ub = min(led.settings.ubatch_size, prompt_tokens)
     if ub < OFFLOAD_MIN_BATCH:
         return None
@@ -179,7 +180,7 @@ def offload_prefill_s(model: ModelSpec, led: LlamaCppLedger, tensors: list[tuple
     copied = 0.0
     for u, n in ((ub, full), (last, 1 if last else 0)):
         copied += n * (dense + sum(b * touched_share(sh, u) for b, sh in experts))
-    return copied / (pcie_gb_s * 1e9) + compute_s
+    return copied / (pcie_gb_s * 1e9)
 
 
 def offload_speed(model: ModelSpec, gpu: GpuSpec, led: LlamaCppLedger, tensors: list[tuple[str, int]],
@@ -205,13 +206,14 @@ def offload_speed(model: ModelSpec, gpu: GpuSpec, led: LlamaCppLedger, tensors: 
     # extreme (the GPU part llama.cpp's whole-card band, the host part the CPU-only fit's), the hand-offs as fitted
     t_slow = gpu_s / constants.band_low + host_s / constants.host_band_low + handoff_s
     t_fast = gpu_s / constants.band_high + host_s / constants.host_band_high + handoff_s
-    pre = None
+    pre = copy = None
     if prefill is not None and prefill[1] is not None and pcie_gb_s:
-        pre = offload_prefill_s(model, led, tensors, prefill[0], pcie_gb_s, prefill[1])
+        copy = offload_copy_s(model, led, tensors, prefill[0], pcie_gb_s)
+        pre = None if copy is None else copy + prefill[1]
     basis = (f"The host part at {constants.host_basis}" if constants.host_basis else
              "The host part at the memory's peak (no fitted fraction): an upper bound on that side")
     return OffloadSpeed(min(1.0 / t, ceiling), ceiling, r.gpu, r.host, gpu_s, host_s, n_cross, host, pre, pcie_gb_s,
-                        basis, min(1.0 / t_slow, ceiling), min(1.0 / t_fast, ceiling), handoff_s)
+                        basis, min(1.0 / t_slow, ceiling), min(1.0 / t_fast, ceiling), handoff_s, copy)
 
 
 def gpu_part(plan, led: LlamaCppLedger, tensors: list[tuple[str, int]], format_class: str):

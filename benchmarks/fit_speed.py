@@ -20,7 +20,9 @@ Prefill: t = (FLOPs + (moe_matmul_cost - 1) x routed expert FLOPs)/(peak x eta_p
 terms (+ a serving engine's cost per layer of an eager forward, on the rows a serving engine ran) + llama.cpp's
 prefill_expert_read_cost x the experts' bytes its forwards stream (one read per ubatch) / bandwidth, one eta per
 class by least squares, the expert FLOPs' cost and llama.cpp's read cost chosen on grids (fit_prefill). The peak is
-the rate the runtime's matmuls run at: llama.cpp's on an NVIDIA card its INT8 rate (expected.LLAMACPP_CUDA_PRECISION).
+the rate the runtime's matmuls run at: llama.cpp's on an NVIDIA card its INT8 rate (expected.LLAMACPP_CUDA_PRECISION);
+a serving engine's attention FLOPs over a 16-bit cache at the 16-bit rate where its weights' rate is higher (FP8, FP4
+weights: expected.attention_rate, speed.flop_time_at_peak_s).
 The FLOPs' cost also floors a decode step at large batches, where the routed experts' matmuls are compute-bound.
 A pool of rows from several backends (a ROCm group fitted with its kin's CUDA and ROCm rows) adds one unknown per
 backend beside CUDA, v_be >= 0 on the bytes (weights and cache) its rows stream: the backend's kernels' further
@@ -59,6 +61,7 @@ from llmsize.estimate.speed import (  # noqa: E402
     ceiling_step_s,
     decode_step_time_s,
     dequant_time_s,
+    flop_time_at_peak_s,
     pipeline_factor,
     prefill_time_s,
     score_time_s,
@@ -569,7 +572,7 @@ class PrefillTable:
                 ("fixed", [p.layers * fit.fixed_of(o.runtime)[0] + fit.fixed_of(o.runtime)[1] + score_time_s(p, kc)
                            for o, p in zip(obs, x)]),
                 ("layers", [p.layers if p.serving else 0 for p in x]),
-                ("dense", [p.flops / p.peak_flop_per_s for p in x]),
+                ("dense", [flop_time_at_peak_s(p) for p in x]),
                 ("expert", [p.expert_flops / p.peak_flop_per_s for p in x]),
                 ("read", [p.expert_read_bytes / p.bandwidth_bytes_per_s for p in x]))}
         return PrefillTable(cols, sum(1 for obs in by_class.values() for o in obs if o.prefill.serving))

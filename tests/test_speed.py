@@ -756,6 +756,36 @@ def test_llamacpp_rows_before_b6327_are_an_older_generation_and_plans_are_not(ca
     assert not step_inputs(p, p.decode_1, "llamacpp").engine_v0
 
 
+def test_a_prompts_attention_runs_at_its_caches_precision(catalog):
+    """FP8 weights under vLLM on an H100 multiply at the FP8 rate (1,978.9 TFLOPS), the prompt's attention over a
+    bf16 cache at the 16-bit rate (989.4); with an FP8 cache at the FP8 rate again. Llama 3.1 8B, 8,192 tokens:
+    attention = 32 layers x 4 x 32 heads x 128 x (8,192 x 8,193 / 2) = 17.60 TFLOP (a causal prompt's query-key
+    pairs), so the FLOPs' time at the full rates is (F - 17.60e12) / 1,978.9e12 + 17.60e12 / 989.4e12. 16-bit
+    weights, and llama.cpp (its own matmul rate), keep one rate for all."""
+    from dataclasses import replace
+
+    from llmsize.estimate.expected import prefill_inputs
+    from llmsize.estimate.speed import flop_time_at_peak_s
+
+    model, gpu = catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm")
+    p = make_plan(model, gpu, PlanInputs(quant="fp8", kv_dtype="bf16", prompt_tokens=8192, context_tokens=8192),
+                  search_fit=False)
+    x = prefill_inputs(p, "vllm")
+    attention = 32 * 4 * 32 * 128 * 8192 * 8193 / 2
+    assert x.attention_flops == pytest.approx(attention) and attention == pytest.approx(17.60e12, rel=1e-3)
+    assert x.peak_flop_per_s == pytest.approx(1978.9e12) and x.attention_flop_per_s == pytest.approx(989.4e12)
+    assert flop_time_at_peak_s(x) == pytest.approx((x.flops - attention) / 1978.9e12 + attention / 989.4e12)
+    assert flop_time_at_peak_s(replace(x, attention_flop_per_s=None)) == pytest.approx(x.flops / 1978.9e12)
+    fp8_cache = make_plan(model, gpu, PlanInputs(quant="fp8", kv_dtype="fp8", prompt_tokens=8192,
+                                                 context_tokens=8192), search_fit=False)
+    assert prefill_inputs(fp8_cache, "vllm").attention_flop_per_s is None
+    bf16 = make_plan(model, gpu, PlanInputs(quant="bf16", prompt_tokens=8192, context_tokens=8192), search_fit=False)
+    assert prefill_inputs(bf16, "vllm").attention_flop_per_s is None
+    q4 = make_plan(model, gpu, PlanInputs(quant="gguf-q4_k_m", prompt_tokens=8192, context_tokens=8192),
+                   search_fit=False)
+    assert prefill_inputs(q4, "llamacpp").attention_flop_per_s is None
+
+
 def test_serving_engines_pay_a_cost_per_layer_of_an_eager_prefill(catalog):
     """benchmarks/fit_speed.py fits t_prefill_layer_s on the TTFT rows of vLLM, SGLang and TensorRT-LLM, which run
     prefill without CUDA graphs (each layer's launches, and under tensor parallel its all-reduces' latency);

@@ -316,6 +316,26 @@ def matmul_rate(plan: Plan, runtime: str | None, marlin: bool = False) -> tuple[
     return plan.peak.flop_per_s, (plan.peak.precision or plan.peak.requested or "matmul").upper()
 
 
+# The cache dtypes whose attention runs on 8-bit tensor cores (FlashAttention-3 / FlashInfer FP8, TensorRT-LLM's
+# FP8 context FMHA; an NVFP4 cache is dequantized to FP8 for it); any other cache's attention runs at the 16-bit rate.
+FP8_ATTENTION_CACHES = ("fp8", "fp8_ds_mla", "nvfp4")
+
+
+def attention_rate(plan: Plan, runtime: str | None, matmul_flop_per_s: float | None) -> float | None:
+    """The rate (FLOP/s) a prompt's attention matmuls run at where it is below the weights' matmul rate: a runtime
+    that multiplies FP8 or FP4 weights at their own tensor-core rate computes QK^T and PV over its cache at the
+    cache's precision (16-bit, or FP8 for an FP8 cache), half or a quarter of it. None: attention at the matmuls'
+    rate (16-bit weights, llama.cpp and MLX, whose rates are their own: MATMUL_PRECISION; a card whose catalog
+    entry lacks the cache precision's rate, where only its FP32 figure would stand in)."""
+    if runtime in MATMUL_PRECISION or not matmul_flop_per_s:
+        return None
+    precision = "fp8" if (plan.inputs.kv_dtype or "").lower() in FP8_ATTENTION_CACHES else "bf16"
+    rate = compute_peak(plan.gpu, plan.fmt, precision).flop_per_s
+    if not rate or rate >= matmul_flop_per_s or fp32_stands_in(plan.gpu, rate):
+        return None
+    return rate
+
+
 def prompt_expert_bytes(plan: Plan, tokens_per_forward: int) -> float:
     """The routed experts' bytes a prompt streams, one card's share: each forward of `tokens_per_forward` tokens
     reads the experts they touch (weights.expert_read_fraction), ceil(prompt / tokens_per_forward) forwards."""
@@ -403,7 +423,8 @@ def prefill_inputs(plan: Plan, runtime: str | None = None, flash_attn: bool = Tr
         stages=stages, batch_tokens=LLAMACPP_BATCH_TOKENS if piped else 0,
         ubatch_tokens=ub if piped else 0,
         score_bytes=prompt_score_bytes(plan, runtime, flash_attn, ub),
-        serving=runtime in SERVING_RUNTIMES, peak_name=peak_name)
+        serving=runtime in SERVING_RUNTIMES, peak_name=peak_name,
+        attention_flops=pre.attention_flops, attention_flop_per_s=attention_rate(plan, runtime, peak))
 
 
 @dataclass(frozen=True)

@@ -114,10 +114,19 @@ def _causal_pairs(prompt_tokens: int, window: int | None) -> float:
 
 def prefill_flops(model: ModelSpec, prompt_tokens: int) -> float:
     """FLOPs to prefill `prompt_tokens`: matmuls for every token (logits for the last one only),
-    causal attention over the prompt."""
+    causal attention over the prompt (prefill_attention_flops), the recurrent layers' state updates."""
     lm_head = model.vocab_size * model.hidden_size
     body = matmul_params_per_token(model) - lm_head
     flops = 2.0 * (prompt_tokens * body + (lm_head if prompt_tokens else 0))
+    flops += sum(g.count * _recurrent_flops_per_token(g.mixer) * prompt_tokens for g in model.layer_groups
+                 if g.mixer is not None)
+    return flops + prefill_attention_flops(model, prompt_tokens)
+
+
+def prefill_attention_flops(model: ModelSpec, prompt_tokens: int) -> float:
+    """The part of prefill_flops in attention's own matmuls (scores and values over the prompt, a sparse layer's
+    indexer), which run at the cache's precision rather than the weights' (expected.prefill_inputs)."""
+    flops = 0.0
     for g in model.layer_groups:
         m = g.mixer
         if m is None:
@@ -130,6 +139,5 @@ def prefill_flops(model: ModelSpec, prompt_tokens: int) -> float:
         window = getattr(m, "sliding_window", None)
         # a sparse layer's query i attends to min(i, topk) tokens (the windowed sum) and its indexer scores all i
         flops += g.count * (per_pair * _causal_pairs(prompt_tokens, _attention_cap(m))
-                            + _indexer_flops_per_scored_token(m) * _causal_pairs(prompt_tokens, window)
-                            + _recurrent_flops_per_token(m) * prompt_tokens)
+                            + _indexer_flops_per_scored_token(m) * _causal_pairs(prompt_tokens, window))
     return flops

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
-from llmsize.estimate.flops import prefill_flops
+from llmsize.estimate.flops import prefill_attention_flops, prefill_flops
 from llmsize.estimate.kv import kv_bytes
 from llmsize.estimate.quant import QuantFormat
 from llmsize.estimate.weights import bytes_read_by_batch
@@ -55,6 +55,7 @@ class Prefill:
     memory_time_s: float
     scores_bytes: float = 0.0  # one layer's score matrix without flash attention (unfused_scores_bytes)
     flash_attn: bool = True  # False: the scores' traffic is in `bytes`
+    attention_flops: float = 0.0  # the part of `flops` in attention's matmuls (flops.prefill_attention_flops)
 
     @property
     def ttft_s(self) -> float | None:
@@ -86,4 +87,4 @@ def prefill_time(model: ModelSpec, gpu: GpuSpec, fmt: QuantFormat, scope: str, k
     if compute is not None:
         compute += comm_s  # tensor-parallel all-reduces of the prompt's activations
     return Prefill(prompt_tokens, flops, nbytes, compute, nbytes / gpu.bandwidth_bytes_per_s + comm_s,
-                   unfused_scores_bytes(model, prompt_tokens), flash_attn)
+                   unfused_scores_bytes(model, prompt_tokens), flash_attn, prefill_attention_flops(model, prompt_tokens))

@@ -157,6 +157,11 @@ class PrefillInputs:
     comm_time_s: float
     format_class: str
     expert_flops: float = 0.0  # the part of `flops` in routed experts' matmuls
+    # the part of `flops` in attention's matmuls, and the rate they run at where it is not peak_flop_per_s: a serving
+    # engine multiplies FP8 or FP4 weights on the matching tensor cores, but its attention over a 16-bit cache at
+    # the 16-bit rate (expected.attention_rate)
+    attention_flops: float = 0.0
+    attention_flop_per_s: float | None = None
     # the routed experts' bytes the prompt streams: each forward reads the experts its tokens touch, and llama.cpp
     # runs a prompt as ceil(prompt / ubatch) forwards (expected.prefill_inputs)
     expert_read_bytes: float = 0.0
@@ -340,6 +345,14 @@ def prefill_missing(x: PrefillInputs, c: Constants) -> str | None:
     return None
 
 
+def flop_time_at_peak_s(x: PrefillInputs) -> float:
+    """The prompt's FLOPs in seconds at the card's full rates: the matmuls at peak_flop_per_s, attention at its own
+    rate where it has one (attention_flop_per_s)."""
+    if not x.attention_flop_per_s:
+        return x.flops / x.peak_flop_per_s
+    return (x.flops - x.attention_flops) / x.peak_flop_per_s + x.attention_flops / x.attention_flop_per_s
+
+
 def prefill_parts_s(x: PrefillInputs, c: Constants) -> tuple[float, float, float] | None:
     """The prompt's compute (FLOPs at the runtime's fraction of the peak), its weights' read, and the forward's
     fixed costs (per layer, per step, the collectives), in seconds, each shortened by the pipeline where the
@@ -348,7 +361,7 @@ def prefill_parts_s(x: PrefillInputs, c: Constants) -> tuple[float, float, float
     if prefill_missing(x, c):
         return None
     eta = c.eta_p(x.format_class)
-    compute = (x.flops + (c.moe_matmul_cost - 1) * x.expert_flops) / (x.peak_flop_per_s * eta)
+    compute = (flop_time_at_peak_s(x) + (c.moe_matmul_cost - 1) * x.expert_flops / x.peak_flop_per_s) / eta
     compute += score_time_s(x, c)
     weights = x.weight_bytes / (x.bandwidth_bytes_per_s * c.eta_w(x.format_class))
     fixed = x.layers * (c.t_layer_s + (c.t_prefill_layer_s if x.serving else 0.0)) + c.t_step_s

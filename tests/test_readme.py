@@ -51,6 +51,7 @@ def test_the_fitted_figures_the_readme_quotes_are_the_fits():
     assert f"{old[0]:.1f} ms on CUDA, {old[1]:.1f} ms on Metal" in README.replace("\n", " ")
     # vLLM and SGLang's cost per sequence on AMD cards
     assert f"vLLM and SGLang on AMD cards, {group('vllm', 'rocm')['t_seq_s'] * 1e6:.0f} us" in README.replace("\n", " ")
+    assert f"and on NVIDIA cards {group('vllm')['t_seq_s'] * 1e6:.0f} us)" in README.replace("\n", " ")
     # a routed expert's FLOP in a prompt, and llama.cpp's read of the experts per ubatch
     moe = {k: f"{group(*k)['moe_matmul_cost']:g}" for k in (("vllm",), ("sglang",), ("trtllm",), ("llamacpp",),
                                                              ("llamacpp", "rocm"), ("llamacpp", "metal"),

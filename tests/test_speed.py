@@ -733,6 +733,23 @@ def test_vllm_v0_rows_carry_their_engine_cost_and_plans_do_not(catalog, runtimes
     assert decode_step_time_s(replace(x, engine_v0=True), c) == pytest.approx(decode_step_time_s(x, c) + c.t_step_v0_s)
 
 
+@pytest.mark.parametrize("version, context, eager", [("0.6.3", 8192, False), ("0.6.3", 10_000, True),
+                                                     ("0.11.0", 128_000, False)])
+def test_vllm_v0_decodes_past_its_graph_context_eagerly(catalog, version, context, eager):
+    """V0 replays CUDA graphs up to max_seq_len_to_capture (8,192 by default) and decodes longer contexts eagerly,
+    so such a row leaves the fit like an --enforce-eager one (dstack's Llama 3.1 405B on 8 x MI300X, vLLM 0.6.3:
+    50.19 ms a token at 80 tokens, 70.72 at 10,000, where the cache adds 0.12 ms); V1 has no such limit."""
+    from llmsize.catalog.measurement import Row
+    from llmsize.estimate.observed import observe
+
+    row = Row(card="H100", model="x", format="BF16", test="TPOT", kind="decode", batch=1, prompt_tokens=context - 100,
+              gen_tokens=100, ms_per_token=20.0, verbatim="20.0", runtime_version=version)
+    got = observe(row, "vllm", "s", catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm"))
+    assert isinstance(got, str) == eager, got
+    if eager:
+        assert "max_seq_len_to_capture (8,192)" in got
+
+
 def test_llamacpp_rows_before_b6327_are_an_older_generation_and_plans_are_not(catalog, runtimes):
     """llama.cpp decode rows of builds before b6327 (2025-08-31), by the row's build number or else its source's
     date, carry the older generation's fitted cost a step (engine_v0, like vLLM's V0); a row that says neither is

@@ -39,6 +39,11 @@ class Observed:
 # 7B in BF16 on an A100 its prefill (~0.3-0.6 s in a ~25 s request) adds 1-2% to every token, as much as the
 # cache read at that depth, so a fit would read it as a slow cache.
 INCLUDED_PREFILL_MAX_TOKENS = 1024
+# vLLM's V0 engine (before 0.8) replays CUDA graphs for contexts up to max_seq_len_to_capture, 8,192 by default, and
+# decodes longer ones eagerly ("When a sequence has context length larger than this, we fall back to eager mode",
+# vllm/engine/arg_utils.py; `max_seq_len_to_capture: int = 8192` in vllm 0.7.2's LLM): such a row times an eager
+# step, which the model, like --enforce-eager's, does not cost
+V0_GRAPH_CONTEXT_MAX = 8192
 BANDWIDTH_SPREAD_MAX = 0.06  # card_any_of: the most the candidates' bandwidths may differ, as a fraction
 
 
@@ -194,6 +199,9 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
         if runtime == "vllm" and row.runtime_version and _vllm_v0(row.runtime_version):
             from dataclasses import replace
 
+            if row.context_tokens > V0_GRAPH_CONTEXT_MAX:
+                return (f"vLLM V0 decoding a context above max_seq_len_to_capture ({V0_GRAPH_CONTEXT_MAX:,}): an "
+                        "eager step, without CUDA graphs")
             step = replace(step, engine_v0=True)
         if runtime == "llamacpp" and llamacpp_before(row, published) is True:
             from dataclasses import replace

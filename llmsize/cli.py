@@ -1057,8 +1057,14 @@ def fleet(
             raise InvalidValueError(f"No card serves the workload{' ' + mode if mode else ''}: nothing to launch{why}.",
                                     ("Loosen --ttft / --tpot, widen --gpus" if targets else "Widen --gpus")
                                     + (", or drop --mode." if mode else "."))
-        sys.stdout.write(fleet_command(m, top, emit, w.longest_tokens()) + "\n")
+        sys.stdout.write(fleet_command(m, top, emit, w.longest_tokens(), kv_dtype, w.spec) + "\n")
         return
+    if not as_json and fmt != "json" and not any(r.meets_slo for r in rows):
+        # nothing to tabulate: the report would be empty (the JSON keeps each card's why_not for scripts)
+        why = next((f" ({r.card}: {r.why_not})" for r in rows if r.why_not), "")
+        targets = w.ttft_s is not None or w.tpot_s is not None
+        raise InvalidValueError(f"No card serves the workload{why}.", ("Loosen --ttft / --tpot, widen --gpus, or "
+                                "lower the load." if targets else "Widen --gpus, or lower the load."))
     runtimes = {r.id: r for r in cat.runtimes.all()}
     sims = None
     if simulate:
@@ -1066,13 +1072,13 @@ def fleet(
 
         sims = simulate_rows(m, cards, rows, w, rid, runtimes, kv_dtype.lower())
     if as_json or fmt == "json":
-        _print_json(fleet_to_dict(m, w, rid, currency, rows, sims))
+        _print_json(fleet_to_dict(m, w, rid, currency, rows, sims, kv_dtype.lower()))
     elif fmt == "html":
         from llmsize.estimate.fleet import fleet_charts
         from llmsize.render.fleet_report import render_fleet_html
 
         curves, roofs = fleet_charts(m, cards, rows, w, rid, runtimes, kv_dtype.lower())
-        sys.stdout.write(render_fleet_html(m, w, rid, currency, rows, curves, roofs))
+        sys.stdout.write(render_fleet_html(m, w, rid, currency, rows, curves, roofs, kv_dtype.lower()))
     elif fmt == "csv":
         from llmsize.render.fleet_report import render_fleet_csv
 
@@ -1080,9 +1086,9 @@ def fleet(
     elif fmt == "markdown":
         from llmsize.render.fleet_report import render_fleet_markdown
 
-        sys.stdout.write(render_fleet_markdown(m, w, rid, currency, rows))
+        sys.stdout.write(render_fleet_markdown(m, w, rid, currency, rows, kv_dtype.lower()))
     else:
-        render_fleet(m, w, rid, currency, rows, _console())
+        render_fleet(m, w, rid, currency, rows, _console(), kv_dtype.lower())
         if sims:
             from llmsize.render.fleet_report import render_simulated
 

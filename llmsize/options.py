@@ -59,11 +59,14 @@ def float_range(lo: float, hi: float, lo_open: bool = False):
 
 
 def duration(flag: str):
-    """A callback reading `2s`, `500ms` or a bare number of seconds into seconds."""
+    """A callback reading `2s` or `500ms` into seconds. The unit is required: a bare `33` for a 33 ms TPOT
+    target would be read as 33 s and size a fleet a thousand times too small."""
     def check(value):
         if value is None:
             return None
-        m = re.fullmatch(r"\s*([\d.]+(?:e-?\d+)?)\s*(ms|s)?\s*", str(value).lower())
+        if re.fullmatch(r"\s*[\d.]+(?:e-?\d+)?\s*", str(value)):
+            raise typer.BadParameter(f"`{shown(value)}` has no unit: give {value.strip()}ms or {value.strip()}s")
+        m = re.fullmatch(r"\s*([\d.]+(?:e-?\d+)?)\s*(ms|s)\s*", str(value).lower())
         try:
             seconds = float(m.group(1)) / (1000 if m.group(2) == "ms" else 1) if m else None
         except ValueError:

@@ -158,7 +158,8 @@ def test_fleet_cli_json_and_hourly_prices(run_cli, tmp_path):
     d = json.loads(out)
     fixed = lambda n: {"described": f"{n:,}", "mean": n, "p95": n, "p99": n, "points": [n] * 16}  # noqa: E731
     assert d["workload"] == {"isl": 3000, "osl": 500, "users": 400, "rate": None, "ttft_s": 2.0,
-                             "tpot_s": pytest.approx(1 / 30), "shared_prefix": 0.0, "spec": None,
+                             "tpot_s": pytest.approx(1 / 30), "tok_s_per_user": pytest.approx(30.0),
+                             "shared_prefix": 0.0, "kv_dtype": "bf16", "spec": None,
                              "isl_lengths": fixed(3000), "osl_lengths": fixed(500), "longest_tokens": 3500,
                              "node_link_gb_s": 50.0}
     keys = {"card", "mode", "tp", "pp", "ep", "replicas", "cards_total", "nodes", "batch_per_replica",
@@ -656,13 +657,22 @@ def test_the_pareto_has_a_disaggregated_curve_for_the_engines_that_split(catalog
 
 def test_no_pareto_when_no_card_serves(run_cli, tmp_path):
     """Llama 3.1 405B in BF16 (810 GB) does not fit an M2 Ultra under llama.cpp: no card serves the workload, so
-    there is no front to draw and no empty image is written; the table and its why_not still print. (Llama 3.1 70B
-    was the case until llama.cpp's plans took the whole working set rather than vLLM's 0.9 of it.)"""
+    there is no table, no front to draw and no image written: one line naming the card and why, exit 2; the JSON
+    keeps the card's row and its why_not. (Llama 3.1 70B was the case until llama.cpp's plans took the whole
+    working set rather than vLLM's 0.9 of it.) Where one card of several serves, the others' why_not print below
+    the table."""
+    from conftest import assert_one_line_error
+
     out_file = tmp_path / "p.svg"
-    code, out, err = run_cli("fleet", "llama-3.1-405b", "--users", "400", "--gpus", "m2-ultra", "--runtime", "llamacpp",
-                             "--pareto", "-o", str(out_file))
-    assert code == 0 and "no configuration: m2-ultra" in out and "no Pareto front to draw" in err
-    assert not out_file.exists()
+    base = ("fleet", "llama-3.1-405b", "--users", "400", "--runtime", "llamacpp")
+    code, out, err = run_cli(*base, "--gpus", "m2-ultra", "--pareto", "-o", str(out_file))
+    assert_one_line_error(code, err)
+    assert "No card serves the workload (m2-ultra: " in err and out == "" and not out_file.exists()
+    code, out, err = run_cli(*base, "--gpus", "m2-ultra", "--json")
+    assert code == 0 and json.loads(out)["rows"][0]["why_not"]
+    code, out, err = run_cli("fleet", "llama-3.1-70b", "--users", "40", "--gpus", "m2-ultra,h100-sxm", "--runtime",
+                             "vllm")
+    assert code == 0 and "h100-sxm" in out and "no configuration: m2-ultra" in out
 
 
 def test_each_engine_is_sized_only_in_the_splits_it_runs(catalog):
@@ -727,3 +737,36 @@ def test_a_prices_file_that_prices_nothing_or_labels_badly_is_refused(run_cli, t
     code, out, err = run_cli("fleet", "llama-3.1-8b", "--users", "4", "--gpus", "h100-sxm,b200", "--prices",
                              str(prices))
     assert code == 2 and out == "" and needle in err
+
+
+def test_launch_lines_carry_the_cache_dtype_and_the_speculation_the_rows_were_sized_with(run_cli):
+    """--kv-dtype fp8 and --spec change the cards a fleet needs; launched without them, the replicas would not
+    meet the targets they were sized for. vLLM: --kv-cache-dtype fp8 and --speculative-config (method draft_model
+    with the draft's repo, or mtp); SGLang: --kv-cache-dtype fp8_e4m3 and a chain of k drafted tokens
+    (STANDALONE with the draft's path, or EAGLE over the model's own MTP layers); a cache dtype the engine does
+    not take is said, and the rows' title says what they were sized with."""
+    base = ("fleet", "llama-3.1-70b", "--isl", "3000", "--osl", "500", "--users", "400", "--gpus", "b200")
+    code, out, err = run_cli(*base, "--spec", "draft=llama-3.2-1b,k=4,accept=0.7", "--kv-dtype", "fp8",
+                             "--emit", "vllm")
+    assert code == 0, err
+    assert ("--kv-cache-dtype fp8 --speculative-config '{\"model\": \"meta-llama/Llama-3.2-1B-Instruct\", "
+            "\"num_speculative_tokens\": 4, \"method\": \"draft_model\"}'") in out
+    code, out, err = run_cli(*base, "--spec", "draft=llama-3.2-1b,k=4,accept=0.7", "--emit", "sglang")
+    assert code == 0, err
+    assert ("--speculative-algorithm STANDALONE --speculative-draft-model-path meta-llama/Llama-3.2-1B-Instruct "
+            "--speculative-num-steps 4 --speculative-eagle-topk 1 --speculative-num-draft-tokens 5") in out
+    assert "--kv-cache-dtype" not in out
+    mtp = ("fleet", "deepseek-v3", "--isl", "3000", "--osl", "500", "--users", "400", "--gpus", "h200-sxm",
+           "--spec", "mtp=1")
+    code, out, err = run_cli(*mtp, "--kv-dtype", "fp8", "--emit", "sglang")
+    assert code == 0, err
+    assert "--kv-cache-dtype fp8_e4m3" in out and "--speculative-algorithm EAGLE --speculative-num-steps 1" in out
+    code, out, err = run_cli(*mtp, "--emit", "vllm")
+    assert code == 0, err
+    assert "--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 1}'" in out
+    code, out, err = run_cli(*base, "--kv-dtype", "int8", "--emit", "vllm")
+    assert code == 0, err
+    assert "--kv-dtype int8, a cache dtype vllm does not take" in out and "--kv-cache-dtype" not in out
+    code, out, err = run_cli(*base, "--spec", "draft=llama-3.2-1b,k=4,accept=0.7", "--kv-dtype", "fp8")
+    assert code == 0, err
+    assert "KV cache fp8, speculative draft=llama-3.2-1b,k=4,accept=0.7" in " ".join(out.split())

@@ -53,6 +53,8 @@ def parse_spec(text: str | None, catalog) -> Spec | None:
     """`draft=MODEL,k=4,accept=0.7` or `mtp=1,accept=0.8` (k = the MTP layers); None for None."""
     if text is None:
         return None
+    if not text.strip():
+        raise InvalidValueError("--spec is empty.", "e.g. --spec draft=llama-3.2-1b,k=4,accept=0.7 or --spec mtp=1.")
     fields = {}
     for part in text.split(","):
         key, sep, value = part.partition("=")

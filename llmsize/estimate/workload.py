@@ -78,4 +78,4 @@ def workload_from_options(isl: str, osl: str, users: int | None, rate: float | N
         raise InvalidValueError(f"--node-link-gb-s `{node_link_gb_s}` must be a finite number above 0.",
                                 "Give the per-GPU bandwidth between nodes, e.g. 50 for a 400 Gb/s NIC.")
     return Workload(round(isl_d.mean), round(osl_d.mean), users, rate, ttft_s, tpot_s, shared_prefix,
-                    parse_spec(spec, catalog) if spec else None, isl_d, osl_d, node_link_gb_s)
+                    parse_spec(spec, catalog) if spec is not None else None, isl_d, osl_d, node_link_gb_s)

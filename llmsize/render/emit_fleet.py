@@ -13,10 +13,21 @@ own P/D (`--disaggregation-mode prefill|decode`, its router `python -m sglang_ro
 --pd-disaggregation --prefill URL --decode URL`, docs.sglang.io advanced_features/pd_disaggregation), or vLLM's
 workers under NVIDIA Dynamo (`python -m dynamo.vllm --disaggregation-mode prefill|decode` with the NIXL KV
 connector, `--kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'`, docs.nvidia.com/dynamo).
+
+What the rows were sized with goes on the lines too. An FP8 cache (--kv-dtype): vLLM's `--kv-cache-dtype fp8`
+(`fp8_ds_mla` as named), SGLang's `--kv-cache-dtype fp8_e4m3`; a cache dtype the engine does not take is said in a
+comment. Speculative decoding (--spec): vLLM's `--speculative-config` JSON, `{"model": DRAFT,
+"num_speculative_tokens": k, "method": "draft_model"}` for a draft model and `{"method": "mtp",
+"num_speculative_tokens": k}` for the model's own MTP layers (docs.vllm.ai, features/speculative_decoding:
+draft_model, mtp); SGLang's `--speculative-algorithm STANDALONE --speculative-draft-model-path DRAFT` for a draft
+model and `--speculative-algorithm EAGLE` for MTP (its DeepSeek recipe), with `--speculative-num-steps k
+--speculative-eagle-topk 1 --speculative-num-draft-tokens k+1`: a chain of k proposed tokens, as the fleet costs it
+(docs.sglang.io, advanced_features/speculative_decoding).
 """
 
 from __future__ import annotations
 
+import json
 import shlex
 
 from llmsize.estimate.fleet import stage_nodes
@@ -24,9 +35,43 @@ from llmsize.estimate.fleet import stage_nodes
 NIXL = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
 
 
-def fleet_command(model, row, engine: str, max_model_len: int) -> str:
-    """max_model_len: the longest request a replica must take (isl + osl, or the p99 prompt and answer)."""
+VLLM_KV = {"fp8": "fp8", "fp8_ds_mla": "fp8_ds_mla"}  # --kv-dtype -> vLLM's --kv-cache-dtype (16-bit: auto)
+SGLANG_KV = {"fp8": "fp8_e4m3"}  # -> SGLang's --kv-cache-dtype
+SIXTEEN_BIT = ("bf16", "fp16")
+
+
+def _engine_extras(engine: str, kv_dtype: str, spec) -> tuple[list[str], list[str]]:
+    """The flags that carry the cache dtype and the speculative decoding the rows were sized with, and comments
+    for what the engine cannot be told."""
+    flags, notes = [], []
+    kv = kv_dtype.lower()
+    table = VLLM_KV if engine == "vllm" else SGLANG_KV
+    if kv in table:
+        flags += ["--kv-cache-dtype", table[kv]]
+    elif kv not in SIXTEEN_BIT:
+        notes.append(f"# the rows were sized with --kv-dtype {kv}, a cache dtype {engine} does not take: size again "
+                     "with --kv-dtype bf16 or fp8")
+    if spec is None:
+        return flags, notes
+    if engine == "vllm":
+        cfg = ({"model": spec.draft.hf_repo or spec.draft.id, "num_speculative_tokens": spec.k,
+                "method": "draft_model"} if spec.draft is not None else
+               {"method": "mtp", "num_speculative_tokens": spec.k})
+        flags += ["--speculative-config", json.dumps(cfg)]
+    else:
+        flags += (["--speculative-algorithm", "STANDALONE", "--speculative-draft-model-path",
+                   spec.draft.hf_repo or spec.draft.id] if spec.draft is not None else
+                  ["--speculative-algorithm", "EAGLE"])
+        flags += ["--speculative-num-steps", str(spec.k), "--speculative-eagle-topk", "1",
+                  "--speculative-num-draft-tokens", str(spec.k + 1)]
+    return flags, notes
+
+
+def fleet_command(model, row, engine: str, max_model_len: int, kv_dtype: str = "bf16", spec=None) -> str:
+    """max_model_len: the longest request a replica must take (isl + osl, or the p99 prompt and answer); kv_dtype
+    and spec (speculative.Spec): what the rows were sized with, passed on to the engine."""
     name = model.hf_repo or model.id
+    extras, extra_notes = _engine_extras(engine, kv_dtype, spec)
     ctx = str(max_model_len)
     moe = row.ep > 1
     dp = row.dp or 1
@@ -39,12 +84,13 @@ def fleet_command(model, row, engine: str, max_model_len: int) -> str:
                f"{row.batch_per_replica}")]
     if not model.hf_repo:
         head.append(f"# {model.id} has no hf_repo in the catalog: put the checkpoint path or repo id in place of it")
+    head += extra_notes
     if engine == "vllm":
         par = ["--data-parallel-size", str(dp)] if dp > 1 else ["--tensor-parallel-size", str(row.tp)]
         seqs = -(-row.batch_per_replica // dp)  # each data-parallel rank is its own engine core and scheduler
         base = par + (["--pipeline-parallel-size", str(row.pp)] if row.pp > 1 else []) + [
             "--max-model-len", ctx, "--max-num-seqs", str(seqs)] + (
-            ["--enable-expert-parallel"] if moe else [])
+            ["--enable-expert-parallel"] if moe else []) + extras
         if stage_nodes(row.tp, row.pp):
             head.append(f"# a replica spans {row.pp} nodes: start a Ray cluster over them first (vLLM's multi-node "
                         "serving), then run the line on its head node")
@@ -67,7 +113,7 @@ def fleet_command(model, row, engine: str, max_model_len: int) -> str:
         head.append(f"# a replica spans {row.pp} nodes: run the line on each, RANK 0 to {row.pp - 1}")
     elif row.pp > 1:
         base += ["--pp-size", str(row.pp)]
-    base += ["--ep-size", str(row.tp * dp)] if moe else []
+    base += (["--ep-size", str(row.tp * dp)] if moe else []) + extras
     launch = ["python", "-m", "sglang.launch_server", "--model-path", name, *base]
     if row.mode == "aggregated":
         return "\n".join(head + [f"# start {row.replicas} of:", shlex.join(launch)])

@@ -44,7 +44,15 @@ def _simulated(sim) -> dict:
             "tpot_p99_s": sim.tpot_s[2]}
 
 
-def fleet_to_dict(model, w, runtime, currency, rows, sims: dict | None = None) -> dict:
+def _setup(w, kv_dtype: str) -> str:
+    """What the rows were sized with beyond the lengths and the load: the cache dtype and speculative decoding."""
+    parts = [f"KV cache {kv_dtype}"]
+    if w.spec is not None:
+        parts.append(f"speculative {w.spec.label} ({w.spec.tokens_per_pass():.2f} tokens a target pass)")
+    return ", ".join(parts)
+
+
+def fleet_to_dict(model, w, runtime, currency, rows, sims: dict | None = None, kv_dtype: str = "bf16") -> dict:
     """sims (--simulate): card id -> (of the other mode?, its replay), under that row's `simulated` (the row's own,
     or its `other`'s when the best row is disaggregated)."""
     out_rows = []
@@ -56,11 +64,12 @@ def fleet_to_dict(model, w, runtime, currency, rows, sims: dict | None = None) -
         out_rows.append(d)
     return {"model": model.id, "runtime": runtime, "currency": currency,
             "workload": {"isl": w.isl, "osl": w.osl, "users": w.users, "rate": w.rate, "ttft_s": w.ttft_s,
-                         "tpot_s": w.tpot_s, "shared_prefix": w.shared_prefix,
+                         "tpot_s": w.tpot_s, "tok_s_per_user": None if w.tpot_s is None else 1 / w.tpot_s,
+                         "shared_prefix": w.shared_prefix, "kv_dtype": kv_dtype,
                          "isl_lengths": _lengths(w.lengths()[0]), "osl_lengths": _lengths(w.lengths()[1]),
                          "longest_tokens": w.longest_tokens(), "node_link_gb_s": w.node_link_gb_s,
                          "spec": None if w.spec is None else {
-                             "k": w.spec.k, "accept": w.spec.accept,
+                             "label": w.spec.label, "k": w.spec.k, "accept": w.spec.accept,
                              "draft": w.spec.draft.id if w.spec.draft else None,
                              "tokens_per_pass": w.spec.tokens_per_pass()}},
             "rows": out_rows,
@@ -100,7 +109,7 @@ def _par(r) -> str:
     return f"{r.tp}x{r.pp}" if r.pp > 1 else str(r.tp)
 
 
-def render_fleet(model, w, runtime, currency, rows, console) -> None:
+def render_fleet(model, w, runtime, currency, rows, console, kv_dtype: str = "bf16") -> None:
     load = f"{w.users:,} users" if w.users is not None else f"{w.rate:g} requests/s"
     missing, cells = [], []
     for r in rows:
@@ -119,8 +128,8 @@ def render_fleet(model, w, runtime, currency, rows, console) -> None:
     if all(c[9] == "-" for c in cells):  # no prices: no cost column
         heads.pop(9)
         cells = [c[:9] + c[10:] for c in cells]
-    print_table(console, f"fleet: {model.name}, {w.isl:,} in / {w.osl:,} out, {load}, {_targets(w)} ({runtime})",
-                heads, cells)
+    print_table(console, f"fleet: {model.name}, {w.isl:,} in / {w.osl:,} out, {load}, {_targets(w)} ({runtime}; "
+                f"{_setup(w, kv_dtype)})", heads, cells)
     for line in missing:
         console.print(f"  no configuration: {line}", markup=False, highlight=False)
     _footprint(rows, currency, console)
@@ -188,10 +197,11 @@ def _targets(w) -> str:
                                  f"TPOT <= {w.tpot_s * 1000:.3g} ms" if w.tpot_s else "") if x) or "no targets"
 
 
-def render_fleet_markdown(model, w, runtime, currency, rows) -> str:
+def render_fleet_markdown(model, w, runtime, currency, rows, kv_dtype: str = "bf16") -> str:
     load = f"{w.users:,} users" if w.users is not None else f"{w.rate:g} requests/s"
     cur = currency or "cost"
-    lines = [f"**fleet: {model.name}, {w.isl:,} in / {w.osl:,} out, {load}, {_targets(w)} ({runtime})**", "",
+    lines = [f"**fleet: {model.name}, {w.isl:,} in / {w.osl:,} out, {load}, {_targets(w)} ({runtime}; "
+             f"{_setup(w, kv_dtype)})**", "",
              f"| card | mode | tp | cards | nodes | batch | tok/s per GPU | tok/s per user | TTFT s | TPOT ms | kW | "
              f"{cur} per Mtok | {cur} per month | why not |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
@@ -247,7 +257,7 @@ def pareto_image(model, curves, tpot_target_s: float | None, path) -> None:
     save_figure(fig, plt, path)
 
 
-def render_fleet_html(model, w, runtime, currency, rows, curves, roofs) -> str:
+def render_fleet_html(model, w, runtime, currency, rows, curves, roofs, kv_dtype: str = "bf16") -> str:
     """The page `fleet --format html` writes: the workload, the rows, the Pareto chart of the cards that serve it
     (the target drawn), their rooflines with the model's points, the assumptions."""
     from llmsize.render.html_page import Section, page
@@ -256,7 +266,9 @@ def render_fleet_html(model, w, runtime, currency, rows, curves, roofs) -> str:
     load = f"{w.users:,} users" if w.users is not None else f"{w.rate:g} requests/s"
     work = [["prompt tokens (isl)", w.isl], ["answer tokens (osl)", w.osl], ["load", load],
             ["TTFT target (s)", w.ttft_s], ["TPOT target (ms)", None if w.tpot_s is None else w.tpot_s * 1000],
-            ["shared prefix (fraction of prompt tokens)", w.shared_prefix], ["runtime", runtime]]
+            ["shared prefix (fraction of prompt tokens)", w.shared_prefix], ["KV cache dtype", kv_dtype],
+            ["speculative decoding", "none" if w.spec is None else
+             f"{w.spec.label} ({w.spec.tokens_per_pass():.2f} tokens a target pass)"], ["runtime", runtime]]
     cost_col = f"{currency or 'cost'} per million output tokens"
     head = ["card", "mode", "tp (x pp)", "cards", "nodes", "batch per replica", "output tok/s per GPU", "tok/s per user",
             "TTFT (s)", "TPOT (ms)", "meets targets", "watts", cost_col, "other mode (cards)", "why not"]

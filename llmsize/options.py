@@ -46,14 +46,16 @@ def int_range(lo: int, hi: int = INT_MAX):
     return check
 
 
-def float_range(lo: float, hi: float, lo_open: bool = False):
-    """A callback refusing NaN, infinities and a float outside [lo, hi] ((lo, hi] when lo_open)."""
+def float_range(lo: float, hi: float, lo_open: bool = False, hi_open: bool = False):
+    """A callback refusing NaN, infinities and a float outside [lo, hi] (open at lo with lo_open, at hi with
+    hi_open)."""
     def check(value):
         if value is None:
             return value
-        if not math.isfinite(value) or value > hi or value < lo or (lo_open and value == lo):
-            left = "(" if lo_open else "["
-            raise typer.BadParameter(f"`{shown(value)}` is not a finite number in {left}{lo:g}, {hi:g}]")
+        if (not math.isfinite(value) or value > hi or value < lo or (lo_open and value == lo)
+                or (hi_open and value == hi)):
+            left, right = "(" if lo_open else "[", ")" if hi_open else "]"
+            raise typer.BadParameter(f"`{shown(value)}` is not a finite number in {left}{lo:g}, {hi:g}{right}")
         return value
     return check
 
@@ -275,7 +277,7 @@ ParetoOpt = Annotated[bool, _opt("--pareto", help="Chart each card's throughput 
 SimulateOpt = Annotated[bool, _opt("--simulate", help="Replay each served row's replica under its share of the "
                                    "load and add its TTFT and TPOT p50/p95/p99 (table and JSON; slower).")]
 SharedPrefixOpt = Annotated[float, _opt("--shared-prefix", help="Fraction of prompt tokens served from the prefix "
-                                       "cache (0 to below 1).", callback=float_range(0, 1))]
+                                       "cache (0 to below 1).", callback=float_range(0, 1, hi_open=True))]
 SpecOpt = Annotated[Optional[str], _opt("--spec", help="Speculative decoding: draft=MODEL,k=4,accept=0.7 or "
                                         "mtp=1,accept=0.8.", show_default=False)]
 TopOpt = Annotated[int, _opt("--top", help="Show this many rows (JSON has them all).", callback=int_range(1, 10000))]

@@ -223,7 +223,7 @@ X_PARETO = "tokens/s per user (decode)"
 Y_PARETO = "output tokens/s per GPU"
 
 
-def pareto_text(model, curves, tpot_target_s: float | None, width: int = 100) -> str:
+def pareto_text(model, curves, tpot_target_s: float | None, width: int = 100, spec=None) -> str:
     from llmsize.render.ascii_chart import plot
 
     series = [(c.label, c.points, "line") for c in curves]
@@ -231,16 +231,17 @@ def pareto_text(model, curves, tpot_target_s: float | None, width: int = 100) ->
         ys = [y for c in curves for _, y in c.points]
         series.append((f"target {1 / tpot_target_s:.3g} tok/s per user", [(1 / tpot_target_s, min(ys)),
                                                                          (1 / tpot_target_s, max(ys))], "line"))
-    return plot(series, f"Pareto: {model.name}, per card ({_modes(curves)})", X_PARETO, Y_PARETO, width=width)
+    return plot(series, f"Pareto: {model.name}, per card ({_modes(curves, spec)})", X_PARETO, Y_PARETO, width=width)
 
 
-def _modes(curves) -> str:
-    if any(c.mode == "disaggregated" for c in curves):
-        return "aggregated; P/D: disaggregated, prefill workers included"
-    return "aggregated serving"
+def _modes(curves, spec=None) -> str:
+    """The chart's modes, and where the rows decode speculatively, that its curves do not (plain decoding)."""
+    modes = ("aggregated; P/D: disaggregated, prefill workers included"
+             if any(c.mode == "disaggregated" for c in curves) else "aggregated serving")
+    return modes + (f"; plain decoding, the rows with speculative {spec.label}" if spec is not None else "")
 
 
-def pareto_image(model, curves, tpot_target_s: float | None, path) -> None:
+def pareto_image(model, curves, tpot_target_s: float | None, path, spec=None) -> None:
     from llmsize.render.charts import pyplot_for, save_figure, finish_log_axes
 
     plt = pyplot_for(path)
@@ -253,7 +254,8 @@ def pareto_image(model, curves, tpot_target_s: float | None, path) -> None:
     if tpot_target_s:
         ax.axvline(1 / tpot_target_s, color="k", linestyle="--", linewidth=1,
                    label=f"target {1 / tpot_target_s:.3g} tok/s per user")
-    finish_log_axes(ax, X_PARETO, Y_PARETO, f"Pareto: {model.name}", 7)
+    finish_log_axes(ax, X_PARETO, Y_PARETO, f"Pareto: {model.name}"
+                    + (f" (plain decoding; the rows: speculative {spec.label})" if spec is not None else ""), 7)
     save_figure(fig, plt, path)
 
 
@@ -284,7 +286,7 @@ def render_fleet_html(model, w, runtime, currency, rows, curves, roofs, kv_dtype
                      r.why_not])
     target = [(f"target {1 / w.tpot_s:.3g} tok/s per user", 1 / w.tpot_s)] if w.tpot_s else []
     pareto = svg_plot([(c.label, c.points, "line") for c in curves],
-                      f"Pareto: {model.name}, per card ({_modes(curves)})", X_PARETO, Y_PARETO, vlines=target)
+                      f"Pareto: {model.name}, per card ({_modes(curves, w.spec)})", X_PARETO, Y_PARETO, vlines=target)
     sections = [Section("Workload", tables=[(["input", "value"], work)]),
                 Section("Cards, best first", tables=[(head, body)],
                         notes=["Cheapest first with hourly prices, else fewest cards. GB = 10^9 B."]),

@@ -415,8 +415,18 @@ def plan(
                 f"--emit ollama: this plan keeps the routed experts of {llama.ledger.settings.n_cpu_moe} layers on "
                 "the host (--n-cpu-moe), and Ollama has no such setting (its num_gpu moves whole layers).",
                 "Use --engine ollama --fit for Ollama's placement, or --emit llama-server.")
+        led = llama.ledger
+        if led.gpu_total_bytes > llama.card_bytes:  # the command would fail to load, or spill to the host
+            who = "llama-server" if emit == "llama-server" else "Ollama"
+            raise InvalidValueError(
+                f"--emit {emit}: with {led.gpu_layers} layers on the GPU the plan needs "
+                f"{led.gpu_total_bytes / GiB:.2f} GiB of {g.name}'s {llama.card_bytes / GiB:.2f} GiB: {who} would "
+                "not load it with these settings.",
+                "Add --fit for the split that fits, or give --gpu-layers N"
+                + (" / --n-cpu-moe N" if emit == "llama-server" else "")
+                + ", a shorter --context or a smaller --quant.")
         make = llama_server_command if emit == "llama-server" else ollama_modelfile
-        sys.stdout.write(make(p, llama.ledger, model if im is not None else None) + "\n")
+        sys.stdout.write(make(p, led, model if im is not None else None) + "\n")
         return
     if emit is not None:
         from llmsize.render.emit import serve_command

@@ -235,6 +235,35 @@ def test_emit_llama_server_and_ollama(run_cli):
     assert code == 2 and "--emit llama-server" in err and out == ""
 
 
+def test_emit_refuses_a_placement_that_does_not_load(run_cli, tmp_path):
+    """Llama 3.1 70B Q4_K_M (40.55 GiB with its 81 layers on the GPU) on a 16 GB card: the command would not load,
+    so --emit says so in one line and points to --fit, whose split (29 layers) it then prints. A split GGUF file
+    is loaded from its first part whichever part was named. Ollama's cache types are f16, q8_0 and q4_0, and it
+    has no full-size sliding cache: asked for others it refuses."""
+    from conftest import assert_one_line_error
+
+    base = ("plan", "llama-3.1-70b", "--gpu", "rtx5060ti", "--quant", "gguf-q4_k_m")
+    for emit in ("llama-server", "ollama"):
+        code, out, err = run_cli(*base, "--emit", emit, *(("--engine", "ollama") if emit == "ollama" else ()))
+        assert_one_line_error(code, err)
+        assert "would not load it" in err and "40." in err and "--fit" in err and out == ""
+    code, out, err = run_cli(*base, "--fit", "--emit", "llama-server")
+    assert code == 0, err
+    line = out.strip().splitlines()[-1].split()
+    assert line[line.index("-ngl") + 1] == "29"
+    from llmsize.render.emit_llamacpp import _model_path
+
+    assert _model_path(None, "/m/Qwen3-00002-of-00003.gguf")[0] == "/m/Qwen3-00001-of-00003.gguf"
+    assert _model_path(None, "/m/plain.gguf")[0] == "/m/plain.gguf"
+    ollama = ("plan", "gemma-3-12b", "--gpu", "rtx5060ti", "--quant", "gguf-q4_k_m", "--engine", "ollama")
+    for args, needle in ((("--swa-full",), "Ollama has no setting for a full-size sliding-window cache"),
+                         (("--cache-type-k", "q5_1", "--cache-type-v", "q5_1", "--flash-attn", "on"),
+                          "OLLAMA_KV_CACHE_TYPE takes f16, q8_0, q4_0")):
+        code, out, err = run_cli(*ollama, *args)
+        assert_one_line_error(code, err)
+        assert needle in err
+
+
 @pytest.mark.parametrize("placement,flag", [(("--n-cpu-moe", "8"), ["--n-cpu-moe", "8"]), (("--cpu-moe",), ["--cpu-moe"]),
                                             (("--fit",), ["--n-cpu-moe", "8"])])
 def test_emitted_llama_server_keeps_the_experts_on_the_host(run_cli, placement, flag):

@@ -13,6 +13,8 @@ from llmsize.estimate.llamacpp_fit import FitResult, fit_split
 from llmsize.estimate.llamacpp_memory import LlamaCppLedger, LlamaCppSettings, gguf_file_tensors, llamacpp_ledger
 from llmsize.estimate.offload import OFFLOAD_MIN_BATCH, OffloadSpeed, gpu_part, offload_speed
 
+OLLAMA_KV_TYPES = ("f16", "q8_0", "q4_0")  # OLLAMA_KV_CACHE_TYPE's values (ollama docs/faq.md)
+
 
 @dataclass(frozen=True)
 class LlamaCppOptions:
@@ -81,6 +83,14 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
                                 "moves whole layers).", "Use --gpu-layers N, or --engine llamacpp for --n-cpu-moe.")
     tensors = file_tensors(plan, exact)
     s = settings(engine, o, model.num_layers)
+    if engine == "ollama" and s.swa_full:
+        raise InvalidValueError("--swa-full: Ollama has no setting for a full-size sliding-window cache (none among "
+                                "its Modelfile parameters, docs/modelfile.md, or its server's environment, "
+                                "docs/faq.md).", "Drop --swa-full, or use --engine llamacpp.")
+    if engine == "ollama" and s.cache_type_k not in OLLAMA_KV_TYPES:
+        raise InvalidValueError(f"--cache-type-k/-v {s.cache_type_k}: Ollama's OLLAMA_KV_CACHE_TYPE takes "
+                                f"{', '.join(OLLAMA_KV_TYPES)} (docs/faq.md).",
+                                "Give q8_0 or q4_0 (with --flash-attn on), or use --engine llamacpp.")
     if engine == "ollama" and (s.cache_type_k != s.cache_type_v or (s.cache_type_k != "f16" and not s.flash_attn)):
         raise InvalidValueError(
             f"--cache-type-k {s.cache_type_k} --cache-type-v {s.cache_type_v}: Ollama sets one type for K and V "

@@ -6,14 +6,19 @@ and V, which needs flash attention) in the server's environment."""
 
 from __future__ import annotations
 
+import re
 import shlex
 
 LLAMA_N_BATCH = 2048  # llama.cpp's default -b (common/common.h n_batch); the ubatch is min(-b, -ub)
 
 
+SPLIT = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$", re.I)  # gguf-split's names: MODEL-00001-of-00003.gguf
+
+
 def _model_path(p, local_path: str | None) -> tuple[str, list[str]]:
     if local_path and local_path.lower().endswith(".gguf"):
-        return local_path, []
+        # llama.cpp loads a split model from its first file, which names the others
+        return SPLIT.sub(lambda m: f"-{1:05d}-of-{m.group(2)}.gguf", local_path), []
     if local_path:  # a safetensors folder: llama.cpp loads GGUF files only
         name = f"{p.model.id}-{p.fmt.id.removeprefix('gguf-').upper()}.gguf"
         how = (f"convert_hf_to_gguf.py, then llama-quantize to {p.fmt.id.removeprefix('gguf-').upper()}"

@@ -38,6 +38,8 @@ class Model:
                 w.add_bool(key, v)
             elif isinstance(v, list):
                 w.add_array(key, v)
+            elif isinstance(v, float):
+                w.add_float32(key, v)
             else:
                 w.add_uint32(key, v)
         for name, ne, ty in (self.tensors if split is None else split):
@@ -194,16 +196,20 @@ def _hostile(tmp_path, blob, name="bad.gguf"):
 
 
 @pytest.mark.parametrize("case", ["empty", "magic", "truncated", "huge_count", "long_string", "past_end",
-                                  "huge_layers", "no_heads", "kv_heads", "no_kv_heads"])
+                                  "huge_layers", "no_heads", "kv_heads", "no_kv_heads", "float_heads", "no_context"])
 def test_hostile_headers_are_one_line(tmp_path, run_cli, case):
     good = llama().write(tmp_path / "good.gguf").read_bytes()
-    meta_cases = ("huge_layers", "no_heads", "kv_heads", "no_kv_heads")
+    meta_cases = ("huge_layers", "no_heads", "kv_heads", "no_kv_heads", "float_heads", "no_context")
     if case in meta_cases:  # a header that parses, with metadata no model has
         m = llama()
         if case == "huge_layers":
             m.meta["block_count"] = 2**31  # found by mutating headers: a list per layer would take all memory
         elif case == "no_heads":
             del m.meta["attention.head_count"]
+        elif case == "float_heads":  # an integer key stored as a float: llama.cpp's get_key refuses its type
+            m.meta["attention.head_count"] = 4.0
+        elif case == "no_context":  # a training context of 0 tokens
+            m.meta["context_length"] = 0
         elif case == "kv_heads":  # attn_k holds 2 heads; a review planned 4x the cache from this header
             m.meta["attention.head_count_kv"] = 4
         else:  # missing: read as one KV head per query head, which attn_k's 2 heads contradict
@@ -229,6 +235,10 @@ def test_hostile_headers_are_one_line(tmp_path, run_cli, case):
     assert code == 2, (case, err)
     assert "Traceback" not in err and "bad.gguf" in err
     assert len(err.strip().splitlines()) <= 2, err
+    if case in ("float_heads", "no_context"):  # the key named, and what to do
+        assert ("attention.head_count` is '4.0'" in err and "stored as float" in err) if case == "float_heads" else \
+            "context_length` is '0', not a whole count from 1" in err
+        assert "convert it again" in err
     if case == "huge_count":  # refused from the counts, before the reader walks 2**62 entries (4 s to fail before)
         assert "4,611,686,018,427,387,904 tensors" in err and "more than its" in err
     with pytest.raises(GgufError):

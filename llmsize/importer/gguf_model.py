@@ -66,9 +66,14 @@ def _int(g: GgufFile, key: str, layer: int | None = None, required: bool = True,
             raise GgufError(f"{g.files[0]}: metadata key `{g.arch}.{key}` is missing.",
                             "The file's metadata is incomplete: convert it again with llama.cpp's tools.")
         return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not low <= v <= high or int(v) != v:
-        raise GgufError(f"{g.files[0]}: metadata `{g.arch}.{key}` is {str(v)[:40]!r}, not a count from {low} to "
-                        f"{high:,}.", "The file's metadata is damaged.")
+    # an integer type only: llama.cpp reads these keys as integers and refuses a file that stores them otherwise
+    # (llama-model-loader's get_key: "key ... has wrong type")
+    if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+        typed = "" if isinstance(v, int) and not isinstance(v, bool) else \
+            f" (stored as {type(v).__name__}: llama.cpp reads it as an integer and refuses the file)"
+        raise GgufError(f"{g.files[0]}: metadata `{g.arch}.{key}` is {str(v)[:40]!r}, not a whole count from {low} "
+                        f"to {high:,}{typed}.", "The file's metadata is damaged: convert it again with llama.cpp's "
+                        "tools.")
     return int(v)
 
 
@@ -210,7 +215,7 @@ def model_fields(g: GgufFile) -> tuple[dict, list[str]]:
                      "plain decoding")
     tied = "output.weight" not in g.tensors
     fields = {"vocab_size": emb.shape[1], "hidden_size": hidden, "tie_word_embeddings": tied,
-              "max_position_embeddings": _int(g, "context_length"), "layer_groups": _groups(specs),
+              "max_position_embeddings": _int(g, "context_length", low=1), "layer_groups": _groups(specs),
               "final_norms": 1 if "output_norm.weight" in g.tensors else 0}
     return fields, notes
 

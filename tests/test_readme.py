@@ -62,3 +62,15 @@ def test_the_fitted_figures_the_readme_quotes_are_the_fits():
         README.replace("\n", " ")
     assert (f"streams the routed experts again, at {group('llamacpp')['prefill_expert_read_cost']:.1f} times their "
             "full-bandwidth time on CUDA") in README.replace("\n", " ")
+
+
+def test_the_offload_figure_the_readme_quotes_is_the_plans(run_cli):
+    """The README quotes gpt-oss-20b with --cpu-moe on an RX 7900 XT over DDR4-3200 beside a published ~20 tok/s:
+    a refit that moves the plan's figure must move the README's."""
+    import json
+
+    code, out, err = run_cli("plan", "gpt-oss-20b", "--gpu", "rx7900xt", "--quant", "gguf-mxfp4_moe", "--engine",
+                             "llamacpp", "--cpu-moe", "--host-memory", "DDR4-3200x2", "--json")
+    assert code == 0, err
+    tok_s = json.loads(out)["expected"]["tok_s"]
+    assert f"is expected at {tok_s:.1f} tok/s" in README.replace("\n", " ")

@@ -506,13 +506,18 @@ def _llamacpp_constants(p, cat):
 
 def _gpu(cat, name: str):
     """A catalog card, or with `local` this machine's, detected offline and said on stderr."""
+    return _local_gpu(cat, name)[0]
+
+
+def _local_gpu(cat, name: str):
+    """(card, this machine's RAM in bytes or None): the RAM only with `local`, where it was read."""
     if name.strip().lower() != "local":
-        return cat.gpu(name)
+        return cat.gpu(name), None
     from llmsize.importer.local_machine import detect
 
     found = detect(cat.hardware.all())
     sys.stderr.write(f"--gpu local: {found.found} -> {found.gpu.id}\n")
-    return found.gpu
+    return found.gpu, found.host_ram_bytes
 
 
 def _host_memory(spec, bandwidth_gb_s, cat):
@@ -916,7 +921,12 @@ def fit_cmd(
     if not gpu:
         raise InvalidValueError("Missing option --gpu.", "Name a card: `llmsize gpus` lists them.")
     cat = _catalog(catalog)
-    g = _gpu(cat, gpu)
+    g, local_ram = _local_gpu(cat, gpu)
+    if host_ram_gib is None and local_ram and g.vendor != "Apple":
+        # this machine's RAM bounds what it can offload (a unified-memory Mac has no separate pool to offload to)
+        host_ram_gib = local_ram / GiB
+        sys.stderr.write(f"--gpu local: {host_ram_gib:.1f} GiB of RAM (/proc/meminfo MemTotal) bounds the "
+                         "offloaded placements; --host-ram-gib sets another figure\n")
     host = _host_memory(host_memory, host_bandwidth_gb_s, cat)
     rid = resolve_runtime(runtime)[0] if runtime else ("vllm" if g.segment == "datacenter" else "llamacpp")
     from llmsize.estimate.expected import not_on

@@ -62,6 +62,16 @@ def test_nothing_found_or_not_in_the_catalog_is_one_line(catalog):
         detect(catalog.hardware.all(), Fake(nvml=[("Quadro K420", 2 * GiB)]))
 
 
+def test_a_card_sold_in_two_memory_sizes_is_named_not_guessed(catalog):
+    """lspci names an RTX 5060 Ti without its memory, and the catalog has the 16 GB and 8 GB cards: --gpu local
+    says so and asks for the id (it said "not in the catalog")."""
+    line = "01:00.0 VGA compatible controller: NVIDIA Corporation GB206 [GeForce RTX 5060 Ti] (rev a1)\n"
+    with pytest.raises(InvalidValueError, match=r"GeForce RTX 5060 Ti, which the catalog has in 2 memory sizes "
+                                                r"\(rtx5060ti, rtx5060ti8\)") as e:
+        detect(catalog.hardware.all(), Fake(commands={"lspci": line}, files=MEMINFO))
+    assert "--gpu rtx5060ti" in e.value.hint
+
+
 def test_plan_and_fit_with_gpu_local(run_cli, monkeypatch):
     fake = Fake(nvml=[("NVIDIA GeForce RTX 4090", 25757220864)], files=MEMINFO)
     monkeypatch.setattr(local_machine, "Probe", lambda: fake)
@@ -70,6 +80,14 @@ def test_plan_and_fit_with_gpu_local(run_cli, monkeypatch):
     assert json.loads(out)["gpu"]["id"] == "rtx4090" and "--gpu local: NVML: NVIDIA GeForce RTX 4090" in err
     code, out, err = run_cli("fit", "--gpu", "local", "--top", "3")
     assert code == 0 and "rtx4090" in out
+    # the machine's RAM (62.8 GiB here) bounds the offloaded placements, as --host-ram-gib would
+    code, out, err = run_cli("fit", "--gpu", "local", "--host-memory", "DDR5-6000x2", "--json")
+    assert code == 0 and "62.8 GiB of RAM" in err
+    want = json.loads(run_cli("fit", "--gpu", "rtx4090", "--host-memory", "DDR5-6000x2", "--host-ram-gib",
+                              f"{65798844 * 1024 / GiB}", "--json")[1])
+    assert json.loads(out)["rows"] == want["rows"]
+    unbounded = json.loads(run_cli("fit", "--gpu", "rtx4090", "--host-memory", "DDR5-6000x2", "--json")[1])
+    assert len(want["rows"]) < len(unbounded["rows"])  # placements needing more host RAM than it has are dropped
     monkeypatch.setattr(local_machine, "Probe", lambda: Fake())
     code, out, err = run_cli("plan", "qwen3-8b", "--gpu", "local")
     assert code == 2 and "found no GPU" in err and out == ""

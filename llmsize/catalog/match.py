@@ -27,16 +27,23 @@ def _model_numbers(tokens: set[str]) -> set[str]:
     return {t for t in tokens if re.search(r"\d", t) and not _NOISE.match(t)}
 
 
-def match_gpu(reported_name: str, reported_memory_bytes: int | None, gpus: list[GpuSpec]) -> GpuSpec | None:
+def gpu_candidates(reported_name: str, gpus: list[GpuSpec]) -> list[GpuSpec]:
+    """The catalog cards whose names carry the reported name's model numbers and qualifiers (Ti, SUPER, ...):
+    several where one chip is sold with several memory sizes (an RTX 5060 Ti of 16 or 8 GB)."""
     want = _tokens(reported_name)
     numbers, quals = _model_numbers(want), want & QUALIFIERS
     if not numbers:
-        return None
+        return []
     candidates = []
     for g in gpus:
         have = _tokens(" ".join([g.name, g.id.replace("-", " "), *g.aliases]))
         if numbers <= have and (have & QUALIFIERS) == quals:
             candidates.append(g)
+    return candidates
+
+
+def match_gpu(reported_name: str, reported_memory_bytes: int | None, gpus: list[GpuSpec]) -> GpuSpec | None:
+    candidates = gpu_candidates(reported_name, gpus)
     if not candidates:
         return None
     if reported_memory_bytes is None:

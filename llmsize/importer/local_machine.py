@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from llmsize.catalog.match import match_gpu
+from llmsize.catalog.match import gpu_candidates, match_gpu
 from llmsize.catalog.schema import GpuSpec
 from llmsize.errors import InvalidValueError
 from llmsize.units import GiB
@@ -156,6 +156,13 @@ def detect(gpus: list[GpuSpec], probe: Probe | None = None) -> Detected:
         g = _match_alternatives(name, mem, gpus)
         if g:
             return Detected(g, f"lspci: {name}" + (f", {mem / 2**20:,.0f} MiB VRAM" if mem else ""), ram)
+    for name in _lspci_cards(probe):  # named, but sold in several memory sizes lspci does not tell apart
+        ids = sorted({g.id for alt in _alternatives(name) for g in gpu_candidates(alt, gpus)})
+        if len(ids) > 1:
+            raise InvalidValueError(f"--gpu local: found {name}, which the catalog has in {len(ids)} memory sizes "
+                                    f"({', '.join(ids[:6])}), and lspci does not say which.",
+                                    f"Name it: --gpu {ids[0]} (or install the measure extra, whose NVML reads the "
+                                    "memory).")
     seen = [n for n, _ in probe.nvml() or []] + _lspci_cards(probe)
     what = f"found {', '.join(seen)}, not in the catalog" if seen else "found no GPU (NVML, lspci, sysctl)"
     raise InvalidValueError(f"--gpu local: {what}.", "Name the card instead (`llmsize gpus`), or add it to a "

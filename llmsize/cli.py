@@ -350,6 +350,15 @@ def plan(
     # the runtime the plan is for (its share of the card, the expected speed): --runtime, else the engine whose
     # ledger is planned, else the serving engine whose launch line is emitted
     plan_runtime = (runtime.lower() if runtime else None) or engine or (emit if emit in ("vllm", "sglang") else None)
+    if engine in ("llamacpp", "ollama") and kv_dtype and kv_dtype.lower() not in ("bf16", "fp16", "f16"):
+        raise InvalidValueError(f"--kv-dtype {kv_dtype} is the serving engines' cache option; llama.cpp's ledger "
+                                "takes its own types.", "Use --cache-type-k q8_0 --cache-type-v q8_0 (and --flash-attn "
+                                "on), or drop --engine.")
+    if engine in ("llamacpp", "ollama") and not kv_dtype and (cache_type_k.lower(), cache_type_v.lower()) != (
+            "f16", "f16"):
+        from llmsize.estimate.quant import llamacpp_kv_dtype
+
+        kv_dtype = llamacpp_kv_dtype(cache_type_k, cache_type_v)  # the plan's cache, capacity and reads as the ledger's
     inputs = PlanInputs(quant=quant, scope=scope, kv_dtype=kv_dtype.lower() if kv_dtype else None,
                         context_tokens=context, batch=batch,
                         prompt_tokens=prompt, gpu_util=gpu_util, overhead_bytes=overhead_gib * GiB,
@@ -366,10 +375,6 @@ def plan(
     offload = _offload_lever(p, exact, host, cat) if not p.budget.weights_fit else None
     if offload is not None:
         p.diagnosis.levers.append(offload.sentence)
-    if engine in ("llamacpp", "ollama") and kv_dtype and kv_dtype.lower() not in ("bf16", "fp16", "f16"):
-        raise InvalidValueError(f"--kv-dtype {kv_dtype} is the serving engines' cache option; llama.cpp's ledger "
-                                "takes its own types.", "Use --cache-type-k q8_0 --cache-type-v q8_0 (and --flash-attn "
-                                "on), or drop --engine.")
     if engine in ("llamacpp", "ollama"):
         from llmsize.estimate.llamacpp_plan import LlamaCppOptions
 

@@ -135,9 +135,17 @@ QuantOpt = Annotated[Optional[str], _opt("--quant", help="Weight format (see `ll
                                          "release format.")]
 ScopeOpt = Annotated[Optional[str], _opt("--scope", help="What the format quantizes: linear, experts, mlp or all; "
                                          "default: the release's or the format's.", callback=choice(SCOPES))]
+def _one_dtype(value):
+    """--kv-dtype names one dtype: a llama.cpp K/V pair of cache types is --cache-type-k / --cache-type-v's."""
+    if value is not None and "/" in str(value):
+        raise typer.BadParameter(f"`{shown(value)}`: llama.cpp's K and V cache types are --cache-type-k and "
+                                 "--cache-type-v (with --engine llamacpp)")
+    return value
+
+
 KvDtypeOpt = Annotated[str, _opt("--kv-dtype", help="KV cache dtype: bf16, fp16, fp8, nvfp4, int8, fp32 (plan's "
                                                      "default: its runtime's, fp16 under llama.cpp and MLX, else bf16; "
-                                                     "the other commands': bf16).")]
+                                                     "the other commands': bf16).", callback=_one_dtype)]
 LeversOpt = Annotated[bool, _opt("--levers", help="The lever table: each efficiency lever that applies (weight format, "
                                  "KV dtype and policy, batching, speculative decoding, partial offload, more cards, "
                                  "disaggregation, other architectures) as the plan its command gives, before and "

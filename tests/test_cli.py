@@ -226,3 +226,22 @@ def test_plan_keeps_the_cache_in_its_runtimes_dtype_unless_told(run_cli):
     assert gguf[1] == safetensors[1]  # 2 B a value either way
     assert plan("--quant", "gguf-q4_k_m", "--kv-dtype", "bf16")[0] == "bf16"
     assert plan("--quant", "fp8", "--runtime", "llamacpp")[0] == "fp16"
+
+
+def test_llamacpp_cache_types_size_the_plans_cache_not_only_its_ledger(run_cli):
+    """-ctk q8_0 -ctv q4_0 (llama.cpp's --cache-type-k/-v): the plan's cache is that pair, (34 / 32 + 18 / 32) / 2 =
+    13/16 B a value, so its bytes a sequence are 13/32 of f16's, the same as the ledger's KV, and the decode at
+    depth reads them (a higher expected tok/s at 32K); --kv-dtype takes no such pair."""
+    def plan(*args):
+        code, out, err = run_cli("plan", "qwen3-8b", "--gpu", "rtx5060ti", "--quant", "gguf-q4_k_m", "--engine",
+                                 "llamacpp", "--context", "32768", "--json", *args)
+        assert code == 0, err
+        return json.loads(out)
+    f16, quant = plan(), plan("--cache-type-k", "q8_0", "--cache-type-v", "q4_0", "--flash-attn", "on")
+    assert quant["kv"]["dtype"] == quant["inputs"]["kv_dtype"] == "q8_0/q4_0"
+    assert quant["kv"]["bytes_per_sequence"] == pytest.approx(f16["kv"]["bytes_per_sequence"] * 13 / 32)
+    ratio = quant["engine"]["kv_cache_bytes"] / f16["engine"]["kv_cache_bytes"]
+    assert ratio == pytest.approx(13 / 32)
+    assert quant["expected"]["tok_s"] > f16["expected"]["tok_s"]
+    code, out, err = run_cli("plan", "qwen3-8b", "--gpu", "h100", "--kv-dtype", "q4_0/q4_0")
+    assert code == 2 and "--cache-type-k and --cache-type-v" in err

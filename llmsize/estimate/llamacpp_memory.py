@@ -39,13 +39,14 @@ from itertools import accumulate
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError
+from llmsize.estimate.gguf_blocks import GGML_BLOCKS
 from llmsize.estimate.memo import by_identity
 from llmsize.estimate.prefill import widest_heads
+from llmsize.estimate.quant import LLAMACPP_KV_TYPES
 
 ENGINES = ("llamacpp", "ollama")
-# ggml types a KV cache may use (common/arg.cpp kv_cache_types): (values per block, bytes per block)
-KV_TYPES = {"f32": (1, 4), "f16": (1, 2), "bf16": (1, 2), "q8_0": (32, 34), "q4_0": (32, 18), "q4_1": (32, 20),
-            "iq4_nl": (32, 18), "q5_0": (32, 22), "q5_1": (32, 24)}
+# ggml types a KV cache may use (quant.LLAMACPP_KV_TYPES): (values per block, bytes per block)
+KV_TYPES = {t: GGML_BLOCKS[t] for t in LLAMACPP_KV_TYPES}
 CTX_PAD = 256  # GGML_PAD(n_ctx, 256) and GGML_PAD(n_ctx_seq, 256)
 SWA_PAD = 256  # "the SWA cache is always padded to 256 for performance" (ggml-org/llama.cpp#17037)
 F32 = 4

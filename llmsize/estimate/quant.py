@@ -160,8 +160,24 @@ def quant_format(name: str) -> QuantFormat:
     )
 
 
+# llama.cpp's cache types (common/arg.cpp kv_cache_types), each priced by its ggml block
+LLAMACPP_KV_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+
+
+def llamacpp_kv_dtype(cache_type_k: str, cache_type_v: str) -> str:
+    """The KV dtype of a llama.cpp cache with these K and V types, as `kv_dtype_bytes` reads it: `K/V`."""
+    return f"{cache_type_k.lower()}/{cache_type_v.lower()}"
+
+
 def kv_dtype_bytes(name: str) -> Fraction:
+    """Bytes per cached value. A llama.cpp pair `K/V` (llamacpp_kv_dtype) is the mean of its K and V types' block
+    bytes per value, exact where K and V hold as many values a token (every GQA layer; llama.cpp's ledger itself
+    prices K and V apart)."""
     key = name.lower()
+    if "/" in key:
+        k, _, v = key.partition("/")
+        if k in LLAMACPP_KV_TYPES and v in LLAMACPP_KV_TYPES:
+            return sum((Fraction(GGML_BLOCKS[t][1], GGML_BLOCKS[t][0]) for t in (k, v)), Fraction(0)) / 2
     if key not in KV_DTYPE_BYTES:
         raise InvalidValueError(
             f"Unknown KV-cache dtype `{name}`.", f"Choose one of: {', '.join(KV_DTYPE_BYTES)}."

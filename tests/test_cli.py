@@ -60,6 +60,22 @@ def test_model_that_does_not_fit_is_a_normal_answer(run_cli):
     assert d["cards_needed"] >= 5
 
 
+@pytest.mark.parametrize("args, lever", [
+    (("--gpu", "m4-pro", "--quant", "gguf-q6_k"), "Quantize: in gguf-q4_k_m (4.5 bits) the weights fit"),
+    (("--gpu", "m4-pro", "--quant", "mlx-6bit", "--runtime", "mlx"), "Quantize: in mlx-4bit (4.5 bits) the weights"),
+    (("--gpu", "rtx5090"), "Quantize: in gguf-q2_k (2.625 bits) (under llama.cpp: not a format vLLM loads)"),
+])
+def test_the_quantize_lever_is_a_format_the_runtime_loads(run_cli, args, lever):
+    """Llama 3.1 70B that does not fit: a GGUF plan on a Mac is offered a smaller GGUF file, an MLX one a smaller MLX
+    format (both were offered NVFP4, which neither llama.cpp nor an Apple GPU runs); where none of the runtime's
+    own formats fits (vLLM on a 32 GB card), another runtime's is named with it."""
+    code, out, err = run_cli("plan", "llama-3.1-70b", *args, "--json")
+    assert code == 0, err
+    levers = json.loads(out)["diagnosis"]["levers"]
+    assert any(lever in x for x in levers), levers
+    assert not any("nvfp4" in x for x in levers if x.startswith("Quantize")) or args[1] == "rtx5090"
+
+
 @pytest.mark.parametrize("args, expected_code, expected", [
     (["plan", "gemma-4-12x", "--gpu", "rtx5060ti"], 2, "Unknown model `gemma-4-12x`. Did you mean `gemma-4-12b`"),
     (["plan", "gemma-4-12b", "--gpu", "rtx5600ti"], 2, "llmsize gpus"),

@@ -9,12 +9,13 @@ from dataclasses import dataclass, field
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.estimate.capacity import max_concurrent_sequences, memory_budget
 from llmsize.estimate.kv import kv_bytes
-from llmsize.estimate.quant import FORMATS, QuantFormat
+from llmsize.estimate.quant import FORMATS, RUNTIME_FORMATS, QuantFormat
 from llmsize.estimate.unified import usable_memory
 from llmsize.estimate.weights import weight_bytes
 from llmsize.units import GB
 
-# Formats tried, largest first, when the weights do not fit.
+# Formats tried, largest first, when the weights do not fit: the plan's runtime's (quant.RUNTIME_FORMATS), these
+# without one.
 SMALLER_FORMATS = ("fp8", "nvfp4", "mxfp4", "int4-g128", "gguf-q3_k_m", "gguf-q2_k")
 SMALLER_KV = ("fp8", "nvfp4")
 MACOS_KEEP_BYTES = 8 * 2**30  # what a raised wired limit should still leave macOS (llmsize's margin, not Apple's)
@@ -48,13 +49,21 @@ def _weights_levers(p: dict, candidates: list[GpuSpec]) -> tuple[list[str], int]
     need = _one_sequence_bytes(p)
     levers = []
     current_bits = float(fmt.bits_per_weight)
-    for fid in SMALLER_FORMATS:
+    own = RUNTIME_FORMATS.get(p.get("runtime"), SMALLER_FORMATS)
+    # the runtime's own formats first; where none fits, a smaller one another runtime loads, named with it
+    for fid in (*own, *(f for f in SMALLER_FORMATS if f not in own)):
         f = FORMATS[fid]
-        if float(f.bits_per_weight) >= current_bits:
-            continue
+        if float(f.bits_per_weight) >= current_bits or (fid == "nvfp4" and gpu.vendor != "NVIDIA"):
+            continue  # NVFP4 kernels (FP4 tensor cores, Marlin) are NVIDIA's
         left = _fits(model, gpu, f, f.default_scope, p)
         if left > need:
-            levers.append(f"Quantize: in {fid} ({float(f.bits_per_weight):g} bits) the weights fit, "
+            from llmsize.estimate.expected import RUNTIME_NAMES
+
+            name = lambda rt: RUNTIME_NAMES.get(rt, rt)  # noqa: E731
+            elsewhere = "" if fid in own else next(
+                (f" (under {name(rt)}: not a format {name(p.get('runtime'))} loads)"
+                 for rt, fs in RUNTIME_FORMATS.items() if fid in fs), "")
+            levers.append(f"Quantize: in {fid} ({float(f.bits_per_weight):g} bits){elsewhere} the weights fit, "
                           f"leaving {left / GB:.1f} GB for the KV cache.")
             break
     levers += _wired_limit_lever(p, need)

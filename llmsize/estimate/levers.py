@@ -30,7 +30,7 @@ from llmsize.errors import LlmsizeError
 from llmsize.estimate.capacity import LLAMACPP_RUNTIMES
 from llmsize.estimate.fleet import DISAGGREGATING
 from llmsize.estimate.kv_policy import parse_kv_policy
-from llmsize.estimate.quant import FORMATS, kv_dtype_bytes
+from llmsize.estimate.quant import FORMATS, RUNTIME_FORMATS, kv_dtype_bytes
 from llmsize.estimate.speculative import suggested_spec
 from llmsize.estimate.speed import is_ternary
 
@@ -63,11 +63,6 @@ WEIGHT_FORMATS = {
 TERNARY_FORMATS = ("gguf-tq1_0", "gguf-tq2_0")  # a ternary-trained model's rows, whatever the runtime
 # the formats each runtime runs (its documented quantization support), for its rows; a plan without a runtime
 # (none resolved) lists every format
-RUNTIME_FORMATS = {
-    "vllm": ("fp8", "nvfp4", "mxfp4", "int4-g128"), "sglang": ("fp8", "nvfp4", "mxfp4", "int4-g128"),
-    "trtllm": ("fp8", "nvfp4", "int4-g128"), "llamacpp": ("gguf-q8_0", "gguf-q4_k_m", "gguf-q3_k_m", "gguf-q2_k"),
-    "mlx": ("mlx-8bit", "mlx-4bit"), "gpt-fast": ("int8", "int4-g32-zp"),
-}
 KV_DTYPES = {"fp8": "FP8 cache: small accuracy loss at long context; vLLM, SGLang, TensorRT-LLM",
              "nvfp4": "NVFP4 cache: more accuracy loss; TensorRT-LLM on Blackwell",
              "int8": "8-bit cache (llama.cpp -ctk q8_0 -ctv q8_0, 8.5 bits costed as 8; the V cache needs flash "

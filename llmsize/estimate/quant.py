@@ -160,6 +160,13 @@ def quant_format(name: str) -> QuantFormat:
     )
 
 
+# the weight formats each runtime loads, largest first: what the levers and the diagnosis offer it
+RUNTIME_FORMATS = {
+    "vllm": ("fp8", "nvfp4", "mxfp4", "int4-g128"), "sglang": ("fp8", "nvfp4", "mxfp4", "int4-g128"),
+    "trtllm": ("fp8", "nvfp4", "int4-g128"), "llamacpp": ("gguf-q8_0", "gguf-q4_k_m", "gguf-q3_k_m", "gguf-q2_k"),
+    "mlx": ("mlx-8bit", "mlx-4bit"), "gpt-fast": ("int8", "int4-g32-zp"),
+}
+
 # llama.cpp's cache types (common/arg.cpp kv_cache_types), each priced by its ggml block
 LLAMACPP_KV_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
 

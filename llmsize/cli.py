@@ -421,7 +421,7 @@ def plan(
                 "the host (--n-cpu-moe), and Ollama has no such setting (its num_gpu moves whole layers).",
                 "Use --engine ollama --fit for Ollama's placement, or --emit llama-server.")
         led = llama.ledger
-        if led.gpu_total_bytes > llama.card_bytes:  # the command would fail to load, or spill to the host
+        if not llama.fits:  # the command would fail to load, or spill to the host
             who = "llama-server" if emit == "llama-server" else "Ollama"
             raise InvalidValueError(
                 f"--emit {emit}: with {led.gpu_layers} layers on the GPU the plan needs "

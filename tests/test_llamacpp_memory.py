@@ -783,3 +783,17 @@ def test_ledger_caches_equal_a_layer_by_layer_count(catalog, model):
             assert (gpu.kv_bytes if gpu else 0, cpu.kv_bytes) == (kv[True], kv[False]), (ngl, fa)
             assert (gpu.recurrent_bytes if gpu else 0, cpu.recurrent_bytes) == (rec[True], rec[False]), (ngl, fa)
             assert led.kv_cache_bytes == kv[True] + kv[False] and led.recurrent_bytes == rec[True] + rec[False]
+
+
+def test_a_ledger_that_fits_with_less_than_fits_margin_says_tight(run_cli):
+    """Llama 3.1 70B Q5_K_M on a 64 GB M4 Pro: the ledger's GPU buffers (47.35 GiB) fit Metal's 48 GiB working set
+    with 0.65 GiB to spare, under the 1 GiB llama.cpp's --fit keeps, which the backend's own context takes from;
+    the plan's budget, with its 1.5 GiB overhead, says it does not fit. The ledger says tight, not a bare fits."""
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "m4-pro", "--quant", "gguf-q5_k_m", "--engine",
+                             "llamacpp", "--json")
+    assert code == 0, err
+    e = json.loads(out)["engine"]
+    assert e["fits"] and e["tight"] and 0.6 * 2**30 < e["spare_bytes"] < 0.7 * 2**30
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "m4-pro", "--quant", "gguf-q5_k_m", "--engine",
+                             "llamacpp")
+    assert "under the 1 GiB llama.cpp's --fit keeps, tight" in " ".join(out.split())

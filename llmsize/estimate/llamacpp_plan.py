@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from llmsize.errors import InvalidValueError
 from llmsize.estimate.host_memory import HostMemory
-from llmsize.estimate.llamacpp_fit import FitResult, fit_split
+from llmsize.estimate.llamacpp_fit import FIT_TARGET_BYTES, FitResult, fit_split
 from llmsize.estimate.llamacpp_memory import LlamaCppLedger, LlamaCppSettings, gguf_file_tensors, llamacpp_ledger
 from llmsize.estimate.offload import OFFLOAD_MIN_BATCH, OffloadSpeed, gpu_part, offload_speed
 
@@ -40,6 +40,21 @@ class LlamaCppPlan:
     fit: FitResult | None
     card_bytes: int = 0  # what the card offers llama.cpp's allocator (card_bytes)
     offloaded: bool = False  # part of the model in a discrete card's host memory (speed or not)
+
+    @property
+    def spare_bytes(self) -> int:
+        """What the card has left beside the ledger's GPU buffers (negative: it does not fit)."""
+        return self.card_bytes - self.ledger.gpu_total_bytes
+
+    @property
+    def fits(self) -> bool:
+        return self.spare_bytes >= 0
+
+    @property
+    def tight(self) -> bool:
+        """It fits with less to spare than llama.cpp's --fit keeps (FIT_TARGET_BYTES), which the backend's own
+        context (a few hundred MiB) and the plan's 1.5 GiB overhead take from."""
+        return 0 <= self.spare_bytes < FIT_TARGET_BYTES
 
 
 def card_bytes(gpu, wired_limit_bytes: float | None = None) -> int:

@@ -46,7 +46,7 @@ def llamacpp_to_dict(plan, gpu) -> dict:
         "output_buffer_bytes": led.output_buffer_bytes,
         "offload": _offload_dict(led, gpu, off),
         "gpu_total_bytes": led.gpu_total_bytes, "card_bytes": plan.card_bytes,
-        "fits": led.gpu_total_bytes <= plan.card_bytes,
+        "fits": plan.fits, "tight": plan.tight, "spare_bytes": plan.spare_bytes,
         "fit": _fit_dict(fit),
         "notes": list(led.notes),
     }
@@ -89,7 +89,9 @@ def render_llamacpp(plan, gpu, console) -> None:
         t.add_row(f"{d.name} compute buffer", mib(d.compute_bytes))
     t.add_row("host output buffer", mib(led.output_buffer_bytes))
     card = plan.card_bytes
-    verdict = "fits" if led.gpu_total_bytes <= card else "does NOT fit"
+    verdict = ("does NOT fit" if not plan.fits else
+               f"fits, {plan.spare_bytes / GiB:.2f} GiB to spare: under the 1 GiB llama.cpp's --fit keeps, tight"
+               if plan.tight else "fits")
     t.add_row("GPU total", f"{mib(led.gpu_total_bytes)} ({led.gpu_total_bytes / GiB:.2f} GiB) of the card's "
               f"{card / GiB:.2f} GiB: {verdict} (plus the backend's own context, a few hundred MiB)")
     if off is not None:

@@ -20,6 +20,9 @@ DEFAULT_GPU_UTIL = 0.90  # vLLM's gpu_memory_utilization default (SGLang's mem_f
 # llama.cpp (and Ollama, LM Studio) reserve no share of the card: they allocate their buffers and leave the rest
 # (its --fit aims to leave 1,024 MiB free, --fit-target; the overhead above holds that and its compute buffers)
 WHOLE_CARD_GPU_UTIL = 1.0
+# a unified machine whose GPU may use all its RAM (DGX Spark, Jetson): the share NVIDIA's DGX Spark playbooks give
+# vLLM (--gpu-memory-utilization 0.8; SGLang --mem-fraction-static 0.75), the OS and its page cache using the rest
+SHARED_RAM_GPU_UTIL = 0.80
 LLAMACPP_RUNTIMES = ("llamacpp", "ollama", "lmstudio")
 WHOLE_CARD_RUNTIMES = (*LLAMACPP_RUNTIMES, "mlx")  # MLX too allocates what it needs within Metal's working set
 
@@ -28,7 +31,11 @@ def default_gpu_util(runtime: str | None, shares_all_ram: bool = False) -> tuple
     """The share of VRAM a runtime's plan budgets when --gpu-util is not given, and the note that says why where it
     is not vLLM's 0.9. `shares_all_ram`: a unified machine whose GPU budget is its whole RAM (a DGX Spark, a
     Jetson), where the OS needs its share whatever the runtime."""
-    if runtime in WHOLE_CARD_RUNTIMES and not shares_all_ram:
+    if shares_all_ram:
+        return SHARED_RAM_GPU_UTIL, (f"Budget: {SHARED_RAM_GPU_UTIL:g} of the memory the GPU shares with the OS and "
+                                     "its page cache, as NVIDIA's DGX Spark playbooks run vLLM (--gpu-memory-"
+                                     "utilization 0.8; --gpu-util sets another)")
+    if runtime in WHOLE_CARD_RUNTIMES:
         return WHOLE_CARD_GPU_UTIL, ("Budget: the whole VRAM, as llama.cpp and MLX reserve no share of the card "
                                    f"(vLLM's default is {DEFAULT_GPU_UTIL:g}; --gpu-util sets one)")
     return DEFAULT_GPU_UTIL, None

@@ -473,6 +473,7 @@ def _plan_dict(p, ledger, llama, g, expected, levers=None) -> dict:
         from llmsize.render.llamacpp_report import llamacpp_to_dict
 
         d["engine"] = llamacpp_to_dict(llama, g)
+        d["offload"] = d["engine"]["offload"]  # the per-device split at the top level too, as `offload.devices[]`
     d["expected"] = expected_to_dict(expected)
     if levers is not None:
         from llmsize.estimate.levers import lever_dict
@@ -954,17 +955,19 @@ def fit_cmd(
     probe = _P()
     probe.gpu = g
     wired = None if wired_limit_gb is None else wired_limit_gb * GiB
+    fit_engine = "ollama" if (runtime or "").lower() == "ollama" else "llamacpp"
     rows, skipped, fitting = fit_models(cat.models.all(), g, rid, context, runtimes, card_bytes(g, wired), host,
                                _llamacpp_constants(probe, cat),
                                None if host_ram_gib is None else host_ram_gib * GiB, one_per_model, wired,
-                               sort.lower(), min_tok_s, "ollama" if (runtime or "").lower() == "ollama" else "llamacpp")
+                               sort.lower(), min_tok_s, fit_engine)
     if as_json:
-        _print_json({"gpu": g.id, "runtime": rid, "context_tokens": context,
+        _print_json({"gpu": g.id, "runtime": rid, "engine": fit_engine if rid == "llamacpp" else None,
+                     "context_tokens": context,
                      "host_memory": host.name if host else None, "sort": sort.lower(), "min_tok_s": min_tok_s,
                      "fitting": fitting, "rows": fit_rows_to_dicts(rows), "skipped": skipped, "notes": fit_notes})
     else:
         render_fit(rows[:top], g, rid, context, host, skipped, len(rows), _console(), sort.lower(), min_tok_s,
-                   fitting, one_per_model, fit_notes)
+                   fitting, one_per_model, fit_notes, fit_engine)
 
 
 @_command()

@@ -109,8 +109,8 @@ def _opt(*names: str, help: str, callback=None, **kw):
 # ----------------------------------------------------------------------------------------- shared by commands
 
 ModelArg = Annotated[Optional[str], typer.Argument(
-    help="Model id or alias (see `llmsize models`), or a model folder (config.json + *.safetensors) or "
-         "config.json path.", show_default=False)]
+    help="Model id or alias (see `llmsize models`), a model folder (config.json + *.safetensors), a config.json "
+         "path, or a .gguf file (a split model: its first part).", show_default=False)]
 HubOpt = Annotated[Optional[str], _opt("--hub", help="Read ORG/NAME[@REVISION] from the Hugging Face Hub instead: "
                                        "config.json and the safetensors headers only (network, opt-in).",
                                        show_default=False)]

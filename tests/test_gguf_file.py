@@ -393,3 +393,14 @@ def test_an_f16_gguf_defaults_to_llamacpp(tmp_path, run_cli):
     d = json.loads(out)
     assert code == 0 and d["expected"]["runtime"] == "llamacpp"
     assert d["expected"]["runtime_why"] == "the default for a GGUF file"
+
+
+def test_a_folder_of_gguf_files_points_to_the_file(tmp_path, run_cli):
+    """A folder that holds a GGUF file and no config.json: the one line names the file to pass (it said
+    config.json was not found)."""
+    from conftest import assert_one_line_error
+
+    llama().write(tmp_path / "m-Q4_K_M.gguf")
+    code, out, err = run_cli("plan", str(tmp_path), "--gpu", "rtx4090")
+    assert_one_line_error(code, err)
+    assert f"Pass the GGUF file itself: `llmsize plan {tmp_path / 'm-Q4_K_M.gguf'} ...`" in err

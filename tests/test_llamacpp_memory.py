@@ -176,6 +176,7 @@ def test_plan_engine_llamacpp_json(run_cli):
                              "llamacpp", "--gpu-layers", "30", "--json")
     assert code == 0, err
     e = json.loads(out)["engine"]
+    assert json.loads(out)["offload"] == e["offload"]  # `offload.devices[]` at the top level as well
     # the published log of this run (ggml-org/llama.cpp#13729): CUDA0 10750.86 MiB, CPU_Mapped 6940.48 MiB
     assert round(e["model_buffer_bytes"]["CUDA0"] / MiB, 2) == 10750.86
     assert round(e["model_buffer_bytes"]["CPU"] / MiB, 2) == 6940.48

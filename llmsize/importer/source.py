@@ -104,6 +104,12 @@ def import_model(path: str | Path, read_headers: bool = True, estimate_only: boo
         return import_gguf(path)
     if files.is_dir(path, "model"):
         folder, cfg_path = path, path / "config.json"
+        ggufs = sorted(folder.glob("*.gguf")) if not os.path.lexists(cfg_path) else []
+        if ggufs:  # a folder of GGUF files has no config.json: the file is the model
+            raise ConfigError(f"{path}: no config.json, and {len(ggufs)} GGUF file(s) ({ggufs[0].name}"
+                              f"{', ...' if len(ggufs) > 1 else ''}).",
+                              f"Pass the GGUF file itself: `llmsize plan {ggufs[0]} ...` (a split model: its first "
+                              "part).")
     elif os.path.lexists(path):
         folder, cfg_path = path.parent, path
         read_headers = False

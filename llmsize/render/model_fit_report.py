@@ -18,7 +18,7 @@ def _tok(x: float) -> str:
 
 def render_fit(rows, gpu, runtime, context, host, skipped, total, console, sort: str = "tok_s",
                min_tok_s: float | None = None, fitting: int | None = None, one_per_model: bool = False,
-               notes: list[str] | tuple[str, ...] = ()) -> None:
+               notes: list[str] | tuple[str, ...] = (), engine: str | None = None) -> None:
     from llmsize.render.columns import print_table
 
     where = f", host memory {host.name} ({host.bandwidth_gb_s:.1f} GB/s)" if host else ""
@@ -30,7 +30,8 @@ def render_fit(rows, gpu, runtime, context, host, skipped, total, console, sort:
                       f"{r.context_tokens:,}" if r.context_tokens else "-",
                       f"{r.host_bytes / 2**30:,.1f}" if r.host_bytes else "-", exp, band,
                       f"{r.ceiling_tok_s:,.1f}" if r.ceiling_tok_s else "-"])
-    title = f"Models that fit {gpu.id} in {RUNTIME_NAMES[runtime]} at {context:,} tokens{where}"
+    name = "Ollama (llama.cpp)" if engine == "ollama" else RUNTIME_NAMES[runtime]
+    title = f"Models that fit {gpu.id} in {name} at {context:,} tokens{where}"
     if cells:
         print_table(console, title, ["model", "format", "bpw", "placement", "ctx", "host GiB", "tok/s", "band",
                                      "ceiling"], cells, left=(0, 1, 3))

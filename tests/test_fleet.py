@@ -437,6 +437,22 @@ def test_rows_carry_the_expected_speed_band(catalog, runtimes):
     pre = row.ttft_s - row.ttft_wait_s
     assert row.ttft_s_low == pytest.approx(pre / c.prefill_band_high + row.ttft_wait_s)
     assert row.ttft_s_low < row.ttft_s < row.ttft_s_high
+    assert row.tok_s_per_user_band == pytest.approx((1 / row.tpot_s_high, 1 / row.tpot_s_low))
+
+
+def test_every_view_shows_the_bands(run_cli):
+    """The bands are in each view, not in the JSON alone: the table (TTFT and TPOT), markdown and HTML (a user's
+    tok/s too), and the JSON's tok_s_per_user_low/high (1 / TPOT's band)."""
+    base = ("fleet", "llama-3.1-70b", "--isl", "3000", "--osl", "500", "--users", "400", "--tpot", "33ms",
+            "--gpus", "b200")
+    row = json.loads(run_cli(*base, "--json")[1])["rows"][0]
+    assert row["tok_s_per_user_low"] == pytest.approx(1 / row["tpot_s_high"])
+    tpot = f"{row['tpot_s'] * 1000:.1f} ({row['tpot_s_low'] * 1000:.1f}-{row['tpot_s_high'] * 1000:.1f})"
+    ttft = f"{row['ttft_s']:.2f} ({row['ttft_s_low']:.2f}-{row['ttft_s_high']:.2f})"
+    user = f"{row['tok_s_per_user']:.1f} ({row['tok_s_per_user_low']:.1f}-{row['tok_s_per_user_high']:.1f})"
+    table, md, html = (run_cli(*base, *fmt)[1] for fmt in ((), ("--format", "markdown"), ("--format", "html")))
+    assert tpot in table and ttft in table
+    assert all(x in md for x in (tpot, ttft, user)) and all(x in html for x in (tpot, ttft, user))
 
 
 def test_sglang_prompts_share_a_prefill_forward_only_as_they_arrive(catalog, runtimes):

@@ -112,6 +112,13 @@ class FleetRow:
     other: "FleetRow | None" = None  # the other mode, for comparison
     dp: int | None = 1  # attention data-parallel cards of a replica (DEP: tp 1, dp = ep = n; estimate/expert_parallel)
 
+    @property
+    def tok_s_per_user_band(self) -> tuple[float, float] | None:
+        """A user's decode rate at TPOT's band, slowest first (1 / tpot_s_high, 1 / tpot_s_low)."""
+        if not self.tpot_s_low or not self.tpot_s_high:
+            return None
+        return 1 / self.tpot_s_high, 1 / self.tpot_s_low
+
 
 def _largest_batch(ok, hi: int) -> int | None:
     """The largest b <= hi with ok(b) (ok holds up to some b and not past it), None when not even b = 1."""

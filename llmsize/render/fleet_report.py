@@ -58,6 +58,8 @@ def fleet_to_dict(model, w, runtime, currency, rows, sims: dict | None = None, k
     out_rows = []
     for r in rows:
         d = asdict(r)
+        band = r.tok_s_per_user_band
+        d["tok_s_per_user_low"], d["tok_s_per_user_high"] = band if band else (None, None)
         if sims is not None and r.card in sims:
             other, sim = sims[r.card]
             (d["other"] if other and d.get("other") else d)["simulated"] = _simulated(sim)
@@ -109,6 +111,20 @@ def _par(r) -> str:
     return f"{r.tp}x{r.pp}" if r.pp > 1 else str(r.tp)
 
 
+def _banded(x: float, band: tuple[float | None, float | None] | None, digits: int) -> str:
+    """`x (low-high)`, the band of the expected-speed model's held-out error; x alone without one."""
+    if not band or band[0] is None or band[1] is None:
+        return f"{x:,.{digits}f}"
+    return f"{x:,.{digits}f} ({band[0]:,.{digits}f}-{band[1]:,.{digits}f})"
+
+
+def _latency_cells(r) -> list[str]:
+    """tok/s per user, TTFT (s) and TPOT (ms) of a served row, each with its band."""
+    ms = (r.tpot_s_low * 1000, r.tpot_s_high * 1000) if r.tpot_s_low and r.tpot_s_high else None
+    return [_banded(r.tok_s_per_user, r.tok_s_per_user_band, 1), _banded(r.ttft_s, (r.ttft_s_low, r.ttft_s_high), 2),
+            _banded(r.tpot_s * 1000, ms, 1)]
+
+
 def render_fleet(model, w, runtime, currency, rows, console, kv_dtype: str = "bf16") -> None:
     load = f"{w.users:,} users" if w.users is not None else f"{w.rate:g} requests/s"
     missing, cells = [], []
@@ -120,8 +136,7 @@ def render_fleet(model, w, runtime, currency, rows, console, kv_dtype: str = "bf
                 else f"{r.replicas:,} x agg")
         other = f"{r.other.cards_total:,} {'agg' if r.other.mode == 'aggregated' else 'P/D'}" if r.other else "-"
         cells.append([r.card, mode, _par(r), f"{r.cards_total:,}", f"{r.batch_per_replica:,}",
-                      f"{r.output_tok_s_per_gpu:,.0f}", f"{r.tok_s_per_user:,.1f}", f"{r.ttft_s:.2f}",
-                      f"{r.tpot_s * 1000:.1f}",
+                      f"{r.output_tok_s_per_gpu:,.0f}", f"{r.tok_s_per_user:,.1f}", *_latency_cells(r)[1:],
                       f"{r.cost_per_mtok_out:,.3f}" if r.cost_per_mtok_out is not None else "-", other])
     heads = ["card", "mode", "tp", "cards", "batch", "tok/s/GPU", "tok/s/user", "TTFT s", "TPOT ms",
              f"{currency or 'cost'}/Mtok", "other"]
@@ -136,7 +151,8 @@ def render_fleet(model, w, runtime, currency, rows, console, kv_dtype: str = "bf
     console.print("Cheapest first with hourly prices, else fewest cards; each row the better of aggregated (N x agg) "
                   "and disaggregated (xPyD: x prefill, y decode workers of tp cards) serving; dep n: attention data "
                   "parallel, the experts split over n cards. Speeds from the "
-                  "expected-speed model at each worker's batch; TTFT is one prompt's prefill and its queue (M/D/c).",
+                  "expected-speed model at each worker's batch, in parentheses its held-out band (p5-p95; a user's "
+                  "tok/s is 1 / TPOT); TTFT is one prompt's prefill and its queue (M/D/c).",
                   style="dim")
 
 
@@ -202,7 +218,8 @@ def render_fleet_markdown(model, w, runtime, currency, rows, kv_dtype: str = "bf
     cur = currency or "cost"
     lines = [f"**fleet: {model.name}, {w.isl:,} in / {w.osl:,} out, {load}, {_targets(w)} ({runtime}; "
              f"{_setup(w, kv_dtype)})**", "",
-             f"| card | mode | tp | cards | nodes | batch | tok/s per GPU | tok/s per user | TTFT s | TPOT ms | kW | "
+             f"| card | mode | tp | cards | nodes | batch | tok/s per GPU | tok/s per user (band) | TTFT s (band) | "
+             f"TPOT ms (band) | kW | "
              f"{cur} per Mtok | {cur} per month | why not |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
@@ -214,8 +231,7 @@ def render_fleet_markdown(model, w, runtime, currency, rows, kv_dtype: str = "bf
         month = f"{r.cost_per_month:,.0f}" if r.cost_per_month is not None else ""
         kw = f"{r.watts / 1000:,.1f}" if r.watts is not None else ""
         lines.append(f"| {r.card} | {mode} | {_par(r)} | {r.cards_total:,} | {r.nodes:,} | {r.batch_per_replica} | "
-                     f"{r.output_tok_s_per_gpu:,.0f} | {r.tok_s_per_user:,.1f} | {r.ttft_s:.2f} | "
-                     f"{r.tpot_s * 1000:.1f} | {kw} | {cost} | {month} | |")
+                     f"{r.output_tok_s_per_gpu:,.0f} | {' | '.join(_latency_cells(r))} | {kw} | {cost} | {month} | |")
     return "\n".join(lines) + "\n"
 
 
@@ -272,8 +288,9 @@ def render_fleet_html(model, w, runtime, currency, rows, curves, roofs, kv_dtype
             ["speculative decoding", "none" if w.spec is None else
              f"{w.spec.label} ({w.spec.tokens_per_pass():.2f} tokens a target pass)"], ["runtime", runtime]]
     cost_col = f"{currency or 'cost'} per million output tokens"
-    head = ["card", "mode", "tp (x pp)", "cards", "nodes", "batch per replica", "output tok/s per GPU", "tok/s per user",
-            "TTFT (s)", "TPOT (ms)", "meets targets", "watts", cost_col, "other mode (cards)", "why not"]
+    head = ["card", "mode", "tp (x pp)", "cards", "nodes", "batch per replica", "output tok/s per GPU",
+            "tok/s per user (band)", "TTFT s (band)", "TPOT ms (band)", "meets targets", "watts", cost_col,
+            "other mode (cards)", "why not"]
     body = []
     for r in rows:
         if r.replicas is None:
@@ -282,14 +299,14 @@ def render_fleet_html(model, w, runtime, currency, rows, curves, roofs, kv_dtype
         mode = f"{r.prefill_workers}P{r.decode_workers}D" if r.mode == "disaggregated" else f"{r.replicas} x aggregated"
         other = f"{r.other.mode} ({r.other.cards_total:,})" if r.other else None
         body.append([r.card, mode, _par(r), r.cards_total, r.nodes, r.batch_per_replica, r.output_tok_s_per_gpu,
-                     r.tok_s_per_user, r.ttft_s, r.tpot_s * 1000, r.meets_slo, r.watts, r.cost_per_mtok_out, other,
-                     r.why_not])
+                     *_latency_cells(r), r.meets_slo, r.watts, r.cost_per_mtok_out, other, r.why_not])
     target = [(f"target {1 / w.tpot_s:.3g} tok/s per user", 1 / w.tpot_s)] if w.tpot_s else []
     pareto = svg_plot([(c.label, c.points, "line") for c in curves],
                       f"Pareto: {model.name}, per card ({_modes(curves, w.spec)})", X_PARETO, Y_PARETO, vlines=target)
     sections = [Section("Workload", tables=[(["input", "value"], work)]),
                 Section("Cards, best first", tables=[(head, body)],
-                        notes=["Cheapest first with hourly prices, else fewest cards. GB = 10^9 B."]),
+                        notes=["Cheapest first with hourly prices, else fewest cards. GB = 10^9 B. Bands: the "
+                               "expected-speed model's held-out p5-p95 of measured / predicted."]),
                 Section("Throughput per GPU against speed per user", charts=[pareto]),
                 Section("Rooflines", charts=[roofline_svg(model.name, roofs)]),
                 Section("Assumptions", notes=ASSUMPTIONS)]

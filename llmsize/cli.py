@@ -1132,10 +1132,10 @@ def fleet(
                              + (f" ({output} not written)" if output is not None else "") + "\n")
             return
         if output is not None:
-            pareto_image(m, curves, w.tpot_s, output, w.spec)
+            pareto_image(m, curves, w.tpot_s, output, w.spec, rows)
             sys.stderr.write(f"wrote {output}\n")
         if pareto and fmt == "table" and not as_json:
-            sys.stdout.write(pareto_text(m, curves, w.tpot_s, _width(), w.spec) + "\n")
+            sys.stdout.write(pareto_text(m, curves, w.tpot_s, _width(), w.spec, rows) + "\n")
 
 
 def _card_list(cat, text: str | None) -> list:

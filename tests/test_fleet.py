@@ -270,7 +270,14 @@ def test_pareto_points_are_not_dominated_and_chart(catalog, runtimes, run_cli, t
         assert ys == sorted(ys, reverse=True)
     code, out, err = run_cli("fleet", "llama-3.1-70b", "--users", "400", "--tok-s-per-user", "30", "--gpus",
                              "h100-sxm,b200", "--pareto")
-    assert code == 0 and "Pareto: Llama 3.1 70B" in out and "target 30 tok/s per user" in out
+    assert code == 0 and "Pareto: Llama 3.1 70B" in out and "target 30 tok/s per user" in " ".join(out.split())
+    assert "the rows chosen" in out  # each card's row, marked beside the curve it was picked from
+    from llmsize.render.fleet_report import _chosen
+
+    rows = fleet_rows(catalog.model("llama-3.1-70b"), [catalog.gpu("b200")],
+                      Workload(3000, 500, users=400, tpot_s=1 / 30), "vllm", runtimes)
+    (label, pts, style), = _chosen(rows, curves)
+    assert pts == [(rows[0].tok_s_per_user, rows[0].output_tok_s_per_gpu)] and style == "points"
     code, out, err = run_cli("fleet", "llama-3.1-70b", "--users", "4", "-o", str(tmp_path / "p.gif"))
     assert code == 2 and ".png or .svg" in err
     pytest.importorskip("matplotlib")

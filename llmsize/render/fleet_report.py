@@ -239,10 +239,19 @@ X_PARETO = "tokens/s per user (decode)"
 Y_PARETO = "output tokens/s per GPU"
 
 
-def pareto_text(model, curves, tpot_target_s: float | None, width: int = 100, spec=None) -> str:
+def _chosen(rows, curves) -> list[tuple[str, list[tuple[float, float]], str]]:
+    """The rows the table chose, as points beside the curves they were picked from: a row sits on or under its
+    card's curve (a curve's P/D points take prefill workers in fractions, rate-matched; a row's are whole)."""
+    charted = {c.card for c in curves}
+    pts = [(r.tok_s_per_user, r.output_tok_s_per_gpu) for r in rows or []
+           if r.meets_slo and r.card in charted and r.tok_s_per_user and r.output_tok_s_per_gpu]
+    return [("the rows chosen", pts, "points")] if pts else []
+
+
+def pareto_text(model, curves, tpot_target_s: float | None, width: int = 100, spec=None, rows=None) -> str:
     from llmsize.render.ascii_chart import plot
 
-    series = [(c.label, c.points, "line") for c in curves]
+    series = [(c.label, c.points, "line") for c in curves] + _chosen(rows, curves)
     if tpot_target_s and curves:
         ys = [y for c in curves for _, y in c.points]
         series.append((f"target {1 / tpot_target_s:.3g} tok/s per user", [(1 / tpot_target_s, min(ys)),
@@ -257,7 +266,7 @@ def _modes(curves, spec=None) -> str:
     return modes + (f"; plain decoding, the rows with speculative {spec.label}" if spec is not None else "")
 
 
-def pareto_image(model, curves, tpot_target_s: float | None, path, spec=None) -> None:
+def pareto_image(model, curves, tpot_target_s: float | None, path, spec=None, rows=None) -> None:
     from llmsize.render.charts import pyplot_for, save_figure, finish_log_axes
 
     plt = pyplot_for(path)
@@ -267,6 +276,9 @@ def pareto_image(model, curves, tpot_target_s: float | None, path, spec=None) ->
         xs, ys = zip(*c.points)
         ax.plot(xs, ys, marker="o", markersize=3, color=colours[c.card], label=c.label,
                 linestyle="--" if c.mode == "disaggregated" else "-")
+    for label, pts, _ in _chosen(rows, curves):
+        xs, ys = zip(*pts)
+        ax.plot(xs, ys, linestyle="none", marker="*", markersize=11, color="k", label=label)
     if tpot_target_s:
         ax.axvline(1 / tpot_target_s, color="k", linestyle="--", linewidth=1,
                    label=f"target {1 / tpot_target_s:.3g} tok/s per user")
@@ -301,7 +313,7 @@ def render_fleet_html(model, w, runtime, currency, rows, curves, roofs, kv_dtype
         body.append([r.card, mode, _par(r), r.cards_total, r.nodes, r.batch_per_replica, r.output_tok_s_per_gpu,
                      *_latency_cells(r), r.meets_slo, r.watts, r.cost_per_mtok_out, other, r.why_not])
     target = [(f"target {1 / w.tpot_s:.3g} tok/s per user", 1 / w.tpot_s)] if w.tpot_s else []
-    pareto = svg_plot([(c.label, c.points, "line") for c in curves],
+    pareto = svg_plot([(c.label, c.points, "line") for c in curves] + _chosen(rows, curves),
                       f"Pareto: {model.name}, per card ({_modes(curves, w.spec)})", X_PARETO, Y_PARETO, vlines=target)
     sections = [Section("Workload", tables=[(["input", "value"], work)]),
                 Section("Cards, best first", tables=[(head, body)],

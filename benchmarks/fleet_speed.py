@@ -25,6 +25,9 @@ CASES = [
     # the slowest of the catalog's models to size (a 2026-12-02 review: 2.0-2.5 s each on this 2-core machine)
     ("gpt-oss-120b (MXFP4 MoE), 400 users", ["fleet", "gpt-oss-120b", "--users", "400", "--ttft", "2s", "--tpot",
                                              "33ms"]),
+    # the slowest found by a 2026-12-03 review: 1.6-2.5 s on this machine under load
+    ("gpt-oss-120b, lognormal prompts, 20 req/s", ["fleet", "gpt-oss-120b", "--isl", "3000:p95=12000", "--osl", "500",
+                                                   "--rate", "20", "--ttft", "2s", "--tpot", "33ms"]),
     ("gemma-4-12b (windows), 400 users", ["fleet", "gemma-4-12b", "--users", "400", "--ttft", "2s", "--tpot",
                                           "33ms"]),
     ("nemotron-3-nano-30b-a3b (hybrid), 400 users", ["fleet", "nemotron-3-nano-30b-a3b", "--users", "400", "--ttft",

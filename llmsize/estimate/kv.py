@@ -32,6 +32,7 @@ from llmsize.catalog.schema import (
     SlidingAttention,
 )
 from llmsize.errors import InvalidValueError
+from llmsize.estimate.memo import by_identity
 from llmsize.estimate.quant import MLA_DS_FP8_BYTES_PER_TOKEN, STATE_DTYPE_BYTES, kv_dtype_bytes
 
 KINDS = ("full", "sliding", "mla", "ssm", "linear")
@@ -118,8 +119,10 @@ def check_context(context_tokens: int) -> int:
     return context_tokens
 
 
+@by_identity(maxsize=4096)
 def kv_bytes(model: ModelSpec, context_tokens: int, kv_dtype: str) -> KvBytes:
-    """KV cache + recurrent state of one sequence holding `context_tokens` tokens."""
+    """KV cache + recurrent state of one sequence holding `context_tokens` tokens (cached by the model's identity:
+    fleet asks for the same model and length thousands of times across its configurations)."""
     check_context(context_tokens)
     b = float(kv_dtype_bytes(kv_dtype))
     by_kind = dict.fromkeys(KINDS, 0.0)

@@ -15,7 +15,7 @@ from fractions import Fraction
 from llmsize.catalog.schema import ModelSpec
 from llmsize.errors import InvalidValueError
 from llmsize.estimate.memo import by_identity
-from llmsize.estimate.params import COMPONENTS, Piece, model_pieces, routed_fraction
+from llmsize.estimate.params import COMPONENTS, Piece, model_pieces, routed_fraction, touched_share
 from llmsize.estimate.quant import SCOPES, QuantFormat
 
 NEVER_QUANTIZED = ("router", "norms", "extra")
@@ -150,11 +150,25 @@ def _read_pieces(model: ModelSpec, fmt: QuantFormat, scope: str) -> tuple[tuple[
     return tuple((float(piece_bytes(p, fmt, scope)), p) for p in model_pieces(model) if p.read)
 
 
+@by_identity(maxsize=256)
+def _read_groups(model: ModelSpec, fmt: QuantFormat, scope: str) -> tuple[float, tuple[tuple[float, float], ...]]:
+    """_read_pieces summed: the bytes every step reads, and per routing share k/E the routed experts' bytes."""
+    dense, routed = 0.0, {}
+    for b, p in _read_pieces(model, fmt, scope):
+        if p.routed is None:
+            dense += b
+        else:
+            share = p.routed[0] / p.routed[1]
+            routed[share] = routed.get(share, 0.0) + b
+    return dense, tuple(routed.items())
+
+
 def weight_bytes_read(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int) -> float:
     """Weight bytes one decode step of `batch` sequences reads (routed experts: 1-(1-k/E)^B of them)."""
     if fmt.mix:
         return bytes_read_by_batch(model, fmt, scope)(batch)
-    return sum(b * routed_fraction(p, batch) for b, p in _read_pieces(model, fmt, scope))
+    dense, routed = _read_groups(model, fmt, scope)
+    return dense + sum(b * touched_share(share, batch) for share, b in routed)
 
 
 def bytes_read_by_batch(model: ModelSpec, fmt: QuantFormat, scope: str) -> Callable[[int], float]:

@@ -283,3 +283,21 @@ def test_llamacpp_plans_offer_its_layer_split(run_cli):
     cards = [r for r in rows if r["resource"] == "cards"]
     assert cards and all("(layer split)" in r["name"] and " --pp " in r["command"] for r in cards)
     assert not any(" --tp " in r["command"] for r in cards)
+
+
+def test_a_llamacpp_plans_cache_lever_is_its_own_cache_types(run_cli):
+    """A GGUF plan (llama.cpp) is offered llama.cpp's 8-bit cache as llama.cpp names it, -ctk q8_0 -ctv q8_0 at its
+    8.5 bits a value (it was an `int8` cache costed at 8 bits, with a --kv-dtype the llama.cpp plan refuses), and
+    the row's command, run, gives the row's figure."""
+    code, out, err = run_cli("plan", "qwen3-8b", "--gpu", "rtx5060ti", "--quant", "gguf-q4_k_m", "--context",
+                             "32768", "--levers", "--json")
+    assert code == 0, err
+    (row,) = [r for r in json.loads(out)["levers"] if r["name"].startswith("KV cache in")]
+    assert row["name"] == "KV cache in q8_0/q8_0"
+    argv = shlex.split(row["command"])
+    assert argv[argv.index("--cache-type-k") + 1] == argv[argv.index("--cache-type-v") + 1] == "q8_0"
+    code, out, err = run_cli(*argv[1:], "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["kv"]["dtype"] == "q8_0/q8_0" and _same(FIGURE_KEYS[row["figure"]](d), row["after"])
+    assert _same(EXPECTED_KEYS[row["figure"]](d), row["expected_after"])

@@ -65,10 +65,10 @@ TERNARY_FORMATS = ("gguf-tq1_0", "gguf-tq2_0")  # a ternary-trained model's rows
 # (none resolved) lists every format
 KV_DTYPES = {"fp8": "FP8 cache: small accuracy loss at long context; vLLM, SGLang, TensorRT-LLM",
              "nvfp4": "NVFP4 cache: more accuracy loss; TensorRT-LLM on Blackwell",
-             "int8": "8-bit cache (llama.cpp -ctk q8_0 -ctv q8_0, 8.5 bits costed as 8; the V cache needs flash "
-                     "attention): small accuracy loss"}
+             "q8_0/q8_0": "llama.cpp's 8-bit cache (-ctk q8_0 -ctv q8_0, 8.5 bits a value; the V cache needs "
+                          "flash attention): small accuracy loss"}
 # the cache dtypes each runtime stores (a plan without a runtime lists every one); nvfp4 only where FP4 runs
-RUNTIME_KV = {"vllm": ("fp8",), "sglang": ("fp8",), "trtllm": ("fp8", "nvfp4"), "llamacpp": ("int8",),
+RUNTIME_KV = {"vllm": ("fp8",), "sglang": ("fp8",), "trtllm": ("fp8", "nvfp4"), "llamacpp": ("q8_0/q8_0",),
               "mlx": (), "gpt-fast": ()}
 KV_POLICIES = ("streaming:4092+4", "budget:2048")
 TP_CHOICES = (2, 4, 8)
@@ -168,7 +168,10 @@ def plan_args(source: list[str], gpu_id: str, inputs) -> list[str]:
     args = ["plan", *source, "--gpu", gpu_id, "--context", str(inputs.context_tokens)]
     for name, flag in PLAN_FLAGS:
         value = getattr(inputs, name)
-        if value is not None and value != getattr(default, name):
+        if name == "kv_dtype" and value and "/" in value:  # llama.cpp's K/V cache types (quant.llamacpp_kv_dtype)
+            k, v = value.split("/")
+            args += ["--cache-type-k", k, "--cache-type-v", v, "--flash-attn", "on"]
+        elif value is not None and value != getattr(default, name):
             args += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
     if inputs.overhead_bytes != default.overhead_bytes:
         args += ["--overhead-gib", f"{inputs.overhead_bytes / 2**30:g}"]

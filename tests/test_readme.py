@@ -74,3 +74,13 @@ def test_the_offload_figure_the_readme_quotes_is_the_plans(run_cli):
     assert code == 0, err
     tok_s = json.loads(out)["expected"]["tok_s"]
     assert f"is expected at {tok_s:.1f} tok/s" in README.replace("\n", " ")
+
+
+def test_the_expected_block_as_it_prints(run_cli):
+    """The README's "Expected in llama.cpp" block is the one its command prints (100 columns)."""
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--batch", "8")
+    assert code == 0, err
+    start = out.index("Expected in llama.cpp")
+    end = out.find("\n\n", start)
+    block = out[start:end if end >= 0 else len(out.rstrip("\n"))] + "\n"
+    assert _block_after("`llmsize plan llama-3.1-8b --gpu rtx4090 --quant gguf-q4_k_m --batch 8`") == block

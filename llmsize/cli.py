@@ -350,12 +350,12 @@ def plan(
     # the runtime the plan is for (its share of the card, the expected speed): --runtime, else the engine whose
     # ledger is planned, else the serving engine whose launch line is emitted
     plan_runtime = (runtime.lower() if runtime else None) or engine or (emit if emit in ("vllm", "sglang") else None)
-    if engine in ("llamacpp", "ollama") and kv_dtype and kv_dtype.lower() not in ("bf16", "fp16", "f16"):
+    typed = (cache_type_k.lower(), cache_type_v.lower()) != ("f16", "f16")
+    if engine in ("llamacpp", "ollama") and kv_dtype and (kv_dtype.lower() not in ("bf16", "fp16") or typed):
         raise InvalidValueError(f"--kv-dtype {kv_dtype} is the serving engines' cache option; llama.cpp's ledger "
                                 "takes its own types.", "Use --cache-type-k q8_0 --cache-type-v q8_0 (and --flash-attn "
-                                "on), or drop --engine.")
-    if engine in ("llamacpp", "ollama") and not kv_dtype and (cache_type_k.lower(), cache_type_v.lower()) != (
-            "f16", "f16"):
+                                "on), or drop --kv-dtype.")
+    if engine in ("llamacpp", "ollama") and not kv_dtype and typed:
         from llmsize.estimate.quant import llamacpp_kv_dtype
 
         kv_dtype = llamacpp_kv_dtype(cache_type_k, cache_type_v)  # the plan's cache, capacity and reads as the ledger's
@@ -970,6 +970,15 @@ def fit_cmd(
                    fitting, one_per_model, fit_notes, fit_engine)
 
 
+def _no_card_serves(rows, w, mode: str | None = None, what: str = "") -> InvalidValueError:
+    """The one line for a workload no card serves (within its targets, in --mode's mode): a card and its why_not."""
+    why = next((f" ({r.card}: {r.why_not})" for r in rows if r.why_not), "")
+    targets = w.ttft_s is not None or w.tpot_s is not None
+    return InvalidValueError(f"No card serves the workload{' ' + mode if mode else ''}{what}{why}.",
+                             ("Loosen --ttft / --tpot, widen --gpus" if targets else "Widen --gpus")
+                             + (", or drop --mode." if mode else ", or lower the load."))
+
+
 @_command()
 def fleet(
     model: ModelArg = None,
@@ -1080,19 +1089,12 @@ def fleet(
         if top is not None and mode is not None and top.mode != mode:
             top = top.other if top.other is not None and top.other.meets_slo and top.other.mode == mode else None
         if top is None:
-            why = next((f" ({r.card}: {r.why_not})" for r in rows if r.why_not), "")
-            targets = w.ttft_s is not None or w.tpot_s is not None
-            raise InvalidValueError(f"No card serves the workload{' ' + mode if mode else ''}: nothing to launch{why}.",
-                                    ("Loosen --ttft / --tpot, widen --gpus" if targets else "Widen --gpus")
-                                    + (", or drop --mode." if mode else "."))
+            raise _no_card_serves(rows, w, mode, ": nothing to launch")
         sys.stdout.write(fleet_command(m, top, emit, w.longest_tokens(), kv_dtype, w.spec) + "\n")
         return
-    if not as_json and fmt != "json" and not any(r.meets_slo for r in rows):
-        # nothing to tabulate: the report would be empty (the JSON keeps each card's why_not for scripts)
-        why = next((f" ({r.card}: {r.why_not})" for r in rows if r.why_not), "")
-        targets = w.ttft_s is not None or w.tpot_s is not None
-        raise InvalidValueError(f"No card serves the workload{why}.", ("Loosen --ttft / --tpot, widen --gpus, or "
-                                "lower the load." if targets else "Widen --gpus, or lower the load."))
+    if not as_json and fmt not in ("json", "csv") and not any(r.meets_slo for r in rows):
+        # nothing to tabulate: the report would be empty (JSON and CSV keep each card's why_not for scripts)
+        raise _no_card_serves(rows, w)
     runtimes = {r.id: r for r in cat.runtimes.all()}
     sims = None
     if simulate:

@@ -66,7 +66,7 @@ def duration(flag: str):
     def check(value):
         if value is None:
             return None
-        if re.fullmatch(r"\s*[\d.]+(?:e-?\d+)?\s*", str(value)):
+        if re.fullmatch(r"\s*[\d.]+(?:e-?\d+)?\s*", str(value).lower()):
             raise typer.BadParameter(f"`{shown(value)}` has no unit: give {value.strip()}ms or {value.strip()}s")
         m = re.fullmatch(r"\s*([\d.]+(?:e-?\d+)?)\s*(ms|s)\s*", str(value).lower())
         try:

@@ -60,6 +60,19 @@ def test_model_that_does_not_fit_is_a_normal_answer(run_cli):
     assert d["cards_needed"] >= 5
 
 
+def test_the_cache_lever_is_a_cache_the_runtime_stores(run_cli):
+    """The Diagnosis' smaller-cache lever names the runtime's own: llama.cpp's -ctk/-ctv q8_0 (it offered
+    --kv-dtype fp8, which a llama.cpp plan refuses); MLX stores none smaller, so none is offered."""
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx5060ti", "--quant", "gguf-q4_k_m", "--context",
+                             "131072", "--engine", "llamacpp", "--json")
+    kv = [x for x in json.loads(out)["diagnosis"]["levers"] if x.startswith("Smaller KV dtype")]
+    assert kv and kv[0].startswith("Smaller KV dtype: --cache-type-k q8_0 --cache-type-v q8_0 --flash-attn on")
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "m4", "--quant", "mlx-4bit", "--runtime", "mlx",
+                             "--context", "131072", "--json")
+    assert code == 0, err
+    assert not any(x.startswith("Smaller KV dtype") for x in json.loads(out)["diagnosis"]["levers"])
+
+
 @pytest.mark.parametrize("args, lever", [
     (("--gpu", "m4-pro", "--quant", "gguf-q6_k"), "Quantize: in gguf-q4_k_m (4.5 bits) the weights fit"),
     (("--gpu", "m4-pro", "--quant", "mlx-6bit", "--runtime", "mlx"), "Quantize: in mlx-4bit (4.5 bits) the weights"),
@@ -73,7 +86,7 @@ def test_the_quantize_lever_is_a_format_the_runtime_loads(run_cli, args, lever):
     assert code == 0, err
     levers = json.loads(out)["diagnosis"]["levers"]
     assert any(lever in x for x in levers), levers
-    assert not any("nvfp4" in x for x in levers if x.startswith("Quantize")) or args[1] == "rtx5090"
+    assert not any("nvfp4" in x for x in levers if x.startswith("Quantize"))
 
 
 @pytest.mark.parametrize("args, expected_code, expected", [
@@ -261,3 +274,8 @@ def test_llamacpp_cache_types_size_the_plans_cache_not_only_its_ledger(run_cli):
     assert quant["expected"]["tok_s"] > f16["expected"]["tok_s"]
     code, out, err = run_cli("plan", "qwen3-8b", "--gpu", "h100", "--kv-dtype", "q4_0/q4_0")
     assert code == 2 and "--cache-type-k and --cache-type-v" in err
+    # the two ways of naming the cache at once would split the plan's cache from the ledger's: refused
+    code, out, err = run_cli("plan", "qwen3-8b", "--gpu", "rtx5060ti", "--quant", "gguf-q4_k_m", "--engine",
+                             "llamacpp", "--kv-dtype", "fp16", "--cache-type-k", "q8_0", "--cache-type-v", "q8_0",
+                             "--flash-attn", "on")
+    assert code == 2 and "drop --kv-dtype" in err and out == ""

@@ -42,17 +42,26 @@ def test_csv_lengths_by_column_or_one_a_line(tmp_path):
     # within the points' rounding), its least and greatest lengths at the ends
     assert abs(i.mean - 12100 / 3) < 0.5 and abs(o.mean - 1220 / 3) < 0.5 and i.p99 == 9000
     assert (min(i.points), max(i.points), min(o.points), max(o.points)) == (100, 9000, 20, 800)
+    h = tmp_path / "tail.csv"  # 995 of 2,000 tokens and 5 of 100,000: the p99 is 2,000, the tail taken as it
+    h.write_text("\n".join(["2000"] * 995 + ["100000"] * 5) + "\n")
+    t = parse_lengths(str(h), "--isl")
+    assert t.p99 == 2000 and max(t.points) == 2000
     g = tmp_path / "plain.csv"
     g.write_text("\n".join(["500"] * 9 + ["4000"]) + "\n")
     d = parse_lengths(str(g), "--osl")
     assert d.p95 == 4000 and d.points[0] == 500
 
 
-def test_a_lognormals_points_keep_its_mean():
-    """Median 3,000, p95 12,000: sigma = ln 4 / 1.6449 = 0.8428, mean = 3,000 e^(sigma^2 / 2) = 4,279.2; the
-    sixteen slice means average to it (the slices' midpoint quantiles gave 4,124, 3.6% under)."""
+def test_a_lognormals_points_keep_its_mean_up_to_its_p99():
+    """Median 3,000, p95 12,000: sigma = ln 4 / 1.6449 = 0.8428, p99 = 3,000 e^(2.3263 sigma) = 21,312, and the
+    mean of the lengths with those past the p99 taken as the p99 (the longest request a replica takes),
+    e^(mu + sigma^2 / 2) Phi(2.3263 - sigma) + 0.01 p99 = 4,279.2 x 0.98585 + 213.1 = 4,197.2; the sixteen slice
+    means average to it (the slices' midpoint quantiles gave 4,124), and none exceeds the p99, even for a tail of
+    p95 / median = 1,000 (its last slice's uncapped mean, 10.8 million tokens, did)."""
     d = parse_lengths("3000:p95=12000", "--isl")
-    assert abs(d.mean - 4279.2) < 0.5 and d.p95 == 12000 and sorted(d.points) == list(d.points)
+    assert abs(d.mean - 4197.2) < 0.5 and d.p95 == 12000 and d.p99 == 21312 and sorted(d.points) == list(d.points)
+    wild = parse_lengths("100:p95=100000", "--isl")
+    assert max(wild.points) <= wild.p99
 
 
 @pytest.mark.parametrize("text,needle", [("abc", "is not a length"), ("0", "out of range"),

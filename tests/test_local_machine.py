@@ -64,12 +64,17 @@ def test_nothing_found_or_not_in_the_catalog_is_one_line(catalog):
 
 def test_a_card_sold_in_two_memory_sizes_is_named_not_guessed(catalog):
     """lspci names an RTX 5060 Ti without its memory, and the catalog has the 16 GB and 8 GB cards: --gpu local
-    says so and asks for the id (it said "not in the catalog")."""
+    says so and asks for the id (it said "not in the catalog"); an AMD line naming several products without a
+    VRAM figure says the same."""
     line = "01:00.0 VGA compatible controller: NVIDIA Corporation GB206 [GeForce RTX 5060 Ti] (rev a1)\n"
-    with pytest.raises(InvalidValueError, match=r"GeForce RTX 5060 Ti, which the catalog has in 2 memory sizes "
+    with pytest.raises(InvalidValueError, match=r"GeForce RTX 5060 Ti, which matches 2 catalog cards "
                                                 r"\(rtx5060ti, rtx5060ti8\)") as e:
         detect(catalog.hardware.all(), Fake(commands={"lspci": line}, files=MEMINFO))
     assert "--gpu rtx5060ti" in e.value.hint
+    amd = ("03:00.0 VGA compatible controller: Advanced Micro Devices, Inc. [AMD/ATI] Navi 31 [Radeon RX 7900 XT/"
+           "7900 XTX/7900 GRE/7900M] (rev c8)\n")
+    with pytest.raises(InvalidValueError, match=r"matches 2 catalog cards \(rx7900xt, rx7900xtx\)"):
+        detect(catalog.hardware.all(), Fake(commands={"lspci": amd}, files=MEMINFO))
 
 
 def test_plan_and_fit_with_gpu_local(run_cli, monkeypatch):

@@ -98,6 +98,12 @@ def test_the_share_of_the_card_follows_the_runtime_and_the_machine(run_cli):
     assert json.loads(out)["inputs"]["gpu_util"] == 0.8
     code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "dgx-spark", "--runtime", "vllm", "--json")
     assert json.loads(out)["inputs"]["gpu_util"] == 0.8
+    # the llama.cpp ledger takes the same share, so it and the plan agree (it said "fits" beside a plan that did not)
+    code, out, err = run_cli("plan", "qwen3-235b-a22b", "--gpu", "dgx-spark", "--quant", "gguf-q3_k_m", "--engine",
+                             "llamacpp", "--json")
+    d = json.loads(out)
+    assert d["engine"]["card_bytes"] == int(128 * GiB * 0.8)
+    assert d["engine"]["fits"] is False and d["diagnosis"]["saturates"] == "weights"
     code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--json")
     assert json.loads(out)["inputs"]["gpu_util"] == 1.0
     code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--emit", "vllm")

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.estimate.capacity import max_concurrent_sequences, memory_budget
 from llmsize.estimate.kv import kv_bytes
-from llmsize.estimate.quant import FORMATS, RUNTIME_FORMATS, QuantFormat
+from llmsize.estimate.quant import FORMATS, RUNTIME_FORMATS, RUNTIME_KV, QuantFormat, kv_dtype_flags
 from llmsize.estimate.unified import usable_memory
 from llmsize.estimate.weights import weight_bytes
 from llmsize.units import GB
@@ -57,12 +57,14 @@ def _weights_levers(p: dict, candidates: list[GpuSpec]) -> tuple[list[str], int]
             continue  # NVFP4 kernels (FP4 tensor cores, Marlin) are NVIDIA's
         left = _fits(model, gpu, f, f.default_scope, p)
         if left > need:
-            from llmsize.estimate.expected import RUNTIME_NAMES
+            from llmsize.estimate.expected import RUNTIME_NAMES, not_on
 
             name = lambda rt: RUNTIME_NAMES.get(rt, rt)  # noqa: E731
-            elsewhere = "" if fid in own else next(
-                (f" (under {name(rt)}: not a format {name(p.get('runtime'))} loads)"
-                 for rt, fs in RUNTIME_FORMATS.items() if fid in fs), "")
+            if fid not in own:
+                rt = next((rt for rt, fs in RUNTIME_FORMATS.items() if fid in fs and not_on(rt, gpu) is None), None)
+                if rt is None:
+                    continue  # no runtime that loads it runs on this card
+            elsewhere = "" if fid in own else f" (under {name(rt)}: not a format {name(p.get('runtime'))} loads)"
             levers.append(f"Quantize: in {fid} ({float(f.bits_per_weight):g} bits){elsewhere} the weights fit, "
                           f"leaving {left / GB:.1f} GB for the KV cache.")
             break
@@ -128,12 +130,15 @@ def _kv_levers(p: dict) -> list[str]:
     model, inputs = p.get("card_model") or p["model"], p["inputs"]
     levers = []
     kinds = {g.mixer.kind for g in model.layer_groups if g.mixer}
-    for dt in SMALLER_KV:
+    for dt in RUNTIME_KV.get(p.get("runtime"), SMALLER_KV):  # the caches the plan's runtime stores
+        if dt == "nvfp4" and not p["gpu"].dense_tflops.get("fp4"):
+            continue  # an FP4 cache where the card has FP4 tensor cores (Blackwell)
         kv_now = p.get("kv_card") or p["kv"]
         if kv_bytes(model, 1, dt).bytes_per_token >= kv_now.bytes_per_token and kv_now.bytes_per_token:
             continue
         n = max_concurrent_sequences(model, dt, inputs.context_tokens, p["budget"].kv_budget_bytes)
-        levers.append(f"Smaller KV dtype: --kv-dtype {dt} holds {n:,} sequences of {inputs.context_tokens:,} tokens.")
+        levers.append(f"Smaller KV dtype: {' '.join(kv_dtype_flags(dt))} holds {n:,} sequences of "
+                      f"{inputs.context_tokens:,} tokens.")
         break
     have = []
     if "mla" in kinds:

@@ -4,10 +4,13 @@ so fleet sizes with the distribution's points, its spread and its p99.
 
     lognormal: ln X ~ N(mu, sigma^2), median = e^mu, p95 = e^(mu + 1.6449 sigma)  =>  sigma = ln(p95 / median) / 1.6449
     points: POINTS equally likely values, each the mean of the distribution over its slice of probability
-    [i / POINTS, (i + 1) / POINTS), which keep its mean (a slice's midpoint quantile instead fell 3-4% under it for
-    a lognormal of p95 / median = 4: its tail lies in the last slice) and give its variance and any mean of a
-    function of the length. A lognormal slice's mean: E[X; a < Z < b] = e^(mu + sigma^2 / 2) (Phi(b - sigma) -
-    Phi(a - sigma)) with Z the standard normal of ln X; a CSV's: its sorted lengths integrated over the slice.
+    [i / POINTS, (i + 1) / POINTS), lengths past the p99 taken as the p99 (the longest request a replica is sized to
+    take: fleet's --emit sets p99 + p99 as the context), so no point exceeds it. They keep the mean of that
+    distribution (a slice's midpoint quantile instead fell 3-4% under it for a lognormal of p95 / median = 4: its
+    tail lies in the last slice) and give its variance and any mean of a function of the length. A lognormal
+    slice's mean: E[X; a < Z < b] = e^(mu + sigma^2 / 2) (Phi(b - sigma) - Phi(a - sigma)) with Z the standard
+    normal of ln X, below the p99's z; above it, the p99 times the slice's probability there; a CSV's: its sorted
+    lengths, each at most the p99, integrated over the slice.
 """
 
 from __future__ import annotations
@@ -63,7 +66,13 @@ def _lognormal(median: float, p95: float) -> Lengths:
     mean = math.exp(math.log(median) + sigma ** 2 / 2)
     edges = [-math.inf] + [z.inv_cdf(i / POINTS) for i in range(1, POINTS)] + [math.inf]
     cdf = lambda x: 0.0 if x == -math.inf else 1.0 if x == math.inf else z.cdf(x)  # noqa: E731
-    pts = tuple(_tokens(mean * (cdf(b - sigma) - cdf(a - sigma)) * POINTS) for a, b in zip(edges, edges[1:]))
+    z99, cap = z.inv_cdf(0.99), math.exp(n.inv_cdf(0.99))
+
+    def slice_mean(a: float, b: float) -> float:  # of min(X, p99) over a < Z < b, times POINTS
+        below = mean * (cdf(min(b, z99) - sigma) - cdf(a - sigma)) if a < z99 else 0.0
+        above = cap * (cdf(b) - cdf(max(a, z99))) if b > z99 else 0.0
+        return (below + above) * POINTS
+    pts = tuple(_tokens(slice_mean(a, b)) for a, b in zip(edges, edges[1:]))
     return Lengths(pts, q(0.95), q(0.99), f"lognormal, median {median:,.0f}, p95 {p95:,.0f}")
 
 
@@ -113,7 +122,9 @@ def _from_csv(path: Path, column: str, option: str) -> Lengths:
     if not vals:
         raise InvalidValueError(f"{option} {path}: no lengths in the file.", "Give one length a line.")
     s = sorted(vals)
-    return Lengths(_slice_means(s), _quantile(s, 0.95), _quantile(s, 0.99), f"{len(s):,} lengths from {path.name}")
+    p99 = _quantile(s, 0.99)
+    return Lengths(_slice_means([min(x, p99) for x in s]), _quantile(s, 0.95), p99,
+                   f"{len(s):,} lengths from {path.name}")
 
 
 def parse_lengths(text: str, option: str) -> Lengths:

@@ -30,7 +30,7 @@ from llmsize.errors import LlmsizeError
 from llmsize.estimate.capacity import LLAMACPP_RUNTIMES
 from llmsize.estimate.fleet import DISAGGREGATING
 from llmsize.estimate.kv_policy import parse_kv_policy
-from llmsize.estimate.quant import FORMATS, RUNTIME_FORMATS, kv_dtype_bytes
+from llmsize.estimate.quant import FORMATS, RUNTIME_FORMATS, RUNTIME_KV, kv_dtype_bytes, kv_dtype_flags
 from llmsize.estimate.speculative import suggested_spec
 from llmsize.estimate.speed import is_ternary
 
@@ -67,9 +67,6 @@ KV_DTYPES = {"fp8": "FP8 cache: small accuracy loss at long context; vLLM, SGLan
              "nvfp4": "NVFP4 cache: more accuracy loss; TensorRT-LLM on Blackwell",
              "q8_0/q8_0": "llama.cpp's 8-bit cache (-ctk q8_0 -ctv q8_0, 8.5 bits a value; the V cache needs "
                           "flash attention): small accuracy loss"}
-# the cache dtypes each runtime stores (a plan without a runtime lists every one); nvfp4 only where FP4 runs
-RUNTIME_KV = {"vllm": ("fp8",), "sglang": ("fp8",), "trtllm": ("fp8", "nvfp4"), "llamacpp": ("q8_0/q8_0",),
-              "mlx": (), "gpt-fast": ()}
 KV_POLICIES = ("streaming:4092+4", "budget:2048")
 TP_CHOICES = (2, 4, 8)
 # architectural levers a trained model cannot take: shown as the nearest catalog model that has them (by total
@@ -169,8 +166,7 @@ def plan_args(source: list[str], gpu_id: str, inputs) -> list[str]:
     for name, flag in PLAN_FLAGS:
         value = getattr(inputs, name)
         if name == "kv_dtype" and value and "/" in value:  # llama.cpp's K/V cache types (quant.llamacpp_kv_dtype)
-            k, v = value.split("/")
-            args += ["--cache-type-k", k, "--cache-type-v", v, "--flash-attn", "on"]
+            args += kv_dtype_flags(value)
         elif value is not None and value != getattr(default, name):
             args += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
     if inputs.overhead_bytes != default.overhead_bytes:

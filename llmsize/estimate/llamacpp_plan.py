@@ -59,12 +59,19 @@ class LlamaCppPlan:
 
 def card_bytes(gpu, wired_limit_bytes: float | None = None) -> int:
     """What the card offers a CUDA/ROCm/Metal allocator: the CUDA total where known, else the reported total; a
-    unified machine's GPU share (Metal's working set, or --wired-limit-gb) where that is less."""
+    unified machine's GPU share (Metal's working set, or --wired-limit-gb) where that is less; on one whose GPU
+    may use all its RAM (DGX Spark, Jetson), the share the plan budgets there too (capacity.SHARED_RAM_GPU_UTIL),
+    the OS and its page cache keeping the rest, so that the ledger and the plan agree."""
+    from llmsize.estimate.capacity import SHARED_RAM_GPU_UTIL
     from llmsize.estimate.unified import usable_memory
 
     usable = usable_memory(gpu, wired_limit_bytes)
     own = gpu.memory_cuda_bytes or gpu.memory_reported_bytes or gpu.memory_nominal_bytes
-    return min(own, usable.bytes) if usable.unified else own
+    if not usable.unified:
+        return own
+    if wired_limit_bytes is None and usable.bytes >= gpu.memory_bytes:
+        return int(min(own, usable.bytes) * SHARED_RAM_GPU_UTIL)
+    return min(own, usable.bytes)
 
 
 def settings(engine: str, o: LlamaCppOptions, n_layer: int) -> LlamaCppSettings:

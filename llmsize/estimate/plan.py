@@ -410,7 +410,8 @@ def assumptions(p: dict) -> list[str]:
         out.append("MoE: all experts resident; a step of B tokens reads 1-(1-k/E)^B of the routed experts "
                    "(uniform routing); compute follows active parameters.")
     out.append(f"KV cache dtype {inputs.kv_dtype}: {float(kv_dtype_bytes(inputs.kv_dtype)):g} B per value, "
-               "scales ignored except for nvfp4.")
+               + ("the mean of llama.cpp's K and V types, their block scales included." if "/" in inputs.kv_dtype
+                  else "scales ignored except for nvfp4."))
     if inputs.kv_policy is not None:
         pol = inputs.kv_policy
         out.append(f"KV policy {pol.label} (a what-if): {pol.describe()}. The cache, the decode and the "

@@ -167,6 +167,21 @@ RUNTIME_FORMATS = {
     "mlx": ("mlx-8bit", "mlx-4bit"), "gpt-fast": ("int8", "int4-g32-zp"),
 }
 
+# the smaller cache dtypes each runtime stores, as the levers and the diagnosis offer them (nvfp4 only where FP4
+# runs; llama.cpp's as its K/V pair of cache types, llamacpp_kv_dtype)
+RUNTIME_KV = {"vllm": ("fp8",), "sglang": ("fp8",), "trtllm": ("fp8", "nvfp4"), "llamacpp": ("q8_0/q8_0",),
+              "mlx": (), "gpt-fast": ()}
+
+
+def kv_dtype_flags(kv_dtype: str) -> list[str]:
+    """The plan options that give a cache dtype: --kv-dtype, or llama.cpp's --cache-type-k/-v (with the flash
+    attention a quantized V cache needs) for a K/V pair."""
+    if "/" in kv_dtype:
+        k, v = kv_dtype.split("/")
+        return ["--cache-type-k", k, "--cache-type-v", v, "--flash-attn", "on"]
+    return ["--kv-dtype", kv_dtype]
+
+
 # llama.cpp's cache types (common/arg.cpp kv_cache_types), each priced by its ggml block
 LLAMACPP_KV_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
 

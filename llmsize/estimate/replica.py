@@ -40,7 +40,7 @@ def users_held(plan, w: Workload, runtime: str, draft_plan=None, pool: float | N
     too. With length distributions, each request's cache B varies:
     b requests fit when their total stays within the pool 95 times in 100 (normal approximation of the sum),
         b E[B] + 1.645 sqrt(b) sd[B] <= pool,
-    E and sd over the distributions' points (prompt and answer quantiles paired in a scrambled order, as
+    E and sd over the distributions' points (prompt and answer slice means paired in a scrambled order, as
     independent), and only if the p99 request's cache fits on its own (else 0)."""
     pool = plan.budget.kv_budget_bytes if pool is None else pool
     if not w.shared_prefix and w.spec is None and not w.spread:

@@ -159,10 +159,9 @@ def detect(gpus: list[GpuSpec], probe: Probe | None = None) -> Detected:
     for name in _lspci_cards(probe):  # named, but sold in several memory sizes lspci does not tell apart
         ids = sorted({g.id for alt in _alternatives(name) for g in gpu_candidates(alt, gpus)})
         if len(ids) > 1:
-            raise InvalidValueError(f"--gpu local: found {name}, which the catalog has in {len(ids)} memory sizes "
-                                    f"({', '.join(ids[:6])}), and lspci does not say which.",
-                                    f"Name it: --gpu {ids[0]} (or install the measure extra, whose NVML reads the "
-                                    "memory).")
+            raise InvalidValueError(f"--gpu local: found {name}, which matches {len(ids)} catalog cards "
+                                    f"({', '.join(ids[:6])}), and nothing read here tells which (no memory size).",
+                                    f"Name it: --gpu {ids[0]}, or another of them.")
     seen = [n for n, _ in probe.nvml() or []] + _lspci_cards(probe)
     what = f"found {', '.join(seen)}, not in the catalog" if seen else "found no GPU (NVML, lspci, sysctl)"
     raise InvalidValueError(f"--gpu local: {what}.", "Name the card instead (`llmsize gpus`), or add it to a "

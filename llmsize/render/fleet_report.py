@@ -242,8 +242,9 @@ Y_PARETO = "output tokens/s per GPU"
 
 
 def _chosen(rows, curves) -> list[tuple[str, list[tuple[float, float]], str]]:
-    """The rows the table chose, as points beside the curves they were picked from: a row sits on or under its
-    card's curve (a curve's P/D points take prefill workers in fractions, rate-matched; a row's are whole)."""
+    """The rows the table chose, as points beside the curves they were picked from: without --spec a row sits on
+    or under its card's curve (a curve's P/D points take prefill workers in fractions, rate-matched; a row's are
+    whole); the curves are of plain decoding, so a row that decodes speculatively may sit above them."""
     charted = {c.card for c in curves}
     pts = [(r.tok_s_per_user, r.output_tok_s_per_gpu) for r in rows or []
            if r.meets_slo and r.card in charted and r.tok_s_per_user and r.output_tok_s_per_gpu]

@@ -324,7 +324,7 @@ FP8_ATTENTION_CACHES = ("fp8", "fp8_ds_mla", "nvfp4")
 def attention_rate(plan: Plan, runtime: str | None, matmul_flop_per_s: float | None) -> float | None:
     """The rate (FLOP/s) a prompt's attention matmuls run at where it is below the weights' matmul rate: a runtime
     that multiplies FP8 or FP4 weights at their own tensor-core rate computes QK^T and PV over its cache at the
-    cache's precision (16-bit, or FP8 for an FP8 cache), half or a quarter of it. None: attention at the matmuls'
+    cache's precision (16-bit, or FP8 for an FP8 cache), half of it or less. None: attention at the matmuls'
     rate (16-bit weights, llama.cpp and MLX, whose rates are their own: MATMUL_PRECISION; a card whose catalog
     entry lacks the cache precision's rate, where only its FP32 figure would stand in)."""
     if runtime in MATMUL_PRECISION or not matmul_flop_per_s:

@@ -61,8 +61,8 @@ WEIGHT_FORMATS = {
                   "(faster kernels than TQ1_0)",
 }
 TERNARY_FORMATS = ("gguf-tq1_0", "gguf-tq2_0")  # a ternary-trained model's rows, whatever the runtime
-# the formats each runtime runs (its documented quantization support), for its rows; a plan without a runtime
-# (none resolved) lists every format
+# the caveat of each smaller cache a row offers (the runtimes' own: quant.RUNTIME_KV; quant.RUNTIME_FORMATS for the
+# weight formats, a plan without a runtime listing every one)
 KV_DTYPES = {"fp8": "FP8 cache: small accuracy loss at long context; vLLM, SGLang, TensorRT-LLM",
              "nvfp4": "NVFP4 cache: more accuracy loss; TensorRT-LLM on Blackwell",
              "q8_0/q8_0": "llama.cpp's 8-bit cache (-ctk q8_0 -ctv q8_0, 8.5 bits a value; the V cache needs "

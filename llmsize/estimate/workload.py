@@ -27,6 +27,11 @@ class Workload:
     osl_lengths: Lengths | None = None
     node_link_gb_s: float = 50.0  # per GPU between nodes: disaggregated serving's cache move, pipeline hand-offs
 
+    @property
+    def tok_s_per_user(self) -> float | None:
+        """The TPOT target as a user's decode rate (--tok-s-per-user), None without one."""
+        return None if self.tpot_s is None else 1 / self.tpot_s
+
     def lengths(self) -> tuple[Lengths, Lengths]:
         return self.isl_lengths or fixed_lengths(self.isl), self.osl_lengths or fixed_lengths(self.osl)
 

@@ -66,7 +66,7 @@ def fleet_to_dict(model, w, runtime, currency, rows, sims: dict | None = None, k
         out_rows.append(d)
     return {"model": model.id, "runtime": runtime, "currency": currency,
             "workload": {"isl": w.isl, "osl": w.osl, "users": w.users, "rate": w.rate, "ttft_s": w.ttft_s,
-                         "tpot_s": w.tpot_s, "tok_s_per_user": None if w.tpot_s is None else 1 / w.tpot_s,
+                         "tpot_s": w.tpot_s, "tok_s_per_user": w.tok_s_per_user,
                          "shared_prefix": w.shared_prefix, "kv_dtype": kv_dtype,
                          "isl_lengths": _lengths(w.lengths()[0]), "osl_lengths": _lengths(w.lengths()[1]),
                          "longest_tokens": w.longest_tokens(), "node_link_gb_s": w.node_link_gb_s,

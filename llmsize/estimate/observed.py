@@ -199,7 +199,8 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
         if runtime == "vllm" and row.runtime_version and _vllm_v0(row.runtime_version):
             from dataclasses import replace
 
-            if row.context_tokens > V0_GRAPH_CONTEXT_MAX:
+            if max(row.context_tokens, (row.prompt_length or 0) + (row.gen_tokens or 0)) > V0_GRAPH_CONTEXT_MAX:
+                # any step past it is eager (the row's last context, not its mean, decides)
                 return (f"vLLM V0 decoding a context above max_seq_len_to_capture ({V0_GRAPH_CONTEXT_MAX:,}): an "
                         "eager step, without CUDA graphs")
             step = replace(step, engine_v0=True)

@@ -928,8 +928,10 @@ def fit_cmd(
         raise InvalidValueError("Missing option --gpu.", "Name a card: `llmsize gpus` lists them.")
     cat = _catalog(catalog)
     g, local_ram = _local_gpu(cat, gpu)
-    if host_ram_gib is None and local_ram and g.vendor != "Apple":
-        # this machine's RAM bounds what it can offload (a unified-memory Mac has no separate pool to offload to)
+    from llmsize.estimate.unified import is_unified
+
+    if host_ram_gib is None and local_ram and not is_unified(g):
+        # this machine's RAM bounds what it can offload (a unified machine has no separate pool to offload to)
         host_ram_gib = local_ram / GiB
         sys.stderr.write(f"--gpu local: {host_ram_gib:.1f} GiB of RAM (/proc/meminfo MemTotal) bounds the "
                          "offloaded placements; --host-ram-gib sets another figure\n")
@@ -1051,6 +1053,7 @@ def fleet(
     from llmsize.estimate.quant import kv_dtype_bytes
 
     kv_dtype_bytes(kv_dtype)  # an unknown KV dtype is refused before any work
+    kv_dtype = kv_dtype.lower()
     cards = _card_list(cat, gpus_)
     cards = list({g.id: g for g in cards}.values())  # a card named twice (or by an alias) is sized once
     if vendor:
@@ -1080,7 +1083,7 @@ def fleet(
     if emit is not None and rid != emit:
         raise InvalidValueError(f"--emit {emit} prints {emit}'s launch lines, and the rows are sized for {rid}.",
                                 f"Give --runtime {emit} (NVIDIA and AMD cards), or drop --emit.")
-    rows = fleet_rows(m, cards, w, rid, {r.id: r for r in cat.runtimes.all()}, hourly, kv_dtype.lower())
+    rows = fleet_rows(m, cards, w, rid, {r.id: r for r in cat.runtimes.all()}, hourly, kv_dtype)
     if emit is not None:
         from llmsize.render.emit_fleet import fleet_command
 
@@ -1100,15 +1103,15 @@ def fleet(
     if simulate:
         from llmsize.estimate.fleet_simulation import simulate_rows
 
-        sims = simulate_rows(m, cards, rows, w, rid, runtimes, kv_dtype.lower())
+        sims = simulate_rows(m, cards, rows, w, rid, runtimes, kv_dtype)
     if as_json or fmt == "json":
-        _print_json(fleet_to_dict(m, w, rid, currency, rows, sims, kv_dtype.lower()))
+        _print_json(fleet_to_dict(m, w, rid, currency, rows, sims, kv_dtype))
     elif fmt == "html":
         from llmsize.estimate.fleet import fleet_charts
         from llmsize.render.fleet_report import render_fleet_html
 
-        curves, roofs = fleet_charts(m, cards, rows, w, rid, runtimes, kv_dtype.lower())
-        sys.stdout.write(render_fleet_html(m, w, rid, currency, rows, curves, roofs, kv_dtype.lower()))
+        curves, roofs = fleet_charts(m, cards, rows, w, rid, runtimes, kv_dtype)
+        sys.stdout.write(render_fleet_html(m, w, rid, currency, rows, curves, roofs, kv_dtype))
     elif fmt == "csv":
         from llmsize.render.fleet_report import render_fleet_csv
 
@@ -1116,9 +1119,9 @@ def fleet(
     elif fmt == "markdown":
         from llmsize.render.fleet_report import render_fleet_markdown
 
-        sys.stdout.write(render_fleet_markdown(m, w, rid, currency, rows, kv_dtype.lower()))
+        sys.stdout.write(render_fleet_markdown(m, w, rid, currency, rows, kv_dtype))
     else:
-        render_fleet(m, w, rid, currency, rows, _console(), kv_dtype.lower())
+        render_fleet(m, w, rid, currency, rows, _console(), kv_dtype)
         if sims:
             from llmsize.render.fleet_report import render_simulated
 
@@ -1128,7 +1131,7 @@ def fleet(
         from llmsize.render.fleet_report import pareto_image, pareto_text
 
         served = {r.card for r in rows if r.meets_slo}
-        curves = pareto_curves(m, [g for g in cards if g.id in served], w, rid, runtimes, kv_dtype.lower())
+        curves = pareto_curves(m, [g for g in cards if g.id in served], w, rid, runtimes, kv_dtype)
         if not curves:
             sys.stderr.write("no card serves this workload within its targets: no Pareto front to draw"
                              + (f" ({output} not written)" if output is not None else "") + "\n")

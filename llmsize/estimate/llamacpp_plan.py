@@ -69,9 +69,7 @@ def card_bytes(gpu, wired_limit_bytes: float | None = None) -> int:
     own = gpu.memory_cuda_bytes or gpu.memory_reported_bytes or gpu.memory_nominal_bytes
     if not usable.unified:
         return own
-    if wired_limit_bytes is None and usable.bytes >= gpu.memory_bytes:
-        return int(min(own, usable.bytes) * SHARED_RAM_GPU_UTIL)
-    return min(own, usable.bytes)
+    return int(min(own, usable.bytes) * (SHARED_RAM_GPU_UTIL if usable.shares_all_ram else 1))
 
 
 def settings(engine: str, o: LlamaCppOptions, n_layer: int) -> LlamaCppSettings:

@@ -198,7 +198,7 @@ def with_runtime_share(inputs: PlanInputs, fmt: QuantFormat, gpu: GpuSpec, exact
     if inputs.gpu_util is not None:
         return inputs, runtime, None
     usable = usable_memory(gpu, inputs.wired_limit_bytes)
-    util, why = default_gpu_util(runtime, usable.unified and usable.bytes >= gpu.memory_bytes)
+    util, why = default_gpu_util(runtime, usable.shares_all_ram)
     return replace(inputs, gpu_util=util), runtime, why
 
 

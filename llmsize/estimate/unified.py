@@ -37,6 +37,9 @@ class UsableMemory:
     bytes: int
     basis: str
     unified: bool
+    # the GPU may use all the machine's RAM, which the OS and its page cache share (DGX Spark, Jetson): the plan and
+    # llama.cpp's ledger then budget capacity.SHARED_RAM_GPU_UTIL of it
+    shares_all_ram: bool = False
 
 
 def is_unified(gpu: GpuSpec) -> bool:
@@ -70,5 +73,5 @@ def usable_memory(gpu: GpuSpec, wired_limit_bytes: float | None = None) -> Usabl
         total = gpu.memory_cuda_bytes or ram
         how = "what CUDA reports" if gpu.memory_cuda_bytes else "the RAM"
         spark = " (NVIDIA's DGX Spark playbooks run vLLM at --gpu-memory-utilization 0.8)" if "spark" in gpu.id else ""
-        return UsableMemory(total, f"{how}, {total / GiB:.1f} GiB, shared with the OS{spark}", True)
+        return UsableMemory(total, f"{how}, {total / GiB:.1f} GiB, shared with the OS{spark}", True, True)
     return UsableMemory(ram, "the card's VRAM", False)

@@ -44,12 +44,14 @@ def _simulated(sim) -> dict:
             "tpot_p99_s": sim.tpot_s[2]}
 
 
+def _spec_words(w) -> str | None:
+    """The workload's speculative decoding in words (None without it)."""
+    return None if w.spec is None else f"{w.spec.label} ({w.spec.tokens_per_pass():.2f} tokens a target pass)"
+
+
 def _setup(w, kv_dtype: str) -> str:
     """What the rows were sized with beyond the lengths and the load: the cache dtype and speculative decoding."""
-    parts = [f"KV cache {kv_dtype}"]
-    if w.spec is not None:
-        parts.append(f"speculative {w.spec.label} ({w.spec.tokens_per_pass():.2f} tokens a target pass)")
-    return ", ".join(parts)
+    return f"KV cache {kv_dtype}" + (f", speculative {_spec_words(w)}" if w.spec is not None else "")
 
 
 def fleet_to_dict(model, w, runtime, currency, rows, sims: dict | None = None, kv_dtype: str = "bf16") -> dict:
@@ -300,8 +302,7 @@ def render_fleet_html(model, w, runtime, currency, rows, curves, roofs, kv_dtype
     work = [["prompt tokens (isl)", w.isl], ["answer tokens (osl)", w.osl], ["load", load],
             ["TTFT target (s)", w.ttft_s], ["TPOT target (ms)", None if w.tpot_s is None else w.tpot_s * 1000],
             ["shared prefix (fraction of prompt tokens)", w.shared_prefix], ["KV cache dtype", kv_dtype],
-            ["speculative decoding", "none" if w.spec is None else
-             f"{w.spec.label} ({w.spec.tokens_per_pass():.2f} tokens a target pass)"], ["runtime", runtime]]
+            ["speculative decoding", _spec_words(w) or "none"], ["runtime", runtime]]
     cost_col = f"{currency or 'cost'} per million output tokens"
     head = ["card", "mode", "tp (x pp)", "cards", "nodes", "batch per replica", "output tok/s per GPU",
             "tok/s per user (band)", "TTFT s (band)", "TPOT ms (band)", "meets targets", "watts", cost_col,

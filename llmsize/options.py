@@ -227,8 +227,9 @@ UbatchOpt = Annotated[int, _opt("--ubatch-size", help="llama.cpp physical batch 
                                 "cards and its unfused attention's score matrices.",
                                 callback=int_range(1, 1 << 20))]
 SwaFullOpt = Annotated[bool, _opt("--swa-full", help="llama.cpp: a full-size cache for sliding-window layers.")]
-GpuLayersOpt = Annotated[Optional[int], _opt("--gpu-layers", help="llama.cpp -ngl: repeating layers on the GPU (the "
-                                             "output layer counts as one more); default: all.",
+GpuLayersOpt = Annotated[Optional[int], _opt("--gpu-layers", help="llama.cpp -ngl: layers on the GPU, the output "
+                                             "layer first (it counts as one), then the last repeating layers; "
+                                             "default: all.",
                                              callback=int_range(0, 1 << 16), show_default=False)]
 NCpuMoeOpt = Annotated[int, _opt("--n-cpu-moe", help="llama.cpp: keep the routed experts of the first N layers in "
                                 "host memory (computed by the CPU).", callback=int_range(0, 1 << 16))]

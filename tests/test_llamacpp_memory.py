@@ -103,24 +103,36 @@ def test_gemma4_pads_its_v_cache_without_flash_attention(catalog):
     assert any("padded" in n for n in no.notes)
 
 
-def test_gpu_layers_place_the_last_layers_and_then_the_output(catalog):
-    """Qwen3-4B (36 layers, tied embedding): -ngl 36 puts every repeating layer on the GPU but not the output, and
-    the embedding is not loaded a second time; -ngl 37 adds the output and its copy of the embedding; -ngl 0 leaves
-    the GPU empty; the file's bytes are all accounted for."""
+def test_gpu_layers_place_the_output_first_and_then_the_last_layers(catalog):
+    """Qwen3-4B (36 layers, tied embedding), llama.cpp since PR #18148: -ngl 1 puts only the output layer on the
+    GPU (its norm and the embedding loaded a second time as the output); -ngl 10 the output and the last 9
+    repeating layers; -ngl 37 everything but the token embedding; -ngl 0 leaves the GPU empty; the file's bytes are
+    all accounted for. A build before it (output_first=False) took the last 10 repeating layers and kept the output
+    (and the logits) on the host."""
     m = catalog.model("qwen3-4b")
     tensors = gguf_file_tensors(m, "gguf-q4_k_m")
     total = sum(b for _, b in tensors)
     embd = next(b for n, b in tensors if n == "token_embd.weight")
-    by = {n: llamacpp_ledger(m, catalog.gpu("rtx4090"), tensors, LlamaCppSettings(ctx_size=4096, gpu_layers=n))
-          for n in (0, 10, 36, 37)}
-    assert by[36].gpu.layers == 36 and not by[36].gpu.has_output
-    assert by[36].gpu.model_bytes + by[36].devices[1].model_bytes == total
-    assert by[37].gpu.model_bytes + by[37].devices[1].model_bytes == total + embd
-    assert by[10].gpu.layers == 10 and by[10].devices[1].layers == 26
-    assert by[10].gpu.kv_bytes == by[37].gpu.kv_bytes * 10 / 36
+    norm = next(b for n, b in tensors if n == "output_norm.weight")
+
+    def ledger(n, **kw):
+        return llamacpp_ledger(m, catalog.gpu("rtx4090"), tensors, LlamaCppSettings(ctx_size=4096, gpu_layers=n, **kw))
+
+    by = {n: ledger(n) for n in (0, 1, 10, 36, 37)}
+    assert by[1].gpu.layers == 0 and by[1].gpu.has_output and by[1].gpu.model_bytes == embd + norm
+    assert by[36].gpu.layers == 35 and by[36].gpu.has_output and by[36].devices[1].layers == 1
+    for n in (1, 10, 36, 37):
+        assert by[n].gpu.model_bytes + by[n].devices[1].model_bytes == total + embd
+    assert by[10].gpu.layers == 9 and by[10].devices[1].layers == 27
+    assert by[10].gpu.kv_bytes == by[37].gpu.kv_bytes * 9 / 36
     assert by[0].gpu is None and by[0].devices[0].model_bytes == total
-    assert by[10].gpu.compute_bytes < by[37].gpu.compute_bytes  # the logits stay on the host
-    assert any("lower bound" in n for n in by[10].notes)
+    assert by[10].gpu.compute_bytes == by[37].gpu.compute_bytes  # the logits are on the GPU with the output
+    assert any("lower bound" in n for n in by[10].notes) and not any("lower bound" in n for n in by[37].notes)
+    old = ledger(10, output_first=False)
+    assert old.gpu.layers == 10 and not old.gpu.has_output and old.devices[1].layers == 26
+    assert old.gpu.model_bytes + old.devices[1].model_bytes == total
+    assert old.gpu.compute_bytes < by[37].gpu.compute_bytes  # the logits stay on the host
+    assert ledger(37, output_first=False).gpu.model_bytes == by[37].gpu.model_bytes
 
 
 @pytest.mark.parametrize("model, fmt", [("qwen3-30b-a3b", "gguf-q4_k_m"), ("qwen3-4b", "gguf-q8_0"),
@@ -177,13 +189,16 @@ def test_plan_engine_llamacpp_json(run_cli):
     assert code == 0, err
     e = json.loads(out)["engine"]
     assert json.loads(out)["offload"] == e["offload"]  # `offload.devices[]` at the top level as well
-    # the published log of this run (ggml-org/llama.cpp#13729): CUDA0 10750.86 MiB, CPU_Mapped 6940.48 MiB
-    assert round(e["model_buffer_bytes"]["CUDA0"] / MiB, 2) == 10750.86
-    assert round(e["model_buffer_bytes"]["CPU"] / MiB, 2) == 6940.48
+    # the published log of this run (ggml-org/llama.cpp#13729, build 5466): CUDA0 10750.86 MiB, CPU_Mapped 6940.48
+    # MiB, the last 30 repeating layers on the card; since PR #18148 -ngl 30 is the output and 29 layers, which
+    # moves layer 18 (335.14 MiB) to the host for the output and its norm (243.44 MiB): 91.71 MiB less on the card
+    assert round(e["model_buffer_bytes"]["CUDA0"] / MiB, 2) == 10659.15
+    assert round(e["model_buffer_bytes"]["CPU"] / MiB, 2) == 7032.19
     for key in ("kv_cache_bytes", "compute_buffer_bytes", "output_buffer_bytes"):
         assert key in e
     assert [d["name"] for d in e["offload"]["devices"]] == ["CUDA0", "CPU"]
-    assert e["offload"]["devices"][0]["layers"] == 30
+    assert e["offload"]["devices"][0]["layers"] == 29 and e["offload"]["devices"][0]["output_layer"]
+    assert e["settings"]["gpu_layers"] == 30
 
 
 def test_ollama_allocates_num_ctx_per_slot_without_flash_attention(run_cli):
@@ -217,7 +232,7 @@ def test_a_gguf_file_is_placed_from_its_own_tensor_infos(tmp_path, run_cli):
     assert code == 0, err
     e = json.loads(out)["engine"]
     assert e["model_buffer_bytes"]["CUDA0"] + e["model_buffer_bytes"]["CPU"] == m.bytes()
-    assert e["offload"]["devices"][0]["layers"] == 2
+    assert e["offload"]["devices"][0]["layers"] == 1  # -ngl 2: the output layer, then the last repeating layer
 
 
 def test_emit_llama_server_and_ollama(run_cli):
@@ -602,11 +617,15 @@ def test_offload_speeds_against_published_runs(catalog):
     since the GPU part is the whole-GPU step restricted to the card (offload.gpu_part: its cache at eta_kv), and
     -10% (18.0) with the host side at the share of its peak CPU-only runs reach (0.56, benchmarks/fit_host.py; the
     run is not in that data). Until then the host side ran at its peak and the figure was an upper bound. The same
-    post's -ncmoe 4 (~60 tok/s) and -ncmoe 8 (38 tok/s), added 2026-12-03: +7.9% and +14.6%."""
+    post's -ncmoe 4 (~60 tok/s) and -ncmoe 8 (38 tok/s), added 2026-12-03: +7.9% and +14.6%. Added 2026-12-04: a
+    dense -ngl sweep (Qwen2.5-Coder-14B Q4_K_M on an RTX 5060 Ti over dual-channel DDR4-2400, InventiveHQ), -16% to
+    -22% (-25% to -35% while -ngl N took N repeating layers and left the output on the host, as llama.cpp did before
+    PR #18148), and Qwen3-235B-A22B Q8_0 with 80 layers' experts on the host of an RTX A6000 (ik_llama.cpp PR 370's
+    mainline rows): decode -21%, a 512-token ubatch +11%."""
     import offload_speed as bench
 
     rows = bench.comparisons(catalog)
-    assert len(rows) == 8
+    assert len(rows) == 15
     for rid, kind, pred, got in rows:
         assert pred is not None, rid
         assert abs(pred - got) / got < (0.35 if kind == "prefill" else 0.25), (rid, pred, got)
@@ -770,7 +789,8 @@ def test_ledger_caches_equal_a_layer_by_layer_count(catalog, model):
         for fa in (True, False):
             s = LlamaCppSettings(ctx_size=5000, parallel=2, gpu_layers=ngl, flash_attn=fa)
             led = llamacpp_ledger(m, catalog.gpu("rtx4090"), tensors, s)
-            start = max(n_layer - (n_layer + 1 if ngl is None else min(ngl, n_layer + 1)), 0)
+            counted = n_layer + 1 if ngl is None else min(ngl, n_layer + 1)
+            start = min(n_layer, n_layer + 1 - counted)  # -ngl takes the output layer first (PR #18148)
             pad_v = len({c.v for c in caches if c.k}) > 1 and not fa
             kv, rec = {True: 0, False: 0}, {True: 0, False: 0}  # on the GPU: True
             for il, c in enumerate(caches):

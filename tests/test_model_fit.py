@@ -130,7 +130,7 @@ def test_fit_under_ollama_places_as_ollama_does(run_cli):
                              "ollama", "--fit", "--host-memory", "DDR5-6000x2", "--json")
     assert code == 0, err
     d = json.loads(out)
-    assert row["placement"] == f"--gpu-layers {d['engine']['offload']['devices'][0]['layers']}"
+    assert row["placement"] == f"--gpu-layers {d['engine']['settings']['gpu_layers']}"
     assert row["expected_tok_s"] == pytest.approx(d["expected"]["tok_s"], rel=1e-9)
 
 

@@ -16,9 +16,11 @@ Recurrent state (src/llama-memory-recurrent.cpp), f32, one cell a slot: R = (con
     S = the SSM / delta-rule state.
 Output buffer (llama_context::output_reserve): n_vocab x 4 B for each of --parallel sequences, on the host.
 Model buffers (src/llama-model.cpp load_tensors): the token embedding stays on the host ("there is very little
-    benefit to offloading the input layer"); with -ngl N the last N repeating layers go to the GPU
-    (i_gpu_start = n_layer - N) and the output layer only when N > n_layer (it counts as layer n_layer); a tied
-    embedding is loaded a second time as the output (TENSOR_DUPLICATED) on the output's device.
+    benefit to offloading the input layer"); -ngl N counts the output layer as layer n_layer and takes it first,
+    then the last N - 1 repeating layers (i_gpu_start = n_layer + 1 - N; PR #18148, "offload output layer to GPU
+    first", merged 2025-12-17); builds before it took the last N repeating layers (i_gpu_start = n_layer - N) and
+    the output only when N > n_layer (LlamaCppSettings.output_first=False). A tied embedding is loaded a second time
+    as the output (TENSOR_DUPLICATED) on the output's device.
 Compute buffers (the scheduler's worst-case reservation of a ubatch of min(n_ctx, n_ubatch) tokens), f32:
     GPU  = n_tokens x 4 x max(n_vocab + n_embd            the logits and the hidden state beside them,
                               2 x n_ff + 2 x n_embd,      the widest MLP's gate and up,
@@ -69,6 +71,15 @@ class LlamaCppSettings:
     swa_full: bool = False  # --swa-full
     gpu_layers: int | None = None  # -ngl; None: every layer and the output
     n_cpu_moe: int = 0  # --n-cpu-moe: the routed experts of the first N layers stay in host memory (--cpu-moe: all)
+    output_first: bool = True  # -ngl's first layer is the output (llama.cpp since PR #18148); False: a build before
+
+
+def gpu_placement(n_layer: int, s: LlamaCppSettings) -> tuple[int, int, bool]:
+    """(-ngl as counted, of n_layer + 1; the first repeating layer on the GPU; whether the output layer is there)."""
+    ngl = n_layer + 1 if s.gpu_layers is None else min(s.gpu_layers, n_layer + 1)
+    if s.output_first:  # llama-model.cpp: i_gpu_start = max(n_layer + 1 - ngl, 0); the output is layer n_layer
+        return ngl, min(n_layer, n_layer + 1 - ngl), ngl >= 1
+    return ngl, n_layer - min(ngl, n_layer), ngl > n_layer
 
 
 @dataclass(frozen=True)
@@ -108,6 +119,8 @@ class LlamaCppLedger:
     devices: list[Device]
     gpu_layers: int  # of n_layer + 1 (the output counts)
     n_layer: int
+    i_gpu_start: int  # the first repeating layer on the GPU (n_layer: none)
+    output_on_gpu: bool
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -293,9 +306,7 @@ def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int
     if n_ctx != s.ctx_size:
         notes.append(f"-c {s.ctx_size} becomes n_ctx {n_ctx} (padded to {CTX_PAD}"
                      + (f", then {n_ctx_seq} per slot x {s.parallel})" if n_stream > 1 else ")"))
-    ngl = n_layer + 1 if s.gpu_layers is None else min(s.gpu_layers, n_layer + 1)
-    i_gpu_start = max(n_layer - ngl, 0)
-    output_on_gpu = ngl > n_layer
+    ngl, i_gpu_start, output_on_gpu = gpu_placement(n_layer, s)
     cells_swa = None
     if runs.n_swa is not None:
         cells_swa = n_ctx_seq if s.swa_full else _pad(
@@ -336,7 +347,7 @@ def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int
     scores = 0 if s.flash_attn else widest_heads(model) * max(n_kv) + 3 * h + 2 * kv_width
     gpu_compute = n_tok * F32 * max((logits if output_on_gpu else 0), ffn, scores) if ngl else 0
     host_compute = n_tok * F32 * (sum(n_kv) + 2 * h + (0 if output_on_gpu else logits))
-    if not output_on_gpu and ngl:
+    if ngl and (i_gpu_start > 0 or not output_on_gpu):
         notes.append("part of the model is on the CPU: the GPU's compute buffer is a lower bound (the scheduler "
                      "stages host weights on the GPU for batches of 32 tokens or more)")
     gname = BACKEND_NAME.get(gpu.vendor, "GPU0")
@@ -346,7 +357,7 @@ def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int
     devices.append(Device("CPU", i_gpu_start, not output_on_gpu, model_host, kv_host, rec_host, host_compute))
     output = s.parallel * model.vocab_size * F32
     return LlamaCppLedger(engine, s, n_ctx, n_ctx_seq, n_stream, n_ctx_seq, cells_swa, kv_full, kv_swa,
-                          rec_gpu + rec_host, output, devices, ngl, n_layer, notes)
+                          rec_gpu + rec_host, output, devices, ngl, n_layer, i_gpu_start, output_on_gpu, notes)
 
 
 def gguf_file_tensors(model: ModelSpec, format_id: str) -> list[tuple[str, int]]:

@@ -98,7 +98,7 @@ class Reads:
 def read_bytes(model: ModelSpec, led: LlamaCppLedger, tensors: list[tuple[str, int]], context_tokens: int) -> Reads:
     """What one decode token reads where llama.cpp placed it: weights, then the cache at this depth."""
     s, n_layer = led.settings, led.n_layer
-    i_gpu_start, out_gpu = n_layer - min(led.gpu_layers, n_layer), led.gpu_layers > n_layer
+    i_gpu_start, out_gpu = led.i_gpu_start, led.output_on_gpu
     share = _expert_share(model)
     gpu = host = expert = 0.0
     tied = not file_layout(tensors).has_output
@@ -131,7 +131,7 @@ def crossings(led: LlamaCppLedger, model: ModelSpec) -> int:
     """Device changes in one token's pass: the input starts on the host; each --n-cpu-moe layer on the GPU hands
     its experts to the host and back; the output ends where it is placed."""
     n_layer = led.n_layer
-    i_gpu_start = n_layer - min(led.gpu_layers, n_layer)
+    i_gpu_start = led.i_gpu_start
     moe = {i for i, sh in enumerate(_expert_share(model)) if sh < 1.0}
     seq = ["cpu"]
     for il in range(n_layer):
@@ -139,7 +139,7 @@ def crossings(led: LlamaCppLedger, model: ModelSpec) -> int:
         seq.append(dev)
         if dev == "gpu" and il < led.settings.n_cpu_moe and il in moe:
             seq += ["cpu", "gpu"]
-    seq.append("gpu" if led.gpu_layers > n_layer else "cpu")
+    seq.append("gpu" if led.output_on_gpu else "cpu")
     return sum(a != b for a, b in zip(seq, seq[1:]))
 
 
@@ -155,7 +155,7 @@ def host_weight_bytes(led: LlamaCppLedger, tensors: list[tuple[str, int]]) -> in
 def host_expert_bytes(model: ModelSpec, led: LlamaCppLedger, tensors: list[tuple[str, int]]) -> list[tuple[int, float]]:
     """The routed expert matrices llama.cpp left in host memory: (bytes, k / E of their layer) each."""
     n_layer = led.n_layer
-    i_gpu_start, out_gpu = n_layer - min(led.gpu_layers, n_layer), led.gpu_layers > n_layer
+    i_gpu_start, out_gpu = led.i_gpu_start, led.output_on_gpu
     share = _expert_share(model)
     out = []
     for name, nbytes in tensors:
@@ -229,7 +229,7 @@ def gpu_part(plan, led: LlamaCppLedger, tensors: list[tuple[str, int]], format_c
     x = step_inputs(plan, plan.decode_1, "llamacpp")
     r = read_bytes(plan.model, led, tensors, plan.inputs.context_tokens)
     n_layer = led.n_layer
-    i_gpu_start = n_layer - min(led.gpu_layers, n_layer)
+    i_gpu_start = led.i_gpu_start
     caches = [il for il, c in enumerate(layer_caches(plan.model)) if c.k]
     cache_share = sum(1 for il in caches if il >= i_gpu_start) / len(caches) if caches else 0.0
     weight_share = r.gpu_weight / (r.gpu_weight + r.host_weight) if r.gpu_weight + r.host_weight else 0.0

@@ -74,7 +74,8 @@ def render_llamacpp(plan, gpu, console) -> None:
     unified = "unified" if s.kv_unified else f"{led.n_stream} stream(s)"
     t.add_row("context", f"n_ctx {led.n_ctx:,}, n_ctx_seq {led.n_ctx_seq:,} ({s.parallel} slot(s), {unified}); "
               f"flash attention {'on' if s.flash_attn else 'off'}; ubatch {s.ubatch_size}")
-    t.add_row("layers on the GPU", f"{led.gpu_layers}/{led.n_layer + 1} (the output layer counts as one)")
+    t.add_row("layers on the GPU", f"{led.gpu_layers}/{led.n_layer + 1} (the output layer counts as one"
+              + (", and goes first)" if s.output_first else ", and goes last: a build before PR #18148)"))
     for d in led.devices:
         t.add_row(f"{d.name} model buffer", mib(d.model_bytes))
     kv = f"{mib(led.kv_cache_bytes)} (K {s.cache_type_k}, V {s.cache_type_v}; {led.cells_full:,} cells"

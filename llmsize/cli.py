@@ -1470,6 +1470,14 @@ def _given_value(err, argv: list[str] | None) -> str:
     return ""
 
 
+def _drop_stdout() -> None:
+    """Point the standard output at /dev/null, so the interpreter's flush at exit does not fail a second time."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: every expected failure becomes one line on stderr and a non-zero exit."""
     os.environ.setdefault("TYPER_STANDARD_TRACEBACK", "1")
@@ -1482,6 +1490,17 @@ def main(argv: list[str] | None = None) -> None:
             first = args[0] if args else None
             command = click_command(first if first in command_names() else None)
             rv = command(args=args, prog_name="llmsize", standalone_mode=False)
+            sys.stdout.flush()  # a full disk or a closed pipe shows here, not at the interpreter's exit
+        except BrokenPipeError:  # the reader went away (`| head`): nothing left to say
+            _drop_stdout()
+            sys.exit(int(ExitStatus.ERROR))
+        except OSError as e:
+            if e.filename is not None:
+                raise
+            _drop_stdout()  # the standard output failed (a full disk, /dev/full): one line, not a traceback
+            sys.stderr.write(f"Error: could not write the output: {e.strerror or e}. Free the space, or write "
+                             "to a file elsewhere (-o FILE where the command has it).\n")
+            sys.exit(int(ExitStatus.USAGE))
         except (typer.Abort, KeyboardInterrupt):
             sys.stderr.write("Aborted.\n")
             sys.exit(int(ExitStatus.ERROR))

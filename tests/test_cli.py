@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -279,3 +280,16 @@ def test_llamacpp_cache_types_size_the_plans_cache_not_only_its_ledger(run_cli):
                              "llamacpp", "--kv-dtype", "fp16", "--cache-type-k", "q8_0", "--cache-type-v", "q8_0",
                              "--flash-attn", "on")
     assert code == 2 and "drop --kv-dtype" in err and out == ""
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs Linux's /dev/full")
+def test_a_standard_output_that_cannot_be_written_is_one_line():
+    """A full disk behind the standard output (/dev/full): one line and exit 2, no traceback (an audit saw
+    OSError's traceback and exit 1 from `fleet --format html > /dev/full`)."""
+    for args in (["plan", "llama-3.1-8b", "--gpu", "h100-sxm"],
+                 ["fleet", "llama-3.1-8b", "--users", "100", "--gpus", "h100-sxm", "--format", "html"]):
+        with open("/dev/full", "w") as full:
+            r = subprocess.run([sys.executable, "-m", "llmsize", *args], stdout=full, stderr=subprocess.PIPE,
+                               text=True, timeout=120)
+        assert r.returncode == 2, r.stderr
+        assert r.stderr.count("\n") == 1 and "could not write the output" in r.stderr and "Traceback" not in r.stderr

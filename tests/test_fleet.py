@@ -140,6 +140,21 @@ def test_moe_uses_expert_parallel_and_rate_uses_littles_law(catalog, runtimes):
     assert light.output_tok_s_total == pytest.approx(0.01 * 400) and light.replicas == 1
 
 
+@pytest.mark.parametrize("model, card, rate", [("llama-3.1-8b", "h100-sxm", 6.0), ("llama-3.1-8b", "h200-sxm", 20.0),
+                                               ("qwen3-30b-a3b", "h100-sxm", 5.0), ("llama-3.1-70b", "b200", 3.0)])
+def test_with_a_rate_the_batch_a_row_reports_is_the_one_its_requests_fill(catalog, runtimes, model, card, rate):
+    """Little's law at the batch a row runs: the requests its workers hold (replicas or decode workers x batch)
+    are rate x (TTFT + osl x TPOT) at that batch, to one request a worker (the batch is whole). An audit saw the
+    8B on H100s at 6 requests/s reported as 2 x 75 at 30.2 ms a token, where those latencies hold 6 x 15.2 s = 91
+    requests: the batch had been sized from the largest batch's step, not from the step it runs."""
+    w = Workload(3000, 500, rate=rate)
+    (row,) = fleet_rows(catalog.model(model), [catalog.gpu(card)], w, "vllm", runtimes)
+    for r in filter(None, (row, row.other)):
+        workers = r.decode_workers if r.mode == "disaggregated" else r.replicas
+        in_flight = rate * (r.ttft_s + 500 * r.tpot_s)
+        assert in_flight <= workers * r.batch_per_replica <= in_flight + workers, (r.mode, workers, r.batch_per_replica)
+
+
 def test_impossible_targets_say_which_and_by_how_much(catalog, runtimes):
     m = catalog.model("llama-3.1-8b")
     (row,) = fleet_rows(m, [catalog.gpu("rtx4090")], Workload(1000, 200, users=8, tpot_s=0.001), "vllm", runtimes)

@@ -231,13 +231,14 @@ def _with_p95(row: FleetRow, model, g, w: Workload, runtime: str, c, kv_dtype: s
     return replace(row, ttft_p95_s=pre * (1 - w.shared_prefix) + move + (row.ttft_wait_s or 0.0))
 
 
-def _batch_for_rate(b: int, w: Workload, request_s) -> int:
-    """With --rate, a replica batches no more requests than the load puts in it, rate x the request's time
-    (Little's law), which shrinks with the batch: the fixed point from the largest batch the targets allow."""
-    if w.rate is None:
+def _batch_for_rate(b: int, rate: float | None, request_s) -> int:
+    """With --rate, a replica batches no more requests than the load puts in it, its share of the rate x the
+    request's time (Little's law), which shrinks with the batch: the fixed point from `b` down (the largest batch
+    the targets allow, or the replicas' even share of the users that batch implied)."""
+    if rate is None:
         return b
-    for _ in range(20):
-        need = max(1, min(b, math.ceil(w.rate * request_s(b))))
+    for _ in range(40):
+        need = max(1, min(b, math.ceil(rate * request_s(b))))
         if need == b:
             break
         b = need
@@ -307,12 +308,14 @@ def _aggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tupl
             words.append(f"TTFT {ttft(1):.2f} s at batch 1 (prefill and its queue) exceeds the {w.ttft_s:g} s target")
             ratio = max(ratio, ttft(1) / w.ttft_s)
         return None, _miss("; ".join(words), ratio, 1.0)
-    b = _batch_for_rate(b, w, lambda b: ttft(b) + w.osl * eff(b))
+    request_s = lambda b: ttft(b) + w.osl * eff(b)  # noqa: E731
+    b = _batch_for_rate(b, w.rate, request_s)
     tpot, first = eff(b), ttft(b)
     users = w.users if w.users is not None else math.ceil(w.rate * (first + w.osl * tpot))
     replicas = max(1, math.ceil(users / b))
-    # the fewest replicas are sized at b; each then runs its share of the users, and a user sees that batch
-    run = max(1, math.ceil(users / replicas))
+    # the fewest replicas are sized at b; each then runs its share of the users, and a user sees that batch (with
+    # --rate, the fewer requests a replica's share of the rate keeps in flight at that faster step: Little's law)
+    run = _batch_for_rate(max(1, math.ceil(users / replicas)), w.rate and w.rate / replicas, request_s)
     tpot, first = eff(run), ttft(run)
     forward = cost.forward_s(rate(run), tpot_fn(run) if run > 1 else 0.0)
     return _row(g, par, moe, "aggregated", replicas, run, served_tok_s(w, users, first, tpot), tpot, first, price,
@@ -343,10 +346,12 @@ def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan
     if b is None:
         return None, _miss(f"TPOT {tpot_fn(1) * 1000:.1f} ms at batch 1 exceeds the {w.tpot_s * 1000:.3g} ms target",
                            tpot_fn(1), w.tpot_s)
-    b = _batch_for_rate(b, w, lambda b: base + w.osl * tpot_fn(b))
-    users = w.users if w.users is not None else math.ceil(w.rate * (base + w.osl * tpot_fn(b)))
+    request_s = lambda b: base + w.osl * tpot_fn(b)  # noqa: E731
+    b = _batch_for_rate(b, w.rate, request_s)
+    users = w.users if w.users is not None else math.ceil(w.rate * request_s(b))
     y = max(1, math.ceil(users / b))  # the fewest decode workers, sized at b
-    run = max(1, math.ceil(users / y))  # each runs its share of the users
+    # each runs its share of the users (with --rate, what its share of the rate keeps in flight)
+    run = _batch_for_rate(max(1, math.ceil(users / y)), w.rate and w.rate / y, request_s)
     tpot = tpot_fn(run)
     rate = w.rate if w.rate is not None else w.users / (base + w.osl * tpot)
     limit = w.ttft_s if w.ttft_s is not None else base + pre

@@ -998,6 +998,7 @@ def fleet(
     segment: SegmentOpt = None,
     prices: PricesOpt = None,
     runtime: RuntimeOpt = None,
+    quant: QuantOpt = None,
     kv_dtype: KvDtypeOpt = "bf16",
     node_link_gb_s: NodeLinkOpt = 50.0,
     emit: FleetEmitOpt = None,
@@ -1020,6 +1021,7 @@ def fleet(
       llmsize fleet qwen3-30b-a3b --rate 20 --tpot 33ms --gpus h100,h200,b200,rtx5090 --prices prices.yaml --json
       llmsize fleet llama-3.1-70b --users 400 --tok-s-per-user 30 --gpus b200 --emit sglang
       llmsize fleet llama-3.1-70b --users 400 --ttft 2s --tpot 33ms --format html > fleet.html
+      llmsize fleet llama-3.1-70b --users 400 --tok-s-per-user 30 --quant fp8 --gpus h100,h200,b200
       llmsize fleet qwen3-30b-a3b --users 200 --isl 3000:p95=12000 --osl 500 --gpus h100-sxm --simulate
     """
     from llmsize.estimate.fleet import fleet_rows
@@ -1083,6 +1085,17 @@ def fleet(
     if emit is not None and rid != emit:
         raise InvalidValueError(f"--emit {emit} prints {emit}'s launch lines, and the rows are sized for {rid}.",
                                 f"Give --runtime {emit} (NVIDIA and AMD cards), or drop --emit.")
+    from dataclasses import replace as _replace
+
+    from llmsize.estimate.plan import resolve_format
+    from llmsize.estimate.quant import RUNTIME_FORMATS, runtime_load_refusal
+
+    weights = resolve_format(m, quant, None)[0].id
+    refusal = runtime_load_refusal(rid, weights)
+    if refusal is not None:
+        raise InvalidValueError(f"--quant {weights}: {refusal}.", f"Give a format {rid} serves (e.g. "
+                                f"{', '.join(RUNTIME_FORMATS.get(rid, ()))}), or another --runtime.")
+    w = _replace(w, quant=weights)
     rows = fleet_rows(m, cards, w, rid, {r.id: r for r in cat.runtimes.all()}, hourly, kv_dtype)
     if emit is not None:
         from llmsize.render.emit_fleet import fleet_command
@@ -1093,7 +1106,7 @@ def fleet(
             top = top.other if top.other is not None and top.other.meets_slo and top.other.mode == mode else None
         if top is None:
             raise _no_card_serves(rows, w, mode, ": nothing to launch")
-        sys.stdout.write(fleet_command(m, top, emit, w.longest_tokens(), kv_dtype, w.spec) + "\n")
+        sys.stdout.write(fleet_command(m, top, emit, w.longest_tokens(), kv_dtype, w.spec, w.quant) + "\n")
         return
     if not as_json and fmt not in ("json", "csv") and not any(r.meets_slo for r in rows):
         # nothing to tabulate: the report would be empty (JSON and CSV keep each card's why_not for scripts)

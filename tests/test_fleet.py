@@ -176,7 +176,7 @@ def test_fleet_cli_json_and_hourly_prices(run_cli, tmp_path):
                              "tpot_s": pytest.approx(1 / 30), "tok_s_per_user": pytest.approx(30.0),
                              "shared_prefix": 0.0, "kv_dtype": "bf16", "spec": None,
                              "isl_lengths": fixed(3000), "osl_lengths": fixed(500), "longest_tokens": 3500,
-                             "node_link_gb_s": 50.0}
+                             "node_link_gb_s": 50.0, "quant": "bf16"}  # the release's weights, named
     keys = {"card", "mode", "tp", "pp", "ep", "replicas", "cards_total", "nodes", "batch_per_replica",
             "output_tok_s_per_gpu", "output_tok_s_total", "tok_s_per_user", "ttft_s", "tpot_s", "meets_slo", "watts",
             "cost_per_mtok_out", "why_not"}
@@ -656,7 +656,9 @@ def test_the_text_output_shows_each_rows_footprint_and_cost(run_cli, tmp_path):
     code, out, err = run_cli(*base, "--prices", str(prices))
     assert code == 0 and max(len(line) for line in out.splitlines()) <= 100
     line = next(x for x in out[out.index("Footprint and cost"):].splitlines() if x.strip().startswith("b200"))
-    assert line.split() == ["b200", f"{n:,}", f"{-(-n // 8):,}", f"{n:.1f}", f"{5.2 * n:,.2f}", f"{5.2 * n * 730:,.0f}"]
+    other = row["other"]
+    assert line.split() == ["b200", f"{n:,}", f"{-(-n // 8):,}", f"{n:.1f}", f"{5.2 * n:,.2f}", f"{5.2 * n * 730:,.0f}",
+                            "aggregated" if other["mode"] == "aggregated" else "P/D", f"({other['cards_total']:,})"]
     code, out, err = run_cli(*base)
     assert "Footprint of each row" in out and "/month" not in out
 
@@ -808,3 +810,41 @@ def test_launch_lines_carry_the_cache_dtype_and_the_speculation_the_rows_were_si
     code, out, err = run_cli(*base, "--spec", "draft=llama-3.2-1b,k=4,accept=0.7", "--kv-dtype", "fp8")
     assert code == 0, err
     assert "KV cache fp8, speculative draft=llama-3.2-1b,k=4,accept=0.7" in " ".join(out.split())
+
+
+def test_quant_sizes_the_fleet_in_that_format_and_the_launch_lines_say_so(run_cli):
+    """--quant fp8 (a procurement's usual choice for a 70B): the weights' format in the title and workload, about half
+    the bytes (Llama 3.1 70B: 141.1 GB in bf16, 72.7 GB in fp8 with its scales, embeddings and norms left 16-bit: an
+    H100 80GB replica of tp 4 becomes one of tp 2), vLLM's launch lines quantize on loading (--quantization fp8); a format the runtime does not serve is
+    one line before any work."""
+    base = ("fleet", "llama-3.1-70b", "--users", "100", "--tok-s-per-user", "20", "--gpus", "h100-sxm")
+    bf16 = json.loads(run_cli(*base, "--json")[1])
+    fp8 = json.loads(run_cli(*base, "--quant", "fp8", "--json")[1])
+    assert bf16["workload"]["quant"] == "bf16" and fp8["workload"]["quant"] == "fp8"
+    (b, f) = bf16["rows"][0], fp8["rows"][0]
+    assert (b["tp"], f["tp"]) == (4, 2) and f["cards_total"] < b["cards_total"]
+    code, out, err = run_cli(*base, "--quant", "fp8")
+    assert code == 0 and "weights fp8" in out
+    code, out, err = run_cli(*base, "--quant", "fp8", "--emit", "vllm")
+    assert code == 0 and "--quantization fp8" in out
+    code, out, err = run_cli(*base, "--quant", "nvfp4", "--emit", "vllm")
+    assert code == 0 and "--quantization" not in out and "give a nvfp4 checkpoint" in out
+    code, out, err = run_cli(*base, "--quant", "gguf-q4_k_m")
+    assert code == 2 and "GGUF" in err and "--runtime" in err and out == "" and "Traceback" not in err
+    code, out, err = run_cli(*base, "--quant", "q9_z")
+    assert code == 2 and "q9_z" in err and out == ""
+
+
+def test_a_card_the_catalog_leaves_short_says_what_its_figures_lean_on(run_cli):
+    """An RTX 6000 Ada (no 16-bit tensor rate in the catalog) has its prompts costed at its FP32 rate, and an H100
+    PCIe replica of several cards its collectives over PCIe (its NVLink bridge joins pairs only): each said under
+    the table and in JSON (`caveats`), where an audit found the fleet silent on both."""
+    base = ("fleet", "llama-3.1-70b", "--users", "400", "--ttft", "2s", "--tok-s-per-user", "30", "--gpus",
+            "rtx6000ada,h100-pcie,h100-sxm")
+    rows = {r["card"]: r for r in json.loads(run_cli(*base, "--json")[1])["rows"]}
+    assert any("FP32 rate" in c for c in rows["rtx6000ada"]["caveats"])
+    assert rows["h100-pcie"]["tp"] > 1 and any("PCIe 5.0 x16" in c and "NVLink" in c
+                                                for c in rows["h100-pcie"]["caveats"])
+    assert rows["h100-sxm"]["caveats"] == []  # NVLink 4 figures in the catalog, a 16-bit rate too
+    code, out, err = run_cli(*base)
+    assert code == 0 and "note: rtx6000ada: prompts costed at its FP32 rate" in " ".join(out.split())

@@ -60,6 +60,7 @@ better of the two modes (cheaper, else fewer cards) is the row; the other rides 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
@@ -111,6 +112,7 @@ class FleetRow:
     ttft_s_high: float | None = None
     other: "FleetRow | None" = None  # the other mode, for comparison
     dp: int | None = 1  # attention data-parallel cards of a replica (DEP: tp 1, dp = ep = n; estimate/expert_parallel)
+    caveats: tuple[str, ...] = ()  # what the catalog lacks that the row's figures lean on (card_caveats)
 
     @property
     def tok_s_per_user_band(self) -> tuple[float, float] | None:
@@ -160,7 +162,8 @@ def replica_inputs(runtime: str, w: Workload, tp: int, pp: int, kv_dtype: str):
     prompt, stages over nodes where they span them), for fleet_rows and pareto_curves alike."""
     from llmsize.estimate.plan import PlanInputs
 
-    return PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl), prompt_tokens=w.isl, tp=tp, pp=pp,
+    return PlanInputs(quant=w.quant, context_tokens=held_context_tokens(runtime, w.isl, w.osl), prompt_tokens=w.isl,
+                      tp=tp, pp=pp,
                       nodes=stage_nodes(tp, pp), node_link_gb_s=w.node_link_gb_s, kv_dtype=kv_dtype, runtime=runtime)
 
 
@@ -195,6 +198,25 @@ def _row(g, par, moe, mode, replicas, b, out_total, tpot, ttft, price, x=None, y
         cost_per_month=price * cards * HOURS_PER_MONTH if price else None,
         cost_per_mtok_out=price * cards / (out_total * 3600) * 1e6 if price else None,
         prefill_workers=x, decode_workers=y, ttft_wait_s=wait)
+
+
+def card_caveats(g: GpuSpec, plan, row: FleetRow, runtime: str) -> tuple[str, ...]:
+    """What the catalog lacks for a card that the row's figures lean on: a 16-bit matrix rate (its prompts costed
+    at the FP32 rate stand-in: TTFT and prefill workers an upper bound), a card-to-card link faster than PCIe for a
+    replica of several cards (its collectives costed over PCIe)."""
+    from llmsize.estimate.expected import fp32_stands_in, prefill_inputs
+
+    out = []
+    if fp32_stands_in(g, prefill_inputs(plan, runtime).peak_flop_per_s):
+        out.append(f"prompts costed at its FP32 rate ({g.dense_tflops.fp32:g} TFLOPS): the catalog has no 16-bit "
+                   "matrix rate for it, so its TTFT and prefill workers are an upper bound")
+    link, text = card_link(g), g.interconnect or ""
+    faster = re.search(r"(?<!no )(NVLink|Infinity Fabric)", text)
+    if (row.tp or 1) * (row.pp or 1) * (row.dp or 1) > 1 and link is not None and link.kind.startswith("PCIe") \
+            and faster:
+        out.append(f"its cards' collectives costed over {link.kind} ({link.gb_s:.0f} GB/s a direction), not its "
+                   f"{faster.group(1)}: the catalog gives no figure for it that serves this replica (\"{text}\")")
+    return tuple(out)
 
 
 def _with_bands(row: FleetRow, c) -> FleetRow:
@@ -372,7 +394,7 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
     from llmsize.estimate.plan import resolve_format
     from llmsize.estimate.weights import weight_bytes
 
-    weights_total = weight_bytes(model, *resolve_format(model, None, None)).bytes_total
+    weights_total = weight_bytes(model, *resolve_format(model, w.quant, None)).bytes_total
     spec = runtimes.get(runtime)
     moe = any(g.mlp is not None and g.mlp.kind == "moe" for g in model.layer_groups)
     rows = []
@@ -446,15 +468,16 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
                 row = _with_bands(row, c)
                 key = (row.cost_per_hour if price else row.cards_total, row.mode != "aggregated", tp * pp * dp)
                 if best is None or key < best[0]:
-                    best = (key, row)
+                    best = (key, row, plan)
                 if best_of.get(row.mode) is None or key < best_of[row.mode][0]:
-                    best_of[row.mode] = (key, row)
+                    best_of[row.mode] = (key, row, plan)
         if best is not None:
-            other = next((r for m, (_, r) in best_of.items() if m != best[1].mode), None)
+            other = next((r for m, (_, r, _) in best_of.items() if m != best[1].mode), None)
+            row = best[1]
             if w.isl_lengths is not None and not w.isl_lengths.fixed:
-                best = (best[0], _with_p95(best[1], model, g, w, runtime, c, kv_dtype))
+                row = _with_p95(row, model, g, w, runtime, c, kv_dtype)
                 other = other and _with_p95(other, model, g, w, runtime, c, kv_dtype)
-            rows.append(replace(best[1], other=other))
+            rows.append(replace(row, other=other, caveats=card_caveats(g, best[2], row, runtime)))
         else:
             rows.append(FleetRow(g.id, "aggregated", None, None, None, None, None, None, None, None, None, None, None, None,
                                  False, None, None, None, None, _closest(reasons)))

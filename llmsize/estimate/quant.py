@@ -167,6 +167,25 @@ RUNTIME_FORMATS = {
     "mlx": ("mlx-8bit", "mlx-4bit"), "gpt-fast": ("int8", "int4-g32-zp"),
 }
 
+UNQUANTIZED = ("fp32", "fp16", "bf16")
+
+
+def runtime_load_refusal(runtime: str, format_id: str) -> str | None:
+    """Why `runtime` cannot load weights in `format_id`, None where it can: GGUF files (gguf-, ggml-) are llama.cpp's
+    (and Ollama's, LM Studio's), MLX's quantized formats are MLX's; 16-bit and 32-bit weights load everywhere."""
+    if format_id in UNQUANTIZED:
+        return None
+    gguf, mlx = format_id.startswith(("gguf-", "ggml-")), format_id.startswith("mlx-")
+    if runtime == "llamacpp" and not gguf:
+        return f"llama.cpp loads GGUF files, and {format_id} is not a GGUF type"
+    if runtime == "mlx" and not mlx:
+        return f"MLX loads its own quantized formats (mlx-4bit, mlx-8bit ...), and {format_id} is not one"
+    if runtime not in ("llamacpp", "mlx") and (gguf or mlx):
+        kind = "a GGUF type (llama.cpp)" if gguf else "an MLX format"
+        return f"{format_id} is {kind}, which {runtime} does not serve"
+    return None
+
+
 # the smaller cache dtypes each runtime stores, as the levers and the diagnosis offer them (nvfp4 only where FP4
 # runs; llama.cpp's as its K/V pair of cache types, llamacpp_kv_dtype)
 RUNTIME_KV = {"vllm": ("fp8",), "sglang": ("fp8",), "trtllm": ("fp8", "nvfp4"), "llamacpp": ("q8_0/q8_0",),

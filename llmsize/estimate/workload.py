@@ -26,6 +26,7 @@ class Workload:
     isl_lengths: Lengths | None = None  # the prompts' distribution (isl is its mean); None: all of isl tokens
     osl_lengths: Lengths | None = None
     node_link_gb_s: float = 50.0  # per GPU between nodes: disaggregated serving's cache move, pipeline hand-offs
+    quant: str | None = None  # the weights' format the replicas serve (a format id); None: the model's release
 
     @property
     def tok_s_per_user(self) -> float | None:

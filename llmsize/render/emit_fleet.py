@@ -14,7 +14,9 @@ own P/D (`--disaggregation-mode prefill|decode`, its router `python -m sglang_ro
 workers under NVIDIA Dynamo (`python -m dynamo.vllm --disaggregation-mode prefill|decode` with the NIXL KV
 connector, `--kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'`, docs.nvidia.com/dynamo).
 
-What the rows were sized with goes on the lines too. An FP8 cache (--kv-dtype): vLLM's `--kv-cache-dtype fp8`
+What the rows were sized with goes on the lines too. FP8 weights (--quant fp8) of a 16-bit release: both
+engines' `--quantization fp8` (quantized on loading); another format than the release's: a comment asks for a
+checkpoint in it. An FP8 cache (--kv-dtype): vLLM's `--kv-cache-dtype fp8`
 (`fp8_ds_mla` as named), SGLang's `--kv-cache-dtype fp8_e4m3`; a cache dtype the engine does not take is said in a
 comment. Speculative decoding (--spec): vLLM's `--speculative-config` JSON, `{"model": DRAFT,
 "num_speculative_tokens": k, "method": "draft_model"}` for a draft model and `{"method": "mtp",
@@ -38,6 +40,18 @@ NIXL = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
 VLLM_KV = {"fp8": "fp8", "fp8_ds_mla": "fp8_ds_mla"}  # --kv-dtype -> vLLM's --kv-cache-dtype (16-bit: auto)
 SGLANG_KV = {"fp8": "fp8_e4m3"}  # -> SGLang's --kv-cache-dtype
 SIXTEEN_BIT = ("bf16", "fp16")
+
+
+def _weights_extras(model, quant: str | None) -> tuple[list[str], list[str]]:
+    """The weights' format the rows were sized with, where it is not the release's: FP8 as both engines quantize a
+    16-bit checkpoint on loading (`--quantization fp8`: vLLM's dynamic FP8, SGLang's); any other format needs a
+    checkpoint in it, said in a comment."""
+    if quant is None or quant == model.release.quant:
+        return [], []
+    if quant == "fp8" and model.release.quant in ("bf16", "fp16", "fp32"):
+        return ["--quantization", "fp8"], []
+    return [], [f"# the rows were sized with weights in {quant}: give a {quant} checkpoint of {model.id} in place "
+                "of the model named below"]
 
 
 def _engine_extras(engine: str, kv_dtype: str, spec) -> tuple[list[str], list[str]]:
@@ -67,11 +81,15 @@ def _engine_extras(engine: str, kv_dtype: str, spec) -> tuple[list[str], list[st
     return flags, notes
 
 
-def fleet_command(model, row, engine: str, max_model_len: int, kv_dtype: str = "bf16", spec=None) -> str:
-    """max_model_len: the longest request a replica must take (isl + osl, or the p99 prompt and answer); kv_dtype
-    and spec (speculative.Spec): what the rows were sized with, passed on to the engine."""
+def fleet_command(model, row, engine: str, max_model_len: int, kv_dtype: str = "bf16", spec=None,
+                  quant: str | None = None) -> str:
+    """max_model_len: the longest request a replica must take (isl + osl, or the p99 prompt and answer); kv_dtype,
+    spec (speculative.Spec) and quant (the weights' format id): what the rows were sized with, passed on to the
+    engine."""
     name = model.hf_repo or model.id
     extras, extra_notes = _engine_extras(engine, kv_dtype, spec)
+    wflags, wnotes = _weights_extras(model, quant)
+    extras, extra_notes = wflags + extras, wnotes + extra_notes
     ctx = str(max_model_len)
     moe = row.ep > 1
     dp = row.dp or 1

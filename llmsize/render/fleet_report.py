@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from llmsize.estimate.fleet import HOURS_PER_MONTH
 from llmsize.render.columns import print_rich, print_table
 
 
@@ -50,8 +51,18 @@ def _spec_words(w) -> str | None:
 
 
 def _setup(w, kv_dtype: str) -> str:
-    """What the rows were sized with beyond the lengths and the load: the cache dtype and speculative decoding."""
-    return f"KV cache {kv_dtype}" + (f", speculative {_spec_words(w)}" if w.spec is not None else "")
+    """What the rows were sized with beyond the lengths and the load: the weights' format, the cache dtype, the
+    shared prefix and speculative decoding."""
+    return ((f"weights {w.quant}, " if w.quant else "") + f"KV cache {kv_dtype}"
+            + (f", {w.shared_prefix:.0%} of prompt tokens from the prefix cache" if w.shared_prefix else "")
+            + (f", speculative {_spec_words(w)}" if w.spec is not None else ""))
+
+
+def _io_words(w) -> str:
+    """The lengths as the title gives them: isl in / osl out, each a mean with its p95 where it is spread."""
+    def one(n: int, d) -> str:
+        return f"{n:,}" if d is None or d.fixed else f"{n:,} (mean; p95 {d.p95:,})"
+    return f"{one(w.isl, w.isl_lengths)} in / {one(w.osl, w.osl_lengths)} out"
 
 
 def fleet_to_dict(model, w, runtime, currency, rows, sims: dict | None = None, kv_dtype: str = "bf16") -> dict:
@@ -68,6 +79,7 @@ def fleet_to_dict(model, w, runtime, currency, rows, sims: dict | None = None, k
         out_rows.append(d)
     return {"model": model.id, "runtime": runtime, "currency": currency,
             "workload": {"isl": w.isl, "osl": w.osl, "users": w.users, "rate": w.rate, "ttft_s": w.ttft_s,
+                         "quant": w.quant,
                          "tpot_s": w.tpot_s, "tok_s_per_user": w.tok_s_per_user,
                          "shared_prefix": w.shared_prefix, "kv_dtype": kv_dtype,
                          "isl_lengths": _lengths(w.lengths()[0]), "osl_lengths": _lengths(w.lengths()[1]),
@@ -136,28 +148,38 @@ def render_fleet(model, w, runtime, currency, rows, console, kv_dtype: str = "bf
             continue
         mode = (f"{r.prefill_workers:,}P{r.decode_workers:,}D" if r.mode == "disaggregated"
                 else f"{r.replicas:,} x agg")
-        other = f"{r.other.cards_total:,} {'agg' if r.other.mode == 'aggregated' else 'P/D'}" if r.other else "-"
         cells.append([r.card, mode, _par(r), f"{r.cards_total:,}", f"{r.batch_per_replica:,}",
                       f"{r.output_tok_s_per_gpu:,.0f}", f"{r.tok_s_per_user:,.1f}", *_latency_cells(r)[1:],
-                      f"{r.cost_per_mtok_out:,.3f}" if r.cost_per_mtok_out is not None else "-", other])
-    heads = ["card", "mode", "tp", "cards", "batch", "tok/s/GPU", "tok/s/user", "TTFT s", "TPOT ms",
-             f"{currency or 'cost'}/Mtok", "other"]
+                      f"{r.cost_per_mtok_out:,.3f}" if r.cost_per_mtok_out is not None else "-"])
+    heads = ["card", "mode", "tp", "cards", "batch", "tok/s per GPU", "tok/s per user", "TTFT s", "TPOT ms",
+             f"{currency or 'cost'}/Mtok"]
     if all(c[9] == "-" for c in cells):  # no prices: no cost column
         heads.pop(9)
-        cells = [c[:9] + c[10:] for c in cells]
-    print_table(console, f"fleet: {model.name}, {w.isl:,} in / {w.osl:,} out, {load}, {_targets(w)} ({runtime}; "
+        cells = [c[:9] for c in cells]
+    print_table(console, f"fleet: {model.name}, {_io_words(w)}, {load}, {_targets(w)} ({runtime}; "
                 f"{_setup(w, kv_dtype)})", heads, cells)
     for line in missing:
         console.print(f"  no configuration: {line}", markup=False, highlight=False)
+    notes = _caveat_lines(rows)
+    for line in notes:
+        console.print(f"  note: {line}", markup=False, highlight=False)
+    if missing or notes:
+        console.print()
     _footprint(rows, currency, console)
-    console.print("Cheapest first with hourly prices, else fewest cards; each row the better of aggregated (N x agg) "
-                  "and disaggregated (xPyD: x prefill, y decode workers of tp cards) serving; dep n: attention data "
-                  "parallel, the experts split over n cards. Speeds from the "
-                  "expected-speed model at each worker's batch, in parentheses its held-out band (p5-p95; a user's "
-                  "tok/s is 1 / TPOT); TTFT is one prompt's prefill and its queue (M/D/c)."
+    console.print("Cheapest an hour first with hourly prices (the footprint's cost: the main table's cost per "
+                  "million tokens also counts how fast each row serves), else fewest cards; each row the better of "
+                  "aggregated (N x agg) and disaggregated (xPyD: x prefill, y decode workers of tp cards) serving; "
+                  "dep n: attention data parallel, the experts split over n cards. Speeds from the expected-speed "
+                  "model at each worker's batch, in parentheses its held-out band (p5-p95; a user's tok/s is 1 / "
+                  "TPOT); TTFT is the mean prompt's prefill and its queue (M/D/c)."
                   + ("" if w.ttft_s is not None else " Without --ttft, a disaggregated row's prefill workers keep a "
                      "prompt's wait within one prefill: --ttft sizes them to a target instead (fewer, where it is "
                      "loose)."), style="dim")
+
+
+def _caveat_lines(rows) -> list[str]:
+    """Each served card's caveats (what the catalog lacks that its figures lean on), one line each."""
+    return [f"{r.card}: {c}" for r in rows if r.replicas is not None for c in r.caveats]
 
 
 def _footprint(rows, currency, console) -> None:
@@ -169,15 +191,19 @@ def _footprint(rows, currency, console) -> None:
         return
     priced = any(r.cost_per_hour is not None for r in served)
     cur = currency or "cost"
-    heads = ["card", "cards", "nodes", "kW"] + ([f"{cur}/hour", f"{cur}/month"] if priced else [])
+    heads = ["card", "cards", "nodes", "kW"] + ([f"{cur}/hour", f"{cur}/month"] if priced else []) + [
+        "other mode (cards)"]
     cells = []
     for r in served:
         c = [r.card, f"{r.cards_total:,}", f"{r.nodes:,}", f"{r.watts / 1000:,.1f}" if r.watts else "-"]
         if priced:
             c.append(f"{r.cost_per_hour:,.2f}" if r.cost_per_hour is not None else "-")
             c.append(f"{r.cost_per_month:,.0f}" if r.cost_per_month is not None else "-")
+        c.append(f"{'aggregated' if r.other.mode == 'aggregated' else 'P/D'} ({r.other.cards_total:,})"
+                 if r.other else "-")
         cells.append(c)
-    print_table(console, "Footprint" + (" and cost" if priced else "") + " of each row", heads, cells)
+    print_table(console, "Footprint" + (f" and cost (a month of {HOURS_PER_MONTH} hours)" if priced else "")
+                + " of each row, and the other serving mode's cards", heads, cells)
     no_tdp = [r.card for r in served if not r.watts]
     if no_tdp:
         console.print(f" kW -: the catalog has no published TDP for {', '.join(no_tdp)}.", style="dim")
@@ -220,7 +246,7 @@ def _targets(w) -> str:
 def render_fleet_markdown(model, w, runtime, currency, rows, kv_dtype: str = "bf16") -> str:
     load = f"{w.users:,} users" if w.users is not None else f"{w.rate:g} requests/s"
     cur = currency or "cost"
-    lines = [f"**fleet: {model.name}, {w.isl:,} in / {w.osl:,} out, {load}, {_targets(w)} ({runtime}; "
+    lines = [f"**fleet: {model.name}, {_io_words(w)}, {load}, {_targets(w)} ({runtime}; "
              f"{_setup(w, kv_dtype)})**", "",
              f"| card | mode | tp | cards | nodes | batch | tok/s per GPU | tok/s per user (band) | TTFT s (band) | "
              f"TPOT ms (band) | kW | "
@@ -236,7 +262,8 @@ def render_fleet_markdown(model, w, runtime, currency, rows, kv_dtype: str = "bf
         kw = f"{r.watts / 1000:,.1f}" if r.watts is not None else ""
         lines.append(f"| {r.card} | {mode} | {_par(r)} | {r.cards_total:,} | {r.nodes:,} | {r.batch_per_replica} | "
                      f"{r.output_tok_s_per_gpu:,.0f} | {' | '.join(_latency_cells(r))} | {kw} | {cost} | {month} | |")
-    return "\n".join(lines) + "\n"
+    notes = _caveat_lines(rows)
+    return "\n".join(lines + ([""] + [f"- {n}" for n in notes] if notes else [])) + "\n"
 
 
 X_PARETO = "tokens/s per user (decode)"
@@ -301,32 +328,36 @@ def render_fleet_html(model, w, runtime, currency, rows, curves, roofs, kv_dtype
     load = f"{w.users:,} users" if w.users is not None else f"{w.rate:g} requests/s"
     work = [["prompt tokens (isl)", w.isl], ["answer tokens (osl)", w.osl], ["load", load],
             ["TTFT target (s)", w.ttft_s], ["TPOT target (ms)", None if w.tpot_s is None else w.tpot_s * 1000],
-            ["shared prefix (fraction of prompt tokens)", w.shared_prefix], ["KV cache dtype", kv_dtype],
+            ["shared prefix (fraction of prompt tokens)", w.shared_prefix], ["weights", w.quant],
+            ["KV cache dtype", kv_dtype],
             ["speculative decoding", _spec_words(w) or "none"], ["runtime", runtime]]
     cost_col = f"{currency or 'cost'} per million output tokens"
     head = ["card", "mode", "tp (x pp)", "cards", "nodes", "batch per replica", "output tok/s per GPU",
             "tok/s per user (band)", "TTFT s (band)", "TPOT ms (band)", "meets targets", "watts", cost_col,
-            "other mode (cards)", "why not"]
+            f"{currency or 'cost'} per month", "other mode (cards)", "why not"]
     body = []
     for r in rows:
         if r.replicas is None:
-            body.append([r.card] + [None] * 13 + [r.why_not])
+            body.append([r.card] + [None] * 14 + [r.why_not])
             continue
         mode = f"{r.prefill_workers}P{r.decode_workers}D" if r.mode == "disaggregated" else f"{r.replicas} x aggregated"
         other = f"{r.other.mode} ({r.other.cards_total:,})" if r.other else None
         body.append([r.card, mode, _par(r), r.cards_total, r.nodes, r.batch_per_replica, r.output_tok_s_per_gpu,
-                     *_latency_cells(r), r.meets_slo, r.watts, r.cost_per_mtok_out, other, r.why_not])
+                     *_latency_cells(r), r.meets_slo, r.watts, r.cost_per_mtok_out, r.cost_per_month, other,
+                     r.why_not])
     target = [(f"target {1 / w.tpot_s:.3g} tok/s per user", 1 / w.tpot_s)] if w.tpot_s else []
     pareto = svg_plot([(c.label, c.points, "line") for c in curves] + _chosen(rows, curves),
                       f"Pareto: {model.name}, per card ({_modes(curves, w.spec)})", X_PARETO, Y_PARETO, vlines=target)
     sections = [Section("Workload", tables=[(["input", "value"], work)]),
                 Section("Cards, best first", tables=[(head, body)],
-                        notes=["Cheapest first with hourly prices, else fewest cards. GB = 10^9 B. Bands: the "
-                               "expected-speed model's held-out p5-p95 of measured / predicted."]),
+                        notes=["Cheapest an hour first with hourly prices, else fewest cards. GB = 10^9 B. "
+                               f"A month: {HOURS_PER_MONTH} hours. Bands: the "
+                               "expected-speed model's held-out p5-p95 of measured / predicted."]
+                        + _caveat_lines(rows)),
                 Section("Throughput per GPU against speed per user", charts=[pareto]),
                 Section("Rooflines", charts=[roofline_svg(model.name, roofs)]),
                 Section("Assumptions", notes=ASSUMPTIONS)]
-    return page(f"llmsize fleet: {model.name}, {w.isl:,} in / {w.osl:,} out, {load}", sections,
+    return page(f"llmsize fleet: {model.name}, {_io_words(w)}, {load}", sections,
                 "Made by llmsize, offline: no scripts, nothing fetched.")
 
 

@@ -230,6 +230,11 @@ def test_emit_launch_lines_for_the_best_row(run_cli):
     code, out, err = run_cli("fleet", "llama-3.1-8b", "--users", "8", "--tpot", "0.1ms", "--gpus", "rtx4090",
                              "--emit", "vllm")
     assert code == 2 and "No card serves the workload" in err and "TPOT" in err and "Loosen --ttft / --tpot" in err
+    # replicas of one card share a node: each on its own card and port, said beside the line (an audit saw five
+    # identical `vllm serve` lines that would all start on GPU 0 and port 8000)
+    code, out, err = run_cli("fleet", "llama-3.1-8b", "--users", "400", "--tok-s-per-user", "30", "--gpus", "h100-sxm",
+                             "--emit", "vllm")
+    assert code == 0 and "CUDA_VISIBLE_DEVICES=1 ... --port 8001" in out and "load balancer" in out
     # without targets, the reason is the card's (vLLM does not run on a Mac), not a target to loosen
     code, out, err = run_cli("fleet", "llama-3.1-8b", "--users", "10", "--gpus", "m4-max", "--emit", "vllm")
     assert code == 2 and "vllm does not run on Apple cards" in err and "Loosen" not in err

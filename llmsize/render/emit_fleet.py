@@ -81,6 +81,23 @@ def _engine_extras(engine: str, kv_dtype: str, spec) -> tuple[list[str], list[st
     return flags, notes
 
 
+def _placement_note(row, engine: str) -> list[str]:
+    """Where replicas (or workers) of fewer than 8 cards share a node: each on its own cards and port, as the line
+    alone would start them all on the first cards and one port."""
+    per = row.tp * row.pp * (row.dp or 1)
+    workers = row.replicas if row.mode == "aggregated" else (row.prefill_workers or 0) + (row.decode_workers or 0)
+    if per >= 8 or workers <= 1:
+        return []
+    cards = lambda i: ",".join(str(c) for c in range(i * per, (i + 1) * per))  # noqa: E731
+    if engine == "vllm":
+        how = (f"CUDA_VISIBLE_DEVICES={cards(0)} ... --port 8000, CUDA_VISIBLE_DEVICES={cards(1)} ... --port 8001, "
+               "and so on (HIP_VISIBLE_DEVICES on AMD cards)")
+    else:
+        how = f"--base-gpu-id 0 --port 30000, --base-gpu-id {per} --port 30001, and so on"
+    return [f"# up to {8 // per} of these on a node of 8, each on its own {per} card(s) and port: {how}"
+            + ("; a load balancer over the replicas' endpoints" if row.mode == "aggregated" else "")]
+
+
 def fleet_command(model, row, engine: str, max_model_len: int, kv_dtype: str = "bf16", spec=None,
                   quant: str | None = None) -> str:
     """max_model_len: the longest request a replica must take (isl + osl, or the p99 prompt and answer); kv_dtype,
@@ -102,7 +119,7 @@ def fleet_command(model, row, engine: str, max_model_len: int, kv_dtype: str = "
                f"{row.batch_per_replica}")]
     if not model.hf_repo:
         head.append(f"# {model.id} has no hf_repo in the catalog: put the checkpoint path or repo id in place of it")
-    head += extra_notes
+    head += extra_notes + _placement_note(row, engine)
     if engine == "vllm":
         par = ["--data-parallel-size", str(dp)] if dp > 1 else ["--tensor-parallel-size", str(row.tp)]
         seqs = -(-row.batch_per_replica // dp)  # each data-parallel rank is its own engine core and scheduler

@@ -853,3 +853,34 @@ def test_a_card_the_catalog_leaves_short_says_what_its_figures_lean_on(run_cli):
     assert rows["h100-sxm"]["caveats"] == []  # NVLink 4 figures in the catalog, a 16-bit rate too
     code, out, err = run_cli(*base)
     assert code == 0 and "note: rtx6000ada: prompts costed at its FP32 rate" in " ".join(out.split())
+
+
+def test_a_card_the_engine_does_not_build_for_gets_no_row(catalog, runtimes, run_cli):
+    """vLLM's documentation: compute capability 7.5 or higher, and on ROCm gfx90a, gfx942, gfx950, gfx1100/1101,
+    gfx1200/1201, gfx1150/1151 (estimate/runtime_support.py). A Tesla P40 (6.1), an MI50 (gfx906) and an RX 6800 XT
+    (gfx1030) get no vLLM row, each saying why, where an audit saw them sized as if vLLM ran there; an RX 7900 XTX
+    (gfx1100) and a T4 (7.5) keep theirs; llama.cpp, which the tables leave out, still sizes the P40; `plan` gives
+    no expected vLLM figure there, with the same reason."""
+    m = catalog.model("llama-3.1-8b")
+    cards = [catalog.gpu(c) for c in ("tesla-p40", "mi50-16gb", "rx6800xt", "rx7900xtx", "t4")]
+    rows = {r.card: r for r in fleet_rows(m, cards, Workload(1000, 200, users=8), "vllm", runtimes)}
+    assert "compute capability 7.5" in rows["tesla-p40"].why_not and "6.1" in rows["tesla-p40"].why_not
+    assert "gfx906" in rows["mi50-16gb"].why_not and "gfx1030" in rows["rx6800xt"].why_not
+    assert rows["rx7900xtx"].meets_slo and rows["t4"].meets_slo
+    (p40,) = fleet_rows(m, [catalog.gpu("tesla-p40")], Workload(1000, 200, users=8), "llamacpp", runtimes)
+    assert p40.meets_slo
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "tesla-p40", "--runtime", "vllm", "--json")
+    assert code == 0 and json.loads(out)["expected"]["tok_s"] is None
+    assert "compute capability 7.5" in json.dumps(json.loads(out)["expected"])
+
+
+def test_a_p95_prompt_that_misses_the_ttft_target_is_said(run_cli):
+    """--ttft applies to the mean prompt; with a spread of lengths the row's p95 prompt (ttft_p95_s) can miss it:
+    a caveat says so (an audit saw ttft_p95_s over the target beside meets_slo true and nothing in the table)."""
+    base = ("fleet", "llama-3.1-70b", "--isl", "3000:p95=12000", "--osl", "500", "--users", "400",
+            "--tok-s-per-user", "30", "--gpus", "h200-sxm")
+    (row,) = json.loads(run_cli(*base, "--ttft", "1.5s", "--json")[1])["rows"]
+    assert row["meets_slo"] and row["ttft_s"] <= 1.5 < row["ttft_p95_s"]
+    assert any("p95 prompt (12,000 tokens)" in c for c in row["caveats"])
+    (loose,) = json.loads(run_cli(*base, "--ttft", "5s", "--json")[1])["rows"]
+    assert loose["ttft_p95_s"] <= 5 and not any("p95 prompt" in c for c in loose["caveats"])

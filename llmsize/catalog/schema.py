@@ -77,6 +77,8 @@ class GpuSpec(Strict):
     interconnect: str | None = None
     compute_capability: str | None = Field(None, pattern=r"^\d{1,2}\.\d$",
                                            description="NVIDIA's CUDA compute capability (engines pick kernels by it)")
+    llvm_target: str | None = Field(None, pattern=r"^gfx[0-9a-f]{3,4}$",
+                                    description="AMD's LLVM target name (ROCm builds its kernels per target)")
     year: int = Field(strict=True, ge=2010, le=2030)
     sources: list[str] = Field(min_length=1)
     notes: str | None = None

@@ -90,7 +90,9 @@ def not_on(rid: str, gpu: GpuSpec) -> str | None:
         return "TensorRT-LLM runs on NVIDIA cards only"
     if rid in ("vllm", "sglang", "trtllm", "gpt-fast") and be == "metal":
         return f"{RUNTIME_NAMES[rid]} has no Metal backend; pick --runtime llamacpp or mlx"
-    return None
+    from llmsize.estimate.runtime_support import architecture_refusal
+
+    return architecture_refusal(rid, gpu)
 
 
 def gguf_exact(exact) -> bool:

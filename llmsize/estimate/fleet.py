@@ -69,6 +69,7 @@ from llmsize.estimate.expert_parallel import DP_CHOICES, expert_shard, supports_
 from llmsize.estimate.parallel import card_link
 from llmsize.estimate.queueing import wait_mgc_s
 from llmsize.estimate.replica import first_token_s, kv_pool_bytes, replica_timing, users_held
+from llmsize.estimate.runtime_support import architecture_refusal
 from llmsize.estimate.serving_defaults import held_context_tokens, serving_defaults
 from llmsize.estimate.workload import Workload
 
@@ -200,13 +201,17 @@ def _row(g, par, moe, mode, replicas, b, out_total, tpot, ttft, price, x=None, y
         prefill_workers=x, decode_workers=y, ttft_wait_s=wait)
 
 
-def card_caveats(g: GpuSpec, plan, row: FleetRow, runtime: str) -> tuple[str, ...]:
-    """What the catalog lacks for a card that the row's figures lean on: a 16-bit matrix rate (its prompts costed
-    at the FP32 rate stand-in: TTFT and prefill workers an upper bound), a card-to-card link faster than PCIe for a
-    replica of several cards (its collectives costed over PCIe)."""
+def card_caveats(g: GpuSpec, plan, row: FleetRow, runtime: str, w: Workload) -> tuple[str, ...]:
+    """What a row's figures lean on that the reader should know: a 16-bit matrix rate the catalog lacks (its
+    prompts costed at the FP32 rate stand-in: TTFT and prefill workers an upper bound), a card-to-card link faster
+    than PCIe the catalog gives no figure for (a replica of several cards' collectives costed over PCIe), a p95
+    prompt whose first token misses the TTFT target the mean prompt meets."""
     from llmsize.estimate.expected import fp32_stands_in, prefill_inputs
 
     out = []
+    if w.ttft_s is not None and row.ttft_p95_s is not None and row.ttft_p95_s > w.ttft_s:
+        out.append(f"a p95 prompt ({w.lengths()[0].p95:,} tokens) waits {row.ttft_p95_s:.2f} s for its first "
+                   f"token, over the {w.ttft_s:g} s target the mean prompt meets (--ttft applies to the mean)")
     if fp32_stands_in(g, prefill_inputs(plan, runtime).peak_flop_per_s):
         out.append(f"prompts costed at its FP32 rate ({g.dense_tflops.fp32:g} TFLOPS): the catalog has no 16-bit "
                    "matrix rate for it, so its TTFT and prefill workers are an upper bound")
@@ -407,6 +412,9 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
             reasons.append(f"{runtime} does not run on Apple cards: size them with --runtime llamacpp or mlx"
                            if g.vendor == "Apple" and runtime not in ("llamacpp", "mlx")
                            else f"no {runtime} constants for {g.vendor} cards")
+        elif (why := architecture_refusal(runtime, g)) is not None:
+            reasons.append(why)  # the engine's documentation leaves this card's architecture out
+            c = None
         fitted_one = False
         for tp, pp, dp in _configs(c is not None, model, w.spec, runtime):
             if stage_nodes(tp, pp) and fitted_one:
@@ -477,7 +485,7 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
             if w.isl_lengths is not None and not w.isl_lengths.fixed:
                 row = _with_p95(row, model, g, w, runtime, c, kv_dtype)
                 other = other and _with_p95(other, model, g, w, runtime, c, kv_dtype)
-            rows.append(replace(row, other=other, caveats=card_caveats(g, best[2], row, runtime)))
+            rows.append(replace(row, other=other, caveats=card_caveats(g, best[2], row, runtime, w)))
         else:
             rows.append(FleetRow(g.id, "aggregated", None, None, None, None, None, None, None, None, None, None, None, None,
                                  False, None, None, None, None, _closest(reasons)))

@@ -171,7 +171,9 @@ def render_fleet(model, w, runtime, currency, rows, console, kv_dtype: str = "bf
                   "aggregated (N x agg) and disaggregated (xPyD: x prefill, y decode workers of tp cards) serving; "
                   "dep n: attention data parallel, the experts split over n cards. Speeds from the expected-speed "
                   "model at each worker's batch, in parentheses its held-out band (p5-p95; a user's tok/s is 1 / "
-                  "TPOT); TTFT is the mean prompt's prefill and its queue (M/D/c)."
+                  "TPOT); TTFT is the mean prompt's prefill and its queue (M/D/c). Rows are sized at the expected "
+                  "speed, the targets met there: at the band's slow end TPOT and TTFT are longer (the band shows how "
+                  "much), so give tighter targets for a margin."
                   + ("" if w.ttft_s is not None else " Without --ttft, a disaggregated row's prefill workers keep a "
                      "prompt's wait within one prefill: --ttft sizes them to a target instead (fewer, where it is "
                      "loose)."), style="dim")

@@ -130,11 +130,19 @@ def test_gemma3_sliding_layers_follow_llama_cpps_pattern_and_tied_output(tmp_pat
     assert im.exact.tied
 
 
-def test_moe_and_mla_layers_come_from_their_tensors(tmp_path):
+@pytest.mark.parametrize("layout", ["kv_b", "k_b/v_b"])
+def test_moe_and_mla_layers_come_from_their_tensors(tmp_path, layout):
+    """Both of llama.cpp's MLA layouts: attn_kv_b with key_length = a head's K (qk_nope + rope) and value_length
+    its V; and since PR #12801 attn_k_b / attn_v_b, with key_length / value_length the latent's widths (kv_lora_rank
+    + rope, kv_lora_rank) and key_length_mla / value_length_mla a head's (an audit saw such a file refused as 27%
+    short of its metadata's parameters)."""
     m = Model("deepseek2")
     h, heads, e = 256, 4, 8
+    widths = ({"attention.key_length": 96, "attention.value_length": 64} if layout == "kv_b" else
+              {"attention.key_length": 128 + 32, "attention.value_length": 128, "attention.key_length_mla": 96,
+               "attention.value_length_mla": 64})
     m.meta = {"block_count": 2, "embedding_length": h, "context_length": 4096, "attention.head_count": heads,
-              "attention.head_count_kv": heads, "attention.key_length": 96, "attention.value_length": 64,
+              "attention.head_count_kv": heads, **widths,
               "rope.dimension_count": 32, "attention.kv_lora_rank": 128, "expert_used_count": 2,
               "expert_shared_count": 1, "general.file_type": 7}
     m.t("token_embd.weight", (h, 512), Q.Q8_0)
@@ -147,7 +155,11 @@ def test_moe_and_mla_layers_come_from_their_tensors(tmp_path):
         m.t(p + "attn_q_b.weight", (64, heads * 96), Q.Q8_0)
         m.t(p + "attn_kv_a_mqa.weight", (h, 128 + 32), Q.Q8_0)
         m.t(p + "attn_kv_a_norm.weight", (128,), Q.F32)
-        m.t(p + "attn_kv_b.weight", (128, heads * (64 + 64)), Q.Q8_0)
+        if layout == "kv_b":
+            m.t(p + "attn_kv_b.weight", (128, heads * (64 + 64)), Q.Q8_0)
+        else:  # a head's K nope part and V, each from the latent
+            m.t(p + "attn_k_b.weight", (64, 128, heads), Q.Q8_0)
+            m.t(p + "attn_v_b.weight", (128, 64, heads), Q.Q8_0)
         m.t(p + "attn_output.weight", (heads * 64, h), Q.Q8_0)
         if i == 0:
             for n, ne in (("ffn_gate", (h, 512)), ("ffn_up", (h, 512)), ("ffn_down", (512, h))):

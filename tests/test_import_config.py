@@ -244,3 +244,30 @@ def test_gemma2_slides_every_other_layer_and_ties_its_embedding(tmp_path):
     spec = import_model(tmp_path / "config.json", read_headers=False).spec  # what the file says wins
     assert not spec.tie_word_embeddings
     assert [(g.count, g.mixer.kind) for g in spec.layer_groups] == [(2, "full"), (1, "sliding")]
+
+
+def _kinds(spec) -> list[str]:
+    return [f"{g.mixer.kind if g.mixer else '-'}/{g.mlp.kind if g.mlp else '-'}" for g in spec.layer_stack()]
+
+
+@pytest.mark.parametrize("path", [p for p in ALL if p.stem in TWINS], ids=lambda p: p.stem)
+def test_the_layers_stack_in_the_configs_order(path, catalog):
+    """Each layer's kind in stack order, as the config lists them (layer_types, Gemma's every sixth global layer,
+    gpt-oss's alternation, Qwen3.5's full attention every fourth layer), is the catalog twin's: llama.cpp's -ngl
+    takes the last layers, so which kind sits where decides the cache on each device (an audit saw six full
+    layers' cache on the card for Gemma 3 12B at -ngl 7, where llama.cpp puts five sliding and one full)."""
+    im = import_model(path, read_headers=False)
+    assert _kinds(im.spec) == _kinds(catalog.model(TWINS[path.stem]))
+
+
+def test_gemma3_12b_at_ngl_7_caches_five_sliding_layers_and_one_full_on_the_card(catalog):
+    """By hand: 8 KV heads x 256 x (K + V) x 2 B = 8,192 B a token a layer. At -c 32768 a full layer holds 32,768
+    cells (256 MiB), a sliding one PAD(1,024 + 512, 256) = 1,536 (12 MiB). -ngl 7 is the output and layers 42-47:
+    42-46 slide and 47 is global (every sixth), 5 x 12 + 256 = 316 MiB on the card, where the groups taken in
+    file order put six global layers there (1,536 MiB)."""
+    from llmsize.estimate.llamacpp_memory import LlamaCppSettings, gguf_file_tensors, llamacpp_ledger
+
+    m = catalog.model("gemma-3-12b")
+    led = llamacpp_ledger(m, catalog.gpu("rtx4060ti16"), gguf_file_tensors(m, "gguf-q4_k_m"),
+                          LlamaCppSettings(ctx_size=32768, gpu_layers=7))
+    assert led.gpu.kv_bytes == 316 * 2**20

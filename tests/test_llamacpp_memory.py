@@ -818,3 +818,16 @@ def test_a_ledger_that_fits_with_less_than_fits_margin_says_tight(run_cli):
     code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "m4-pro", "--quant", "gguf-q5_k_m", "--engine",
                              "llamacpp")
     assert "under the 1 GiB llama.cpp's --fit keeps, tight" in " ".join(out.split())
+
+
+def test_an_mla_cache_holds_the_latent_alone(catalog):
+    """llama.cpp PR #19067 ("kv-cache : support V-less cache", 2026-01-24): an MLA model caches K = kv_lora_rank +
+    rope dims and no V. GLM-4.7-Flash (47 layers, 512 + 64) at -c 32768 in f16: 47 x 32,768 x 576 x 2 B = 1,692 MiB
+    by hand (was 3,196 with V = 512 beside it), the latent the plan's own cache holds: the two now agree."""
+    led = _ledger(catalog, "glm-4.7-flash", ctx_size=32768)
+    assert led.kv_cache_bytes == 47 * 32768 * 576 * 2 == 1692 * 2**20
+    from llmsize.estimate.plan import PlanInputs, make_plan
+
+    plan = make_plan(catalog.model("glm-4.7-flash"), catalog.gpu("rtx4090"),
+                     PlanInputs(quant="gguf-q4_k_m", context_tokens=32768, kv_dtype="fp16"), search_fit=False)
+    assert plan.kv.bytes_per_token * 32768 == led.kv_cache_bytes

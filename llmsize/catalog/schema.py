@@ -304,12 +304,38 @@ class ModelSpec(Strict):
     final_norms: int = Field(1, strict=True, le=2**10, ge=0)
     max_position_embeddings: int = Field(strict=True, le=INT32_MAX, gt=0)
     layer_groups: list[LayerGroup] = Field(min_length=1)
+    layer_pattern: list[int] | None = Field(
+        None, min_length=1, max_length=2**16, description="the groups' layers in stack order: one period of group "
+        "indices, repeated and cut to the layer count (Gemma 3: [0, 0, 0, 0, 0, 1], a global layer after five "
+        "local ones); None: each group's layers follow the previous group's")
     extra: list[ExtraParams] = []
     notes: str | None = None
 
     @property
     def num_layers(self) -> int:
         return sum(g.count for g in self.layer_groups)
+
+    def layer_stack(self) -> list[LayerGroup]:
+        """Each layer's group, in stack order (what llama.cpp's -ngl splits and a GGUF file's blk.N numbers)."""
+        if self.layer_pattern is None:
+            return [g for g in self.layer_groups for _ in range(g.count)]
+        period = self.layer_pattern
+        return [self.layer_groups[period[i % len(period)]] for i in range(self.num_layers)]
+
+    @model_validator(mode="after")
+    def _pattern_counts(self):
+        if self.layer_pattern is None:
+            return self
+        if not all(isinstance(i, int) and 0 <= i < len(self.layer_groups) for i in self.layer_pattern):
+            raise ValueError(f"layer_pattern names a group outside 0..{len(self.layer_groups) - 1}")
+        n, period = self.num_layers, self.layer_pattern
+        counts = [0] * len(self.layer_groups)
+        for i in range(n):
+            counts[period[i % len(period)]] += 1
+        if counts != [g.count for g in self.layer_groups]:
+            raise ValueError(f"layer_pattern repeated over {n} layers gives the groups {counts} layers, where their "
+                             f"counts say {[g.count for g in self.layer_groups]}")
+        return self
 
     @field_validator("aliases")
     @classmethod

@@ -121,15 +121,12 @@ def gguf_tensors(model: ModelSpec) -> list[GgufTensor]:
     """Every tensor of the text model in a GGUF conversion, in file order (embedding, layers, output)."""
     h = model.hidden_size
     out = [GgufTensor("token_embd.weight", h, model.vocab_size, component="embedding")]
-    i = 0
-    for g in model.layer_groups:
-        for _ in range(g.count):
-            out += _attention(i, g.mixer, h)
-            out += _mlp(i, g.mlp, h)
-            small = g.norms * h + g.extra_params
-            if small:
-                out.append(GgufTensor(f"blk.{i}.norm_vectors", small, component="norms", f32=True))
-            i += 1
+    for i, g in enumerate(model.layer_stack()):
+        out += _attention(i, g.mixer, h)
+        out += _mlp(i, g.mlp, h)
+        small = g.norms * h + g.extra_params
+        if small:
+            out.append(GgufTensor(f"blk.{i}.norm_vectors", small, component="norms", f32=True))
     if model.final_norms:
         out.append(GgufTensor("output_norm.weight", model.final_norms * h, component="norms", f32=True))
     if not model.tie_word_embeddings:

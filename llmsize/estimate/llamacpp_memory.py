@@ -147,10 +147,11 @@ def _pad(x: int, to: int) -> int:
 
 
 def layer_caches(model: ModelSpec) -> list[LayerCache]:
-    """One entry per layer, in order. MLA caches the latent: K = kv_lora_rank + rope dims, V = kv_lora_rank (as
-    llama.cpp's deepseek2 graph stores it)."""
+    """One entry per layer, in order. MLA caches the latent alone: K = kv_lora_rank + rope dims and no V cache
+    (llama.cpp PR #19067, "kv-cache : support V-less cache", 2026-01-24: V is read from K's latent part; builds
+    before it also stored V = kv_lora_rank, almost twice the bytes)."""
     out = []
-    for g in model.layer_groups:
+    for g in model.layer_stack():
         m = g.mixer
         if m is None:
             c = LayerCache()
@@ -158,7 +159,7 @@ def layer_caches(model: ModelSpec) -> list[LayerCache]:
             k = m.num_key_value_heads * m.head_dim
             c = LayerCache(k=k, v=k, sliding_window=m.sliding_window if m.kind == "sliding" else None)
         elif m.kind == "mla":
-            c = LayerCache(k=m.kv_lora_rank + m.qk_rope_head_dim, v=m.kv_lora_rank)
+            c = LayerCache(k=m.kv_lora_rank + m.qk_rope_head_dim, v=0)
         elif m.kind == "ssm":
             inner = m.num_heads * m.head_dim
             conv = (m.conv_kernel - 1) * (inner + 2 * m.n_groups * m.state_size)
@@ -166,7 +167,7 @@ def layer_caches(model: ModelSpec) -> list[LayerCache]:
         else:  # gated delta-net linear attention
             conv = (m.conv_kernel - 1) * (2 * m.num_key_heads * m.key_head_dim + m.num_value_heads * m.value_head_dim)
             c = LayerCache(state_bytes=F32 * (conv + m.num_value_heads * m.key_head_dim * m.value_head_dim))
-        out += [c] * g.count
+        out.append(c)
     return out
 
 

@@ -69,11 +69,8 @@ class OffloadSpeed:
 
 
 def _expert_share(model: ModelSpec) -> list[float]:
-    out = []
-    for g in model.layer_groups:
-        share = g.mlp.experts_per_token / g.mlp.num_experts if g.mlp is not None and g.mlp.kind == "moe" else 1.0
-        out += [share] * g.count
-    return out
+    return [g.mlp.experts_per_token / g.mlp.num_experts if g.mlp is not None and g.mlp.kind == "moe" else 1.0
+            for g in model.layer_stack()]
 
 
 @dataclass(frozen=True)

@@ -124,7 +124,10 @@ def _layer(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], hidden: int, swa
     if "attn_kv_a_mqa.weight" in t:  # MLA
         rope = _int(g, "rope.dimension_count")
         kv_rank = _int(g, "attention.kv_lora_rank", required=False) or t["attn_kv_a_mqa.weight"][1] - rope
-        key_len, v_len = _int(g, "attention.key_length"), _int(g, "attention.value_length")
+        # llama.cpp's MLA layout (PR #12801: attn_k_b / attn_v_b) keeps the latent's widths in key_length (kv_lora_rank
+        # + rope) and value_length (kv_lora_rank), a head's in key_length_mla and value_length_mla
+        key_len = _int(g, "attention.key_length_mla", required=False) or _int(g, "attention.key_length")
+        v_len = _int(g, "attention.value_length_mla", required=False) or _int(g, "attention.value_length")
         mixer = {"kind": "mla", "num_attention_heads": heads, "kv_lora_rank": kv_rank,
                  "qk_nope_head_dim": key_len - rope, "qk_rope_head_dim": rope, "v_head_dim": v_len}
         if "attn_q_a.weight" in t:
@@ -185,7 +188,7 @@ def _layer(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], hidden: int, swa
 
 def model_fields(g: GgufFile) -> tuple[dict, list[str]]:
     """ModelSpec fields (vocab, hidden, layer groups, ...) from the file, and notes."""
-    from llmsize.importer.hf_config import _groups
+    from llmsize.importer.hf_config import layer_stack_fields
 
     if not g.arch:
         raise GgufError(f"{g.files[0]}: no general.architecture in the metadata.", "The file is not a model GGUF.")
@@ -215,7 +218,7 @@ def model_fields(g: GgufFile) -> tuple[dict, list[str]]:
                      "plain decoding")
     tied = "output.weight" not in g.tensors
     fields = {"vocab_size": emb.shape[1], "hidden_size": hidden, "tie_word_embeddings": tied,
-              "max_position_embeddings": _int(g, "context_length", low=1), "layer_groups": _groups(specs),
+              "max_position_embeddings": _int(g, "context_length", low=1), **layer_stack_fields(specs),
               "final_norms": 1 if "output_norm.weight" in g.tensors else 0}
     return fields, notes
 

@@ -114,6 +114,20 @@ def _groups(layers: list[dict]) -> list[dict]:
     return [{"count": n, **first[k]} for k, n in counts.items()]
 
 
+def layer_stack_fields(layers: list[dict]) -> dict:
+    """A model's `layer_groups` (identical layers one group, in order of first appearance) and, where the groups
+    interleave (Gemma's local and global layers, a hybrid's linear and full attention), its `layer_pattern`: the
+    shortest period of group indices the stack repeats (ModelSpec.layer_pattern)."""
+    keys = [repr(sorted(spec.items())) for spec in layers]
+    index = {k: i for i, k in enumerate(dict.fromkeys(keys))}
+    seq = [index[k] for k in keys]
+    out = {"layer_groups": _groups(layers)}
+    if seq != sorted(seq):
+        out["layer_pattern"] = seq[:next(p for p in range(1, len(seq) + 1)
+                                         if all(seq[i] == seq[i % p] for i in range(len(seq))))]
+    return out
+
+
 def _attn(kind: str, heads: int, kv: int, hd: int, **extra) -> dict:
     d = {"kind": kind, "num_attention_heads": heads, "num_key_value_heads": kv, "head_dim": hd}
     d.update({k: v for k, v in extra.items() if v not in (None, False, "none")})
@@ -219,7 +233,7 @@ def map_dense(c: _Cfg, model_type: str) -> Mapped:
     notes = []
     if model_type == "phi3" and windows[0]:
         notes.append(f"config.json sets sliding_window {windows[0]} on every layer; taken as given")
-    return Mapped({**_common(c, False), "layer_groups": _groups(specs)}, notes)
+    return Mapped({**_common(c, False), **layer_stack_fields(specs)}, notes)
 
 
 def map_moe_dense_attn(c: _Cfg, model_type: str) -> Mapped:
@@ -244,7 +258,7 @@ def map_moe_dense_attn(c: _Cfg, model_type: str) -> Mapped:
                       bias="all" if c.get("attention_bias") else "none", sliding_window=window)
         mlp = {"kind": "dense", "intermediate_size": c.need("intermediate_size")[0]} if i in dense_layers else moe
         specs.append({"mixer": mixer, "mlp": mlp})
-    return Mapped({**_common(c, False), "layer_groups": _groups(specs)})
+    return Mapped({**_common(c, False), **layer_stack_fields(specs)})
 
 
 def map_gemma3(c: _Cfg, model_type: str) -> Mapped:
@@ -262,7 +276,7 @@ def map_gemma3(c: _Cfg, model_type: str) -> Mapped:
         mixer = _attn("sliding" if t == "sliding_attention" else "full", heads, kv, hd, qk_norm=True,
                       sliding_window=window if t == "sliding_attention" else None)
         specs.append({"mixer": mixer, "mlp": {"kind": "dense", "intermediate_size": inter}, "norms": 4})
-    return Mapped({**_common(c, True), "layer_groups": _groups(specs)},
+    return Mapped({**_common(c, True), **layer_stack_fields(specs)},
                   ["vision tower not in config.json's text part: not counted without safetensors headers"])
 
 
@@ -281,7 +295,7 @@ def map_gemma2(c: _Cfg, model_type: str) -> Mapped:
     specs = [{"mixer": _attn("sliding" if t == "sliding_attention" else "full", heads, kv, hd,
                              sliding_window=window if t == "sliding_attention" else None),
               "mlp": {"kind": "dense", "intermediate_size": inter}, "norms": 4} for t in types]
-    return Mapped({**_common(c, True), "layer_groups": _groups(specs)})
+    return Mapped({**_common(c, True), **layer_stack_fields(specs)})
 
 
 def map_gemma4(c: _Cfg, model_type: str) -> Mapped:
@@ -305,7 +319,7 @@ def map_gemma4(c: _Cfg, model_type: str) -> Mapped:
             mixer = _attn("full", heads, c.get("num_global_key_value_heads") or kv, c.get("global_head_dim") or hd,
                           qk_norm=True, k_eq_v=bool(c.get("attention_k_eq_v")))
         specs.append({"mixer": mixer, "mlp": mlp, "norms": 4, "extra_params": 1})
-    return Mapped({**_common(c, True), "layer_groups": _groups(specs)},
+    return Mapped({**_common(c, True), **layer_stack_fields(specs)},
                   ["vision/audio embedders not in config.json's text part: not counted without safetensors headers"])
 
 
@@ -354,7 +368,7 @@ def map_deepseek(c: _Cfg, model_type: str) -> Mapped:
     if c.get("num_nextn_predict_layers"):
         notes.append(f"{c.get('num_nextn_predict_layers')} multi-token-prediction layer(s) in the checkpoint, "
                      "not used by plain decoding: not counted")
-    return Mapped({**_common(c, False), "layer_groups": _groups(specs)}, notes)
+    return Mapped({**_common(c, False), **layer_stack_fields(specs)}, notes)
 
 
 def map_gpt_oss(c: _Cfg, model_type: str) -> Mapped:
@@ -371,7 +385,7 @@ def map_gpt_oss(c: _Cfg, model_type: str) -> Mapped:
         specs.append({"mixer": _attn("sliding" if sliding else "full", heads, kv, hd, bias="all", sinks=True,
                                      sliding_window=c.need("sliding_window")[0] if sliding else None),
                       "mlp": moe})
-    return Mapped({**_common(c, False), "layer_groups": _groups(specs)})
+    return Mapped({**_common(c, False), **layer_stack_fields(specs)})
 
 
 def map_nemotron_h(c: _Cfg, model_type: str) -> Mapped:
@@ -409,7 +423,7 @@ def map_nemotron_h(c: _Cfg, model_type: str) -> Mapped:
         else:
             raise ConfigError(f"{c.where}: hybrid_override_pattern has an unknown layer {ch!r}.",
                               "Known: M (Mamba2), * (attention), - (MLP), E (MoE).")
-    return Mapped({**_common(c, False), "layer_groups": _groups(specs)})
+    return Mapped({**_common(c, False), **layer_stack_fields(specs)})
 
 
 def map_qwen3_hybrid(c: _Cfg, model_type: str) -> Mapped:
@@ -443,7 +457,7 @@ def map_qwen3_hybrid(c: _Cfg, model_type: str) -> Mapped:
     if c.get("mtp_num_hidden_layers"):
         notes.append(f"{c.get('mtp_num_hidden_layers')} multi-token-prediction layer(s) in the checkpoint, not used "
                      "by plain decoding: not counted")
-    return Mapped({**_common(c, False), "layer_groups": _groups(specs)}, notes)
+    return Mapped({**_common(c, False), **layer_stack_fields(specs)}, notes)
 
 
 def map_generic(c: _Cfg, model_type: str) -> Mapped:

@@ -350,6 +350,17 @@ def plan(
     # the runtime the plan is for (its share of the card, the expected speed): --runtime, else the engine whose
     # ledger is planned, else the serving engine whose launch line is emitted
     plan_runtime = (runtime.lower() if runtime else None) or engine or (emit if emit in ("vllm", "sglang") else None)
+    if emit in ("vllm", "sglang") and plan_runtime != emit:
+        raise InvalidValueError(f"--emit {emit} prints {emit}'s launch line, and this plan is sized for "
+                                f"{plan_runtime} (its share of the card, its ledger).",
+                                f"Drop --engine / --runtime, or use --emit "
+                                f"{'llama-server' if plan_runtime in ('llamacpp', 'ollama') else plan_runtime}.")
+    from llmsize.estimate.expected import gguf_exact
+
+    if quant is not None and exact is not None and gguf_exact(exact) and engine in ("llamacpp", "ollama"):
+        raise InvalidValueError(f"--quant {quant}: {model} is a GGUF file, and llama.cpp loads that file's own "
+                                "tensors (its ledger and launch line are the file's).",
+                                "Drop --quant, or plan the model's catalog id or Hugging Face folder with --quant.")
     typed = (cache_type_k.lower(), cache_type_v.lower()) != ("f16", "f16")
     if engine in ("llamacpp", "ollama") and kv_dtype and (kv_dtype.lower() not in ("bf16", "fp16") or typed):
         raise InvalidValueError(f"--kv-dtype {kv_dtype} is the serving engines' cache option; llama.cpp's ledger "
@@ -396,9 +407,11 @@ def plan(
     expected = expect_for_cli(p, cat, plan_runtime if run is None else runtime, run,
                               None if calibrate is None else str(calibrate), flash_attn, engine, ubatch_size)
     if llama is not None:
-        from llmsize.estimate.llamacpp_plan import with_offload
+        from llmsize.estimate.llamacpp_plan import ledger_warning, with_ledger
 
-        expected = with_offload(expected, llama)
+        expected = with_ledger(expected, llama)
+        if (warning := ledger_warning(llama, engine)) is not None:
+            p.warnings.append(warning)
     table = None
     if levers:
         from llmsize.estimate.levers import lever_table
@@ -487,7 +500,9 @@ def _plan_text(p, ledger, llama, g, expected, console, width: int, color: bool, 
     from llmsize.render.expected_report import render_expected
     from llmsize.render.plan_report import render_plan
 
-    console.file.write(render_plan(p, width, color))
+    from llmsize.estimate.llamacpp_plan import placement_words
+
+    console.file.write(render_plan(p, width, color, placement_words(llama) if llama is not None else None))
     if ledger is not None:
         from llmsize.render.engine_report import render_ledger
 

@@ -831,3 +831,39 @@ def test_an_mla_cache_holds_the_latent_alone(catalog):
     plan = make_plan(catalog.model("glm-4.7-flash"), catalog.gpu("rtx4090"),
                      PlanInputs(quant="gguf-q4_k_m", context_tokens=32768, kv_dtype="fp16"), search_fit=False)
     assert plan.kv.bytes_per_token * 32768 == led.kv_cache_bytes
+
+
+def test_a_serving_engines_line_for_a_llamacpp_plan_and_a_gguf_requantized_are_refused(run_cli, tmp_path):
+    """--engine llamacpp --emit vllm printed `--gpu-memory-utilization 1.0` (llama.cpp's whole card) for vLLM; a
+    GGUF file with --quant under llama.cpp planned one file in the weights and the file itself in the ledger and
+    the launch line. Both are one line, exit 2."""
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx4090", "--engine", "llamacpp", "--emit", "vllm")
+    assert code == 2 and "--emit llama-server" in err and out == ""
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx4090", "--runtime", "sglang", "--emit", "vllm")
+    assert code == 2 and "--emit sglang" in err and out == ""
+    from test_gguf_file import llama
+
+    path = llama(layers=4).write(tmp_path / "tiny-llama-Q4_K_M.gguf")
+    code, out, err = run_cli("plan", str(path), "--gpu", "rtx4090", "--quant", "gguf-q8_0", "--engine", "llamacpp")
+    assert code == 2 and "is a GGUF file" in err and out == "" and "Traceback" not in err
+    code, out, err = run_cli("plan", str(path), "--gpu", "rtx4090", "--quant", "gguf-q8_0")  # a what-if: allowed
+    assert code == 0, err
+
+
+def test_the_plan_defers_to_the_engines_ledger_where_they_differ(run_cli):
+    """Qwen2.5-14B Q4_K_M under Ollama at 32K with 2 slots (no flash attention: its score buffers) needs 22.49 GiB
+    of a 16 GB card: a warning, and the expected speed said to be as-if (an audit saw `warnings: []` beside
+    `engine.fits: false`). Qwen3-30B-A3B with 8 layers' experts on the host fits the ledger while the whole model
+    does not fit the card: the budget and decode say they are the whole model's, and what llama.cpp's placement
+    holds."""
+    code, out, err = run_cli("plan", "qwen2.5-14b", "--gpu", "rtx5060ti", "--quant", "gguf-q4_k_m", "--engine",
+                             "ollama", "--context", "32768", "--parallel", "2", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["engine"]["fits"] is False
+    assert any("Ollama's buffers" in w and "--fit" in w and "--n-cpu-moe" not in w for w in d["warnings"])
+    assert any("as if this placement loaded" in n for n in d["expected"]["notes"])
+    code, out, err = run_cli("plan", "qwen3-30b-a3b", "--gpu", "rtx4060ti16", "--quant", "gguf-q4_k_m", "--engine",
+                             "llamacpp", "--n-cpu-moe", "8", "--host-memory", "DDR5-6000x2")
+    text = " ".join(out.split())
+    assert code == 0 and "the whole model does not fit; llama.cpp's placement keeps" in text and "and fits" in text
+    assert "Decode (the whole model on the card, as if it fit)" in text and "Warning" not in text

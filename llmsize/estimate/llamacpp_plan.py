@@ -12,6 +12,7 @@ from llmsize.estimate.host_memory import HostMemory
 from llmsize.estimate.llamacpp_fit import FIT_TARGET_BYTES, FitResult, fit_split
 from llmsize.estimate.llamacpp_memory import LlamaCppLedger, LlamaCppSettings, gguf_file_tensors, llamacpp_ledger
 from llmsize.estimate.offload import OFFLOAD_MIN_BATCH, OffloadSpeed, gpu_part, offload_speed
+from llmsize.units import GiB
 
 OLLAMA_KV_TYPES = ("f16", "q8_0", "q4_0")  # OLLAMA_KV_CACHE_TYPE's values (ollama docs/faq.md)
 
@@ -55,6 +56,27 @@ class LlamaCppPlan:
         """It fits with less to spare than llama.cpp's --fit keeps (FIT_TARGET_BYTES), which the backend's own
         context (a few hundred MiB) and the plan's 1.5 GiB overhead take from."""
         return 0 <= self.spare_bytes < FIT_TARGET_BYTES
+
+
+def placement_words(lp: LlamaCppPlan) -> str | None:
+    """How llama.cpp's placement differs from the whole model on the card (the plan's Memory budget and Decode),
+    None where every layer and expert is on the card."""
+    if not lp.offloaded:
+        return None
+    return (f"llama.cpp's placement keeps {lp.ledger.gpu_total_bytes / GiB:,.2f} GiB on the card and the rest in "
+            f"host memory, and {'fits' if lp.fits else 'does not fit'}: its ledger below")
+
+
+def ledger_warning(lp: LlamaCppPlan, engine: str) -> str | None:
+    """The warning a placement whose buffers do not fit the card gets (the plan's own budget may say otherwise:
+    the engine's buffers, its compute buffer without flash attention and its slots are the ledger's)."""
+    if lp.fits:
+        return None
+    led, who = lp.ledger, "Ollama" if engine == "ollama" else "llama.cpp"
+    return (f"{who}'s buffers with {led.gpu_layers} of {led.n_layer + 1} layers on the GPU need "
+            f"{led.gpu_total_bytes / GiB:,.2f} GiB of the card's {lp.card_bytes / GiB:,.2f} GiB: it would not load "
+            "so; --fit finds the split that does (or fewer --gpu-layers, "
+            + ("" if engine == "ollama" else "--n-cpu-moe N, ") + "a shorter --context, fewer --parallel slots)")
 
 
 def card_bytes(gpu, wired_limit_bytes: float | None = None) -> int:
@@ -197,6 +219,20 @@ def offload_lever(plan, exact, card_bytes: int, host: HostMemory | None, constan
                         gpu_step=gpu_part(plan, found.ledger, tensors, format_class))
     speed = f"{off.decode_tok_s:.1f}" if off.decode_tok_s else f"at most {off.ceiling_tok_s:.1f}"
     return OffloadLever(words + f", expected to decode at {speed} tok/s with {host.name}.", split, gpu_bytes, off)
+
+
+LEDGER_NOT_FIT_NOTE = "as if this placement loaded: its buffers do not fit the card (the warning above)"
+
+
+def with_ledger(result, lp: LlamaCppPlan):
+    """The expected figures of the placement llama.cpp gets (with_offload), said to be as-if where its buffers do
+    not fit the card."""
+    from dataclasses import replace
+
+    result = with_offload(result, lp)
+    if lp.fits or result.expected is None:
+        return result
+    return replace(result, expected=replace(result.expected, notes=(*result.expected.notes, LEDGER_NOT_FIT_NOTE)))
 
 
 def with_offload(result, lp: LlamaCppPlan):

@@ -40,8 +40,9 @@ def _groups(p: Plan) -> str:
     return "; ".join(parts)
 
 
-def render_plan(p: Plan, width: int = 100, color: bool = False) -> str:
-    """The report as text, at most `width` columns."""
+def render_plan(p: Plan, width: int = 100, color: bool = False, placement: str | None = None) -> str:
+    """The report as text, at most `width` columns. `placement`: how the engine's own placement differs from the
+    whole model on the card (llama.cpp's offload), said where the budget and decode are the whole model's."""
     r = Report(width, color)
     gpu, model, inp = p.gpu, p.model, p.inputs
     for w in p.warnings:  # first: this plan is not what the files hold
@@ -137,7 +138,8 @@ def render_plan(p: Plan, width: int = 100, color: bool = False) -> str:
     if b.scores_bytes:
         rows.append(("- attention scores", f"{b.scores_bytes / GB:,.2f} GB (--no-flash-attn: one layer's, "
                                            f"a {p.prompt_tokens:,}-token prompt in one pass)"))
-    rows.append(("left for KV cache", fmt_bytes(b.kv_budget_bytes) + ("" if b.weights_fit else "  (does not fit)")))
+    rows.append(("left for KV cache", fmt_bytes(b.kv_budget_bytes) + (
+        "" if b.weights_fit else f"  (the whole model does not fit; {placement})" if placement else "  (does not fit)")))
     if b.weights_fit:
         lim = " (model limit)" if p.max_context.limited_by == "model" else ""
         rows += [("longest context, 1 sequence", f"{p.max_context.tokens:,} tokens{lim}"),
@@ -159,7 +161,8 @@ def render_plan(p: Plan, width: int = 100, color: bool = False) -> str:
     never = p.ridge_batch is None and p.peak.precision
     rows.append(("turns compute-bound at", "never (memory-bound at any batch)" if never
                  else ("unknown" if p.ridge_batch is None else f"batch {p.ridge_batch:,}")))
-    r.kv("Decode" if b.weights_fit else "Decode (as if the weights fit: they do not)", rows)
+    r.kv("Decode" if b.weights_fit else "Decode (the whole model on the card, as if it fit)" if placement
+         else "Decode (as if the weights fit: they do not)", rows)
     if p.speculative is not None:
         r.kv("Speculative decoding (--spec; the acceptance rate is yours, not measured here)", _spec_rows(p))
 
@@ -172,7 +175,8 @@ def render_plan(p: Plan, width: int = 100, color: bool = False) -> str:
                                          "x 4 B): " + ("held and moved in memory (--no-flash-attn; in the bytes "
                                                        "above)" if not pre.flash_attn else
                                                        "none in memory with FlashAttention (on-chip tiles)")))
-    r.kv("Prefill" if b.weights_fit else "Prefill (as if the weights fit)", rows)
+    r.kv("Prefill" if b.weights_fit else "Prefill (the whole model on the card, as if it fit)" if placement
+         else "Prefill (as if the weights fit)", rows)
 
     d = p.diagnosis
     r.title("Diagnosis")

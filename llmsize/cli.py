@@ -105,6 +105,7 @@ from llmsize.options import (
     PricesOpt,
     ProbeOpt,
     PromptOpt,
+    PlanContextOpt,
     QuantOpt,
     RateOpt,
     RuntimeOpt,
@@ -241,7 +242,7 @@ def plan(
     kv_dtype: KvDtypeOpt = None,
     kv_policy: KvPolicyOpt = None,
     spec: SpecOpt = None,
-    context: ContextOpt = 4096,
+    context: PlanContextOpt = None,
     batch: BatchOpt = 1,
     prompt: PromptOpt = None,
     gpu_util: GpuUtilOpt = None,
@@ -305,7 +306,7 @@ def plan(
     policy = parse_kv_policy(kv_policy)
     if no_flash_attn and flash_attn not in (None, "off"):
         raise InvalidValueError(f"--no-flash-attn and --flash-attn {flash_attn} disagree.", "Give one of them.")
-    if prompt is not None and prompt > context:
+    if prompt is not None and context is not None and prompt > context:
         raise InvalidValueError(f"--prompt {prompt:,} is longer than --context {context:,}: the context holds the "
                                 "prompt and the answer.", "Give a --prompt within --context.")
     if emit is not None and levers:
@@ -347,6 +348,21 @@ def plan(
     if llama_opts and engine is None:  # llama.cpp's own options say which engine's ledger to plan
         engine = "llamacpp"
         notes.append(f"{', '.join(llama_opts)}: llama.cpp's options, so its ledger is planned (--engine llamacpp)")
+    from llmsize.estimate.llamacpp_plan import DEFAULT_CONTEXT, ollama_default_context
+
+    if context is None:
+        context = ollama_default_context(g, m) if engine == "ollama" else DEFAULT_CONTEXT
+        if engine == "ollama":
+            notes.append(f"--context {context:,}: Ollama's default num_ctx on a card of "
+                         f"{g.memory_bytes / GiB:,.0f} GiB (--context sets another)")
+        if prompt is not None and prompt > context:
+            raise InvalidValueError(f"--prompt {prompt:,} is longer than --context {context:,} (its default): the "
+                                    "context holds the prompt and the answer.", "Give --context as well, at least the "
+                                    "prompt.")
+    if engine == "ollama" and gpu_layers is None and not fit:
+        fit = True  # Ollama sets num_gpu itself: as many layers as its memory estimate puts on the card
+        notes.append("Ollama places the layers itself (num_gpu unset): the plan takes the split that fits, as "
+                     "llama.cpp's --fit does (--gpu-layers N sets one)")
     # the runtime the plan is for (its share of the card, the expected speed): --runtime, else the engine whose
     # ledger is planned, else the serving engine whose launch line is emitted
     plan_runtime = (runtime.lower() if runtime else None) or engine or (emit if emit in ("vllm", "sglang") else None)

@@ -202,12 +202,20 @@ def test_plan_engine_llamacpp_json(run_cli):
 
 
 def test_ollama_allocates_num_ctx_per_slot_without_flash_attention(run_cli):
-    code, out, err = run_cli("plan", "qwen3-4b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--engine", "ollama",
-                             "--parallel", "2", "--json")
-    assert code == 0, err
-    e = json.loads(out)["engine"]
+    """num_ctx for each of --parallel slots, flash attention off; without --context, Ollama's default by the card's
+    VRAM (docs/context-length.mdx: 4k under 24 GiB, 32k to 48 GiB, 256k above, at most the model's): 32,768 on an
+    RTX 4090's 24 GiB, 4,096 on a 16 GB card, 131,072 for Gemma 3 12B (its limit) on an H200."""
+    def engine(*args):
+        code, out, err = run_cli("plan", *args, "--quant", "gguf-q4_k_m", "--engine", "ollama", "--json")
+        assert code == 0, err
+        return json.loads(out)["engine"]
+
+    e = engine("qwen3-4b", "--gpu", "rtx4090", "--parallel", "2", "--context", "4096")
     assert e["n_ctx"] == 8192 and e["n_ctx_seq"] == 4096 and e["settings"]["flash_attn"] is False
     assert e["kv_cache_bytes"] == 2 * 4096 * 36 * 1024 * 2 * 2
+    assert engine("qwen3-4b", "--gpu", "rtx4090")["n_ctx"] == 32768
+    assert engine("qwen3-4b", "--gpu", "rtx4060ti16")["n_ctx"] == 4096
+    assert engine("gemma-3-12b", "--gpu", "h200-sxm")["n_ctx"] == 131072
 
 
 @pytest.mark.parametrize("args, needle", [
@@ -259,10 +267,13 @@ def test_emit_refuses_a_placement_that_does_not_load(run_cli, tmp_path):
     from conftest import assert_one_line_error
 
     base = ("plan", "llama-3.1-70b", "--gpu", "rtx5060ti", "--quant", "gguf-q4_k_m")
-    for emit in ("llama-server", "ollama"):
-        code, out, err = run_cli(*base, "--emit", emit, *(("--engine", "ollama") if emit == "ollama" else ()))
+    for emit in ("llama-server", "ollama"):  # Ollama places its layers itself unless told: told 81 here
+        code, out, err = run_cli(*base, "--emit", emit, *(("--engine", "ollama", "--gpu-layers", "81")
+                                                          if emit == "ollama" else ()))
         assert_one_line_error(code, err)
         assert "would not load it" in err and "40." in err and "--fit" in err and out == ""
+    code, out, err = run_cli(*base, "--emit", "ollama")  # untold, it fits the card as Ollama would
+    assert code == 0 and "PARAMETER num_gpu" in out and "PARAMETER num_gpu 81" not in out
     code, out, err = run_cli(*base, "--fit", "--emit", "llama-server")
     assert code == 0, err
     line = out.strip().splitlines()[-1].split()
@@ -857,7 +868,7 @@ def test_the_plan_defers_to_the_engines_ledger_where_they_differ(run_cli):
     does not fit the card: the budget and decode say they are the whole model's, and what llama.cpp's placement
     holds."""
     code, out, err = run_cli("plan", "qwen2.5-14b", "--gpu", "rtx5060ti", "--quant", "gguf-q4_k_m", "--engine",
-                             "ollama", "--context", "32768", "--parallel", "2", "--json")
+                             "ollama", "--context", "32768", "--parallel", "2", "--gpu-layers", "49", "--json")
     d = json.loads(out)
     assert code == 0 and d["engine"]["fits"] is False
     assert any("Ollama's buffers" in w and "--fit" in w and "--n-cpu-moe" not in w for w in d["warnings"])
@@ -867,3 +878,16 @@ def test_the_plan_defers_to_the_engines_ledger_where_they_differ(run_cli):
     text = " ".join(out.split())
     assert code == 0 and "the whole model does not fit; llama.cpp's placement keeps" in text and "and fits" in text
     assert "Decode (the whole model on the card, as if it fit)" in text and "Warning" not in text
+
+
+def test_cpu_layers_of_a_unified_machine_are_an_upper_bound(run_cli):
+    """Llama 3.1 70B Q4_K_M on an M4 Max with 40 layers on the GPU: the CPU's layers read the same memory, at less
+    of its bandwidth than the GPU; the expected figure costs them as the GPU's and says it is an upper bound (an
+    audit saw -ngl 1, 40 and 81 give the same 8.7 tok/s with nothing said)."""
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "m4-max", "--quant", "gguf-q4_k_m", "--engine",
+                             "llamacpp", "--gpu-layers", "40", "--json")
+    assert code == 0, err
+    assert any("upper bound" in n and "CPU" in n for n in json.loads(out)["expected"]["notes"])
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "m4-max", "--quant", "gguf-q4_k_m", "--engine",
+                             "llamacpp", "--json")
+    assert code == 0 and not any("upper bound" in n and "CPU" in n for n in json.loads(out)["expected"]["notes"])

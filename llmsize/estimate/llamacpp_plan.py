@@ -41,6 +41,7 @@ class LlamaCppPlan:
     fit: FitResult | None
     card_bytes: int = 0  # what the card offers llama.cpp's allocator (card_bytes)
     offloaded: bool = False  # part of the model in a discrete card's host memory (speed or not)
+    cpu_layers_unified: bool = False  # part of the model left to the CPU of a unified machine (same memory)
 
     @property
     def spare_bytes(self) -> int:
@@ -92,6 +93,18 @@ def card_bytes(gpu, wired_limit_bytes: float | None = None) -> int:
     if not usable.unified:
         return own
     return int(min(own, usable.bytes) * (SHARED_RAM_GPU_UTIL if usable.shares_all_ram else 1))
+
+
+DEFAULT_CONTEXT = 4096  # plan's --context without one
+
+
+def ollama_default_context(gpu, model) -> int:
+    """Ollama's num_ctx when none is set: by the card's VRAM, "< 24 GiB VRAM: 4k context - 24-48 GiB VRAM: 32k
+    context - >= 48 GiB VRAM: 256k context" (ollama/ollama docs/context-length.mdx, at 948f693), at most the model's
+    own context (its `ollama ps` example: gemma4 at 131072)."""
+    vram = gpu.memory_bytes / GiB
+    ctx = 4096 if vram < 24 else 32768 if vram < 48 else 262144
+    return min(ctx, model.max_position_embeddings)
 
 
 def settings(engine: str, o: LlamaCppOptions, n_layer: int) -> LlamaCppSettings:
@@ -149,8 +162,8 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
 
     if is_unified(gpu):
         led.notes.append(f"{gpu.id} shares one memory between CPU and GPU: layers left to the CPU read the same "
-                         "memory at the same bandwidth, and they count against the same RAM")
-        return LlamaCppPlan(led, None, found, card_bytes)
+                         "memory and count against the same RAM, the CPU cores at less of its bandwidth than the GPU")
+        return LlamaCppPlan(led, None, found, card_bytes, cpu_layers_unified=True)
     if host is None:
         led.notes.append("part of the model is in host memory: give --host-memory (e.g. DDR5-6000x2) or "
                          "--host-bandwidth-gb-s for its decode speed")
@@ -222,6 +235,8 @@ def offload_lever(plan, exact, card_bytes: int, host: HostMemory | None, constan
 
 
 LEDGER_NOT_FIT_NOTE = "as if this placement loaded: its buffers do not fit the card (the warning above)"
+UNIFIED_CPU_NOTE = ("the layers left to the CPU are costed as the GPU's: on a unified machine they read the same "
+                    "memory, but the CPU cores reach less of its bandwidth (not modelled), so this is an upper bound")
 
 
 def with_ledger(result, lp: LlamaCppPlan):
@@ -230,9 +245,11 @@ def with_ledger(result, lp: LlamaCppPlan):
     from dataclasses import replace
 
     result = with_offload(result, lp)
-    if lp.fits or result.expected is None:
+    if result.expected is None:
         return result
-    return replace(result, expected=replace(result.expected, notes=(*result.expected.notes, LEDGER_NOT_FIT_NOTE)))
+    notes = ((UNIFIED_CPU_NOTE,) if lp.cpu_layers_unified else ()) + (() if lp.fits else (LEDGER_NOT_FIT_NOTE,))
+    return replace(result, expected=replace(result.expected, notes=(*result.expected.notes, *notes))) if notes \
+        else result
 
 
 def with_offload(result, lp: LlamaCppPlan):

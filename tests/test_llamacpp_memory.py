@@ -891,3 +891,13 @@ def test_cpu_layers_of_a_unified_machine_are_an_upper_bound(run_cli):
     code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "m4-max", "--quant", "gguf-q4_k_m", "--engine",
                              "llamacpp", "--json")
     assert code == 0 and not any("upper bound" in n and "CPU" in n for n in json.loads(out)["expected"]["notes"])
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("--engine", "llamacpp", "--host-memory", ""), "--host-memory is empty"),
+    (("--engine", "ollama", "--kv-unified"), "Ollama has no such setting"),
+])
+def test_options_that_were_dropped_silently_are_refused(run_cli, args, needle):
+    """An empty --host-memory read as none, and --kv-unified under Ollama dropped without a word (an audit)."""
+    code, out, err = run_cli("plan", "qwen3-4b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", *args)
+    assert code == 2 and needle in err and out == "" and "Traceback" not in err

@@ -132,6 +132,10 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
     if o.cpu_moe and o.n_cpu_moe:
         raise InvalidValueError(f"--cpu-moe (every layer's experts) and --n-cpu-moe {o.n_cpu_moe} disagree.",
                                 "Give one of them.")
+    if engine == "ollama" and o.kv_unified:
+        raise InvalidValueError("--kv-unified is llama-server's -kvu, and Ollama has no such setting (each of its "
+                                "OLLAMA_NUM_PARALLEL slots gets num_ctx).", "Drop --kv-unified, or use --engine "
+                                "llamacpp.")
     if engine == "ollama" and (o.cpu_moe or o.n_cpu_moe):
         flag = "--cpu-moe" if o.cpu_moe else f"--n-cpu-moe {o.n_cpu_moe}"
         raise InvalidValueError(f"{flag}: Ollama has no setting that keeps routed experts on the host (its num_gpu "

@@ -34,7 +34,7 @@ class Model:
     def write(self, path, split=None):
         w = GGUFWriter(str(path), self.arch)
         for k, v in self.meta.items():
-            key = k if k.startswith(("general.", "tokenizer.")) else f"{self.arch}.{k}"
+            key = k if k.startswith(("general.", "tokenizer.", "split.")) else f"{self.arch}.{k}"
             if isinstance(v, bool):
                 w.add_bool(key, v)
             elif isinstance(v, list):
@@ -448,3 +448,15 @@ def test_a_tokenizer_is_kept_as_its_length_and_the_tensors_read_as_they_are(tmp_
     assert set(Path(tempfile.gettempdir()).glob("llmsize-header-*")) == before
     im = import_gguf(path)
     assert im.exact.bytes_total == m.bytes()
+
+
+def test_a_split_renamed_is_named_as_a_split(tmp_path, run_cli):
+    """The first split of three, renamed model.gguf: its split.count says 3, and the error says so (an audit saw
+    "layer 2 holds no attention or MLP tensor" from the tensors that split happened to hold)."""
+    m = llama()
+    m.meta["split.count"], m.meta["split.no"], m.meta["split.tensors.count"] = 3, 0, len(m.tensors)
+    half = len(m.tensors) // 3
+    path = m.write(tmp_path / "model.gguf", split=m.tensors[:half])
+    code, out, err = run_cli("plan", str(path), "--gpu", "rtx4090")
+    assert code == 2 and "split 1 of 3 (its split.count)" in err and "only 1 of the 3" in err and out == ""
+    assert f"({half:,} of its {len(m.tensors):,} tensors)" in err and "Traceback" not in err

@@ -276,7 +276,14 @@ def merge(parts: list[tuple[str, dict, dict[str, GgufTensorInfo]]], files: list)
         tensors.update(more)
     if not tensors:
         raise GgufError(f"{parts[0][0]}: the GGUF holds no tensors.", "Give a model file, not a vocabulary-only GGUF.")
-    return GgufFile(parts[0][1], tensors, files)
+    meta = parts[0][1]
+    count, held = meta.get("split.count"), meta.get("split.tensors.count")
+    if isinstance(count, int) and count > len(parts):  # llama.cpp's gguf-split writes both keys in every split
+        raise GgufError(f"{parts[0][0]}: split {int(meta.get('split.no', 0)) + 1} of {count} (its split.count), and "
+                        f"only {len(parts)} of the {count} were found by name"
+                        + (f" ({len(tensors):,} of its {held:,} tensors)" if isinstance(held, int) else "") + ".",
+                        "Keep the splits' names as gguf-split wrote them (NAME-00001-of-0000N.gguf), side by side.")
+    return GgufFile(meta, tensors, files)
 
 
 def read_gguf(path: str | Path) -> GgufFile:

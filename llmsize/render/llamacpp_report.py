@@ -78,7 +78,8 @@ def render_llamacpp(plan, gpu, console) -> None:
               + (", and goes first)" if s.output_first else ", and goes last: a build before PR #18148)"))
     for d in led.devices:
         t.add_row(f"{d.name} model buffer", mib(d.model_bytes))
-    kv = f"{mib(led.kv_cache_bytes)} (K {s.cache_type_k}, V {s.cache_type_v}; {led.cells_full:,} cells"
+    types = f"K {s.cache_type_k}, V {s.cache_type_v}" if led.v_cache else f"K {s.cache_type_k} only: MLA's latent"
+    kv = f"{mib(led.kv_cache_bytes)} ({types}; {led.cells_full:,} cells"
     kv += f", sliding-window layers {led.cells_swa:,} cells)" if led.cells_swa is not None else ")"
     t.add_row("KV cache", kv)
     for d in led.devices:

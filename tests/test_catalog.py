@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import json
 import pytest
 
 from llmsize.catalog.loader import Catalog, normalize
@@ -143,3 +144,13 @@ def test_invalid_yaml_and_wrong_stem(tmp_path):
 def test_missing_catalog_dir(tmp_path):
     with pytest.raises(CatalogError, match="does not exist"):
         Catalog([tmp_path / "nope"])
+
+
+def test_a_models_hugging_face_repo_names_it(catalog, run_cli):
+    """The repo id the launch lines print (meta-llama/Llama-3.1-8B-Instruct) is accepted back as the model, any
+    case; an entry sharing its repo with another resolves to one of them."""
+    for m in catalog.models.all():
+        if m.hf_repo:
+            assert catalog.model(m.hf_repo.upper()).hf_repo == m.hf_repo
+    code, out, err = run_cli("fleet", "meta-llama/Llama-3.1-8B-Instruct", "--users", "10", "--gpus", "h100-sxm", "--json")
+    assert code == 0 and json.loads(out)["model"] == "llama-3.1-8b"

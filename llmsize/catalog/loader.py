@@ -199,6 +199,9 @@ class Shelf(Generic[T]):
             names[entry.id] = entry.id
             for alias in entry.aliases:
                 names.setdefault(alias, entry.id)
+        for entry in self.all():  # a model's Hugging Face repo id (what --emit lines print) names it too
+            if getattr(entry, "hf_repo", None):
+                names.setdefault(entry.hf_repo.lower(), entry.id)
         for alias, stem in names.items():
             if normalize(alias) == norm:
                 return self.load(stem)

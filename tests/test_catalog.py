@@ -1,8 +1,8 @@
 """Every shipped entry validates, is sourced, and counts to its official parameter figure."""
 
+import json
 from pathlib import Path
 
-import json
 import pytest
 
 from llmsize.catalog.loader import Catalog, normalize

@@ -648,7 +648,7 @@ def import_(
       llmsize import --hub Qwen/Qwen3-8B -o mycat/models/qwen3-8b.yaml
     """
     from llmsize.files import check_output, write_output
-    from llmsize.importer.catalog_entry import check_id, entry_yaml
+    from llmsize.importer.catalog_entry import check_id, entry_yaml, recipe_warning
 
     if path is not None and not _is_path(str(path)):
         raise InvalidValueError(f"`{path}` is not a file or folder.", "Give a model folder or a config.json.")
@@ -664,6 +664,8 @@ def import_(
         check_id(model_id, "--id" if output is None else "-o")
     im = _import_source(None if path is None else str(path), hub, estimate_only, hub_file)
     _warn(im)
+    if (recipe := recipe_warning(im)) is not None:
+        sys.stderr.write(f"Warning: {recipe}\n")
     text = entry_yaml(im, model_id)
     if output is None:
         sys.stdout.write(text)

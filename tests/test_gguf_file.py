@@ -460,3 +460,17 @@ def test_a_split_renamed_is_named_as_a_split(tmp_path, run_cli):
     code, out, err = run_cli("plan", str(path), "--gpu", "rtx4090")
     assert code == 2 and "split 1 of 3 (its split.count)" in err and "only 1 of the 3" in err and out == ""
     assert f"({half:,} of its {len(m.tensors):,} tensors)" in err and "Traceback" not in err
+
+
+def test_importing_a_file_of_its_own_mix_warns_that_the_entry_sizes_the_recipe(tmp_path, run_cli):
+    """An entry records the file's type, so plans of the entry size llama-quantize's recipe for it: a file more
+    than 1% off the recipe (here Q4_K tensors under a Q8_0 file type) gets a warning, on stderr and in the entry
+    (an audit saw an Unsloth UD-Q4_K_M import planned at 18.55 GB for a 16.53 GB file, with nothing said)."""
+    m = llama()
+    m.meta["general.file_type"] = 7  # Q8_0, while the tensors are mostly Q4_K
+    path = m.write(tmp_path / "mix.gguf")
+    code, out, err = run_cli("import", str(path))
+    assert code == 0 and "Warning: the file holds" in err and "recipe" in err
+    assert "# warning: the file holds" in out
+    code, out, err = run_cli("plan", str(path), "--gpu", "rtx4090")  # planning the file itself: its own bytes
+    assert code == 0 and "recipe writes" not in err + out

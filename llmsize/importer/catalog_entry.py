@@ -24,6 +24,27 @@ def check_id(model_id: str, what: str = "--id") -> str:
     return model_id
 
 
+RECIPE_TOLERANCE = 0.01  # benchmarks/gguf_sizes.py: llama-quantize's rules land within 1% of published files
+
+
+def recipe_warning(im) -> str | None:
+    """Where an imported GGUF file is not the file llama-quantize's recipe writes for its type (an imatrix or
+    "UD" mix of its own): a catalog entry records the type, so plans of the entry size the recipe, not the file."""
+    from llmsize.estimate.expected import gguf_exact
+    from llmsize.estimate.plan import resolve_format
+    from llmsize.estimate.weights import weight_bytes
+
+    if im.exact is None or not gguf_exact(im.exact):
+        return None
+    recipe = weight_bytes(im.spec, *resolve_format(im.spec, None, None)).bytes_total
+    gap = im.exact.bytes_total / recipe - 1
+    if abs(gap) <= RECIPE_TOLERANCE:
+        return None
+    return (f"the file holds {im.exact.bytes_total / 1e9:,.2f} GB where llama-quantize's {im.release.quant} recipe "
+            f"writes {recipe / 1e9:,.2f} GB ({gap:+.1%}): the entry sizes the recipe; plan the file itself for its "
+            "own bytes")
+
+
 def entry_yaml(im, model_id: str | None = None) -> str:
     spec = im.spec
     if model_id is not None:
@@ -36,7 +57,8 @@ def entry_yaml(im, model_id: str | None = None) -> str:
     head = [f"# Imported by `llmsize import` on {date.today().isoformat()}.",
             f"# Layer groups come from {'the GGUF tensors and metadata' if gguf else 'config.json'}; "
             "check them against the architecture before relying on them."]
-    head += [f"# warning: {printable(w)}" for w in getattr(im, "warnings", [])]  # a comment stays one line
+    recipe = recipe_warning(im)
+    head += [f"# warning: {printable(w)}" for w in [*getattr(im, "warnings", []), *([recipe] if recipe else [])]]
     head += [f"# note: {printable(n)}" for n in im.notes]
     text = "\n".join(head) + "\n" + yaml.safe_dump(ordered, sort_keys=False, width=110, allow_unicode=True)
     assert ModelSpec.model_validate(yaml.safe_load(text)) == spec  # what we write loads back as the same entry

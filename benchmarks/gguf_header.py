@@ -68,10 +68,10 @@ def main() -> int:
         write(path)
         ours = timed(lambda: read_gguf(path), runs)
         theirs = timed(lambda: GGUFReader(str(path), "r"), max(1, runs // 3))
-    print(f"GGUF header with {TOKENS:,} tokens and {MERGES:,} merges ({runs} runs)")
-    print(f"{'reader':<28}{'median s':>10}{'min s':>8}")
-    print(f"{'llmsize read_gguf':<28}{statistics.median(ours):>10.2f}{min(ours):>8.2f}")
-    print(f"{'gguf-py GGUFReader alone':<28}{statistics.median(theirs):>10.2f}{min(theirs):>8.2f}")
+    print(f"GGUF header with {TOKENS:,} tokens and {MERGES:,} merges")
+    print(f"{'reader':<28}{'runs':>6}{'median s':>10}{'min s':>8}")
+    print(f"{'llmsize read_gguf':<28}{len(ours):>6}{statistics.median(ours):>10.2f}{min(ours):>8.2f}")
+    print(f"{'gguf-py GGUFReader alone':<28}{len(theirs):>6}{statistics.median(theirs):>10.2f}{min(theirs):>8.2f}")
     return 0
 
 

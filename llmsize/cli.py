@@ -16,6 +16,7 @@ import typer
 from llmsize import __version__
 from llmsize.errors import ExitStatus, InvalidValueError, LlmsizeError, printable, shown
 from llmsize.options import (
+    DEFAULT_CONTEXT,
     FallbackOpt,
     ApiKeyOpt,
     ConcurrencyOpt,
@@ -105,7 +106,6 @@ from llmsize.options import (
     PricesOpt,
     ProbeOpt,
     PromptOpt,
-    PlanContextOpt,
     QuantOpt,
     RateOpt,
     RuntimeOpt,
@@ -242,7 +242,7 @@ def plan(
     kv_dtype: KvDtypeOpt = None,
     kv_policy: KvPolicyOpt = None,
     spec: SpecOpt = None,
-    context: PlanContextOpt = None,
+    context: ContextOpt = None,
     batch: BatchOpt = 1,
     prompt: PromptOpt = None,
     gpu_util: GpuUtilOpt = None,
@@ -348,13 +348,11 @@ def plan(
     if llama_opts and engine is None:  # llama.cpp's own options say which engine's ledger to plan
         engine = "llamacpp"
         notes.append(f"{', '.join(llama_opts)}: llama.cpp's options, so its ledger is planned (--engine llamacpp)")
-    from llmsize.estimate.llamacpp_plan import DEFAULT_CONTEXT, ollama_default_context
+    from llmsize.estimate.llamacpp_plan import ollama_default_context
 
     if context is None:
-        context = ollama_default_context(g, m) if engine == "ollama" else DEFAULT_CONTEXT
-        if engine == "ollama":
-            notes.append(f"--context {context:,}: Ollama's default num_ctx on a card of "
-                         f"{g.memory_bytes / GiB:,.0f} GiB (--context sets another)")
+        context, why = ollama_default_context(g, m) if engine == "ollama" else (DEFAULT_CONTEXT, None)
+        notes += [why] if why else []
         if prompt is not None and prompt > context:
             raise InvalidValueError(f"--prompt {prompt:,} is longer than --context {context:,} (its default): the "
                                     "context holds the prompt and the answer.", "Give --context as well, at least the "
@@ -687,7 +685,7 @@ def compare(
     segment: SegmentOpt = None,
     quant: QuantOpt = None,
     kv_dtype: KvDtypeOpt = "bf16",
-    context: ContextOpt = 4096,
+    context: ContextOpt = None,
     users: UsersOpt = 1,
     gpu_util: GpuUtilOpt = None,
     overhead_gib: OverheadOpt = 1.5,
@@ -716,6 +714,7 @@ def compare(
       llmsize compare llama-3.1-70b --gpus h100,h200,b200,mi300x --users 32 --sort tok_s_per_w
       llmsize compare qwen3-30b-a3b --prices prices.yaml --sort tok_s_per_kcurrency --format csv
     """
+    context = DEFAULT_CONTEXT if context is None else context
     from llmsize.estimate.compare import compare as run_compare
     from llmsize.estimate.compare import sort_rows
     from llmsize.estimate.plan import PlanInputs
@@ -798,7 +797,7 @@ def roofline(
     output: ChartOutOpt = None,
     quant: QuantOpt = None,
     kv_dtype: KvDtypeOpt = "bf16",
-    context: ContextOpt = 4096,
+    context: ContextOpt = None,
     max_batch: MaxBatchOpt = 1024,
     hub: HubOpt = None,
     hub_file: HubFileOpt = None,
@@ -813,6 +812,7 @@ def roofline(
       llmsize roofline gemma-4-12b --gpu rtx5060ti --gpu h200
       llmsize roofline llama-3.1-8b --gpu h100 -o roofline.svg
     """
+    context = DEFAULT_CONTEXT if context is None else context
     from llmsize.estimate.charts import roofline as roof_data
     from llmsize.estimate.plan import PlanInputs
     from llmsize.render import charts
@@ -924,7 +924,7 @@ def gpus(
 @_command("fit")
 def fit_cmd(
     gpu: GpuOpt = "",
-    context: ContextOpt = 4096,
+    context: ContextOpt = None,
     runtime: RuntimeOpt = None,
     host_memory: HostMemoryOpt = None,
     host_bandwidth_gb_s: HostBandwidthOpt = None,
@@ -952,6 +952,7 @@ def fit_cmd(
       llmsize fit --gpu rtx4060ti16 --one-per-model --sort size --min-tok-s 20
       llmsize fit --gpu h100 --runtime vllm --json
     """
+    context = DEFAULT_CONTEXT if context is None else context
     from llmsize.estimate.expected import resolve_runtime
     from llmsize.estimate.model_fit import fit_models
     from llmsize.estimate.llamacpp_plan import card_bytes

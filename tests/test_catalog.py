@@ -152,5 +152,6 @@ def test_a_models_hugging_face_repo_names_it(catalog, run_cli):
     for m in catalog.models.all():
         if m.hf_repo:
             assert catalog.model(m.hf_repo.upper()).hf_repo == m.hf_repo
-    code, out, err = run_cli("fleet", "meta-llama/Llama-3.1-8B-Instruct", "--users", "10", "--gpus", "h100-sxm", "--json")
+    code, out, err = run_cli("fleet", "meta-llama/Llama-3.1-8B-Instruct", "--users", "10", "--gpus", "h100-sxm",
+                             "--json")
     assert code == 0 and json.loads(out)["model"] == "llama-3.1-8b"

@@ -818,10 +818,10 @@ def test_launch_lines_carry_the_cache_dtype_and_the_speculation_the_rows_were_si
 
 
 def test_quant_sizes_the_fleet_in_that_format_and_the_launch_lines_say_so(run_cli):
-    """--quant fp8 (a procurement's usual choice for a 70B): the weights' format in the title and workload, about half
-    the bytes (Llama 3.1 70B: 141.1 GB in bf16, 72.7 GB in fp8 with its scales, embeddings and norms left 16-bit: an
-    H100 80GB replica of tp 4 becomes one of tp 2), vLLM's launch lines quantize on loading (--quantization fp8); a format the runtime does not serve is
-    one line before any work."""
+    """--quant fp8 (a procurement's usual choice for a 70B): the weights' format in the title and workload, about
+    half the bytes (Llama 3.1 70B: 141.1 GB in bf16, 72.7 GB in fp8 with its scales, embeddings and norms left
+    16-bit: an H100 80GB replica of tp 4 becomes one of tp 2), vLLM's launch lines quantize on loading
+    (--quantization fp8); a format the runtime does not serve is one line before any work."""
     base = ("fleet", "llama-3.1-70b", "--users", "100", "--tok-s-per-user", "20", "--gpus", "h100-sxm")
     bf16 = json.loads(run_cli(*base, "--json")[1])
     fp8 = json.loads(run_cli(*base, "--quant", "fp8", "--json")[1])

@@ -428,7 +428,7 @@ def test_a_folder_of_gguf_files_points_to_the_file(tmp_path, run_cli):
     assert f"Pass the GGUF file itself: `llmsize plan {tmp_path / 'm-Q4_K_M.gguf'} ...`" in err
 
 
-def test_a_tokenizer_is_kept_as_its_length_and_the_tensors_read_as_they_are(tmp_path):
+def test_a_tokenizer_is_kept_as_its_length_and_the_tensors_read_as_they_are(tmp_path, monkeypatch):
     """A real tokenizer (Llama 3: 128,256 tokens, 280,147 merges) took gguf-py 20 s of CPU to parse element by
     element; the header is walked by its length prefixes and the long arrays left out of what gguf-py parses (a
     sparse copy, removed after): their lengths kept, every tensor's type, shape and bytes as before, and no copy
@@ -441,7 +441,13 @@ def test_a_tokenizer_is_kept_as_its_length_and_the_tensors_read_as_they_are(tmp_
     m.meta["tokenizer.ggml.bos_token_id"] = 1
     path = m.write(tmp_path / "tok.gguf")
     before = set(Path(tempfile.gettempdir()).glob("llmsize-header-*"))
+    import llmsize.importer.gguf_file as gf
+
+    copies = []
+    real = gf._without_long_arrays
+    monkeypatch.setattr(gf, "_without_long_arrays", lambda *a: copies.append(real(*a)) or copies[-1])
     g = read_gguf(path)
+    assert len(copies) == 1  # gguf-py parsed the copy without the long arrays, not the file
     assert g.metadata["tokenizer.ggml.tokens"] == g.metadata["tokenizer.ggml.scores"] == ("array", 6000)
     assert g.metadata["tokenizer.ggml.bos_token_id"] == 1 and g.arch == "llama"
     assert sum(x.nbytes for x in g.tensors.values()) == m.bytes()

@@ -203,8 +203,9 @@ def test_plan_engine_llamacpp_json(run_cli):
 
 def test_ollama_allocates_num_ctx_per_slot_without_flash_attention(run_cli):
     """num_ctx for each of --parallel slots, flash attention off; without --context, Ollama's default by the card's
-    VRAM (docs/context-length.mdx: 4k under 24 GiB, 32k to 48 GiB, 256k above, at most the model's): 32,768 on an
-    RTX 4090's 24 GiB, 4,096 on a 16 GB card, 131,072 for Gemma 3 12B (its limit) on an H200."""
+    memory (its server/routes.go: 4k under 23 GiB, 32k to 47 GiB, 256k above, at most the model's): 32,768 on an
+    RTX 4090 (CUDA's 23.6 GiB), 4,096 on a 16 GB card and on an M1 Pro 32 GB (Metal's working set, 21.3 GiB),
+    131,072 for Gemma 3 12B (its limit) on an H200."""
     def engine(*args):
         code, out, err = run_cli("plan", *args, "--quant", "gguf-q4_k_m", "--engine", "ollama", "--json")
         assert code == 0, err
@@ -214,7 +215,7 @@ def test_ollama_allocates_num_ctx_per_slot_without_flash_attention(run_cli):
     assert e["n_ctx"] == 8192 and e["n_ctx_seq"] == 4096 and e["settings"]["flash_attn"] is False
     assert e["kv_cache_bytes"] == 2 * 4096 * 36 * 1024 * 2 * 2
     assert engine("qwen3-4b", "--gpu", "rtx4090")["n_ctx"] == 32768
-    assert engine("qwen3-4b", "--gpu", "rtx4060ti16")["n_ctx"] == 4096
+    assert engine("qwen3-4b", "--gpu", "rtx4060ti16")["n_ctx"] == engine("qwen3-4b", "--gpu", "m1-pro")["n_ctx"] == 4096
     assert engine("gemma-3-12b", "--gpu", "h200-sxm")["n_ctx"] == 131072
 
 
@@ -628,7 +629,8 @@ def test_offload_speeds_against_published_runs(catalog):
     since the GPU part is the whole-GPU step restricted to the card (offload.gpu_part: its cache at eta_kv), and
     -10% (18.0) with the host side at the share of its peak CPU-only runs reach (0.56, benchmarks/fit_host.py; the
     run is not in that data). Until then the host side ran at its peak and the figure was an upper bound. The same
-    post's -ncmoe 4 (~60 tok/s) and -ncmoe 8 (38 tok/s), added 2026-12-03: +7.9% and +14.6%. Added 2026-12-04: a
+    post's -ncmoe 4 (~60 tok/s) and -ncmoe 8 (38 tok/s), added 2026-12-03: +7.9% and +14.6% (+8.9% and +15.2%, and
+    the --cpu-moe run -5.6% at 18.9, since the 2026-12-04 refit on llama.cpp's new ROCm rows). Added 2026-12-04: a
     dense -ngl sweep (Qwen2.5-Coder-14B Q4_K_M on an RTX 5060 Ti over dual-channel DDR4-2400, InventiveHQ), -16% to
     -22% (-25% to -35% while -ngl N took N repeating layers and left the output on the host, as llama.cpp did before
     PR #18148), and Qwen3-235B-A22B Q8_0 with 80 layers' experts on the host of an RTX A6000 (ik_llama.cpp PR 370's

@@ -329,6 +329,8 @@ class ModelSpec(Strict):
         if not all(isinstance(i, int) and 0 <= i < len(self.layer_groups) for i in self.layer_pattern):
             raise ValueError(f"layer_pattern names a group outside 0..{len(self.layer_groups) - 1}")
         n, period = self.num_layers, self.layer_pattern
+        if len(period) > n:
+            raise ValueError(f"layer_pattern has {len(period)} entries for {n} layers")
         counts = [0] * len(self.layer_groups)
         for i in range(n):
             counts[period[i % len(period)]] += 1

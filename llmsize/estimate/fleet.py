@@ -116,6 +116,21 @@ class FleetRow:
     caveats: tuple[str, ...] = ()  # what the catalog lacks that the row's figures lean on (card_caveats)
 
     @property
+    def cards_per_worker(self) -> int:
+        """A replica's cards (aggregated), or a prefill or decode worker's (they share the layout)."""
+        return (self.tp or 1) * (self.pp or 1) * (self.dp or 1)
+
+    def shared_node_slots(self) -> tuple[int, list[str]] | None:
+        """Where several workers of fewer than a node's cards share a node: how many fit one, and the first two's
+        device lists ("0,1", "2,3"); None where a worker takes a node or there is one worker."""
+        per = self.cards_per_worker
+        workers = self.replicas if self.mode == "aggregated" else (self.prefill_workers or 0) + (
+            self.decode_workers or 0)
+        if per >= GPUS_PER_NODE or (workers or 0) <= 1:
+            return None
+        return GPUS_PER_NODE // per, [",".join(str(c) for c in range(i * per, (i + 1) * per)) for i in (0, 1)]
+
+    @property
     def tok_s_per_user_band(self) -> tuple[float, float] | None:
         """A user's decode rate at TPOT's band, slowest first (1 / tpot_s_high, 1 / tpot_s_low)."""
         if not self.tpot_s_low or not self.tpot_s_high:
@@ -216,11 +231,11 @@ def card_caveats(g: GpuSpec, plan, row: FleetRow, runtime: str, w: Workload) -> 
         out.append(f"prompts costed at its FP32 rate ({g.dense_tflops.fp32:g} TFLOPS): the catalog has no 16-bit "
                    "matrix rate for it, so its TTFT and prefill workers are an upper bound")
     link, text = card_link(g), g.interconnect or ""
-    faster = re.search(r"(?<!no )(NVLink|Infinity Fabric)", text)
+    faster = None if re.search(r"\bno (NVLink|Infinity Fabric)", text) else re.search(r"NVLink|Infinity Fabric", text)
     if (row.tp or 1) * (row.pp or 1) * (row.dp or 1) > 1 and link is not None and link.kind.startswith("PCIe") \
             and faster:
         out.append(f"its cards' collectives costed over {link.kind} ({link.gb_s:.0f} GB/s a direction), not its "
-                   f"{faster.group(1)}: the catalog gives no figure for it that serves this replica (\"{text}\")")
+                   f"{faster.group(0)}: the catalog gives no figure for it that serves this replica (\"{text}\")")
     return tuple(out)
 
 

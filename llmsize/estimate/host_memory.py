@@ -62,14 +62,14 @@ def parse_host_memory(text: str, platforms: dict | None = None) -> HostMemory:
 
 def host_memory(spec: str | None, bandwidth_gb_s: float | None, platforms: dict | None = None) -> HostMemory | None:
     """--host-bandwidth-gb-s, else --host-memory; `platforms` maps ids and aliases to catalog entries."""
+    if spec is not None and not spec.strip():
+        raise InvalidValueError("--host-memory is empty.", "Give a host memory such as DDR5-6000x2 or a platform "
+                                "(`llmsize hosts`), or drop --host-memory.")
     if bandwidth_gb_s is not None and spec:
         raise InvalidValueError(f"--host-memory {spec} and --host-bandwidth-gb-s {bandwidth_gb_s:g} both give the "
                                 "host's bandwidth.", "Give one of them.")
     if bandwidth_gb_s is not None:
         return HostMemory(f"{bandwidth_gb_s:g} GB/s", bandwidth_gb_s, "given by --host-bandwidth-gb-s")
-    if spec is not None and not spec.strip():
-        raise InvalidValueError("--host-memory is empty.", "Give a host memory such as DDR5-6000x2 or a platform "
-                                "(`llmsize hosts`), or drop --host-memory.")
     return parse_host_memory(spec, platforms) if spec else None
 
 

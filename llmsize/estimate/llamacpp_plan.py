@@ -74,10 +74,14 @@ def ledger_warning(lp: LlamaCppPlan, engine: str) -> str | None:
     if lp.fits:
         return None
     led, who = lp.ledger, "Ollama" if engine == "ollama" else "llama.cpp"
-    return (f"{who}'s buffers with {led.gpu_layers} of {led.n_layer + 1} layers on the GPU need "
-            f"{led.gpu_total_bytes / GiB:,.2f} GiB of the card's {lp.card_bytes / GiB:,.2f} GiB: it would not load "
-            "so; --fit finds the split that does (or fewer --gpu-layers, "
-            + ("" if engine == "ollama" else "--n-cpu-moe N, ") + "a shorter --context, fewer --parallel slots)")
+    placed = (f"all {led.n_layer} layers and the output" if led.gpu_layers > led.n_layer else
+              f"{led.gpu_layers} of {led.n_layer + 1} layers (the output counted)")
+    smaller = "a shorter --context, fewer --parallel slots or a smaller --quant"
+    fix = (f"no split fits, even with every layer on the host: {smaller}" if lp.fit is not None and lp.fit.how == "none"
+           else "--fit finds the split that does (or fewer --gpu-layers, "
+           + ("" if engine == "ollama" else "--n-cpu-moe N, ") + f"{smaller})")
+    return (f"{who}'s buffers with {placed} on the GPU need {led.gpu_total_bytes / GiB:,.2f} GiB of the card's "
+            f"{lp.card_bytes / GiB:,.2f} GiB: it would not load so; {fix}")
 
 
 def card_bytes(gpu, wired_limit_bytes: float | None = None) -> int:
@@ -95,16 +99,17 @@ def card_bytes(gpu, wired_limit_bytes: float | None = None) -> int:
     return int(min(own, usable.bytes) * (SHARED_RAM_GPU_UTIL if usable.shares_all_ram else 1))
 
 
-DEFAULT_CONTEXT = 4096  # plan's --context without one
-
-
-def ollama_default_context(gpu, model) -> int:
-    """Ollama's num_ctx when none is set: by the card's VRAM, "< 24 GiB VRAM: 4k context - 24-48 GiB VRAM: 32k
-    context - >= 48 GiB VRAM: 256k context" (ollama/ollama docs/context-length.mdx, at 948f693), at most the model's
-    own context (its `ollama ps` example: gemma4 at 131072)."""
-    vram = gpu.memory_bytes / GiB
-    ctx = 4096 if vram < 24 else 32768 if vram < 48 else 262144
-    return min(ctx, model.max_position_embeddings)
+def ollama_default_context(gpu, model) -> tuple[int, str]:
+    """Ollama's num_ctx when none is set, by the GPU memory it detects: "< 24 GiB VRAM: 4k context - 24-48 GiB
+    VRAM: 32k context - >= 48 GiB VRAM: 256k context" (ollama/ollama docs/context-length.mdx), in its code at
+    "slightly lower thresholds (47/23 GiB vs. 48/24 GiB)" of the devices' total memory (server/routes.go, v0.33.2:
+    `totalVRAM >= 23*format.GibiByte`), so that a 24 GB card's 23.6 GiB gets 32k; at most the model's own context
+    (its `ollama ps` example: gemma4 at 131072). The memory is what the card offers its allocator (card_bytes: the
+    CUDA total; on a Mac, Metal's working set)."""
+    vram = card_bytes(gpu) / GiB
+    ctx = min(4096 if vram < 23 else 32768 if vram < 47 else 262144, model.max_position_embeddings)
+    return ctx, (f"--context {ctx:,}: Ollama's default num_ctx where the GPU offers {vram:,.1f} GiB (--context sets "
+                 "another)")
 
 
 def settings(engine: str, o: LlamaCppOptions, n_layer: int) -> LlamaCppSettings:
@@ -251,7 +256,10 @@ def with_ledger(result, lp: LlamaCppPlan):
     result = with_offload(result, lp)
     if result.expected is None:
         return result
-    notes = ((UNIFIED_CPU_NOTE,) if lp.cpu_layers_unified else ()) + (() if lp.fits else (LEDGER_NOT_FIT_NOTE,))
+    from llmsize.estimate.expected import NOT_FIT_NOTE
+
+    as_if = lp.fits or NOT_FIT_NOTE in result.expected.notes  # one as-if note is enough
+    notes = ((UNIFIED_CPU_NOTE,) if lp.cpu_layers_unified else ()) + (() if as_if else (LEDGER_NOT_FIT_NOTE,))
     return replace(result, expected=replace(result.expected, notes=(*result.expected.notes, *notes))) if notes \
         else result
 

@@ -127,6 +127,7 @@ def shard_model(model: ModelSpec, tp: int = 1, pp: int = 1) -> ModelSpec:
     return model.model_copy(update={
         "vocab_size": math.ceil(model.vocab_size / tp),
         "layer_groups": groups,
+        "layer_pattern": None,  # a card's share of each group, not its place in the stack (bytes, not placement)
         # each stage stores one vocabulary matrix: the embedding on the first, the lm_head on the last
         "tie_word_embeddings": model.tie_word_embeddings or pp > 1,
     })

@@ -32,9 +32,9 @@ def architecture_refusal(runtime: str, gpu: GpuSpec) -> str | None:
         have = tuple(int(x) for x in gpu.compute_capability.split("."))
         if have < need:
             return (f"{name} needs CUDA compute capability {need[0]}.{need[1]} or higher, and the {gpu.name} has "
-                    f"{gpu.compute_capability}")
+                    f"{gpu.compute_capability}; pick --runtime llamacpp")
     targets = AMD_LLVM_TARGETS.get(runtime)
     if gpu.vendor == "AMD" and targets and gpu.llvm_target and gpu.llvm_target not in targets:
         return (f"{name} builds its ROCm kernels for {', '.join(targets)}, and the {gpu.name} is "
-                f"{gpu.llvm_target}")
+                f"{gpu.llvm_target}; pick --runtime llamacpp")
     return None

@@ -95,7 +95,7 @@ class _Layout:
         return -(-self.ti_end // self.alignment) * self.alignment
 
 
-def _layout(buf, size: int, tensors_n: int, kvs_n: int, where: str) -> _Layout:
+def _layout(buf, size: int, tensors_n: int, kvs_n: int, where: str, fetched: int | None = None) -> _Layout:
     """Walk the header's key/values and tensor infos by their length prefixes, each length checked against the
     bytes left (a hostile array of 2**40 strings is refused where the reader would allocate for it), and note the
     long arrays (a tokenizer's tokens and merges), which gguf-py parses element by element: 20 s of CPU for Llama
@@ -107,6 +107,8 @@ def _layout(buf, size: int, tensors_n: int, kvs_n: int, where: str) -> _Layout:
         if n < 0 or pos + n > size:
             raise GgufError(f"{where}: the header runs past the end of the {size:,}-byte file (at byte {pos:,}).",
                             "The file is truncated or damaged: download it again.")
+        if fetched is not None and pos + n > fetched:  # a --hub read: within the file, past what is fetched
+            raise HeaderBeyond(f"{where}: the header runs past the {fetched:,} bytes fetched.")
         pos += n
         return pos - n
 
@@ -205,12 +207,8 @@ def _read_one(path: Path, where: str | None = None, fetched: int | None = None, 
         import mmap
 
         with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-            try:
-                lay = _layout(buf, size if fetched is None else fetched, tensors_n, kvs_n, where)
-            except GgufError:
-                if fetched is not None and fetched < size:
-                    raise HeaderBeyond(f"{where}: the header runs past the {fetched:,} bytes fetched.") from None
-                raise
+            lay = _layout(buf, size, tensors_n, kvs_n, where, fetched if fetched is not None and fetched < size
+                          else None)
             if lay.long_arrays:
                 copy = _without_long_arrays(buf, lay, size, tensors_n, kvs_n)
     try:

@@ -216,6 +216,10 @@ def model_fields(g: GgufFile) -> tuple[dict, list[str]]:
     if extra_layers:
         notes.append(f"{len(extra_layers)} layer(s) past block_count (multi-token prediction): stored, not read by "
                      "plain decoding")
+    if any(s.get("mixer", {}).get("kind") == "mla" for s in specs) and g.get("attention.key_length_mla") is None:
+        notes.append("MLA in the file's older layout (attn_kv_b, no key_length_mla): llama.cpp caches each head's "
+                     "K and V for it, not the latent the plan and the ledger size; convert it again (llama.cpp PR "
+                     "#12801's attn_k_b / attn_v_b) for the latent cache")
     tied = "output.weight" not in g.tensors
     fields = {"vocab_size": emb.shape[1], "hidden_size": hidden, "tie_word_embeddings": tied,
               "max_position_embeddings": _int(g, "context_length", low=1), **layer_stack_fields(specs),

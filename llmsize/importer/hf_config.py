@@ -104,7 +104,7 @@ class _Cfg:
 
 
 def _groups(layers: list[dict]) -> list[dict]:
-    """Consecutive or not, identical layers become one group with a count (order does not change sizes)."""
+    """Consecutive or not, identical layers become one group with a count (layer_stack_fields keeps the order)."""
     counts: Counter = Counter()
     first: dict = {}
     for spec in layers:

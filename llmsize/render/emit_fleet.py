@@ -84,17 +84,16 @@ def _engine_extras(engine: str, kv_dtype: str, spec) -> tuple[list[str], list[st
 def _placement_note(row, engine: str) -> list[str]:
     """Where replicas (or workers) of fewer than 8 cards share a node: each on its own cards and port, as the line
     alone would start them all on the first cards and one port."""
-    per = row.tp * row.pp * (row.dp or 1)
-    workers = row.replicas if row.mode == "aggregated" else (row.prefill_workers or 0) + (row.decode_workers or 0)
-    if per >= 8 or workers <= 1:
+    slots = row.shared_node_slots()
+    if slots is None:
         return []
-    cards = lambda i: ",".join(str(c) for c in range(i * per, (i + 1) * per))  # noqa: E731
+    fit, (first, second) = slots
     if engine == "vllm":
-        how = (f"CUDA_VISIBLE_DEVICES={cards(0)} ... --port 8000, CUDA_VISIBLE_DEVICES={cards(1)} ... --port 8001, "
+        how = (f"CUDA_VISIBLE_DEVICES={first} ... --port 8000, CUDA_VISIBLE_DEVICES={second} ... --port 8001, "
                "and so on (HIP_VISIBLE_DEVICES on AMD cards)")
     else:
-        how = f"--base-gpu-id 0 --port 30000, --base-gpu-id {per} --port 30001, and so on"
-    return [f"# up to {8 // per} of these on a node of 8, each on its own {per} card(s) and port: {how}"
+        how = f"--base-gpu-id 0 --port 30000, --base-gpu-id {second.split(',')[0]} --port 30001, and so on"
+    return [f"# up to {fit} of these on a node of 8, each on its own {row.cards_per_worker} card(s) and port: {how}"
             + ("; a load balancer over the replicas' endpoints" if row.mode == "aggregated" else "")]
 
 

@@ -138,8 +138,9 @@ def render_plan(p: Plan, width: int = 100, color: bool = False, placement: str |
     if b.scores_bytes:
         rows.append(("- attention scores", f"{b.scores_bytes / GB:,.2f} GB (--no-flash-attn: one layer's, "
                                            f"a {p.prompt_tokens:,}-token prompt in one pass)"))
-    rows.append(("left for KV cache", fmt_bytes(b.kv_budget_bytes) + (
-        "" if b.weights_fit else f"  (the whole model does not fit; {placement})" if placement else "  (does not fit)")))
+    verdict = "" if b.weights_fit else f"  (the whole model does not fit; {placement})" if placement else \
+        "  (does not fit)"
+    rows.append(("left for KV cache", fmt_bytes(b.kv_budget_bytes) + verdict))
     if b.weights_fit:
         lim = " (model limit)" if p.max_context.limited_by == "model" else ""
         rows += [("longest context, 1 sequence", f"{p.max_context.tokens:,} tokens{lim}"),

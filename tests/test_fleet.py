@@ -851,6 +851,9 @@ def test_a_card_the_catalog_leaves_short_says_what_its_figures_lean_on(run_cli):
     assert rows["h100-pcie"]["tp"] > 1 and any("PCIe 5.0 x16" in c and "NVLink" in c
                                                 for c in rows["h100-pcie"]["caveats"])
     assert rows["h100-sxm"]["caveats"] == []  # NVLink 4 figures in the catalog, a 16-bit rate too
+    # an RTX 3080's text says "no NVLink (only the RTX 3090 had NVLink ...)": PCIe is its link, no caveat
+    (r3080,) = json.loads(run_cli("fleet", "llama-3.1-8b", "--users", "20", "--gpus", "rtx3080", "--json")[1])["rows"]
+    assert not any("collectives" in c for c in r3080["caveats"])
     code, out, err = run_cli(*base)
     assert code == 0 and "note: rtx6000ada: prompts costed at its FP32 rate" in " ".join(out.split())
 

@@ -138,3 +138,19 @@ def test_a_fit_beyond_one_node_says_how_many_nodes(catalog):
     assert p.fit.cards > 8
     lever = next(lv for lv in p.diagnosis.levers if lv.startswith("More cards"))
     assert f"on {-(-p.fit.cards // 8)} nodes of 8" in lever
+
+
+def test_a_pipeline_stage_of_an_interleaved_model_is_a_consistent_model(catalog):
+    """A pp shard keeps each group's share of the stage (ceil(count / pp)) and drops the stack's pattern, whose
+    repetition would give other counts (a review saw Nemotron-3-Nano at pp 2 stacked as 12/11/4 layers against its
+    groups' 12/12/3, and its GGUF bytes 5% short)."""
+    from llmsize.catalog.schema import ModelSpec
+    from llmsize.estimate.parallel import shard_model
+
+    for m in catalog.models.all():
+        if m.layer_pattern is None:
+            continue
+        for pp in (2, 4):
+            s = shard_model(m, 1, pp)
+            assert ModelSpec.model_validate(s.model_dump()) == s
+            assert len(s.layer_stack()) == s.num_layers

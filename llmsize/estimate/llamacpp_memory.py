@@ -119,10 +119,17 @@ class LlamaCppLedger:
     devices: list[Device]
     gpu_layers: int  # of n_layer + 1 (the output counts)
     n_layer: int
-    i_gpu_start: int  # the first repeating layer on the GPU (n_layer: none)
-    output_on_gpu: bool
     notes: list[str] = field(default_factory=list)
     v_cache: bool = True  # some caching layer keeps a V cache (MLA's keep the latent in K alone)
+
+    @property
+    def i_gpu_start(self) -> int:
+        """The first repeating layer on the GPU (n_layer: none)."""
+        return gpu_placement(self.n_layer, self.settings)[1]
+
+    @property
+    def output_on_gpu(self) -> bool:
+        return gpu_placement(self.n_layer, self.settings)[2]
 
     @property
     def kv_cache_bytes(self) -> int:
@@ -359,7 +366,7 @@ def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int
     devices.append(Device("CPU", i_gpu_start, not output_on_gpu, model_host, kv_host, rec_host, host_compute))
     output = s.parallel * model.vocab_size * F32
     return LlamaCppLedger(engine, s, n_ctx, n_ctx_seq, n_stream, n_ctx_seq, cells_swa, kv_full, kv_swa,
-                          rec_gpu + rec_host, output, devices, ngl, n_layer, i_gpu_start, output_on_gpu, notes,
+                          rec_gpu + rec_host, output, devices, ngl, n_layer, notes,
                           any(c.v for c, _ in runs.runs if c.k))
 
 

@@ -103,25 +103,18 @@ class _Cfg:
         return types
 
 
-def _groups(layers: list[dict]) -> list[dict]:
-    """Consecutive or not, identical layers become one group with a count (layer_stack_fields keeps the order)."""
-    counts: Counter = Counter()
-    first: dict = {}
-    for spec in layers:
-        key = repr(sorted(spec.items()))
-        counts[key] += 1
-        first.setdefault(key, spec)
-    return [{"count": n, **first[k]} for k, n in counts.items()]
-
-
 def layer_stack_fields(layers: list[dict]) -> dict:
-    """A model's `layer_groups` (identical layers one group, in order of first appearance) and, where the groups
-    interleave (Gemma's local and global layers, a hybrid's linear and full attention), its `layer_pattern`: the
-    shortest period of group indices the stack repeats (ModelSpec.layer_pattern)."""
+    """A model's `layer_groups` (identical layers, consecutive or not, one group with a count, in order of first
+    appearance) and, where the groups interleave (Gemma's local and global layers, a hybrid's linear and full
+    attention), its `layer_pattern`: the shortest period of group indices the stack repeats
+    (ModelSpec.layer_pattern)."""
     keys = [repr(sorted(spec.items())) for spec in layers]
     index = {k: i for i, k in enumerate(dict.fromkeys(keys))}
     seq = [index[k] for k in keys]
-    out = {"layer_groups": _groups(layers)}
+    counts, first = Counter(seq), {}
+    for g, spec in zip(seq, layers):
+        first.setdefault(g, spec)
+    out = {"layer_groups": [{"count": counts[g], **first[g]} for g in range(len(index))]}
     if seq != sorted(seq):
         out["layer_pattern"] = seq[:next(p for p in range(1, len(seq) + 1)
                                          if all(seq[i] == seq[i % p] for i in range(len(seq))))]

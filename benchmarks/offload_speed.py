@@ -25,8 +25,9 @@ from llmsize.estimate.llamacpp_plan import card_bytes  # noqa: E402
 RUNS = ROOT / "tests" / "data" / "offload_runs.yaml"
 
 
-def offload(run: dict, cat: Catalog):
-    """The run's plan's offload (llmsize.estimate.offload.OffloadSpeed), or None where the model fits the card."""
+def offload(run: dict, cat: Catalog, output_first: bool = True):
+    """The run's plan's offload (llmsize.estimate.offload.OffloadSpeed), or None where the model fits the card;
+    `output_first=False` places -ngl's layers as llama.cpp builds before PR #18148 did."""
     p = run["plan"]
     g, m = cat.gpu(p["gpu"]), cat.model(p["model"])
     prompt = p.get("prompt", 512)
@@ -36,13 +37,13 @@ def offload(run: dict, cat: Catalog):
     spec = next(r for r in cat.runtimes.all() if r.id == "llamacpp")
     c = constants(spec, backend(g))
     o = LlamaCppOptions(context, ubatch_size=p.get("ubatch", 512), n_cpu_moe=p.get("n_cpu_moe", 0),
-                        cpu_moe=p.get("cpu_moe", False), gpu_layers=p.get("gpu_layers"))
+                        cpu_moe=p.get("cpu_moe", False), gpu_layers=p.get("gpu_layers"), output_first=output_first)
     host = host_memory(p.get("host_memory", "DDR5-6000x2"), None, platforms(cat.hosts.all()))
     return llamacpp_plan(plan, None, "llamacpp", o, host, c, card_bytes(g), False, format_class(p["quant"])).offload
 
 
-def predicted(run: dict, cat: Catalog) -> float | None:
-    off = offload(run, cat)
+def predicted(run: dict, cat: Catalog, output_first: bool = True) -> float | None:
+    off = offload(run, cat, output_first)
     if off is None:
         return None
     if run["kind"] == "prefill":
@@ -60,16 +61,23 @@ def copy_share(run: dict, cat: Catalog) -> float | None:
     return needed / off.prefill_copy_s
 
 
-def comparisons(cat: Catalog | None = None) -> list[tuple[str, str, float | None, float]]:
+def comparisons(cat: Catalog | None = None, output_first: bool = True) -> list[tuple[str, str, float | None, float]]:
     cat = cat or Catalog()
-    return [(r["id"], r["kind"], predicted(r, cat), float(r["tok_s"])) for r in yaml.safe_load(RUNS.read_text())]
+    return [(r["id"], r["kind"], predicted(r, cat, output_first), float(r["tok_s"]))
+            for r in yaml.safe_load(RUNS.read_text())]
 
 
 def main() -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Offloaded llama.cpp runs: predicted against published.")
+    ap.add_argument("--output-last", action="store_true", help="place -ngl's layers as builds before llama.cpp PR "
+                    "#18148 did (the last N repeating layers, the output only with N > the layer count)")
+    output_first = not ap.parse_args().output_last
     cat = Catalog()
     runs = {r["id"]: r for r in yaml.safe_load(RUNS.read_text())}
     print(f"{'run':54} {'kind':8} {'predicted tok/s':>15} {'published':>10} {'error':>7} {'copy share':>10}")
-    for rid, kind, pred, got in comparisons(cat):
+    for rid, kind, pred, got in comparisons(cat, output_first):
         err = f"{(pred - got) / got * 100:+6.1f}%" if pred else "      -"
         share = copy_share(runs[rid], cat)
         print(f"{rid:54} {kind:8} {pred or 0:15.1f} {got:10.1f} {err} {'' if share is None else f'{share:10.2f}'}")

@@ -32,6 +32,7 @@ class LlamaCppOptions:
     gpu_layers: int | None = None
     n_cpu_moe: int = 0
     cpu_moe: bool = False
+    output_first: bool = True  # -ngl's first layer the output (llama.cpp since PR #18148); False: a build before
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ def settings(engine: str, o: LlamaCppOptions, n_layer: int) -> LlamaCppSettings:
                             parallel=o.parallel, kv_unified=o.kv_unified and engine != "ollama",
                             cache_type_k=o.cache_type_k.lower(), cache_type_v=o.cache_type_v.lower(), flash_attn=fa,
                             ubatch_size=o.ubatch_size, swa_full=o.swa_full, gpu_layers=o.gpu_layers,
-                            n_cpu_moe=n_layer if o.cpu_moe else o.n_cpu_moe)
+                            n_cpu_moe=n_layer if o.cpu_moe else o.n_cpu_moe, output_first=o.output_first)
 
 
 def file_tensors(plan, exact) -> list[tuple[str, int]]:

@@ -395,6 +395,36 @@ def test_a_model_no_node_holds_takes_pipeline_stages_over_nodes(catalog, runtime
     assert h200.pp == 1
 
 
+@pytest.mark.parametrize("model, card, users, in_node_cards", [
+    # 141 GB of BF16 weights on 8 x 24 GiB (206 GB): the best a node does is tp 4 x pp 2, 16 replicas, 128 cards
+    ("llama-3.1-70b", "rtx4090", 400, 128),
+    # 671 GB of FP8 on 48 GB cards: tp 8 x pp 2 (16 x 48 GiB = 825 GB) leaves ~70 GB of cache; 4 nodes leave ~900
+    ("deepseek-v3", "rtx6000ada", 400, None),
+])
+def test_a_model_a_node_barely_holds_tries_more_nodes_a_replica(catalog, runtimes, monkeypatch, model, card, users,
+                                                               in_node_cards):
+    """Stages a node each are tried while one more node a stage lowers the cards in all: a replica of two nodes holds
+    the weights once over twice the memory, so its cache room grows far more than 2x where the weights fill most of
+    a node. Llama 3.1 70B on RTX 4090s for 400 users: tp 8 x pp 2 serves them on fewer cards than the best replica
+    within a node (which stopping at a node that holds the model chose); DeepSeek-V3 on RTX 6000 Ada cards: 4 nodes a
+    replica, where 2 (the first that holds it) needed 1,600 cards."""
+    from llmsize.estimate import fleet
+
+    m, g, w = catalog.model(model), catalog.gpu(card), Workload(3000, 500, users=users)
+    (row,) = fleet_rows(m, [g], w, "vllm", runtimes)
+    if in_node_cards is not None:
+        monkeypatch.setattr(fleet, "PP_NODES", ())
+        (in_node,) = fleet_rows(m, [g], w, "vllm", runtimes)
+        assert (in_node.tp, in_node.pp, in_node.cards_total) == (4, 2, in_node_cards)
+        assert (row.tp, row.pp) == (8, 2) and row.cards_total < in_node.cards_total, row
+    else:
+        monkeypatch.setattr(fleet, "PP_NODES", (2,))
+        (two,) = fleet_rows(m, [g], w, "vllm", runtimes)
+        assert (two.tp, two.pp) == (8, 2)
+        assert (row.tp, row.pp) == (8, 4) and row.cards_total < two.cards_total / 4, (row, two)
+    assert row.nodes == row.cards_total // 8 and row.meets_slo
+
+
 def test_a_pipeline_keeps_one_micro_batch_a_stage_in_flight(catalog, runtimes):
     """Llama 3.1 70B on H100s, tp 4 x pp 2 within a node: the engines keep pp = 2 micro-batches in flight (vLLM's
     max_concurrent_batches, TensorRT-LLM's num_micro_batches, SGLang's pp_max_micro_batch_size), so 64 users are

@@ -75,7 +75,7 @@ from llmsize.estimate.workload import Workload
 
 TP_CHOICES = (1, 2, 4, 8)
 PP_IN_NODE = ((1, 2), (2, 2), (4, 2))  # (tp, pp): two pipeline stages within a node (MLPerf's H200 runs tp 4 x pp 2)
-PP_NODES = (2, 4)  # a replica of pp nodes of 8 cards (tp 8 x pp), tried when no single node holds the model
+PP_NODES = (2, 4)  # a replica of pp nodes of 8 cards (tp 8 x pp), each tried while the last lowered the fleet
 GPUS_PER_NODE = 8
 HOURS_PER_MONTH = 730
 
@@ -164,7 +164,7 @@ def _configs(any_constants: bool, model: ModelSpec, spec=None, runtime: str = "v
     """(tp, pp, dp) of a replica `runtime` can run: tensor parallel within a node; for a MoE, attention data parallel
     with expert parallel over 2-8 cards (DEP, where the experts split evenly; not with speculative decoding;
     DEP_RUNTIMES); two pipeline stages within a node (PIPELINE_RUNTIMES); then pipeline stages of a full node each
-    (last: tried only when no single node holds the model; NODE_PIPELINE_RUNTIMES)."""
+    (last, fewest nodes first; NODE_PIPELINE_RUNTIMES)."""
     if not any_constants:
         return []
     dep = [(1, 1, n) for n in DP_CHOICES if spec is None and supports_dep(model, n)] if runtime in DEP_RUNTIMES else []
@@ -430,10 +430,15 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
         elif (why := architecture_refusal(runtime, g)) is not None:
             reasons.append(why)  # the engine's documentation leaves this card's architecture out
             c = None
-        fitted_one = False
+        # stages a node each: one more node a stage is tried while the last one lowered the fleet's cards (or
+        # cost): a model that one node barely holds leaves its cache little room, and two nodes a replica can
+        # serve its users on fewer cards in all (a 70B on 24 GB cards, DeepSeek-V3 on 48 GB ones)
+        node_before, node_fitted = None, False
         for tp, pp, dp in _configs(c is not None, model, w.spec, runtime):
-            if stage_nodes(tp, pp) and fitted_one:
-                break  # pipeline stages over nodes only for what no single node holds
+            if stage_nodes(tp, pp):
+                if node_fitted and (best and best[0]) == node_before:
+                    break
+                node_before, node_fitted = best and best[0], False
             if (tp > 1 or pp > 1 or dp > 1) and card_link(g) is None:
                 continue  # one card only (an SoC, a board without NVLink or PCIe peers): the reason is tp 1's
             label = f"dep {dp}" if dp > 1 else f"tp {tp}" + (f" x pp {pp}" if pp > 1 else "")
@@ -466,7 +471,7 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
                 reasons.append(f"{label}: the weights and one request's cache do not fit" + (
                     f" (a p99 request, {w.longest_tokens():,} tokens)" if w.spread else ""))
                 continue
-            fitted_one = True
+            node_fitted = True
             try:
                 tpot_fn, pre, cost = replica_timing(plan, runtime, c, limits.prefill_tokens, w.spec, draft_plan, dp)
             except LlmsizeError as e:
@@ -533,7 +538,7 @@ def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: s
                   kv_dtype: str = "bf16", batches: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
                   ) -> list[ParetoCurve]:
     """Per card, what each replica of each tp (for a MoE, each DEP n; and the pipelines fleet_rows tries: two stages
-    within a node, stages a node each only when no node holds the model) gives at a batch b (aggregated: a user sees
+    within a node, stages a node each) gives at a batch b (aggregated: a user sees
     TPOT_agg(b), the replica's tp x pp x dp cards share b / TPOT_agg(b)), reduced to the points no other point of
     the card beats on both axes; for an engine that disaggregates, a second curve of decode workers with the
     prefill workers they need (disaggregated_point)."""
@@ -547,11 +552,8 @@ def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: s
         be = backend(g)
         c = constants(spec, be) if spec is not None and be else None
         pts, disagg = [], []
-        fitted_one = False
         for tp, pp, dp in (_configs(c is not None, model, runtime=runtime) if card_link(g) is not None
                            else [(1, 1, 1)] * bool(c)):
-            if stage_nodes(tp, pp) and fitted_one:
-                break  # pipeline stages over nodes only for what no single node holds, as fleet_rows
             try:
                 plan = make_plan(expert_shard(model, dp) if dp > 1 else model, g,
                                  replica_inputs(runtime, w, tp, pp, kv_dtype), search_fit=False)
@@ -561,7 +563,6 @@ def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: s
                 if plan.budget.weights_fit else 0
             if held < 1:
                 continue
-            fitted_one = True
             limits = serving_defaults(runtime, g, held, w.isl, w.osl, pp)
             hi = min(min(held, limits.max_batch or held) * dp,
                      admitted_batch(runtime, limits.prefill_tokens, w, dp * pp))

@@ -1122,13 +1122,17 @@ def fleet(
     from dataclasses import replace as _replace
 
     from llmsize.estimate.plan import resolve_format
-    from llmsize.estimate.quant import RUNTIME_FORMATS, runtime_load_refusal
+    from llmsize.estimate.quant import RUNTIME_FORMATS, runtime_kv_refusal, runtime_load_refusal
 
     weights = resolve_format(m, quant, None)[0].id
     refusal = runtime_load_refusal(rid, weights)
     if refusal is not None:
         raise InvalidValueError(f"--quant {weights}: {refusal}.", f"Give a format {rid} serves (e.g. "
                                 f"{', '.join(RUNTIME_FORMATS.get(rid, ()))}), or another --runtime.")
+    kv_refusal = runtime_kv_refusal(rid, kv_dtype)
+    if kv_refusal is not None:  # rows sized with a cache the engine cannot be launched with
+        raise InvalidValueError(f"--kv-dtype {kv_dtype}: {kv_refusal[0]}.",
+                                f"Give --kv-dtype {', '.join(kv_refusal[1])}, or another --runtime.")
     w = _replace(w, quant=weights)
     rows = fleet_rows(m, cards, w, rid, {r.id: r for r in cat.runtimes.all()}, hourly, kv_dtype)
     if emit is not None:
@@ -1173,6 +1177,8 @@ def fleet(
             from llmsize.render.fleet_report import render_simulated
 
             render_simulated(sims, _console())
+    if not any(r.meets_slo for r in rows):  # JSON and CSV keep each card's why_not; the exit code is the table's
+        raise _no_card_serves(rows, w)
     if pareto or output is not None:
         from llmsize.estimate.fleet import pareto_curves
         from llmsize.render.fleet_report import pareto_image, pareto_text

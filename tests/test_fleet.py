@@ -733,7 +733,7 @@ def test_the_pareto_has_a_disaggregated_curve_for_the_engines_that_split(catalog
 def test_no_pareto_when_no_card_serves(run_cli, tmp_path):
     """Llama 3.1 405B in BF16 (810 GB) does not fit an M2 Ultra under llama.cpp: no card serves the workload, so
     there is no table, no front to draw and no image written: one line naming the card and why, exit 2; the JSON
-    keeps the card's row and its why_not. (Llama 3.1 70B was the case until llama.cpp's plans took the whole
+    and CSV keep the card's row and its why_not, with the same line and exit code. (Llama 3.1 70B was the case until llama.cpp's plans took the whole
     working set rather than vLLM's 0.9 of it.) Where one card of several serves, the others' why_not print below
     the table."""
     from conftest import assert_one_line_error
@@ -743,8 +743,11 @@ def test_no_pareto_when_no_card_serves(run_cli, tmp_path):
     code, out, err = run_cli(*base, "--gpus", "m2-ultra", "--pareto", "-o", str(out_file))
     assert_one_line_error(code, err)
     assert "No card serves the workload (m2-ultra: " in err and out == "" and not out_file.exists()
-    code, out, err = run_cli(*base, "--gpus", "m2-ultra", "--json")
-    assert code == 0 and json.loads(out)["rows"][0]["why_not"]
+    for fmt in ("json", "csv"):  # the rows for scripts, and the table's exit code and line
+        code, out, err = run_cli(*base, "--gpus", "m2-ultra", "--format", fmt)
+        assert_one_line_error(code, err)
+        assert "No card serves the workload (m2-ultra: " in err
+        assert (json.loads(out)["rows"][0]["why_not"] if fmt == "json" else "m2-ultra" in out.splitlines()[1])
     code, out, err = run_cli("fleet", "llama-3.1-70b", "--users", "40", "--gpus", "m2-ultra,h100-sxm", "--runtime",
                              "vllm")
     assert code == 0 and "h100-sxm" in out and "no configuration: m2-ultra" in out
@@ -819,7 +822,7 @@ def test_launch_lines_carry_the_cache_dtype_and_the_speculation_the_rows_were_si
     meet the targets they were sized for. vLLM: --kv-cache-dtype fp8 and --speculative-config (method draft_model
     with the draft's repo, or mtp); SGLang: --kv-cache-dtype fp8_e4m3 and a chain of k drafted tokens
     (STANDALONE with the draft's path, or EAGLE over the model's own MTP layers); a cache dtype the engine does
-    not take is said, and the rows' title says what they were sized with."""
+    not take is refused before any row is sized, and the rows' title says what they were sized with."""
     base = ("fleet", "llama-3.1-70b", "--isl", "3000", "--osl", "500", "--users", "400", "--gpus", "b200")
     code, out, err = run_cli(*base, "--spec", "draft=llama-3.2-1b,k=4,accept=0.7", "--kv-dtype", "fp8",
                              "--emit", "vllm")
@@ -839,9 +842,12 @@ def test_launch_lines_carry_the_cache_dtype_and_the_speculation_the_rows_were_si
     code, out, err = run_cli(*mtp, "--emit", "vllm")
     assert code == 0, err
     assert "--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 1}'" in out
-    code, out, err = run_cli(*base, "--kv-dtype", "int8", "--emit", "vllm")
+    for kv, runtime in (("int8", "vllm"), ("nvfp4", "sglang"), ("int8", "trtllm")):  # refused before any row
+        code, out, err = run_cli(*base, "--kv-dtype", kv, "--runtime", runtime)
+        assert code == 2 and not out and f"--kv-dtype {kv}: {runtime} does not store its cache in {kv}" in err, err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    code, out, err = run_cli(*base, "--kv-dtype", "nvfp4", "--runtime", "trtllm")  # TensorRT-LLM's FP4 cache
     assert code == 0, err
-    assert "--kv-dtype int8, a cache dtype vllm does not take" in out and "--kv-cache-dtype" not in out
     code, out, err = run_cli(*base, "--spec", "draft=llama-3.2-1b,k=4,accept=0.7", "--kv-dtype", "fp8")
     assert code == 0, err
     assert "KV cache fp8, speculative draft=llama-3.2-1b,k=4,accept=0.7" in " ".join(out.split())

@@ -192,6 +192,17 @@ RUNTIME_KV = {"vllm": ("fp8",), "sglang": ("fp8",), "trtllm": ("fp8", "nvfp4"), 
               "mlx": (), "gpt-fast": ()}
 
 
+def runtime_kv_refusal(runtime: str, kv_dtype: str) -> tuple[str, tuple[str, ...]] | None:
+    """Why `runtime` cannot store its cache in `kv_dtype`, and the dtypes it can; None where it can: 16-bit (and
+    32-bit) everywhere, beside RUNTIME_KV's (vLLM's FlashMLA cache fp8_ds_mla too)."""
+    kv = kv_dtype.lower()
+    taken = (*UNQUANTIZED, *(t for t in RUNTIME_KV.get(runtime, ()) if "/" not in t),
+             *(("fp8_ds_mla",) if runtime == "vllm" else ()))
+    if kv in taken:
+        return None
+    return f"{runtime} does not store its cache in {kv}", taken
+
+
 def kv_dtype_flags(kv_dtype: str) -> list[str]:
     """The plan options that give a cache dtype: --kv-dtype, or llama.cpp's --cache-type-k/-v (with the flash
     attention a quantized V cache needs) for a K/V pair."""

@@ -17,8 +17,8 @@ connector, `--kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_
 What the rows were sized with goes on the lines too. FP8 weights (--quant fp8) of a 16-bit release: both
 engines' `--quantization fp8` (quantized on loading); another format than the release's: a comment asks for a
 checkpoint in it. An FP8 cache (--kv-dtype): vLLM's `--kv-cache-dtype fp8`
-(`fp8_ds_mla` as named), SGLang's `--kv-cache-dtype fp8_e4m3`; a cache dtype the engine does not take is said in a
-comment. Speculative decoding (--spec): vLLM's `--speculative-config` JSON, `{"model": DRAFT,
+(`fp8_ds_mla` as named), SGLang's `--kv-cache-dtype fp8_e4m3` (`fleet` refuses a cache dtype the engine does not
+take). Speculative decoding (--spec): vLLM's `--speculative-config` JSON, `{"model": DRAFT,
 "num_speculative_tokens": k, "method": "draft_model"}` for a draft model and `{"method": "mtp",
 "num_speculative_tokens": k}` for the model's own MTP layers (docs.vllm.ai, features/speculative_decoding:
 draft_model, mtp); SGLang's `--speculative-algorithm STANDALONE --speculative-draft-model-path DRAFT` for a draft
@@ -39,7 +39,6 @@ NIXL = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
 
 VLLM_KV = {"fp8": "fp8", "fp8_ds_mla": "fp8_ds_mla"}  # --kv-dtype -> vLLM's --kv-cache-dtype (16-bit: auto)
 SGLANG_KV = {"fp8": "fp8_e4m3"}  # -> SGLang's --kv-cache-dtype
-SIXTEEN_BIT = ("bf16", "fp16")
 
 
 def _weights_extras(model, quant: str | None) -> tuple[list[str], list[str]]:
@@ -60,11 +59,8 @@ def _engine_extras(engine: str, kv_dtype: str, spec) -> tuple[list[str], list[st
     flags, notes = [], []
     kv = kv_dtype.lower()
     table = VLLM_KV if engine == "vllm" else SGLANG_KV
-    if kv in table:
+    if kv in table:  # any other is 16-bit: the fleet refuses a cache dtype the engine does not take
         flags += ["--kv-cache-dtype", table[kv]]
-    elif kv not in SIXTEEN_BIT:
-        notes.append(f"# the rows were sized with --kv-dtype {kv}, a cache dtype {engine} does not take: size again "
-                     "with --kv-dtype bf16 or fp8")
     if spec is None:
         return flags, notes
     if engine == "vllm":

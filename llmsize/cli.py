@@ -1180,20 +1180,22 @@ def fleet(
     if not any(r.meets_slo for r in rows):  # JSON and CSV keep each card's why_not; the exit code is the table's
         raise _no_card_serves(rows, w)
     if pareto or output is not None:
-        from llmsize.estimate.fleet import pareto_curves
-        from llmsize.render.fleet_report import pareto_image, pareto_text
+        from llmsize.estimate.fleet import charted_cards, pareto_curves
+        from llmsize.render.fleet_report import chart_note, pareto_image, pareto_text
 
-        served = {r.card for r in rows if r.meets_slo}
-        curves = pareto_curves(m, [g for g in cards if g.id in served], w, rid, runtimes, kv_dtype)
+        charted, n_served = charted_cards(rows, cards)
+        curves = pareto_curves(m, charted, w, rid, runtimes, kv_dtype)
         if not curves:
             sys.stderr.write("no card serves this workload within its targets: no Pareto front to draw"
                              + (f" ({output} not written)" if output is not None else "") + "\n")
             return
+        note = chart_note(len(charted), n_served)
         if output is not None:
             pareto_image(m, curves, w.tpot_s, output, w.spec, rows)
-            sys.stderr.write(f"wrote {output}\n")
+            sys.stderr.write(f"wrote {output}" + (f" ({note})" if note else "") + "\n")
         if pareto and fmt == "table" and not as_json:
-            sys.stdout.write(pareto_text(m, curves, w.tpot_s, _width(), w.spec, rows) + "\n")
+            sys.stdout.write(pareto_text(m, curves, w.tpot_s, _width(), w.spec, rows) + "\n"
+                             + (f"{note}\n" if note else ""))
 
 
 def _card_list(cat, text: str | None) -> list:

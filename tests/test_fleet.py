@@ -306,6 +306,25 @@ def test_pareto_points_are_not_dominated_and_chart(catalog, runtimes, run_cli, t
     assert code == 0 and (tmp_path / "p.svg").read_text().lstrip().startswith("<?xml")
 
 
+def test_a_chart_draws_the_best_cards_each_with_its_own_marker_and_says_what_it_leaves_out(run_cli):
+    """Five cards serve Llama 3.1 70B at 30 tok/s a user: the terminal chart draws the best four (two curves each,
+    aggregated and P/D), the rows chosen and the target, ten series with ten markers, and says the fifth is left
+    out; the HTML page says it under both charts. With two cards, nothing is left out and nothing is said."""
+    import re
+
+    base = ("fleet", "llama-3.1-70b", "--users", "400", "--ttft", "2s", "--tok-s-per-user", "30")
+    code, out, err = run_cli(*base, "--gpus", "h100-sxm,h200-sxm,b200,mi300x,rtx4090", "--pareto")
+    assert code == 0, err
+    legend = " ".join(out[out.index("legend: "):].split())
+    markers = re.findall(r"(?:^legend:|   |\s)(\S) (?:b200|h200-sxm|h100-sxm|mi300x|rtx4090|the rows|target)", legend)
+    assert len(markers) == 10 and len(set(markers)) == 10, legend
+    assert "rtx4090" not in legend and "the best 4 of 5 cards that serve" in out
+    code, out, err = run_cli(*base, "--gpus", "h100-sxm,h200-sxm,b200,mi300x,rtx4090", "--format", "html")
+    assert code == 0 and out.count("the best 4 of 5 cards that serve") == 2
+    code, out, err = run_cli(*base, "--gpus", "h100-sxm,b200", "--pareto")
+    assert code == 0 and "charted:" not in out
+
+
 def test_a_shared_prefix_cuts_prefill_and_holds_its_cache_once(catalog, runtimes):
     """--shared-prefix 0.5: half of each 3,000-token prompt comes from the cache, so the prefill is half as long
     (TTFT of the aggregated row x 0.5) and, with no TPOT target to cap the batch, a replica holds more users:

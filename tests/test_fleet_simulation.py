@@ -53,6 +53,7 @@ def test_simulate_in_the_cli(run_cli):
     code, out, err = run_cli(*base, "--simulate")
     assert code == 0, err
     assert "Simulated" in out and "p95" in out
+    assert "(agg)" not in out  # every row aggregated: no row tagged, no footnote for the tag
     code, out, err = run_cli(*base, "--simulate", "--json")
     assert code == 0, err
     rows = json.loads(out)["rows"]
@@ -77,3 +78,7 @@ def test_a_disaggregated_best_row_replays_its_aggregated_alternative(run_cli):
     sim = row["other"]["simulated"]
     assert row["other"]["mode"] == "aggregated" and sim["requests"] > sim["measured"] > 0
     assert sim["tpot_mean_s"] == pytest.approx(row["other"]["tpot_s"], rel=0.15)
+    code, out, err = run_cli("fleet", "llama-3.1-70b", "--isl", "3000", "--osl", "500", "--users", "400", "--ttft",
+                             "2s", "--tok-s-per-user", "30", "--gpus", "b200", "--simulate")
+    assert code == 0, err
+    assert "b200 (agg)" in out and "(agg): the card's best row is disaggregated" in " ".join(out.split())

@@ -581,17 +581,28 @@ def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: s
     return out
 
 
+CHART_CARDS = 4  # the cards a chart draws, best first: more curves than a reader (or a terminal's markers) tells apart
+
+
+def charted_cards(rows: list[FleetRow], gpus: list[GpuSpec]) -> tuple[list[GpuSpec], int]:
+    """The (at most CHART_CARDS) best cards that serve the workload, in the rows' order, and how many serve."""
+    by_id = {g.id: g for g in gpus}
+    served = [by_id[r.card] for r in rows if r.meets_slo and r.card in by_id]
+    return served[:CHART_CARDS], len(served)
+
+
 def fleet_charts(model: ModelSpec, gpus: list[GpuSpec], rows: list[FleetRow], w: Workload, runtime: str,
-                 runtimes: dict, kv_dtype: str = "bf16", most: int = 4):
-    """The data of fleet's report charts for the (at most `most`) best cards that serve the workload: their Pareto
+                 runtimes: dict, kv_dtype: str = "bf16"):
+    """The data of fleet's report charts for the best cards that serve the workload (charted_cards): their Pareto
     curves, and their rooflines at the row's tp (a DEP row: one card's share of the experts) with the model's
     decode and prefill points."""
     from llmsize.estimate.charts import rooflines
     from llmsize.estimate.plan import PlanInputs
 
-    served = [r for r in rows if r.meets_slo and r.card in {g.id for g in gpus}][:most]
-    by_id = {g.id: g for g in gpus}
-    cards = [by_id[r.card] for r in served]
+    cards, _ = charted_cards(rows, gpus)
+    row_of = {r.card: r for r in rows}
+    served = [row_of[g.id] for g in cards]
+    by_id = {g.id: g for g in cards}
     roofs = []
     for r in served:
         card_model = expert_shard(model, r.dp) if (r.dp or 1) > 1 else model

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import textwrap
 
-MARKERS = "o*x+#@%&"
+MARKERS = "o*x+#@%&123456789"  # distinct for up to 17 series (fleet charts at most 4 cards: 2 curves each, 2 more)
 
 
 def ticks(lo: float, hi: float, log: bool) -> list[float]:

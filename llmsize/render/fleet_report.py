@@ -112,8 +112,9 @@ def render_simulated(sims: dict, console) -> None:
     print_rich(console, t)
     for line in notes:
         console.print(line)
-    console.print("(agg): the card's best row is disaggregated; its aggregated alternative is replayed. "
-                  "Each replica at its share of the load (--users: a closed loop, its users' starts staggered; "
+    agg = any(other for other, _ in sims.values())
+    console.print(("(agg): the card's best row is disaggregated; its aggregated alternative is replayed. " if agg
+                   else "") + "Each replica at its share of the load (--users: a closed loop, its users' starts staggered; "
                   "--rate: Poisson arrivals); the ramp-up and the drain left out; lengths drawn from the workload's "
                   "distributions.", style="dim")
 
@@ -282,6 +283,13 @@ def _chosen(rows, curves) -> list[tuple[str, list[tuple[float, float]], str]]:
     return [("the rows chosen", pts, "points")] if pts else []
 
 
+def chart_note(charted: int, served: int) -> str | None:
+    """What a chart of the best cards leaves out (fleet.charted_cards), None where it draws every card that serves."""
+    if served <= charted:
+        return None
+    return f"charted: the best {charted} of {served} cards that serve (the table's order); --gpus picks others"
+
+
 def pareto_text(model, curves, tpot_target_s: float | None, width: int = 100, spec=None, rows=None) -> str:
     from llmsize.render.ascii_chart import plot
 
@@ -348,6 +356,8 @@ def render_fleet_html(model, w, runtime, currency, rows, curves, roofs, kv_dtype
                      *_latency_cells(r), r.meets_slo, r.watts, r.cost_per_mtok_out, r.cost_per_month, other,
                      r.why_not])
     target = [(f"target {1 / w.tpot_s:.3g} tok/s per user", 1 / w.tpot_s)] if w.tpot_s else []
+    note = chart_note(len({c.card for c in curves}), sum(1 for r in rows if r.meets_slo))
+    charted = [note] if note else []
     pareto = svg_plot([(c.label, c.points, "line") for c in curves] + _chosen(rows, curves),
                       f"Pareto: {model.name}, per card ({_modes(curves, w.spec)})", X_PARETO, Y_PARETO, vlines=target)
     sections = [Section("Workload", tables=[(["input", "value"], work)]),
@@ -356,8 +366,8 @@ def render_fleet_html(model, w, runtime, currency, rows, curves, roofs, kv_dtype
                                f"A month: {HOURS_PER_MONTH} hours. Bands: the "
                                "expected-speed model's held-out p5-p95 of measured / predicted."]
                         + _caveat_lines(rows)),
-                Section("Throughput per GPU against speed per user", charts=[pareto]),
-                Section("Rooflines", charts=[roofline_svg(model.name, roofs)]),
+                Section("Throughput per GPU against speed per user", charts=[pareto], notes=charted),
+                Section("Rooflines", charts=[roofline_svg(model.name, roofs)], notes=charted),
                 Section("Assumptions", notes=ASSUMPTIONS)]
     return page(f"llmsize fleet: {model.name}, {_io_words(w)}, {load}", sections,
                 "Made by llmsize, offline: no scripts, nothing fetched.")

@@ -1134,7 +1134,14 @@ def fleet(
         raise InvalidValueError(f"--kv-dtype {kv_dtype}: {kv_refusal[0]}.",
                                 f"Give --kv-dtype {', '.join(kv_refusal[1])}, or another --runtime.")
     w = _replace(w, quant=weights)
-    rows = fleet_rows(m, cards, w, rid, {r.id: r for r in cat.runtimes.all()}, hourly, kv_dtype)
+    from llmsize.estimate.fleet import runtime_refusal
+
+    by_runtime = {r.id: r for r in cat.runtimes.all()}
+    refusals = [(g.id, runtime_refusal(rid, by_runtime, g)) for g in cards]
+    if all(why for _, why in refusals):  # no load or target would change it: the runtime, or the cards
+        raise InvalidValueError(f"--runtime {rid}{'' if runtime else ' (the default)'}: no card sized runs it "
+                                f"({refusals[0][0]}: {refusals[0][1]}).", "Give another --runtime, or --gpus it runs on.")
+    rows = fleet_rows(m, cards, w, rid, by_runtime, hourly, kv_dtype)
     if emit is not None:
         from llmsize.render.emit_fleet import fleet_command
 

@@ -198,6 +198,11 @@ def test_fleet_cli_json_and_hourly_prices(run_cli, tmp_path):
     (["llama-3.1-8b", "--users", "4", "--ttft", "soon"], "not a duration"),
     (["llama-3.1-8b", "--users", "0"], "--users"),
     (["llama-3.1-8b", "--users", "4", "--gpus", "nope"], "nope"),
+    # a runtime no card sized runs: no load or target would change it, so the line says to change those
+    (["llama-3.1-8b", "--users", "4", "--vendor", "intel"], "--runtime vllm (the default): no card sized runs it"),
+    (["llama-3.1-8b", "--users", "4", "--runtime", "mlx", "--gpus", "h100-sxm"],
+     "--runtime mlx: no card sized runs it (h100-sxm: no mlx constants for NVIDIA cards). Give another --runtime"),
+    (["llama-3.1-8b", "--users", "4", "--gpus", "tesla-p40"], "tesla-p40: vLLM needs CUDA compute capability 7.5"),
 ])
 def test_bad_fleet_input_is_one_line(run_cli, args, needle):
     code, out, err = run_cli("fleet", *args)

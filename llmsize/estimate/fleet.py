@@ -405,6 +405,19 @@ def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan
                 ttft - base), None
 
 
+def runtime_refusal(runtime: str, runtimes: dict, g: GpuSpec) -> str | None:
+    """Why `runtime` gets no row on card `g` whatever the workload, None where it can: no fitted constants for
+    the card's backend, or an architecture the engine's documentation leaves out (runtime_support)."""
+    from llmsize.estimate.expected import backend, constants
+
+    spec, be = runtimes.get(runtime), backend(g)
+    if spec is None or not be or constants(spec, be) is None:
+        return (f"{runtime} does not run on Apple cards: size them with --runtime llamacpp or mlx"
+                if g.vendor == "Apple" and runtime not in ("llamacpp", "mlx")
+                else f"no {runtime} constants for {g.vendor} cards")
+    return architecture_refusal(runtime, g)  # the engine's documentation leaves this card's architecture out
+
+
 def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str, runtimes: dict,
                hourly: dict[str, float] | None = None, kv_dtype: str = "bf16") -> list[FleetRow]:
     from llmsize.estimate.expected import backend, constants
@@ -420,16 +433,12 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
     rows = []
     for g in gpus:
         be = backend(g)
-        c = constants(spec, be) if spec is not None and be else None
+        why = runtime_refusal(runtime, runtimes, g)
+        c = constants(spec, be) if why is None else None
         price = (hourly or {}).get(g.id)
         best, reasons, best_of = None, [], {}
-        if c is None:
-            reasons.append(f"{runtime} does not run on Apple cards: size them with --runtime llamacpp or mlx"
-                           if g.vendor == "Apple" and runtime not in ("llamacpp", "mlx")
-                           else f"no {runtime} constants for {g.vendor} cards")
-        elif (why := architecture_refusal(runtime, g)) is not None:
-            reasons.append(why)  # the engine's documentation leaves this card's architecture out
-            c = None
+        if why is not None:
+            reasons.append(why)
         # stages a node each: one more node a stage is tried while the last one lowered the fleet's cards (or
         # cost): a model that one node barely holds leaves its cache little room, and two nodes a replica can
         # serve its users on fewer cards in all (a 70B on 24 GB cards, DeepSeek-V3 on 48 GB ones)

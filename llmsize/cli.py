@@ -1173,7 +1173,7 @@ def fleet(
     elif fmt == "csv":
         from llmsize.render.fleet_report import render_fleet_csv
 
-        sys.stdout.write(render_fleet_csv(rows))
+        sys.stdout.write(render_fleet_csv(rows, currency))
     elif fmt == "markdown":
         from llmsize.render.fleet_report import render_fleet_markdown
 

@@ -189,6 +189,12 @@ def test_fleet_cli_json_and_hourly_prices(run_cli, tmp_path):
                                                        * 1e6)
     costs = [r["cost_per_mtok_out"] * r["output_tok_s_total"] for r in d["rows"]]
     assert costs == sorted(costs)  # cheapest per hour first
+    import csv
+    import io
+
+    code, out, err = run_cli("fleet", "llama-3.1-70b", "--users", "400", "--gpus", "h100-sxm,b200", "--prices",
+                             str(prices), "--format", "csv")
+    assert code == 0 and {r["currency"] for r in csv.DictReader(io.StringIO(out))} == {"USD"}  # its cost columns'
 
 
 @pytest.mark.parametrize("args, needle", [

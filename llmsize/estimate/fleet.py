@@ -453,7 +453,7 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
             label = f"dep {dp}" if dp > 1 else f"tp {tp}" + (f" x pp {pp}" if pp > 1 else "")
             if weights_total / (tp * pp * dp) > g.memory_bytes:  # not even a perfect split fits: no plan to make
                 reasons.append(f"{label}: the weights alone ({weights_total / (tp * pp * dp) / 1e9:,.1f} GB a card) "
-                               f"exceed its {g.memory_bytes / 2**30:,.0f} GiB")
+                               f"exceed its {g.memory_bytes / 1e9:,.1f} GB")
                 continue
             inputs = replica_inputs(runtime, w, tp, pp, kv_dtype)
             try:

@@ -228,16 +228,18 @@ def flat_rows(rows) -> list[dict]:
     return out
 
 
-def render_fleet_csv(rows) -> str:
+def render_fleet_csv(rows, currency: str | None = None) -> str:
+    """One line a card; the cost columns' currency (the prices file's label, empty without prices) on each."""
     import csv
     import io
 
     buf = io.StringIO()
     data = flat_rows(rows)
-    w = csv.DictWriter(buf, fieldnames=list(FLAT) + ["other_mode", "other_cards_total"], lineterminator="\n")
+    w = csv.DictWriter(buf, fieldnames=list(FLAT) + ["other_mode", "other_cards_total", "currency"],
+                       lineterminator="\n")
     w.writeheader()
     for d in data:
-        w.writerow({k: ("" if v is None else v) for k, v in d.items()})
+        w.writerow({k: ("" if v is None else v) for k, v in {**d, "currency": currency}.items()})
     return buf.getvalue()
 
 

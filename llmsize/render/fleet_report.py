@@ -141,7 +141,7 @@ def _latency_cells(r) -> list[str]:
 
 
 def render_fleet(model, w, runtime, currency, rows, console, kv_dtype: str = "bf16") -> None:
-    load = f"{w.users:,} users" if w.users is not None else f"{w.rate:g} requests/s"
+    load = f"{w.users:,} users" if w.users is not None else f"{w.rate:,g} requests/s"
     missing, cells = [], []
     for r in rows:
         if r.replicas is None:
@@ -249,7 +249,7 @@ def _targets(w) -> str:
 
 
 def render_fleet_markdown(model, w, runtime, currency, rows, kv_dtype: str = "bf16") -> str:
-    load = f"{w.users:,} users" if w.users is not None else f"{w.rate:g} requests/s"
+    load = f"{w.users:,} users" if w.users is not None else f"{w.rate:,g} requests/s"
     cur = currency or "cost"
     lines = [f"**fleet: {model.name}, {_io_words(w)}, {load}, {_targets(w)} ({runtime}; "
              f"{_setup(w, kv_dtype)})**", "",
@@ -337,7 +337,7 @@ def render_fleet_html(model, w, runtime, currency, rows, curves, roofs, kv_dtype
     from llmsize.render.html_page import Section, page
     from llmsize.render.svg_chart import svg_plot
 
-    load = f"{w.users:,} users" if w.users is not None else f"{w.rate:g} requests/s"
+    load = f"{w.users:,} users" if w.users is not None else f"{w.rate:,g} requests/s"
     work = [["prompt tokens (isl)", w.isl], ["answer tokens (osl)", w.osl], ["load", load],
             ["TTFT target (s)", w.ttft_s], ["TPOT target (ms)", None if w.tpot_s is None else w.tpot_s * 1000],
             ["shared prefix (fraction of prompt tokens)", w.shared_prefix], ["weights", w.quant],

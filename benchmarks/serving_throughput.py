@@ -253,14 +253,18 @@ def main() -> int:
         print(f"{label:70} {pred:10,.0f} {got:10,.0f} {e * 100:+7.1f}%")
     if errs:
         print(f"\n{len(errs)} figures: {_summary(errs)}")
+    trt = list(errs)
     print(f"\nSGLang Cookbook, bench_serving at a fixed max concurrency (steady state; replayed run)\n{'case':46} "
           f"{'metric':13} {'steady':>9} {'error':>8} {'replayed':>9} {'error':>8} {'published':>10}")
     by: dict[tuple[str, str], list[float]] = {}
+    every: dict[str, list[float]] = {"steady": list(trt), "replayed": list(trt)}  # output tok/s, every source
     for label, metric, pred, rep, got in sglang_rows():
         cells = error_cells((("steady", pred), ("replayed", rep)), got, metric, by)
         print(f"{label:46} {metric:13} {' '.join(cells)} {got:10,.3f}")
     for (kind, metric), errs in by.items():
         print(f"{kind:8} {metric}: {len(errs)} figures, {_summary(errs)}")
+        if metric == "output tok/s":
+            every[kind] += errs
     print(f"\nvLLM bench serve runs at a fixed max concurrency (steady state; replayed run)\n{'case':46} "
           f"{'metric':13} {'steady':>9} {'error':>8} {'replayed':>9} {'error':>8} {'published':>10}")
     by = {}
@@ -269,6 +273,12 @@ def main() -> int:
         print(f"{label:46} {metric:13} {' '.join(cells)} {got:10,.3f}")
     for (kind, metric), errs in by.items():
         print(f"{kind:8} {metric}: {len(errs)} figures, {_summary(errs)}")
+        if metric == "output tok/s":
+            every[kind] += errs
+    print("\nOutput throughput, every figure above (TensorRT-LLM's tables in both; the SGLang and vLLM runs "
+          "steady-state as fleet sizes them, and replayed)")
+    for kind, errs in every.items():
+        print(f"{kind:8} output tok/s: {len(errs)} figures, {_summary(errs)}")
     print(f"\nMLPerf Inference llama3.1-405b, Offline, 8 cards (tok/s per GPU; the prompt length each result implies)\n"
           f"{'result':52} {'published':>10} {'implied prompt':>15} {'pred @8000':>11} {'pred @11000':>12}")
     mlperf = mlperf_rows()

@@ -952,6 +952,7 @@ def fit_cmd(
       llmsize fit --gpu rtx4060ti16 --one-per-model --sort size --min-tok-s 20
       llmsize fit --gpu h100 --runtime vllm --json
     """
+    asked_context = context
     context = DEFAULT_CONTEXT if context is None else context
     from llmsize.estimate.expected import resolve_runtime
     from llmsize.estimate.model_fit import fit_models
@@ -992,10 +993,17 @@ def fit_cmd(
     probe.gpu = g
     wired = None if wired_limit_gb is None else wired_limit_gb * GiB
     fit_engine = "ollama" if (runtime or "").lower() == "ollama" else "llamacpp"
+    ollama_ctx = fit_engine == "ollama" and asked_context is None
+    if ollama_ctx:  # Ollama's own num_ctx by the card's memory, each model at most its own context
+        from llmsize.estimate.llamacpp_plan import ollama_num_ctx
+
+        context = ollama_num_ctx(g, wired)
+        fit_notes.append(f"--context {context:,}: Ollama's default num_ctx where the GPU offers "
+                         f"{card_bytes(g, wired) / GiB:,.1f} GiB, each model at most its own (--context sets another)")
     rows, skipped, fitting = fit_models(cat.models.all(), g, rid, context, runtimes, card_bytes(g, wired), host,
                                _llamacpp_constants(probe, cat),
                                None if host_ram_gib is None else host_ram_gib * GiB, one_per_model, wired,
-                               sort.lower(), min_tok_s, fit_engine)
+                               sort.lower(), min_tok_s, fit_engine, cap_to_model=ollama_ctx)
     if as_json:
         _print_json({"gpu": g.id, "runtime": rid, "engine": fit_engine if rid == "llamacpp" else None,
                      "context_tokens": context,

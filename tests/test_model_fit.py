@@ -134,6 +134,27 @@ def test_fit_under_ollama_places_as_ollama_does(run_cli):
     assert row["expected_tok_s"] == pytest.approx(d["expected"]["tok_s"], rel=1e-9)
 
 
+def test_fit_under_ollama_takes_its_default_context_by_the_cards_memory(run_cli):
+    """Without --context, Ollama's num_ctx by the GPU memory (llamacpp_plan.ollama_num_ctx: 4k under 23 GiB, 32k to
+    47): an RTX 4090 (23.6 GiB to CUDA) ranks at 32,768 tokens, each model at most its own (Llama 2 7B's 4,096),
+    the same as `plan --engine ollama` would run it; a 16 GB card at 4,096; --context sets another."""
+    code, out, err = run_cli("fit", "--gpu", "rtx4090", "--runtime", "ollama", "--json", "--top", "1000")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["context_tokens"] == 32768 and any("Ollama's default num_ctx" in n for n in d["notes"])
+    rows = {(r["model"], r["format"]): r for r in d["rows"]}
+    assert rows[("llama-2-7b", "gguf-q4_k_m")]["context_tokens"] >= 4096  # capped at its own 4,096, kept
+    assert rows[("llama-3.1-8b", "gguf-q4_k_m")]["context_tokens"] >= 32768
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--engine",
+                             "ollama", "--json")
+    assert code == 0 and json.loads(out)["expected"]["tok_s"] == pytest.approx(
+        rows[("llama-3.1-8b", "gguf-q4_k_m")]["expected_tok_s"], rel=1e-9)
+    code, out, err = run_cli("fit", "--gpu", "rtx4060ti16", "--runtime", "ollama", "--json")
+    assert code == 0 and json.loads(out)["context_tokens"] == 4096
+    code, out, err = run_cli("fit", "--gpu", "rtx4090", "--runtime", "ollama", "--context", "8192", "--json")
+    assert code == 0 and json.loads(out)["context_tokens"] == 8192 and not json.loads(out)["notes"]
+
+
 def test_fit_says_when_the_host_memory_is_not_used(run_cli):
     """--host-memory where nothing can be offloaded (a unified machine; a runtime other than llama.cpp): a note,
     and no host memory in the header or JSON (a review saw DDR5-6000x2 printed for an M4 Max and an H100)."""

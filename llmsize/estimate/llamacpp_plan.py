@@ -107,10 +107,16 @@ def ollama_default_context(gpu, model) -> tuple[int, str]:
     `totalVRAM >= 23*format.GibiByte`), so that a 24 GB card's 23.6 GiB gets 32k; at most the model's own context
     (its `ollama ps` example: gemma4 at 131072). The memory is what the card offers its allocator (card_bytes: the
     CUDA total; on a Mac, Metal's working set)."""
-    vram = card_bytes(gpu) / GiB
-    ctx = min(4096 if vram < 23 else 32768 if vram < 47 else 262144, model.max_position_embeddings)
-    return ctx, (f"--context {ctx:,}: Ollama's default num_ctx where the GPU offers {vram:,.1f} GiB (--context sets "
-                 "another)")
+    ctx = min(ollama_num_ctx(gpu), model.max_position_embeddings)
+    return ctx, (f"--context {ctx:,}: Ollama's default num_ctx where the GPU offers {card_bytes(gpu) / GiB:,.1f} GiB "
+                 "(--context sets another)")
+
+
+def ollama_num_ctx(gpu, wired_limit_bytes: float | None = None) -> int:
+    """Ollama's default num_ctx by the GPU memory alone (ollama_default_context caps it at a model's context); on a
+    Mac, Metal's working set or the wired limit given."""
+    vram = card_bytes(gpu, wired_limit_bytes) / GiB
+    return 4096 if vram < 23 else 32768 if vram < 47 else 262144
 
 
 def settings(engine: str, o: LlamaCppOptions, n_layer: int) -> LlamaCppSettings:

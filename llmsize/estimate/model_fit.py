@@ -146,9 +146,11 @@ def fit_models(models: list[ModelSpec], gpu: GpuSpec, runtime: str, context: int
                card_bytes: int, host: HostMemory | None = None, llama_constants=None,
                host_ram_bytes: float | None = None, one_per_model: bool = False,
                wired_limit_bytes: float | None = None, sort: str = "tok_s",
-               min_tok_s: float | None = None, engine: str = "llamacpp") -> tuple[list[FitRow], int, int]:
+               min_tok_s: float | None = None, engine: str = "llamacpp",
+               cap_to_model: bool = False) -> tuple[list[FitRow], int, int]:
     """(rows, how many model/format pairs could not be planned, how many fit before --min-tok-s and
-    --one-per-model) in `sort`'s order. `host_ram_bytes` drops
+    --one-per-model) in `sort`'s order. `cap_to_model`: each model at the least of `context` and its own (Ollama's
+    default num_ctx). `host_ram_bytes` drops
     offloaded placements the host cannot hold; `one_per_model` keeps each model's most bits per weight whole on the
     card, or where no format fits whole the most bits of the offloaded ones at least half as fast as its fastest;
     `min_tok_s` drops rows expected slower (and those without an expected figure)."""
@@ -157,7 +159,9 @@ def fit_models(models: list[ModelSpec], gpu: GpuSpec, runtime: str, context: int
     from llmsize.estimate.params import params_total
 
     rows, skipped = [], 0
+    asked = context
     for m in models:
+        context = min(asked, m.max_position_embeddings) if cap_to_model else asked
         for fid in _formats(runtime, m):
             try:
                 row = (_llamacpp_row(m, gpu, fid, context, host, card_bytes, llama_constants, runtimes, host_ram_bytes,

@@ -102,6 +102,23 @@ def test_a_llama_gguf_plans_from_its_header(tmp_path, run_cli):
     assert d["weights"]["bytes_read_per_token"] == m.bytes() - _nbytes((256, 512), Q.Q4_K)
 
 
+def test_layers_past_block_count_beyond_its_mtp_layers_are_refused(tmp_path, run_cli):
+    """A header that declares 2 blocks over tensors of 4 (llama.cpp's loader: "wrong number of tensors") would plan
+    half the weights and twice the ceiling: one line, exit 2. Layers past block_count that the header declares as
+    multi-token prediction (nextn_predict_layers) are kept, with a note."""
+    from conftest import assert_one_line_error
+
+    m = llama(layers=4)
+    m.meta["block_count"] = 2
+    code, out, err = run_cli("plan", str(m.write(tmp_path / "damaged.gguf")), "--gpu", "rtx4090")
+    assert_one_line_error(code, err)
+    assert "tensors of 2 layer(s) past its block_count (2)" in err and "llama.nextn_predict_layers" in err
+    m = llama(layers=3)
+    m.meta.update(block_count=2, nextn_predict_layers=1)
+    im = import_gguf(m.write(tmp_path / "mtp.gguf"))
+    assert im.spec.num_layers == 2 and any("multi-token prediction" in n for n in im.notes)
+
+
 def test_gemma3_sliding_layers_follow_llama_cpps_pattern_and_tied_output(tmp_path):
     m = Model("gemma3")
     h, heads, kv, hd = 256, 4, 2, 64

@@ -213,6 +213,12 @@ def model_fields(g: GgufFile) -> tuple[dict, list[str]]:
         raise GgufError(f"{g.files[0]}: layer {empty} holds no attention or MLP tensor llmsize knows "
                         f"(architecture {g.arch}).", "Plan the model's Hugging Face folder or its catalog entry.")
     extra_layers = sorted({int(m.group(1)) for n in g.tensors if (m := LAYER.match(n)) and int(m.group(1)) >= n_layer})
+    if len(extra_layers) > (_int(g, "nextn_predict_layers", required=False, high=MAX_LAYERS) or 0):
+        # more than its multi-token-prediction layers: the header and the tensors disagree (llama.cpp's loader
+        # refuses such a file, "wrong number of tensors"); planned, it would read a fraction of the weights
+        raise GgufError(f"{g.files[0]}: tensors of {len(extra_layers)} layer(s) past its block_count ({n_layer}), "
+                        "which the header does not declare as multi-token-prediction layers "
+                        f"({g.arch}.nextn_predict_layers).", "The file is damaged: convert or download it again.")
     if extra_layers:
         notes.append(f"{len(extra_layers)} layer(s) past block_count (multi-token prediction): stored, not read by "
                      "plain decoding")

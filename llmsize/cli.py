@@ -129,7 +129,7 @@ from llmsize.options import (
     WarmupOpt,
     WiredLimitOpt,
 )
-from llmsize.units import GiB
+from llmsize.units import GB, GiB
 
 # typer vendors click in recent releases and re-exports only some of its exceptions: find the two
 # base classes through BadParameter so this works with either layout.
@@ -389,7 +389,7 @@ def plan(
                         prompt_tokens=prompt, gpu_util=gpu_util, overhead_bytes=overhead_gib * GiB,
                         compute_precision=compute, tp=tp, pp=_stages(pp, nodes), nodes=nodes,
                         node_link_gb_s=node_link_gb_s,
-                        wired_limit_bytes=None if wired_limit_gb is None else wired_limit_gb * GiB, kv_policy=policy,
+                        wired_limit_bytes=None if wired_limit_gb is None else wired_limit_gb * GB, kv_policy=policy,
                         spec=parse_spec(spec, cat), flash_attn=not no_flash_attn,
                         runtime=plan_runtime)
     p = make_plan(m, g, inputs, exact=exact, notes=notes, warnings=warnings)
@@ -991,7 +991,7 @@ def fit_cmd(
 
     probe = _P()
     probe.gpu = g
-    wired = None if wired_limit_gb is None else wired_limit_gb * GiB
+    wired = None if wired_limit_gb is None else wired_limit_gb * GB
     fit_engine = "ollama" if (runtime or "").lower() == "ollama" else "llamacpp"
     ollama_ctx = fit_engine == "ollama" and asked_context is None
     if ollama_ctx:  # Ollama's own num_ctx by the card's memory, each model at most its own context

@@ -256,9 +256,10 @@ FitSortOpt = Annotated[str, _opt("--sort", help="tok_s: fastest expected first; 
 MinTokSOpt = Annotated[Optional[float], _opt("--min-tok-s", help="Drop rows expected below this decode tok/s at "
                                              "batch 1 (and rows without an expected figure).",
                                              callback=float_range(0, 1e6, True), show_default=False)]
-WiredLimitOpt = Annotated[Optional[float], _opt("--wired-limit-gb", help="Unified memory: what the GPU may use, GiB "
-                                               "(a Mac's recommendedMaxWorkingSetSize as llama.cpp prints it, or "
-                                               "the iogpu.wired_limit_mb you set); default: Metal's share by RAM.",
+WiredLimitOpt = Annotated[Optional[float], _opt("--wired-limit-gb", help="Unified memory: what the GPU may use, GB "
+                                               "(10^9 B): llama.cpp's recommendedMaxWorkingSetSize line (MB) / 1,000, "
+                                               "or a sysctl iogpu.wired_limit_mb of N MiB as N x 0.0010486; "
+                                               "default: Metal's share by RAM.",
                                                callback=float_range(0, 1e6, True), show_default=False)]
 IslOpt = Annotated[str, _opt("--isl", help="Prompt (input) tokens per request: 3000, a lognormal 3000:p95=12000 "
                              "(median and 95th percentile), or a CSV file of lengths (one a line, or a column isl).")]

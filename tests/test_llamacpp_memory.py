@@ -397,7 +397,7 @@ def test_unified_memory_fit_counts_the_host_buffers_in_the_same_ram(run_cli):
     code, out, err = run_cli("plan", "qwen3-235b-a22b", "--gpu", "m4-max", "--quant", "gguf-q3_k_m", "--engine",
                              "llamacpp", "--fit", "--wired-limit-gb", "125", "--json")
     e = json.loads(out)["engine"]
-    assert e["card_bytes"] == 125 * 2**30 and e["fits"] and e["fit"]["how"] == "as asked"
+    assert e["card_bytes"] == 125 * 10**9 and e["fits"] and e["fit"]["how"] == "as asked"  # GB, 10^9 B
 
 
 def test_host_memory_specs():

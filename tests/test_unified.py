@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import pytest
@@ -39,13 +40,14 @@ def test_a_mac_plan_budgets_the_working_set_and_says_how_to_raise_it(run_cli):
     assert not any(x.startswith("Offload with llama.cpp") for x in d["diagnosis"]["levers"])
     assert any("Metal's working set" in a for a in d["assumptions"])
     # the limit the lever names holds one sequence of --context (it had rounded 118.84 GiB down to 118.8, where
-    # 0 sequences of 4,096 tokens fit)
-    gib = re.search(r"--wired-limit-gb (\d+\.\d)", lever).group(1)
-    code, out, err = run_cli(*base, "--wired-limit-gb", gib)
+    # 0 sequences of 4,096 tokens fit); --wired-limit-gb is in GB (10^9 B), the sysctl in MiB, at least as much
+    gb = re.search(r"--wired-limit-gb (\d+\.\d)", lever).group(1)
+    code, out, err = run_cli(*base, "--wired-limit-gb", gb)
     assert code == 0, err
     d = json.loads(out)
     assert d["diagnosis"]["saturates"] != "weights" and d["capacity"]["max_concurrent_sequences"] >= 1
-    assert f"iogpu.wired_limit_mb={round(float(gib) * 1024)}" in lever
+    mib = int(re.search(r"iogpu.wired_limit_mb=(\d+)", lever).group(1))
+    assert mib == math.ceil(float(gb) * 1e9 / 2**20) and mib * 2**20 >= float(gb) * 1e9
 
 
 def test_fit_on_a_mac_lists_no_offloaded_placements(run_cli):
@@ -69,9 +71,10 @@ def test_strix_halo_starts_from_amdgpus_default_gtt(catalog, run_cli):
     assert code == 0, err
     d = json.loads(out)
     lever = next(x for x in d["diagnosis"]["levers"] if "ttm.pages_limit" in x)
-    gib = int(lever.split("--wired-limit-gb ")[1].split(":")[0])
-    assert f"ttm.pages_limit={gib * 262144}" in lever
-    code, out, err = run_cli(*base, "--wired-limit-gb", str(gib))
+    gib = int(re.search(r"\((\d+) GiB\)", lever).group(1))
+    gb = lever.split("--wired-limit-gb ")[1].split(":")[0]  # GB, at most the GiB the kernel is given
+    assert f"ttm.pages_limit={gib * 262144}" in lever and gib * 2**30 - 1e7 < float(gb) * 1e9 <= gib * 2**30
+    code, out, err = run_cli(*base, "--wired-limit-gb", gb)
     assert json.loads(out)["diagnosis"]["saturates"] != "weights"
 
 

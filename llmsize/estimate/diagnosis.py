@@ -116,14 +116,16 @@ def _wired_limit_lever(p: dict, one_sequence_bytes: float) -> list[str]:
     mib = int(-(-need // 2**20))
     if amd_soc:
         gib = -(-mib // 1024)
+        gb = math.floor(gib * 2**30 / GB * 100) / 100  # --wired-limit-gb is in GB: at most the GiB it names
         return [f"Above the GPU's default share (GTT), within the RAM. Raise it: the BIOS UMA Frame Buffer Size, or "
                 f"on Linux the kernel parameters `ttm.pages_limit={gib * 262144} ttm.page_pool_size={gib * 262144}` "
-                f"({gib} GiB), and plan with --wired-limit-gb {gib}: {(ram - gib * 2**30) / GB:.1f} GB stay with "
+                f"({gib} GiB), and plan with --wired-limit-gb {gb:.2f}: {(ram - gib * 2**30) / GB:.1f} GB stay with "
                 "the OS."]
-    gib = math.ceil(need / 2**30 * 10) / 10  # up to a tenth of a GiB, so the plan it names holds the sequence
+    gb = math.ceil(need / GB * 10) / 10  # up to a tenth of a GB, so the plan it names holds the sequence
+    wired_mib = math.ceil(gb * GB / 2**20)  # the sysctl's MiB, at least those GB
     return [f"Above Metal's working set, within the RAM: as is it loads and pages every token. Raise the GPU's "
-            f"limit, `sudo sysctl iogpu.wired_limit_mb={round(gib * 1024)}` (until reboot), and plan with "
-            f"--wired-limit-gb {gib:.1f}: {(ram - gib * 2**30) / GB:.1f} GB stay with macOS."]
+            f"limit, `sudo sysctl iogpu.wired_limit_mb={wired_mib}` (until reboot), and plan with "
+            f"--wired-limit-gb {gb:.1f}: {(ram - wired_mib * 2**20) / GB:.1f} GB stay with macOS."]
 
 
 def _kv_levers(p: dict) -> list[str]:

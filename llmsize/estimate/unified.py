@@ -5,7 +5,7 @@ macOS 13-15 fit two fractions exactly: 2/3 of the RAM up to 32 GB (`recommendedM
 on a 32 GB M1 Max, ggml-org/llama.cpp#2011; 10922.67 on 16 GB) and 3/4 above (49152.00 on a 64 GB M1 Max,
 llama.cpp#1870; 73728 on a 96 GB M2 Max, llama.cpp#3213). Logs of macOS 26 print more (0.74-0.84 of the RAM), and
 `sudo sysctl iogpu.wired_limit_mb=N` raises it to N MiB (until reboot): pass what your log prints, or the limit
-you set, as --wired-limit-gb. A model above the working set but within the RAM loads and then pages every token:
+you set, as --wired-limit-gb, in GB (10^9 B: the log's MB / 1,000, the sysctl's MiB x 0.0010486). A model above the working set but within the RAM loads and then pages every token:
 it does not fit, and the plan says how to raise the limit.
 
 AMD Strix Halo on Linux: amdgpu's GTT, "max(3G, 1/2 of system ram) by default" (kernel commit "drm/amdgpu: Adjust

@@ -119,6 +119,25 @@ def test_layers_past_block_count_beyond_its_mtp_layers_are_refused(tmp_path, run
     assert im.spec.num_layers == 2 and any("multi-token prediction" in n for n in im.notes)
 
 
+def test_a_projector_file_and_a_context_past_int32_are_one_line(tmp_path, run_cli):
+    """A vision projector (architecture clip) is not the model: say so and point to the model's file (it said a
+    metadata key was missing: convert it again). A context_length of 2^32 - 1 is a damaged header, named as one
+    (it printed the schema validator's words)."""
+    from conftest import assert_one_line_error
+
+    clip = Model("clip")
+    clip.meta = {"has_vision_encoder": True}  # clip.has_vision_encoder; the architecture alone names it
+    clip.t("v.blk.0.attn_q.weight", (256, 256))
+    code, out, err = run_cli("plan", str(clip.write(tmp_path / "mmproj-model-f16.gguf")), "--gpu", "rtx4090")
+    assert_one_line_error(code, err)
+    assert "multimodal projector (mmproj" in err and "the model's own GGUF file" in err
+    m = llama()
+    m.meta["context_length"] = 2**32 - 1
+    code, out, err = run_cli("plan", str(m.write(tmp_path / "ctx.gguf")), "--gpu", "rtx4090")
+    assert_one_line_error(code, err)
+    assert "llama.context_length` is '4294967295', not a whole count from 1 to 2,147,483,647" in err
+
+
 def test_gemma3_sliding_layers_follow_llama_cpps_pattern_and_tied_output(tmp_path):
     m = Model("gemma3")
     h, heads, kv, hd = 256, 4, 2, 64

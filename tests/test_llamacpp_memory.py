@@ -312,6 +312,15 @@ def test_emitted_llama_server_keeps_the_experts_on_the_host(run_cli, placement, 
     assert code == 2 and "is a llama.cpp option" in err and out == ""
 
 
+def test_an_expert_placement_on_a_dense_model_is_not_emitted(run_cli):
+    """--n-cpu-moe on a dense model moves nothing (the ledger notes it); the emitted command leaves the flag out
+    and says why (an audit saw `--n-cpu-moe 5` on Llama 3.1 8B, read as a split)."""
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--n-cpu-moe", "5",
+                             "--emit", "llama-server")
+    assert code == 0, err
+    assert "cpu-moe" not in out.strip().splitlines()[-1] and "--n-cpu-moe 5 left out: llama-3.1-8b has no" in out
+
+
 def test_ollama_moves_whole_layers_only(run_cli):
     """Ollama has no --n-cpu-moe: asked for one it refuses in one line; its --fit places whole layers (num_gpu)."""
     base = ("plan", "qwen3-30b-a3b", "--gpu", "rtx4060ti", "--quant", "gguf-q4_k_m", "--engine", "ollama")
@@ -325,17 +334,20 @@ def test_ollama_moves_whole_layers_only(run_cli):
     assert f"PARAMETER num_gpu {fit['gpu_layers']}" in out and "n-cpu-moe" not in out
 
 
-@pytest.mark.parametrize("cache,ok", [(("--cache-type-k", "q8_0"), False),
-                                      (("--cache-type-k", "q8_0", "--cache-type-v", "q8_0"), False),
+@pytest.mark.parametrize("cache,ok", [(("--cache-type-k", "q8_0"), "Ollama sets one type for K and V"),
+                                      (("--cache-type-k", "q8_0", "--cache-type-v", "q8_0"),
+                                       "q8_0 without flash attention"),
                                       (("--cache-type-k", "q8_0", "--cache-type-v", "q8_0", "--flash-attn", "on"), True)])
 def test_ollama_takes_one_cache_type_with_flash_attention(run_cli, cache, ok):
     """Ollama's OLLAMA_KV_CACHE_TYPE sets K and V together and applies only with flash attention (its default is
-    off): a K-only type, or a quantized cache without flash attention, is refused in one line (a review saw K q8_0
-    planned under Ollama while the emitted environment kept f16)."""
+    off): a K-only type, or a quantized cache without flash attention, is refused in one line naming which (a review
+    saw K q8_0 planned under Ollama while the emitted environment kept f16; another, both q8_0 told to "give both the
+    same type")."""
     base = ("plan", "llama-3.1-8b", "--gpu", "rtx4060ti", "--quant", "gguf-q4_k_m", "--engine", "ollama", *cache)
     code, out, err = run_cli(*base, "--json")
-    if not ok:
-        assert code == 2 and "Ollama sets one type for K and V" in err and out == ""
+    if ok is not True:
+        assert code == 2 and ok in err and out == ""
+        assert ("same type" in err) == (ok == "Ollama sets one type for K and V")
         return
     assert code == 0, err
     assert json.loads(out)["engine"]["settings"]["cache_type_k"] == "q8_0"

@@ -162,11 +162,15 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
         raise InvalidValueError(f"--cache-type-k/-v {s.cache_type_k}: Ollama's OLLAMA_KV_CACHE_TYPE takes "
                                 f"{', '.join(OLLAMA_KV_TYPES)} (docs/faq.md).",
                                 "Give q8_0 or q4_0 (with --flash-attn on), or use --engine llamacpp.")
-    if engine == "ollama" and (s.cache_type_k != s.cache_type_v or (s.cache_type_k != "f16" and not s.flash_attn)):
+    if engine == "ollama" and s.cache_type_k != s.cache_type_v:
         raise InvalidValueError(
             f"--cache-type-k {s.cache_type_k} --cache-type-v {s.cache_type_v}: Ollama sets one type for K and V "
-            "(OLLAMA_KV_CACHE_TYPE), and quantizes it only with flash attention (OLLAMA_FLASH_ATTENTION=1).",
-            "Give both the same type, with --flash-attn on for q8_0 or q4_0; or --engine llamacpp.")
+            "(OLLAMA_KV_CACHE_TYPE).", "Give both the same type, or use --engine llamacpp.")
+    if engine == "ollama" and s.cache_type_k != "f16" and not s.flash_attn:
+        raise InvalidValueError(
+            f"--cache-type-k/-v {s.cache_type_k} without flash attention: Ollama quantizes its cache only with flash "
+            "attention (OLLAMA_FLASH_ATTENTION=1), which is off by default.",
+            "Add --flash-attn on, or use --engine llamacpp.")
     found = fit_split(model, gpu, tensors, s, card_bytes, moe_offload=engine != "ollama") if fit else None
     if found is not None and found.how != "none":
         s = found.settings  # run as the fit placed it

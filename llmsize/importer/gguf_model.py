@@ -192,6 +192,9 @@ def model_fields(g: GgufFile) -> tuple[dict, list[str]]:
 
     if not g.arch:
         raise GgufError(f"{g.files[0]}: no general.architecture in the metadata.", "The file is not a model GGUF.")
+    if g.arch == "clip" or g.get("general.type") == "mmproj":
+        raise GgufError(f"{g.files[0]}: a multimodal projector (mmproj, architecture {g.arch}), not a language model.",
+                        "Plan the model's own GGUF file (llama.cpp loads the projector beside it with --mmproj).")
     n_layer = _int(g, "block_count", low=1, high=MAX_LAYERS)
     hidden = _int(g, "embedding_length", low=1, high=2**20)
     emb = g.tensors.get("token_embd.weight")
@@ -228,7 +231,7 @@ def model_fields(g: GgufFile) -> tuple[dict, list[str]]:
                      "#12801's attn_k_b / attn_v_b) for the latent cache")
     tied = "output.weight" not in g.tensors
     fields = {"vocab_size": emb.shape[1], "hidden_size": hidden, "tie_word_embeddings": tied,
-              "max_position_embeddings": _int(g, "context_length", low=1), **layer_stack_fields(specs),
+              "max_position_embeddings": _int(g, "context_length", low=1, high=2**31 - 1), **layer_stack_fields(specs),
               "final_norms": 1 if "output_norm.weight" in g.tensors else 0}
     return fields, notes
 

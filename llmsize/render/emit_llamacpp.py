@@ -45,7 +45,10 @@ def llama_server_command(p, led, local_path: str | None = None) -> str:
         if s.ubatch_size > LLAMA_N_BATCH:  # llama.cpp caps -ub at -b (2048 by default)
             args += ["-b", str(s.ubatch_size)]
         args += ["-ub", str(s.ubatch_size)]
-    if s.n_cpu_moe >= led.n_layer:
+    moe = any(g.mlp is not None and g.mlp.kind == "moe" for g in p.model.layer_groups)
+    if s.n_cpu_moe and not moe:  # nothing to move (the ledger says so): a flag that reads as a split would mislead
+        notes.append(f"# --n-cpu-moe {s.n_cpu_moe} left out: {p.model.id} has no routed experts")
+    elif s.n_cpu_moe >= led.n_layer:
         args.append("--cpu-moe")
     elif s.n_cpu_moe:
         args += ["--n-cpu-moe", str(s.n_cpu_moe)]

@@ -351,7 +351,8 @@ def plan(
     from llmsize.estimate.llamacpp_plan import ollama_default_context
 
     if context is None:
-        context, why = ollama_default_context(g, m) if engine == "ollama" else (DEFAULT_CONTEXT, None)
+        context, why = (ollama_default_context(g, m, None if wired_limit_gb is None else wired_limit_gb * GB)
+                        if engine == "ollama" else (DEFAULT_CONTEXT, None))
         notes += [why] if why else []
         if prompt is not None and prompt > context:
             raise InvalidValueError(f"--prompt {prompt:,} is longer than --context {context:,} (its default): the "

@@ -100,16 +100,16 @@ def card_bytes(gpu, wired_limit_bytes: float | None = None) -> int:
     return int(min(own, usable.bytes) * (SHARED_RAM_GPU_UTIL if usable.shares_all_ram else 1))
 
 
-def ollama_default_context(gpu, model) -> tuple[int, str]:
+def ollama_default_context(gpu, model, wired_limit_bytes: float | None = None) -> tuple[int, str]:
     """Ollama's num_ctx when none is set, by the GPU memory it detects: "< 24 GiB VRAM: 4k context - 24-48 GiB
     VRAM: 32k context - >= 48 GiB VRAM: 256k context" (ollama/ollama docs/context-length.mdx), in its code at
     "slightly lower thresholds (47/23 GiB vs. 48/24 GiB)" of the devices' total memory (server/routes.go, v0.33.2:
     `totalVRAM >= 23*format.GibiByte`), so that a 24 GB card's 23.6 GiB gets 32k; at most the model's own context
     (its `ollama ps` example: gemma4 at 131072). The memory is what the card offers its allocator (card_bytes: the
     CUDA total; on a Mac, Metal's working set)."""
-    ctx = min(ollama_num_ctx(gpu), model.max_position_embeddings)
-    return ctx, (f"--context {ctx:,}: Ollama's default num_ctx where the GPU offers {card_bytes(gpu) / GiB:,.1f} GiB "
-                 "(--context sets another)")
+    ctx = min(ollama_num_ctx(gpu, wired_limit_bytes), model.max_position_embeddings)
+    return ctx, (f"--context {ctx:,}: Ollama's default num_ctx where the GPU offers "
+                 f"{card_bytes(gpu, wired_limit_bytes) / GiB:,.1f} GiB (--context sets another)")
 
 
 def ollama_num_ctx(gpu, wired_limit_bytes: float | None = None) -> int:

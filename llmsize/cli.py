@@ -421,6 +421,12 @@ def plan(
 
     expected = expect_for_cli(p, cat, plan_runtime if run is None else runtime, run,
                               None if calibrate is None else str(calibrate), flash_attn, engine, ubatch_size)
+    if engine is None and expected.runtime == "llamacpp" and p.fmt.id.startswith(("gguf-", "ggml-")):
+        from llmsize.estimate.llamacpp_plan import ledger_context_words
+
+        note, warn = ledger_context_words(p, exact)  # what llama.cpp's own buffers hold, where the budget differs
+        p.notes.extend([note] if note else [])
+        p.warnings.extend([warn] if warn else [])
     if llama is not None:
         from llmsize.estimate.llamacpp_plan import ledger_warning, with_ledger
 

@@ -165,3 +165,24 @@ def test_fit_says_when_the_host_memory_is_not_used(run_cli):
         assert d["host_memory"] is None and any(why in n for n in d["notes"])
     code, out, err = run_cli("fit", "--gpu", "m4-max", "--host-memory", "DDR5-6000x2", "--top", "1")
     assert code == 0 and "not used" in out and "(96.0 GB/s)" not in out
+
+
+def test_plan_and_fit_say_the_same_longest_context_for_a_gguf(run_cli):
+    """`fit` ranks by llama.cpp's own ledger (its buffers, --fit's 1 GiB margin); a plain `plan` of a GGUF format
+    (llama.cpp by default) budgets a generic 1.5 GiB overhead. Llama 3.1 8B Q8_0 on an RTX 5060 Ti: fit says 59,904
+    tokens whole on the card, the plan's budget 53,682; the plan now says what llama.cpp's buffers hold, and at
+    59,904 tokens warns that llama.cpp would hold them (it only said that no sequence fits)."""
+    code, out, err = run_cli("fit", "--gpu", "rtx5060ti", "--json", "--top", "1000")
+    assert code == 0, err
+    row = next(r for r in json.loads(out)["rows"] if r["model"] == "llama-3.1-8b" and r["format"] == "gguf-q8_0")
+    assert row["placement"] == "full"
+    n = row["context_tokens"]
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx5060ti", "--quant", "gguf-q8_0", "--context",
+                             str(n), "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert any("llama.cpp's own buffers" in x and f"hold {n:,} tokens of one sequence" in x for x in d["notes"])
+    assert any(f"would hold {n:,} tokens here: plan with --engine llamacpp" in x for x in d["warnings"])
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx5060ti", "--quant", "gguf-q8_0", "--context",
+                             str(n), "--engine", "llamacpp", "--json")
+    assert code == 0 and json.loads(out)["engine"]["fits"]

@@ -135,6 +135,41 @@ def file_tensors(plan, exact) -> list[tuple[str, int]]:
     return gguf_file_tensors(plan.card_model or plan.model, plan.fmt.id)
 
 
+def ledger_longest_context(plan, exact) -> int | None:
+    """The longest context of one sequence llama.cpp's own buffers hold with every layer on the card (its ledger at
+    its defaults and --fit's 1 GiB margin, as `llmsize fit` ranks): None where the weights do not go whole on the
+    card, or the plan is split over cards (the ledger plans one GPU)."""
+    from llmsize.estimate.llamacpp_fit import fit_split
+
+    if plan.inputs.tp * plan.inputs.pp > 1:
+        return None
+    model = plan.model
+    found = fit_split(model, plan.gpu, file_tensors(plan, exact), settings("llamacpp", LlamaCppOptions(256),
+                                                                           model.num_layers),
+                      card_bytes(plan.gpu, plan.inputs.wired_limit_bytes))
+    return found.max_context_tokens if found.how == "as asked" else None
+
+
+def ledger_context_words(plan, exact) -> tuple[str | None, str | None]:
+    """For a plan llama.cpp runs by default (a GGUF format, no --engine): (a note, a warning) where its own buffers
+    hold another longest context than the plan's budget (the generic 1.5 GiB overhead), so that `plan` and `fit`
+    say the same; the warning where the plan holds no sequence at --context and llama.cpp would."""
+    if plan.inputs.kv_dtype not in (None, "bf16", "fp16") or not plan.budget.weights_fit:
+        return None, None
+    n = ledger_longest_context(plan, exact)
+    if n is None or n == plan.max_context.tokens:
+        return None, None
+    note = (f"llama.cpp's own buffers (its compute and output buffers and --fit's 1 GiB margin, in place of the "
+            f"overhead above) hold {n:,} tokens of one sequence on this card: `--engine llamacpp` plans its ledger, "
+            "as `llmsize fit` ranks")
+    held = n >= plan.inputs.context_tokens
+    more = f" (up to {n:,})" if n > plan.inputs.context_tokens else ""
+    short = held and plan.max_context.tokens < plan.inputs.context_tokens
+    warn = (f"llama.cpp's own buffers would hold {plan.inputs.context_tokens:,} tokens here{more}: plan with "
+            "--engine llamacpp for its ledger") if short else None
+    return note, warn
+
+
 def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory | None, constants,
                   card_bytes: int, fit: bool = False, format_class: str = "kquant") -> LlamaCppPlan:
     if plan.inputs.tp * plan.inputs.pp > 1:

@@ -158,9 +158,11 @@ KvPolicyOpt = Annotated[Optional[str], _opt("--kv-policy", help="What-if cap on 
                                             show_default=False)]
 DEFAULT_CONTEXT = 4096  # --context without one
 ContextOpt = Annotated[Optional[int], _opt("--context", help="Tokens per sequence (prompt + output) for the KV cache "
-                                           "and decode; default: 4096 (plan --engine ollama: Ollama's own by the "
-                                           "card's memory, 4k under 23 GiB, 32k to 47 GiB, 256k above, the model's "
-                                           "limit at most).", callback=int_range(1), show_default=False)]
+                                           "and decode; under --engine llamacpp llama.cpp's -c, which its --parallel "
+                                           "slots share (each holds c / np unless --kv-unified); under ollama "
+                                           "num_ctx, each slot's. Default: 4096 (plan --engine ollama: Ollama's own "
+                                           "by the card's memory, 4k under 23 GiB, 32k to 47 GiB, 256k above, the "
+                                           "model's limit at most).", callback=int_range(1), show_default=False)]
 BatchOpt = Annotated[int, _opt("--batch", help="Sequences decoded together.", callback=int_range(1, 2**20))]
 PromptOpt = Annotated[Optional[int], _opt("--prompt", help="Prompt tokens for time to first token; default: "
                                           "--context.", callback=int_range(1))]

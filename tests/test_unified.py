@@ -50,6 +50,18 @@ def test_a_mac_plan_budgets_the_working_set_and_says_how_to_raise_it(run_cli):
     assert mib == math.ceil(float(gb) * 1e9 / 2**20) and mib * 2**20 >= float(gb) * 1e9
 
 
+def test_a_mac_model_that_a_raised_limit_would_starve_macos_is_still_flagged(run_cli):
+    """Llama 3.1 70B in Q6_K (57.9 GB) on a 64 GiB M4 Pro: above the 48 GiB working set, within the RAM, but the
+    limit that would hold it leaves macOS under 8 GiB: no sysctl line, and a lever that says it pages every token
+    as is and why the limit is no way out (it said nothing of the working set)."""
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "m4-pro", "--quant", "gguf-q6_k", "--json")
+    assert code == 0, err
+    levers = json.loads(out)["diagnosis"]["levers"]
+    lever = next(x for x in levers if "Metal's working set" in x)
+    assert "pages every token" in lever and "under 8 GiB of the 64 GiB" in lever
+    assert not any("iogpu.wired_limit_mb" in x for x in levers)
+
+
 def test_fit_on_a_mac_lists_no_offloaded_placements(run_cli):
     code, out, err = run_cli("fit", "--gpu", "m4-max", "--json")
     assert code == 0, err

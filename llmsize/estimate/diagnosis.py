@@ -111,8 +111,15 @@ def _wired_limit_lever(p: dict, one_sequence_bytes: float) -> list[str]:
     w = (p.get("weights_card") or p["weights"]).bytes_total
     need = (w + inputs.overhead_bytes + one_sequence_bytes) / inputs.gpu_util
     ram = gpu.memory_bytes
-    if need > ram - MACOS_KEEP_BYTES:
-        return []
+    if need > ram - MACOS_KEEP_BYTES:  # the limit that holds it would starve the OS
+        if need > ram:
+            return []
+        who = "macOS" if gpu.vendor == "Apple" else "the OS"
+        share = "Metal's working set" if gpu.vendor == "Apple" else "the GPU's default share (GTT)"
+        return [f"Above {share}, within the RAM: as is it loads and pages every token, and the GPU limit that would "
+                f"hold it ({need / GB:.1f} GB) leaves {who} under {MACOS_KEEP_BYTES / 2**30:.0f} GiB of the "
+                f"{ram / 2**30:.0f} GiB (the margin llmsize keeps for it): a machine with more memory, or a smaller "
+                "format."]
     mib = int(-(-need // 2**20))
     if amd_soc:
         gib = -(-mib // 1024)

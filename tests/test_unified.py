@@ -135,3 +135,18 @@ def test_compare_rows_say_the_share_each_budgets(run_cli):
     assert code == 0, err
     util = {r["gpu"]: r["gpu_util"] for r in json.loads(out)["rows"]}
     assert util == {"rtx4090": 0.9, "m4-max": 1.0}
+
+
+def test_a_unified_placement_that_loads_is_not_said_to_be_as_if(run_cli):
+    """Llama 3.1 70B Q8_0 (75 GB) on a 128 GiB Strix Halo with 40 layers on the GPU: the GPU's share (64 GiB of GTT)
+    does not hold the weights, llama.cpp's placement does (the rest of the RAM holds the CPU's layers). Its expected
+    figure is an upper bound, not "as if the weights fit: they do not"; a --host-memory given is said to be unused
+    (it was dropped without a word)."""
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "strix-halo", "--quant", "gguf-q8_0", "--engine",
+                             "llamacpp", "--gpu-layers", "40", "--host-memory", "LPDDR5X-8000x4", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["engine"]["fits"]
+    assert not any("as if the weights fit" in n for n in d["expected"]["notes"])
+    assert any("upper bound" in n for n in d["expected"]["notes"])
+    assert any("--host-memory LPDDR5X-8000x4 not used" in n for n in d["engine"]["notes"])

@@ -217,7 +217,8 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
 
     if is_unified(gpu):
         led.notes.append(f"{gpu.id} shares one memory between CPU and GPU: layers left to the CPU read the same "
-                         "memory and count against the same RAM, the CPU cores at less of its bandwidth than the GPU")
+                         "memory and count against the same RAM, the CPU cores at less of its bandwidth than the GPU"
+                         + (f" (--host-memory {host.name} not used: there is no other memory)" if host else ""))
         return LlamaCppPlan(led, None, found, card_bytes, cpu_layers_unified=True)
     if host is None:
         led.notes.append("part of the model is in host memory: give --host-memory (e.g. DDR5-6000x2) or "
@@ -304,10 +305,12 @@ def with_ledger(result, lp: LlamaCppPlan):
         return result
     from llmsize.estimate.expected import NOT_FIT_NOTE
 
-    as_if = lp.fits or NOT_FIT_NOTE in result.expected.notes  # one as-if note is enough
+    kept = result.expected.notes
+    if lp.cpu_layers_unified and lp.fits:  # the GPU's share alone does not hold the weights, its placement loads
+        kept = tuple(n for n in kept if n != NOT_FIT_NOTE)
+    as_if = lp.fits or NOT_FIT_NOTE in kept  # one as-if note is enough
     notes = ((UNIFIED_CPU_NOTE,) if lp.cpu_layers_unified else ()) + (() if as_if else (LEDGER_NOT_FIT_NOTE,))
-    return replace(result, expected=replace(result.expected, notes=(*result.expected.notes, *notes))) if notes \
-        else result
+    return replace(result, expected=replace(result.expected, notes=(*kept, *notes))) if notes else result
 
 
 def with_offload(result, lp: LlamaCppPlan):

@@ -146,7 +146,7 @@ def _kv_levers(p: dict) -> list[str]:
         if kv_bytes(model, 1, dt).bytes_per_token >= kv_now.bytes_per_token and kv_now.bytes_per_token:
             continue
         n = max_concurrent_sequences(model, dt, inputs.context_tokens, p["budget"].kv_budget_bytes)
-        levers.append(f"Smaller KV dtype: {' '.join(kv_dtype_flags(dt))} holds {n:,} sequences of "
+        levers.append(f"Smaller KV dtype: {' '.join(kv_dtype_flags(dt))} holds {n:,} sequence{'s' * (n != 1)} of "
                       f"{inputs.context_tokens:,} tokens.")
         break
     have = []
@@ -176,7 +176,8 @@ def diagnose(p: dict, candidates: list[GpuSpec]) -> Diagnosis:
             "weights",
             f"The weights ({(p.get('weights_card') or p['weights']).bytes_total / GB:.1f} GB in {p['fmt'].id}"
             f"{' per card' if p.get('weights_card') else ''}) plus runtime overhead "
-            f"exceed the {budget.budget_bytes / GB:.1f} GB budget by {short / GB:.1f} GB: it does not fit.",
+            f"exceed the {budget.budget_bytes / GB:.1f} GB budget by {short / GB:.{2 if short < 0.05 * GB else 1}f} "
+            "GB: it does not fit.",
             levers, weights_fit=False, shortfall_bytes=short, cards_needed=cards,
         )
     step = p["decode_b"]
@@ -209,7 +210,8 @@ def diagnose(p: dict, candidates: list[GpuSpec]) -> Diagnosis:
         best = p["decode_best"]
         if best is not None and best.batch > inputs.batch:
             ridge = p["ridge_batch"]
-            why = (f"memory holds {p['max_sequences']:,} sequences of {inputs.context_tokens:,} tokens"
+            why = (f"memory holds {p['max_sequences']:,} sequence{'s' * (p['max_sequences'] != 1)} of "
+                   f"{inputs.context_tokens:,} tokens"
                    if best.batch == p["max_sequences"] else f"decode turns compute-bound at batch {ridge:,}")
             levers.append(f"Batching: {why}; batch {best.batch:,} would give {best.tok_s:,.0f} tok/s in aggregate "
                           f"({best.tok_s / best.batch:,.1f} per sequence) against {step.tok_s:,.0f} now.")

@@ -73,7 +73,8 @@ def render_llamacpp(plan, gpu, console) -> None:
     mib = lambda b: f"{b / MiB:,.2f} MiB"  # noqa: E731
     unified = "unified" if s.kv_unified else f"{led.n_stream} stream(s)"
     t.add_row("context", f"n_ctx {led.n_ctx:,}, n_ctx_seq {led.n_ctx_seq:,} ({s.parallel} slot(s), {unified}); "
-              f"flash attention {'on' if s.flash_attn else 'off'}; ubatch {s.ubatch_size}")
+              f"flash attention {'on' if s.flash_attn else 'off'}; ubatch {min(led.n_ctx, s.ubatch_size):,}"
+              + (f" (-ub {s.ubatch_size:,}, at most n_ctx)" if s.ubatch_size > led.n_ctx else ""))
     t.add_row("layers on the GPU", f"{led.gpu_layers}/{led.n_layer + 1} (the output layer counts as one"
               + (", and goes first)" if s.output_first else ", and goes last: a build before PR #18148)"))
     for d in led.devices:

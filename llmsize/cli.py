@@ -1007,6 +1007,11 @@ def fit_cmd(
         context = ollama_num_ctx(g, wired)
         fit_notes.append(f"--context {context:,}: Ollama's default num_ctx where the GPU offers "
                          f"{card_bytes(g, wired) / GiB:,.1f} GiB, each model at most its own (--context sets another)")
+    longest = max(cat.models.all(), key=lambda x: x.max_position_embeddings)
+    if asked_context is not None and asked_context > longest.max_position_embeddings:
+        raise InvalidValueError(f"--context {asked_context:,}: no catalog model takes that many tokens (the longest "
+                                f"is {longest.id}'s {longest.max_position_embeddings:,}).",
+                                f"Give --context {longest.max_position_embeddings} or less.")
     rows, skipped, fitting = fit_models(cat.models.all(), g, rid, context, runtimes, card_bytes(g, wired), host,
                                _llamacpp_constants(probe, cat),
                                None if host_ram_gib is None else host_ram_gib * GiB, one_per_model, wired,

@@ -246,7 +246,7 @@ def _hostile(tmp_path, blob, name="bad.gguf"):
 
 @pytest.mark.parametrize("case", ["empty", "magic", "truncated", "huge_count", "long_string", "past_end",
                                   "huge_layers", "no_heads", "kv_heads", "no_kv_heads", "float_heads", "no_context",
-                                  "huge_array"])
+                                  "huge_array", "version_1"])
 def test_hostile_headers_are_one_line(tmp_path, run_cli, case):
     good = llama().write(tmp_path / "good.gguf").read_bytes()
     meta_cases = ("huge_layers", "no_heads", "kv_heads", "no_kv_heads", "float_heads", "no_context")
@@ -284,6 +284,8 @@ def test_hostile_headers_are_one_line(tmp_path, run_cli, case):
         at = good.index(key) + len(key)
         blob = good[:at] + (9).to_bytes(4, "little") + (8).to_bytes(4, "little") + (2**40).to_bytes(8, "little") \
             + good[at + 4:]
+    elif case == "version_1":  # a 2023 format gguf-py and llama.cpp no longer read: converting is the fix
+        blob = good[:4] + (1).to_bytes(4, "little") + good[8:]
     else:  # the header parses but the data section is cut short
         blob = good[: len(good) - 4096]
     p = _hostile(tmp_path, blob)
@@ -297,6 +299,10 @@ def test_hostile_headers_are_one_line(tmp_path, run_cli, case):
         assert "convert it again" in err
     if case == "huge_array":
         assert "runs past the end" in err
+    if case == "version_1":
+        assert "GGUF version 1" in err and "Convert the model again" in err and "download" not in err
+    if case == "past_end":  # the header is fine: the data is what is short
+        assert "header parses" in err or "past the end" in err
     if case == "huge_count":  # refused from the counts, before the reader walks 2**62 entries (4 s to fail before)
         assert "4,611,686,018,427,387,904 tensors" in err and "more than its" in err
     with pytest.raises(GgufError):

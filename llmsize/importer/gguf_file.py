@@ -199,25 +199,27 @@ def _read_one(path: Path, where: str | None = None, fetched: int | None = None, 
     # a header's counts cannot promise more entries than the file holds (a tensor info is 24 bytes at least: name
     # length, dimension count, type, offset; a key/value 12: key length and value type): refused before the reader
     # walks them (2**62 tensors took it 4 s to fail)
-    if version >= 2 and tensors_n * 24 + kvs_n * 12 > size:
+    if version < 2:  # gguf-py and llama.cpp read versions 2 and 3 (version 1 was dropped in 2023)
+        raise GgufError(f"{where}: GGUF version {version}, which llama.cpp and its gguf package no longer read.",
+                        "Convert the model again with a current llama.cpp (convert_hf_to_gguf.py).")
+    if tensors_n * 24 + kvs_n * 12 > size:
         raise GgufError(f"{where}: its header counts {tensors_n:,} tensors and {kvs_n:,} metadata keys, more than "
                         f"its {size:,} bytes can hold.", "The file is damaged: download it again.")
-    copy = lay = None
-    if version >= 2:
-        import mmap
+    import mmap
 
-        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-            lay = _layout(buf, size, tensors_n, kvs_n, where, fetched if fetched is not None and fetched < size
-                          else None)
-            if lay.long_arrays:
-                copy = _without_long_arrays(buf, lay, size, tensors_n, kvs_n)
+    copy = None
+    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        lay = _layout(buf, size, tensors_n, kvs_n, where, fetched if fetched is not None and fetched < size
+                      else None)
+        if lay.long_arrays:
+            copy = _without_long_arrays(buf, lay, size, tensors_n, kvs_n)
     try:
         reader = GGUFReader(str(copy or path), "r")
         if fetched is not None and reader.data_offset > fetched:
             raise HeaderBeyond(f"{where}: header of {reader.data_offset:,} bytes, {fetched:,} fetched.")
         meta = {name: _value(f) for name, f in reader.fields.items() if not name.startswith("GGUF.")}
-        meta.update({key: ("array", n) for _, _, key, n in (lay.long_arrays if lay else ())})
-        shift = lay.data_offset - reader.data_offset if lay else 0  # the tensor data's place in the file itself
+        meta.update({key: ("array", n) for _, _, key, n in lay.long_arrays})
+        shift = lay.data_offset - reader.data_offset  # the tensor data's place in the file itself
         tensors = {}
         for t in reader.tensors:
             tensors[t.name] = GgufTensorInfo(t.name, t.tensor_type.name.lower(), tuple(int(d) for d in t.shape),
@@ -231,7 +233,9 @@ def _read_one(path: Path, where: str | None = None, fetched: int | None = None, 
     except Exception as e:  # gguf-py raises ValueError, IndexError, KeyError, UnicodeDecodeError... on bad headers
         if fetched is not None and fetched < size:
             raise HeaderBeyond(f"{where}: the header does not parse within the {fetched:,} bytes fetched.") from None
-        raise GgufError(f"{where}: the GGUF header does not parse ({e.__class__.__name__}: {str(e)[:120]}).",
+        # the header walked (_layout) but gguf-py failed mapping the tensors: their data is cut short or damaged
+        raise GgufError(f"{where}: its header parses, its tensor data does not match the tensor infos "
+                        f"({e.__class__.__name__}: {str(e)[:120]}).",
                         "The file is damaged or truncated: download it again.") from None
     finally:
         if copy is not None:

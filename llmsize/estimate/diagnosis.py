@@ -97,7 +97,8 @@ def _weights_levers(p: dict, candidates: list[GpuSpec]) -> tuple[list[str], int]
                       f"{fit.weights_per_card_bytes / GB:.1f} GB of weights per card, a batch-1 decode ceiling of "
                       f"{fit.ceiling_tok_s:,.1f} tok/s with {moved} over {link} costed.")
     elif p.get("card_model") is None:
-        levers.append(f"More cards: no split of up to 256 x {gpu.id} holds it (or the card has no link).")
+        levers.append(f"More cards: no split of up to 256 x {gpu.id} holds it." if p.get("fit_link") else
+                      f"More cards: {gpu.id} has no card-to-card link (the catalog's interconnect): no split.")
     return levers, cards
 
 

@@ -428,16 +428,17 @@ def test_a_model_no_node_holds_takes_pipeline_stages_over_nodes(catalog, runtime
 @pytest.mark.parametrize("model, card, users, in_node_cards", [
     # 141 GB of BF16 weights on 8 x 24 GiB (206 GB): the best a node does is tp 4 x pp 2, 16 replicas, 128 cards
     ("llama-3.1-70b", "rtx4090", 400, 128),
-    # 671 GB of FP8 on 48 GB cards: tp 8 x pp 2 (16 x 48 GiB = 825 GB) leaves ~70 GB of cache; 4 nodes leave ~900
-    ("deepseek-v3", "rtx6000ada", 400, None),
+    # 671 GB of FP8 on 48 GB RTX A6000s: tp 8 x pp 2 (16 x 48 GiB = 825 GB) leaves ~70 GB of cache; 4 nodes ~900
+    ("deepseek-v3", "rtxa6000", 400, None),
 ])
 def test_a_model_a_node_barely_holds_tries_more_nodes_a_replica(catalog, runtimes, monkeypatch, model, card, users,
                                                                in_node_cards):
     """Stages a node each are tried while one more node a stage lowers the cards in all: a replica of two nodes holds
     the weights once over twice the memory, so its cache room grows far more than 2x where the weights fill most of
     a node. Llama 3.1 70B on RTX 4090s for 400 users: tp 8 x pp 2 serves them on fewer cards than the best replica
-    within a node (which stopping at a node that holds the model chose); DeepSeek-V3 on RTX 6000 Ada cards: 4 nodes a
-    replica, where 2 (the first that holds it) needed 1,600 cards."""
+    within a node (which stopping at a node that holds the model chose); DeepSeek-V3 on RTX A6000 cards: 4 nodes a
+    replica, where 2 (the first that holds it) needed 1,600 cards. (The RTX 6000 Ada was the case until the catalog
+    took its CUDA total, 48,640 MiB: two nodes of it no longer hold the model.)"""
     from llmsize.estimate import fleet
 
     m, g, w = catalog.model(model), catalog.gpu(card), Workload(3000, 500, users=users)

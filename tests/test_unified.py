@@ -60,6 +60,10 @@ def test_a_mac_model_that_a_raised_limit_would_starve_macos_is_still_flagged(run
     lever = next(x for x in levers if "Metal's working set" in x)
     assert "pages every token" in lever and "under 8 GiB of the 64 GiB" in lever
     assert not any("iogpu.wired_limit_mb" in x for x in levers)
+    # the bigger card beside the smallest of its kind: a Mac user is told of a Mac too
+    bigger = next(x for x in levers if x.startswith("Bigger card"))
+    mac = re.search(r"of Apple's machines, (\S+) \((\d+) GB", bigger)
+    assert mac and int(mac.group(2)) > 64, bigger
 
 
 def test_fit_on_a_mac_lists_no_offloaded_placements(run_cli):

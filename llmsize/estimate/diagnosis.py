@@ -18,6 +18,8 @@ from llmsize.units import GB
 # without one.
 SMALLER_FORMATS = ("fp8", "nvfp4", "mxfp4", "int4-g128", "gguf-q3_k_m", "gguf-q2_k")
 SMALLER_KV = ("fp8", "nvfp4")
+SEGMENT_WORDS = {"desktop-soc": "machines", "consumer": "consumer cards", "workstation": "workstation cards",
+                 "datacenter": "datacenter cards"}
 MACOS_KEEP_BYTES = 8 * 2**30  # what a raised wired limit should still leave macOS (llmsize's margin, not Apple's)
 
 
@@ -79,8 +81,13 @@ def _weights_levers(p: dict, candidates: list[GpuSpec]) -> tuple[list[str], int]
     )
     if bigger:
         c = bigger[0]
+        # and the smallest of the same kind (a Mac for a Mac, a unified machine for one), where that is another
+        kin = next((k for k in bigger if k.vendor == gpu.vendor and k.segment == gpu.segment), None)
+        kind = SEGMENT_WORDS.get(gpu.segment, f"{gpu.segment} cards")
+        same = (f"; of {gpu.vendor}'s {kind}, {kin.id} ({kin.memory_size:g} {kin.memory_vendor_unit}, "
+                f"{kin.bandwidth_gb_s:,.0f} GB/s)") if kin is not None and kin.id != c.id else ""
         levers.append(f"Bigger card: the smallest catalog card that holds it in {fmt.id} is {c.id} "
-                      f"({c.memory_size:g} {c.memory_vendor_unit}, {c.bandwidth_gb_s:,.0f} GB/s).")
+                      f"({c.memory_size:g} {c.memory_vendor_unit}, {c.bandwidth_gb_s:,.0f} GB/s){same}.")
     fit = p.get("fit")
     cards = 1
     if fit is not None:

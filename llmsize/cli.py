@@ -350,9 +350,9 @@ def plan(
         notes.append(f"{', '.join(llama_opts)}: llama.cpp's options, so its ledger is planned (--engine llamacpp)")
     from llmsize.estimate.llamacpp_plan import ollama_default_context
 
+    wired = None if wired_limit_gb is None else wired_limit_gb * GB  # --wired-limit-gb is in GB (10^9 B)
     if context is None:
-        context, why = (ollama_default_context(g, m, None if wired_limit_gb is None else wired_limit_gb * GB)
-                        if engine == "ollama" else (DEFAULT_CONTEXT, None))
+        context, why = (ollama_default_context(g, m, wired) if engine == "ollama" else (DEFAULT_CONTEXT, None))
         notes += [why] if why else []
         if prompt is not None and prompt > context:
             raise InvalidValueError(f"--prompt {prompt:,} is longer than --context {context:,} (its default): the "
@@ -390,7 +390,7 @@ def plan(
                         prompt_tokens=prompt, gpu_util=gpu_util, overhead_bytes=overhead_gib * GiB,
                         compute_precision=compute, tp=tp, pp=_stages(pp, nodes), nodes=nodes,
                         node_link_gb_s=node_link_gb_s,
-                        wired_limit_bytes=None if wired_limit_gb is None else wired_limit_gb * GB, kv_policy=policy,
+                        wired_limit_bytes=wired, kv_policy=policy,
                         spec=parse_spec(spec, cat), flash_attn=not no_flash_attn,
                         runtime=plan_runtime)
     p = make_plan(m, g, inputs, exact=exact, notes=notes, warnings=warnings)
@@ -1173,7 +1173,8 @@ def fleet(
             raise _no_card_serves(rows, w, mode, ": nothing to launch")
         sys.stdout.write(fleet_command(m, top, emit, w.longest_tokens(), kv_dtype, w.spec, w.quant) + "\n")
         return
-    if not as_json and fmt not in ("json", "csv") and not any(r.meets_slo for r in rows):
+    served = any(r.meets_slo for r in rows)
+    if not served and not as_json and fmt not in ("json", "csv"):
         # nothing to tabulate: the report would be empty (JSON and CSV keep each card's why_not for scripts)
         raise _no_card_serves(rows, w)
     runtimes = {r.id: r for r in cat.runtimes.all()}
@@ -1204,7 +1205,7 @@ def fleet(
             from llmsize.render.fleet_report import render_simulated
 
             render_simulated(sims, _console())
-    if not any(r.meets_slo for r in rows):  # JSON and CSV keep each card's why_not; the exit code is the table's
+    if not served:  # JSON and CSV printed each card's why_not; the exit code and line are the table's
         raise _no_card_serves(rows, w)
     if pareto or output is not None:
         from llmsize.estimate.fleet import charted_cards, pareto_curves

@@ -139,8 +139,6 @@ def ledger_longest_context(plan, exact) -> int | None:
     """The longest context of one sequence llama.cpp's own buffers hold with every layer on the card (its ledger at
     its defaults and --fit's 1 GiB margin, as `llmsize fit` ranks): None where the weights do not go whole on the
     card, or the plan is split over cards (the ledger plans one GPU)."""
-    from llmsize.estimate.llamacpp_fit import fit_split
-
     if plan.inputs.tp * plan.inputs.pp > 1:
         return None
     model = plan.model

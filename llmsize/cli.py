@@ -246,7 +246,7 @@ def plan(
     batch: BatchOpt = 1,
     prompt: PromptOpt = None,
     gpu_util: GpuUtilOpt = None,
-    overhead_gib: OverheadOpt = 1.5,
+    overhead_gib: OverheadOpt = None,
     compute: ComputeOpt = None,
     tp: TpOpt = 1,
     pp: PpOpt = None,
@@ -385,14 +385,21 @@ def plan(
         from llmsize.estimate.quant import llamacpp_kv_dtype
 
         kv_dtype = llamacpp_kv_dtype(cache_type_k, cache_type_v)  # the plan's cache, capacity and reads as the ledger's
+    llama_options = None
+    if engine in ("llamacpp", "ollama"):  # the ledger planned, and the plan's budget (llamacpp_budget.py)
+        from llmsize.estimate.llamacpp_plan import LlamaCppOptions, check_options
+
+        llama_options = LlamaCppOptions(context, parallel, kv_unified, cache_type_k, cache_type_v, flash_attn,
+                                        ubatch_size, swa_full, gpu_layers, n_cpu_moe, cpu_moe)
+        check_options(engine, llama_options)
     inputs = PlanInputs(quant=quant, scope=scope, kv_dtype=kv_dtype.lower() if kv_dtype else None,
                         context_tokens=context, batch=batch,
-                        prompt_tokens=prompt, gpu_util=gpu_util, overhead_bytes=overhead_gib * GiB,
+                        prompt_tokens=prompt, gpu_util=gpu_util, overhead_bytes=None if overhead_gib is None else overhead_gib * GiB,
                         compute_precision=compute, tp=tp, pp=_stages(pp, nodes), nodes=nodes,
                         node_link_gb_s=node_link_gb_s,
                         wired_limit_bytes=wired, kv_policy=policy,
                         spec=parse_spec(spec, cat), flash_attn=not no_flash_attn,
-                        runtime=plan_runtime)
+                        runtime=plan_runtime, llamacpp=llama_options)
     p = make_plan(m, g, inputs, exact=exact, notes=notes, warnings=warnings)
     if not p.budget.weights_fit:  # name a bigger card: only now is the whole hardware catalog parsed
         p = make_plan(m, g, inputs, candidates=cat.hardware.all(), exact=exact, notes=notes, warnings=warnings)
@@ -401,12 +408,8 @@ def plan(
     offload = _offload_lever(p, exact, host, cat) if not p.budget.weights_fit else None
     if offload is not None:
         p.diagnosis.levers.append(offload.sentence)
-    if engine in ("llamacpp", "ollama"):
-        from llmsize.estimate.llamacpp_plan import LlamaCppOptions
-
-        o = LlamaCppOptions(context, parallel, kv_unified, cache_type_k, cache_type_v, flash_attn, ubatch_size,
-                            swa_full, gpu_layers, n_cpu_moe, cpu_moe)
-        llama = _llamacpp(p, exact, engine, o, host, cat, fit)
+    if llama_options is not None:
+        llama = _llamacpp(p, exact, engine, llama_options, host, cat, fit)
     elif engine is not None:
         from llmsize.estimate.engines import EngineInputs, engine_ledger
 
@@ -421,12 +424,6 @@ def plan(
 
     expected = expect_for_cli(p, cat, plan_runtime if run is None else runtime, run,
                               None if calibrate is None else str(calibrate), flash_attn, engine, ubatch_size)
-    if engine is None and expected.runtime == "llamacpp" and p.fmt.id.startswith(("gguf-", "ggml-")):
-        from llmsize.estimate.llamacpp_plan import ledger_context_words
-
-        note, warn = ledger_context_words(p, exact)  # what llama.cpp's own buffers hold, where the budget differs
-        p.notes.extend([note] if note else [])
-        p.warnings.extend([warn] if warn else [])
     if llama is not None:
         from llmsize.estimate.llamacpp_plan import ledger_warning, with_ledger
 
@@ -695,7 +692,7 @@ def compare(
     context: ContextOpt = None,
     users: UsersOpt = 1,
     gpu_util: GpuUtilOpt = None,
-    overhead_gib: OverheadOpt = 1.5,
+    overhead_gib: OverheadOpt = None,
     tp: TpAutoOpt = None,
     pp: PpOpt = None,
     nodes: NodesOpt = None,
@@ -748,7 +745,7 @@ def compare(
                                     "Add their `prices:`, or drop --prices.")
     stages = _stages(pp, nodes)
     inputs = PlanInputs(quant=quant, kv_dtype=kv_dtype.lower(), context_tokens=context, gpu_util=gpu_util,
-                        overhead_bytes=overhead_gib * GiB, tp=tp or 1, pp=stages, nodes=nodes,
+                        overhead_bytes=None if overhead_gib is None else overhead_gib * GiB, tp=tp or 1, pp=stages, nodes=nodes,
                         node_link_gb_s=node_link_gb_s, runtime=runtime.lower() if runtime else None)
     fixed = tp is not None or stages > 1
     runtimes = {r.id: r for r in cat.runtimes.all()}

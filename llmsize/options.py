@@ -170,8 +170,10 @@ UsersOpt = Annotated[int, _opt("--users", help="Concurrent sequences (capped by 
                                callback=int_range(1, 2**24))]
 GpuUtilOpt = Annotated[float, _opt("--gpu-util", help="Share of VRAM the engine may use, in (0, 1].",
                                    callback=float_range(0, 1, lo_open=True))]
-OverheadOpt = Annotated[float, _opt("--overhead-gib", help="Runtime overhead per card (activations, CUDA graphs, "
-                                    "allocator), GiB.", callback=float_range(0, 65536))]
+OverheadOpt = Annotated[Optional[float], _opt("--overhead-gib", help="Runtime overhead per card (activations, CUDA "
+                                              "graphs, allocator), GiB; default 1.5, and under llama.cpp its own "
+                                              "buffers (its ledger's compute buffer and --fit's 1 GiB margin).",
+                                              callback=float_range(0, 65536))]
 ComputeOpt = Annotated[Optional[str], _opt("--compute", help="Compute precision for FLOP time: fp32, tf32, bf16, "
                                            "fp16, fp8, int8, fp4; default: the format's native one if the card has "
                                            "it, else bf16.")]

@@ -170,21 +170,43 @@ def test_fit_says_when_the_host_memory_is_not_used(run_cli):
 
 
 def test_plan_and_fit_say_the_same_longest_context_for_a_gguf(run_cli):
-    """`fit` ranks by llama.cpp's own ledger (its buffers, --fit's 1 GiB margin); a plain `plan` of a GGUF format
-    (llama.cpp by default) budgets a generic 1.5 GiB overhead. Llama 3.1 8B Q8_0 on an RTX 5060 Ti: fit says 59,904
-    tokens whole on the card, the plan's budget 53,682; the plan now says what llama.cpp's buffers hold, and at
-    59,904 tokens warns that llama.cpp would hold them (it only said that no sequence fits)."""
+    """`fit` ranks by llama.cpp's own ledger (its buffers, --fit's 1 GiB margin), and so does the budget of a plan
+    llama.cpp runs (a GGUF format). Llama 3.1 8B Q8_0 on an RTX 5060 Ti: fit says 59,904 tokens whole on the card;
+    the plan said 53,682 with a generic 1.5 GiB overhead and the whole embedding on the card, then warned that no
+    sequence fits at 59,904. Now plan, plan --engine llamacpp and fit give one figure, and --overhead-gib (or
+    --gpu-util) returns to the generic budget."""
     code, out, err = run_cli("fit", "--gpu", "rtx5060ti", "--json", "--top", "1000")
     assert code == 0, err
     row = next(r for r in json.loads(out)["rows"] if r["model"] == "llama-3.1-8b" and r["format"] == "gguf-q8_0")
     assert row["placement"] == "full"
     n = row["context_tokens"]
-    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx5060ti", "--quant", "gguf-q8_0", "--context",
-                             str(n), "--json")
+    base = ("plan", "llama-3.1-8b", "--gpu", "rtx5060ti", "--quant", "gguf-q8_0", "--context", str(n), "--json")
+    for extra in ((), ("--engine", "llamacpp")):
+        code, out, err = run_cli(*base, *extra)
+        assert code == 0, err
+        d = json.loads(out)
+        cap = d["capacity"]
+        assert cap["basis"] == "llamacpp_ledger" and cap["max_context_tokens"] == n, cap
+        assert cap["max_concurrent_sequences"] == 1 and not d["warnings"]
+        # the budget's lines add up: the card - the model buffer - the compute buffer - the 1 GiB margin
+        assert cap["overhead_bytes"] == cap["engine_compute_buffer_bytes"] + 2**30
+        assert cap["kv_budget_bytes"] == cap["budget_bytes"] - cap["weights_bytes"] - cap["overhead_bytes"]
+        # the token embedding (128,256 x 4,096 in Q8_0: 34 B a block of 32) stays in host memory
+        assert cap["host_weights_bytes"] == 128256 * 4096 // 32 * 34
+        if extra:
+            assert d["engine"]["fits"]
+    code, out, err = run_cli(*base, "--overhead-gib", "1.5")
+    d = json.loads(out)
+    assert code == 0 and d["capacity"]["basis"] == "generic" and d["capacity"]["max_context_tokens"] < n
+    assert any("Not one sequence's cache fits" in w for w in d["warnings"])
+
+
+def test_a_pure_ggml_type_plans_under_llamacpp(run_cli):
+    """`--quant ggml-q4_0` (one block type in every matrix) runs under llama.cpp by default, whose ledger needs the
+    file's tensors: it was refused ("not a GGUF file type") once the plan asked for llama.cpp's buffers."""
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx5060ti", "--quant", "ggml-q4_0", "--json")
     assert code == 0, err
     d = json.loads(out)
-    assert any("llama.cpp's own buffers" in x and f"hold {n:,} tokens of one sequence" in x for x in d["notes"])
-    assert any(f"would hold {n:,} tokens here: plan with --engine llamacpp" in x for x in d["warnings"])
-    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx5060ti", "--quant", "gguf-q8_0", "--context",
-                             str(n), "--engine", "llamacpp", "--json")
-    assert code == 0 and json.loads(out)["engine"]["fits"]
+    assert d["capacity"]["basis"] == "llamacpp_ledger"
+    # every matrix in Q4_0 (18 B a block of 32), the token embedding among them: 128,256 x 4,096 in host memory
+    assert d["capacity"]["host_weights_bytes"] == 128256 * 4096 // 32 * 18

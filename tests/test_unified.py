@@ -51,10 +51,13 @@ def test_a_mac_plan_budgets_the_working_set_and_says_how_to_raise_it(run_cli):
 
 
 def test_a_mac_model_that_a_raised_limit_would_starve_macos_is_still_flagged(run_cli):
-    """Llama 3.1 70B in Q6_K (57.9 GB) on a 64 GiB M4 Pro: above the 48 GiB working set, within the RAM, but the
-    limit that would hold it leaves macOS under 8 GiB: no sysctl line, and a lever that says it pages every token
-    as is and why the limit is no way out (it said nothing of the working set)."""
-    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "m4-pro", "--quant", "gguf-q6_k", "--json")
+    """Llama 3.1 70B in Q6_K (57.9 GB) at 16,384 tokens (5.4 GB of cache) on a 64 GiB M4 Pro: above the 48 GiB
+    working set, within the RAM, but the limit that would hold it leaves macOS under 8 GiB: no sysctl line, and a
+    lever that says it pages every token as is and why the limit is no way out (it said nothing of the working
+    set). At 4,096 tokens llama.cpp's own buffers (the token embedding in host memory) need 59.8 GB: a limit that
+    leaves macOS 8.3 GiB, which the lever then names."""
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "m4-pro", "--quant", "gguf-q6_k", "--context",
+                             "16384", "--json")
     assert code == 0, err
     levers = json.loads(out)["diagnosis"]["levers"]
     lever = next(x for x in levers if "Metal's working set" in x)

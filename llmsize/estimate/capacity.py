@@ -42,12 +42,25 @@ def default_gpu_util(runtime: str | None, shares_all_ram: bool = False) -> tuple
 
 
 @dataclass(frozen=True)
+class EngineShare:
+    """Where a budget is an engine's own ledger (llama.cpp's: estimate/llamacpp_budget.py): what its overhead holds,
+    and the weights it keeps in host memory with every layer on the card."""
+
+    engine: str
+    compute_bytes: int  # the card's compute buffer at the plan's context
+    margin_bytes: int  # what the engine leaves free (llama.cpp's --fit-target)
+    host_weights_bytes: int  # weights in host memory with every layer on the card (llama.cpp: the token embedding)
+    card_basis: str  # what the card's memory is read as (the CUDA total, the reported total, Metal's working set)
+
+
+@dataclass(frozen=True)
 class MemoryBudget:
     vram_bytes: int
     gpu_util: float
     weights_bytes: float
     overhead_bytes: float
     scores_bytes: float = 0.0  # attention scores held during a prefill without flash attention (--no-flash-attn)
+    engine: EngineShare | None = None  # None: the generic budget (VRAM x utilization - weights - overhead)
 
     @property
     def budget_bytes(self) -> float:
@@ -62,6 +75,11 @@ class MemoryBudget:
     @property
     def weights_fit(self) -> bool:
         return self.budget_bytes - self.weights_bytes - self.overhead_bytes > 0
+
+
+def overhead_of(inputs) -> float:
+    """A plan's runtime overhead: the one given (--overhead-gib), else the default."""
+    return DEFAULT_OVERHEAD_BYTES if inputs.overhead_bytes is None else inputs.overhead_bytes
 
 
 def check_budget_inputs(gpu_util: float, overhead_bytes: float) -> None:

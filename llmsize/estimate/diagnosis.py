@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
-from llmsize.estimate.capacity import max_concurrent_sequences, memory_budget
+from llmsize.estimate.capacity import max_concurrent_sequences, memory_budget, overhead_of
 from llmsize.estimate.kv import kv_bytes
 from llmsize.estimate.quant import FORMATS, RUNTIME_FORMATS, RUNTIME_KV, QuantFormat, kv_dtype_flags
 from llmsize.estimate.unified import usable_memory
@@ -39,7 +39,7 @@ def _fits(model: ModelSpec, gpu: GpuSpec, fmt: QuantFormat, scope: str, p: dict)
     w = weight_bytes(model, fmt, scope).bytes_total
     wired = inputs.wired_limit_bytes if gpu.id == p["gpu"].id else None  # the limit set on this machine only
     usable = usable_memory(gpu, wired).bytes
-    return memory_budget(gpu, w, inputs.gpu_util, inputs.overhead_bytes, usable).kv_budget_bytes
+    return memory_budget(gpu, w, inputs.gpu_util, overhead_of(inputs), usable).kv_budget_bytes
 
 
 def _one_sequence_bytes(p: dict) -> float:
@@ -116,8 +116,8 @@ def _wired_limit_lever(p: dict, one_sequence_bytes: float) -> list[str]:
     amd_soc = gpu.vendor == "AMD" and gpu.segment == "desktop-soc"
     if not (gpu.vendor == "Apple" or amd_soc) or inputs.wired_limit_bytes is not None:
         return []
-    w = (p.get("weights_card") or p["weights"]).bytes_total
-    need = (w + inputs.overhead_bytes + one_sequence_bytes) / inputs.gpu_util
+    b = p["budget"]  # the plan's own: the generic one, or llama.cpp's ledger
+    need = (b.weights_bytes + b.overhead_bytes + one_sequence_bytes) / b.gpu_util
     ram = gpu.memory_bytes
     if need > ram - MACOS_KEEP_BYTES:  # the limit that holds it would starve the OS
         if need > ram:

@@ -34,7 +34,7 @@ def host_total_bytes(led: LlamaCppLedger) -> int:
     return own + led.output_buffer_bytes
 
 
-def _fits(led: LlamaCppLedger, budget: int, ram_bytes: int | None = None) -> bool:
+def fits(led: LlamaCppLedger, budget: int, ram_bytes: int | None = None) -> bool:
     """The GPU's buffers within the budget; on a unified machine (`ram_bytes`) the host's too, within the same RAM
     beside the GPU's."""
     if ram_bytes is not None and led.gpu_total_bytes + host_total_bytes(led) > ram_bytes - FIT_TARGET_BYTES:
@@ -53,7 +53,7 @@ def fit_split(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int]], s:
     ram = gpu.memory_bytes if is_unified(gpu) else None
     led = llamacpp_ledger(model, gpu, tensors, s)
     how = "as asked"
-    if not _fits(led, budget, ram):
+    if not fits(led, budget, ram):
         n_layer = model.num_layers
         if moe_offload and any(EXPERTS.match(n) for n, _ in tensors):
             candidates = [(replace(s, gpu_layers=None, n_cpu_moe=n), "n_cpu_moe") for n in range(1, n_layer + 1)]
@@ -63,20 +63,20 @@ def fit_split(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int]], s:
         how = "none"
         for cand, kind in candidates:
             trial = llamacpp_ledger(model, gpu, tensors, cand)
-            if _fits(trial, budget, ram):
+            if fits(trial, budget, ram):
                 s, led, how = cand, trial, kind
                 break
-    return FitResult(how, s, led, budget, _max_context(model, gpu, tensors, s, budget, ram) if how != "none" else None,
+    return FitResult(how, s, led, budget, longest_ctx(model, gpu, tensors, s, budget, ram) if how != "none" else None,
                      ram)
 
 
-def _max_context(model, gpu, tensors, s: LlamaCppSettings, budget: int, ram_bytes: int | None = None) -> int | None:
+def longest_ctx(model, gpu, tensors, s: LlamaCppSettings, budget: int, ram_bytes: int | None = None) -> int | None:
     """The largest -c, in steps of 256 per slot, whose ledger fits; capped at the model's positions per slot."""
     slots = max(1, s.parallel)
     top = model.max_position_embeddings // CTX_PAD * CTX_PAD * slots
 
     def ok(ctx: int) -> bool:
-        return _fits(llamacpp_ledger(model, gpu, tensors, replace(s, ctx_size=ctx)), budget, ram_bytes)
+        return fits(llamacpp_ledger(model, gpu, tensors, replace(s, ctx_size=ctx)), budget, ram_bytes)
 
     step = CTX_PAD * slots
     if not ok(step):

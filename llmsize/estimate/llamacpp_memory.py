@@ -377,6 +377,9 @@ def gguf_file_tensors(model: ModelSpec, format_id: str) -> list[tuple[str, int]]
 
     if format_id.startswith("gguf-"):
         return [(m.tensor.name, m.nbytes) for m in file_mix(model, format_id.removeprefix("gguf-"))]
+    if format_id.startswith("ggml-"):  # one block type in every matrix (the format's meaning), vectors in F32
+        per, nbytes = GGML_BLOCKS[format_id.removeprefix("ggml-")]
+        return [(t.name, t.elements * 4 if t.f32 else -(-t.elements // per) * nbytes) for t in file_tensors(model)]
     width = {"fp16": 2, "bf16": 2, "fp32": 4}.get(format_id)
     if width is None:  # the nearest GGUF file type to suggest
         near = {"mxfp4": "gguf-mxfp4_moe", "fp8": "gguf-q8_0", "fp8-block128": "gguf-q8_0", "int8": "gguf-q8_0"}

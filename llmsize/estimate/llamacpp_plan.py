@@ -100,6 +100,18 @@ def card_bytes(gpu, wired_limit_bytes: float | None = None) -> int:
     return int(min(own, usable.bytes) * (SHARED_RAM_GPU_UTIL if usable.shares_all_ram else 1))
 
 
+def card_basis(gpu, wired_limit_bytes: float | None = None) -> str:
+    """What card_bytes reads, in words."""
+    from llmsize.estimate.capacity import SHARED_RAM_GPU_UTIL
+    from llmsize.estimate.unified import usable_memory
+
+    usable = usable_memory(gpu, wired_limit_bytes)
+    if usable.unified:
+        return (f"{SHARED_RAM_GPU_UTIL:g} of {usable.basis}" if usable.shares_all_ram else usable.basis)
+    return ("the total CUDA reports" if gpu.memory_cuda_bytes else "the total the driver reports"
+            if gpu.memory_reported_bytes else "the card's nominal size (no reported total is catalogued)")
+
+
 def ollama_default_context(gpu, model, wired_limit_bytes: float | None = None) -> tuple[int, str]:
     """Ollama's num_ctx when none is set, by the GPU memory it detects: "< 24 GiB VRAM: 4k context - 24-48 GiB
     VRAM: 32k context - >= 48 GiB VRAM: 256k context" (ollama/ollama docs/context-length.mdx), in its code at
@@ -135,45 +147,8 @@ def file_tensors(plan, exact) -> list[tuple[str, int]]:
     return gguf_file_tensors(plan.card_model or plan.model, plan.fmt.id)
 
 
-def ledger_longest_context(plan, exact) -> int | None:
-    """The longest context of one sequence llama.cpp's own buffers hold with every layer on the card (its ledger at
-    its defaults and --fit's 1 GiB margin, as `llmsize fit` ranks): None where the weights do not go whole on the
-    card, or the plan is split over cards (the ledger plans one GPU)."""
-    if plan.inputs.tp * plan.inputs.pp > 1:
-        return None
-    model = plan.model
-    found = fit_split(model, plan.gpu, file_tensors(plan, exact), settings("llamacpp", LlamaCppOptions(256),
-                                                                           model.num_layers),
-                      card_bytes(plan.gpu, plan.inputs.wired_limit_bytes))
-    return found.max_context_tokens if found.how == "as asked" else None
-
-
-def ledger_context_words(plan, exact) -> tuple[str | None, str | None]:
-    """For a plan llama.cpp runs by default (a GGUF format, no --engine): (a note, a warning) where its own buffers
-    hold another longest context than the plan's budget (the generic 1.5 GiB overhead), so that `plan` and `fit`
-    say the same; the warning where the plan holds no sequence at --context and llama.cpp would."""
-    if plan.inputs.kv_dtype not in (None, "bf16", "fp16") or not plan.budget.weights_fit:
-        return None, None
-    n = ledger_longest_context(plan, exact)
-    if n is None or n == plan.max_context.tokens:
-        return None, None
-    note = (f"llama.cpp's own buffers (its compute and output buffers and --fit's 1 GiB margin, in place of the "
-            f"overhead above) hold {n:,} tokens of one sequence on this card: `--engine llamacpp` plans its ledger, "
-            "as `llmsize fit` ranks")
-    held = n >= plan.inputs.context_tokens
-    more = f" (up to {n:,})" if n > plan.inputs.context_tokens else ""
-    short = held and plan.max_context.tokens < plan.inputs.context_tokens
-    warn = (f"llama.cpp's own buffers would hold {plan.inputs.context_tokens:,} tokens here{more}: plan with "
-            "--engine llamacpp for its ledger") if short else None
-    return note, warn
-
-
-def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory | None, constants,
-                  card_bytes: int, fit: bool = False, format_class: str = "kquant") -> LlamaCppPlan:
-    if plan.inputs.tp * plan.inputs.pp > 1:
-        raise InvalidValueError(f"--engine {engine} plans one GPU; --tp/--pp split across cards is not modelled "
-                                "for it.", "Drop --tp/--pp, or use --engine vllm for a split.")
-    model, gpu = plan.model, plan.gpu
+def check_options(engine: str, o: LlamaCppOptions) -> None:
+    """Refuse llama.cpp options that contradict each other or that the engine (Ollama) has no setting for."""
     if o.cpu_moe and o.n_cpu_moe:
         raise InvalidValueError(f"--cpu-moe (every layer's experts) and --n-cpu-moe {o.n_cpu_moe} disagree.",
                                 "Give one of them.")
@@ -185,8 +160,7 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
         flag = "--cpu-moe" if o.cpu_moe else f"--n-cpu-moe {o.n_cpu_moe}"
         raise InvalidValueError(f"{flag}: Ollama has no setting that keeps routed experts on the host (its num_gpu "
                                 "moves whole layers).", "Use --gpu-layers N, or --engine llamacpp for --n-cpu-moe.")
-    tensors = file_tensors(plan, exact)
-    s = settings(engine, o, model.num_layers)
+    s = settings(engine, o, 0)
     if engine == "ollama" and s.swa_full:
         raise InvalidValueError("--swa-full: Ollama has no setting for a full-size sliding-window cache (none among "
                                 "its Modelfile parameters, docs/modelfile.md, or its server's environment, "
@@ -204,6 +178,17 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
             f"--cache-type-k/-v {s.cache_type_k} without flash attention: Ollama quantizes its cache only with flash "
             "attention (OLLAMA_FLASH_ATTENTION=1), which is off by default.",
             "Add --flash-attn on, or use --engine llamacpp.")
+
+
+def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory | None, constants,
+                  card_bytes: int, fit: bool = False, format_class: str = "kquant") -> LlamaCppPlan:
+    if plan.inputs.tp * plan.inputs.pp > 1:
+        raise InvalidValueError(f"--engine {engine} plans one GPU; --tp/--pp split across cards is not modelled "
+                                "for it.", "Drop --tp/--pp, or use --engine vllm for a split.")
+    model, gpu = plan.model, plan.gpu
+    check_options(engine, o)
+    tensors = file_tensors(plan, exact)
+    s = settings(engine, o, model.num_layers)
     found = fit_split(model, gpu, tensors, s, card_bytes, moe_offload=engine != "ollama") if fit else None
     if found is not None and found.how != "none":
         s = found.settings  # run as the fit placed it

@@ -19,12 +19,14 @@ from llmsize.estimate.capacity import (
     max_concurrent_sequences,
     max_context_tokens,
     memory_budget,
+    overhead_of,
 )
 from llmsize.estimate.decode import DecodeModel, DecodeStep, check_batch
 from llmsize.estimate.diagnosis import Diagnosis, diagnose
 from llmsize.estimate.flops import ComputePeak, compute_peak
 from llmsize.estimate.kv import KvBytes, check_context, kv_bytes
 from llmsize.estimate.kv_policy import KvPolicy, capped_model
+from llmsize.estimate.llamacpp_budget import plan_ledger_budget
 from llmsize.estimate.parallel import (
     DEFAULT_GPUS_PER_NODE,
     DEFAULT_NODE_LINK_GB_S,
@@ -41,7 +43,7 @@ from llmsize.estimate.runtime_model import departure, kv_read_factor, run_model
 from llmsize.estimate.speed import is_ternary
 from llmsize.estimate.weights import WeightBytes, check_scope, weight_bytes, weight_bytes_read
 from llmsize.estimate.unified import usable_memory
-from llmsize.units import GiB
+from llmsize.units import GB, GiB
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,8 @@ class PlanInputs:
     batch: int = 1
     prompt_tokens: int | None = None  # None: the context
     gpu_util: float | None = None  # None: the runtime's own default (capacity.default_gpu_util)
-    overhead_bytes: float = 1.5 * GiB
+    overhead_bytes: float | None = None  # None: the runtime's own: llama.cpp's ledger where the plan follows it
+    # (llamacpp_budget.py), else capacity.DEFAULT_OVERHEAD_BYTES (1.5 GiB)
     compute_precision: str | None = None
     tp: int = 1  # tensor-parallel cards
     pp: int = 1  # pipeline stages
@@ -66,6 +69,8 @@ class PlanInputs:
     flash_attn: bool = True  # False: the prompt's attention scores are held and moved in memory (prefill.py)
     runtime: str | None = None  # the runtime or engine the user named (its default share of the card); None: the
     # format's and card's default runtime (expected.default_runtime)
+    llamacpp: object | None = None  # llamacpp_plan.LlamaCppOptions given with --engine llamacpp/ollama; None: its
+    # defaults at the context (the budget of a plan llama.cpp runs follows its ledger with them)
 
 
 @dataclass(frozen=True)
@@ -213,7 +218,7 @@ def smallest_fit(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs, exact=None)
     options = sorted(((tp, pp) for tp in TP_CHOICES for pp in PP_CHOICES if tp * pp > 1),
                      key=lambda c: (c[0] * c[1], c[0] > inputs.gpus_per_node, c[0] if layers_first else c[1]))
     total = weight_bytes(model, fmt, scope).bytes_total
-    room = usable_memory(gpu, inputs.wired_limit_bytes).bytes * inputs.gpu_util - inputs.overhead_bytes
+    room = usable_memory(gpu, inputs.wired_limit_bytes).bytes * inputs.gpu_util - overhead_of(inputs)
     for tp, pp in options:
         if total / (tp * pp) > room:  # even a perfect split would not fit: skip the full plan
             continue
@@ -245,6 +250,7 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     prompt = inputs.context_tokens if inputs.prompt_tokens is None else inputs.prompt_tokens
     check_context(prompt)
     util_given = inputs.gpu_util is not None
+    own_budget = not util_given and inputs.overhead_bytes is None  # the runtime's own (llama.cpp's ledger)
     inputs, runtime, why = with_runtime_share(inputs, fmt, gpu, exact)
     if inputs.kv_dtype.lower() == "fp8_ds_mla" and not any(g.mixer is not None and g.mixer.kind == "mla"
                                                             for g in model.layer_groups):
@@ -305,14 +311,20 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     usable = usable_memory(gpu, inputs.wired_limit_bytes)
     # without flash attention the prompt's score matrix (a card's share of the heads) is held beside the cache
     scores = 0.0 if inputs.flash_attn else unfused_scores_bytes(prompt_model, prompt)
-    budget = memory_budget(gpu, weights_card.bytes_total, inputs.gpu_util, inputs.overhead_bytes, usable.bytes,
-                           scores)
-    # the longest context: one sequence's cache; under a budget policy its whole prompt's, held until evicted
-    # without flash attention, a context's prompt (the whole context unless --prompt is given) holds its scores too
-    grows = not inputs.flash_attn and inputs.prompt_tokens is None
-    ctx = max_context_tokens(card_model if policy and policy.full_prompt else cache_card, inputs.kv_dtype,
-                             budget.kv_budget_bytes + (scores if grows else 0.0),
-                             (lambda tokens: unfused_scores_bytes(prompt_model, tokens)) if grows else None)
+    ledger = plan_ledger_budget(model, gpu, inputs, runtime, fmt.id, exact) \
+        if own_budget and not parallel and policy is None else None
+    if ledger is not None:  # llama.cpp's own buffers (its compute buffer holds an unfused prefill's scores)
+        budget, ctx = ledger.budget, ledger.longest
+        notes = [n for n in notes if n != why]  # the share of the card: the ledger's, in the assumptions
+    else:
+        budget = memory_budget(gpu, weights_card.bytes_total, inputs.gpu_util, overhead_of(inputs), usable.bytes,
+                               scores)
+        # the longest context: one sequence's cache; under a budget policy its whole prompt's, held until evicted;
+        # without flash attention, a context's prompt (the whole context unless --prompt is given) holds its scores
+        grows = not inputs.flash_attn and inputs.prompt_tokens is None
+        ctx = max_context_tokens(card_model if policy and policy.full_prompt else cache_card, inputs.kv_dtype,
+                                 budget.kv_budget_bytes + (scores if grows else 0.0),
+                                 (lambda tokens: unfused_scores_bytes(prompt_model, tokens)) if grows else None)
     seqs = max_concurrent_sequences(cache_card, inputs.kv_dtype, inputs.context_tokens, budget.kv_budget_bytes)
     pool = kv_pool_tokens(kv_card.bytes_per_token, budget.kv_budget_bytes)
     peak = compute_peak(gpu, fmt, inputs.compute_precision)
@@ -378,10 +390,18 @@ def assumptions(p: dict) -> list[str]:
     usable = usable_memory(gpu, inputs.wired_limit_bytes)
     if usable.unified:
         out.append(f"Unified memory: the GPU may use {usable.basis}; the budget starts from that.")
-    out.append(f"Budget: VRAM x {inputs.gpu_util:g} utilization (--gpu-util; llama.cpp's plans take the whole "
-               f"card, the serving engines' {DEFAULT_GPU_UTIL:g}), minus weights, minus "
-               f"{inputs.overhead_bytes / GiB:g} GiB runtime overhead (activations, CUDA graphs, allocator; "
-               "change with --overhead-gib).")
+    share = p["budget"].engine
+    if share is not None:
+        out.append(f"Budget: llama.cpp's own ledger: {share.card_basis}, minus its model buffer with every layer on "
+                   f"the card (the token embedding, {share.host_weights_bytes / GB:,.2f} GB, stays in host memory), "
+                   "minus its compute buffer at this context and the 1 GiB its --fit leaves free (--fit-target); "
+                   "the longest context is the largest -c whose ledger fits. --gpu-util or --overhead-gib budget "
+                   "the card the generic way instead.")
+    else:
+        out.append(f"Budget: VRAM x {inputs.gpu_util:g} utilization (--gpu-util; llama.cpp's plans take the whole "
+                   f"card, the serving engines' {DEFAULT_GPU_UTIL:g}), minus weights, minus "
+                   f"{overhead_of(inputs) / GiB:g} GiB runtime overhead (activations, CUDA graphs, allocator; "
+                   "change with --overhead-gib).")
     release = "the model's release format" if fmt.id == model.release.quant else "asked for"
     keep = {"linear": "embedding, lm_head, norms, routers and biases stay 16-bit",
             "experts": "only routed experts quantized; attention, embedding, lm_head, routers stay 16-bit",

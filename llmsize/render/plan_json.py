@@ -29,7 +29,7 @@ def plan_to_dict(p: Plan) -> dict:
         "inputs": {
             "model": model.id, "gpu": gpu.id, "quant": p.fmt.id, "quant_scope": p.scope,
             "kv_dtype": inp.kv_dtype, "context_tokens": inp.context_tokens, "batch": inp.batch,
-            "prompt_tokens": p.prompt_tokens, "gpu_util": inp.gpu_util, "overhead_bytes": int(inp.overhead_bytes),
+            "prompt_tokens": p.prompt_tokens, "gpu_util": inp.gpu_util, "overhead_bytes": None if inp.overhead_bytes is None else int(inp.overhead_bytes),
             "compute_precision": p.peak.precision,
         },
         "gpu": {
@@ -96,6 +96,10 @@ def plan_to_dict(p: Plan) -> dict:
             "budget_bytes": round(p.budget.budget_bytes), "weights_bytes": round(p.budget.weights_bytes),
             "overhead_bytes": round(p.budget.overhead_bytes), "kv_budget_bytes": round(p.budget.kv_budget_bytes),
             "scores_bytes": round(p.budget.scores_bytes),
+            "basis": "generic" if p.budget.engine is None else f"{p.budget.engine.engine}_ledger",
+            "engine_compute_buffer_bytes": None if p.budget.engine is None else p.budget.engine.compute_bytes,
+            "engine_margin_bytes": None if p.budget.engine is None else p.budget.engine.margin_bytes,
+            "host_weights_bytes": None if p.budget.engine is None else p.budget.engine.host_weights_bytes,
             "weights_fit": p.budget.weights_fit,
             "max_context_tokens": p.max_context.tokens, "max_context_limited_by": p.max_context.limited_by,
             "max_concurrent_sequences": p.max_sequences, "kv_pool_tokens": p.kv_pool_tokens,

@@ -132,9 +132,18 @@ def render_plan(p: Plan, width: int = 100, color: bool = False, placement: str |
                                       f"every key, the latents of the top {kv.topk:,} tokens")])
 
     b = p.budget
-    rows = [("budget", f"{b.vram_bytes / GiB:,.2f} GiB x {b.gpu_util:g} = {b.budget_bytes / GB:,.2f} GB"),
-            ("- weights, - overhead", f"{b.weights_bytes / GB:,.2f} GB, {b.overhead_bytes / GB:,.2f} GB "
-                                      f"({b.overhead_bytes / GiB:g} GiB)")]
+    if b.engine is not None:  # llama.cpp's own ledger (estimate/llamacpp_budget.py)
+        e = b.engine
+        rows = [("budget (llama.cpp's ledger)", f"{b.vram_bytes / GiB:,.2f} GiB = {b.budget_bytes / GB:,.2f} GB, "
+                                                f"{e.card_basis}"),
+                ("- model buffer on the card", f"{b.weights_bytes / GB:,.2f} GB (every layer; the token embedding, "
+                                               f"{e.host_weights_bytes / GB:,.2f} GB, in host memory)"),
+                ("- compute buffer, - margin", f"{e.compute_bytes / GB:,.2f} GB, {e.margin_bytes / GB:,.2f} GB "
+                                               f"({e.margin_bytes / GiB:g} GiB: --fit's --fit-target)")]
+    else:
+        rows = [("budget", f"{b.vram_bytes / GiB:,.2f} GiB x {b.gpu_util:g} = {b.budget_bytes / GB:,.2f} GB"),
+                ("- weights, - overhead", f"{b.weights_bytes / GB:,.2f} GB, {b.overhead_bytes / GB:,.2f} GB "
+                                          f"({b.overhead_bytes / GiB:g} GiB)")]
     if b.scores_bytes:
         rows.append(("- attention scores", f"{b.scores_bytes / GB:,.2f} GB (--no-flash-attn: one layer's, "
                                            f"a {p.prompt_tokens:,}-token prompt in one pass)"))

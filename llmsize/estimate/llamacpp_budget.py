@@ -1,0 +1,87 @@
+"""A plan's memory budget as llama.cpp allocates it, for a plan its runtime is llama.cpp's (a GGUF format or file,
+an Apple card, --runtime/--engine llamacpp or ollama): so that `plan`, `plan --engine llamacpp` and `fit` give one
+longest context.
+
+    left for the cache = the card's memory as its allocator sees it (card_bytes)
+                         - the model buffer with every layer on the card (the token embedding stays in host memory)
+                         - the compute buffer at the context - --fit's margin (1,024 MiB, its --fit-target)
+
+The longest context is the largest -c whose ledger fits (in llama.cpp's steps of 256 cells), the compute buffer
+growing with it; the cache's bytes per token are the plan's. The generic budget (VRAM x utilization - weights -
+overhead) stays where --gpu-util or --overhead-gib is given, for a split over cards, and for a cache type llama.cpp
+does not store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from llmsize.catalog.schema import GpuSpec, ModelSpec
+from llmsize.estimate.capacity import WHOLE_CARD_GPU_UTIL, ContextLimit, EngineShare, MemoryBudget
+from llmsize.estimate.llamacpp_fit import FIT_TARGET_BYTES, fits, longest_ctx
+from llmsize.estimate.llamacpp_memory import LlamaCppSettings, llamacpp_ledger
+from llmsize.estimate.quant import LLAMACPP_KV_TYPES
+
+PLAN_CACHE_TYPES = {"fp16": "f16", "bf16": "bf16", "fp32": "f32"}  # the plan's dtypes llama.cpp stores as such
+
+
+def cache_types(kv_dtype: str) -> tuple[str, str] | None:
+    """llama.cpp's -ctk/-ctv for a plan's cache dtype (a `K/V` pair: quant.llamacpp_kv_dtype), None where llama.cpp
+    stores no such cache (fp8, int8, nvfp4)."""
+    key = kv_dtype.lower()
+    if "/" in key:
+        k, _, v = key.partition("/")
+        return (k, v) if k in LLAMACPP_KV_TYPES and v in LLAMACPP_KV_TYPES else None
+    t = PLAN_CACHE_TYPES.get(key, key if key in LLAMACPP_KV_TYPES else None)
+    return (t, t) if t else None
+
+
+@dataclass(frozen=True)
+class LedgerBudget:
+    budget: MemoryBudget
+    longest: ContextLimit
+
+
+def ledger_budget(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int]], s: LlamaCppSettings,
+                  card: int, card_basis: str, engine: str = "llamacpp") -> LedgerBudget:
+    """The budget of llama.cpp's ledger with settings `s` and every layer on the card (the plan's placement; an
+    offload is the ledger's own, beside it); `card`: what the card offers its allocator (llamacpp_plan.card_bytes)."""
+    from llmsize.estimate.unified import is_unified
+
+    whole = replace(s, gpu_layers=None, n_cpu_moe=0)
+    led = llamacpp_ledger(model, gpu, tensors, whole, engine)
+    dev = led.gpu
+    cpu = next(d for d in led.devices if d.name == "CPU")
+    share = EngineShare(engine, dev.compute_bytes, FIT_TARGET_BYTES, cpu.model_bytes, card_basis)
+    budget = MemoryBudget(card, WHOLE_CARD_GPU_UTIL, dev.model_bytes, dev.compute_bytes + FIT_TARGET_BYTES,
+                          engine=share)
+    ram = gpu.memory_bytes if is_unified(gpu) else None
+    one = replace(whole, parallel=1, kv_unified=False)
+    limit = model.max_position_embeddings
+    if fits(llamacpp_ledger(model, gpu, tensors, replace(one, ctx_size=limit), engine), card - FIT_TARGET_BYTES, ram):
+        return LedgerBudget(budget, ContextLimit(limit, "model"))
+    n = longest_ctx(model, gpu, tensors, one, card - FIT_TARGET_BYTES, ram)
+    return LedgerBudget(budget, ContextLimit(n or 0, "memory"))
+
+
+def plan_ledger_budget(model: ModelSpec, gpu: GpuSpec, inputs, runtime: str, fmt_id: str, exact=None
+                       ) -> LedgerBudget | None:
+    """The ledger budget of a one-card plan whose runtime is llama.cpp's (or Ollama's, LM Studio's); None where the
+    generic budget stays: another runtime, a cache llama.cpp does not store, a format it does not load."""
+    from llmsize.errors import InvalidValueError
+    from llmsize.estimate.capacity import LLAMACPP_RUNTIMES
+    from llmsize.estimate.expected import gguf_exact
+    from llmsize.estimate.llamacpp_memory import gguf_file_tensors
+    from llmsize.estimate.llamacpp_plan import LlamaCppOptions, card_basis, card_bytes, settings
+
+    types = cache_types(inputs.kv_dtype)
+    if runtime not in LLAMACPP_RUNTIMES or types is None:
+        return None
+    try:
+        tensors = list(exact.tensors) if gguf_exact(exact) else gguf_file_tensors(model, fmt_id)
+    except InvalidValueError:
+        return None  # not a file llama.cpp loads (--runtime llamacpp with nvfp4 weights): the generic budget
+    engine = "ollama" if runtime == "ollama" else "llamacpp"
+    o = inputs.llamacpp or LlamaCppOptions(inputs.context_tokens, cache_type_k=types[0], cache_type_v=types[1],
+                                           flash_attn=None if inputs.flash_attn else "off")
+    return ledger_budget(model, gpu, tensors, settings(engine, o, model.num_layers),
+                         card_bytes(gpu, inputs.wired_limit_bytes), card_basis(gpu, inputs.wired_limit_bytes), engine)

@@ -56,13 +56,13 @@ def test_llama2_70b_tp4_on_a100_against_pr_2031(catalog):
     """vllm-project/vllm#2031 (v0.2.5, 'Fix peak memory profiling'): Llama-2-70B, tp 4, 4 x A100-80GB, util 0.9:
     '# GPU blocks: 20865' after the fix (31615 before). One 0.3 GiB non-torch figure predicted ~32,000 (+54%);
     with the communicators' memory per rank and the all-reduce outputs that release's profiling kept (vllm#2150),
-    +11%. The rest: this card has no CUDA-reported total in the catalog (80 GiB nominal against ~79.2 seen)."""
+    +11% from the 80 GiB nominal, +8.8% from the total CUDA reports (deviceQuery's 81,158 MiB)."""
     m, g = catalog.model("llama-2-70b"), catalog.gpu("a100-80gb-sxm")
     p = make_plan(m, g, PlanInputs(quant="fp16", tp=4))
     led = engine_ledger(p.card_model, g, p.weights_card.bytes_total,
                         EngineInputs(version="0.2.5", max_model_len=4096, tp=4))
     assert led.block_bytes == 16 * 80 * 2 * 2 * 128 * 2  # 2 KV heads per rank
-    assert led.kv_blocks / 20865 - 1 == pytest.approx(0.114, abs=0.02)
+    assert led.kv_blocks / 20865 - 1 == pytest.approx(0.088, abs=0.01)
     flat = engine_ledger(p.card_model, g, p.weights_card.bytes_total,
                          EngineInputs(version="0.2.5", max_model_len=4096, tp=4, non_torch_bytes=int(0.3 * GiB)))
     assert flat.kv_blocks / 20865 - 1 > 0.5

@@ -440,6 +440,20 @@ def test_mamba2_and_gated_delta_net_layers_come_from_the_ssm_keys(tmp_path, run_
     lin = spec.layer_groups[0].mixer
     assert lin.kind == "linear" and (lin.num_key_heads, lin.num_value_heads, lin.key_head_dim,
                                      lin.value_head_dim, lin.conv_kernel) == (2, 4, 16, 32, 4)
+    # the current layout (qwen35, qwen35moe, and qwen3next converted now): the delta-net's input fused in attn_qkv
+    # (2 x 2 x 16 + 4 x 32 = 192) and attn_gate (128), beta and alpha apart, no ssm_in; it was read as attention
+    for arch in ("qwen35", "qwen35moe", "qwen3next"):
+        new = _hybrid(arch, {"ssm.conv_kernel": 4, "ssm.state_size": 16, "ssm.group_count": 2,
+                             "ssm.time_step_rank": 4, "ssm.inner_size": 128},
+                      [("attn_qkv.weight", (256, 192), Q.Q8_0), ("attn_gate.weight", (256, 128), Q.Q8_0),
+                       ("ssm_conv1d.weight", (4, 192), Q.F32), ("ssm_a", (4,), Q.F32), ("ssm_dt.bias", (4,), Q.F32),
+                       ("ssm_beta.weight", (256, 4), Q.F32), ("ssm_alpha.weight", (256, 4), Q.F32),
+                       ("ssm_norm.weight", (32,), Q.F32), ("ssm_out.weight", (128, 256), Q.Q8_0)])
+        spec = import_gguf(new.write(tmp_path / f"tiny-{arch}.gguf")).spec
+        mixers = [g.mixer for g in spec.layer_groups for _ in range(g.count)]
+        assert mixers[0].kind == "linear" and (mixers[0].num_key_heads, mixers[0].num_value_heads,
+                                               mixers[0].key_head_dim, mixers[0].value_head_dim) == (2, 4, 16, 32)
+        assert mixers[2].kind == "full"
     bad = _hybrid("mamba", {"ssm.conv_kernel": 4, "ssm.state_size": 16, "ssm.time_step_rank": 8,
                             "ssm.inner_size": 256}, [("ssm_in.weight", (256, 512), Q.Q8_0)])
     code, out, err = run_cli("plan", str(bad.write(tmp_path / "tiny-mamba1.gguf")), "--gpu", "rtx4090")

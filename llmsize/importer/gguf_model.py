@@ -22,7 +22,9 @@ from llmsize.importer.exact import ExactWeights
 from llmsize.importer.gguf_file import GgufError, GgufFile
 
 SWA_PATTERN = {"gemma2": 2, "gemma3": 6, "gpt-oss": 2, "cohere2": 4}
-LINEAR_ATTENTION_ARCHS = ("qwen3next",)  # ssm_* tensors holding a gated delta-net, not Mamba-2
+# ssm_* tensors holding a gated delta-net, not Mamba-2 (gguf-py constants.py MODEL_TENSORS: QWEN3NEXT, QWEN35,
+# QWEN35MOE); their current layout fuses its input in attn_qkv + attn_gate (+ ssm_beta, ssm_alpha), with no ssm_in
+LINEAR_ATTENTION_ARCHS = ("qwen3next", "qwen35", "qwen35moe")
 MAMBA1_ARCHS = ("mamba", "jamba", "falcon-mamba")
 MAX_LAYERS = 4096  # a model GGUF's block_count; beyond it the header is damaged (the largest models have ~200)
 LAYER = re.compile(r"^blk\.(\d+)\.(.+)$")
@@ -119,6 +121,9 @@ def _layer(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], hidden: int, swa
     norms = sum(1 for n, s in t.items() if "norm" in n and len(s) == 1 and s[0] == hidden)
     spec["norms"] = norms
     heads = None
+    # a recurrent layer (Mamba-2, a gated delta-net) has a conv state; a gated delta-net's attn_qkv is its input, not
+    # attention (a Falcon-H1 layer holds attention beside its Mamba: its attn_q says so)
+    recurrent = "ssm_in.weight" in t or "ssm_conv1d.weight" in t
     if any(n.startswith(("attn_q", "attn_kv_a_mqa")) for n in t):
         heads = _int(g, "attention.head_count", il, low=1)
     if "attn_kv_a_mqa.weight" in t:  # MLA
@@ -133,7 +138,7 @@ def _layer(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], hidden: int, swa
         if "attn_q_a.weight" in t:
             mixer["q_lora_rank"] = t["attn_q_a.weight"][1]
         spec["mixer"] = mixer
-    elif "attn_q.weight" in t or "attn_qkv.weight" in t:
+    elif "attn_q.weight" in t or ("attn_qkv.weight" in t and not recurrent):
         kv = _int(g, "attention.head_count_kv", il, required=False) or heads
         hd = ((_int(g, "attention.key_length_swa", required=False) if swa else None)  # Gemma's sliding layers
               or _int(g, "attention.key_length", required=False) or hidden // heads)
@@ -159,7 +164,7 @@ def _layer(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], hidden: int, swa
         if "attn_sinks.weight" in t or "attn_sinks" in t:
             mixer["sinks"] = True
         spec["mixer"] = mixer
-    elif "ssm_in.weight" in t:
+    elif recurrent:
         spec["mixer"] = _ssm(g, il, t)
     if "ffn_up_exps.weight" in t:
         ne0, inter, experts = (t["ffn_up_exps.weight"] + (1, 1))[:3]

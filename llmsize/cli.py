@@ -387,11 +387,19 @@ def plan(
         kv_dtype = llamacpp_kv_dtype(cache_type_k, cache_type_v)  # the plan's cache, capacity and reads as the ledger's
     llama_options = None
     if engine in ("llamacpp", "ollama"):  # the ledger planned, and the plan's budget (llamacpp_budget.py)
-        from llmsize.estimate.llamacpp_plan import LlamaCppOptions, check_options
+        from llmsize.estimate.llamacpp_plan import LlamaCppOptions, check_options, slot_tokens
 
         llama_options = LlamaCppOptions(context, parallel, kv_unified, cache_type_k, cache_type_v, flash_attn,
                                         ubatch_size, swa_full, gpu_layers, n_cpu_moe, cpu_moe)
         check_options(engine, llama_options)
+        if (per_slot := slot_tokens(engine, llama_options)) < context:  # -c shared by the slots: one holds less
+            if prompt is not None and prompt > per_slot:
+                raise InvalidValueError(f"--prompt {prompt:,} is longer than the {per_slot:,} tokens each of the "
+                                        f"--parallel {parallel} slots holds (--context {context:,} shared).",
+                                        "Raise --context, lower --parallel, or add --kv-unified.")
+            notes.append(f"--context {context:,} is llama.cpp's -c, shared by the --parallel {parallel} slots: each "
+                         f"holds {per_slot:,} tokens, the sequence this plan sizes (--kv-unified lets one reach all)")
+            context = per_slot
     inputs = PlanInputs(quant=quant, scope=scope, kv_dtype=kv_dtype.lower() if kv_dtype else None,
                         context_tokens=context, batch=batch,
                         prompt_tokens=prompt, gpu_util=gpu_util, overhead_bytes=None if overhead_gib is None else overhead_gib * GiB,

@@ -262,7 +262,8 @@ def test_emit_llama_server_and_ollama(run_cli):
 
 def test_emit_refuses_a_placement_that_does_not_load(run_cli, tmp_path):
     """Llama 3.1 70B Q4_K_M (40.55 GiB with its 81 layers on the GPU) on a 16 GB card: the command would not load,
-    so --emit says so in one line and points to --fit, whose split (29 layers) it then prints. A split GGUF file
+    so --emit says so in one line and points to --fit, whose split (27 layers in the 15.48 GiB CUDA reports for
+    the card) it then prints. A split GGUF file
     is loaded from its first part whichever part was named. Ollama's cache types are f16, q8_0 and q4_0, and it
     has no full-size sliding cache: asked for others it refuses."""
     from conftest import assert_one_line_error
@@ -278,7 +279,7 @@ def test_emit_refuses_a_placement_that_does_not_load(run_cli, tmp_path):
     code, out, err = run_cli(*base, "--fit", "--emit", "llama-server")
     assert code == 0, err
     line = out.strip().splitlines()[-1].split()
-    assert line[line.index("-ngl") + 1] == "29"
+    assert line[line.index("-ngl") + 1] == "27"
     from llmsize.render.emit_llamacpp import _model_path
 
     assert _model_path(None, "/m/Qwen3-00002-of-00003.gguf")[0] == "/m/Qwen3-00001-of-00003.gguf"
@@ -919,3 +920,22 @@ def test_options_that_were_dropped_silently_are_refused(run_cli, args, needle):
     """An empty --host-memory read as none, and --kv-unified under Ollama dropped without a word (an audit)."""
     code, out, err = run_cli("plan", "qwen3-4b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", *args)
     assert code == 2 and needle in err and out == "" and "Traceback" not in err
+
+
+def test_parallel_slots_share_the_context_the_plan_sizes(run_cli):
+    """llama-server -c 32768 -np 4 gives each slot 8,192 tokens (n_ctx_seq): the plan's cache, capacity and decode
+    are for that sequence. A review saw the ledger split it while the plan read 32,768 tokens of cache a step
+    (4.295 GB = 32,768 x 131,072 B; 1.074 GB = 8,192 x 131,072 B per slot) and expected 40% less speed. With
+    --kv-unified one sequence may reach the whole -c."""
+    base = ("plan", "llama-3.1-8b", "--gpu", "rtx4060ti16", "--quant", "gguf-q4_k_m", "--engine", "llamacpp",
+            "--context", "32768", "--parallel", "4", "--json")
+    code, out, err = run_cli(*base)
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["engine"]["n_ctx_seq"] == 8192 and d["inputs"]["context_tokens"] == 8192
+    assert d["kv"]["bytes_per_sequence"] == 8192 * 131072
+    assert any("shared by the --parallel 4 slots: each holds 8,192" in n for n in d["notes"])
+    code, out, err = run_cli(*base, "--kv-unified")
+    assert code == 0 and json.loads(out)["inputs"]["context_tokens"] == 32768
+    code, out, err = run_cli(*base, "--prompt", "10000")
+    assert code == 2 and "--prompt 10,000 is longer than the 8,192 tokens" in err and out == ""

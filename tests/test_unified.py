@@ -157,3 +157,26 @@ def test_a_unified_placement_that_loads_is_not_said_to_be_as_if(run_cli):
     assert not any("as if the weights fit" in n for n in d["expected"]["notes"])
     assert any("upper bound" in n for n in d["expected"]["notes"])
     assert any("--host-memory LPDDR5X-8000x4 not used" in n for n in d["engine"]["notes"])
+
+
+def test_the_wired_limit_is_echoed_and_reproduced_in_gb(run_cli):
+    """--wired-limit-gb is in GB (10^9 B): the error quotes the value given (it quoted 931.323, the GiB of 1000 GB),
+    and a lever's command carries the same GB (it wrote the GiB: 59.8 GB came back as --wired-limit-gb 55.6929)."""
+    from llmsize.estimate.levers import plan_args
+    from llmsize.estimate.plan import PlanInputs
+
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "m4-pro", "--wired-limit-gb", "1000")
+    assert code == 2 and "--wired-limit-gb 1000 (931.3 GiB) is more than the 64 GiB" in err
+    args = plan_args(["llama-3.1-8b"], "m4-pro", PlanInputs(wired_limit_bytes=59.8e9))
+    assert args[args.index("--wired-limit-gb") + 1] == "59.8"
+
+
+def test_a_context_beyond_the_model_names_the_model_not_the_card(run_cli):
+    """Qwen3-30B-A3B (40,960 positions) at 262,144 tokens on a 64 GiB M4 Pro: no sequence of that length fits, and
+    the warning says the model's limit binds (it said the card holds 40,960)."""
+    code, out, err = run_cli("plan", "qwen3-30b-a3b", "--gpu", "m4-pro", "--quant", "gguf-q8_0", "--context",
+                             "262144", "--json")
+    assert code == 0, err
+    warns = json.loads(out)["warnings"]
+    assert any("beyond the model's own limit, 40,960" in w for w in warns)
+    assert not any("this card holds is 40,960" in w for w in warns)

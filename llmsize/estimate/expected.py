@@ -57,7 +57,7 @@ def resolve_runtime(name: str) -> tuple[str, str | None]:
 
 # the KV cache dtype each runtime keeps by default (others: bf16): llama.cpp's f16 (common/common.h, cache_type_k and
 # cache_type_v GGML_TYPE_F16); mlx-lm's cache in the dtype of the keys, float16 as mlx_lm.convert writes weights
-RUNTIME_KV_DTYPE = {"llamacpp": "fp16", "mlx": "fp16"}
+RUNTIME_KV_DTYPE = {"llamacpp": "fp16", "ollama": "fp16", "lmstudio": "fp16", "mlx": "fp16"}
 
 
 def runtime_kv_dtype(runtime: str) -> str:

@@ -172,7 +172,7 @@ def plan_args(source: list[str], gpu_id: str, inputs) -> list[str]:
     if inputs.overhead_bytes != default.overhead_bytes:
         args += ["--overhead-gib", f"{inputs.overhead_bytes / 2**30:g}"]
     if inputs.wired_limit_bytes is not None:
-        args += ["--wired-limit-gb", f"{inputs.wired_limit_bytes / 2**30:g}"]
+        args += ["--wired-limit-gb", f"{inputs.wired_limit_bytes / 1e9:g}"]  # GB, as the option reads it
     if inputs.kv_policy is not None:
         args += ["--kv-policy", inputs.kv_policy.label]
     if inputs.spec is not None:

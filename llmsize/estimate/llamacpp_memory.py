@@ -202,7 +202,8 @@ def cache_runs(model: ModelSpec) -> CacheRuns:
                      max((c.v for c in runs), default=0), len({c.v for c in runs if c.k}) > 1)
 
 
-def _context(s: LlamaCppSettings) -> tuple[int, int, int]:
+def context_cells(s: LlamaCppSettings) -> tuple[int, int, int]:
+    """(n_ctx, n_ctx_seq, streams) as llama.cpp pads and splits -c among its slots."""
     n_ctx = _pad(s.ctx_size, CTX_PAD)
     if s.kv_unified or s.parallel == 1:
         return n_ctx, n_ctx, 1
@@ -311,7 +312,7 @@ def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int
     runs = cache_runs(model)
     n_layer, v_max, variable_v = runs.n_layer, runs.v_max, runs.variable_v
     notes: list[str] = []
-    n_ctx, n_ctx_seq, n_stream = _context(s)
+    n_ctx, n_ctx_seq, n_stream = context_cells(s)
     if n_ctx != s.ctx_size:
         notes.append(f"-c {s.ctx_size} becomes n_ctx {n_ctx} (padded to {CTX_PAD}"
                      + (f", then {n_ctx_seq} per slot x {s.parallel})" if n_stream > 1 else ")"))

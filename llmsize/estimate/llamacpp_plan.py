@@ -140,6 +140,14 @@ def settings(engine: str, o: LlamaCppOptions, n_layer: int) -> LlamaCppSettings:
                             n_cpu_moe=n_layer if o.cpu_moe else o.n_cpu_moe, output_first=o.output_first)
 
 
+def slot_tokens(engine: str, o: LlamaCppOptions) -> int:
+    """The tokens one slot holds: llama.cpp's n_ctx_seq (its -c shared by the --parallel slots, each c / np padded
+    to 256 cells, unless --kv-unified), Ollama's num_ctx."""
+    from llmsize.estimate.llamacpp_memory import context_cells
+
+    return context_cells(settings(engine, o, 0))[1]
+
+
 def file_tensors(plan, exact) -> list[tuple[str, int]]:
     """The GGUF file's own tensors, or those of the file llama-quantize would write for the plan's format."""
     if exact is not None and exact.tensors:

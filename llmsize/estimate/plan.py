@@ -363,8 +363,10 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
                       f"{estimate.bytes_total / 1e9:,.3f} GB, {diff:+.2%}); bytes read per token use the exact figure.")
     warned = list(warnings or [])
     if budget.weights_fit and seqs < 1:
-        warned.append(f"Not one sequence's cache fits at {inputs.context_tokens:,} tokens (the longest context this "
-                      f"card holds is {ctx.tokens:,}): the speed figures are for a cache it does not hold.")
+        held = (f"beyond the model's own limit, {ctx.tokens:,} (max_position_embeddings: engines refuse longer)"
+                if ctx.limited_by == "model" else f"the longest context this card holds is {ctx.tokens:,}")
+        warned.append(f"Not one sequence's cache fits at {inputs.context_tokens:,} tokens ({held}): the speed "
+                      "figures are for a cache it does not hold.")
     elif inputs.batch > 1 and budget.weights_fit and inputs.batch > seqs:
         warned.append(f"--batch {inputs.batch:,} exceeds the {seqs:,} sequences whose cache fits at "
                       f"{inputs.context_tokens:,} tokens: the batch's figures are for a cache this card does not hold "

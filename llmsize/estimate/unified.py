@@ -53,10 +53,12 @@ def usable_memory(gpu: GpuSpec, wired_limit_bytes: float | None = None) -> Usabl
             raise InvalidValueError(f"--wired-limit-gb applies to unified-memory machines; {gpu.id} has its own "
                                     "VRAM.", "Drop --wired-limit-gb.")
         if wired_limit_bytes > ram:
-            raise InvalidValueError(f"--wired-limit-gb {wired_limit_bytes / GiB:g} is more than the "
-                                    f"{ram / GiB:g} GiB of {gpu.id}.", "Give at most the machine's RAM.")
+            raise InvalidValueError(f"--wired-limit-gb {wired_limit_bytes / 1e9:g} ({wired_limit_bytes / GiB:,.1f} "
+                                    f"GiB) is more than the {ram / GiB:g} GiB of {gpu.id}.",
+                                    f"Give at most the machine's RAM ({ram / 1e9:,.2f} GB).")
         return UsableMemory(int(wired_limit_bytes), f"the GPU's limit given by --wired-limit-gb "
-                                                    f"({wired_limit_bytes / GiB:g} GiB of {ram / GiB:g} GiB RAM)", True)
+                                                    f"{wired_limit_bytes / 1e9:g} ({wired_limit_bytes / GiB:,.2f} GiB "
+                                                    f"of {ram / GiB:g} GiB RAM)", True)
     if gpu.vendor == "Apple":
         share = APPLE_SMALL_SHARE if ram <= APPLE_SMALL_RAM_BYTES else APPLE_LARGE_SHARE
         usable = int(ram * share)

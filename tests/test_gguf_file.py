@@ -246,10 +246,12 @@ def _hostile(tmp_path, blob, name="bad.gguf"):
 
 @pytest.mark.parametrize("case", ["empty", "magic", "truncated", "huge_count", "long_string", "past_end",
                                   "huge_layers", "no_heads", "kv_heads", "no_kv_heads", "float_heads", "no_context",
-                                  "huge_array", "version_1"])
+                                  "huge_array", "version_1", "version_99", "many_tensors", "layers_array",
+                                  "key_length_0", "experts_used", "zero_dim"])
 def test_hostile_headers_are_one_line(tmp_path, run_cli, case):
     good = llama().write(tmp_path / "good.gguf").read_bytes()
-    meta_cases = ("huge_layers", "no_heads", "kv_heads", "no_kv_heads", "float_heads", "no_context")
+    meta_cases = ("huge_layers", "no_heads", "kv_heads", "no_kv_heads", "float_heads", "no_context", "layers_array",
+                  "key_length_0", "experts_used")
     if case in meta_cases:  # a header that parses, with metadata no model has
         m = llama()
         if case == "huge_layers":
@@ -262,7 +264,17 @@ def test_hostile_headers_are_one_line(tmp_path, run_cli, case):
             m.meta["context_length"] = 0
         elif case == "kv_heads":  # attn_k holds 2 heads; a review planned 4x the cache from this header
             m.meta["attention.head_count_kv"] = 4
-        else:  # missing: read as one KV head per query head, which attn_k's 2 heads contradict
+        elif case == "layers_array":  # llama.cpp reads block_count with get_key: an array was read as its first
+            m.meta["block_count"] = [2, 2]
+        elif case == "key_length_0":  # it fell back silently to embedding_length / heads
+            m.meta["attention.key_length"] = 0
+        elif case == "experts_used":  # 99 of 8 experts: it said "experts_per_token", a field of llmsize's own
+            m.meta.update({"expert_count": 8, "expert_used_count": 99})
+            m.tensors = [x for x in m.tensors if not x[0].startswith("blk.0.ffn_")]
+            m.t("blk.0.ffn_gate_inp.weight", (256, 8), Q.F32)
+            m.t("blk.0.ffn_up_exps.weight", (256, 128, 8), Q.Q8_0)
+            m.t("blk.0.ffn_down_exps.weight", (128, 256, 8), Q.Q8_0)
+        elif case == "no_kv_heads":  # missing: read as one KV head per query head, which attn_k's 2 heads contradict
             del m.meta["attention.head_count_kv"]
         good = m.write(tmp_path / "meta.gguf").read_bytes()
     if case in meta_cases:
@@ -286,6 +298,14 @@ def test_hostile_headers_are_one_line(tmp_path, run_cli, case):
             + good[at + 4:]
     elif case == "version_1":  # a 2023 format gguf-py and llama.cpp no longer read: converting is the fix
         blob = good[:4] + (1).to_bytes(4, "little") + good[8:]
+    elif case == "version_99":  # it said the tensor data did not match
+        blob = good[:4] + (99).to_bytes(4, "little") + good[8:]
+    elif case == "many_tensors":  # 70,000 entries the file could hold: gguf-py took 27 s on 200,000 before failing
+        blob = good[:8] + (70_000).to_bytes(8, "little") + good[16:] + bytes(70_000 * 24)
+    elif case == "zero_dim":  # a tensor of no elements: it named llmsize's intermediate_size, not the tensor
+        m = llama()
+        m.tensors = [(n, (ne[0], 0) if n == "blk.0.ffn_up.weight" else ne, ty) for n, ne, ty in m.tensors]
+        blob = m.write(tmp_path / "zero.gguf").read_bytes()
     else:  # the header parses but the data section is cut short
         blob = good[: len(good) - 4096]
     p = _hostile(tmp_path, blob)
@@ -304,7 +324,12 @@ def test_hostile_headers_are_one_line(tmp_path, run_cli, case):
     if case == "past_end":  # the header is fine: the data is what is short
         assert "header parses" in err or "past the end" in err
     if case == "huge_count":  # refused from the counts, before the reader walks 2**62 entries (4 s to fail before)
-        assert "4,611,686,018,427,387,904 tensors" in err and "more than its" in err
+        assert "4,611,686,018,427,387,904 tensors, beyond any model's" in err
+    needles = {"version_99": "GGUF version 99, newer than the 3", "many_tensors": "70,000 tensors, beyond any model's",
+               "layers_array": "block_count` is an array of 2", "key_length_0": "key_length` is '0'",
+               "experts_used": "expert_used_count` 99 is more than layer 0's 8 experts",
+               "zero_dim": "`blk.0.ffn_up.weight` has shape"}
+    assert needles.get(case, "") in err
     with pytest.raises(GgufError):
         import_gguf(p) if case in meta_cases else read_gguf(p)
 

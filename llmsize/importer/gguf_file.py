@@ -21,6 +21,11 @@ from llmsize.errors import LlmsizeError
 
 SPLIT = re.compile(r"^(?P<stem>.*)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
 MAX_FILES = 256
+# the most tensor infos read: models hold hundreds to a few thousand (DeepSeek-V3 about 1,900; Snowflake Arctic with
+# its 128 experts a layer stored apart about 13,500); gguf-py takes about 0.1 ms an entry, so a hostile header of
+# 200,000 junk entries took 27 s to refuse
+MAX_TENSORS = 65_536
+GGUF_VERSIONS = (2, 3)  # what gguf-py and llama.cpp read
 
 
 class GgufError(LlmsizeError):
@@ -199,9 +204,16 @@ def _read_one(path: Path, where: str | None = None, fetched: int | None = None, 
     # a header's counts cannot promise more entries than the file holds (a tensor info is 24 bytes at least: name
     # length, dimension count, type, offset; a key/value 12: key length and value type): refused before the reader
     # walks them (2**62 tensors took it 4 s to fail)
-    if version < 2:  # gguf-py and llama.cpp read versions 2 and 3 (version 1 was dropped in 2023)
+    if version < GGUF_VERSIONS[0]:  # version 1 was dropped from llama.cpp and gguf-py in 2023
         raise GgufError(f"{where}: GGUF version {version}, which llama.cpp and its gguf package no longer read.",
                         "Convert the model again with a current llama.cpp (convert_hf_to_gguf.py).")
+    if version > GGUF_VERSIONS[-1]:
+        raise GgufError(f"{where}: GGUF version {version}, newer than the {GGUF_VERSIONS[-1]} the gguf package and "
+                        "llama.cpp read (or a damaged header).", "Update the gguf package (pip install -U gguf), or "
+                        "download the file again.")
+    if tensors_n > MAX_TENSORS:
+        raise GgufError(f"{where}: its header counts {tensors_n:,} tensors, beyond any model's (llmsize reads at most "
+                        f"{MAX_TENSORS:,}).", "The file is damaged or not a model: download it again.")
     if tensors_n * 24 + kvs_n * 12 > size:
         raise GgufError(f"{where}: its header counts {tensors_n:,} tensors and {kvs_n:,} metadata keys, more than "
                         f"its {size:,} bytes can hold.", "The file is damaged: download it again.")
@@ -220,8 +232,16 @@ def _read_one(path: Path, where: str | None = None, fetched: int | None = None, 
         meta = {name: _value(f) for name, f in reader.fields.items() if not name.startswith("GGUF.")}
         meta.update({key: ("array", n) for _, _, key, n in lay.long_arrays})
         shift = lay.data_offset - reader.data_offset  # the tensor data's place in the file itself
+        align = meta.get("general.alignment", 32)
         tensors = {}
         for t in reader.tensors:
+            if isinstance(align, int) and align > 0 and (t.data_offset - reader.data_offset) % align:
+                raise GgufError(f"{where}: tensor `{t.name[:80]}`'s data starts {t.data_offset - reader.data_offset:,} "
+                                f"bytes into the data, not a multiple of its alignment {align} (llama.cpp refuses "
+                                "it).", "The file is damaged: download it again.")
+            if 0 in tuple(int(d) for d in t.shape):
+                raise GgufError(f"{where}: tensor `{t.name[:80]}` has shape {tuple(int(d) for d in t.shape)}, with "
+                                "a dimension of 0.", "The file is damaged: download or convert it again.")
             tensors[t.name] = GgufTensorInfo(t.name, t.tensor_type.name.lower(), tuple(int(d) for d in t.shape),
                                              int(t.n_bytes), name or path.name)
             end = t.data_offset + shift + int(t.n_bytes)

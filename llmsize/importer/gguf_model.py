@@ -55,9 +55,16 @@ def component(name: str, n_layer: int) -> str:
     return "other"
 
 
+SCALAR_KEYS = ("block_count", "embedding_length", "context_length", "expert_used_count")  # never per layer
+
+
 def _int(g: GgufFile, key: str, layer: int | None = None, required: bool = True, low: int = 0,
          high: int = 2**40) -> int | None:
     v = g.get(key)
+    if isinstance(v, list) and key in SCALAR_KEYS:  # llama.cpp reads these with get_key, one value, not an array
+        raise GgufError(f"{g.files[0]}: metadata `{g.arch}.{key}` is an array of {len(v):,}; llama.cpp reads one "
+                        "integer there and refuses the file.", "The file's metadata is damaged: convert it again "
+                        "with llama.cpp's tools.")
     if isinstance(v, list):
         if layer is None or not v:
             v = v[0] if v else None
@@ -140,14 +147,17 @@ def _layer(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], hidden: int, swa
         spec["mixer"] = mixer
     elif "attn_q.weight" in t or ("attn_qkv.weight" in t and not recurrent):
         kv = _int(g, "attention.head_count_kv", il, required=False) or heads
-        hd = ((_int(g, "attention.key_length_swa", required=False) if swa else None)  # Gemma's sliding layers
-              or _int(g, "attention.key_length", required=False) or hidden // heads)
+        given = ((_int(g, "attention.key_length_swa", required=False, low=1) if swa else None)  # Gemma's sliding
+                 or _int(g, "attention.key_length", required=False, low=1))
+        hd = given or hidden // heads
         if not hd:
             raise GgufError(f"{g.files[0]}: {g.arch}.embedding_length {hidden} is smaller than its {heads} heads.",
                             "The file's metadata is damaged.")
         if "attn_k.weight" in t and t["attn_k.weight"][1] != kv * hd:  # the cache's width is the tensor's
+            width = (f"key_length {hd}" if given else
+                     f"a head's width {hd} (embedding_length {hidden} / head_count {heads}: no key_length)")
             raise GgufError(f"{g.files[0]}: layer {il}'s attn_k.weight has {t['attn_k.weight'][1]:,} rows, not "
-                            f"{g.arch}.attention.head_count_kv {kv} x key_length {hd}.",
+                            f"{g.arch}.attention.head_count_kv {kv} x {width}.",
                             "The file's metadata is damaged (llama.cpp refuses it too).")
         mixer = {"kind": "sliding" if swa else "full", "num_attention_heads": heads, "num_key_value_heads": kv,
                  "head_dim": hd}
@@ -168,7 +178,12 @@ def _layer(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], hidden: int, swa
         spec["mixer"] = _ssm(g, il, t)
     if "ffn_up_exps.weight" in t:
         ne0, inter, experts = (t["ffn_up_exps.weight"] + (1, 1))[:3]
-        moe = {"kind": "moe", "num_experts": experts, "experts_per_token": _int(g, "expert_used_count"),
+        used = _int(g, "expert_used_count", low=1)
+        if used > experts:
+            raise GgufError(f"{g.files[0]}: metadata `{g.arch}.expert_used_count` {used} is more than layer {il}'s "
+                            f"{experts} experts (ffn_up_exps).", "The file's metadata is damaged: convert it again "
+                            "with llama.cpp's tools.")
+        moe = {"kind": "moe", "num_experts": experts, "experts_per_token": used,
                "moe_intermediate_size": inter, "gated": "ffn_gate_exps.weight" in t}
         if "ffn_up_shexp.weight" in t:
             n_sh = _int(g, "expert_shared_count", required=False) or 1

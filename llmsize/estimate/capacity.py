@@ -36,8 +36,9 @@ def default_gpu_util(runtime: str | None, shares_all_ram: bool = False) -> tuple
                                      "its page cache, as NVIDIA's DGX Spark playbooks run vLLM (--gpu-memory-"
                                      "utilization 0.8; --gpu-util sets another)")
     if runtime in WHOLE_CARD_RUNTIMES:
-        return WHOLE_CARD_GPU_UTIL, ("Budget: the whole VRAM, as llama.cpp and MLX reserve no share of the card "
-                                   f"(vLLM's default is {DEFAULT_GPU_UTIL:g}; --gpu-util sets one)")
+        return WHOLE_CARD_GPU_UTIL, ("Budget: all the memory the GPU may use (a card's VRAM, a Mac's Metal working "
+                                     "set), as llama.cpp and MLX reserve no share of it "
+                                     f"(vLLM's default is {DEFAULT_GPU_UTIL:g}; --gpu-util sets one)")
     return DEFAULT_GPU_UTIL, None
 
 

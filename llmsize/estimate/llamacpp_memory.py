@@ -344,7 +344,8 @@ def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int
                      "values a token in every layer")
     model_gpu, model_host = _placement(tensors, n_layer, i_gpu_start, output_on_gpu, s.n_cpu_moe)
     if s.n_cpu_moe and not file_layout(tensors).has_experts:
-        notes.append(f"--n-cpu-moe {s.n_cpu_moe}: the model has no routed-expert tensors; nothing moves")
+        flag = "--cpu-moe" if s.n_cpu_moe >= n_layer else f"--n-cpu-moe {s.n_cpu_moe}"
+        notes.append(f"{flag}: the model has no routed-expert tensors; nothing moves")
     # compute buffers: one ubatch of the worst case
     n_tok = min(n_ctx, s.ubatch_size)
     h = model.hidden_size

@@ -106,8 +106,8 @@ def render_llamacpp(plan, gpu, console) -> None:
                   f"device's peak). {off.host_costing or 'The host part at the memory peak (no fitted fraction)'}")
         if off.prefill_s:
             t.add_row("prefill (offload)", f"{off.prefill_s * 1000:,.0f} ms for the prompt: the host's weights cross "
-                      f"PCIe ({off.pcie_gb_s:.1f} GB/s) once per ubatch of {led.settings.ubatch_size} (of the routed "
-                      "experts, those its tokens chose); a larger --ubatch-size cuts the crossings")
+                      f"PCIe ({off.pcie_gb_s:.1f} GB/s) once per ubatch of {led.settings.ubatch_size} (of a MoE's "
+                      "routed experts, only those its tokens chose); a larger --ubatch-size cuts the crossings")
     if fit is not None:
         t.add_row("fit (1024 MiB margin)", _fit_words(fit))
     for n in led.notes:

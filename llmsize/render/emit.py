@@ -13,6 +13,7 @@ from __future__ import annotations
 import shlex
 
 from llmsize.estimate.plan import Plan
+from llmsize.render.emit_fleet import ENGINE_KV
 
 ONLINE = {"fp8"}  # formats the engines quantize to while loading a 16-bit checkpoint
 FLAGS = {
@@ -43,14 +44,8 @@ def serve_command(p: Plan, engine: str, local_path: str | None = None, max_model
             notes.append(f"# the plan assumes {p.fmt.id} weights but the checkpoint is {p.model.release.quant}: "
                          f"serve {maker}")
     kv = p.inputs.kv_dtype
-    if kv in ("bf16", "fp16", "fp32"):
-        kv_arg = None
-    elif kv == "fp8":
-        kv_arg = "fp8" if engine == "vllm" else "fp8_e4m3"
-    elif kv == "fp8_ds_mla" and engine == "vllm":
-        kv_arg = "fp8_ds_mla"
-    else:
-        kv_arg = None
+    kv_arg = ENGINE_KV[engine].get(kv)
+    if kv_arg is None and kv not in ("bf16", "fp16", "fp32"):
         notes.append(f"# --kv-dtype {kv} has no {engine} equivalent here: the engine keeps its default cache dtype")
     ctx = max_model_len or min(p.inputs.context_tokens, p.model.max_position_embeddings)
     if max_model_len and max_model_len > p.model.max_position_embeddings:

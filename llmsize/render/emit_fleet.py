@@ -37,8 +37,8 @@ from llmsize.estimate.fleet import stage_nodes
 NIXL = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
 
 
-VLLM_KV = {"fp8": "fp8", "fp8_ds_mla": "fp8_ds_mla"}  # --kv-dtype -> vLLM's --kv-cache-dtype (16-bit: auto)
-SGLANG_KV = {"fp8": "fp8_e4m3"}  # -> SGLang's --kv-cache-dtype
+# --kv-dtype -> the engine's --kv-cache-dtype (16-bit: its auto); plan's and fleet's launch lines both use it
+ENGINE_KV = {"vllm": {"fp8": "fp8", "fp8_ds_mla": "fp8_ds_mla"}, "sglang": {"fp8": "fp8_e4m3"}}
 
 
 def _weights_extras(model, quant: str | None) -> tuple[list[str], list[str]]:
@@ -58,7 +58,7 @@ def _engine_extras(engine: str, kv_dtype: str, spec) -> tuple[list[str], list[st
     for what the engine cannot be told."""
     flags, notes = [], []
     kv = kv_dtype.lower()
-    table = VLLM_KV if engine == "vllm" else SGLANG_KV
+    table = ENGINE_KV[engine]
     if kv in table:  # any other is 16-bit: the fleet refuses a cache dtype the engine does not take
         flags += ["--kv-cache-dtype", table[kv]]
     if spec is None:

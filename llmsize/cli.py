@@ -942,7 +942,7 @@ def fit_cmd(
     host_bandwidth_gb_s: HostBandwidthOpt = None,
     host_ram_gib: HostRamOpt = None,
     wired_limit_gb: WiredLimitOpt = None,
-    one_per_model: OnePerModelOpt = False,
+    one_per_model: OnePerModelOpt = True,
     sort: FitSortOpt = "tok_s",
     min_tok_s: MinTokSOpt = None,
     top: TopOpt = 30,
@@ -960,8 +960,9 @@ def fit_cmd(
 
     \b
       llmsize fit --gpu rtx5060ti
+      llmsize fit --gpu rtx5060ti --all-formats
       llmsize fit --gpu rtx3090 --context 32768 --host-memory ryzen-9000
-      llmsize fit --gpu rtx4060ti16 --one-per-model --sort size --min-tok-s 20
+      llmsize fit --gpu rtx4060ti16 --sort size --min-tok-s 20
       llmsize fit --gpu h100 --runtime vllm --json
     """
     asked_context = context

@@ -253,7 +253,9 @@ LlamaFitOpt = Annotated[bool, _opt("--fit", help="llama.cpp: place the model as 
 HostRamOpt = Annotated[Optional[float], _opt("--host-ram-gib", help="System RAM free for offloaded weights, GiB: "
                                             "placements needing more are dropped.", callback=float_range(0, 1e6),
                                             show_default=False)]
-OnePerModelOpt = Annotated[bool, _opt("--one-per-model", help="Keep each model's highest-quality format that fits whole on the card (offloaded where none does).")]
+OnePerModelOpt = Annotated[bool, _opt("--one-per-model/--all-formats", help="One row a model, its highest-quality "
+                                      "format that fits whole on the card (offloaded where none does); --all-formats: "
+                                      "a row for every format that fits.")]
 FIT_SORT_KEYS = ("tok_s", "size")
 FitSortOpt = Annotated[str, _opt("--sort", help="tok_s: fastest expected first; size: largest model first (with "
                                  "--min-tok-s: the largest that runs fast enough).", callback=choice(FIT_SORT_KEYS))]

@@ -8,7 +8,7 @@ import pytest
 
 
 def test_fit_ranks_models_by_expected_speed_and_offloads_only_with_llamacpp(run_cli):
-    code, out, err = run_cli("fit", "--gpu", "rtx3090", "--json")
+    code, out, err = run_cli("fit", "--all-formats", "--gpu", "rtx3090", "--json")
     assert code == 0, err
     d = json.loads(out)
     assert d["runtime"] == "llamacpp" and d["skipped"] == 0
@@ -35,7 +35,8 @@ def test_fit_with_host_memory_and_ram_limit(run_cli):
     assert not any(r["model"] == "qwen3-235b-a22b" for r in rows)  # ~60 GiB left on the host
     # a model with a format whole on the card keeps its best such format, not an offloaded higher one (a review saw
     # an offloaded Q8_0 at 9 tok/s kept over Q6_K whole on the card)
-    code, out, err = run_cli("fit", "--gpu", "rtx3090", "--host-memory", "ryzen-9000", "--host-ram-gib", "32",
+    code, out, err = run_cli("fit", "--all-formats",
+                             "--gpu", "rtx3090", "--host-memory", "ryzen-9000", "--host-ram-gib", "32",
                              "--json")
     every = json.loads(out)["rows"]
     for r in rows:
@@ -51,7 +52,7 @@ def test_fit_with_host_memory_and_ram_limit(run_cli):
 
 
 def test_fit_on_a_datacenter_card_uses_vllm_formats(run_cli):
-    code, out, err = run_cli("fit", "--gpu", "h100-sxm", "--json")
+    code, out, err = run_cli("fit", "--all-formats", "--gpu", "h100-sxm", "--json")
     assert code == 0, err
     d = json.loads(out)
     assert d["runtime"] == "vllm" and all(r["placement"] == "full" for r in d["rows"])
@@ -64,7 +65,7 @@ def test_fit_bad_input_is_one_line(run_cli):
                                                                           "--top"),
                          # no catalog model takes 2M tokens (it answered "none", suggesting --host-memory)
                          (["--gpu", "rtx4090", "--context", "2000000"], "no catalog model takes that many tokens")):
-        code, out, err = run_cli("fit", *args)
+        code, out, err = run_cli("fit", "--all-formats", *args)
         assert code == 2 and needle in err and "Traceback" not in err and out == ""
 
 
@@ -72,7 +73,8 @@ def test_an_offloaded_row_matches_plans_figure(run_cli):
     """fit costs an offloaded placement as `plan --engine llamacpp --fit` does (the GPU part with its share of the
     whole-GPU step's fitted terms): Qwen3-32B Q3_K_M on an RTX 3090 at 32K with a Ryzen 9000's memory (a review saw
     fit say 27.9 tok/s where plan said 22.5, and rank it above Q2_K fully on the card)."""
-    fit = json.loads(run_cli("fit", "--gpu", "rtx3090", "--context", "32768", "--host-memory", "ryzen-9000",
+    fit = json.loads(run_cli("fit", "--all-formats",
+                             "--gpu", "rtx3090", "--context", "32768", "--host-memory", "ryzen-9000",
                              "--json")[1])
     rows = fit["rows"] if isinstance(fit, dict) else fit
     row = next(r for r in rows if r["model"] == "qwen3-32b" and r["format"] == "gguf-q3_k_m")
@@ -90,7 +92,7 @@ def test_fit_sorts_by_size_and_drops_rows_below_a_speed(run_cli):
     """--sort size puts the largest models first (the tok/s order fills the top rows with sub-1B models in every
     file type); --min-tok-s keeps rows expected at or above it, and with --one-per-model each model's best format
     among those fast enough."""
-    base = ("fit", "--gpu", "rtx4060ti16", "--host-memory", "DDR5-6000x2", "--json")
+    base = ("fit", "--all-formats", "--gpu", "rtx4060ti16", "--host-memory", "DDR5-6000x2", "--json")
     every = json.loads(run_cli(*base)[1])["rows"]
     code, out, err = run_cli(*base, "--sort", "size", "--min-tok-s", "20", "--one-per-model")
     assert code == 0, err
@@ -110,11 +112,11 @@ def test_fit_sorts_by_size_and_drops_rows_below_a_speed(run_cli):
     code, out, err = run_cli("fit", "--gpu", "rtx4060ti16", "--sort", "size", "--one-per-model")
     assert code == 0, err
     assert "largest model first (--sort size)" in " ".join(out.split())
-    code, out, err = run_cli("fit", "--gpu", "rtx4060ti16", "--min-tok-s", "100000")
+    code, out, err = run_cli("fit", "--all-formats", "--gpu", "rtx4060ti16", "--min-tok-s", "100000")
     assert code == 0 and "none: no model/format pair is left" in out and "0 kept of" in " ".join(out.split())
     for args, needle in ((["--sort", "speed"], "--sort"), (["--min-tok-s", "-1"], "--min-tok-s"),
                          (["--min-tok-s", "nan"], "--min-tok-s")):
-        code, out, err = run_cli("fit", "--gpu", "rtx4060ti16", *args)
+        code, out, err = run_cli("fit", "--all-formats", "--gpu", "rtx4060ti16", *args)
         assert code == 2 and needle in err and "Traceback" not in err and out == ""
 
 
@@ -122,7 +124,8 @@ def test_fit_under_ollama_places_as_ollama_does(run_cli):
     """--runtime ollama: whole layers on the host (Ollama has no --n-cpu-moe), its defaults (flash attention off),
     the same placement and speed as `plan --engine ollama --fit` (a review saw fit offer --n-cpu-moe 8 at 57.1
     tok/s where plan placed 41 layers at 48.5)."""
-    code, out, err = run_cli("fit", "--gpu", "rtx4060ti16", "--runtime", "ollama", "--host-memory", "DDR5-6000x2",
+    code, out, err = run_cli("fit", "--all-formats",
+                             "--gpu", "rtx4060ti16", "--runtime", "ollama", "--host-memory", "DDR5-6000x2",
                              "--json")
     assert code == 0, err
     rows = json.loads(out)["rows"]
@@ -140,7 +143,8 @@ def test_fit_under_ollama_takes_its_default_context_by_the_cards_memory(run_cli)
     """Without --context, Ollama's num_ctx by the GPU memory (llamacpp_plan.ollama_num_ctx: 4k under 23 GiB, 32k to
     47): an RTX 4090 (23.6 GiB to CUDA) ranks at 32,768 tokens, each model at most its own (Llama 2 7B's 4,096),
     the same as `plan --engine ollama` would run it; a 16 GB card at 4,096; --context sets another."""
-    code, out, err = run_cli("fit", "--gpu", "rtx4090", "--runtime", "ollama", "--json", "--top", "1000")
+    code, out, err = run_cli("fit", "--all-formats",
+                             "--gpu", "rtx4090", "--runtime", "ollama", "--json", "--top", "1000")
     assert code == 0, err
     d = json.loads(out)
     assert d["context_tokens"] == 32768 and any("Ollama's default num_ctx" in n for n in d["notes"])
@@ -151,9 +155,10 @@ def test_fit_under_ollama_takes_its_default_context_by_the_cards_memory(run_cli)
                              "ollama", "--json")
     assert code == 0 and json.loads(out)["expected"]["tok_s"] == pytest.approx(
         rows[("llama-3.1-8b", "gguf-q4_k_m")]["expected_tok_s"], rel=1e-9)
-    code, out, err = run_cli("fit", "--gpu", "rtx4060ti16", "--runtime", "ollama", "--json")
+    code, out, err = run_cli("fit", "--all-formats", "--gpu", "rtx4060ti16", "--runtime", "ollama", "--json")
     assert code == 0 and json.loads(out)["context_tokens"] == 4096
-    code, out, err = run_cli("fit", "--gpu", "rtx4090", "--runtime", "ollama", "--context", "8192", "--json")
+    code, out, err = run_cli("fit", "--all-formats",
+                             "--gpu", "rtx4090", "--runtime", "ollama", "--context", "8192", "--json")
     assert code == 0 and json.loads(out)["context_tokens"] == 8192 and not json.loads(out)["notes"]
 
 
@@ -161,11 +166,11 @@ def test_fit_says_when_the_host_memory_is_not_used(run_cli):
     """--host-memory where nothing can be offloaded (a unified machine; a runtime other than llama.cpp): a note,
     and no host memory in the header or JSON (a review saw DDR5-6000x2 printed for an M4 Max and an H100)."""
     for card, why in (("m4-max", "shares one memory"), ("h100-sxm", "only llama.cpp offloads")):
-        code, out, err = run_cli("fit", "--gpu", card, "--host-memory", "DDR5-6000x2", "--json")
+        code, out, err = run_cli("fit", "--all-formats", "--gpu", card, "--host-memory", "DDR5-6000x2", "--json")
         assert code == 0, err
         d = json.loads(out)
         assert d["host_memory"] is None and any(why in n for n in d["notes"])
-    code, out, err = run_cli("fit", "--gpu", "m4-max", "--host-memory", "DDR5-6000x2", "--top", "1")
+    code, out, err = run_cli("fit", "--all-formats", "--gpu", "m4-max", "--host-memory", "DDR5-6000x2", "--top", "1")
     assert code == 0 and "not used" in out and "(96.0 GB/s)" not in out
 
 
@@ -175,7 +180,7 @@ def test_plan_and_fit_say_the_same_longest_context_for_a_gguf(run_cli):
     the plan said 53,682 with a generic 1.5 GiB overhead and the whole embedding on the card, then warned that no
     sequence fits at 59,904. Now plan, plan --engine llamacpp and fit give one figure, and --overhead-gib (or
     --gpu-util) returns to the generic budget."""
-    code, out, err = run_cli("fit", "--gpu", "rtx5060ti", "--json", "--top", "1000")
+    code, out, err = run_cli("fit", "--all-formats", "--gpu", "rtx5060ti", "--json", "--top", "1000")
     assert code == 0, err
     row = next(r for r in json.loads(out)["rows"] if r["model"] == "llama-3.1-8b" and r["format"] == "gguf-q8_0")
     assert row["placement"] == "full"
@@ -210,3 +215,14 @@ def test_a_pure_ggml_type_plans_under_llamacpp(run_cli):
     assert d["capacity"]["basis"] == "llamacpp_ledger"
     # every matrix in Q4_0 (18 B a block of 32), the token embedding among them: 128,256 x 4,096 in host memory
     assert d["capacity"]["host_weights_bytes"] == 128256 * 4096 // 32 * 18
+
+
+def test_fit_lists_one_row_a_model_unless_asked_for_every_format(run_cli):
+    """The default is a row a model (its highest-quality format that fits whole): every format of every model,
+    fastest first, showed a 16 GB card's owner six formats each of six models under 2B; --all-formats lists them."""
+    code, out, err = run_cli("fit", "--gpu", "rtx5060ti", "--json", "--top", "1000")
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    assert len({r["model"] for r in rows}) == len(rows) > 20
+    code, out, err = run_cli("fit", "--gpu", "rtx5060ti", "--json", "--top", "1000", "--all-formats")
+    assert len(json.loads(out)["rows"]) > len(rows)

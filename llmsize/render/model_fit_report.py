@@ -46,7 +46,7 @@ def render_fit(rows, gpu, runtime, context, host, skipped, total, console, sort:
     if min_tok_s is not None:
         kept.append(f"expected at {min_tok_s:g} tok/s or more (--min-tok-s; rows without a figure dropped)")
     if one_per_model:
-        kept.append("one a model (--one-per-model)")
+        kept.append("one a model, its best format; --all-formats keeps every one")
     what = f"{total} kept of {fitting} fitting model/format pairs ({', '.join(kept)})" if kept and fitting is not None \
         else f"{total} fitting model/format pairs"
     console.print(f"{len(rows)} of {what} shown (--top), {order}; {skipped} "

@@ -385,6 +385,8 @@ def plan(
         from llmsize.estimate.quant import llamacpp_kv_dtype
 
         kv_dtype = llamacpp_kv_dtype(cache_type_k, cache_type_v)  # the plan's cache, capacity and reads as the ledger's
+    # flash attention as the plan's engine runs it: --no-flash-attn or --flash-attn off; Ollama's default is off
+    attention_fused = (flash_attn or ("off" if engine == "ollama" else "on")) != "off"
     llama_options = None
     if engine in ("llamacpp", "ollama"):  # the ledger planned, and the plan's budget (llamacpp_budget.py)
         from llmsize.estimate.llamacpp_plan import LlamaCppOptions, check_options, slot_tokens
@@ -406,7 +408,7 @@ def plan(
                         compute_precision=compute, tp=tp, pp=_stages(pp, nodes), nodes=nodes,
                         node_link_gb_s=node_link_gb_s,
                         wired_limit_bytes=wired, kv_policy=policy,
-                        spec=parse_spec(spec, cat), flash_attn=not no_flash_attn,
+                        spec=parse_spec(spec, cat), flash_attn=attention_fused,
                         runtime=plan_runtime, llamacpp=llama_options)
     p = make_plan(m, g, inputs, exact=exact, notes=notes, warnings=warnings)
     if not p.budget.weights_fit:  # name a bigger card: only now is the whole hardware catalog parsed

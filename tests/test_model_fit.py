@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -226,3 +227,41 @@ def test_fit_lists_one_row_a_model_unless_asked_for_every_format(run_cli):
     assert len({r["model"] for r in rows}) == len(rows) > 20
     code, out, err = run_cli("fit", "--gpu", "rtx5060ti", "--json", "--top", "1000", "--all-formats")
     assert len(json.loads(out)["rows"]) > len(rows)
+
+
+def test_a_llamacpp_plans_slots_levers_and_flash_attention_follow_its_ledger(run_cli):
+    """Under llama.cpp's ledger: the sequences are the slots whose ledger fits with --fit's margin (each slot's
+    sliding cache is window + ubatch cells, padded to 256: gpt-oss-20b on a 5060 Ti held 37 by the plan's count
+    and 32 by llama.cpp's); --flash-attn off without --engine costs the unfused scores (it was ignored); a
+    context just past the longest holds no sequence (81,200 pads to 81,408 cells); llama.cpp's 256 slots at most;
+    a Quantize lever's "leaving" is the plan it names; a KV policy keeps the ledger's budget."""
+    def plan(*args):
+        code, out, err = run_cli("plan", *args, "--json")
+        assert code == 0, err
+        return json.loads(out)
+
+    base = ("gpt-oss-20b", "--gpu", "rtx5060ti", "--quant", "gguf-q4_k_m")
+    assert plan(*base)["capacity"]["max_concurrent_sequences"] == 32
+    for slots, tight in ((32, False), (33, True)):
+        e = plan(*base, "--engine", "llamacpp", "--parallel", str(slots), "--context", str(slots * 4096))["engine"]
+        assert e["fits"] and e["tight"] == tight
+    llama = ("llama-3.1-8b", "--gpu", "rtx5060ti", "--quant", "gguf-q4_k_m")
+    off = plan(*llama, "--flash-attn", "off")["capacity"]["max_context_tokens"]
+    assert off == plan(*llama, "--engine", "llamacpp", "--flash-attn", "off")["capacity"]["max_context_tokens"]
+    assert off < plan(*llama)["capacity"]["max_context_tokens"] == 81152
+    edge = plan(*llama, "--context", "81200")
+    assert edge["capacity"]["max_concurrent_sequences"] == 0 and edge["warnings"]
+    assert plan("gpt-oss-20b", "--gpu", "dgx-spark", "--quant", "gguf-q4_k_m")["capacity"][
+        "max_concurrent_sequences"] == 256
+    levers = plan("gpt-oss-20b", "--gpu", "rtx3060", "--quant", "gguf-q8_0")["diagnosis"]["levers"]
+    lever = next(x for x in levers if x.startswith("Quantize"))
+    fid, left = re.search(r"in (\S+) .*leaving ([\d.]+) GB", lever).groups()
+    named = plan("gpt-oss-20b", "--gpu", "rtx3060", "--quant", fid)["capacity"]
+    assert named["max_concurrent_sequences"] >= 1 and f"{named['kv_budget_bytes'] / 1e9:.1f}" == left
+    # a bigger card named is one the plan fits (a 128 GiB DGX Spark was named at a Mac's whole share)
+    levers = plan("qwen3-235b-a22b", "--gpu", "m3-max", "--quant", "gguf-q3_k_m")["diagnosis"]["levers"]
+    card = re.search(r"holds it in gguf-q3_k_m is (\S+) ", next(x for x in levers if x.startswith("Bigger"))).group(1)
+    assert plan("qwen3-235b-a22b", "--gpu", card, "--quant", "gguf-q3_k_m")["capacity"]["weights_fit"]
+    assert plan(*base, "--kv-policy", "budget:2048")["capacity"]["basis"] == "llamacpp_ledger"
+    code, out, err = run_cli("plan", *llama, "--kv-dtype", "fp8")
+    assert code == 2 and "has no such cache type" in err and out == ""

@@ -34,12 +34,25 @@ class Diagnosis:
 
 
 def _fits(model: ModelSpec, gpu: GpuSpec, fmt: QuantFormat, scope: str, p: dict) -> float:
-    """KV budget left on `gpu` with `fmt`; > one sequence at the context means it fits."""
+    """KV budget left on `gpu` with `fmt`, as a plan there would budget it (> one sequence at the context means it
+    fits): llama.cpp's ledger where the plan's is (0 where it holds no sequence of the context: its sliding caches
+    and padding are its own), else the generic budget at the share the user gave or that card's runtime default."""
+    from dataclasses import replace
+
+    from llmsize.estimate.capacity import default_gpu_util
+    from llmsize.estimate.llamacpp_budget import plan_ledger_budget
+
     inputs = p["inputs"]
-    w = weight_bytes(model, fmt, scope).bytes_total
     wired = inputs.wired_limit_bytes if gpu.id == p["gpu"].id else None  # the limit set on this machine only
-    usable = usable_memory(gpu, wired).bytes
-    return memory_budget(gpu, w, inputs.gpu_util, overhead_of(inputs), usable).kv_budget_bytes
+    usable = usable_memory(gpu, wired)
+    if p["budget"].engine is not None:
+        there = replace(inputs, quant=fmt.id, scope=scope, wired_limit_bytes=wired)
+        led = plan_ledger_budget(model, gpu, there, p["engine"], fmt.id, search=False)
+        if led is not None:
+            return led.budget.kv_budget_bytes if led.sequences else 0.0
+    util = inputs.gpu_util if p.get("util_given", True) else default_gpu_util(p.get("engine"), usable.shares_all_ram)[0]
+    w = weight_bytes(model, fmt, scope).bytes_total
+    return memory_budget(gpu, w, util, overhead_of(inputs), usable.bytes).kv_budget_bytes
 
 
 def _one_sequence_bytes(p: dict) -> float:
@@ -76,7 +89,8 @@ def _weights_levers(p: dict, candidates: list[GpuSpec]) -> tuple[list[str], int]
     # a card the plan's runtime runs on (llama.cpp's GGUF file on a Gaudi would be no answer)
     runs = (lambda c: True) if p.get("runtime") is None else (lambda c: not_on(p["runtime"], c) is None)
     bigger = sorted(
-        (c for c in candidates if c.id != gpu.id and runs(c) and _fits(model, c, fmt, p["scope"], p) > need),
+        (c for c in candidates if c.memory_bytes > gpu.memory_bytes and runs(c)
+         and _fits(model, c, fmt, p["scope"], p) > need),
         key=lambda c: (c.memory_bytes, -c.bandwidth_gb_s),
     )
     if bigger:
@@ -200,8 +214,9 @@ def diagnose(p: dict, candidates: list[GpuSpec]) -> Diagnosis:
                              "512-row slice of the scores).")
         return Diagnosis(
             "kv_cache",
-            f"The KV cache saturates first: {p['max_sequences']:,} sequences of {inputs.context_tokens:,} "
-            f"tokens fit, {inputs.batch:,} asked; one sequence can hold {p['max_context'].tokens:,} tokens."
+            f"The KV cache saturates first: {p['max_sequences']:,} sequence{'s' * (p['max_sequences'] != 1)} of "
+            f"{inputs.context_tokens:,} tokens fit, {inputs.batch:,} asked; one sequence can hold "
+            f"{p['max_context'].tokens:,} tokens."
             + scores,
             levers,
         )

@@ -35,16 +35,23 @@ def cache_types(kv_dtype: str) -> tuple[str, str] | None:
     return (t, t) if t else None
 
 
+LLAMA_MAX_SEQ = 256  # llama.cpp's most sequences (slots) a context holds (llama-context.cpp: n_seq_max <= 256)
+
+
 @dataclass(frozen=True)
 class LedgerBudget:
     budget: MemoryBudget
-    longest: ContextLimit
+    longest: ContextLimit | None  # None: not searched (`search=False`)
+    sequences: int  # slots of the plan's context the ledger holds (at most LLAMA_MAX_SEQ); 0 or 1 unsearched
 
 
 def ledger_budget(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int]], s: LlamaCppSettings,
-                  card: int, card_basis: str, engine: str = "llamacpp") -> LedgerBudget:
+                  card: int, card_basis: str, context_tokens: int, engine: str = "llamacpp",
+                  search: bool = True) -> LedgerBudget:
     """The budget of llama.cpp's ledger with settings `s` and every layer on the card (the plan's placement; an
-    offload is the ledger's own, beside it); `card`: what the card offers its allocator (llamacpp_plan.card_bytes)."""
+    offload is the ledger's own, beside it); `card`: what the card offers its allocator (llamacpp_plan.card_bytes).
+    The sequences are the most slots of `context_tokens` each (non-unified: a stream a slot, its sliding cache
+    window + ubatch cells) whose ledger fits; without `search`, only whether one does (a lever's quick look)."""
     from llmsize.estimate.unified import is_unified
 
     whole = replace(s, gpu_layers=None, n_cpu_moe=0)
@@ -55,16 +62,31 @@ def ledger_budget(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int]]
     budget = MemoryBudget(card, WHOLE_CARD_GPU_UTIL, dev.model_bytes, dev.compute_bytes + FIT_TARGET_BYTES,
                           engine=share)
     ram = gpu.memory_bytes if is_unified(gpu) else None
+    room = card - FIT_TARGET_BYTES
     one = replace(whole, parallel=1, kv_unified=False)
+
+    def holds(slots: int) -> bool:
+        return fits(llamacpp_ledger(model, gpu, tensors, replace(one, parallel=slots,
+                                                                  ctx_size=slots * context_tokens), engine), room, ram)
+
+    if not search:
+        return LedgerBudget(budget, None, int(holds(1)))
+    lo, hi = 0, LLAMA_MAX_SEQ + 1  # holds(lo), not holds(hi)
+    if holds(LLAMA_MAX_SEQ):
+        lo = LLAMA_MAX_SEQ
+    else:
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if holds(mid) else (lo, mid)
     limit = model.max_position_embeddings
-    if fits(llamacpp_ledger(model, gpu, tensors, replace(one, ctx_size=limit), engine), card - FIT_TARGET_BYTES, ram):
-        return LedgerBudget(budget, ContextLimit(limit, "model"))
-    n = longest_ctx(model, gpu, tensors, one, card - FIT_TARGET_BYTES, ram)
-    return LedgerBudget(budget, ContextLimit(n or 0, "memory"))
+    if fits(llamacpp_ledger(model, gpu, tensors, replace(one, ctx_size=limit), engine), room, ram):
+        return LedgerBudget(budget, ContextLimit(limit, "model"), lo)
+    n = longest_ctx(model, gpu, tensors, one, room, ram)
+    return LedgerBudget(budget, ContextLimit(n or 0, "memory"), lo)
 
 
-def plan_ledger_budget(model: ModelSpec, gpu: GpuSpec, inputs, runtime: str, fmt_id: str, exact=None
-                       ) -> LedgerBudget | None:
+def plan_ledger_budget(model: ModelSpec, gpu: GpuSpec, inputs, runtime: str, fmt_id: str, exact=None,
+                       search: bool = True) -> LedgerBudget | None:
     """The ledger budget of a one-card plan whose runtime is llama.cpp's (or Ollama's, LM Studio's); None where the
     generic budget stays: another runtime, a cache llama.cpp does not store, a format it does not load."""
     from llmsize.errors import InvalidValueError
@@ -84,4 +106,5 @@ def plan_ledger_budget(model: ModelSpec, gpu: GpuSpec, inputs, runtime: str, fmt
     o = inputs.llamacpp or LlamaCppOptions(inputs.context_tokens, cache_type_k=types[0], cache_type_v=types[1],
                                            flash_attn=None if inputs.flash_attn else "off")
     return ledger_budget(model, gpu, tensors, settings(engine, o, model.num_layers),
-                         card_bytes(gpu, inputs.wired_limit_bytes), card_basis(gpu, inputs.wired_limit_bytes), engine)
+                         card_bytes(gpu, inputs.wired_limit_bytes), card_basis(gpu, inputs.wired_limit_bytes),
+                         inputs.context_tokens, engine, search)

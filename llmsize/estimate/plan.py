@@ -26,7 +26,7 @@ from llmsize.estimate.diagnosis import Diagnosis, diagnose
 from llmsize.estimate.flops import ComputePeak, compute_peak
 from llmsize.estimate.kv import KvBytes, check_context, kv_bytes
 from llmsize.estimate.kv_policy import KvPolicy, capped_model
-from llmsize.estimate.llamacpp_budget import plan_ledger_budget
+from llmsize.estimate.llamacpp_budget import cache_types, plan_ledger_budget
 from llmsize.estimate.parallel import (
     DEFAULT_GPUS_PER_NODE,
     DEFAULT_NODE_LINK_GB_S,
@@ -252,6 +252,11 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     util_given = inputs.gpu_util is not None
     own_budget = not util_given and inputs.overhead_bytes is None  # the runtime's own (llama.cpp's ledger)
     inputs, runtime, why = with_runtime_share(inputs, fmt, gpu, exact)
+    if runtime in LLAMACPP_RUNTIMES and cache_types(inputs.kv_dtype) is None:
+        raise InvalidValueError(f"--kv-dtype {inputs.kv_dtype}: llama.cpp, which runs this plan ({runtime}), has no "
+                                "such cache type (it stores f16, bf16, q8_0, q5_1, q5_0, q4_1, q4_0, iq4_nl).",
+                                "Use --cache-type-k q8_0 --cache-type-v q8_0 --flash-attn on, or plan another runtime "
+                                "(--runtime vllm).")
     if inputs.kv_dtype.lower() == "fp8_ds_mla" and not any(g.mixer is not None and g.mixer.kind == "mla"
                                                             for g in model.layer_groups):
         raise InvalidValueError(f"--kv-dtype fp8_ds_mla is vLLM's FlashMLA cache of MLA layers, and {model.name} "
@@ -311,21 +316,24 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     usable = usable_memory(gpu, inputs.wired_limit_bytes)
     # without flash attention the prompt's score matrix (a card's share of the heads) is held beside the cache
     scores = 0.0 if inputs.flash_attn else unfused_scores_bytes(prompt_model, prompt)
-    ledger = plan_ledger_budget(model, gpu, inputs, runtime, fmt.id, exact) \
-        if own_budget and not parallel and policy is None else None
-    if ledger is not None:  # llama.cpp's own buffers (its compute buffer holds an unfused prefill's scores)
-        budget, ctx = ledger.budget, ledger.longest
+    # llama.cpp's own buffers (its compute buffer holds an unfused prefill's scores), where the plan is one card's
+    # under llama.cpp and the user set no share or overhead of the generic budget
+    ledger = plan_ledger_budget(model, gpu, inputs, runtime, fmt.id, exact) if own_budget and not parallel else None
+    if ledger is not None:
+        budget = ledger.budget
         notes = [n for n in notes if n != why]  # the share of the card: the ledger's, in the assumptions
     else:
         budget = memory_budget(gpu, weights_card.bytes_total, inputs.gpu_util, overhead_of(inputs), usable.bytes,
                                scores)
-        # the longest context: one sequence's cache; under a budget policy its whole prompt's, held until evicted;
-        # without flash attention, a context's prompt (the whole context unless --prompt is given) holds its scores
-        grows = not inputs.flash_attn and inputs.prompt_tokens is None
+    if ledger is not None and policy is None:  # its longest context and slots, its sliding caches' padding too
+        ctx, seqs = ledger.longest, ledger.sequences
+    else:  # the longest context: one sequence's cache; under a budget policy its whole prompt's, held until
+        # evicted; without flash attention, a context's prompt (the whole context unless --prompt) holds its scores
+        grows = not inputs.flash_attn and inputs.prompt_tokens is None and ledger is None
         ctx = max_context_tokens(card_model if policy and policy.full_prompt else cache_card, inputs.kv_dtype,
                                  budget.kv_budget_bytes + (scores if grows else 0.0),
                                  (lambda tokens: unfused_scores_bytes(prompt_model, tokens)) if grows else None)
-    seqs = max_concurrent_sequences(cache_card, inputs.kv_dtype, inputs.context_tokens, budget.kv_budget_bytes)
+        seqs = max_concurrent_sequences(cache_card, inputs.kv_dtype, inputs.context_tokens, budget.kv_budget_bytes)
     pool = kv_pool_tokens(kv_card.bytes_per_token, budget.kv_budget_bytes)
     peak = compute_peak(gpu, fmt, inputs.compute_precision)
     dm = DecodeModel(cache_time, gpu, fmt, scope, inputs.kv_dtype, inputs.context_tokens, peak.flop_per_s,
@@ -353,7 +361,8 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     partial_link = f"{link.kind} ({link.gb_s:,.0f} GB/s per direction)" if link else None
     from llmsize.estimate.expected import resolve_runtime
 
-    facts = {**partial, "fit_link": partial_link, "runtime": resolve_runtime(runtime)[0]}
+    facts = {**partial, "fit_link": partial_link, "runtime": resolve_runtime(runtime)[0], "engine": runtime,
+             "own_budget": own_budget, "util_given": util_given}
     cards = list(candidates or [])
     out = assumptions(partial)
     if exact is not None:

@@ -440,6 +440,14 @@ def plan(
         expected = with_ledger(expected, llama)
         if (warning := ledger_warning(llama, engine)) is not None:
             p.warnings.append(warning)
+        elif llama.offloaded and llama.fits:  # the placement, part on the host, holds what the whole card does not
+            from llmsize.estimate.plan import NO_SEQUENCE
+
+            held = [w for w in p.warnings if w.startswith(NO_SEQUENCE)]
+            p.warnings[:] = [w for w in p.warnings if w not in held]
+            p.notes.extend([f"{'Ollama' if engine == 'ollama' else 'llama.cpp'}'s placement, part of the model in "
+                            f"host memory, holds {p.inputs.context_tokens:,} tokens, which every layer on the card "
+                            "would not: the expected figures are that placement's (its ledger below)"] if held else [])
     table = None
     if levers:
         from llmsize.estimate.levers import lever_table

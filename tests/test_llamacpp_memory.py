@@ -939,3 +939,16 @@ def test_parallel_slots_share_the_context_the_plan_sizes(run_cli):
     assert code == 0 and json.loads(out)["inputs"]["context_tokens"] == 32768
     code, out, err = run_cli(*base, "--prompt", "10000")
     assert code == 2 and "--prompt 10,000 is longer than the 8,192 tokens" in err and out == ""
+
+
+def test_a_placement_that_holds_the_context_is_not_warned_against(run_cli):
+    """Ollama places layers itself: Llama 3.1 8B Q8_0 at 65,536 tokens on a 16 GB card holds no sequence with every
+    layer on the card, and its placement (a layer or more on the host) does. The plan warned "the speed figures are
+    for a cache it does not hold" beside the placement's own figures; now a note says whose they are."""
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx5060ti", "--quant", "gguf-q8_0", "--engine",
+                             "ollama", "--context", "65536", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["engine"]["fits"] and d["capacity"]["max_concurrent_sequences"] == 0
+    assert not any(w.startswith("Not one sequence") for w in d["warnings"])
+    assert any("Ollama's placement, part of the model in host memory, holds 65,536 tokens" in n for n in d["notes"])

@@ -185,6 +185,7 @@ def batch_1_ceiling(step1: DecodeStep) -> float:
     return 1.0 / (step1.memory_time_s + step1.comm_time_s)
 
 
+NO_SEQUENCE = "Not one sequence's cache fits"  # the warning's start (an engine's placement may hold it: cli.py)
 TP_CHOICES = (1, 2, 4, 8, 16, 32)
 PP_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16)
 
@@ -374,7 +375,7 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     if budget.weights_fit and seqs < 1:
         held = (f"beyond the model's own limit, {ctx.tokens:,} (max_position_embeddings: engines refuse longer)"
                 if ctx.limited_by == "model" else f"the longest context this card holds is {ctx.tokens:,}")
-        warned.append(f"Not one sequence's cache fits at {inputs.context_tokens:,} tokens ({held}): the speed "
+        warned.append(f"{NO_SEQUENCE} at {inputs.context_tokens:,} tokens ({held}): the speed "
                       "figures are for a cache it does not hold.")
     elif inputs.batch > 1 and budget.weights_fit and inputs.batch > seqs:
         warned.append(f"--batch {inputs.batch:,} exceeds the {seqs:,} sequences whose cache fits at "

@@ -99,7 +99,7 @@ def plan_ledger_budget(model: ModelSpec, gpu: GpuSpec, inputs, runtime: str, fmt
     if runtime not in LLAMACPP_RUNTIMES or types is None:
         return None
     try:
-        tensors = list(exact.tensors) if gguf_exact(exact) else gguf_file_tensors(model, fmt_id)
+        tensors = exact.tensors if gguf_exact(exact) else gguf_file_tensors(model, fmt_id)  # read, not changed
     except InvalidValueError:
         return None  # not a file llama.cpp loads (--runtime llamacpp with nvfp4 weights): the generic budget
     engine = "ollama" if runtime == "ollama" else "llamacpp"

@@ -372,6 +372,7 @@ def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int
                           any(c.v for c, _ in runs.runs if c.k))
 
 
+@by_identity(maxsize=512)
 def gguf_file_tensors(model: ModelSpec, format_id: str) -> list[tuple[str, int]]:
     """(name, bytes) of the GGUF file llama.cpp would load for a catalog model in `format_id`: the file
     llama-quantize writes for a GGUF file type, or the converter's F16/BF16/F32 file (norms kept in F32)."""

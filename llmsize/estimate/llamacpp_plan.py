@@ -151,7 +151,7 @@ def slot_tokens(engine: str, o: LlamaCppOptions) -> int:
 def file_tensors(plan, exact) -> list[tuple[str, int]]:
     """The GGUF file's own tensors, or those of the file llama-quantize would write for the plan's format."""
     if exact is not None and exact.tensors:
-        return list(exact.tensors)
+        return exact.tensors  # built once with the file's import, read and never changed (memo.by_identity)
     return gguf_file_tensors(plan.card_model or plan.model, plan.fmt.id)
 
 

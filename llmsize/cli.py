@@ -404,7 +404,7 @@ def plan(
             context = per_slot
     inputs = PlanInputs(quant=quant, scope=scope, kv_dtype=kv_dtype.lower() if kv_dtype else None,
                         context_tokens=context, batch=batch,
-                        prompt_tokens=prompt, gpu_util=gpu_util, overhead_bytes=None if overhead_gib is None else overhead_gib * GiB,
+                        prompt_tokens=prompt, gpu_util=gpu_util, overhead_bytes=_gib_bytes(overhead_gib),
                         compute_precision=compute, tp=tp, pp=_stages(pp, nodes), nodes=nodes,
                         node_link_gb_s=node_link_gb_s,
                         wired_limit_bytes=wired, kv_policy=policy,
@@ -602,6 +602,11 @@ def _llamacpp(p, exact, engine, options, host, cat, fit):
                          format_class(p.fmt.id))
 
 
+def _gib_bytes(gib: float | None) -> float | None:
+    """An option given in GiB, in bytes; None where it was not given."""
+    return None if gib is None else gib * GiB
+
+
 def _stages(pp: int | None, nodes: int | None) -> int:
     """--pp, or one stage per node with --nodes; both must agree."""
     if pp is not None and nodes is not None and pp != nodes:
@@ -763,7 +768,7 @@ def compare(
                                     "Add their `prices:`, or drop --prices.")
     stages = _stages(pp, nodes)
     inputs = PlanInputs(quant=quant, kv_dtype=kv_dtype.lower(), context_tokens=context, gpu_util=gpu_util,
-                        overhead_bytes=None if overhead_gib is None else overhead_gib * GiB, tp=tp or 1, pp=stages, nodes=nodes,
+                        overhead_bytes=_gib_bytes(overhead_gib), tp=tp or 1, pp=stages, nodes=nodes,
                         node_link_gb_s=node_link_gb_s, runtime=runtime.lower() if runtime else None)
     fixed = tp is not None or stages > 1
     runtimes = {r.id: r for r in cat.runtimes.all()}

@@ -7,9 +7,9 @@ longest context.
                          - the compute buffer at the context - --fit's margin (1,024 MiB, its --fit-target)
 
 The longest context is the largest -c whose ledger fits (in llama.cpp's steps of 256 cells), the compute buffer
-growing with it; the cache's bytes per token are the plan's. The generic budget (VRAM x utilization - weights -
-overhead) stays where --gpu-util or --overhead-gib is given, for a split over cards, and for a cache type llama.cpp
-does not store."""
+growing with it; the sequences are the slots whose ledger fits. The generic budget (VRAM x utilization - weights -
+overhead) stays where --gpu-util or --overhead-gib is given, for a split over cards, and for a format llama.cpp does
+not load (a cache type it does not store is refused: plan.make_plan)."""
 
 from __future__ import annotations
 

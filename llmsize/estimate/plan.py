@@ -363,7 +363,7 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     from llmsize.estimate.expected import resolve_runtime
 
     facts = {**partial, "fit_link": partial_link, "runtime": resolve_runtime(runtime)[0], "engine": runtime,
-             "own_budget": own_budget, "util_given": util_given}
+             "util_given": util_given}
     cards = list(candidates or [])
     out = assumptions(partial)
     if exact is not None:

@@ -29,7 +29,8 @@ def plan_to_dict(p: Plan) -> dict:
         "inputs": {
             "model": model.id, "gpu": gpu.id, "quant": p.fmt.id, "quant_scope": p.scope,
             "kv_dtype": inp.kv_dtype, "context_tokens": inp.context_tokens, "batch": inp.batch,
-            "prompt_tokens": p.prompt_tokens, "gpu_util": inp.gpu_util, "overhead_bytes": None if inp.overhead_bytes is None else int(inp.overhead_bytes),
+            "prompt_tokens": p.prompt_tokens, "gpu_util": inp.gpu_util,
+            "overhead_bytes": None if inp.overhead_bytes is None else int(inp.overhead_bytes),
             "compute_precision": p.peak.precision,
         },
         "gpu": {

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import LlmsizeError
+from llmsize.estimate.capacity import DEFAULT_OVERHEAD_BYTES
 from llmsize.estimate.host_memory import HostMemory
 from llmsize.estimate.unified import is_unified
 
@@ -68,8 +69,10 @@ def _llamacpp_row(model, gpu, fid, context, host, card_bytes, llama_constants, r
     if found.how == "none" or found.max_context_tokens is None or found.max_context_tokens < context:
         return None
     weights = sum(b for _, b in tensors)
-    plan = make_plan(model, gpu, PlanInputs(quant=fid, context_tokens=context, wired_limit_bytes=wired_limit_bytes),
-                     search_fit=False)
+    # the plan gives the speed figures; the placement and context are fit_split's, so the plan's budget need not
+    # search llama.cpp's ledger again (an overhead given keeps the generic one)
+    plan = make_plan(model, gpu, PlanInputs(quant=fid, context_tokens=context, wired_limit_bytes=wired_limit_bytes,
+                                            overhead_bytes=DEFAULT_OVERHEAD_BYTES), search_fit=False)
     bits = float(plan.weights.bits_per_weight)
     if found.how == "as asked":
         e = expect(plan, runtimes, "llamacpp").expected

@@ -303,6 +303,7 @@ def plan(
     from llmsize.estimate.speculative import parse_spec
     if not gpu:
         raise InvalidValueError("Missing option --gpu.", "Name a card: `llmsize gpus` lists them.")
+    fmt = _one_format(as_json, fmt)
     policy = parse_kv_policy(kv_policy)
     if no_flash_attn and flash_attn not in (None, "off"):
         raise InvalidValueError(f"--no-flash-attn and --flash-attn {flash_attn} disagree.", "Give one of them.")
@@ -487,7 +488,7 @@ def plan(
 
         sys.stdout.write(serve_command(p, emit, model if im is not None else None, max_model_len) + "\n")
         return
-    if as_json or fmt == "json":
+    if fmt == "json":
         _print_json(_plan_dict(p, ledger, llama, g, expected, table))
     elif fmt == "html":
         import io
@@ -600,6 +601,13 @@ def _llamacpp(p, exact, engine, options, host, cat, fit):
     return llamacpp_plan(p, exact, engine, options, host, _llamacpp_constants(p, cat),
                          card_bytes(p.gpu, p.inputs.wired_limit_bytes), fit,
                          format_class(p.fmt.id))
+
+
+def _one_format(as_json: bool, fmt: str) -> str:
+    """The output --json or --format asks for ("json" with --json), refused where they ask for two."""
+    if as_json and fmt not in ("table", "json"):
+        raise InvalidValueError(f"--json and --format {fmt} ask for two outputs.", "Give one of them.")
+    return "json" if as_json else fmt
 
 
 def _gib_bytes(gib: float | None) -> float | None:
@@ -724,6 +732,7 @@ def compare(
     runtime: RuntimeOpt = None,
     sort: CompareSortOpt = "aggregate_tok_s",
     fmt: CompareFormatOpt = "table",
+    as_json: JsonOpt = False,
     hub: HubOpt = None,
     hub_file: HubFileOpt = None,
     estimate_only: EstimateOnlyOpt = False,
@@ -741,6 +750,7 @@ def compare(
       llmsize compare llama-3.1-70b --gpus h100,h200,b200,mi300x --users 32 --sort tok_s_per_w
       llmsize compare qwen3-30b-a3b --prices prices.yaml --sort tok_s_per_kcurrency --format csv
     """
+    fmt = _one_format(as_json, fmt)
     context = DEFAULT_CONTEXT if context is None else context
     from llmsize.estimate.compare import compare as run_compare
     from llmsize.estimate.compare import sort_rows
@@ -1108,9 +1118,8 @@ def fleet(
         from llmsize.render.charts import check_image_path
 
         check_image_path(output)  # before any work
-    if as_json and fmt not in ("table", "json"):
-        raise InvalidValueError(f"--json and --format {fmt} ask for two outputs.", "Give one of them.")
-    if pareto and output is None and (as_json or fmt != "table"):  # with -o the chart goes to its file
+    fmt = _one_format(as_json, fmt)
+    if pareto and output is None and fmt != "table":  # with -o the chart goes to its file
         raise InvalidValueError("--pareto draws its chart in the table view.", "Drop --json / --format, or write "
                                 "the chart to a file with -o pareto.svg.")
     if simulate and (emit is not None or fmt not in ("table", "json")):
@@ -1118,7 +1127,7 @@ def fleet(
                                 "markdown|html, or run --simulate in a second command.")
     if mode is not None and emit is None:
         raise InvalidValueError(f"--mode {mode} chooses the launch lines --emit prints.", "Add --emit vllm or sglang.")
-    if emit is not None and (output is not None or pareto or as_json or fmt != "table"):
+    if emit is not None and (output is not None or pareto or fmt != "table"):
         raise InvalidValueError("--emit prints launch lines: it does not combine with --format, --json, --pareto "
                                 "or -o.", "Run --emit on its own, and the report in a second command.")
     cat = _catalog(catalog)
@@ -1195,7 +1204,7 @@ def fleet(
         sys.stdout.write(fleet_command(m, top, emit, w.longest_tokens(), kv_dtype, w.spec, w.quant) + "\n")
         return
     served = any(r.meets_slo for r in rows)
-    if not served and not as_json and fmt not in ("json", "csv"):
+    if not served and fmt not in ("json", "csv"):
         # nothing to tabulate: the report would be empty (JSON and CSV keep each card's why_not for scripts)
         raise _no_card_serves(rows, w)
     runtimes = {r.id: r for r in cat.runtimes.all()}
@@ -1204,7 +1213,7 @@ def fleet(
         from llmsize.estimate.fleet_simulation import simulate_rows
 
         sims = simulate_rows(m, cards, rows, w, rid, runtimes, kv_dtype)
-    if as_json or fmt == "json":
+    if fmt == "json":
         _print_json(fleet_to_dict(m, w, rid, currency, rows, sims, kv_dtype))
     elif fmt == "html":
         from llmsize.estimate.fleet import fleet_charts
@@ -1242,7 +1251,7 @@ def fleet(
         if output is not None:
             pareto_image(m, curves, w.tpot_s, output, w.spec, rows)
             sys.stderr.write(f"wrote {output}" + (f" ({note})" if note else "") + "\n")
-        if pareto and fmt == "table" and not as_json:
+        if pareto and fmt == "table":
             sys.stdout.write(pareto_text(m, curves, w.tpot_s, _width(), w.spec, rows) + "\n"
                              + (f"{note}\n" if note else ""))
 

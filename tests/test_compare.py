@@ -135,3 +135,17 @@ def test_a_split_no_card_can_take_is_refused_with_its_reason(run_cli):
     a table of dashes and exit 0)."""
     code, out, err = run_cli("compare", "llama-3.1-8b", "--tp", "3", "--gpus", "h100-sxm,mi300x")
     assert code == 2 and out == "" and "--tp 3 does not divide the 32 attention heads" in err
+
+
+def test_compare_takes_json_as_plan_and_fleet_do(run_cli):
+    """`compare --json` is `--format json` (plan and fleet took --json; compare refused it), and --json beside
+    another --format is one line, in plan, compare and fleet alike."""
+    base = ("compare", "llama-3.1-8b", "--gpus", "rtx4090,h100-sxm")
+    code, out, err = run_cli(*base, "--json")
+    assert code == 0, err
+    assert out == run_cli(*base, "--format", "json")[1]
+    for argv in ((*base, "--json", "--format", "csv"), ("plan", "llama-3.1-8b", "--gpu", "rtx4090", "--json",
+                                                       "--format", "html"),
+                 ("fleet", "llama-3.1-8b", "--users", "8", "--gpus", "h100-sxm", "--json", "--format", "markdown")):
+        code, out, err = run_cli(*argv)
+        assert code == 2 and "ask for two outputs" in err and out == "", argv

@@ -351,7 +351,7 @@ def plan(
         notes.append(f"{', '.join(llama_opts)}: llama.cpp's options, so its ledger is planned (--engine llamacpp)")
     from llmsize.estimate.llamacpp_plan import ollama_default_context
 
-    wired = None if wired_limit_gb is None else wired_limit_gb * GB  # --wired-limit-gb is in GB (10^9 B)
+    wired = _gb_bytes(wired_limit_gb)  # --wired-limit-gb is in GB (10^9 B)
     if context is None:
         context, why = (ollama_default_context(g, m, wired) if engine == "ollama" else (DEFAULT_CONTEXT, None))
         notes += [why] if why else []
@@ -386,11 +386,12 @@ def plan(
         from llmsize.estimate.quant import llamacpp_kv_dtype
 
         kv_dtype = llamacpp_kv_dtype(cache_type_k, cache_type_v)  # the plan's cache, capacity and reads as the ledger's
+    from llmsize.estimate.llamacpp_plan import LlamaCppOptions, check_options, flash_attn_on, slot_tokens
+
     # flash attention as the plan's engine runs it: --no-flash-attn or --flash-attn off; Ollama's default is off
-    attention_fused = (flash_attn or ("off" if engine == "ollama" else "on")) != "off"
+    attention_fused = flash_attn_on(engine, flash_attn)
     llama_options = None
     if engine in ("llamacpp", "ollama"):  # the ledger planned, and the plan's budget (llamacpp_budget.py)
-        from llmsize.estimate.llamacpp_plan import LlamaCppOptions, check_options, slot_tokens
 
         llama_options = LlamaCppOptions(context, parallel, kv_unified, cache_type_k, cache_type_v, flash_attn,
                                         ubatch_size, swa_full, gpu_layers, n_cpu_moe, cpu_moe)
@@ -436,19 +437,17 @@ def plan(
     expected = expect_for_cli(p, cat, plan_runtime if run is None else runtime, run,
                               None if calibrate is None else str(calibrate), flash_attn, engine, ubatch_size)
     if llama is not None:
-        from llmsize.estimate.llamacpp_plan import ledger_warning, with_ledger
+        from llmsize.estimate.llamacpp_plan import ledger_warning, placement_note, with_ledger
 
         expected = with_ledger(expected, llama)
         if (warning := ledger_warning(llama, engine)) is not None:
             p.warnings.append(warning)
-        elif llama.offloaded and llama.fits:  # the placement, part on the host, holds what the whole card does not
+        elif (note := placement_note(llama, engine, p.inputs.context_tokens)) is not None:
             from llmsize.estimate.plan import NO_SEQUENCE
 
             held = [w for w in p.warnings if w.startswith(NO_SEQUENCE)]
             p.warnings[:] = [w for w in p.warnings if w not in held]
-            p.notes.extend([f"{'Ollama' if engine == 'ollama' else 'llama.cpp'}'s placement, part of the model in "
-                            f"host memory, holds {p.inputs.context_tokens:,} tokens, which every layer on the card "
-                            "would not: the expected figures are that placement's (its ledger below)"] if held else [])
+            p.notes.extend([note] if held else [])
     table = None
     if levers:
         from llmsize.estimate.levers import lever_table
@@ -613,6 +612,11 @@ def _one_format(as_json: bool, fmt: str) -> str:
 def _gib_bytes(gib: float | None) -> float | None:
     """An option given in GiB, in bytes; None where it was not given."""
     return None if gib is None else gib * GiB
+
+
+def _gb_bytes(gb: float | None) -> float | None:
+    """An option given in GB (10^9 B), in bytes; None where it was not given."""
+    return None if gb is None else gb * GB
 
 
 def _stages(pp: int | None, nodes: int | None) -> int:
@@ -1029,15 +1033,14 @@ def fit_cmd(
 
     probe = _P()
     probe.gpu = g
-    wired = None if wired_limit_gb is None else wired_limit_gb * GB
+    wired = _gb_bytes(wired_limit_gb)
     fit_engine = "ollama" if (runtime or "").lower() == "ollama" else "llamacpp"
     ollama_ctx = fit_engine == "ollama" and asked_context is None
     if ollama_ctx:  # Ollama's own num_ctx by the card's memory, each model at most its own context
-        from llmsize.estimate.llamacpp_plan import ollama_num_ctx
+        from llmsize.estimate.llamacpp_plan import ollama_context_words, ollama_num_ctx
 
         context = ollama_num_ctx(g, wired)
-        fit_notes.append(f"--context {context:,}: Ollama's default num_ctx where the GPU offers "
-                         f"{card_bytes(g, wired) / GiB:,.1f} GiB, each model at most its own (--context sets another)")
+        fit_notes.append(ollama_context_words(context, g, wired, each_model=True))
     longest = max(cat.models.all(), key=lambda x: x.max_position_embeddings)
     if asked_context is not None and asked_context > longest.max_position_embeddings:
         raise InvalidValueError(f"--context {asked_context:,}: no catalog model takes that many tokens (the longest "
@@ -1190,7 +1193,8 @@ def fleet(
     refusals = [(g.id, runtime_refusal(rid, by_runtime, g)) for g in cards]
     if all(why for _, why in refusals):  # no load or target would change it: the runtime, or the cards
         raise InvalidValueError(f"--runtime {rid}{'' if runtime else ' (the default)'}: no card sized runs it "
-                                f"({refusals[0][0]}: {refusals[0][1]}).", "Give another --runtime, or --gpus it runs on.")
+                                f"({refusals[0][0]}: {refusals[0][1]}).",
+                                "Give another --runtime, or --gpus it runs on.")
     rows = fleet_rows(m, cards, w, rid, by_runtime, hourly, kv_dtype)
     if emit is not None:
         from llmsize.render.emit_fleet import fleet_command

@@ -93,7 +93,7 @@ def plan_ledger_budget(model: ModelSpec, gpu: GpuSpec, inputs, runtime: str, fmt
     from llmsize.estimate.capacity import LLAMACPP_RUNTIMES
     from llmsize.estimate.expected import gguf_exact
     from llmsize.estimate.llamacpp_memory import gguf_file_tensors
-    from llmsize.estimate.llamacpp_plan import LlamaCppOptions, card_basis, card_bytes, settings
+    from llmsize.estimate.llamacpp_plan import LlamaCppOptions, card_memory, settings
 
     types = cache_types(inputs.kv_dtype)
     if runtime not in LLAMACPP_RUNTIMES or types is None:
@@ -105,6 +105,6 @@ def plan_ledger_budget(model: ModelSpec, gpu: GpuSpec, inputs, runtime: str, fmt
     engine = "ollama" if runtime == "ollama" else "llamacpp"
     o = inputs.llamacpp or LlamaCppOptions(inputs.context_tokens, cache_type_k=types[0], cache_type_v=types[1],
                                            flash_attn=None if inputs.flash_attn else "off")
-    return ledger_budget(model, gpu, tensors, settings(engine, o, model.num_layers),
-                         card_bytes(gpu, inputs.wired_limit_bytes), card_basis(gpu, inputs.wired_limit_bytes),
+    card, basis = card_memory(gpu, inputs.wired_limit_bytes)
+    return ledger_budget(model, gpu, tensors, settings(engine, o, model.num_layers), card, basis,
                          inputs.context_tokens, engine, search)

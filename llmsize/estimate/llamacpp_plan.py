@@ -85,31 +85,39 @@ def ledger_warning(lp: LlamaCppPlan, engine: str) -> str | None:
             f"{lp.card_bytes / GiB:,.2f} GiB: it would not load so; {fix}")
 
 
-def card_bytes(gpu, wired_limit_bytes: float | None = None) -> int:
-    """What the card offers a CUDA/ROCm/Metal allocator: the CUDA total where known, else the reported total; a
-    unified machine's GPU share (Metal's working set, or --wired-limit-gb) where that is less; on one whose GPU
-    may use all its RAM (DGX Spark, Jetson), the share the plan budgets there too (capacity.SHARED_RAM_GPU_UTIL),
-    the OS and its page cache keeping the rest, so that the ledger and the plan agree."""
+def placement_note(lp: LlamaCppPlan, engine: str, context_tokens: int) -> str | None:
+    """Where the engine's placement, part of the model in host memory, fits the card: the note that says its
+    expected figures are that placement's (the plan's whole-card budget holding no sequence of the context is then
+    no warning); None otherwise."""
+    if not (lp.offloaded and lp.fits):
+        return None
+    return (f"{'Ollama' if engine == 'ollama' else 'llama.cpp'}'s placement, part of the model in host memory, holds "
+            f"{context_tokens:,} tokens, which every layer on the card would not: the expected figures are that "
+            "placement's (its ledger below)")
+
+
+def card_memory(gpu, wired_limit_bytes: float | None = None) -> tuple[int, str]:
+    """What the card offers a CUDA/ROCm/Metal allocator, and in words what that is: the CUDA total where known, else
+    the reported total (else the nominal size); a unified machine's GPU share (Metal's working set, or
+    --wired-limit-gb) where that is less; on one whose GPU may use all its RAM (DGX Spark, Jetson), the share the
+    plan budgets there too (capacity.SHARED_RAM_GPU_UTIL), the OS and its page cache keeping the rest, so that the
+    ledger and the plan agree."""
     from llmsize.estimate.capacity import SHARED_RAM_GPU_UTIL
     from llmsize.estimate.unified import usable_memory
 
     usable = usable_memory(gpu, wired_limit_bytes)
     own = gpu.memory_cuda_bytes or gpu.memory_reported_bytes or gpu.memory_nominal_bytes
     if not usable.unified:
-        return own
-    return int(min(own, usable.bytes) * (SHARED_RAM_GPU_UTIL if usable.shares_all_ram else 1))
+        return own, ("the total CUDA reports" if gpu.memory_cuda_bytes else "the total the driver reports"
+                     if gpu.memory_reported_bytes else "the card's nominal size (no reported total is catalogued)")
+    if usable.shares_all_ram:
+        return int(min(own, usable.bytes) * SHARED_RAM_GPU_UTIL), f"{SHARED_RAM_GPU_UTIL:g} of {usable.basis}"
+    return int(min(own, usable.bytes)), usable.basis
 
 
-def card_basis(gpu, wired_limit_bytes: float | None = None) -> str:
-    """What card_bytes reads, in words."""
-    from llmsize.estimate.capacity import SHARED_RAM_GPU_UTIL
-    from llmsize.estimate.unified import usable_memory
-
-    usable = usable_memory(gpu, wired_limit_bytes)
-    if usable.unified:
-        return (f"{SHARED_RAM_GPU_UTIL:g} of {usable.basis}" if usable.shares_all_ram else usable.basis)
-    return ("the total CUDA reports" if gpu.memory_cuda_bytes else "the total the driver reports"
-            if gpu.memory_reported_bytes else "the card's nominal size (no reported total is catalogued)")
+def card_bytes(gpu, wired_limit_bytes: float | None = None) -> int:
+    """What the card offers its allocator (card_memory), in bytes."""
+    return card_memory(gpu, wired_limit_bytes)[0]
 
 
 def ollama_default_context(gpu, model, wired_limit_bytes: float | None = None) -> tuple[int, str]:
@@ -120,8 +128,14 @@ def ollama_default_context(gpu, model, wired_limit_bytes: float | None = None) -
     (its `ollama ps` example: gemma4 at 131072). The memory is what the card offers its allocator (card_bytes: the
     CUDA total; on a Mac, Metal's working set)."""
     ctx = min(ollama_num_ctx(gpu, wired_limit_bytes), model.max_position_embeddings)
-    return ctx, (f"--context {ctx:,}: Ollama's default num_ctx where the GPU offers "
-                 f"{card_bytes(gpu, wired_limit_bytes) / GiB:,.1f} GiB (--context sets another)")
+    return ctx, ollama_context_words(ctx, gpu, wired_limit_bytes)
+
+
+def ollama_context_words(ctx: int, gpu, wired_limit_bytes: float | None = None, each_model: bool = False) -> str:
+    """The note that says a context is Ollama's default num_ctx (`each_model`: capped at each model's own)."""
+    return (f"--context {ctx:,}: Ollama's default num_ctx where the GPU offers "
+            f"{card_bytes(gpu, wired_limit_bytes) / GiB:,.1f} GiB" + (", each model at most its own" if each_model
+                                                                      else "") + " (--context sets another)")
 
 
 def ollama_num_ctx(gpu, wired_limit_bytes: float | None = None) -> int:
@@ -131,8 +145,14 @@ def ollama_num_ctx(gpu, wired_limit_bytes: float | None = None) -> int:
     return 4096 if vram < 23 else 32768 if vram < 47 else 262144
 
 
+def flash_attn_on(engine: str | None, flash_attn: str | None) -> bool:
+    """Whether the engine runs flash attention: --flash-attn as given (auto: on where the GPU runs the attention,
+    as planned), else llama.cpp's default on and Ollama's off (OLLAMA_FLASH_ATTENTION unset)."""
+    return (flash_attn or ("off" if engine == "ollama" else "on")) != "off"
+
+
 def settings(engine: str, o: LlamaCppOptions, n_layer: int) -> LlamaCppSettings:
-    fa = (o.flash_attn or ("off" if engine == "ollama" else "on")) != "off"
+    fa = flash_attn_on(engine, o.flash_attn)
     return LlamaCppSettings(ctx_size=o.context * o.parallel if engine == "ollama" else o.context,
                             parallel=o.parallel, kv_unified=o.kv_unified and engine != "ollama",
                             cache_type_k=o.cache_type_k.lower(), cache_type_v=o.cache_type_v.lower(), flash_attn=fa,

@@ -37,7 +37,7 @@ from llmsize.estimate.parallel import (
 )
 from llmsize.estimate.params import COMPONENTS, params_active, params_active_with_embedding, params_total
 from llmsize.estimate.prefill import Prefill, prefill_time, unfused_scores_bytes
-from llmsize.estimate.quant import QuantFormat, kv_dtype_bytes, quant_format
+from llmsize.estimate.quant import LLAMACPP_KV_TYPES, QuantFormat, kv_dtype_bytes, quant_format
 from llmsize.estimate.speculative import Spec, SpecDecode, check_spec, speculate
 from llmsize.estimate.runtime_model import departure, kv_read_factor, run_model
 from llmsize.estimate.speed import is_ternary
@@ -255,7 +255,7 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     inputs, runtime, why = with_runtime_share(inputs, fmt, gpu, exact)
     if runtime in LLAMACPP_RUNTIMES and cache_types(inputs.kv_dtype) is None:
         raise InvalidValueError(f"--kv-dtype {inputs.kv_dtype}: llama.cpp, which runs this plan ({runtime}), has no "
-                                "such cache type (it stores f16, bf16, q8_0, q5_1, q5_0, q4_1, q4_0, iq4_nl).",
+                                f"such cache type (it stores {', '.join(LLAMACPP_KV_TYPES)}).",
                                 "Use --cache-type-k q8_0 --cache-type-v q8_0 --flash-attn on, or plan another runtime "
                                 "(--runtime vllm).")
     if inputs.kv_dtype.lower() == "fp8_ds_mla" and not any(g.mixer is not None and g.mixer.kind == "mla"

@@ -8,7 +8,8 @@
 #   bash benchmarks/measure_gpu.sh [STAGE ...]
 #
 # Stages, in this order (default: all): headline (plain `llmsize measure` and the bf16 baseline), tests (the GPU
-# tests), gemv (the GEMV microbenchmark), variants (step_variants.py), others (the other measure variants),
+# tests), gemv (the GEMV microbenchmark), ncu (the gate | up GEMVs under Nsight Compute: benchmarks/ncu_gemv.py),
+# variants (step_variants.py), others (the other measure variants),
 # sweep (decode.py at batch 1, 4, 16), crossover (decode.py at 128 tokens, batch 1 to 256: where the loop
 # leaves the memory roof, against plan's ridge), profile. A second device call can pick up where a first one was cut off,
 # e.g. `bash benchmarks/measure_gpu.sh sweep profile`.
@@ -23,7 +24,7 @@
 # the RESULTS block: `LLMSIZE_COMMIT=$(git rev-parse HEAD)` here, pasted into the device call's command.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-ALL="headline tests gemv variants others sweep crossover profile"
+ALL="headline tests gemv ncu variants others sweep crossover profile"
 STAGES=" ${*:-$ALL} "
 for st in $STAGES; do
   case " $ALL " in *" $st "*) ;; *) echo "measure_gpu.sh: unknown stage \`$st\`; use some of: $ALL" >&2; exit 2;; esac
@@ -79,10 +80,11 @@ render_measure(json.load(open('$OUT/measure-$q.json')), Console(width=100))" | t
 
 # 1. the headline: what a user gets from plain `llmsize measure` (self-checked choices: the word kernel, the
 #    fused step, PDL early with the L2 prefetch), with the probe; then the bf16 baseline it must beat, run the
-#    same way (cuBLAS GEMMs, the same fused kernels between them)
+#    same way (cuBLAS GEMMs, the same fused kernels between them; --fallback: the eager step if the fused one
+#    fails its check, as it did on 2026-12-04, said in the report, so that a baseline is measured either way)
 if want headline; then
   run_measure nvfp4default
-  run_measure bf16 --quant bf16 --no-probe
+  run_measure bf16 --quant bf16 --no-probe --fallback
 fi
 mark headline
 # 2. the kernels on the card against their references
@@ -97,6 +99,18 @@ mark tests
 # 3. the GEMVs alone (each config timed per shape; DRAM-bound: each call reads another copy of the matrix)
 want gemv && timeout 100 $PY benchmarks/gemv_bench.py --best-out "$OUT/best-gemv.txt" 2>&1 | tee "$OUT/gemv-bench.txt"
 mark gemv
+# 3b. why the gate | up GEMVs reach the bandwidth they do: DRAM throughput, issue slots, stall reasons
+if want ncu; then
+  if command -v ncu > /dev/null; then
+    timeout 150 ncu --nvtx --nvtx-include "profiled/" --section SpeedOfLight --section MemoryWorkloadAnalysis \
+      --section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section Occupancy \
+      --section LaunchStats $PY benchmarks/ncu_gemv.py > "$OUT/ncu-gemv.txt" 2>&1
+    echo "ncu: exit $?"; grep -E "launched|^  [a-z_]+.*\(|Duration|DRAM Throughput|Memory Throughput|Issue Slots Busy|Achieved Occupancy|Registers Per|Theoretical Occupancy" "$OUT/ncu-gemv.txt" | head -80
+  else
+    echo "ncu: not on this machine"
+  fi
+fi
+mark ncu
 FALLBACK=words  # not benched in this call: the default's kernel on Hopper; benched and none won: the byte kernel
 want gemv && FALLBACK=triton
 BEST=$(cat "$OUT/best-gemv.txt" 2>/dev/null || echo $FALLBACK)

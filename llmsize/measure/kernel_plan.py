@@ -30,8 +30,9 @@ class KernelPlan:
     fallbacks: tuple[str, ...] = ()  # what --fallback gave up, in words
 
 
-def _fail(what: str, instead: str) -> SelfCheckError:
-    return SelfCheckError(f"Self-check failed on this card: {what} did not reproduce the reference.",
+def _fail(what: str, instead: str, found: str = "") -> SelfCheckError:
+    said = f" ({found})" if found else ""
+    return SelfCheckError(f"Self-check failed on this card: {what} did not reproduce the reference{said}.",
                           f"Measure without it ({instead}), or pass --fallback to let measure use the slower path "
                           "and say so.")
 
@@ -49,10 +50,11 @@ def plan_kernels(gemv: str, fused: bool | None, compile_: bool, quant: str, batc
     def judge(name: str, ok: bool, what: str, instead: str, given_up: str) -> bool:
         """Record a check; a failure stops the run (SelfCheckError) unless --fallback, which records what goes."""
         checks.append((name, ok))
+        found = "" if ok else selfcheck.last_failure(device)
         if not ok and not fallback:
-            raise _fail(what, instead)
+            raise _fail(what, instead, found)
         if not ok:
-            gave_up.append(given_up)
+            gave_up.append(given_up + (f" ({found})" if found else ""))
         return ok
 
     off: frozenset[str] = frozenset()

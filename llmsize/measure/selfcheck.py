@@ -25,6 +25,7 @@ def words_kernel_check(device, batch: int = 1) -> tuple[bool, frozenset[str]]:
     blocks; each checked once per device). gemv_words.WORDS_FEATURES names
     them."""
     key = str(device)
+    _last_why[key] = ""  # this check says no more than which paths failed
     try:
         gen = torch.Generator(device=device).manual_seed(0)
         w = quantize(torch.randn(256, 512, device=device, generator=gen) * 0.05)
@@ -128,9 +129,11 @@ def _attention_matches_eager(device, fold: bool) -> bool:
             want_kc, want_vc, want = attention_reference(qkv, qn, kn, cos, sin, pos, want_kc, want_vc, nh, k_off,
                                                          v_off, eps)
             tol = 2e-2 if dt == torch.bfloat16 else 1e-4  # bf16: the probabilities rounded for the PV dot
-            if not all(torch.allclose(a.float(), w.float(), rtol=tol, atol=tol)
-                       for a, w in ((kc, want_kc), (vc, want_vc), (got, want))):
-                return False
+            for name, a, w in (("K cache", kc, want_kc), ("V cache", vc, want_vc), ("output", got, want)):
+                if not torch.allclose(a.float(), w.float(), rtol=tol, atol=tol):
+                    off = (a.float() - w.float()).abs().max().item()
+                    return False, (f"{name} off by {off:.3g} at most ({kvh} KV heads, position {pos}, {dt}); "
+                                   f"allowed {tol:g} + {tol:g} |value|")
     return True
 
 
@@ -154,14 +157,17 @@ def _fused_matches_eager(device, gemv: str, fold: bool) -> bool:
         else:
             got += [dec.decode_step()[0].clone() for _ in range(3)]
         outs.append(torch.stack(got))
+    err = (outs[0] - outs[1]).abs()
+    found = (f"logits off by {err.mean().item():.3g} on average and {err.max().item():.3g} at most over "
+             f"{len(outs[0])} steps (mean |logit| {outs[0].abs().mean().item():.3g})")
     if gemv == "torch":  # float32 both ways: equal to float32 rounding
-        return bool(torch.allclose(outs[0], outs[1], rtol=1e-3, atol=5e-3))
+        return bool(torch.allclose(outs[0], outs[1], rtol=1e-3, atol=5e-3)), found + "; allowed 5e-3 + 1e-3 |logit|"
     # a Triton GEMV rounds its inputs to fp16 (the word kernel) or its operands (the others): the two steps'
     # float32 activations differ in the last bits, which moves an fp16 rounding now and then and drifts the
     # logits by ~0.1 over the run (0.003-0.1 per step for a mean |logit| of 0.8 under the interpreter:
     # benchmarks/words_accuracy.py). A wrong packing or epilogue is off by the size of the logits themselves.
-    err = (outs[0] - outs[1]).abs()
-    return bool(err.mean() < 0.02 * outs[0].abs().mean() and err.max() < 0.25)
+    return (bool(err.mean() < 0.02 * outs[0].abs().mean() and err.max() < 0.25),
+            found + "; allowed 2% of the mean |logit| on average, 0.25 at most")
 
 
 _cap_checked: dict[tuple, bool] = {}
@@ -175,16 +181,31 @@ def cap_argmax_ok(device) -> bool:
     return once_per_device(_cap_checked, device, _cap_argmax_matches)
 
 
+_why: dict[tuple, str] = {}  # (check, device, arguments) -> why that check failed, in words
+_last_why: dict[str, str] = {}  # device -> why the last check asked for there failed ("" if it passed)
+
+
 def once_per_device(cache: dict, device, check, *args) -> bool:
     """check(device, *args), once per device and arguments (cached in `cache`); a kernel that fails to build or
-    launch there fails its check."""
+    launch there fails its check. A check returns passed, or (passed, what it found); why it failed (what it
+    found, or the exception's first line) is kept for last_failure."""
     key = (str(device), *args)
     if key not in cache:
         try:
-            cache[key] = bool(check(device, *args))
-        except Exception:
-            cache[key] = False
+            got = check(device, *args)
+            ok, found = got if isinstance(got, tuple) else (bool(got), "")
+        except Exception as e:  # noqa: BLE001 - any failure to build, launch or run is the check's failure
+            first = (str(e).strip().splitlines() or [""])[0][:200]
+            ok, found = False, f"{type(e).__name__}: {first}" if first else type(e).__name__
+        cache[key] = bool(ok)
+        _why[(check.__name__, *key)] = "" if ok else found
+    _last_why[str(device)] = _why.get((check.__name__, *key), "")
     return cache[key]
+
+
+def last_failure(device) -> str:
+    """Why the last check asked for on this device failed, in words ("" if it passed or said nothing)."""
+    return _last_why.get(str(device), "")
 
 
 def _cap_argmax_matches(device) -> bool:

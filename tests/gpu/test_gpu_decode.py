@@ -66,10 +66,15 @@ def test_tiny_decode_in_a_cuda_graph_matches_reference(fused, kernel, pdl, cap_a
 
 
 def test_fused_bf16_step_close_to_the_eager_one():
-    """Gemma 4 12B shapes in bf16 on the GPU (the cache read through bf16 tensor-core dots): the fused step's
-    logits against the eager step's for the same weights and prompt, a few steps in."""
+    """Gemma 4 12B widths in bf16 on the GPU (the cache read through bf16 tensor-core dots): the fused step's
+    logits against the eager step's for the same weights and prompt, a few steps in. Two layers, one of each
+    kind: through all 48 random layers the two steps' bf16 roundings drift apart by the size of the logits
+    (1.10 on average, 7.3 at most, on an H200 on 2026-12-04), as the eager step's own bf16 and fp32 runs do
+    (tests/measure/test_gemma4_decode.py::test_rounding_grows_with_depth_in_a_random_model): only a shallow
+    model tells a wrong kernel (off by the logits) from rounding."""
+    import dataclasses
     from llmsize.measure import gemma4
-    cfg = gemma4.GEMMA4_12B
+    cfg = dataclasses.replace(gemma4.GEMMA4_12B, layer_types=(gemma4.SLIDING, gemma4.FULL))
     w = gemma4.build_random(cfg, device="cuda", dtype=torch.bfloat16, quant="nvfp4", seed=0)
     prompt = torch.randint(0, cfg.vocab_size, (1, 1100), device="cuda")  # past the 1,024-token window
     outs = []
@@ -78,7 +83,7 @@ def test_fused_bf16_step_close_to_the_eager_one():
         dec.prefill(prompt)
         outs.append(torch.stack([dec.decode_step()[0].float() for _ in range(4)]))
     err = (outs[0] - outs[1]).abs()
-    assert err.mean() < 0.05 and err.max() < 1.0, (err.mean().item(), err.max().item())
+    assert err.mean() < 0.1 * outs[0].abs().mean() and err.max() < 1.0, (err.mean().item(), err.max().item())
 
 
 @pytest.mark.parametrize("n, k", [(8192, 3840), (3840, 15360), (30720, 3840), (1000, 272)])

@@ -152,11 +152,12 @@ def test_measure_gpu_runs_every_stage_through_on_a_machine_without_a_gpu(tmp_pat
                             "LLMSIZE_COMMIT": "0123abc", "CUDA_VISIBLE_DEVICES": ""})
     assert r.returncode == 0, r.stderr[-2000:]
     stages = [ln.split()[2].rstrip(":") for ln in (work / "stage-times.txt").read_text().splitlines()]
-    assert stages == ["headline", "tests", "gemv", "variants", "others", "sweep", "crossover", "profile"]
+    assert stages == ["headline", "tests", "gemv", "ncu", "variants", "others", "sweep", "crossover", "profile"]
     console = (out / "console.log").read_text()
     commit = [ln for ln in console.splitlines() if ln.startswith("commit: ")]
     assert len(commit) == 1 and "unknown" not in commit[0]  # git's HEAD here, else LLMSIZE_COMMIT
-    assert "measure nvfp4default (): exit 2" in console and "measure bf16 (--quant bf16 --no-probe): exit 2" in console
+    assert "measure nvfp4default (): exit 2" in console and "measure bf16 (--quant bf16 --no-probe --fallback): exit 2" in console
+    assert "ncu: not on this machine" in console or "ncu: exit " in console
     assert "batch-1 NVFP4 kernel for what follows: triton" in console
     # a shell error inside a stage's pipeline kills only that pipeline: caught here, not on the GPU
     assert "unbound variable" not in console and "command not found" not in console and "syntax error" not in console

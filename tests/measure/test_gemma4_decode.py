@@ -301,7 +301,9 @@ def test_attention_self_check_passes_and_catches_an_early_combine(monkeypatch):
     monkeypatch.setattr(fused, "_combine_counters", lambda device, n: torch.ones(n, dtype=torch.int32))
     monkeypatch.setattr(selfcheck, "_attn_checked", {})
     assert not selfcheck.attention_ok(torch.device("cpu"), True)
+    assert selfcheck.last_failure(torch.device("cpu")).startswith("output off by ")  # what the check found
     assert selfcheck.attention_ok(torch.device("cpu"), False)
+    assert selfcheck.last_failure(torch.device("cpu")) == ""
 
 
 @pytest.mark.skipif(not triton_available(), reason="triton not installed")
@@ -417,6 +419,8 @@ def test_fused_step_self_check_with_the_word_kernel_passes_and_catches_a_wrong_e
     monkeypatch.setattr(gemma4, "nvfp4_gemv_words", swapped)
     monkeypatch.setattr(selfcheck, "_step_checked", {})
     assert not selfcheck.fused_step_ok(torch.device("cpu"), "words")
+    found = selfcheck.last_failure(torch.device("cpu"))  # by how much, against what is allowed
+    assert found.startswith("logits off by ") and "allowed 2% of the mean |logit|" in found, found
     # without the folded epilogues the fused step does not use the broken one: what measure falls back to
     assert selfcheck.fused_step_ok(torch.device("cpu"), "words", fold=False)
 
@@ -476,3 +480,24 @@ def test_fused_step_kernel_count(monkeypatch):
     n = CFG.num_layers
     assert launches == {"_embed_norm_kernel": 1, "_words_body": 4 * n, "_attn_split_kernel": n,
                         "_cap_argmax_kernel": 1}, launches
+
+
+def test_rounding_grows_with_depth_in_a_random_model():
+    """Why the fused step is checked against the eager one on shallow models: the eager step in bf16 against the
+    same weights in float32, eight steps decoded. Two layers keep the logits within a few percent; 48 random
+    layers (Gemma 4 12B's depth, in its 5:1 pattern) amplify the same rounding to the size of the logits
+    themselves, as a wrong kernel would be off."""
+    import dataclasses
+    s, f = gemma4.SLIDING, gemma4.FULL
+    prompt = [(7 * i + 3) % CFG.vocab_size for i in range(20)]
+    rel = {}
+    for layers in ((s, f), ((s,) * 5 + (f,)) * 8):
+        cfg = dataclasses.replace(CFG, layer_types=layers, hidden_size=256, intermediate_size=512)
+        got = []
+        for dtype in (torch.float32, torch.bfloat16):
+            w = gemma4.build_random(cfg, device="cpu", dtype=dtype, quant="bf16", seed=0)
+            dec = gemma4.Gemma4Decoder(w, batch=1, max_positions=40, gemv="torch")
+            dec.prefill(torch.tensor([prompt]))
+            got.append(torch.stack([dec.decode_step()[0].float() for _ in range(8)]))
+        rel[len(layers)] = ((got[0] - got[1]).abs().mean() / got[0].abs().mean()).item()
+    assert rel[2] < 0.1 and rel[48] > 0.5, rel

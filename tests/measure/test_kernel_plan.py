@@ -38,6 +38,7 @@ def checks(monkeypatch):
     monkeypatch.setattr(selfcheck, "fused_step_ok", fused)
     monkeypatch.setattr(selfcheck, "attention_ok", attention)
     monkeypatch.setattr(selfcheck, "cap_argmax_ok", lambda device: answers["cap_argmax"])
+    monkeypatch.setattr(selfcheck, "last_failure", lambda device: "")
     answers["seen"] = seen
     return answers
 
@@ -73,6 +74,35 @@ def test_a_failed_check_stops_the_run_naming_the_kernel(checks, failing, words):
     with pytest.raises(SelfCheckError) as e:
         _plan()
     assert words in e.value.message and "--fallback" in e.value.hint
+
+
+def test_a_failed_check_says_what_it_found(checks, monkeypatch):
+    """The check's own finding (by how much, or the exception) goes into the one-line error and the fallback."""
+    monkeypatch.setattr(selfcheck, "last_failure", lambda device: "logits off by 1.1 on average")
+    checks.update(fused=False, fused_no_fold=False)
+    with pytest.raises(SelfCheckError) as e:
+        _plan()
+    assert e.value.message.endswith("did not reproduce the reference (logits off by 1.1 on average).")
+    p = _plan(fallback=True)
+    assert any(f.endswith("(logits off by 1.1 on average)") for f in p.fallbacks), p.fallbacks
+
+
+def test_once_per_device_keeps_why_a_check_failed():
+    """A check that raises fails, and says which exception; one that passes says nothing; each answer is cached."""
+    calls = []
+
+    def broken(device):
+        calls.append(1)
+        raise RuntimeError("PTX for sm_90a not supported\nsecond line")
+
+    def fine(device):
+        return True, "all close"
+    cache: dict = {}
+    assert not selfcheck.once_per_device(cache, CPU, broken)
+    assert selfcheck.last_failure(CPU) == "RuntimeError: PTX for sm_90a not supported"
+    assert selfcheck.once_per_device({}, CPU, fine) and selfcheck.last_failure(CPU) == ""
+    assert not selfcheck.once_per_device(cache, CPU, broken) and len(calls) == 1  # cached, with its reason
+    assert selfcheck.last_failure(CPU) == "RuntimeError: PTX for sm_90a not supported"
 
 
 def test_a_failed_optional_path_stops_the_run_too(checks):

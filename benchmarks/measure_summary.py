@@ -50,7 +50,7 @@ def main(paths):
     for r in runs:  # what the defaults rest on: a failed check means a slower path ran
         run = r["run"]
         checks = ", ".join(f"{k}: {'ok' if v else 'FAILED'}" for k, v in (run.get("self_checks") or {}).items())
-        kernels = ("; batch GEMVs " + ", ".join(f"{shape} {kind}" for shape, kind in run["batch_kernels"].items())
+        kernels = ("; GEMV tiles " + ", ".join(f"{shape} {kind}" for shape, kind in run["batch_kernels"].items())
                    if run.get("batch_kernels") else "")
         if checks or kernels:
             print(f"\n- {run['quant']}: self-checks {checks or 'none'}{kernels}")

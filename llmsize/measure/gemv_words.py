@@ -497,6 +497,18 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
     return packed_out if pack else out
 
 
+def chosen_tiles(tuning: Tuning) -> dict[str, str]:
+    """Per weight shape ("N x K"; "GeGLU" where the gate | up epilogue ran, "norm" where the residual norm did), the
+    tile the run's tuning chose for the batch-1 word kernel: weight rows, words a step, warps, load stages, K
+    splits."""
+    out = {}
+    for (n, k, b, glu, _pack, norm, *_off), (bn, bw, warps, stages, split) in tuning.chosen("words").items():
+        if b == 1:
+            out[f"{n}x{k}" + (" GeGLU" if glu else "") + (" norm" if norm else "")] = (
+                f"words {bn}x{bw} w{warps} s{stages} k{split}")
+    return out
+
+
 def _norm_counters(device, b: int) -> torch.Tensor:
     """One counter per batch row for the residual-norm epilogue (scratch: re-zeroed by each call)."""
     return scratch.zeroed("residual-norm counters", device, (b,), torch.int32)

@@ -489,10 +489,11 @@ def _result(o: MeasureOptions, s: _Setup, kernels, tuning, weights, build_s: flo
 
 
 def batch_kernels(gemv: str, batch: int, tuning) -> dict | None:
-    """With the word kernels at 2-256 rows, the tile each weight shape got (gemv_tc.chosen_kernels, from the run's
-    tuning); None otherwise."""
-    if gemv != "words" or batch < 2:
+    """With the word kernels, the tile each weight shape got from the run's tuning: at batch 1 the word kernel's
+    (gemv_words.chosen_tiles), at 2-256 rows the tensor-core kernel's (gemv_tc.chosen_kernels); None otherwise
+    (or where nothing was timed: the interpreter's fixed tiles)."""
+    if gemv != "words":
         return None
-    from llmsize.measure import gemv_tc
+    from llmsize.measure import gemv_tc, gemv_words
 
-    return gemv_tc.chosen_kernels(tuning, batch)
+    return (gemv_words.chosen_tiles(tuning) if batch == 1 else gemv_tc.chosen_kernels(tuning, batch)) or None

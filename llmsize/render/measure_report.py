@@ -95,7 +95,7 @@ def render_measure(r: dict, c: Console) -> None:
                     f"{', fused kernels between the GEMVs' if run.get('fused') else ''}"
                     f"{_launch(run)}"),
         *([("lm_head", _lm_head(run["lm_head"]))] if run.get("lm_head") and run["device"] == "cuda" else []),
-        *([("batch GEMVs", ", ".join(f"{shape}: {kind}" for shape, kind in run["batch_kernels"].items()))]
+        *([("GEMV tiles", ", ".join(f"{shape}: {kind}" for shape, kind in run["batch_kernels"].items()))]
           if run.get("batch_kernels") else []),
         *[("self-check", f"{name}: {'passed, used' if ok else 'FAILED on this card'}")
           for name, ok in (run.get("self_checks") or {}).items()],

@@ -281,18 +281,18 @@ def test_report_says_when_a_self_check_failed(run_cli, tmp_path):
     render_measure(r, Console(file=buf, width=100))
     text = " ".join(buf.getvalue().split())
     assert "lm_head cuBLAS GEMM, then one Triton kernel (soft-cap, greedy tokens)" in text
-    assert r["run"]["batch_kernels"] is None and "batch GEMVs" not in text  # batch 1 (and a CPU run)
+    assert r["run"]["batch_kernels"] is None and "GEMV tiles" not in text  # a CPU run: nothing timed
     r["run"]["batch_kernels"] = {"3840x4096": "tc 64x16 w4 k2", "30720x3840 GeGLU": "tc 128x16 w4 k1"}  # batch 4
     buf = StringIO()
     render_measure(r, Console(file=buf, width=100))
     text = " ".join(buf.getvalue().split())
-    assert "batch GEMVs 3840x4096: tc 64x16 w4 k2, 30720x3840 GeGLU: tc 128x16 w4 k1" in text
+    assert "GEMV tiles 3840x4096: tc 64x16 w4 k2, 30720x3840 GeGLU: tc 128x16 w4 k1" in text
 
 
 def test_batch_kernels_name_what_the_card_timed():
-    """run.batch_kernels: per shape the tensor-core tile the run's tuning kept, the GeGLU pass named apart; only
-    the run's batch, and nothing at batch 1 or without the word kernels. (The batch-1 word kernel's settings in
-    the same tuning are not batch kernels.)"""
+    """run.batch_kernels: per shape the tile the run's tuning kept, the GeGLU pass named apart; only the run's
+    batch: at 2-256 rows the tensor-core kernel's, at batch 1 the word kernel's (the residual norm's epilogue named
+    too); nothing without the word kernels, or where nothing was timed."""
     from llmsize.measure.run import batch_kernels
     from llmsize.measure.tuner import Tuning
 
@@ -306,6 +306,12 @@ def test_batch_kernels_name_what_the_card_timed():
                                                  "30720x3840 GeGLU": "tc 256x16 w8 k1"}
     assert batch_kernels("words", 64, tuning) == {"8192x3840": "tc 128x16 w8 k1 b64"}  # (above 16: rows a program)
     assert batch_kernels("words", 1, tuning) is None and batch_kernels("triton", 4, tuning) is None
+    for key, cfg in {("words", 30720, 3840, 1, True, True, False, False, False): (64, 32, 8, 1, 1),
+                     ("words", 3840, 15360, 1, False, False, True, False, False): (32, 32, 4, 3, 4)}.items():
+        tuning.best(key, None, [cfg], ())
+    assert batch_kernels("words", 1, tuning) == {"30720x3840 GeGLU": "words 64x32 w8 s1 k1",
+                                                 "3840x15360 norm": "words 32x32 w4 s3 k4"}
+    assert batch_kernels("triton", 1, tuning) is None
 
 
 @pytest.mark.parametrize("var, value", [("LLMSIZE_PDL", "yes"), ("LLMSIZE_PREFETCH_KB", "4096"),

@@ -191,20 +191,45 @@ def test_the_gpu_path_runs_end_to_end(fake_cuda, fake_gpu, batch, tmp_path, run_
 
 
 def test_config_timing_keeps_the_fastest(monkeypatch):
-    """tuner.time_configs, which every kernel's first call per shape runs on a GPU: each configuration
-    launched on the weight copies in turn (warm-up, then timed between two CUDA events), the fastest kept."""
+    """tuner.time_configs, which every kernel's first call per shape runs on a GPU: each configuration launched
+    on the weight copies in turn (three warm-ups, then its launches captured once and replayed in three rounds,
+    the configurations in turn, each timed between two CUDA events), the one with the fastest round kept: here
+    64 rows, slow in two rounds of three (another process on the card, say) but the fastest in one."""
     from llmsize.measure import tuner
     monkeypatch.setattr(torch.cuda, "Event", WallEvent)
+    captured = []
+    monkeypatch.setattr(tuner, "replay_of", lambda fn: captured.append(fn) or fn)  # the replay runs fn again
+    seen = []
+    costs_s = {32: (0.001,) * 3, 64: (0.003, 0.0001, 0.003), 16: (0.002,) * 3}  # a launch's cost in each round
+
+    def launch(bn, mats):
+        n = sum(1 for b, _ in seen if b == bn)
+        seen.append((bn, mats))
+        if n >= 3:  # after the warm-ups: replayed rounds of 10 launches
+            time.sleep(costs_s[bn][(n - 3) // 10])
+    best = tuner.time_configs(launch, [(32,), (64,), (16,)], copies=["w0", "w1", "w2"])
+    assert best == (64,) and len(captured) == 3  # one capture per configuration
+    assert {m for _, m in seen} == {"w0", "w1", "w2"}  # every copy read: DRAM, not one L2-resident matrix
+    assert [b for b, _ in seen].count(64) == 3 + 3 * 10  # three warm-ups, then three rounds of max(10, copies)
+    order = [b for b, _ in seen[9:]]  # after the warm-ups (3 each) the rounds take the configurations in turn
+    assert order[:30] == [32] * 10 + [64] * 10 + [16] * 10 and order[30:60] == order[:30]
+
+
+def test_config_timing_without_a_capture_times_the_launches(monkeypatch):
+    """A configuration whose launches cannot be captured (a capture already under way) is timed as launched."""
+    from llmsize.measure import tuner
+    monkeypatch.setattr(torch.cuda, "Event", WallEvent)
+
+    def no_capture(fn):
+        raise RuntimeError("operation not permitted when stream is capturing")
+    monkeypatch.setattr(tuner, "replay_of", no_capture)
     seen = []
 
     def launch(bn, cost_s, mats):
-        seen.append((bn, mats))
+        seen.append(bn)
         time.sleep(cost_s)
-    configs = [(32, 0.002), (64, 0.0), (16, 0.004)]
-    best = tuner.time_configs(launch, configs, copies=["w0", "w1", "w2"])
-    assert best == (64, 0.0)
-    assert {m for _, m in seen} == {"w0", "w1", "w2"}  # every copy read: DRAM, not one L2-resident matrix
-    assert [b for b, _ in seen].count(64) == 3 + 10  # three warm-ups, then max(10, copies) timed launches
+    assert tuner.time_configs(launch, [(32, 0.002), (64, 0.0)], copies=["w0"]) == (64, 0.0)
+    assert seen.count(32) == seen.count(64) == 3 + 3 * 10
 
 
 def test_a_run_s_tuning_is_a_value_frozen_before_the_graph(monkeypatch):

@@ -31,9 +31,10 @@ def time_configs(launch, configs, copies):
     once per shape, before any graph capture. Each configuration's launches are replayed from a CUDA graph, as the
     decode step runs them, and timed by CUDA events in ROUNDS rounds, the configurations in turn, its best round
     kept. Launched from Python instead, a Triton kernel costs the host tens of microseconds (triton-lang/triton
-    #2637), as long as a small GEMV runs on an H200 (17.7 MB in 18-30 us, benchmarks/RESULTS.md): the timing was
-    the host's more than the kernel's, and two runs of the same settings tuned apart (7.02 against 6.46 ms a
-    step, 2026-12-04). A configuration whose launches cannot be captured is timed as launched."""
+    #2637), as long as a small GEMV runs on an H200 (17.7 MB in 18-30 us, benchmarks/RESULTS.md): such a timing
+    is the host's more than the kernel's (two H200 runs of the same settings differed by 8% a step on 2026-12-04,
+    7.02 against 6.46 ms; their tiles were not recorded then). A configuration whose launches cannot be captured
+    is timed as launched."""
     reps = max(10, len(copies))
     runs = {}
     for cfg in configs:

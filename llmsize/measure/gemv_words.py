@@ -359,8 +359,13 @@ if triton is not None:
 # for the narrow ones (o, down: 3,840 rows, 120 programs of 32 whole rows) to keep enough bytes in flight: on
 # the H200 a plain Triton read needed ~16 programs per SM to reach 90% (shared/reference/h200-measurements.md:
 # 47-90% over 2-16). Splits chosen to divide Gemma 4 12B's K: 480 words (3,840), 512 / 1,024 (o), 1,920 (down).
+# The 128-row tiles (16 KB of codes a step, three steps in flight through shared memory) since the first H200
+# run (2026-12-04): at 8 KB a step the kernel read 11-28% of the bandwidth and issued a quarter of the
+# instructions the SMs could (benchmarks/RESULTS.md); more bytes in flight is the first remedy to time (the
+# `ncu` stage of measure_gpu.sh says whether it waits on memory).
 WORDS_CONFIGS = ((32, 32, 4, 1, 1), (64, 32, 8, 1, 1), (32, 32, 4, 3, 1), (64, 32, 8, 3, 1), (32, 32, 4, 3, 3),
-                 (32, 32, 4, 3, 4), (32, 64, 4, 3, 2), (32, 32, 4, 3, 8), (32, 32, 4, 3, 12), (16, 32, 4, 3, 4))
+                 (32, 32, 4, 3, 4), (32, 64, 4, 3, 2), (32, 32, 4, 3, 8), (32, 32, 4, 3, 12), (16, 32, 4, 3, 4),
+                 (128, 32, 8, 3, 1), (128, 32, 8, 3, 4))
 
 
 def split_workspace(device, b: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -91,6 +91,7 @@ def test_words_glu_epilogue_equals_gemv_then_geglu(inter, k, batch, block_n, blo
     (64, 256, 1, 32, 8, 2, False),     # 32 words in two halves (EVEN)
     (40, 272, 2, 16, 4, 3, False),     # 34 words in splits of 12, 12, 10: ragged rows and tiles; batch 2
     (96, 512, 1, 32, 4, 4, True),      # gate | up, GeGLU after the last split's sums
+    (256, 256, 1, 128, 8, 4, True),    # 128-row tiles (64 gate rows and their 64 up rows), as WORDS_CONFIGS has
 ])
 def test_words_split_k_equals_one_pass(n, k, batch, block_n, block_w, split_k, glu):
     """Split-K programs add partial sums into a shared fp32 workspace; the last one of each row block applies

@@ -103,7 +103,7 @@ def attention_ok(device, fold_combine: bool) -> bool:
     return once_per_device(_attn_checked, device, _attention_matches_eager, fold_combine)
 
 
-def _attention_matches_eager(device, fold: bool) -> bool:
+def _attention_matches_eager(device, fold: bool) -> bool | tuple[bool, str]:
     dt = torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32
     gen = torch.Generator(device=device).manual_seed(0)
 
@@ -137,7 +137,7 @@ def _attention_matches_eager(device, fold: bool) -> bool:
     return True
 
 
-def _fused_matches_eager(device, gemv: str, fold: bool) -> bool:
+def _fused_matches_eager(device, gemv: str, fold: bool) -> tuple[bool, str]:
     cfg = gemma4.GEMMA4_TINY
     w = gemma4.build_random(cfg, device=device, dtype=torch.float32, seed=0)
     prompt = torch.tensor([[3, 1, 4]], device=device)

@@ -216,7 +216,7 @@ def test_config_timing_keeps_the_fastest(monkeypatch):
 
 
 def test_config_timing_without_a_capture_times_the_launches(monkeypatch):
-    """A configuration whose launches cannot be captured (a capture already under way) is timed as launched."""
+    """A configuration whose launches cannot be captured is timed as launched."""
     from llmsize.measure import tuner
     monkeypatch.setattr(torch.cuda, "Event", WallEvent)
 

@@ -26,7 +26,9 @@ weights: expected.attention_rate, speed.flop_time_at_peak_s).
 The FLOPs' cost also floors a decode step at large batches, where the routed experts' matmuls are compute-bound.
 A pool of rows from several backends (a ROCm group fitted with its kin's CUDA and ROCm rows) adds one unknown per
 backend beside CUDA, v_be >= 0 on the bytes (weights and cache) its rows stream: the backend's kernels' further
-cost, every other term shared; its constants are the pool's with v + v_be.
+cost, every other term shared; its constants are the pool's with v + v_be. Where such a backend has MoE rows
+enough (MIN_ROWS_CLASS from MIN_SOURCES_CLASS sources), also t_moe_be >= 0 per routed-expert layer: its routing and
+expert kernels' further cost (its constants' t_moe_layer_s is t_moe + t_moe_be).
 Held out: each source (one post, comment or table) is left out in turn and its rows predicted by a fit of the
 others; the error is |predicted - measured| / measured; the band is the p5..p95 of measured/predicted (BAND_Q).
 """

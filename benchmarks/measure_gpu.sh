@@ -105,7 +105,9 @@ if want ncu; then
     timeout 150 ncu --nvtx --nvtx-include "profiled/" --section SpeedOfLight --section MemoryWorkloadAnalysis \
       --section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section Occupancy \
       --section LaunchStats $PY benchmarks/ncu_gemv.py > "$OUT/ncu-gemv.txt" 2>&1
-    echo "ncu: exit $?"; grep -E "launched|^  [a-z_]+.*\(|Duration|DRAM Throughput|Memory Throughput|Issue Slots Busy|Achieved Occupancy|Registers Per|Theoretical Occupancy" "$OUT/ncu-gemv.txt" | head -80
+    echo "ncu: exit $?"
+    grep -E "tiles:|launched|^  [a-z_]+.*\(|Duration|DRAM Throughput|Memory Throughput|Issue Slots Busy|Occupancy|\
+Registers Per|Warp Cycles Per Issued|Stall" "$OUT/ncu-gemv.txt" | head -120
   else
     echo "ncu: not on this machine"
   fi

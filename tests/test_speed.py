@@ -686,6 +686,30 @@ def test_a_run_on_a_card_without_a_catalog_rate_gives_its_prompts_a_rate(run_cli
     assert e["ttft_s"] and not any("your run's prompt reached" in n for n in e["notes"])
 
 
+def test_a_real_measure_file_calibrates_its_own_point_and_extrapolates_elsewhere(run_cli):
+    """The first GPU run's `llmsize measure --save` file (an H200, 2026-12-04): a plan of its own model, format,
+    card, context and batch expects what it measured, 142.5 tok/s (decode.tok_s 142.533), and says by how much the
+    fit was scaled; the same file on an H100 at 32K tokens still calibrates, and says how far it extrapolates."""
+    from llmsize.importer.calibration import read_run
+
+    f = CAL / "measure-h200-nvfp4.json"
+    r = read_run(f)
+    assert r.tool == "llmsize measure" and r.card_id == "h200-sxm" and r.model_id == "gemma-4-12b"
+    assert (r.batch, r.context_tokens, r.quant) == (1, 4096, "nvfp4")
+    code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "h200-sxm", "--quant", "nvfp4", "--context", "4096",
+                             "--calibrate", str(f), "--json")
+    assert code == 0, err
+    e = json.loads(out)["expected"]
+    assert e["tok_s"] == pytest.approx(142.533, rel=1e-3) and e["tok_s_low"] < e["tok_s"] < e["tok_s_high"]
+    assert e["basis"].startswith(f"calibrated by your run {f}") and "142.5 tok/s per sequence" in e["basis"]
+    assert not any("extrapolates" in n for n in e["notes"])
+    code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "h100", "--quant", "nvfp4", "--context", "32768",
+                             "--calibrate", str(f), "--json")
+    assert code == 0, err
+    e = json.loads(out)["expected"]
+    assert e["tok_s"] < 142.5 and any(n.startswith("Calibration extrapolates") and "H200" in n for n in e["notes"])
+
+
 def test_a_file_of_another_model_and_card_still_calibrates(run_cli):
     code, out, err = run_cli("plan", "llama-3-8b", "--gpu", "h100", "--calibrate",
                              str(CAL / "vllm-bench-serve.json"), "--json")

@@ -484,20 +484,20 @@ def test_fused_step_kernel_count(monkeypatch):
 
 def test_rounding_grows_with_depth_in_a_random_model():
     """Why the fused step is checked against the eager one on shallow models: the eager step in bf16 against the
-    same weights in float32, eight steps decoded. Two layers keep the logits within a few percent; 48 random
+    same weights in float32, four steps decoded. Two layers keep the logits within a few percent; 48 random
     layers (Gemma 4 12B's depth, in its 5:1 pattern) amplify the same rounding to the size of the logits
     themselves, as a wrong kernel would be off."""
     import dataclasses
     s, f = gemma4.SLIDING, gemma4.FULL
-    prompt = [(7 * i + 3) % CFG.vocab_size for i in range(20)]
+    prompt = [(7 * i + 3) % CFG.vocab_size for i in range(8)]
     rel = {}
     for layers in ((s, f), ((s,) * 5 + (f,)) * 8):
-        cfg = dataclasses.replace(CFG, layer_types=layers, hidden_size=256, intermediate_size=512)
+        cfg = dataclasses.replace(CFG, layer_types=layers)
         got = []
         for dtype in (torch.float32, torch.bfloat16):
             w = gemma4.build_random(cfg, device="cpu", dtype=dtype, quant="bf16", seed=0)
             dec = gemma4.Gemma4Decoder(w, batch=1, max_positions=40, gemv="torch")
             dec.prefill(torch.tensor([prompt]))
-            got.append(torch.stack([dec.decode_step()[0].float() for _ in range(8)]))
+            got.append(torch.stack([dec.decode_step()[0].float() for _ in range(4)]))
         rel[len(layers)] = ((got[0] - got[1]).abs().mean() / got[0].abs().mean()).item()
     assert rel[2] < 0.1 and rel[48] > 0.5, rel

@@ -26,9 +26,7 @@ weights: expected.attention_rate, speed.flop_time_at_peak_s).
 The FLOPs' cost also floors a decode step at large batches, where the routed experts' matmuls are compute-bound.
 A pool of rows from several backends (a ROCm group fitted with its kin's CUDA and ROCm rows) adds one unknown per
 backend beside CUDA, v_be >= 0 on the bytes (weights and cache) its rows stream: the backend's kernels' further
-cost, every other term shared; its constants are the pool's with v + v_be. Where such a backend has MoE rows
-enough (MIN_ROWS_CLASS from MIN_SOURCES_CLASS sources), also t_moe_be >= 0 per routed-expert layer: its routing and
-expert kernels' further cost (its constants' t_moe_layer_s is t_moe + t_moe_be).
+cost, every other term shared; its constants are the pool's with v + v_be.
 Held out: each source (one post, comment or table) is left out in turn and its rows predicted by a fit of the
 others; the error is |predicted - measured| / measured; the band is the p5..p95 of measured/predicted (BAND_Q).
 """
@@ -249,12 +247,6 @@ class GroupFit:
     fixed_by_runtime: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
     # a pool of several backends' rows: each backend's extra streaming cost beside CUDA's (v added to every class)
     v_backend: dict[str, float] = dataclasses.field(default_factory=dict)
-    # and each backend's extra cost per routed-expert (MoE) layer beside CUDA's
-    t_moe_backend: dict[str, float] = dataclasses.field(default_factory=dict)
-
-    def moe_layer_s(self) -> float:
-        """The cost per MoE layer on this group's backend."""
-        return self.t_moe_layer_s + self.t_moe_backend.get(self.backend, 0.0)
 
     def eta(self, v: float) -> float:
         """A fraction of the bandwidth from its v, on this group's backend."""
@@ -270,7 +262,7 @@ class GroupFit:
             runtime=self.runtime, backend=self.backend,
             eta_weights={c: self.eta(self.v[c]) for c in self.classes}, eta_weights_default=self.eta(self.v_default),
             eta_kv=self.eta(self.v_kv), t_layer_s=t_layer_s, t_step_s=t_step_s,
-            t_moe_layer_s=self.moe_layer_s(), alpha_s=dict(self.alpha_s), eta_prefill=dict(self.eta_prefill),
+            t_moe_layer_s=self.t_moe_layer_s, alpha_s=dict(self.alpha_s), eta_prefill=dict(self.eta_prefill),
             eta_prefill_default=self.eta_prefill_default, band_low=band[0], band_high=band[1], rows_decode=0,
             rows_prefill=0, cards=0, basis="", fitted_classes=tuple(self.classes),
             prefill_band_low=prefill_band[0] if prefill_band else None,
@@ -419,19 +411,10 @@ class DecodeSystem:
         # its own (ROCm's kernels reach less of their cards' peak), the rest of the fit shared
         self.backends = sorted({backend(o.plan.gpu) for o in dec} - {"cuda"}) if len(
             {backend(o.plan.gpu) for o in dec}) > 1 else []
-        # and where a backend's MoE rows are enough (MIN_ROWS_CLASS from MIN_SOURCES_CLASS sources), its own extra
-        # cost per MoE layer (its routing and expert kernels)
-        moe_rows, moe_src = defaultdict(int), defaultdict(set)
-        for o in dec:
-            if o.step.moe_layers:
-                moe_rows[backend(o.plan.gpu)] += 1
-                moe_src[backend(o.plan.gpu)].add(o.source_key)
-        self.moe_backends = [b for b in self.backends if moe_rows[b] >= MIN_ROWS_CLASS
-                             and len(moe_src[b]) >= MIN_SOURCES_CLASS]
         self.names = [f"v:{c}" for c in self.classes] + ["v:other", "v_kv", "t_layer", "t_step", "t_moe"] + \
             [f"alpha:{k}" for k in self.links] + ["alu", "attn", "tile", "v0", "expert", "act_quant", "t_seq"] + \
             [f"t_layer:{k}" for k in self.own_kernels] + [f"t_step:{r}" for r in self.own_fixed] + \
-            [f"v_be:{b}" for b in self.backends] + [f"t_moe_be:{b}" for b in self.moe_backends]
+            [f"v_be:{b}" for b in self.backends]
         self.dec, rows_a = dec, []
         for o in dec:
             x, t = o.step, o.measured_s
@@ -452,7 +435,6 @@ class DecodeSystem:
             row += [x.layers if kern == k else 0.0 for k in self.own_kernels]
             row += [1.0 if o.runtime == r else 0.0 for r in self.own_fixed]
             row += [w_bw + kv_bw if backend(o.plan.gpu) == b else 0.0 for b in self.backends]
-            row += [x.moe_layers if backend(o.plan.gpu) == b else 0.0 for b in self.moe_backends]
             rows_a.append([r / t for r in row])
         # fractions stay >= ETA_MIN (v <= 1/ETA_MIN - 1): a term the rows cannot pin must not swallow the others
         self.upper = [1 / ETA_MIN - 1 if n.startswith("v") else math.inf for n in self.names]  # v_be: too
@@ -522,7 +504,6 @@ class DecodeSystem:
             r: (theta.get(f"t_layer:{KERNELS.get(r, r)}", theta["t_layer"]), theta.get(f"t_step:{r}", theta["t_step"]))
             for r in {o.runtime for o in self.dec}}
         fit.v_backend = {b: theta[f"v_be:{b}"] for b in self.backends}
-        fit.t_moe_backend = {b: theta[f"t_moe_be:{b}"] for b in self.moe_backends}
         return fit
 
 
@@ -741,7 +722,7 @@ def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, 
         "eta_weights_default": r4(fit.eta(fit.v_default)),
         "eta_kv": r4(fit.eta(fit.v_kv)),
         "t_layer_s": r4(fit.fixed_of(fit.runtime)[0]), "t_step_s": r4(fit.fixed_of(fit.runtime)[1]),
-        "t_moe_layer_s": r4(fit.moe_layer_s()),
+        "t_moe_layer_s": r4(fit.t_moe_layer_s),
         "alu_ops_per_weight": r4(fit.alu_ops_per_weight), "attn_cost": r4(fit.attn_cost),
         "tile_cost": r4(fit.tile_cost), "t_step_v0_s": r4(fit.t_step_v0_s), "t_prefill_layer_s": r4(fit.t_prefill_layer_s),
         "expert_read_cost": r4(fit.expert_read_cost), "t_layer_floor_s": r4(fit.t_layer_floor_s),

@@ -386,7 +386,7 @@ def plan(
         from llmsize.estimate.quant import llamacpp_kv_dtype
 
         kv_dtype = llamacpp_kv_dtype(cache_type_k, cache_type_v)  # the plan's cache, capacity and reads as the ledger's
-    from llmsize.estimate.llamacpp_plan import LlamaCppOptions, check_options, flash_attn_on, slot_tokens
+    from llmsize.estimate.llamacpp_plan import LlamaCppOptions, check_options, flash_attn_on, slot_context
 
     # flash attention as the plan's engine runs it: --no-flash-attn or --flash-attn off; Ollama's default is off
     attention_fused = flash_attn_on(engine, flash_attn)
@@ -396,14 +396,8 @@ def plan(
         llama_options = LlamaCppOptions(context, parallel, kv_unified, cache_type_k, cache_type_v, flash_attn,
                                         ubatch_size, swa_full, gpu_layers, n_cpu_moe, cpu_moe)
         check_options(engine, llama_options)
-        if (per_slot := slot_tokens(engine, llama_options)) < context:  # -c shared by the slots: one holds less
-            if prompt is not None and prompt > per_slot:
-                raise InvalidValueError(f"--prompt {prompt:,} is longer than the {per_slot:,} tokens each of the "
-                                        f"--parallel {parallel} slots holds (--context {context:,} shared).",
-                                        "Raise --context, lower --parallel, or add --kv-unified.")
-            notes.append(f"--context {context:,} is llama.cpp's -c, shared by the --parallel {parallel} slots: each "
-                         f"holds {per_slot:,} tokens, the sequence this plan sizes (--kv-unified lets one reach all)")
-            context = per_slot
+        context, slot_note = slot_context(engine, llama_options, prompt)  # -c shared by the slots: one holds less
+        notes += [slot_note] if slot_note else []
     inputs = PlanInputs(quant=quant, scope=scope, kv_dtype=kv_dtype.lower() if kv_dtype else None,
                         context_tokens=context, batch=batch,
                         prompt_tokens=prompt, gpu_util=gpu_util, overhead_bytes=_gib_bytes(overhead_gib),
@@ -437,17 +431,11 @@ def plan(
     expected = expect_for_cli(p, cat, plan_runtime if run is None else runtime, run,
                               None if calibrate is None else str(calibrate), flash_attn, engine, ubatch_size)
     if llama is not None:
-        from llmsize.estimate.llamacpp_plan import ledger_warning, placement_note, with_ledger
+        from llmsize.estimate.llamacpp_plan import ledger_words, with_ledger
 
         expected = with_ledger(expected, llama)
-        if (warning := ledger_warning(llama, engine)) is not None:
-            p.warnings.append(warning)
-        elif (note := placement_note(llama, engine, p.inputs.context_tokens)) is not None:
-            from llmsize.estimate.plan import NO_SEQUENCE
-
-            held = [w for w in p.warnings if w.startswith(NO_SEQUENCE)]
-            p.warnings[:] = [w for w in p.warnings if w not in held]
-            p.notes.extend([note] if held else [])
+        p.warnings[:], extra = ledger_words(p.warnings, llama, engine, p.inputs.context_tokens)
+        p.notes.extend(extra)
     table = None
     if levers:
         from llmsize.estimate.levers import lever_table

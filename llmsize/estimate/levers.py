@@ -33,6 +33,7 @@ from llmsize.estimate.kv_policy import parse_kv_policy
 from llmsize.estimate.quant import FORMATS, RUNTIME_FORMATS, RUNTIME_KV, kv_dtype_bytes, kv_dtype_flags
 from llmsize.estimate.speculative import suggested_spec
 from llmsize.estimate.speed import is_ternary
+from llmsize.units import GB, GiB
 
 FIGURE_OF = {"weights": "kv_budget_gb", "kv_cache": "sequences", "bandwidth": "tok_s", "compute": "aggregate_tok_s"}
 FIGURE_WORDS = {"kv_budget_gb": "memory left for the KV cache (GB)", "sequences": "sequences at --context",
@@ -122,7 +123,7 @@ class Lever:
 
 def figure_of(plan, figure: str) -> float | None:
     if figure == "kv_budget_gb":
-        return plan.budget.kv_budget_bytes / 1e9
+        return plan.budget.kv_budget_bytes / GB
     if figure == "sequences":
         return float(plan.max_sequences)
     if figure == "tok_s":
@@ -170,9 +171,9 @@ def plan_args(source: list[str], gpu_id: str, inputs) -> list[str]:
         elif value is not None and value != getattr(default, name):
             args += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
     if inputs.overhead_bytes != default.overhead_bytes:
-        args += ["--overhead-gib", f"{inputs.overhead_bytes / 2**30:g}"]
+        args += ["--overhead-gib", f"{inputs.overhead_bytes / GiB:g}"]
     if inputs.wired_limit_bytes is not None:
-        args += ["--wired-limit-gb", f"{inputs.wired_limit_bytes / 1e9:g}"]  # GB, as the option reads it
+        args += ["--wired-limit-gb", f"{inputs.wired_limit_bytes / GB:g}"]  # GB, as the option reads it
     if inputs.kv_policy is not None:
         args += ["--kv-policy", inputs.kv_policy.label]
     if inputs.spec is not None:
@@ -336,7 +337,7 @@ def offload_lever(plan, source: list[str], inputs, offload_for, host_args: tuple
 
 
 def offload_caveat(offload) -> str:
-    gib = offload.gpu_bytes / 2**30
+    gib = offload.gpu_bytes / GiB
     if offload.speed is None:
         return (f"llama.cpp (or Ollama) keeps {gib:.1f} GiB on the card and the rest in host RAM; its speed needs "
                 "the host memory: add --host-memory (e.g. DDR5-6000x2)")

@@ -96,6 +96,21 @@ def placement_note(lp: LlamaCppPlan, engine: str, context_tokens: int) -> str | 
             "placement's (its ledger below)")
 
 
+def ledger_words(warnings: list[str], lp: LlamaCppPlan, engine: str, context_tokens: int) -> tuple[list[str],
+                                                                                                  list[str]]:
+    """The plan's warnings and the notes to add, once the engine's ledger is known: its warning where its buffers do
+    not fit (ledger_warning); else, where its placement (part on the host) holds the context, the placement's note in
+    place of the plan's warning that no sequence fits (the card whole would hold none; the placement does)."""
+    from llmsize.estimate.plan import NO_SEQUENCE
+
+    if (warning := ledger_warning(lp, engine)) is not None:
+        return [*warnings, warning], []
+    if (note := placement_note(lp, engine, context_tokens)) is None:
+        return list(warnings), []
+    kept = [w for w in warnings if not w.startswith(NO_SEQUENCE)]
+    return kept, [note] if len(kept) < len(warnings) else []
+
+
 def card_memory(gpu, wired_limit_bytes: float | None = None) -> tuple[int, str]:
     """What the card offers a CUDA/ROCm/Metal allocator, and in words what that is: the CUDA total where known, else
     the reported total (else the nominal size); a unified machine's GPU share (Metal's working set, or
@@ -166,6 +181,21 @@ def slot_tokens(engine: str, o: LlamaCppOptions) -> int:
     from llmsize.estimate.llamacpp_memory import context_cells
 
     return context_cells(settings(engine, o, 0))[1]
+
+
+def slot_context(engine: str, o: LlamaCppOptions, prompt_tokens: int | None) -> tuple[int, str | None]:
+    """The sequence a plan sizes under the engine's slots: one slot's tokens (slot_tokens) where -c is shared by the
+    --parallel slots, with the note that says so; the whole -c (no note) where one slot holds it. A --prompt longer
+    than a slot is refused."""
+    per_slot = slot_tokens(engine, o)
+    if per_slot >= o.context:
+        return o.context, None
+    if prompt_tokens is not None and prompt_tokens > per_slot:
+        raise InvalidValueError(f"--prompt {prompt_tokens:,} is longer than the {per_slot:,} tokens each of the "
+                                f"--parallel {o.parallel} slots holds (--context {o.context:,} shared).",
+                                "Raise --context, lower --parallel, or add --kv-unified.")
+    return per_slot, (f"--context {o.context:,} is llama.cpp's -c, shared by the --parallel {o.parallel} slots: each "
+                      f"holds {per_slot:,} tokens, the sequence this plan sizes (--kv-unified lets one reach all)")
 
 
 def file_tensors(plan, exact) -> list[tuple[str, int]]:

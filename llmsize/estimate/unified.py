@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from llmsize.catalog.schema import GpuSpec
 from llmsize.errors import InvalidValueError
-from llmsize.units import GiB
+from llmsize.units import GB, GiB
 
 APPLE_SMALL_RAM_BYTES = 32 * GiB  # up to here 2/3 of the RAM, above 3/4 (recommendedMaxWorkingSetSize)
 APPLE_SMALL_SHARE = 2 / 3
@@ -53,11 +53,11 @@ def usable_memory(gpu: GpuSpec, wired_limit_bytes: float | None = None) -> Usabl
             raise InvalidValueError(f"--wired-limit-gb applies to unified-memory machines; {gpu.id} has its own "
                                     "VRAM.", "Drop --wired-limit-gb.")
         if wired_limit_bytes > ram:
-            raise InvalidValueError(f"--wired-limit-gb {wired_limit_bytes / 1e9:g} ({wired_limit_bytes / GiB:,.1f} "
+            raise InvalidValueError(f"--wired-limit-gb {wired_limit_bytes / GB:g} ({wired_limit_bytes / GiB:,.1f} "
                                     f"GiB) is more than the {ram / GiB:g} GiB of {gpu.id}.",
-                                    f"Give at most the machine's RAM ({ram / 1e9:,.2f} GB).")
+                                    f"Give at most the machine's RAM ({ram / GB:,.2f} GB).")
         return UsableMemory(int(wired_limit_bytes), f"the GPU's limit given by --wired-limit-gb "
-                                                    f"{wired_limit_bytes / 1e9:g} ({wired_limit_bytes / GiB:,.2f} GiB "
+                                                    f"{wired_limit_bytes / GB:g} ({wired_limit_bytes / GiB:,.2f} GiB "
                                                     f"of {ram / GiB:g} GiB RAM)", True)
     if gpu.vendor == "Apple":
         share = APPLE_SMALL_SHARE if ram <= APPLE_SMALL_RAM_BYTES else APPLE_LARGE_SHARE

@@ -146,12 +146,15 @@ def test_with_a_rate_the_batch_a_row_reports_is_the_one_its_requests_fill(catalo
     """Little's law at the batch a row runs: the requests its workers hold (replicas or decode workers x batch)
     are rate x (TTFT + osl x TPOT) at that batch, to one request a worker (the batch is whole). An audit saw the
     8B on H100s at 6 requests/s reported as 2 x 75 at 30.2 ms a token, where those latencies hold 6 x 15.2 s = 91
-    requests: the batch had been sized from the largest batch's step, not from the step it runs."""
+    requests: the batch had been sized from the largest batch's step, not from the step it runs. A disaggregated
+    row's decode workers hold a request from its prefill on, not while it queues for a prefill worker: its TTFT
+    less that wait (ttft_wait_s)."""
     w = Workload(3000, 500, rate=rate)
     (row,) = fleet_rows(catalog.model(model), [catalog.gpu(card)], w, "vllm", runtimes)
     for r in filter(None, (row, row.other)):
         workers = r.decode_workers if r.mode == "disaggregated" else r.replicas
-        in_flight = rate * (r.ttft_s + 500 * r.tpot_s)
+        held_s = r.ttft_s - (r.ttft_wait_s or 0.0) if r.mode == "disaggregated" else r.ttft_s
+        in_flight = rate * (held_s + 500 * r.tpot_s)
         assert in_flight <= workers * r.batch_per_replica <= in_flight + workers, (r.mode, workers, r.batch_per_replica)
 
 

@@ -3,7 +3,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+# One pytest-xdist worker a core (pyproject's addopts): torch's OpenMP pool would start one thread a core in each
+# worker, and its threads spin waiting for work between the small ops of the interpreted kernels; one thread a
+# worker took tests/measure/test_gemma4_decode.py from 64.7 s wall and 122 s of CPU to 50.5 s and 93 s (2 workers,
+# 2 cores, 2026-12-04). Set before torch is first imported (the workers import this file first); a single
+# process (-n 0) keeps torch's default.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import pytest  # noqa: E402
 
 from llmsize.catalog.loader import Catalog
 

@@ -5,9 +5,9 @@ from pathlib import Path
 
 # One pytest-xdist worker a core (pyproject's addopts): torch's OpenMP pool would start one thread a core in each
 # worker, and its threads spin waiting for work between the small ops of the interpreted kernels; one thread a
-# worker took tests/measure/test_gemma4_decode.py from 64.7 s wall and 122 s of CPU to 50.5 s and 93 s (2 workers,
-# 2 cores, 2026-12-04). Set before torch is first imported (the workers import this file first); a single
-# process (-n 0) keeps torch's default.
+# worker took the full suite from 283.7 s wall and 545 s of CPU to 222.6 s and 430 s (`/usr/bin/time python -m
+# pytest -p no:cacheprovider`, 2 workers, 2 cores, 2026-12-04). Set before torch is first imported (the workers
+# import this file first); a single process (-n 0) keeps torch's default.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 

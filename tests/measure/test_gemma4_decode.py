@@ -5,6 +5,8 @@ layers, proportional RoPE, soft-cap), small dims and a window of 4, decoded for 
 the ring buffer wraps and the full layer keeps growing.
 """
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -13,10 +15,14 @@ from llmsize.measure.gemv import triton_available
 
 CFG = gemma4.GEMMA4_TINY
 WINDOW = CFG.sliding_window
+# one sliding and one full layer, for the batch tests of the fused step: each row against its own solo decode,
+# where a layer kind's every step is what is tested, not two layers of one kind (the tests above and
+# test_fused_decode_step_matches_reference keep those)
+TWO_LAYERS = dataclasses.replace(CFG, layer_types=(gemma4.SLIDING, gemma4.FULL))
 
 
-def _weights(quant="nvfp4", seed=0):
-    return gemma4.build_random(CFG, device="cpu", dtype=torch.float32, quant=quant, seed=seed)
+def _weights(quant="nvfp4", seed=0, cfg=CFG):
+    return gemma4.build_random(cfg, device="cpu", dtype=torch.float32, quant=quant, seed=seed)
 
 
 def _decode(weights, prompt, steps, gemv="torch", fused=False, cap_argmax=False):
@@ -179,12 +185,12 @@ def test_fused_batch_step_through_the_tensor_core_kernel(monkeypatch):
         glu_calls.append(kw.get("glu"))
         return real(x, w, **kw)
     monkeypatch.setattr(gemma4, "nvfp4_gemv_tc", counted)
-    w = _weights(seed=12)
+    w = _weights(seed=12, cfg=TWO_LAYERS)
     prompts, steps = ([3], [8], [5]), WINDOW + 2
     dec = gemma4.Gemma4Decoder(w, batch=3, max_positions=steps + 8, gemv="words", fused=True)
     dec.prefill(torch.tensor(list(prompts)))
     both = [dec.decode_step() for _ in range(steps)]
-    assert glu_calls == [True] * (steps * CFG.num_layers)  # one gate | up pass with its GeGLU per layer and step
+    assert glu_calls == [True] * (steps * TWO_LAYERS.num_layers)  # one gate | up pass with its GeGLU per layer, step
     for row, prompt in enumerate(prompts):
         _, solo = _decode(w, prompt, steps, gemv="torch")
         torch.testing.assert_close(torch.stack([s[row] for s in both]), solo[1:], rtol=1e-2, atol=2e-2)
@@ -206,14 +212,14 @@ def test_fused_step_above_16_rows_through_the_tensor_core_row_blocks(monkeypatch
         return real(x, w, **kw)
     monkeypatch.setattr(gemv_tc, "nvfp4_gemv_tc", counted)
     monkeypatch.setattr(gemma4, "nvfp4_gemv_tc", counted)
-    w = _weights(seed=13)
+    w = _weights(seed=13, cfg=TWO_LAYERS)
     prompts, steps = [[(5 * i + 1) % CFG.vocab_size] for i in range(18)], 2
     dec = gemma4.Gemma4Decoder(w, batch=18, max_positions=steps + 4, gemv="words", fused=True, cap_argmax=True)
     dec.prefill(torch.tensor(prompts))
     got = [dec.decode_step() for _ in range(steps)]
     assert int(dec.pos) == 1 + steps  # advanced by the kernel
     # per layer, prefill: q|k|v, o, gate|up, down; a fused step: the same four (the GeGLU in gate | up)
-    assert rows == [18] * (4 * CFG.num_layers * (steps + 1))
+    assert rows == [18] * (4 * TWO_LAYERS.num_layers * (steps + 1))
     for row in (0, 7, 17):
         _, solo = _decode(w, prompts[row], steps, gemv="torch")
         torch.testing.assert_close(torch.stack([s[row] for s in got]), solo[1:], rtol=1e-2, atol=2e-2)

@@ -235,6 +235,8 @@ class GroupFit:
     attn_cost: float = 0.0
     tile_cost: float = 0.0
     t_step_v0_s: float = 0.0
+    mm_cost: float = 0.0
+    tile_cost_v0: float = 0.0
     t_prefill_layer_s: float = 0.0
     moe_matmul_cost: float = 1.0
     prefill_expert_read_cost: float = 0.0
@@ -268,6 +270,7 @@ class GroupFit:
             prefill_band_low=prefill_band[0] if prefill_band else None,
             prefill_band_high=prefill_band[1] if prefill_band else None, alu_ops_per_weight=self.alu_ops_per_weight,
             attn_cost=self.attn_cost, tile_cost=self.tile_cost, t_step_v0_s=self.t_step_v0_s,
+            mm_cost=self.mm_cost, tile_cost_v0=self.tile_cost_v0,
             t_prefill_layer_s=self.t_prefill_layer_s, moe_matmul_cost=self.moe_matmul_cost,
             prefill_expert_read_cost=self.prefill_expert_read_cost,
             expert_read_cost=self.expert_read_cost, t_layer_floor_s=self.t_layer_floor_s,
@@ -284,7 +287,7 @@ def median(xs: list[float]) -> float:
 UNIT_COSTS = Constants(runtime="", backend="", eta_weights={}, eta_weights_default=1.0, eta_kv=1.0, t_layer_s=0.0,
                      t_step_s=0.0, t_moe_layer_s=0.0, alpha_s={}, eta_prefill={}, eta_prefill_default=None,
                      band_low=1.0, band_high=1.0, rows_decode=0, rows_prefill=0, cards=0, basis="",
-                     alu_ops_per_weight=1.0, attn_cost=1.0, tile_cost=1.0)
+                     alu_ops_per_weight=1.0, attn_cost=1.0, tile_cost=1.0, tile_cost_v0=1.0)
 
 
 # the per-layer kernel floor is chosen on this grid (seconds): 0 to 150 us
@@ -333,7 +336,7 @@ def fit_group(runtime: str, be: str, rows: list[Observed], pool: list[Observed] 
         need["prefill"] = True
     fixed = {}
     if need.get("tile"):
-        fixed["tile"] = donor.tile_cost
+        fixed.update({"tile": donor.tile_cost, "mm": donor.mm_cost})
     if need.get("attn"):  # from the pool's CUDA rows where it has them: the same kernels, pinned by deep rows
         # (the CUDA and ROCm pool's own fit, its Strix Halo rows of no citable FP32 rate reading depth as a slow
         # cache, priced it 0: runtimes/llamacpp.yaml at 5c13f51)
@@ -412,7 +415,8 @@ class DecodeSystem:
         self.backends = sorted({backend(o.plan.gpu) for o in dec} - {"cuda"}) if len(
             {backend(o.plan.gpu) for o in dec}) > 1 else []
         self.names = [f"v:{c}" for c in self.classes] + ["v:other", "v_kv", "t_layer", "t_step", "t_moe"] + \
-            [f"alpha:{k}" for k in self.links] + ["alu", "attn", "tile", "v0", "expert", "act_quant", "t_seq"] + \
+            [f"alpha:{k}" for k in self.links] + ["alu", "attn", "tile", "v0", "expert", "act_quant", "t_seq", "mm",
+                                                       "tile_v0"] + \
             [f"t_layer:{k}" for k in self.own_kernels] + [f"t_step:{r}" for r in self.own_fixed] + \
             [f"v_be:{b}" for b in self.backends]
         self.dec, rows_a = dec, []
@@ -427,11 +431,16 @@ class DecodeSystem:
             row += [x.collectives if x.link == k else 0.0 for k in self.links]
             row.append(dequant_time_s(x, UNIT_COSTS))  # seconds per unit of ops per weight
             row.append(attention_time_s(x, UNIT_COSTS) if runtime in VECTOR_ATTENTION else 0.0)  # per attn_cost
-            row.append(tile_time_s(x, UNIT_COSTS))  # per unit of tile_cost (zero for vector-kernel runtimes)
+            mm_s = max(0.0, x.flops - x.attention_flops) / x.peak_flop_per_s if x.tile_matmul_flops and \
+                x.peak_flop_per_s else 0.0
+            pad_s = tile_time_s(x, UNIT_COSTS)  # the tile's padding at unit cost (zero for vector kernels): per unit
+            row.append(0.0 if x.old_tiles else pad_s)  # of tile_cost, or of tile_cost_v0 (below) in an older generation
             row.append(1.0 if x.engine_v0 else 0.0)  # an older generation (vLLM V0, llama.cpp < b6327): a cost a step
             row.append(x.expert_weight_bytes / x.bandwidth_bytes_per_s)  # per unit of expert_read_cost
             row.append(x.layers if x.tensor_core_native else 0.0)  # per second of t_act_quant_layer_s
             row.append(x.batch - 1.0)  # per second of t_seq_s: each sequence of the step beyond the first
+            row.append(mm_s)  # per unit of mm_cost: the step's own matmul FLOPs at the dense peak
+            row.append(pad_s if x.old_tiles else 0.0)  # per unit of tile_cost_v0
             row += [x.layers if kern == k else 0.0 for k in self.own_kernels]
             row += [1.0 if o.runtime == r else 0.0 for r in self.own_fixed]
             row += [w_bw + kv_bw if backend(o.plan.gpu) == b else 0.0 for b in self.backends]
@@ -499,6 +508,8 @@ class DecodeSystem:
         fit.expert_read_cost = theta["expert"]
         fit.t_act_quant_layer_s = theta["act_quant"]
         fit.t_seq_s = theta["t_seq"]
+        fit.mm_cost = theta["mm"]
+        fit.tile_cost_v0 = theta["tile_v0"]
         fit.t_layer_floor_s = floor_s
         fit.fixed_by_runtime = {
             r: (theta.get(f"t_layer:{KERNELS.get(r, r)}", theta["t_layer"]), theta.get(f"t_step:{r}", theta["t_step"]))
@@ -724,7 +735,8 @@ def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, 
         "t_layer_s": r4(fit.fixed_of(fit.runtime)[0]), "t_step_s": r4(fit.fixed_of(fit.runtime)[1]),
         "t_moe_layer_s": r4(fit.t_moe_layer_s),
         "alu_ops_per_weight": r4(fit.alu_ops_per_weight), "attn_cost": r4(fit.attn_cost),
-        "tile_cost": r4(fit.tile_cost), "t_step_v0_s": r4(fit.t_step_v0_s), "t_prefill_layer_s": r4(fit.t_prefill_layer_s),
+        "tile_cost": r4(fit.tile_cost), "mm_cost": r4(fit.mm_cost), "tile_cost_v0": r4(fit.tile_cost_v0),
+        "t_step_v0_s": r4(fit.t_step_v0_s), "t_prefill_layer_s": r4(fit.t_prefill_layer_s),
         "expert_read_cost": r4(fit.expert_read_cost), "t_layer_floor_s": r4(fit.t_layer_floor_s),
         "t_act_quant_layer_s": r4(fit.t_act_quant_layer_s), "t_seq_s": r4(fit.t_seq_s),
         "moe_matmul_cost": fit.moe_matmul_cost,

@@ -470,54 +470,82 @@ def test_attention_at_depth_costs_compute_where_heads_share_a_small_cache(catalo
 
 
 def test_tensor_core_tiles_make_a_low_flops_card_compute_bound_at_batch_1(catalog, runtimes):
-    """A batch-1 matmul on Hopper's wgmma still computes 64 rows: Qwen3-32B in BF16 on an H20 (148 TFLOPS dense,
-    4,000 GB/s) then costs 2 x ~31.2e9 matmul weights x 64 = ~4.0e12 FLOP = ~27 ms at the peak, beside ~16 ms
-    of streaming at the full bandwidth; on an H100 (989 TFLOPS) the same tile is ~4 ms. GeForce cards tile 16 rows;
-    llama.cpp's batch-1 kernels are vector kernels (no tile); 65 sequences take two tiles of 64."""
+    """A batch-1 matmul computes a whole tile of the tensor-core instruction: 16 rows with the current engines'
+    GEMMs on every card (mma.sync, or on Hopper and datacenter Blackwell wgmma with A and B swapped, the batch in its
+    narrow N), 64 for an older generation that put the batch in wgmma's rows (SGLang before 0.5). Qwen3-32B in BF16
+    on an H20 (148 TFLOPS dense, 4,000 GB/s): 2 x ~31.2e9 matmul weights x 64 = ~4.0e12 FLOP = ~27 ms at the peak
+    beside ~16 ms of streaming at the full bandwidth (what Qwen's May-2025 SGLang 0.4.6 benchmark measured: 48.3 ms
+    a token), x 16 = ~6.7 ms now. llama.cpp's batch-1 kernels are vector kernels (no tile); 65 sequences take five
+    tiles of 16, or two of 64. The step's own FLOPs are costed at mm_cost, the padding beyond them at tile_cost (an
+    older generation's at tile_cost_v0)."""
     from llmsize.estimate.expected import constants, step_inputs, tile_rows
+    from dataclasses import replace
+
     from llmsize.estimate.speed import decode_terms_s
 
-    assert (tile_rows(catalog.gpu("h20")), tile_rows(catalog.gpu("b200")), tile_rows(catalog.gpu("rtx5090")),
-            tile_rows(catalog.gpu("a100-80gb-sxm"))) == (64, 64, 16, 16)
+    cards = [catalog.gpu(g) for g in ("h20", "b200", "rtx5090", "a100-80gb-sxm", "mi300x")]
+    assert [tile_rows(g) for g in cards] == [16] * 5
+    assert [tile_rows(g, old=True) for g in cards] == [64, 64, 16, 16, 16]
     m = catalog.model("qwen3-32b")
 
-    def step(gpu, runtime, batch=1):
+    def step(gpu, runtime, batch=1, old=False):
         p = make_plan(m, catalog.gpu(gpu), PlanInputs(quant="bf16", context_tokens=1024, batch=batch),
                       search_fit=False)
-        return step_inputs(p, p.decode_1 if batch == 1 else p.decode_b, runtime)
+        return step_inputs(p, p.decode_1 if batch == 1 else p.decode_b, runtime, old_tiles=old)
 
-    h20 = step("h20", "sglang")
+    h20, h20_old = step("h20", "sglang"), step("h20", "sglang", old=True)
     matmul = h20.flops - h20.attention_flops
-    assert h20.tile_matmul_flops == pytest.approx(64 * matmul)
-    assert h20.tile_matmul_flops / h20.peak_flop_per_s == pytest.approx(0.027, rel=0.05)
+    assert h20.tile_matmul_flops == pytest.approx(16 * matmul) and h20_old.tile_matmul_flops == pytest.approx(
+        64 * matmul)
+    assert h20_old.tile_matmul_flops / h20_old.peak_flop_per_s == pytest.approx(0.027, rel=0.05)
+    assert h20_old.old_tiles and not h20.old_tiles
     assert step("h20", "llamacpp").tile_matmul_flops == 0
-    b65 = step("h20", "sglang", batch=65)
-    assert b65.tile_matmul_flops == pytest.approx((b65.flops - b65.attention_flops) * 128 / 65)
-    c = constants(runtimes["sglang"], "cuda")
-    assert c.tile_cost > 0
-    h100 = decode_terms_s(step("h100-sxm", "sglang"), c)
-    assert decode_terms_s(h20, c)["tile"] > 5 * h100["tile"]
+    b65, b65_old = step("h20", "sglang", batch=65), step("h20", "sglang", batch=65, old=True)
+    assert b65.tile_matmul_flops == pytest.approx((b65.flops - b65.attention_flops) * 80 / 65)
+    assert b65_old.tile_matmul_flops == pytest.approx((b65.flops - b65.attention_flops) * 128 / 65)
+    # the term: the step's own matmul FLOPs at mm_cost, the padding beyond them at tile_cost (tile_cost_v0)
+    c = replace(constants(runtimes["sglang"], "cuda"), mm_cost=0.5, tile_cost=0.25, tile_cost_v0=1.0)
+    peak = h20.peak_flop_per_s
+    assert decode_terms_s(h20, c)["tile"] == pytest.approx((0.5 * matmul + 0.25 * 15 * matmul) / peak)
+    assert decode_terms_s(h20_old, c)["tile"] == pytest.approx((0.5 * matmul + 1.0 * 63 * matmul) / peak)
+    fitted = constants(runtimes["sglang"], "cuda")
+    assert fitted.tile_cost_v0 > 0 and decode_terms_s(h20_old, fitted)["tile"] > decode_terms_s(h20, fitted)["tile"]
+
+
+def test_old_sglang_rows_are_costed_with_the_64_row_tile(catalog):
+    """observed.old_tiles: SGLang before 0.5 (the dataset's 0.4.6.post1 and 0.4.2.post4 rows), no other runtime,
+    no unparsed version."""
+    from llmsize.catalog.measurement import Row
+    from llmsize.estimate.observed import old_tiles
+
+    def row(version):
+        return Row(runtime_version=version, card="c", model="m", format="BF16", test="t", kind="decode", batch=1,
+                   tok_s=1.0, verbatim="1.0")
+    assert old_tiles(row("0.4.6.post1"), "sglang") and old_tiles(row("v0.4.2.post4"), "sglang")
+    assert not any(old_tiles(row(v), "sglang") for v in ("0.5.13.post1 (torch 2.11.0)", "sglang 0.5.6", "0.5.12",
+                                                         "sglang gemma4 branch", None))
+    assert not old_tiles(row("0.4.2"), "vllm")
 
 
 def test_marlin_tiles_16_rows_on_hopper_too(catalog):
     """Marlin issues mma.sync m16n8k16 on every architecture (vLLM's gptq_marlin/marlin_mma.h: no wgmma): a run
     that says GPTQ-Marlin, or NVFP4 under vLLM on an H100 (no FP4 tensor cores: through Marlin), rounds batch 1
-    up to 16 rows, not Hopper's 64; FP8 on the same card keeps wgmma's 64."""
+    up to 16 rows even in an older generation that put other GEMMs' batch in wgmma's 64 rows."""
     from llmsize.estimate.expected import step_inputs, tile_rows
 
     h100 = catalog.gpu("h100-sxm")
-    assert (tile_rows(h100), tile_rows(h100, marlin=True)) == (64, 16)
+    assert (tile_rows(h100, old=True), tile_rows(h100, marlin=True, old=True)) == (64, 16)
     m = catalog.model("qwen3-8b")
 
-    def step(quant, runtime, marlin=False):
+    def step(quant, runtime, marlin=False, old=False):
         p = make_plan(m, h100, PlanInputs(quant=quant, context_tokens=1024), search_fit=False)
-        x = step_inputs(p, p.decode_1, runtime, marlin=marlin)
+        x = step_inputs(p, p.decode_1, runtime, marlin=marlin, old_tiles=old)
         return x.tile_matmul_flops / (x.flops - x.attention_flops)
 
-    assert step("nvfp4", "vllm") == pytest.approx(16)
-    assert step("fp8", "vllm") == pytest.approx(64)
-    assert step("gptq-int4-g128", "sglang", marlin=True) == pytest.approx(16)
-    assert step("gptq-int4-g128", "sglang") == pytest.approx(64)  # Hopper's mixed-input GEMM (Machete) is wgmma
+    assert step("nvfp4", "vllm", old=True) == pytest.approx(16)
+    assert step("fp8", "vllm", old=True) == pytest.approx(64) and step("fp8", "vllm") == pytest.approx(16)
+    assert step("gptq-int4-g128", "sglang", marlin=True, old=True) == pytest.approx(16)
+    assert step("gptq-int4-g128", "sglang", old=True) == pytest.approx(64)
 
 
 def test_tensor_parallel_over_pcie_pays_latency_per_collective(catalog, runtimes):

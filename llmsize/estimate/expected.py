@@ -141,6 +141,7 @@ def constants(spec: RuntimeSpec, backend_id: str) -> Constants | None:
         prefill_band_low=g.prefill_band[0] if g.prefill_band else None,
         prefill_band_high=g.prefill_band[1] if g.prefill_band else None, cards_seen=tuple(g.cards),
         alu_ops_per_weight=g.alu_ops_per_weight, attn_cost=g.attn_cost, tile_cost=g.tile_cost,
+        mm_cost=g.mm_cost, tile_cost_v0=g.tile_cost_v0,
         t_step_v0_s=g.t_step_v0_s, t_prefill_layer_s=g.t_prefill_layer_s, moe_matmul_cost=g.moe_matmul_cost,
         prefill_expert_read_cost=g.prefill_expert_read_cost, t_seq_s=g.t_seq_s,
         expert_read_cost=g.expert_read_cost, t_layer_floor_s=g.t_layer_floor_s,
@@ -167,7 +168,8 @@ def _link(plan: Plan) -> tuple[int, str | None]:
     return collectives, link_kind(c.link.kind if c.link else None, crosses)
 
 
-def step_inputs(plan: Plan, batch_step, runtime: str | None = None, marlin: bool = False) -> StepInputs:
+def step_inputs(plan: Plan, batch_step, runtime: str | None = None, marlin: bool = False,
+                old_tiles: bool = False) -> StepInputs:
     """The plan's decode step at batch_step as the step-time model costs it under `runtime`; `marlin`: a run that
     says its FP4 weights went through Marlin (kernel_class), whose matmuls run at the 16-bit peak."""
     layers, moe = _layers(plan)
@@ -182,11 +184,11 @@ def step_inputs(plan: Plan, batch_step, runtime: str | None = None, marlin: bool
         else 0.0, vector_flop_per_s=(plan.gpu.dense_tflops.fp32 or 0) * 1e12 or None,
         attention_flops=_attention_flops(plan, batch_step),
         tile_matmul_flops=_tile_matmul_flops(plan, batch_step, runtime,
-                                             marlin or cls != format_class(plan.fmt.id)),
+                                             marlin or cls != format_class(plan.fmt.id), old_tiles),
         expert_flops=2.0 * batch_step.batch * expert_params_per_token(plan.card_model or plan.model),
         expert_weight_bytes=batch_step.weight_bytes * expert_read_fraction(
             plan.card_model or plan.model, plan.fmt, plan.scope, batch_step.batch),
-        tensor_core_native=tensor_core_native(plan, runtime, cls))
+        tensor_core_native=tensor_core_native(plan, runtime, cls), old_tiles=old_tiles)
 
 
 # format classes whose weights tensor cores multiply as stored, and the card's rate that says it has the instruction
@@ -203,28 +205,36 @@ def tensor_core_native(plan: Plan, runtime: str | None, cls: str) -> bool:
     return bool(getattr(plan.gpu.dense_tflops, rate))
 
 
-# Rows of the smallest tensor-core matrix instruction a batch's matmul runs in: Hopper's wgmma.mma_async and
-# datacenter Blackwell's tcgen05.mma are m64 (PTX ISA, warpgroup and tcgen05 MMA shapes); Ampere, Ada and GeForce
-# Blackwell's mma.sync m16n8k16, and AMD's MFMA 16x16x16, are 16 rows deep. Marlin (4-bit weight-only, and FP4
-# through it) issues mma.sync m16n8k16 on every architecture, Hopper's included (vLLM's
-# csrc/quantization/gptq_marlin/marlin_mma.h: no wgmma).
-TILE_ROWS_BY_ARCH = {"9": 64, "10": 64}
+# Rows a small batch's matmul is padded to on the tensor cores. Ampere, Ada and GeForce Blackwell's mma.sync
+# m16n8k16, and AMD's MFMA 16x16x16, are 16 rows deep, and Marlin (4-bit weight-only, and FP4 through it) issues
+# mma.sync on every architecture (vLLM's csrc/quantization/gptq_marlin/marlin_mma.h: no wgmma). Hopper's
+# wgmma.mma_async and datacenter Blackwell's tcgen05.mma are m64 (PTX ISA), but the current engines' small-batch
+# GEMMs there swap A and B, the weights taking the 64 rows and the batch the instruction's narrow N: vLLM's
+# csrc/quantization/cutlass_w8a8/c3x/scaled_mm_sm90_fp8_dispatch.cuh runs M in [1, 16] on a 64 x 16 tile ("enable
+# swap AB for M < 64"), and SGLang 0.5.13's BF16 Qwen3-8B on an H20 (148 dense TFLOPS) decoded a step in 6.08 ms at
+# batch 1 and 13.39 at 64 (measurements/sglang-vuuihc-h20-qwen3-8b-bench-one-batch.yaml), where 64 rows of compute
+# alone take 7.1 ms. An older generation padded to wgmma's 64: Qwen's speed benchmark on an H20 (SGLang
+# 0.4.6.post1, May 2025) ran Qwen3-32B at 48.3 ms a token in BF16 and 21.7 in FP8, the weights' read (16.4 and
+# 8.2 ms) plus a 64-row tile's FLOPs (28 and 14 ms). Its rows are costed with OLD_TILE_ROWS_BY_ARCH
+# (observed.old_tiles) and their padding at a cost of its own (tile_cost_v0); plans pay the current 16 rows.
+OLD_TILE_ROWS_BY_ARCH = {"9": 64, "10": 64}
 TILE_ROWS = 16
 
 
-def tile_rows(gpu, marlin: bool = False) -> int:
-    """Rows of the tensor-core instruction a small batch's matmul rounds up to on `gpu` (`marlin`: Marlin's)."""
+def tile_rows(gpu, marlin: bool = False, old: bool = False) -> int:
+    """Rows a small batch's matmul rounds up to on `gpu`: 16, or wgmma's 64 on Hopper and datacenter Blackwell for
+    an older generation's GEMMs (`old`) that are not Marlin's (`marlin`)."""
     major = (gpu.compute_capability or "").split(".")[0]
-    return TILE_ROWS if marlin else TILE_ROWS_BY_ARCH.get(major, TILE_ROWS)
+    return OLD_TILE_ROWS_BY_ARCH.get(major, TILE_ROWS) if old and not marlin else TILE_ROWS
 
 
-def _tile_matmul_flops(plan: Plan, batch_step, runtime: str | None, marlin: bool = False) -> float:
+def _tile_matmul_flops(plan: Plan, batch_step, runtime: str | None, marlin: bool = False, old: bool = False) -> float:
     """The step's matmul FLOPs with the batch rounded up to whole tensor-core tiles; zero for runtimes whose
     small-batch matmuls are vector kernels (llama.cpp's mmvq, MLX's qmv) and on cards without tensor cores.
     `marlin`: the matmuls run through Marlin (the run says so, or the runtime runs the plan's FP4 through it)."""
     if runtime in MATMUL_PRECISION or plan.gpu.vendor == "Apple":
         return 0.0
-    rows = tile_rows(plan.gpu, marlin)
+    rows = tile_rows(plan.gpu, marlin, old)
     padded = -(-batch_step.batch // rows) * rows
     return (batch_step.flops - _attention_flops(plan, batch_step)) * padded / batch_step.batch
 

@@ -143,6 +143,20 @@ def _row_text(row: Row) -> str:
                      else row.verbatim or "", str(row.printed or "")])
 
 
+def old_tiles(row: Row, runtime: str) -> bool:
+    """Whether the row ran an older generation's small-batch GEMMs, which padded the batch to wgmma's 64 rows on
+    Hopper and datacenter Blackwell (expected.tile_rows): SGLang before 0.5. The dataset tells only 0.4.6.post1
+    (Qwen's speed benchmark, May 2025) from 0.5.13.post1 (2026) on the same card, an H20, where the padding shows;
+    0.5.0 as the line between is the first minor release after the first, not a measured boundary."""
+    if runtime != "sglang":
+        return False
+    v = _VERSION.search(row.runtime_version or "")
+    return bool(v) and (int(v.group(1)), int(v.group(2))) < (0, 5)
+
+
+_VERSION = re.compile(r"(\d+)\.(\d+)\.\d+")
+
+
 def _vllm_v0(version: str) -> bool:
     """A vLLM release before 0.8, whose V0 engine scheduled and sampled on the CPU between steps."""
     from llmsize.estimate.engines import vllm_release
@@ -195,7 +209,8 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
     size = printed_bytes(row.model_size)
     factor = size / plan.weights.bytes_total if size else 1.0  # the file's real bytes (a GGUF mix, say)
     if row.kind == "decode":
-        step = at_file_bytes(step_inputs(plan, plan.decode_b, runtime, marlin=ran_marlin(row)), factor)
+        step = at_file_bytes(step_inputs(plan, plan.decode_b, runtime, marlin=ran_marlin(row),
+                                         old_tiles=old_tiles(row, runtime)), factor)
         if runtime == "vllm" and row.runtime_version and _vllm_v0(row.runtime_version):
             from dataclasses import replace
 

@@ -147,7 +147,7 @@ def old_tiles(row: Row, runtime: str) -> bool:
     """Whether the row ran an older generation's small-batch GEMMs, which padded the batch to wgmma's 64 rows on
     Hopper and datacenter Blackwell (expected.tile_rows): SGLang before 0.5. The dataset tells only 0.4.6.post1
     (Qwen's speed benchmark, May 2025) from 0.5.13.post1 (2026) on the same card, an H20, where the padding shows;
-    0.5.0 as the line between is the first minor release after the first, not a measured boundary."""
+    the line is put at 0.5.0, the next minor release after 0.4.6: the data cannot place it more precisely."""
     if runtime != "sglang":
         return False
     v = _VERSION.search(row.runtime_version or "")

@@ -62,11 +62,11 @@ def time_configs(launch, configs, copies):
 
 
 def replay_of(fn):
-    """fn's kernel launches captured in a CUDA graph: its replay."""
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    return graph.replay
+    """fn's kernel launches captured in a CUDA graph on the current device (gpu.capture_step: one warm call on a
+    side stream, then the capture): its replay."""
+    from llmsize.measure.gpu import capture_step
+
+    return capture_step(torch, fn, torch.cuda.current_device())
 
 
 class TuningFrozenError(RuntimeError):

@@ -288,6 +288,8 @@ UNIT_COSTS = Constants(runtime="", backend="", eta_weights={}, eta_weights_defau
                      t_step_s=0.0, t_moe_layer_s=0.0, alpha_s={}, eta_prefill={}, eta_prefill_default=None,
                      band_low=1.0, band_high=1.0, rows_decode=0, rows_prefill=0, cards=0, basis="",
                      alu_ops_per_weight=1.0, attn_cost=1.0, tile_cost=1.0, tile_cost_v0=1.0)
+# the tile term's other half per unit of its constant: the step's own matmul FLOPs (mm_cost)
+UNIT_MM = dataclasses.replace(UNIT_COSTS, tile_cost=0.0, tile_cost_v0=0.0, mm_cost=1.0)
 
 
 # the per-layer kernel floor is chosen on this grid (seconds): 0 to 150 us
@@ -431,15 +433,13 @@ class DecodeSystem:
             row += [x.collectives if x.link == k else 0.0 for k in self.links]
             row.append(dequant_time_s(x, UNIT_COSTS))  # seconds per unit of ops per weight
             row.append(attention_time_s(x, UNIT_COSTS) if runtime in VECTOR_ATTENTION else 0.0)  # per attn_cost
-            mm_s = max(0.0, x.flops - x.attention_flops) / x.peak_flop_per_s if x.tile_matmul_flops and \
-                x.peak_flop_per_s else 0.0
             pad_s = tile_time_s(x, UNIT_COSTS)  # the tile's padding at unit cost (zero for vector kernels): per unit
             row.append(0.0 if x.old_tiles else pad_s)  # of tile_cost, or of tile_cost_v0 (below) in an older generation
             row.append(1.0 if x.engine_v0 else 0.0)  # an older generation (vLLM V0, llama.cpp < b6327): a cost a step
             row.append(x.expert_weight_bytes / x.bandwidth_bytes_per_s)  # per unit of expert_read_cost
             row.append(x.layers if x.tensor_core_native else 0.0)  # per second of t_act_quant_layer_s
             row.append(x.batch - 1.0)  # per second of t_seq_s: each sequence of the step beyond the first
-            row.append(mm_s)  # per unit of mm_cost: the step's own matmul FLOPs at the dense peak
+            row.append(tile_time_s(x, UNIT_MM))  # per unit of mm_cost: the step's own matmul FLOPs at the peak
             row.append(pad_s if x.old_tiles else 0.0)  # per unit of tile_cost_v0
             row += [x.layers if kern == k else 0.0 for k in self.own_kernels]
             row += [1.0 if o.runtime == r else 0.0 for r in self.own_fixed]

@@ -28,7 +28,8 @@ A decode step of B sequences at context L on runtime R lasts (seconds), each ter
                                                          weights' read hides (FLOP, 1, FLOP/s): the growth with B
            + (F_tile(B) - F_mm(B)) x tile_cost / peak    the rows the batch is padded to, up to the instruction's
                                                          (16; an older generation's 64, at tile_cost_v0): on a card
-                                                         of low dense rate beside its bandwidth (H20), batch 1
+                                                         of low dense rate beside its bandwidth (H20), what makes
+                                                         batch 1 cost compute beside its bytes
            + collectives x alpha_s[link] + comm bytes / link bandwidth
                                                          tensor/pipeline parallel: alpha-beta per collective
 

@@ -87,7 +87,8 @@ def fake_cuda(monkeypatch, fake_gpu):
     and test_kernel_plan.py what a failed one does). The tiny model cut to one sliding and one full layer: these
     tests follow the run's plumbing, whose every step is per layer kind, not its numbers (the decoder's tests keep
     the two sliding layers a cache mixed up between layers needs): batch 17 took 13.0 s with three layers and 8.3 s
-    with two, the byte kernel's batch 4 5.6 and 3.4 s (2026-12-04). Returns the checks' calls, in order."""
+    with two, the byte kernel's batch 4 5.6 and 3.4 s (2026-12-04, `python -m pytest -n 2 -p no:cacheprovider
+    tests/measure/test_measure_cuda_path.py --durations=5`). Returns the checks' calls, in order."""
     monkeypatch.setattr(run, "CudaGpu", lambda torch_, index: fake_gpu)
     # NVML asked for a driver before torch is imported (preflight.require_driver): the fake card has one
     monkeypatch.setattr(run.preflight, "require_driver", lambda index: fake_gpu._ask("driver"))

@@ -236,7 +236,6 @@ class GroupFit:
     tile_cost: float = 0.0
     t_step_v0_s: float = 0.0
     mm_cost: float = 0.0
-    tile_cost_v0: float = 0.0
     t_prefill_layer_s: float = 0.0
     moe_matmul_cost: float = 1.0
     prefill_expert_read_cost: float = 0.0
@@ -270,7 +269,7 @@ class GroupFit:
             prefill_band_low=prefill_band[0] if prefill_band else None,
             prefill_band_high=prefill_band[1] if prefill_band else None, alu_ops_per_weight=self.alu_ops_per_weight,
             attn_cost=self.attn_cost, tile_cost=self.tile_cost, t_step_v0_s=self.t_step_v0_s,
-            mm_cost=self.mm_cost, tile_cost_v0=self.tile_cost_v0,
+            mm_cost=self.mm_cost,
             t_prefill_layer_s=self.t_prefill_layer_s, moe_matmul_cost=self.moe_matmul_cost,
             prefill_expert_read_cost=self.prefill_expert_read_cost,
             expert_read_cost=self.expert_read_cost, t_layer_floor_s=self.t_layer_floor_s,
@@ -287,9 +286,9 @@ def median(xs: list[float]) -> float:
 UNIT_COSTS = Constants(runtime="", backend="", eta_weights={}, eta_weights_default=1.0, eta_kv=1.0, t_layer_s=0.0,
                      t_step_s=0.0, t_moe_layer_s=0.0, alpha_s={}, eta_prefill={}, eta_prefill_default=None,
                      band_low=1.0, band_high=1.0, rows_decode=0, rows_prefill=0, cards=0, basis="",
-                     alu_ops_per_weight=1.0, attn_cost=1.0, tile_cost=1.0, tile_cost_v0=1.0)
+                     alu_ops_per_weight=1.0, attn_cost=1.0, tile_cost=1.0)
 # the tile term's other half per unit of its constant: the step's own matmul FLOPs (mm_cost)
-UNIT_MM = dataclasses.replace(UNIT_COSTS, tile_cost=0.0, tile_cost_v0=0.0, mm_cost=1.0)
+UNIT_MM = dataclasses.replace(UNIT_COSTS, tile_cost=0.0, mm_cost=1.0)
 
 
 # the per-layer kernel floor is chosen on this grid (seconds): 0 to 150 us
@@ -417,8 +416,7 @@ class DecodeSystem:
         self.backends = sorted({backend(o.plan.gpu) for o in dec} - {"cuda"}) if len(
             {backend(o.plan.gpu) for o in dec}) > 1 else []
         self.names = [f"v:{c}" for c in self.classes] + ["v:other", "v_kv", "t_layer", "t_step", "t_moe"] + \
-            [f"alpha:{k}" for k in self.links] + ["alu", "attn", "tile", "v0", "expert", "act_quant", "t_seq", "mm",
-                                                       "tile_v0"] + \
+            [f"alpha:{k}" for k in self.links] + ["alu", "attn", "tile", "v0", "expert", "act_quant", "t_seq", "mm"] + \
             [f"t_layer:{k}" for k in self.own_kernels] + [f"t_step:{r}" for r in self.own_fixed] + \
             [f"v_be:{b}" for b in self.backends]
         self.dec, rows_a = dec, []
@@ -433,14 +431,14 @@ class DecodeSystem:
             row += [x.collectives if x.link == k else 0.0 for k in self.links]
             row.append(dequant_time_s(x, UNIT_COSTS))  # seconds per unit of ops per weight
             row.append(attention_time_s(x, UNIT_COSTS) if runtime in VECTOR_ATTENTION else 0.0)  # per attn_cost
-            pad_s = tile_time_s(x, UNIT_COSTS)  # the tile's padding at unit cost (zero for vector kernels): per unit
-            row.append(0.0 if x.old_tiles else pad_s)  # of tile_cost, or of tile_cost_v0 (below) in an older generation
+            # per unit of tile_cost: the tile's padding (zero for vector kernels, and for an older generation's,
+            # which costs mm_cost and is in the mm column below)
+            row.append(tile_time_s(x, UNIT_COSTS))
             row.append(1.0 if x.engine_v0 else 0.0)  # an older generation (vLLM V0, llama.cpp < b6327): a cost a step
             row.append(x.expert_weight_bytes / x.bandwidth_bytes_per_s)  # per unit of expert_read_cost
             row.append(x.layers if x.tensor_core_native else 0.0)  # per second of t_act_quant_layer_s
             row.append(x.batch - 1.0)  # per second of t_seq_s: each sequence of the step beyond the first
             row.append(tile_time_s(x, UNIT_MM))  # per unit of mm_cost: the step's own matmul FLOPs at the peak
-            row.append(pad_s if x.old_tiles else 0.0)  # per unit of tile_cost_v0
             row += [x.layers if kern == k else 0.0 for k in self.own_kernels]
             row += [1.0 if o.runtime == r else 0.0 for r in self.own_fixed]
             row += [w_bw + kv_bw if backend(o.plan.gpu) == b else 0.0 for b in self.backends]
@@ -509,7 +507,6 @@ class DecodeSystem:
         fit.t_act_quant_layer_s = theta["act_quant"]
         fit.t_seq_s = theta["t_seq"]
         fit.mm_cost = theta["mm"]
-        fit.tile_cost_v0 = theta["tile_v0"]
         fit.t_layer_floor_s = floor_s
         fit.fixed_by_runtime = {
             r: (theta.get(f"t_layer:{KERNELS.get(r, r)}", theta["t_layer"]), theta.get(f"t_step:{r}", theta["t_step"]))
@@ -735,7 +732,7 @@ def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, 
         "t_layer_s": r4(fit.fixed_of(fit.runtime)[0]), "t_step_s": r4(fit.fixed_of(fit.runtime)[1]),
         "t_moe_layer_s": r4(fit.t_moe_layer_s),
         "alu_ops_per_weight": r4(fit.alu_ops_per_weight), "attn_cost": r4(fit.attn_cost),
-        "tile_cost": r4(fit.tile_cost), "mm_cost": r4(fit.mm_cost), "tile_cost_v0": r4(fit.tile_cost_v0),
+        "tile_cost": r4(fit.tile_cost), "mm_cost": r4(fit.mm_cost),
         "t_step_v0_s": r4(fit.t_step_v0_s), "t_prefill_layer_s": r4(fit.t_prefill_layer_s),
         "expert_read_cost": r4(fit.expert_read_cost), "t_layer_floor_s": r4(fit.t_layer_floor_s),
         "t_act_quant_layer_s": r4(fit.t_act_quant_layer_s), "t_seq_s": r4(fit.t_seq_s),

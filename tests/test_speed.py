@@ -477,7 +477,7 @@ def test_tensor_core_tiles_make_a_low_flops_card_compute_bound_at_batch_1(catalo
     beside ~16 ms of streaming at the full bandwidth (what Qwen's May-2025 SGLang 0.4.6 benchmark measured: 48.3 ms
     a token), x 16 = ~6.7 ms now. llama.cpp's batch-1 kernels are vector kernels (no tile); 65 sequences take five
     tiles of 16, or two of 64. The step's own FLOPs are costed at mm_cost, the padding beyond them at tile_cost (an
-    older generation's at tile_cost_v0)."""
+    older generation's at mm_cost: wgmma computes a padding row as it computes a real one)."""
     from llmsize.estimate.expected import constants, step_inputs, tile_rows
     from dataclasses import replace
 
@@ -503,13 +503,15 @@ def test_tensor_core_tiles_make_a_low_flops_card_compute_bound_at_batch_1(catalo
     b65, b65_old = step("h20", "sglang", batch=65), step("h20", "sglang", batch=65, old=True)
     assert b65.tile_matmul_flops == pytest.approx((b65.flops - b65.attention_flops) * 80 / 65)
     assert b65_old.tile_matmul_flops == pytest.approx((b65.flops - b65.attention_flops) * 128 / 65)
-    # the term: the step's own matmul FLOPs at mm_cost, the padding beyond them at tile_cost (tile_cost_v0)
-    c = replace(constants(runtimes["sglang"], "cuda"), mm_cost=0.5, tile_cost=0.25, tile_cost_v0=1.0)
+    # the term: the step's own matmul FLOPs at mm_cost, the padding beyond them at tile_cost (an older
+    # generation's at mm_cost: all 64 rows at 0.5 here)
+    c = replace(constants(runtimes["sglang"], "cuda"), mm_cost=0.5, tile_cost=0.25)
     peak = h20.peak_flop_per_s
     assert decode_terms_s(h20, c)["tile"] == pytest.approx((0.5 * matmul + 0.25 * 15 * matmul) / peak)
-    assert decode_terms_s(h20_old, c)["tile"] == pytest.approx((0.5 * matmul + 1.0 * 63 * matmul) / peak)
+    assert decode_terms_s(h20_old, c)["tile"] == pytest.approx(0.5 * 64 * matmul / peak)
     fitted = constants(runtimes["sglang"], "cuda")
-    assert fitted.tile_cost_v0 > 0 and decode_terms_s(h20_old, fitted)["tile"] > decode_terms_s(h20, fitted)["tile"]
+    assert fitted.mm_cost > fitted.tile_cost > 0
+    assert decode_terms_s(h20_old, fitted)["tile"] > decode_terms_s(h20, fitted)["tile"]
 
 
 def test_old_sglang_rows_are_costed_with_the_64_row_tile(catalog):

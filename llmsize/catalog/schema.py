@@ -418,8 +418,6 @@ class SpeedGroup(Strict):
     attn_cost: float = Field(0.0, ge=0, le=1000, description="FP32-rate FLOPs per attention FLOP at decode")
     tile_cost: float = Field(0.0, ge=0, le=1000, description="dense-peak FLOPs per tile matmul FLOP at decode")
     mm_cost: float = Field(0.0, ge=0, le=1000, description="dense-peak FLOPs per matmul FLOP of the step at decode")
-    tile_cost_v0: float = Field(0.0, ge=0, le=1000, description="tile_cost of an older generation's padding "
-                                "(SGLang before 0.5), fitted on its rows; plans pay tile_cost")
     t_step_v0_s: Seconds = Field(0.0, description="an older engine generation's extra cost per step (vLLM V0, "
                                  "llama.cpp before b6327; a dataset covariate)")
     expert_read_cost: float = Field(0.0, ge=0, le=100, description="extra time per routed-expert byte, in units of "

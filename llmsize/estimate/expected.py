@@ -141,7 +141,7 @@ def constants(spec: RuntimeSpec, backend_id: str) -> Constants | None:
         prefill_band_low=g.prefill_band[0] if g.prefill_band else None,
         prefill_band_high=g.prefill_band[1] if g.prefill_band else None, cards_seen=tuple(g.cards),
         alu_ops_per_weight=g.alu_ops_per_weight, attn_cost=g.attn_cost, tile_cost=g.tile_cost,
-        mm_cost=g.mm_cost, tile_cost_v0=g.tile_cost_v0,
+        mm_cost=g.mm_cost,
         t_step_v0_s=g.t_step_v0_s, t_prefill_layer_s=g.t_prefill_layer_s, moe_matmul_cost=g.moe_matmul_cost,
         prefill_expert_read_cost=g.prefill_expert_read_cost, t_seq_s=g.t_seq_s,
         expert_read_cost=g.expert_read_cost, t_layer_floor_s=g.t_layer_floor_s,
@@ -216,7 +216,8 @@ def tensor_core_native(plan: Plan, runtime: str | None, cls: str) -> bool:
 # alone take 7.1 ms. An older generation padded to wgmma's 64: Qwen's speed benchmark on an H20 (SGLang
 # 0.4.6.post1, May 2025) ran Qwen3-32B at 48.3 ms a token in BF16 and 21.7 in FP8, the weights' read (16.4 and
 # 8.2 ms) plus a 64-row tile's FLOPs (28 and 14 ms). Its rows are costed with OLD_TILE_ROWS_BY_ARCH
-# (observed.old_tiles) and their padding at a cost of its own (tile_cost_v0); plans pay the current 16 rows.
+# (observed.old_tiles), their padding at the cost of the step's own matmul FLOPs (speed.tile_time_s); plans pay the
+# current 16 rows.
 OLD_TILE_ROWS_BY_ARCH = {"9": 64, "10": 64}
 TILE_ROWS = 16
 

@@ -27,9 +27,10 @@ A decode step of B sequences at context L on runtime R lasts (seconds), each ter
            + F_mm(B) x mm_cost / dense peak              the step's matmuls on the tensor cores, beyond what their
                                                          weights' read hides (FLOP, 1, FLOP/s): the growth with B
            + (F_tile(B) - F_mm(B)) x tile_cost / peak    the rows the batch is padded to, up to the instruction's
-                                                         (16; an older generation's 64, at tile_cost_v0): on a card
-                                                         of low dense rate beside its bandwidth (H20), what makes
-                                                         batch 1 cost compute beside its bytes
+                                                         (16): on a card of low dense rate beside its bandwidth
+                                                         (H20), what makes batch 1 cost compute beside its bytes;
+                                                         an older generation's 64 at mm_cost (a wgmma computes its
+                                                         padding rows as it computes the batch's)
            + collectives x alpha_s[link] + comm bytes / link bandwidth
                                                          tensor/pipeline parallel: alpha-beta per collective
 
@@ -137,7 +138,7 @@ class StepInputs:
     attention_flops: float = 0.0  # the step's attention over the cache (QK and PV, all sequences, one card)
     tile_matmul_flops: float = 0.0  # the step's matmul FLOPs with the batch rounded up to the tensor-core tile
     # a published run of an older generation whose small-batch GEMMs padded the batch to wgmma's 64 rows
-    # (expected.tile_rows, observed.old_tiles): a dataset covariate only, its padding at tile_cost_v0
+    # (expected.tile_rows, observed.old_tiles): a dataset covariate only, its padding at mm_cost
     old_tiles: bool = False
     # a run of an older engine generation, a dataset covariate only (plans run the current one): vLLM's V0 engine
     # (before 0.8), llama.cpp builds before b6327 (2025-08-31; observed.llamacpp_before): their per-step CPU costs
@@ -207,7 +208,6 @@ class Constants:
     attn_cost: float = 0.0  # FP32-rate FLOPs one attention FLOP costs at decode (1 / its fraction of the rate)
     tile_cost: float = 0.0  # seconds per second of the tile's padding FLOPs at the card's dense peak
     mm_cost: float = 0.0  # seconds per second of the step's own matmul FLOPs at the card's dense peak
-    tile_cost_v0: float = 0.0  # tile_cost of an older generation's padding (old_tiles; fitted on its rows only)
     t_step_v0_s: float = 0.0  # an older generation's extra cost a step (engine_v0; fitted on its rows, plans pay none)
     t_prefill_layer_s: float = 0.0  # a serving engine's extra cost per layer of an eager prefill forward (TTFT only)
     moe_matmul_cost: float = 1.0  # a routed expert FLOP's cost in dense FLOPs (grouped GEMMs of few rows each)
@@ -255,13 +255,15 @@ def attention_time_s(x: StepInputs, c: Constants) -> float:
 
 def tile_time_s(x: StepInputs, c: Constants) -> float:
     """The matmuls as the tensor cores run them: the step's own FLOPs at mm_cost, and the rows the batch is padded
-    to (expected.tile_rows: 16, an older generation's 64 on Hopper and Blackwell) at tile_cost (tile_cost_v0),
-    so that on a card whose dense rate is low beside its bandwidth (an H20: 148 TFLOPS, 4 TB/s) batch 1 costs
-    compute beside its bytes. Zero where the runtime's batch-1 kernels are vector kernels."""
+    to (expected.tile_rows: 16) at tile_cost, so that on a card whose dense rate is low beside its bandwidth (an
+    H20: 148 TFLOPS, 4 TB/s) batch 1 costs compute beside its bytes. An older generation's padding to wgmma's 64
+    rows (old_tiles) costs what the step's own FLOPs cost, mm_cost: the instruction computes every row of its tile
+    alike (fitted apart, on SGLang 0.4.6's rows alone, it came out at 0.62 beside mm_cost's 0.63). Zero where the
+    runtime's batch-1 kernels are vector kernels."""
     if not x.peak_flop_per_s or not x.tile_matmul_flops:
         return 0.0
     matmul = max(0.0, x.flops - x.attention_flops)
-    pad = c.tile_cost_v0 if x.old_tiles else c.tile_cost
+    pad = c.mm_cost if x.old_tiles else c.tile_cost
     return (pad * max(0.0, x.tile_matmul_flops - matmul) + c.mm_cost * matmul) / x.peak_flop_per_s
 
 

@@ -89,7 +89,8 @@ LINKS = ("nvlink", "xgmi", "pcie", "network")
 BACKEND_WORDS = {"cuda": "CUDA", "rocm": "ROCm", "metal": "Metal"}
 # Runtimes whose batch-1 decode attention runs on the vector units (llama.cpp's fattn-vec / kernel_flash_attn_ext_vec,
 # MLX's sdpa_vector): their attention FLOPs cost time beyond the cache's bytes. The CUDA-graph runtimes decode with
-# FlashAttention / FlashInfer split-KV kernels on the tensor cores, bound by the cache's bytes: no such term.
+# FlashAttention / FlashInfer / FlashMLA kernels on the tensor cores, bound by the cache's bytes except where their
+# padded tile's FLOPs outlast the read (speed.attention_excess_s, costed at mm_cost in the mm column).
 VECTOR_ATTENTION = ("llamacpp", "mlx")
 # The serving engines' extra cost per layer of an eager prefill forward (speed.SERVING_RUNTIMES) is fitted on the
 # rows those engines ran, whichever group borrows them, and paid by their plans only. An intercept per request (the

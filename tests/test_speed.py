@@ -481,7 +481,7 @@ def test_tensor_core_tiles_make_a_low_flops_card_compute_bound_at_batch_1(catalo
     from llmsize.estimate.expected import constants, step_inputs, tile_rows
     from dataclasses import replace
 
-    from llmsize.estimate.speed import decode_terms_s
+    from llmsize.estimate.speed import attention_excess_s, decode_terms_s
 
     cards = [catalog.gpu(g) for g in ("h20", "b200", "rtx5090", "a100-80gb-sxm", "mi300x")]
     assert [tile_rows(g) for g in cards] == [16] * 5
@@ -504,14 +504,52 @@ def test_tensor_core_tiles_make_a_low_flops_card_compute_bound_at_batch_1(catalo
     assert b65.tile_matmul_flops == pytest.approx((b65.flops - b65.attention_flops) * 80 / 65)
     assert b65_old.tile_matmul_flops == pytest.approx((b65.flops - b65.attention_flops) * 128 / 65)
     # the term: the step's own matmul FLOPs at mm_cost, the padding beyond them at tile_cost (an older
-    # generation's at mm_cost: all 64 rows at 0.5 here)
+    # generation's at mm_cost: all 64 rows at 0.5 here), beside attention's excess over the cache's read
     c = replace(constants(runtimes["sglang"], "cuda"), mm_cost=0.5, tile_cost=0.25)
-    peak = h20.peak_flop_per_s
-    assert decode_terms_s(h20, c)["tile"] == pytest.approx((0.5 * matmul + 0.25 * 15 * matmul) / peak)
-    assert decode_terms_s(h20_old, c)["tile"] == pytest.approx(0.5 * 64 * matmul / peak)
+    peak, attn = h20.peak_flop_per_s, 0.5 * attention_excess_s(h20)
+    assert decode_terms_s(h20, c)["tile"] == pytest.approx(attn + (0.5 * matmul + 0.25 * 15 * matmul) / peak)
+    assert decode_terms_s(h20_old, c)["tile"] == pytest.approx(attn + 0.5 * 64 * matmul / peak)
     fitted = constants(runtimes["sglang"], "cuda")
     assert fitted.mm_cost > fitted.tile_cost > 0
     assert decode_terms_s(h20_old, fitted)["tile"] > decode_terms_s(h20, fitted)["tile"]
+
+
+def test_decode_attention_pads_each_query_group_to_the_kernels_tile(catalog, runtimes):
+    """Decode attention on the tensor cores: the query heads sharing a cached head are a tile's rows, padded to 64
+    on Hopper and datacenter Blackwell (FlashAttention-3, FlashMLA), 16 elsewhere. Qwen3-8B (36 layers, 32 query
+    heads on 8 cached heads of 128) at 30,016 tokens: 4 x 8 x 64 x 128 = 262,144 FLOPs per cached token a layer,
+    x 36 x 30,016 = 2.833e11 FLOPs a token on an H20, against 7.08e10 (16 rows) on an A100 and 1.77e10 unpadded.
+    Their bf16 cache is 36 x 8 x 128 x 2 x 2 B = 147,456 B a token, 4.426 GB at 30,016 tokens: on the H20 (148
+    TFLOPS, 4,000 GB/s) attention takes 1.914 ms beside the cache's 1.107 ms, 0.807 ms more (64 FLOPs a byte,
+    beyond its ridge of 37); on an H100 (989 TFLOPS, 3,350 GB/s) 0.286 ms beside 1.321 ms: nothing more. MLA's
+    latent is shared by every head: DeepSeek-V3's 128 heads, 16 a card at --tp 8, pad to 64. llama.cpp's
+    attention runs on the vector units (its own term): no tile."""
+    from llmsize.estimate.expected import attention_tile_rows, step_inputs
+    from llmsize.estimate.flops import decode_attention_tile_flops
+    from llmsize.estimate.speed import attention_excess_s
+
+    m = catalog.model("qwen3-8b")
+    assert decode_attention_tile_flops(m, 30016, 64) == pytest.approx(4 * 8 * 64 * 128 * 36 * 30016)
+    assert decode_attention_tile_flops(m, 30016, 16) == pytest.approx(7.08e10, rel=1e-3)
+    assert decode_attention_tile_flops(m, 30016, 1) == pytest.approx(1.77e10, rel=1e-3)
+    assert [attention_tile_rows(catalog.gpu(g)) for g in ("h20", "h100-sxm", "b200", "a100-80gb-sxm", "rtx5090",
+                                                          "mi300x")] == [64, 64, 64, 16, 16, 16]
+
+    def step(gpu, runtime="sglang", model=m, tp=1, context=30016):
+        p = make_plan(model, catalog.gpu(gpu), PlanInputs(quant="bf16", context_tokens=context, tp=tp),
+                      search_fit=False)
+        return step_inputs(p, p.decode_1, runtime)
+
+    h20 = step("h20")
+    assert h20.attention_tile_flops == pytest.approx(2.833e11, rel=1e-3) and h20.kv_bytes == pytest.approx(
+        147456 * 30016)
+    assert attention_excess_s(h20) == pytest.approx(2.833e11 / 148e12 - 147456 * 30016 / 4000e9, rel=1e-3)
+    assert attention_excess_s(h20) == pytest.approx(0.807e-3, rel=0.01)
+    assert attention_excess_s(step("h100-sxm")) == 0 and attention_excess_s(step("a100-80gb-sxm")) == 0
+    assert step("h20", "llamacpp").attention_tile_flops == 0
+    ds = step("h200-sxm", model=catalog.model("deepseek-v3"), tp=8, context=1000)
+    # absorbed MLA, one card's 16 heads padded to 64: 2 x 64 x (2 x 512 + 64) FLOPs per cached token, 61 layers
+    assert ds.attention_tile_flops == pytest.approx(2 * 64 * (2 * 512 + 64) * 61 * 1000)
 
 
 def test_old_sglang_rows_are_costed_with_the_64_row_tile(catalog):

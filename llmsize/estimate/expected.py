@@ -185,6 +185,8 @@ def step_inputs(plan: Plan, batch_step, runtime: str | None = None, marlin: bool
         attention_flops=_attention_flops(plan, batch_step),
         tile_matmul_flops=_tile_matmul_flops(plan, batch_step, runtime,
                                              marlin or cls != format_class(plan.fmt.id), old_tiles),
+        attention_tile_flops=_attention_tile_flops(plan, batch_step, runtime),
+        attention_flop_per_s=decode_attention_rate(plan),
         expert_flops=2.0 * batch_step.batch * expert_params_per_token(plan.card_model or plan.model),
         expert_weight_bytes=batch_step.weight_bytes * expert_read_fraction(
             plan.card_model or plan.model, plan.fmt, plan.scope, batch_step.batch),
@@ -238,6 +240,41 @@ def _tile_matmul_flops(plan: Plan, batch_step, runtime: str | None, marlin: bool
     rows = tile_rows(plan.gpu, marlin, old)
     padded = -(-batch_step.batch // rows) * rows
     return (batch_step.flops - _attention_flops(plan, batch_step)) * padded / batch_step.batch
+
+
+# Rows a decode attention kernel's query tile holds on the tensor cores: the query heads that share a cached head,
+# padded. Hopper's and datacenter Blackwell's kernels issue wgmma / tcgen05.mma, m64 (PTX ISA): FlashAttention-3's
+# query block is a multiple of 64 rows (hopper/tile_size.h: kBlockM 64 or 128), FlashMLA's head block is 64
+# (csrc/flash_mla: 64 query heads a block, fewer padded); elsewhere mma.sync's 16 (FlashInfer's smallest query tile,
+# CTA_TILE_Q 16). Plans and rows alike: unlike the matmuls' GEMMs, no engine swaps attention's operands.
+ATTENTION_TILE_ROWS_BY_ARCH = {"9": 64, "10": 64}
+
+
+def attention_tile_rows(gpu) -> int:
+    """Rows a decode attention tile rounds a query group up to on `gpu` (ATTENTION_TILE_ROWS_BY_ARCH, else 16)."""
+    return ATTENTION_TILE_ROWS_BY_ARCH.get((gpu.compute_capability or "").split(".")[0], TILE_ROWS)
+
+
+def _attention_tile_flops(plan: Plan, batch_step, runtime: str | None) -> float:
+    """The step's decode attention as tensor-core kernels compute it, every query group padded to the tile
+    (flops.decode_attention_tile_flops), all sequences, one card's heads; zero for runtimes whose batch-1
+    attention runs on the vector units (llama.cpp, MLX: their attention term) and on Apple cards."""
+    if runtime in MATMUL_PRECISION or plan.gpu.vendor == "Apple":
+        return 0.0
+    from llmsize.estimate.flops import decode_attention_tile_flops
+    from llmsize.estimate.parallel import shard_model
+
+    shard = shard_model(plan.model, plan.inputs.tp, 1)
+    return batch_step.batch * decode_attention_tile_flops(shard, batch_step.context_tokens,
+                                                          attention_tile_rows(plan.gpu))
+
+
+def decode_attention_rate(plan: Plan) -> float | None:
+    """The dense rate (FLOP/s) decode attention's matmuls run at: the cache's precision (FP8 for an FP8 cache,
+    else 16-bit), whatever the weights' format."""
+    precision = "fp8" if (plan.inputs.kv_dtype or "").lower() in FP8_ATTENTION_CACHES else "bf16"
+    rate = compute_peak(plan.gpu, plan.fmt, precision).flop_per_s
+    return None if not rate or fp32_stands_in(plan.gpu, rate) else rate
 
 
 def _attention_flops(plan: Plan, batch_step) -> float:

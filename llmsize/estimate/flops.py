@@ -89,6 +89,26 @@ def _attention_cap(mixer) -> int | None:
     return min(caps) if caps else None
 
 
+def decode_attention_tile_flops(model: ModelSpec, context_tokens: int, rows: int) -> float:
+    """Decode attention's FLOPs for one sequence's token as a tensor-core kernel computes them: the query heads that
+    read one cached head (a GQA group; every head for absorbed MLA, whose latent they all share) are the rows of
+    its tile, rounded up to `rows`; a padding row costs what a real one does. Attention layers only (no indexer,
+    no recurrent state)."""
+    flops = 0.0
+    for g in model.layer_groups:
+        m = g.mixer
+        if isinstance(m, AttentionBase):
+            group = m.num_attention_heads // m.num_key_value_heads
+            per_token = 4.0 * m.num_key_value_heads * -(-group // rows) * rows * m.head_dim
+        elif isinstance(m, MlaAttention):
+            per_token = 2.0 * -(-m.num_attention_heads // rows) * rows * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
+        else:
+            continue
+        cap = _attention_cap(m)
+        flops += g.count * per_token * (min(context_tokens, cap) if cap else context_tokens)
+    return flops
+
+
 def decode_flops_per_token(model: ModelSpec, context_tokens: int) -> float:
     """FLOPs to decode one token with `context_tokens` already cached."""
     flops = 2.0 * matmul_params_per_token(model)

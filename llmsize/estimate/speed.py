@@ -23,7 +23,11 @@ A decode step of B sequences at context L on runtime R lasts (seconds), each ter
                                                          file decodes slower than its bytes on a weak-ALU card
            + F_attn(B, L) x attn_cost / FP32 rate        attention's FLOPs over the cache (FLOP, 1, FLOP/s):
                                                          at depth, heads sharing a small cache (GQA, MLA) cost
-                                                         compute beyond the cache's bytes
+                                                         compute beyond the cache's bytes [vector-kernel runtimes]
+           + max(0, F_attn_tile(B, L) / attention rate   the same on the tensor cores, each query group padded
+                    - KV(B, L) / BW) x mm_cost           to the kernel's tile (64 on Hopper and Blackwell, else
+                                                         16), beyond the cache's read it overlaps (FLOP, FLOP/s,
+                                                         B, B/s, 1): an H20 at depth [tensor-core runtimes]
            + F_mm(B) x mm_cost / dense peak              the step's matmuls on the tensor cores, beyond what their
                                                          weights' read hides (FLOP, 1, FLOP/s): the growth with B
            + (F_tile(B) - F_mm(B)) x tile_cost / peak    the rows the batch is padded to, up to the instruction's
@@ -137,6 +141,10 @@ class StepInputs:
     vector_flop_per_s: float | None = None  # the card's FP32 (non-tensor) rate, where dequantizing runs
     attention_flops: float = 0.0  # the step's attention over the cache (QK and PV, all sequences, one card)
     tile_matmul_flops: float = 0.0  # the step's matmul FLOPs with the batch rounded up to the tensor-core tile
+    # decode attention's FLOPs with each query group rounded up to the kernel's tile (expected.attention_tile_rows),
+    # and the rate they run at (the cache's precision); zero where attention runs on the vector units
+    attention_tile_flops: float = 0.0
+    attention_flop_per_s: float | None = None
     # a published run of an older generation whose small-batch GEMMs padded the batch to wgmma's 64 rows
     # (expected.tile_rows, observed.old_tiles): a dataset covariate only, its padding at mm_cost
     old_tiles: bool = False
@@ -260,11 +268,22 @@ def tile_time_s(x: StepInputs, c: Constants) -> float:
     rows (old_tiles) costs what the step's own FLOPs cost, mm_cost: the instruction computes every row of its tile
     alike (fitted apart, on SGLang 0.4.6's rows alone, it came out at 0.62 beside mm_cost's 0.63). Zero where the
     runtime's batch-1 kernels are vector kernels."""
+    attention = c.mm_cost * attention_excess_s(x) if x.attention_flop_per_s else 0.0
     if not x.peak_flop_per_s or not x.tile_matmul_flops:
-        return 0.0
+        return attention
     matmul = max(0.0, x.flops - x.attention_flops)
     pad = c.mm_cost if x.old_tiles else c.tile_cost
-    return (pad * max(0.0, x.tile_matmul_flops - matmul) + c.mm_cost * matmul) / x.peak_flop_per_s
+    return attention + (pad * max(0.0, x.tile_matmul_flops - matmul) + c.mm_cost * matmul) / x.peak_flop_per_s
+
+
+def attention_excess_s(x: StepInputs) -> float:
+    """What decode attention's tensor-core FLOPs, each query group padded to the kernel's tile, take at the rate
+    the cache's precision runs at beyond the cache's read at the full bandwidth (s): the kernel lasts the longer
+    of the two. A 64-row tile over a 16-bit cache does 64 FLOPs a byte read (MLA's shared latent ~120): beyond
+    an H20's ridge (148 TFLOPS / 4 TB/s = 37), far below an H100's (295); 16 rows stay below every card's."""
+    if not x.attention_flop_per_s:
+        return 0.0
+    return max(0.0, x.attention_tile_flops / x.attention_flop_per_s - x.kv_bytes / x.bandwidth_bytes_per_s)
 
 
 def act_quant_time_s(x: StepInputs, c: Constants) -> float:

@@ -244,9 +244,11 @@ def _tile_matmul_flops(plan: Plan, batch_step, runtime: str | None, marlin: bool
 
 # Rows a decode attention kernel's query tile holds on the tensor cores: the query heads that share a cached head,
 # padded. Hopper's and datacenter Blackwell's kernels issue wgmma / tcgen05.mma, m64 (PTX ISA): FlashAttention-3's
-# query block is a multiple of 64 rows (hopper/tile_size.h: kBlockM 64 or 128), FlashMLA's head block is 64
-# (csrc/flash_mla: 64 query heads a block, fewer padded); elsewhere mma.sync's 16 (FlashInfer's smallest query tile,
-# CTA_TILE_Q 16). Plans and rows alike: unlike the matmuls' GEMMs, no engine swaps attention's operands.
+# query block is 64 rows for one warpgroup and 128-192 otherwise (hopper/tile_size.h, tile_size_fwd_sm90), FlashMLA's
+# decode kernel 64 (Flash_fwd_kernel_traits_mla<576, 64, 64, ...>: its 64-row block holds the heads); elsewhere
+# mma.sync's 16 (FlashInfer's smallest query tile). Unlike the matmuls' GEMMs, no engine swaps attention's operands.
+# Padding shows only where the tile's FLOPs a byte exceed the card's ridge (speed.attention_excess_s): of the
+# catalog's cards with tensor cores, only the H20 (37) is below 64.
 ATTENTION_TILE_ROWS_BY_ARCH = {"9": 64, "10": 64}
 
 

@@ -280,7 +280,8 @@ def attention_excess_s(x: StepInputs) -> float:
     """What decode attention's tensor-core FLOPs, each query group padded to the kernel's tile, take at the rate
     the cache's precision runs at beyond the cache's read at the full bandwidth (s): the kernel lasts the longer
     of the two. A 64-row tile over a 16-bit cache does 64 FLOPs a byte read (MLA's shared latent ~120): beyond
-    an H20's ridge (148 TFLOPS / 4 TB/s = 37), far below an H100's (295); 16 rows stay below every card's."""
+    an H20's ridge (148 TFLOPS / 4 TB/s = 37), far below an H100's (295); 16 rows stay below the ridge of every
+    catalog card these runtimes run on."""
     if not x.attention_flop_per_s:
         return 0.0
     return max(0.0, x.attention_tile_flops / x.attention_flop_per_s - x.kv_bytes / x.bandwidth_bytes_per_s)

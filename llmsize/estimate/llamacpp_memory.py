@@ -37,6 +37,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import accumulate
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
@@ -55,6 +56,14 @@ F32 = 4
 BACKEND_NAME = {"NVIDIA": "CUDA0", "AMD": "ROCm0", "Apple": "Metal", "Intel": "SYCL0"}
 LAYER = re.compile(r"^blk\.(\d+)\.")
 EXPERTS = re.compile(r"^blk\.\d+\.ffn_(up|down|gate|gate_up)_exps\.")  # --n-cpu-moe's override pattern
+
+
+@lru_cache(maxsize=1 << 16)
+def tensor_block(name: str) -> tuple[int, bool]:
+    """A GGUF tensor's block index (-1 outside the blocks: embedding, output) and whether it is one of the
+    routed experts' matrices (EXPERTS); parsed once per name, which every file type of a model shares."""
+    m = LAYER.match(name)
+    return (int(m.group(1)), bool(EXPERTS.match(name))) if m else (-1, False)
 
 
 @dataclass(frozen=True)
@@ -227,10 +236,9 @@ def _widest_ff(model: ModelSpec) -> int:
 def on_gpu(name: str, n_layer: int, i_gpu_start: int, output_on_gpu: bool, n_cpu_moe: int) -> bool:
     """Where llama.cpp loads a tensor: its layer's device, the routed experts of the first n_cpu_moe layers on
     the host (common/arg.cpp: --n-cpu-moe N overrides blk.0..N-1 ffn_(up|down|gate)_exps to the CPU buffer)."""
-    m = LAYER.match(name)
-    if m:
-        il = int(m.group(1))
-        if il < n_cpu_moe and EXPERTS.match(name):
+    il, expert = tensor_block(name)
+    if il >= 0:
+        if il < n_cpu_moe and expert:
             return False
         return i_gpu_start <= il < n_layer  # a layer past block_count (MTP) stays with the host
     if name.startswith(("output.", "output_norm.")):
@@ -269,9 +277,9 @@ def file_layout(tensors: list[tuple[str, int]]) -> FileLayout:
     layers: dict[int, list[int]] = {}
     output = embd = host = 0
     for name, nbytes in tensors:
-        m = LAYER.match(name)
-        if m:
-            layers.setdefault(int(m.group(1)), [0, 0])[0 if EXPERTS.match(name) else 1] += nbytes
+        il, expert = tensor_block(name)
+        if il >= 0:
+            layers.setdefault(il, [0, 0])[0 if expert else 1] += nbytes
         elif name.startswith(("output.", "output_norm.")):
             output += nbytes
         else:

@@ -38,13 +38,12 @@ from dataclasses import dataclass, replace
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.estimate.host_memory import HostMemory
 from llmsize.estimate.llamacpp_memory import (
-    EXPERTS,
-    LAYER,
     LlamaCppLedger,
     file_layout,
     layer_caches,
     on_gpu,
     row_bytes,
+    tensor_block,
 )
 from llmsize.estimate.params import touched_share
 
@@ -104,10 +103,10 @@ def read_bytes(model: ModelSpec, led: LlamaCppLedger, tensors: list[tuple[str, i
             if tied:  # read in full as the output layer, where the output is
                 gpu, host = (gpu + nbytes, host) if out_gpu else (gpu, host + nbytes)
             continue
-        m = LAYER.match(name)
-        routed = bool(m and EXPERTS.match(name) and int(m.group(1)) < n_layer)
-        frac = share[int(m.group(1))] if routed else 1.0
-        if m and int(m.group(1)) >= n_layer:
+        il, is_expert = tensor_block(name)
+        routed = is_expert and il < n_layer
+        frac = share[il] if routed else 1.0
+        if il >= n_layer:
             continue  # multi-token-prediction layers: not read by plain decoding
         if on_gpu(name, n_layer, i_gpu_start, out_gpu, s.n_cpu_moe):
             gpu += nbytes * frac
@@ -156,10 +155,9 @@ def host_expert_bytes(model: ModelSpec, led: LlamaCppLedger, tensors: list[tuple
     share = _expert_share(model)
     out = []
     for name, nbytes in tensors:
-        m = LAYER.match(name)
-        if not (m and EXPERTS.match(name) and name.endswith(".weight") and int(m.group(1)) < n_layer):
+        il, is_expert = tensor_block(name)
+        if not (is_expert and name.endswith(".weight") and il < n_layer):
             continue  # the experts' biases (ADD_ID) cross whole; multi-token-prediction layers are not run
-        il = int(m.group(1))
         if share[il] < 1.0 and not on_gpu(name, n_layer, i_gpu_start, out_gpu, led.settings.n_cpu_moe):
             out.append((nbytes, share[il]))
     return out

@@ -524,7 +524,7 @@ def test_decode_attention_pads_each_query_group_to_the_kernels_tile(catalog, run
     beyond its ridge of 37); on an H100 (989 TFLOPS, 3,350 GB/s) 0.286 ms beside 1.321 ms: nothing more. MLA's
     latent is shared by every head: DeepSeek-V3's 128 heads, 16 a card at --tp 8, pad to 64. llama.cpp's
     attention runs on the vector units (its own term): no tile."""
-    from llmsize.estimate.expected import attention_tile_rows, step_inputs
+    from llmsize.estimate.expected import step_inputs, wgmma_rows
     from llmsize.estimate.flops import decode_attention_tile_flops
     from llmsize.estimate.speed import attention_excess_s
 
@@ -532,7 +532,7 @@ def test_decode_attention_pads_each_query_group_to_the_kernels_tile(catalog, run
     assert decode_attention_tile_flops(m, 30016, 64) == pytest.approx(4 * 8 * 64 * 128 * 36 * 30016)
     assert decode_attention_tile_flops(m, 30016, 16) == pytest.approx(7.08e10, rel=1e-3)
     assert decode_attention_tile_flops(m, 30016, 1) == pytest.approx(1.77e10, rel=1e-3)
-    assert [attention_tile_rows(catalog.gpu(g)) for g in ("h20", "h100-sxm", "b200", "a100-80gb-sxm", "rtx5090",
+    assert [wgmma_rows(catalog.gpu(g)) for g in ("h20", "h100-sxm", "b200", "a100-80gb-sxm", "rtx5090",
                                                           "mi300x")] == [64, 64, 64, 16, 16, 16]
 
     def step(gpu, runtime="sglang", model=m, tp=1, context=30016):
@@ -547,6 +547,12 @@ def test_decode_attention_pads_each_query_group_to_the_kernels_tile(catalog, run
     assert attention_excess_s(h20) == pytest.approx(0.807e-3, rel=0.01)
     assert attention_excess_s(step("h100-sxm")) == 0 and attention_excess_s(step("a100-80gb-sxm")) == 0
     assert step("h20", "llamacpp").attention_tile_flops == 0
+    # expected.py's claim: of the catalog's NVIDIA cards with tensor cores (compute capability 7.0 and up), only the
+    # H20's 16-bit ridge is below 64 FLOPs a byte, so only there does a 64-row tile outlast the cache's read
+    low = sorted(g.id for g in catalog.hardware.all() if g.vendor == "NVIDIA" and g.compute_capability
+                 and float(g.compute_capability) >= 7.0 and (g.dense_tflops.bf16 or g.dense_tflops.fp16)
+                 and (g.dense_tflops.bf16 or g.dense_tflops.fp16) * 1e12 / g.bandwidth_bytes_per_s < 64)
+    assert low == ["h20"]
     ds = step("h200-sxm", model=catalog.model("deepseek-v3"), tp=8, context=1000)
     # absorbed MLA, one card's 16 heads padded to 64: 2 x 64 x (2 x 512 + 64) FLOPs per cached token, 61 layers
     assert ds.attention_tile_flops == pytest.approx(2 * 64 * (2 * 512 + 64) * 61 * 1000)

@@ -186,7 +186,7 @@ def step_inputs(plan: Plan, batch_step, runtime: str | None = None, marlin: bool
         tile_matmul_flops=_tile_matmul_flops(plan, batch_step, runtime,
                                              marlin or cls != format_class(plan.fmt.id), old_tiles),
         attention_tile_flops=_attention_tile_flops(plan, batch_step, runtime),
-        attention_flop_per_s=decode_attention_rate(plan),
+        attention_flop_per_s=cache_precision_rate(plan),
         expert_flops=2.0 * batch_step.batch * expert_params_per_token(plan.card_model or plan.model),
         expert_weight_bytes=batch_step.weight_bytes * expert_read_fraction(
             plan.card_model or plan.model, plan.fmt, plan.scope, batch_step.batch),
@@ -217,25 +217,35 @@ def tensor_core_native(plan: Plan, runtime: str | None, cls: str) -> bool:
 # batch 1 and 13.39 at 64 (measurements/sglang-vuuihc-h20-qwen3-8b-bench-one-batch.yaml), where 64 rows of compute
 # alone take 7.1 ms. An older generation padded to wgmma's 64: Qwen's speed benchmark on an H20 (SGLang
 # 0.4.6.post1, May 2025) ran Qwen3-32B at 48.3 ms a token in BF16 and 21.7 in FP8, the weights' read (16.4 and
-# 8.2 ms) plus a 64-row tile's FLOPs (28 and 14 ms). Its rows are costed with OLD_TILE_ROWS_BY_ARCH
-# (observed.old_tiles), their padding at the cost of the step's own matmul FLOPs (speed.tile_time_s); plans pay the
-# current 16 rows.
-OLD_TILE_ROWS_BY_ARCH = {"9": 64, "10": 64}
+# 8.2 ms) plus a 64-row tile's FLOPs (28 and 14 ms). Its rows are costed with wgmma's rows (observed.old_tiles),
+# their padding at the cost of the step's own matmul FLOPs (speed.tile_time_s); plans pay the current 16 rows.
+WGMMA_ROWS_BY_ARCH = {"9": 64, "10": 64}  # compute capability major: Hopper, datacenter Blackwell
 TILE_ROWS = 16
+
+
+def wgmma_rows(gpu) -> int:
+    """Rows of `gpu`'s tensor-core instruction without swapped operands: wgmma's / tcgen05's 64 on Hopper and
+    datacenter Blackwell (WGMMA_ROWS_BY_ARCH), else mma.sync's (and MFMA's) 16."""
+    return WGMMA_ROWS_BY_ARCH.get((gpu.compute_capability or "").split(".")[0], TILE_ROWS)
 
 
 def tile_rows(gpu, marlin: bool = False, old: bool = False) -> int:
     """Rows a small batch's matmul rounds up to on `gpu`: 16, or wgmma's 64 on Hopper and datacenter Blackwell for
     an older generation's GEMMs (`old`) that are not Marlin's (`marlin`)."""
-    major = (gpu.compute_capability or "").split(".")[0]
-    return OLD_TILE_ROWS_BY_ARCH.get(major, TILE_ROWS) if old and not marlin else TILE_ROWS
+    return wgmma_rows(gpu) if old and not marlin else TILE_ROWS
+
+
+def _vector_kernels(plan: Plan, runtime: str | None) -> bool:
+    """Whether `runtime`'s small-batch matmuls and decode attention run on the vector units, not the tensor cores:
+    llama.cpp's and MLX's (MATMUL_PRECISION: mmvq, qmv, fattn-vec, sdpa_vector), and anything on an Apple card."""
+    return runtime in MATMUL_PRECISION or plan.gpu.vendor == "Apple"
 
 
 def _tile_matmul_flops(plan: Plan, batch_step, runtime: str | None, marlin: bool = False, old: bool = False) -> float:
     """The step's matmul FLOPs with the batch rounded up to whole tensor-core tiles; zero for runtimes whose
     small-batch matmuls are vector kernels (llama.cpp's mmvq, MLX's qmv) and on cards without tensor cores.
     `marlin`: the matmuls run through Marlin (the run says so, or the runtime runs the plan's FP4 through it)."""
-    if runtime in MATMUL_PRECISION or plan.gpu.vendor == "Apple":
+    if _vector_kernels(plan, runtime):
         return 0.0
     rows = tile_rows(plan.gpu, marlin, old)
     padded = -(-batch_step.batch // rows) * rows
@@ -248,32 +258,24 @@ def _tile_matmul_flops(plan: Plan, batch_step, runtime: str | None, marlin: bool
 # decode kernel 64 (Flash_fwd_kernel_traits_mla<576, 64, 64, ...>: its 64-row block holds the heads); elsewhere
 # mma.sync's 16 (FlashInfer's smallest query tile). Unlike the matmuls' GEMMs, no engine swaps attention's operands.
 # Padding shows only where the tile's FLOPs a byte exceed the card's ridge (speed.attention_excess_s): of the
-# catalog's cards with tensor cores, only the H20 (37) is below 64.
-ATTENTION_TILE_ROWS_BY_ARCH = {"9": 64, "10": 64}
-
-
-def attention_tile_rows(gpu) -> int:
-    """Rows a decode attention tile rounds a query group up to on `gpu` (ATTENTION_TILE_ROWS_BY_ARCH, else 16)."""
-    return ATTENTION_TILE_ROWS_BY_ARCH.get((gpu.compute_capability or "").split(".")[0], TILE_ROWS)
-
-
+# catalog's cards with tensor cores, only the H20 (37) is below 64. The rows are wgmma_rows.
 def _attention_tile_flops(plan: Plan, batch_step, runtime: str | None) -> float:
     """The step's decode attention as tensor-core kernels compute it, every query group padded to the tile
     (flops.decode_attention_tile_flops), all sequences, one card's heads; zero for runtimes whose batch-1
     attention runs on the vector units (llama.cpp, MLX: their attention term) and on Apple cards."""
-    if runtime in MATMUL_PRECISION or plan.gpu.vendor == "Apple":
+    if _vector_kernels(plan, runtime):
         return 0.0
     from llmsize.estimate.flops import decode_attention_tile_flops
     from llmsize.estimate.parallel import shard_model
 
     shard = shard_model(plan.model, plan.inputs.tp, 1)
     return batch_step.batch * decode_attention_tile_flops(shard, batch_step.context_tokens,
-                                                          attention_tile_rows(plan.gpu))
+                                                          wgmma_rows(plan.gpu))
 
 
-def decode_attention_rate(plan: Plan) -> float | None:
-    """The dense rate (FLOP/s) decode attention's matmuls run at: the cache's precision (FP8 for an FP8 cache,
-    else 16-bit), whatever the weights' format."""
+def cache_precision_rate(plan: Plan) -> float | None:
+    """The dense rate (FLOP/s) attention's matmuls run at: the cache's precision (FP8 for an FP8 cache, else
+    16-bit), whatever the weights' format; None where the catalog lacks it and only the FP32 figure would stand in."""
     precision = "fp8" if (plan.inputs.kv_dtype or "").lower() in FP8_ATTENTION_CACHES else "bf16"
     rate = compute_peak(plan.gpu, plan.fmt, precision).flop_per_s
     return None if not rate or fp32_stands_in(plan.gpu, rate) else rate
@@ -381,11 +383,8 @@ def attention_rate(plan: Plan, runtime: str | None, matmul_flop_per_s: float | N
     entry lacks the cache precision's rate, where only its FP32 figure would stand in)."""
     if runtime in MATMUL_PRECISION or not matmul_flop_per_s:
         return None
-    precision = "fp8" if (plan.inputs.kv_dtype or "").lower() in FP8_ATTENTION_CACHES else "bf16"
-    rate = compute_peak(plan.gpu, plan.fmt, precision).flop_per_s
-    if not rate or rate >= matmul_flop_per_s or fp32_stands_in(plan.gpu, rate):
-        return None
-    return rate
+    rate = cache_precision_rate(plan)
+    return rate if rate and rate < matmul_flop_per_s else None
 
 
 def prompt_expert_bytes(plan: Plan, tokens_per_forward: int) -> float:

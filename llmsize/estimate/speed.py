@@ -141,7 +141,7 @@ class StepInputs:
     vector_flop_per_s: float | None = None  # the card's FP32 (non-tensor) rate, where dequantizing runs
     attention_flops: float = 0.0  # the step's attention over the cache (QK and PV, all sequences, one card)
     tile_matmul_flops: float = 0.0  # the step's matmul FLOPs with the batch rounded up to the tensor-core tile
-    # decode attention's FLOPs with each query group rounded up to the kernel's tile (expected.attention_tile_rows),
+    # decode attention's FLOPs with each query group rounded up to the kernel's tile (expected.wgmma_rows),
     # and the rate they run at (the cache's precision); zero where attention runs on the vector units
     attention_tile_flops: float = 0.0
     attention_flop_per_s: float | None = None
@@ -268,7 +268,7 @@ def tile_time_s(x: StepInputs, c: Constants) -> float:
     rows (old_tiles) costs what the step's own FLOPs cost, mm_cost: the instruction computes every row of its tile
     alike (fitted apart, on SGLang 0.4.6's rows alone, it came out at 0.62 beside mm_cost's 0.63). Zero where the
     runtime's batch-1 kernels are vector kernels."""
-    attention = c.mm_cost * attention_excess_s(x) if x.attention_flop_per_s else 0.0
+    attention = c.mm_cost * attention_excess_s(x)
     if not x.peak_flop_per_s or not x.tile_matmul_flops:
         return attention
     matmul = max(0.0, x.flops - x.attention_flops)

@@ -79,7 +79,7 @@ render_measure(json.load(open('$OUT/measure-$q.json')), Console(width=100))" | t
 }
 
 # 1. the headline: what a user gets from plain `llmsize measure` (self-checked choices: the word kernel, the
-#    fused step, PDL early with the L2 prefetch), with the probe; then the bf16 baseline it must beat, run the
+#    fused step, no PDL: launch.py says why), with the probe; then the bf16 baseline it must beat, run the
 #    same way (cuBLAS GEMMs, the same fused kernels between them; --fallback: the eager step if the fused one
 #    fails its check, as it did on 2026-12-04, said in the report, so that a baseline is measured either way)
 if want headline; then

@@ -1,6 +1,6 @@
 """One Gemma 4 12B NVFP4 model on the card, many ways to run its decode step: which launch settings and kernels
 make the batch-1 step fastest. For issue 5's sweeps: the model is built and prefilled once, then each variant
-is checked against the eager step's logits, captured in its own CUDA graph and timed.
+is captured in its own CUDA graph and timed, and its first logits are set beside the default's (the first row).
 
     python benchmarks/step_variants.py [--context 4096] [--steps 64] [--out FILE] [--append]
 
@@ -11,6 +11,14 @@ ops, or in benchmarks/kernels/lm_head.py's kernel), and launch.py's settings
 wait). Every variant replays from the same position, so each attends to the same context. Prints a Markdown
 table (card, date, commit, command) of ms per step, GB/s and percent of NVML theoretical; --append adds it to
 benchmarks/RESULTS.md.
+
+The logits column is a check only where one can be made. Through 48 layers of random bf16 weights a rounding
+difference grows to the size of the logits themselves (eager against fused: 1.10 on average, 7.3 at most on an
+H200, tests/gpu/test_gpu_decode.py::test_fused_bf16_step_close_to_the_eager_one), as large as a wrong kernel
+would make it; so on the card the column gives the difference from the default and says "identical" where the
+variant computes the same as it (a launch setting changes no arithmetic: such a row that is not identical is a
+finding), while the kernels themselves are checked by `llmsize measure`'s self-checks and tests/gpu. On the
+toy model (--smoke, float32, two layers) every variant must be within the GPU tests' bound of the default.
 Needs a CUDA GPU and the measure extra.
 """
 
@@ -32,26 +40,35 @@ from llmsize.measure.preflight import no_driver_reason  # noqa: E402
 # is what `llmsize measure` runs (fold: GeGLU and residual norms in the word GEMVs' epilogues; fold_combine: the
 # attention combine in the split kernel's last slice; cap_argmax: the soft-cap and tokens in one kernel after
 # cuBLAS's lm_head GEMM; lm_head: "triton" for benchmarks/kernels/lm_head.py's kernel in place of both). The
-# first is the reference the others are checked against.
+# first row, `llmsize measure`'s own step, is the one the others' logits are set beside.
 DEFAULT = {"gemv": "words", "fused": True, "fold": True, "fold_combine": True, "cap_argmax": True, "lm_head": "torch",
            "attn_split": {}}
 VARIANTS = [
-    ("eager, words", "2", "32", {"fused": False}),
-    ("fused, words, PDL off", "0", "0", {}),
+    ("fused, words, PDL off (default)", "0", "32", {}),
+    ("eager, words", "0", "32", {"fused": False}),
     ("fused, words, PDL wait first", "1", "0", {}),
     ("fused, words, PDL early, no prefetch", "2", "0", {}),
     ("fused, words, PDL early, prefetch 16 KiB", "2", "16", {}),
-    ("fused, words, PDL early, prefetch 32 KiB (default)", "2", "32", {}),
+    ("fused, words, PDL early, prefetch 32 KiB", "2", "32", {}),
     ("fused, words, PDL early, prefetch 64 KiB", "2", "64", {}),
     ("fused, words, PDL early, prefetch 128 KiB", "2", "128", {}),
-    ("fused, words, PDL early, prefetch 32 KiB, soft-cap and token in torch ops", "2", "32", {"cap_argmax": False}),
-    ("fused, words, PDL early, prefetch 32 KiB, lm_head kernel", "2", "32", {"lm_head": "triton"}),
-    ("fused, words, PDL early, prefetch 32 KiB, combine kernel", "2", "32", {"fold_combine": False}),
-    ("fused, words, PDL early, prefetch 32 KiB, full-layer slices of 32 rows", "2", "32",
-     {"attn_split": {"full": 32}}),
-    ("fused, words, PDL early, prefetch 32 KiB, no folds", "2", "32", {"fold": False}),
-    ("fused, triton (byte kernel), PDL early", "2", "32", {"gemv": "triton"}),
+    ("fused, words, soft-cap and token in torch ops", "0", "32", {"cap_argmax": False}),
+    ("fused, words, lm_head kernel", "0", "32", {"lm_head": "triton"}),
+    ("fused, words, combine kernel", "0", "32", {"fold_combine": False}),
+    ("fused, words, full-layer slices of 32 rows", "0", "32", {"attn_split": {"full": 32}}),
+    ("fused, words, no folds", "0", "32", {"fold": False}),
+    ("fused, triton (byte kernel)", "0", "32", {"gemv": "triton"}),
 ]
+
+
+def logits_column(first, ref, smoke: bool) -> str:
+    """The logits cell: on the toy model (smoke) a verdict against the GPU tests' bound (fused against eager,
+    bf16: mean under 0.05, max under 1.0); on the card "identical" or the difference (see the module's note)."""
+    err = (first - ref).abs()
+    mean, top = err.mean().item(), err.max().item()
+    if smoke:
+        return f"{'yes' if mean < 0.05 and top < 1.0 else 'NO'} (max {top:.2g})"
+    return "identical" if top == 0 else f"differs: mean {mean:.2g}, max {top:.2g}"
 
 
 def time_variant(dec, start_pos: int, start_token, steps: int):
@@ -162,10 +179,8 @@ def run(args) -> None:
             continue
         if ref is None:
             ref = first
-        err = (first - ref).abs()
-        ok = bool(err.mean() < 0.05 and err.max() < 1.0)  # the bound of tests/gpu (fused vs eager, bf16)
         gb_s = step_bytes / (mean / 1e3) / 1e9
-        rows.append(f"| {label} | {'yes' if ok else f'NO (max {err.max().item():.2f})'} | {med:.3f} | {mean:.3f} | "
+        rows.append(f"| {label} | {logits_column(first, ref, args.smoke)} | {med:.3f} | {mean:.3f} | "
                     f"{gb_s:,.0f} | {'n/a' if not theo else f'{100 * gb_s / theo:.1f}%'} |")
         print(rows[-1], file=sys.stderr)
     for k, v in saved.items():
@@ -178,8 +193,8 @@ def run(args) -> None:
              f"- Card: {card_name}, driver {driver}, NVML theoretical {theo or 0:,.0f} GB/s",
              f"- Date: {date.today().isoformat()}; commit {git_commit()}; torch {torch.__version__}",
              f"- Command: `{cmd}`; {cfg.name} NVFP4 (random weights), batch 1, {start_pos} positions attended, "
-             f"{step_bytes / 1e9:.3f} GB read per step; each variant's first logits checked against the first row's",
-             "", "| variant | logits match | ms/step median | ms/step mean | GB/s (mean) | of theoretical |",
+             f"{step_bytes / 1e9:.3f} GB read per step; each variant's first logits beside the first row's",
+             "", "| variant | logits vs the default | ms/step median | ms/step mean | GB/s (mean) | of theoretical |",
              "|---|---|---|---|---|---|"] + rows
     text = "\n".join(lines) + "\n"
     print(text)

@@ -17,13 +17,13 @@ GEMV_KERNELS = ("words", "triton")
 
 
 def launch_env() -> tuple[int, int]:
-    """LLMSIZE_PDL (0 off, 1 wait first, 2 early, the default) and LLMSIZE_PREFETCH_KB (the L2 prefetch per
+    """LLMSIZE_PDL (0 off, the default; 1 wait first; 2 early) and LLMSIZE_PREFETCH_KB (the L2 prefetch per
     GEMV program, 0-1024 KiB: one bulk prefetch moves at most 1 MiB; default 32), as launch.py uses them.
     Raises ValueError naming the variable and the value. Torch-free, so `measure` checks them before anything."""
-    mode, kb = os.environ.get("LLMSIZE_PDL", "2"), os.environ.get("LLMSIZE_PREFETCH_KB", "32")
+    mode, kb = os.environ.get("LLMSIZE_PDL", "0"), os.environ.get("LLMSIZE_PREFETCH_KB", "32")
     if mode not in ("0", "1", "2"):
-        raise ValueError(f"LLMSIZE_PDL `{mode}` is not a launch mode: set it to 0 (off), 1 (wait first) or 2 "
-                         "(early, the default), or unset it.")
+        raise ValueError(f"LLMSIZE_PDL `{mode}` is not a launch mode: set it to 0 (off, the default), 1 (wait first) "
+                         "or 2 (early), or unset it.")
     if not kb.isdigit() or int(kb) > 1024:
         raise ValueError(f"LLMSIZE_PREFETCH_KB `{kb}` is not a prefetch size: set it to a whole number of KiB "
                          "from 0 (off) to 1024, or unset it.")

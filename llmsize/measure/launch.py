@@ -6,12 +6,15 @@ or writes anything. Every kernel launched this way calls wait before touching ac
 word GEMV), so none reads an input early, and since each finishes only after its own wait they finish in
 order. Modes (LLMSIZE_PDL, to compare on the card):
 
-- 2, the default ("early"): the small kernels let the next one be scheduled as they start; the word GEMV first
+- 0, the default: no PDL (plain stream order). On an H200 the batch-1 Gemma 4 12B NVFP4 step ran 4.58 ms a
+  step without PDL against 5.14 ms in mode 2 and 5.72 ms in mode 1 (benchmarks/step_variants.py, 2026-12-04,
+  commit cc01f14). The profile of the same day (benchmarks/profile_decode.py: 6.24 against 6.58 ms) saw the
+  word GEMVs take 1.6 ms longer in all with PDL early, more than the launch gaps it hides (2% of the step).
+- 2 ("early"): the small kernels let the next one be scheduled as they start; the word GEMV first
   asks L2 for the start of its weight block (weights do not depend on the kernel before), then waits, and lets
   the next kernel be scheduled only after its main loop. So a GEMV's CTAs are resident while the small kernels
   before it run, and its first weights stream from DRAM during their latency instead of after it.
 - 1 ("wait first"): every kernel waits, then lets the next be scheduled; no prefetch.
-- 0: no PDL (plain stream order).
 
 LLMSIZE_PREFETCH_KB (default 32) caps the L2 prefetch per GEMV program in mode 2; 0 turns it off.
 """
@@ -32,8 +35,8 @@ PDL_OFF, PDL_WAIT_FIRST, PDL_EARLY = 0, 1, 2
 
 
 def pdl_mode(device) -> int:
-    """PDL_EARLY on CUDA devices of compute capability 9 and up unless LLMSIZE_PDL says 0 or 1; never on the
-    CPU, where Triton's interpreter runs the kernels."""
+    """LLMSIZE_PDL's mode (PDL_OFF unless it says 1 or 2) on CUDA devices of compute capability 9 and up; never
+    on the CPU, where Triton's interpreter runs the kernels, nor before Hopper."""
     if device.type != "cuda":
         return PDL_OFF
     mode, _ = launch_env()

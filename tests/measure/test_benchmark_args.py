@@ -75,27 +75,29 @@ def test_step_variants_parses_and_names_its_variants():
             "torch", "triton") and all(s[k] in (True, False) for k in ("fused", "fold", "fold_combine",
                                                                        "cap_argmax")), label
         assert set(s["attn_split"]) <= {"full", "sliding"}, label
-    assert step_variants.VARIANTS[0][3]["fused"] is False  # the reference row: the eager step
+    from llmsize.measure import launch_env
+    label, pdl, kb, settings = step_variants.VARIANTS[0]  # the reference row: what `llmsize measure` runs
+    assert settings == {} and (int(pdl), int(kb)) == launch_env(), label
 
 
 def test_step_variants_smoke_run_on_the_cpu(tmp_path, monkeypatch, capsys):
     """The whole script on the toy model through the interpreter: builds, checks each variant's logits against
-    the eager step's, times, writes the table (what a GPU run would otherwise find broken). The variants that
+    the default step's, times, writes the table (what a GPU run would otherwise find broken). The variants that
     only switch a shipped decoder's setting off (soft-cap and token in torch ops, no folds) are left to
-    tests/measure/test_gemma4_decode.py; test_step_variants_parses_and_names_its_variants checks every
-    variant's settings."""
+    tests/measure/test_gemma4_decode.py, and the launch settings do nothing on the CPU;
+    test_step_variants_parses_and_names_its_variants checks every variant's settings."""
     out = tmp_path / "variants.md"
     monkeypatch.setenv("LLMSIZE_PDL", "1")
     code, _, err = _run_main(monkeypatch, capsys, "step_variants", "--smoke", "--context", "12", "--steps", "1",
-                             "--only", "6,10,11,14", "--out", str(out))
+                             "--only", "2,10,11,14", "--out", str(out))
     assert code == 0, err[-2000:]
     assert os.environ["LLMSIZE_PDL"] == "1" and "LLMSIZE_PREFETCH_KB" not in os.environ  # each variant's, undone
     rows = [ln for ln in out.read_text().splitlines() if ln.startswith("| ") and "variant" not in ln]
     assert [ln.split(" | ")[0] for ln in rows] == [
-        "| eager, words", "| fused, words, PDL early, prefetch 32 KiB (default)",
-        "| fused, words, PDL early, prefetch 32 KiB, lm_head kernel",
-        "| fused, words, PDL early, prefetch 32 KiB, combine kernel", "| fused, triton (byte kernel), PDL early"]
-    assert all(ln.split(" | ")[1] == "yes" for ln in rows), rows
+        "| fused, words, PDL off (default)", "| eager, words", "| fused, words, lm_head kernel",
+        "| fused, words, combine kernel", "| fused, triton (byte kernel)"]
+    assert all(ln.split(" | ")[1].startswith("yes (max ") for ln in rows), rows
+    assert rows[0].split(" | ")[1] == "yes (max 0)", rows[0]  # the reference against itself
 
 
 def test_decode_says_where_the_loop_stops_being_memory_bound():

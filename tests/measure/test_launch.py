@@ -21,12 +21,13 @@ class _FakeCuda:
 
 
 @pytest.mark.parametrize("pdl_env, kb_env, cc, mode, nbytes", [
-    (None, None, 9, launch.PDL_EARLY, 32 * 1024),  # the default on Hopper: early, 32 KiB per program
+    (None, None, 9, launch.PDL_OFF, 0),  # the default, Hopper included: off (faster on an H200, launch.py)
+    ("2", None, 9, launch.PDL_EARLY, 32 * 1024),  # early: 32 KiB per program unless LLMSIZE_PREFETCH_KB says
     ("1", None, 9, launch.PDL_WAIT_FIRST, 0),  # prefetch only before a wait that lets the kernel start early
     ("0", "64", 9, launch.PDL_OFF, 0),
-    (None, "0", 9, launch.PDL_EARLY, 0),
-    (None, "1024", 10, launch.PDL_EARLY, 1024 * 1024),
-    (None, None, 8, launch.PDL_OFF, 0),  # Ampere has no griddepcontrol
+    ("2", "0", 9, launch.PDL_EARLY, 0),
+    ("2", "1024", 10, launch.PDL_EARLY, 1024 * 1024),
+    ("2", None, 8, launch.PDL_OFF, 0),  # Ampere has no griddepcontrol
 ])
 def test_modes(monkeypatch, pdl_env, kb_env, cc, mode, nbytes):
     for var, val in (("LLMSIZE_PDL", pdl_env), ("LLMSIZE_PREFETCH_KB", kb_env)):

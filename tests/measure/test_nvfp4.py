@@ -126,6 +126,24 @@ def test_dequantize_in_row_chunks_is_the_same():
     torch.testing.assert_close(q.dequantize(rows_per_chunk=5), q.dequantize(rows_per_chunk=1000), rtol=0, atol=0)
 
 
+def test_dequantize_copies_nothing_from_the_host_once_warm(monkeypatch):
+    """A CUDA graph capture refuses a host-to-device copy, and the fused step's self-check dequantizes inside
+    its captured steps (gemv "torch", `llmsize measure --quant bf16`): on an H200 on 2026-12-04 the check failed
+    with "Cannot copy between CPU and CUDA tensors during CUDA graph capture", because the E2M1 table was made
+    from a Python tuple on every call. Once made, the table is reused: a second dequantize with torch.tensor
+    forbidden gives the same matrix."""
+    torch.manual_seed(7)
+    q = nvfp4.quantize(torch.randn(8, 32))
+    want = q.dequantize()
+
+    def no_host_data(*a, **k):
+        raise AssertionError("torch.tensor called: a host-to-device copy under a CUDA graph capture")
+
+    monkeypatch.setattr(nvfp4.torch, "tensor", no_host_data)
+    torch.testing.assert_close(q.dequantize(), want, rtol=0, atol=0)
+    assert nvfp4.e2m1_table("cpu").tolist() == EXPECTED
+
+
 def test_quantize_in_row_chunks_is_the_same():
     torch.manual_seed(6)
     w = torch.randn(37, 64)

@@ -20,8 +20,8 @@
 #
 # A machine without registry access needs pydantic carried as wheels in .whl/:
 # run benchmarks/fetch_device_wheels.sh here first and carry .whl; if .whl/ exists it is installed to /tmp/site.
-# A copy of the tree without .git names its commit in LLMSIZE_COMMIT, for the JSON and
-# the RESULTS block: `LLMSIZE_COMMIT=$(git rev-parse HEAD)` here, pasted into the device call's command.
+# A copy of the tree names its commit in LLMSIZE_COMMIT, for the JSON and the RESULTS block (it wins over a .git
+# the copy carries, which may be older): `LLMSIZE_COMMIT=$(git rev-parse HEAD)` here, pasted into the call.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ALL="headline tests gemv ncu variants others sweep crossover profile"
@@ -42,7 +42,7 @@ fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
 $PY -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee "$OUT/versions.txt"
-COMMIT=$(git rev-parse HEAD 2>/dev/null || echo "${LLMSIZE_COMMIT:-}")  # a copy without .git: say it in the call
+COMMIT=${LLMSIZE_COMMIT:-$(git rev-parse HEAD 2>/dev/null)}  # a copy of the tree: say it in the call
 echo "commit: ${COMMIT:-unknown (run as LLMSIZE_COMMIT=<the commit> bash benchmarks/measure_gpu.sh ...)}" \
   | tee -a "$OUT/versions.txt"
 

@@ -105,8 +105,12 @@ def check_wide_batch(batch: int, gemv: str, off: set[str]) -> None:
 
 
 def git_commit() -> str | None:
-    """The project's commit: git's HEAD for this checkout, else LLMSIZE_COMMIT (a copy of the tree without its
-    .git, as a borrowed GPU machine gets, names its commit that way), else None."""
+    """The project's commit: LLMSIZE_COMMIT where set (a copy of the tree sent to a borrowed GPU machine names its
+    commit that way: on 2026-12-04 such a copy carried a .git whose HEAD was an older commit than its files),
+    else git's HEAD for this checkout, else None."""
+    named = os.environ.get("LLMSIZE_COMMIT", "").strip()
+    if named:
+        return named
     here = Path(__file__).resolve().parent
     try:
         out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
@@ -114,7 +118,7 @@ def git_commit() -> str | None:
         head = out.stdout.strip() if out.returncode == 0 else ""
     except (OSError, subprocess.SubprocessError):
         head = ""
-    return head or os.environ.get("LLMSIZE_COMMIT", "").strip() or None
+    return head or None
 
 
 # ------------------------------------------------------------------------------------------ bytes

@@ -157,7 +157,7 @@ def test_measure_gpu_runs_every_stage_through_on_a_machine_without_a_gpu(tmp_pat
     assert stages == ["headline", "tests", "gemv", "ncu", "variants", "others", "sweep", "crossover", "profile"]
     console = (out / "console.log").read_text()
     commit = [ln for ln in console.splitlines() if ln.startswith("commit: ")]
-    assert len(commit) == 1 and "unknown" not in commit[0]  # git's HEAD here, else LLMSIZE_COMMIT
+    assert commit == ["commit: 0123abc"]  # LLMSIZE_COMMIT, named, wins over git's HEAD
     assert "measure nvfp4default (): exit 2" in console and "measure bf16 (--quant bf16 --no-probe --fallback): exit 2" in console
     assert "ncu: not on this machine" in console or "ncu: exit " in console
     assert "batch-1 NVFP4 kernel for what follows: triton" in console

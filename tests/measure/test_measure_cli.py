@@ -375,10 +375,17 @@ def test_report_puts_plan_beside_the_measurement(run_cli, tmp_path):
     assert "ceiling at probe bandwidth" not in text  # no probe in this run
 
 
-def test_commit_from_git_else_from_llmsize_commit(monkeypatch):
-    """The JSON's git_commit: git's HEAD; in a copy of the tree without .git (a borrowed GPU machine gets one),
-    LLMSIZE_COMMIT; else None."""
+def test_commit_from_llmsize_commit_else_from_git(monkeypatch):
+    """The JSON's git_commit: LLMSIZE_COMMIT where set (a copy of the tree sent to a GPU machine, whose .git may
+    name another commit), else git's HEAD, else None."""
     from llmsize.measure import run
+
+    head = run.subprocess.CompletedProcess(["git"], 0, "fedcba9\n", "")
+    monkeypatch.setattr(run.subprocess, "run", lambda *a, **k: head)
+    monkeypatch.delenv("LLMSIZE_COMMIT", raising=False)
+    assert run.git_commit() == "fedcba9"
+    monkeypatch.setenv("LLMSIZE_COMMIT", "0123abc")
+    assert run.git_commit() == "0123abc"  # named wins over the .git that came with the copy
 
     def no_git(*a, **k):
         raise FileNotFoundError("git")

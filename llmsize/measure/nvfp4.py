@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import torch
 
+from llmsize.measure import scratch
+
 BLOCK = 16
 E2M1_MAX = 6.0
 E4M3_MAX = 448.0
@@ -43,21 +45,9 @@ def e2m1_codes(x: torch.Tensor) -> torch.Tensor:
     return (code | (sign.to(code.dtype) << 3)).to(torch.uint8)
 
 
-_tables: dict[tuple, torch.Tensor] = {}
-
-
-def e2m1_table(device, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """E2M1_VALUES as a tensor on `device`, made once per device and dtype: a host-to-device copy inside a CUDA
-    graph capture is refused (the fused step's self-check dequantizes through this in its captured steps)."""
-    key = (torch.device(device), dtype)
-    if key not in _tables:
-        _tables[key] = torch.tensor(E2M1_VALUES, dtype=dtype, device=device)
-    return _tables[key]
-
-
 def e2m1_values(codes: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """Codes (uint8 0..15) -> values."""
-    return e2m1_table(codes.device, dtype)[codes.long()]
+    """Codes (uint8 0..15) -> values, through a table made once per device (scratch.constant)."""
+    return scratch.constant("e2m1", codes.device, E2M1_VALUES, dtype)[codes.long()]
 
 
 def pack(codes: torch.Tensor) -> torch.Tensor:

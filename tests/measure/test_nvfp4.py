@@ -141,7 +141,6 @@ def test_dequantize_copies_nothing_from_the_host_once_warm(monkeypatch):
 
     monkeypatch.setattr(nvfp4.torch, "tensor", no_host_data)
     torch.testing.assert_close(q.dequantize(), want, rtol=0, atol=0)
-    assert nvfp4.e2m1_table("cpu").tolist() == EXPECTED
 
 
 def test_quantize_in_row_chunks_is_the_same():

@@ -1514,3 +1514,22 @@ def test_attention_at_depth_is_borrowed_where_few_deep_rows_pin_it(observed, run
     assert 0 < len(deep) < fit_speed.MIN_ROWS_CLASS
     rocm, cuda = runtimes["llamacpp"].backends["rocm"], runtimes["llamacpp"].backends["cuda"]
     assert rocm.attn_cost == cuda.attn_cost > 1 and "attention cost at depth" in rocm.borrowed
+
+
+def test_prefill_is_borrowed_where_the_prompt_rows_come_from_too_few_cards(observed):
+    """fit_speed.unpinned: a group's prompt rows pin its prefill constants only from MIN_ROWS_CLASS rows,
+    MIN_SOURCES_CLASS sources and MIN_CARDS_OWN cards. vLLM and SGLang's ROCm prompts are enough rows from enough
+    sources but all ran on an MI300X (six of them one 2024 vLLM's Llama 405B at 5-20% of the card's peak): a group
+    of those rows takes its pool's prefill; llama.cpp's CUDA prompts (many cards) pin their own."""
+    import fit_speed
+
+    from llmsize.estimate.expected import backend
+
+    rocm = [o for o in observed if o.runtime in ("vllm", "sglang") and backend(o.plan.gpu) == "rocm"]
+    prompts = [o for o in rocm if o.prefill is not None and o.prefill.peak_flop_per_s]
+    assert len(prompts) >= fit_speed.MIN_ROWS_CLASS
+    assert len({o.source_key for o in prompts}) >= fit_speed.MIN_SOURCES_CLASS
+    assert len({o.plan.gpu.id for o in prompts}) < fit_speed.MIN_CARDS_OWN
+    assert fit_speed.unpinned(rocm)["prefill"]
+    cuda = [o for o in observed if o.runtime == "llamacpp" and backend(o.plan.gpu) == "cuda"]
+    assert not fit_speed.unpinned(cuda)["prefill"]

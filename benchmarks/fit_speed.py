@@ -306,14 +306,14 @@ DEEP_TOKENS = 2048  # a decode row this deep in its context exercises the attent
 def unpinned(rows: list[Observed]) -> dict[str, bool]:
     """The terms a group's own rows cannot pin, each for want of MIN_ROWS_CLASS rows that exercise it: the tile cost
     (decode rows where it would be 5% of the time at unit cost: cards of a low dense rate beside their bandwidth,
-    batches), the routed experts' per-layer and read costs (MoE decode rows), the prefill constants (prompt rows
-    from MIN_SOURCES_CLASS sources and MIN_CARDS_OWN cards: vLLM and SGLang's nine ROCm prompts, all on an MI300X
-    and six of them one 2024 vLLM's Llama 405B at 5-20% of the card's peak, set the ROCm prefill fraction to 0.049
-    where the pool's is 0.458, measurements/pending/README.md), the latency per collective (unless one source ran one model on one card over two numbers of cards: rows over
-    a single split would charge their cards' every other difference to the hand-offs), and the vector-unit
-    attention's cost (rows DEEP_TOKENS or more into their context on a card whose FP32 rate is known, from
-    MIN_SOURCES_CLASS sources: llama.cpp's ROCm rows had three, from two sources, and a fit leaving one out priced
-    attention from the other two alone)."""
+    batches), the routed experts' per-layer and read costs (MoE decode rows), the prefill constants (prompt rows from
+    MIN_SOURCES_CLASS sources and MIN_CARDS_OWN cards: vLLM and SGLang's nine ROCm prompts, all on an MI300X and six of
+    them one 2024 vLLM's Llama 405B 5-25 times slower than the pool predicts, set the ROCm prefill fraction to 0.049
+    where the pool's is 0.458, measurements/pending/README.md), the latency per collective (unless one source ran one
+    model on one card over two numbers of cards: rows over a single split would charge their cards' every other
+    difference to the hand-offs), and the vector-unit attention's cost (rows DEEP_TOKENS or more into their context on a
+    card whose FP32 rate is known, from MIN_SOURCES_CLASS sources: llama.cpp's ROCm rows had three, from two sources,
+    and a fit leaving one out priced attention from the other two alone)."""
     dec = [o for o in rows if o.step is not None]
     tiles = sum(1 for o in dec if tile_time_s(o.step, UNIT_COSTS) >= 0.05 * o.measured_s)
     splits = defaultdict(set)

@@ -144,7 +144,7 @@ def run(args):
             if path.startswith("tc"):
                 tile = tuning.chosen("tc").get((n, k, 1 if path == "tc b1" else int(path[2:]), False))
             print(f"{name:12s} {n:>6d}x{k:<6d} {path:7s} {nbytes / 1e6:8.2f} {t * 1e6:8.1f} {gbs:8.1f} "
-                  f"{pct(gbs)}" + (f"  (BN, BW, warps, stages, split K: {cfg})" if cfg else "")
+                  f"{pct(gbs)}" + (f"  (BN, BW, warps, stages, split K, 16-byte x loads: {cfg})" if cfg else "")
                   + (f"  (BN, BW, warps, K splits, rows a program: {tile})" if tile else "")
                   + (f"  {2 * n * k * rows / t / 1e12:.0f} TFLOP/s" if rows >= 16 else ""))
     # the tied lm_head stays bf16 (262,144 x 3,840, 2.01 GB: a quarter of an NVFP4 step's bytes), through cuBLAS

@@ -67,19 +67,21 @@ def cases():
                  "prefetch": "i32", "inter": "i32", "kw_split": "i32", "eps": "fp32",
                  "BLOCK_N": "constexpr", "BLOCK_W": "constexpr", "EVEN": "constexpr", "USE_ASM": "constexpr",
                  "E4M3_CVT": "constexpr", "GLU": "constexpr", "PACK": "constexpr", "STAGES": "constexpr",
-                 "SPLIT_K": "constexpr",
+                 "X_WIDE": "constexpr", "SPLIT_K": "constexpr",
                  "NORM": "constexpr", "HAS_S": "constexpr", "NPACK": "constexpr", "BLOCK_D": "constexpr",
                  "PDL": "constexpr"}
     plain = {"NORM": False, "HAS_S": False, "NPACK": False, "BLOCK_D": 16}
-    for bn, bw, w, stages, split in gemv_words.WORDS_CONFIGS:
-        out.append((f"words {bn}x{8 * bw} w{w} s{stages} k{split}", gemv_words._gemv_words, sig_words,
+    for bn, bw, w, stages, split, x_wide in gemv_words.WORDS_CONFIGS:
+        out.append((f"words {bn}x{8 * bw} w{w} s{stages} k{split}" + ("" if x_wide else " x4"), gemv_words._gemv_words,
+                    sig_words,
                     {"BLOCK_N": bn, "BLOCK_W": bw, "EVEN": True, "USE_ASM": True, "E4M3_CVT": True, "GLU": False,
-                     "PACK": False, "STAGES": stages, "SPLIT_K": split, "PDL": 2, **plain}, w, bn * bw * 8))
-    bn, bw, w, stages, split = gemv_words.WORDS_CONFIGS[0]  # gate | up with its GeGLU epilogue: the same loop
+                     "PACK": False, "STAGES": stages, "X_WIDE": x_wide, "SPLIT_K": split, "PDL": 2, **plain}, w,
+                    bn * bw * 8))
+    bn, bw, w, stages, split, x_wide = gemv_words.WORDS_CONFIGS[0]  # gate | up with its GeGLU epilogue: the same loop
     out.append((f"words+glu {bn}x{8 * bw} w{w}", gemv_words._gemv_words, sig_words,
                 {"BLOCK_N": bn, "BLOCK_W": bw, "EVEN": True, "USE_ASM": True, "E4M3_CVT": True, "GLU": True,
                  "PACK": True,
-                 "STAGES": stages, "SPLIT_K": split, "PDL": 2, **plain}, w, bn * bw * 8))
+                 "STAGES": stages, "X_WIDE": x_wide, "SPLIT_K": split, "PDL": 2, **plain}, w, bn * bw * 8))
     sig_rows = {"x2_ptr": "*i32", "packed_ptr": "*i32", "scale_ptr": "*u8", "row_scale_ptr": "*fp32",
                 "y_ptr": "*bf16", "B": "i32", "N": "i32", "kw": "i32", "nblk": "i32", "stride_yb": "i32",
                 "prefetch": "i32", "BLOCK_N": "constexpr", "BLOCK_W": "constexpr", "ROWS": "constexpr",
@@ -116,18 +118,28 @@ def reorder(sig: dict, fn) -> dict:
     return {name: sig[name] for name in fn.arg_names}
 
 
-def main_loop_instructions(sass: str) -> int:
-    """Instructions between the target of the last backward branch and the branch itself."""
+def main_loop(sass: str) -> list[str]:
+    """The instructions of the longest loop: from the target of a backward branch to the branch itself."""
     addr = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?);")
     lines = [(int(m.group(1), 16), m.group(2)) for m in addr.finditer(sass)]
-    best = 0
+    best = (0, -1)
     for pc, ins in lines:
         m = re.search(r"BRA\s+(?:`\(\.L_x_\d+\)|0x([0-9a-f]+))", ins)
         if m and m.group(1):
             target = int(m.group(1), 16)
-            if target < pc:
-                best = max(best, (pc - target) // 16 + 1)
-    return best
+            if target < pc and pc - target > best[1] - best[0]:
+                best = (target, pc)
+    return [ins for pc, ins in lines if best[0] <= pc <= best[1]]
+
+
+def main_loop_instructions(sass: str) -> int:
+    """Instructions between the target of the last backward branch and the branch itself."""
+    return len(main_loop(sass))
+
+
+def barriers(loop: list[str]) -> int:
+    """The loop's block-wide barriers (BAR.SYNC): every warp of the program waits at each."""
+    return sum(1 for ins in loop if re.match(r"(@!?U?P\w+\s+)?BAR\.", ins))
 
 
 def main() -> None:
@@ -138,8 +150,8 @@ def main() -> None:
     cuobjdump = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
     # per row: the activation rows a program takes (BLOCK_B, ROWS; 1 for the one-row kernels), what binds once
     # the tensor cores do (batches above 16)
-    print(f"{'kernel':22s} {'loop instr':>10s} {'weights/thread':>14s} {'instr/weight':>12s} {'BW ceiling':>10s} "
-          f"{'registers':>9s} {'per row':>8s}")
+    print(f"{'kernel':26s} {'loop instr':>10s} {'weights/thread':>14s} {'instr/weight':>12s} {'BW ceiling':>10s} "
+          f"{'registers':>9s} {'per row':>8s} {'barriers':>8s}")
     for name, fn, sig, consts, warps, weights in cases():
         src = ASTSource(fn=fn, signature=reorder(sig, fn), constexprs=consts, attrs=divisibility(sig, fn))
         k = triton.compile(src, target=target, options={"num_warps": warps})
@@ -150,13 +162,14 @@ def main() -> None:
             usage = subprocess.run([cuobjdump, "--dump-resource-usage", f.name], capture_output=True,
                                    text=True).stdout
         regs = re.search(r"REG:(\d+)", usage)
-        n = main_loop_instructions(sass)
+        loop = main_loop(sass)
+        n = len(loop)
         per_thread = weights / (32 * warps)
         ipw = n / per_thread
         ceiling = min(1.0, ISSUE_PER_CLOCK / ipw / WEIGHTS_PER_CLOCK_AT_FULL_BW)
         rows = consts.get("BLOCK_B", consts.get("ROWS", 1))
-        print(f"{name:22s} {n:10d} {per_thread:14.0f} {ipw:12.2f} {100 * ceiling:9.0f}% "
-              f"{regs.group(1) if regs else '?':>9s} {ipw / rows:8.3f}")
+        print(f"{name:26s} {n:10d} {per_thread:14.0f} {ipw:12.2f} {100 * ceiling:9.0f}% "
+              f"{regs.group(1) if regs else '?':>9s} {ipw / rows:8.3f} {barriers(loop):8d}")
 
 
 if __name__ == "__main__":

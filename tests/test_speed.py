@@ -1519,8 +1519,8 @@ def test_attention_at_depth_is_borrowed_where_few_deep_rows_pin_it(observed, run
 def test_prefill_is_borrowed_where_the_prompt_rows_come_from_too_few_cards(observed):
     """fit_speed.unpinned: a group's prompt rows pin its prefill constants only from MIN_ROWS_CLASS rows,
     MIN_SOURCES_CLASS sources and MIN_CARDS_OWN cards. vLLM and SGLang's ROCm prompts are enough rows from enough
-    sources but all ran on an MI300X (six of them one 2024 vLLM's Llama 405B at 5-20% of the card's peak): a group
-    of those rows takes its pool's prefill; llama.cpp's CUDA prompts (many cards) pin their own."""
+    sources but all ran on an MI300X (six of them one 2024 vLLM's Llama 405B 5-25 times slower than the pool predicts):
+    a group of those rows takes its pool's prefill; llama.cpp's CUDA prompts (many cards) pin their own."""
     import fit_speed
 
     from llmsize.estimate.expected import backend

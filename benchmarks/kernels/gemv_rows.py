@@ -39,7 +39,7 @@ if triton is not None:
         """One activation row against a tile's decoded words w0 .. w0 + BLOCK_W: the one-row kernel's fma order
         (even word (3, 7), (1, 5), (2, 6), (0, 4), then the odd word), per 16-column block in fp32. Words >= lim
         read as 0."""
-        xe0, xe1, xe2, xe3, xo0, xo1, xo2, xo3 = x_pairs(xrow, w0, lim, BLOCK_W, True)
+        xe0, xe1, xe2, xe3, xo0, xo1, xo2, xo3 = x_pairs(xrow, w0, lim, BLOCK_W, True, True)
         h = fma2_x4(e37, e15, e26, e04, xe0[None, :], xe2[None, :], xe1[None, :], xe3[None, :],
                     tl.zeros([BLOCK_N, BLOCK_W // 2], tl.uint32), USE_ASM)
         h = fma2_x4(o37, o15, o26, o04, xo0[None, :], xo2[None, :], xo1[None, :], xo3[None, :], h, USE_ASM)

@@ -132,25 +132,47 @@ if triton is not None:
         return fma2_x4(p37, p15, p26, p04, x0, x2, x1, x3, acc, USE_ASM)
 
     @triton.jit
-    def x_pairs(xrow, w0, lim, BLOCK_W: tl.constexpr, MASKED: tl.constexpr):
-        """The packed activations of words w0 .. w0 + BLOCK_W (four fp16 pairs a word, pack_x_pairs' layout) in
-        one vector load, split into the even words' pairs xe0..xe3 and the odd words' xo0..xo3, each
-        [BLOCK_W / 2] (MASKED: words >= lim read as 0). Four loads of one pair each cost 12 more SASS
-        instructions a loop than this one 16-byte load per word (benchmarks/kernel_sass.py)."""
-        word = w0 + 2 * tl.arange(0, BLOCK_W // 2)[:, None, None] + tl.arange(0, 2)[None, :, None]
-        ptrs = xrow + 4 * word + tl.arange(0, 4)[None, None, :]  # [BLOCK_W / 2, even | odd, pair]
-        if MASKED:
-            xx = tl.load(ptrs, mask=word < lim, other=0)
+    def x_pairs(xrow, w0, lim, BLOCK_W: tl.constexpr, MASKED: tl.constexpr, WIDE: tl.constexpr):
+        """The packed activations of words w0 .. w0 + BLOCK_W (four fp16 pairs a word, pack_x_pairs' layout), split
+        into the even words' pairs xe0..xe3 and the odd words' xo0..xo3, each [BLOCK_W / 2] (MASKED: words >= lim
+        read as 0). WIDE: one 16-byte load per word, split in registers; its layout is not the codes' one, so the
+        pairs reach the threads that multiply them through shared memory (at 64 rows and 8 warps, 10 barriers a loop
+        iteration in the sm_90 SASS, 4 at 32 rows and 4 warps). Else eight 4-byte loads, each already in the
+        codes' layout: 2 barriers, ~4 more instructions (benchmarks/kernel_sass.py, "x4" rows). Which is faster
+        depends on whether the loop waits on shared memory or issues instructions: the tuner times both."""
+        if WIDE:
+            word = w0 + 2 * tl.arange(0, BLOCK_W // 2)[:, None, None] + tl.arange(0, 2)[None, :, None]
+            ptrs = xrow + 4 * word + tl.arange(0, 4)[None, None, :]  # [BLOCK_W / 2, even | odd, pair]
+            if MASKED:
+                xx = tl.load(ptrs, mask=word < lim, other=0)
+            else:
+                xx = tl.load(ptrs)
+            xa, xb = tl.split(tl.reshape(xx.to(tl.uint32, bitcast=True), [BLOCK_W // 2, 2, 2, 2]))  # pairs 0, 2 | 1, 3
+            x0, x2 = tl.split(xa)
+            x1, x3 = tl.split(xb)
+            xe0, xo0 = tl.split(x0)
+            xe1, xo1 = tl.split(x1)
+            xe2, xo2 = tl.split(x2)
+            xe3, xo3 = tl.split(x3)
+            return xe0, xe1, xe2, xe3, xo0, xo1, xo2, xo3
         else:
-            xx = tl.load(ptrs)
-        xa, xb = tl.split(tl.reshape(xx.to(tl.uint32, bitcast=True), [BLOCK_W // 2, 2, 2, 2]))  # pairs 0, 2 | 1, 3
-        x0, x2 = tl.split(xa)
-        x1, x3 = tl.split(xb)
-        xe0, xo0 = tl.split(x0)
-        xe1, xo1 = tl.split(x1)
-        xe2, xo2 = tl.split(x2)
-        xe3, xo3 = tl.split(x3)
-        return xe0, xe1, xe2, xe3, xo0, xo1, xo2, xo3
+            we = w0 + 2 * tl.arange(0, BLOCK_W // 2)  # the even words; word we + 1 is the odd one beside
+            pe = xrow + 4 * we
+            if MASKED:
+                me, mo = we < lim, we + 1 < lim
+                return (tl.load(pe, mask=me, other=0).to(tl.uint32, bitcast=True),
+                        tl.load(pe + 1, mask=me, other=0).to(tl.uint32, bitcast=True),
+                        tl.load(pe + 2, mask=me, other=0).to(tl.uint32, bitcast=True),
+                        tl.load(pe + 3, mask=me, other=0).to(tl.uint32, bitcast=True),
+                        tl.load(pe + 4, mask=mo, other=0).to(tl.uint32, bitcast=True),
+                        tl.load(pe + 5, mask=mo, other=0).to(tl.uint32, bitcast=True),
+                        tl.load(pe + 6, mask=mo, other=0).to(tl.uint32, bitcast=True),
+                        tl.load(pe + 7, mask=mo, other=0).to(tl.uint32, bitcast=True))
+            else:
+                return (tl.load(pe).to(tl.uint32, bitcast=True), tl.load(pe + 1).to(tl.uint32, bitcast=True),
+                        tl.load(pe + 2).to(tl.uint32, bitcast=True), tl.load(pe + 3).to(tl.uint32, bitcast=True),
+                        tl.load(pe + 4).to(tl.uint32, bitcast=True), tl.load(pe + 5).to(tl.uint32, bitcast=True),
+                        tl.load(pe + 6).to(tl.uint32, bitcast=True), tl.load(pe + 7).to(tl.uint32, bitcast=True))
 
     @triton.jit
     def block_scales(s, E4M3_CVT: tl.constexpr):
@@ -270,7 +292,7 @@ if triton is not None:
                     sc_ptr, w2_ptr, xo_ptr, h_ptr, hp_ptr, gcnt_ptr, N, kw, nblk, stride_yb, prefetch, inter,
                     kw_split, eps, BLOCK_N: tl.constexpr, BLOCK_W: tl.constexpr, EVEN: tl.constexpr,
                     USE_ASM: tl.constexpr, E4M3_CVT: tl.constexpr, GLU: tl.constexpr, PACK: tl.constexpr,
-                    STAGES: tl.constexpr,
+                    STAGES: tl.constexpr, X_WIDE: tl.constexpr,
                     SPLIT_K: tl.constexpr, NORM: tl.constexpr, HAS_S: tl.constexpr, NPACK: tl.constexpr,
                     BLOCK_D: tl.constexpr, PDL: tl.constexpr):
         """Batch-1 CUDA-core GEMV on 32-bit words (_word_fma: 19 instructions per eight weights), the two words
@@ -312,7 +334,7 @@ if triton is not None:
             if EVEN:  # weights are read once per step: first out of L2, before activations and the cache
                 q = tl.load(packed_ptr + rows[:, None] * kw + j[None, :], eviction_policy="evict_first")
                 s = tl.load(scale_ptr + rows[:, None] * nblk + blk[None, :], eviction_policy="evict_first")
-                xe0, xe1, xe2, xe3, xo0, xo1, xo2, xo3 = x_pairs(xrow, w0, k_hi, BLOCK_W, False)
+                xe0, xe1, xe2, xe3, xo0, xo1, xo2, xo3 = x_pairs(xrow, w0, k_hi, BLOCK_W, False, X_WIDE)
             else:
                 m = row_ok[:, None] & (j < k_hi)[None, :]
                 q = tl.load(packed_ptr + rows[:, None] * kw + j[None, :], mask=m, other=0,
@@ -320,7 +342,7 @@ if triton is not None:
                 s = tl.load(scale_ptr + rows[:, None] * nblk + blk[None, :],
                             mask=row_ok[:, None] & (2 * blk < k_hi)[None, :], other=0,
                             eviction_policy="evict_first")
-                xe0, xe1, xe2, xe3, xo0, xo1, xo2, xo3 = x_pairs(xrow, w0, k_hi, BLOCK_W, True)
+                xe0, xe1, xe2, xe3, xo0, xo1, xo2, xo3 = x_pairs(xrow, w0, k_hi, BLOCK_W, True, X_WIDE)
             # the two words of a 16-column block in one fp16x2 accumulator (eight products per lane), then fp32
             qe, qo = tl.split(tl.reshape(q.to(tl.uint32, bitcast=True), [BLOCK_N, BLOCK_W // 2, 2]))
             h = _word_fma(qe, xe0[None, :], xe1[None, :], xe2[None, :], xe3[None, :],
@@ -363,9 +385,14 @@ if triton is not None:
 # run (2026-12-04): at 8 KB a step the kernel read 11-28% of the bandwidth and issued a quarter of the
 # instructions the SMs could (benchmarks/RESULTS.md); more bytes in flight is the first remedy to time (the
 # `ncu` stage of measure_gpu.sh says whether it waits on memory).
-WORDS_CONFIGS = ((32, 32, 4, 1, 1), (64, 32, 8, 1, 1), (32, 32, 4, 3, 1), (64, 32, 8, 3, 1), (32, 32, 4, 3, 3),
-                 (32, 32, 4, 3, 4), (32, 64, 4, 3, 2), (32, 32, 4, 3, 8), (32, 32, 4, 3, 12), (16, 32, 4, 3, 4),
-                 (128, 32, 8, 3, 1), (128, 32, 8, 3, 4))
+# The last field (X_WIDE): each word's activations in one 16-byte load (True) or in four 4-byte loads (False, the
+# one-stage tiles only: there the wide load costs 4-10 barriers a loop iteration, x_pairs; with stages the
+# activations pass through shared memory either way). The one-stage 64-row tile was the fastest gate | up tile
+# under ncu on 2026-12-04 (35.5 us, 40.9% of DRAM bandwidth, issue slots 48% busy) and has 10 of those barriers.
+WORDS_CONFIGS = ((32, 32, 4, 1, 1, True), (64, 32, 8, 1, 1, True), (32, 32, 4, 1, 1, False), (64, 32, 8, 1, 1, False),
+                 (32, 32, 4, 3, 1, True), (64, 32, 8, 3, 1, True), (32, 32, 4, 3, 3, True), (32, 32, 4, 3, 4, True),
+                 (32, 64, 4, 3, 2, True), (32, 32, 4, 3, 8, True), (32, 32, 4, 3, 12, True), (16, 32, 4, 3, 4, True),
+                 (128, 32, 8, 3, 1, True), (128, 32, 8, 3, 4, True))
 
 
 def split_workspace(device, b: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -415,7 +442,7 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
                      block_n: int | None = None, block_w: int | None = None, num_warps: int = 4,
                      x2: torch.Tensor | None = None, out_dtype: torch.dtype | None = None, glu: bool = False,
                      pack: bool = False, stages: int = 1, split_k: int = 1, norm: tuple | None = None,
-                     off: frozenset[str] = frozenset(), tuning: Tuning | None = None):
+                     off: frozenset[str] = frozenset(), tuning: Tuning | None = None, x_wide: bool = True):
     """Batch-1 CUDA-core GEMV that decodes two codes per instruction (fp16x2 PTX on the GPU, the same arithmetic
     in plain Triton under the CPU interpreter); one weight pass per batch row. x [B, K] -> [B, N]; or x None and
     x2 the activations already packed ([B, K/8, 4], pack_x_pairs' layout, as the fused kernels can write them).
@@ -429,7 +456,7 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
     On a GPU without tiles given, the first call per shape times the configurations that divide it and `tuning`
     (the run's, tuner.Tuning) keeps the fastest (CUDA events, outside any graph capture); `off` names the
     optional paths ("stages", "split") whose configurations are not to be timed (their self-check failed on the
-    card)."""
+    card). With tiles given, x_wide False loads the activations 4 bytes at a time (x_pairs)."""
     if triton is None:
         raise RuntimeError("triton is not installed")
     n, k = w.shape
@@ -470,7 +497,7 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
         norm_consts = dict(NORM=False, HAS_S=False, NPACK=False, BLOCK_D=16)
 
 
-    def launch(bn, bw, warps, stages, split, mats=(words, scales, w.row_scale)):
+    def launch(bn, bw, warps, stages, split, x_wide=True, mats=(words, scales, w.row_scale)):
         rows = n_out if glu else n  # gate | up: a program takes bn / 2 of each
         per = bn // 2 if glu else bn
         kw_split = triton.cdiv(triton.cdiv(kw, split), bw) * bw  # whole tiles per split, the last one shorter
@@ -480,7 +507,7 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
         _gemv_words[(triton.cdiv(rows, per), b, split)](
             x2, *mats, out, pack_view, ws, cnt, *norm_args, n, kw, nblk, out.stride(0), pf, n_out, kw_split, eps,
             BLOCK_N=bn, BLOCK_W=bw, EVEN=even, USE_ASM=use_asm, E4M3_CVT=cvt, GLU=glu, PACK=pack, STAGES=stages,
-            SPLIT_K=split, **norm_consts, num_warps=warps, **opts)
+            X_WIDE=x_wide, SPLIT_K=split, **norm_consts, num_warps=warps, **opts)
 
     if block_n is not None or block_w is not None or not use_asm:
         # the GPU's fallback tile; under the interpreter one program (its cost is per program and operation)
@@ -490,13 +517,15 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
             raise ValueError("block_w must be an even number of words")
         if split_k < 1 or stages < 1:
             raise ValueError("split_k and stages must be at least 1")
-        launch(bn, bw, num_warps, stages, split_k)
+        launch(bn, bw, num_warps, stages, split_k, x_wide)
     else:
-        key = ("words", n, k, b, glu, pack, norm is not None, "stages" in off, "split" in off)
+        key = ("words", n, k, b, glu, pack, norm is not None, "stages" in off, "split" in off, "x4" in off)
         per = (lambda c: c[0] // 2) if glu else (lambda c: c[0])
         configs = [c for c in WORDS_CONFIGS if n_out % per(c) == 0 and kw % (c[1] * c[4]) == 0
-                   and not (c[3] > 1 and "stages" in off) and not (c[4] > 1 and "split" in off)]
-        launch(*(tuning or Tuning()).best(key, launch, configs or [(32, 16, 4, 1, 1)], (words, scales, w.row_scale)))
+                   and not (c[3] > 1 and "stages" in off) and not (c[4] > 1 and "split" in off)
+                   and not (not c[5] and "x4" in off)]
+        launch(*(tuning or Tuning()).best(key, launch, configs or [(32, 16, 4, 1, 1, True)],
+                                          (words, scales, w.row_scale)))
     if norm is not None:
         return x_out, (h_packed if norm[5] else h)
     return packed_out if pack else out
@@ -505,12 +534,12 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
 def chosen_tiles(tuning: Tuning) -> dict[str, str]:
     """Per weight shape ("N x K"; "GeGLU" where the gate | up epilogue ran, "norm" where the residual norm did), the
     tile the run's tuning chose for the batch-1 word kernel: weight rows, words a step, warps, load stages, K
-    splits."""
+    splits, and "x4" where the activations came in 4-byte loads."""
     out = {}
-    for (n, k, b, glu, _pack, norm, *_off), (bn, bw, warps, stages, split) in tuning.chosen("words").items():
+    for (n, k, b, glu, _pack, norm, *_off), (bn, bw, warps, stages, split, x_wide) in tuning.chosen("words").items():
         if b == 1:
             out[f"{n}x{k}" + (" GeGLU" if glu else "") + (" norm" if norm else "")] = (
-                f"words {bn}x{bw} w{warps} s{stages} k{split}")
+                f"words {bn}x{bw} w{warps} s{stages} k{split}" + ("" if x_wide else " x4"))
     return out
 
 
@@ -522,7 +551,8 @@ def _norm_counters(device, b: int) -> torch.Tensor:
 # the word kernel's optional paths, each self-checked on the card (llmsize.measure.selfcheck.words_kernel_check);
 # with --fallback one that fails there is left out (`off`: its configurations not timed, or for the batch's rows the
 # byte kernel instead of the tensor-core one) instead of giving up the whole kernel
-WORDS_FEATURES = {"stages": "pipelined loads", "split": "split over K", "tc": "2-16 rows on the tensor cores",
+WORDS_FEATURES = {"stages": "pipelined loads", "split": "split over K", "x4": "activations in 4-byte loads",
+                  "tc": "2-16 rows on the tensor cores",
                   "wide": "17-256 rows on the tensor cores"}
 BATCH_FEATURES = ("tc", "wide")  # used only at 2 rows and more: checked only when a run decodes a batch
 WIDE_FEATURES = ("wide",)  # used only above 16 rows: checked only when a run decodes such a batch

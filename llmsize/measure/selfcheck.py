@@ -21,9 +21,8 @@ _paths_checked: dict[tuple[str, str], bool] = {}  # (device, path) -> passed, fo
 def words_kernel_check(device, batch: int = 1) -> tuple[bool, frozenset[str]]:
     """Whether the word kernel's PTX computes what the reference does on this GPU (checked once per device on a
     small random matrix: every code, real scales), and which of its optional paths a run of this batch uses fail
-    (pipelined, split over K; with batch > 1 also the tensor-core one in gemv_tc; above 16 rows its row
-    blocks; each checked once per device). gemv_words.WORDS_FEATURES names
-    them."""
+    (pipelined, split over K, activations in 4-byte loads; with batch > 1 also the tensor-core one in gemv_tc;
+    above 16 rows its row blocks; each checked once per device). gemv_words.WORDS_FEATURES names them."""
     key = str(device)
     _last_why[key] = ""  # this check says no more than which paths failed
     try:
@@ -62,6 +61,7 @@ def words_kernel_check(device, batch: int = 1) -> tuple[bool, frozenset[str]]:
                  # twice: the split path must leave its workspace zeroed
                  "split": lambda: all(close(gemv_words.nvfp4_gemv_words(x, w, block_n=32, block_w=16, split_k=4))
                                       for _ in range(2)),
+                 "x4": lambda: close(gemv_words.nvfp4_gemv_words(x, w, block_n=32, block_w=16, x_wide=False)),
                  "tc": tc_ok, "wide": wide_ok}
         for name, check in paths.items():
             if (key, name) in _paths_checked or (name in BATCH_FEATURES and batch < 2) or (

@@ -42,22 +42,24 @@ def kernels(sweeps: bool = True):
             for glu, pack in ((False, False), (True, True), (True, False)):
                 yield (f"gemv words even={even} pdl={pdl} glu={glu} pack={pack}", gemv_words._gemv_words, words,
                        {"BLOCK_N": 64, "BLOCK_W": 32, "EVEN": even, "USE_ASM": True, "PDL": pdl, "GLU": glu,
-                        "PACK": pack, "STAGES": 1, "SPLIT_K": 1, **plain}, 8)
+                        "PACK": pack, "STAGES": 1, "X_WIDE": True, "SPLIT_K": 1, **plain}, 8)
     # every configuration a GPU may time: the tiles change no instruction a path uses (the paths above compile each
     # epilogue at one tile), so each tile compiles once, its epilogue in turn (all of them with --all-configs)
-    for i, (bn, bw, warps, stages, split) in enumerate(gemv_words.WORDS_CONFIGS if sweeps else ()):
+    for i, (bn, bw, warps, stages, split, x_wide) in enumerate(gemv_words.WORDS_CONFIGS if sweeps else ()):
         for epilogue in ("plain", "glu", "norm") if ALL_CONFIGS else (("plain", "glu", "norm")[i % 3],):
             if epilogue != "norm":
                 glu = epilogue == "glu"
-                yield (f"gemv words {bn}x{bw} w{warps} stages={stages} split={split} glu={glu}",
+                yield (f"gemv words {bn}x{bw} w{warps} stages={stages} split={split} x_wide={x_wide} glu={glu}",
                        gemv_words._gemv_words, words,
                        {"BLOCK_N": bn, "BLOCK_W": bw, "EVEN": True, "USE_ASM": True, "PDL": 2, "GLU": glu,
-                        "PACK": glu, "STAGES": stages, "SPLIT_K": split, **plain}, warps)
+                        "PACK": glu, "STAGES": stages, "X_WIDE": x_wide, "SPLIT_K": split, **plain}, warps)
                 continue
             # o and down with the residual norm in the epilogue (h packed, or plain with the layer scalar)
-            yield (f"gemv words {bn}x{bw} w{warps} stages={stages} split={split} norm", gemv_words._gemv_words,
+            yield (f"gemv words {bn}x{bw} w{warps} stages={stages} split={split} x_wide={x_wide} norm",
+                   gemv_words._gemv_words,
                    words, {"BLOCK_N": bn, "BLOCK_W": bw, "EVEN": True, "USE_ASM": True, "PDL": 2, "GLU": False,
-                           "PACK": False, "STAGES": stages, "SPLIT_K": split, "NORM": True, "HAS_S": split > 2,
+                           "PACK": False, "STAGES": stages, "X_WIDE": x_wide, "SPLIT_K": split, "NORM": True,
+                           "HAS_S": split > 2,
                            "NPACK": split <= 2, "BLOCK_D": 4096}, warps)
     tc = {"x_ptr": P["bf16"], "packed_ptr": P["i32"], "scale_ptr": P["u8"], "row_scale_ptr": P["f32"],
           "y_ptr": P["bf16"], "ws_ptr": P["f32"], "cnt_ptr": P["i32"], "B": "i32", "N": "i32", "K": "i32",

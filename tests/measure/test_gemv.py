@@ -63,6 +63,24 @@ def test_words_kernel_matches_reference(n, k, batch, block_n, block_w):
     torch.testing.assert_close(got, want, rtol=2e-3, atol=2e-3)
 
 
+@pytest.mark.parametrize("n, k, batch, block_n, block_w", [
+    (32, 256, 1, 32, 32),     # exact tiles (the EVEN path)
+    (40, 272, 2, 16, 16),     # N ragged, K = 34 words: a ragged last step (masked loads); batch 2
+])
+def test_words_activations_in_4_byte_loads_equal_the_16_byte_load(n, k, batch, block_n, block_w):
+    """x_pairs' two ways to load a word's activation pairs (one 16-byte load split in registers, or four 4-byte
+    loads, WORDS_CONFIGS' last field) feed the same products in the same order: the results are equal bit for
+    bit, masked tails included."""
+    torch.manual_seed(n + k)
+    w = nvfp4.quantize(torch.randn(n, k) * 0.05)
+    x = torch.randn(batch, k)
+    wide = gemv_words.nvfp4_gemv_words(x, w, block_n=block_n, block_w=block_w)
+    narrow = gemv_words.nvfp4_gemv_words(x, w, block_n=block_n, block_w=block_w, x_wide=False)
+    assert torch.equal(wide, narrow)
+    torch.testing.assert_close(narrow.float(), gemv.nvfp4_linear_reference(x.to(torch.float16).float(), w),
+                               rtol=2e-2, atol=2e-2)
+
+
 @pytest.mark.parametrize("inter, k, batch, block_n, block_w, dtype", [
     (48, 64, 1, 32, 8, torch.float32),      # 3 programs of 16 gate + 16 up rows (EVEN)
     (40, 48, 2, 32, 4, torch.float32),      # inter ragged for 16 per program, K = 6 words; batch 2

@@ -52,7 +52,8 @@ def test_all_checks_pass_the_shipped_kernels_run(checks):
     assert (p.gemv, p.fused, p.fold, p.fold_combine, p.cap_argmax, p.off) == ("words", True, True, True, True,
                                                                              frozenset())
     assert dict(p.checks) == {"words kernel": True, "words kernel, pipelined loads": True,
-                              "words kernel, split over K": True, "fused step, GEMV epilogues": True,
+                              "words kernel, split over K": True, "words kernel, activations in 4-byte loads": True,
+                              "fused step, GEMV epilogues": True,
                               "fused step": True, "attention over cache slices": True,
                               "attention, combine folded": True, "soft-cap and token kernel": True}
     assert p.fallbacks == ()

@@ -300,16 +300,18 @@ def test_batch_kernels_name_what_the_card_timed():
     for key, cfg in {("tc", 3840, 4096, 4, False): (128, 16, 4, 4, 16), ("tc", 8192, 3840, 4, False): (64, 16, 4, 2, 16),
                      ("tc", 30720, 3840, 4, True): (256, 16, 8, 1, 16), ("tc", 8192, 3840, 16, False): (128, 16, 4, 1, 16),
                      ("tc", 8192, 3840, 64, False): (128, 16, 8, 1, 64),
-                     ("words", 8192, 3840, 4, False, False, False, False, False): (32, 32, 4, 1, 1)}.items():
+                     ("words", 8192, 3840, 4, False, False, False, False, False, False):
+                         (32, 32, 4, 1, 1, True)}.items():
         assert tuning.best(key, None, [cfg], ()) == cfg  # one config: nothing to time
     assert batch_kernels("words", 4, tuning) == {"3840x4096": "tc 128x16 w4 k4", "8192x3840": "tc 64x16 w4 k2",
                                                  "30720x3840 GeGLU": "tc 256x16 w8 k1"}
     assert batch_kernels("words", 64, tuning) == {"8192x3840": "tc 128x16 w8 k1 b64"}  # (above 16: rows a program)
     assert batch_kernels("words", 1, tuning) is None and batch_kernels("triton", 4, tuning) is None
-    for key, cfg in {("words", 30720, 3840, 1, True, True, False, False, False): (64, 32, 8, 1, 1),
-                     ("words", 3840, 15360, 1, False, False, True, False, False): (32, 32, 4, 3, 4)}.items():
+    for key, cfg in {("words", 30720, 3840, 1, True, True, False, False, False, False): (64, 32, 8, 1, 1, False),
+                     ("words", 3840, 15360, 1, False, False, True, False, False, False):
+                         (32, 32, 4, 3, 4, True)}.items():
         tuning.best(key, None, [cfg], ())
-    assert batch_kernels("words", 1, tuning) == {"30720x3840 GeGLU": "words 64x32 w8 s1 k1",
+    assert batch_kernels("words", 1, tuning) == {"30720x3840 GeGLU": "words 64x32 w8 s1 k1 x4",
                                                  "3840x15360 norm": "words 32x32 w4 s3 k4"}
     assert batch_kernels("triton", 1, tuning) is None
 

@@ -43,6 +43,10 @@ def kernels(sweeps: bool = True):
                 yield (f"gemv words even={even} pdl={pdl} glu={glu} pack={pack}", gemv_words._gemv_words, words,
                        {"BLOCK_N": 64, "BLOCK_W": 32, "EVEN": even, "USE_ASM": True, "PDL": pdl, "GLU": glu,
                         "PACK": pack, "STAGES": 1, "X_WIDE": True, "SPLIT_K": 1, **plain}, 8)
+    for even in (True, False):  # the activations in 4-byte loads, masked (ragged shapes) and not
+        yield (f"gemv words even={even} x_wide=False", gemv_words._gemv_words, words,
+               {"BLOCK_N": 64, "BLOCK_W": 32, "EVEN": even, "USE_ASM": True, "PDL": 0, "GLU": False, "PACK": False,
+                "STAGES": 1, "X_WIDE": False, "SPLIT_K": 1, **plain}, 8)
     # every configuration a GPU may time: the tiles change no instruction a path uses (the paths above compile each
     # epilogue at one tile), so each tile compiles once, its epilogue in turn (all of them with --all-configs)
     for i, (bn, bw, warps, stages, split, x_wide) in enumerate(gemv_words.WORDS_CONFIGS if sweeps else ()):

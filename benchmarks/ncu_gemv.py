@@ -8,7 +8,7 @@ the fraction of the bandwidth it does (DRAM throughput, issue-slot use, warp sta
 Each kernel is tuned and warmed outside the NVTX range "profiled", then launched once inside it, on weights that are
 not in L2: the word kernel (the tuner's pick for the shape), the word kernel with its loads pipelined and with one
 stage (fixed tiles, so the two differ in that alone), the one-stage tile again with its activations in 4-byte loads
-(2 barriers a loop iteration instead of 10: gemv_words.x_pairs), the tensor-core kernel at one row, and cuBLAS's
+(no barrier in the loop instead of 10: gemv_words.x_pairs), the tensor-core kernel at one row, and cuBLAS's
 bf16 GEMV on the dense copy (the bandwidth a well-made kernel reaches on the shape). On 2026-12-04 on an H200
 (`benchmarks/gemv_bench.py`, commit 3889ed6) the word kernel read this matrix at 27.7% of NVML's theoretical
 bandwidth and cuBLAS's bf16 GEMV at 82.7%. Needs a CUDA GPU and the measure extra; without ncu it runs the launches

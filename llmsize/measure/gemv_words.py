@@ -138,8 +138,9 @@ if triton is not None:
         read as 0). WIDE: one 16-byte load per word, split in registers; its layout is not the codes' one, so the
         pairs reach the threads that multiply them through shared memory (at 64 rows and 8 warps, 10 barriers a loop
         iteration in the sm_90 SASS, 4 at 32 rows and 4 warps). Else eight 4-byte loads, each already in the
-        codes' layout: 2 barriers, ~4 more instructions (benchmarks/kernel_sass.py, "x4" rows). Which is faster
-        depends on whether the loop waits on shared memory or issues instructions: the tuner times both."""
+        codes' layout; with the block scales loaded per word (_words_body), the loop has no barrier at all, for
+        12-21 more instructions (benchmarks/kernel_sass.py, "x4" rows). Which is faster depends on whether the loop
+        waits on shared memory or issues instructions: the tuner times both."""
         if WIDE:
             word = w0 + 2 * tl.arange(0, BLOCK_W // 2)[:, None, None] + tl.arange(0, 2)[None, :, None]
             ptrs = xrow + 4 * word + tl.arange(0, 4)[None, None, :]  # [BLOCK_W / 2, even | odd, pair]
@@ -331,18 +332,23 @@ if triton is not None:
         for w0 in tl.range(k_lo, k_hi, BLOCK_W, num_stages=STAGES):
             j = w0 + jj
             blk = w0 // 2 + jb
+            # X_WIDE false: each word's block scale loaded beside it (the two words of a block read the same byte,
+            # out of L1) and split as the words are, so that it lands in the block sums' layout: with x_pairs'
+            # 4-byte loads, no shared memory and no barrier in the loop (kernel_sass.py)
+            s_ptrs = scale_ptr + rows[:, None] * nblk + (blk[None, :] if X_WIDE else (j // 2)[None, :])
             if EVEN:  # weights are read once per step: first out of L2, before activations and the cache
                 q = tl.load(packed_ptr + rows[:, None] * kw + j[None, :], eviction_policy="evict_first")
-                s = tl.load(scale_ptr + rows[:, None] * nblk + blk[None, :], eviction_policy="evict_first")
+                s = tl.load(s_ptrs, eviction_policy="evict_first")
                 xe0, xe1, xe2, xe3, xo0, xo1, xo2, xo3 = x_pairs(xrow, w0, k_hi, BLOCK_W, False, X_WIDE)
             else:
                 m = row_ok[:, None] & (j < k_hi)[None, :]
                 q = tl.load(packed_ptr + rows[:, None] * kw + j[None, :], mask=m, other=0,
                             eviction_policy="evict_first")
-                s = tl.load(scale_ptr + rows[:, None] * nblk + blk[None, :],
-                            mask=row_ok[:, None] & (2 * blk < k_hi)[None, :], other=0,
+                s = tl.load(s_ptrs, mask=row_ok[:, None] & (2 * blk < k_hi)[None, :] if X_WIDE else m, other=0,
                             eviction_policy="evict_first")
                 xe0, xe1, xe2, xe3, xo0, xo1, xo2, xo3 = x_pairs(xrow, w0, k_hi, BLOCK_W, True, X_WIDE)
+            if not X_WIDE:
+                s, _ = tl.split(tl.reshape(s, [BLOCK_N, BLOCK_W // 2, 2]))
             # the two words of a 16-column block in one fp16x2 accumulator (eight products per lane), then fp32
             qe, qo = tl.split(tl.reshape(q.to(tl.uint32, bitcast=True), [BLOCK_N, BLOCK_W // 2, 2]))
             h = _word_fma(qe, xe0[None, :], xe1[None, :], xe2[None, :], xe3[None, :],
@@ -385,10 +391,11 @@ if triton is not None:
 # run (2026-12-04): at 8 KB a step the kernel read 11-28% of the bandwidth and issued a quarter of the
 # instructions the SMs could (benchmarks/RESULTS.md); more bytes in flight is the first remedy to time (the
 # `ncu` stage of measure_gpu.sh says whether it waits on memory).
-# The last field (X_WIDE): each word's activations in one 16-byte load (True) or in four 4-byte loads (False, the
-# one-stage tiles only: there the wide load costs 4-10 barriers a loop iteration, x_pairs; with stages the
-# activations pass through shared memory either way). The one-stage 64-row tile was the fastest gate | up tile
-# under ncu on 2026-12-04 (35.5 us, 40.9% of DRAM bandwidth, issue slots 48% busy) and has 10 of those barriers.
+# The last field (X_WIDE): each word's activations in one 16-byte load (True) or in four 4-byte loads with the block
+# scales loaded per word (False, the one-stage tiles only: there the wide load costs 4-10 barriers a loop
+# iteration, x_pairs, where the narrow loop has none; with stages the loads pass through shared memory either way).
+# The one-stage 64-row tile was the fastest gate | up tile under ncu on 2026-12-04 (35.5 us, 40.9% of DRAM
+# bandwidth, issue slots 48% busy) and has 10 of those barriers.
 WORDS_CONFIGS = ((32, 32, 4, 1, 1, True), (64, 32, 8, 1, 1, True), (32, 32, 4, 1, 1, False), (64, 32, 8, 1, 1, False),
                  (32, 32, 4, 3, 1, True), (64, 32, 8, 3, 1, True), (32, 32, 4, 3, 3, True), (32, 32, 4, 3, 4, True),
                  (32, 64, 4, 3, 2, True), (32, 32, 4, 3, 8, True), (32, 32, 4, 3, 12, True), (16, 32, 4, 3, 4, True),

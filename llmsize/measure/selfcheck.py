@@ -73,7 +73,8 @@ def words_kernel_check(device, batch: int = 1) -> tuple[bool, frozenset[str]]:
                 _paths_checked[key, name] = False
     except Exception:  # PTX the card's driver refuses, say
         _words_checked[key] = False
-    used = [n for n in gemv_words.WORDS_FEATURES if (batch > 1 or n not in BATCH_FEATURES) and (batch > 16 or n not in WIDE_FEATURES)]
+    used = [n for n in gemv_words.WORDS_FEATURES
+            if (batch > 1 or n not in BATCH_FEATURES) and (batch > 16 or n not in WIDE_FEATURES)]
     return _words_checked[key], frozenset(n for n in used if not _paths_checked.get((key, n), True))
 
 

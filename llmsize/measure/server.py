@@ -388,7 +388,8 @@ class ServerClient:
             raise ServerError(f"--server {self.shown}: {where}: the stream ended without [DONE] or a finish reason "
                               f"after {len(s.chunk_s)} chunk(s).", "Check the server's log.")
         if not s.chunk_s:
-            raise ServerError(f"--server {self.shown}: {where}: the stream carried no token.", "Check the server's log.")
+            raise ServerError(f"--server {self.shown}: {where}: the stream carried no token.",
+                              "Check the server's log.")
         if s.tokens is not None and not len(s.chunk_s) - 1 <= s.tokens <= limit - MAX_EXTRA_CHUNKS:
             raise ServerError(f"--server {self.shown}: {where}: usage says {s.tokens:,} output tokens where "
                               f"{len(s.chunk_s)} streamed chunks carried tokens (max_tokens "

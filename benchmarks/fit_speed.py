@@ -236,6 +236,7 @@ class GroupFit:
     attn_cost: float = 0.0
     tile_cost: float = 0.0
     t_step_v0_s: float = 0.0
+    t_expert_launch_s: float = 0.0
     mm_cost: float = 0.0
     t_prefill_layer_s: float = 0.0
     moe_matmul_cost: float = 1.0
@@ -270,6 +271,7 @@ class GroupFit:
             prefill_band_low=prefill_band[0] if prefill_band else None,
             prefill_band_high=prefill_band[1] if prefill_band else None, alu_ops_per_weight=self.alu_ops_per_weight,
             attn_cost=self.attn_cost, tile_cost=self.tile_cost, t_step_v0_s=self.t_step_v0_s,
+            t_expert_launch_s=self.t_expert_launch_s,
             mm_cost=self.mm_cost,
             t_prefill_layer_s=self.t_prefill_layer_s, moe_matmul_cost=self.moe_matmul_cost,
             prefill_expert_read_cost=self.prefill_expert_read_cost,
@@ -421,7 +423,8 @@ class DecodeSystem:
         self.backends = sorted({backend(o.plan.gpu) for o in dec} - {"cuda"}) if len(
             {backend(o.plan.gpu) for o in dec}) > 1 else []
         self.names = [f"v:{c}" for c in self.classes] + ["v:other", "v_kv", "t_layer", "t_step", "t_moe"] + \
-            [f"alpha:{k}" for k in self.links] + ["alu", "attn", "tile", "v0", "expert", "act_quant", "t_seq", "mm"] + \
+            [f"alpha:{k}" for k in self.links] + ["alu", "attn", "tile", "v0", "expert", "act_quant", "t_seq", "mm",
+                                                  "launch"] + \
             [f"t_layer:{k}" for k in self.own_kernels] + [f"t_step:{r}" for r in self.own_fixed] + \
             [f"v_be:{b}" for b in self.backends]
         self.dec, rows_a = dec, []
@@ -444,6 +447,7 @@ class DecodeSystem:
             row.append(x.layers if x.tensor_core_native else 0.0)  # per second of t_act_quant_layer_s
             row.append(x.batch - 1.0)  # per second of t_seq_s: each sequence of the step beyond the first
             row.append(tile_time_s(x, UNIT_MM))  # per unit of mm_cost: the step's own matmul FLOPs at the peak
+            row.append(x.expert_launches)  # per second of t_expert_launch_s: an older engine's per-expert kernels
             row += [x.layers if kern == k else 0.0 for k in self.own_kernels]
             row += [1.0 if o.runtime == r else 0.0 for r in self.own_fixed]
             row += [w_bw + kv_bw if backend(o.plan.gpu) == b else 0.0 for b in self.backends]
@@ -467,6 +471,11 @@ class DecodeSystem:
         # sources: fewer, and the tile term's growth with the batch and a cost per sequence cannot be told apart
         if len({o.source_key for o in dec if o.row.batch >= SEQ_BATCH}) < MIN_SOURCES_CLASS:
             self.upper[self.names.index("t_seq")] = 0.0
+        # a launch of an older engine's per-expert MoE kernel (observed.expert_launches), only where rows ran one;
+        # from a single source too: leaving one of two out, the other's rows alone price the launch, which is the
+        # test that the cost carries from one model, card and engine to another
+        if not any(o.step.expert_launches for o in dec):
+            self.upper[self.names.index("launch")] = 0.0
         self.fixed = dict(fixed or {})
         for name in self.fixed:
             self.upper[self.names.index(name)] = 0.0
@@ -512,6 +521,7 @@ class DecodeSystem:
         fit.t_act_quant_layer_s = theta["act_quant"]
         fit.t_seq_s = theta["t_seq"]
         fit.mm_cost = theta["mm"]
+        fit.t_expert_launch_s = theta["launch"]
         fit.t_layer_floor_s = floor_s
         fit.fixed_by_runtime = {
             r: (theta.get(f"t_layer:{KERNELS.get(r, r)}", theta["t_layer"]), theta.get(f"t_step:{r}", theta["t_step"]))
@@ -738,8 +748,8 @@ def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, 
         "t_moe_layer_s": r4(fit.t_moe_layer_s),
         "alu_ops_per_weight": r4(fit.alu_ops_per_weight), "attn_cost": r4(fit.attn_cost),
         "tile_cost": r4(fit.tile_cost), "mm_cost": r4(fit.mm_cost),
-        "t_step_v0_s": r4(fit.t_step_v0_s), "t_prefill_layer_s": r4(fit.t_prefill_layer_s),
-        "expert_read_cost": r4(fit.expert_read_cost), "t_layer_floor_s": r4(fit.t_layer_floor_s),
+        "t_step_v0_s": r4(fit.t_step_v0_s), "t_expert_launch_s": r4(fit.t_expert_launch_s),
+        "t_prefill_layer_s": r4(fit.t_prefill_layer_s), "expert_read_cost": r4(fit.expert_read_cost), "t_layer_floor_s": r4(fit.t_layer_floor_s),
         "t_act_quant_layer_s": r4(fit.t_act_quant_layer_s), "t_seq_s": r4(fit.t_seq_s),
         "moe_matmul_cost": fit.moe_matmul_cost,
         "prefill_expert_read_cost": fit.prefill_expert_read_cost,

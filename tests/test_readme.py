@@ -49,6 +49,9 @@ def test_the_fitted_figures_the_readme_quotes_are_the_fits():
     # llama.cpp's older builds' cost a step (the engine_v0 covariate), on CUDA and Metal
     old = (group("llamacpp")["t_step_v0_s"] * 1000, group("llamacpp", "metal")["t_step_v0_s"] * 1000)
     assert f"{old[0]:.1f} ms on CUDA, {old[1]:.1f} ms on Metal" in README.replace("\n", " ")
+    # an older engine's per-expert kernels, a launch each
+    assert f"{group('vllm')['t_expert_launch_s'] * 1e6:.1f} us a launch in vLLM and SGLang on CUDA" in \
+        README.replace("\n", " ")
     # vLLM and SGLang's cost per sequence on AMD cards
     assert f"vLLM and SGLang on AMD cards, {group('vllm', 'rocm')['t_seq_s'] * 1e6:.0f} us" in README.replace("\n", " ")
     assert f"and on NVIDIA cards {group('vllm')['t_seq_s'] * 1e6:.0f} us)" in README.replace("\n", " ")

@@ -1533,3 +1533,59 @@ def test_prefill_is_borrowed_where_the_prompt_rows_come_from_too_few_cards(obser
     assert fit_speed.unpinned(rocm)["prefill"]
     cuda = [o for o in observed if o.runtime == "llamacpp" and backend(o.plan.gpu) == "cuda"]
     assert not fit_speed.unpinned(cuda)["prefill"]
+
+
+@pytest.mark.parametrize("runtime, version, fmt, model, text, launches", [
+    ("vllm", "0.7.2", "GPTQ-Int4", "qwen3-30b-a3b", "", 2 * 48 * 128),  # every GPTQ MoE layer through Marlin
+    ("vllm", "0.8.4", "GPTQ-Int4", "qwen3-30b-a3b", "", 0),  # 128 experts > 32: moe_wna16 since 0.7.3
+    ("vllm", "0.8.4", "AWQ", "mixtral-8x7b", "", 2 * 32 * 8),  # 8 experts: Marlin still
+    ("vllm", "0.8.5", "AWQ", "mixtral-8x7b", "", 0),  # the experts fused into one kernel
+    ("vllm", "0.6.3", "FP8", "qwen3-30b-a3b", "", 0),  # not GPTQ or AWQ
+    ("vllm", "0.6.3", "GPTQ-Int4", "qwen3-8b", "", 0),  # no experts
+    ("sglang", "0.4.6.post1", "GPTQ-Int4", "qwen3-30b-a3b", "", 2 * 48 * 128),  # vLLM's GPTQMarlinMoEMethod
+    ("sglang", "0.5.13.post1", "GPTQ-Int4", "qwen3-30b-a3b", "", 0),
+    ("vllm", "PR #12222 (head)", "AWQ", "qwen3-30b-a3b", "awq + marlin-moe-kernel + cuda-graph", 2 * 48 * 128),
+    ("vllm", "main (2025-01)", "AWQ", "qwen3-30b-a3b", "triton fused moe kernel", 0),
+    ("llamacpp", "b4000", "Q4_K_M", "qwen3-30b-a3b", "", 0),
+])
+def test_an_older_engines_per_expert_kernels_are_counted_from_the_row(catalog, runtime, version, fmt, model, text,
+                                                                        launches):
+    """observed.expert_launches: vLLM up to 0.8.4 and SGLang 0.4 ran GPTQ/AWQ experts through Marlin one kernel per
+    expert and GEMM (two a MoE layer), except vLLM 0.7.3-0.8.4's layers of more than 32 experts (moe_wna16); a
+    build without a release number counts where the row names the Marlin MoE kernel."""
+    from llmsize.catalog.measurement import Row, format_id
+    from llmsize.estimate.observed import expert_launches
+
+    row = Row(card="x", model="x", format=fmt, test=f"TPOT; {text}", kind="decode", batch=1, ms_per_token=20.0,
+              verbatim="20.0", runtime_version=version)
+    assert expert_launches(row, runtime, format_id(runtime, fmt), catalog.model(model)) == launches
+
+
+def test_per_expert_kernel_launches_are_priced_across_sources_and_plans_pay_none(catalog, runtimes):
+    """The launch cost of the per-expert kernels, fitted on Qwen's SGLang 0.4.6.post1 GPTQ MoE rows on H20s
+    (Qwen3-30B-A3B: 12,288 launches a step, 32.0 ms) and jinzhen-lin's vLLM DeepSeek-V3-AWQ on 8 x A100 (29,696,
+    90-95 ms; vllm PRs #12185 and #12222), comes out at a kernel launch's cost (a few microseconds); held out, each
+    source's rows predicted from the other's launch cost come out at 0.82-0.86 (DeepSeek) and 1.15-1.24 (Qwen)
+    of the measured rate (`python benchmarks/fit_speed.py --sources vllm:cuda`, 2026-12-04), where without the
+    term the Qwen rows were at 0.14-0.15. A plan is for today's engines, which fuse the experts into one kernel."""
+    from llmsize.estimate.expected import constants, step_inputs
+
+    for rt in ("vllm", "sglang"):
+        c = constants(runtimes[rt], "cuda")
+        assert 1e-6 < c.t_expert_launch_s < 5e-6, rt
+    p = make_plan(catalog.model("qwen3-30b-a3b"), catalog.gpu("h20"), PlanInputs(quant="gptq-int4-g128"),
+                  search_fit=False)
+    assert step_inputs(p, p.decode_1, "sglang").expert_launches == 0
+    assert constants(runtimes["trtllm"], "cuda").t_expert_launch_s == 0
+
+
+def test_a_vllm_build_without_a_release_number_is_v0_by_its_sources_date():
+    """A pull request's branch or main of some month has no release number: before vLLM 0.8.0 (2025-03-18), when V1
+    became the default engine, it ran V0 (jinzhen-lin's DeepSeek-V3-AWQ runs of January 2025, Oracle's MI300X runs
+    of October 2024)."""
+    from llmsize.estimate.observed import _vllm_v0
+
+    assert _vllm_v0("PR #12222 (head at 2025-01-20)", "2025-01-18")
+    assert not _vllm_v0("main (2025-08, version not printed)", "2025-08-19")
+    assert not _vllm_v0("", None) and not _vllm_v0("nightly-01d4d1ad3")
+    assert not _vllm_v0("0.8.0", "2024-01-01")  # a release number wins over the date

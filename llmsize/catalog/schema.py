@@ -420,6 +420,8 @@ class SpeedGroup(Strict):
     mm_cost: float = Field(0.0, ge=0, le=1000, description="dense-peak FLOPs per matmul FLOP of the step at decode")
     t_step_v0_s: Seconds = Field(0.0, description="an older engine generation's extra cost per step (vLLM V0, "
                                  "llama.cpp before b6327; a dataset covariate)")
+    t_expert_launch_s: Seconds = Field(0.0, description="a launch of an older engine's per-expert MoE kernel "
+                                       "(GPTQ/AWQ experts through Marlin, vLLM up to 0.8.4): published rows only")
     expert_read_cost: float = Field(0.0, ge=0, le=100, description="extra time per routed-expert byte, in units of "
                                     "its time at full bandwidth (many small expert matrices stream below a dense one)")
     t_layer_floor_s: Seconds = Field(0.0, description="the least time one layer's decode kernels take, however few "

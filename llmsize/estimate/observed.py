@@ -155,14 +155,50 @@ def old_tiles(row: Row, runtime: str) -> bool:
 
 
 _VERSION = re.compile(r"(\d+)\.(\d+)\.\d+")
+_MARLIN_MOE = re.compile(r"marlin[- _]?moe|marlin_gemm_moe", re.I)
+MARLIN_MOE_MAX_EXPERTS = 32  # vLLM 0.7.3-0.8.4 sent GPTQ/AWQ MoE layers with more experts to moe_wna16 instead
 
 
-def _vllm_v0(version: str) -> bool:
-    """A vLLM release before 0.8, whose V0 engine scheduled and sampled on the CPU between steps."""
+def expert_launches(row: Row, runtime: str, fid: str, model: ModelSpec) -> int:
+    """Kernel launches a decode step makes where the row's engine ran GPTQ/AWQ experts through Marlin one kernel per
+    expert (0 elsewhere). vLLM up to 0.8.4 (csrc/moe/marlin_moe_ops.cu, fused_marlin_moe.py calling marlin_gemm_moe
+    twice a layer, once per expert each: "a single `marlin_gemm_moe` would launching `num_experts` CUDA kernels at
+    least", vLLM PR #12185) for GPTQ and AWQ MoE layers, except, from 0.7.3 (PR #13236), layers of more than 32
+    experts, which went to moe_wna16; 0.8.5 fused the experts into one kernel. SGLang before 0.5 called vLLM's
+    GPTQMarlinMoEMethod for every GPTQ MoE layer (its 0.4.6.post1 wheel, quantization/__init__.py). A row of
+    another build counts where it names the Marlin MoE kernel. Each card of a tensor split launches every expert."""
+    groups = [g for g in model.layer_groups if g.mlp is not None and g.mlp.kind == "moe"]
+    if not groups or not fid.startswith(("gptq-", "awq-")):
+        return 0
+    per_layer = max(g.mlp.num_experts for g in groups)
+    version = row.runtime_version or ""
+    if runtime == "vllm":
+        from llmsize.estimate.engines import vllm_release
+
+        r = vllm_release(version.split("+")[0])
+        on = (r <= (0, 7, 2) or (r <= (0, 8, 4) and per_layer <= MARLIN_MOE_MAX_EXPERTS)) if r else None
+    elif runtime == "sglang":
+        v = _VERSION.search(version)
+        on = (int(v.group(1)), int(v.group(2))) < (0, 5) if v else None
+    else:
+        return 0
+    if on is None:
+        on = bool(_MARLIN_MOE.search(_row_text(row)))
+    return 2 * sum(g.count * g.mlp.num_experts for g in groups) if on else 0
+
+
+VLLM_V1_DATE = "2025-03-18"  # vLLM 0.8.0, whose V1 engine replaced V0 by default (PyPI upload date)
+
+
+def _vllm_v0(version: str, published: str | None = None) -> bool:
+    """A vLLM release before 0.8, whose V0 engine scheduled and sampled on the CPU between steps; a build without a
+    release number (a pull request's branch, main of some month) by its source's date, before 0.8.0's."""
     from llmsize.estimate.engines import vllm_release
 
     r = vllm_release(version.split("+")[0])
-    return r is not None and r[:2] < (0, 8)
+    if r is None:
+        return published is not None and str(published) < VLLM_V1_DATE
+    return r[:2] < (0, 8)
 
 
 def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuSpec,
@@ -211,7 +247,7 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
     if row.kind == "decode":
         step = at_file_bytes(step_inputs(plan, plan.decode_b, runtime, marlin=ran_marlin(row),
                                          old_tiles=old_tiles(row, runtime)), factor)
-        if runtime == "vllm" and row.runtime_version and _vllm_v0(row.runtime_version):
+        if runtime == "vllm" and _vllm_v0(row.runtime_version or "", published):
             from dataclasses import replace
 
             if max(row.context_tokens, (row.prompt_length or 0) + (row.gen_tokens or 0)) > V0_GRAPH_CONTEXT_MAX:
@@ -223,6 +259,11 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
             from dataclasses import replace
 
             step = replace(step, engine_v0=True)
+        launches = expert_launches(row, runtime, fid, model)
+        if launches:
+            from dataclasses import replace
+
+            step = replace(step, expert_launches=float(launches))
         ceiling = 1.0 / ceiling_step_s(step)
         return Observed(row, runtime, source_key, plan, step, None, t, ceiling)
     if runtime == "llamacpp" and tp > 1:

@@ -35,6 +35,8 @@ A decode step of B sequences at context L on runtime R lasts (seconds), each ter
                                                          (H20), what makes batch 1 cost compute beside its bytes;
                                                          an older generation's 64 at mm_cost (a wgmma computes its
                                                          padding rows as it computes the batch's)
+           + expert_launches x t_expert_launch_s        an older engine's GPTQ/AWQ experts, one Marlin kernel per
+                                                         expert and GEMM (launches, s per launch) [dataset rows only]
            + collectives x alpha_s[link] + comm bytes / link bandwidth
                                                          tensor/pipeline parallel: alpha-beta per collective
 
@@ -151,6 +153,9 @@ class StepInputs:
     # a run of an older engine generation, a dataset covariate only (plans run the current one): vLLM's V0 engine
     # (before 0.8), llama.cpp builds before b6327 (2025-08-31; observed.llamacpp_before): their per-step CPU costs
     engine_v0: bool = False
+    # an older engine's GPTQ/AWQ experts through Marlin one kernel per expert (observed.expert_launches: vLLM up to
+    # 0.8.4, SGLang 0.4 calling it): the launches a step makes, a dataset covariate only (plans run the fused kernel)
+    expert_launches: float = 0.0
     expert_flops: float = 0.0  # the part of `flops` in routed experts' matmuls
     expert_weight_bytes: float = 0.0  # the part of `weight_bytes` in routed experts (one card's share)
     # the weights go to the tensor cores as stored (FP8 or FP4 on a card with those instructions, under a runtime
@@ -217,6 +222,7 @@ class Constants:
     tile_cost: float = 0.0  # seconds per second of the tile's padding FLOPs at the card's dense peak
     mm_cost: float = 0.0  # seconds per second of the step's own matmul FLOPs at the card's dense peak
     t_step_v0_s: float = 0.0  # an older generation's extra cost a step (engine_v0; fitted on its rows, plans pay none)
+    t_expert_launch_s: float = 0.0  # a per-expert kernel's launch (expert_launches; fitted on its rows, plans pay none)
     t_prefill_layer_s: float = 0.0  # a serving engine's extra cost per layer of an eager prefill forward (TTFT only)
     moe_matmul_cost: float = 1.0  # a routed expert FLOP's cost in dense FLOPs (grouped GEMMs of few rows each)
     # a prompt's routed-expert byte, in units of its time at full bandwidth, beyond the FLOPs (prefill_parts_s)
@@ -318,6 +324,7 @@ def decode_step_time_s(x: StepInputs, c: Constants) -> float:
     t += c.t_seq_s * (x.batch - 1)
     if x.engine_v0:
         t += c.t_step_v0_s
+    t += c.t_expert_launch_s * x.expert_launches
     t += attention_time_s(x, c) + tile_time_s(x, c)
     if x.collectives and x.link:
         t += x.collectives * _alpha(c, x.link) + x.comm_time_s
@@ -426,7 +433,8 @@ def decode_terms_s(x: StepInputs, c: Constants) -> dict[str, float]:
         "weights": x.weight_bytes / (bw * c.eta_w(x.format_class)),
         "kv": x.kv_bytes / (bw * c.eta_kv),
         "fixed": x.layers * c.t_layer_s + c.t_step_s + floor_time_s(x, c) + act_quant_time_s(x, c),
-        "moe": x.moe_layers * c.t_moe_layer_s + c.expert_read_cost * x.expert_weight_bytes / bw,
+        "moe": x.moe_layers * c.t_moe_layer_s + c.expert_read_cost * x.expert_weight_bytes / bw
+        + c.t_expert_launch_s * x.expert_launches,
         "dequant": dequant_time_s(x, c),
         "attention": attention_time_s(x, c),
         "tile": tile_time_s(x, c),

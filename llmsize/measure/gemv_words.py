@@ -396,10 +396,14 @@ if triton is not None:
 # iteration, x_pairs, where the narrow loop has none; with stages the loads pass through shared memory either way).
 # The one-stage 64-row tile was the fastest gate | up tile under ncu on 2026-12-04 (35.5 us, 40.9% of DRAM
 # bandwidth, issue slots 48% busy) and has 10 of those barriers.
+# The one-stage splits of 5 and 15 (K = 3,840: 480 words, 3 loop iterations a program or 1): the small GEMVs took
+# ~15 us more than their bytes on the H200 (qkv, 17.7 MB, 19.5 us; 2026-12-04), about what 15 dependent iterations
+# of one program per SM cost (64x32 w8 s3 k1 was kept there: 128 programs); the splits the tiles offered K = 3,840
+# before were 1 and 3 (a split must divide the words by whole tiles).
 WORDS_CONFIGS = ((32, 32, 4, 1, 1, True), (64, 32, 8, 1, 1, True), (32, 32, 4, 1, 1, False), (64, 32, 8, 1, 1, False),
                  (32, 32, 4, 3, 1, True), (64, 32, 8, 3, 1, True), (32, 32, 4, 3, 3, True), (32, 32, 4, 3, 4, True),
                  (32, 64, 4, 3, 2, True), (32, 32, 4, 3, 8, True), (32, 32, 4, 3, 12, True), (16, 32, 4, 3, 4, True),
-                 (128, 32, 8, 3, 1, True), (128, 32, 8, 3, 4, True))
+                 (128, 32, 8, 3, 1, True), (128, 32, 8, 3, 4, True), (32, 32, 4, 1, 5, True), (32, 32, 4, 1, 15, True))
 
 
 def split_workspace(device, b: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -466,7 +466,7 @@ def nvfp4_gemv_words(x: torch.Tensor | None, w: Nvfp4Weight, out: torch.Tensor |
 
     On a GPU without tiles given, the first call per shape times the configurations that divide it and `tuning`
     (the run's, tuner.Tuning) keeps the fastest (CUDA events, outside any graph capture); `off` names the
-    optional paths ("stages", "split") whose configurations are not to be timed (their self-check failed on the
+    optional paths ("stages", "split", "x4") whose configurations are not to be timed (their self-check failed on the
     card). With tiles given, x_wide False loads the activations 4 bytes at a time (x_pairs)."""
     if triton is None:
         raise RuntimeError("triton is not installed")

@@ -165,7 +165,8 @@ def expert_launches(row: Row, runtime: str, fid: str, model: ModelSpec) -> int:
     twice a layer, once per expert each: "a single `marlin_gemm_moe` would launching `num_experts` CUDA kernels at
     least", vLLM PR #12185) for GPTQ and AWQ MoE layers, except, from 0.7.3 (PR #13236), layers of more than 32
     experts, which went to moe_wna16; 0.8.5 fused the experts into one kernel. SGLang before 0.5 called vLLM's
-    GPTQMarlinMoEMethod for every GPTQ MoE layer (its 0.4.6.post1 wheel, quantization/__init__.py). A row of
+    GPTQMarlinMoEMethod for every GPTQ MoE layer (its 0.4.6.post1 wheel, quantization/__init__.py) and vLLM's
+    Marlin MoE for AWQ (Qwen's speed benchmark of 0.4.6.post1 names vLLM 0.7.2 as required for AWQ). A row of
     another build counts where it names the Marlin MoE kernel. Each card of a tensor split launches every expert."""
     groups = [g for g in model.layer_groups if g.mlp is not None and g.mlp.kind == "moe"]
     if not groups or not fid.startswith(("gptq-", "awq-")):

@@ -3,7 +3,9 @@
     python benchmarks/kernel_sass.py [--arch 90]
 
 (also the registers a thread, with the pointer and stride divisibility the JIT gives Gemma 4's shapes; the
-compile test's builds, without those hints, hold more)
+compile test's builds, without those hints, hold more; and the loop's block-wide barriers, BAR.SYNC, at each of
+which every warp of the program waits: where a load's layout is not its consumer's, Triton moves the values
+through shared memory between two of them)
 
 Compiles each kernel for sm_90 with Triton's own compiler and ptxas (both ship in the triton wheel), finds
 the main loop in the SASS (the backward branch), counts its instructions, and divides by the weights one

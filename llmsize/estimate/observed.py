@@ -167,7 +167,10 @@ def expert_launches(row: Row, runtime: str, fid: str, model: ModelSpec) -> int:
     experts, which went to moe_wna16; 0.8.5 fused the experts into one kernel. SGLang before 0.5 called vLLM's
     GPTQMarlinMoEMethod for every GPTQ MoE layer (its 0.4.6.post1 wheel, quantization/__init__.py) and vLLM's
     Marlin MoE for AWQ (Qwen's speed benchmark of 0.4.6.post1 names vLLM 0.7.2 as required for AWQ). A row of
-    another build counts where it names the Marlin MoE kernel. Each card of a tensor split launches every expert."""
+    another build counts where it names the Marlin MoE kernel. Each card of a tensor split launches every expert.
+    Not modelled: before 0.6.3 vLLM ran a GPTQ/AWQ Mixtral as QuantMixtralForCausalLM, each expert a separate
+    quantized layer over every token (three launches an expert, and every expert's bytes read); no row of the data
+    ran it, and one would be counted as if through the per-expert Marlin kernel."""
     groups = [g for g in model.layer_groups if g.mlp is not None and g.mlp.kind == "moe"]
     if not groups or not fid.startswith(("gptq-", "awq-")):
         return 0

@@ -1544,6 +1544,9 @@ def test_prefill_is_borrowed_where_the_prompt_rows_come_from_too_few_cards(obser
     ("vllm", "0.6.3", "GPTQ-Int4", "qwen3-8b", "", 0),  # no experts
     ("sglang", "0.4.6.post1", "GPTQ-Int4", "qwen3-30b-a3b", "", 2 * 48 * 128),  # vLLM's GPTQMarlinMoEMethod
     ("sglang", "0.5.13.post1", "GPTQ-Int4", "qwen3-30b-a3b", "", 0),
+    ("sglang", "0.4.10", "GPTQ-Int4", "qwen3-30b-a3b", "", 0),  # sgl_kernel's one-kernel moe_wna16_marlin_gemm
+    ("sglang", "0.4.8", "GPTQ-Int4", "qwen3-30b-a3b", "", 0),  # by the vLLM beside it: untold, and the row is silent
+    ("sglang", "0.4.8", "GPTQ-Int4", "qwen3-30b-a3b", "vllm 0.8.4 marlin_gemm_moe", 2 * 48 * 128),
     ("vllm", "PR #12222 (head)", "AWQ", "qwen3-30b-a3b", "awq + marlin-moe-kernel + cuda-graph", 2 * 48 * 128),
     ("vllm", "main (2025-01)", "AWQ", "qwen3-30b-a3b", "triton fused moe kernel", 0),
     ("llamacpp", "b4000", "Q4_K_M", "qwen3-30b-a3b", "", 0),

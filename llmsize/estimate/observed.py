@@ -155,6 +155,7 @@ def old_tiles(row: Row, runtime: str) -> bool:
 
 
 _VERSION = re.compile(r"(\d+)\.(\d+)\.\d+")
+_RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 _MARLIN_MOE = re.compile(r"marlin[- _]?moe|marlin_gemm_moe", re.I)
 MARLIN_MOE_MAX_EXPERTS = 32  # vLLM 0.7.3-0.8.4 sent GPTQ/AWQ MoE layers with more experts to moe_wna16 instead
 
@@ -164,10 +165,12 @@ def expert_launches(row: Row, runtime: str, fid: str, model: ModelSpec) -> int:
     expert (0 elsewhere). vLLM up to 0.8.4 (csrc/moe/marlin_moe_ops.cu, fused_marlin_moe.py calling marlin_gemm_moe
     twice a layer, once per expert each: "a single `marlin_gemm_moe` would launching `num_experts` CUDA kernels at
     least", vLLM PR #12185) for GPTQ and AWQ MoE layers, except, from 0.7.3 (PR #13236), layers of more than 32
-    experts, which went to moe_wna16; 0.8.5 fused the experts into one kernel. SGLang before 0.5 called vLLM's
+    experts, which went to moe_wna16; 0.8.5 fused the experts into one kernel. SGLang up to 0.4.6 called vLLM's
     GPTQMarlinMoEMethod for every GPTQ MoE layer (its 0.4.6.post1 wheel, quantization/__init__.py) and vLLM's
-    Marlin MoE for AWQ (Qwen's speed benchmark of 0.4.6.post1 names vLLM 0.7.2 as required for AWQ). A row of
-    another build counts where it names the Marlin MoE kernel. Each card of a tensor split launches every expert.
+    Marlin MoE for AWQ (Qwen's speed benchmark of 0.4.6.post1 names vLLM 0.7.2 as required for AWQ); 0.4.7-0.4.9
+    called vLLM's fused_marlin_moe op, per expert or not by the vLLM installed beside it (not told: by the row's
+    text); from 0.4.10 sgl_kernel's moe_wna16_marlin_gemm, one kernel a GEMM (the wheels). A row of another build
+    counts where it names the Marlin MoE kernel. Each card of a tensor split launches every expert.
     Not modelled: before 0.6.3 vLLM ran a GPTQ/AWQ Mixtral as QuantMixtralForCausalLM, each expert a separate
     quantized layer over every token (three launches an expert, and every expert's bytes read); no row of the data
     ran it, and one would be counted as if through the per-expert Marlin kernel."""
@@ -182,8 +185,9 @@ def expert_launches(row: Row, runtime: str, fid: str, model: ModelSpec) -> int:
         r = vllm_release(version.split("+")[0])
         on = (r <= (0, 7, 2) or (r <= (0, 8, 4) and per_layer <= MARLIN_MOE_MAX_EXPERTS)) if r else None
     elif runtime == "sglang":
-        v = _VERSION.search(version)
-        on = (int(v.group(1)), int(v.group(2))) < (0, 5) if v else None
+        v = _RELEASE.search(version)
+        r = tuple(int(g) for g in v.groups()) if v else None
+        on = None if r is None or (0, 4, 7) <= r < (0, 4, 10) else r < (0, 4, 7)
     else:
         return 0
     if on is None:

@@ -154,7 +154,8 @@ class StepInputs:
     # (before 0.8), llama.cpp builds before b6327 (2025-08-31; observed.llamacpp_before): their per-step CPU costs
     engine_v0: bool = False
     # an older engine's GPTQ/AWQ experts through Marlin one kernel per expert (observed.expert_launches: vLLM up to
-    # 0.8.4, SGLang 0.4 calling it): the launches a step makes, a dataset covariate only (plans run the fused kernel)
+    # 0.8.4, SGLang to 0.4.6 calling it): the launches a step makes, a dataset covariate only (plans run the fused
+    # kernel)
     expert_launches: float = 0.0
     expert_flops: float = 0.0  # the part of `flops` in routed experts' matmuls
     expert_weight_bytes: float = 0.0  # the part of `weight_bytes` in routed experts (one card's share)

@@ -56,12 +56,16 @@ def compute_peak(gpu: GpuSpec, fmt: QuantFormat, override: str | None = None) ->
     return ComputePeak(None, None, requested, note)
 
 
-def _attn_flops_per_attended_token(mixer) -> float:
+def _attn_flops_per_attended_token(mixer, rows: int = 1) -> float:
+    """QK and PV FLOPs of one query token over one cached token; `rows`: the query heads that read one cached head
+    (a GQA group; every head for absorbed MLA, whose latent they all share) rounded up to a tensor-core tile of that
+    many rows, a padding row costing what a real one does (1: no padding)."""
     if isinstance(mixer, AttentionBase):
-        return 4.0 * mixer.num_attention_heads * mixer.head_dim
+        group = mixer.num_attention_heads // mixer.num_key_value_heads
+        return 4.0 * mixer.num_key_value_heads * -(-group // rows) * rows * mixer.head_dim
     if isinstance(mixer, MlaAttention):
         # absorbed MLA at decode: scores over latent + rope dims, values over the latent
-        return 2.0 * mixer.num_attention_heads * (2 * mixer.kv_lora_rank + mixer.qk_rope_head_dim)
+        return 2.0 * -(-mixer.num_attention_heads // rows) * rows * (2 * mixer.kv_lora_rank + mixer.qk_rope_head_dim)
     return 0.0
 
 
@@ -94,19 +98,14 @@ def decode_attention_tile_flops(model: ModelSpec, context_tokens: int, rows: int
     read one cached head (a GQA group; every head for absorbed MLA, whose latent they all share) are the rows of
     its tile, rounded up to `rows`; a padding row costs what a real one does. Attention layers only (no indexer,
     no recurrent state)."""
-    flops = 0.0
-    for g in model.layer_groups:
-        m = g.mixer
-        if isinstance(m, AttentionBase):
-            group = m.num_attention_heads // m.num_key_value_heads
-            per_token = 4.0 * m.num_key_value_heads * -(-group // rows) * rows * m.head_dim
-        elif isinstance(m, MlaAttention):
-            per_token = 2.0 * -(-m.num_attention_heads // rows) * rows * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
-        else:
-            continue
-        cap = _attention_cap(m)
-        flops += g.count * per_token * (min(context_tokens, cap) if cap else context_tokens)
-    return flops
+    return sum(g.count * _attn_flops_per_attended_token(g.mixer, rows) * _attended(g.mixer, context_tokens)
+               for g in model.layer_groups if g.mixer is not None)
+
+
+def _attended(mixer, context_tokens: int) -> int:
+    """Cached tokens one decode query attends to: the context, up to the layer's cap (_attention_cap)."""
+    cap = _attention_cap(mixer)
+    return min(context_tokens, cap) if cap else context_tokens
 
 
 def decode_flops_per_token(model: ModelSpec, context_tokens: int) -> float:
@@ -117,9 +116,7 @@ def decode_flops_per_token(model: ModelSpec, context_tokens: int) -> float:
         if m is None:
             continue
         scored = cached_tokens(m, context_tokens)  # what an indexer scores: every cached token
-        cap = _attention_cap(m)
-        attended = min(context_tokens, cap) if cap else context_tokens
-        flops += g.count * (_attn_flops_per_attended_token(m) * attended
+        flops += g.count * (_attn_flops_per_attended_token(m) * _attended(m, context_tokens)
                             + _indexer_flops_per_scored_token(m) * scored + _recurrent_flops_per_token(m))
     return flops
 

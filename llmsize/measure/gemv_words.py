@@ -159,21 +159,18 @@ if triton is not None:
         else:
             we = w0 + 2 * tl.arange(0, BLOCK_W // 2)  # the even words; word we + 1 is the odd one beside
             pe = xrow + 4 * we
-            if MASKED:
-                me, mo = we < lim, we + 1 < lim
-                return (tl.load(pe, mask=me, other=0).to(tl.uint32, bitcast=True),
-                        tl.load(pe + 1, mask=me, other=0).to(tl.uint32, bitcast=True),
-                        tl.load(pe + 2, mask=me, other=0).to(tl.uint32, bitcast=True),
-                        tl.load(pe + 3, mask=me, other=0).to(tl.uint32, bitcast=True),
-                        tl.load(pe + 4, mask=mo, other=0).to(tl.uint32, bitcast=True),
-                        tl.load(pe + 5, mask=mo, other=0).to(tl.uint32, bitcast=True),
-                        tl.load(pe + 6, mask=mo, other=0).to(tl.uint32, bitcast=True),
-                        tl.load(pe + 7, mask=mo, other=0).to(tl.uint32, bitcast=True))
-            else:
-                return (tl.load(pe).to(tl.uint32, bitcast=True), tl.load(pe + 1).to(tl.uint32, bitcast=True),
-                        tl.load(pe + 2).to(tl.uint32, bitcast=True), tl.load(pe + 3).to(tl.uint32, bitcast=True),
-                        tl.load(pe + 4).to(tl.uint32, bitcast=True), tl.load(pe + 5).to(tl.uint32, bitcast=True),
-                        tl.load(pe + 6).to(tl.uint32, bitcast=True), tl.load(pe + 7).to(tl.uint32, bitcast=True))
+            me, mo = we < lim, we + 1 < lim
+            return (_pair(pe, me, MASKED), _pair(pe + 1, me, MASKED), _pair(pe + 2, me, MASKED),
+                    _pair(pe + 3, me, MASKED), _pair(pe + 4, mo, MASKED), _pair(pe + 5, mo, MASKED),
+                    _pair(pe + 6, mo, MASKED), _pair(pe + 7, mo, MASKED))
+
+    @triton.jit
+    def _pair(ptrs, ok, MASKED: tl.constexpr):
+        """One activation pair per pointer as uint32 (x_pairs' 4-byte loads); MASKED: where `ok` is false, 0."""
+        if MASKED:
+            return tl.load(ptrs, mask=ok, other=0).to(tl.uint32, bitcast=True)
+        else:
+            return tl.load(ptrs).to(tl.uint32, bitcast=True)
 
     @triton.jit
     def block_scales(s, E4M3_CVT: tl.constexpr):

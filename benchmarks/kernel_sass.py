@@ -134,11 +134,6 @@ def main_loop(sass: str) -> list[str]:
     return [ins for pc, ins in lines if best[0] <= pc <= best[1]]
 
 
-def main_loop_instructions(sass: str) -> int:
-    """Instructions between the target of the last backward branch and the branch itself."""
-    return len(main_loop(sass))
-
-
 def barriers(loop: list[str]) -> int:
     """The loop's block-wide barriers (BAR.SYNC): every warp of the program waits at each."""
     return sum(1 for ins in loop if re.match(r"(@!?U?P\w+\s+)?BAR\.", ins))

@@ -154,8 +154,7 @@ def old_tiles(row: Row, runtime: str) -> bool:
     return bool(v) and (int(v.group(1)), int(v.group(2))) < (0, 5)
 
 
-_VERSION = re.compile(r"(\d+)\.(\d+)\.\d+")
-_RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")  # major, minor, patch of a release number in a version string
 _MARLIN_MOE = re.compile(r"marlin[- _]?moe|marlin_gemm_moe", re.I)
 MARLIN_MOE_MAX_EXPERTS = 32  # vLLM 0.7.3-0.8.4 sent GPTQ/AWQ MoE layers with more experts to moe_wna16 instead
 
@@ -185,7 +184,7 @@ def expert_launches(row: Row, runtime: str, fid: str, model: ModelSpec) -> int:
         r = vllm_release(version.split("+")[0])
         on = (r <= (0, 7, 2) or (r <= (0, 8, 4) and per_layer <= MARLIN_MOE_MAX_EXPERTS)) if r else None
     elif runtime == "sglang":
-        v = _RELEASE.search(version)
+        v = _VERSION.search(version)
         r = tuple(int(g) for g in v.groups()) if v else None
         on = None if r is None or (0, 4, 7) <= r < (0, 4, 10) else r < (0, 4, 7)
     else:

@@ -1564,15 +1564,27 @@ def test_an_older_engines_per_expert_kernels_are_counted_from_the_row(catalog, r
     assert expert_launches(row, runtime, format_id(runtime, fmt), catalog.model(model)) == launches
 
 
-def test_per_expert_kernel_launches_are_priced_across_sources_and_plans_pay_none(catalog, runtimes):
+def test_per_expert_kernel_launches_are_priced_across_sources_and_plans_pay_none(catalog, runtimes, observed):
     """The launch cost of the per-expert kernels, fitted on Qwen's SGLang 0.4.6.post1 GPTQ MoE rows on H20s
     (Qwen3-30B-A3B: 12,288 launches a step, 32.0 ms) and jinzhen-lin's vLLM DeepSeek-V3-AWQ on 8 x A100 (29,696,
     90-95 ms; vllm PRs #12185 and #12222), comes out at a kernel launch's cost (a few microseconds); held out, each
     source's rows predicted from the other's launch cost come out at 0.82-0.86 (DeepSeek) and 1.15-1.24 (Qwen)
     of the measured rate (`python benchmarks/fit_speed.py --sources vllm:cuda`, 2026-12-04), where without the
-    term the Qwen rows were at 0.14-0.15. A plan is for today's engines, which fuse the experts into one kernel."""
-    from llmsize.estimate.expected import constants, step_inputs
+    term the Qwen rows were at 0.14-0.15: each source is fitted out here and its rows predicted. A plan is for
+    today's engines, which fuse the experts into one kernel."""
+    import fit_speed
 
+    from llmsize.estimate.expected import backend, constants, step_inputs
+
+    pool = [o for o in observed if o.runtime in ("vllm", "sglang") and backend(o.plan.gpu) == "cuda"]
+    launched = {o.source_key for o in pool if o.step is not None and o.step.expert_launches}
+    assert launched == {"sglang-qwen3-speed-benchmark-h20", "vllm-pr-12185-deepseek-v3-awq-8xa100-marlin-moe"}
+    for left_out in launched:
+        fit = fit_speed.fit_group("vllm", "cuda", [o for o in pool if o.source_key != left_out])
+        assert fit.t_expert_launch_s > 1e-6, left_out  # the other source alone prices the launch
+        test = [o for o in pool if o.source_key == left_out and o.step is not None and o.step.expert_launches]
+        ratios = fit_speed.scored(fit, test).ratios  # measured rate / predicted
+        assert ratios and all(0.7 < r < 1.4 for r in ratios), (left_out, ratios)
     for rt in ("vllm", "sglang"):
         c = constants(runtimes[rt], "cuda")
         assert 1e-6 < c.t_expert_launch_s < 5e-6, rt

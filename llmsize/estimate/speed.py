@@ -317,18 +317,8 @@ def ceiling_step_s(x: StepInputs) -> float:
 
 
 def decode_step_time_s(x: StepInputs, c: Constants) -> float:
-    """Seconds for one decode step of x.batch sequences (the sum above, floored by compute)."""
-    bw = x.bandwidth_bytes_per_s
-    t = x.weight_bytes / (bw * c.eta_w(x.format_class)) + x.kv_bytes / (bw * c.eta_kv) + floor_time_s(x, c)
-    t += x.layers * c.t_layer_s + c.t_step_s + x.moe_layers * c.t_moe_layer_s + dequant_time_s(x, c)
-    t += c.expert_read_cost * x.expert_weight_bytes / bw + act_quant_time_s(x, c)
-    t += c.t_seq_s * (x.batch - 1)
-    if x.engine_v0:
-        t += c.t_step_v0_s
-    t += c.t_expert_launch_s * x.expert_launches
-    t += attention_time_s(x, c) + tile_time_s(x, c)
-    if x.collectives and x.link:
-        t += x.collectives * _alpha(c, x.link) + x.comm_time_s
+    """Seconds for one decode step of x.batch sequences: the sum of its terms (decode_terms_s), floored by compute."""
+    t = sum(decode_terms_s(x, c).values())
     eta_p = c.eta_p(x.format_class)
     if x.peak_flop_per_s and eta_p:
         t = max(t, (x.flops + (c.moe_matmul_cost - 1) * x.expert_flops) / (x.peak_flop_per_s * eta_p))
@@ -428,12 +418,14 @@ def prefill_time_s(x: PrefillInputs, c: Constants, prompts_per_forward: int = 1)
 
 
 def decode_terms_s(x: StepInputs, c: Constants) -> dict[str, float]:
-    """The step's terms one by one (seconds), for the report."""
+    """The step's terms one by one (seconds), which decode_step_time_s sums: the fixed costs hold the cost per
+    sequence beyond the first and an older engine's cost a step (both zero in a batch-1 plan)."""
     bw = x.bandwidth_bytes_per_s
     return {
         "weights": x.weight_bytes / (bw * c.eta_w(x.format_class)),
         "kv": x.kv_bytes / (bw * c.eta_kv),
-        "fixed": x.layers * c.t_layer_s + c.t_step_s + floor_time_s(x, c) + act_quant_time_s(x, c),
+        "fixed": x.layers * c.t_layer_s + c.t_step_s + floor_time_s(x, c) + act_quant_time_s(x, c)
+        + c.t_seq_s * (x.batch - 1) + (c.t_step_v0_s if x.engine_v0 else 0.0),
         "moe": x.moe_layers * c.t_moe_layer_s + c.expert_read_cost * x.expert_weight_bytes / bw
         + c.t_expert_launch_s * x.expert_launches,
         "dequant": dequant_time_s(x, c),

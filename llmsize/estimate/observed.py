@@ -5,7 +5,7 @@ configuration. A row whose card, model or format the catalog does not hold is sk
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from llmsize.catalog.measurement import Row, format_id, printed_bytes
 from llmsize.catalog.schema import GpuSpec, ModelSpec
@@ -255,21 +255,15 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
         step = at_file_bytes(step_inputs(plan, plan.decode_b, runtime, marlin=ran_marlin(row),
                                          old_tiles=old_tiles(row, runtime)), factor)
         if runtime == "vllm" and _vllm_v0(row.runtime_version or "", published):
-            from dataclasses import replace
-
             if max(row.context_tokens, (row.prompt_length or 0) + (row.gen_tokens or 0)) > V0_GRAPH_CONTEXT_MAX:
                 # any step past it is eager (the row's last context, not its mean, decides)
                 return (f"vLLM V0 decoding a context above max_seq_len_to_capture ({V0_GRAPH_CONTEXT_MAX:,}): an "
                         "eager step, without CUDA graphs")
             step = replace(step, engine_v0=True)
         if runtime == "llamacpp" and llamacpp_before(row, published) is True:
-            from dataclasses import replace
-
             step = replace(step, engine_v0=True)
         launches = expert_launches(row, runtime, fid, model)
         if launches:
-            from dataclasses import replace
-
             step = replace(step, expert_launches=float(launches))
         ceiling = 1.0 / ceiling_step_s(step)
         return Observed(row, runtime, source_key, plan, step, None, t, ceiling)

@@ -58,6 +58,25 @@ def test_gpu_entry_is_sourced_and_consistent(catalog, path):
         assert g.bus_width_bits / 8 * g.data_rate_gbps == pytest.approx(g.bandwidth_gb_s, rel=0.04)
 
 
+@pytest.mark.parametrize("gpu_id, cores, mhz", [
+    ("m1-pro-14", 14, 1296), ("m1-max-24", 24, 1296), ("m1-ultra-48", 48, 1296), ("m2-8", 8, 1398),
+    ("m2-pro-16", 16, 1398), ("m2-max-30", 30, 1398), ("m2-ultra-60", 60, 1398)])
+def test_binned_apple_gpus_rate_is_cores_by_the_per_core_rate(catalog, gpu_id, cores, mhz):
+    """The M1/M2 parts with GPU cores disabled: FP32 = cores x 256 FP32 operations a clock a core x the chip's clock
+    (philipturner/metal-benchmarks: 1296 MHz for M1 Pro/Max/Ultra, 1398 for M2), FP16 at the same rate; the core
+    count is the one the entry's name says. E.g. the M1 Max 24-core: 24 x 256 x 1.296e9 = 7.96e12."""
+    g = catalog.gpu(gpu_id)
+    assert f"{cores}-core GPU" in g.name
+    assert g.dense_tflops.fp32 == pytest.approx(cores * 256 * mhz * 1e6 / 1e12, abs=0.005)
+    assert g.dense_tflops.fp16 == g.dense_tflops.fp32
+
+
+def test_strix_halo_fp16_is_rdna3_wmma_rate_at_its_cus_and_clock(catalog):
+    """RDNA3's WMMA rate, 512 FP16 FLOPS a clock a CU (the RX 7900 XTX's 123 TFLOPS at 96 CUs and ~2.5 GHz), at the
+    Radeon 8060S's 40 CUs and 2.9 GHz: 512 x 40 x 2.9e9 = 59.4e12 (lhl's "theoretical 59 FP16 TFLOPS")."""
+    assert catalog.gpu("strix-halo").dense_tflops.fp16 == pytest.approx(512 * 40 * 2.9e9 / 1e12, abs=0.05)
+
+
 def test_gemma_4_12b_matches_reference_shapes(catalog):
     # shared/reference/gemma-architecture.md: 40 sliding (8 kv x 256, window 1024) + 8 full (1 kv x 512, K=V)
     m = catalog.model("gemma-4-12b")

@@ -177,6 +177,8 @@ def test_printed_formats_and_sizes_map():
     assert format_id("llamacpp", "MXFP4 MoE") == format_id("llamacpp", "MXFP4") == "gguf-mxfp4_moe"
     assert format_id("gpt-fast", "4-bit") == "int4-g32-zp"
     assert format_id("mlx", "4-bit") == "mlx-4bit"
+    assert format_id("mlx", "MLX 4-bit") == "mlx-4bit" and format_id("mlx", "MLX 8-bit") == "mlx-8bit"
+    assert format_id("vllm", "MLX 4-bit") is None  # an MLX conversion names MLX's format only under MLX
     assert format_id("vllm", "some new thing") is None
     # a gloss after the name is dropped; a name the gloss does not follow is not guessed
     assert format_id("vllm", "AWQ (4-bit quantization)") == "awq-int4-g128"

@@ -208,7 +208,9 @@ RUNTIME_FORMAT_IDS = {  # runtime-specific spellings
     "trtllm": {"fp4": "nvfp4"},
     "mlx": {"4-bit": "mlx-4bit", "4bit": "mlx-4bit", "q4": "mlx-4bit", "int4": "mlx-4bit",
             "8-bit": "mlx-8bit", "8bit": "mlx-8bit", "q8": "mlx-8bit", "int8": "mlx-8bit",
-            **{k.format(b=b): f"mlx-{b}bit" for b in (2, 3, 5, 6) for k in ("{b}-bit", "{b}bit", "q{b}")}},
+            **{k.format(b=b): f"mlx-{b}bit" for b in (2, 3, 5, 6) for k in ("{b}-bit", "{b}bit", "q{b}")},
+            # LM Studio's "MLX 4-bit": an mlx-community conversion at mlx_lm.convert's default group of 64
+            **{f"mlx {b}-bit": f"mlx-{b}bit" for b in (2, 3, 4, 5, 6, 8)}},
 }
 
 

@@ -114,12 +114,22 @@ BORROW = {
 def source_key(stem: str, f, row) -> str:
     """The unit left out together: the file's source (a post, a README, a thread: its tables, sections and columns
     are one source, however its rows' `where` tell them apart), or a row's own post where the row links it (`url`:
-    another author's comment in the thread)."""
+    another author's comment in the thread). `stem` names the source: the first of the files that cite its page."""
     return f"{stem}::{row.url}" if row.url else stem
+
+
+def source_names(data: dict) -> dict[str, str]:
+    """Each file's source name: files citing one page (one per engine or card of the same post) are one source, left
+    out together, so that a page's vLLM rows never validate a fit of vLLM and SGLang that saw its SGLang rows."""
+    first: dict[str, str] = {}
+    for stem, f in sorted(data.items()):
+        first.setdefault(f.source.url, stem)
+    return {stem: first[f.source.url] for stem, f in data.items()}
 
 
 def observations(cat: Catalog) -> tuple[list[Observed], list[tuple[str, str]], dict]:
     data = load_dataset(ROOT / "measurements")
+    names = source_names(data)
     out, skipped = [], []
     for stem, f in data.items():
         for i, row in enumerate(f.rows):
@@ -135,7 +145,7 @@ def observations(cat: Catalog) -> tuple[list[Observed], list[tuple[str, str]], d
                 skipped.append((f"{stem}#{i}", gpu))
                 continue
             published = str(f.source.published) if f.source.published else None
-            o = observe(row, f.runtime, source_key(stem, f, row), model, gpu, published=published)
+            o = observe(row, f.runtime, source_key(names[stem], f, row), model, gpu, published=published)
             if isinstance(o, str):
                 skipped.append((f"{stem}#{i}", o))
             else:

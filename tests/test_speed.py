@@ -237,6 +237,12 @@ def test_a_sources_rows_are_held_out_together_unless_a_row_links_its_own_post(da
     keys = {fit_speed.source_key("llamacpp-apple-normiebench-issues", nb, r) for r in nb.rows}
     assert keys == {f"llamacpp-apple-normiebench-issues::https://github.com/brand-o/normiebench/issues/{n}"
                     for n in (3, 40)}
+    # one page, one file per engine (lhl's vLLM and SGLang runs on an RTX PRO 6000): one unit, the first file's name
+    names = fit_speed.source_names(data)
+    pair = ("sglang-lhl-speed-benchmarking-rtxpro6000-llama31-8b", "vllm-lhl-speed-benchmarking-rtxpro6000-llama31-8b")
+    assert data[pair[0]].source.url == data[pair[1]].source.url
+    assert names[pair[0]] == names[pair[1]] == pair[0]
+    assert names["sglang-qwen3-speed-benchmark-h20"] == "sglang-qwen3-speed-benchmark-h20"
 
 
 @pytest.mark.parametrize("text, speculative", [

@@ -183,6 +183,8 @@ def test_printed_formats_and_sizes_map():
     # a gloss after the name is dropped; a name the gloss does not follow is not guessed
     assert format_id("vllm", "AWQ (4-bit quantization)") == "awq-int4-g128"
     assert format_id("sglang", "GPTQ-Int8") == "gptq-int8-g128"
+    assert format_id("vllm", "AutoRound INT4") == format_id("vllm", "INT4 W4A16 (AutoRound)") == "gptq-int4-g128"
+    assert format_id("vllm", "INT4 W4A8 (AutoRound, VLLM_MARLIN_INPUT_DTYPE=fp8)") is None  # FP8 activations
     assert format_id("vllm", "new thing (4-bit)") is None
 
 

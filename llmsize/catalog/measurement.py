@@ -198,6 +198,9 @@ FORMAT_IDS = {
     "fp8": "fp8", "int8": "int8", "8-bit": "int8", "nvfp4": "nvfp4", "awq": "awq-int4-g128", "awq int4": "awq-int4-g128", "awq 4-bit": "awq-int4-g128",
     "gptq": "gptq-int4-g128", "gptq-int4": "gptq-int4-g128", "gptq-int8": "gptq-int8-g128",
     "awq-int4": "awq-int4-g128",
+    # Intel's AutoRound exports GPTQ's layout (packed INT4, FP16 scale and packed zero per group of 128 by default),
+    # which vLLM runs through its GPTQ-Marlin kernels
+    "autoround int4": "gptq-int4-g128", "int4 w4a16 (autoround)": "gptq-int4-g128",
 }
 RUNTIME_FORMAT_IDS = {  # runtime-specific spellings
     "gpt-fast": {"8-bit": "int8", "int8": "int8", "4-bit": "int4-g32-zp", "int4": "int4-g32-zp",

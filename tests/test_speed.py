@@ -801,6 +801,11 @@ def test_a_file_of_another_model_and_card_still_calibrates(run_cli):
     e = json.loads(out)["expected"]
     assert e["runtime"] == "vllm" and "calibrated by your run" in e["basis"]
     assert any("Llama-3.2-3B" in n for n in e["notes"])
+    # vLLM's model_id is a Hugging Face repo the catalog knows: the run is costed as Llama 3.2 3B (its own bytes),
+    # not as the plan's Llama 3 8B, and the note names both
+    assert any("(Llama 3.2 3B Instruct, named `meta-llama/Llama-3.2-3B-Instruct` in the file)" in n.replace("\n", " ")
+               for n in e["notes"])
+    assert not any("taken as this plan's Llama 3 8B" in n for n in e["notes"])
 
 
 @pytest.mark.parametrize("content", ["", "{}", "[1, 2]", "not,a,bench\n1,2,3\n", '{"median_tpot_ms": "x"}',

@@ -618,6 +618,16 @@ def prompt_rate_flop_s(pre: PrefillInputs, c: Constants, measured_s: float) -> f
     return (pre.flops + (c.moe_matmul_cost - 1) * pre.expert_flops) / left
 
 
+def _catalog_model(cat, name: str):
+    """The catalog model a run's file names (its id, an alias or its Hugging Face repo), or None."""
+    from llmsize.errors import LlmsizeError
+
+    try:
+        return cat.model(name)
+    except LlmsizeError:
+        return None
+
+
 def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, cat, path: str) -> Calibration:
     """The user's run through the model: factor = its measured tok/s / what the constants predict for that run
     (its model, card, format, batch and context); the report says how far the plan is from it."""
@@ -628,6 +638,8 @@ def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, ca
     model = plan.model
     if run.model_id:
         model = cat.model(run.model_id)
+    elif run.model and (named := _catalog_model(cat, run.model)) is not None:
+        model = named  # a Hugging Face repo id (vLLM's model_id) or a catalog id or alias
     elif run.model:
         said.append(f"its model `{run.model}` is taken as this plan's {plan.model.name}, "
                     + ("resized to the file's bytes" if run.weight_bytes else "same bytes"))
@@ -687,9 +699,11 @@ def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, ca
              f"{run.batch}, {run.context_tokens:,} tokens, on {gpu.name}; the fitted model said {predicted:,.1f}, "
              f"x{factor:.2f})")
     ext = (f"Calibration extrapolates: this plan reads {here / 1e9:,.2f} GB per token on {plan.gpu.name} "
-           f"({plan.gpu.bandwidth_gb_s:,.0f} GB/s), the run {run_bytes / 1e9:,.2f} GB on {gpu.name} "
+           f"({plan.gpu.bandwidth_gb_s:,.0f} GB/s), the run"
+           + (f" ({model.name}, named `{run.model}` in the file)" if model.id != plan.model.id and run.model else "")
+           + f" {run_bytes / 1e9:,.2f} GB on {gpu.name} "
            f"({gpu.bandwidth_gb_s:,.0f} GB/s)" + (f"; {'; '.join(said)}" if said else ""))
-    same = gpu.id == plan.gpu.id and abs(run_bytes / here - 1) < 0.05 and not said
+    same = gpu.id == plan.gpu.id and model.id == plan.model.id and abs(run_bytes / here - 1) < 0.05 and not said
     return Calibration(factor=factor, source=where, extrapolation="" if same else ext + ".", prefill_factor=pf,
                        prefill_rate_flop_s=rate, card_id=gpu.id)
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from dataclasses import replace as _replace
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec, RuntimeSpec, SpeedGroup
-from llmsize.errors import InvalidValueError
+from llmsize.errors import InvalidValueError, LlmsizeError
 from llmsize.estimate.flops import compute_peak
 from llmsize.estimate.memo import by_identity
 from llmsize.estimate.prefill import UNFUSED_SCORE_TRAFFIC
@@ -620,8 +620,6 @@ def prompt_rate_flop_s(pre: PrefillInputs, c: Constants, measured_s: float) -> f
 
 def _catalog_model(cat, name: str):
     """The catalog model a run's file names (its id, an alias or its Hugging Face repo), or None."""
-    from llmsize.errors import LlmsizeError
-
     try:
         return cat.model(name)
     except LlmsizeError:

@@ -808,17 +808,30 @@ def test_a_file_of_another_model_and_card_still_calibrates(run_cli):
     assert not any("taken as this plan's Llama 3 8B" in n for n in e["notes"])
 
 
-@pytest.mark.parametrize("content", ["", "{}", "[1, 2]", "not,a,bench\n1,2,3\n", '{"median_tpot_ms": "x"}',
-                                     '{"run": {"device": "cuda", "batch": 1, "context_tokens": 10}, '
-                                     '"decode": {"tok_s": NaN}}'])
-def test_bad_calibration_files_are_one_line(run_cli, tmp_path, content):
+MEASURE_RUN = '{"run": {"device": "cuda", "batch": %s, "context_tokens": 10}, "decode": {"tok_s": %s}}'
+
+
+@pytest.mark.parametrize("content, words", [
+    ("", ""), ("{}", ""), ("[1, 2]", ""), ("not,a,bench\n1,2,3\n", ""), ('{"median_tpot_ms": "x"}', ""),
+    (MEASURE_RUN % (1, "NaN"), ""),
+    # a hostile-input pass: a zero time per token divided by zero; a batch of 10^14 calibrated to 0.7 tok/s; a TTFT
+    # of 10^-300 s printed as one; an unknown card id named no file
+    ('{"median_tpot_ms": "0", "num_prompts": 1}', "time per output token is 0"),
+    ('{"median_tpot_ms": 5e-324, "num_prompts": 1}', "time per output token is 0"),
+    (MEASURE_RUN % ("100000000000000", 100), "run.batch is 100,000,000,000,000"),
+    ('{"median_tpot_ms": 10, "median_ttft_ms": 1e-300, "num_prompts": 1, "total_input_tokens": 1000, '
+     '"total_output_tokens": 100, "max_concurrency": 1}', "times faster than the fitted model says"),
+    ('{"run": {"device": "cuda", "batch": 1, "context_tokens": 10}, "decode": {"tok_s": 50}, '
+     '"gpu": {"catalog_id": "nope-9000"}}', "Unknown GPU `nope-9000`"),
+])
+def test_bad_calibration_files_are_one_line(run_cli, tmp_path, content, words):
     from conftest import assert_one_line_error
 
     f = tmp_path / "cal.json"
     f.write_text(content)
     code, out, err = run_cli("plan", "llama-3-8b", "--gpu", "h100", "--calibrate", str(f))
     assert_one_line_error(code, err)
-    assert "--calibrate" in err
+    assert f"--calibrate `{f}`" in err and words in err
 
 
 def test_runtime_names_cover_every_runtime():

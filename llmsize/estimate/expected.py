@@ -594,6 +594,8 @@ def _run_format(run, fallback: str) -> str:
 # a calibrating run may beat its plan's ceiling by this much (the catalog's bandwidth is the vendor's peak, a file's
 # bytes an estimate), and must reach this fraction of it (slower, its weights were not in this card's memory)
 CALIBRATION_SLACK, CALIBRATION_FLOOR = 0.05, 0.01
+# a run's prompt at more than this factor either side of the fitted prediction measured something else (a unit slip)
+CALIBRATION_PROMPT_SPAN = 1000.0
 
 
 def calibrated_prompt(pre: PrefillInputs, plan: Plan, c: Constants, calibration: Calibration | None):
@@ -618,6 +620,14 @@ def prompt_rate_flop_s(pre: PrefillInputs, c: Constants, measured_s: float) -> f
     return (pre.flops + (c.moe_matmul_cost - 1) * pre.expert_flops) / left
 
 
+def _named(find, path: str):
+    """A catalog entry a calibration file names by id; an unknown one is the file's error, named so."""
+    try:
+        return find()
+    except LlmsizeError as e:
+        raise InvalidValueError(f"--calibrate `{path}`: {e.message}", e.hint) from None
+
+
 def _catalog_model(cat, name: str):
     """The catalog model a run's file names (its id, an alias or its Hugging Face repo), or None."""
     try:
@@ -635,7 +645,7 @@ def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, ca
     said = []
     model = plan.model
     if run.model_id:
-        model = cat.model(run.model_id)
+        model = _named(lambda: cat.model(run.model_id), path)
     elif run.model and (named := _catalog_model(cat, run.model)) is not None:
         model = named  # a Hugging Face repo id (vLLM's model_id) or a catalog id or alias
     elif run.model:
@@ -643,7 +653,7 @@ def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, ca
                     + ("resized to the file's bytes" if run.weight_bytes else "same bytes"))
     gpu = None
     if run.card_id:
-        gpu = cat.gpu(run.card_id)
+        gpu = _named(lambda: cat.gpu(run.card_id), path)
     elif run.card:
         gpu = match_gpu(run.card, None, cat.hardware.all())
     if gpu is None:
@@ -688,6 +698,13 @@ def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, ca
                       else run.ttft_s)
     t_pre = prefill_time_s(pre, c)
     pf = t_pre / measured_pre_s if t_pre and measured_pre_s else None
+    if pf is not None and not 1 / CALIBRATION_PROMPT_SPAN <= pf <= CALIBRATION_PROMPT_SPAN:
+        raise InvalidValueError(
+            f"--calibrate `{path}`: its prompt ({measured_pre_s:,.4g} s for {run.prompt_tokens or 0:,} tokens) is "
+            f"{max(pf, 1 / pf):,.3g} times {'faster' if pf > 1 else 'slower'} than the fitted model says for the run "
+            f"it describes ({t_pre:,.4g} s).",
+            "Check the file's prompt figures (a TTFT in seconds, a prefill rate in tok/s) and that the file is of "
+            "this model and card.")
     rate = None
     if measured_pre_s and not pre.peak_flop_per_s and c.eta_p(pre.format_class):  # no rate: t_pre is None
         rate = prompt_rate_flop_s(pre, c, measured_pre_s)

@@ -23,6 +23,8 @@ from llmsize.errors import InvalidValueError
 from llmsize.files import read_text
 
 MAX_BYTES = 16 * 2**20
+MAX_BATCH = 2**20  # sequences decoding at once in one run (the dataset's rows allow as many)
+MAX_CONTEXT_TOKENS = 2**24  # tokens of one sequence
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,8 @@ def _vllm_serve(d: dict, path: Path) -> Run:
     if not tpot:
         raise _bad(path, "no median_tpot_ms / mean_tpot_ms in it")
     tpot_s = _num(tpot, path, "median_tpot_ms") / 1000
+    if tpot_s <= 0:
+        raise _bad(path, "its time per output token is 0 (median_tpot_ms / mean_tpot_ms)")
     prompts = _num(d.get("num_prompts") or d.get("completed") or 1, path, "num_prompts", True) or 1
     prompt = int(_num(d.get("total_input_tokens", 0), path, "total_input_tokens") / prompts)
     out = int(_num(d.get("total_output_tokens", 0), path, "total_output_tokens") / prompts)
@@ -118,6 +122,17 @@ def _vllm_serve(d: dict, path: Path) -> Run:
                model=str(d.get("model_id") or "") or None, runtime=str(d.get("backend") or "vllm"))
 
 
+def _in_range(path: Path, tok_s: float, batch: int, lengths: dict[str, int]) -> None:
+    """A measure file's figures within what a run can have, each named when it is not."""
+    if tok_s <= 0:
+        raise _bad(path, f"decode.tok_s is {tok_s:g}; a run decodes above 0")
+    if not 1 <= batch <= MAX_BATCH:
+        raise _bad(path, f"run.batch is {batch:,}; a run has 1 to {MAX_BATCH:,} sequences")
+    for key, n in lengths.items():
+        if n > MAX_CONTEXT_TOKENS:
+            raise _bad(path, f"{key} is {n:,}; a sequence holds at most {MAX_CONTEXT_TOKENS:,} tokens")
+
+
 def _measure(d: dict, path: Path) -> Run:
     run, dec, gpu = d.get("run"), d.get("decode"), d.get("gpu") or {}
     if not isinstance(run, dict) or not isinstance(dec, dict) or not isinstance(gpu, dict) \
@@ -128,8 +143,7 @@ def _measure(d: dict, path: Path) -> Run:
     tok_s = _num(dec["tok_s"], path, "decode.tok_s")
     batch = _num(run["batch"], path, "run.batch", True)
     ctx = _num(run["context_tokens"], path, "run.context_tokens", True)
-    if tok_s <= 0 or batch < 1:
-        raise _bad(path, "decode.tok_s must be above 0 and run.batch at least 1")
+    _in_range(path, tok_s, batch, {"run.context_tokens": ctx})
     card_id, name = gpu.get("catalog_id"), gpu.get("name")
     card_id = card_id if isinstance(card_id, str) else None
     name = name if isinstance(name, str) else None
@@ -160,8 +174,7 @@ def _server(d: dict, path: Path) -> Run:
     batch = _num(run["batch"], path, "run.batch", True)
     prompt = _num(run["context_tokens"], path, "run.context_tokens", True)
     out = _num(run["tokens_requested"], path, "run.tokens_requested", True)
-    if tok_s <= 0 or batch < 1:
-        raise _bad(path, "decode.tok_s must be above 0 and run.batch at least 1")
+    _in_range(path, tok_s, batch, {"run.context_tokens": prompt, "run.tokens_requested": out})
     ttft = pre.get("ttft_s")
     return Run(tool="llmsize measure --server", decode_tok_s=tok_s, batch=batch,
                context_tokens=max(1, prompt + out // 2), prompt_tokens=prompt or None,

@@ -8,7 +8,8 @@ connection after `after` tokens), "eos" (finish_reason stop after `after` tokens
 "no_usage" (no usage anywhere), "not_stream" (answers one JSON body), "two_per_chunk" (two tokens a chunk),
 "huge_usage" (usage claims 10^30 output tokens), "endless" (three times max_tokens), "comments" (keep-alive comments
 only, after `after` tokens, for 3 s), "rot13" (names a charset it does not use), "empty_first" (an empty chunk
-at once, the first token after ttft_s).
+at once, the first token after ttft_s), "tiny_usage" (usage says every prompt is 1 token), "stall_probes" (every
+GET but /v1/models waits 2 s before it answers).
 `engine` picks what it looks like: "vllm" (owned_by vllm, /version, vLLM's /metrics), "llamacpp" (owned_by
 llamacpp, /props, /slots, timings in the last chunk, llama-server's /metrics), "ollama" (owned_by library,
 /api/version, /api/show), or "plain" (owned_by nobody, nothing else).
@@ -91,6 +92,8 @@ class FakeServer:
                 self.wfile.write(data)
 
             def do_GET(self):
+                if b.mode == "stall_probes" and self.path != "/v1/models":
+                    time.sleep(2)
                 owner = {"vllm": "vllm", "llamacpp": "llamacpp", "ollama": "library", "plain": "someone"}[b.engine]
                 if self.path == "/v1/models":
                     names = b.models if b.models is not None else [b.model]
@@ -128,7 +131,7 @@ class FakeServer:
                     return self._json(500, {"error": {"message": "CUDA out of memory"}})
                 prompt = _prompt_tokens(body.get("prompt", ""))
                 want = int(body.get("max_tokens") or 16)
-                usage = None if b.mode == "no_usage" else {"prompt_tokens": prompt}
+                usage = None if b.mode == "no_usage" else {"prompt_tokens": 1 if b.mode == "tiny_usage" else prompt}
                 if not body.get("stream") or b.mode == "not_stream":
                     time.sleep(b.ttft_s)
                     out = {"choices": [{"text": " x", "index": 0, "finish_reason": "length"}]}

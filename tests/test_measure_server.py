@@ -193,6 +193,44 @@ def test_a_server_that_lies_or_floods_is_stopped(run_cli, tmp_path, mode, args, 
     assert words in err and not save.exists()
 
 
+def test_a_server_that_undercounts_the_prompt_is_stopped_not_fed(run_cli):
+    """usage saying every prompt is 1 token sized the next prompt at words x target (a 100 MB request at the default
+    --context, memory exhausted at 262,144): a count far below the words sent is the server's accounting."""
+    b = Behaviour(mode="tiny_usage")
+    code, out, err, _ = _measure(run_cli, b)
+    assert_one_line_error(code, err)
+    assert "usage says a prompt of 300 words is 1 tokens" in err
+    assert len(b.requests) == 1 and len(b.requests[0]["prompt"].split()) < 400  # one try, never a grown prompt
+
+
+def test_probes_that_never_answer_wait_seconds_not_minutes(run_cli, monkeypatch):
+    """The engine probes and /metrics are optional: each waits SIDE_TIMEOUT_S, not --timeout (six probes at the
+    default 120 s held a run ~12 minutes before it started)."""
+    import time
+
+    from llmsize.measure import server
+
+    monkeypatch.setattr(server, "SIDE_TIMEOUT_S", 0.3)
+    t0 = time.perf_counter()
+    r = _json(run_cli, Behaviour(mode="stall_probes", engine="plain"), "--timeout", "30", "--concurrency", "1")
+    assert r["decode"]["tok_s"] and time.perf_counter() - t0 < 20
+
+
+def test_an_api_key_a_header_cannot_carry_is_refused_unshown(run_cli):
+    code, out, err = run_cli("measure", "--server", "http://127.0.0.1:9", "--api-key", "sk-SECRET\r")
+    assert_one_line_error(code, err)
+    assert "SECRET" not in err and "line end" in err
+
+
+def test_a_stream_beyond_the_ceiling_is_said_to_be_no_measurement(run_cli):
+    """A server (or a proxy) that buffers its tokens shows a decode rate no card reaches: the report says so."""
+    r = _json(run_cli, Behaviour(itl_s=0.0, ttft_s=0.3), "--gpu", "h100", "--concurrency", "1")
+    assert r["concurrency"][0]["fraction_of_ceiling"] > 1.05
+    assert any("beats the bandwidth ceiling" in n for n in r["notes"])
+    r = _json(run_cli, Behaviour(), "--gpu", "h100", "--concurrency", "1")  # 100 tok/s: below it, no note
+    assert not any("beats the bandwidth ceiling" in n for n in r["notes"])
+
+
 def test_odd_but_honest_streams_are_measured(run_cli):
     # a charset the server does not use: the stream is read as UTF-8, as the protocol has it
     r = _json(run_cli, Behaviour(mode="rot13"))
@@ -369,3 +407,16 @@ def test_url_check():
     for bad in ("127.0.0.1:8000", "file:///etc/passwd", "http://", "http://h/?q=1"):
         with pytest.raises(LlmsizeError):
             check_url(bad)
+
+
+def test_a_servers_own_timings_are_kept_only_where_they_are_rates():
+    """llama-server's final-chunk timings, printed as given: -5 tok/s and 1e308 were shown as figures."""
+    from types import SimpleNamespace
+
+    from llmsize.measure.server_run import _timings
+
+    streams = [SimpleNamespace(timings={"prompt_per_second": v, "predicted_per_second": w})
+               for v, w in ((-5.0, 1e308), (800.0, 40.0), (1000.0, 50.0))]
+    t = _timings(streams)
+    assert t["prompt_tok_s"]["median"] == 900.0 and t["decode_tok_s"]["median"] == 45.0
+    assert _timings([SimpleNamespace(timings={"prompt_per_second": -1.0, "predicted_per_second": 0})]) is None

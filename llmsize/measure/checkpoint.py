@@ -33,6 +33,8 @@ LINEAR_PREFIX = {"q_proj": "self_attn.", "k_proj": "self_attn.", "v_proj": "self
 class CheckpointError(LlmsizeError):
     """A checkpoint that is not a Gemma 4, not NVFP4 (nor plain floats), or is missing tensors."""
 
+    default_hint = "Give --checkpoint a Gemma 4 12B folder in NVFP4 or plain floats (config.json and its .safetensors)."
+
 
 def _read_json(path: Path) -> dict:
     """config.json through llmsize.files: a regular file, size-capped, never a blocking FIFO or a device."""

@@ -30,6 +30,7 @@ EXTRA_HINT = "Install the server extra: pip install 'llmsize[server]' (httpx, ht
 MAX_BODY_BYTES = 8 * 2**20  # a JSON answer (model list, props, metrics) read at most this far
 MAX_STREAM_BYTES = 64 * 2**20  # one streamed completion
 CONNECT_TIMEOUT_S = 10.0
+SIDE_TIMEOUT_S = 5.0  # an optional endpoint (engine probes, /metrics, /props, /slots) waits this long at most
 MAX_EXTRA_CHUNKS = 8  # token chunks past max_tokens before a stream counts as not honouring it
 MAX_TOKEN_COUNT = 10**8  # a usage count above this is not one (no model holds such a context)
 OWNED_BY = {"vllm": "vllm", "sglang": "sglang", "llamacpp": "llamacpp", "llama.cpp": "llamacpp",
@@ -161,6 +162,10 @@ class ServerClient:
         # identity: a compressed answer would let a few bytes on the wire decode to gigabytes
         self.headers = {"Accept-Encoding": "identity"}
         if api_key:
+            if not all(33 <= ord(ch) < 127 for ch in api_key):  # never echoed: it is a secret
+                raise ServerError("--api-key (or LLMSIZE_API_KEY) holds a space, a line end or a character outside "
+                                  "ASCII, which an HTTP header cannot carry.",
+                                  "Pass the key alone, without the line end a file read may add.")
             self.headers["Authorization"] = f"Bearer {api_key}"
         self.timeout = self.httpx.Timeout(timeout_s, connect=min(CONNECT_TIMEOUT_S, timeout_s))
 
@@ -173,11 +178,15 @@ class ServerClient:
     # ---------------------------------------------------------------------------------------- plain requests
 
     def _get(self, path: str, quiet: bool = False):
-        """GET path: the body's bytes, or None when quiet and the server has no such endpoint (any 4xx/5xx)."""
+        """GET path: the body's bytes, or None when quiet and the server has no such endpoint (any 4xx/5xx). A
+        quiet GET (an engine's probe, its metrics: optional) waits SIDE_TIMEOUT_S at most, not --timeout: a
+        server that never answers them must not hold the run for minutes."""
+        limit_s = min(SIDE_TIMEOUT_S, self.timeout_s) if quiet else self.timeout_s
+        timeout = self.httpx.Timeout(limit_s, connect=min(CONNECT_TIMEOUT_S, limit_s)) if quiet else self.timeout
         try:
-            with self.httpx.Client(timeout=self.timeout, headers=self.headers, follow_redirects=False) as c:
+            with self.httpx.Client(timeout=timeout, headers=self.headers, follow_redirects=False) as c:
                 with c.stream("GET", self.base + path) as r:
-                    body = self._read(r, MAX_BODY_BYTES, path)
+                    body = self._read(r, MAX_BODY_BYTES, path, limit_s)
         except ServerError:
             if quiet:
                 return None
@@ -193,16 +202,16 @@ class ServerClient:
                               self._hint(r.status_code))
         return body
 
-    def _read(self, r, cap: int, path: str) -> bytes:
-        """The body, at most `cap` bytes (decoded) and within twice --timeout in all."""
-        out, t0 = bytearray(), time.perf_counter()
+    def _read(self, r, cap: int, path: str, limit_s: float | None = None) -> bytes:
+        """The body, at most `cap` bytes (decoded) and within twice `limit_s` (--timeout) in all."""
+        out, t0, limit_s = bytearray(), time.perf_counter(), limit_s or self.timeout_s
         for part in r.iter_bytes():
             out += part
             if len(out) > cap:
                 raise ServerError(f"--server {self.shown}: {path} sent more than {cap // 2**20} MiB.",
                                   "Check that the URL is an OpenAI-compatible inference server.")
-            if time.perf_counter() - t0 > 2 * self.timeout_s:
-                raise ServerError(f"--server {self.shown}: {path} took more than {2 * self.timeout_s:g} s to answer.",
+            if time.perf_counter() - t0 > 2 * limit_s:
+                raise ServerError(f"--server {self.shown}: {path} took more than {2 * limit_s:g} s to answer.",
                                   "The server is trickling its answer: check its log, or raise --timeout.")
         return bytes(out)
 

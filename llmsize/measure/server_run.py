@@ -85,12 +85,14 @@ def fit_prompt(client: ServerClient, model: str, target: int) -> tuple[int, int 
         told = client.prompt_tokens(model, prompt_text(words, attempt))
         if told is None:
             return max(target - 1, 1), None  # a BOS token beside ~one token a word
-        if told > 8 * sent + 64:  # no tokenizer cuts a common English word into more than a few tokens
+        # no tokenizer cuts a common English word into more than a few tokens, nor joins several into one: a count
+        # out of that range is the server's accounting, and sizing the prompt by it would not converge
+        if told > 8 * sent + 64 or 4 * told + 64 < sent:
             raise ServerError(f"--server {client.shown}: usage says a prompt of {sent:,} words is {told:,} tokens.",
                               "Check the server's token accounting.")
         if abs(told - target) <= prompt_slack(target):
             break
-        words = max(1, words + (target - told) if attempt else round(words * target / told))
+        words = max(1, words + (target - told) if attempt else round(words * target / max(told, 1)))
     return words, told
 
 
@@ -144,11 +146,18 @@ def level_stats(streams: list[Stream], level: int, t0: float, t1: float, tokens:
     }
 
 
+MAX_SERVER_RATE_TOK_S = 1e8  # a prompt or decode rate beyond this in a server's own timings is not a rate
+
+
 def _timings(streams: list[Stream]) -> dict | None:
     """llama-server's own figures, per request (its final chunk's `timings`): prompt and decode tok/s, medians."""
     t = [s.timings for s in streams if s.timings]
-    pre = [x["prompt_per_second"] for x in t if x.get("prompt_per_second")]
-    dec = [x["predicted_per_second"] for x in t if x.get("predicted_per_second")]
+
+    def rates(key: str) -> list[float]:  # a rate the server prints that no run has (negative, absurd) is left out
+        return [float(x[key]) for x in t if isinstance(x.get(key), (int, float)) and not isinstance(x[key], bool)
+                and 0 < x[key] < MAX_SERVER_RATE_TOK_S]
+
+    pre, dec = rates("prompt_per_second"), rates("predicted_per_second")
     if not pre and not dec:
         return None
     return {"prompt_tok_s": spread(pre), "decode_tok_s": spread(dec)}
@@ -497,5 +506,11 @@ def _fractions(result: dict) -> None:
         row["inside_band"] = bool(lo <= row["decode_tok_s"] <= hi) if lo and hi and per else None
     tok = result["decode"]["tok_s"]
     pred["measured_fraction_of_ceiling"] = tok / pred["ceiling_tok_s"] if tok and pred["ceiling_tok_s"] else None
+    beyond = [r["level"] for r in result["concurrency"] if (r.get("fraction_of_ceiling") or 0) > 1.05]
+    if beyond:  # no engine decodes faster than it can read its weights: the stream was buffered or the card wrong
+        result["notes"].append(
+            f"at concurrency {', '.join(map(str, beyond))} a stream's decode rate beats the bandwidth ceiling of "
+            "the model on the card it was planned on: the server (or a proxy) sent its tokens in bursts, or --gpu "
+            "is not the server's card; those decode rates are not measurements of the card")
     exp = pred.get("expected_tok_s")
     pred["measured_fraction_of_expected"] = tok / exp if tok and exp else None

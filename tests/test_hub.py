@@ -18,6 +18,7 @@ class Hub:
     def __init__(self, root, honour_ranges=True):
         self.root, self.honour_ranges, self.log = root, honour_ranges, []
         self.token = None  # when set, requests without this bearer token get 401
+        self.claimed_total = None  # when set, what Content-Range says the file's size is (a lying server)
         hub = self
 
         class H(BaseHTTPRequestHandler):
@@ -43,7 +44,8 @@ class Hub:
                     a, b = map(int, re.match(r"bytes=(\d+)-(\d+)", rng).groups())
                     body = data[a:b + 1]
                     self.send_response(206)
-                    self.send_header("Content-Range", f"bytes {a}-{a + len(body) - 1}/{len(data)}")
+                    total = len(data) if hub.claimed_total is None else hub.claimed_total
+                    self.send_header("Content-Range", f"bytes {a}-{a + len(body) - 1}/{total}")
                 else:
                     body = data
                     self.send_response(200)
@@ -188,6 +190,26 @@ def test_a_gguf_on_a_server_ignoring_ranges_is_cut_off(hub, run_cli):
     hub.honour_ranges = False
     code, out, err = run_cli("plan", "--hub", "acme/tiny-gguf", "--file", "tiny.gguf", "--gpu", "rtx4090")
     assert code == 2 and "Content-Range" in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_index_naming_a_path_out_of_the_repo_is_refused(hub, run_cli):
+    """A shard name of the remote index is a file of the repo: `../` would send HF_TOKEN to other paths."""
+    root = hub.root / "acme" / "tiny"
+    tiny_llama_folder(root, "bf16")
+    (root / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"a": "../../etc/x.safetensors"}}))
+    code, out, err = run_cli("plan", "--hub", "acme/tiny", "--gpu", "h200")
+    assert code == 2 and "is not a .safetensors file of the repository" in err and len(err.strip().splitlines()) == 1
+    assert not any(".." in e["file"] for e in hub.log)
+
+
+@pytest.mark.parametrize("total", ["9" * 40, str(2**62), "0"])
+def test_a_gguf_size_no_file_has_is_one_line(hub, run_cli, total):
+    """Content-Range's total sizes a sparse local copy: 40 digits overflowed it (a traceback), 2^62 failed as
+    'File too large'."""
+    _gguf(hub.root / "acme" / "tiny-gguf" / "tiny.gguf")
+    hub.claimed_total = total
+    code, out, err = run_cli("plan", "--hub", "acme/tiny-gguf", "--file", "tiny.gguf", "--gpu", "rtx4090")
+    assert code == 2 and "which no model file has" in err and len(err.strip().splitlines()) == 1
 
 
 def test_file_without_hub_is_one_line(run_cli):

@@ -10,7 +10,7 @@ import os
 import re
 import struct
 
-from llmsize.errors import InvalidValueError, LlmsizeError
+from llmsize.errors import InvalidValueError, LlmsizeError, shown
 from llmsize.importer.safetensors_header import (
     MAX_HEADER_BYTES,
     HeaderError,
@@ -126,6 +126,11 @@ def fetch(spec: str) -> tuple[dict, dict | None, dict[str, TensorInfo] | None, l
         if not isinstance(wm, dict):
             raise HeaderError(f"{repo}@{rev}/model.safetensors.index.json: no weight_map object.")
         files = sorted(set(map(str, wm.values())))
+        for f in files:  # a shard is a file of the repo, never a path out of it (the token goes with each request)
+            if f.startswith(("/", ".")) or "\\" in f or ".." in f.split("/") or not f.endswith(".safetensors"):
+                raise HeaderError(f"{repo}@{rev}/model.safetensors.index.json: shard name {shown(f, 80)!r} is not a "
+                                  ".safetensors file of the repository.",
+                                  "Check the repository's index, or plan a local copy.")
     else:
         files = ["model.safetensors"]
         if c.get("model.safetensors", 8, (0, 7), missing_ok=True) is None:
@@ -138,6 +143,7 @@ def fetch(spec: str) -> tuple[dict, dict | None, dict[str, TensorInfo] | None, l
 
 
 MAX_GGUF_HEADER_BYTES = 256 * 2**20  # tokenizer arrays make GGUF headers large; tensor data is never asked for
+MAX_GGUF_FILE_BYTES = 16 * 2**40  # one .gguf file (a split) of any model: its size as a server announces it
 
 
 def fetch_gguf(spec: str, filename: str):
@@ -166,6 +172,10 @@ def fetch_gguf(spec: str, filename: str):
                 if total is None:
                     raise HubError(f"{where}: the server did not answer the range request with a Content-Range.",
                                    "llmsize reads headers only; it needs a server that honours ranges.")
+                if not 0 < total <= MAX_GGUF_FILE_BYTES:
+                    raise HubError(f"{where}: the server gives its size as {shown(str(total), 30)} bytes, which no "
+                                   f"model file has (at most {MAX_GGUF_FILE_BYTES // 2**40} TiB).",
+                                   "Check HF_ENDPOINT and the repository, or plan a local copy.")
                 with open(local, "wb") as fh:
                     fh.truncate(total)  # sparse: only the fetched prefix is real
                     fh.write(body)

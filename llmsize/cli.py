@@ -1258,7 +1258,11 @@ def _card_list(cat, text: str | None) -> list:
         raise InvalidValueError("--gpus is empty.", "Name cards (see `llmsize gpus`), or drop --gpus for every card.")
     if not all(items):
         raise InvalidValueError(f"--gpus {text!r} has an empty item.", "Separate card ids with single commas.")
-    return [cat.gpu(x) for x in items]
+    cards = {}  # a card named twice (an id and its alias) is one row
+    for x in items:
+        g = cat.gpu(x)
+        cards.setdefault(g.id, g)
+    return list(cards.values())
 
 
 @_command()
@@ -1566,8 +1570,10 @@ def _errors():
 def _given_value(err, argv: list[str] | None) -> str:
     """The value the user typed for the option a usage error is about, so the message can name it."""
     args = sys.argv[1:] if argv is None else argv
-    for opt in getattr(getattr(err, "param", None), "opts", None) or []:
-        for i, tok in enumerate(args):
+    opts = getattr(getattr(err, "param", None), "opts", None) or []
+    for i in range(len(args) - 1, -1, -1):  # the last occurrence: the one a repeated option keeps
+        tok = args[i]
+        for opt in opts:
             if tok == opt and i + 1 < len(args):
                 return f" (got `{shown(args[i + 1])}`)"
             if tok.startswith(opt + "="):
@@ -1586,6 +1592,11 @@ def _drop_stdout() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: every expected failure becomes one line on stderr and a non-zero exit."""
     os.environ.setdefault("TYPER_STANDARD_TRACEBACK", "1")
+    if sys.stdout is None:  # started with its standard output closed (`llmsize gpus >&-`): nowhere to print
+        if sys.stderr is not None:
+            sys.stderr.write("Error: the standard output is closed. Run llmsize with its output going to a "
+                             "terminal, a file or a pipe.\n")
+        sys.exit(int(ExitStatus.USAGE))
     for stream in (sys.stdout, sys.stderr):  # a name from a file (a lone surrogate) prints escaped, never raises
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")

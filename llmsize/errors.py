@@ -29,14 +29,16 @@ class ExitStatus(IntEnum):
 
 
 class LlmsizeError(Exception):
-    """An expected failure: message says what happened, hint says what to do next."""
+    """An expected failure: message says what happened, hint says what to do next (a class's default_hint when the
+    raise gives none)."""
 
     exit_status = ExitStatus.USAGE
+    default_hint: str | None = None
 
     def __init__(self, message: str, hint: str | None = None):
         super().__init__(message)
         self.message = message
-        self.hint = hint
+        self.hint = hint or self.default_hint
 
     def one_line(self) -> str:
         text = f"{self.message} {self.hint}" if self.hint else self.message

@@ -195,6 +195,9 @@ def parse_yaml(text: str, where: str, what: str = "file"):
         line = f" line {mark.line + 1}" if mark else ""
         problem = getattr(e, "problem", None) or "invalid YAML"
         raise FileError(f"{what} `{where}`{line}: {problem}.", "Fix the YAML syntax.") from None
+    except (ValueError, OverflowError) as e:  # a scalar its tag cannot hold: 2024-13-45, !!int "0x", 10**5000
+        raise FileError(f"{what} `{where}`: a value YAML cannot read ({str(e).splitlines()[0][:120]}).",
+                        "Fix the value (a real date, a number in digits), or quote it as text.") from None
     finally:
         loader.dispose()
 

@@ -163,6 +163,9 @@ def test_invalid_yaml_and_wrong_stem(tmp_path):
 def test_missing_catalog_dir(tmp_path):
     with pytest.raises(CatalogError, match="does not exist"):
         Catalog([tmp_path / "nope"])
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(CatalogError, match="is a file, not a folder"):
+        Catalog([tmp_path / "afile"])
 
 
 def test_a_models_hugging_face_repo_names_it(catalog, run_cli):

@@ -103,6 +103,8 @@ def test_the_quantize_lever_is_a_format_the_runtime_loads(run_cli, args, lever):
      "`-1.0` is not a finite number in [0, 65536]"),
     (["plan", "gemma-4-12b", "--gpu", "h200", "--compute", "fp5"], 2, "Unknown compute precision `fp5`"),
     (["plan", "gemma-4-12b", "--gpu", "h200", "--context", "abc"], 2, "abc"),
+    # a repeated option keeps its last value: the message names that one, not the first
+    (["plan", "gemma-4-12b", "--gpu", "h200", "--context", "5", "--context", "x1"], 2, "(got `x1`)"),
     (["plan", "gemma-4-12b"], 2, "--gpu"),
     (["show", "nothing-like-this"], 2, "neither a card nor a model"),
     (["gpus", "--sort", "price"], 2, "`price` is not one of bandwidth, memory, year, id"),

@@ -149,3 +149,12 @@ def test_compare_takes_json_as_plan_and_fleet_do(run_cli):
                  ("fleet", "llama-3.1-8b", "--users", "8", "--gpus", "h100-sxm", "--json", "--format", "markdown")):
         code, out, err = run_cli(*argv)
         assert code == 2 and "ask for two outputs" in err and out == "", argv
+
+
+def test_a_card_named_twice_is_one_row(run_cli):
+    """--gpus h100,h100,h100-sxm named one card three times (an id and an alias): three identical rows."""
+    import json
+
+    code, out, err = run_cli("compare", "llama-3.1-8b", "--gpus", "h100,h100,h100-sxm,rtx4090", "--json")
+    assert code == 0, err
+    assert [r["gpu"] for r in json.loads(out)["rows"]] == ["h100-sxm", "rtx4090"]

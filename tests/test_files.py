@@ -5,6 +5,8 @@ mkfifo, and as root null/zero/full character devices with mknod; never the syste
 import json
 import os
 import stat
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -118,6 +120,14 @@ def test_billion_laughs_is_refused_not_expanded(tmp_path):
     p.write_text(BILLION_LAUGHS)
     with pytest.raises(files.FileError, match="expands to more than 100,000 values"):
         no_hang(files.read_yaml, p)
+
+
+@pytest.mark.parametrize("text", ["d: 2024-13-45\n", 'n: !!int "0x"\n', 'f: !!float "abc"\n', "n: " + "9" * 5000 + "\n"])
+def test_a_value_its_tag_cannot_hold_is_one_line(text):
+    """YAML that parses but whose scalar does not construct (an impossible date, an integer past Python's 4,300
+    digits) raised ValueError out of every command that reads a catalog or --prices file."""
+    with pytest.raises(files.FileError, match="a value YAML cannot read"):
+        files.parse_yaml(text, "t.yaml")
 
 
 def test_a_few_aliases_are_fine():
@@ -284,6 +294,13 @@ def test_fifo_and_zero_device_option_files(run_cli, tmp_path, option):
         code, _, err = no_hang(run_cli, *cmd, option, str(z))
         assert_one_line_error(code, err)
         assert "character device" in err
+
+
+def test_a_closed_standard_output_is_one_line():
+    """`llmsize gpus >&-`: Python starts with sys.stdout None; the final flush raised AttributeError."""
+    r = subprocess.run([sys.executable, "-m", "llmsize", "gpus"], capture_output=False, stderr=subprocess.PIPE,
+                       text=True, timeout=120, preexec_fn=lambda: os.close(1))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "standard output is closed" in r.stderr
 
 
 def test_a_fifo_in_a_catalog_folder_is_one_line_for_unrelated_commands(run_cli, tmp_path):

@@ -49,7 +49,7 @@ def search_path(extra_dirs: list[Path] | None = None) -> list[Path]:
     for d in dirs + builtin_dirs():
         if not is_dir(d, "catalog folder"):
             raise CatalogError(
-                f"Catalog directory `{d}` does not exist.",
+                f"Catalog directory `{d}` {'is a file, not a folder' if d.exists() else 'does not exist'}.",
                 f"Pass a folder holding hardware/ and/or models/ (via --catalog or ${ENV_VAR}).",
             )
         key = d.resolve()

@@ -22,6 +22,9 @@ STANDARD = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermed
 class ConfigError(LlmsizeError):
     """A config.json that cannot be mapped to layer groups."""
 
+    default_hint = ("Check the config.json against the model's repository (or give the catalog id of a model with "
+                    "its shapes).")
+
 
 @dataclass
 class Mapped:

@@ -25,6 +25,8 @@ DTYPE_BITS = {"BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0"
 class HeaderError(LlmsizeError):
     """A safetensors file or index that does not parse or does not add up."""
 
+    default_hint = "Check the .safetensors files and their index (download them again if damaged)."
+
 
 @dataclass(frozen=True)
 class TensorInfo:

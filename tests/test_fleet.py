@@ -957,3 +957,20 @@ def test_a_p95_prompt_that_misses_the_ttft_target_is_said(run_cli):
     assert any("p95 prompt (12,000 tokens)" in c for c in row["caveats"])
     (loose,) = json.loads(run_cli(*base, "--ttft", "5s", "--json")[1])["rows"]
     assert loose["ttft_p95_s"] <= 5 and not any("p95 prompt" in c for c in loose["caveats"])
+
+
+def test_tensorrt_llm_and_gpt_fast_state_their_oldest_card(catalog, run_cli):
+    """TensorRT-LLM's support matrix starts at Ampere (SM80); gpt-fast compiles through Triton, which PyTorch
+    refuses below compute capability 7.0 (torch/_dynamo/exc.py, GPUTooOldForTriton): a T4 (7.5) gets no
+    TensorRT-LLM figure, a Tesla P40 (6.1) neither that nor gpt-fast's, each saying which engines do run there."""
+    def expected(gpu, rt):
+        code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", gpu, "--runtime", rt, "--json")
+        assert code == 0, err
+        return json.loads(out)["expected"]
+
+    t4 = expected("t4", "trtllm")
+    assert t4["tok_s"] is None and "compute capability 8.0" in json.dumps(t4) and "vllm or llamacpp" in json.dumps(t4)
+    p40 = expected("tesla-p40", "gpt-fast")
+    assert p40["tok_s"] is None and "compute capability 7.0" in json.dumps(p40)
+    assert "pick --runtime llamacpp" in json.dumps(p40)  # vLLM needs 7.5: not offered on a P40
+    assert expected("t4", "gpt-fast")["tok_s"] and expected("a100-80gb-sxm", "trtllm")["tok_s"]

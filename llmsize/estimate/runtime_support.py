@@ -6,6 +6,11 @@ vLLM: docs.vllm.ai/en/latest/getting_started/installation/gpu/, "GPU: compute ca
 RTX20xx, A100, L4, H100, B200, ...)" (7.0 up to v0.14), and on ROCm "MI200s (gfx90a), MI300 (gfx942), MI350
 (gfx950), Radeon RX 7900 series (gfx1100/1101), Radeon RX 9000 series (gfx1200/1201), Ryzen AI MAX / AI 300 Series
 (gfx1151/1150)" (docs.vllm.ai/en/v0.14.0/getting_started/installation/gpu/).
+TensorRT-LLM: its support matrix lists Ampere (SM80, SM86), Ada Lovelace (SM89) and Hopper (SM90)
+(nvidia.github.io/TensorRT-LLM/0.18.2/reference/support-matrix.html), Blackwell since ("Supported Hardware": Blackwell,
+Hopper, Ada Lovelace, Ampere; nvidia.github.io/TensorRT-LLM/supported-hardware.html): compute capability 8.0 or higher.
+gpt-fast: torch.compile's Inductor backend generates Triton kernels, and PyTorch refuses older cards: "Triton only
+supports devices of CUDA Capability >= 7.0" (torch/_dynamo/exc.py, GPUTooOldForTriton; torch/_inductor/scheduler.py).
 SGLang on AMD: "SGLang officially supports only CDNA Instinct parts (gfx942 / gfx950) plus gfx1250. RDNA3 is absent
 from the docs and is rejected outright by the kernel build" (pypi.org/project/sglang-radeon-rdna3, the AMD-AIM
 package that patches that allowlist from outside); docs.sglang.io/docs/hardware-platforms/amd_gpu names MI300X.
@@ -15,12 +20,12 @@ from __future__ import annotations
 
 from llmsize.catalog.schema import GpuSpec
 
-CUDA_MIN_COMPUTE_CAPABILITY = {"vllm": (7, 5)}
+CUDA_MIN_COMPUTE_CAPABILITY = {"vllm": (7, 5), "trtllm": (8, 0), "gpt-fast": (7, 0)}
 AMD_LLVM_TARGETS = {
     "vllm": ("gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1101", "gfx1200", "gfx1201", "gfx1150", "gfx1151"),
     "sglang": ("gfx942", "gfx950", "gfx1250"),
 }
-NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
+NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "gpt-fast": "gpt-fast"}
 
 
 def architecture_refusal(runtime: str, gpu: GpuSpec) -> str | None:
@@ -31,8 +36,9 @@ def architecture_refusal(runtime: str, gpu: GpuSpec) -> str | None:
     if gpu.vendor == "NVIDIA" and need and gpu.compute_capability:
         have = tuple(int(x) for x in gpu.compute_capability.split("."))
         if have < need:
+            others = [r for r in ("vllm", "llamacpp") if r != runtime and architecture_refusal(r, gpu) is None]
             return (f"{name} needs CUDA compute capability {need[0]}.{need[1]} or higher, and the {gpu.name} has "
-                    f"{gpu.compute_capability}; pick --runtime llamacpp")
+                    f"{gpu.compute_capability}; pick --runtime {' or '.join(others)}")
     targets = AMD_LLVM_TARGETS.get(runtime)
     if gpu.vendor == "AMD" and targets and gpu.llvm_target and gpu.llvm_target not in targets:
         return (f"{name} builds its ROCm kernels for {', '.join(targets)}, and the {gpu.name} is "

@@ -1632,3 +1632,23 @@ def test_a_vllm_build_without_a_release_number_is_v0_by_its_sources_date():
     assert not _vllm_v0("main (2025-08, version not printed)", "2025-08-19")
     assert not _vllm_v0("", None) and not _vllm_v0("nightly-01d4d1ad3")
     assert not _vllm_v0("0.8.0", "2024-01-01")  # a release number wins over the date
+
+
+def test_a_card_whose_16_bit_math_is_slower_than_fp32_is_costed_at_fp32(catalog, run_cli):
+    """The Tesla P40 (Pascal GP102, no tensor cores) runs FP16 at 1/64 of FP32 (0.18 against 11.76 TFLOPS): engines
+    compute in FP32 there. Costed at its FP16 rate, the roofline's compute-bound TTFT (335 s) was 46x the expected
+    one and the expected aggregate at batch 1 a quarter of the expected batch-1 decode (a plausibility sweep)."""
+    from llmsize.estimate.flops import compute_peak
+    from llmsize.estimate.quant import quant_format
+
+    p40 = catalog.gpu("tesla-p40")
+    peak = compute_peak(p40, quant_format("bf16"))
+    assert peak.precision == "fp32" and peak.flop_per_s == 11.76e12 and "below its FP32 rate" in peak.note
+    assert compute_peak(p40, quant_format("bf16"), override="fp16").flop_per_s == pytest.approx(0.1837e12)  # asked
+    assert compute_peak(catalog.gpu("h100"), quant_format("bf16")).precision == "bf16"  # tensor cores: unchanged
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "tesla-p40", "--quant", "gguf-q4_k_m", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    e = d["expected"]
+    assert e["aggregate_tok_s"] == pytest.approx(e["tok_s"])  # batch 1: one sequence
+    assert e["ttft_s"] >= d["prefill"]["ttft_s"] * 0.999  # the roofline's compute floor is a floor

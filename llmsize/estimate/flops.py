@@ -23,6 +23,7 @@ from llmsize.estimate.quant import QuantFormat
 from llmsize.estimate.weights import matmul_params_per_token
 
 FALLBACK = ("bf16", "fp16", "fp32")
+HALF = ("bf16", "fp16")
 
 
 @dataclass(frozen=True)
@@ -45,10 +46,17 @@ def compute_peak(gpu: GpuSpec, fmt: QuantFormat, override: str | None = None) ->
         raise InvalidValueError(f"Unknown compute precision `{override}`.", f"Choose one of: {', '.join(PRECISIONS)}.")
     requested = override or fmt.native_compute
     value = gpu.dense_tflops.get(requested)
-    if value:
+    fp32 = gpu.dense_tflops.get("fp32")
+    if value and not (override is None and requested in HALF and fp32 and value < fp32):
         return ComputePeak(requested, value * 1e12, requested, None)
     for p in FALLBACK:
         v = gpu.dense_tflops.get(p)
+        if v and override is None and p in HALF and fp32 and v < fp32:
+            # a card whose 16-bit math runs slower than its FP32 (Pascal's GP102: FP16 at 1/64 of FP32, no tensor
+            # cores): engines compute in FP32 there, so that is the rate a step's math gets
+            return ComputePeak("fp32", fp32 * 1e12, requested,
+                               f"{gpu.id}'s {p} rate ({v:g} TFLOPS) is below its FP32 rate: compute costed at FP32 "
+                               f"({fp32:g} TFLOPS), the precision engines run there")
         if v:
             note = f"no dense {requested} figure for {gpu.id}; compute costed at its {p} peak ({v:g} TFLOPS)"
             return ComputePeak(p, v * 1e12, requested, note)

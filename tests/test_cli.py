@@ -295,3 +295,15 @@ def test_a_standard_output_that_cannot_be_written_is_one_line():
                                text=True, timeout=120)
         assert r.returncode == 2, r.stderr
         assert r.stderr.count("\n") == 1 and "could not write the output" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_small_rates_keep_their_digits_in_json(run_cli):
+    """tok/s figures are rounded to significant digits, not 3 decimals: a 0.0845 tok/s ceiling printed as 0.084 sat
+    below the expected figure it bounds (a plausibility sweep)."""
+    import json
+
+    code, out, err = run_cli("plan", "llama-3.1-405b", "--gpu", "m1", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    ceiling = d["gpu"]["bandwidth_gb_s"] * 1e9 / d["decode"]["bytes_read_per_token"]
+    assert ceiling < 0.1 and d["decode"]["ceiling_tok_s"] == pytest.approx(ceiling, rel=1e-6)

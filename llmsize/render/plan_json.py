@@ -11,6 +11,11 @@ def _r(x: float | None, nd: int = 6) -> float | None:
     return None if x is None else round(x, nd)
 
 
+def _sig(x: float | None, digits: int = 9) -> float | None:
+    """To significant digits, not decimals: a 0.2183 tok/s ceiling must not print as 0.218, below what it bounds."""
+    return None if x is None else float(f"{x:.{digits}g}")
+
+
 def plan_to_dict(p: Plan) -> dict:
     gpu, model, inp = p.gpu, p.model, p.inputs
     s1, sb = p.decode_1, p.decode_b
@@ -106,11 +111,11 @@ def plan_to_dict(p: Plan) -> dict:
             "max_concurrent_sequences": p.max_sequences, "kv_pool_tokens": p.kv_pool_tokens,
         },
         "decode": {
-            "ceiling_tok_s": _r(p.decode_ceiling_tok_s, 3),
+            "ceiling_tok_s": _sig(p.decode_ceiling_tok_s),
             "bytes_read_per_token": round(s1.bytes_total),
             "batch": sb.batch, "step_bytes": round(sb.bytes_total), "step_flops": sb.flops,
             "step_memory_time_s": _r(sb.memory_time_s, 9), "step_compute_time_s": _r(sb.compute_time_s, 9),
-            "step_time_s": _r(sb.step_time_s, 9), "aggregate_tok_s": _r(sb.tok_s, 3),
+            "step_time_s": _r(sb.step_time_s, 9), "aggregate_tok_s": _sig(sb.tok_s),
             "per_sequence_tok_s": _r(sb.tok_s / sb.batch, 3), "bound": sb.bound,
             "ridge_batch": p.ridge_batch,
         },
@@ -136,4 +141,4 @@ def _spec_dict(sd) -> dict:
             "draft_kv_bytes_per_sequence": round(sd.draft_kv_bytes_per_sequence),
             "kv_budget_bytes": round(sd.kv_budget_bytes), "max_concurrent_sequences": sd.max_sequences,
             "verify_time_s": _r(sd.verify_s, 9), "draft_step_time_s": _r(sd.draft_step_s, 9),
-            "ceiling_tok_s": _r(sd.ceiling_tok_s, 3), "gain": _r(sd.gain, 4)}
+            "ceiling_tok_s": _sig(sd.ceiling_tok_s), "gain": _r(sd.gain, 4)}

@@ -34,7 +34,7 @@ def plan_to_dict(p: Plan) -> dict:
         "inputs": {
             "model": model.id, "gpu": gpu.id, "quant": p.fmt.id, "quant_scope": p.scope,
             "kv_dtype": inp.kv_dtype, "context_tokens": inp.context_tokens, "batch": inp.batch,
-            "prompt_tokens": p.prompt_tokens, "gpu_util": inp.gpu_util,
+            "prompt_tokens": p.prompt_tokens, "gpu_util": inp.gpu_util, "gpu_util_given": p.gpu_util_given,
             "overhead_bytes": None if inp.overhead_bytes is None else int(inp.overhead_bytes),
             "compute_precision": p.peak.precision,
         },

@@ -307,3 +307,17 @@ def test_small_rates_keep_their_digits_in_json(run_cli):
     d = json.loads(out)
     ceiling = d["gpu"]["bandwidth_gb_s"] * 1e9 / d["decode"]["bytes_read_per_token"]
     assert ceiling < 0.1 and d["decode"]["ceiling_tok_s"] == pytest.approx(ceiling, rel=1e-6)
+
+
+def test_an_offload_asked_for_says_the_budget_and_decode_are_the_whole_models(run_cli):
+    """--cpu-moe on a card that holds the whole model: Memory budget and Decode stay the whole model's (18 GB on the
+    card, 13 sequences, 434 tok/s) beside a ledger of 1.4 GiB and an expected 23 tok/s; a plausibility sweep read
+    them as the option ignored. The sections now say which placement they are."""
+    base = ("plan", "qwen3-30b-a3b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m")
+    code, out, err = run_cli(*base, "--cpu-moe", "--host-memory", "ryzen-9000")
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert "Memory budget (every layer on the card: the what-if; llama.cpp's placement keeps" in flat
+    assert "Decode (the whole model on the card; the offload's decode: the ledger and Expected below)" in flat
+    code, out, err = run_cli(*base)
+    assert code == 0 and "\nMemory budget\n" in out and "\nDecode\n" in out

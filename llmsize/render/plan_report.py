@@ -156,7 +156,10 @@ def render_plan(p: Plan, width: int = 100, color: bool = False, placement: str |
                  (f"sequences at {inp.context_tokens:,} tokens", f"{p.max_sequences:,}")]
         if p.kv_pool_tokens is not None:
             rows.append(("KV pool", f"{p.kv_pool_tokens:,} tokens of growing cache, shared by all sequences"))
-    r.kv("Memory budget", rows)
+    # an offload asked for (--cpu-moe, --gpu-layers) although the whole model fits: these sections stay the whole
+    # model's, and say so; the ledger and Expected below are the placement's
+    asked = f" (every layer on the card: the what-if; {placement})" if placement and b.weights_fit else ""
+    r.kv("Memory budget" + asked, rows)
 
     s1, sb = p.decode_1, p.decode_b
     rows = [("bytes read per token", f"{s1.bytes_total / GB:,.3f} GB (weights {s1.weight_bytes / GB:,.3f} + "
@@ -171,7 +174,8 @@ def render_plan(p: Plan, width: int = 100, color: bool = False, placement: str |
     never = p.ridge_batch is None and p.peak.precision
     rows.append(("turns compute-bound at", "never (memory-bound at any batch)" if never
                  else ("unknown" if p.ridge_batch is None else f"batch {p.ridge_batch:,}")))
-    r.kv("Decode" if b.weights_fit else "Decode (the whole model on the card, as if it fit)" if placement
+    r.kv(("Decode (the whole model on the card; the offload's decode: the ledger and Expected below)" if placement
+          else "Decode") if b.weights_fit else "Decode (the whole model on the card, as if it fit)" if placement
          else "Decode (as if the weights fit: they do not)", rows)
     if p.speculative is not None:
         r.kv("Speculative decoding (--spec; the acceptance rate is yours, not measured here)", _spec_rows(p))

@@ -158,3 +158,17 @@ def test_a_card_named_twice_is_one_row(run_cli):
     code, out, err = run_cli("compare", "llama-3.1-8b", "--gpus", "h100,h100,h100-sxm,rtx4090", "--json")
     assert code == 0, err
     assert [r["gpu"] for r in json.loads(out)["rows"]] == ["h100-sxm", "rtx4090"]
+
+
+def test_a_card_no_configuration_holds_says_why(run_cli):
+    """DeepSeek-V3 in FP8 (671 GB) does not fit an M3 Ultra's 512 GB and the catalog has no link to split it over
+    several: its row was every figure blank with no reason (a plausibility sweep)."""
+    import json
+
+    code, out, err = run_cli("compare", "deepseek-v3", "--gpus", "m3-ultra,h200", "--json")
+    assert code == 0, err
+    rows = {r["gpu"]: r for r in json.loads(out)["rows"]}
+    assert rows["m3-ultra"]["cards"] is None and "no split over up to 256" in rows["m3-ultra"]["why_not"]
+    assert rows["h200-sxm"]["why_not"] is None and rows["h200-sxm"]["cards"] > 1
+    code, out, err = run_cli("compare", "deepseek-v3", "--gpus", "m3-ultra,h200")
+    assert code == 0 and "m3-ultra: one card does not hold the model" in " ".join(out.split())

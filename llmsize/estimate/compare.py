@@ -43,6 +43,7 @@ class Row:
     users_served: int  # --users, or fewer when the cache holds fewer
     price: float | None
     expected: object | None = None  # expected.ExpectedResult under the runtime asked for (or the default)
+    why_not: str | None = None  # a row without a plan: why no configuration holds the model
 
     @property
     def cards(self) -> int:
@@ -87,15 +88,18 @@ def compare(model: ModelSpec, gpus: list[GpuSpec], inputs: PlanInputs, users: in
             if not fixed:
                 raise
             refused.append(e)
-            rows.append(Row(g, None, tp, pp, 0, prices.get(g.id)))
+            rows.append(Row(g, None, tp, pp, 0, prices.get(g.id), why_not=e.message))
             continue
         if fixed and (not p.budget.weights_fit or p.max_sequences < 1):
-            rows.append(Row(g, None, tp, pp, 0, prices.get(g.id)))
+            rows.append(Row(g, None, tp, pp, 0, prices.get(g.id), why_not=(
+                f"does not hold the model and one sequence's cache on {tp * pp} card(s) (--tp {tp} --pp {pp})")))
             continue
         if not p.budget.weights_fit or p.max_sequences < 1:
             fit = p.fit or smallest_fit(model, g, replace(inputs, batch=1))
             if fit is None:
-                rows.append(Row(g, None, 1, 1, 0, prices.get(g.id)))
+                rows.append(Row(g, None, 1, 1, 0, prices.get(g.id), why_not=(
+                    "one card does not hold the model and one sequence's cache, and no split over up to 256 does "
+                    "(cards without a link between them in the catalog are not split)")))
                 continue
             tp, pp = fit.tp, fit.pp
             p = make_plan(model, g, replace(inputs, batch=1, tp=tp, pp=pp))

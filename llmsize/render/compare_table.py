@@ -65,7 +65,7 @@ def rows_to_dicts(rows) -> list[dict]:
         d.update({"expected_runtime": e.runtime if e else None,
                   "expected_tok_s_low": e.expected.tok_s_low if e and e.expected else None,
                   "expected_tok_s_high": e.expected.tok_s_high if e and e.expected else None,
-                  "expected_reason": e.reason if e else None})
+                  "expected_reason": e.reason if e else None, "why_not": r.why_not})
         out.append(d)
     return out
 
@@ -104,6 +104,9 @@ def render_table(rows, currency, title: str, notes: list[str], console) -> None:
     if currency:
         legend += f"; price: {currency} per card; tok/s/k: aggregate tok/s per 1,000 {currency} of cards"
     console.print(f" {legend}.", style="dim")
+    for r in rows:
+        if r.why_not:
+            console.print(f" {r.gpu.id}: {r.why_not}.", style="dim")
     for n in notes:
         console.print(f" {n}", style="dim")
 

@@ -321,3 +321,18 @@ def test_an_offload_asked_for_says_the_budget_and_decode_are_the_whole_models(ru
     assert "Decode (the whole model on the card; the offload's decode: the ledger and Expected below)" in flat
     code, out, err = run_cli(*base)
     assert code == 0 and "\nMemory budget\n" in out and "\nDecode\n" in out
+
+
+def test_an_offload_says_the_longest_context_it_holds(run_cli):
+    """What an offload buys is context: the ledger gives the longest -c of the placement itself (40 of Llama 3.1
+    70B's 80 layers on a 24 GB card), where Memory budget gives the whole model's (which does not fit there)."""
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--gpu-layers",
+                             "40", "--host-memory", "ryzen-9000", "--json")
+    assert code == 0, err
+    led = json.loads(out)["engine"]
+    n = led["max_context_tokens"]
+    assert n and n % 256 == 0 and 4096 < n < 131072
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--gpu-layers",
+                             "40", "--host-memory", "ryzen-9000", "--context", str(n + 16384), "--json")
+    e = json.loads(out)["engine"]  # past it (beyond --fit's margin), the placement does not fit
+    assert code == 0 and not e["fits"] and e["max_context_tokens"] == n

@@ -42,6 +42,8 @@ class LlamaCppPlan:
     fit: FitResult | None
     card_bytes: int = 0  # what the card offers llama.cpp's allocator (card_bytes)
     offloaded: bool = False  # part of the model in a discrete card's host memory (speed or not)
+    # the longest -c this placement holds (its model buffer on the card, not every layer's): what an offload buys
+    longest_context_tokens: int | None = None
     cpu_layers_unified: bool = False  # part of the model left to the CPU of a unified machine (same memory)
 
     @property
@@ -238,6 +240,16 @@ def check_options(engine: str, o: LlamaCppOptions) -> None:
             "Add --flash-attn on, or use --engine llamacpp.")
 
 
+def _placement_longest(model, gpu, tensors, s, card_bytes: int) -> int | None:
+    """The longest -c (per slot as placed) whose ledger fits the card with --fit's margin, the layers and experts
+    where the placement puts them (llamacpp_fit.longest_ctx)."""
+    from llmsize.estimate.llamacpp_fit import FIT_TARGET_BYTES, longest_ctx
+    from llmsize.estimate.unified import is_unified
+
+    return longest_ctx(model, gpu, tensors, s, card_bytes - FIT_TARGET_BYTES,
+                       gpu.memory_bytes if is_unified(gpu) else None)
+
+
 def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory | None, constants,
                   card_bytes: int, fit: bool = False, format_class: str = "kquant") -> LlamaCppPlan:
     if plan.inputs.tp * plan.inputs.pp > 1:
@@ -254,17 +266,18 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
     embd = next((b for n, b in tensors if n == "token_embd.weight"), 0)
     if led.devices[-1].model_bytes <= embd:  # only the embedding on the host: nothing offloaded
         return LlamaCppPlan(led, None, found, card_bytes)
+    longest = _placement_longest(model, gpu, tensors, led.settings, card_bytes)
     from llmsize.estimate.unified import is_unified
 
     if is_unified(gpu):
         led.notes.append(f"{gpu.id} shares one memory between CPU and GPU: layers left to the CPU read the same "
                          "memory and count against the same RAM, the CPU cores at less of its bandwidth than the GPU"
                          + (f" (--host-memory {host.name} not used: there is no other memory)" if host else ""))
-        return LlamaCppPlan(led, None, found, card_bytes, cpu_layers_unified=True)
+        return LlamaCppPlan(led, None, found, card_bytes, cpu_layers_unified=True, longest_context_tokens=longest)
     if host is None:
         led.notes.append("part of the model is in host memory: give --host-memory (e.g. DDR5-6000x2) or "
                          "--host-bandwidth-gb-s for its decode speed")
-        return LlamaCppPlan(led, None, found, card_bytes, offloaded=True)
+        return LlamaCppPlan(led, None, found, card_bytes, offloaded=True, longest_context_tokens=longest)
     from llmsize.estimate.expected import prefill_inputs
     from llmsize.estimate.parallel import host_link
     from llmsize.estimate.speed import prefill_time_s
@@ -280,7 +293,7 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
     off = offload_speed(model, gpu, led, tensors, o.context, host, constants,
                         (plan.prefill.prompt_tokens, gpu_alone), link.gb_s if link else None,
                         gpu_part(plan, led, tensors, format_class))
-    return LlamaCppPlan(led, off, found, card_bytes, offloaded=True)
+    return LlamaCppPlan(led, off, found, card_bytes, offloaded=True, longest_context_tokens=longest)
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ def llamacpp_to_dict(plan, gpu) -> dict:
         "offload": _offload_dict(led, gpu, off),
         "gpu_total_bytes": led.gpu_total_bytes, "card_bytes": plan.card_bytes,
         "fits": plan.fits, "tight": plan.tight, "spare_bytes": plan.spare_bytes,
+        "max_context_tokens": plan.longest_context_tokens,
         "fit": _fit_dict(fit),
         "notes": list(led.notes),
     }
@@ -97,6 +98,9 @@ def render_llamacpp(plan, gpu, console) -> None:
                if plan.tight else "fits")
     t.add_row("GPU total", f"{mib(led.gpu_total_bytes)} ({led.gpu_total_bytes / GiB:.2f} GiB) of the card's "
               f"{card / GiB:.2f} GiB: {verdict} (plus the backend's own context, a few hundred MiB)")
+    if plan.longest_context_tokens:
+        t.add_row("longest context, as placed", f"{plan.longest_context_tokens:,} tokens (-c; the layers and "
+                  "experts where this placement puts them, with --fit's 1 GiB margin)")
     if off is not None:
         gb = lambda b: f"{b / 1e9:,.2f} GB"  # noqa: E731
         t.add_row("read per token", f"GPU {gb(off.gpu_read_bytes)}, host {gb(off.host_read_bytes)} "

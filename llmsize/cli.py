@@ -678,6 +678,9 @@ def import_(
     if path is not None and not _is_path(str(path)):
         raise InvalidValueError(f"`{path}` is not a file or folder.", "Give a model folder or a config.json.")
     if output is not None:  # the destination and the id it gives are checked before anything is read
+        if not output.name or str(output) == ".":  # `-o ''` (a Path of it reads as the current folder)
+            raise InvalidValueError("-o names no file.",
+                                    "Give the catalog file to write, e.g. -o mycat/models/ID.yaml.")
         if output.suffix != ".yaml":
             raise InvalidValueError(f"-o `{output}` must end in .yaml.", "Catalog files are `ID.yaml`.")
         check_output(output, "-o", force)

@@ -108,6 +108,8 @@ def test_import_output_must_be_yaml_in_an_existing_folder(run_cli, tmp_path):
     assert code == 2 and "must end in .yaml" in err
     code, _, err = run_cli("import", str(folder), "-o", str(tmp_path / "nope" / "x.yaml"))
     assert code == 2 and "does not exist" in err
+    code, _, err = run_cli("import", str(folder), "-o", "")  # read as `.` before: "-o `.` must end in .yaml"
+    assert code == 2 and "-o names no file" in err
 
 
 def test_damaged_shard_is_one_line_naming_it(run_cli, tmp_path):

@@ -19,6 +19,7 @@ class Hub:
         self.root, self.honour_ranges, self.log = root, honour_ranges, []
         self.token = None  # when set, requests without this bearer token get 401
         self.claimed_total = None  # when set, what Content-Range says the file's size is (a lying server)
+        self.redirect_to = None  # when set, every request is redirected there (a CDN that is down)
         hub = self
 
         class H(BaseHTTPRequestHandler):
@@ -26,6 +27,11 @@ class Hub:
                 pass
 
             def do_GET(self):
+                if hub.redirect_to:
+                    self.send_response(302)
+                    self.send_header("Location", hub.redirect_to)
+                    self.end_headers()
+                    return
                 if hub.token and self.headers.get("authorization") != f"Bearer {hub.token}":
                     self.send_response(401)
                     self.end_headers()
@@ -210,6 +216,12 @@ def test_a_gguf_size_no_file_has_is_one_line(hub, run_cli, total):
     hub.claimed_total = total
     code, out, err = run_cli("plan", "--hub", "acme/tiny-gguf", "--file", "tiny.gguf", "--gpu", "rtx4090")
     assert code == 2 and "which no model file has" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_redirect_to_a_host_that_is_down_names_that_host(hub, run_cli):
+    hub.redirect_to = "http://127.0.0.1:9/cdn/config.json"  # the discard port: nothing listens
+    code, out, err = run_cli("plan", "--hub", "acme/tiny", "--gpu", "h200")
+    assert code == 2 and f"cannot reach http://127.0.0.1:9 (redirected there by {hub.url})" in err
 
 
 def test_file_without_hub_is_one_line(run_cli):

@@ -85,7 +85,8 @@ class _Client:
         except LlmsizeError:
             raise
         except Exception as e:  # connection refused, DNS, timeouts: httpx/requests error types vary
-            raise HubError(f"{where}: cannot reach {self.endpoint} ({e.__class__.__name__}).",
+            there = _failed_host(e, self.endpoint)
+            raise HubError(f"{where}: cannot reach {there} ({e.__class__.__name__}).",
                            "Check the network, or HF_ENDPOINT.") from None
 
     def json(self, filename: str, missing_ok: bool = False):
@@ -140,6 +141,16 @@ def fetch(spec: str) -> tuple[dict, dict | None, dict[str, TensorInfo] | None, l
         for name, t in c.header(f).items():
             tensors[name] = t
     return raw, hf_quant, tensors, [f"{c.url(f)}" for f in files], f"{repo}@{rev}"
+
+
+def _failed_host(e: Exception, endpoint: str) -> str:
+    """Where a request failed: the endpoint, or the host a redirect sent it to (httpx's error keeps its request)."""
+    try:
+        url = e.request.url  # httpx.RequestError; a RuntimeError where it has none
+        host = f"{url.scheme}://{url.host}" + (f":{url.port}" if url.port else "")
+    except Exception:
+        return endpoint
+    return endpoint if host == endpoint.rstrip("/") else f"{host} (redirected there by {endpoint})"
 
 
 MAX_GGUF_HEADER_BYTES = 256 * 2**20  # tokenizer arrays make GGUF headers large; tensor data is never asked for

@@ -20,6 +20,7 @@ class Hub:
         self.token = None  # when set, requests without this bearer token get 401
         self.claimed_total = None  # when set, what Content-Range says the file's size is (a lying server)
         self.redirect_to = None  # when set, every request is redirected there (a CDN that is down)
+        self.paths = []  # every path asked for, answered or not
         hub = self
 
         class H(BaseHTTPRequestHandler):
@@ -27,6 +28,7 @@ class Hub:
                 pass
 
             def do_GET(self):
+                hub.paths.append(self.path)
                 if hub.redirect_to:
                     self.send_response(302)
                     self.send_header("Location", hub.redirect_to)
@@ -216,6 +218,21 @@ def test_a_gguf_size_no_file_has_is_one_line(hub, run_cli, total):
     hub.claimed_total = total
     code, out, err = run_cli("plan", "--hub", "acme/tiny-gguf", "--file", "tiny.gguf", "--gpu", "rtx4090")
     assert code == 2 and "which no model file has" in err and len(err.strip().splitlines()) == 1
+
+
+def test_hub_asks_the_endpoint_for_the_repos_files_only(hub):
+    """huggingface_hub fetches {HF_ENDPOINT}/api/agent-harnesses on its own unless telemetry is off: --hub turns it
+    off (a fresh interpreter, where huggingface_hub reads the setting at import), so only the repo's files go out."""
+    import os
+    import subprocess
+    import sys
+
+    tiny_llama_folder(hub.root / "acme" / "tiny", "bf16")
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_TELEMETRY"}
+    r = subprocess.run([sys.executable, "-m", "llmsize", "plan", "--hub", "acme/tiny", "--gpu", "h200"],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert hub.paths and all(p.startswith("/acme/tiny/resolve/") for p in hub.paths), hub.paths
 
 
 def test_a_redirect_to_a_host_that_is_down_names_that_host(hub, run_cli):

@@ -37,6 +37,9 @@ def parse_repo(spec: str) -> tuple[str, str]:
 
 class _Client:
     def __init__(self, repo: str, revision: str):
+        # --hub reads config.json and headers, nothing else: no telemetry, and none of huggingface_hub's own calls
+        # (it fetches {HF_ENDPOINT}/api/agent-harnesses unless telemetry is off); read when it is first imported
+        os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
         try:
             from huggingface_hub import hf_hub_url
             from huggingface_hub.utils import build_hf_headers, get_session

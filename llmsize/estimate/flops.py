@@ -40,26 +40,26 @@ def compute_peak(gpu: GpuSpec, fmt: QuantFormat, override: str | None = None) ->
     Default precision: the format's native one (fp4 for NVFP4/MXFP4, fp8 for FP8) where the card has
     tensor cores for it, else bf16 (weight-only kernels dequantize to bf16). A card without a figure
     for that precision falls back to bf16, fp16, then fp32 - a real, lower rate the card has,
-    never a figure scaled from another precision.
+    never a figure scaled from another precision; a 16-bit rate below the card's FP32 one is passed over for
+    FP32 unless asked for (`override`).
     """
     if override is not None and override not in PRECISIONS:
         raise InvalidValueError(f"Unknown compute precision `{override}`.", f"Choose one of: {', '.join(PRECISIONS)}.")
     requested = override or fmt.native_compute
-    value = gpu.dense_tflops.get(requested)
     fp32 = gpu.dense_tflops.get("fp32")
-    if value and not (override is None and requested in HALF and fp32 and value < fp32):
-        return ComputePeak(requested, value * 1e12, requested, None)
-    for p in FALLBACK:
+    for p in (requested, *FALLBACK):
         v = gpu.dense_tflops.get(p)
-        if v and override is None and p in HALF and fp32 and v < fp32:
+        if not v:
+            continue
+        if override is None and p in HALF and fp32 and v < fp32:
             # a card whose 16-bit math runs slower than its FP32 (Pascal's GP102: FP16 at 1/64 of FP32, no tensor
             # cores): engines compute in FP32 there, so that is the rate a step's math gets
             return ComputePeak("fp32", fp32 * 1e12, requested,
                                f"{gpu.id}'s {p} rate ({v:g} TFLOPS) is below its FP32 rate: compute costed at FP32 "
                                f"({fp32:g} TFLOPS), the precision engines run there")
-        if v:
-            note = f"no dense {requested} figure for {gpu.id}; compute costed at its {p} peak ({v:g} TFLOPS)"
-            return ComputePeak(p, v * 1e12, requested, note)
+        note = None if p == requested else (
+            f"no dense {requested} figure for {gpu.id}; compute costed at its {p} peak ({v:g} TFLOPS)")
+        return ComputePeak(p, v * 1e12, requested, note)
     note = f"no dense TFLOPS figure for {gpu.id} in the catalog: compute-bound figures are unknown"
     return ComputePeak(None, None, requested, note)
 

@@ -25,13 +25,14 @@ AMD_LLVM_TARGETS = {
     "vllm": ("gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1101", "gfx1200", "gfx1201", "gfx1150", "gfx1151"),
     "sglang": ("gfx942", "gfx950", "gfx1250"),
 }
-NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "gpt-fast": "gpt-fast"}
 
 
 def architecture_refusal(runtime: str, gpu: GpuSpec) -> str | None:
     """Why `runtime` does not run on `gpu`'s architecture (its documentation's list), None where it does or where
     nothing is stated."""
-    name = NAMES.get(runtime, runtime)
+    from llmsize.estimate.expected import RUNTIME_NAMES
+
+    name = RUNTIME_NAMES.get(runtime, runtime)
     need = CUDA_MIN_COMPUTE_CAPABILITY.get(runtime)
     if gpu.vendor == "NVIDIA" and need and gpu.compute_capability:
         have = tuple(int(x) for x in gpu.compute_capability.split("."))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.estimate.capacity import WHOLE_CARD_GPU_UTIL, ContextLimit, EngineShare, MemoryBudget
-from llmsize.estimate.llamacpp_fit import FIT_TARGET_BYTES, fits, longest_ctx
+from llmsize.estimate.llamacpp_fit import FIT_TARGET_BYTES, fit_room, fits, longest_ctx
 from llmsize.estimate.llamacpp_memory import LlamaCppSettings, llamacpp_ledger
 from llmsize.estimate.quant import LLAMACPP_KV_TYPES
 
@@ -52,8 +52,6 @@ def ledger_budget(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int]]
     offload is the ledger's own, beside it); `card`: what the card offers its allocator (llamacpp_plan.card_bytes).
     The sequences are the most slots of `context_tokens` each (non-unified: a stream a slot, its sliding cache
     window + ubatch cells) whose ledger fits; without `search`, only whether one does (a lever's quick look)."""
-    from llmsize.estimate.unified import is_unified
-
     whole = replace(s, gpu_layers=None, n_cpu_moe=0)
     led = llamacpp_ledger(model, gpu, tensors, whole, engine)
     dev = led.gpu
@@ -61,8 +59,7 @@ def ledger_budget(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int]]
     share = EngineShare(engine, dev.compute_bytes, FIT_TARGET_BYTES, cpu.model_bytes, card_basis)
     budget = MemoryBudget(card, WHOLE_CARD_GPU_UTIL, dev.model_bytes, dev.compute_bytes + FIT_TARGET_BYTES,
                           engine=share)
-    ram = gpu.memory_bytes if is_unified(gpu) else None
-    room = card - FIT_TARGET_BYTES
+    room, ram = fit_room(gpu, card)
     one = replace(whole, parallel=1, kv_unified=False)
 
     def holds(slots: int) -> bool:

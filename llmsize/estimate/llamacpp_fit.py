@@ -42,15 +42,20 @@ def fits(led: LlamaCppLedger, budget: int, ram_bytes: int | None = None) -> bool
     return led.gpu_total_bytes <= budget
 
 
+def fit_room(gpu: GpuSpec, card_bytes: int, reserve_bytes: int = 0) -> tuple[int, int | None]:
+    """What llama.cpp's --fit lets a placement use: the card less its margin (and `reserve_bytes`), and on a unified
+    machine the RAM the host's buffers share with it (None on a discrete card)."""
+    from llmsize.estimate.unified import is_unified
+
+    return card_bytes - reserve_bytes - FIT_TARGET_BYTES, gpu.memory_bytes if is_unified(gpu) else None
+
+
 def fit_split(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int]], s: LlamaCppSettings,
               card_bytes: int, reserve_bytes: int = 0, moe_offload: bool = True) -> FitResult:
     """llama.cpp's --fit placement: as asked if it fits `card_bytes` less its margin, else the fewest layers' routed
     experts on the host (`moe_offload`: Ollama has no --n-cpu-moe), else the most layers on the GPU. On a unified
     machine the host's buffers come out of the same RAM: a placement fits only if both do."""
-    from llmsize.estimate.unified import is_unified
-
-    budget = card_bytes - reserve_bytes - FIT_TARGET_BYTES
-    ram = gpu.memory_bytes if is_unified(gpu) else None
+    budget, ram = fit_room(gpu, card_bytes, reserve_bytes)
     led = llamacpp_ledger(model, gpu, tensors, s)
     how = "as asked"
     if not fits(led, budget, ram):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from llmsize.errors import InvalidValueError
 from llmsize.estimate.host_memory import HostMemory
-from llmsize.estimate.llamacpp_fit import FIT_TARGET_BYTES, FitResult, fit_split
+from llmsize.estimate.llamacpp_fit import FIT_TARGET_BYTES, FitResult, fit_room, fit_split, longest_ctx
 from llmsize.estimate.llamacpp_memory import LlamaCppLedger, LlamaCppSettings, gguf_file_tensors, llamacpp_ledger
 from llmsize.estimate.offload import OFFLOAD_MIN_BATCH, OffloadSpeed, gpu_part, offload_speed
 from llmsize.units import GiB
@@ -240,16 +240,6 @@ def check_options(engine: str, o: LlamaCppOptions) -> None:
             "Add --flash-attn on, or use --engine llamacpp.")
 
 
-def _placement_longest(model, gpu, tensors, s, card_bytes: int) -> int | None:
-    """The longest -c (per slot as placed) whose ledger fits the card with --fit's margin, the layers and experts
-    where the placement puts them (llamacpp_fit.longest_ctx)."""
-    from llmsize.estimate.llamacpp_fit import FIT_TARGET_BYTES, longest_ctx
-    from llmsize.estimate.unified import is_unified
-
-    return longest_ctx(model, gpu, tensors, s, card_bytes - FIT_TARGET_BYTES,
-                       gpu.memory_bytes if is_unified(gpu) else None)
-
-
 def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory | None, constants,
                   card_bytes: int, fit: bool = False, format_class: str = "kquant") -> LlamaCppPlan:
     if plan.inputs.tp * plan.inputs.pp > 1:
@@ -266,7 +256,8 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
     embd = next((b for n, b in tensors if n == "token_embd.weight"), 0)
     if led.devices[-1].model_bytes <= embd:  # only the embedding on the host: nothing offloaded
         return LlamaCppPlan(led, None, found, card_bytes)
-    longest = _placement_longest(model, gpu, tensors, led.settings, card_bytes)
+    # the longest -c of this placement (its layers and experts where it puts them), with --fit's margin
+    longest = longest_ctx(model, gpu, tensors, led.settings, *fit_room(gpu, card_bytes))
     from llmsize.estimate.unified import is_unified
 
     if is_unified(gpu):

@@ -38,6 +38,9 @@ def test_plan_json_keys(run_cli):
     assert data["inputs"] == {**data["inputs"], "model": "gemma-4-12b", "gpu": "rtx5060ti", "quant": "nvfp4",
                               "context_tokens": 4096, "batch": 1, "gpu_util": 0.9}
     assert data["gpu"]["bandwidth_gb_s"] == 448
+    assert data["inputs"]["gpu_util_given"] is False  # 0.9 is vLLM's default here, not the user's
+    code, out, _ = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--gpu-util", "0.9", "--json")
+    assert code == 0 and json.loads(out)["inputs"]["gpu_util_given"] is True
     assert data["decode"]["ceiling_tok_s"] == pytest.approx(52.4, rel=0.01)
 
 

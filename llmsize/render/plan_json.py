@@ -116,7 +116,7 @@ def plan_to_dict(p: Plan) -> dict:
             "batch": sb.batch, "step_bytes": round(sb.bytes_total), "step_flops": sb.flops,
             "step_memory_time_s": _r(sb.memory_time_s, 9), "step_compute_time_s": _r(sb.compute_time_s, 9),
             "step_time_s": _r(sb.step_time_s, 9), "aggregate_tok_s": _sig(sb.tok_s),
-            "per_sequence_tok_s": _r(sb.tok_s / sb.batch, 3), "bound": sb.bound,
+            "per_sequence_tok_s": _sig(sb.tok_s / sb.batch), "bound": sb.bound,
             "ridge_batch": p.ridge_batch,
         },
         "speculative": None if p.speculative is None else _spec_dict(p.speculative),

@@ -9,7 +9,7 @@ connection after `after` tokens), "eos" (finish_reason stop after `after` tokens
 "huge_usage" (usage claims 10^30 output tokens), "endless" (three times max_tokens), "comments" (keep-alive comments
 only, after `after` tokens, for 3 s), "rot13" (names a charset it does not use), "empty_first" (an empty chunk
 at once, the first token after ttft_s), "tiny_usage" (usage says every prompt is 1 token), "stall_probes" (every
-GET but /v1/models waits 2 s before it answers).
+GET but /v1/models waits 6 s before it answers).
 `engine` picks what it looks like: "vllm" (owned_by vllm, /version, vLLM's /metrics), "llamacpp" (owned_by
 llamacpp, /props, /slots, timings in the last chunk, llama-server's /metrics), "ollama" (owned_by library,
 /api/version, /api/show), or "plain" (owned_by nobody, nothing else).
@@ -93,7 +93,7 @@ class FakeServer:
 
             def do_GET(self):
                 if b.mode == "stall_probes" and self.path != "/v1/models":
-                    time.sleep(2)
+                    time.sleep(6)
                 owner = {"vllm": "vllm", "llamacpp": "llamacpp", "ollama": "library", "plain": "someone"}[b.engine]
                 if self.path == "/v1/models":
                     names = b.models if b.models is not None else [b.model]

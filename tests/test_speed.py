@@ -1652,3 +1652,14 @@ def test_a_card_whose_16_bit_math_is_slower_than_fp32_is_costed_at_fp32(catalog,
     e = d["expected"]
     assert e["aggregate_tok_s"] == pytest.approx(e["tok_s"])  # batch 1: one sequence
     assert e["ttft_s"] >= d["prefill"]["ttft_s"] * 0.999  # the roofline's compute floor is a floor
+
+
+def test_predict_rows_prices_a_file_or_says_why_a_row_is_skipped(catalog):
+    """benchmarks/predict_rows.py: the out-of-sample check of a new source (its rows priced by the shipped
+    constants), and the fit's own skip reasons for the rest."""
+    import predict_rows
+
+    rows = predict_rows.price(ROOT / "measurements" / "vllm-club-3090-benchmarks-single-card.yaml", catalog)
+    priced = [r for _, _, r, why in rows if why is None]
+    assert priced and all(0.3 < r < 3 for r in priced)
+    assert any(why and "speculative decoding" in why for _, _, _, why in rows)

@@ -814,6 +814,17 @@ def print_sources(rt: str, be: str, ho: HeldOut, kind: str = "decode") -> None:
         print(f"{ratio:6.2f}   {src}   {label}")
 
 
+def print_by_runtime(by_runtime: dict[str, list[tuple[HeldOut, tuple[float, float]]]]) -> None:
+    """Each runtime's own decode rows over all its backends (the unit the targets name: a runtime), each row
+    predicted by its backend's fit, held out as in the table, and judged against that fit's band."""
+    print("\nHeld out by runtime, all backends (its own decode rows): rows, median, p90, band coverage")
+    for rt, parts in by_runtime.items():
+        errors = [e for ho, _ in parts for e in ho.errors]
+        inside = sum(lo <= r <= hi for ho, (lo, hi) in parts for r in ho.ratios)
+        print(f"{rt:10} {len(errors):>6} {median(errors):>7.1%} {quantile(errors, 0.9, 'high'):>7.1%} "
+              f"{inside / len(errors):>8.0%}   backends {', '.join(sorted({ho.groups[0][1] for ho, _ in parts}))}")
+
+
 def run(write: bool, check: bool, sources: str | None = None) -> int:
     import yaml
 
@@ -847,7 +858,7 @@ def run(write: bool, check: bool, sources: str | None = None) -> int:
                                  f"card{'s' if n_card != 1 else ''}, short of constants of its own ({MIN_ROWS_OWN} "
                                  f"rows, {MIN_SOURCES_OWN} sources, {MIN_CARDS_OWN} cards): {why}")
                 break
-    table, specs, by_segment, per_source = [], defaultdict(dict), [], None
+    table, specs, by_segment, per_source, by_runtime = [], defaultdict(dict), [], None, defaultdict(list)
     for (rt, be), rows in sorted(groups.items()):
         dec = [o for o in rows if o.step is not None]
         if len(dec) < MIN_ROWS_GROUP:
@@ -901,6 +912,8 @@ def run(write: bool, check: bool, sources: str | None = None) -> int:
         shown_p = own_p if own_p.errors else ho_p
         sd, sp = shown_d.summary(band), shown_p.summary(pband) if pband and shown_p.errors else None
         by_segment.append((rt, be, shown_d, shown_p))
+        if own_d.errors:  # the runtime's own rows on this backend, each against its group's band
+            by_runtime[rt].append((own_d, band))
         if sources == f"{rt}:{be}":
             per_source = (rt, be, shown_d, shown_p)
         unscored = sum(1 for o in dec if o.runtime == rt and backend(o.plan.gpu) == be) - len(own_d.errors)
@@ -926,6 +939,7 @@ def run(write: bool, check: bool, sources: str | None = None) -> int:
         pre = (f"{sp['rows']:>12} {sp['median_abs_error']:>7.1%} {sp['p90_abs_error']:>7.1%}" if sp
                else f"{'-':>12} {'-':>7} {'-':>7}")
         print(f"{rt:10} {be:7} {n:>11} {med:>7.1%} {p90:>7.1%} {cov:>8.0%}   {pre}   {note}")
+    print_by_runtime(by_runtime)
     print("\nHeld out by card segment (the same leave-one-source-out predictions): rows, median, p90")
     print(f"{'runtime':10} {'backend':7} {'segment':12} {'decode':>22}   {'prefill':>22}")
     for rt, be, ho_d, ho_p in by_segment:

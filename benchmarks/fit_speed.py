@@ -814,15 +814,15 @@ def print_sources(rt: str, be: str, ho: HeldOut, kind: str = "decode") -> None:
         print(f"{ratio:6.2f}   {src}   {label}")
 
 
-def print_by_runtime(by_runtime: dict[str, list[tuple[HeldOut, tuple[float, float]]]]) -> None:
+def print_by_runtime(by_runtime: dict[str, list[tuple[str, HeldOut, tuple[float, float]]]]) -> None:
     """Each runtime's own decode rows over all its backends (the unit the targets name: a runtime), each row
     predicted by its backend's fit, held out as in the table, and judged against that fit's band."""
     print("\nHeld out by runtime, all backends (its own decode rows): rows, median, p90, band coverage")
     for rt, parts in by_runtime.items():
-        errors = [e for ho, _ in parts for e in ho.errors]
-        inside = sum(lo <= r <= hi for ho, (lo, hi) in parts for r in ho.ratios)
+        errors = [e for _, ho, _ in parts for e in ho.errors]
+        inside = sum(lo <= r <= hi for _, ho, (lo, hi) in parts for r in ho.ratios)
         print(f"{rt:10} {len(errors):>6} {median(errors):>7.1%} {quantile(errors, 0.9, 'high'):>7.1%} "
-              f"{inside / len(errors):>8.0%}   backends {', '.join(sorted({ho.groups[0][1] for ho, _ in parts}))}")
+              f"{inside / len(errors):>8.0%}   backends {', '.join(sorted(be for be, _, _ in parts))}")
 
 
 def run(write: bool, check: bool, sources: str | None = None) -> int:
@@ -913,7 +913,7 @@ def run(write: bool, check: bool, sources: str | None = None) -> int:
         sd, sp = shown_d.summary(band), shown_p.summary(pband) if pband and shown_p.errors else None
         by_segment.append((rt, be, shown_d, shown_p))
         if own_d.errors:  # the runtime's own rows on this backend, each against its group's band
-            by_runtime[rt].append((own_d, band))
+            by_runtime[rt].append((be, own_d, band))
         if sources == f"{rt}:{be}":
             per_source = (rt, be, shown_d, shown_p)
         unscored = sum(1 for o in dec if o.runtime == rt and backend(o.plan.gpu) == be) - len(own_d.errors)

@@ -1668,3 +1668,17 @@ def test_predict_rows_prices_a_file_or_says_why_a_row_is_skipped(catalog):
     priced = [r for _, _, r, why in rows if why is None]
     assert priced and all(0.3 < r < 3 for r in priced)
     assert any(why and "speculative decoding" in why for _, _, _, why in rows)
+
+
+def test_a_runtimes_rows_over_its_backends_pool_their_errors_each_against_its_own_band(capsys):
+    """fit_speed.print_by_runtime: the targets name a runtime, so its rows on every backend are pooled. By hand:
+    CUDA errors 0.1, 0.2 (ratios 0.909, 0.833) in band (0.8, 1.2): both inside; ROCm errors 0.5, 0.05 (ratios
+    0.667, 0.952) in band (0.9, 1.1): only the second inside. Pooled errors 0.05, 0.1, 0.2, 0.5: median 0.15,
+    p90 the top one (0.5, rounded up), coverage 3 of 4."""
+    import fit_speed
+
+    cuda = fit_speed.HeldOut([0.1, 0.2], [1 / 1.1, 1 / 1.2])
+    rocm = fit_speed.HeldOut([0.5, 0.05], [1 / 1.5, 1 / 1.05])
+    fit_speed.print_by_runtime({"vllm": [("cuda", cuda, (0.8, 1.2)), ("rocm", rocm, (0.9, 1.1))]})
+    line = capsys.readouterr().out.splitlines()[-1].split()
+    assert line[:5] == ["vllm", "4", "15.0%", "50.0%", "75%"] and line[-2:] == ["cuda,", "rocm"]

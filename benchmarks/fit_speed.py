@@ -249,6 +249,7 @@ class GroupFit:
     t_expert_launch_s: float = 0.0
     mm_cost: float = 0.0
     t_prefill_layer_s: float = 0.0
+    prefill_consumer_factor: float = 1.0
     moe_matmul_cost: float = 1.0
     prefill_expert_read_cost: float = 0.0
     expert_read_cost: float = 0.0
@@ -283,7 +284,8 @@ class GroupFit:
             attn_cost=self.attn_cost, tile_cost=self.tile_cost, t_step_v0_s=self.t_step_v0_s,
             t_expert_launch_s=self.t_expert_launch_s,
             mm_cost=self.mm_cost,
-            t_prefill_layer_s=self.t_prefill_layer_s, moe_matmul_cost=self.moe_matmul_cost,
+            t_prefill_layer_s=self.t_prefill_layer_s, prefill_consumer_factor=self.prefill_consumer_factor,
+            moe_matmul_cost=self.moe_matmul_cost,
             prefill_expert_read_cost=self.prefill_expert_read_cost,
             expert_read_cost=self.expert_read_cost, t_layer_floor_s=self.t_layer_floor_s,
             t_act_quant_layer_s=self.t_act_quant_layer_s, t_seq_s=self.t_seq_s)
@@ -310,6 +312,8 @@ _DECODE_FITS: dict = {}  # groups that share their decode rows (vLLM and SGLang;
 
 
 TERM_WORDS = {"tile": "the tile cost", "moe": "the routed experts' costs", "prefill": "the prefill constants",
+              "prefill_moe": "a routed expert's prompt cost",
+              "prefill_classes": "the prompt fraction of the format classes its prompts lack (scaled as the rest)",
               "alpha": "the latency per collective",
               "attn": "the attention cost at depth (its CUDA rows' where the pool has them)"}
 DEEP_TOKENS = 2048  # a decode row this deep in its context exercises the attention term
@@ -325,7 +329,9 @@ def unpinned(rows: list[Observed]) -> dict[str, bool]:
     model on one card over two numbers of cards: rows over a single split would charge their cards' every other
     difference to the hand-offs), and the vector-unit attention's cost (rows DEEP_TOKENS or more into their context on a
     card whose FP32 rate is known, from MIN_SOURCES_CLASS sources: llama.cpp's ROCm rows had three, from two sources,
-    and a fit leaving one out priced attention from the other two alone)."""
+    and a fit leaving one out priced attention from the other two alone), and a routed expert's cost in a prompt
+    (MoE prompt rows: TensorRT-LLM's two, DeepSeek-R1 on B200s, set it to 1 where its kin's rows set 4; its
+    max-throughput tables, tests/test_serving_defaults.py, held at 21.2% median with 1, 19.1% with the pool's 4)."""
     dec = [o for o in rows if o.step is not None]
     tiles = sum(1 for o in dec if tile_time_s(o.step, UNIT_COSTS) >= 0.05 * o.measured_s)
     splits = defaultdict(set)
@@ -335,11 +341,26 @@ def unpinned(rows: list[Observed]) -> dict[str, bool]:
     vector = all(o.runtime in VECTOR_ATTENTION for o in dec)
     prompts = [o for o in rows if o.prefill is not None and o.prefill.peak_flop_per_s]
     return {"tile": tiles < MIN_ROWS_CLASS and not vector,  # theirs is 0
+            "prefill_moe": not pins_moe_prompts(prompts),
             "attn": vector and (len(deep) < MIN_ROWS_CLASS or len({o.source_key for o in deep}) < MIN_SOURCES_CLASS),
             "moe": sum(1 for o in dec if o.step.moe_layers) < MIN_ROWS_CLASS,
             "prefill": len(prompts) < MIN_ROWS_CLASS or len({o.source_key for o in prompts}) < MIN_SOURCES_CLASS
             or len({o.plan.gpu.id for o in prompts}) < MIN_CARDS_OWN,
             "alpha": any(o.step.collectives for o in dec) and not any(len(c) > 1 for c in splits.values())}
+
+
+def pins_moe_prompts(prompts: list[Observed]) -> bool:
+    """Whether prompt rows pin a routed expert's cost (MIN_ROWS_CLASS MoE prompts)."""
+    return sum(1 for o in prompts if o.prefill.expert_flops > 0 and o.prefill.peak_flop_per_s) >= MIN_ROWS_CLASS
+
+
+def pins_consumer_factor(prompts: list[Observed]) -> bool:
+    """Whether prompt rows pin the consumer cards' factor: MIN_ROWS_CLASS rows from MIN_SOURCES_CLASS sources on
+    consumer cards and as many on the others."""
+    peaked = [o for o in prompts if o.prefill.peak_flop_per_s]
+    return all(sum(1 for o in peaked if o.prefill.consumer == flag) >= MIN_ROWS_CLASS
+               and len({o.source_key for o in peaked if o.prefill.consumer == flag}) >= MIN_SOURCES_CLASS
+               for flag in (True, False))
 
 
 def fit_group(runtime: str, be: str, rows: list[Observed], pool: list[Observed] | None = None,
@@ -371,8 +392,11 @@ def fit_group(runtime: str, be: str, rows: list[Observed], pool: list[Observed] 
     fit = dataclasses.replace(_DECODE_FITS[key][1], runtime=runtime, backend=be)
     if need.get("prefill"):
         take_prefill(fit, donor)
+        need["prefill_moe"] = False  # in the prefill constants
     else:
-        fit_prefill(fit, [o for o in rows if o.prefill is not None])
+        same_backend = donor is not None and {backend(o.plan.gpu) for o in pool} == {be}
+        need["prefill_classes"] = fit_prefill(fit, [o for o in rows if o.prefill is not None], donor,
+                                              donor if same_backend else None)
     fit.borrowed_terms = tuple(k for k, v in need.items() if v)
     return fit
 
@@ -547,30 +571,58 @@ MOE_MATMUL_COSTS = (1.0, 1.5, 2.0, 3.0, 4.0)  # the grid a routed expert FLOP's 
 # MoE prompts paying per forward; the serving engines run a prompt as one forward, and a second MoE constant chosen
 # on their few MoE prompt rows held out worse (vLLM CUDA prompts 19.9% -> 32.9% median, 2026-12-03)
 EXPERT_READ_COSTS = {"llamacpp": (0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0)}
+# and the grid of a consumer card's prompt fraction over the other segments' (speed.py: GeForce and Radeon cards run
+# above the boost clock their rated peak assumes), chosen where a group's prompt rows pin it (pins_consumer_factor)
+CONSUMER_FACTORS = (1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6)
 
 
-def fit_prefill(fit: GroupFit, pre: list[Observed]) -> None:
-    """One eta per format class, for a serving engine one extra cost per layer of a prefill forward, and the cost of
-    a routed expert's FLOP against a dense one (grouped GEMMs, each expert a few rows of the prompt):
-        t = (FLOPs + (moe_matmul_cost - 1) x expert FLOPs) / (peak x eta[class]) + fixed + layers x t_prefill_layer,
+def fit_prefill(fit: GroupFit, pre: list[Observed], donor: GroupFit | None = None,
+                classes_from: GroupFit | None = None) -> bool:
+    """One eta per format class, for a serving engine one extra cost per layer of a prefill forward, the cost of
+    a routed expert's FLOP against a dense one (grouped GEMMs, each expert a few rows of the prompt), and a consumer
+    card's factor on eta (f; 1 on other cards):
+        t = (FLOPs + (moe_matmul_cost - 1) x expert FLOPs) / (peak x eta[class] x f) + fixed + layers x t_prefill_layer,
     u = 1/eta (>= 1) and t_prefill_layer (>= 0) by weighted least squares (weights 1/t^2: relative error),
-    alternating the closed forms of each (a convex problem: it converges), at each moe_matmul_cost of the grid
-    (1 where the rows hold fewer than MIN_ROWS_CLASS MoE prompts), keeping the one of least weighted error. A class
-    with too few rows takes the median of the others; with too few rows of any one class, one fraction for all."""
-    moe_rows = sum(1 for o in pre if o.prefill.expert_flops > 0 and o.prefill.peak_flop_per_s)
+    alternating the closed forms of each (a convex problem: it converges), at each point of the grid of
+    moe_matmul_cost and f, keeping the one of least weighted error. Where the rows hold fewer than MIN_ROWS_CLASS MoE
+    prompts, the expert's cost is the donor's (the pool a group borrows from), else 1; where they do not pin the
+    consumer factor (pins_consumer_factor), it is 1 (a pool's factor, borrowed by TensorRT-LLM, whose one consumer
+    source runs a 0.5B model at 0.4 of the peak, held its prompts out at 27.3% / 77.3% against 29.3% / 57.1% without).
+    The prediction caps eta x f at 1 (speed.prefill_parts_s), the fit does not: they differ where it exceeds 1 (the
+    serving engines' 16-bit prompts on consumer cards, 1.02). A class with too few rows takes, from `classes_from`
+    (a donor of the group's own backend), the donor's fraction scaled by the median ratio of the classes both fit,
+    else the median of its own classes; with too few rows of any one class, one fraction for all. (TensorRT-LLM has
+    no FP4 prompt rows of its own: the median of its 8-bit and 16-bit fractions put its FP4 prompts at 1.12 its FP8
+    ones, and MLPerf's 405B Offline results then implied a B200 prompt 1.42x the H200's; with the pool's relation,
+    0.78, 0.91x. A donor of two backends lends none: llama.cpp's CUDA prompts held out at 13.3% / 38.9% with its CUDA
+    and ROCm pool's classes, 13.0% / 32.0% without. Returns whether a class was lent.)"""
     best = None
     reads = EXPERT_READ_COSTS.get(fit.runtime, (0.0,))
-    grid = [(c, r) for r in reads for c in MOE_MATMUL_COSTS] if moe_rows >= MIN_ROWS_CLASS else [(1.0, 0.0)]
+    grid = ([(c, r) for r in reads for c in MOE_MATMUL_COSTS] if pins_moe_prompts(pre)
+            else [(donor.moe_matmul_cost, donor.prefill_expert_read_cost)] if donor else [(1.0, 0.0)])
+    factors = CONSUMER_FACTORS if pins_consumer_factor(pre) else (1.0,)
+    grid = [(c, r, f) for c, r in grid for f in factors]
     table = PrefillTable.of(fit, pre)
-    for cost, read in grid:
+    for cost, read, factor in grid:
         trial = dataclasses.replace(fit)
-        err = _fit_prefill_at(trial, table, cost, read)
+        err = _fit_prefill_at(trial, table, cost, read, factor)
         if best is None or err < best[0] - 1e-12:
             best = (err, trial)
     take_prefill(fit, best[1])
+    if classes_from and fit.eta_prefill:  # a class its rows cannot pin: the donor's, scaled as the shared ones
+        donor = classes_from
+        shared = [c for c in fit.eta_prefill if c in donor.eta_prefill]
+        if shared:
+            scale = median([fit.eta_prefill[c] / donor.eta_prefill[c] for c in shared])
+            lent = [c for c in donor.eta_prefill if c not in fit.eta_prefill]
+            for c in lent:
+                fit.eta_prefill[c] = min(1.0, donor.eta_prefill[c] * scale)
+            return bool(lent)
+    return False
 
 
-PREFILL_TERMS = ("eta_prefill_default", "t_prefill_layer_s", "moe_matmul_cost", "prefill_expert_read_cost")
+PREFILL_TERMS = ("eta_prefill_default", "t_prefill_layer_s", "prefill_consumer_factor", "moe_matmul_cost",
+                 "prefill_expert_read_cost")
 
 
 def take_prefill(fit: GroupFit, source: GroupFit) -> None:
@@ -605,20 +657,24 @@ class PrefillTable:
                 ("fixed", [p.layers * fit.fixed_of(o.runtime)[0] + fit.fixed_of(o.runtime)[1] + score_time_s(p, kc)
                            for o, p in zip(obs, x)]),
                 ("layers", [p.layers if p.serving else 0 for p in x]),
+                ("consumer", [1.0 if p.consumer else 0.0 for p in x]),
                 ("dense", [flop_time_at_peak_s(p) for p in x]),
                 ("expert", [p.expert_flops / p.peak_flop_per_s for p in x]),
                 ("read", [p.expert_read_bytes / p.bandwidth_bytes_per_s for p in x]))}
         return PrefillTable(cols, sum(1 for obs in by_class.values() for o in obs if o.prefill.serving))
 
 
-def _fit_prefill_at(fit: GroupFit, table: PrefillTable, moe_cost: float, read_cost: float = 0.0) -> float:
-    """fit_prefill at one moe_matmul_cost and prefill_expert_read_cost; returns the weighted squared error of the
-    rows it fitted."""
+def _fit_prefill_at(fit: GroupFit, table: PrefillTable, moe_cost: float, read_cost: float = 0.0,
+                    consumer_factor: float = 1.0) -> float:
+    """fit_prefill at one moe_matmul_cost, prefill_expert_read_cost and consumer factor; returns the weighted squared
+    error of the rows it fitted."""
     fit.moe_matmul_cost, fit.prefill_expert_read_cost = moe_cost, read_cost
+    fit.prefill_consumer_factor = consumer_factor
     counts = {c: len(t["meas"]) for c, t in table.by_class.items()}
     pooled = not any(n >= MIN_ROWS_CLASS for n in counts.values())
     # per row: measured, fixed (the expert read at this grid point included), layers, FLOP time at eta 1
-    rows = {c: (t["meas"], t["fixed"] + read_cost * t["read"], t["layers"], t["dense"] + (moe_cost - 1) * t["expert"])
+    rows = {c: (t["meas"], t["fixed"] + read_cost * t["read"], t["layers"],
+                (t["dense"] + (moe_cost - 1) * t["expert"]) / (1 + (consumer_factor - 1) * t["consumer"]))
             for c, t in table.by_class.items()}
     if pooled and rows:
         rows = {"*": tuple(np.concatenate(cols) for cols in zip(*rows.values()))}
@@ -759,7 +815,8 @@ def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, 
         "alu_ops_per_weight": r4(fit.alu_ops_per_weight), "attn_cost": r4(fit.attn_cost),
         "tile_cost": r4(fit.tile_cost), "mm_cost": r4(fit.mm_cost),
         "t_step_v0_s": r4(fit.t_step_v0_s), "t_expert_launch_s": r4(fit.t_expert_launch_s),
-        "t_prefill_layer_s": r4(fit.t_prefill_layer_s), "expert_read_cost": r4(fit.expert_read_cost),
+        "t_prefill_layer_s": r4(fit.t_prefill_layer_s), "prefill_consumer_factor": r4(fit.prefill_consumer_factor),
+        "expert_read_cost": r4(fit.expert_read_cost),
         "t_layer_floor_s": r4(fit.t_layer_floor_s),
         "t_act_quant_layer_s": r4(fit.t_act_quant_layer_s), "t_seq_s": r4(fit.t_seq_s),
         "moe_matmul_cost": fit.moe_matmul_cost,

@@ -890,14 +890,18 @@ def test_launch_lines_carry_the_cache_dtype_and_the_speculation_the_rows_were_si
 def test_quant_sizes_the_fleet_in_that_format_and_the_launch_lines_say_so(run_cli):
     """--quant fp8 (a procurement's usual choice for a 70B): the weights' format in the title and workload, about
     half the bytes (Llama 3.1 70B: 141.1 GB in bf16, 72.7 GB in fp8 with its scales, embeddings and norms left
-    16-bit: an H100 80GB replica of tp 4 becomes one of tp 2), vLLM's launch lines quantize on loading
-    (--quantization fp8); a format the runtime does not serve is one line before any work."""
-    base = ("fleet", "llama-3.1-70b", "--users", "100", "--tok-s-per-user", "20", "--gpus", "h100-sxm")
-    bf16 = json.loads(run_cli(*base, "--json")[1])
-    fp8 = json.loads(run_cli(*base, "--quant", "fp8", "--json")[1])
-    assert bf16["workload"]["quant"] == "bf16" and fp8["workload"]["quant"] == "fp8"
-    (b, f) = bf16["rows"][0], fp8["rows"][0]
-    assert (b["tp"], f["tp"]) == (4, 2) and f["cards_total"] < b["cards_total"]
+    16-bit: an H100 80GB replica of tp 4 becomes one of tp 2), half the cards, vLLM's launch lines quantize on
+    loading (--quantization fp8); a format the runtime does not serve is one line before any work. At 20 tok/s a
+    user (50 ms a token) two fp8 replicas of tp 2 come out at ~51 ms a token at batch 50, and one of tp 4 serves the
+    100 users on the same 4 cards; at 15 tok/s (67 ms) the tp-2 replicas meet it."""
+    base = ("fleet", "llama-3.1-70b", "--users", "100", "--gpus", "h100-sxm")
+    for per_user, fp8_tp in (("20", {2, 4}), ("15", {2})):
+        bf16 = json.loads(run_cli(*base, "--tok-s-per-user", per_user, "--json")[1])
+        fp8 = json.loads(run_cli(*base, "--tok-s-per-user", per_user, "--quant", "fp8", "--json")[1])
+        assert bf16["workload"]["quant"] == "bf16" and fp8["workload"]["quant"] == "fp8"
+        (b, f) = bf16["rows"][0], fp8["rows"][0]
+        assert b["tp"] == 4 and f["tp"] in fp8_tp and (b["cards_total"], f["cards_total"]) == (8, 4)
+    base = (*base, "--tok-s-per-user", "20")
     code, out, err = run_cli(*base, "--quant", "fp8")
     assert code == 0 and "weights fp8" in out
     code, out, err = run_cli(*base, "--quant", "fp8", "--emit", "vllm")

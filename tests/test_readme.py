@@ -65,6 +65,10 @@ def test_the_fitted_figures_the_readme_quotes_are_the_fits():
         README.replace("\n", " ")
     assert (f"streams the routed experts again, at {group('llamacpp')['prefill_expert_read_cost']:.1f} times their "
             "full-bandwidth time on CUDA") in README.replace("\n", " ")
+    # a consumer card's prompt fraction in the serving engines
+    assert group("vllm")["prefill_consumer_factor"] == group("sglang")["prefill_consumer_factor"]
+    assert (f"at {group('vllm')['prefill_consumer_factor']:g} times that fraction in vLLM and SGLang"
+            in README.replace("\n", " "))
 
 
 def test_the_offload_figure_the_readme_quotes_is_the_plans(run_cli):

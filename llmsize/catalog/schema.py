@@ -430,6 +430,8 @@ class SpeedGroup(Strict):
                                          "FP8/FP4 tensor-core GEMMs (speed.act_quant_time_s)")
     t_prefill_layer_s: Seconds = Field(0.0, description="a serving engine's extra cost per layer of a prefill forward "
                                        "(eager: no CUDA graph; launches and the all-reduce's latency)")
+    prefill_consumer_factor: float = Field(1.0, ge=0.5, le=2.0, description="a consumer card's prompt fraction over "
+                                           "the other segments' (above its rated boost clock), at most its rated peak")
     moe_matmul_cost: float = Field(1.0, ge=1, le=100, description="a routed expert FLOP's cost in dense FLOPs "
                                    "(grouped GEMMs of a few rows per expert)")
     t_seq_s: Seconds = Field(0.0, description="a decode step's cost per sequence beyond the first")

@@ -143,6 +143,7 @@ def constants(spec: RuntimeSpec, backend_id: str) -> Constants | None:
         alu_ops_per_weight=g.alu_ops_per_weight, attn_cost=g.attn_cost, tile_cost=g.tile_cost,
         mm_cost=g.mm_cost,
         t_step_v0_s=g.t_step_v0_s, t_expert_launch_s=g.t_expert_launch_s, t_prefill_layer_s=g.t_prefill_layer_s,
+        prefill_consumer_factor=g.prefill_consumer_factor,
         moe_matmul_cost=g.moe_matmul_cost,
         prefill_expert_read_cost=g.prefill_expert_read_cost, t_seq_s=g.t_seq_s,
         expert_read_cost=g.expert_read_cost, t_layer_floor_s=g.t_layer_floor_s,
@@ -475,7 +476,7 @@ def prefill_inputs(plan: Plan, runtime: str | None = None, flash_attn: bool = Tr
         stages=stages, batch_tokens=LLAMACPP_BATCH_TOKENS if piped else 0,
         ubatch_tokens=ub if piped else 0,
         score_bytes=prompt_score_bytes(plan, runtime, flash_attn, ub),
-        serving=runtime in SERVING_RUNTIMES, peak_name=peak_name,
+        serving=runtime in SERVING_RUNTIMES, consumer=plan.gpu.segment == "consumer", peak_name=peak_name,
         attention_flops=pre.attention_flops, attention_flop_per_s=attention_rate(plan, runtime, peak))
 
 

@@ -42,8 +42,11 @@ A decode step of B sequences at context L on runtime R lasts (seconds), each ter
 
 and yields B tokens; it cannot be shorter than the step's FLOPs at eta_prefill of the dense peak.
 Prefill (time to first token) = FLOPs / (peak x eta_prefill[format class]) + the same fixed terms, or the
-weight bytes at eta_weights when that is longer, plus, where attention is not fused (llama.cpp without flash
-attention), its score matrices' bytes at eta_kv; llama.cpp on layer-split cards pipelines a prompt's ubatches
+weight bytes at eta_weights when that is longer; on a consumer card (GeForce, Radeon) the fraction is
+min(1, eta_prefill x prefill_consumer_factor): such cards run above the boost clock their rated peak assumes, where
+an SXM or workstation part under dense matmuls runs at or below it (SGLang's 28,650-token prompt on an RTX 4090 at
+1.3x the fraction an A100 or RTX A6000 reached in the same source); plus, where attention is not fused (llama.cpp
+without flash attention), its score matrices' bytes at eta_kv; llama.cpp on layer-split cards pipelines a prompt's ubatches
 through its stages, which shortens all of it by pipeline_factor (1, no gain, for one ubatch or one card).
 The ceiling (decode.py) is this expression with every eta equal to 1 and every other term 0; the constants are
 bounded so that expected <= ceiling always.
@@ -190,6 +193,7 @@ class PrefillInputs:
     ubatch_tokens: int = 0  # and each call into ubatches that flow through the stages together (0: no pipelining)
     score_bytes: float = 0.0  # attention score matrices written and read in memory (unfused attention; 0 fused)
     serving: bool = False  # run by a serving engine (SERVING_RUNTIMES): an eager forward, t_prefill_layer_s a layer
+    consumer: bool = False  # a consumer card (GeForce, Radeon): its matmuls at Constants.prefill_consumer_factor
     peak_name: str = "matmul"  # the precision peak_flop_per_s is of (INT8, FP16/FP32, FP8, ...), for the report
 
 
@@ -225,6 +229,8 @@ class Constants:
     t_step_v0_s: float = 0.0  # an older generation's extra cost a step (engine_v0; fitted on its rows, plans pay none)
     t_expert_launch_s: float = 0.0  # a per-expert kernel's launch (expert_launches; fitted on its rows, plans pay none)
     t_prefill_layer_s: float = 0.0  # a serving engine's extra cost per layer of an eager prefill forward (TTFT only)
+    # a consumer card's prompt fraction over the other segments' (PrefillInputs.consumer), at most the rated peak
+    prefill_consumer_factor: float = 1.0
     moe_matmul_cost: float = 1.0  # a routed expert FLOP's cost in dense FLOPs (grouped GEMMs of few rows each)
     # a prompt's routed-expert byte, in units of its time at full bandwidth, beyond the FLOPs (prefill_parts_s)
     prefill_expert_read_cost: float = 0.0
@@ -391,6 +397,8 @@ def prefill_parts_s(x: PrefillInputs, c: Constants) -> tuple[float, float, float
     if prefill_missing(x, c):
         return None
     eta = c.eta_p(x.format_class)
+    if x.consumer:  # at most the rated peak: the plan's prefill (and the ceiling's) is the prompt at it
+        eta = min(1.0, eta * c.prefill_consumer_factor)
     compute = (flop_time_at_peak_s(x) + (c.moe_matmul_cost - 1) * x.expert_flops / x.peak_flop_per_s) / eta
     compute += score_time_s(x, c)
     weights = x.weight_bytes / (x.bandwidth_bytes_per_s * c.eta_w(x.format_class))

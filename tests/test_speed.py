@@ -1017,6 +1017,18 @@ def test_a_consumer_cards_prompt_runs_at_a_larger_fraction_of_its_rated_peak(cat
     # the fit chose it where the rows pin it: the serving engines' prompts say > 1, llama.cpp's CUDA prompts 1
     fitted = {(r.id, be): g.prefill_consumer_factor for r in catalog.runtimes.all() for be, g in r.backends.items()}
     assert fitted[("vllm", "cuda")] > 1.1 and fitted[("llamacpp", "cuda")] == 1.0 and fitted[("mlx", "metal")] == 1.0
+    # and the report says where it applies
+    from llmsize.estimate.expected import expect
+
+    rts = {r.id: r for r in catalog.runtimes.all()}
+
+    def note(gpu, runtime):
+        p = make_plan(catalog.model("llama-3.1-8b"), catalog.gpu(gpu), PlanInputs(quant="bf16"), search_fit=False)
+        return [n for n in expect(p, rts, runtime).expected.notes if n.startswith("a consumer card")]
+
+    (n,) = note("rtx4090", "vllm")
+    assert f"at {fitted[('vllm', 'cuda')]:g}x vLLM's fraction" in n and "1.00 of its rated" in n
+    assert not note("h100-sxm", "vllm") and not note("rtx4090", "llamacpp")
 
 
 def test_a_serving_run_that_drew_its_prompts_gives_their_mean():

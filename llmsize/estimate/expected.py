@@ -32,6 +32,8 @@ from llmsize.estimate.speed import (
     is_ternary,
     link_kind,
     at_file_bytes,
+    prefill_fraction,
+    prefill_missing,
     prefill_parts_s,
     score_time_s,
 )
@@ -534,6 +536,11 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
     pre = prefill_inputs(plan, rid, flash_attn=not unfused, ubatch_tokens=ubatch_tokens)
     pre, note = calibrated_prompt(pre, plan, c, calibration)
     notes += (note,) if note else ()
+    if pre.consumer and c.prefill_consumer_factor != 1.0 and not prefill_missing(pre, c):
+        notes += (f"a consumer card: its prompt's matmuls at {c.prefill_consumer_factor:g}x {RUNTIME_NAMES[rid]}'s "
+                  f"fraction of the peak on datacenter and workstation cards, {prefill_fraction(pre, c):.2f} of "
+                  f"its rated {pre.peak_name} peak (GeForce and Radeon cards run above the boost clock it is rated "
+                  "at)",)
     if pre.score_bytes:
         cause = (f"flash attention off ({'asked for' if flash_attn == 'off' else 'Ollama default'})" if unfused
                  else f"{RUNTIME_NAMES[rid]}'s unfused attention for this model")

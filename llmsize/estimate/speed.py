@@ -46,8 +46,8 @@ weight bytes at eta_weights when that is longer; on a consumer card (GeForce, Ra
 min(1, eta_prefill x prefill_consumer_factor): such cards run above the boost clock their rated peak assumes, where
 an SXM or workstation part under dense matmuls runs at or below it (SGLang's 28,650-token prompt on an RTX 4090 at
 1.3x the fraction an A100 or RTX A6000 reached in the same source); plus, where attention is not fused (llama.cpp
-without flash attention), its score matrices' bytes at eta_kv; llama.cpp on layer-split cards pipelines a prompt's ubatches
-through its stages, which shortens all of it by pipeline_factor (1, no gain, for one ubatch or one card).
+without flash attention), its score matrices' bytes at eta_kv; llama.cpp on layer-split cards pipelines a prompt's
+ubatches through its stages, which shortens all of it by pipeline_factor (1, no gain, for one ubatch or one card).
 The ceiling (decode.py) is this expression with every eta equal to 1 and every other term 0; the constants are
 bounded so that expected <= ceiling always.
 
@@ -389,6 +389,14 @@ def flop_time_at_peak_s(x: PrefillInputs) -> float:
     return (x.flops - x.attention_flops) / x.peak_flop_per_s + x.attention_flops / x.attention_flop_per_s
 
 
+def prefill_fraction(x: PrefillInputs, c: Constants) -> float:
+    """The fraction of the card's peak the prompt's matmuls run at: the runtime's for the format class, on a
+    consumer card times prefill_consumer_factor, at most 1 (the plan's prefill, and the ceiling's, is the prompt at
+    the rated peak)."""
+    eta = c.eta_p(x.format_class)
+    return min(1.0, eta * c.prefill_consumer_factor) if x.consumer else eta
+
+
 def prefill_parts_s(x: PrefillInputs, c: Constants) -> tuple[float, float, float] | None:
     """The prompt's compute (FLOPs at the runtime's fraction of the peak), its weights' read, and the forward's
     fixed costs (per layer, per step, the collectives), in seconds, each shortened by the pipeline where the
@@ -396,9 +404,7 @@ def prefill_parts_s(x: PrefillInputs, c: Constants) -> tuple[float, float, float
     prefill constant is unknown."""
     if prefill_missing(x, c):
         return None
-    eta = c.eta_p(x.format_class)
-    if x.consumer:  # at most the rated peak: the plan's prefill (and the ceiling's) is the prompt at it
-        eta = min(1.0, eta * c.prefill_consumer_factor)
+    eta = prefill_fraction(x, c)
     compute = (flop_time_at_peak_s(x) + (c.moe_matmul_cost - 1) * x.expert_flops / x.peak_flop_per_s) / eta
     compute += score_time_s(x, c)
     weights = x.weight_bytes / (x.bandwidth_bytes_per_s * c.eta_w(x.format_class))

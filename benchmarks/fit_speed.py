@@ -331,7 +331,8 @@ def unpinned(rows: list[Observed]) -> dict[str, bool]:
     card whose FP32 rate is known, from MIN_SOURCES_CLASS sources: llama.cpp's ROCm rows had three, from two sources,
     and a fit leaving one out priced attention from the other two alone), and a routed expert's cost in a prompt
     (MoE prompt rows: TensorRT-LLM's two, DeepSeek-R1 on B200s, set it to 1 where its kin's rows set 4; its
-    max-throughput tables, tests/test_serving_defaults.py, held at 21.2% median with 1, 19.1% with the pool's 4)."""
+    max-throughput tables, tests/test_serving_defaults.py, held at 21.2% median with 1, 19.1% with the pool's 4, dataset
+    a88dd99)."""
     dec = [o for o in rows if o.step is not None]
     tiles = sum(1 for o in dec if tile_time_s(o.step, UNIT_COSTS) >= 0.05 * o.measured_s)
     splits = defaultdict(set)
@@ -587,15 +588,16 @@ def fit_prefill(fit: GroupFit, pre: list[Observed], donor: GroupFit | None = Non
     moe_matmul_cost and f, keeping the one of least weighted error. Where the rows hold fewer than MIN_ROWS_CLASS MoE
     prompts, the expert's cost is the donor's (the pool a group borrows from), else 1; where they do not pin the
     consumer factor (pins_consumer_factor), it is 1 (a pool's factor, borrowed by TensorRT-LLM, whose one consumer
-    source runs a 0.5B model at 0.4 of the peak, held its prompts out at 27.3% / 77.3% against 29.3% / 57.1% without).
-    The prediction caps eta x f at 1 (speed.prefill_parts_s), the fit does not: they differ where it exceeds 1 (the
-    serving engines' 16-bit prompts on consumer cards, 1.02). A class with too few rows takes, from `classes_from`
-    (a donor of the group's own backend), the donor's fraction scaled by the median ratio of the classes both fit,
-    else the median of its own classes; with too few rows of any one class, one fraction for all. (TensorRT-LLM has
-    no FP4 prompt rows of its own: the median of its 8-bit and 16-bit fractions put its FP4 prompts at 1.12 its FP8
-    ones, and MLPerf's 405B Offline results then implied a B200 prompt 1.42x the H200's; with the pool's relation,
-    0.78, 0.91x. A donor of two backends lends none: llama.cpp's CUDA prompts held out at 13.3% / 38.9% with its CUDA
-    and ROCm pool's classes, 13.0% / 32.0% without. Returns whether a class was lent.)"""
+    source runs a 0.5B model at 0.4 of the peak, held its prompts out at 27.3% / 77.3% against 29.3% / 57.1% without,
+    dataset a88dd99). The prediction caps eta x f at 1 (speed.prefill_fraction), the fit does not: they differ where
+    it exceeds 1 (the serving engines' 16-bit prompts on consumer cards, 1.02). A class with too few rows takes, from
+    `classes_from` (a donor of the group's own backend), the donor's fraction scaled by the median ratio of the
+    classes both fit, else the median of its own classes; with too few rows of any one class, one fraction for all.
+    (TensorRT-LLM has no FP4 prompt rows of its own: the median of its 8-bit and 16-bit fractions put its FP4 prompts
+    at 1.12 its FP8 ones, and MLPerf's 405B Offline results then implied a B200 prompt 1.42x the H200's; with the
+    pool's relation, 0.78, 0.91x, dataset a88dd99. A donor of two backends lends none: llama.cpp's CUDA prompts held
+    out at 13.3% / 38.9% with its CUDA and ROCm pool's classes, 13.0% / 32.0% without. Returns whether a class was
+    lent.)"""
     best = None
     reads = EXPERT_READ_COSTS.get(fit.runtime, (0.0,))
     grid = ([(c, r) for r in reads for c in MOE_MATMUL_COSTS] if pins_moe_prompts(pre)

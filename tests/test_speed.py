@@ -1026,6 +1026,17 @@ def test_a_consumer_cards_prompt_runs_at_a_larger_fraction_of_its_rated_peak(cat
         p = make_plan(catalog.model("llama-3.1-8b"), catalog.gpu(gpu), PlanInputs(quant="bf16"), search_fit=False)
         return [n for n in expect(p, rts, runtime).expected.notes if n.startswith("a consumer card")]
 
+    # a calibrating run's prompt rate on a card the catalog has no rate for is the rate its plans' prompts run at,
+    # the consumer factor already in it: 1e13 FLOPs at a measured 5e13 FLOP/s take 0.2 s
+    from types import SimpleNamespace
+
+    from llmsize.estimate.expected import calibrated_prompt
+    from llmsize.estimate.speed import Calibration
+
+    bare = replace(x, peak_flop_per_s=None, consumer=True)
+    cal = Calibration(factor=1.0, source="run", extrapolation="", prefill_rate_flop_s=5e13, card_id="card")
+    pre, said = calibrated_prompt(bare, SimpleNamespace(gpu=SimpleNamespace(id="card")), c, cal)
+    assert said and prefill_parts_s(pre, c)[0] == pytest.approx(0.2)
     (n,) = note("rtx4090", "vllm")
     assert f"at {fitted[('vllm', 'cuda')]:g}x vLLM's fraction" in n and "1.00 of its rated" in n
     assert not note("h100-sxm", "vllm") and not note("rtx4090", "llamacpp")

@@ -615,7 +615,7 @@ def calibrated_prompt(pre: PrefillInputs, plan: Plan, c: Constants, calibration:
     rate = calibration.prefill_rate_flop_s
     note = (f"time to first token at the rate your run's prompt reached on this card, {rate / 1e12:,.1f} TFLOPS of "
             f"matmuls: the catalog has no dense {pre.peak_name} rate for it")
-    return _replace(pre, peak_flop_per_s=rate / c.eta_p(pre.format_class)), note
+    return _replace(pre, peak_flop_per_s=rate / prefill_fraction(pre, c)), note
 
 
 def prompt_rate_flop_s(pre: PrefillInputs, c: Constants, measured_s: float) -> float | None:

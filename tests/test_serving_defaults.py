@@ -56,7 +56,7 @@ def test_max_throughput_against_trtllm_published_tables(catalog):
     """162 published figures (TensorRT-LLM perf overview v1.0 and r1.2: Llama 3.1 8B / 3.3 70B, Qwen3-30B-A3B and
     235B-A22B, gpt-oss 20B/120B, DeepSeek-R1 on H100, H200, B200, B300; tests/data/serving/). Measured at commit
     time: median |error| 18.1%, p90 49.9% (the misses: MoE at 1,024/1,024 over-predicted, 8K-32K answers
-    under-predicted; RESULTS.md); 15.6% / 35.8% on 2026-12-04, TensorRT-LLM's own prompt constants with the pool's
+    under-predicted; RESULTS.md); 15.6% / 35.8% on 2026-12-05, TensorRT-LLM's own prompt constants with the pool's
     routed-expert cost and FP4 fraction. Bounds a little above, so a regression in the step or memory model shows."""
     import statistics
 
@@ -127,7 +127,7 @@ def test_mlperf_offline_llama_405b_implied_prompts(catalog):
     weights' precision; tests/data/serving/mlperf-llama31-405b.yaml). The benchmark's mean prompt is not printed in
     the sources read, so each result is turned into the prompt at which fleet's max-throughput replicas deliver it,
     split as NVIDIA's Offline configs split them (H200 TP 4 x PP 2, B200 TP 2 x PP 2; B300's configs not read: TP
-    8). Measured 2026-12-04 (TensorRT-LLM's own prompt constants, with its pool's FP4 fraction and routed-expert
+    8). Measured 2026-12-05 (TensorRT-LLM's own prompt constants, with its pool's FP4 fraction and routed-expert
     cost): H200 FP8 implies ~8,340 tokens, B200 NVFP4 ~8,660, B300 NVFP4 ~6,890: one length for H200 and B200 within
     4%, ~10% under the ~9,400 MLCommons is said to give (RESULTS.md). Earlier: ~9,570 and ~9,520 on the pool's
     prompt constants; 8,008 and 10,184 at 8a60616; 1.66x between them with every node costed as TP 8. Bounded

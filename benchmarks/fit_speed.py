@@ -357,7 +357,7 @@ def pins_moe_prompts(prompts: list[Observed]) -> bool:
 
 def pins_consumer_factor(prompts: list[Observed]) -> bool:
     """Whether prompt rows pin the consumer cards' factor: MIN_ROWS_CLASS rows from MIN_SOURCES_CLASS sources on
-    consumer cards and as many on the others."""
+    GeForce cards (PrefillInputs.consumer, expected.geforce) and as many on the others."""
     peaked = [o for o in prompts if o.prefill.peak_flop_per_s]
     return all(sum(1 for o in peaked if o.prefill.consumer == flag) >= MIN_ROWS_CLASS
                and len({o.source_key for o in peaked if o.prefill.consumer == flag}) >= MIN_SOURCES_CLASS
@@ -572,8 +572,8 @@ MOE_MATMUL_COSTS = (1.0, 1.5, 2.0, 3.0, 4.0)  # the grid a routed expert FLOP's 
 # MoE prompts paying per forward; the serving engines run a prompt as one forward, and a second MoE constant chosen
 # on their few MoE prompt rows held out worse (vLLM CUDA prompts 19.9% -> 32.9% median, 2026-12-03)
 EXPERT_READ_COSTS = {"llamacpp": (0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0)}
-# and the grid of a consumer card's prompt fraction over the other segments' (speed.py: GeForce and Radeon cards run
-# above the boost clock their rated peak assumes), chosen where a group's prompt rows pin it (pins_consumer_factor)
+# and the grid of a GeForce card's prompt fraction over the other cards' (speed.py: GeForce cards run above the boost
+# clock their rated peak assumes), chosen where a group's prompt rows pin it (pins_consumer_factor)
 CONSUMER_FACTORS = (1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6)
 
 

@@ -163,6 +163,13 @@ def _layers(plan: Plan) -> tuple[int, int]:
     return m.num_layers, moe
 
 
+def geforce(gpu) -> bool:
+    """A consumer NVIDIA card, whose prompts run at prefill_consumer_factor x the fitted fraction (speed.py): the
+    factor is fitted on GeForce rows; no serving engine's prompt on a Radeon card is in the data, so none is
+    assumed there."""
+    return gpu.segment == "consumer" and gpu.vendor == "NVIDIA"
+
+
 def _link(plan: Plan) -> tuple[int, str | None]:
     c = plan.comm
     if c is None:
@@ -478,7 +485,7 @@ def prefill_inputs(plan: Plan, runtime: str | None = None, flash_attn: bool = Tr
         stages=stages, batch_tokens=LLAMACPP_BATCH_TOKENS if piped else 0,
         ubatch_tokens=ub if piped else 0,
         score_bytes=prompt_score_bytes(plan, runtime, flash_attn, ub),
-        serving=runtime in SERVING_RUNTIMES, consumer=plan.gpu.segment == "consumer", peak_name=peak_name,
+        serving=runtime in SERVING_RUNTIMES, consumer=geforce(plan.gpu), peak_name=peak_name,
         attention_flops=pre.attention_flops, attention_flop_per_s=attention_rate(plan, runtime, peak))
 
 
@@ -537,10 +544,9 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
     pre, note = calibrated_prompt(pre, plan, c, calibration)
     notes += (note,) if note else ()
     if pre.consumer and c.prefill_consumer_factor != 1.0 and not prefill_missing(pre, c):
-        notes += (f"a consumer card: its prompt's matmuls at {c.prefill_consumer_factor:g}x {RUNTIME_NAMES[rid]}'s "
+        notes += (f"a GeForce card: its prompt's matmuls at {c.prefill_consumer_factor:g}x {RUNTIME_NAMES[rid]}'s "
                   f"fraction of the peak on datacenter and workstation cards, {prefill_fraction(pre, c):.2f} of "
-                  f"its rated {pre.peak_name} peak (GeForce and Radeon cards run above the boost clock it is rated "
-                  "at)",)
+                  f"its rated {pre.peak_name} peak (GeForce cards run above the boost clock it is rated at)",)
     if pre.score_bytes:
         cause = (f"flash attention off ({'asked for' if flash_attn == 'off' else 'Ollama default'})" if unfused
                  else f"{RUNTIME_NAMES[rid]}'s unfused attention for this model")

@@ -42,7 +42,7 @@ A decode step of B sequences at context L on runtime R lasts (seconds), each ter
 
 and yields B tokens; it cannot be shorter than the step's FLOPs at eta_prefill of the dense peak.
 Prefill (time to first token) = FLOPs / (peak x eta_prefill[format class]) + the same fixed terms, or the
-weight bytes at eta_weights when that is longer; on a consumer card (GeForce, Radeon) the fraction is
+weight bytes at eta_weights when that is longer; on a GeForce card the fraction is
 min(1, eta_prefill x prefill_consumer_factor): such cards run above the boost clock their rated peak assumes, where
 an SXM or workstation part under dense matmuls runs at or below it (SGLang's 28,650-token prompt on an RTX 4090 at
 1.3x the fraction an A100 or RTX A6000 reached in the same source); plus, where attention is not fused (llama.cpp
@@ -193,7 +193,7 @@ class PrefillInputs:
     ubatch_tokens: int = 0  # and each call into ubatches that flow through the stages together (0: no pipelining)
     score_bytes: float = 0.0  # attention score matrices written and read in memory (unfused attention; 0 fused)
     serving: bool = False  # run by a serving engine (SERVING_RUNTIMES): an eager forward, t_prefill_layer_s a layer
-    consumer: bool = False  # a consumer card (GeForce, Radeon): its matmuls at Constants.prefill_consumer_factor
+    consumer: bool = False  # a GeForce card (expected.geforce): its matmuls at Constants.prefill_consumer_factor
     peak_name: str = "matmul"  # the precision peak_flop_per_s is of (INT8, FP16/FP32, FP8, ...), for the report
 
 

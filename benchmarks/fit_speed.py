@@ -611,16 +611,16 @@ def fit_prefill(fit: GroupFit, pre: list[Observed], donor: GroupFit | None = Non
         if best is None or err < best[0] - 1e-12:
             best = (err, trial)
     take_prefill(fit, best[1])
-    if classes_from and fit.eta_prefill:  # a class its rows cannot pin: the donor's, scaled as the shared ones
-        donor = classes_from
-        shared = [c for c in fit.eta_prefill if c in donor.eta_prefill]
-        if shared:
-            scale = median([fit.eta_prefill[c] / donor.eta_prefill[c] for c in shared])
-            lent = [c for c in donor.eta_prefill if c not in fit.eta_prefill]
-            for c in lent:
-                fit.eta_prefill[c] = min(1.0, donor.eta_prefill[c] * scale)
-            return bool(lent)
-    return False
+    lender = classes_from.eta_prefill if classes_from else {}
+    shared = [c for c in fit.eta_prefill if c in lender]
+    if not shared:
+        return False
+    # a class its rows cannot pin: the lender's fraction, scaled as the classes both fit
+    scale = median([fit.eta_prefill[c] / lender[c] for c in shared])
+    lent = [c for c in lender if c not in fit.eta_prefill]
+    for c in lent:
+        fit.eta_prefill[c] = min(1.0, lender[c] * scale)
+    return bool(lent)
 
 
 PREFILL_TERMS = ("eta_prefill_default", "t_prefill_layer_s", "prefill_consumer_factor", "moe_matmul_cost",

@@ -722,6 +722,23 @@ def test_compare_has_a_sortable_expected_column(run_cli):
     vals = [r["expected_tok_s"] for r in rows]
     assert all(v is not None for v in vals) and vals == sorted(vals, reverse=True)
     assert all(r["expected_tok_s"] <= r["ceiling_tok_s"] for r in rows)
+    # and the expected time to first token beside the roofline's, never shorter, sorted shortest first
+    code, out, err = run_cli("compare", "llama-3.1-8b", "--gpus", "rtx4090,h100,l40s", "--runtime", "vllm",
+                             "--sort", "expected_ttft_s", "--format", "json")
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    ttft = [r["expected_ttft_s"] for r in rows]
+    assert all(t is not None for t in ttft) and ttft == sorted(ttft) and rows[0]["gpu"] == "h100-sxm"
+    assert all(r["expected_ttft_s"] >= r["ttft_s"] for r in rows)
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "l40s", "--runtime", "vllm", "--json")
+    assert json.loads(out)["expected"]["ttft_s"] == pytest.approx(rows[1]["expected_ttft_s"])
+    code, out, err = run_cli("compare", "llama-3.1-8b", "--gpus", "rtx4090,h100", "--runtime", "vllm")
+    assert code == 0 and "exp TTFT" in out
+    # the CLI's --sort choices are the estimator's columns
+    from llmsize.estimate.compare import SORT_KEYS
+    from llmsize.options import COMPARE_SORT_KEYS
+
+    assert set(COMPARE_SORT_KEYS) == set(SORT_KEYS)
 
 
 # ------------------------------------------------------------------------------------------------ calibration

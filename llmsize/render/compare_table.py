@@ -11,10 +11,12 @@ from llmsize.estimate.compare import COLUMNS
 SHORT = {"gpu": "card", "bandwidth_gb_s": "GB/s", "memory_gib": "GiB", "cards": "cards",
          "max_context_tokens": "max ctx", "max_sequences": "seqs", "ceiling_tok_s": "ceil b=1",
          "expected_tok_s": "expect b=1",
-         "aggregate_tok_s": "tok/s agg", "ttft_s": "TTFT", "tok_s_per_w": "tok/s/W", "price": "price",
+         "aggregate_tok_s": "tok/s agg", "ttft_s": "TTFT", "expected_ttft_s": "exp TTFT", "tok_s_per_w": "tok/s/W",
+         "price": "price",
          "tok_s_per_kcurrency": "tok/s/k"}
 SHOWN = ["gpu", "bandwidth_gb_s", "memory_gib", "cards", "max_context_tokens", "max_sequences", "ceiling_tok_s",
-         "expected_tok_s", "aggregate_tok_s", "ttft_s", "tok_s_per_w", "price", "tok_s_per_kcurrency"]
+         "expected_tok_s", "aggregate_tok_s", "ttft_s", "expected_ttft_s", "tok_s_per_w", "price",
+         "tok_s_per_kcurrency"]
 
 
 def _cell(key: str, v) -> str:
@@ -27,7 +29,7 @@ def _cell(key: str, v) -> str:
         return f"{v:,}"
     if key == "max_context_tokens":
         return f"{v / 1000:,.0f}K" if v >= 10000 else f"{v:,}"
-    if key == "ttft_s":
+    if key in ("ttft_s", "expected_ttft_s"):
         return f"{v * 1e3:,.0f} ms" if v < 1 else f"{v:,.2f} s"
     if key == "tok_s_per_w":
         return f"{v:,.3f}"
@@ -99,8 +101,8 @@ def render_table(rows, currency, title: str, notes: list[str], console) -> None:
               "sequences that fit at --context; ceil b=1: batch-1 decode ceiling; expect b=1: expected batch-1 "
               "decode in the runtime (--runtime, else the format's and card's default; - where it has no figure); "
               "tok/s agg: the roofline's aggregate at --users (or what the cache holds); TTFT: the roofline's "
-              "time to first token (the prompt at the dense peak); `plan --gpu CARD` gives the runtime's expected "
-              "ones")
+              "time to first token (the prompt at the dense peak); exp TTFT: the expected one in the runtime; "
+              "`plan --gpu CARD` gives the runtime's bands")
     if currency:
         legend += f"; price: {currency} per card; tok/s/k: aggregate tok/s per 1,000 {currency} of cards"
     console.print(f" {legend}.", style="dim")

@@ -491,7 +491,9 @@ def expected_speed(step1: StepInputs, stepb: StepInputs, pre: PrefillInputs, c: 
                    calibration: Calibration | None = None, notes: tuple[str, ...] = (),
                    aggregate_ceiling_tok_s: float | None = None) -> Expected:
     """Expected decode at batch 1 and at stepb.batch, and the time to first token, with their bands. No figure
-    exceeds the ceiling (the constants' bounds make t_step >= the ceiling's step; the band's top is capped)."""
+    exceeds the ceiling (the constants' bounds make t_step >= the ceiling's step; the band's top is capped), and no
+    time to first token, nor its band's short end, is shorter than the prompt's FLOPs at the rated peak of the
+    precision the runtime's matmuls run at (through its pipeline where it pipelines the prompt)."""
     t1, tb = decode_step_time_s(step1, c), decode_step_time_s(stepb, c)
     factor = calibration.factor if calibration else 1.0
     lo, hi = (1.0, 1.0) if calibration else (c.band_low, c.band_high)
@@ -504,14 +506,15 @@ def expected_speed(step1: StepInputs, stepb: StepInputs, pre: PrefillInputs, c: 
     ttft = prefill_time_s(pre, c)
     pf = calibration.prefill_factor if calibration and calibration.prefill_factor else 1.0
     plo, phi = c.prefill_band_low or c.band_low, c.prefill_band_high or c.band_high
+    floor = flop_time_at_peak_s(pre) * pipeline_factor(pre) if ttft else 0.0
     basis = calibration.source if calibration else c.basis
     return Expected(
         runtime=c.runtime, backend=c.backend, tok_s=tok, tok_s_low=min(tok * lo, ceiling_tok_s),
         tok_s_high=min(tok * hi, ceiling_tok_s), batch=stepb.batch, aggregate_tok_s=min(agg, agg_cap),
         aggregate_tok_s_low=min(agg * lo, agg_cap), aggregate_tok_s_high=min(agg * hi, agg_cap),
-        ttft_s=ttft / pf if ttft else None,
-        ttft_s_low=ttft / pf / phi if ttft else None,  # a faster prefill (ratio p90) is a shorter TTFT
-        ttft_s_high=ttft / pf / plo if ttft else None,
+        ttft_s=max(ttft / pf, floor) if ttft else None,
+        ttft_s_low=max(ttft / pf / phi, floor) if ttft else None,  # a faster prefill (ratio p90): a shorter TTFT
+        ttft_s_high=max(ttft / pf / plo, floor) if ttft else None,
         basis=basis, terms_s=decode_terms_s(step1, c), ceiling_tok_s=ceiling_tok_s,
         ttft_reason=None if ttft else prefill_missing(pre, c),
         notes=notes + ((calibration.extrapolation,) if calibration and calibration.extrapolation else ()))

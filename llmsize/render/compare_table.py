@@ -67,6 +67,8 @@ def rows_to_dicts(rows) -> list[dict]:
         d.update({"expected_runtime": e.runtime if e else None,
                   "expected_tok_s_low": e.expected.tok_s_low if e and e.expected else None,
                   "expected_tok_s_high": e.expected.tok_s_high if e and e.expected else None,
+                  "expected_ttft_s_low": e.expected.ttft_s_low if e and e.expected else None,
+                  "expected_ttft_s_high": e.expected.ttft_s_high if e and e.expected else None,
                   "expected_reason": e.reason if e else None, "why_not": r.why_not})
         out.append(d)
     return out

@@ -932,13 +932,17 @@ def run(write: bool, check: bool, sources: str | None = None) -> int:
                 if sum(1 for o in p if o.step is not None) >= MIN_ROWS_GROUP), (None, None))
         # prompts fitted on its own rows, or taken from the pool where that predicts its own prompt rows better
         # (median and p90 both, each of their sources left out)
-        pool_prefill, ho_p = False, None
+        pool_prefill, ho_p, choice = False, None, None
         if pool is not None and not unpinned(rows)["prefill"]:
             own_p, pooled_p = (held_out(rt, be, rows, "prefill", pool, flag) for flag in (False, True))
             if own_p.errors and pooled_p.errors:
                 a, b = own_p.summary((1.0, 1.0)), pooled_p.summary((1.0, 1.0))
                 pool_prefill = (b["median_abs_error"] < a["median_abs_error"]
                                 and b["p90_abs_error"] <= a["p90_abs_error"])
+                whose = "the pool's" if pool_prefill else "its own"
+                choice = (f"prompt constants: {whose} (held out: its own "
+                          f"{a['median_abs_error']:.1%} / {a['p90_abs_error']:.1%}, the pool's "
+                          f"{b['median_abs_error']:.1%} / {b['p90_abs_error']:.1%})")
             ho_p = pooled_p if pool_prefill else own_p  # its own prompt rows' errors either way
         fit = fit_group(rt, be, rows, pool, pool_prefill)
         ho_d = held_out(rt, be, rows, "decode", pool, pool_prefill)
@@ -984,6 +988,8 @@ def run(write: bool, check: bool, sources: str | None = None) -> int:
                      + ("" if own_d.errors else f"; none of {rt}'s own on {be}: the fit's rows shown"))
         if sp and (rt, be) not in shown_p.groups:  # its prompt figures rest on others' rows: say whose they are
             note += f"; prompts: none of {rt}'s own on {be}, its kin's rows shown"
+        if choice:
+            note += f"; {choice}"
         if unscored > 0:
             note += f"; {unscored} decode rows unscored (without their source the group has < {MIN_ROWS_GROUP} rows)"
         table.append((rt, be, sd["rows"], sd["median_abs_error"], sd["p90_abs_error"], sd["band_coverage"], sp, note))

@@ -391,7 +391,7 @@ def flop_time_at_peak_s(x: PrefillInputs) -> float:
 
 def prefill_fraction(x: PrefillInputs, c: Constants) -> float:
     """The fraction of the card's peak the prompt's matmuls run at: the runtime's for the format class, on a
-    consumer card times prefill_consumer_factor, at most 1 (the plan's prefill, and the ceiling's, is the prompt at
+    GeForce card times prefill_consumer_factor, at most 1 (the plan's prefill, and the ceiling's, is the prompt at
     the rated peak)."""
     eta = c.eta_p(x.format_class)
     return min(1.0, eta * c.prefill_consumer_factor) if x.consumer else eta

@@ -587,17 +587,18 @@ def fit_prefill(fit: GroupFit, pre: list[Observed], donor: GroupFit | None = Non
     alternating the closed forms of each (a convex problem: it converges), at each point of the grid of
     moe_matmul_cost and f, keeping the one of least weighted error. Where the rows hold fewer than MIN_ROWS_CLASS MoE
     prompts, the expert's cost is the donor's (the pool a group borrows from), else 1; where they do not pin the
-    consumer factor (pins_consumer_factor), it is 1 (a pool's factor, borrowed by TensorRT-LLM, whose one consumer
-    source runs a 0.5B model at 0.4 of the peak, held its prompts out at 27.3% / 77.3% against 29.3% / 57.1% without,
-    dataset a88dd99). The prediction caps eta x f at 1 (speed.prefill_fraction), the fit does not: they differ where
-    it exceeds 1 (the serving engines' 16-bit prompts on consumer cards, 1.02). A class with too few rows takes, from
-    `classes_from` (a donor of the group's own backend), the donor's fraction scaled by the median ratio of the
-    classes both fit, else the median of its own classes; with too few rows of any one class, one fraction for all.
-    (TensorRT-LLM has no FP4 prompt rows of its own: the median of its 8-bit and 16-bit fractions put its FP4 prompts
-    at 1.12 its FP8 ones, and MLPerf's 405B Offline results then implied a B200 prompt 1.42x the H200's; with the
-    pool's relation, 0.78, 0.91x, dataset a88dd99. A donor of two backends lends none: llama.cpp's CUDA prompts held
-    out at 13.3% / 38.9% with its CUDA and ROCm pool's classes, 13.0% / 32.0% without. Returns whether a class was
-    lent.)"""
+    consumer factor (pins_consumer_factor), it is 1 (the pool's factor, borrowed by TensorRT-LLM, whose one consumer
+    source runs a 0.5B model at 0.4 of the peak, trades its prompts' p90 for their median and lowers its own 16-bit
+    fraction: benchmarks/experiments/borrowed_consumer_factor.patch, RESULTS.md). The prediction caps eta x f at 1
+    (speed.prefill_fraction), the fit does not: they differ where it exceeds 1 (the serving engines' 16-bit prompts
+    on consumer cards, 1.02). A class with too few rows takes, from `classes_from` (a donor of the group's own
+    backend), the donor's fraction scaled by the median ratio of the classes both fit, else the median of its own
+    classes; with too few rows of any one class, one fraction for all. (TensorRT-LLM has no FP4 prompt rows of its
+    own: the median of its 8-bit and 16-bit fractions puts its FP4 prompts above its FP8 ones, and MLPerf's 405B
+    Offline results then imply a B200 prompt 1.37x the H200's, 1.04x with the pool's relation; a donor of two
+    backends lends none: llama.cpp's CUDA prompts hold out at 13.3% / 38.9% with its CUDA and ROCm pool's classes,
+    13.0% / 32.0% without. benchmarks/experiments/no_class_lending.patch and classes_from_any_pool.patch, RESULTS.md.
+    Returns whether a class was lent.)"""
     best = None
     reads = EXPERT_READ_COSTS.get(fit.runtime, (0.0,))
     grid = ([(c, r) for r in reads for c in MOE_MATMUL_COSTS] if pins_moe_prompts(pre)

@@ -52,6 +52,7 @@ class Row:
 
     def values(self) -> dict:
         p = self.plan
+        e = self.expected.expected if self.expected else None  # speed.Expected, or None with its reason
         agg = p.decode_b.tok_s if p and self.users_served else None
         tdp = self.gpu.tdp_w * self.cards if self.gpu.tdp_w else None
         return {
@@ -63,10 +64,10 @@ class Row:
             "max_context_tokens": p.max_context.tokens if p else None,
             "max_sequences": p.max_sequences if p else None,
             "ceiling_tok_s": p.decode_ceiling_tok_s if p else None,
-            "expected_tok_s": self.expected.expected.tok_s if self.expected and self.expected.expected else None,
+            "expected_tok_s": e.tok_s if e else None,
             "aggregate_tok_s": agg,
             "ttft_s": p.prefill.ttft_s if p else None,
-            "expected_ttft_s": self.expected.expected.ttft_s if self.expected and self.expected.expected else None,
+            "expected_ttft_s": e.ttft_s if e else None,
             "tok_s_per_w": agg / tdp if agg and tdp else None,
             "price": self.price,
             "tok_s_per_kcurrency": agg / (self.price * self.cards / 1000) if agg and self.price else None,

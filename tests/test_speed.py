@@ -311,6 +311,52 @@ def test_a_vllm_run_without_cuda_graphs_is_not_fitted(text, eager, catalog):
         assert why == "vLLM with --enforce-eager (no CUDA graphs): the model costs the engine's default decode"
 
 
+@pytest.mark.parametrize("printed, runtime, llmsize_id", [
+    (None, "vllm", "bf16"), ("auto", "sglang", "bf16"), (None, "llamacpp", "fp16"), ("fp8", "vllm", "fp8"),
+    ("fp8_e4m3", "vllm", "fp8"), ("fp8/e4m3", "vllm", "fp8"), ("FP8_E5M2", "trtllm", "fp8"), ("nvfp4", "vllm", "nvfp4"),
+    ("TQ3", "vllm", None), ("int8_per_token_head", "vllm", None),
+])
+def test_a_rows_cache_is_costed_in_the_dtype_it_prints(printed, runtime, llmsize_id):
+    from llmsize.estimate.observed import row_kv_dtype
+
+    row = Row(card="RTX 5090", model="m", format="NVFP4", kv_dtype=printed, test="t", kind="decode", batch=1,
+              ms_per_token=10.0, verbatim="10.0")
+    assert row_kv_dtype(row, runtime) == llmsize_id
+
+
+def test_an_fp8_cache_halves_a_deep_rows_cache_read_and_an_unknown_one_is_skipped(catalog):
+    """Qwen3-8B at 32,768 tokens: 36 layers x 8 KV heads x 128 x 2 (K, V) = 73,728 values a token, 4.83 GB in BF16
+    and 2.42 GB in FP8 at that depth: the step's cache bytes halve, the weights' stay."""
+    from llmsize.estimate.observed import observe
+
+    gpu, model = catalog.gpu("rtx5090"), catalog.model("qwen3-8b")
+
+    def step(kv):
+        row = Row(card="RTX 5090", card_id="rtx5090", model="Qwen3-8B", model_id="qwen3-8b", format="BF16",
+                  kv_dtype=kv, test="t", kind="decode", batch=1, prompt_tokens=32768, gen_tokens=0,
+                  ms_per_token=30.0, verbatim="30.0")
+        return observe(row, "vllm", "x", model, gpu)
+
+    bf16, fp8 = step(None).step, step("fp8_e4m3").step
+    assert bf16.kv_bytes == pytest.approx(73728 * 2 * 32768, rel=0.01)
+    assert fp8.kv_bytes == pytest.approx(bf16.kv_bytes / 2, rel=1e-9)
+    assert fp8.weight_bytes == bf16.weight_bytes
+    assert step("TQ3") == "KV cache dtype `TQ3` has no llmsize id"
+
+
+def test_a_row_that_names_a_quantized_cache_says_its_dtype(data):
+    """A row whose text names an FP8 (or other non-default) cache records it in kv_dtype, which the fit costs: the
+    text alone is not read."""
+    import re
+
+    said = re.compile(r"\b(fp8|fp8_e4m3|tq3|int8_per_token_head)\b[^;,|]{0,12}\bkv\b(?! ?scales)|"
+                      r"kv[_ -]cache[_ -]dtype[ =:'\"]+(fp8|nvfp4|int8)", re.I)
+    missing = [f"{stem}#{i}" for stem, f in data.items() for i, r in enumerate(f.rows)
+               if f.runtime in ("vllm", "sglang", "trtllm") and r.kv_dtype is None
+               and said.search(f"{r.format}; {r.test}; {r.where or ''}")]
+    assert not missing, missing
+
+
 def test_fitted_groups_report_held_out_error_and_a_band(runtimes):
     """A band covers 80% of the held-out rows it was drawn from: the runtime's own where the fit used others' rows
     too and it ran 20 or more of them (fit_speed.MIN_ROWS_OWN), else the fit's rows (a wider band still covers)."""

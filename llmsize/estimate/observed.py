@@ -19,6 +19,7 @@ from llmsize.estimate.expected import (
     step_inputs,
 )
 from llmsize.estimate.plan import Plan, PlanInputs, make_plan
+from llmsize.estimate.quant import KV_DTYPE_BYTES
 from llmsize.estimate.speed import PrefillInputs, StepInputs, at_file_bytes, ceiling_step_s
 
 
@@ -111,6 +112,18 @@ def llamacpp_before(row: Row, published: str | None = None, build: int = FA_DEFA
     if b:
         return int(b.group(1) or b.group(2)) < build
     return None if published is None else str(published) < date
+
+
+def row_kv_dtype(row: Row, runtime: str) -> str | None:
+    """The llmsize KV dtype of the cache a row's run kept: the runtime's default unless the row prints one (`auto` is
+    the default; vLLM's fp8_e4m3 and fp8_e5m2, printed fp8/e4m3 too, are fp8 bytes); None where the printed one has no llmsize id (TQ3,
+    int8_per_token_head)."""
+    said = (row.kv_dtype or "auto").strip().lower().replace("/", "_")
+    if said == "auto":
+        return runtime_kv_dtype(runtime)
+    if said in ("fp8_e4m3", "fp8_e5m2"):
+        return "fp8"
+    return said if said in KV_DTYPE_BYTES else None
 
 
 SPECULATIVE = re.compile(r"specul", re.I)  # speculative decoding / sampling / speculation: not one token per step
@@ -221,6 +234,9 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
         fid = model.release.quant  # a named checkpoint, run as released (llama.cpp and MLX run a conversion)
     if fid is None:
         return f"format `{row.format}` has no llmsize format id"
+    kv_dtype = row_kv_dtype(row, runtime)
+    if kv_dtype is None:
+        return f"KV cache dtype `{row.kv_dtype}` has no llmsize id"
     if row.backend and "vulkan" in row.backend.lower():
         return "Vulkan backend (fitted constants are per CUDA, ROCm and Metal)"
     if row.kind == "prefill" and row.depth_tokens:
@@ -241,7 +257,7 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
     scope = "all" if fid.startswith(("gguf-", "ggml-", "mlx-")) or fid in ("fp16", "bf16", "fp32") else None
     if fid == model.release.quant:
         scope = model.release.scope  # the release recipe (gpt-oss: MXFP4 experts only, as its GGUF keeps it)
-    inputs = PlanInputs(quant=fid, scope=scope, kv_dtype=runtime_kv_dtype(runtime),
+    inputs = PlanInputs(quant=fid, scope=scope, kv_dtype=kv_dtype,
                         context_tokens=row.context_tokens, batch=row.batch,
                         prompt_tokens=row.prompt_length if row.kind == "prefill" else None, tp=tp, pp=pp,
                         gpu_util=0.99, overhead_bytes=0.0)

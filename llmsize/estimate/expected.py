@@ -285,8 +285,9 @@ def _attention_tile_flops(plan: Plan, batch_step, runtime: str | None) -> float:
 
 
 def cache_precision_rate(plan: Plan) -> float | None:
-    """The dense rate (FLOP/s) attention's matmuls run at: the cache's precision (FP8 for an FP8 cache, else
-    16-bit), whatever the weights' format; None where the catalog lacks it and only the FP32 figure would stand in."""
+    """The dense rate (FLOP/s) decode attention's matmuls run at: the cache's precision (FP8 for an FP8 cache, else
+    16-bit), whatever the weights' format; None where the catalog lacks it and only the FP32 figure would stand in.
+    A prompt's attention runs at the 16-bit rate (attention_rate)."""
     precision = "fp8" if (plan.inputs.kv_dtype or "").lower() in FP8_ATTENTION_CACHES else "bf16"
     rate = compute_peak(plan.gpu, plan.fmt, precision).flop_per_s
     return None if not rate or fp32_stands_in(plan.gpu, rate) else rate
@@ -381,21 +382,28 @@ def matmul_rate(plan: Plan, runtime: str | None, marlin: bool = False) -> tuple[
     return plan.peak.flop_per_s, (plan.peak.precision or plan.peak.requested or "matmul").upper()
 
 
-# The cache dtypes whose attention runs on 8-bit tensor cores (FlashAttention-3 / FlashInfer FP8, TensorRT-LLM's
-# FP8 context FMHA; an NVFP4 cache is dequantized to FP8 for it); any other cache's attention runs at the 16-bit rate.
+# The cache dtypes whose decode attention runs on 8-bit tensor cores (FlashAttention-3 / FlashInfer FP8, TensorRT-LLM's
+# XQA; an NVFP4 cache is dequantized to FP8 for it); any other cache's attention runs at the 16-bit rate.
 FP8_ATTENTION_CACHES = ("fp8", "fp8_ds_mla", "nvfp4")
 
 
 def attention_rate(plan: Plan, runtime: str | None, matmul_flop_per_s: float | None) -> float | None:
     """The rate (FLOP/s) a prompt's attention matmuls run at where it is below the weights' matmul rate: a runtime
-    that multiplies FP8 or FP4 weights at their own tensor-core rate computes QK^T and PV over its cache at the
-    cache's precision (16-bit, or FP8 for an FP8 cache), half of it or less. None: attention at the matmuls'
-    rate (16-bit weights, llama.cpp and MLX, whose rates are their own: MATMUL_PRECISION; a card whose catalog
-    entry lacks the cache precision's rate, where only its FP32 figure would stand in)."""
+    that multiplies FP8 or FP4 weights at their own tensor-core rate computes the prompt's QK^T and PV at the
+    16-bit rate, half of it or less, whatever its cache keeps: the prompt's keys and values are computed in 16 bits
+    before they are written to the cache. TensorRT-LLM's FP8 runs of Qwen2.5-0.5B with an FP8 cache on an RTX PRO
+    6000 (measurements/trtllm-masahiro-kubota-rtxpro6000-qwen25-0p5b-fp8.yaml) held out at 0.54-0.63 of the speed
+    of FP8-rate attention for their 6,144-9,192-token prompts, at 0.68-0.80 of the 16-bit rate's (the same
+    engine's BF16 rows on that card: 0.64-0.81); its prompts 25.1% / 59.5% against 25.5% / 47.5% (RESULTS.md,
+    2026-12-05). None: attention at the matmuls' rate (16-bit weights, llama.cpp and MLX, whose rates are their
+    own: MATMUL_PRECISION; a card whose catalog entry lacks the 16-bit rate, where only its FP32 figure would
+    stand in)."""
     if runtime in MATMUL_PRECISION or not matmul_flop_per_s:
         return None
-    rate = cache_precision_rate(plan)
-    return rate if rate and rate < matmul_flop_per_s else None
+    rate = compute_peak(plan.gpu, plan.fmt, "bf16").flop_per_s
+    if not rate or fp32_stands_in(plan.gpu, rate):
+        return None
+    return rate if rate < matmul_flop_per_s else None
 
 
 def prompt_expert_bytes(plan: Plan, tokens_per_forward: int) -> float:

@@ -181,8 +181,8 @@ class PrefillInputs:
     format_class: str
     expert_flops: float = 0.0  # the part of `flops` in routed experts' matmuls
     # the part of `flops` in attention's matmuls, and the rate they run at where it is not peak_flop_per_s: a serving
-    # engine multiplies FP8 or FP4 weights on the matching tensor cores, but its attention over a 16-bit cache at
-    # the 16-bit rate (expected.attention_rate)
+    # engine multiplies FP8 or FP4 weights on the matching tensor cores, but a prompt's attention at the 16-bit
+    # rate, whatever its cache keeps (expected.attention_rate)
     attention_flops: float = 0.0
     attention_flop_per_s: float | None = None
     # the routed experts' bytes the prompt streams: each forward reads the experts its tokens touch, and llama.cpp

@@ -26,7 +26,9 @@ weights: expected.attention_rate, speed.flop_time_at_peak_s).
 The FLOPs' cost also floors a decode step at large batches, where the routed experts' matmuls are compute-bound.
 A pool of rows from several backends (a ROCm group fitted with its kin's CUDA and ROCm rows) adds one unknown per
 backend beside CUDA, v_be >= 0 on the bytes (weights and cache) its rows stream: the backend's kernels' further
-cost, every other term shared; its constants are the pool's with v + v_be.
+cost, every other term shared; its constants are the pool's with v + v_be. An engine with MoE rows enough on such a
+backend (MIN_ROWS_CLASS from MIN_SOURCES_CLASS sources) adds t_moe_be >= 0 a routed-expert layer there, its own
+fused-MoE kernels' further cost: its constants' t_moe_layer_s is the pool's plus its t_moe_be.
 Held out: each source (one post, comment or table) is left out in turn and its rows predicted by a fit of the
 others; the error is |predicted - measured| / measured; the band is the p5..p95 of measured/predicted (BAND_Q).
 """
@@ -261,6 +263,8 @@ class GroupFit:
     fixed_by_runtime: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
     # a pool of several backends' rows: each backend's extra streaming cost beside CUDA's (v added to every class)
     v_backend: dict[str, float] = dataclasses.field(default_factory=dict)
+    # and each engine's further cost a routed-expert layer on a backend but CUDA (runtime, backend): its own
+    t_moe_backend: dict[tuple[str, str], float] = dataclasses.field(default_factory=dict)
 
     def eta(self, v: float) -> float:
         """A fraction of the bandwidth from its v, on this group's backend."""
@@ -276,7 +280,8 @@ class GroupFit:
             runtime=self.runtime, backend=self.backend,
             eta_weights={c: self.eta(self.v[c]) for c in self.classes}, eta_weights_default=self.eta(self.v_default),
             eta_kv=self.eta(self.v_kv), t_layer_s=t_layer_s, t_step_s=t_step_s,
-            t_moe_layer_s=self.t_moe_layer_s, alpha_s=dict(self.alpha_s), eta_prefill=dict(self.eta_prefill),
+            t_moe_layer_s=self.t_moe_layer_s + self.t_moe_backend.get((self.runtime, self.backend), 0.0),
+            alpha_s=dict(self.alpha_s), eta_prefill=dict(self.eta_prefill),
             eta_prefill_default=self.eta_prefill_default, band_low=band[0], band_high=band[1], rows_decode=0,
             rows_prefill=0, cards=0, basis="", fitted_classes=tuple(self.classes),
             prefill_band_low=prefill_band[0] if prefill_band else None,
@@ -365,16 +370,17 @@ def pins_consumer_factor(prompts: list[Observed]) -> bool:
 
 
 def fit_group(runtime: str, be: str, rows: list[Observed], pool: list[Observed] | None = None,
-              pool_prefill: bool = False) -> GroupFit:
+              pool_prefill: bool = False, hold: tuple[tuple[str, float], ...] = ()) -> GroupFit:
     """The decode constants (fit_decode, the kernel floor chosen on FLOORS_S), then prefill's (fit_prefill). With
     `pool` (its kin's rows, BORROW), the terms its own rows cannot pin (unpinned) are the pool fit's, held fixed, and
-    with `pool_prefill` the prefill constants too (run() picks that by held-out error)."""
+    with `pool_prefill` the prefill constants too (run() picks that by held-out error); `hold`: unknowns held at a
+    value (moe_backend_holds)."""
     dec = [o for o in rows if o.step is not None]
     donor = fit_group(runtime, be, pool) if pool else None
     need = unpinned(rows) if donor else {}
     if donor and pool_prefill:
         need["prefill"] = True
-    fixed = {}
+    fixed = dict(hold)
     if need.get("tile"):
         fixed.update({"tile": donor.tile_cost, "mm": donor.mm_cost})
     if need.get("attn"):  # from the pool's CUDA rows where it has them: the same kernels, pinned by deep rows
@@ -424,16 +430,51 @@ def fit_decode(runtime: str, be: str, dec: list[Observed], fixed: dict[str, floa
 KERNELS = {"vllm": "flashinfer-cutlass", "sglang": "flashinfer-cutlass"}
 
 
-def _own(dec: list[Observed], key) -> list[str]:
+def _own(dec: list[Observed], key, keep_largest: bool = False) -> list:
     """The keys (engines, kernel families) of a pool with rows enough for a cost of their own: MIN_ROWS_CLASS rows
-    from MIN_SOURCES_CLASS sources, the largest aside (the pool's shared terms are its, and those of the rest)."""
+    from MIN_SOURCES_CLASS sources, the largest aside (the pool's shared terms are its, and those of the rest) unless
+    keep_largest (a further cost beside a shared one the rows outside `dec` pin)."""
     rows, sources = defaultdict(int), defaultdict(set)
     for o in dec:
         rows[key(o)] += 1
         sources[key(o)].add(o.source_key)
     largest = max(rows, key=lambda k: (rows[k], k)) if rows else None
-    return sorted(k for k, n in rows.items() if k != largest and n >= MIN_ROWS_CLASS
+    return sorted(k for k, n in rows.items() if (keep_largest or k != largest) and n >= MIN_ROWS_CLASS
                   and len(sources[k]) >= MIN_SOURCES_CLASS)
+
+
+def moe_backend_keys(dec: list[Observed]) -> list[tuple[str, str]]:
+    """(engine, backend) of a pool of several backends whose MoE decode rows on a backend but CUDA may pin a
+    routed-expert layer's further cost there (DecodeSystem's t_moe_be): MIN_ROWS_CLASS rows from MIN_SOURCES_CLASS
+    sources."""
+    if len({backend(o.plan.gpu) for o in dec}) < 2:
+        return []
+    return _own([o for o in dec if o.step.moe_layers and backend(o.plan.gpu) != "cuda"],
+                lambda o: (o.runtime, backend(o.plan.gpu)), keep_largest=True)
+
+
+def moe_backend_holds(rows: list[Observed]) -> tuple[tuple[str, float], ...]:
+    """The engines' further routed-expert costs (moe_backend_keys) a pool does without, each held at 0: those whose
+    engine's MoE rows on that backend, each of their sources left out, hold out no better with it (median and p90
+    both lower to keep it). SGLang's ROCm rows keep theirs; vLLM's do not: its one source of gpt-oss-20b on an
+    MI300X (2025-08-29, at 0.33-0.46) priced the term, and its gpt-oss-120b over 8 MI300X then held out at 3.2x
+    (benchmarks/RESULTS.md, 2026-12-05)."""
+    dec = [o for o in rows if o.step is not None]
+    holds = []
+    for rt, be in moe_backend_keys(dec):
+        name = f"t_moe_be:{rt}:{be}"
+        test = [o for o in dec if o.runtime == rt and backend(o.plan.gpu) == be and o.step.moe_layers]
+        summary = {}
+        for hold in ((), ((name, 0.0),)):
+            ho = HeldOut([], [], [], [], [], [])
+            for k in sorted({o.source_key for o in test}):
+                scored(fit_group(rt, be, [o for o in rows if o.source_key != k], hold=hold),
+                       [o for o in test if o.source_key == k], ho)
+            summary[hold] = (median(ho.errors), quantile(ho.errors, 0.9, "high"))
+        (med, p90), (med0, p90_0) = summary[()], summary[((name, 0.0),)]
+        if not (med < med0 and p90 < p90_0):
+            holds.append((name, 0.0))
+    return tuple(holds)
 
 
 class DecodeSystem:
@@ -457,11 +498,15 @@ class DecodeSystem:
         # its own (ROCm's kernels reach less of their cards' peak), the rest of the fit shared
         self.backends = sorted({backend(o.plan.gpu) for o in dec} - {"cuda"}) if len(
             {backend(o.plan.gpu) for o in dec}) > 1 else []
+        # and each engine's routed-expert layers there a further cost of their own (t_moe_be), where it has MoE rows
+        # enough on that backend: fused-MoE kernels are written per engine and vendor (SGLang's DeepSeek on an
+        # MI300X holds out at 0.37-0.94 of the pool's speed, vLLM's gpt-oss-120b at 0.88-1.03)
+        self.moe_backends = moe_backend_keys(dec)
         self.names = [f"v:{c}" for c in self.classes] + ["v:other", "v_kv", "t_layer", "t_step", "t_moe"] + \
             [f"alpha:{k}" for k in self.links] + ["alu", "attn", "tile", "v0", "expert", "act_quant", "t_seq", "mm",
                                                   "launch"] + \
             [f"t_layer:{k}" for k in self.own_kernels] + [f"t_step:{r}" for r in self.own_fixed] + \
-            [f"v_be:{b}" for b in self.backends]
+            [f"v_be:{b}" for b in self.backends] + [f"t_moe_be:{r}:{b}" for r, b in self.moe_backends]
         self.dec, rows_a = dec, []
         for o in dec:
             x, t = o.step, o.measured_s
@@ -486,6 +531,7 @@ class DecodeSystem:
             row += [x.layers if kern == k else 0.0 for k in self.own_kernels]
             row += [1.0 if o.runtime == r else 0.0 for r in self.own_fixed]
             row += [w_bw + kv_bw if backend(o.plan.gpu) == b else 0.0 for b in self.backends]
+            row += [x.moe_layers if (o.runtime, backend(o.plan.gpu)) == k else 0.0 for k in self.moe_backends]
             rows_a.append([r / t for r in row])
         # fractions stay >= ETA_MIN (v <= 1/ETA_MIN - 1): a term the rows cannot pin must not swallow the others
         self.upper = [1 / ETA_MIN - 1 if n.startswith("v") else math.inf for n in self.names]  # v_be: too
@@ -562,6 +608,7 @@ class DecodeSystem:
             r: (theta.get(f"t_layer:{KERNELS.get(r, r)}", theta["t_layer"]), theta.get(f"t_step:{r}", theta["t_step"]))
             for r in {o.runtime for o in self.dec}}
         fit.v_backend = {b: theta[f"v_be:{b}"] for b in self.backends}
+        fit.t_moe_backend = {k: theta[f"t_moe_be:{k[0]}:{k[1]}"] for k in self.moe_backends}
         return fit
 
 
@@ -757,7 +804,7 @@ class HeldOut:
 
 
 def held_out(runtime: str, be: str, rows: list[Observed], kind: str, pool: list[Observed] | None = None,
-             pool_prefill: bool = False) -> HeldOut:
+             pool_prefill: bool = False, hold: tuple[tuple[str, float], ...] = ()) -> HeldOut:
     """Leave one source out: fit on the others (and on the pool's other sources where the group borrows terms),
     predict the source's rows."""
     keys = sorted({o.source_key for o in rows})
@@ -767,7 +814,8 @@ def held_out(runtime: str, be: str, rows: list[Observed], kind: str, pool: list[
         test = [o for o in rows if o.source_key == k and (o.step is not None) == (kind == "decode")]
         if not test or not [o for o in train if (o.step is not None) == (kind == "decode")]:
             continue
-        fit = fit_group(runtime, be, train, [o for o in pool if o.source_key != k] if pool else None, pool_prefill)
+        fit = fit_group(runtime, be, train, [o for o in pool if o.source_key != k] if pool else None, pool_prefill,
+                        hold)
         scored(fit, test, ho)
     return ho
 
@@ -919,11 +967,18 @@ def run(write: bool, check: bool, sources: str | None = None) -> int:
                                  f"rows, {MIN_SOURCES_OWN} sources, {MIN_CARDS_OWN} cards): {why}")
                 break
     table, specs, by_segment, per_source, by_runtime = [], defaultdict(dict), [], None, defaultdict(list)
+    holds = {}  # a borrowed pool of several backends: the engines' MoE costs there it does without, once per pool
     for (rt, be), rows in sorted(groups.items()):
         dec = [o for o in rows if o.step is not None]
         if len(dec) < MIN_ROWS_GROUP:
             table.append((rt, be, len(dec), None, None, None, None, "too few decode rows: no constants"))
             continue
+        hold = ()
+        if (rt, be) in borrowed:
+            key = tuple(id(o) for o in rows)
+            if key not in holds:
+                holds[key] = moe_backend_holds(rows)
+            hold = holds[key]
         # a group of its own rows takes from its kin's pool (BORROW) the terms those rows cannot pin
         pool, why = None, None
         if (rt, be) not in borrowed:
@@ -945,11 +1000,11 @@ def run(write: bool, check: bool, sources: str | None = None) -> int:
                           f"{a['median_abs_error']:.1%} / {a['p90_abs_error']:.1%}, the pool's "
                           f"{b['median_abs_error']:.1%} / {b['p90_abs_error']:.1%})")
             ho_p = pooled_p if pool_prefill else own_p  # its own prompt rows' errors either way
-        fit = fit_group(rt, be, rows, pool, pool_prefill)
-        ho_d = held_out(rt, be, rows, "decode", pool, pool_prefill)
+        fit = fit_group(rt, be, rows, pool, pool_prefill, hold)
+        ho_d = held_out(rt, be, rows, "decode", pool, pool_prefill, hold)
         pre_rows = pool if "prefill" in fit.borrowed_terms else rows
         if ho_p is None:  # a prefill taken for want of prompt rows of its own: the pool's held-out error
-            ho_p = held_out(rt, be, pre_rows, "prefill")
+            ho_p = held_out(rt, be, pre_rows, "prefill", hold=hold if pre_rows is rows else ())
         # a fit on others' rows too (pooled, borrowed) is judged on the rows this runtime ran: its table line and,
         # from MIN_ROWS_OWN of them, its band are theirs
         mixed = {(o.runtime, backend(o.plan.gpu)) for o in rows} != {(rt, be)}

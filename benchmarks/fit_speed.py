@@ -457,8 +457,8 @@ def moe_backend_holds(rows: list[Observed]) -> tuple[tuple[str, float], ...]:
     """The engines' further routed-expert costs (moe_backend_keys) a pool does without, each held at 0: those whose
     engine's MoE rows on that backend, each of their sources left out, hold out no better with it (median and p90
     both lower to keep it). SGLang's ROCm rows keep theirs; vLLM's do not: its one source of gpt-oss-20b on an
-    MI300X (2025-08-29, at 0.33-0.46) priced the term, and its gpt-oss-120b over 8 MI300X then held out at 3.2x
-    (benchmarks/RESULTS.md, 2026-12-05)."""
+    MI300X (2025-08-29, at 0.33-0.46) priced the term, and its gpt-oss-120b over 8 MI300X then held out at 3.13-3.23
+    times the speed predicted (experiments/no_moe_backend_holds.patch)."""
     dec = [o for o in rows if o.step is not None]
     holds = []
     for rt, be in moe_backend_keys(dec):
@@ -499,8 +499,9 @@ class DecodeSystem:
         self.backends = sorted({backend(o.plan.gpu) for o in dec} - {"cuda"}) if len(
             {backend(o.plan.gpu) for o in dec}) > 1 else []
         # and each engine's routed-expert layers there a further cost of their own (t_moe_be), where it has MoE rows
-        # enough on that backend: fused-MoE kernels are written per engine and vendor (SGLang's DeepSeek on an
-        # MI300X holds out at 0.37-0.94 of the pool's speed, vLLM's gpt-oss-120b at 0.88-1.03)
+        # enough on that backend: fused-MoE kernels are written per engine and vendor (without it SGLang's DeepSeek
+        # on an MI300X or MI325X holds out at 0.36-0.93 of the pool's speed and its Gemma 4 26B-A4B at 0.50, its dense
+        # Gemma 4 31B at 0.68-0.93, vLLM's gpt-oss-120b at 0.78-1.03: experiments/no_moe_backend_cost.patch)
         self.moe_backends = moe_backend_keys(dec)
         self.names = [f"v:{c}" for c in self.classes] + ["v:other", "v_kv", "t_layer", "t_step", "t_moe"] + \
             [f"alpha:{k}" for k in self.links] + ["alu", "attn", "tile", "v0", "expert", "act_quant", "t_seq", "mm",

@@ -855,15 +855,17 @@ def r4(x: float) -> float:
 
 
 def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, ho_p: HeldOut) -> dict:
-    """The group's constants as runtimes/*.yaml keeps them (the row counts its own; a borrowed term says so)."""
+    """The group's constants as runtimes/*.yaml keeps them (the row counts its own; a borrowed term says so): the
+    decode terms as GroupFit.constants() gives them to predict(), so the shipped ones are those held out."""
     dec = [o for o in rows if o.step is not None]
     pre = [o for o in rows if o.prefill is not None]
+    c = fit.constants()
     g = {
-        "eta_weights": {c: r4(fit.eta(fit.v[c])) for c in fit.classes},
-        "eta_weights_default": r4(fit.eta(fit.v_default)),
-        "eta_kv": r4(fit.eta(fit.v_kv)),
-        "t_layer_s": r4(fit.fixed_of(fit.runtime)[0]), "t_step_s": r4(fit.fixed_of(fit.runtime)[1]),
-        "t_moe_layer_s": r4(fit.t_moe_layer_s),
+        "eta_weights": {k: r4(e) for k, e in c.eta_weights.items()},
+        "eta_weights_default": r4(c.eta_weights_default),
+        "eta_kv": r4(c.eta_kv),
+        "t_layer_s": r4(c.t_layer_s), "t_step_s": r4(c.t_step_s),
+        "t_moe_layer_s": r4(c.t_moe_layer_s),
         "alu_ops_per_weight": r4(fit.alu_ops_per_weight), "attn_cost": r4(fit.attn_cost),
         "tile_cost": r4(fit.tile_cost), "mm_cost": r4(fit.mm_cost),
         "t_step_v0_s": r4(fit.t_step_v0_s), "t_expert_launch_s": r4(fit.t_expert_launch_s),

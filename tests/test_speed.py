@@ -382,6 +382,32 @@ def test_a_pooled_fit_reports_the_runtimes_own_rows(runtimes):
     assert "of vLLM and SGLang" in basis and f"on the {s.own_decode_held_out.rows} of SGLang's own" in basis
 
 
+def test_sglang_pays_its_own_further_moe_cost_on_amd_cards(runtimes, catalog):
+    """In the CUDA and AMD pool, an engine whose MoE rows on AMD cards hold out better with a further cost a
+    routed-expert layer keeps it (fit_speed.moe_backend_holds): SGLang does, vLLM does not. The shipped constants
+    carry it (the pool's own cost is every other group's), and it slows a MoE model's step, not a dense one's:
+    Qwen3-30B-A3B's 48 MoE layers each pay the difference on an MI300X, Llama 3.1 8B's step is the engines' own."""
+    from dataclasses import replace
+
+    from llmsize.estimate.expected import constants, step_inputs
+    from llmsize.estimate.speed import decode_step_time_s
+
+    s, v, g = (constants(runtimes[r], "rocm") for r in ("sglang", "vllm", "gpt-fast"))
+    assert v.t_moe_layer_s == g.t_moe_layer_s < s.t_moe_layer_s
+    sc, vc = constants(runtimes["sglang"], "cuda"), constants(runtimes["vllm"], "cuda")
+    assert sc.t_moe_layer_s == vc.t_moe_layer_s  # on NVIDIA cards their one pool's
+    gpu = catalog.gpu("mi300x")
+    moe = make_plan(catalog.model("qwen3-30b-a3b"), gpu, PlanInputs(quant="bf16"), search_fit=False)
+    x = step_inputs(moe, moe.decode_1, "sglang")
+    assert x.moe_layers == 48
+    extra = decode_step_time_s(x, s) - decode_step_time_s(x, replace(s, t_moe_layer_s=v.t_moe_layer_s))
+    assert extra == pytest.approx(48 * (s.t_moe_layer_s - v.t_moe_layer_s))
+    dense = make_plan(catalog.model("llama-3.1-8b"), gpu, PlanInputs(quant="bf16"), search_fit=False)
+    y = step_inputs(dense, dense.decode_1, "sglang")
+    assert y.moe_layers == 0
+    assert decode_step_time_s(y, s) == decode_step_time_s(y, replace(s, t_moe_layer_s=v.t_moe_layer_s))
+
+
 # ------------------------------------------------------------------------------------------------ the model
 
 CARDS = ["rtx5060ti", "rtx4090", "rtxpro6000", "h100-sxm", "b200", "mi300x", "rx7900xtx", "m2-ultra", "m4-max", "t4"]

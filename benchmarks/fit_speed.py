@@ -886,6 +886,13 @@ def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, 
         "decode_held_out": ho_d.summary(band) if ho_d.errors else None,
         "prefill_held_out": ho_p.summary(pband) if ho_p.errors and pband else None,
     }
+    own_moe = fit.t_moe_backend.get((fit.runtime, fit.backend), 0.0)
+    if own_moe > 0:  # the engine's own further cost a routed-expert layer on this backend (t_moe_be)
+        models = Counter(o.plan.model.name for o in dec if o.runtime == fit.runtime
+                         and backend(o.plan.gpu) == fit.backend and o.step.moe_layers)
+        g["own_moe"] = (f"{RUNTIME_NAMES[fit.runtime]}'s MoE layers on {BACKEND_WORDS[fit.backend]} cost "
+                        f"{own_moe * 1e3:.3f} ms more each than the other engines', fitted on its own MoE decode rows "
+                        "there (" + ", ".join(f"{m} x {n}" for m, n in models.most_common()) + ")")
     return g
 
 

@@ -406,6 +406,11 @@ def test_sglang_pays_its_own_further_moe_cost_on_amd_cards(runtimes, catalog):
     y = step_inputs(dense, dense.decode_1, "sglang")
     assert y.moe_layers == 0
     assert decode_step_time_s(y, s) == decode_step_time_s(y, replace(s, t_moe_layer_s=v.t_moe_layer_s))
+    # and the plan says so, for a MoE model only: the cost, and the rows that fitted it
+    said = [n for n in expect(moe, runtimes, "sglang").expected.notes if "MoE layers on ROCm" in n]
+    assert len(said) == 1 and f"{(s.t_moe_layer_s - v.t_moe_layer_s) * 1e3:.3f} ms more each" in said[0]
+    assert "DeepSeek-V3 x " in said[0] and not v.moe_basis
+    assert not [n for n in expect(dense, runtimes, "sglang").expected.notes if "MoE layers" in n]
 
 
 # ------------------------------------------------------------------------------------------------ the model

@@ -448,6 +448,8 @@ class SpeedGroup(Strict):
     decode_held_out: HeldOut | None = None
     prefill_held_out: HeldOut | None = None
     borrowed: str | None = Field(None, description="why these constants are another group's (no rows of its own)")
+    own_moe: str | None = Field(None, description="the runtime's own further cost a routed-expert layer on this "
+                                "backend, beside its pool's, and the rows that fitted it (benchmarks/fit_speed.py)")
     runtimes: list[str] = Field([], description="the runtimes whose rows the fit used (its own, pooled, borrowed)")
     row_backends: list[Literal["cuda", "rocm", "metal"]] = Field(
         [], description="the backends of the rows the fit used (another's where the group borrowed them)")

@@ -149,7 +149,7 @@ def constants(spec: RuntimeSpec, backend_id: str) -> Constants | None:
         moe_matmul_cost=g.moe_matmul_cost,
         prefill_expert_read_cost=g.prefill_expert_read_cost, t_seq_s=g.t_seq_s,
         expert_read_cost=g.expert_read_cost, t_layer_floor_s=g.t_layer_floor_s,
-        t_act_quant_layer_s=g.t_act_quant_layer_s,
+        t_act_quant_layer_s=g.t_act_quant_layer_s, moe_basis=g.own_moe or "",
         eta_host=spec.host.eta_bandwidth if spec.host else 1.0,
         host_band_low=spec.host.band[0] if spec.host else 1.0, host_band_high=spec.host.band[1] if spec.host else 1.0,
         host_basis=(f"{spec.host.eta_bandwidth:.2f} of the host memory's peak, fitted on {spec.host.rows} published "
@@ -575,6 +575,8 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
                       else f"it is an upper bound: {RUNTIME_NAMES[rid]}'s tensor-core prompts run faster than FP32"),)
     if has_recurrent_layers(plan.model):
         notes += (RECURRENT_PREFILL_NOTE,)
+    if c.moe_basis and any(g.mlp is not None and g.mlp.kind == "moe" for g in plan.model.layer_groups):
+        notes += (c.moe_basis,)
     if not plan.budget.weights_fit:
         notes += (NOT_FIT_NOTE,)
     e = expected_speed(step_inputs(plan, plan.decode_1, rid), step_inputs(plan, plan.decode_b, rid),

@@ -242,6 +242,7 @@ class Constants:
     # what it was fitted on; 1.0 and "" where nothing was fitted (the host side at its peak)
     eta_host: float = 1.0
     host_basis: str = ""
+    moe_basis: str = ""  # where t_moe_layer_s holds the runtime's own further cost on this backend: what fitted it
     host_band_low: float = 1.0  # the host fit's held-out measured / predicted, lowest and highest
     host_band_high: float = 1.0
 

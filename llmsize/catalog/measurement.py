@@ -44,8 +44,9 @@ class Row(Strict):
     shape_of: str | None = Field(None, description="catalog id of a model with the same tensor shapes (a fine-tune, "
                                  "or a release of the same architecture), used for bytes when model_id is null")
     format: str
-    kv_dtype: str | None = Field(None, description="the cache dtype the run kept, as the source prints it "
-                                 "(--kv-cache-dtype, kv_cache_dtype), where it says one; None: the runtime's default")
+    kv_dtype: str | None = Field(None, min_length=1, description="the cache dtype the run kept, as the source "
+                                 "prints it (--kv-cache-dtype, kv_cache_dtype), where it says one; None: the runtime's "
+                                 "default")
     model_size: str | None = None
     params: str | None = None
     test: str

@@ -116,8 +116,8 @@ def llamacpp_before(row: Row, published: str | None = None, build: int = FA_DEFA
 
 def row_kv_dtype(row: Row, runtime: str) -> str | None:
     """The llmsize KV dtype of the cache a row's run kept: the runtime's default unless the row prints one (`auto` is
-    the default; vLLM's fp8_e4m3 and fp8_e5m2, printed fp8/e4m3 too, are fp8 bytes); None where the printed one has no llmsize id (TQ3,
-    int8_per_token_head)."""
+    the default; vLLM's fp8_e4m3 and fp8_e5m2, printed fp8/e4m3 too, are fp8 bytes); None where the printed one has
+    no llmsize id (TQ3, int8_per_token_head)."""
     said = (row.kv_dtype or "auto").strip().lower().replace("/", "_")
     if said == "auto":
         return runtime_kv_dtype(runtime)

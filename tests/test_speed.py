@@ -991,6 +991,30 @@ def test_vllm_v0_rows_carry_their_engine_cost_and_plans_do_not(catalog, runtimes
     assert decode_step_time_s(replace(x, engine_v0=True), c) == pytest.approx(decode_step_time_s(x, c) + c.t_step_v0_s)
 
 
+def test_sglang_waits_for_the_cpu_on_linear_attention_hybrids(catalog, runtimes):
+    """SGLang turns its overlap scheduler off for hybrids with linear-attention layers (expected.without_overlap):
+    their steps, in the fit's rows and in plans alike, pay the fitted wait for the CPU a step (t_step_v0_s); vLLM
+    on the same model, SGLang on a dense model or on a Mamba hybrid (Nemotron-3 Nano) do not. The plan says so."""
+    from dataclasses import replace
+
+    from llmsize.estimate.expected import constants, step_inputs, without_overlap
+    from llmsize.estimate.speed import decode_step_time_s
+
+    gpu = catalog.gpu("h100-sxm")
+    plans = {m: make_plan(catalog.model(m), gpu, PlanInputs(quant="fp8"), search_fit=False)
+             for m in ("qwen3.6-35b-a3b", "qwen3-next-80b-a3b", "qwen3-30b-a3b", "nemotron-3-nano-30b-a3b")}
+    assert [without_overlap(p, "sglang") for p in plans.values()] == [True, True, False, False]
+    assert not any(without_overlap(p, rt) for p in plans.values() for rt in ("vllm", "trtllm", "llamacpp"))
+    p, c = plans["qwen3.6-35b-a3b"], constants(runtimes["sglang"], "cuda")
+    x = step_inputs(p, p.decode_1, "sglang")
+    assert x.engine_v0 and 0.001 < c.t_step_v0_s < 0.005
+    assert decode_step_time_s(x, c) == pytest.approx(decode_step_time_s(replace(x, engine_v0=False), c)
+                                                     + c.t_step_v0_s)
+    notes = expect(p, runtimes, "sglang").expected.notes
+    assert [n for n in notes if "overlap scheduler off" in n and f"{c.t_step_v0_s * 1e3:.1f} ms" in n]
+    assert not [n for n in expect(p, runtimes, "vllm").expected.notes if "overlap" in n]
+
+
 @pytest.mark.parametrize("version, context, eager", [("0.6.3", 8192, False), ("0.6.3", 10_000, True),
                                                      ("0.11.0", 128_000, False)])
 def test_vllm_v0_decodes_past_its_graph_context_eagerly(catalog, version, context, eager):

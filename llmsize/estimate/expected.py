@@ -201,7 +201,22 @@ def step_inputs(plan: Plan, batch_step, runtime: str | None = None, marlin: bool
         expert_flops=2.0 * batch_step.batch * expert_params_per_token(plan.card_model or plan.model),
         expert_weight_bytes=batch_step.weight_bytes * expert_read_fraction(
             plan.card_model or plan.model, plan.fmt, plan.scope, batch_step.batch),
-        tensor_core_native=tensor_core_native(plan, runtime, cls), old_tiles=old_tiles)
+        tensor_core_native=tensor_core_native(plan, runtime, cls), old_tiles=old_tiles,
+        engine_v0=without_overlap(plan, runtime))
+
+
+def without_overlap(plan: Plan, runtime: str | None) -> bool:
+    """Whether `runtime` decodes the plan's model with each step waiting for the CPU's scheduling: SGLang on a
+    hybrid with linear-attention layers (Qwen3-Next, Qwen3.5/3.6), whose radix cache falls back to the no_buffer
+    Mamba strategy and turns the overlap scheduler off (server_args._handle_mamba_radix_cache; a run's log shows
+    disable_overlap_schedule=True, not passed: vuuihc/sglang study-notes/profiling-study/07, section 6.2, SGLang
+    0.5.13.post1, Qwen3.6-35B-A3B on an H20). The step then pays the fitted cost a step of scheduling between
+    steps (t_step_v0_s, with vLLM's V0 rows): held out, those H20 rows went from 0.61-0.72 of the prediction to
+    0.91-1.15, and the Cookbook's Qwen3-Next on 8 x B200 (SGLang 0.5.6), priced by the others, from 0.69 to 1.06
+    (benchmarks/RESULTS.md, 2026-12-05). SGLang's Mamba hybrids are not counted: its Nemotron-3 Nano row on a B200
+    ran at 0.90 of the prediction without it."""
+    return runtime == "sglang" and any(g.mixer is not None and g.mixer.kind == "linear"
+                                       for g in plan.model.layer_groups)
 
 
 # format classes whose weights tensor cores multiply as stored, and the card's rate that says it has the instruction
@@ -577,6 +592,10 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
         notes += (RECURRENT_PREFILL_NOTE,)
     if c.moe_basis and any(g.mlp is not None and g.mlp.kind == "moe" for g in plan.model.layer_groups):
         notes += (c.moe_basis,)
+    if without_overlap(plan, rid) and c.t_step_v0_s:
+        notes += (f"{RUNTIME_NAMES[rid]} runs this hybrid's linear-attention layers with the radix cache's no_buffer "
+                  f"strategy, which turns its overlap scheduler off: each decode step waits "
+                  f"{c.t_step_v0_s * 1e3:.1f} ms for the CPU's scheduling (fitted with vLLM V0's rows)",)
     if not plan.budget.weights_fit:
         notes += (NOT_FIT_NOTE,)
     e = expected_speed(step_inputs(plan, plan.decode_1, rid), step_inputs(plan, plan.decode_b, rid),

@@ -153,8 +153,9 @@ class StepInputs:
     # a published run of an older generation whose small-batch GEMMs padded the batch to wgmma's 64 rows
     # (expected.tile_rows, observed.old_tiles): a dataset covariate only, its padding at mm_cost
     old_tiles: bool = False
-    # a run of an older engine generation, a dataset covariate only (plans run the current one): vLLM's V0 engine
-    # (before 0.8), llama.cpp builds before b6327 (2025-08-31; observed.llamacpp_before): their per-step CPU costs
+    # a step that waits for the CPU between GPU steps: a run of an older engine generation, a dataset covariate
+    # (vLLM's V0 engine before 0.8, llama.cpp builds before b6327 of 2025-08-31: observed.llamacpp_before), and
+    # SGLang without its overlap scheduler, which plans pay too (expected.without_overlap)
     engine_v0: bool = False
     # an older engine's GPTQ/AWQ experts through Marlin one kernel per expert (observed.expert_launches: vLLM up to
     # 0.8.4, SGLang to 0.4.6 calling it): the launches a step makes, a dataset covariate only (plans run the fused
@@ -226,7 +227,7 @@ class Constants:
     attn_cost: float = 0.0  # FP32-rate FLOPs one attention FLOP costs at decode (1 / its fraction of the rate)
     tile_cost: float = 0.0  # seconds per second of the tile's padding FLOPs at the card's dense peak
     mm_cost: float = 0.0  # seconds per second of the step's own matmul FLOPs at the card's dense peak
-    t_step_v0_s: float = 0.0  # an older generation's extra cost a step (engine_v0; fitted on its rows, plans pay none)
+    t_step_v0_s: float = 0.0  # a step's wait for the CPU (engine_v0: older generations' rows, plans without overlap)
     t_expert_launch_s: float = 0.0  # a per-expert kernel's launch (expert_launches; fitted on its rows, plans pay none)
     t_prefill_layer_s: float = 0.0  # a serving engine's extra cost per layer of an eager prefill forward (TTFT only)
     # a consumer card's prompt fraction over the other segments' (PrefillInputs.consumer), at most the rated peak
@@ -434,7 +435,7 @@ def prefill_time_s(x: PrefillInputs, c: Constants, prompts_per_forward: int = 1)
 
 def decode_terms_s(x: StepInputs, c: Constants) -> dict[str, float]:
     """The step's terms one by one (seconds), which decode_step_time_s sums: the fixed costs hold the cost per
-    sequence beyond the first and an older engine's cost a step (both zero in a batch-1 plan)."""
+    sequence beyond the first (zero at batch 1) and a step's wait for the CPU (engine_v0)."""
     bw = x.bandwidth_bytes_per_s
     return {
         "weights": x.weight_bytes / (bw * c.eta_w(x.format_class)),

@@ -213,8 +213,8 @@ def without_overlap(plan: Plan, runtime: str | None) -> bool:
     0.5.13.post1, Qwen3.6-35B-A3B on an H20). The step then pays the fitted cost a step of scheduling between
     steps (t_step_v0_s, with vLLM's V0 rows): held out, those H20 rows went from 0.61-0.72 of the prediction to
     0.91-1.15, and the Cookbook's Qwen3-Next on 8 x B200 (SGLang 0.5.6), priced by the others, from 0.69 to 1.06
-    (benchmarks/RESULTS.md, 2026-12-05). SGLang's Mamba hybrids are not counted: its Nemotron-3 Nano row on a B200
-    ran at 0.90 of the prediction without it."""
+    (benchmarks/RESULTS.md, 2026-12-05; experiments/sglang_hybrids_with_overlap.patch). SGLang's Mamba hybrids are
+    not counted: its Nemotron-3 Nano row on a B200 holds out at 0.84-0.90 of the prediction without it."""
     return runtime == "sglang" and any(g.mixer is not None and g.mixer.kind == "linear"
                                        for g in plan.model.layer_groups)
 

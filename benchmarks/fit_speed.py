@@ -458,7 +458,7 @@ def moe_backend_holds(rows: list[Observed]) -> tuple[tuple[str, float], ...]:
     engine's MoE rows on that backend, each of their sources left out, hold out no better with it (median and p90
     both lower to keep it). SGLang's ROCm rows keep theirs; vLLM's do not: its one source of gpt-oss-20b on an
     MI300X (2025-08-29, at 0.33-0.46) priced the term, and its gpt-oss-120b over 8 MI300X then held out at 3.13-3.23
-    times the speed predicted (experiments/no_moe_backend_holds.patch)."""
+    times the speed predicted (experiments/no_moe_backend_holds.patch at e802285)."""
     dec = [o for o in rows if o.step is not None]
     holds = []
     for rt, be in moe_backend_keys(dec):
@@ -501,7 +501,7 @@ class DecodeSystem:
         # and each engine's routed-expert layers there a further cost of their own (t_moe_be), where it has MoE rows
         # enough on that backend: fused-MoE kernels are written per engine and vendor (without it SGLang's DeepSeek
         # on an MI300X or MI325X holds out at 0.36-0.93 of the pool's speed and its Gemma 4 26B-A4B at 0.50, its dense
-        # Gemma 4 31B at 0.68-0.93, vLLM's gpt-oss-120b at 0.78-1.03: experiments/no_moe_backend_cost.patch)
+        # Gemma 4 31B at 0.68-0.93, vLLM's gpt-oss-120b at 0.78-1.03: experiments/no_moe_backend_cost.patch at e802285)
         self.moe_backends = moe_backend_keys(dec)
         self.names = [f"v:{c}" for c in self.classes] + ["v:other", "v_kv", "t_layer", "t_step", "t_moe"] + \
             [f"alpha:{k}" for k in self.links] + ["alu", "attn", "tile", "v0", "expert", "act_quant", "t_seq", "mm",

@@ -213,8 +213,8 @@ def without_overlap(plan: Plan, runtime: str | None) -> bool:
     0.5.13.post1, Qwen3.6-35B-A3B on an H20). The step then pays the fitted cost a step of scheduling between
     steps (t_step_v0_s, with vLLM's V0 rows): held out, those H20 rows went from 0.61-0.72 of the prediction to
     0.91-1.15, and the Cookbook's Qwen3-Next on 8 x B200 (SGLang 0.5.6), priced by the others, from 0.69 to 1.06
-    (benchmarks/RESULTS.md, 2026-12-05; experiments/sglang_hybrids_with_overlap.patch). SGLang's Mamba hybrids are
-    not counted: its Nemotron-3 Nano row on a B200 holds out at 0.84-0.90 of the prediction without it."""
+    (at e888838, benchmarks/experiments/sglang_hybrids_with_overlap.patch; RESULTS.md, 2026-12-05). SGLang's Mamba
+    hybrids are not counted: its Nemotron-3 Nano row on a B200 holds out at 0.84-0.90 of the prediction without it."""
     return runtime == "sglang" and any(g.mixer is not None and g.mixer.kind == "linear"
                                        for g in plan.model.layer_groups)
 
@@ -408,11 +408,11 @@ def attention_rate(plan: Plan, runtime: str | None, matmul_flop_per_s: float | N
     16-bit rate, half of it or less, whatever its cache keeps: the prompt's keys and values are computed in 16 bits
     before they are written to the cache. TensorRT-LLM's FP8 runs of Qwen2.5-0.5B with an FP8 cache on an RTX PRO
     6000 (measurements/trtllm-masahiro-kubota-rtxpro6000-qwen25-0p5b-fp8.yaml) held out at 0.54-0.63 of the speed
-    of FP8-rate attention for their 6,144-9,192-token prompts, at 0.68-0.80 of the 16-bit rate's (the same
-    engine's BF16 rows on that card: 0.64-0.81); its prompts 25.1% / 59.5% against 25.5% / 47.5% (RESULTS.md,
-    2026-12-05). None: attention at the matmuls' rate (16-bit weights, llama.cpp and MLX, whose rates are their
-    own: MATMUL_PRECISION; a card whose catalog entry lacks the 16-bit rate, where only its FP32 figure would
-    stand in)."""
+    of FP8-rate attention for their 6,144-9,192-token prompts, at 0.68-0.74 of the 16-bit rate's (the same
+    engine's BF16 rows on that card: 0.64-0.80); its prompts 25.1% / 59.5% against 25.5% / 47.5% (at 2a8087a,
+    benchmarks/experiments/prompt_attention_at_cache_precision.patch; RESULTS.md, 2026-12-05). None: attention at
+    the matmuls' rate (16-bit weights, llama.cpp and MLX, whose rates are their own: MATMUL_PRECISION; a card whose
+    catalog entry lacks the 16-bit rate, where only its FP32 figure would stand in)."""
     if runtime in MATMUL_PRECISION or not matmul_flop_per_s:
         return None
     rate = compute_peak(plan.gpu, plan.fmt, "bf16").flop_per_s

@@ -136,11 +136,14 @@ QuantOpt = Annotated[Optional[str], _opt("--quant", help="Weight format (see `ll
 ScopeOpt = Annotated[Optional[str], _opt("--scope", help="What the format quantizes: linear, experts, mlp or all; "
                                          "default: the release's or the format's.", callback=choice(SCOPES))]
 def _one_dtype(value):
-    """--kv-dtype names one dtype: a llama.cpp K/V pair of cache types is --cache-type-k / --cache-type-v's."""
+    """--kv-dtype names one dtype: a llama.cpp K/V pair of cache types is --cache-type-k / --cache-type-v's. The
+    engines' own names for an FP8 cache (fp8_e4m3, fp8_e5m2: quant.KV_DTYPE_ALIASES) are read as fp8."""
     if value is not None and "/" in str(value):
         raise typer.BadParameter(f"`{shown(value)}`: llama.cpp's K and V cache types are --cache-type-k and "
                                  "--cache-type-v (with --engine llamacpp)")
-    return value
+    from llmsize.estimate.quant import KV_DTYPE_ALIASES
+
+    return KV_DTYPE_ALIASES.get(str(value).lower(), value) if value is not None else value
 
 
 KvDtypeOpt = Annotated[str, _opt("--kv-dtype", help="KV cache dtype: bf16, fp16, fp8, nvfp4, int8, fp32 (plan's "

@@ -55,6 +55,15 @@ def test_plan_options_change_the_answer(run_cli):
     assert fp8["decode"]["batch"] == 16 and fp8["prefill"]["prompt_tokens"] == 2000
 
 
+def test_the_engines_names_for_an_fp8_cache_are_fp8(run_cli):
+    """vLLM's and SGLang's --kv-cache-dtype fp8_e4m3 (and fp8_e5m2), as a user copies it, is --kv-dtype fp8."""
+    _, fp8, _ = run_cli("plan", "llama-3.1-8b", "--gpu", "h100", "--json", "--kv-dtype", "fp8")
+    for name in ("fp8_e4m3", "FP8_E5M2"):
+        code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "h100", "--json", "--kv-dtype", name)
+        assert code == 0, err
+        assert json.loads(out) == json.loads(fp8)
+
+
 def test_model_that_does_not_fit_is_a_normal_answer(run_cli):
     code, out, _ = run_cli("plan", "llama-3.1-70b", "--gpu", "rtx5090", "--json")
     assert code == 0

@@ -19,7 +19,7 @@ from llmsize.estimate.expected import (
     step_inputs,
 )
 from llmsize.estimate.plan import Plan, PlanInputs, make_plan
-from llmsize.estimate.quant import KV_DTYPE_BYTES
+from llmsize.estimate.quant import KV_DTYPE_ALIASES, KV_DTYPE_BYTES
 from llmsize.estimate.speed import PrefillInputs, StepInputs, at_file_bytes, ceiling_step_s
 
 
@@ -121,8 +121,7 @@ def row_kv_dtype(row: Row, runtime: str) -> str | None:
     said = (row.kv_dtype or "auto").strip().lower().replace("/", "_")
     if said == "auto":
         return runtime_kv_dtype(runtime)
-    if said in ("fp8_e4m3", "fp8_e5m2"):
-        return "fp8"
+    said = KV_DTYPE_ALIASES.get(said, said)
     return said if said in KV_DTYPE_BYTES else None
 
 

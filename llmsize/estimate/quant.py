@@ -143,6 +143,8 @@ KV_DTYPE_BYTES: dict[str, Fraction] = {
     "fp8_ds_mla": Fraction(1),
 }
 MLA_DS_FP8_BYTES_PER_TOKEN = 512 + 4 * 4 + 64 * 2  # 656
+# the engines' own names for an FP8 cache (vLLM's and SGLang's --kv-cache-dtype fp8_e4m3 / fp8_e5m2), read as fp8
+KV_DTYPE_ALIASES = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}
 
 STATE_DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 

@@ -638,8 +638,8 @@ def fit_prefill(fit: GroupFit, pre: list[Observed], donor: GroupFit | None = Non
     prompts, the expert's cost is the donor's (the pool a group borrows from), else 1; where they do not pin the
     consumer factor (pins_consumer_factor), it is 1 (the pool's factor, borrowed by TensorRT-LLM, whose one consumer
     source runs a 0.5B model's short prompts far below its long ones' rate, trades its prompts' p90 for their median
-    and lowers its own 16-bit fraction: benchmarks/experiments/borrowed_consumer_factor.patch, RESULTS.md). The prediction caps eta x f at 1
-    (speed.prefill_fraction), the fit does not: they differ where it exceeds 1 (the serving engines' 16-bit prompts
+    and lowers its own 16-bit fraction: benchmarks/experiments/borrowed_consumer_factor.patch, RESULTS.md). The
+    prediction caps eta x f at 1 (speed.prefill_fraction), the fit does not: they differ where it exceeds 1 (the serving engines' 16-bit prompts
     on consumer cards, 1.02). A class with too few rows takes, from `classes_from` (a donor of the group's own
     backend), the donor's fraction scaled by the median ratio of the classes both fit, else the median of its own
     classes; with too few rows of any one class, one fraction for all. (TensorRT-LLM has no FP4 prompt rows of its

@@ -303,7 +303,12 @@ def cache_precision_rate(plan: Plan) -> float | None:
     """The dense rate (FLOP/s) decode attention's matmuls run at: the cache's precision (FP8 for an FP8 cache, else
     16-bit), whatever the weights' format; None where the catalog lacks it and only the FP32 figure would stand in.
     A prompt's attention runs at the 16-bit rate (attention_rate)."""
-    precision = "fp8" if (plan.inputs.kv_dtype or "").lower() in FP8_ATTENTION_CACHES else "bf16"
+    return _dense_rate(plan, "fp8" if (plan.inputs.kv_dtype or "").lower() in FP8_ATTENTION_CACHES else "bf16")
+
+
+def _dense_rate(plan: Plan, precision: str) -> float | None:
+    """The card's dense rate (FLOP/s) at `precision`; None where the catalog lacks it and only the FP32 figure
+    would stand in."""
     rate = compute_peak(plan.gpu, plan.fmt, precision).flop_per_s
     return None if not rate or fp32_stands_in(plan.gpu, rate) else rate
 
@@ -415,10 +420,8 @@ def attention_rate(plan: Plan, runtime: str | None, matmul_flop_per_s: float | N
     catalog entry lacks the 16-bit rate, where only its FP32 figure would stand in)."""
     if runtime in MATMUL_PRECISION or not matmul_flop_per_s:
         return None
-    rate = compute_peak(plan.gpu, plan.fmt, "bf16").flop_per_s
-    if not rate or fp32_stands_in(plan.gpu, rate):
-        return None
-    return rate if rate < matmul_flop_per_s else None
+    rate = _dense_rate(plan, "bf16")
+    return rate if rate and rate < matmul_flop_per_s else None
 
 
 def prompt_expert_bytes(plan: Plan, tokens_per_forward: int) -> float:
@@ -590,7 +593,7 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
                       else f"it is an upper bound: {RUNTIME_NAMES[rid]}'s tensor-core prompts run faster than FP32"),)
     if has_recurrent_layers(plan.model):
         notes += (RECURRENT_PREFILL_NOTE,)
-    if c.moe_basis and any(g.mlp is not None and g.mlp.kind == "moe" for g in plan.model.layer_groups):
+    if c.moe_basis and _layers(plan)[1]:
         notes += (c.moe_basis,)
     if without_overlap(plan, rid) and c.t_step_v0_s:
         notes += (f"{RUNTIME_NAMES[rid]} runs this hybrid's linear-attention layers with the radix cache's no_buffer "

@@ -1015,6 +1015,18 @@ def test_sglang_waits_for_the_cpu_on_linear_attention_hybrids(catalog, runtimes)
     assert not [n for n in expect(p, runtimes, "vllm").expected.notes if "overlap" in n]
 
 
+def test_a_layer_that_is_a_mixer_or_an_mlp_alone_is_half_a_block(catalog):
+    """Nemotron-3 Nano's 52 layers are each a Mamba-2 mixer, a MoE or an attention layer alone: 26 blocks of
+    fixed costs a step (23 + 23 + 6 halves), where a transformer's layers are one block each."""
+    from llmsize.estimate.expected import step_inputs
+
+    gpu = catalog.gpu("b200")
+    nano = make_plan(catalog.model("nemotron-3-nano-30b-a3b"), gpu, PlanInputs(quant="fp8"), search_fit=False)
+    assert nano.model.num_layers == 52 and step_inputs(nano, nano.decode_1, "vllm").layers == 26
+    llama = make_plan(catalog.model("llama-3.1-8b"), gpu, PlanInputs(quant="fp8"), search_fit=False)
+    assert step_inputs(llama, llama.decode_1, "vllm").layers == 32
+
+
 @pytest.mark.parametrize("version, context, eager", [("0.6.3", 8192, False), ("0.6.3", 10_000, True),
                                                      ("0.11.0", 128_000, False)])
 def test_vllm_v0_decodes_past_its_graph_context_eagerly(catalog, version, context, eager):

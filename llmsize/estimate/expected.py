@@ -157,10 +157,15 @@ def constants(spec: RuntimeSpec, backend_id: str) -> Constants | None:
                     f"median error {spec.host.held_out.median_abs_error:.0%}") if spec.host else "")
 
 
-def _layers(plan: Plan) -> tuple[int, int]:
+def _layers(plan: Plan) -> tuple[float, int]:
+    """The blocks a decode step's fixed costs a layer count (a mixer and an MLP each half of one), and its MoE
+    layers. A transformer layer is one block; a layer that is a mixer or an MLP alone, as Nemotron-H's Mamba-2,
+    MoE and attention layers are, half a block: it launches about half a transformer layer's kernels (norm,
+    projections and its mixer's kernels, or norm, router and experts)."""
     m = plan.model
     moe = sum(g.count for g in m.layer_groups if g.mlp is not None and g.mlp.kind == "moe")
-    return m.num_layers, moe
+    blocks = sum(g.count * ((g.mixer is not None) + (g.mlp is not None)) for g in m.layer_groups) / 2
+    return blocks, moe
 
 
 def geforce(gpu) -> bool:

@@ -134,7 +134,7 @@ class StepInputs:
     weight_bytes: float  # weights read by the step, one card's share (all stages in turn)
     kv_bytes: float  # cache + state bytes read by the step, all sequences
     bandwidth_bytes_per_s: float
-    layers: int
+    layers: float  # blocks (expected._layers: a mixer or an MLP alone is half of one)
     moe_layers: int
     collectives: int  # all-reduces and stage hand-offs per step
     link: str | None  # nvlink | pcie | network, None on one card
@@ -175,7 +175,7 @@ class PrefillInputs:
     weight_bytes: float
     bandwidth_bytes_per_s: float
     peak_flop_per_s: float | None
-    layers: int
+    layers: float
     collectives: int
     link: str | None
     comm_time_s: float

@@ -524,7 +524,7 @@ class DecodeSystem:
             # which costs mm_cost and is in the mm column below)
             row.append(tile_time_s(x, UNIT_COSTS))
             row.append(1.0 if x.engine_v0 else 0.0)  # a wait for the CPU a step (vLLM V0, llama.cpp < b6327, SGLang
-            # without its overlap scheduler: expected.without_overlap)
+            # 0.5.7-0.5.13 on a hybrid, without its overlap scheduler: expected.without_overlap)
             row.append(x.expert_weight_bytes / x.bandwidth_bytes_per_s)  # per unit of expert_read_cost
             row.append(x.layers if x.tensor_core_native else 0.0)  # per second of t_act_quant_layer_s
             row.append(x.batch - 1.0)  # per second of t_seq_s: each sequence of the step beyond the first

@@ -991,27 +991,48 @@ def test_vllm_v0_rows_carry_their_engine_cost_and_plans_do_not(catalog, runtimes
     assert decode_step_time_s(replace(x, engine_v0=True), c) == pytest.approx(decode_step_time_s(x, c) + c.t_step_v0_s)
 
 
-def test_sglang_waits_for_the_cpu_on_linear_attention_hybrids(catalog, runtimes):
-    """SGLang turns its overlap scheduler off for hybrids with linear-attention layers (expected.without_overlap):
-    their steps, in the fit's rows and in plans alike, pay the fitted wait for the CPU a step (t_step_v0_s); vLLM
-    on the same model, SGLang on a dense model or on a Mamba hybrid (Nemotron-3 Nano) do not. The plan says so."""
-    from dataclasses import replace
-
-    from llmsize.estimate.expected import constants, step_inputs, without_overlap
-    from llmsize.estimate.speed import decode_step_time_s
+@pytest.mark.parametrize("version, waits", [
+    ("0.5.13.post1 (sglang-kernel 0.4.3, flashinfer 0.6.12, torch 2.11.0)", {"qwen3.6-35b-a3b", "qwen3-next-80b-a3b",
+                                                                            "nemotron-3-nano-30b-a3b"}),
+    ("v0.5.8.post1", {"qwen3.6-35b-a3b", "qwen3-next-80b-a3b", "nemotron-3-nano-30b-a3b"}),
+    ("sglang 0.5.6", {"qwen3-next-80b-a3b"}),  # PR #13057 (0.5.5.post2) for Qwen3-Next alone
+    ("0.5.5.post1", set()), ("0.5.14", set()), ("v0.5.23", set()), (None, set())])
+def test_sglang_waits_for_the_cpu_on_hybrids_from_0_5_7_to_0_5_13(catalog, version, waits):
+    """SGLang 0.5.7 to 0.5.13.post1 ran a hybrid's recurrent layers with the radix cache's no_buffer strategy, which
+    turned its overlap scheduler off (server_args.py of those wheels; Qwen3-Next from 0.5.5.post2); from 0.5.14
+    `auto` resolves to extra_buffer and keeps it on. A row of those releases pays the fitted wait a step; a plan
+    (no version: the current release), a dense model and another engine never do."""
+    from llmsize.estimate.expected import without_overlap
 
     gpu = catalog.gpu("h100-sxm")
     plans = {m: make_plan(catalog.model(m), gpu, PlanInputs(quant="fp8"), search_fit=False)
              for m in ("qwen3.6-35b-a3b", "qwen3-next-80b-a3b", "qwen3-30b-a3b", "nemotron-3-nano-30b-a3b")}
-    assert [without_overlap(p, "sglang") for p in plans.values()] == [True, True, False, False]
-    assert not any(without_overlap(p, rt) for p in plans.values() for rt in ("vllm", "trtllm", "llamacpp"))
-    p, c = plans["qwen3.6-35b-a3b"], constants(runtimes["sglang"], "cuda")
-    x = step_inputs(p, p.decode_1, "sglang")
-    assert x.engine_v0 and 0.001 < c.t_step_v0_s < 0.005
-    assert decode_step_time_s(x, c) == pytest.approx(decode_step_time_s(replace(x, engine_v0=False), c)
-                                                     + c.t_step_v0_s)
+    assert {m for m, p in plans.items() if without_overlap(p, "sglang", version)} == waits
+    assert not any(without_overlap(p, rt, version) for p in plans.values() for rt in ("vllm", "trtllm", "llamacpp"))
+
+
+def test_a_sglang_row_of_0_5_13_pays_the_wait_and_a_plan_does_not(catalog, runtimes):
+    """The wait is a covariate of the rows (observe sets engine_v0 by the row's release), not of plans: a plan
+    of Qwen3.6-35B-A3B under SGLang costs no wait, and its note says what 0.5.7-0.5.13 cost."""
+    from llmsize.catalog.measurement import Row
+    from llmsize.estimate.expected import constants, step_inputs
+    from llmsize.estimate.observed import observe
+
+    model, gpu = catalog.model("qwen3.6-35b-a3b"), catalog.gpu("h20")
+
+    def observed(version):
+        row = Row(card="H20", model="x", format="FP8", test="TPOT", kind="decode", batch=1, prompt_tokens=500,
+                  gen_tokens=100, ms_per_token=10.0, verbatim="10.0", runtime_version=version)
+        return observe(row, "sglang", "s", model, gpu)
+
+    assert observed("0.5.13.post1").step.engine_v0 and not observed("0.5.14").step.engine_v0
+    p = make_plan(model, gpu, PlanInputs(quant="fp8"), search_fit=False)
+    assert not step_inputs(p, p.decode_1, "sglang").engine_v0
+    c = constants(runtimes["sglang"], "cuda")
+    assert 0.001 < c.t_step_v0_s < 0.005
     notes = expect(p, runtimes, "sglang").expected.notes
-    assert [n for n in notes if "overlap scheduler off" in n and f"{c.t_step_v0_s * 1e3:.1f} ms" in n]
+    assert [n for n in notes if "0.5.7 to 0.5.13" in n and f"{c.t_step_v0_s * 1e3:.1f} ms" in n
+            and "from 0.5.14" in n]
     assert not [n for n in expect(p, runtimes, "vllm").expected.notes if "overlap" in n]
 
 

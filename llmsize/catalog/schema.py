@@ -419,8 +419,8 @@ class SpeedGroup(Strict):
     tile_cost: float = Field(0.0, ge=0, le=1000, description="dense-peak FLOPs per tile matmul FLOP at decode")
     mm_cost: float = Field(0.0, ge=0, le=1000, description="dense-peak FLOPs per matmul FLOP of the step at decode")
     t_step_v0_s: Seconds = Field(0.0, description="a step's wait for the CPU between GPU steps: an older engine "
-                                 "generation's (vLLM V0, llama.cpp before b6327; a dataset covariate) and SGLang's "
-                                 "without its overlap scheduler (expected.without_overlap), which plans pay")
+                                 "generation's (vLLM V0, llama.cpp before b6327) and SGLang 0.5.7-0.5.13's without "
+                                 "its overlap scheduler on a hybrid (expected.without_overlap): dataset covariates")
     t_expert_launch_s: Seconds = Field(0.0, description="a launch of an older engine's per-expert MoE kernel "
                                        "(GPTQ/AWQ experts through Marlin, vLLM up to 0.8.4): published rows only")
     expert_read_cost: float = Field(0.0, ge=0, le=100, description="extra time per routed-expert byte, in units of "

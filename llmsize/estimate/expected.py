@@ -4,6 +4,7 @@ inputs, the runtime's constants for the card's backend picked from runtimes/*.ya
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from dataclasses import replace as _replace
 
@@ -206,22 +207,46 @@ def step_inputs(plan: Plan, batch_step, runtime: str | None = None, marlin: bool
         expert_flops=2.0 * batch_step.batch * expert_params_per_token(plan.card_model or plan.model),
         expert_weight_bytes=batch_step.weight_bytes * expert_read_fraction(
             plan.card_model or plan.model, plan.fmt, plan.scope, batch_step.batch),
-        tensor_core_native=tensor_core_native(plan, runtime, cls), old_tiles=old_tiles,
-        engine_v0=without_overlap(plan, runtime))
+        tensor_core_native=tensor_core_native(plan, runtime, cls), old_tiles=old_tiles)
 
 
-def without_overlap(plan: Plan, runtime: str | None) -> bool:
-    """Whether `runtime` decodes the plan's model with each step waiting for the CPU's scheduling: SGLang on a
-    hybrid with linear-attention layers (Qwen3-Next, Qwen3.5/3.6), whose radix cache falls back to the no_buffer
-    Mamba strategy and turns the overlap scheduler off (server_args._handle_mamba_radix_cache; a run's log shows
-    disable_overlap_schedule=True, not passed: vuuihc/sglang study-notes/profiling-study/07, section 6.2, SGLang
-    0.5.13.post1, Qwen3.6-35B-A3B on an H20). The step then pays the fitted cost a step of scheduling between
-    steps (t_step_v0_s, with vLLM's V0 rows): held out, those H20 rows went from 0.61-0.72 of the prediction to
-    0.91-1.15, and the Cookbook's Qwen3-Next on 8 x B200 (SGLang 0.5.6), priced by the others, from 0.69 to 1.06
-    (at e888838, benchmarks/experiments/sglang_hybrids_with_overlap.patch; RESULTS.md, 2026-12-05). SGLang's Mamba
-    hybrids are not counted: its Nemotron-3 Nano row on a B200 holds out at 0.84-0.90 of the prediction without it."""
-    return runtime == "sglang" and any(g.mixer is not None and g.mixer.kind == "linear"
-                                       for g in plan.model.layer_groups)
+# SGLang releases whose radix cache ran a hybrid's recurrent (linear-attention or Mamba) layers with the no_buffer
+# strategy, which turns the overlap scheduler off (server_args.py of the released wheels): Qwen3-Next from 0.5.5.post2
+# (PR #13057, "disable overlap schedule if mamba radix cache open"), every hybrid from 0.5.7 (PR #14792:
+# --mamba-scheduler-strategy, `auto` hard-coded to no_buffer; Nemotron-H, Falcon-H1 alike) to 0.5.13.post1. From
+# 0.5.14 `auto` resolves to extra_buffer and keeps the scheduler on for Qwen3-Next, Qwen3.5/3.6 and Nemotron-H
+# (issue #27418; 0.5.23's arg_groups/overrides.py alike); --disable-radix-cache kept it on in every release.
+SGLANG_NO_BUFFER = ((0, 5, 7, 0), (0, 5, 13, 1))  # first and last release, (major, minor, patch, post)
+SGLANG_QWEN3_NEXT_NO_BUFFER_FROM = (0, 5, 5, 2)
+_SGLANG_RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)(?:\.post(\d+))?")
+
+
+def sglang_release(version: str | None) -> tuple[int, int, int, int] | None:
+    """(major, minor, patch, post) of the first SGLang release number in a version string (`v0.5.8.post1`,
+    `sglang 0.5.6`), None where it names none."""
+    m = _SGLANG_RELEASE.search(version or "")
+    return tuple(int(g or 0) for g in m.groups()) if m else None
+
+
+def without_overlap(plan: Plan, runtime: str | None, version: str | None = None) -> bool:
+    """Whether SGLang `version` decodes the plan's model with each step waiting for the CPU's scheduling: a hybrid
+    with recurrent layers under a release whose radix cache fell back to the no_buffer strategy and turned the
+    overlap scheduler off (SGLANG_NO_BUFFER; a run's log shows disable_overlap_schedule=True, not passed:
+    vuuihc/sglang study-notes/profiling-study/07, section 6.2, SGLang 0.5.13.post1, Qwen3.6-35B-A3B on an H20). Such
+    a row's step pays the fitted cost a step of scheduling between steps (t_step_v0_s, with vLLM V0's rows). Held
+    out, the three sources of such rows go from 0.62-0.87 of the prediction without it to 0.88-1.13 (Qwen3.6-35B-A3B
+    on an H20, 0.5.13.post1), 0.68 to 1.05 (the Cookbook's Qwen3-Next on 8 x B200, 0.5.6) and 0.62 to 1.05
+    (Nemotron-3 Nano on a B200, 0.5.8.post1): `python benchmarks/fit_speed.py --sources sglang:cuda`, with and
+    without benchmarks/experiments/sglang_hybrids_with_overlap.patch, RESULTS.md 2026-12-05. A plan (version None)
+    is for the current release, which keeps the scheduler on, and pays none; its note says what the older releases
+    cost."""
+    if runtime != "sglang" or not has_recurrent_layers(plan.model):
+        return False
+    r = sglang_release(version)
+    if r is None:
+        return False
+    first = SGLANG_QWEN3_NEXT_NO_BUFFER_FROM if plan.model.family == "qwen3_next" else SGLANG_NO_BUFFER[0]
+    return first <= r <= SGLANG_NO_BUFFER[1]
 
 
 # format classes whose weights tensor cores multiply as stored, and the card's rate that says it has the instruction
@@ -350,6 +375,10 @@ MATMUL_PRECISION = {"llamacpp": ("fp16", "fp32"), "mlx": ("fp16",)}
 LLAMACPP_CUDA_PRECISION = "int8"
 
 
+OLD_SGLANG_HYBRID_NOTE = (
+    "SGLang {first} to 0.5.13 ran this hybrid's recurrent layers with the radix cache's no_buffer strategy, which "
+    "turns its overlap scheduler off: each decode step waited about {wait_ms:.1f} ms more for the CPU (fitted with "
+    "vLLM V0's rows); from 0.5.14 the default extra_buffer strategy keeps it on, as this figure assumes")
 NOT_FIT_NOTE = "as if the weights fit the budget: they do not (the Diagnosis says what does)"
 
 # runtimes that load no GGUF file (vLLM and SGLang read some, experimentally: their figures stand)
@@ -600,10 +629,9 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
         notes += (RECURRENT_PREFILL_NOTE,)
     if c.moe_basis and _layers(plan)[1]:
         notes += (c.moe_basis,)
-    if without_overlap(plan, rid) and c.t_step_v0_s:
-        notes += (f"{RUNTIME_NAMES[rid]} runs this hybrid's linear-attention layers with the radix cache's no_buffer "
-                  f"strategy, which turns its overlap scheduler off: each decode step waits "
-                  f"{c.t_step_v0_s * 1e3:.1f} ms for the CPU's scheduling (fitted with vLLM V0's rows)",)
+    if rid == "sglang" and has_recurrent_layers(plan.model) and c.t_step_v0_s:
+        notes += (OLD_SGLANG_HYBRID_NOTE.format(
+            first="0.5.5.post2" if plan.model.family == "qwen3_next" else "0.5.7", wait_ms=c.t_step_v0_s * 1e3),)
     if not plan.budget.weights_fit:
         notes += (NOT_FIT_NOTE,)
     e = expected_speed(step_inputs(plan, plan.decode_1, rid), step_inputs(plan, plan.decode_b, rid),

@@ -17,6 +17,7 @@ from llmsize.estimate.expected import (
     prefill_inputs,
     runtime_kv_dtype,
     step_inputs,
+    without_overlap,
 )
 from llmsize.estimate.plan import Plan, PlanInputs, make_plan
 from llmsize.estimate.quant import KV_DTYPE_ALIASES, KV_DTYPE_BYTES
@@ -276,6 +277,8 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
                         "eager step, without CUDA graphs")
             step = replace(step, engine_v0=True)
         if runtime == "llamacpp" and llamacpp_before(row, published) is True:
+            step = replace(step, engine_v0=True)
+        if without_overlap(plan, runtime, row.runtime_version):  # SGLang 0.5.7-0.5.13 on a hybrid
             step = replace(step, engine_v0=True)
         launches = expert_launches(row, runtime, fid, model)
         if launches:

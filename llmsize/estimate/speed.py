@@ -155,7 +155,7 @@ class StepInputs:
     old_tiles: bool = False
     # a step that waits for the CPU between GPU steps: a run of an older engine generation, a dataset covariate
     # (vLLM's V0 engine before 0.8, llama.cpp builds before b6327 of 2025-08-31: observed.llamacpp_before), and
-    # SGLang without its overlap scheduler, which plans pay too (expected.without_overlap)
+    # SGLang 0.5.7-0.5.13 on a hybrid, without its overlap scheduler (expected.without_overlap); plans pay none
     engine_v0: bool = False
     # an older engine's GPTQ/AWQ experts through Marlin one kernel per expert (observed.expert_launches: vLLM up to
     # 0.8.4, SGLang to 0.4.6 calling it): the launches a step makes, a dataset covariate only (plans run the fused

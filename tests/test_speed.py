@@ -1048,6 +1048,28 @@ def test_a_layer_that_is_a_mixer_or_an_mlp_alone_is_half_a_block(catalog):
     assert step_inputs(llama, llama.decode_1, "vllm").layers == 32
 
 
+@pytest.mark.parametrize("card, quant, version, published, skipped", [
+    ("strix-halo", "BF16", "0.18.1", None, True), ("strix-halo", "BF16", "0.19.0", None, False),
+    ("strix-halo", "BF16", None, "2026-03-22", True), ("strix-halo", "BF16", None, "2026-04-24", False),
+    ("strix-halo", "BF16", "main + PR #34177 (wvSplitK on gfx11, 2026-02-09)", "2026-02-09", False),
+    ("rx9070xt", "FP8", None, "2026-03-22", True), ("strix-halo", "AWQ", None, "2025-09-01", False),
+    ("mi300x", "BF16", None, "2025-09-01", False)])
+def test_vllm_on_rdna_before_its_skinny_gemms_is_skipped(catalog, card, quant, version, published, skipped):
+    """vLLM PR #34709 (v0.19.0) gave RDNA cards (gfx11, gfx12) the skinny GEMMs MI300X had: before, their 16-bit and
+    FP8 decode matmuls went through hipBLASLt (Qwen3-4B BF16 on a Strix Halo: 50.03 ms a token, 40.18 with the
+    kernel, PR #34177). Such a row leaves the fit; a 4-bit (AWQ) row, which never took that path, and a CDNA card
+    stay in it."""
+    from llmsize.catalog.measurement import Row
+    from llmsize.estimate.observed import observe
+
+    row = Row(card=card, model="x", format=quant, test="TPOT", kind="decode", batch=1, prompt_tokens=128,
+              gen_tokens=128, ms_per_token=40.0, verbatim="40.0", runtime_version=version)
+    model = catalog.model("qwen3-4b" if quant != "AWQ" else "qwen2.5-7b")
+    got = observe(row, "vllm", "s", model, catalog.gpu(card), published=published)
+    assert isinstance(got, str) == skipped, got
+    assert not skipped or "skinny GEMMs on RDNA" in got
+
+
 @pytest.mark.parametrize("version, context, eager", [("0.6.3", 8192, False), ("0.6.3", 10_000, True),
                                                      ("0.11.0", 128_000, False)])
 def test_vllm_v0_decodes_past_its_graph_context_eagerly(catalog, version, context, eager):

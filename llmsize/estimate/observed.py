@@ -21,7 +21,7 @@ from llmsize.estimate.expected import (
 )
 from llmsize.estimate.plan import Plan, PlanInputs, make_plan
 from llmsize.estimate.quant import KV_DTYPE_ALIASES, KV_DTYPE_BYTES
-from llmsize.estimate.speed import PrefillInputs, StepInputs, at_file_bytes, ceiling_step_s
+from llmsize.estimate.speed import PrefillInputs, StepInputs, at_file_bytes, ceiling_step_s, format_class
 
 
 @dataclass(frozen=True)
@@ -167,6 +167,32 @@ def old_tiles(row: Row, runtime: str) -> bool:
     return bool(v) and (int(v.group(1)), int(v.group(2))) < (0, 5)
 
 
+# vLLM PR #34709 (merged 2026-03-20; first in v0.19.0, 2026-04-03) enabled its skinny GEMMs for decode matmuls on
+# RDNA (gfx11, gfx12): wvSplitK for 16-bit weights, wvSplitKQ for FP8; before, RDNA fell through to torch's linear
+# (hipBLASLt) and generic torch._scaled_mm. On a Strix Halo the kernel took Qwen3-4B BF16 from 50.03 to 40.18 ms a
+# token (PR #34177, the same kernel for gfx11, unmerged).
+VLLM_RDNA_SKINNY = ((0, 19, 0), "2026-04-03")  # the first release with it, and its date
+RDNA_TARGETS = ("gfx11", "gfx12")
+
+
+def vllm_rdna_before_skinny(row: Row, runtime: str, gpu: GpuSpec, fid: str, published: str | None) -> bool:
+    """Whether the row ran vLLM's 16-bit or FP8 decode matmuls on an RDNA card before the skinny GEMMs
+    (VLLM_RDNA_SKINNY): by its release, else by a build that names wvSplitK (a PR build), else by its source's date
+    against the release's (a user's build of that date ran an earlier release)."""
+    from llmsize.estimate.engines import vllm_release
+
+    skinny = format_class(fid) == "f16" or fid.startswith("fp8")
+    if runtime != "vllm" or not skinny or not (gpu.llvm_target or "").startswith(RDNA_TARGETS):
+        return False
+    version = row.runtime_version or ""
+    r = vllm_release(version.split("+")[0])
+    if r is not None:
+        return r < VLLM_RDNA_SKINNY[0]
+    if "wvsplitk" in version.lower():
+        return False
+    return published is not None and str(published) < VLLM_RDNA_SKINNY[1]
+
+
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")  # major, minor, patch of a release number in a version string
 _MARLIN_MOE = re.compile(r"marlin[- _]?moe|marlin_gemm_moe", re.I)
 MARLIN_MOE_MAX_EXPERTS = 32  # vLLM 0.7.3-0.8.4 sent GPTQ/AWQ MoE layers with more experts to moe_wna16 instead
@@ -239,6 +265,9 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
         return f"KV cache dtype `{row.kv_dtype}` has no llmsize id"
     if row.backend and "vulkan" in row.backend.lower():
         return "Vulkan backend (fitted constants are per CUDA, ROCm and Metal)"
+    if row.kind == "decode" and vllm_rdna_before_skinny(row, runtime, gpu, fid, published):
+        return ("vLLM before its skinny GEMMs on RDNA (v0.19.0, PR #34709): 16-bit and FP8 decode matmuls through "
+                "hipBLASLt, a kernel path plans do not predict")
     if row.kind == "prefill" and row.depth_tokens:
         return "prefill after a filled cache (the plan's prefill starts from an empty one)"
     if row.rate_includes_prefill and row.kind == "decode" and (row.prompt_tokens or 0) > INCLUDED_PREFILL_MAX_TOKENS:

@@ -55,7 +55,7 @@ from fit_host import fit_host  # noqa: E402
 from llmsize.catalog.loader import Catalog  # noqa: E402
 from llmsize.catalog.measurement import load_dataset  # noqa: E402
 from llmsize.errors import LlmsizeError  # noqa: E402
-from llmsize.estimate.expected import RUNTIME_NAMES, backend  # noqa: E402
+from llmsize.estimate.expected import RUNTIME_NAMES, backend, stream_family  # noqa: E402
 from llmsize.estimate.observed import Observed, card_of, llamacpp_flash_attn, observe  # noqa: E402
 from llmsize.estimate.speed import (  # noqa: E402
     Constants,
@@ -261,14 +261,16 @@ class GroupFit:
     borrowed_terms: tuple[str, ...] = ()  # the terms taken from a pool fit (fit_group, unpinned)
     # a pool of several engines' rows: each engine with rows enough its own fixed costs (t_layer_s, t_step_s)
     fixed_by_runtime: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
-    # a pool of several backends' rows: each backend's extra streaming cost beside CUDA's (v added to every class)
+    # a pool of several backends' rows: each backend's extra streaming cost beside CUDA's (v added to every class),
+    # on AMD cards by GPU family (expected.stream_family); `family` the one this fit's constants stream at
     v_backend: dict[str, float] = dataclasses.field(default_factory=dict)
+    family: str | None = None
     # and each engine's further cost a routed-expert layer on a backend but CUDA (runtime, backend): its own
     t_moe_backend: dict[tuple[str, str], float] = dataclasses.field(default_factory=dict)
 
     def eta(self, v: float) -> float:
         """A fraction of the bandwidth from its v, on this group's backend."""
-        return 1 / (1 + v + self.v_backend.get(self.backend, 0.0))
+        return 1 / (1 + v + self.v_backend.get(self.family or self.backend, 0.0))
 
     def fixed_of(self, runtime: str) -> tuple[float, float]:
         """(t_layer_s, t_step_s) of an engine's rows: its own where the pool fitted them, else the pool's."""
@@ -495,8 +497,9 @@ class DecodeSystem:
         self.own_fixed = _own(dec, lambda o: o.runtime)
         self.own_kernels = _own(dec, lambda o: KERNELS.get(o.runtime, o.runtime))
         # rows of several backends (a borrowed pool): each backend but CUDA streams its bytes at a further cost of
-        # its own (ROCm's kernels reach less of their cards' peak), the rest of the fit shared
-        self.backends = sorted({backend(o.plan.gpu) for o in dec} - {"cuda"}) if len(
+        # its own (ROCm's kernels reach less of their cards' peak), the rest of the fit shared; on AMD cards, each
+        # GPU family its own (expected.stream_family: CDNA's and RDNA's kernels are written apart)
+        self.backends = sorted({stream_family(o.plan.gpu) for o in dec} - {"cuda"}) if len(
             {backend(o.plan.gpu) for o in dec}) > 1 else []
         # and each engine's routed-expert layers there a further cost of their own (t_moe_be), where it has MoE rows
         # enough on that backend: fused-MoE kernels are written per engine and vendor (without it SGLang's DeepSeek
@@ -532,7 +535,7 @@ class DecodeSystem:
             row.append(x.expert_launches)  # per second of t_expert_launch_s: an older engine's per-expert kernels
             row += [x.layers if kern == k else 0.0 for k in self.own_kernels]
             row += [1.0 if o.runtime == r else 0.0 for r in self.own_fixed]
-            row += [w_bw + kv_bw if backend(o.plan.gpu) == b else 0.0 for b in self.backends]
+            row += [w_bw + kv_bw if stream_family(o.plan.gpu) == b else 0.0 for b in self.backends]
             row += [x.moe_layers if (o.runtime, backend(o.plan.gpu)) == k else 0.0 for k in self.moe_backends]
             rows_a.append([r / t for r in row])
         # fractions stay >= ETA_MIN (v <= 1/ETA_MIN - 1): a term the rows cannot pin must not swallow the others
@@ -766,7 +769,8 @@ def _fit_prefill_at(fit: GroupFit, table: PrefillTable, moe_cost: float, read_co
 def predict(fit: GroupFit, o: Observed) -> float | None:
     """A row's time under the fit, with its own engine's fixed costs where the pool fitted them, and its own
     backend's streaming cost where the pool spans several."""
-    c = dataclasses.replace(fit, runtime=o.runtime, backend=backend(o.plan.gpu)).constants()
+    c = dataclasses.replace(fit, runtime=o.runtime, backend=backend(o.plan.gpu),
+                            family=stream_family(o.plan.gpu)).constants()
     if o.step is not None:
         return decode_step_time_s(o.step, c)
     return prefill_time_s(o.prefill, c)
@@ -887,6 +891,13 @@ def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, 
         "decode_held_out": ho_d.summary(band) if ho_d.errors else None,
         "prefill_held_out": ho_p.summary(pband) if ho_p.errors and pband else None,
     }
+    if fit.backend == "rocm" and "rdna" in fit.v_backend:  # RDNA cards' own streaming cost (stream_family)
+        r = dataclasses.replace(fit, family="rdna").constants()
+        rd = [o for o in dec if stream_family(o.plan.gpu) == "rdna"]
+        g["rdna"] = {"eta_weights": {k: r4(e) for k, e in r.eta_weights.items()},
+                     "eta_weights_default": r4(r.eta_weights_default), "eta_kv": r4(r.eta_kv),
+                     "rows_decode": len(rd), "sources": len({o.source_key for o in rd}),
+                     "cards": sorted({o.plan.gpu.id for o in rd})}
     own_moe = fit.t_moe_backend.get((fit.runtime, fit.backend), 0.0)
     if own_moe > 0:  # the engine's own further cost a routed-expert layer on this backend (t_moe_be)
         models = Counter(o.plan.model.name for o in dec if o.runtime == fit.runtime

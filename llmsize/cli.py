@@ -546,7 +546,7 @@ def _llamacpp_constants(p, cat):
     from llmsize.estimate.expected import backend, constants
 
     spec = next((r for r in cat.runtimes.all() if r.id == "llamacpp"), None)
-    return constants(spec, backend(p.gpu)) if spec is not None and backend(p.gpu) else None
+    return constants(spec, backend(p.gpu), p.gpu) if spec is not None and backend(p.gpu) else None
 
 
 def _gpu(cat, name: str):

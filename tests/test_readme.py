@@ -42,10 +42,11 @@ def test_the_fitted_figures_the_readme_quotes_are_the_fits():
               (("mlx", "metal"), ("llamacpp", "rocm"), ("trtllm", "cuda"), ("gpt-fast", "cuda"))}
     assert (f"{floors['mlx']:.0f} us in MLX, {floors['llamacpp']:.0f} us for llama.cpp on ROCm, "
             f"{floors['trtllm']:.0f}-{floors['gpt-fast']:.0f} us for") in README.replace("\n", " ")
-    # vLLM and SGLang on AMD cards: the pool's further streaming cost there
+    # vLLM and SGLang on AMD cards: the pool's further streaming cost there, CDNA's and RDNA's
     amd, nv = group("vllm", "rocm")["eta_weights_default"], group("vllm")["eta_weights_default"]
-    assert f"reach {amd:.2f} of an AMD card's bandwidth where they reach {nv:.2f} of an NVIDIA card's" in \
-        README.replace("\n", " ")
+    rdna = group("vllm", "rocm")["rdna"]["eta_weights_default"]
+    assert (f"reach {amd:.2f} of an AMD Instinct (CDNA) card's bandwidth and {rdna:.2f} of an RDNA card's, fitted on "
+            f"a Strix Halo's rows, where they reach {nv:.2f} of an NVIDIA card's") in README.replace("\n", " ")
     # SGLang's further cost a routed-expert layer on AMD cards (fit_speed.moe_backend_holds), beside vLLM's none
     moe_ms = (group("sglang", "rocm")["t_moe_layer_s"] - group("vllm", "rocm")["t_moe_layer_s"]) * 1000
     assert f"pays {moe_ms:.3f} ms more a routed-expert layer on AMD cards" in README.replace("\n", " ")

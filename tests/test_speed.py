@@ -1048,6 +1048,28 @@ def test_a_layer_that_is_a_mixer_or_an_mlp_alone_is_half_a_block(catalog):
     assert step_inputs(llama, llama.decode_1, "vllm").layers == 32
 
 
+def test_amd_families_stream_apart_in_the_pooled_fit(catalog, runtimes):
+    """vLLM and SGLang on AMD cards are fitted in the CUDA-graph engines' pool, each AMD GPU family's bytes at a
+    further cost of its own (expected.stream_family): RDNA (gfx11, gfx12) and CDNA/GCN's (gfx9) kernels are written
+    apart. An RDNA card's plan takes the RDNA fractions and its basis says so; llama.cpp's constants, fitted on its
+    own ROCm rows, are the same for every AMD card."""
+    from llmsize.estimate.expected import constants, stream_family
+
+    fam = {g: stream_family(catalog.gpu(g)) for g in ("strix-halo", "rx7900xtx", "r9700", "mi300x", "mi50-32gb",
+                                                      "h100-sxm", "m2-ultra")}
+    assert fam == {"strix-halo": "rdna", "rx7900xtx": "rdna", "r9700": "rdna", "mi300x": "rocm",
+                   "mi50-32gb": "rocm", "h100-sxm": "cuda", "m2-ultra": "metal"}
+    spec = runtimes["vllm"]
+    assert spec.backends["rocm"].rdna is not None and spec.backends["rocm"].rdna.rows_decode >= 10
+    rdna, cdna = (constants(spec, "rocm", catalog.gpu(g)) for g in ("strix-halo", "mi300x"))
+    assert rdna.eta_weights["f16"] > cdna.eta_weights["f16"] and rdna.t_layer_s == cdna.t_layer_s
+    assert "on RDNA cards" in rdna.basis and "on RDNA cards" not in cdna.basis
+    assert constants(spec, "rocm").eta_weights == cdna.eta_weights
+    ll = runtimes["llamacpp"]
+    assert ll.backends["rocm"].rdna is None
+    assert constants(ll, "rocm", catalog.gpu("strix-halo")).eta_weights == constants(ll, "rocm").eta_weights
+
+
 @pytest.mark.parametrize("card, quant, version, published, skipped", [
     ("strix-halo", "BF16", "0.18.1", None, True), ("strix-halo", "BF16", "0.19.0", None, False),
     ("strix-halo", "BF16", None, "2026-03-22", True), ("strix-halo", "BF16", None, "2026-04-24", False),

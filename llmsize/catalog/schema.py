@@ -405,6 +405,18 @@ class HostFit(Strict):
     band: tuple[float, float] = Field(description="held-out measured / predicted, lowest and highest")
 
 
+class RdnaStreaming(Strict):
+    """A pooled fit's streaming fractions on AMD's RDNA cards (gfx11, gfx12), fitted at a further cost of their own
+    beside CDNA's (expected.stream_family): the engines' kernels there are written apart."""
+
+    eta_weights: dict[str, Fraction01]
+    eta_weights_default: Fraction01
+    eta_kv: Fraction01
+    rows_decode: int = Field(ge=0, description="the fit's decode rows on RDNA cards")
+    sources: int = Field(ge=0)
+    cards: list[str] = []
+
+
 class SpeedGroup(Strict):
     """One runtime on one backend (cuda, rocm, metal): the step-time constants of llmsize.estimate.speed."""
 
@@ -451,6 +463,8 @@ class SpeedGroup(Strict):
     borrowed: str | None = Field(None, description="why these constants are another group's (no rows of its own)")
     own_moe: str | None = Field(None, description="the runtime's own further cost a routed-expert layer on this "
                                 "backend, beside its pool's, and the rows that fitted it (benchmarks/fit_speed.py)")
+    rdna: RdnaStreaming | None = Field(None, description="on AMD's RDNA cards, where the pooled fit streams their "
+                                       "bytes at a further cost of their own")
     runtimes: list[str] = Field([], description="the runtimes whose rows the fit used (its own, pooled, borrowed)")
     row_backends: list[Literal["cuda", "rocm", "metal"]] = Field(
         [], description="the backends of the rows the fit used (another's where the group borrowed them)")

@@ -116,10 +116,28 @@ def backend(gpu: GpuSpec) -> str | None:
     return BACKEND_OF_VENDOR.get(gpu.vendor)
 
 
-def constants(spec: RuntimeSpec, backend_id: str) -> Constants | None:
+# AMD's RDNA cards (gfx11, gfx12: Radeon, Radeon PRO, Strix Halo), whose kernels the serving engines write apart from
+# CDNA's (gfx9: Instinct): vLLM's skinny GEMMs run wave32 with their own reductions and tuning there (PR #34709)
+RDNA_TARGETS = ("gfx11", "gfx12")
+
+
+def stream_family(gpu: GpuSpec) -> str | None:
+    """The card's backend, or on AMD cards its GPU family's: `rdna` for an RDNA card, whose bytes a pooled fit
+    (vLLM, SGLang, gpt-fast on AMD cards) streams at a further cost of their own (SpeedGroup.rdna)."""
+    be = backend(gpu)
+    return "rdna" if be == "rocm" and (gpu.llvm_target or "").startswith(RDNA_TARGETS) else be
+
+
+def constants(spec: RuntimeSpec, backend_id: str, gpu: GpuSpec | None = None) -> Constants | None:
+    """The runtime's constants on a backend; on an RDNA card (`gpu`), with the streaming fractions fitted on RDNA
+    rows where the runtime's fit has them (SpeedGroup.rdna)."""
     g: SpeedGroup | None = spec.backends.get(backend_id)
     if g is None:
         return None
+    if gpu is not None and g.rdna is not None and stream_family(gpu) == "rdna":
+        r = g.rdna
+        g = g.model_copy(update={"eta_weights": r.eta_weights, "eta_weights_default": r.eta_weights_default,
+                                 "eta_kv": r.eta_kv})
     names = [RUNTIME_NAMES[r] for r in g.runtimes] or [RUNTIME_NAMES[spec.id]]
     cards = f"{len(g.cards)} {_and([BACKEND_NAMES[b] for b in g.row_backends or [backend_id]])} card(s)"
     basis = (f"fitted on {g.rows_decode} published decode and {g.rows_prefill} prefill measurements of "
@@ -135,6 +153,9 @@ def constants(spec: RuntimeSpec, backend_id: str) -> Constants | None:
         basis += f"; prompts held out {p.median_abs_error:.0%} median, {p.p90_abs_error:.0%} p90"
     if g.borrowed:
         basis = f"{g.borrowed}; " + basis
+    if gpu is not None and g.rdna is not None and stream_family(gpu) == "rdna":
+        basis += (f"; on RDNA cards its bytes stream at fractions of their own, fitted on {g.rdna.rows_decode} rows "
+                  f"from {g.rdna.sources} sources ({_and(g.rdna.cards)})")
     return Constants(
         runtime=spec.id, backend=backend_id, eta_weights=dict(g.eta_weights), eta_weights_default=g.eta_weights_default,
         eta_kv=g.eta_kv, t_layer_s=g.t_layer_s, t_step_s=g.t_step_s, t_moe_layer_s=g.t_moe_layer_s,
@@ -584,7 +605,7 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
     if is_ternary(plan.fmt.id) and not (rid == "llamacpp" and plan.fmt.mix):
         return ExpectedResult(rid, why, None, f"{RUNTIME_NAMES[rid]} does not run {plan.fmt.id} weights; "
                                               f"{TERNARY_RUNS}")
-    c = constants(spec, be) if spec is not None else None
+    c = constants(spec, be, plan.gpu) if spec is not None else None
     if c is None:
         return ExpectedResult(rid, why, None, f"no published measurements of {RUNTIME_NAMES[rid]} on "
                                               f"{BACKEND_NAMES[be]} cards in the dataset; pass --calibrate FILE "
@@ -741,7 +762,7 @@ def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, ca
                     f"as this plan's {plan.gpu.name}")
     fmt = _run_format(run, plan.fmt.id)
     be = backend(gpu)
-    c = constants(spec, be) if spec is not None and be else None
+    c = constants(spec, be, gpu) if spec is not None and be else None
     if c is None:
         raise InvalidValueError(f"--calibrate `{path}`: no {RUNTIME_NAMES[rid]} constants for the run's card "
                                 f"{gpu.name} to compare it with.", "Calibrate with a run on a supported card.")

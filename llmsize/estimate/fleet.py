@@ -434,7 +434,7 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
     for g in gpus:
         be = backend(g)
         why = runtime_refusal(runtime, runtimes, g)
-        c = constants(spec, be) if why is None else None
+        c = constants(spec, be, g) if why is None else None
         price = (hourly or {}).get(g.id)
         best, reasons, best_of = None, [], {}
         if why is not None:
@@ -559,7 +559,7 @@ def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: s
     out = []
     for g in gpus:
         be = backend(g)
-        c = constants(spec, be) if spec is not None and be else None
+        c = constants(spec, be, g) if spec is not None and be else None
         pts, disagg = [], []
         for tp, pp, dp in (_configs(c is not None, model, runtime=runtime) if card_link(g) is not None
                            else [(1, 1, 1)] * bool(c)):

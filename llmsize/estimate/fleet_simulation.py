@@ -56,7 +56,7 @@ def simulate_row(model: ModelSpec, gpu: GpuSpec, row, w: Workload, runtime: str,
     if w.spec is not None:
         return "speculative decoding is not replayed"
     spec, be = runtimes.get(runtime), backend(gpu)
-    c = constants(spec, be) if spec is not None and be else None
+    c = constants(spec, be, gpu) if spec is not None and be else None
     if c is None:
         return f"no {runtime} constants for this card"
     plan = make_plan(model, gpu, PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl),

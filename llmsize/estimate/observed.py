@@ -17,6 +17,7 @@ from llmsize.estimate.expected import (
     prefill_inputs,
     runtime_kv_dtype,
     step_inputs,
+    stream_family,
     without_overlap,
 )
 from llmsize.estimate.plan import Plan, PlanInputs, make_plan
@@ -172,7 +173,6 @@ def old_tiles(row: Row, runtime: str) -> bool:
 # (hipBLASLt) and generic torch._scaled_mm. On a Strix Halo the kernel took Qwen3-4B BF16 from 50.03 to 40.18 ms a
 # token (PR #34177, the same kernel for gfx11, unmerged).
 VLLM_RDNA_SKINNY = ((0, 19, 0), "2026-04-03")  # the first release with it, and its date
-RDNA_TARGETS = ("gfx11", "gfx12")
 
 
 def vllm_rdna_before_skinny(row: Row, runtime: str, gpu: GpuSpec, fid: str, published: str | None) -> bool:
@@ -182,7 +182,7 @@ def vllm_rdna_before_skinny(row: Row, runtime: str, gpu: GpuSpec, fid: str, publ
     from llmsize.estimate.engines import vllm_release
 
     skinny = format_class(fid) == "f16" or fid.startswith("fp8")
-    if runtime != "vllm" or not skinny or not (gpu.llvm_target or "").startswith(RDNA_TARGETS):
+    if runtime != "vllm" or not skinny or stream_family(gpu) != "rdna":
         return False
     version = row.runtime_version or ""
     r = vllm_release(version.split("+")[0])

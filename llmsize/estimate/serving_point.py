@@ -27,7 +27,7 @@ def max_throughput_per_gpu(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, t
     from llmsize.estimate.plan import PlanInputs, make_plan
 
     spec, be = runtimes.get(runtime), backend(gpu)
-    c = constants(spec, be) if spec is not None and be else None
+    c = constants(spec, be, gpu) if spec is not None and be else None
     if c is None:
         return None
     plan = make_plan(expert_shard(model, dp) if dp > 1 else model, gpu,
@@ -65,7 +65,7 @@ def serving_point(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, tp: int, u
     from llmsize.estimate.plan import PlanInputs, make_plan
 
     spec, be = runtimes.get(runtime), backend(gpu)
-    c = constants(spec, be) if spec is not None and be else None
+    c = constants(spec, be, gpu) if spec is not None and be else None
     if c is None:
         return None
     plan = make_plan(model, gpu, PlanInputs(quant=quant, context_tokens=held_context_tokens(runtime, isl, osl),
@@ -103,7 +103,7 @@ def replayed_point(model: ModelSpec, gpu: GpuSpec, prompts: list[int], outputs: 
     from llmsize.estimate.serving_replay import replay
 
     spec, be = runtimes.get(runtime), backend(gpu)
-    c = constants(spec, be) if spec is not None and be else None
+    c = constants(spec, be, gpu) if spec is not None and be else None
     if c is None:
         return None
     isl, osl = round(sum(prompts) / len(prompts)), round(sum(outputs) / len(outputs))

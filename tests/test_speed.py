@@ -1070,6 +1070,20 @@ def test_amd_families_stream_apart_in_the_pooled_fit(catalog, runtimes):
     assert constants(ll, "rocm", catalog.gpu("strix-halo")).eta_weights == constants(ll, "rocm").eta_weights
 
 
+def test_an_mi355x_plan_says_its_amd_costs_are_cdna3s(catalog, runtimes):
+    """No CDNA4 decode row is in the fit (the InferenceX MI355X rows are held back: experiments/mi355x_sglang_rows.patch),
+    so a vLLM or SGLang plan on one says its AMD costs are CDNA3's and what the held-back runs showed; an MI300X's
+    plan and llama.cpp's do not."""
+    m = catalog.model("qwen3-30b-a3b")
+
+    def notes(gpu, rt):
+        p = make_plan(m, catalog.gpu(gpu), PlanInputs(quant="fp8"), search_fit=False)
+        return [n for n in expect(p, runtimes, rt).expected.notes if "CDNA4" in n]
+
+    assert notes("mi355x", "sglang") and notes("mi355x", "vllm")
+    assert not notes("mi300x", "sglang") and not notes("mi355x", "llamacpp")
+
+
 @pytest.mark.parametrize("card, quant, version, published, skipped", [
     ("strix-halo", "BF16", "0.18.1", None, True), ("strix-halo", "BF16", "0.19.0", None, False),
     ("strix-halo", "BF16", None, "2026-03-22", True), ("strix-halo", "BF16", None, "2026-04-24", False),

@@ -423,6 +423,12 @@ def kernel_class(plan: Plan, runtime: str | None, marlin: bool = False) -> str:
 # 89,999-token prompts in 0.70 and 5.9 s (noonghunna/club-3090#858; `plan --tp 2 --prompt N` said 0.14 and 1.31 s
 # when they were added), and Qwen3-Next-80B-A3B on 8 B200s in the SGLang Cookbook (338 tokens, 128 ms; 0.037 s).
 # Their prefill rows are left out of the fit (estimate/observed.py).
+# AMD's CDNA4 cards (gfx950: MI350X, MI355X) have no decode row in the fit: their AMD costs are CDNA3's (MI300X,
+# MI325X), and the InferenceX fixture's SGLang DeepSeek-R1 FP8 runs on 8 x MI355X, held back from it
+# (benchmarks/experiments/mi355x_sglang_rows.patch), decoded at 1.43-1.94x the speed predicted (RESULTS.md, 2026-12-05)
+CDNA4_TARGETS = ("gfx950",)
+CDNA4_NOTE = ("an MI350-series card (CDNA4): the AMD costs here are fitted on CDNA3 cards (MI300X, MI325X); published "
+              "SGLang runs of DeepSeek-R1 on 8 x MI355X, outside the fit, decoded 1.4-1.9x faster than predicted")
 RECURRENT_PREFILL_NOTE = ("time to first token of a model with recurrent (SSM, linear-attention) layers: their chunked "
                           "prompt kernels are costed as their FLOPs only, and published serving runs of such hybrids "
                           "took 3-5x this figure (club-3090#858, the SGLang Cookbook's Qwen3-Next)")
@@ -648,6 +654,8 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
                       else f"it is an upper bound: {RUNTIME_NAMES[rid]}'s tensor-core prompts run faster than FP32"),)
     if has_recurrent_layers(plan.model):
         notes += (RECURRENT_PREFILL_NOTE,)
+    if rid in ("vllm", "sglang") and plan.gpu.llvm_target in CDNA4_TARGETS:
+        notes += (CDNA4_NOTE,)
     if c.moe_basis and _layers(plan)[1]:
         notes += (c.moe_basis,)
     if rid == "sglang" and has_recurrent_layers(plan.model) and c.t_step_v0_s:

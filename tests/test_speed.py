@@ -1084,6 +1084,27 @@ def test_an_mi355x_plan_says_its_amd_costs_are_cdna3s(catalog, runtimes):
     assert not notes("mi300x", "sglang") and not notes("mi355x", "llamacpp")
 
 
+def test_the_cdna4_note_says_what_the_held_back_mi355x_rows_price_at(catalog, tmp_path):
+    """CDNA4_NOTE's "1.4-1.9x faster than predicted" is the held-back MI355X rows priced with the shipped constants
+    (benchmarks/predict_rows.py on the rows the patch adds): a refit that moves them must move the note."""
+    import sys
+
+    from llmsize.estimate.expected import CDNA4_NOTE
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from predict_rows import price
+
+    fixture = ROOT / "measurements" / "sglang-inferencex-app-fixture-dsr1-conc4-8.yaml"
+    patch = (ROOT / "benchmarks" / "experiments" / "mi355x_sglang_rows.patch").read_text().splitlines()
+    added = [ln[1:] for ln in patch if ln.startswith("+") and not ln.startswith("+++")]
+    rows = "\n".join(added[added.index(next(ln for ln in added if ln.startswith("- runtime_version"))):])
+    head = fixture.read_text().split("\nrows:\n")[0]
+    (tmp_path / "mi355x.yaml").write_text(f"{head}\nrows:\n{rows}\n")
+    ratios = [r for _, what, r, _ in price(tmp_path / "mi355x.yaml", catalog) if "mi355x" in what]
+    assert len(ratios) == 5 and all(r is not None for r in ratios)
+    assert f"decoded {min(ratios):.1f}-{max(ratios):.1f}x faster than predicted" in CDNA4_NOTE
+
+
 @pytest.mark.parametrize("card, quant, version, published, skipped", [
     ("strix-halo", "BF16", "0.18.1", None, True), ("strix-halo", "BF16", "0.19.0", None, False),
     ("strix-halo", "BF16", None, "2026-03-22", True), ("strix-halo", "BF16", None, "2026-04-24", False),

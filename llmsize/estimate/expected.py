@@ -134,10 +134,10 @@ def constants(spec: RuntimeSpec, backend_id: str, gpu: GpuSpec | None = None) ->
     g: SpeedGroup | None = spec.backends.get(backend_id)
     if g is None:
         return None
-    if gpu is not None and g.rdna is not None and stream_family(gpu) == "rdna":
-        r = g.rdna
-        g = g.model_copy(update={"eta_weights": r.eta_weights, "eta_weights_default": r.eta_weights_default,
-                                 "eta_kv": r.eta_kv})
+    rdna = g.rdna if gpu is not None and stream_family(gpu) == "rdna" else None
+    if rdna is not None:
+        g = g.model_copy(update={"eta_weights": rdna.eta_weights, "eta_weights_default": rdna.eta_weights_default,
+                                 "eta_kv": rdna.eta_kv})
     names = [RUNTIME_NAMES[r] for r in g.runtimes] or [RUNTIME_NAMES[spec.id]]
     cards = f"{len(g.cards)} {_and([BACKEND_NAMES[b] for b in g.row_backends or [backend_id]])} card(s)"
     basis = (f"fitted on {g.rows_decode} published decode and {g.rows_prefill} prefill measurements of "
@@ -153,9 +153,9 @@ def constants(spec: RuntimeSpec, backend_id: str, gpu: GpuSpec | None = None) ->
         basis += f"; prompts held out {p.median_abs_error:.0%} median, {p.p90_abs_error:.0%} p90"
     if g.borrowed:
         basis = f"{g.borrowed}; " + basis
-    if gpu is not None and g.rdna is not None and stream_family(gpu) == "rdna":
-        basis += (f"; on RDNA cards its bytes stream at fractions of their own, fitted on {g.rdna.rows_decode} rows "
-                  f"from {g.rdna.sources} sources ({_and(g.rdna.cards)})")
+    if rdna is not None:
+        basis += (f"; on RDNA cards its bytes stream at fractions of their own, fitted on {rdna.rows_decode} rows "
+                  f"from {rdna.sources} sources ({_and(rdna.cards)})")
     return Constants(
         runtime=spec.id, backend=backend_id, eta_weights=dict(g.eta_weights), eta_weights_default=g.eta_weights_default,
         eta_kv=g.eta_kv, t_layer_s=g.t_layer_s, t_step_s=g.t_step_s, t_moe_layer_s=g.t_moe_layer_s,
@@ -249,6 +249,17 @@ def sglang_release(version: str | None) -> tuple[int, int, int, int] | None:
     return tuple(int(g or 0) for g in m.groups()) if m else None
 
 
+def release_words(r: tuple[int, int, int, int]) -> str:
+    """A release tuple as its number: (0, 5, 13, 1) -> `0.5.13.post1`."""
+    return ".".join(map(str, r[:3])) + (f".post{r[3]}" if r[3] else "")
+
+
+def no_buffer_releases(model) -> tuple[tuple[int, int, int, int], tuple[int, int, int, int]]:
+    """The first and last SGLang release that ran this hybrid without its overlap scheduler (SGLANG_NO_BUFFER)."""
+    first = SGLANG_QWEN3_NEXT_NO_BUFFER_FROM if model.family == "qwen3_next" else SGLANG_NO_BUFFER[0]
+    return first, SGLANG_NO_BUFFER[1]
+
+
 def without_overlap(plan: Plan, runtime: str | None, version: str | None = None) -> bool:
     """Whether SGLang `version` decodes the plan's model with each step waiting for the CPU's scheduling: a hybrid
     with recurrent layers under a release whose radix cache fell back to the no_buffer strategy and turned the
@@ -266,8 +277,8 @@ def without_overlap(plan: Plan, runtime: str | None, version: str | None = None)
     r = sglang_release(version)
     if r is None:
         return False
-    first = SGLANG_QWEN3_NEXT_NO_BUFFER_FROM if plan.model.family == "qwen3_next" else SGLANG_NO_BUFFER[0]
-    return first <= r <= SGLANG_NO_BUFFER[1]
+    first, last = no_buffer_releases(plan.model)
+    return first <= r <= last
 
 
 # format classes whose weights tensor cores multiply as stored, and the card's rate that says it has the instruction
@@ -397,7 +408,7 @@ LLAMACPP_CUDA_PRECISION = "int8"
 
 
 OLD_SGLANG_HYBRID_NOTE = (
-    "SGLang {first} to 0.5.13 ran this hybrid's recurrent layers with the radix cache's no_buffer strategy, which "
+    "SGLang {first} to {last} ran this hybrid's recurrent layers with the radix cache's no_buffer strategy, which "
     "turns its overlap scheduler off: each decode step waited about {wait_ms:.1f} ms more for the CPU (fitted with "
     "vLLM V0's rows); from 0.5.14 the default extra_buffer strategy keeps it on, as this figure assumes")
 NOT_FIT_NOTE = "as if the weights fit the budget: they do not (the Diagnosis says what does)"
@@ -425,7 +436,9 @@ def kernel_class(plan: Plan, runtime: str | None, marlin: bool = False) -> str:
 # Their prefill rows are left out of the fit (estimate/observed.py).
 # AMD's CDNA4 cards (gfx950: MI350X, MI355X) have no decode row in the fit: their AMD costs are CDNA3's (MI300X,
 # MI325X), and the InferenceX fixture's SGLang DeepSeek-R1 FP8 runs on 8 x MI355X, held back from it
-# (benchmarks/experiments/mi355x_sglang_rows.patch), decoded at 1.43-1.94x the speed predicted (RESULTS.md, 2026-12-05)
+# (benchmarks/experiments/mi355x_sglang_rows.patch), decoded at 1.43-1.94x the speed predicted: `git apply` the patch,
+# then `python benchmarks/predict_rows.py measurements/sglang-inferencex-app-fixture-dsr1-conc4-8.yaml`
+# (tests/test_speed.py holds the note to it)
 CDNA4_TARGETS = ("gfx950",)
 CDNA4_NOTE = ("an MI350-series card (CDNA4): the AMD costs here are fitted on CDNA3 cards (MI300X, MI325X); published "
               "SGLang runs of DeepSeek-R1 on 8 x MI355X, outside the fit, decoded 1.4-1.9x faster than predicted")
@@ -659,8 +672,8 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
     if c.moe_basis and _layers(plan)[1]:
         notes += (c.moe_basis,)
     if rid == "sglang" and has_recurrent_layers(plan.model) and c.t_step_v0_s:
-        notes += (OLD_SGLANG_HYBRID_NOTE.format(
-            first="0.5.5.post2" if plan.model.family == "qwen3_next" else "0.5.7", wait_ms=c.t_step_v0_s * 1e3),)
+        first, last = map(release_words, no_buffer_releases(plan.model))
+        notes += (OLD_SGLANG_HYBRID_NOTE.format(first=first, last=last, wait_ms=c.t_step_v0_s * 1e3),)
     if not plan.budget.weights_fit:
         notes += (NOT_FIT_NOTE,)
     e = expected_speed(step_inputs(plan, plan.decode_1, rid), step_inputs(plan, plan.decode_b, rid),

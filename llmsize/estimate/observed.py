@@ -16,6 +16,7 @@ from llmsize.estimate.expected import (
     has_recurrent_layers,
     prefill_inputs,
     runtime_kv_dtype,
+    sglang_release,
     step_inputs,
     stream_family,
     without_overlap,
@@ -164,8 +165,8 @@ def old_tiles(row: Row, runtime: str) -> bool:
     the line is put at 0.5.0, the next minor release after 0.4.6: the data cannot place it more precisely."""
     if runtime != "sglang":
         return False
-    v = _VERSION.search(row.runtime_version or "")
-    return bool(v) and (int(v.group(1)), int(v.group(2))) < (0, 5)
+    r = sglang_release(row.runtime_version)
+    return r is not None and r[:2] < (0, 5)
 
 
 # vLLM PR #34709 (merged 2026-03-20; first in v0.19.0, 2026-04-03) enabled its skinny GEMMs for decode matmuls on
@@ -179,21 +180,13 @@ def vllm_rdna_before_skinny(row: Row, runtime: str, gpu: GpuSpec, fid: str, publ
     """Whether the row ran vLLM's 16-bit or FP8 decode matmuls on an RDNA card before the skinny GEMMs
     (VLLM_RDNA_SKINNY): by its release, else by a build that names wvSplitK (a PR build), else by its source's date
     against the release's (a user's build of that date ran an earlier release)."""
-    from llmsize.estimate.engines import vllm_release
-
     skinny = format_class(fid) == "f16" or fid.startswith("fp8")
     if runtime != "vllm" or not skinny or stream_family(gpu) != "rdna":
         return False
     version = row.runtime_version or ""
-    r = vllm_release(version.split("+")[0])
-    if r is not None:
-        return r < VLLM_RDNA_SKINNY[0]
-    if "wvsplitk" in version.lower():
-        return False
-    return published is not None and str(published) < VLLM_RDNA_SKINNY[1]
+    return "wvsplitk" not in version.lower() and vllm_before(version, published, *VLLM_RDNA_SKINNY)
 
 
-_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")  # major, minor, patch of a release number in a version string
 _MARLIN_MOE = re.compile(r"marlin[- _]?moe|marlin_gemm_moe", re.I)
 MARLIN_MOE_MAX_EXPERTS = 32  # vLLM 0.7.3-0.8.4 sent GPTQ/AWQ MoE layers with more experts to moe_wna16 instead
 
@@ -223,8 +216,7 @@ def expert_launches(row: Row, runtime: str, fid: str, model: ModelSpec) -> int:
         r = vllm_release(version.split("+")[0])
         on = (r <= (0, 7, 2) or (r <= (0, 8, 4) and per_layer <= MARLIN_MOE_MAX_EXPERTS)) if r else None
     elif runtime == "sglang":
-        v = _VERSION.search(version)
-        r = tuple(int(g) for g in v.groups()) if v else None
+        r = sglang_release(version)
         on = None if r is None or (0, 4, 7) <= r < (0, 4, 10) else r < (0, 4, 7)
     else:
         return 0
@@ -236,15 +228,20 @@ def expert_launches(row: Row, runtime: str, fid: str, model: ModelSpec) -> int:
 VLLM_V1_DATE = "2025-03-18"  # vLLM 0.8.0, whose V1 engine replaced V0 by default (PyPI upload date)
 
 
-def _vllm_v0(version: str, published: str | None = None) -> bool:
-    """A vLLM release before 0.8, whose V0 engine scheduled and sampled on the CPU between steps; a build without a
-    release number (a pull request's branch, main of some month) by its source's date, before 0.8.0's."""
+def vllm_before(version: str, published: str | None, release: tuple[int, int, int], date: str) -> bool:
+    """Whether a row's vLLM predates `release`: by its release number, else (a pull request's branch, main of some
+    month) by its source's date against the release's `date`."""
     from llmsize.estimate.engines import vllm_release
 
     r = vllm_release(version.split("+")[0])
     if r is None:
-        return published is not None and str(published) < VLLM_V1_DATE
-    return r[:2] < (0, 8)
+        return published is not None and str(published) < date
+    return r < release
+
+
+def _vllm_v0(version: str, published: str | None = None) -> bool:
+    """A vLLM release before 0.8, whose V0 engine scheduled and sampled on the CPU between steps."""
+    return vllm_before(version, published, (0, 8, 0), VLLM_V1_DATE)
 
 
 def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuSpec,

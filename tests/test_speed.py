@@ -1127,6 +1127,35 @@ def test_vllm_on_rdna_before_its_skinny_gemms_is_skipped(catalog, card, quant, v
     assert not skipped or "skinny GEMMs on RDNA" in got
 
 
+@pytest.mark.parametrize("card, quant, version, published, skipped", [
+    ("strix-halo", "Q4_0", "83bc2f28 (6077)", "2025-08", True), ("strix-halo", "Q4_0", "0253fb21f (9187)", None, False),
+    ("strix-halo", "Q4_0", None, "2025-11-28", True), ("strix-halo", "Q4_0", None, "2025-11-29", False),
+    ("strix-halo", "Q4_0", "b6500", "2025-10-01", True), ("strix-halo", "Q4_0", "b6500", None, False),
+    ("r9700", "Q4_K_M", "b6431", None, True), ("r9700", "Q4_K_M", "2aa45ef9e (7423)", "2025-12", False),
+    ("mi300x", "Q4_0", "d5cb8684 (3891)", None, True), ("mi300x", "Q4_0", "b6810", None, False),
+    ("strix-halo", "BF16", "83bc2f28 (6077)", "2025-08", False), ("mi50-32gb", "Q4_0", "b3000", "2024-06-01", False),
+    ("rtx4090", "Q4_0", "b3000", "2024-06-01", False)])
+def test_llamacpp_prompts_on_amd_before_mmq_on_the_matrix_cores_are_skipped(catalog, card, quant, version, published,
+                                                                            skipped):
+    """Before PR #14624 (CDNA3), #17156 (RDNA4) and #17576 (RDNA3/3.5), llama.cpp dequantized an AMD card's
+    quantized weights to FP16 for rocBLAS over a prompt: the library's rate (6-10 of a Strix Halo's 59 TFLOPS), not
+    the MMQ kernels current builds run. Such a prompt row leaves the fit: by its build (no later than b5616 on CDNA3,
+    b6431 on RDNA, builds printed before the PRs opened), else by its source's date (no later than the day the PR
+    opened). A build after those bounds with no date is not told apart and stays; 16-bit weights (rocBLAS then and
+    now), a GCN card (dp4a MMQ throughout), an NVIDIA card and decode rows stay."""
+    from llmsize.catalog.measurement import Row
+    from llmsize.estimate.observed import observe
+
+    row = Row(card=card, model="x", format=quant, test="pp512", kind="prefill", batch=1, prompt_tokens=512,
+              tok_s=1000.0, verbatim="1000", runtime_version=version)
+    model = catalog.model("llama-2-7b")
+    got = observe(row, "llamacpp", "s", model, catalog.gpu(card), published=published)
+    assert isinstance(got, str) == skipped, got
+    assert not skipped or "before its MMQ kernels used an AMD card's matrix cores" in got
+    decode = row.model_copy(update={"kind": "decode", "test": "tg128", "prompt_tokens": 0, "gen_tokens": 128})
+    assert not isinstance(observe(decode, "llamacpp", "s", model, catalog.gpu(card), published=published), str)
+
+
 @pytest.mark.parametrize("version, context, eager", [("0.6.3", 8192, False), ("0.6.3", 10_000, True),
                                                      ("0.11.0", 128_000, False)])
 def test_vllm_v0_decodes_past_its_graph_context_eagerly(catalog, version, context, eager):

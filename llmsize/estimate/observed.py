@@ -187,6 +187,37 @@ def vllm_rdna_before_skinny(row: Row, runtime: str, gpu: GpuSpec, fid: str, publ
     return "wvsplitk" not in version.lower() and vllm_before(version, published, *VLLM_RDNA_SKINNY)
 
 
+# llama.cpp's quantized prompt matmuls on an AMD card whose matrix cores its MMQ kernels did not use yet: the
+# weights were dequantized to FP16 and multiplied by rocBLAS (hipBLASLt under ROCBLAS_USE_HIPBLASLT=1), "since we
+# dont have any kernels that can make use of wmma or mfma" (llama.cpp issue #13565, 2025-05), so a prompt ran at the
+# BLAS library's rate for the card: rocBLAS reached 6-10 of a Strix Halo's 59 TFLOPS (ROCm issue #4748), and
+# "performs very poorly on CDNA3" (mmq.cu). MMQ on the matrix cores came with PR #14624 for CDNA3 (reviewed
+# 2025-07-21), PR #17156 for RDNA4 (opened 2025-11-10) and PR #17576 for RDNA3 and 3.5 (opened 2025-11-28). A row is
+# before them where its source is dated no later than the day the PR opened, or its build is no later than one a
+# source printed before that day: b5616 (ROCm issue #4868, 2025-06-09), b6431 (lemonade issue 11, 2025-09-14).
+# Builds between those and the merges are not told apart (none in the data).
+LLAMACPP_AMD_MMQ = {  # LLVM target prefix -> (a build known to predate the PR, the day the PR opened or earlier)
+    "gfx942": (5616, "2025-07-01"),
+    "gfx11": (6431, "2025-11-28"),
+    "gfx12": (6431, "2025-11-10"),
+}
+
+
+def llamacpp_amd_prompt_by_blas(row: Row, runtime: str, gpu: GpuSpec, fid: str, published: str | None) -> bool:
+    """Whether the row is a llama.cpp prompt of quantized weights on an AMD card, run before MMQ used the card's
+    matrix cores (LLAMACPP_AMD_MMQ): by its build, else by its source's date."""
+    if runtime != "llamacpp" or row.kind != "prefill" or format_class(fid) == "f16":
+        return False
+    target = gpu.llvm_target or ""
+    for prefix, (build, date) in LLAMACPP_AMD_MMQ.items():
+        if target.startswith(prefix):
+            b = _BUILD.search(row.runtime_version or "")
+            if b and int(b.group(1) or b.group(2)) <= build:
+                return True
+            return published is not None and str(published) <= date
+    return False
+
+
 _MARLIN_MOE = re.compile(r"marlin[- _]?moe|marlin_gemm_moe", re.I)
 MARLIN_MOE_MAX_EXPERTS = 32  # vLLM 0.7.3-0.8.4 sent GPTQ/AWQ MoE layers with more experts to moe_wna16 instead
 
@@ -265,6 +296,9 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
     if row.kind == "decode" and vllm_rdna_before_skinny(row, runtime, gpu, fid, published):
         return ("vLLM before its skinny GEMMs on RDNA (v0.19.0, PR #34709): 16-bit and FP8 decode matmuls through "
                 "hipBLASLt, a kernel path plans do not predict")
+    if llamacpp_amd_prompt_by_blas(row, runtime, gpu, fid, published):
+        return ("llama.cpp's prompt before its MMQ kernels used an AMD card's matrix cores (PR #14624, #17156, "
+                "#17576): quantized weights dequantized for rocBLAS, the library's rate, not the build plans predict")
     if row.kind == "prefill" and row.depth_tokens:
         return "prefill after a filled cache (the plan's prefill starts from an empty one)"
     if row.rate_includes_prefill and row.kind == "decode" and (row.prompt_tokens or 0) > INCLUDED_PREFILL_MAX_TOKENS:

@@ -612,7 +612,7 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
         rid, alias_note = resolve_runtime(runtime)
         why = ("asked for" if engine is None or resolve_runtime(engine)[0] != rid
                else f"the engine whose ledger is planned, --engine {engine}")
-        why += f" ({alias_note})" if alias_note else ""
+        why += f"; {alias_note}" if alias_note else ""
     be = backend(plan.gpu)
     spec = runtimes.get(rid)
     elsewhere = not_on(rid, plan.gpu)

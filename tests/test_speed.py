@@ -1156,6 +1156,31 @@ def test_llamacpp_prompts_on_amd_before_mmq_on_the_matrix_cores_are_skipped(cata
     assert not isinstance(observe(decode, "llamacpp", "s", model, catalog.gpu(card), published=published), str)
 
 
+@pytest.mark.parametrize("where, printed, ubatch", [
+    ("", None, 512), ("llama-bench table (-ub 2048 -fa 1 -mmp 0)", None, 2048),
+    ("llama-bench table (threads 16, n_ubatch 2048, fa 1)", None, 2048),
+    ("-t 1 -fa 1 -b 2048 -ub 4096 -p 512", None, 2048), ("-ub 2048 in the sweep", {"n_ubatch": 512}, 512),
+    ("", {"n_ubatch": 2048, "n_batch": 1024}, 1024), ("llama-bench -mmp 0 -b 4096", None, 512)])
+def test_a_llamacpp_prompt_row_is_costed_at_the_ubatch_it_ran(catalog, where, printed, ubatch):
+    """llama.cpp streams a MoE's routed experts once per ubatch (expected.prompt_expert_bytes): a pp2048 run with
+    -ub 2048 reads them once, with the default 512 four times. A row's -ub / n_ubatch (its printed columns first),
+    at most its -b, is the forward its prompt is costed at."""
+    from llmsize.catalog.measurement import Row
+    from llmsize.estimate.observed import observe, row_ubatch_tokens
+
+    row = Row(card="strix-halo", model="gpt-oss 20B", format="MXFP4 MoE", test="pp2048", kind="prefill", batch=1,
+              prompt_tokens=2048, tok_s=1000.0, verbatim="1000", runtime_version="b9049", where=where,
+              printed=printed)
+    assert row_ubatch_tokens(row) == ubatch
+    model, gpu = catalog.model("gpt-oss-20b"), catalog.gpu("strix-halo")
+    got = observe(row, "llamacpp", "s", model, gpu)
+    default = observe(row.model_copy(update={"where": "", "printed": None}), "llamacpp", "s", model, gpu)
+    # 2,048 tokens in 2048 / ubatch forwards, each reading every expert (a 512-token ubatch routes 2,048 picks to
+    # gpt-oss-20b's 32 experts a layer: all of them): the default's 4 forwards, and this row's
+    assert got.prefill.expert_read_bytes / (2048 / ubatch) == pytest.approx(default.prefill.expert_read_bytes / 4,
+                                                                            rel=0.01)
+
+
 @pytest.mark.parametrize("version, context, eager", [("0.6.3", 8192, False), ("0.6.3", 10_000, True),
                                                      ("0.11.0", 128_000, False)])
 def test_vllm_v0_decodes_past_its_graph_context_eagerly(catalog, version, context, eager):

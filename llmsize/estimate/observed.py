@@ -11,6 +11,7 @@ from llmsize.catalog.measurement import Row, format_id, printed_bytes
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import LlmsizeError
 from llmsize.estimate.expected import (
+    LLAMACPP_UBATCH_TOKENS,
     MATMUL_PRECISION,
     fp32_stands_in,
     has_recurrent_layers,
@@ -115,6 +116,28 @@ def llamacpp_before(row: Row, published: str | None = None, build: int = FA_DEFA
     if b:
         return int(b.group(1) or b.group(2)) < build
     return None if published is None else str(published) < date
+
+
+_UBATCH = re.compile(r"(?:(?<![\w-])-ub|--ubatch-size|n_ubatch)['\"]?\s*[:=]?\s*(\d+)")
+_NBATCH = re.compile(r"(?:(?<![\w-])-b|--batch-size|n_batch)['\"]?\s*[:=]?\s*(\d+)")
+
+
+def row_ubatch_tokens(row: Row) -> int:
+    """The tokens of a llama.cpp prompt's forward (its ubatch) in the row's run: -ub / n_ubatch as the row prints it
+    (its `printed` columns first, then its text), at most its -b / n_batch where printed; else llama.cpp's default
+    (expected.LLAMACPP_UBATCH_TOKENS). Each forward streams the routed experts again (expected.prompt_expert_bytes):
+    pp2048 with -ub 2048 reads them once, with the default 512 four times."""
+    printed = {k.lower(): v for k, v in (row.printed or {}).items()}
+
+    def said(key: str, pattern: re.Pattern) -> int | None:
+        if isinstance(printed.get(key), int):
+            return printed[key]
+        m = pattern.search(_row_text(row))
+        return int(m.group(1)) if m else None
+
+    ub = said("n_ubatch", _UBATCH) or LLAMACPP_UBATCH_TOKENS
+    b = said("n_batch", _NBATCH)
+    return max(1, min(ub, b) if b else ub)
 
 
 def row_kv_dtype(row: Row, runtime: str) -> str | None:
@@ -353,7 +376,9 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
         return ("prefill of a model with recurrent (SSM, linear-attention) layers: their chunked prompt kernels are "
                 "costed as their FLOPs only (expected.RECURRENT_PREFILL_NOTE: published runs took 3-5x)")
     fa = llamacpp_flash_attn(row, published) if runtime == "llamacpp" else True
-    pre = at_file_bytes(prefill_inputs(plan, runtime, flash_attn=fa is not False, marlin=ran_marlin(row)), factor)
+    ub = row_ubatch_tokens(row) if runtime == "llamacpp" else LLAMACPP_UBATCH_TOKENS
+    pre = at_file_bytes(prefill_inputs(plan, runtime, flash_attn=fa is not False, ubatch_tokens=ub,
+                                       marlin=ran_marlin(row)), factor)
     if not pre.peak_flop_per_s:
         return f"prefill without the card's dense {pre.peak_name} rate, which the prompt's matmuls run at (none cited)"
     if runtime not in MATMUL_PRECISION and fp32_stands_in(gpu, pre.peak_flop_per_s):

@@ -203,6 +203,7 @@ def test_a_rate_over_the_whole_request_counts_only_after_a_short_prompt(catalog)
                                   m, g), str)
     assert printed_bytes("3.56 GiB") == pytest.approx(3.56 * 2**30)
     assert printed_bytes("4.7 GB") == pytest.approx(4.7e9) and printed_bytes("n/a") is None
+    assert printed_bytes("19704064512 bytes") == 19704064512  # llama-bench -o csv's model_size column
 
 
 def test_no_published_decode_beats_the_ceiling(observed):

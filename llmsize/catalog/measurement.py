@@ -230,10 +230,11 @@ def format_id(runtime: str, printed: str) -> str | None:
     return found or (format_id(runtime, bare) if bare != key else None)
 
 
-SIZE_UNITS = {"gib": 2**30, "gb": 10**9, "mib": 2**20, "mb": 10**6}
+SIZE_UNITS = {"gib": 2**30, "gb": 10**9, "mib": 2**20, "mb": 10**6, "bytes": 1}
 
 
 def printed_bytes(text: str | None) -> float | None:
-    """'3.56 GiB' -> bytes; None when absent or not a size."""
-    m = re.fullmatch(r"\s*([\d.]+)\s*(GiB|GB|MiB|MB)\s*", text or "", re.IGNORECASE)
+    """'3.56 GiB' -> bytes ('19704064512 bytes': llama-bench's -o csv and json columns); None when absent or not a
+    size."""
+    m = re.fullmatch(r"\s*([\d.]+)\s*(GiB|GB|MiB|MB|bytes)\s*", text or "", re.IGNORECASE)
     return float(m.group(1)) * SIZE_UNITS[m.group(2).lower()] if m else None

@@ -260,6 +260,7 @@ class GroupFit:
     t_layer_floor_s: float = 0.0
     t_act_quant_layer_s: float = 0.0
     t_seq_s: float = 0.0
+    t_recurrent_layer_s: float = 0.0
     borrowed_terms: tuple[str, ...] = ()  # the terms taken from a pool fit (fit_group, unpinned)
     # a pool of several engines' rows: each engine with rows enough its own fixed costs (t_layer_s, t_step_s)
     fixed_by_runtime: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
@@ -297,7 +298,8 @@ class GroupFit:
             moe_matmul_cost=self.moe_matmul_cost,
             prefill_expert_read_cost=self.prefill_expert_read_cost,
             expert_read_cost=self.expert_read_cost, t_layer_floor_s=self.t_layer_floor_s,
-            t_act_quant_layer_s=self.t_act_quant_layer_s, t_seq_s=self.t_seq_s)
+            t_act_quant_layer_s=self.t_act_quant_layer_s, t_seq_s=self.t_seq_s,
+            t_recurrent_layer_s=self.t_recurrent_layer_s)
 
 
 def median(xs: list[float]) -> float:
@@ -510,7 +512,7 @@ class DecodeSystem:
         self.moe_backends = moe_backend_keys(dec)
         self.names = [f"v:{c}" for c in self.classes] + ["v:other", "v_kv", "t_layer", "t_step", "t_moe"] + \
             [f"alpha:{k}" for k in self.links] + ["alu", "attn", "tile", "v0", "expert", "act_quant", "t_seq", "mm",
-                                                  "launch"] + \
+                                                  "launch", "t_rec"] + \
             [f"t_layer:{k}" for k in self.own_kernels] + [f"t_step:{r}" for r in self.own_fixed] + \
             [f"v_be:{b}" for b in self.backends] + [f"t_moe_be:{r}:{b}" for r, b in self.moe_backends]
         self.dec, rows_a = dec, []
@@ -535,6 +537,7 @@ class DecodeSystem:
             row.append(x.batch - 1.0)  # per second of t_seq_s: each sequence of the step beyond the first
             row.append(tile_time_s(x, UNIT_MM))  # per unit of mm_cost: the step's own matmul FLOPs at the peak
             row.append(x.expert_launches)  # per second of t_expert_launch_s: an older engine's per-expert kernels
+            row.append(x.recurrent_layers)  # per second of t_recurrent_layer_s: a hybrid's SSM / linear layers
             row += [x.layers if kern == k else 0.0 for k in self.own_kernels]
             row += [1.0 if o.runtime == r else 0.0 for r in self.own_fixed]
             row += [w_bw + kv_bw if stream_family(o.plan.gpu) == b else 0.0 for b in self.backends]
@@ -564,6 +567,11 @@ class DecodeSystem:
         # test that the cost carries from one model, card and engine to another
         if not any(o.step.expert_launches for o in dec):
             self.upper[self.names.index("launch")] = 0.0
+        # a recurrent layer's fixed cost only where hybrids' rows (MIN_ROWS_CLASS from MIN_SOURCES_CLASS sources)
+        # pin it; elsewhere a recurrent layer costs what any block does, and its state's bytes
+        hybrid = [o for o in dec if o.step.recurrent_layers]
+        if len(hybrid) < MIN_ROWS_CLASS or len({o.source_key for o in hybrid}) < MIN_SOURCES_CLASS:
+            self.upper[self.names.index("t_rec")] = 0.0
         self.fixed = dict(fixed or {})
         for name in self.fixed:
             self.upper[self.names.index(name)] = 0.0
@@ -610,6 +618,7 @@ class DecodeSystem:
         fit.t_seq_s = theta["t_seq"]
         fit.mm_cost = theta["mm"]
         fit.t_expert_launch_s = theta["launch"]
+        fit.t_recurrent_layer_s = theta["t_rec"]
         fit.t_layer_floor_s = floor_s
         fit.fixed_by_runtime = {
             r: (theta.get(f"t_layer:{KERNELS.get(r, r)}", theta["t_layer"]), theta.get(f"t_step:{r}", theta["t_step"]))
@@ -880,6 +889,7 @@ def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, 
         "expert_read_cost": r4(fit.expert_read_cost),
         "t_layer_floor_s": r4(fit.t_layer_floor_s),
         "t_act_quant_layer_s": r4(fit.t_act_quant_layer_s), "t_seq_s": r4(fit.t_seq_s),
+        "t_recurrent_layer_s": r4(fit.t_recurrent_layer_s),
         "moe_matmul_cost": fit.moe_matmul_cost,
         "prefill_expert_read_cost": fit.prefill_expert_read_cost,
         "alpha_s": {k: r4(v) for k, v in fit.alpha_s.items()},

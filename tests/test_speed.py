@@ -1776,6 +1776,29 @@ def test_weights_the_tensor_cores_take_as_stored_unpack_nothing(catalog, runtime
     assert act_quant_time_s(x, c) == pytest.approx(x.layers * 10e-6 if native else 0.0)
 
 
+@pytest.mark.parametrize("model, recurrent", [("qwen3.6-35b-a3b", 30), ("nemotron-3-nano-30b-a3b", 23),
+                                               ("llama-3.1-8b", 0)])
+def test_a_hybrids_recurrent_layers_each_pay_their_fixed_cost(catalog, runtimes, model, recurrent):
+    """A recurrent mixer (Qwen3.6's Gated DeltaNet: 30 of its 40 layers; Nemotron-3 Nano's 23 Mamba-2 layers) runs
+    a chain of small kernels beside its state's bytes: the step's fixed costs carry t_recurrent_layer_s for each.
+    llama.cpp on ROCm fits one (no HIP graph by default); vLLM and SGLang, whose hybrids' rows price it at none,
+    and the groups without hybrids' rows pay none."""
+    from dataclasses import replace
+
+    from llmsize.estimate.expected import constants, step_inputs
+    from llmsize.estimate.speed import decode_terms_s
+
+    p = make_plan(catalog.model(model), catalog.gpu("strix-halo"), PlanInputs(quant="gguf-q4_k_m"), search_fit=False)
+    x = step_inputs(p, p.decode_1, "llamacpp")
+    assert x.recurrent_layers == recurrent
+    c = constants(runtimes["llamacpp"], "rocm", p.gpu)
+    assert c.t_recurrent_layer_s > 0
+    without = decode_terms_s(x, replace(c, t_recurrent_layer_s=0.0))["fixed"]
+    assert decode_terms_s(x, c)["fixed"] - without == pytest.approx(recurrent * c.t_recurrent_layer_s)
+    for rt, be in (("vllm", "cuda"), ("sglang", "cuda"), ("llamacpp", "cuda"), ("llamacpp", "metal")):
+        assert constants(runtimes[rt], be).t_recurrent_layer_s == 0.0
+
+
 def test_pooled_engines_share_their_kernels_cost_a_layer_not_their_cost_a_step(runtimes):
     """vLLM and SGLang call the same kernels (fit_speed.KERNELS): one cost a layer; each engine's loop its own cost
     a step. TensorRT-LLM, on its own rows, has its own of both."""

@@ -441,6 +441,9 @@ class SpeedGroup(Strict):
                                      "bytes they read (overlaps the weights' read: launch-bound small models)")
     t_act_quant_layer_s: Seconds = Field(0.0, description="per layer, the kernels that quantize activations for "
                                          "FP8/FP4 tensor-core GEMMs (speed.act_quant_time_s)")
+    t_recurrent_layer_s: Seconds = Field(0.0, description="per recurrent (SSM, linear-attention) layer, the fixed "
+                                         "cost of its chain of small kernels beside its bytes (0 where no hybrid's "
+                                         "rows pin it)")
     t_prefill_layer_s: Seconds = Field(0.0, description="a serving engine's extra cost per layer of a prefill forward "
                                        "(eager: no CUDA graph; launches and the all-reduce's latency)")
     prefill_consumer_factor: float = Field(1.0, ge=0.5, le=2.0, description="a consumer card's prompt fraction over "

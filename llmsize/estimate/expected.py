@@ -171,7 +171,8 @@ def constants(spec: RuntimeSpec, backend_id: str, gpu: GpuSpec | None = None) ->
         moe_matmul_cost=g.moe_matmul_cost,
         prefill_expert_read_cost=g.prefill_expert_read_cost, t_seq_s=g.t_seq_s,
         expert_read_cost=g.expert_read_cost, t_layer_floor_s=g.t_layer_floor_s,
-        t_act_quant_layer_s=g.t_act_quant_layer_s, moe_basis=g.own_moe or "",
+        t_act_quant_layer_s=g.t_act_quant_layer_s, t_recurrent_layer_s=g.t_recurrent_layer_s,
+        moe_basis=g.own_moe or "",
         eta_host=spec.host.eta_bandwidth if spec.host else 1.0,
         host_band_low=spec.host.band[0] if spec.host else 1.0, host_band_high=spec.host.band[1] if spec.host else 1.0,
         host_basis=(f"{spec.host.eta_bandwidth:.2f} of the host memory's peak, fitted on {spec.host.rows} published "
@@ -228,7 +229,14 @@ def step_inputs(plan: Plan, batch_step, runtime: str | None = None, marlin: bool
         expert_flops=2.0 * batch_step.batch * expert_params_per_token(plan.card_model or plan.model),
         expert_weight_bytes=batch_step.weight_bytes * expert_read_fraction(
             plan.card_model or plan.model, plan.fmt, plan.scope, batch_step.batch),
-        tensor_core_native=tensor_core_native(plan, runtime, cls), old_tiles=old_tiles)
+        tensor_core_native=tensor_core_native(plan, runtime, cls), old_tiles=old_tiles,
+        recurrent_layers=recurrent_layers(plan.model))
+
+
+def recurrent_layers(model) -> int:
+    """The model's layers whose mixer is recurrent (SSM, linear attention): Qwen3.5/3.6's 3 Gated DeltaNet layers in
+    every 4, Nemotron-H's Mamba-2 layers."""
+    return sum(g.count for g in model.layer_groups if g.mixer is not None and g.mixer.kind in RECURRENT_MIXERS)
 
 
 # SGLang releases whose radix cache ran a hybrid's recurrent (linear-attention or Mamba) layers with the no_buffer
@@ -447,9 +455,12 @@ RECURRENT_PREFILL_NOTE = ("time to first token of a model with recurrent (SSM, l
                           "took 3-5x this figure (club-3090#858, the SGLang Cookbook's Qwen3-Next)")
 
 
+RECURRENT_MIXERS = ("ssm", "linear")
+
+
 def has_recurrent_layers(model) -> bool:
     """Whether the model has SSM or linear-attention layers (a hybrid such as Qwen3-Next, Qwen3.5/3.6, Nemotron-H)."""
-    return any(g.mixer is not None and g.mixer.kind in ("ssm", "linear") for g in model.layer_groups)
+    return recurrent_layers(model) > 0
 
 
 def fp32_stands_in(gpu, peak_flop_per_s: float | None) -> bool:

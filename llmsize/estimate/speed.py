@@ -166,6 +166,9 @@ class StepInputs:
     # the weights go to the tensor cores as stored (FP8 or FP4 on a card with those instructions, under a runtime
     # whose matmuls run on the tensor cores): nothing is unpacked on the vector units
     tensor_core_native: bool = False
+    # the layers whose mixer is recurrent (SSM, linear attention: a hybrid's Mamba-2 or Gated DeltaNet layers), each
+    # a chain of small kernels (convolution, gates, norms, the state update) beside its bytes (expected._layers)
+    recurrent_layers: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -239,6 +242,7 @@ class Constants:
     expert_read_cost: float = 0.0  # extra seconds per second of routed-expert bytes at full bandwidth (small matrices)
     t_layer_floor_s: float = 0.0  # the least time one layer's kernels take, however few bytes they read (s)
     t_act_quant_layer_s: float = 0.0  # per layer, quantizing activations for FP8/FP4 tensor-core GEMMs (s)
+    t_recurrent_layer_s: float = 0.0  # per recurrent (SSM, linear-attention) layer, its kernels' fixed cost (s)
     # llama.cpp: the share of the host memory's peak a CPU decode reaches (the host side of a partial offload), and
     # what it was fitted on; 1.0 and "" where nothing was fitted (the host side at its peak)
     eta_host: float = 1.0
@@ -441,7 +445,8 @@ def decode_terms_s(x: StepInputs, c: Constants) -> dict[str, float]:
         "weights": x.weight_bytes / (bw * c.eta_w(x.format_class)),
         "kv": x.kv_bytes / (bw * c.eta_kv),
         "fixed": x.layers * c.t_layer_s + c.t_step_s + floor_time_s(x, c) + act_quant_time_s(x, c)
-        + c.t_seq_s * (x.batch - 1) + (c.t_step_v0_s if x.engine_v0 else 0.0),
+        + c.t_seq_s * (x.batch - 1) + (c.t_step_v0_s if x.engine_v0 else 0.0)
+        + x.recurrent_layers * c.t_recurrent_layer_s,
         "moe": x.moe_layers * c.t_moe_layer_s + c.expert_read_cost * x.expert_weight_bytes / bw
         + c.t_expert_launch_s * x.expert_launches,
         "dequant": dequant_time_s(x, c),

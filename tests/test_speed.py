@@ -1375,6 +1375,28 @@ def test_a_prompt_costed_at_a_stand_in_fp32_rate_does_not_calibrate_a_serving_en
                                   "k", m, h100), str)
 
 
+def test_the_llamacpp_hybrid_prompt_note_says_what_its_rows_price_at(catalog, monkeypatch):
+    """LLAMACPP_RECURRENT_PREFILL_NOTE's "1.0-1.9x" is llama.cpp's published hybrid prompts (skipped by the fit)
+    priced with the shipped constants as if they were not: predicted time / measured time's reciprocal range."""
+    import sys
+
+    from llmsize.estimate import observed
+    from llmsize.estimate.expected import LLAMACPP_RECURRENT_PREFILL_NOTE, has_recurrent_layers
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from predict_rows import price
+
+    monkeypatch.setattr(observed, "has_recurrent_layers", lambda model: False)
+    ratios = []
+    for f in sorted((ROOT / "measurements").glob("llamacpp-*.yaml")):
+        for _, what, ratio, _ in price(f, catalog):
+            name = what.split()[2]
+            if ratio is not None and what.endswith("prefill") and has_recurrent_layers(catalog.model(name)):
+                ratios.append(ratio)
+    assert len(ratios) >= 20
+    assert f"took {1 / max(ratios):.1f}-{1 / min(ratios):.1f}x this figure" in LLAMACPP_RECURRENT_PREFILL_NOTE
+
+
 def test_a_hybrids_prompt_stays_out_of_the_fit_and_its_plan_says_why(catalog, run_cli):
     """Qwen3.6-35B-A3B (Gated DeltaNet layers 3 in 4) on 2 x RTX 5090 under vLLM: 9,997 prompt tokens took 698 ms
     (club-3090#858), ~5x what the prompt's FLOPs at the fitted fraction give; its recurrent layers' chunked kernels

@@ -453,6 +453,12 @@ CDNA4_NOTE = ("an MI350-series card (CDNA4): the AMD costs here are fitted on CD
 RECURRENT_PREFILL_NOTE = ("time to first token of a model with recurrent (SSM, linear-attention) layers: their chunked "
                           "prompt kernels are costed as their FLOPs only, and published serving runs of such hybrids "
                           "took 3-5x this figure (club-3090#858, the SGLang Cookbook's Qwen3-Next)")
+# llama.cpp's own hybrids' prompts, skipped by the fit as the others' are, priced with the recurrent layers' FLOPs
+# only (tests/test_speed.py holds the range to the rows: Qwen3.6 and Nemotron-3 Nano on a Strix Halo and an R9700)
+LLAMACPP_RECURRENT_PREFILL_NOTE = (
+    "time to first token of a model with recurrent (SSM, linear-attention) layers: their chunked prompt kernels are "
+    "costed as their FLOPs only; llama.cpp's published prompts of such hybrids (Qwen3.6, Nemotron-3 Nano on AMD "
+    "cards), outside the fit, took 1.0-1.9x this figure")
 
 
 RECURRENT_MIXERS = ("ssm", "linear")
@@ -677,7 +683,7 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
                       "it rests on published prompts on this card rather than on its peak" if rid in MATMUL_PRECISION
                       else f"it is an upper bound: {RUNTIME_NAMES[rid]}'s tensor-core prompts run faster than FP32"),)
     if has_recurrent_layers(plan.model):
-        notes += (RECURRENT_PREFILL_NOTE,)
+        notes += (LLAMACPP_RECURRENT_PREFILL_NOTE if rid == "llamacpp" else RECURRENT_PREFILL_NOTE,)
     if rid in ("vllm", "sglang") and plan.gpu.llvm_target in CDNA4_TARGETS:
         notes += (CDNA4_NOTE,)
     if c.moe_basis and _layers(plan)[1]:

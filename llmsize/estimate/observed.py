@@ -374,7 +374,7 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
         return "prefill of llama.cpp's row or tensor split (each matmul's activations copied between the cards)"
     if has_recurrent_layers(model):
         return ("prefill of a model with recurrent (SSM, linear-attention) layers: their chunked prompt kernels are "
-                "costed as their FLOPs only (expected.RECURRENT_PREFILL_NOTE: published runs took 3-5x)")
+                "costed as their FLOPs only (the plan's note says what published runs took)")
     fa = llamacpp_flash_attn(row, published) if runtime == "llamacpp" else True
     ub = row_ubatch_tokens(row) if runtime == "llamacpp" else LLAMACPP_UBATCH_TOKENS
     pre = at_file_bytes(prefill_inputs(plan, runtime, flash_attn=fa is not False, ubatch_tokens=ub,

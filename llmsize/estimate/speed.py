@@ -167,7 +167,8 @@ class StepInputs:
     # whose matmuls run on the tensor cores): nothing is unpacked on the vector units
     tensor_core_native: bool = False
     # the layers whose mixer is recurrent (SSM, linear attention: a hybrid's Mamba-2 or Gated DeltaNet layers), each
-    # a chain of small kernels (convolution, gates, norms, the state update) beside its bytes (expected._layers)
+    # a chain of small kernels (convolution, gates, norms, the state update) beside its bytes
+    # (expected.recurrent_layers)
     recurrent_layers: float = 0.0
 
 

@@ -1397,6 +1397,32 @@ def test_the_llamacpp_hybrid_prompt_note_says_what_its_rows_price_at(catalog, mo
     assert f"took {1 / max(ratios):.1f}-{1 / min(ratios):.1f}x this figure" in LLAMACPP_RECURRENT_PREFILL_NOTE
 
 
+def test_the_llamacpp_hybrid_decode_note_says_what_its_rows_price_at(catalog, runtimes):
+    """Off AMD cards no llama.cpp hybrid's decode rows pin a recurrent layer's cost: a CUDA or Metal plan of a hybrid
+    says so, with the rows there priced by the shipped constants (an RTX 5090's Qwen3.5-9B, an M2 Ultra's
+    Qwen3-Next); a ROCm plan, which has the cost, and a model without recurrent layers do not."""
+    import sys
+
+    from llmsize.estimate.expected import LLAMACPP_RECURRENT_DECODE_NOTE, expect
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from predict_rows import price
+
+    got = {}
+    for name in ("llamacpp-cuda-pr-22587-rtx5090", "llamacpp-apple-pr-19375-m2ultra-qwen3next"):
+        got[name] = [r for _, what, r, _ in price(ROOT / "measurements" / f"{name}.yaml", catalog)
+                     if r is not None and what.endswith("decode")]
+    assert "at {:.2f} of such a figure".format(*got["llamacpp-cuda-pr-22587-rtx5090"]) in \
+        LLAMACPP_RECURRENT_DECODE_NOTE
+    m2 = got["llamacpp-apple-pr-19375-m2ultra-qwen3next"]
+    assert len(m2) == 3 and f"at {min(m2):.2f}-{max(m2):.2f})" in LLAMACPP_RECURRENT_DECODE_NOTE + ")"
+    for model, card, says in (("qwen3.6-35b-a3b", "rtx4090", True), ("qwen3.6-35b-a3b", "m4-max", True),
+                              ("qwen3.6-35b-a3b", "strix-halo", False), ("qwen3-30b-a3b", "rtx4090", False)):
+        p = make_plan(catalog.model(model), catalog.gpu(card), PlanInputs(quant="gguf-q4_k_m"), search_fit=False)
+        notes = expect(p, runtimes, "llamacpp").expected.notes
+        assert any("costed here as any block" in n for n in notes) == says, (model, card)
+
+
 def test_a_hybrids_prompt_stays_out_of_the_fit_and_its_plan_says_why(catalog, run_cli):
     """Qwen3.6-35B-A3B (Gated DeltaNet layers 3 in 4) on 2 x RTX 5090 under vLLM: 9,997 prompt tokens took 698 ms
     (club-3090#858), ~5x what the prompt's FLOPs at the fitted fraction give; its recurrent layers' chunked kernels

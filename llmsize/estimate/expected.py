@@ -420,6 +420,14 @@ OLD_SGLANG_HYBRID_NOTE = (
     "turns its overlap scheduler off: each decode step waited about {wait_ms:.1f} ms more for the CPU (fitted with "
     "vLLM V0's rows); from 0.5.14 the default extra_buffer strategy keeps it on, as this figure assumes")
 NOT_FIT_NOTE = "as if the weights fit the budget: they do not (the Diagnosis says what does)"
+# llama.cpp off AMD cards: no hybrid's decode rows pin a recurrent layer's cost (fit_speed asks 6 from 2 sources), so a
+# recurrent layer costs its bytes and a block's fixed cost; the rows there, priced with the shipped constants
+# (tests/test_speed.py holds the figures to them)
+LLAMACPP_RECURRENT_DECODE_NOTE = (
+    "a recurrent (SSM, linear-attention) layer is costed here as any block and its state's bytes: no published llama.cpp "
+    "decode rows of hybrids on {backend} cards pin a cost of its own (on AMD cards, {rocm_us:.0f} us a layer); "
+    "Qwen3.5-9B BF16 on an RTX 5090 (May 2026) decoded at 0.95 of such a figure, Qwen3-Next 80B-A3B on an M2 Ultra "
+    "(a February 2026 build, before llama.cpp PR #19375 optimized its graph) at 0.40-0.44")
 
 # runtimes that load no GGUF file (vLLM and SGLang read some, experimentally: their figures stand)
 NO_GGUF = ("trtllm", "gpt-fast", "mlx")
@@ -691,6 +699,9 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
     if rid == "sglang" and has_recurrent_layers(plan.model) and c.t_step_v0_s:
         first, last = map(release_words, no_buffer_releases(plan.model))
         notes += (OLD_SGLANG_HYBRID_NOTE.format(first=first, last=last, wait_ms=c.t_step_v0_s * 1e3),)
+    if rid == "llamacpp" and has_recurrent_layers(plan.model) and not c.t_recurrent_layer_s and "rocm" in spec.backends:
+        notes += (LLAMACPP_RECURRENT_DECODE_NOTE.format(
+            backend=BACKEND_NAMES.get(be, be), rocm_us=spec.backends["rocm"].t_recurrent_layer_s * 1e6),)
     if not plan.budget.weights_fit:
         notes += (NOT_FIT_NOTE,)
     e = expected_speed(step_inputs(plan, plan.decode_1, rid), step_inputs(plan, plan.decode_b, rid),

@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 
 from llmsize.catalog.loader import Catalog  # noqa: E402
+from llmsize.estimate.observed import sglang_cdna3_mla_before  # noqa: E402
 from llmsize.estimate.serving_point import max_throughput_per_gpu, replayed_point, serving_point  # noqa: E402
 from llmsize.estimate.serving_replay import uniform_lengths  # noqa: E402
 
@@ -201,6 +202,11 @@ def bench_rows(file: str = "sglang-cookbook.yaml", runtime: str = "sglang",
     runtimes = {r.id: r for r in cat.runtimes.all()}
     out = []
     for r in yaml.safe_load((DATA / file).read_text())["rows"]:
+        if sglang_cdna3_mla_before(r.get("engine_version"), runtime, cat.gpu(r["card_id"]), cat.model(r["model_id"]),
+                                   None):
+            print(f"  skipped {r['model_id']} {r['card_id']} SGLang {r['engine_version']}: before 0.5.10's MLA path on "
+                  "CDNA3 (observed.SGLANG_CDNA3_MLA), as the fit skips it", file=sys.stderr)
+            continue
         p = r["printed"]
         n = int(p["Successful requests"])
         isl, osl = round(int(p["Total input tokens"]) / n), round(int(p["Total generated tokens"]) / n)

@@ -452,12 +452,21 @@ def kernel_class(plan: Plan, runtime: str | None, marlin: bool = False) -> str:
 # Their prefill rows are left out of the fit (estimate/observed.py).
 # AMD's CDNA4 cards (gfx950: MI350X, MI355X) have no decode row in the fit: their AMD costs are CDNA3's (MI300X,
 # MI325X), and the InferenceX fixture's SGLang DeepSeek-R1 FP8 runs on 8 x MI355X, held back from it
-# (benchmarks/experiments/mi355x_sglang_rows.patch), decoded at 1.43-1.94x the speed predicted: `git apply` the patch,
-# then `python benchmarks/predict_rows.py measurements/sglang-inferencex-app-fixture-dsr1-conc4-8.yaml`
+# (benchmarks/experiments/mi355x_sglang_rows.patch), decoded at 1.21-1.69x the speed predicted (1.43-1.94x while
+# SGLang's CDNA3 DeepSeek rows from before 0.5.10 were in the fit): `git apply` the patch, then
+# `python benchmarks/predict_rows.py measurements/sglang-inferencex-app-fixture-dsr1-conc4-8.yaml`
 # (tests/test_speed.py holds the note to it)
 CDNA4_TARGETS = ("gfx950",)
+CDNA3_TARGETS = ("gfx942",)
+# SGLang up to 0.5.9 on CDNA3 cards copied DeepSeek's absorbed MLA projections' FP8 weights to BF16 at every decode
+# step (estimate/observed.py, SGLANG_CDNA3_MLA); those releases' published rows, left out of the fit, priced with the
+# shipped constants (tests/test_speed.py holds the range to them)
+OLD_SGLANG_CDNA3_MLA_NOTE = (
+    "SGLang 0.5.10 or later assumed: up to 0.5.9 a CDNA3 card copied this MLA model's FP8 projection weights to BF16 at "
+    "every decode step (sglang PR #18624), and published DeepSeek runs of those releases on 8 x MI300X and MI325X, "
+    "outside the fit, decoded at 0.53-0.76 of this figure")
 CDNA4_NOTE = ("an MI350-series card (CDNA4): the AMD costs here are fitted on CDNA3 cards (MI300X, MI325X); published "
-              "SGLang runs of DeepSeek-R1 on 8 x MI355X, outside the fit, decoded 1.4-1.9x faster than predicted")
+              "SGLang runs of DeepSeek-R1 on 8 x MI355X, outside the fit, decoded 1.2-1.7x faster than predicted")
 RECURRENT_PREFILL_NOTE = ("time to first token of a model with recurrent (SSM, linear-attention) layers: their chunked "
                           "prompt kernels are costed as their FLOPs only, and published serving runs of such hybrids "
                           "took 3-5x this figure (club-3090#858, the SGLang Cookbook's Qwen3-Next)")
@@ -470,6 +479,11 @@ LLAMACPP_RECURRENT_PREFILL_NOTE = (
 
 
 RECURRENT_MIXERS = ("ssm", "linear")
+
+
+def has_mla(model) -> bool:
+    """Whether the model's attention is multi-head latent attention (DeepSeek V2/V3's, Kimi K2's)."""
+    return any(g.mixer is not None and g.mixer.kind == "mla" for g in model.layer_groups)
 
 
 def has_recurrent_layers(model) -> bool:
@@ -694,6 +708,9 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
         notes += (LLAMACPP_RECURRENT_PREFILL_NOTE if rid == "llamacpp" else RECURRENT_PREFILL_NOTE,)
     if rid in ("vllm", "sglang") and plan.gpu.llvm_target in CDNA4_TARGETS:
         notes += (CDNA4_NOTE,)
+    if rid == "sglang" and plan.gpu.llvm_target in CDNA3_TARGETS and has_mla(plan.model) \
+            and plan.fmt.id.startswith("fp8"):
+        notes += (OLD_SGLANG_CDNA3_MLA_NOTE,)
     if c.moe_basis and _layers(plan)[1]:
         notes += (c.moe_basis,)
     if rid == "sglang" and has_recurrent_layers(plan.model) and c.t_step_v0_s:

@@ -12,8 +12,10 @@ from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import LlmsizeError
 from llmsize.estimate.expected import (
     LLAMACPP_UBATCH_TOKENS,
+    CDNA3_TARGETS,
     MATMUL_PRECISION,
     fp32_stands_in,
+    has_mla,
     has_recurrent_layers,
     prefill_inputs,
     runtime_kv_dtype,
@@ -241,6 +243,30 @@ def llamacpp_amd_prompt_by_blas(row: Row, runtime: str, gpu: GpuSpec, fid: str, 
     return False
 
 
+# SGLang 0.5.10 (its wheel built 2026-04-05) changed DeepSeek's MLA decode on CDNA3 (gfx942): up to 0.5.9 the absorbed
+# projections (q_nope x w_kc, the output x w_vc) copied their FP8 weights to BF16 with the scale applied at every step
+# and multiplied in BF16 (models/deepseek_v2.py, "self.w_kc.to(torch.bfloat16) * self.w_scale"); from 0.5.10 the FP8
+# Triton batched GEMM runs them inside the CUDA graph ("cudagraph-only on gfx942", sglang PR #18624), beside tuned
+# aiter GEMM configs for DeepSeek's shapes (ROCm/aiter PR #2024; InferenceX PR #811 lists both). InferenceX's
+# dsr1-fp8-mi325x-sglang recipe, its launch flags unchanged, decoded 1k/1k at concurrency 4 about 1.9x as fast on the
+# v0.5.12 image (2026-05-18) as on v0.5.9's (issue #890, 2026-03-08).
+SGLANG_CDNA3_MLA = ((0, 5, 10, 0), "2026-04-05")  # the first release with it, and its wheel's date
+
+
+def sglang_cdna3_mla_before(version: str | None, runtime: str, gpu: GpuSpec, model: ModelSpec,
+                            published: str | None) -> bool:
+    """Whether a run of an MLA model (DeepSeek's architecture) under SGLang on a CDNA3 card was before 0.5.10
+    (SGLANG_CDNA3_MLA): by its release (`version` as printed), else by its source's date."""
+    if runtime != "sglang" or (gpu.llvm_target or "") not in CDNA3_TARGETS:
+        return False
+    if not has_mla(model):
+        return False
+    r = sglang_release(version)
+    if r is not None:
+        return r < SGLANG_CDNA3_MLA[0]
+    return published is not None and str(published) < SGLANG_CDNA3_MLA[1]
+
+
 _MARLIN_MOE = re.compile(r"marlin[- _]?moe|marlin_gemm_moe", re.I)
 MARLIN_MOE_MAX_EXPERTS = 32  # vLLM 0.7.3-0.8.4 sent GPTQ/AWQ MoE layers with more experts to moe_wna16 instead
 
@@ -319,6 +345,9 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
     if row.kind == "decode" and vllm_rdna_before_skinny(row, runtime, gpu, fid, published):
         return ("vLLM before its skinny GEMMs on RDNA (v0.19.0, PR #34709): 16-bit and FP8 decode matmuls through "
                 "hipBLASLt, a kernel path plans do not predict")
+    if row.kind == "decode" and sglang_cdna3_mla_before(row.runtime_version, runtime, gpu, model, published):
+        return ("SGLang before 0.5.10 on a CDNA3 card, an MLA model: its absorbed projections copied their FP8 weights "
+                "to BF16 every step (sglang PR #18624), a kernel path plans do not predict")
     if llamacpp_amd_prompt_by_blas(row, runtime, gpu, fid, published):
         return ("llama.cpp's prompt before its MMQ kernels used an AMD card's matrix cores (PR #14624, #17156, "
                 "#17576): quantized weights dequantized for rocBLAS, the library's rate, not the build plans predict")

@@ -3,7 +3,7 @@
 The fake server (tests/fake_openai_server.py) sends its first token `ttft_s` after a request and one token every
 `itl_s` after that, each stream on its own thread: what it does is known, so what the client measures can be checked
 against it. Timing checks bound from below by what the server sleeps (a sleep is never shorter) and from above
-loosely (a busy two-core machine adds latency, never removes it).
+loosely (a busy two-core machine adds latency; where a late first token shortens a timed span, a margin allows it).
 """
 
 from __future__ import annotations
@@ -50,7 +50,9 @@ def test_a_vllm_server_is_timed_as_it_streams(run_cli):
     # the server sleeps 50 ms before the first token and 10 ms between tokens: the client sees at least that
     assert 0.05 <= r["prefill"]["ttft_s"] < 0.5
     assert 10 * 0.98 <= r["decode"]["ms_per_token_median"] < 40
-    assert 25 < r["decode"]["tok_s"] <= 1000 / (10 * 0.98)  # (12 - 1) tokens over >= 11 x 10 ms
+    # (12 - 1) tokens over >= 11 x 10 ms sent; a busy machine can hand the client its first token late, which shortens
+    # the span it times (102.8 tok/s was seen on a loaded run): up to 20 ms of that is allowed
+    assert 25 < r["decode"]["tok_s"] <= 11 / (11 * 0.010 * 0.98 - 0.020)
     assert [row["level"] for row in r["concurrency"]] == [1, 4]
     one, four = r["concurrency"]
     assert one["requests"] == 1 and four["requests"] == 4 and four["output_tokens"] == 48

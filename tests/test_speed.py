@@ -1232,6 +1232,54 @@ def test_an_sglang_plan_of_deepseek_fp8_on_cdna3_says_what_older_releases_decode
         assert (OLD_SGLANG_CDNA3_MLA_NOTE in expect(p, runtimes, rid).expected.notes) == says, (card, quant, rid)
 
 
+@pytest.mark.parametrize("version, text, model, skipped", [
+    ("sglang 0.5.7", "--attention-backend triton --tp 1", "glm-4.7-flash", True),
+    ("0.5.11", "--attention-backend=triton", "deepseek-v3", True),
+    ("0.5.12", "--attention-backend triton", "glm-4.7-flash", False),  # its MLA splits follow the SM count
+    ("0.5.7", "--tp 1", "glm-4.7-flash", False),  # the default backend
+    ("0.5.7", "--attention-backend triton", "gpt-oss-120b", False)])  # not MLA (the LMSYS gpt-oss rows ran Triton)
+def test_sglang_triton_mla_before_0_5_12_leaves_the_fit(catalog, version, text, model, skipped):
+    """SGLang's Triton MLA decode took at most 8 KV splits before 0.5.12 (16 thread blocks at batch 1 for 20 heads);
+    the Cookbook's GLM-4.7-Flash rows on a B200 ran it (--attention-backend triton) and leave the fit."""
+    from llmsize.catalog.measurement import Row
+    from llmsize.estimate.observed import observe
+
+    row = Row(card="B200", model="x", format="BF16", test="server: " + text, kind="decode", batch=1, prompt_tokens=1000,
+              gen_tokens=1000, ms_per_token=8.75, verbatim="8.75", runtime_version=version)
+    got = observe(row, "sglang", "s", catalog.model(model), catalog.gpu("b200"))
+    assert isinstance(got, str) == skipped, got
+    assert not skipped or "Triton MLA decode before 0.5.12" in got
+
+
+def test_an_sglang_plan_of_a_non_deepseek_mla_model_on_blackwell_says_what_triton_decoded_at(catalog, runtimes,
+                                                                                            monkeypatch):
+    """The Cookbook's GLM-4.7-Flash rows, priced with the shipped constants as if they counted, give the note's
+    range; the note is on an SGLang plan of an MLA model with head dims other than DeepSeek's on datacenter
+    Blackwell only."""
+    import llmsize.estimate.observed as observed
+    from llmsize.estimate.expected import SGLANG_TRITON_MLA_NOTE, expect
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from predict_rows import price
+
+    path = ROOT / "measurements" / "sglang-cookbook-glm-4-7-flash.yaml"
+    assert all(why and "Triton MLA decode before 0.5.12" in why for _, _, _, why in price(path, catalog))
+    with monkeypatch.context() as m:
+        m.setattr(observed, "sglang_triton_mla_capped", lambda *a, **k: False)
+        got = [r for _, _, r, _ in price(path, catalog)]
+    assert len(got) == 3 and None not in got
+    assert f"decoded at {min(got):.2f}-{max(got):.2f} of such a figure" in SGLANG_TRITON_MLA_NOTE
+    readme = (ROOT / "README.md").read_text().replace("\n", " ")
+    assert f"decoded at {min(got):.2f}-{max(got):.2f} of such a figure" in readme
+    for model, card, rid, tp, says in (("glm-4.7-flash", "b200", "sglang", 1, True),
+                                       ("glm-4.7-flash", "b300", "sglang", 1, True),
+                                       ("glm-4.7-flash", "h200-sxm", "sglang", 1, False),
+                                       ("glm-4.7-flash", "b200", "vllm", 1, False),
+                                       ("deepseek-v3", "b200", "sglang", 8, False)):
+        p = make_plan(catalog.model(model), catalog.gpu(card), PlanInputs(tp=tp), search_fit=False)
+        assert (SGLANG_TRITON_MLA_NOTE in expect(p, runtimes, rid).expected.notes) == says, (model, card, rid)
+
+
 @pytest.mark.parametrize("version, context, eager", [("0.6.3", 8192, False), ("0.6.3", 10_000, True),
                                                      ("0.11.0", 128_000, False)])
 def test_vllm_v0_decodes_past_its_graph_context_eagerly(catalog, version, context, eager):
@@ -1898,10 +1946,12 @@ def test_a_hybrids_recurrent_layers_each_pay_their_fixed_cost(catalog, runtimes,
 
 
 def test_pooled_engines_share_their_kernels_cost_a_layer_not_their_cost_a_step(runtimes):
-    """vLLM and SGLang call the same kernels (fit_speed.KERNELS): one cost a layer; each engine's loop its own cost
-    a step. TensorRT-LLM, on its own rows, has its own of both."""
-    v, s = runtimes["vllm"].backends["cuda"], runtimes["sglang"].backends["cuda"]
-    assert v.t_layer_s == s.t_layer_s and v.t_step_s != s.t_step_s
+    """vLLM and SGLang call the same kernels (fit_speed.KERNELS): one cost a layer on each backend; each engine's loop
+    its own cost a step, which may fit to the same bound (0 for both on CUDA at the refit of 2026-12-05) but not on
+    every backend. TensorRT-LLM, on its own rows, has its own of both."""
+    v, s = runtimes["vllm"].backends, runtimes["sglang"].backends
+    assert all(v[be].t_layer_s == s[be].t_layer_s for be in ("cuda", "rocm"))
+    assert any(v[be].t_step_s != s[be].t_step_s for be in ("cuda", "rocm"))
 
 
 def test_a_pool_gives_a_cost_of_its_own_only_to_what_has_rows_enough():

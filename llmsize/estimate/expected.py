@@ -458,6 +458,26 @@ def kernel_class(plan: Plan, runtime: str | None, marlin: bool = False) -> str:
 # (tests/test_speed.py holds the note to it)
 CDNA4_TARGETS = ("gfx950",)
 CDNA3_TARGETS = ("gfx942",)
+# SGLang runs an MLA model whose head dims are not DeepSeek's (qk_nope_head_dim 128) on datacenter Blackwell with its
+# Triton attention backend (sglang PR #17247; the SGLang Cookbook's GLM-4.7-Flash line on a B200); its rows of a
+# release before 0.5.12, left out of the fit (estimate/observed.py, SGLANG_TRITON_MLA_SPLITS), priced with the shipped
+# constants (tests/test_speed.py holds the range to them)
+SGLANG_TRITON_MLA_NOTE = (
+    "SGLang decodes this MLA model on datacenter Blackwell with its Triton attention backend (its head dims are not "
+    "DeepSeek's; sglang PR #17247): the SGLang Cookbook's GLM-4.7-Flash runs on a B200 (a release before 0.5.12, whose "
+    "Triton MLA decode took at most 8 KV splits), outside the fit, decoded at 0.31-0.45 of such a figure")
+DEEPSEEK_QK_NOPE_DIM = 128
+
+
+def triton_mla_on_blackwell(plan: Plan) -> bool:
+    """Whether the plan's model is MLA with head dims other than DeepSeek's, on a datacenter Blackwell card (compute
+    capability 10.x), where SGLang runs it with its Triton attention backend (SGLANG_TRITON_MLA_NOTE)."""
+    if not (plan.gpu.compute_capability or "").startswith("10."):
+        return False
+    return any(g.mixer is not None and g.mixer.kind == "mla" and g.mixer.qk_nope_head_dim != DEEPSEEK_QK_NOPE_DIM
+               for g in plan.model.layer_groups)
+
+
 # SGLang up to 0.5.9 on CDNA3 cards copied DeepSeek's absorbed MLA projections' FP8 weights to BF16 at every decode
 # step (estimate/observed.py, SGLANG_CDNA3_MLA); those releases' published rows, left out of the fit, priced with the
 # shipped constants (tests/test_speed.py holds the range to them)
@@ -708,6 +728,8 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
         notes += (LLAMACPP_RECURRENT_PREFILL_NOTE if rid == "llamacpp" else RECURRENT_PREFILL_NOTE,)
     if rid in ("vllm", "sglang") and plan.gpu.llvm_target in CDNA4_TARGETS:
         notes += (CDNA4_NOTE,)
+    if rid == "sglang" and triton_mla_on_blackwell(plan):
+        notes += (SGLANG_TRITON_MLA_NOTE,)
     if rid == "sglang" and plan.gpu.llvm_target in CDNA3_TARGETS and has_mla(plan.model) \
             and plan.fmt.id.startswith("fp8"):
         notes += (OLD_SGLANG_CDNA3_MLA_NOTE,)

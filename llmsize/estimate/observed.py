@@ -253,18 +253,43 @@ def llamacpp_amd_prompt_by_blas(row: Row, runtime: str, gpu: GpuSpec, fid: str, 
 SGLANG_CDNA3_MLA = ((0, 5, 10, 0), "2026-04-05")  # the first release with it, and its wheel's date
 
 
+def sglang_before(version: str | None, published: str | None, first: tuple[tuple[int, int, int, int], str]) -> bool:
+    """Whether a run was of an SGLang release before `first` (its release tuple and its wheel's date): by the
+    release `version` names, else by its source's date."""
+    r = sglang_release(version)
+    if r is not None:
+        return r < first[0]
+    return published is not None and str(published) < first[1]
+
+
 def sglang_cdna3_mla_before(version: str | None, runtime: str, gpu: GpuSpec, model: ModelSpec,
                             published: str | None) -> bool:
     """Whether a run of an MLA model (DeepSeek's architecture) under SGLang on a CDNA3 card was before 0.5.10
     (SGLANG_CDNA3_MLA): by its release (`version` as printed), else by its source's date."""
-    if runtime != "sglang" or (gpu.llvm_target or "") not in CDNA3_TARGETS:
+    if runtime != "sglang" or (gpu.llvm_target or "") not in CDNA3_TARGETS or not has_mla(model):
         return False
-    if not has_mla(model):
+    return sglang_before(version, published, SGLANG_CDNA3_MLA)
+
+
+# SGLang's Triton MLA decode split a sequence's cache into at most triton_attention_num_kv_splits (8) parts until
+# 0.5.12 (wheel of 2026-05-16), which raised the cap for MLA models to the SM count (_mla_decode_kv_splits_cap in
+# layers/attention/triton_backend.py): at batch 1 its grid was (1, ceil(heads / 16), 8), 16 thread blocks on a
+# B200's 148 SMs for GLM-4.7-Flash's 20 heads (sglang PR #27786 describes the underfill). The SGLang Cookbook runs
+# GLM-4.7-Flash on a B200 with --attention-backend triton (sglang PR #17247; its MLA head dims, qk_nope 192 and a
+# 256-wide prefill head, are not those the FlashInfer and TRT-LLM MLA kernels of the time took). Those rows took
+# 2.1-3.0x the predicted step: the growth with context, about 1.1 ms a 1,000 tokens, is the split cap's; the rest
+# (about 8 ms a token at short context, twice the prediction) has no documented cause (the fused MoE had no tuned config
+# for its 64 experts and a shared one on a B200 then).
+SGLANG_TRITON_MLA_SPLITS = ((0, 5, 12, 0), "2026-05-16")
+_TRITON_BACKEND = re.compile(r"attention[-_]backend[= ]+triton\b", re.I)
+
+
+def sglang_triton_mla_capped(row: Row, runtime: str, model: ModelSpec, published: str | None) -> bool:
+    """Whether an SGLang run of an MLA model named the Triton attention backend and was of a release before 0.5.12
+    (SGLANG_TRITON_MLA_SPLITS), whose MLA decode took at most 8 KV splits."""
+    if runtime != "sglang" or not has_mla(model) or not _TRITON_BACKEND.search(_row_text(row)):
         return False
-    r = sglang_release(version)
-    if r is not None:
-        return r < SGLANG_CDNA3_MLA[0]
-    return published is not None and str(published) < SGLANG_CDNA3_MLA[1]
+    return sglang_before(row.runtime_version, published, SGLANG_TRITON_MLA_SPLITS)
 
 
 _MARLIN_MOE = re.compile(r"marlin[- _]?moe|marlin_gemm_moe", re.I)
@@ -345,6 +370,9 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
     if row.kind == "decode" and vllm_rdna_before_skinny(row, runtime, gpu, fid, published):
         return ("vLLM before its skinny GEMMs on RDNA (v0.19.0, PR #34709): 16-bit and FP8 decode matmuls through "
                 "hipBLASLt, a kernel path plans do not predict")
+    if row.kind == "decode" and sglang_triton_mla_capped(row, runtime, model, published):
+        return ("SGLang's Triton MLA decode before 0.5.12: at most 8 KV splits, 16 thread blocks at batch 1 (sglang PR "
+                "#27786), a kernel path plans do not predict")
     if row.kind == "decode" and sglang_cdna3_mla_before(row.runtime_version, runtime, gpu, model, published):
         return ("SGLang before 0.5.10 on a CDNA3 card, an MLA model: its absorbed projections copied their FP8 weights "
                 "to BF16 every step (sglang PR #18624), a kernel path plans do not predict")

@@ -1451,6 +1451,23 @@ def test_a_serving_run_that_drew_its_prompts_gives_their_mean():
             Row(**base, **bad, verbatim=lines)
 
 
+def test_a_serving_run_that_drew_its_outputs_decodes_at_their_mean_context():
+    """The same runs draw output lengths below --random-output-len: 10 requests of '1K in / 8K out' generated 44,452
+    tokens (the SGLang Cookbook's DeepSeek-R1 page), so a TPOT row's mid-decode context is 610 + 4,445 / 2 = 2,832
+    tokens, not 610 + 4,000; the nominal gen_tokens stays the ceiling (vLLM V0's graph-capture rule reads it). A
+    total alone, or one absent from the verbatim lines, is refused."""
+    base = dict(card="B200", model="m", format="bf16", test="t", kind="decode", batch=1, ms_per_token=9.21,
+                gen_tokens=8000)
+    lines = ["Successful requests:  10", "Total input tokens:  6101", "Total generated tokens:  44452",
+             "Mean TPOT (ms):  9.21"]
+    r = Row(**base, input_tokens_total=6101, output_tokens_total=44452, requests=10, verbatim=lines)
+    assert r.gen_length == 4445 and r.gen_tokens == 8000 and r.context_tokens == 610 + 4445 // 2
+    assert Row(**base, input_tokens_total=6101, requests=10, verbatim=lines).context_tokens == 610 + 4000
+    for bad in (dict(output_tokens_total=44452), dict(output_tokens_total=44453, requests=10)):
+        with pytest.raises(ValueError):
+            Row(**base, **bad, verbatim=lines)
+
+
 def test_a_prompt_costed_at_a_stand_in_fp32_rate_does_not_calibrate_a_serving_engine(catalog):
     """The DGX Spark's only published tensor figure is FP4 (500 TFLOPS dense): a 16-bit prompt would be costed at its
     31 TFLOPS FP32 rate, which vLLM's 16-bit prompts there outrun (Qwen3.6-27B BF16, 1,024 tokens in 1.07 s: ~51

@@ -58,7 +58,10 @@ class Row(Strict):
     input_tokens_total: int | None = Field(None, strict=True, gt=0, le=1 << 40, description="a serving benchmark's "
                                            "printed total of prompt tokens over its requests (with `requests`: "
                                            "the mean prompt, when the dataset drew the lengths)")
-    requests: int | None = Field(None, strict=True, gt=0, le=1 << 30, description="the requests that total counts")
+    output_tokens_total: int | None = Field(None, strict=True, gt=0, le=1 << 40, description="a serving benchmark's "
+                                            "printed total of generated tokens over its requests (with `requests`: "
+                                            "the mean output, when the dataset drew the lengths)")
+    requests: int | None = Field(None, strict=True, gt=0, le=1 << 30, description="the requests those totals count")
     depth_tokens: int | None = Field(None, strict=True, ge=0, le=1 << 24)
     gen_tokens: int | None = Field(None, strict=True, ge=0, le=1 << 24)
     tok_s: float | None = Field(None, strict=True, gt=0, le=1e9)
@@ -92,13 +95,14 @@ class Row(Strict):
         if self.ttft_ms is not None and self.ttft_s is not None or \
                 self.ms_per_token is not None and self.s_per_token is not None:
             raise ValueError("give a figure in the unit the source prints it, once (ms or s)")
-        if (self.input_tokens_total is None) != (self.requests is None):
-            raise ValueError("input_tokens_total and requests come together (the mean prompt is their ratio)")
+        if (self.input_tokens_total is None and self.output_tokens_total is None) != (self.requests is None):
+            raise ValueError("input_tokens_total or output_tokens_total and requests come together (a mean is "
+                             "their ratio)")
         if self.input_tokens_total is not None and self.prompt_tokens is not None:
             raise ValueError("give prompt_tokens or the printed input_tokens_total and requests, not both")
         text = " | ".join(self.verbatim) if isinstance(self.verbatim, list) else self.verbatim
         for v in (self.tok_s, self.ms_per_token, self.ttft_ms, self.ttft_s, self.s_per_token, self.request_s,
-                  self.input_tokens_total, self.requests):
+                  self.input_tokens_total, self.output_tokens_total, self.requests):
             if v is not None and not figure_in(v, text):
                 raise ValueError(f"figure {v} does not appear in the verbatim excerpt {self.verbatim!r}")
         return self
@@ -113,12 +117,20 @@ class Row(Strict):
         return None
 
     @property
+    def gen_length(self) -> int | None:
+        """The generated tokens a request made: the mean of a benchmark that drew them (output_tokens_total /
+        requests), else gen_tokens as set (a drawn run's gen_tokens is its ceiling)."""
+        if self.output_tokens_total is not None and self.requests:
+            return max(1, round(self.output_tokens_total / self.requests))
+        return self.gen_tokens
+
+    @property
     def context_tokens(self) -> int:
         """Mean context over the measured decode (prompt + depth + half the generated tokens), or the prompt."""
         base = (self.prompt_length or 0) + (self.depth_tokens or 0)
         if self.kind == "prefill":
             return max(base, 1)
-        return max(base + (self.gen_tokens or 0) // 2, 1)
+        return max(base + (self.gen_length or 0) // 2, 1)
 
     @property
     def step_time_s(self) -> float | None:

@@ -12,8 +12,8 @@ from llmsize.catalog.schema import GpuSpec, ModelSpec, RuntimeSpec, SpeedGroup
 from llmsize.errors import InvalidValueError, LlmsizeError
 from llmsize.estimate.flops import compute_peak
 from llmsize.estimate.memo import by_identity
-from llmsize.estimate.prefill import UNFUSED_SCORE_TRAFFIC
 from llmsize.estimate.plan import Plan
+from llmsize.estimate.prefill import UNFUSED_SCORE_TRAFFIC
 from llmsize.estimate.runtime_model import departure, run_model
 from llmsize.estimate.speed import (
     ALIAS_NOTE,
@@ -28,11 +28,11 @@ from llmsize.estimate.speed import (
     Expected,
     PrefillInputs,
     StepInputs,
+    at_file_bytes,
     expected_speed,
     format_class,
     is_ternary,
     link_kind,
-    at_file_bytes,
     prefill_fraction,
     prefill_missing,
     prefill_parts_s,

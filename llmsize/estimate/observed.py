@@ -11,8 +11,8 @@ from llmsize.catalog.measurement import Row, format_id, printed_bytes
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import LlmsizeError
 from llmsize.estimate.expected import (
-    LLAMACPP_UBATCH_TOKENS,
     CDNA3_TARGETS,
+    LLAMACPP_UBATCH_TOKENS,
     MATMUL_PRECISION,
     fp32_stands_in,
     has_mla,

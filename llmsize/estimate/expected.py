@@ -11,6 +11,7 @@ from dataclasses import replace as _replace
 from llmsize.catalog.schema import GpuSpec, ModelSpec, RuntimeSpec, SpeedGroup
 from llmsize.errors import InvalidValueError, LlmsizeError
 from llmsize.estimate.flops import compute_peak
+from llmsize.estimate.kv import mla_mixers
 from llmsize.estimate.memo import by_identity
 from llmsize.estimate.plan import Plan
 from llmsize.estimate.prefill import UNFUSED_SCORE_TRAFFIC
@@ -474,8 +475,7 @@ def triton_mla_on_blackwell(plan: Plan) -> bool:
     capability 10.x), where SGLang runs it with its Triton attention backend (SGLANG_TRITON_MLA_NOTE)."""
     if not (plan.gpu.compute_capability or "").startswith("10."):
         return False
-    return any(g.mixer is not None and g.mixer.kind == "mla" and g.mixer.qk_nope_head_dim != DEEPSEEK_QK_NOPE_DIM
-               for g in plan.model.layer_groups)
+    return any(m.qk_nope_head_dim != DEEPSEEK_QK_NOPE_DIM for m in mla_mixers(plan.model))
 
 
 # SGLang up to 0.5.9 on CDNA3 cards copied DeepSeek's absorbed MLA projections' FP8 weights to BF16 at every decode
@@ -503,7 +503,7 @@ RECURRENT_MIXERS = ("ssm", "linear")
 
 def has_mla(model) -> bool:
     """Whether the model's attention is multi-head latent attention (DeepSeek V2/V3's, Kimi K2's)."""
-    return any(g.mixer is not None and g.mixer.kind == "mla" for g in model.layer_groups)
+    return bool(mla_mixers(model))
 
 
 def has_recurrent_layers(model) -> bool:

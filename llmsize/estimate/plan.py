@@ -24,7 +24,7 @@ from llmsize.estimate.capacity import (
 from llmsize.estimate.decode import DecodeModel, DecodeStep, check_batch
 from llmsize.estimate.diagnosis import Diagnosis, diagnose
 from llmsize.estimate.flops import ComputePeak, compute_peak
-from llmsize.estimate.kv import KvBytes, check_context, kv_bytes
+from llmsize.estimate.kv import KvBytes, check_context, kv_bytes, mla_mixers
 from llmsize.estimate.kv_policy import KvPolicy, capped_model
 from llmsize.estimate.llamacpp_budget import cache_types, plan_ledger_budget
 from llmsize.estimate.parallel import (
@@ -258,8 +258,7 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
                                 f"such cache type (it stores {', '.join(LLAMACPP_KV_TYPES)}).",
                                 "Use --cache-type-k q8_0 --cache-type-v q8_0 --flash-attn on, or plan another runtime "
                                 "(--runtime vllm).")
-    if inputs.kv_dtype.lower() == "fp8_ds_mla" and not any(g.mixer is not None and g.mixer.kind == "mla"
-                                                            for g in model.layer_groups):
+    if inputs.kv_dtype.lower() == "fp8_ds_mla" and not mla_mixers(model):
         raise InvalidValueError(f"--kv-dtype fp8_ds_mla is vLLM's FlashMLA cache of MLA layers, and {model.name} "
                                 "has none.", "Use --kv-dtype fp8.")
 

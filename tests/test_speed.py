@@ -1207,26 +1207,36 @@ def test_sglang_mla_on_cdna3_before_0_5_10_is_skipped(catalog, card, model, vers
     assert not skipped or "SGLang before 0.5.10 on a CDNA3 card" in got
 
 
-def test_an_sglang_plan_of_deepseek_fp8_on_cdna3_says_what_older_releases_decoded_at(catalog, runtimes, monkeypatch):
-    """The rows skipped above, priced with the shipped constants as if they counted, give the note's range; the plan
-    of an FP8 MLA model under SGLang on an MI300X says it, not a BF16 one, not on an H200 or an MI355X, not under
-    vLLM."""
+def _priced_as_if_counted(catalog, monkeypatch, rule: str, reason: str) -> list:
+    """measured / predicted of the SGLang rows that observed.`rule` leaves out of the fit (their skip reason holds
+    `reason`), priced with the shipped constants as if the rule let them in (benchmarks/predict_rows.py)."""
     import llmsize.estimate.observed as observed
-    from llmsize.estimate.expected import OLD_SGLANG_CDNA3_MLA_NOTE, expect
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from predict_rows import price
 
     got = []
     for path in sorted((ROOT / "measurements").glob("sglang-*.yaml")):
-        skipped = {i for i, _, _, why in price(path, catalog) if why and "SGLang before 0.5.10 on a CDNA3" in why}
+        skipped = {i for i, _, _, why in price(path, catalog) if why and reason in why}
         if skipped:
             with monkeypatch.context() as m:
-                m.setattr(observed, "sglang_cdna3_mla_before", lambda *a, **k: False)
+                m.setattr(observed, rule, lambda *a, **k: False)
                 got += [r for i, _, r, _ in price(path, catalog) if i in skipped]
-    assert len(got) >= 10 and None not in got
+    assert got and None not in got
+    return got
+
+
+def test_an_sglang_plan_of_deepseek_fp8_on_cdna3_says_what_older_releases_decoded_at(catalog, runtimes, monkeypatch):
+    """The rows skipped above, priced with the shipped constants as if they counted, give the note's range; the plan
+    of an FP8 MLA model under SGLang on an MI300X says it, not a BF16 one, not on an H200 or an MI355X, not under
+    vLLM."""
+    from llmsize.estimate.expected import OLD_SGLANG_CDNA3_MLA_NOTE, expect
+
+    got = _priced_as_if_counted(catalog, monkeypatch, "sglang_cdna3_mla_before", "SGLang before 0.5.10 on a CDNA3")
+    assert len(got) >= 10
     assert f"decoded at {min(got):.2f}-{max(got):.2f} of this figure" in OLD_SGLANG_CDNA3_MLA_NOTE
-    assert f"decoded at {min(got):.2f}-{max(got):.2f} of its figure" in (ROOT / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text().replace("\n", " ")
+    assert f"decoded at {min(got):.2f}-{max(got):.2f} of its figure" in readme
     for card, quant, rid, says in (("mi300x", "fp8", "sglang", True), ("mi300x", "bf16", "sglang", False),
                                    ("h200", "fp8", "sglang", False), ("mi355x", "fp8", "sglang", False),
                                    ("mi300x", "fp8", "vllm", False)):
@@ -1258,18 +1268,10 @@ def test_an_sglang_plan_of_a_non_deepseek_mla_model_on_blackwell_says_what_trito
     """The Cookbook's GLM-4.7-Flash rows, priced with the shipped constants as if they counted, give the note's
     range; the note is on an SGLang plan of an MLA model with head dims other than DeepSeek's on datacenter
     Blackwell only."""
-    import llmsize.estimate.observed as observed
     from llmsize.estimate.expected import SGLANG_TRITON_MLA_NOTE, expect
 
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from predict_rows import price
-
-    path = ROOT / "measurements" / "sglang-cookbook-glm-4-7-flash.yaml"
-    assert all(why and "Triton MLA decode before 0.5.12" in why for _, _, _, why in price(path, catalog))
-    with monkeypatch.context() as m:
-        m.setattr(observed, "sglang_triton_mla_capped", lambda *a, **k: False)
-        got = [r for _, _, r, _ in price(path, catalog)]
-    assert len(got) == 3 and None not in got
+    got = _priced_as_if_counted(catalog, monkeypatch, "sglang_triton_mla_capped", "Triton MLA decode before 0.5.12")
+    assert len(got) == 3  # the Cookbook's GLM-4.7-Flash rows
     assert f"decoded at {min(got):.2f}-{max(got):.2f} of such a figure" in SGLANG_TRITON_MLA_NOTE
     readme = (ROOT / "README.md").read_text().replace("\n", " ")
     assert f"decoded at {min(got):.2f}-{max(got):.2f} of such a figure" in readme

@@ -55,7 +55,7 @@ from fit_host import fit_host  # noqa: E402
 from llmsize.catalog.loader import Catalog  # noqa: E402
 from llmsize.catalog.measurement import load_dataset  # noqa: E402
 from llmsize.errors import LlmsizeError  # noqa: E402
-from llmsize.estimate.expected import RUNTIME_NAMES, backend, stream_family  # noqa: E402
+from llmsize.estimate.expected import RUNTIME_NAMES  # noqa: E402
 from llmsize.estimate.observed import Observed, card_of, llamacpp_flash_attn, observe  # noqa: E402
 from llmsize.estimate.speed import (  # noqa: E402
     Constants,
@@ -90,7 +90,7 @@ MIN_ROWS_CLASS = 6  # fewer rows (or one source) of a format class: it takes the
 MIN_SOURCES_CLASS = 2
 ETA_MIN = 0.1
 LINKS = ("nvlink", "xgmi", "pcie", "network")
-BACKEND_WORDS = {"cuda": "CUDA", "rocm": "ROCm", "metal": "Metal"}
+BACKEND_WORDS = {"cuda": "CUDA", "rocm": "ROCm", "metal": "Metal", "vulkan": "Vulkan"}
 # Runtimes whose batch-1 decode attention runs on the vector units (llama.cpp's fattn-vec / kernel_flash_attn_ext_vec,
 # MLX's sdpa_vector): their attention FLOPs cost time beyond the cache's bytes. The CUDA-graph runtimes decode with
 # FlashAttention / FlashInfer / FlashMLA kernels on the tensor cores, bound by the cache's bytes except where their
@@ -109,7 +109,9 @@ _GRAPH = "fitted with the other CUDA-graph runtimes' rows (vLLM, SGLang, TensorR
 BORROW = {
     **{rt: [(GRAPH_RUNTIMES, ("cuda",), _GRAPH + " on NVIDIA cards"),
             (GRAPH_RUNTIMES, ("cuda", "rocm"), _GRAPH + " on NVIDIA and AMD cards")] for rt in GRAPH_RUNTIMES},
-    "llamacpp": [(("llamacpp",), ("cuda", "rocm"), "fitted with llama.cpp's CUDA and ROCm rows together")],
+    "llamacpp": [(("llamacpp",), ("cuda", "rocm"), "fitted with llama.cpp's CUDA and ROCm rows together"),
+                 (("llamacpp",), ("cuda", "rocm", "vulkan"), "fitted with llama.cpp's CUDA, ROCm and Vulkan rows "
+                                                             "together")],
 }
 
 
@@ -392,8 +394,12 @@ def fit_group(runtime: str, be: str, rows: list[Observed], pool: list[Observed] 
     if need.get("attn"):  # from the pool's CUDA rows where it has them: the same kernels, pinned by deep rows
         # (the CUDA and ROCm pool's own fit, its Strix Halo rows of no citable FP32 rate reading depth as a slow
         # cache, priced it 0: runtimes/llamacpp.yaml at 5c13f51)
-        kin = [o for o in pool if backend(o.plan.gpu) == "cuda"] if be != "cuda" else []
+        kin = [o for o in pool if o.backend == "cuda"] if be != "cuda" else []
         fixed["attn"] = fit_group(runtime, "cuda", kin).attn_cost if kin else donor.attn_cost
+        # and the cache's streaming fraction, which the same deep rows pin: the pool's on this backend (two rows of
+        # one depth pair, an RTX 5090's Vulkan runs at 512 and 8,192 tokens, otherwise fit it alone: 0.1 of the
+        # bandwidth, and Vulkan runs at 32K-64K tokens held out at 2-7x the speed predicted)
+        fixed["v_kv"] = donor.v_kv + donor.v_backend.get(be, 0.0)
     if need.get("moe"):
         fixed.update({"t_moe": donor.t_moe_layer_s, "expert": donor.expert_read_cost})
     if need.get("alpha"):  # each link the rows cross at the pool's latency (its slowest fitted one if it has none)
@@ -407,7 +413,7 @@ def fit_group(runtime: str, be: str, rows: list[Observed], pool: list[Observed] 
         take_prefill(fit, donor)
         need["prefill_moe"] = False  # in the prefill constants
     else:
-        same_backend = donor is not None and {backend(o.plan.gpu) for o in pool} == {be}
+        same_backend = donor is not None and {o.backend for o in pool} == {be}
         need["prefill_classes"] = fit_prefill(fit, [o for o in rows if o.prefill is not None], donor,
                                               donor if same_backend else None)
     fit.borrowed_terms = tuple(k for k, v in need.items() if v)
@@ -453,10 +459,10 @@ def moe_backend_keys(dec: list[Observed]) -> list[tuple[str, str]]:
     """(engine, backend) of a pool of several backends whose MoE decode rows on a backend but CUDA may pin a
     routed-expert layer's further cost there (DecodeSystem's t_moe_be): MIN_ROWS_CLASS rows from MIN_SOURCES_CLASS
     sources."""
-    if len({backend(o.plan.gpu) for o in dec}) < 2:
+    if len({o.backend for o in dec}) < 2:
         return []
-    return _own([o for o in dec if o.step.moe_layers and backend(o.plan.gpu) != "cuda"],
-                lambda o: (o.runtime, backend(o.plan.gpu)), keep_largest=True)
+    return _own([o for o in dec if o.step.moe_layers and o.backend != "cuda"],
+                lambda o: (o.runtime, o.backend), keep_largest=True)
 
 
 def moe_backend_holds(rows: list[Observed]) -> tuple[tuple[str, float], ...]:
@@ -469,7 +475,7 @@ def moe_backend_holds(rows: list[Observed]) -> tuple[tuple[str, float], ...]:
     holds = []
     for rt, be in moe_backend_keys(dec):
         name = f"t_moe_be:{rt}:{be}"
-        test = [o for o in dec if o.runtime == rt and backend(o.plan.gpu) == be and o.step.moe_layers]
+        test = [o for o in dec if o.runtime == rt and o.backend == be and o.step.moe_layers]
         summary = {}
         for hold in ((), ((name, 0.0),)):
             ho = HeldOut([], [], [], [], [], [])
@@ -503,8 +509,8 @@ class DecodeSystem:
         # rows of several backends (a borrowed pool): each backend but CUDA streams its bytes at a further cost of
         # its own (ROCm's kernels reach less of their cards' peak), the rest of the fit shared; on AMD cards, each
         # GPU family its own (expected.stream_family: CDNA's and RDNA's kernels are written apart)
-        self.backends = sorted({stream_family(o.plan.gpu) for o in dec} - {"cuda"}) if len(
-            {backend(o.plan.gpu) for o in dec}) > 1 else []
+        self.backends = sorted({o.family for o in dec} - {"cuda"}) if len(
+            {o.backend for o in dec}) > 1 else []
         # and each engine's routed-expert layers there a further cost of their own (t_moe_be), where it has MoE rows
         # enough on that backend: fused-MoE kernels are written per engine and vendor (without it SGLang's DeepSeek
         # on an MI300X or MI325X holds out at 0.36-0.93 of the pool's speed and its Gemma 4 26B-A4B at 0.50, its dense
@@ -540,8 +546,8 @@ class DecodeSystem:
             row.append(x.recurrent_layers)  # per second of t_recurrent_layer_s: a hybrid's SSM / linear layers
             row += [x.layers if kern == k else 0.0 for k in self.own_kernels]
             row += [1.0 if o.runtime == r else 0.0 for r in self.own_fixed]
-            row += [w_bw + kv_bw if stream_family(o.plan.gpu) == b else 0.0 for b in self.backends]
-            row += [x.moe_layers if (o.runtime, backend(o.plan.gpu)) == k else 0.0 for k in self.moe_backends]
+            row += [w_bw + kv_bw if o.family == b else 0.0 for b in self.backends]
+            row += [x.moe_layers if (o.runtime, o.backend) == k else 0.0 for k in self.moe_backends]
             rows_a.append([r / t for r in row])
         # fractions stay >= ETA_MIN (v <= 1/ETA_MIN - 1): a term the rows cannot pin must not swallow the others
         self.upper = [1 / ETA_MIN - 1 if n.startswith("v") else math.inf for n in self.names]  # v_be: too
@@ -572,7 +578,8 @@ class DecodeSystem:
         hybrid = [o for o in dec if o.step.recurrent_layers]
         if len(hybrid) < MIN_ROWS_CLASS or len({o.source_key for o in hybrid}) < MIN_SOURCES_CLASS:
             self.upper[self.names.index("t_rec")] = 0.0
-        self.fixed = dict(fixed or {})
+        # (a term held where a left-out source's rows took away what pinned it is not in this system at all)
+        self.fixed = {k: v for k, v in (fixed or {}).items() if k in self.names}
         for name in self.fixed:
             self.upper[self.names.index(name)] = 0.0
         self.A = np.array(rows_a, dtype=float).reshape(len(rows_a), len(self.names))
@@ -609,7 +616,7 @@ class DecodeSystem:
         # a format class without enough rows streams like 16-bit weights where those were measured, else like
         # the median fitted class
         v_default = v.get("f16", median(list(v.values())) if v else theta["v:other"])
-        v_kv = theta["v_kv"] if self.depth else v_default
+        v_kv = theta["v_kv"] if self.depth or "v_kv" in self.fixed else v_default
         fit = GroupFit(runtime, be, self.classes, self.links, v, v_default, v_kv, theta["t_layer"],
                        theta["t_step"], theta["t_moe"], {k: theta[f"alpha:{k}"] for k in self.links}, {}, None,
                        theta["alu"], theta["attn"], theta["tile"], theta["v0"])
@@ -780,8 +787,8 @@ def _fit_prefill_at(fit: GroupFit, table: PrefillTable, moe_cost: float, read_co
 def predict(fit: GroupFit, o: Observed) -> float | None:
     """A row's time under the fit, with its own engine's fixed costs where the pool fitted them, and its own
     backend's streaming cost where the pool spans several."""
-    c = dataclasses.replace(fit, runtime=o.runtime, backend=backend(o.plan.gpu),
-                            family=stream_family(o.plan.gpu)).constants()
+    c = dataclasses.replace(fit, runtime=o.runtime, backend=o.backend,
+                            family=o.family).constants()
     if o.step is not None:
         return decode_step_time_s(o.step, c)
     return prefill_time_s(o.prefill, c)
@@ -848,7 +855,7 @@ def scored(fit: GroupFit, rows: list[Observed], into: HeldOut | None = None) -> 
         ho.ratios.append(ratio)
         ho.errors.append(abs(1 / ratio - 1))
         ho.segments.append(o.plan.gpu.segment)
-        ho.groups.append((o.runtime, backend(o.plan.gpu)))
+        ho.groups.append((o.runtime, o.backend))
         ho.sources.append((o.source_key.split("::")[0], o.plan.gpu.id))
         ho.labels.append(f"{o.plan.model.id} {o.plan.fmt.id} {o.row.gpus} x {o.plan.gpu.id} batch {o.row.batch} "
                          + (f"context {o.row.context_tokens:,}" if o.step is not None
@@ -899,13 +906,13 @@ def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, 
         "prefill_band": [r4(pband[0]), r4(pband[1])] if pband else None,
         "rows_decode": len(dec), "rows_prefill": len(pre),
         "cards": sorted({o.plan.gpu.id for o in rows}),
-        "row_backends": sorted({backend(o.plan.gpu) for o in rows}),
+        "row_backends": sorted({o.backend for o in rows}),
         "decode_held_out": ho_d.summary(band) if ho_d.errors else None,
         "prefill_held_out": ho_p.summary(pband) if ho_p.errors and pband else None,
     }
     if fit.backend == "rocm" and "rdna" in fit.v_backend:  # RDNA cards' own streaming cost (stream_family)
         r = dataclasses.replace(fit, family="rdna").constants()
-        rd = [o for o in dec if stream_family(o.plan.gpu) == "rdna"]
+        rd = [o for o in dec if o.family == "rdna"]
         g["rdna"] = {"eta_weights": {k: r4(e) for k, e in r.eta_weights.items()},
                      "eta_weights_default": r4(r.eta_weights_default), "eta_kv": r4(r.eta_kv),
                      "rows_decode": len(rd), "sources": len({o.source_key for o in rd}),
@@ -913,7 +920,7 @@ def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, 
     own_moe = fit.t_moe_backend.get((fit.runtime, fit.backend), 0.0)
     if own_moe > 0:  # the engine's own further cost a routed-expert layer on this backend (t_moe_be)
         models = Counter(o.plan.model.name for o in dec if o.runtime == fit.runtime
-                         and backend(o.plan.gpu) == fit.backend and o.step.moe_layers)
+                         and o.backend == fit.backend and o.step.moe_layers)
         g["own_moe"] = (f"{RUNTIME_NAMES[fit.runtime]}'s MoE layers on {BACKEND_WORDS[fit.backend]} cost "
                         f"{own_moe * 1e3:.3f} ms more each than the other engines', fitted on its own MoE decode rows "
                         "there (" + ", ".join(f"{m} x {n}" for m, n in models.most_common()) + ")")
@@ -989,7 +996,7 @@ def run(write: bool, check: bool, sources: str | None = None) -> int:
     obs, skipped, data = observations(cat)
     groups = defaultdict(list)
     for o in obs:
-        be = backend(o.plan.gpu)
+        be = o.backend
         if be:
             for rt in {o.runtime, *[r for r, pool in POOLED.items() if o.runtime in pool]}:
                 groups[(rt, be)].append(o)
@@ -1008,7 +1015,7 @@ def run(write: bool, check: bool, sources: str | None = None) -> int:
         for pool_rts, pool_bes, why in BORROW[rt]:
             if be not in pool_bes:  # a pool with the backend's own rows (and its streaming cost, v_be)
                 continue
-            rows = [o for o in obs if o.runtime in pool_rts and backend(o.plan.gpu) in pool_bes]
+            rows = [o for o in obs if o.runtime in pool_rts and o.backend in pool_bes]
             if len([o for o in rows if o.step is not None]) < MIN_ROWS_GROUP:
                 continue
             n_src, n_card = len({o.source_key for o in own}), len({o.plan.gpu.id for o in own})
@@ -1045,7 +1052,7 @@ def run(write: bool, check: bool, sources: str | None = None) -> int:
         pool, why = None, None
         if (rt, be) not in borrowed:
             pool, why = next(((p, w) for p, w in (  # a pool of its own backend's rows and its kin's
-                ([o for o in obs if o.runtime in rts and backend(o.plan.gpu) in bes], w)
+                ([o for o in obs if o.runtime in rts and o.backend in bes], w)
                 for rts, bes, w in BORROW.get(rt, ()) if be in bes)
                 if sum(1 for o in p if o.step is not None) >= MIN_ROWS_GROUP), (None, None))
         # prompts fitted on its own rows, or taken from the pool where that predicts its own prompt rows better
@@ -1069,10 +1076,10 @@ def run(write: bool, check: bool, sources: str | None = None) -> int:
             ho_p = held_out(rt, be, pre_rows, "prefill", hold=hold if pre_rows is rows else ())
         # a fit on others' rows too (pooled, borrowed) is judged on the rows this runtime ran: its table line and,
         # from MIN_ROWS_OWN of them, its band are theirs
-        mixed = {(o.runtime, backend(o.plan.gpu)) for o in rows} != {(rt, be)}
+        mixed = {(o.runtime, o.backend) for o in rows} != {(rt, be)}
         own_d, own_p = (ho.of(rt, be) if mixed else ho for ho in (ho_d, ho_p))
         if (rt, be) in borrowed:  # its own rows, outside the pool it borrowed, are held out by construction
-            unseen = [o for o in obs if o.runtime == rt and backend(o.plan.gpu) == be and o not in rows]
+            unseen = [o for o in obs if o.runtime == rt and o.backend == be and o not in rows]
             own_d = scored(fit, [o for o in unseen if o.step is not None], own_d)
             own_p = scored(fit, [o for o in unseen if o.prefill is not None], own_p)
         band = runtime_band(own_d, ho_d) or (0.7, 1.3)
@@ -1097,7 +1104,7 @@ def run(write: bool, check: bool, sources: str | None = None) -> int:
             by_runtime[rt].append((be, own_d, band))
         if sources == f"{rt}:{be}":
             per_source = (rt, be, shown_d, shown_p)
-        unscored = sum(1 for o in dec if o.runtime == rt and backend(o.plan.gpu) == be) - len(own_d.errors)
+        unscored = sum(1 for o in dec if o.runtime == rt and o.backend == be) - len(own_d.errors)
         note = f"cards {len({o.plan.gpu.id for o in rows})}, sources {len({o.source_key for o in rows})}"
         if mixed:
             g = ho_d.summary(band)

@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 from llmsize.catalog.loader import Catalog  # noqa: E402
 from llmsize.catalog.measurement import load_file  # noqa: E402
 from llmsize.errors import LlmsizeError  # noqa: E402
-from llmsize.estimate.expected import backend, constants  # noqa: E402
+from llmsize.estimate.expected import constants  # noqa: E402
 from llmsize.estimate.observed import card_of, observe  # noqa: E402
 from llmsize.estimate.speed import decode_step_time_s, prefill_time_s  # noqa: E402
 
@@ -47,7 +47,7 @@ def price(path: Path, cat: Catalog) -> list[tuple[int, str, float | None, str | 
         if isinstance(o, str):
             out.append((i, what, None, o))
             continue
-        c = constants(cat.runtimes.get(f.runtime), backend(gpu), gpu)
+        c = constants(cat.runtimes.get(f.runtime), o.backend, gpu)
         if c is None:
             out.append((i, what, None, f"no fitted {f.runtime} constants on this backend"))
             continue

@@ -109,6 +109,7 @@ from llmsize.options import (
     QuantOpt,
     RateOpt,
     RuntimeOpt,
+    BackendOpt,
     SaveOpt,
     ScopeOpt,
     SeedOpt,
@@ -276,6 +277,7 @@ def plan(
     host_bandwidth_gb_s: HostBandwidthOpt = None,
     fit: LlamaFitOpt = False,
     runtime: RuntimeOpt = None,
+    gpu_backend: BackendOpt = None,
     calibrate: CalibrateOpt = None,
     estimate_only: EstimateOnlyOpt = False,
     levers: LeversOpt = False,
@@ -304,6 +306,9 @@ def plan(
     if not gpu:
         raise InvalidValueError("Missing option --gpu.", "Name a card: `llmsize gpus` lists them.")
     fmt = _one_format(as_json, fmt)
+    from llmsize.estimate.expected import check_backend
+
+    check_backend(gpu_backend, runtime or engine)  # before any work: Vulkan under a runtime without one
     policy = parse_kv_policy(kv_policy)
     if no_flash_attn and flash_attn not in (None, "off"):
         raise InvalidValueError(f"--no-flash-attn and --flash-attn {flash_attn} disagree.", "Give one of them.")
@@ -405,8 +410,9 @@ def plan(
                         node_link_gb_s=node_link_gb_s,
                         wired_limit_bytes=wired, kv_policy=policy,
                         spec=parse_spec(spec, cat), flash_attn=attention_fused,
-                        runtime=plan_runtime, llamacpp=llama_options)
+                        runtime=plan_runtime, llamacpp=llama_options, backend=gpu_backend)
     p = make_plan(m, g, inputs, exact=exact, notes=notes, warnings=warnings)
+    check_backend(gpu_backend, plan_runtime, p)  # the plan's runtime on this card
     if not p.budget.weights_fit:  # name a bigger card: only now is the whole hardware catalog parsed
         p = make_plan(m, g, inputs, candidates=cat.hardware.all(), exact=exact, notes=notes, warnings=warnings)
     ledger = llama = None
@@ -725,6 +731,7 @@ def compare(
     node_link_gb_s: NodeLinkOpt = 50.0,
     prices: PricesOpt = None,
     runtime: RuntimeOpt = None,
+    gpu_backend: BackendOpt = None,
     sort: CompareSortOpt = "aggregate_tok_s",
     fmt: CompareFormatOpt = "table",
     as_json: JsonOpt = False,
@@ -747,6 +754,9 @@ def compare(
     """
     fmt = _one_format(as_json, fmt)
     context = DEFAULT_CONTEXT if context is None else context
+    from llmsize.estimate.expected import check_backend
+
+    check_backend(gpu_backend, runtime)  # before any work: Vulkan under a runtime without one
     from llmsize.estimate.compare import compare as run_compare
     from llmsize.estimate.compare import sort_rows
     from llmsize.estimate.plan import PlanInputs
@@ -774,7 +784,8 @@ def compare(
     stages = _stages(pp, nodes)
     inputs = PlanInputs(quant=quant, kv_dtype=kv_dtype.lower(), context_tokens=context, gpu_util=gpu_util,
                         overhead_bytes=_gib_bytes(overhead_gib), tp=tp or 1, pp=stages, nodes=nodes,
-                        node_link_gb_s=node_link_gb_s, runtime=runtime.lower() if runtime else None)
+                        node_link_gb_s=node_link_gb_s, runtime=runtime.lower() if runtime else None,
+                        backend=gpu_backend)
     fixed = tp is not None or stages > 1
     runtimes = {r.id: r for r in cat.runtimes.all()}
     rows = sort_rows(run_compare(m, cards, inputs, users, price_map, fixed=fixed, runtimes=runtimes,
@@ -790,6 +801,10 @@ def compare(
     if inputs.gpu_util is None and len(utils) > 1:
         notes.append("Budgets: VRAM x 0.9 under the serving engines, the whole VRAM under llama.cpp (GGUF formats, "
                      "Apple cards), as each card's runtime reserves it.")
+    if gpu_backend:
+        notes.append(f"Expected speeds on --backend {gpu_backend}" + (
+            ": llama.cpp's Vulkan build, on NVIDIA and AMD cards (- on Apple cards, where it runs on Metal)."
+            if gpu_backend == "vulkan" else ": - on cards whose own backend it is not."))
     served = {r.users_served for r in rows if r.plan}
     if any(s < users for s in served):
         notes.append(f"Rows whose cache holds fewer than {users} sequences are aggregated at what it holds.")
@@ -798,7 +813,7 @@ def compare(
 
         _print_json({"model": m.id, "inputs": {"quant": quant, "kv_dtype": kv_dtype, "context_tokens": context,
                                                "users": users, "gpu_util": gpu_util, "sort": sort,
-                                               "currency": currency},
+                                               "currency": currency, "runtime": runtime, "backend": gpu_backend},
                      "rows": rows_to_dicts(rows)})
     elif fmt == "csv":
         from llmsize.render.compare_table import render_csv

@@ -314,6 +314,12 @@ RuntimeOpt = Annotated[Optional[str], _opt("--runtime", help="Expected speed in 
                                            "when every card is Apple's).", callback=choice(RUNTIME_CHOICES),
                                            show_default=False)]
 
+BACKEND_CHOICES = ("cuda", "rocm", "metal", "vulkan")
+BackendOpt = Annotated[Optional[str], _opt("--backend", help="The GPU backend the runtime runs on: vulkan for "
+                                           "llama.cpp's Vulkan build (also Ollama's and LM Studio's) on an NVIDIA "
+                                           "or AMD card. Default: the card's own (cuda, rocm, metal).",
+                                           callback=choice(BACKEND_CHOICES), show_default=False)]
+
 # ----------------------------------------------------------------------------------------- listing and compare
 
 MinMemoryOpt = Annotated[Optional[float], _opt("--min-memory-gib", help="At least this much VRAM, GiB.",

@@ -1207,16 +1207,17 @@ def test_sglang_mla_on_cdna3_before_0_5_10_is_skipped(catalog, card, model, vers
     assert not skipped or "SGLang before 0.5.10 on a CDNA3 card" in got
 
 
-def _priced_as_if_counted(catalog, monkeypatch, rule: str, reason: str) -> list:
-    """measured / predicted of the SGLang rows that observed.`rule` leaves out of the fit (their skip reason holds
-    `reason`), priced with the shipped constants as if the rule let them in (benchmarks/predict_rows.py)."""
+def _priced_as_if_counted(catalog, monkeypatch, rule: str, reason: str, files: str = "sglang-*.yaml") -> list:
+    """measured / predicted of the rows (of `files`, SGLang's by default) that observed.`rule` leaves out of the fit
+    (their skip reason holds `reason`), priced with the shipped constants as if the rule let them in
+    (benchmarks/predict_rows.py)."""
     import llmsize.estimate.observed as observed
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from predict_rows import price
 
     got = []
-    for path in sorted((ROOT / "measurements").glob("sglang-*.yaml")):
+    for path in sorted((ROOT / "measurements").glob(files)):
         skipped = {i for i, _, _, why in price(path, catalog) if why and reason in why}
         if skipped:
             with monkeypatch.context() as m:
@@ -1494,13 +1495,19 @@ def test_a_prompt_costed_at_a_stand_in_fp32_rate_does_not_calibrate_a_serving_en
                                   "k", m, h100), str)
 
 
-def test_the_llamacpp_hybrid_prompt_note_says_what_its_rows_price_at(catalog, monkeypatch):
-    """LLAMACPP_RECURRENT_PREFILL_NOTE's "1.0-1.9x" is llama.cpp's published hybrid prompts (skipped by the fit)
-    priced with the shipped constants as if they were not: predicted time / measured time's reciprocal range."""
+@pytest.mark.parametrize("vulkan", [False, True])
+def test_the_llamacpp_hybrid_prompt_note_says_what_its_rows_price_at(catalog, monkeypatch, vulkan):
+    """LLAMACPP_RECURRENT_PREFILL_NOTE's "1.0-1.9x" is llama.cpp's published hybrid prompts (skipped by the fit) on
+    the cards' own backends, priced with the shipped constants as if they were not: predicted time / measured time's
+    reciprocal range; its Vulkan note's, those of the Vulkan rows (their files: llamacpp-vulkan-*)."""
     import sys
 
     from llmsize.estimate import observed
-    from llmsize.estimate.expected import LLAMACPP_RECURRENT_PREFILL_NOTE, has_recurrent_layers
+    from llmsize.estimate.expected import (
+        LLAMACPP_RECURRENT_PREFILL_NOTE,
+        LLAMACPP_VULKAN_RECURRENT_PREFILL_NOTE,
+        has_recurrent_layers,
+    )
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from predict_rows import price
@@ -1508,12 +1515,15 @@ def test_the_llamacpp_hybrid_prompt_note_says_what_its_rows_price_at(catalog, mo
     monkeypatch.setattr(observed, "has_recurrent_layers", lambda model: False)
     ratios = []
     for f in sorted((ROOT / "measurements").glob("llamacpp-*.yaml")):
+        if f.name.startswith("llamacpp-vulkan-") != vulkan:
+            continue
         for _, what, ratio, _ in price(f, catalog):
             name = what.split()[2]
             if ratio is not None and what.endswith("prefill") and has_recurrent_layers(catalog.model(name)):
                 ratios.append(ratio)
-    assert len(ratios) >= 20
-    assert f"took {1 / max(ratios):.1f}-{1 / min(ratios):.1f}x this figure" in LLAMACPP_RECURRENT_PREFILL_NOTE
+    assert len(ratios) >= (10 if vulkan else 20)
+    note = LLAMACPP_VULKAN_RECURRENT_PREFILL_NOTE if vulkan else LLAMACPP_RECURRENT_PREFILL_NOTE
+    assert f"took {1 / max(ratios):.1f}-{1 / min(ratios):.1f}x this figure" in note
 
 
 def test_the_llamacpp_hybrid_decode_note_says_what_its_rows_price_at(catalog, runtimes):

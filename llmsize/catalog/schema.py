@@ -469,7 +469,7 @@ class SpeedGroup(Strict):
     rdna: RdnaStreaming | None = Field(None, description="on AMD's RDNA cards, where the pooled fit streams their "
                                        "bytes at a further cost of their own")
     runtimes: list[str] = Field([], description="the runtimes whose rows the fit used (its own, pooled, borrowed)")
-    row_backends: list[Literal["cuda", "rocm", "metal"]] = Field(
+    row_backends: list[Literal["cuda", "rocm", "metal", "vulkan"]] = Field(
         [], description="the backends of the rows the fit used (another's where the group borrowed them)")
     own_decode_held_out: HeldOut | None = Field(
         None, description="the held-out error of the decode rows this runtime ran, where the fit used others' too; "
@@ -487,7 +487,7 @@ class RuntimeSpec(Strict):
     id: Literal["vllm", "sglang", "trtllm", "llamacpp", "mlx", "gpt-fast"]
     name: str
     aliases: list[str] = []
-    backends: dict[Literal["cuda", "rocm", "metal"], SpeedGroup]
+    backends: dict[Literal["cuda", "rocm", "metal", "vulkan"], SpeedGroup]
     fitted: str = Field(description="date, dataset commit and command of the fit")
     sources: list[str] = Field(min_length=1, description="the dataset files the constants were fitted on")
     host: HostFit | None = Field(None, description="llama.cpp: the host side of a partial offload")

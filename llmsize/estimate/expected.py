@@ -43,7 +43,10 @@ from llmsize.estimate.weights import expert_params_per_token, expert_read_fracti
 
 RUNTIME_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "llamacpp": "llama.cpp",
                  "mlx": "MLX", "gpt-fast": "gpt-fast"}
-BACKEND_NAMES = {"cuda": "CUDA (NVIDIA)", "rocm": "ROCm (AMD)", "metal": "Metal (Apple)"}
+BACKEND_NAMES = {"cuda": "CUDA (NVIDIA)", "rocm": "ROCm (AMD)", "metal": "Metal (Apple)", "vulkan": "Vulkan"}
+# llama.cpp's Vulkan backend (ggml/src/ggml-vulkan) runs on NVIDIA and AMD cards beside their own backends; Ollama and
+# LM Studio ship Vulkan builds of it. No other runtime here has one.
+VULKAN_RUNTIMES = ("llamacpp",)
 
 
 def resolve_runtime(name: str) -> tuple[str, str | None]:
@@ -83,8 +86,46 @@ def default_runtime(fmt_id: str, gpu: GpuSpec, gguf_file: bool = False) -> tuple
     return "vllm", "the default for safetensors formats on NVIDIA and AMD cards"
 
 
-def not_on(rid: str, gpu: GpuSpec) -> str | None:
-    """Why runtime `rid` does not run on `gpu`, or None where it does."""
+def backend_refusal(rid: str, gpu: GpuSpec, asked: str | None) -> str | None:
+    """Why runtime `rid` does not run on `gpu` through the backend `asked` for (None: the card's own), or None."""
+    native = backend(gpu)
+    if asked is None or asked == native:
+        return None
+    if asked != "vulkan":
+        return (f"{gpu.name}'s own backend is {BACKEND_NAMES[native] if native else 'none here'}, not "
+                f"{BACKEND_NAMES[asked]}")
+    if rid not in VULKAN_RUNTIMES:
+        return f"{RUNTIME_NAMES[rid]} has no Vulkan backend (llama.cpp's, Ollama's and LM Studio's: --runtime llamacpp)"
+    if native == "metal":
+        return "llama.cpp runs on Metal on Apple silicon (its Vulkan backend there goes through MoltenVK: no measurements)"
+    return None
+
+
+def check_backend(asked: str | None, runtime: str | None, plan: Plan | None = None) -> None:
+    """Refuse --backend `asked` under --runtime `runtime` (None: the default) where it cannot run: Vulkan under a
+    runtime without one; with `plan` (one card), any backend the plan's runtime does not run there."""
+    if asked is None:
+        return
+    rid = resolve_runtime(runtime)[0] if runtime else None
+    if asked == "vulkan" and rid is not None and rid not in VULKAN_RUNTIMES:
+        raise InvalidValueError(f"--backend vulkan: {RUNTIME_NAMES[rid]} has no Vulkan backend.",
+                                "Use --runtime llamacpp (Ollama and LM Studio run it too), or drop --backend.")
+    if plan is None:
+        return
+    rid = rid or default_runtime(plan.fmt.id, plan.gpu, from_gguf(plan))[0]
+    refused = backend_refusal(rid, plan.gpu, asked)
+    if refused:
+        raise InvalidValueError(f"--backend {asked}: {refused}.",
+                                "Drop --backend for the card's own; Vulkan is llama.cpp's (--runtime llamacpp) on "
+                                "NVIDIA and AMD cards.")
+
+
+def not_on(rid: str, gpu: GpuSpec, asked_backend: str | None = None) -> str | None:
+    """Why runtime `rid` does not run on `gpu` (through `asked_backend`, None: the card's own), or None where it
+    does."""
+    refused = backend_refusal(rid, gpu, asked_backend)
+    if refused:
+        return refused
     be = backend(gpu)
     if be is None:
         return f"{RUNTIME_NAMES[rid]} does not run on {gpu.vendor} cards in this model (no {gpu.vendor} backend)"
@@ -113,8 +154,9 @@ def _and(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def backend(gpu: GpuSpec) -> str | None:
-    return BACKEND_OF_VENDOR.get(gpu.vendor)
+def backend(gpu: GpuSpec, asked: str | None = None) -> str | None:
+    """The backend a runtime runs on `gpu`: the one `asked` for (Vulkan), else the card's own (its vendor's)."""
+    return asked or BACKEND_OF_VENDOR.get(gpu.vendor)
 
 
 # AMD's RDNA cards (gfx11, gfx12: Radeon, Radeon PRO, Strix Halo), whose kernels the serving engines write apart from
@@ -122,10 +164,11 @@ def backend(gpu: GpuSpec) -> str | None:
 RDNA_TARGETS = ("gfx11", "gfx12")
 
 
-def stream_family(gpu: GpuSpec) -> str | None:
-    """The card's backend, or on AMD cards its GPU family's: `rdna` for an RDNA card, whose bytes a pooled fit
-    (vLLM, SGLang, gpt-fast on AMD cards) streams at a further cost of their own (SpeedGroup.rdna)."""
-    be = backend(gpu)
+def stream_family(gpu: GpuSpec, asked: str | None = None) -> str | None:
+    """The card's backend (`asked`, else its own), or on AMD cards under ROCm its GPU family's: `rdna` for an RDNA
+    card, whose bytes a pooled fit (vLLM, SGLang, gpt-fast on AMD cards) streams at a further cost of their own
+    (SpeedGroup.rdna)."""
+    be = backend(gpu, asked)
     return "rdna" if be == "rocm" and (gpu.llvm_target or "").startswith(RDNA_TARGETS) else be
 
 
@@ -135,7 +178,7 @@ def constants(spec: RuntimeSpec, backend_id: str, gpu: GpuSpec | None = None) ->
     g: SpeedGroup | None = spec.backends.get(backend_id)
     if g is None:
         return None
-    rdna = g.rdna if gpu is not None and stream_family(gpu) == "rdna" else None
+    rdna = g.rdna if gpu is not None and stream_family(gpu, backend_id) == "rdna" else None
     if rdna is not None:
         g = g.model_copy(update={"eta_weights": rdna.eta_weights, "eta_weights_default": rdna.eta_weights_default,
                                  "eta_kv": rdna.eta_kv})
@@ -209,9 +252,10 @@ def _link(plan: Plan) -> tuple[int, str | None]:
 
 
 def step_inputs(plan: Plan, batch_step, runtime: str | None = None, marlin: bool = False,
-                old_tiles: bool = False) -> StepInputs:
-    """The plan's decode step at batch_step as the step-time model costs it under `runtime`; `marlin`: a run that
-    says its FP4 weights went through Marlin (kernel_class), whose matmuls run at the 16-bit peak."""
+                old_tiles: bool = False, be: str | None = None) -> StepInputs:
+    """The plan's decode step at batch_step as the step-time model costs it under `runtime` (on backend `be`, None:
+    the card's own); `marlin`: a run that says its FP4 weights went through Marlin (kernel_class), whose matmuls run
+    at the 16-bit peak."""
     layers, moe = _layers(plan)
     collectives, link = _link(plan)
     cls = kernel_class(plan, runtime, marlin)
@@ -219,7 +263,7 @@ def step_inputs(plan: Plan, batch_step, runtime: str | None = None, marlin: bool
         batch=batch_step.batch, weight_bytes=batch_step.weight_bytes, kv_bytes=batch_step.kv_bytes,
         bandwidth_bytes_per_s=plan.gpu.bandwidth_bytes_per_s, layers=layers, moe_layers=moe,
         collectives=collectives, link=link, comm_time_s=batch_step.comm_time_s, flops=batch_step.flops,
-        peak_flop_per_s=matmul_rate(plan, runtime, marlin)[0], format_class=cls,
+        peak_flop_per_s=matmul_rate(plan, runtime, marlin, be)[0], format_class=cls,
         weight_elements=batch_step.weight_bytes * 8 / plan.weights.bits_per_weight if plan.weights.bits_per_weight
         else 0.0, vector_flop_per_s=(plan.gpu.dense_tflops.fp32 or 0) * 1e12 or None,
         attention_flops=_attention_flops(plan, batch_step),
@@ -469,6 +513,27 @@ SGLANG_TRITON_MLA_NOTE = (
     "Triton MLA decode took at most 8 KV splits), outside the fit, decoded at 0.31-0.45 of such a figure")
 DEEPSEEK_QK_NOPE_DIM = 128
 
+# llama.cpp's Vulkan build decodes a step's routed experts with its mat-vec kernels only for F32, F16 and quantized
+# weights: ggml_vk_use_mul_mat_vec_id (ggml/src/ggml-vulkan/ggml-vulkan.cpp, read at 000651caa; the same type test
+# before and after PR #18918 of January 2026) admits `GGML_TYPE_F32 || GGML_TYPE_F16 || ggml_is_quantized(type)`, and
+# BF16 is not a quantized type (ggml.c's type traits), so BF16 experts go through the tiled matmul
+# (ggml_vk_mul_mat_id_q_f16) even at batch 1, while a dense BF16 matmul takes the mat-vec path (its test lists
+# GGML_TYPE_BF16). kyuz0's Strix Halo logs show it: BF16 MoE GGUFs decode at 0.4-0.5 of the ROCm toolbox's rate
+# there (Qwen3.6-35B-A3B 10.68 against 26.01 t/s), their Q8_0 files and dense BF16 ones as fast as under ROCm; Gemma 4
+# 26B-A4B's BF16 file is the exception (18.6 against 24.64 t/s, and at the plan's figure), for no cause found.
+VULKAN_BF16_EXPERTS_NOTE = (
+    "llama.cpp's Vulkan build decodes BF16 routed experts with its tiled matmul, not its mat-vec kernels "
+    "(ggml_vk_use_mul_mat_vec_id admits F32, F16 and quantized weights): published Vulkan runs of BF16 MoE GGUFs on "
+    "a Strix Halo, outside the fit, decoded at 0.33-0.55 of such a figure (Qwen3.6-35B-A3B, GLM-4.7-Flash), Gemma 4 "
+    "26B-A4B's at 0.93-0.99 (its experts' share of the bytes no smaller: a difference not explained); a quantized "
+    "GGUF (Q8_0) takes the mat-vec path")
+
+
+def vulkan_bf16_experts(model: ModelSpec, fmt_id: str, be: str | None) -> bool:
+    """Whether llama.cpp on Vulkan decodes the model's routed experts in BF16 (VULKAN_BF16_EXPERTS_NOTE)."""
+    return be == "vulkan" and fmt_id == "bf16" and any(
+        g.mlp is not None and g.mlp.kind == "moe" for g in model.layer_groups)
+
 
 def triton_mla_on_blackwell(plan: Plan) -> bool:
     """Whether the plan's model is MLA with head dims other than DeepSeek's, on a datacenter Blackwell card (compute
@@ -496,6 +561,10 @@ LLAMACPP_RECURRENT_PREFILL_NOTE = (
     "time to first token of a model with recurrent (SSM, linear-attention) layers: their chunked prompt kernels are "
     "costed as their FLOPs only; llama.cpp's published prompts of such hybrids (Qwen3.6, Nemotron-3 Nano on AMD "
     "cards), outside the fit, took 1.0-1.9x this figure")
+LLAMACPP_VULKAN_RECURRENT_PREFILL_NOTE = (
+    "time to first token of a model with recurrent (SSM, linear-attention) layers: their chunked prompt kernels are "
+    "costed as their FLOPs only; llama.cpp's published Vulkan prompts of such hybrids (Qwen3.6, Qwen3-Next, Nemotron-3 "
+    "Nano on AMD cards), outside the fit, took 0.9-4.4x this figure")
 
 
 RECURRENT_MIXERS = ("ssm", "linear")
@@ -518,7 +587,8 @@ def fp32_stands_in(gpu, peak_flop_per_s: float | None) -> bool:
     return bool(peak_flop_per_s) and gpu.vendor != "Apple" and peak_flop_per_s == (gpu.dense_tflops.fp32 or 0) * 1e12
 
 
-def matmul_rate(plan: Plan, runtime: str | None, marlin: bool = False) -> tuple[float | None, str]:
+def matmul_rate(plan: Plan, runtime: str | None, marlin: bool = False, be: str | None = None
+                ) -> tuple[float | None, str]:
     """The dense rate (FLOP/s; None where the catalog has none) `runtime`'s matmuls reach on the plan's card, and
     the precision it is of, as the report names it: the 16-bit peak for a run through Marlin (its matmuls are
     bf16/fp16); llama.cpp's on an NVIDIA card LLAMACPP_CUDA_PRECISION's; else the faster of the runtime's own
@@ -526,7 +596,7 @@ def matmul_rate(plan: Plan, runtime: str | None, marlin: bool = False) -> tuple[
     if marlin:
         p = compute_peak(plan.gpu, plan.fmt, "bf16")
         return p.flop_per_s, (p.precision or p.requested).upper()
-    if runtime == "llamacpp" and backend(plan.gpu) == "cuda":
+    if runtime == "llamacpp" and backend(plan.gpu, be) == "cuda":
         rate = getattr(plan.gpu.dense_tflops, LLAMACPP_CUDA_PRECISION)
         return (rate * 1e12 if rate else None), LLAMACPP_CUDA_PRECISION.upper()
     if runtime in MATMUL_PRECISION:
@@ -622,18 +692,19 @@ def prompt_score_bytes(plan: Plan, runtime: str | None, flash_attn: bool, ubatch
 
 
 def prefill_inputs(plan: Plan, runtime: str | None = None, flash_attn: bool = True,
-                   ubatch_tokens: int = LLAMACPP_UBATCH_TOKENS, marlin: bool = False) -> PrefillInputs:
+                   ubatch_tokens: int = LLAMACPP_UBATCH_TOKENS, marlin: bool = False,
+                   be: str | None = None) -> PrefillInputs:
     """The plan's prompt as the step-time model costs it under `runtime`; `flash_attn` False: llama.cpp's
-    unfused attention (score_matrix_bytes); `ubatch_tokens`: llama.cpp's -ub (at most its n_batch); `marlin` as
-    in step_inputs."""
+    unfused attention (score_matrix_bytes); `ubatch_tokens`: llama.cpp's -ub (at most its n_batch); `marlin` and
+    `be` as in step_inputs."""
     ub = max(1, min(ubatch_tokens, LLAMACPP_BATCH_TOKENS))
     layers, _ = _layers(plan)
     collectives, link = _link(plan)
     pre = plan.prefill
     comm_s = plan.comm.time_s(1, plan.model.hidden_size, tokens=pre.prompt_tokens) if plan.comm else 0.0
-    peak, peak_name = matmul_rate(plan, runtime, marlin)
+    peak, peak_name = matmul_rate(plan, runtime, marlin, be)
     stages = plan.comm.pp if plan.comm else 1
-    piped = runtime == "llamacpp" and stages > 1 and backend(plan.gpu) in PIPELINED_BACKENDS
+    piped = runtime == "llamacpp" and stages > 1 and backend(plan.gpu, be) in PIPELINED_BACKENDS
     return PrefillInputs(
         prompt_tokens=pre.prompt_tokens, flops=pre.flops, weight_bytes=pre.bytes,
         bandwidth_bytes_per_s=plan.gpu.bandwidth_bytes_per_s, peak_flop_per_s=peak, layers=layers,
@@ -656,14 +727,18 @@ class ExpectedResult:
     runtime_why: str
     expected: Expected | None
     reason: str | None = None
+    asked_backend: str | None = None  # the backend asked for (Vulkan), None: the card's own
 
 
 def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = None,
            calibration: Calibration | None = None, flash_attn: str | None = None,
-           engine: str | None = None, ubatch_tokens: int = LLAMACPP_UBATCH_TOKENS) -> ExpectedResult:
-    """The plan's expected speed under `runtime` (None: the default for its format and card). `flash_attn`
-    (on | off | auto | None: the engine's default, off for Ollama, named by `runtime` or `engine`) matters to
-    llama.cpp's prefill only."""
+           engine: str | None = None, ubatch_tokens: int = LLAMACPP_UBATCH_TOKENS,
+           gpu_backend: str | None = None) -> ExpectedResult:
+    """The plan's expected speed under `runtime` (None: the default for its format and card) on `gpu_backend`
+    (None: the plan's --backend, else the card's own; "vulkan": llama.cpp's Vulkan backend). `flash_attn` (on | off |
+    auto | None: the engine's default, off for Ollama, named by `runtime` or `engine`) matters to llama.cpp's prefill
+    only."""
+    gpu_backend = gpu_backend or plan.inputs.backend
     notes: tuple[str, ...] = ()
     if runtime is None:
         rid, why = default_runtime(plan.fmt.id, plan.gpu, from_gguf(plan))
@@ -672,22 +747,22 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
         why = ("asked for" if engine is None or resolve_runtime(engine)[0] != rid
                else f"the engine whose ledger is planned, --engine {engine}")
         why += f"; {alias_note}" if alias_note else ""
-    be = backend(plan.gpu)
+    be = backend(plan.gpu, gpu_backend)
     spec = runtimes.get(rid)
-    elsewhere = not_on(rid, plan.gpu)
+    elsewhere = not_on(rid, plan.gpu, gpu_backend)
     if elsewhere:
-        return ExpectedResult(rid, why, None, elsewhere)
+        return ExpectedResult(rid, why, None, elsewhere, gpu_backend)
     if plan.fmt.id.startswith(("gguf-", "ggml-")) and rid in NO_GGUF:
         return ExpectedResult(rid, why, None, f"{RUNTIME_NAMES[rid]} does not load GGUF files ({plan.fmt.id}); "
-                                              "pick --runtime llamacpp (or a safetensors format: --quant)")
+                                              "pick --runtime llamacpp (or a safetensors format: --quant)", gpu_backend)
     if is_ternary(plan.fmt.id) and not (rid == "llamacpp" and plan.fmt.mix):
         return ExpectedResult(rid, why, None, f"{RUNTIME_NAMES[rid]} does not run {plan.fmt.id} weights; "
-                                              f"{TERNARY_RUNS}")
+                                              f"{TERNARY_RUNS}", gpu_backend)
     c = constants(spec, be, plan.gpu) if spec is not None else None
     if c is None:
-        return ExpectedResult(rid, why, None, f"no published measurements of {RUNTIME_NAMES[rid]} on "
-                                              f"{BACKEND_NAMES[be]} cards in the dataset; pass --calibrate FILE "
-                                              "from your own run")
+        on = "its Vulkan backend" if be == "vulkan" else f"{BACKEND_NAMES[be]} cards"
+        return ExpectedResult(rid, why, None, f"no published measurements of {RUNTIME_NAMES[rid]} on {on} in the "
+                                              "dataset; pass --calibrate FILE from your own run", gpu_backend)
     cls = kernel_class(plan, rid)
     if cls != format_class(plan.fmt.id):
         kernel = "the Marlin kernel (weight-only, " if be == "cuda" else "a weight-only kernel ("
@@ -699,7 +774,7 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
                   f"({c.eta_weights_default:.2f})",)
     ollama = "ollama" in ((runtime or "").lower(), engine)
     unfused = rid == "llamacpp" and (flash_attn == "off" or (flash_attn is None and ollama))
-    pre = prefill_inputs(plan, rid, flash_attn=not unfused, ubatch_tokens=ubatch_tokens)
+    pre = prefill_inputs(plan, rid, flash_attn=not unfused, ubatch_tokens=ubatch_tokens, be=gpu_backend)
     pre, note = calibrated_prompt(pre, plan, c, calibration)
     notes += (note,) if note else ()
     if pre.consumer and c.prefill_consumer_factor != 1.0 and not prefill_missing(pre, c):
@@ -725,11 +800,14 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
                       "it rests on published prompts on this card rather than on its peak" if rid in MATMUL_PRECISION
                       else f"it is an upper bound: {RUNTIME_NAMES[rid]}'s tensor-core prompts run faster than FP32"),)
     if has_recurrent_layers(plan.model):
-        notes += (LLAMACPP_RECURRENT_PREFILL_NOTE if rid == "llamacpp" else RECURRENT_PREFILL_NOTE,)
+        notes += ((LLAMACPP_VULKAN_RECURRENT_PREFILL_NOTE if be == "vulkan" else LLAMACPP_RECURRENT_PREFILL_NOTE)
+                  if rid == "llamacpp" else RECURRENT_PREFILL_NOTE,)
     if rid in ("vllm", "sglang") and plan.gpu.llvm_target in CDNA4_TARGETS:
         notes += (CDNA4_NOTE,)
     if rid == "sglang" and triton_mla_on_blackwell(plan):
         notes += (SGLANG_TRITON_MLA_NOTE,)
+    if rid == "llamacpp" and vulkan_bf16_experts(plan.model, plan.fmt.id, be):
+        notes += (VULKAN_BF16_EXPERTS_NOTE,)
     if rid == "sglang" and plan.gpu.llvm_target in CDNA3_TARGETS and has_mla(plan.model) \
             and plan.fmt.id.startswith("fp8"):
         notes += (OLD_SGLANG_CDNA3_MLA_NOTE,)
@@ -743,11 +821,12 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
             backend=BACKEND_NAMES.get(be, be), rocm_us=spec.backends["rocm"].t_recurrent_layer_s * 1e6),)
     if not plan.budget.weights_fit:
         notes += (NOT_FIT_NOTE,)
-    e = expected_speed(step_inputs(plan, plan.decode_1, rid), step_inputs(plan, plan.decode_b, rid),
+    e = expected_speed(step_inputs(plan, plan.decode_1, rid, be=gpu_backend),
+                       step_inputs(plan, plan.decode_b, rid, be=gpu_backend),
                        pre, c, plan.decode_ceiling_tok_s, calibration, notes, plan.decode_b.tok_s)
     if plan.speculative is not None:
         e = with_speculation(e, plan, rid, c, calibration.factor if calibration else 1.0)
-    return ExpectedResult(rid, why, e)
+    return ExpectedResult(rid, why, e, None, gpu_backend)
 
 
 def with_speculation(e: Expected, plan: Plan, rid: str, c: Constants, factor: float = 1.0) -> Expected:
@@ -849,7 +928,7 @@ def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, ca
         said.append(f"its card {'`' + run.card + '` is not in the catalog: ' if run.card else 'is not named: '}taken "
                     f"as this plan's {plan.gpu.name}")
     fmt = _run_format(run, plan.fmt.id)
-    be = backend(gpu)
+    be = backend(gpu, getattr(run, "backend", None))  # the run's own backend (a llama-bench file's Vulkan)
     c = constants(spec, be, gpu) if spec is not None and be else None
     if c is None:
         raise InvalidValueError(f"--calibrate `{path}`: no {RUNTIME_NAMES[rid]} constants for the run's card "
@@ -861,7 +940,8 @@ def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, ca
     except InvalidValueError as e:
         raise InvalidValueError(f"--calibrate `{path}`: its run cannot be planned ({e.message})", e.hint) from None
     scale = run.weight_bytes / rp.weights.bytes_total if run.weight_bytes else 1.0
-    s1 = step_inputs(rp, rp.decode_b, rid)
+    run_be = getattr(run, "backend", None)
+    s1 = step_inputs(rp, rp.decode_b, rid, be=run_be)
     s1 = at_file_bytes(s1, scale)
     from llmsize.estimate.speed import ceiling_step_s, decode_step_time_s, prefill_time_s
 
@@ -881,7 +961,7 @@ def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, ca
             f"{CALIBRATION_FLOOR:.0%} of the run's bandwidth ceiling ({ceiling:,.1f} tok/s).",
             "Check the file: a run that slow did not stream its weights from this card's memory.")
     factor = run.decode_tok_s / predicted
-    pre = at_file_bytes(prefill_inputs(rp, rid, flash_attn=run.flash_attn is not False), scale)  # its attention
+    pre = at_file_bytes(prefill_inputs(rp, rid, flash_attn=run.flash_attn is not False, be=run_be), scale)  # its attention
     measured_pre_s = (run.prompt_tokens / run.prefill_tok_s if run.prefill_tok_s and run.prompt_tokens
                       else run.ttft_s)
     t_pre = prefill_time_s(pre, c)
@@ -914,7 +994,9 @@ def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, ca
 def expect_for_cli(plan: Plan, cat, runtime: str | None, run, path: str | None,
                    flash_attn: str | None = None, engine: str | None = None,
                    ubatch_tokens: int = LLAMACPP_UBATCH_TOKENS) -> ExpectedResult:
-    """`plan`'s expected figure: the runtime asked for, else the calibration file's, else the default."""
+    """`plan`'s expected figure: the runtime (and --backend) asked for, else the calibration file's, else the
+    default."""
+    gpu_backend = plan.inputs.backend
     runtimes = {r.id: r for r in cat.runtimes.all()}
     if run is not None and run.runtime in RUNTIMES:
         if runtime is not None and resolve_runtime(runtime)[0] != run.runtime:
@@ -925,11 +1007,17 @@ def expect_for_cli(plan: Plan, cat, runtime: str | None, run, path: str | None,
         runtime = runtime or run.runtime
     else:
         from_run = False
+    run_backend = getattr(run, "backend", None) if run is not None else None  # None: the run's card's own
+    if gpu_backend is not None and run is not None and (gpu_backend == "vulkan") != (run_backend == "vulkan"):
+        ran = "on Vulkan" if run_backend == "vulkan" else "on its card's own backend"
+        raise InvalidValueError(f"--calibrate `{path}` is a run {ran}; it cannot calibrate --backend {gpu_backend}.",
+                                "Calibrate with a run on the backend planned, or drop --backend.")
+    gpu_backend = gpu_backend or run_backend  # a Vulkan run calibrates the Vulkan figure
     calibration = None
     if run is not None:
         rid = resolve_runtime(runtime)[0] if runtime else default_runtime(plan.fmt.id, plan.gpu, from_gguf(plan))[0]
         calibration = calibration_from_run(run, plan, rid, runtimes.get(rid), cat, path)
-    r = expect(plan, runtimes, runtime, calibration, flash_attn, engine, ubatch_tokens)
+    r = expect(plan, runtimes, runtime, calibration, flash_attn, engine, ubatch_tokens, gpu_backend)
     if from_run:  # not asked for: the calibrating run's
-        r = ExpectedResult(r.runtime, f"the runtime of the run in {path}", r.expected, r.reason)
+        r = _replace(r, runtime_why=f"the runtime of the run in {path}")
     return r

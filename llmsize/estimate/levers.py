@@ -153,7 +153,7 @@ def expected_of(plan, figure: str, runtimes: dict | None, runtime: str | None) -
 PLAN_FLAGS = (("quant", "--quant"), ("scope", "--scope"), ("kv_dtype", "--kv-dtype"), ("batch", "--batch"),
               ("prompt_tokens", "--prompt"), ("gpu_util", "--gpu-util"), ("compute_precision", "--compute"),
               ("tp", "--tp"), ("pp", "--pp"), ("nodes", "--nodes"), ("node_link_gb_s", "--node-link-gb-s"),
-              ("runtime", "--runtime"))
+              ("runtime", "--runtime"), ("backend", "--backend"))
 
 
 def plan_args(source: list[str], gpu_id: str, inputs) -> list[str]:

@@ -14,6 +14,7 @@ from llmsize.estimate.expected import (
     CDNA3_TARGETS,
     LLAMACPP_UBATCH_TOKENS,
     MATMUL_PRECISION,
+    backend,
     fp32_stands_in,
     has_mla,
     has_recurrent_layers,
@@ -22,6 +23,7 @@ from llmsize.estimate.expected import (
     sglang_release,
     step_inputs,
     stream_family,
+    vulkan_bf16_experts,
     without_overlap,
 )
 from llmsize.estimate.plan import Plan, PlanInputs, make_plan
@@ -39,6 +41,25 @@ class Observed:
     prefill: PrefillInputs | None  # prefill rows
     measured_s: float  # seconds per decode step, or per prompt
     ceiling_tok_s: float | None  # the plan's bandwidth ceiling per sequence at the row's batch (decode rows)
+
+    @property
+    def backend(self) -> str | None:
+        """The backend the row ran on: Vulkan where it says so, else its card's own."""
+        return row_backend(self.row, self.plan.gpu)
+
+    @property
+    def family(self) -> str | None:
+        """Its backend, or on AMD cards under ROCm the GPU family whose bytes a pooled fit streams apart (RDNA)."""
+        return stream_family(self.plan.gpu, row_backend(self.row, self.plan.gpu))
+
+
+def asked_backend(row: Row) -> str | None:
+    """"vulkan" where the row's backend column says Vulkan (llama.cpp's ggml-vulkan); None: the card's own."""
+    return "vulkan" if row.backend and "vulkan" in row.backend.lower() else None
+
+
+def row_backend(row: Row, gpu: GpuSpec) -> str | None:
+    return backend(gpu, asked_backend(row))
 
 
 # A decode rate over the whole request counts the prompt's prefill too. Up to this prompt length that is well
@@ -231,8 +252,8 @@ LLAMACPP_AMD_MMQ = {  # LLVM target prefix -> (a build known to predate the PR, 
 def llamacpp_amd_prompt_by_blas(row: Row, runtime: str, gpu: GpuSpec, fid: str, published: str | None) -> bool:
     """Whether the row is a llama.cpp prompt of quantized weights on an AMD card, run before MMQ used the card's
     matrix cores (LLAMACPP_AMD_MMQ): by its build, else by its source's date."""
-    if runtime != "llamacpp" or row.kind != "prefill" or format_class(fid) == "f16":
-        return False
+    if runtime != "llamacpp" or row.kind != "prefill" or format_class(fid) == "f16" or asked_backend(row):
+        return False  # (Vulkan's own matmul shaders are not HIP's rocBLAS path)
     target = gpu.llvm_target or ""
     for prefix, (build, date) in LLAMACPP_AMD_MMQ.items():
         if target.startswith(prefix):
@@ -365,8 +386,11 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
     kv_dtype = row_kv_dtype(row, runtime)
     if kv_dtype is None:
         return f"KV cache dtype `{row.kv_dtype}` has no llmsize id"
-    if row.backend and "vulkan" in row.backend.lower():
-        return "Vulkan backend (fitted constants are per CUDA, ROCm and Metal)"
+    if asked_backend(row) and (runtime != "llamacpp" or backend(gpu) == "metal"):
+        return "Vulkan on a card or runtime without a Vulkan group (llama.cpp on NVIDIA and AMD cards only)"
+    if row.kind == "decode" and runtime == "llamacpp" and vulkan_bf16_experts(model, fid, asked_backend(row)):
+        return ("BF16 routed experts on llama.cpp's Vulkan build: its tiled matmul at decode, not its mat-vec "
+                "kernels (ggml_vk_use_mul_mat_vec_id), a kernel path plans do not predict")
     if row.kind == "decode" and vllm_rdna_before_skinny(row, runtime, gpu, fid, published):
         return ("vLLM before its skinny GEMMs on RDNA (v0.19.0, PR #34709): 16-bit and FP8 decode matmuls through "
                 "hipBLASLt, a kernel path plans do not predict")
@@ -409,7 +433,7 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
     factor = size / plan.weights.bytes_total if size else 1.0  # the file's real bytes (a GGUF mix, say)
     if row.kind == "decode":
         step = at_file_bytes(step_inputs(plan, plan.decode_b, runtime, marlin=ran_marlin(row),
-                                         old_tiles=old_tiles(row, runtime)), factor)
+                                         old_tiles=old_tiles(row, runtime), be=asked_backend(row)), factor)
         if runtime == "vllm" and _vllm_v0(row.runtime_version or "", published):
             if max(row.context_tokens, (row.prompt_length or 0) + (row.gen_tokens or 0)) > V0_GRAPH_CONTEXT_MAX:
                 # any step past it is eager (the row's last context, not its mean, decides)
@@ -435,7 +459,7 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
     fa = llamacpp_flash_attn(row, published) if runtime == "llamacpp" else True
     ub = row_ubatch_tokens(row) if runtime == "llamacpp" else LLAMACPP_UBATCH_TOKENS
     pre = at_file_bytes(prefill_inputs(plan, runtime, flash_attn=fa is not False, ubatch_tokens=ub,
-                                       marlin=ran_marlin(row)), factor)
+                                       marlin=ran_marlin(row), be=asked_backend(row)), factor)
     if not pre.peak_flop_per_s:
         return f"prefill without the card's dense {pre.peak_name} rate, which the prompt's matmuls run at (none cited)"
     if runtime not in MATMUL_PRECISION and fp32_stands_in(gpu, pre.peak_flop_per_s):

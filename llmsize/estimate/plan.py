@@ -71,6 +71,8 @@ class PlanInputs:
     # format's and card's default runtime (expected.default_runtime)
     llamacpp: object | None = None  # llamacpp_plan.LlamaCppOptions given with --engine llamacpp/ollama; None: its
     # defaults at the context (the budget of a plan llama.cpp runs follows its ledger with them)
+    backend: str | None = None  # the backend the runtime runs on where the user named one (vulkan: llama.cpp's
+    # Vulkan backend); None: the card's own (expected.backend)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 Formats (recognised by content, not by name):
 - `llmsize measure --save` JSON (gpu.catalog_id, run.context_tokens, run.batch, decode.tok_s), and that of
   `llmsize measure --server` (server.engine, predicted.gpu / .model / .quant, prefill.ttft_s);
-- `llama-bench -o json` (a list of tests: n_prompt, n_gen, n_depth, avg_ts, model_size, gpu_info) and
+- `llama-bench -o json` (a list of tests: n_prompt, n_gen, n_depth, avg_ts, model_size, gpu_info, backends) and
   `-o jsonl` (one such object per line), `-o csv` (the same fields as columns) - llama.cpp tools/llama-bench;
 - `vllm bench serve --save-result` JSON (median_tpot_ms, mean_ttft_ms, output_throughput, total_input_tokens,
   num_prompts, max_concurrency) - vllm/benchmarks/serve.py.
@@ -44,6 +44,7 @@ class Run:
     runtime: str | None = None
     quant: str | None = None
     flash_attn: bool | None = None  # llama-bench's flash_attn column (None: not given, or auto)
+    backend: str | None = None  # "vulkan": llama-bench's `backends` says Vulkan; None: the card's own
 
 
 def _bad(path: Path, why: str) -> InvalidValueError:
@@ -95,7 +96,8 @@ def _llama_bench(tests: list[dict], path: Path) -> Run:
         prompt_tokens=_num(pp[0]["n_prompt"], path, "n_prompt", True) if pp else None,
         card=str(t.get("gpu_info") or "") or None, model=str(t.get("model_type") or "") or None,
         weight_bytes=_num(size, path, "model_size") if size not in (None, "") else None, runtime="llamacpp",
-        flash_attn=_flash_attn((pp[0] if pp else t).get("flash_attn")))
+        flash_attn=_flash_attn((pp[0] if pp else t).get("flash_attn")),
+        backend="vulkan" if "vulkan" in str(t.get("backends") or "").lower() else None)
 
 
 def _vllm_serve(d: dict, path: Path) -> Run:

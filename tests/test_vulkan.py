@@ -1,0 +1,172 @@
+"""llama.cpp's Vulkan backend: its own fitted group, `--backend vulkan` on plan and compare, the rows that fit it, and
+llama-bench files that say they ran on it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from llmsize.catalog.measurement import Row
+from llmsize.estimate.expected import backend, expect, matmul_rate, prefill_inputs
+from llmsize.estimate.observed import asked_backend, observe
+from llmsize.estimate.plan import PlanInputs, make_plan
+
+ROOT = Path(__file__).resolve().parent.parent
+CAL = ROOT / "tests" / "data" / "calibration"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+
+@pytest.fixture(scope="module")
+def runtimes(catalog):
+    return {r.id: r for r in catalog.runtimes.all()}
+
+
+def _row(**kw) -> Row:
+    base = dict(runtime_version="0253fb21f (9187)", backend="Vulkan", card="AMD Radeon 8060S Graphics",
+                card_id="strix-halo", model="llama 7B Q4_0", model_id="llama-2-7b", format="Q4_0", test="tg128",
+                kind="decode", batch=1, prompt_tokens=0, depth_tokens=0, gen_tokens=128, tok_s=55.73,
+                verbatim="| llama 7B Q4_0 | 3.56 GiB | 6.74 B | Vulkan | 99 | 1 | 0 | tg128 | 55.73 ± 0.02 |")
+    return Row(**{**base, **kw})
+
+
+def test_a_row_that_says_vulkan_is_a_vulkan_observation_and_others_keep_their_cards_backend(catalog):
+    gpu, model = catalog.gpu("strix-halo"), catalog.model("llama-2-7b")
+    o = observe(_row(), "llamacpp", "t", model, gpu, published="2026-05")
+    assert not isinstance(o, str), o
+    assert (o.backend, o.family) == ("vulkan", "vulkan")
+    rocm = observe(_row(backend="ROCm"), "llamacpp", "t", model, gpu, published="2026-05")
+    assert (rocm.backend, rocm.family) == ("rocm", "rdna")  # gfx1151: an RDNA card under ROCm
+    assert asked_backend(_row(backend="Vulkan (PR)")) == "vulkan" and asked_backend(_row(backend="CUDA")) is None
+    # Vulkan through MoltenVK on a Mac, or a serving engine said to run on Vulkan, has no group to fit
+    mac = observe(_row(card="Apple M4 Max", card_id="m4-max"), "llamacpp", "t", model, catalog.gpu("m4-max"))
+    assert isinstance(mac, str) and "Vulkan" in mac
+
+
+def test_llama_cpp_prompts_on_an_nvidia_card_run_at_int8_under_cuda_and_fp16_under_vulkan(catalog):
+    """Under CUDA llama.cpp's quantized prompts go through MMQ (INT8 mma); its Vulkan build multiplies with
+    cooperative-matrix fp16 shaders (or fp32 ALUs without matrix cores): the faster of fp16 and fp32, as on AMD."""
+    p = make_plan(catalog.model("llama-3.1-8b"), catalog.gpu("rtx4090"), PlanInputs(quant="gguf-q4_k_m"),
+                  search_fit=False)
+    cuda_rate, cuda_name = matmul_rate(p, "llamacpp")
+    vk_rate, vk_name = matmul_rate(p, "llamacpp", be="vulkan")
+    g = catalog.gpu("rtx4090").dense_tflops
+    assert (cuda_name, cuda_rate) == ("INT8", g.int8 * 1e12)
+    assert vk_name == "FP16/FP32" and vk_rate == max(g.fp16 or 0, g.fp32 or 0) * 1e12
+    assert prefill_inputs(p, "llamacpp", be="vulkan").peak_flop_per_s == vk_rate
+
+
+def test_the_vulkan_group_is_fitted_on_its_own_rows_and_says_so(runtimes):
+    g = runtimes["llamacpp"].backends["vulkan"]
+    assert "vulkan" in g.row_backends and g.decode_held_out.rows >= 80
+    assert {"strix-halo", "r9700"} <= set(g.cards)
+    assert 0 < g.band[0] < 1 < g.band[1]
+
+
+def test_plan_backend_vulkan_prices_llama_cpp_on_vulkan(run_cli, runtimes):
+    args = ("plan", "llama-3.1-8b", "--gpu", "rx7900xtx", "--quant", "gguf-q4_k_m", "--json")
+    code, out, err = run_cli(*args, "--backend", "vulkan")
+    assert code == 0, err
+    e = json.loads(out)["expected"]
+    assert (e["runtime"], e["backend"]) == ("llamacpp", "vulkan") and "Vulkan" in e["basis"]
+    code, out, err = run_cli(*args)
+    native = json.loads(out)["expected"]
+    assert native["backend"] == "rocm" and native["tok_s"] != e["tok_s"]
+    # the same figure through the estimator: --backend is a plan input the expected speed reads
+    code, out, err = run_cli(*args[:-1], "--backend", "vulkan")
+    assert code == 0 and "Expected in llama.cpp on Vulkan" in out
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--gpu", "rtx4090", "--backend", "vulkan"), "vLLM has no Vulkan backend"),  # the default runtime: vLLM
+    (("--gpu", "rtx4090", "--runtime", "sglang", "--backend", "vulkan"), "SGLang has no Vulkan backend"),
+    (("--gpu", "m4-max", "--quant", "gguf-q4_k_m", "--backend", "vulkan"), "runs on Metal on Apple silicon"),
+    (("--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--backend", "rocm"), "own backend is CUDA (NVIDIA), not ROCm"),
+    (("--gpu", "rtx4090", "--backend", "opencl"), "`opencl` is not one of cuda, rocm, metal, vulkan"),
+])
+def test_a_backend_the_plan_cannot_run_is_refused_in_one_line(run_cli, args, words):
+    code, out, err = run_cli("plan", "llama-3.1-8b", *args)
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1 and not out
+    assert "Traceback" not in err
+
+
+def test_compare_backend_vulkan_prices_each_card_and_refuses_a_runtime_without_it(run_cli):
+    code, out, err = run_cli("compare", "llama-3.1-8b", "--quant", "gguf-q4_k_m", "--gpus", "rx7900xtx,m4-max",
+                             "--backend", "vulkan", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["inputs"]["backend"] == "vulkan"
+    rows = {r["gpu"]: r for r in d["rows"]}
+    assert rows["rx7900xtx"]["expected_tok_s"] and rows["m4-max"]["expected_tok_s"] is None
+    code, out, err = run_cli("compare", "llama-3.1-8b", "--gpus", "rx7900xtx", "--runtime", "vllm", "--backend",
+                             "vulkan")
+    assert code == 2 and "vLLM has no Vulkan backend" in err and not out
+
+
+def test_a_llama_bench_file_that_ran_on_vulkan_calibrates_the_vulkan_figure(run_cli, tmp_path):
+    """llama-bench writes its backend (`backends`: "CUDA", "Vulkan"); the shipped file (an RTX 4080, CUDA) made a
+    Vulkan run here. Without --backend the plan takes the run's; against --backend cuda it is refused."""
+    runs = json.loads((CAL / "llama-bench.json").read_text())
+    for r in runs:
+        r["backends"] = "Vulkan"
+    f = tmp_path / "vk.json"
+    f.write_text(json.dumps(runs))
+    from llmsize.importer.calibration import read_run
+
+    assert read_run(f).backend == "vulkan" and read_run(CAL / "llama-bench.json").backend is None
+    args = ("plan", "qwen2.5-7b", "--gpu", "rtx4080super", "--quant", "gguf-q4_k_m", "--json", "--calibrate", str(f))
+    code, out, err = run_cli(*args)
+    assert code == 0, err
+    e = json.loads(out)["expected"]
+    assert e["backend"] == "vulkan" and e["basis"].startswith("calibrated by your run")
+    code, out, err = run_cli(*args, "--backend", "cuda")
+    assert code == 2 and "a run on Vulkan" in err and len(err.strip().splitlines()) == 1
+    # and a run on the card's own backend does not calibrate a Vulkan figure
+    code, out, err = run_cli(*args[:-1], str(CAL / "llama-bench.json"), "--backend", "vulkan")
+    assert code == 2 and "its card's own backend" in err
+
+
+def test_the_vulkan_figure_comes_from_the_vulkan_group(catalog, runtimes):
+    """Same plan, two groups: the figure differs exactly as the groups' constants do (no CUDA constants leak in)."""
+    p = make_plan(catalog.model("llama-3.1-8b"), catalog.gpu("rtx3090"), PlanInputs(quant="gguf-q4_0"),
+                  search_fit=False)
+    cuda = expect(p, runtimes, "llamacpp").expected
+    vk = expect(p, runtimes, "llamacpp", gpu_backend="vulkan").expected
+    assert (cuda.backend, vk.backend) == ("cuda", "vulkan")
+    assert backend(catalog.gpu("rtx3090")) == "cuda" and backend(catalog.gpu("rtx3090"), "vulkan") == "vulkan"
+    assert vk.tok_s != cuda.tok_s and vk.tok_s < vk.ceiling_tok_s
+
+
+def test_a_vulkan_plan_of_bf16_experts_says_what_published_runs_decoded_at(catalog, runtimes, monkeypatch):
+    """BF16 MoE decode on Vulkan leaves the fit (its experts take the tiled matmul: expected.VULKAN_BF16_EXPERTS_NOTE);
+    those rows, priced with the shipped constants as if they counted, give the note's range. The note is on a Vulkan
+    plan of BF16 experts only: not a Q8_0 GGUF, a dense BF16 model, or the same plan under ROCm."""
+    from test_speed import _priced_as_if_counted
+
+    from llmsize.estimate.expected import VULKAN_BF16_EXPERTS_NOTE
+
+    got = _priced_as_if_counted(catalog, monkeypatch, "vulkan_bf16_experts", "BF16 routed experts",
+                                "llamacpp-vulkan-*.yaml")
+    assert len(got) >= 12 and max(got) < 1
+    # Gemma 4 26B-A4B's six rows (its file's rows 109-119) sit near the figure, the others far below it
+    slow, gemma = sorted(got)[:-6], sorted(got)[-6:]
+    assert f"decoded at {min(slow):.2f}-{max(slow):.2f} of such a figure" in VULKAN_BF16_EXPERTS_NOTE
+    assert f"Gemma 4 26B-A4B's at {min(gemma):.2f}-{max(gemma):.2f}" in VULKAN_BF16_EXPERTS_NOTE
+    assert max(slow) < 0.6 < 0.9 < min(gemma)
+    for model, quant, be, says in (("qwen3-30b-a3b", "bf16", "vulkan", True), ("qwen3-30b-a3b", "gguf-q8_0",
+                                   "vulkan", False), ("qwen3-8b", "bf16", "vulkan", False),
+                                   ("qwen3-30b-a3b", "bf16", None, False)):
+        p = make_plan(catalog.model(model), catalog.gpu("strix-halo"), PlanInputs(quant=quant), search_fit=False)
+        e = expect(p, runtimes, "llamacpp", gpu_backend=be).expected
+        assert (VULKAN_BF16_EXPERTS_NOTE in e.notes) == says, (model, quant, be)
+
+
+def test_the_readme_quotes_the_vulkan_groups_fit(runtimes):
+    g = runtimes["llamacpp"].backends["vulkan"]
+    readme = (ROOT / "README.md").read_text().replace("\n", " ")
+    d, p = g.decode_held_out, g.prefill_held_out
+    assert f"fitted on {g.rows_decode} decode and {g.rows_prefill} prompt rows of llama.cpp on Vulkan" in readme
+    assert (f"held out at {d.median_abs_error:.1%} / {d.p90_abs_error:.1%} median / p90 for decode, "
+            f"{p.median_abs_error:.1%} / {p.p90_abs_error:.1%} for prompts") in readme

@@ -1433,6 +1433,7 @@ def measure(
     api_key: ApiKeyOpt = None,
     gpu: GpuOpt = "",
     runtime: RuntimeOpt = None,
+    gpu_backend: BackendOpt = None,
     plan_model: PlanModelOpt = None,
     tp: TpOpt = 1,
     as_json: JsonOpt = False,
@@ -1458,8 +1459,8 @@ def measure(
     """
     only_gpu = ("batch", "device", "checkpoint", "gpu_index", "warmup", "seed", "probe", "gemv", "compile_", "fused",
                 "fallback")
-    only_server = ("model", "concurrency", "rounds", "timeout", "api_key", "gpu", "runtime", "plan_model", "tp",
-                   "catalog")
+    only_server = ("model", "concurrency", "rounds", "timeout", "api_key", "gpu", "runtime", "gpu_backend",
+                   "plan_model", "tp", "catalog")
     given = _given_options(ctx, only_server if server is None else only_gpu)
     if given:
         flag = given[0]
@@ -1471,7 +1472,7 @@ def measure(
         check_output(save, "--save", force)
     if server is not None:
         result = _measure_server(server, model, quant, context, tokens, concurrency, rounds, timeout, api_key, gpu,
-                                 runtime, plan_model, tp, catalog)
+                                 runtime, plan_model, tp, catalog, gpu_backend)
     else:
         result = _measure_gpu(quant, context, tokens, batch, device, checkpoint, gpu_index, warmup, seed, probe, gemv,
                               compile_, fused, fallback)
@@ -1552,14 +1553,16 @@ def _measure_gpu(quant, context, tokens, batch, device, checkpoint, gpu_index, w
 
 
 def _measure_server(server, model, quant, context, tokens, concurrency, rounds, timeout, api_key, gpu, runtime,
-                    plan_model, tp, catalog) -> dict:
+                    plan_model, tp, catalog, gpu_backend=None) -> dict:
+    from llmsize.estimate.expected import check_backend
     from llmsize.measure.server import require_http
     from llmsize.measure.server_run import ServerOptions, measure_server, validate
 
     opts = ServerOptions(url=server, model=model, context=context, tokens=tokens, concurrency=concurrency or (1,),
                          rounds=rounds, timeout_s=timeout, api_key=api_key, gpu=gpu or None, runtime=runtime,
-                         quant=quant, plan_model=plan_model, tp=tp)
+                         quant=quant, plan_model=plan_model, tp=tp, backend=gpu_backend)
     validate(opts)
+    check_backend(gpu_backend, runtime)  # before any request: Vulkan under a runtime without one
     require_http()
     cat = _catalog(catalog)
     g = _gpu(cat, gpu) if gpu else None  # names are checked before any request

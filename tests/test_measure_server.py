@@ -126,6 +126,16 @@ def test_llama_server_props_timings_and_its_file_type(run_cli):
     assert row["server_metrics"]["decode_tok_s"] > 0 and row["server_metrics"]["generation_tokens"] == 12
 
 
+def test_a_vulkan_llama_server_is_held_against_the_vulkan_figure(run_cli):
+    r = _json(run_cli, Behaviour(engine="llamacpp", model="Qwen3-8B-Q4_K_M.gguf"), "--gpu", "rx7900xtx",
+              "--backend", "vulkan")
+    assert (r["predicted"]["runtime"], r["predicted"]["backend"]) == ("llamacpp", "vulkan")
+    assert "Vulkan card(s)" in r["predicted"]["levels"]["1"]["basis"]
+    native = _json(run_cli, Behaviour(engine="llamacpp", model="Qwen3-8B-Q4_K_M.gguf"), "--gpu", "rx7900xtx")
+    assert native["predicted"]["backend"] == "rocm"
+    assert native["predicted"]["levels"]["1"]["expected_tok_s"] != r["predicted"]["levels"]["1"]["expected_tok_s"]
+
+
 def test_ollama_name_and_quantization_from_its_api(run_cli):
     r = _json(run_cli, Behaviour(engine="ollama", model="qwen3:8b"), "--gpu", "rtx4090")
     assert r["server"]["engine"] == "ollama" and r["server"]["version"] == "0.12.3"

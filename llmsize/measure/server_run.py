@@ -52,6 +52,8 @@ class ServerOptions:
     quant: str | None = None  # the served weights' format; None: the file name's or the model's release format
     plan_model: str | None = None  # catalog model; None: the served name matched in the catalog
     tp: int = 1
+    backend: str | None = None  # the backend the server's runtime runs on (vulkan: a Vulkan llama-server); None: the
+    # card's own
 
 
 def validate(o: ServerOptions) -> None:
@@ -262,10 +264,11 @@ def predict(o: ServerOptions, cat, gpu, model_spec, fmt: str | None, runtime: st
     context = prompt + o.tokens // 2  # the mean cached length over the decode
     for level in levels_measured:
         p = make_plan(model_spec, gpu, PlanInputs(quant=fmt, context_tokens=context, batch=level,
-                                                  prompt_tokens=prompt, tp=o.tp), search_fit=False)
+                                                  prompt_tokens=prompt, tp=o.tp, backend=o.backend), search_fit=False)
         e = expect(p, runtimes, runtime)
         out["quant"] = p.fmt.id
         out["runtime"] = e.runtime
+        out["backend"] = e.expected.backend if e.expected else e.asked_backend
         row = {"ceiling_tok_s": p.decode_ceiling_tok_s, "roofline_tok_s": p.decode_b.tok_s,
                "weights_fit": p.budget.weights_fit}
         if e.expected is None:

@@ -98,7 +98,7 @@ def test_bad_price_files(run_cli, tmp_path, content, needle):
     (["--sort", "speed"], "`speed` is not one of ceiling_tok_s"),
     (["--format", "xml"], "'--format': `xml` is not one of table, json, csv, markdown"),
     (["--vendor", "acme"], "'--vendor': `acme` is not one of nvidia, amd, apple, intel"),
-    (["--vendor", "intel", "--segment", "consumer"], "No card matches"),
+    (["--vendor", "apple", "--segment", "datacenter"], "No card matches"),
     (["--users", "0"], "'--users': `0` is not an integer from 1"),
 ])
 def test_bad_options(run_cli, args, needle):

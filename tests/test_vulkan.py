@@ -170,3 +170,44 @@ def test_the_readme_quotes_the_vulkan_groups_fit(runtimes):
     assert f"fitted on {g.rows_decode} decode and {g.rows_prefill} prompt rows of llama.cpp on Vulkan" in readme
     assert (f"held out at {d.median_abs_error:.1%} / {d.p90_abs_error:.1%} median / p90 for decode, "
             f"{p.median_abs_error:.1%} / {p.p90_abs_error:.1%} for prompts") in readme
+
+
+def test_intel_arc_cards_run_llama_cpp_on_vulkan_and_say_why_there_is_no_figure(run_cli, catalog, monkeypatch,
+                                                                               tmp_path):
+    """An Arc card's own backend here is Vulkan and its default runtime llama.cpp; its expected figure is refused with
+    the range the dataset's Arc decode runs (outside the fit) price at under the Vulkan group, which the reason
+    quotes; a llama-bench file from the card calibrates it; vLLM there is not modeled; Gaudi (Intel, datacenter) runs
+    none of these runtimes."""
+    import llmsize.estimate.observed as observed
+    from predict_rows import price
+
+    from llmsize.estimate.expected import INTEL_VULKAN_REASON, default_runtime
+
+    assert backend(catalog.gpu("arc-b580")) == "vulkan" and backend(catalog.gpu("gaudi3")) is None
+    assert default_runtime("bf16", catalog.gpu("arc-a770"))[0] == "llamacpp"
+    decode = []
+    monkeypatch.setattr(observed, "intel_vulkan", lambda *a: False)
+    for path in sorted((ROOT / "measurements").glob("llamacpp-vulkan-*.yaml")):
+        decode += [r for _, what, r, _ in price(path, catalog) if what.startswith("arc-") and what.endswith("decode")
+                   and r is not None]
+    assert len(decode) >= 6
+    assert f"decoded at {min(decode):.2f}-{max(decode):.2f} of its figure" in INTEL_VULKAN_REASON
+    monkeypatch.undo()
+    code, out, err = run_cli("plan", "llama-2-7b", "--gpu", "arc-a770", "--quant", "gguf-q4_0", "--json")
+    assert code == 0, err
+    e = json.loads(out)["expected"]
+    assert (e["runtime"], e["backend"], e["tok_s"]) == ("llamacpp", "vulkan", None)
+    assert e["reason"] == INTEL_VULKAN_REASON
+    code, out, err = run_cli("plan", "llama-2-7b", "--gpu", "arc-a770", "--runtime", "vllm", "--json")
+    assert "not modeled here" in json.loads(out)["expected"]["reason"]
+    runs = json.loads((CAL / "llama-bench.json").read_text())
+    for r in runs:
+        r.update(gpu_info="Intel(R) Arc(TM) A770 Graphics", backends="Vulkan")
+        r["avg_ts"] = 500.0 if r["n_prompt"] else 30.0
+    arc = tmp_path / "arc.json"
+    arc.write_text(json.dumps(runs))
+    code, out, err = run_cli("plan", "qwen2.5-7b", "--gpu", "arc-a770", "--quant", "gguf-q4_k_m", "--json",
+                             "--calibrate", str(arc))
+    assert code == 0, err
+    e = json.loads(out)["expected"]
+    assert e["tok_s"] == pytest.approx(30.0, rel=0.2) and e["basis"].startswith("calibrated by your run")

@@ -83,6 +83,8 @@ def default_runtime(fmt_id: str, gpu: GpuSpec, gguf_file: bool = False) -> tuple
         return "llamacpp", "the default for a GGUF file"
     if gpu.vendor == "Apple":
         return "llamacpp", "the default on Apple silicon"
+    if backend(gpu) == "vulkan":
+        return "llamacpp", f"the default on {gpu.vendor} Arc cards (llama.cpp's Vulkan build)"
     return "vllm", "the default for safetensors formats on NVIDIA and AMD cards"
 
 
@@ -135,6 +137,9 @@ def not_on(rid: str, gpu: GpuSpec, asked_backend: str | None = None) -> str | No
         return "TensorRT-LLM runs on NVIDIA cards only"
     if rid in ("vllm", "sglang", "trtllm", "gpt-fast") and be == "metal":
         return f"{RUNTIME_NAMES[rid]} has no Metal backend; pick --runtime llamacpp or mlx"
+    if be == "vulkan" and rid not in VULKAN_RUNTIMES:  # an Intel Arc card
+        return (f"{RUNTIME_NAMES[rid]} on {gpu.vendor} cards is not modeled here (no measurements of its "
+                f"{gpu.vendor} backend); pick --runtime llamacpp (its Vulkan build)")
     from llmsize.estimate.runtime_support import architecture_refusal
 
     return architecture_refusal(rid, gpu)
@@ -154,9 +159,19 @@ def _and(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
+# vendors whose cards this model runs through llama.cpp's Vulkan build by default: Intel's Arc GPUs (llama.cpp's SYCL
+# build is another backend, without measurements here); Intel's datacenter parts (Gaudi) run none of these runtimes
+VULKAN_VENDORS = ("Intel",)
+
+
 def backend(gpu: GpuSpec, asked: str | None = None) -> str | None:
-    """The backend a runtime runs on `gpu`: the one `asked` for (Vulkan), else the card's own (its vendor's)."""
-    return asked or BACKEND_OF_VENDOR.get(gpu.vendor)
+    """The backend a runtime runs on `gpu`: the one `asked` for (Vulkan), else the card's own (its vendor's; Vulkan on
+    an Intel Arc card)."""
+    if asked:
+        return asked
+    if gpu.vendor in VULKAN_VENDORS and gpu.segment != "datacenter":
+        return "vulkan"
+    return BACKEND_OF_VENDOR.get(gpu.vendor)
 
 
 # AMD's RDNA cards (gfx11, gfx12: Radeon, Radeon PRO, Strix Halo), whose kernels the serving engines write apart from
@@ -529,6 +544,19 @@ VULKAN_BF16_EXPERTS_NOTE = (
     "GGUF (Q8_0) takes the mat-vec path")
 
 
+# llama.cpp's Vulkan group is fitted on NVIDIA and AMD cards; Intel's Arc cards run the same build through Intel's own
+# drivers, and the dataset's runs there (an A770, builds of 2024-2025) decoded far below what the group predicts
+INTEL_VULKAN_REASON = (
+    "llama.cpp's Vulkan group is fitted on NVIDIA and AMD cards; published Vulkan runs on an Intel Arc A770 (builds of "
+    "2024-2025), outside the fit, decoded at 0.33-0.55 of its figure, too few and too old to fit Intel's own; pass "
+    "--calibrate FILE from your own llama-bench run")
+
+
+def intel_vulkan(gpu: GpuSpec, be: str | None) -> bool:
+    """Whether llama.cpp runs on an Intel card through Vulkan (INTEL_VULKAN_REASON)."""
+    return be == "vulkan" and gpu.vendor in VULKAN_VENDORS
+
+
 def vulkan_bf16_experts(model: ModelSpec, fmt_id: str, be: str | None) -> bool:
     """Whether llama.cpp on Vulkan decodes the model's routed experts in BF16 (VULKAN_BF16_EXPERTS_NOTE)."""
     return be == "vulkan" and fmt_id == "bf16" and any(
@@ -727,7 +755,7 @@ class ExpectedResult:
     runtime_why: str
     expected: Expected | None
     reason: str | None = None
-    asked_backend: str | None = None  # the backend asked for (Vulkan), None: the card's own
+    backend: str | None = None  # the backend the figure is (or would be) for: the one asked for, else the card's own
 
 
 def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = None,
@@ -749,20 +777,22 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
         why += f"; {alias_note}" if alias_note else ""
     be = backend(plan.gpu, gpu_backend)
     spec = runtimes.get(rid)
-    elsewhere = not_on(rid, plan.gpu, gpu_backend)
+    elsewhere = not_on(rid, plan.gpu, be)
     if elsewhere:
-        return ExpectedResult(rid, why, None, elsewhere, gpu_backend)
+        return ExpectedResult(rid, why, None, elsewhere, be)
     if plan.fmt.id.startswith(("gguf-", "ggml-")) and rid in NO_GGUF:
         return ExpectedResult(rid, why, None, f"{RUNTIME_NAMES[rid]} does not load GGUF files ({plan.fmt.id}); "
-                                              "pick --runtime llamacpp (or a safetensors format: --quant)", gpu_backend)
+                                              "pick --runtime llamacpp (or a safetensors format: --quant)", be)
     if is_ternary(plan.fmt.id) and not (rid == "llamacpp" and plan.fmt.mix):
         return ExpectedResult(rid, why, None, f"{RUNTIME_NAMES[rid]} does not run {plan.fmt.id} weights; "
-                                              f"{TERNARY_RUNS}", gpu_backend)
+                                              f"{TERNARY_RUNS}", be)
+    if rid == "llamacpp" and intel_vulkan(plan.gpu, be) and calibration is None:
+        return ExpectedResult(rid, why, None, INTEL_VULKAN_REASON, be)
     c = constants(spec, be, plan.gpu) if spec is not None else None
     if c is None:
         on = "its Vulkan backend" if be == "vulkan" else f"{BACKEND_NAMES[be]} cards"
         return ExpectedResult(rid, why, None, f"no published measurements of {RUNTIME_NAMES[rid]} on {on} in the "
-                                              "dataset; pass --calibrate FILE from your own run", gpu_backend)
+                                              "dataset; pass --calibrate FILE from your own run", be)
     cls = kernel_class(plan, rid)
     if cls != format_class(plan.fmt.id):
         kernel = "the Marlin kernel (weight-only, " if be == "cuda" else "a weight-only kernel ("
@@ -826,7 +856,7 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
                        pre, c, plan.decode_ceiling_tok_s, calibration, notes, plan.decode_b.tok_s)
     if plan.speculative is not None:
         e = with_speculation(e, plan, rid, c, calibration.factor if calibration else 1.0)
-    return ExpectedResult(rid, why, e, None, gpu_backend)
+    return ExpectedResult(rid, why, e, None, be)
 
 
 def with_speculation(e: Expected, plan: Plan, rid: str, c: Constants, factor: float = 1.0) -> Expected:

@@ -18,6 +18,7 @@ from llmsize.estimate.expected import (
     fp32_stands_in,
     has_mla,
     has_recurrent_layers,
+    intel_vulkan,
     prefill_inputs,
     runtime_kv_dtype,
     sglang_release,
@@ -60,6 +61,10 @@ def asked_backend(row: Row) -> str | None:
 
 def row_backend(row: Row, gpu: GpuSpec) -> str | None:
     return backend(gpu, asked_backend(row))
+
+
+# llama.cpp backends with no group here: a row that names one of them (and not Vulkan) is left out
+_UNMODELED_BACKEND = re.compile(r"\b(sycl|opencl|cann|musa|cpu)\b", re.I)
 
 
 # A decode rate over the whole request counts the prompt's prefill too. Up to this prompt length that is well
@@ -386,8 +391,12 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
     kv_dtype = row_kv_dtype(row, runtime)
     if kv_dtype is None:
         return f"KV cache dtype `{row.kv_dtype}` has no llmsize id"
+    if row.backend and not asked_backend(row) and _UNMODELED_BACKEND.search(row.backend):
+        return f"backend `{row.backend}` (no group of its own: llama.cpp's CUDA, ROCm, Metal and Vulkan builds are)"
     if asked_backend(row) and (runtime != "llamacpp" or backend(gpu) == "metal"):
         return "Vulkan on a card or runtime without a Vulkan group (llama.cpp on NVIDIA and AMD cards only)"
+    if runtime == "llamacpp" and intel_vulkan(gpu, row_backend(row, gpu)):
+        return "Intel Arc on Vulkan: no group fits Intel's cards (the plan says what these rows decoded at)"
     if row.kind == "decode" and runtime == "llamacpp" and vulkan_bf16_experts(model, fid, asked_backend(row)):
         return ("BF16 routed experts on llama.cpp's Vulkan build: its tiled matmul at decode, not its mat-vec "
                 "kernels (ggml_vk_use_mul_mat_vec_id), a kernel path plans do not predict")

@@ -268,7 +268,7 @@ def predict(o: ServerOptions, cat, gpu, model_spec, fmt: str | None, runtime: st
         e = expect(p, runtimes, runtime)
         out["quant"] = p.fmt.id
         out["runtime"] = e.runtime
-        out["backend"] = e.expected.backend if e.expected else e.asked_backend
+        out["backend"] = e.backend
         row = {"ceiling_tok_s": p.decode_ceiling_tok_s, "roofline_tok_s": p.decode_b.tok_s,
                "weights_fit": p.budget.weights_fit}
         if e.expected is None:

@@ -13,7 +13,7 @@ def expected_to_dict(r: ExpectedResult) -> dict:
     e = r.expected
     d = {"runtime": r.runtime, "runtime_why": r.runtime_why}
     if e is None:
-        return {**d, "backend": r.asked_backend, "tok_s": None, "tok_s_low": None, "tok_s_high": None,
+        return {**d, "backend": r.backend, "tok_s": None, "tok_s_low": None, "tok_s_high": None,
                 "aggregate_tok_s": None,
                 "ttft_s": None, "basis": None, "reason": r.reason}
     return {**d, "backend": e.backend, "tok_s": e.tok_s, "tok_s_low": e.tok_s_low, "tok_s_high": e.tok_s_high,
@@ -29,7 +29,7 @@ def _ms(s: float) -> str:
 
 
 def render_expected(r: ExpectedResult, plan, c: Console) -> None:
-    name = RUNTIME_NAMES[r.runtime] + (" on Vulkan" if r.asked_backend == "vulkan" else "")
+    name = RUNTIME_NAMES[r.runtime] + (" on Vulkan" if r.backend == "vulkan" else "")
     c.print(f"\nExpected in {name} ({r.runtime_why})", style="bold")
     e = r.expected
     if e is None:

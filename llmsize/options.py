@@ -317,7 +317,8 @@ RuntimeOpt = Annotated[Optional[str], _opt("--runtime", help="Expected speed in 
 BACKEND_CHOICES = ("cuda", "rocm", "metal", "vulkan")
 BackendOpt = Annotated[Optional[str], _opt("--backend", help="The GPU backend the runtime runs on: vulkan for "
                                            "llama.cpp's Vulkan build (also Ollama's and LM Studio's) on an NVIDIA "
-                                           "or AMD card. Default: the card's own (cuda, rocm, metal).",
+                                           "or AMD card. Default: the card's own (cuda, rocm, metal; vulkan on "
+                                           "Intel Arc cards).",
                                            callback=choice(BACKEND_CHOICES), show_default=False)]
 
 # ----------------------------------------------------------------------------------------- listing and compare

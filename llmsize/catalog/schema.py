@@ -418,7 +418,7 @@ class RdnaStreaming(Strict):
 
 
 class SpeedGroup(Strict):
-    """One runtime on one backend (cuda, rocm, metal): the step-time constants of llmsize.estimate.speed."""
+    """One runtime on one backend (cuda, rocm, metal, vulkan): the step-time constants of llmsize.estimate.speed."""
 
     eta_weights: dict[str, Fraction01] = Field(description="fraction of bandwidth streaming weights, by format class")
     eta_weights_default: Fraction01

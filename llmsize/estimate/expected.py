@@ -671,7 +671,8 @@ def prompt_expert_bytes(plan: Plan, tokens_per_forward: int) -> float:
 # tests/test_speed.py holds the two equal).
 LLAMACPP_BATCH_TOKENS, LLAMACPP_UBATCH_TOKENS = 2048, 512
 # the backends whose llama.cpp pipelines ubatches over layer-split cards (async compute and events: CUDA, and
-# ROCm through the same HIP backend; src/llama-context.cpp, the pipeline_parallel condition)
+# ROCm through the same HIP backend; src/llama-context.cpp, the pipeline_parallel condition). Not Vulkan: its
+# graph_compute became async in PR #17158 (2025-11), but no source here shows its events, nor a pipelined prompt
 PIPELINED_BACKENDS = ("cuda", "rocm")
 
 

@@ -54,7 +54,7 @@ bounded so that expected <= ceiling always.
 Engines fitted together (vLLM and SGLang; the CUDA-graph pool a runtime with few rows borrows from) share every term
 but their cost a step (each engine's own loop: scheduling, sampling) and, where their kernels differ (TensorRT-LLM's,
 gpt-fast's Inductor code beside vLLM and SGLang's FlashInfer and CUTLASS), their cost a layer.
-The constants live in runtimes/R.yaml, one group per backend (cuda, rocm, metal), fitted by
+The constants live in runtimes/R.yaml, one group per backend (cuda, rocm, metal; vulkan for llama.cpp), fitted by
 benchmarks/fit_speed.py on the dataset under measurements/; nothing is fitted at run time. The band is the
 held-out (leave one source out) ratio measured / predicted, p5 to p95, of the runtime's rows (90% of them
 fall inside it; fit_speed.runtime_band).

@@ -47,7 +47,7 @@ def price(path: Path, cat: Catalog) -> list[tuple[int, str, float | None, str | 
         if isinstance(o, str):
             out.append((i, what, None, o))
             continue
-        c = constants(cat.runtimes.get(f.runtime), o.backend, gpu)
+        c = constants(cat.runtimes.get(f.runtime), o.backend, gpu, unfitted_card=True)  # a row left out, as if not
         if c is None:
             out.append((i, what, None, f"no fitted {f.runtime} constants on this backend"))
             continue

@@ -765,6 +765,7 @@ def compare(
     im = _import_source(model, hub, estimate_only, hub_file)
     _warn(im)
     m = im.spec if im is not None else cat.model(model)
+    check_backend(gpu_backend, runtime, fmt_id=quant or m.release.quant)
     cards = _card_list(cat, gpus_)
     if vendor:
         cards = [g for g in cards if g.vendor.lower() == vendor]
@@ -1020,12 +1021,19 @@ def fit_cmd(
                          "offloaded placements; --host-ram-gib sets another figure\n")
     host = _host_memory(host_memory, host_bandwidth_gb_s, cat)
     rid = resolve_runtime(runtime)[0] if runtime else ("vllm" if g.segment == "datacenter" else "llamacpp")
-    from llmsize.estimate.expected import not_on
+    from llmsize.estimate.expected import RUNTIME_NAMES, not_on
 
     elsewhere = not_on(rid, g) if runtime else None  # a runtime named for a card it does not run on
     if elsewhere:
         raise InvalidValueError(f"--runtime {runtime} on {g.id}: {elsewhere}.", "Pick a runtime that runs there.")
     runtimes = {r.id: r for r in cat.runtimes.all()}
+    if min_tok_s is not None:  # a floor on a figure the card has none of would drop every row: say why instead
+        from llmsize.estimate.fleet import runtime_refusal
+
+        why = runtime_refusal(rid, runtimes, g)
+        if why:
+            raise InvalidValueError(f"--min-tok-s {min_tok_s:g}: {RUNTIME_NAMES[rid]} has no expected figure on "
+                                    f"{g.id} ({why}).", "Drop --min-tok-s: the list still says what fits the card.")
     from llmsize.estimate.model_fit import unused_host
 
     fit_notes = []
@@ -1566,6 +1574,12 @@ def _measure_server(server, model, quant, context, tokens, concurrency, rounds, 
     require_http()
     cat = _catalog(catalog)
     g = _gpu(cat, gpu) if gpu else None  # names are checked before any request
+    if g is not None and gpu_backend:  # and the backend against the card (Vulkan's runtime: llama.cpp)
+        from llmsize.estimate.expected import backend_refusal, resolve_runtime
+
+        refused = backend_refusal(resolve_runtime(runtime)[0] if runtime else "llamacpp", g, gpu_backend)
+        if refused:
+            raise InvalidValueError(f"--backend {gpu_backend}: {refused}.", "Drop --backend for the card's own.")
     if plan_model is not None:
         cat.model(plan_model)
     if quant is not None:

@@ -311,7 +311,7 @@ RuntimeOpt = Annotated[Optional[str], _opt("--runtime", help="Expected speed in 
                                            "llamacpp, mlx, gpt-fast (ollama and lmstudio: llama.cpp underneath). "
                                            "Default: llamacpp for GGUF formats and Apple cards, mlx for MLX "
                                            "formats, else vllm (fleet: vllm, sglang with --emit sglang, llamacpp "
-                                           "when every card is Apple's).", callback=choice(RUNTIME_CHOICES),
+                                           "when every card is Apple's or an Intel Arc).", callback=choice(RUNTIME_CHOICES),
                                            show_default=False)]
 
 BACKEND_CHOICES = ("cuda", "rocm", "metal", "vulkan")

@@ -125,7 +125,7 @@ def test_a_llama_bench_file_that_ran_on_vulkan_calibrates_the_vulkan_figure(run_
     assert code == 2 and "a run on Vulkan" in err and len(err.strip().splitlines()) == 1
     # and a run on the card's own backend does not calibrate a Vulkan figure
     code, out, err = run_cli(*args[:-1], str(CAL / "llama-bench.json"), "--backend", "vulkan")
-    assert code == 2 and "its card's own backend" in err
+    assert code == 2 and "a run on CUDA (NVIDIA); it cannot calibrate a figure on Vulkan" in err
 
 
 def test_the_vulkan_figure_comes_from_the_vulkan_group(catalog, runtimes):
@@ -211,3 +211,54 @@ def test_intel_arc_cards_run_llama_cpp_on_vulkan_and_say_why_there_is_no_figure(
     assert code == 0, err
     e = json.loads(out)["expected"]
     assert e["tok_s"] == pytest.approx(30.0, rel=0.2) and e["basis"].startswith("calibrated by your run")
+
+
+def test_a_llama_bench_run_on_sycl_or_on_another_backend_does_not_calibrate_an_arc_figure(run_cli, tmp_path):
+    """An Arc card's figure is Vulkan's: a SYCL run (no group here) is refused as such, a CUDA run (another group's
+    constants) as a run on CUDA; a Vulkan run calibrates it (the test above)."""
+    runs = json.loads((CAL / "llama-bench.json").read_text())
+    for backends, words in (("SYCL", "ran on llama.cpp's SYCL backend, which has no group"),
+                            ("CUDA", "a run on CUDA (NVIDIA); it cannot calibrate a figure on Vulkan")):
+        for r in runs:
+            r["backends"] = backends
+        f = tmp_path / f"{backends}.json"
+        f.write_text(json.dumps(runs))
+        code, out, err = run_cli("plan", "qwen2.5-7b", "--gpu", "arc-b580", "--quant", "gguf-q4_k_m", "--calibrate",
+                                 str(f))
+        assert code == 2 and words in err and len(err.strip().splitlines()) == 1 and not out, (backends, err)
+
+
+def test_the_arc_and_gaudi_refusals_hold_across_commands(run_cli):
+    # fleet sizes nothing on an Arc card, and says why (the same reason as plan)
+    code, out, err = run_cli("fleet", "llama-3.1-8b", "--users", "10", "--gpus", "arc-b580")
+    assert code == 2 and "--runtime llamacpp (the default)" in err and "Intel Arc A770" in err
+    # a serving engine on an Arc card: no figure, and not said to run on Vulkan
+    code, out, err = run_cli("plan", "llama-2-7b", "--gpu", "arc-a770", "--runtime", "vllm", "--json")
+    e = json.loads(out)["expected"]
+    assert e["backend"] is None and "not modeled here" in e["reason"]
+    code, out, err = run_cli("plan", "llama-2-7b", "--gpu", "arc-a770", "--runtime", "vllm")
+    assert "Expected in vLLM (asked for)" in out
+    # Gaudi runs none of these runtimes, Vulkan included
+    code, out, err = run_cli("plan", "llama-2-7b", "--gpu", "gaudi3", "--quant", "gguf-q4_0", "--backend", "vulkan")
+    assert code == 2 and "runs none of these runtimes" in err
+    # fit's speed floor on a card without a figure says why, instead of dropping every row
+    code, out, err = run_cli("fit", "--gpu", "arc-b580", "--min-tok-s", "1")
+    assert code == 2 and "llama.cpp has no expected figure on arc-b580" in err and not out
+    # compare on Vulkan under a safetensors format's default runtime (vLLM) would price nothing: refused
+    code, out, err = run_cli("compare", "llama-3.1-8b", "--backend", "vulkan", "--gpus", "rtx4090")
+    assert code == 2 and "default runtime for bf16 weights" in err and "--runtime llamacpp" in err
+    # measure --server checks the backend against the card before any request (the port is closed)
+    code, out, err = run_cli("measure", "--server", "http://127.0.0.1:9", "--gpu", "rtx4090", "--backend", "metal")
+    assert code == 2 and "own backend is CUDA (NVIDIA), not Metal" in err
+
+
+def test_compare_keeps_the_cards_whose_runtime_takes_the_cache_and_refuses_the_others_in_their_row(run_cli):
+    """llama.cpp (an Apple or Arc card's runtime) has no FP8 cache: those rows say so, the others are priced."""
+    code, out, err = run_cli("compare", "llama-3.1-8b", "--kv-dtype", "fp8", "--gpus", "h100,m4-max,arc-b580",
+                             "--json")
+    assert code == 0, err
+    rows = {r["gpu"]: r for r in json.loads(out)["rows"]}
+    assert rows["h100-sxm"]["ceiling_tok_s"] and rows["h100-sxm"]["expected_backend"] == "cuda"
+    assert rows["m4-max"]["ceiling_tok_s"] is None and rows["arc-b580"]["ceiling_tok_s"] is None
+    code, out, err = run_cli("compare", "llama-3.1-8b", "--kv-dtype", "fp8", "--gpus", "m4-max,arc-b580")
+    assert code == 2 and "has no such cache type" in err and "With `plan`" in err

@@ -87,9 +87,8 @@ def compare(model: ModelSpec, gpus: list[GpuSpec], inputs: PlanInputs, users: in
         tp, pp = inputs.tp, inputs.pp
         try:
             p = make_plan(model, g, replace(inputs, batch=1), search_fit=not fixed)
-        except InvalidValueError as e:
-            if not fixed:
-                raise
+        except InvalidValueError as e:  # this card's runtime refuses the inputs (a cache type llama.cpp lacks), or
+            # the split does not fit the model's heads: a row that says so, unless every card is refused
             refused.append(e)
             rows.append(Row(g, None, tp, pp, 0, prices.get(g.id), why_not=e.message))
             continue

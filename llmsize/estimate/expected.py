@@ -93,6 +93,8 @@ def backend_refusal(rid: str, gpu: GpuSpec, asked: str | None) -> str | None:
     native = backend(gpu)
     if asked is None or asked == native:
         return None
+    if native is None:
+        return f"{gpu.name} runs none of these runtimes"
     if asked != "vulkan":
         return (f"{gpu.name}'s own backend is {BACKEND_NAMES[native] if native else 'none here'}, not "
                 f"{BACKEND_NAMES[asked]}")
@@ -103,15 +105,20 @@ def backend_refusal(rid: str, gpu: GpuSpec, asked: str | None) -> str | None:
     return None
 
 
-def check_backend(asked: str | None, runtime: str | None, plan: Plan | None = None) -> None:
+def check_backend(asked: str | None, runtime: str | None, plan: Plan | None = None, fmt_id: str | None = None) -> None:
     """Refuse --backend `asked` under --runtime `runtime` (None: the default) where it cannot run: Vulkan under a
-    runtime without one; with `plan` (one card), any backend the plan's runtime does not run there."""
+    runtime without one, or under the default runtime of `fmt_id` weights on NVIDIA and AMD cards (vLLM for
+    safetensors formats); with `plan` (one card), any backend the plan's runtime does not run there."""
     if asked is None:
         return
     rid = resolve_runtime(runtime)[0] if runtime else None
     if asked == "vulkan" and rid is not None and rid not in VULKAN_RUNTIMES:
         raise InvalidValueError(f"--backend vulkan: {RUNTIME_NAMES[rid]} has no Vulkan backend.",
                                 "Use --runtime llamacpp (Ollama and LM Studio run it too), or drop --backend.")
+    if asked == "vulkan" and rid is None and fmt_id and not fmt_id.startswith(("gguf-", "ggml-")):
+        raise InvalidValueError(f"--backend vulkan: the default runtime for {fmt_id} weights on NVIDIA and AMD cards "
+                                "is vLLM, which has no Vulkan backend.",
+                                "Add --runtime llamacpp, or give a GGUF --quant (llama.cpp's default).")
     if plan is None:
         return
     rid = rid or default_runtime(plan.fmt.id, plan.gpu, from_gguf(plan))[0]
@@ -130,9 +137,9 @@ def not_on(rid: str, gpu: GpuSpec, asked_backend: str | None = None) -> str | No
         return refused
     be = backend(gpu)
     if be is None:
-        return f"{RUNTIME_NAMES[rid]} does not run on {gpu.vendor} cards in this model (no {gpu.vendor} backend)"
+        return f"{RUNTIME_NAMES[rid]} does not run on {gpu.name} in this model (no backend of its own here)"
     if rid == "mlx" and be != "metal":
-        return "MLX runs on Apple silicon only; pick --runtime vllm or llamacpp"
+        return "MLX runs on Apple silicon only; pick --runtime " + ("llamacpp" if be == "vulkan" else "vllm or llamacpp")
     if rid == "trtllm" and be != "cuda":
         return "TensorRT-LLM runs on NVIDIA cards only"
     if rid in ("vllm", "sglang", "trtllm", "gpt-fast") and be == "metal":
@@ -187,11 +194,14 @@ def stream_family(gpu: GpuSpec, asked: str | None = None) -> str | None:
     return "rdna" if be == "rocm" and (gpu.llvm_target or "").startswith(RDNA_TARGETS) else be
 
 
-def constants(spec: RuntimeSpec, backend_id: str, gpu: GpuSpec | None = None) -> Constants | None:
+def constants(spec: RuntimeSpec, backend_id: str, gpu: GpuSpec | None = None,
+              unfitted_card: bool = False) -> Constants | None:
     """The runtime's constants on a backend; on an RDNA card (`gpu`), with the streaming fractions fitted on RDNA
-    rows where the runtime's fit has them (SpeedGroup.rdna)."""
+    rows where the runtime's fit has them (SpeedGroup.rdna); None on an Intel card through Vulkan, which no group
+    fits (INTEL_VULKAN_REASON), unless `unfitted_card` asks for them there all the same (a user's run calibrating
+    the level, a published row priced as if counted)."""
     g: SpeedGroup | None = spec.backends.get(backend_id)
-    if g is None:
+    if g is None or (gpu is not None and intel_vulkan(gpu, backend_id) and not unfitted_card):
         return None
     rdna = g.rdna if gpu is not None and stream_family(gpu, backend_id) == "rdna" else None
     if rdna is not None:
@@ -780,7 +790,7 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
     spec = runtimes.get(rid)
     elsewhere = not_on(rid, plan.gpu, be)
     if elsewhere:
-        return ExpectedResult(rid, why, None, elsewhere, be)
+        return ExpectedResult(rid, why, None, elsewhere, be if be != "vulkan" or rid in VULKAN_RUNTIMES else None)
     if plan.fmt.id.startswith(("gguf-", "ggml-")) and rid in NO_GGUF:
         return ExpectedResult(rid, why, None, f"{RUNTIME_NAMES[rid]} does not load GGUF files ({plan.fmt.id}); "
                                               "pick --runtime llamacpp (or a safetensors format: --quant)", be)
@@ -789,7 +799,7 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
                                               f"{TERNARY_RUNS}", be)
     if rid == "llamacpp" and intel_vulkan(plan.gpu, be) and calibration is None:
         return ExpectedResult(rid, why, None, INTEL_VULKAN_REASON, be)
-    c = constants(spec, be, plan.gpu) if spec is not None else None
+    c = constants(spec, be, plan.gpu, unfitted_card=calibration is not None) if spec is not None else None
     if c is None:
         on = "its Vulkan backend" if be == "vulkan" else f"{BACKEND_NAMES[be]} cards"
         return ExpectedResult(rid, why, None, f"no published measurements of {RUNTIME_NAMES[rid]} on {on} in the "
@@ -934,9 +944,12 @@ def _catalog_model(cat, name: str):
         return None
 
 
-def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, cat, path: str) -> Calibration:
+def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, cat, path: str,
+                         plan_backend: str | None = None) -> Calibration:
     """The user's run through the model: factor = its measured tok/s / what the constants predict for that run
-    (its model, card, format, batch and context); the report says how far the plan is from it."""
+    (its model, card, format, batch and context); the report says how far the plan is from it. A run on Vulkan
+    calibrates only a Vulkan figure (`plan_backend`, the plan's resolved backend), and a run on another backend only
+    a figure that is not Vulkan's: the two groups' constants differ."""
     from llmsize.catalog.match import match_gpu
     from llmsize.estimate.plan import PlanInputs, make_plan
 
@@ -960,7 +973,12 @@ def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, ca
                     f"as this plan's {plan.gpu.name}")
     fmt = _run_format(run, plan.fmt.id)
     be = backend(gpu, getattr(run, "backend", None))  # the run's own backend (a llama-bench file's Vulkan)
-    c = constants(spec, be, gpu) if spec is not None and be else None
+    plan_backend = plan_backend or backend(plan.gpu)
+    if be is not None and plan_backend is not None and (be == "vulkan") != (plan_backend == "vulkan"):
+        raise InvalidValueError(f"--calibrate `{path}` is a run on {BACKEND_NAMES[be]}; it cannot calibrate a figure "
+                                f"on {BACKEND_NAMES[plan_backend]}.",
+                                "Calibrate with a run on the backend planned (--backend), or drop --calibrate.")
+    c = constants(spec, be, gpu, unfitted_card=True) if spec is not None and be else None
     if c is None:
         raise InvalidValueError(f"--calibrate `{path}`: no {RUNTIME_NAMES[rid]} constants for the run's card "
                                 f"{gpu.name} to compare it with.", "Calibrate with a run on a supported card.")
@@ -1038,16 +1056,16 @@ def expect_for_cli(plan: Plan, cat, runtime: str | None, run, path: str | None,
         runtime = runtime or run.runtime
     else:
         from_run = False
-    run_backend = getattr(run, "backend", None) if run is not None else None  # None: the run's card's own
-    if gpu_backend is not None and run is not None and (gpu_backend == "vulkan") != (run_backend == "vulkan"):
-        ran = "on Vulkan" if run_backend == "vulkan" else "on its card's own backend"
-        raise InvalidValueError(f"--calibrate `{path}` is a run {ran}; it cannot calibrate --backend {gpu_backend}.",
-                                "Calibrate with a run on the backend planned, or drop --backend.")
-    gpu_backend = gpu_backend or run_backend  # a Vulkan run calibrates the Vulkan figure
+    unmodeled = getattr(run, "unmodeled_backend", None)
+    if unmodeled:
+        raise InvalidValueError(f"--calibrate `{path}` ran on llama.cpp's {unmodeled} backend, which has no group "
+                                "here to compare it with.", "Calibrate with a run on CUDA, ROCm, Metal or Vulkan.")
+    gpu_backend = gpu_backend or getattr(run, "backend", None)  # a Vulkan run calibrates the Vulkan figure
     calibration = None
     if run is not None:
         rid = resolve_runtime(runtime)[0] if runtime else default_runtime(plan.fmt.id, plan.gpu, from_gguf(plan))[0]
-        calibration = calibration_from_run(run, plan, rid, runtimes.get(rid), cat, path)
+        calibration = calibration_from_run(run, plan, rid, runtimes.get(rid), cat, path,
+                                           backend(plan.gpu, gpu_backend))
     r = expect(plan, runtimes, runtime, calibration, flash_attn, engine, ubatch_tokens, gpu_backend)
     if from_run:  # not asked for: the calibrating run's
         r = _replace(r, runtime_why=f"the runtime of the run in {path}")

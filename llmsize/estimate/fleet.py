@@ -184,11 +184,13 @@ def replica_inputs(runtime: str, w: Workload, tp: int, pp: int, kv_dtype: str):
 
 
 def default_runtime(emit: str | None, gpus: list[GpuSpec]) -> str:
-    """The runtime a fleet is sized for without --runtime: the engine --emit names, llama.cpp for Apple cards only
-    (no serving engine modelled runs on them), else vLLM."""
+    """The runtime a fleet is sized for without --runtime: the engine --emit names, llama.cpp where every card is
+    Apple's or Intel's Arc (no serving engine modelled runs on them: expected.backend), else vLLM."""
     if emit is not None:
         return emit
-    return "llamacpp" if all(g.vendor == "Apple" for g in gpus) else "vllm"
+    from llmsize.estimate.expected import backend
+
+    return "llamacpp" if all(backend(g) in ("metal", "vulkan") for g in gpus) else "vllm"
 
 
 def cards_per_node(g: GpuSpec) -> int:
@@ -408,10 +410,12 @@ def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan
 def runtime_refusal(runtime: str, runtimes: dict, g: GpuSpec) -> str | None:
     """Why `runtime` gets no row on card `g` whatever the workload, None where it can: no fitted constants for
     the card's backend, or an architecture the engine's documentation leaves out (runtime_support)."""
-    from llmsize.estimate.expected import backend, constants
+    from llmsize.estimate.expected import INTEL_VULKAN_REASON, backend, constants, intel_vulkan
 
     spec, be = runtimes.get(runtime), backend(g)
-    if spec is None or not be or constants(spec, be) is None:
+    if runtime == "llamacpp" and intel_vulkan(g, be):
+        return INTEL_VULKAN_REASON.replace("; pass --calibrate FILE from your own llama-bench run", "")
+    if spec is None or not be or constants(spec, be, g) is None:
         return (f"{runtime} does not run on Apple cards: size them with --runtime llamacpp or mlx"
                 if g.vendor == "Apple" and runtime not in ("llamacpp", "mlx")
                 else f"no {runtime} constants for {g.vendor} cards")

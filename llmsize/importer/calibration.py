@@ -45,6 +45,7 @@ class Run:
     quant: str | None = None
     flash_attn: bool | None = None  # llama-bench's flash_attn column (None: not given, or auto)
     backend: str | None = None  # "vulkan": llama-bench's `backends` says Vulkan; None: the card's own
+    unmodeled_backend: str | None = None  # llama-bench's `backends` as printed where it names none of those (SYCL)
 
 
 def _bad(path: Path, why: str) -> InvalidValueError:
@@ -72,6 +73,18 @@ def _flash_attn(v) -> bool | None:
     return {"1": True, "true": True, "on": True, "0": False, "false": False, "off": False}.get(str(v).lower())
 
 
+# llama.cpp backends with no group of constants here (the dataset's rows on them are left out alike)
+UNMODELED_BACKENDS = ("SYCL", "OpenCL", "CANN", "MUSA", "CPU")
+
+
+def _unmodeled(backends) -> str | None:
+    """The backend llama-bench names where it is one with no group (and not Vulkan), else None."""
+    names = [b.strip() for b in str(backends or "").split(",")]
+    if any(b.lower() == "vulkan" for b in names):
+        return None
+    return next((b for b in names for u in UNMODELED_BACKENDS if b.lower() == u.lower()), None)
+
+
 def _llama_bench(tests: list[dict], path: Path) -> Run:
     """The tg test (n_gen > 0, n_prompt 0) gives decode, the pp test (n_prompt > 0, n_gen 0) prefill."""
     keys = {"n_prompt", "n_gen", "avg_ts"}
@@ -97,7 +110,8 @@ def _llama_bench(tests: list[dict], path: Path) -> Run:
         card=str(t.get("gpu_info") or "") or None, model=str(t.get("model_type") or "") or None,
         weight_bytes=_num(size, path, "model_size") if size not in (None, "") else None, runtime="llamacpp",
         flash_attn=_flash_attn((pp[0] if pp else t).get("flash_attn")),
-        backend="vulkan" if "vulkan" in str(t.get("backends") or "").lower() else None)
+        backend="vulkan" if "vulkan" in str(t.get("backends") or "").lower() else None,
+        unmodeled_backend=_unmodeled(t.get("backends")))
 
 
 def _vllm_serve(d: dict, path: Path) -> Run:

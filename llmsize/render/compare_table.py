@@ -64,7 +64,7 @@ def rows_to_dicts(rows) -> list[dict]:
                   "users_served": r.users_served,
                   "gpu_util": r.plan.budget.gpu_util if r.plan else None})  # the share its runtime budgets
         e = r.expected
-        d.update({"expected_runtime": e.runtime if e else None,
+        d.update({"expected_runtime": e.runtime if e else None, "expected_backend": e.backend if e else None,
                   "expected_tok_s_low": e.expected.tok_s_low if e and e.expected else None,
                   "expected_tok_s_high": e.expected.tok_s_high if e and e.expected else None,
                   "expected_ttft_s_low": e.expected.ttft_s_low if e and e.expected else None,

@@ -29,7 +29,7 @@ def _ms(s: float) -> str:
 
 
 def render_expected(r: ExpectedResult, plan, c: Console) -> None:
-    name = RUNTIME_NAMES[r.runtime] + (" on Vulkan" if r.backend == "vulkan" else "")
+    name = RUNTIME_NAMES[r.runtime] + (" on Vulkan" if r.backend == "vulkan" else "")  # (None where it cannot run)
     c.print(f"\nExpected in {name} ({r.runtime_why})", style="bold")
     e = r.expected
     if e is None:

@@ -634,8 +634,11 @@ def test_tensor_core_tiles_make_a_low_flops_card_compute_bound_at_batch_1(catalo
     peak, attn = h20.peak_flop_per_s, 0.5 * attention_excess_s(h20)
     assert decode_terms_s(h20, c)["tile"] == pytest.approx(attn + (0.5 * matmul + 0.25 * 15 * matmul) / peak)
     assert decode_terms_s(h20_old, c)["tile"] == pytest.approx(attn + 0.5 * 64 * matmul / peak)
+    # fitted: the padding beyond the step's own FLOPs costs less than they do, nothing measurable since the 2026-12-05
+    # refit (a GeForce RTX 3060's AWQ and GPTQ rows, 25.5 dense TFLOPS, decode at 1.06-1.21 of the figure without
+    # it: benchmarks/RESULTS.md); the older generation's 64 rows at mm_cost still cost more than today's 16
     fitted = constants(runtimes["sglang"], "cuda")
-    assert fitted.mm_cost > fitted.tile_cost > 0
+    assert fitted.mm_cost > fitted.tile_cost >= 0
     assert decode_terms_s(h20_old, fitted)["tile"] > decode_terms_s(h20, fitted)["tile"]
 
 

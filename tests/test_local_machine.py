@@ -14,7 +14,7 @@ from llmsize.units import GiB
 
 
 class Fake(Probe):
-    def __init__(self, platform="linux", nvml=None, commands=None, files=None, vram=()):
+    def __init__(self, platform="linux", nvml=None, commands=None, files=None, vram=None):
         self.platform, self._nvml, self._cmd, self._files, self._vram = platform, nvml, commands or {}, files or {}, vram
 
     def nvml(self):
@@ -27,7 +27,7 @@ class Fake(Probe):
         return self._files.get(path)
 
     def amd_vram_bytes(self):
-        return list(self._vram)
+        return dict(self._vram or {})
 
 
 MEMINFO = {"/proc/meminfo": "MemTotal:       65798844 kB\nMemFree:        1234 kB\n"}
@@ -41,9 +41,22 @@ def test_nvml_names_the_card_and_meminfo_the_host(catalog):
 def test_lspci_and_sysfs_tell_two_amd_cards_apart(catalog):
     line = ("03:00.0 VGA compatible controller: Advanced Micro Devices, Inc. [AMD/ATI] Navi 31 [Radeon RX 7900 XT/"
             "7900 XTX/7900 GRE/7900M] (rev c8)\n")
-    xtx = detect(catalog.hardware.all(), Fake(commands={"lspci": line}, vram=[25753026560], files=MEMINFO))
-    xt = detect(catalog.hardware.all(), Fake(commands={"lspci": line}, vram=[21458059264], files=MEMINFO))
+    xtx = detect(catalog.hardware.all(), Fake(commands={"lspci": line}, vram={"0000:03:00.0": 25753026560},
+                                              files=MEMINFO))
+    xt = detect(catalog.hardware.all(), Fake(commands={"lspci": line}, vram={"0000:03:00.0": 21458059264},
+                                             files=MEMINFO))
     assert (xtx.gpu.id, xt.gpu.id) == ("rx7900xtx", "rx7900xt")
+
+
+def test_an_arc_card_beside_an_amd_igpu_takes_no_vram_figure_of_the_igpu(catalog):
+    """The iGPU (a Ryzen's Raphael, 512 MiB carved out) comes first in lspci and has a sysfs VRAM figure; the Arc card
+    has none (xe/i915 publish no mem_info_vram_total): figures are paired by PCI address, not by list position, so the
+    Arc is matched by its name, and the report says its memory was not read."""
+    lspci = ("0c:00.0 VGA compatible controller: Advanced Micro Devices, Inc. [AMD/ATI] Raphael (rev c6)\n"
+             "03:00.0 VGA compatible controller: Intel Corporation Battlemage G21 [Arc B580]\n")
+    d = detect(catalog.hardware.all(), Fake(commands={"lspci": lspci}, vram={"0000:0c:00.0": 536870912},
+                                            files=MEMINFO))
+    assert d.gpu.id == "arc-b580" and "memory not read" in d.found
 
 
 def test_an_apple_chip_is_taken_with_this_macs_ram(catalog):

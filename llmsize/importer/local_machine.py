@@ -63,11 +63,12 @@ class Probe:
         except OSError:
             return None
 
-    def amd_vram_bytes(self) -> list[int]:
-        out = []
+    def amd_vram_bytes(self) -> dict[str, int]:
+        """Each AMD card's VRAM total by its PCI address (/sys/class/drm/cardN/device links to .../0000:03:00.0)."""
+        out = {}
         for p in sorted(Path("/sys/class/drm").glob("card*/device/mem_info_vram_total")):
             try:
-                out.append(int(p.read_text().strip()))
+                out[p.parent.resolve().name] = int(p.read_text().strip())
             except (OSError, ValueError):
                 continue
         return out
@@ -109,14 +110,20 @@ def _apple(probe: Probe, gpus: list[GpuSpec], ram: int | None) -> Detected | Non
     return Detected(pick, f"{brand}, {note}, {ram / GiB:g} GiB unified memory" if ram else brand, ram)
 
 
-def _lspci_cards(probe: Probe) -> list[str]:
+def _lspci_cards(probe: Probe) -> list[tuple[str, str]]:
+    """(PCI address, name) of each display controller lspci lists ("03:00.0", "Radeon RX 7900 XT/7900 XTX")."""
     text = probe.run("lspci") or ""
     out = []
     for line in text.splitlines():
         if re.search(r"VGA compatible controller|3D controller|Display controller", line):
             names = re.findall(r"\[([^\]]+)\]", line)
-            out.append(names[-1] if names else line.split(": ", 1)[-1])
+            out.append((line.split(" ", 1)[0], names[-1] if names else line.split(": ", 1)[-1]))
     return out
+
+
+def _vram_at(address: str, vram: dict[str, int]) -> int | None:
+    """The sysfs VRAM total of the card at lspci's `address` (sysfs adds the PCI domain: 0000:03:00.0)."""
+    return next((b for k, b in vram.items() if k == address or k.endswith(":" + address)), None)
 
 
 def _alternatives(name: str) -> list[str]:
@@ -151,18 +158,20 @@ def detect(gpus: list[GpuSpec], probe: Probe | None = None) -> Detected:
         if g:
             return Detected(g, f"NVML: {name}, {total / 2**20:,.0f} MiB", ram)
     vram = probe.amd_vram_bytes()
-    for i, name in enumerate(_lspci_cards(probe)):
-        mem = vram[i] if i < len(vram) else None
+    for address, name in _lspci_cards(probe):  # each card with its own VRAM figure, matched by its PCI address
+        mem = _vram_at(address, vram)
         g = _match_alternatives(name, mem, gpus)
         if g:
-            return Detected(g, f"lspci: {name}" + (f", {mem / 2**20:,.0f} MiB VRAM" if mem else ""), ram)
-    for name in _lspci_cards(probe):  # named, but sold in several memory sizes lspci does not tell apart
+            return Detected(g, f"lspci: {name}" + (f", {mem / 2**20:,.0f} MiB VRAM" if mem else
+                                                   f", memory not read: the catalog's {g.memory_size:g} "
+                                                   f"{g.memory_vendor_unit} card"), ram)
+    for _, name in _lspci_cards(probe):  # named, but sold in several memory sizes lspci does not tell apart
         ids = sorted({g.id for alt in _alternatives(name) for g in gpu_candidates(alt, gpus)})
         if len(ids) > 1:
             raise InvalidValueError(f"--gpu local: found {name}, which matches {len(ids)} catalog cards "
                                     f"({', '.join(ids[:6])}), and nothing read here tells which (no memory size).",
                                     f"Name it: --gpu {ids[0]}, or another of them.")
-    seen = [n for n, _ in probe.nvml() or []] + _lspci_cards(probe)
+    seen = [n for n, _ in probe.nvml() or []] + [n for _, n in _lspci_cards(probe)]
     what = f"found {', '.join(seen)}, not in the catalog" if seen else "found no GPU (NVML, lspci, sysctl)"
     raise InvalidValueError(f"--gpu local: {what}.", "Name the card instead (`llmsize gpus`), or add it to a "
                                                      "catalog folder (README: Add a card).")

@@ -1082,8 +1082,9 @@ def test_an_mi355x_plan_says_its_amd_costs_are_cdna3s(catalog, runtimes):
     plan and llama.cpp's do not."""
     m = catalog.model("qwen3-30b-a3b")
 
-    def notes(gpu, rt):
-        p = make_plan(m, catalog.gpu(gpu), PlanInputs(quant="fp8"), search_fit=False)
+    def notes(gpu, rt):  # llama.cpp's plan of a GGUF type (it loads no FP8 checkpoint)
+        quant = "gguf-q8_0" if rt == "llamacpp" else "fp8"
+        p = make_plan(m, catalog.gpu(gpu), PlanInputs(quant=quant), search_fit=False)
         return [n for n in expect(p, runtimes, rt).expected.notes if "CDNA4" in n]
 
     assert notes("mi355x", "sglang") and notes("mi355x", "vllm")

@@ -262,3 +262,18 @@ def test_compare_keeps_the_cards_whose_runtime_takes_the_cache_and_refuses_the_o
     assert rows["m4-max"]["ceiling_tok_s"] is None and rows["arc-b580"]["ceiling_tok_s"] is None
     code, out, err = run_cli("compare", "llama-3.1-8b", "--kv-dtype", "fp8", "--gpus", "m4-max,arc-b580")
     assert code == 2 and "has no such cache type" in err and "With `plan`" in err
+
+
+def test_llama_cpp_and_mlx_give_no_figure_for_a_format_their_files_cannot_hold(run_cli):
+    """llama.cpp loads GGUF files (no FP8 or NVFP4 type), MLX its own formats: no expected figure, and why;
+    16-bit weights load everywhere."""
+    for rt, quant, words in (("llamacpp", "fp8", "fp8 is not a GGUF type"), ("llamacpp", "nvfp4", "not a GGUF type"),
+                             ("mlx", "gguf-q4_k_m", "")):
+        gpu = "m4-max" if rt == "mlx" else "rtx4090"
+        code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", gpu, "--quant", quant, "--runtime", rt, "--json")
+        assert code == 0, err
+        e = json.loads(out)["expected"]
+        assert e["tok_s"] is None and words in e["reason"], (rt, quant, e["reason"])
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx4090", "--quant", "bf16", "--runtime", "llamacpp",
+                             "--json")
+    assert json.loads(out)["expected"]["tok_s"] > 0

@@ -794,6 +794,13 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
     if plan.fmt.id.startswith(("gguf-", "ggml-")) and rid in NO_GGUF:
         return ExpectedResult(rid, why, None, f"{RUNTIME_NAMES[rid]} does not load GGUF files ({plan.fmt.id}); "
                                               "pick --runtime llamacpp (or a safetensors format: --quant)", be)
+    if rid in ("llamacpp", "mlx") and not is_ternary(plan.fmt.id):  # a format its files cannot hold (fp8, nvfp4)
+        from llmsize.estimate.quant import runtime_load_refusal
+
+        refused = runtime_load_refusal(rid, plan.fmt.id)
+        if refused:
+            return ExpectedResult(rid, why, None, f"{refused}; pick a {'GGUF' if rid == 'llamacpp' else 'MLX'} "
+                                                  "--quant, or another --runtime", be)
     if is_ternary(plan.fmt.id) and not (rid == "llamacpp" and plan.fmt.mix):
         return ExpectedResult(rid, why, None, f"{RUNTIME_NAMES[rid]} does not run {plan.fmt.id} weights; "
                                               f"{TERNARY_RUNS}", be)

@@ -1249,6 +1249,27 @@ def test_an_sglang_plan_of_deepseek_fp8_on_cdna3_says_what_older_releases_decode
         assert (OLD_SGLANG_CDNA3_MLA_NOTE in expect(p, runtimes, rid).expected.notes) == says, (card, quant, rid)
 
 
+@pytest.mark.parametrize("version, published, text, skipped", [
+    (None, "2025-04-04", "sglang.launch_server --tp 8 --quantization fp8", True),  # tanjunchen's 8 x H20 image
+    ("0.4.5", None, "", True), ("0.4.6", None, "", False), (None, "2025-05-01", "", False),
+    ("0.4.4.post1", None, "--enable-flashinfer-mla", False), ("0.4.4.post3", None, "--enable-flashmla", False)])
+def test_sglang_mla_before_0_4_6_is_an_older_generation(catalog, version, published, text, skipped):
+    """SGLang before 0.4.6 decoded MLA models with Triton unless a flag asked for FlashInfer's or FlashMLA's kernels
+    (0.4.6 made FA3 the Hopper default), with DeepGEMM off and untuned FP8 MoE configs: its DeepSeek rows leave the
+    fit, by release, else by the source's date; a model without MLA stays."""
+    from llmsize.catalog.measurement import Row
+    from llmsize.estimate.observed import observe
+
+    row = Row(card="H20", model="x", format="FP8", test="TPOT " + text, kind="decode", batch=1, prompt_tokens=256,
+              gen_tokens=256, ms_per_token=42.0, verbatim="42.0", runtime_version=version, gpus=8, split="tensor")
+    got = observe(row, "sglang", "s", catalog.model("deepseek-v3"), catalog.gpu("h20"), published=published)
+    assert isinstance(got, str) == skipped, got
+    assert not skipped or "SGLang before 0.4.6" in got
+    dense = observe(row.model_copy(update={"format": "BF16", "gpus": 1, "split": None}), "sglang", "s",
+                    catalog.model("llama-3.1-8b"), catalog.gpu("h20"), published=published)
+    assert not isinstance(dense, str), dense
+
+
 @pytest.mark.parametrize("version, text, model, skipped", [
     ("sglang 0.5.7", "--attention-backend triton --tp 1", "glm-4.7-flash", True),
     ("0.5.11", "--attention-backend=triton", "deepseek-v3", True),

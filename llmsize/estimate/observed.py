@@ -297,6 +297,27 @@ def sglang_cdna3_mla_before(version: str | None, runtime: str, gpu: GpuSpec, mod
     return sglang_before(version, published, SGLANG_CDNA3_MLA)
 
 
+# SGLang before 0.4.6 (sdist of 2025-04-27) decoded MLA models with its Triton attention backend unless a flag asked
+# for FlashInfer's or FlashMLA's ("MLA optimization is turned on. Use triton backend.", model_runner.py, 0.4.4.post1);
+# 0.4.6 made FA3 the default on Hopper. DeepGEMM was opt-in until 0.4.5 (SGL_ENABLE_JIT_DEEPGEMM), and 0.4.4.post1's
+# fused MoE had no FP8 config for DeepSeek's experts over 8 H20s (E=256, N=256: an int8_w8a8 file only). That
+# generation's published single-request DeepSeek-R1 figures on H20s: about 35 tok/s on one 8-card server (sglang
+# #5513, 0.4.5) and 37 tok/s on two once its block-FP8 and MoE kernels were tuned (#3956), where the fit's 2026 rows
+# decode DeepSeek-R1 on 8 x H200 in about 11 ms a token (InferenceX #870). tanjunchen's 8 x H20 run (image of
+# 2025-03, 42 ms a token at batch 1, about as slow at batch 4) is of that generation.
+SGLANG_MLA_FA3 = ((0, 4, 6, 0), "2025-04-27")
+_MLA_BACKEND_FLAG = re.compile(r"enable[-_]flashinfer[-_]mla|enable[-_]flashmla|attention[-_]backend[= ]+(?:fa3|flashmla"
+                               r"|flashinfer)", re.I)
+
+
+def sglang_triton_mla_era(row: Row, runtime: str, model: ModelSpec, published: str | None) -> bool:
+    """Whether an SGLang run of an MLA model was of a release before 0.4.6 (SGLANG_MLA_FA3), which decoded it with
+    the Triton attention backend, unless the row names another MLA backend's flag."""
+    if runtime != "sglang" or not has_mla(model) or _MLA_BACKEND_FLAG.search(_row_text(row)):
+        return False
+    return sglang_before(row.runtime_version, published, SGLANG_MLA_FA3)
+
+
 # SGLang's Triton MLA decode split a sequence's cache into at most triton_attention_num_kv_splits (8) parts until
 # 0.5.12 (wheel of 2026-05-16), which raised the cap for MLA models to the SM count (_mla_decode_kv_splits_cap in
 # layers/attention/triton_backend.py): at batch 1 its grid was (1, ceil(heads / 16), 8), 16 thread blocks on a
@@ -406,6 +427,9 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
     if row.kind == "decode" and sglang_triton_mla_capped(row, runtime, model, published):
         return ("SGLang's Triton MLA decode before 0.5.12: at most 8 KV splits, 16 thread blocks at batch 1 (sglang PR "
                 "#27786), a kernel path plans do not predict")
+    if row.kind == "decode" and sglang_triton_mla_era(row, runtime, model, published):
+        return ("SGLang before 0.4.6, an MLA model: Triton MLA decode by default, DeepGEMM off and untuned FP8 MoE "
+                "configs, a generation whose single-request DeepSeek-R1 runs took about 27-29 ms a token on 8 or 16 H20s")
     if row.kind == "decode" and sglang_cdna3_mla_before(row.runtime_version, runtime, gpu, model, published):
         return ("SGLang before 0.5.10 on a CDNA3 card, an MLA model: its absorbed projections copied their FP8 weights "
                 "to BF16 every step (sglang PR #18624), a kernel path plans do not predict")

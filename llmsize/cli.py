@@ -413,6 +413,15 @@ def plan(
                         runtime=plan_runtime, llamacpp=llama_options, backend=gpu_backend)
     p = make_plan(m, g, inputs, exact=exact, notes=notes, warnings=warnings)
     check_backend(gpu_backend, plan_runtime, p)  # the plan's runtime on this card
+    served = engine if engine in ("vllm", "sglang", "trtllm") else emit if emit in ("vllm", "sglang") else None
+    if served:  # a serving engine's ledger or launch line for a card it does not run on (Apple, Intel Arc)
+        from llmsize.estimate.expected import not_on
+
+        elsewhere = not_on(served, g)
+        if elsewhere:
+            flag = f"--engine {engine}" if engine == served else f"--emit {emit}"
+            raise InvalidValueError(f"{flag} on {g.id}: {elsewhere}.",
+                                    "Plan that card with --engine llamacpp (or ollama), or pick a card it runs on.")
     if not p.budget.weights_fit:  # name a bigger card: only now is the whole hardware catalog parsed
         p = make_plan(m, g, inputs, candidates=cat.hardware.all(), exact=exact, notes=notes, warnings=warnings)
     ledger = llama = None

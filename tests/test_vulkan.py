@@ -277,3 +277,13 @@ def test_llama_cpp_and_mlx_give_no_figure_for_a_format_their_files_cannot_hold(r
     code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx4090", "--quant", "bf16", "--runtime", "llamacpp",
                              "--json")
     assert json.loads(out)["expected"]["tok_s"] > 0
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--gpu", "m4-max", "--engine", "vllm"), "--engine vllm on m4-max: vLLM has no Metal backend"),
+    (("--gpu", "arc-b580", "--emit", "vllm"), "--emit vllm on arc-b580: vLLM on Intel cards is not modeled"),
+    (("--gpu", "arc-b580", "--engine", "trtllm"), "TensorRT-LLM runs on NVIDIA cards only"),
+])
+def test_a_serving_engines_ledger_or_launch_line_is_refused_on_a_card_it_does_not_run_on(run_cli, args, words):
+    code, out, err = run_cli("plan", "llama-3.1-8b", *args)
+    assert code == 2 and words in err and not out and len(err.strip().splitlines()) == 1

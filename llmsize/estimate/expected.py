@@ -85,6 +85,8 @@ def default_runtime(fmt_id: str, gpu: GpuSpec, gguf_file: bool = False) -> tuple
         return "llamacpp", "the default on Apple silicon"
     if backend(gpu) == "vulkan":
         return "llamacpp", f"the default on {gpu.vendor} Arc cards (llama.cpp's Vulkan build)"
+    if gpu.vendor not in ("NVIDIA", "AMD"):  # a card none of the runtimes here runs on (Gaudi): the plan says why
+        return "vllm", "the default for safetensors formats"
     return "vllm", "the default for safetensors formats on NVIDIA and AMD cards"
 
 

@@ -1376,11 +1376,15 @@ def show(
     cat = _catalog(catalog)
     try:
         entry = cat.gpu(name)
-    except UnknownNameError:
+    except UnknownNameError as not_card:
         try:
             entry = cat.model(name)
-        except UnknownNameError as e:
-            raise UnknownNameError(f"`{shown(name)}` is neither a card nor a model in the catalog.",
+        except UnknownNameError as e:  # the near names either shelf suggests
+            import re
+
+            near = [m.group(1) for m in (re.search(r"Did you mean (.+)\?", x.message) for x in (not_card, e)) if m]
+            raise UnknownNameError(f"`{shown(name)}` is neither a card nor a model in the catalog."
+                                   + (f" Did you mean {', '.join(near)}?" if near else ""),
                                    "Run `llmsize gpus` or `llmsize models` to see them.") from e
     if as_json:
         _print_json(entry.model_dump(mode="json"))

@@ -119,6 +119,8 @@ def test_the_quantize_lever_is_a_format_the_runtime_loads(run_cli, args, lever):
     (["plan", "gemma-4-12b", "--gpu", "h200", "--context", "5", "--context", "x1"], 2, "(got `x1`)"),
     (["plan", "gemma-4-12b"], 2, "--gpu"),
     (["show", "nothing-like-this"], 2, "neither a card nor a model"),
+    (["show", "arc-b58"], 2, "neither a card nor a model in the catalog. Did you mean `arc-b580`"),
+    (["show", "gemma-4-12"], 2, "Did you mean `gemma-4-12b`"),
     (["gpus", "--sort", "price"], 2, "`price` is not one of bandwidth, memory, year, id"),
 ])
 def test_bad_input_one_line_error(run_cli, args, expected_code, expected):

@@ -1587,12 +1587,8 @@ def _measure_server(server, model, quant, context, tokens, concurrency, rounds, 
     require_http()
     cat = _catalog(catalog)
     g = _gpu(cat, gpu) if gpu else None  # names are checked before any request
-    if g is not None and gpu_backend:  # and the backend against the card (Vulkan's runtime: llama.cpp)
-        from llmsize.estimate.expected import backend_refusal, resolve_runtime
-
-        refused = backend_refusal(resolve_runtime(runtime)[0] if runtime else "llamacpp", g, gpu_backend)
-        if refused:
-            raise InvalidValueError(f"--backend {gpu_backend}: {refused}.", "Drop --backend for the card's own.")
+    if g is not None:  # and the backend against the card, before any request
+        check_backend(gpu_backend, runtime, gpu=g)
     if plan_model is not None:
         cat.model(plan_model)
     if quant is not None:

@@ -170,6 +170,28 @@ def test_the_readme_quotes_the_vulkan_groups_fit(runtimes):
     assert f"fitted on {g.rows_decode} decode and {g.rows_prefill} prompt rows of llama.cpp on Vulkan" in readme
     assert (f"held out at {d.median_abs_error:.1%} / {d.p90_abs_error:.1%} median / p90 for decode, "
             f"{p.median_abs_error:.1%} / {p.p90_abs_error:.1%} for prompts") in readme
+    names = {"strix-halo": "a Strix Halo", "r9700": "an R9700", "rx9070xt": "an RX 9070 XT", "rx5700xt": "an RX 5700 XT",
+             "rtx3090": "RTX 3090", "rtx4090": "4090", "rtx5090": "5090"}
+    assert set(g.cards) == set(names) and f"({len(g.cards)} cards: " in readme
+    assert all(n in readme for n in names.values())
+    # the Intel sentence quotes the reason's range, which the Arc test holds to the rows
+    from llmsize.estimate.expected import INTEL_VULKAN_WHY
+
+    assert "decoded at 0.33-0.55 of what the Vulkan group predicts" in readme and "0.33-0.55" in INTEL_VULKAN_WHY
+
+
+@pytest.mark.parametrize("printed, read", [
+    ("Vulkan", ("vulkan", None)), ("RPC,Vulkan", ("vulkan", None)), ("Vulkan,RPC", ("vulkan", None)),
+    ("Vulkan (PR)", ("vulkan", None)), ("SYCL", (None, "SYCL")), ("CPU", (None, "CPU")), ("OpenCL", (None, "OpenCL")),
+    ("CUDA 12.4", (None, None)), ("ROCm", (None, None)), ("MTL,BLAS", (None, None)), ("", (None, None)),
+    (None, (None, None)), (12, (None, None)),
+])
+def test_one_reading_of_a_printed_backend_serves_rows_and_llama_bench_files(printed, read):
+    """observed.asked_backend (a row's backend column) and the calibration importer (llama-bench's `backends`) read a
+    backend name through expected.printed_backend alone."""
+    from llmsize.estimate.expected import printed_backend
+
+    assert printed_backend(printed) == read
 
 
 def test_intel_arc_cards_run_llama_cpp_on_vulkan_and_say_why_there_is_no_figure(run_cli, catalog, monkeypatch,

@@ -98,8 +98,7 @@ def backend_refusal(rid: str, gpu: GpuSpec, asked: str | None) -> str | None:
     if native is None:
         return f"{gpu.name} runs none of these runtimes"
     if asked != "vulkan":
-        return (f"{gpu.name}'s own backend is {BACKEND_NAMES[native] if native else 'none here'}, not "
-                f"{BACKEND_NAMES[asked]}")
+        return f"{gpu.name}'s own backend is {BACKEND_NAMES[native]}, not {BACKEND_NAMES[asked]}"
     if rid not in VULKAN_RUNTIMES:
         return f"{RUNTIME_NAMES[rid]} has no Vulkan backend (llama.cpp's, Ollama's and LM Studio's: --runtime llamacpp)"
     if native == "metal":
@@ -107,10 +106,12 @@ def backend_refusal(rid: str, gpu: GpuSpec, asked: str | None) -> str | None:
     return None
 
 
-def check_backend(asked: str | None, runtime: str | None, plan: Plan | None = None, fmt_id: str | None = None) -> None:
+def check_backend(asked: str | None, runtime: str | None, plan: Plan | None = None, fmt_id: str | None = None,
+                  gpu: GpuSpec | None = None) -> None:
     """Refuse --backend `asked` under --runtime `runtime` (None: the default) where it cannot run: Vulkan under a
     runtime without one, or under the default runtime of `fmt_id` weights on NVIDIA and AMD cards (vLLM for
-    safetensors formats); with `plan` (one card), any backend the plan's runtime does not run there."""
+    safetensors formats); with `plan` (one card), any backend the plan's runtime does not run there; with `gpu` alone
+    (a server's card, its runtime unknown), any backend llama.cpp, Vulkan's runtime, does not run there."""
     if asked is None:
         return
     rid = resolve_runtime(runtime)[0] if runtime else None
@@ -121,10 +122,11 @@ def check_backend(asked: str | None, runtime: str | None, plan: Plan | None = No
         raise InvalidValueError(f"--backend vulkan: the default runtime for {fmt_id} weights on NVIDIA and AMD cards "
                                 "is vLLM, which has no Vulkan backend.",
                                 "Add --runtime llamacpp, or give a GGUF --quant (llama.cpp's default).")
-    if plan is None:
+    if plan is None and gpu is None:
         return
-    rid = rid or default_runtime(plan.fmt.id, plan.gpu, from_gguf(plan))[0]
-    refused = backend_refusal(rid, plan.gpu, asked)
+    if plan is not None:
+        gpu, rid = plan.gpu, rid or default_runtime(plan.fmt.id, plan.gpu, from_gguf(plan))[0]
+    refused = backend_refusal(rid or "llamacpp", gpu, asked)
     if refused:
         raise InvalidValueError(f"--backend {asked}: {refused}.",
                                 "Drop --backend for the card's own; Vulkan is llama.cpp's (--runtime llamacpp) on "
@@ -166,6 +168,20 @@ def from_gguf(plan: Plan) -> bool:
 
 def _and(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+# llama.cpp backends with no group of constants here: a published row or a calibrating run on one is left out
+UNMODELED_BACKENDS = ("SYCL", "OpenCL", "CANN", "MUSA", "CPU")
+
+
+def printed_backend(text) -> tuple[str | None, str | None]:
+    """A backend as a row or llama-bench prints it ("Vulkan", "RPC,Vulkan", "CUDA 12.4", "SYCL"): ("vulkan", None)
+    where it names Vulkan; (None, the name) where it names a backend without a group; (None, None) otherwise (the
+    card's own)."""
+    names = [n.strip() for n in str(text or "").replace(" ", ",").split(",") if n.strip()]
+    if any(n.lower() == "vulkan" or n.lower().startswith("vulkan") for n in names):
+        return "vulkan", None
+    return None, next((n for n in names for u in UNMODELED_BACKENDS if n.lower() == u.lower()), None)
 
 
 # vendors whose cards this model runs through llama.cpp's Vulkan build by default: Intel's Arc GPUs (llama.cpp's SYCL
@@ -558,10 +574,10 @@ VULKAN_BF16_EXPERTS_NOTE = (
 
 # llama.cpp's Vulkan group is fitted on NVIDIA and AMD cards; Intel's Arc cards run the same build through Intel's own
 # drivers, and the dataset's runs there (an A770, builds of 2024-2025) decoded far below what the group predicts
-INTEL_VULKAN_REASON = (
+INTEL_VULKAN_WHY = (
     "llama.cpp's Vulkan group is fitted on NVIDIA and AMD cards; published Vulkan runs on an Intel Arc A770 (builds of "
-    "2024-2025), outside the fit, decoded at 0.33-0.55 of its figure, too few and too old to fit Intel's own; pass "
-    "--calibrate FILE from your own llama-bench run")
+    "2024-2025), outside the fit, decoded at 0.33-0.55 of its figure, too few and too old to fit Intel's own")
+INTEL_VULKAN_REASON = INTEL_VULKAN_WHY + "; pass --calibrate FILE from your own llama-bench run"
 
 
 def intel_vulkan(gpu: GpuSpec, be: str | None) -> bool:

@@ -410,11 +410,11 @@ def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan
 def runtime_refusal(runtime: str, runtimes: dict, g: GpuSpec) -> str | None:
     """Why `runtime` gets no row on card `g` whatever the workload, None where it can: no fitted constants for
     the card's backend, or an architecture the engine's documentation leaves out (runtime_support)."""
-    from llmsize.estimate.expected import INTEL_VULKAN_REASON, backend, constants, intel_vulkan
+    from llmsize.estimate.expected import INTEL_VULKAN_WHY, backend, constants, intel_vulkan
 
     spec, be = runtimes.get(runtime), backend(g)
     if runtime == "llamacpp" and intel_vulkan(g, be):
-        return INTEL_VULKAN_REASON.replace("; pass --calibrate FILE from your own llama-bench run", "")
+        return INTEL_VULKAN_WHY
     if spec is None or not be or constants(spec, be, g) is None:
         return (f"{runtime} does not run on Apple cards: size them with --runtime llamacpp or mlx"
                 if g.vendor == "Apple" and runtime not in ("llamacpp", "mlx")

@@ -20,6 +20,7 @@ from llmsize.estimate.expected import (
     has_recurrent_layers,
     intel_vulkan,
     prefill_inputs,
+    printed_backend,
     runtime_kv_dtype,
     sglang_release,
     step_inputs,
@@ -56,15 +57,11 @@ class Observed:
 
 def asked_backend(row: Row) -> str | None:
     """"vulkan" where the row's backend column says Vulkan (llama.cpp's ggml-vulkan); None: the card's own."""
-    return "vulkan" if row.backend and "vulkan" in row.backend.lower() else None
+    return printed_backend(row.backend)[0]
 
 
 def row_backend(row: Row, gpu: GpuSpec) -> str | None:
     return backend(gpu, asked_backend(row))
-
-
-# llama.cpp backends with no group here: a row that names one of them (and not Vulkan) is left out
-_UNMODELED_BACKEND = re.compile(r"\b(sycl|opencl|cann|musa|cpu)\b", re.I)
 
 
 # A decode rate over the whole request counts the prompt's prefill too. Up to this prompt length that is well
@@ -412,7 +409,7 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
     kv_dtype = row_kv_dtype(row, runtime)
     if kv_dtype is None:
         return f"KV cache dtype `{row.kv_dtype}` has no llmsize id"
-    if row.backend and not asked_backend(row) and _UNMODELED_BACKEND.search(row.backend):
+    if printed_backend(row.backend)[1]:
         return f"backend `{row.backend}` (no group of its own: llama.cpp's CUDA, ROCm, Metal and Vulkan builds are)"
     if asked_backend(row) and (runtime != "llamacpp" or backend(gpu) == "metal"):
         return "Vulkan on a card or runtime without a Vulkan group (llama.cpp on NVIDIA and AMD cards only)"

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llmsize.errors import InvalidValueError
+from llmsize.estimate.expected import printed_backend
 from llmsize.files import read_text
 
 MAX_BYTES = 16 * 2**20
@@ -73,18 +74,6 @@ def _flash_attn(v) -> bool | None:
     return {"1": True, "true": True, "on": True, "0": False, "false": False, "off": False}.get(str(v).lower())
 
 
-# llama.cpp backends with no group of constants here (the dataset's rows on them are left out alike)
-UNMODELED_BACKENDS = ("SYCL", "OpenCL", "CANN", "MUSA", "CPU")
-
-
-def _unmodeled(backends) -> str | None:
-    """The backend llama-bench names where it is one with no group (and not Vulkan), else None."""
-    names = [b.strip() for b in str(backends or "").split(",")]
-    if any(b.lower() == "vulkan" for b in names):
-        return None
-    return next((b for b in names for u in UNMODELED_BACKENDS if b.lower() == u.lower()), None)
-
-
 def _llama_bench(tests: list[dict], path: Path) -> Run:
     """The tg test (n_gen > 0, n_prompt 0) gives decode, the pp test (n_prompt > 0, n_gen 0) prefill."""
     keys = {"n_prompt", "n_gen", "avg_ts"}
@@ -110,8 +99,7 @@ def _llama_bench(tests: list[dict], path: Path) -> Run:
         card=str(t.get("gpu_info") or "") or None, model=str(t.get("model_type") or "") or None,
         weight_bytes=_num(size, path, "model_size") if size not in (None, "") else None, runtime="llamacpp",
         flash_attn=_flash_attn((pp[0] if pp else t).get("flash_attn")),
-        backend="vulkan" if "vulkan" in str(t.get("backends") or "").lower() else None,
-        unmodeled_backend=_unmodeled(t.get("backends")))
+        backend=printed_backend(t.get("backends"))[0], unmodeled_backend=printed_backend(t.get("backends"))[1])
 
 
 def _vllm_serve(d: dict, path: Path) -> Run:

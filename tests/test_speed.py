@@ -1211,10 +1211,11 @@ def test_sglang_mla_on_cdna3_before_0_5_10_is_skipped(catalog, card, model, vers
     assert not skipped or "SGLang before 0.5.10 on a CDNA3 card" in got
 
 
-def _priced_as_if_counted(catalog, monkeypatch, rule: str, reason: str, files: str = "sglang-*.yaml") -> list:
-    """measured / predicted of the rows (of `files`, SGLang's by default) that observed.`rule` leaves out of the fit
-    (their skip reason holds `reason`), priced with the shipped constants as if the rule let them in
-    (benchmarks/predict_rows.py)."""
+def _priced_as_if_counted(catalog, monkeypatch, rule: str, reason: str, files: str = "sglang-*.yaml",
+                          kind: str | None = None) -> list:
+    """measured / predicted of the rows (of `files`, SGLang's by default; of `kind`, decode or prefill, where given)
+    that observed.`rule` leaves out of the fit (their skip reason holds `reason`), priced with the shipped constants as
+    if the rule let them in (benchmarks/predict_rows.py)."""
     import llmsize.estimate.observed as observed
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -1222,7 +1223,8 @@ def _priced_as_if_counted(catalog, monkeypatch, rule: str, reason: str, files: s
 
     got = []
     for path in sorted((ROOT / "measurements").glob(files)):
-        skipped = {i for i, _, _, why in price(path, catalog) if why and reason in why}
+        skipped = {i for i, what, _, why in price(path, catalog) if why and reason in why
+                   and (kind is None or what.endswith(kind))}
         if skipped:
             with monkeypatch.context() as m:
                 m.setattr(observed, rule, lambda *a, **k: False)

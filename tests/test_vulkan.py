@@ -200,21 +200,16 @@ def test_intel_arc_cards_run_llama_cpp_on_vulkan_and_say_why_there_is_no_figure(
     the range the dataset's Arc decode runs (outside the fit) price at under the Vulkan group, which the reason
     quotes; a llama-bench file from the card calibrates it; vLLM there is not modeled; Gaudi (Intel, datacenter) runs
     none of these runtimes."""
-    import llmsize.estimate.observed as observed
-    from predict_rows import price
+    from test_speed import _priced_as_if_counted
 
     from llmsize.estimate.expected import INTEL_VULKAN_REASON, default_runtime
 
     assert backend(catalog.gpu("arc-b580")) == "vulkan" and backend(catalog.gpu("gaudi3")) is None
     assert default_runtime("bf16", catalog.gpu("arc-a770"))[0] == "llamacpp"
-    decode = []
-    monkeypatch.setattr(observed, "intel_vulkan", lambda *a: False)
-    for path in sorted((ROOT / "measurements").glob("llamacpp-vulkan-*.yaml")):
-        decode += [r for _, what, r, _ in price(path, catalog) if what.startswith("arc-") and what.endswith("decode")
-                   and r is not None]
+    decode = _priced_as_if_counted(catalog, monkeypatch, "intel_vulkan", "Intel Arc on Vulkan", "llamacpp-vulkan-*.yaml",
+                                   "decode")
     assert len(decode) >= 6
     assert f"decoded at {min(decode):.2f}-{max(decode):.2f} of its figure" in INTEL_VULKAN_REASON
-    monkeypatch.undo()
     code, out, err = run_cli("plan", "llama-2-7b", "--gpu", "arc-a770", "--quant", "gguf-q4_0", "--json")
     assert code == 0, err
     e = json.loads(out)["expected"]

@@ -339,6 +339,9 @@ def plan(
         if engine not in (None, "llamacpp", "ollama"):
             raise InvalidValueError(f"--emit {emit} is llama.cpp's command, and --engine {engine} is not llama.cpp.",
                                     "Drop --engine, or use --engine llamacpp (or ollama).")
+        if tp * (pp or 1) > 1:
+            raise InvalidValueError(f"--emit {emit}: llama.cpp's plan is one GPU; --tp/--pp split across cards is not "
+                                    "modelled for it.", "Drop --tp/--pp, or use --emit vllm for a split.")
         engine = engine or ("ollama" if emit == "ollama" else "llamacpp")
     llama_opts = [name for name, given in (
         ("--gpu-layers", gpu_layers is not None), ("--n-cpu-moe", bool(n_cpu_moe)), ("--cpu-moe", cpu_moe),
@@ -1340,15 +1343,15 @@ def models(
     from llmsize.render.listing import model_row, render_models
 
     items = _catalog(catalog).models.all()
-    if family:
+    if family is not None:
         families = sorted({m.family for m in items})  # the catalog's own: a closed set, known once loaded
         if family.lower() not in families:
-            raise InvalidValueError(f"--family {not_one_of(family, families)}", "See `llmsize models`.")
+            raise InvalidValueError(f"--family {not_one_of(family, families)}.", "See `llmsize models`.")
         items = [m for m in items if m.family == family.lower()]
     if mixer:
         items = [m for m in items if any(g.mixer is not None and g.mixer.kind == mixer for g in m.layer_groups)]
     if moe is not None:
-        items = [m for m in items if any(g.mlp is not None and g.mlp.kind == "moe" for g in m.layer_groups) == moe]
+        items = [m for m in items if m.is_moe == moe]
     items.sort(key=lambda m: m.id)
     if as_json:
         _print_json([model_row(m) for m in items])

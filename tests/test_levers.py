@@ -75,6 +75,16 @@ def test_architectures_the_model_lacks_are_other_models(run_cli):
     assert not any(n.startswith(("a sliding window:", "GQA:")) for n in names)
 
 
+def test_an_experts_only_scope_leaves_a_dense_model_its_formats_own(run_cli):
+    """Qwen3.6 35B-A3B with FP8 experts: the nearest windowed model (Gemma 4 31B, dense) has no experts to take
+    that scope, so its row plans it in FP8 at the format's own scope rather than being dropped."""
+    rows = _levers(run_cli, "qwen3.6-35b-a3b", "--gpu", "h100-sxm", "--quant", "fp8", "--scope", "experts")
+    other = {r["name"].split(":")[0]: r for r in rows if "(another model)" in r["name"]}
+    assert "a sliding window" in other
+    assert other["a sliding window"]["command"].endswith("--quant fp8")
+    assert other["MLA"]["command"].endswith("--quant fp8 --scope experts")  # GLM-4.7-Flash has experts
+
+
 def test_a_model_that_does_not_fit_binds_on_memory(run_cli):
     """Llama 3.1 70B in BF16 on a 24 GB card: the weights (141 GB) leave a negative budget, the figure is the
     memory left for the cache, and 4-bit weights (vLLM's, the default runtime for BF16 weights) or 8 cards are the

@@ -8,6 +8,7 @@ from typing import get_args
 
 import pytest
 import typer
+from conftest import assert_one_line_error
 
 from llmsize import options
 from llmsize.catalog.schema import GpuSpec
@@ -103,12 +104,39 @@ def test_mixer_kinds_are_the_schemas(catalog):
     (["compare", "gemma-4-12b", "--segment", "consumr"], "did you mean `consumer`"),
     (["models", "--mixer", "mamba"], "did you mean `ssm`"),
     (["models", "--family", "lama"], "did you mean `llama`"),
+    (["models", "--family", ""], "--family `` is not one of"),  # listed every model before
     (["compare", "gemma-4-12b", "--sort", "tok_s"], "is not one of"),
 ])
 def test_typos_in_closed_sets_are_errors_not_empty_tables(run_cli, args, needle):
     """They printed "0 cards" before."""
     code, out, err = run_cli(*args)
     assert code == 2 and needle in err and out == ""
+
+
+@pytest.mark.parametrize("args, needle", [
+    # a bare number was read as a release: `v2` as 2.0, so vLLM's current ledger
+    (["plan", "llama-3-8b", "--gpu", "h100", "--engine", "vllm", "--engine-version", "v2"],
+     "--engine-version `v2` is not a vLLM version"),
+    (["plan", "llama-3-8b", "--gpu", "h100", "--engine", "vllm", "--engine-version", "1"],
+     "--engine-version `1` is not a vLLM version"),
+    # a dense model has no experts: the plan said "fp8" and quantized nothing
+    (["plan", "llama-3-8b", "--gpu", "h100", "--quant", "fp8", "--scope", "Experts"],
+     "--scope experts: llama-3-8b has no routed experts"),
+    # the error blamed --engine, which the user had not given
+    (["plan", "llama-3-8b", "--gpu", "rtx4090", "--emit", "llama-server", "--tp", "2"], "--emit llama-server: "),
+    (["plan", "llama-3-8b", "--gpu", "rtx4090", "--emit", "ollama", "--pp", "2"], "--emit ollama: "),
+])
+def test_values_that_meant_nothing_are_refused(run_cli, args, needle):
+    code, out, err = run_cli(*args)
+    assert_one_line_error(code, err)
+    assert needle in err and out == ""
+
+
+def test_expert_scope_still_plans_a_moe_model(run_cli):
+    code, out, err = run_cli("plan", "qwen3.6-35b-a3b", "--gpu", "h100", "--quant", "fp8", "--scope", "experts",
+                             "--json")
+    assert code == 0, err
+    assert json.loads(out)["weights"]["scope"] == "experts"
 
 
 def test_vendor_is_case_insensitive(run_cli):

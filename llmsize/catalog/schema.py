@@ -315,6 +315,11 @@ class ModelSpec(Strict):
     def num_layers(self) -> int:
         return sum(g.count for g in self.layer_groups)
 
+    @property
+    def is_moe(self) -> bool:
+        """Whether any layer routes tokens to experts."""
+        return any(g.mlp is not None and g.mlp.kind == "moe" for g in self.layer_groups)
+
     def layer_stack(self) -> list[LayerGroup]:
         """Each layer's group, in stack order (what llama.cpp's -ngl splits and a GGUF file's blk.N numbers)."""
         if self.layer_pattern is None:

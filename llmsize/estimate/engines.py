@@ -80,7 +80,9 @@ def vllm_profile(version: str) -> VllmProfile:
         return named[v]
     parts = v.removeprefix("v").split(".")
     try:
-        major, minor = int(parts[0]), int(parts[1]) if len(parts) > 1 and parts[1] else 0
+        if len(parts) < 2:  # a bare number (`v2`, `1`) is neither a ledger name nor a release
+            raise ValueError(v)
+        major, minor = int(parts[0]), int(parts[1]) if parts[1] else 0
     except ValueError:
         raise InvalidValueError(f"--engine-version `{version}` is not a vLLM version.",
                                 "Use v1, v0, or the release you run, e.g. 0.20.0.") from None

@@ -187,10 +187,6 @@ def has_feature(model, test) -> bool:
     return any(g.mixer is not None and test(g.mixer) for g in model.layer_groups)
 
 
-def is_moe(model) -> bool:
-    return any(g.mlp is not None and g.mlp.kind == "moe" for g in model.layer_groups)
-
-
 NEAREST_SIZE_RATIO = 2.0  # an architecture's row compares models within 2x in total parameters, or none
 
 
@@ -293,12 +289,14 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
     if make_for is not None:
         wanted = [(name, resource, lambda m, t=test: has_feature(m, t)) for name, (resource, test)
                   in ARCHITECTURES.items() if not has_feature(plan.model, test)]
-        if not is_moe(plan.model):
-            wanted.append(("MoE", "compute and bandwidth (active parameters)", is_moe))
+        if not plan.model.is_moe:
+            wanted.append(("MoE", "compute and bandwidth (active parameters)", lambda m: m.is_moe))
         for name, resource, test in wanted:
             other_model = nearest_with(plan.model, models, test)
             if other_model is not None:  # in the plan's format, but never a ternary file of a model not trained so
                 other_inputs = replace(inputs, quant=None, scope=None) if ternary else inputs
+                if other_inputs.scope == "experts" and not other_model.is_moe:  # no experts: the format's own scope
+                    other_inputs = replace(other_inputs, scope=None)
                 add(f"{name}: {other_model.id} (another model)", resource, "a different model, the catalog's nearest "
                     f"in size (within 2x) with {name}: what the architecture buys, not a change this model can take "
                     "(quality, tokenizer and licence may differ)", other_inputs, model=other_model)

@@ -157,6 +157,9 @@ def resolve_format(model: ModelSpec, quant: str | None, scope: str | None) -> tu
     fmt = quant_format(quant or model.release.quant)
     if scope is None:
         scope = model.release.scope if fmt.id == model.release.quant else fmt.default_scope
+    elif check_scope(scope) == "experts" and not model.is_moe:
+        raise InvalidValueError(f"--scope experts: {model.id} has no routed experts, so {fmt.id} would quantize "
+                                "nothing.", "Use --scope linear or mlp for a dense model.")
     return fmt, check_scope(scope)
 
 

@@ -3,6 +3,7 @@ against TensorRT-LLM's published max-throughput tables (benchmarks/serving_throu
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -158,3 +159,39 @@ def test_vllm_bench_runs_replayed(catalog):
     got = {(label, metric): (rep, pub) for label, metric, _, rep, pub in rows}
     rep, pub = got[("qwen3-235b-a22b b200 x4 FP8 30000/1000 c=64", "output tok/s")]
     assert abs(rep - pub) / pub < 0.10
+
+
+def test_the_serving_errors_the_readme_quotes_are_the_benchmarks(capsys):
+    """`fleet`'s section quotes benchmarks/serving_throughput.py's summaries (TensorRT-LLM's tables, the SGLang
+    Cookbook runs, vLLM's bench serve runs replayed, every output figure together): a change to the serving model
+    or to the expected-speed fit that moves them must move the README too (they had drifted by up to 1.3 points)."""
+    import serving_throughput as bench
+
+    bench.main()
+    out = capsys.readouterr().out
+    said = {}  # (section, kind, metric) -> (median %, p90 %)
+    section = "trtllm"
+    for line in out.splitlines():
+        if line.startswith("SGLang Cookbook"):
+            section = "sglang"
+        elif line.startswith("vLLM bench serve"):
+            section = "vllm"
+        elif line.startswith("Output throughput, every figure"):
+            section = "every"
+        m = re.match(r"(?:(steady|replayed)\s+(.+?): )?(\d+) figures[:,] median \|error\| ([\d.]+)%, p90 ([\d.]+)%", line)
+        if m:
+            said[section, m[1], m[2]] = (m[3], float(m[4]), float(m[5]))
+    text = (ROOT / "README.md").read_text().replace("\n", " ")
+    n, med, p90 = said["trtllm", None, None]
+    assert f"({n} figures, `python benchmarks/serving_throughput.py`, 2026-12-05): median error {med:.1f}%, p90 " \
+           f"{p90:.1f}%" in text
+    sg = {metric: said["sglang", "steady", metric][1] for metric in ("output tok/s", "TPOT s", "TTFT s")}
+    assert (f"against {said['sglang', 'steady', 'output tok/s'][0]} SGLang Cookbook runs at fixed concurrency it is "
+            f"weaker (output tok/s {sg['output tok/s']:.0f}% median, TPOT {sg['TPOT s']:.0f}%, TTFT "
+            f"{sg['TTFT s']:.0f}%") in text
+    vl = {metric: said["vllm", "replayed", metric][1:] for metric in ("output tok/s", "TPOT s", "TTFT s")}
+    assert (f"replayed, output tok/s {vl['output tok/s'][0]:.0f}% median (p90 {vl['output tok/s'][1]:.0f}%), TTFT "
+            f"{vl['TTFT s'][0]:.0f}%, TPOT {vl['TPOT s'][0]:.0f}%") in text
+    n, med, p90 = said["every", "steady", "output tok/s"]
+    assert (f"all {n} published output throughputs together, steady state as `fleet` sizes them: median error "
+            f"{med:.1f}%, p90 {p90:.1f}%") in text

@@ -816,7 +816,8 @@ def compare(
                      "Apple cards), as each card's runtime reserves it.")
     if gpu_backend:
         notes.append(f"Expected speeds on --backend {gpu_backend}" + (
-            ": llama.cpp's Vulkan build, on NVIDIA and AMD cards (- on Apple cards, where it runs on Metal)."
+            ": llama.cpp's Vulkan build, on NVIDIA and AMD cards (- on Apple cards, where it runs on Metal, on AMD "
+            "Instinct cards, which AMD's Vulkan drivers do not run, and on Intel Arc cards, not fitted yet)."
             if gpu_backend == "vulkan" else ": - on cards whose own backend it is not."))
     served = {r.users_served for r in rows if r.plan}
     if any(s < users for s in served):

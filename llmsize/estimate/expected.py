@@ -103,6 +103,9 @@ def backend_refusal(rid: str, gpu: GpuSpec, asked: str | None) -> str | None:
         return f"{RUNTIME_NAMES[rid]} has no Vulkan backend (llama.cpp's, Ollama's and LM Studio's: --runtime llamacpp)"
     if native == "metal":
         return "llama.cpp runs on Metal on Apple silicon (its Vulkan backend there goes through MoltenVK: no measurements)"
+    if native == "rocm" and (gpu.llvm_target or "").startswith(CDNA_TARGETS):
+        return (f"{gpu.name} is an Instinct (CDNA) card, which AMD's Vulkan drivers do not run: Mesa's RADV refuses "
+                "CDNA (radv_is_gpu_supported), AMDVLK lists no Instinct card; llama.cpp runs there on ROCm")
     return None
 
 
@@ -198,6 +201,12 @@ def backend(gpu: GpuSpec, asked: str | None = None) -> str | None:
         return "vulkan"
     return BACKEND_OF_VENDOR.get(gpu.vendor)
 
+
+# AMD's compute-only GFX9 chips (CDNA: MI100 gfx908, MI200 gfx90a, MI300/MI325 gfx942, MI350/MI355 gfx950), which
+# have no graphics engine: Mesa's RADV refuses them ("AMD CDNA isn't supported": radv_is_gpu_supported,
+# src/amd/vulkan/radv_physical_device.c, mesa @001fa1cf), AMDVLK's README lists no Instinct card, so llama.cpp's
+# Vulkan build has no device there. Vega 20 (gfx906: MI50, MI60, Radeon VII) has graphics and RADV runs it.
+CDNA_TARGETS = ("gfx908", "gfx90a", "gfx94", "gfx95")
 
 # AMD's RDNA cards (gfx11, gfx12: Radeon, Radeon PRO, Strix Halo), whose kernels the serving engines write apart from
 # CDNA's (gfx9: Instinct): vLLM's skinny GEMMs run wave32 with their own reductions and tuning there (PR #34709)
@@ -575,8 +584,9 @@ VULKAN_BF16_EXPERTS_NOTE = (
 # llama.cpp's Vulkan group is fitted on NVIDIA and AMD cards; Intel's Arc cards run the same build through Intel's own
 # drivers, and the dataset's runs there (an A770, builds of 2024-2025) decoded far below what the group predicts
 INTEL_VULKAN_WHY = (
-    "llama.cpp's Vulkan group is fitted on NVIDIA and AMD cards; published Vulkan runs on an Intel Arc A770 (builds of "
-    "2024-2025), outside the fit, decoded at 0.33-0.55 of its figure, too few and too old to fit Intel's own")
+    "llama.cpp's Vulkan group is fitted on NVIDIA and AMD cards; published Vulkan runs on Intel Arc A770s (builds of "
+    "2024-2026), outside the fit, decoded at 0.33-0.62 of its figure, and Intel's Windows driver ran one build 2.5x "
+    "faster than Mesa's on Linux: too few runs to fit Intel's own")
 INTEL_VULKAN_REASON = INTEL_VULKAN_WHY + "; pass --calibrate FILE from your own llama-bench run"
 
 

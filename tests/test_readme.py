@@ -26,6 +26,20 @@ def test_the_lever_table_as_it_prints(run_cli):
     table = out[out.index("Levers (what"):]
     start = README.index("```text\nLevers (what") + len("```text\n")
     assert README[start:README.index("```\n", start)] == table.rstrip("\n") + "\n"
+    # the prose's ratios are the 8-card row's
+    m = re.search(r"8 cards \(tensor parallel\)\s+([\d.]+) tok/s -> ([\d.]+) tok/s; expected ([\d.]+) -> ([\d.]+)", table)
+    ceil, exp = float(m[2]) / float(m[1]), float(m[4]) / float(m[3])
+    assert f"ceiling by {ceil:.1f}, the expected speed by {exp:.1f})" in README.replace("\n", " ")
+
+
+def test_the_compare_table_as_it_prints(run_cli):
+    """The compare example's expected column moves with every refit: it had gone stale in all 18 rows."""
+    code, out, err = run_cli("compare", "gemma-4-12b", "--vendor", "nvidia", "--segment", "consumer", "--users", "8")
+    assert code == 0, err
+    start = README.index("```text\nllmsize compare: Gemma 4 12B, nvfp4") + len("```text\n")
+    assert README[start:README.index("```\n", start)] == out.rstrip("\n") + "\n", \
+        "README.md's compare block is stale: paste `llmsize compare gemma-4-12b --vendor nvidia --segment consumer " \
+        "--users 8` (COLUMNS=100)"
 
 
 def test_the_fitted_figures_the_readme_quotes_are_the_fits():

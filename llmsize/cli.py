@@ -1469,8 +1469,8 @@ def measure(
     """Measure a real NVFP4 Gemma 4 12B decode loop on this GPU, next to what `plan` predicts; or, with --server,
     the OpenAI-compatible server you run (vLLM, SGLang, TensorRT-LLM, llama-server, Ollama, LM Studio).
 
-    The GPU loop needs the measure extra: pip install 'llmsize[measure]'; --server needs the server extra:
-    pip install 'llmsize[server]'.
+    The GPU loop needs the measure extra: pip install '.[measure]' in the llmsize checkout; --server needs the
+    server extra: pip install '.[server]'.
 
     Examples:
 
@@ -1588,7 +1588,6 @@ def _measure_server(server, model, quant, context, tokens, concurrency, rounds, 
                          quant=quant, plan_model=plan_model, tp=tp, backend=gpu_backend)
     validate(opts)
     check_backend(gpu_backend, runtime)  # before any request: Vulkan under a runtime without one
-    require_http()
     cat = _catalog(catalog)
     g = _gpu(cat, gpu) if gpu else None  # names are checked before any request
     if g is not None:  # and the backend against the card, before any request
@@ -1602,6 +1601,7 @@ def _measure_server(server, model, quant, context, tokens, concurrency, rounds, 
             from llmsize.options import not_one_of
 
             raise typer.BadParameter(not_one_of(quant, list(FORMATS)), param_hint="'--quant'")
+    require_http()  # the options first: each is the user's to fix whether or not the extra is installed
     with _progress_bar() as progress:
         return measure_server(opts, progress, cat, g)
 

@@ -22,6 +22,11 @@ def shown(value: object, limit: int = 80) -> str:
     return printable(cut)
 
 
+def install_hint(extra: str, packages: str) -> str:
+    """How to install an extra: from the checkout the tool is installed from (it is not on PyPI), or its packages."""
+    return f"Install the {extra} extra: pip install '.[{extra}]' in the llmsize checkout (or pip install {packages})."
+
+
 class ExitStatus(IntEnum):
     OK = 0
     ERROR = 1

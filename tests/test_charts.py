@@ -89,5 +89,5 @@ def test_image_without_matplotlib_is_one_line_with_the_hint(tmp_path):
     out = tmp_path / "r.png"
     p = cli_without(["matplotlib"], ["kv", "gemma-4-12b", "-o", str(out)])
     assert p.returncode == 2 and not out.exists()
-    assert "Image output needs matplotlib" in p.stderr and "pip install 'llmsize[charts]'" in p.stderr
+    assert "Image output needs matplotlib" in p.stderr and "pip install '.[charts]' in the llmsize checkout" in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1

@@ -134,4 +134,5 @@ def test_hub_without_huggingface_hub_is_one_line_with_the_hint():
     p = cli_without(["huggingface_hub", "huggingface_hub.utils"], ["plan", "--hub", "acme/tiny", "--gpu", "h200"])
     assert p.returncode == 2
     assert p.stderr.strip() == ("Error: --hub needs huggingface_hub, which is not installed. "
-                                "Install it: pip install 'llmsize[hub]'.")
+                                "Install the hub extra: pip install '.[hub]' in the llmsize checkout (or pip "
+                                "install huggingface_hub).")

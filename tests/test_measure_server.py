@@ -339,7 +339,14 @@ def test_a_saved_server_run_calibrates_plan(run_cli, tmp_path):
 
 def test_without_the_server_extra_one_line_names_it():
     r = cli_without(["httpx"], ["measure", "--server", "http://127.0.0.1:9"])
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "pip install 'llmsize[server]'" in r.stderr
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "pip install '.[server]' in the llmsize checkout" in r.stderr
+
+
+def test_without_the_server_extra_the_options_are_checked_first():
+    """A bad option is the user's to fix either way: it is named before the missing extra (the README's first test
+    command runs without the extras)."""
+    r = cli_without(["httpx"], ["measure", "--server", "http://127.0.0.1:9", "--gpu", "rtx4090", "--backend", "metal"])
+    assert r.returncode == 2 and "own backend is CUDA (NVIDIA), not Metal" in r.stderr
 
 
 def test_api_key_is_sent_as_a_bearer_token(run_cli, monkeypatch):

@@ -972,6 +972,71 @@ def test_bad_calibration_files_are_one_line(run_cli, tmp_path, content, words):
     assert f"--calibrate `{f}`" in err and words in err
 
 
+def _bench(pp: dict | None = None, tg: dict | None = None) -> str:
+    """The shipped llama-bench file (an RTX 4080, CUDA: a pp512 row, then a tg128 row), its rows changed."""
+    rows = json.loads((CAL / "llama-bench.json").read_text())
+    assert rows[0]["n_prompt"] > 0 == rows[0]["n_gen"] and rows[1]["n_gen"] > 0 == rows[1]["n_prompt"]
+    rows[0].update(pp or {})
+    rows[1].update(tg or {})
+    return json.dumps(rows)
+
+
+@pytest.mark.parametrize("content, words", [
+    # a hostile-input pass (2026-12-05): a 10^14-token prompt ran a per-ubatch loop for hours; oversized lengths
+    # were reported as a run beyond the bandwidth ceiling of 0 tok/s; a zero prompt rate or file size was ignored
+    (_bench(pp={"n_prompt": 10**14}), "n_prompt is 100,000,000,000,000; a sequence holds at most"),
+    (_bench(tg={"n_depth": 10**14}), "n_depth is 100,000,000,000,000"),
+    (_bench(tg={"n_gen": 10**14}), "n_gen is 100,000,000,000,000"),
+    (_bench(tg={"model_size": 0}), "model_size is 0 bytes"),
+    (_bench(tg={"model_size": 10**14}), "model_size is 100,000,000,000,000 bytes"),
+    (_bench(pp={"avg_ts": 0}), "the prompt test's avg_ts is 0"),
+    ('{"median_tpot_ms": 10, "num_prompts": 1, "max_concurrency": 1000000000000}',
+     "max_concurrency is 1,000,000,000,000"),
+    ('{"median_tpot_ms": 10, "num_prompts": 3, "total_input_tokens": 1000000000000}',
+     "the mean prompt (total_input_tokens / num_prompts) is 333,333,333,333"),
+    # llama-bench's `backends`: a name it does not write, two GPU backends, one the card does not run, none
+    (_bench(pp={"backends": "Kompute"}, tg={"backends": "Kompute"}), "names `Kompute`, not a llama.cpp backend"),
+    (_bench(tg={"backends": "SYCL,Vulkan"}), "`backends` names 2 backends"),
+    (_bench(tg={"backends": "Metal"}), "names Metal (Apple) as its backend and NVIDIA GeForce RTX 4080"),
+    (_bench(tg={"backends": "HIP"}), "names ROCm (AMD) as its backend and NVIDIA GeForce RTX 4080"),
+    (_bench(tg={"backends": "BLAS"}), "ran on llama.cpp's BLAS backend, which has no group"),
+    (_bench(tg={"backends": "RPC"}), "ran on llama.cpp's RPC backend"),
+    (_bench(tg={"backends": 5}), "`backends` is not a backend name"),
+])
+def test_bad_llama_bench_and_vllm_files_name_the_field(run_cli, tmp_path, content, words):
+    from conftest import assert_one_line_error
+
+    f = tmp_path / "cal.json"
+    f.write_text(content)
+    code, out, err = run_cli("plan", "qwen2.5-7b", "--gpu", "rtx4080", "--quant", "gguf-q4_k_m", "--calibrate",
+                             str(f))
+    assert_one_line_error(code, err)
+    assert words in err and not out
+
+
+@pytest.mark.parametrize("backends", ["CUDA", "CUDA,BLAS", "RPC,CUDA", "CUDA 12.4", ""])
+def test_a_llama_bench_file_on_the_cards_own_backend_still_calibrates(run_cli, tmp_path, backends):
+    f = tmp_path / "cal.json"
+    f.write_text(_bench(pp={"backends": backends}, tg={"backends": backends}))
+    code, out, err = run_cli("plan", "qwen2.5-7b", "--gpu", "rtx4080", "--quant", "gguf-q4_k_m", "--json",
+                             "--calibrate", str(f))
+    assert code == 0, err
+    assert json.loads(out)["expected"]["basis"].startswith("calibrated by your run")
+
+
+@pytest.mark.parametrize("gpu, words", [("mi300x", "is an Instinct (CDNA) card"), ("m4-max", "runs on Metal on Apple"),
+                                        ("gaudi3", "runs none of these runtimes")])
+def test_a_vulkan_run_does_not_calibrate_a_card_vulkan_does_not_run_on(run_cli, tmp_path, gpu, words):
+    """It printed no figure and exit 0, the card's own figure gone, where --backend vulkan is refused."""
+    from conftest import assert_one_line_error
+
+    f = tmp_path / "cal.json"
+    f.write_text(_bench(pp={"backends": "Vulkan"}, tg={"backends": "Vulkan"}))
+    code, out, err = run_cli("plan", "qwen2.5-7b", "--gpu", gpu, "--quant", "gguf-q4_k_m", "--calibrate", str(f))
+    assert_one_line_error(code, err)
+    assert "is a run on Vulkan: " in err and words in err
+
+
 def test_runtime_names_cover_every_runtime():
     assert set(RUNTIME_NAMES) == set(RUNTIMES)
 

@@ -1007,6 +1007,16 @@ def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, ca
         said.append(f"its card {'`' + run.card + '` is not in the catalog: ' if run.card else 'is not named: '}taken "
                     f"as this plan's {plan.gpu.name}")
     fmt = _run_format(run, plan.fmt.id)
+    native = getattr(run, "native_backend", None)  # llama-bench's `backends` naming CUDA, ROCm or Metal
+    if native and backend(gpu) != native:
+        raise InvalidValueError(f"--calibrate `{path}` names {BACKEND_NAMES[native]} as its backend and {gpu.name} as "
+                                f"its card, whose backend is {BACKEND_NAMES.get(backend(gpu), 'none of these')}.",
+                                "Check the file's gpu_info and backends: a run is of one card, on its backend.")
+    for card in {gpu.id: gpu, plan.gpu.id: plan.gpu}.values():  # the run's card, and the plan's
+        refused = backend_refusal(rid, card, getattr(run, "backend", None))
+        if refused:
+            raise InvalidValueError(f"--calibrate `{path}` is a run on Vulkan: {refused}.",
+                                    "Calibrate with a run on the card's own backend.")
     be = backend(gpu, getattr(run, "backend", None))  # the run's own backend (a llama-bench file's Vulkan)
     plan_backend = plan_backend or backend(plan.gpu)
     if be is not None and plan_backend is not None and (be == "vulkan") != (plan_backend == "vulkan"):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from llmsize.files import read_text
 MAX_BYTES = 16 * 2**20
 MAX_BATCH = 2**20  # sequences decoding at once in one run (the dataset's rows allow as many)
 MAX_CONTEXT_TOKENS = 2**24  # tokens of one sequence
+MAX_MODEL_BYTES = 2**44  # a model file's bytes (16 TiB: ten times the largest open checkpoints)
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ class Run:
     flash_attn: bool | None = None  # llama-bench's flash_attn column (None: not given, or auto)
     backend: str | None = None  # "vulkan": llama-bench's `backends` says Vulkan; None: the card's own
     unmodeled_backend: str | None = None  # llama-bench's `backends` as printed where it names none of those (SYCL)
+    native_backend: str | None = None  # "cuda", "rocm", "metal": llama-bench's `backends` names the card's own
 
 
 def _bad(path: Path, why: str) -> InvalidValueError:
@@ -74,6 +77,34 @@ def _flash_attn(v) -> bool | None:
     return {"1": True, "true": True, "on": True, "0": False, "false": False, "off": False}.get(str(v).lower())
 
 
+# llama-bench's `backends` column (ggml's backend registry names, comma-separated): a GPU backend each, the card's
+# own ones by the backend id they are here; BLAS and RPC ride along with another (or with the CPU)
+LLAMA_BENCH_NATIVE = {"cuda": "cuda", "rocm": "rocm", "hip": "rocm", "metal": "metal", "mtl": "metal"}
+LLAMA_BENCH_OTHER = {"vulkan", "sycl", "opencl", "cann", "musa", "cpu"}
+LLAMA_BENCH_RIDERS = {"blas", "rpc"}
+
+
+def _backends(v, path: Path) -> tuple[str | None, str | None, str | None]:
+    """(Vulkan, a backend without a group, the card's own backend named) from llama-bench's `backends`: one GPU
+    backend named, else refused; a run on none (the CPU, BLAS or RPC alone) is a CPU run."""
+    if v is None or v == "":
+        return None, None, None
+    if not isinstance(v, str):
+        raise _bad(path, f"`backends` is not a backend name ({str(v)[:40]!r})")
+    names = [n for n in re.split(r"[,\s]+", v) if n and n[0].isalpha()]  # "CUDA 12.4", "Vulkan (PR)"
+    unknown = [n for n in names if n.lower() not in LLAMA_BENCH_NATIVE.keys() | LLAMA_BENCH_OTHER | LLAMA_BENCH_RIDERS]
+    if unknown:
+        raise _bad(path, f"`backends` names `{unknown[0][:40]}`, not a llama.cpp backend (CUDA, ROCm, Metal, Vulkan, "
+                         "SYCL, OpenCL, CANN, MUSA, CPU, with BLAS or RPC)")
+    gpu = {n.lower() for n in names} - LLAMA_BENCH_RIDERS
+    if len(gpu) > 1:
+        raise _bad(path, f"`backends` names {len(gpu)} backends ({v[:60]}); a calibrating run ran on one")
+    if not gpu:  # the CPU's (BLAS), or another machine's (RPC)
+        return None, ",".join(names), None
+    vulkan, unmodeled = printed_backend(v)
+    return vulkan, unmodeled, LLAMA_BENCH_NATIVE.get(gpu.pop())
+
+
 def _llama_bench(tests: list[dict], path: Path) -> Run:
     """The tg test (n_gen > 0, n_prompt 0) gives decode, the pp test (n_prompt > 0, n_gen 0) prefill."""
     keys = {"n_prompt", "n_gen", "avg_ts"}
@@ -91,15 +122,22 @@ def _llama_bench(tests: list[dict], path: Path) -> Run:
     ts = _num(t["avg_ts"], path, "avg_ts")
     if ts <= 0:
         raise _bad(path, "avg_ts is 0")
+    prompt = _num(pp[0]["n_prompt"], path, "n_prompt", True) if pp else None
+    prefill_ts = _num(pp[0]["avg_ts"], path, "avg_ts") if pp else None
+    if prefill_ts is not None and prefill_ts <= 0:
+        raise _bad(path, "the prompt test's avg_ts is 0")
+    _in_range(path, ts, 1, {"n_depth": depth, "n_gen": n_gen, "n_prompt": prompt or 0}, "avg_ts")
     size = t.get("model_size")
+    weight_bytes = _num(size, path, "model_size") if size not in (None, "") else None
+    if weight_bytes is not None and not 0 < weight_bytes <= MAX_MODEL_BYTES:
+        raise _bad(path, f"model_size is {weight_bytes:,.0f} bytes; a model file holds 1 to {MAX_MODEL_BYTES:,}")
     return Run(
         tool="llama-bench", decode_tok_s=ts, batch=1, context_tokens=max(1, depth + n_gen // 2),
-        prefill_tok_s=_num(pp[0]["avg_ts"], path, "avg_ts") if pp else None,
-        prompt_tokens=_num(pp[0]["n_prompt"], path, "n_prompt", True) if pp else None,
+        prefill_tok_s=prefill_ts, prompt_tokens=prompt,
         card=str(t.get("gpu_info") or "") or None, model=str(t.get("model_type") or "") or None,
-        weight_bytes=_num(size, path, "model_size") if size not in (None, "") else None, runtime="llamacpp",
+        weight_bytes=weight_bytes, runtime="llamacpp",
         flash_attn=_flash_attn((pp[0] if pp else t).get("flash_attn")),
-        backend=printed_backend(t.get("backends"))[0], unmodeled_backend=printed_backend(t.get("backends"))[1])
+        **dict(zip(("backend", "unmodeled_backend", "native_backend"), _backends(t.get("backends"), path))))
 
 
 def _vllm_serve(d: dict, path: Path) -> Run:
@@ -120,18 +158,22 @@ def _vllm_serve(d: dict, path: Path) -> Run:
         batch = max(1, min(round(_num(d.get("output_throughput", 0), path, "output_throughput") * tpot_s),
                            int(prompts)))
     ttft = d.get("median_ttft_ms") or d.get("mean_ttft_ms")
+    _in_range(path, 1 / tpot_s, max(batch, 1), {"the mean prompt (total_input_tokens / num_prompts)": prompt,
+                                               "the mean output (total_output_tokens / num_prompts)": out},
+              "1 / median_tpot_ms", "max_concurrency")
     return Run(tool="vllm bench serve", decode_tok_s=1 / tpot_s, batch=max(batch, 1),
                context_tokens=max(1, prompt + out // 2), prompt_tokens=prompt or None,
                ttft_s=_num(ttft, path, "median_ttft_ms") / 1000 if ttft else None,
                model=str(d.get("model_id") or "") or None, runtime=str(d.get("backend") or "vllm"))
 
 
-def _in_range(path: Path, tok_s: float, batch: int, lengths: dict[str, int]) -> None:
-    """A measure file's figures within what a run can have, each named when it is not."""
+def _in_range(path: Path, tok_s: float, batch: int, lengths: dict[str, int], tok_s_key: str = "decode.tok_s",
+              batch_key: str = "run.batch") -> None:
+    """A run's figures within what a run can have, each named (by the file's own key) when it is not."""
     if tok_s <= 0:
-        raise _bad(path, f"decode.tok_s is {tok_s:g}; a run decodes above 0")
+        raise _bad(path, f"{tok_s_key} is {tok_s:g}; a run decodes above 0")
     if not 1 <= batch <= MAX_BATCH:
-        raise _bad(path, f"run.batch is {batch:,}; a run has 1 to {MAX_BATCH:,} sequences")
+        raise _bad(path, f"{batch_key} is {batch:,}; a run has 1 to {MAX_BATCH:,} sequences")
     for key, n in lengths.items():
         if n > MAX_CONTEXT_TOKENS:
             raise _bad(path, f"{key} is {n:,}; a sequence holds at most {MAX_CONTEXT_TOKENS:,} tokens")

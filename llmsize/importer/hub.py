@@ -10,7 +10,7 @@ import os
 import re
 import struct
 
-from llmsize.errors import InvalidValueError, LlmsizeError, shown
+from llmsize.errors import InvalidValueError, LlmsizeError, install_hint, shown
 from llmsize.importer.safetensors_header import (
     MAX_HEADER_BYTES,
     HeaderError,
@@ -19,7 +19,7 @@ from llmsize.importer.safetensors_header import (
     parse_header,
 )
 
-HUB_HINT = "Install it: pip install 'llmsize[hub]'."
+HUB_HINT = install_hint("hub", "huggingface_hub")
 MAX_JSON_BYTES = 20 * 2**20
 _REPO = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import warnings
 from dataclasses import asdict, dataclass
 
-from llmsize.errors import LlmsizeError
+from llmsize.errors import LlmsizeError, install_hint
 
-INSTALL_HINT = "Install the measure extra: pip install 'llmsize[measure]' (it brings nvidia-ml-py)."
+INSTALL_HINT = install_hint("measure", "nvidia-ml-py")
 
 
 @dataclass

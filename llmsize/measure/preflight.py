@@ -3,10 +3,10 @@ Each failure is one LlmsizeError line with what to do next. Imports torch only i
 
 from __future__ import annotations
 
-from llmsize.errors import InvalidValueError, LlmsizeError
+from llmsize.errors import InvalidValueError, LlmsizeError, install_hint
 from llmsize.units import GB, GiB
 
-EXTRA_HINT = "Install the measure extra: pip install 'llmsize[measure]' (torch, triton, safetensors, nvidia-ml-py)."
+EXTRA_HINT = install_hint("measure", "torch triton safetensors nvidia-ml-py")
 
 
 def require_torch():

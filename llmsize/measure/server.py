@@ -24,9 +24,9 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from llmsize.errors import LlmsizeError, shown
+from llmsize.errors import LlmsizeError, install_hint, shown
 
-EXTRA_HINT = "Install the server extra: pip install 'llmsize[server]' (httpx, httpx-sse, prometheus-client)."
+EXTRA_HINT = install_hint("server", "httpx httpx-sse prometheus-client")
 MAX_BODY_BYTES = 8 * 2**20  # a JSON answer (model list, props, metrics) read at most this far
 MAX_STREAM_BYTES = 64 * 2**20  # one streamed completion
 CONNECT_TIMEOUT_S = 10.0

@@ -7,7 +7,7 @@ import io
 import textwrap
 from pathlib import Path
 
-from llmsize.errors import InvalidValueError, LlmsizeError
+from llmsize.errors import InvalidValueError, LlmsizeError, install_hint
 from llmsize.files import check_output, write_output
 from llmsize.render.ascii_chart import plot
 
@@ -78,7 +78,7 @@ def pyplot_for(path: Path):
         import matplotlib
     except ImportError:
         raise LlmsizeError("Image output needs matplotlib, which is not installed.",
-                           "Install it: pip install 'llmsize[charts]' (or drop -o for a terminal chart).") from None
+                           install_hint("charts", "matplotlib") + " Or drop -o for a terminal chart.") from None
     matplotlib.use("Agg")
     matplotlib.rcParams["svg.fonttype"] = "none"  # keep text as <text> in SVG
     import matplotlib.pyplot as plt

@@ -354,6 +354,18 @@ def plan(
     if llama_opts and emit in ("vllm", "sglang"):
         raise InvalidValueError(f"{llama_opts[0]} is a llama.cpp option, and --emit {emit} prints {emit}'s launch "
                                 "line.", f"Drop {llama_opts[0]}, or use --emit llama-server.")
+    serving_opts = [name for name, given in (
+        ("--engine-version", engine_version.strip().lower() != "v1"), ("--block-size", block_size != 16),
+        ("--non-torch-gib", non_torch_gib is not None), ("--cudagraph-gib", cudagraph_gib is not None),
+        ("--max-num-batched-tokens", max_num_batched_tokens is not None),
+        ("--max-model-len", max_model_len is not None and emit not in ("vllm", "sglang"))) if given]
+    if serving_opts and engine not in ("vllm", "sglang", "trtllm"):  # they size a serving engine's ledger only
+        raise InvalidValueError(f"{serving_opts[0]} sizes a serving engine's memory ledger, and this plan prints "
+                                f"none{f' (--engine {engine} is llama.cpp)' if engine else ''}.",
+                                f"Add --engine vllm (or sglang, trtllm), or drop {serving_opts[0]}.")
+    if engine in ("sglang", "trtllm") and "--engine-version" in serving_opts:
+        raise InvalidValueError(f"--engine-version is vLLM's release, and --engine {engine} is not vLLM.",
+                                "Drop --engine-version, or use --engine vllm.")
     if llama_opts and engine is None:  # llama.cpp's own options say which engine's ledger to plan
         engine = "llamacpp"
         notes.append(f"{', '.join(llama_opts)}: llama.cpp's options, so its ledger is planned (--engine llamacpp)")
@@ -424,7 +436,9 @@ def plan(
         if elsewhere:
             flag = f"--engine {engine}" if engine == served else f"--emit {emit}"
             raise InvalidValueError(f"{flag} on {g.id}: {elsewhere}.",
+                                    "Pick a card it runs on." if not_on("llamacpp", g) else
                                     "Plan that card with --engine llamacpp (or ollama), or pick a card it runs on.")
+    _check_engine_takes(p, g, engine, emit, runtime, plan_runtime, kv_dtype)
     if not p.budget.weights_fit:  # name a bigger card: only now is the whole hardware catalog parsed
         p = make_plan(m, g, inputs, candidates=cat.hardware.all(), exact=exact, notes=notes, warnings=warnings)
     ledger = llama = None
@@ -446,7 +460,7 @@ def plan(
         ledger = engine_ledger(p.card_model or m, g, (p.weights_card or p.weights).bytes_total, e)
     from llmsize.estimate.expected import expect_for_cli
 
-    expected = expect_for_cli(p, cat, plan_runtime if run is None else runtime, run,
+    expected = expect_for_cli(p, cat, plan_runtime, run,
                               None if calibrate is None else str(calibrate), flash_attn, engine, ubatch_size)
     if llama is not None:
         from llmsize.estimate.llamacpp_plan import ledger_words, with_ledger
@@ -491,6 +505,16 @@ def plan(
     if emit is not None:
         from llmsize.render.emit import serve_command
 
+        if not p.budget.weights_fit:  # the engine would not start: a launch line for it misleads
+            from llmsize.estimate.expected import RUNTIME_NAMES
+
+            w = (p.weights_card or p.weights).bytes_total
+            split = f"--tp {p.fit.tp}" + (f" --pp {p.fit.pp}" if p.fit.pp > 1 else "") if p.fit else None
+            raise InvalidValueError(
+                f"--emit {emit}: {p.model.name}'s weights ({w / GB:.1f} GB in {p.fmt.id}"
+                f"{' a card' if tp > 1 else ''}) and the runtime's overhead exceed {g.name}'s {p.budget.budget_bytes / GB:.1f} GB budget: "
+                f"{RUNTIME_NAMES[emit]} would not start.",
+                (f"Use {split} (the fewest cards that hold it), or give" if split else "Give") + " a smaller --quant.")
         sys.stdout.write(serve_command(p, emit, model if im is not None else None, max_model_len) + "\n")
         return
     if fmt == "json":
@@ -695,6 +719,8 @@ def import_(
 
     if path is not None and not _is_path(str(path)):
         raise InvalidValueError(f"`{path}` is not a file or folder.", "Give a model folder or a config.json.")
+    if model_id is not None:  # the id given, before a file name is made of it
+        check_id(model_id, "--id")
     if output is not None:  # the destination and the id it gives are checked before anything is read
         if not output.name or str(output) == ".":  # `-o ''` (a Path of it reads as the current folder)
             raise InvalidValueError("-o names no file.",
@@ -706,8 +732,7 @@ def import_(
         if output.stem != model_id:
             raise InvalidValueError(f"-o `{output}` and --id `{model_id}` differ: a catalog file is named after its "
                                     "id.", f"Write it to {output.with_name(model_id + '.yaml')}, or drop --id.")
-    if model_id is not None:
-        check_id(model_id, "--id" if output is None else "-o")
+        check_id(model_id, "-o")
     im = _import_source(None if path is None else str(path), hub, estimate_only, hub_file)
     _warn(im)
     if (recipe := recipe_warning(im)) is not None:
@@ -778,6 +803,10 @@ def compare(
     _warn(im)
     m = im.spec if im is not None else cat.model(model)
     check_backend(gpu_backend, runtime, fmt_id=quant or m.release.quant)
+    if runtime:  # one runtime for every row: a cache it cannot store sizes nothing it runs
+        from llmsize.estimate.expected import resolve_runtime
+
+        _refuse_cache(resolve_runtime(runtime)[0], f"--runtime {runtime}", kv_dtype)
     cards = _card_list(cat, gpus_)
     if vendor:
         cards = [g for g in cards if g.vendor.lower() == vendor]
@@ -1556,6 +1585,39 @@ def _progress_bar():
             yield progress
 
     return drawn()
+
+
+def _refuse_cache(rid: str | None, flag: str, kv_dtype: str | None) -> None:
+    """A serving engine named by `flag` cannot store its cache in `kv_dtype`: refused (a what-if needs no engine)."""
+    from llmsize.estimate.expected import RUNTIME_NAMES
+    from llmsize.estimate.quant import runtime_kv_refusal
+
+    if rid in ("vllm", "sglang", "trtllm") and kv_dtype and (refused := runtime_kv_refusal(rid, kv_dtype)):
+        raise InvalidValueError(f"--kv-dtype {kv_dtype} with {flag}: {RUNTIME_NAMES[rid]} does not store its cache "
+                                f"in {kv_dtype.lower()}.", f"Give --kv-dtype {', '.join(refused[1])}, or drop {flag} "
+                                "for the format's what-if.")
+
+
+def _check_engine_takes(p, g, engine, emit, runtime, plan_runtime, kv_dtype) -> None:
+    """Refuse a ledger, a launch line or an asked-for runtime's figure the engine could not give: llama.cpp's on a
+    card it does not run on, a serving engine's with a cache dtype it does not store, a launch line for weights it
+    does not load."""
+    from llmsize.estimate.expected import not_on, resolve_runtime
+    from llmsize.estimate.quant import runtime_load_refusal
+
+    flag = f"--emit {emit}" if emit else f"--engine {engine}" if engine else f"--runtime {runtime}"
+    if engine in ("llamacpp", "ollama") or emit in ("llama-server", "ollama"):
+        elsewhere = not_on("llamacpp", g)
+        if elsewhere:
+            raise InvalidValueError(f"{flag} on {g.id}: {elsewhere}.", "Pick a card llama.cpp runs on.")
+    named = engine or (emit if emit in ("vllm", "sglang") else None) or (runtime and plan_runtime)
+    rid = resolve_runtime(named)[0] if named else None
+    if rid not in ("vllm", "sglang", "trtllm"):
+        return
+    _refuse_cache(rid, flag, kv_dtype)
+    if emit in ("vllm", "sglang") and (refused := runtime_load_refusal(rid, p.fmt.id)):
+        raise InvalidValueError(f"--emit {emit}: {refused}.", "Give a --quant it serves (fp8, int4-g128, nvfp4 ...), "
+                                "or --emit llama-server for a GGUF file.")
 
 
 def _measure_gpu(quant, context, tokens, batch, device, checkpoint, gpu_index, warmup, seed, probe, gemv, compile_,

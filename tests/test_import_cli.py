@@ -136,3 +136,15 @@ def test_hub_without_huggingface_hub_is_one_line_with_the_hint():
     assert p.stderr.strip() == ("Error: --hub needs huggingface_hub, which is not installed. "
                                 "Install the hub extra: pip install '.[hub]' in the llmsize checkout (or pip "
                                 "install huggingface_hub).")
+
+
+@pytest.mark.parametrize("given", ["a/b", "../../etc", "BAD ID"])
+def test_a_bad_id_with_an_output_file_is_one_line_and_writes_nothing(run_cli, tmp_path, given):
+    """`--id a/b -o x.yaml` made a file name of the id before checking it: a ValueError traceback."""
+    from conftest import assert_one_line_error
+
+    folder = tiny_llama_folder(tmp_path / "m")
+    out = tmp_path / "cat" / "x.yaml"
+    code, stdout, err = run_cli("import", str(folder), "-o", str(out), "--id", given)
+    assert_one_line_error(code, err)
+    assert f"--id `{given}` is not a catalog id" in err and not stdout and not out.parent.exists()

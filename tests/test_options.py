@@ -125,11 +125,55 @@ def test_typos_in_closed_sets_are_errors_not_empty_tables(run_cli, args, needle)
     # the error blamed --engine, which the user had not given
     (["plan", "llama-3-8b", "--gpu", "rtx4090", "--emit", "llama-server", "--tp", "2"], "--emit llama-server: "),
     (["plan", "llama-3-8b", "--gpu", "rtx4090", "--emit", "ollama", "--pp", "2"], "--emit ollama: "),
+    # a hostile-input pass (2026-12-05): launch lines, ledgers and figures of what the engine would not run
+    (["plan", "llama-3.1-70b", "--gpu", "rtx4080", "--emit", "vllm"], "vLLM would not start. Use --tp 4 --pp 3"),
+    (["plan", "llama-3.1-70b", "--gpu", "h100", "--emit", "sglang"], "SGLang would not start. Use --tp 2"),
+    (["plan", "llama-3.1-8b", "--gpu", "mi300x", "--kv-dtype", "nvfp4", "--emit", "vllm"],
+     "--kv-dtype nvfp4 with --emit vllm: vLLM does not store its cache in nvfp4"),
+    (["plan", "llama-3.1-8b", "--gpu", "h100", "--kv-dtype", "int8", "--engine", "sglang"],
+     "SGLang does not store its cache in int8"),
+    (["compare", "llama-3.1-8b", "--runtime", "vllm", "--kv-dtype", "int8", "--gpus", "h100"],
+     "--kv-dtype int8 with --runtime vllm"),
+    (["plan", "llama-3.1-8b", "--gpu", "h100", "--quant", "mlx-4bit", "--emit", "sglang"], "is an MLX format"),
+    (["plan", "llama-3.1-8b", "--gpu", "h100", "--quant", "gguf-q4_k_m", "--emit", "vllm"],
+     "which vllm loads only experimentally"),
+    (["plan", "llama-3.1-8b", "--gpu", "gaudi3", "--quant", "gguf-q4_0", "--emit", "llama-server"],
+     "--emit llama-server on gaudi3: llama.cpp does not run on Intel Gaudi 3"),
+    (["plan", "llama-3.1-8b", "--gpu", "gaudi3", "--quant", "gguf-q4_0", "--engine", "ollama"],
+     "--engine ollama on gaudi3"),
+    (["plan", "llama-3.1-8b", "--gpu", "h100", "--engine-version", "0.20"],
+     "--engine-version sizes a serving engine's memory ledger, and this plan prints none"),
+    (["plan", "llama-3.1-8b", "--gpu", "h100", "--block-size", "32", "--emit", "vllm"], "--block-size sizes"),
+    (["plan", "llama-3.1-8b", "--gpu", "h100", "--engine", "sglang", "--engine-version", "0.20"],
+     "--engine-version is vLLM's release"),
+    (["plan", "llama-3.1-8b", "--gpu", "h100", "--engine", "vllm", "--engine-version", "0.-1"],
+     "--engine-version `0.-1` is not a vLLM version"),
+    (["plan", "llama-3.1-8b", "--gpu", "h100", "--engine", "vllm", "--engine-version", "0.\u0663"],
+     "is not a vLLM version"),
 ])
 def test_values_that_meant_nothing_are_refused(run_cli, args, needle):
     code, out, err = run_cli(*args)
     assert_one_line_error(code, err)
     assert needle in err and out == ""
+
+
+@pytest.mark.parametrize("args", [
+    ["plan", "llama-3.1-8b", "--gpu", "h100", "--max-model-len", "8192", "--emit", "vllm"],
+    ["plan", "llama-3.1-8b", "--gpu", "h100", "--engine", "vllm", "--engine-version", "0.6.3.post1"],
+    ["plan", "llama-3.1-8b", "--gpu", "b200", "--kv-dtype", "nvfp4", "--runtime", "trtllm"],
+    ["plan", "llama-3.1-8b", "--gpu", "b200", "--kv-dtype", "nvfp4"],  # a what-if: no engine named
+    ["compare", "llama-3.1-8b", "--runtime", "vllm", "--kv-dtype", "fp8", "--gpus", "h100"],
+])
+def test_what_the_engines_take_still_runs(run_cli, args):
+    code, out, err = run_cli(*args)
+    assert code == 0 and out, err
+
+
+def test_a_serving_engines_figure_on_a_gguf_file_says_its_support_is_experimental(run_cli):
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "h100", "--quant", "gguf-q4_k_m", "--runtime", "vllm",
+                             "--json")
+    e = json.loads(out)["expected"]
+    assert code == 0 and e["tok_s"] and any("highly experimental and under-optimized" in n for n in e["notes"])
 
 
 def test_expert_scope_still_plans_a_moe_model(run_cli):

@@ -1037,6 +1037,16 @@ def test_a_vulkan_run_does_not_calibrate_a_card_vulkan_does_not_run_on(run_cli, 
     assert "is a run on Vulkan: " in err and words in err
 
 
+def test_a_llama_bench_run_does_not_calibrate_a_serving_engines_ledger(run_cli):
+    """--engine vllm printed vLLM's memory ledger beside a llama.cpp figure from the file: two engines, one report."""
+    from conftest import assert_one_line_error
+
+    code, out, err = run_cli("plan", "qwen2.5-7b", "--gpu", "rtx4080", "--quant", "gguf-q4_k_m", "--engine", "vllm",
+                             "--calibrate", str(CAL / "llama-bench.json"))
+    assert_one_line_error(code, err)
+    assert "is a llama.cpp run; it cannot calibrate --engine vllm" in err
+
+
 def test_runtime_names_cover_every_runtime():
     assert set(RUNTIME_NAMES) == set(RUNTIMES)
 

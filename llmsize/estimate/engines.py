@@ -22,16 +22,17 @@ that would do, weights / free: 0.9113 for DeepSeek-V4-Pro FP8 at tp 8 on H200s, 
 mem usage=125.65 GB' (SemiAnalysisAI/InferenceX#2128), which `min_fraction` reproduces.
 TensorRT-LLM: kv_cache_free_gpu_mem_fraction x the memory free after the engine and its runtime buffers
 (TensorRT-LLM#224: a fraction of *free* memory); the runtime buffers are an input, by default the activation
-model above at max_num_batched_tokens (TensorRT-LLM#1400, batch 1 and 4,096 tokens: +1.3% on its 132,608
-tokens; #224, whose build settings are unknown: +68%).
+model above at max_num_batched_tokens (TensorRT-LLM#1400, batch 1 and 4,096 tokens: +0.2% on its 132,608
+tokens; #224, whose build settings are unknown: +59%; tests/test_engines.py prints the table).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
-from llmsize.errors import InvalidValueError
+from llmsize.errors import InvalidValueError, shown
 from llmsize.estimate.kv import kv_bytes
 from llmsize.units import GiB
 
@@ -78,14 +79,13 @@ def vllm_profile(version: str) -> VllmProfile:
     named = {p.key: p for p in (VLLM_V0, VLLM_V1_OLD, VLLM_V1)} | {"latest": VLLM_V1}
     if v in named:
         return named[v]
-    parts = v.removeprefix("v").split(".")
-    try:
-        if len(parts) < 2:  # a bare number (`v2`, `1`) is neither a ledger name nor a release
-            raise ValueError(v)
-        major, minor = int(parts[0]), int(parts[1]) if parts[1] else 0
-    except ValueError:
-        raise InvalidValueError(f"--engine-version `{version}` is not a vLLM version.",
-                                "Use v1, v0, or the release you run, e.g. 0.20.0.") from None
+    # a release: major.minor, then a patch or a build's suffix (0.20.0, 0.6.3.post1, 0.10.1+cu128); a bare number
+    # (`v2`, `1`) is neither a ledger name nor a release
+    m = re.fullmatch(r"v?([0-9]+)\.([0-9]+)(?:[.+\-a-z][0-9a-z.+\-]*)?", v)
+    if m is None:
+        raise InvalidValueError(f"--engine-version `{shown(version)}` is not a vLLM version.",
+                                "Use v1, v0, or the release you run, e.g. 0.20.0.")
+    major, minor = int(m[1]), int(m[2])
     if (major, minor) < (0, 8):
         return VLLM_V0
     return VLLM_V1_OLD if (major, minor) < (0, 21) else VLLM_V1

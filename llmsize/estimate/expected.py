@@ -526,8 +526,11 @@ LLAMACPP_RECURRENT_DECODE_NOTE = (
     "Qwen3.5-9B BF16 on an RTX 5090 (May 2026) decoded at 0.95 of such a figure, Qwen3-Next 80B-A3B on an M2 Ultra "
     "(a February 2026 build, before llama.cpp PR #19375 optimized its graph) at 0.40-0.44")
 
-# runtimes that load no GGUF file (vLLM and SGLang read some, experimentally: their figures stand)
+# runtimes that load no GGUF file (vLLM and SGLang read some, experimentally: their figures stand, with GGUF_NOTE)
 NO_GGUF = ("trtllm", "gpt-fast", "mlx")
+GGUF_NOTE = ("a GGUF file under a serving engine: vLLM and SGLang load some GGUF types experimentally (vLLM's "
+             "docs: \"highly experimental and under-optimized\"); the figure is of their own kernels at these bytes, "
+             "no published run of theirs on a GGUF file is in the fit, and fleet sizes none")
 
 
 def kernel_class(plan: Plan, runtime: str | None, marlin: bool = False) -> str:
@@ -884,6 +887,8 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
         notes += (SGLANG_TRITON_MLA_NOTE,)
     if rid == "llamacpp" and vulkan_bf16_experts(plan.model, plan.fmt.id, be):
         notes += (VULKAN_BF16_EXPERTS_NOTE,)
+    if rid in ("vllm", "sglang") and plan.fmt.id.startswith(("gguf-", "ggml-")):
+        notes += (GGUF_NOTE,)
     if rid == "sglang" and plan.gpu.llvm_target in CDNA3_TARGETS and has_mla(plan.model) \
             and plan.fmt.id.startswith("fp8"):
         notes += (OLD_SGLANG_CDNA3_MLA_NOTE,)
@@ -1094,9 +1099,9 @@ def expect_for_cli(plan: Plan, cat, runtime: str | None, run, path: str | None,
     runtimes = {r.id: r for r in cat.runtimes.all()}
     if run is not None and run.runtime in RUNTIMES:
         if runtime is not None and resolve_runtime(runtime)[0] != run.runtime:
+            flag = f"--engine {engine}" if engine == runtime else f"--runtime {runtime}"
             raise InvalidValueError(f"--calibrate `{path}` is a {RUNTIME_NAMES[run.runtime]} run; it cannot "
-                                    f"calibrate --runtime {runtime}.", f"Drop --runtime or pass --runtime "
-                                                                       f"{run.runtime}.")
+                                    f"calibrate {flag}.", f"Drop {flag.split()[0]} or pass --runtime {run.runtime}.")
         from_run = runtime is None
         runtime = runtime or run.runtime
     else:

@@ -182,6 +182,9 @@ def runtime_load_refusal(runtime: str, format_id: str) -> str | None:
         return f"llama.cpp loads GGUF files, and {format_id} is not a GGUF type"
     if runtime == "mlx" and not mlx:
         return f"MLX loads its own quantized formats (mlx-4bit, mlx-8bit ...), and {format_id} is not one"
+    if runtime in ("vllm", "sglang") and gguf:
+        return (f"{format_id} is a GGUF type (llama.cpp), which {runtime} loads only experimentally (vLLM's docs: "
+                "\"highly experimental and under-optimized\")")
     if runtime not in ("llamacpp", "mlx") and (gguf or mlx):
         kind = "a GGUF type (llama.cpp)" if gguf else "an MLX format"
         return f"{format_id} is {kind}, which {runtime} does not serve"

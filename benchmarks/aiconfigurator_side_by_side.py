@@ -59,6 +59,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--aic", default=shutil.which("aiconfigurator") or "aiconfigurator")
     args = ap.parse_args()
+    if shutil.which(args.aic) is None:
+        print(f"error: no `{args.aic}` to run: install NVIDIA AIConfigurator (pip install aiconfigurator, in a "
+              "separate environment) and pass its path with --aic.", file=sys.stderr)
+        return 2
     cat = Catalog()
     runtimes = {r.id: r for r in cat.runtimes.all()}
     errs: dict[tuple[str, str], list[float]] = {}

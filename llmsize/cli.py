@@ -180,16 +180,17 @@ def click_command(only: str | None = None):
 
 
 MIN_WIDTH, MAX_WIDTH = 60, 100  # reports are laid out for 60 to 100 columns, whatever the terminal says
+WIDE_WIDTH = 160  # a table of many columns (compare with prices, fleet) takes a wider terminal's columns
 
 
-def _width() -> int:
-    return max(MIN_WIDTH, min(shutil.get_terminal_size((MAX_WIDTH, 24)).columns, MAX_WIDTH))
+def _width(cap: int = MAX_WIDTH) -> int:
+    return max(MIN_WIDTH, min(shutil.get_terminal_size((MAX_WIDTH, 24)).columns, cap))
 
 
-def _console():
+def _console(cap: int = MAX_WIDTH):
     from rich.console import Console
 
-    width = _width()
+    width = _width(cap)
     return Console(width=width, highlight=False, soft_wrap=False)
 
 
@@ -877,7 +878,7 @@ def compare(
     else:
         from llmsize.render.compare_table import render_table
 
-        render_table(rows, currency, title, notes, _console())
+        render_table(rows, currency, title, notes, _console(WIDE_WIDTH))
 
 
 @_command()
@@ -1290,7 +1291,7 @@ def fleet(
 
         sys.stdout.write(render_fleet_markdown(m, w, rid, currency, rows, kv_dtype))
     else:
-        render_fleet(m, w, rid, currency, rows, _console(), kv_dtype)
+        render_fleet(m, w, rid, currency, rows, _console(WIDE_WIDTH), kv_dtype)
         if sims:
             from llmsize.render.fleet_report import render_simulated
 

@@ -122,15 +122,31 @@ def _write(dirpath: Path, kind: str, stem: str, text: str) -> Path:
 GOOD_GPU = (ROOT / "hardware" / "rtx5060ti.yaml").read_text()
 
 
+def _renamed(text: str, new_id: str) -> str:
+    """A shipped card's file as a user copies it: another id, and aliases of its own (the README's sed)."""
+    import re
+
+    return re.sub(r"(?m)^aliases: .*$", f"aliases: [{new_id}-x]", text.replace("id: rtx5060ti", f"id: {new_id}"))
+
+
 def test_user_catalog_adds_and_overrides(tmp_path, monkeypatch):
-    _write(tmp_path, "hardware", "mycard", GOOD_GPU.replace("id: rtx5060ti", "id: mycard")
-           .replace("bandwidth_gb_s: 448", "bandwidth_gb_s: 500"))
+    _write(tmp_path, "hardware", "mycard", _renamed(GOOD_GPU, "mycard").replace("bandwidth_gb_s: 448",
+                                                                             "bandwidth_gb_s: 500"))
     _write(tmp_path, "hardware", "rtx5060ti", GOOD_GPU.replace("bandwidth_gb_s: 448", "bandwidth_gb_s: 449"))
     cat = Catalog([tmp_path])
     assert cat.gpu("mycard").bandwidth_gb_s == 500
     assert cat.gpu("rtx5060ti").bandwidth_gb_s == 449  # the user's file wins
     monkeypatch.setenv("LLMSIZE_CATALOG", str(tmp_path))
     assert Catalog().gpu("mycard").bandwidth_gb_s == 500
+
+
+@pytest.mark.parametrize("name", ["mycard", "rtx5060ti", "5060 ti", "h100"])
+def test_a_copy_keeping_the_shipped_aliases_is_refused_however_a_card_is_named(tmp_path, name):
+    """Only a lookup by alias parsed every entry and met the clash: `--gpu mycard` (the copy's own id) and
+    `--gpu rtx5060ti` ran. With a user's folder on the path every lookup checks the names first."""
+    _write(tmp_path, "hardware", "mycard", GOOD_GPU.replace("id: rtx5060ti", "id: mycard"))
+    with pytest.raises(CatalogError, match="also names"):
+        Catalog([tmp_path]).gpu(name)
 
 
 @pytest.mark.parametrize("mutation, key, expected_text", [
@@ -160,9 +176,12 @@ def test_invalid_yaml_and_wrong_stem(tmp_path):
     _write(tmp_path, "hardware", "broken", "id: broken\nname: [unclosed\n")
     with pytest.raises(CatalogError, match="broken.yaml"):
         Catalog([tmp_path]).gpu("broken")
-    _write(tmp_path, "hardware", "other", GOOD_GPU)  # id rtx5060ti in other.yaml
+    _write(tmp_path / "b", "hardware", "other", GOOD_GPU)  # id rtx5060ti in other.yaml
     with pytest.raises(CatalogError, match="but the file is named `other.yaml`"):
-        Catalog([tmp_path]).gpu("other")
+        Catalog([tmp_path / "b"]).gpu("other")
+    # a broken file on the path is reported whichever card is asked for (every name is checked first)
+    with pytest.raises(CatalogError, match="broken.yaml"):
+        Catalog([tmp_path]).gpu("h100")
 
 
 def test_missing_catalog_dir(tmp_path):

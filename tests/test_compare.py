@@ -172,3 +172,16 @@ def test_a_card_no_configuration_holds_says_why(run_cli):
     assert rows["h200-sxm"]["why_not"] is None and rows["h200-sxm"]["cards"] > 1
     code, out, err = run_cli("compare", "deepseek-v3", "--gpus", "m3-ultra,h200")
     assert code == 0 and "m3-ultra: one card does not hold the model" in " ".join(out.split())
+
+
+def test_a_wide_terminal_gets_the_priced_table_on_one_header_line(run_cli, monkeypatch, tmp_path):
+    """With prices the table has 14 columns: at 100 columns its headers break inside words ("cards" one letter a
+    line); a wider terminal (here 160) gives them their width, as it does fleet's table."""
+    prices = tmp_path / "p.yaml"
+    prices.write_text("currency: EUR\nprices:\n  rtx5090: 2400\n  h100-sxm: 27000\n")
+    monkeypatch.setenv("COLUMNS", "160")
+    code, out, err = run_cli("compare", "qwen3-30b-a3b", "--gpus", "rtx5090,h100-sxm", "--prices", str(prices))
+    assert code == 0, err
+    header = next(line for line in out.splitlines() if line.lstrip().startswith("card "))
+    assert header.split() == ["card", "GB/s", "GiB", "cards", "max", "ctx", "seqs", "ceil", "b=1", "expect", "b=1",
+                              "tok/s", "agg", "TTFT", "exp", "TTFT", "tok/s/W", "price", "tok/s/k"]

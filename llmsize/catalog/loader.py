@@ -185,8 +185,15 @@ class Shelf(Generic[T]):
                 owner.setdefault(key, (e.id, "its id" if name == e.id else f"alias `{name}`"))
         self._checked = True
 
+    @cached_property
+    def has_user_files(self) -> bool:
+        """Whether a user's folder holds an entry of this kind: then a lookup by id checks every name first."""
+        return any(p.parent.parent.resolve() not in self.builtin for p in self.files.values())
+
     def get(self, name: str) -> T:
         key = name.strip().lower()
+        if self.has_user_files:  # a user's copy that keeps a shipped entry's aliases is refused however it is named
+            self.all()
         if key in self.files:
             return self.load(key)
         norm = normalize(key)

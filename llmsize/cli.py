@@ -1249,9 +1249,12 @@ def fleet(
     by_runtime = {r.id: r for r in cat.runtimes.all()}
     refusals = [(g.id, runtime_refusal(rid, by_runtime, g)) for g in cards]
     if all(why for _, why in refusals):  # no load or target would change it: the runtime, or the cards
+        other = any(runtime_refusal(r, by_runtime, g) is None for r in by_runtime if r != rid for g in cards)
         raise InvalidValueError(f"--runtime {rid}{'' if runtime else ' (the default)'}: no card sized runs it "
                                 f"({refusals[0][0]}: {refusals[0][1]}).",
-                                "Give another --runtime, or --gpus it runs on.")
+                                "Give another --runtime, or --gpus it runs on." if other else
+                                "No runtime here is fitted on these cards: give --gpus of NVIDIA, AMD or Apple "
+                                "cards.")
     rows = fleet_rows(m, cards, w, rid, by_runtime, hourly, kv_dtype)
     if emit is not None:
         from llmsize.render.emit_fleet import fleet_command
@@ -1616,7 +1619,8 @@ def _check_engine_takes(p, g, engine, emit, runtime, plan_runtime, kv_dtype) -> 
     if rid not in ("vllm", "sglang", "trtllm"):
         return
     _refuse_cache(rid, flag, kv_dtype)
-    if emit in ("vllm", "sglang") and (refused := runtime_load_refusal(rid, p.fmt.id)):
+    gguf = p.fmt.id.startswith(("gguf-", "ggml-"))  # loaded experimentally: the line says so (render/emit.py)
+    if emit in ("vllm", "sglang") and not gguf and (refused := runtime_load_refusal(rid, p.fmt.id)):
         raise InvalidValueError(f"--emit {emit}: {refused}.", "Give a --quant it serves (fp8, int4-g128, nvfp4 ...), "
                                 "or --emit llama-server for a GGUF file.")
 

@@ -138,6 +138,8 @@ ScopeOpt = Annotated[Optional[str], _opt("--scope", help="What the format quanti
 def _one_dtype(value):
     """--kv-dtype names one dtype: a llama.cpp K/V pair of cache types is --cache-type-k / --cache-type-v's. The
     engines' own names for an FP8 cache (fp8_e4m3, fp8_e5m2: quant.KV_DTYPE_ALIASES) are read as fp8."""
+    if value is not None and not str(value).strip():  # an empty value was the default silently
+        raise typer.BadParameter("it is empty: name a dtype, or drop --kv-dtype for the default")
     if value is not None and "/" in str(value):
         raise typer.BadParameter(f"`{shown(value)}`: llama.cpp's K and V cache types are --cache-type-k and "
                                  "--cache-type-v (with --engine llamacpp)")

@@ -184,6 +184,13 @@ def test_invalid_yaml_and_wrong_stem(tmp_path):
         Catalog([tmp_path]).gpu("h100")
 
 
+def test_a_catalog_folder_holding_no_shelf_is_refused(tmp_path):
+    """`--catalog mycat/hardware` (the shelf, not the folder above it) was taken and silently added nothing."""
+    (tmp_path / "hardware").mkdir()
+    with pytest.raises(CatalogError, match="holds none of hardware/, models/"):
+        Catalog([tmp_path / "hardware"])
+
+
 def test_missing_catalog_dir(tmp_path):
     with pytest.raises(CatalogError, match="does not exist"):
         Catalog([tmp_path / "nope"])

@@ -3,11 +3,14 @@
 import csv
 import io
 import json
+from pathlib import Path
 
 import pytest
 
 from llmsize.estimate.compare import compare, sort_rows
 from llmsize.estimate.plan import PlanInputs, make_plan
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_rows_agree_with_plan(catalog):
@@ -185,3 +188,21 @@ def test_a_wide_terminal_gets_the_priced_table_on_one_header_line(run_cli, monke
     header = next(line for line in out.splitlines() if line.lstrip().startswith("card "))
     assert header.split() == ["card", "GB/s", "GiB", "cards", "max", "ctx", "seqs", "ceil", "b=1", "expect", "b=1",
                               "tok/s", "agg", "TTFT", "exp", "TTFT", "tok/s/W", "price", "tok/s/k"]
+
+
+def test_markdown_keeps_a_hostile_model_name_inert(run_cli, tmp_path):
+    """A name from a user's catalog or config.json went into the Markdown title raw: `<script>` ran as HTML in a
+    renderer, a newline broke the title, a pipe a cell."""
+    from llmsize.render.markdown import md
+
+    assert md("TTFT <= 2 s & up") == "TTFT <= 2 s & up"
+    assert md("<script>x</script> a|b\nc &amp;") == "&lt;script>x&lt;/script> a\\|b c &amp;amp;"
+    text = (ROOT / "models" / "llama-3.1-8b.yaml").read_text()
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "odd.yaml").write_text(
+        text.replace("id: llama-3.1-8b", "id: odd").replace("aliases: [llama3.1-8b, llama-3.1-8b-instruct]",
+                                                            "aliases: []")
+        .replace("name: Llama 3.1 8B", 'name: "<script>alert(1)</script> | x"'))
+    code, out, err = run_cli("compare", "odd", "--gpus", "h100", "--format", "markdown", "--catalog", str(tmp_path))
+    assert code == 0, err
+    assert out.startswith("**") and "<script>" not in out and "&lt;script>" in out and "\\| x" in out

@@ -52,6 +52,10 @@ def search_path(extra_dirs: list[Path] | None = None) -> list[Path]:
                 f"Catalog directory `{d}` {'is a file, not a folder' if d.exists() else 'does not exist'}.",
                 f"Pass a folder holding hardware/ and/or models/ (via --catalog or ${ENV_VAR}).",
             )
+        if d in dirs and not any((d / kind).is_dir() for kind in KINDS):  # a user's folder, e.g. mycat/hardware
+            raise CatalogError(f"Catalog directory `{d}` holds none of {', '.join(k + '/' for k in KINDS)}.",
+                               "Pass the folder above them (mycat, not mycat/hardware), via --catalog or "
+                               f"${ENV_VAR}.")
         key = d.resolve()
         if key not in seen:
             seen.add(key)

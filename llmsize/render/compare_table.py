@@ -85,12 +85,14 @@ def render_csv(rows, currency) -> str:
 
 
 def render_markdown(rows, currency, title: str) -> str:
+    from llmsize.render.markdown import md
+
     cols = _columns(rows, currency)
-    lines = [f"**{title}**", "", "| " + " | ".join(_header(c, currency) for c in cols) + " |",
+    lines = [f"**{md(title)}**", "", "| " + " | ".join(md(_header(c, currency)) for c in cols) + " |",
              "|" + "|".join("---" if c == "gpu" else "---:" for c in cols) + "|"]
     for r in rows:
         v = r.values()
-        lines.append("| " + " | ".join(_cell(c, v[c]) for c in cols) + " |")
+        lines.append("| " + " | ".join(md(_cell(c, v[c])) for c in cols) + " |")
     return "\n".join(lines) + "\n"
 
 

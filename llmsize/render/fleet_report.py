@@ -251,24 +251,26 @@ def _targets(w) -> str:
 def render_fleet_markdown(model, w, runtime, currency, rows, kv_dtype: str = "bf16") -> str:
     load = f"{w.users:,} users" if w.users is not None else f"{w.rate:,g} requests/s"
     cur = currency or "cost"
-    lines = [f"**fleet: {model.name}, {_io_words(w)}, {load}, {_targets(w)} ({runtime}; "
-             f"{_setup(w, kv_dtype)})**", "",
+    from llmsize.render.markdown import md
+
+    lines = [f"**{md(f'fleet: {model.name}, {_io_words(w)}, {load}, {_targets(w)} ({runtime}; {_setup(w, kv_dtype)})')}"
+             "**", "",
              f"| card | mode | tp | cards | nodes | batch | tok/s per GPU | tok/s per user (band) | TTFT s (band) | "
              f"TPOT ms (band) | kW | "
              f"{cur} per Mtok | {cur} per month | why not |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         if r.replicas is None:
-            lines.append(f"| {r.card} | | | | | | | | | | | | | {r.why_not} |")
+            lines.append(f"| {md(r.card)} | | | | | | | | | | | | | {md(r.why_not)} |")
             continue
         mode = f"{r.prefill_workers}P{r.decode_workers}D" if r.mode == "disaggregated" else f"{r.replicas} x agg"
         cost = f"{r.cost_per_mtok_out:,.3f}" if r.cost_per_mtok_out is not None else ""
         month = f"{r.cost_per_month:,.0f}" if r.cost_per_month is not None else ""
         kw = f"{r.watts / 1000:,.1f}" if r.watts is not None else ""
-        lines.append(f"| {r.card} | {mode} | {_par(r)} | {r.cards_total:,} | {r.nodes:,} | {r.batch_per_replica} | "
+        lines.append(f"| {md(r.card)} | {mode} | {_par(r)} | {r.cards_total:,} | {r.nodes:,} | {r.batch_per_replica} | "
                      f"{r.output_tok_s_per_gpu:,.0f} | {' | '.join(_latency_cells(r))} | {kw} | {cost} | {month} | |")
     notes = _caveat_lines(rows)
-    return "\n".join(lines + ([""] + [f"- {n}" for n in notes] if notes else [])) + "\n"
+    return "\n".join(lines + ([""] + [f"- {md(n)}" for n in notes] if notes else [])) + "\n"
 
 
 X_PARETO = "tokens/s per user (decode)"

@@ -157,6 +157,20 @@ def test_infinity_in_json_is_accepted(tmp_path):
     assert im.spec.num_layers == 32
 
 
+@pytest.mark.parametrize("dtype, said", [("float3", "dtype `float3` in config.json is not one of"),
+                                         (None, "no dtype in config.json: bf16 assumed"), ("bfloat16", None)])
+def test_a_dtype_it_cannot_read_is_said_not_silently_bf16(tmp_path, dtype, said):
+    raw = json.loads((CONFIGS / "meta-llama__Llama-2-7b-hf.json").read_text())
+    raw.pop("torch_dtype", None)
+    raw.pop("dtype", None)
+    if dtype:
+        raw["torch_dtype"] = dtype
+    im = import_model(_write(tmp_path, raw), read_headers=False)
+    assert im.spec.release.quant == "bf16"
+    notes = " ".join(im.notes)
+    assert (said in notes) if said else "bf16 assumed" not in notes
+
+
 def test_unknown_model_type_with_standard_fields_is_generic_and_says_so(tmp_path):
     raw = {"model_type": "brand_new", "hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 8,
            "num_key_value_heads": 2, "intermediate_size": 4096, "vocab_size": 1000}

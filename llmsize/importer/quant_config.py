@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from llmsize.errors import shown
 from llmsize.importer.hf_config import ConfigError
 
 DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "half": "fp16", "float": "fp32"}
@@ -113,7 +114,8 @@ def release_from(raw: dict, hf_quant: dict | None, spec_fields: dict, where: str
     if not qc:
         dtype = raw.get("torch_dtype") or raw.get("dtype") or (raw.get("text_config") or {}).get("dtype")
         quant = DTYPES.get(str(dtype), "bf16")
-        notes = [] if dtype else ["no dtype in config.json: bf16 assumed"]
+        notes = ([] if str(dtype) in DTYPES else [f"dtype `{shown(dtype, 40)}` in config.json is not one of "
+                 f"{', '.join(DTYPES)}: bf16 assumed"]) if dtype else ["no dtype in config.json: bf16 assumed"]
         return Release(quant, "all", "dtype", notes=notes)
     if not isinstance(qc, dict):
         raise ConfigError(f"{where}: quantization_config is not an object.")

@@ -171,6 +171,13 @@ def test_a_dtype_it_cannot_read_is_said_not_silently_bf16(tmp_path, dtype, said)
     assert (said in notes) if said else "bf16 assumed" not in notes
 
 
+def test_an_fp8_block_other_than_128_is_priced_with_128s_scales_and_said(tmp_path):
+    raw = {"model_type": "llama", **CORE, "quantization_config": {"quant_method": "fp8", "weight_block_size": [64, 64]}}
+    im = import_model(_write(tmp_path, raw), read_headers=False)
+    assert im.spec.release.quant == "fp8-block128"
+    assert any("weight_block_size [64, 64] priced as 128x128" in n for n in im.notes)
+
+
 def test_unknown_model_type_with_standard_fields_is_generic_and_says_so(tmp_path):
     raw = {"model_type": "brand_new", "hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 8,
            "num_key_value_heads": 2, "intermediate_size": 4096, "vocab_size": 1000}
@@ -192,6 +199,9 @@ CORE = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "in
 @pytest.mark.parametrize("content, match", [
     ("{not json", "not valid JSON"),
     ("[1, 2]", "top level is not a JSON object"),
+    # a block of side 0 was priced as per-tensor FP8 beside a note saying 128x128
+    ({"model_type": "llama", **CORE, "quantization_config": {"quant_method": "fp8", "weight_block_size": [0, 0]}},
+     r"weight_block_size \[0, 0\] is not two positive block sides"),
     ({"model_type": "llama", "num_hidden_layers": "many"}, "num_hidden_layers is 'many'; expected an integer"),
     ({"model_type": "llama", **CORE, "num_attention_heads": 7, "num_key_value_heads": 2}, "invalid at"),
     ({"model_type": "gemma4", "num_hidden_layers": 2, "layer_types": ["full_attention"], "hidden_size": 8,

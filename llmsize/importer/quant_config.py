@@ -139,7 +139,12 @@ def release_from(raw: dict, hf_quant: dict | None, spec_fields: dict, where: str
         quant, note, ignore = "mxfp4", None, qc.get("modules_to_not_convert") or []
     elif method == "fp8":
         block = qc.get("weight_block_size")
-        quant = "fp8-block128" if block == [128, 128] else "fp8"
+        if block is not None and not (isinstance(block, list) and len(block) == 2 and all(
+                isinstance(b, int) and not isinstance(b, bool) and 0 < b <= 2**16 for b in block)):
+            raise ConfigError(f"{where}: weight_block_size {shown(block, 40)} is not two positive block sides.",
+                              "Fix quantization_config (DeepSeek's FP8 has [128, 128]), or drop it for per-tensor "
+                              "scales.")
+        quant = "fp8" if block is None else "fp8-block128"  # a block's scales priced at 128x128's
         note = None if block in (None, [128, 128]) else f"weight_block_size {block} priced as 128x128"
         ignore = qc.get("modules_to_not_convert") or []
     elif method in ("gptq", "awq"):

@@ -32,6 +32,16 @@ def test_the_lever_table_as_it_prints(run_cli):
     assert f"ceiling by {ceil:.1f}, the expected speed by {exp:.1f})" in README.replace("\n", " ")
 
 
+def test_the_llama_cpp_ledger_as_it_prints(run_cli):
+    code, out, err = run_cli("plan", "qwen3-30b-a3b", "--gpu", "rtx4080", "--quant", "gguf-q4_k_m", "--engine",
+                             "llamacpp", "--gpu-layers", "30")
+    assert code == 0, err
+    section = out[out.index("llama.cpp start-up ledger"):]
+    title, body = section.split("\n\n", 2)[:2]  # the title, a blank line, the ledger up to the next blank line
+    assert _block_after("llmsize plan ./model.gguf --gpu rtx4080 --gpu-layers 30 --emit ollama") == \
+        f"{title}\n\n{body}\n", "README.md's llama.cpp ledger block is stale: paste the command's ledger (COLUMNS=100)"
+
+
 def test_the_compare_table_as_it_prints(run_cli):
     """The compare example's expected column moves with every refit: it had gone stale in all 18 rows."""
     code, out, err = run_cli("compare", "gemma-4-12b", "--vendor", "nvidia", "--segment", "consumer", "--users", "8")

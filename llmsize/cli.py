@@ -513,8 +513,8 @@ def plan(
             split = f"--tp {p.fit.tp}" + (f" --pp {p.fit.pp}" if p.fit.pp > 1 else "") if p.fit else None
             raise InvalidValueError(
                 f"--emit {emit}: {p.model.name}'s weights ({w / GB:.1f} GB in {p.fmt.id}"
-                f"{' a card' if tp > 1 else ''}) and the runtime's overhead exceed {g.name}'s {p.budget.budget_bytes / GB:.1f} GB budget: "
-                f"{RUNTIME_NAMES[emit]} would not start.",
+                f"{' a card' if tp > 1 else ''}) and the runtime's overhead exceed {g.name}'s "
+                f"{p.budget.budget_bytes / GB:.1f} GB budget: {RUNTIME_NAMES[emit]} would not start.",
                 (f"Use {split} (the fewest cards that hold it), or give" if split else "Give") + " a smaller --quant.")
         sys.stdout.write(serve_command(p, emit, model if im is not None else None, max_model_len) + "\n")
         return

@@ -401,7 +401,8 @@ def test_the_table_covers_every_shared_log(catalog, tmp_path):
     assert all(abs(row[4]) < 10 for row in TABLE)
     # the README quotes the KV token counts' errors
     err = {(row[0], row[1]): row[4] for row in TABLE}
-    quoted = (f"vllm#10517 (V0, {err['vllm#10517', 'GPU blocks']:+.1%} and {err['vllm#10517', 'GPU blocks @29k']:+.1%}), "
+    quoted = (f"vllm#10517 (V0, {err['vllm#10517', 'GPU blocks']:+.1%} and "
+              f"{err['vllm#10517', 'GPU blocks @29k']:+.1%}), "
               f"vllm#24577 (V1, {err['vllm#24577', 'GPU KV cache tokens (V1 0.10)']:+.1%}), TensorRT-LLM#1400 "
               f"({err['trtllm#1400', 'KV tokens (nominal 80 GiB total)']:+.1%})")
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text().replace("\n", " ")

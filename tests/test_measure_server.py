@@ -339,7 +339,8 @@ def test_a_saved_server_run_calibrates_plan(run_cli, tmp_path):
 
 def test_without_the_server_extra_one_line_names_it():
     r = cli_without(["httpx"], ["measure", "--server", "http://127.0.0.1:9"])
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "pip install '.[server]' in the llmsize checkout" in r.stderr
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+    assert "pip install '.[server]' in the llmsize checkout" in r.stderr
 
 
 def test_without_the_server_extra_the_options_are_checked_first():

@@ -27,7 +27,8 @@ def test_the_lever_table_as_it_prints(run_cli):
     start = README.index("```text\nLevers (what") + len("```text\n")
     assert README[start:README.index("```\n", start)] == table.rstrip("\n") + "\n"
     # the prose's ratios are the 8-card row's
-    m = re.search(r"8 cards \(tensor parallel\)\s+([\d.]+) tok/s -> ([\d.]+) tok/s; expected ([\d.]+) -> ([\d.]+)", table)
+    m = re.search(r"8 cards \(tensor parallel\)\s+([\d.]+) tok/s -> ([\d.]+) tok/s; expected ([\d.]+) -> "
+                  r"([\d.]+)", table)
     ceil, exp = float(m[2]) / float(m[1]), float(m[4]) / float(m[3])
     assert f"ceiling by {ceil:.1f}, the expected speed by {exp:.1f})" in README.replace("\n", " ")
 

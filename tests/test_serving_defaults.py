@@ -178,7 +178,8 @@ def test_the_serving_errors_the_readme_quotes_are_the_benchmarks(capsys):
             section = "vllm"
         elif line.startswith("Output throughput, every figure"):
             section = "every"
-        m = re.match(r"(?:(steady|replayed)\s+(.+?): )?(\d+) figures[:,] median \|error\| ([\d.]+)%, p90 ([\d.]+)%", line)
+        m = re.match(r"(?:(steady|replayed)\s+(.+?): )?(\d+) figures[:,] median \|error\| ([\d.]+)%, "
+                     r"p90 ([\d.]+)%", line)
         if m:
             said[section, m[1], m[2]] = (m[3], float(m[4]), float(m[5]))
     text = (ROOT / "README.md").read_text().replace("\n", " ")

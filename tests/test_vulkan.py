@@ -179,7 +179,8 @@ def test_the_readme_quotes_the_vulkan_groups_fit(runtimes):
     assert f"fitted on {g.rows_decode} decode and {g.rows_prefill} prompt rows of llama.cpp on Vulkan" in readme
     assert (f"held out at {d.median_abs_error:.1%} / {d.p90_abs_error:.1%} median / p90 for decode, "
             f"{p.median_abs_error:.1%} / {p.p90_abs_error:.1%} for prompts") in readme
-    names = {"strix-halo": "a Strix Halo", "r9700": "an R9700", "rx9070xt": "an RX 9070 XT", "rx5700xt": "an RX 5700 XT", "rx7900xtx": "an RX 7900 XTX",
+    names = {"strix-halo": "a Strix Halo", "r9700": "an R9700", "rx9070xt": "an RX 9070 XT", "rx5700xt": "an RX 5700 XT",
+             "rx7900xtx": "an RX 7900 XTX",
              "rtx3090": "RTX 3090", "rtx4090": "4090", "rtx5090": "5090"}
     assert set(g.cards) == set(names) and f"({len(g.cards)} cards: " in readme
     assert all(n in readme for n in names.values())

@@ -340,9 +340,10 @@ def plan(
         if engine not in (None, "llamacpp", "ollama"):
             raise InvalidValueError(f"--emit {emit} is llama.cpp's command, and --engine {engine} is not llama.cpp.",
                                     "Drop --engine, or use --engine llamacpp (or ollama).")
-        if tp * (pp or 1) > 1:
-            raise InvalidValueError(f"--emit {emit}: llama.cpp's plan is one GPU; --tp/--pp split across cards is not "
-                                    "modelled for it.", "Drop --tp/--pp, or use --emit vllm for a split.")
+        if tp * (pp or 1) * (nodes or 1) > 1:
+            raise InvalidValueError(f"--emit {emit}: llama.cpp's plan is one GPU; --tp/--pp/--nodes split across "
+                                    "cards is not modelled for it.", "Drop --tp/--pp/--nodes, or use --emit vllm for "
+                                    "a split.")
         engine = engine or ("ollama" if emit == "ollama" else "llamacpp")
     llama_opts = [name for name, given in (
         ("--gpu-layers", gpu_layers is not None), ("--n-cpu-moe", bool(n_cpu_moe)), ("--cpu-moe", cpu_moe),
@@ -360,6 +361,10 @@ def plan(
         ("--non-torch-gib", non_torch_gib is not None), ("--cudagraph-gib", cudagraph_gib is not None),
         ("--max-num-batched-tokens", max_num_batched_tokens is not None),
         ("--max-model-len", max_model_len is not None and emit not in ("vllm", "sglang"))) if given]
+    if serving_opts and emit is not None:  # a launch line is made from the plan, not from the ledger's options
+        raise InvalidValueError(f"{serving_opts[0]} sizes a serving engine's memory ledger, and --emit {emit} prints a "
+                                "launch line without it.", f"Drop {serving_opts[0]}, or drop --emit for --engine's "
+                                "ledger.")
     if serving_opts and engine not in ("vllm", "sglang", "trtllm"):  # they size a serving engine's ledger only
         raise InvalidValueError(f"{serving_opts[0]} sizes a serving engine's memory ledger, and this plan prints "
                                 f"none{f' (--engine {engine} is llama.cpp)' if engine else ''}.",
@@ -367,7 +372,9 @@ def plan(
     if engine in ("sglang", "trtllm") and "--engine-version" in serving_opts:
         raise InvalidValueError(f"--engine-version is vLLM's release, and --engine {engine} is not vLLM.",
                                 "Drop --engine-version, or use --engine vllm.")
-    if llama_opts and engine is None:  # llama.cpp's own options say which engine's ledger to plan
+    split = tp * (pp or 1) * (nodes or 1) > 1  # llama.cpp's ledger is one GPU's; its cache types alone still apply
+    if llama_opts and engine is None and not (split and set(llama_opts) <= {"--cache-type-k", "--cache-type-v"}):
+        # llama.cpp's own options say which engine's ledger to plan
         engine = "llamacpp"
         notes.append(f"{', '.join(llama_opts)}: llama.cpp's options, so its ledger is planned (--engine llamacpp)")
     from llmsize.estimate.llamacpp_plan import ollama_default_context
@@ -403,7 +410,7 @@ def plan(
         raise InvalidValueError(f"--kv-dtype {kv_dtype} is the serving engines' cache option; llama.cpp's ledger "
                                 "takes its own types.", "Use --cache-type-k q8_0 --cache-type-v q8_0 (and --flash-attn "
                                 "on), or drop --kv-dtype.")
-    if engine in ("llamacpp", "ollama") and not kv_dtype and typed:
+    if engine in ("llamacpp", "ollama", None) and not kv_dtype and typed:
         from llmsize.estimate.quant import llamacpp_kv_dtype
 
         kv_dtype = llamacpp_kv_dtype(cache_type_k, cache_type_v)  # the plan's cache, capacity and reads as the ledger's
@@ -461,7 +468,8 @@ def plan(
         ledger = engine_ledger(p.card_model or m, g, (p.weights_card or p.weights).bytes_total, e)
     from llmsize.estimate.expected import expect_for_cli
 
-    expected = expect_for_cli(p, cat, plan_runtime, run,
+    expected = expect_for_cli(p, cat, plan_runtime if run is None else (runtime.lower() if runtime else None) or engine,
+                              run,
                               None if calibrate is None else str(calibrate), flash_attn, engine, ubatch_size)
     if llama is not None:
         from llmsize.estimate.llamacpp_plan import ledger_words, with_ledger
@@ -513,9 +521,10 @@ def plan(
             split = f"--tp {p.fit.tp}" + (f" --pp {p.fit.pp}" if p.fit.pp > 1 else "") if p.fit else None
             raise InvalidValueError(
                 f"--emit {emit}: {p.model.name}'s weights ({w / GB:.1f} GB in {p.fmt.id}"
-                f"{' a card' if tp > 1 else ''}) and the runtime's overhead exceed {g.name}'s "
+                f"{' per card' if p.weights_card else ''}) and the runtime's overhead exceed {g.name}'s "
                 f"{p.budget.budget_bytes / GB:.1f} GB budget: {RUNTIME_NAMES[emit]} would not start.",
-                (f"Use {split} (the fewest cards that hold it), or give" if split else "Give") + " a smaller --quant.")
+                f"Use {split} (the fewest cards that hold it), or give a smaller --quant." if split else
+                "Split it over more cards (a larger --tp or --pp), or give a smaller --quant.")
         sys.stdout.write(serve_command(p, emit, model if im is not None else None, max_model_len) + "\n")
         return
     if fmt == "json":
@@ -1232,17 +1241,15 @@ def fleet(
     from dataclasses import replace as _replace
 
     from llmsize.estimate.plan import resolve_format
-    from llmsize.estimate.quant import RUNTIME_FORMATS, runtime_kv_refusal, runtime_load_refusal
+    from llmsize.estimate.quant import RUNTIME_FORMATS, runtime_load_refusal
 
     weights = resolve_format(m, quant, None)[0].id
     refusal = runtime_load_refusal(rid, weights)
     if refusal is not None:
         raise InvalidValueError(f"--quant {weights}: {refusal}.", f"Give a format {rid} serves (e.g. "
                                 f"{', '.join(RUNTIME_FORMATS.get(rid, ()))}), or another --runtime.")
-    kv_refusal = runtime_kv_refusal(rid, kv_dtype)
-    if kv_refusal is not None:  # rows sized with a cache the engine cannot be launched with
-        raise InvalidValueError(f"--kv-dtype {kv_dtype}: {kv_refusal[0]}.",
-                                f"Give --kv-dtype {', '.join(kv_refusal[1])}, or another --runtime.")
+    # rows sized with a cache the engine cannot be launched with
+    _refuse_cache(rid, f"--runtime {rid}" + ("" if runtime else " (the default)"), kv_dtype, "another --runtime")
     w = _replace(w, quant=weights)
     from llmsize.estimate.fleet import runtime_refusal
 
@@ -1591,15 +1598,16 @@ def _progress_bar():
     return drawn()
 
 
-def _refuse_cache(rid: str | None, flag: str, kv_dtype: str | None) -> None:
-    """A serving engine named by `flag` cannot store its cache in `kv_dtype`: refused (a what-if needs no engine)."""
+def _refuse_cache(rid: str | None, flag: str, kv_dtype: str | None, instead: str | None = None) -> None:
+    """A serving engine named by `flag` cannot store its cache in `kv_dtype`: refused (a what-if needs no engine;
+    `instead`: what else the hint offers, by default dropping `flag` for the what-if)."""
     from llmsize.estimate.expected import RUNTIME_NAMES
     from llmsize.estimate.quant import runtime_kv_refusal
 
     if rid in ("vllm", "sglang", "trtllm") and kv_dtype and (refused := runtime_kv_refusal(rid, kv_dtype)):
         raise InvalidValueError(f"--kv-dtype {kv_dtype} with {flag}: {RUNTIME_NAMES[rid]} does not store its cache "
-                                f"in {kv_dtype.lower()}.", f"Give --kv-dtype {', '.join(refused[1])}, or drop {flag} "
-                                "for the format's what-if.")
+                                f"in {kv_dtype.lower()}.", f"Give --kv-dtype {', '.join(refused[1])}, or "
+                                f"{instead or f'drop {flag} for the format' + chr(39) + 's what-if'}.")
 
 
 def _check_engine_takes(p, g, engine, emit, runtime, plan_runtime, kv_dtype) -> None:

@@ -876,9 +876,11 @@ def test_launch_lines_carry_the_cache_dtype_and_the_speculation_the_rows_were_si
     code, out, err = run_cli(*mtp, "--emit", "vllm")
     assert code == 0, err
     assert "--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 1}'" in out
-    for kv, runtime in (("int8", "vllm"), ("nvfp4", "sglang"), ("int8", "trtllm")):  # refused before any row
-        code, out, err = run_cli(*base, "--kv-dtype", kv, "--runtime", runtime)
-        assert code == 2 and not out and f"--kv-dtype {kv}: {runtime} does not store its cache in {kv}" in err, err
+    for kv, runtime, name in (("int8", "vllm", "vLLM"), ("nvfp4", "sglang", "SGLang"), ("int8", "trtllm",
+                                                                                       "TensorRT-LLM")):
+        code, out, err = run_cli(*base, "--kv-dtype", kv, "--runtime", runtime)  # refused before any row
+        assert code == 2 and not out and f"--kv-dtype {kv} with --runtime {runtime}: {name} does not store its cache " \
+            f"in {kv}" in err and "or another --runtime." in err, err
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     code, out, err = run_cli(*base, "--kv-dtype", "nvfp4", "--runtime", "trtllm")  # TensorRT-LLM's FP4 cache
     assert code == 0, err

@@ -119,6 +119,22 @@ def test_a_row_keeps_the_plans_own_options(run_cli, args):
         assert _same(FIGURE_KEYS[row["figure"]](json.loads(out)), row["after"]), row["command"]
 
 
+@pytest.mark.parametrize("args", [
+    # a review (2026-12-05): Ollama's KV lever printed --flash-attn on beside --no-flash-attn; a --pp lever from a
+    # plan with llama.cpp cache types was refused as llama.cpp's one-GPU ledger
+    ("qwen3-8b", "--gpu", "rtx4090", "--engine", "ollama"),
+    ("qwen3-8b", "--gpu", "rtx4090", "--runtime", "llamacpp", "--cache-type-k", "q8_0", "--cache-type-v", "q8_0",
+     "--flash-attn", "on"),
+])
+def test_a_llama_cpp_plans_lever_commands_run(run_cli, args):
+    rows = _levers(run_cli, *args)
+    assert len(rows) > 2
+    for row in rows[1:]:
+        if row["command"]:
+            code, _, err = run_cli(*shlex.split(row["command"])[1:], "--json")
+            assert code == 0, (row["command"], err)
+
+
 @pytest.mark.parametrize("card,every", [("rtx5060ti", 1), ("h100-sxm", 4)])
 def test_every_row_is_the_plan_its_command_gives(catalog, run_cli, card, every):
     """Over the whole catalog at 32,768 tokens on a 16 GB card (every fourth model on an H100, for the rows that

@@ -143,7 +143,14 @@ def test_typos_in_closed_sets_are_errors_not_empty_tables(run_cli, args, needle)
      "--engine ollama on gaudi3"),
     (["plan", "llama-3.1-8b", "--gpu", "h100", "--engine-version", "0.20"],
      "--engine-version sizes a serving engine's memory ledger, and this plan prints none"),
-    (["plan", "llama-3.1-8b", "--gpu", "h100", "--block-size", "32", "--emit", "vllm"], "--block-size sizes"),
+    (["plan", "llama-3.1-8b", "--gpu", "h100", "--block-size", "32", "--emit", "vllm"],
+     "--emit vllm prints a launch line without it"),
+    (["plan", "llama-3.1-8b", "--gpu", "h100", "--block-size", "32", "--emit", "vllm", "--engine", "vllm"],
+     "--emit vllm prints a launch line without it"),
+    (["plan", "deepseek-v3", "--gpu", "h100", "--tp", "8", "--emit", "vllm"],
+     "per card) and the runtime's overhead exceed"),
+    (["plan", "llama-3.1-8b", "--gpu", "rtx4090", "--quant", "gguf-q4_0", "--emit", "llama-server", "--nodes", "2"],
+     "--tp/--pp/--nodes split across cards"),
     (["plan", "llama-3.1-8b", "--gpu", "h100", "--engine", "sglang", "--engine-version", "0.20"],
      "--engine-version is vLLM's release"),
     (["plan", "llama-3.1-8b", "--gpu", "h100", "--engine", "vllm", "--engine-version", "0.-1"],
@@ -159,6 +166,9 @@ def test_values_that_meant_nothing_are_refused(run_cli, args, needle):
 
 @pytest.mark.parametrize("args", [
     ["plan", "llama-3.1-8b", "--gpu", "h100", "--max-model-len", "8192", "--emit", "vllm"],
+    # a dense draft beside an experts-only format: the draft takes the format's own scope (it was refused)
+    ["plan", "qwen3-30b-a3b", "--gpu", "rtx4090", "--quant", "int4-g128", "--scope", "experts", "--spec",
+     "draft=qwen3-0.6b,k=4,accept=0.7"],
     ["plan", "llama-3.1-8b", "--gpu", "h100", "--engine", "vllm", "--engine-version", "0.6.3.post1"],
     ["plan", "llama-3.1-8b", "--gpu", "b200", "--kv-dtype", "nvfp4", "--runtime", "trtllm"],
     ["plan", "llama-3.1-8b", "--gpu", "b200", "--kv-dtype", "nvfp4"],  # a what-if: no engine named

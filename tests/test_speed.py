@@ -995,8 +995,10 @@ def _bench(pp: dict | None = None, tg: dict | None = None) -> str:
     ('{"median_tpot_ms": 10, "num_prompts": 3, "total_input_tokens": 1000000000000}',
      "the mean prompt (total_input_tokens / num_prompts) is 333,333,333,333"),
     # llama-bench's `backends`: a name it does not write, two GPU backends, one the card does not run, none
-    (_bench(pp={"backends": "Kompute"}, tg={"backends": "Kompute"}), "names `Kompute`, not a llama.cpp backend"),
-    (_bench(tg={"backends": "SYCL,Vulkan"}), "`backends` names 2 backends"),
+    (_bench(pp={"backends": "Kompute"}, tg={"backends": "Kompute"}), "ran on llama.cpp's Kompute backend, which has "
+                                                                     "no group"),
+    (_bench(tg={"backends": "SYCL,Vulkan"}), "`backends` names 2 backends (SYCL,Vulkan), and which ran is not in"),
+    (_bench(tg={"backends": "CUDA,Vulkan"}), "`backends` names 2 backends"),
     (_bench(tg={"backends": "Metal"}), "names Metal (Apple) as its backend and NVIDIA GeForce RTX 4080"),
     (_bench(tg={"backends": "HIP"}), "names ROCm (AMD) as its backend and NVIDIA GeForce RTX 4080"),
     (_bench(tg={"backends": "BLAS"}), "ran on llama.cpp's BLAS backend, which has no group"),
@@ -1034,7 +1036,7 @@ def test_a_vulkan_run_does_not_calibrate_a_card_vulkan_does_not_run_on(run_cli, 
     f.write_text(_bench(pp={"backends": "Vulkan"}, tg={"backends": "Vulkan"}))
     code, out, err = run_cli("plan", "qwen2.5-7b", "--gpu", gpu, "--quant", "gguf-q4_k_m", "--calibrate", str(f))
     assert_one_line_error(code, err)
-    assert "is a run on Vulkan: " in err and words in err
+    assert "is a run on Vulkan, and this plan's card does not take it: " in err and words in err
 
 
 def test_a_llama_bench_run_does_not_calibrate_a_serving_engines_ledger(run_cli):
@@ -1045,6 +1047,22 @@ def test_a_llama_bench_run_does_not_calibrate_a_serving_engines_ledger(run_cli):
                              "--calibrate", str(CAL / "llama-bench.json"))
     assert_one_line_error(code, err)
     assert "is a llama.cpp run; it cannot calibrate --engine vllm" in err
+
+
+def test_a_launch_line_beside_a_calibration_file_is_not_refused(run_cli):
+    """--emit prints a launch line the calibration does not change: a llama-bench file beside --emit vllm is not a
+    runtime asked for (it was refused as calibrating `--runtime vllm`, an option not typed)."""
+    code, out, err = run_cli("plan", "qwen2.5-7b", "--gpu", "rtx4080", "--quant", "gguf-q4_k_m", "--emit", "vllm",
+                             "--calibrate", str(CAL / "llama-bench.json"))
+    assert code == 0 and out.rstrip().splitlines()[-1].startswith("vllm serve"), err
+
+
+def test_a_metal_file_of_a_card_the_catalog_cannot_tell_names_the_stand_in(run_cli, tmp_path):
+    f = tmp_path / "cal.json"
+    f.write_text(_bench(pp={"gpu_info": "Apple M2 Ultra", "backends": "Metal,BLAS"},
+                        tg={"gpu_info": "Apple M2 Ultra", "backends": "Metal,BLAS"}))
+    code, out, err = run_cli("plan", "qwen2.5-7b", "--gpu", "rtx4080", "--quant", "gguf-q4_k_m", "--calibrate", str(f))
+    assert code == 2 and "a card this plan's NVIDIA GeForce RTX 4080 16GB stands in for (`Apple M2 Ultra`" in err
 
 
 def test_runtime_names_cover_every_runtime():

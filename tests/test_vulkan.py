@@ -197,8 +197,8 @@ def test_the_readme_quotes_the_vulkan_groups_fit(runtimes):
     (None, (None, None)), (12, (None, None)),
 ])
 def test_one_reading_of_a_printed_backend_serves_rows_and_llama_bench_files(printed, read):
-    """observed.asked_backend (a row's backend column) and the calibration importer (llama-bench's `backends`) read a
-    backend name through expected.printed_backend alone."""
+    """observed.asked_backend (a row's backend column) and the calibration importer (llama-bench's `backends`, after
+    its own checks: one GPU backend, a known one or none) read a backend name through expected.printed_backend."""
     from llmsize.estimate.expected import printed_backend
 
     assert printed_backend(printed) == read

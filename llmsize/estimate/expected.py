@@ -1007,20 +1007,23 @@ def calibration_from_run(run, plan: Plan, rid: str, spec: RuntimeSpec | None, ca
         gpu = _named(lambda: cat.gpu(run.card_id), path)
     elif run.card:
         gpu = match_gpu(run.card, None, cat.hardware.all())
-    if gpu is None:
+    stand_in = gpu is None  # the file names no catalog card: this plan's stands in
+    if stand_in:
         gpu = plan.gpu
         said.append(f"its card {'`' + run.card + '` is not in the catalog: ' if run.card else 'is not named: '}taken "
                     f"as this plan's {plan.gpu.name}")
     fmt = _run_format(run, plan.fmt.id)
     native = getattr(run, "native_backend", None)  # llama-bench's `backends` naming CUDA, ROCm or Metal
     if native and backend(gpu) != native:
-        raise InvalidValueError(f"--calibrate `{path}` names {BACKEND_NAMES[native]} as its backend and {gpu.name} as "
-                                f"its card, whose backend is {BACKEND_NAMES.get(backend(gpu), 'none of these')}.",
-                                "Check the file's gpu_info and backends: a run is of one card, on its backend.")
-    for card in {gpu.id: gpu, plan.gpu.id: plan.gpu}.values():  # the run's card, and the plan's
+        card = (f"a card this plan's {gpu.name} stands in for (`{run.card or ''}` names no one catalog card)"
+                if stand_in else f"{gpu.name} as its card")
+        raise InvalidValueError(f"--calibrate `{path}` names {BACKEND_NAMES[native]} as its backend and {card}, whose "
+                                f"backend is {BACKEND_NAMES.get(backend(gpu), 'none of these')}.",
+                                "Check the file's gpu_info and backends, or calibrate with a run on this plan's card.")
+    for card, whose in ((gpu, "the run's card"), (plan.gpu, "this plan's card")):
         refused = backend_refusal(rid, card, getattr(run, "backend", None))
         if refused:
-            raise InvalidValueError(f"--calibrate `{path}` is a run on Vulkan: {refused}.",
+            raise InvalidValueError(f"--calibrate `{path}` is a run on Vulkan, and {whose} does not take it: {refused}.",
                                     "Calibrate with a run on the card's own backend.")
     be = backend(gpu, getattr(run, "backend", None))  # the run's own backend (a llama-bench file's Vulkan)
     plan_backend = plan_backend or backend(plan.gpu)

@@ -178,7 +178,7 @@ def plan_args(source: list[str], gpu_id: str, inputs) -> list[str]:
         args += ["--kv-policy", inputs.kv_policy.label]
     if inputs.spec is not None:
         args += ["--spec", inputs.spec.label]
-    if not inputs.flash_attn:
+    if not inputs.flash_attn and "--flash-attn" not in args:  # a quantized V cache's flags turn it on
         args.append("--no-flash-attn")
     return args
 

@@ -390,8 +390,9 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
                 warnings=warned, gpu_util_given=util_given)
     if inputs.spec is None:
         return plan
-    d = inputs.spec.draft  # the draft on the same card, split and options
-    draft = make_plan(d, gpu, replace(inputs, spec=None), search_fit=False) if d is not None else None
+    d = inputs.spec.draft  # the draft on the same card, split and options (a dense draft: the format's own scope)
+    keep = inputs.scope if d is None or inputs.scope != "experts" or d.is_moe else None
+    draft = make_plan(d, gpu, replace(inputs, spec=None, scope=keep), search_fit=False) if d is not None else None
     return replace(plan, speculative=speculate(plan, inputs.spec, draft))
 
 

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from llmsize.errors import InvalidValueError
+from llmsize.errors import InvalidValueError, shown
 from llmsize.estimate.expected import printed_backend
 from llmsize.files import read_text
 
@@ -80,29 +80,29 @@ def _flash_attn(v) -> bool | None:
 # llama-bench's `backends` column (ggml's backend registry names, comma-separated): a GPU backend each, the card's
 # own ones by the backend id they are here; BLAS and RPC ride along with another (or with the CPU)
 LLAMA_BENCH_NATIVE = {"cuda": "cuda", "rocm": "rocm", "hip": "rocm", "metal": "metal", "mtl": "metal"}
-LLAMA_BENCH_OTHER = {"vulkan", "sycl", "opencl", "cann", "musa", "cpu"}
 LLAMA_BENCH_RIDERS = {"blas", "rpc"}
 
 
 def _backends(v, path: Path) -> tuple[str | None, str | None, str | None]:
-    """(Vulkan, a backend without a group, the card's own backend named) from llama-bench's `backends`: one GPU
-    backend named, else refused; a run on none (the CPU, BLAS or RPC alone) is a CPU run."""
+    """(Vulkan, a backend without a group, the card's own backend named) from llama-bench's `backends`: one backend
+    named beside BLAS or RPC, else refused; a run on those alone (the CPU's BLAS, another machine's RPC) and one on
+    any backend but CUDA, ROCm, Metal and Vulkan have no group."""
     if v is None or v == "":
         return None, None, None
     if not isinstance(v, str):
         raise _bad(path, f"`backends` is not a backend name ({str(v)[:40]!r})")
     names = [n for n in re.split(r"[,\s]+", v) if n and n[0].isalpha()]  # "CUDA 12.4", "Vulkan (PR)"
-    unknown = [n for n in names if n.lower() not in LLAMA_BENCH_NATIVE.keys() | LLAMA_BENCH_OTHER | LLAMA_BENCH_RIDERS]
-    if unknown:
-        raise _bad(path, f"`backends` names `{unknown[0][:40]}`, not a llama.cpp backend (CUDA, ROCm, Metal, Vulkan, "
-                         "SYCL, OpenCL, CANN, MUSA, CPU, with BLAS or RPC)")
-    gpu = {n.lower() for n in names} - LLAMA_BENCH_RIDERS
+    gpu = {n.lower(): n for n in names if n.lower() not in LLAMA_BENCH_RIDERS}
     if len(gpu) > 1:
-        raise _bad(path, f"`backends` names {len(gpu)} backends ({v[:60]}); a calibrating run ran on one")
+        raise _bad(path, f"`backends` names {len(gpu)} backends ({shown(v, 60)}), and which ran is not in the file; "
+                         "calibrate with a build of one GPU backend")
     if not gpu:  # the CPU's (BLAS), or another machine's (RPC)
-        return None, ",".join(names), None
-    vulkan, unmodeled = printed_backend(v)
-    return vulkan, unmodeled, LLAMA_BENCH_NATIVE.get(gpu.pop())
+        return None, shown(",".join(names), 40), None
+    (low, name), = gpu.items()
+    vulkan, unmodeled = printed_backend(name)  # the one reading of a backend's name, rows' and files'
+    if vulkan or unmodeled or low in LLAMA_BENCH_NATIVE:
+        return vulkan, unmodeled, LLAMA_BENCH_NATIVE.get(low)
+    return None, shown(name, 40), None  # a backend printed_backend does not name (Kompute, WebGPU ...): no group
 
 
 def _llama_bench(tests: list[dict], path: Path) -> Run:
@@ -160,7 +160,7 @@ def _vllm_serve(d: dict, path: Path) -> Run:
     ttft = d.get("median_ttft_ms") or d.get("mean_ttft_ms")
     _in_range(path, 1 / tpot_s, max(batch, 1), {"the mean prompt (total_input_tokens / num_prompts)": prompt,
                                                "the mean output (total_output_tokens / num_prompts)": out},
-              "1 / median_tpot_ms", "max_concurrency")
+              "1 / median_tpot_ms", "max_concurrency" if conc else "the batch (output_throughput x median_tpot_ms)")
     return Run(tool="vllm bench serve", decode_tok_s=1 / tpot_s, batch=max(batch, 1),
                context_tokens=max(1, prompt + out // 2), prompt_tokens=prompt or None,
                ttft_s=_num(ttft, path, "median_ttft_ms") / 1000 if ttft else None,

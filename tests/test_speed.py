@@ -1016,11 +1016,18 @@ def test_bad_llama_bench_and_vllm_files_name_the_field(run_cli, tmp_path, conten
     assert words in err and not out
 
 
-@pytest.mark.parametrize("backends", ["CUDA", "CUDA,BLAS", "RPC,CUDA", "CUDA 12.4", ""])
-def test_a_llama_bench_file_on_the_cards_own_backend_still_calibrates(run_cli, tmp_path, backends):
+@pytest.mark.parametrize("backends, gpu_info, card", [
+    ("CUDA", None, "rtx4080"), ("CUDA,BLAS", None, "rtx4080"), ("RPC,CUDA", None, "rtx4080"),
+    ("CUDA 12.4", None, "rtx4080"), ("", None, "rtx4080"), ("ROCm", "AMD Radeon RX 7900 XTX", "rx7900xtx"),
+    ("HIP", "AMD Radeon RX 7900 XTX", "rx7900xtx"), ("Metal,BLAS", "Apple M4 Max", "m4-max"),
+    ("MTL,BLAS", "Apple M4 Max", "m4-max"), ("Vulkan", "AMD Radeon Graphics (RADV GFX1151)", "strix-halo"),
+])
+def test_a_llama_bench_file_on_the_cards_own_backend_still_calibrates(run_cli, tmp_path, backends, gpu_info, card):
     f = tmp_path / "cal.json"
-    f.write_text(_bench(pp={"backends": backends}, tg={"backends": backends}))
-    code, out, err = run_cli("plan", "qwen2.5-7b", "--gpu", "rtx4080", "--quant", "gguf-q4_k_m", "--json",
+    info = {"gpu_info": gpu_info} if gpu_info else {}
+    slower = {"avg_ts": 40.0} if card == "strix-halo" else {}  # the file's RTX 4080 rate is above its ceiling
+    f.write_text(_bench(pp={"backends": backends, **info}, tg={"backends": backends, **info, **slower}))
+    code, out, err = run_cli("plan", "qwen2.5-7b", "--gpu", card, "--quant", "gguf-q4_k_m", "--json",
                              "--calibrate", str(f))
     assert code == 0, err
     assert json.loads(out)["expected"]["basis"].startswith("calibrated by your run")

@@ -208,19 +208,20 @@ EngineOpt = Annotated[Optional[str], _opt("--engine", help="Predict this engine'
                                           "capacity: vllm, sglang or trtllm (--gpu-util is its fraction), or "
                                           "what llamacpp / ollama print at start-up.",
                                           callback=choice(ENGINES), show_default=False)]
-MaxModelLenOpt = Annotated[Optional[int], _opt("--max-model-len", help="Engine max model length; default: the "
-                                               "model's.", callback=int_range(1), show_default=False)]
-MaxBatchedTokensOpt = Annotated[Optional[int], _opt("--max-num-batched-tokens", help="vLLM profiling batch; "
-                                                    "default: vLLM's for the version and card.",
+MaxModelLenOpt = Annotated[Optional[int], _opt("--max-model-len", help="Engine max model length (with "
+                                               "--engine, or --emit's launch line); default: the model's.", callback=int_range(1), show_default=False)]
+MaxBatchedTokensOpt = Annotated[Optional[int], _opt("--max-num-batched-tokens", help="vLLM profiling batch "
+                                                    "(with --engine); default: vLLM's for the version and card.",
                                                     callback=int_range(1), show_default=False)]
 EngineVersionOpt = Annotated[str, _opt("--engine-version", help="vLLM release you run (e.g. 0.20.0), or v1 "
-                                       "(>= 0.21), v1-0.20, v0 (< 0.8).")]
-BlockSizeOpt = Annotated[int, _opt("--block-size", help="Engine KV block, tokens.", callback=int_range(1, 65536))]
+                                       "(>= 0.21), v1-0.20, v0 (< 0.8); with --engine vllm.")]
+BlockSizeOpt = Annotated[int, _opt("--block-size", help="Engine KV block, tokens (with --engine).", callback=int_range(1, 65536))]
 NonTorchOpt = Annotated[Optional[float], _opt("--non-torch-gib", help="vLLM non-torch memory (CUDA context, NCCL, "
-                                              "custom all-reduce) per card, GiB; default: grows with --tp.",
+                                              "custom all-reduce) per card, GiB (with --engine); default: grows "
+                                              "with --tp.",
                                               callback=float_range(0, 1024), show_default=False)]
-CudagraphOpt = Annotated[Optional[float], _opt("--cudagraph-gib", help="vLLM V1's CUDA-graph reserve, GiB; default "
-                                               "0.3.", callback=float_range(0, 1024), show_default=False)]
+CudagraphOpt = Annotated[Optional[float], _opt("--cudagraph-gib", help="vLLM V1's CUDA-graph reserve, GiB (with "
+                                               "--engine vllm); default 0.3.", callback=float_range(0, 1024), show_default=False)]
 # llama.cpp's options, by its own long names (--context stays ours for --ctx-size)
 ParallelOpt = Annotated[int, _opt("--parallel", help="llama.cpp server slots (-np); Ollama's OLLAMA_NUM_PARALLEL.",
                                   callback=int_range(1, 256))]

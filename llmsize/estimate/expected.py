@@ -588,7 +588,7 @@ VULKAN_BF16_EXPERTS_NOTE = (
 # drivers, and the dataset's runs there (an A770, builds of 2024-2025) decoded far below what the group predicts
 INTEL_VULKAN_WHY = (
     "llama.cpp's Vulkan group is fitted on NVIDIA and AMD cards; published Vulkan runs on Intel Arc A770s (builds of "
-    "2024-2026), outside the fit, decoded at 0.33-0.62 of its figure, and Intel's Windows driver ran one build 2.5x "
+    "2024-2026), outside the fit, decoded at 0.32-0.62 of its figure, and Intel's Windows driver ran one build 2.5x "
     "faster than Mesa's on Linux: too few runs to fit Intel's own")
 INTEL_VULKAN_REASON = INTEL_VULKAN_WHY + "; pass --calibrate FILE from your own llama-bench run"
 
@@ -633,7 +633,7 @@ LLAMACPP_RECURRENT_PREFILL_NOTE = (
 LLAMACPP_VULKAN_RECURRENT_PREFILL_NOTE = (
     "time to first token of a model with recurrent (SSM, linear-attention) layers: their chunked prompt kernels are "
     "costed as their FLOPs only; llama.cpp's published Vulkan prompts of such hybrids (Qwen3.6, Qwen3-Next, Nemotron-3 "
-    "Nano on AMD cards), outside the fit, took 0.9-4.4x this figure")
+    "Nano on AMD cards), outside the fit, took 1.0-4.4x this figure")
 
 
 RECURRENT_MIXERS = ("ssm", "linear")

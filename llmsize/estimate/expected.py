@@ -202,12 +202,6 @@ def backend(gpu: GpuSpec, asked: str | None = None) -> str | None:
     return BACKEND_OF_VENDOR.get(gpu.vendor)
 
 
-# AMD's compute-only GFX9 chips (CDNA: MI100 gfx908, MI200 gfx90a, MI300/MI325 gfx942, MI350/MI355 gfx950), which
-# have no graphics engine: Mesa's RADV refuses them ("AMD CDNA isn't supported": radv_is_gpu_supported,
-# src/amd/vulkan/radv_physical_device.c, mesa @001fa1cf), AMDVLK's README lists no Instinct card, so llama.cpp's
-# Vulkan build has no device there. Vega 20 (gfx906: MI50, MI60, Radeon VII) has graphics and RADV runs it.
-CDNA_TARGETS = ("gfx908", "gfx90a", "gfx94", "gfx95")
-
 # AMD's RDNA cards (gfx11, gfx12: Radeon, Radeon PRO, Strix Halo), whose kernels the serving engines write apart from
 # CDNA's (gfx9: Instinct): vLLM's skinny GEMMs run wave32 with their own reductions and tuning there (PR #34709)
 RDNA_TARGETS = ("gfx11", "gfx12")
@@ -558,6 +552,11 @@ def kernel_class(plan: Plan, runtime: str | None, marlin: bool = False) -> str:
 # (tests/test_speed.py holds the note to it)
 CDNA4_TARGETS = ("gfx950",)
 CDNA3_TARGETS = ("gfx942",)
+# AMD's compute-only GFX9 chips (CDNA: MI100 gfx908, MI200 gfx90a, MI300/MI325 gfx942, MI350/MI355 gfx950), which
+# have no graphics engine: Mesa's RADV refuses them ("AMD CDNA isn't supported": radv_is_gpu_supported,
+# src/amd/vulkan/radv_physical_device.c, mesa @001fa1cf), AMDVLK's README lists no Instinct card, so llama.cpp's
+# Vulkan build has no device there. Vega 20 (gfx906: MI50, MI60, Radeon VII) has graphics and RADV runs it.
+CDNA_TARGETS = ("gfx908", "gfx90a", *CDNA3_TARGETS, *CDNA4_TARGETS)
 # SGLang runs an MLA model whose head dims are not DeepSeek's (qk_nope_head_dim 128) on datacenter Blackwell with its
 # Triton attention backend (sglang PR #17247; the SGLang Cookbook's GLM-4.7-Flash line on a B200); its rows of a
 # release before 0.5.12, left out of the fit (estimate/observed.py, SGLANG_TRITON_MLA_SPLITS), priced with the shipped

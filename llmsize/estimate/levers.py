@@ -287,6 +287,8 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
             add(f"{tp} cards (tensor parallel)", "cards", f"{tp}x the cards; the all-reduces cross the card link",
                 replace(inputs, tp=tp))
     if make_for is not None:
+        from llmsize.estimate.plan import scope_for
+
         wanted = [(name, resource, lambda m, t=test: has_feature(m, t)) for name, (resource, test)
                   in ARCHITECTURES.items() if not has_feature(plan.model, test)]
         if not plan.model.is_moe:
@@ -294,9 +296,8 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
         for name, resource, test in wanted:
             other_model = nearest_with(plan.model, models, test)
             if other_model is not None:  # in the plan's format, but never a ternary file of a model not trained so
-                other_inputs = replace(inputs, quant=None, scope=None) if ternary else inputs
-                if other_inputs.scope == "experts" and not other_model.is_moe:  # no experts: the format's own scope
-                    other_inputs = replace(other_inputs, scope=None)
+                other_inputs = (replace(inputs, quant=None, scope=None) if ternary
+                                else replace(inputs, scope=scope_for(other_model, inputs.scope)))
                 add(f"{name}: {other_model.id} (another model)", resource, "a different model, the catalog's nearest "
                     f"in size (within 2x) with {name}: what the architecture buys, not a change this model can take "
                     "(quality, tokenizer and licence may differ)", other_inputs, model=other_model)

@@ -156,11 +156,17 @@ def resolve_format(model: ModelSpec, quant: str | None, scope: str | None) -> tu
                                 "model's release format.")
     fmt = quant_format(quant or model.release.quant)
     if scope is None:
-        scope = model.release.scope if fmt.id == model.release.quant else fmt.default_scope
-    elif check_scope(scope) == "experts" and not model.is_moe:
+        return fmt, check_scope(model.release.scope if fmt.id == model.release.quant else fmt.default_scope)
+    if check_scope(scope) == "experts" and not model.is_moe:
         raise InvalidValueError(f"--scope experts: {model.id} has no routed experts, so {fmt.id} would quantize "
                                 "nothing.", "Use --scope linear or mlp for a dense model.")
     return fmt, check_scope(scope)
+
+
+def scope_for(model: ModelSpec, scope: str | None) -> str | None:
+    """The scope another model (a draft, a lever's other model) takes from the plan's: an experts-only scope is its
+    format's own on a model without routed experts (resolve_format refuses it there)."""
+    return None if scope == "experts" and not model.is_moe else scope
 
 
 def exact_weight_bytes(exact, estimate: WeightBytes) -> WeightBytes:
@@ -391,8 +397,8 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     if inputs.spec is None:
         return plan
     d = inputs.spec.draft  # the draft on the same card, split and options (a dense draft: the format's own scope)
-    keep = inputs.scope if d is None or inputs.scope != "experts" or d.is_moe else None
-    draft = make_plan(d, gpu, replace(inputs, spec=None, scope=keep), search_fit=False) if d is not None else None
+    draft = (make_plan(d, gpu, replace(inputs, spec=None, scope=scope_for(d, inputs.scope)), search_fit=False)
+             if d is not None else None)
     return replace(plan, speculative=speculate(plan, inputs.spec, draft))
 
 

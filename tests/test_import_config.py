@@ -35,7 +35,8 @@ TWINS = {
     "Qwen__Qwen3.5-9B": "qwen3.5-9b", "Qwen__Qwen2.5-14B": "qwen2.5-14b", "Qwen__Qwen2.5-0.5B": "qwen2.5-0.5b",
     "meta-llama__Meta-Llama-3.1-405B": "llama-3.1-405b", "deepseek-ai__DeepSeek-V3.2": "deepseek-v3.2",
     "microsoft__bitnet-b1.58-2B-4T": "bitnet-b1.58-2b-4t", "google__gemma-2-9b-it": "gemma-2-9b",
-    "mistralai__Mistral-7B-Instruct-v0.3": "mistral-7b-v0.3",
+    "mistralai__Mistral-7B-Instruct-v0.3": "mistral-7b-v0.3", "google__gemma-2-2b-it": "gemma-2-2b",
+    "microsoft__phi-4": "phi-4",
 }
 
 
@@ -44,7 +45,7 @@ def _decoder(spec):
 
 
 def test_every_shared_config_is_covered():
-    assert len(ALL) == 40
+    assert len(ALL) == 42
     assert {p.stem for p in ALL} - set(TWINS) == {
         "Qwen__Qwen3-235B-A22B", "Qwen__Qwen3-235B-A22B-FP8", "nvidia__Gemma-4-31B-IT-NVFP4",
         "nvidia__Nemotron-H-56B-Base-8K", "1bitLLM__bitnet_b1_58-large"}  # tests/test_ternary.py: llama.cpp's published TQ1_0 / TQ2_0 sizes

@@ -22,6 +22,15 @@ from llmsize.catalog.match import match_gpu
     ("NVIDIA GeForce RTX 3080", 10_737_418_240, "rtx3080"),
     ("NVIDIA RTX 4000 Ada Generation", 21_470_642_176, "rtx4000ada"),
     ("Tesla P40", 24_032_378_880, "tesla-p40"),
+    # the three RTX PRO 6000 Blackwell boards, by the names their rows print (Server: 1597 GB/s, the others 1792)
+    ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", None, "rtxpro6000"),
+    ("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", None, "rtxpro6000-maxq"),
+    ("NVIDIA RTX PRO 6000 Blackwell Server Edition", None, "rtxpro6000-server"),
+    ("NVIDIA A10G", None, "a10g"),                 # AWS's GA102, not the A10
+    ("Tesla V100-PCIE-16GB", None, "v100-pcie-16gb"),
+    ("NVIDIA GeForce RTX 4070", None, "rtx4070"),  # not the Ti nor the SUPER
+    ("NVIDIA GeForce GTX 1080", None, "gtx1080"),
+    ("NVIDIA GeForce RTX 2060", None, "rtx2060"),
 ])
 def test_known_cards(catalog, name, mem, want):
     got = match_gpu(name, mem, catalog.hardware.all())

@@ -69,6 +69,7 @@ def test_the_fitted_figures_the_readme_quotes_are_the_fits():
     # a hybrid's recurrent layer (speed.StepInputs.recurrent_layers), fitted where hybrids' rows pin it
     assert (f"state's bytes: {group('llamacpp', 'rocm')['t_recurrent_layer_s'] * 1e6:.0f} us in llama.cpp on ROCm"
             in README.replace("\n", " "))
+    assert f"{group('mlx', 'metal')['t_recurrent_layer_s'] * 1e6:.0f} us in MLX" in README.replace("\n", " ")
     assert group("vllm")["t_recurrent_layer_s"] == group("sglang")["t_recurrent_layer_s"] == 0.0
     assert (f"{floors['mlx']:.0f} us in MLX, {floors['llamacpp']:.0f} us for llama.cpp on ROCm, "
             f"{floors['trtllm']:.0f} us for TensorRT-LLM") in README.replace("\n", " ")

@@ -1655,21 +1655,25 @@ def test_the_llamacpp_hybrid_prompt_note_says_what_its_rows_price_at(catalog, mo
 
 def test_the_llamacpp_hybrid_decode_note_says_what_its_rows_price_at(catalog, runtimes):
     """Off AMD cards no llama.cpp hybrid's decode rows pin a recurrent layer's cost: a CUDA or Metal plan of a hybrid
-    says so, with the rows there priced by the shipped constants (an RTX 5090's Qwen3.5-9B, an M2 Ultra's
-    Qwen3-Next); a ROCm plan, which has the cost, and a model without recurrent layers do not."""
+    says so, with the rows there priced by the shipped constants (an RTX 5090's and an M4 Pro's Qwen3.5-9B, an M2
+    Ultra's Qwen3-Next); a ROCm plan, which has the cost, and a model without recurrent layers do not."""
     import sys
 
-    from llmsize.estimate.expected import LLAMACPP_RECURRENT_DECODE_NOTE, expect
+    from llmsize.estimate.expected import LLAMACPP_RECURRENT_DECODE_NOTE, expect, has_recurrent_layers
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from predict_rows import price
 
     got = {}
-    for name in ("llamacpp-cuda-pr-22587-rtx5090", "llamacpp-apple-pr-19375-m2ultra-qwen3next"):
+    for name in ("llamacpp-cuda-pr-22587-rtx5090", "llamacpp-apple-pr-19375-m2ultra-qwen3next",
+                 "llamacpp-apple-llmfit-community-m4pro"):
         got[name] = [r for _, what, r, _ in price(ROOT / "measurements" / f"{name}.yaml", catalog)
-                     if r is not None and what.endswith("decode")]
+                     if r is not None and what.endswith("decode")
+                     and has_recurrent_layers(catalog.model(what.split()[2]))]
     assert "at {:.2f} of such a figure".format(*got["llamacpp-cuda-pr-22587-rtx5090"]) in \
         LLAMACPP_RECURRENT_DECODE_NOTE
+    assert "M4 Pro (August 2026, llmfit's rate of a whole request) at {:.2f}".format(
+        *got["llamacpp-apple-llmfit-community-m4pro"]) in LLAMACPP_RECURRENT_DECODE_NOTE
     m2 = got["llamacpp-apple-pr-19375-m2ultra-qwen3next"]
     assert len(m2) == 3 and f"at {min(m2):.2f}-{max(m2):.2f})" in LLAMACPP_RECURRENT_DECODE_NOTE + ")"
     for model, card, says in (("qwen3.6-35b-a3b", "rtx4090", True), ("qwen3.6-35b-a3b", "m4-max", True),

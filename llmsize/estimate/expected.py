@@ -504,6 +504,13 @@ MATMUL_PRECISION = {"llamacpp": ("fp16", "fp32"), "mlx": ("fp16",)}
 # ran its prompt above its FP32 peak (llama.cpp PR #4766: Llama 7B Q4_0 pp512 at 912.41 t/s, 2 x 6.74e9 x 912.41 =
 # 12.3 TFLOPS of matmuls against 11.76). A card without an INT8 figure gets no time to first token here.
 LLAMACPP_CUDA_PRECISION = "int8"
+# llama.cpp's Vulkan build on an NVIDIA card with tensor cores (Turing and later: VK_NV_cooperative_matrix2, else
+# VK_KHR_cooperative_matrix) dequantizes the weights and multiplies in FP16 with FP16 accumulation at the default
+# precision (ggml_vk_get_mul_mat_mat_pipeline: `prec == GGML_PREC_DEFAULT ? ... .f16acc`, ggml-vulkan.cpp, ggml-org/ggml
+# @d99724f2): the FP16-accumulate tensor rate, half the INT8 rate on every tensor-core card, which on GeForce cards is
+# twice the catalog's FP16 figure (FP32 accumulation). Priced at that figure, an RTX 3090's Llama 3 8B Q4_0 pp512 on
+# Vulkan (4,753 t/s, llama.cpp PR #21024) would be 2 x 8.03e9 x 4,753 = 76 TFLOPS against 71: above the peak.
+VULKAN_NVIDIA_TENSOR_CC = 7.5
 
 
 OLD_SGLANG_HYBRID_NOTE = (
@@ -517,8 +524,9 @@ NOT_FIT_NOTE = "as if the weights fit the budget: they do not (the Diagnosis say
 LLAMACPP_RECURRENT_DECODE_NOTE = (
     "a recurrent (SSM, linear-attention) layer is costed here as any block and its state's bytes: no published llama.cpp "
     "decode rows of hybrids on {backend} cards pin a cost of its own (on AMD cards, {rocm_us:.0f} us a layer); "
-    "Qwen3.5-9B BF16 on an RTX 5090 (May 2026) decoded at 0.95 of such a figure, Qwen3-Next 80B-A3B on an M2 Ultra "
-    "(a February 2026 build, before llama.cpp PR #19375 optimized its graph) at 0.40-0.44")
+    "Qwen3.5-9B BF16 on an RTX 5090 (May 2026) decoded at 0.94 of such a figure, Qwen3.5-9B Q4_K_M on an M4 Pro "
+    "(August 2026, llmfit's rate of a whole request) at 0.96, Qwen3-Next 80B-A3B on an M2 Ultra (a February 2026 "
+    "build, before llama.cpp PR #19375 optimized its graph) at 0.41-0.45")
 
 # runtimes that load no GGUF file (vLLM and SGLang read some, experimentally: their figures stand, with GGUF_NOTE)
 NO_GGUF = ("trtllm", "gpt-fast", "mlx")
@@ -584,11 +592,13 @@ VULKAN_BF16_EXPERTS_NOTE = (
 
 
 # llama.cpp's Vulkan group is fitted on NVIDIA and AMD cards; Intel's Arc cards run the same build through Intel's own
-# drivers, and the dataset's runs there (an A770, builds of 2024-2025) decoded far below what the group predicts
+# drivers, and the dataset's runs there (A770s and a B580, builds of 2024-2026) decoded from far below to at what the
+# group predicts, by driver: llama.cpp PR #14001 ran one build on Windows and on Mesa (A770 96.8 against 39.0 t/s,
+# B580 127-130 against 42)
 INTEL_VULKAN_WHY = (
-    "llama.cpp's Vulkan group is fitted on NVIDIA and AMD cards; published Vulkan runs on Intel Arc A770s (builds of "
-    "2024-2026), outside the fit, decoded at 0.32-0.62 of its figure, and Intel's Windows driver ran one build 2.5x "
-    "faster than Mesa's on Linux: too few runs to fit Intel's own")
+    "llama.cpp's Vulkan group is fitted on NVIDIA and AMD cards; published Vulkan runs on Intel Arc A770s and a B580 "
+    "(builds of 2024-2026), outside the fit, decoded at 0.28-1.05 of its figure, and Intel's Windows driver ran one "
+    "build 2.5-3x faster than Mesa's on Linux: too few runs to fit Intel's own")
 INTEL_VULKAN_REASON = INTEL_VULKAN_WHY + "; pass --calibrate FILE from your own llama-bench run"
 
 
@@ -632,7 +642,7 @@ LLAMACPP_RECURRENT_PREFILL_NOTE = (
 LLAMACPP_VULKAN_RECURRENT_PREFILL_NOTE = (
     "time to first token of a model with recurrent (SSM, linear-attention) layers: their chunked prompt kernels are "
     "costed as their FLOPs only; llama.cpp's published Vulkan prompts of such hybrids (Qwen3.6, Qwen3-Next, Nemotron-3 "
-    "Nano on AMD cards), outside the fit, took 1.0-4.4x this figure")
+    "Nano on AMD cards), outside the fit, took 0.9-4.4x this figure")
 
 
 RECURRENT_MIXERS = ("ssm", "linear")
@@ -655,18 +665,28 @@ def fp32_stands_in(gpu, peak_flop_per_s: float | None) -> bool:
     return bool(peak_flop_per_s) and gpu.vendor != "Apple" and peak_flop_per_s == (gpu.dense_tflops.fp32 or 0) * 1e12
 
 
+def vulkan_fp16_accumulate(gpu: GpuSpec) -> bool:
+    """Whether llama.cpp's Vulkan build multiplies on `gpu`'s tensor cores with FP16 accumulation at half its INT8
+    rate (VULKAN_NVIDIA_TENSOR_CC): an NVIDIA card of Turing or later whose INT8 rate the catalog has."""
+    return (gpu.vendor == "NVIDIA" and bool(gpu.dense_tflops.int8) and gpu.compute_capability is not None
+            and float(gpu.compute_capability) >= VULKAN_NVIDIA_TENSOR_CC)
+
+
 def matmul_rate(plan: Plan, runtime: str | None, marlin: bool = False, be: str | None = None
                 ) -> tuple[float | None, str]:
     """The dense rate (FLOP/s; None where the catalog has none) `runtime`'s matmuls reach on the plan's card, and
     the precision it is of, as the report names it: the 16-bit peak for a run through Marlin (its matmuls are
-    bf16/fp16); llama.cpp's on an NVIDIA card LLAMACPP_CUDA_PRECISION's; else the faster of the runtime's own
-    precisions (MATMUL_PRECISION), or the plan's peak for the format's own."""
+    bf16/fp16); llama.cpp's on an NVIDIA card LLAMACPP_CUDA_PRECISION's on CUDA, its FP16-accumulate rate on Vulkan
+    (vulkan_fp16_accumulate); else the faster of the runtime's own precisions (MATMUL_PRECISION), or the plan's peak for
+    the format's own."""
     if marlin:
         p = compute_peak(plan.gpu, plan.fmt, "bf16")
         return p.flop_per_s, (p.precision or p.requested).upper()
     if runtime == "llamacpp" and backend(plan.gpu, be) == "cuda":
         rate = getattr(plan.gpu.dense_tflops, LLAMACPP_CUDA_PRECISION)
         return (rate * 1e12 if rate else None), LLAMACPP_CUDA_PRECISION.upper()
+    if runtime == "llamacpp" and backend(plan.gpu, be) == "vulkan" and vulkan_fp16_accumulate(plan.gpu):
+        return plan.gpu.dense_tflops.int8 / 2 * 1e12, "FP16 (FP16 accumulate)"
     if runtime in MATMUL_PRECISION:
         rates = [compute_peak(plan.gpu, plan.fmt, p).flop_per_s or 0 for p in MATMUL_PRECISION[runtime]]
         return max(rates) or None, "/".join(p.upper() for p in MATMUL_PRECISION[runtime])

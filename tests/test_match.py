@@ -31,6 +31,9 @@ from llmsize.catalog.match import match_gpu
     ("NVIDIA GeForce RTX 4070", None, "rtx4070"),  # not the Ti nor the SUPER
     ("NVIDIA GeForce GTX 1080", None, "gtx1080"),
     ("NVIDIA GeForce RTX 2060", None, "rtx2060"),
+    # NVML's name on a B300 (public logs: "8x NVIDIA B300 SXM6 AC (275 GB each)"); "Blackwell Ultra" is its
+    # architecture, an alias, not a qualifier the driver's name lacks
+    ("NVIDIA B300 SXM6 AC", None, "b300"),
 ])
 def test_known_cards(catalog, name, mem, want):
     got = match_gpu(name, mem, catalog.hardware.all())

@@ -37,7 +37,9 @@ def gpu_candidates(reported_name: str, gpus: list[GpuSpec]) -> list[GpuSpec]:
     candidates = []
     for g in gpus:
         have = _tokens(" ".join([g.name, g.id.replace("-", " "), *g.aliases]))
-        if numbers <= have and (have & QUALIFIERS) == quals:
+        # the product's qualifiers are its name's and id's: an alias may name its architecture ("blackwell-ultra" for
+        # the B300, whose driver reports "NVIDIA B300 SXM6 AC")
+        if numbers <= have and (_tokens(f"{g.name} {g.id.replace('-', ' ')}") & QUALIFIERS) == quals:
             candidates.append(g)
     return candidates
 

@@ -36,7 +36,8 @@ TWINS = {
     "meta-llama__Meta-Llama-3.1-405B": "llama-3.1-405b", "deepseek-ai__DeepSeek-V3.2": "deepseek-v3.2",
     "microsoft__bitnet-b1.58-2B-4T": "bitnet-b1.58-2b-4t", "google__gemma-2-9b-it": "gemma-2-9b",
     "mistralai__Mistral-7B-Instruct-v0.3": "mistral-7b-v0.3", "google__gemma-2-2b-it": "gemma-2-2b",
-    "microsoft__phi-4": "phi-4",
+    "microsoft__phi-4": "phi-4", "moonshotai__Kimi-K2-Instruct": "kimi-k2", "moonshotai__Kimi-K2.5": "kimi-k2.5",
+    "MiniMaxAI__MiniMax-M2.5": "minimax-m2.5",
 }
 
 
@@ -45,7 +46,7 @@ def _decoder(spec):
 
 
 def test_every_shared_config_is_covered():
-    assert len(ALL) == 42
+    assert len(ALL) == 45
     assert {p.stem for p in ALL} - set(TWINS) == {
         "Qwen__Qwen3-235B-A22B", "Qwen__Qwen3-235B-A22B-FP8", "nvidia__Gemma-4-31B-IT-NVFP4",
         "nvidia__Nemotron-H-56B-Base-8K", "1bitLLM__bitnet_b1_58-large"}  # tests/test_ternary.py: llama.cpp's published TQ1_0 / TQ2_0 sizes
@@ -296,3 +297,45 @@ def test_gemma3_12b_at_ngl_7_caches_five_sliding_layers_and_one_full_on_the_card
     led = llamacpp_ledger(m, catalog.gpu("rtx4060ti16"), gguf_file_tensors(m, "gguf-q4_k_m"),
                           LlamaCppSettings(ctx_size=32768, gpu_layers=7))
     assert led.gpu.kv_bytes == 316 * 2**20
+
+
+UNSUPPORTED = Path(__file__).parent / "data" / "hf-configs-unsupported"
+
+
+@pytest.mark.parametrize("stem, says", [
+    # Llama 4 Scout (llama4_text): read as a generic dense decoder it was 11.1 B of 109 B
+    ("meta-llama__Llama-4-Scout-17B-16E-Instruct", "model_type 'llama4_text' is not known and its config has "
+                                                   "num_local_experts = 16"),
+    # MiMo-V2-Flash: 256 routed experts, sliding layers with heads of their own
+    ("XiaomiMiMo__MiMo-V2-Flash", "model_type 'mimo_v2_flash' is not known and its config has n_routed_experts = 256"),
+    # Nemotron 3 Super: a known type (nemotron_h), but LatentMoE; with full-width experts it was 458.6 B of 120 B
+    ("nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-FP8", "latent space (moe_latent_size 1024"),
+])
+def test_configs_of_layers_the_importer_does_not_model_are_refused_not_read_as_dense(stem, says, run_cli):
+    """A config whose layers route to experts, recur or split their heads in ways no mapper models is refused in
+    one line, exit 2, where it used to import as a much smaller dense model."""
+    path = UNSUPPORTED / f"{stem}.json"
+    with pytest.raises(ConfigError) as e:
+        import_model(path, read_headers=False)
+    assert says in e.value.message
+    code, out, err = run_cli("import", str(path))
+    assert code == 2 and says in err and "Traceback" not in err and not out
+
+
+def test_kimi_and_minimax_configs_import_as_their_published_sizes():
+    """Kimi K2 (model_type kimi_k2: DeepSeek-V3's layers, 384 experts) and MiniMax-M2.5 (minimax_m2: GQA + 256
+    experts, no shared one) import with their experts; Kimi K2.5's text model sits in text_config, its experts in
+    INT4 groups of 32 (compressed-tensors): 4.5 bits, not a group of 128's 4.125."""
+    k2 = import_model(CONFIGS / "moonshotai__Kimi-K2-Instruct.json", read_headers=False).spec
+    k25 = import_model(CONFIGS / "moonshotai__Kimi-K2.5.json", read_headers=False).spec
+    mm = import_model(CONFIGS / "MiniMaxAI__MiniMax-M2.5.json", read_headers=False).spec
+    # "one trillion total parameters and 32 billion active per forward pass" (https://vercel.com/ai-gateway/models/
+    # kimi-k2/faq); counted from the config: 1,026.4 B, 31.7 B active without the input embedding
+    assert params_comparable_to_official(k2) == params_comparable_to_official(k25) == pytest.approx(1.026e12, rel=1e-3)
+    assert params_active(k2) == pytest.approx(32e9, rel=0.02)
+    assert (k25.release.quant, k25.release.scope) == ("int4-g32", "mlp")
+    # "230 billion total parameters with 10 billion active parameters" (SGLang's MiniMax-M2 docs,
+    # https://docs.sglang.io/docs/basic_usage/minimax_m2, for M2, M2.1 and M2.5); the Hub lists M2.5 at 229B
+    assert params_comparable_to_official(mm) == pytest.approx(229e9, rel=0.01)
+    assert params_active(mm) == pytest.approx(10e9, rel=0.05)
+    assert mm.release.quant == "fp8-block128"

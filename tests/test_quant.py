@@ -16,6 +16,8 @@ from llmsize.estimate.quant import FORMATS, kv_dtype_bytes, quant_format
     # DESIGN.md: int4, group 128, fp16 scale: 4 + 16/128 = 4.125; with an fp16 zero: 4.25
     ("int4-g128", Fraction(33, 8)),
     ("int4-g128-zp", Fraction(17, 4)),
+    # compressed-tensors pack-quantized, group 32, bf16 scale (Kimi K2.5's experts): 4 + 16/32 = 4.5
+    ("int4-g32", Fraction(9, 2)),
     # GPTQ/AWQ: fp16 scale + 4-bit packed zero per 128: 4 + 20/128 = 4.15625
     ("gptq-int4-g128", Fraction(133, 32)),
     ("fp8", Fraction(8)),

@@ -61,6 +61,10 @@ FORMATS: dict[str, QuantFormat] = {f.id: f for f in [
     # int4, group 128, fp16 scale, symmetric: 4 + 16/128 = 4.125 bits.
     QuantFormat("int4-g128", _f(4) + _f(16, 128), 0, "linear", "bf16", 16,
                 "INT4, group 128, FP16 scale (symmetric)", "DESIGN.md; compressed-tensors pack-quantized"),
+    # ... in groups of 32 (compressed-tensors pack-quantized, group_size 32: Kimi K2.5's routed experts): 4 + 16/32
+    # = 4.5 bits.
+    QuantFormat("int4-g32", _f(4) + _f(16, 32), 0, "linear", "bf16", 16,
+                "INT4, group 32, BF16 scale (symmetric)", "compressed-tensors pack-quantized (group_size 32)"),
     # ... with an fp16 zero point per group too: 4 + 32/128 = 4.25 bits.
     QuantFormat("int4-g128-zp", _f(4) + _f(32, 128), 0, "linear", "bf16", 16,
                 "INT4, group 128, FP16 scale + FP16 zero", "DESIGN.md"),

@@ -85,7 +85,7 @@ FORMAT_CLASS = {
                                        "q5_k_m", "q6_k", "iq4_xs")},
     "gguf-mxfp4_moe": "fp4",
     "gptq-int8-g128": "8bit",
-    "int4-g128": "int4", "int4-g128-zp": "int4", "gptq-int4-g128": "int4", "awq-int4-g128": "int4",
+    "int4-g128": "int4", "int4-g32": "int4", "int4-g128-zp": "int4", "gptq-int4-g128": "int4", "awq-int4-g128": "int4",
     "bnb-nf4": "int4", "bnb-nf4-dq": "int4", "int4-g32-zp": "int4",
     **{f"mlx-{b}bit": "mlxq" for b in (2, 3, 4, 5, 6)}, "mlx-8bit": "8bit",
     "nvfp4": "fp4", "mxfp4": "fp4",

@@ -233,13 +233,17 @@ def map_dense(c: _Cfg, model_type: str) -> Mapped:
 
 
 def map_moe_dense_attn(c: _Cfg, model_type: str) -> Mapped:
-    """Mixtral and Qwen3-MoE: every layer (bar Qwen's mlp_only_layers) routes to experts, no shared one."""
+    """Mixtral, MiniMax-M2 and Qwen3-MoE: every layer (bar Qwen's mlp_only_layers) routes to experts, no shared one."""
     layers = c.need("num_hidden_layers")[0]
     heads, kv, hd = _heads(c)
     windows = _sliding(c, model_type, layers)
-    if model_type == "mixtral":
+    if model_type in ("mixtral", "minimax_m2"):
         experts, k, inter = c.need("num_local_experts", "num_experts_per_tok", "intermediate_size")
         dense_layers: set[int] = set()
+        if c.get("shared_intermediate_size"):
+            raise ConfigError(f"{c.where}: shared_intermediate_size {c.get('shared_intermediate_size')!r} (a shared "
+                              "expert), which this model type's mapping does not hold.",
+                              "Plan a GGUF of the model (its tensors say what each layer holds).")
     else:
         experts, k, inter = c.need("num_experts", "num_experts_per_tok", "moe_intermediate_size")
         step = c.get("decoder_sparse_step") or 1
@@ -250,11 +254,16 @@ def map_moe_dense_attn(c: _Cfg, model_type: str) -> Mapped:
     moe = {"kind": "moe", "num_experts": experts, "experts_per_token": k, "moe_intermediate_size": inter}
     specs = []
     for i, window in enumerate(windows):
-        mixer = _attn("sliding" if window else "full", heads, kv, hd, qk_norm=model_type == "qwen3_moe",
+        mixer = _attn("sliding" if window else "full", heads, kv, hd,
+                      qk_norm=model_type == "qwen3_moe" or (model_type == "minimax_m2" and bool(c.get("use_qk_norm"))),
                       bias="all" if c.get("attention_bias") else "none", sliding_window=window)
         mlp = {"kind": "dense", "intermediate_size": c.need("intermediate_size")[0]} if i in dense_layers else moe
         specs.append({"mixer": mixer, "mlp": mlp})
-    return Mapped({**_common(c, False), **layer_stack_fields(specs)})
+    notes = []
+    if c.get("use_mtp") and c.get("num_mtp_modules"):
+        notes.append(f"{c.get('num_mtp_modules')} multi-token-prediction module(s) in the checkpoint, not used by "
+                     "plain decoding: not counted")
+    return Mapped({**_common(c, False), **layer_stack_fields(specs)}, notes)
 
 
 def map_gemma3(c: _Cfg, model_type: str) -> Mapped:
@@ -387,6 +396,10 @@ def map_gpt_oss(c: _Cfg, model_type: str) -> Mapped:
 def map_nemotron_h(c: _Cfg, model_type: str) -> Mapped:
     """NemotronH: hybrid_override_pattern, one character per layer: M Mamba2, * attention, - MLP, E MoE."""
     pattern = c.need("hybrid_override_pattern")[0]
+    if c.get("moe_latent_size"):
+        raise ConfigError(f"{c.where}: its routed experts work in a latent space (moe_latent_size "
+                          f"{c.get('moe_latent_size')!r}: Nemotron 3 Super's LatentMoE), which llmsize does not model.",
+                          "Plan a GGUF of the model (its tensors say what each layer holds).")
     layers = c.get("num_hidden_layers") or len(pattern)
     if len(pattern) != layers:
         raise ConfigError(f"{c.where}: hybrid_override_pattern has {len(pattern)} layers, num_hidden_layers "
@@ -456,6 +469,13 @@ def map_qwen3_hybrid(c: _Cfg, model_type: str) -> Mapped:
     return Mapped({**_common(c, False), **layer_stack_fields(specs)}, notes)
 
 
+# fields of layers a generic decoder (attention + one gated MLP a layer) cannot stand for: routed experts, state-space
+# and linear-attention mixers, per-layer head splits. An unknown type carrying one is refused, not read as dense (a
+# MiniMax-M2 config read as dense was 4.8 B parameters of its 229 B; Llama 4 Scout's 11 B of 109 B).
+NOT_GENERIC = ("num_local_experts", "n_routed_experts", "num_experts", "moe_intermediate_size", "ssm_state_size",
+               "mamba_num_heads", "linear_num_value_heads", "hybrid_override_pattern", "swa_num_attention_heads")
+
+
 def map_generic(c: _Cfg, model_type: str) -> Mapped:
     types = c.get("layer_types")
     odd = sorted({t for t in types if t not in ("full_attention", "sliding_attention")}) if isinstance(types, list) else []
@@ -463,6 +483,12 @@ def map_generic(c: _Cfg, model_type: str) -> Mapped:
         raise ConfigError(f"{c.where}: model_type {model_type!r} is not known and its layer_types hold {odd[0]!r} "
                           "layers, which a generic decoder cannot stand for.",
                           "Plan a catalog entry of the model, or a GGUF of it.")
+    special = [k for k in NOT_GENERIC if c.raw.get(k) not in (None, 0, 1, False, "")]  # a count of 1: no routing
+    if special:
+        raise ConfigError(f"{c.where}: model_type {model_type!r} is not known and its config has {special[0]} = "
+                          f"{c.raw.get(special[0])!r} (routed experts, a recurrent mixer or split heads), which a "
+                          "generic decoder cannot stand for.",
+                          "Plan a catalog entry of the model, or a GGUF of it (its tensors say what each layer holds).")
     missing = [k for k in STANDARD if c.get(k) is None]
     if missing:
         raise ConfigError(f"{c.where}: model_type {model_type!r} is not known and the config lacks "
@@ -485,6 +511,8 @@ MAPPERS = {
     "falcon": map_falcon, "deepseek_v2": map_deepseek, "deepseek_v3": map_deepseek, "gpt_oss": map_gpt_oss,
     "deepseek_v32": map_deepseek,  # DeepSeek-V3.2(-Exp): V3's layers, each MLA with a sparse-attention indexer
     "glm4_moe_lite": map_deepseek,  # transformers Glm4MoeLite: DeepSeek-V3's MLA + routed/shared experts
+    "kimi_k2": map_deepseek,  # Kimi K2 / K2.5's text model: architectures DeepseekV3ForCausalLM
+    "minimax_m2": map_moe_dense_attn,  # MiniMax-M2: GQA with QK norm, every layer routed (num_local_experts), no shared
     "nemotron_h": map_nemotron_h,
     "qwen3_next": map_qwen3_hybrid, "qwen3_5_text": map_qwen3_hybrid, "qwen3_5_moe_text": map_qwen3_hybrid,
     "qwen3_5": map_qwen3_hybrid, "qwen3_5_moe": map_qwen3_hybrid,
@@ -510,6 +538,7 @@ REQUIRED = {"falcon": ("hidden_size", "num_hidden_layers", "num_attention_heads"
             "deepseek_v3": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
             "deepseek_v32": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
             "glm4_moe_lite": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
+            "kimi_k2": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
             "gpt_oss": CORE + ("num_local_experts", "num_experts_per_tok"),
             **{t: ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
                for t in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_5", "qwen3_5_moe")}}

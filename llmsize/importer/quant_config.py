@@ -95,9 +95,12 @@ def _compressed_tensors(qc: dict, where: str) -> tuple[str, str | None]:
             return "fp8-block128", None
         return "fp8", None
     if fmt == "pack-quantized" or (bits == 4 and typ == "int"):
+        symmetric = w.get("symmetric", True)
+        if gs == 32 and symmetric:
+            return "int4-g32", None
         if gs not in (None, 128):
             return "int4-g128", f"group size {gs} priced as 128"
-        return ("int4-g128" if w.get("symmetric", True) else "int4-g128-zp"), None
+        return ("int4-g128" if symmetric else "int4-g128-zp"), None
     if fmt in ("int-quantized", "naive-quantized") or (bits == 8 and typ == "int"):
         return "int8", None
     raise ConfigError(f"{where}: compressed-tensors format {fmt!r} ({bits}-bit {typ}) is not supported.",

@@ -37,7 +37,8 @@ TWINS = {
     "microsoft__bitnet-b1.58-2B-4T": "bitnet-b1.58-2b-4t", "google__gemma-2-9b-it": "gemma-2-9b",
     "mistralai__Mistral-7B-Instruct-v0.3": "mistral-7b-v0.3", "google__gemma-2-2b-it": "gemma-2-2b",
     "microsoft__phi-4": "phi-4", "moonshotai__Kimi-K2-Instruct": "kimi-k2", "moonshotai__Kimi-K2.5": "kimi-k2.5",
-    "MiniMaxAI__MiniMax-M2.5": "minimax-m2.5",
+    "MiniMaxAI__MiniMax-M2.5": "minimax-m2.5", "meta-llama__Llama-4-Scout-17B-16E-Instruct": "llama-4-scout",
+    "meta-llama__Llama-4-Maverick-17B-128E-Instruct": "llama-4-maverick",
 }
 
 
@@ -46,7 +47,7 @@ def _decoder(spec):
 
 
 def test_every_shared_config_is_covered():
-    assert len(ALL) == 45
+    assert len(ALL) == 47
     assert {p.stem for p in ALL} - set(TWINS) == {
         "Qwen__Qwen3-235B-A22B", "Qwen__Qwen3-235B-A22B-FP8", "nvidia__Gemma-4-31B-IT-NVFP4",
         "nvidia__Nemotron-H-56B-Base-8K", "1bitLLM__bitnet_b1_58-large"}  # tests/test_ternary.py: llama.cpp's published TQ1_0 / TQ2_0 sizes
@@ -303,9 +304,6 @@ UNSUPPORTED = Path(__file__).parent / "data" / "hf-configs-unsupported"
 
 
 @pytest.mark.parametrize("stem, says", [
-    # Llama 4 Scout (llama4_text): read as a generic dense decoder it was 11.1 B of 109 B
-    ("meta-llama__Llama-4-Scout-17B-16E-Instruct", "model_type 'llama4_text' is not known and its config has "
-                                                   "num_local_experts = 16"),
     # MiMo-V2-Flash: 256 routed experts, sliding layers with heads of their own
     ("XiaomiMiMo__MiMo-V2-Flash", "model_type 'mimo_v2_flash' is not known and its config has n_routed_experts = 256"),
     # Nemotron 3 Super: a known type (nemotron_h), but LatentMoE; with full-width experts it was 458.6 B of 120 B
@@ -339,3 +337,23 @@ def test_kimi_and_minimax_configs_import_as_their_published_sizes():
     assert params_comparable_to_official(mm) == pytest.approx(229e9, rel=0.01)
     assert params_active(mm) == pytest.approx(10e9, rel=0.05)
     assert mm.release.quant == "fp8-block128"
+
+
+def test_llama_4_configs_import_with_their_experts_and_chunked_layers():
+    """Llama 4 (llama4_text) before its mapping was read as a generic dense decoder: Scout 11.1 B of ~109 B. "17B
+    active parameters out of ~400B total, with 128 experts" / "out of ~109B total, using just 16 experts"
+    (https://huggingface.co/docs/transformers/model_doc/llama4), the totals with the vision tower, which the text
+    config does not describe (mlx-community's text-only conversions list 108B and 401B). Three of four layers attend
+    within 8,192-token chunks, every 4th globally; Maverick routes every other layer."""
+    scout = import_model(CONFIGS / "meta-llama__Llama-4-Scout-17B-16E-Instruct.json", read_headers=False).spec
+    mav = import_model(CONFIGS / "meta-llama__Llama-4-Maverick-17B-128E-Instruct.json", read_headers=False).spec
+    assert params_comparable_to_official(scout) == pytest.approx(108e9, rel=0.01)
+    assert params_comparable_to_official(mav) == pytest.approx(401e9, rel=0.01)
+    # 48 x (attention 62.9 M + one routed and one shared expert of 3 x 5120 x 8192) + the lm_head: 16.1 B, the
+    # "17B active" less the vision tower's share
+    assert params_active(scout) == pytest.approx(17e9, rel=0.06)
+    for spec, moe_layers in ((scout, 48), (mav, 24)):
+        kinds = [(g.mixer.kind, g.mlp.kind, g.count) for g in spec.layer_groups]
+        assert sum(n for m, _, n in kinds if m == "full") == 12 and sum(n for m, _, n in kinds if m == "sliding") == 36
+        assert sum(n for _, k, n in kinds if k == "moe") == moe_layers
+        assert all(g.mixer.sliding_window == 8192 for g in spec.layer_groups if g.mixer.kind == "sliding")

@@ -46,6 +46,7 @@ INT_KEYS = {
     "moe_layer_freq", "mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel",
     "attention_head_dim", "moe_shared_expert_intermediate_size", "max_window_layers", "first_k_dense_replace",
     "num_nextn_predict_layers", "index_n_heads", "index_head_dim", "index_topk",
+    "attention_chunk_size", "intermediate_size_mlp", "interleave_moe_layer_step", "no_rope_layer_interval",
 }
 MAY_BE_ZERO = {"first_k_dense_replace", "num_nextn_predict_layers", "n_shared_experts", "max_window_layers"}
 INT_CAP = {"num_hidden_layers": 2**16}
@@ -376,6 +377,44 @@ def map_deepseek(c: _Cfg, model_type: str) -> Mapped:
     return Mapped({**_common(c, False), **layer_stack_fields(specs)}, notes)
 
 
+def map_llama4(c: _Cfg, model_type: str) -> Mapped:
+    """Llama 4 (llama4_text, transformers Llama4TextConfig and its defaults): RoPE layers attend within chunks of
+    attention_chunk_size, every no_rope_layer_interval-th layer (no_rope_layers: 0) globally without RoPE; moe_layers
+    (every interleave_moe_layer_step-th) route to num_experts_per_tok of num_local_experts experts of
+    intermediate_size beside one shared expert of that size, the others run a dense MLP of intermediate_size_mlp.
+    Its QK norm is an L2 norm without weights."""
+    layers = c.need("num_hidden_layers")[0]
+    heads, kv, hd = _heads(c)
+    experts, k, inter, dense_inter = c.need("num_local_experts", "num_experts_per_tok", "intermediate_size",
+                                            "intermediate_size_mlp")
+    rope = c.get("no_rope_layers")
+    if rope is None:
+        interval = c.get("no_rope_layer_interval") or 4
+        rope = [int((i + 1) % interval != 0) for i in range(layers)]
+    step = c.get("interleave_moe_layer_step") or 1
+    moe_layers = c.get("moe_layers")
+    if moe_layers is None:
+        moe_layers = list(range(step - 1, layers, step))
+    for name, v in (("no_rope_layers", rope), ("moe_layers", moe_layers)):
+        if not isinstance(v, list) or not all(type(i) is int for i in v):
+            raise ConfigError(f"{c.where}: {name} is not a list of integers.", "Fix the config.json.")
+    if len(rope) < layers:
+        raise ConfigError(f"{c.where}: no_rope_layers has {len(rope)} entries for {layers} layers.",
+                          "Fix the config.json.")
+    chunk = c.get("attention_chunk_size")
+    moe = {"kind": "moe", "num_experts": experts, "experts_per_token": k, "moe_intermediate_size": inter,
+           "num_shared_experts": 1, "shared_intermediate_size": inter}
+    dense = {"kind": "dense", "intermediate_size": dense_inter}
+    routed = set(moe_layers)
+    specs = [{"mixer": _attn("sliding", heads, kv, hd, sliding_window=chunk) if rope[i] and chunk
+              else _attn("full", heads, kv, hd), "mlp": moe if i in routed else dense} for i in range(layers)]
+    notes = []
+    if chunk:
+        notes.append(f"chunked local attention (attention_chunk_size {chunk}) on the RoPE layers costed as a window "
+                     "of one chunk: their cache holds at most a chunk, as vLLM's and llama.cpp's chunked caches do")
+    return Mapped({**_common(c, False), **layer_stack_fields(specs)}, notes)
+
+
 def map_gpt_oss(c: _Cfg, model_type: str) -> Mapped:
     layers, inter, experts, k = c.need("num_hidden_layers", "intermediate_size", "num_local_experts",
                                        "num_experts_per_tok")
@@ -512,6 +551,7 @@ MAPPERS = {
     "deepseek_v32": map_deepseek,  # DeepSeek-V3.2(-Exp): V3's layers, each MLA with a sparse-attention indexer
     "glm4_moe_lite": map_deepseek,  # transformers Glm4MoeLite: DeepSeek-V3's MLA + routed/shared experts
     "kimi_k2": map_deepseek,  # Kimi K2 / K2.5's text model: architectures DeepseekV3ForCausalLM
+    "llama4_text": map_llama4, "llama4": map_llama4,
     "minimax_m2": map_moe_dense_attn,  # MiniMax-M2: GQA with QK norm, every layer routed (num_local_experts), no shared
     "nemotron_h": map_nemotron_h,
     "qwen3_next": map_qwen3_hybrid, "qwen3_5_text": map_qwen3_hybrid, "qwen3_5_moe_text": map_qwen3_hybrid,
@@ -539,6 +579,8 @@ REQUIRED = {"falcon": ("hidden_size", "num_hidden_layers", "num_attention_heads"
             "deepseek_v32": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
             "glm4_moe_lite": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
             "kimi_k2": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
+            **{t: CORE + ("num_local_experts", "num_experts_per_tok", "intermediate_size_mlp")
+               for t in ("llama4_text", "llama4")},
             "gpt_oss": CORE + ("num_local_experts", "num_experts_per_tok"),
             **{t: ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
                for t in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_5", "qwen3_5_moe")}}

@@ -64,8 +64,9 @@ def test_fit_on_a_datacenter_card_uses_vllm_formats(run_cli):
 def test_fit_bad_input_is_one_line(run_cli):
     for args, needle in ((["--gpu", "rtx9999"], "rtx9999"), ([], "--gpu"), (["--gpu", "rtx3090", "--top", "0"],
                                                                           "--top"),
-                         # no catalog model takes 2M tokens (it answered "none", suggesting --host-memory)
-                         (["--gpu", "rtx4090", "--context", "2000000"], "no catalog model takes that many tokens")):
+                         # no catalog model takes 20M tokens (it answered "none", suggesting --host-memory); Llama
+                         # 4 Scout's 10,485,760 positions take 2M
+                         (["--gpu", "rtx4090", "--context", "20000000"], "no catalog model takes that many tokens")):
         code, out, err = run_cli("fit", "--all-formats", *args)
         assert code == 2 and needle in err and "Traceback" not in err and out == ""
 

@@ -18,7 +18,8 @@ MOE = ["deepseek-v2-lite", "deepseek-v3", "gemma-4-26b-a4b", "gpt-oss-120b", "gp
 # lm_head, 3.88 B with both; the figure fits no convention (it reads as the A3B class label), so none is recorded.
 NO_FIGURE = {"qwen3-next-80b-a3b",
              # entries imported from a public copy of config.json alone: no vendor figure among their sources
-             "glm-4.7-flash", "qwen3-235b-a22b", "qwen3.6-35b-a3b",
+             "glm-4.7-flash", "qwen3-235b-a22b", "qwen3.6-35b-a3b", "kimi-k2", "kimi-k2.5", "minimax-m2.5",
+             "llama-4-scout", "llama-4-maverick",
              # DeepSeek's V3.2 pages state the total (685B) only
              "deepseek-v3.2"}
 

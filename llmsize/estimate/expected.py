@@ -686,7 +686,9 @@ def matmul_rate(plan: Plan, runtime: str | None, marlin: bool = False, be: str |
         rate = getattr(plan.gpu.dense_tflops, LLAMACPP_CUDA_PRECISION)
         return (rate * 1e12 if rate else None), LLAMACPP_CUDA_PRECISION.upper()
     if runtime == "llamacpp" and backend(plan.gpu, be) == "vulkan" and vulkan_fp16_accumulate(plan.gpu):
-        return plan.gpu.dense_tflops.int8 / 2 * 1e12, "FP16 (FP16 accumulate)"
+        # never below the FP32-accumulate figure: Blackwell Ultra cut INT8 (a GB300: 165 TOPS), not FP16
+        d = plan.gpu.dense_tflops
+        return max(d.int8 / 2, d.fp16 or 0.0) * 1e12, "FP16 (FP16 accumulate)"
     if runtime in MATMUL_PRECISION:
         rates = [compute_peak(plan.gpu, plan.fmt, p).flop_per_s or 0 for p in MATMUL_PRECISION[runtime]]
         return max(rates) or None, "/".join(p.upper() for p in MATMUL_PRECISION[runtime])

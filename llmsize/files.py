@@ -123,8 +123,11 @@ def parse_json(text: str | bytes, where: str, what: str = "file"):
         raise FileError(f"{what} `{where}`: JSON nested too deeply to read.", "Check the file.") from None
     except ValueError as e:  # JSONDecodeError, UnicodeDecodeError, integers past Python's digit limit
         msg = str(e).splitlines()[0][:160]
-        raise FileError(f"{what} `{where}`: not valid JSON ({msg}).", "Check the file, or download it again.") \
-            from None
+        hint = "Check the file, or download it again."
+        if str(where).lower().endswith((".yaml", ".yml")):  # a catalog entry, as `llmsize import -o` writes one
+            hint = ("A .yaml file is a catalog entry: put it under DIR/models/ and plan its id with --catalog DIR "
+                    "(`llmsize import --help`).")
+        raise FileError(f"{what} `{where}`: not valid JSON ({msg}).", hint) from None
 
 
 def read_json(path: Path | str, what: str = "file", limit: int = JSON_LIMIT_BYTES):

@@ -1,6 +1,7 @@
 """`llmsize plan PATH` and `llmsize import` as a user runs them."""
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -148,3 +149,13 @@ def test_a_bad_id_with_an_output_file_is_one_line_and_writes_nothing(run_cli, tm
     code, stdout, err = run_cli("import", str(folder), "-o", str(out), "--id", given)
     assert_one_line_error(code, err)
     assert f"--id `{given}` is not a catalog id" in err and not stdout and not out.parent.exists()
+
+
+def test_planning_the_yaml_import_wrote_says_how_to_use_it(run_cli, tmp_path):
+    """`llmsize import -o x.yaml` writes a catalog entry; `plan x.yaml` reads a path as a config.json and said only
+    "not valid JSON": it now says where the entry goes."""
+    out = tmp_path / "phi-4.yaml"
+    cfg = Path(__file__).parent / "data" / "hf-configs" / "microsoft__phi-4.json"
+    assert run_cli("import", str(cfg), "-o", str(out))[0] == 0
+    code, stdout, err = run_cli("plan", str(out), "--gpu", "h100-sxm")
+    assert code == 2 and "catalog entry: put it under DIR/models/" in err and "Traceback" not in err and not stdout

@@ -331,7 +331,10 @@ def test_kimi_and_minimax_configs_import_as_their_published_sizes():
     # kimi-k2/faq); counted from the config: 1,026.4 B, 31.7 B active without the input embedding
     assert params_comparable_to_official(k2) == params_comparable_to_official(k25) == pytest.approx(1.026e12, rel=1e-3)
     assert params_active(k2) == pytest.approx(32e9, rel=0.02)
-    assert (k25.release.quant, k25.release.scope) == ("int4-g32", "mlp")
+    # its ignore list keeps attention, the shared experts and the dense first layer's MLP in 16 bits
+    # (re:.*self_attn.*, re:.*shared_experts.*, re:.*mlp\\.(gate|up|gate_up|down)_proj.*): only the routed experts
+    # are INT4, and the checkpoint is ~595 GB (594.2 GB here), not the 589.8 GB of an MLP scope
+    assert (k25.release.quant, k25.release.scope) == ("int4-g32", "experts")
     # "230 billion total parameters with 10 billion active parameters" (SGLang's MiniMax-M2 docs,
     # https://docs.sglang.io/docs/basic_usage/minimax_m2, for M2, M2.1 and M2.5); the Hub lists M2.5 at 229B
     assert params_comparable_to_official(mm) == pytest.approx(229e9, rel=0.01)
@@ -357,3 +360,70 @@ def test_llama_4_configs_import_with_their_experts_and_chunked_layers():
         assert sum(n for m, _, n in kinds if m == "full") == 12 and sum(n for m, _, n in kinds if m == "sliding") == 36
         assert sum(n for _, k, n in kinds if k == "moe") == moe_layers
         assert all(g.mixer.sliding_window == 8192 for g in spec.layer_groups if g.mixer.kind == "sliding")
+
+
+def _mutated(tmp_path, stem, edit):
+    raw = json.loads((CONFIGS / f"{stem}.json").read_text())
+    edit(raw.get("text_config", raw) if stem.startswith("meta-llama__Llama-4") or "Kimi-K2.5" in stem else raw)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    return path
+
+
+@pytest.mark.parametrize("stem, edit, says", [
+    # a Llama 4 layer list that names no layer, or a layer twice; a RoPE flag not 0 or 1
+    ("meta-llama__Llama-4-Maverick-17B-128E-Instruct", lambda t: t.update(moe_layers=[1, 3, 100]),
+     "moe_layers holds 100"),
+    ("meta-llama__Llama-4-Maverick-17B-128E-Instruct", lambda t: t.update(moe_layers=[1, 1]), "a repeated index"),
+    ("meta-llama__Llama-4-Scout-17B-16E-Instruct", lambda t: t.update(no_rope_layers=[2] * 48), "not 0 or 1"),
+    # Kimi K2 without its routed experts was a 32.7 B dense model
+    ("moonshotai__Kimi-K2-Instruct", lambda t: t.pop("n_routed_experts"), "n_routed_experts"),
+    # a wrapper whose text model is not an object
+    ("moonshotai__Kimi-K2.5", None, "text_config is 'x'"),
+    # compressed-tensors fields of the wrong type, or a width it has no format for
+    ("moonshotai__Kimi-K2.5", lambda t: t["quantization_config"]["config_groups"]["group_0"]["weights"].update(
+        symmetric="false"), "symmetric 'false'"),
+    ("moonshotai__Kimi-K2.5", lambda t: t["quantization_config"]["config_groups"]["group_0"]["weights"].update(
+        num_bits=2), "pack-quantized with 2-bit weights"),
+])
+def test_impossible_layer_lists_and_fields_are_refused(tmp_path, run_cli, stem, edit, says):
+    if edit is None:
+        raw = json.loads((CONFIGS / f"{stem}.json").read_text())
+        raw["text_config"] = "x"
+        path = tmp_path / "config.json"
+        path.write_text(json.dumps(raw))
+    else:
+        path = _mutated(tmp_path, stem, edit)
+    out_file = tmp_path / "out.yaml"
+    code, out, err = run_cli("import", str(path), "-o", str(out_file))
+    assert code == 2 and says in err and "Traceback" not in err and not out_file.exists()
+
+
+@pytest.mark.parametrize("edit, quant", [
+    (lambda w: w.update(num_bits=8), "int8"),  # 8-bit packed integers are not INT4
+    (lambda w: w.update(symmetric=False), "int4-g32-zp"),  # a zero point per group too
+    (lambda w: w.update(group_size=64, symmetric=False), "int4-g128-zp"),
+])
+def test_compressed_tensors_weights_take_their_width_and_zero_points(tmp_path, edit, quant):
+    path = _mutated(tmp_path, "moonshotai__Kimi-K2.5",
+                    lambda t: edit(t["quantization_config"]["config_groups"]["group_0"]["weights"]))
+    assert import_model(path, read_headers=False).spec.release.quant == quant
+
+
+def test_meta_llamas_empty_no_rope_layers_is_the_default(tmp_path):
+    """meta-llama's own Llama 4 configs carry "no_rope_layers": [], which transformers reads as its default."""
+    path = _mutated(tmp_path, "meta-llama__Llama-4-Scout-17B-16E-Instruct", lambda t: t.update(no_rope_layers=[]))
+    spec = import_model(path, read_headers=False).spec
+    assert sum(g.count for g in spec.layer_groups if g.mixer.kind == "full") == 12
+
+
+@pytest.mark.parametrize("field, value", [("kv_lora_rank", 512), ("num_experts_per_tok", 8),
+                                          ("shared_expert_intermediate_size", 5632)])
+def test_an_unknown_type_with_latent_attention_or_expert_fields_is_refused(tmp_path, field, value):
+    raw = json.loads((CONFIGS / "meta-llama__Llama-3.1-8B-Instruct.json").read_text())
+    raw.update(model_type="somenew", **{field: value})
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    with pytest.raises(ConfigError) as e:
+        import_model(path, read_headers=False)
+    assert f"its config has {field} = {value}" in e.value.message

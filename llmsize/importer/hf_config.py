@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from llmsize.errors import LlmsizeError
+from llmsize.errors import LlmsizeError, shown
 
 # what a field of the wrong type or value raises inside a mapper
 BAD_VALUE = (TypeError, ValueError, KeyError, AttributeError, ZeroDivisionError, OverflowError, IndexError)
@@ -388,7 +388,7 @@ def map_llama4(c: _Cfg, model_type: str) -> Mapped:
     experts, k, inter, dense_inter = c.need("num_local_experts", "num_experts_per_tok", "intermediate_size",
                                             "intermediate_size_mlp")
     rope = c.get("no_rope_layers")
-    if rope is None:
+    if rope is None or rope == []:  # meta-llama's own configs carry [], which transformers reads as the default
         interval = c.get("no_rope_layer_interval") or 4
         rope = [int((i + 1) % interval != 0) for i in range(layers)]
     step = c.get("interleave_moe_layer_step") or 1
@@ -398,8 +398,13 @@ def map_llama4(c: _Cfg, model_type: str) -> Mapped:
     for name, v in (("no_rope_layers", rope), ("moe_layers", moe_layers)):
         if not isinstance(v, list) or not all(type(i) is int for i in v):
             raise ConfigError(f"{c.where}: {name} is not a list of integers.", "Fix the config.json.")
-    if len(rope) < layers:
-        raise ConfigError(f"{c.where}: no_rope_layers has {len(rope)} entries for {layers} layers.",
+    if len(rope) < layers or any(i not in (0, 1) for i in rope):
+        raise ConfigError(f"{c.where}: no_rope_layers has {len(rope)} entries for {layers} layers, or an entry not 0 "
+                          "or 1 (1: the layer uses RoPE).", "Fix the config.json.")
+    bad = [i for i in moe_layers if not 0 <= i < layers]
+    if bad or len(set(moe_layers)) != len(moe_layers):
+        held = shown(bad[0] if bad else "a repeated index", 20)
+        raise ConfigError(f"{c.where}: moe_layers holds {held}, not a layer index of 0 to {layers - 1} given once.",
                           "Fix the config.json.")
     chunk = c.get("attention_chunk_size")
     moe = {"kind": "moe", "num_experts": experts, "experts_per_token": k, "moe_intermediate_size": inter,
@@ -409,9 +414,10 @@ def map_llama4(c: _Cfg, model_type: str) -> Mapped:
     specs = [{"mixer": _attn("sliding", heads, kv, hd, sliding_window=chunk) if rope[i] and chunk
               else _attn("full", heads, kv, hd), "mlp": moe if i in routed else dense} for i in range(layers)]
     notes = []
-    if chunk:
+    if chunk and any(rope[:layers]):
         notes.append(f"chunked local attention (attention_chunk_size {chunk}) on the RoPE layers costed as a window "
-                     "of one chunk: their cache holds at most a chunk, as vLLM's and llama.cpp's chunked caches do")
+                     "of one chunk: their cache holds at most a chunk, as llama.cpp's chunked cache does (vLLM's and "
+                     "SGLang's depend on their release and settings)")
     return Mapped({**_common(c, False), **layer_stack_fields(specs)}, notes)
 
 
@@ -511,8 +517,9 @@ def map_qwen3_hybrid(c: _Cfg, model_type: str) -> Mapped:
 # fields of layers a generic decoder (attention + one gated MLP a layer) cannot stand for: routed experts, state-space
 # and linear-attention mixers, per-layer head splits. An unknown type carrying one is refused, not read as dense (a
 # MiniMax-M2 config read as dense was 4.8 B parameters of its 229 B; Llama 4 Scout's 11 B of 109 B).
-NOT_GENERIC = ("num_local_experts", "n_routed_experts", "num_experts", "moe_intermediate_size", "ssm_state_size",
-               "mamba_num_heads", "linear_num_value_heads", "hybrid_override_pattern", "swa_num_attention_heads")
+NOT_GENERIC = ("num_local_experts", "n_routed_experts", "num_experts", "moe_intermediate_size", "num_experts_per_tok",
+               "shared_expert_intermediate_size", "ssm_state_size", "mamba_num_heads", "linear_num_value_heads",
+               "hybrid_override_pattern", "swa_num_attention_heads", "kv_lora_rank", "q_lora_rank")
 
 
 def map_generic(c: _Cfg, model_type: str) -> Mapped:
@@ -525,7 +532,8 @@ def map_generic(c: _Cfg, model_type: str) -> Mapped:
     special = [k for k in NOT_GENERIC if c.raw.get(k) not in (None, 0, 1, False, "")]  # a count of 1: no routing
     if special:
         raise ConfigError(f"{c.where}: model_type {model_type!r} is not known and its config has {special[0]} = "
-                          f"{c.raw.get(special[0])!r} (routed experts, a recurrent mixer or split heads), which a "
+                          f"{c.raw.get(special[0])!r} (routed experts, latent attention, a recurrent mixer or split "
+                          "heads), which a "
                           "generic decoder cannot stand for.",
                           "Plan a catalog entry of the model, or a GGUF of it (its tensors say what each layer holds).")
     missing = [k for k in STANDARD if c.get(k) is None]
@@ -559,9 +567,12 @@ MAPPERS = {
 }
 
 
-def text_part(raw: dict) -> dict:
+def text_part(raw: dict, where: str = "config.json") -> dict:
     """The language-model part of a (possibly multimodal) config."""
     text = raw.get("text_config")
+    if "text_config" in raw and not (isinstance(text, dict) and text):
+        raise ConfigError(f"{where}: text_config is {shown(repr(text), 30)}, not the language model's settings "
+                          "(a non-empty JSON object).", "Fix the config.json.")
     if isinstance(text, dict):
         merged = dict(text)
         for k in ("tie_word_embeddings", "quantization_config"):
@@ -578,7 +589,8 @@ REQUIRED = {"falcon": ("hidden_size", "num_hidden_layers", "num_attention_heads"
             "deepseek_v3": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
             "deepseek_v32": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
             "glm4_moe_lite": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
-            "kimi_k2": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
+            "kimi_k2": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", "n_routed_experts",
+                        "num_experts_per_tok", "moe_intermediate_size", "kv_lora_rank", "intermediate_size"),
             **{t: CORE + ("num_local_experts", "num_experts_per_tok", "intermediate_size_mlp")
                for t in ("llama4_text", "llama4")},
             "gpt_oss": CORE + ("num_local_experts", "num_experts_per_tok"),
@@ -593,7 +605,7 @@ OMITTABLE = {"gemma3_text": ("vocab_size", "num_attention_heads", "num_key_value
 def map_config(raw: dict, where: str) -> Mapped:
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: the top level is not a JSON object.")
-    text = text_part(raw)
+    text = text_part(raw, where)
     model_type = str(text.get("model_type") or raw.get("model_type") or "")
     mapper = MAPPERS.get(model_type) or MAPPERS.get(str(raw.get("model_type") or "")) or map_generic
     key = "gemma3_text" if model_type.startswith("gemma3") else model_type

@@ -5,12 +5,13 @@ config (quant_method mxfp4, modules_to_not_convert), Qwen3-FP8's (quant_method f
 GPTQ/AWQ (bits, group_size), bitsandbytes (load_in_4bit / load_in_8bit, bnb_4bit_use_double_quant).
 The ignore / exclude_modules / modules_to_not_convert lists decide the scope: lm_head, embeddings, norms and
 routers are never quantized by these tools; attention excluded in every layer gives scope `mlp` (or
-`experts` for a MoE without dense or shared MLPs); excluded in some layers only is reported, and only the
-safetensors headers can count it exactly.
+`experts` for a MoE whose dense and shared MLPs, if any, are excluded too); excluded in some layers only is
+reported, and only the safetensors headers can count it exactly.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from dataclasses import dataclass, field
 
@@ -35,9 +36,39 @@ class Release:
         return {"quant": self.quant, "scope": self.scope, "note": f"from {self.method}"}
 
 
-def _only_routed_experts(spec_fields: dict) -> bool:
+def _ignores(ignore: list, module: str) -> bool:
+    """Whether an ignore list (exact or suffix names, globs, regexes after 're:', matched from the module name's
+    start as compressed-tensors does) keeps `module` out of quantization."""
+    for pat in ignore or []:
+        if not isinstance(pat, str):
+            continue
+        if pat.startswith("re:"):
+            try:
+                if re.match(pat[3:], module):
+                    return True
+            except re.error:
+                continue
+        elif module == pat or module.endswith("." + pat) or fnmatch.fnmatchcase(module, pat):
+            return True
+    return False
+
+
+# a routed-expert layer's shared expert, and a dense layer's MLP, as HF checkpoints name them (DeepSeek and Kimi:
+# mlp.shared_experts; Qwen MoE: mlp.shared_expert; dense layers: mlp.gate_proj)
+_SHARED_PROBES = ("model.layers.1.mlp.shared_experts.gate_proj", "model.layers.1.mlp.shared_expert.gate_proj")
+_DENSE_PROBE = "model.layers.0.mlp.gate_proj"
+
+
+def _only_routed_experts(spec_fields: dict, ignore: list | None = None) -> bool:
+    """Whether every quantized MLP weight is a routed expert's: a MoE whose shared experts and dense MLPs, where it
+    has them, the ignore list keeps in 16 bits (Kimi K2.5: re:.*shared_experts.*, re:.*mlp\\.(gate|up|down)_proj.*)."""
     mlps = [g.get("mlp") for g in spec_fields["layer_groups"] if g.get("mlp")]
-    return bool(mlps) and all(m["kind"] == "moe" and not m.get("num_shared_experts") for m in mlps)
+    if not any(m["kind"] == "moe" for m in mlps):
+        return False
+    shared = any(m["kind"] == "moe" and m.get("num_shared_experts") for m in mlps)
+    dense = any(m["kind"] == "dense" for m in mlps)
+    return ((not shared or any(_ignores(ignore, p) for p in _SHARED_PROBES))
+            and (not dense or _ignores(ignore, _DENSE_PROBE)))
 
 
 def _excluded_layers(ignore: list[str], rx: re.Pattern) -> tuple[set[int], bool]:
@@ -71,9 +102,12 @@ def scope_from_ignore(ignore: list[str], spec_fields: dict, default: str) -> tup
     if not attn and not attn_all and not ssm and not ssm_all:
         return default, []
     if attn_kept and ssm_kept:
-        scope = "experts" if _only_routed_experts(spec_fields) else "mlp"
-        return scope, [f"attention{' and SSM' if n_ssm else ''} kept in 16 bits in every layer (ignore list): "
-                       f"scope {scope}"]
+        scope = "experts" if _only_routed_experts(spec_fields, ignore) else "mlp"
+        kept = "attention" + (" and SSM" if n_ssm else "")
+        if scope == "experts" and not all(m["kind"] == "moe" and not m.get("num_shared_experts")
+                                          for g in spec_fields["layer_groups"] if (m := g.get("mlp"))):
+            kept += ", shared experts and dense MLPs"
+        return scope, [f"{kept} kept in 16 bits in every layer (ignore list): scope {scope}"]
     parts = []
     if attn or attn_all:
         parts.append(f"attention in {f'all {n_attn}' if attn_kept else f'{len(attn)} of {n_attn}'} layers")
@@ -94,13 +128,25 @@ def _compressed_tensors(qc: dict, where: str) -> tuple[str, str | None]:
         if w.get("strategy") == "block":
             return "fp8-block128", None
         return "fp8", None
+    symmetric = w.get("symmetric", True)
+    if symmetric is None:
+        symmetric = True
+    if not isinstance(symmetric, bool) or (gs is not None and (type(gs) is not int or gs <= 0)) or (
+            bits is not None and type(bits) is not int):
+        raise ConfigError(f"{where}: compressed-tensors weights have symmetric {shown(repr(symmetric), 20)}, "
+                          f"group_size {shown(repr(gs), 20)}, num_bits {shown(repr(bits), 20)}; expected a boolean and "
+                          "positive integers.",
+                          "Fix quantization_config.")
+    if fmt == "pack-quantized" and bits == 8 and typ == "int":  # W8A16 packed: 8-bit integers
+        return "int8", None if gs is None else f"8-bit weights in groups of {gs} priced as int8 (one scale a tensor)"
+    if fmt == "pack-quantized" and bits not in (None, 4):
+        raise ConfigError(f"{where}: compressed-tensors pack-quantized with {bits}-bit weights is not supported.",
+                          "Supported: 4-bit int (groups of 32 or 128), 8-bit int, nvfp4, FP8.")
     if fmt == "pack-quantized" or (bits == 4 and typ == "int"):
-        symmetric = w.get("symmetric", True)
-        if gs == 32 and symmetric:
-            return "int4-g32", None
-        if gs not in (None, 128):
-            return "int4-g128", f"group size {gs} priced as 128"
-        return ("int4-g128" if symmetric else "int4-g128-zp"), None
+        if gs == 32:
+            return ("int4-g32", None) if symmetric else ("int4-g32-zp", "zero points priced as BF16 (packed 4-bit)")
+        fmt_id = "int4-g128" if symmetric else "int4-g128-zp"
+        return fmt_id, (None if gs in (None, 128) else f"group size {gs} priced as 128")
     if fmt in ("int-quantized", "naive-quantized") or (bits == 8 and typ == "int"):
         return "int8", None
     raise ConfigError(f"{where}: compressed-tensors format {fmt!r} ({bits}-bit {typ}) is not supported.",

@@ -348,8 +348,10 @@ def test_llama_4_configs_import_with_their_experts_and_chunked_layers():
     (https://huggingface.co/docs/transformers/model_doc/llama4), the totals with the vision tower, which the text
     config does not describe (mlx-community's text-only conversions list 108B and 401B). Three of four layers attend
     within 8,192-token chunks, every 4th globally; Maverick routes every other layer."""
-    scout = import_model(CONFIGS / "meta-llama__Llama-4-Scout-17B-16E-Instruct.json", read_headers=False).spec
+    imported = import_model(CONFIGS / "meta-llama__Llama-4-Scout-17B-16E-Instruct.json", read_headers=False)
+    scout = imported.spec
     mav = import_model(CONFIGS / "meta-llama__Llama-4-Maverick-17B-128E-Instruct.json", read_headers=False).spec
+    assert any("vision tower not in config.json's text part" in n for n in imported.notes)
     assert params_comparable_to_official(scout) == pytest.approx(108e9, rel=0.01)
     assert params_comparable_to_official(mav) == pytest.approx(401e9, rel=0.01)
     # 48 x (attention 62.9 M + one routed and one shared expert of 3 x 5120 x 8192) + the lm_head: 16.1 B, the

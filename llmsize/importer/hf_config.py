@@ -617,6 +617,10 @@ def map_config(raw: dict, where: str) -> Mapped:
     except BAD_VALUE as e:  # a field of the wrong type (a string for a count, a zero head count...)
         msg = str(e).splitlines()[0][:120] if str(e) else ""
         raise ConfigError(f"{where}: a field has an unexpected value ({e.__class__.__name__}: {msg}).") from None
+    towers = "vision tower not in config.json's text part: not counted without safetensors headers"
+    if isinstance(raw.get("text_config"), dict) and (raw.get("vision_config") is not None or "Conditional" in str(
+            raw.get("architectures"))) and not any("not in config.json's text part" in n for n in m.notes):
+        m.notes.append(towers)  # Kimi K2.5, Llama 4: a multimodal wrapper whose text model alone is described
     if c.taken:
         m.notes.append("config.json leaves " + ", ".join(f"{k} = {v!r}" for k, v in c.taken.items())
                        + f" to the defaults (transformers' class for model_type {model_type!r})")

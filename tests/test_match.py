@@ -46,6 +46,7 @@ def test_known_cards(catalog, name, mem, want):
     ("NVIDIA H200", 8_000_000_000),               # memory far from any H200
     ("NVIDIA RTX 4000 SFF Ada Generation", 21_470_642_176),  # the 70 W SFF part (320 GB/s), not the RTX 4000 Ada
     ("NVIDIA GeForce RTX 3080", 12_884_901_888),  # the 12 GB RTX 3080 (384-bit) is not the 10 GB entry
+    ("Tesla V100-FHHL-16GB", None),  # the full-height half-length V100 (lower clocks), not the SXM2 or PCIe card
     ("Some Accelerator", None),
 ])
 def test_unknown_cards_are_not_forced(catalog, name, mem):

@@ -13,7 +13,8 @@ import re
 from llmsize.catalog.schema import GpuSpec
 
 # "pcie" splits H100/A100 PCIe from SXM, whose NVML names carry no form factor ("NVIDIA H100 80GB HBM3")
-QUALIFIERS = {"ti", "super", "nvl", "ada", "pro", "max", "ultra", "mobile", "laptop", "pcie", "sff", "server"}
+QUALIFIERS = {"ti", "super", "nvl", "ada", "pro", "max", "ultra", "mobile", "laptop", "pcie", "sff", "server",
+              "fhhl"}  # the full-height half-length V100 (lower clocks and bandwidth) is not the SXM2 card
 MEMORY_TOLERANCE = 0.10  # drivers report up to 6.3% less than the vendor's size (ECC); an RTX 3080 12 GB is not
 # the 10 GB card (20% apart), nor an A100 40 GB the 80 GB one
 _NOISE = re.compile(r"^(\d+gb|sxm\d*|hbm\d*e?|pcie|gddr\d*x?)$")

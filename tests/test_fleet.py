@@ -982,3 +982,18 @@ def test_tensorrt_llm_and_gpt_fast_state_their_oldest_card(catalog, run_cli):
     assert p40["tok_s"] is None and "compute capability 7.0" in json.dumps(p40)
     assert "pick --runtime llamacpp" in json.dumps(p40)  # vLLM needs 7.5: not offered on a P40
     assert expected("t4", "gpt-fast")["tok_s"] and expected("a100-80gb-sxm", "trtllm")["tok_s"]
+
+
+def test_launch_lines_pass_trust_remote_code_where_the_checkpoint_needs_it(run_cli):
+    """Kimi K2's and MiniMax-M2.5's checkpoints load code from their repositories: Moonshot's deploy guide and
+    SGLang's MiniMax-M2 docs launch them with --trust-remote-code, without which vLLM and SGLang stop at start-up.
+    plan --emit and fleet --emit pass it there, and not for a model transformers knows (Llama 3.1)."""
+    for model, gpu, tp, engine in (("kimi-k2", "h200-sxm", "16", "vllm"), ("minimax-m2.5", "h200-sxm", "4", "sglang")):
+        code, out, err = run_cli("plan", model, "--gpu", gpu, "--tp", tp, "--emit", engine)
+        assert code == 0, err
+        assert out.rstrip().splitlines()[-1].endswith("--trust-remote-code")
+    code, out, err = run_cli("fleet", "kimi-k2", "--isl", "2000", "--osl", "500", "--users", "50", "--tok-s-per-user",
+                             "20", "--gpus", "h200-sxm", "--emit", "vllm")
+    assert code == 0 and "--trust-remote-code" in out, err
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "h100-sxm", "--emit", "vllm")
+    assert code == 0 and "--trust-remote-code" not in out

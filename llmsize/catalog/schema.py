@@ -291,6 +291,8 @@ class ModelSpec(Strict):
     name: str
     family: str
     hf_repo: str | None = None
+    trust_remote_code: bool = Field(False, description="the checkpoint's config or tokenizer loads code from its "
+                                    "repository: vLLM and SGLang need --trust-remote-code (a source in `sources`)")
     aliases: list[str] = []
     sources: list[str] = Field(min_length=1)
     params_official: int = Field(strict=True, le=10**16, gt=0)

@@ -62,5 +62,7 @@ def serve_command(p: Plan, engine: str, local_path: str | None = None, max_model
                        ("seqs", seqs), ("kv", kv_arg), ("quant", quant)):
         if value is not None:
             args += [flags[key], value]
+    if p.model.trust_remote_code:  # both engines name the flag alike
+        args.append("--trust-remote-code")
     line = " ".join(shlex.quote(str(a)) for a in args)
     return "\n".join(notes + [line])

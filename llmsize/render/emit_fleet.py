@@ -45,12 +45,13 @@ def _weights_extras(model, quant: str | None) -> tuple[list[str], list[str]]:
     """The weights' format the rows were sized with, where it is not the release's: FP8 as both engines quantize a
     16-bit checkpoint on loading (`--quantization fp8`: vLLM's dynamic FP8, SGLang's); any other format needs a
     checkpoint in it, said in a comment."""
+    remote = ["--trust-remote-code"] if model.trust_remote_code else []  # both engines name the flag alike
     if quant is None or quant == model.release.quant:
-        return [], []
+        return remote, []
     if quant == "fp8" and model.release.quant in ("bf16", "fp16", "fp32"):
-        return ["--quantization", "fp8"], []
-    return [], [f"# the rows were sized with weights in {quant}: give a {quant} checkpoint of {model.id} in place "
-                "of the model named below"]
+        return ["--quantization", "fp8"] + remote, []
+    return remote, [f"# the rows were sized with weights in {quant}: give a {quant} checkpoint of {model.id} in "
+                    "place of the model named below"]
 
 
 def _engine_extras(engine: str, kv_dtype: str, spec) -> tuple[list[str], list[str]]:

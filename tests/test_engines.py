@@ -438,3 +438,24 @@ def test_the_ledgers_lines_add_up_to_its_kv_cache(run_cli, engine, model, gpu, t
     table = out[start:out.index(" KV cache  ", start)].splitlines()[1:]
     assert [ln.rsplit(" GiB", 1)[0].rsplit(None, 1)[0].strip() for ln in table] == \
         [s["label"] for s in e["steps"] if s["bytes"] or not s["label"].startswith("-")]
+
+
+def test_sglangs_hybrid_swa_pool_keeps_a_share_of_the_full_layers_tokens(run_cli):
+    """SGLang sizes gpt-oss and Llama 4 with its hybrid SWA pool (configs/model_config.py is_hybrid_swa_model): the
+    sliding layers keep --swa-full-tokens-ratio (0.8) of the full layers' tokens, and it logs the full layers'.
+    gpt-oss-120b per card: 18 full and 18 sliding layers of 8 KV heads x 64 x 2 (K, V) x 2 B = 36,864 B each kind,
+    so a logged token costs 36,864 + 0.8 x 36,864 = 66,355 B (every layer per token would be 73,728). Gemma 3, not
+    in SGLang's set, stays charged per token on every layer."""
+    import json
+
+    def engine(model, gpu, *extra):
+        code, out, err = run_cli("plan", model, "--gpu", gpu, "--engine", "sglang", "--json", *extra)
+        assert code == 0, err
+        return json.loads(out)["engine"]
+
+    e = engine("gpt-oss-120b", "h100-sxm")
+    assert e["block_bytes"] == int(36864 + 0.8 * 36864)
+    assert e["kv_cache_tokens"] == int(e["kv_cache_bytes"] // e["block_bytes"])
+    g = engine("gemma-3-27b", "h100-sxm")
+    # Gemma 3 27B: 62 layers x 16 KV heads x 128 x 2 x 2 B = 507,904 B a token, sliding layers included
+    assert g["block_bytes"] == 62 * 16 * 128 * 2 * 2

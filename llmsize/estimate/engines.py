@@ -284,6 +284,24 @@ def token_bytes_charged(model: ModelSpec, kv_dtype: str) -> float:
     return sum(per_kind.get(k, 0.0) for k in ("full", "sliding", "mla"))
 
 
+# SGLang's hybrid SWA pool (configs/model_config.py is_hybrid_swa_model: Llama4ForConditionalGeneration,
+# GptOssForCausalLM, MiMo-V2, Step-3.5; not Gemma 2/3, whose sliding layers it charges per token): the sliding
+# layers keep swa_full_tokens_ratio (server_args default 0.8) of the full layers' tokens, so the pool's memory is
+# full_tokens x (F x n_full + 0.8 x S x n_swa) and the tokens it logs are the full layers'
+# (model_runner_kv_cache_mixin.set_num_tokens_hybrid_swa, sgl-project/sglang @001ccef0)
+SGLANG_HYBRID_SWA_FAMILIES = ("llama4_text", "llama4", "gpt_oss")
+SGLANG_SWA_FULL_TOKENS_RATIO = 0.8
+
+
+def sglang_token_bytes(model: ModelSpec, kv_dtype: str) -> tuple[float, bool]:
+    """Bytes a full-layer token costs SGLang's pool, and whether its hybrid SWA pool sizes it."""
+    per_kind = kv_bytes(model, 1, kv_dtype).bytes_per_token_by_kind
+    if model.family in SGLANG_HYBRID_SWA_FAMILIES and per_kind.get("sliding"):
+        return (per_kind.get("full", 0.0) + per_kind.get("mla", 0.0)
+                + SGLANG_SWA_FULL_TOKENS_RATIO * per_kind["sliding"]), True
+    return token_bytes_charged(model, kv_dtype), False
+
+
 def activation_peak_bytes(model: ModelSpec, tokens: int, seqs: int) -> float:
     """Values live per token at the widest MLP: a dense MLP's gate|up output and its activation (3 I); a MoE
     layer's fused_moe workspaces (vLLM fused_experts: cache13 = top-k x max(2 I, H) shared by the two GEMMs'
@@ -407,6 +425,9 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
     layout_extra, layout_note = loaded_layout_extra(model, gpu, e)
     weights_bytes += layout_extra
     per_token = token_bytes_charged(model, e.kv_dtype)
+    swa_pool = False
+    if e.engine == "sglang":
+        per_token, swa_pool = sglang_token_bytes(model, e.kv_dtype)
     page_tokens = 1 if e.engine == "sglang" else e.block_size  # SGLang's --page-size defaults to 1
     block = per_token * page_tokens
     notes = [f"Total: {total / GiB:.2f} GiB, {src}.",
@@ -461,6 +482,9 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
         notes.append(f"Free at start: total - {non_torch / GiB:.2f} GiB of CUDA context and communicators "
                      "(assumed; more with tensor parallelism).")
         notes.append("SGLang keeps activations and CUDA graphs in the 1 - mem_fraction_static left over.")
+        if swa_pool:
+            notes.append(f"Hybrid SWA pool: the sliding-window layers keep {SGLANG_SWA_FULL_TOKENS_RATIO:g} of the "
+                         "full layers' tokens (--swa-full-tokens-ratio); the tokens logged are the full layers'.")
         if any(g.mixer is not None and g.mixer.kind in ("ssm", "linear") for g in model.layer_groups):
             notes.append("Mamba/linear-attention states: SGLang keeps them in a separate pool sized by "
                          "--max-mamba-cache-size, not modelled; the pool above is charged as attention KV only.")

@@ -429,29 +429,3 @@ def test_an_unknown_type_with_latent_attention_or_expert_fields_is_refused(tmp_p
     with pytest.raises(ConfigError) as e:
         import_model(path, read_headers=False)
     assert f"its config has {field} = {value}" in e.value.message
-
-
-def test_minimax_m2s_full_width_qk_norm_costs_a_collective_a_layer_under_tensor_parallelism(catalog):
-    """MiniMax-M2's q and k norms span every head (qk_norm_type "per_layer"; vLLM's and SGLang's MiniMaxM2RMSNormTP
-    all-reduce each token's sum of squares across the split): the import marks it, the norm weights are as wide as
-    q and k (48 + 8 heads x 128 = 7,168 a layer, not 256), and at tensor parallel 8 a step waits for 62 more
-    collectives, each the fitted latency of SGLang's link; on one card, none."""
-    from llmsize.estimate.expected import expect
-    from llmsize.estimate.parallel import norm_allreduces_per_token
-    from llmsize.estimate.plan import PlanInputs, make_plan
-
-    runtimes = {r.id: r for r in catalog.runtimes.all()}
-    mm = import_model(CONFIGS / "MiniMaxAI__MiniMax-M2.5.json", read_headers=False).spec
-    assert {g.mixer.qk_norm_width for g in mm.layer_groups} == {"layer"}
-    m = catalog.model("minimax-m2.5")
-    assert norm_allreduces_per_token(m) == 62 and norm_allreduces_per_token(catalog.model("qwen3-30b-a3b")) == 0
-    per_head = m.model_copy(update={"layer_groups": [g.model_copy(update={"mixer": g.mixer.model_copy(
-        update={"qk_norm_width": "head"})}) for g in m.layer_groups]})
-
-    def step_s(model, tp):
-        p = make_plan(model, catalog.gpu("b200"), PlanInputs(tp=tp), search_fit=False)
-        return 1 / expect(p, runtimes, "sglang").expected.tok_s
-
-    alpha = runtimes["sglang"].backends["cuda"].alpha_s["nvlink"]
-    assert step_s(m, 8) - step_s(per_head, 8) == pytest.approx(62 * alpha, rel=0.02)
-    assert step_s(m, 1) == pytest.approx(step_s(per_head, 1), rel=1e-3)  # one card: no collective

@@ -122,9 +122,6 @@ class AttentionBase(Strict):
     head_dim: int = Field(strict=True, le=2**16, gt=0)
     k_eq_v: bool = Field(False, description="no v_proj: V comes from the K projection (Gemma 4 full layers)")
     qk_norm: bool = Field(False, description="per-head RMSNorm weights on q and k (head_dim each)")
-    qk_norm_width: Literal["head", "layer"] = Field(
-        "head", description="'layer': the q and k norms span every head (MiniMax-M2's qk_norm_type per_layer): weights "
-        "as wide as q and k, and under tensor parallelism one more all-reduce a layer, of each token's sum of squares")
     bias: Bias = "none"
     sinks: bool = Field(False, description="one learned sink logit per head (gpt-oss)")
     output_gate: bool = Field(False, description="q_proj also emits a sigmoid gate per head (Qwen3-Next)")

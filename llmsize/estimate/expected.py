@@ -292,7 +292,7 @@ def _link(plan: Plan) -> tuple[int, str | None]:
     c = plan.comm
     if c is None:
         return 0, None
-    collectives = (c.allreduces + c.norm_allreduces if c.tp > 1 else 0) + (c.pp - 1)
+    collectives = (c.allreduces if c.tp > 1 else 0) + (c.pp - 1)
     crosses = (c.tp > c.gpus_per_node) or (c.pp > 1 and c.stages_cross_nodes)
     return collectives, link_kind(c.link.kind if c.link else None, crosses)
 

@@ -138,14 +138,6 @@ def allreduces_per_token(model: ModelSpec) -> int:
     return sum(g.count * ((g.mixer is not None) + (g.mlp is not None)) for g in model.layer_groups)
 
 
-def norm_allreduces_per_token(model: ModelSpec) -> int:
-    """The layers whose q/k norm spans every head (qk_norm_width "layer"): split over cards, each all-reduces its
-    tokens' sums of squares, a few bytes a token (SGLang's MiniMaxM2RMSNormTP, vLLM's minimax_allreduce_rms_qk)."""
-    return sum(g.count for g in model.layer_groups
-               if g.mixer is not None and getattr(g.mixer, "qk_norm", False)
-               and getattr(g.mixer, "qk_norm_width", "head") == "layer")
-
-
 @dataclass(frozen=True)
 class Comm:
     """Bytes each card sends per decode step and the time they take over the links."""
@@ -157,7 +149,6 @@ class Comm:
     node_link_gb_s: float
     gpus_per_node: int
     nodes_given: int | None = None  # --nodes: one pipeline stage per node, the hand-offs over the node link
-    norm_allreduces: int = 0  # latency-only collectives (norm_allreduces_per_token): their bytes are negligible
 
     @property
     def stages_cross_nodes(self) -> bool:
@@ -200,5 +191,4 @@ def make_comm(model: ModelSpec, gpu: GpuSpec, tp: int, pp: int, node_link_gb_s: 
     if tp * pp > 1 and link is None:
         raise InvalidValueError(f"{gpu.name} has no card-to-card link in the catalog ({gpu.interconnect!r}).",
                                 "Plan it on one card, or pick a card with NVLink or PCIe.")
-    return Comm(tp, pp, allreduces_per_token(model), link, node_link_gb_s, gpus_per_node, nodes,
-                norm_allreduces_per_token(model))
+    return Comm(tp, pp, allreduces_per_token(model), link, node_link_gb_s, gpus_per_node, nodes)

@@ -67,8 +67,7 @@ def _attention(m: AttentionBase, hidden: int) -> list[Piece]:
     if vectors:
         pieces.append(Piece("attention", vectors, False, 0))
     if m.qk_norm:
-        width = (m.num_attention_heads + m.num_key_value_heads) if m.qk_norm_width == "layer" else 2
-        pieces.append(Piece("norms", width * m.head_dim, False, 0))
+        pieces.append(Piece("norms", 2 * m.head_dim, False, 0))
     return pieces
 
 

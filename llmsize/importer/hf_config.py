@@ -255,10 +255,8 @@ def map_moe_dense_attn(c: _Cfg, model_type: str) -> Mapped:
     moe = {"kind": "moe", "num_experts": experts, "experts_per_token": k, "moe_intermediate_size": inter}
     specs = []
     for i, window in enumerate(windows):
-        minimax_norm = model_type == "minimax_m2" and bool(c.get("use_qk_norm"))
         mixer = _attn("sliding" if window else "full", heads, kv, hd,
-                      qk_norm=model_type == "qwen3_moe" or minimax_norm,
-                      qk_norm_width="layer" if minimax_norm and c.get("qk_norm_type") == "per_layer" else None,
+                      qk_norm=model_type == "qwen3_moe" or (model_type == "minimax_m2" and bool(c.get("use_qk_norm"))),
                       bias="all" if c.get("attention_bias") else "none", sliding_window=window)
         mlp = {"kind": "dense", "intermediate_size": c.need("intermediate_size")[0]} if i in dense_layers else moe
         specs.append({"mixer": mixer, "mlp": mlp})

@@ -296,10 +296,9 @@ SGLANG_SWA_FULL_TOKENS_RATIO = 0.8
 def sglang_token_bytes(model: ModelSpec, kv_dtype: str) -> tuple[float, bool]:
     """Bytes a full-layer token costs SGLang's pool, and whether its hybrid SWA pool sizes it."""
     per_kind = kv_bytes(model, 1, kv_dtype).bytes_per_token_by_kind
-    if model.family in SGLANG_HYBRID_SWA_FAMILIES and per_kind.get("sliding"):
-        return (per_kind.get("full", 0.0) + per_kind.get("mla", 0.0)
-                + SGLANG_SWA_FULL_TOKENS_RATIO * per_kind["sliding"]), True
-    return token_bytes_charged(model, kv_dtype), False
+    swa = model.family in SGLANG_HYBRID_SWA_FAMILIES and bool(per_kind.get("sliding"))
+    share = {"full": 1.0, "mla": 1.0, "sliding": SGLANG_SWA_FULL_TOKENS_RATIO if swa else 1.0}
+    return sum(per_kind.get(k, 0.0) * f for k, f in share.items()), swa
 
 
 def activation_peak_bytes(model: ModelSpec, tokens: int, seqs: int) -> float:
@@ -424,10 +423,8 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
     release = vllm_release(e.version) if e.engine == "vllm" else None
     layout_extra, layout_note = loaded_layout_extra(model, gpu, e)
     weights_bytes += layout_extra
-    per_token = token_bytes_charged(model, e.kv_dtype)
-    swa_pool = False
-    if e.engine == "sglang":
-        per_token, swa_pool = sglang_token_bytes(model, e.kv_dtype)
+    per_token, swa_pool = (sglang_token_bytes(model, e.kv_dtype) if e.engine == "sglang"
+                           else (token_bytes_charged(model, e.kv_dtype), False))
     page_tokens = 1 if e.engine == "sglang" else e.block_size  # SGLang's --page-size defaults to 1
     block = per_token * page_tokens
     notes = [f"Total: {total / GiB:.2f} GiB, {src}.",

@@ -666,8 +666,9 @@ def fp32_stands_in(gpu, peak_flop_per_s: float | None) -> bool:
 
 
 def vulkan_fp16_accumulate(gpu: GpuSpec) -> bool:
-    """Whether llama.cpp's Vulkan build multiplies on `gpu`'s tensor cores with FP16 accumulation at half its INT8
-    rate (VULKAN_NVIDIA_TENSOR_CC): an NVIDIA card of Turing or later whose INT8 rate the catalog has."""
+    """Whether llama.cpp's Vulkan build multiplies on `gpu`'s tensor cores with FP16 accumulation
+    (VULKAN_NVIDIA_TENSOR_CC), priced at half its INT8 rate and at least its FP16 figure: an NVIDIA card of Turing
+    or later whose INT8 rate the catalog has."""
     return (gpu.vendor == "NVIDIA" and bool(gpu.dense_tflops.int8) and gpu.compute_capability is not None
             and float(gpu.compute_capability) >= VULKAN_NVIDIA_TENSOR_CC)
 

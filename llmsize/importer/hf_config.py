@@ -267,6 +267,10 @@ def map_moe_dense_attn(c: _Cfg, model_type: str) -> Mapped:
     return Mapped({**_common(c, False), **layer_stack_fields(specs)}, notes)
 
 
+# what a multimodal config's text part leaves out (map_config adds the vision tower's note to any wrapper)
+TEXT_PART_ONLY = "not in config.json's text part: not counted without safetensors headers"
+
+
 def map_gemma3(c: _Cfg, model_type: str) -> Mapped:
     layers, inter = c.need("num_hidden_layers", "intermediate_size")
     heads, kv, hd = _heads(c)
@@ -283,7 +287,7 @@ def map_gemma3(c: _Cfg, model_type: str) -> Mapped:
                       sliding_window=window if t == "sliding_attention" else None)
         specs.append({"mixer": mixer, "mlp": {"kind": "dense", "intermediate_size": inter}, "norms": 4})
     return Mapped({**_common(c, True), **layer_stack_fields(specs)},
-                  ["vision tower not in config.json's text part: not counted without safetensors headers"])
+                  [f"vision tower {TEXT_PART_ONLY}"])
 
 
 def map_gemma2(c: _Cfg, model_type: str) -> Mapped:
@@ -326,7 +330,7 @@ def map_gemma4(c: _Cfg, model_type: str) -> Mapped:
                           qk_norm=True, k_eq_v=bool(c.get("attention_k_eq_v")))
         specs.append({"mixer": mixer, "mlp": mlp, "norms": 4, "extra_params": 1})
     return Mapped({**_common(c, True), **layer_stack_fields(specs)},
-                  ["vision/audio embedders not in config.json's text part: not counted without safetensors headers"])
+                  [f"vision/audio embedders {TEXT_PART_ONLY}"])
 
 
 def map_falcon(c: _Cfg, model_type: str) -> Mapped:
@@ -533,8 +537,7 @@ def map_generic(c: _Cfg, model_type: str) -> Mapped:
     if special:
         raise ConfigError(f"{c.where}: model_type {model_type!r} is not known and its config has {special[0]} = "
                           f"{c.raw.get(special[0])!r} (routed experts, latent attention, a recurrent mixer or split "
-                          "heads), which a "
-                          "generic decoder cannot stand for.",
+                          "heads), which a generic decoder cannot stand for.",
                           "Plan a catalog entry of the model, or a GGUF of it (its tensors say what each layer holds).")
     missing = [k for k in STANDARD if c.get(k) is None]
     if missing:
@@ -617,10 +620,9 @@ def map_config(raw: dict, where: str) -> Mapped:
     except BAD_VALUE as e:  # a field of the wrong type (a string for a count, a zero head count...)
         msg = str(e).splitlines()[0][:120] if str(e) else ""
         raise ConfigError(f"{where}: a field has an unexpected value ({e.__class__.__name__}: {msg}).") from None
-    towers = "vision tower not in config.json's text part: not counted without safetensors headers"
     if isinstance(raw.get("text_config"), dict) and (raw.get("vision_config") is not None or "Conditional" in str(
-            raw.get("architectures"))) and not any("not in config.json's text part" in n for n in m.notes):
-        m.notes.append(towers)  # Kimi K2.5, Llama 4: a multimodal wrapper whose text model alone is described
+            raw.get("architectures"))) and not any(TEXT_PART_ONLY in n for n in m.notes):
+        m.notes.append(f"vision tower {TEXT_PART_ONLY}")  # Kimi K2.5, Llama 4: a wrapper whose text model alone is told
     if c.taken:
         m.notes.append("config.json leaves " + ", ".join(f"{k} = {v!r}" for k, v in c.taken.items())
                        + f" to the defaults (transformers' class for model_type {model_type!r})")

@@ -59,16 +59,19 @@ _SHARED_PROBES = ("model.layers.1.mlp.shared_experts.gate_proj", "model.layers.1
 _DENSE_PROBE = "model.layers.0.mlp.gate_proj"
 
 
+def _mlp_kinds(spec_fields: dict) -> tuple[bool, bool, bool]:
+    """Whether the model routes to experts, has shared experts, has dense MLP layers."""
+    mlps = [g.get("mlp") for g in spec_fields["layer_groups"] if g.get("mlp")]
+    moe = [m for m in mlps if m["kind"] == "moe"]
+    return bool(moe), any(m.get("num_shared_experts") for m in moe), any(m["kind"] == "dense" for m in mlps)
+
+
 def _only_routed_experts(spec_fields: dict, ignore: list | None = None) -> bool:
     """Whether every quantized MLP weight is a routed expert's: a MoE whose shared experts and dense MLPs, where it
     has them, the ignore list keeps in 16 bits (Kimi K2.5: re:.*shared_experts.*, re:.*mlp\\.(gate|up|down)_proj.*)."""
-    mlps = [g.get("mlp") for g in spec_fields["layer_groups"] if g.get("mlp")]
-    if not any(m["kind"] == "moe" for m in mlps):
-        return False
-    shared = any(m["kind"] == "moe" and m.get("num_shared_experts") for m in mlps)
-    dense = any(m["kind"] == "dense" for m in mlps)
-    return ((not shared or any(_ignores(ignore, p) for p in _SHARED_PROBES))
-            and (not dense or _ignores(ignore, _DENSE_PROBE)))
+    moe, shared, dense = _mlp_kinds(spec_fields)
+    return moe and ((not shared or any(_ignores(ignore, p) for p in _SHARED_PROBES))
+                    and (not dense or _ignores(ignore, _DENSE_PROBE)))
 
 
 def _excluded_layers(ignore: list[str], rx: re.Pattern) -> tuple[set[int], bool]:
@@ -104,8 +107,7 @@ def scope_from_ignore(ignore: list[str], spec_fields: dict, default: str) -> tup
     if attn_kept and ssm_kept:
         scope = "experts" if _only_routed_experts(spec_fields, ignore) else "mlp"
         kept = "attention" + (" and SSM" if n_ssm else "")
-        if scope == "experts" and not all(m["kind"] == "moe" and not m.get("num_shared_experts")
-                                          for g in spec_fields["layer_groups"] if (m := g.get("mlp"))):
+        if scope == "experts" and any(_mlp_kinds(spec_fields)[1:]):
             kept += ", shared experts and dense MLPs"
         return scope, [f"{kept} kept in 16 bits in every layer (ignore list): scope {scope}"]
     parts = []

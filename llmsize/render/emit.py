@@ -13,7 +13,7 @@ from __future__ import annotations
 import shlex
 
 from llmsize.estimate.plan import Plan
-from llmsize.render.emit_fleet import ENGINE_KV
+from llmsize.render.emit_fleet import ENGINE_KV, remote_code_args
 
 ONLINE = {"fp8"}  # formats the engines quantize to while loading a 16-bit checkpoint
 FLAGS = {
@@ -62,7 +62,6 @@ def serve_command(p: Plan, engine: str, local_path: str | None = None, max_model
                        ("seqs", seqs), ("kv", kv_arg), ("quant", quant)):
         if value is not None:
             args += [flags[key], value]
-    if p.model.trust_remote_code:  # both engines name the flag alike
-        args.append("--trust-remote-code")
+    args += remote_code_args(p.model)
     line = " ".join(shlex.quote(str(a)) for a in args)
     return "\n".join(notes + [line])

@@ -41,11 +41,17 @@ NIXL = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
 ENGINE_KV = {"vllm": {"fp8": "fp8", "fp8_ds_mla": "fp8_ds_mla"}, "sglang": {"fp8": "fp8_e4m3"}}
 
 
+def remote_code_args(model) -> list[str]:
+    """--trust-remote-code where the catalog says the checkpoint loads code from its repository (vLLM and SGLang name
+    the flag alike)."""
+    return ["--trust-remote-code"] if model.trust_remote_code else []
+
+
 def _weights_extras(model, quant: str | None) -> tuple[list[str], list[str]]:
     """The weights' format the rows were sized with, where it is not the release's: FP8 as both engines quantize a
     16-bit checkpoint on loading (`--quantization fp8`: vLLM's dynamic FP8, SGLang's); any other format needs a
     checkpoint in it, said in a comment."""
-    remote = ["--trust-remote-code"] if model.trust_remote_code else []  # both engines name the flag alike
+    remote = remote_code_args(model)
     if quant is None or quant == model.release.quant:
         return remote, []
     if quant == "fp8" and model.release.quant in ("bf16", "fp16", "fp32"):

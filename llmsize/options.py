@@ -192,7 +192,7 @@ PpOpt = Annotated[Optional[int], _opt("--pp", help="Pipeline stages (splits the 
 NodesOpt = Annotated[Optional[int], _opt("--nodes", help="Nodes: one pipeline stage per node, --tp within each "
                                          "(sets --pp).", callback=int_range(1, 1024), show_default=False)]
 NodeLinkOpt = Annotated[float, _opt("--node-link-gb-s", help="Bandwidth between nodes per GPU and direction, GB/s "
-                                    "(400 Gb/s NIC = 50).", callback=float_range(0, 1e6, lo_open=True))]
+                                    "(400 Gb/s NIC = 50).", callback=float_range(0.01, 1e6))]
 VendorOpt = Annotated[Optional[str], _opt("--vendor", help="Only this vendor: " + ", ".join(VENDORS) + ".",
                                           callback=choice(VENDORS))]
 SegmentOpt = Annotated[Optional[str], _opt("--segment", help="Only this segment: " + ", ".join(SEGMENTS) + ".",
@@ -252,7 +252,7 @@ HostMemoryOpt = Annotated[Optional[str], _opt("--host-memory", help="System RAM 
                                               "DDR5-6000x2, DDR4-3200x8, LPDDR5X-8000x4 (64-bit channels).",
                                               show_default=False)]
 HostBandwidthOpt = Annotated[Optional[float], _opt("--host-bandwidth-gb-s", help="System RAM bandwidth, GB/s "
-                                                   "(instead of --host-memory).", callback=float_range(0, 1e5, True),
+                                                   "(instead of --host-memory).", callback=float_range(0.1, 1e5),
                                                    show_default=False)]
 LlamaFitOpt = Annotated[bool, _opt("--fit", help="llama.cpp: place the model as its --fit would with its 1024 MiB "
                                    "margin (experts, then layers, to the host) and give the largest context.")]

@@ -35,12 +35,25 @@ def card(tmp_path: Path, name: str, edit: dict[str, str], source: str = "rtx5090
     ({"memory_size: 32": "memory_size: 1e400"}, "memory_size"),
     ({"bus_width_bits: 512": "bus_width_bits: true"}, "bus_width_bits"),  # a boolean is no count
     ({"tdp_w: 575": "tdp_w: '575'"}, "tdp_w"),
+    # subnormal rates passed `> 0` and overflowed to inf downstream (a traceback in fleet and roofline, Infinity
+    # in JSON): a card's rates have floors, 1 GB/s and 1 GFLOPS
+    ({"bandwidth_gb_s: 1792": "bandwidth_gb_s: 1.0e-320"}, "bandwidth_gb_s"),
+    ({"bf16: 209.5": "bf16: 1.0e-320"}, "dense_tflops.bf16"),
 ])
 def test_bad_figures_are_refused_naming_the_key(tmp_path, run_cli, edit, needle):
     cat = card(tmp_path, "mycard", edit)
     code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "mycard", "--catalog", str(cat))
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "mycard.yaml" in err and needle in err
+
+
+def test_a_link_below_1_gb_s_is_refused(tmp_path, run_cli):
+    """A split divides by the link's rate: `NVLink 4: 0 GB/s` was a ZeroDivisionError at --tp 2."""
+    cat = card(tmp_path, "mylink", {"aliases: [h100, h100-80gb, h100-sxm5]": "aliases: []",
+                                    "NVLink 4: 900 GB/s": "NVLink 4: 0 GB/s"}, source="h100-sxm")
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "mylink", "--tp", "2", "--catalog", str(cat))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert "mylink.yaml" in err and "interconnect" in err and "0 GB/s" in err
 
 
 @pytest.mark.parametrize("edit, needle", [

@@ -71,7 +71,8 @@ def test_non_finite_negative_and_huge_values_are_one_line(run_cli, command, opti
 
 SHARED = [("--tp", "-1"), ("--tp", "0"), ("--pp", "0"), ("--nodes", "0"), ("--context", "0"),
           ("--gpu-util", "1.5"), ("--gpu-util", "nan"), ("--overhead-gib", "inf"), ("--kv-dtype", "fp5"),
-          ("--quant", "fp3"), ("--node-link-gb-s", "0"), ("--vendor", "nvida"), ("--segment", "gamer")]
+          ("--quant", "fp3"), ("--node-link-gb-s", "0"),
+          ("--node-link-gb-s", "1e-312"), ("--host-bandwidth-gb-s", "1e-312"), ("--vendor", "nvida"), ("--segment", "gamer")]
 
 
 @pytest.mark.parametrize("option, value", SHARED)

@@ -76,7 +76,7 @@ def _format_validation_error(path: Path | str, err: ValidationError) -> str:
         got_txt = "" if isinstance(got, (dict, list)) or got is None else f" (got {got!r})"
         parts.append(f"`{loc or '<top>'}`: {e['msg']}{got_txt}")
     more = f" (+{len(err.errors()) - 3} more)" if len(err.errors()) > 3 else ""
-    return f"{path}: " + "; ".join(parts) + more
+    return f"{path}: " + "; ".join(parts) + more + "."
 
 
 def load_entry(path: Path, schema: type[T]) -> T:

@@ -8,14 +8,16 @@ MLA, SSM or linear attention, or none) and an MLP (dense, MoE, or none).
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 GiB = 2**30
 INT32_MAX = 2**31 - 1
-# A peak in TFLOPS: positive and finite (pydantic's strict float: a bool or a string is no number)
-Tflops = Annotated[float, Field(strict=True, gt=0, le=1e6)]
+# A peak in TFLOPS: finite, at least a GFLOPS (pydantic's strict float: a bool or a string is no number); the
+# floors on rates keep every time an estimate divides by them finite (a subnormal rate would overflow to inf)
+Tflops = Annotated[float, Field(strict=True, ge=1e-3, le=1e6)]
 
 
 class Strict(BaseModel):
@@ -71,7 +73,7 @@ class GpuSpec(Strict):
     memory_type: str | None = None
     bus_width_bits: int | None = Field(None, strict=True, le=2**16, gt=0)
     data_rate_gbps: float | None = Field(None, strict=True, le=1e3, gt=0, description="per-pin Gb/s")
-    bandwidth_gb_s: float = Field(strict=True, le=1e6, gt=0, description="vendor peak DRAM bandwidth, decimal GB/s")
+    bandwidth_gb_s: float = Field(strict=True, le=1e6, ge=1, description="vendor peak DRAM bandwidth, decimal GB/s")
     dense_tflops: DenseTflops
     tdp_w: float | None = Field(None, strict=True, le=1e5, gt=0)
     interconnect: str | None = None
@@ -87,6 +89,20 @@ class GpuSpec(Strict):
     @classmethod
     def _lower(cls, v: list[str]) -> list[str]:
         return [a.lower() for a in v]
+
+    @field_validator("interconnect")
+    @classmethod
+    def _link_rates(cls, v: str | None) -> str | None:
+        """A link figure the estimates divide by (llmsize.estimate.parallel reads "NVLink 4: 900 GB/s"): at least
+        1 GB/s."""
+        for number, unit in re.findall(r"([\d.]+)\s*(TB/s|GB/s)", v or ""):
+            try:
+                gb_s = float(number) * (1000 if unit == "TB/s" else 1)
+            except ValueError:
+                raise ValueError(f"`{number} {unit}` is not a rate: write it as 900 GB/s") from None
+            if gb_s < 1:
+                raise ValueError(f"a link of {number} {unit} is below 1 GB/s: give the link's rate in GB/s")
+        return v
 
     @property
     def memory_nominal_bytes(self) -> int:
@@ -366,7 +382,7 @@ class HostSpec(Strict):
     memory_type: str
     channels: int = Field(strict=True, ge=1, le=64)
     data_rate_mt_s: int = Field(strict=True, ge=400, le=20000)
-    bandwidth_gb_s: float = Field(strict=True, gt=0, le=1e5, description="peak, decimal GB/s")
+    bandwidth_gb_s: float = Field(strict=True, ge=1, le=1e5, description="peak, decimal GB/s")
     bandwidth_printed: bool = Field(description="the vendor prints the figure; else channels x MT/s x 8 B")
     sources: list[str] = Field(min_length=1)
     notes: str | None = None

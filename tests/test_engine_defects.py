@@ -12,6 +12,8 @@ from llmsize.estimate.engines import (
     vllm_release,
 )
 from llmsize.estimate.plan import PlanInputs, make_plan
+from llmsize.estimate.quant import quant_format
+from llmsize.estimate.weights import weight_bytes
 from llmsize.units import GiB
 
 
@@ -98,3 +100,28 @@ def test_trtllm_keeps_the_whole_embedding_on_every_rank(catalog):
     untied = make_plan(catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm"), PlanInputs(tp=4)).card_model
     extra, _ = loaded_layout_extra(untied, catalog.gpu("h100-sxm"), EngineInputs(engine="trtllm", tp=4))
     assert extra == 128256 * 4096 * 2 * 3 / 4
+
+
+def test_trtllm_runtime_buffers_are_sized_at_its_max_num_tokens_not_the_context(catalog):
+    """TensorRT-LLM sizes its runtime buffers for max_num_tokens (8,192 by default in its BuildConfig and LLM API),
+    not the model's 131,072-token context, which had charged Llama 3.1 8B 12.7 GiB of buffers on an RTX 3090 and
+    refused it. Activation model at 8,192 tokens and 256 sequences: 8,192 x (3 x 14,336 + 2 x 4,096) x 2 B
+    = 838,860,800 B, plus 256 x 128,256 x (2 + 4) B = 197,001,216 B of logits: 1,035,862,016 B (0.96 GiB)."""
+    m, g = catalog.model("llama-3.1-8b"), catalog.gpu("rtx3090")
+    weights = weight_bytes(m, quant_format("bf16"), "all").bytes_total
+    led = engine_ledger(m, g, weights, EngineInputs(engine="trtllm"))
+    assert led.activation_peak_bytes == 1_035_862_016
+    assert led.kv_cache_bytes > 6 * GiB and led.kv_cache_tokens > 50_000
+    given = engine_ledger(m, g, weights, EngineInputs(engine="trtllm", max_num_batched_tokens=4096))
+    assert given.activation_peak_bytes == 4096 * (3 * 14336 + 2 * 4096) * 2 + 197_001_216
+
+
+def test_a_trtllm_shortfall_is_not_shrunk_by_the_free_fraction(catalog):
+    """Where the weights leave nothing free the fraction of free memory is no cache: the ledger keeps the whole
+    shortfall (-4.36 GiB was printed as x 0.9 = -3.92 GiB) and drops the fraction's line."""
+    m, g = catalog.model("llama-3.1-70b"), catalog.gpu("rtx3090")
+    weights = weight_bytes(m, quant_format("bf16"), "all").bytes_total
+    led = engine_ledger(m, g, weights, EngineInputs(engine="trtllm"))
+    free = dict(led.steps)["free"]
+    assert free < 0 and led.kv_cache_bytes == free
+    assert not any(label.startswith("x ") for label, _ in led.steps)

@@ -22,7 +22,7 @@ that would do, weights / free: 0.9113 for DeepSeek-V4-Pro FP8 at tp 8 on H200s, 
 mem usage=125.65 GB' (SemiAnalysisAI/InferenceX#2128), which `min_fraction` reproduces.
 TensorRT-LLM: kv_cache_free_gpu_mem_fraction x the memory free after the engine and its runtime buffers
 (TensorRT-LLM#224: a fraction of *free* memory); the runtime buffers are an input, by default the activation
-model above at max_num_batched_tokens (TensorRT-LLM#1400, batch 1 and 4,096 tokens: +0.2% on its 132,608
+model above at max_num_tokens (given, else TensorRT-LLM's default 8,192) (TensorRT-LLM#1400, batch 1 and 4,096 tokens: +0.2% on its 132,608
 tokens; #224, whose build settings are unknown: +59%; tests/test_engines.py prints the table).
 """
 
@@ -37,6 +37,9 @@ from llmsize.estimate.kv import kv_bytes
 from llmsize.units import GiB
 
 ENGINES = ("vllm", "sglang", "trtllm")
+# TensorRT-LLM's max_num_tokens when not given (BuildConfig and the LLM API's default, trtllm-serve's --max_num_tokens):
+# the tokens one forward batches, what its runtime buffers are sized for, not the model's context
+TRTLLM_MAX_NUM_TOKENS = 8192
 ACT_BYTES = 2
 DEFAULT_NON_TORCH_BYTES = int(0.3 * GiB)  # logs: 0.03 GiB (vllm#13882), 0.35 GiB (vllm#10517)
 DEFAULT_BLOCK_SIZE = 16  # vLLM and TensorRT-LLM tokens per block
@@ -488,15 +491,17 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
     else:
         nt = e.non_torch_bytes if e.non_torch_bytes is not None else DEFAULT_NON_TORCH_BYTES * e.tp
         runtime = e.runtime_bytes if e.runtime_bytes is not None else activation_peak_bytes(
-            model, e.max_num_batched_tokens or max(max_len, 2048), e.max_num_seqs)
+            model, e.max_num_batched_tokens or TRTLLM_MAX_NUM_TOKENS, e.max_num_seqs)
         act, non_torch = runtime, nt
         free = total - weights_bytes - runtime - non_torch
         budget = free
-        kv_cache = free * e.gpu_util
+        kv_cache = free * e.gpu_util if free > 0 else free  # a shortfall stays whole: no fraction makes it fit
         steps = (("- weights", weights_bytes), ("- non-torch memory", non_torch), ("- runtime buffers", runtime),
-                 ("free", free), (f"x {e.gpu_util:g} kv_cache_free_gpu_mem_fraction", kv_cache))
+                 ("free", free)) + (((f"x {e.gpu_util:g} kv_cache_free_gpu_mem_fraction", kv_cache),) if free > 0
+                                    else ())
         version = "kv_cache_free_gpu_mem_fraction of the free memory after engine and runtime buffers"
-        how = "given" if e.runtime_bytes is not None else "modelled as vLLM's activation peak"
+        how = ("given" if e.runtime_bytes is not None else "modelled as vLLM's activation peak over "
+               f"max_num_tokens {e.max_num_batched_tokens or TRTLLM_MAX_NUM_TOKENS:,}")
         notes.append(f"Runtime buffers {runtime / GiB:.2f} GiB ({how}); TensorRT-LLM's exact formula is not "
                      "verified here.")
     layout = v1_layout(model, e.kv_dtype, e.block_size) if v1 else None

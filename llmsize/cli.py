@@ -858,6 +858,9 @@ def compare(
             ": llama.cpp's Vulkan build, on NVIDIA and AMD cards (- on Apple cards, where it runs on Metal, on AMD "
             "Instinct cards, which AMD's Vulkan drivers do not run, and on Intel Arc cards, not fitted yet)."
             if gpu_backend == "vulkan" else ": - on cards whose own backend it is not."))
+    beyond = next((n for r in rows if r.plan for n in r.plan.notes if n.startswith("--context ")), None)
+    if beyond:  # the plan's own note: the figures are for a context the model's engines refuse
+        notes.append(beyond[0].upper() + beyond[1:] + ".")
     served = {r.users_served for r in rows if r.plan}
     if any(s < users for s in served):
         notes.append(f"Rows whose cache holds fewer than {users} sequences are aggregated at what it holds.")

@@ -206,3 +206,14 @@ def test_markdown_keeps_a_hostile_model_name_inert(run_cli, tmp_path):
     code, out, err = run_cli("compare", "odd", "--gpus", "h100", "--format", "markdown", "--catalog", str(tmp_path))
     assert code == 0, err
     assert out.startswith("**") and "<script>" not in out and "&lt;script>" in out and "\\| x" in out
+
+
+def test_a_context_beyond_the_models_limit_is_said_under_the_table(run_cli):
+    """compare at --context 100,000 for Qwen3 30B A3B (max_position_embeddings 40,960) printed seqs and TTFTs
+    for a context its engines refuse, without a word; plan says it, and now compare does too."""
+    code, out, err = run_cli("compare", "qwen3-30b-a3b", "--gpus", "rtx5090,h100", "--context", "100000")
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert "--context 100,000 is beyond the model's max_position_embeddings 40,960: engines refuse it" in flat
+    code, out, err = run_cli("compare", "qwen3-30b-a3b", "--gpus", "rtx5090,h100", "--context", "32768")
+    assert code == 0 and "max_position_embeddings" not in out

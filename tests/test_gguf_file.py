@@ -561,3 +561,13 @@ def test_importing_a_file_of_its_own_mix_warns_that_the_entry_sizes_the_recipe(t
     assert "# warning: the file holds" in out
     code, out, err = run_cli("plan", str(path), "--gpu", "rtx4090")  # planning the file itself: its own bytes
     assert code == 0 and "recipe writes" not in err + out
+
+
+def test_a_gguf_whose_mapped_model_is_invalid_points_at_the_file_not_a_config(tmp_path, run_cli):
+    """More KV heads than query heads: the schema refuses the mapped model, and the advice names the GGUF file
+    (it said to check a config.json the user never gave)."""
+    p = llama(heads=2, kv=4).write(tmp_path / "kv.gguf")
+    code, out, err = run_cli("plan", str(p), "--gpu", "h100")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "must be a multiple of num_key_value_heads (4)" in err and "Check the GGUF file" in err
+    assert "config.json" not in err

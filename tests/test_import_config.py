@@ -206,7 +206,10 @@ CORE = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "in
     ({"model_type": "llama", **CORE, "quantization_config": {"quant_method": "fp8", "weight_block_size": [0, 0]}},
      r"weight_block_size \[0, 0\] is not two positive block sides"),
     ({"model_type": "llama", "num_hidden_layers": "many"}, "num_hidden_layers is 'many'; expected an integer"),
-    ({"model_type": "llama", **CORE, "num_attention_heads": 7, "num_key_value_heads": 2}, "invalid at"),
+    ({"model_type": "llama", **CORE, "num_attention_heads": 7, "num_key_value_heads": 2, "head_dim": 16},
+     "invalid at"),
+    ({"model_type": "llama", **CORE, "num_attention_heads": 7}, "hidden_size 64 is not a multiple of "
+     "num_attention_heads 7"),
     ({"model_type": "gemma4", "num_hidden_layers": 2, "layer_types": ["full_attention"], "hidden_size": 8,
       "intermediate_size": 8, "num_attention_heads": 1, "vocab_size": 4}, "layer_types has 1 entries"),
     ({"model_type": "nemotron_h", "hybrid_override_pattern": "X*", "num_hidden_layers": 2, "hidden_size": 8,

@@ -152,6 +152,8 @@ def _cfg(tmp_path, **changes) -> Path:
     ({"num_hidden_layers": 10**9}, "expected an integer from 1 to 65,536"),
     ({"num_key_value_heads": -8}, "num_key_value_heads is '-8'"),
     ({"tie_word_embeddings": "yes"}, "tie_word_embeddings is 'yes'; expected true or false"),
+    # 4,096 / 24 heads planned silently as "24q/8kv x 170": a head width rounded down
+    ({"num_attention_heads": 24}, "hidden_size 4,096 is not a multiple of num_attention_heads 24"),
 ])
 def test_required_fields_and_types(run_cli, tmp_path, changes, needle):
     p = _cfg(tmp_path, **changes)

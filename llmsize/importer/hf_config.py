@@ -183,11 +183,25 @@ DEFAULTS = {
 }
 
 
+def _head_dim(c: _Cfg, heads: int, *keys: str) -> int:
+    """A head's width: the config's head_dim (or the first of `keys` it has), else hidden_size / heads, which
+    must divide: a width rounded down would cost a cache and projections the checkpoint does not have."""
+    for key in ("head_dim",) + keys:
+        if c.get(key):
+            return c.get(key)
+    hidden = c.need("hidden_size")[0]
+    if hidden % heads:
+        raise ConfigError(f"{c.where}: hidden_size {hidden:,} is not a multiple of num_attention_heads {heads:,}, "
+                          "and no head_dim gives a head's width.",
+                          "Add the model's head_dim to the config, or check num_attention_heads against the model's "
+                          "repository.")
+    return hidden // heads
+
+
 def _heads(c: _Cfg) -> tuple[int, int, int]:
-    hidden, heads = c.need("hidden_size", "num_attention_heads")
+    heads = c.need("num_attention_heads")[0]
     kv = c.get("num_key_value_heads") or heads
-    hd = c.get("head_dim") or hidden // heads
-    return heads, kv, hd
+    return heads, kv, _head_dim(c, heads)
 
 
 def _sliding(c: _Cfg, model_type: str, layers: int) -> list[int | None]:
@@ -340,7 +354,7 @@ def map_falcon(c: _Cfg, model_type: str) -> Mapped:
     new = bool(c.get("new_decoder_architecture"))
     kv = (c.get("num_kv_heads") or heads) if new else (1 if c.get("multi_query", True) else heads)
     bias = "all" if c.get("bias") else "none"
-    mixer = _attn("full", heads, kv, hidden // heads, bias=bias)
+    mixer = _attn("full", heads, kv, _head_dim(c, heads), bias=bias)
     mlp = {"kind": "dense", "intermediate_size": c.get("ffn_hidden_size") or 4 * hidden, "gated": False}
     if c.get("bias"):
         mlp["bias"] = True
@@ -465,7 +479,7 @@ def map_nemotron_h(c: _Cfg, model_type: str) -> Mapped:
                           "norms": 1})
         elif ch == "*":
             heads, kv = c.need("num_attention_heads", "num_key_value_heads")
-            hd = c.get("head_dim") or c.get("attention_head_dim") or c.need("hidden_size")[0] // heads
+            hd = _head_dim(c, heads, "attention_head_dim")
             specs.append({"mixer": _attn("full", heads, kv, hd), "norms": 1})
         elif ch == "-":
             specs.append({"mlp": {"kind": "dense", "intermediate_size": c.need("intermediate_size")[0],
@@ -498,7 +512,7 @@ def map_qwen3_hybrid(c: _Cfg, model_type: str) -> Mapped:
     state = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(c.get("mamba_ssm_dtype"), "fp32")
     linear = {"kind": "linear", "num_key_heads": kh, "num_value_heads": vh, "key_head_dim": kd, "value_head_dim": vd,
               "conv_kernel": conv, "state_dtype": state}
-    hd = c.get("head_dim") or c.need("hidden_size")[0] // heads
+    hd = _head_dim(c, heads)
     full = _attn("full", heads, kv, hd, qk_norm=True, output_gate=bool(c.get("attn_output_gate", True)))
     if c.get("num_experts"):
         experts, k, inter = c.need("num_experts", "num_experts_per_tok", "moe_intermediate_size")

@@ -39,7 +39,9 @@ def read_json(path: Path) -> dict:
 def _spec_error(where: Path, err: ValidationError) -> ConfigError:
     e = err.errors()[0]
     loc = ".".join(str(x) for x in e["loc"])
-    return ConfigError(f"{where}: the mapped model is invalid at {loc}: {e['msg']}.")
+    hint = ("Check the GGUF file against the model's repository (or give the catalog id of a model with its shapes)."
+            if str(where).lower().endswith(".gguf") else None)
+    return ConfigError(f"{where}: the mapped model is invalid at {loc}: {e['msg']}.", hint)
 
 
 def build(raw: dict, hf_quant: dict | None, cfg_where: str, quant_where: str, folder_name: str,

@@ -38,6 +38,7 @@ from llmsize.options import (
     CompileOpt,
     ComputeOpt,
     ContextOpt,
+    FitContextOpt,
     CpuMoeOpt,
     CudagraphOpt,
     DeviceOpt,
@@ -95,6 +96,7 @@ from llmsize.options import (
     NonTorchOpt,
     not_one_of,
     OnePerModelOpt,
+    PlanContextOpt,
     FitSortOpt,
     MinTokSOpt,
     OslOpt,
@@ -244,7 +246,7 @@ def plan(
     kv_dtype: KvDtypeOpt = None,
     kv_policy: KvPolicyOpt = None,
     spec: SpecOpt = None,
-    context: ContextOpt = None,
+    context: PlanContextOpt = None,
     batch: BatchOpt = 1,
     prompt: PromptOpt = None,
     gpu_util: GpuUtilOpt = None,
@@ -394,6 +396,10 @@ def plan(
     # the runtime the plan is for (its share of the card, the expected speed): --runtime, else the engine whose
     # ledger is planned, else the serving engine whose launch line is emitted
     plan_runtime = (runtime.lower() if runtime else None) or engine or (emit if emit in ("vllm", "sglang") else None)
+    if runtime and engine and _runtime_family(runtime) != _runtime_family(engine):
+        raise InvalidValueError(f"--runtime {runtime} asks for {runtime}'s expected speed, and --engine {engine} plans "
+                                f"{engine}'s memory ledger: one plan is sized for one runtime.",
+                                "Drop --runtime (--engine sets it), or give both the same runtime.")
     if emit in ("vllm", "sglang") and plan_runtime != emit:
         raise InvalidValueError(f"--emit {emit} prints {emit}'s launch line, and this plan is sized for "
                                 f"{plan_runtime} (its share of the card, its ledger).",
@@ -667,11 +673,21 @@ def _stages(pp: int | None, nodes: int | None) -> int:
     return pp if pp is not None else (nodes or 1)
 
 
-def _import_source(model: str | None, hub: str | None, estimate_only: bool = False, hub_file: str | None = None):
+# what each command that takes a model or --hub shows as an example when given neither (or both)
+_MODEL_EXAMPLES = {"plan": "llmsize plan gemma-4-12b --gpu h200",
+                   "compare": "llmsize compare gemma-4-12b --vendor nvidia",
+                   "roofline": "llmsize roofline gemma-4-12b --gpu h200", "kv": "llmsize kv llama-3.1-8b",
+                   "import": "llmsize import ./my-model -o my-model.yaml"}
+
+
+def _import_source(model: str | None, hub: str | None, estimate_only: bool = False, hub_file: str | None = None,
+                   command: str = "plan"):
     """An Imported for a path or --hub, None for a catalog name."""
     if (model is None) == (hub is None):
-        raise InvalidValueError("Give a model (catalog id or path) or --hub ORG/NAME, not both or neither.",
-                                "e.g. `llmsize plan gemma-4-12b --gpu h200` or `--hub google/gemma-3-27b-it`.")
+        what = "a checkpoint (a folder, config.json or .gguf file)" if command == "import" else \
+            "a model (catalog id or path)"
+        raise InvalidValueError(f"Give {what} or --hub ORG/NAME, not both or neither.",
+                                f"e.g. `{_MODEL_EXAMPLES[command]}` or `--hub google/gemma-3-27b-it`.")
     if hub_file is not None and hub is None:
         raise InvalidValueError(f"--file `{hub_file}` needs --hub ORG/NAME.",
                                 "For a local file, pass its path as the model: `llmsize plan ./model.gguf ...`.")
@@ -743,7 +759,7 @@ def import_(
             raise InvalidValueError(f"-o `{output}` and --id `{model_id}` differ: a catalog file is named after its "
                                     "id.", f"Write it to {output.with_name(model_id + '.yaml')}, or drop --id.")
         check_id(model_id, "-o")
-    im = _import_source(None if path is None else str(path), hub, estimate_only, hub_file)
+    im = _import_source(None if path is None else str(path), hub, estimate_only, hub_file, command="import")
     _warn(im)
     if (recipe := recipe_warning(im)) is not None:
         sys.stderr.write(f"Warning: {recipe}\n")
@@ -809,7 +825,7 @@ def compare(
     from llmsize.estimate.plan import PlanInputs
 
     cat = _catalog(catalog)
-    im = _import_source(model, hub, estimate_only, hub_file)
+    im = _import_source(model, hub, estimate_only, hub_file, command="compare")
     _warn(im)
     m = im.spec if im is not None else cat.model(model)
     check_backend(gpu_backend, runtime, fmt_id=quant or m.release.quant)
@@ -925,7 +941,7 @@ def roofline(
     if output is not None:
         charts.check_image_path(output)
     cat = _catalog(catalog)
-    im = _import_source(model, hub, estimate_only, hub_file)
+    im = _import_source(model, hub, estimate_only, hub_file, command="roofline")
     _warn(im)
     m = im.spec if im is not None else cat.model(model)
     inputs = PlanInputs(quant=quant, kv_dtype=kv_dtype.lower(), context_tokens=context)
@@ -967,7 +983,7 @@ def kv(
     if output is not None:
         charts.check_image_path(output)
     cat = _catalog(catalog)
-    im = _import_source(model, hub, estimate_only, hub_file)
+    im = _import_source(model, hub, estimate_only, hub_file, command="kv")
     _warn(im)
     m = im.spec if im is not None else cat.model(model)
     limit = max_context or m.max_position_embeddings
@@ -1027,7 +1043,7 @@ def gpus(
 @_command("fit")
 def fit_cmd(
     gpu: GpuOpt = "",
-    context: ContextOpt = None,
+    context: FitContextOpt = None,
     runtime: RuntimeOpt = None,
     host_memory: HostMemoryOpt = None,
     host_bandwidth_gb_s: HostBandwidthOpt = None,
@@ -1080,7 +1096,9 @@ def fit_cmd(
 
     elsewhere = not_on(rid, g) if runtime else None  # a runtime named for a card it does not run on
     if elsewhere:
-        raise InvalidValueError(f"--runtime {runtime} on {g.id}: {elsewhere}.", "Pick a runtime that runs there.")
+        why, _, advice = elsewhere.partition("; pick ")  # its advice is the hint, said once
+        raise InvalidValueError(f"--runtime {runtime} on {g.id}: {why}.",
+                                f"Pick {advice}." if advice else "Pick a runtime that runs there.")
     runtimes = {r.id: r for r in cat.runtimes.all()}
     if min_tok_s is not None:  # a floor on a figure the card has none of would drop every row: say why instead
         from llmsize.estimate.fleet import runtime_refusal
@@ -1126,7 +1144,7 @@ def fit_cmd(
                      "fitting": fitting, "rows": fit_rows_to_dicts(rows), "skipped": skipped, "notes": fit_notes})
     else:
         render_fit(rows[:top], g, rid, context, host, skipped, len(rows), _console(), sort.lower(), min_tok_s,
-                   fitting, one_per_model, fit_notes, fit_engine)
+                   fitting, one_per_model, fit_notes, fit_engine, wired_limit=wired_limit_gb is not None)
 
 
 def _no_card_serves(rows, w, mode: str | None = None, what: str = "") -> InvalidValueError:
@@ -1613,6 +1631,13 @@ def _refuse_cache(rid: str | None, flag: str, kv_dtype: str | None, instead: str
                                 f"{instead or f'drop {flag} for the format' + chr(39) + 's what-if'}.")
 
 
+def _runtime_family(name: str) -> str:
+    """The runtime a --runtime or --engine name runs: Ollama and LM Studio run llama.cpp."""
+    from llmsize.estimate.speed import RUNTIME_ALIASES
+
+    return RUNTIME_ALIASES.get(name.lower(), name.lower())
+
+
 def _check_engine_takes(p, g, engine, emit, runtime, plan_runtime, kv_dtype) -> None:
     """Refuse a ledger, a launch line or an asked-for runtime's figure the engine could not give: llama.cpp's on a
     card it does not run on, a serving engine's with a cache dtype it does not store, a launch line for weights it
@@ -1707,6 +1732,37 @@ def _given_value(err, argv: list[str] | None) -> str:
     return ""
 
 
+def _conflicting_repeat(command, args: list[str]) -> str | None:
+    """A single-valued option given twice with different values (`--gpu h100 --gpu h200`), or both sides of a flag
+    pair (`--one-per-model --all-formats`): the parser keeps the last silently, so the run would answer a question
+    the user did not ask. The message, or None."""
+    sub = getattr(command, "commands", {}).get(args[0]) if args else None
+    if sub is None:
+        return None
+    tokens = args[1:args.index("--")] if "--" in args else args[1:]
+    for param in sub.params:
+        if getattr(param, "param_type_name", "") != "option" or param.multiple or getattr(param, "count", False):
+            continue
+        given = []  # (name, value) in order
+        for i, tok in enumerate(tokens):
+            for name in param.opts + param.secondary_opts:
+                if tok == name:
+                    value = None if param.is_flag else (tokens[i + 1] if i + 1 < len(tokens) else None)
+                    given.append((name, value))
+                elif name.startswith("--") and tok.startswith(name + "="):
+                    given.append((name, tok.split("=", 1)[1]))
+        if len(set(given)) > 1:
+            if param.is_flag:
+                names = sorted({n for n, _ in given}, key=[n for n, _ in given].index)
+                return f"{' and '.join(names)} contradict each other. Give one of them."
+            name = given[0][0]
+            values = ", then ".join(f"`{shown(v)}`" for _, v in given)
+            times = "twice" if len(given) == 2 else f"{len(given)} times"
+            listed = ", as one comma list" if "comma" in (param.help or "").lower() else ""
+            return f"{name} is given {times} ({values}): {sub.name} takes one. Give {name} once{listed}."
+    return None
+
+
 def _drop_stdout() -> None:
     """Point the standard output at /dev/null, so the interpreter's flush at exit does not fail a second time."""
     try:
@@ -1727,10 +1783,14 @@ def main(argv: list[str] | None = None) -> None:
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
     with _errors():
+        args = sys.argv[1:] if argv is None else list(argv)
+        first = args[0] if args else None
         try:
-            args = sys.argv[1:] if argv is None else list(argv)
-            first = args[0] if args else None
             command = click_command(first if first in command_names() else None)
+            repeated = _conflicting_repeat(command, args)
+            if repeated:
+                sys.stderr.write(f"Error: {repeated}\n")
+                sys.exit(int(ExitStatus.USAGE))
             rv = command(args=args, prog_name="llmsize", standalone_mode=False)
             sys.stdout.flush()  # a full disk or a closed pipe shows here, not at the interpreter's exit
         except BrokenPipeError:  # the reader went away (`| head`): nothing left to say
@@ -1747,7 +1807,12 @@ def main(argv: list[str] | None = None) -> None:
             sys.stderr.write("Aborted.\n")
             sys.exit(int(ExitStatus.ERROR))
         except _UsageError as e:
+            if type(e).__name__ == "NoArgsIsHelpError" and e.ctx is not None:  # a bare `llmsize`: its help
+                sys.stdout.write(e.ctx.get_help() + "\n")
+                sys.exit(0)
             where = e.ctx.command_path if e.ctx else "llmsize"
+            if where == "llmsize" and first in command_names():  # refused before the command's own context
+                where = f"llmsize {first}"
             msg = printable(e.format_message().replace("\n", " ")).rstrip(".")
             given = _given_value(e, argv)
             if given and given[len(" (got "):-1] not in msg:

@@ -162,12 +162,20 @@ KvPolicyOpt = Annotated[Optional[str], _opt("--kv-policy", help="What-if cap on 
                                             "streaming:WINDOW+SINKS (StreamingLLM) or budget:N (H2O/SnapKV eviction).",
                                             show_default=False)]
 DEFAULT_CONTEXT = 4096  # --context without one
-ContextOpt = Annotated[Optional[int], _opt("--context", help="Tokens per sequence (prompt + output) for the KV cache "
-                                           "and decode; under --engine llamacpp llama.cpp's -c, which its --parallel "
-                                           "slots share (each holds c / np unless --kv-unified); under ollama "
-                                           "num_ctx, each slot's. Default: 4096 (plan --engine ollama: Ollama's own "
-                                           "by the card's memory, 4k under 23 GiB, 32k to 47 GiB, 256k above, the "
-                                           "model's limit at most).", callback=int_range(1), show_default=False)]
+_CONTEXT_HELP = "Tokens per sequence (prompt + output) for the KV cache and decode"
+_OLLAMA_CONTEXT = ("Ollama's own by the card's memory, 4k under 23 GiB, 32k to 47 GiB, 256k above, the model's "
+                   "limit at most")
+# one option, one range; its help says what it means under each command's own options
+ContextOpt = Annotated[Optional[int], _opt("--context", help=f"{_CONTEXT_HELP}. Default: {DEFAULT_CONTEXT}.",
+                                           callback=int_range(1), show_default=False)]
+PlanContextOpt = Annotated[Optional[int], _opt("--context", help=f"{_CONTEXT_HELP}; under --engine llamacpp "
+                                               "llama.cpp's -c, which its --parallel slots share (each holds c / np "
+                                               "unless --kv-unified); under ollama num_ctx, each slot's. Default: "
+                                               f"{DEFAULT_CONTEXT} (--engine ollama: {_OLLAMA_CONTEXT}).",
+                                               callback=int_range(1), show_default=False)]
+FitContextOpt = Annotated[Optional[int], _opt("--context", help=f"{_CONTEXT_HELP}. Default: {DEFAULT_CONTEXT} "
+                                              f"(--runtime ollama: {_OLLAMA_CONTEXT}).", callback=int_range(1),
+                                              show_default=False)]
 BatchOpt = Annotated[int, _opt("--batch", help="Sequences decoded together.", callback=int_range(1, 2**20))]
 PromptOpt = Annotated[Optional[int], _opt("--prompt", help="Prompt tokens for time to first token; default: "
                                           "--context.", callback=int_range(1))]
@@ -371,7 +379,8 @@ MeasureQuantOpt = Annotated[Optional[str], _opt("--quant", help="nvfp4 (Triton d
                                                 "format.", show_default=False)]
 MeasureContextOpt = Annotated[int, _opt("--context", help="Prompt tokens prefilled before decoding.",
                                         callback=int_range(1, MEASURE_MAX_CONTEXT))]
-TokensOpt = Annotated[int, _opt("--tokens", help="Decode steps timed.", callback=int_range(1, 100_000))]
+TokensOpt = Annotated[int, _opt("--tokens", help="Decode steps timed (with --server: output tokens a request, "
+                                 "at least 2, an inter-token gap needing two).", callback=int_range(1, 100_000))]
 MeasureBatchOpt = Annotated[int, _opt("--batch", help="Sequences decoded together (1-256; above 16, NVFP4 needs "
                                       "--gemv auto or words).", callback=int_range(1, 256))]
 DeviceOpt = Annotated[str, _opt("--device", help="cuda, or cpu for a small Gemma-4-shaped model anyone can run.",

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import assert_one_line_error
+
 from llmsize import __version__
 
 REQUIRED_KEYS = [
@@ -116,7 +118,8 @@ def test_the_quantize_lever_is_a_format_the_runtime_loads(run_cli, args, lever):
     (["plan", "gemma-4-12b", "--gpu", "h200", "--compute", "fp5"], 2, "Unknown compute precision `fp5`"),
     (["plan", "gemma-4-12b", "--gpu", "h200", "--context", "abc"], 2, "abc"),
     # a repeated option keeps its last value: the message names that one, not the first
-    (["plan", "gemma-4-12b", "--gpu", "h200", "--context", "5", "--context", "x1"], 2, "(got `x1`)"),
+    # a repeated option is refused naming both values (the parser would keep the last one silently)
+    (["plan", "gemma-4-12b", "--gpu", "h200", "--context", "5", "--context", "x1"], 2, "(`5`, then `x1`)"),
     (["plan", "gemma-4-12b"], 2, "--gpu"),
     (["show", "nothing-like-this"], 2, "neither a card nor a model"),
     (["show", "arc-b58"], 2, "neither a card nor a model in the catalog. Did you mean `arc-b580`"),
@@ -350,3 +353,41 @@ def test_an_offload_says_the_longest_context_it_holds(run_cli):
                              "40", "--host-memory", "ryzen-9000", "--context", str(n + 16384), "--json")
     e = json.loads(out)["engine"]  # past it (beyond --fit's margin), the placement does not fit
     assert code == 0 and not e["fits"] and e["max_context_tokens"] == n
+
+
+def test_a_bare_llmsize_prints_its_help(run_cli):
+    """A new user's first command printed the whole help squashed into one error line, exit 2."""
+    code, out, err = run_cli()
+    assert code == 0 and err == ""
+    assert out.startswith("Usage: llmsize") and "plan" in out and "compare" in out and len(out.splitlines()) > 10
+
+
+@pytest.mark.parametrize("argv, needle", [
+    # the parser kept the last silently: a plan of the H200 for a user who named the H100 first
+    (["plan", "gemma-4-12b", "--gpu", "h100", "--gpu", "h200"],
+     "--gpu is given twice (`h100`, then `h200`): plan takes one. Give --gpu once."),
+    (["compare", "gemma-4-12b", "--gpus", "h100", "--gpus=h200"],
+     "--gpus is given twice (`h100`, then `h200`): compare takes one. Give --gpus once, as one comma list."),
+    (["fit", "--gpu", "rtx5060ti", "--all-formats", "--one-per-model"],
+     "--all-formats and --one-per-model contradict each other"),
+    # a vLLM ledger printed beside "Expected in llama.cpp"
+    (["plan", "gemma-4-12b", "--gpu", "h100", "--runtime", "llamacpp", "--engine", "vllm"],
+     "--runtime llamacpp asks for llamacpp's expected speed, and --engine vllm plans vllm's memory ledger"),
+    (["plan", "--context"], "Option '--context' requires an argument. Run `llmsize plan --help`"),
+    (["compare"], "e.g. `llmsize compare gemma-4-12b"),
+    (["import"], "Give a checkpoint (a folder, config.json or .gguf file) or --hub ORG/NAME"),
+])
+def test_conflicting_or_missing_options_are_one_line(run_cli, argv, needle):
+    code, out, err = run_cli(*argv)
+    assert_one_line_error(code, err)
+    assert needle in err, err
+
+
+def test_the_same_value_twice_or_a_listed_option_repeated_is_not_a_conflict(run_cli):
+    code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "h100", "--gpu", "h100", "--json")
+    assert code == 0, err
+    code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "h100", "--runtime", "ollama", "--engine", "llamacpp",
+                             "--quant", "gguf-q4_k_m", "--json")
+    assert code == 0, err
+    code, out, err = run_cli("roofline", "gemma-4-12b", "--gpu", "h100", "--gpu", "h200")  # --gpu is a list here
+    assert code == 0 and "h200" in out, err

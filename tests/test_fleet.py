@@ -997,3 +997,17 @@ def test_launch_lines_pass_trust_remote_code_where_the_checkpoint_needs_it(run_c
     assert code == 0 and "--trust-remote-code" in out, err
     code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "h100-sxm", "--emit", "vllm")
     assert code == 0 and "--trust-remote-code" not in out
+
+
+def test_the_other_modes_row_in_json_has_the_same_keys_as_the_row(run_cli):
+    """A row's `other` (the mode not chosen) lacked tok_s_per_user_low/high, which the rows and the README have."""
+    import json
+
+    code, out, err = run_cli("fleet", "llama-3.1-8b", "--users", "4", "--gpus", "h100,rtx4090", "--json")
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    others = [r["other"] for r in rows if r["other"]]
+    assert others
+    for o in others:
+        assert set(o) - {"other"} == set(rows[0]) - {"other", "simulated"}
+        assert o["tok_s_per_user_low"] <= o["tok_s_per_user"] <= o["tok_s_per_user_high"]

@@ -388,13 +388,13 @@ def test_a_non_gguf_release_under_llamacpp_names_the_nearest_gguf_type(run_cli):
 def test_a_ubatch_above_the_default_batch_passes_its_batch(run_cli):
     """llama.cpp caps -ub at -b (2048 by default): a 4096-token ubatch, which the ledger's compute buffer is sized
     for, needs -b 4096 on the command line; Ollama's num_batch sets both."""
-    base = ("plan", "llama-3.1-8b", "--gpu", "rtx4060ti", "--quant", "gguf-q4_k_m", "--ubatch-size", "4096")
-    code, out, err = run_cli(*base, "--emit", "llama-server")
+    base = ("plan", "llama-3.1-8b", "--gpu", "rtx4060ti", "--quant", "gguf-q4_k_m")
+    code, out, err = run_cli(*base, "--ubatch-size", "4096", "--emit", "llama-server")
     line = out.strip().splitlines()[-1].split()
     assert line[line.index("-b") + 1] == "4096" and line[line.index("-ub") + 1] == "4096"
     code, out, err = run_cli(*base, "--emit", "llama-server", "--ubatch-size", "1024")
     assert "-b" not in out.strip().splitlines()[-1].split()
-    code, out, err = run_cli(*base, "--emit", "ollama")
+    code, out, err = run_cli(*base, "--ubatch-size", "4096", "--emit", "ollama")
     assert "PARAMETER num_batch 4096" in out
 
 

@@ -33,8 +33,11 @@ BASE = ("--context", "300", "--tokens", "12")
 
 
 def _measure(run_cli, b: Behaviour, *args: str):
+    """measure --server on a fake server, with BASE's options save those `args` give (an option given twice with
+    two values is refused)."""
+    base = [x for opt, value in zip(BASE[::2], BASE[1::2]) if opt not in args for x in (opt, value)]
     with FakeServer(b) as s:
-        code, out, err = run_cli("measure", "--server", s.url, *BASE, *args)
+        code, out, err = run_cli("measure", "--server", s.url, *base, *args)
     return code, out, err, s
 
 

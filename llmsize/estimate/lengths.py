@@ -107,7 +107,8 @@ def _from_csv(path: Path, column: str, option: str) -> Lengths:
         raise InvalidValueError(f"{option} {path}: the file is empty.", "Give one length a line, or a column "
                                 f"named {column}.")
     head = [h.strip().lower() for h in rows[0][1]]
-    if column not in head and not re.fullmatch(r"\d+", head[0] if head else ""):
+    # a first cell that is a number (100.5, -3) is a bad length on line 1, not a header: the loop below says so
+    if column not in head and not re.fullmatch(r"[-+]?[\d.]+(?:e[-+]?\d+)?", head[0] if head else ""):
         raise InvalidValueError(f"{option} {path}: its header ({', '.join(h[:20] for h in head[:6])}) has no "
                                 f"`{column}` column.", f"Name the column {column}, or give one length a line.")
     col, body = (head.index(column), rows[1:]) if column in head else (0, rows)

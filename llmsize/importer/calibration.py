@@ -254,6 +254,10 @@ def read_run(path: Path) -> Run:
             raise _bad(path, "neither JSON nor CSV") from None
         if rows and "avg_ts" in rows[0]:
             return _llama_bench(rows, path)
+        if not stripped:
+            raise _bad(path, "an empty file")
+        if "," not in text.splitlines()[0]:  # one column or none: a YAML or text file, not a table
+            raise _bad(path, "neither JSON nor a llama-bench CSV")
         raise _bad(path, "a CSV without llama-bench's columns")
     if isinstance(data, list):
         return _llama_bench(data, path)

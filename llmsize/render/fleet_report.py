@@ -71,8 +71,10 @@ def fleet_to_dict(model, w, runtime, currency, rows, sims: dict | None = None, k
     out_rows = []
     for r in rows:
         d = asdict(r)
-        band = r.tok_s_per_user_band
-        d["tok_s_per_user_low"], d["tok_s_per_user_high"] = band if band else (None, None)
+        for row, out in ((r, d), (r.other, d.get("other"))):  # the row, and the other mode's beside it
+            if row is not None and out is not None:
+                band = row.tok_s_per_user_band
+                out["tok_s_per_user_low"], out["tok_s_per_user_high"] = band if band else (None, None)
         if sims is not None and r.card in sims:
             other, sim = sims[r.card]
             (d["other"] if other and d.get("other") else d)["simulated"] = _simulated(sim)

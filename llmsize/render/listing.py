@@ -39,16 +39,16 @@ def render_gpus(gpus: list[GpuSpec], console) -> None:
 
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="Accelerators (dense TFLOPS, no sparsity)",
               title_justify="left")
-    for col, just in [("id", "left"), ("vendor", "left"), ("VRAM", "right"), ("GB/s", "right"),
+    for col, just in [("id", "left"), ("vendor", "left"), ("VRAM GiB", "right"), ("GB/s", "right"),
                       ("bf16", "right"), ("fp8", "right"), ("fp4", "right"), ("W", "right"), ("year", "right")]:
         t.add_column(col, justify=just, no_wrap=True)
     for g in gpus:
         tf = g.dense_tflops
-        t.add_row(g.id, g.vendor, f"{g.memory_size:g} {g.memory_vendor_unit}", _num(g.bandwidth_gb_s),
+        t.add_row(g.id, g.vendor, f"{g.memory_bytes / GiB:.4g}", _num(g.bandwidth_gb_s),
                   _num(tf.bf16), _num(tf.fp8), _num(tf.fp4), _num(g.tdp_w), str(g.year))
     print_rich(console, t)
-    console.print(f"{len(gpus)} cards. VRAM as the vendor writes it (GB meaning GiB of devices); "
-                  "GB/s decimal. `llmsize show ID` for sources.", style="dim")
+    console.print(f"{len(gpus)} cards. VRAM in GiB (2^30 B), as plan sizes it: a vendor's \"24 GB\" card holds 24 GiB "
+                  "of devices; GB/s decimal (10^9 B/s). `llmsize show ID` for sources.", style="dim")
 
 
 def render_models(models: list[ModelSpec], console) -> None:

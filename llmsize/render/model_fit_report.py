@@ -18,7 +18,7 @@ def _tok(x: float) -> str:
 
 def render_fit(rows, gpu, runtime, context, host, skipped, total, console, sort: str = "tok_s",
                min_tok_s: float | None = None, fitting: int | None = None, one_per_model: bool = False,
-               notes: list[str] | tuple[str, ...] = (), engine: str | None = None) -> None:
+               notes: list[str] | tuple[str, ...] = (), engine: str | None = None, wired_limit: bool = False) -> None:
     from llmsize.render.columns import print_table
 
     where = f", host memory {host.name} ({host.bandwidth_gb_s:.1f} GB/s)" if host else ""
@@ -37,8 +37,11 @@ def render_fit(rows, gpu, runtime, context, host, skipped, total, console, sort:
                                      "ceiling"], cells, left=(0, 1, 3))
     else:
         console.print(title, style="bold")
-        console.print(" none: no model/format pair is left (lower --min-tok-s or --context, or give --host-memory "
-                      "for the offloaded ones' speed)", markup=False, highlight=False)
+        advice = ([f"lower --min-tok-s {min_tok_s:g}"] if min_tok_s is not None else []) + \
+            (["raise --wired-limit-gb"] if wired_limit else []) + [f"lower --context {context:,}"] + \
+            ([] if host else ["give --host-memory for the offloaded ones' speed"])
+        console.print(f" none: no model/format pair is left ({', or '.join(advice)})", markup=False,
+                      highlight=False)
     for n in [*notes, *sorted({r.note for r in rows if r.note})]:
         console.print(f" {n}", style="dim", markup=False, highlight=False)
     order = "largest model first (--sort size)" if sort == "size" else "fastest expected first"
@@ -49,6 +52,11 @@ def render_fit(rows, gpu, runtime, context, host, skipped, total, console, sort:
         kept.append("one a model, its best format; --all-formats keeps every one")
     what = f"{total} kept of {fitting} fitting model/format pairs ({', '.join(kept)})" if kept and fitting is not None \
         else f"{total} fitting model/format pairs"
+    if not rows:
+        counted = what if total or fitting else "no model/format pair fits"
+        console.print(f"{'0 of ' if total or fitting else ''}{counted}; {skipped} pair(s) could not be planned.",
+                      style="dim")
+        return
     console.print(f"{len(rows)} of {what} shown (--top), {order}; {skipped} "
                   "pair(s) could not be planned. tok/s: expected decode at batch 1 (band: held-out p5-p95); bpw: bits "
                   "per quantized weight (a GGUF file's "

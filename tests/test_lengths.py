@@ -134,6 +134,11 @@ def test_spreadsheet_csvs_and_spelling_are_accepted(tmp_path):
     with pytest.raises(LlmsizeError) as e:
         parse_lengths(str(g), "--isl")
     assert "line 3" in e.value.message
+    h = tmp_path / "decimal.csv"  # a number on the first line is a bad length there, not a header
+    h.write_text("100.5\n200\n")
+    with pytest.raises(LlmsizeError) as e:
+        parse_lengths(str(h), "--isl")
+    assert "line 1: `100.5` is not a token count" in e.value.message
 
 
 @pytest.mark.parametrize("args,needle", [

@@ -116,6 +116,12 @@ def test_fit_sorts_by_size_and_drops_rows_below_a_speed(run_cli):
     assert "largest model first (--sort size)" in " ".join(out.split())
     code, out, err = run_cli("fit", "--all-formats", "--gpu", "rtx4060ti16", "--min-tok-s", "100000")
     assert code == 0 and "none: no model/format pair is left" in out and "0 kept of" in " ".join(out.split())
+    assert "lower --min-tok-s 100000" in " ".join(out.split())
+    # a wired limit that leaves nothing: the advice names it, and the count says none fits (it read "0 of 0 kept of 0")
+    code, out, err = run_cli("fit", "--gpu", "m3-ultra", "--wired-limit-gb", "1")
+    flat = " ".join(out.split())
+    assert code == 0 and "raise --wired-limit-gb" in flat and "--min-tok-s" not in flat
+    assert "No model/format pair fits" in flat and "0 of 0" not in flat
     for args, needle in ((["--sort", "speed"], "--sort"), (["--min-tok-s", "-1"], "--min-tok-s"),
                          (["--min-tok-s", "nan"], "--min-tok-s")):
         code, out, err = run_cli("fit", "--all-formats", "--gpu", "rtx4060ti16", *args)

@@ -950,7 +950,9 @@ MEASURE_RUN = '{"run": {"device": "cuda", "batch": %s, "context_tokens": 10}, "d
 
 
 @pytest.mark.parametrize("content, words", [
-    ("", ""), ("{}", ""), ("[1, 2]", ""), ("not,a,bench\n1,2,3\n", ""), ('{"median_tpot_ms": "x"}', ""),
+    # an empty file and a YAML file were both "a CSV without llama-bench's columns"
+    ("", "an empty file"), ("a: 1\n", "neither JSON nor a llama-bench CSV"), ("{}", ""), ("[1, 2]", ""),
+    ("not,a,bench\n1,2,3\n", "a CSV without llama-bench's columns"), ('{"median_tpot_ms": "x"}', ""),
     (MEASURE_RUN % (1, "NaN"), ""),
     # a hostile-input pass: a zero time per token divided by zero; a batch of 10^14 calibrated to 0.7 tok/s; a TTFT
     # of 10^-300 s printed as one; an unknown card id named no file

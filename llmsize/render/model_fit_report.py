@@ -53,7 +53,7 @@ def render_fit(rows, gpu, runtime, context, host, skipped, total, console, sort:
     what = f"{total} kept of {fitting} fitting model/format pairs ({', '.join(kept)})" if kept and fitting is not None \
         else f"{total} fitting model/format pairs"
     if not rows:
-        counted = what if total or fitting else "no model/format pair fits"
+        counted = what if total or fitting else "No model/format pair fits"
         console.print(f"{'0 of ' if total or fitting else ''}{counted}; {skipped} pair(s) could not be planned.",
                       style="dim")
         return

@@ -278,6 +278,49 @@ def test_vllm_24577_qwen3_0_6b_on_an_a100(catalog, tmp_path):
     assert led.max_concurrency == pytest.approx(159.21, rel=0.05)
 
 
+def test_vllm_0_28_qwen3_14b_bf16_and_awq_on_an_l40s(catalog):
+    """jinwoong, "LLM 최적화 실전 프로젝트 — 단일 인스턴스 처리량 최대화" (blog post of 2026-09-06, slug
+    deep-learning/llm-optimization-capstone): vLLM 0.28.0, one L40S (AWS g6e.2xlarge, 46,068 MiB), `vllm serve
+    Qwen/Qwen3-14B` and `Qwen/Qwen3-14B-AWQ` with every default (max_model_len 40,960 from the config). Logged:
+    BF16 'Model loading took 27.52 GiB', 'Available KV cache memory: 11.57 GiB', 'GPU KV cache size: 75,824 tokens',
+    'Maximum concurrency for 40,960 tokens per request: 1.85x'; AWQ (the post's table) 9.44 GiB of weights, 29.63
+    GiB and 194,192 tokens, 4.74x. A held-out check of the V1 >= 0.21 ledger on a release it was not built on:
+    40 layers x 2 x 8 KV heads x 128 x 2 B = 163,840 B a token, 16-token blocks."""
+    m, g = catalog.model("qwen3-14b"), catalog.gpu("l40s")
+    for fmt, tokens, concurrency in (("bf16", 75824, 1.85), ("awq-int4-g128", 194192, 4.74)):
+        w = weight_bytes(m, quant_format(fmt), "linear").bytes_total  # AWQ keeps the embeddings in 16 bits
+        assert w / GiB == pytest.approx(27.52 if fmt == "bf16" else 9.44, rel=0.02)
+        led = engine_ledger(m, g, w, EngineInputs(version="0.28.0"))
+        assert led.block_bytes == 16 * 40 * 2 * 8 * 128 * 2
+        TABLE.append(("jinwoong-l40s", f"GPU KV cache tokens, {fmt} (V1 0.28)", led.kv_cache_tokens, tokens,
+                      led.kv_cache_tokens / tokens - 1))
+        assert led.kv_cache_tokens == pytest.approx(tokens, rel=0.03)
+        assert led.max_concurrency == pytest.approx(concurrency, rel=0.03)
+
+
+def test_sglang_0_4_3_qwq_32b_over_4_l4s_from_its_free_memory(catalog):
+    """didier-durand/llms-in-clouds, docs/sglang.md: SGLang 0.4.3.post4, Qwen/QwQ-32B (Qwen2.5-32B's shapes), tp 4 on
+    4 x L4, mem_fraction_static 0.85 (SGLang's own choice): 'Load weight begin. avail mem=21.63 GB', 'Load weight
+    end ... avail mem=6.09 GB, mem usage=15.54 GB', 'KV Cache is allocated. #tokens: 46611, K size: 1.42 GB'
+    (SGLang's GB are GiB). Given the logged free memory at start (the card's CUDA total less 21.63 GiB) and the
+    logged weights, the pool is SGLang's rule exactly: (21.63 x 0.85 - 15.54) GiB / 65,536 B a token (64 layers x
+    2 x 2 KV heads a rank x 128 x 2 B) = 46,6xx. With the defaults (0.3 GiB x tp of communicators and context, the
+    weights estimated 0.28 GiB under the log) the ledger says 39,009, 16% low: this run's communicators held
+    0.32 GiB, where InferenceX#2128's tp 8 held ~1.9 GiB a card; recorded, the default unchanged."""
+    m, g = catalog.model("qwen2.5-32b"), catalog.gpu("l4")
+    from llmsize.estimate.parallel import shard_model
+
+    card = shard_model(m, 4)
+    non_torch = g.memory_cuda_bytes - 21.63 * GiB
+    led = engine_ledger(card, g, 15.54 * GiB, EngineInputs(engine="sglang", gpu_util=0.85, tp=4,
+                                                           non_torch_bytes=int(non_torch)))
+    assert led.block_bytes == 64 * 2 * 2 * 128 * 2
+    assert led.kv_cache_tokens == pytest.approx(46611, rel=0.01)
+    default = engine_ledger(card, g, _w(card), EngineInputs(engine="sglang", gpu_util=0.85, tp=4))
+    TABLE.append(("sglang-qwq-4xl4", "KV tokens (default free memory)", default.kv_cache_tokens, 46611,
+                  default.kv_cache_tokens / 46611 - 1))
+
+
 def test_gemma_4_31b_pool_reads_ten_times_larger_from_0_21(catalog):
     """vllm-project/vllm#43308 (2026-05-21): Gemma 4 31B (AWQ) on an A100 80GB, utilization 0.9, same pool
     (~50 GB available) in both releases: 'GPU KV cache size' ~55k tokens in 0.20.0 and ~525k in 0.21.0. Not a
@@ -392,7 +435,8 @@ def test_the_table_covers_every_shared_log(catalog, tmp_path):
                  test_trtllm_224_llama2_7b_on_a10, test_vllm_10517_at_29k_the_peak_grows_with_the_batch,
                  test_vllm_recent_4090_point_is_recorded, test_seed_000_pool_is_recorded,
                  test_vllm_21348_qwen3_235b_fp8_on_4_h100_vllm_and_sglang, test_vllm_24577_qwen3_0_6b_on_an_a100,
-                 test_gemma_4_31b_pool_reads_ten_times_larger_from_0_21, test_trtllm_1400_int8_7b_on_an_a100):
+                 test_gemma_4_31b_pool_reads_ten_times_larger_from_0_21, test_trtllm_1400_int8_7b_on_an_a100,
+                 test_vllm_0_28_qwen3_14b_bf16_and_awq_on_an_l40s, test_sglang_0_4_3_qwq_32b_over_4_l4s_from_its_free_memory):
         test(**{name: given[name] for name in inspect.signature(test).parameters})
     for row in TABLE:
         print(f"{row[0]:12s} {row[1]:38s} predicted {row[2]:>10.3f} logged {row[3]:>10.3f} error {row[4]:+.1%}")

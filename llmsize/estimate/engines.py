@@ -22,8 +22,9 @@ that would do, weights / free: 0.9113 for DeepSeek-V4-Pro FP8 at tp 8 on H200s, 
 mem usage=125.65 GB' (SemiAnalysisAI/InferenceX#2128), which `min_fraction` reproduces.
 TensorRT-LLM: kv_cache_free_gpu_mem_fraction x the memory free after the engine and its runtime buffers
 (TensorRT-LLM#224: a fraction of *free* memory); the runtime buffers are an input, by default the activation
-model above at max_num_tokens (given, else TensorRT-LLM's default 8,192) (TensorRT-LLM#1400, batch 1 and 4,096 tokens: +0.2% on its 132,608
-tokens; #224, whose build settings are unknown: +59%; tests/test_engines.py prints the table).
+model above at max_num_tokens (given, else TensorRT-LLM's default 8,192): TensorRT-LLM#1400, batch 1 and 4,096
+tokens, +0.2% on its 132,608 tokens; #224, whose build settings are unknown, +53% (its decoder's buffers for
+max_batch_size are not modelled); tests/test_engines.py prints the table.
 """
 
 from __future__ import annotations
@@ -136,14 +137,22 @@ def v0_batched_tokens(model: ModelSpec, gpu: GpuSpec, max_len: int, release: tup
                     f"profiling {tokens:,} batched tokens (512 before 0.6.5, 2048 from 0.6.5)")
 
 
-def non_torch_default(model: ModelSpec, tp: int, release: tuple | None, batched: int | None) -> tuple[int, str]:
+def non_torch_default(model: ModelSpec, tp: int, release: tuple | None, batched: int | None,
+                      v1: bool = False) -> tuple[int, str]:
     """vLLM's non-torch memory on one card when not given: the CUDA context and cuBLAS workspaces (logs: 0.03 to
-    0.35 GiB at tp 1, DEFAULT_NON_TORCH_BYTES), and with tensor parallelism the communicators' buffers, which grow
-    with it: vllm-project/vllm#10511 logs Llama-3-8B's non_torch_memory at 1.79 GiB on one card and 3.58 GiB on
-    two, on one build, so the default scales with tp. The releases of PR #2031's time (before 0.3) also kept
-    every all-reduce output of the profiling forward (vllm#2150: "when using TP, the activation memory for all
-    reduce is not reused"): two per layer of max_num_batched_tokens x hidden x 2 B each, outside the activation
-    model."""
+    0.35 GiB at tp 1, DEFAULT_NON_TORCH_BYTES), and under V0 with tensor parallelism the communicators' buffers,
+    which grow with it: vllm-project/vllm#10511 logs Llama-3-8B's non_torch_memory at 1.79 GiB on one card and
+    3.58 GiB on two, on one build, so V0's default scales with tp. V1 takes its memory snapshot after
+    init_worker_distributed_environment (v1/worker/gpu_worker.py init_device: "Initialize the distributed
+    environment BEFORE taking memory snapshot"), so the communicators' buffers sit outside the
+    gpu_memory_utilization budget (vllm PR #45517 describes it) and its ledger charges the flat figure at any tp:
+    vLLM 0.28.0 over 2 x L4 logs 14.38 GiB for the cache, 0.9% above the flat figure's and 2.9% above tp x it.
+    The releases of PR #2031's time (before 0.3) also kept every all-reduce output of the profiling forward
+    (vllm#2150: "when using TP, the activation memory for all reduce is not reused"): two per layer of
+    max_num_batched_tokens x hidden x 2 B each, outside the activation model."""
+    if v1:
+        return DEFAULT_NON_TORCH_BYTES, (f"{DEFAULT_NON_TORCH_BYTES / GiB:.2f} GiB (logs: 0.03-0.35 GiB; V1 leaves "
+                                         "the communicators' buffers outside its budget at any tp)")
     base = DEFAULT_NON_TORCH_BYTES * tp
     why = f"{DEFAULT_NON_TORCH_BYTES / GiB:.2f} GiB x tp {tp} (logs: 0.03-0.35 GiB at tp 1; x2 at tp 2, vllm#10511)"
     if tp > 1 and release is not None and release < (0, 3, 0) and batched:
@@ -452,7 +461,7 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
         if profile.charges_cudagraphs:
             graphs = e.cudagraph_bytes if e.cudagraph_bytes is not None else DEFAULT_CUDAGRAPH_BYTES
         nt, why_nt = (e.non_torch_bytes, "given") if e.non_torch_bytes is not None else non_torch_default(
-            model, e.tp, release, batched)
+            model, e.tp, release, batched, v1)
         kv_cache = budget - weights_bytes - nt - act - graphs
         steps = ((f"x {e.gpu_util:g} gpu_memory_utilization", budget), ("- weights", weights_bytes),
                  ("- non-torch memory", nt), ("- activation peak", act)) + (

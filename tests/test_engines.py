@@ -285,7 +285,7 @@ def test_vllm_0_28_qwen3_14b_bf16_and_awq_on_an_l40s(catalog):
     BF16 'Model loading took 27.52 GiB', 'Available KV cache memory: 11.57 GiB', 'GPU KV cache size: 75,824 tokens',
     'Maximum concurrency for 40,960 tokens per request: 1.85x'; AWQ (the post's table) 9.44 GiB of weights, 29.63
     GiB and 194,192 tokens, 4.74x. A held-out check of the V1 >= 0.21 ledger on a release it was not built on:
-    40 layers x 2 x 8 KV heads x 128 x 2 B = 163,840 B a token, 16-token blocks."""
+    40 layers x 2 x 8 KV heads x 128 x 2 B = 163,840 B a token, 16-token blocks. Its tp 2 arm below."""
     m, g = catalog.model("qwen3-14b"), catalog.gpu("l40s")
     for fmt, tokens, concurrency in (("bf16", 75824, 1.85), ("awq-int4-g128", 194192, 4.74)):
         w = weight_bytes(m, quant_format(fmt), "linear").bytes_total  # AWQ keeps the embeddings in 16 bits
@@ -296,6 +296,18 @@ def test_vllm_0_28_qwen3_14b_bf16_and_awq_on_an_l40s(catalog):
                       led.kv_cache_tokens / tokens - 1))
         assert led.kv_cache_tokens == pytest.approx(tokens, rel=0.03)
         assert led.max_concurrency == pytest.approx(concurrency, rel=0.03)
+    # the same post's tp 2 arm over 2 x L4 (AWS g6.12xlarge, PCIe), its table: 14.38 GiB, 188,512 tokens, 4.60x. V1
+    # snapshots memory after the communicators' set-up, so one card's non-torch memory is charged, not 0.3 GiB x tp
+    # (which read -2.9%)
+    from llmsize.estimate.parallel import shard_model
+
+    card = shard_model(m, 2)
+    w = weight_bytes(card, quant_format("awq-int4-g128"), "linear").bytes_total
+    led = engine_ledger(card, catalog.gpu("l4"), w, EngineInputs(version="0.28.0", tp=2))
+    TABLE.append(("jinwoong-l40s", "GPU KV cache tokens, AWQ tp 2 on L4 (V1)", led.kv_cache_tokens, 188512,
+                  led.kv_cache_tokens / 188512 - 1))
+    assert led.kv_cache_tokens == pytest.approx(188512, rel=0.015)
+    assert led.max_concurrency == pytest.approx(4.60, rel=0.015)
 
 
 def test_sglang_0_4_3_qwq_32b_over_4_l4s_from_its_free_memory(catalog):

@@ -28,19 +28,27 @@ def runtimes(catalog):
 
 
 def test_every_logged_buffer_is_predicted_within_its_tolerance(catalog):
-    """tests/data/llamacpp_logs.yaml (six published logs: DGX Spark, RTX 4080 SUPER, V100, an unnamed card):
-    model buffers per device, KV, recurrent state, compute and output buffers. Flash-attention compute buffers on
-    the GPU are exact to the printed 0.01 MiB; without flash attention the scores term is within 6% (Pythia 2.8B:
-    153.00 against 162.00, the one miss of the issue's 5%); the host's compute buffer holds one copy of the input
-    embedding in some builds and two in others (the ledger takes two, as the 2026 logs print): within 5%;
-    everything else within 1%."""
+    """tests/data/llamacpp_logs.yaml (22 published logs, builds b4485-b8999: CUDA on a DGX Spark, GB10, RTX 3090,
+    4080 SUPER, 1660 Ti, T4, V100; Vulkan on an RTX 3060 Laptop and a Strix Halo; ROCm on a Strix Halo; Metal on an
+    M4): model buffers per device, KV, recurrent state, compute and output buffers. Model, cache, recurrent-state and
+    output buffers are exact to the printed 0.01 MiB; flash-attention compute buffers on the GPU too where the
+    ledger sizes the graph's peak (the logits); without flash attention the scores term is within 6% (Pythia 2.8B:
+    153.00 against 162.00); the host's compute buffer holds one copy of the input embedding in builds to b7772 and
+    two from b7896 (benchmarks/llamacpp_ledger.py compares a log with its build's); everything else within 1%.
+    A buffer a log's `misses` names (a graph the ledger does not size: Llama 4's, two streams of Gemma 4, a hybrid's
+    four sequences, experts staged from host memory) is compared and printed, not held to the tolerance; it must
+    still miss by more than 1%, so an entry the ledger has come to size is taken off the list."""
     import llamacpp_ledger as bench
 
     rows = bench.comparisons(catalog)
-    assert len(rows) >= 23
+    misses = bench.known_misses(catalog)
+    assert len(rows) >= 90 and len({lid for lid, *_ in rows}) >= 22
+    assert misses and all(why.strip() for why in misses.values())
     for lid, key, pred, got in rows:
+        if (lid, key) in misses:
+            assert abs(pred / got - 1) > 0.01, f"{lid} {key} is now sized: take it off the log's misses"
+            continue
         tol = 0.06 if (lid == "pythia-2.8b-q4_k_m-no-fa" and key == "GPU compute") else 0.01
-        tol = 0.05 if key == "CPU compute" else tol
         assert pred == pytest.approx(got, rel=tol, abs=0.006 * MiB), (lid, key, pred / MiB, got / MiB)
     # the README's count: within 0.3% or to the printed 0.01 MiB
     close = sum(abs(pred - got) <= max(0.003 * got, 0.005 * MiB) for _, _, pred, got in rows)
@@ -110,7 +118,8 @@ def test_gemma4_pads_its_v_cache_without_flash_attention(catalog):
 def test_gpu_layers_place_the_output_first_and_then_the_last_layers(catalog):
     """Qwen3-4B (36 layers, tied embedding), llama.cpp since PR #18148: -ngl 1 puts only the output layer on the
     GPU (its norm and the embedding loaded a second time as the output); -ngl 10 the output and the last 9
-    repeating layers; -ngl 37 everything but the token embedding; -ngl 0 leaves the GPU empty; the file's bytes are
+    repeating layers; -ngl 37 everything but the token embedding; -ngl 0 leaves the GPU no weights, only the output
+    matrix staged for a ubatch's matmul (op offload) in its compute buffer; the file's bytes are
     all accounted for. A build before it (output_first=False) took the last 10 repeating layers and kept the output
     (and the logits) on the host."""
     m = catalog.model("qwen3-4b")
@@ -129,7 +138,9 @@ def test_gpu_layers_place_the_output_first_and_then_the_last_layers(catalog):
         assert by[n].gpu.model_bytes + by[n].devices[1].model_bytes == total + embd
     assert by[10].gpu.layers == 9 and by[10].devices[1].layers == 27
     assert by[10].gpu.kv_bytes == by[37].gpu.kv_bytes * 9 / 36
-    assert by[0].gpu is None and by[0].devices[0].model_bytes == total
+    # -ngl 0: no weights or cache on the GPU, but op offload stages the output matrix there with the logits
+    assert by[0].gpu.model_bytes == by[0].gpu.kv_bytes == 0 and by[0].devices[1].model_bytes == total
+    assert by[0].gpu.compute_bytes == embd + 512 * 4 * (m.vocab_size + m.hidden_size)
     assert by[10].gpu.compute_bytes == by[37].gpu.compute_bytes  # the logits are on the GPU with the output
     assert any("lower bound" in n for n in by[10].notes) and not any("lower bound" in n for n in by[37].notes)
     old = ledger(10, output_first=False)

@@ -366,12 +366,25 @@ def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int
     scores = 0 if s.flash_attn else widest_heads(model) * max(n_kv) + 3 * h + 2 * kv_width
     gpu_compute = n_tok * F32 * max((logits if output_on_gpu else 0), ffn, scores) if ngl else 0
     host_compute = n_tok * F32 * (sum(n_kv) + 2 * h + (0 if output_on_gpu else logits))
+    # -ngl 0 on a GPU build: the scheduler still runs a ubatch's big matmuls on the GPU, copying their host weights
+    # there (ggml-backend's op offload, on by default; --no-op-offload turns it off), the output matmul the
+    # widest: the GPU's compute buffer holds that matrix, its logits and the hidden state (Qwen3-4B Q6_K at -ngl 0
+    # on a GTX 1660 Ti, build 5285: 304.28 + 296.75 + 5.00 = 606.03 MiB, as logged), the host's the rest
+    staged = not ngl and gpu.vendor != "Apple"
+    if staged:
+        f = file_layout(tensors)
+        out_w = max(0, f.output_bytes - F32 * h) if f.has_output else f.embd_bytes
+        gpu_compute = out_w + n_tok * F32 * logits
+        host_compute = n_tok * F32 * (sum(n_kv) + 2 * h)
+        notes.append("-ngl 0: the GPU still runs a ubatch's large matmuls, copying their weights there (op offload; "
+                     "--no-op-offload keeps them on the CPU): its compute buffer holds the output matrix and the "
+                     "logits")
     if ngl and (i_gpu_start > 0 or not output_on_gpu):
         notes.append("part of the model is on the CPU: the GPU's compute buffer is a lower bound (the scheduler "
                      "stages host weights on the GPU for batches of 32 tokens or more)")
     gname = BACKEND_NAME.get(gpu.vendor, "GPU0")
     devices = []
-    if ngl:
+    if ngl or staged:
         devices.append(Device(gname, n_layer - i_gpu_start, output_on_gpu, model_gpu, kv_gpu, rec_gpu, gpu_compute))
     devices.append(Device("CPU", i_gpu_start, not output_on_gpu, model_host, kv_host, rec_host, host_compute))
     output = s.parallel * model.vocab_size * F32

@@ -886,7 +886,7 @@ def compare(
         _print_json({"model": m.id, "inputs": {"quant": quant, "kv_dtype": kv_dtype, "context_tokens": context,
                                                "users": users, "gpu_util": gpu_util, "sort": sort,
                                                "currency": currency, "runtime": runtime, "backend": gpu_backend},
-                     "rows": rows_to_dicts(rows)})
+                     "rows": rows_to_dicts(rows), "notes": notes})
     elif fmt == "csv":
         from llmsize.render.compare_table import render_csv
 

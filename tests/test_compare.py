@@ -215,5 +215,8 @@ def test_a_context_beyond_the_models_limit_is_said_under_the_table(run_cli):
     assert code == 0, err
     flat = " ".join(out.split())
     assert "--context 100,000 is beyond the model's max_position_embeddings 40,960: engines refuse it" in flat
+    code, out, err = run_cli("compare", "qwen3-30b-a3b", "--gpus", "rtx5090,h100", "--context", "100000", "--format",
+                             "json")
+    assert code == 0 and any("beyond the model's max_position_embeddings" in n for n in json.loads(out)["notes"])
     code, out, err = run_cli("compare", "qwen3-30b-a3b", "--gpus", "rtx5090,h100", "--context", "32768")
     assert code == 0 and "max_position_embeddings" not in out

@@ -53,6 +53,7 @@ KV_TYPES = {t: GGML_BLOCKS[t] for t in LLAMACPP_KV_TYPES}
 CTX_PAD = 256  # GGML_PAD(n_ctx, 256) and GGML_PAD(n_ctx_seq, 256)
 SWA_PAD = 256  # "the SWA cache is always padded to 256 for performance" (ggml-org/llama.cpp#17037)
 F32 = 4
+OP_OFFLOAD_MIN_BATCH = 32  # ggml-backend's op offload: a batch of this many tokens runs host weights' ops on the GPU
 BACKEND_NAME = {"NVIDIA": "CUDA0", "AMD": "ROCm0", "Apple": "Metal", "Intel": "SYCL0"}
 LAYER = re.compile(r"^blk\.(\d+)\.")
 EXPERTS = re.compile(r"^blk\.\d+\.ffn_(up|down|gate|gate_up)_exps\.")  # --n-cpu-moe's override pattern
@@ -258,6 +259,11 @@ class FileLayout:
     embd_bytes: int  # token_embd.weight
     host_bytes: int  # everything else outside the blocks (the embedding included): always on the host
     has_output: bool  # an output.weight of its own (else the embedding is tied and loaded again as the output)
+    expert_max_upto: tuple[int, ...] = (0,)  # expert_max_upto[i]: the largest routed-expert tensor of blocks[:i]
+
+    def largest_expert_below(self, end: int) -> int:
+        """The bytes of the largest routed-expert tensor (a whole ffn_*_exps matrix) of the blocks below `end`."""
+        return self.expert_max_upto[bisect_left(self.blocks, end)]
 
     @property
     def has_experts(self) -> bool:
@@ -275,11 +281,14 @@ class FileLayout:
 def file_layout(tensors: list[tuple[str, int]]) -> FileLayout:
     """The file's tensors read once: the fit search asks for dozens of placements of the same file."""
     layers: dict[int, list[int]] = {}
+    widest: dict[int, int] = {}  # the largest routed-expert tensor of each block
     output = embd = host = 0
     for name, nbytes in tensors:
         il, expert = tensor_block(name)
         if il >= 0:
             layers.setdefault(il, [0, 0])[0 if expert else 1] += nbytes
+            if expert:
+                widest[il] = max(widest.get(il, 0), nbytes)
         elif name.startswith(("output.", "output_norm.")):
             output += nbytes
         else:
@@ -288,7 +297,8 @@ def file_layout(tensors: list[tuple[str, int]]) -> FileLayout:
     blocks = tuple(sorted(layers))
     return FileLayout(blocks, tuple(accumulate((layers[il][0] for il in blocks), initial=0)),
                       tuple(accumulate((layers[il][1] for il in blocks), initial=0)), output, embd, host,
-                      any(name == "output.weight" for name, _ in tensors))
+                      any(name == "output.weight" for name, _ in tensors),
+                      tuple(accumulate((widest.get(il, 0) for il in blocks), max, initial=0)))
 
 
 def _placement(tensors: list[tuple[str, int]], n_layer: int, i_gpu_start: int, output_on_gpu: bool,
@@ -379,6 +389,25 @@ def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int
         notes.append("-ngl 0: the GPU still runs a ubatch's large matmuls, copying their weights there (op offload; "
                      "--no-op-offload keeps them on the CPU): its compute buffer holds the output matrix and the "
                      "logits")
+    # routed experts left in host memory (--n-cpu-moe, or layers on the CPU): a ubatch of 32 tokens or more runs
+    # their matmuls on the GPU too, each layer's expert matrix copied into its compute buffer (op offload), so the
+    # buffer holds at least the largest such matrix and its matmul's f32 input and output (n_tok x top-k x (expert
+    # width + hidden)). A lower bound: Qwen3-Coder-Next with 47 layers' experts on the host (build 8233) logs
+    # 583.69 MiB, this 470 (a 420 MiB Q6_K ffn_down_exps and 50 MiB); llama.cpp#24175 logs 42 MiB at -b 16 and
+    # 7-7.5 GB from -b 32 for Nemotron 3 Ultra's experts
+    host_experts = max(i_gpu_start, s.n_cpu_moe)
+    if (ngl or staged) and host_experts and n_tok >= OP_OFFLOAD_MIN_BATCH and gpu.vendor != "Apple":
+        widest = file_layout(tensors).largest_expert_below(host_experts)
+        moe = [g.mlp for g in model.layer_groups if g.mlp is not None and g.mlp.kind == "moe"]
+        if widest and moe:
+            k = max(m.experts_per_token for m in moe)
+            inter = max(m.moe_intermediate_size for m in moe)
+            staged_experts = widest + n_tok * F32 * k * (inter + h)
+            if staged_experts > gpu_compute:
+                gpu_compute = staged_experts
+                notes.append(f"routed experts in host memory: the GPU's compute buffer holds a staged expert matrix "
+                             f"({widest / 2**20:,.0f} MiB) for a ubatch's matmul (op offload; --no-op-offload keeps "
+                             "them on the CPU): at least that")
     if ngl and (i_gpu_start > 0 or not output_on_gpu):
         notes.append("part of the model is on the CPU: the GPU's compute buffer is a lower bound (the scheduler "
                      "stages host weights on the GPU for batches of 32 tokens or more)")

@@ -967,3 +967,22 @@ def test_a_placement_that_holds_the_context_is_not_warned_against(run_cli):
     assert d["engine"]["fits"] and d["capacity"]["max_concurrent_sequences"] == 0
     assert not any(w.startswith("Not one sequence") for w in d["warnings"])
     assert any("Ollama's placement, part of the model in host memory, holds 65,536 tokens" in n for n in d["notes"])
+
+
+def test_experts_in_host_memory_are_staged_in_the_gpus_compute_buffer(catalog):
+    """With routed experts in host memory a ubatch of 32 tokens or more runs their matmuls on the GPU, each expert
+    matrix copied into the compute buffer (op offload; llama.cpp#24175: 42 MiB at -b 16, 7-7.5 GB above for Nemotron
+    3 Ultra): at least the largest matrix and its matmul's f32 input and output. gpt-oss-120b MXFP4 with --cpu-moe:
+    an expert matrix of 128 x 2,880 x 2,880 MXFP4 values (17 B a 32) and 512 x 4 x 4 x (2,880 + 2,880) B."""
+    m = catalog.model("gpt-oss-120b")
+    tensors = gguf_file_tensors(m, "gguf-mxfp4_moe")
+    widest = max(b for n, b in tensors if "_exps." in n)
+    assert widest == 128 * 2880 * 2880 * 17 // 32
+    moe = llamacpp_ledger(m, catalog.gpu("rtx4090"), tensors, LlamaCppSettings(ctx_size=4096, n_cpu_moe=m.num_layers))
+    assert moe.gpu.compute_bytes == widest + 512 * 4 * 4 * (2880 + 2880)
+    assert any("staged expert matrix" in n for n in moe.notes)
+    small = llamacpp_ledger(m, catalog.gpu("rtx4090"), tensors, LlamaCppSettings(ctx_size=4096, ubatch_size=16,
+                                                                                 n_cpu_moe=m.num_layers))
+    assert small.gpu.compute_bytes < 16 * 4 * (m.vocab_size + m.hidden_size) + 1  # no staging below 32 tokens
+    whole = llamacpp_ledger(m, catalog.gpu("rtx4090"), tensors, LlamaCppSettings(ctx_size=4096))
+    assert whole.gpu.compute_bytes < moe.gpu.compute_bytes and not any("staged" in n for n in whole.notes)

@@ -29,7 +29,10 @@ Compute buffers (the scheduler's worst-case reservation of a ubatch of min(n_ctx
 The GPU and host compute terms were checked against logged buffers (tests/test_llamacpp_memory.py): with flash
 attention the logits term is exact to the printed 0.01 MiB on Qwen3-4B, Qwen3.6-27B and Gemma 4 12B; without it
 the scores term is within 6% (Pythia 2.8B). With part of the model on the CPU the output's logits move to the
-host and the GPU's buffer is a lower bound (the scheduler also stages host weights there for large batches).
+host and the GPU's buffer is a lower bound: for a ubatch of 32 tokens or more the scheduler runs host weights'
+matmuls on the GPU, copying each weight into the GPU's compute buffer (op offload), sized here where it dominates:
+at -ngl 0 the output matrix with the logits and hidden state (exact on one log), with routed experts on the host
+the largest expert matrix with its matmul's input and output (a lower bound).
 """
 
 from __future__ import annotations
@@ -380,7 +383,7 @@ def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int
     # there (ggml-backend's op offload, on by default; --no-op-offload turns it off), the output matmul the
     # widest: the GPU's compute buffer holds that matrix, its logits and the hidden state (Qwen3-4B Q6_K at -ngl 0
     # on a GTX 1660 Ti, build 5285: 304.28 + 296.75 + 5.00 = 606.03 MiB, as logged), the host's the rest
-    staged = not ngl and gpu.vendor != "Apple"
+    staged = not ngl and n_tok >= OP_OFFLOAD_MIN_BATCH and gpu.vendor != "Apple"
     if staged:
         f = file_layout(tensors)
         out_w = max(0, f.output_bytes - F32 * h) if f.has_output else f.embd_bytes

@@ -719,7 +719,7 @@ def _is_path(name: str) -> bool:
 
 @_command("import")
 def import_(
-    path: Annotated[Optional[Path], typer.Argument(help="Model folder (config.json [+ hf_quant_config.json] "
+    path: Annotated[Optional[str], typer.Argument(help="Model folder (config.json [+ hf_quant_config.json] "
                                                    "[+ *.safetensors]), a config.json file, or a .gguf file "
                                                    "(the first of its splits).",
                                                    show_default=False)] = None,
@@ -743,7 +743,9 @@ def import_(
     from llmsize.files import check_output, write_output
     from llmsize.importer.catalog_entry import check_id, entry_yaml, recipe_warning
 
-    if path is not None and not _is_path(str(path)):
+    if path is not None and not path.strip():  # (a Path of '' would read as the current folder)
+        raise InvalidValueError("The checkpoint path is empty.", "Give a model folder, a config.json or a .gguf file.")
+    if path is not None and not _is_path(path):
         raise InvalidValueError(f"`{path}` is not a file or folder.", "Give a model folder or a config.json.")
     if model_id is not None:  # the id given, before a file name is made of it
         check_id(model_id, "--id")
@@ -759,7 +761,7 @@ def import_(
             raise InvalidValueError(f"-o `{output}` and --id `{model_id}` differ: a catalog file is named after its "
                                     "id.", f"Write it to {output.with_name(model_id + '.yaml')}, or drop --id.")
         check_id(model_id, "-o")
-    im = _import_source(None if path is None else str(path), hub, estimate_only, hub_file, command="import")
+    im = _import_source(path, hub, estimate_only, hub_file, command="import")
     _warn(im)
     if (recipe := recipe_warning(im)) is not None:
         sys.stderr.write(f"Warning: {recipe}\n")

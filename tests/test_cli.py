@@ -376,6 +376,7 @@ def test_a_bare_llmsize_prints_its_help(run_cli):
     (["plan", "--context"], "Option '--context' requires an argument. Run `llmsize plan --help`"),
     (["compare"], "e.g. `llmsize compare gemma-4-12b"),
     (["import"], "Give a checkpoint (a folder, config.json or .gguf file) or --hub ORG/NAME"),
+    (["import", ""], "The checkpoint path is empty"),  # it read the current folder (a Path of '' is '.')
 ])
 def test_conflicting_or_missing_options_are_one_line(run_cli, argv, needle):
     code, out, err = run_cli(*argv)

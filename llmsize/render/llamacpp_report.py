@@ -79,7 +79,8 @@ def render_llamacpp(plan, gpu, console) -> None:
     t.add_row("layers on the GPU", f"{led.gpu_layers}/{led.n_layer + 1} (the output layer counts as one"
               + (", and goes first)" if s.output_first else ", and goes last: a build before PR #18148)"))
     for d in led.devices:
-        t.add_row(f"{d.name} model buffer", mib(d.model_bytes))
+        if d.model_bytes or d.name == "CPU":  # at -ngl 0 the GPU holds no weights, only a compute buffer
+            t.add_row(f"{d.name} model buffer", mib(d.model_bytes))
     types = f"K {s.cache_type_k}, V {s.cache_type_v}" if led.v_cache else f"K {s.cache_type_k} only: MLA's latent"
     kv = f"{mib(led.kv_cache_bytes)} ({types}; {led.cells_full:,} cells"
     kv += f", sliding-window layers {led.cells_swa:,} cells)" if led.cells_swa is not None else ")"

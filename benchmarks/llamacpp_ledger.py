@@ -51,7 +51,8 @@ def logged(log: dict) -> dict[str, float]:
 
 def build_number(log: dict) -> int | None:
     """The llama.cpp build a log prints ("build: 8179 (ecbcb7ea9)", "b8680-15f786e65"), None where it prints none."""
-    m = re.search(r"(?:build:|version:|\bb)\s*(\d{4,5})\b", str(log.get("build") or ""))
+    text = str(log.get("build") or "")
+    m = re.search(r"(?:build|version):\s*(\d{4,5})\b", text) or re.match(r"\s*b?(\d{4,5})\b", text)
     return int(m.group(1)) if m else None
 
 

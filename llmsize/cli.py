@@ -1735,9 +1735,10 @@ def _given_value(err, argv: list[str] | None) -> str:
 
 
 def _conflicting_repeat(command, args: list[str]) -> str | None:
-    """A single-valued option given twice with different values (`--gpu h100 --gpu h200`), or both sides of a flag
-    pair (`--one-per-model --all-formats`): the parser keeps the last silently, so the run would answer a question
-    the user did not ask. The message, or None."""
+    """A single-valued option given twice with different values (`--gpu h100 --gpu h200`, `-g h100 -gh200`), or
+    both sides of a flag pair (`--one-per-model --all-formats`): the parser keeps the last silently, so the run
+    would answer a question the user did not ask. The message, or None (an option's value missing at the end of
+    the line is left for the parser to name)."""
     sub = getattr(command, "commands", {}).get(args[0]) if args else None
     if sub is None:
         return None
@@ -1745,19 +1746,24 @@ def _conflicting_repeat(command, args: list[str]) -> str | None:
     for param in sub.params:
         if getattr(param, "param_type_name", "") != "option" or param.multiple or getattr(param, "count", False):
             continue
-        given = []  # (name, value) in order
+        given = []  # (name as typed, value) in order
         for i, tok in enumerate(tokens):
             for name in param.opts + param.secondary_opts:
                 if tok == name:
-                    value = None if param.is_flag else (tokens[i + 1] if i + 1 < len(tokens) else None)
-                    given.append((name, value))
+                    if param.is_flag:
+                        given.append((name, name in param.opts))
+                    elif i + 1 < len(tokens):
+                        given.append((name, tokens[i + 1]))
                 elif name.startswith("--") and tok.startswith(name + "="):
                     given.append((name, tok.split("=", 1)[1]))
-        if len(set(given)) > 1:
+                elif not name.startswith("--") and len(name) == 2 and tok.startswith(name) and len(tok) > 2 \
+                        and not param.is_flag:  # -gh200
+                    given.append((name, tok[2:]))
+        if len({v for _, v in given}) > 1:
+            names = sorted({n for n, _ in given}, key=[n for n, _ in given].index)
             if param.is_flag:
-                names = sorted({n for n, _ in given}, key=[n for n, _ in given].index)
                 return f"{' and '.join(names)} contradict each other. Give one of them."
-            name = given[0][0]
+            name = max(param.opts, key=len)
             values = ", then ".join(f"`{shown(v)}`" for _, v in given)
             times = "twice" if len(given) == 2 else f"{len(given)} times"
             listed = ", as one comma list" if "comma" in (param.help or "").lower() else ""

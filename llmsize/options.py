@@ -226,8 +226,8 @@ EngineVersionOpt = Annotated[str, _opt("--engine-version", help="vLLM release yo
 BlockSizeOpt = Annotated[int, _opt("--block-size", help="Engine KV block, tokens (with --engine).", callback=int_range(1, 65536))]
 NonTorchOpt = Annotated[Optional[float], _opt("--non-torch-gib", help="vLLM non-torch memory (CUDA context, NCCL, "
                                               "custom all-reduce) per card, GiB (with --engine); default: 0.3, "
-                                              "x --tp under V0 and SGLang (V1 leaves the communicators outside "
-                                              "its budget).",
+                                              "x --tp under vLLM V0, SGLang and TensorRT-LLM (V1 leaves the "
+                                              "communicators outside its budget).",
                                               callback=float_range(0, 1024), show_default=False)]
 CudagraphOpt = Annotated[Optional[float], _opt("--cudagraph-gib", help="vLLM V1's CUDA-graph reserve, GiB (with "
                                                "--engine vllm); default 0.3.", callback=float_range(0, 1024), show_default=False)]

@@ -377,6 +377,8 @@ def test_a_bare_llmsize_prints_its_help(run_cli):
     (["compare"], "e.g. `llmsize compare gemma-4-12b"),
     (["import"], "Give a checkpoint (a folder, config.json or .gguf file) or --hub ORG/NAME"),
     (["import", ""], "The checkpoint path is empty"),  # it read the current folder (a Path of '' is '.')
+    (["plan", "llama-3.1-8b", "-gh100", "-gh200"], "--gpu is given twice (`h100`, then `h200`)"),  # attached values
+    (["plan", "llama-3.1-8b", "--gpu", "h100", "--gpu"], "Option '--gpu' requires an argument"),
 ])
 def test_conflicting_or_missing_options_are_one_line(run_cli, argv, needle):
     code, out, err = run_cli(*argv)
@@ -386,6 +388,8 @@ def test_conflicting_or_missing_options_are_one_line(run_cli, argv, needle):
 
 def test_the_same_value_twice_or_a_listed_option_repeated_is_not_a_conflict(run_cli):
     code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "h100", "--gpu", "h100", "--json")
+    assert code == 0, err
+    code, out, err = run_cli("plan", "gemma-4-12b", "-g", "h100", "--gpu", "h100", "--json")  # one option, two names
     assert code == 0, err
     code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "h100", "--runtime", "ollama", "--engine", "llamacpp",
                              "--quant", "gguf-q4_k_m", "--json")

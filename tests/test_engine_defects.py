@@ -125,3 +125,18 @@ def test_a_trtllm_shortfall_is_not_shrunk_by_the_free_fraction(catalog):
     free = dict(led.steps)["free"]
     assert free < 0 and led.kv_cache_bytes == free
     assert not any(label.startswith("x ") for label, _ in led.steps)
+
+
+def test_a_trtllm_pool_too_small_for_one_request_says_the_engine_refuses(catalog):
+    """Llama 3.1 8B BF16 on an RTX 3090 at its 131,072-token context: 6.6 GiB of cache holds 0.41 of one request,
+    and TensorRT-LLM will not start ("maxTokensInPagedKvCache must be large enough to process at least 1 sequence
+    to completion", TensorRT-LLM#542): the ledger says so, as vLLM's and SGLang's do."""
+    m, g = catalog.model("llama-3.1-8b"), catalog.gpu("rtx3090")
+    led = engine_ledger(m, g, weight_bytes(m, quant_format("bf16"), "all").bytes_total,
+                        EngineInputs(engine="trtllm", max_model_len=131072))
+    assert led.kv_cache_bytes > 0 and not led.fits_one_request
+    assert any("TensorRT-LLM refuses to start" in n and "raise --gpu-util" in n for n in led.assumptions)
+    short = engine_ledger(m, g, weight_bytes(m, quant_format("bf16"), "all").bytes_total,
+                          EngineInputs(engine="trtllm", max_model_len=8192))
+    assert short.fits_one_request and not any("refuses" in n for n in short.assumptions)
+

@@ -54,6 +54,9 @@ def test_a_link_below_1_gb_s_is_refused(tmp_path, run_cli):
     code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "mylink", "--tp", "2", "--catalog", str(cat))
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert "mylink.yaml" in err and "interconnect" in err and "0 GB/s" in err
+    cat = card(tmp_path / "x0", "myx0", {"PCIe 5.0 x16; no NVLink": "PCIe 4.0 x0"})  # no lanes: a ZeroDivisionError
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "myx0", "--tp", "4", "--catalog", str(cat))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "x0 has no lanes" in err, err
 
 
 @pytest.mark.parametrize("edit, needle", [

@@ -986,3 +986,16 @@ def test_experts_in_host_memory_are_staged_in_the_gpus_compute_buffer(catalog):
     assert small.gpu.compute_bytes < 16 * 4 * (m.vocab_size + m.hidden_size) + 1  # no staging below 32 tokens
     whole = llamacpp_ledger(m, catalog.gpu("rtx4090"), tensors, LlamaCppSettings(ctx_size=4096))
     assert whole.gpu.compute_bytes < moe.gpu.compute_bytes and not any("staged" in n for n in whole.notes)
+
+
+def test_a_fit_that_fails_only_on_the_staged_weights_says_how_to_fit(run_cli):
+    """Gemma 3 27B Q4_K_M on a 6 GB card with 4,096-token ubatches: even with every layer on the host the GPU stages
+    the output matrix and 4,096 tokens' logits for the output matmul (op offload), more than the card holds; with
+    ubatches under 32 tokens it would fit: the fit and the warning say so."""
+    code, out, err = run_cli("plan", "gemma-3-27b", "--gpu", "rtx2060", "--engine", "llamacpp", "--fit",
+                             "--ubatch-size", "4096", "--quant", "gguf-q4_k_m")
+    assert code == 0, err
+    flat = " ".join((out + err).split())
+    assert "nothing fits in" in flat and "--ubatch-size 16 (below its 32 tokens) or llama.cpp's --no-op-offload" in flat
+    assert "no split fits while the GPU stages host weights" in flat
+

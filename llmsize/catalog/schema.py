@@ -102,6 +102,9 @@ class GpuSpec(Strict):
                 raise ValueError(f"`{number} {unit}` is not a rate: write it as 900 GB/s") from None
             if gb_s < 1:
                 raise ValueError(f"a link of {number} {unit} is below 1 GB/s: give the link's rate in GB/s")
+        for lanes in re.findall(r"PCIe\s*(?:Gen)?\s*\d(?:\.0)?\s*x(\d+)", v or ""):
+            if int(lanes) < 1:
+                raise ValueError(f"a PCIe link of x{lanes} has no lanes: give its width, e.g. PCIe 4.0 x16")
         return v
 
     @property

@@ -528,6 +528,11 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
                      f"{min_fraction:.4f} of {'total' if profile else 'free'} memory (or lower --max-model-len)."
                      if min_fraction <= 1 else f"Not enough for one {max_len:,}-token request at any utilization "
                      "(the engine refuses to start): lower --max-model-len, quantize, or add cards.")
+    if e.engine == "trtllm" and not fits:
+        free_fraction = ("raise --gpu-util (its kv_cache_free_gpu_mem_fraction), " if kv_cache > 0 else "")
+        notes.append(f"Not enough for one {max_len:,}-token request: TensorRT-LLM refuses to start (its paged cache "
+                     f"must hold one sequence to completion): {free_fraction}lower --max-model-len, quantize, or add "
+                     "cards.")
     if v1 and layout is None:
         notes.append("No attention layer: V1's mamba-only layout is not modelled; the state is charged per token "
                      "instead.")

@@ -12,7 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
-from llmsize.estimate.llamacpp_memory import EXPERTS, CTX_PAD, LlamaCppLedger, LlamaCppSettings, llamacpp_ledger
+from llmsize.estimate.llamacpp_memory import (
+    CTX_PAD,
+    EXPERTS,
+    OP_OFFLOAD_MIN_BATCH,
+    LlamaCppLedger,
+    LlamaCppSettings,
+    llamacpp_ledger,
+)
 
 FIT_TARGET_BYTES = 1024 * 2**20  # llama.cpp --fit-target default: 1024 MiB of margin per device
 
@@ -25,6 +32,9 @@ class FitResult:
     budget_bytes: int
     max_context_tokens: int | None  # the largest -c (per all slots) with this placement; None if none fits
     ram_bytes: int | None = None  # a unified machine's RAM, which the GPU's and the host's buffers share
+    # nothing fits only because the GPU stages host weights for a ubatch's matmuls (op offload, from 32 tokens):
+    # with every layer on the host and --ubatch-size 16 it would
+    staging_bound: bool = False
 
 
 def host_total_bytes(led: LlamaCppLedger) -> int:
@@ -71,8 +81,10 @@ def fit_split(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int]], s:
             if fits(trial, budget, ram):
                 s, led, how = cand, trial, kind
                 break
+    staging_bound = how == "none" and s.ubatch_size >= OP_OFFLOAD_MIN_BATCH and fits(
+        llamacpp_ledger(model, gpu, tensors, replace(s, gpu_layers=0, n_cpu_moe=0, ubatch_size=16)), budget, ram)
     return FitResult(how, s, led, budget, longest_ctx(model, gpu, tensors, s, budget, ram) if how != "none" else None,
-                     ram)
+                     ram, staging_bound)
 
 
 def longest_ctx(model, gpu, tensors, s: LlamaCppSettings, budget: int, ram_bytes: int | None = None) -> int | None:

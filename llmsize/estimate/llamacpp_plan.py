@@ -80,7 +80,10 @@ def ledger_warning(lp: LlamaCppPlan, engine: str) -> str | None:
     placed = (f"all {led.n_layer} layers and the output" if led.gpu_layers > led.n_layer else
               f"{led.gpu_layers} of {led.n_layer + 1} layers (the output counted)")
     smaller = "a shorter --context, fewer --parallel slots or a smaller --quant"
-    fix = (f"no split fits, even with every layer on the host: {smaller}" if lp.fit is not None and lp.fit.how == "none"
+    none = lp.fit is not None and lp.fit.how == "none"
+    fix = ("no split fits while the GPU stages host weights for a ubatch's matmuls (op offload, from 32 tokens): "
+           "--ubatch-size 16, or llama.cpp's --no-op-offload" if none and lp.fit.staging_bound else
+           f"no split fits, even with every layer on the host: {smaller}" if none
            else "--fit finds the split that does (or fewer --gpu-layers, "
            + ("" if engine == "ollama" else "--n-cpu-moe N, ") + f"{smaller})")
     return (f"{who}'s buffers with {placed} on the GPU need {led.gpu_total_bytes / GiB:,.2f} GiB of the card's "

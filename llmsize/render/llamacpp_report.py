@@ -125,6 +125,10 @@ def _fit_words(fit) -> str:
     if fit.how == "none" and fit.ram_bytes:
         return (f"nothing fits in {budget}, and layers left to the CPU come out of the same "
                 f"{fit.ram_bytes / GiB:,.0f} GiB of RAM: GPU and host buffers together exceed it")
+    if fit.how == "none" and fit.staging_bound:
+        return (f"nothing fits in {budget}: with every layer on the host the GPU still stages host weights for a "
+                "ubatch's matmuls (op offload); --ubatch-size 16 (below its 32 tokens) or llama.cpp's "
+                "--no-op-offload would fit")
     if fit.how == "none":
         return f"nothing fits in {budget}, not even with every layer on the host"
     if fit.how == "as asked":

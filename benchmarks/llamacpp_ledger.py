@@ -85,7 +85,7 @@ def comparisons(cat: Catalog | None = None) -> list[tuple[str, str, float, float
     return rows
 
 
-def known_misses(cat: Catalog | None = None) -> dict[tuple[str, str], str]:
+def known_misses() -> dict[tuple[str, str], str]:
     """(log id, buffer) -> why, for the buffers a log's `misses` says the ledger does not size as that run did."""
     return {(log["id"], key): why for log in yaml.safe_load(LOGS.read_text()) for key, why in
             (log.get("misses") or {}).items()}
@@ -93,7 +93,7 @@ def known_misses(cat: Catalog | None = None) -> dict[tuple[str, str], str]:
 
 def main() -> int:
     cat = Catalog()
-    misses = known_misses(cat)
+    misses = known_misses()
     print(f"{'log':44} {'buffer':12} {'predicted MiB':>14} {'logged MiB':>11} {'error':>8}")
     for lid, key, pred, got in comparisons(cat):
         err = (pred - got) / got if got else 0.0

@@ -396,7 +396,9 @@ def plan(
     # the runtime the plan is for (its share of the card, the expected speed): --runtime, else the engine whose
     # ledger is planned, else the serving engine whose launch line is emitted
     plan_runtime = (runtime.lower() if runtime else None) or engine or (emit if emit in ("vllm", "sglang") else None)
-    if runtime and engine and _runtime_family(runtime) != _runtime_family(engine):
+    from llmsize.estimate.expected import resolve_runtime
+
+    if runtime and engine and resolve_runtime(runtime)[0] != resolve_runtime(engine)[0]:
         raise InvalidValueError(f"--runtime {runtime} asks for {runtime}'s expected speed, and --engine {engine} plans "
                                 f"{engine}'s memory ledger: one plan is sized for one runtime.",
                                 "Drop --runtime (--engine sets it), or give both the same runtime.")
@@ -878,7 +880,7 @@ def compare(
             if gpu_backend == "vulkan" else ": - on cards whose own backend it is not."))
     beyond = next((n for r in rows if r.plan for n in r.plan.notes if n.startswith("--context ")), None)
     if beyond:  # the plan's own note: the figures are for a context the model's engines refuse
-        notes.append(beyond[0].upper() + beyond[1:] + ".")
+        notes.append(beyond + ".")
     served = {r.users_served for r in rows if r.plan}
     if any(s < users for s in served):
         notes.append(f"Rows whose cache holds fewer than {users} sequences are aggregated at what it holds.")
@@ -1631,13 +1633,6 @@ def _refuse_cache(rid: str | None, flag: str, kv_dtype: str | None, instead: str
         raise InvalidValueError(f"--kv-dtype {kv_dtype} with {flag}: {RUNTIME_NAMES[rid]} does not store its cache "
                                 f"in {kv_dtype.lower()}.", f"Give --kv-dtype {', '.join(refused[1])}, or "
                                 f"{instead or f'drop {flag} for the format' + chr(39) + 's what-if'}.")
-
-
-def _runtime_family(name: str) -> str:
-    """The runtime a --runtime or --engine name runs: Ollama and LM Studio run llama.cpp."""
-    from llmsize.estimate.speed import RUNTIME_ALIASES
-
-    return RUNTIME_ALIASES.get(name.lower(), name.lower())
 
 
 def _check_engine_takes(p, g, engine, emit, runtime, plan_runtime, kv_dtype) -> None:

@@ -41,7 +41,7 @@ def test_every_logged_buffer_is_predicted_within_its_tolerance(catalog):
     import llamacpp_ledger as bench
 
     rows = bench.comparisons(catalog)
-    misses = bench.known_misses(catalog)
+    misses = bench.known_misses()
     assert len(rows) >= 100 and len({lid for lid, *_ in rows}) >= 23
     assert misses and all(why.strip() for why in misses.values())
     for lid, key, pred, got in rows:

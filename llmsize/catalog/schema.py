@@ -15,6 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 GiB = 2**30
 INT32_MAX = 2**31 - 1
+# a PCIe link in a card's interconnect text ("PCIe 5.0 x16", "PCIe Gen4 x8"): its generation and lanes (read by
+# llmsize.estimate.parallel, checked here)
+PCIE_LINK = re.compile(r"PCIe\s*(?:Gen)?\s*(\d)(?:\.0)?\s*x(\d+)")
 # A peak in TFLOPS: finite, at least a GFLOPS (pydantic's strict float: a bool or a string is no number); the
 # floors on rates keep every time an estimate divides by them finite (a subnormal rate would overflow to inf)
 Tflops = Annotated[float, Field(strict=True, ge=1e-3, le=1e6)]
@@ -102,7 +105,7 @@ class GpuSpec(Strict):
                 raise ValueError(f"`{number} {unit}` is not a rate: write it as 900 GB/s") from None
             if gb_s < 1:
                 raise ValueError(f"a link of {number} {unit} is below 1 GB/s: give the link's rate in GB/s")
-        for lanes in re.findall(r"PCIe\s*(?:Gen)?\s*\d(?:\.0)?\s*x(\d+)", v or ""):
+        for _, lanes in PCIE_LINK.findall(v or ""):
             if int(lanes) < 1:
                 raise ValueError(f"a PCIe link of x{lanes} has no lanes: give its width, e.g. PCIe 4.0 x16")
         return v

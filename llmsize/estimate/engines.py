@@ -146,7 +146,7 @@ def non_torch_default(model: ModelSpec, tp: int, release: tuple | None, batched:
     init_worker_distributed_environment (v1/worker/gpu_worker.py init_device: "Initialize the distributed
     environment BEFORE taking memory snapshot"), so the communicators' buffers sit outside the
     gpu_memory_utilization budget (vllm PR #45517 describes it) and its ledger charges the flat figure at any tp:
-    vLLM 0.28.0 over 2 x L4 logs 14.38 GiB for the cache, 0.9% above the flat figure's and 2.9% above tp x it.
+    vLLM 0.28.0 over 2 x L4 logs 14.38 GiB for the cache: the flat figure reads 0.8% low, tp x it 2.9% low.
     The releases of PR #2031's time (before 0.3) also kept every all-reduce output of the profiling forward
     (vllm#2150: "when using TP, the activation memory for all reduce is not reused"): two per layer of
     max_num_batched_tokens x hidden x 2 B each, outside the activation model."""
@@ -523,16 +523,18 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
     else:
         min_fraction = None  # a fraction of what is free: no fraction helps when nothing is
     fits = kv_cache >= one_request
-    if min_fraction is not None and not fits:
-        notes.append(f"Not enough for one {max_len:,}-token request: the engine refuses to start below "
-                     f"{min_fraction:.4f} of {'total' if profile else 'free'} memory (or lower --max-model-len)."
-                     if min_fraction <= 1 else f"Not enough for one {max_len:,}-token request at any utilization "
-                     "(the engine refuses to start): lower --max-model-len, quantize, or add cards.")
-    if e.engine == "trtllm" and not fits:
-        free_fraction = ("raise --gpu-util (its kv_cache_free_gpu_mem_fraction), " if kv_cache > 0 else "")
-        notes.append(f"Not enough for one {max_len:,}-token request: TensorRT-LLM refuses to start (its paged cache "
-                     f"must hold one sequence to completion): {free_fraction}lower --max-model-len, quantize, or add "
-                     "cards.")
+    if not fits:
+        lead = f"Not enough for one {max_len:,}-token request"
+        if min_fraction is None:  # TensorRT-LLM: its paged cache must hold one sequence to completion
+            more = "raise --gpu-util (its kv_cache_free_gpu_mem_fraction), " if kv_cache > 0 else ""
+            notes.append(f"{lead}: TensorRT-LLM refuses to start (its paged cache must hold one sequence to "
+                         f"completion): {more}lower --max-model-len, quantize, or add cards.")
+        elif min_fraction <= 1:
+            notes.append(f"{lead}: the engine refuses to start below {min_fraction:.4f} of "
+                         f"{'total' if profile else 'free'} memory (or lower --max-model-len).")
+        else:
+            notes.append(f"{lead} at any utilization (the engine refuses to start): lower --max-model-len, quantize, "
+                         "or add cards.")
     if v1 and layout is None:
         notes.append("No attention layer: V1's mamba-only layout is not modelled; the state is charged per token "
                      "instead.")

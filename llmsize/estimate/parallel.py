@@ -20,7 +20,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from llmsize.catalog.schema import GpuSpec, ModelSpec
+from llmsize.catalog.schema import PCIE_LINK, GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError
 from llmsize.estimate.memo import by_identity
 
@@ -53,7 +53,7 @@ def card_link(gpu: GpuSpec) -> Link | None:
     m = re.search(r"RoCE[^(]*\(([\d.]+) GB/s bidirectional\)", text)  # Gaudi 3's on-die Ethernet
     if m:
         return Link(float(m.group(1)) / 2, "RoCE", text)
-    m = re.search(r"PCIe\s*(?:Gen)?\s*(\d)(?:\.0)?\s*x(\d+)", text)
+    m = PCIE_LINK.search(text)
     if m and int(m.group(1)) in PCIE_GB_S_PER_LANE:
         gen, lanes = int(m.group(1)), int(m.group(2))
         return Link(PCIE_GB_S_PER_LANE[gen] * lanes, f"PCIe {gen}.0 x{lanes}", text)
@@ -62,7 +62,7 @@ def card_link(gpu: GpuSpec) -> Link | None:
 
 def host_link(gpu: GpuSpec) -> Link | None:
     """The card's PCIe link to the host (what offloaded weights cross), from its interconnect text."""
-    m = re.search(r"PCIe\s*(?:Gen)?\s*(\d)(?:\.0)?\s*x(\d+)", gpu.interconnect or "")
+    m = PCIE_LINK.search(gpu.interconnect or "")
     if m and int(m.group(1)) in PCIE_GB_S_PER_LANE:
         gen, lanes = int(m.group(1)), int(m.group(2))
         return Link(PCIE_GB_S_PER_LANE[gen] * lanes, f"PCIe {gen}.0 x{lanes}", gpu.interconnect)

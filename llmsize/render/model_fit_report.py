@@ -53,9 +53,8 @@ def render_fit(rows, gpu, runtime, context, host, skipped, total, console, sort:
     what = f"{total} kept of {fitting} fitting model/format pairs ({', '.join(kept)})" if kept and fitting is not None \
         else f"{total} fitting model/format pairs"
     if not rows:
-        counted = what if total or fitting else "No model/format pair fits"
-        console.print(f"{'0 of ' if total or fitting else ''}{counted}; {skipped} pair(s) could not be planned.",
-                      style="dim")
+        counted = f"0 of {what}" if total or fitting else "No model/format pair fits"
+        console.print(f"{counted}; {skipped} pair(s) could not be planned.", style="dim")
         return
     console.print(f"{len(rows)} of {what} shown (--top), {order}; {skipped} "
                   "pair(s) could not be planned. tok/s: expected decode at batch 1 (band: held-out p5-p95); bpw: bits "

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from llmsize.estimate.kv import kv_bytes
 from llmsize.estimate.params import model_pieces, params_active, params_comparable_to_official
-from llmsize.importer.hf_config import ConfigError
+from llmsize.importer.hf_config import ConfigError, map_config
 from llmsize.importer.source import import_model
 
 # a copy of shared/reference/hf-configs (real config.json files; provenance in its SOURCES.yaml), shipped
@@ -39,6 +40,12 @@ TWINS = {
     "microsoft__phi-4": "phi-4", "moonshotai__Kimi-K2-Instruct": "kimi-k2", "moonshotai__Kimi-K2.5": "kimi-k2.5",
     "MiniMaxAI__MiniMax-M2.5": "minimax-m2.5", "meta-llama__Llama-4-Scout-17B-16E-Instruct": "llama-4-scout",
     "meta-llama__Llama-4-Maverick-17B-128E-Instruct": "llama-4-maverick",
+    "zai-org__GLM-5": "glm-5", "zai-org__GLM-5-FP8": "glm-5", "Qwen__Qwen3.5-397B-A17B": "qwen3.5-397b-a17b",
+    "Qwen__Qwen3.5-122B-A10B": "qwen3.5-122b-a10b", "Qwen__Qwen3-Coder-480B-A35B-Instruct": "qwen3-coder-480b-a35b",
+    "mistralai__Mixtral-8x22B-v0.1": "mixtral-8x22b", "MiniMaxAI__MiniMax-M2.7": "minimax-m2.7",
+    "zai-org__GLM-5.2": "glm-5.2",
+    # Qwen3-VL's text model is Qwen3-30B-A3B's, QK norm included (text_config, model_type qwen3_vl_moe_text)
+    "Qwen__Qwen3-VL-30B-A3B-Instruct": "qwen3-30b-a3b",
 }
 
 
@@ -47,7 +54,7 @@ def _decoder(spec):
 
 
 def test_every_shared_config_is_covered():
-    assert len(ALL) == 47
+    assert len(ALL) == 56
     assert {p.stem for p in ALL} - set(TWINS) == {
         "Qwen__Qwen3-235B-A22B", "Qwen__Qwen3-235B-A22B-FP8", "nvidia__Gemma-4-31B-IT-NVFP4",
         "nvidia__Nemotron-H-56B-Base-8K", "1bitLLM__bitnet_b1_58-large"}  # tests/test_ternary.py: llama.cpp's published TQ1_0 / TQ2_0 sizes
@@ -343,6 +350,71 @@ def test_kimi_and_minimax_configs_import_as_their_published_sizes():
     assert params_comparable_to_official(mm) == pytest.approx(229e9, rel=0.01)
     assert params_active(mm) == pytest.approx(10e9, rel=0.05)
     assert mm.release.quant == "fp8-block128"
+
+
+def test_glm_5_imports_as_deepseek_v32_layers_at_its_published_size():
+    """GLM-5 (model_type glm_moe_dsa) was refused as an unknown type with latent attention: it is DeepSeek-V3.2's
+    layers at other widths (vLLM's GlmMoeDsaForCausalLM is a DeepseekV2ForCausalLM; mlx-lm's glm_moe_dsa Model
+    subclasses its DeepSeek-V3.2 one). "744B parameters (40B active)" (zai-org/GLM-5 README.md @218be52)."""
+    glm = import_model(CONFIGS / "zai-org__GLM-5.json", read_headers=False).spec
+    assert params_comparable_to_official(glm) == pytest.approx(744e9, rel=0.005)
+    assert params_active(glm) == pytest.approx(40e9, rel=0.05)
+    # every layer MLA with the sparse-attention indexer; three dense layers (first_k_dense_replace 3)
+    assert sum(g.count for g in glm.layer_groups) == 78
+    assert all(g.mixer.kind == "mla" and (g.mixer.indexer.n_heads, g.mixer.indexer.head_dim,
+                                          g.mixer.indexer.topk) == (32, 128, 2048) for g in glm.layer_groups)
+    assert sum(g.count for g in glm.layer_groups if g.mlp.kind == "dense") == 3
+    # a cached token, a layer: the latent 512 + 64 in bf16 (1,152 B) and the indexer's FP8 key with one FP32
+    # scale per 128 values (128 + 4 B)
+    assert kv_bytes(glm, 1, "bf16").bytes_per_token == 78 * (1152 + 132)
+
+
+def test_glm_5_fp8_keeps_only_norms_routers_and_the_indexer_projection_in_16_bits():
+    """GLM-5-FP8's modules_to_not_convert names self_attn.indexers_proj and self_attn.indexer.k_norm in every layer:
+    they are the indexer's few weights, not attention's projections. Read as attention, they made the scope `mlp`
+    (attention in 16 bits: 27 GB more than the checkpoint holds)."""
+    im = import_model(CONFIGS / "zai-org__GLM-5-FP8.json", read_headers=False)
+    assert im.spec.release.quant == "fp8-block128"
+    assert im.spec.release.scope != "mlp"
+    assert not any("attention" in n for n in im.notes)
+
+
+def test_glm_5_2_layers_that_reuse_a_top_k_hold_no_indexer():
+    """GLM-5.2's indexer_types: 21 'full' layers run the indexer, 57 'shared' ones reuse the top-k of the last full
+    layer (IndexCache, arXiv 2603.12201): vLLM builds no Indexer there (deepseek_v2.py, from index_topk_freq 4 and
+    index_skip_topk_offset 3), so no indexer weights and no indexer key cache; attention still reads 2,048 tokens."""
+    glm5 = import_model(CONFIGS / "zai-org__GLM-5.json", read_headers=False).spec
+    im = import_model(CONFIGS / "zai-org__GLM-5.2.json", read_headers=False)
+    spec = im.spec
+    shared = sum(g.count for g in spec.layer_groups if g.mixer.indexer.shared)
+    assert shared == 57 and sum(g.count for g in spec.layer_groups) == 78
+    assert all(g.mixer.indexer.topk == 2048 for g in spec.layer_groups)
+    assert any("57 of 78 layers reuse an earlier layer's top-k" in n for n in im.notes)
+    # a cached token: 78 latents (576 bf16 values, 1,152 B) and 21 indexer keys (128 FP8 + one FP32 scale)
+    assert kv_bytes(spec, 1, "bf16").bytes_per_token == 78 * 1152 + 21 * 132
+    # GLM-5's count less 57 indexers: wq_b 2048 x 32 x 128, wk 6144 x 128, weights_proj 6144 x 32, k_norm 2 x 128
+    one = 2048 * 32 * 128 + 6144 * 128 + 6144 * 32 + 2 * 128
+    assert _decoder(glm5) - _decoder(spec) == 57 * one
+    # without indexer_types, vLLM's rule from the period and offset picks the same layers
+    raw = json.loads((CONFIGS / "zai-org__GLM-5.2.json").read_text())
+    del raw["indexer_types"]
+    assert map_config(raw, "config.json").fields["layer_groups"] == \
+        map_config(json.loads((CONFIGS / "zai-org__GLM-5.2.json").read_text()), "config.json").fields["layer_groups"]
+
+
+@pytest.mark.parametrize("edit, says", [
+    (lambda c: c.update(indexer_types=c["indexer_types"][:-1]), "indexer_types is not one of 'full' or 'shared' for"),
+    (lambda c: c["indexer_types"].__setitem__(5, "half"), "(it holds 'half')"),
+    (lambda c: c["indexer_types"].__setitem__(0, "shared"), "starts with a 'shared' layer"),
+    (lambda c: (c.pop("indexer_types"), c.update(index_topk_freq=0)), "index_topk_freq 0"),
+])
+def test_bad_indexer_layouts_are_refused_in_one_line(tmp_path, edit, says, run_cli):
+    raw = json.loads((CONFIGS / "zai-org__GLM-5.2.json").read_text())
+    edit(raw)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    code, out, err = run_cli("import", str(path))
+    assert code == 2 and says in err and "Traceback" not in err and not out
 
 
 def test_llama_4_configs_import_with_their_experts_and_chunked_layers():

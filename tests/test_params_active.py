@@ -13,10 +13,16 @@ import pytest
 from llmsize.estimate.params import params_active, params_active_with_embedding
 
 MOE = ["deepseek-v2-lite", "deepseek-v3", "gemma-4-26b-a4b", "gpt-oss-120b", "gpt-oss-20b", "mixtral-8x7b",
-       "nemotron-3-nano-30b-a3b", "qwen3-30b-a3b"]
+       "nemotron-3-nano-30b-a3b", "qwen3-30b-a3b", "glm-5", "qwen3.5-397b-a17b", "qwen3-coder-480b-a35b",
+       "mixtral-8x22b"]
 # Qwen3-Next-80B-A3B's card says "3B activated": 3.25 B without the embedding or the lm_head, 3.56 B with the
 # lm_head, 3.88 B with both; the figure fits no convention (it reads as the A3B class label), so none is recorded.
 NO_FIGURE = {"qwen3-next-80b-a3b",
+             # Qwen3.5-122B-A10B's card says "10B activated": 9.01 B without the embedding, 9.77 B with it (the
+             # A10B class label again)
+             "qwen3.5-122b-a10b",
+             # MiniMax prints no count for M2.7 (its README, whole history); no vendor figure among GLM-5.2's sources
+             "minimax-m2.7", "glm-5.2",
              # entries imported from a public copy of config.json alone: no vendor figure among their sources
              "glm-4.7-flash", "qwen3-235b-a22b", "qwen3.6-35b-a3b", "kimi-k2", "kimi-k2.5", "minimax-m2.5",
              "llama-4-scout", "llama-4-maverick",

@@ -179,6 +179,9 @@ class SparseIndexer(Strict):
     n_heads: int = Field(strict=True, le=2**16, gt=0, description="index_n_heads")
     head_dim: int = Field(strict=True, le=2**16, gt=0, description="index_head_dim")
     topk: int = Field(strict=True, le=INT32_MAX, gt=0, description="index_topk: tokens each query attends to")
+    shared: bool = Field(False, description="the layer reuses the top-k an earlier layer's indexer picked "
+                         "(GLM-5.2's indexer_types 'shared'; IndexCache, arXiv 2603.12201): it attends to topk tokens "
+                         "but holds no indexer weights, caches no indexer key and scores nothing")
 
 
 class MlaAttention(Strict):

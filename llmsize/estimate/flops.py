@@ -88,9 +88,9 @@ def _recurrent_flops_per_token(mixer) -> float:
 
 def _indexer_flops_per_scored_token(mixer) -> float:
     """A sparse-attention indexer scores each cached token with n_heads dot products of head_dim (DeepSeek-V3.2-Exp
-    report: I_ts = sum_j w_tj ReLU(q_tj . k_s)); 0 without an indexer."""
+    report: I_ts = sum_j w_tj ReLU(q_tj . k_s)); 0 without an indexer, or where the layer reuses another's top-k."""
     ix = getattr(mixer, "indexer", None)
-    return 2.0 * ix.n_heads * ix.head_dim if ix is not None else 0.0
+    return 2.0 * ix.n_heads * ix.head_dim if ix is not None and not ix.shared else 0.0
 
 
 def _attention_cap(mixer) -> int | None:

@@ -49,9 +49,10 @@ def mla_mixers(model: ModelSpec) -> list:
 
 
 def indexer_bytes_per_token(mixer) -> float:
-    """A sparse-attention layer's indexer key, per cached token (0 for any other layer)."""
+    """A sparse-attention layer's indexer key, per cached token (0 for any other layer, and for a layer that reuses
+    another's top-k: vLLM builds no Indexer, hence no DeepseekV32IndexerCache, where it skips the top-k)."""
     ix = getattr(mixer, "indexer", None)
-    return float(ix.head_dim + ix.head_dim // INDEXER_SCALE_BLOCK * 4) if ix is not None else 0.0
+    return float(ix.head_dim + ix.head_dim // INDEXER_SCALE_BLOCK * 4) if ix is not None and not ix.shared else 0.0
 
 
 def latent_bytes_per_token(mixer, kv_bytes: float, kv_dtype: str = "") -> float:

@@ -89,8 +89,9 @@ def _mla(m: MlaAttention, hidden: int) -> list[Piece]:
         Piece("norms", norms + m.kv_lora_rank, False, 0),  # + kv_a_layernorm
     ]
     ix = m.indexer
-    if ix is not None:  # DeepSeek-V3.2's Indexer (inference/model.py): wq_b from the query latent, wk and
-        # weights_proj from the hidden state, k_norm a LayerNorm (weight and bias)
+    if ix is not None and not ix.shared:  # DeepSeek-V3.2's Indexer (inference/model.py): wq_b from the query
+        # latent, wk and weights_proj from the hidden state, k_norm a LayerNorm (weight and bias); none in a layer
+        # that reuses another's top-k
         q_in = m.q_lora_rank or hidden
         pieces += [Piece("attention", q_in * ix.n_heads * ix.head_dim + hidden * ix.head_dim + hidden * ix.n_heads,
                          True, 3),

@@ -225,6 +225,13 @@ def _sliding(c: _Cfg, model_type: str, layers: int) -> list[int | None]:
     return [w if i >= first else None for i in range(layers)]
 
 
+# Qwen3's attention normalizes its queries and keys (q_norm, k_norm); Qwen3-VL's text model is Qwen3's ("the base
+# language model with QK-norm and RoPE": pytorch/torchtitan torchtitan/experiments/qwen3_vl/README.md; transformers
+# Qwen3VLTextAttention, Qwen3VLMoeTextAttention)
+QK_NORM_DENSE = ("qwen3", "qwen3_vl_text")
+QK_NORM_MOE = ("qwen3_moe", "qwen3_vl_moe_text")
+
+
 def map_dense(c: _Cfg, model_type: str) -> Mapped:
     layers, inter = c.need("num_hidden_layers", "intermediate_size")
     heads, kv, hd = _heads(c)
@@ -239,7 +246,7 @@ def map_dense(c: _Cfg, model_type: str) -> Mapped:
     bitnet = model_type == "bitnet" or "BitnetForCausalLM" in (c.get("architectures") or [])
     sub_norms = {"norms": 3, "extra_params": inter} if bitnet else {}
     specs = [{"mixer": _attn("sliding" if w else "full", heads, kv, hd, bias=bias,
-                             qk_norm=model_type in ("qwen3", "qwen3_moe"), sliding_window=w), "mlp": mlp, **sub_norms}
+                             qk_norm=model_type in QK_NORM_DENSE, sliding_window=w), "mlp": mlp, **sub_norms}
              for w in windows]
     notes = []
     if model_type == "phi3" and windows[0]:
@@ -270,7 +277,7 @@ def map_moe_dense_attn(c: _Cfg, model_type: str) -> Mapped:
     specs = []
     for i, window in enumerate(windows):
         mixer = _attn("sliding" if window else "full", heads, kv, hd,
-                      qk_norm=model_type == "qwen3_moe" or (model_type == "minimax_m2" and bool(c.get("use_qk_norm"))),
+                      qk_norm=model_type in QK_NORM_MOE or (model_type == "minimax_m2" and bool(c.get("use_qk_norm"))),
                       bias="all" if c.get("attention_bias") else "none", sliding_window=window)
         mlp = {"kind": "dense", "intermediate_size": c.need("intermediate_size")[0]} if i in dense_layers else moe
         specs.append({"mixer": mixer, "mlp": mlp})
@@ -364,6 +371,35 @@ def map_falcon(c: _Cfg, model_type: str) -> Mapped:
     return Mapped(fields)
 
 
+# model types whose every MLA layer carries DeepSeek Sparse Attention's indexer: DeepSeek-V3.2, and GLM-5's
+# glm_moe_dsa, DeepSeek-V3.2's layers at other widths (vLLM's GlmMoeDsaForCausalLM subclasses its DeepseekV2 model;
+# mlx-lm's glm_moe_dsa.py: `class Model(DSV32Model)`)
+SPARSE_ATTENTION = ("deepseek_v32", "glm_moe_dsa")
+
+
+def _indexer_reuse(c: _Cfg, layers: int) -> list[bool]:
+    """Which sparse-attention layers reuse an earlier layer's top-k instead of running their own indexer (GLM-5.2:
+    indexer_types 'full' or 'shared' a layer; IndexCache, arXiv 2603.12201). Without indexer_types, vLLM's rule
+    from index_topk_freq and index_skip_topk_offset (deepseek_v2.py: a layer skips the top-k where
+    max(layer - offset + 1, 0) % freq != 0); neither: every layer runs its own."""
+    types = c.get("indexer_types")
+    if types is not None:
+        if not isinstance(types, list) or len(types) != layers or set(types) - {"full", "shared"}:
+            odd = sorted({str(t) for t in types} - {"full", "shared"}) if isinstance(types, list) else []
+            raise ConfigError(f"{c.where}: indexer_types is not one of 'full' or 'shared' for each of the {layers} "
+                              f"layers{f' (it holds {shown(odd[0], 20)!r})' if odd else ''}.", "Fix the config.json.")
+        if types[0] != "full":
+            raise ConfigError(f"{c.where}: indexer_types starts with a 'shared' layer, which has no earlier top-k "
+                              "to reuse.", "Fix the config.json.")
+        return [t == "shared" for t in types]
+    freq, offset = (c.get(k) for k in ("index_topk_freq", "index_skip_topk_offset"))
+    freq, offset = 1 if freq is None else freq, 0 if offset is None else offset
+    if type(freq) is not int or type(offset) is not int or freq < 1 or offset < 0:
+        raise ConfigError(f"{c.where}: index_topk_freq {freq!r} / index_skip_topk_offset {offset!r} are not a "
+                          "positive period and a non-negative offset.", "Fix the config.json.")
+    return [max(i - offset + 1, 0) % freq != 0 for i in range(layers)]
+
+
 def map_deepseek(c: _Cfg, model_type: str) -> Mapped:
     layers, heads = c.need("num_hidden_layers", "num_attention_heads")
     kv_rank, nope, rope, v = c.need("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
@@ -371,9 +407,10 @@ def map_deepseek(c: _Cfg, model_type: str) -> Mapped:
              "qk_rope_head_dim": rope, "v_head_dim": v}
     if c.get("q_lora_rank"):
         mixer["q_lora_rank"] = c.get("q_lora_rank")
-    if model_type == "deepseek_v32":  # DeepSeek Sparse Attention: the lightning indexer of every layer
+    if model_type in SPARSE_ATTENTION:  # DeepSeek Sparse Attention: the lightning indexer of every layer
         n, d, k = c.need("index_n_heads", "index_head_dim", "index_topk")
         mixer["indexer"] = {"n_heads": n, "head_dim": d, "topk": k}
+    reuses = _indexer_reuse(c, layers) if model_type in SPARSE_ATTENTION else [False] * layers
     first_dense = c.get("first_k_dense_replace") or 0
     freq = c.get("moe_layer_freq") or 1
     experts = c.get("n_routed_experts")
@@ -386,9 +423,13 @@ def map_deepseek(c: _Cfg, model_type: str) -> Mapped:
         if c.get("topk_method") == "noaux_tc":  # DeepSeek-V3's e_score_correction_bias
             moe["router_bias"] = True
     dense = {"kind": "dense", "intermediate_size": c.need("intermediate_size")[0]}
-    specs = [{"mixer": mixer, "mlp": moe if moe and i >= first_dense and i % freq == 0 else dense}
-             for i in range(layers)]
+    shared = {**mixer, "indexer": {**mixer["indexer"], "shared": True}} if any(reuses) else mixer
+    specs = [{"mixer": shared if reuses[i] else mixer,
+              "mlp": moe if moe and i >= first_dense and i % freq == 0 else dense} for i in range(layers)]
     notes = []
+    if any(reuses):
+        notes.append(f"{sum(reuses)} of {layers} layers reuse an earlier layer's top-k (indexer_types 'shared'): "
+                     "no indexer weights or key cache there")
     if c.get("num_nextn_predict_layers"):
         notes.append(f"{c.get('num_nextn_predict_layers')} multi-token-prediction layer(s) in the checkpoint, "
                      "not used by plain decoding: not counted")
@@ -570,12 +611,14 @@ MAPPERS = {
     "llama": map_dense, "mistral": map_dense, "qwen2": map_dense, "qwen3": map_dense, "phi3": map_dense,
     "bitnet": map_dense,  # BitNet b1.58: Llama's layers (ReLU^2 MLP, no biases) with two sub-norms
     "mixtral": map_moe_dense_attn, "qwen3_moe": map_moe_dense_attn,
+    "qwen3_vl_text": map_dense, "qwen3_vl_moe_text": map_moe_dense_attn,  # Qwen3-VL's text models (text_config)
     "gemma2": map_gemma2, "gemma3": map_gemma3, "gemma3_text": map_gemma3,
     "gemma4": map_gemma4, "gemma4_text": map_gemma4, "gemma4_unified": map_gemma4, "gemma4_unified_text": map_gemma4,
     "falcon": map_falcon, "deepseek_v2": map_deepseek, "deepseek_v3": map_deepseek, "gpt_oss": map_gpt_oss,
     "deepseek_v32": map_deepseek,  # DeepSeek-V3.2(-Exp): V3's layers, each MLA with a sparse-attention indexer
     "glm4_moe_lite": map_deepseek,  # transformers Glm4MoeLite: DeepSeek-V3's MLA + routed/shared experts
     "kimi_k2": map_deepseek,  # Kimi K2 / K2.5's text model: architectures DeepseekV3ForCausalLM
+    "glm_moe_dsa": map_deepseek,  # GLM-5, GLM-5.1 (GlmMoeDsaForCausalLM): DeepSeek-V3.2's layers
     "llama4_text": map_llama4, "llama4": map_llama4,
     "minimax_m2": map_moe_dense_attn,  # MiniMax-M2: GQA with QK norm, every layer routed (num_local_experts), no shared
     "nemotron_h": map_nemotron_h,
@@ -606,6 +649,9 @@ REQUIRED = {"falcon": ("hidden_size", "num_hidden_layers", "num_attention_heads"
             "deepseek_v3": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
             "deepseek_v32": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
             "glm4_moe_lite": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
+            "glm_moe_dsa": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size",
+                            "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size", "kv_lora_rank",
+                            "intermediate_size", "index_n_heads", "index_head_dim", "index_topk"),
             "kimi_k2": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", "n_routed_experts",
                         "num_experts_per_tok", "moe_intermediate_size", "kv_lora_rank", "intermediate_size"),
             **{t: CORE + ("num_local_experts", "num_experts_per_tok", "intermediate_size_mlp")

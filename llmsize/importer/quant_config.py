@@ -80,8 +80,8 @@ def _excluded_layers(ignore: list[str], rx: re.Pattern) -> tuple[set[int], bool]
     everywhere = False
     for pat in ignore or []:
         body = pat[3:] if pat.startswith("re:") else pat
-        if not rx.search(body) or "norm" in body:
-            continue
+        if not rx.search(body) or "norm" in body or "indexer" in body:  # a norm, or a sparse-attention indexer's
+            continue  # few weights (GLM-5-FP8 keeps self_attn.indexers_proj in 16 bits, its attention in FP8)
         m = re.search(r"layers\.(\d+)\.", body)
         if m:
             layers.add(int(m.group(1)))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from llmsize.estimate.flops import decode_flops_per_token
 from llmsize.estimate.kv import kv_bytes
 from llmsize.estimate.params import model_pieces, params_active, params_comparable_to_official
 from llmsize.importer.hf_config import ConfigError, map_config
@@ -395,6 +396,11 @@ def test_glm_5_2_layers_that_reuse_a_top_k_hold_no_indexer():
     # GLM-5's count less 57 indexers: wq_b 2048 x 32 x 128, wk 6144 x 128, weights_proj 6144 x 32, k_norm 2 x 128
     one = 2048 * 32 * 128 + 6144 * 128 + 6144 * 32 + 2 * 128
     assert _decoder(glm5) - _decoder(spec) == 57 * one
+    # at 100,000 cached tokens a decode step scores them in 21 layers (32 heads x 128 x 2 FLOPs a token), not 78; both
+    # attend to 2,048 in every layer; the indexers' matrices are 2 FLOPs a weight
+    scoring = 2 * 32 * 128 * 100_000
+    assert decode_flops_per_token(glm5, 100_000) - decode_flops_per_token(spec, 100_000) == pytest.approx(
+        57 * scoring + 2 * 57 * (one - 2 * 128), rel=1e-9)  # the k_norm multiplies nothing
     # without indexer_types, vLLM's rule from the period and offset picks the same layers
     raw = json.loads((CONFIGS / "zai-org__GLM-5.2.json").read_text())
     del raw["indexer_types"]

@@ -44,7 +44,10 @@ TWINS = {
     "zai-org__GLM-5": "glm-5", "zai-org__GLM-5-FP8": "glm-5", "Qwen__Qwen3.5-397B-A17B": "qwen3.5-397b-a17b",
     "Qwen__Qwen3.5-122B-A10B": "qwen3.5-122b-a10b", "Qwen__Qwen3-Coder-480B-A35B-Instruct": "qwen3-coder-480b-a35b",
     "mistralai__Mixtral-8x22B-v0.1": "mixtral-8x22b", "MiniMaxAI__MiniMax-M2.7": "minimax-m2.7",
-    "zai-org__GLM-5.2": "glm-5.2",
+    "zai-org__GLM-5.2": "glm-5.2", "nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-FP8": "nemotron-3-super-120b-a12b",
+    "nvidia__NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16": "nemotron-3-ultra-550b-a55b",
+    # Nemotron 3.5 Lightning has Nemotron 3 Nano's shapes, its layers given as layers_block_type
+    "nvidia__NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4": "nemotron-3-nano-30b-a3b",
     # Qwen3-VL's text model is Qwen3-30B-A3B's, QK norm included (text_config, model_type qwen3_vl_moe_text)
     "Qwen__Qwen3-VL-30B-A3B-Instruct": "qwen3-30b-a3b",
 }
@@ -55,7 +58,7 @@ def _decoder(spec):
 
 
 def test_every_shared_config_is_covered():
-    assert len(ALL) == 56
+    assert len(ALL) == 59
     assert {p.stem for p in ALL} - set(TWINS) == {
         "Qwen__Qwen3-235B-A22B", "Qwen__Qwen3-235B-A22B-FP8", "nvidia__Gemma-4-31B-IT-NVFP4",
         "nvidia__Nemotron-H-56B-Base-8K", "1bitLLM__bitnet_b1_58-large"}  # tests/test_ternary.py: llama.cpp's published TQ1_0 / TQ2_0 sizes
@@ -317,8 +320,6 @@ UNSUPPORTED = Path(__file__).parent / "data" / "hf-configs-unsupported"
 @pytest.mark.parametrize("stem, says", [
     # MiMo-V2-Flash: 256 routed experts, sliding layers with heads of their own
     ("XiaomiMiMo__MiMo-V2-Flash", "model_type 'mimo_v2_flash' is not known and its config has n_routed_experts = 256"),
-    # Nemotron 3 Super: a known type (nemotron_h), but LatentMoE; with full-width experts it was 458.6 B of 120 B
-    ("nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-FP8", "latent space (moe_latent_size 1024"),
 ])
 def test_configs_of_layers_the_importer_does_not_model_are_refused_not_read_as_dense(stem, says, run_cli):
     """A config whose layers route to experts, recur or split their heads in ways no mapper models is refused in
@@ -421,6 +422,37 @@ def test_bad_indexer_layouts_are_refused_in_one_line(tmp_path, edit, says, run_c
     path.write_text(json.dumps(raw))
     code, out, err = run_cli("import", str(path))
     assert code == 2 and says in err and "Traceback" not in err and not out
+
+
+def test_latent_moe_experts_work_at_the_latent_width():
+    """Nemotron 3 Super and Ultra (LatentMoE, arXiv 2601.18089): the routed experts read and write a latent of
+    moe_latent_size, which fc1_latent_proj and fc2_latent_proj enter and leave at the hidden size. Refused before
+    (read at full width, Super was 458.6 B); now 120.7 B and 549.3 B, the 120B-A12B and 550B-A55B of their names."""
+    sup = import_model(CONFIGS / "nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-FP8.json", read_headers=False).spec
+    ultra = import_model(CONFIGS / "nvidia__NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16.json", read_headers=False).spec
+    assert params_comparable_to_official(sup) == pytest.approx(120e9, rel=0.01)
+    assert params_active(sup) == pytest.approx(12e9, rel=0.02)
+    assert params_comparable_to_official(ultra) == pytest.approx(550e9, rel=0.01)
+    assert params_active(ultra) == pytest.approx(55e9, rel=0.01)
+    moe = next(g for g in sup.layer_groups if g.mlp is not None and g.mlp.kind == "moe")
+    assert (moe.mlp.latent_size, moe.mlp.num_experts, moe.mlp.experts_per_token) == (1024, 512, 22)
+    pieces = {p.component: p.params for p in model_pieces(sup.model_copy(update={"layer_groups": [moe]}))}
+    # one layer: 512 experts x (up 1024 x 2688 + down 2688 x 1024), non-gated (relu^2); the two latent projections
+    # 2 x 4096 x 1024, read by every token; a shared expert of 5,376 at the hidden size
+    assert pieces["experts"] == 40 * 512 * 2 * 1024 * 2688
+    assert pieces["mlp"] == 40 * 2 * 4096 * 1024
+    assert pieces["shared_experts"] == 40 * 2 * 4096 * 5376
+    # Ultra's config lists its 108 layers as layers_block_type words, not a hybrid_override_pattern
+    assert sum(g.count for g in ultra.layer_groups) == 108
+
+
+def test_a_bad_layers_block_type_is_refused_in_one_line(tmp_path, run_cli):
+    raw = json.loads((CONFIGS / "nvidia__NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16.json").read_text())
+    raw["layers_block_type"][3] = "transformer"
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    code, out, err = run_cli("import", str(path))
+    assert code == 2 and "layers_block_type holds 'transformer'" in err and "Traceback" not in err and not out
 
 
 def test_llama_4_configs_import_with_their_experts_and_chunked_layers():

@@ -23,6 +23,8 @@ NO_FIGURE = {"qwen3-next-80b-a3b",
              "qwen3.5-122b-a10b",
              # MiniMax prints no count for M2.7 (its README, whole history); no vendor figure among GLM-5.2's sources
              "minimax-m2.7", "glm-5.2",
+             # Nemotron 3 Super and Ultra: no NVIDIA page among their sources (their names say A12B and A55B)
+             "nemotron-3-super-120b-a12b", "nemotron-3-ultra-550b-a55b",
              # entries imported from a public copy of config.json alone: no vendor figure among their sources
              "glm-4.7-flash", "qwen3-235b-a22b", "qwen3.6-35b-a3b", "kimi-k2", "kimi-k2.5", "minimax-m2.5",
              "llama-4-scout", "llama-4-maverick",

@@ -258,6 +258,12 @@ class MoeMlp(Strict):
         None, strict=True, gt=0, le=2**24, description="per shared expert; defaults to moe_intermediate_size"
     )
     shared_expert_gate: bool = Field(False, description="a [1, hidden] sigmoid gate on the shared expert")
+    latent_size: int | None = Field(
+        None, strict=True, gt=0, le=2**24,
+        description="moe_latent_size: the routed experts work at this width, not the hidden size (LatentMoE, arXiv "
+                    "2601.18089; Nemotron 3 Super and Ultra): every token runs fc1_latent_proj (hidden -> latent) "
+                    "before them and fc2_latent_proj (latent -> hidden) after; router and shared experts stay at "
+                    "the hidden size")
 
     @model_validator(mode="after")
     def _topk(self):

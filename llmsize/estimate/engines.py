@@ -199,17 +199,17 @@ def loaded_layout_extra(model: ModelSpec, gpu: GpuSpec, e: "EngineInputs") -> tu
                          "their kernels' layouts, not sized here; vllm#33155 logs 64.38 GiB loaded for gpt-oss-120b "
                          "on an H100 (v0.14.1) against 60.8 GiB on disk")
         bits = float(quant_format("mxfp4").bits_per_weight)
-        hp = round_up(h, MARLIN_PAD[0])
         extra = 0.0
         for g in moe:
             m = g.mlp
-            ip = round_up(m.moe_intermediate_size, MARLIN_PAD[1])
+            w = m.latent_size or h  # the experts' own width (a LatentMoE's latent)
+            hp, ip = round_up(w, MARLIN_PAD[0]), round_up(m.moe_intermediate_size, MARLIN_PAD[1])
             n = 3 if m.gated else 2
-            mats = n * (hp * ip - h * m.moe_intermediate_size) * bits / 8
-            biases = ((n - 1) * (ip - m.moe_intermediate_size) + (hp - h)) * ACT_BYTES if m.bias else 0
+            mats = n * (hp * ip - w * m.moe_intermediate_size) * bits / 8
+            biases = ((n - 1) * (ip - m.moe_intermediate_size) + (hp - w)) * ACT_BYTES if m.bias else 0
             extra += g.count * m.num_experts * (mats + biases)
         return extra, (f"MXFP4 experts through Marlin on compute capability {gpu.compute_capability}: hidden "
-                       f"{h} -> {hp}, expert intermediate padded to a multiple of 128 (vLLM Mxfp4MoEMethod."
+                       f"{h} -> {round_up(h, MARLIN_PAD[0])}, expert intermediate padded to a multiple of 128 (vLLM Mxfp4MoEMethod."
                        f"create_weights): +{extra / GiB:.2f} GiB over the checkpoint")
     if e.engine == "trtllm" and e.tp > 1:
         table = model.vocab_size * e.tp * h * ACT_BYTES  # the whole vocabulary: the card model holds 1/tp

@@ -98,14 +98,18 @@ def _mlp(i: int, m, h: int) -> list[GgufTensor]:
             out.append(GgufTensor(p + "ffn_vectors", (2 if m.gated else 1) * ff + h, component="mlp", f32=True))
         return out
     e, ff, route = m.num_experts, m.moe_intermediate_size, (m.experts_per_token, m.num_experts)
+    w = m.latent_size or h  # LatentMoE: llama.cpp's ffn_latent_down {n_embd, moe_n_embd} and ffn_latent_up
     out = [GgufTensor(p + "ffn_gate_inp.weight", h, e, component="router", f32=True)]
+    if m.latent_size:
+        out += [GgufTensor(p + "ffn_latent_down.weight", h, w, component="mlp"),
+                GgufTensor(p + "ffn_latent_up.weight", w, h, component="mlp")]
     if m.gated:
-        out.append(GgufTensor(p + "ffn_gate_exps.weight", h, ff, e, component="experts", routed=route))
-    out += [GgufTensor(p + "ffn_up_exps.weight", h, ff, e, component="experts", routed=route),
-            GgufTensor(p + "ffn_down_exps.weight", ff, h, e, component="experts", routed=route)]
+        out.append(GgufTensor(p + "ffn_gate_exps.weight", w, ff, e, component="experts", routed=route))
+    out += [GgufTensor(p + "ffn_up_exps.weight", w, ff, e, component="experts", routed=route),
+            GgufTensor(p + "ffn_down_exps.weight", ff, w, e, component="experts", routed=route)]
     vec = (e if m.router_bias else 0) + (h if m.shared_expert_gate else 0)
     if m.bias:
-        vec += e * ((2 if m.gated else 1) * ff + h)
+        vec += e * ((2 if m.gated else 1) * ff + w)
     if vec:
         out.append(GgufTensor(p + "ffn_vectors", vec, component="router", f32=True))
     if m.num_shared_experts:

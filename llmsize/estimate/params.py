@@ -140,9 +140,12 @@ def _moe(m: MoeMlp, hidden: int) -> list[Piece]:
     n = 3 if m.gated else 2
     e = m.num_experts
     route = (m.experts_per_token, e)
-    pieces = [Piece("experts", e * n * hidden * m.moe_intermediate_size, True, e * n, routed=route)]
+    width = m.latent_size or hidden  # LatentMoE's experts read and write the latent
+    pieces = [Piece("experts", e * n * width * m.moe_intermediate_size, True, e * n, routed=route)]
     if m.bias:
-        pieces.append(Piece("experts", e * ((n - 1) * m.moe_intermediate_size + hidden), False, 0, routed=route))
+        pieces.append(Piece("experts", e * ((n - 1) * m.moe_intermediate_size + width), False, 0, routed=route))
+    if m.latent_size:  # fc1_latent_proj and fc2_latent_proj, run by every token (no bias: mlp_bias false)
+        pieces.append(Piece("mlp", 2 * hidden * m.latent_size, True, 2))
     router = hidden * e + (e if m.router_bias else 0) + (hidden if m.shared_expert_gate else 0)
     pieces.append(Piece("router", router, False, 0))  # routers stay 16-bit in every checkpoint we know
     if m.num_shared_experts:

@@ -34,7 +34,7 @@ COMPONENT_RULES = [  # first match wins; names lower-cased
                           r"e_score_correction_bias")),
     ("ssm", re.compile(r"mixer\.(in_proj|out_proj|conv1d|a_log|d$|dt_bias)|\.a_log$|\.d$|conv1d|linear_attn")),
     ("attention", re.compile(r"self_attn|\.attn\.|attention|mixer\.(q|k|v|o)_proj|\.sinks")),
-    ("mlp", re.compile(r"mlp|feed_forward|ffn|mixer\.(up|down|gate)_proj")),
+    ("mlp", re.compile(r"mlp|feed_forward|ffn|mixer\.(up|down|gate)_proj|latent_proj")),  # LatentMoE's fc1/fc2
 ]
 
 

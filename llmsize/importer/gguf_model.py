@@ -185,6 +185,8 @@ def _layer(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], hidden: int, swa
                             "with llama.cpp's tools.")
         moe = {"kind": "moe", "num_experts": experts, "experts_per_token": used,
                "moe_intermediate_size": inter, "gated": "ffn_gate_exps.weight" in t}
+        if "ffn_latent_down.weight" in t:  # LatentMoE (Nemotron 3 Super, Ultra): experts at the latent's width
+            moe["latent_size"] = ne0
         if "ffn_up_shexp.weight" in t:
             n_sh = _int(g, "expert_shared_count", required=False) or 1
             moe["num_shared_experts"] = n_sh

@@ -497,13 +497,32 @@ def map_gpt_oss(c: _Cfg, model_type: str) -> Mapped:
     return Mapped({**_common(c, False), **layer_stack_fields(specs)})
 
 
+# transformers' NemotronHConfig (5.x) lists layers_block_type, one word a layer, where older configs wrote
+# hybrid_override_pattern, one character a layer (Nemotron 3 Ultra and 3.5 Lightning's configs carry only the list)
+BLOCK_TYPES = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
+
+
+def _nemotron_pattern(c: _Cfg) -> str:
+    pattern, blocks = c.get("hybrid_override_pattern"), c.get("layers_block_type")
+    if pattern is None and blocks is not None:
+        odd = [b for b in blocks if b not in BLOCK_TYPES] if isinstance(blocks, list) else [blocks]
+        if odd:
+            raise ConfigError(f"{c.where}: layers_block_type holds {shown(repr(odd[0]), 20)}, not one of "
+                              f"{', '.join(BLOCK_TYPES)}.", "Fix the config.json.")
+        return "".join(BLOCK_TYPES[b] for b in blocks)
+    if pattern is None:
+        c.need("hybrid_override_pattern")
+    if not isinstance(pattern, str):
+        raise ConfigError(f"{c.where}: hybrid_override_pattern is not a string of layer letters.",
+                          "Fix the config.json.")
+    return pattern
+
+
 def map_nemotron_h(c: _Cfg, model_type: str) -> Mapped:
-    """NemotronH: hybrid_override_pattern, one character per layer: M Mamba2, * attention, - MLP, E MoE."""
-    pattern = c.need("hybrid_override_pattern")[0]
-    if c.get("moe_latent_size"):
-        raise ConfigError(f"{c.where}: its routed experts work in a latent space (moe_latent_size "
-                          f"{c.get('moe_latent_size')!r}: Nemotron 3 Super's LatentMoE), which llmsize does not model.",
-                          "Plan a GGUF of the model (its tensors say what each layer holds).")
+    """NemotronH: hybrid_override_pattern, one character per layer: M Mamba2, * attention, - MLP, E MoE (or
+    layers_block_type, one word a layer); routed experts in a latent of moe_latent_size where it is set (LatentMoE:
+    Nemotron 3 Super and Ultra)."""
+    pattern = _nemotron_pattern(c)
     layers = c.get("num_hidden_layers") or len(pattern)
     if len(pattern) != layers:
         raise ConfigError(f"{c.where}: hybrid_override_pattern has {len(pattern)} layers, num_hidden_layers "
@@ -529,6 +548,8 @@ def map_nemotron_h(c: _Cfg, model_type: str) -> Mapped:
             experts, k, inter = c.need("n_routed_experts", "num_experts_per_tok", "moe_intermediate_size")
             moe = {"kind": "moe", "num_experts": experts, "experts_per_token": k, "moe_intermediate_size": inter,
                    "gated": False, "router_bias": True}
+            if c.get("moe_latent_size"):
+                moe["latent_size"] = c.get("moe_latent_size")
             if c.get("n_shared_experts"):
                 moe["num_shared_experts"] = c.get("n_shared_experts")
                 moe["shared_intermediate_size"] = c.get("moe_shared_expert_intermediate_size") or inter
@@ -644,7 +665,7 @@ def text_part(raw: dict, where: str = "config.json") -> dict:
 
 # what each mapper needs whatever the layers (checked first, so one error lists every missing field)
 REQUIRED = {"falcon": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
-            "nemotron_h": ("hidden_size", "vocab_size", "hybrid_override_pattern"),
+            "nemotron_h": ("hidden_size", "vocab_size"),
             "deepseek_v2": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
             "deepseek_v3": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
             "deepseek_v32": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),

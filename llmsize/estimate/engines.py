@@ -208,8 +208,9 @@ def loaded_layout_extra(model: ModelSpec, gpu: GpuSpec, e: "EngineInputs") -> tu
             mats = n * (hp * ip - w * m.moe_intermediate_size) * bits / 8
             biases = ((n - 1) * (ip - m.moe_intermediate_size) + (hp - w)) * ACT_BYTES if m.bias else 0
             extra += g.count * m.num_experts * (mats + biases)
+        hp = round_up(h, MARLIN_PAD[0])
         return extra, (f"MXFP4 experts through Marlin on compute capability {gpu.compute_capability}: hidden "
-                       f"{h} -> {round_up(h, MARLIN_PAD[0])}, expert intermediate padded to a multiple of 128 (vLLM Mxfp4MoEMethod."
+                       f"{h} -> {hp}, expert intermediate padded to a multiple of 128 (vLLM Mxfp4MoEMethod."
                        f"create_weights): +{extra / GiB:.2f} GiB over the checkpoint")
     if e.engine == "trtllm" and e.tp > 1:
         table = model.vocab_size * e.tp * h * ACT_BYTES  # the whole vocabulary: the card model holds 1/tp

@@ -446,13 +446,19 @@ def test_latent_moe_experts_work_at_the_latent_width():
     assert sum(g.count for g in ultra.layer_groups) == 108
 
 
-def test_a_bad_layers_block_type_is_refused_in_one_line(tmp_path, run_cli):
+@pytest.mark.parametrize("edit, says", [
+    (lambda c: c["layers_block_type"].__setitem__(3, "transformer"), "layers_block_type holds 'transformer'"),
+    (lambda c: c.update(layers_block_type="mamba"), "layers_block_type is 'mamba', not a list"),
+    (lambda c: c.pop("layers_block_type"), "neither hybrid_override_pattern nor layers_block_type"),
+    (lambda c: c.update(moe_latent_size=-5), "latent_size: Input should be greater than 0"),
+])
+def test_a_bad_nemotron_layer_list_or_latent_is_refused_in_one_line(tmp_path, run_cli, edit, says):
     raw = json.loads((CONFIGS / "nvidia__NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16.json").read_text())
-    raw["layers_block_type"][3] = "transformer"
+    edit(raw)
     path = tmp_path / "config.json"
     path.write_text(json.dumps(raw))
     code, out, err = run_cli("import", str(path))
-    assert code == 2 and "layers_block_type holds 'transformer'" in err and "Traceback" not in err and not out
+    assert code == 2 and says in err and "Traceback" not in err and not out
 
 
 def test_llama_4_configs_import_with_their_experts_and_chunked_layers():

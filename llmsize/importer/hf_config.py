@@ -505,13 +505,17 @@ BLOCK_TYPES = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
 def _nemotron_pattern(c: _Cfg) -> str:
     pattern, blocks = c.get("hybrid_override_pattern"), c.get("layers_block_type")
     if pattern is None and blocks is not None:
-        odd = [b for b in blocks if b not in BLOCK_TYPES] if isinstance(blocks, list) else [blocks]
+        if not isinstance(blocks, list):
+            raise ConfigError(f"{c.where}: layers_block_type is {shown(repr(blocks), 20)}, not a list of one word "
+                              f"a layer ({', '.join(BLOCK_TYPES)}).", "Fix the config.json.")
+        odd = [b for b in blocks if b not in BLOCK_TYPES]
         if odd:
             raise ConfigError(f"{c.where}: layers_block_type holds {shown(repr(odd[0]), 20)}, not one of "
                               f"{', '.join(BLOCK_TYPES)}.", "Fix the config.json.")
         return "".join(BLOCK_TYPES[b] for b in blocks)
     if pattern is None:
-        c.need("hybrid_override_pattern")
+        raise ConfigError(f"{c.where}: neither hybrid_override_pattern nor layers_block_type says what each layer "
+                          "holds (model_type 'nemotron_h').", "Fix the config.json.")
     if not isinstance(pattern, str):
         raise ConfigError(f"{c.where}: hybrid_override_pattern is not a string of layer letters.",
                           "Fix the config.json.")

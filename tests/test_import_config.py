@@ -446,6 +446,11 @@ def test_latent_moe_experts_work_at_the_latent_width():
     assert sum(g.count for g in ultra.layer_groups) == 108
 
 
+def test_a_plan_of_a_latent_moe_says_its_latent(run_cli):
+    code, out, _ = run_cli("plan", "nemotron-3-super-120b-a12b", "--gpu", "b200")
+    assert code == 0 and "MoE 22/512 in a 1024 latent + 1 shared" in " ".join(out.split())
+
+
 @pytest.mark.parametrize("edit, says", [
     (lambda c: c["layers_block_type"].__setitem__(3, "transformer"), "layers_block_type holds 'transformer'"),
     (lambda c: c.update(layers_block_type="mamba"), "layers_block_type is 'mamba', not a list"),

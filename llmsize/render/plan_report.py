@@ -35,6 +35,7 @@ def _groups(p: Plan) -> str:
         mlp = "" if g.mlp is None else (
             f", dense {g.mlp.intermediate_size}" if g.mlp.kind == "dense"
             else f", MoE {g.mlp.experts_per_token}/{g.mlp.num_experts}"
+                 + (f" in a {g.mlp.latent_size} latent" if g.mlp.latent_size else "")
                  + (f" + {g.mlp.num_shared_experts} shared" if g.mlp.num_shared_experts else ""))
         parts.append(f"{g.count} x ({mixer}{mlp})")
     return "; ".join(parts)

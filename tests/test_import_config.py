@@ -409,21 +409,6 @@ def test_glm_5_2_layers_that_reuse_a_top_k_hold_no_indexer():
         map_config(json.loads((CONFIGS / "zai-org__GLM-5.2.json").read_text()), "config.json").fields["layer_groups"]
 
 
-@pytest.mark.parametrize("edit, says", [
-    (lambda c: c.update(indexer_types=c["indexer_types"][:-1]), "indexer_types is not one of 'full' or 'shared' for"),
-    (lambda c: c["indexer_types"].__setitem__(5, "half"), "(it holds 'half')"),
-    (lambda c: c["indexer_types"].__setitem__(0, "shared"), "starts with a 'shared' layer"),
-    (lambda c: (c.pop("indexer_types"), c.update(index_topk_freq=0)), "index_topk_freq 0"),
-])
-def test_bad_indexer_layouts_are_refused_in_one_line(tmp_path, edit, says, run_cli):
-    raw = json.loads((CONFIGS / "zai-org__GLM-5.2.json").read_text())
-    edit(raw)
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(raw))
-    code, out, err = run_cli("import", str(path))
-    assert code == 2 and says in err and "Traceback" not in err and not out
-
-
 def test_latent_moe_experts_work_at_the_latent_width():
     """Nemotron 3 Super and Ultra (LatentMoE, arXiv 2601.18089): the routed experts read and write a latent of
     moe_latent_size, which fc1_latent_proj and fc2_latent_proj enter and leave at the hidden size. Refused before
@@ -449,21 +434,6 @@ def test_latent_moe_experts_work_at_the_latent_width():
 def test_a_plan_of_a_latent_moe_says_its_latent(run_cli):
     code, out, _ = run_cli("plan", "nemotron-3-super-120b-a12b", "--gpu", "b200")
     assert code == 0 and "MoE 22/512 in a 1024 latent + 1 shared" in " ".join(out.split())
-
-
-@pytest.mark.parametrize("edit, says", [
-    (lambda c: c["layers_block_type"].__setitem__(3, "transformer"), "layers_block_type holds 'transformer'"),
-    (lambda c: c.update(layers_block_type="mamba"), "layers_block_type is 'mamba', not a list"),
-    (lambda c: c.pop("layers_block_type"), "neither hybrid_override_pattern nor layers_block_type"),
-    (lambda c: c.update(moe_latent_size=-5), "latent_size: Input should be greater than 0"),
-])
-def test_a_bad_nemotron_layer_list_or_latent_is_refused_in_one_line(tmp_path, run_cli, edit, says):
-    raw = json.loads((CONFIGS / "nvidia__NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16.json").read_text())
-    edit(raw)
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(raw))
-    code, out, err = run_cli("import", str(path))
-    assert code == 2 and says in err and "Traceback" not in err and not out
 
 
 def test_llama_4_configs_import_with_their_experts_and_chunked_layers():
@@ -511,6 +481,21 @@ def _mutated(tmp_path, stem, edit):
         symmetric="false"), "symmetric 'false'"),
     ("moonshotai__Kimi-K2.5", lambda t: t["quantization_config"]["config_groups"]["group_0"]["weights"].update(
         num_bits=2), "pack-quantized with 2-bit weights"),
+    # GLM-5.2's indexer list: one short, a word it does not know, a first layer with no top-k to reuse; a period of 0
+    ("zai-org__GLM-5.2", lambda c: c.update(indexer_types=c["indexer_types"][:-1]),
+     "indexer_types is not one of 'full' or 'shared' for"),
+    ("zai-org__GLM-5.2", lambda c: c["indexer_types"].__setitem__(5, "half"), "(it holds 'half')"),
+    ("zai-org__GLM-5.2", lambda c: c["indexer_types"].__setitem__(0, "shared"), "starts with a 'shared' layer"),
+    ("zai-org__GLM-5.2", lambda c: (c.pop("indexer_types"), c.update(index_topk_freq=0)), "index_topk_freq 0"),
+    # Nemotron 3 Ultra's layer words: one unknown, a string, none at all; a negative latent
+    ("nvidia__NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", lambda c: c["layers_block_type"].__setitem__(3, "transformer"),
+     "layers_block_type holds 'transformer'"),
+    ("nvidia__NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", lambda c: c.update(layers_block_type="mamba"),
+     "layers_block_type is 'mamba', not a list"),
+    ("nvidia__NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", lambda c: c.pop("layers_block_type"),
+     "neither hybrid_override_pattern nor layers_block_type"),
+    ("nvidia__NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", lambda c: c.update(moe_latent_size=-5),
+     "latent_size: Input should be greater than 0"),
 ])
 def test_impossible_layer_lists_and_fields_are_refused(tmp_path, run_cli, stem, edit, says):
     if edit is None:

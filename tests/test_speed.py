@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from llmsize.catalog.measurement import Row, figure_in, format_id, load_dataset, printed_bytes
 from llmsize.estimate.expected import RUNTIME_NAMES, default_runtime, expect
@@ -186,6 +187,25 @@ def test_printed_formats_and_sizes_map():
     assert format_id("vllm", "AutoRound INT4") == format_id("vllm", "INT4 W4A16 (AutoRound)") == "gptq-int4-g128"
     assert format_id("vllm", "INT4 W4A8 (AutoRound, VLLM_MARLIN_INPUT_DTYPE=fp8)") is None  # FP8 activations
     assert format_id("vllm", "new thing (4-bit)") is None
+
+
+def test_a_row_with_its_recipe_s_scope_is_priced_at_it(catalog):
+    """nvidia/Qwen3.5-397B-A17B-NVFP4 quantizes its routed experts only (its hf_quant_config excludes attention,
+    linear attention and the shared experts): a row saying scope experts reads those in 16 bits, 21.8 GB a token
+    (the whole model, not a card's), against 10.8 at the format's default (every linear layer), which a row without it
+    takes."""
+    from llmsize.estimate.observed import observe
+
+    base = dict(card="RTX PRO 6000 Server", card_id="rtxpro6000-server", gpus=4, split="tensor",
+                model="nvidia/Qwen3.5-397B-A17B-NVFP4", model_id="qwen3.5-397b-a17b", format="NVFP4",
+                test="C=1", kind="decode", batch=1, depth_tokens=0, tok_s=79.0, verbatim="| 79 |")
+    m, g = catalog.model("qwen3.5-397b-a17b"), catalog.gpu("rtxpro6000-server")
+    experts = observe(Row(**base, scope="experts"), "vllm", "k", m, g)
+    linear = observe(Row(**base), "vllm", "k", m, g)
+    assert (experts.plan.weights.scope, linear.plan.weights.scope) == ("experts", "linear")
+    assert experts.plan.weights.bytes_read_per_token / linear.plan.weights.bytes_read_per_token > 2
+    with pytest.raises(ValidationError):
+        Row(**base, scope="attention")
 
 
 def test_a_rate_over_the_whole_request_counts_only_after_a_short_prompt(catalog):

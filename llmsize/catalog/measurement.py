@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from llmsize.catalog.schema import Strict
+from llmsize.catalog.schema import Scope, Strict
 from llmsize.errors import CatalogError
 from llmsize.files import read_yaml
 
@@ -44,6 +44,10 @@ class Row(Strict):
     shape_of: str | None = Field(None, description="catalog id of a model with the same tensor shapes (a fine-tune, "
                                  "or a release of the same architecture), used for bytes when model_id is null")
     format: str
+    scope: Scope | None = Field(
+        None, description="which weights the checkpoint's recipe quantizes, where its own quantization config says "
+        "(hf_quant_config.json's exclude_modules, compressed-tensors' ignore list; cited in `where`); None: the "
+        "release's scope for the release format, else the format's default")
     kv_dtype: str | None = Field(None, min_length=1, description="the cache dtype the run kept, as the source "
                                  "prints it (--kv-cache-dtype, kv_cache_dtype), where it says one; None: the runtime's "
                                  "default")

@@ -311,9 +311,14 @@ class ActiveOfficial(Strict):
     source: str
 
 
+# which weights a quantized format covers: every linear layer, the routed experts only, the MLPs (experts, shared
+# and dense), or every matrix (embedding and lm_head too)
+Scope = Literal["linear", "experts", "mlp", "all"]
+
+
 class ReleaseFormat(Strict):
     quant: str = Field(description="format id from `llmsize formats`")
-    scope: Literal["linear", "experts", "mlp", "all"] = "linear"
+    scope: Scope = "linear"
     note: str | None = None
 
 

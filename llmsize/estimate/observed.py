@@ -451,6 +451,7 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
     scope = "all" if fid.startswith(("gguf-", "ggml-", "mlx-")) or fid in ("fp16", "bf16", "fp32") else None
     if fid == model.release.quant:
         scope = model.release.scope  # the release recipe (gpt-oss: MXFP4 experts only, as its GGUF keeps it)
+    scope = row.scope or scope  # a checkpoint whose own recipe is cited (nvidia's experts-only NVFP4)
     inputs = PlanInputs(quant=fid, scope=scope, kv_dtype=kv_dtype,
                         context_tokens=row.context_tokens, batch=row.batch,
                         prompt_tokens=row.prompt_length if row.kind == "prefill" else None, tp=tp, pp=pp,

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import get_args
 
+from llmsize.catalog.schema import Scope
 from llmsize.errors import InvalidValueError
 from llmsize.estimate.gguf_blocks import FILE_TYPES, GGML_BLOCKS
 
@@ -152,7 +154,7 @@ KV_DTYPE_ALIASES = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}
 
 STATE_DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 
-SCOPES = ("linear", "experts", "mlp", "all")
+SCOPES = get_args(Scope)
 
 
 def quant_format(name: str) -> QuantFormat:

@@ -44,7 +44,7 @@ TWINS = {
     "zai-org__GLM-5": "glm-5", "zai-org__GLM-5-FP8": "glm-5", "Qwen__Qwen3.5-397B-A17B": "qwen3.5-397b-a17b",
     "Qwen__Qwen3.5-122B-A10B": "qwen3.5-122b-a10b", "Qwen__Qwen3-Coder-480B-A35B-Instruct": "qwen3-coder-480b-a35b",
     "mistralai__Mixtral-8x22B-v0.1": "mixtral-8x22b", "MiniMaxAI__MiniMax-M2.7": "minimax-m2.7",
-    "zai-org__GLM-5.2": "glm-5.2", "nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-FP8": "nemotron-3-super-120b-a12b",
+    "zai-org__GLM-5.2": "glm-5.2", "zai-org__GLM-4.5-Air": "glm-4.5-air", "nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-FP8": "nemotron-3-super-120b-a12b",
     "nvidia__NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16": "nemotron-3-ultra-550b-a55b",
     # Nemotron 3.5 Lightning has Nemotron 3 Nano's shapes, its layers given as layers_block_type
     "nvidia__NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4": "nemotron-3-nano-30b-a3b",
@@ -58,7 +58,7 @@ def _decoder(spec):
 
 
 def test_every_shared_config_is_covered():
-    assert len(ALL) == 59
+    assert len(ALL) == 60
     assert {p.stem for p in ALL} - set(TWINS) == {
         "Qwen__Qwen3-235B-A22B", "Qwen__Qwen3-235B-A22B-FP8", "nvidia__Gemma-4-31B-IT-NVFP4",
         "nvidia__Nemotron-H-56B-Base-8K", "1bitLLM__bitnet_b1_58-large"}  # tests/test_ternary.py: llama.cpp's published TQ1_0 / TQ2_0 sizes

@@ -497,6 +497,30 @@ def map_gpt_oss(c: _Cfg, model_type: str) -> Mapped:
     return Mapped({**_common(c, False), **layer_stack_fields(specs)})
 
 
+def map_glm4_moe(c: _Cfg, model_type: str) -> Mapped:
+    """GLM-4.5, 4.6, 4.7 and 4.5-Air (transformers Glm4MoeAttention, Glm4MoeMoE): GQA whose q/k/v carry a bias where
+    attention_bias is set (o_proj none), q/k norms where use_qk_norm is; the first first_k_dense_replace layers a
+    dense MLP, the rest n_routed_experts and n_shared_experts of moe_intermediate_size (the router's
+    e_score_correction_bias beside its weight)."""
+    layers, inter = c.need("num_hidden_layers", "intermediate_size")
+    heads, kv, hd = _heads(c)
+    experts, k, moe_inter = c.need("n_routed_experts", "num_experts_per_tok", "moe_intermediate_size")
+    mixer = _attn("full", heads, kv, hd, bias="qkv" if c.get("attention_bias") else "none",
+                  qk_norm=bool(c.get("use_qk_norm")))
+    moe = {"kind": "moe", "num_experts": experts, "experts_per_token": k, "moe_intermediate_size": moe_inter,
+           "router_bias": True}
+    if c.get("n_shared_experts"):
+        moe["num_shared_experts"] = c.get("n_shared_experts")
+    dense = {"kind": "dense", "intermediate_size": inter}
+    first = c.get("first_k_dense_replace") or 0
+    specs = [{"mixer": mixer, "mlp": moe if i >= first else dense} for i in range(layers)]
+    notes = []
+    if c.get("num_nextn_predict_layers"):
+        notes.append(f"{c.get('num_nextn_predict_layers')} multi-token-prediction layer(s) in the checkpoint, "
+                     "not used by plain decoding: not counted")
+    return Mapped({**_common(c, False), **layer_stack_fields(specs)}, notes)
+
+
 # transformers' NemotronHConfig (5.x) lists layers_block_type, one word a layer, where older configs wrote
 # hybrid_override_pattern, one character a layer (Nemotron 3 Ultra and 3.5 Lightning's configs carry only the list)
 BLOCK_TYPES = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
@@ -644,6 +668,7 @@ MAPPERS = {
     "glm4_moe_lite": map_deepseek,  # transformers Glm4MoeLite: DeepSeek-V3's MLA + routed/shared experts
     "kimi_k2": map_deepseek,  # Kimi K2 / K2.5's text model: architectures DeepseekV3ForCausalLM
     "glm_moe_dsa": map_deepseek,  # GLM-5, GLM-5.1 (GlmMoeDsaForCausalLM): DeepSeek-V3.2's layers
+    "glm4_moe": map_glm4_moe,
     "llama4_text": map_llama4, "llama4": map_llama4,
     "minimax_m2": map_moe_dense_attn,  # MiniMax-M2: GQA with QK norm, every layer routed (num_local_experts), no shared
     "nemotron_h": map_nemotron_h,

@@ -528,8 +528,13 @@ class DecodeSystem:
         for o in dec:
             x, t = o.step, o.measured_s
             w_bw, kv_bw = x.weight_bytes / x.bandwidth_bytes_per_s, x.kv_bytes / x.bandwidth_bytes_per_s
-            row = [w_bw if x.format_class == c else 0.0 for c in self.classes]
-            row.append(0.0 if x.format_class in self.classes else w_bw)
+            # the quantized bytes at their class's fraction, those the scope leaves in 16 bits at the f16 class's
+            # (speed.weights_time_s); a class without a column of its own streams at v:other
+            w16_bw = x.w16_bytes / x.bandwidth_bytes_per_s
+            parts = {x.format_class: w_bw - w16_bw}
+            parts["f16"] = parts.get("f16", 0.0) + w16_bw
+            row = [parts.get(c, 0.0) for c in self.classes]
+            row.append(sum(v for c, v in parts.items() if c not in self.classes))
             kern = KERNELS.get(o.runtime, o.runtime)  # the pool's fixed costs, or its engine's own (below)
             row += [kv_bw, 0.0 if kern in self.own_kernels else x.layers, 0.0 if o.runtime in self.own_fixed else 1.0,
                     x.moe_layers]
@@ -590,6 +595,7 @@ class DecodeSystem:
         # per row: the ceiling's step, the weights' time at full bandwidth, layers, measured time (target's inputs)
         self.base_s = np.array([ceiling_step_s(o.step) for o in dec])
         self.w_bw_s = np.array([o.step.weight_bytes / o.step.bandwidth_bytes_per_s for o in dec])
+        self.w16_bw_s = np.array([o.step.w16_bytes / o.step.bandwidth_bytes_per_s for o in dec])
         self.layers = np.array([float(o.step.layers) for o in dec])
         self.t_s = np.array([o.measured_s for o in dec])
 
@@ -598,8 +604,9 @@ class DecodeSystem:
         base = self.base_s
         if floor_s:
             eta = np.array([eta_of(o.step.format_class) for o in self.dec]) if eta_of else 1.0
-            per_layer = np.divide(self.w_bw_s / eta, self.layers, out=np.zeros_like(self.layers),
-                                  where=self.layers > 0)
+            eta16 = eta_of("f16") if eta_of else 1.0
+            read = (self.w_bw_s - self.w16_bw_s) / eta + self.w16_bw_s / eta16
+            per_layer = np.divide(read, self.layers, out=np.zeros_like(self.layers), where=self.layers > 0)
             base = base + self.layers * np.maximum(0.0, floor_s - per_layer)
         b = 1 - base / self.t_s
         for name, value in self.fixed.items():  # a held term's share of each row's time, out of the target

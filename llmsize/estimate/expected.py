@@ -39,7 +39,7 @@ from llmsize.estimate.speed import (
     prefill_parts_s,
     score_time_s,
 )
-from llmsize.estimate.weights import expert_params_per_token, expert_read_fraction
+from llmsize.estimate.weights import expert_params_per_token, expert_read_fraction, unquantized_read_fraction
 
 RUNTIME_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "llamacpp": "llama.cpp",
                  "mlx": "MLX", "gpt-fast": "gpt-fast"}
@@ -305,13 +305,15 @@ def step_inputs(plan: Plan, batch_step, runtime: str | None = None, marlin: bool
     layers, moe = _layers(plan)
     collectives, link = _link(plan)
     cls = kernel_class(plan, runtime, marlin)
+    w16 = batch_step.weight_bytes * unquantized_read_fraction(plan.card_model or plan.model, plan.fmt, plan.scope,
+                                                              batch_step.batch)
     return StepInputs(
         batch=batch_step.batch, weight_bytes=batch_step.weight_bytes, kv_bytes=batch_step.kv_bytes,
         bandwidth_bytes_per_s=plan.gpu.bandwidth_bytes_per_s, layers=layers, moe_layers=moe,
         collectives=collectives, link=link, comm_time_s=batch_step.comm_time_s, flops=batch_step.flops,
-        peak_flop_per_s=matmul_rate(plan, runtime, marlin, be)[0], format_class=cls,
-        weight_elements=batch_step.weight_bytes * 8 / plan.weights.bits_per_weight if plan.weights.bits_per_weight
-        else 0.0, vector_flop_per_s=(plan.gpu.dense_tflops.fp32 or 0) * 1e12 or None,
+        peak_flop_per_s=matmul_rate(plan, runtime, marlin, be)[0], format_class=cls, w16_bytes=w16,
+        weight_elements=(batch_step.weight_bytes - w16) * 8 / plan.weights.bits_per_weight
+        if plan.weights.bits_per_weight else 0.0, vector_flop_per_s=(plan.gpu.dense_tflops.fp32 or 0) * 1e12 or None,
         attention_flops=_attention_flops(plan, batch_step),
         tile_matmul_flops=_tile_matmul_flops(plan, batch_step, runtime,
                                              marlin or cls != format_class(plan.fmt.id), old_tiles),
@@ -799,6 +801,8 @@ def prefill_inputs(plan: Plan, runtime: str | None = None, flash_attn: bool = Tr
     piped = runtime == "llamacpp" and stages > 1 and backend(plan.gpu, be) in PIPELINED_BACKENDS
     return PrefillInputs(
         prompt_tokens=pre.prompt_tokens, flops=pre.flops, weight_bytes=pre.bytes,
+        w16_bytes=pre.bytes * unquantized_read_fraction(plan.card_model or plan.model, plan.fmt, plan.scope,
+                                                        pre.prompt_tokens),
         bandwidth_bytes_per_s=plan.gpu.bandwidth_bytes_per_s, peak_flop_per_s=peak, layers=layers,
         collectives=collectives, link=link, comm_time_s=comm_s, format_class=kernel_class(plan, runtime, marlin),
         expert_flops=2.0 * pre.prompt_tokens * expert_params_per_token(plan.card_model or plan.model),

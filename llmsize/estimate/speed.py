@@ -3,7 +3,10 @@
 A decode step of B sequences at context L on runtime R lasts (seconds), each term with its unit:
 
     t_step = W(B) / (BW x eta_weights[format class])     weight bytes streamed at the fraction of the card's
-                                                         bandwidth R reaches for that format (B, B/s, 1)
+                                                         bandwidth R reaches for that format (B, B/s, 1), the
+                                                         part the scope leaves in 16 bits (W16: the lm_head, and
+                                                         all but the experts of an experts-only recipe) at the
+                                                         16-bit class's fraction instead
            + KV(B, L) / (BW x eta_kv)                    cache and state bytes; eta_kv < eta_weights is what
                                                          makes attention at depth cost more than its bytes
            + layers x t_layer_s + t_step_s               fixed costs: kernel launches, graph replay, sampling
@@ -142,7 +145,10 @@ class StepInputs:
     flops: float  # of the step (all sequences)
     peak_flop_per_s: float | None
     format_class: str
-    weight_elements: float = 0.0  # matrix weights the step streams (elements, one card's share)
+    # the part of weight_bytes the format's scope leaves in 16 bits (the lm_head; attention and shared experts under
+    # an experts-only recipe such as gpt-oss's MXFP4 or nvidia's Qwen3.5 NVFP4): 16-bit kernels stream those
+    w16_bytes: float = 0.0
+    weight_elements: float = 0.0  # quantized matrix weights the step streams (elements, one card's share)
     vector_flop_per_s: float | None = None  # the card's FP32 (non-tensor) rate, where dequantizing runs
     attention_flops: float = 0.0  # the step's attention over the cache (QK and PV, all sequences, one card)
     tile_matmul_flops: float = 0.0  # the step's matmul FLOPs with the batch rounded up to the tensor-core tile
@@ -185,6 +191,7 @@ class PrefillInputs:
     comm_time_s: float
     format_class: str
     expert_flops: float = 0.0  # the part of `flops` in routed experts' matmuls
+    w16_bytes: float = 0.0  # the part of weight_bytes left in 16 bits (StepInputs.w16_bytes)
     # the part of `flops` in attention's matmuls, and the rate they run at where it is not peak_flop_per_s: a serving
     # engine multiplies FP8 or FP4 weights on the matching tensor cores, but a prompt's attention at the 16-bit
     # rate, whatever its cache keeps (expected.attention_rate)
@@ -313,12 +320,20 @@ def act_quant_time_s(x: StepInputs, c: Constants) -> float:
     return x.layers * c.t_act_quant_layer_s if x.tensor_core_native else 0.0
 
 
+def weights_time_s(x: StepInputs | PrefillInputs, c: Constants) -> float:
+    """The step's weight bytes at the fractions of the bandwidth their kernels reach: the quantized ones at the
+    format class's, those the scope leaves in 16 bits at the 16-bit class's (one eta for every byte read the
+    16-bit kernels' bytes at an FP4 fraction: two thirds of an experts-only NVFP4 checkpoint's bytes are BF16)."""
+    q = x.weight_bytes - x.w16_bytes
+    return (q / c.eta_w(x.format_class) + x.w16_bytes / c.eta_w("f16")) / x.bandwidth_bytes_per_s
+
+
 def floor_time_s(x: StepInputs, c: Constants) -> float:
     """What the layers' kernel floor adds to their weights' read: layers x max(0, floor - read per layer), the
     read being the step's weight bytes at the runtime's fraction of the bandwidth, shared evenly by the layers."""
     if not c.t_layer_floor_s or not x.layers:
         return 0.0
-    per_layer = x.weight_bytes / (x.bandwidth_bytes_per_s * c.eta_w(x.format_class)) / x.layers
+    per_layer = weights_time_s(x, c) / x.layers
     return x.layers * max(0.0, c.t_layer_floor_s - per_layer)
 
 
@@ -372,8 +387,9 @@ def at_file_bytes(x: StepInputs | PrefillInputs, factor: float) -> StepInputs | 
     """A step or prompt whose weights are `factor` times the estimate's bytes (a run's own file: its model size,
     or a calibrating run's weights); a prompt's per-forward expert read scales with them."""
     if isinstance(x, PrefillInputs):
-        return replace(x, weight_bytes=x.weight_bytes * factor, expert_read_bytes=x.expert_read_bytes * factor)
-    return replace(x, weight_bytes=x.weight_bytes * factor)
+        return replace(x, weight_bytes=x.weight_bytes * factor, expert_read_bytes=x.expert_read_bytes * factor,
+                       w16_bytes=x.w16_bytes * factor)
+    return replace(x, weight_bytes=x.weight_bytes * factor, w16_bytes=x.w16_bytes * factor)
 
 
 def prefill_missing(x: PrefillInputs, c: Constants) -> str | None:
@@ -414,7 +430,7 @@ def prefill_parts_s(x: PrefillInputs, c: Constants) -> tuple[float, float, float
     eta = prefill_fraction(x, c)
     compute = (flop_time_at_peak_s(x) + (c.moe_matmul_cost - 1) * x.expert_flops / x.peak_flop_per_s) / eta
     compute += score_time_s(x, c)
-    weights = x.weight_bytes / (x.bandwidth_bytes_per_s * c.eta_w(x.format_class))
+    weights = weights_time_s(x, c)
     fixed = x.layers * (c.t_layer_s + (c.t_prefill_layer_s if x.serving else 0.0)) + c.t_step_s
     if x.collectives and x.link:
         fixed += x.collectives * _alpha(c, x.link) + x.comm_time_s
@@ -443,7 +459,7 @@ def decode_terms_s(x: StepInputs, c: Constants) -> dict[str, float]:
     sequence beyond the first (zero at batch 1) and a step's wait for the CPU (engine_v0)."""
     bw = x.bandwidth_bytes_per_s
     return {
-        "weights": x.weight_bytes / (bw * c.eta_w(x.format_class)),
+        "weights": weights_time_s(x, c),
         "kv": x.kv_bytes / (bw * c.eta_kv),
         "fixed": x.layers * c.t_layer_s + c.t_step_s + floor_time_s(x, c) + act_quant_time_s(x, c)
         + c.t_seq_s * (x.batch - 1) + (c.t_step_v0_s if x.engine_v0 else 0.0)

@@ -195,6 +195,21 @@ def expert_read_fraction(model: ModelSpec, fmt: QuantFormat, scope: str, batch: 
     return expert / total if total else 0.0
 
 
+def unquantized_read_fraction(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int) -> float:
+    """The share of a decode step's weight bytes that `scope` leaves at the format's keep_bits (the lm_head under
+    `linear`; attention, shared experts and the rest under `experts`): 0 for a GGUF mix (a ggml type per tensor)
+    and for a format no narrower than what it keeps."""
+    if fmt.mix or fmt.bits_per_weight >= fmt.keep_bits:
+        return 0.0
+    total = kept = 0.0
+    for size, p in _read_pieces(model, fmt, scope):
+        b = size * routed_fraction(p, batch)
+        total += b
+        if not is_quantized(p, scope):
+            kept += b
+    return kept / total if total else 0.0
+
+
 def matmul_params_per_token(model: ModelSpec) -> float:
     """Parameters a decoded token multiplies with (2 FLOPs each): matrices read per token, routed
     experts at k/E. The embedding gather does no multiply-adds."""

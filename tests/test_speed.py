@@ -763,10 +763,10 @@ def test_seed_run_falls_at_the_band_s_edge(run_cli):
     (2026-12-05): 38.1 tok/s, band 26.6-45.2; 45 / 38.1 = 1.18 sits at the band's edge, where one held-out row's rank
     moves it by ~3% (benchmarks/experiments/sglang_mla_before_0_4_6.patch puts it at 44.9: RESULTS.md). At 9146d07
     nvidia's experts-only NVFP4 Qwen3.5-397B joined the FP4 rows and the weights' 16-bit bytes (lm_head, and all but
-    the experts of such a recipe) stream at the 16-bit fraction: 37.1 tok/s, band 24.0-44.1, the seed 2% above the
-    band's p95 (1.21 x expected), where vLLM's NVFP4 rows on the RTX 5090, its GeForce Blackwell kin, hold out at
-    1.15-1.31 and its DGX Spark MoE rows at 0.49-0.97 (RESULTS.md). So: inside the band widened by 5%, and the
-    expected figure within 20% of it."""
+    the experts of such a recipe) stream at the 16-bit fraction: 37.1 tok/s, band 24.0-44.1; with nvidia's
+    experts-only Gemma 4 26B-A4B NVFP4 rows priced at their recipe (0.51 -> 0.81), band 27.0-44.2: the seed 2% above
+    the band's p95 (1.21 x expected), where vLLM's NVFP4 rows on the RTX 5090, its GeForce Blackwell kin, hold out at
+    1.15-1.31 (RESULTS.md). So: inside the band widened by 5%, and the expected figure within 20% of it."""
     code, out, _ = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--runtime", "vllm", "--json")
     e = json.loads(out)["expected"]
     assert e["tok_s_low"] <= 45 <= e["tok_s_high"] * 1.05

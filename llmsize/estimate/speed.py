@@ -322,8 +322,9 @@ def act_quant_time_s(x: StepInputs, c: Constants) -> float:
 
 def weights_time_s(x: StepInputs | PrefillInputs, c: Constants) -> float:
     """The step's weight bytes at the fractions of the bandwidth their kernels reach: the quantized ones at the
-    format class's, those the scope leaves in 16 bits at the 16-bit class's (one eta for every byte read the
-    16-bit kernels' bytes at an FP4 fraction: two thirds of an experts-only NVFP4 checkpoint's bytes are BF16)."""
+    format class's, those the scope leaves in 16 bits at the 16-bit class's. One fraction for every byte charged the
+    16-bit kernels' bytes at the FP4 kernels' fraction, where most of what an experts-only checkpoint reads a token
+    is BF16 (gpt-oss-20b's MXFP4 release: 66%; nvidia's Qwen3.5-397B NVFP4: 80%)."""
     q = x.weight_bytes - x.w16_bytes
     return (q / c.eta_w(x.format_class) + x.w16_bytes / c.eta_w("f16")) / x.bandwidth_bytes_per_s
 

@@ -182,17 +182,22 @@ def bytes_read_by_batch(model: ModelSpec, fmt: QuantFormat, scope: str) -> Calla
     return lambda batch: weight_bytes_read(model, fmt, scope, batch)
 
 
-def expert_read_fraction(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int) -> float:
-    """The routed experts' share of the weight bytes a decode step of `batch` sequences reads (0 for a dense
-    model). For a GGUF mix (a type per tensor) the share is taken by parameters, not bytes."""
-    total = expert = 0.0
+def _read_share(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int, part) -> float:
+    """The share of the weight bytes a decode step of `batch` sequences reads that lies in the pieces `part`
+    picks. For a GGUF mix (a type per tensor) the share is taken by parameters, not bytes."""
+    total = picked = 0.0
     pieces = ((p.params, p) for p in model_pieces(model) if p.read) if fmt.mix else _read_pieces(model, fmt, scope)
     for size, p in pieces:
         b = size * routed_fraction(p, batch)
         total += b
-        if p.routed is not None:
-            expert += b
-    return expert / total if total else 0.0
+        if part(p):
+            picked += b
+    return picked / total if total else 0.0
+
+
+def expert_read_fraction(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int) -> float:
+    """The routed experts' share of the weight bytes a decode step reads (0 for a dense model)."""
+    return _read_share(model, fmt, scope, batch, lambda p: p.routed is not None)
 
 
 def unquantized_read_fraction(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int) -> float:
@@ -201,13 +206,7 @@ def unquantized_read_fraction(model: ModelSpec, fmt: QuantFormat, scope: str, ba
     and for a format no narrower than what it keeps."""
     if fmt.mix or fmt.bits_per_weight >= fmt.keep_bits:
         return 0.0
-    total = kept = 0.0
-    for size, p in _read_pieces(model, fmt, scope):
-        b = size * routed_fraction(p, batch)
-        total += b
-        if not is_quantized(p, scope):
-            kept += b
-    return kept / total if total else 0.0
+    return _read_share(model, fmt, scope, batch, lambda p: not is_quantized(p, scope))
 
 
 def matmul_params_per_token(model: ModelSpec) -> float:

@@ -281,11 +281,8 @@ def map_moe_dense_attn(c: _Cfg, model_type: str) -> Mapped:
                       bias="all" if c.get("attention_bias") else "none", sliding_window=window)
         mlp = {"kind": "dense", "intermediate_size": c.need("intermediate_size")[0]} if i in dense_layers else moe
         specs.append({"mixer": mixer, "mlp": mlp})
-    notes = []
-    if c.get("use_mtp") and c.get("num_mtp_modules"):
-        notes.append(f"{c.get('num_mtp_modules')} multi-token-prediction module(s) in the checkpoint, not used by "
-                     "plain decoding: not counted")
-    return Mapped({**_common(c, False), **layer_stack_fields(specs)}, notes)
+    return Mapped({**_common(c, False), **layer_stack_fields(specs)},
+                  _mtp_notes(c.get("use_mtp") and c.get("num_mtp_modules"), "module"))
 
 
 # what a multimodal config's text part leaves out (map_config adds the vision tower's note to any wrapper)
@@ -400,6 +397,32 @@ def _indexer_reuse(c: _Cfg, layers: int) -> list[bool]:
     return [max(i - offset + 1, 0) % freq != 0 for i in range(layers)]
 
 
+def _mtp_notes(count, what: str = "layer") -> list[str]:
+    """The report's line for a checkpoint's multi-token-prediction layers or modules, which plain decoding does not
+    run and the count leaves out."""
+    return [f"{count} multi-token-prediction {what}(s) in the checkpoint, not used by plain decoding: not counted"] \
+        if count else []
+
+
+def _dense_then_moe(c: _Cfg, layers: int, router_bias: bool) -> list[dict]:
+    """Each layer's MLP in DeepSeek-V3's layout, which GLM-4.5's and Kimi K2's keep: the first
+    first_k_dense_replace layers dense, then every moe_layer_freq-th layer n_routed_experts (num_experts_per_tok of
+    moe_intermediate_size) and n_shared_experts of the same width; `router_bias`: the router's
+    e_score_correction_bias."""
+    dense = {"kind": "dense", "intermediate_size": c.need("intermediate_size")[0]}
+    experts = c.get("n_routed_experts")
+    if not experts:
+        return [dense] * layers
+    k, inter = c.need("num_experts_per_tok", "moe_intermediate_size")
+    moe = {"kind": "moe", "num_experts": experts, "experts_per_token": k, "moe_intermediate_size": inter}
+    if c.get("n_shared_experts"):
+        moe["num_shared_experts"] = c.get("n_shared_experts")
+    if router_bias:
+        moe["router_bias"] = True
+    first, freq = c.get("first_k_dense_replace") or 0, c.get("moe_layer_freq") or 1
+    return [moe if i >= first and i % freq == 0 else dense for i in range(layers)]
+
+
 def map_deepseek(c: _Cfg, model_type: str) -> Mapped:
     layers, heads = c.need("num_hidden_layers", "num_attention_heads")
     kv_rank, nope, rope, v = c.need("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
@@ -411,29 +434,14 @@ def map_deepseek(c: _Cfg, model_type: str) -> Mapped:
         n, d, k = c.need("index_n_heads", "index_head_dim", "index_topk")
         mixer["indexer"] = {"n_heads": n, "head_dim": d, "topk": k}
     reuses = _indexer_reuse(c, layers) if model_type in SPARSE_ATTENTION else [False] * layers
-    first_dense = c.get("first_k_dense_replace") or 0
-    freq = c.get("moe_layer_freq") or 1
-    experts = c.get("n_routed_experts")
-    moe = None
-    if experts:
-        k, inter = c.need("num_experts_per_tok", "moe_intermediate_size")
-        moe = {"kind": "moe", "num_experts": experts, "experts_per_token": k, "moe_intermediate_size": inter}
-        if c.get("n_shared_experts"):
-            moe["num_shared_experts"] = c.get("n_shared_experts")
-        if c.get("topk_method") == "noaux_tc":  # DeepSeek-V3's e_score_correction_bias
-            moe["router_bias"] = True
-    dense = {"kind": "dense", "intermediate_size": c.need("intermediate_size")[0]}
+    # DeepSeek-V3's e_score_correction_bias comes with its noaux_tc routing
+    mlps = _dense_then_moe(c, layers, router_bias=c.get("topk_method") == "noaux_tc")
     shared = {**mixer, "indexer": {**mixer["indexer"], "shared": True}} if any(reuses) else mixer
-    specs = [{"mixer": shared if reuses[i] else mixer,
-              "mlp": moe if moe and i >= first_dense and i % freq == 0 else dense} for i in range(layers)]
-    notes = []
-    if any(reuses):
-        notes.append(f"{sum(reuses)} of {layers} layers reuse an earlier layer's top-k (indexer_types 'shared'): "
-                     "no indexer weights or key cache there")
-    if c.get("num_nextn_predict_layers"):
-        notes.append(f"{c.get('num_nextn_predict_layers')} multi-token-prediction layer(s) in the checkpoint, "
-                     "not used by plain decoding: not counted")
-    return Mapped({**_common(c, False), **layer_stack_fields(specs)}, notes)
+    specs = [{"mixer": shared if reuses[i] else mixer, "mlp": mlp} for i, mlp in enumerate(mlps)]
+    notes = [f"{sum(reuses)} of {layers} layers reuse an earlier layer's top-k (indexer_types 'shared'): no indexer "
+             "weights or key cache there"] if any(reuses) else []
+    return Mapped({**_common(c, False), **layer_stack_fields(specs)},
+                  notes + _mtp_notes(c.get("num_nextn_predict_layers")))
 
 
 def map_llama4(c: _Cfg, model_type: str) -> Mapped:
@@ -502,23 +510,12 @@ def map_glm4_moe(c: _Cfg, model_type: str) -> Mapped:
     attention_bias is set (o_proj none), q/k norms where use_qk_norm is; the first first_k_dense_replace layers a
     dense MLP, the rest n_routed_experts and n_shared_experts of moe_intermediate_size (the router's
     e_score_correction_bias beside its weight)."""
-    layers, inter = c.need("num_hidden_layers", "intermediate_size")
+    layers = c.need("num_hidden_layers", "n_routed_experts")[0]
     heads, kv, hd = _heads(c)
-    experts, k, moe_inter = c.need("n_routed_experts", "num_experts_per_tok", "moe_intermediate_size")
     mixer = _attn("full", heads, kv, hd, bias="qkv" if c.get("attention_bias") else "none",
                   qk_norm=bool(c.get("use_qk_norm")))
-    moe = {"kind": "moe", "num_experts": experts, "experts_per_token": k, "moe_intermediate_size": moe_inter,
-           "router_bias": True}
-    if c.get("n_shared_experts"):
-        moe["num_shared_experts"] = c.get("n_shared_experts")
-    dense = {"kind": "dense", "intermediate_size": inter}
-    first = c.get("first_k_dense_replace") or 0
-    specs = [{"mixer": mixer, "mlp": moe if i >= first else dense} for i in range(layers)]
-    notes = []
-    if c.get("num_nextn_predict_layers"):
-        notes.append(f"{c.get('num_nextn_predict_layers')} multi-token-prediction layer(s) in the checkpoint, "
-                     "not used by plain decoding: not counted")
-    return Mapped({**_common(c, False), **layer_stack_fields(specs)}, notes)
+    specs = [{"mixer": mixer, "mlp": mlp} for mlp in _dense_then_moe(c, layers, router_bias=True)]
+    return Mapped({**_common(c, False), **layer_stack_fields(specs)}, _mtp_notes(c.get("num_nextn_predict_layers")))
 
 
 # transformers' NemotronHConfig (5.x) lists layers_block_type, one word a layer, where older configs wrote
@@ -615,11 +612,7 @@ def map_qwen3_hybrid(c: _Cfg, model_type: str) -> Mapped:
     else:
         mlp = {"kind": "dense", "intermediate_size": c.need("intermediate_size")[0]}
     specs = [{"mixer": linear if t == "linear_attention" else full, "mlp": mlp} for t in types]
-    notes = []
-    if c.get("mtp_num_hidden_layers"):
-        notes.append(f"{c.get('mtp_num_hidden_layers')} multi-token-prediction layer(s) in the checkpoint, not used "
-                     "by plain decoding: not counted")
-    return Mapped({**_common(c, False), **layer_stack_fields(specs)}, notes)
+    return Mapped({**_common(c, False), **layer_stack_fields(specs)}, _mtp_notes(c.get("mtp_num_hidden_layers")))
 
 
 # fields of layers a generic decoder (attention + one gated MLP a layer) cannot stand for: routed experts, state-space

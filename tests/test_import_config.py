@@ -374,7 +374,7 @@ def test_glm_5_imports_as_deepseek_v32_layers_at_its_published_size():
 def test_glm_5_fp8_keeps_only_norms_routers_and_the_indexer_projection_in_16_bits():
     """GLM-5-FP8's modules_to_not_convert names self_attn.indexers_proj and self_attn.indexer.k_norm in every layer:
     they are the indexer's few weights, not attention's projections. Read as attention, they made the scope `mlp`
-    (attention in 16 bits: 27 GB more than the checkpoint holds)."""
+    (attention in 16 bits: 13.6 GB more than its FP8, 27.2 GB against 13.6)."""
     im = import_model(CONFIGS / "zai-org__GLM-5-FP8.json", read_headers=False)
     assert im.spec.release.quant == "fp8-block128"
     assert im.spec.release.scope != "mlp"

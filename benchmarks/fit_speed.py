@@ -68,6 +68,7 @@ from llmsize.estimate.speed import (  # noqa: E402
     prefill_time_s,
     score_time_s,
     tile_time_s,
+    weight_bytes_by_class,
 )
 
 RIDGE = 0.01
@@ -119,6 +120,11 @@ BORROW = {
 
 
 # ----------------------------------------------------------------------------------------------------- data
+
+def class_bw_s(x) -> dict[str, float]:
+    """The step's weight bytes by kernel class (speed.weight_bytes_by_class), in seconds at full bandwidth."""
+    return {c: b / x.bandwidth_bytes_per_s for c, b in weight_bytes_by_class(x).items()}
+
 
 def source_key(stem: str, f, row) -> str:
     """The unit left out together: the file's source (a post, a README, a thread: its tables, sections and columns
@@ -528,11 +534,10 @@ class DecodeSystem:
         for o in dec:
             x, t = o.step, o.measured_s
             w_bw, kv_bw = x.weight_bytes / x.bandwidth_bytes_per_s, x.kv_bytes / x.bandwidth_bytes_per_s
-            # the quantized bytes at their class's fraction, those the scope leaves in 16 bits at the f16 class's
-            # (speed.weights_time_s); a class without a column of its own streams at v:other
-            w16_bw = x.w16_bytes / x.bandwidth_bytes_per_s
-            parts = {x.format_class: w_bw - w16_bw}
-            parts["f16"] = parts.get("f16", 0.0) + w16_bw
+            # the format's bytes at their class's fraction, those the scope leaves in 16 bits at the f16 class's and a
+            # recipe's other formats at theirs (speed.weights_time_s); a class without a column of its own streams at
+            # v:other
+            parts = class_bw_s(x)
             row = [parts.get(c, 0.0) for c in self.classes]
             row.append(sum(v for c, v in parts.items() if c not in self.classes))
             kern = KERNELS.get(o.runtime, o.runtime)  # the pool's fixed costs, or its engine's own (below)
@@ -595,7 +600,9 @@ class DecodeSystem:
         # per row: the ceiling's step, the weights' time at full bandwidth, layers, measured time (target's inputs)
         self.base_s = np.array([ceiling_step_s(o.step) for o in dec])
         self.w_bw_s = np.array([o.step.weight_bytes / o.step.bandwidth_bytes_per_s for o in dec])
-        self.w16_bw_s = np.array([o.step.w16_bytes / o.step.bandwidth_bytes_per_s for o in dec])
+        # per class, each row's weight bytes its kernels stream, in seconds at full bandwidth
+        by_row = [class_bw_s(o.step) for o in dec]
+        self.class_bw_s = {c: np.array([p.get(c, 0.0) for p in by_row]) for c in sorted({c for p in by_row for c in p})}
         self.layers = np.array([float(o.step.layers) for o in dec])
         self.t_s = np.array([o.measured_s for o in dec])
 
@@ -603,9 +610,7 @@ class DecodeSystem:
         """1 - (the ceiling's step + what the kernel floor adds) / measured, per row."""
         base = self.base_s
         if floor_s:
-            eta = np.array([eta_of(o.step.format_class) for o in self.dec]) if eta_of else 1.0
-            eta16 = eta_of("f16") if eta_of else 1.0
-            read = (self.w_bw_s - self.w16_bw_s) / eta + self.w16_bw_s / eta16
+            read = sum(bw / (eta_of(c) if eta_of else 1.0) for c, bw in self.class_bw_s.items())
             per_layer = np.divide(read, self.layers, out=np.zeros_like(self.layers), where=self.layers > 0)
             base = base + self.layers * np.maximum(0.0, floor_s - per_layer)
         b = 1 - base / self.t_s

@@ -48,6 +48,8 @@ TWINS = {
     "nvidia__NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16": "nemotron-3-ultra-550b-a55b",
     # Nemotron 3.5 Lightning has Nemotron 3 Nano's shapes, its layers given as layers_block_type
     "nvidia__NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4": "nemotron-3-nano-30b-a3b",
+    # nvidia's NVFP4 export of Qwen3.6-35B-A3B: Qwen's text_config, a ModelOpt MIXED_PRECISION recipe
+    "nvidia__Qwen3.6-35B-A3B-NVFP4": "qwen3.6-35b-a3b",
     # Qwen3-VL's text model is Qwen3-30B-A3B's, QK norm included (text_config, model_type qwen3_vl_moe_text)
     "Qwen__Qwen3-VL-30B-A3B-Instruct": "qwen3-30b-a3b",
 }
@@ -58,7 +60,7 @@ def _decoder(spec):
 
 
 def test_every_shared_config_is_covered():
-    assert len(ALL) == 60
+    assert len(ALL) == 61
     assert {p.stem for p in ALL} - set(TWINS) == {
         "Qwen__Qwen3-235B-A22B", "Qwen__Qwen3-235B-A22B-FP8", "nvidia__Gemma-4-31B-IT-NVFP4",
         "nvidia__Nemotron-H-56B-Base-8K", "1bitLLM__bitnet_b1_58-large"}  # tests/test_ternary.py: llama.cpp's published TQ1_0 / TQ2_0 sizes

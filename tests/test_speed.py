@@ -2012,25 +2012,25 @@ def test_the_bytes_a_scope_leaves_in_16_bits_stream_at_the_16_bit_fraction(catal
 
     from llmsize.estimate.quant import quant_format
     from llmsize.estimate.speed import Constants, StepInputs, weights_time_s
-    from llmsize.estimate.weights import unquantized_read_fraction
+    from llmsize.estimate.weights import read_shares_by_format
 
     x = StepInputs(batch=1, weight_bytes=10e9, kv_bytes=0.0, bandwidth_bytes_per_s=1e12, layers=10, moe_layers=0,
                    collectives=0, link=None, comm_time_s=0.0, flops=0.0, peak_flop_per_s=None, format_class="fp4",
-                   w16_bytes=4e9)
+                   side_bytes=(("f16", 4e9),))
     c = Constants(runtime="vllm", backend="cuda", eta_weights={"f16": 0.8, "fp4": 0.5}, eta_weights_default=0.8,
                   eta_kv=1.0, t_layer_s=0.0, t_step_s=0.0, t_moe_layer_s=0.0, alpha_s={}, eta_prefill={},
                   eta_prefill_default=None, band_low=1.0, band_high=1.0, rows_decode=0, rows_prefill=0, cards=0,
                   basis="")
     assert weights_time_s(x, c) == pytest.approx(17e-3)
-    assert weights_time_s(replace(x, w16_bytes=0.0), c) == pytest.approx(20e-3)
+    assert weights_time_s(replace(x, side_bytes=()), c) == pytest.approx(20e-3)
     oss = catalog.model("gpt-oss-20b")
-    share = unquantized_read_fraction(oss, quant_format("mxfp4"), "experts", 1)
+    share = read_shares_by_format(oss, quant_format("mxfp4"), "experts", 1)[None]
     weights = make_plan(oss, catalog.gpu("h100-sxm"), PlanInputs(quant="mxfp4", scope="experts")).weights
     kept = sum(v for k, v in weights.read_bytes_per_token.items() if k != "experts")
     # (the experts' biases, kept in 16 bits, sit in the experts' component: 0.07% more than the components say)
     assert share == pytest.approx(kept / weights.bytes_read_per_token, rel=2e-3) and share > 0.5
-    assert unquantized_read_fraction(oss, quant_format("gguf-mxfp4_moe"), "all", 1) == 0.0
-    assert unquantized_read_fraction(oss, quant_format("bf16"), "all", 1) == 0.0
+    assert read_shares_by_format(oss, quant_format("gguf-mxfp4_moe"), "all", 1) == {"gguf-mxfp4_moe": 1.0}
+    assert read_shares_by_format(oss, quant_format("bf16"), "all", 1) == {"bf16": 1.0}
 
 
 def test_fp4_weights_through_marlin_are_costed_as_marlins_kernels(catalog, runtimes):

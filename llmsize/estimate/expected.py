@@ -39,7 +39,7 @@ from llmsize.estimate.speed import (
     prefill_parts_s,
     score_time_s,
 )
-from llmsize.estimate.weights import expert_params_per_token, expert_read_fraction, unquantized_read_fraction
+from llmsize.estimate.weights import expert_params_per_token, expert_read_fraction, read_shares_by_format
 
 RUNTIME_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "llamacpp": "llama.cpp",
                  "mlx": "MLX", "gpt-fast": "gpt-fast"}
@@ -305,13 +305,13 @@ def step_inputs(plan: Plan, batch_step, runtime: str | None = None, marlin: bool
     layers, moe = _layers(plan)
     collectives, link = _link(plan)
     cls = kernel_class(plan, runtime, marlin)
-    w16 = batch_step.weight_bytes * unquantized_read_fraction(plan.card_model or plan.model, plan.fmt, plan.scope,
-                                                              batch_step.batch)
+    side = side_bytes(plan, batch_step.weight_bytes, batch_step.batch, runtime, marlin)
+    w16 = sum(b for c, b in side if c == "f16")
     return StepInputs(
         batch=batch_step.batch, weight_bytes=batch_step.weight_bytes, kv_bytes=batch_step.kv_bytes,
         bandwidth_bytes_per_s=plan.gpu.bandwidth_bytes_per_s, layers=layers, moe_layers=moe,
         collectives=collectives, link=link, comm_time_s=batch_step.comm_time_s, flops=batch_step.flops,
-        peak_flop_per_s=matmul_rate(plan, runtime, marlin, be)[0], format_class=cls, w16_bytes=w16,
+        peak_flop_per_s=matmul_rate(plan, runtime, marlin, be)[0], format_class=cls, side_bytes=side,
         weight_elements=(batch_step.weight_bytes - w16) * 8 / plan.weights.bits_per_weight
         if plan.weights.bits_per_weight else 0.0, vector_flop_per_s=(plan.gpu.dense_tflops.fp32 or 0) * 1e12 or None,
         attention_flops=_attention_flops(plan, batch_step),
@@ -390,7 +390,7 @@ def tensor_core_native(plan: Plan, runtime: str | None, cls: str) -> bool:
     """Whether `runtime`'s matmuls take the plan's weights as stored on the tensor cores: FP8 on a card with FP8
     instructions (Ada, Hopper, Blackwell), NVFP4/MXFP4 on one with FP4 (Blackwell), and not where they go through
     Marlin (cls is its class) or through a vector-kernel runtime (llama.cpp, MLX: MATMUL_PRECISION)."""
-    rate = NATIVE_TENSOR_FORMATS.get(plan.fmt.id)
+    rate = NATIVE_TENSOR_FORMATS.get(plan.fmt.kernel_id)
     if rate is None or runtime in MATMUL_PRECISION or cls == MARLIN_CLASS:
         return False
     return bool(getattr(plan.gpu.dense_tflops, rate))
@@ -542,10 +542,29 @@ def kernel_class(plan: Plan, runtime: str | None, marlin: bool = False) -> str:
     except FP4 weights multiplied in 16 bits by a weight-only kernel (Marlin on NVIDIA cards): where the run says so
     (`marlin`), or under a tensor-core runtime on a card without FP4 instructions (no dense fp4 figure: Ampere, Ada,
     Hopper, MI300X)."""
-    cls = format_class(plan.fmt.id)
+    return _through_marlin(format_class(plan.fmt.id), plan, runtime, marlin)
+
+
+def _through_marlin(cls: str, plan: Plan, runtime: str | None, marlin: bool) -> str:
     if cls == "fp4" and (marlin or (runtime not in MATMUL_PRECISION and not plan.gpu.dense_tflops.fp4)):
         return MARLIN_CLASS
     return cls
+
+
+def side_bytes(plan: Plan, weight_bytes: float, batch: int, runtime: str | None,
+               marlin: bool = False) -> tuple[tuple[str, float], ...]:
+    """The parts of a step's `weight_bytes` that other kernels than the format's stream (speed.StepInputs.side_bytes),
+    by class: what the scope leaves in 16 bits, and a recipe's formats beside its primary one, each at its own
+    kernel class (FP4 through Marlin where the primary would be). A side part of the primary's class streams at
+    the same fraction: it is kept apart only to count what is left in 16 bits."""
+    out: dict[str, float] = {}
+    for fid, share in read_shares_by_format(plan.card_model or plan.model, plan.fmt, plan.scope, batch).items():
+        if fid == plan.fmt.kernel_id:
+            continue
+        cls = "f16" if fid is None else _through_marlin(format_class(fid), plan, runtime, marlin)
+        if share:
+            out[cls] = out.get(cls, 0.0) + weight_bytes * share
+    return tuple(sorted(out.items()))
 
 
 # What the step-time model does not cost in a hybrid's prompt: its recurrent layers' chunked kernels (Mamba-2's
@@ -801,8 +820,7 @@ def prefill_inputs(plan: Plan, runtime: str | None = None, flash_attn: bool = Tr
     piped = runtime == "llamacpp" and stages > 1 and backend(plan.gpu, be) in PIPELINED_BACKENDS
     return PrefillInputs(
         prompt_tokens=pre.prompt_tokens, flops=pre.flops, weight_bytes=pre.bytes,
-        w16_bytes=pre.bytes * unquantized_read_fraction(plan.card_model or plan.model, plan.fmt, plan.scope,
-                                                        pre.prompt_tokens),
+        side_bytes=side_bytes(plan, pre.bytes, pre.prompt_tokens, runtime, marlin),
         bandwidth_bytes_per_s=plan.gpu.bandwidth_bytes_per_s, peak_flop_per_s=peak, layers=layers,
         collectives=collectives, link=link, comm_time_s=comm_s, format_class=kernel_class(plan, runtime, marlin),
         expert_flops=2.0 * pre.prompt_tokens * expert_params_per_token(plan.card_model or plan.model),

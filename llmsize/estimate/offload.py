@@ -218,6 +218,7 @@ def gpu_part(plan, led: LlamaCppLedger, tensors: list[tuple[str, int]], format_c
     and the unpacking, attention and FLOPs in proportion to the weights and caches there. No collective: the
     hand-offs to the host are the offload's crossings. None without a batch-1 step."""
     from llmsize.estimate.expected import step_inputs
+    from llmsize.estimate.speed import scaled_side
 
     if plan.decode_1 is None:
         return None
@@ -231,7 +232,7 @@ def gpu_part(plan, led: LlamaCppLedger, tensors: list[tuple[str, int]], format_c
     moe = [i for i, sh in enumerate(_expert_share(plan.model)) if sh < 1.0]
     return replace(
         x, format_class=format_class, weight_bytes=r.gpu_weight, kv_bytes=r.gpu_kv,
-        w16_bytes=x.w16_bytes * weight_share,
+        side_bytes=scaled_side(x.side_bytes, weight_share),
         layers=n_layer - i_gpu_start, moe_layers=sum(1 for i in moe if i >= max(i_gpu_start, led.settings.n_cpu_moe)),
         collectives=0, link=None, comm_time_s=0.0, flops=x.flops * weight_share,
         weight_elements=x.weight_elements * weight_share, attention_flops=x.attention_flops * cache_share,

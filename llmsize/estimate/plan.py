@@ -37,7 +37,7 @@ from llmsize.estimate.parallel import (
 )
 from llmsize.estimate.params import COMPONENTS, params_active, params_active_with_embedding, params_total
 from llmsize.estimate.prefill import Prefill, prefill_time, unfused_scores_bytes
-from llmsize.estimate.quant import LLAMACPP_KV_TYPES, QuantFormat, kv_dtype_bytes, quant_format
+from llmsize.estimate.quant import FORMATS, LLAMACPP_KV_TYPES, QuantFormat, kv_dtype_bytes, quant_format
 from llmsize.estimate.speculative import Spec, SpecDecode, check_spec, speculate
 from llmsize.estimate.runtime_model import departure, kv_read_factor, run_model
 from llmsize.estimate.speed import is_ternary
@@ -435,6 +435,10 @@ def assumptions(p: dict) -> list[str]:
         out.append(f"Weights: {fmt.id} ({release}): the file llama-quantize writes for {fmt.mix.upper()}, a ggml "
                    "type per tensor by its rules (llama.cpp src/llama-quant.cpp); norms, routers and other vectors "
                    "F32, nothing outside the text model.")
+    elif fmt.recipe:
+        out.append(f"Weights: a format per component ({release}): "
+                   + ", ".join(f"{c} {fid} ({float(FORMATS[fid].bits_per_weight):g} bits)" for c, fid in fmt.recipe)
+                   + "; what it does not name (embedding, norms, routers, biases) stays 16-bit.")
     else:
         out.append(f"Weights: {fmt.id} ({release}), {float(fmt.bits_per_weight):g} bits per quantized weight; "
                    f"{keep}.")

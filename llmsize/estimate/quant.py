@@ -8,6 +8,10 @@ Which tensors a format leaves in 16 bits matters more than the format itself; th
   mlp     - MLP, routed and shared experts quantized, attention and SSM mixers kept (NVIDIA's Gemma-4-31B
             NVFP4 export excludes every self_attn);
   all     - every matrix, embedding and lm_head included (llama.cpp GGUF); vectors stay f32.
+A recipe names a format per component instead (ModelOpt's MIXED_PRECISION exports: NVIDIA's Qwen3.6 NVFP4 keeps
+its experts, shared experts and lm_head in weight-only NVFP4, attention and Gated DeltaNet projections in FP8):
+`experts=nvfp4-w4a16,shared_experts=nvfp4-w4a16,attention=fp8,ssm=fp8,lm_head=nvfp4-w4a16`; what it does not
+name stays in 16 bits, and the scope is not read.
 """
 
 from __future__ import annotations
@@ -32,6 +36,13 @@ class QuantFormat:
     description: str
     source: str
     mix: str | None = None  # a llama-quantize file type: one block type per tensor (llmsize.estimate.gguf_mix)
+    recipe: tuple[tuple[str, str], ...] = ()  # (component, format id) of a recipe; empty for a plain format
+    primary: str | None = None  # a recipe's kernel format: its experts' (else its MLP's ...; RECIPE_PARTS order)
+
+    @property
+    def kernel_id(self) -> str:
+        """The format whose kernels run most of the step: a recipe's primary part, else the format itself."""
+        return self.primary or self.id
 
 
 def _f(num: int, den: int = 1) -> Fraction:
@@ -56,10 +67,20 @@ FORMATS: dict[str, QuantFormat] = {f.id: f for f in [
     QuantFormat("nvfp4", _f(4) + _f(8, 16), 4, "linear", "fp4", 16,
                 "NVFP4: E2M1, E4M3 scale per 16, FP32 per tensor",
                 "shared/reference/nvfp4-format.md (NeMo Automodel NVFP4 docs: 0.5625 bytes per parameter)"),
+    # ModelOpt's W4A16_NVFP4: NVFP4's bytes (the same packed weights, E4M3 scales per 16 and FP32 scale per tensor),
+    # activations kept in 16 bits: weight-only kernels multiply in BF16 (vLLM routes it to Marlin: PR #42566,
+    # "W4A16 NVFP4 fused MoE + mixed-precision dispatch", merged 2026-05-13; SGLang PR #33543 likewise)
+    QuantFormat("nvfp4-w4a16", _f(4) + _f(8, 16), 4, "linear", "bf16", 16,
+                "NVFP4 weights, 16-bit activations (ModelOpt W4A16_NVFP4: weight-only kernels)",
+                "NVIDIA ModelOpt W4A16_NVFP4; vllm-project/vllm PR #42566"),
     # MXFP4 (OCP MX): E2M1 + E8M0 scale per 32 -> (32*4 + 8)/32 = 4.25 bits.
     QuantFormat("mxfp4", _f(4) + _f(8, 32), 0, "linear", "fp4", 16,
                 "MXFP4: E2M1, E8M0 scale per 32",
                 "OCP Microscaling Formats (MX) v1.0; modelopt mxfp4_tensor.py"),
+    # MXFP8 (OCP MX): E4M3 + E8M0 scale per 32 -> (32*8 + 8)/32 = 8.25 bits (ModelOpt MXFP8: nvidia's MiniMax-M3
+    # NVFP4 keeps its attention and shared experts in it).
+    QuantFormat("mxfp8", _f(8) + _f(8, 32), 0, "linear", "fp8", 16, "MXFP8: E4M3, E8M0 scale per 32",
+                "OCP Microscaling Formats (MX) v1.0"),
     # int4, group 128, fp16 scale, symmetric: 4 + 16/128 = 4.125 bits.
     QuantFormat("int4-g128", _f(4) + _f(16, 128), 0, "linear", "bf16", 16,
                 "INT4, group 128, FP16 scale (symmetric)", "DESIGN.md; compressed-tensors pack-quantized"),
@@ -157,7 +178,58 @@ STATE_DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 SCOPES = get_args(Scope)
 
 
+# the components a recipe may name (params.COMPONENTS less those no format quantizes), in the order that picks its
+# primary format: the experts' where it has them, else the dense MLP's, and so on
+RECIPE_PARTS = ("experts", "mlp", "shared_experts", "attention", "ssm", "lm_head", "embedding")
+RECIPE_REFUSED = ("ggml-", "mlx-")  # a GGUF file's or an MLX folder's formats: a type per tensor of their own
+_RECIPES: dict[str, QuantFormat] = {}  # one object a recipe: the estimators cache by identity
+
+
+def recipe_format(parts: dict[str, str]) -> QuantFormat:
+    """The format of a recipe (component -> format id, each a plain safetensors format): its id lists the parts in
+    RECIPE_PARTS order; its bits, scales and compute are its primary part's, what it leaves out stays in 16 bits."""
+    bad = [c for c in parts if c not in RECIPE_PARTS]
+    if bad or not parts:
+        raise InvalidValueError(f"Recipe component `{bad[0] if bad else ''}` is not one a format can quantize.",
+                                f"Name components among: {', '.join(RECIPE_PARTS)} (e.g. experts=nvfp4,attention=fp8).")
+    fmts = {}
+    for c, fid in parts.items():
+        f = FORMATS.get(fid.strip().lower())
+        if f is None or f.mix or f.id.startswith(RECIPE_REFUSED):
+            raise InvalidValueError(f"Recipe part `{c}={fid}`: `{fid}` is not a single weight format.",
+                                    "Give each component one of: " + ", ".join(
+                                        k for k, v in FORMATS.items() if not v.mix and not k.startswith(
+                                            RECIPE_REFUSED)) + ".")
+        fmts[c] = f
+    order = [c for c in RECIPE_PARTS if c in fmts]
+    rid = ",".join(f"{c}={fmts[c].id}" for c in order)
+    if rid not in _RECIPES:
+        head = fmts[order[0]]
+        _RECIPES[rid] = QuantFormat(rid, head.bits_per_weight, head.per_tensor_bytes, "all", head.native_compute,
+                                    16, "a format per component: " + ", ".join(f"{c} {fmts[c].id}" for c in order),
+                                    "the checkpoint's own recipe (ModelOpt MIXED_PRECISION quantized_layers)",
+                                    recipe=tuple((c, fmts[c].id) for c in order), primary=head.id)
+    return _RECIPES[rid]
+
+
+def _recipe(name: str) -> QuantFormat:
+    parts: dict[str, str] = {}
+    for item in name.split(","):
+        c, eq, fid = item.partition("=")
+        c = c.strip().lower()
+        if not eq or not c or not fid.strip():
+            raise InvalidValueError(f"Recipe part `{item.strip()}` is not COMPONENT=FORMAT.",
+                                    "Write a recipe as e.g. experts=nvfp4-w4a16,attention=fp8,lm_head=nvfp4-w4a16.")
+        if c in parts:
+            raise InvalidValueError(f"Recipe names `{c}` twice.", "Give each component one format.")
+        parts[c] = fid.strip()
+    return recipe_format(parts)
+
+
 def quant_format(name: str) -> QuantFormat:
+    """A format by id (or a llama.cpp file type), or a recipe written COMPONENT=FORMAT,..."""
+    if "=" in name:
+        return _recipe(name)
     key = name.lower()
     for candidate in (key, key.replace("_", "-"), f"gguf-{key}", f"gguf-{key.replace('-', '_')}", f"ggml-{key}",
                       f"ggml-{key.replace('-', '_')}"):

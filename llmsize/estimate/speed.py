@@ -91,7 +91,7 @@ FORMAT_CLASS = {
     "int4-g128": "int4", "int4-g32": "int4", "int4-g128-zp": "int4", "gptq-int4-g128": "int4", "awq-int4-g128": "int4",
     "bnb-nf4": "int4", "bnb-nf4-dq": "int4", "int4-g32-zp": "int4",
     **{f"mlx-{b}bit": "mlxq" for b in (2, 3, 4, 5, 6)}, "mlx-8bit": "8bit",
-    "nvfp4": "fp4", "mxfp4": "fp4",
+    "nvfp4": "fp4", "mxfp4": "fp4", "nvfp4-w4a16": "int4", "mxfp8": "8bit",
     **{f"{p}-{t}": "ternary" for p in ("gguf", "ggml") for t in ("tq1_0", "tq2_0")}, "i2_s": "ternary",
     "bitnet-2bit": "ternary",
 }
@@ -111,6 +111,11 @@ LINK_KINDS = ("nvlink", "xgmi", "pcie", "network")
 
 
 def format_class(format_id: str) -> str:
+    """A format's kernel class; a recipe's is its primary part's."""
+    if "=" in format_id:
+        from llmsize.estimate.quant import quant_format
+
+        format_id = quant_format(format_id).kernel_id
     return FORMAT_CLASS.get(format_id, "f16")
 
 
@@ -145,9 +150,11 @@ class StepInputs:
     flops: float  # of the step (all sequences)
     peak_flop_per_s: float | None
     format_class: str
-    # the part of weight_bytes the format's scope leaves in 16 bits (the lm_head; attention and shared experts under
-    # an experts-only recipe such as gpt-oss's MXFP4 or nvidia's Qwen3.5 NVFP4): 16-bit kernels stream those
-    w16_bytes: float = 0.0
+    # the parts of weight_bytes other kernels than format_class's stream, by their class: what the format's scope
+    # leaves in 16 bits ("f16": the lm_head; attention and shared experts under an experts-only recipe such as
+    # gpt-oss's MXFP4 or nvidia's Qwen3.5 NVFP4), and a recipe's other formats (nvidia's Qwen3.6 NVFP4: FP8
+    # attention beside weight-only NVFP4 experts, "8bit")
+    side_bytes: tuple[tuple[str, float], ...] = ()
     weight_elements: float = 0.0  # quantized matrix weights the step streams (elements, one card's share)
     vector_flop_per_s: float | None = None  # the card's FP32 (non-tensor) rate, where dequantizing runs
     attention_flops: float = 0.0  # the step's attention over the cache (QK and PV, all sequences, one card)
@@ -191,7 +198,7 @@ class PrefillInputs:
     comm_time_s: float
     format_class: str
     expert_flops: float = 0.0  # the part of `flops` in routed experts' matmuls
-    w16_bytes: float = 0.0  # the part of weight_bytes left in 16 bits (StepInputs.w16_bytes)
+    side_bytes: tuple[tuple[str, float], ...] = ()  # (class, bytes) other kernels stream (StepInputs.side_bytes)
     # the part of `flops` in attention's matmuls, and the rate they run at where it is not peak_flop_per_s: a serving
     # engine multiplies FP8 or FP4 weights on the matching tensor cores, but a prompt's attention at the 16-bit
     # rate, whatever its cache keeps (expected.attention_rate)
@@ -321,12 +328,25 @@ def act_quant_time_s(x: StepInputs, c: Constants) -> float:
 
 
 def weights_time_s(x: StepInputs | PrefillInputs, c: Constants) -> float:
-    """The step's weight bytes at the fractions of the bandwidth their kernels reach: the quantized ones at the
-    format class's, those the scope leaves in 16 bits at the 16-bit class's. One fraction for every byte charged the
-    16-bit kernels' bytes at the FP4 kernels' fraction, where most of what an experts-only checkpoint reads a token
-    is BF16 (gpt-oss-20b's MXFP4 release: 66%; nvidia's Qwen3.5-397B NVFP4: 80%)."""
-    q = x.weight_bytes - x.w16_bytes
-    return (q / c.eta_w(x.format_class) + x.w16_bytes / c.eta_w("f16")) / x.bandwidth_bytes_per_s
+    """The step's weight bytes at the fractions of the bandwidth their kernels reach: the format class's bytes at
+    its fraction, each side part (x.side_bytes: what the scope leaves in 16 bits, a recipe's other formats) at its
+    class's. One fraction for every byte charged the 16-bit kernels' bytes at the FP4 kernels' fraction, where most
+    of what an experts-only checkpoint reads a token is BF16 (gpt-oss-20b's MXFP4 release: 66%; nvidia's
+    Qwen3.5-397B NVFP4: 80%)."""
+    return sum(b / c.eta_w(cls) for cls, b in weight_bytes_by_class(x).items()) / x.bandwidth_bytes_per_s
+
+
+def weight_bytes_by_class(x: StepInputs | PrefillInputs) -> dict[str, float]:
+    """The step's weight bytes by the class of the kernels that stream them: the format class's, less its side
+    parts (x.side_bytes), each at its own."""
+    out = {x.format_class: x.weight_bytes - sum(b for _, b in x.side_bytes)}
+    for cls, b in x.side_bytes:
+        out[cls] = out.get(cls, 0.0) + b
+    return out
+
+
+def scaled_side(side: tuple[tuple[str, float], ...], factor: float) -> tuple[tuple[str, float], ...]:
+    return tuple((cls, b * factor) for cls, b in side)
 
 
 def floor_time_s(x: StepInputs, c: Constants) -> float:
@@ -389,8 +409,8 @@ def at_file_bytes(x: StepInputs | PrefillInputs, factor: float) -> StepInputs | 
     or a calibrating run's weights); a prompt's per-forward expert read scales with them."""
     if isinstance(x, PrefillInputs):
         return replace(x, weight_bytes=x.weight_bytes * factor, expert_read_bytes=x.expert_read_bytes * factor,
-                       w16_bytes=x.w16_bytes * factor)
-    return replace(x, weight_bytes=x.weight_bytes * factor, w16_bytes=x.w16_bytes * factor)
+                       side_bytes=scaled_side(x.side_bytes, factor))
+    return replace(x, weight_bytes=x.weight_bytes * factor, side_bytes=scaled_side(x.side_bytes, factor))
 
 
 def prefill_missing(x: PrefillInputs, c: Constants) -> str | None:

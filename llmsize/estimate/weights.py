@@ -16,7 +16,7 @@ from llmsize.catalog.schema import ModelSpec
 from llmsize.errors import InvalidValueError
 from llmsize.estimate.memo import by_identity
 from llmsize.estimate.params import COMPONENTS, Piece, model_pieces, routed_fraction, touched_share
-from llmsize.estimate.quant import SCOPES, QuantFormat
+from llmsize.estimate.quant import FORMATS, SCOPES, UNQUANTIZED, QuantFormat
 
 NEVER_QUANTIZED = ("router", "norms", "extra")
 EXTRA_BITS = 16
@@ -37,9 +37,22 @@ def is_quantized(piece: Piece, scope: str) -> bool:
     return True
 
 
+def piece_format(piece: Piece, fmt: QuantFormat, scope: str) -> QuantFormat | None:
+    """The format a piece is stored in; None where it stays at fmt.keep_bits. A recipe names one a component (a tied
+    lm_head is the embedding: the embedding's), the scope is not read; else the scope says whether `fmt` is it."""
+    if fmt.recipe:
+        if not piece.matrix or piece.component in NEVER_QUANTIZED:
+            return None
+        part = "embedding" if piece.component == "lm_head" and not piece.stored else piece.component
+        fid = dict(fmt.recipe).get(part)
+        return FORMATS[fid] if fid else None
+    return fmt if is_quantized(piece, scope) else None
+
+
 def piece_bytes(piece: Piece, fmt: QuantFormat, scope: str) -> Fraction:
-    if is_quantized(piece, scope):
-        return piece.params * fmt.bits_per_weight / 8 + piece.tensors * fmt.per_tensor_bytes
+    f = piece_format(piece, fmt, scope)
+    if f is not None:
+        return piece.params * f.bits_per_weight / 8 + piece.tensors * f.per_tensor_bytes
     if piece.component == "extra":  # vision towers / MTP modules ship in bf16 whatever the text format
         return Fraction(piece.params * EXTRA_BITS, 8)
     return Fraction(piece.params * fmt.keep_bits, 8)
@@ -78,7 +91,8 @@ def weight_bytes(model: ModelSpec, fmt: QuantFormat, scope: str) -> WeightBytes:
     scope: `compare` asks for them on every card, a plan for each split it tries; callers read, never change, it).
 
     Formula: quantized matrices at fmt.bits_per_weight (+ per-tensor scales), everything the scope
-    leaves alone at fmt.keep_bits. Counted in bits, converted to bytes once.
+    leaves alone at fmt.keep_bits. Counted in bits, converted to bytes once. A recipe prices each component at its
+    own format's bits; its bits_per_weight is then their average over the quantized weights.
     """
     check_scope(scope)
     if fmt.mix:
@@ -86,12 +100,15 @@ def weight_bytes(model: ModelSpec, fmt: QuantFormat, scope: str) -> WeightBytes:
     stored: dict[str, Fraction] = defaultdict(Fraction)
     read: dict[str, float] = defaultdict(float)
     q_params = u_params = 0
+    q_bits = Fraction(0)
     for p in model_pieces(model):
         b = piece_bytes(p, fmt, scope)
         if p.stored:
             stored[p.component] += b
-            if is_quantized(p, scope):
+            f = piece_format(p, fmt, scope)
+            if f is not None and f.id not in UNQUANTIZED:
                 q_params += p.params
+                q_bits += p.params * f.bits_per_weight
             else:
                 u_params += p.params
         if p.read:
@@ -99,7 +116,7 @@ def weight_bytes(model: ModelSpec, fmt: QuantFormat, scope: str) -> WeightBytes:
     return WeightBytes(
         format_id=fmt.id,
         scope=scope,
-        bits_per_weight=float(fmt.bits_per_weight),
+        bits_per_weight=float(q_bits / q_params if fmt.recipe and q_params else fmt.bits_per_weight),
         stored_bytes={c: float(stored.get(c, 0)) for c in COMPONENTS},
         read_bytes_per_token={c: read.get(c, 0.0) for c in COMPONENTS},
         quantized_params=q_params,
@@ -200,13 +217,20 @@ def expert_read_fraction(model: ModelSpec, fmt: QuantFormat, scope: str, batch: 
     return _read_share(model, fmt, scope, batch, lambda p: p.routed is not None)
 
 
-def unquantized_read_fraction(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int) -> float:
-    """The share of a decode step's weight bytes that `scope` leaves at the format's keep_bits (the lm_head under
-    `linear`; attention, shared experts and the rest under `experts`): 0 for a GGUF mix (a ggml type per tensor)
-    and for a format no narrower than what it keeps."""
-    if fmt.mix or fmt.bits_per_weight >= fmt.keep_bits:
-        return 0.0
-    return _read_share(model, fmt, scope, batch, lambda p: not is_quantized(p, scope))
+def read_shares_by_format(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int) -> dict[str | None, float]:
+    """The shares of a decode step's weight bytes by the format they are stored in (None: left at keep_bits, the
+    lm_head under `linear`; attention, shared experts and the rest under `experts`). A GGUF mix (a ggml type per
+    tensor) and a format no narrower than what it keeps are one share: {fmt.id: 1}."""
+    if fmt.mix or (not fmt.recipe and fmt.bits_per_weight >= fmt.keep_bits):
+        return {fmt.id: 1.0}
+    shares: dict[str | None, float] = defaultdict(float)
+    total = 0.0
+    for size, p in _read_pieces(model, fmt, scope):
+        b = size * routed_fraction(p, batch)
+        f = piece_format(p, fmt, scope)
+        shares[None if f is None or f.id in UNQUANTIZED else f.id] += b
+        total += b
+    return {k: v / total for k, v in shares.items()} if total else {fmt.id: 1.0}
 
 
 def matmul_params_per_token(model: ModelSpec) -> float:

@@ -119,6 +119,91 @@ def scope_from_ignore(ignore: list[str], spec_fields: dict, default: str) -> tup
                      "quantizes them (the safetensors headers count them exactly)"]
 
 
+# ModelOpt's quant_algo per layer (modelopt/torch/export/model_config.py QUANTIZATION_*) -> llmsize's format
+MODELOPT_ALGOS = {"NVFP4": "nvfp4", "FP8": "fp8", "W4A16_AWQ": "awq-int4-g128"}
+MODELOPT_LAYER_ALGOS = {**MODELOPT_ALGOS, "W4A16_NVFP4": "nvfp4-w4a16", "MXFP8": "mxfp8", "MXFP4": "mxfp4",
+                        "FP8_PB_WO": "fp8-block128"}
+# a module name -> the component it is a weight of (params.COMPONENTS), tried in this order: shared experts before
+# routed ones, attention (self_attn, a Nemotron-H mixer's q/k/v/o) before SSM and linear attention
+_PARTS = (
+    ("shared_experts", re.compile(r"shared_experts?\b|shared_mlp")),
+    ("experts", re.compile(r"\.experts(\.|$)")),
+    ("attention", _ATTN),
+    ("ssm", _SSM),
+    ("mlp", re.compile(r"\.(mlp|feed_forward|ffn)(\.|$)|mixer\.(up|down|gate)_proj|latent_proj")),
+    ("lm_head", re.compile(r"(^|\.)lm_head$")),
+    ("embedding", re.compile(r"embed")),
+)
+_EXTRA = re.compile(r"(^|\.)(mtp|visual|vision|vision_tower|multi_modal_projector)(\.|$)")
+
+
+def _part_of(module: str) -> str | None:
+    if _EXTRA.search(module):
+        return None
+    return next((part for part, rx in _PARTS if rx.search(module)), None)
+
+
+def _layers_with(spec_fields: dict, part: str) -> int:
+    """How many layers have weights of `part` (the denominator of a recipe's coverage)."""
+    n = 0
+    for g in spec_fields["layer_groups"]:
+        mixer, mlp = (g.get("mixer") or {}).get("kind"), g.get("mlp") or {}
+        has = {"attention": mixer in ("full", "sliding", "mla"), "ssm": mixer in ("ssm", "linear"),
+               "experts": mlp.get("kind") == "moe", "shared_experts": bool(mlp.get("num_shared_experts")),
+               "mlp": mlp.get("kind") == "dense" or bool(mlp.get("latent_size"))}.get(part, False)
+        n += g["count"] if has else 0
+    return n
+
+
+def mixed_precision(layers, spec_fields: dict, where: str) -> tuple[str, list[str]]:
+    """A ModelOpt MIXED_PRECISION export's quantized_layers (module -> {quant_algo, group_size}) -> a recipe (a
+    format per component, quant.recipe_format) and notes. Modules outside the text model (MTP, vision) are left
+    out, as the estimate leaves their weights in 16 bits; a component in two formats takes the one most of its
+    modules have, and one quantized in some layers only is priced in all: both said in a note."""
+    from llmsize.estimate.quant import recipe_format
+
+    if not isinstance(layers, dict) or not layers:
+        raise ConfigError(f"{where}: quant_algo MIXED_PRECISION without a quantized_layers table.",
+                          "Give the hf_quant_config.json its exporter wrote (ModelOpt lists each layer's quant_algo).")
+    seen: dict[str, dict[str, int]] = {}
+    layer_ids: dict[str, set[int]] = {}
+    unplaced = 0
+    for module, meta in layers.items():
+        algo = meta.get("quant_algo") if isinstance(meta, dict) else meta
+        fid = MODELOPT_LAYER_ALGOS.get(algo) if isinstance(algo, str) else None
+        if fid is None:
+            raise ConfigError(f"{where}: quantized_layers gives {shown(str(module), 80)} quant_algo "
+                              f"{shown(repr(algo), 40)}, which llmsize does not price.",
+                              f"Supported per layer: {', '.join(MODELOPT_LAYER_ALGOS)}.")
+        part = _part_of(str(module))
+        if part is None:
+            unplaced += 1
+            continue
+        seen.setdefault(part, {})
+        seen[part][fid] = seen[part].get(fid, 0) + 1
+        m = re.search(r"layers\.(\d+)\.", str(module))
+        if m:
+            layer_ids.setdefault(part, set()).add(int(m.group(1)))
+    if not seen:
+        raise ConfigError(f"{where}: no module of quantized_layers is one of the text model's layers.",
+                          "Check that the hf_quant_config.json belongs to this config.json.")
+    recipe, notes = {}, []
+    for part, counts in seen.items():
+        fid = max(counts, key=lambda f: (counts[f], f))
+        recipe[part] = fid
+        if len(counts) > 1:
+            notes.append(f"{part}: " + ", ".join(f"{n} modules {f}" for f, n in sorted(counts.items()))
+                         + f"; priced as {fid} (the safetensors headers count them exactly)")
+        want = _layers_with(spec_fields, part)
+        have = len(layer_ids.get(part, ()))
+        if want and have and have < want:
+            notes.append(f"{part} quantized in {have} of {want} layers; priced in all of them (the safetensors "
+                         "headers count them exactly)")
+    if unplaced:
+        notes.append(f"{unplaced} quantized modules outside the text model (MTP, vision) are priced in 16 bits")
+    return recipe_format(recipe).id, notes
+
+
 def _compressed_tensors(qc: dict, where: str) -> tuple[str, str | None]:
     groups = list((qc.get("config_groups") or {}).values())
     fmt = qc.get("format") or next((g.get("format") for g in groups if g.get("format")), None)
@@ -161,7 +246,8 @@ def release_from(raw: dict, hf_quant: dict | None, spec_fields: dict, where: str
     if hf_quant is not None:
         q = hf_quant.get("quantization") or {}
         qc = {"quant_method": "modelopt", "quant_algo": q.get("quant_algo"),
-              "ignore": q.get("exclude_modules") or [], "kv_cache_quant_algo": q.get("kv_cache_quant_algo")}
+              "ignore": q.get("exclude_modules") or [], "kv_cache_quant_algo": q.get("kv_cache_quant_algo"),
+              "quantized_layers": q.get("quantized_layers")}
     if not qc:
         dtype = raw.get("torch_dtype") or raw.get("dtype") or (raw.get("text_config") or {}).get("dtype")
         quant = DTYPES.get(str(dtype), "bf16")
@@ -174,12 +260,18 @@ def release_from(raw: dict, hf_quant: dict | None, spec_fields: dict, where: str
     kv = None
     if method == "modelopt":
         algo = qc.get("quant_algo")
-        quant = {"NVFP4": "nvfp4", "FP8": "fp8", "W4A16_AWQ": "awq-int4-g128"}.get(algo)
-        if quant is None:
-            raise ConfigError(f"{where}: ModelOpt quant_algo {algo!r} is not supported.", "Supported: NVFP4, FP8.")
-        ignore = qc.get("ignore") or qc.get("exclude_modules") or []
         kv = "fp8" if (qc.get("kv_cache_quant_algo") == "FP8" or (qc.get("kv_cache_scheme") or {}).get(
             "num_bits") == 8) else None
+        if algo == "MIXED_PRECISION":
+            quant, notes = mixed_precision(qc.get("quantized_layers"), spec_fields, where)
+            if kv:
+                notes.append("the checkpoint ships an FP8 KV-cache scheme: try --kv-dtype fp8")
+            return Release(quant, "all", "modelopt MIXED_PRECISION", kv, notes)
+        quant = MODELOPT_ALGOS.get(algo)
+        if quant is None:
+            raise ConfigError(f"{where}: ModelOpt quant_algo {shown(repr(algo), 40)} is not supported.",
+                              "Supported: NVFP4, FP8, W4A16_AWQ, MIXED_PRECISION.")
+        ignore = qc.get("ignore") or qc.get("exclude_modules") or []
         note = None
     elif method == "compressed-tensors":
         quant, note = _compressed_tensors(qc, where)

@@ -99,9 +99,9 @@ def render_plan(p: Plan, width: int = 100, color: bool = False, placement: str |
     rows.append((["total", fmt_bytes(w.bytes_total), *mid, fmt_bytes(w.bytes_read_per_token)], ("bold",)))
     rows.append((["", f"= {w.bytes_total / GiB:,.2f} GiB", *([""] * len(mid)),
                   f"= {w.bytes_read_per_token / GiB:,.2f} GiB"], ("dim",)))
-    bits = (f"{w.bits_per_weight:.2f} bits per quantized weight on average" if p.fmt.mix
+    bits = (f"{w.bits_per_weight:.2f} bits per quantized weight on average" if p.fmt.mix or p.fmt.recipe
             else f"{w.bits_per_weight:g} bits per quantized weight")
-    r.table(f"Weights in {p.fmt.id} ({bits}, scope {p.scope})",
+    r.table(f"Weights in {p.fmt.id} ({bits}{'' if p.fmt.recipe else f', scope {p.scope}'})",
             headers, rows, note=src.lstrip(", ") + ", next to the estimate" if est else None)
     if p.exact is not None:
         dtypes = ", ".join(f"{k} {fmt_bytes_auto(v)}" for k, v in sorted(p.exact.bytes_by_dtype.items(),

@@ -1,0 +1,200 @@
+"""A format per component (ModelOpt MIXED_PRECISION exports): the recipe format, its bytes, its import and its
+place in the step-time model.
+
+nvidia/Qwen3.6-35B-A3B-NVFP4 (tests/data/hf-configs, its hf_quant_config.json copied byte for byte) keeps its routed
+experts, shared expert and lm_head in weight-only NVFP4 (W4A16_NVFP4), its attention and Gated DeltaNet projections
+in FP8; vLLM refused such checkpoints before PR #35047 (ModelOpt mixed precision) and runs W4A16_NVFP4 through
+Marlin since PR #42566.
+"""
+
+import json
+import shutil
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from llmsize.errors import InvalidValueError
+from llmsize.estimate.plan import PlanInputs, make_plan
+from llmsize.estimate.quant import quant_format
+from llmsize.estimate.weights import weight_bytes
+from llmsize.importer.hf_config import ConfigError
+from llmsize.importer.source import import_model
+
+CONFIGS = Path(__file__).parent / "data" / "hf-configs"
+NV36 = "nvidia__Qwen3.6-35B-A3B-NVFP4"
+QWEN36_RECIPE = "experts=nvfp4-w4a16,shared_experts=nvfp4-w4a16,attention=fp8,ssm=fp8,lm_head=nvfp4-w4a16"
+
+
+def test_weight_only_nvfp4_and_mxfp8_bits():
+    # W4A16_NVFP4 stores NVFP4's bytes: (16 x 4 + 8) / 16 = 4.5 bits; MXFP8: (32 x 8 + 8) / 32 = 8.25 bits
+    assert quant_format("nvfp4-w4a16").bits_per_weight == Fraction(9, 2)
+    assert quant_format("nvfp4-w4a16").native_compute == "bf16"  # activations stay 16-bit
+    assert quant_format("mxfp8").bits_per_weight == Fraction(33, 4)
+
+
+def test_a_recipe_is_one_object_whatever_its_order():
+    a = quant_format("attention=fp8, experts=nvfp4")
+    assert a is quant_format("experts=NVFP4,attention=fp8")  # estimators cache by identity
+    assert a.id == "experts=nvfp4,attention=fp8" and a.kernel_id == "nvfp4"
+    assert quant_format("attention=fp8,mlp=nvfp4-w4a16").kernel_id == "nvfp4-w4a16"  # a dense model's MLP
+
+
+@pytest.mark.parametrize("name, said", [
+    ("experts=nvfp4,router=fp8", "`router` is not one a format can quantize"),
+    ("experts=nvfp5", "`nvfp5` is not a single weight format"),
+    ("experts=gguf-q4_k_m", "`gguf-q4_k_m` is not a single weight format"),
+    ("experts=ggml-q4_0", "`ggml-q4_0` is not a single weight format"),
+    ("experts=nvfp4,experts=fp8", "names `experts` twice"),
+    ("experts=nvfp4,", "`` is not COMPONENT=FORMAT"),
+    ("experts=", "`experts=` is not COMPONENT=FORMAT"),
+    ("=nvfp4", "`=nvfp4` is not COMPONENT=FORMAT"),
+])
+def test_a_bad_recipe_names_the_bad_part(name, said):
+    with pytest.raises(InvalidValueError, match=said.replace("(", r"\(")) as e:
+        quant_format(name)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("model_id", ["qwen3.6-35b-a3b", "qwen3.6-27b", "gpt-oss-20b", "nemotron-3-nano-30b-a3b",
+                                      "deepseek-v3", "gemma-4-12b", "llama-3.1-8b"])
+def test_a_recipe_prices_each_component_as_its_own_format_would(catalog, model_id):
+    """Each component of a recipe costs what the plain format costs it: experts as NVFP4 under scope `experts`,
+    attention and SSM as FP8 under `linear`, the lm_head as NVFP4 under `all`, the rest (embedding, routers, norms)
+    as 16-bit weights. A component the model lacks costs nothing."""
+    m = catalog.model(model_id)
+    r = weight_bytes(m, quant_format("experts=nvfp4,mlp=nvfp4,attention=fp8,ssm=fp8,lm_head=nvfp4"), "all")
+    nv_mlp = weight_bytes(m, quant_format("nvfp4"), "mlp").stored_bytes
+    fp8 = weight_bytes(m, quant_format("fp8"), "linear").stored_bytes
+    nv_all = weight_bytes(m, quant_format("nvfp4"), "all").stored_bytes
+    bf = weight_bytes(m, quant_format("bf16"), "all").stored_bytes
+    want = {"experts": nv_mlp["experts"], "mlp": nv_mlp["mlp"], "attention": fp8["attention"], "ssm": fp8["ssm"],
+            "lm_head": nv_all["lm_head"], "shared_experts": bf["shared_experts"], "embedding": bf["embedding"],
+            "router": bf["router"], "norms": bf["norms"]}
+    for c, b in want.items():
+        assert r.stored_bytes[c] == pytest.approx(b, rel=1e-12, abs=1e-6), c
+
+
+def test_a_tied_lm_head_is_read_in_the_embedding_s_format(catalog):
+    """A tied lm_head is the embedding matrix: a recipe that leaves the embedding in 16 bits reads it so, whatever it
+    says of the lm_head (Gemma 4 12B ties them: 262,144 x 3,840 x 2 B = 2.013 GB a token)."""
+    m = catalog.model("gemma-4-12b")
+    assert m.tie_word_embeddings
+    w = weight_bytes(m, quant_format("mlp=nvfp4,lm_head=nvfp4"), "all")
+    assert w.read_bytes_per_token["lm_head"] == pytest.approx(262144 * 3840 * 2)
+    w = weight_bytes(m, quant_format("mlp=nvfp4,embedding=fp8"), "all")
+    assert w.read_bytes_per_token["lm_head"] == pytest.approx(262144 * 3840 + 4)
+
+
+def _folder(tmp_path, hf_quant: dict | None = None, config: str = NV36):
+    shutil.copy(CONFIGS / f"{config}.json", tmp_path / "config.json")
+    if hf_quant is None:
+        shutil.copy(CONFIGS / f"{NV36}.hf_quant_config.json", tmp_path / "hf_quant_config.json")
+    else:
+        (tmp_path / "hf_quant_config.json").write_text(json.dumps(hf_quant))
+    return tmp_path
+
+
+def test_nvidia_qwen36_nvfp4_imports_as_its_recipe(tmp_path, catalog):
+    im = import_model(_folder(tmp_path), read_headers=False)
+    assert im.release.quant == QWEN36_RECIPE and im.release.kv_cache_dtype == "fp8"
+    assert any("--kv-dtype fp8" in n for n in im.notes)
+    # config.json alone carries the same table (its quantization_config, modelopt 0.37.0)
+    assert import_model(CONFIGS / f"{NV36}.json", read_headers=False).release.quant == QWEN36_RECIPE
+    # by hand, a token reads the lm_head in NVFP4: 248,320 x 2,048 x 4.5 / 8 + 4 B = 286,064,644 B (1.017 GB in BF16)
+    plan = make_plan(im.spec, catalog.gpu("rtx5090"), PlanInputs(), search_fit=False)
+    assert plan.weights.read_bytes_per_token["lm_head"] == 248320 * 2048 * 9 // 16 + 4
+    assert plan.fmt.id == QWEN36_RECIPE
+    # attention (10 layers of q 16 x 256 x 2 gated, k/v 2 x 256, o; no biases, its QK norms are norms) in FP8 at one
+    # byte a weight + 4 B a matrix: 10 x 27,262,976 + 160 = 272,629,920 B
+    h = 2048
+    attn = 10 * (h * 16 * 256 * 2 + 2 * h * 2 * 256 + 16 * 256 * h)
+    assert plan.weights.stored_bytes["attention"] == attn + 10 * 4 * 4 == 272_629_920
+
+
+def _lightning_layers(ssm_layers: list[int], attn: bool = False, algo: str = "FP8") -> dict:
+    """A Nemotron 3.5 Lightning-like quantized_layers table (the export's own names: backbone.layers.N.mixer.*):
+    Mamba-2 in/out projections in `algo`, every MoE layer's experts W4A16_NVFP4, attention left out (excluded)."""
+    spec = json.loads((CONFIGS / "nvidia__NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4.json").read_text())
+    kinds = spec["layers_block_type"]
+    out = {}
+    for i, k in enumerate(kinds):
+        if k == "mamba" and i in ssm_layers:
+            out[f"backbone.layers.{i}.mixer.in_proj"] = {"quant_algo": algo}
+            out[f"backbone.layers.{i}.mixer.out_proj"] = {"quant_algo": algo}
+        elif k == "moe":
+            for e in range(2):
+                out[f"backbone.layers.{i}.mixer.experts.{e}.up_proj"] = {"quant_algo": "W4A16_NVFP4", "group_size": 16}
+            out[f"backbone.layers.{i}.mixer.shared_experts.up_proj"] = {"quant_algo": "W4A16_NVFP4"}
+        elif k == "attention" and attn:
+            out[f"backbone.layers.{i}.mixer.q_proj"] = {"quant_algo": "FP8"}
+    out["lm_head"] = {"quant_algo": "W4A16_NVFP4", "group_size": 16}
+    return {"quantization": {"quant_algo": "MIXED_PRECISION", "kv_cache_quant_algo": "FP8", "quantized_layers": out}}
+
+
+LIGHTNING = "nvidia__NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4"
+
+
+def test_a_hybrid_s_mamba_layers_in_fp8_and_its_attention_in_16_bits(tmp_path):
+    kinds = json.loads((CONFIGS / f"{LIGHTNING}.json").read_text())["layers_block_type"]
+    mamba = [i for i, k in enumerate(kinds) if k == "mamba"]
+    im = import_model(_folder(tmp_path, _lightning_layers(mamba), LIGHTNING), read_headers=False)
+    assert im.release.quant == "experts=nvfp4-w4a16,shared_experts=nvfp4-w4a16,ssm=fp8,lm_head=nvfp4-w4a16"
+    assert not any("layers; priced in all" in n for n in im.notes)
+
+
+def test_a_part_quantized_in_some_layers_only_is_said(tmp_path):
+    kinds = json.loads((CONFIGS / f"{LIGHTNING}.json").read_text())["layers_block_type"]
+    mamba = [i for i, k in enumerate(kinds) if k == "mamba"]
+    im = import_model(_folder(tmp_path, _lightning_layers(mamba[:5]), LIGHTNING), read_headers=False)
+    assert any(f"ssm quantized in 5 of {len(mamba)} layers; priced in all of them" in n for n in im.notes)
+
+
+def test_a_part_in_two_formats_takes_the_most_common_and_says_so(tmp_path):
+    cfg = _lightning_layers([])
+    kinds = json.loads((CONFIGS / f"{LIGHTNING}.json").read_text())["layers_block_type"]
+    mamba = [i for i, k in enumerate(kinds) if k == "mamba"]
+    for n, i in enumerate(mamba):
+        cfg["quantization"]["quantized_layers"][f"backbone.layers.{i}.mixer.in_proj"] = {
+            "quant_algo": "FP8" if n < 3 else "NVFP4"}
+    im = import_model(_folder(tmp_path, cfg, LIGHTNING), read_headers=False)
+    assert "ssm=nvfp4" in im.release.quant
+    assert any(n.startswith(f"ssm: 3 modules fp8, {len(mamba) - 3} modules nvfp4; priced as nvfp4") for n in im.notes)
+
+
+@pytest.mark.parametrize("quantization, said", [
+    ({"quant_algo": "MIXED_PRECISION"}, "MIXED_PRECISION without a quantized_layers table"),
+    ({"quant_algo": "MIXED_PRECISION", "quantized_layers": []}, "MIXED_PRECISION without a quantized_layers table"),
+    ({"quant_algo": "MIXED_PRECISION", "quantized_layers": {"backbone.layers.0.mixer.in_proj": {"quant_algo": "INT3"}}},
+     "backbone.layers.0.mixer.in_proj quant_algo 'INT3', which llmsize does not price"),
+    ({"quant_algo": "MIXED_PRECISION", "quantized_layers": {"backbone.layers.0.mixer.in_proj": {"quant_algo": 7}}},
+     "quant_algo 7, which llmsize does not price"),
+    ({"quant_algo": "MIXED_PRECISION", "quantized_layers": {"mtp.layers.0.fc": {"quant_algo": "FP8"}}},
+     "no module of quantized_layers is one of the text model's layers"),
+    ({"quant_algo": "W4A8_AWQ"}, "ModelOpt quant_algo 'W4A8_AWQ' is not supported"),
+])
+def test_a_bad_mixed_precision_table_is_one_line(tmp_path, quantization, said):
+    with pytest.raises(ConfigError, match=said) as e:
+        import_model(_folder(tmp_path, {"quantization": quantization}, LIGHTNING), read_headers=False)
+    assert "\n" not in str(e.value)
+
+
+def test_the_recipe_s_fp8_and_16_bit_bytes_stream_at_their_own_kernels_fractions(tmp_path, catalog):
+    """The step-time model streams each part of a recipe's bytes at its kernels' class: the W4A16 NVFP4 experts
+    through Marlin (the 4-bit weight-only class, on a card with FP4 tensor cores too), the FP8 attention and
+    DeltaNet projections at the 8-bit class's fraction, routers, norms and the DeltaNet's small weights at the
+    16-bit one; together they are the step's weight bytes."""
+    from llmsize.estimate.expected import step_inputs
+    from llmsize.estimate.speed import weight_bytes_by_class
+
+    im = import_model(_folder(tmp_path), read_headers=False)
+    plan = make_plan(im.spec, catalog.gpu("rtx5090"), PlanInputs(), search_fit=False)
+    x = step_inputs(plan, plan.decode_1, "vllm")
+    by = weight_bytes_by_class(x)
+    assert x.format_class == "int4"
+    assert sum(by.values()) == pytest.approx(x.weight_bytes)
+    w = plan.weights.read_bytes_per_token
+    # FP8: attention's matrices and the DeltaNet's (all but its conv, dt_bias and A_log: under 1% of them)
+    assert by["8bit"] == pytest.approx(w["attention"] + w["ssm"], rel=0.01)
+    assert 0 < by["f16"] < 0.05 * x.weight_bytes  # routers, norms, the DeltaNet's small weights
+    assert by["int4"] == pytest.approx(w["experts"] + w["shared_experts"] + w["lm_head"], rel=1e-9)

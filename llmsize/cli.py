@@ -1471,7 +1471,7 @@ def formats(as_json: JsonOpt = False):
       llmsize formats
       llmsize formats --json
     """
-    from llmsize.estimate.quant import FORMATS, KV_DTYPE_BYTES
+    from llmsize.estimate.quant import FORMATS, KV_DTYPE_BYTES, RECIPE_PARTS
 
     rows = [{"id": f.id, "bits_per_weight": float(f.bits_per_weight), "per_tensor_bytes": f.per_tensor_bytes,
              "default_scope": f.default_scope, "description": f.description, "source": f.source}
@@ -1494,6 +1494,9 @@ def formats(as_json: JsonOpt = False):
     print_rich(c, t)
     c.print("* a GGUF file type: its base type's bits; the file mixes types per tensor by llama-quantize's rules, so "
             "its average depends on the model (`llmsize plan MODEL --quant gguf-q4_k_m` prints it).", style="dim")
+    c.print("A recipe gives a format per component, as ModelOpt's MIXED_PRECISION checkpoints do: --quant "
+            "experts=nvfp4-w4a16,shared_experts=nvfp4-w4a16,attention=fp8,ssm=fp8,lm_head=nvfp4-w4a16 (components: "
+            f"{', '.join(RECIPE_PARTS)}; what it does not name stays 16-bit).", style="dim")
     c.print("KV dtypes (bytes per value): " + ", ".join(f"{k} {float(v):g}" for k, v in KV_DTYPE_BYTES.items()),
             style="dim")
 

@@ -198,3 +198,30 @@ def test_the_recipe_s_fp8_and_16_bit_bytes_stream_at_their_own_kernels_fractions
     assert by["8bit"] == pytest.approx(w["attention"] + w["ssm"], rel=0.01)
     assert 0 < by["f16"] < 0.05 * x.weight_bytes  # routers, norms, the DeltaNet's small weights
     assert by["int4"] == pytest.approx(w["experts"] + w["shared_experts"] + w["lm_head"], rel=1e-9)
+
+
+def test_a_row_with_its_checkpoint_s_recipe_is_priced_at_it(catalog):
+    """club-3090's RTX 5090 runs of nvidia/Qwen3.6-35B-A3B-NVFP4 (vLLM v0.24.0, issue #612) print the format as NVFP4;
+    the row's recipe prices the checkpoint's FP8 attention and weight-only NVFP4 experts and lm_head, against the
+    format's default (every linear layer NVFP4, the lm_head in BF16): by hand the lm_head alone reads 1.017 GB in
+    BF16 and 0.286 in NVFP4, the attention (272,629,760 weights) 0.2726 GB in FP8 and 0.1534 in NVFP4."""
+    from pydantic import ValidationError
+
+    from llmsize.catalog.measurement import Row
+    from llmsize.estimate.observed import observe
+
+    base = dict(card="NVIDIA GeForce RTX 5090", card_id="rtx5090", model="qwen3.6-35b-a3b-nvfp4",
+                model_id="qwen3.6-35b-a3b", format="NVFP4", test="NARRATIVE", kind="decode", batch=1,
+                depth_tokens=0, tok_s=257.3, verbatim="decode_TPS mean= 257.30")
+    m, g = catalog.model("qwen3.6-35b-a3b"), catalog.gpu("rtx5090")
+    mixed = observe(Row(**base, recipe=QWEN36_RECIPE), "vllm", "k", m, g)
+    plain = observe(Row(**base), "vllm", "k", m, g)
+    assert mixed.plan.fmt.id == QWEN36_RECIPE and plain.plan.fmt.id == "nvfp4"
+    w, p = mixed.plan.weights.read_bytes_per_token, plain.plan.weights.read_bytes_per_token
+    assert (p["lm_head"], w["lm_head"]) == (pytest.approx(1.017e9, rel=1e-3), pytest.approx(0.286e9, rel=1e-3))
+    assert (w["attention"], p["attention"]) == (pytest.approx(0.2726e9, rel=1e-3), pytest.approx(0.1534e9, rel=1e-3))
+    for bad in ("nvfp4", "experts=nvfp5"):
+        with pytest.raises(ValidationError):
+            Row(**base, recipe=bad)
+    with pytest.raises(ValidationError, match="no scope beside it"):
+        Row(**base, recipe=QWEN36_RECIPE, scope="experts")

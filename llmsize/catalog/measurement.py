@@ -48,6 +48,10 @@ class Row(Strict):
         None, description="which weights the checkpoint's recipe quantizes, where its own quantization config says "
         "(hf_quant_config.json's exclude_modules, compressed-tensors' ignore list; cited in `where`); None: the "
         "release's scope for the release format, else the format's default")
+    recipe: str | None = Field(
+        None, min_length=1, description="the checkpoint's own format per component (COMPONENT=FORMAT,...: a ModelOpt "
+        "MIXED_PRECISION export's quantized_layers, cited in `where`), which prices the row in place of `format` "
+        "and `scope`")
     kv_dtype: str | None = Field(None, min_length=1, description="the cache dtype the run kept, as the source "
                                  "prints it (--kv-cache-dtype, kv_cache_dtype), where it says one; None: the runtime's "
                                  "default")
@@ -86,6 +90,18 @@ class Row(Strict):
 
     @model_validator(mode="after")
     def _figure(self):
+        if self.recipe is not None:
+            from llmsize.errors import LlmsizeError
+            from llmsize.estimate.quant import quant_format
+
+            if "=" not in self.recipe:
+                raise ValueError("recipe is COMPONENT=FORMAT,... (a single format goes in `format`)")
+            try:
+                quant_format(self.recipe)
+            except LlmsizeError as e:
+                raise ValueError(e.message) from None
+            if self.scope is not None:
+                raise ValueError("a recipe names each component's format: no scope beside it")
         if self.card_id and self.card_any_of:
             raise ValueError("card_id names the card; card_any_of is for a card the source leaves ambiguous")
         if all(v is None for v in (self.tok_s, self.ms_per_token, self.ttft_ms, self.ttft_s, self.s_per_token,

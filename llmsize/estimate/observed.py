@@ -29,7 +29,7 @@ from llmsize.estimate.expected import (
     without_overlap,
 )
 from llmsize.estimate.plan import Plan, PlanInputs, make_plan
-from llmsize.estimate.quant import KV_DTYPE_ALIASES, KV_DTYPE_BYTES
+from llmsize.estimate.quant import KV_DTYPE_ALIASES, KV_DTYPE_BYTES, quant_format
 from llmsize.estimate.speed import PrefillInputs, StepInputs, at_file_bytes, ceiling_step_s, format_class
 
 
@@ -401,7 +401,7 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
         return "speculative decoding (not one token per step)"
     if says(said, EAGER):
         return "vLLM with --enforce-eager (no CUDA graphs): the model costs the engine's default decode"
-    fid = format_id(runtime, row.format)
+    fid = quant_format(row.recipe).id if row.recipe else format_id(runtime, row.format)
     if fid is None and row.format == "not stated" and row.model_id and runtime not in ("llamacpp", "mlx"):
         fid = model.release.quant  # a named checkpoint, run as released (llama.cpp and MLX run a conversion)
     if fid is None:
@@ -451,7 +451,8 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
     scope = "all" if fid.startswith(("gguf-", "ggml-", "mlx-")) or fid in ("fp16", "bf16", "fp32") else None
     if fid == model.release.quant:
         scope = model.release.scope  # the release recipe (gpt-oss: MXFP4 experts only, as its GGUF keeps it)
-    scope = row.scope or scope  # a checkpoint whose own recipe is cited (nvidia's experts-only NVFP4)
+    scope = "all" if row.recipe else row.scope or scope  # a checkpoint whose own recipe is cited (nvidia's
+    # experts-only NVFP4; a format per component)
     inputs = PlanInputs(quant=fid, scope=scope, kv_dtype=kv_dtype,
                         context_tokens=row.context_tokens, batch=row.batch,
                         prompt_tokens=row.prompt_length if row.kind == "prefill" else None, tp=tp, pp=pp,

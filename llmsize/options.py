@@ -131,7 +131,8 @@ GpuOpt = Annotated[str, _opt("--gpu", "-g", help="Card id or alias (see `llmsize
 GpusOpt = Annotated[Optional[list[str]], _opt("--gpu", "-g", help="Card id; repeat for several.", show_default=False)]
 GpuListOpt = Annotated[Optional[str], _opt("--gpus", help="Comma-separated card ids; default: every card.",
                                            show_default=False)]
-QuantOpt = Annotated[Optional[str], _opt("--quant", help="Weight format (see `llmsize formats`); default: the model's "
+QuantOpt = Annotated[Optional[str], _opt("--quant", help="Weight format (see `llmsize formats`), or a format per "
+                                         "component: experts=nvfp4-w4a16,attention=fp8,...; default: the model's "
                                          "release format.")]
 ScopeOpt = Annotated[Optional[str], _opt("--scope", help="What the format quantizes: linear, experts, mlp or all; "
                                          "default: the release's or the format's.", callback=choice(SCOPES))]

@@ -225,3 +225,23 @@ def test_a_row_with_its_checkpoint_s_recipe_is_priced_at_it(catalog):
             Row(**base, recipe=bad)
     with pytest.raises(ValidationError, match="no scope beside it"):
         Row(**base, recipe=QWEN36_RECIPE, scope="experts")
+
+
+def test_the_cli_plans_a_recipe_and_refuses_a_scope_beside_it(run_cli, tmp_path):
+    code, out, err = run_cli("plan", "qwen3.6-35b-a3b", "--gpu", "rtx5090", "--quant", QWEN36_RECIPE)
+    assert code == 0, err
+    assert f"Weights in {QWEN36_RECIPE}" in out.replace("\n", " ") or "Weights in experts=nvfp4-w4a16" in out
+    assert "bits per quantized weight on average" in out and "scope all" not in out
+    code, out, err = run_cli("plan", "qwen3.6-35b-a3b", "--gpu", "rtx5090", "--quant", "experts=nvfp4",
+                             "--scope", "mlp")
+    assert code == 2 and "--scope mlp: the recipe experts=nvfp4 names each component's format" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    code, out, err = run_cli("plan", "qwen3.6-35b-a3b", "--gpu", "rtx5090", "--quant", "experts=nvfp4,bogus=fp8")
+    assert code == 2 and "`bogus`" in err and "Traceback" not in err
+    # the imported folder plans as its own recipe, and says so
+    code, out, err = run_cli("plan", str(_folder(tmp_path)), "--gpu", "rtx5090", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["weights"]["format"] == QWEN36_RECIPE
+    code, out, err = run_cli("formats")
+    assert code == 0 and "A recipe gives a format per component" in out

@@ -157,6 +157,9 @@ def resolve_format(model: ModelSpec, quant: str | None, scope: str | None) -> tu
     fmt = quant_format(quant or model.release.quant)
     if scope is None:
         return fmt, check_scope(model.release.scope if fmt.id == model.release.quant else fmt.default_scope)
+    if fmt.recipe and check_scope(scope) != "all":
+        raise InvalidValueError(f"--scope {scope}: the recipe {fmt.id} names each component's format, so a scope has "
+                                "nothing to choose.", "Drop --scope, or name the components in the recipe.")
     if check_scope(scope) == "experts" and not model.is_moe:
         raise InvalidValueError(f"--scope experts: {model.id} has no routed experts, so {fmt.id} would quantize "
                                 "nothing.", "Use --scope linear or mlp for a dense model.")

@@ -245,3 +245,8 @@ def test_the_cli_plans_a_recipe_and_refuses_a_scope_beside_it(run_cli, tmp_path)
     assert d["weights"]["format"] == QWEN36_RECIPE
     code, out, err = run_cli("formats")
     assert code == 0 and "A recipe gives a format per component" in out
+    # a launch line for a catalog model asked in a recipe says what checkpoint to serve; the imported folder needs none
+    code, out, err = run_cli("plan", "qwen3.6-35b-a3b", "--gpu", "rtx5090", "--quant", QWEN36_RECIPE, "--emit", "vllm")
+    assert code == 0 and "serve a checkpoint with that format per component" in out
+    code, out, err = run_cli("plan", str(tmp_path), "--gpu", "rtx5090", "--emit", "vllm")
+    assert code == 0 and out.startswith("vllm serve ") and "#" not in out

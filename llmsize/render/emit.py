@@ -40,6 +40,8 @@ def serve_command(p: Plan, engine: str, local_path: str | None = None, max_model
         else:
             maker = ("a GGUF file (llama.cpp's convert_hf_to_gguf.py and llama-quantize; vLLM's GGUF support is "
                      "experimental)" if p.fmt.id.startswith(("gguf-", "ggml-"))
+                     else "a checkpoint with that format per component (a ModelOpt MIXED_PRECISION export, as "
+                     "NVIDIA's NVFP4 releases are)" if p.fmt.recipe
                      else f"a {p.fmt.id} checkpoint (e.g. made with llm-compressor)")
             notes.append(f"# the plan assumes {p.fmt.id} weights but the checkpoint is {p.model.release.quant}: "
                          f"serve {maker}")

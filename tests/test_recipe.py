@@ -250,3 +250,44 @@ def test_the_cli_plans_a_recipe_and_refuses_a_scope_beside_it(run_cli, tmp_path)
     assert code == 0 and "serve a checkpoint with that format per component" in out
     code, out, err = run_cli("plan", str(tmp_path), "--gpu", "rtx5090", "--emit", "vllm")
     assert code == 0 and out.startswith("vllm serve ") and "#" not in out
+
+
+def test_the_headers_of_a_mixed_precision_folder_match_its_recipe(tmp_path, catalog):
+    """A 2-layer Llama written as ModelOpt writes a MIXED_PRECISION export (tests/stfiles.py): attention FP8 (E4M3
+    weight + an FP32 scale), MLP and lm_head NVFP4 (packed uint8 weight, E4M3 scales per 16, an FP32 scale_2).
+    Read from its headers, every component's bytes are the recipe's estimate to the byte: by hand, an attention
+    matrix of 64 x 64 is 4,096 + 4 B, an MLP one of 128 x 64 is 4,096 packed + 512 scale + 4 B."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from stfiles import TINY, tiny_llama_tensors, write_safetensors
+
+    cfg = dict(TINY)
+    tensors = tiny_llama_tensors("bf16")
+    layers = {}
+    for name, (dtype, (n, k)) in list((k, v) for k, v in tensors.items() if k.endswith("proj.weight")):
+        base = name[:-len(".weight")]
+        if "self_attn" in base:
+            tensors[base + ".weight"] = ("F8_E4M3", (n, k))
+            tensors[base + ".weight_scale"] = ("F32", ())
+            layers[base] = {"quant_algo": "FP8"}
+        else:
+            tensors[base + ".weight"] = ("U8", (n, k // 2))
+            tensors[base + ".weight_scale"] = ("F8_E4M3", (n, k // 16))
+            tensors[base + ".weight_scale_2"] = ("F32", ())
+            layers[base] = {"quant_algo": "W4A16_NVFP4", "group_size": 16}
+    tensors["lm_head.weight"] = ("U8", (100, 32))
+    tensors["lm_head.weight_scale"] = ("F8_E4M3", (100, 4))
+    tensors["lm_head.weight_scale_2"] = ("F32", ())
+    layers["lm_head"] = {"quant_algo": "W4A16_NVFP4", "group_size": 16}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps(
+        {"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "MIXED_PRECISION", "quantized_layers": layers}}))
+    write_safetensors(tmp_path / "model.safetensors", tensors)
+    im = import_model(tmp_path)
+    assert im.release.quant == "mlp=nvfp4-w4a16,attention=fp8,lm_head=nvfp4-w4a16"
+    plan = make_plan(im.spec, catalog.gpu("rtx5090"), PlanInputs(), exact=im.exact, search_fit=False)
+    est = weight_bytes(im.spec, plan.fmt, plan.scope).stored_bytes
+    assert im.exact.bytes_by_component["attention"] == est["attention"] == 2 * (2 * (64 * 64 + 4) + 2 * (32 * 64 + 4))
+    assert im.exact.bytes_by_component["mlp"] == est["mlp"] == 2 * 3 * (4096 + 512 + 4)
+    assert im.exact.bytes_by_component["lm_head"] == est["lm_head"] == 100 * 32 + 100 * 4 + 4

@@ -282,7 +282,8 @@ def test_the_headers_of_a_mixed_precision_folder_match_its_recipe(tmp_path, cata
     layers["lm_head"] = {"quant_algo": "W4A16_NVFP4", "group_size": 16}
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     (tmp_path / "hf_quant_config.json").write_text(json.dumps(
-        {"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "MIXED_PRECISION", "quantized_layers": layers}}))
+        {"producer": {"name": "modelopt"},
+         "quantization": {"quant_algo": "MIXED_PRECISION", "quantized_layers": layers}}))
     write_safetensors(tmp_path / "model.safetensors", tensors)
     im = import_model(tmp_path)
     assert im.release.quant == "mlp=nvfp4-w4a16,attention=fp8,lm_head=nvfp4-w4a16"

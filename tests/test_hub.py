@@ -244,3 +244,21 @@ def test_a_redirect_to_a_host_that_is_down_names_that_host(hub, run_cli):
 def test_file_without_hub_is_one_line(run_cli):
     code, out, err = run_cli("plan", "llama-3-8b", "--file", "x.gguf", "--gpu", "rtx4090")
     assert code == 2 and "--file `x.gguf` needs --hub" in err
+
+
+def test_a_mixed_precision_checkpoint_on_the_hub_plans_as_its_recipe(hub, run_cli):
+    """nvidia's Qwen3.6-35B-A3B NVFP4 (its config.json and hf_quant_config.json, tests/data/hf-configs): --hub reads
+    both and plans the ModelOpt MIXED_PRECISION recipe, a format per component (tests/test_recipe.py)."""
+    import shutil
+    from pathlib import Path
+
+    src = Path(__file__).parent / "data" / "hf-configs"
+    repo = hub.root / "nvidia" / "Qwen3.6-35B-A3B-NVFP4"
+    repo.mkdir(parents=True)
+    shutil.copy(src / "nvidia__Qwen3.6-35B-A3B-NVFP4.json", repo / "config.json")
+    shutil.copy(src / "nvidia__Qwen3.6-35B-A3B-NVFP4.hf_quant_config.json", repo / "hf_quant_config.json")
+    code, out, err = run_cli("plan", "--hub", "nvidia/Qwen3.6-35B-A3B-NVFP4", "--gpu", "rtx5090", "--json")
+    assert code == 0, err
+    assert json.loads(out)["weights"]["format"] == ("experts=nvfp4-w4a16,shared_experts=nvfp4-w4a16,attention=fp8,"
+                                                    "ssm=fp8,lm_head=nvfp4-w4a16")
+    assert any(e["file"] == "hf_quant_config.json" for e in hub.log)

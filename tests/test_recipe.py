@@ -292,3 +292,52 @@ def test_the_headers_of_a_mixed_precision_folder_match_its_recipe(tmp_path, cata
     assert im.exact.bytes_by_component["attention"] == est["attention"] == 2 * (2 * (64 * 64 + 4) + 2 * (32 * 64 + 4))
     assert im.exact.bytes_by_component["mlp"] == est["mlp"] == 2 * 3 * (4096 + 512 + 4)
     assert im.exact.bytes_by_component["lm_head"] == est["lm_head"] == 100 * 32 + 100 * 4 + 4
+
+
+def _ct_mixed(groups: dict, ignore: list | None = None, fmt: str = "mixed-precision") -> dict:
+    """Qwen3.6-35B-A3B's config.json with a compressed-tensors quantization_config of these config groups."""
+    raw = json.loads((CONFIGS / "Qwen__Qwen3.6-35B-A3B.json").read_text())
+    raw["quantization_config"] = {"quant_method": "compressed-tensors", "format": fmt, "config_groups": groups,
+                                  "ignore": ignore or ["re:.*visual.*", "re:.*mlp\\.gate$", "re:^mtp.*"]}
+    return raw
+
+
+FP8_W = {"num_bits": 8, "type": "float", "strategy": "channel", "symmetric": True}
+NVFP4_W = {"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16}
+
+
+def test_a_compressed_tensors_checkpoint_in_two_formats_is_a_recipe(tmp_path):
+    """compressed-tensors writes a mixed checkpoint as config groups, each a weights scheme and the modules it
+    targets (regexes after 're:', names, or the class Linear), and the top-level format "mixed-precision". FP8
+    attention, DeltaNet and lm_head beside NVFP4 MLPs, except the last two layers' experts in FP8: each component
+    takes the format most of its layers have, and the exception is said; before, the first group's weights gave
+    the whole checkpoint one format."""
+    groups = {
+        "group_0": {"format": "float-quantized", "weights": FP8_W, "targets": [
+            "re:.*self_attn\\.(q|k|v|o)_proj$", "re:.*linear_attn\\.(in_proj_qkv|in_proj_z|out_proj)$", "re:.*lm_head",
+            "re:.*layers\\.(38|39)\\.mlp\\.experts\\.\\d+\\.(gate|up|down)_proj$"]},
+        "group_1": {"format": "nvfp4-pack-quantized", "weights": NVFP4_W, "targets": [
+            "re:.*mlp\\.experts\\.\\d+\\.(gate|up|down)_proj$", "re:.*shared_expert\\.(gate|up|down)_proj$"]}}
+    im = import_model(_write(tmp_path, _ct_mixed(groups)), read_headers=False)
+    assert im.release.quant == "experts=nvfp4,shared_experts=nvfp4,attention=fp8,ssm=fp8,lm_head=fp8"
+    assert any(n.startswith("experts: the config groups give its layers 38 nvfp4, 2 fp8; priced as nvfp4")
+               for n in im.notes)
+    # the class Linear takes every linear layer a later group does not: NVFP4 everywhere but attention's FP8
+    groups = {"group_0": {"weights": FP8_W, "targets": ["re:.*self_attn\\.(q|k|v|o)_proj$"]},
+              "group_1": {"weights": NVFP4_W, "targets": ["Linear"]}}
+    im = import_model(_write(tmp_path, _ct_mixed(groups, ignore=["lm_head", "re:.*mlp\\.gate$"])),
+                      read_headers=False)
+    assert im.release.quant == "experts=nvfp4,shared_experts=nvfp4,attention=fp8,ssm=nvfp4"
+
+
+def test_a_single_format_under_mixed_precision_is_that_format(tmp_path):
+    groups = {"group_0": {"weights": NVFP4_W, "targets": ["Linear"]},
+              "group_1": {"weights": dict(NVFP4_W), "targets": ["re:.*lm_head"]}}
+    im = import_model(_write(tmp_path, _ct_mixed(groups, ignore=["lm_head"])), read_headers=False)
+    assert (im.release.quant, im.release.scope) == ("nvfp4", "linear")
+
+
+def _write(tmp_path, raw: dict) -> Path:
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(raw))
+    return p

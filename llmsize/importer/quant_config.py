@@ -205,9 +205,89 @@ def mixed_precision(layers, spec_fields: dict, where: str) -> tuple[str, list[st
 
 
 def _compressed_tensors(qc: dict, where: str) -> tuple[str, str | None]:
-    groups = list((qc.get("config_groups") or {}).values())
-    fmt = qc.get("format") or next((g.get("format") for g in groups if g.get("format")), None)
+    groups = [g for g in (qc.get("config_groups") or {}).values() if isinstance(g, dict)]
+    fmt = qc.get("format") if qc.get("format") != "mixed-precision" else None
+    fmt = fmt or next((g.get("format") for g in groups if g.get("format")), None)
     w = next((g.get("weights") for g in groups if g.get("weights")), {}) or {}
+    return _ct_weights(fmt, w, where)
+
+
+# a module of each component as Hugging Face checkpoints name it, under the prefixes text models and the text part
+# of multimodal ones use: what a config group's targets (regexes, names, the class `Linear`) are matched against
+_PROBE_PREFIXES = ("model.layers.{i}.", "model.language_model.layers.{i}.", "backbone.layers.{i}.",
+                   "language_model.model.layers.{i}.")
+_PROBE_SUFFIXES = {
+    "attention": ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj"),
+    "ssm": ("linear_attn.in_proj_qkvz", "linear_attn.in_proj_qkv", "linear_attn.in_proj_z", "linear_attn.out_proj",
+            "mixer.in_proj", "mixer.out_proj"),
+    "mlp": ("mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"),
+    "experts": ("mlp.experts.0.gate_proj", "mlp.experts.0.up_proj", "mlp.experts.0.down_proj"),
+    "shared_experts": ("mlp.shared_expert.gate_proj", "mlp.shared_expert.down_proj", "mlp.shared_experts.gate_proj",
+                       "mlp.shared_experts.down_proj"),
+}
+
+
+def _targets(targets, module: str) -> bool:
+    """Whether a config group's targets take `module`: the class `Linear` takes every linear layer (the lm_head
+    too, as in compressed-tensors), 're:' a regex from the name's start, else a name or its suffix."""
+    for t in targets or []:
+        if not isinstance(t, str):
+            continue
+        if t == "Linear":
+            if "embed" not in module:
+                return True
+        elif _ignores([t], module):
+            return True
+    return False
+
+
+def ct_recipe(qc: dict, spec_fields: dict, where: str) -> tuple[str, list[str]] | None:
+    """A compressed-tensors config whose groups give different formats to different modules (its `format`
+    "mixed-precision": FP8 attention beside NVFP4 MLPs, say) -> a recipe (quant.recipe_format) and notes, by
+    matching each group's targets and the ignore list against each component's module names in every layer; None
+    where one format covers all that is quantized (the scope then comes from the ignore list)."""
+    from llmsize.estimate.quant import recipe_format
+
+    groups = [g for g in (qc.get("config_groups") or {}).values() if isinstance(g, dict) and g.get("weights")]
+    fmts = [_ct_weights(g.get("format") or (qc.get("format") if qc.get("format") != "mixed-precision" else None),
+                        g.get("weights") or {}, where)[0] for g in groups]
+    if len(set(fmts)) < 2:
+        return None
+    ignore = qc.get("ignore") or []
+
+    def fmt_of(name: str) -> str | None:
+        return None if _ignores(ignore, name) else next(
+            (f for g, f in zip(groups, fmts) if _targets(g.get("targets"), name)), None)
+
+    n_layers = sum(g["count"] for g in spec_fields["layer_groups"])
+    # per layer, the formats its modules of a component take under each naming: a naming no group or ignore pattern
+    # takes is another model's (Qwen3-Next's in_proj_qkvz beside Qwen3.5's in_proj_qkv), unless none is taken
+    cells = {c: [[pre.format(i=i) + suf for pre in _PROBE_PREFIXES for suf in sufs] for i in range(n_layers)]
+             for c, sufs in _PROBE_SUFFIXES.items() if _layers_with(spec_fields, c)}
+    cells["lm_head"] = [["lm_head"]]
+    recipe, notes = {}, []
+    for part, layers in cells.items():
+        counts: dict[str | None, int] = {}
+        for names in layers:
+            taken = {fmt_of(n) for n in names}
+            for fid in (taken - {None}) or {None}:
+                counts[fid] = counts.get(fid, 0) + 1
+        if set(counts) == {None}:
+            continue
+        fid = max(counts, key=lambda f: (counts[f], f or ""))
+        if fid is not None:
+            recipe[part] = fid
+        if len(counts) > 1:
+            share = ", ".join(f"{n} {f or '16-bit'}" for f, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+            notes.append(f"{part}: the config groups give its layers {share}; priced as {fid or '16-bit'} (the "
+                         "safetensors headers count them exactly)")
+    if not recipe:
+        return None
+    return recipe_format(recipe).id, notes
+
+
+def _ct_weights(fmt: str | None, w: dict, where: str) -> tuple[str, str | None]:
+    """One compressed-tensors weights scheme (and the format that packs it) -> a format id and a note."""
     bits, typ, gs = w.get("num_bits"), w.get("type"), w.get("group_size")
     if fmt == "nvfp4-pack-quantized" or (bits == 4 and typ == "float" and gs == 16):
         return "nvfp4", None
@@ -274,6 +354,12 @@ def release_from(raw: dict, hf_quant: dict | None, spec_fields: dict, where: str
         ignore = qc.get("ignore") or qc.get("exclude_modules") or []
         note = None
     elif method == "compressed-tensors":
+        mixed = ct_recipe(qc, spec_fields, where)
+        kvs = qc.get("kv_cache_scheme") or {}
+        if mixed is not None:
+            kv = "fp8" if kvs.get("num_bits") == 8 and kvs.get("type") == "float" else None
+            notes = mixed[1] + (["the checkpoint ships an FP8 KV-cache scheme: try --kv-dtype fp8"] if kv else [])
+            return Release(mixed[0], "all", "compressed-tensors config groups", kv, notes)
         quant, note = _compressed_tensors(qc, where)
         ignore = qc.get("ignore") or []
         kvs = qc.get("kv_cache_scheme") or {}

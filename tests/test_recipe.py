@@ -341,3 +341,10 @@ def _write(tmp_path, raw: dict) -> Path:
     p = tmp_path / "config.json"
     p.write_text(json.dumps(raw))
     return p
+
+
+def test_a_long_or_escaped_recipe_is_cut_and_shown_printable(run_cli):
+    code, out, err = run_cli("plan", "qwen3.6-35b-a3b", "--gpu", "rtx5090", "--quant", "experts=" + "x" * 5000)
+    assert code == 2 and len(err) < 600 and "Traceback" not in err
+    code, out, err = run_cli("plan", "qwen3.6-35b-a3b", "--gpu", "rtx5090", "--quant", "exp\x1b[31merts=nvfp4")
+    assert code == 2 and "\x1b" not in err and "exp\\x1b[31merts" in err

@@ -21,7 +21,7 @@ from fractions import Fraction
 from typing import get_args
 
 from llmsize.catalog.schema import Scope
-from llmsize.errors import InvalidValueError
+from llmsize.errors import InvalidValueError, shown
 from llmsize.estimate.gguf_blocks import FILE_TYPES, GGML_BLOCKS
 
 
@@ -190,13 +190,15 @@ def recipe_format(parts: dict[str, str]) -> QuantFormat:
     RECIPE_PARTS order; its bits, scales and compute are its primary part's, what it leaves out stays in 16 bits."""
     bad = [c for c in parts if c not in RECIPE_PARTS]
     if bad or not parts:
-        raise InvalidValueError(f"Recipe component `{bad[0] if bad else ''}` is not one a format can quantize.",
+        raise InvalidValueError(f"Recipe component `{shown(bad[0], 40) if bad else ''}` is not one a format can "
+                                "quantize.",
                                 f"Name components among: {', '.join(RECIPE_PARTS)} (e.g. experts=nvfp4,attention=fp8).")
     fmts = {}
     for c, fid in parts.items():
         f = FORMATS.get(fid.strip().lower())
         if f is None or f.mix or f.id.startswith(RECIPE_REFUSED):
-            raise InvalidValueError(f"Recipe part `{c}={fid}`: `{fid}` is not a single weight format.",
+            raise InvalidValueError(f"Recipe part `{shown(c + '=' + fid, 60)}`: `{shown(fid, 40)}` is not a single "
+                                    "weight format.",
                                     "Give each component one of: " + ", ".join(
                                         k for k, v in FORMATS.items() if not v.mix and not k.startswith(
                                             RECIPE_REFUSED)) + ".")
@@ -218,10 +220,10 @@ def _recipe(name: str) -> QuantFormat:
         c, eq, fid = item.partition("=")
         c = c.strip().lower()
         if not eq or not c or not fid.strip():
-            raise InvalidValueError(f"Recipe part `{item.strip()}` is not COMPONENT=FORMAT.",
+            raise InvalidValueError(f"Recipe part `{shown(item.strip(), 60)}` is not COMPONENT=FORMAT.",
                                     "Write a recipe as e.g. experts=nvfp4-w4a16,attention=fp8,lm_head=nvfp4-w4a16.")
         if c in parts:
-            raise InvalidValueError(f"Recipe names `{c}` twice.", "Give each component one format.")
+            raise InvalidValueError(f"Recipe names `{shown(c, 40)}` twice.", "Give each component one format.")
         parts[c] = fid.strip()
     return recipe_format(parts)
 

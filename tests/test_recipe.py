@@ -232,6 +232,7 @@ def test_the_cli_plans_a_recipe_and_refuses_a_scope_beside_it(run_cli, tmp_path)
     assert code == 0, err
     assert f"Weights in {QWEN36_RECIPE}" in out.replace("\n", " ") or "Weights in experts=nvfp4-w4a16" in out
     assert "bits per quantized weight on average" in out and "scope all" not in out
+    assert "runs weight-only NVFP4 (W4A16) through the Marlin kernel" in " ".join(out.split())
     code, out, err = run_cli("plan", "qwen3.6-35b-a3b", "--gpu", "rtx5090", "--quant", "experts=nvfp4",
                              "--scope", "mlp")
     assert code == 2 and "--scope mlp: the recipe experts=nvfp4 names each component's format" in err

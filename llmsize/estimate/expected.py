@@ -891,6 +891,9 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
         kernel = "the Marlin kernel (weight-only, " if be == "cuda" else "a weight-only kernel ("
         notes += (f"{RUNTIME_NAMES[rid]} runs {plan.fmt.id} weights on this card through {kernel}16-bit math: "
                   "no FP4 tensor cores), costed as the 4-bit weight-only class",)
+    elif plan.fmt.kernel_id == "nvfp4-w4a16" and be == "cuda" and rid in ("vllm", "sglang"):
+        notes += (f"{RUNTIME_NAMES[rid]} runs weight-only NVFP4 (W4A16) through the Marlin kernel, 16-bit math on "
+                  "any card (vLLM PR #42566, SGLang PR #33543): costed as the 4-bit weight-only class",)
     if cls not in c.fitted_classes:
         notes += (f"no {RUNTIME_NAMES[rid]} measurement of {plan.fmt.id}-class weights on this backend: its "
                   f"weight-streaming fraction is the group's default, that of 16-bit weights where measured "

@@ -349,3 +349,15 @@ def test_a_long_or_escaped_recipe_is_cut_and_shown_printable(run_cli):
     assert code == 2 and len(err) < 600 and "Traceback" not in err
     code, out, err = run_cli("plan", "qwen3.6-35b-a3b", "--gpu", "rtx5090", "--quant", "exp\x1b[31merts=nvfp4")
     assert code == 2 and "\x1b" not in err and "exp\\x1b[31merts" in err
+
+
+def test_a_catalog_release_recipe_in_any_order_is_the_one_recipe():
+    from pydantic import ValidationError
+
+    from llmsize.catalog.schema import ReleaseFormat
+
+    r = ReleaseFormat(quant="lm_head=nvfp4-w4a16,attention=fp8,experts=nvfp4-w4a16", scope="all")
+    assert r.quant == "experts=nvfp4-w4a16,attention=fp8,lm_head=nvfp4-w4a16"
+    assert ReleaseFormat(quant="nvfp4").quant == "nvfp4"
+    with pytest.raises(ValidationError, match="`nvfp5` is not a single weight format"):
+        ReleaseFormat(quant="lm_head=nvfp5")

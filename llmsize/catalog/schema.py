@@ -317,9 +317,23 @@ Scope = Literal["linear", "experts", "mlp", "all"]
 
 
 class ReleaseFormat(Strict):
-    quant: str = Field(description="format id from `llmsize formats`")
+    quant: str = Field(description="format id from `llmsize formats`, or a recipe (COMPONENT=FORMAT,...)")
     scope: Scope = "linear"
     note: str | None = None
+
+    @field_validator("quant")
+    @classmethod
+    def _recipe_in_its_own_order(cls, v: str) -> str:
+        """A recipe written in any order is the one recipe (its id lists the components in one order)."""
+        if "=" not in v:
+            return v
+        from llmsize.errors import LlmsizeError
+        from llmsize.estimate.quant import quant_format
+
+        try:
+            return quant_format(v).id
+        except LlmsizeError as e:
+            raise ValueError(e.message) from None
 
 
 class ModelSpec(Strict):

@@ -13,6 +13,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from llmsize.catalog.recipe import recipe_text
+from llmsize.errors import LlmsizeError
+
 GiB = 2**30
 INT32_MAX = 2**31 - 1
 # a PCIe link in a card's interconnect text ("PCIe 5.0 x16", "PCIe Gen4 x8"): its generation and lanes (read by
@@ -327,11 +330,8 @@ class ReleaseFormat(Strict):
         """A recipe written in any order is the one recipe (its id lists the components in one order)."""
         if "=" not in v:
             return v
-        from llmsize.errors import LlmsizeError
-        from llmsize.estimate.quant import quant_format
-
         try:
-            return quant_format(v).id
+            return recipe_text(v)
         except LlmsizeError as e:
             raise ValueError(e.message) from None
 

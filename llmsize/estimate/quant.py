@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import get_args
 
+from llmsize.catalog.recipe import RECIPE_PARTS, check_components, recipe_parts
 from llmsize.catalog.schema import Scope
 from llmsize.errors import InvalidValueError, shown
 from llmsize.estimate.gguf_blocks import FILE_TYPES, GGML_BLOCKS
@@ -178,9 +179,6 @@ STATE_DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 SCOPES = get_args(Scope)
 
 
-# the components a recipe may name (params.COMPONENTS less those no format quantizes), in the order that picks its
-# primary format: the experts' where it has them, else the dense MLP's, and so on
-RECIPE_PARTS = ("experts", "mlp", "shared_experts", "attention", "ssm", "lm_head", "embedding")
 RECIPE_REFUSED = ("ggml-", "mlx-")  # a GGUF file's or an MLX folder's formats: a type per tensor of their own
 _RECIPES: dict[str, QuantFormat] = {}  # one object a recipe: the estimators cache by identity
 
@@ -188,11 +186,7 @@ _RECIPES: dict[str, QuantFormat] = {}  # one object a recipe: the estimators cac
 def recipe_format(parts: dict[str, str]) -> QuantFormat:
     """The format of a recipe (component -> format id, each a plain safetensors format): its id lists the parts in
     RECIPE_PARTS order; its bits, scales and compute are its primary part's, what it leaves out stays in 16 bits."""
-    bad = [c for c in parts if c not in RECIPE_PARTS]
-    if bad or not parts:
-        raise InvalidValueError(f"Recipe component `{shown(bad[0], 40) if bad else ''}` is not one a format can "
-                                "quantize.",
-                                f"Name components among: {', '.join(RECIPE_PARTS)} (e.g. experts=nvfp4,attention=fp8).")
+    check_components(parts)
     fmts = {}
     for c, fid in parts.items():
         f = FORMATS.get(fid.strip().lower())
@@ -214,24 +208,10 @@ def recipe_format(parts: dict[str, str]) -> QuantFormat:
     return _RECIPES[rid]
 
 
-def _recipe(name: str) -> QuantFormat:
-    parts: dict[str, str] = {}
-    for item in name.split(","):
-        c, eq, fid = item.partition("=")
-        c = c.strip().lower()
-        if not eq or not c or not fid.strip():
-            raise InvalidValueError(f"Recipe part `{shown(item.strip(), 60)}` is not COMPONENT=FORMAT.",
-                                    "Write a recipe as e.g. experts=nvfp4-w4a16,attention=fp8,lm_head=nvfp4-w4a16.")
-        if c in parts:
-            raise InvalidValueError(f"Recipe names `{shown(c, 40)}` twice.", "Give each component one format.")
-        parts[c] = fid.strip()
-    return recipe_format(parts)
-
-
 def quant_format(name: str) -> QuantFormat:
     """A format by id (or a llama.cpp file type), or a recipe written COMPONENT=FORMAT,..."""
     if "=" in name:
-        return _recipe(name)
+        return recipe_format(recipe_parts(name))
     key = name.lower()
     for candidate in (key, key.replace("_", "-"), f"gguf-{key}", f"gguf-{key.replace('-', '_')}", f"ggml-{key}",
                       f"ggml-{key.replace('-', '_')}"):

@@ -230,7 +230,7 @@ _PROBE_SUFFIXES = {
 def _targets(targets, module: str) -> bool:
     """Whether a config group's targets take `module`: the class `Linear` takes every linear layer (the lm_head
     too, as in compressed-tensors), 're:' a regex from the name's start, else a name or its suffix."""
-    for t in targets or []:
+    for t in [targets] if isinstance(targets, str) else targets or []:
         if not isinstance(t, str):
             continue
         if t == "Linear":

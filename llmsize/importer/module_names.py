@@ -1,0 +1,89 @@
+"""Module names in a checkpoint's quantization config (ignore lists, config groups' targets, ModelOpt's
+quantized_layers) -> the component of the model they are weights of (estimate.params.COMPONENTS)."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+
+# an attention module (not a norm named after it, like post_attention_layernorm)
+ATTN = re.compile(r"self_attn|\.attn(\b|\.)|\.attention(\b|\.)|mixer\.(q|k|v|o)_proj")
+SSM = re.compile(r"mixer\.(in_proj|out_proj)|linear_attn")
+
+
+def ignores(ignore: list, module: str) -> bool:
+    """Whether an ignore list (exact or suffix names, globs, regexes after 're:', matched from the module name's
+    start as compressed-tensors does) keeps `module` out of quantization."""
+    for pat in ignore or []:
+        if not isinstance(pat, str):
+            continue
+        if pat.startswith("re:"):
+            try:
+                if re.match(pat[3:], module):
+                    return True
+            except re.error:
+                continue
+        elif module == pat or module.endswith("." + pat) or fnmatch.fnmatchcase(module, pat):
+            return True
+    return False
+
+
+# a module name -> the component it is a weight of (params.COMPONENTS), tried in this order: shared experts before
+# routed ones, attention (self_attn, a Nemotron-H mixer's q/k/v/o) before SSM and linear attention
+PARTS = (
+    ("shared_experts", re.compile(r"shared_experts?\b|shared_mlp")),
+    ("experts", re.compile(r"\.experts(\.|$)")),
+    ("attention", ATTN),
+    ("ssm", SSM),
+    ("mlp", re.compile(r"\.(mlp|feed_forward|ffn)(\.|$)|mixer\.(up|down|gate)_proj|latent_proj")),
+    ("lm_head", re.compile(r"(^|\.)lm_head$")),
+    ("embedding", re.compile(r"embed")),
+)
+EXTRA = re.compile(r"(^|\.)(mtp|visual|vision|vision_tower|multi_modal_projector)(\.|$)")
+
+
+def part_of(module: str) -> str | None:
+    if EXTRA.search(module):
+        return None
+    return next((part for part, rx in PARTS if rx.search(module)), None)
+
+
+def layers_with(spec_fields: dict, part: str) -> int:
+    """How many layers have weights of `part` (the denominator of a recipe's coverage)."""
+    n = 0
+    for g in spec_fields["layer_groups"]:
+        mixer, mlp = (g.get("mixer") or {}).get("kind"), g.get("mlp") or {}
+        has = {"attention": mixer in ("full", "sliding", "mla"), "ssm": mixer in ("ssm", "linear"),
+               "experts": mlp.get("kind") == "moe", "shared_experts": bool(mlp.get("num_shared_experts")),
+               "mlp": mlp.get("kind") == "dense" or bool(mlp.get("latent_size"))}.get(part, False)
+        n += g["count"] if has else 0
+    return n
+
+
+# a module of each component as Hugging Face checkpoints name it, under the prefixes text models and the text part
+# of multimodal ones use: what a config group's targets (regexes, names, the class `Linear`) are matched against
+PROBE_PREFIXES = ("model.layers.{i}.", "model.language_model.layers.{i}.", "backbone.layers.{i}.",
+                   "language_model.model.layers.{i}.")
+PROBE_SUFFIXES = {
+    "attention": ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj"),
+    "ssm": ("linear_attn.in_proj_qkvz", "linear_attn.in_proj_qkv", "linear_attn.in_proj_z", "linear_attn.out_proj",
+            "mixer.in_proj", "mixer.out_proj"),
+    "mlp": ("mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"),
+    "experts": ("mlp.experts.0.gate_proj", "mlp.experts.0.up_proj", "mlp.experts.0.down_proj"),
+    "shared_experts": ("mlp.shared_expert.gate_proj", "mlp.shared_expert.down_proj", "mlp.shared_experts.gate_proj",
+                       "mlp.shared_experts.down_proj"),
+}
+
+
+def targets_take(targets, module: str) -> bool:
+    """Whether a config group's targets take `module`: the class `Linear` takes every linear layer (the lm_head
+    too, as in compressed-tensors), 're:' a regex from the name's start, else a name or its suffix."""
+    for t in [targets] if isinstance(targets, str) else targets or []:
+        if not isinstance(t, str):
+            continue
+        if t == "Linear":
+            if "embed" not in module:
+                return True
+        elif ignores([t], module):
+            return True
+    return False

@@ -593,7 +593,7 @@ CDNA_TARGETS = ("gfx908", "gfx90a", *CDNA3_TARGETS, *CDNA4_TARGETS)
 SGLANG_TRITON_MLA_NOTE = (
     "SGLang decodes this MLA model on datacenter Blackwell with its Triton attention backend (its head dims are not "
     "DeepSeek's; sglang PR #17247): the SGLang Cookbook's GLM-4.7-Flash runs on a B200 (a release before 0.5.12, whose "
-    "Triton MLA decode took at most 8 KV splits), outside the fit, decoded at 0.31-0.45 of such a figure")
+    "Triton MLA decode took at most 8 KV splits), outside the fit, decoded at 0.32-0.45 of such a figure")
 DEEPSEEK_QK_NOPE_DIM = 128
 
 # llama.cpp's Vulkan build decodes a step's routed experts with its mat-vec kernels only for F32, F16 and quantized

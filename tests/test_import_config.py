@@ -141,7 +141,8 @@ def test_release_format_from_the_config(stem, quant, scope):
 
 @pytest.mark.parametrize("stem, quant, kv", [
     ("nvidia__Llama-3.1-70B-Instruct-FP8", "fp8", "fp8"),
-    ("nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4", "nvfp4", "fp8"),
+    # attention kept in 16 bits in its 6 layers, Mamba-2 in 6 of 23: each component as most of its layers are
+    ("nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4", "experts=nvfp4,shared_experts=nvfp4,ssm=nvfp4", "fp8"),
 ])
 def test_modelopt_folder_reads_hf_quant_config(tmp_path, stem, quant, kv):
     shutil.copy(CONFIGS / f"{stem}.json", tmp_path / "config.json")
@@ -152,12 +153,16 @@ def test_modelopt_folder_reads_hf_quant_config(tmp_path, stem, quant, kv):
 
 
 def test_nemotron_nano_nvfp4_partial_exclusions_are_reported(tmp_path):
+    """nvidia's Nemotron 3 Nano NVFP4 keeps its 6 attention layers and 6 of its 23 Mamba-2 layers in 16 bits. Once
+    priced with every linear layer in NVFP4 (the scope's default, with a note); now each component as most of its
+    layers are: attention in 16 bits, the Mamba-2 projections in NVFP4, and the note names the 6 exceptions."""
     stem = "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4"
     shutil.copy(CONFIGS / f"{stem}.json", tmp_path / "config.json")
     shutil.copy(CONFIGS / f"{stem}.hf_quant_config.json", tmp_path / "hf_quant_config.json")
     im = import_model(tmp_path)
-    assert im.release.scope == "linear"
-    assert any("attention in all 6 layers and SSM projections in 6 of 23 layers" in n for n in im.notes)
+    assert (im.release.quant, im.release.scope) == ("experts=nvfp4,shared_experts=nvfp4,ssm=nvfp4", "all")
+    assert any(n.startswith("ssm: the ignore list keeps it in 16 bits in 6 of its 23 layers; priced as nvfp4")
+               for n in im.notes)
 
 
 def _write(tmp_path, obj, name="config.json"):

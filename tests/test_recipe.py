@@ -364,3 +364,45 @@ def test_a_catalog_release_recipe_in_any_order_is_the_one_recipe():
         ReleaseFormat(quant="head=nvfp4")
     with pytest.raises(InvalidValueError, match="`nvfp5` is not a single weight format"):
         quant_format(ReleaseFormat(quant="lm_head=nvfp5").quant)
+
+
+@pytest.mark.parametrize("base, nvidia, scope", [
+    # every layer's model.language_model.layers.N.mlp* (Gemma 4's dense MLP beside its experts), router* and
+    # self_attn*: read with the text model's prefix, only the routed experts are NVFP4 (they were priced with the
+    # dense MLPs in NVFP4, scope mlp, when the probe names lacked the multimodal prefix)
+    ("google__gemma-4-26B-A4B", "nvidia__Gemma-4-26B-A4B-NVFP4", "experts"),
+    # every layer's linear_attn* or self_attn* and mlp.shared_expert*: routed experts only (was mlp)
+    ("Qwen__Qwen3.5-122B-A10B", "nvidia__Qwen3.5-122B-A10B-NVFP4", "experts"),
+])
+def test_nvidia_s_experts_only_exports_are_read_as_such(tmp_path, base, nvidia, scope):
+    shutil.copy(CONFIGS / f"{base}.json", tmp_path / "config.json")
+    shutil.copy(CONFIGS / f"{nvidia}.hf_quant_config.json", tmp_path / "hf_quant_config.json")
+    im = import_model(tmp_path, read_headers=False)
+    assert (im.release.quant, im.release.scope) == ("nvfp4", scope)
+
+
+def test_an_ignore_list_that_excludes_whole_layers_is_read_by_module_names(tmp_path):
+    """nvidia's GLM-5.1 NVFP4 excludes `model.layers.1.*` (whole dense layers) beside each MoE layer's self_attn* and
+    mlp.shared_experts*: the patterns alone count attention kept in 75 of 78 layers; read by module names in every
+    layer, each component as most of its layers are, attention is kept everywhere and only the routed experts are
+    NVFP4. DeepSeek-V2-Lite's config as the stand-in: its dense first layer excluded whole, every MoE layer's
+    attention and shared experts excluded. And an ignore list that keeps attention in 3 of its 27 layers only: most
+    layers quantize it, so every layer does in the estimate, and the note names the 3."""
+    raw = json.loads((CONFIGS / "deepseek-ai__DeepSeek-V2-Lite-Chat.json").read_text())
+    n = raw["num_hidden_layers"]
+    first = raw.get("first_k_dense_replace", 1)
+    ignore = [f"model.layers.{i}.*" for i in range(first)]
+    ignore += [f"model.layers.{i}.self_attn*" for i in range(first, n)]
+    ignore += [f"model.layers.{i}.mlp.shared_experts*" for i in range(first, n)] + ["lm_head"]
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps(
+        {"quantization": {"quant_algo": "NVFP4", "exclude_modules": ignore}}))
+    im = import_model(tmp_path, read_headers=False)
+    assert (im.release.quant, im.release.scope) == ("nvfp4", "experts")
+    # attention kept in a minority of the layers: quantized everywhere, the exceptions said
+    ignore = [f"model.layers.{i}.self_attn*" for i in range(3)]
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps(
+        {"quantization": {"quant_algo": "NVFP4", "exclude_modules": ignore}}))
+    im = import_model(tmp_path, read_headers=False)
+    assert (im.release.quant, im.release.scope) == ("nvfp4", "linear")
+    assert any("attention in 3 of " in n for n in im.notes)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from llmsize.errors import shown
 from llmsize.estimate.quant import recipe_format
 from llmsize.importer.hf_config import ConfigError
-from llmsize.importer.module_names import PROBE_PREFIXES, PROBE_SUFFIXES, ignores, layers_with, targets_take
+from llmsize.importer.module_names import PROBE_PREFIXES, PROBE_SUFFIXES, ignores, layer_parts, targets_take
 
 
 def single_format(qc: dict, where: str) -> tuple[str, str | None]:
@@ -29,22 +29,32 @@ def ct_recipe(qc: dict, spec_fields: dict, where: str) -> tuple[str, list[str]] 
         return None
     ignore = qc.get("ignore") or []
 
-    def fmt_of(name: str) -> str | None:
-        return None if ignores(ignore, name) else next(
-            (f for g, f in zip(groups, fmts) if targets_take(g.get("targets"), name)), None)
+    def fmt_of(name: str) -> tuple[str | None, bool]:
+        """The format a module takes and whether a pattern names it (the ignore list, or a group's regex or name)
+        rather than the class Linear, which takes every naming of it, this checkpoint's or not."""
+        if ignores(ignore, name):
+            return None, True
+        for g, f in zip(groups, fmts):
+            how = targets_take(g.get("targets"), name)
+            if how:
+                return f, how == "name"
+        return None, False
 
-    n_layers = sum(g["count"] for g in spec_fields["layer_groups"])
-    # per layer, the formats its modules of a component take under each naming: a naming no group or ignore pattern
-    # takes is another model's (Qwen3-Next's in_proj_qkvz beside Qwen3.5's in_proj_qkv), unless none is taken
-    cells = {c: [[pre.format(i=i) + suf for pre in PROBE_PREFIXES for suf in sufs] for i in range(n_layers)]
-             for c, sufs in PROBE_SUFFIXES.items() if layers_with(spec_fields, c)}
+    per_layer = layer_parts(spec_fields)
+    # per layer that has the component, the formats its modules take under each naming: those a pattern names
+    # where one does (a naming no pattern takes is another model's: Qwen3-Next's in_proj_qkvz beside Qwen3.5's
+    # in_proj_qkv), else what the class Linear gives, else 16 bits
+    cells = {c: [[pre.format(i=i) + suf for pre in PROBE_PREFIXES for suf in sufs]
+                 for i, parts in enumerate(per_layer) if c in parts] for c, sufs in PROBE_SUFFIXES.items()}
+    cells = {c: layers for c, layers in cells.items() if layers}
     cells["lm_head"] = [["lm_head"]]
     recipe, notes = {}, []
     for part, layers in cells.items():
         counts: dict[str | None, int] = {}
         for names in layers:
-            taken = {fmt_of(n) for n in names}
-            for fid in (taken - {None}) or {None}:
+            taken = [fmt_of(n) for n in names]
+            named = {f for f, by_name in taken if by_name}
+            for fid in named or ({f for f, _ in taken} - {None}) or {None}:
                 counts[fid] = counts.get(fid, 0) + 1
         if set(counts) == {None}:
             continue

@@ -48,16 +48,31 @@ def part_of(module: str) -> str | None:
     return next((part for part, rx in PARTS if rx.search(module)), None)
 
 
-def layers_with(spec_fields: dict, part: str) -> int:
-    """How many layers have weights of `part` (the denominator of a recipe's coverage)."""
-    n = 0
-    for g in spec_fields["layer_groups"]:
+def layer_groups(spec_fields: dict) -> list[dict]:
+    """Each layer's group, in stack order: the groups one after the other, or as layer_pattern repeats them."""
+    groups = spec_fields["layer_groups"]
+    pattern = spec_fields.get("layer_pattern")
+    n = sum(g["count"] for g in groups)
+    if pattern:
+        return [groups[pattern[i % len(pattern)]] for i in range(n)]
+    return [g for g in groups for _ in range(g["count"])]
+
+
+def layer_parts(spec_fields: dict) -> list[set[str]]:
+    """Each layer's components, in stack order."""
+    out = []
+    for g in layer_groups(spec_fields):
         mixer, mlp = (g.get("mixer") or {}).get("kind"), g.get("mlp") or {}
         has = {"attention": mixer in ("full", "sliding", "mla"), "ssm": mixer in ("ssm", "linear"),
                "experts": mlp.get("kind") == "moe", "shared_experts": bool(mlp.get("num_shared_experts")),
-               "mlp": mlp.get("kind") == "dense" or bool(mlp.get("latent_size"))}.get(part, False)
-        n += g["count"] if has else 0
-    return n
+               "mlp": mlp.get("kind") == "dense" or bool(mlp.get("latent_size"))}
+        out.append({part for part, yes in has.items() if yes})
+    return out
+
+
+def layers_with(spec_fields: dict, part: str) -> int:
+    """How many layers have weights of `part` (the denominator of a recipe's coverage)."""
+    return sum(part in parts for parts in layer_parts(spec_fields))
 
 
 # a module of each component as Hugging Face checkpoints name it, under the prefixes text models and the text part
@@ -65,7 +80,8 @@ def layers_with(spec_fields: dict, part: str) -> int:
 PROBE_PREFIXES = ("model.layers.{i}.", "model.language_model.layers.{i}.", "backbone.layers.{i}.",
                    "language_model.model.layers.{i}.")
 PROBE_SUFFIXES = {
-    "attention": ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj"),
+    "attention": ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mixer.q_proj",
+                  "mixer.o_proj"),  # a Nemotron-H attention layer's
     "ssm": ("linear_attn.in_proj_qkvz", "linear_attn.in_proj_qkv", "linear_attn.in_proj_z", "linear_attn.out_proj",
             "mixer.in_proj", "mixer.out_proj"),
     "mlp": ("mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"),
@@ -75,15 +91,16 @@ PROBE_SUFFIXES = {
 }
 
 
-def targets_take(targets, module: str) -> bool:
-    """Whether a config group's targets take `module`: the class `Linear` takes every linear layer (the lm_head
-    too, as in compressed-tensors), 're:' a regex from the name's start, else a name or its suffix."""
+def targets_take(targets, module: str) -> str | None:
+    """How a config group's targets take `module`: "name" where a name, its suffix or a regex after 're:' (from the
+    name's start) does, "class" where only the class `Linear` does (every linear layer, the lm_head too, as in
+    compressed-tensors), None where none does."""
+    by_class = False
     for t in [targets] if isinstance(targets, str) else targets or []:
         if not isinstance(t, str):
             continue
         if t == "Linear":
-            if "embed" not in module:
-                return True
+            by_class = by_class or "embed" not in module
         elif ignores([t], module):
-            return True
-    return False
+            return "name"
+    return "class" if by_class else None

@@ -15,10 +15,19 @@ import re
 from dataclasses import dataclass, field
 
 from llmsize.errors import shown
+from llmsize.estimate.quant import recipe_format
 from llmsize.importer.compressed_tensors import ct_recipe, single_format
 from llmsize.importer.hf_config import ConfigError
 from llmsize.importer.modelopt import MODELOPT_ALGOS, mixed_precision
-from llmsize.importer.module_names import ATTN, SSM, ignores
+from llmsize.importer.module_names import (
+    ATTN,
+    PROBE_PREFIXES,
+    PROBE_SUFFIXES,
+    SSM,
+    ignores,
+    layer_groups,
+    layer_parts,
+)
 
 DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "half": "fp16", "float": "fp32"}
 
@@ -35,12 +44,6 @@ class Release:
         return {"quant": self.quant, "scope": self.scope, "note": f"from {self.method}"}
 
 
-# a routed-expert layer's shared expert, and a dense layer's MLP, as HF checkpoints name them (DeepSeek and Kimi:
-# mlp.shared_experts; Qwen MoE: mlp.shared_expert; dense layers: mlp.gate_proj)
-_SHARED_PROBES = ("model.layers.1.mlp.shared_experts.gate_proj", "model.layers.1.mlp.shared_expert.gate_proj")
-_DENSE_PROBE = "model.layers.0.mlp.gate_proj"
-
-
 def _mlp_kinds(spec_fields: dict) -> tuple[bool, bool, bool]:
     """Whether the model routes to experts, has shared experts, has dense MLP layers."""
     mlps = [g.get("mlp") for g in spec_fields["layer_groups"] if g.get("mlp")]
@@ -48,12 +51,22 @@ def _mlp_kinds(spec_fields: dict) -> tuple[bool, bool, bool]:
     return bool(moe), any(m.get("num_shared_experts") for m in moe), any(m["kind"] == "dense" for m in mlps)
 
 
+def _kept_where_first(ignore: list | None, spec_fields: dict, part: str, has) -> bool:
+    """Whether the ignore list keeps `part` in 16 bits in the first layer whose group `has` it, under any of the
+    names checkpoints give it there (DeepSeek's and Kimi's mlp.shared_experts, Qwen MoE's mlp.shared_expert, a
+    dense layer's mlp.gate_proj; Gemma 4's model.language_model.layers.N prefix); True where no layer has it."""
+    i = next((k for k, g in enumerate(layer_groups(spec_fields)) if has(g.get("mlp") or {})), None)
+    return i is None or any(ignores(ignore, pre.format(i=i) + suf) for pre in PROBE_PREFIXES
+                            for suf in PROBE_SUFFIXES[part])
+
+
 def _only_routed_experts(spec_fields: dict, ignore: list | None = None) -> bool:
     """Whether every quantized MLP weight is a routed expert's: a MoE whose shared experts and dense MLPs, where it
-    has them, the ignore list keeps in 16 bits (Kimi K2.5: re:.*shared_experts.*, re:.*mlp\\.(gate|up|down)_proj.*)."""
-    moe, shared, dense = _mlp_kinds(spec_fields)
-    return moe and ((not shared or any(ignores(ignore, p) for p in _SHARED_PROBES))
-                    and (not dense or ignores(ignore, _DENSE_PROBE)))
+    has them, the ignore list keeps in 16 bits (Kimi K2.5: re:.*shared_experts.*, re:.*mlp\\.(gate|up|down)_proj.*;
+    nvidia's Gemma 4 26B-A4B NVFP4: model.language_model.layers.N.mlp* in every layer)."""
+    return _mlp_kinds(spec_fields)[0] and (
+        _kept_where_first(ignore, spec_fields, "shared_experts", lambda m: bool(m.get("num_shared_experts")))
+        and _kept_where_first(ignore, spec_fields, "mlp", lambda m: m.get("kind") == "dense"))
 
 
 def _excluded_layers(ignore: list[str], rx: re.Pattern) -> tuple[set[int], bool]:
@@ -99,6 +112,38 @@ def scope_from_ignore(ignore: list[str], spec_fields: dict, default: str) -> tup
         parts.append(f"SSM projections in {f'all {n_ssm}' if ssm_all else f'{len(ssm)} of {n_ssm}'} layers")
     return default, [f"the ignore list keeps {' and '.join(parts)} in 16 bits; a config-only estimate "
                      "quantizes them (the safetensors headers count them exactly)"]
+
+
+def ignore_recipe(ignore: list, spec_fields: dict, fid: str) -> tuple[str, str, list[str]] | None:
+    """Where the ignore list's patterns leave the layer-by-layer count unclear (nvidia's GLM-5.1 NVFP4 excludes
+    `model.layers.1.*`, whole dense layers, beside each MoE layer's attention and shared experts), each component's
+    format by the majority of the layers that have it, matching module names rather than patterns: (format, scope,
+    notes naming any minority), a scope where the result is one (experts only; every MLP), else a recipe; None where
+    every component is quantized. The lm_head and embedding stay 16-bit, as under scope linear."""
+    per_layer = layer_parts(spec_fields)
+    present = {p for parts in per_layer for p in parts}
+    recipe, notes = {}, []
+    for part, suffixes in PROBE_SUFFIXES.items():
+        layers = [i for i, parts in enumerate(per_layer) if part in parts]
+        if not layers:
+            continue
+        kept = sum(1 for i in layers if any(ignores(ignore, pre.format(i=i) + suf)
+                                            for pre in PROBE_PREFIXES for suf in suffixes))
+        if 2 * kept <= len(layers):
+            recipe[part] = fid
+        if 0 < kept < len(layers):
+            priced = fid if part in recipe else "16-bit"
+            notes.append(f"{part}: the ignore list keeps it in 16 bits in {kept} of its {len(layers)} layers; priced "
+                         f"as {priced} in all (the safetensors headers count them exactly)")
+    if not recipe or set(recipe) == present:
+        return None
+    if set(recipe) == {"experts"}:
+        return fid, "experts", notes + ["attention and every MLP but the routed experts kept in 16 bits in every "
+                                        "layer, as the ignore list's module names say: scope experts"]
+    if set(recipe) == present & {"experts", "shared_experts", "mlp"}:
+        return fid, "mlp", notes + ["attention (and SSM) kept in 16 bits in every layer, as the ignore list's module "
+                                    "names say: scope mlp"]
+    return recipe_format(recipe).id, "all", notes
 
 
 def release_from(raw: dict, hf_quant: dict | None, spec_fields: dict, where: str) -> Release:
@@ -178,6 +223,9 @@ def release_from(raw: dict, hf_quant: dict | None, spec_fields: dict, where: str
         raise ConfigError(f"{where}: quantization method {method!r} is not supported.",
                           "Supported: compressed-tensors, modelopt, mxfp4, fp8, gptq, awq, bitsandbytes, bitnet.")
     scope, notes = scope_from_ignore(ignore, spec_fields, "linear")
+    mixed = ignore_recipe(ignore, spec_fields, quant) if scope == "linear" and notes else None
+    if mixed is not None:  # kept in 16 bits in some layers only: each component as most of its layers are
+        quant, scope, notes = mixed
     if note:
         notes.append(note)
     if kv:

@@ -139,16 +139,23 @@ def test_release_format_from_the_config(stem, quant, scope):
     assert (im.spec.release.quant, im.spec.release.scope) == (quant, scope)
 
 
-@pytest.mark.parametrize("stem, quant, kv", [
-    ("nvidia__Llama-3.1-70B-Instruct-FP8", "fp8", "fp8"),
+@pytest.mark.parametrize("stem, hq, quant, scope, kv", [
+    ("nvidia__Llama-3.1-70B-Instruct-FP8", None, "fp8", "linear", "fp8"),
     # attention kept in 16 bits in its 6 layers, Mamba-2 in 6 of 23: each component as most of its layers are
-    ("nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4", "experts=nvfp4,shared_experts=nvfp4,ssm=nvfp4", "fp8"),
+    ("nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4", None, "experts=nvfp4,shared_experts=nvfp4,ssm=nvfp4", "all",
+     "fp8"),
+    # nvidia's exports beside the base model's config.json (the same layers). Every layer's
+    # model.language_model.layers.N.mlp* (Gemma 4's dense MLP beside its experts), router* and self_attn*: read with
+    # the multimodal prefix, only the routed experts are NVFP4 (scope mlp when the probe names lacked the prefix)
+    ("google__gemma-4-26B-A4B", "nvidia__Gemma-4-26B-A4B-NVFP4", "nvfp4", "experts", "fp8"),
+    # every layer's linear_attn* or self_attn* and mlp.shared_expert*: routed experts only (was mlp)
+    ("Qwen__Qwen3.5-122B-A10B", "nvidia__Qwen3.5-122B-A10B-NVFP4", "nvfp4", "experts", "fp8"),
 ])
-def test_modelopt_folder_reads_hf_quant_config(tmp_path, stem, quant, kv):
+def test_modelopt_folder_reads_hf_quant_config(tmp_path, stem, hq, quant, scope, kv):
     shutil.copy(CONFIGS / f"{stem}.json", tmp_path / "config.json")
-    shutil.copy(CONFIGS / f"{stem}.hf_quant_config.json", tmp_path / "hf_quant_config.json")
+    shutil.copy(CONFIGS / f"{hq or stem}.hf_quant_config.json", tmp_path / "hf_quant_config.json")
     im = import_model(tmp_path)
-    assert im.release.quant == quant and im.release.kv_cache_dtype == kv
+    assert (im.release.quant, im.release.scope, im.release.kv_cache_dtype) == (quant, scope, kv)
     assert any("--kv-dtype fp8" in n for n in im.notes)
 
 

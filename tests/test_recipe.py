@@ -366,21 +366,6 @@ def test_a_catalog_release_recipe_in_any_order_is_the_one_recipe():
         quant_format(ReleaseFormat(quant="lm_head=nvfp5").quant)
 
 
-@pytest.mark.parametrize("base, nvidia, scope", [
-    # every layer's model.language_model.layers.N.mlp* (Gemma 4's dense MLP beside its experts), router* and
-    # self_attn*: read with the text model's prefix, only the routed experts are NVFP4 (they were priced with the
-    # dense MLPs in NVFP4, scope mlp, when the probe names lacked the multimodal prefix)
-    ("google__gemma-4-26B-A4B", "nvidia__Gemma-4-26B-A4B-NVFP4", "experts"),
-    # every layer's linear_attn* or self_attn* and mlp.shared_expert*: routed experts only (was mlp)
-    ("Qwen__Qwen3.5-122B-A10B", "nvidia__Qwen3.5-122B-A10B-NVFP4", "experts"),
-])
-def test_nvidia_s_experts_only_exports_are_read_as_such(tmp_path, base, nvidia, scope):
-    shutil.copy(CONFIGS / f"{base}.json", tmp_path / "config.json")
-    shutil.copy(CONFIGS / f"{nvidia}.hf_quant_config.json", tmp_path / "hf_quant_config.json")
-    im = import_model(tmp_path, read_headers=False)
-    assert (im.release.quant, im.release.scope) == ("nvfp4", scope)
-
-
 def test_an_ignore_list_that_excludes_whole_layers_is_read_by_module_names(tmp_path):
     """nvidia's GLM-5.1 NVFP4 excludes `model.layers.1.*` (whole dense layers) beside each MoE layer's self_attn* and
     mlp.shared_experts*: the patterns alone count attention kept in 75 of 78 layers; read by module names in every

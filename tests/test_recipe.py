@@ -391,3 +391,28 @@ def test_an_ignore_list_that_excludes_whole_layers_is_read_by_module_names(tmp_p
     im = import_model(tmp_path, read_headers=False)
     assert (im.release.quant, im.release.scope) == ("nvfp4", "linear")
     assert any("attention in 3 of " in n for n in im.notes)
+
+
+def test_the_attention_output_projection_is_a_part_a_recipe_may_name(catalog, tmp_path):
+    """nvidia's DeepSeek-V3.2 NVFP4 excludes q_a_proj, q_b_proj, kv_a_proj_with_mqa, kv_b_proj and the indexer in every
+    layer, not o_proj, the largest of them: 128 heads x 128 x 7,168 = 117.4 M weights a layer of ~201 M. Priced as
+    attention kept in 16 bits, a token read 24.5 GB of attention; with o_proj in NVFP4, by hand 61 x (83.6 M x 2 B +
+    117.4 M x 0.5625 B) = 14.2 GB (the indexer's 14 M included in the 83.6). A recipe naming attention_out prices it;
+    one that names it as attention is the same recipe."""
+    m = catalog.model("deepseek-v3.2")
+    o = 128 * 128 * 7168
+    kept = weight_bytes(m, quant_format("experts=nvfp4"), "all").read_bytes_per_token["attention"]
+    mixed = weight_bytes(m, quant_format("experts=nvfp4,attention_out=nvfp4"), "all").read_bytes_per_token["attention"]
+    assert kept - mixed == pytest.approx(61 * (o * 2 - (o * 9 / 16 + 4)), rel=1e-9)
+    assert mixed == pytest.approx(14.2e9, rel=0.01)
+    assert quant_format("attention=fp8,attention_out=fp8").id == "attention=fp8"
+    # the exclude list as nvidia's export writes it (a stand-in on DeepSeek-V2-Lite's layers): attention kept but
+    # its output projection, the dense first layer's MLP and every MoE layer's shared experts quantized
+    raw = json.loads((CONFIGS / "deepseek-ai__DeepSeek-V2-Lite-Chat.json").read_text())
+    names = ("q_proj", "kv_a_proj_with_mqa", "kv_b_proj")
+    ignore = [f"model.layers.{i}.self_attn.{n}" for i in range(raw["num_hidden_layers"]) for n in names] + ["lm_head"]
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps(
+        {"quantization": {"quant_algo": "NVFP4", "exclude_modules": ignore}}))
+    im = import_model(tmp_path, read_headers=False)
+    assert im.release.quant == "experts=nvfp4,mlp=nvfp4,shared_experts=nvfp4,attention_out=nvfp4"

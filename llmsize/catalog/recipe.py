@@ -7,7 +7,8 @@ from llmsize.errors import InvalidValueError, shown
 
 # the components a recipe may name (estimate.params.COMPONENTS less those no format quantizes), in the order its id
 # lists them and that picks its primary format: the experts' where it has them, else the dense MLP's, and so on
-RECIPE_PARTS = ("experts", "mlp", "shared_experts", "attention", "ssm", "lm_head", "embedding")
+RECIPE_PARTS = ("experts", "mlp", "shared_experts", "attention", "attention_out", "ssm", "lm_head", "embedding")
+# attention_out: the attention output projection (o_proj), which follows `attention` where a recipe does not name it
 
 
 def check_components(components) -> None:

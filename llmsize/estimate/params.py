@@ -39,6 +39,9 @@ class Piece:
     routed: tuple[int, int] | None = None  # (top-k, experts) for routed expert weights
     stored: bool = True  # False for a tied lm_head: read per token, stored once as the embedding
     read: bool = True  # False for the embedding table (one row gathered) and extras (vision tower)
+    # a part finer than the component that a recipe may name (catalog/recipe.py): "attention_out", the attention
+    # output projection, which nvidia's DeepSeek NVFP4 exports quantize where they keep the rest of attention in BF16
+    part: str | None = None
 
 
 def attention_vectors(m: AttentionBase, hidden: int) -> int:
@@ -60,10 +63,10 @@ def _attention(m: AttentionBase, hidden: int) -> list[Piece]:
     q_out = m.num_attention_heads * m.head_dim * (2 if m.output_gate else 1)
     kv_out = m.num_key_value_heads * m.head_dim
     o_in = m.num_attention_heads * m.head_dim
-    mats = hidden * q_out + hidden * kv_out + (0 if m.k_eq_v else hidden * kv_out) + o_in * hidden
-    n_mats = 3 if m.k_eq_v else 4
+    mats = hidden * q_out + hidden * kv_out + (0 if m.k_eq_v else hidden * kv_out)
+    n_mats = 2 if m.k_eq_v else 3
     vectors = attention_vectors(m, hidden)
-    pieces = [Piece("attention", mats, True, n_mats)]
+    pieces = [Piece("attention", mats, True, n_mats), Piece("attention", o_in * hidden, True, 1, part="attention_out")]
     if vectors:
         pieces.append(Piece("attention", vectors, False, 0))
     if m.qk_norm:
@@ -85,7 +88,8 @@ def _mla(m: MlaAttention, hidden: int) -> list[Piece]:
     kv_b = m.kv_lora_rank * m.num_attention_heads * (m.qk_nope_head_dim + m.v_head_dim)
     o = m.num_attention_heads * m.v_head_dim * hidden
     pieces = [
-        Piece("attention", q + kv_a + kv_b + o, True, n + 3),
+        Piece("attention", q + kv_a + kv_b, True, n + 2),
+        Piece("attention", o, True, 1, part="attention_out"),
         Piece("norms", norms + m.kv_lora_rank, False, 0),  # + kv_a_layernorm
     ]
     ix = m.indexer
@@ -200,7 +204,8 @@ def _model_pieces(model: ModelSpec) -> list[Piece]:
     pieces.append(Piece("lm_head", embed, True, 1, stored=not model.tie_word_embeddings))
     for g in model.layer_groups:
         for p in layer_pieces(g, h):
-            pieces.append(Piece(p.component, p.params * g.count, p.matrix, p.tensors * g.count, p.routed))
+            pieces.append(Piece(p.component, p.params * g.count, p.matrix, p.tensors * g.count, p.routed,
+                                part=p.part))
     if model.final_norms:
         pieces.append(Piece("norms", model.final_norms * h, False, 0))
     for x in model.extra:

@@ -187,6 +187,9 @@ def recipe_format(parts: dict[str, str]) -> QuantFormat:
     """The format of a recipe (component -> format id, each a plain safetensors format): its id lists the parts in
     RECIPE_PARTS order; its bits, scales and compute are its primary part's, what it leaves out stays in 16 bits."""
     check_components(parts)
+    same = (parts.get("attention") or "").strip().lower() == (parts.get("attention_out") or "").strip().lower()
+    if "attention_out" in parts and same:  # the output projection follows attention where a recipe does not say
+        parts = {c: f for c, f in parts.items() if c != "attention_out"}
     fmts = {}
     for c, fid in parts.items():
         f = FORMATS.get(fid.strip().lower())

@@ -43,8 +43,11 @@ def piece_format(piece: Piece, fmt: QuantFormat, scope: str) -> QuantFormat | No
     if fmt.recipe:
         if not piece.matrix or piece.component in NEVER_QUANTIZED:
             return None
+        recipe = dict(fmt.recipe)
         part = "embedding" if piece.component == "lm_head" and not piece.stored else piece.component
-        fid = dict(fmt.recipe).get(part)
+        if piece.part in recipe:  # a part the recipe names apart (attention_out), else its component's format
+            part = piece.part
+        fid = recipe.get(part)
         return FORMATS[fid] if fid else None
     return fmt if is_quantized(piece, scope) else None
 

@@ -33,6 +33,7 @@ def ignores(ignore: list, module: str) -> bool:
 PARTS = (
     ("shared_experts", re.compile(r"shared_experts?\b|shared_mlp")),
     ("experts", re.compile(r"\.experts(\.|$)")),
+    ("attention_out", re.compile(r"(self_attn|\.attn|\.attention)\.(o_proj|out_proj)$|mixer\.o_proj$")),
     ("attention", ATTN),
     ("ssm", SSM),
     ("mlp", re.compile(r"\.(mlp|feed_forward|ffn)(\.|$)|mixer\.(up|down|gate)_proj|latent_proj")),
@@ -63,7 +64,8 @@ def layer_parts(spec_fields: dict) -> list[set[str]]:
     out = []
     for g in layer_groups(spec_fields):
         mixer, mlp = (g.get("mixer") or {}).get("kind"), g.get("mlp") or {}
-        has = {"attention": mixer in ("full", "sliding", "mla"), "ssm": mixer in ("ssm", "linear"),
+        has = {"attention": mixer in ("full", "sliding", "mla"), "attention_out": mixer in ("full", "sliding", "mla"),
+               "ssm": mixer in ("ssm", "linear"),
                "experts": mlp.get("kind") == "moe", "shared_experts": bool(mlp.get("num_shared_experts")),
                "mlp": mlp.get("kind") == "dense" or bool(mlp.get("latent_size"))}
         out.append({part for part, yes in has.items() if yes})
@@ -80,8 +82,9 @@ def layers_with(spec_fields: dict, part: str) -> int:
 PROBE_PREFIXES = ("model.layers.{i}.", "model.language_model.layers.{i}.", "backbone.layers.{i}.",
                    "language_model.model.layers.{i}.")
 PROBE_SUFFIXES = {
-    "attention": ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mixer.q_proj",
-                  "mixer.o_proj"),  # a Nemotron-H attention layer's
+    "attention": ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "mixer.q_proj",  # Nemotron-H's
+                  "self_attn.q_a_proj", "self_attn.q_b_proj", "self_attn.kv_a_proj_with_mqa", "self_attn.kv_b_proj"),
+    "attention_out": ("self_attn.o_proj", "mixer.o_proj"),
     "ssm": ("linear_attn.in_proj_qkvz", "linear_attn.in_proj_qkv", "linear_attn.in_proj_z", "linear_attn.out_proj",
             "mixer.in_proj", "mixer.out_proj"),
     "mlp": ("mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"),

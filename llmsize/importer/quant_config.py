@@ -223,8 +223,10 @@ def release_from(raw: dict, hf_quant: dict | None, spec_fields: dict, where: str
         raise ConfigError(f"{where}: quantization method {method!r} is not supported.",
                           "Supported: compressed-tensors, modelopt, mxfp4, fp8, gptq, awq, bitsandbytes, bitnet.")
     scope, notes = scope_from_ignore(ignore, spec_fields, "linear")
-    mixed = ignore_recipe(ignore, spec_fields, quant) if scope == "linear" and notes else None
-    if mixed is not None:  # kept in 16 bits in some layers only: each component as most of its layers are
+    mixed = ignore_recipe(ignore, spec_fields, quant) if notes else None
+    if mixed is not None and (scope == "linear" or ("attention_out=" in mixed[0] and "attention=" not in mixed[0])):
+        # kept in 16 bits in some layers only: each component as most of its layers are; or attention kept but its
+        # output projection quantized (nvidia's DeepSeek NVFP4 exports name q_a/q_b/kv_a/kv_b_proj, not o_proj)
         quant, scope, notes = mixed
     if note:
         notes.append(note)

@@ -1700,14 +1700,14 @@ def _measure_server(server, model, quant, context, tokens, concurrency, rounds, 
     if quant is not None:
         from llmsize.estimate.quant import FORMATS
 
-        if quant.strip().lower() not in FORMATS and "=" not in quant:
-            from llmsize.options import not_one_of
-
-            raise typer.BadParameter(not_one_of(quant, list(FORMATS)), param_hint="'--quant'")
         if "=" in quant:
             from llmsize.estimate.quant import quant_format
 
             quant_format(quant)  # a recipe's parts, before any request
+        elif quant.strip().lower() not in FORMATS:
+            from llmsize.options import not_one_of
+
+            raise typer.BadParameter(not_one_of(quant, list(FORMATS)), param_hint="'--quant'")
     require_http()  # the options first: each is the user's to fix whether or not the extra is installed
     with _progress_bar() as progress:
         return measure_server(opts, progress, cat, g)

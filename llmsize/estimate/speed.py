@@ -3,10 +3,10 @@
 A decode step of B sequences at context L on runtime R lasts (seconds), each term with its unit:
 
     t_step = W(B) / (BW x eta_weights[format class])     weight bytes streamed at the fraction of the card's
-                                                         bandwidth R reaches for that format (B, B/s, 1), the
-                                                         part the scope leaves in 16 bits (W16: the lm_head, and
-                                                         all but the experts of an experts-only recipe) at the
-                                                         16-bit class's fraction instead
+                                                         bandwidth R reaches for that format (B, B/s, 1); the
+                                                         parts other kernels stream (side_bytes: what the scope
+                                                         leaves in 16 bits, a recipe's other formats) at their
+                                                         own class's fraction instead
            + KV(B, L) / (BW x eta_kv)                    cache and state bytes; eta_kv < eta_weights is what
                                                          makes attention at depth cost more than its bytes
            + layers x t_layer_s + t_step_s               fixed costs: kernel launches, graph replay, sampling
@@ -91,7 +91,7 @@ FORMAT_CLASS = {
     "int4-g128": "int4", "int4-g32": "int4", "int4-g128-zp": "int4", "gptq-int4-g128": "int4", "awq-int4-g128": "int4",
     "bnb-nf4": "int4", "bnb-nf4-dq": "int4", "int4-g32-zp": "int4",
     **{f"mlx-{b}bit": "mlxq" for b in (2, 3, 4, 5, 6)}, "mlx-8bit": "8bit",
-    "nvfp4": "fp4", "mxfp4": "fp4", "nvfp4-w4a16": "int4", "mxfp8": "8bit",
+    "nvfp4": "fp4", "mxfp4": "fp4", "nvfp4-w4a16": "int4", "mxfp8": "8bit",  # weight-only NVFP4: Marlin's class
     **{f"{p}-{t}": "ternary" for p in ("gguf", "ggml") for t in ("tq1_0", "tq2_0")}, "i2_s": "ternary",
     "bitnet-2bit": "ternary",
 }

@@ -202,22 +202,20 @@ def bytes_read_by_batch(model: ModelSpec, fmt: QuantFormat, scope: str) -> Calla
     return lambda batch: weight_bytes_read(model, fmt, scope, batch)
 
 
-def _read_share(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int, part) -> float:
-    """The share of the weight bytes a decode step of `batch` sequences reads that lies in the pieces `part`
-    picks. For a GGUF mix (a type per tensor) the share is taken by parameters, not bytes."""
-    total = picked = 0.0
+def _read_shares(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int, key) -> dict:
+    """The shares of the weight bytes a decode step of `batch` sequences reads, by key(piece). For a GGUF mix (a
+    type per tensor) the shares are taken by parameters, not bytes."""
+    totals: dict = defaultdict(float)
     pieces = ((p.params, p) for p in model_pieces(model) if p.read) if fmt.mix else _read_pieces(model, fmt, scope)
     for size, p in pieces:
-        b = size * routed_fraction(p, batch)
-        total += b
-        if part(p):
-            picked += b
-    return picked / total if total else 0.0
+        totals[key(p)] += size * routed_fraction(p, batch)
+    total = sum(totals.values())
+    return {k: v / total for k, v in totals.items()} if total else {}
 
 
 def expert_read_fraction(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int) -> float:
     """The routed experts' share of the weight bytes a decode step reads (0 for a dense model)."""
-    return _read_share(model, fmt, scope, batch, lambda p: p.routed is not None)
+    return _read_shares(model, fmt, scope, batch, lambda p: p.routed is not None).get(True, 0.0)
 
 
 def read_shares_by_format(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int) -> dict[str | None, float]:
@@ -226,14 +224,12 @@ def read_shares_by_format(model: ModelSpec, fmt: QuantFormat, scope: str, batch:
     tensor) and a format no narrower than what it keeps are one share: {fmt.id: 1}."""
     if fmt.mix or (not fmt.recipe and fmt.bits_per_weight >= fmt.keep_bits):
         return {fmt.id: 1.0}
-    shares: dict[str | None, float] = defaultdict(float)
-    total = 0.0
-    for size, p in _read_pieces(model, fmt, scope):
-        b = size * routed_fraction(p, batch)
+
+    def stored_in(p: Piece) -> str | None:
         f = piece_format(p, fmt, scope)
-        shares[None if f is None or f.id in UNQUANTIZED else f.id] += b
-        total += b
-    return {k: v / total for k, v in shares.items()} if total else {fmt.id: 1.0}
+        return None if f is None or f.id in UNQUANTIZED else f.id
+
+    return _read_shares(model, fmt, scope, batch, stored_in) or {fmt.id: 1.0}
 
 
 def matmul_params_per_token(model: ModelSpec) -> float:

@@ -6,6 +6,9 @@ from __future__ import annotations
 import fnmatch
 import re
 
+from llmsize.catalog.recipe import RECIPE_PARTS
+from llmsize.importer.exact import component
+
 # an attention module (not a norm named after it, like post_attention_layernorm)
 ATTN = re.compile(r"self_attn|\.attn(\b|\.)|\.attention(\b|\.)|mixer\.(q|k|v|o)_proj")
 SSM = re.compile(r"mixer\.(in_proj|out_proj)|linear_attn")
@@ -28,25 +31,18 @@ def ignores(ignore: list, module: str) -> bool:
     return False
 
 
-# a module name -> the component it is a weight of (params.COMPONENTS), tried in this order: shared experts before
-# routed ones, attention (self_attn, a Nemotron-H mixer's q/k/v/o) before SSM and linear attention
-PARTS = (
-    ("shared_experts", re.compile(r"shared_experts?\b|shared_mlp")),
-    ("experts", re.compile(r"\.experts(\.|$)")),
-    ("attention_out", re.compile(r"(self_attn|\.attn|\.attention)\.(o_proj|out_proj)$|mixer\.o_proj$")),
-    ("attention", ATTN),
-    ("ssm", SSM),
-    ("mlp", re.compile(r"\.(mlp|feed_forward|ffn)(\.|$)|mixer\.(up|down|gate)_proj|latent_proj")),
-    ("lm_head", re.compile(r"(^|\.)lm_head$")),
-    ("embedding", re.compile(r"embed")),
-)
-EXTRA = re.compile(r"(^|\.)(mtp|visual|vision|vision_tower|multi_modal_projector)(\.|$)")
+# the attention output projection, a recipe part apart from the rest of attention (catalog/recipe.py)
+ATTN_OUT = re.compile(r"(self_attn|\.attn|\.attention)\.(o_proj|out_proj)$|mixer\.o_proj$")
 
 
 def part_of(module: str) -> str | None:
-    if EXTRA.search(module):
-        return None
-    return next((part for part, rx in PARTS if rx.search(module)), None)
+    """The recipe part a module of a quantization table is a weight of, as the safetensors headers' reader names its
+    tensor's component (importer.exact.component), with the attention output projection apart; None for a module
+    outside the text model (MTP, vision), a norm or a router."""
+    if ATTN_OUT.search(module):
+        return "attention_out"
+    part = component(module + ".weight", 2**31)
+    return part if part in RECIPE_PARTS else None
 
 
 def layer_groups(spec_fields: dict) -> list[dict]:

@@ -390,7 +390,67 @@ def test_an_ignore_list_that_excludes_whole_layers_is_read_by_module_names(tmp_p
         {"quantization": {"quant_algo": "NVFP4", "exclude_modules": ignore}}))
     im = import_model(tmp_path, read_headers=False)
     assert (im.release.quant, im.release.scope) == ("nvfp4", "linear")
-    assert any("attention in 3 of " in n for n in im.notes)
+    assert any(n.startswith("attention: the ignore list keeps it in 16 bits in 3 of its 27 layers; priced as nvfp4")
+               for n in im.notes)
+
+
+def _ignore_import(tmp_path, config: str, ignore: list[str], hf_quant: bool = True):
+    """`config` from tests/data/hf-configs with an NVFP4 quantization config excluding `ignore`: ModelOpt's
+    hf_quant_config.json, or compressed-tensors' in config.json (`hf_quant` False)."""
+    raw = json.loads((CONFIGS / config).read_text())
+    for f in tmp_path.glob("*.json"):
+        f.unlink()
+    if hf_quant:
+        (tmp_path / "hf_quant_config.json").write_text(json.dumps(
+            {"quantization": {"quant_algo": "NVFP4", "exclude_modules": ignore}}))
+    else:
+        raw["quantization_config"] = {
+            "quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized", "ignore": ignore,
+            "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "float",
+                                                                            "group_size": 16}}}}
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    return import_model(tmp_path, read_headers=False).release
+
+
+@pytest.mark.parametrize("hf_quant", [True, False])
+def test_an_ignore_list_is_read_by_the_module_names_it_takes(tmp_path, hf_quant):
+    """Each component is kept in 16 bits where the list takes its modules' names in most of its layers, whatever the
+    pattern's form: a module it is part of (transformers' modules_to_not_convert: gpt-oss's
+    `model.layers.*.self_attn`), a regex that names the layers it keeps, the MLP module above a Qwen MoE's experts."""
+    # Qwen3.5-27B: 48 Gated DeltaNet layers and 16 attention layers. The attention modules, named as a whole:
+    # attention 16-bit, the MLPs and DeltaNet projections NVFP4, a recipe (no scope says it)
+    r = _ignore_import(tmp_path, "Qwen__Qwen3.5-27B.json", ["model.layers.*.self_attn", "lm_head"], hf_quant)
+    assert (r.quant, r.scope) == ("mlp=nvfp4,ssm=nvfp4", "all")
+    # a regex keeping attention in layers 0-9 only: 10 of Llama 3.1 8B's 32, quantized in the estimate, said
+    r = _ignore_import(tmp_path, "meta-llama__Llama-3.1-8B-Instruct.json",
+                       ["re:model\\.layers\\.[0-9]\\.self_attn.*"], hf_quant)
+    assert (r.quant, r.scope) == ("nvfp4", "linear")
+    assert any(n.startswith("attention: the ignore list keeps it in 16 bits in 10 of its 32 layers") for n in r.notes)
+    # the output projections only (`*o_proj`): the rest of attention quantized, a recipe naming the part apart
+    r = _ignore_import(tmp_path, "meta-llama__Llama-3.1-8B-Instruct.json", ["*o_proj"], hf_quant)
+    assert (r.quant, r.scope) == ("mlp=nvfp4,attention=nvfp4", "all")
+    # a Qwen3 MoE's `mlp` module holds its experts: excluding it keeps them all
+    r = _ignore_import(tmp_path, "Qwen__Qwen3-30B-A3B.json", ["model.layers.*.mlp"], hf_quant)
+    assert (r.quant, r.scope) == ("attention=nvfp4", "all")
+    # every component kept: the checkpoint is its 16-bit dtype, and the note says so
+    r = _ignore_import(tmp_path, "meta-llama__Llama-3.1-8B-Instruct.json",
+                       ["re:.*self_attn.*", "re:.*mlp.*"], hf_quant)
+    assert (r.quant, r.scope) == ("bf16", "all")
+    assert r.notes[0].startswith("the ignore list keeps every component in 16 bits")
+
+
+def test_gemma_4_routed_experts_sit_beside_its_mlp(tmp_path):
+    """Gemma 4's MoE layers hold the routed experts at layers.N.experts, beside the MLP every token takes
+    (layers.N.mlp, its shared expert here): nvidia's Gemma-4-26B-A4B-NVFP4 excludes `...layers.N.mlp*`, router*
+    and self_attn* in every layer and so quantizes the routed experts only, while a Qwen MoE's `mlp*` would hold
+    its experts too."""
+    n = json.loads((CONFIGS / "google__gemma-4-26B-A4B.json").read_text())["text_config"]["num_hidden_layers"]
+    ignore = [f"model.language_model.layers.{i}.{m}*" for i in range(n) for m in ("mlp", "router", "self_attn")]
+    r = _ignore_import(tmp_path, "google__gemma-4-26B-A4B.json", ignore)
+    assert (r.quant, r.scope) == ("nvfp4", "experts")
+    # its attention alone kept: experts and the shared MLP quantized, scope mlp
+    ignore = [f"model.language_model.layers.{i}.self_attn*" for i in range(n)]
+    assert _ignore_import(tmp_path, "google__gemma-4-26B-A4B.json", ignore).scope == "mlp"
 
 
 def test_the_attention_output_projection_is_a_part_a_recipe_may_name(catalog, tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from llmsize.errors import shown
 from llmsize.estimate.quant import recipe_format
 from llmsize.importer.hf_config import ConfigError
-from llmsize.importer.module_names import PROBE_PREFIXES, PROBE_SUFFIXES, ignores, layer_parts, targets_take
+from llmsize.importer.module_names import PROBE_PREFIXES, ignores, layer_parts, probe_suffixes, targets_take
 
 
 def single_format(qc: dict, where: str) -> tuple[str, str | None]:
@@ -17,7 +17,7 @@ def single_format(qc: dict, where: str) -> tuple[str, str | None]:
     return ct_weights(fmt, w, where)
 
 
-def ct_recipe(qc: dict, spec_fields: dict, where: str) -> tuple[str, list[str]] | None:
+def ct_recipe(qc: dict, spec_fields: dict, where: str, model_type: str | None = None) -> tuple[str, list[str]] | None:
     """A compressed-tensors config whose groups give different formats to different modules (its `format`
     "mixed-precision": FP8 attention beside NVFP4 MLPs, say) -> a recipe (quant.recipe_format) and notes, by
     matching each group's targets and the ignore list against each component's module names in every layer; None
@@ -45,7 +45,7 @@ def ct_recipe(qc: dict, spec_fields: dict, where: str) -> tuple[str, list[str]] 
     # where one does (a naming no pattern takes is another model's: Qwen3-Next's in_proj_qkvz beside Qwen3.5's
     # in_proj_qkv), else what the class Linear gives, else 16 bits
     cells = {c: [[pre.format(i=i) + suf for pre in PROBE_PREFIXES for suf in sufs]
-                 for i, parts in enumerate(per_layer) if c in parts] for c, sufs in PROBE_SUFFIXES.items()}
+                 for i, parts in enumerate(per_layer) if c in parts] for c, sufs in probe_suffixes(model_type).items()}
     cells = {c: layers for c, layers in cells.items() if layers}
     cells["lm_head"] = [["lm_head"]]
     recipe, notes = {}, []

@@ -9,14 +9,15 @@ import re
 from llmsize.catalog.recipe import RECIPE_PARTS
 from llmsize.importer.exact import component
 
-# an attention module (not a norm named after it, like post_attention_layernorm)
-ATTN = re.compile(r"self_attn|\.attn(\b|\.)|\.attention(\b|\.)|mixer\.(q|k|v|o)_proj")
-SSM = re.compile(r"mixer\.(in_proj|out_proj)|linear_attn")
 
-
-def ignores(ignore: list, module: str) -> bool:
-    """Whether an ignore list (exact or suffix names, globs, regexes after 're:', matched from the module name's
-    start as compressed-tensors does) keeps `module` out of quantization."""
+def ignores(ignore: list, module: str, ancestors: bool = True) -> bool:
+    """Whether an ignore list keeps `module` out of quantization: a regex after 're:' matched from the module name's
+    start, as compressed-tensors does; an exact or suffix name or a glob, of the module or (`ancestors`) of a module
+    it is part of, as transformers reads modules_to_not_convert (gpt-oss's `model.layers.*.self_attn`)."""
+    names = [module]
+    if ancestors:
+        parts = module.split(".")
+        names += [".".join(parts[:k]) for k in range(len(parts) - 1, 0, -1)]
     for pat in ignore or []:
         if not isinstance(pat, str):
             continue
@@ -26,7 +27,7 @@ def ignores(ignore: list, module: str) -> bool:
                     return True
             except re.error:
                 continue
-        elif module == pat or module.endswith("." + pat) or fnmatch.fnmatchcase(module, pat):
+        elif any(name == pat or name.endswith("." + pat) or fnmatch.fnmatchcase(name, pat) for name in names):
             return True
     return False
 
@@ -90,6 +91,25 @@ PROBE_SUFFIXES = {
 }
 
 
+# Gemma 4's MoE layers hold the routed experts beside their MLP, not inside it: layers.N.experts.* (fused
+# gate_up_proj and down_proj, or one module per expert in nvidia's NVFP4 export), the MLP every token takes (the
+# shared expert here) at layers.N.mlp.*; nvidia's Gemma-4-26B-A4B-NVFP4 excludes `...layers.N.mlp*`, not its experts
+PROBE_SUFFIXES_BY_TYPE = {
+    "gemma4": {**PROBE_SUFFIXES,
+               "experts": ("experts.gate_up_proj", "experts.down_proj", "experts.0.gate_proj", "experts.0.down_proj"),
+               "shared_experts": ("mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")},
+}
+
+
+def probe_suffixes(model_type: str | None) -> dict[str, tuple[str, ...]]:
+    """Each component's module names (under a layer's prefix) in a checkpoint of `model_type` (config.json's, or its
+    text part's: gemma4, gemma4_text)."""
+    for family, table in PROBE_SUFFIXES_BY_TYPE.items():
+        if (model_type or "").startswith(family):
+            return table
+    return PROBE_SUFFIXES
+
+
 def targets_take(targets, module: str) -> str | None:
     """How a config group's targets take `module`: "name" where a name, its suffix or a regex after 're:' (from the
     name's start) does, "class" where only the class `Linear` does (every linear layer, the lm_head too, as in
@@ -100,6 +120,6 @@ def targets_take(targets, module: str) -> str | None:
             continue
         if t == "Linear":
             by_class = by_class or "embed" not in module
-        elif ignores([t], module):
+        elif ignores([t], module, ancestors=False):
             return "name"
     return "class" if by_class else None

@@ -476,3 +476,25 @@ def test_the_attention_output_projection_is_a_part_a_recipe_may_name(catalog, tm
         {"quantization": {"quant_algo": "NVFP4", "exclude_modules": ignore}}))
     im = import_model(tmp_path, read_headers=False)
     assert im.release.quant == "experts=nvfp4,mlp=nvfp4,shared_experts=nvfp4,attention_out=nvfp4"
+
+
+def test_an_ignore_list_takes_names_suffixes_globs_regexes_and_the_modules_above():
+    """module_names.ignores, the one reading of an ignore list: exact and dotted-suffix names, globs, regexes after
+    're:' from the name's start (compressed-tensors), a module a pattern names as a whole (transformers'
+    modules_to_not_convert), unless `ancestors` is off (a config group's targets); entries that are not strings,
+    and regexes that do not compile, take nothing."""
+    from llmsize.importer.module_names import ignores
+
+    q = "model.layers.3.self_attn.q_proj"
+    assert ignores([q], q) and ignores(["self_attn.q_proj"], q) and not ignores(["attn.q_proj"], q)
+    assert ignores(["model.layers.*.self_attn"], q) and not ignores(["model.layers.*.self_attn"], q, ancestors=False)
+    assert ignores(["model.layers.3.self_attn*"], q) and not ignores(["model.layers.30.self_attn*"], q)
+    assert ignores(["re:.*self_attn\\..*"], q) and not ignores(["re:self_attn"], q)  # from the start, not anywhere
+    assert ignores(["re:model\\.layers\\.[0-9]\\.self_attn.*"], q)
+    assert not ignores(["re:model\\.layers\\.[0-9]\\.self_attn.*"], "model.layers.13.self_attn.q_proj")
+    assert not ignores([None, 7, {"a": 1}, "re:(", "re:[z-a]"], q)
+    assert not ignores([], q) and not ignores(None, q)
+    # nvidia's DeepSeek-V3.2 NVFP4 lists 307 patterns: compiled once, read for every probe of every layer
+    many = [f"model.layers.{i}.self_attn.{m}" for i in range(61) for m in ("q_a_proj", "q_b_proj", "kv_b_proj")]
+    assert ignores(many, "model.layers.60.self_attn.kv_b_proj")
+    assert not ignores(many, "model.layers.60.self_attn.o_proj")

@@ -74,9 +74,9 @@ def ignore_release(ignore: list, spec_fields: dict, fid: str,
     mlps = present & {"experts", "shared_experts", "mlp"}
     if recipe and set(recipe) in ({"experts"}, mlps):
         scope = "experts" if set(recipe) == {"experts"} else "mlp"
-        kept = " and ".join(k for p, k in (("attention", "attention"), ("ssm", "SSM")) if p in present)
-        if scope == "experts" and mlps - {"experts"}:
-            kept += ", shared experts and dense MLPs"
+        words = {"attention": "attention", "ssm": "SSM", "shared_experts": "shared experts", "mlp": "dense MLPs"}
+        kept = [w for p, w in words.items() if p in present - set(recipe)]
+        kept = " and ".join(kept) if len(kept) < 3 else ", ".join(kept[:-1]) + " and " + kept[-1]
         return fid, scope, notes + [f"{kept} kept in 16 bits (ignore list): scope {scope}"]
     if not recipe:
         return None

@@ -253,6 +253,30 @@ def test_the_cli_plans_a_recipe_and_refuses_a_scope_beside_it(run_cli, tmp_path)
     assert code == 0 and out.startswith("vllm serve ") and "#" not in out
 
 
+def test_a_recipe_of_parts_the_model_lacks(run_cli):
+    """A recipe naming only components the model has no weights of would price it all in 16 bits under a quantized
+    name: refused in one line that names what the model has. One naming some it lacks prices the rest, and a note
+    says which parts priced nothing. A speculative draft of another shape keeps its release format where the
+    recipe names nothing of it (an experts-only recipe and a dense draft)."""
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx5090", "--quant", "ssm=nvfp4,experts=fp8")
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "llama-3.1-8b has no `experts` or `ssm` weights, so the recipe would quantize nothing" in err
+    assert "Name components it has: mlp, attention, attention_out, lm_head, embedding." in err
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx5090", "--quant", "experts=nvfp4,attention=fp8",
+                             "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert any("no `experts` weights: the recipe's experts=nvfp4 prices nothing" in n for n in d["notes"])
+    # attention in FP8 and the rest 16-bit: fewer bytes than BF16, more than all-FP8
+    code, bf16, _ = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx5090", "--quant", "bf16", "--json")
+    code, fp8, _ = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx5090", "--quant", "fp8", "--json")
+    total = [json.loads(x)["weights"]["bytes_total"] for x in (fp8, out, bf16)]
+    assert total[0] < total[1] < total[2]
+    code, out, err = run_cli("plan", "qwen3-30b-a3b", "--gpu", "rtx5090", "--quant", "experts=nvfp4",
+                             "--spec", "draft=qwen3-0.6b,k=4,accept=0.7", "--json")
+    assert code == 0, err
+
+
 def test_the_headers_of_a_mixed_precision_folder_match_its_recipe(tmp_path, catalog):
     """A 2-layer Llama written as ModelOpt writes a MIXED_PRECISION export (tests/stfiles.py): attention FP8 (E4M3
     weight + an FP32 scale), MLP and lm_head NVFP4 (packed uint8 weight, E4M3 scales per 16, an FP32 scale_2).

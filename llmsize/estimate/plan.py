@@ -7,6 +7,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from llmsize.catalog.recipe import RECIPE_PARTS
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError
 from llmsize.estimate.capacity import (
@@ -35,14 +36,20 @@ from llmsize.estimate.parallel import (
     make_comm,
     shard_model,
 )
-from llmsize.estimate.params import COMPONENTS, params_active, params_active_with_embedding, params_total
+from llmsize.estimate.params import (
+    COMPONENTS,
+    model_pieces,
+    params_active,
+    params_active_with_embedding,
+    params_total,
+)
 from llmsize.estimate.prefill import Prefill, prefill_time, unfused_scores_bytes
 from llmsize.estimate.quant import FORMATS, LLAMACPP_KV_TYPES, QuantFormat, kv_dtype_bytes, quant_format
-from llmsize.estimate.speculative import Spec, SpecDecode, check_spec, speculate
 from llmsize.estimate.runtime_model import departure, kv_read_factor, run_model
+from llmsize.estimate.speculative import Spec, SpecDecode, check_spec, speculate
 from llmsize.estimate.speed import is_ternary
-from llmsize.estimate.weights import WeightBytes, check_scope, weight_bytes, weight_bytes_read
 from llmsize.estimate.unified import usable_memory
+from llmsize.estimate.weights import WeightBytes, check_scope, weight_bytes, weight_bytes_read
 from llmsize.units import GB, GiB
 
 
@@ -166,10 +173,41 @@ def resolve_format(model: ModelSpec, quant: str | None, scope: str | None) -> tu
     return fmt, check_scope(scope)
 
 
+def _check_recipe_parts(model: ModelSpec, fmt: QuantFormat) -> None:
+    """A recipe of which the model has no part would price it all in 16 bits under a quantized name: refused."""
+    if fmt.recipe and len(recipe_parts_missing(model, fmt)) == len(fmt.recipe):
+        have = [c for c in RECIPE_PARTS if c in _recipe_parts_of(model)]
+        raise InvalidValueError(f"--quant {fmt.id}: {model.id} has no "
+                                f"{' or '.join(f'`{c}`' for c, _ in fmt.recipe)} weights, so the recipe would quantize "
+                                "nothing.",
+                                f"Name components it has: {', '.join(have)}.")
+
+
+def _recipe_parts_of(model: ModelSpec) -> set[str]:
+    """The recipe parts (catalog/recipe.py) a model has matrices of: its components', and the parts named apart."""
+    return {name for p in model_pieces(model) if p.matrix and p.params for name in (p.component, p.part) if name}
+
+
+def recipe_parts_missing(model: ModelSpec, fmt: QuantFormat) -> list[str]:
+    """The components a recipe names that the model has no weights of (`experts` of a dense model)."""
+    have = _recipe_parts_of(model)
+    return [c for c, _ in fmt.recipe if c not in have]
+
+
 def scope_for(model: ModelSpec, scope: str | None) -> str | None:
     """The scope another model (a draft, a lever's other model) takes from the plan's: an experts-only scope is its
     format's own on a model without routed experts (resolve_format refuses it there)."""
     return None if scope == "experts" and not model.is_moe else scope
+
+
+def quant_for(model: ModelSpec, quant: str | None) -> str | None:
+    """The format a draft takes from the plan's: a recipe of which it has no part leaves it at its release format
+    (make_plan refuses such a recipe for the model asked)."""
+    if quant and "=" in quant:
+        fmt = quant_format(quant)
+        if len(recipe_parts_missing(model, fmt)) == len(fmt.recipe):
+            return None
+    return quant
 
 
 def exact_weight_bytes(exact, estimate: WeightBytes) -> WeightBytes:
@@ -262,6 +300,7 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     if inputs.spec is not None:
         check_spec(inputs.spec, model)
     fmt, scope = resolve_format(model, inputs.quant, inputs.scope)
+    _check_recipe_parts(model, fmt)
     prompt = inputs.context_tokens if inputs.prompt_tokens is None else inputs.prompt_tokens
     check_context(prompt)
     util_given = inputs.gpu_util is not None
@@ -278,6 +317,10 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
 
     weights = estimate = weight_bytes(model, fmt, scope)
     notes = list(notes or []) + ([why] if why else [])
+    missing = recipe_parts_missing(model, fmt)
+    if missing:
+        notes.append(f"{model.id} has no {' or '.join(f'`{c}`' for c in missing)} weights: the recipe's "
+                     f"{', '.join(c + '=' + f for c, f in fmt.recipe if c in missing)} prices nothing")
     weights_read = None
     if exact is not None and fmt.id == model.release.quant and scope == model.release.scope:
         weights = exact_weight_bytes(exact, estimate)
@@ -400,7 +443,8 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     if inputs.spec is None:
         return plan
     d = inputs.spec.draft  # the draft on the same card, split and options (a dense draft: the format's own scope)
-    draft = (make_plan(d, gpu, replace(inputs, spec=None, scope=scope_for(d, inputs.scope)), search_fit=False)
+    draft = (make_plan(d, gpu, replace(inputs, spec=None, scope=scope_for(d, inputs.scope),
+                                       quant=quant_for(d, inputs.quant)), search_fit=False)
              if d is not None else None)
     return replace(plan, speculative=speculate(plan, inputs.spec, draft))
 

@@ -463,6 +463,23 @@ def test_an_ignore_list_is_read_by_the_module_names_it_takes(tmp_path, hf_quant)
     assert r.notes[0].startswith("the ignore list keeps every component in 16 bits")
 
 
+@pytest.mark.parametrize("hf_quant", [True, False])
+@pytest.mark.parametrize("ignore, said", [
+    ({"lm_head": True}, "not a list of module names"), ([1, 2], "not a list of module names"),
+    ([["lm_head"]], "not a list of module names"), (["re:("], "a regex that does not compile"),
+    (["re:(.*)*x"], "a quantified group inside a quantified group"),
+    (["re:model\\.(layers\\.\\d+)+\\.mlp"], "a quantified group inside a quantified group")])
+def test_a_hostile_ignore_list_is_refused_in_one_line(tmp_path, hf_quant, ignore, said):
+    """An ignore list that is not a list of names, or holds a regex that does not compile or would backtrack
+    exponentially on the names it is matched against (re:(.*)*x took minutes on one module name): one line, the
+    file and the value named, before any work."""
+    with pytest.raises(ConfigError, match=said) as e:
+        _ignore_import(tmp_path, "meta-llama__Llama-3.1-8B-Instruct.json", ignore, hf_quant)
+    assert "\n" not in e.value.message and ("hf_quant_config.json" if hf_quant else "config.json") in e.value.message
+    # a lone name is a list of one; null is none
+    assert _ignore_import(tmp_path, "meta-llama__Llama-3.1-8B-Instruct.json", "lm_head", hf_quant).scope == "linear"
+
+
 def test_gemma_4_routed_experts_sit_beside_its_mlp(tmp_path):
     """Gemma 4's MoE layers hold the routed experts at layers.N.experts, beside the MLP every token takes
     (layers.N.mlp, its shared expert here): nvidia's Gemma-4-26B-A4B-NVFP4 excludes `...layers.N.mlp*`, router*

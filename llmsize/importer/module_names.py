@@ -8,7 +8,9 @@ import re
 from functools import lru_cache
 
 from llmsize.catalog.recipe import RECIPE_PARTS
+from llmsize.errors import shown
 from llmsize.importer.exact import component
+from llmsize.importer.hf_config import ConfigError
 
 
 def ignores(ignore: list, module: str, ancestors: bool = True) -> bool:
@@ -26,6 +28,35 @@ def ignores(ignore: list, module: str, ancestors: bool = True) -> bool:
         if any(".".join(parts[k:end]) in names for k in range(end)):  # the name, or a dotted suffix of it
             return True
     return False
+
+
+# a group quantified inside a quantified group ((.*)*, (a+)+): Python's re backtracks exponentially on names it does
+# not match, and has no time limit
+NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[*+}](?:[^()\\]|\\.)*\)[*+{]")
+
+
+def module_names(value, what: str, where: str) -> list[str]:
+    """A quantization config's list of module names or patterns (an ignore list, a group's targets): a list of
+    strings (a lone string is a list of one, null none), each regex after 're:' one that compiles and nests no
+    quantifier; anything else refused in one line."""
+    if value is None:
+        return []
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(p, str) for p in items):
+        raise ConfigError(f"{where}: {what} is {shown(value, 60)}, not a list of module names.",
+                          "Fix the quantization config: a list of names, globs or 're:' regexes.")
+    for p in items:
+        if p.startswith("re:"):
+            try:
+                re.compile(p[3:])
+            except re.error as e:
+                raise ConfigError(f"{where}: {what} holds {shown(p, 60)}, a regex that does not compile ({e}).",
+                                  "Fix the quantization config's pattern.") from None
+            if NESTED_QUANTIFIER.search(p[3:]):
+                raise ConfigError(f"{where}: {what} holds {shown(p, 60)}, a regex with a quantified group inside a "
+                                  "quantified group, which can take exponential time to match.",
+                                  "Write it without the nested repetition (e.g. re:.*x instead of re:(.*)*x).")
+    return items
 
 
 @lru_cache(maxsize=64)

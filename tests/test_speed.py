@@ -780,6 +780,31 @@ def test_seed_run_falls_in_the_band(run_cli):
 
 # ------------------------------------------------------------------------------------------------ the CLI
 
+def test_the_weight_streams_make_up_the_weights_term(run_cli):
+    """The line under the batch-1 step: the weights a card reads a step by the kernels that read them. Gemma 4 12B
+    NVFP4 on an RTX 5060 Ti (448 GB/s): the tied lm_head (262,144 x 3,840 x 2 B = 2.01 GB) by 16-bit kernels, the
+    rest by FP4 ones; together the plan's weights read a token, and the step's weights term is the sum of each
+    part's bytes over its fraction of the bandwidth. A recipe: one line per class, the most bytes first."""
+    code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--runtime", "vllm", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    ws = d["expected"]["weight_streams"]
+    assert [w["kernels"] for w in ws] == ["fp4", "f16"]
+    assert ws[1]["bytes_per_card"] == pytest.approx(262_144 * 3_840 * 2, rel=1e-3)
+    assert sum(w["bytes_per_card"] for w in ws) == pytest.approx(d["weights"]["bytes_read_per_token"], rel=1e-9)
+    term = sum(w["bytes_per_card"] / (w["bandwidth_fraction"] * 448e9) for w in ws)
+    assert d["expected"]["step_terms_s"]["weights"] == pytest.approx(term, rel=1e-6)
+    assert all(0 < w["bandwidth_fraction"] <= 1 for w in ws)
+    code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--runtime", "vllm")
+    assert "weights read at " in out and "of the bandwidth by FP4 (NVFP4/MXFP4) kernels (6.13 GB)" in " ".join(
+        out.split())
+    code, out, err = run_cli("plan", "qwen3.6-35b-a3b", "--gpu", "rtx5090", "--quant",
+                             "experts=nvfp4-w4a16,shared_experts=nvfp4-w4a16,attention=fp8,ssm=fp8", "--json")
+    ws = json.loads(out)["expected"]["weight_streams"]
+    assert {w["kernels"] for w in ws} == {"8bit", "int4", "f16"}
+    assert [w["bytes_per_card"] for w in ws] == sorted((w["bytes_per_card"] for w in ws), reverse=True)
+
+
 def test_plan_json_carries_the_expected_block(run_cli):
     code, out, err = run_cli("plan", "llama-3-8b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--batch", "8",
                              "--json")

@@ -345,6 +345,13 @@ def weight_bytes_by_class(x: StepInputs | PrefillInputs) -> dict[str, float]:
     return out
 
 
+def weight_streams(x: StepInputs, c: Constants) -> tuple[tuple[str, float, float], ...]:
+    """The step's weight bytes by kernel class, each with the fraction of the bandwidth its kernels reach (the fit's
+    eta_weights), the most bytes first: what the weights term of the step is made of."""
+    parts = sorted(weight_bytes_by_class(x).items(), key=lambda kv: -kv[1])
+    return tuple((cls, c.eta_w(cls), b) for cls, b in parts if b > 0)
+
+
 def scaled_side(side: tuple[tuple[str, float], ...], factor: float) -> tuple[tuple[str, float], ...]:
     return tuple((cls, b * factor) for cls, b in side)
 
@@ -530,6 +537,9 @@ class Expected:
     spec_tok_s_high: float | None = None
     ceiling_tok_s: float | None = None  # batch 1's ceiling: the plan's, or a partial offload's
     ttft_reason: str | None = None  # why there is no time to first token, where there is none
+    # the batch-1 step's weights by the kernels that stream them: (kernel class, fraction of the card's bandwidth
+    # the fit gives them, bytes a card reads), the most bytes first
+    weight_streams: tuple[tuple[str, float, float], ...] = ()
 
 
 def expected_speed(step1: StepInputs, stepb: StepInputs, pre: PrefillInputs, c: Constants, ceiling_tok_s: float,
@@ -561,5 +571,5 @@ def expected_speed(step1: StepInputs, stepb: StepInputs, pre: PrefillInputs, c: 
         ttft_s_low=max(ttft / pf / phi, floor) if ttft else None,  # a faster prefill (ratio p90): a shorter TTFT
         ttft_s_high=max(ttft / pf / plo, floor) if ttft else None,
         basis=basis, terms_s=decode_terms_s(step1, c), ceiling_tok_s=ceiling_tok_s,
-        ttft_reason=None if ttft else prefill_missing(pre, c),
+        ttft_reason=None if ttft else prefill_missing(pre, c), weight_streams=weight_streams(step1, c),
         notes=notes + ((calibration.extrapolation,) if calibration and calibration.extrapolation else ()))

@@ -7,6 +7,7 @@ import textwrap
 from rich.console import Console
 
 from llmsize.estimate.expected import RUNTIME_NAMES, ExpectedResult
+from llmsize.estimate.speed import CLASS_WORDS
 
 
 def expected_to_dict(r: ExpectedResult) -> dict:
@@ -21,7 +22,10 @@ def expected_to_dict(r: ExpectedResult) -> dict:
             "aggregate_tok_s_high": e.aggregate_tok_s_high, "ttft_s": e.ttft_s, "ttft_s_low": e.ttft_s_low,
             "ttft_s_high": e.ttft_s_high, "ttft_reason": e.ttft_reason, "spec_tok_s": e.spec_tok_s,
             "spec_tok_s_low": e.spec_tok_s_low, "spec_tok_s_high": e.spec_tok_s_high, "ceiling_tok_s": e.ceiling_tok_s,
-            "basis": e.basis, "step_terms_s": e.terms_s, "notes": list(e.notes)}
+            "basis": e.basis, "step_terms_s": e.terms_s,
+            "weight_streams": [{"kernels": cls, "words": CLASS_WORDS.get(cls, cls), "bandwidth_fraction": eta,
+                                "bytes_per_card": b} for cls, eta, b in e.weight_streams],
+            "notes": list(e.notes)}
 
 
 def _ms(s: float) -> str:
@@ -53,6 +57,9 @@ def render_expected(r: ExpectedResult, plan, c: Console) -> None:
     t = e.terms_s
     total = sum(t.values())
     _terms(c, f"batch-1 step {_ms(total)} = ", [f"{k} {_ms(v)}" for k, v in t.items() if v > 0])
+    if e.weight_streams:
+        _terms(c, "weights read at", [f"{eta:.2f} of the bandwidth by {CLASS_WORDS.get(cls, cls)} kernels "
+                                       f"({b / 1e9:,.2f} GB)" for cls, eta, b in e.weight_streams])
     for line in [f"basis: {e.basis}; band = held-out p5-p95.", *(f"note: {n}" for n in e.notes)]:
         _wrapped(c, line, "dim")
 

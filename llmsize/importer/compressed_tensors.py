@@ -8,9 +8,9 @@ from llmsize.estimate.quant import recipe_format
 from llmsize.importer.hf_config import ConfigError
 from llmsize.importer.module_names import (
     PROBE_PREFIXES,
+    checked_names,
     ignores,
     layer_parts,
-    module_names,
     probe_suffixes,
     targets_take,
 )
@@ -34,9 +34,9 @@ def ct_recipe(qc: dict, spec_fields: dict, where: str, model_type: str | None = 
                         g.get("weights") or {}, where)[0] for g in groups]
     if len(set(fmts)) < 2:
         return None
-    ignore = module_names(qc.get("ignore"), "its ignore list", where)
+    ignore = checked_names(qc.get("ignore"), "its ignore list", where)
     for g in groups:
-        module_names(g.get("targets"), "a config group's targets", where)
+        checked_names(g.get("targets"), "a config group's targets", where)
 
     def fmt_of(name: str) -> tuple[str | None, bool]:
         """The format a module takes and whether a pattern names it (the ignore list, or a group's regex or name)

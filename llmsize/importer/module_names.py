@@ -35,7 +35,7 @@ def ignores(ignore: list, module: str, ancestors: bool = True) -> bool:
 NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[*+}](?:[^()\\]|\\.)*\)[*+{]")
 
 
-def module_names(value, what: str, where: str) -> list[str]:
+def checked_names(value, what: str, where: str) -> list[str]:
     """A quantization config's list of module names or patterns (an ignore list, a group's targets): a list of
     strings (a lone string is a list of one, null none), each regex after 're:' one that compiles and nests no
     quantifier; anything else refused in one line."""

@@ -19,7 +19,7 @@ from llmsize.estimate.quant import recipe_format
 from llmsize.importer.compressed_tensors import ct_recipe, single_format
 from llmsize.importer.hf_config import ConfigError, text_part
 from llmsize.importer.modelopt import MODELOPT_ALGOS, mixed_precision
-from llmsize.importer.module_names import PROBE_PREFIXES, ignores, layer_parts, module_names, probe_suffixes
+from llmsize.importer.module_names import PROBE_PREFIXES, checked_names, ignores, layer_parts, probe_suffixes
 
 DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "half": "fp16", "float": "fp32"}
 
@@ -165,7 +165,7 @@ def release_from(raw: dict, hf_quant: dict | None, spec_fields: dict, where: str
     else:
         raise ConfigError(f"{where}: quantization method {method!r} is not supported.",
                           "Supported: compressed-tensors, modelopt, mxfp4, fp8, gptq, awq, bitsandbytes, bitnet.")
-    found = ignore_release(module_names(ignore, "its ignore list", where), spec_fields, quant, model_type)
+    found = ignore_release(checked_names(ignore, "its ignore list", where), spec_fields, quant, model_type)
     if found is None:
         plain = _dtype(raw)[0]
         return Release(plain, "all", method, kv, [f"the ignore list keeps every component in 16 bits in most of its "

@@ -175,7 +175,7 @@ def resolve_format(model: ModelSpec, quant: str | None, scope: str | None) -> tu
 
 def _check_recipe_parts(model: ModelSpec, fmt: QuantFormat) -> None:
     """A recipe of which the model has no part would price it all in 16 bits under a quantized name: refused."""
-    if fmt.recipe and len(recipe_parts_missing(model, fmt)) == len(fmt.recipe):
+    if recipe_prices_nothing(model, fmt):
         have = [c for c in RECIPE_PARTS if c in _recipe_parts_of(model)]
         raise InvalidValueError(f"--quant {fmt.id}: {model.id} has no "
                                 f"{' or '.join(f'`{c}`' for c, _ in fmt.recipe)} weights, so the recipe would quantize "
@@ -194,6 +194,11 @@ def recipe_parts_missing(model: ModelSpec, fmt: QuantFormat) -> list[str]:
     return [c for c, _ in fmt.recipe if c not in have]
 
 
+def recipe_prices_nothing(model: ModelSpec, fmt: QuantFormat) -> bool:
+    """Whether `fmt` is a recipe the model has no part of."""
+    return bool(fmt.recipe) and len(recipe_parts_missing(model, fmt)) == len(fmt.recipe)
+
+
 def scope_for(model: ModelSpec, scope: str | None) -> str | None:
     """The scope another model (a draft, a lever's other model) takes from the plan's: an experts-only scope is its
     format's own on a model without routed experts (resolve_format refuses it there)."""
@@ -203,11 +208,7 @@ def scope_for(model: ModelSpec, scope: str | None) -> str | None:
 def quant_for(model: ModelSpec, quant: str | None) -> str | None:
     """The format a draft takes from the plan's: a recipe of which it has no part leaves it at its release format
     (make_plan refuses such a recipe for the model asked)."""
-    if quant and "=" in quant:
-        fmt = quant_format(quant)
-        if len(recipe_parts_missing(model, fmt)) == len(fmt.recipe):
-            return None
-    return quant
+    return None if quant and recipe_prices_nothing(model, quant_format(quant)) else quant
 
 
 def exact_weight_bytes(exact, estimate: WeightBytes) -> WeightBytes:

@@ -6,14 +6,7 @@ from __future__ import annotations
 from llmsize.errors import shown
 from llmsize.estimate.quant import recipe_format
 from llmsize.importer.hf_config import ConfigError
-from llmsize.importer.module_names import (
-    PROBE_PREFIXES,
-    checked_names,
-    ignores,
-    layer_parts,
-    probe_suffixes,
-    targets_take,
-)
+from llmsize.importer.module_names import checked_names, ignores, probe_names, targets_take
 
 
 def single_format(qc: dict, where: str) -> tuple[str, str | None]:
@@ -49,14 +42,10 @@ def ct_recipe(qc: dict, spec_fields: dict, where: str, model_type: str | None = 
                 return f, how == "name"
         return None, False
 
-    per_layer = layer_parts(spec_fields)
     # per layer that has the component, the formats its modules take under each naming: those a pattern names
     # where one does (a naming no pattern takes is another model's: Qwen3-Next's in_proj_qkvz beside Qwen3.5's
     # in_proj_qkv), else what the class Linear gives, else 16 bits
-    cells = {c: [[pre.format(i=i) + suf for pre in PROBE_PREFIXES for suf in sufs]
-                 for i, parts in enumerate(per_layer) if c in parts] for c, sufs in probe_suffixes(model_type).items()}
-    cells = {c: layers for c, layers in cells.items() if layers}
-    cells["lm_head"] = [["lm_head"]]
+    cells = {**probe_names(spec_fields, model_type), "lm_head": [["lm_head"]]}
     recipe, notes = {}, []
     for part, layers in cells.items():
         counts: dict[str | None, int] = {}

@@ -145,6 +145,16 @@ PROBE_SUFFIXES_BY_TYPE = {
 }
 
 
+def probe_names(spec_fields: dict, model_type: str | None) -> dict[str, list[list[str]]]:
+    """Per component the model has, per layer that has it, the names a module of it may have there: each naming of
+    the model's type (probe_suffixes) under each text-model prefix (PROBE_PREFIXES)."""
+    per_layer = layer_parts(spec_fields)
+    cells = {part: [[pre.format(i=i) + suf for pre in PROBE_PREFIXES for suf in suffixes]
+                    for i, parts in enumerate(per_layer) if part in parts]
+             for part, suffixes in probe_suffixes(model_type).items()}
+    return {part: layers for part, layers in cells.items() if layers}
+
+
 def probe_suffixes(model_type: str | None) -> dict[str, tuple[str, ...]]:
     """Each component's module names (under a layer's prefix) in a checkpoint of `model_type` (config.json's, or its
     text part's: gemma4, gemma4_text)."""

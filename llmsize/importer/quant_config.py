@@ -19,7 +19,7 @@ from llmsize.estimate.quant import recipe_format
 from llmsize.importer.compressed_tensors import ct_recipe, single_format
 from llmsize.importer.hf_config import ConfigError, text_part
 from llmsize.importer.modelopt import MODELOPT_ALGOS, mixed_precision
-from llmsize.importer.module_names import PROBE_PREFIXES, checked_names, ignores, layer_parts, probe_suffixes
+from llmsize.importer.module_names import checked_names, ignores, probe_names
 
 DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "half": "fp16", "float": "fp32"}
 
@@ -36,17 +36,6 @@ class Release:
         return {"quant": self.quant, "scope": self.scope, "note": f"from {self.method}"}
 
 
-def _kept_layers(ignore: list, per_layer: list[set[str]], suffixes: tuple[str, ...],
-                 part: str) -> tuple[list[int], int]:
-    """The layers that have `part`, and how many of them the ignore list keeps in 16 bits: a module of the part in
-    that layer, under any name checkpoints of the model's type give it (`suffixes`: module_names.probe_suffixes)
-    and prefix text models and the text part of multimodal ones use (PROBE_PREFIXES), is on the list."""
-    layers = [i for i, parts in enumerate(per_layer) if part in parts]
-    kept = sum(1 for i in layers if any(ignores(ignore, pre.format(i=i) + suf)
-                                        for pre in PROBE_PREFIXES for suf in suffixes))
-    return layers, kept
-
-
 def ignore_release(ignore: list, spec_fields: dict, fid: str,
                    model_type: str | None = None) -> tuple[str, str, list[str]] | None:
     """Which weights an ignore list (module names, globs, regexes after 're:') keeps in 16 bits, read by the module
@@ -56,13 +45,11 @@ def ignore_release(ignore: list, spec_fields: dict, fid: str,
     experts: routed experts only, nvidia's Gemma 4 26B-A4B and GLM-5.1 NVFP4), else a recipe (nvidia's DeepSeek-V3.2
     NVFP4 keeps attention in BF16 but its output projection); None where it keeps every component in most layers.
     The lm_head and embedding stay 16-bit, as under scope linear."""
-    per_layer = layer_parts(spec_fields)
-    present = {p for parts in per_layer for p in parts}
+    cells = probe_names(spec_fields, model_type)
+    present = set(cells)
     recipe, notes = {}, []
-    for part, suffixes in probe_suffixes(model_type).items():
-        layers, kept = _kept_layers(ignore, per_layer, suffixes, part)
-        if not layers:
-            continue
+    for part, layers in cells.items():
+        kept = sum(1 for names in layers if any(ignores(ignore, n) for n in names))
         if 2 * kept <= len(layers):
             recipe[part] = fid
         if 0 < kept < len(layers):
@@ -75,9 +62,9 @@ def ignore_release(ignore: list, spec_fields: dict, fid: str,
     if recipe and set(recipe) in ({"experts"}, mlps):
         scope = "experts" if set(recipe) == {"experts"} else "mlp"
         words = {"attention": "attention", "ssm": "SSM", "shared_experts": "shared experts", "mlp": "dense MLPs"}
-        kept = [w for p, w in words.items() if p in present - set(recipe)]
-        kept = " and ".join(kept) if len(kept) < 3 else ", ".join(kept[:-1]) + " and " + kept[-1]
-        return fid, scope, notes + [f"{kept} kept in 16 bits (ignore list): scope {scope}"]
+        left = [w for p, w in words.items() if p in present - set(recipe)]
+        said = " and ".join(left) if len(left) < 3 else ", ".join(left[:-1]) + " and " + left[-1]
+        return fid, scope, notes + [f"{said} kept in 16 bits (ignore list): scope {scope}"]
     if not recipe:
         return None
     return recipe_format(recipe).id, "all", notes

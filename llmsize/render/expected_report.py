@@ -8,6 +8,7 @@ from rich.console import Console
 
 from llmsize.estimate.expected import RUNTIME_NAMES, ExpectedResult
 from llmsize.estimate.speed import CLASS_WORDS
+from llmsize.units import fmt_bytes
 
 
 def expected_to_dict(r: ExpectedResult) -> dict:
@@ -59,7 +60,7 @@ def render_expected(r: ExpectedResult, plan, c: Console) -> None:
     _terms(c, f"batch-1 step {_ms(total)} = ", [f"{k} {_ms(v)}" for k, v in t.items() if v > 0])
     if e.weight_streams:
         _terms(c, "weights read at", [f"{eta:.2f} of the bandwidth by {CLASS_WORDS.get(cls, cls)} kernels "
-                                       f"({b / 1e9:,.2f} GB)" for cls, eta, b in e.weight_streams])
+                                       f"({fmt_bytes(b)})" for cls, eta, b in e.weight_streams])
     for line in [f"basis: {e.basis}; band = held-out p5-p95.", *(f"note: {n}" for n in e.notes)]:
         _wrapped(c, line, "dim")
 

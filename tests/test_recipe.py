@@ -458,7 +458,7 @@ def test_an_ignore_list_is_read_by_the_module_names_it_takes(tmp_path, hf_quant)
     assert (r.quant, r.scope) == ("attention=nvfp4", "all")
     # every component kept: the checkpoint is its 16-bit dtype, and the note says so
     r = _ignore_import(tmp_path, "meta-llama__Llama-3.1-8B-Instruct.json",
-                       ["re:.*self_attn.*", "re:.*mlp.*"], hf_quant)
+                       ["re:.*mlp\\.(gate|up|down)_proj.*", "re:.*self_attn.*"], hf_quant)
     assert (r.quant, r.scope) == ("bf16", "all")
     assert r.notes[0].startswith("the ignore list keeps every component in 16 bits")
 

@@ -1292,6 +1292,32 @@ def test_vllm_on_rdna_before_its_skinny_gemms_is_skipped(catalog, card, quant, v
     assert not skipped or "skinny GEMMs on RDNA" in got
 
 
+@pytest.mark.parametrize("card, model_id, version, published, test, skipped", [
+    ("mi300x", "llama-3.1-405b", "0.6.3.dev116+g151ef4ef", "2024-10-09", "vllm serve --tensor-parallel-size=8", True),
+    ("mi300x", "llama-3.1-405b", None, "2024-10-09", "vllm serve", True),  # the source's date tells
+    ("mi300x", "llama-3.1-405b", "0.6.5", None, "vllm serve", False),  # no longer turned on on ROCm
+    ("mi300x", "llama-3.1-405b", "0.5.3", None, "vllm serve", False),  # before it was turned on by itself
+    ("mi300x", "llama-3.1-405b", None, "2024-12-20", "vllm serve", False),
+    ("mi300x", "llama-3.1-405b", "0.6.3", None, "vllm serve --enable-chunked-prefill=False", False),
+    ("mi300x", "llama-3.1-405b", "0.6.3", None, "vllm serve --max-model-len 32768", False),
+    ("mi300x", "llama-3.1-405b", "0.6.3", None, "vllm serve --max-model-len 65536", True),
+    ("mi300x", "llama-2-7b", "0.6.3", None, "vllm serve", False),  # 4K of context: never chunked by itself
+    ("h100-sxm", "llama-3.1-405b", "0.6.3", None, "vllm serve", False)])  # CUDA's chunked prefill: flash attention
+def test_vllm_rocm_prompts_chunked_by_default_are_skipped(catalog, card, model_id, version, published, test, skipped):
+    """From vLLM 0.5.4 (PR #6666) chunked prefill turned itself on for a model of more than 32K tokens of context; on
+    ROCm its prompts then ran Triton's prefix-prefill attention instead of flash attention ("a suboptimal triton
+    kernel", PR #11146, which stopped it in 0.6.5). dstack's 405B prompts on 8 x MI300X took 15-20x the predicted
+    time to first token that way: such a prompt row leaves the fit, and one that turned chunked prefill off or
+    capped the context, a short-context model, a later release and a CUDA card stay in it."""
+    from llmsize.catalog.measurement import Row
+    from llmsize.estimate.observed import observe
+
+    row = Row(card=card, model="x", format="BF16", test=test, kind="prefill", batch=1, prompt_tokens=1000,
+              ttft_ms=500.0, verbatim="500.0", runtime_version=version, split="tensor", gpus=8)
+    got = observe(row, "vllm", "s", catalog.model(model_id), catalog.gpu(card), published=published)
+    assert ("prefix-prefill" in got if isinstance(got, str) else False) == skipped, got
+
+
 @pytest.mark.parametrize("card, quant, version, published, skipped", [
     ("strix-halo", "Q4_0", "83bc2f28 (6077)", "2025-08", True), ("strix-halo", "Q4_0", "0253fb21f (9187)", None, False),
     ("strix-halo", "Q4_0", None, "2025-11-28", True), ("strix-halo", "Q4_0", None, "2025-11-29", False),

@@ -251,6 +251,40 @@ LLAMACPP_AMD_MMQ = {  # LLVM target prefix -> (a build known to predate the PR, 
 }
 
 
+# vLLM turned chunked prefill on by itself for a model of more than 32K tokens of context (PR #6666, merged
+# 2024-07-23: "enables chunked prefill by default for long context (>32K) models", 512 tokens a chunk; from 0.5.4, the
+# first release tagged after it), unless the run set --max-model-len to 32K or less or turned it off. On ROCm a chunked
+# prompt's attention ran Triton's prefix-prefill kernel (context_attention_fwd), not flash attention: "chunked prefill
+# is showing poor performance due to a suboptimal triton kernel", and asked whether ROCm flash attention ran, "It's
+# not getting called when chunked prefill is enabled" (PR #11146, merged 2024-12-12, first in 0.6.5, which stopped
+# turning it on on ROCm). dstack's Llama 3.1 405B on 8 x MI300X (vLLM 0.6.3.dev116, `vllm serve` with no
+# --max-model-len, October 2024) took 15-20x the predicted time to first token at 80 to 128,000 tokens, and 2.5-10.9x
+# TGI's on the same machine (dstackai/benchmarks amd/tgi_vs_vllm).
+VLLM_AUTO_CHUNKED = ((0, 5, 4), "2024-07-23")  # its first release, and the day the PR merged
+VLLM_ROCM_UNCHUNKED = ((0, 6, 5), "2024-12-12")  # the first release that no longer turned it on on ROCm, and the merge
+AUTO_CHUNKED_CONTEXT_TOKENS = 32 * 1024
+_CHUNKED_OFF = re.compile(r"enable[-_]chunked[-_]prefill['\"]?\s*[=: ]\s*false|no[-_]enable[-_]chunked[-_]prefill", re.I)
+_MAX_MODEL_LEN = re.compile(r"max[-_]model[-_]len['\"]?\s*[=: ]\s*(\d+)", re.I)
+
+
+def vllm_rocm_auto_chunked_prompt(row: Row, runtime: str, gpu: GpuSpec, model: ModelSpec,
+                                  published: str | None) -> bool:
+    """Whether the row is a vLLM prompt on ROCm that chunked prefill, turned on by itself for a long-context model,
+    sent through Triton's prefix-prefill attention (VLLM_AUTO_CHUNKED to VLLM_ROCM_UNCHUNKED): by its release, else
+    its source's date; not where the row turned chunked prefill off or capped the context at 32K tokens."""
+    if runtime != "vllm" or row.kind != "prefill" or backend(gpu) != "rocm":
+        return False
+    version, text = row.runtime_version or "", _row_text(row)
+    if _CHUNKED_OFF.search(text):
+        return False
+    m = _MAX_MODEL_LEN.search(text)
+    context = int(m.group(1)) if m else model.max_position_embeddings
+    if context <= AUTO_CHUNKED_CONTEXT_TOKENS:
+        return False
+    return not vllm_before(version, published, *VLLM_AUTO_CHUNKED) and vllm_before(version, published,
+                                                                                   *VLLM_ROCM_UNCHUNKED)
+
+
 def llamacpp_amd_prompt_by_blas(row: Row, runtime: str, gpu: GpuSpec, fid: str, published: str | None) -> bool:
     """Whether the row is a llama.cpp prompt of quantized weights on an AMD card, run before MMQ used the card's
     matrix cores (LLAMACPP_AMD_MMQ): by its build, else by its source's date."""
@@ -433,6 +467,10 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
     if llamacpp_amd_prompt_by_blas(row, runtime, gpu, fid, published):
         return ("llama.cpp's prompt before its MMQ kernels used an AMD card's matrix cores (PR #14624, #17156, "
                 "#17576): quantized weights dequantized for rocBLAS, the library's rate, not the build plans predict")
+    if vllm_rocm_auto_chunked_prompt(row, runtime, gpu, model, published):
+        return ("vLLM from 0.5.4 to before 0.6.5 on ROCm, a model of more than 32K tokens: chunked prefill on by itself, "
+                "its prompts' attention through Triton's prefix-prefill kernel, not flash attention (vllm PR #11146), a "
+                "kernel path plans do not predict")
     if row.kind == "prefill" and row.depth_tokens:
         return "prefill after a filled cache (the plan's prefill starts from an empty one)"
     if row.rate_includes_prefill and row.kind == "decode" and (row.prompt_tokens or 0) > INCLUDED_PREFILL_MAX_TOKENS:

@@ -208,3 +208,23 @@ def test_a_models_hugging_face_repo_names_it(catalog, run_cli):
     code, out, err = run_cli("fleet", "meta-llama/Llama-3.1-8B-Instruct", "--users", "10", "--gpus", "h100-sxm",
                              "--json")
     assert code == 0 and json.loads(out)["model"] == "llama-3.1-8b"
+
+
+@pytest.mark.parametrize("typed, card", [
+    ("NVIDIA H200", "h200-sxm"), ("NVIDIA B200", "b200"),  # as nvidia-smi names them
+    ("NVIDIA H100 80GB HBM3", "h100-sxm"),  # nvidia-smi's SXM name, no form factor in it
+    ("NVIDIA H100 SXM5 80GB", "h100-sxm"),  # the catalog's own name, which plan prints in its heading
+    ("AMD Instinct MI300X", "mi300x"), ("h200", "h200-sxm")])
+def test_a_card_is_found_by_the_name_its_vendor_or_driver_gives_it(catalog, typed, card):
+    """A hostile-input pass (2026-12-05) found `--gpu "NVIDIA H200"` refused with `gb300`, `tesla-p40`, `a10`
+    suggested: the ids and aliases did not carry the vendor's spelling. A name that is not an id or alias is read as
+    the driver's is (catalog.match: its model number and qualifiers), and taken where it names one card."""
+    assert catalog.gpu(typed).id == card
+
+
+def test_a_vendor_name_of_several_cards_names_them(catalog):
+    from llmsize.errors import UnknownNameError
+
+    with pytest.raises(UnknownNameError) as e:
+        catalog.gpu("NVIDIA GeForce RTX 5060 Ti")  # sold with 16 and 8 GB
+    assert "`rtx5060ti` (NVIDIA GeForce RTX 5060 Ti 16GB), `rtx5060ti8`" in e.value.message

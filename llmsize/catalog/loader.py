@@ -216,11 +216,18 @@ class Shelf(Generic[T]):
         for alias, stem in names.items():
             if normalize(alias) == norm:
                 return self.load(stem)
+        for entry in self.all():  # suggested by its display name too ("nvidia h2000" is near "NVIDIA H200 SXM 141GB")
+            if getattr(entry, "name", None):
+                names.setdefault(entry.name, entry.id)
         self._unknown(name, names)
 
     def _unknown(self, name: str, names: dict[str, str]):
         by_norm = {normalize(n): names[n] for n in names}
-        close = difflib.get_close_matches(normalize(name)[:200], list(by_norm), n=3, cutoff=0.6)
+        bare = re.sub(rf"^(?:{'|'.join(VENDOR_WORDS)})\W*", "", name.strip(), flags=re.I)  # "NVIDIA H2000" as "H2000"
+        typed = [normalize(t)[:200] for t in dict.fromkeys((name, bare))]
+        close = list(dict.fromkeys(c for t in typed for c in difflib.get_close_matches(t, list(by_norm), n=3,
+                                                                                     cutoff=0.6)))
+        close = sorted(close, key=lambda c: -max(difflib.SequenceMatcher(None, t, c).ratio() for t in typed))[:3]
         ids = list(dict.fromkeys(by_norm[c] for c in close))
         word = WORD[self.kind]
         suggestion = f" Did you mean {', '.join(f'`{i}`' for i in ids)}?" if ids else ""
@@ -228,6 +235,9 @@ class Shelf(Generic[T]):
             f"Unknown {word} `{shown(name)}`.{suggestion}",
             f"Run `{LIST_COMMAND[self.kind]}` to see them all.",
         )
+
+
+VENDOR_WORDS = ("nvidia", "amd", "intel", "apple")  # a name typed as its vendor spells it, for suggestions
 
 
 class Catalog:
@@ -239,7 +249,22 @@ class Catalog:
         self.hosts: Shelf[HostSpec] = Shelf("hosts", self.dirs)
 
     def gpu(self, name: str) -> GpuSpec:
-        return self.hardware.get(name)
+        """A card by its id or an alias, else by the name its vendor or driver gives it ("NVIDIA H200", "NVIDIA H100
+        80GB HBM3", the catalog's own "NVIDIA H100 SXM5 80GB"): the one card whose model number and qualifiers it
+        carries (catalog.match), refused in one line where it names several."""
+        try:
+            return self.hardware.get(name)
+        except UnknownNameError:
+            from llmsize.catalog.match import gpu_candidates
+
+            found = gpu_candidates(name, self.hardware.all())
+            if len(found) == 1:
+                return found[0]
+            if not found:
+                raise
+            raise UnknownNameError(f"`{shown(name)}` names {len(found)} cards: "
+                                   f"{', '.join(f'`{g.id}` ({g.name})' for g in found)}.",
+                                   "Name one of them by its id.") from None
 
     def model(self, name: str) -> ModelSpec:
         return self.models.get(name)

@@ -318,6 +318,9 @@ def plan(
     if prompt is not None and context is not None and prompt > context:
         raise InvalidValueError(f"--prompt {prompt:,} is longer than --context {context:,}: the context holds the "
                                 "prompt and the answer.", "Give a --prompt within --context.")
+    if emit is not None and fmt != "table":
+        raise InvalidValueError(f"--emit {emit} prints launch lines: it does not combine with --format or --json.",
+                                "Run --emit on its own, and the report in a second command.")
     if emit is not None and levers:
         raise InvalidValueError(f"--emit {emit} prints launch lines, --levers a report: one at a time.",
                                 "Run --levers on its own, and --emit in a second command.")
@@ -383,7 +386,7 @@ def plan(
 
     wired = _gb_bytes(wired_limit_gb)  # --wired-limit-gb is in GB (10^9 B)
     if context is None:
-        context, why = (ollama_default_context(g, m, wired) if engine == "ollama" else (DEFAULT_CONTEXT, None))
+        context, why = (ollama_default_context(g, m, wired) if engine == "ollama" else _default_context(m))
         notes += [why] if why else []
         if prompt is not None and prompt > context:
             raise InvalidValueError(f"--prompt {prompt:,} is longer than --context {context:,} (its default): the "
@@ -657,6 +660,15 @@ def _one_format(as_json: bool, fmt: str) -> str:
     return "json" if as_json else fmt
 
 
+def _default_context(m) -> tuple[int, str | None]:
+    """The context a plan sizes when --context is not given: DEFAULT_CONTEXT, or the model's own where it is shorter
+    (engines refuse a longer one), with a note saying so."""
+    if m.max_position_embeddings >= DEFAULT_CONTEXT:
+        return DEFAULT_CONTEXT, None
+    return m.max_position_embeddings, (f"--context defaults to the model's {m.max_position_embeddings:,} tokens (its "
+                                       f"max_position_embeddings), under the usual {DEFAULT_CONTEXT:,}")
+
+
 def _gib_bytes(gib: float | None) -> float | None:
     """An option given in GiB, in bytes; None where it was not given."""
     return None if gib is None else gib * GiB
@@ -820,7 +832,10 @@ def compare(
       llmsize compare qwen3-30b-a3b --prices prices.yaml --sort tok_s_per_kcurrency --format csv
     """
     fmt = _one_format(as_json, fmt)
-    context = DEFAULT_CONTEXT if context is None else context
+    if sort in ("price", "tok_s_per_kcurrency") and prices is None:
+        raise InvalidValueError(f"--sort {sort} ranks by the prices --prices reads, and none were given (none are "
+                                "shipped).", f"Add --prices prices.yaml (`prices:` card id -> price), or sort by "
+                                "another column.")
     from llmsize.estimate.expected import check_backend
 
     check_backend(gpu_backend, runtime)  # before any work: Vulkan under a runtime without one
@@ -832,6 +847,7 @@ def compare(
     im = _import_source(model, hub, estimate_only, hub_file, command="compare")
     _warn(im)
     m = im.spec if im is not None else cat.model(model)
+    context = _default_context(m)[0] if context is None else context
     check_backend(gpu_backend, runtime, fmt_id=quant or m.release.quant)
     if runtime:  # one runtime for every row: a cache it cannot store sizes nothing it runs
         from llmsize.estimate.expected import resolve_runtime

@@ -190,6 +190,26 @@ def test_console_script_runs():
     assert json.loads(r.stdout)["gpu"]["id"] == "rtx5060ti"
 
 
+def test_the_default_context_is_the_models_where_it_is_shorter(run_cli):
+    """TinyLlama's 2,048 tokens are under the 4,096 default: the plan sized 4,096 and warned about its own default,
+    and `--emit llama-server` printed -c 4096 where `--emit vllm` clamped to 2048 (a hostile-input pass, 2026-12-05).
+    Now the default is the model's, said in a note; compare titles it."""
+    import json
+    code, out, err = run_cli("plan", "tinyllama-1.1b", "--gpu", "rtx4080", "--json")
+    assert code == 0, err
+    p = json.loads(out)
+    assert p["inputs"]["context_tokens"] == 2048
+    assert any("--context defaults to the model's 2,048 tokens" in n for n in p["notes"])
+    assert not any("beyond the model's" in n for n in p["notes"])
+    code, out, err = run_cli("plan", "tinyllama-1.1b", "--gpu", "rtx4080", "--quant", "gguf-q4_k_m", "--emit",
+                             "llama-server")
+    assert code == 0 and " -c 2048 " in out, out
+    code, out, err = run_cli("compare", "tinyllama-1.1b", "--gpus", "rtx4080", "--json")
+    assert code == 0 and json.loads(out)["inputs"]["context_tokens"] == 2048, out[:300]
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx4080", "--json")  # 131,072: the usual 4,096
+    assert json.loads(out)["inputs"]["context_tokens"] == 4096
+
+
 def test_context_beyond_the_model_limit_is_flagged(run_cli):
     import json
     code, out, err = run_cli("plan", "llama-2-7b", "--gpu", "h100", "--context", "8192", "--json")

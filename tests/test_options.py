@@ -127,6 +127,14 @@ def test_typos_in_closed_sets_are_errors_not_empty_tables(run_cli, args, needle)
     (["plan", "llama-3-8b", "--gpu", "rtx4090", "--emit", "llama-server", "--tp", "2"], "--emit llama-server: "),
     (["plan", "llama-3-8b", "--gpu", "rtx4090", "--emit", "ollama", "--pp", "2"], "--emit ollama: "),
     # a hostile-input pass (2026-12-05): launch lines, ledgers and figures of what the engine would not run
+    (["plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--json", "--emit", "vllm"],
+     "--emit vllm prints launch lines: it does not combine with --format or --json"),  # printed the line, exit 0
+    (["plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--format", "html", "--emit", "llama-server"],
+     "does not combine with --format or --json"),
+    (["compare", "gemma-4-12b", "--sort", "price"], "--sort price ranks by the prices --prices reads"),  # sorted
+    (["compare", "gemma-4-12b", "--sort", "tok_s_per_kcurrency", "--format", "csv"], "Add --prices"),  # by name
+    (["plan", "llama-3.1-8b", "--gpu", "NVIDIA A100"], "`NVIDIA A100` names 2 cards: `a100-40gb-sxm`"),
+    (["plan", "llama-3.1-8b", "--gpu", "nvidia h2000"], "Did you mean `h200-sxm`"),  # offered gb300, tesla-p40
     (["plan", "llama-3.1-70b", "--gpu", "rtx4080", "--emit", "vllm"], "vLLM would not start. Use --tp 4 --pp 3"),
     (["plan", "llama-3.1-8b", "--gpu", "h100", "--kv-dtype", ""], "'--kv-dtype': it is empty"),
     (["fleet", "llama-3.1-8b", "--users", "10", "--gpus", "gaudi3"], "No runtime here is fitted on these cards"),

@@ -9,7 +9,7 @@ connection after `after` tokens), "eos" (finish_reason stop after `after` tokens
 "huge_usage" (usage claims 10^30 output tokens), "endless" (three times max_tokens), "comments" (keep-alive comments
 only, after `after` tokens, for 3 s), "rot13" (names a charset it does not use), "empty_first" (an empty chunk
 at once, the first token after ttft_s), "tiny_usage" (usage says every prompt is 1 token), "stall_probes" (every
-GET but /v1/models waits 6 s before it answers).
+GET but /v1/models waits 6 s before it answers), "redirect" (answers completions with a 302 elsewhere).
 `engine` picks what it looks like: "vllm" (owned_by vllm, /version, vLLM's /metrics), "llamacpp" (owned_by
 llamacpp, /props, /slots, timings in the last chunk, llama-server's /metrics), "ollama" (owned_by library,
 /api/version, /api/show), or "plain" (owned_by nobody, nothing else).
@@ -129,6 +129,12 @@ class FakeServer:
                     return self._json(404, {"error": {"message": f"The model `{body.get('model')}` does not exist."}})
                 if b.mode == "http500":
                     return self._json(500, {"error": {"message": "CUDA out of memory"}})
+                if b.mode == "redirect":  # a proxy that sends the client elsewhere
+                    self.send_response(302)
+                    self.send_header("Location", "http://127.0.0.1:9/v1/completions")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return None
                 prompt = _prompt_tokens(body.get("prompt", ""))
                 want = int(body.get("max_tokens") or 16)
                 usage = None if b.mode == "no_usage" else {"prompt_tokens": 1 if b.mode == "tiny_usage" else prompt}

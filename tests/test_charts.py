@@ -10,7 +10,7 @@ def test_roofline_points_are_the_plan_steps(catalog):
     m, g = catalog.model("gemma-4-12b"), catalog.gpu("rtx5060ti")
     r = roofline(m, g, PlanInputs(), max_batch=64)
     labels = [p.label for p in r.points]
-    assert labels[:7] == [f"decode b={b}" for b in (1, 2, 4, 8, 16, 32, 64)] and labels[-1] == "prefill 4,096"
+    assert labels[:7] == [f"decode b={b}" for b in (1, 2, 4, 8, 16, 32, 64)] and labels[-1] == "prefill of 4,096 tokens"
     b1 = r.points[0]
     # batch-1 decode: attainable FLOP/s = FLOPs / (bytes / bandwidth) = intensity x bandwidth (memory-bound)
     assert b1.bound == "memory"

@@ -94,7 +94,7 @@ def test_estimate_only_plans_from_the_config_and_says_so_first(run_cli, tmp_path
     code, out, err = run_cli("plan", str(folder), "--gpu", "rtx3090", "--estimate-only")
     assert code == 0, err
     warning = out.split("llmsize plan:")[0]  # before the title: the first thing a user reads
-    assert warning.startswith("Warning: Planned from config.json alone (--estimate-only)") and "missing" in warning
+    assert warning.startswith("Warning: Sized from config.json alone (--estimate-only)") and "missing" in warning
     code, out, err = run_cli("plan", str(folder), "--gpu", "rtx3090", "--estimate-only", "--json")
     d = json.loads(out)
     assert d["warnings"] and d["weights"]["bytes_total"] > 14e9  # 7.25 B parameters in bf16

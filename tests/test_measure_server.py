@@ -185,12 +185,15 @@ def test_several_tokens_a_chunk_is_flagged(run_cli):
     ("malformed", (), "a chunk is not JSON"),
     ("close", (), "the connection closed after 3 chunk(s)"),
     ("not_stream", (), "the answer is not a stream"),
+    ("redirect", (), "HTTP 302"),
 ])
 def test_a_misbehaving_server_is_one_line_and_no_file(run_cli, tmp_path, mode, args, words):
     save = tmp_path / "run.json"
     code, out, err, _ = _measure(run_cli, Behaviour(mode=mode), *args, "--save", str(save))
     assert_one_line_error(code, err)
-    assert words in err and "concurrency 1, stream 1" in err or mode == "http500" and words in err
+    assert words in err and "concurrency 1, stream 1" in err or mode in ("http500", "redirect") and words in err
+    # a redirect is not followed, and the advice says so rather than to lower the load
+    assert mode != "redirect" or "redirects are not followed" in err and "lower --context" not in err
     assert not save.exists() and list(tmp_path.iterdir()) == []
 
 
@@ -444,3 +447,21 @@ def test_a_servers_own_timings_are_kept_only_where_they_are_rates():
     t = _timings(streams)
     assert t["prompt_tok_s"]["median"] == 900.0 and t["decode_tok_s"]["median"] == 45.0
     assert _timings([SimpleNamespace(timings={"prompt_per_second": -1.0, "predicted_per_second": 0})]) is None
+
+
+@pytest.mark.parametrize("engine, args, told", [
+    ("vllm", ("--context", "32700", "--tokens", "100"), "max_model_len (GET /v1/models) of 32,768 tokens"),
+    ("llamacpp", ("--context", "8100", "--tokens", "100"), "context a slot (n_ctx, GET /props) of 8,192 tokens")])
+def test_a_prompt_past_the_servers_context_is_refused_before_any_timed_request(run_cli, tmp_path, engine, args, told):
+    """The fake vLLM lists max_model_len 32768 in /v1/models, the fake llama-server n_ctx 8192 a slot in /props: a
+    prompt and answer longer than that would be refused by the server, so the run stops first, sends no completion
+    and writes no --save file; 32,668 + 100 fits and runs."""
+    out_file = tmp_path / "run.json"
+    code, out, err, s = _measure(run_cli, Behaviour(engine=engine), *args, "--save", str(out_file))
+    assert_one_line_error(code, err)
+    assert f"--context {int(args[1]):,} + --tokens 100 is past the server's {told}" in err
+    assert f"Lower --context to {(32768 if engine == 'vllm' else 8192) - 100:,} or less" in err
+    assert not s.b.requests and not out_file.exists()
+    code, out, err, _ = _measure(run_cli, Behaviour(engine="vllm"), "--context", "32668", "--tokens", "100",
+                                 "--concurrency", "1", "--rounds", "1")
+    assert code == 0, err

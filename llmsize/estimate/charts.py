@@ -61,7 +61,7 @@ def roofline(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs, max_batch: int 
         points.append(Point(f"decode b={b}", s.flops / s.bytes_total, s.flops / s.step_time_s, s.bound))
     pre = base.prefill
     if pre.ttft_s:
-        points.append(Point(f"prefill {base.prompt_tokens:,}", pre.flops / pre.bytes, pre.flops / pre.ttft_s,
+        points.append(Point(f"prefill of {base.prompt_tokens:,} tokens", pre.flops / pre.bytes, pre.flops / pre.ttft_s,
                             pre.bound or "compute"))
     return Roof(gpu, gpu.bandwidth_bytes_per_s, base.peak.flop_per_s, base.peak.precision, points)
 

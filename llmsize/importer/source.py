@@ -84,7 +84,7 @@ def build(raw: dict, hf_quant: dict | None, cfg_where: str, quant_where: str, fo
             raise PartialCheckpoint(problem, "Download every shard, or pass --estimate-only to plan from "
                                     "config.json alone.")
         if problem:
-            out.warnings.append(f"Planned from config.json alone (--estimate-only), not from the files: {problem}")
+            out.warnings.append(f"Sized from config.json alone (--estimate-only), not from the files: {problem}")
             return out
         out.exact = exact
         out.spec = spec.model_copy(update={
@@ -132,7 +132,7 @@ def import_model(path: str | Path, read_headers: bool = True, estimate_only: boo
         except PartialCheckpoint as e:
             if not estimate_only:
                 raise
-            warning = f"Planned from config.json alone (--estimate-only), not from the files: {e.message}"
+            warning = f"Sized from config.json alone (--estimate-only), not from the files: {e.message}"
     # a model's folder names it; a config file saved under another name (org__name.json) names it by its stem
     label = folder.name if cfg_path.name == "config.json" else cfg_path.stem
     out = build(raw, hf_quant, str(cfg_path), str(hq_path if hf_quant is not None else cfg_path), label,

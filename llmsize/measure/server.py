@@ -232,6 +232,8 @@ class ServerClient:
             return "Pass the server's key with --api-key (or LLMSIZE_API_KEY)."
         if status == 404:
             return "Check the URL and --model (the server lists its models at /v1/models)."
+        if 300 <= status < 400:
+            return "Give --server the address the server answers at itself (redirects are not followed)."
         return "Check the server's log; lower --context, --tokens or --concurrency if it is out of room."
 
     def _transport(self, e, path: str) -> ServerError:

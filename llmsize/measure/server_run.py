@@ -341,6 +341,7 @@ def measure_server(o: ServerOptions, progress=None, cat=None, gpu=None) -> dict:
     client = ServerClient(o.url, o.api_key, o.timeout_s)
     tick("server")
     served = _served(client, o)
+    check_room(o, client, served)
     tick("prompt length", 0, 1)
     words, told = fit_prompt(client, served.model, o.context)
     tick("prompt length", 1, 1)
@@ -356,6 +357,21 @@ def measure_server(o: ServerOptions, progress=None, cat=None, gpu=None) -> dict:
     result = _result(o, client, served, rows, told, prompt, first_seed, predicted)
     _fractions(result)
     return result
+
+
+def check_room(o: ServerOptions, client: ServerClient, served: _Served) -> None:
+    """Refuse, before any request is timed, a prompt and answer longer than the server says a request may be: vLLM's
+    and SGLang's max_model_len in /v1/models, llama-server's context a slot (its /props)."""
+    said = [(_count(served.entry.get("max_model_len")), "max_model_len (GET /v1/models)")]
+    if served.props is not None:
+        gen = served.props.get("default_generation_settings") or {}
+        said.append((_count(gen.get("n_ctx")) if isinstance(gen, dict) else None, "context a slot (n_ctx, GET /props)"))
+    for limit, what in said:
+        if limit is not None and o.context + o.tokens > limit:
+            raise InvalidValueError(f"--context {o.context:,} + --tokens {o.tokens:,} is past the server's {what} "
+                                    f"of {limit:,} tokens: it would refuse the requests.",
+                                    f"Lower --context to {limit - o.tokens:,} or less." if limit > o.tokens else
+                                    f"Lower --tokens below {limit:,}, and --context with it.")
 
 
 def _served(client: ServerClient, o: ServerOptions) -> _Served:

@@ -39,7 +39,7 @@ def roofline_text(model_name: str, roofs, width: int = 100) -> str:
     lines = [text]
     for r in roofs:
         ridge = f"ridge {r.ridge_flop_per_byte:,.0f} FLOP/byte" if r.ridge_flop_per_byte else "peak unknown"
-        pts = ", ".join(f"{p.label} at {p.intensity_flop_per_byte:,.1f} ({p.bound})" for p in r.points
+        pts = ", ".join(f"{p.label} at {p.intensity_flop_per_byte:,.1f} FLOP/byte ({p.bound})" for p in r.points
                         if p.label.startswith("prefill") or p.label.endswith(("b=1", "b=64", "b=1024")))
         lines += textwrap.wrap(f"{r.gpu.id}: {r.bandwidth_bytes_per_s / 1e9:,.0f} GB/s, "
                                f"{(r.peak_flop_per_s or 0) / 1e12:,.0f} TFLOPS {r.precision or ''}, {ridge}; {pts}",

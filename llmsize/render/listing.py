@@ -47,8 +47,8 @@ def render_gpus(gpus: list[GpuSpec], console) -> None:
         t.add_row(g.id, g.vendor, f"{g.memory_bytes / GiB:.4g}", _num(g.bandwidth_gb_s),
                   _num(tf.bf16), _num(tf.fp8), _num(tf.fp4), _num(g.tdp_w), str(g.year))
     print_rich(console, t)
-    console.print(f"{len(gpus)} cards. VRAM in GiB (2^30 B), as plan sizes it: a vendor's \"24 GB\" card holds 24 GiB "
-                  "of devices; GB/s decimal (10^9 B/s). `llmsize show ID` for sources.", style="dim")
+    console.print(f"{len(gpus)} cards. VRAM in GiB (2^30 B), as plan sizes it: a vendor's \"24 GB\" card's memory chips "
+                  "hold 24 GiB; GB/s decimal (10^9 B/s). `llmsize show ID` for sources.", style="dim")
 
 
 def render_models(models: list[ModelSpec], console) -> None:

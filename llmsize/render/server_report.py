@@ -25,7 +25,7 @@ def render_server(r: dict, c: Console) -> None:
     s, run, pred = r["server"], r["run"], r["predicted"]
     engine = s.get("engine_name") or "unknown engine"
     version = f" {s['version']}" if s.get("version") else ""
-    c.print(Text.assemble(("llmsize measure --server", "bold"), "  " + printable(s["url"])))
+    c.print(Text.assemble(("llmsize measure --server", "bold"), ": " + printable(s["url"])))
     rows = [("server", f"{engine}{version} (told by {s['engine_told_by']})"),
             ("model", printable(str(s["model"])) + (f" (max_model_len {s['max_model_len']:,})"
                                                      if s.get("max_model_len") else ""))]
@@ -40,8 +40,9 @@ def render_server(r: dict, c: Console) -> None:
                                                                " (~1 a word: the server reports no usage)")),
              ("output per request", f"{run['tokens_requested']:,} tokens, "
                                     + ("forced (ignore_eos)" if run["output_forced"] else "not forced (see notes)")),
-             ("levels", ", ".join(str(x) for x in run["concurrency"]) + f" streams at once, {run['rounds']} "
-                                                                         f"request(s) each")]
+             ("levels", ", ".join(str(x) for x in run["concurrency"])
+              + (" stream" if run["concurrency"] == [1] else " streams") + f" at once, {run['rounds']} "
+              + ("request" if run["rounds"] == 1 else "requests") + " each")]
     kv(c, rows, 28)
 
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="Measured (p50/p90 over requests and tokens)",

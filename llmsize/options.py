@@ -126,8 +126,9 @@ JsonOpt = Annotated[bool, _opt("--json", help="Print one JSON object instead of 
 PlanFormatOpt = Annotated[str, _opt("--format", help="table, json (as --json) or html (one self-contained page on "
                                     "stdout: the report, key figures, roofline and KV charts).",
                                     callback=choice(("table", "json", "html")))]
-GpuOpt = Annotated[str, _opt("--gpu", "-g", help="Card id or alias (see `llmsize gpus`), or `local`: this "
-                              "machine's, detected offline (NVML, lspci/sysfs, sysctl).")]
+GpuOpt = Annotated[str, _opt("--gpu", "-g", help="Card id or alias (see `llmsize gpus`), the name its vendor or "
+                              "nvidia-smi gives it (\"NVIDIA H200\"), or `local`: this machine's, detected offline "
+                              "(NVML, lspci/sysfs, sysctl).")]
 GpusOpt = Annotated[Optional[list[str]], _opt("--gpu", "-g", help="Card id; repeat for several.", show_default=False)]
 GpuListOpt = Annotated[Optional[str], _opt("--gpus", help="Comma-separated card ids; default: every card.",
                                            show_default=False)]

@@ -89,6 +89,10 @@ def test_prices_give_tok_s_per_currency(run_cli, tmp_path):
     ("prices: {rtx9999: 10}", "rtx9999"),
     ("prices: {rtx5090: -3}", "price of `rtx5090` is -3"),
     ("[1, 2]", "expected a mapping with a `prices:`"),
+    ("prices: {}", "`prices:` is empty"),  # said "expected a mapping with a `prices:` mapping"
+    # the hourly prices fleet reads are checked by compare too: one file, one verdict (compare took a -1 fleet refused)
+    ("prices: {rtx5090: 10}\nhourly: {rtx5090: -1}", "price of `rtx5090` is -1"),
+    ("prices: {rtx5090: 10}\nhourly: [1]", "`hourly:` is not a mapping"),
 ])
 def test_bad_price_files(run_cli, tmp_path, content, needle):
     f = tmp_path / "p.yaml"

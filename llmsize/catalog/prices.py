@@ -25,8 +25,10 @@ def load_prices(path: Path, catalog, key: str = "prices") -> tuple[str, dict[str
     """(currency, card id -> price of one card, or of one card-hour with key="hourly"). Every value is checked: a
     finite positive number, a known card, each card once (an alias and its id are the same card)."""
     data = read_yaml(path, "--prices")
-    if not isinstance(data, dict) or not isinstance(data.get(key), dict) or not data[key]:
-        what = "card id -> price" if key == "prices" else "card id -> price of one card-hour"
+    what = "card id -> price" if key == "prices" else "card id -> price of one card-hour"
+    if isinstance(data, dict) and data.get(key) == {}:
+        raise CatalogError(f"--prices `{path}`: `{key}:` is empty.", f"Give it {what} for the cards asked about.")
+    if not isinstance(data, dict) or not isinstance(data.get(key), dict):
         raise CatalogError(f"--prices `{path}`: expected a mapping with a `{key}:` mapping of {what}.",
                            "See `llmsize compare --help` / `llmsize fleet --help` for the format.")
     unknown = sorted(str(k) for k in data if k not in ("currency", "prices", "hourly"))
@@ -42,9 +44,20 @@ def load_prices(path: Path, catalog, key: str = "prices") -> tuple[str, dict[str
             not all(ch.isalnum() or ch in " $.-" or unicodedata.category(ch) == "Sc" for ch in currency):
         raise CatalogError(f"--prices `{path}`: currency {str(currency)[:40]!r} is not a short label (letters, "
                            "digits and currency signs, at most 16).", "Use a label such as EUR or USD.")
+    for other in ("prices", "hourly"):  # the section not asked for is checked too: one file, one verdict
+        if other != key and other in data:
+            if not isinstance(data[other], dict):
+                raise CatalogError(f"--prices `{path}`: `{other}:` is not a mapping of card id -> price.",
+                                   "See `llmsize compare --help` / `llmsize fleet --help` for the format.")
+            _section(path, data[other], other, catalog)
+    return currency, _section(path, data[key], key, catalog)
+
+
+def _section(path: Path, section: dict, key: str, catalog) -> dict[str, float]:
+    """One section of the file (prices or hourly), card id -> price, each value checked."""
     out: dict[str, float] = {}
     named: dict[str, str] = {}
-    for name, value in data[key].items():
+    for name, value in section.items():
         label = str(name)[:60]
         try:
             number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
@@ -64,4 +77,4 @@ def load_prices(path: Path, catalog, key: str = "prices") -> tuple[str, dict[str
             raise CatalogError(f"--prices `{path}`: `{label}` and `{named[gpu.id]}` are the same card "
                                f"({gpu.id}).", "Keep one price per card.")
         out[gpu.id], named[gpu.id] = number, label
-    return currency, out
+    return out

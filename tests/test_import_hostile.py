@@ -196,3 +196,15 @@ def test_class_defaults_taken_are_named(tmp_path):
     im = import_model(CONFIGS / "google__gemma-3-27b-it.json")
     assert im.spec.vocab_size == 262208
     assert any("vocab_size = 262208" in n for n in im.notes)
+
+
+def test_a_folder_name_of_escape_sequences_reaches_no_terminal_raw(run_cli, tmp_path):
+    """A config without `_name_or_path` is named after its folder: an ESC in that name went to the terminal as it
+    was (a hostile-input pass, 2026-12-05), where the config's own strings were escaped."""
+    folder = tmp_path / "evil\x1b[31mRED"
+    folder.mkdir()
+    cfg = {k: v for k, v in MISTRAL_V03.items() if k != "_name_or_path"}
+    (folder / "config.json").write_text(json.dumps(cfg))
+    code, out, err = run_cli("plan", str(folder), "--gpu", "h100", "--estimate-only")
+    assert code == 0, err
+    assert "\x1b" not in out + err and "evil\\x1b[31mRED on" in out

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from llmsize import files
 from llmsize.catalog.schema import ModelSpec
+from llmsize.errors import printable
 from llmsize.importer.hf_config import BAD_VALUE, ConfigError, map_config, slug, text_part
 from llmsize.importer.quant_config import Release, release_from
 from llmsize.importer.safetensors_header import PartialCheckpoint
@@ -58,7 +59,8 @@ def build(raw: dict, hf_quant: dict | None, cfg_where: str, quant_where: str, fo
         raise ConfigError(f"{quant_where}: the quantization config has an unexpected value "
                           f"({e.__class__.__name__}: {e}).") from None
     text = text_part(raw)
-    name = str(raw.get("_name_or_path") or text.get("_name_or_path") or folder_name or "imported-model")
+    # a folder's name is a user's value like the config's: shown, never sent raw to a terminal (an escape sequence)
+    name = printable(str(raw.get("_name_or_path") or text.get("_name_or_path") or folder_name or "imported-model"))
     model_type = str(text.get("model_type") or raw.get("model_type") or "unknown")
     hf_repo = name if name.count("/") == 1 and not name.startswith((".", "/")) else None
     try:

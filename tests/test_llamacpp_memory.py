@@ -999,3 +999,18 @@ def test_a_fit_that_fails_only_on_the_staged_weights_says_how_to_fit(run_cli):
     assert "nothing fits in" in flat and "--ubatch-size 16 (below its 32 tokens) or llama.cpp's --no-op-offload" in flat
     assert "no split fits while the GPU stages host weights" in flat
 
+
+
+def test_a_plan_at_llama_cpps_slot_limit_says_why_it_stops_there(run_cli):
+    """Qwen3 0.6B Q4_K_M on an H100 at 512 tokens: the memory holds thousands of sequences, llama.cpp's context 256
+    (n_seq_max <= 256 in llama-context.cpp): the plan printed 256 without saying where it came from (a hostile-input
+    pass, 2026-12-05). At 4,096 tokens the memory's 177 is the limit, and no note."""
+    code, out, err = run_cli("plan", "qwen3-0.6b", "--gpu", "h100", "--quant", "gguf-q4_k_m", "--engine", "llamacpp",
+                             "--context", "512", "--json")
+    assert code == 0, err
+    p = json.loads(out)
+    assert p["capacity"]["max_concurrent_sequences"] == 256
+    assert any("at most 256 in a context (its n_seq_max)" in n for n in p["notes"])
+    code, out, err = run_cli("plan", "qwen3-0.6b", "--gpu", "h100", "--quant", "gguf-q4_k_m", "--engine", "llamacpp",
+                             "--json")
+    assert not any("n_seq_max" in n for n in json.loads(out)["notes"])

@@ -27,7 +27,7 @@ from llmsize.estimate.diagnosis import Diagnosis, diagnose
 from llmsize.estimate.flops import ComputePeak, compute_peak
 from llmsize.estimate.kv import KvBytes, check_context, kv_bytes, mla_mixers
 from llmsize.estimate.kv_policy import KvPolicy, capped_model
-from llmsize.estimate.llamacpp_budget import cache_types, plan_ledger_budget
+from llmsize.estimate.llamacpp_budget import LLAMA_MAX_SEQ, cache_types, plan_ledger_budget
 from llmsize.estimate.parallel import (
     DEFAULT_GPUS_PER_NODE,
     DEFAULT_NODE_LINK_GB_S,
@@ -385,6 +385,9 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
                                scores)
     if ledger is not None and policy is None:  # its longest context and slots, its sliding caches' padding too
         ctx, seqs = ledger.longest, ledger.sequences
+        if seqs >= LLAMA_MAX_SEQ:
+            notes.append(f"sequences: llama.cpp holds at most {LLAMA_MAX_SEQ} in a context (its n_seq_max), "
+                         "however many more the memory would")
     else:  # the longest context: one sequence's cache; under a budget policy its whole prompt's, held until
         # evicted; without flash attention, a context's prompt (the whole context unless --prompt) holds its scores
         grows = not inputs.flash_attn and inputs.prompt_tokens is None and ledger is None

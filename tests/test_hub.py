@@ -134,6 +134,14 @@ def test_unreachable_endpoint(run_cli, monkeypatch):
     assert code == 2 and "cannot reach http://127.0.0.1:9" in err
 
 
+@pytest.mark.parametrize("endpoint", ["notaurl", "ftp://x", "http://", "https:// spaced"])
+def test_an_endpoint_that_is_no_url_is_refused_before_any_request(run_cli, monkeypatch, endpoint):
+    """HF_ENDPOINT=notaurl said "cannot reach :// (redirected there by notaurl)" (a hostile-input pass, 2026-12-05)."""
+    monkeypatch.setenv("HF_ENDPOINT", endpoint)
+    code, out, err = run_cli("plan", "--hub", "acme/tiny", "--gpu", "h200")
+    assert code == 2 and f"HF_ENDPOINT `{endpoint}` is not an http(s) URL" in err and len(err.splitlines()) == 1
+
+
 def test_gated_repo_needs_hf_token(hub, run_cli, monkeypatch):
     tiny_llama_folder(hub.root / "acme" / "gated", "bf16")
     hub.token = "hf_secret"

@@ -47,6 +47,10 @@ class _Client:
             raise LlmsizeError("--hub needs huggingface_hub, which is not installed.", HUB_HINT) from None
         self.repo, self.revision = repo, revision
         self.endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+        if not re.fullmatch(r"https?://[^/\s?#]+(/\S*)?", self.endpoint):  # before any request: "notaurl" was
+            # reported as "cannot reach ://"
+            raise InvalidValueError(f"HF_ENDPOINT `{shown(os.environ['HF_ENDPOINT'], 80)}` is not an http(s) URL.",
+                                    "Set it to the server's address (https://huggingface.co by default), or unset it.")
         self._url, self._headers, self._session = hf_hub_url, build_hf_headers(), get_session()
 
     def url(self, filename: str) -> str:

@@ -18,6 +18,7 @@ from llmsize.errors import ExitStatus, InvalidValueError, LlmsizeError, printabl
 from llmsize.options import (
     DEFAULT_CONTEXT,
     FallbackOpt,
+    Fp4KernelOpt,
     ApiKeyOpt,
     ConcurrencyOpt,
     PlanModelOpt,
@@ -281,6 +282,7 @@ def plan(
     fit: LlamaFitOpt = False,
     runtime: RuntimeOpt = None,
     gpu_backend: BackendOpt = None,
+    fp4_kernel: Fp4KernelOpt = None,
     calibrate: CalibrateOpt = None,
     estimate_only: EstimateOnlyOpt = False,
     levers: LeversOpt = False,
@@ -309,7 +311,7 @@ def plan(
     if not gpu:
         raise InvalidValueError("Missing option --gpu.", "Name a card: `llmsize gpus` lists them.")
     fmt = _one_format(as_json, fmt)
-    from llmsize.estimate.expected import check_backend
+    from llmsize.estimate.expected import check_backend, check_fp4_kernel
 
     check_backend(gpu_backend, runtime or engine)  # before any work: Vulkan under a runtime without one
     policy = parse_kv_policy(kv_policy)
@@ -321,6 +323,9 @@ def plan(
     if emit is not None and fmt != "table":
         raise InvalidValueError(f"--emit {emit} prints launch lines: it does not combine with --format or --json.",
                                 "Run --emit on its own, and the report in a second command.")
+    if emit == "sglang" and fp4_kernel == "marlin":
+        raise InvalidValueError("--fp4-kernel marlin with --emit sglang: no SGLang launch flag for it is known here "
+                                "(vLLM's is --linear-backend marlin).", "Use --emit vllm, or drop --fp4-kernel.")
     if emit is not None and levers:
         raise InvalidValueError(f"--emit {emit} prints launch lines, --levers a report: one at a time.",
                                 "Run --levers on its own, and --emit in a second command.")
@@ -444,9 +449,11 @@ def plan(
                         node_link_gb_s=node_link_gb_s,
                         wired_limit_bytes=wired, kv_policy=policy,
                         spec=parse_spec(spec, cat), flash_attn=attention_fused,
-                        runtime=plan_runtime, llamacpp=llama_options, backend=gpu_backend)
+                        runtime=plan_runtime, llamacpp=llama_options, backend=gpu_backend,
+                        fp4_kernel=fp4_kernel)
     p = make_plan(m, g, inputs, exact=exact, notes=notes, warnings=warnings)
     check_backend(gpu_backend, plan_runtime, p)  # the plan's runtime on this card
+    check_fp4_kernel(p, plan_runtime)
     served = engine if engine in ("vllm", "sglang", "trtllm") else emit if emit in ("vllm", "sglang") else None
     if served:  # a serving engine's ledger or launch line for a card it does not run on (Apple, Intel Arc)
         from llmsize.estimate.expected import not_on
@@ -834,7 +841,7 @@ def compare(
     fmt = _one_format(as_json, fmt)
     if sort in ("price", "tok_s_per_kcurrency") and prices is None:
         raise InvalidValueError(f"--sort {sort} ranks by the prices --prices reads, and none were given (none are "
-                                "shipped).", f"Add --prices prices.yaml (`prices:` card id -> price), or sort by "
+                                "shipped).", "Add --prices prices.yaml (`prices:` card id -> price), or sort by "
                                 "another column.")
     from llmsize.estimate.expected import check_backend
 

@@ -329,6 +329,11 @@ RuntimeOpt = Annotated[Optional[str], _opt("--runtime", help="Expected speed in 
                                            show_default=False)]
 
 BACKEND_CHOICES = ("cuda", "rocm", "metal", "vulkan")
+Fp4KernelOpt = Annotated[Optional[str], _opt("--fp4-kernel", help="FP4 weights' kernel under vLLM or SGLang on an "
+                                             "NVIDIA card: native (FP4 tensor cores, W4A4: Blackwell) or marlin "
+                                             "(weight-only, 16-bit math: vLLM 0.26's --linear-backend marlin). Default: "
+                                             "native where the card has FP4 tensor cores, else marlin.",
+                                             callback=choice(("native", "marlin")), show_default=False)]
 BackendOpt = Annotated[Optional[str], _opt("--backend", help="The GPU backend the runtime runs on: vulkan for "
                                            "llama.cpp's Vulkan build (also Ollama's and LM Studio's) on an NVIDIA "
                                            "or AMD card. Default: the card's own (cuda, rocm, metal; vulkan on "

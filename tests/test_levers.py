@@ -327,3 +327,33 @@ def test_a_llamacpp_plans_cache_lever_is_its_own_cache_types(run_cli):
     d = json.loads(out)
     assert d["kv"]["dtype"] == "q8_0/q8_0" and _same(FIGURE_KEYS[row["figure"]](d), row["after"])
     assert _same(EXPECTED_KEYS[row["figure"]](d), row["expected_after"])
+
+
+def test_fp4_weights_through_marlin_is_a_lever_where_the_card_runs_them_native(run_cli):
+    """Gemma 4 12B NVFP4 on the RTX 5060 Ti under vLLM: the FP4 tensor cores' kernels read the weights at the FP4
+    class's fitted fraction of the bandwidth, Marlin at the 4-bit weight-only class's; the row is the plan of
+    `--fp4-kernel marlin`, whose prompt runs at the 16-bit peak (a longer time to first token). An H100 (no FP4
+    tensor cores: Marlin already) and llama.cpp (neither kernel) have no such row."""
+    rows = {r["name"]: r for r in _levers(run_cli, "gemma-4-12b", "--gpu", "rtx5060ti")}
+    row = rows["FP4 weights through Marlin (weight-only)"]
+    assert row["command"].endswith("--fp4-kernel marlin") and row["figure"] == "tok_s"
+    assert row["before"] == row["after"]  # the same bytes: the ceiling does not move, the expected speed does
+    assert row["expected_after"] > row["expected_before"] and row["ttft_after_s"] > 4 * row["ttft_before_s"]
+    code, out, err = run_cli(*shlex.split(row["command"])[1:], "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["expected"]["tok_s"] == pytest.approx(row["expected_after"]) and d["inputs"]["fp4_kernel"] == "marlin"
+    assert d["prefill"]["ttft_s"] == pytest.approx(row["ttft_after_s"])
+    for args in (("llama-3.1-8b", "--gpu", "h100", "--quant", "nvfp4"),
+                 ("gemma-4-12b", "--gpu", "rtx5060ti", "--runtime", "llamacpp"),
+                 ("gemma-4-12b", "--gpu", "rtx5060ti", "--fp4-kernel", "marlin")):
+        assert not any(r["name"].startswith("FP4 weights through") for r in _levers(run_cli, *args)), args
+
+
+def test_the_launch_line_of_a_plan_through_marlin_asks_vllm_for_it(run_cli):
+    """`--emit vllm` of a `--fp4-kernel marlin` plan carries vLLM's own flag (--linear-backend marlin, the launch
+    line Rodder5/sm120-quant-bench ran under vLLM 0.26.0); without the option, none."""
+    code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--fp4-kernel", "marlin", "--emit", "vllm")
+    assert code == 0 and out.rstrip().endswith("--linear-backend marlin"), err
+    code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--emit", "vllm")
+    assert code == 0 and "--linear-backend" not in out

@@ -135,6 +135,17 @@ def test_typos_in_closed_sets_are_errors_not_empty_tables(run_cli, args, needle)
     (["compare", "gemma-4-12b", "--sort", "tok_s_per_kcurrency", "--format", "csv"], "Add --prices"),  # by name
     (["plan", "llama-3.1-8b", "--gpu", "NVIDIA A100"], "`NVIDIA A100` names 2 cards: `a100-40gb-sxm`"),
     (["plan", "llama-3.1-8b", "--gpu", "nvidia h2000"], "Did you mean `h200-sxm`"),  # offered gb300, tesla-p40
+    # --fp4-kernel chooses a kernel for FP4 weights under vLLM or SGLang on an NVIDIA card, nothing else
+    (["plan", "llama-3.1-8b", "--gpu", "h100", "--quant", "fp8", "--fp4-kernel", "marlin"],
+     "--fp4-kernel marlin: fp8 weights have no FP4 part"),
+    (["plan", "llama-3.1-8b", "--gpu", "h100", "--quant", "nvfp4", "--fp4-kernel", "native"],
+     "has no FP4 tensor cores; vLLM runs FP4 weights through Marlin there"),
+    (["plan", "llama-3.1-8b", "--gpu", "mi300x", "--quant", "nvfp4", "--fp4-kernel", "marlin"],
+     "AMD Instinct MI300X runs neither"),
+    (["plan", "llama-3.1-8b", "--gpu", "rtx5090", "--quant", "nvfp4", "--runtime", "llamacpp", "--fp4-kernel",
+      "marlin"], "llama.cpp runs neither"),
+    (["plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--fp4-kernel", "marlin", "--emit", "sglang"],
+     "no SGLang launch flag for it is known here"),
     (["plan", "llama-3.1-70b", "--gpu", "rtx4080", "--emit", "vllm"], "vLLM would not start. Use --tp 4 --pp 3"),
     (["plan", "llama-3.1-8b", "--gpu", "h100", "--kv-dtype", ""], "'--kv-dtype': it is empty"),
     (["fleet", "llama-3.1-8b", "--users", "10", "--gpus", "gaudi3"], "No runtime here is fitted on these cards"),

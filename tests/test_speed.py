@@ -2512,3 +2512,32 @@ def test_a_runtimes_rows_over_its_backends_pool_their_errors_each_against_its_ow
     fit_speed.print_by_runtime({"vllm": [("cuda", cuda, (0.8, 1.2)), ("rocm", rocm, (0.9, 1.1))]})
     line = capsys.readouterr().out.splitlines()[-1].split()
     assert line[:5] == ["vllm", "4", "15.0%", "50.0%", "75%"] and line[-2:] == ["cuda,", "rocm"]
+
+
+def test_a_plan_through_marlin_is_priced_as_a_row_that_ran_through_it(catalog, runtimes):
+    """`--fp4-kernel marlin` (PlanInputs.fp4_kernel) and a dataset row that says its FP4 weights went through
+    Marlin (observed.ran_marlin) are one step model: Rodder5's Qwen3-8B NVFP4 on an RTX 5090 under vLLM 0.26,
+    native (6.6 ms a token) and with --linear-backend marlin (4.6 ms). Without the option the plan is the native
+    row's; the Marlin step is the shorter, as measured."""
+    from llmsize.catalog.measurement import load_file
+    from llmsize.estimate.expected import constants, step_inputs
+    from llmsize.estimate.observed import observe
+    from llmsize.estimate.plan import PlanInputs, make_plan
+    from llmsize.estimate.speed import decode_step_time_s
+
+    rows = load_file(ROOT / "measurements" / "vllm-rodder5-sm120-quant-bench-rtx5090-qwen3-8b.yaml").rows
+    native, marlin = rows[3], rows[4]
+    assert "marlin" not in native.test.lower() and "--linear-backend marlin" in marlin.test
+    model, gpu = catalog.model("qwen3-8b"), catalog.gpu("rtx5090")
+    c = constants(runtimes["vllm"], "cuda", gpu)
+
+    def row_s(row):
+        return decode_step_time_s(observe(row, "vllm", "s", model, gpu).step, c)
+
+    def plan_s(kernel):
+        p = make_plan(model, gpu, PlanInputs(quant="nvfp4", context_tokens=native.context_tokens, fp4_kernel=kernel))
+        return decode_step_time_s(step_inputs(p, p.decode_b, "vllm"), c)
+
+    assert row_s(marlin) == pytest.approx(plan_s("marlin"), rel=1e-9)
+    assert row_s(native) == pytest.approx(plan_s(None), rel=1e-9) == pytest.approx(plan_s("native"), rel=1e-9)
+    assert plan_s("marlin") < plan_s(None)

@@ -304,6 +304,7 @@ def step_inputs(plan: Plan, batch_step, runtime: str | None = None, marlin: bool
     at the 16-bit peak."""
     layers, moe = _layers(plan)
     collectives, link = _link(plan)
+    marlin = asked_marlin(plan, marlin)
     cls = kernel_class(plan, runtime, marlin)
     side = side_bytes(plan, batch_step.weight_bytes, batch_step.batch, runtime, marlin)
     w16 = sum(b for c, b in side if c == "f16")
@@ -546,9 +547,39 @@ def kernel_class(plan: Plan, runtime: str | None, marlin: bool = False) -> str:
 
 
 def _through_marlin(cls: str, plan: Plan, runtime: str | None, marlin: bool) -> str:
-    if cls == "fp4" and (marlin or (runtime not in MATMUL_PRECISION and not plan.gpu.dense_tflops.fp4)):
+    if cls == "fp4" and (asked_marlin(plan, marlin) or (runtime not in MATMUL_PRECISION
+                                                        and not plan.gpu.dense_tflops.fp4)):
         return MARLIN_CLASS
     return cls
+
+
+def check_fp4_kernel(plan: Plan, runtime: str | None) -> None:
+    """Refuse --fp4-kernel (PlanInputs.fp4_kernel) where it chooses nothing: weights with no FP4 part, a card or
+    runtime that has neither kernel (Marlin and FP4 tensor cores are NVIDIA's; llama.cpp and MLX run their own), or
+    native FP4 on a card without FP4 tensor cores."""
+    asked = plan.inputs.fp4_kernel
+    if asked is None:
+        return
+    rid = runtime or default_runtime(plan.fmt.id, plan.gpu)[0]
+    fp4 = format_class(plan.fmt.id) == "fp4" or any(
+        fid is not None and format_class(fid) == "fp4"
+        for fid in read_shares_by_format(plan.card_model or plan.model, plan.fmt, plan.scope, 1))
+    if not fp4:
+        raise InvalidValueError(f"--fp4-kernel {asked}: {plan.fmt.id} weights have no FP4 part (nvfp4, mxfp4).",
+                                "Drop --fp4-kernel, or plan FP4 weights (--quant nvfp4).")
+    if plan.gpu.vendor != "NVIDIA" or rid in MATMUL_PRECISION:
+        who = plan.gpu.name if plan.gpu.vendor != "NVIDIA" else RUNTIME_NAMES[rid]
+        raise InvalidValueError(f"--fp4-kernel {asked}: it chooses between NVIDIA's FP4 tensor cores and the Marlin "
+                                f"kernel under vLLM or SGLang; {who} runs neither.", "Drop --fp4-kernel.")
+    if asked == "native" and not plan.gpu.dense_tflops.fp4:
+        raise InvalidValueError(f"--fp4-kernel native: {plan.gpu.name} has no FP4 tensor cores; {RUNTIME_NAMES[rid]} "
+                                "runs FP4 weights through Marlin there (the plan's default).", "Drop --fp4-kernel.")
+
+
+def asked_marlin(plan: Plan, marlin: bool = False) -> bool:
+    """Whether the plan's FP4 weights go through Marlin because a run says so (`marlin`) or the plan asks for it
+    (--fp4-kernel marlin, PlanInputs.fp4_kernel)."""
+    return marlin or plan.inputs.fp4_kernel == "marlin"
 
 
 def side_bytes(plan: Plan, weight_bytes: float, batch: int, runtime: str | None,
@@ -811,6 +842,7 @@ def prefill_inputs(plan: Plan, runtime: str | None = None, flash_attn: bool = Tr
     unfused attention (score_matrix_bytes); `ubatch_tokens`: llama.cpp's -ub (at most its n_batch); `marlin` and
     `be` as in step_inputs."""
     ub = max(1, min(ubatch_tokens, LLAMACPP_BATCH_TOKENS))
+    marlin = asked_marlin(plan, marlin)
     layers, _ = _layers(plan)
     collectives, link = _link(plan)
     pre = plan.prefill
@@ -887,7 +919,10 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
         return ExpectedResult(rid, why, None, f"no published measurements of {RUNTIME_NAMES[rid]} on {on} in the "
                                               "dataset; pass --calibrate FILE from your own run", be)
     cls = kernel_class(plan, rid)
-    if cls != format_class(plan.fmt.id):
+    if cls != format_class(plan.fmt.id) and asked_marlin(plan):
+        notes += (f"--fp4-kernel marlin: {plan.fmt.id} weights through the Marlin kernel (weight-only, 16-bit math; "
+                  f"vLLM's --linear-backend marlin), costed as the 4-bit weight-only class",)
+    elif cls != format_class(plan.fmt.id):
         kernel = "the Marlin kernel (weight-only, " if be == "cuda" else "a weight-only kernel ("
         notes += (f"{RUNTIME_NAMES[rid]} runs {plan.fmt.id} weights on this card through {kernel}16-bit math: "
                   "no FP4 tensor cores), costed as the 4-bit weight-only class",)

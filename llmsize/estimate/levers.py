@@ -153,7 +153,7 @@ def expected_of(plan, figure: str, runtimes: dict | None, runtime: str | None) -
 PLAN_FLAGS = (("quant", "--quant"), ("scope", "--scope"), ("kv_dtype", "--kv-dtype"), ("batch", "--batch"),
               ("prompt_tokens", "--prompt"), ("gpu_util", "--gpu-util"), ("compute_precision", "--compute"),
               ("tp", "--tp"), ("pp", "--pp"), ("nodes", "--nodes"), ("node_link_gb_s", "--node-link-gb-s"),
-              ("runtime", "--runtime"), ("backend", "--backend"))
+              ("runtime", "--runtime"), ("backend", "--backend"), ("fp4_kernel", "--fp4-kernel"))
 
 
 def plan_args(source: list[str], gpu_id: str, inputs) -> list[str]:
@@ -242,6 +242,12 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
         caveat = WEIGHT_FORMATS[fid]
         if float(FORMATS[fid].bits_per_weight) < 0.95 * bits:  # a format that reads at least 5% fewer bytes
             add(f"weights in {fid}", "weights (memory, bandwidth)", caveat, replace(inputs, quant=fid, scope=None))
+    if runtime in FP4_KERNEL_RUNTIMES and inputs.fp4_kernel != "marlin" and plan.budget.weights_fit:
+        from llmsize.estimate.expected import kernel_class
+
+        if kernel_class(plan, runtime) == "fp4":  # FP4 weights on the FP4 tensor cores: Marlin reads them too
+            add("FP4 weights through Marlin (weight-only)", "memory bandwidth (the FP4 GEMM's efficiency at small "
+                "batches)", MARLIN_CAVEAT, replace(inputs, fp4_kernel="marlin"), "tok_s")
     if not (saturates == "weights" and figure == "kv_budget_gb"):  # the cache cannot help weights that do not fit
         per_value = float(kv_dtype_bytes(inputs.kv_dtype))
         for dt in RUNTIME_KV.get(runtime, tuple(KV_DTYPES)):
@@ -306,6 +312,12 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
     return [head, *rest]
 
 
+FP4_KERNEL_RUNTIMES = ("vllm", "sglang")  # the runtimes whose FP4 weights --fp4-kernel chooses a kernel for
+MARLIN_CAVEAT = ("vLLM's --linear-backend marlin: 16-bit math on the 4-bit weights, which the prompt and large "
+                 "batches pay for (the FP4 tensor cores idle); Rodder5's Qwen3-8B NVFP4 on an RTX 5090 under vLLM "
+                 "0.26: 6.6 ms a token native, 4.6 through Marlin")
+
+
 def spec_caveat(spec) -> str:
     if spec.draft is None:
         return (f"the model's own MTP module proposes {spec.k} token(s) a pass; acceptance {spec.accept:g} from "
@@ -364,9 +376,8 @@ def disaggregation_lever(plan, source: list[str], runtime: str, runtimes: dict) 
     same question (another format than the release's, a KV policy, --hub, split options of its own) or finds no
     configuration of either mode."""
     from llmsize.estimate.fleet import fleet_rows
-    from llmsize.estimate.workload import Workload
-
     from llmsize.estimate.plan import PlanInputs
+    from llmsize.estimate.workload import Workload
 
     inputs, model, default = plan.inputs, plan.model, PlanInputs()
     if (inputs.quant not in (None, model.release.quant) or inputs.scope is not None or inputs.kv_policy is not None

@@ -80,6 +80,9 @@ class PlanInputs:
     # defaults at the context (the budget of a plan llama.cpp runs follows its ledger with them)
     backend: str | None = None  # the backend the runtime runs on where the user named one (vulkan: llama.cpp's
     # Vulkan backend); None: the card's own (expected.backend)
+    fp4_kernel: str | None = None  # "marlin": FP4 weights multiplied in 16 bits by the weight-only Marlin kernel
+    # (vLLM's --linear-backend marlin); "native": on the FP4 tensor cores; None: the runtime's choice for the card
+    # (expected.kernel_class)
 
 
 @dataclass(frozen=True)
@@ -396,7 +399,8 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
                                  (lambda tokens: unfused_scores_bytes(prompt_model, tokens)) if grows else None)
         seqs = max_concurrent_sequences(cache_card, inputs.kv_dtype, inputs.context_tokens, budget.kv_budget_bytes)
     pool = kv_pool_tokens(kv_card.bytes_per_token, budget.kv_budget_bytes)
-    peak = compute_peak(gpu, fmt, inputs.compute_precision)
+    # FP4 weights through Marlin multiply in 16 bits: the roofline's peak is the 16-bit one, as a W4A16 format's
+    peak = compute_peak(gpu, fmt, inputs.compute_precision or ("bf16" if inputs.fp4_kernel == "marlin" else None))
     dm = DecodeModel(cache_time, gpu, fmt, scope, inputs.kv_dtype, inputs.context_tokens, peak.flop_per_s,
                      weights_read, comm, kv_read_factor(cache_time, departs, inputs.context_tokens, inputs.kv_dtype))
     step1, stepb = dm.step(1), dm.step(inputs.batch)

@@ -64,6 +64,8 @@ def serve_command(p: Plan, engine: str, local_path: str | None = None, max_model
                        ("seqs", seqs), ("kv", kv_arg), ("quant", quant)):
         if value is not None:
             args += [flags[key], value]
+    if p.inputs.fp4_kernel == "marlin":  # vLLM's own flag (Rodder5/sm120-quant-bench's launch line, vLLM 0.26.0)
+        args += ["--linear-backend", "marlin"]
     args += remote_code_args(p.model)
     line = " ".join(shlex.quote(str(a)) for a in args)
     return "\n".join(notes + [line])

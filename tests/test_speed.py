@@ -772,7 +772,8 @@ def test_seed_run_falls_in_the_band(run_cli):
     recipe (attention 16-bit, 6deb106): 36.9, band 26.4-43.5, 45 = 1.22 x; with Rodder5's RTX 5090 Qwen3-8B NVFP4,
     one checkpoint both ways under vLLM 0.26 (6.6 ms a token on the native FP4 path, slower than predicted; 4.6
     through Marlin, faster): 36.3, band 26.5-42.7, 45 = 1.24 x. The seed's own article says NVFP4's decode matched a
-    same-width 4-bit format's ("un decode strictement inchangé"), where Marlin's class gives this card ~40. Marked a strict expected failure: the day a fit brings the seed back inside the band, this fails and
+    same-width 4-bit format's ("un decode strictement inchangé"), where Marlin's class (`plan --fp4-kernel marlin`)
+    gives this card 40.7, band 29.7-48.0; the article does not say which kernel its vLLM ran. Marked a strict expected failure: the day a fit brings the seed back inside the band, this fails and
     the mark comes off."""
     code, out, _ = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--runtime", "vllm", "--json")
     e = json.loads(out)["expected"]

@@ -135,6 +135,7 @@ def test_typos_in_closed_sets_are_errors_not_empty_tables(run_cli, args, needle)
     (["compare", "gemma-4-12b", "--sort", "tok_s_per_kcurrency", "--format", "csv"], "Add --prices"),  # by name
     (["plan", "llama-3.1-8b", "--gpu", "NVIDIA A100"], "`NVIDIA A100` names 2 cards: `a100-40gb-sxm`"),
     (["plan", "llama-3.1-8b", "--gpu", "nvidia h2000"], "Did you mean `h200-sxm`"),  # offered gb300, tesla-p40
+    (["plan", "llama-3.1-8b", "--gpu", "h100", "--quant", "nvfp5"], "Did you mean `nvfp4`?"),  # listed all 60
     # --fp4-kernel chooses a kernel for FP4 weights under vLLM or SGLang on an NVIDIA card, nothing else
     (["plan", "llama-3.1-8b", "--gpu", "h100", "--quant", "fp8", "--fp4-kernel", "marlin"],
      "--fp4-kernel marlin: fp8 weights have no FP4 part"),

@@ -220,9 +220,12 @@ def quant_format(name: str) -> QuantFormat:
                       f"ggml-{key.replace('-', '_')}"):
         if candidate in FORMATS:
             return FORMATS[candidate]
-    raise InvalidValueError(
-        f"Unknown weight format `{name}`.", f"Choose one of: {', '.join(FORMATS)}."
-    )
+    import difflib
+
+    close = difflib.get_close_matches(key[:200], list(FORMATS), n=3, cutoff=0.6)
+    said = f" Did you mean {', '.join(f'`{c}`' for c in close)}?" if close else ""
+    raise InvalidValueError(f"Unknown weight format `{shown(name)}`.{said}",
+                            "`llmsize formats` lists them" + ("." if close else f": {', '.join(FORMATS)}."))
 
 
 # the weight formats each runtime loads, largest first: what the levers and the diagnosis offer it

@@ -86,6 +86,9 @@ def not_one_of(value: str, values, synonyms: dict[str, str] | None = None) -> st
     v = value.strip().lower()
     close = [synonyms[v]] if synonyms and v in synonyms else difflib.get_close_matches(v[:200], values, n=1,
                                                                                       cutoff=0.6)
+    if not close and v:  # a value cut short ("agg" for aggregated) where it starts one value only
+        close = [x for x in values if str(x).startswith(v)][:2]
+        close = close if len(close) == 1 else []
     hint = f" (did you mean `{close[0]}`?)" if close else ""
     return f"`{shown(value)}` is not one of {', '.join(values)}{hint}"
 

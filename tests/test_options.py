@@ -105,6 +105,7 @@ def test_mixer_kinds_are_the_schemas(catalog):
     (["compare", "gemma-4-12b", "--segment", "consumr"], "did you mean `consumer`"),
     (["models", "--mixer", "mamba"], "did you mean `ssm`"),
     (["models", "--family", "lama"], "did you mean `llama`"),
+    (["gpus", "--vendor", "nv"], "did you mean `nvidia`"),  # a value cut short: the one it starts
     (["models", "--family", ""], "--family `` is not one of"),  # listed every model before
     (["compare", "gemma-4-12b", "--sort", "tok_s"], "is not one of"),
 ])

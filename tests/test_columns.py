@@ -23,6 +23,14 @@ def test_cells_keep_their_width_and_a_table_too_wide_is_printed_wider():
     assert narrow[0].split() == ["card", "cards", "total", "price"]  # room: each header on one line
 
 
+def test_a_table_wider_than_the_width_anyway_cuts_no_header_word():
+    """fleet at 100 columns: its cells need 103, so the table is printed wider anyway, and "cards", "batch" and
+    "tok/s" were still cut into "ca" "rd" "s" over three lines (a hostile-input pass, 2026-12-05)."""
+    rows = [["a100-80gb-pcie", "1", "100", "0.33 (0.27-0.61)" * 5]]
+    lines = table_lines(["card", "cards", "batch", "TTFT s"], rows, width=40)
+    assert lines[0].split() == ["card", "cards", "batch", "TTFT", "s"] and len(lines) == 3
+
+
 def test_compare_and_fleet_print_every_number_whole_at_100_columns(run_cli, tmp_path):
     prices = tmp_path / "p.yaml"
     prices.write_text("currency: EUR\nprices:\n  h100-sxm: 32000\n  h200-sxm: 35000\n  mi300x: 20000\n  b200: 45000\n"

@@ -13,10 +13,13 @@ GAP = "  "
 
 def widths(headers: list[str], rows: list[list[str]], width: int) -> list[int]:
     """Each column's widest cell, then, as far as `width` allows, its header's longest word, then its whole header,
-    the columns that need the least more served first."""
+    the columns that need the least more served first; where the cells alone need more than `width`, every header's
+    longest word (the table is wider than `width` anyway: a header cut into letters gains nothing)."""
     w = [max([len(r[i]) for r in rows] + [1]) for i in range(len(headers))]
     left = width - 1 - len(GAP) * (len(headers) - 1) - sum(w)
     longest = [max([len(x) for x in h.split()] + [1]) for h in headers]
+    if left < 0:  # printed wider than `width` whatever the headers do: no word of one is broken
+        return [max(wi, lo) for wi, lo in zip(w, longest)]
     for want in (longest, [len(h) for h in headers]):  # the longest word first, then the whole header on a line
         for i in sorted(range(len(headers)), key=lambda i: want[i] - w[i]):
             more = want[i] - w[i]

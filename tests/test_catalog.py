@@ -214,7 +214,10 @@ def test_a_models_hugging_face_repo_names_it(catalog, run_cli):
     ("NVIDIA H200", "h200-sxm"), ("NVIDIA B200", "b200"),  # as nvidia-smi names them
     ("NVIDIA H100 80GB HBM3", "h100-sxm"),  # nvidia-smi's SXM name, no form factor in it
     ("NVIDIA H100 SXM5 80GB", "h100-sxm"),  # the catalog's own name, which plan prints in its heading
-    ("AMD Instinct MI300X", "mi300x"), ("h200", "h200-sxm")])
+    ("AMD Instinct MI300X", "mi300x"), ("h200", "h200-sxm"),
+    # several cards share the model number: the one whose names carry every word typed
+    ("NVIDIA A100-SXM4-80GB", "a100-80gb-sxm"), ("NVIDIA A100-SXM4-40GB", "a100-40gb-sxm"),
+    ("AMD Radeon RX 7900 XTX", "rx7900xtx"), ("AMD Radeon RX 7900 XT", "rx7900xt")])
 def test_a_card_is_found_by_the_name_its_vendor_or_driver_gives_it(catalog, typed, card):
     """A hostile-input pass (2026-12-05) found `--gpu "NVIDIA H200"` refused with `gb300`, `tesla-p40`, `a10`
     suggested: the ids and aliases did not carry the vendor's spelling. A name that is not an id or alias is read as

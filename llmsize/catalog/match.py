@@ -20,8 +20,12 @@ MEMORY_TOLERANCE = 0.10  # drivers report up to 6.3% less than the vendor's size
 _NOISE = re.compile(r"^(\d+gb|sxm\d*|hbm\d*e?|pcie|gddr\d*x?)$")
 
 
-def _tokens(text: str) -> set[str]:
+def name_tokens(text: str) -> set[str]:
+    """The words and numbers of a card's name, lower-case ("NVIDIA A100-SXM4-80GB": nvidia, a100, sxm4, 80gb)."""
     return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+_tokens = name_tokens
 
 
 def _model_numbers(tokens: set[str]) -> set[str]:

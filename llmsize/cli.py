@@ -668,12 +668,10 @@ def _one_format(as_json: bool, fmt: str) -> str:
 
 
 def _default_context(m) -> tuple[int, str | None]:
-    """The context a plan sizes when --context is not given: DEFAULT_CONTEXT, or the model's own where it is shorter
-    (engines refuse a longer one), with a note saying so."""
-    if m.max_position_embeddings >= DEFAULT_CONTEXT:
-        return DEFAULT_CONTEXT, None
-    return m.max_position_embeddings, (f"--context defaults to the model's {m.max_position_embeddings:,} tokens (its "
-                                       f"max_position_embeddings), under the usual {DEFAULT_CONTEXT:,}")
+    """The context a plan sizes when --context is not given (plan.default_context of DEFAULT_CONTEXT), and why."""
+    from llmsize.estimate.plan import default_context
+
+    return default_context(m, DEFAULT_CONTEXT)
 
 
 def _gib_bytes(gib: float | None) -> float | None:

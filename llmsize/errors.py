@@ -22,6 +22,19 @@ def shown(value: object, limit: int = 80) -> str:
     return printable(cut)
 
 
+def close_names(typed: str, names, n: int = 1) -> list[str]:
+    """Up to `n` of `names` near what was typed (difflib, ratio 0.6), else the one name it is the start of ("agg"
+    for aggregated); [] where none is."""
+    import difflib
+
+    v = typed.strip().lower()[:200]
+    close = difflib.get_close_matches(v, list(names), n=n, cutoff=0.6)
+    if not close and v:
+        starts = [x for x in names if str(x).startswith(v)]
+        close = starts if len(starts) == 1 else []
+    return close
+
+
 def install_hint(extra: str, packages: str) -> str:
     """How to install an extra: from the checkout the tool is installed from (it is not on PyPI), or its packages."""
     return f"Install the {extra} extra: pip install '.[{extra}]' in the llmsize checkout (or pip install {packages})."

@@ -8,7 +8,6 @@ with a did-you-mean. The commands in llmsize.cli take their parameters from thes
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from llmsize.errors import shown
+from llmsize.errors import close_names, shown
 
 INT_MAX = 2**31 - 1  # token counts and sizes: what engines take (int32) and what float arithmetic keeps exact
 # the schema's closed sets (tests/test_options.py checks they are the schema's, without importing pydantic here)
@@ -84,11 +83,7 @@ def not_one_of(value: str, values, synonyms: dict[str, str] | None = None) -> st
     """Why `value` is refused, with a did-you-mean from its spelling or from `synonyms` (other names users give
     the same thing); the one message of every closed set."""
     v = value.strip().lower()
-    close = [synonyms[v]] if synonyms and v in synonyms else difflib.get_close_matches(v[:200], values, n=1,
-                                                                                      cutoff=0.6)
-    if not close and v:  # a value cut short ("agg" for aggregated) where it starts one value only
-        close = [x for x in values if str(x).startswith(v)][:2]
-        close = close if len(close) == 1 else []
+    close = [synonyms[v]] if synonyms and v in synonyms else close_names(v, values)
     hint = f" (did you mean `{close[0]}`?)" if close else ""
     return f"`{shown(value)}` is not one of {', '.join(values)}{hint}"
 
@@ -334,8 +329,8 @@ RuntimeOpt = Annotated[Optional[str], _opt("--runtime", help="Expected speed in 
 BACKEND_CHOICES = ("cuda", "rocm", "metal", "vulkan")
 Fp4KernelOpt = Annotated[Optional[str], _opt("--fp4-kernel", help="FP4 weights' kernel under vLLM or SGLang on an "
                                              "NVIDIA card: native (FP4 tensor cores, W4A4: Blackwell) or marlin "
-                                             "(weight-only, 16-bit math: vLLM 0.26's --linear-backend marlin). Default: "
-                                             "native where the card has FP4 tensor cores, else marlin.",
+                                             "(weight-only, 16-bit math: vLLM 0.26's --linear-backend marlin). "
+                                             "Default: native where the card has FP4 tensor cores, else marlin.",
                                              callback=choice(("native", "marlin")), show_default=False)]
 BackendOpt = Annotated[Optional[str], _opt("--backend", help="The GPU backend the runtime runs on: vulkan for "
                                            "llama.cpp's Vulkan build (also Ollama's and LM Studio's) on an NVIDIA "

@@ -255,12 +255,9 @@ class Catalog:
         try:
             return self.hardware.get(name)
         except UnknownNameError:
-            from llmsize.catalog.match import gpu_candidates, name_tokens
+            from llmsize.catalog.match import named_cards
 
-            found = gpu_candidates(name, self.hardware.all())
-            if len(found) > 1:  # the one whose names carry every word typed ("RX 7900 XTX", "A100-SXM4-80GB")
-                whole = [g for g in found if name_tokens(name) <= name_tokens(" ".join([g.name, g.id, *g.aliases]))]
-                found = whole if len(whole) == 1 else found
+            found = named_cards(name, self.hardware.all())
             if len(found) == 1:
                 return found[0]
             if not found:

@@ -25,7 +25,9 @@ def name_tokens(text: str) -> set[str]:
     return set(re.findall(r"[a-z0-9]+", text.lower()))
 
 
-_tokens = name_tokens
+def _card_tokens(g: GpuSpec) -> set[str]:
+    """Every word of a card's name, id and aliases."""
+    return name_tokens(" ".join([g.name, g.id.replace("-", " "), *g.aliases]))
 
 
 def _model_numbers(tokens: set[str]) -> set[str]:
@@ -35,18 +37,26 @@ def _model_numbers(tokens: set[str]) -> set[str]:
 def gpu_candidates(reported_name: str, gpus: list[GpuSpec]) -> list[GpuSpec]:
     """The catalog cards whose names carry the reported name's model numbers and qualifiers (Ti, SUPER, ...):
     several where one chip is sold with several memory sizes (an RTX 5060 Ti of 16 or 8 GB)."""
-    want = _tokens(reported_name)
+    want = name_tokens(reported_name)
     numbers, quals = _model_numbers(want), want & QUALIFIERS
     if not numbers:
         return []
     candidates = []
     for g in gpus:
-        have = _tokens(" ".join([g.name, g.id.replace("-", " "), *g.aliases]))
+        have = _card_tokens(g)
         # the product's qualifiers are its name's and id's: an alias may name its architecture ("blackwell-ultra" for
         # the B300, whose driver reports "NVIDIA B300 SXM6 AC")
-        if numbers <= have and (_tokens(f"{g.name} {g.id.replace('-', ' ')}") & QUALIFIERS) == quals:
+        if numbers <= have and (name_tokens(f"{g.name} {g.id.replace('-', ' ')}") & QUALIFIERS) == quals:
             candidates.append(g)
     return candidates
+
+
+def named_cards(typed: str, gpus: list[GpuSpec]) -> list[GpuSpec]:
+    """The cards a name typed by hand names (gpu_candidates), narrowed where several share its model number to the
+    one whose names carry every word typed ("AMD Radeon RX 7900 XTX", nvidia-smi's "NVIDIA A100-SXM4-80GB")."""
+    found = gpu_candidates(typed, gpus)
+    whole = [g for g in found if name_tokens(typed) <= _card_tokens(g)] if len(found) > 1 else []
+    return whole if len(whole) == 1 else found
 
 
 def match_gpu(reported_name: str, reported_memory_bytes: int | None, gpus: list[GpuSpec]) -> GpuSpec | None:

@@ -85,6 +85,15 @@ class PlanInputs:
     # (expected.kernel_class)
 
 
+def default_context(model: ModelSpec, usual: int) -> tuple[int, str | None]:
+    """The context a plan sizes when none is asked for: `usual`, or the model's own where it is shorter (engines
+    refuse a longer one), with a note saying so."""
+    if model.max_position_embeddings >= usual:
+        return usual, None
+    return model.max_position_embeddings, (f"--context defaults to the model's {model.max_position_embeddings:,} "
+                                           f"tokens (its max_position_embeddings), under the usual {usual:,}")
+
+
 @dataclass(frozen=True)
 class Fit:
     """The smallest tp x pp that holds a model which does not fit one card, and what it decodes at."""

@@ -22,7 +22,7 @@ from typing import get_args
 
 from llmsize.catalog.recipe import RECIPE_PARTS, check_components, recipe_parts
 from llmsize.catalog.schema import Scope
-from llmsize.errors import InvalidValueError, shown
+from llmsize.errors import InvalidValueError, close_names, shown
 from llmsize.estimate.gguf_blocks import FILE_TYPES, GGML_BLOCKS
 
 
@@ -220,9 +220,7 @@ def quant_format(name: str) -> QuantFormat:
                       f"ggml-{key.replace('-', '_')}"):
         if candidate in FORMATS:
             return FORMATS[candidate]
-    import difflib
-
-    close = difflib.get_close_matches(key[:200], list(FORMATS), n=3, cutoff=0.6)
+    close = close_names(key, FORMATS, n=3)
     said = f" Did you mean {', '.join(f'`{c}`' for c in close)}?" if close else ""
     raise InvalidValueError(f"Unknown weight format `{shown(name)}`.{said}",
                             "`llmsize formats` lists them" + ("." if close else f": {', '.join(FORMATS)}."))

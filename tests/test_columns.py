@@ -31,13 +31,27 @@ def test_a_table_wider_than_the_width_anyway_cuts_no_header_word():
     assert lines[0].split() == ["card", "cards", "batch", "TTFT", "s"] and len(lines) == 3
 
 
+def test_a_header_is_not_folded_letter_by_letter_to_widen_others():
+    """compare with prices at 100 columns: every longest word did not fit, and the one left out, "cards", stood one
+    letter a line while "tok/s/W" took its room (2026-12-06). The deepest header is served first: "cards" whole, and
+    what folds is "tok/s/k" at its slash."""
+    headers = ["card", "cards", "seqs", "tok/s/W", "tok/s/k"]
+    rows = [["rtx5090", "3", "65", "0.160", "38.4"]]
+    # cells 7 + 1 + 2 + 5 + 4 = 19, gaps 4 x 2, the margin 1: 8 columns to share; each longest word whole takes
+    # 4 + 2 + 2 + 3 = 11, the narrowest first left "cards" none of it
+    lines = table_lines(headers, rows, width=1 + 19 + 8 + 8)
+    assert len(lines) == 2 + 2 and lines[1].split() == ["card", "cards", "seqs", "tok/s/W", "s/k"]
+    tight = table_lines(headers, rows, width=1 + 19 + 8 + 2)  # 2 to share: "car" over "ds", not five lines
+    assert len(tight) == 2 + 2 and tight[0].split()[0] == "car" and tight[1].split()[:2] == ["card", "ds"]
+
+
 def test_compare_and_fleet_print_every_number_whole_at_100_columns(run_cli, tmp_path):
     prices = tmp_path / "p.yaml"
     prices.write_text("currency: EUR\nprices:\n  h100-sxm: 32000\n  h200-sxm: 35000\n  mi300x: 20000\n  b200: 45000\n"
                       "hourly:\n  h100-sxm: 2.5\n  b200: 5.2\n")
     code, out, err = run_cli("compare", "llama-3.1-70b", "--gpus", "h100-sxm,h200-sxm,mi300x,b200", "--prices",
                              str(prices))
-    assert code == 0 and all(f"{p:,.1f}" in out for p in (32000, 35000, 20000, 45000))
+    assert code == 0 and all(f"{p:,}" in out for p in (32000, 35000, 20000, 45000))
     base = ("fleet", "llama-3.1-8b", "--users", "100000000", "--gpus", "h100-sxm,b200", "--prices", str(prices))
     code, out, err = run_cli(*base)
     rows = json.loads(run_cli(*base, "--json")[1])["rows"]

@@ -20,6 +20,16 @@ def widths(headers: list[str], rows: list[list[str]], width: int) -> list[int]:
     longest = [max([len(x) for x in h.split()] + [1]) for h in headers]
     if left < 0:  # printed wider than `width` whatever the headers do: no word of one is broken
         return [max(wi, lo) for wi, lo in zip(w, longest)]
+    while left > 0:  # first the table's depth: the headers that fold into the most lines ("c" "a" "r" "d" "s")
+        depth = [len(wrap_header(h, wi)) for h, wi in zip(headers, w)]
+        deepest = [i for i, d in enumerate(depth) if d == max(depth) > 1]
+        more = [next((m for m in range(1, left + 1) if len(wrap_header(headers[i], w[i] + m)) < depth[i]), left + 1)
+                for i in deepest]
+        if not deepest or sum(more) > left:  # one line already, or a header that cannot fold less in the width
+            break
+        for i, m in zip(deepest, more):
+            w[i] += m
+        left -= sum(more)
     for want in (longest, [len(h) for h in headers]):  # the longest word first, then the whole header on a line
         for i in sorted(range(len(headers)), key=lambda i: want[i] - w[i]):
             more = want[i] - w[i]

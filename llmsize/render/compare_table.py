@@ -37,6 +37,8 @@ def _cell(key: str, v) -> str:
         return f"{v:,.0f}" if v >= 100 else f"{v:,.1f}"
     if key == "bandwidth_gb_s":
         return f"{v:,.0f}"
+    if key == "price":  # money: whole units from 100 up ("27,000", not "27,000.0"), cents below
+        return f"{v:,.0f}" if v >= 100 else f"{v:,.2f}"
     return f"{v:,.1f}"
 
 

@@ -63,6 +63,11 @@ def fmt_tokens(n: float | None) -> str:
     return f"{n:,.0f}"
 
 
+def fmt_tokens_k(n: int) -> str:
+    """A token count for a narrow column: thousands as K (K = 1,000) from 10,000 up ("262K"), exact below."""
+    return f"{n / 1000:,.0f}K" if n >= 10000 else f"{n:,}"
+
+
 def fmt_params(n: float) -> str:
     if n >= 1e9:
         return f"{n / 1e9:,.2f} B"

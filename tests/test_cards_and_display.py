@@ -70,6 +70,10 @@ def test_models_never_folds_a_cell_mid_word(run_cli):
     rows = [line for line in out.splitlines() if line.startswith(" ") and "B " in line]
     assert all(len(line) <= 100 for line in out.splitlines())
     assert any("full+sliding" in line for line in rows) and not any(line.rstrip().endswith("slidi") for line in rows)
+    assert "…" not in out and " layers " in out and any("dense+moe" in line for line in rows)  # 100 columns: no cell
+    # or header cut (rich cut "laye…" and "dense+m…" with an ellipsis, 2026-12-05); kimi-k2: 1,026B, 131K tokens
+    kimi = next(line.split() for line in rows if line.split()[0] == "kimi-k2")
+    assert kimi[1] == "1,026B" and kimi[-1] == "131K"
 
 
 def test_the_gpus_table_prints_vram_in_the_unit_its_header_names(run_cli):

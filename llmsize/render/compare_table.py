@@ -7,6 +7,7 @@ import csv
 import io
 
 from llmsize.estimate.compare import COLUMNS
+from llmsize.units import fmt_tokens_k
 
 SHORT = {"gpu": "card", "bandwidth_gb_s": "GB/s", "memory_gib": "GiB", "cards": "cards",
          "max_context_tokens": "max ctx", "max_sequences": "seqs", "ceiling_tok_s": "ceil b=1",
@@ -28,7 +29,7 @@ def _cell(key: str, v) -> str:
     if key in ("cards", "max_sequences"):
         return f"{v:,}"
     if key == "max_context_tokens":
-        return f"{v / 1000:,.0f}K" if v >= 10000 else f"{v:,}"
+        return fmt_tokens_k(v)
     if key in ("ttft_s", "expected_ttft_s"):
         return f"{v * 1e3:,.0f} ms" if v < 1 else f"{v:,.2f} s"
     if key == "tok_s_per_w":

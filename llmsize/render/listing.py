@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.estimate.params import params_active, params_active_with_embedding, params_total
-from llmsize.render.columns import print_rich
-from llmsize.units import GiB
+from llmsize.render.columns import print_rich, print_table
+from llmsize.units import GiB, fmt_tokens_k
 
 
 def gpu_row(g: GpuSpec) -> dict:
@@ -51,22 +51,23 @@ def render_gpus(gpus: list[GpuSpec], console) -> None:
                   "hold 24 GiB; GB/s decimal (10^9 B/s). `llmsize show ID` for sources.", style="dim")
 
 
-def render_models(models: list[ModelSpec], console) -> None:
-    from rich import box
-    from rich.table import Table
+def _billions(n: int) -> str:
+    """Parameters in billions, three figures from 100B up ("1,026B", "671B"), one decimal below ("12.2B")."""
+    return f"{n / 1e9:,.0f}B" if n >= 100e9 else f"{n / 1e9:,.1f}B"
 
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, title="Models", title_justify="left")
-    for col, just in [("id", "left"), ("params", "right"), ("active", "right"), ("layers", "right"),
-                      ("mixers", "left"), ("mlp", "left"), ("release", "left"), ("max ctx", "right")]:
-        t.add_column(col, justify=just, no_wrap=True)  # cut with an ellipsis on a narrow terminal, never mid-word
+
+def render_models(models: list[ModelSpec], console) -> None:
+    """The catalog's models as a column table (render/columns.py: no cell cut, "dense+moe" whole)."""
+    rows = []
     for m in models:
         r = model_row(m)
-        t.add_row(m.id, f"{r['params_total'] / 1e9:,.1f}B", f"{r['params_active'] / 1e9:,.1f}B",
-                  str(r["layers"]), "+".join(r["mixers"]), "+".join(r["mlps"]), r["release_format"],
-                  f"{m.max_position_embeddings:,}")
-    print_rich(console, t)
-    console.print(f"{len(models)} models. active: parameters per token, the input embedding excluded (a row is "
-                  "gathered; the lm_head counts). `llmsize show ID` for the layer groups and sources.", style="dim")
+        rows.append([m.id, _billions(r["params_total"]), _billions(r["params_active"]), str(r["layers"]),
+                     "+".join(r["mixers"]), "+".join(r["mlps"]), r["release_format"],
+                     fmt_tokens_k(m.max_position_embeddings)])
+    print_table(console, "Models", ["id", "params", "active", "layers", "mixers", "mlp", "release", "max ctx"], rows,
+                left=(0, 4, 5, 6))
+    console.print(f"{len(models)} models (B = 10^9 parameters; max ctx: K = 1,000 tokens). active: parameters "
+                  "per token, the input embedding excluded (a row is gathered; the lm_head counts). `llmsize show ID` for the layer groups and sources.", style="dim")
 
 
 def render_entry(entry: GpuSpec | ModelSpec, console) -> None:

@@ -67,7 +67,8 @@ def render_models(models: list[ModelSpec], console) -> None:
     print_table(console, "Models", ["id", "params", "active", "layers", "mixers", "mlp", "release", "max ctx"], rows,
                 left=(0, 4, 5, 6))
     console.print(f"{len(models)} models (B = 10^9 parameters; max ctx: K = 1,000 tokens). active: parameters "
-                  "per token, the input embedding excluded (a row is gathered; the lm_head counts). `llmsize show ID` for the layer groups and sources.", style="dim")
+                  "per token, the input embedding excluded (a row is gathered; the lm_head counts). `llmsize show ID` "
+                  "for the layer groups and sources.", style="dim")
 
 
 def render_entry(entry: GpuSpec | ModelSpec, console) -> None:

@@ -599,10 +599,12 @@ def side_bytes(plan: Plan, weight_bytes: float, batch: int, runtime: str | None,
 
 
 # What the step-time model does not cost in a hybrid's prompt: its recurrent layers' chunked kernels (Mamba-2's
-# SSD, Gated DeltaNet's chunked delta rule) are counted as their FLOPs, and published serving runs of such hybrids
-# took 3-5x the predicted time to first token: Qwen3.6-35B-A3B NVFP4 on 2 x RTX 5090 under vLLM 0.25.1, 9,997 and
-# 89,999-token prompts in 0.70 and 5.9 s (noonghunna/club-3090#858; `plan --tp 2 --prompt N` said 0.14 and 1.31 s
-# when they were added), and Qwen3-Next-80B-A3B on 8 B200s in the SGLang Cookbook (338 tokens, 128 ms; 0.037 s).
+# SSD, Gated DeltaNet's chunked delta rule) are counted as their FLOPs. Published serving runs of such hybrids took
+# 3-5x the predicted time to first token when the first were added: Qwen3.6-35B-A3B NVFP4 on 2 x RTX 5090 under
+# vLLM 0.25.1, 9,997 and 89,999-token prompts in 0.70 and 5.9 s (noonghunna/club-3090#858; `plan --tp 2 --prompt N`
+# said 0.14 and 1.31 s then), and Qwen3-Next-80B-A3B on 8 B200s in the SGLang Cookbook (338 tokens, 128 ms; 0.037 s);
+# Qwen3.6 27B and 35B-A3B under vLLM 0.22.1 on an RTX PRO 6000 Max-Q (sch0tten/nvfp4-benchmark, 128 to 32,768
+# tokens, BF16, FP8, AWQ, NVFP4) took 0.6-2.6x it, and RECURRENT_PREFILL_NOTE says the range of all of them.
 # Their prefill rows are left out of the fit (estimate/observed.py).
 # AMD's CDNA4 cards (gfx950: MI350X, MI355X) have no decode row in the fit: their AMD costs are CDNA3's (MI300X,
 # MI325X), and the InferenceX fixture's SGLang DeepSeek-R1 FP8 runs on 8 x MI355X, held back from it
@@ -624,7 +626,7 @@ CDNA_TARGETS = ("gfx908", "gfx90a", *CDNA3_TARGETS, *CDNA4_TARGETS)
 SGLANG_TRITON_MLA_NOTE = (
     "SGLang decodes this MLA model on datacenter Blackwell with its Triton attention backend (its head dims are not "
     "DeepSeek's; sglang PR #17247): the SGLang Cookbook's GLM-4.7-Flash runs on a B200 (a release before 0.5.12, whose "
-    "Triton MLA decode took at most 8 KV splits), outside the fit, decoded at 0.32-0.45 of such a figure")
+    "Triton MLA decode took at most 8 KV splits), outside the fit, decoded at 0.32-0.46 of such a figure")
 DEEPSEEK_QK_NOPE_DIM = 128
 
 # llama.cpp's Vulkan build decodes a step's routed experts with its mat-vec kernels only for F32, F16 and quantized
@@ -679,12 +681,15 @@ def triton_mla_on_blackwell(plan: Plan) -> bool:
 OLD_SGLANG_CDNA3_MLA_NOTE = (
     "SGLang 0.5.10 or later assumed: up to 0.5.9 a CDNA3 card copied this MLA model's FP8 projection weights to BF16 at "
     "every decode step (sglang PR #18624), and published DeepSeek runs of those releases on 8 x MI300X and MI325X, "
-    "outside the fit, decoded at 0.50-0.74 of this figure")
+    "outside the fit, decoded at 0.51-0.74 of this figure")
 CDNA4_NOTE = ("an MI350-series card (CDNA4): the AMD costs here are fitted on CDNA3 cards (MI300X, MI325X); published "
               "SGLang runs of DeepSeek-R1 on 8 x MI355X, outside the fit, decoded 1.2-1.7x faster than predicted")
+# the serving engines' published hybrid prompts, skipped by the fit, priced as if not (tests/test_speed.py holds the
+# range to the rows: Qwen3.6 under vLLM on an RTX PRO 6000 Max-Q and 2 x RTX 5090, Qwen3-Next under SGLang on 8 x B200)
 RECURRENT_PREFILL_NOTE = ("time to first token of a model with recurrent (SSM, linear-attention) layers: their chunked "
-                          "prompt kernels are costed as their FLOPs only, and published serving runs of such hybrids "
-                          "took 3-5x this figure (club-3090#858, the SGLang Cookbook's Qwen3-Next)")
+                          "prompt kernels are costed as their FLOPs only, and published serving runs of such hybrids, "
+                          "outside the fit, took 0.6-3.8x this figure (sch0tten/nvfp4-benchmark, club-3090#858, the "
+                          "SGLang Cookbook's Qwen3-Next)")
 # llama.cpp's own hybrids' prompts, skipped by the fit as the others' are, priced with the recurrent layers' FLOPs
 # only (tests/test_speed.py holds the range to the rows: Qwen3.6 and Nemotron-3 Nano on a Strix Halo and an R9700)
 LLAMACPP_RECURRENT_PREFILL_NOTE = (

@@ -750,10 +750,9 @@ def test_tensor_parallel_over_pcie_pays_latency_per_collective(catalog, runtimes
     assert two.tok_s < 2 * one.tok_s
 
 
-@pytest.mark.xfail(strict=True, reason="the seed (45 tok/s) decodes at 1.26 x the expected 35.7 tok/s, 9% above the band "
-                   "(26.3-41.5): vLLM's FP4 class is fitted on FP4 kernels alone since nvidia's W4A16 Qwen3.6 rows "
-                   "left it for Marlin's (RESULTS.md, 2026-12-05), and an RTX PRO 6000 Max-Q's native NVFP4 rows "
-                   "(2026-12-06) hold it at 0.72 of the bandwidth")
+@pytest.mark.xfail(strict=True, reason="the seed (45 tok/s) decodes at 1.24 x the expected 36.2 tok/s, 5% above the band "
+                   "(26.5-42.7): vLLM's FP4 class is fitted on FP4 kernels alone since nvidia's W4A16 Qwen3.6 rows "
+                   "left it for Marlin's (RESULTS.md, 2026-12-05)")
 def test_seed_run_falls_in_the_band(run_cli):
     """Seed 000: 45 tok/s measured for Gemma 4 12B NVFP4 under vLLM on an RTX 5060 Ti (4K context), not in the
     dataset. From dataset 3672dca to the fit of 2026-12-01 the expected figure fell from 33.6 to ~35 tok/s with a
@@ -1763,7 +1762,7 @@ def test_the_serving_hybrid_prompt_note_says_what_its_rows_price_at(catalog, mon
             if ratio is not None and what.endswith("prefill") and has_recurrent_layers(catalog.model(name)):
                 ratios.append(ratio)
                 sources.add(f.stem)
-    assert len(ratios) >= 30 and len(sources) >= 3
+    assert len(ratios) >= 15 and len(sources) >= 3
     assert f"took {1 / max(ratios):.1f}-{1 / min(ratios):.1f}x this figure" in RECURRENT_PREFILL_NOTE
 
 

@@ -626,7 +626,7 @@ CDNA_TARGETS = ("gfx908", "gfx90a", *CDNA3_TARGETS, *CDNA4_TARGETS)
 SGLANG_TRITON_MLA_NOTE = (
     "SGLang decodes this MLA model on datacenter Blackwell with its Triton attention backend (its head dims are not "
     "DeepSeek's; sglang PR #17247): the SGLang Cookbook's GLM-4.7-Flash runs on a B200 (a release before 0.5.12, whose "
-    "Triton MLA decode took at most 8 KV splits), outside the fit, decoded at 0.32-0.46 of such a figure")
+    "Triton MLA decode took at most 8 KV splits), outside the fit, decoded at 0.32-0.45 of such a figure")
 DEEPSEEK_QK_NOPE_DIM = 128
 
 # llama.cpp's Vulkan build decodes a step's routed experts with its mat-vec kernels only for F32, F16 and quantized
@@ -681,7 +681,7 @@ def triton_mla_on_blackwell(plan: Plan) -> bool:
 OLD_SGLANG_CDNA3_MLA_NOTE = (
     "SGLang 0.5.10 or later assumed: up to 0.5.9 a CDNA3 card copied this MLA model's FP8 projection weights to BF16 at "
     "every decode step (sglang PR #18624), and published DeepSeek runs of those releases on 8 x MI300X and MI325X, "
-    "outside the fit, decoded at 0.51-0.74 of this figure")
+    "outside the fit, decoded at 0.50-0.74 of this figure")
 CDNA4_NOTE = ("an MI350-series card (CDNA4): the AMD costs here are fitted on CDNA3 cards (MI300X, MI325X); published "
               "SGLang runs of DeepSeek-R1 on 8 x MI355X, outside the fit, decoded 1.2-1.7x faster than predicted")
 # the serving engines' published hybrid prompts, skipped by the fit, priced as if not (tests/test_speed.py holds the

@@ -64,6 +64,23 @@ def test_every_row_is_sourced_and_its_figure_is_in_its_excerpt(data):
                 assert v is None or figure_in(v, text), (stem, v)
 
 
+def test_no_row_is_in_two_files(data):
+    """A source copied twice is two sources to the fit: leaving one out keeps its twin in, and its held-out error
+    reads as a prediction it was not. The same figures for the same run (runtime, card, model, kind, batch and
+    lengths) in two files fail here: sch0tten's Max-Q matrix was added again as a second file on 2026-12-06, 70 rows,
+    caught only by hand."""
+    from collections import defaultdict
+
+    files = defaultdict(set)
+    for stem, f in data.items():
+        for r in f.rows:
+            figures = (r.tok_s, r.ms_per_token, r.ttft_ms, r.ttft_s, r.s_per_token, r.request_s)
+            files[(f.runtime, r.card_id, r.model_id or r.shape_of, r.kind, r.batch, r.prompt_tokens, r.depth_tokens,
+                   r.gen_tokens, figures)].add(stem)
+    twice = {k: sorted(v) for k, v in files.items() if len(v) > 1}
+    assert not twice, list(twice.items())[:3]
+
+
 def test_pending_rows_keep_the_schema():
     """measurements/pending/ holds rows collected but not yet fitted (its README says why): they load with the same
     schema and verbatim checks, and the fit does not read them."""

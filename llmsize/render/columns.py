@@ -12,9 +12,11 @@ GAP = "  "
 
 
 def widths(headers: list[str], rows: list[list[str]], width: int) -> list[int]:
-    """Each column's widest cell, then, as far as `width` allows, its header's longest word, then its whole header,
-    the columns that need the least more served first; where the cells alone need more than `width`, every header's
-    longest word (the table is wider than `width` anyway: a header cut into letters gains nothing)."""
+    """Each column's widest cell; then, as far as `width` allows, the header rows fewer (every header that folds into
+    the most lines widened by the least that folds it into fewer, while all of them can be), each header's longest
+    word, then its whole header, the columns that need the least more served first; where the cells alone need more
+    than `width`, every header's longest word (the table is wider than `width` anyway: a header cut into letters
+    gains nothing)."""
     w = [max([len(r[i]) for r in rows] + [1]) for i in range(len(headers))]
     left = width - 1 - len(GAP) * (len(headers) - 1) - sum(w)
     longest = [max([len(x) for x in h.split()] + [1]) for h in headers]

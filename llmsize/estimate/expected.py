@@ -604,7 +604,7 @@ def side_bytes(plan: Plan, weight_bytes: float, batch: int, runtime: str | None,
 # vLLM 0.25.1, 9,997 and 89,999-token prompts in 0.70 and 5.9 s (noonghunna/club-3090#858; `plan --tp 2 --prompt N`
 # said 0.14 and 1.31 s then), and Qwen3-Next-80B-A3B on 8 B200s in the SGLang Cookbook (338 tokens, 128 ms; 0.037 s);
 # Qwen3.6 27B and 35B-A3B under vLLM 0.22.1 on an RTX PRO 6000 Max-Q (sch0tten/nvfp4-benchmark, 128 to 32,768
-# tokens, BF16, FP8, AWQ, NVFP4) took 0.6-2.6x it, and RECURRENT_PREFILL_NOTE says the range of all of them.
+# tokens, BF16, FP8 and NVFP4) took 0.6-2.6x it, and RECURRENT_PREFILL_NOTE says the range of all of them.
 # Their prefill rows are left out of the fit (estimate/observed.py).
 # AMD's CDNA4 cards (gfx950: MI350X, MI355X) have no decode row in the fit: their AMD costs are CDNA3's (MI300X,
 # MI325X), and the InferenceX fixture's SGLang DeepSeek-R1 FP8 runs on 8 x MI355X, held back from it

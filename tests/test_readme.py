@@ -114,6 +114,17 @@ def test_the_fitted_figures_the_readme_quotes_are_the_fits():
             in README.replace("\n", " "))
 
 
+def test_the_hybrid_prompt_ranges_the_readme_quotes_are_the_plans():
+    """The README says how wide a hybrid's time-to-first-token band is: expected.RECURRENT_PREFILL_RANGE, which the
+    speed tests hold to the published rows."""
+    from llmsize.estimate.expected import RECURRENT_PREFILL_RANGE as r
+
+    text = README.replace("\n", " ")
+    assert (f"{r['serving'][0]:.1f}-{r['serving'][1]:.1f}x the figure in vLLM and SGLang, "
+            f"{r['llamacpp'][0]:.1f}-{r['llamacpp'][1]:.1f}x in llama.cpp "
+            f"({r['llamacpp-vulkan'][0]:.1f}-{r['llamacpp-vulkan'][1]:.1f}x on Vulkan)") in text
+
+
 def test_the_offload_figure_the_readme_quotes_is_the_plans(run_cli):
     """The README quotes gpt-oss-20b with --cpu-moe on an RX 7900 XT over DDR4-3200 beside a published ~20 tok/s:
     a refit that moves the plan's figure must move the README's."""

@@ -31,9 +31,11 @@ from llmsize.estimate.speed import (
     StepInputs,
     at_file_bytes,
     expected_speed,
+    flop_time_at_peak_s,
     format_class,
     is_ternary,
     link_kind,
+    pipeline_factor,
     prefill_fraction,
     prefill_missing,
     prefill_parts_s,
@@ -684,22 +686,45 @@ OLD_SGLANG_CDNA3_MLA_NOTE = (
     "outside the fit, decoded at 0.50-0.74 of this figure")
 CDNA4_NOTE = ("an MI350-series card (CDNA4): the AMD costs here are fitted on CDNA3 cards (MI300X, MI325X); published "
               "SGLang runs of DeepSeek-R1 on 8 x MI355X, outside the fit, decoded 1.2-1.7x faster than predicted")
-# the serving engines' published hybrid prompts, skipped by the fit, priced as if not (tests/test_speed.py holds the
-# range to the rows: Qwen3.6 under vLLM on an RTX PRO 6000 Max-Q and 2 x RTX 5090, Qwen3-Next under SGLang on 8 x B200)
-RECURRENT_PREFILL_NOTE = ("time to first token of a model with recurrent (SSM, linear-attention) layers: their chunked "
-                          "prompt kernels are costed as their FLOPs only, and published serving runs of such hybrids, "
-                          "outside the fit, took 0.6-3.8x this figure (sch0tten/nvfp4-benchmark, club-3090#858, the "
-                          "SGLang Cookbook's Qwen3-Next)")
-# llama.cpp's own hybrids' prompts, skipped by the fit as the others' are, priced with the recurrent layers' FLOPs
-# only (tests/test_speed.py holds the range to the rows: Qwen3.6 and Nemotron-3 Nano on a Strix Halo and an R9700)
+# A hybrid's published prompts, skipped by the fit and priced as if not: their time to first token as multiples of
+# the plan's figure, (shortest, longest), by who ran them; tests/test_speed.py holds each to its rows. The serving
+# engines': Qwen3.6 under vLLM on an RTX PRO 6000 Max-Q and 2 x RTX 5090, Qwen3-Next under SGLang on 8 x B200;
+# llama.cpp's: Qwen3.6 and Nemotron-3 Nano on a Strix Halo and an R9700 (its Vulkan build's: Qwen3-Next too).
+RECURRENT_PREFILL_RANGE = {"serving": (0.6, 3.8), "llamacpp": (1.0, 1.9), "llamacpp-vulkan": (0.9, 4.4)}
+_RECURRENT_PREFILL = ("time to first token of a model with recurrent (SSM, linear-attention) layers: their chunked "
+                      "prompt kernels are costed as their FLOPs only; ")
+RECURRENT_PREFILL_NOTE = (_RECURRENT_PREFILL + "published serving runs of such hybrids (sch0tten/nvfp4-benchmark, "
+                          "club-3090#858, the SGLang Cookbook's Qwen3-Next), outside the fit, took {0:.1f}-{1:.1f}x "
+                          "this figure, and its band spans that".format(*RECURRENT_PREFILL_RANGE["serving"]))
 LLAMACPP_RECURRENT_PREFILL_NOTE = (
-    "time to first token of a model with recurrent (SSM, linear-attention) layers: their chunked prompt kernels are "
-    "costed as their FLOPs only; llama.cpp's published prompts of such hybrids (Qwen3.6, Nemotron-3 Nano on AMD "
-    "cards), outside the fit, took 1.0-1.9x this figure")
+    _RECURRENT_PREFILL + "llama.cpp's published prompts of such hybrids (Qwen3.6, Nemotron-3 Nano on AMD cards), "
+    "outside the fit, took {0:.1f}-{1:.1f}x this figure, and its band spans that".format(
+        *RECURRENT_PREFILL_RANGE["llamacpp"]))
 LLAMACPP_VULKAN_RECURRENT_PREFILL_NOTE = (
-    "time to first token of a model with recurrent (SSM, linear-attention) layers: their chunked prompt kernels are "
-    "costed as their FLOPs only; llama.cpp's published Vulkan prompts of such hybrids (Qwen3.6, Qwen3-Next, Nemotron-3 "
-    "Nano on AMD cards), outside the fit, took 0.9-4.4x this figure")
+    _RECURRENT_PREFILL + "llama.cpp's published Vulkan prompts of such hybrids (Qwen3.6, Qwen3-Next, Nemotron-3 Nano "
+    "on AMD cards), outside the fit, took {0:.1f}-{1:.1f}x this figure, and its band spans that".format(
+        *RECURRENT_PREFILL_RANGE["llamacpp-vulkan"]))
+
+
+def recurrent_prefill_key(rid: str, be: str | None) -> str:
+    """Which published hybrid prompts speak for this runtime's: RECURRENT_PREFILL_RANGE's key."""
+    if rid != "llamacpp":
+        return "serving"
+    return "llamacpp-vulkan" if be == "vulkan" else "llamacpp"
+
+
+def with_recurrent_prefill_band(e: Expected, rid: str, be: str | None, pre: PrefillInputs) -> Expected:
+    """`e` with a hybrid's time-to-first-token band at least as wide as its kind's published hybrid prompts ran
+    (RECURRENT_PREFILL_RANGE): the fit's prompt band is held out on models without recurrent layers. Its short end
+    stays at or above the prompt's FLOPs at the rated peak, as every band's does."""
+    from dataclasses import replace
+
+    if not e.ttft_s:
+        return e
+    lo, hi = RECURRENT_PREFILL_RANGE[recurrent_prefill_key(rid, be)]
+    floor = flop_time_at_peak_s(pre) * pipeline_factor(pre)
+    return replace(e, ttft_s_low=max(floor, min(e.ttft_s_low, e.ttft_s * lo)),
+                   ttft_s_high=max(e.ttft_s_high, e.ttft_s * hi))
 
 
 RECURRENT_MIXERS = ("ssm", "linear")
@@ -966,8 +991,8 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
                       "it rests on published prompts on this card rather than on its peak" if rid in MATMUL_PRECISION
                       else f"it is an upper bound: {RUNTIME_NAMES[rid]}'s tensor-core prompts run faster than FP32"),)
     if has_recurrent_layers(plan.model):
-        notes += ((LLAMACPP_VULKAN_RECURRENT_PREFILL_NOTE if be == "vulkan" else LLAMACPP_RECURRENT_PREFILL_NOTE)
-                  if rid == "llamacpp" else RECURRENT_PREFILL_NOTE,)
+        notes += ({"serving": RECURRENT_PREFILL_NOTE, "llamacpp": LLAMACPP_RECURRENT_PREFILL_NOTE,
+                   "llamacpp-vulkan": LLAMACPP_VULKAN_RECURRENT_PREFILL_NOTE}[recurrent_prefill_key(rid, be)],)
     if rid in ("vllm", "sglang") and plan.gpu.llvm_target in CDNA4_TARGETS:
         notes += (CDNA4_NOTE,)
     if rid == "sglang" and triton_mla_on_blackwell(plan):
@@ -992,6 +1017,8 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
     e = expected_speed(step_inputs(plan, plan.decode_1, rid, be=gpu_backend),
                        step_inputs(plan, plan.decode_b, rid, be=gpu_backend),
                        pre, c, plan.decode_ceiling_tok_s, calibration, notes, plan.decode_b.tok_s)
+    if has_recurrent_layers(plan.model):
+        e = with_recurrent_prefill_band(e, rid, be, pre)
     if plan.speculative is not None:
         e = with_speculation(e, plan, rid, c, calibration.factor if calibration else 1.0)
     return ExpectedResult(rid, why, e, None, be)

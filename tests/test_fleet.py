@@ -532,6 +532,22 @@ def test_rows_carry_the_expected_speed_band(catalog, runtimes):
     assert row.tok_s_per_user_band == pytest.approx((1 / row.tpot_s_high, 1 / row.tpot_s_low))
 
 
+def test_a_hybrids_ttft_band_spans_the_published_hybrid_prompts(catalog, runtimes):
+    """As plan's: a model with recurrent layers (Qwen3.6-35B-A3B, Gated DeltaNet 3 layers in 4) has its prefill
+    banded at least as wide as published hybrid prompts took (expected.RECURRENT_PREFILL_RANGE), the queue's wait
+    kept; the fit's prefill band is held out on models without such layers."""
+    from llmsize.estimate.expected import RECURRENT_PREFILL_RANGE, constants
+
+    (row,) = fleet_rows(catalog.model("qwen3.6-35b-a3b"), [catalog.gpu("h100-sxm")],
+                        Workload(3000, 500, users=50, ttft_s=2.0, tpot_s=1 / 30), "vllm", runtimes)
+    c = constants(runtimes["vllm"], "cuda")
+    lo, hi = RECURRENT_PREFILL_RANGE["serving"]
+    pre = row.ttft_s - row.ttft_wait_s
+    assert row.ttft_s_high == pytest.approx(max(pre / c.prefill_band_low, pre * hi) + row.ttft_wait_s)
+    assert row.ttft_s_low == pytest.approx(min(pre / c.prefill_band_high, pre * lo) + row.ttft_wait_s)
+    assert row.ttft_s_high > pre / c.prefill_band_low + row.ttft_wait_s  # wider than the fit's band here
+
+
 def test_every_view_shows_the_bands(run_cli):
     """The bands are in each view, not in the JSON alone: the table (TTFT and TPOT), markdown and HTML (a user's
     tok/s too), and the JSON's tok_s_per_user_low/high (1 / TPOT's band)."""

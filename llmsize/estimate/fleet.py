@@ -241,16 +241,20 @@ def card_caveats(g: GpuSpec, plan, row: FleetRow, runtime: str, w: Workload) -> 
     return tuple(out)
 
 
-def _with_bands(row: FleetRow, c) -> FleetRow:
+def _with_bands(row: FleetRow, c, hybrid_range: tuple[float, float] | None = None) -> FleetRow:
     """The row's TPOT and TTFT bands from the runtime's held-out p5-p95 of measured / predicted rates (a faster
     rate is a shorter time): TPOT / high .. TPOT / low; TTFT's prefill likewise with the prefill band, its queue
-    as it is."""
+    as it is. A hybrid's prefill (hybrid_range: expected.RECURRENT_PREFILL_RANGE's, as multiples of the figure)
+    spans at least what published hybrid prompts took, as plan's band does."""
     lo, hi = c.band_low, c.band_high
     plo, phi = c.prefill_band_low or lo, c.prefill_band_high or hi
     wait = row.ttft_wait_s or 0.0
     pre = row.ttft_s - wait
-    return replace(row, tpot_s_low=row.tpot_s / hi, tpot_s_high=row.tpot_s / lo, ttft_s_low=pre / phi + wait,
-                   ttft_s_high=pre / plo + wait)
+    short, long = pre / phi, pre / plo
+    if hybrid_range is not None:
+        short, long = min(short, pre * hybrid_range[0]), max(long, pre * hybrid_range[1])
+    return replace(row, tpot_s_low=row.tpot_s / hi, tpot_s_high=row.tpot_s / lo, ttft_s_low=short + wait,
+                   ttft_s_high=long + wait)
 
 
 def _with_p95(row: FleetRow, model, g, w: Workload, runtime: str, c, kv_dtype: str) -> FleetRow:
@@ -424,7 +428,13 @@ def runtime_refusal(runtime: str, runtimes: dict, g: GpuSpec) -> str | None:
 
 def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str, runtimes: dict,
                hourly: dict[str, float] | None = None, kv_dtype: str = "bf16") -> list[FleetRow]:
-    from llmsize.estimate.expected import backend, constants
+    from llmsize.estimate.expected import (
+        RECURRENT_PREFILL_RANGE,
+        backend,
+        constants,
+        has_recurrent_layers,
+        recurrent_prefill_key,
+    )
     from llmsize.estimate.plan import make_plan
 
     w.check(model)
@@ -434,11 +444,13 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
     weights_total = weight_bytes(model, *resolve_format(model, w.quant, None)).bytes_total
     spec = runtimes.get(runtime)
     moe = any(g.mlp is not None and g.mlp.kind == "moe" for g in model.layer_groups)
+    recurrent = has_recurrent_layers(model)
     rows = []
     for g in gpus:
         be = backend(g)
         why = runtime_refusal(runtime, runtimes, g)
         c = constants(spec, be, g) if why is None else None
+        hybrid = RECURRENT_PREFILL_RANGE[recurrent_prefill_key(runtime, be)] if recurrent else None
         price = (hourly or {}).get(g.id)
         best, reasons, best_of = None, [], {}
         if why is not None:
@@ -506,7 +518,7 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
                     reasons.append(_miss(f"{label}: {why}", why.ratio, 1.0) if isinstance(why, Miss) else
                                    f"{label}: {why}")
                     continue
-                row = _with_bands(row, c)
+                row = _with_bands(row, c, hybrid)
                 key = (row.cost_per_hour if price else row.cards_total, row.mode != "aggregated", tp * pp * dp)
                 if best is None or key < best[0]:
                     best = (key, row, plan)

@@ -548,6 +548,13 @@ def test_a_hybrids_ttft_band_spans_the_published_hybrid_prompts(catalog, runtime
     assert row.ttft_s_high > pre / c.prefill_band_low + row.ttft_wait_s  # wider than the fit's band here
 
 
+@pytest.mark.parametrize("model, hybrid", [("qwen3.6-35b-a3b", True), ("qwen3-30b-a3b", False)])
+def test_the_legend_says_when_a_ttft_band_is_a_hybrids(run_cli, model, hybrid):
+    code, out, err = run_cli("fleet", model, "--users", "200", "--gpus", "h100-sxm")
+    assert code == 0, err
+    assert ("a hybrid's TTFT band" in " ".join(out.split())) == hybrid
+
+
 def test_every_view_shows_the_bands(run_cli):
     """The bands are in each view, not in the JSON alone: the table (TTFT and TPOT), markdown and HTML (a user's
     tok/s too), and the JSON's tok_s_per_user_low/high (1 / TPOT's band)."""

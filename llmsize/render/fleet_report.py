@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from llmsize.estimate.expected import has_recurrent_layers
 from llmsize.estimate.fleet import HOURS_PER_MONTH
 from llmsize.render.columns import print_rich, print_table
 
@@ -142,6 +143,12 @@ def _latency_cells(r) -> list[str]:
             _banded(r.tpot_s * 1000, ms, 1)]
 
 
+# a model with recurrent layers: its prompts are left out of the fit, and its TTFT band is widened to what published
+# hybrid prompts took (expected.RECURRENT_PREFILL_RANGE; fleet._with_bands)
+HYBRID_BAND_WORDS = ("; a hybrid's TTFT band, its recurrent layers' prompts left out of the fit, at least as wide as "
+                     "published hybrid prompts took: `llmsize plan MODEL --gpu CARD` says how wide")
+
+
 def render_fleet(model, w, runtime, currency, rows, console, kv_dtype: str = "bf16") -> None:
     load = f"{w.users:,} users" if w.users is not None else f"{w.rate:,g} requests/s"
     missing, cells = [], []
@@ -174,7 +181,8 @@ def render_fleet(model, w, runtime, currency, rows, console, kv_dtype: str = "bf
                   "aggregated (N x agg) and disaggregated (xPyD: x prefill, y decode workers of tp cards) serving; "
                   "dep n: attention data parallel, the experts split over n cards. Speeds from the expected-speed "
                   "model at each worker's batch, in parentheses its held-out band (p5-p95; a user's tok/s is 1 / "
-                  "TPOT); TTFT is the mean prompt's prefill and its queue (M/D/c). Rows are sized at the expected "
+                  "TPOT" + (HYBRID_BAND_WORDS if has_recurrent_layers(model) else "") + "); TTFT is the mean prompt's "
+                  "prefill and its queue (M/D/c). Rows are sized at the expected "
                   "speed, the targets met there: at the band's slow end TPOT and TTFT are longer (the band shows how "
                   "much), so give tighter targets for a margin."
                   + ("" if w.ttft_s is not None else " Without --ttft, a disaggregated row's prefill workers keep a "

@@ -1,6 +1,6 @@
 """Price a measurement file's rows with the shipped constants (runtimes/*.yaml), before the fit sees them.
 
-    python benchmarks/predict_rows.py measurements/FILE.yaml [...]
+    python benchmarks/predict_rows.py [--hybrid-prompts] measurements/FILE.yaml [...]
 
 For each row: why the fit would skip it (the reason fit_speed.py prints), or measured / predicted speed (decode:
 tok/s; a prompt: its rate, i.e. predicted time / measured time). A new source priced this way, before
@@ -25,8 +25,10 @@ from llmsize.estimate.observed import card_of, observe  # noqa: E402
 from llmsize.estimate.speed import decode_step_time_s, prefill_time_s  # noqa: E402
 
 
-def price(path: Path, cat: Catalog) -> list[tuple[int, str, float | None, str | None]]:
-    """(row index, what the row is, measured / predicted or None, why it is skipped or None) per row."""
+def price(path: Path, cat: Catalog, hybrid_prompts: bool = False) -> list[tuple[int, str, float | None, str | None]]:
+    """(row index, what the row is, measured / predicted or None, why it is skipped or None) per row;
+    `hybrid_prompts`: a hybrid's prompt rows priced too (the fit skips them; expected.RECURRENT_PREFILL_RANGE
+    quotes their span)."""
     f = load_file(path)
     out = []
     for i, row in enumerate(f.rows):
@@ -43,7 +45,7 @@ def price(path: Path, cat: Catalog) -> list[tuple[int, str, float | None, str | 
             out.append((i, what, None, gpu))
             continue
         published = str(f.source.published) if f.source.published else None
-        o = observe(row, f.runtime, path.stem, model, gpu, published=published)
+        o = observe(row, f.runtime, path.stem, model, gpu, published=published, hybrid_prompts=hybrid_prompts)
         if isinstance(o, str):
             out.append((i, what, None, o))
             continue
@@ -59,10 +61,12 @@ def price(path: Path, cat: Catalog) -> list[tuple[int, str, float | None, str | 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="+", type=Path)
+    ap.add_argument("--hybrid-prompts", action="store_true",
+                    help="price a hybrid's prompt rows too (the fit skips them; the plan's hybrid notes quote them)")
     args = ap.parse_args()
     cat = Catalog()
     for path in args.files:
-        rows = price(path, cat)
+        rows = price(path, cat, args.hybrid_prompts)
         ratios = sorted(r for _, _, r, _ in rows if r is not None)
         span = f"{ratios[0]:.2f}-{ratios[-1]:.2f}, median {ratios[(len(ratios) - 1) // 2]:.2f}" if ratios else "-"
         print(f"{path}: {len(ratios)} of {len(rows)} rows priced, measured / predicted {span}")

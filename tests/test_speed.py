@@ -1725,67 +1725,45 @@ def test_a_prompt_costed_at_a_stand_in_fp32_rate_does_not_calibrate_a_serving_en
                                   "k", m, h100), str)
 
 
-@pytest.mark.parametrize("vulkan", [False, True])
-def test_the_llamacpp_hybrid_prompt_note_says_what_its_rows_price_at(catalog, monkeypatch, vulkan):
-    """LLAMACPP_RECURRENT_PREFILL_NOTE's "1.0-1.9x" is llama.cpp's published hybrid prompts (skipped by the fit) on
-    the cards' own backends, priced with the shipped constants as if they were not: predicted time / measured time's
-    reciprocal range; its Vulkan note's, those of the Vulkan rows (their files: llamacpp-vulkan-*)."""
+def _hybrid_prompt_ratios(catalog, files) -> tuple[list[float], set[str]]:
+    """Measured / predicted rates of the hybrids' prompt rows in `files` (the fit skips them; predict_rows prices
+    them with --hybrid-prompts), and the sources they come from."""
     import sys
 
-    from llmsize.estimate import observed
-    from llmsize.estimate.expected import (
-        LLAMACPP_RECURRENT_PREFILL_NOTE,
-        LLAMACPP_VULKAN_RECURRENT_PREFILL_NOTE,
-        RECURRENT_PREFILL_RANGE,
-        has_recurrent_layers,
-    )
+    from llmsize.estimate.expected import has_recurrent_layers
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from predict_rows import price
 
-    monkeypatch.setattr(observed, "has_recurrent_layers", lambda model: False)
-    ratios = []
-    for f in sorted((ROOT / "measurements").glob("llamacpp-*.yaml")):
-        if f.name.startswith("llamacpp-vulkan-") != vulkan:
-            continue
-        for _, what, ratio, _ in price(f, catalog):
-            name = what.split()[2]
-            if ratio is not None and what.endswith("prefill") and has_recurrent_layers(catalog.model(name)):
-                ratios.append(ratio)
-    assert len(ratios) >= (10 if vulkan else 20)
-    note = LLAMACPP_VULKAN_RECURRENT_PREFILL_NOTE if vulkan else LLAMACPP_RECURRENT_PREFILL_NOTE
-    lo, hi = RECURRENT_PREFILL_RANGE["llamacpp-vulkan" if vulkan else "llamacpp"]
-    assert (f"{1 / max(ratios):.1f}", f"{1 / min(ratios):.1f}") == (f"{lo:.1f}", f"{hi:.1f}")
-    assert f"took {lo:.1f}-{hi:.1f}x this figure" in note
-
-
-def test_the_serving_hybrid_prompt_note_says_what_its_rows_price_at(catalog, monkeypatch):
-    """RECURRENT_PREFILL_NOTE's range is the serving engines' published hybrid prompts (vLLM, SGLang and TensorRT-LLM
-    files; skipped by the fit), priced with the shipped constants as if they were not: measured / predicted time.
-    It said "3-5x" from two sources until an RTX PRO 6000 Max-Q's Qwen3.6 prompts under vLLM 0.22.1, some of them
-    faster than their FLOPs' figure (2026-12-06), showed the spread; the note now says the rows' range."""
-    import sys
-
-    from llmsize.estimate import observed
-    from llmsize.estimate.expected import RECURRENT_PREFILL_NOTE, RECURRENT_PREFILL_RANGE, has_recurrent_layers
-
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from predict_rows import price
-
-    monkeypatch.setattr(observed, "has_recurrent_layers", lambda model: False)
     ratios, sources = [], set()
-    for f in sorted((ROOT / "measurements").glob("*.yaml")):
-        if not f.name.startswith(("vllm-", "sglang-", "trtllm-")):
-            continue
-        for _, what, ratio, _ in price(f, catalog):
-            name = what.split()[2]
-            if ratio is not None and what.endswith("prefill") and has_recurrent_layers(catalog.model(name)):
+    for f in files:
+        for _, what, ratio, _ in price(f, catalog, hybrid_prompts=True):
+            if ratio is not None and what.endswith("prefill") and has_recurrent_layers(catalog.model(what.split()[2])):
                 ratios.append(ratio)
                 sources.add(f.stem)
-    assert len(ratios) >= 15 and len(sources) >= 3
-    lo, hi = RECURRENT_PREFILL_RANGE["serving"]
+    return ratios, sources
+
+
+@pytest.mark.parametrize("key", ["llamacpp", "llamacpp-vulkan", "serving"])
+def test_each_hybrid_prompt_note_says_what_its_rows_price_at(catalog, key):
+    """RECURRENT_PREFILL_RANGE, and the note quoting it, is the span of the published hybrid prompts (skipped by
+    the fit) priced with the shipped constants as if they were not, as multiples of the predicted time: llama.cpp's
+    on the cards' own backends (its Vulkan rows apart, files llamacpp-vulkan-*), the serving engines' (vLLM, SGLang
+    and TensorRT-LLM files). The serving note said "3-5x" from two sources until an RTX PRO 6000 Max-Q's Qwen3.6
+    prompts under vLLM 0.22.1, some faster than their FLOPs' figure (2026-12-06), showed the spread.
+    `python benchmarks/predict_rows.py --hybrid-prompts FILE` prints each row's ratio."""
+    from llmsize.estimate.expected import RECURRENT_PREFILL_NOTES, RECURRENT_PREFILL_RANGE
+
+    files = sorted((ROOT / "measurements").glob("*.yaml"))
+    files = {"llamacpp": [f for f in files if f.name.startswith("llamacpp-")
+                          and not f.name.startswith("llamacpp-vulkan-")],
+             "llamacpp-vulkan": [f for f in files if f.name.startswith("llamacpp-vulkan-")],
+             "serving": [f for f in files if f.name.startswith(("vllm-", "sglang-", "trtllm-"))]}[key]
+    ratios, sources = _hybrid_prompt_ratios(catalog, files)
+    assert len(ratios) >= {"llamacpp": 20, "llamacpp-vulkan": 10, "serving": 15}[key] and len(sources) >= 3
+    lo, hi = RECURRENT_PREFILL_RANGE[key]
     assert (f"{1 / max(ratios):.1f}", f"{1 / min(ratios):.1f}") == (f"{lo:.1f}", f"{hi:.1f}")
-    assert f"took {lo:.1f}-{hi:.1f}x this figure" in RECURRENT_PREFILL_NOTE
+    assert f"took {lo:.1f}-{hi:.1f}x this figure" in RECURRENT_PREFILL_NOTES[key]
 
 
 @pytest.mark.parametrize("runtime, card, quant, key", [("vllm", "rtx5090", "nvfp4", "serving"),

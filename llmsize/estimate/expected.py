@@ -706,6 +706,10 @@ LLAMACPP_VULKAN_RECURRENT_PREFILL_NOTE = (
         *RECURRENT_PREFILL_RANGE["llamacpp-vulkan"]))
 
 
+RECURRENT_PREFILL_NOTES = {"serving": RECURRENT_PREFILL_NOTE, "llamacpp": LLAMACPP_RECURRENT_PREFILL_NOTE,
+                           "llamacpp-vulkan": LLAMACPP_VULKAN_RECURRENT_PREFILL_NOTE}
+
+
 def recurrent_prefill_key(rid: str, be: str | None) -> str:
     """Which published hybrid prompts speak for this runtime's: RECURRENT_PREFILL_RANGE's key."""
     if rid != "llamacpp":
@@ -991,8 +995,7 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
                       "it rests on published prompts on this card rather than on its peak" if rid in MATMUL_PRECISION
                       else f"it is an upper bound: {RUNTIME_NAMES[rid]}'s tensor-core prompts run faster than FP32"),)
     if has_recurrent_layers(plan.model):
-        notes += ({"serving": RECURRENT_PREFILL_NOTE, "llamacpp": LLAMACPP_RECURRENT_PREFILL_NOTE,
-                   "llamacpp-vulkan": LLAMACPP_VULKAN_RECURRENT_PREFILL_NOTE}[recurrent_prefill_key(rid, be)],)
+        notes += (RECURRENT_PREFILL_NOTES[recurrent_prefill_key(rid, be)],)
     if rid in ("vllm", "sglang") and plan.gpu.llvm_target in CDNA4_TARGETS:
         notes += (CDNA4_NOTE,)
     if rid == "sglang" and triton_mla_on_blackwell(plan):

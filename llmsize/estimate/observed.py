@@ -428,8 +428,9 @@ def _vllm_v0(version: str, published: str | None = None) -> bool:
 
 
 def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuSpec,
-            published: str | None = None) -> Observed | str:
-    """The row as a plan, or why it cannot be one (`published`: its source's date, for a llama.cpp default)."""
+            published: str | None = None, hybrid_prompts: bool = False) -> Observed | str:
+    """The row as a plan, or why it cannot be one (`published`: its source's date, for a llama.cpp default;
+    `hybrid_prompts`: a hybrid's prompt priced all the same, as the plan's notes on hybrids quote them)."""
     said = f"{row.test}; {row.where or ''}"
     if says(said, SPECULATIVE):
         return "speculative decoding (not one token per step)"
@@ -523,7 +524,7 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
         # the plan says so beside such a time to first token (expected.py: -sm row copies every matmul's
         # activations between the cards); a prompt it does not claim to predict does not fit its constants
         return "prefill of llama.cpp's row or tensor split (each matmul's activations copied between the cards)"
-    if has_recurrent_layers(model):
+    if has_recurrent_layers(model) and not hybrid_prompts:
         return ("prefill of a model with recurrent (SSM, linear-attention) layers: their chunked prompt kernels are "
                 "costed as their FLOPs only (the plan's note says what published runs took)")
     fa = llamacpp_flash_attn(row, published) if runtime == "llamacpp" else True

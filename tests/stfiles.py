@@ -9,8 +9,8 @@ BITS = {"BOOL": 8, "U8": 8, "I8": 8, "F8_E4M3": 8, "F8_E5M2": 8, "F16": 16, "BF1
         "I64": 64}
 
 
-def write_safetensors(path: Path, tensors: dict, metadata=None) -> Path:
-    """tensors: {name: (dtype, shape)}."""
+def write_safetensors(path: Path, tensors: dict, metadata=None, sparse: bool = False) -> Path:
+    """tensors: {name: (dtype, shape)}; `sparse`: the data left as a hole (a real model's size, no disk)."""
     header, offset = {}, 0
     for name, (dtype, shape) in tensors.items():
         n = (prod(shape) * BITS[dtype] + 7) // 8
@@ -23,7 +23,10 @@ def write_safetensors(path: Path, tensors: dict, metadata=None) -> Path:
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(blob)))
         f.write(blob)
-        f.write(b"\0" * offset)
+        if sparse:
+            f.truncate(8 + len(blob) + offset)
+        else:
+            f.write(b"\0" * offset)
     return path
 
 

@@ -3,7 +3,7 @@
 import pytest
 
 from llmsize.catalog.loader import Catalog
-from llmsize.catalog.schema import FullAttention, SlidingAttention
+from llmsize.catalog.schema import FullAttention, MlaAttention, SlidingAttention
 from llmsize.estimate.decode import DecodeModel
 from llmsize.estimate.kv import kv_bytes
 from llmsize.estimate.plan import PlanInputs, make_plan
@@ -44,13 +44,16 @@ def test_gqa_with_all_heads_equals_mha(model):
         groups.append(g)
     mha = model.model_copy(update={"layer_groups": groups})
     L = 3000
-    expected = 0
+    expected = shared = 0  # a layer that shares an earlier layer's cache (Gemma 4 E) holds none, reads it again
     for g in mha.layer_groups:
         if isinstance(g.mixer, (FullAttention, SlidingAttention)):
             cached = min(L, g.mixer.sliding_window) if isinstance(g.mixer, SlidingAttention) else L
-            expected += 2 * g.count * g.mixer.num_attention_heads * g.mixer.head_dim * cached * 2
+            b = 2 * g.count * g.mixer.num_attention_heads * g.mixer.head_dim * cached * 2
+            shared, expected = (shared + b, expected) if g.mixer.kv_shared else (shared, expected + b)
     got = kv_bytes(mha, L, "bf16")
     assert got.bytes_by_kind["full"] + got.bytes_by_kind["sliding"] == expected
+    if not any(isinstance(g.mixer, MlaAttention) and g.mixer.indexer for g in model.layer_groups):
+        assert got.read_bytes == got.bytes_per_sequence + shared
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.id)

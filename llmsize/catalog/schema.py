@@ -150,6 +150,9 @@ class AttentionBase(Strict):
     bias: Bias = "none"
     sinks: bool = Field(False, description="one learned sink logit per head (gpt-oss)")
     output_gate: bool = Field(False, description="q_proj also emits a sigmoid gate per head (Qwen3-Next)")
+    kv_shared: bool = Field(False, description="the layer attends over an earlier layer's cache and caches nothing "
+                            "(Gemma 4 E2B/E4B's last num_kv_shared_layers; transformers modeling_gemma4.py "
+                            "is_kv_shared_layer); its k/v projections, where the checkpoint keeps them, go unused")
 
     @model_validator(mode="after")
     def _heads_divide(self):
@@ -336,6 +339,17 @@ class ReleaseFormat(Strict):
             raise ValueError(e.message) from None
 
 
+class PerLayerInput(Strict):
+    """Per-layer embeddings (Gemma 4 E2B/E4B, transformers modeling_gemma4.py): a second table gives each token a
+    `hidden_size`-wide vector per layer, [vocab_size, layers x hidden_size] (embed_tokens_per_layer), gathered one
+    row a token like the input embedding; the hidden state is projected to the same width (per_layer_model_projection
+    [layers x hidden_size, model hidden], one norm of hidden_size); each layer gates it in (per_layer_input_gate
+    [hidden_size, model hidden], per_layer_projection [model hidden, hidden_size], post_per_layer_input_norm)."""
+
+    hidden_size: int = Field(strict=True, le=2**16, gt=0, description="hidden_size_per_layer_input")
+    vocab_size: int = Field(strict=True, le=2**24, gt=0, description="vocab_size_per_layer_input")
+
+
 class ModelSpec(Strict):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$")
     name: str
@@ -361,6 +375,7 @@ class ModelSpec(Strict):
         "indices, repeated and cut to the layer count (Gemma 3: [0, 0, 0, 0, 0, 1], a global layer after five "
         "local ones); None: each group's layers follow the previous group's")
     extra: list[ExtraParams] = []
+    per_layer_input: PerLayerInput | None = None
     notes: str | None = None
 
     @property
@@ -394,6 +409,20 @@ class ModelSpec(Strict):
         if counts != [g.count for g in self.layer_groups]:
             raise ValueError(f"layer_pattern repeated over {n} layers gives the groups {counts} layers, where their "
                              f"counts say {[g.count for g in self.layer_groups]}")
+        return self
+
+    @model_validator(mode="after")
+    def _shared_caches_have_a_source(self):
+        """A layer that reads an earlier layer's cache needs one: a layer of its attention kind before it that
+        keeps its own (transformers modeling_gemma4.py: the last such layer before the shared ones)."""
+        seen: set[str] = set()
+        for i, g in enumerate(self.layer_stack()):
+            m = g.mixer
+            if getattr(m, "kv_shared", False) and m.kind not in seen:
+                raise ValueError(f"layer {i} shares an earlier layer's cache (kv_shared) but no earlier {m.kind} "
+                                 "layer keeps one")
+            if m is not None and not getattr(m, "kv_shared", False):
+                seen.add(m.kind)
         return self
 
     @field_validator("aliases")

@@ -391,7 +391,7 @@ def v1_layout(model: ModelSpec, kv_dtype: str, block_size: int) -> V1Layout | No
     states: list[float] = []
     for g in model.layer_groups:
         m = g.mixer
-        if m is None:
+        if m is None or getattr(m, "kv_shared", False):  # no cache of its own (kv_sharing_target_layer_name)
             continue
         if m.kind in ("ssm", "linear"):
             states += [vllm_state_bytes(m)] * g.count

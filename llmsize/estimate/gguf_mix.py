@@ -119,9 +119,11 @@ class _Chooser:
                 new = "q6_k"
         elif ft == "mxfp4_moe":
             new = "mxfp4" if t.ne2 > 1 else "q8_0"
-        elif name == "token_embd.weight":
+        elif name in ("token_embd.weight", "per_layer_token_embd.weight"):  # tensor_name_match_token_embd
             if ft in ("tq1_0", "tq2_0"):
                 new = "q4_k"
+        elif name == "per_layer_model_proj.weight":
+            return "f16"  # "these are not too big so keep them as it is": as converted, 16 bits
         elif "attn_v.weight" in name:
             i, n = self.i_attention_wv, self.n_attention_wv
             if ft == "q2_k":
@@ -219,11 +221,13 @@ def file_mix(model: ModelSpec, ftype: str) -> tuple[MixTensor, ...]:
     return tuple(out)
 
 
-def mix_bytes(model: ModelSpec, ftype: str) -> dict[str, int]:
-    """Stored bytes per component (llmsize.estimate.params.COMPONENTS) of the file."""
+def mix_bytes(model: ModelSpec, ftype: str, unread: bool = False) -> dict[str, int]:
+    """Stored bytes per component (llmsize.estimate.params.COMPONENTS) of the file; `unread`: of them, the tensors
+    loaded and never read (a shared-cache layer's k/v)."""
     out: dict[str, int] = defaultdict(int)
     for m in file_mix(model, ftype):
-        out[m.tensor.component] += m.nbytes
+        if not (unread and m.tensor.read):
+            out[m.tensor.component] += m.nbytes
     return dict(out)
 
 

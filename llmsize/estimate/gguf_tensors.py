@@ -28,6 +28,7 @@ class GgufTensor:
     component: str = "other"  # llmsize.estimate.params.COMPONENTS
     f32: bool = False  # the converter keeps it in F32; llama-quantize leaves it alone
     routed: tuple[int, int] | None = None  # (top-k, experts) for routed expert tensors
+    read: bool = True  # False: loaded, never read (a shared-cache layer's k/v projections)
 
     @property
     def elements(self) -> int:
@@ -39,15 +40,18 @@ def _attention(i: int, m, h: int) -> list[GgufTensor]:
     if isinstance(m, AttentionBase):
         q_out = m.num_attention_heads * m.head_dim * (2 if m.output_gate else 1)
         kv = m.num_key_value_heads * m.head_dim
+        used = not m.kv_shared  # a shared-cache layer's k/v: converted as the checkpoint has them, never read
         out = [GgufTensor(p + "attn_q.weight", h, q_out, component="attention"),
-               GgufTensor(p + "attn_k.weight", h, kv, component="attention")]
+               GgufTensor(p + "attn_k.weight", h, kv, component="attention", read=used)]
         if not m.k_eq_v:
-            out.append(GgufTensor(p + "attn_v.weight", h, kv, component="attention"))
+            out.append(GgufTensor(p + "attn_v.weight", h, kv, component="attention", read=used))
         out.append(GgufTensor(p + "attn_output.weight", m.num_attention_heads * m.head_dim, h,
                               component="attention"))
-        vec = attention_vectors(m, h) + (2 * m.head_dim if m.qk_norm else 0)
+        vec = attention_vectors(m, h) + (m.head_dim if m.qk_norm else 0)
         if vec:
             out.append(GgufTensor(p + "attn_vectors", vec, component="attention", f32=True))
+        if m.qk_norm:
+            out.append(GgufTensor(p + "attn_k_norm.weight", m.head_dim, component="norms", f32=True, read=used))
         return out
     if isinstance(m, MlaAttention):
         qk = m.qk_nope_head_dim + m.qk_rope_head_dim
@@ -125,9 +129,19 @@ def gguf_tensors(model: ModelSpec) -> list[GgufTensor]:
     """Every tensor of the text model in a GGUF conversion, in file order (embedding, layers, output)."""
     h = model.hidden_size
     out = [GgufTensor("token_embd.weight", h, model.vocab_size, component="embedding")]
+    ple = model.per_layer_input
+    if ple is not None:  # llama.cpp's gemma3n/gemma4 names (gguf-py constants.py MODEL_TENSOR.PER_LAYER_*)
+        w = ple.hidden_size * model.num_layers
+        out += [GgufTensor("per_layer_token_embd.weight", w, ple.vocab_size, component="per_layer_embedding"),
+                GgufTensor("per_layer_model_proj.weight", h, w),
+                GgufTensor("per_layer_proj_norm.weight", ple.hidden_size, component="norms", f32=True)]
     for i, g in enumerate(model.layer_stack()):
         out += _attention(i, g.mixer, h)
         out += _mlp(i, g.mlp, h)
+        if ple is not None:
+            out += [GgufTensor(f"blk.{i}.inp_gate.weight", h, ple.hidden_size),
+                    GgufTensor(f"blk.{i}.proj.weight", ple.hidden_size, h),
+                    GgufTensor(f"blk.{i}.post_norm.weight", h, component="norms", f32=True)]
         small = g.norms * h + g.extra_params
         if small:
             out.append(GgufTensor(f"blk.{i}.norm_vectors", small, component="norms", f32=True))

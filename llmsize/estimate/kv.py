@@ -14,6 +14,11 @@ Per layer, at context L (DESIGN.md "Describing a model"):
 The factor 2 is K and V. Gemma 4's full layers have K = V at the projection, but K is normed and
 rotated and V is only normed, so both are cached: k_eq_v saves weights, not cache (an assumption).
 
+A layer that shares an earlier layer's cache (Gemma 4 E2B/E4B's last num_kv_shared_layers, `kv_shared`) caches
+nothing, but its attention reads that layer's cache again at every step: it adds to what a step reads, not to what a
+sequence holds (transformers modeling_gemma4.py: a shared layer takes past_key_values.shared_layers[
+kv_shared_layer_index], the last earlier non-shared layer of its attention type, and updates no cache).
+
 What a decode step reads of the cache is what it holds, except in a sparse-attention layer: its indexer reads every
 cached key (L x 132 B) and its attention the latents of the topk tokens it picked, min(L, topk) x the latent bytes
 (DeepSeek-V3.2-Exp report: "DSA reduces the core attention complexity of the main model from O(L^2) to O(Lk)").
@@ -109,6 +114,7 @@ class KvBytes:
     read_bytes: float  # what a decode step reads of it: all of it, but only the picked tokens of a sparse layer
     indexer_bytes_per_token: float = 0.0  # of bytes_per_token, the sparse-attention indexers' keys (all layers)
     topk: int | None = None  # tokens a sparse layer's attention reads (index_topk), None without sparse layers
+    shared_layers: int = 0  # layers that read an earlier layer's cache and hold none (not in layers_by_kind)
 
     @property
     def bytes_per_sequence(self) -> float:
@@ -135,12 +141,16 @@ def kv_bytes(model: ModelSpec, context_tokens: int, kv_dtype: str) -> KvBytes:
     by_kind = dict.fromkeys(KINDS, 0.0)
     per_tok = dict.fromkeys(KINDS, 0.0)
     layers = dict.fromkeys(KINDS, 0)
-    read, indexer, topk = 0.0, 0.0, None
+    read, indexer, topk, shared = 0.0, 0.0, None, 0
     for g in model.layer_groups:
         m = g.mixer
         if m is None:
             continue
         kind = m.kind
+        if getattr(m, "kv_shared", False):  # reads its source layer's cache, holds none
+            shared += g.count
+            read += g.count * per_token_per_layer(m, b, kv_dtype) * cached_tokens(m, context_tokens)
+            continue
         layers[kind] += g.count
         if kind in ("ssm", "linear"):
             by_kind[kind] += g.count * state_bytes_per_layer(m)
@@ -158,4 +168,4 @@ def kv_bytes(model: ModelSpec, context_tokens: int, kv_dtype: str) -> KvBytes:
                                + latent_bytes_per_token(m, b, kv_dtype) * min(cached, ix.topk))
             indexer += g.count * indexer_bytes_per_token(m)
             topk = ix.topk
-    return KvBytes(kv_dtype, context_tokens, by_kind, layers, per_tok, read, indexer, topk)
+    return KvBytes(kv_dtype, context_tokens, by_kind, layers, per_tok, read, indexer, topk, shared)

@@ -62,10 +62,24 @@ LAYER = re.compile(r"^blk\.(\d+)\.")
 EXPERTS = re.compile(r"^blk\.\d+\.ffn_(up|down|gate|gate_up)_exps\.")  # --n-cpu-moe's override pattern
 
 
+# tables a token gathers a row of, kept in host memory (the input layer: "there is very little benefit to offloading
+# the input layer"; llama-arch.cpp LLM_TENSOR_PER_LAYER_TOKEN_EMBD is LLM_TENSOR_LAYER_INPUT)
+GATHERED_TENSORS = ("token_embd.weight", "per_layer_token_embd.weight")
+# outside the blocks but loaded with block 0 (llama-arch.cpp: LLM_TENSOR_LAYER_REPEATING, created with block id 0)
+BLOCK0_TENSORS = ("per_layer_model_proj.weight", "per_layer_proj_norm.weight")
+
+
+def gathered_bytes(tensors: list[tuple[str, int]]) -> int:
+    """The bytes of the file's gathered tables (GATHERED_TENSORS): in host memory, never multiplied."""
+    return sum(b for n, b in tensors if n in GATHERED_TENSORS)
+
+
 @lru_cache(maxsize=1 << 16)
 def tensor_block(name: str) -> tuple[int, bool]:
     """A GGUF tensor's block index (-1 outside the blocks: embedding, output) and whether it is one of the
     routed experts' matrices (EXPERTS); parsed once per name, which every file type of a model shares."""
+    if name in BLOCK0_TENSORS:
+        return 0, False
     m = LAYER.match(name)
     return (int(m.group(1)), bool(EXPERTS.match(name))) if m else (-1, False)
 
@@ -174,7 +188,7 @@ def layer_caches(model: ModelSpec) -> list[LayerCache]:
     out = []
     for g in model.layer_stack():
         m = g.mixer
-        if m is None:
+        if m is None or getattr(m, "kv_shared", False):  # a shared layer reads an earlier layer's cache
             c = LayerCache()
         elif m.kind in ("full", "sliding"):
             k = m.num_key_value_heads * m.head_dim

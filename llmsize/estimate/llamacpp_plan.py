@@ -10,7 +10,13 @@ from dataclasses import dataclass
 from llmsize.errors import InvalidValueError
 from llmsize.estimate.host_memory import HostMemory
 from llmsize.estimate.llamacpp_fit import FIT_TARGET_BYTES, FitResult, fit_room, fit_split, longest_ctx
-from llmsize.estimate.llamacpp_memory import LlamaCppLedger, LlamaCppSettings, gguf_file_tensors, llamacpp_ledger
+from llmsize.estimate.llamacpp_memory import (
+    LlamaCppLedger,
+    LlamaCppSettings,
+    gathered_bytes,
+    gguf_file_tensors,
+    llamacpp_ledger,
+)
 from llmsize.estimate.offload import OFFLOAD_MIN_BATCH, OffloadSpeed, gpu_part, offload_speed
 from llmsize.units import GiB
 
@@ -256,8 +262,7 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
     if found is not None and found.how != "none":
         s = found.settings  # run as the fit placed it
     led = llamacpp_ledger(model, gpu, tensors, s, engine)
-    embd = next((b for n, b in tensors if n == "token_embd.weight"), 0)
-    if led.devices[-1].model_bytes <= embd:  # only the embedding on the host: nothing offloaded
+    if led.devices[-1].model_bytes <= gathered_bytes(tensors):  # only the embeddings on the host: nothing offloaded
         return LlamaCppPlan(led, None, found, card_bytes)
     # the longest -c of this placement (its layers and experts where it puts them), with --fit's margin
     longest = longest_ctx(model, gpu, tensors, led.settings, *fit_room(gpu, card_bytes))

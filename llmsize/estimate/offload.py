@@ -38,14 +38,16 @@ from dataclasses import dataclass, replace
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.estimate.host_memory import HostMemory
 from llmsize.estimate.llamacpp_memory import (
+    GATHERED_TENSORS,
     LlamaCppLedger,
     file_layout,
+    gathered_bytes,
     layer_caches,
     on_gpu,
     row_bytes,
     tensor_block,
 )
-from llmsize.estimate.params import touched_share
+from llmsize.estimate.params import shared_cache_layers, touched_share, unused_kv_weight
 
 
 @dataclass(frozen=True)
@@ -98,11 +100,14 @@ def read_bytes(model: ModelSpec, led: LlamaCppLedger, tensors: list[tuple[str, i
     share = _expert_share(model)
     gpu = host = expert = 0.0
     tied = not file_layout(tensors).has_output
+    shared = shared_cache_layers(model)
     for name, nbytes in tensors:
         if name == "token_embd.weight":
             if tied:  # read in full as the output layer, where the output is
                 gpu, host = (gpu + nbytes, host) if out_gpu else (gpu, host + nbytes)
             continue
+        if name in GATHERED_TENSORS or unused_kv_weight(name, shared):
+            continue  # a per-layer embedding is looked up; a shared-cache layer's k/v is loaded, never read
         il, is_expert = tensor_block(name)
         routed = is_expert and il < n_layer
         frac = share[il] if routed else 1.0
@@ -143,9 +148,8 @@ OFFLOAD_MIN_BATCH = 32  # ggml-cuda: ops on host weights run on the GPU from thi
 
 
 def host_weight_bytes(led: LlamaCppLedger, tensors: list[tuple[str, int]]) -> int:
-    """Every weight llama.cpp left in host memory except the token embedding (looked up, never multiplied)."""
-    embd = next((b for n, b in tensors if n == "token_embd.weight"), 0)
-    return max(0, led.devices[-1].model_bytes - embd)
+    """Every weight llama.cpp left in host memory except the embeddings (looked up, never multiplied)."""
+    return max(0, led.devices[-1].model_bytes - gathered_bytes(tensors))
 
 
 def host_expert_bytes(model: ModelSpec, led: LlamaCppLedger, tensors: list[tuple[str, int]]) -> list[tuple[int, float]]:

@@ -8,10 +8,10 @@ Shapes follow the Hugging Face implementations named in each function.
 
 from __future__ import annotations
 
+import re
 import weakref
-
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from llmsize.catalog.schema import (
     AttentionBase,
@@ -25,9 +25,11 @@ from llmsize.catalog.schema import (
 )
 
 COMPONENTS = (
-    "embedding", "lm_head", "attention", "mlp", "experts", "shared_experts", "router", "ssm", "norms",
-    "extra", "other",
+    "embedding", "per_layer_embedding", "lm_head", "attention", "mlp", "experts", "shared_experts", "router", "ssm",
+    "norms", "extra", "other",
 )
+# tables a token gathers one row of, never multiplies: the input embedding and Gemma 4 E models' per-layer one
+GATHERED = ("embedding", "per_layer_embedding")
 
 
 @dataclass(frozen=True)
@@ -59,18 +61,25 @@ def attention_vectors(m: AttentionBase, hidden: int) -> int:
 
 
 def _attention(m: AttentionBase, hidden: int) -> list[Piece]:
-    # transformers LlamaAttention / Gemma4 / GptOss / Qwen3Next: q, k, v, o projections.
+    # transformers LlamaAttention / Gemma4 / GptOss / Qwen3Next: q, k, v, o projections. A layer sharing an
+    # earlier layer's cache keeps its k/v projections and k norm in Google's Gemma 4 E releases (all 35 of E2B's
+    # layers in its safetensors header), and llama.cpp and vLLM before PR #54917 load them, unused: stored, not read.
     q_out = m.num_attention_heads * m.head_dim * (2 if m.output_gate else 1)
     kv_out = m.num_key_value_heads * m.head_dim
     o_in = m.num_attention_heads * m.head_dim
-    mats = hidden * q_out + hidden * kv_out + (0 if m.k_eq_v else hidden * kv_out)
-    n_mats = 2 if m.k_eq_v else 3
+    kv_mats = hidden * kv_out * (1 if m.k_eq_v else 2)
+    n_kv = 1 if m.k_eq_v else 2
     vectors = attention_vectors(m, hidden)
-    pieces = [Piece("attention", mats, True, n_mats), Piece("attention", o_in * hidden, True, 1, part="attention_out")]
+    if m.kv_shared:
+        pieces = [Piece("attention", hidden * q_out, True, 1), Piece("attention", kv_mats, True, n_kv, read=False)]
+    else:
+        pieces = [Piece("attention", hidden * q_out + kv_mats, True, 1 + n_kv)]
+    pieces.append(Piece("attention", o_in * hidden, True, 1, part="attention_out"))
     if vectors:
         pieces.append(Piece("attention", vectors, False, 0))
     if m.qk_norm:
-        pieces.append(Piece("norms", 2 * m.head_dim, False, 0))
+        pieces.append(Piece("norms", m.head_dim, False, 0))
+        pieces.append(Piece("norms", m.head_dim, False, 0, read=not m.kv_shared))
     return pieces
 
 
@@ -202,15 +211,49 @@ def _model_pieces(model: ModelSpec) -> list[Piece]:
     pieces = [Piece("embedding", embed, True, 1, read=False)]
     # lm_head: read every decoded token; when tied it is the embedding matrix, stored once.
     pieces.append(Piece("lm_head", embed, True, 1, stored=not model.tie_word_embeddings))
+    pieces += _per_layer_input(model)
     for g in model.layer_groups:
         for p in layer_pieces(g, h):
-            pieces.append(Piece(p.component, p.params * g.count, p.matrix, p.tensors * g.count, p.routed,
-                                part=p.part))
+            pieces.append(replace(p, params=p.params * g.count, tensors=p.tensors * g.count))
     if model.final_norms:
         pieces.append(Piece("norms", model.final_norms * h, False, 0))
     for x in model.extra:
         pieces.append(Piece("extra", x.params, False, 0, stored=x.loaded, read=False))
     return pieces
+
+
+def _per_layer_input(model: ModelSpec) -> list[Piece]:
+    """Per-layer embeddings (schema.PerLayerInput; transformers modeling_gemma4.py Gemma4TextModel and
+    Gemma4TextDecoderLayer): the table embed_tokens_per_layer [vocab, layers x width], gathered a row a token;
+    per_layer_model_projection [layers x width, hidden] and per_layer_projection_norm [width] once; in each layer
+    per_layer_input_gate [width, hidden], per_layer_projection [hidden, width] and post_per_layer_input_norm
+    [hidden]. The projections are nn.Linear (a format may quantize them): component `other`, as the checkpoint's
+    tensor names fall there."""
+    ple = model.per_layer_input
+    if ple is None:
+        return []
+    n, w, h = model.num_layers, ple.hidden_size, model.hidden_size
+    return [Piece("per_layer_embedding", ple.vocab_size * n * w, True, 1, read=False),
+            Piece("other", n * w * h, True, 1),
+            Piece("other", n * 2 * w * h, True, 2 * n),
+            Piece("norms", w + n * h, False, 0)]
+
+
+def shared_cache_layers(model: ModelSpec) -> set[int]:
+    """Indices of the layers that read an earlier layer's cache (schema AttentionBase.kv_shared)."""
+    return {i for i, g in enumerate(model.layer_stack()) if getattr(g.mixer, "kv_shared", False)}
+
+
+# a layer's k/v projections and norms (safetensors and GGUF names): unused in a layer that shares another's cache
+KV_WEIGHTS = re.compile(r"(?:layers|blk)\.(\d+)\.(?:self_attn\.)?(?:k_proj|v_proj|k_norm|v_norm|attn_k|attn_v|"
+                        r"attn_k_norm)\.")
+
+
+def unused_kv_weight(name: str, shared: set[int]) -> bool:
+    """Whether the tensor is a k/v weight of a shared-cache layer: stored (Google's Gemma 4 E checkpoints keep
+    them in every layer), never read."""
+    m = KV_WEIGHTS.search(name.lower()) if shared else None
+    return bool(m) and int(m.group(1)) in shared
 
 
 def params_by_component(model: ModelSpec) -> dict[str, int]:
@@ -240,10 +283,12 @@ ACTIVE_DEFINITION = ("input embedding excluded, lm_head included (OpenAI, DeepSe
 def _active(model: ModelSpec, with_embedding: bool) -> int:
     active = 0.0
     for p in model_pieces(model):
-        if p.component == "extra":
-            continue
+        if p.component == "extra" or not (p.read or p.component in GATHERED):
+            continue  # the extras, and weights stored but unused (a shared-cache layer's k/v projections)
         if p.component == "embedding" and not with_embedding and not model.tie_word_embeddings:
             continue
+        if p.component == "per_layer_embedding" and not with_embedding:
+            continue  # gathered like the input embedding, and never the lm_head
         if p.component == "lm_head" and not p.stored:
             continue  # tied: the one matrix is counted once, as the embedding piece
         active += p.params * routed_fraction(p, batch=1)
@@ -252,7 +297,8 @@ def _active(model: ModelSpec, with_embedding: bool) -> int:
 
 def params_active(model: ModelSpec) -> int:
     """Parameters one token uses, the input embedding table excluded (ACTIVE_DEFINITION): every piece but the
-    routed experts it is not sent to and the extras. A tied embedding is the lm_head, so it counts once.
+    routed experts it is not sent to, the extras and what no token uses (a shared-cache layer's k/v projections,
+    Gemma 4 E models' per-layer embedding table). A tied embedding is the lm_head, so it counts once.
 
     Vendors differ (tests/test_params_active.py holds each catalog MoE model's stated figure): OpenAI's gpt-oss
     card says "Unembedding parameters are counted towards active, but not embeddings" (3.61B / 5.13B), DeepSeek's

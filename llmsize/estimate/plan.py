@@ -480,7 +480,8 @@ def assumptions(p: dict) -> list[str]:
     share = p["budget"].engine
     if share is not None:
         out.append(f"Budget: llama.cpp's own ledger: {share.card_basis}, minus its model buffer with every layer on "
-                   f"the card (the token embedding, {share.host_weights_bytes / GB:,.2f} GB, stays in host memory), "
+                   f"the card (the token {'and per-layer embeddings' if p['model'].per_layer_input else 'embedding'}, "
+                   f"{share.host_weights_bytes / GB:,.2f} GB, stays in host memory), "
                    "minus its compute buffer at this context and the 1 GiB its --fit leaves free (--fit-target); "
                    "the longest context is the largest -c whose ledger fits. --gpu-util or --overhead-gib budget "
                    "the card the generic way instead.")
@@ -515,6 +516,13 @@ def assumptions(p: dict) -> list[str]:
         out.append("Sliding-window layers cache min(context, window) tokens (ring buffer).")
     if any(getattr(g.mixer, "k_eq_v", False) for g in model.layer_groups):
         out.append("K = V layers cache both K and V (K is normed and rotated, V only normed).")
+    if model.per_layer_input is not None:
+        out.append("Per-layer embeddings: a second table, gathered a row a token like the input embedding, stored "
+                   "and never read in full (llama.cpp keeps it in host memory with the token embedding).")
+    if p["kv"].shared_layers:
+        out.append(f"{p['kv'].shared_layers} layers read an earlier layer's cache and keep none: they add to what a "
+                   "step reads, not to what a sequence holds; their k/v projections, where the checkpoint keeps "
+                   "them, are stored and never read.")
     if kinds & {"ssm", "linear"}:
         out.append("SSM / linear-attention layers hold a constant state per sequence, read once per step.")
     if any(g.mlp is not None and g.mlp.kind == "moe" for g in model.layer_groups):

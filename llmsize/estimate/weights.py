@@ -15,7 +15,7 @@ from fractions import Fraction
 from llmsize.catalog.schema import ModelSpec
 from llmsize.errors import InvalidValueError
 from llmsize.estimate.memo import by_identity
-from llmsize.estimate.params import COMPONENTS, Piece, model_pieces, routed_fraction, touched_share
+from llmsize.estimate.params import COMPONENTS, GATHERED, Piece, model_pieces, routed_fraction, touched_share
 from llmsize.estimate.quant import FORMATS, SCOPES, UNQUANTIZED, QuantFormat
 
 NEVER_QUANTIZED = ("router", "norms", "extra")
@@ -28,7 +28,7 @@ def is_quantized(piece: Piece, scope: str) -> bool:
         return False
     if scope == "all":
         return True
-    if piece.component in ("embedding", "lm_head"):
+    if piece.component in ("embedding", "per_layer_embedding", "lm_head"):
         return False
     if scope == "experts":
         return piece.component == "experts"
@@ -127,11 +127,12 @@ def weight_bytes(model: ModelSpec, fmt: QuantFormat, scope: str) -> WeightBytes:
     )
 
 
-def _mix_read(stored: dict[str, int], model: ModelSpec, batch: int) -> dict[str, float]:
-    """Bytes a decode step reads from a GGUF file's components: the embedding gathered, not read (a tied one is
-    read as the lm_head), routed experts at the share the batch routes to, no extras (a GGUF is the text model)."""
+def _mix_read(stored: dict[str, int], model: ModelSpec, batch: int, unread: dict[str, int]) -> dict[str, float]:
+    """Bytes a decode step reads from a GGUF file's components: the embeddings gathered, not read (a tied one is
+    read as the lm_head), routed experts at the share the batch routes to, no extras (a GGUF is the text model), not
+    the `unread` bytes (loaded, never used)."""
     moe = next((g.mlp for g in model.layer_groups if g.mlp is not None and g.mlp.kind == "moe"), None)
-    read = {c: float(b) for c, b in stored.items() if c not in ("embedding", "extra")}
+    read = {c: float(b - unread.get(c, 0)) for c, b in stored.items() if c not in (*GATHERED, "extra")}
     if model.tie_word_embeddings:
         read["lm_head"] = float(stored.get("embedding", 0))
     if moe and "experts" in read:
@@ -141,7 +142,7 @@ def _mix_read(stored: dict[str, int], model: ModelSpec, batch: int) -> dict[str,
 
 
 def _mix_weight_bytes(model: ModelSpec, fmt: QuantFormat) -> WeightBytes:
-    from llmsize.estimate.gguf_mix import file_mix
+    from llmsize.estimate.gguf_mix import file_mix, mix_bytes
 
     mix = file_mix(model, fmt.mix)
     stored: dict[str, int] = defaultdict(int)
@@ -154,7 +155,7 @@ def _mix_weight_bytes(model: ModelSpec, fmt: QuantFormat) -> WeightBytes:
         else:
             q_params += m.tensor.elements
             q_bytes += m.nbytes
-    read = _mix_read(stored, model, 1)
+    read = _mix_read(stored, model, 1, mix_bytes(model, fmt.mix, unread=True))
     return WeightBytes(
         format_id=fmt.id, scope="all",
         bits_per_weight=8 * q_bytes / q_params if q_params else float(fmt.bits_per_weight),
@@ -197,8 +198,8 @@ def bytes_read_by_batch(model: ModelSpec, fmt: QuantFormat, scope: str) -> Calla
     if fmt.mix:
         from llmsize.estimate.gguf_mix import mix_bytes
 
-        stored = mix_bytes(model, fmt.mix)
-        return lambda batch: sum(_mix_read(stored, model, batch).values())
+        stored, unread = mix_bytes(model, fmt.mix), mix_bytes(model, fmt.mix, unread=True)
+        return lambda batch: sum(_mix_read(stored, model, batch, unread).values())
     return lambda batch: weight_bytes_read(model, fmt, scope, batch)
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from llmsize.catalog.schema import ModelSpec
 from llmsize.errors import shown
+from llmsize.estimate.params import shared_cache_layers, unused_kv_weight
 from llmsize.importer.safetensors_header import TensorInfo
 
 SCALE_SUFFIXES = ("weight_scale", "weight_scale_2", "weight_global_scale", "input_scale", "input_global_scale",
@@ -25,6 +26,7 @@ SCALE_SUFFIXES = ("weight_scale", "weight_scale_2", "weight_global_scale", "inpu
                   "bitsandbytes__fp4")
 EXTRA = re.compile(r"vision|visual|audio|mm_projector|multi_modal|embed_vision|embed_audio|image_newline|mtp")
 COMPONENT_RULES = [  # first match wins; names lower-cased
+    ("per_layer_embedding", re.compile(r"embed_tokens_per_layer")),
     ("embedding", re.compile(r"embed_tokens|word_embeddings|\bwte\b|tok_embeddings|embeddings\.weight")),
     ("lm_head", re.compile(r"lm_head|^output\.weight")),
     ("norms", re.compile(r"norm|layer_scalar|\bln_")),
@@ -99,6 +101,7 @@ class ExactWeights:
     source: str = "safetensors headers"  # what the bytes were read from ("GGUF tensor infos")
     tensors: tuple[tuple[str, int], ...] = ()  # (name, bytes) of each tensor, where a placement needs them (GGUF)
     quantized_bits: float | None = None  # bits per weight over the quantized tensors, where the file says (GGUF)
+    unused_bytes: dict[str, int] = field(default_factory=dict)  # stored, never read: shared-cache layers' k/v
 
     @property
     def bytes_total(self) -> int:
@@ -111,8 +114,9 @@ class ExactWeights:
     def read_by_component(self, batch: int = 1) -> dict[str, float]:
         out: dict[str, float] = {}
         for comp, b in self.bytes_by_component.items():
-            if comp in ("embedding", "extra"):
+            if comp in ("embedding", "per_layer_embedding", "extra"):
                 continue
+            b -= self.unused_bytes.get(comp, 0)
             if comp == "experts" and self.experts_share:
                 k, e = self.experts_share
                 b = b * (1 - (1 - k / e) ** batch)
@@ -130,11 +134,15 @@ def exact_weights(tensors: dict[str, TensorInfo], files: list[Path], spec: Model
     by_comp: dict[str, int] = defaultdict(int)
     by_dtype: dict[str, int] = defaultdict(int)
     params: dict[str, int] = defaultdict(int)
+    unused: dict[str, int] = defaultdict(int)
+    shared = shared_cache_layers(spec)
     for n, t in tensors.items():
         comp = component(n, spec.num_layers)
         by_comp[comp] += t.nbytes
         by_dtype[t.dtype] += t.nbytes
         params[comp] += logical_params(t, names)
+        if comp != "extra" and unused_kv_weight(n, shared):  # the decoder's layers, not a tower's
+            unused[comp] += t.nbytes
     moe = next((g.mlp for g in spec.layer_groups if g.mlp is not None and g.mlp.kind == "moe"), None)
     has_head = any(component(n, spec.num_layers) == "lm_head" for n in names)
     notes = []
@@ -149,7 +157,7 @@ def exact_weights(tensors: dict[str, TensorInfo], files: list[Path], spec: Model
         notes.append(f"{len(other)} tensor(s) of no known component (e.g. {shown(sorted(other)[0])}), counted as "
                      "read per token")
     return ExactWeights(files, dict(by_comp), dict(by_dtype), dict(params), detect_formats(tensors), tied,
-                        (moe.experts_per_token, moe.num_experts) if moe else None, notes)
+                        (moe.experts_per_token, moe.num_experts) if moe else None, notes, unused_bytes=dict(unused))
 
 
 MISMATCH_LIMIT = 0.10  # the headers' parameters may differ from config.json's count by this much

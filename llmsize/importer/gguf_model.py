@@ -40,8 +40,10 @@ COMPONENTS = [  # GGUF tensor name (without blk.N.) -> llmsize component; first 
 
 
 def component(name: str, n_layer: int) -> str:
-    if name in ("token_embd.weight", "per_layer_token_embd.weight"):
+    if name == "token_embd.weight":
         return "embedding"
+    if name == "per_layer_token_embd.weight":
+        return "per_layer_embedding"
     if name == "output.weight":
         return "lm_head"
     m = LAYER.match(name)
@@ -125,7 +127,8 @@ def _ssm(g: GgufFile, il: int, t: dict[str, tuple[int, ...]]) -> dict:
 
 def _layer(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], hidden: int, swa: bool) -> dict:
     spec: dict = {}
-    norms = sum(1 for n, s in t.items() if "norm" in n and len(s) == 1 and s[0] == hidden)
+    norms = sum(1 for n, s in t.items() if "norm" in n and len(s) == 1 and s[0] == hidden
+                and not (n == "post_norm.weight" and "inp_gate.weight" in t))  # the per-layer input's own norm
     spec["norms"] = norms
     heads = None
     # a recurrent layer (Mamba-2, a gated delta-net) has a conv state; a gated delta-net's attn_qkv is its input, not
@@ -229,6 +232,13 @@ def model_fields(g: GgufFile) -> tuple[dict, list[str]]:
             by_layer[int(m.group(1))][m.group(2)] = t.shape
     swa = _sliding(g, n_layer)
     specs = [_layer(g, il, by_layer.get(il, {}), hidden, swa[il]) for il in range(n_layer)]
+    # Gemma 4 E models: the last `attention.shared_kv_layers` layers read an earlier layer's cache (llama.cpp
+    # n_layer_kv_from_start = n_layer - shared_kv_layers)
+    shared = _int(g, "attention.shared_kv_layers", required=False, high=n_layer) or 0
+    for s in specs[n_layer - shared:] if shared < n_layer else []:
+        if s.get("mixer", {}).get("kind") in ("full", "sliding"):
+            s["mixer"]["kv_shared"] = True
+            s["mixer"].pop("k_eq_v", None)  # a file made without the shared layers' unused k/v is not K = V
     for s in specs:
         if s.get("norms") == 2:
             s.pop("norms")  # the schema's default
@@ -252,13 +262,26 @@ def model_fields(g: GgufFile) -> tuple[dict, list[str]]:
                      "K and V for it, not the latent the plan and the ledger size; convert it again (llama.cpp PR "
                      "#12801's attn_k_b / attn_v_b) for the latent cache")
     tied = "output.weight" not in g.tensors
+    ple = g.tensors.get("per_layer_token_embd.weight")
+    per_layer = {}
+    if ple is not None:
+        if len(ple.shape) != 2 or ple.shape[0] % n_layer:
+            raise GgufError(f"{g.files[0]}: per_layer_token_embd.weight {list(ple.shape)} is not a table of "
+                            f"{n_layer} layers' vectors per token.", "The file's metadata is damaged.")
+        per_layer = {"per_layer_input": {"hidden_size": ple.shape[0] // n_layer, "vocab_size": ple.shape[1]}}
     fields = {"vocab_size": emb.shape[1], "hidden_size": hidden, "tie_word_embeddings": tied,
               "max_position_embeddings": _int(g, "context_length", low=1, high=2**31 - 1), **layer_stack_fields(specs),
-              "final_norms": 1 if "output_norm.weight" in g.tensors else 0}
+              "final_norms": 1 if "output_norm.weight" in g.tensors else 0, **per_layer}
     return fields, notes
 
 
-def exact_from_gguf(g: GgufFile, n_layer: int, tied: bool, experts_share) -> ExactWeights:
+def exact_from_gguf(g: GgufFile, n_layer: int, tied: bool, experts_share,
+                    shared: set[int] | frozenset[int] = frozenset()) -> ExactWeights:
+    """The file's bytes and parameters by component; `shared`: the layers that read an earlier layer's cache, whose
+    k/v tensors (kept where the checkpoint had them) are stored and never read."""
+    from llmsize.estimate.params import unused_kv_weight
+
+    unused: dict[str, int] = defaultdict(int)
     by_comp: dict[str, int] = defaultdict(int)
     by_type: dict[str, int] = defaultdict(int)
     params: dict[str, int] = defaultdict(int)
@@ -268,6 +291,8 @@ def exact_from_gguf(g: GgufFile, n_layer: int, tied: bool, experts_share) -> Exa
         by_comp[c] += t.nbytes
         by_type[t.ggml_type.upper()] += t.nbytes
         params[c] += t.numel
+        if unused_kv_weight(name, shared):
+            unused[c] += t.nbytes
         if t.ggml_type.lower() not in ("f32", "f16", "bf16", "f64"):  # as weights.py's mix counts them
             q_bytes, q_elements = q_bytes + t.nbytes, q_elements + t.numel
     notes = []
@@ -278,4 +303,4 @@ def exact_from_gguf(g: GgufFile, n_layer: int, tied: bool, experts_share) -> Exa
     return ExactWeights([str(p) for p in g.files], dict(by_comp), dict(by_type), dict(params),
                         [k.lower() for k, _ in top], tied, experts_share, notes, source="GGUF tensor infos",
                         tensors=tuple((name, t.nbytes) for name, t in g.tensors.items()),
-                        quantized_bits=8 * q_bytes / q_elements if q_elements else None)
+                        quantized_bits=8 * q_bytes / q_elements if q_elements else None, unused_bytes=dict(unused))

@@ -328,27 +328,45 @@ def map_gemma2(c: _Cfg, model_type: str) -> Mapped:
 
 def map_gemma4(c: _Cfg, model_type: str) -> Mapped:
     """transformers gemma4 / gemma4_unified (gemma-architecture.md): sliding layers GQA with head_dim,
-    full layers num_global_key_value_heads x global_head_dim with K = V; 4 norms and a layer_scalar."""
+    full layers num_global_key_value_heads x global_head_dim with K = V; 4 norms and a layer_scalar.
+    The E2B/E4B models (modeling_gemma4.py): the last num_kv_shared_layers layers read the cache of the last earlier
+    layer of their attention type (is_kv_shared_layer), their MLP twice intermediate_size wide where
+    use_double_wide_mlp (`config.use_double_wide_mlp and is_kv_shared_layer`: E2B's 15-34 at 12,288, the rest
+    6,144 in its safetensors header); per-layer embeddings of hidden_size_per_layer_input a layer."""
     layers, inter = c.need("num_hidden_layers", "intermediate_size")
     heads, kv, hd = _heads(c)
     c.need("layer_types")
     types = c.layer_types(layers, ("sliding_attention", "full_attention"))
-    if c.get("enable_moe_block"):
-        experts, k, moe_inter = c.need("num_experts", "top_k_experts", "moe_intermediate_size")
-        mlp = {"kind": "moe", "num_experts": experts, "experts_per_token": k, "moe_intermediate_size": moe_inter,
-               "num_shared_experts": 1, "shared_intermediate_size": inter}
-    else:
-        mlp = {"kind": "dense", "intermediate_size": inter * (2 if c.get("use_double_wide_mlp") else 1)}
+    shared = c.get("num_kv_shared_layers") or 0
+    if type(shared) is not int or not 0 <= shared < layers:
+        raise ConfigError(f"{c.where}: num_kv_shared_layers is {shared!r:.40}; expected a count from 0 to "
+                          f"{layers - 1} (num_hidden_layers less one).", "Fix the config.json.")
+    first_shared = layers - shared
+    if shared and not {types[i] for i in range(first_shared, layers)} <= set(types[:first_shared]):
+        raise ConfigError(f"{c.where}: a layer among the last {shared} (num_kv_shared_layers) has no earlier layer "
+                          "of its attention type to share a cache with.", "Fix the config.json.")
     specs = []
-    for t in types:
+    for i, t in enumerate(types):
+        if c.get("enable_moe_block"):
+            experts, k, moe_inter = c.need("num_experts", "top_k_experts", "moe_intermediate_size")
+            mlp = {"kind": "moe", "num_experts": experts, "experts_per_token": k, "moe_intermediate_size": moe_inter,
+                   "num_shared_experts": 1, "shared_intermediate_size": inter}
+        else:
+            wide = c.get("use_double_wide_mlp") and i >= first_shared > 0
+            mlp = {"kind": "dense", "intermediate_size": inter * (2 if wide else 1)}
         if t == "sliding_attention":
             mixer = _attn("sliding", heads, kv, hd, qk_norm=True, sliding_window=c.need("sliding_window")[0])
         else:
             mixer = _attn("full", heads, c.get("num_global_key_value_heads") or kv, c.get("global_head_dim") or hd,
                           qk_norm=True, k_eq_v=bool(c.get("attention_k_eq_v")))
+        if i >= first_shared:
+            mixer["kv_shared"] = True
         specs.append({"mixer": mixer, "mlp": mlp, "norms": 4, "extra_params": 1})
-    return Mapped({**_common(c, True), **layer_stack_fields(specs)},
-                  [f"vision/audio embedders {TEXT_PART_ONLY}"])
+    fields = {**_common(c, True), **layer_stack_fields(specs)}
+    width = c.get("hidden_size_per_layer_input")
+    if width:
+        fields["per_layer_input"] = {"hidden_size": width, "vocab_size": c.need("vocab_size_per_layer_input")[0]}
+    return Mapped(fields, [f"vision/audio embedders {TEXT_PART_ONLY}"])
 
 
 def map_falcon(c: _Cfg, model_type: str) -> Mapped:

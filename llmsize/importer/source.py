@@ -196,6 +196,7 @@ def import_hub_gguf(spec: str, filename: str) -> Imported:
 
 
 def _from_gguf(g, file_name: str, sources: list[str]) -> Imported:
+    from llmsize.estimate.params import shared_cache_layers
     from llmsize.importer.exact import check_complete
     from llmsize.importer.gguf_model import exact_from_gguf, model_fields
 
@@ -214,7 +215,8 @@ def _from_gguf(g, file_name: str, sources: list[str]) -> Imported:
         raise _spec_error(Path(str(g.files[0])), e) from None
     moe = next((x.mlp for x in spec.layer_groups if x.mlp is not None and x.mlp.kind == "moe"), None)
     exact = exact_from_gguf(g, spec.num_layers, spec.tie_word_embeddings,
-                            (moe.experts_per_token, moe.num_experts) if moe else None)
+                            (moe.experts_per_token, moe.num_experts) if moe else None,
+                            shared_cache_layers(spec))
     problem = check_complete(exact, spec, sources[0])
     if problem:
         raise ConfigError(problem.replace("safetensors headers", "GGUF tensors").replace("config.json",

@@ -93,7 +93,7 @@ def plan_to_dict(p: Plan) -> dict:
             "bytes_per_token": round(p.kv.bytes_per_token),
             "bytes_per_token_by_kind": {k: round(v) for k, v in p.kv.bytes_per_token_by_kind.items()},
             "bytes_per_sequence": round(p.kv.bytes_per_sequence),
-            "read_bytes_per_sequence": round(p.kv.read_bytes),
+            "read_bytes_per_sequence": round(p.kv.read_bytes), "shared_cache_layers": p.kv.shared_layers,
             "indexer_bytes_per_token": round(p.kv.indexer_bytes_per_token), "sparse_topk": p.kv.topk,
             "bytes_per_sequence_by_kind": {k: round(v) for k, v in p.kv.bytes_by_kind.items()},
             "layers_by_kind": p.kv.layers_by_kind,

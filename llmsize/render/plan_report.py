@@ -8,7 +8,8 @@ from llmsize.render.text import Report
 from llmsize.units import GB, GiB, column_unit, fmt_bytes, fmt_bytes_auto, fmt_params, fmt_seconds
 
 COMPONENT_LABELS = {
-    "embedding": "embedding", "lm_head": "lm_head", "attention": "attention", "mlp": "MLP",
+    "embedding": "embedding", "per_layer_embedding": "per-layer embedding", "lm_head": "lm_head",
+    "attention": "attention", "mlp": "MLP",
     "experts": "routed experts", "shared_experts": "shared experts", "router": "routers", "ssm": "SSM / linear attn",
     "norms": "norms & small", "extra": "extra (vision, MTP)", "other": "other tensors",
 }
@@ -39,6 +40,11 @@ def _groups(p: Plan) -> str:
                  + (f" + {g.mlp.num_shared_experts} shared" if g.mlp.num_shared_experts else ""))
         parts.append(f"{g.count} x ({mixer}{mlp})")
     return "; ".join(parts)
+
+
+def _tables(p: Plan) -> str:
+    """The tables llama.cpp keeps in host memory, as the report names them."""
+    return "token and per-layer embeddings" if p.model.per_layer_input else "token embedding"
 
 
 def render_plan(p: Plan, width: int = 100, color: bool = False, placement: str | None = None) -> str:
@@ -125,6 +131,10 @@ def render_plan(p: Plan, width: int = 100, color: bool = False, placement: str |
     pol = f", {inp.kv_policy.label} (a what-if: see the assumptions)" if inp.kv_policy else ""
     r.table(f"KV cache ({inp.kv_dtype}) at {inp.context_tokens:,} tokens{pol}",
             ["layer kind", "layers", "per token", "per sequence"], rows)
+    if kv.shared_layers:
+        r.line(f" {kv.shared_layers} more layers read an earlier layer's cache and hold none: a decode step reads "
+               f"{fmt_bytes(kv.read_bytes, unit, 3)} of the {fmt_bytes(kv.bytes_per_sequence, unit, 3)} held", "dim")
+        r.line()
     if kv.topk:
         r.kv("Sparse attention (DeepSeek's lightning indexer)",
              [("indexer keys", f"{kv.indexer_bytes_per_token:,.0f} B a token of the {kv.bytes_per_token:,.0f} "
@@ -137,7 +147,7 @@ def render_plan(p: Plan, width: int = 100, color: bool = False, placement: str |
         e = b.engine
         rows = [("budget (llama.cpp's ledger)", f"{b.vram_bytes / GiB:,.2f} GiB = {b.budget_bytes / GB:,.2f} GB, "
                                                 f"{e.card_basis}"),
-                ("- model buffer on the card", f"{b.weights_bytes / GB:,.2f} GB (every layer; the token embedding, "
+                ("- model buffer on the card", f"{b.weights_bytes / GB:,.2f} GB (every layer; the {_tables(p)}, "
                                                f"{e.host_weights_bytes / GB:,.2f} GB, in host memory)"),
                 ("- compute buffer, - margin", f"{e.compute_bytes / GB:,.2f} GB, {e.margin_bytes / GB:,.2f} GB "
                                                f"({e.margin_bytes / GiB:g} GiB: --fit's --fit-target)")]

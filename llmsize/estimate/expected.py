@@ -628,7 +628,7 @@ CDNA_TARGETS = ("gfx908", "gfx90a", *CDNA3_TARGETS, *CDNA4_TARGETS)
 SGLANG_TRITON_MLA_NOTE = (
     "SGLang decodes this MLA model on datacenter Blackwell with its Triton attention backend (its head dims are not "
     "DeepSeek's; sglang PR #17247): the SGLang Cookbook's GLM-4.7-Flash runs on a B200 (a release before 0.5.12, whose "
-    "Triton MLA decode took at most 8 KV splits), outside the fit, decoded at 0.32-0.45 of such a figure")
+    "Triton MLA decode took at most 8 KV splits), outside the fit, decoded at 0.32-0.46 of such a figure")
 DEEPSEEK_QK_NOPE_DIM = 128
 
 # llama.cpp's Vulkan build decodes a step's routed experts with its mat-vec kernels only for F32, F16 and quantized
@@ -690,7 +690,7 @@ CDNA4_NOTE = ("an MI350-series card (CDNA4): the AMD costs here are fitted on CD
 # the plan's figure, (shortest, longest), by who ran them; tests/test_speed.py holds each to its rows. The serving
 # engines': Qwen3.6 under vLLM on an RTX PRO 6000 Max-Q and 2 x RTX 5090, Qwen3-Next under SGLang on 8 x B200;
 # llama.cpp's: Qwen3.6 and Nemotron-3 Nano on a Strix Halo and an R9700 (its Vulkan build's: Qwen3-Next too).
-RECURRENT_PREFILL_RANGE = {"serving": (0.6, 3.8), "llamacpp": (1.0, 1.9), "llamacpp-vulkan": (0.9, 4.4)}
+RECURRENT_PREFILL_RANGE = {"serving": (0.6, 3.7), "llamacpp": (1.0, 1.9), "llamacpp-vulkan": (0.9, 4.4)}
 _RECURRENT_PREFILL = ("time to first token of a model with recurrent (SSM, linear-attention) layers: their chunked "
                       "prompt kernels are costed as their FLOPs only; ")
 RECURRENT_PREFILL_NOTE = (_RECURRENT_PREFILL + "published serving runs of such hybrids (sch0tten/nvfp4-benchmark, "

@@ -224,3 +224,128 @@ def test_a_shared_layer_without_an_earlier_source_is_refused(catalog):
     pat[0], pat[j] = pat[j], pat[0]
     with pytest.raises(ValueError, match="no earlier full layer keeps one"):
         ModelSpec(**m)
+
+
+def test_gemma3n_counts_are_ollamas_and_googles(catalog):
+    """Gemma 3n (the conversion script's variants, transformers' class defaults): hidden 2,048, 8 heads of 256 with 2
+    KV heads, per-layer width 256, AltUp 4 streams, LAuReL rank 64; E2B 30 layers of 8,192, E4B 35 of 16,384.
+    The text model is 4,456,156,768 / 6,866,696,688 parameters, what Ollama prints for its GGUFs (4.46B, 6.87B);
+    less the two tables (262,400 x 2,048 and 262,144 x 30 x 256), E2B's is 1,905,495,648, Google's "1.91B"
+    effective; with the towers, E2B's loader log's 5,439.44M."""
+    e2b, e4b = catalog.model("gemma-3n-e2b"), catalog.model("gemma-3n-e4b")
+    text = {m.id: params_total(m) - sum(x.params for x in m.extra) for m in (e2b, e4b)}
+    assert text == {"gemma-3n-e2b": 4_456_156_768, "gemma-3n-e4b": 6_866_696_688}
+    by = params_by_component(e2b)
+    assert text["gemma-3n-e2b"] - by["embedding"] - by["per_layer_embedding"] == 1_905_495_648
+    assert by["embedding"] == 262_400 * 2048 and by["per_layer_embedding"] == 262_144 * 30 * 256
+    assert params_total(e2b) / 1e6 == pytest.approx(5_439.44, abs=0.01)
+    # AltUp: 2 x 3 [2048, 2048] projections, and per layer 4x4 + 4x16 coefficients, a [4, 2048] router, its norm
+    # and the output scale (12,368); LAuReL 2 x 64 x 2048 + its norm (264,192)
+    assert by["other"] - (30 * 256 * 2048 + 30 * 2 * 256 * 2048) == 6 * 2048 ** 2 + 30 * (16 + 64 + 4 * 2048 + 2048) \
+        + 30 * 2 * 64 * 2048
+
+
+def test_gemma3n_e2b_and_e4b_hold_the_same_cache(catalog):
+    """Both keep a cache in their first 20 layers (llama.cpp: n_layer_kv_from_start = 20 for both): 16 sliding, 4
+    full, 2 KV heads x 256, K and V in BF16 = 2,048 B a token a layer. At 4,096 tokens: 16 x 512 x 2,048 +
+    4 x 4,096 x 2,048 = 50,331,648 B; AltUp's four streams do not widen it (K and V come from the active one)."""
+    for mid, shared in (("gemma-3n-e2b", 10), ("gemma-3n-e4b", 15)):
+        kv = kv_bytes(catalog.model(mid), 4096, "bf16")
+        assert kv.bytes_per_sequence == 16 * 512 * 2048 + 4 * 4096 * 2048 == 50_331_648
+        assert kv.shared_layers == shared
+
+
+def test_gemma3n_q8_0_is_the_published_file(catalog):
+    """ggml-org's gemma-3n-E4B-it-Q8_0.gguf, as llama-bench prints it (mixa3607/ML-gfx906's readme: 6.84 GiB,
+    6.87 B): llama-quantize's Q8_0 everywhere but the tensors it keeps as converted (altup, laurel,
+    per_layer_model_proj, in 16 bits) and the 1-D ones."""
+    w = weight_bytes(catalog.model("gemma-3n-e4b"), FORMATS["gguf-q8_0"], "all")
+    assert w.bytes_total / 2**30 == pytest.approx(6.84, abs=0.005)
+
+
+def test_a_gemma3n_gguf_reads_its_altup_and_shared_layers(tmp_path):
+    """llama.cpp's gemma3n GGUF carries no shared-layer key: n_layer_kv_from_start is 20, so of 22 layers the last
+    two read a cache; AltUp's streams come from altup_proj {n_embd, n_embd, n - 1}, LAuReL's rank from laurel_l;
+    their norms are not the layer's four."""
+    from gguf import GGMLQuantizationType as Q
+    from gguf import GGUFWriter
+
+    from llmsize.importer.source import import_gguf
+
+    h, heads, kv, hd, w, n, vocab, rank = 256, 4, 2, 64, 64, 22, 1024, 64
+    tensors = [("token_embd.weight", (h, vocab), Q.Q8_0), ("per_layer_token_embd.weight", (n * w, vocab), Q.Q8_0),
+               ("per_layer_model_proj.weight", (h, n * w), Q.F32), ("per_layer_proj_norm.weight", (w,), Q.F32),
+               ("altup_proj.weight", (h, h, 3), Q.F32), ("altup_unembd_proj.weight", (h, h, 3), Q.F32)]
+    for i in range(n):
+        p = f"blk.{i}."
+        tensors += [(p + x + ".weight", (h,), Q.F32) for x in (
+            "attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm", "post_norm", "altup_router_norm",
+            "altup_correct_scale", "laurel_post_norm")]
+        tensors += [(p + "attn_q.weight", (h, heads * hd), Q.Q8_0), (p + "attn_k.weight", (h, kv * hd), Q.Q8_0),
+                    (p + "attn_v.weight", (h, kv * hd), Q.Q8_0), (p + "attn_output.weight", (heads * hd, h), Q.Q8_0),
+                    (p + "ffn_gate.weight", (h, 512), Q.Q8_0), (p + "ffn_up.weight", (h, 512), Q.Q8_0),
+                    (p + "ffn_down.weight", (512, h), Q.Q8_0), (p + "inp_gate.weight", (h, w), Q.Q8_0),
+                    (p + "proj.weight", (w, h), Q.Q8_0), (p + "altup_correct_coef.weight", (4, 4), Q.F32),
+                    (p + "altup_predict_coef.weight", (4, 16), Q.F32), (p + "altup_router.weight", (h, 4), Q.F32),
+                    (p + "laurel_l.weight", (h, rank), Q.F32), (p + "laurel_r.weight", (rank, h), Q.F32)]
+    tensors.append(("output_norm.weight", (h,), Q.F32))
+    path = tmp_path / "gemma3n-like.gguf"
+    wr = GGUFWriter(str(path), "gemma3n")
+    for k, v in {"block_count": n, "embedding_length": h, "context_length": 32768, "attention.head_count": heads,
+                 "attention.head_count_kv": kv, "attention.key_length": hd, "attention.value_length": hd,
+                 "attention.sliding_window": 512, "embedding_length_per_layer_input": w}.items():
+        wr.add_uint32(f"gemma3n.{k}", v)
+    wr.add_uint32("general.file_type", 7)
+    for name, ne, ty in tensors:
+        if ty == Q.F32:
+            wr.add_tensor(name, np.zeros(tuple(reversed(ne)), dtype=np.float32))
+        else:
+            wr.add_tensor(name, np.zeros(tuple(reversed(ne[1:])) + (ne[0] // 32 * 34,), dtype=np.uint8), raw_dtype=ty)
+    wr.write_header_to_file()
+    wr.write_kv_data_to_file()
+    wr.write_tensors_to_file()
+    wr.close()
+    spec = import_gguf(path).spec
+    assert spec.altup.num_inputs == 4 and spec.laurel_rank == rank and spec.per_layer_input.hidden_size == w
+    stack = spec.layer_stack()
+    assert [g.mixer.kv_shared for g in stack] == [False] * 20 + [True] * 2
+    assert [g.mixer.kind for g in stack[:5]] == ["sliding"] * 4 + ["full"]  # llama.cpp's set_swa_pattern(5)
+    assert all(g.norms == 4 for g in spec.layer_groups)
+
+
+def _gemma3n_e2b_config(**over) -> dict:
+    """E2B's text config as transformers' conversion script builds it (_VARIANT_GEMMA_3_2B over Gemma3nTextConfig's
+    defaults), written out as save_pretrained would: intermediate_size one width a layer."""
+    cfg = {"model_type": "gemma3n_text", "hidden_size": 2048, "hidden_size_per_layer_input": 256,
+           "vocab_size": 262_400, "vocab_size_per_layer_input": 262_144, "num_hidden_layers": 30,
+           "intermediate_size": [8192] * 30, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 256,
+           "num_kv_shared_layers": 10, "sliding_window": 512, "altup_num_inputs": 4, "laurel_rank": 64,
+           "max_position_embeddings": 32_768, "tie_word_embeddings": True, "torch_dtype": "bfloat16"}
+    return {**cfg, **over}
+
+
+def test_a_gemma3n_config_maps_to_its_catalog_entry(catalog):
+    """No layer_types: a full layer where (i + 1) % 5 == 0 (Gemma3nTextConfig.__post_init__); the last 10 layers
+    read layer 18's or 19's cache."""
+    from llmsize.importer.hf_config import map_config
+
+    spec = ModelSpec(id="x", name="x", family="gemma3n", sources=["test"], params_official=1,
+                     params_official_source="-", params_official_includes="-", release={"quant": "bf16"},
+                     **map_config(_gemma3n_e2b_config(), "config.json").fields)
+    cat = catalog.model("gemma-3n-e2b")
+    assert params_total(spec) == params_total(cat) - sum(x.params for x in cat.extra)
+    assert [(g.mixer.kind, g.mixer.kv_shared) for g in spec.layer_stack()] == \
+        [(g.mixer.kind, g.mixer.kv_shared) for g in cat.layer_stack()]
+
+
+@pytest.mark.parametrize("over, says", [
+    ({"intermediate_size": [8192] * 29}, "intermediate_size [8192, 8192"),
+    ({"intermediate_size": [8192] * 29 + ["8192"]}, "is neither a width nor one a layer"),
+    ({"num_kv_shared_layers": 30}, "num_kv_shared_layers is 30"),
+])
+def test_a_bad_gemma3n_config_is_one_line(over, says):
+    from llmsize.importer.hf_config import map_config
+
+    with pytest.raises(ConfigError) as e:
+        map_config(_gemma3n_e2b_config(**over), "config.json")
+    assert says in e.value.message and "\n" not in e.value.message

@@ -350,6 +350,17 @@ class PerLayerInput(Strict):
     vocab_size: int = Field(strict=True, le=2**24, gt=0, description="vocab_size_per_layer_input")
 
 
+class AltUp(Strict):
+    """Gemma 3n's alternating updates (AltUp, arXiv 2301.13310; transformers modeling_gemma3n.py): the hidden state
+    is `num_inputs` streams, one of which (the active one) runs each layer's attention and MLP; the others are mixed
+    in by small per-layer coefficients. The model projects into and out of the extra streams (altup_projections,
+    altup_unembed_projections: 2 x (num_inputs - 1) [hidden, hidden]); each layer holds correction_coefs
+    [n, n], prediction_coefs [n x n, n], modality_router [n, hidden], router_norm and correct_output_scale [hidden].
+    The KV cache is the active stream's: AltUp does not widen it."""
+
+    num_inputs: int = Field(strict=True, ge=2, le=64, description="altup_num_inputs")
+
+
 class ModelSpec(Strict):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$")
     name: str
@@ -376,6 +387,10 @@ class ModelSpec(Strict):
         "local ones); None: each group's layers follow the previous group's")
     extra: list[ExtraParams] = []
     per_layer_input: PerLayerInput | None = None
+    altup: AltUp | None = None
+    laurel_rank: int | None = Field(None, strict=True, ge=1, le=2**16, description="Gemma 3n's learned augmented "
+                                    "residual (LAuReL) in every layer: linear_left [rank, hidden], linear_right "
+                                    "[hidden, rank], post_laurel_norm [hidden]")
     notes: str | None = None
 
     @property

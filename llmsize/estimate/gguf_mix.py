@@ -20,6 +20,9 @@ carried over here, for the file types llmsize names (no importance matrix, defau
   * a row length that is not a multiple of the chosen block falls back (Q2_K/Q3_K/IQ4_XS -> IQ4_NL, Q4_K -> Q5_0,
     Q5_K -> Q5_1, Q6_K -> Q8_0), and to F16 if that does not divide either (llama-quantize refuses a 32-block
     type on such rows; the estimate costs them in F16);
+  * per_layer_token_embd.weight (Gemma 3n and 4 E) as token_embd.weight; per_layer_model_proj and every tensor
+    whose name holds altup or laurel (Gemma 3n) kept as converted, 16 bits ("these are very small", "these are not
+    too big so keep them as it is");
   * never quantized: 1-D tensors, norms, the MoE router, SSM conv kernels (kept as converted: F32), and nothing
     outside the text model (a GGUF's vision tower is a separate mmproj file).
 use_more_bits(i, n) = i < n/8 or i >= 7n/8 or (i - n/8) % 3 == 2 (integer division, as in the C++).
@@ -112,6 +115,8 @@ class _Chooser:
         hp, ft, name = self.hp, self.ftype, t.name
         new = self.default
         falcon = hp.family == "falcon"
+        if name == "per_layer_model_proj.weight" or "altup" in name or "laurel" in name:
+            return "f16"  # "these are not too big so keep them as it is", "these are very small": as converted
         if name == "output.weight" or (not self.has_output and name == "token_embd.weight"):
             if ft == "mxfp4_moe" or falcon or t.ne0 % GGML_BLOCKS[new][0]:
                 new = "q8_0"
@@ -122,8 +127,6 @@ class _Chooser:
         elif name in ("token_embd.weight", "per_layer_token_embd.weight"):  # tensor_name_match_token_embd
             if ft in ("tq1_0", "tq2_0"):
                 new = "q4_k"
-        elif name == "per_layer_model_proj.weight":
-            return "f16"  # "these are not too big so keep them as it is": as converted, 16 bits
         elif "attn_v.weight" in name:
             i, n = self.i_attention_wv, self.n_attention_wv
             if ft == "q2_k":

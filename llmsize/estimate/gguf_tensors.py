@@ -135,6 +135,9 @@ def gguf_tensors(model: ModelSpec) -> list[GgufTensor]:
         out += [GgufTensor("per_layer_token_embd.weight", w, ple.vocab_size, component="per_layer_embedding"),
                 GgufTensor("per_layer_model_proj.weight", h, w),
                 GgufTensor("per_layer_proj_norm.weight", ple.hidden_size, component="norms", f32=True)]
+    alt, rank = model.altup.num_inputs if model.altup else 0, model.laurel_rank
+    if alt:  # Gemma 3n (llama-model.cpp LLM_ARCH_GEMMA3N): {n_embd, n_embd, n_altup - 1}
+        out += [GgufTensor("altup_proj.weight", h, h, alt - 1), GgufTensor("altup_unembd_proj.weight", h, h, alt - 1)]
     for i, g in enumerate(model.layer_stack()):
         out += _attention(i, g.mixer, h)
         out += _mlp(i, g.mlp, h)
@@ -142,6 +145,15 @@ def gguf_tensors(model: ModelSpec) -> list[GgufTensor]:
             out += [GgufTensor(f"blk.{i}.inp_gate.weight", h, ple.hidden_size),
                     GgufTensor(f"blk.{i}.proj.weight", ple.hidden_size, h),
                     GgufTensor(f"blk.{i}.post_norm.weight", h, component="norms", f32=True)]
+        if alt:
+            out += [GgufTensor(f"blk.{i}.altup_correct_coef.weight", alt, alt),
+                    GgufTensor(f"blk.{i}.altup_predict_coef.weight", alt, alt * alt),
+                    GgufTensor(f"blk.{i}.altup_router.weight", h, alt),
+                    GgufTensor(f"blk.{i}.altup_router_norm.weight", h, component="norms", f32=True),
+                    GgufTensor(f"blk.{i}.altup_correct_scale.weight", h, f32=True)]
+        if rank:
+            out += [GgufTensor(f"blk.{i}.laurel_l.weight", h, rank), GgufTensor(f"blk.{i}.laurel_r.weight", rank, h),
+                    GgufTensor(f"blk.{i}.laurel_post_norm.weight", h, component="norms", f32=True)]
         small = g.norms * h + g.extra_params
         if small:
             out.append(GgufTensor(f"blk.{i}.norm_vectors", small, component="norms", f32=True))

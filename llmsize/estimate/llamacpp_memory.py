@@ -65,6 +65,9 @@ EXPERTS = re.compile(r"^blk\.\d+\.ffn_(up|down|gate|gate_up)_exps\.")  # --n-cpu
 # tables a token gathers a row of, kept in host memory (the input layer: "there is very little benefit to offloading
 # the input layer"; llama-arch.cpp LLM_TENSOR_PER_LAYER_TOKEN_EMBD is LLM_TENSOR_LAYER_INPUT)
 GATHERED_TENSORS = ("token_embd.weight", "per_layer_token_embd.weight")
+# the output layer's tensors: on the GPU with it (-ngl's first layer); Gemma 3n's AltUp projections are output-layer
+# tensors too (llama-arch.cpp: LLM_TENSOR_ALTUP_PROJ, LLM_TENSOR_ALTUP_UNEMBD_PROJ are LLM_TENSOR_LAYER_OUTPUT)
+OUTPUT_TENSORS = ("output.", "output_norm.", "altup_proj.", "altup_unembd_proj.")
 # outside the blocks but loaded with block 0 (llama-arch.cpp: LLM_TENSOR_LAYER_REPEATING, created with block id 0)
 BLOCK0_TENSORS = ("per_layer_model_proj.weight", "per_layer_proj_norm.weight")
 
@@ -259,7 +262,7 @@ def on_gpu(name: str, n_layer: int, i_gpu_start: int, output_on_gpu: bool, n_cpu
         if il < n_cpu_moe and expert:
             return False
         return i_gpu_start <= il < n_layer  # a layer past block_count (MTP) stays with the host
-    if name.startswith(("output.", "output_norm.")):
+    if name.startswith(OUTPUT_TENSORS):
         return output_on_gpu
     return False  # the token embedding and anything outside the layers
 
@@ -306,7 +309,7 @@ def file_layout(tensors: list[tuple[str, int]]) -> FileLayout:
             layers.setdefault(il, [0, 0])[0 if expert else 1] += nbytes
             if expert:
                 widest[il] = max(widest.get(il, 0), nbytes)
-        elif name.startswith(("output.", "output_norm.")):
+        elif name.startswith(OUTPUT_TENSORS):
             output += nbytes
         else:
             host += nbytes

@@ -211,7 +211,7 @@ def _model_pieces(model: ModelSpec) -> list[Piece]:
     pieces = [Piece("embedding", embed, True, 1, read=False)]
     # lm_head: read every decoded token; when tied it is the embedding matrix, stored once.
     pieces.append(Piece("lm_head", embed, True, 1, stored=not model.tie_word_embeddings))
-    pieces += _per_layer_input(model)
+    pieces += _per_layer_input(model) + _altup_laurel(model)
     for g in model.layer_groups:
         for p in layer_pieces(g, h):
             pieces.append(replace(p, params=p.params * g.count, tensors=p.tensors * g.count))
@@ -237,6 +237,23 @@ def _per_layer_input(model: ModelSpec) -> list[Piece]:
             Piece("other", n * w * h, True, 1),
             Piece("other", n * 2 * w * h, True, 2 * n),
             Piece("norms", w + n * h, False, 0)]
+
+
+def _altup_laurel(model: ModelSpec) -> list[Piece]:
+    """Gemma 3n's AltUp (schema.AltUp) and LAuReL (laurel_rank) tensors, every one of them run by every token
+    (transformers modeling_gemma3n.py Gemma3nAltUp, Gemma3nLaurelBlock, Gemma3nTextModel). The projections into and
+    out of the streams and LAuReL's two are nn.Linear matrices a format may quantize (llama-quantize keeps them as
+    converted: gguf_mix); each layer's coefficients, router and scale are counted with the vectors."""
+    n_layer, h, out = model.num_layers, model.hidden_size, []
+    if model.altup is not None:
+        k = model.altup.num_inputs
+        out += [Piece("other", 2 * (k - 1) * h * h, True, 2 * (k - 1)),  # altup_projections, _unembed_projections
+                Piece("other", n_layer * (k * k + k * k * k + k * h + h), False, 0),  # coefs, router, output scale
+                Piece("norms", n_layer * h, False, 0)]  # router_norm
+    if model.laurel_rank:
+        out += [Piece("other", n_layer * 2 * model.laurel_rank * h, True, 2 * n_layer),
+                Piece("norms", n_layer * h, False, 0)]
+    return out
 
 
 def shared_cache_layers(model: ModelSpec) -> set[int]:

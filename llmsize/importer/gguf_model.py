@@ -21,7 +21,9 @@ from collections import defaultdict
 from llmsize.importer.exact import ExactWeights
 from llmsize.importer.gguf_file import GgufError, GgufFile
 
-SWA_PATTERN = {"gemma2": 2, "gemma3": 6, "gpt-oss": 2, "cohere2": 4}
+SWA_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3n": 5, "gpt-oss": 2, "cohere2": 4}
+# llama.cpp's gemma3n: hparams.n_layer_kv_from_start = 20, hard-coded (its GGUFs carry no shared_kv_layers key)
+GEMMA3N_KV_LAYERS = 20
 # ssm_* tensors holding a gated delta-net, not Mamba-2 (gguf-py constants.py MODEL_TENSORS: QWEN3NEXT, QWEN35,
 # QWEN35MOE); their current layout fuses its input in attn_qkv + attn_gate (+ ssm_beta, ssm_alpha), with no ssm_in
 LINEAR_ATTENTION_ARCHS = ("qwen3next", "qwen35", "qwen35moe")
@@ -128,7 +130,8 @@ def _ssm(g: GgufFile, il: int, t: dict[str, tuple[int, ...]]) -> dict:
 def _layer(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], hidden: int, swa: bool) -> dict:
     spec: dict = {}
     norms = sum(1 for n, s in t.items() if "norm" in n and len(s) == 1 and s[0] == hidden
-                and not (n == "post_norm.weight" and "inp_gate.weight" in t))  # the per-layer input's own norm
+                and not (n == "post_norm.weight" and "inp_gate.weight" in t)  # the per-layer input's own norm
+                and not n.startswith(("altup_", "laurel_")))  # Gemma 3n's AltUp and LAuReL norms
     spec["norms"] = norms
     heads = None
     # a recurrent layer (Mamba-2, a gated delta-net) has a conv state; a gated delta-net's attn_qkv is its input, not
@@ -234,7 +237,8 @@ def model_fields(g: GgufFile) -> tuple[dict, list[str]]:
     specs = [_layer(g, il, by_layer.get(il, {}), hidden, swa[il]) for il in range(n_layer)]
     # Gemma 4 E models: the last `attention.shared_kv_layers` layers read an earlier layer's cache (llama.cpp
     # n_layer_kv_from_start = n_layer - shared_kv_layers)
-    shared = _int(g, "attention.shared_kv_layers", required=False, high=n_layer) or 0
+    shared = _int(g, "attention.shared_kv_layers", required=False, high=n_layer) or (
+        max(0, n_layer - GEMMA3N_KV_LAYERS) if g.arch == "gemma3n" else 0)
     for s in specs[n_layer - shared:] if shared < n_layer else []:
         if s.get("mixer", {}).get("kind") in ("full", "sliding"):
             s["mixer"]["kv_shared"] = True
@@ -269,6 +273,11 @@ def model_fields(g: GgufFile) -> tuple[dict, list[str]]:
             raise GgufError(f"{g.files[0]}: per_layer_token_embd.weight {list(ple.shape)} is not a table of "
                             f"{n_layer} layers' vectors per token.", "The file's metadata is damaged.")
         per_layer = {"per_layer_input": {"hidden_size": ple.shape[0] // n_layer, "vocab_size": ple.shape[1]}}
+    altup, laurel = g.tensors.get("altup_proj.weight"), g.tensors.get("blk.0.laurel_l.weight")
+    if altup is not None:  # {n_embd, n_embd, n_altup - 1}
+        per_layer["altup"] = {"num_inputs": (altup.shape[2] if len(altup.shape) > 2 else 1) + 1}
+    if laurel is not None and len(laurel.shape) == 2:  # {n_embd, laurel_rank}
+        per_layer["laurel_rank"] = laurel.shape[1]
     fields = {"vocab_size": emb.shape[1], "hidden_size": hidden, "tie_word_embeddings": tied,
               "max_position_embeddings": _int(g, "context_length", low=1, high=2**31 - 1), **layer_stack_fields(specs),
               "final_norms": 1 if "output_norm.weight" in g.tensors else 0, **per_layer}

@@ -337,14 +337,7 @@ def map_gemma4(c: _Cfg, model_type: str) -> Mapped:
     heads, kv, hd = _heads(c)
     c.need("layer_types")
     types = c.layer_types(layers, ("sliding_attention", "full_attention"))
-    shared = c.get("num_kv_shared_layers") or 0
-    if type(shared) is not int or not 0 <= shared < layers:
-        raise ConfigError(f"{c.where}: num_kv_shared_layers is {shared!r:.40}; expected a count from 0 to "
-                          f"{layers - 1} (num_hidden_layers less one).", "Fix the config.json.")
-    first_shared = layers - shared
-    if shared and not {types[i] for i in range(first_shared, layers)} <= set(types[:first_shared]):
-        raise ConfigError(f"{c.where}: a layer among the last {shared} (num_kv_shared_layers) has no earlier layer "
-                          "of its attention type to share a cache with.", "Fix the config.json.")
+    first_shared = _first_shared_layer(c, layers, types, c.get("num_kv_shared_layers") or 0)
     specs = []
     for i, t in enumerate(types):
         if c.get("enable_moe_block"):
@@ -362,11 +355,61 @@ def map_gemma4(c: _Cfg, model_type: str) -> Mapped:
         if i >= first_shared:
             mixer["kv_shared"] = True
         specs.append({"mixer": mixer, "mlp": mlp, "norms": 4, "extra_params": 1})
-    fields = {**_common(c, True), **layer_stack_fields(specs)}
+    return Mapped({**_common(c, True), **layer_stack_fields(specs), **_per_layer_input(c)},
+                  [f"vision/audio embedders {TEXT_PART_ONLY}"])
+
+
+def _first_shared_layer(c: _Cfg, layers: int, types: list[str], shared) -> int:
+    """The first of the last `shared` (num_kv_shared_layers) layers, which read the cache of the last earlier layer
+    of their attention type (transformers modeling_gemma4.py / modeling_gemma3n.py is_kv_shared_layer)."""
+    if type(shared) is not int or not 0 <= shared < layers:
+        raise ConfigError(f"{c.where}: num_kv_shared_layers is {shared!r:.40}; expected a count from 0 to "
+                          f"{layers - 1} (num_hidden_layers less one).", "Fix the config.json.")
+    first = layers - shared
+    if shared and not {types[i] for i in range(first, layers)} <= set(types[:first]):
+        raise ConfigError(f"{c.where}: a layer among the last {shared} (num_kv_shared_layers) has no earlier layer "
+                          "of its attention type to share a cache with.", "Fix the config.json.")
+    return first
+
+
+def _per_layer_input(c: _Cfg) -> dict:
+    """Per-layer embeddings (hidden_size_per_layer_input a layer, vocab_size_per_layer_input rows), where the
+    config has them."""
     width = c.get("hidden_size_per_layer_input")
-    if width:
-        fields["per_layer_input"] = {"hidden_size": width, "vocab_size": c.need("vocab_size_per_layer_input")[0]}
-    return Mapped(fields, [f"vision/audio embedders {TEXT_PART_ONLY}"])
+    if not width:
+        return {}
+    return {"per_layer_input": {"hidden_size": width, "vocab_size": c.need("vocab_size_per_layer_input")[0]}}
+
+
+def map_gemma3n(c: _Cfg, model_type: str) -> Mapped:
+    """transformers Gemma3nTextConfig / modeling_gemma3n.py: Gemma 4 E's layers before it (sliding and full
+    attention with q/k norms, per-layer embeddings, the last num_kv_shared_layers layers reading an earlier layer's
+    cache, 4 norms a layer) plus AltUp (altup_num_inputs streams) and LAuReL (laurel_rank) in every layer;
+    intermediate_size one width or one a layer; layer_types, where the config has none, a full layer after every
+    four sliding ones (Gemma3nTextConfig.__post_init__: full where (i + 1) % 5 == 0). Activation sparsity (the
+    first layers' MLP gate, activation_sparsity_pattern) changes no weight a step reads."""
+    layers, window = c.need("num_hidden_layers", "sliding_window")
+    heads, kv, hd = _heads(c)
+    inter = c.raw.get("intermediate_size")  # a list (one a layer) where the config was saved after __post_init__
+    widths = inter if isinstance(inter, list) else [c.need("intermediate_size")[0]] * layers
+    if len(widths) != layers or not all(type(w) is int and 0 < w <= 2**24 for w in widths):
+        raise ConfigError(f"{c.where}: intermediate_size {str(inter)[:40]} is neither a width nor one a layer for "
+                          f"its {layers} layers.", "Fix the config.json.")
+    types = c.layer_types(layers, ("sliding_attention", "full_attention"))
+    if types is None:
+        types = ["full_attention" if (i + 1) % 5 == 0 else "sliding_attention" for i in range(layers)]
+    first_shared = _first_shared_layer(c, layers, types, c.need("num_kv_shared_layers")[0])
+    specs = []
+    for i, t in enumerate(types):
+        mixer = _attn("sliding" if t == "sliding_attention" else "full", heads, kv, hd, qk_norm=True,
+                      sliding_window=window if t == "sliding_attention" else None)
+        if i >= first_shared:
+            mixer["kv_shared"] = True
+        specs.append({"mixer": mixer, "mlp": {"kind": "dense", "intermediate_size": widths[i]}, "norms": 4})
+    streams, rank = c.need("altup_num_inputs", "laurel_rank")
+    return Mapped({**_common(c, True), **layer_stack_fields(specs), **_per_layer_input(c),
+                   "altup": {"num_inputs": streams}, "laurel_rank": rank},
+                  [f"vision/audio towers {TEXT_PART_ONLY}"])
 
 
 def map_falcon(c: _Cfg, model_type: str) -> Mapped:
@@ -673,6 +716,7 @@ MAPPERS = {
     "mixtral": map_moe_dense_attn, "qwen3_moe": map_moe_dense_attn,
     "qwen3_vl_text": map_dense, "qwen3_vl_moe_text": map_moe_dense_attn,  # Qwen3-VL's text models (text_config)
     "gemma2": map_gemma2, "gemma3": map_gemma3, "gemma3_text": map_gemma3,
+    "gemma3n": map_gemma3n, "gemma3n_text": map_gemma3n,
     "gemma4": map_gemma4, "gemma4_text": map_gemma4, "gemma4_unified": map_gemma4, "gemma4_unified_text": map_gemma4,
     "falcon": map_falcon, "deepseek_v2": map_deepseek, "deepseek_v3": map_deepseek, "gpt_oss": map_gpt_oss,
     "deepseek_v32": map_deepseek,  # DeepSeek-V3.2(-Exp): V3's layers, each MLA with a sparse-attention indexer
@@ -705,6 +749,8 @@ def text_part(raw: dict, where: str = "config.json") -> dict:
 
 # what each mapper needs whatever the layers (checked first, so one error lists every missing field)
 REQUIRED = {"falcon": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
+            "gemma3n": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),  # widths: a list
+            "gemma3n_text": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
             "nemotron_h": ("hidden_size", "vocab_size"),
             "deepseek_v2": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
             "deepseek_v3": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),

@@ -530,7 +530,7 @@ LLAMACPP_RECURRENT_DECODE_NOTE = (
     "a recurrent (SSM, linear-attention) layer is costed here as any block and its state's bytes: no published llama.cpp "
     "decode rows of hybrids on {backend} cards pin a cost of its own (on AMD cards, {rocm_us:.0f} us a layer); "
     "Qwen3.5-9B BF16 on an RTX 5090 (May 2026) decoded at 0.94 of such a figure, Qwen3.5-9B Q4_K_M on an M4 Pro "
-    "(August 2026, llmfit's rate of a whole request) at 0.96, Qwen3-Next 80B-A3B on an M2 Ultra (a February 2026 "
+    "(August 2026, llmfit's rate of a whole request) at 0.97, Qwen3-Next 80B-A3B on an M2 Ultra (a February 2026 "
     "build, before llama.cpp PR #19375 optimized its graph) at 0.41-0.45")
 
 # runtimes that load no GGUF file (vLLM and SGLang read some, experimentally: their figures stand, with GGUF_NOTE)

@@ -53,7 +53,7 @@ TWINS = {
     # Qwen3-VL's text model is Qwen3-30B-A3B's, QK norm included (text_config, model_type qwen3_vl_moe_text)
     "Qwen__Qwen3-VL-30B-A3B-Instruct": "qwen3-30b-a3b",
     "google__gemma-4-E2B-it": "gemma-4-e2b", "google__gemma-4-E4B-it": "gemma-4-e4b",
-    "deepseek-ai__deepseek-coder-6.7b-instruct": "deepseek-coder-6.7b",
+    "deepseek-ai__deepseek-coder-6.7b-instruct": "deepseek-coder-6.7b", "EleutherAI__gpt-j-6b": "gpt-j-6b",
 }
 
 
@@ -62,7 +62,7 @@ def _decoder(spec):
 
 
 def test_every_shared_config_is_covered():
-    assert len(ALL) == 64
+    assert len(ALL) == 65
     assert {p.stem for p in ALL} - set(TWINS) == {
         "Qwen__Qwen3-235B-A22B", "Qwen__Qwen3-235B-A22B-FP8", "nvidia__Gemma-4-31B-IT-NVFP4",
         "nvidia__Nemotron-H-56B-Base-8K", "1bitLLM__bitnet_b1_58-large"}  # tests/test_ternary.py: llama.cpp's published TQ1_0 / TQ2_0 sizes

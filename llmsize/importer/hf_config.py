@@ -412,6 +412,26 @@ def map_gemma3n(c: _Cfg, model_type: str) -> Mapped:
                   [f"vision/audio towers {TEXT_PART_ONLY}"])
 
 
+def map_gptj(c: _Cfg, model_type: str) -> Mapped:
+    """transformers GPTJConfig / modeling_gptj.py (its attribute_map names n_embd, n_layer, n_head and n_positions
+    as the usual fields: ATTRIBUTE_MAPS): attention and MLP side by side on one LayerNorm (weight and bias) a layer,
+    q/k/v/out_proj without biases, fc_in / fc_out with them (n_inner, or 4 x n_embd when null), ln_f with a bias;
+    rotary on the first rotary_dim of each head, no weights. Its lm_head has a bias (vocab_size values, not counted:
+    0.001% of GPT-J 6B)."""
+    layers, hidden = c.need("num_hidden_layers", "hidden_size")
+    heads = c.need("num_attention_heads")[0]
+    inter = c.get("intermediate_size") or 4 * hidden
+    layer = {"count": layers, "mixer": _attn("full", heads, heads, _head_dim(c, heads)),
+             "mlp": {"kind": "dense", "intermediate_size": inter, "gated": False, "bias": True}, "norms": 2}
+    return Mapped({**_common(c, False), "final_norms": 2, "layer_groups": [layer]},
+                  ["lm_head bias (vocab_size values) not counted"])
+
+
+# transformers' attribute_map of config classes whose config.json names the usual fields otherwise
+ATTRIBUTE_MAPS = {"gptj": {"n_embd": "hidden_size", "n_layer": "num_hidden_layers", "n_head": "num_attention_heads",
+                           "n_positions": "max_position_embeddings", "n_inner": "intermediate_size"}}
+
+
 def map_falcon(c: _Cfg, model_type: str) -> Mapped:
     """FalconConfig: multi_query -> one KV head; new_decoder_architecture -> num_kv_heads groups and two
     LayerNorms per layer; MLP 4 x hidden, not gated; LayerNorms carry weight and bias."""
@@ -718,7 +738,7 @@ MAPPERS = {
     "gemma2": map_gemma2, "gemma3": map_gemma3, "gemma3_text": map_gemma3,
     "gemma3n": map_gemma3n, "gemma3n_text": map_gemma3n,
     "gemma4": map_gemma4, "gemma4_text": map_gemma4, "gemma4_unified": map_gemma4, "gemma4_unified_text": map_gemma4,
-    "falcon": map_falcon, "deepseek_v2": map_deepseek, "deepseek_v3": map_deepseek, "gpt_oss": map_gpt_oss,
+    "falcon": map_falcon, "gptj": map_gptj, "deepseek_v2": map_deepseek, "deepseek_v3": map_deepseek, "gpt_oss": map_gpt_oss,
     "deepseek_v32": map_deepseek,  # DeepSeek-V3.2(-Exp): V3's layers, each MLA with a sparse-attention indexer
     "glm4_moe_lite": map_deepseek,  # transformers Glm4MoeLite: DeepSeek-V3's MLA + routed/shared experts
     "kimi_k2": map_deepseek,  # Kimi K2 / K2.5's text model: architectures DeepseekV3ForCausalLM
@@ -749,6 +769,7 @@ def text_part(raw: dict, where: str = "config.json") -> dict:
 
 # what each mapper needs whatever the layers (checked first, so one error lists every missing field)
 REQUIRED = {"falcon": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
+            "gptj": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),  # n_inner may be null
             "gemma3n": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),  # widths: a list
             "gemma3n_text": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
             "nemotron_h": ("hidden_size", "vocab_size"),
@@ -779,6 +800,10 @@ def map_config(raw: dict, where: str) -> Mapped:
     model_type = str(text.get("model_type") or raw.get("model_type") or "")
     mapper = MAPPERS.get(model_type) or MAPPERS.get(str(raw.get("model_type") or "")) or map_generic
     key = "gemma3_text" if model_type.startswith("gemma3") else model_type
+    renames = ATTRIBUTE_MAPS.get(model_type, {})
+    if renames:
+        text = {**{k: v for k, v in text.items() if k not in renames}, **{renames[k]: v for k, v in text.items()
+                                                                           if k in renames}}
     c = _Cfg(text, DEFAULTS.get(key, {}), where, OMITTABLE.get(key, ()))
     try:
         if mapper is not map_generic:

@@ -152,41 +152,11 @@ def test_a_gguf_with_per_layer_tables_and_shared_layers(tmp_path):
     """llama.cpp's gemma4 names: per_layer_token_embd [n_layer x 64, vocab], per_layer_model_proj, per_layer_proj_norm,
     blk.N.inp_gate / proj / post_norm, and `gemma4.attention.shared_kv_layers` 2 of 4 layers: the last two read a
     cache, their attn_k / attn_v loaded and never read; post_norm is the per-layer input's, not a fifth layer norm."""
-    from gguf import GGMLQuantizationType as Q
-    from gguf import GGUFWriter
-
     from llmsize.importer.source import import_gguf
 
-    h, heads, kv, hd, w, n, vocab = 256, 4, 2, 64, 64, 4, 1024
-    tensors = [("token_embd.weight", (h, vocab), Q.Q8_0), ("per_layer_token_embd.weight", (n * w, vocab), Q.Q8_0),
-               ("per_layer_model_proj.weight", (h, n * w), Q.F32), ("per_layer_proj_norm.weight", (w,), Q.F32)]
-    for i in range(n):
-        p = f"blk.{i}."
-        tensors += [(p + x + ".weight", (h,), Q.F32) for x in ("attn_norm", "post_attention_norm", "ffn_norm",
-                                                               "post_ffw_norm", "post_norm")]
-        tensors += [(p + "attn_q.weight", (h, heads * hd), Q.Q8_0), (p + "attn_k.weight", (h, kv * hd), Q.Q8_0),
-                    (p + "attn_v.weight", (h, kv * hd), Q.Q8_0), (p + "attn_output.weight", (heads * hd, h), Q.Q8_0),
-                    (p + "ffn_gate.weight", (h, 512), Q.Q8_0), (p + "ffn_up.weight", (h, 512), Q.Q8_0),
-                    (p + "ffn_down.weight", (512, h), Q.Q8_0), (p + "inp_gate.weight", (h, w), Q.Q8_0),
-                    (p + "proj.weight", (w, h), Q.Q8_0)]
-    tensors.append(("output_norm.weight", (h,), Q.F32))
-    path = tmp_path / "gemma4-e-like.gguf"
-    wr = GGUFWriter(str(path), "gemma4")
-    for k, v in {"block_count": n, "embedding_length": h, "context_length": 8192, "attention.head_count": heads,
-                 "attention.head_count_kv": kv, "attention.key_length": hd, "attention.value_length": hd,
-                 "attention.shared_kv_layers": 2, "embedding_length_per_layer_input": w}.items():
-        wr.add_uint32(f"gemma4.{k}", v)
-    wr.add_uint32("general.file_type", 7)
-    q8 = 34  # bytes per 32 Q8_0 values
-    for name, ne, ty in tensors:
-        if ty == Q.F32:
-            wr.add_tensor(name, np.zeros(tuple(reversed(ne)), dtype=np.float32))
-        else:
-            wr.add_tensor(name, np.zeros(tuple(reversed(ne[1:])) + (ne[0] // 32 * q8,), dtype=np.uint8), raw_dtype=ty)
-    wr.write_header_to_file()
-    wr.write_kv_data_to_file()
-    wr.write_tensors_to_file()
-    wr.close()
+    h, kv, hd, w, n, vocab, q8 = 256, 2, 64, 64, 4, 1024, 34  # q8: bytes per 32 Q8_0 values
+    path = _gemma_e_gguf(tmp_path / "gemma4-e-like.gguf", "gemma4", n, {"attention.shared_kv_layers": 2},
+                         lambda p: [])
     im = import_gguf(path)
     assert im.spec.per_layer_input.hidden_size == w and im.spec.per_layer_input.vocab_size == vocab
     assert [g.mixer.kv_shared for g in im.spec.layer_stack()] == [False, False, True, True]
@@ -268,43 +238,21 @@ def test_a_gemma3n_gguf_reads_its_altup_and_shared_layers(tmp_path):
     two read a cache; AltUp's streams come from altup_proj {n_embd, n_embd, n - 1}, LAuReL's rank from laurel_l;
     their norms are not the layer's four."""
     from gguf import GGMLQuantizationType as Q
-    from gguf import GGUFWriter
 
     from llmsize.importer.source import import_gguf
 
-    h, heads, kv, hd, w, n, vocab, rank = 256, 4, 2, 64, 64, 22, 1024, 64
-    tensors = [("token_embd.weight", (h, vocab), Q.Q8_0), ("per_layer_token_embd.weight", (n * w, vocab), Q.Q8_0),
-               ("per_layer_model_proj.weight", (h, n * w), Q.F32), ("per_layer_proj_norm.weight", (w,), Q.F32),
-               ("altup_proj.weight", (h, h, 3), Q.F32), ("altup_unembd_proj.weight", (h, h, 3), Q.F32)]
-    for i in range(n):
-        p = f"blk.{i}."
-        tensors += [(p + x + ".weight", (h,), Q.F32) for x in (
-            "attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm", "post_norm", "altup_router_norm",
-            "altup_correct_scale", "laurel_post_norm")]
-        tensors += [(p + "attn_q.weight", (h, heads * hd), Q.Q8_0), (p + "attn_k.weight", (h, kv * hd), Q.Q8_0),
-                    (p + "attn_v.weight", (h, kv * hd), Q.Q8_0), (p + "attn_output.weight", (heads * hd, h), Q.Q8_0),
-                    (p + "ffn_gate.weight", (h, 512), Q.Q8_0), (p + "ffn_up.weight", (h, 512), Q.Q8_0),
-                    (p + "ffn_down.weight", (512, h), Q.Q8_0), (p + "inp_gate.weight", (h, w), Q.Q8_0),
-                    (p + "proj.weight", (w, h), Q.Q8_0), (p + "altup_correct_coef.weight", (4, 4), Q.F32),
-                    (p + "altup_predict_coef.weight", (4, 16), Q.F32), (p + "altup_router.weight", (h, 4), Q.F32),
-                    (p + "laurel_l.weight", (h, rank), Q.F32), (p + "laurel_r.weight", (rank, h), Q.F32)]
-    tensors.append(("output_norm.weight", (h,), Q.F32))
-    path = tmp_path / "gemma3n-like.gguf"
-    wr = GGUFWriter(str(path), "gemma3n")
-    for k, v in {"block_count": n, "embedding_length": h, "context_length": 32768, "attention.head_count": heads,
-                 "attention.head_count_kv": kv, "attention.key_length": hd, "attention.value_length": hd,
-                 "attention.sliding_window": 512, "embedding_length_per_layer_input": w}.items():
-        wr.add_uint32(f"gemma3n.{k}", v)
-    wr.add_uint32("general.file_type", 7)
-    for name, ne, ty in tensors:
-        if ty == Q.F32:
-            wr.add_tensor(name, np.zeros(tuple(reversed(ne)), dtype=np.float32))
-        else:
-            wr.add_tensor(name, np.zeros(tuple(reversed(ne[1:])) + (ne[0] // 32 * 34,), dtype=np.uint8), raw_dtype=ty)
-    wr.write_header_to_file()
-    wr.write_kv_data_to_file()
-    wr.write_tensors_to_file()
-    wr.close()
+    h, w, n, rank = 256, 64, 22, 64
+
+    def altup_laurel(p):
+        return [(p + x + ".weight", (h,), Q.F32) for x in ("altup_router_norm", "altup_correct_scale",
+                                                            "laurel_post_norm")] + [
+            (p + "altup_correct_coef.weight", (4, 4), Q.F32), (p + "altup_predict_coef.weight", (4, 16), Q.F32),
+            (p + "altup_router.weight", (h, 4), Q.F32), (p + "laurel_l.weight", (h, rank), Q.F32),
+            (p + "laurel_r.weight", (rank, h), Q.F32)]
+
+    path = _gemma_e_gguf(tmp_path / "gemma3n-like.gguf", "gemma3n", n, {"attention.sliding_window": 512},
+                         altup_laurel, [("altup_proj.weight", (h, h, 3), Q.F32),
+                                        ("altup_unembd_proj.weight", (h, h, 3), Q.F32)])
     spec = import_gguf(path).spec
     assert spec.altup.num_inputs == 4 and spec.laurel_rank == rank and spec.per_layer_input.hidden_size == w
     stack = spec.layer_stack()
@@ -349,3 +297,42 @@ def test_a_bad_gemma3n_config_is_one_line(over, says):
     with pytest.raises(ConfigError) as e:
         map_config(_gemma3n_e2b_config(**over), "config.json")
     assert says in e.value.message and "\n" not in e.value.message
+
+
+def _gemma_e_gguf(path: Path, arch: str, n: int, meta: dict, layer_extra, model_extra=()) -> Path:
+    """A GGUF in llama.cpp's gemma3n / gemma4 layout with per-layer embeddings: hidden 256, 4 heads of 64 with 2 KV
+    heads, per-layer width 64, vocab 1,024, matrices in Q8_0 (34 B per 32 values), vectors in F32; `layer_extra(p)`
+    adds a layer's own tensors (prefix p), `model_extra` the model's."""
+    from gguf import GGMLQuantizationType as Q
+    from gguf import GGUFWriter
+
+    h, heads, kv, hd, w, vocab = 256, 4, 2, 64, 64, 1024
+    tensors = [("token_embd.weight", (h, vocab), Q.Q8_0), ("per_layer_token_embd.weight", (n * w, vocab), Q.Q8_0),
+               ("per_layer_model_proj.weight", (h, n * w), Q.F32), ("per_layer_proj_norm.weight", (w,), Q.F32),
+               *model_extra]
+    for i in range(n):
+        p = f"blk.{i}."
+        tensors += [(p + x + ".weight", (h,), Q.F32) for x in ("attn_norm", "post_attention_norm", "ffn_norm",
+                                                               "post_ffw_norm", "post_norm")]
+        tensors += [(p + "attn_q.weight", (h, heads * hd), Q.Q8_0), (p + "attn_k.weight", (h, kv * hd), Q.Q8_0),
+                    (p + "attn_v.weight", (h, kv * hd), Q.Q8_0), (p + "attn_output.weight", (heads * hd, h), Q.Q8_0),
+                    (p + "ffn_gate.weight", (h, 512), Q.Q8_0), (p + "ffn_up.weight", (h, 512), Q.Q8_0),
+                    (p + "ffn_down.weight", (512, h), Q.Q8_0), (p + "inp_gate.weight", (h, w), Q.Q8_0),
+                    (p + "proj.weight", (w, h), Q.Q8_0), *layer_extra(p)]
+    tensors.append(("output_norm.weight", (h,), Q.F32))
+    wr = GGUFWriter(str(path), arch)
+    for k, v in {"block_count": n, "embedding_length": h, "context_length": 8192, "attention.head_count": heads,
+                 "attention.head_count_kv": kv, "attention.key_length": hd, "attention.value_length": hd,
+                 "embedding_length_per_layer_input": w, **meta}.items():
+        wr.add_uint32(f"{arch}.{k}", v)
+    wr.add_uint32("general.file_type", 7)
+    for name, ne, ty in tensors:
+        if ty == Q.F32:
+            wr.add_tensor(name, np.zeros(tuple(reversed(ne)), dtype=np.float32))
+        else:
+            wr.add_tensor(name, np.zeros(tuple(reversed(ne[1:])) + (ne[0] // 32 * 34,), dtype=np.uint8), raw_dtype=ty)
+    wr.write_header_to_file()
+    wr.write_kv_data_to_file()
+    wr.write_tensors_to_file()
+    wr.close()
+    return path

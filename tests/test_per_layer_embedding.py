@@ -77,16 +77,10 @@ def test_the_shared_layers_hold_no_cache_but_read_their_sources(catalog):
     token, up to the 512-token window) and 4 full (2 x 512: 4,096 B a token). At 4,096 tokens in BF16:
     held 20 x 512 x 2,048 + 4 x 4,096 x 4,096 = 20,971,520 + 67,108,864 = 88,080,384 B; the 15 shared sliding and
     3 shared full layers read their sources' again: + 15 x 512 x 2,048 + 3 x 4,096 x 4,096 = 66,060,288 B."""
-    kv = kv_bytes(_model("gemma-4-e4b"), 4096, "bf16")
+    kv = kv_bytes(catalog.model("gemma-4-e4b"), 4096, "bf16")
     assert kv.layers_by_kind["sliding"] == 20 and kv.layers_by_kind["full"] == 4 and kv.shared_layers == 18
     assert kv.bytes_per_sequence == 88_080_384
     assert kv.read_bytes == 88_080_384 + 66_060_288
-
-
-def _model(mid: str) -> ModelSpec:
-    from llmsize.catalog.loader import Catalog
-
-    return Catalog().model(mid)
 
 
 def test_vllm_and_llamacpp_give_the_shared_layers_no_cache(catalog):

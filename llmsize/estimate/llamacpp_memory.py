@@ -72,6 +72,11 @@ OUTPUT_TENSORS = ("output.", "output_norm.", "altup_proj.", "altup_unembd_proj."
 BLOCK0_TENSORS = ("per_layer_model_proj.weight", "per_layer_proj_norm.weight")
 
 
+def host_tables(model: ModelSpec) -> str:
+    """What GATHERED_TENSORS are for this model, as reports name them."""
+    return "token and per-layer embeddings" if model.per_layer_input is not None else "token embedding"
+
+
 def gathered_bytes(tensors: list[tuple[str, int]]) -> int:
     """The bytes of the file's gathered tables (GATHERED_TENSORS): in host memory, never multiplied."""
     return sum(b for n, b in tensors if n in GATHERED_TENSORS)

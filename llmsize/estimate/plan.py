@@ -28,6 +28,7 @@ from llmsize.estimate.flops import ComputePeak, compute_peak
 from llmsize.estimate.kv import KvBytes, check_context, kv_bytes, mla_mixers
 from llmsize.estimate.kv_policy import KvPolicy, capped_model
 from llmsize.estimate.llamacpp_budget import LLAMA_MAX_SEQ, cache_types, plan_ledger_budget
+from llmsize.estimate.llamacpp_memory import host_tables
 from llmsize.estimate.parallel import (
     DEFAULT_GPUS_PER_NODE,
     DEFAULT_NODE_LINK_GB_S,
@@ -480,8 +481,8 @@ def assumptions(p: dict) -> list[str]:
     share = p["budget"].engine
     if share is not None:
         out.append(f"Budget: llama.cpp's own ledger: {share.card_basis}, minus its model buffer with every layer on "
-                   f"the card (the token {'and per-layer embeddings' if p['model'].per_layer_input else 'embedding'}, "
-                   f"{share.host_weights_bytes / GB:,.2f} GB, stays in host memory), "
+                   f"the card (the {host_tables(p['model'])}, {share.host_weights_bytes / GB:,.2f} GB, stays in host "
+                   "memory), "
                    "minus its compute buffer at this context and the 1 GiB its --fit leaves free (--fit-target); "
                    "the longest context is the largest -c whose ledger fits. --gpu-util or --overhead-gib budget "
                    "the card the generic way instead.")

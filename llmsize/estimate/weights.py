@@ -28,7 +28,7 @@ def is_quantized(piece: Piece, scope: str) -> bool:
         return False
     if scope == "all":
         return True
-    if piece.component in ("embedding", "per_layer_embedding", "lm_head"):
+    if piece.component in (*GATHERED, "lm_head"):
         return False
     if scope == "experts":
         return piece.component == "experts"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from llmsize.catalog.schema import ModelSpec
 from llmsize.errors import shown
-from llmsize.estimate.params import shared_cache_layers, unused_kv_weight
+from llmsize.estimate.params import GATHERED, shared_cache_layers, unused_kv_weight
 from llmsize.importer.safetensors_header import TensorInfo
 
 SCALE_SUFFIXES = ("weight_scale", "weight_scale_2", "weight_global_scale", "input_scale", "input_global_scale",
@@ -114,7 +114,7 @@ class ExactWeights:
     def read_by_component(self, batch: int = 1) -> dict[str, float]:
         out: dict[str, float] = {}
         for comp, b in self.bytes_by_component.items():
-            if comp in ("embedding", "per_layer_embedding", "extra"):
+            if comp in (*GATHERED, "extra"):
                 continue
             b -= self.unused_bytes.get(comp, 0)
             if comp == "experts" and self.experts_share:

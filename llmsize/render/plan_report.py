@@ -3,6 +3,7 @@ of the command people run most."""
 
 from __future__ import annotations
 
+from llmsize.estimate.llamacpp_memory import host_tables
 from llmsize.estimate.plan import Plan
 from llmsize.render.text import Report
 from llmsize.units import GB, GiB, column_unit, fmt_bytes, fmt_bytes_auto, fmt_params, fmt_seconds
@@ -40,11 +41,6 @@ def _groups(p: Plan) -> str:
                  + (f" + {g.mlp.num_shared_experts} shared" if g.mlp.num_shared_experts else ""))
         parts.append(f"{g.count} x ({mixer}{mlp})")
     return "; ".join(parts)
-
-
-def _tables(p: Plan) -> str:
-    """The tables llama.cpp keeps in host memory, as the report names them."""
-    return "token and per-layer embeddings" if p.model.per_layer_input else "token embedding"
 
 
 def render_plan(p: Plan, width: int = 100, color: bool = False, placement: str | None = None) -> str:
@@ -147,8 +143,9 @@ def render_plan(p: Plan, width: int = 100, color: bool = False, placement: str |
         e = b.engine
         rows = [("budget (llama.cpp's ledger)", f"{b.vram_bytes / GiB:,.2f} GiB = {b.budget_bytes / GB:,.2f} GB, "
                                                 f"{e.card_basis}"),
-                ("- model buffer on the card", f"{b.weights_bytes / GB:,.2f} GB (every layer; the {_tables(p)}, "
-                                               f"{e.host_weights_bytes / GB:,.2f} GB, in host memory)"),
+                ("- model buffer on the card", f"{b.weights_bytes / GB:,.2f} GB (every layer; the "
+                                               f"{host_tables(p.model)}, {e.host_weights_bytes / GB:,.2f} GB, in "
+                                               "host memory)"),
                 ("- compute buffer, - margin", f"{e.compute_bytes / GB:,.2f} GB, {e.margin_bytes / GB:,.2f} GB "
                                                f"({e.margin_bytes / GiB:g} GiB: --fit's --fit-target)")]
     else:

@@ -20,7 +20,7 @@ Prefill: t = (FLOPs + (moe_matmul_cost - 1) x routed expert FLOPs)/(peak x eta_p
 terms (+ a serving engine's cost per layer of an eager forward, on the rows a serving engine ran) + llama.cpp's
 prefill_expert_read_cost x the experts' bytes its forwards stream (one read per ubatch) / bandwidth, one eta per
 class by least squares, the expert FLOPs' cost and llama.cpp's read cost chosen on grids (fit_prefill). The peak is
-the rate the runtime's matmuls run at: llama.cpp's on an NVIDIA card its INT8 rate (expected.LLAMACPP_CUDA_PRECISION);
+the rate the runtime's matmuls run at: llama.cpp's on an NVIDIA card its INT8 rate (kernels.LLAMACPP_CUDA_PRECISION);
 a serving engine's attention FLOPs over a 16-bit cache at the 16-bit rate where its weights' rate is higher (FP8, FP4
 weights: expected.attention_rate, speed.flop_time_at_peak_s).
 The FLOPs' cost also floors a decode step at large batches, where the routed experts' matmuls are compute-bound.
@@ -55,7 +55,7 @@ from fit_host import fit_host  # noqa: E402
 from llmsize.catalog.loader import Catalog  # noqa: E402
 from llmsize.catalog.measurement import load_dataset  # noqa: E402
 from llmsize.errors import LlmsizeError  # noqa: E402
-from llmsize.estimate.expected import RUNTIME_NAMES  # noqa: E402
+from llmsize.estimate.runtimes import RUNTIME_NAMES
 from llmsize.estimate.observed import Observed, card_of, llamacpp_flash_attn, observe  # noqa: E402
 from llmsize.estimate.speed import (  # noqa: E402
     Constants,

@@ -15,12 +15,13 @@ sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 
 from llmsize.catalog.loader import Catalog  # noqa: E402
-from llmsize.estimate.expected import backend, constants  # noqa: E402
+from llmsize.estimate.runtimes import backend, constants
 from llmsize.estimate.host_memory import host_memory, platforms  # noqa: E402
-from llmsize.estimate.llamacpp_plan import LlamaCppOptions, llamacpp_plan  # noqa: E402
+from llmsize.estimate.llamacpp_options import LlamaCppOptions
+from llmsize.estimate.llamacpp_plan import llamacpp_plan
 from llmsize.estimate.plan import PlanInputs, make_plan  # noqa: E402
 from llmsize.estimate.speed import format_class  # noqa: E402
-from llmsize.estimate.llamacpp_plan import card_bytes  # noqa: E402
+from llmsize.estimate.llamacpp_options import card_bytes
 
 RUNS = ROOT / "tests" / "data" / "offload_runs.yaml"
 

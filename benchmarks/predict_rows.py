@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 from llmsize.catalog.loader import Catalog  # noqa: E402
 from llmsize.catalog.measurement import load_file  # noqa: E402
 from llmsize.errors import LlmsizeError  # noqa: E402
-from llmsize.estimate.expected import constants  # noqa: E402
+from llmsize.estimate.runtimes import constants
 from llmsize.estimate.observed import card_of, observe  # noqa: E402
 from llmsize.estimate.speed import decode_step_time_s, prefill_time_s  # noqa: E402
 

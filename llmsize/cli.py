@@ -17,15 +17,8 @@ from llmsize import __version__
 from llmsize.errors import ExitStatus, InvalidValueError, LlmsizeError, printable, shown
 from llmsize.options import (
     DEFAULT_CONTEXT,
-    FallbackOpt,
-    Fp4KernelOpt,
     ApiKeyOpt,
-    ConcurrencyOpt,
-    PlanModelOpt,
-    RoundsOpt,
-    ServerModelOpt,
-    ServerOpt,
-    ServerTimeoutOpt,
+    BackendOpt,
     BatchOpt,
     BlockSizeOpt,
     CacheTypeKOpt,
@@ -38,8 +31,8 @@ from llmsize.options import (
     CompareSortOpt,
     CompileOpt,
     ComputeOpt,
+    ConcurrencyOpt,
     ContextOpt,
-    FitContextOpt,
     CpuMoeOpt,
     CudagraphOpt,
     DeviceOpt,
@@ -47,12 +40,16 @@ from llmsize.options import (
     EngineOpt,
     EngineVersionOpt,
     EstimateOnlyOpt,
+    FallbackOpt,
     FamilyOpt,
+    FitContextOpt,
+    FitSortOpt,
     FlashAttnOpt,
     FleetEmitOpt,
     FleetFormatOpt,
     FleetUsersOpt,
     ForceOpt,
+    Fp4KernelOpt,
     FusedOpt,
     GemvOpt,
     GpuIndexOpt,
@@ -71,12 +68,11 @@ from llmsize.options import (
     ImportOutOpt,
     IslOpt,
     JsonOpt,
-    PlanFormatOpt,
     KvDtypeOpt,
     KvPolicyOpt,
-    LeversOpt,
     KvUnifiedOpt,
     KvUsersOpt,
+    LeversOpt,
     LlamaFitOpt,
     MaxBatchedTokensOpt,
     MaxBatchOpt,
@@ -86,38 +82,41 @@ from llmsize.options import (
     MeasureContextOpt,
     MeasureQuantOpt,
     MinMemoryOpt,
+    MinTokSOpt,
     MixerOpt,
     ModelArg,
     ModeOpt,
     MoeOpt,
     NCpuMoeOpt,
-    NoFlashAttnOpt,
     NodeLinkOpt,
     NodesOpt,
+    NoFlashAttnOpt,
     NonTorchOpt,
-    not_one_of,
     OnePerModelOpt,
-    PlanContextOpt,
-    FitSortOpt,
-    MinTokSOpt,
     OslOpt,
     OverheadOpt,
     ParallelOpt,
     ParetoOpt,
-    SimulateOpt,
+    PlanContextOpt,
+    PlanFormatOpt,
+    PlanModelOpt,
     PpOpt,
     PricesOpt,
     ProbeOpt,
     PromptOpt,
     QuantOpt,
     RateOpt,
+    RoundsOpt,
     RuntimeOpt,
-    BackendOpt,
     SaveOpt,
     ScopeOpt,
     SeedOpt,
     SegmentOpt,
+    ServerModelOpt,
+    ServerOpt,
+    ServerTimeoutOpt,
     SharedPrefixOpt,
+    SimulateOpt,
     SpecOpt,
     SwaFullOpt,
     TokensOpt,
@@ -132,6 +131,7 @@ from llmsize.options import (
     VendorOpt,
     WarmupOpt,
     WiredLimitOpt,
+    not_one_of,
 )
 from llmsize.units import GB, GiB
 
@@ -311,7 +311,8 @@ def plan(
     if not gpu:
         raise InvalidValueError("Missing option --gpu.", "Name a card: `llmsize gpus` lists them.")
     fmt = _one_format(as_json, fmt)
-    from llmsize.estimate.expected import check_backend, check_fp4_kernel
+    from llmsize.estimate.kernels import check_fp4_kernel
+    from llmsize.estimate.runtimes import check_backend
 
     check_backend(gpu_backend, runtime or engine)  # before any work: Vulkan under a runtime without one
     policy = parse_kv_policy(kv_policy)
@@ -387,7 +388,7 @@ def plan(
         # llama.cpp's own options say which engine's ledger to plan
         engine = "llamacpp"
         notes.append(f"{', '.join(llama_opts)}: llama.cpp's options, so its ledger is planned (--engine llamacpp)")
-    from llmsize.estimate.llamacpp_plan import ollama_default_context
+    from llmsize.estimate.llamacpp_options import ollama_default_context
 
     wired = _gb_bytes(wired_limit_gb)  # --wired-limit-gb is in GB (10^9 B)
     if context is None:
@@ -404,7 +405,7 @@ def plan(
     # the runtime the plan is for (its share of the card, the expected speed): --runtime, else the engine whose
     # ledger is planned, else the serving engine whose launch line is emitted
     plan_runtime = (runtime.lower() if runtime else None) or engine or (emit if emit in ("vllm", "sglang") else None)
-    from llmsize.estimate.expected import resolve_runtime
+    from llmsize.estimate.runtimes import resolve_runtime
 
     if runtime and engine and resolve_runtime(runtime)[0] != resolve_runtime(engine)[0]:
         raise InvalidValueError(f"--runtime {runtime} asks for {runtime}'s expected speed, and --engine {engine} plans "
@@ -415,7 +416,7 @@ def plan(
                                 f"{plan_runtime} (its share of the card, its ledger).",
                                 f"Drop --engine / --runtime, or use --emit "
                                 f"{'llama-server' if plan_runtime in ('llamacpp', 'ollama') else plan_runtime}.")
-    from llmsize.estimate.expected import gguf_exact
+    from llmsize.estimate.runtimes import gguf_exact
 
     if quant is not None and exact is not None and gguf_exact(exact) and engine in ("llamacpp", "ollama"):
         raise InvalidValueError(f"--quant {quant}: {model} is a GGUF file, and llama.cpp loads that file's own "
@@ -430,7 +431,7 @@ def plan(
         from llmsize.estimate.quant import llamacpp_kv_dtype
 
         kv_dtype = llamacpp_kv_dtype(cache_type_k, cache_type_v)  # the plan's cache, capacity and reads as the ledger's
-    from llmsize.estimate.llamacpp_plan import LlamaCppOptions, check_options, flash_attn_on, slot_context
+    from llmsize.estimate.llamacpp_options import LlamaCppOptions, check_options, flash_attn_on, slot_context
 
     # flash attention as the plan's engine runs it: --no-flash-attn or --flash-attn off; Ollama's default is off
     attention_fused = flash_attn_on(engine, flash_attn)
@@ -456,7 +457,7 @@ def plan(
     check_fp4_kernel(p, plan_runtime)
     served = engine if engine in ("vllm", "sglang", "trtllm") else emit if emit in ("vllm", "sglang") else None
     if served:  # a serving engine's ledger or launch line for a card it does not run on (Apple, Intel Arc)
-        from llmsize.estimate.expected import not_on
+        from llmsize.estimate.runtimes import not_on
 
         elsewhere = not_on(served, g)
         if elsewhere:
@@ -533,7 +534,7 @@ def plan(
         from llmsize.render.emit import serve_command
 
         if not p.budget.weights_fit:  # the engine would not start: a launch line for it misleads
-            from llmsize.estimate.expected import RUNTIME_NAMES
+            from llmsize.estimate.runtimes import RUNTIME_NAMES
 
             w = (p.weights_card or p.weights).bytes_total
             split = f"--tp {p.fit.tp}" + (f" --pp {p.fit.pp}" if p.fit.pp > 1 else "") if p.fit else None
@@ -591,10 +592,9 @@ def _plan_dict(p, ledger, llama, g, expected, levers=None) -> dict:
 
 def _plan_text(p, ledger, llama, g, expected, console, width: int, color: bool, levers=None) -> None:
     """plan's report: the plan, the engine's ledger, the expected speed, on `console` (its file)."""
+    from llmsize.estimate.llamacpp_plan import placement_words
     from llmsize.render.expected_report import render_expected
     from llmsize.render.plan_report import render_plan
-
-    from llmsize.estimate.llamacpp_plan import placement_words
 
     console.file.write(render_plan(p, width, color, placement_words(llama) if llama is not None else None))
     if ledger is not None:
@@ -607,13 +607,13 @@ def _plan_text(p, ledger, llama, g, expected, console, width: int, color: bool, 
         render_llamacpp(llama, g, console)
     render_expected(expected, p, console)
     if levers is not None:
-        from llmsize.estimate.expected import RUNTIME_NAMES
+        from llmsize.estimate.runtimes import RUNTIME_NAMES
         from llmsize.render.levers_report import render_levers
 
         render_levers(levers, console, width, RUNTIME_NAMES.get(expected.runtime))
 
 def _llamacpp_constants(p, cat):
-    from llmsize.estimate.expected import backend, constants
+    from llmsize.estimate.runtimes import backend, constants
 
     spec = next((r for r in cat.runtimes.all() if r.id == "llamacpp"), None)
     return constants(spec, backend(p.gpu), p.gpu) if spec is not None and backend(p.gpu) else None
@@ -642,18 +642,18 @@ def _host_memory(spec, bandwidth_gb_s, cat):
 
 
 def _offload_lever(p, exact, host, cat):
+    from llmsize.estimate.llamacpp_options import card_bytes
     from llmsize.estimate.llamacpp_plan import offload_lever
     from llmsize.estimate.speed import format_class
-    from llmsize.estimate.llamacpp_plan import card_bytes
 
     return offload_lever(p, exact, card_bytes(p.gpu, p.inputs.wired_limit_bytes), host, _llamacpp_constants(p, cat),
                          format_class(p.fmt.id))
 
 
 def _llamacpp(p, exact, engine, options, host, cat, fit):
+    from llmsize.estimate.llamacpp_options import card_bytes
     from llmsize.estimate.llamacpp_plan import llamacpp_plan
     from llmsize.estimate.speed import format_class
-    from llmsize.estimate.llamacpp_plan import card_bytes
 
     return llamacpp_plan(p, exact, engine, options, host, _llamacpp_constants(p, cat),
                          card_bytes(p.gpu, p.inputs.wired_limit_bytes), fit,
@@ -841,7 +841,7 @@ def compare(
         raise InvalidValueError(f"--sort {sort} ranks by the prices --prices reads, and none were given (none are "
                                 "shipped).", "Add --prices prices.yaml (`prices:` card id -> price), or sort by "
                                 "another column.")
-    from llmsize.estimate.expected import check_backend
+    from llmsize.estimate.runtimes import check_backend
 
     check_backend(gpu_backend, runtime)  # before any work: Vulkan under a runtime without one
     from llmsize.estimate.compare import compare as run_compare
@@ -855,7 +855,7 @@ def compare(
     context = _default_context(m)[0] if context is None else context
     check_backend(gpu_backend, runtime, fmt_id=quant or m.release.quant)
     if runtime:  # one runtime for every row: a cache it cannot store sizes nothing it runs
-        from llmsize.estimate.expected import resolve_runtime
+        from llmsize.estimate.runtimes import resolve_runtime
 
         _refuse_cache(resolve_runtime(runtime)[0], f"--runtime {runtime}", kv_dtype)
     cards = _card_list(cat, gpus_)
@@ -1099,9 +1099,9 @@ def fit_cmd(
     """
     asked_context = context
     context = DEFAULT_CONTEXT if context is None else context
-    from llmsize.estimate.expected import resolve_runtime
+    from llmsize.estimate.llamacpp_options import card_bytes
     from llmsize.estimate.model_fit import fit_models
-    from llmsize.estimate.llamacpp_plan import card_bytes
+    from llmsize.estimate.runtimes import resolve_runtime
     from llmsize.render.model_fit_report import fit_rows_to_dicts, render_fit
 
     if not gpu:
@@ -1117,7 +1117,7 @@ def fit_cmd(
                          "offloaded placements; --host-ram-gib sets another figure\n")
     host = _host_memory(host_memory, host_bandwidth_gb_s, cat)
     rid = resolve_runtime(runtime)[0] if runtime else ("vllm" if g.segment == "datacenter" else "llamacpp")
-    from llmsize.estimate.expected import RUNTIME_NAMES, not_on
+    from llmsize.estimate.runtimes import RUNTIME_NAMES, not_on
 
     elsewhere = not_on(rid, g) if runtime else None  # a runtime named for a card it does not run on
     if elsewhere:
@@ -1149,7 +1149,7 @@ def fit_cmd(
     fit_engine = "ollama" if (runtime or "").lower() == "ollama" else "llamacpp"
     ollama_ctx = fit_engine == "ollama" and asked_context is None
     if ollama_ctx:  # Ollama's own num_ctx by the card's memory, each model at most its own context
-        from llmsize.estimate.llamacpp_plan import ollama_context_words, ollama_num_ctx
+        from llmsize.estimate.llamacpp_options import ollama_context_words, ollama_num_ctx
 
         context = ollama_num_ctx(g, wired)
         fit_notes.append(ollama_context_words(context, g, wired, each_model=True))
@@ -1276,9 +1276,8 @@ def fleet(
 
     w = workload_from_options(isl, osl, users, rate, ttft, tpot, tok_s_per_user, shared_prefix, spec, cat,
                               node_link_gb_s)
-    from llmsize.estimate.expected import resolve_runtime
-
     from llmsize.estimate.fleet import default_runtime
+    from llmsize.estimate.runtimes import resolve_runtime
 
     rid = resolve_runtime(runtime)[0] if runtime else default_runtime(emit, cards)
     if emit is not None and rid != emit:
@@ -1650,8 +1649,8 @@ def _progress_bar():
 def _refuse_cache(rid: str | None, flag: str, kv_dtype: str | None, instead: str | None = None) -> None:
     """A serving engine named by `flag` cannot store its cache in `kv_dtype`: refused (a what-if needs no engine;
     `instead`: what else the hint offers, by default dropping `flag` for the what-if)."""
-    from llmsize.estimate.expected import RUNTIME_NAMES
     from llmsize.estimate.quant import runtime_kv_refusal
+    from llmsize.estimate.runtimes import RUNTIME_NAMES
 
     if rid in ("vllm", "sglang", "trtllm") and kv_dtype and (refused := runtime_kv_refusal(rid, kv_dtype)):
         raise InvalidValueError(f"--kv-dtype {kv_dtype} with {flag}: {RUNTIME_NAMES[rid]} does not store its cache "
@@ -1663,8 +1662,8 @@ def _check_engine_takes(p, g, engine, emit, runtime, plan_runtime, kv_dtype) -> 
     """Refuse a ledger, a launch line or an asked-for runtime's figure the engine could not give: llama.cpp's on a
     card it does not run on, a serving engine's with a cache dtype it does not store, a launch line for weights it
     does not load."""
-    from llmsize.estimate.expected import not_on, resolve_runtime
     from llmsize.estimate.quant import runtime_load_refusal
+    from llmsize.estimate.runtimes import not_on, resolve_runtime
 
     flag = f"--emit {emit}" if emit else f"--engine {engine}" if engine else f"--runtime {runtime}"
     if engine in ("llamacpp", "ollama") or emit in ("llama-server", "ollama"):
@@ -1703,7 +1702,7 @@ def _measure_gpu(quant, context, tokens, batch, device, checkpoint, gpu_index, w
 
 def _measure_server(server, model, quant, context, tokens, concurrency, rounds, timeout, api_key, gpu, runtime,
                     plan_model, tp, catalog, gpu_backend=None) -> dict:
-    from llmsize.estimate.expected import check_backend
+    from llmsize.estimate.runtimes import check_backend
     from llmsize.measure.server import require_http
     from llmsize.measure.server_run import ServerOptions, measure_server, validate
 

@@ -56,7 +56,8 @@ def test_a_dep_step_is_the_card_step_at_its_share_of_the_batch_plus_the_exchange
     """Qwen3-30B-A3B DEP 2 on H100 SXM (NVLink 4, 450 GB/s a direction), vLLM: a replica batch of 33 is 17 a card;
     the step is the card model's step at 17 with 96 collectives at vLLM's fitted NVLink latency and
     all_to_all_bytes_per_card(17) / 450 GB/s."""
-    from llmsize.estimate.expected import constants, step_inputs
+    from llmsize.estimate.runtimes import constants
+    from llmsize.estimate.step_inputs import step_inputs
     from llmsize.estimate.replica import replica_timing
     from llmsize.estimate.speed import decode_step_time_s
 
@@ -80,7 +81,7 @@ def test_mla_under_dep_holds_far_more_requests_and_one_user_decodes_faster_under
     for 15 GB more weights a card (the attention and dense layers whole on each). One user decodes ~2.3x faster
     under TP (each card reads 1/8 of the attention; DEP's card reads it all); at 512 requests DEP is faster (the
     batch spread over 8 attention copies). Measured at commit time: 433 / 2,376; 7.3 / 16.8 ms; 46.6 / 36.4 ms."""
-    from llmsize.estimate.expected import constants
+    from llmsize.estimate.runtimes import constants
     from llmsize.estimate.replica import kv_pool_bytes, replica_timing, users_held
 
     m, g = catalog.model("deepseek-v3"), catalog.gpu("h200-sxm")

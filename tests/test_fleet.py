@@ -26,7 +26,8 @@ def test_a_dense_8b_on_one_card_follows_the_formulas(catalog, runtimes):
     waits for its prompt, T_prefill, after the prompts ahead of it: M/D/1 at the replica's arrival rate
     lambda = b / (T_prefill + 200 x TPOT) (Little), service `cost`, rho = lambda x cost, and the
     Pollaczek-Khinchine mean wait rho x cost / (2 (1 - rho))."""
-    from llmsize.estimate.expected import constants, prefill_inputs, step_inputs
+    from llmsize.estimate.runtimes import constants
+    from llmsize.estimate.step_inputs import prefill_inputs, step_inputs
     from llmsize.estimate.plan import PlanInputs, make_plan
     from llmsize.estimate.speed import decode_step_time_s, prefill_time_s
 
@@ -71,7 +72,8 @@ def test_disaggregation_wins_with_long_prompts_and_a_tight_tpot_not_with_short_o
     # x = ceil(request rate x T_prefill), the rate by Little's law on the 400 users
     # (a prefill worker batches prompts too: 8,192 tokens a forward is 2 prompts of 3,000, each costing
     # _prefill_cost_s, checked by hand in the test above)
-    from llmsize.estimate.expected import constants, prefill_inputs
+    from llmsize.estimate.runtimes import constants
+    from llmsize.estimate.step_inputs import prefill_inputs
     from llmsize.estimate.replica import prefill_cost_s as _prefill_cost_s
     from llmsize.estimate.plan import PlanInputs, make_plan
     from llmsize.estimate.speed import prefill_time_s
@@ -114,7 +116,8 @@ def test_a_tpot_target_caps_the_batch_and_a_70b_needs_tensor_parallel(catalog, r
     assert row.mode == "disaggregated"
     y = row.decode_workers
     assert row.batch_per_replica == -(-400 // y)
-    from llmsize.estimate.expected import constants, step_inputs
+    from llmsize.estimate.runtimes import constants
+    from llmsize.estimate.step_inputs import step_inputs
     from llmsize.estimate.plan import PlanInputs, make_plan
     from llmsize.estimate.speed import decode_step_time_s
 
@@ -468,7 +471,8 @@ def test_a_pipeline_keeps_one_micro_batch_a_stage_in_flight(catalog, runtimes):
     would yield 64 / step(64) (little more at 64: the step is still mostly its weights' read, which a micro-batch
     pays in full; the pipeline's gain is in the cache it holds). A prompt crosses both stages too (its TTFT alone is the whole prefill), but costs
     the replica half of it: the other stage works on something else meanwhile."""
-    from llmsize.estimate.expected import constants, prefill_inputs, step_inputs
+    from llmsize.estimate.runtimes import constants
+    from llmsize.estimate.step_inputs import prefill_inputs, step_inputs
     from llmsize.estimate.plan import PlanInputs, make_plan
     from llmsize.estimate.replica import prefill_cost_s, replica_timing
     from llmsize.estimate.speed import decode_step_time_s, prefill_time_s
@@ -519,7 +523,7 @@ def test_fleet_tries_pipeline_stages_within_a_node(catalog, runtimes, monkeypatc
 def test_rows_carry_the_expected_speed_band(catalog, runtimes):
     """TPOT's band is the runtime's held-out p5-p95 of measured / predicted decode rates, turned into times
     (TPOT / p95 .. TPOT / p5); TTFT's applies the prefill band to the prefill and keeps the queue's wait."""
-    from llmsize.estimate.expected import constants
+    from llmsize.estimate.runtimes import constants
 
     (row,) = fleet_rows(catalog.model("llama-3.1-70b"), [catalog.gpu("b200")],
                         Workload(3000, 500, users=400, ttft_s=2.0, tpot_s=1 / 30), "vllm", runtimes)
@@ -536,7 +540,8 @@ def test_a_hybrids_ttft_band_spans_the_published_hybrid_prompts(catalog, runtime
     """As plan's: a model with recurrent layers (Qwen3.6-35B-A3B, Gated DeltaNet 3 layers in 4) has its prefill
     banded at least as wide as published hybrid prompts took (expected.RECURRENT_PREFILL_RANGE), the queue's wait
     kept; the fit's prefill band is held out on models without such layers."""
-    from llmsize.estimate.expected import RECURRENT_PREFILL_RANGE, constants
+    from llmsize.estimate.expected import RECURRENT_PREFILL_RANGE
+    from llmsize.estimate.runtimes import constants
 
     (row,) = fleet_rows(catalog.model("qwen3.6-35b-a3b"), [catalog.gpu("h100-sxm")],
                         Workload(3000, 500, users=50, ttft_s=2.0, tpot_s=1 / 30), "vllm", runtimes)
@@ -580,7 +585,7 @@ def test_sglang_prompts_share_a_prefill_forward_only_as_they_arrive(catalog, run
     part. vLLM fills its step's budget from the queue at any rate."""
     import math as _m
 
-    from llmsize.estimate.expected import constants
+    from llmsize.estimate.runtimes import constants
     from llmsize.estimate.plan import PlanInputs, make_plan
     from llmsize.estimate.replica import first_token_s, replica_timing
     from llmsize.estimate.speed import prefill_parts_s
@@ -960,7 +965,7 @@ def test_a_card_the_catalog_leaves_short_says_what_its_figures_lean_on(run_cli):
 
 def test_a_card_the_engine_does_not_build_for_gets_no_row(catalog, runtimes, run_cli):
     """vLLM's documentation: compute capability 7.5 or higher, and on ROCm gfx90a, gfx942, gfx950, gfx1100/1101,
-    gfx1200/1201, gfx1150/1151 (estimate/runtime_support.py). A Tesla P40 (6.1), an MI50 (gfx906) and an RX 6800 XT
+    gfx1200/1201, gfx1150/1151 (estimate/runtimes.py). A Tesla P40 (6.1), an MI50 (gfx906) and an RX 6800 XT
     (gfx1030) get no vLLM row, each saying why, where an audit saw them sized as if vLLM ran there; an RX 7900 XTX
     (gfx1100) and a T4 (7.5) keep theirs; llama.cpp, which the tables leave out, still sizes the P40; `plan` gives
     no expected vLLM figure there, with the same reason."""

@@ -56,7 +56,7 @@ def test_the_fraction_is_the_median_of_the_sources_medians_and_held_out_by_sourc
 def test_runtimes_llamacpp_holds_the_fit(catalog):
     """runtimes/llamacpp.yaml's `host` is what fit_host gives today (benchmarks/fit_speed.py --write writes it),
     and the plan's constants carry it."""
-    from llmsize.estimate.expected import constants
+    from llmsize.estimate.runtimes import constants
 
     host = yaml.safe_load((ROOT / "runtimes" / "llamacpp.yaml").read_text())["host"]
     fit = fit_host.fit_host(catalog)

@@ -463,7 +463,7 @@ def test_offload_decode_reads_each_device_at_its_bandwidth(catalog, runtimes):
     active experts (4 of 32 a layer), the GPU the rest; the ceiling is the two reads at their peaks; the expected
     adds llama.cpp's fixed costs, the host read at the fitted share of its peak (eta_host) and a hand-off per device
     change. The published run (llama.cpp discussion 15396) measured ~20 tok/s."""
-    from llmsize.estimate.expected import constants
+    from llmsize.estimate.runtimes import constants
     from llmsize.estimate.host_memory import parse_host_memory
     from llmsize.estimate.offload import gpu_part, offload_speed
     from llmsize.estimate.plan import PlanInputs, make_plan
@@ -581,7 +581,7 @@ def test_a_bad_host_platform_entry_is_refused(tmp_path, run_cli):
 
 def test_fit_moves_experts_then_layers_and_finds_the_largest_context(catalog):
     from llmsize.estimate.llamacpp_fit import FIT_TARGET_BYTES, fit_split
-    from llmsize.estimate.llamacpp_plan import card_bytes
+    from llmsize.estimate.llamacpp_options import card_bytes
 
     def fit(model, quant, gpu, **kw):
         m, g = catalog.model(model), catalog.gpu(gpu)
@@ -647,7 +647,7 @@ def test_offload_speeds_against_published_runs(catalog):
     """benchmarks/offload_speed.py: gpt-oss-120b on an RTX 3090 with 25-28 layers' experts on the host, prefill at
     ubatch 256 to 8192 (ai-maestro.online), within 35% (within 12% from ubatch 2048 up). It was within 25% and 5%
     until 2026-12-03, when llama.cpp's prompts took the card's INT8 rate and a read of the routed experts per ubatch
-    (expected.prompt_expert_bytes), fitted on llama.cpp's whole-card prompts (held out 14.3% / 47.1% -> 13.2% /
+    (step_inputs.prompt_expert_bytes), fitted on llama.cpp's whole-card prompts (held out 14.3% / 47.1% -> 13.2% /
     31.0%): these points went from -24.4 / -12.2 / -2.7 / -2.5 / +3.6% to -33.7 / -22.1 / -11.0 / -8.0 / +1.1%,
     the short ubatches slower than published; gpt-oss-20b with --cpu-moe on an
     RX 7900 XT over dual-channel DDR4-3200 (llama.cpp discussion 15396), ~20 tok/s published, predicted above it
@@ -703,7 +703,8 @@ def test_the_gpu_part_of_an_offloaded_step_is_the_whole_gpu_step_restricted_to_t
     layers and their cache stay on the card: the attention-at-depth term in full, no MoE layer, no expert bytes,
     the unpacking and FLOPs of the card's share of the weights only; at 32K tokens of context the attention term
     grows several times over its 4K value."""
-    from llmsize.estimate.expected import constants, step_inputs
+    from llmsize.estimate.runtimes import constants
+    from llmsize.estimate.step_inputs import step_inputs
     from llmsize.estimate.offload import gpu_part, read_bytes
     from llmsize.estimate.plan import PlanInputs, make_plan
     from llmsize.estimate.speed import attention_time_s, decode_step_time_s, dequant_time_s
@@ -762,7 +763,8 @@ def test_an_offloaded_prompt_under_ollama_pays_its_unfused_scores(run_cli, catal
     score matrices' bytes (expected.score_matrix_bytes, at eta_kv) as the whole-GPU TTFT does, so the offload
     prefill is that much longer than with -fa on; the difference is exactly the score term, the PCIe crossings
     being the same."""
-    from llmsize.estimate.expected import constants, prefill_inputs
+    from llmsize.estimate.runtimes import constants
+    from llmsize.estimate.step_inputs import prefill_inputs
     from llmsize.estimate.plan import PlanInputs, make_plan
     from llmsize.estimate.speed import prefill_time_s
 
@@ -809,7 +811,7 @@ def test_an_expected_figure_for_weights_that_do_not_fit_says_so(run_cli):
     code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--json")
     assert code == 0, err
     d = json.loads(out)
-    from llmsize.estimate.expected import NOT_FIT_NOTE
+    from llmsize.estimate.step_inputs import NOT_FIT_NOTE
 
     assert NOT_FIT_NOTE in d["expected"]["notes"] and "prompts held out" in d["expected"]["basis"]
     code, out, err = run_cli("plan", "qwen3-8b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--json")

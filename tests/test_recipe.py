@@ -184,7 +184,7 @@ def test_the_recipe_s_fp8_and_16_bit_bytes_stream_at_their_own_kernels_fractions
     through Marlin (the 4-bit weight-only class, on a card with FP4 tensor cores too), the FP8 attention and
     DeltaNet projections at the 8-bit class's fraction, routers, norms and the DeltaNet's small weights at the
     16-bit one; together they are the step's weight bytes."""
-    from llmsize.estimate.expected import step_inputs
+    from llmsize.estimate.step_inputs import step_inputs
     from llmsize.estimate.speed import weight_bytes_by_class
 
     im = import_model(_folder(tmp_path), read_headers=False)

@@ -63,7 +63,7 @@ def test_the_expected_decode_pays_for_the_bytes_the_runtime_reads(run_cli, catal
     """The step-time model's cache term under mlx-lm is the doubled read at the runtime's fitted cache fraction: at
     32,768 tokens 2 x 11,274,289,152 B / (819 GB/s x eta_kv, runtimes/mlx.yaml), ~30.5 ms, more than the 18.5 GB of
     bf16 weights take; and the expected figure stays under the ceiling costed on the same bytes."""
-    from llmsize.estimate.expected import constants
+    from llmsize.estimate.runtimes import constants
 
     eta_kv = constants(next(r for r in catalog.runtimes.all() if r.id == "mlx"), "metal").eta_kv
     d = _plan(run_cli, "mlx")

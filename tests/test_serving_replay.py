@@ -145,7 +145,7 @@ def test_fleet_sglang_replica_agrees_with_an_open_loop_replay(catalog, runtimes,
     the decode step, TTFT from replica.first_token_s) against the scheduler replayed for 600 s of arrivals. TPOT
     within 10% and TTFT within 20%, the closed form never the faster by more than 5% (at commit time TPOT within
     3.5%, TTFT 0-18% high)."""
-    from llmsize.estimate.expected import constants
+    from llmsize.estimate.runtimes import constants
     from llmsize.estimate.plan import PlanInputs, make_plan
     from llmsize.estimate.replica import first_token_s, replica_timing
     from llmsize.estimate.speed import prefill_parts_s

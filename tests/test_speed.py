@@ -11,7 +11,8 @@ import pytest
 from pydantic import ValidationError
 
 from llmsize.catalog.measurement import Row, figure_in, format_id, load_dataset, printed_bytes
-from llmsize.estimate.expected import RUNTIME_NAMES, default_runtime, expect
+from llmsize.estimate.runtimes import RUNTIME_NAMES, default_runtime
+from llmsize.estimate.expected import expect
 from llmsize.estimate.plan import PlanInputs, make_plan
 from llmsize.estimate.speed import RUNTIMES
 
@@ -411,7 +412,7 @@ def test_fitted_groups_report_held_out_error_and_a_band(runtimes):
 
 def test_a_pooled_fit_reports_the_runtimes_own_rows(runtimes):
     """vLLM and SGLang share one CUDA fit; each reports its own rows' held-out error, the basis names both."""
-    from llmsize.estimate.expected import constants
+    from llmsize.estimate.runtimes import constants
 
     v, s = runtimes["vllm"].backends["cuda"], runtimes["sglang"].backends["cuda"]
     assert v.runtimes == s.runtimes == ["vllm", "sglang"]
@@ -427,7 +428,8 @@ def test_sglang_pays_its_own_further_moe_cost_on_amd_cards(runtimes, catalog):
     Qwen3-30B-A3B's 48 MoE layers each pay the difference on an MI300X, Llama 3.1 8B's step is the engines' own."""
     from dataclasses import replace
 
-    from llmsize.estimate.expected import constants, step_inputs
+    from llmsize.estimate.runtimes import constants
+    from llmsize.estimate.step_inputs import step_inputs
     from llmsize.estimate.speed import decode_step_time_s
 
     s, v, g = (constants(runtimes[r], "rocm") for r in ("sglang", "vllm", "gpt-fast"))
@@ -459,7 +461,7 @@ MODELS = ["llama-3-8b", "qwen3-30b-a3b", "gemma-4-12b", "llama-3.1-70b", "phi-3-
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_expected_never_beats_the_ceiling_or_names_why_not(catalog, runtimes, runtime):
-    from llmsize.estimate.expected import prefill_inputs
+    from llmsize.estimate.step_inputs import prefill_inputs
     from llmsize.estimate.speed import flop_time_at_peak_s
 
     for card in CARDS:
@@ -507,7 +509,7 @@ def test_llamacpp_prompts_on_nvidia_cards_run_at_the_int8_rate(catalog):
     GeForce cards, full on workstation ones. RTX PRO 6000 against RTX 5090: 1,007.6 / 838.0 = 1.20x (the FP16
     figures would say 503.8 / 209.5 = 2.40x); a Tesla P40's dp4a INT8 is 47 TOPS, 4x its FP32 11.76 TFLOPS (its
     FP16, 0.18 TFLOPS, is never used). Metal and ROCm keep the faster of FP16 and FP32; vLLM the format's own."""
-    from llmsize.estimate.expected import prefill_inputs
+    from llmsize.estimate.step_inputs import prefill_inputs
 
     def peak(gpu, quant="gguf-q4_k_m", runtime="llamacpp"):
         p = make_plan(catalog.model("llama-3-8b"), catalog.gpu(gpu), PlanInputs(quant=quant), search_fit=False)
@@ -532,7 +534,8 @@ def test_llamacpp_reads_the_routed_experts_once_per_ubatch(catalog, runtimes):
     the prompt pays for them beyond its FLOPs; a dense model reads none."""
     from dataclasses import replace
 
-    from llmsize.estimate.expected import constants, prefill_inputs
+    from llmsize.estimate.runtimes import constants
+    from llmsize.estimate.step_inputs import prefill_inputs
     from llmsize.estimate.speed import prefill_parts_s
     from llmsize.estimate.weights import expert_read_fraction
 
@@ -566,7 +569,8 @@ def test_a_cost_per_sequence_only_where_large_batches_come_from_two_sources(obse
     from dataclasses import replace
 
     import fit_speed
-    from llmsize.estimate.expected import backend, constants, step_inputs
+    from llmsize.estimate.runtimes import backend, constants
+    from llmsize.estimate.step_inputs import step_inputs
     from llmsize.estimate.speed import decode_step_time_s
 
     def upper(rows):
@@ -594,7 +598,8 @@ def test_a_cost_per_sequence_only_where_large_batches_come_from_two_sources(obse
 def test_low_bit_k_quants_pay_for_unpacking_on_the_vector_units(catalog, runtimes):
     """llama.cpp CUDA decodes Q2_K slower than its bytes: the dequant term (ops per weight / FP32 rate) is part of
     the step for quantized weights, absent for 16-bit ones, and larger on a card with less FP32 per byte."""
-    from llmsize.estimate.expected import constants, step_inputs
+    from llmsize.estimate.runtimes import constants
+    from llmsize.estimate.step_inputs import step_inputs
     from llmsize.estimate.speed import decode_terms_s
 
     c = constants(runtimes["llamacpp"], "cuda")
@@ -616,7 +621,8 @@ def test_attention_at_depth_costs_compute_where_heads_share_a_small_cache(catalo
     """llama.cpp on Metal at 16K tokens: MLA (GLM-4.7-Flash: 20 heads over one 576-wide latent) spends more on
     attention FLOPs than on reading its cache; MHA (Llama 2 7B: a cache 8x larger per FLOP) the other way round.
     The CUDA-graph runtimes decode attention on the tensor cores: no such term."""
-    from llmsize.estimate.expected import constants, step_inputs
+    from llmsize.estimate.runtimes import constants
+    from llmsize.estimate.step_inputs import step_inputs
     from llmsize.estimate.speed import decode_terms_s
 
     c = constants(runtimes["llamacpp"], "metal")
@@ -640,7 +646,9 @@ def test_tensor_core_tiles_make_a_low_flops_card_compute_bound_at_batch_1(catalo
     a token), x 16 = ~6.7 ms now. llama.cpp's batch-1 kernels are vector kernels (no tile); 65 sequences take five
     tiles of 16, or two of 64. The step's own FLOPs are costed at mm_cost, the padding beyond them at tile_cost (an
     older generation's at mm_cost: wgmma computes a padding row as it computes a real one)."""
-    from llmsize.estimate.expected import constants, step_inputs, tile_rows
+    from llmsize.estimate.runtimes import constants
+    from llmsize.estimate.step_inputs import step_inputs
+    from llmsize.estimate.kernels import tile_rows
     from dataclasses import replace
 
     from llmsize.estimate.speed import attention_excess_s, decode_terms_s
@@ -689,7 +697,8 @@ def test_decode_attention_pads_each_query_group_to_the_kernels_tile(catalog, run
     beyond its ridge of 37); on an H100 (989 TFLOPS, 3,350 GB/s) 0.286 ms beside 1.321 ms: nothing more. MLA's
     latent is shared by every head: DeepSeek-V3's 128 heads, 16 a card at --tp 8, pad to 64. llama.cpp's
     attention runs on the vector units (its own term): no tile."""
-    from llmsize.estimate.expected import step_inputs, wgmma_rows
+    from llmsize.estimate.step_inputs import step_inputs
+    from llmsize.estimate.kernels import wgmma_rows
     from llmsize.estimate.flops import decode_attention_tile_flops
     from llmsize.estimate.speed import attention_excess_s
 
@@ -712,7 +721,7 @@ def test_decode_attention_pads_each_query_group_to_the_kernels_tile(catalog, run
     assert attention_excess_s(h20) == pytest.approx(0.807e-3, rel=0.01)
     assert attention_excess_s(step("h100-sxm")) == 0 and attention_excess_s(step("a100-80gb-sxm")) == 0
     assert step("h20", "llamacpp").attention_tile_flops == 0
-    # expected.py's claim: of the catalog's NVIDIA cards with tensor cores (compute capability 7.0 and up), only the
+    # kernels.py's claim: of the catalog's NVIDIA cards with tensor cores (compute capability 7.0 and up), only the
     # H20's 16-bit ridge is below 64 FLOPs a byte, so only there does a 64-row tile outlast the cache's read
     low = sorted(g.id for g in catalog.hardware.all() if g.vendor == "NVIDIA" and g.compute_capability
                  and float(g.compute_capability) >= 7.0 and (g.dense_tflops.bf16 or g.dense_tflops.fp16)
@@ -742,7 +751,8 @@ def test_marlin_tiles_16_rows_on_hopper_too(catalog):
     """Marlin issues mma.sync m16n8k16 on every architecture (vLLM's gptq_marlin/marlin_mma.h: no wgmma): a run
     that says GPTQ-Marlin, or NVFP4 under vLLM on an H100 (no FP4 tensor cores: through Marlin), rounds batch 1
     up to 16 rows even in an older generation that put other GEMMs' batch in wgmma's 64 rows."""
-    from llmsize.estimate.expected import step_inputs, tile_rows
+    from llmsize.estimate.step_inputs import step_inputs
+    from llmsize.estimate.kernels import tile_rows
 
     h100 = catalog.gpu("h100-sxm")
     assert (tile_rows(h100, old=True), tile_rows(h100, marlin=True, old=True)) == (64, 16)
@@ -1160,7 +1170,8 @@ def test_vllm_v0_rows_carry_their_engine_cost_and_plans_do_not(catalog, runtimes
     a plan is for the engine users run now, without it."""
     from dataclasses import replace
 
-    from llmsize.estimate.expected import constants, step_inputs
+    from llmsize.estimate.runtimes import constants
+    from llmsize.estimate.step_inputs import step_inputs
     from llmsize.estimate.observed import _vllm_v0
     from llmsize.estimate.speed import decode_step_time_s
 
@@ -1186,7 +1197,7 @@ def test_sglang_waits_for_the_cpu_on_hybrids_from_0_5_7_to_0_5_13(catalog, versi
     turned its overlap scheduler off (server_args.py of those wheels; Qwen3-Next from 0.5.5.post2); from 0.5.14
     `auto` resolves to extra_buffer and keeps it on. A row of those releases pays the fitted wait a step; a plan
     (no version: the current release), a dense model and another engine never do."""
-    from llmsize.estimate.expected import without_overlap
+    from llmsize.estimate.step_inputs import without_overlap
 
     gpu = catalog.gpu("h100-sxm")
     plans = {m: make_plan(catalog.model(m), gpu, PlanInputs(quant="fp8"), search_fit=False)
@@ -1199,7 +1210,8 @@ def test_a_sglang_row_of_0_5_13_pays_the_wait_and_a_plan_does_not(catalog, runti
     """The wait is a covariate of the rows (observe sets engine_v0 by the row's release), not of plans: a plan
     of Qwen3.6-35B-A3B under SGLang costs no wait, and its note says what 0.5.7-0.5.13 cost."""
     from llmsize.catalog.measurement import Row
-    from llmsize.estimate.expected import constants, step_inputs
+    from llmsize.estimate.runtimes import constants
+    from llmsize.estimate.step_inputs import step_inputs
     from llmsize.estimate.observed import observe
 
     model, gpu = catalog.model("qwen3.6-35b-a3b"), catalog.gpu("h20")
@@ -1223,7 +1235,7 @@ def test_a_sglang_row_of_0_5_13_pays_the_wait_and_a_plan_does_not(catalog, runti
 def test_a_layer_that_is_a_mixer_or_an_mlp_alone_is_half_a_block(catalog):
     """Nemotron-3 Nano's 52 layers are each a Mamba-2 mixer, a MoE or an attention layer alone: 26 blocks of
     fixed costs a step (23 + 23 + 6 halves), where a transformer's layers are one block each."""
-    from llmsize.estimate.expected import step_inputs
+    from llmsize.estimate.step_inputs import step_inputs
 
     gpu = catalog.gpu("b200")
     nano = make_plan(catalog.model("nemotron-3-nano-30b-a3b"), gpu, PlanInputs(quant="fp8"), search_fit=False)
@@ -1237,7 +1249,7 @@ def test_amd_families_stream_apart_in_the_pooled_fit(catalog, runtimes):
     further cost of its own (expected.stream_family): RDNA (gfx11, gfx12) and CDNA/GCN's (gfx9) kernels are written
     apart. An RDNA card's plan takes the RDNA fractions and its basis says so; llama.cpp's constants, fitted on its
     own ROCm rows, are the same for every AMD card."""
-    from llmsize.estimate.expected import constants, stream_family
+    from llmsize.estimate.runtimes import constants, stream_family
 
     fam = {g: stream_family(catalog.gpu(g)) for g in ("strix-halo", "rx7900xtx", "r9700", "mi300x", "mi50-32gb",
                                                       "h100-sxm", "m2-ultra")}
@@ -1373,7 +1385,7 @@ def test_llamacpp_prompts_on_amd_before_mmq_on_the_matrix_cores_are_skipped(cata
     ("-t 1 -fa 1 -b 2048 -ub 4096 -p 512", None, 2048), ("-ub 2048 in the sweep", {"n_ubatch": 512}, 512),
     ("", {"n_ubatch": 2048, "n_batch": 1024}, 1024), ("llama-bench -mmp 0 -b 4096", None, 512)])
 def test_a_llamacpp_prompt_row_is_costed_at_the_ubatch_it_ran(catalog, where, printed, ubatch):
-    """llama.cpp streams a MoE's routed experts once per ubatch (expected.prompt_expert_bytes): a pp2048 run with
+    """llama.cpp streams a MoE's routed experts once per ubatch (step_inputs.prompt_expert_bytes): a pp2048 run with
     -ub 2048 reads them once, with the default 512 four times. A row's -ub / n_ubatch (its printed columns first),
     at most its -b, is the forward its prompt is costed at."""
     from llmsize.catalog.measurement import Row
@@ -1543,7 +1555,8 @@ def test_llamacpp_rows_before_b6327_are_an_older_generation_and_plans_are_not(ca
     not flagged; a plan is for a current build. On Metal the covariate took llama.cpp's held-out decode error from
     14.8% / 35.7% (median / p90) to 8.3% / 29.3% (benchmarks/RESULTS.md, 2026-12-03)."""
     from llmsize.catalog.measurement import Row
-    from llmsize.estimate.expected import constants, step_inputs
+    from llmsize.estimate.runtimes import constants
+    from llmsize.estimate.step_inputs import step_inputs
     from llmsize.estimate.observed import llamacpp_before
 
     base = dict(card="x", model="x", format="Q4_0", test="tg128", kind="decode", batch=1, tok_s=10.0,
@@ -1569,7 +1582,7 @@ def test_a_prompts_attention_runs_at_the_16_bit_rate(catalog):
     weights, and llama.cpp (its own matmul rate), keep one rate for all."""
     from dataclasses import replace
 
-    from llmsize.estimate.expected import prefill_inputs
+    from llmsize.estimate.step_inputs import prefill_inputs
     from llmsize.estimate.speed import flop_time_at_peak_s
 
     model, gpu = catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm")
@@ -1599,7 +1612,8 @@ def test_serving_engines_pay_a_cost_per_layer_of_an_eager_prefill(catalog):
     on its kin's serving rows, carries the constant (those rows paid it) but a gpt-fast plan does not pay it."""
     from dataclasses import replace
 
-    from llmsize.estimate.expected import constants, prefill_inputs
+    from llmsize.estimate.runtimes import constants
+    from llmsize.estimate.step_inputs import prefill_inputs
     from llmsize.estimate.speed import PrefillInputs, prefill_time_s
 
     rts = {r.id: r for r in catalog.runtimes.all()}
@@ -1627,7 +1641,8 @@ def test_a_consumer_cards_prompt_runs_at_a_larger_fraction_of_its_rated_peak(cat
     fraction would be 1.12, held at 1: 0.1 s."""
     from dataclasses import replace
 
-    from llmsize.estimate.expected import constants, prefill_inputs
+    from llmsize.estimate.runtimes import constants
+    from llmsize.estimate.step_inputs import prefill_inputs
     from llmsize.estimate.speed import PrefillInputs, prefill_parts_s
 
     c = replace(constants(catalog.runtimes.get("vllm"), "cuda"), eta_prefill={"f16": 0.5}, prefill_consumer_factor=1.4)
@@ -1709,7 +1724,7 @@ def test_a_prompt_costed_at_a_stand_in_fp32_rate_does_not_calibrate_a_serving_en
     31 TFLOPS FP32 rate, which vLLM's 16-bit prompts there outrun (Qwen3.6-27B BF16, 1,024 tokens in 1.07 s: ~51
     TFLOPS), so such a vLLM prefill row is left out of the fit, with the reason; its FP4 prompts (an FP4 rate the
     catalog has) and its decode rows stay. llama.cpp's prompts there are left out too: they run at the card's INT8
-    rate (expected.LLAMACPP_CUDA_PRECISION), which the catalog lacks for the GB10."""
+    rate (kernels.LLAMACPP_CUDA_PRECISION), which the catalog lacks for the GB10."""
     from llmsize.estimate.observed import observe
 
     m, g = catalog.model("qwen3-8b"), catalog.gpu("dgx-spark")
@@ -1731,7 +1746,7 @@ def _hybrid_prompt_ratios(catalog, files) -> tuple[list[float], set[str]]:
     them with --hybrid-prompts), and the sources they come from."""
     import sys
 
-    from llmsize.estimate.expected import has_recurrent_layers
+    from llmsize.estimate.step_inputs import has_recurrent_layers
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from predict_rows import price
@@ -1794,7 +1809,8 @@ def test_a_hybrids_ttft_band_spans_what_published_hybrid_prompts_took(run_cli, r
     # the short end: the lower of the fit's and lo x the figure, never below the prompt's FLOPs at the rated peak
     # (speed.expected_speed's floor), which binds for the serving engines here (302 ms for 449 ms on the 5090)
     from llmsize.catalog.loader import Catalog
-    from llmsize.estimate.expected import constants, prefill_inputs
+    from llmsize.estimate.runtimes import constants
+    from llmsize.estimate.step_inputs import prefill_inputs
     from llmsize.estimate.plan import PlanInputs, make_plan
     from llmsize.estimate.speed import flop_time_at_peak_s, pipeline_factor
 
@@ -1816,7 +1832,8 @@ def test_the_llamacpp_hybrid_decode_note_says_what_its_rows_price_at(catalog, ru
     Ultra's Qwen3-Next); a ROCm plan, which has the cost, and a model without recurrent layers do not."""
     import sys
 
-    from llmsize.estimate.expected import LLAMACPP_RECURRENT_DECODE_NOTE, expect, has_recurrent_layers
+    from llmsize.estimate.expected import LLAMACPP_RECURRENT_DECODE_NOTE, expect
+    from llmsize.estimate.step_inputs import has_recurrent_layers
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from predict_rows import price
@@ -1894,7 +1911,8 @@ def test_a_routed_expert_flop_costs_more_than_a_dense_one_where_the_rows_say_so(
     FLOPs; a dense model's not at all."""
     from dataclasses import replace
 
-    from llmsize.estimate.expected import constants, prefill_inputs
+    from llmsize.estimate.runtimes import constants
+    from llmsize.estimate.step_inputs import prefill_inputs
     from llmsize.estimate.speed import prefill_parts_s
     from llmsize.estimate.weights import expert_params_per_token
 
@@ -1952,7 +1970,7 @@ def test_llama_cpp_layer_split_prefill_matches_the_published_speedups(catalog, r
     15,089.45 on 8 (layer split, llama.cpp's default): 1.60x, 2.37x and 2.87x. The plan's expected time to first
     token under llama.cpp gives the pipeline's 1.60x, 2.29x, 2.91x (less the stage hand-offs), within 10% of each;
     vLLM's pipeline stages take a prompt one after the other (no gain), and a 512-token prompt gains nothing."""
-    from llmsize.estimate.expected import prefill_inputs
+    from llmsize.estimate.step_inputs import prefill_inputs
 
     m, g = catalog.model("llama-3-8b"), catalog.gpu("rtx4090")
 
@@ -1976,7 +1994,7 @@ def test_unfused_attention_moves_its_score_matrices_through_memory(catalog):
     4,096 tokens in ubatches of 512 (cells in view 512, 1,024, ..., 4,096): 512 x 512 x 36 = 9,437,184 scores
     a head and layer, x 1,024 x 20 B = 193,273,528,320 B. A sliding-window layer sees at most the window plus
     the ubatch; a tensor-parallel card its share of the heads; only llama.cpp with flash attention off pays."""
-    from llmsize.estimate.expected import prefill_inputs, score_matrix_bytes
+    from llmsize.estimate.step_inputs import prefill_inputs, score_matrix_bytes
 
     m, g = catalog.model("llama-3-8b"), catalog.gpu("rtx4090")
     p = make_plan(m, g, PlanInputs(quant="gguf-q4_k_m", context_tokens=4096, prompt_tokens=4096), search_fit=False)
@@ -2059,7 +2077,8 @@ def test_routed_experts_stream_below_a_dense_matrix(catalog, runtimes):
     batch 1 reads 48 x 8 x 3 x 2,048 x 768 = 1.812e9 expert parameters beside 48 x 18,874,368 = 0.906e9 of
     attention, 48 x 2,048 x 128 = 12.6e6 of routers and 151,936 x 2,048 = 0.311e9 of lm_head: 59.6% of the bytes;
     at batch 64 most experts are read (1 - (120/128)^64 of them) and the share nears 96%. A dense model has none."""
-    from llmsize.estimate.expected import constants, step_inputs
+    from llmsize.estimate.runtimes import constants
+    from llmsize.estimate.step_inputs import step_inputs
     from llmsize.estimate.plan import resolve_format
     from llmsize.estimate.speed import decode_step_time_s
     from llmsize.estimate.weights import expert_read_fraction
@@ -2088,13 +2107,13 @@ def test_the_ubatch_size_shapes_llama_cpps_prompt(catalog, runtimes):
     calls of one ubatch each, so four layer-split cards gain nothing from the pipeline ((1 + 3) / 4 = 1 a call),
     and the unfused attention's scores are coarser: 2,048 x 2,048 + 2,048 x 4,096 = 12,582,912 a head and layer
     against 9,437,184 at -ub 512 (x 1,024 heads and layers x 20 B for LLaMA 3 8B)."""
-    from llmsize.estimate.expected import prefill_inputs
+    from llmsize.estimate.step_inputs import prefill_inputs
     from llmsize.estimate.speed import pipeline_factor
 
     m, g = catalog.model("llama-3-8b"), catalog.gpu("rtx4090")
     p = make_plan(m, g, PlanInputs(quant="gguf-q4_k_m", context_tokens=4096, prompt_tokens=4096, pp=4),
                   search_fit=False)
-    from llmsize.estimate.expected import LLAMACPP_UBATCH_TOKENS
+    from llmsize.estimate.step_inputs import LLAMACPP_UBATCH_TOKENS
     from llmsize.estimate.llamacpp_memory import LlamaCppSettings
 
     assert LLAMACPP_UBATCH_TOKENS == LlamaCppSettings(ctx_size=4096).ubatch_size == 512  # the prompt's and the ledger's -ub
@@ -2167,7 +2186,8 @@ def test_fp4_weights_through_marlin_are_costed_as_marlins_kernels(catalog, runti
     tensor cores, and where a run asks for it (--moe-backend marlin): such a step streams as the 4-bit weight-only
     class and its matmuls run at the 16-bit peak; the report says so. On a card with FP4 tensor cores, vLLM's
     NVFP4 is the FP4 class; llama.cpp never runs Marlin."""
-    from llmsize.estimate.expected import kernel_class, prefill_inputs, step_inputs
+    from llmsize.estimate.kernels import kernel_class
+    from llmsize.estimate.step_inputs import prefill_inputs, step_inputs
     from llmsize.estimate.observed import ran_marlin
 
     m = catalog.model("gemma-4-12b")
@@ -2196,7 +2216,7 @@ def test_a_prompt_costed_at_an_fp32_stand_in_says_so(catalog, runtimes):
     no such note there. (Leaving such cards' published prompts out of the fit was tried on 2026-12-02: llama.cpp's
     CUDA prompts held out better, but benchmarks/offload_speed.py's published gpt-oss-120b prompts, outside the
     dataset, went from within 4% to 27-38% slow: kept in.)"""
-    from llmsize.estimate.expected import fp32_stands_in
+    from llmsize.estimate.kernels import fp32_stands_in
 
     spark = catalog.gpu("dgx-spark")
     assert spark.dense_tflops.bf16 is None and spark.dense_tflops.fp16 is None  # if sourced one day, drop this test
@@ -2260,7 +2280,8 @@ def test_weights_the_tensor_cores_take_as_stored_unpack_nothing(catalog, runtime
     unpacking (dequant_time_s 0); the activations are quantized instead (act_quant_time_s, per layer)."""
     from dataclasses import replace
 
-    from llmsize.estimate.expected import constants, step_inputs
+    from llmsize.estimate.runtimes import constants
+    from llmsize.estimate.step_inputs import step_inputs
     from llmsize.estimate.speed import act_quant_time_s, dequant_time_s
 
     p = make_plan(catalog.model(model), catalog.gpu(card), PlanInputs(quant=quant), search_fit=False)
@@ -2281,7 +2302,8 @@ def test_a_hybrids_recurrent_layers_each_pay_their_fixed_cost(catalog, runtimes,
     and the groups without hybrids' rows pay none."""
     from dataclasses import replace
 
-    from llmsize.estimate.expected import constants, step_inputs
+    from llmsize.estimate.runtimes import constants
+    from llmsize.estimate.step_inputs import step_inputs
     from llmsize.estimate.speed import decode_terms_s
 
     p = make_plan(catalog.model(model), catalog.gpu("strix-halo"), PlanInputs(quant="gguf-q4_k_m"), search_fit=False)
@@ -2438,7 +2460,7 @@ def test_attention_at_depth_is_borrowed_where_few_deep_rows_pin_it(observed, run
     own (the CUDA and ROCm pool's fit had priced it 0); its CUDA rows pin their own."""
     import fit_speed
 
-    from llmsize.estimate.expected import backend
+    from llmsize.estimate.runtimes import backend
 
     def rows(be):
         return [o for o in observed if o.runtime == "llamacpp" and backend(o.plan.gpu) == be]
@@ -2458,7 +2480,7 @@ def test_prefill_is_borrowed_where_the_prompt_rows_come_from_too_few_cards(obser
     a group of those rows takes its pool's prefill; llama.cpp's CUDA prompts (many cards) pin their own."""
     import fit_speed
 
-    from llmsize.estimate.expected import backend
+    from llmsize.estimate.runtimes import backend
 
     rocm = [o for o in observed if o.runtime in ("vllm", "sglang") and backend(o.plan.gpu) == "rocm"]
     prompts = [o for o in rocm if o.prefill is not None and o.prefill.peak_flop_per_s]
@@ -2509,7 +2531,8 @@ def test_per_expert_kernel_launches_are_priced_across_sources_and_plans_pay_none
     today's engines, which fuse the experts into one kernel."""
     import fit_speed
 
-    from llmsize.estimate.expected import backend, constants, step_inputs
+    from llmsize.estimate.runtimes import backend, constants
+    from llmsize.estimate.step_inputs import step_inputs
 
     pool = [o for o in observed if o.runtime in ("vllm", "sglang") and backend(o.plan.gpu) == "cuda"]
     launched = {o.source_key for o in pool if o.step is not None and o.step.expert_launches}
@@ -2592,7 +2615,8 @@ def test_a_plan_through_marlin_is_priced_as_a_row_that_ran_through_it(catalog, r
     native (6.6 ms a token) and with --linear-backend marlin (4.6 ms). Without the option the plan is the native
     row's; the Marlin step is the shorter, as measured."""
     from llmsize.catalog.measurement import load_file
-    from llmsize.estimate.expected import constants, step_inputs
+    from llmsize.estimate.runtimes import constants
+    from llmsize.estimate.step_inputs import step_inputs
     from llmsize.estimate.observed import observe
     from llmsize.estimate.plan import PlanInputs, make_plan
     from llmsize.estimate.speed import decode_step_time_s

@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 
 from llmsize.catalog.measurement import Row
-from llmsize.estimate.expected import backend, expect, matmul_rate, prefill_inputs
+from llmsize.estimate.runtimes import backend
+from llmsize.estimate.expected import expect
+from llmsize.estimate.kernels import matmul_rate
+from llmsize.estimate.step_inputs import prefill_inputs
 from llmsize.estimate.observed import asked_backend, observe
 from llmsize.estimate.plan import PlanInputs, make_plan
 
@@ -97,7 +100,7 @@ def test_plan_backend_vulkan_prices_llama_cpp_on_vulkan(run_cli, runtimes):
     (("--gpu", "m4-max", "--quant", "gguf-q4_k_m", "--backend", "vulkan"), "runs on Metal on Apple silicon"),
     (("--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--backend", "rocm"), "own backend is CUDA (NVIDIA), not ROCm"),
     (("--gpu", "rtx4090", "--backend", "opencl"), "`opencl` is not one of cuda, rocm, metal, vulkan"),
-    # CDNA has no graphics engine: RADV refuses it, AMDVLK lists no Instinct card (expected.CDNA_TARGETS)
+    # CDNA has no graphics engine: RADV refuses it, AMDVLK lists no Instinct card (runtimes.CDNA_TARGETS)
     (("--gpu", "mi300x", "--quant", "gguf-q4_k_m", "--backend", "vulkan"), "AMD's Vulkan drivers do not run"),
     (("--gpu", "mi355x", "--runtime", "llamacpp", "--backend", "vulkan"), "is an Instinct (CDNA) card"),
     (("--gpu", "mi250x", "--runtime", "llamacpp", "--backend", "vulkan"), "is an Instinct (CDNA) card"),
@@ -198,7 +201,7 @@ def test_the_readme_quotes_the_vulkan_groups_fit(runtimes):
     assert set(g.cards) == set(names) and f"({len(g.cards)} cards: " in readme
     assert all(n in readme for n in names.values())
     # the Intel sentence quotes the reason's range, which the Arc test holds to the rows
-    from llmsize.estimate.expected import INTEL_VULKAN_WHY
+    from llmsize.estimate.runtimes import INTEL_VULKAN_WHY
 
     assert "decoded at 0.28-1.08 of what the Vulkan group predicts" in readme and "0.28-1.08" in INTEL_VULKAN_WHY
 
@@ -212,7 +215,7 @@ def test_the_readme_quotes_the_vulkan_groups_fit(runtimes):
 def test_one_reading_of_a_printed_backend_serves_rows_and_llama_bench_files(printed, read):
     """observed.asked_backend (a row's backend column) and the calibration importer (llama-bench's `backends`, after
     its own checks: one GPU backend, a known one or none) read a backend name through expected.printed_backend."""
-    from llmsize.estimate.expected import printed_backend
+    from llmsize.estimate.runtimes import printed_backend
 
     assert printed_backend(printed) == read
 
@@ -225,7 +228,7 @@ def test_intel_arc_cards_run_llama_cpp_on_vulkan_and_say_why_there_is_no_figure(
     none of these runtimes."""
     from test_speed import _priced_as_if_counted
 
-    from llmsize.estimate.expected import INTEL_VULKAN_REASON, default_runtime
+    from llmsize.estimate.runtimes import INTEL_VULKAN_REASON, default_runtime
 
     assert backend(catalog.gpu("arc-b580")) == "vulkan" and backend(catalog.gpu("gaudi3")) is None
     assert default_runtime("bf16", catalog.gpu("arc-a770"))[0] == "llamacpp"

@@ -24,6 +24,7 @@ WHOLE_CARD_GPU_UTIL = 1.0
 # vLLM (--gpu-memory-utilization 0.8; SGLang --mem-fraction-static 0.75), the OS and its page cache using the rest
 SHARED_RAM_GPU_UTIL = 0.80
 LLAMACPP_RUNTIMES = ("llamacpp", "ollama", "lmstudio")
+NO_SEQUENCE = "Not one sequence's cache fits"  # the plan's warning's start (an engine's placement may hold it)
 WHOLE_CARD_RUNTIMES = (*LLAMACPP_RUNTIMES, "mlx")  # MLX too allocates what it needs within Metal's working set
 
 

@@ -72,7 +72,7 @@ def _weights_levers(p: dict, candidates: list[GpuSpec]) -> tuple[list[str], int]
             continue  # NVFP4 kernels (FP4 tensor cores, Marlin) are NVIDIA's
         left = _fits(model, gpu, f, f.default_scope, p)
         if left > need:
-            from llmsize.estimate.expected import RUNTIME_NAMES, not_on
+            from llmsize.estimate.runtimes import RUNTIME_NAMES, not_on
 
             name = lambda rt: RUNTIME_NAMES.get(rt, rt)  # noqa: E731
             if fid not in own:
@@ -84,7 +84,7 @@ def _weights_levers(p: dict, candidates: list[GpuSpec]) -> tuple[list[str], int]
                           f"leaving {left / GB:.1f} GB for the KV cache.")
             break
     levers += _wired_limit_lever(p, need)
-    from llmsize.estimate.expected import not_on
+    from llmsize.estimate.runtimes import not_on
 
     # a card the plan's runtime runs on (llama.cpp's GGUF file on a Gaudi would be no answer)
     runs = (lambda c: True) if p.get("runtime") is None else (lambda c: not_on(p["runtime"], c) is None)

@@ -69,7 +69,7 @@ from llmsize.estimate.expert_parallel import DP_CHOICES, expert_shard, supports_
 from llmsize.estimate.parallel import card_link
 from llmsize.estimate.queueing import wait_mgc_s
 from llmsize.estimate.replica import first_token_s, kv_pool_bytes, replica_timing, users_held
-from llmsize.estimate.runtime_support import architecture_refusal
+from llmsize.estimate.runtimes import architecture_refusal
 from llmsize.estimate.serving_defaults import held_context_tokens, serving_defaults
 from llmsize.estimate.workload import Workload
 
@@ -188,7 +188,7 @@ def default_runtime(emit: str | None, gpus: list[GpuSpec]) -> str:
     Apple's or Intel's Arc (no serving engine modelled runs on them: expected.backend), else vLLM."""
     if emit is not None:
         return emit
-    from llmsize.estimate.expected import backend
+    from llmsize.estimate.runtimes import backend
 
     return "llamacpp" if all(backend(g) in ("metal", "vulkan") for g in gpus) else "vllm"
 
@@ -223,7 +223,8 @@ def card_caveats(g: GpuSpec, plan, row: FleetRow, runtime: str, w: Workload) -> 
     prompts costed at the FP32 rate stand-in: TTFT and prefill workers an upper bound), a card-to-card link faster
     than PCIe the catalog gives no figure for (a replica of several cards' collectives costed over PCIe), a p95
     prompt whose first token misses the TTFT target the mean prompt meets."""
-    from llmsize.estimate.expected import fp32_stands_in, prefill_inputs
+    from llmsize.estimate.kernels import fp32_stands_in
+    from llmsize.estimate.step_inputs import prefill_inputs
 
     out = []
     if w.ttft_s is not None and row.ttft_p95_s is not None and row.ttft_p95_s > w.ttft_s:
@@ -260,9 +261,9 @@ def _with_bands(row: FleetRow, c, hybrid_range: tuple[float, float] | None = Non
 def _with_p95(row: FleetRow, model, g, w: Workload, runtime: str, c, kv_dtype: str) -> FleetRow:
     """The row with the TTFT of a p95-length prompt: its prefill (a plan at that prompt), the row's mean wait, and
     for a disaggregated row the move of its cache."""
-    from llmsize.estimate.expected import prefill_inputs
     from llmsize.estimate.plan import make_plan
     from llmsize.estimate.speed import prefill_time_s
+    from llmsize.estimate.step_inputs import prefill_inputs
 
     p95 = w.lengths()[0].p95
     try:
@@ -413,8 +414,8 @@ def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan
 
 def runtime_refusal(runtime: str, runtimes: dict, g: GpuSpec) -> str | None:
     """Why `runtime` gets no row on card `g` whatever the workload, None where it can: no fitted constants for
-    the card's backend, or an architecture the engine's documentation leaves out (runtime_support)."""
-    from llmsize.estimate.expected import INTEL_VULKAN_WHY, backend, constants, intel_vulkan
+    the card's backend, or an architecture the engine's documentation leaves out (runtimes.architecture_refusal)."""
+    from llmsize.estimate.runtimes import INTEL_VULKAN_WHY, backend, constants, intel_vulkan
 
     spec, be = runtimes.get(runtime), backend(g)
     if runtime == "llamacpp" and intel_vulkan(g, be):
@@ -428,14 +429,10 @@ def runtime_refusal(runtime: str, runtimes: dict, g: GpuSpec) -> str | None:
 
 def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str, runtimes: dict,
                hourly: dict[str, float] | None = None, kv_dtype: str = "bf16") -> list[FleetRow]:
-    from llmsize.estimate.expected import (
-        RECURRENT_PREFILL_RANGE,
-        backend,
-        constants,
-        has_recurrent_layers,
-        recurrent_prefill_key,
-    )
+    from llmsize.estimate.expected import RECURRENT_PREFILL_RANGE, recurrent_prefill_key
     from llmsize.estimate.plan import make_plan
+    from llmsize.estimate.runtimes import backend, constants
+    from llmsize.estimate.step_inputs import has_recurrent_layers
 
     w.check(model)
     from llmsize.estimate.plan import resolve_format
@@ -567,8 +564,8 @@ def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: s
     TPOT_agg(b), the replica's tp x pp x dp cards share b / TPOT_agg(b)), reduced to the points no other point of
     the card beats on both axes; for an engine that disaggregates, a second curve of decode workers with the
     prefill workers they need (disaggregated_point)."""
-    from llmsize.estimate.expected import backend, constants
     from llmsize.estimate.plan import make_plan
+    from llmsize.estimate.runtimes import backend, constants
 
     spec = runtimes.get(runtime)
     w = replace(w, spec=None)  # the curves are of plain decoding

@@ -41,9 +41,9 @@ class Simulated:
 def simulate_row(model: ModelSpec, gpu: GpuSpec, row, w: Workload, runtime: str, runtimes: dict,
                  kv_dtype: str = "bf16") -> Simulated | str:
     """The row's replica replayed, or the one-line reason it is not."""
-    from llmsize.estimate.expected import backend, constants
     from llmsize.estimate.plan import PlanInputs, make_plan
     from llmsize.estimate.replica import replica_engine
+    from llmsize.estimate.runtimes import backend, constants
     from llmsize.estimate.serving_defaults import held_context_tokens, serving_defaults
     from llmsize.estimate.serving_replay import poisson_arrivals, replay
 

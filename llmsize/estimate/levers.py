@@ -243,7 +243,7 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
         if float(FORMATS[fid].bits_per_weight) < 0.95 * bits:  # a format that reads at least 5% fewer bytes
             add(f"weights in {fid}", "weights (memory, bandwidth)", caveat, replace(inputs, quant=fid, scope=None))
     if runtime in FP4_KERNEL_RUNTIMES and inputs.fp4_kernel != "marlin" and plan.budget.weights_fit:
-        from llmsize.estimate.expected import kernel_class
+        from llmsize.estimate.kernels import kernel_class
 
         if kernel_class(plan, runtime) == "fp4":  # FP4 weights on the FP4 tensor cores: Marlin reads them too
             add("FP4 weights through Marlin (weight-only)", "memory bandwidth (the FP4 GEMM's efficiency at small "

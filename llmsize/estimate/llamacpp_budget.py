@@ -88,9 +88,9 @@ def plan_ledger_budget(model: ModelSpec, gpu: GpuSpec, inputs, runtime: str, fmt
     generic budget stays: another runtime, a cache llama.cpp does not store, a format it does not load."""
     from llmsize.errors import InvalidValueError
     from llmsize.estimate.capacity import LLAMACPP_RUNTIMES
-    from llmsize.estimate.expected import gguf_exact
     from llmsize.estimate.llamacpp_memory import gguf_file_tensors
-    from llmsize.estimate.llamacpp_plan import LlamaCppOptions, card_memory, settings
+    from llmsize.estimate.llamacpp_options import LlamaCppOptions, card_memory, settings
+    from llmsize.estimate.runtimes import gguf_exact
 
     types = cache_types(inputs.kv_dtype)
     if runtime not in LLAMACPP_RUNTIMES or types is None:

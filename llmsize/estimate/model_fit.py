@@ -62,7 +62,7 @@ def _llamacpp_row(model, gpu, fid, context, host, card_bytes, llama_constants, r
     from llmsize.estimate.speed import format_class
 
     tensors = gguf_file_tensors(model, fid)
-    from llmsize.estimate.llamacpp_plan import LlamaCppOptions, settings
+    from llmsize.estimate.llamacpp_options import LlamaCppOptions, settings
 
     found = fit_split(model, gpu, tensors, settings(engine, LlamaCppOptions(context), model.num_layers), card_bytes,
                       moe_offload=engine != "ollama")
@@ -131,7 +131,7 @@ def unused_host(gpu: GpuSpec, runtime: str) -> str | None:
     if is_unified(gpu):
         return f"{gpu.id} shares one memory between CPU and GPU"
     if runtime != "llamacpp":
-        from llmsize.estimate.expected import RUNTIME_NAMES
+        from llmsize.estimate.runtimes import RUNTIME_NAMES
 
         return f"only llama.cpp offloads, and {RUNTIME_NAMES[runtime]} is planned"
     return None

@@ -10,27 +10,28 @@ from dataclasses import dataclass, replace
 from llmsize.catalog.measurement import Row, format_id, printed_bytes
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import LlmsizeError
-from llmsize.estimate.expected import (
-    CDNA3_TARGETS,
-    LLAMACPP_UBATCH_TOKENS,
-    MATMUL_PRECISION,
-    backend,
-    fp32_stands_in,
-    has_mla,
-    has_recurrent_layers,
-    intel_vulkan,
-    prefill_inputs,
-    printed_backend,
-    runtime_kv_dtype,
-    sglang_release,
-    step_inputs,
-    stream_family,
-    vulkan_bf16_experts,
-    without_overlap,
-)
+from llmsize.estimate.expected import vulkan_bf16_experts
+from llmsize.estimate.kernels import MATMUL_PRECISION, fp32_stands_in
 from llmsize.estimate.plan import Plan, PlanInputs, make_plan
 from llmsize.estimate.quant import KV_DTYPE_ALIASES, KV_DTYPE_BYTES, quant_format
+from llmsize.estimate.runtimes import (
+    CDNA3_TARGETS,
+    backend,
+    intel_vulkan,
+    printed_backend,
+    runtime_kv_dtype,
+    stream_family,
+)
 from llmsize.estimate.speed import PrefillInputs, StepInputs, at_file_bytes, ceiling_step_s, format_class
+from llmsize.estimate.step_inputs import (
+    LLAMACPP_UBATCH_TOKENS,
+    has_mla,
+    has_recurrent_layers,
+    prefill_inputs,
+    sglang_release,
+    step_inputs,
+    without_overlap,
+)
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,7 @@ _NBATCH = re.compile(r"(?:(?<![\w-])-b|--batch-size|n_batch)['\"]?\s*[:=]?\s*(\d
 def row_ubatch_tokens(row: Row) -> int:
     """The tokens of a llama.cpp prompt's forward (its ubatch) in the row's run: -ub / n_ubatch as the row prints it
     (its `printed` columns first, then its text), at most its -b / n_batch where printed; else llama.cpp's default
-    (expected.LLAMACPP_UBATCH_TOKENS). Each forward streams the routed experts again (expected.prompt_expert_bytes):
+    (step_inputs.LLAMACPP_UBATCH_TOKENS). Each forward streams the routed experts again (step_inputs.prompt_expert_bytes):
     pp2048 with -ub 2048 reads them once, with the default 512 four times."""
     printed = {k.lower(): v for k, v in (row.printed or {}).items()}
 

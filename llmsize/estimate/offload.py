@@ -221,8 +221,8 @@ def gpu_part(plan, led: LlamaCppLedger, tensors: list[tuple[str, int]], format_c
     there for the GPU layers; a --n-cpu-moe layer's experts run on the host, so it is no MoE layer on the card),
     and the unpacking, attention and FLOPs in proportion to the weights and caches there. No collective: the
     hand-offs to the host are the offload's crossings. None without a batch-1 step."""
-    from llmsize.estimate.expected import step_inputs
     from llmsize.estimate.speed import scaled_side
+    from llmsize.estimate.step_inputs import step_inputs
 
     if plan.decode_1 is None:
         return None

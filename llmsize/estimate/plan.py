@@ -13,6 +13,7 @@ from llmsize.errors import InvalidValueError
 from llmsize.estimate.capacity import (
     DEFAULT_GPU_UTIL,
     LLAMACPP_RUNTIMES,
+    NO_SEQUENCE,
     ContextLimit,
     MemoryBudget,
     default_gpu_util,
@@ -251,7 +252,6 @@ def batch_1_ceiling(step1: DecodeStep) -> float:
     return 1.0 / (step1.memory_time_s + step1.comm_time_s)
 
 
-NO_SEQUENCE = "Not one sequence's cache fits"  # the warning's start (an engine's placement may hold it: cli.py)
 TP_CHOICES = (1, 2, 4, 8, 16, 32)
 PP_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16)
 
@@ -262,7 +262,7 @@ def with_runtime_share(inputs: PlanInputs, fmt: QuantFormat, gpu: GpuSpec, exact
     llama.cpp and MLX, unless that card is a machine's whole RAM; vLLM's 0.9 otherwise) and the runtime's cache
     dtype where none was given, the runtime (the one named, else the format's and card's default), and the note
     saying so (None where nothing was resolved or the share is vLLM's)."""
-    from llmsize.estimate.expected import default_runtime, gguf_exact, runtime_kv_dtype
+    from llmsize.estimate.runtimes import default_runtime, gguf_exact, runtime_kv_dtype
 
     runtime = inputs.runtime or default_runtime(fmt.id, gpu, gguf_exact(exact))[0]
     if inputs.kv_dtype is None:
@@ -434,7 +434,7 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     )
     link = card_link(gpu)
     partial_link = f"{link.kind} ({link.gb_s:,.0f} GB/s per direction)" if link else None
-    from llmsize.estimate.expected import resolve_runtime
+    from llmsize.estimate.runtimes import resolve_runtime
 
     facts = {**partial, "fit_link": partial_link, "runtime": resolve_runtime(runtime)[0], "engine": runtime,
              "util_given": util_given}

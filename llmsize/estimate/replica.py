@@ -11,8 +11,8 @@ from llmsize.errors import LlmsizeError
 from llmsize.estimate.lengths import Z95
 from llmsize.estimate.queueing import wait_mgc_s
 from llmsize.estimate.serving_defaults import held_context_tokens
-from llmsize.estimate.speed import prefill_parts_s
 from llmsize.estimate.speculative import Spec, draft_memory, mtp_step_s, time_per_token_s, verify_step
+from llmsize.estimate.speed import prefill_parts_s
 from llmsize.estimate.workload import Workload
 
 
@@ -99,8 +99,8 @@ def replica_timing(plan, runtime: str, constants, prefill_tokens: int, spec: Spe
     alone is the whole prefill) while the stages work on other prompts: it costs the replica 1 / pp of that."""
     from dataclasses import replace as _replace
 
-    from llmsize.estimate.expected import prefill_inputs, step_inputs
     from llmsize.estimate.speed import decode_step_time_s, link_kind, prefill_time_s
+    from llmsize.estimate.step_inputs import prefill_inputs, step_inputs
 
     exchange = None
     if dp > 1:
@@ -150,8 +150,8 @@ def replica_timing(plan, runtime: str, constants, prefill_tokens: int, spec: Spe
 def replica_engine(plan, runtime: str, constants, prefill_tokens: int):
     """The replica as estimate/serving_replay.py replays it: (Forward, scheduler policy), its decode steps and
     prefill costed as replica_timing costs them; None without prefill constants."""
-    from llmsize.estimate.expected import prefill_inputs
     from llmsize.estimate.serving_replay import Forward
+    from llmsize.estimate.step_inputs import prefill_inputs
 
     tpot_fn, _, cost = replica_timing(plan, runtime, constants, prefill_tokens)
     parts = prefill_parts_s(prefill_inputs(plan, runtime), constants)

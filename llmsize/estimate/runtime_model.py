@@ -11,7 +11,7 @@ mlx-lm's Gemma 2 (mlx_lm/models/gemma2.py, ml-explore/mlx-lm @8dc64492 and @1245
   (MLX_GEMMA2_SCORE_TRAFFIC).
 Under mlx-lm the plan costs that run: the sliding layers' cache, its decode reads and the prompt's attention grow
 with the whole context, the decode's cache reads are multiplied by the group size, and the prompt's time to first
-token carries its score traffic (expected.prompt_score_bytes).
+token carries its score traffic (step_inputs.prompt_score_bytes).
 """
 
 from __future__ import annotations

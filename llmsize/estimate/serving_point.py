@@ -22,9 +22,9 @@ def max_throughput_per_gpu(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, t
     estimate/expert_parallel.py) at the largest batch its cache holds (what a "max throughput" benchmark at an
     unbounded request rate measures), within the engine's defaults (estimate/serving_defaults.py, a card's under
     DEP): b / TPOT_agg(b) / cards, every prompt queued from the start (each forward takes a full chunk of them)."""
-    from llmsize.estimate.expected import backend, constants
     from llmsize.estimate.expert_parallel import expert_shard
     from llmsize.estimate.plan import PlanInputs, make_plan
+    from llmsize.estimate.runtimes import backend, constants
 
     spec, be = runtimes.get(runtime), backend(gpu)
     c = constants(spec, be, gpu) if spec is not None and be else None
@@ -61,8 +61,8 @@ def serving_point(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, tp: int, u
     TPOT_agg(b) = TPOT(b) + b x C_prefill / osl and a first token after T_prefill + Wq (M/D/1), plus, for users
     past b, the wait for a running request to end; the replica gives b / (TTFT + osl x TPOT_agg) requests/s of osl
     tokens. None without constants or when nothing fits."""
-    from llmsize.estimate.expected import backend, constants
     from llmsize.estimate.plan import PlanInputs, make_plan
+    from llmsize.estimate.runtimes import backend, constants
 
     spec, be = runtimes.get(runtime), backend(gpu)
     c = constants(spec, be, gpu) if spec is not None and be else None
@@ -98,8 +98,8 @@ def replayed_point(model: ModelSpec, gpu: GpuSpec, prompts: list[int], outputs: 
     (estimate/serving_replay.py): SGLang's scheduler prefills first, the others mix prefill into decode steps. The
     plan, its decode steps and the prefill's compute per token are costed at the run's mean lengths; the engine runs
     at most what the cache holds and its cap. None without constants or when nothing fits."""
-    from llmsize.estimate.expected import backend, constants
     from llmsize.estimate.plan import PlanInputs, make_plan
+    from llmsize.estimate.runtimes import backend, constants
     from llmsize.estimate.serving_replay import replay
 
     spec, be = runtimes.get(runtime), backend(gpu)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llmsize.errors import InvalidValueError, shown
-from llmsize.estimate.expected import printed_backend
+from llmsize.estimate.runtimes import printed_backend
 from llmsize.files import read_text
 
 MAX_BYTES = 16 * 2**20

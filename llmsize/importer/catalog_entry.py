@@ -30,8 +30,8 @@ RECIPE_TOLERANCE = 0.01  # benchmarks/gguf_sizes.py: llama-quantize's rules land
 def recipe_warning(im) -> str | None:
     """Where an imported GGUF file is not the file llama-quantize's recipe writes for its type (an imatrix or
     "UD" mix of its own): a catalog entry records the type, so plans of the entry size the recipe, not the file."""
-    from llmsize.estimate.expected import gguf_exact
     from llmsize.estimate.plan import resolve_format
+    from llmsize.estimate.runtimes import gguf_exact
     from llmsize.estimate.weights import weight_bytes
 
     if im.exact is None or not gguf_exact(im.exact):

@@ -178,7 +178,7 @@ def _without_long_arrays(buf, lay: _Layout, size: int, tensors_n: int, kvs_n: in
     return Path(name)
 
 
-def _read_one(path: Path, where: str | None = None, fetched: int | None = None, name: str | None = None
+def read_part(path: Path, where: str | None = None, fetched: int | None = None, name: str | None = None
               ) -> tuple[dict, dict[str, GgufTensorInfo]]:
     """`fetched`: only the first `fetched` bytes of the file are real (a sparse copy of a remote header);
     `name`: the file's own name when `path` is such a copy."""
@@ -311,4 +311,4 @@ def merge(parts: list[tuple[str, dict, dict[str, GgufTensorInfo]]], files: list)
 def read_gguf(path: str | Path) -> GgufFile:
     """Metadata and tensor infos of a GGUF file or of all the splits it belongs to."""
     paths = split_files(Path(path).expanduser())
-    return merge([(str(p), *_read_one(p)) for p in paths], paths)
+    return merge([(str(p), *read_part(p)) for p in paths], paths)

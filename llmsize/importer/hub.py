@@ -171,7 +171,7 @@ def fetch_gguf(spec: str, filename: str):
     import tempfile
     from pathlib import Path
 
-    from llmsize.importer.gguf_file import GgufError, HeaderBeyond, _read_one, merge, split_names
+    from llmsize.importer.gguf_file import GgufError, HeaderBeyond, read_part, merge, split_names
 
     repo, rev = parse_repo(spec)
     if not filename.endswith(".gguf") or ".." in filename or filename.startswith("/"):
@@ -198,7 +198,7 @@ def fetch_gguf(spec: str, filename: str):
                     fh.truncate(total)  # sparse: only the fetched prefix is real
                     fh.write(body)
                 try:
-                    meta, tensors = _read_one(local, where, len(body) if len(body) < total else None, name)
+                    meta, tensors = read_part(local, where, len(body) if len(body) < total else None, name)
                     break
                 except HeaderBeyond:
                     if want >= MAX_GGUF_HEADER_BYTES or len(body) >= total:

@@ -6,7 +6,8 @@ import textwrap
 
 from rich.console import Console
 
-from llmsize.estimate.expected import RUNTIME_NAMES, ExpectedResult
+from llmsize.estimate.expected import ExpectedResult
+from llmsize.estimate.runtimes import RUNTIME_NAMES
 from llmsize.estimate.speed import CLASS_WORDS
 from llmsize.units import fmt_bytes
 

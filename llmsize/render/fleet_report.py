@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from llmsize.estimate.expected import has_recurrent_layers
 from llmsize.estimate.fleet import HOURS_PER_MONTH
+from llmsize.estimate.step_inputs import has_recurrent_layers
 from llmsize.render.columns import print_rich, print_table
-
 
 ASSUMPTIONS = [
     "aggregated: a user's TPOT = TPOT(b) + b x a prompt's prefill share / osl (the replica's prefills stall every "
@@ -323,7 +322,7 @@ def _modes(curves, spec=None) -> str:
 
 
 def pareto_image(model, curves, tpot_target_s: float | None, path, spec=None, rows=None) -> None:
-    from llmsize.render.charts import pyplot_for, save_figure, finish_log_axes
+    from llmsize.render.charts import finish_log_axes, pyplot_for, save_figure
 
     plt = pyplot_for(path)
     fig, ax = plt.subplots(figsize=(8, 5.2))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from llmsize.estimate.expected import RUNTIME_NAMES
+from llmsize.estimate.runtimes import RUNTIME_NAMES
 
 
 def fit_rows_to_dicts(rows) -> list[dict]:

@@ -30,9 +30,9 @@ def command_options(name: str):
     """(option name, python type) of every option of a command, read from its signature's annotations."""
     from typing import Union, get_origin, get_type_hints
 
-    from llmsize.cli import _COMMANDS
+    from llmsize.cli import COMMANDS
 
-    fn = next(f for n, f in _COMMANDS if (n or f.__name__.rstrip("_")) == name)
+    fn = next(f for n, f in COMMANDS if (n or f.__name__.rstrip("_")) == name)
     for param, hint in get_type_hints(fn, include_extras=True).items():
         base, *meta = get_args(hint) or (hint,)
         info = next((m for m in meta if isinstance(m, typer.models.OptionInfo)), None)

@@ -1,0 +1,115 @@
+"""`llmsize roofline` and `llmsize kv`: a model's roofline on cards, and its KV cache against context."""
+
+from __future__ import annotations
+
+import sys
+
+from llmsize.commands.shared import import_source, load_catalog, make_console, warn_import
+from llmsize.errors import InvalidValueError
+from llmsize.options import (
+    DEFAULT_CONTEXT,
+    CatalogOpt,
+    ChartOutOpt,
+    ContextOpt,
+    EstimateOnlyOpt,
+    GpusOpt,
+    HubFileOpt,
+    HubOpt,
+    KvDtypeOpt,
+    KvUsersOpt,
+    MaxBatchOpt,
+    MaxContextOpt,
+    ModelArg,
+    QuantOpt,
+)
+
+
+def roofline(
+    model: ModelArg = None,
+    gpu: GpusOpt = None,
+    output: ChartOutOpt = None,
+    quant: QuantOpt = None,
+    kv_dtype: KvDtypeOpt = "bf16",
+    context: ContextOpt = None,
+    max_batch: MaxBatchOpt = 1024,
+    hub: HubOpt = None,
+    hub_file: HubFileOpt = None,
+    estimate_only: EstimateOnlyOpt = False,
+    catalog: CatalogOpt = None,
+):
+    """Roofline of one or more cards with the model's decode points (batch 1...N) and its prefill point.
+
+    Examples:
+
+    \b
+      llmsize roofline gemma-4-12b --gpu rtx5060ti --gpu h200
+      llmsize roofline llama-3.1-8b --gpu h100 -o roofline.svg
+    """
+    context = DEFAULT_CONTEXT if context is None else context
+    from llmsize.estimate.charts import roofline as roof_data
+    from llmsize.estimate.plan import PlanInputs
+    from llmsize.render import charts
+
+    if not gpu:
+        raise InvalidValueError("Missing option --gpu.", "Name one or more cards: --gpu h100 --gpu h200.")
+    if output is not None:
+        charts.check_image_path(output)
+    cat = load_catalog(catalog)
+    im = import_source(model, hub, estimate_only, hub_file, command="roofline")
+    warn_import(im)
+    m = im.spec if im is not None else cat.model(model)
+    inputs = PlanInputs(quant=quant, kv_dtype=kv_dtype.lower(), context_tokens=context)
+    roofs = [roof_data(m, cat.gpu(g), inputs, max_batch) for g in gpu]
+    if output is None:
+        sys.stdout.write(charts.roofline_text(m.name, roofs, width=make_console().width) + "\n")
+    else:
+        charts.roofline_image(m.name, roofs, output)
+        sys.stderr.write(f"Wrote {output}\n")
+
+
+def kv(
+    model: ModelArg = None,
+    output: ChartOutOpt = None,
+    quant: QuantOpt = None,
+    users: KvUsersOpt = 1,
+    max_context: MaxContextOpt = None,
+    hub: HubOpt = None,
+    hub_file: HubFileOpt = None,
+    estimate_only: EstimateOnlyOpt = False,
+    catalog: CatalogOpt = None,
+):
+    """KV cache against context for each KV dtype, with the weights as a line: where the cache overtakes
+    the weights.
+
+    Examples:
+
+    \b
+      llmsize kv llama-3.1-8b
+      llmsize kv llama-3-8b --users 32 --max-context 32768
+      llmsize kv gemma-4-12b -o kv.png
+    """
+    from llmsize.estimate.charts import KV_DTYPES, contexts_up_to, crossover_tokens, kv_curves
+    from llmsize.estimate.plan import resolve_format
+    from llmsize.estimate.weights import weight_bytes
+    from llmsize.render import charts
+
+    if output is not None:
+        charts.check_image_path(output)
+    cat = load_catalog(catalog)
+    im = import_source(model, hub, estimate_only, hub_file, command="kv")
+    warn_import(im)
+    m = im.spec if im is not None else cat.model(model)
+    limit = max_context or m.max_position_embeddings
+    if limit < 2:
+        raise InvalidValueError(f"The model's max_position_embeddings ({limit}) leaves no context axis.",
+                                "Pass --max-context 2 or more.")
+    fmt, scope = resolve_format(m, quant, None)
+    w = weight_bytes(m, fmt, scope).bytes_total
+    curves = kv_curves(m, contexts_up_to(limit, start=min(256, limit // 2)), users=users)
+    cross = {dt: crossover_tokens(m, dt, w, users, limit) for dt in KV_DTYPES}
+    if output is None:
+        sys.stdout.write(charts.kv_text(m.name, curves, w, fmt.id, cross, width=make_console().width, users=users)
+                         + "\n")
+    else:
+        charts.kv_image(m.name, curves, w, fmt.id, output, users=users)
+        sys.stderr.write(f"Wrote {output}\n")

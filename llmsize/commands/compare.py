@@ -1,0 +1,183 @@
+"""`llmsize compare`: the cards ranked for one model."""
+
+from __future__ import annotations
+
+import sys
+
+from llmsize.commands.shared import (
+    WIDE_WIDTH,
+    card_list,
+    gib_bytes,
+    import_source,
+    load_catalog,
+    make_console,
+    model_default_context,
+    one_format,
+    pipeline_stages,
+    print_json,
+    refuse_cache,
+    warn_import,
+)
+from llmsize.errors import InvalidValueError
+from llmsize.options import (
+    BackendOpt,
+    CatalogOpt,
+    CompareFormatOpt,
+    CompareSortOpt,
+    ContextOpt,
+    EstimateOnlyOpt,
+    GpuListOpt,
+    GpuUtilOpt,
+    HubFileOpt,
+    HubOpt,
+    JsonOpt,
+    KvDtypeOpt,
+    ModelArg,
+    NodeLinkOpt,
+    NodesOpt,
+    OverheadOpt,
+    PpOpt,
+    PricesOpt,
+    QuantOpt,
+    RuntimeOpt,
+    SegmentOpt,
+    TpAutoOpt,
+    UsersOpt,
+    VendorOpt,
+)
+
+
+def compare(
+    model: ModelArg = None,
+    gpus_: GpuListOpt = None,
+    vendor: VendorOpt = None,
+    segment: SegmentOpt = None,
+    quant: QuantOpt = None,
+    kv_dtype: KvDtypeOpt = "bf16",
+    context: ContextOpt = None,
+    users: UsersOpt = 1,
+    gpu_util: GpuUtilOpt = None,
+    overhead_gib: OverheadOpt = None,
+    tp: TpAutoOpt = None,
+    pp: PpOpt = None,
+    nodes: NodesOpt = None,
+    node_link_gb_s: NodeLinkOpt = 50.0,
+    prices: PricesOpt = None,
+    runtime: RuntimeOpt = None,
+    gpu_backend: BackendOpt = None,
+    sort: CompareSortOpt = "aggregate_tok_s",
+    fmt: CompareFormatOpt = "table",
+    as_json: JsonOpt = False,
+    hub: HubOpt = None,
+    hub_file: HubFileOpt = None,
+    estimate_only: EstimateOnlyOpt = False,
+    catalog: CatalogOpt = None,
+):
+    """Rank cards for one model by what matters for decode: fit, bandwidth, speed, watts, cost.
+
+    A card that cannot hold the model alone is costed on the fewest cards that can (tensor/pipeline
+    parallel), and the row says how many.
+
+    Examples:
+
+    \b
+      llmsize compare gemma-4-12b --vendor nvidia --segment consumer
+      llmsize compare llama-3.1-70b --gpus h100,h200,b200,mi300x --users 32 --sort tok_s_per_w
+      llmsize compare qwen3-30b-a3b --prices prices.yaml --sort tok_s_per_kcurrency --format csv
+    """
+    fmt = one_format(as_json, fmt)
+    if sort in ("price", "tok_s_per_kcurrency") and prices is None:
+        raise InvalidValueError(f"--sort {sort} ranks by the prices --prices reads, and none were given (none are "
+                                "shipped).", "Add --prices prices.yaml (`prices:` card id -> price), or sort by "
+                                "another column.")
+    from llmsize.estimate.runtimes import check_backend
+
+    check_backend(gpu_backend, runtime)  # before any work: Vulkan under a runtime without one
+    from llmsize.estimate.compare import compare as run_compare
+    from llmsize.estimate.compare import sort_rows
+    from llmsize.estimate.plan import PlanInputs
+
+    cat = load_catalog(catalog)
+    im = import_source(model, hub, estimate_only, hub_file, command="compare")
+    warn_import(im)
+    m = im.spec if im is not None else cat.model(model)
+    context = model_default_context(m)[0] if context is None else context
+    check_backend(gpu_backend, runtime, fmt_id=quant or m.release.quant)
+    if runtime:  # one runtime for every row: a cache it cannot store sizes nothing it runs
+        from llmsize.estimate.runtimes import resolve_runtime
+
+        refuse_cache(resolve_runtime(runtime)[0], f"--runtime {runtime}", kv_dtype)
+    cards = card_list(cat, gpus_)
+    if vendor:
+        cards = [g for g in cards if g.vendor.lower() == vendor]
+    if segment:
+        cards = [g for g in cards if g.segment == segment]
+    if not cards:
+        raise InvalidValueError("No card matches these filters.", "Loosen --vendor / --segment / --gpus.")
+    currency, price_map = None, {}
+    if prices is not None:
+        from llmsize.catalog.prices import load_prices
+
+        currency, price_map = load_prices(prices, cat)
+        if not any(g.id in price_map for g in cards):
+            raise InvalidValueError(f"--prices `{prices}` has no price for the cards compared "
+                                    f"({', '.join(g.id for g in cards[:6])}{', ...' if len(cards) > 6 else ''}).",
+                                    "Add their `prices:`, or drop --prices.")
+    stages = pipeline_stages(pp, nodes)
+    inputs = PlanInputs(quant=quant, kv_dtype=kv_dtype.lower(), context_tokens=context, gpu_util=gpu_util,
+                        overhead_bytes=gib_bytes(overhead_gib), tp=tp or 1, pp=stages, nodes=nodes,
+                        node_link_gb_s=node_link_gb_s, runtime=runtime.lower() if runtime else None,
+                        backend=gpu_backend)
+    fixed = tp is not None or stages > 1
+    runtimes = {r.id: r for r in cat.runtimes.all()}
+    rows = sort_rows(run_compare(m, cards, inputs, users, price_map, fixed=fixed, runtimes=runtimes,
+                                 runtime=runtime), sort)
+    title = (f"llmsize compare: {m.name}, {rows[0].plan.fmt.id if rows[0].plan else quant or m.release.quant}, "
+             f"{context:,} tokens, {users} user(s)")
+    notes = ["Units: GB = 10^9 B, GiB = 2^30 B. GiB: every card's vendor capacity read the same way (a \"24 GB\" "
+             "card holds 24 GiB of DRAM; drivers report up to 6.3% less, ECC's share on an A10, L4, L40S or T4). "
+             "A card that cannot hold the model alone is "
+             "costed on `cards` of it (tensor/pipeline parallel); TTFT is for a --context-token prompt; tok/s/W "
+             "uses the catalog TDP x cards."]
+    utils = sorted({r.plan.budget.gpu_util for r in rows if r.plan})
+    if inputs.gpu_util is None and len(utils) > 1:
+        notes.append("Budgets: VRAM x 0.9 under the serving engines, the whole VRAM under llama.cpp (GGUF formats, "
+                     "Apple cards), as each card's runtime reserves it.")
+    if gpu_backend:
+        notes.append(f"Expected speeds on --backend {gpu_backend}" + (
+            ": llama.cpp's Vulkan build, on NVIDIA and AMD cards (- on Apple cards, where it runs on Metal, on AMD "
+            "Instinct cards, which AMD's Vulkan drivers do not run, and on Intel Arc cards, not fitted yet)."
+            if gpu_backend == "vulkan" else ": - on cards whose own backend it is not."))
+    beyond = next((n for r in rows if r.plan for n in r.plan.notes if n.startswith("--context ")), None)
+    if beyond:  # the plan's own note: the figures are for a context the model's engines refuse
+        notes.append(beyond + ".")
+    served = {r.users_served for r in rows if r.plan}
+    if any(s < users for s in served):
+        notes.append(f"Rows whose cache holds fewer than {users} sequences are aggregated at what it holds.")
+    if fmt == "json":
+        from llmsize.render.compare_table import rows_to_dicts
+
+        print_json({"model": m.id, "inputs": {"quant": quant, "kv_dtype": kv_dtype, "context_tokens": context,
+                                               "users": users, "gpu_util": gpu_util, "sort": sort,
+                                               "currency": currency, "runtime": runtime, "backend": gpu_backend},
+                     "rows": rows_to_dicts(rows), "notes": notes})
+    elif fmt == "csv":
+        from llmsize.render.compare_table import render_csv
+
+        sys.stdout.write(render_csv(rows, currency))
+    elif fmt == "markdown":
+        from llmsize.render.compare_table import render_markdown
+
+        sys.stdout.write(render_markdown(rows, currency, title))
+    elif fmt == "html":
+        from dataclasses import replace as _replace
+
+        from llmsize.estimate.charts import rooflines
+        from llmsize.render.compare_table import render_html
+
+        roofs = rooflines(m, [(r.gpu, _replace(inputs, tp=r.tp, pp=r.pp)) for r in rows if r.plan][:4])
+        sys.stdout.write(render_html(rows, currency, title, notes, roofs))
+    else:
+        from llmsize.render.compare_table import render_table
+
+        render_table(rows, currency, title, notes, make_console(WIDE_WIDTH))

@@ -1,0 +1,246 @@
+"""`llmsize fleet`: the fewest cards that serve a workload within its targets, per card."""
+
+from __future__ import annotations
+
+import sys
+
+from llmsize.commands.shared import (
+    WIDE_WIDTH,
+    card_list,
+    import_source,
+    load_catalog,
+    make_console,
+    one_format,
+    print_json,
+    refuse_cache,
+    term_width,
+    warn_import,
+)
+from llmsize.errors import InvalidValueError
+from llmsize.options import (
+    CatalogOpt,
+    ChartOutOpt,
+    FleetEmitOpt,
+    FleetFormatOpt,
+    FleetUsersOpt,
+    GpuListOpt,
+    IslOpt,
+    JsonOpt,
+    KvDtypeOpt,
+    ModelArg,
+    ModeOpt,
+    NodeLinkOpt,
+    OslOpt,
+    ParetoOpt,
+    PricesOpt,
+    QuantOpt,
+    RateOpt,
+    RuntimeOpt,
+    SegmentOpt,
+    SharedPrefixOpt,
+    SimulateOpt,
+    SpecOpt,
+    TokSPerUserOpt,
+    TpotOpt,
+    TtftOpt,
+    VendorOpt,
+)
+
+
+def _no_card_serves(rows, w, mode: str | None = None, what: str = "") -> InvalidValueError:
+    """The one line for a workload no card serves (within its targets, in --mode's mode): a card and its why_not."""
+    why = next((f" ({r.card}: {r.why_not})" for r in rows if r.why_not), "")
+    targets = w.ttft_s is not None or w.tpot_s is not None
+    return InvalidValueError(f"No card serves the workload{' ' + mode if mode else ''}{what}{why}.",
+                             ("Loosen --ttft / --tpot, widen --gpus" if targets else "Widen --gpus")
+                             + (", or drop --mode." if mode else ", or lower the load."))
+
+
+def fleet(
+    model: ModelArg = None,
+    isl: IslOpt = "3000",
+    osl: OslOpt = "500",
+    users: FleetUsersOpt = None,
+    rate: RateOpt = None,
+    ttft: TtftOpt = None,
+    tpot: TpotOpt = None,
+    tok_s_per_user: TokSPerUserOpt = None,
+    shared_prefix: SharedPrefixOpt = 0.0,
+    spec: SpecOpt = None,
+    gpus_: GpuListOpt = None,
+    vendor: VendorOpt = None,
+    segment: SegmentOpt = None,
+    prices: PricesOpt = None,
+    runtime: RuntimeOpt = None,
+    quant: QuantOpt = None,
+    kv_dtype: KvDtypeOpt = "bf16",
+    node_link_gb_s: NodeLinkOpt = 50.0,
+    emit: FleetEmitOpt = None,
+    mode: ModeOpt = None,
+    pareto: ParetoOpt = False,
+    simulate: SimulateOpt = False,
+    output: ChartOutOpt = None,
+    fmt: FleetFormatOpt = "table",
+    as_json: JsonOpt = False,
+    catalog: CatalogOpt = None,
+):
+    """Size a deployment: per card, the fewest cards (replicas x tensor parallel) that serve the workload within
+    its targets, with throughput, latency, watts and cost: aggregated serving, or disaggregated prefill and decode
+    workers (xPyD) where that needs fewer cards or costs less.
+
+    Examples:
+
+    \b
+      llmsize fleet llama-3.1-70b --isl 3000 --osl 500 --users 400 --ttft 2s --tok-s-per-user 30
+      llmsize fleet qwen3-30b-a3b --rate 20 --tpot 33ms --gpus h100,h200,b200,rtx5090 --prices prices.yaml --json
+      llmsize fleet llama-3.1-70b --users 400 --tok-s-per-user 30 --gpus b200 --emit sglang
+      llmsize fleet llama-3.1-70b --users 400 --ttft 2s --tpot 33ms --format html > fleet.html
+      llmsize fleet llama-3.1-70b --users 400 --tok-s-per-user 30 --quant fp8 --gpus h100,h200,b200
+      llmsize fleet qwen3-30b-a3b --users 200 --isl 3000:p95=12000 --osl 500 --gpus h100-sxm --simulate
+    """
+    from llmsize.estimate.fleet import fleet_rows
+    from llmsize.render.fleet_report import fleet_to_dict, render_fleet
+
+    if tpot is not None and tok_s_per_user is not None:
+        raise InvalidValueError("--tpot and --tok-s-per-user say the same thing.", "Give one of them.")
+    if output is not None:
+        from llmsize.render.charts import check_image_path
+
+        check_image_path(output)  # before any work
+    fmt = one_format(as_json, fmt)
+    if pareto and output is None and fmt != "table":  # with -o the chart goes to its file
+        raise InvalidValueError("--pareto draws its chart in the table view.", "Drop --json / --format, or write "
+                                "the chart to a file with -o pareto.svg.")
+    if simulate and (emit is not None or fmt not in ("table", "json")):
+        raise InvalidValueError("--simulate adds to the table and the JSON views.", "Drop --emit / --format csv|"
+                                "markdown|html, or run --simulate in a second command.")
+    if mode is not None and emit is None:
+        raise InvalidValueError(f"--mode {mode} chooses the launch lines --emit prints.", "Add --emit vllm or sglang.")
+    if emit is not None and (output is not None or pareto or fmt != "table"):
+        raise InvalidValueError("--emit prints launch lines: it does not combine with --format, --json, --pareto "
+                                "or -o.", "Run --emit on its own, and the report in a second command.")
+    cat = load_catalog(catalog)
+    if not model:
+        raise InvalidValueError("Missing the model.", "e.g. `llmsize fleet llama-3.1-70b --users 100`.")
+    im = import_source(model, None)
+    warn_import(im)
+    m = im.spec if im is not None else cat.model(model)
+    from llmsize.estimate.quant import kv_dtype_bytes
+
+    kv_dtype_bytes(kv_dtype)  # an unknown KV dtype is refused before any work
+    kv_dtype = kv_dtype.lower()
+    cards = card_list(cat, gpus_)
+    cards = list({g.id: g for g in cards}.values())  # a card named twice (or by an alias) is sized once
+    if vendor:
+        cards = [g for g in cards if g.vendor.lower() == vendor]
+    if segment:
+        cards = [g for g in cards if g.segment == segment]
+    if not cards:
+        raise InvalidValueError("No card matches these filters.", "Loosen --vendor / --segment / --gpus.")
+    currency, hourly = (None, None)
+    if prices is not None:
+        from llmsize.catalog.prices import load_prices
+
+        currency, hourly = load_prices(prices, cat, "hourly")
+        if not any(g.id in hourly for g in cards):
+            raise InvalidValueError(f"--prices `{prices}` has no hourly price for the cards sized "
+                                    f"({', '.join(g.id for g in cards[:6])}{', ...' if len(cards) > 6 else ''}).",
+                                    "Add their `hourly:` prices, or drop --prices.")
+    from llmsize.estimate.workload import workload_from_options
+
+    w = workload_from_options(isl, osl, users, rate, ttft, tpot, tok_s_per_user, shared_prefix, spec, cat,
+                              node_link_gb_s)
+    from llmsize.estimate.fleet import default_runtime
+    from llmsize.estimate.runtimes import resolve_runtime
+
+    rid = resolve_runtime(runtime)[0] if runtime else default_runtime(emit, cards)
+    if emit is not None and rid != emit:
+        raise InvalidValueError(f"--emit {emit} prints {emit}'s launch lines, and the rows are sized for {rid}.",
+                                f"Give --runtime {emit} (NVIDIA and AMD cards), or drop --emit.")
+    from dataclasses import replace as _replace
+
+    from llmsize.estimate.plan import resolve_format
+    from llmsize.estimate.quant import RUNTIME_FORMATS, runtime_load_refusal
+
+    weights = resolve_format(m, quant, None)[0].id
+    refusal = runtime_load_refusal(rid, weights)
+    if refusal is not None:
+        raise InvalidValueError(f"--quant {weights}: {refusal}.", f"Give a format {rid} serves (e.g. "
+                                f"{', '.join(RUNTIME_FORMATS.get(rid, ()))}), or another --runtime.")
+    # rows sized with a cache the engine cannot be launched with
+    refuse_cache(rid, f"--runtime {rid}" + ("" if runtime else " (the default)"), kv_dtype, "another --runtime")
+    w = _replace(w, quant=weights)
+    from llmsize.estimate.fleet import runtime_refusal
+
+    by_runtime = {r.id: r for r in cat.runtimes.all()}
+    refusals = [(g.id, runtime_refusal(rid, by_runtime, g)) for g in cards]
+    if all(why for _, why in refusals):  # no load or target would change it: the runtime, or the cards
+        other = any(runtime_refusal(r, by_runtime, g) is None for r in by_runtime if r != rid for g in cards)
+        raise InvalidValueError(f"--runtime {rid}{'' if runtime else ' (the default)'}: no card sized runs it "
+                                f"({refusals[0][0]}: {refusals[0][1]}).",
+                                "Give another --runtime, or --gpus it runs on." if other else
+                                "No runtime here is fitted on these cards: give --gpus of NVIDIA, AMD or Apple "
+                                "cards.")
+    rows = fleet_rows(m, cards, w, rid, by_runtime, hourly, kv_dtype)
+    if emit is not None:
+        from llmsize.render.emit_fleet import fleet_command
+
+        # the best card's row, or with --mode its configuration of that mode (the row or the other beside it)
+        top = next((r for r in rows if r.meets_slo), None)
+        if top is not None and mode is not None and top.mode != mode:
+            top = top.other if top.other is not None and top.other.meets_slo and top.other.mode == mode else None
+        if top is None:
+            raise _no_card_serves(rows, w, mode, ": nothing to launch")
+        sys.stdout.write(fleet_command(m, top, emit, w.longest_tokens(), kv_dtype, w.spec, w.quant) + "\n")
+        return
+    served = any(r.meets_slo for r in rows)
+    if not served and fmt not in ("json", "csv"):
+        # nothing to tabulate: the report would be empty (JSON and CSV keep each card's why_not for scripts)
+        raise _no_card_serves(rows, w)
+    runtimes = {r.id: r for r in cat.runtimes.all()}
+    sims = None
+    if simulate:
+        from llmsize.estimate.fleet_simulation import simulate_rows
+
+        sims = simulate_rows(m, cards, rows, w, rid, runtimes, kv_dtype)
+    if fmt == "json":
+        print_json(fleet_to_dict(m, w, rid, currency, rows, sims, kv_dtype))
+    elif fmt == "html":
+        from llmsize.estimate.fleet import fleet_charts
+        from llmsize.render.fleet_report import render_fleet_html
+
+        curves, roofs = fleet_charts(m, cards, rows, w, rid, runtimes, kv_dtype)
+        sys.stdout.write(render_fleet_html(m, w, rid, currency, rows, curves, roofs, kv_dtype))
+    elif fmt == "csv":
+        from llmsize.render.fleet_report import render_fleet_csv
+
+        sys.stdout.write(render_fleet_csv(rows, currency))
+    elif fmt == "markdown":
+        from llmsize.render.fleet_report import render_fleet_markdown
+
+        sys.stdout.write(render_fleet_markdown(m, w, rid, currency, rows, kv_dtype))
+    else:
+        render_fleet(m, w, rid, currency, rows, make_console(WIDE_WIDTH), kv_dtype)
+        if sims:
+            from llmsize.render.fleet_report import render_simulated
+
+            render_simulated(sims, make_console())
+    if not served:  # JSON and CSV printed each card's why_not; the exit code and line are the table's
+        raise _no_card_serves(rows, w)
+    if pareto or output is not None:
+        from llmsize.estimate.fleet import charted_cards, pareto_curves
+        from llmsize.render.fleet_report import chart_note, pareto_image, pareto_text
+
+        charted, n_served = charted_cards(rows, cards)
+        curves = pareto_curves(m, charted, w, rid, runtimes, kv_dtype)
+        if not curves:
+            sys.stderr.write("no card serves this workload within its targets: no Pareto front to draw"
+                             + (f" ({output} not written)" if output is not None else "") + "\n")
+            return
+        note = chart_note(len(charted), n_served)
+        if output is not None:
+            pareto_image(m, curves, w.tpot_s, output, w.spec, rows)
+            sys.stderr.write(f"wrote {output}" + (f" ({note})" if note else "") + "\n")
+        if pareto and fmt == "table":
+            sys.stdout.write(pareto_text(m, curves, w.tpot_s, term_width(), w.spec, rows) + "\n"
+                             + (f"{note}\n" if note else ""))

@@ -1,0 +1,177 @@
+"""What the commands share: the console and its width, the catalog, JSON output, a card by name (or this
+machine's), the model a command names (a catalog id, a path, or --hub), and the options several commands parse
+alike."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from llmsize.errors import InvalidValueError
+from llmsize.options import DEFAULT_CONTEXT
+from llmsize.units import GB, GiB
+
+MIN_WIDTH, MAX_WIDTH = 60, 100  # reports are laid out for 60 to 100 columns, whatever the terminal says
+WIDE_WIDTH = 160  # a table of many columns (compare with prices, fleet) takes a wider terminal's columns
+
+
+def term_width(cap: int = MAX_WIDTH) -> int:
+    """The terminal's columns, held between MIN_WIDTH and `cap`."""
+    return max(MIN_WIDTH, min(shutil.get_terminal_size((MAX_WIDTH, 24)).columns, cap))
+
+
+def make_console(cap: int = MAX_WIDTH):
+    """A rich console on the standard output, term_width(cap) wide."""
+    from rich.console import Console
+
+    width = term_width(cap)
+    return Console(width=width, highlight=False, soft_wrap=False)
+
+
+def load_catalog(dirs: list[Path] | None):
+    from llmsize.catalog.loader import Catalog
+
+    return Catalog(dirs)
+
+
+def print_json(obj) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2) + "\n")
+
+
+def llamacpp_constants(gpu, cat):
+    """llama.cpp's fitted constants for the card's backend, None where the catalog has no llama.cpp entry or the card
+    no backend."""
+    from llmsize.estimate.runtimes import backend, constants
+
+    spec = next((r for r in cat.runtimes.all() if r.id == "llamacpp"), None)
+    return constants(spec, backend(gpu), gpu) if spec is not None and backend(gpu) else None
+
+
+def find_card(cat, name: str):
+    """A catalog card, or with `local` this machine's, detected offline and said on stderr."""
+    return find_local_card(cat, name)[0]
+
+
+def find_local_card(cat, name: str):
+    """(card, this machine's RAM in bytes or None): the RAM only with `local`, where it was read."""
+    if name.strip().lower() != "local":
+        return cat.gpu(name), None
+    from llmsize.importer.local_machine import detect
+
+    found = detect(cat.hardware.all())
+    sys.stderr.write(f"--gpu local: {found.found} -> {found.gpu.id}\n")
+    return found.gpu, found.host_ram_bytes
+
+
+def host_memory_of(spec, bandwidth_gb_s, cat):
+    from llmsize.estimate.host_memory import host_memory, platforms
+
+    return host_memory(spec, bandwidth_gb_s, platforms(cat.hosts.all()) if spec else None)
+
+
+def one_format(as_json: bool, fmt: str) -> str:
+    """The output --json or --format asks for ("json" with --json), refused where they ask for two."""
+    if as_json and fmt not in ("table", "json"):
+        raise InvalidValueError(f"--json and --format {fmt} ask for two outputs.", "Give one of them.")
+    return "json" if as_json else fmt
+
+
+def model_default_context(m) -> tuple[int, str | None]:
+    """The context a plan sizes when --context is not given (plan.default_context of DEFAULT_CONTEXT), and why."""
+    from llmsize.estimate.plan import default_context
+
+    return default_context(m, DEFAULT_CONTEXT)
+
+
+def gib_bytes(gib: float | None) -> float | None:
+    """An option given in GiB, in bytes; None where it was not given."""
+    return None if gib is None else gib * GiB
+
+
+def gb_bytes(gb: float | None) -> float | None:
+    """An option given in GB (10^9 B), in bytes; None where it was not given."""
+    return None if gb is None else gb * GB
+
+
+def pipeline_stages(pp: int | None, nodes: int | None) -> int:
+    """--pp, or one stage per node with --nodes; both must agree."""
+    if pp is not None and nodes is not None and pp != nodes:
+        raise InvalidValueError(f"--pp {pp} and --nodes {nodes} disagree: --nodes puts one pipeline stage on "
+                                "each node.", "Give one of them.")
+    return pp if pp is not None else (nodes or 1)
+
+
+# what each command that takes a model or --hub shows as an example when given neither (or both)
+MODEL_EXAMPLES = {"plan": "llmsize plan gemma-4-12b --gpu h200",
+                   "compare": "llmsize compare gemma-4-12b --vendor nvidia",
+                   "roofline": "llmsize roofline gemma-4-12b --gpu h200", "kv": "llmsize kv llama-3.1-8b",
+                   "import": "llmsize import ./my-model -o my-model.yaml"}
+
+
+def import_source(model: str | None, hub: str | None, estimate_only: bool = False, hub_file: str | None = None,
+                   command: str = "plan"):
+    """An Imported for a path or --hub, None for a catalog name."""
+    if (model is None) == (hub is None):
+        what = "a checkpoint (a folder, config.json or .gguf file)" if command == "import" else \
+            "a model (catalog id or path)"
+        raise InvalidValueError(f"Give {what} or --hub ORG/NAME, not both or neither.",
+                                f"e.g. `{MODEL_EXAMPLES[command]}` or `--hub google/gemma-3-27b-it`.")
+    if hub_file is not None and hub is None:
+        raise InvalidValueError(f"--file `{hub_file}` needs --hub ORG/NAME.",
+                                "For a local file, pass its path as the model: `llmsize plan ./model.gguf ...`.")
+    if hub is not None and hub_file is not None:
+        from llmsize.importer.source import import_hub_gguf
+
+        return import_hub_gguf(hub, hub_file)
+    if hub is not None:
+        from llmsize.importer.source import import_hub
+
+        return import_hub(hub, estimate_only)
+    if is_path(model):
+        from llmsize.importer.source import import_model
+
+        return import_model(model, estimate_only=estimate_only)
+    return None
+
+
+def warn_import(im) -> None:
+    """An import's warnings (the plan is not what the files hold), before anything else is printed."""
+    for w in (im.warnings if im is not None else []):
+        sys.stderr.write(f"Warning: {w}\n")
+
+
+def is_path(name: str) -> bool:
+    """A model argument naming something on disk (or shaped like a path) is imported, not looked up."""
+    return os.path.exists(name) or name.endswith((".json", ".gguf")) or name.startswith((".", "/", "~"))
+
+
+def card_list(cat, text: str | None) -> list:
+    """--gpus: every card of the catalog when not given; else the named ones, none empty ("" or "a,,b" is refused:
+    an empty list read as every card would size hundreds of cards nobody named)."""
+    if text is None:
+        return cat.hardware.all()
+    items = [x.strip() for x in text.split(",")]
+    if not any(items):
+        raise InvalidValueError("--gpus is empty.", "Name cards (see `llmsize gpus`), or drop --gpus for every card.")
+    if not all(items):
+        raise InvalidValueError(f"--gpus {text!r} has an empty item.", "Separate card ids with single commas.")
+    cards = {}  # a card named twice (an id and its alias) is one row
+    for x in items:
+        g = cat.gpu(x)
+        cards.setdefault(g.id, g)
+    return list(cards.values())
+
+
+def refuse_cache(rid: str | None, flag: str, kv_dtype: str | None, instead: str | None = None) -> None:
+    """A serving engine named by `flag` cannot store its cache in `kv_dtype`: refused (a what-if needs no engine;
+    `instead`: what else the hint offers, by default dropping `flag` for the what-if)."""
+    from llmsize.estimate.quant import runtime_kv_refusal
+    from llmsize.estimate.runtimes import RUNTIME_NAMES
+
+    if rid in ("vllm", "sglang", "trtllm") and kv_dtype and (refused := runtime_kv_refusal(rid, kv_dtype)):
+        raise InvalidValueError(f"--kv-dtype {kv_dtype} with {flag}: {RUNTIME_NAMES[rid]} does not store its cache "
+                                f"in {kv_dtype.lower()}.", f"Give --kv-dtype {', '.join(refused[1])}, or "
+                                f"{instead or f'drop {flag} for the format' + chr(39) + 's what-if'}.")

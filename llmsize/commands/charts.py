@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from llmsize.commands.shared import import_source, load_catalog, make_console, warn_import
+from llmsize.commands.shared import load_catalog, make_console, named_model
 from llmsize.errors import InvalidValueError
 from llmsize.options import (
     DEFAULT_CONTEXT,
@@ -55,9 +55,7 @@ def roofline(
     if output is not None:
         charts.check_image_path(output)
     cat = load_catalog(catalog)
-    im = import_source(model, hub, estimate_only, hub_file, command="roofline")
-    warn_import(im)
-    m = im.spec if im is not None else cat.model(model)
+    m = named_model(cat, model, hub, estimate_only, hub_file, command="roofline")
     inputs = PlanInputs(quant=quant, kv_dtype=kv_dtype.lower(), context_tokens=context)
     roofs = [roof_data(m, cat.gpu(g), inputs, max_batch) for g in gpu]
     if output is None:
@@ -96,9 +94,7 @@ def kv(
     if output is not None:
         charts.check_image_path(output)
     cat = load_catalog(catalog)
-    im = import_source(model, hub, estimate_only, hub_file, command="kv")
-    warn_import(im)
-    m = im.spec if im is not None else cat.model(model)
+    m = named_model(cat, model, hub, estimate_only, hub_file, command="kv")
     limit = max_context or m.max_position_embeddings
     if limit < 2:
         raise InvalidValueError(f"The model's max_position_embeddings ({limit}) leaves no context axis.",

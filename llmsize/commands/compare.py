@@ -6,17 +6,17 @@ import sys
 
 from llmsize.commands.shared import (
     WIDE_WIDTH,
-    card_list,
+    card_prices,
+    filtered_cards,
     gib_bytes,
-    import_source,
     load_catalog,
     make_console,
     model_default_context,
+    named_model,
     one_format,
     pipeline_stages,
     print_json,
     refuse_cache,
-    warn_import,
 )
 from llmsize.errors import InvalidValueError
 from llmsize.options import (
@@ -98,31 +98,15 @@ def compare(
     from llmsize.estimate.plan import PlanInputs
 
     cat = load_catalog(catalog)
-    im = import_source(model, hub, estimate_only, hub_file, command="compare")
-    warn_import(im)
-    m = im.spec if im is not None else cat.model(model)
+    m = named_model(cat, model, hub, estimate_only, hub_file, command="compare")
     context = model_default_context(m)[0] if context is None else context
     check_backend(gpu_backend, runtime, fmt_id=quant or m.release.quant)
     if runtime:  # one runtime for every row: a cache it cannot store sizes nothing it runs
         from llmsize.estimate.runtimes import resolve_runtime
 
         refuse_cache(resolve_runtime(runtime)[0], f"--runtime {runtime}", kv_dtype)
-    cards = card_list(cat, gpus_)
-    if vendor:
-        cards = [g for g in cards if g.vendor.lower() == vendor]
-    if segment:
-        cards = [g for g in cards if g.segment == segment]
-    if not cards:
-        raise InvalidValueError("No card matches these filters.", "Loosen --vendor / --segment / --gpus.")
-    currency, price_map = None, {}
-    if prices is not None:
-        from llmsize.catalog.prices import load_prices
-
-        currency, price_map = load_prices(prices, cat)
-        if not any(g.id in price_map for g in cards):
-            raise InvalidValueError(f"--prices `{prices}` has no price for the cards compared "
-                                    f"({', '.join(g.id for g in cards[:6])}{', ...' if len(cards) > 6 else ''}).",
-                                    "Add their `prices:`, or drop --prices.")
+    cards = filtered_cards(cat, gpus_, vendor, segment)
+    currency, price_map = card_prices(prices, cat, cards) if prices is not None else (None, {})
     stages = pipeline_stages(pp, nodes)
     inputs = PlanInputs(quant=quant, kv_dtype=kv_dtype.lower(), context_tokens=context, gpu_util=gpu_util,
                         overhead_bytes=gib_bytes(overhead_gib), tp=tp or 1, pp=stages, nodes=nodes,

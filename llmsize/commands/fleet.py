@@ -6,15 +6,15 @@ import sys
 
 from llmsize.commands.shared import (
     WIDE_WIDTH,
-    card_list,
-    import_source,
+    card_prices,
+    filtered_cards,
     load_catalog,
     make_console,
+    named_model,
     one_format,
     print_json,
     refuse_cache,
     term_width,
-    warn_import,
 )
 from llmsize.errors import InvalidValueError
 from llmsize.options import (
@@ -99,15 +99,56 @@ def fleet(
       llmsize fleet qwen3-30b-a3b --users 200 --isl 3000:p95=12000 --osl 500 --gpus h100-sxm --simulate
     """
     from llmsize.estimate.fleet import fleet_rows
-    from llmsize.render.fleet_report import fleet_to_dict, render_fleet
+    from llmsize.estimate.workload import workload_from_options
 
+    # the options alone, before any file is read
     if tpot is not None and tok_s_per_user is not None:
         raise InvalidValueError("--tpot and --tok-s-per-user say the same thing.", "Give one of them.")
     if output is not None:
         from llmsize.render.charts import check_image_path
 
-        check_image_path(output)  # before any work
+        check_image_path(output)
     fmt = one_format(as_json, fmt)
+    _refuse_view_pairs(fmt, output, pareto, simulate, mode, emit)
+    # the model, the cache, the cards and their prices, the workload
+    cat = load_catalog(catalog)
+    if not model:
+        raise InvalidValueError("Missing the model.", "e.g. `llmsize fleet llama-3.1-70b --users 100`.")
+    m = named_model(cat, model)
+    from llmsize.estimate.quant import kv_dtype_bytes
+
+    kv_dtype_bytes(kv_dtype)  # an unknown KV dtype is refused before any work
+    kv_dtype = kv_dtype.lower()
+    cards = filtered_cards(cat, gpus_, vendor, segment)
+    currency, hourly = card_prices(prices, cat, cards, hourly=True) if prices is not None else (None, None)
+    w = workload_from_options(isl, osl, users, rate, ttft, tpot, tok_s_per_user, shared_prefix, spec, cat,
+                              node_link_gb_s)
+    # the runtime, the weights it loads, the rows
+    rid, w = _fleet_runtime(runtime, emit, cards, m, quant, kv_dtype, w, cat)
+    runtimes = {r.id: r for r in cat.runtimes.all()}
+    rows = fleet_rows(m, cards, w, rid, runtimes, hourly, kv_dtype)
+    if emit is not None:
+        sys.stdout.write(_launch_line(rows, m, w, emit, mode, kv_dtype) + "\n")
+        return
+    served = any(r.meets_slo for r in rows)
+    if not served and fmt not in ("json", "csv"):
+        # nothing to tabulate: the report would be empty (JSON and CSV keep each card's why_not for scripts)
+        raise _no_card_serves(rows, w)
+    sims = None
+    if simulate:
+        from llmsize.estimate.fleet_simulation import simulate_rows
+
+        sims = simulate_rows(m, cards, rows, w, rid, runtimes, kv_dtype)
+    _print_fleet(fmt, m, w, rid, currency, rows, sims, kv_dtype, cards, runtimes)
+    if not served:  # JSON and CSV printed each card's why_not; the exit code and line are the table's
+        raise _no_card_serves(rows, w)
+    if pareto or output is not None:
+        _pareto(m, w, rid, rows, cards, runtimes, kv_dtype, output, pareto and fmt == "table")
+
+
+def _refuse_view_pairs(fmt: str, output, pareto: bool, simulate: bool, mode, emit) -> None:
+    """Views that do not combine (a chart outside the table, --simulate beside a launch line, --mode without
+    one), refused before any work."""
     if pareto and output is None and fmt != "table":  # with -o the chart goes to its file
         raise InvalidValueError("--pareto draws its chart in the table view.", "Drop --json / --format, or write "
                                 "the chart to a file with -o pareto.svg.")
@@ -119,49 +160,23 @@ def fleet(
     if emit is not None and (output is not None or pareto or fmt != "table"):
         raise InvalidValueError("--emit prints launch lines: it does not combine with --format, --json, --pareto "
                                 "or -o.", "Run --emit on its own, and the report in a second command.")
-    cat = load_catalog(catalog)
-    if not model:
-        raise InvalidValueError("Missing the model.", "e.g. `llmsize fleet llama-3.1-70b --users 100`.")
-    im = import_source(model, None)
-    warn_import(im)
-    m = im.spec if im is not None else cat.model(model)
-    from llmsize.estimate.quant import kv_dtype_bytes
 
-    kv_dtype_bytes(kv_dtype)  # an unknown KV dtype is refused before any work
-    kv_dtype = kv_dtype.lower()
-    cards = card_list(cat, gpus_)
-    cards = list({g.id: g for g in cards}.values())  # a card named twice (or by an alias) is sized once
-    if vendor:
-        cards = [g for g in cards if g.vendor.lower() == vendor]
-    if segment:
-        cards = [g for g in cards if g.segment == segment]
-    if not cards:
-        raise InvalidValueError("No card matches these filters.", "Loosen --vendor / --segment / --gpus.")
-    currency, hourly = (None, None)
-    if prices is not None:
-        from llmsize.catalog.prices import load_prices
 
-        currency, hourly = load_prices(prices, cat, "hourly")
-        if not any(g.id in hourly for g in cards):
-            raise InvalidValueError(f"--prices `{prices}` has no hourly price for the cards sized "
-                                    f"({', '.join(g.id for g in cards[:6])}{', ...' if len(cards) > 6 else ''}).",
-                                    "Add their `hourly:` prices, or drop --prices.")
-    from llmsize.estimate.workload import workload_from_options
+def _fleet_runtime(runtime, emit, cards: list, m, quant, kv_dtype: str, w, cat):
+    """(the runtime the rows are sized for, the workload with the weights' format it loads): --runtime, else the
+    cards' default; refused where --emit names another, where it does not load the weights or store the cache,
+    and where no card sized runs it."""
+    from dataclasses import replace
 
-    w = workload_from_options(isl, osl, users, rate, ttft, tpot, tok_s_per_user, shared_prefix, spec, cat,
-                              node_link_gb_s)
-    from llmsize.estimate.fleet import default_runtime
+    from llmsize.estimate.fleet import default_runtime, runtime_refusal
+    from llmsize.estimate.plan import resolve_format
+    from llmsize.estimate.quant import RUNTIME_FORMATS, runtime_load_refusal
     from llmsize.estimate.runtimes import resolve_runtime
 
     rid = resolve_runtime(runtime)[0] if runtime else default_runtime(emit, cards)
     if emit is not None and rid != emit:
         raise InvalidValueError(f"--emit {emit} prints {emit}'s launch lines, and the rows are sized for {rid}.",
                                 f"Give --runtime {emit} (NVIDIA and AMD cards), or drop --emit.")
-    from dataclasses import replace as _replace
-
-    from llmsize.estimate.plan import resolve_format
-    from llmsize.estimate.quant import RUNTIME_FORMATS, runtime_load_refusal
-
     weights = resolve_format(m, quant, None)[0].id
     refusal = runtime_load_refusal(rid, weights)
     if refusal is not None:
@@ -169,9 +184,6 @@ def fleet(
                                 f"{', '.join(RUNTIME_FORMATS.get(rid, ()))}), or another --runtime.")
     # rows sized with a cache the engine cannot be launched with
     refuse_cache(rid, f"--runtime {rid}" + ("" if runtime else " (the default)"), kv_dtype, "another --runtime")
-    w = _replace(w, quant=weights)
-    from llmsize.estimate.fleet import runtime_refusal
-
     by_runtime = {r.id: r for r in cat.runtimes.all()}
     refusals = [(g.id, runtime_refusal(rid, by_runtime, g)) for g in cards]
     if all(why for _, why in refusals):  # no load or target would change it: the runtime, or the cards
@@ -181,28 +193,26 @@ def fleet(
                                 "Give another --runtime, or --gpus it runs on." if other else
                                 "No runtime here is fitted on these cards: give --gpus of NVIDIA, AMD or Apple "
                                 "cards.")
-    rows = fleet_rows(m, cards, w, rid, by_runtime, hourly, kv_dtype)
-    if emit is not None:
-        from llmsize.render.emit_fleet import fleet_command
+    return rid, replace(w, quant=weights)
 
-        # the best card's row, or with --mode its configuration of that mode (the row or the other beside it)
-        top = next((r for r in rows if r.meets_slo), None)
-        if top is not None and mode is not None and top.mode != mode:
-            top = top.other if top.other is not None and top.other.meets_slo and top.other.mode == mode else None
-        if top is None:
-            raise _no_card_serves(rows, w, mode, ": nothing to launch")
-        sys.stdout.write(fleet_command(m, top, emit, w.longest_tokens(), kv_dtype, w.spec, w.quant) + "\n")
-        return
-    served = any(r.meets_slo for r in rows)
-    if not served and fmt not in ("json", "csv"):
-        # nothing to tabulate: the report would be empty (JSON and CSV keep each card's why_not for scripts)
-        raise _no_card_serves(rows, w)
-    runtimes = {r.id: r for r in cat.runtimes.all()}
-    sims = None
-    if simulate:
-        from llmsize.estimate.fleet_simulation import simulate_rows
 
-        sims = simulate_rows(m, cards, rows, w, rid, runtimes, kv_dtype)
+def _launch_line(rows, m, w, emit: str, mode, kv_dtype: str) -> str:
+    """--emit's launch lines for the best card's row, or with --mode its configuration of that mode (the row or the
+    other beside it); refused where no card serves."""
+    from llmsize.render.emit_fleet import fleet_command
+
+    top = next((r for r in rows if r.meets_slo), None)
+    if top is not None and mode is not None and top.mode != mode:
+        top = top.other if top.other is not None and top.other.meets_slo and top.other.mode == mode else None
+    if top is None:
+        raise _no_card_serves(rows, w, mode, ": nothing to launch")
+    return fleet_command(m, top, emit, w.longest_tokens(), kv_dtype, w.spec, w.quant)
+
+
+def _print_fleet(fmt: str, m, w, rid: str, currency, rows, sims, kv_dtype: str, cards: list, runtimes) -> None:
+    """The rows on the standard output: JSON, an HTML page, CSV, Markdown, or the table (and --simulate's)."""
+    from llmsize.render.fleet_report import fleet_to_dict, render_fleet
+
     if fmt == "json":
         print_json(fleet_to_dict(m, w, rid, currency, rows, sims, kv_dtype))
     elif fmt == "html":
@@ -225,22 +235,23 @@ def fleet(
             from llmsize.render.fleet_report import render_simulated
 
             render_simulated(sims, make_console())
-    if not served:  # JSON and CSV printed each card's why_not; the exit code and line are the table's
-        raise _no_card_serves(rows, w)
-    if pareto or output is not None:
-        from llmsize.estimate.fleet import charted_cards, pareto_curves
-        from llmsize.render.fleet_report import chart_note, pareto_image, pareto_text
 
-        charted, n_served = charted_cards(rows, cards)
-        curves = pareto_curves(m, charted, w, rid, runtimes, kv_dtype)
-        if not curves:
-            sys.stderr.write("no card serves this workload within its targets: no Pareto front to draw"
-                             + (f" ({output} not written)" if output is not None else "") + "\n")
-            return
-        note = chart_note(len(charted), n_served)
-        if output is not None:
-            pareto_image(m, curves, w.tpot_s, output, w.spec, rows)
-            sys.stderr.write(f"wrote {output}" + (f" ({note})" if note else "") + "\n")
-        if pareto and fmt == "table":
-            sys.stdout.write(pareto_text(m, curves, w.tpot_s, term_width(), w.spec, rows) + "\n"
-                             + (f"{note}\n" if note else ""))
+
+def _pareto(m, w, rid: str, rows, cards: list, runtimes, kv_dtype: str, output, in_table: bool) -> None:
+    """The Pareto front of the cards that serve: an image at -o `output`, and with `in_table` as text."""
+    from llmsize.estimate.fleet import charted_cards, pareto_curves
+    from llmsize.render.fleet_report import chart_note, pareto_image, pareto_text
+
+    charted, n_served = charted_cards(rows, cards)
+    curves = pareto_curves(m, charted, w, rid, runtimes, kv_dtype)
+    if not curves:
+        sys.stderr.write("no card serves this workload within its targets: no Pareto front to draw"
+                         + (f" ({output} not written)" if output is not None else "") + "\n")
+        return
+    note = chart_note(len(charted), n_served)
+    if output is not None:
+        pareto_image(m, curves, w.tpot_s, output, w.spec, rows)
+        sys.stderr.write(f"wrote {output}" + (f" ({note})" if note else "") + "\n")
+    if in_table:
+        sys.stdout.write(pareto_text(m, curves, w.tpot_s, term_width(), w.spec, rows) + "\n"
+                         + (f"{note}\n" if note else ""))

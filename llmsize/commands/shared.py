@@ -143,6 +143,15 @@ def warn_import(im) -> None:
         sys.stderr.write(f"Warning: {w}\n")
 
 
+def named_model(cat, model: str | None, hub: str | None = None, estimate_only: bool = False,
+                hub_file: str | None = None, command: str = "plan"):
+    """The model a command names: a catalog id, or a checkpoint imported from a path or --hub (its warnings said
+    first)."""
+    im = import_source(model, hub, estimate_only, hub_file, command=command)
+    warn_import(im)
+    return im.spec if im is not None else cat.model(model)
+
+
 def is_path(name: str) -> bool:
     """A model argument naming something on disk (or shaped like a path) is imported, not looked up."""
     return os.path.exists(name) or name.endswith((".json", ".gguf")) or name.startswith((".", "/", "~"))
@@ -175,3 +184,31 @@ def refuse_cache(rid: str | None, flag: str, kv_dtype: str | None, instead: str 
         raise InvalidValueError(f"--kv-dtype {kv_dtype} with {flag}: {RUNTIME_NAMES[rid]} does not store its cache "
                                 f"in {kv_dtype.lower()}.", f"Give --kv-dtype {', '.join(refused[1])}, or "
                                 f"{instead or f'drop {flag} for the format' + chr(39) + 's what-if'}.")
+
+
+def filtered_cards(cat, gpus: str | None, vendor: str | None, segment: str | None) -> list:
+    """--gpus (card_list: every card when not given), less those of another --vendor or --segment; none left is
+    refused."""
+    cards = card_list(cat, gpus)
+    if vendor:
+        cards = [g for g in cards if g.vendor.lower() == vendor]
+    if segment:
+        cards = [g for g in cards if g.segment == segment]
+    if not cards:
+        raise InvalidValueError("No card matches these filters.", "Loosen --vendor / --segment / --gpus.")
+    return cards
+
+
+def card_prices(path: Path, cat, cards: list, hourly: bool = False) -> tuple[str, dict[str, float]]:
+    """--prices read (catalog.prices.load_prices: a card's price, or with `hourly` a card-hour's), refused where it
+    prices none of `cards`: (currency, card id -> price)."""
+    from llmsize.catalog.prices import load_prices
+
+    currency, prices = load_prices(path, cat, "hourly") if hourly else load_prices(path, cat)
+    if not any(g.id in prices for g in cards):
+        what, verb, field = ("hourly price", "sized", "`hourly:` prices") if hourly else ("price", "compared",
+                                                                                         "`prices:`")
+        raise InvalidValueError(f"--prices `{path}` has no {what} for the cards {verb} "
+                                f"({', '.join(g.id for g in cards[:6])}{', ...' if len(cards) > 6 else ''}).",
+                                f"Add their {field}, or drop --prices.")
+    return currency, prices

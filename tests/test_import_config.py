@@ -10,7 +10,8 @@ import pytest
 from llmsize.estimate.flops import decode_flops_per_token
 from llmsize.estimate.kv import kv_bytes
 from llmsize.estimate.params import model_pieces, params_active, params_comparable_to_official
-from llmsize.importer.hf_config import ConfigError, map_config
+from llmsize.importer.config_fields import ConfigError
+from llmsize.importer.hf_config import map_config
 from llmsize.importer.source import import_model
 
 # a copy of shared/reference/hf-configs (real config.json files; provenance in its SOURCES.yaml), shipped

@@ -17,7 +17,7 @@ from llmsize.estimate.llamacpp_memory import LlamaCppSettings, gguf_file_tensors
 from llmsize.estimate.params import params_active, params_by_component, params_total
 from llmsize.estimate.quant import FORMATS
 from llmsize.estimate.weights import weight_bytes
-from llmsize.importer.hf_config import ConfigError
+from llmsize.importer.config_fields import ConfigError
 from llmsize.importer.source import import_model
 from tests.stfiles import write_safetensors
 

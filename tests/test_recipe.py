@@ -18,7 +18,7 @@ from llmsize.errors import InvalidValueError
 from llmsize.estimate.plan import PlanInputs, make_plan
 from llmsize.estimate.quant import quant_format
 from llmsize.estimate.weights import weight_bytes
-from llmsize.importer.hf_config import ConfigError
+from llmsize.importer.config_fields import ConfigError
 from llmsize.importer.source import import_model
 
 CONFIGS = Path(__file__).parent / "data" / "hf-configs"
@@ -184,8 +184,8 @@ def test_the_recipe_s_fp8_and_16_bit_bytes_stream_at_their_own_kernels_fractions
     through Marlin (the 4-bit weight-only class, on a card with FP4 tensor cores too), the FP8 attention and
     DeltaNet projections at the 8-bit class's fraction, routers, norms and the DeltaNet's small weights at the
     16-bit one; together they are the step's weight bytes."""
-    from llmsize.estimate.step_inputs import step_inputs
     from llmsize.estimate.speed import weight_bytes_by_class
+    from llmsize.estimate.step_inputs import step_inputs
 
     im = import_model(_folder(tmp_path), read_headers=False)
     plan = make_plan(im.spec, catalog.gpu("rtx5090"), PlanInputs(), search_fit=False)

@@ -151,8 +151,8 @@ _NBATCH = re.compile(r"(?:(?<![\w-])-b|--batch-size|n_batch)['\"]?\s*[:=]?\s*(\d
 def row_ubatch_tokens(row: Row) -> int:
     """The tokens of a llama.cpp prompt's forward (its ubatch) in the row's run: -ub / n_ubatch as the row prints it
     (its `printed` columns first, then its text), at most its -b / n_batch where printed; else llama.cpp's default
-    (step_inputs.LLAMACPP_UBATCH_TOKENS). Each forward streams the routed experts again (step_inputs.prompt_expert_bytes):
-    pp2048 with -ub 2048 reads them once, with the default 512 four times."""
+    (step_inputs.LLAMACPP_UBATCH_TOKENS). Each forward streams the routed experts again
+    (step_inputs.prompt_expert_bytes): pp2048 with -ub 2048 reads them once, with the default 512 four times."""
     printed = {k.lower(): v for k, v in (row.printed or {}).items()}
 
     def said(key: str, pattern: re.Pattern) -> int | None:

@@ -92,7 +92,8 @@ def check_backend(asked: str | None, runtime: str | None, plan=None, fmt_id: str
     """Refuse --backend `asked` under --runtime `runtime` (None: the default) where it cannot run: Vulkan under a
     runtime without one, or under the default runtime of `fmt_id` weights on NVIDIA and AMD cards (vLLM for
     safetensors formats); with `plan` (an estimate.plan.Plan: one card), any backend the plan's runtime does not
-    run there; with `gpu` alone (a server's card, its runtime unknown), any backend llama.cpp, Vulkan's runtime, does not run there."""
+    run there; with `gpu` alone (a server's card, its runtime unknown), any backend llama.cpp, Vulkan's runtime,
+    does not run there."""
     if asked is None:
         return
     rid = resolve_runtime(runtime)[0] if runtime else None

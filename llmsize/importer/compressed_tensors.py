@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from llmsize.errors import shown
 from llmsize.estimate.quant import recipe_format
-from llmsize.importer.hf_config import ConfigError
+from llmsize.importer.config_fields import ConfigError
 from llmsize.importer.module_names import checked_names, ignores, probe_names, targets_take
 
 

@@ -216,7 +216,7 @@ def _layer(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], hidden: int, swa
 
 def model_fields(g: GgufFile) -> tuple[dict, list[str]]:
     """ModelSpec fields (vocab, hidden, layer groups, ...) from the file, and notes."""
-    from llmsize.importer.hf_config import layer_stack_fields
+    from llmsize.importer.config_fields import layer_stack_fields
 
     if not g.arch:
         raise GgufError(f"{g.files[0]}: no general.architecture in the metadata.", "The file is not a model GGUF.")

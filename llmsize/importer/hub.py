@@ -171,7 +171,7 @@ def fetch_gguf(spec: str, filename: str):
     import tempfile
     from pathlib import Path
 
-    from llmsize.importer.gguf_file import GgufError, HeaderBeyond, read_part, merge, split_names
+    from llmsize.importer.gguf_file import GgufError, HeaderBeyond, merge, read_part, split_names
 
     repo, rev = parse_repo(spec)
     if not filename.endswith(".gguf") or ".." in filename or filename.startswith("/"):

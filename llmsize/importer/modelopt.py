@@ -7,7 +7,7 @@ import re
 
 from llmsize.errors import shown
 from llmsize.estimate.quant import recipe_format
-from llmsize.importer.hf_config import ConfigError
+from llmsize.importer.config_fields import ConfigError
 from llmsize.importer.module_names import layers_with, part_of
 
 # ModelOpt's quant_algo per layer (modelopt/torch/export/model_config.py QUANTIZATION_*) -> llmsize's format

@@ -9,8 +9,8 @@ from functools import lru_cache
 
 from llmsize.catalog.recipe import RECIPE_PARTS
 from llmsize.errors import shown
+from llmsize.importer.config_fields import ConfigError
 from llmsize.importer.exact import component
-from llmsize.importer.hf_config import ConfigError
 
 
 def ignores(ignore: list, module: str, ancestors: bool = True) -> bool:

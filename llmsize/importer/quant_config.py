@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from llmsize.errors import shown
 from llmsize.estimate.quant import recipe_format
 from llmsize.importer.compressed_tensors import ct_recipe, single_format
-from llmsize.importer.hf_config import ConfigError, text_part
+from llmsize.importer.config_fields import ConfigError
+from llmsize.importer.hf_config import text_part
 from llmsize.importer.modelopt import MODELOPT_ALGOS, mixed_precision
 from llmsize.importer.module_names import checked_names, ignores, probe_names
 

@@ -13,7 +13,8 @@ from pydantic import ValidationError
 from llmsize import files
 from llmsize.catalog.schema import ModelSpec
 from llmsize.errors import printable
-from llmsize.importer.hf_config import BAD_VALUE, ConfigError, map_config, slug, text_part
+from llmsize.importer.config_fields import BAD_VALUE, ConfigError
+from llmsize.importer.hf_config import map_config, slug, text_part
 from llmsize.importer.quant_config import Release, release_from
 from llmsize.importer.safetensors_header import PartialCheckpoint
 

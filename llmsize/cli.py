@@ -145,7 +145,7 @@ def _conflicting_repeat(command, args: list[str]) -> str | None:
             name = max(param.opts, key=len)
             values = ", then ".join(f"`{shown(v)}`" for _, v in given)
             times = "twice" if len(given) == 2 else f"{len(given)} times"
-            listed = ", as one comma list" if "comma" in (param.help or "").lower() else ""
+            listed = ", as one comma list" if "comma-separated" in (param.help or "").lower() else ""
             return f"{name} is given {times} ({values}): {sub.name} takes one. Give {name} once{listed}."
     return None
 

@@ -3,7 +3,7 @@
 A value outside it is refused where it enters, with the valid range in the message, the same way whichever
 command it is given to (`compare --tp -1` exactly as `plan --tp -1`): NaN and infinities are refused for
 every float, closed sets (vendors, segments, layer kinds, sort keys, engines, output formats) are closed,
-with a did-you-mean. The commands in llmsize.cli take their parameters from these aliases only.
+with a did-you-mean. The commands in llmsize/commands/ take their parameters from these aliases only.
 """
 
 from __future__ import annotations

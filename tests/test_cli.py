@@ -416,3 +416,69 @@ def test_the_same_value_twice_or_a_listed_option_repeated_is_not_a_conflict(run_
     assert code == 0, err
     code, out, err = run_cli("roofline", "gemma-4-12b", "--gpu", "h100", "--gpu", "h200")  # --gpu is a list here
     assert code == 0 and "h200" in out, err
+
+
+@pytest.mark.parametrize("argv, needle", [
+    # the repeated-option advice offered a comma list to any option whose help says "command"
+    (["plan", "gemma-4-12b", "--gpu", "h100", "--kv-dtype", "fp8", "--kv-dtype", "bf16"],
+     "--kv-dtype is given twice (`fp8`, then `bf16`): plan takes one. Give --kv-dtype once."),
+    # the engine that --emit implies is named as --emit, not as an --engine the user did not type
+    (["plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--emit", "llama-server", "--runtime", "vllm"],
+     "and --emit llama-server plans llamacpp's memory ledger: one plan is sized for one runtime. Drop --runtime "
+     "(--emit llama-server sets it)"),
+    (["plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--gpu-layers", "10", "--runtime", "vllm"],
+     "and --gpu-layers (a llama.cpp option) plans llamacpp's memory ledger"),
+    # SGLang's and TensorRT-LLM's ledgers charge no CUDA-graph reserve: the option changed nothing
+    (["plan", "gemma-4-12b", "--gpu", "h100", "--engine", "sglang", "--cudagraph-gib", "5"],
+     "--cudagraph-gib is vLLM V1's CUDA-graph reserve, and --engine sglang is not vLLM."),
+    (["plan", "gemma-4-12b", "--gpu", "h100", "--engine", "trtllm", "--cudagraph-gib", "5"],
+     "--engine trtllm is not vLLM"),
+    # every row's expected figure would be "-": refused as fit and fleet refuse it
+    (["compare", "llama-3.1-70b", "--gpus", "h100-sxm,h200", "--runtime", "mlx"],
+     "--runtime mlx: no card compared runs it (h100-sxm: MLX runs on Apple silicon only"),
+    # `ORG/NAME@` read as main in silence (refused before any request: no network here)
+    (["plan", "--hub", "google/gemma-3-27b-it@", "--gpu", "h100"], "names no revision after @"),
+])
+def test_misleading_answers_found_by_a_hostile_pass_are_one_clear_line(run_cli, argv, needle):
+    code, out, err = run_cli(*argv)
+    assert_one_line_error(code, err)
+    assert needle in err, err
+    assert "comma list" not in err or "--gpus" in err
+
+
+def test_compare_keeps_a_runtime_that_runs_on_some_card_compared(run_cli):
+    code, out, err = run_cli("compare", "gemma-4-12b", "--gpus", "h100-sxm,m4-max", "--runtime", "mlx", "--json")
+    assert code == 0, err
+
+
+def test_fit_says_when_the_host_ram_given_plays_no_part(run_cli):
+    code, out, err = run_cli("fit", "--gpu", "rtx5060ti", "--runtime", "vllm", "--host-ram-gib", "32", "--json")
+    assert code == 0, err
+    assert "--host-ram-gib 32 not used: only llama.cpp offloads, and vLLM is planned" in json.loads(out)["notes"]
+    code, out, err = run_cli("fit", "--gpu", "rtx5060ti", "--host-ram-gib", "32", "--json")  # llama.cpp: it counts
+    assert code == 0 and not any("not used" in n for n in json.loads(out)["notes"]), err
+
+
+def test_fleet_takes_the_estimate_only_its_partial_checkpoint_hint_names(run_cli, tmp_path):
+    """A folder whose shards are missing: the refusal says `--estimate-only`, which fleet did not have."""
+    import shutil
+
+    src = Path(__file__).parent / "data" / "hf-configs" / "meta-llama__Llama-3.1-8B-Instruct.json"
+    (tmp_path / "config.json").write_text(src.read_text())
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(
+        {"weight_map": {"model.embed_tokens.weight": "model-00001-of-00002.safetensors"}}))
+    code, out, err = run_cli("fleet", str(tmp_path), "--gpus", "h100-sxm", "--users", "10")
+    assert_one_line_error(code, err)
+    assert "--estimate-only" in err, err
+    code, out, err = run_cli("fleet", str(tmp_path), "--gpus", "h100-sxm", "--users", "10", "--estimate-only",
+                             "--json")
+    assert code == 0 and json.loads(out)["rows"], err
+    shutil.rmtree(tmp_path)
+
+
+def test_a_catalog_file_of_a_plain_string_says_what_to_do(run_cli, tmp_path):
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "x.yaml").write_text("just a string\n")
+    code, out, err = run_cli("models", "--catalog", str(tmp_path))
+    assert_one_line_error(code, err)
+    assert "expected a mapping of keys, got str. Fix the file" in err, err

@@ -110,7 +110,8 @@ def _parse_entry(where: str, stem: str, text: str, schema: type[T]) -> T:
     except FileError as e:
         raise CatalogError(e.message, e.hint) from None
     if not isinstance(data, dict):
-        raise CatalogError(f"{where}: expected a mapping of keys, got {type(data).__name__}.")
+        raise CatalogError(f"{where}: expected a mapping of keys, got {type(data).__name__}.",
+                           "Fix the file (a catalog entry is `key: value` lines), or move it off the catalog path.")
     try:
         entry = schema.model_validate(data)
     except ValidationError as e:

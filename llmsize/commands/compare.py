@@ -106,6 +106,14 @@ def compare(
 
         refuse_cache(resolve_runtime(runtime)[0], f"--runtime {runtime}", kv_dtype)
     cards = filtered_cards(cat, gpus_, vendor, segment)
+    if runtime:  # every row's expected figure would be missing: the runtime, or the cards
+        from llmsize.estimate.runtimes import not_on, resolve_runtime
+
+        rid = resolve_runtime(runtime)[0]
+        refusals = [(g.id, not_on(rid, g)) for g in cards]
+        if all(why for _, why in refusals):
+            raise InvalidValueError(f"--runtime {runtime}: no card compared runs it ({refusals[0][0]}: "
+                                    f"{refusals[0][1]}).", "Give another --runtime, or --gpus it runs on.")
     currency, price_map = card_prices(prices, cat, cards) if prices is not None else (None, {})
     stages = pipeline_stages(pp, nodes)
     inputs = PlanInputs(quant=quant, kv_dtype=kv_dtype.lower(), context_tokens=context, gpu_util=gpu_util,

@@ -77,6 +77,7 @@ def fit_cmd(
     g, local_ram = find_local_card(cat, gpu)
     from llmsize.estimate.unified import is_unified
 
+    asked_ram = host_ram_gib
     if host_ram_gib is None and local_ram and not is_unified(g):
         # this machine's RAM bounds what it can offload (a unified machine has no separate pool to offload to)
         host_ram_gib = local_ram / GiB
@@ -102,10 +103,13 @@ def fit_cmd(
     from llmsize.estimate.model_fit import unused_host
 
     fit_notes = []
-    unused = unused_host(g, rid) if host is not None else None
-    if unused:
+    unused = unused_host(g, rid) if host is not None or asked_ram is not None else None
+    if unused and host is not None:
         fit_notes.append(f"--host-memory {host.name} not used: {unused}")
         host = None
+    if unused and asked_ram is not None:
+        fit_notes.append(f"--host-ram-gib {asked_ram:g} not used: {unused}")
+        host_ram_gib = None
 
     wired = gb_bytes(wired_limit_gb)
     fit_engine = "ollama" if (runtime or "").lower() == "ollama" else "llamacpp"

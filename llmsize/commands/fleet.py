@@ -19,6 +19,7 @@ from llmsize.commands.shared import (
 from llmsize.errors import InvalidValueError
 from llmsize.options import (
     CatalogOpt,
+    EstimateOnlyOpt,
     ChartOutOpt,
     FleetEmitOpt,
     FleetFormatOpt,
@@ -82,6 +83,7 @@ def fleet(
     output: ChartOutOpt = None,
     fmt: FleetFormatOpt = "table",
     as_json: JsonOpt = False,
+    estimate_only: EstimateOnlyOpt = False,
     catalog: CatalogOpt = None,
 ):
     """Size a deployment: per card, the fewest cards (replicas x tensor parallel) that serve the workload within
@@ -114,7 +116,7 @@ def fleet(
     cat = load_catalog(catalog)
     if not model:
         raise InvalidValueError("Missing the model.", "e.g. `llmsize fleet llama-3.1-70b --users 100`.")
-    m = named_model(cat, model)
+    m = named_model(cat, model, estimate_only=estimate_only)
     from llmsize.estimate.quant import kv_dtype_bytes
 
     kv_dtype_bytes(kv_dtype)  # an unknown KV dtype is refused before any work

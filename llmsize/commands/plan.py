@@ -180,7 +180,8 @@ def plan(
                                        cache_type_v, ubatch_size, swa_full)
     serving_given = _serving_options_given(engine_version, block_size, non_torch_gib, cudagraph_gib,
                                            max_num_batched_tokens, max_model_len, emit)
-    engine, note = _ledger_engine(emit, engine, tp * (pp or 1) * (nodes or 1) > 1, llama_given, serving_given)
+    engine, note, engine_flag = _ledger_engine(emit, engine, tp * (pp or 1) * (nodes or 1) > 1, llama_given,
+                                               serving_given)
     notes += [note] if note else []
     wired = gb_bytes(wired_limit_gb)  # --wired-limit-gb is in GB (10^9 B)
     if context is None:
@@ -199,7 +200,7 @@ def plan(
     # the runtime the plan is for (its share of the card, the expected speed): --runtime, else the engine whose
     # ledger is planned, else the serving engine whose launch line is emitted
     plan_runtime = (runtime.lower() if runtime else None) or engine or (emit if emit in ("vllm", "sglang") else None)
-    _refuse_runtime_mismatch(runtime, engine, emit, plan_runtime)
+    _refuse_runtime_mismatch(runtime, engine, engine_flag, emit, plan_runtime)
     kv_dtype = _ledger_cache(quant, model, exact, engine, kv_dtype, cache_type_k, cache_type_v)
     from llmsize.estimate.llamacpp_options import LlamaCppOptions, check_options, flash_attn_on, slot_context
 
@@ -308,9 +309,11 @@ def _serving_options_given(engine_version, block_size, non_torch_gib, cudagraph_
 
 
 def _ledger_engine(emit, engine, split: bool, llama_given: list[str], serving_given: list[str]
-                   ) -> tuple[str | None, str | None]:
+                   ) -> tuple[str | None, str | None, str | None]:
     """The engine whose memory ledger the plan takes (--engine, else llama.cpp's where --emit llama-server/ollama or
-    llama.cpp's own options say so), with the note that says why; options of another engine's refused."""
+    llama.cpp's own options say so), the note that says why, and the option that chose it as a message names it;
+    options of another engine's refused."""
+    flag = f"--engine {engine}" if engine else None
     if emit in ("llama-server", "ollama"):
         if engine not in (None, "llamacpp", "ollama"):
             raise InvalidValueError(f"--emit {emit} is llama.cpp's command, and --engine {engine} is not llama.cpp.",
@@ -319,6 +322,7 @@ def _ledger_engine(emit, engine, split: bool, llama_given: list[str], serving_gi
             raise InvalidValueError(f"--emit {emit}: llama.cpp's plan is one GPU; --tp/--pp/--nodes split across "
                                     "cards is not modelled for it.", "Drop --tp/--pp/--nodes, or use --emit vllm for "
                                     "a split.")
+        flag = flag or f"--emit {emit}"
         engine = engine or ("ollama" if emit == "ollama" else "llamacpp")
     if llama_given and engine not in (None, "llamacpp", "ollama"):
         raise InvalidValueError(f"{llama_given[0]} is a llama.cpp option, and --engine {engine} is not llama.cpp.",
@@ -337,22 +341,27 @@ def _ledger_engine(emit, engine, split: bool, llama_given: list[str], serving_gi
     if engine in ("sglang", "trtllm") and "--engine-version" in serving_given:
         raise InvalidValueError(f"--engine-version is vLLM's release, and --engine {engine} is not vLLM.",
                                 "Drop --engine-version, or use --engine vllm.")
+    if engine in ("sglang", "trtllm") and "--cudagraph-gib" in serving_given:  # their ledgers charge no such reserve
+        raise InvalidValueError(f"--cudagraph-gib is vLLM V1's CUDA-graph reserve, and --engine {engine} is not "
+                                "vLLM.", "Drop --cudagraph-gib, or use --engine vllm.")
     # llama.cpp's own options say which engine's ledger to plan (its cache types alone still apply to a split, whose
     # ledger llama.cpp's one-GPU ledger is not)
     if llama_given and engine is None and not (split and set(llama_given) <= {"--cache-type-k", "--cache-type-v"}):
         return "llamacpp", (f"{', '.join(llama_given)}: llama.cpp's options, so its ledger is planned (--engine "
-                            "llamacpp)")
-    return engine, None
+                            "llamacpp)"), f"{llama_given[0]} (a llama.cpp option)"
+    return engine, None, flag
 
 
-def _refuse_runtime_mismatch(runtime, engine, emit, plan_runtime) -> None:
-    """--runtime, --engine and --emit naming two runtimes for one plan, refused."""
+def _refuse_runtime_mismatch(runtime, engine, engine_flag, emit, plan_runtime) -> None:
+    """--runtime, and the engine whose ledger is planned (`engine_flag`: the option that chose it), or --emit,
+    naming two runtimes for one plan, refused."""
     from llmsize.estimate.runtimes import resolve_runtime
 
     if runtime and engine and resolve_runtime(runtime)[0] != resolve_runtime(engine)[0]:
-        raise InvalidValueError(f"--runtime {runtime} asks for {runtime}'s expected speed, and --engine {engine} plans "
+        raise InvalidValueError(f"--runtime {runtime} asks for {runtime}'s expected speed, and {engine_flag} plans "
                                 f"{engine}'s memory ledger: one plan is sized for one runtime.",
-                                "Drop --runtime (--engine sets it), or give both the same runtime.")
+                                f"Drop --runtime ({engine_flag.split(' (')[0]} sets it), or give both the same "
+                                "runtime.")
     if emit in ("vllm", "sglang") and plan_runtime != emit:
         raise InvalidValueError(f"--emit {emit} prints {emit}'s launch line, and this plan is sized for "
                                 f"{plan_runtime} (its share of the card, its ledger).",

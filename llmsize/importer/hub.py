@@ -32,6 +32,9 @@ def parse_repo(spec: str) -> tuple[str, str]:
     repo, _, rev = spec.partition("@")
     if not _REPO.match(repo) or ".." in repo:
         raise InvalidValueError(f"--hub `{spec}` is not a repo id.", "Use ORG/NAME or ORG/NAME@REVISION.")
+    if "@" in spec and not rev.strip():  # `ORG/NAME@` names no revision: not read as main in silence
+        raise InvalidValueError(f"--hub `{spec}` names no revision after @.",
+                                "Give ORG/NAME@REVISION (a branch, tag or commit), or drop the @ for main.")
     return repo, rev or "main"
 
 

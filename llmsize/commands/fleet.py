@@ -19,8 +19,8 @@ from llmsize.commands.shared import (
 from llmsize.errors import InvalidValueError
 from llmsize.options import (
     CatalogOpt,
-    EstimateOnlyOpt,
     ChartOutOpt,
+    EstimateOnlyOpt,
     FleetEmitOpt,
     FleetFormatOpt,
     FleetUsersOpt,

@@ -10,10 +10,7 @@ from llmsize.catalog.schema import GpuSpec
 from llmsize.errors import InvalidValueError
 from llmsize.estimate.flops import compute_peak
 from llmsize.estimate.runtimes import RUNTIME_NAMES, backend, default_runtime
-from llmsize.estimate.speed import (
-    MARLIN_CLASS,
-    format_class,
-)
+from llmsize.estimate.speed import MARLIN_CLASS, format_class
 from llmsize.estimate.weights import read_shares_by_format
 
 if TYPE_CHECKING:

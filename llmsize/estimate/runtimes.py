@@ -4,16 +4,9 @@ the runtime's fitted constants picked from runtimes/*.yaml for the card's backen
 
 from __future__ import annotations
 
-
 from llmsize.catalog.schema import GpuSpec, RuntimeSpec, SpeedGroup
 from llmsize.errors import InvalidValueError
-from llmsize.estimate.speed import (
-    ALIAS_NOTE,
-    BACKEND_OF_VENDOR,
-    RUNTIME_ALIASES,
-    RUNTIMES,
-    Constants,
-)
+from llmsize.estimate.speed import ALIAS_NOTE, BACKEND_OF_VENDOR, RUNTIME_ALIASES, RUNTIMES, Constants
 
 RUNTIME_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "llamacpp": "llama.cpp",
                  "mlx": "MLX", "gpt-fast": "gpt-fast"}

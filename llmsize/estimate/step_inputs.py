@@ -25,13 +25,7 @@ from llmsize.estimate.memo import by_identity
 from llmsize.estimate.prefill import UNFUSED_SCORE_TRAFFIC
 from llmsize.estimate.runtime_model import departure, run_model
 from llmsize.estimate.runtimes import backend
-from llmsize.estimate.speed import (
-    SERVING_RUNTIMES,
-    PrefillInputs,
-    StepInputs,
-    format_class,
-    link_kind,
-)
+from llmsize.estimate.speed import SERVING_RUNTIMES, PrefillInputs, StepInputs, format_class, link_kind
 from llmsize.estimate.weights import expert_params_per_token, expert_read_fraction, read_shares_by_format
 
 if TYPE_CHECKING:

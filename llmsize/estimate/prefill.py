@@ -23,7 +23,6 @@ from llmsize.estimate.kv import kv_bytes
 from llmsize.estimate.quant import QuantFormat
 from llmsize.estimate.weights import bytes_read_by_batch
 
-
 SCORE_BYTES_HELD = 4  # FP32 scores
 UNFUSED_SCORE_TRAFFIC = 20  # bytes moved a score by unfused attention's kernels (llama.cpp build_attn_mha)
 

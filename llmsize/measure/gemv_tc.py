@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import torch
 
+from llmsize.measure.gemv import nvfp4_gemv
 from llmsize.measure.gemv_words import (
-    split_workspace,
     check_rows,
     e4m3_cvt,
+    split_workspace,
     word_operands,
 )
-from llmsize.measure.gemv import nvfp4_gemv
 from llmsize.measure.launch import interpreter_rows
 from llmsize.measure.nvfp4 import Nvfp4Weight
 from llmsize.measure.tuner import Tuning

@@ -9,8 +9,8 @@ import torch
 
 from llmsize.measure import fused, gemma4, gemv_tc, gemv_words, logits
 from llmsize.measure.gemv import nvfp4_linear_reference
-from llmsize.measure.gpu import capture_step
 from llmsize.measure.gemv_words import BATCH_FEATURES, WIDE_FEATURES
+from llmsize.measure.gpu import capture_step
 from llmsize.measure.nvfp4 import quantize
 from llmsize.measure.reference import attention_reference
 

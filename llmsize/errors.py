@@ -35,6 +35,15 @@ def close_names(typed: str, names, n: int = 1) -> list[str]:
     return close
 
 
+def not_one_of(value: str, values, synonyms: dict[str, str] | None = None) -> str:
+    """Why `value` is refused, with a did-you-mean from its spelling or from `synonyms` (other names users give
+    the same thing); the one message of every closed set."""
+    v = value.strip().lower()
+    close = [synonyms[v]] if synonyms and v in synonyms else close_names(v, values)
+    hint = f" (did you mean `{close[0]}`?)" if close else ""
+    return f"`{shown(value)}` is not one of {', '.join(values)}{hint}"
+
+
 def install_hint(extra: str, packages: str) -> str:
     """How to install an extra: from the checkout the tool is installed from (it is not on PyPI), or its packages."""
     return f"Install the {extra} extra: pip install '.[{extra}]' in the llmsize checkout (or pip install {packages})."

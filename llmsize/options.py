@@ -15,7 +15,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from llmsize.errors import close_names, shown
+from llmsize.errors import not_one_of, shown
 
 INT_MAX = 2**31 - 1  # token counts and sizes: what engines take (int32) and what float arithmetic keeps exact
 # the schema's closed sets (tests/test_options.py checks they are the schema's, without importing pydantic here)
@@ -77,15 +77,6 @@ def duration(flag: str):
                                      "most a day)")
         return seconds
     return check
-
-
-def not_one_of(value: str, values, synonyms: dict[str, str] | None = None) -> str:
-    """Why `value` is refused, with a did-you-mean from its spelling or from `synonyms` (other names users give
-    the same thing); the one message of every closed set."""
-    v = value.strip().lower()
-    close = [synonyms[v]] if synonyms and v in synonyms else close_names(v, values)
-    hint = f" (did you mean `{close[0]}`?)" if close else ""
-    return f"`{shown(value)}` is not one of {', '.join(values)}{hint}"
 
 
 def choice(values: tuple[str, ...], synonyms: dict[str, str] | None = None):

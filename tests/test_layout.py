@@ -87,3 +87,34 @@ def test_no_private_names_across_modules():
     taken = [(m, t, n) for m, deps in imports().items() for t, names in deps for n in names
              if n.startswith("_") and not n.startswith("__")]
     assert taken == []
+
+
+# Each package's place: the estimators (pure, torch-free) and the catalog below the edges that read files, render
+# and parse the command line; the one upward arrow allowed is the measurement rows' schemas (the dataset's, in
+# catalog/) checking a recipe or a host memory with the estimators' own parsers when a row is read.
+BELOW = {
+    "llmsize.estimate": ("llmsize.importer", "llmsize.render", "llmsize.commands", "llmsize.cli", "llmsize.options",
+                         "llmsize.measure"),
+    "llmsize.catalog": ("llmsize.importer", "llmsize.render", "llmsize.commands", "llmsize.cli", "llmsize.options",
+                        "llmsize.measure"),
+    "llmsize.render": ("llmsize.commands", "llmsize.cli", "llmsize.importer", "llmsize.measure"),
+    "llmsize.importer": ("llmsize.render", "llmsize.commands", "llmsize.cli", "llmsize.measure"),
+    "llmsize.measure": ("llmsize.render", "llmsize.commands", "llmsize.cli"),
+    "llmsize.options": ("llmsize.commands", "llmsize.cli", "llmsize.render", "llmsize.importer", "llmsize.measure"),
+    "llmsize.commands": ("llmsize.cli",),
+}
+UPWARD_ALLOWED = {("llmsize.catalog.measurement", "llmsize.estimate.quant"),
+                  ("llmsize.catalog.host_measurement", "llmsize.estimate.host_memory")}
+
+
+def test_each_package_imports_only_what_stands_below_it():
+    wrong = sorted((m, t) for m, deps in imports().items() for t, _ in deps
+                   for pkg, above in BELOW.items() if (m == pkg or m.startswith(pkg + "."))
+                   and any(t == a or t.startswith(a + ".") for a in above))
+    assert wrong == []
+
+
+def test_the_catalog_reaches_the_estimators_only_through_the_dataset_schemas():
+    up = {(m, t) for m, deps in imports().items() for t, _ in deps
+          if m.startswith("llmsize.catalog.") and t.startswith("llmsize.estimate")}
+    assert up == UPWARD_ALLOWED

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from llmsize.commands.shared import load_catalog, make_console, print_json
-from llmsize.errors import InvalidValueError, shown
+from llmsize.errors import InvalidValueError, not_one_of, shown
 from llmsize.options import (
     CatalogOpt,
     FamilyOpt,
@@ -18,7 +18,6 @@ from llmsize.options import (
     MoeOpt,
     SegmentOpt,
     VendorOpt,
-    not_one_of,
 )
 from llmsize.units import GiB
 

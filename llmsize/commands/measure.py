@@ -9,7 +9,7 @@ from contextlib import contextmanager, nullcontext
 import typer
 
 from llmsize.commands.shared import find_card, load_catalog, make_console, print_json, term_width
-from llmsize.errors import InvalidValueError
+from llmsize.errors import InvalidValueError, not_one_of
 from llmsize.options import (
     ApiKeyOpt,
     BackendOpt,
@@ -175,8 +175,6 @@ def _measure_gpu(quant, context, tokens, batch, device, checkpoint, gpu_index, w
 
     quant = (quant or "nvfp4").strip().lower()
     if quant not in QUANTS:
-        from llmsize.options import not_one_of
-
         raise typer.BadParameter(not_one_of(quant, QUANTS), param_hint="'--quant'")
     opts = MeasureOptions(quant=quant, context=context, tokens=tokens, batch=batch, device=device,
                           checkpoint=str(checkpoint) if checkpoint else None, gpu_index=gpu_index,
@@ -212,9 +210,7 @@ def _measure_server(server, model, quant, context, tokens, concurrency, rounds, 
 
             quant_format(quant)  # a recipe's parts, before any request
         elif quant.strip().lower() not in FORMATS:
-            from llmsize.options import not_one_of
-
-            raise typer.BadParameter(not_one_of(quant, list(FORMATS)), param_hint="'--quant'")
+                raise typer.BadParameter(not_one_of(quant, list(FORMATS)), param_hint="'--quant'")
     require_http()  # the options first: each is the user's to fix whether or not the extra is installed
     with _progress_bar() as progress:
         return measure_server(opts, progress, cat, g)

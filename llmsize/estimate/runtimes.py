@@ -27,7 +27,7 @@ def resolve_runtime(name: str) -> tuple[str, str | None]:
         return key, None
     if key in RUNTIME_ALIASES:
         return RUNTIME_ALIASES[key], ALIAS_NOTE.get(key)
-    from llmsize.options import not_one_of
+    from llmsize.errors import not_one_of
 
     raise InvalidValueError(f"--runtime {not_one_of(name, list(RUNTIMES) + ['ollama', 'lmstudio'])}.",
                             "Ollama and LM Studio run llama.cpp: --runtime llamacpp.")

@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import assert_one_line_error
 
 from llmsize import __version__
@@ -427,7 +426,8 @@ def test_the_same_value_twice_or_a_listed_option_repeated_is_not_a_conflict(run_
      "and --emit llama-server plans llamacpp's memory ledger: one plan is sized for one runtime. Drop --runtime "
      "(--emit llama-server sets it)"),
     (["plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--gpu-layers", "10", "--runtime", "vllm"],
-     "and --gpu-layers (a llama.cpp option) plans llamacpp's memory ledger"),
+     "and --gpu-layers plans llamacpp's memory ledger: one plan is sized for one runtime. Drop --runtime "
+     "(--gpu-layers sets it)"),
     # SGLang's and TensorRT-LLM's ledgers charge no CUDA-graph reserve: the option changed nothing
     (["plan", "gemma-4-12b", "--gpu", "h100", "--engine", "sglang", "--cudagraph-gib", "5"],
      "--cudagraph-gib is vLLM V1's CUDA-graph reserve, and --engine sglang is not vLLM."),
@@ -461,8 +461,6 @@ def test_fit_says_when_the_host_ram_given_plays_no_part(run_cli):
 
 def test_fleet_takes_the_estimate_only_its_partial_checkpoint_hint_names(run_cli, tmp_path):
     """A folder whose shards are missing: the refusal says `--estimate-only`, which fleet did not have."""
-    import shutil
-
     src = Path(__file__).parent / "data" / "hf-configs" / "meta-llama__Llama-3.1-8B-Instruct.json"
     (tmp_path / "config.json").write_text(src.read_text())
     (tmp_path / "model.safetensors.index.json").write_text(json.dumps(
@@ -473,7 +471,6 @@ def test_fleet_takes_the_estimate_only_its_partial_checkpoint_hint_names(run_cli
     code, out, err = run_cli("fleet", str(tmp_path), "--gpus", "h100-sxm", "--users", "10", "--estimate-only",
                              "--json")
     assert code == 0 and json.loads(out)["rows"], err
-    shutil.rmtree(tmp_path)
 
 
 def test_a_catalog_file_of_a_plain_string_says_what_to_do(run_cli, tmp_path):

@@ -101,15 +101,13 @@ def compare(
     m = named_model(cat, model, hub, estimate_only, hub_file, command="compare")
     context = model_default_context(m)[0] if context is None else context
     check_backend(gpu_backend, runtime, fmt_id=quant or m.release.quant)
-    if runtime:  # one runtime for every row: a cache it cannot store sizes nothing it runs
-        from llmsize.estimate.runtimes import resolve_runtime
+    from llmsize.estimate.runtimes import not_on, resolve_runtime
 
-        refuse_cache(resolve_runtime(runtime)[0], f"--runtime {runtime}", kv_dtype)
+    rid = resolve_runtime(runtime)[0] if runtime else None
+    if rid:  # one runtime for every row: a cache it cannot store sizes nothing it runs
+        refuse_cache(rid, f"--runtime {runtime}", kv_dtype)
     cards = filtered_cards(cat, gpus_, vendor, segment)
-    if runtime:  # every row's expected figure would be missing: the runtime, or the cards
-        from llmsize.estimate.runtimes import not_on, resolve_runtime
-
-        rid = resolve_runtime(runtime)[0]
+    if rid:  # every row's expected figure would be missing: the runtime, or the cards
         refusals = [(g.id, not_on(rid, g)) for g in cards]
         if all(why for _, why in refusals):
             raise InvalidValueError(f"--runtime {runtime}: no card compared runs it ({refusals[0][0]}: "

@@ -7,6 +7,7 @@ import sys
 from llmsize.commands.shared import (
     find_local_card,
     gb_bytes,
+    gib_bytes,
     host_memory_of,
     llamacpp_constants,
     load_catalog,
@@ -126,7 +127,7 @@ def fit_cmd(
                                 f"Give --context {longest.max_position_embeddings} or less.")
     rows, skipped, fitting = fit_models(cat.models.all(), g, rid, context, runtimes, card_bytes(g, wired), host,
                                llamacpp_constants(g, cat),
-                               None if host_ram_gib is None else host_ram_gib * GiB, one_per_model, wired,
+                               gib_bytes(host_ram_gib), one_per_model, wired,
                                sort.lower(), min_tok_s, fit_engine, cap_to_model=ollama_ctx)
     if as_json:
         print_json({"gpu": g.id, "runtime": rid, "engine": fit_engine if rid == "llamacpp" else None,

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from llmsize.commands.shared import load_catalog, make_console, print_json
+from llmsize.commands.shared import gib_bytes, load_catalog, make_console, print_json
 from llmsize.errors import InvalidValueError, not_one_of, shown
 from llmsize.options import (
     CatalogOpt,
@@ -19,7 +19,6 @@ from llmsize.options import (
     SegmentOpt,
     VendorOpt,
 )
-from llmsize.units import GiB
 
 
 def gpus(
@@ -47,7 +46,7 @@ def gpus(
     if segment:
         items = [g for g in items if g.segment == segment]
     if min_memory_gib is not None:
-        items = [g for g in items if g.memory_bytes >= min_memory_gib * GiB]
+        items = [g for g in items if g.memory_bytes >= gib_bytes(min_memory_gib)]
     keys = {"bandwidth": lambda g: -g.bandwidth_gb_s, "memory": lambda g: -g.memory_bytes,
             "year": lambda g: -g.year, "id": lambda g: g.id}
     items.sort(key=keys[sort])

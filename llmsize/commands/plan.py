@@ -348,7 +348,7 @@ def _ledger_engine(emit, engine, split: bool, llama_given: list[str], serving_gi
     # ledger llama.cpp's one-GPU ledger is not)
     if llama_given and engine is None and not (split and set(llama_given) <= {"--cache-type-k", "--cache-type-v"}):
         return "llamacpp", (f"{', '.join(llama_given)}: llama.cpp's options, so its ledger is planned (--engine "
-                            "llamacpp)"), f"{llama_given[0]} (a llama.cpp option)"
+                            "llamacpp)"), llama_given[0]
     return engine, None, flag
 
 
@@ -360,8 +360,7 @@ def _refuse_runtime_mismatch(runtime, engine, engine_flag, emit, plan_runtime) -
     if runtime and engine and resolve_runtime(runtime)[0] != resolve_runtime(engine)[0]:
         raise InvalidValueError(f"--runtime {runtime} asks for {runtime}'s expected speed, and {engine_flag} plans "
                                 f"{engine}'s memory ledger: one plan is sized for one runtime.",
-                                f"Drop --runtime ({engine_flag.split(' (')[0]} sets it), or give both the same "
-                                "runtime.")
+                                f"Drop --runtime ({engine_flag} sets it), or give both the same runtime.")
     if emit in ("vllm", "sglang") and plan_runtime != emit:
         raise InvalidValueError(f"--emit {emit} prints {emit}'s launch line, and this plan is sized for "
                                 f"{plan_runtime} (its share of the card, its ledger).",
@@ -411,9 +410,9 @@ def _serving_ledger(p, m, g, engine, max_model_len, max_num_batched_tokens, bloc
     e = EngineInputs(engine=engine, gpu_util=p.inputs.gpu_util, max_model_len=max_model_len,
                      max_num_batched_tokens=max_num_batched_tokens, block_size=block_size,
                      kv_dtype=p.inputs.kv_dtype, tp=tp, weight_format=p.fmt.id,
-                     non_torch_bytes=None if non_torch_gib is None else int(non_torch_gib * GiB),
+                     non_torch_bytes=None if non_torch_gib is None else int(gib_bytes(non_torch_gib)),
                      version=engine_version.lower(),
-                     cudagraph_bytes=None if cudagraph_gib is None else int(cudagraph_gib * GiB))
+                     cudagraph_bytes=None if cudagraph_gib is None else int(gib_bytes(cudagraph_gib)))
     return engine_ledger(p.card_model or m, g, (p.weights_card or p.weights).bytes_total, e)
 
 

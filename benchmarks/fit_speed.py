@@ -36,6 +36,7 @@ others; the error is |predicted - measured| / measured; the band is the p5..p95 
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import math
 import operator
@@ -55,8 +56,8 @@ from fit_host import fit_host  # noqa: E402
 from llmsize.catalog.loader import Catalog  # noqa: E402
 from llmsize.catalog.measurement import load_dataset  # noqa: E402
 from llmsize.errors import LlmsizeError  # noqa: E402
-from llmsize.estimate.runtimes import RUNTIME_NAMES
 from llmsize.estimate.observed import Observed, card_of, llamacpp_flash_attn, observe  # noqa: E402
+from llmsize.estimate.runtimes import RUNTIME_NAMES  # noqa: E402
 from llmsize.estimate.speed import (  # noqa: E402
     Constants,
     attention_time_s,
@@ -386,8 +387,21 @@ def pins_consumer_factor(prompts: list[Observed]) -> bool:
                for flag in (True, False))
 
 
+_GROUP_FITS: dict = {}  # fit_group's fits by their arguments: the held-out loops and the borrowing decisions fit
+# the same rows again (4,239 calls, 1,732 of them distinct at 2026-12-06)
+
+
 def fit_group(runtime: str, be: str, rows: list[Observed], pool: list[Observed] | None = None,
               pool_prefill: bool = False, hold: tuple[tuple[str, float], ...] = ()) -> GroupFit:
+    """_fit_group, once for each set of arguments; a copy, which the caller may change."""
+    key = (runtime, be, tuple(map(id, rows)), tuple(map(id, pool)) if pool else None, pool_prefill, hold)
+    if key not in _GROUP_FITS:  # the rows are kept with their fit: their ids cannot be reused while it is cached
+        _GROUP_FITS[key] = (tuple(rows), tuple(pool or ()), _fit_group(runtime, be, rows, pool, pool_prefill, hold))
+    return copy.deepcopy(_GROUP_FITS[key][2])
+
+
+def _fit_group(runtime: str, be: str, rows: list[Observed], pool: list[Observed] | None = None,
+               pool_prefill: bool = False, hold: tuple[tuple[str, float], ...] = ()) -> GroupFit:
     """The decode constants (fit_decode, the kernel floor chosen on FLOORS_S), then prefill's (fit_prefill). With
     `pool` (its kin's rows, BORROW), the terms its own rows cannot pin (unpinned) are the pool fit's, held fixed, and
     with `pool_prefill` the prefill constants too (run() picks that by held-out error); `hold`: unknowns held at a
@@ -690,13 +704,11 @@ def fit_prefill(fit: GroupFit, pre: list[Observed], donor: GroupFit | None = Non
             else [(donor.moe_matmul_cost, donor.prefill_expert_read_cost)] if donor else [(1.0, 0.0)])
     factors = CONSUMER_FACTORS if pins_consumer_factor(pre) else (1.0,)
     grid = [(c, r, f) for c, r in grid for f in factors]
-    table = PrefillTable.of(fit, pre)
-    for cost, read, factor in grid:
-        trial = dataclasses.replace(fit)
-        err = _fit_prefill_at(trial, table, cost, read, factor)
+    for err, point in _fit_prefill_grid(PrefillTable.of(fit, pre), grid):
         if best is None or err < best[0] - 1e-12:
-            best = (err, trial)
-    take_prefill(fit, best[1])
+            best = (err, point)
+    for name, value in best[1].items():
+        setattr(fit, name, value)
     lender = classes_from.eta_prefill if classes_from else {}
     shared = [c for c in fit.eta_prefill if c in lender]
     if not shared:
@@ -752,51 +764,78 @@ class PrefillTable:
         return PrefillTable(cols, sum(1 for obs in by_class.values() for o in obs if o.prefill.serving))
 
 
-def _fit_prefill_at(fit: GroupFit, table: PrefillTable, moe_cost: float, read_cost: float = 0.0,
-                    consumer_factor: float = 1.0) -> float:
-    """fit_prefill at one moe_matmul_cost, prefill_expert_read_cost and consumer factor; returns the weighted squared
-    error of the rows it fitted."""
-    fit.moe_matmul_cost, fit.prefill_expert_read_cost = moe_cost, read_cost
-    fit.prefill_consumer_factor = consumer_factor
+def _fit_prefill_grid(table: PrefillTable, grid: list[tuple[float, float, float]]) -> list[tuple[float, dict]]:
+    """fit_prefill at each (moe_matmul_cost, prefill_expert_read_cost, consumer factor) of the grid: per point, the
+    weighted squared error of the rows it fitted and the prompt constants (PREFILL_TERMS and eta_prefill). The
+    rows' terms at every point are one array (a row per point), so each sum is one reduction over the grid."""
+    costs, reads, factors = (np.array(v, dtype=float)[:, None] for v in zip(*grid))
     counts = {c: len(t["meas"]) for c, t in table.by_class.items()}
     pooled = not any(n >= MIN_ROWS_CLASS for n in counts.values())
-    # per row: measured, fixed (the expert read at this grid point included), layers, FLOP time at eta 1
-    rows = {c: (t["meas"], t["fixed"] + read_cost * t["read"], t["layers"],
-                (t["dense"] + (moe_cost - 1) * t["expert"]) / (1 + (consumer_factor - 1) * t["consumer"]))
+    # per class and point: measured, fixed (the expert read at the point included), layers, FLOP time at eta 1
+    rows = {c: (t["meas"], t["fixed"] + reads * t["read"], t["layers"],
+                (t["dense"] + (costs - 1) * t["expert"]) / (1 + (factors - 1) * t["consumer"]))
             for c, t in table.by_class.items()}
     if pooled and rows:
-        rows = {"*": tuple(np.concatenate(cols) for cols in zip(*rows.values()))}
+        rows = {"*": tuple(np.concatenate(cols, axis=-1) for cols in zip(*rows.values()))}
     serving = table.serving_rows >= MIN_ROWS_CLASS
     # the alternation's sums, which do not change from one round to the next: per class (A, B, D) with
     # num_c = A - t_pl x B and den_c = D; for t_pl, num = P - sum_c u_c x B_c and den = Q
-    sums = {c: (float(np.sum(area * (meas - fixed) / meas**2)), float(np.sum(area * layers / meas**2)),
-                float(np.sum(area ** 2 / meas**2))) for c, (meas, fixed, layers, area) in rows.items()}
-    p_sum = sum(float(np.sum(layers * (meas - fixed) / meas**2)) for meas, fixed, layers, _ in rows.values())
+    sums = {c: tuple(np.broadcast_to(np.sum(v, axis=-1), len(grid)).tolist() for v in (
+        area * (meas - fixed) / meas**2, area * layers / meas**2, area ** 2 / meas**2))
+        for c, (meas, fixed, layers, area) in rows.items()}
+    p_sums = [np.sum(layers * (meas - fixed) / meas**2, axis=-1).tolist() for meas, fixed, layers, _ in rows.values()]
     q_sum = sum(float(np.sum(layers ** 2 / meas**2)) for meas, _, layers, _ in rows.values())
-    u, t_pl = {c: 1.0 for c in rows}, 0.0
+    points = [_alternate([(c, a_c[g], b_c[g], d_c[g]) for c, (a_c, b_c, d_c) in sums.items()],
+                         sum(p[g] for p in p_sums), q_sum, serving) for g in range(len(grid))]
+    errs = {c: _prefill_errors(rows[c], [u[c] for u, _ in points], [t_pl for _, t_pl in points]) for c in rows}
+    out = []
+    for g, ((cost, read, factor), (u, t_pl)) in enumerate(zip(grid, points)):
+        etas = {c: 1 / v for c, v in u.items() if math.isfinite(v)}
+        if pooled:
+            eta_prefill = {}
+            default = etas.get("*") if sum(counts.values()) >= MIN_ROWS_CLASS else None
+        else:
+            eta_prefill = {c: e for c, e in etas.items() if counts[c] >= MIN_ROWS_CLASS}
+            default = median(list(eta_prefill.values())) if eta_prefill else None
+        out.append((sum(errs[c][g] for c in rows), {
+            "moe_matmul_cost": cost, "prefill_expert_read_cost": read, "prefill_consumer_factor": factor,
+            "t_prefill_layer_s": t_pl, "eta_prefill": eta_prefill, "eta_prefill_default": default}))
+    return out
+
+
+def _alternate(terms: list[tuple[str, float, float, float]], p_sum: float, q_sum: float,
+               serving: bool) -> tuple[dict[str, float], float]:
+    """One grid point's closed forms, alternated: each class's u = max(1, (A - t_pl x B) / D) (infinite where the
+    rows cannot fit it), then, for a serving engine, t_pl = max(0, (P - sum_c u_c x B_c) / Q), until t_pl stands
+    still (at most 200 rounds). `terms`: (class, A, B, D)."""
+    u, t_pl = {c: 1.0 for c, *_ in terms}, 0.0
     for _ in range(200 if serving else 1):
-        for c, (a_c, b_c, d_c) in sums.items():
+        fitted = True
+        for c, a_c, b_c, d_c in terms:
             num = a_c - t_pl * b_c
             u[c] = max(1.0, num / d_c) if d_c > 0 and num > 0 else math.inf
+            fitted = fitted and not math.isinf(u[c])
         if serving:
-            if any(math.isinf(v) for v in u.values()):
+            if not fitted:
                 t_pl = 0.0  # a class the rows cannot fit: no per-layer cost from them
             else:
-                num = p_sum - sum(u[c] * b_c for c, (_, b_c, _) in sums.items())
+                num = p_sum - sum([u[c] * b_c for c, _, b_c, _ in terms])
                 before, t_pl = t_pl, max(0.0, num / q_sum) if q_sum > 0 else 0.0
                 if t_pl == before:  # a fixed point: every further round would give the same u and t_pl
                     break
-    etas = {c: 1 / v for c, v in u.items() if math.isfinite(v)}
-    fit.t_prefill_layer_s = t_pl
-    err = sum(float(np.sum(((meas - fixed - t_pl * layers - area * u[c]) / meas) ** 2)) if math.isfinite(u[c])
-              else float(len(meas)) for c, (meas, fixed, layers, area) in rows.items())
-    if pooled:
-        fit.eta_prefill = {}
-        fit.eta_prefill_default = etas.get("*") if sum(counts.values()) >= MIN_ROWS_CLASS else None
-        return err
-    fit.eta_prefill = {c: e for c, e in etas.items() if counts[c] >= MIN_ROWS_CLASS}
-    fit.eta_prefill_default = median(list(fit.eta_prefill.values())) if fit.eta_prefill else None
-    return err
+    return u, t_pl
+
+
+def _prefill_errors(cols: tuple, u: list[float], t_pl: list[float]) -> list[float]:
+    """One class's weighted squared error at each grid point (its fraction 1/u and per-layer cost there); a class
+    the rows cannot fit (u infinite) counts 1 a row."""
+    meas, fixed, layers, area = cols
+    finite = [math.isfinite(v) for v in u]
+    u_col = np.array([v if f else 0.0 for v, f in zip(u, finite)])[:, None]
+    t_col = np.array(t_pl)[:, None]
+    fixed, area = np.broadcast_to(fixed, (len(u), len(meas))), np.broadcast_to(area, (len(u), len(meas)))
+    err = np.sum(((meas - fixed - t_col * layers - area * u_col) / meas) ** 2, axis=-1).tolist()
+    return [e if f else float(len(meas)) for e, f in zip(err, finite)]
 
 
 def predict(fit: GroupFit, o: Observed) -> float | None:

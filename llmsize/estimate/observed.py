@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from llmsize.catalog.measurement import Row, format_id, printed_bytes
 from llmsize.catalog.schema import GpuSpec, ModelSpec
@@ -45,15 +46,17 @@ class Observed:
     measured_s: float  # seconds per decode step, or per prompt
     ceiling_tok_s: float | None  # the plan's bandwidth ceiling per sequence at the row's batch (decode rows)
 
-    @property
+    # read once (the fit asks each row's backend millions of times); cached_property writes the instance's
+    # __dict__, which a frozen dataclass allows, and replace() makes a new instance that reads its own
+    @cached_property
     def backend(self) -> str | None:
         """The backend the row ran on: Vulkan where it says so, else its card's own."""
         return row_backend(self.row, self.plan.gpu)
 
-    @property
+    @cached_property
     def family(self) -> str | None:
         """Its backend, or on AMD cards under ROCm the GPU family whose bytes a pooled fit streams apart (RDNA)."""
-        return stream_family(self.plan.gpu, row_backend(self.row, self.plan.gpu))
+        return stream_family(self.plan.gpu, self.backend)
 
 
 def asked_backend(row: Row) -> str | None:

@@ -127,6 +127,35 @@ def class_bw_s(x) -> dict[str, float]:
     return {c: b / x.bandwidth_bytes_per_s for c, b in weight_bytes_by_class(x).items()}
 
 
+@dataclass(frozen=True)
+class StepTerms:
+    """A decode row's terms that no fit changes, in seconds: weights, cache and each kernel class's weights at full
+    bandwidth, and the speed model's terms per unit of their constants (dequantisation per op a weight, attention per
+    attn_cost, tile padding per tile_cost, the step's matmuls at the peak per mm_cost), and the ceiling's step."""
+    w_bw_s: float
+    kv_bw_s: float
+    class_bw_s: dict[str, float]
+    dequant_s: float
+    attention_s: float
+    tile_s: float
+    mm_s: float
+    ceiling_s: float
+
+
+_STEP_TERMS: dict[int, tuple[Observed, StepTerms]] = {}  # by the row's id, the row kept with them
+
+
+def step_terms(o: Observed) -> StepTerms:
+    """The row's StepTerms, worked out once (the held-out loops build 703 decode systems from the same rows)."""
+    if id(o) not in _STEP_TERMS:
+        x = o.step
+        _STEP_TERMS[id(o)] = (o, StepTerms(
+            x.weight_bytes / x.bandwidth_bytes_per_s, x.kv_bytes / x.bandwidth_bytes_per_s, class_bw_s(x),
+            dequant_time_s(x, UNIT_COSTS), attention_time_s(x, UNIT_COSTS), tile_time_s(x, UNIT_COSTS),
+            tile_time_s(x, UNIT_MM), ceiling_step_s(x)))
+    return _STEP_TERMS[id(o)][1]
+
+
 def source_key(stem: str, f, row) -> str:
     """The unit left out together: the file's source (a post, a README, a thread: its tables, sections and columns
     are one source, however its rows' `where` tell them apart), or a row's own post where the row links it (`url`:
@@ -546,29 +575,29 @@ class DecodeSystem:
             [f"v_be:{b}" for b in self.backends] + [f"t_moe_be:{r}:{b}" for r, b in self.moe_backends]
         self.dec, rows_a = dec, []
         for o in dec:
-            x, t = o.step, o.measured_s
-            w_bw, kv_bw = x.weight_bytes / x.bandwidth_bytes_per_s, x.kv_bytes / x.bandwidth_bytes_per_s
+            x, t, terms = o.step, o.measured_s, step_terms(o)
+            w_bw, kv_bw = terms.w_bw_s, terms.kv_bw_s
             # the format's bytes at their class's fraction, those the scope leaves in 16 bits at the f16 class's and a
             # recipe's other formats at theirs (speed.weights_time_s); a class without a column of its own streams at
             # v:other
-            parts = class_bw_s(x)
+            parts = terms.class_bw_s
             row = [parts.get(c, 0.0) for c in self.classes]
             row.append(sum(v for c, v in parts.items() if c not in self.classes))
             kern = KERNELS.get(o.runtime, o.runtime)  # the pool's fixed costs, or its engine's own (below)
             row += [kv_bw, 0.0 if kern in self.own_kernels else x.layers, 0.0 if o.runtime in self.own_fixed else 1.0,
                     x.moe_layers]
             row += [x.collectives if x.link == k else 0.0 for k in self.links]
-            row.append(dequant_time_s(x, UNIT_COSTS))  # seconds per unit of ops per weight
-            row.append(attention_time_s(x, UNIT_COSTS) if runtime in VECTOR_ATTENTION else 0.0)  # per attn_cost
+            row.append(terms.dequant_s)  # seconds per unit of ops per weight
+            row.append(terms.attention_s if runtime in VECTOR_ATTENTION else 0.0)  # per attn_cost
             # per unit of tile_cost: the tile's padding (zero for vector kernels, and for an older generation's,
             # which costs mm_cost and is in the mm column below)
-            row.append(tile_time_s(x, UNIT_COSTS))
+            row.append(terms.tile_s)
             row.append(1.0 if x.engine_v0 else 0.0)  # a wait for the CPU a step (vLLM V0, llama.cpp < b6327, SGLang
             # 0.5.7-0.5.13 on a hybrid, without its overlap scheduler: expected.without_overlap)
             row.append(x.expert_weight_bytes / x.bandwidth_bytes_per_s)  # per unit of expert_read_cost
             row.append(x.layers if x.tensor_core_native else 0.0)  # per second of t_act_quant_layer_s
             row.append(x.batch - 1.0)  # per second of t_seq_s: each sequence of the step beyond the first
-            row.append(tile_time_s(x, UNIT_MM))  # per unit of mm_cost: the step's own matmul FLOPs at the peak
+            row.append(terms.mm_s)  # per unit of mm_cost: the step's own matmul FLOPs at the peak
             row.append(x.expert_launches)  # per second of t_expert_launch_s: an older engine's per-expert kernels
             row.append(x.recurrent_layers)  # per second of t_recurrent_layer_s: a hybrid's SSM / linear layers
             row += [x.layers if kern == k else 0.0 for k in self.own_kernels]
@@ -612,10 +641,10 @@ class DecodeSystem:
         self.A = np.array(rows_a, dtype=float).reshape(len(rows_a), len(self.names))
         self.gram = gram(self.A, RIDGE)
         # per row: the ceiling's step, the weights' time at full bandwidth, layers, measured time (target's inputs)
-        self.base_s = np.array([ceiling_step_s(o.step) for o in dec])
-        self.w_bw_s = np.array([o.step.weight_bytes / o.step.bandwidth_bytes_per_s for o in dec])
+        self.base_s = np.array([step_terms(o).ceiling_s for o in dec])
+        self.w_bw_s = np.array([step_terms(o).w_bw_s for o in dec])
         # per class, each row's weight bytes its kernels stream, in seconds at full bandwidth
-        by_row = [class_bw_s(o.step) for o in dec]
+        by_row = [step_terms(o).class_bw_s for o in dec]
         self.class_bw_s = {c: np.array([p.get(c, 0.0) for p in by_row]) for c in sorted({c for p in by_row for c in p})}
         self.layers = np.array([float(o.step.layers) for o in dec])
         self.t_s = np.array([o.measured_s for o in dec])

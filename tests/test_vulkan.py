@@ -304,7 +304,8 @@ def test_compare_keeps_the_cards_whose_runtime_takes_the_cache_and_refuses_the_o
     assert rows["h100-sxm"]["ceiling_tok_s"] and rows["h100-sxm"]["expected_backend"] == "cuda"
     assert rows["m4-max"]["ceiling_tok_s"] is None and rows["arc-b580"]["ceiling_tok_s"] is None
     code, out, err = run_cli("compare", "llama-3.1-8b", "--kv-dtype", "fp8", "--gpus", "m4-max,arc-b580")
-    assert code == 2 and "has no such cache type" in err and "With `plan`" in err
+    assert code == 2 and "has no such cache type" in err and "Give --kv-dtype fp16, bf16 or fp32" in err
+    assert "`plan --cache-type-k q8_0 --cache-type-v q8_0 --flash-attn on`" in err  # compare has no such options
 
 
 def test_llama_cpp_and_mlx_give_no_figure_for_a_format_their_files_cannot_hold(run_cli):

@@ -323,8 +323,8 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     if runtime in LLAMACPP_RUNTIMES and cache_types(inputs.kv_dtype) is None:
         raise InvalidValueError(f"--kv-dtype {inputs.kv_dtype}: llama.cpp, which runs this plan ({runtime}), has no "
                                 f"such cache type (it stores {', '.join(LLAMACPP_KV_TYPES)}).",
-                                "With `plan`, use --cache-type-k q8_0 --cache-type-v q8_0 --flash-attn on; or plan "
-                                "another runtime (--runtime vllm).")
+                                "Give --kv-dtype fp16, bf16 or fp32 (`plan --cache-type-k q8_0 --cache-type-v q8_0 "
+                                "--flash-attn on` prices its quantized caches), or another runtime (--runtime vllm).")
     if inputs.kv_dtype.lower() == "fp8_ds_mla" and not mla_mixers(model):
         raise InvalidValueError(f"--kv-dtype fp8_ds_mla is vLLM's FlashMLA cache of MLA layers, and {model.name} "
                                 "has none.", "Use --kv-dtype fp8.")

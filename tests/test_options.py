@@ -161,11 +161,11 @@ def test_typos_in_closed_sets_are_errors_not_empty_tables(run_cli, args, needle)
     # llama.cpp's caches under compare and fleet: its 16- and 32-bit ones (its quantized ones are plan's
     # --cache-type-k/-v); fleet named "No card serves the workload", each row's refusal inside it
     (["compare", "llama-3.1-8b", "--runtime", "llamacpp", "--kv-dtype", "fp8", "--gpus", "rtx4090"],
-     "--kv-dtype fp8 with --runtime llamacpp: llama.cpp does not store its cache in fp8. Give --kv-dtype fp16, bf16, "
-     "fp32, or drop --runtime llamacpp"),
+     "--kv-dtype fp8 with --runtime llamacpp: llama.cpp does not store its cache in fp8. Give --kv-dtype fp32, fp16, "
+     "bf16, or drop --runtime llamacpp"),
     (["compare", "llama-3.1-8b", "--runtime", "ollama", "--kv-dtype", "int8"], "llama.cpp does not store its cache"),
     (["fleet", "llama-3.1-8b", "--quant", "gguf-q4_k_m", "--runtime", "llamacpp", "--kv-dtype", "fp8", "--users", "4",
-      "--gpus", "rtx4090"], "Give --kv-dtype fp16, bf16, fp32, or another --runtime"),
+      "--gpus", "rtx4090"], "Give --kv-dtype fp32, fp16, bf16, or another --runtime"),
     (["plan", "llama-3.1-8b", "--gpu", "h100", "--quant", "mlx-4bit", "--emit", "sglang"], "is an MLX format"),
     (["plan", "llama-3.1-8b", "--gpu", "gaudi3", "--quant", "gguf-q4_0", "--emit", "llama-server"],
      "--emit llama-server on gaudi3: llama.cpp does not run on Intel Gaudi 3"),

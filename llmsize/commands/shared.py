@@ -175,23 +175,23 @@ def card_list(cat, text: str | None) -> list:
 
 
 def refuse_cache(rid: str | None, flag: str, kv_dtype: str | None, instead: str | None = None) -> None:
-    """A serving engine named by `flag` cannot store its cache in `kv_dtype`: refused (a what-if needs no engine;
-    `instead`: what else the hint offers, by default dropping `flag` for the what-if)."""
+    """A serving engine or llama.cpp named by `flag` cannot store its cache in `kv_dtype`: refused (a what-if needs
+    no engine; `instead`: what else the hint offers, by default dropping `flag` for the what-if)."""
     from llmsize.estimate.capacity import LLAMACPP_RUNTIMES
-    from llmsize.estimate.llamacpp_budget import PLAN_CACHE_TYPES, cache_types
     from llmsize.estimate.quant import runtime_kv_refusal
     from llmsize.estimate.runtimes import RUNTIME_NAMES
 
-    otherwise = instead or f"drop {flag} for the format's what-if"
-    if rid in ("vllm", "sglang", "trtllm") and kv_dtype and (refused := runtime_kv_refusal(rid, kv_dtype)):
-        raise InvalidValueError(f"--kv-dtype {kv_dtype} with {flag}: {RUNTIME_NAMES[rid]} does not store its cache "
-                                f"in {kv_dtype.lower()}.", f"Give --kv-dtype {', '.join(refused[1])}, or {otherwise}.")
-    if rid in LLAMACPP_RUNTIMES and kv_dtype and cache_types(kv_dtype) is None:
-        # llama.cpp's quantized caches (q8_0, q4_0 ...) are plan's --cache-type-k/-v: --kv-dtype names none of them
-        raise InvalidValueError(f"--kv-dtype {kv_dtype} with {flag}: llama.cpp does not store its cache in "
-                                f"{kv_dtype.lower()}.", f"Give --kv-dtype {', '.join(PLAN_CACHE_TYPES)}, or "
-                                f"{otherwise} (`plan --cache-type-k q8_0 --cache-type-v q8_0 --flash-attn on` prices "
-                                "llama.cpp's quantized caches).")
+    if rid not in ("vllm", "sglang", "trtllm", *LLAMACPP_RUNTIMES) or not kv_dtype:
+        return
+    refused = runtime_kv_refusal(rid, kv_dtype)
+    if refused:
+        llama = rid in LLAMACPP_RUNTIMES  # its quantized caches (q8_0, q4_0 ...) are plan's --cache-type-k/-v
+        raise InvalidValueError(
+            f"--kv-dtype {kv_dtype} with {flag}: {RUNTIME_NAMES['llamacpp' if llama else rid]} does not store its "
+            f"cache in {kv_dtype.lower()}.", f"Give --kv-dtype {', '.join(refused[1])}, or "
+            f"{instead or f'drop {flag} for the format' + chr(39) + 's what-if'}"
+            + (" (`plan --cache-type-k q8_0 --cache-type-v q8_0 --flash-attn on` prices llama.cpp's quantized caches)."
+               if llama else "."))
 
 
 def filtered_cards(cat, gpus: str | None, vendor: str | None, segment: str | None) -> list:

@@ -146,7 +146,8 @@ _STEP_TERMS: dict[int, tuple[Observed, StepTerms]] = {}  # by the row's id, the 
 
 
 def step_terms(o: Observed) -> StepTerms:
-    """The row's StepTerms, worked out once (the held-out loops build 703 decode systems from the same rows)."""
+    """The row's StepTerms, worked out once (the held-out loops build hundreds of decode systems from the same
+    rows)."""
     if id(o) not in _STEP_TERMS:
         x = o.step
         _STEP_TERMS[id(o)] = (o, StepTerms(
@@ -417,7 +418,7 @@ def pins_consumer_factor(prompts: list[Observed]) -> bool:
 
 
 _GROUP_FITS: dict = {}  # fit_group's fits by their arguments: the held-out loops and the borrowing decisions fit
-# the same rows again (4,239 calls, 1,732 of them distinct at 2026-12-06)
+# the same rows again (RESULTS.md, "The fit's time")
 
 
 def fit_group(runtime: str, be: str, rows: list[Observed], pool: list[Observed] | None = None,
@@ -755,7 +756,7 @@ PREFILL_TERMS = ("eta_prefill_default", "t_prefill_layer_s", "prefill_consumer_f
 
 
 def take_prefill(fit: GroupFit, source: GroupFit) -> None:
-    """`source`'s prompt constants into `fit` (a borrowed group's donor, or fit_prefill's best grid point)."""
+    """`source`'s prompt constants into `fit` (a borrowed group's donor)."""
     fit.eta_prefill = dict(source.eta_prefill)
     for name in PREFILL_TERMS:
         setattr(fit, name, getattr(source, name))
@@ -809,7 +810,7 @@ def _fit_prefill_grid(table: PrefillTable, grid: list[tuple[float, float, float]
     serving = table.serving_rows >= MIN_ROWS_CLASS
     # the alternation's sums, which do not change from one round to the next: per class (A, B, D) with
     # num_c = A - t_pl x B and den_c = D; for t_pl, num = P - sum_c u_c x B_c and den = Q
-    sums = {c: tuple(np.broadcast_to(np.sum(v, axis=-1), len(grid)).tolist() for v in (
+    sums = {c: tuple(np.sum(v, axis=-1).tolist() for v in (
         area * (meas - fixed) / meas**2, area * layers / meas**2, area ** 2 / meas**2))
         for c, (meas, fixed, layers, area) in rows.items()}
     p_sums = [np.sum(layers * (meas - fixed) / meas**2, axis=-1).tolist() for meas, fixed, layers, _ in rows.values()]
@@ -862,7 +863,6 @@ def _prefill_errors(cols: tuple, u: list[float], t_pl: list[float]) -> list[floa
     finite = [math.isfinite(v) for v in u]
     u_col = np.array([v if f else 0.0 for v, f in zip(u, finite)])[:, None]
     t_col = np.array(t_pl)[:, None]
-    fixed, area = np.broadcast_to(fixed, (len(u), len(meas))), np.broadcast_to(area, (len(u), len(meas)))
     err = np.sum(((meas - fixed - t_col * layers - area * u_col) / meas) ** 2, axis=-1).tolist()
     return [e if f else float(len(meas)) for e, f in zip(err, finite)]
 

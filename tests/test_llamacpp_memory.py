@@ -677,13 +677,14 @@ def test_offload_speeds_against_published_runs(catalog):
         if rid.endswith(("ub2048", "ub4096", "ub8192")):
             assert abs(pred - got) / got < 0.12
     # its copy share: 1 for a run published at exactly the predicted speed; the gpt-oss-120b points' (RESULTS.md)
-    # 0.60 at ubatch 256 rising to ~1 at 8192 (fewer experts cross than uniform routing copies)
+    # 0.59 at ubatch 256 (0.60 until the 2026-12-06 refit on llama.cpp's CUDA hybrids) rising to ~1 at 8192 (fewer
+    # experts cross than uniform routing copies)
     runs = {r["id"]: r for r in yaml.safe_load(bench.RUNS.read_text())}
     ub256 = runs["ai-maestro-gpt-oss-120b-3090-ub256"]
     exact = {**ub256, "tok_s": bench.predicted(ub256, catalog)}
     assert bench.copy_share(exact, catalog) == pytest.approx(1.0, rel=1e-9)
     shares = [bench.copy_share(runs[f"ai-maestro-gpt-oss-120b-3090-ub{u}"], catalog) for u in (256, 512, 2048, 4096)]
-    assert shares == sorted(shares) and shares[0] == pytest.approx(0.60, abs=0.005)
+    assert shares == sorted(shares) and shares[0] == pytest.approx(0.59, abs=0.005)
     assert bench.copy_share(runs["llamacpp-discussion-15396-gpt-oss-20b-7900xt-cpu-moe"], catalog) is None  # decode
 
 

@@ -1827,34 +1827,36 @@ def test_a_hybrids_ttft_band_spans_what_published_hybrid_prompts_took(run_cli, r
 
 
 def test_the_llamacpp_hybrid_decode_note_says_what_its_rows_price_at(catalog, runtimes):
-    """Off AMD cards no llama.cpp hybrid's decode rows pin a recurrent layer's cost: a CUDA or Metal plan of a hybrid
-    says so, with the rows there priced by the shipped constants (an RTX 5090's and an M4 Pro's Qwen3.5-9B, an M2
-    Ultra's Qwen3-Next); a ROCm plan, which has the cost, and a model without recurrent layers do not."""
+    """On Apple's cards no llama.cpp hybrid's decode rows pin a recurrent layer's cost: a Metal plan of a hybrid says
+    so, with the rows there priced by the shipped constants (an M4 Pro's Qwen3.5-9B, an M2 Ultra's Qwen3-Next) and
+    the costs the other backends fitted; a CUDA plan (since 2026-12-06: four sources of hybrids' decode rows), a ROCm
+    or Vulkan plan, which have the cost, and a model without recurrent layers do not."""
     import sys
 
     from llmsize.estimate.expected import LLAMACPP_RECURRENT_DECODE_NOTE, expect
+    from llmsize.estimate.runtimes import constants
     from llmsize.estimate.step_inputs import has_recurrent_layers
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from predict_rows import price
 
     got = {}
-    for name in ("llamacpp-cuda-pr-22587-rtx5090", "llamacpp-apple-pr-19375-m2ultra-qwen3next",
-                 "llamacpp-apple-llmfit-community-m4pro"):
+    for name in ("llamacpp-apple-pr-19375-m2ultra-qwen3next", "llamacpp-apple-llmfit-community-m4pro"):
         got[name] = [r for _, what, r, _ in price(ROOT / "measurements" / f"{name}.yaml", catalog)
                      if r is not None and what.endswith("decode")
                      and has_recurrent_layers(catalog.model(what.split()[2]))]
-    assert "at {:.2f} of such a figure".format(*got["llamacpp-cuda-pr-22587-rtx5090"]) in \
-        LLAMACPP_RECURRENT_DECODE_NOTE
-    assert "M4 Pro (August 2026, llmfit's rate of a whole request) at {:.2f}".format(
+    assert "M4 Pro (August 2026, llmfit's rate of a whole request) decoded at {:.2f}".format(
         *got["llamacpp-apple-llmfit-community-m4pro"]) in LLAMACPP_RECURRENT_DECODE_NOTE
     m2 = got["llamacpp-apple-pr-19375-m2ultra-qwen3next"]
     assert len(m2) == 3 and f"at {min(m2):.2f}-{max(m2):.2f})" in LLAMACPP_RECURRENT_DECODE_NOTE + ")"
-    for model, card, says in (("qwen3.6-35b-a3b", "rtx4090", True), ("qwen3.6-35b-a3b", "m4-max", True),
-                              ("qwen3.6-35b-a3b", "strix-halo", False), ("qwen3-30b-a3b", "rtx4090", False)):
+    for model, card, says in (("qwen3.6-35b-a3b", "rtx4090", False), ("qwen3.6-35b-a3b", "m4-max", True),
+                              ("qwen3.6-35b-a3b", "strix-halo", False), ("qwen3-30b-a3b", "m4-max", False)):
         p = make_plan(catalog.model(model), catalog.gpu(card), PlanInputs(quant="gguf-q4_k_m"), search_fit=False)
         notes = expect(p, runtimes, "llamacpp").expected.notes
         assert any("costed here as any block" in n for n in notes) == says, (model, card)
+        if says:
+            cuda = constants(runtimes["llamacpp"], "cuda").t_recurrent_layer_s
+            assert cuda > 0 and f"CUDA (NVIDIA) {cuda * 1e6:.0f} us" in " ".join(notes)
 
 
 def test_a_hybrids_prompt_stays_out_of_the_fit_and_its_plan_says_why(catalog, run_cli):
@@ -2298,8 +2300,9 @@ def test_weights_the_tensor_cores_take_as_stored_unpack_nothing(catalog, runtime
 def test_a_hybrids_recurrent_layers_each_pay_their_fixed_cost(catalog, runtimes, model, recurrent):
     """A recurrent mixer (Qwen3.6's Gated DeltaNet: 30 of its 40 layers; Nemotron-3 Nano's 23 Mamba-2 layers) runs
     a chain of small kernels beside its state's bytes: the step's fixed costs carry t_recurrent_layer_s for each.
-    llama.cpp on ROCm fits one (no HIP graph by default); vLLM and SGLang, whose hybrids' rows price it at none,
-    and the groups without hybrids' rows pay none."""
+    llama.cpp on ROCm fits one (no HIP graph by default), and on CUDA since 2026-12-06 (four sources of hybrids'
+    decode rows; its graphs replay the launches, not the small kernels' own time); vLLM and SGLang, whose hybrids'
+    rows price it at none, and the groups without hybrids' rows pay none."""
     from dataclasses import replace
 
     from llmsize.estimate.runtimes import constants
@@ -2313,7 +2316,7 @@ def test_a_hybrids_recurrent_layers_each_pay_their_fixed_cost(catalog, runtimes,
     assert c.t_recurrent_layer_s > 0
     without = decode_terms_s(x, replace(c, t_recurrent_layer_s=0.0))["fixed"]
     assert decode_terms_s(x, c)["fixed"] - without == pytest.approx(recurrent * c.t_recurrent_layer_s)
-    for rt, be in (("vllm", "cuda"), ("sglang", "cuda"), ("llamacpp", "cuda"), ("llamacpp", "metal")):
+    for rt, be in (("vllm", "cuda"), ("sglang", "cuda"), ("llamacpp", "metal")):
         assert constants(runtimes[rt], be).t_recurrent_layer_s == 0.0
 
 

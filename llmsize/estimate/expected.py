@@ -68,10 +68,9 @@ OLD_SGLANG_HYBRID_NOTE = (
 # (tests/test_speed.py holds the figures to them)
 LLAMACPP_RECURRENT_DECODE_NOTE = (
     "a recurrent (SSM, linear-attention) layer is costed here as any block and its state's bytes: no published llama.cpp "
-    "decode rows of hybrids on {backend} cards pin a cost of its own (on AMD cards, {rocm_us:.0f} us a layer); "
-    "Qwen3.5-9B BF16 on an RTX 5090 (May 2026) decoded at 0.94 of such a figure, Qwen3.5-9B Q4_K_M on an M4 Pro "
-    "(August 2026, llmfit's rate of a whole request) at 0.97, Qwen3-Next 80B-A3B on an M2 Ultra (a February 2026 "
-    "build, before llama.cpp PR #19375 optimized its graph) at 0.41-0.45")
+    "decode rows of hybrids on {backend} cards pin a cost of its own (elsewhere, a layer: {fitted}); Qwen3.5-9B Q4_K_M "
+    "on an M4 Pro (August 2026, llmfit's rate of a whole request) decoded at 0.97 of such a figure, Qwen3-Next 80B-A3B "
+    "on an M2 Ultra (a February 2026 build, before llama.cpp PR #19375 optimized its graph) at 0.41-0.45")
 
 # runtimes that load no GGUF file (vLLM and SGLang read some, experimentally: their figures stand, with GGUF_NOTE)
 NO_GGUF = ("trtllm", "gpt-fast", "mlx")
@@ -102,7 +101,7 @@ VULKAN_BF16_EXPERTS_NOTE = (
     "llama.cpp's Vulkan build decodes BF16 routed experts with its tiled matmul, not its mat-vec kernels "
     "(ggml_vk_use_mul_mat_vec_id admits F32, F16 and quantized weights): published Vulkan runs of BF16 MoE GGUFs on "
     "a Strix Halo, outside the fit, decoded at 0.33-0.55 of such a figure (Qwen3.6-35B-A3B, GLM-4.7-Flash), Gemma 4 "
-    "26B-A4B's at 0.91-0.98 (its experts' share of the bytes no smaller: a difference not explained); a quantized "
+    "26B-A4B's at 0.92-0.98 (its experts' share of the bytes no smaller: a difference not explained); a quantized "
     "GGUF (Q8_0) takes the mat-vec path")
 
 
@@ -292,9 +291,10 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
     if rid == "sglang" and has_recurrent_layers(plan.model) and c.t_step_v0_s:
         first, last = map(release_words, no_buffer_releases(plan.model))
         notes += (OLD_SGLANG_HYBRID_NOTE.format(first=first, last=last, wait_ms=c.t_step_v0_s * 1e3),)
-    if rid == "llamacpp" and has_recurrent_layers(plan.model) and not c.t_recurrent_layer_s and "rocm" in spec.backends:
-        notes += (LLAMACPP_RECURRENT_DECODE_NOTE.format(
-            backend=BACKEND_NAMES.get(be, be), rocm_us=spec.backends["rocm"].t_recurrent_layer_s * 1e6),)
+    fitted = {b: g.t_recurrent_layer_s for b, g in spec.backends.items() if g.t_recurrent_layer_s}
+    if rid == "llamacpp" and has_recurrent_layers(plan.model) and not c.t_recurrent_layer_s and fitted:
+        notes += (LLAMACPP_RECURRENT_DECODE_NOTE.format(backend=BACKEND_NAMES.get(be, be), fitted=", ".join(
+            f"{BACKEND_NAMES.get(b, b)} {t * 1e6:.0f} us" for b, t in sorted(fitted.items()))),)
     if not plan.budget.weights_fit:
         notes += (NOT_FIT_NOTE,)
     e = expected_speed(step_inputs(plan, plan.decode_1, rid, be=gpu_backend),

@@ -131,7 +131,8 @@ CDNA4_NOTE = ("an MI350-series card (CDNA4): the AMD costs here are fitted on CD
 # A hybrid's published prompts, skipped by the fit and priced as if not: their time to first token as multiples of
 # the plan's figure, (shortest, longest), by who ran them; tests/test_speed.py holds each to its rows. The serving
 # engines': Qwen3.6 under vLLM on an RTX PRO 6000 Max-Q and 2 x RTX 5090, Qwen3-Next under SGLang on 8 x B200;
-# llama.cpp's: Qwen3.6 and Nemotron-3 Nano on a Strix Halo and an R9700 (its Vulkan build's: Qwen3-Next too).
+# llama.cpp's: Qwen3.6 and Nemotron-3 Nano on a Strix Halo and an R9700, Qwen3.5 and Qwen3.6 on an RTX 4090 (its
+# Vulkan build's: Qwen3-Next too).
 RECURRENT_PREFILL_RANGE = {"serving": (0.6, 3.7), "llamacpp": (0.8, 1.9), "llamacpp-vulkan": (0.9, 4.5)}
 _RECURRENT_PREFILL = ("time to first token of a model with recurrent (SSM, linear-attention) layers: their chunked "
                       "prompt kernels are costed as their FLOPs only; ")
@@ -140,8 +141,8 @@ RECURRENT_PREFILL_NOTE = (_RECURRENT_PREFILL + "published serving runs of such h
                           "this figure, and its band spans that".format(*RECURRENT_PREFILL_RANGE["serving"]))
 LLAMACPP_RECURRENT_PREFILL_NOTE = (
     _RECURRENT_PREFILL + "llama.cpp's published prompts of such hybrids (Qwen3.6, Nemotron-3 Nano on AMD cards; "
-    "Qwen3.5 and Qwen3.6 on an RTX 4090), outside the fit, took {0:.1f}-{1:.1f}x this figure, and its band spans that".format(
-        *RECURRENT_PREFILL_RANGE["llamacpp"]))
+    "Qwen3.5 and Qwen3.6 on an RTX 4090), outside the fit, took {0:.1f}-{1:.1f}x this figure, and its band spans "
+    "that".format(*RECURRENT_PREFILL_RANGE["llamacpp"]))
 LLAMACPP_VULKAN_RECURRENT_PREFILL_NOTE = (
     _RECURRENT_PREFILL + "llama.cpp's published Vulkan prompts of such hybrids (Qwen3.6, Qwen3-Next, Nemotron-3 Nano "
     "on AMD cards), outside the fit, took {0:.1f}-{1:.1f}x this figure, and its band spans that".format(

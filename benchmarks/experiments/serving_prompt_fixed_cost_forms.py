@@ -20,7 +20,6 @@ serving prompt's fixed cost: four forms compared" (2026-12-06).
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
@@ -58,34 +57,21 @@ def prompt_rows(cat: Catalog) -> dict[str, list[tuple[str, float, float, float, 
     return out
 
 
-def grid_times(form: str, work, fixed, layers):
-    g = SCALES * work + fixed
-    if form == "sum":
-        return g + layers * LAYER_COSTS_S + 0 * REQUEST_COSTS_S
-    if form == "sumreq":
-        return g + layers * LAYER_COSTS_S + REQUEST_COSTS_S
-    if form == "max":
-        return REQUEST_COSTS_S + np.maximum(g, layers * LAYER_COSTS_S)
-    return np.maximum(g, layers * LAYER_COSTS_S) + 0 * REQUEST_COSTS_S
+def form_time_s(form: str, s, t_pl, t_req, work, fixed, layers):
+    """A row's time under `form` (numbers, or arrays that broadcast: the grid against the rows)."""
+    g = s * work + fixed
+    return {"sum": g + layers * t_pl + 0 * t_req, "sumreq": g + layers * t_pl + t_req,
+            "max": t_req + np.maximum(g, layers * t_pl), "maxnoreq": np.maximum(g, layers * t_pl) + 0 * t_req}[form]
 
 
 def fit(form: str, rows) -> tuple[float, float, float]:
     meas, work, fixed, layers = (np.array([r[i] for r in rows]) for i in range(1, 5))
-    err = np.sum(((grid_times(form, work, fixed, layers) - meas) / meas) ** 2, axis=-1)
+    times = form_time_s(form, SCALES, LAYER_COSTS_S, REQUEST_COSTS_S, work, fixed, layers)
+    err = np.sum(((times - meas) / meas) ** 2, axis=-1)
     if form in ("sum", "maxnoreq"):
         err[:, :, 1:] = np.inf  # no cost a request in these forms
     i, j, k = np.unravel_index(np.argmin(err), err.shape)
     return float(SCALES.ravel()[i]), float(LAYER_COSTS_S.ravel()[j]), float(REQUEST_COSTS_S.ravel()[k])
-
-
-def time_s(form: str, params, row) -> float:
-    s, t_pl, t_req = params
-    _, _, work, fixed, layers = row
-    return {
-        "sum": s * work + fixed + layers * t_pl,
-        "sumreq": s * work + fixed + layers * t_pl + t_req,
-        "max": t_req + max(s * work + fixed, layers * t_pl),
-        "maxnoreq": max(s * work + fixed, layers * t_pl)}[form]
 
 
 def main() -> int:
@@ -100,11 +86,10 @@ def main() -> int:
                     continue
                 params = fit(form, train)
                 # the fit's error measure: |predicted rate - measured rate| / measured rate
-                errors += [abs(r[1] / time_s(form, params, r) - 1) for r in rows if r[0] == source]
-            errors.sort()
+                errors += [abs(r[1] / float(form_time_s(form, *params, *r[2:])) - 1) for r in rows if r[0] == source]
             s, t_pl, t_req = fit(form, rows)
-            p90 = errors[math.ceil(0.9 * (len(errors) - 1))]
-            print(f"{runtime:8s} {form:9s} {len(errors):4d} {100 * float(np.median(errors)):6.1f}% {100 * p90:6.1f}%"
+            med, p90 = fit_speed.median(errors), fit_speed.quantile(errors, 0.9, "high")
+            print(f"{runtime:8s} {form:9s} {len(errors):4d} {100 * med:6.1f}% {100 * p90:6.1f}%"
                   f"   {s:.2f}, {t_pl * 1e3:.2f} ms, {t_req * 1e3:.1f} ms")
     return 0
 

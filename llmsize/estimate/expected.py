@@ -292,10 +292,12 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
     if rid == "sglang" and has_recurrent_layers(plan.model) and c.t_step_v0_s:
         first, last = map(release_words, no_buffer_releases(plan.model))
         notes += (OLD_SGLANG_HYBRID_NOTE.format(first=first, last=last, wait_ms=c.t_step_v0_s * 1e3),)
-    fitted = {b: g.t_recurrent_layer_s for b, g in spec.backends.items() if g.t_recurrent_layer_s}
-    if rid == "llamacpp" and has_recurrent_layers(plan.model) and not c.t_recurrent_layer_s and fitted:
-        notes += (LLAMACPP_RECURRENT_DECODE_NOTE.format(backend=BACKEND_NAMES.get(be, be), fitted=", ".join(
-            f"{BACKEND_NAMES.get(b, b)} {t * 1e6:.0f} us" for b, t in sorted(fitted.items()))),)
+    if rid == "llamacpp" and has_recurrent_layers(plan.model) and not c.t_recurrent_layer_s:
+        fitted = [f"{BACKEND_NAMES.get(b, b)} {g.t_recurrent_layer_s * 1e6:.0f} us"
+                  for b, g in sorted(spec.backends.items()) if g.t_recurrent_layer_s]
+        if fitted:
+            notes += (LLAMACPP_RECURRENT_DECODE_NOTE.format(backend=BACKEND_NAMES.get(be, be),
+                                                            fitted=", ".join(fitted)),)
     if not plan.budget.weights_fit:
         notes += (NOT_FIT_NOTE,)
     e = expected_speed(step_inputs(plan, plan.decode_1, rid, be=gpu_backend),

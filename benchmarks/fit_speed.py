@@ -1001,7 +1001,9 @@ def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, 
                      "rows_decode": len(rd), "sources": len({o.source_key for o in rd}),
                      "cards": sorted({o.plan.gpu.id for o in rd})}
     own_moe = fit.t_moe_backend.get((fit.runtime, fit.backend), 0.0)
-    if own_moe > 0:  # the engine's own further cost a routed-expert layer on this backend (t_moe_be)
+    if own_moe > 0:  # the engine's own further cost a routed-expert layer on this backend (t_moe_be), as the shipped
+        # constants give it: its t_moe_layer_s less the others', each rounded as written
+        own_moe = r4(fit.t_moe_layer_s + own_moe) - r4(fit.t_moe_layer_s)
         models = Counter(o.plan.model.name for o in dec if o.runtime == fit.runtime
                          and o.backend == fit.backend and o.step.moe_layers)
         g["own_moe"] = (f"{RUNTIME_NAMES[fit.runtime]}'s MoE layers on {BACKEND_WORDS[fit.backend]} cost "

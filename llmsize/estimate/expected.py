@@ -101,7 +101,7 @@ VULKAN_BF16_EXPERTS_NOTE = (
     "llama.cpp's Vulkan build decodes BF16 routed experts with its tiled matmul, not its mat-vec kernels "
     "(ggml_vk_use_mul_mat_vec_id admits F32, F16 and quantized weights): published Vulkan runs of BF16 MoE GGUFs on "
     "a Strix Halo, outside the fit, decoded at 0.33-0.55 of such a figure (Qwen3.6-35B-A3B, GLM-4.7-Flash), Gemma 4 "
-    "26B-A4B's at 0.92-0.98 (its experts' share of the bytes no smaller: a difference not explained); a quantized "
+    "26B-A4B's at 0.91-0.98 (its experts' share of the bytes no smaller: a difference not explained); a quantized "
     "GGUF (Q8_0) takes the mat-vec path")
 
 
@@ -133,7 +133,7 @@ CDNA4_NOTE = ("an MI350-series card (CDNA4): the AMD costs here are fitted on CD
 # engines': Qwen3.6 under vLLM on an RTX PRO 6000 Max-Q and 2 x RTX 5090, Qwen3-Next under SGLang on 8 x B200;
 # llama.cpp's: Qwen3.6 and Nemotron-3 Nano on a Strix Halo and an R9700, Qwen3.5 and Qwen3.6 on an RTX 4090 (its
 # Vulkan build's: Qwen3-Next too).
-RECURRENT_PREFILL_RANGE = {"serving": (0.6, 3.7), "llamacpp": (0.8, 1.9), "llamacpp-vulkan": (0.9, 4.5)}
+RECURRENT_PREFILL_RANGE = {"serving": (0.6, 3.7), "llamacpp": (0.8, 2.0), "llamacpp-vulkan": (0.9, 4.5)}
 _RECURRENT_PREFILL = ("time to first token of a model with recurrent (SSM, linear-attention) layers: their chunked "
                       "prompt kernels are costed as their FLOPs only; ")
 RECURRENT_PREFILL_NOTE = (_RECURRENT_PREFILL + "published serving runs of such hybrids (sch0tten/nvfp4-benchmark, "

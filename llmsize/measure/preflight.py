@@ -1,4 +1,5 @@
-"""Checks that run before any work: the extra is installed, a GPU is there, the run fits in free VRAM.
+"""Checks that run before any work: the extra is installed, a GPU is there, the run fits in free VRAM (or, on the
+CPU, in the memory the machine has available).
 Each failure is one LlmsizeError line with what to do next. Imports torch only inside the functions."""
 
 from __future__ import annotations
@@ -63,3 +64,30 @@ def check_fits(need_bytes: int, free_bytes: int | None, what: str) -> None:
             f"Not enough free VRAM: {what} needs about {need_bytes / GiB:.2f} GiB ({need_bytes / GB:.2f} GB), "
             f"the card has {free_bytes / GiB:.2f} GiB free.",
             "Lower --context, --batch or --tokens, free the GPU, or use --quant nvfp4.")
+
+
+def host_available_bytes() -> int | None:
+    """The memory the machine can give a new allocation without swapping: Linux's MemAvailable (/proc/meminfo),
+    else the physical memory (os.sysconf), else None (not known: no check)."""
+    import os
+
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def check_fits_host(need_bytes: int, available_bytes: int | None, what: str) -> None:
+    """Refuse a CPU run before allocating when it cannot fit the machine's available memory."""
+    if available_bytes is not None and need_bytes > available_bytes:
+        raise LlmsizeError(
+            f"Not enough memory: {what} needs about {need_bytes / GiB:.2f} GiB ({need_bytes / GB:.2f} GB), "
+            f"the machine has {available_bytes / GiB:.2f} GiB available.",
+            "Lower --context, --batch or --tokens, or close what else holds memory.")

@@ -123,27 +123,28 @@ def git_commit() -> str | None:
 
 # ------------------------------------------------------------------------------------------ bytes
 
-def weight_memory_bytes(cfg, quant: str) -> int:
-    """Resident weight bytes of a config in a format, from shapes alone (for the fit check)."""
+def weight_memory_bytes(cfg, quant: str, elem: int = 2) -> int:
+    """Resident weight bytes of a config in a format, from shapes alone (for the fit check); `elem` the bytes of
+    an unquantized element (2 on the GPU, bf16; 4 on the CPU, float32)."""
     from llmsize.measure.gemma4 import layer_shapes
 
-    total = cfg.vocab_size * cfg.hidden_size * 2 + cfg.hidden_size * 2
+    total = cfg.vocab_size * cfg.hidden_size * elem + cfg.hidden_size * elem
     for kind in cfg.layer_types:
         for n, k in layer_shapes(cfg, kind).values():
-            total += n * k // 2 + n * k // 16 + 4 * n if quant == "nvfp4" else n * k * 2
-        total += (4 * cfg.hidden_size + 2 * cfg.hd(kind) + 1) * 2
+            total += n * k // 2 + n * k // 16 + 4 * n if quant == "nvfp4" else n * k * elem
+        total += (4 * cfg.hidden_size + 2 * cfg.hd(kind) + 1) * elem
     return total
 
 
-def kv_cache_bytes(cfg, batch: int, positions: int) -> int:
+def kv_cache_bytes(cfg, batch: int, positions: int, elem: int = 2) -> int:
     total = 0
     for kind in cfg.layer_types:
         slots = min(cfg.sliding_window, positions) if kind == "sliding" else positions
-        total += 2 * batch * cfg.kv_heads(kind) * slots * cfg.hd(kind) * 2
+        total += 2 * batch * cfg.kv_heads(kind) * slots * cfg.hd(kind) * elem
     return total
 
 
-def transient_bytes(cfg, batch: int, context: int) -> int:
+def transient_bytes(cfg, batch: int, context: int, elem: int = 2) -> int:
     """Largest short-lived allocation: prefill activations of one pass of sequences (gate|up output and its
     gelu), one dequantized matrix, attention scores of one query chunk, or quantizing one matrix in fp32 while
     building."""
@@ -151,8 +152,8 @@ def transient_bytes(cfg, batch: int, context: int) -> int:
 
     rows = prefill_rows(batch, context)
     t = rows * context
-    act = 3 * t * 2 * cfg.intermediate_size * 2
-    dense = 2 * cfg.intermediate_size * cfg.hidden_size * 2
+    act = 3 * t * 2 * cfg.intermediate_size * elem
+    dense = 2 * cfg.intermediate_size * cfg.hidden_size * elem
     scores = 3 * rows * cfg.num_heads * min(context, 512) * context * 4
     build = 5 * cfg.intermediate_size * cfg.hidden_size * 4
     return max(act + dense + scores, build)
@@ -297,8 +298,9 @@ def _preflight(o: MeasureOptions, tick, gpu=None) -> _Setup:
         source = "random weights of the exact shapes (scaled normal), quantized with the ModelOpt NVFP4 recipe" \
             if o.quant == "nvfp4" else "random weights of the exact shapes (scaled normal), bf16"
     positions = o.context + o.warmup + o.tokens + 2
-    need = {"weights": weight_memory_bytes(cfg, o.quant), "kv_cache": kv_cache_bytes(cfg, o.batch, positions),
-            "transient": transient_bytes(cfg, o.batch, o.context), "runtime": int(0.75 * GiB) if cuda else 0}
+    elem = 2 if cuda else 4  # bf16 on the card, float32 on the CPU
+    need = {"weights": weight_memory_bytes(cfg, o.quant, elem), "kv_cache": kv_cache_bytes(cfg, o.batch, positions, elem),
+            "transient": transient_bytes(cfg, o.batch, o.context, elem), "runtime": int(0.75 * GiB) if cuda else 0}
     s = _Setup(torch, cuda, device, dtype, cfg, layout, source, positions, need, card, catalog_gpu, gpu=gpu)
     if cuda:
         free = gpu.free_bytes()
@@ -308,6 +310,9 @@ def _preflight(o: MeasureOptions, tick, gpu=None) -> _Setup:
             tick("probe bandwidth")
             buf = min(2 * GiB, max(256 * 2 ** 20, (free - sum(need.values())) // 4)) // 4 * 4
             s.probe_gb_s, s.probe_method = gpu.probe(buf)
+    else:
+        preflight.check_fits_host(sum(need.values()), preflight.host_available_bytes(),
+                                  f"{cfg.name} in {o.quant} at {o.context} tokens x batch {o.batch} on the CPU")
     return s
 
 

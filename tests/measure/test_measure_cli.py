@@ -130,6 +130,28 @@ def test_not_enough_vram_is_refused_with_numbers():
     preflight.check_fits(1, None, "x")  # unknown free memory: no refusal
 
 
+def test_a_cpu_run_larger_than_the_machines_memory_is_refused_before_it_allocates(run_cli, monkeypatch):
+    """On the CPU the cache and activations are float32 (twice the bf16 bytes); at 262,144 positions x batch 256
+    the tiny model's run needs tens of GiB, and the machine's available memory (MemAvailable) is asked first: one
+    line, exit 2, nothing built (the run was killed for memory, or raised torch's allocator error, before)."""
+    from llmsize.measure import run
+
+    cfg = gemma4.GEMMA4_TINY
+    assert run.kv_cache_bytes(cfg, 2, 100, elem=4) == 2 * run.kv_cache_bytes(cfg, 2, 100)
+    real = preflight.host_available_bytes()
+    assert real is None or real > 0
+    monkeypatch.setattr(preflight, "host_available_bytes", lambda: 2 * 2**30)
+    built = []
+    monkeypatch.setattr(run, "_build", lambda *a, **k: built.append(1))
+    code, out, err = run_cli("measure", "--device", "cpu", "--context", "262144", "--batch", "256")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert "Not enough memory" in err and "the machine has 2.00 GiB available" in err and "--context" in err
+    assert not built
+    with pytest.raises(LlmsizeError, match=r"needs about 9\.31 GiB \(10\.00 GB\), the machine has 4\.00 GiB"):
+        preflight.check_fits_host(10 * 10**9, 4 * 2**30, "x")
+    preflight.check_fits_host(10**12, None, "x")  # not known: no refusal
+
+
 def test_fit_estimate_for_the_seed_card():
     """The default run must fit a 16 GB RTX 5060 Ti (seed 000): 16 GiB of VRAM, ~15.5 GiB usable."""
     from llmsize.measure.run import kv_cache_bytes, transient_bytes, weight_memory_bytes

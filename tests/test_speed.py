@@ -1966,6 +1966,35 @@ def test_llama_cpp_pipelines_a_prompt_over_layer_split_cards():
     assert f(4096, 4, ub=0) == 1.0  # a runtime that does not pipeline a prompt
 
 
+def test_an_expected_prompt_faster_than_the_prefill_section_says_why(catalog, runtimes):
+    """The plan's Prefill figure is one card at the format's dense peak; llama.cpp runs a GGUF prompt's matmuls at
+    the card's INT8 rate on CUDA and, over --pp cards, pipelines its ubatches, so its expected time to first token
+    can be shorter. Where it is, a note says so and gives the runtime's own floor (the FLOPs at that rate, through
+    that pipeline), which the expected figure never beats. By hand, Llama 3.1 8B's 4,096-token prompt is 61.6
+    TFLOP: 2.42 s at an RTX 3060's 25.5 bf16 TFLOPS, 0.60 s at its 101.9 INT8 TOPS, x 0.4375 over 4 stages =
+    0.26 s. On one card the expected 3.4 s is longer than the section's figure: no note."""
+    import re
+
+    m, g = catalog.model("llama-3.1-8b"), catalog.gpu("rtx3060")
+
+    def run(pp, gpu=g, model=m, quant="gguf-q4_k_m"):
+        p = make_plan(model, gpu, PlanInputs(quant=quant, pp=pp), search_fit=False)
+        e = expect(p, runtimes, "llamacpp").expected
+        return p, e, [n for n in e.notes if n.startswith("time to first token shorter")]
+
+    p, e, said = run(4)
+    assert e.ttft_s < p.prefill.ttft_s and len(said) == 1
+    assert "INT8 rate (101.9 TOPS)" in said[0] and "over 4 cards pipelining" in said[0]
+    floor_ms = float(re.search(r"is ([\d,]+) ms$", said[0])[1].replace(",", ""))
+    assert floor_ms == pytest.approx(p.prefill.flops / 101.9e12 * 0.4375 * 1e3, abs=1.0)
+    assert floor_ms <= e.ttft_s_low * 1e3 + 0.5 and f"Prefill section's {p.prefill.ttft_s * 1e3:,.0f} ms" in said[0]
+    p, e, said = run(1)
+    assert e.ttft_s >= p.prefill.ttft_s and not said
+    # a card whose catalog lacks the 16-bit rate: the section prices FP32, llama.cpp its INT8 MMQ
+    p, e, said = run(1, catalog.gpu("jetson-agx-orin-64gb"), catalog.model("qwen3.5-4b"))
+    assert e.ttft_s < p.prefill.ttft_s and len(said) == 1 and "INT8 rate" in said[0] and "pipelin" not in said[0]
+
+
 def test_llama_cpp_layer_split_prefill_matches_the_published_speedups(catalog, runtimes):
     """XiongjieDai's GPU-Benchmarks-on-LLM-Inference README (commit 00dd2bd, llama-bench -p 4096, May 2024) prints
     LLaMA 3 8B Q4_K_M prompt processing on RTX 4090s: 5,265.68 t/s on one, 8,422.04 on 2, 12,491.1 on 4 and

@@ -307,7 +307,31 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
         e = with_recurrent_prefill_band(e, rid, be, pre)
     if plan.speculative is not None:
         e = with_speculation(e, plan, rid, c, calibration.factor if calibration else 1.0)
+    below = faster_prompt_note(plan, rid, pre, e.ttft_s)
+    if below:
+        e = _replace(e, notes=e.notes + (below,))
     return ExpectedResult(rid, why, e, None, be)
+
+
+def faster_prompt_note(plan: Plan, rid: str, pre, ttft_s: float | None) -> str | None:
+    """Why the expected time to first token is shorter than the plan's Prefill figure (one card, the format's
+    dense peak), where it is: the runtime's matmuls at a faster precision's rate (llama.cpp's INT8 MMQ on CUDA), or
+    its layers over several cards pipelining the prompt (pipeline_factor); its own floor is those FLOPs at that
+    rate, through that pipeline (expected_speed never goes below it). None where it is not shorter."""
+    limit = plan.prefill.ttft_s
+    if ttft_s is None or limit is None or ttft_s >= limit or not pre.peak_flop_per_s:
+        return None
+    pf = pipeline_factor(pre)
+    unit = "TOPS" if "INT" in pre.peak_name.upper() else "TFLOPS"
+    why = [f"its matmuls at the card's dense {pre.peak_name} rate ({pre.peak_flop_per_s / 1e12:,.1f} {unit})"]
+    if pf < 1.0:
+        why.append(f"its layers over {pre.stages} cards pipelining the prompt's ubatches ({pf:.2f} of the time "
+                   "through them one after the other)")
+    peak = plan.peak.precision or plan.peak.requested or "matmul"
+    return (f"time to first token shorter than the Prefill section's {limit * 1e3:,.0f} ms (one card at its "
+            f"{peak} peak): {RUNTIME_NAMES[rid]} runs " + " and ".join(why) + "; its floor here, the prompt's FLOPs "
+            f"at that rate{' through that pipeline' if pf < 1.0 else ''}, is "
+            f"{flop_time_at_peak_s(pre) * pf * 1e3:,.0f} ms")
 
 
 def with_speculation(e: Expected, plan: Plan, rid: str, c: Constants, factor: float = 1.0) -> Expected:

@@ -68,6 +68,9 @@ def test_fewer_kv_heads_than_cards_are_replicated(catalog):
 @pytest.mark.parametrize("model, tp, needle", [
     ("llama-3.1-70b", 3, "--tp 3 does not divide the 64 attention heads"),
     ("falcon-7b", 2, "--tp 2 does not divide the 71 attention heads"),
+    # a hybrid's linear-attention layers (Qwen3.5 4B: 16 key heads, 32 value heads) named as such, not as KV heads
+    # (its full-attention layers have 4: --tp 8 replicates them, 2 a card at --tp 2)
+    ("qwen3.5-4b", 3, "--tp 3 neither divides nor is a multiple of the 16 linear-attention key heads"),
 ])
 def test_indivisible_tp_is_refused(catalog, model, tp, needle):
     with pytest.raises(InvalidValueError, match=needle):

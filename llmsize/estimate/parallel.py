@@ -76,13 +76,13 @@ def _split(value: int, tp: int, what: str) -> int:
     return value // tp
 
 
-def _kv_per_card(kv: int, tp: int) -> int:
+def _kv_per_card(kv: int, tp: int, what: str = "KV heads") -> int:
     if kv % tp == 0:
         return kv // tp
     if tp % kv == 0:
         return 1  # fewer KV heads than cards: each card keeps (a replica of) one
-    raise InvalidValueError(f"--tp {tp} neither divides nor is a multiple of the {kv} KV heads.",
-                            "Pick a tensor-parallel size that divides the KV heads or is a multiple of them.")
+    raise InvalidValueError(f"--tp {tp} neither divides nor is a multiple of the {kv} {what}.",
+                            f"Pick a tensor-parallel size that divides the {what} or is a multiple of them.")
 
 
 def _shard_mixer(m, tp: int):
@@ -96,7 +96,7 @@ def _shard_mixer(m, tp: int):
     if m.kind == "ssm":
         return m.model_copy(update={"num_heads": _split(m.num_heads, tp, "SSM heads"),
                                     "n_groups": max(1, m.n_groups // tp)})
-    return m.model_copy(update={"num_key_heads": _kv_per_card(m.num_key_heads, tp),
+    return m.model_copy(update={"num_key_heads": _kv_per_card(m.num_key_heads, tp, "linear-attention key heads"),
                                 "num_value_heads": _split(m.num_value_heads, tp, "linear-attention value heads")})
 
 

@@ -1966,6 +1966,24 @@ def test_llama_cpp_pipelines_a_prompt_over_layer_split_cards():
     assert f(4096, 4, ub=0) == 1.0  # a runtime that does not pipeline a prompt
 
 
+def test_mlx_weights_get_a_figure_from_mlx_only_and_the_advice_names_what_loads_them(catalog, runtimes):
+    """Only MLX loads its quantized formats (quant.runtime_load_refusal; fleet refuses them under other runtimes
+    too): a vLLM or SGLang plan of mlx-4bit weights has no figure and says to pick MLX, and MLX on an NVIDIA card
+    says it runs on Apple silicon without advising a runtime that cannot load the weights."""
+    m = catalog.model("qwen3.5-4b")
+    p = make_plan(m, catalog.gpu("rtx4090"), PlanInputs(quant="mlx-4bit"), search_fit=False)
+    for rid in ("vllm", "sglang", "trtllm", "gpt-fast"):
+        r = expect(p, runtimes, rid)
+        assert r.expected is None and "an MLX format" in r.reason and "--runtime mlx" in r.reason, rid
+    r = expect(p, runtimes, "mlx")
+    assert r.expected is None and "only MLX loads mlx-4bit" in r.reason and "vllm" not in r.reason.lower()
+    assert "GGUF --quant" in expect(p, runtimes, "llamacpp").reason
+    mac = make_plan(m, catalog.gpu("m4-max"), PlanInputs(quant="mlx-4bit"), search_fit=False)
+    assert expect(mac, runtimes, "mlx").expected.tok_s > 0
+    bf16 = make_plan(m, catalog.gpu("rtx4090"), PlanInputs(quant="bf16"), search_fit=False)
+    assert expect(bf16, runtimes, "vllm").expected.tok_s > 0  # 16-bit weights load everywhere
+
+
 def test_an_expected_prompt_faster_than_the_prefill_section_says_why(catalog, runtimes):
     """The plan's Prefill figure is one card at the format's dense peak; llama.cpp runs a GGUF prompt's matmuls at
     the card's INT8 rate on CUDA and, over --pp cards, pipelines its ubatches, so its expected time to first token

@@ -210,8 +210,17 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
     be = backend(plan.gpu, gpu_backend)
     spec = runtimes.get(rid)
     elsewhere = not_on(rid, plan.gpu, be)
+    mlx_weights = plan.fmt.id.startswith("mlx-")
+    if elsewhere and rid == "mlx" and mlx_weights:  # no other runtime loads them: the other runtimes do not help
+        elsewhere = (f"MLX runs on Apple silicon only, and only MLX loads {plan.fmt.id} weights; pick an Apple card, "
+                     "or a --quant the other runtimes load (bf16, fp8, a GGUF type)")
     if elsewhere:
         return ExpectedResult(rid, why, None, elsewhere, be if be != "vulkan" or rid in VULKAN_RUNTIMES else None)
+    if mlx_weights and rid not in ("mlx", "llamacpp"):  # llama.cpp's refusal below names its own formats
+        from llmsize.estimate.quant import runtime_load_refusal
+
+        return ExpectedResult(rid, why, None, f"{runtime_load_refusal(rid, plan.fmt.id)}; pick --runtime mlx (on an "
+                                              f"Apple card), or a --quant {RUNTIME_NAMES[rid]} loads", be)
     if plan.fmt.id.startswith(("gguf-", "ggml-")) and rid in NO_GGUF:
         return ExpectedResult(rid, why, None, f"{RUNTIME_NAMES[rid]} does not load GGUF files ({plan.fmt.id}); "
                                               "pick --runtime llamacpp (or a safetensors format: --quant)", be)

@@ -57,13 +57,17 @@ def require_triton() -> None:
                            EXTRA_HINT + " Or measure the cuBLAS baseline with --quant bf16.") from None
 
 
-def check_fits(need_bytes: int, free_bytes: int | None, what: str) -> None:
-    """Refuse before allocating when the run cannot fit the card's free memory."""
+def check_fits(need_bytes: int, free_bytes: int | None, what: str, host: bool = False) -> None:
+    """Refuse before allocating when the run cannot fit the card's free memory (`host`: a CPU run, the machine's
+    available memory); no refusal where that is not known (None)."""
     if free_bytes is not None and need_bytes > free_bytes:
+        have = (f"the machine has {free_bytes / GiB:.2f} GiB available" if host
+                else f"the card has {free_bytes / GiB:.2f} GiB free")
         raise LlmsizeError(
-            f"Not enough free VRAM: {what} needs about {need_bytes / GiB:.2f} GiB ({need_bytes / GB:.2f} GB), "
-            f"the card has {free_bytes / GiB:.2f} GiB free.",
-            "Lower --context, --batch or --tokens, free the GPU, or use --quant nvfp4.")
+            f"Not enough {'memory' if host else 'free VRAM'}: {what} needs about {need_bytes / GiB:.2f} GiB "
+            f"({need_bytes / GB:.2f} GB), {have}.",
+            "Lower --context, --batch or --tokens, or close what else holds memory." if host
+            else "Lower --context, --batch or --tokens, free the GPU, or use --quant nvfp4.")
 
 
 def host_available_bytes() -> int | None:
@@ -82,12 +86,3 @@ def host_available_bytes() -> int | None:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, ValueError, OSError):
         return None
-
-
-def check_fits_host(need_bytes: int, available_bytes: int | None, what: str) -> None:
-    """Refuse a CPU run before allocating when it cannot fit the machine's available memory."""
-    if available_bytes is not None and need_bytes > available_bytes:
-        raise LlmsizeError(
-            f"Not enough memory: {what} needs about {need_bytes / GiB:.2f} GiB ({need_bytes / GB:.2f} GB), "
-            f"the machine has {available_bytes / GiB:.2f} GiB available.",
-            "Lower --context, --batch or --tokens, or close what else holds memory.")

@@ -311,8 +311,8 @@ def _preflight(o: MeasureOptions, tick, gpu=None) -> _Setup:
             buf = min(2 * GiB, max(256 * 2 ** 20, (free - sum(need.values())) // 4)) // 4 * 4
             s.probe_gb_s, s.probe_method = gpu.probe(buf)
     else:
-        preflight.check_fits_host(sum(need.values()), preflight.host_available_bytes(),
-                                  f"{cfg.name} in {o.quant} at {o.context} tokens x batch {o.batch} on the CPU")
+        preflight.check_fits(sum(need.values()), preflight.host_available_bytes(),
+                             f"{cfg.name} in {o.quant} at {o.context} tokens x batch {o.batch} on the CPU", host=True)
     return s
 
 

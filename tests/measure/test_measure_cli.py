@@ -148,8 +148,8 @@ def test_a_cpu_run_larger_than_the_machines_memory_is_refused_before_it_allocate
     assert "Not enough memory" in err and "the machine has 2.00 GiB available" in err and "--context" in err
     assert not built
     with pytest.raises(LlmsizeError, match=r"needs about 9\.31 GiB \(10\.00 GB\), the machine has 4\.00 GiB"):
-        preflight.check_fits_host(10 * 10**9, 4 * 2**30, "x")
-    preflight.check_fits_host(10**12, None, "x")  # not known: no refusal
+        preflight.check_fits(10 * 10**9, 4 * 2**30, "x", host=True)
+    preflight.check_fits(10**12, None, "x", host=True)  # not known: no refusal
 
 
 def test_fit_estimate_for_the_seed_card():

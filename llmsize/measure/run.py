@@ -299,7 +299,8 @@ def _preflight(o: MeasureOptions, tick, gpu=None) -> _Setup:
             if o.quant == "nvfp4" else "random weights of the exact shapes (scaled normal), bf16"
     positions = o.context + o.warmup + o.tokens + 2
     elem = 2 if cuda else 4  # bf16 on the card, float32 on the CPU
-    need = {"weights": weight_memory_bytes(cfg, o.quant, elem), "kv_cache": kv_cache_bytes(cfg, o.batch, positions, elem),
+    need = {"weights": weight_memory_bytes(cfg, o.quant, elem),
+            "kv_cache": kv_cache_bytes(cfg, o.batch, positions, elem),
             "transient": transient_bytes(cfg, o.batch, o.context, elem), "runtime": int(0.75 * GiB) if cuda else 0}
     s = _Setup(torch, cuda, device, dtype, cfg, layout, source, positions, need, card, catalog_gpu, gpu=gpu)
     if cuda:

@@ -119,3 +119,15 @@ def test_batch_never_slower_in_aggregate(model):
                      989.4e12)
     rates = [dm.step(b).tok_s for b in (1, 2, 8, 64, 512)]
     assert rates == sorted(rates)
+
+
+def test_a_context_beyond_the_model_limit_is_not_called_a_full_kv_cache():
+    """--context above max_position_embeddings caps the longest context at the model's limit, not the memory's:
+    with 17 sequences of 300,000 tokens in an MI300X's memory and one asked, the KV cache does not saturate first
+    (the plan's note says the figures extrapolate); one sequence more than memory holds still does."""
+    m, g = CAT.model("qwen3.5-4b"), CAT.gpu("mi300x")
+    p = make_plan(m, g, PlanInputs(context_tokens=300_000), search_fit=False)
+    assert p.max_context.limited_by == "model" and p.max_context.tokens == 262_144 and p.max_sequences >= 2
+    assert p.diagnosis.saturates == "bandwidth"
+    full = make_plan(m, g, PlanInputs(context_tokens=300_000, batch=p.max_sequences + 1), search_fit=False)
+    assert full.diagnosis.saturates == "kv_cache"

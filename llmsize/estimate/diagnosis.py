@@ -203,7 +203,9 @@ def diagnose(p: dict, candidates: list[GpuSpec]) -> Diagnosis:
             levers, weights_fit=False, shortfall_bytes=short, cards_needed=cards,
         )
     step = p["decode_b"]
-    if p["max_sequences"] < inputs.batch or p["max_context"].tokens < inputs.context_tokens:
+    # the memory's limit, not the model's (a --context beyond max_position_embeddings: the plan's note says so)
+    memory_caps = p["max_context"].tokens < inputs.context_tokens and p["max_context"].limited_by != "model"
+    if p["max_sequences"] < inputs.batch or memory_caps:
         scores = ""
         levers = _kv_levers(p)
         if budget.scores_bytes:

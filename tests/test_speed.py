@@ -994,6 +994,26 @@ def test_a_run_on_a_card_without_a_catalog_rate_gives_its_prompts_a_rate(run_cli
     assert e["ttft_s"] and not any("your run's prompt reached" in n for n in e["notes"])
 
 
+def test_a_calibrated_plan_says_its_step_terms_are_the_fits(run_cli):
+    """--calibrate scales the decode figure, not the fitted step's terms: the report's step line says they are the
+    fit's and gives the calibrated step, 1 / the calibrated tok/s (the H200 run's file at its own point)."""
+    import re
+
+    f = CAL / "measure-h200-nvfp4.json"
+    args = ("plan", "gemma-4-12b", "--gpu", "h200-sxm", "--quant", "nvfp4", "--context", "4096", "--calibrate", str(f))
+    code, out, err = run_cli(*args, "--json")
+    assert code == 0, err
+    e = json.loads(out)["expected"]
+    factor, fitted = e["calibration_factor"], sum(e["step_terms_s"].values())
+    assert factor != 1.0 and fitted / factor == pytest.approx(1 / e["tok_s"], rel=1e-9)
+    code, out, err = run_cli(*args)
+    m = re.search(r"batch-1 step ([\d.]+) ms \(the fit's; --calibrate makes it ([\d.]+) ms\) =", out)
+    assert m and float(m[1]) == pytest.approx(fitted * 1e3, abs=0.06)
+    assert float(m[2]) == pytest.approx(1e3 / e["tok_s"], abs=0.06)
+    code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "h200-sxm", "--quant", "nvfp4", "--json")
+    assert json.loads(out)["expected"]["calibration_factor"] == 1.0
+
+
 def test_a_real_measure_file_calibrates_its_own_point_and_extrapolates_elsewhere(run_cli):
     """The first GPU run's `llmsize measure --save` file (an H200, 2026-12-04): a plan of its own model, format,
     card, context and batch expects what it measured, 142.5 tok/s (decode.tok_s 142.533), and says by how much the

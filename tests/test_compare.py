@@ -137,6 +137,20 @@ def test_nodes_put_one_stage_per_node(run_cli):
     assert code == 2 and "--pp 3 and --nodes 2 disagree" in err
 
 
+@pytest.mark.parametrize("cmd", [("plan", "llama-3.1-8b", "--gpu", "rtx4090"), ("compare", "llama-3.1-8b",
+                                                                             "--vendor", "nvidia")])
+def test_a_link_between_nodes_without_nodes_is_refused(run_cli, cmd):
+    """--node-link-gb-s prices the hand-off between nodes: on one node it would change nothing, silently."""
+    code, out, err = run_cli(*cmd, "--node-link-gb-s", "25")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and not out
+    assert "--node-link-gb-s 25 sizes the link between nodes" in err and "--nodes N" in err
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100", "--tp", "8", "--nodes", "2",
+                             "--node-link-gb-s", "25", "--json")
+    slow = json.loads(out)["expected"]["tok_s"]
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100", "--tp", "8", "--nodes", "2", "--json")
+    assert code == 0 and json.loads(out)["expected"]["tok_s"] > slow  # the default 50 GB/s is faster
+
+
 def test_a_split_no_card_can_take_is_refused_with_its_reason(run_cli):
     """--tp 3 does not divide Llama 3.1 8B's 32 heads on any card: one line and exit 2, as plan says it (a review saw
     a table of dashes and exit 0)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from llmsize.commands.shared import (
+    NODE_LINK_GB_S,
     WIDE_WIDTH,
     card_prices,
     filtered_cards,
@@ -61,7 +62,7 @@ def compare(
     tp: TpAutoOpt = None,
     pp: PpOpt = None,
     nodes: NodesOpt = None,
-    node_link_gb_s: NodeLinkOpt = 50.0,
+    node_link_gb_s: NodeLinkOpt = NODE_LINK_GB_S,
     prices: PricesOpt = None,
     runtime: RuntimeOpt = None,
     gpu_backend: BackendOpt = None,
@@ -113,7 +114,7 @@ def compare(
             raise InvalidValueError(f"--runtime {runtime}: no card compared runs it ({refusals[0][0]}: "
                                     f"{refusals[0][1]}).", "Give another --runtime, or --gpus it runs on.")
     currency, price_map = card_prices(prices, cat, cards) if prices is not None else (None, {})
-    stages = pipeline_stages(pp, nodes)
+    stages = pipeline_stages(pp, nodes, node_link_gb_s)
     inputs = PlanInputs(quant=quant, kv_dtype=kv_dtype.lower(), context_tokens=context, gpu_util=gpu_util,
                         overhead_bytes=gib_bytes(overhead_gib), tp=tp or 1, pp=stages, nodes=nodes,
                         node_link_gb_s=node_link_gb_s, runtime=runtime.lower() if runtime else None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from llmsize.commands.shared import (
+    NODE_LINK_GB_S,
     WIDE_WIDTH,
     card_prices,
     filtered_cards,
@@ -75,7 +76,7 @@ def fleet(
     runtime: RuntimeOpt = None,
     quant: QuantOpt = None,
     kv_dtype: KvDtypeOpt = "bf16",
-    node_link_gb_s: NodeLinkOpt = 50.0,
+    node_link_gb_s: NodeLinkOpt = NODE_LINK_GB_S,
     emit: FleetEmitOpt = None,
     mode: ModeOpt = None,
     pareto: ParetoOpt = False,

@@ -7,6 +7,7 @@ import sys
 
 from llmsize.commands.shared import (
     MAX_WIDTH,
+    NODE_LINK_GB_S,
     find_card,
     gb_bytes,
     gib_bytes,
@@ -98,7 +99,7 @@ def plan(
     tp: TpOpt = 1,
     pp: PpOpt = None,
     nodes: NodesOpt = None,
-    node_link_gb_s: NodeLinkOpt = 50.0,
+    node_link_gb_s: NodeLinkOpt = NODE_LINK_GB_S,
     wired_limit_gb: WiredLimitOpt = None,
     emit: EmitOpt = None,
     engine: EngineOpt = None,
@@ -217,7 +218,7 @@ def plan(
     inputs = PlanInputs(quant=quant, scope=scope, kv_dtype=kv_dtype.lower() if kv_dtype else None,
                         context_tokens=context, batch=batch,
                         prompt_tokens=prompt, gpu_util=gpu_util, overhead_bytes=gib_bytes(overhead_gib),
-                        compute_precision=compute, tp=tp, pp=pipeline_stages(pp, nodes), nodes=nodes,
+                        compute_precision=compute, tp=tp, pp=pipeline_stages(pp, nodes, node_link_gb_s), nodes=nodes,
                         node_link_gb_s=node_link_gb_s,
                         wired_limit_bytes=wired, kv_policy=policy,
                         spec=parse_spec(spec, cat), flash_attn=attention_fused,

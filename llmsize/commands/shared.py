@@ -96,11 +96,17 @@ def gb_bytes(gb: float | None) -> float | None:
     return None if gb is None else gb * GB
 
 
-def pipeline_stages(pp: int | None, nodes: int | None) -> int:
-    """--pp, or one stage per node with --nodes; both must agree."""
+NODE_LINK_GB_S = 50.0  # --node-link-gb-s's default: a 400 Gb/s NIC per GPU
+
+
+def pipeline_stages(pp: int | None, nodes: int | None, node_link_gb_s: float = NODE_LINK_GB_S) -> int:
+    """--pp, or one stage per node with --nodes; both must agree, and a link between nodes is for several."""
     if pp is not None and nodes is not None and pp != nodes:
         raise InvalidValueError(f"--pp {pp} and --nodes {nodes} disagree: --nodes puts one pipeline stage on "
                                 "each node.", "Give one of them.")
+    if node_link_gb_s != NODE_LINK_GB_S and (nodes or 1) == 1:
+        raise InvalidValueError(f"--node-link-gb-s {node_link_gb_s:g} sizes the link between nodes, and this plan "
+                                "is one node.", "Add --nodes N (one pipeline stage a node), or drop --node-link-gb-s.")
     return pp if pp is not None else (nodes or 1)
 
 

@@ -49,6 +49,9 @@ def test_terminal_charts_fit_and_label(run_cli):
     assert code == 0, err
     assert "arithmetic intensity (FLOP/byte)" in out and "attainable performance (TFLOP/s)" in out
     assert max(len(line) for line in out.splitlines()) <= 100
+    # a card named twice, once by an alias, is drawn once
+    code, twice, err = run_cli("roofline", "gemma-4-12b", "--gpu", "rtx5060ti", "--gpu", "h200", "--gpu", "h200-sxm")
+    assert code == 0 and twice == out
     code, out, err = run_cli("kv", "llama-3-8b", "--users", "32")
     assert code == 0 and "KV cache of 32 sequences (GB = 10^9 B)" in out
     assert "outweighs the weights from: fp32: 1,915 tokens; bf16: 3,830 tokens" in out

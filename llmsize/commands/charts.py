@@ -57,7 +57,8 @@ def roofline(
     cat = load_catalog(catalog)
     m = named_model(cat, model, hub, estimate_only, hub_file, command="roofline")
     inputs = PlanInputs(quant=quant, kv_dtype=kv_dtype.lower(), context_tokens=context)
-    roofs = [roof_data(m, cat.gpu(g), inputs, max_batch) for g in gpu]
+    cards = list({c.id: c for c in (cat.gpu(g) for g in gpu)}.values())  # a card named twice (or by an alias) once
+    roofs = [roof_data(m, c, inputs, max_batch) for c in cards]
     if output is None:
         sys.stdout.write(charts.roofline_text(m.name, roofs, width=make_console().width) + "\n")
     else:

@@ -131,3 +131,23 @@ def test_a_context_beyond_the_model_limit_is_not_called_a_full_kv_cache():
     assert p.diagnosis.saturates == "bandwidth"
     full = make_plan(m, g, PlanInputs(context_tokens=300_000, batch=p.max_sequences + 1), search_fit=False)
     assert full.diagnosis.saturates == "kv_cache"
+
+
+def test_a_kv_lever_says_what_it_holds_where_the_asked_context_still_does_not_fit():
+    """Qwen3.5 4B in FP8 on an 8 GB card at 100,000 tokens: not one sequence fits with a BF16 cache (37,426 tokens
+    at most), nor with an FP8 one; the lever says the longest context FP8 holds (twice as many tokens: the full
+    attention layers' cache halves, the recurrent state is fixed) instead of "holds 0 sequences", and the
+    architecture lever does not offer GQA to a model that uses it."""
+    p = make_plan(CAT.model("qwen3.5-4b"), CAT.gpu("rtx4060ti8"), PlanInputs(quant="fp8", context_tokens=100_000),
+                  search_fit=False)
+    assert p.diagnosis.saturates == "kv_cache" and p.max_sequences == 0
+    kv = [lv for lv in p.diagnosis.levers if lv.startswith("Smaller KV dtype")]
+    assert len(kv) == 1 and "holds one sequence of" in kv[0] and "(not 100,000)" in kv[0] and "0 sequences" not in kv[0]
+    longest = int(kv[0].split("holds one sequence of ")[1].split(" tokens")[0].replace(",", ""))
+    assert 1.9 * p.max_context.tokens < longest < 100_000
+    arch = next(lv for lv in p.diagnosis.levers if lv.startswith("Architecture"))
+    assert "already uses constant-state layers, GQA" in arch and "a model with GQA" not in arch
+    mha = make_plan(CAT.model("llama-2-7b"), CAT.gpu("rtx4090"), PlanInputs(context_tokens=4096, batch=64),
+                    search_fit=False)
+    assert mha.diagnosis.saturates == "kv_cache"
+    assert any("plain multi-head attention; a model with GQA" in lv for lv in mha.diagnosis.levers)

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
-from llmsize.estimate.capacity import max_concurrent_sequences, memory_budget, overhead_of
+from llmsize.estimate.capacity import max_concurrent_sequences, max_context_tokens, memory_budget, overhead_of
 from llmsize.estimate.kv import kv_bytes
 from llmsize.estimate.quant import FORMATS, RUNTIME_FORMATS, RUNTIME_KV, QuantFormat, kv_dtype_flags
 from llmsize.estimate.unified import usable_memory
@@ -168,6 +168,12 @@ def _kv_levers(p: dict) -> list[str]:
         if kv_bytes(model, 1, dt).bytes_per_token >= kv_now.bytes_per_token and kv_now.bytes_per_token:
             continue
         n = max_concurrent_sequences(model, dt, inputs.context_tokens, p["budget"].kv_budget_bytes)
+        if n == 0:  # not even one sequence of the asked context: what one can hold with it
+            longest = max_context_tokens(model, dt, p["budget"].kv_budget_bytes).tokens
+            if longest > p["max_context"].tokens:
+                levers.append(f"Smaller KV dtype: {' '.join(kv_dtype_flags(dt))} holds one sequence of "
+                              f"{longest:,} tokens (not {inputs.context_tokens:,}).")
+            break
         levers.append(f"Smaller KV dtype: {' '.join(kv_dtype_flags(dt))} holds {n:,} sequence{'s' * (n != 1)} of "
                       f"{inputs.context_tokens:,} tokens.")
         break
@@ -182,9 +188,12 @@ def _kv_levers(p: dict) -> list[str]:
            and g.mixer.num_key_value_heads < g.mixer.num_attention_heads]
     if gqa:
         have.append("GQA")
-    arch = ", ".join(have) if have else "plain multi-head attention"
-    levers.append(f"Architecture: this model already uses {arch}; a model with GQA, MLA or sliding windows "
-                  "caches less per token.")
+    if have:
+        levers.append(f"Architecture: this model already uses {', '.join(have)}; a model that caches less per "
+                      "token (fewer KV heads, MLA, more sliding-window or constant-state layers) holds more.")
+    else:
+        levers.append("Architecture: this model uses plain multi-head attention; a model with GQA, MLA or sliding "
+                      "windows caches less per token.")
     levers.append("Shorter contexts or fewer concurrent sequences; more cards split the cache.")
     return levers
 

@@ -57,8 +57,8 @@ def render_fit(rows, gpu, runtime, context, host, skipped, total, console, sort:
         console.print(f"{counted}; {skipped} pair(s) could not be planned.", style="dim")
         return
     console.print(f"{len(rows)} of {what} shown (--top), {order}; {skipped} "
-                  "pair(s) could not be planned. tok/s: expected decode at batch 1 (band: held-out p5-p95; ceiling: the "
-                  "bandwidth-bound ceiling, tok/s, with that placement); bpw: bits "
+                  "pair(s) could not be planned. tok/s: expected decode at batch 1 (band: held-out p5-p95; "
+                  "ceiling: the bandwidth-bound ceiling, tok/s, with that placement); bpw: bits "
                   "per quantized weight (a GGUF file's "
                   "average over its quantized tensors, else the format's bits with its scales; 16-bit tensors aside); "
                   "ctx: the "

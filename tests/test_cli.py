@@ -355,8 +355,13 @@ def test_an_offload_asked_for_says_the_budget_and_decode_are_the_whole_models(ru
     flat = " ".join(out.split())
     assert "Memory budget (every layer on the card: the what-if; llama.cpp's placement keeps" in flat
     assert "Decode (the whole model on the card; the offload's decode: the ledger and Expected below)" in flat
+    assert "--host-memory/--host-bandwidth-gb-s: unused" not in flat  # it prices the experts' host side here
     code, out, err = run_cli(*base)
     assert code == 0 and "\nMemory budget\n" in out and "\nDecode\n" in out
+    # the same plan without the offload: the host memory prices nothing, and the plan says so (it was silent)
+    code, out, err = run_cli(*base, "--host-memory", "ryzen-9000", "--json")
+    assert code == 0 and any(n.startswith("--host-memory/--host-bandwidth-gb-s: unused here")
+                             for n in json.loads(out)["notes"]), err
 
 
 def test_an_offload_says_the_longest_context_it_holds(run_cli):

@@ -247,6 +247,10 @@ def plan(
     expected = expect_for_cli(p, cat, plan_runtime if run is None else (runtime.lower() if runtime else None) or engine,
                               run,
                               None if calibrate is None else str(calibrate), flash_attn, engine, ubatch_size)
+    if host is not None and offload is None and not (llama is not None and llama.offloaded):
+        p.notes.append("--host-memory/--host-bandwidth-gb-s: unused here, no part of the model is placed in host "
+                       "memory (they price a llama.cpp offload's host side: --gpu-layers, --cpu-moe, or a GGUF file "
+                       "larger than the card)")
     if llama is not None:
         from llmsize.estimate.llamacpp_plan import ledger_words, with_ledger
 

@@ -1846,38 +1846,29 @@ def test_a_hybrids_ttft_band_spans_what_published_hybrid_prompts_took(run_cli, r
     assert e["ttft_s_low"] == pytest.approx(max(floor, min(fit_low, e["ttft_s"] * lo)), rel=1e-9)
 
 
-def test_the_llamacpp_hybrid_decode_note_says_what_its_rows_price_at(catalog, runtimes):
-    """On Apple's cards no llama.cpp hybrid's decode rows pin a recurrent layer's cost: a Metal plan of a hybrid says
-    so, with the rows there priced by the shipped constants (an M4 Pro's Qwen3.5-9B, an M2 Ultra's Qwen3-Next) and
-    the costs the other backends fitted; a CUDA plan (since 2026-12-06: four sources of hybrids' decode rows), a ROCm
-    or Vulkan plan, which have the cost, and a model without recurrent layers do not."""
-    import sys
-
+def test_the_llamacpp_hybrid_decode_note_says_where_no_rows_pin_a_recurrent_cost(catalog, runtimes):
+    """Since 2026-12-06 every llama.cpp backend fits a recurrent layer's cost (Metal's from an M4 Max's Qwen3.5
+    family at build 9187, an M4 Pro's Qwen3.5-9B and the M2 Ultra's Qwen3-Next): no plan carries the note. A group
+    without one (a refit where a backend's hybrid rows are too few: here Metal's, set to 0) says so, with the costs
+    the other backends fitted; a model without recurrent layers never does."""
     from llmsize.estimate.expected import LLAMACPP_RECURRENT_DECODE_NOTE, expect
-    from llmsize.estimate.runtimes import constants
-    from llmsize.estimate.step_inputs import has_recurrent_layers
 
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from predict_rows import price
+    spec = runtimes["llamacpp"]
+    assert all(g.t_recurrent_layer_s > 0 for g in spec.backends.values())
+    head = LLAMACPP_RECURRENT_DECODE_NOTE.split("{")[0]
 
-    got = {}
-    for name in ("llamacpp-apple-pr-19375-m2ultra-qwen3next", "llamacpp-apple-llmfit-community-m4pro"):
-        got[name] = [r for _, what, r, _ in price(ROOT / "measurements" / f"{name}.yaml", catalog)
-                     if r is not None and what.endswith("decode")
-                     and has_recurrent_layers(catalog.model(what.split()[2]))]
-    assert "M4 Pro (August 2026, llmfit's rate of a whole request) decoded at {:.2f}".format(
-        *got["llamacpp-apple-llmfit-community-m4pro"]) in LLAMACPP_RECURRENT_DECODE_NOTE
-    m2 = got["llamacpp-apple-pr-19375-m2ultra-qwen3next"]
-    assert len(m2) == 3 and f"at {min(m2):.2f}-{max(m2):.2f})" in LLAMACPP_RECURRENT_DECODE_NOTE + ")"
-    for model, card, says in (("qwen3.6-35b-a3b", "rtx4090", False), ("qwen3.6-35b-a3b", "m4-max", True),
-                              ("qwen3.6-35b-a3b", "strix-halo", False), ("qwen3-30b-a3b", "m4-max", False)):
+    def notes(model, card, rts=runtimes):
         p = make_plan(catalog.model(model), catalog.gpu(card), PlanInputs(quant="gguf-q4_k_m"), search_fit=False)
-        notes = expect(p, runtimes, "llamacpp").expected.notes
-        assert any("costed here as any block" in n for n in notes) == says, (model, card)
-        if says:
-            cuda = constants(runtimes["llamacpp"], "cuda").t_recurrent_layer_s
-            assert cuda > 0 and f"CUDA (NVIDIA) {cuda * 1e6:.0f} us" in " ".join(notes)
+        return expect(p, rts, "llamacpp").expected.notes
 
+    for model, card in (("qwen3.6-35b-a3b", "rtx4090"), ("qwen3.6-35b-a3b", "m4-max"), ("qwen3.6-35b-a3b", "strix-halo")):
+        assert not any(n.startswith(head) for n in notes(model, card)), (model, card)
+    metal = spec.backends["metal"].model_copy(update={"t_recurrent_layer_s": 0.0})
+    bare = {**runtimes, "llamacpp": spec.model_copy(update={"backends": {**spec.backends, "metal": metal}})}
+    said = [n for n in notes("qwen3.6-35b-a3b", "m4-max", bare) if n.startswith(head)]
+    cuda = spec.backends["cuda"].t_recurrent_layer_s
+    assert len(said) == 1 and "on Metal (Apple) cards" in said[0] and f"CUDA (NVIDIA) {cuda * 1e6:.0f} us" in said[0]
+    assert not any(n.startswith(head) for n in notes("qwen3-30b-a3b", "m4-max", bare))
 
 def test_a_hybrids_prompt_stays_out_of_the_fit_and_its_plan_says_why(catalog, run_cli):
     """Qwen3.6-35B-A3B (Gated DeltaNet layers 3 in 4) on 2 x RTX 5090 under vLLM: 9,997 prompt tokens took 698 ms
@@ -2383,8 +2374,9 @@ def test_a_hybrids_recurrent_layers_each_pay_their_fixed_cost(catalog, runtimes,
     assert c.t_recurrent_layer_s > 0
     without = decode_terms_s(x, replace(c, t_recurrent_layer_s=0.0))["fixed"]
     assert decode_terms_s(x, c)["fixed"] - without == pytest.approx(recurrent * c.t_recurrent_layer_s)
-    for rt, be in (("vllm", "cuda"), ("sglang", "cuda"), ("llamacpp", "metal")):
+    for rt, be in (("vllm", "cuda"), ("sglang", "cuda")):
         assert constants(runtimes[rt], be).t_recurrent_layer_s == 0.0
+    assert constants(runtimes["llamacpp"], "metal").t_recurrent_layer_s > 0  # since 2026-12-06: an M4 Max's rows
 
 
 def test_pooled_engines_share_their_kernels_cost_a_layer_not_their_cost_a_step(runtimes):

@@ -68,9 +68,7 @@ OLD_SGLANG_HYBRID_NOTE = (
 # (tests/test_speed.py holds the figures to them)
 LLAMACPP_RECURRENT_DECODE_NOTE = (
     "a recurrent (SSM, linear-attention) layer is costed here as any block and its state's bytes: no published llama.cpp "
-    "decode rows of hybrids on {backend} cards pin a cost of its own (elsewhere, a layer: {fitted}); Qwen3.5-9B Q4_K_M "
-    "on an M4 Pro (August 2026, llmfit's rate of a whole request) decoded at 0.97 of such a figure, Qwen3-Next 80B-A3B "
-    "on an M2 Ultra (a February 2026 build, before llama.cpp PR #19375 optimized its graph) at 0.41-0.45")
+    "decode rows of hybrids on {backend} cards pin a cost of its own (elsewhere, a layer: {fitted})")
 
 # runtimes that load no GGUF file (vLLM and SGLang read some, experimentally: their figures stand, with GGUF_NOTE)
 NO_GGUF = ("trtllm", "gpt-fast", "mlx")

@@ -35,7 +35,16 @@ class GgufTensor:
         return self.ne0 * self.ne1 * self.ne2
 
 
-def _attention(i: int, m, h: int) -> list[GgufTensor]:
+# Families whose Gated DeltaNet projections llama.cpp's converter writes apart (qwen35, qwen35moe): in_proj_qkv as
+# attn_qkv, in_proj_z as attn_gate, in_proj_b and in_proj_a as ssm_beta and ssm_alpha (a Qwen3.5-4B GGUF's tensor
+# list: Thireus/GGUF-Tool-Suite models/Qwen3.5-4B/group0/tensors.bf16.map @ b30e638, blk.24.attn_qkv.weight (2560,
+# 8192), attn_gate (2560, 4096), ssm_alpha and ssm_beta (2560, 32)); Qwen3-Next (qwen3next) keeps them fused as
+# ssm_in (q, k, v, z) and ssm_ba. The split matters to llama-quantize: attn_qkv takes the fused-QKV rule (Q5_K at
+# Q4_K_M, Q6_K at Q5_K_M)
+SPLIT_LINEAR_FAMILIES = ("qwen3_5_text", "qwen3_5_moe_text")
+
+
+def _attention(i: int, m, h: int, split_linear: bool = False) -> list[GgufTensor]:
     p = f"blk.{i}."
     if isinstance(m, AttentionBase):
         q_out = m.num_attention_heads * m.head_dim * (2 if m.output_gate else 1)
@@ -81,8 +90,13 @@ def _attention(i: int, m, h: int) -> list[GgufTensor]:
                 GgufTensor(p + "ssm_out.weight", d_inner, h, component="ssm")]
     if isinstance(m, LinearAttention):
         kd, vd = m.num_key_heads * m.key_head_dim, m.num_value_heads * m.value_head_dim
-        return [GgufTensor(p + "ssm_in.weight", h, 2 * kd + 2 * vd, component="ssm"),
-                GgufTensor(p + "ssm_ba.weight", h, 2 * m.num_value_heads, component="ssm"),
+        proj = ([GgufTensor(p + "attn_qkv.weight", h, 2 * kd + vd, component="ssm"),
+                 GgufTensor(p + "attn_gate.weight", h, vd, component="ssm"),
+                 GgufTensor(p + "ssm_beta.weight", h, m.num_value_heads, component="ssm"),
+                 GgufTensor(p + "ssm_alpha.weight", h, m.num_value_heads, component="ssm")] if split_linear else
+                [GgufTensor(p + "ssm_in.weight", h, 2 * kd + 2 * vd, component="ssm"),
+                 GgufTensor(p + "ssm_ba.weight", h, 2 * m.num_value_heads, component="ssm")])
+        return proj + [
                 GgufTensor(p + "ssm_conv1d.weight", m.conv_kernel, 2 * kd + vd, component="ssm", f32=True),
                 GgufTensor(p + "ssm_vectors", 2 * m.num_value_heads + m.value_head_dim, component="ssm", f32=True),
                 GgufTensor(p + "ssm_out.weight", vd, h, component="ssm")]
@@ -139,7 +153,7 @@ def gguf_tensors(model: ModelSpec) -> list[GgufTensor]:
     if alt:  # Gemma 3n (llama-model.cpp LLM_ARCH_GEMMA3N): {n_embd, n_embd, n_altup - 1}
         out += [GgufTensor("altup_proj.weight", h, h, alt - 1), GgufTensor("altup_unembd_proj.weight", h, h, alt - 1)]
     for i, g in enumerate(model.layer_stack()):
-        out += _attention(i, g.mixer, h)
+        out += _attention(i, g.mixer, h, model.family in SPLIT_LINEAR_FAMILIES)
         out += _mlp(i, g.mlp, h)
         if ple is not None:
             out += [GgufTensor(f"blk.{i}.inp_gate.weight", h, ple.hidden_size),

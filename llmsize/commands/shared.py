@@ -192,12 +192,12 @@ def refuse_cache(rid: str | None, flag: str, kv_dtype: str | None, instead: str 
     refused = runtime_kv_refusal(rid, kv_dtype)
     if refused:
         llama = rid in LLAMACPP_RUNTIMES  # its quantized caches (q8_0, q4_0 ...) are plan's --cache-type-k/-v
+        otherwise = instead or f"drop {flag} for the format's what-if"
+        more = (" (`plan --cache-type-k q8_0 --cache-type-v q8_0 --flash-attn on` prices llama.cpp's quantized "
+                "caches)") if llama else ""
         raise InvalidValueError(
             f"--kv-dtype {kv_dtype} with {flag}: {RUNTIME_NAMES['llamacpp' if llama else rid]} does not store its "
-            f"cache in {kv_dtype.lower()}.", f"Give --kv-dtype {', '.join(refused[1])}, or "
-            f"{instead or f'drop {flag} for the format' + chr(39) + 's what-if'}"
-            + (" (`plan --cache-type-k q8_0 --cache-type-v q8_0 --flash-attn on` prices llama.cpp's quantized caches)."
-               if llama else "."))
+            f"cache in {kv_dtype.lower()}.", f"Give --kv-dtype {', '.join(refused[1])}, or {otherwise}{more}.")
 
 
 def filtered_cards(cat, gpus: str | None, vendor: str | None, segment: str | None) -> list:

@@ -214,21 +214,19 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
                      "or a --quant the other runtimes load (bf16, fp8, a GGUF type)")
     if elsewhere:
         return ExpectedResult(rid, why, None, elsewhere, be if be != "vulkan" or rid in VULKAN_RUNTIMES else None)
-    if mlx_weights and rid not in ("mlx", "llamacpp"):  # llama.cpp's refusal below names its own formats
-        from llmsize.estimate.quant import runtime_load_refusal
-
-        return ExpectedResult(rid, why, None, f"{runtime_load_refusal(rid, plan.fmt.id)}; pick --runtime mlx (on an "
-                                              f"Apple card), or a --quant {RUNTIME_NAMES[rid]} loads", be)
     if plan.fmt.id.startswith(("gguf-", "ggml-")) and rid in NO_GGUF:
         return ExpectedResult(rid, why, None, f"{RUNTIME_NAMES[rid]} does not load GGUF files ({plan.fmt.id}); "
                                               "pick --runtime llamacpp (or a safetensors format: --quant)", be)
-    if rid in ("llamacpp", "mlx") and not is_ternary(plan.fmt.id):  # a format its files cannot hold (fp8, nvfp4)
+    # a format the runtime's files cannot hold (llama.cpp and MLX: fp8, nvfp4 ...; the others: MLX's own formats)
+    if (rid in ("llamacpp", "mlx") or mlx_weights) and not is_ternary(plan.fmt.id):
         from llmsize.estimate.quant import runtime_load_refusal
 
         refused = runtime_load_refusal(rid, plan.fmt.id)
         if refused:
-            return ExpectedResult(rid, why, None, f"{refused}; pick a {'GGUF' if rid == 'llamacpp' else 'MLX'} "
-                                                  "--quant, or another --runtime", be)
+            hint = (f"pick a {'GGUF' if rid == 'llamacpp' else 'MLX'} --quant, or another --runtime"
+                    if rid in ("llamacpp", "mlx") else
+                    f"pick --runtime mlx (on an Apple card), or a --quant {RUNTIME_NAMES[rid]} loads")
+            return ExpectedResult(rid, why, None, f"{refused}; {hint}", be)
     if is_ternary(plan.fmt.id) and not (rid == "llamacpp" and plan.fmt.mix):
         return ExpectedResult(rid, why, None, f"{RUNTIME_NAMES[rid]} does not run {plan.fmt.id} weights; "
                                               f"{TERNARY_RUNS}", be)

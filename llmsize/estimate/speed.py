@@ -537,7 +537,7 @@ class Expected:
     spec_tok_s_high: float | None = None
     ceiling_tok_s: float | None = None  # batch 1's ceiling: the plan's, or a partial offload's
     ttft_reason: str | None = None  # why there is no time to first token, where there is none
-    calibration_factor: float = 1.0  # a --calibrate run's factor on the decode speed (terms_s are the fit's, before it)
+    calibrated_step_s: float | None = None  # a --calibrate run's batch-1 step (terms_s stay the fit's, before it)
     # the batch-1 step's weights by the kernels that stream them: (kernel class, fraction of the card's bandwidth
     # the fit gives them, bytes a card reads), the most bytes first
     weight_streams: tuple[tuple[str, float, float], ...] = ()
@@ -573,5 +573,5 @@ def expected_speed(step1: StepInputs, stepb: StepInputs, pre: PrefillInputs, c: 
         ttft_s_high=max(ttft / pf / plo, floor) if ttft else None,
         basis=basis, terms_s=decode_terms_s(step1, c), ceiling_tok_s=ceiling_tok_s,
         ttft_reason=None if ttft else prefill_missing(pre, c), weight_streams=weight_streams(step1, c),
-        calibration_factor=factor,
+        calibrated_step_s=t1 / factor if calibration else None,
         notes=notes + ((calibration.extrapolation,) if calibration and calibration.extrapolation else ()))

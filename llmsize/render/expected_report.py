@@ -24,7 +24,7 @@ def expected_to_dict(r: ExpectedResult) -> dict:
             "aggregate_tok_s_high": e.aggregate_tok_s_high, "ttft_s": e.ttft_s, "ttft_s_low": e.ttft_s_low,
             "ttft_s_high": e.ttft_s_high, "ttft_reason": e.ttft_reason, "spec_tok_s": e.spec_tok_s,
             "spec_tok_s_low": e.spec_tok_s_low, "spec_tok_s_high": e.spec_tok_s_high, "ceiling_tok_s": e.ceiling_tok_s,
-            "basis": e.basis, "step_terms_s": e.terms_s, "calibration_factor": e.calibration_factor,
+            "basis": e.basis, "step_terms_s": e.terms_s, "calibrated_step_s": e.calibrated_step_s,
             "weight_streams": [{"kernels": cls, "words": CLASS_WORDS.get(cls, cls), "bandwidth_fraction": eta,
                                 "bytes_per_card": b} for cls, eta, b in e.weight_streams],
             "notes": list(e.notes)}
@@ -58,8 +58,7 @@ def render_expected(r: ExpectedResult, plan, c: Console) -> None:
         _wrapped(c, f"time to first token  no figure: {e.ttft_reason or 'not estimated'}.")
     t = e.terms_s
     total = sum(t.values())
-    f = e.calibration_factor
-    fitted = "" if f == 1.0 else f" (the fit's; --calibrate makes it {_ms(total / f)})"
+    fitted = "" if e.calibrated_step_s is None else f" (the fit's; --calibrate makes it {_ms(e.calibrated_step_s)})"
     _terms(c, f"batch-1 step {_ms(total)}{fitted} = ", [f"{k} {_ms(v)}" for k, v in t.items() if v > 0])
     if e.weight_streams:
         _terms(c, "weights read at", [f"{eta:.2f} of the bandwidth by {CLASS_WORDS.get(cls, cls)} kernels "

@@ -1,11 +1,12 @@
 """What llama-quantize writes for a file type (Q4_K_M, Q3_K_L, ...): the type of every tensor, and the bytes.
 
 A file type is not one block type: llama-quantize picks a type per tensor (src/llama-quant.cpp,
-`llama_tensor_get_type`, read at ggml-org/llama.cpp as forked in JohannesGaessler/llama.cpp@5a44f27e). The rules
-carried over here, for the file types llmsize names (no importance matrix, default options):
+`llama_tensor_get_type_impl`, read at ggml-org/llama.cpp@007dbbf3; first at JohannesGaessler/llama.cpp@5a44f27e).
+The rules carried over here, for the file types llmsize names (no importance matrix, default options):
   * output.weight, and token_embd.weight when the model has no output.weight (tied): Q6_K, or Q8_0 when the
     file type's block type is Q8_0, when the row length is not a multiple of that block, or for MXFP4_MOE;
-  * attn_v.weight: Q2_K -> Q4_K (GQA >= 4) else Q3_K; Q3_K_M -> Q5_K for the first two, Q4_K after; Q3_K_L ->
+  * attn_v.weight, and with it attn_qkv and attn_kv_b (`category_is_attn_v`; one counter over the three, in
+    file order): Q2_K -> Q4_K (GQA >= 4) else Q3_K; Q3_K_M -> Q5_K for the first two, Q4_K after; Q3_K_L ->
     Q5_K; IQ4_NL/IQ4_XS with GQA >= 4 -> Q5_K; Q4_K_M/Q5_K_M -> Q6_K on `use_more_bits` layers; Q4_K_S -> Q5_K for
     the first four; then 70B-class models (80 layers) lift Q3_K/Q4_K to Q5_K, and 8-expert models use Q8_0;
   * attn_k.weight: Q8_0 for 8-expert models;
@@ -13,7 +14,8 @@ carried over here, for the file types llmsize names (no importance matrix, defau
     Q4_K_M -> Q6_K on `use_more_bits` layers; IQ4_NL/IQ4_XS -> Q5_K below n/8; Q5_K_M -> Q6_K on
     `use_more_bits` layers; Q4_K_S -> Q5_K below n/8 (Falcon has its own ladder, followed too);
   * attn_output.weight: 8-expert models -> Q5_K for Q2_K..Q4_K_M and the IQ4s; else Q2_K -> Q3_K, Q3_K_M -> Q4_K,
-    Q3_K_L -> Q5_K; attn_qkv.weight: Q3_K_M/L -> Q4_K, Q4_K_M -> Q5_K, Q5_K_M -> Q6_K;
+    Q3_K_L -> Q5_K. (Earlier builds, as read at 5a44f27e, gave attn_qkv its own rule, Q4_K_M -> Q5_K, and
+    counted attn_v alone; the current source keeps that branch, unreachable behind this one);
   * MXFP4_MOE: stacked expert tensors MXFP4, every other matrix Q8_0;
   * TQ1_0 / TQ2_0 (ternary, llama.cpp PR #8151): a separate token_embd.weight Q4_K (the output, or a tied
     embedding, Q6_K by the first rule); rows not a multiple of 256 fall back to Q4_0;
@@ -42,6 +44,7 @@ from llmsize.estimate.memo import by_identity
 
 FUSED_QKV_FAMILIES = ("phi3", "falcon")  # their GGUF stores one attn_qkv matrix (and phi3 one ffn_up for gate+up)
 SEVENTY_B_FAMILIES = ("llama", "qwen2", "deci")  # 80 layers is llama.cpp's LLM_TYPE_70B for these
+ATTN_V_LIKE = re.compile(r"attn_(v|qkv|kv_b)\.weight$")  # tensor_get_category's ATTENTION_V, _QKV and _KV_B
 
 
 def use_more_bits(i: int, n: int) -> bool:
@@ -107,7 +110,7 @@ class _Chooser:
     def __init__(self, model: ModelSpec, ftype: str, tensors: tuple[GgufTensor, ...]):
         self.hp, self.ftype, self.default = hparams(model), ftype, FILE_TYPES[ftype]
         self.has_output = any(t.name == "output.weight" for t in tensors)
-        self.n_attention_wv = sum(bool(re.search(r"attn_(v|qkv|kv_b)\.weight$", t.name)) for t in tensors)
+        self.n_attention_wv = sum(bool(ATTN_V_LIKE.search(t.name)) for t in tensors)
         self.i_attention_wv = 0
         self.i_ffn_down = 0
 
@@ -127,7 +130,7 @@ class _Chooser:
         elif name in ("token_embd.weight", "per_layer_token_embd.weight"):  # tensor_name_match_token_embd
             if ft in ("tq1_0", "tq2_0"):
                 new = "q4_k"
-        elif "attn_v.weight" in name:
+        elif ATTN_V_LIKE.search(name):
             i, n = self.i_attention_wv, self.n_attention_wv
             if ft == "q2_k":
                 new = "q4_k" if hp.n_gqa >= 4 else "q3_k"
@@ -179,8 +182,6 @@ class _Chooser:
                     new = {"q2_k": "q3_k", "q3_k_m": "q4_k", "q3_k_l": "q5_k"}.get(ft, new)
             elif ft == "q3_k_l":
                 new = "q4_k"
-        elif "attn_qkv.weight" in name:
-            new = {"q3_k_m": "q4_k", "q3_k_l": "q4_k", "q4_k_m": "q5_k", "q5_k_m": "q6_k"}.get(ft, new)
         if t.ne0 % GGML_BLOCKS[new][0]:
             new = FALLBACK.get(new, "f16")  # a 32-block type on odd rows: llama-quantize refuses; costed in F16
             if t.ne0 % GGML_BLOCKS[new][0]:

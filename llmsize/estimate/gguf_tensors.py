@@ -39,8 +39,8 @@ class GgufTensor:
 # attn_qkv, in_proj_z as attn_gate, in_proj_b and in_proj_a as ssm_beta and ssm_alpha (a Qwen3.5-4B GGUF's tensor
 # list: Thireus/GGUF-Tool-Suite models/Qwen3.5-4B/group0/tensors.bf16.map @ b30e638, blk.24.attn_qkv.weight (2560,
 # 8192), attn_gate (2560, 4096), ssm_alpha and ssm_beta (2560, 32)); Qwen3-Next (qwen3next) keeps them fused as
-# ssm_in (q, k, v, z) and ssm_ba. The split matters to llama-quantize: attn_qkv takes the fused-QKV rule (Q5_K at
-# Q4_K_M, Q6_K at Q5_K_M)
+# ssm_in (q, k, v, z) and ssm_ba. The split matters to llama-quantize: attn_qkv takes attn_v's rule (gguf_mix: Q6_K
+# on half the layers at Q4_K_M and Q5_K_M), ssm_in the file type's block
 SPLIT_LINEAR_FAMILIES = ("qwen3_5_text", "qwen3_5_moe_text")
 
 

@@ -1344,6 +1344,29 @@ def test_vllm_on_rdna_before_its_skinny_gemms_is_skipped(catalog, card, quant, v
     assert not skipped or "skinny GEMMs on RDNA" in got
 
 
+@pytest.mark.parametrize("model_id, version, published, kind, skipped", [
+    ("qwen3-next-80b-a3b", "b7946 (master column of compare-llama-bench)", "2026-02-05", "decode", True),
+    ("qwen3-next-80b-a3b", "c6f7a423c (7189)", None, "decode", True),
+    ("qwen3-next-80b-a3b", "b7947", None, "decode", False),
+    ("qwen3-next-80b-a3b", None, "2026-01-20", "decode", True),  # no build: the source's date tells
+    ("qwen3.5-9b", "b8416", None, "decode", False),
+    ("nemotron-3-nano-30b-a3b", "2aa45ef9e (7423)", None, "decode", False),  # Mamba-2, not a delta net
+    ("llama-3-8b", "b7000", None, "decode", False)])
+def test_llamacpp_delta_net_decode_before_its_graph_rewrite_is_skipped(catalog, model_id, version, published, kind,
+                                                                       skipped):
+    """llama.cpp PR #19375 rewrote the Gated DeltaNet graph (1.33x Qwen3-Next's decode on an M2 Ultra against
+    b7946): a Qwen3-Next or Qwen3.5 decode row of b7946 or older leaves the fit; a Mamba-2 hybrid's or a
+    transformer's stays."""
+    from llmsize.catalog.measurement import Row
+    from llmsize.estimate.observed import observe
+
+    row = Row(card="M2 Ultra", model="x", format="Q4_0", test="tg32", kind=kind, batch=1, prompt_tokens=0,
+              gen_tokens=32, tok_s=38.02, verbatim="38.02", runtime_version=version)
+    got = observe(row, "llamacpp", "s", catalog.model(model_id), catalog.gpu("m2-ultra"), published=published)
+    assert isinstance(got, str) == skipped, got
+    assert not skipped or "before PR #19375" in got
+
+
 @pytest.mark.parametrize("card, model_id, version, published, test, skipped", [
     ("mi300x", "llama-3.1-405b", "0.6.3.dev116+g151ef4ef", "2024-10-09", "vllm serve --tensor-parallel-size=8", True),
     ("mi300x", "llama-3.1-405b", None, "2024-10-09", "vllm serve", True),  # the source's date tells

@@ -147,6 +147,24 @@ def llamacpp_before(row: Row, published: str | None = None, build: int = FA_DEFA
     return None if published is None else str(published) < date
 
 
+# llama.cpp's Gated DeltaNet layers (Qwen3-Next, Qwen3.5/3.6) were first a graph of many small ops (PR #16095,
+# 2025-11); PR #19375 (2026-02-05) rewrote that graph without its copies, 1.33x the decode of Qwen3-Next Q4_0 on an
+# M2 Ultra against b7946, and the fused GATED_DELTA_NET op followed (PR #19504 and the backends' kernels). A decode
+# row of a build up to b7946 (else of a source dated before the PR) ran a program plans do not predict: on Metal the
+# PR's own M2 Ultra rows held out at 0.53 of a fit on later builds, and with them the fit that left out an M4 Max's
+# 2026 rows priced a recurrent layer at 375 us and that M4 Max at 0.6x its speed (benchmarks/RESULTS.md, 2026-12-06).
+GDN_GRAPH_BUILD, GDN_GRAPH_DATE = 7946, "2026-02-05"
+
+
+def llamacpp_early_delta_net(row: Row, runtime: str, model: ModelSpec, published: str | None) -> bool:
+    """Whether the row is llama.cpp's decode of a Gated DeltaNet hybrid from before PR #19375's graph."""
+    if runtime != "llamacpp" or row.kind != "decode":
+        return False
+    if not any(g.mixer is not None and g.mixer.kind == "linear" for g in model.layer_groups):
+        return False
+    return llamacpp_before(row, published, GDN_GRAPH_BUILD + 1, GDN_GRAPH_DATE) is True
+
+
 _UBATCH = re.compile(r"(?:(?<![\w-])-ub|--ubatch-size|n_ubatch)['\"]?\s*[:=]?\s*(\d+)")
 _NBATCH = re.compile(r"(?:(?<![\w-])-b|--batch-size|n_batch)['\"]?\s*[:=]?\s*(\d+)")
 
@@ -469,6 +487,9 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
     if row.kind == "decode" and sglang_cdna3_mla_before(row.runtime_version, runtime, gpu, model, published):
         return ("SGLang before 0.5.10 on a CDNA3 card, an MLA model: its absorbed projections copied their FP8 weights "
                 "to BF16 every step (sglang PR #18624), a kernel path plans do not predict")
+    if llamacpp_early_delta_net(row, runtime, model, published):
+        return ("llama.cpp's Gated DeltaNet hybrid before PR #19375 (b7946 or older): the delta rule as a graph of "
+                "small ops with copies between them, rewritten since")
     if llamacpp_amd_prompt_by_blas(row, runtime, gpu, fid, published):
         return ("llama.cpp's prompt before its MMQ kernels used an AMD card's matrix cores (PR #14624, #17156, "
                 "#17576): quantized weights dequantized for rocBLAS, the library's rate, not the build plans predict")

@@ -105,6 +105,12 @@ KNOWN = {
     # 27B's 0.26 GiB is not): a publisher's own recipe
     ("qwen3.5-4b", "gguf-q4_k_m"),
     ("qwen3.5-27b", "gguf-q4_k_m"),
+    # DavidAU's Qwen3.6-27B-Heretic-NEO-CODE files (letusfly85/coding-agent-bench's RTX 5090): 0.29 GiB above the rules
+    # at Q4_K_M and at Q6_K alike (15.69 and 20.85 GiB, 26.90 B parameters as the rules count): a fixed amount, as one
+    # of the 1.27 B-element embedding and output matrices at Q8_0 beside Q6_K would be (0.29 GiB); the recipe is the
+    # publisher's own
+    ("qwen3.6-27b", "gguf-q4_k_m"),
+    ("qwen3.6-27b", "gguf-q6_k"),
 }
 
 

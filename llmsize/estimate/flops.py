@@ -101,13 +101,13 @@ def _attention_cap(mixer) -> int | None:
     return min(caps) if caps else None
 
 
-def decode_attention_tile_flops(model: ModelSpec, context_tokens: int, rows: int) -> float:
+def decode_attention_tile_flops(model: ModelSpec, context_tokens: int, rows: int, keep=None) -> float:
     """Decode attention's FLOPs for one sequence's token as a tensor-core kernel computes them: the query heads that
     read one cached head (a GQA group; every head for absorbed MLA, whose latent they all share) are the rows of
-    its tile, rounded up to `rows`; a padding row costs what a real one does. Attention layers only (no indexer,
-    no recurrent state)."""
+    its tile, rounded up to `rows` (1: the FLOPs themselves); a padding row costs what a real one does. Attention
+    layers only (no indexer, no recurrent state); `keep(mixer)`: only the layer groups it selects."""
     return sum(g.count * _attn_flops_per_attended_token(g.mixer, rows) * _attended(g.mixer, context_tokens)
-               for g in model.layer_groups if g.mixer is not None)
+               for g in model.layer_groups if g.mixer is not None and (keep is None or keep(g.mixer)))
 
 
 def _attended(mixer, context_tokens: int) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from llmsize.catalog.schema import GpuSpec
+from llmsize.catalog.schema import AttentionBase, GpuSpec, MlaAttention
 from llmsize.errors import InvalidValueError
 from llmsize.estimate.flops import compute_peak
 from llmsize.estimate.runtimes import RUNTIME_NAMES, backend, default_runtime
@@ -65,6 +65,47 @@ def vector_kernels(plan: Plan, runtime: str | None) -> bool:
     """Whether `runtime`'s small-batch matmuls and decode attention run on the vector units, not the tensor cores:
     llama.cpp's and MLX's (MATMUL_PRECISION: mmvq, qmv, fattn-vec, sdpa_vector), and anything on an Apple card."""
     return runtime in MATMUL_PRECISION or plan.gpu.vendor == "Apple"
+
+
+# llama.cpp's CUDA flash attention at decode (ggml/src/ggml-cuda/fattn.cu, ggml_cuda_get_best_fattn_kernel, read at
+# ggml-org/llama.cpp@00a2d609): on NVIDIA cards with Turing's tensor cores or later, a 16-bit cache and one query a
+# sequence (batch 1) run the vector kernel (fattn-vec, at the FP32 units: the attention term's FLOPs) on Ada and later
+# unless more than 4 query heads share a cached head over a cache of 8,192 tokens or more, and before Ada (Turing,
+# Ampere) only where no two heads share one (MHA: its GQA optimisation needs a ratio of 2); otherwise, and for head
+# sizes the vector kernel lacks (not a multiple of 64, or above 256: MLA's 576, Gemma 4's 512), the tensor-core kernel
+# (fattn-mma-f16), whose tile takes a GQA group's heads as its rows, its FLOPs hidden under the cache's read. A
+# quantized cache keeps the vector kernel at batch 1. The depth sweeps that show it: an A100's Qwen3-Coder-Next (8
+# heads a cached head) at 117.89 tok/s at 0 and 111.12 at 32,768 tokens, where the vector term priced 0.79 -> 1.09
+# of the measured speed (benchmarks/RESULTS.md, 2026-12-06).
+LLAMACPP_MMA_FROM_CC = (7, 5)  # Turing
+LLAMACPP_VEC_FIRST_CC = (8, 9)  # Ada Lovelace
+LLAMACPP_VEC_GQA_MAX_LONG, LLAMACPP_LONG_CACHE_TOKENS = 4, 8192
+QUANTIZED_CACHES = ("q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+
+
+def llamacpp_cuda_vector_attention(gpu, mixer, batch: int, context_tokens: int, kv_dtype: str | None) -> bool:
+    """Whether llama.cpp's CUDA build runs this layer's decode attention in its vector kernel (above); False for
+    layers without a KV cache."""
+    if isinstance(mixer, MlaAttention):
+        return False  # 576-wide heads: the tensor-core kernel only
+    if not isinstance(mixer, AttentionBase):
+        return False
+    try:
+        cc = tuple(int(x) for x in (gpu.compute_capability or "").split("."))
+    except ValueError:
+        cc = ()
+    if not cc or cc < LLAMACPP_MMA_FROM_CC:
+        return True  # Volta and older: the vector or the generic tile kernel, both on the vector units
+    if mixer.head_dim > 256 or mixer.head_dim % 64:
+        return False
+    if any(q in (kv_dtype or "").lower() for q in QUANTIZED_CACHES):
+        return batch <= (2 if cc >= LLAMACPP_VEC_FIRST_CC else 1)
+    if batch > 1:
+        return False
+    gqa = mixer.num_attention_heads // mixer.num_key_value_heads
+    if cc >= LLAMACPP_VEC_FIRST_CC:
+        return not (gqa > LLAMACPP_VEC_GQA_MAX_LONG and context_tokens >= LLAMACPP_LONG_CACHE_TOKENS)
+    return gqa < 2
 
 
 def cache_precision_rate(plan: Plan) -> float | None:

@@ -49,7 +49,7 @@ weight bytes at eta_weights when that is longer; on a GeForce card the fraction 
 min(1, eta_prefill x prefill_consumer_factor): such cards run above the boost clock their rated peak assumes, where
 an SXM or workstation part under dense matmuls runs at or below it (SGLang's 28,650-token prompt on an RTX 4090 at
 1.3x the fraction an A100 or RTX A6000 reached in the same source); plus, where attention is not fused (llama.cpp
-without flash attention), its score matrices' bytes at eta_kv; llama.cpp on layer-split cards pipelines a prompt's
+without flash attention), its score matrices' bytes at eta_weights_default; llama.cpp on layer-split cards pipelines a prompt's
 ubatches through its stages, which shortens all of it by pipeline_factor (1, no gain, for one ubatch or one card).
 The ceiling (decode.py) is this expression with every eta equal to 1 and every other term 0; the constants are
 bounded so that expected <= ceiling always.
@@ -404,11 +404,14 @@ def pipeline_factor(x: PrefillInputs) -> float:
 
 def score_time_s(x: PrefillInputs, c: Constants) -> float:
     """Attention without flash attention: each ubatch's score matrix (heads x its tokens x the cache cells in
-    view, per layer) is written by one kernel and read by the next, at the runtime's cache fraction of the
-    bandwidth (bytes, B/s). It grows with the square of the prompt: zero where attention is fused."""
+    view, per layer) is written by one kernel and read by the next, streamed as contiguous 16-bit tensors are, at the
+    weights' default fraction of the bandwidth (bytes, B/s): not at eta_kv, the decode attention kernel's reading of
+    the cache (with it, llama.cpp's CUDA prompts held out at 14.8% median where they hold out at 11.1%, once the
+    tensor-core decode attention left the cache's fraction to price depth alone: RESULTS.md, 2026-12-06). It grows
+    with the square of the prompt: zero where attention is fused."""
     if not x.score_bytes:
         return 0.0
-    return x.score_bytes / (x.bandwidth_bytes_per_s * c.eta_kv)
+    return x.score_bytes / (x.bandwidth_bytes_per_s * c.eta_weights_default)
 
 
 def at_file_bytes(x: StepInputs | PrefillInputs, factor: float) -> StepInputs | PrefillInputs:

@@ -13,6 +13,7 @@ from llmsize.estimate.kernels import (
     attention_rate,
     cache_precision_rate,
     kernel_class,
+    llamacpp_cuda_vector_attention,
     matmul_rate,
     tensor_core_native,
     through_marlin,
@@ -77,7 +78,7 @@ def step_inputs(plan: Plan, batch_step, runtime: str | None = None, marlin: bool
         peak_flop_per_s=matmul_rate(plan, runtime, marlin, be)[0], format_class=cls, side_bytes=side,
         weight_elements=(batch_step.weight_bytes - w16) * 8 / plan.weights.bits_per_weight
         if plan.weights.bits_per_weight else 0.0, vector_flop_per_s=(plan.gpu.dense_tflops.fp32 or 0) * 1e12 or None,
-        attention_flops=attention_flops(plan, batch_step),
+        attention_flops=attention_flops(plan, batch_step) - llamacpp_mma_attention_flops(plan, batch_step, runtime, be),
         tile_matmul_flops=tile_matmul_flops(plan, batch_step, runtime,
                                              marlin or cls != format_class(plan.fmt.id), old_tiles),
         attention_tile_flops=attention_tile_flops(plan, batch_step, runtime),
@@ -184,6 +185,20 @@ def attention_tile_flops(plan: Plan, batch_step, runtime: str | None) -> float:
 def attention_flops(plan: Plan, batch_step) -> float:
     """The step's FLOPs beyond its matmuls: attention over the cache (and SSM state updates), one card's share."""
     return max(0.0, batch_step.flops - batch_step.batch * 2.0 * card_matmul_params(plan))
+
+
+def llamacpp_mma_attention_flops(plan: Plan, batch_step, runtime: str | None, be: str | None) -> float:
+    """The part of the step's attention FLOPs llama.cpp's CUDA build runs in its tensor-core kernel
+    (kernels.llamacpp_cuda_vector_attention), out of the vector term; zero elsewhere."""
+    if runtime != "llamacpp" or backend(plan.gpu, be) != "cuda":
+        return 0.0
+    from llmsize.estimate.flops import decode_attention_tile_flops
+    from llmsize.estimate.parallel import shard_model
+
+    shard = shard_model(plan.model, plan.inputs.tp, 1)
+    b, ctx, kv = batch_step.batch, batch_step.context_tokens, plan.inputs.kv_dtype
+    return b * decode_attention_tile_flops(
+        shard, ctx, 1, keep=lambda m: not llamacpp_cuda_vector_attention(plan.gpu, m, b, ctx, kv))
 
 
 @by_identity(maxsize=512)

@@ -2725,3 +2725,50 @@ def test_a_plan_through_marlin_is_priced_as_a_row_that_ran_through_it(catalog, r
     assert row_s(marlin) == pytest.approx(plan_s("marlin"), rel=1e-9)
     assert row_s(native) == pytest.approx(plan_s(None), rel=1e-9) == pytest.approx(plan_s("native"), rel=1e-9)
     assert plan_s("marlin") < plan_s(None)
+
+
+@pytest.mark.parametrize("card, model_id, batch, context, kv, vector", [
+    ("rtx4090", "llama-3.1-8b", 1, 4096, "bf16", True),  # Ada, 4 heads a cached head: the vector kernel
+    ("rtx4090", "llama-3.1-8b", 1, 32768, "bf16", True),  # ... at any depth (the switch needs more than 4)
+    ("rtx4090", "qwen3-30b-a3b", 1, 4096, "bf16", True),  # 8 a cached head, below 8,192 tokens
+    ("rtx4090", "qwen3-30b-a3b", 1, 8192, "bf16", False),  # from 8,192 tokens: the tensor-core kernel
+    ("rtx3090", "llama-3.1-8b", 1, 512, "bf16", False),  # Ampere: any GQA group on the tensor cores
+    ("a100-80gb-sxm", "qwen3-next-80b-a3b", 1, 32768, "bf16", False),
+    ("rtx3090", "llama-2-7b", 1, 4096, "bf16", True),  # MHA: no GQA optimisation, the vector kernel
+    ("rtx3090", "llama-3.1-8b", 1, 4096, "q8_0", True),  # a quantized cache keeps the vector kernel at batch 1
+    ("rtx4090", "llama-3.1-8b", 2, 4096, "q8_0", True),  # ... and at 2 from Ada
+    ("rtx3090", "llama-3.1-8b", 2, 4096, "q8_0", False),
+    ("rtx4090", "llama-3.1-8b", 4, 4096, "bf16", False),  # several queries: the tensor-core kernel
+    ("tesla-p40", "qwen3-30b-a3b", 1, 32768, "bf16", True),  # no Turing tensor cores: the vector units
+    ("v100-sxm2-32gb", "qwen3-30b-a3b", 1, 32768, "bf16", True),
+    ("rtx4090", "deepseek-v2-lite", 1, 512, "bf16", False)])  # MLA's 576-wide heads: the tensor-core kernel only
+def test_llamacpp_cuda_decode_attention_runs_where_fattn_puts_it(catalog, card, model_id, batch, context, kv, vector):
+    """ggml_cuda_get_best_fattn_kernel (ggml/src/ggml-cuda/fattn.cu at ggml-org/llama.cpp@00a2d609): Turing's tensor
+    cores or later with a 16-bit cache take a batch-1 query to the vector kernel on Ada and later unless gqa > 4 and the
+    cache holds 8,192 tokens or more, before Ada only without GQA; a quantized cache stays on the vector kernel up to 2
+    queries from Ada, 1 before; MLA (576) has no vector kernel; Volta and older run vector-unit kernels."""
+    from llmsize.catalog.schema import AttentionBase, MlaAttention
+    from llmsize.estimate.kernels import llamacpp_cuda_vector_attention
+
+    mixers = [g.mixer for g in catalog.model(model_id).layer_groups
+              if isinstance(g.mixer, (AttentionBase, MlaAttention))]
+    got = {llamacpp_cuda_vector_attention(catalog.gpu(card), m, batch, context, kv) for m in mixers}
+    assert got == {vector}
+
+
+def test_a_deep_gqa_decode_on_the_tensor_cores_pays_no_vector_attention(catalog):
+    """The step's vector-unit attention FLOPs (StepInputs.attention_flops) keep the recurrent layers' state update and
+    the layers fattn runs on the vector units, and drop the rest: Qwen3-Next on an A100 at 32K tokens keeps only its
+    Gated DeltaNet state (36 layers x 6 x 32 value heads x 128 x 128 FLOPs), where vLLM, whose attention the model
+    prices on the tensor cores, keeps all of it (its tile term takes the GQA rows)."""
+    from llmsize.estimate.plan import PlanInputs, make_plan
+    from llmsize.estimate.step_inputs import step_inputs
+
+    model, gpu = catalog.model("qwen3-next-80b-a3b"), catalog.gpu("a100-80gb-sxm")
+    plan = make_plan(model, gpu, PlanInputs(quant="gguf-q4_k_m", context_tokens=32768, kv_dtype="bf16"),
+                     search_fit=False)
+    x = step_inputs(plan, plan.decode_b, "llamacpp")
+    lin = next(g for g in model.layer_groups if g.mixer is not None and g.mixer.kind == "linear")
+    state = lin.count * 6.0 * lin.mixer.num_value_heads * lin.mixer.key_head_dim * lin.mixer.value_head_dim
+    assert x.attention_flops == pytest.approx(state, rel=1e-9)
+    assert step_inputs(plan, plan.decode_b, "vllm").attention_flops > 10 * state

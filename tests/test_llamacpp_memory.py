@@ -677,14 +677,14 @@ def test_offload_speeds_against_published_runs(catalog):
         if rid.endswith(("ub2048", "ub4096", "ub8192")):
             assert abs(pred - got) / got < 0.12
     # its copy share: 1 for a run published at exactly the predicted speed; the gpt-oss-120b points' (RESULTS.md)
-    # 0.59 at ubatch 256 (0.60 until the 2026-12-06 refit on llama.cpp's CUDA hybrids) rising to ~1 at 8192 (fewer
-    # experts cross than uniform routing copies)
+    # 0.59-0.60 at ubatch 256 over the 2026-12-06 refits rising to ~1 at 8192 (fewer experts cross than uniform
+    # routing copies)
     runs = {r["id"]: r for r in yaml.safe_load(bench.RUNS.read_text())}
     ub256 = runs["ai-maestro-gpt-oss-120b-3090-ub256"]
     exact = {**ub256, "tok_s": bench.predicted(ub256, catalog)}
     assert bench.copy_share(exact, catalog) == pytest.approx(1.0, rel=1e-9)
     shares = [bench.copy_share(runs[f"ai-maestro-gpt-oss-120b-3090-ub{u}"], catalog) for u in (256, 512, 2048, 4096)]
-    assert shares == sorted(shares) and shares[0] == pytest.approx(0.59, abs=0.005)
+    assert shares == sorted(shares) and shares[0] == pytest.approx(0.595, abs=0.01)
     assert bench.copy_share(runs["llamacpp-discussion-15396-gpt-oss-20b-7900xt-cpu-moe"], catalog) is None  # decode
 
 
@@ -703,15 +703,19 @@ def test_the_gpu_part_of_an_offloaded_step_is_the_whole_gpu_step_restricted_to_t
     the plan's, so the step times agree to 0.1%); with every expert on the host (--n-cpu-moe 48) the attention
     layers and their cache stay on the card: the attention-at-depth term in full, no MoE layer, no expert bytes,
     the unpacking and FLOPs of the card's share of the weights only; at 32K tokens of context the attention term
-    grows several times over its 4K value."""
+    grows several times over its 4K value. On a Tesla P40, whose decode attention llama.cpp runs on the vector units
+    (kernels.llamacpp_cuda_vector_attention), at a unit attn_cost: the fit prices CUDA's at 0 since its GQA rows
+    left the vector kernel."""
     from llmsize.estimate.runtimes import constants
     from llmsize.estimate.step_inputs import step_inputs
     from llmsize.estimate.offload import gpu_part, read_bytes
     from llmsize.estimate.plan import PlanInputs, make_plan
     from llmsize.estimate.speed import attention_time_s, decode_step_time_s, dequant_time_s
 
-    m, g = catalog.model("qwen3-30b-a3b"), catalog.gpu("rtx3090")
-    c = constants(runtimes["llamacpp"], "cuda")
+    from dataclasses import replace
+
+    m, g = catalog.model("qwen3-30b-a3b"), catalog.gpu("tesla-p40")
+    c = replace(constants(runtimes["llamacpp"], "cuda"), attn_cost=1.0)
     t = gguf_file_tensors(m, "gguf-q4_k_m")
     plan = make_plan(m, g, PlanInputs(quant="gguf-q4_k_m", context_tokens=4096), search_fit=False)
     whole = step_inputs(plan, plan.decode_1, "llamacpp")

@@ -99,7 +99,7 @@ VULKAN_BF16_EXPERTS_NOTE = (
     "llama.cpp's Vulkan build decodes BF16 routed experts with its tiled matmul, not its mat-vec kernels "
     "(ggml_vk_use_mul_mat_vec_id admits F32, F16 and quantized weights): published Vulkan runs of BF16 MoE GGUFs on "
     "a Strix Halo, outside the fit, decoded at 0.33-0.55 of such a figure (Qwen3.6-35B-A3B, GLM-4.7-Flash), Gemma 4 "
-    "26B-A4B's at 0.91-0.98 (its experts' share of the bytes no smaller: a difference not explained); a quantized "
+    "26B-A4B's at 0.92-0.98 (its experts' share of the bytes no smaller: a difference not explained); a quantized "
     "GGUF (Q8_0) takes the mat-vec path")
 
 

@@ -49,8 +49,9 @@ weight bytes at eta_weights when that is longer; on a GeForce card the fraction 
 min(1, eta_prefill x prefill_consumer_factor): such cards run above the boost clock their rated peak assumes, where
 an SXM or workstation part under dense matmuls runs at or below it (SGLang's 28,650-token prompt on an RTX 4090 at
 1.3x the fraction an A100 or RTX A6000 reached in the same source); plus, where attention is not fused (llama.cpp
-without flash attention), its score matrices' bytes at eta_weights_default; llama.cpp on layer-split cards pipelines a prompt's
-ubatches through its stages, which shortens all of it by pipeline_factor (1, no gain, for one ubatch or one card).
+without flash attention), its score matrices' bytes at eta_weights_default; llama.cpp on layer-split cards pipelines
+a prompt's ubatches through its stages, which shortens all of it by pipeline_factor (1, no gain, for one ubatch or
+one card).
 The ceiling (decode.py) is this expression with every eta equal to 1 and every other term 0; the constants are
 bounded so that expected <= ceiling always.
 

@@ -26,7 +26,9 @@ A decode step of B sequences at context L on runtime R lasts (seconds), each ter
                                                          file decodes slower than its bytes on a weak-ALU card
            + F_attn(B, L) x attn_cost / FP32 rate        attention's FLOPs over the cache (FLOP, 1, FLOP/s):
                                                          at depth, heads sharing a small cache (GQA, MLA) cost
-                                                         compute beyond the cache's bytes [vector-kernel runtimes]
+                                                         compute beyond the cache's bytes [vector-kernel runtimes;
+                                                         llama.cpp on CUDA: the layers its vector kernel runs,
+                                                         kernels.llamacpp_cuda_vector_attention]
            + max(0, F_attn_tile(B, L) / attention rate   the same on the tensor cores, each query group padded
                     - KV(B, L) / BW) x mm_cost           to the kernel's tile (64 on Hopper and Blackwell, else
                                                          16), beyond the cache's read it overlaps (FLOP, FLOP/s,

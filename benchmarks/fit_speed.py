@@ -368,7 +368,8 @@ TERM_WORDS = {"tile": "the tile cost", "moe": "the routed experts' costs", "pref
               "prefill_moe": "a routed expert's prompt cost",
               "prefill_classes": "the prompt fraction of the format classes its prompts lack (scaled as the rest)",
               "alpha": "the latency per collective",
-              "attn": "the attention cost at depth (its CUDA rows' where the pool has them)"}
+              "attn": "the attention cost at depth (its CUDA rows' where the pool has them)",
+              "rec": "a recurrent layer's cost"}
 DEEP_TOKENS = 2048  # a decode row this deep in its context exercises the attention term
 
 
@@ -385,19 +386,25 @@ def unpinned(rows: list[Observed]) -> dict[str, bool]:
     and a fit leaving one out priced attention from the other two alone), and a routed expert's cost in a prompt
     (MoE prompt rows: TensorRT-LLM's two, DeepSeek-R1 on B200s, set it to 1 where its kin's rows set 4; its
     max-throughput tables, tests/test_serving_defaults.py, held at 21.2% median with 1, 19.1% with the pool's 4, dataset
-    a88dd99)."""
+    a88dd99), and a recurrent layer's cost (a group with hybrids' rows, but fewer than MIN_ROWS_CLASS or from one
+    source: llama.cpp's Vulkan fold without the Strix Halo toolboxes kept 5 and priced its Qwen3.6 rows with none,
+    Vulkan held out 13.1% / 32.2% -> 11.8% / 31.6% with the pool's, dataset c0e947d)."""
     dec = [o for o in rows if o.step is not None]
     tiles = sum(1 for o in dec if tile_time_s(o.step, UNIT_COSTS) >= 0.05 * o.measured_s)
     splits = defaultdict(set)
     for o in dec:
         splits[(o.source_key, o.plan.model.id, o.plan.gpu.id)].add(o.step.collectives)
     deep = [o for o in dec if o.row.context_tokens >= DEEP_TOKENS and attention_time_s(o.step, UNIT_COSTS) > 0]
+    hybrid = [o for o in dec if o.step.recurrent_layers]
     vector = all(o.runtime in VECTOR_ATTENTION for o in dec)
     prompts = [o for o in rows if o.prefill is not None and o.prefill.peak_flop_per_s]
     return {"tile": tiles < MIN_ROWS_CLASS and not vector,  # theirs is 0
             "prefill_moe": not pins_moe_prompts(prompts),
             "attn": vector and (len(deep) < MIN_ROWS_CLASS or len({o.source_key for o in deep}) < MIN_SOURCES_CLASS),
             "moe": sum(1 for o in dec if o.step.moe_layers) < MIN_ROWS_CLASS,
+            # hybrids' rows too few to pin a recurrent layer's cost (DecodeSystem leaves it at 0 then): the pool's
+            "rec": 0 < len(hybrid) and (len(hybrid) < MIN_ROWS_CLASS
+                                        or len({o.source_key for o in hybrid}) < MIN_SOURCES_CLASS),
             "prefill": len(prompts) < MIN_ROWS_CLASS or len({o.source_key for o in prompts}) < MIN_SOURCES_CLASS
             or len({o.plan.gpu.id for o in prompts}) < MIN_CARDS_OWN,
             "alpha": any(o.step.collectives for o in dec) and not any(len(c) > 1 for c in splits.values())}
@@ -455,6 +462,8 @@ def _fit_group(runtime: str, be: str, rows: list[Observed], pool: list[Observed]
         fixed["v_kv"] = donor.v_kv + donor.v_backend.get(be, 0.0)
     if need.get("moe"):
         fixed.update({"t_moe": donor.t_moe_layer_s, "expert": donor.expert_read_cost})
+    if need.get("rec"):
+        fixed["t_rec"] = donor.t_recurrent_layer_s
     if need.get("alpha"):  # each link the rows cross at the pool's latency (its slowest fitted one if it has none)
         fixed.update({f"alpha:{k}": donor.alpha_s.get(k, max(donor.alpha_s.values(), default=0.0))
                       for k in {o.step.link for o in dec if o.step.collectives and o.step.link}})

@@ -2772,3 +2772,19 @@ def test_a_deep_gqa_decode_on_the_tensor_cores_pays_no_vector_attention(catalog)
     state = lin.count * 6.0 * lin.mixer.num_value_heads * lin.mixer.key_head_dim * lin.mixer.value_head_dim
     assert x.attention_flops == pytest.approx(state, rel=1e-9)
     assert step_inputs(plan, plan.decode_b, "vllm").attention_flops > 10 * state
+
+
+def test_a_recurrent_layers_cost_is_borrowed_where_few_hybrid_rows_pin_it(observed):
+    """fit_speed.unpinned: a group whose hybrid decode rows are fewer than MIN_ROWS_CLASS, or from one source, takes
+    its pool's recurrent-layer cost (DecodeSystem alone would leave it at 0). llama.cpp's Vulkan rows pin their own;
+    without the Strix Halo toolboxes' source (a held-out fold) 5 hybrid rows are left, which borrow it: that fold's
+    Qwen3.6 rows had been priced with no recurrent cost at all (RESULTS.md, 2026-12-06)."""
+    import fit_speed
+
+    vk = [o for o in observed if o.runtime == "llamacpp" and o.step is not None and o.backend == "vulkan"]
+    assert vk and not fit_speed.unpinned(vk)["rec"]
+    fold = [o for o in vk if "kyuz0-strix-halo" not in o.source_key]
+    hybrid = [o for o in fold if o.step.recurrent_layers]
+    assert 0 < len(hybrid) < fit_speed.MIN_ROWS_CLASS and fit_speed.unpinned(fold)["rec"]
+    dense = [o for o in fold if not o.step.recurrent_layers]
+    assert not fit_speed.unpinned(dense)["rec"]  # no hybrid at all: nothing to price

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -2788,3 +2789,40 @@ def test_a_recurrent_layers_cost_is_borrowed_where_few_hybrid_rows_pin_it(observ
     assert 0 < len(hybrid) < fit_speed.MIN_ROWS_CLASS and fit_speed.unpinned(fold)["rec"]
     dense = [o for o in fold if not o.step.recurrent_layers]
     assert not fit_speed.unpinned(dense)["rec"]  # no hybrid at all: nothing to price
+
+
+def test_the_late_cuda_hybrid_note_says_what_its_rows_price_at(catalog, run_cli):
+    """LATE_CUDA_HYBRID_RANGE is the span of the Gated DeltaNet rows of llama.cpp's CUDA build on cards of compute
+    capability 9.0 or more at builds from b10000 (the RTX 5090's and the RTX PRO 6000's, in the fit) priced with the
+    shipped constants (`python benchmarks/predict_rows.py FILE`): a refit or a row that moves it must move the note.
+    The note is on such a plan only: not on an RTX 4090 (8.9), a dense model, or another runtime."""
+    import sys
+
+    from llmsize.estimate.expected import LATE_CUDA_HYBRID_RANGE
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from predict_rows import price
+
+    ratios, data = [], load_dataset(ROOT / "measurements")
+    for path in sorted((ROOT / "measurements").glob("llamacpp-cuda-*.yaml")):
+        f = data[path.stem]
+        for i, what, r, _ in price(path, catalog):
+            row = f.rows[i]
+            mid = row.model_id or row.shape_of
+            b = re.search(r"\bb(\d{4,5})\b|\((\d{4,5})\)", row.runtime_version or "")
+            if r is None or not row.card_id or not b or int(b.group(1) or b.group(2)) < 10000:
+                continue
+            cc = catalog.gpu(row.card_id).compute_capability or "0"
+            if int(cc.split(".")[0]) >= 9 and any(g.mixer is not None and g.mixer.kind == "linear"
+                                                  for g in catalog.model(mid).layer_groups):
+                ratios.append(r)
+    assert len(ratios) >= 8
+    assert (f"{min(ratios):.2f}", f"{max(ratios):.2f}") == tuple(f"{x:.2f}" for x in LATE_CUDA_HYBRID_RANGE)
+
+    def says(model, card, *more):
+        code, out, err = run_cli("plan", model, "--gpu", card, "--quant", "gguf-q4_k_m", *more, "--json")
+        assert code == 0, err
+        return any("compute capability 9.0 or more" in n for n in json.loads(out)["expected"]["notes"])
+
+    assert says("qwen3.5-27b", "rtx5090") and says("qwen3.6-35b-a3b", "h100-sxm")
+    assert not says("qwen3.5-27b", "rtx4090") and not says("llama-3.1-8b", "rtx5090")

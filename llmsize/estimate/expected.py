@@ -126,6 +126,29 @@ OLD_SGLANG_CDNA3_MLA_NOTE = (
     "outside the fit, decoded at 0.50-0.74 of this figure")
 CDNA4_NOTE = ("an MI350-series card (CDNA4): the AMD costs here are fitted on CDNA3 cards (MI300X, MI325X); published "
               "SGLang runs of DeepSeek-R1 on 8 x MI355X, outside the fit, decoded 1.2-1.7x faster than predicted")
+# llama.cpp's CUDA decode of Gated DeltaNet hybrids on cards of compute capability 9.0 or more (Hopper, Blackwell) at
+# mid-2026 builds: its rows in the fit (an RTX 5090's Qwen3.6-27B at b10107 and Qwen3.5-35B-A3B at b10970, an RTX PRO
+# 6000 Blackwell Server's Qwen3.5-27B at b10741) decode faster than the fitted figure, whose CUDA hybrid rows are
+# mostly an RTX 4090's of builds 8720-8820, which decode at it; llama.cpp issue #28196 split the 27B's token on that
+# RTX PRO 6000: 0.67 ms more than a dense control's fixed costs for its 48 linear-attention layers, ~14 us each. The
+# range is those rows priced with the shipped constants (tests/test_speed.py holds it to them).
+LATE_CUDA_HYBRID_RANGE = (1.15, 1.20)
+LATE_CUDA_HYBRID_NOTE = (
+    "a hybrid under llama.cpp on a card of compute capability 9.0 or more: published runs of Qwen3.5/3.6 at builds "
+    "b10107-b10970 on an RTX 5090 and an RTX PRO 6000 Blackwell decoded {0:.2f}-{1:.2f}x this figure, which rests "
+    "mostly on an RTX 4090's runs of April 2026 builds; llama.cpp issue #28196 measured ~14 us a linear-attention "
+    "layer on that RTX PRO 6000, where the fit prices {2:.0f} us (programmatic dependent launch, PR #22522 from b9254, "
+    "Hopper and later, is one change between)")
+
+
+def late_cuda_hybrid(plan: Plan, rid: str, be: str | None) -> bool:
+    """Whether LATE_CUDA_HYBRID_NOTE speaks of the plan: llama.cpp's CUDA build, a card of compute capability 9.0 or
+    more, a model with Gated DeltaNet layers."""
+    cc = (plan.gpu.compute_capability or "0").split(".")[0]
+    return (rid == "llamacpp" and be == "cuda" and cc.isdigit() and int(cc) >= 9
+            and any(g.mixer is not None and g.mixer.kind == "linear" for g in plan.model.layer_groups))
+
+
 # A hybrid's published prompts, skipped by the fit and priced as if not: their time to first token as multiples of
 # the plan's figure, (shortest, longest), by who ran them; tests/test_speed.py holds each to its rows. The serving
 # engines': Qwen3.6 under vLLM on an RTX PRO 6000 Max-Q and 2 x RTX 5090, Qwen3-Next under SGLang on 8 x B200;
@@ -287,6 +310,8 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
         notes += (SGLANG_TRITON_MLA_NOTE,)
     if rid == "llamacpp" and vulkan_bf16_experts(plan.model, plan.fmt.id, be):
         notes += (VULKAN_BF16_EXPERTS_NOTE,)
+    if late_cuda_hybrid(plan, rid, be):
+        notes += (LATE_CUDA_HYBRID_NOTE.format(*LATE_CUDA_HYBRID_RANGE, c.t_recurrent_layer_s * 1e6),)
     if rid in ("vllm", "sglang") and plan.fmt.id.startswith(("gguf-", "ggml-")):
         notes += (GGUF_NOTE,)
     if rid == "sglang" and plan.gpu.llvm_target in CDNA3_TARGETS and has_mla(plan.model) \

@@ -101,14 +101,15 @@ KNOWN = {
     # brittlewis12/qwen-llm's Qwen3.5 4B and 27B "Q4_K_M dense" files on an M4 Max (publisher not named): 1.1% and
     # 1.6% larger than the rules give, with the Gated DeltaNet projections split as qwen35 writes them
     # (gguf_tensors.SPLIT_LINEAR_FAMILIES: 2.7-3.5% larger before); the 9B file of the same set is within 1%. No
-    # rule of llama-quantize's, old or current, gives the difference (the 4B's 0.03 GiB is attn_gate at Q5_K, the
-    # 27B's 0.26 GiB is not): a publisher's own recipe
+    # rule of llama-quantize's, old or current, gives the difference: attn_gate at Q5_K instead of Q4_K (32 B more a
+    # block of 256) would add 24 x 2560 x 4096 x 32/256 B = 0.029 GiB to the 4B (its gap 0.03) but 48 x 5120 x 6144 x
+    # 32/256 B = 0.18 GiB to the 27B (its gap 0.26): a publisher's own recipe
     ("qwen3.5-4b", "gguf-q4_k_m"),
     ("qwen3.5-27b", "gguf-q4_k_m"),
     # DavidAU's Qwen3.6-27B-Heretic-NEO-CODE files (letusfly85/coding-agent-bench's RTX 5090): 0.29 GiB above the rules
-    # at Q4_K_M and at Q6_K alike (15.69 and 20.85 GiB, 26.90 B parameters as the rules count): a fixed amount, as one
-    # of the 1.27 B-element embedding and output matrices at Q8_0 beside Q6_K would be (0.29 GiB); the recipe is the
-    # publisher's own
+    # at Q4_K_M and at Q6_K alike (15.69 and 20.85 GiB, 26.90 B parameters as the rules count): a fixed amount, as the
+    # output matrix (248,320 x 5,120) at Q8_0 instead of Q6_K would be, x (34/32 - 210/256) B = 0.29 GiB; the recipe
+    # is the publisher's own
     ("qwen3.6-27b", "gguf-q4_k_m"),
     ("qwen3.6-27b", "gguf-q6_k"),
 }

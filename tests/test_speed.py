@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -2803,18 +2802,18 @@ def test_the_late_cuda_hybrid_note_says_what_its_rows_price_at(catalog, run_cli)
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from predict_rows import price
 
+    from llmsize.estimate.observed import llamacpp_before
+    from llmsize.estimate.step_inputs import has_delta_net_layers
+
     ratios, data = [], load_dataset(ROOT / "measurements")
     for path in sorted((ROOT / "measurements").glob("llamacpp-cuda-*.yaml")):
         f = data[path.stem]
         for i, what, r, _ in price(path, catalog):
             row = f.rows[i]
-            mid = row.model_id or row.shape_of
-            b = re.search(r"\bb(\d{4,5})\b|\((\d{4,5})\)", row.runtime_version or "")
-            if r is None or not row.card_id or not b or int(b.group(1) or b.group(2)) < 10000:
-                continue
-            cc = catalog.gpu(row.card_id).compute_capability or "0"
-            if int(cc.split(".")[0]) >= 9 and any(g.mixer is not None and g.mixer.kind == "linear"
-                                                  for g in catalog.model(mid).layer_groups):
+            if r is None or not row.card_id or llamacpp_before(row, None, 10000) is not False:
+                continue  # priced, on a named card, of a build from b10000
+            if (catalog.gpu(row.card_id).cc or (0, 0)) >= (9, 0) and has_delta_net_layers(
+                    catalog.model(row.model_id or row.shape_of)):
                 ratios.append(r)
     assert len(ratios) >= 8
     assert (f"{min(ratios):.2f}", f"{max(ratios):.2f}") == tuple(f"{x:.2f}" for x in LATE_CUDA_HYBRID_RANGE)

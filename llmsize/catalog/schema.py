@@ -135,6 +135,14 @@ class GpuSpec(Strict):
     def bandwidth_bytes_per_s(self) -> float:
         return self.bandwidth_gb_s * 1e9
 
+    @property
+    def cc(self) -> tuple[int, int] | None:
+        """The CUDA compute capability as (major, minor), for comparisons; None where the catalog has none."""
+        if not self.compute_capability:
+            return None
+        major, minor = self.compute_capability.split(".")
+        return int(major), int(minor)
+
 
 # --------------------------------------------------------------------------- model: mixers
 

@@ -192,7 +192,7 @@ def loaded_layout_extra(model: ModelSpec, gpu: GpuSpec, e: "EngineInputs") -> tu
             and gpu.compute_capability:
         from llmsize.estimate.quant import quant_format
 
-        cc = tuple(int(x) for x in gpu.compute_capability.split("."))
+        cc = gpu.cc
         rel = vllm_release(e.version)
         if cc >= (10, 0) or (cc >= (9, 0) and (rel is None or rel >= (0, 11, 0))):
             return 0.0, ("MXFP4 experts: this vLLM's Hopper/Blackwell MoE backends (Triton, FlashInfer) pad inside "

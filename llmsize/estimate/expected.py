@@ -50,6 +50,7 @@ from llmsize.estimate.speed import (
 from llmsize.estimate.step_inputs import (
     LLAMACPP_UBATCH_TOKENS,
     NOT_FIT_NOTE,
+    has_delta_net_layers,
     has_mla,
     has_recurrent_layers,
     layer_count,
@@ -144,9 +145,8 @@ LATE_CUDA_HYBRID_NOTE = (
 def late_cuda_hybrid(plan: Plan, rid: str, be: str | None) -> bool:
     """Whether LATE_CUDA_HYBRID_NOTE speaks of the plan: llama.cpp's CUDA build, a card of compute capability 9.0 or
     more, a model with Gated DeltaNet layers."""
-    cc = (plan.gpu.compute_capability or "0").split(".")[0]
-    return (rid == "llamacpp" and be == "cuda" and cc.isdigit() and int(cc) >= 9
-            and any(g.mixer is not None and g.mixer.kind == "linear" for g in plan.model.layer_groups))
+    return (rid == "llamacpp" and be == "cuda" and (plan.gpu.cc or (0, 0)) >= (9, 0)
+            and has_delta_net_layers(plan.model))
 
 
 # A hybrid's published prompts, skipped by the fit and priced as if not: their time to first token as multiples of

@@ -90,11 +90,8 @@ def llamacpp_cuda_vector_attention(gpu, mixer, batch: int, context_tokens: int, 
         return False  # 576-wide heads: the tensor-core kernel only
     if not isinstance(mixer, AttentionBase):
         return False
-    try:
-        cc = tuple(int(x) for x in (gpu.compute_capability or "").split("."))
-    except ValueError:
-        cc = ()
-    if not cc or cc < LLAMACPP_MMA_FROM_CC:
+    cc = gpu.cc
+    if cc is None or cc < LLAMACPP_MMA_FROM_CC:
         return True  # Volta and older: the vector or the generic tile kernel, both on the vector units
     if mixer.head_dim > 256 or mixer.head_dim % 64:
         return False

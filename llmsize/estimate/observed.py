@@ -26,6 +26,7 @@ from llmsize.estimate.runtimes import (
 from llmsize.estimate.speed import PrefillInputs, StepInputs, at_file_bytes, ceiling_step_s, format_class
 from llmsize.estimate.step_inputs import (
     LLAMACPP_UBATCH_TOKENS,
+    has_delta_net_layers,
     has_mla,
     has_recurrent_layers,
     prefill_inputs,
@@ -160,7 +161,7 @@ def llamacpp_early_delta_net(row: Row, runtime: str, model: ModelSpec, published
     """Whether the row is llama.cpp's decode of a Gated DeltaNet hybrid from before PR #19375's graph."""
     if runtime != "llamacpp" or row.kind != "decode":
         return False
-    if not any(g.mixer is not None and g.mixer.kind == "linear" for g in model.layer_groups):
+    if not has_delta_net_layers(model):
         return False
     return llamacpp_before(row, published, GDN_GRAPH_BUILD + 1, GDN_GRAPH_DATE) is True
 

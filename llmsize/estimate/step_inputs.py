@@ -242,6 +242,11 @@ def has_recurrent_layers(model) -> bool:
     return recurrent_layers(model) > 0
 
 
+def has_delta_net_layers(model) -> bool:
+    """Whether the model has linear-attention (Gated DeltaNet) layers: Qwen3-Next, Qwen3.5/3.6; not Mamba-2's."""
+    return any(g.mixer is not None and g.mixer.kind == "linear" for g in model.layer_groups)
+
+
 def prompt_expert_bytes(plan: Plan, tokens_per_forward: int) -> float:
     """The routed experts' bytes a prompt streams, one card's share: each forward of `tokens_per_forward` tokens
     reads the experts they touch (weights.expert_read_fraction), ceil(prompt / tokens_per_forward) forwards."""

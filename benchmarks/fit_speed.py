@@ -303,6 +303,7 @@ class GroupFit:
     t_act_quant_layer_s: float = 0.0
     t_seq_s: float = 0.0
     t_recurrent_layer_s: float = 0.0
+    t_shared_expert_layer_s: float = 0.0
     borrowed_terms: tuple[str, ...] = ()  # the terms taken from a pool fit (fit_group, unpinned)
     # a pool of several engines' rows: each engine with rows enough its own fixed costs (t_layer_s, t_step_s)
     fixed_by_runtime: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
@@ -341,7 +342,7 @@ class GroupFit:
             prefill_expert_read_cost=self.prefill_expert_read_cost,
             expert_read_cost=self.expert_read_cost, t_layer_floor_s=self.t_layer_floor_s,
             t_act_quant_layer_s=self.t_act_quant_layer_s, t_seq_s=self.t_seq_s,
-            t_recurrent_layer_s=self.t_recurrent_layer_s)
+            t_recurrent_layer_s=self.t_recurrent_layer_s, t_shared_expert_layer_s=self.t_shared_expert_layer_s)
 
 
 def median(xs: list[float]) -> float:
@@ -369,7 +370,7 @@ TERM_WORDS = {"tile": "the tile cost", "moe": "the routed experts' costs", "pref
               "prefill_classes": "the prompt fraction of the format classes its prompts lack (scaled as the rest)",
               "alpha": "the latency per collective",
               "attn": "the attention cost at depth (its CUDA rows' where the pool has them)",
-              "rec": "a recurrent layer's cost"}
+              "rec": "a recurrent layer's cost", "shexp": "a shared expert's cost"}
 DEEP_TOKENS = 2048  # a decode row this deep in its context exercises the attention term
 
 
@@ -396,6 +397,7 @@ def unpinned(rows: list[Observed]) -> dict[str, bool]:
         splits[(o.source_key, o.plan.model.id, o.plan.gpu.id)].add(o.step.collectives)
     deep = [o for o in dec if o.row.context_tokens >= DEEP_TOKENS and attention_time_s(o.step, UNIT_COSTS) > 0]
     hybrid = [o for o in dec if o.step.recurrent_layers]
+    shared = [o for o in dec if o.step.shared_expert_layers]
     vector = all(o.runtime in VECTOR_ATTENTION for o in dec)
     prompts = [o for o in rows if o.prefill is not None and o.prefill.peak_flop_per_s]
     return {"tile": tiles < MIN_ROWS_CLASS and not vector,  # theirs is 0
@@ -405,9 +407,19 @@ def unpinned(rows: list[Observed]) -> dict[str, bool]:
             # hybrids' rows too few to pin a recurrent layer's cost (DecodeSystem leaves it at 0 then): the pool's
             "rec": 0 < len(hybrid) and (len(hybrid) < MIN_ROWS_CLASS
                                         or len({o.source_key for o in hybrid}) < MIN_SOURCES_CLASS),
+            # and a shared expert's, where the rows do not pin it apart from a MoE layer's (pins_shared_expert)
+            "shexp": 0 < len(shared) and not pins_shared_expert(dec),
             "prefill": len(prompts) < MIN_ROWS_CLASS or len({o.source_key for o in prompts}) < MIN_SOURCES_CLASS
             or len({o.plan.gpu.id for o in prompts}) < MIN_CARDS_OWN,
             "alpha": any(o.step.collectives for o in dec) and not any(len(c) > 1 for c in splits.values())}
+
+
+def pins_shared_expert(dec: list[Observed]) -> bool:
+    """Whether decode rows pin a shared expert's cost apart from a MoE layer's: MIN_ROWS_CLASS rows from
+    MIN_SOURCES_CLASS sources of MoE models with a shared expert, and as many of MoE models without one."""
+    moe = [o for o in dec if o.step.moe_layers]
+    sides = ([o for o in moe if o.step.shared_expert_layers], [o for o in moe if not o.step.shared_expert_layers])
+    return all(len(s) >= MIN_ROWS_CLASS and len({o.source_key for o in s}) >= MIN_SOURCES_CLASS for s in sides)
 
 
 def pins_moe_prompts(prompts: list[Observed]) -> bool:
@@ -464,6 +476,8 @@ def _fit_group(runtime: str, be: str, rows: list[Observed], pool: list[Observed]
         fixed.update({"t_moe": donor.t_moe_layer_s, "expert": donor.expert_read_cost})
     if need.get("rec"):
         fixed["t_rec"] = donor.t_recurrent_layer_s
+    if need.get("shexp"):
+        fixed["t_shexp"] = donor.t_shared_expert_layer_s
     if need.get("alpha"):  # each link the rows cross at the pool's latency (its slowest fitted one if it has none)
         fixed.update({f"alpha:{k}": donor.alpha_s.get(k, max(donor.alpha_s.values(), default=0.0))
                       for k in {o.step.link for o in dec if o.step.collectives and o.step.link}})
@@ -580,7 +594,7 @@ class DecodeSystem:
         self.moe_backends = moe_backend_keys(dec)
         self.names = [f"v:{c}" for c in self.classes] + ["v:other", "v_kv", "t_layer", "t_step", "t_moe"] + \
             [f"alpha:{k}" for k in self.links] + ["alu", "attn", "tile", "v0", "expert", "act_quant", "t_seq", "mm",
-                                                  "launch", "t_rec"] + \
+                                                  "launch", "t_rec", "t_shexp"] + \
             [f"t_layer:{k}" for k in self.own_kernels] + [f"t_step:{r}" for r in self.own_fixed] + \
             [f"v_be:{b}" for b in self.backends] + [f"t_moe_be:{r}:{b}" for r, b in self.moe_backends]
         self.dec, rows_a = dec, []
@@ -610,6 +624,7 @@ class DecodeSystem:
             row.append(terms.mm_s)  # per unit of mm_cost: the step's own matmul FLOPs at the peak
             row.append(x.expert_launches)  # per second of t_expert_launch_s: an older engine's per-expert kernels
             row.append(x.recurrent_layers)  # per second of t_recurrent_layer_s: a hybrid's SSM / linear layers
+            row.append(x.shared_expert_layers)  # per second of t_shared_expert_layer_s: MoE layers with a shared expert
             row += [x.layers if kern == k else 0.0 for k in self.own_kernels]
             row += [1.0 if o.runtime == r else 0.0 for r in self.own_fixed]
             row += [w_bw + kv_bw if o.family == b else 0.0 for b in self.backends]
@@ -644,6 +659,10 @@ class DecodeSystem:
         hybrid = [o for o in dec if o.step.recurrent_layers]
         if len(hybrid) < MIN_ROWS_CLASS or len({o.source_key for o in hybrid}) < MIN_SOURCES_CLASS:
             self.upper[self.names.index("t_rec")] = 0.0
+        # a shared expert's alike, where rows of MoE models with one and rows of MoE models without one pin it apart
+        # from the routed experts' cost a layer (with one side only, the two columns are one)
+        if not pins_shared_expert(dec):
+            self.upper[self.names.index("t_shexp")] = 0.0
         # (a term held where a left-out source's rows took away what pinned it is not in this system at all)
         self.fixed = {k: v for k, v in (fixed or {}).items() if k in self.names}
         for name in self.fixed:
@@ -694,6 +713,7 @@ class DecodeSystem:
         fit.mm_cost = theta["mm"]
         fit.t_expert_launch_s = theta["launch"]
         fit.t_recurrent_layer_s = theta["t_rec"]
+        fit.t_shared_expert_layer_s = theta["t_shexp"]
         fit.t_layer_floor_s = floor_s
         fit.fixed_by_runtime = {
             r: (theta.get(f"t_layer:{KERNELS.get(r, r)}", theta["t_layer"]), theta.get(f"t_step:{r}", theta["t_step"]))
@@ -989,6 +1009,7 @@ def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, 
         "t_layer_floor_s": r4(fit.t_layer_floor_s),
         "t_act_quant_layer_s": r4(fit.t_act_quant_layer_s), "t_seq_s": r4(fit.t_seq_s),
         "t_recurrent_layer_s": r4(fit.t_recurrent_layer_s),
+        "t_shared_expert_layer_s": r4(fit.t_shared_expert_layer_s),
         "moe_matmul_cost": fit.moe_matmul_cost,
         "prefill_expert_read_cost": fit.prefill_expert_read_cost,
         "alpha_s": {k: r4(v) for k, v in fit.alpha_s.items()},
@@ -996,7 +1017,8 @@ def group_yaml(fit: GroupFit, rows: list[Observed], band, pband, ho_d: HeldOut, 
         "eta_prefill_default": r4(fit.eta_prefill_default) if fit.eta_prefill_default else None,
         "band": [r4(band[0]), r4(band[1])],
         "prefill_band": [r4(pband[0]), r4(pband[1])] if pband else None,
-        "rows_decode": len(dec), "rows_prefill": len(pre),
+        "rows_decode": len(dec), "hybrid_rows_decode": sum(1 for o in dec if o.step.recurrent_layers),
+        "rows_prefill": len(pre),
         "cards": sorted({o.plan.gpu.id for o in rows}),
         "row_backends": sorted({o.backend for o in rows}),
         "decode_held_out": ho_d.summary(band) if ho_d.errors else None,

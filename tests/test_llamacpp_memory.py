@@ -704,8 +704,8 @@ def test_the_gpu_part_of_an_offloaded_step_is_the_whole_gpu_step_restricted_to_t
     layers and their cache stay on the card: the attention-at-depth term in full, no MoE layer, no expert bytes,
     the unpacking and FLOPs of the card's share of the weights only; at 32K tokens of context the attention term
     grows several times over its 4K value. On a Tesla P40, whose decode attention llama.cpp runs on the vector units
-    (kernels.llamacpp_cuda_vector_attention), at a unit attn_cost: the fit prices CUDA's at 0 since its GQA rows
-    left the vector kernel."""
+    (kernels.llamacpp_cuda_vector_attention), at a unit attn_cost (the fitted one moves with each refit: 0 from
+    2026-12-06, when its GQA rows left the vector kernel, until a shared expert's cost took the MoE rows' excess)."""
     from llmsize.estimate.runtimes import constants
     from llmsize.estimate.step_inputs import step_inputs
     from llmsize.estimate.offload import gpu_part, read_bytes

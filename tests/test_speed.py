@@ -1870,14 +1870,15 @@ def test_a_hybrids_ttft_band_spans_what_published_hybrid_prompts_took(run_cli, r
 
 
 def test_the_llamacpp_hybrid_decode_note_says_where_no_rows_pin_a_recurrent_cost(catalog, runtimes):
-    """Since 2026-12-06 every llama.cpp backend fits a recurrent layer's cost (Metal's from an M4 Max's Qwen3.5
-    family at build 9187, an M4 Pro's Qwen3.5-9B and the M2 Ultra's Qwen3-Next): no plan carries the note. A group
-    without one (a refit where a backend's hybrid rows are too few: here Metal's, set to 0) says so, with the costs
-    the other backends fitted; a model without recurrent layers never does."""
+    """Since 2026-12-06 every llama.cpp backend's fit has hybrids' decode rows (Metal's from an M4 Max's Qwen3.5
+    family at build 9187, an M4 Pro's Qwen3.5-9B and the M2 Ultra's Qwen3-Next), which price a recurrent layer's cost,
+    at 0 on CUDA: no plan carries the note. A group fitted without any (here Metal's, its hybrid rows and cost set to
+    0) says so, with the costs the other backends fitted; a model without recurrent layers never does."""
     from llmsize.estimate.expected import LLAMACPP_RECURRENT_DECODE_NOTE, expect
 
     spec = runtimes["llamacpp"]
-    assert all(g.t_recurrent_layer_s > 0 for g in spec.backends.values())
+    assert all(g.hybrid_rows_decode >= 6 for g in spec.backends.values())
+    assert spec.backends["metal"].t_recurrent_layer_s > 0
     head = LLAMACPP_RECURRENT_DECODE_NOTE.split("{")[0]
 
     def notes(model, card, rts=runtimes):
@@ -1886,11 +1887,15 @@ def test_the_llamacpp_hybrid_decode_note_says_where_no_rows_pin_a_recurrent_cost
 
     for model, card in (("qwen3.6-35b-a3b", "rtx4090"), ("qwen3.6-35b-a3b", "m4-max"), ("qwen3.6-35b-a3b", "strix-halo")):
         assert not any(n.startswith(head) for n in notes(model, card)), (model, card)
-    metal = spec.backends["metal"].model_copy(update={"t_recurrent_layer_s": 0.0})
+    metal = spec.backends["metal"].model_copy(update={"t_recurrent_layer_s": 0.0, "hybrid_rows_decode": 0})
     bare = {**runtimes, "llamacpp": spec.model_copy(update={"backends": {**spec.backends, "metal": metal}})}
     said = [n for n in notes("qwen3.6-35b-a3b", "m4-max", bare) if n.startswith(head)]
-    cuda = spec.backends["cuda"].t_recurrent_layer_s
-    assert len(said) == 1 and "on Metal (Apple) cards" in said[0] and f"CUDA (NVIDIA) {cuda * 1e6:.0f} us" in said[0]
+    rocm = spec.backends["rocm"].t_recurrent_layer_s
+    assert len(said) == 1 and "on Metal (Apple) cards" in said[0] and f"ROCm (AMD) {rocm * 1e6:.0f} us" in said[0]
+    assert "CUDA" not in said[0]  # fitted at 0: not a cost elsewhere
+    rocm0 = spec.backends["rocm"].model_copy(update={"t_recurrent_layer_s": 0.0})  # fitted at 0, from hybrids' rows
+    zero = {**runtimes, "llamacpp": spec.model_copy(update={"backends": {**spec.backends, "rocm": rocm0}})}
+    assert not any(n.startswith(head) for n in notes("qwen3.6-35b-a3b", "strix-halo", zero))
     assert not any(n.startswith(head) for n in notes("qwen3-30b-a3b", "m4-max", bare))
 
 def test_a_hybrids_prompt_stays_out_of_the_fit_and_its_plan_says_why(catalog, run_cli):
@@ -2381,9 +2386,9 @@ def test_weights_the_tensor_cores_take_as_stored_unpack_nothing(catalog, runtime
 def test_a_hybrids_recurrent_layers_each_pay_their_fixed_cost(catalog, runtimes, model, recurrent):
     """A recurrent mixer (Qwen3.6's Gated DeltaNet: 30 of its 40 layers; Nemotron-3 Nano's 23 Mamba-2 layers) runs
     a chain of small kernels beside its state's bytes: the step's fixed costs carry t_recurrent_layer_s for each.
-    llama.cpp on ROCm fits one (no HIP graph by default), and on CUDA since 2026-12-06 (four sources of hybrids'
-    decode rows; its graphs replay the launches, not the small kernels' own time); vLLM and SGLang, whose hybrids'
-    rows price it at none, and the groups without hybrids' rows pay none."""
+    llama.cpp on ROCm fits one (a few us since its MoE hybrids' shared experts pay their own cost) and on Metal;
+    on CUDA, its hybrids' rows price it at none beside a shared expert's cost, as vLLM and SGLang's do; the groups
+    without hybrids' rows pay none."""
     from dataclasses import replace
 
     from llmsize.estimate.runtimes import constants
@@ -2544,7 +2549,7 @@ def test_attention_at_depth_is_borrowed_where_few_deep_rows_pin_it(observed, run
     sources: the Strix Halo has no citable FP32 rate) and take the cost its pool's CUDA rows fit, the CUDA group's
     own; its CUDA rows pin their own. Since the CUDA rows' attention runs where llama.cpp runs it
     (kernels.llamacpp_cuda_vector_attention: its GQA rows at depth on the tensor cores), the rows left on the vector
-    kernel price it at 0 and the cache's fraction carries depth (RESULTS.md, 2026-12-06)."""
+    kernel price it and the cache's fraction carries the rest of depth (RESULTS.md, 2026-12-06)."""
     import fit_speed
 
     from llmsize.estimate.runtimes import backend
@@ -2790,38 +2795,30 @@ def test_a_recurrent_layers_cost_is_borrowed_where_few_hybrid_rows_pin_it(observ
     assert not fit_speed.unpinned(dense)["rec"]  # no hybrid at all: nothing to price
 
 
-def test_the_late_cuda_hybrid_note_says_what_its_rows_price_at(catalog, run_cli):
-    """LATE_CUDA_HYBRID_RANGE is the span of the Gated DeltaNet rows of llama.cpp's CUDA build on cards of compute
-    capability 9.0 or more at builds from b10000 (the RTX 5090's and the RTX PRO 6000's, in the fit) priced with the
-    shipped constants (`python benchmarks/predict_rows.py FILE`): a refit or a row that moves it must move the note.
-    The note is on such a plan only: not on an RTX 4090 (8.9), a dense model, or another runtime."""
-    import sys
+def test_a_shared_expert_costs_llamacpp_its_kernels_and_the_graph_engines_none(catalog, runtimes):
+    """A MoE layer's shared expert is a dense MLP every token runs beside its routed experts; llama.cpp's graph runs it
+    as nodes of its own (src/models/qwen35moe.cpp: up, gate, GLU, down, then the one-row sigmoid gate, its product and
+    the sum), so each MoE layer with one pays t_shared_expert_layer_s in the step's MoE term. Qwen3.6-35B-A3B: 40 such
+    layers; DeepSeek-V2-Lite: 26 of its 27 (the first is dense); Qwen3-30B-A3B and gpt-oss-20b: none. vLLM overlaps it
+    with the routed experts (SharedFusedMoE): its steps carry none."""
+    from dataclasses import replace
 
-    from llmsize.estimate.expected import LATE_CUDA_HYBRID_RANGE
+    from llmsize.estimate.runtimes import constants
+    from llmsize.estimate.speed import decode_terms_s
+    from llmsize.estimate.step_inputs import shared_expert_layers, step_inputs
 
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from predict_rows import price
-
-    from llmsize.estimate.observed import llamacpp_before
-    from llmsize.estimate.step_inputs import has_delta_net_layers
-
-    ratios, data = [], load_dataset(ROOT / "measurements")
-    for path in sorted((ROOT / "measurements").glob("llamacpp-cuda-*.yaml")):
-        f = data[path.stem]
-        for i, what, r, _ in price(path, catalog):
-            row = f.rows[i]
-            if r is None or not row.card_id or llamacpp_before(row, None, 10000) is not False:
-                continue  # priced, on a named card, of a build from b10000
-            if (catalog.gpu(row.card_id).cc or (0, 0)) >= (9, 0) and has_delta_net_layers(
-                    catalog.model(row.model_id or row.shape_of)):
-                ratios.append(r)
-    assert len(ratios) >= 8
-    assert (f"{min(ratios):.2f}", f"{max(ratios):.2f}") == tuple(f"{x:.2f}" for x in LATE_CUDA_HYBRID_RANGE)
-
-    def says(model, card, *more):
-        code, out, err = run_cli("plan", model, "--gpu", card, "--quant", "gguf-q4_k_m", *more, "--json")
-        assert code == 0, err
-        return any("compute capability 9.0 or more" in n for n in json.loads(out)["expected"]["notes"])
-
-    assert says("qwen3.5-27b", "rtx5090") and says("qwen3.6-35b-a3b", "h100-sxm")
-    assert not says("qwen3.5-27b", "rtx4090") and not says("llama-3.1-8b", "rtx5090")
+    counts = {m: shared_expert_layers(catalog.model(m)) for m in
+              ("qwen3.6-35b-a3b", "deepseek-v2-lite", "qwen3-30b-a3b", "gpt-oss-20b", "llama-3.1-8b")}
+    assert counts == {"qwen3.6-35b-a3b": 40, "deepseek-v2-lite": 26, "qwen3-30b-a3b": 0, "gpt-oss-20b": 0,
+                      "llama-3.1-8b": 0}
+    p = make_plan(catalog.model("qwen3.6-35b-a3b"), catalog.gpu("rtx4090"), PlanInputs(quant="gguf-q4_k_m"),
+                  search_fit=False)
+    x = step_inputs(p, p.decode_1, "llamacpp")
+    assert x.shared_expert_layers == 40
+    c = constants(runtimes["llamacpp"], "cuda", p.gpu)
+    assert c.t_shared_expert_layer_s > 0
+    without = decode_terms_s(x, replace(c, t_shared_expert_layer_s=0.0))["moe"]
+    assert decode_terms_s(x, c)["moe"] - without == pytest.approx(40 * c.t_shared_expert_layer_s)
+    assert step_inputs(p, p.decode_1, "vllm").shared_expert_layers == 0
+    for rt in ("vllm", "sglang", "trtllm"):
+        assert constants(runtimes[rt], "cuda").t_shared_expert_layer_s == 0.0

@@ -553,6 +553,8 @@ class SpeedGroup(Strict):
     t_recurrent_layer_s: Seconds = Field(0.0, description="per recurrent (SSM, linear-attention) layer, the fixed "
                                          "cost of its chain of small kernels beside its bytes (0 where no hybrid's "
                                          "rows pin it)")
+    t_shared_expert_layer_s: Seconds = Field(0.0, description="per MoE layer with a shared expert, the fixed cost of "
+                                             "that expert's kernels (its matmuls, activation, sum) beside its bytes")
     t_prefill_layer_s: Seconds = Field(0.0, description="a serving engine's extra cost per layer of a prefill forward "
                                        "(eager: no CUDA graph; launches and the all-reduce's latency)")
     prefill_consumer_factor: float = Field(1.0, ge=0.5, le=2.0, description="a consumer card's prompt fraction over "
@@ -568,6 +570,8 @@ class SpeedGroup(Strict):
     band: tuple[float, float] = Field(description="held-out measured/predicted, p5 and p95 (decode)")
     prefill_band: tuple[float, float] | None = None
     rows_decode: int = Field(strict=True, ge=0)
+    hybrid_rows_decode: int = Field(0, strict=True, ge=0, description="of which, decode rows of models with recurrent "
+                                    "(SSM, linear-attention) layers, which price a recurrent layer's own cost")
     rows_prefill: int = Field(strict=True, ge=0)
     cards: list[str] = []
     decode_held_out: HeldOut | None = None

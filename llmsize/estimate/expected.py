@@ -50,7 +50,6 @@ from llmsize.estimate.speed import (
 from llmsize.estimate.step_inputs import (
     LLAMACPP_UBATCH_TOKENS,
     NOT_FIT_NOTE,
-    has_delta_net_layers,
     has_mla,
     has_recurrent_layers,
     layer_count,
@@ -64,9 +63,9 @@ OLD_SGLANG_HYBRID_NOTE = (
     "SGLang {first} to {last} ran this hybrid's recurrent layers with the radix cache's no_buffer strategy, which "
     "turns its overlap scheduler off: each decode step waited about {wait_ms:.1f} ms more for the CPU (fitted with "
     "vLLM V0's rows); from 0.5.14 the default extra_buffer strategy keeps it on, as this figure assumes")
-# llama.cpp off AMD cards: no hybrid's decode rows pin a recurrent layer's cost (fit_speed asks 6 from 2 sources), so a
-# recurrent layer costs its bytes and a block's fixed cost; the rows there, priced with the shipped constants
-# (tests/test_speed.py holds the figures to them)
+# A llama.cpp group fitted without any hybrid's decode rows (its hybrid_rows_decode 0): a recurrent layer costs its
+# bytes and a block's fixed cost, with nothing to say whether more; a group whose hybrids' rows fitted the cost at 0
+# (CUDA's since 2026-12-06, when a shared expert's cost took what it had carried) says nothing
 LLAMACPP_RECURRENT_DECODE_NOTE = (
     "a recurrent (SSM, linear-attention) layer is costed here as any block and its state's bytes: no published llama.cpp "
     "decode rows of hybrids on {backend} cards pin a cost of its own (elsewhere, a layer: {fitted})")
@@ -99,8 +98,8 @@ DEEPSEEK_QK_NOPE_DIM = 128
 VULKAN_BF16_EXPERTS_NOTE = (
     "llama.cpp's Vulkan build decodes BF16 routed experts with its tiled matmul, not its mat-vec kernels "
     "(ggml_vk_use_mul_mat_vec_id admits F32, F16 and quantized weights): published Vulkan runs of BF16 MoE GGUFs on "
-    "a Strix Halo, outside the fit, decoded at 0.33-0.55 of such a figure (Qwen3.6-35B-A3B, GLM-4.7-Flash), Gemma 4 "
-    "26B-A4B's at 0.92-0.98 (its experts' share of the bytes no smaller: a difference not explained); a quantized "
+    "a Strix Halo, outside the fit, decoded at 0.34-0.56 of such a figure (Qwen3.6-35B-A3B, GLM-4.7-Flash), Gemma 4 "
+    "26B-A4B's at 0.93-0.99 (its experts' share of the bytes no smaller: a difference not explained); a quantized "
     "GGUF (Q8_0) takes the mat-vec path")
 
 
@@ -127,34 +126,12 @@ OLD_SGLANG_CDNA3_MLA_NOTE = (
     "outside the fit, decoded at 0.50-0.74 of this figure")
 CDNA4_NOTE = ("an MI350-series card (CDNA4): the AMD costs here are fitted on CDNA3 cards (MI300X, MI325X); published "
               "SGLang runs of DeepSeek-R1 on 8 x MI355X, outside the fit, decoded 1.2-1.7x faster than predicted")
-# llama.cpp's CUDA decode of Gated DeltaNet hybrids on cards of compute capability 9.0 or more (Hopper, Blackwell) at
-# mid-2026 builds: its rows in the fit (an RTX 5090's Qwen3.6-27B at b10107 and Qwen3.5-35B-A3B at b10970, an RTX PRO
-# 6000 Blackwell Server's Qwen3.5-27B at b10741) decode faster than the fitted figure, whose CUDA hybrid rows are
-# mostly an RTX 4090's of builds 8720-8820, which decode at it; llama.cpp issue #28196 split the 27B's token on that
-# RTX PRO 6000: 0.67 ms more than a dense control's fixed costs for its 48 linear-attention layers, ~14 us each. The
-# range is those rows priced with the shipped constants (tests/test_speed.py holds it to them).
-LATE_CUDA_HYBRID_RANGE = (1.15, 1.20)
-LATE_CUDA_HYBRID_NOTE = (
-    "a hybrid under llama.cpp on a card of compute capability 9.0 or more: published runs of Qwen3.5/3.6 at builds "
-    "b10107-b10970 on an RTX 5090 and an RTX PRO 6000 Blackwell decoded {0:.2f}-{1:.2f}x this figure, which rests "
-    "mostly on an RTX 4090's runs of April 2026 builds; llama.cpp issue #28196 measured ~14 us a linear-attention "
-    "layer on that RTX PRO 6000, where the fit prices {2:.0f} us (programmatic dependent launch, PR #22522 from b9254, "
-    "Hopper and later, is one change between)")
-
-
-def late_cuda_hybrid(plan: Plan, rid: str, be: str | None) -> bool:
-    """Whether LATE_CUDA_HYBRID_NOTE speaks of the plan: llama.cpp's CUDA build, a card of compute capability 9.0 or
-    more, a model with Gated DeltaNet layers."""
-    return (rid == "llamacpp" and be == "cuda" and (plan.gpu.cc or (0, 0)) >= (9, 0)
-            and has_delta_net_layers(plan.model))
-
-
 # A hybrid's published prompts, skipped by the fit and priced as if not: their time to first token as multiples of
 # the plan's figure, (shortest, longest), by who ran them; tests/test_speed.py holds each to its rows. The serving
 # engines': Qwen3.6 under vLLM on an RTX PRO 6000 Max-Q and 2 x RTX 5090, Qwen3-Next under SGLang on 8 x B200;
 # llama.cpp's: Qwen3.6 and Nemotron-3 Nano on a Strix Halo and an R9700, Qwen3.5 and Qwen3.6 on an RTX 4090 (its
 # Vulkan build's: Qwen3-Next too).
-RECURRENT_PREFILL_RANGE = {"serving": (0.6, 3.7), "llamacpp": (0.8, 2.0), "llamacpp-vulkan": (0.9, 4.5)}
+RECURRENT_PREFILL_RANGE = {"serving": (0.6, 3.7), "llamacpp": (0.8, 1.9), "llamacpp-vulkan": (0.9, 4.5)}
 _RECURRENT_PREFILL = ("time to first token of a model with recurrent (SSM, linear-attention) layers: their chunked "
                       "prompt kernels are costed as their FLOPs only; ")
 RECURRENT_PREFILL_NOTE = (_RECURRENT_PREFILL + "published serving runs of such hybrids (sch0tten/nvfp4-benchmark, "
@@ -310,8 +287,6 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
         notes += (SGLANG_TRITON_MLA_NOTE,)
     if rid == "llamacpp" and vulkan_bf16_experts(plan.model, plan.fmt.id, be):
         notes += (VULKAN_BF16_EXPERTS_NOTE,)
-    if late_cuda_hybrid(plan, rid, be):
-        notes += (LATE_CUDA_HYBRID_NOTE.format(*LATE_CUDA_HYBRID_RANGE, c.t_recurrent_layer_s * 1e6),)
     if rid in ("vllm", "sglang") and plan.fmt.id.startswith(("gguf-", "ggml-")):
         notes += (GGUF_NOTE,)
     if rid == "sglang" and plan.gpu.llvm_target in CDNA3_TARGETS and has_mla(plan.model) \
@@ -322,7 +297,8 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
     if rid == "sglang" and has_recurrent_layers(plan.model) and c.t_step_v0_s:
         first, last = map(release_words, no_buffer_releases(plan.model))
         notes += (OLD_SGLANG_HYBRID_NOTE.format(first=first, last=last, wait_ms=c.t_step_v0_s * 1e3),)
-    if rid == "llamacpp" and has_recurrent_layers(plan.model) and not c.t_recurrent_layer_s:
+    if rid == "llamacpp" and has_recurrent_layers(plan.model) and not c.t_recurrent_layer_s \
+            and not getattr(spec.backends.get(be), "hybrid_rows_decode", 0):
         fitted = [f"{BACKEND_NAMES.get(b, b)} {g.t_recurrent_layer_s * 1e6:.0f} us"
                   for b, g in sorted(spec.backends.items()) if g.t_recurrent_layer_s]
         if fitted:

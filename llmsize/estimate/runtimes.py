@@ -227,6 +227,7 @@ def constants(spec: RuntimeSpec, backend_id: str, gpu: GpuSpec | None = None,
         prefill_expert_read_cost=g.prefill_expert_read_cost, t_seq_s=g.t_seq_s,
         expert_read_cost=g.expert_read_cost, t_layer_floor_s=g.t_layer_floor_s,
         t_act_quant_layer_s=g.t_act_quant_layer_s, t_recurrent_layer_s=g.t_recurrent_layer_s,
+        t_shared_expert_layer_s=g.t_shared_expert_layer_s,
         moe_basis=g.own_moe or "",
         eta_host=spec.host.eta_bandwidth if spec.host else 1.0,
         host_band_low=spec.host.band[0] if spec.host else 1.0, host_band_high=spec.host.band[1] if spec.host else 1.0,
@@ -268,7 +269,7 @@ CDNA_TARGETS = ("gfx908", "gfx90a", *CDNA3_TARGETS, *CDNA4_TARGETS)
 # B580 127-130 against 42)
 INTEL_VULKAN_WHY = (
     "llama.cpp's Vulkan group is fitted on NVIDIA and AMD cards; published Vulkan runs on Intel Arc A770s and a B580 "
-    "(builds of 2024-2026), outside the fit, decoded at 0.29-1.08 of its figure, and Intel's Windows driver ran one "
+    "(builds of 2024-2026), outside the fit, decoded at 0.28-1.08 of its figure, and Intel's Windows driver ran one "
     "build 2.5-3x faster than Mesa's on Linux: too few runs to fit Intel's own")
 
 

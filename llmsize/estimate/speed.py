@@ -18,6 +18,9 @@ A decode step of B sequences at context L on runtime R lasts (seconds), each ter
            + layers x t_act_quant_layer_s [FP8/FP4 GEMM] quantizing the activations before each tensor-core
                                                          GEMM that takes FP8 or FP4 weights as stored (s per layer)
            + moe_layers x t_moe_layer_s                  routing, top-k and expert gather (s per MoE layer)
+           + shared_expert_layers x t_shared_expert_layer_s
+                                                         a shared expert's kernels beside the routed ones (its
+                                                         matmuls, activation, sum; s per MoE layer that has one)
            + W_experts(B) / BW x expert_read_cost        the routed experts' bytes again, in part: each expert's
                                                          small matrices are separate GEMMs of a grouped kernel,
                                                          which stream below a dense matrix (B, B/s, 1)
@@ -186,6 +189,10 @@ class StepInputs:
     # a chain of small kernels (convolution, gates, norms, the state update) beside its bytes
     # (expected.recurrent_layers)
     recurrent_layers: float = 0.0
+    # the MoE layers with a shared expert, a dense MLP every token runs beside its routed experts (DeepSeek's, GLM's,
+    # Llama 4's, Gemma 4 26B-A4B's dense MLP, Qwen3-Next and Qwen3.5/3.6's sigmoid-gated one): its up, gate and
+    # down matmuls, activation and sum are kernels of their own at batch 1 (step_inputs.shared_expert_layers)
+    shared_expert_layers: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -261,6 +268,7 @@ class Constants:
     t_layer_floor_s: float = 0.0  # the least time one layer's kernels take, however few bytes they read (s)
     t_act_quant_layer_s: float = 0.0  # per layer, quantizing activations for FP8/FP4 tensor-core GEMMs (s)
     t_recurrent_layer_s: float = 0.0  # per recurrent (SSM, linear-attention) layer, its kernels' fixed cost (s)
+    t_shared_expert_layer_s: float = 0.0  # per MoE layer with a shared expert, that expert's kernels' fixed cost (s)
     # llama.cpp: the share of the host memory's peak a CPU decode reaches (the host side of a partial offload), and
     # what it was fitted on; 1.0 and "" where nothing was fitted (the host side at its peak)
     eta_host: float = 1.0
@@ -498,8 +506,8 @@ def decode_terms_s(x: StepInputs, c: Constants) -> dict[str, float]:
         "fixed": x.layers * c.t_layer_s + c.t_step_s + floor_time_s(x, c) + act_quant_time_s(x, c)
         + c.t_seq_s * (x.batch - 1) + (c.t_step_v0_s if x.engine_v0 else 0.0)
         + x.recurrent_layers * c.t_recurrent_layer_s,
-        "moe": x.moe_layers * c.t_moe_layer_s + c.expert_read_cost * x.expert_weight_bytes / bw
-        + c.t_expert_launch_s * x.expert_launches,
+        "moe": x.moe_layers * c.t_moe_layer_s + x.shared_expert_layers * c.t_shared_expert_layer_s
+        + c.expert_read_cost * x.expert_weight_bytes / bw + c.t_expert_launch_s * x.expert_launches,
         "dequant": dequant_time_s(x, c),
         "attention": attention_time_s(x, c),
         "tile": tile_time_s(x, c),

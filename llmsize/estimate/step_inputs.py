@@ -87,13 +87,31 @@ def step_inputs(plan: Plan, batch_step, runtime: str | None = None, marlin: bool
         expert_weight_bytes=batch_step.weight_bytes * expert_read_fraction(
             plan.card_model or plan.model, plan.fmt, plan.scope, batch_step.batch),
         tensor_core_native=tensor_core_native(plan, runtime, cls), old_tiles=old_tiles,
-        recurrent_layers=recurrent_layers(plan.model))
+        recurrent_layers=recurrent_layers(plan.model),
+        shared_expert_layers=shared_expert_layers(plan.model) if runtime in SHARED_EXPERT_NODES else 0)
 
 
 def recurrent_layers(model) -> int:
     """The model's layers whose mixer is recurrent (SSM, linear attention): Qwen3.5/3.6's 3 Gated DeltaNet layers in
     every 4, Nemotron-H's Mamba-2 layers."""
     return sum(g.count for g in model.layer_groups if g.mixer is not None and g.mixer.kind in RECURRENT_MIXERS)
+
+
+# Runtimes that run a MoE layer's shared expert as nodes of their own after the routed experts: llama.cpp's graphs
+# (src/models/qwen35moe.cpp: build_ffn's up, gate and down matmuls and their GLU, then the one-row gate's matmul,
+# sigmoid and product, and the sum with the routed experts' output) and MLX's lazy ops (mlx-lm's models alike). vLLM
+# computes it within SharedFusedMoE, overlapped with the routed experts on an auxiliary stream (vllm PR #26145 put
+# every model with shared experts on it): fitted with a cost for it, vLLM's rows held out worse (RESULTS.md,
+# 2026-12-06), and the CUDA-graph engines pay none.
+SHARED_EXPERT_NODES = ("llamacpp", "mlx")
+
+
+def shared_expert_layers(model) -> int:
+    """The model's MoE layers with a shared expert (num_shared_experts > 0: however many, an engine runs them as one
+    MLP of their summed width): Qwen3.6-35B-A3B's 40, DeepSeek-V2-Lite's 26 (its first layer is dense), none of
+    Qwen3-30B-A3B's or gpt-oss's."""
+    return sum(g.count for g in model.layer_groups
+               if g.mlp is not None and g.mlp.kind == "moe" and g.mlp.num_shared_experts)
 
 
 # SGLang releases whose radix cache ran a hybrid's recurrent (linear-attention or Mamba) layers with the no_buffer

@@ -217,7 +217,9 @@ def test_a_models_hugging_face_repo_names_it(catalog, run_cli):
     ("AMD Instinct MI300X", "mi300x"), ("h200", "h200-sxm"),
     # several cards share the model number: the one whose names carry every word typed
     ("NVIDIA A100-SXM4-80GB", "a100-80gb-sxm"), ("NVIDIA A100-SXM4-40GB", "a100-40gb-sxm"),
-    ("AMD Radeon RX 7900 XTX", "rx7900xtx"), ("AMD Radeon RX 7900 XT", "rx7900xt")])
+    ("AMD Radeon RX 7900 XTX", "rx7900xtx"), ("AMD Radeon RX 7900 XT", "rx7900xt"),
+    # a memory size typed picks the card of that size among those sharing the name
+    ("RTX 5060 Ti 8GB", "rtx5060ti8"), ("rtx 5060 ti 16gb", "rtx5060ti"), ("A100 40GB", "a100-40gb-sxm")])
 def test_a_card_is_found_by_the_name_its_vendor_or_driver_gives_it(catalog, typed, card):
     """A hostile-input pass (2026-12-05) found `--gpu "NVIDIA H200"` refused with `gb300`, `tesla-p40`, `a10`
     suggested: the ids and aliases did not carry the vendor's spelling. A name that is not an id or alias is read as

@@ -136,6 +136,11 @@ def test_typos_in_closed_sets_are_errors_not_empty_tables(run_cli, args, needle)
     (["compare", "gemma-4-12b", "--sort", "tok_s_per_kcurrency", "--format", "csv"], "Add --prices"),  # by name
     (["plan", "llama-3.1-8b", "--gpu", "NVIDIA A100"], "`NVIDIA A100` names 2 cards: `a100-40gb-sxm`"),
     (["plan", "llama-3.1-8b", "--gpu", "nvidia h2000"], "Did you mean `h200-sxm`"),  # offered gb300, tesla-p40
+    # a memory size no catalog card of that name has: it planned the RTX 3080 10GB, the 24 GB RTX 4090, the 96 GB M2 Max
+    (["plan", "llama-3.1-8b", "--gpu", "rtx 3080 12gb"], "`rtx 3080 12gb`: no catalog card of that name has 12 GB: "
+     "`rtx3080` (NVIDIA GeForce RTX 3080 10GB, 10 GB)"),
+    (["plan", "llama-3.1-8b", "--gpu", "RTX 4090 48GB"], "no catalog card of that name has 48 GB: `rtx4090`"),
+    (["compare", "llama-3.1-8b", "--gpus", "m2 max 32gb"], "no catalog card of that name has 32 GB: `m2-max-30`"),
     (["plan", "llama-3.1-8b", "--gpu", "h100", "--quant", "nvfp5"], "Did you mean `nvfp4`?"),  # listed all 60
     # --fp4-kernel chooses a kernel for FP4 weights under vLLM or SGLang on an NVIDIA card, nothing else
     (["plan", "llama-3.1-8b", "--gpu", "h100", "--quant", "fp8", "--fp4-kernel", "marlin"],

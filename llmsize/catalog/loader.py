@@ -256,9 +256,17 @@ class Catalog:
         try:
             return self.hardware.get(name)
         except UnknownNameError:
-            from llmsize.catalog.match import named_cards
+            from llmsize.catalog.match import named_cards, of_typed_memory, typed_memory_words
 
             found = named_cards(name, self.hardware.all())
+            sized = of_typed_memory(name, found)
+            if found and not sized:
+                raise UnknownNameError(
+                    f"`{shown(name)}`: no catalog card of that name has {typed_memory_words(name)}: "
+                    + ", ".join(f"`{g.id}` ({g.name}, {g.memory_size:g} {g.memory_vendor_unit})" for g in found) + ".",
+                    "Name one of them by its id if it is yours, or add your card to hardware/ (README, \"Add a card "
+                    "or a model\").") from None
+            found = sized
             if len(found) == 1:
                 return found[0]
             if not found:

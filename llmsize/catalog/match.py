@@ -59,6 +59,22 @@ def named_cards(typed: str, gpus: list[GpuSpec]) -> list[GpuSpec]:
     return whole if len(whole) == 1 else found
 
 
+def typed_memory_gb(typed: str) -> set[int]:
+    """The memory sizes a name typed by hand states ("RTX 3080 12GB": {12}; none in "RTX 3080")."""
+    return {int(t[:-2]) for t in name_tokens(typed) if re.fullmatch(r"\d+gb", t)}
+
+
+def typed_memory_words(typed: str) -> str:
+    return " or ".join(f"{n} GB" for n in sorted(typed_memory_gb(typed)))
+
+
+def of_typed_memory(typed: str, cards: list[GpuSpec]) -> list[GpuSpec]:
+    """The cards whose memory is a size the typed name states, all of them where it states none: an RTX 3080 12GB,
+    a 48 GB RTX 4090 or a 32 GB M2 Max is none of the catalog's cards of that name, whose sizes differ."""
+    sizes = typed_memory_gb(typed)
+    return [g for g in cards if not sizes or round(g.memory_size) in sizes]
+
+
 def match_gpu(reported_name: str, reported_memory_bytes: int | None, gpus: list[GpuSpec]) -> GpuSpec | None:
     candidates = gpu_candidates(reported_name, gpus)
     if not candidates:

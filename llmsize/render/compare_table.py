@@ -108,8 +108,10 @@ def render_table(rows, currency, title: str, notes: list[str], console) -> None:
               "sequences that fit at --context; ceil b=1: batch-1 decode ceiling; expect b=1: expected batch-1 "
               "decode in the runtime (--runtime, else the format's and card's default; - where it has no figure); "
               "tok/s agg: the roofline's aggregate at --users (or what the cache holds); TTFT: the roofline's "
-              "time to first token (the prompt at the dense peak); exp TTFT: the expected one in the runtime; "
-              "`plan --gpu CARD` gives the runtime's bands")
+              "time to first token (the prompt at the dense peak plan prints, 16-bit where the catalog has it, its "
+              "cards one after another); exp TTFT: the expected one in the runtime, shorter where its matmuls run at "
+              "another rate (llama.cpp's quantized prompts at the INT8 rate) or it pipelines the prompt over its "
+              "cards; `plan --gpu CARD` gives the runtime's bands")
     if currency:
         legend += f"; price: {currency} per card; tok/s/k: aggregate tok/s per 1,000 {currency} of cards"
     console.print(f" {legend}.", style="dim")

@@ -1040,3 +1040,16 @@ def test_the_other_modes_row_in_json_has_the_same_keys_as_the_row(run_cli):
     for o in others:
         assert set(o) - {"other"} == set(rows[0]) - {"other", "simulated"}
         assert o["tok_s_per_user_low"] <= o["tok_s_per_user"] <= o["tok_s_per_user_high"]
+
+
+def test_where_no_card_serves_the_line_names_the_one_that_comes_closest(run_cli):
+    """A new-user pass (2026-12-06) asked for 500 tok/s a user (a 2 ms TPOT) of Llama 3.1 70B on an RTX 5090, a B200
+    and an A10: the line named the A10 (tp 8, 39.7 ms), the first card, where the B200 comes within 8.6 ms. It names
+    the card whose closest miss is smallest against its target (estimate/fleet.Miss), whatever the order of --gpus."""
+    from conftest import assert_one_line_error
+
+    for gpus in ("rtx5090,b200,a10", "a10,rtx5090,b200"):
+        code, out, err = run_cli("fleet", "llama-3.1-70b", "--isl", "3000", "--osl", "500", "--users", "400",
+                                 "--tok-s-per-user", "500", "--gpus", gpus)
+        assert_one_line_error(code, err)
+        assert "No card serves the workload (b200: " in err and "exceeds the 2 ms target" in err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 
 from llmsize.commands.shared import (
@@ -50,8 +51,12 @@ from llmsize.options import (
 
 
 def _no_card_serves(rows, w, mode: str | None = None, what: str = "") -> InvalidValueError:
-    """The one line for a workload no card serves (within its targets, in --mode's mode): a card and its why_not."""
-    why = next((f" ({r.card}: {r.why_not})" for r in rows if r.why_not), "")
+    """The one line for a workload no card serves (within its targets, in --mode's mode): the card that comes closest
+    (the smallest got / target of its closest miss, estimate/fleet.Miss; the first card where none is a miss of a
+    target) and its why_not."""
+    missed = [r for r in rows if r.why_not]
+    closest = min(missed, key=lambda r: getattr(r.why_not, "ratio", math.inf), default=None)
+    why = f" ({closest.card}: {closest.why_not})" if closest else ""
     targets = w.ttft_s is not None or w.tpot_s is not None
     return InvalidValueError(f"No card serves the workload{' ' + mode if mode else ''}{what}{why}.",
                              ("Loosen --ttft / --tpot, widen --gpus" if targets else "Widen --gpus")

@@ -939,7 +939,7 @@ def test_quant_sizes_the_fleet_in_that_format_and_the_launch_lines_say_so(run_cl
     assert code == 0 and "--quantization fp8" in out
     code, out, err = run_cli(*base, "--quant", "nvfp4", "--emit", "vllm")
     assert code == 0 and "--quantization" not in out and "give a nvfp4 checkpoint" in out
-    code, out, err = run_cli(*base, "--quant", "gguf-q4_k_m")
+    code, out, err = run_cli(*base, "--quant", "gguf-q4_k_m", "--runtime", "vllm")  # llama.cpp's without --runtime
     assert code == 2 and "GGUF" in err and "--runtime" in err and out == "" and "Traceback" not in err
     code, out, err = run_cli(*base, "--quant", "q9_z")
     assert code == 2 and "q9_z" in err and out == ""
@@ -1053,3 +1053,14 @@ def test_where_no_card_serves_the_line_names_the_one_that_comes_closest(run_cli)
                                  "--tok-s-per-user", "500", "--gpus", gpus)
         assert_one_line_error(code, err)
         assert "No card serves the workload (b200: " in err and "exceeds the 2 ms target" in err
+
+
+def test_a_gguf_fleet_is_sized_for_llamacpp_by_default(run_cli):
+    """A new-user pass (2026-12-06): `fleet` of GGUF weights without --runtime sized them for vLLM and refused them
+    with an error on --quant, which the user had not given; like plan, GGUF weights default to llama.cpp."""
+    code, out, err = run_cli("fleet", "llama-3.1-8b", "--quant", "gguf-q4_k_m", "--users", "10", "--gpus", "rtx4090",
+                             "--json")
+    assert code == 0, err
+    assert json.loads(out)["runtime"] == "llamacpp"
+    code, out, err = run_cli("fleet", "llama-3.1-8b", "--users", "10", "--gpus", "rtx4090", "--json")
+    assert code == 0 and json.loads(out)["runtime"] == "vllm"

@@ -181,11 +181,11 @@ def _fleet_runtime(runtime, emit, cards: list, m, quant, kv_dtype: str, w, cat):
     from llmsize.estimate.quant import RUNTIME_FORMATS, runtime_load_refusal
     from llmsize.estimate.runtimes import resolve_runtime
 
-    rid = resolve_runtime(runtime)[0] if runtime else default_runtime(emit, cards)
+    weights = resolve_format(m, quant, None)[0].id
+    rid = resolve_runtime(runtime)[0] if runtime else default_runtime(emit, cards, weights)
     if emit is not None and rid != emit:
         raise InvalidValueError(f"--emit {emit} prints {emit}'s launch lines, and the rows are sized for {rid}.",
                                 f"Give --runtime {emit} (NVIDIA and AMD cards), or drop --emit.")
-    weights = resolve_format(m, quant, None)[0].id
     refusal = runtime_load_refusal(rid, weights)
     if refusal is not None:
         raise InvalidValueError(f"--quant {weights}: {refusal}.", f"Give a format {rid} serves (e.g. "

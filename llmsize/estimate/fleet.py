@@ -183,13 +183,16 @@ def replica_inputs(runtime: str, w: Workload, tp: int, pp: int, kv_dtype: str):
                       nodes=stage_nodes(tp, pp), node_link_gb_s=w.node_link_gb_s, kv_dtype=kv_dtype, runtime=runtime)
 
 
-def default_runtime(emit: str | None, gpus: list[GpuSpec]) -> str:
-    """The runtime a fleet is sized for without --runtime: the engine --emit names, llama.cpp where every card is
-    Apple's or Intel's Arc (no serving engine modelled runs on them: expected.backend), else vLLM."""
+def default_runtime(emit: str | None, gpus: list[GpuSpec], fmt_id: str = "") -> str:
+    """The runtime a fleet is sized for without --runtime: the engine --emit names, llama.cpp for GGUF weights (as
+    plan's default: runtimes.default_runtime) or where every card is Apple's or Intel's Arc (no serving engine
+    modelled runs on them: expected.backend), else vLLM."""
     if emit is not None:
         return emit
     from llmsize.estimate.runtimes import backend
 
+    if fmt_id.startswith(("gguf-", "ggml-")):
+        return "llamacpp"
     return "llamacpp" if all(backend(g) in ("metal", "vulkan") for g in gpus) else "vllm"
 
 

@@ -85,6 +85,12 @@ def test_the_cache_lever_is_a_cache_the_runtime_stores(run_cli):
                              "--context", "131072", "--json")
     assert code == 0, err
     assert not any(x.startswith("Smaller KV dtype") for x in json.loads(out)["diagnosis"]["levers"])
+    # a context beyond the model's own limit (a new-user pass, 2026-12-06): the lever said fp8 "holds 1 sequence of
+    # 1,000,000 tokens" beside the note that engines refuse such a context
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "h200", "--context", "1000000", "--json")
+    kv = [x for x in json.loads(out)["diagnosis"]["levers"] if x.startswith("Smaller KV dtype")]
+    assert kv == ["Smaller KV dtype: --kv-dtype fp8 holds 1 sequence of 1,000,000 tokens in memory, beyond the "
+                  "model's own limit of 131,072."]
 
 
 @pytest.mark.parametrize("args, lever", [

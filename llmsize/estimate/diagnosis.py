@@ -174,8 +174,10 @@ def _kv_levers(p: dict) -> list[str]:
                 levers.append(f"Smaller KV dtype: {' '.join(kv_dtype_flags(dt))} holds one sequence of "
                               f"{longest:,} tokens (not {inputs.context_tokens:,}).")
             break
+        beyond = inputs.context_tokens > model.max_position_embeddings  # engines refuse it: the plan's note says so
         levers.append(f"Smaller KV dtype: {' '.join(kv_dtype_flags(dt))} holds {n:,} sequence{'s' * (n != 1)} of "
-                      f"{inputs.context_tokens:,} tokens.")
+                      f"{inputs.context_tokens:,} tokens" + (f" in memory, beyond the model's own limit of "
+                                                             f"{model.max_position_embeddings:,}." if beyond else "."))
         break
     have = []
     if "mla" in kinds:

@@ -4,6 +4,7 @@ several architectures), read back through the header only; hostile headers get o
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -559,6 +560,10 @@ def test_importing_a_file_of_its_own_mix_warns_that_the_entry_sizes_the_recipe(t
     code, out, err = run_cli("import", str(path))
     assert code == 0 and "Warning: the file holds" in err and "recipe" in err
     assert "# warning: the file holds" in out
+    # two sizes a percent or more apart print apart (a new-user pass saw "0.06 GB ... writes 0.06 GB (+5.4%)")
+    said = re.search(r"the file holds ([\d.,]+) GB where .* writes ([\d.,]+) GB", " ".join(err.split()))
+    held, written = said.groups()
+    assert held != written
     code, out, err = run_cli("plan", str(path), "--gpu", "rtx4090")  # planning the file itself: its own bytes
     assert code == 0 and "recipe writes" not in err + out
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import date
 
@@ -40,9 +41,15 @@ def recipe_warning(im) -> str | None:
     gap = im.exact.bytes_total / recipe - 1
     if abs(gap) <= RECIPE_TOLERANCE:
         return None
-    return (f"the file holds {im.exact.bytes_total / 1e9:,.2f} GB where llama-quantize's {im.release.quant} recipe "
-            f"writes {recipe / 1e9:,.2f} GB ({gap:+.1%}): the entry sizes the recipe; plan the file itself for its "
-            "own bytes")
+    return (f"the file holds {_gb(im.exact.bytes_total)} GB where llama-quantize's {im.release.quant} recipe "
+            f"writes {_gb(recipe)} GB ({gap:+.1%}): the entry sizes the recipe; plan the file itself for its own bytes")
+
+
+def _gb(n_bytes: float) -> str:
+    """GB (10^9 B) with two decimals, more below 1 GB so that two sizes a percent or more apart print apart (a small
+    file's 0.0632 and 0.0600 GB, not 0.06 twice)."""
+    gb = n_bytes / 1e9
+    return f"{gb:,.{max(2, 2 - math.floor(math.log10(gb))) if gb > 0 else 2}f}"
 
 
 def entry_yaml(im, model_id: str | None = None) -> str:

@@ -111,6 +111,8 @@ def test_import_output_must_be_yaml_in_an_existing_folder(run_cli, tmp_path):
     assert code == 2 and "does not exist" in err
     code, _, err = run_cli("import", str(folder), "-o", "")  # read as `.` before: "-o `.` must end in .yaml"
     assert code == 2 and "-o names no file" in err
+    code, _, err = run_cli("import", str(folder), "-o", str(tmp_path / ".yaml"))  # said it must end in .yaml
+    assert code == 2 and "names no id before .yaml" in err and not (tmp_path / ".yaml").exists()
 
 
 def test_damaged_shard_is_one_line_naming_it(run_cli, tmp_path):

@@ -54,6 +54,9 @@ def import_(
         if not output.name or str(output) == ".":  # `-o ''` (a Path of it reads as the current folder)
             raise InvalidValueError("-o names no file.",
                                     "Give the catalog file to write, e.g. -o mycat/models/ID.yaml.")
+        if output.name == ".yaml":  # a dot file to pathlib, whose suffix is then ''
+            raise InvalidValueError(f"-o `{output}` names no id before .yaml.",
+                                    "Catalog files are `ID.yaml`, e.g. -o mycat/models/my-model.yaml.")
         if output.suffix != ".yaml":
             raise InvalidValueError(f"-o `{output}` must end in .yaml.", "Catalog files are `ID.yaml`.")
         check_output(output, "-o", force)

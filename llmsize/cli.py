@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 from contextlib import contextmanager
 from typing import Annotated
@@ -158,6 +159,19 @@ def _drop_stdout() -> None:
         pass
 
 
+def _suffixed_count_hint(msg: str) -> str:
+    """Where an integer option got a count with a k or M suffix (`--context 128k`): the whole numbers it may
+    mean, since k is 1,000 in some places and 1,024 in a model's "128K context"."""
+    got = re.search(r"valid integer.*\(got `(\d+(?:\.\d+)?)([kKmM])`\)", msg)
+    if not got:
+        return ""
+    n, unit = float(got.group(1)), got.group(2).lower()
+    binary, decimal = n * (1024 if unit == "k" else 1024**2), n * (1000 if unit == "k" else 1000**2)
+    if binary != int(binary):
+        return f" Give a whole number, e.g. {int(decimal):,}.".replace(",", "")
+    return f" Give a whole number: {int(binary)} ({got.group(1)} x {binary / n:,.0f}) or {int(decimal)}."
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: every expected failure becomes one line on stderr and a non-zero exit."""
     os.environ.setdefault("TYPER_STANDARD_TRACEBACK", "1")
@@ -205,7 +219,7 @@ def main(argv: list[str] | None = None) -> None:
             if given and given[len(" (got "):-1] not in msg:
                 msg += given
             end = "" if msg.endswith(("?", "!")) else "."
-            sys.stderr.write(f"Error: {msg}{end} Run `{where} --help` for usage.\n")
+            sys.stderr.write(f"Error: {msg}{end}{_suffixed_count_hint(msg)} Run `{where} --help` for usage.\n")
             sys.exit(int(ExitStatus.USAGE))
         except _ClickException as e:
             sys.stderr.write(f"Error: {printable(e.format_message())}\n")

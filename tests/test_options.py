@@ -136,6 +136,11 @@ def test_typos_in_closed_sets_are_errors_not_empty_tables(run_cli, args, needle)
     (["compare", "gemma-4-12b", "--sort", "tok_s_per_kcurrency", "--format", "csv"], "Add --prices"),  # by name
     (["plan", "llama-3.1-8b", "--gpu", "NVIDIA A100"], "`NVIDIA A100` names 2 cards: `a100-40gb-sxm`"),
     (["plan", "llama-3.1-8b", "--gpu", "nvidia h2000"], "Did you mean `h200-sxm`"),  # offered gb300, tesla-p40
+    # a count with a k or M suffix: the parser's message alone, which said nothing of what to give
+    (["plan", "llama-3.1-8b", "--gpu", "rtx4090", "--context", "128k"], "(got `128k`). Give a whole number: 131072 "
+     "(128 x 1,024) or 128000."),
+    (["fleet", "llama-3.1-8b", "--users", "1.5M", "--gpus", "h100"], "Give a whole number: 1572864 (1.5 x "
+     "1,048,576) or 1500000."),
     # a memory size no catalog card of that name has: it planned the RTX 3080 10GB, the 24 GB RTX 4090, the 96 GB M2 Max
     (["plan", "llama-3.1-8b", "--gpu", "rtx 3080 12gb"], "`rtx 3080 12gb`: no catalog card of that name has 12 GB: "
      "`rtx3080` (NVIDIA GeForce RTX 3080 10GB, 10 GB)"),

@@ -273,6 +273,12 @@ WiredLimitOpt = Annotated[Optional[float], _opt("--wired-limit-gb", help="Unifie
                                                "or a sysctl iogpu.wired_limit_mb of N MiB as N x 0.0010486; "
                                                "default: Metal's share by RAM.",
                                                callback=float_range(0, 1e6, True), show_default=False)]
+MemoryGbOpt = Annotated[Optional[float], _opt("--memory-gb", help="The card's memory, or a Mac's or other unified-"
+                                              "memory machine's RAM, as its vendor sells it, GB: the catalog's "
+                                              "Apple entries are each chip's largest configuration (an M4 Max of 48 "
+                                              "GB: --gpu m4-max --memory-gb 48); bandwidth and compute stay the "
+                                              "entry's. Default: the catalog's, or this machine's with --gpu local.",
+                                              callback=float_range(0, 1e6, True), show_default=False)]
 IslOpt = Annotated[str, _opt("--isl", help="Prompt (input) tokens per request: 3000, a lognormal 3000:p95=12000 "
                              "(median and 95th percentile), or a CSV file of lengths (one a line, or a column isl).")]
 OslOpt = Annotated[str, _opt("--osl", help="Output tokens per request: 500, 500:p95=2000, or a CSV file of lengths "

@@ -180,3 +180,33 @@ def test_a_context_beyond_the_model_names_the_model_not_the_card(run_cli):
     warns = json.loads(out)["warnings"]
     assert any("beyond the model's own limit, 40,960" in w for w in warns)
     assert not any("this card holds is 40,960" in w for w in warns)
+
+
+def test_a_macs_ram_is_given_with_memory_gb(run_cli):
+    """The catalog's Apple entries are each chip's largest configuration (an M4 Max of 128 GB); a new-user pass
+    (2026-12-06) found no way to plan a 48 GB one but --gpu local on that Mac. --memory-gb sets it (GB, as Apple
+    sells it, read as GiB as every size is): Metal's working set is 0.75 of 48 GiB, a lever's command reproduces
+    it, bandwidth stays the chip's, fit ranks for it; a name that states a size no entry has points at it."""
+    def plan(*more):
+        code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "m4-max", "--quant", "gguf-q4_k_m", *more,
+                                 "--json")
+        assert code == 0, err
+        return json.loads(out)
+
+    full, small = plan(), plan("--memory-gb", "48", "--levers")
+    assert small["gpu"]["bandwidth_gb_s"] == full["gpu"]["bandwidth_gb_s"] == 546
+    assert (small["gpu"]["memory_bytes"], full["gpu"]["memory_bytes"]) == (48 * 2**30, 128 * 2**30)
+    assert small["inputs"]["memory_gb"] == 48 and full["inputs"]["memory_gb"] is None
+    # llama.cpp's ledger: Metal's working set, 0.75 of the RAM above 32 GB, where the 70B's 41.9 GB do not fit
+    assert small["capacity"]["budget_bytes"] == 0.75 * 48 * 2**30 < full["capacity"]["budget_bytes"]
+    assert not small["capacity"]["weights_fit"] and full["capacity"]["weights_fit"]
+    commands = [lever["command"] for lever in small["levers"] if lever["command"]]
+    assert commands and all("--memory-gb 48" in c for c in commands)
+    code, out, err = run_cli("fit", "--gpu", "m4-max", "--memory-gb", "36", "--json")
+    code_full, out_full, _ = run_cli("fit", "--gpu", "m4-max", "--json")
+    assert code == code_full == 0, err
+    assert len(json.loads(out)["rows"]) < len(json.loads(out_full)["rows"])
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "m4 max 48gb")
+    assert code == 2 and "For a Mac of that RAM: --gpu m4-max --memory-gb 48" in err
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "m4-max", "--memory-gb", "0")
+    assert code == 2 and "--memory-gb" in err and out == ""

@@ -256,16 +256,18 @@ class Catalog:
         try:
             return self.hardware.get(name)
         except UnknownNameError:
-            from llmsize.catalog.match import named_cards, of_typed_memory, typed_memory_words
+            from llmsize.catalog.match import named_cards, of_typed_memory, typed_memory_gb, typed_memory_words
 
             found = named_cards(name, self.hardware.all())
             sized = of_typed_memory(name, found)
             if found and not sized:
+                apple = all(g.vendor == "Apple" for g in found)  # one chip, sold with several amounts of RAM
                 raise UnknownNameError(
                     f"`{shown(name)}`: no catalog card of that name has {typed_memory_words(name)}: "
                     + ", ".join(f"`{g.id}` ({g.name}, {g.memory_size:g} {g.memory_vendor_unit})" for g in found) + ".",
-                    "Name one of them by its id if it is yours, or add your card to hardware/ (README, \"Add a card "
-                    "or a model\").") from None
+                    f"For a Mac of that RAM: --gpu {found[-1].id} --memory-gb {min(typed_memory_gb(name))} (plan, "
+                    "fit)." if apple else "Name one of them by its id if it is yours, or add your card to hardware/ "
+                    "(README, \"Add a card or a model\").") from None
             found = sized
             if len(found) == 1:
                 return found[0]

@@ -126,6 +126,14 @@ class GpuSpec(Strict):
         compare cards on two bases."""
         return self.memory_nominal_bytes
 
+    def with_memory_gb(self, memory_gb: float) -> GpuSpec:
+        """This card with the memory a user gives (--memory-gb): a Mac's RAM, where the catalog's Apple entry is
+        the chip's largest configuration, or a card sold in several sizes. The size is the vendor's (GB), read as
+        every size is (memory_counts_as: DRAM is binary); the driver's and CUDA's totals, of the catalog's size, no
+        longer hold and are dropped."""
+        return self.model_copy(update={"memory_size": memory_gb, "memory_vendor_unit": "GB",
+                                       "memory_reported_bytes": None, "memory_cuda_bytes": None})
+
     @property
     def memory_driver_bytes(self) -> int:
         """What the driver reports (NVML) where sourced, else the nominal capacity: for matching a live card."""

@@ -25,6 +25,7 @@ from llmsize.options import (
     HostMemoryOpt,
     HostRamOpt,
     JsonOpt,
+    MemoryGbOpt,
     MinTokSOpt,
     OnePerModelOpt,
     RuntimeOpt,
@@ -42,6 +43,7 @@ def fit_cmd(
     host_bandwidth_gb_s: HostBandwidthOpt = None,
     host_ram_gib: HostRamOpt = None,
     wired_limit_gb: WiredLimitOpt = None,
+    memory_gb: MemoryGbOpt = None,
     one_per_model: OnePerModelOpt = True,
     sort: FitSortOpt = "tok_s",
     min_tok_s: MinTokSOpt = None,
@@ -76,6 +78,7 @@ def fit_cmd(
         raise InvalidValueError("Missing option --gpu.", "Name a card: `llmsize gpus` lists them.")
     cat = load_catalog(catalog)
     g, local_ram = find_local_card(cat, gpu)
+    g = g.with_memory_gb(memory_gb) if memory_gb is not None else g
     from llmsize.estimate.unified import is_unified
 
     asked_ram = host_ram_gib

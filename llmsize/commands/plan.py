@@ -56,6 +56,7 @@ from llmsize.options import (
     LlamaFitOpt,
     MaxBatchedTokensOpt,
     MaxModelLenOpt,
+    MemoryGbOpt,
     ModelArg,
     NCpuMoeOpt,
     NodeLinkOpt,
@@ -101,6 +102,7 @@ def plan(
     nodes: NodesOpt = None,
     node_link_gb_s: NodeLinkOpt = NODE_LINK_GB_S,
     wired_limit_gb: WiredLimitOpt = None,
+    memory_gb: MemoryGbOpt = None,
     emit: EmitOpt = None,
     engine: EngineOpt = None,
     max_model_len: MaxModelLenOpt = None,
@@ -165,6 +167,7 @@ def plan(
     # the card, a calibrating run, the model
     cat = load_catalog(catalog)
     g = find_card(cat, gpu)
+    g = g.with_memory_gb(memory_gb) if memory_gb is not None else g
     run = None
     if calibrate is not None:  # read before any work: a bad file is refused first
         from llmsize.importer.calibration import read_run
@@ -220,7 +223,7 @@ def plan(
                         prompt_tokens=prompt, gpu_util=gpu_util, overhead_bytes=gib_bytes(overhead_gib),
                         compute_precision=compute, tp=tp, pp=pipeline_stages(pp, nodes, node_link_gb_s), nodes=nodes,
                         node_link_gb_s=node_link_gb_s,
-                        wired_limit_bytes=wired, kv_policy=policy,
+                        wired_limit_bytes=wired, memory_gb=memory_gb, kv_policy=policy,
                         spec=parse_spec(spec, cat), flash_attn=attention_fused,
                         runtime=plan_runtime, llamacpp=llama_options, backend=gpu_backend,
                         fp4_kernel=fp4_kernel)

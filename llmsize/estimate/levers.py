@@ -174,6 +174,8 @@ def plan_args(source: list[str], gpu_id: str, inputs) -> list[str]:
         args += ["--overhead-gib", f"{inputs.overhead_bytes / GiB:g}"]
     if inputs.wired_limit_bytes is not None:
         args += ["--wired-limit-gb", f"{inputs.wired_limit_bytes / GB:g}"]  # GB, as the option reads it
+    if inputs.memory_gb is not None:
+        args += ["--memory-gb", f"{inputs.memory_gb:g}"]
     if inputs.kv_policy is not None:
         args += ["--kv-policy", inputs.kv_policy.label]
     if inputs.spec is not None:

@@ -73,6 +73,7 @@ class PlanInputs:
     node_link_gb_s: float = DEFAULT_NODE_LINK_GB_S
     gpus_per_node: int = DEFAULT_GPUS_PER_NODE
     wired_limit_bytes: float | None = None  # a unified machine's GPU limit (Metal's working set), if known
+    memory_gb: float | None = None  # the memory the user gave the card or machine (--memory-gb), GB
     kv_policy: KvPolicy | None = None  # a what-if cap on the tokens each layer caches (estimate/kv_policy.py)
     spec: Spec | None = None  # speculative decoding (estimate/speculative.py)
     flash_attn: bool = True  # False: the prompt's attention scores are held and moved in memory (prefill.py)
@@ -305,6 +306,8 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     """Compose every estimate for `model` on `gpu`. `candidates` (the catalog's cards) lets the
     diagnosis name a bigger card when the model does not fit. `exact` (a checkpoint's header bytes)
     replaces the weight estimate when the plan keeps the checkpoint's own format."""
+    if inputs.memory_gb is not None:  # the card as the user has it (idempotent: a command may have applied it)
+        gpu = gpu.with_memory_gb(inputs.memory_gb)
     if inputs.context_tokens < 1:
         raise InvalidValueError(f"Context `{inputs.context_tokens}` must be at least 1 token.",
                                 "Pass --context 1 or more.")

@@ -36,7 +36,7 @@ def plan_to_dict(p: Plan) -> dict:
             "kv_dtype": inp.kv_dtype, "context_tokens": inp.context_tokens, "batch": inp.batch,
             "prompt_tokens": p.prompt_tokens, "gpu_util": inp.gpu_util, "gpu_util_given": p.gpu_util_given,
             "overhead_bytes": None if inp.overhead_bytes is None else int(inp.overhead_bytes),
-            "compute_precision": p.peak.precision, "fp4_kernel": inp.fp4_kernel,
+            "compute_precision": p.peak.precision, "fp4_kernel": inp.fp4_kernel, "memory_gb": inp.memory_gb,
         },
         "gpu": {
             "id": gpu.id, "name": gpu.name, "bandwidth_gb_s": gpu.bandwidth_gb_s,

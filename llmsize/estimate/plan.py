@@ -475,6 +475,8 @@ def assumptions(p: dict) -> list[str]:
     out = []
     driver = (f"the driver reports {gpu.memory_reported_bytes / GiB:.2f} GiB for this card"
               if gpu.memory_reported_bytes else "the driver reports a little less")
+    if gpu.memory_cuda_bytes:  # a second total, smaller: CUDA's, which the engines' ledgers start from
+        driver += f" and CUDA {gpu.memory_cuda_bytes / GiB:.2f} GiB, the total the engines' ledgers start from"
     out.append(f"VRAM: the vendor's {gpu.memory_size:g} {gpu.memory_vendor_unit} read as "
                f"{gpu.memory_size:g} {gpu.memory_counts_as} = {gpu.memory_bytes:,} B, the rule for every card "
                f"(DRAM is binary); {driver}.")

@@ -139,9 +139,9 @@ def _one_dtype(value):
     return KV_DTYPE_ALIASES.get(str(value).lower(), value) if value is not None else value
 
 
-KvDtypeOpt = Annotated[str, _opt("--kv-dtype", help="KV cache dtype: bf16, fp16, fp8, nvfp4, int8, fp32 (plan's "
-                                                     "default: its runtime's, fp16 under llama.cpp and MLX, else bf16; "
-                                                     "the other commands': bf16).", callback=_one_dtype)]
+KvDtypeOpt = Annotated[str, _opt("--kv-dtype", help="KV cache dtype: bf16, fp16, fp8, nvfp4, int8, fp32 (plan's and "
+                                                     "fleet's default: the runtime's, fp16 under llama.cpp and MLX, "
+                                                     "else bf16; the other commands': bf16).", callback=_one_dtype)]
 LeversOpt = Annotated[bool, _opt("--levers", help="The lever table: each efficiency lever that applies (weight format, "
                                  "KV dtype and policy, batching, speculative decoding, partial offload, more cards, "
                                  "disaggregation, other architectures) as the plan its command gives, before and "

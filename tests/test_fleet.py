@@ -1064,3 +1064,12 @@ def test_a_gguf_fleet_is_sized_for_llamacpp_by_default(run_cli):
     assert json.loads(out)["runtime"] == "llamacpp"
     code, out, err = run_cli("fleet", "llama-3.1-8b", "--users", "10", "--gpus", "rtx4090", "--json")
     assert code == 0 and json.loads(out)["runtime"] == "vllm"
+
+
+def test_a_fleet_cache_is_its_runtimes_own_by_default(run_cli):
+    """Without --kv-dtype a fleet sizes the runtime's own cache, as plan does: llama.cpp's f16 (it titled a
+    llama.cpp fleet's cache bf16, beside plan's ledger of K f16, V f16); vLLM's bf16; a --kv-dtype given stands."""
+    for args, kv in ((("--quant", "gguf-q4_k_m"), "fp16"), ((), "bf16"), (("--kv-dtype", "fp8"), "fp8")):
+        code, out, err = run_cli("fleet", "llama-3.1-8b", "--users", "10", "--gpus", "rtx4090", *args)
+        assert code == 0, err
+        assert f"KV cache {kv})" in " ".join(out.split())

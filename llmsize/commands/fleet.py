@@ -80,7 +80,7 @@ def fleet(
     prices: PricesOpt = None,
     runtime: RuntimeOpt = None,
     quant: QuantOpt = None,
-    kv_dtype: KvDtypeOpt = "bf16",
+    kv_dtype: KvDtypeOpt = None,
     node_link_gb_s: NodeLinkOpt = NODE_LINK_GB_S,
     emit: FleetEmitOpt = None,
     mode: ModeOpt = None,
@@ -125,14 +125,15 @@ def fleet(
     m = named_model(cat, model, estimate_only=estimate_only)
     from llmsize.estimate.quant import kv_dtype_bytes
 
-    kv_dtype_bytes(kv_dtype)  # an unknown KV dtype is refused before any work
-    kv_dtype = kv_dtype.lower()
+    if kv_dtype is not None:
+        kv_dtype_bytes(kv_dtype)  # an unknown KV dtype is refused before any work
+        kv_dtype = kv_dtype.lower()
     cards = filtered_cards(cat, gpus_, vendor, segment)
     currency, hourly = card_prices(prices, cat, cards, hourly=True) if prices is not None else (None, None)
     w = workload_from_options(isl, osl, users, rate, ttft, tpot, tok_s_per_user, shared_prefix, spec, cat,
                               node_link_gb_s)
     # the runtime, the weights it loads, the rows
-    rid, w = _fleet_runtime(runtime, emit, cards, m, quant, kv_dtype, w, cat)
+    rid, w, kv_dtype = _fleet_runtime(runtime, emit, cards, m, quant, kv_dtype, w, cat)
     runtimes = {r.id: r for r in cat.runtimes.all()}
     rows = fleet_rows(m, cards, w, rid, runtimes, hourly, kv_dtype)
     if emit is not None:
@@ -170,16 +171,17 @@ def _refuse_view_pairs(fmt: str, output, pareto: bool, simulate: bool, mode, emi
                                 "or -o.", "Run --emit on its own, and the report in a second command.")
 
 
-def _fleet_runtime(runtime, emit, cards: list, m, quant, kv_dtype: str, w, cat):
-    """(the runtime the rows are sized for, the workload with the weights' format it loads): --runtime, else the
-    cards' default; refused where --emit names another, where it does not load the weights or store the cache,
-    and where no card sized runs it."""
+def _fleet_runtime(runtime, emit, cards: list, m, quant, kv_dtype: str | None, w, cat):
+    """(the runtime the rows are sized for, the workload with the weights' format it loads, the cache's dtype:
+    --kv-dtype, else the runtime's own, fp16 under llama.cpp): --runtime, else the cards' default; refused where
+    --emit names another, where it does not load the weights or store the cache, and where no card sized runs
+    it."""
     from dataclasses import replace
 
     from llmsize.estimate.fleet import default_runtime, runtime_refusal
     from llmsize.estimate.plan import resolve_format
     from llmsize.estimate.quant import RUNTIME_FORMATS, runtime_load_refusal
-    from llmsize.estimate.runtimes import resolve_runtime
+    from llmsize.estimate.runtimes import resolve_runtime, runtime_kv_dtype
 
     weights = resolve_format(m, quant, None)[0].id
     rid = resolve_runtime(runtime)[0] if runtime else default_runtime(emit, cards, weights)
@@ -190,6 +192,7 @@ def _fleet_runtime(runtime, emit, cards: list, m, quant, kv_dtype: str, w, cat):
     if refusal is not None:
         raise InvalidValueError(f"--quant {weights}: {refusal}.", f"Give a format {rid} serves (e.g. "
                                 f"{', '.join(RUNTIME_FORMATS.get(rid, ()))}), or another --runtime.")
+    kv_dtype = kv_dtype or runtime_kv_dtype(rid)
     # rows sized with a cache the engine cannot be launched with
     refuse_cache(rid, f"--runtime {rid}" + ("" if runtime else " (the default)"), kv_dtype, "another --runtime")
     by_runtime = {r.id: r for r in cat.runtimes.all()}
@@ -201,7 +204,7 @@ def _fleet_runtime(runtime, emit, cards: list, m, quant, kv_dtype: str, w, cat):
                                 "Give another --runtime, or --gpus it runs on." if other else
                                 "No runtime here is fitted on these cards: give --gpus of NVIDIA, AMD or Apple "
                                 "cards.")
-    return rid, replace(w, quant=weights)
+    return rid, replace(w, quant=weights), kv_dtype
 
 
 def _launch_line(rows, m, w, emit: str, mode, kv_dtype: str) -> str:

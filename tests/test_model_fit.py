@@ -267,3 +267,21 @@ def test_a_llamacpp_plans_slots_levers_and_flash_attention_follow_its_ledger(run
     assert plan(*base, "--kv-policy", "budget:2048")["capacity"]["basis"] == "llamacpp_ledger"
     code, out, err = run_cli("plan", *llama, "--kv-dtype", "fp8")
     assert code == 2 and "has no such cache type" in err and out == ""
+
+
+def test_fit_keeps_a_quantized_release_and_tries_only_smaller_formats_beside_it(run_cli):
+    """A second new-user pass (2026-12-06): fit on an H100 under vLLM listed gpt-oss-20b in bf16 (41.8 GB, an
+    upcast of its MXFP4 release at three times the bytes) and gpt-oss-120b as NVFP4 (a re-quantization of a 4-bit
+    release to another 4-bit format). Beside a quantized release only formats of fewer bits a weight are tried
+    (model_fit.REQUANT_BITS_SHARE): gpt-oss in MXFP4 alone, DeepSeek-V3's FP8 beside AWQ and NVFP4; a 16-bit
+    release keeps every serving format."""
+    from llmsize.catalog.loader import Catalog
+    from llmsize.estimate.model_fit import _formats
+
+    cat = Catalog()
+    assert _formats("vllm", cat.model("gpt-oss-20b")) == ("mxfp4",)
+    assert _formats("vllm", cat.model("deepseek-v3")) == ("fp8-block128", "awq-int4-g128", "nvfp4")
+    assert _formats("vllm", cat.model("llama-3.1-8b")) == ("bf16", "fp8", "awq-int4-g128", "nvfp4")
+    code, out, err = run_cli("fit", "--all-formats", "--gpu", "h100-sxm", "--runtime", "vllm", "--json")
+    assert code == 0, err
+    assert {r["format"] for r in json.loads(out)["rows"] if r["model"].startswith("gpt-oss")} == {"mxfp4"}

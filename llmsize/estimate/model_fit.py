@@ -42,13 +42,26 @@ class FitRow:
     params: int = 0  # the model's parameters (params.params_total), for --sort size
 
 
+# a format tried beside a quantized release holds at most this share of its bits a weight: re-quantizing a 4-bit
+# release to another 4-bit format, or casting it up, costs quality or memory for nothing
+REQUANT_BITS_SHARE = 0.9
+
+
 def _formats(runtime: str, model: ModelSpec) -> tuple[str, ...]:
+    """The formats fit tries: llama.cpp's and MLX's files, else the release format and the serving formats with
+    fewer bits a weight than it (REQUANT_BITS_SHARE): gpt-oss's MXFP4 alone, not a bf16 upcast of it at three times
+    its bytes nor an NVFP4 or AWQ re-quantization; DeepSeek-V3's FP8 beside AWQ and NVFP4, not a bf16 upcast."""
+    from llmsize.estimate.quant import quant_format
     from llmsize.estimate.speed import is_ternary
 
     if runtime in FIT_FORMATS:
         return FIT_FORMATS[runtime]
     own = model.release.quant  # a ternary release runs in bitnet.cpp or as llama.cpp's TQ files, not here
-    return tuple(dict.fromkeys((() if is_ternary(own) else (own,)) + FIT_FORMATS["graph"]))
+    if is_ternary(own):
+        return FIT_FORMATS["graph"]
+    most = float(quant_format(own).bits_per_weight) * REQUANT_BITS_SHARE
+    smaller = tuple(f for f in FIT_FORMATS["graph"] if float(quant_format(f).bits_per_weight) < most)
+    return tuple(dict.fromkeys((own,) + smaller))
 
 
 def _llamacpp_row(model, gpu, fid, context, host, card_bytes, llama_constants, runtimes,

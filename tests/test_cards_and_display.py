@@ -78,10 +78,10 @@ def test_models_never_folds_a_cell_mid_word(run_cli):
 
 def test_the_gpus_table_prints_vram_in_the_unit_its_header_names(run_cli):
     """The VRAM column printed the vendor's "192 GB" beside a footnote saying it meant GiB: one figure, two units.
-    It prints GiB, as plan and compare size with (a 24 GB RTX 4090 holds 24 GiB; B200 192)."""
+    It prints GiB, as plan and compare size with (a 24 GB RTX 4090 holds 24 GiB; B200 180)."""
     code, out, err = run_cli("gpus", "--vendor", "nvidia")
     assert code == 0, err
     assert "VRAM GiB" in out and "GiB (2^30 B)" in " ".join(out.split())
     rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith(" ") and "NVIDIA" in line}
-    assert rows["b200"][2] == "192" and rows["rtx4090"][2] == "24"
+    assert rows["b200"][2] == "180" and rows["rtx4090"][2] == "24"
     assert not any(cell == "GB" for r in rows.values() for cell in r)

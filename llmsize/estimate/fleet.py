@@ -54,7 +54,8 @@ batch prompts the same way, C_prefill each; prompts queue for them, M/D/x (Allen
 that keep TTFT = T_prefill + the cache's move + Wq within --ttft (without a target, Wq within T_prefill);
 the request rate is --rate, or users / (TTFT + osl x TPOT(b)); the finished cache moves to a decode worker over
 the node link (KV bytes of isl tokens / --node-link-gb-s, 50 GB/s per GPU by default), which TTFT pays too. The
-better of the two modes (cheaper, else fewer cards) is the row; the other rides along for comparison.
+better of the two modes (cheaper, else fewer cards; at an equal cost aggregated, the simpler to run, even where the
+disaggregated one serves faster for it) is the row; the other rides along for comparison.
 """
 
 from __future__ import annotations

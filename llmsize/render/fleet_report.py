@@ -177,7 +177,9 @@ def render_fleet(model, w, runtime, currency, rows, console, kv_dtype: str = "bf
     _footprint(rows, currency, console)
     console.print("Cheapest an hour first with hourly prices (the footprint's cost: the main table's cost per "
                   "million tokens also counts how fast each row serves), else fewest cards; each row the better of "
-                  "aggregated (N x agg) and disaggregated (xPyD: x prefill, y decode workers of tp cards) serving; "
+                  "aggregated (N x agg) and disaggregated (xPyD: x prefill, y decode workers of tp cards) serving, "
+                  "aggregated where they cost the same (the simpler to run; the other mode's row, below, may serve "
+                  "faster); "
                   "dep n: attention data parallel, the experts split over n cards. Speeds from the expected-speed "
                   "model at each worker's batch, in parentheses its held-out band (p5-p95; a user's tok/s is 1 / "
                   "TPOT" + (HYBRID_BAND_WORDS if has_recurrent_layers(model) else "") + "); TTFT is the mean prompt's "

@@ -490,3 +490,18 @@ def test_a_catalog_file_of_a_plain_string_says_what_to_do(run_cli, tmp_path):
     code, out, err = run_cli("models", "--catalog", str(tmp_path))
     assert_one_line_error(code, err)
     assert "expected a mapping of keys, got str. Fix the file" in err, err
+
+
+def test_a_module_the_checkpoint_holds_but_engines_leave_out_is_said(run_cli):
+    """A second new-user pass (2026-12-06): DeepSeek-V3's weights printed 673 GB beside a 688 GB checkpoint, the
+    14B MTP module (catalog `loaded: false`) left out without a word. The plan says so, except where --spec mtp
+    loads it for drafting (its bytes then in the plan)."""
+    code, out, err = run_cli("plan", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--json")
+    assert code == 0, err
+    said = [n for n in json.loads(out)["notes"] if n.startswith("not loaded: multi-token-prediction module")]
+    assert len(said) == 1 and "14.0 B parameters" in said[0]
+    code, out, err = run_cli("plan", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--spec", "mtp=1", "--json")
+    assert code == 0, err
+    assert not any(n.startswith("not loaded") for n in json.loads(out)["notes"])
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "h200", "--json")
+    assert not any(n.startswith("not loaded") for n in json.loads(out)["notes"])

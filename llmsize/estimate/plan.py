@@ -352,6 +352,11 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
         mix = types_by_bytes(file_mix(model, fmt.mix))
         by_type = ", ".join(f"{t.upper()} {b / 1e9:,.2f} GB" for t, b in mix.items())
         notes.append(f"GGUF {fmt.mix.upper()} as llama-quantize writes it, a type per tensor: {by_type}")
+    mtp_drafts = inputs.spec is not None and inputs.spec.draft is None  # --spec mtp loads the module (speculative)
+    for x in model.extra:  # in the checkpoint, out of memory: a user comparing with the files' size sees why
+        if not x.loaded and not mtp_drafts:
+            notes.append(f"not loaded: {x.name}, {x.params / 1e9:,.1f} B parameters the checkpoint holds beside "
+                         "these, which engines leave out of memory by default (none of the bytes above)")
     if is_ternary(fmt.id) and not is_ternary(model.release.quant):
         notes.append(f"{fmt.id} stores ternary weights: a model not trained ternary (BitNet b1.58's quantization-"
                      f"aware training) loses its quality in it; llama.cpp made TQ1_0/TQ2_0 for ternary-trained "

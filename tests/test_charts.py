@@ -21,6 +21,22 @@ def test_roofline_points_are_the_plan_steps(catalog):
         assert p.flop_per_s <= min(r.peak_flop_per_s, r.bandwidth_bytes_per_s * p.intensity_flop_per_byte) * 1.0001
 
 
+def test_roofline_marks_the_batches_whose_cache_the_card_does_not_hold(catalog):
+    """A numbers pass (2026-12-06): the roofline of Llama 3.1 8B on an H100 plotted decode at batch 1,024, whose
+    cache at 4,096 tokens (1,024 x 0.537 GB) is seven times the card, unmarked. Each point says whether the card
+    holds its batch (the plan's max_sequences: 111 here); the summary and the image say which do not."""
+    from llmsize.render.charts import roofline_text
+
+    m, g = catalog.model("llama-3.1-8b"), catalog.gpu("h100")
+    r = roofline(m, g, PlanInputs(), max_batch=1024)
+    assert r.max_sequences == 111
+    dec = {p.label: p.fits for p in r.points if p.label.startswith("decode")}
+    assert dec["decode b=64"] and not dec["decode b=128"] and not dec["decode b=1024"]
+    text = " ".join(roofline_text("Llama 3.1 8B", [r]).split())
+    assert "decode b=1024 at 31.1 FLOP/byte (memory; beyond the 111 sequences whose cache fits)" in text
+    assert "decode b=64 at 22.2 FLOP/byte (memory)," in text
+
+
 def test_kv_crossover_matches_seed_002(catalog):
     """Seed 002: Llama-3-8B fp16, 0.13 MB of KV per token and ~16 GB of weights: one sequence's cache
     reaches the weights near 16 GB / 131,072 B = ~122K tokens (Llama 3.1's 128K window)."""

@@ -18,6 +18,7 @@ class Point:
     intensity_flop_per_byte: float
     flop_per_s: float
     bound: str
+    fits: bool = True  # a decode batch whose sequences' cache the card holds at the plan's context
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class Roof:
     peak_flop_per_s: float | None
     precision: str | None
     points: list[Point]
+    max_sequences: int | None = None  # the sequences whose cache the card holds at the plan's context
 
     @property
     def ridge_flop_per_byte(self) -> float | None:
@@ -51,19 +53,22 @@ def batches_up_to(n: int) -> list[int]:
 
 
 def roofline(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs, max_batch: int = 1024) -> Roof:
-    """Decode steps at batch 1, 2, 4, ... max_batch (FLOPs / bytes of a step, FLOPs / step time), and the
-    prefill of --prompt tokens, on one card."""
+    """Decode steps at batch 1, 2, 4, ... max_batch (FLOPs / bytes of a step, FLOPs / step time), each marked by
+    whether the card holds that many sequences' cache at the plan's context, and the prefill of --prompt tokens, on
+    one card."""
     base = make_plan(model, gpu, inputs)
     points = []
     for b in batches_up_to(max_batch):
         p = base if b == inputs.batch else make_plan(model, gpu, replace(inputs, batch=b), search_fit=False)
         s = p.decode_b
-        points.append(Point(f"decode b={b}", s.flops / s.bytes_total, s.flops / s.step_time_s, s.bound))
+        points.append(Point(f"decode b={b}", s.flops / s.bytes_total, s.flops / s.step_time_s, s.bound,
+                            b <= base.max_sequences))
     pre = base.prefill
     if pre.ttft_s:
         points.append(Point(f"prefill of {base.prompt_tokens:,} tokens", pre.flops / pre.bytes, pre.flops / pre.ttft_s,
                             pre.bound or "compute"))
-    return Roof(gpu, gpu.bandwidth_bytes_per_s, base.peak.flop_per_s, base.peak.precision, points)
+    return Roof(gpu, gpu.bandwidth_bytes_per_s, base.peak.flop_per_s, base.peak.precision, points,
+                base.max_sequences)
 
 
 def rooflines(model: ModelSpec, cards: list[tuple[GpuSpec, PlanInputs]], max_batch: int = 1024) -> list[Roof]:

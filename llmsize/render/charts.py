@@ -39,7 +39,9 @@ def roofline_text(model_name: str, roofs, width: int = 100) -> str:
     lines = [text]
     for r in roofs:
         ridge = f"ridge {r.ridge_flop_per_byte:,.0f} FLOP/byte" if r.ridge_flop_per_byte else "peak unknown"
-        pts = ", ".join(f"{p.label} at {p.intensity_flop_per_byte:,.1f} FLOP/byte ({p.bound})" for p in r.points
+        pts = ", ".join(f"{p.label} at {p.intensity_flop_per_byte:,.1f} FLOP/byte ({p.bound}"
+                        + ("" if p.fits else f"; beyond the {r.max_sequences:,} sequences whose cache fits") + ")"
+                        for p in r.points
                         if p.label.startswith("prefill") or p.label.endswith(("b=1", "b=64", "b=1024")))
         lines += textwrap.wrap(f"{r.gpu.id}: {r.bandwidth_bytes_per_s / 1e9:,.0f} GB/s, "
                                f"{(r.peak_flop_per_s or 0) / 1e12:,.0f} TFLOPS {r.precision or ''}, {ridge}; {pts}",
@@ -113,8 +115,10 @@ def roofline_image(model_name: str, roofs, path: Path) -> None:
         xs, ys = zip(*_roof_curve(r))
         ax.plot(xs, ys, color=color, label=f"{r.gpu.name} ({r.bandwidth_bytes_per_s / 1e9:,.0f} GB/s)")
         dec = [p for p in r.points if p.label.startswith("decode")]
-        ax.scatter([p.intensity_flop_per_byte for p in dec], [p.flop_per_s / 1e12 for p in dec], color=color,
-                   marker="o", s=18, zorder=3)
+        for fits in (True, False):  # hollow: a batch whose cache the card does not hold
+            at = [p for p in dec if p.fits == fits]
+            ax.scatter([p.intensity_flop_per_byte for p in at], [p.flop_per_s / 1e12 for p in at], marker="o", s=18,
+                       zorder=3, edgecolors=color, facecolors=color if fits else "none")
         for p in dec:
             if p.label.endswith(("b=1", "b=16", "b=256")):
                 ax.annotate(p.label.split()[-1], (p.intensity_flop_per_byte, p.flop_per_s / 1e12), fontsize=7,
@@ -122,7 +126,8 @@ def roofline_image(model_name: str, roofs, path: Path) -> None:
         pre = [p for p in r.points if p.label.startswith("prefill")]
         ax.scatter([p.intensity_flop_per_byte for p in pre], [p.flop_per_s / 1e12 for p in pre], color=color,
                    marker="^", s=40, zorder=3)
-    finish_log_axes(ax, X_ROOF, Y_ROOF, f"Roofline: {model_name}, decode points (o, by batch) and prefill (^)", 8)
+    finish_log_axes(ax, X_ROOF, Y_ROOF, f"Roofline: {model_name}, decode points (o, by batch; hollow: beyond what "
+                    "the cache holds) and prefill (^)", 8)
     save_figure(fig, plt, path)
 
 

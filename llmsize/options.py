@@ -118,7 +118,9 @@ PlanFormatOpt = Annotated[str, _opt("--format", help="table, json (as --json) or
 GpuOpt = Annotated[str, _opt("--gpu", "-g", help="Card id or alias (see `llmsize gpus`), the name its vendor or "
                               "nvidia-smi gives it (\"NVIDIA H200\"), or `local`: this machine's, detected offline "
                               "(NVML, lspci/sysfs, sysctl).")]
-GpusOpt = Annotated[Optional[list[str]], _opt("--gpu", "-g", help="Card id; repeat for several.", show_default=False)]
+GpusOpt = Annotated[Optional[list[str]], _opt("--gpu", "--gpus", "-g", help="Card id; repeat for several, or give "
+                                             "them comma-separated (--gpus h100,h200, as compare takes them).",
+                                             show_default=False)]
 GpuListOpt = Annotated[Optional[str], _opt("--gpus", help="Comma-separated card ids; default: every card.",
                                            show_default=False)]
 QuantOpt = Annotated[Optional[str], _opt("--quant", help="Weight format (see `llmsize formats`), or a format per "

@@ -110,3 +110,14 @@ def test_image_without_matplotlib_is_one_line_with_the_hint(tmp_path):
     assert p.returncode == 2 and not out.exists()
     assert "Image output needs matplotlib" in p.stderr and "pip install '.[charts]' in the llmsize checkout" in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_roofline_takes_cards_as_compare_does(run_cli):
+    """`roofline --gpus h100,h200` (compare's spelling) was refused as no such option; --gpu repeated stands, and a
+    comma list may be given to either; an empty name in the list is one line."""
+    code, comma, err = run_cli("roofline", "llama-3.1-8b", "--gpus", "h100,h200")
+    assert code == 0, err
+    code, repeated, err = run_cli("roofline", "llama-3.1-8b", "--gpu", "h100", "--gpu", "h200")
+    assert code == 0 and comma == repeated and "h200-sxm:" in comma
+    code, out, err = run_cli("roofline", "llama-3.1-8b", "--gpus", "h100,,h200")
+    assert code == 2 and "names an empty card" in err and out == ""

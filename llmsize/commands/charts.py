@@ -57,7 +57,10 @@ def roofline(
     cat = load_catalog(catalog)
     m = named_model(cat, model, hub, estimate_only, hub_file, command="roofline")
     inputs = PlanInputs(quant=quant, kv_dtype=kv_dtype.lower(), context_tokens=context)
-    cards = list({c.id: c for c in (cat.gpu(g) for g in gpu)}.values())  # a card named twice (or by an alias) once
+    names = [n.strip() for g in gpu for n in g.split(",")]
+    if not all(names):
+        raise InvalidValueError(f"--gpu `{','.join(gpu)}` names an empty card.", "Give card ids, e.g. --gpus h100,h200.")
+    cards = list({c.id: c for c in (cat.gpu(n) for n in names)}.values())  # a card named twice (or by an alias) once
     roofs = [roof_data(m, c, inputs, max_batch) for c in cards]
     if output is None:
         sys.stdout.write(charts.roofline_text(m.name, roofs, width=make_console().width) + "\n")

@@ -126,8 +126,8 @@ def test_the_quantize_lever_is_a_format_the_runtime_loads(run_cli, args, lever):
     # a repeated option is refused naming both values (the parser would keep the last one silently)
     (["plan", "gemma-4-12b", "--gpu", "h200", "--context", "5", "--context", "x1"], 2, "(`5`, then `x1`)"),
     (["plan", "gemma-4-12b"], 2, "--gpu"),
-    (["show", "nothing-like-this"], 2, "neither a card nor a model"),
-    (["show", "arc-b58"], 2, "neither a card nor a model in the catalog. Did you mean `arc-b580`"),
+    (["show", "nothing-like-this"], 2, "neither a card, a model nor a host platform"),
+    (["show", "arc-b58"], 2, "neither a card, a model nor a host platform in the catalog. Did you mean `arc-b580`"),
     (["show", "gemma-4-12"], 2, "Did you mean `gemma-4-12b`"),
     (["gpus", "--sort", "price"], 2, "`price` is not one of bandwidth, memory, year, id"),
 ])
@@ -505,3 +505,21 @@ def test_a_module_the_checkpoint_holds_but_engines_leave_out_is_said(run_cli):
     assert not any(n.startswith("not loaded") for n in json.loads(out)["notes"])
     code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "h200", "--json")
     assert not any(n.startswith("not loaded") for n in json.loads(out)["notes"])
+
+
+def test_show_and_host_memory_read_platform_names_as_typed(run_cli):
+    """A new-user pass (2026-12-06): `show ryzen-9000` was refused as neither a card nor a model, though `hosts`
+    lists it; `--host-memory ryzen9000` was refused without a near name, where cards and models offer one. A host
+    platform shows like a card; its name is read without case or punctuation; a near miss offers the platform."""
+    code, out, err = run_cli("show", "ryzen-9000")
+    assert code == 0 and "memory_type: DDR5" in out, err
+    code, out, err = run_cli("show", "nvfp4")
+    assert code == 2 and "neither a card, a model nor a host platform" in err and "llmsize formats" in err
+    base = ("plan", "qwen3-30b-a3b", "--gpu", "rtx4060ti8", "--quant", "gguf-q4_k_m", "--engine", "llamacpp",
+            "--cpu-moe", "--json")
+    code, typed, err = run_cli(*base, "--host-memory", "Ryzen 9000")
+    code2, catalogued, _ = run_cli(*base, "--host-memory", "ryzen-9000")
+    assert code == code2 == 0, err
+    assert json.loads(typed)["expected"]["tok_s"] == json.loads(catalogued)["expected"]["tok_s"]
+    code, out, err = run_cli(*base, "--host-memory", "ryzn-9000")
+    assert code == 2 and "Did you mean `ryzen-9000`" in err and out == ""

@@ -111,17 +111,18 @@ def models(
 
 
 def show(
-    name: Annotated[str, typer.Argument(help="A card or model id (or alias).")],
+    name: Annotated[str, typer.Argument(help="A card, model or host platform id (or alias).")],
     as_json: JsonOpt = False,
     catalog: CatalogOpt = None,
 ):
-    """Show one catalog entry with its sources.
+    """Show one catalog entry (a card, a model, a host platform) with its sources.
 
     Examples:
 
     \b
       llmsize show rtx5060ti
       llmsize show gemma-4-12b --json
+      llmsize show ryzen-9000
     """
     from llmsize.errors import UnknownNameError
     from llmsize.render.listing import render_entry
@@ -132,13 +133,18 @@ def show(
     except UnknownNameError as not_card:
         try:
             entry = cat.model(name)
-        except UnknownNameError as e:  # the near names either shelf suggests
-            import re
+        except UnknownNameError as not_model:
+            try:
+                entry = cat.hosts.get(name)
+            except UnknownNameError as e:  # the near names each shelf suggests
+                import re
 
-            near = [m.group(1) for m in (re.search(r"Did you mean (.+)\?", x.message) for x in (not_card, e)) if m]
-            raise UnknownNameError(f"`{shown(name)}` is neither a card nor a model in the catalog."
-                                   + (f" Did you mean {', '.join(near)}?" if near else ""),
-                                   "Run `llmsize gpus` or `llmsize models` to see them.") from e
+                near = [m.group(1) for m in (re.search(r"Did you mean (.+)\?", x.message)
+                                             for x in (not_card, not_model, e)) if m]
+                raise UnknownNameError(f"`{shown(name)}` is neither a card, a model nor a host platform in the "
+                                       "catalog." + (f" Did you mean {', '.join(near)}?" if near else ""),
+                                       "Run `llmsize gpus`, `llmsize models` or `llmsize hosts` to see them "
+                                       "(weight formats: `llmsize formats`).") from e
     if as_json:
         print_json(entry.model_dump(mode="json"))
     else:

@@ -43,9 +43,16 @@ def parse_host_memory(text: str, platforms: dict | None = None) -> HostMemory:
     key = text.strip().lower()
     if platforms and key in platforms:
         return from_spec(platforms[key])
+    squeezed = {_squeeze(k): h for k, h in (platforms or {}).items()}  # ryzen9000, Ryzen 9000: ryzen-9000
+    if _squeeze(key) in squeezed:
+        return from_spec(squeezed[_squeeze(key)])
     m = SPEC.match(text.strip())
     if not m:
-        raise InvalidValueError(f"--host-memory {text!r}: not TYPE-RATExCHANNELS nor a platform llmsize knows.",
+        import difflib
+
+        near = difflib.get_close_matches(key, sorted({h.id for h in (platforms or {}).values()}), n=2, cutoff=0.7)
+        raise InvalidValueError(f"--host-memory {text!r}: not TYPE-RATExCHANNELS nor a platform llmsize knows."
+                                + (f" Did you mean {' or '.join(f'`{n}`' for n in near)}?" if near else ""),
                                 "e.g. DDR5-6000x2 (dual-channel desktop), DDR4-3200x8, LPDDR5X-8000x4 (256-bit), "
                                 "a platform from `llmsize hosts` (epyc-9004), or --host-bandwidth-gb-s.")
     kind, rate, channels = m.group("type").lower(), int(m.group("rate")), int(m.group("channels"))
@@ -58,6 +65,11 @@ def parse_host_memory(text: str, platforms: dict | None = None) -> HostMemory:
                                 "Count 64-bit channels: 2 on a desktop, 8-12 on a server socket.")
     bw = rate * 1e6 * CHANNEL_BYTES * channels / 1e9
     return HostMemory(f"{kind.upper()}-{rate}x{channels}", bw, f"{rate} MT/s x 8 B x {channels} channel(s) = {bw:.1f} GB/s peak")
+
+
+def _squeeze(name: str) -> str:
+    """A platform name without case, spaces or punctuation, as a user may type it."""
+    return "".join(c for c in name.lower() if c.isalnum())
 
 
 def host_memory(spec: str | None, bandwidth_gb_s: float | None, platforms: dict | None = None) -> HostMemory | None:

@@ -71,7 +71,7 @@ def render_models(models: list[ModelSpec], console) -> None:
                   "for the layer groups and sources.", style="dim")
 
 
-def render_entry(entry: GpuSpec | ModelSpec, console) -> None:
+def render_entry(entry, console) -> None:
     """One catalog entry as YAML-like text, with its derived figures."""
     import yaml
 
@@ -82,7 +82,7 @@ def render_entry(entry: GpuSpec | ModelSpec, console) -> None:
                   soft_wrap=True)
     if isinstance(entry, GpuSpec):
         console.print(f"memory counted as {entry.memory_bytes:,} B = {entry.memory_bytes / GiB:,.2f} GiB", style="dim")
-    else:
+    elif isinstance(entry, ModelSpec):
         console.print(f"counted: {params_total(entry):,} parameters ({params_active(entry):,} active per token, "
                       f"the input embedding excluded; {params_active_with_embedding(entry):,} with it); "
                       f"official {entry.params_official:,}", style="dim")

@@ -121,3 +121,27 @@ def test_roofline_takes_cards_as_compare_does(run_cli):
     assert code == 0 and comma == repeated and "h200-sxm:" in comma
     code, out, err = run_cli("roofline", "llama-3.1-8b", "--gpus", "h100,,h200")
     assert code == 2 and "names an empty card" in err and out == ""
+
+
+def test_roofline_and_kv_print_their_data_as_json(run_cli):
+    """`kv` and `roofline` had no --json where every other command has one: the points (with whether the card
+    holds the batch), the curves and the crossovers a script would read; one output a command (--json or -o)."""
+    import json
+
+    code, out, err = run_cli("roofline", "llama-3.1-8b", "--gpus", "h100", "--json")
+    assert code == 0, err
+    card = json.loads(out)["cards"][0]
+    assert card["id"] == "h100-sxm" and card["max_sequences"] == 111
+    points = {p["label"]: p for p in card["points"]}
+    assert points["decode b=64"]["fits"] and not points["decode b=1024"]["fits"]
+    assert points["decode b=1"]["tflop_per_s"] == pytest.approx(points["decode b=1"]["intensity_flop_per_byte"] * 3.35)
+    code, out, err = run_cli("kv", "llama-3.1-8b", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    # bf16: 131,072 B a token against 16.06 GB of weights: the crossover near 122.5K tokens (seed 002)
+    assert d["crossover_tokens"]["bf16"] == pytest.approx(d["weights"]["bytes"] / 131072, abs=1)
+    bf16 = next(c for c in d["curves"] if c["kv_dtype"] == "bf16")
+    assert bf16["kv_bytes"][0] == bf16["context_tokens"][0] * 131072
+    for cmd in (("kv", "llama-3.1-8b"), ("roofline", "llama-3.1-8b", "--gpu", "h100")):
+        code, out, err = run_cli(*cmd, "--json", "-o", "x.png")
+        assert code == 2 and "--json and -o ask for two outputs" in err and out == ""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from llmsize.commands.shared import load_catalog, make_console, named_model
+from llmsize.commands.shared import load_catalog, make_console, named_model, print_json
 from llmsize.errors import InvalidValueError
 from llmsize.options import (
     DEFAULT_CONTEXT,
@@ -15,6 +15,7 @@ from llmsize.options import (
     GpusOpt,
     HubFileOpt,
     HubOpt,
+    JsonOpt,
     KvDtypeOpt,
     KvUsersOpt,
     MaxBatchOpt,
@@ -32,6 +33,7 @@ def roofline(
     kv_dtype: KvDtypeOpt = "bf16",
     context: ContextOpt = None,
     max_batch: MaxBatchOpt = 1024,
+    as_json: JsonOpt = False,
     hub: HubOpt = None,
     hub_file: HubFileOpt = None,
     estimate_only: EstimateOnlyOpt = False,
@@ -52,6 +54,7 @@ def roofline(
 
     if not gpu:
         raise InvalidValueError("Missing option --gpu.", "Name one or more cards: --gpu h100 --gpu h200.")
+    _one_output(as_json, output)
     if output is not None:
         charts.check_image_path(output)
     cat = load_catalog(catalog)
@@ -59,10 +62,13 @@ def roofline(
     inputs = PlanInputs(quant=quant, kv_dtype=kv_dtype.lower(), context_tokens=context)
     names = [n.strip() for g in gpu for n in g.split(",")]
     if not all(names):
-        raise InvalidValueError(f"--gpu `{','.join(gpu)}` names an empty card.", "Give card ids, e.g. --gpus h100,h200.")
+        raise InvalidValueError(f"--gpu `{','.join(gpu)}` names an empty card.",
+                                "Give card ids, e.g. --gpus h100,h200.")
     cards = list({c.id: c for c in (cat.gpu(n) for n in names)}.values())  # a card named twice (or by an alias) once
     roofs = [roof_data(m, c, inputs, max_batch) for c in cards]
-    if output is None:
+    if as_json:
+        print_json(charts.roofline_json(m.id, inputs, roofs))
+    elif output is None:
         sys.stdout.write(charts.roofline_text(m.name, roofs, width=make_console().width) + "\n")
     else:
         charts.roofline_image(m.name, roofs, output)
@@ -75,6 +81,7 @@ def kv(
     quant: QuantOpt = None,
     users: KvUsersOpt = 1,
     max_context: MaxContextOpt = None,
+    as_json: JsonOpt = False,
     hub: HubOpt = None,
     hub_file: HubFileOpt = None,
     estimate_only: EstimateOnlyOpt = False,
@@ -95,6 +102,7 @@ def kv(
     from llmsize.estimate.weights import weight_bytes
     from llmsize.render import charts
 
+    _one_output(as_json, output)
     if output is not None:
         charts.check_image_path(output)
     cat = load_catalog(catalog)
@@ -107,9 +115,17 @@ def kv(
     w = weight_bytes(m, fmt, scope).bytes_total
     curves = kv_curves(m, contexts_up_to(limit, start=min(256, limit // 2)), users=users)
     cross = {dt: crossover_tokens(m, dt, w, users, limit) for dt in KV_DTYPES}
-    if output is None:
+    if as_json:
+        print_json(charts.kv_json(m.id, fmt.id, w, users, curves, cross))
+    elif output is None:
         sys.stdout.write(charts.kv_text(m.name, curves, w, fmt.id, cross, width=make_console().width, users=users)
                          + "\n")
     else:
         charts.kv_image(m.name, curves, w, fmt.id, output, users=users)
         sys.stderr.write(f"Wrote {output}\n")
+
+
+def _one_output(as_json: bool, output) -> None:
+    """--json prints the data, -o writes the image: one output a command."""
+    if as_json and output is not None:
+        raise InvalidValueError("--json and -o ask for two outputs.", "Give one of them.")

@@ -32,6 +32,29 @@ def roof_series(model_name: str, roofs) -> list[tuple[str, list[tuple[float, flo
     return series
 
 
+def roofline_json(model_id: str, inputs, roofs) -> dict:
+    """roofline --json: each card's roof and the model's points on it (units in the keys; quant as given, None: the
+    model's release format)."""
+    return {"model": model_id, "quant": inputs.quant, "kv_dtype": inputs.kv_dtype,
+            "context_tokens": inputs.context_tokens,
+            "cards": [{"id": r.gpu.id, "bandwidth_gb_s": r.bandwidth_bytes_per_s / 1e9,
+                       "peak_tflops": r.peak_flop_per_s / 1e12 if r.peak_flop_per_s else None,
+                       "precision": r.precision, "ridge_flop_per_byte": r.ridge_flop_per_byte,
+                       "max_sequences": r.max_sequences,
+                       "points": [{"label": p.label, "intensity_flop_per_byte": p.intensity_flop_per_byte,
+                                   "tflop_per_s": p.flop_per_s / 1e12, "bound": p.bound, "fits": p.fits}
+                                  for p in r.points]} for r in roofs]}
+
+
+def kv_json(model_id: str, fmt_id: str, weights_bytes: float, users: int, curves, crossovers: dict) -> dict:
+    """kv --json: the cache of `users` sequences by context and KV dtype, the weights beside it (bytes, GB = 10^9 B
+    where a key says GB), and where the cache overtakes them (None: not within the range)."""
+    return {"model": model_id, "weights": {"format": fmt_id, "bytes": weights_bytes}, "users": users,
+            "curves": [{"kv_dtype": c.dtype, "context_tokens": c.contexts, "kv_bytes": c.bytes_per_sequence}
+                       for c in curves],
+            "crossover_tokens": crossovers}
+
+
 def roofline_text(model_name: str, roofs, width: int = 100) -> str:
     series = roof_series(model_name, roofs)
     title = f"Roofline: {model_name} decode (batch 1, 2, 4 ...) and prefill points"

@@ -107,3 +107,21 @@ def test_the_lever_row_is_the_spec_plan(run_cli):
     row = next(r for r in json.loads(out)["levers"] if r["name"].startswith("speculative decoding"))
     assert "--spec mtp=1,accept=0.85" in row["command"] and "DeepSeek-V3" in row["caveat"]
     assert math.isfinite(row["after"]) and row["after"] > row["before"]
+
+
+def test_an_mtp_draft_reads_the_lm_head_beside_its_block(catalog):
+    """A numbers pass (2026-12-06): an MTP draft step was 1 / 61 of DeepSeek-V3's step, 0.02 ms on 8 x H200, where
+    the module must also run the target's lm_head it shares to draft a token. By hand (FP8 release, batch 1):
+    37.67 GB read a token, of which the BF16 lm_head 1.85 GB (129,280 x 7,168 x 2 B = 1.853 GB); a mean block
+    (37.67 - 1.85) / 61 = 0.587 GB; the draft reads 0.587 + 1.853 = 2.44 GB, 6.5% of the step (1 / 61 was 1.6%)."""
+    from llmsize.estimate.plan import PlanInputs, make_plan
+    from llmsize.estimate.speculative import mtp_step_s
+
+    m = catalog.model("deepseek-v3")
+    p = make_plan(m, catalog.gpu("h200"), PlanInputs(tp=8), search_fit=False)
+    head = p.weights.read_bytes_per_token["lm_head"]
+    assert head == pytest.approx(129_280 * 7_168 * 2, rel=1e-6)
+    total = p.weights.bytes_read_per_token
+    assert mtp_step_s(1.0, m, p.weights) == pytest.approx(((total - head) / 61 + head) / total)
+    assert mtp_step_s(1.0, m, p.weights) == pytest.approx(0.065, abs=0.001)
+    assert mtp_step_s(1.0, m) == pytest.approx(1 / 61)  # without the weights: a mean layer

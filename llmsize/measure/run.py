@@ -488,7 +488,7 @@ def _result(o: MeasureOptions, s: _Setup, kernels, tuning, weights, build_s: flo
         "prefill": {"ttft_s": ttft_s, "prompt_tokens": o.context},
         "decode": {"tok_s": tok_s, "ms_per_token_median": statistics.median(times_s) * 1e3,
                    "ms_per_token_p10": percentile(times_s, .1) * 1e3, "ms_per_token_p90": percentile(times_s, .9) * 1e3,
-                   "ms_per_step_mean": total_s / n * 1e3},
+                   "ms_per_step_mean": total_s / n * 1e3, "timing_note": unsteady_note(times_s)},
         "achieved": {"bandwidth_gb_s": achieved_gb_s, "fraction_of_theoretical": achieved_gb_s / theo if theo else None,
                      "fraction_of_probe": achieved_gb_s / s.probe_gb_s if s.probe_gb_s else None,
                      "fraction_of_datasheet": achieved_gb_s / sheet if sheet else None},
@@ -496,6 +496,20 @@ def _result(o: MeasureOptions, s: _Setup, kernels, tuning, weights, build_s: flo
         "options": asdict(o),
         "env": {"TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET")},
     }
+
+
+# steps of one decode loop whose p90 lasts this many times their p10: not one steady loop
+UNSTEADY_SPREAD = 2.0
+
+
+def unsteady_note(times_s: list[float]) -> str | None:
+    """What a run whose step times spread UNSTEADY_SPREAD-fold or more from p10 to p90 says beside its figures: a
+    steady loop (CUDA graphs replaying one step) spreads a few percent; a CPU run on a busy machine was seen at 80x."""
+    p10, p90 = percentile(times_s, .1), percentile(times_s, .9)
+    if not p10 or p90 / p10 < UNSTEADY_SPREAD:
+        return None
+    return (f"the steps' times spread {p90 / p10:,.1f}x from p10 to p90: something else ran on this machine, or its "
+            "clocks moved; the median and tokens/s are not one steady loop's, rerun it on an idle machine")
 
 
 def batch_kernels(gemv: str, batch: int, tuning) -> dict | None:

@@ -126,6 +126,7 @@ def render_measure(r: dict, c: Console) -> None:
         ("decode, ms per step", f"median {dec['ms_per_token_median']:.3f}  (p10 {dec['ms_per_token_p10']:.3f}, "
                                 f"p90 {dec['ms_per_token_p90']:.3f})"),
         ("decode, tokens/s", f"{dec['tok_s']:,.1f}" + (" (all sequences)" if run["batch"] > 1 else "")),
+        *([("  note", dec["timing_note"])] if dec.get("timing_note") else []),
         ("achieved bandwidth", (f"{ach['bandwidth_gb_s']:,.1f}" if ach["bandwidth_gb_s"] >= 1 else
                                 f"{ach['bandwidth_gb_s']:.2g}") + " GB/s  (bytes per step x steps/s)"),
         ("  of theoretical / probe / datasheet", f"{_pct(ach['fraction_of_theoretical'])} / "

@@ -309,6 +309,15 @@ def test_report_says_when_a_self_check_failed(run_cli, tmp_path):
     render_measure(r, Console(file=buf, width=100))
     text = " ".join(buf.getvalue().split())
     assert "GEMV tiles 3840x4096: tc 64x16 w4 k2, 30720x3840 GeGLU: tc 128x16 w4 k1" in text
+    # a loop whose step times spread (a CPU run on a busy machine: 80x was seen) says so beside its figures
+    from llmsize.measure.run import unsteady_note
+
+    assert unsteady_note([0.010, 0.0101, 0.0102, 0.0099, 0.0105]) is None  # a steady loop: a few percent
+    r["decode"]["timing_note"] = unsteady_note([0.004] * 5 + [0.368] * 5)
+    assert r["decode"]["timing_note"].startswith("the steps' times spread 92.0x from p10 to p90")
+    buf = StringIO()
+    render_measure(r, Console(file=buf, width=100))
+    assert "spread 92.0x from p10 to p90" in " ".join(buf.getvalue().split())
 
 
 def test_batch_kernels_name_what_the_card_timed():

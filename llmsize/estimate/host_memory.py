@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from llmsize.catalog.loader import normalize
 from llmsize.errors import InvalidValueError
 
 SPEC = re.compile(r"^(?P<type>(?:lp)?ddr[345]x?)-(?P<rate>\d{3,5})x(?P<channels>\d{1,2})$", re.IGNORECASE)
@@ -40,17 +41,15 @@ def from_spec(h) -> HostMemory:
 def parse_host_memory(text: str, platforms: dict | None = None) -> HostMemory:
     """`DDR5-6000x2` -> 96.0 GB/s, or a platform of the catalog by id or alias (`epyc-9004`); a one-line error
     naming the value otherwise."""
-    key = text.strip().lower()
+    key = normalize(text)  # as the catalog reads every name: Ryzen 9000, ryzen9000, ryzen-9000
     if platforms and key in platforms:
         return from_spec(platforms[key])
-    squeezed = {_squeeze(k): h for k, h in (platforms or {}).items()}  # ryzen9000, Ryzen 9000: ryzen-9000
-    if _squeeze(key) in squeezed:
-        return from_spec(squeezed[_squeeze(key)])
     m = SPEC.match(text.strip())
     if not m:
         import difflib
 
-        near = difflib.get_close_matches(key, sorted({h.id for h in (platforms or {}).values()}), n=2, cutoff=0.7)
+        ids = {normalize(h.id): h.id for h in (platforms or {}).values()}
+        near = [ids[n] for n in difflib.get_close_matches(key, sorted(ids), n=2, cutoff=0.7)]
         raise InvalidValueError(f"--host-memory {text!r}: not TYPE-RATExCHANNELS nor a platform llmsize knows."
                                 + (f" Did you mean {' or '.join(f'`{n}`' for n in near)}?" if near else ""),
                                 "e.g. DDR5-6000x2 (dual-channel desktop), DDR4-3200x8, LPDDR5X-8000x4 (256-bit), "
@@ -67,11 +66,6 @@ def parse_host_memory(text: str, platforms: dict | None = None) -> HostMemory:
     return HostMemory(f"{kind.upper()}-{rate}x{channels}", bw, f"{rate} MT/s x 8 B x {channels} channel(s) = {bw:.1f} GB/s peak")
 
 
-def _squeeze(name: str) -> str:
-    """A platform name without case, spaces or punctuation, as a user may type it."""
-    return "".join(c for c in name.lower() if c.isalnum())
-
-
 def host_memory(spec: str | None, bandwidth_gb_s: float | None, platforms: dict | None = None) -> HostMemory | None:
     """--host-bandwidth-gb-s, else --host-memory; `platforms` maps ids and aliases to catalog entries."""
     if spec is not None and not spec.strip():
@@ -86,8 +80,5 @@ def host_memory(spec: str | None, bandwidth_gb_s: float | None, platforms: dict 
 
 
 def platforms(entries) -> dict:
-    out = {}
-    for h in entries:
-        for name in (h.id, *h.aliases):
-            out[name.lower()] = h
-    return out
+    """The catalog's host platforms by their ids and aliases as catalog.loader.normalize reads names."""
+    return {normalize(name): h for h in entries for name in (h.id, *h.aliases)}

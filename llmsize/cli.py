@@ -168,7 +168,7 @@ def _suffixed_count_hint(msg: str) -> str:
     n, unit = float(got.group(1)), got.group(2).lower()
     binary, decimal = n * (1024 if unit == "k" else 1024**2), n * (1000 if unit == "k" else 1000**2)
     if binary != int(binary):
-        return f" Give a whole number, e.g. {int(decimal):,}.".replace(",", "")
+        return f" Give a whole number, e.g. {int(decimal)}."
     return f" Give a whole number: {int(binary)} ({got.group(1)} x {binary / n:,.0f}) or {int(decimal)}."
 
 

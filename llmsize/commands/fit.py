@@ -77,8 +77,7 @@ def fit_cmd(
     if not gpu:
         raise InvalidValueError("Missing option --gpu.", "Name a card: `llmsize gpus` lists them.")
     cat = load_catalog(catalog)
-    g, local_ram = find_local_card(cat, gpu)
-    g = g.with_memory_gb(memory_gb) if memory_gb is not None else g
+    g, local_ram = find_local_card(cat, gpu, memory_gb)
     from llmsize.estimate.unified import is_unified
 
     asked_ram = host_ram_gib

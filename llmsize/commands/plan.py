@@ -166,8 +166,7 @@ def plan(
     flash_attn = "off" if no_flash_attn else flash_attn
     # the card, a calibrating run, the model
     cat = load_catalog(catalog)
-    g = find_card(cat, gpu)
-    g = g.with_memory_gb(memory_gb) if memory_gb is not None else g
+    g = find_card(cat, gpu, memory_gb)
     run = None
     if calibrate is not None:  # read before any work: a bad file is refused first
         from llmsize.importer.calibration import read_run

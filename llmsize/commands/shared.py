@@ -50,20 +50,24 @@ def llamacpp_constants(gpu, cat):
     return constants(spec, backend(gpu), gpu) if spec is not None and backend(gpu) else None
 
 
-def find_card(cat, name: str):
-    """A catalog card, or with `local` this machine's, detected offline and said on stderr."""
-    return find_local_card(cat, name)[0]
+def find_card(cat, name: str, memory_gb: float | None = None):
+    """A catalog card, or with `local` this machine's, detected offline and said on stderr; with the memory the
+    user gives it (--memory-gb) where given."""
+    return find_local_card(cat, name, memory_gb)[0]
 
 
-def find_local_card(cat, name: str):
-    """(card, this machine's RAM in bytes or None): the RAM only with `local`, where it was read."""
+def find_local_card(cat, name: str, memory_gb: float | None = None):
+    """(card, this machine's RAM in bytes or None): the RAM only with `local`, where it was read; the card with
+    the memory the user gives it (--memory-gb: GpuSpec.with_memory_gb) where given."""
     if name.strip().lower() != "local":
-        return cat.gpu(name), None
-    from llmsize.importer.local_machine import detect
+        g, ram = cat.gpu(name), None
+    else:
+        from llmsize.importer.local_machine import detect
 
-    found = detect(cat.hardware.all())
-    sys.stderr.write(f"--gpu local: {found.found} -> {found.gpu.id}\n")
-    return found.gpu, found.host_ram_bytes
+        found = detect(cat.hardware.all())
+        sys.stderr.write(f"--gpu local: {found.found} -> {found.gpu.id}\n")
+        g, ram = found.gpu, found.host_ram_bytes
+    return (g.with_memory_gb(memory_gb) if memory_gb is not None else g), ram
 
 
 def host_memory_of(spec, bandwidth_gb_s, cat):

@@ -74,9 +74,11 @@ def test_the_fitted_figures_the_readme_quotes_are_the_fits():
         "\n", " ")
     assert group("llamacpp")["t_recurrent_layer_s"] == 0.0 and group("llamacpp")["hybrid_rows_decode"] == 53
     # a MoE layer's shared expert in llama.cpp (speed.StepInputs.shared_expert_layers), by backend
-    shexp = [group("llamacpp", be)["t_shared_expert_layer_s"] * 1e6 for be in ("cuda", "metal", "rocm", "vulkan")]
-    assert "{:.0f} us on CUDA, {:.0f} us on Metal, {:.0f} us on ROCm, {:.0f} us on Vulkan".format(*shexp) in \
-        README.replace("\n", " ")
+    backends = ("cuda", "metal", "rocm", "vulkan")
+    shexp = [group("llamacpp", be)["t_shared_expert_layer_s"] * 1e6 for be in backends]
+    rows = [group("llamacpp", be)["shared_expert_rows_decode"] for be in backends]
+    assert ("{:.0f} us on CUDA, {:.0f} us on Metal, {:.0f} us on ROCm, {:.0f} us on Vulkan, ".format(*shexp)
+            + "fitted on {}, {}, {} and {} rows".format(*rows)) in README.replace("\n", " ")
     assert group("vllm")["t_recurrent_layer_s"] == group("sglang")["t_recurrent_layer_s"] == 0.0
     assert (f"{floors['mlx']:.0f} us in MLX, {floors['llamacpp']:.0f} us for llama.cpp on ROCm, "
             f"{floors['trtllm']:.0f} us for TensorRT-LLM") in README.replace("\n", " ")

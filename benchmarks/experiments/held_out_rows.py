@@ -54,14 +54,31 @@ def group_size(model) -> int:
                 if g.mixer is not None and getattr(g.mixer, "num_key_value_heads", 0)), default=1)
 
 
+def by_group(ho: fit_speed.HeldOut, by: str) -> None:
+    """Each model's, card's or (model, card)'s held-out rows: how many, their median measured / predicted and their
+    median error (fit_speed's HeldOut.ratios and .errors)."""
+    groups = defaultdict(list)
+    for ratio, error, (_, card), label in zip(ho.ratios, ho.errors, ho.sources, ho.labels):
+        model = label.split()[0]
+        groups[{"model": model, "card": card, "model-card": f"{model} {card}"}[by]].append((ratio, error))
+    print(f"\nBy {by}: rows, median measured / predicted, median error")
+    for name, rows in sorted(groups.items()):
+        print(f"  {name:44} {len(rows):4}  {fit_speed.median([r for r, _ in rows]):.2f}  "
+              f"{fit_speed.median([e for _, e in rows]):.1%}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("group", help="RUNTIME:BACKEND, as fit_speed.py --sources takes it")
     ap.add_argument("--without", nargs="*", default=[], metavar="SOURCE", help="sources set apart")
     ap.add_argument("--depth", action="store_true", help="each depth sweep's ratio at its ends")
+    ap.add_argument("--by", choices=("model", "card", "model-card"), help="the rows' median measured / predicted and "
+                    "median error by model, card, or both")
     a = ap.parse_args()
     ho = decode_rows(a.group)
     print(f"{a.group} decode, held out: {summary(ho.errors)}")
+    if a.by:
+        by_group(ho, a.by)
     if a.without:
         apart = [src in a.without for src, _ in ho.sources]
         print(f"  outside {', '.join(a.without)}: {summary([e for e, x in zip(ho.errors, apart) if not x])}")

@@ -580,6 +580,8 @@ class SpeedGroup(Strict):
     rows_decode: int = Field(strict=True, ge=0)
     hybrid_rows_decode: int = Field(0, strict=True, ge=0, description="of which, decode rows of models with recurrent "
                                     "(SSM, linear-attention) layers, which price a recurrent layer's own cost")
+    shared_expert_rows_decode: int = Field(0, strict=True, ge=0, description="of which, decode rows whose steps carry "
+                                           "a shared expert's cost (StepInputs.shared_expert_layers)")
     rows_prefill: int = Field(strict=True, ge=0)
     cards: list[str] = []
     decode_held_out: HeldOut | None = None

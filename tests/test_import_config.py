@@ -117,6 +117,78 @@ def test_qwen35_hybrids_map_their_layer_types():
     assert sum(g.count for g in moe.layer_groups) == 40
 
 
+# Hugging Face safetensors totals (every tensor of the checkpoint), as printed: Qwen3.5-27B, -122B-A10B, -397B-A17B in
+# github AlexsJones/llmfit scripts/scrape_hf_models.py's FALLBACKS list (file index id 55778153074); Qwen3.5-9B and
+# Qwen3.6-27B in a public log of Hub API calls (id 61762937035: "safetensors.total: ... 9B 9653104368 | Qwen3.6-27B
+# 27781427952"); Qwen3.6-35B-A3B in a public evidence file (id 71127054961: "safetensors.total=35951822704")
+HUB_TOTALS = {"Qwen__Qwen3.5-27B": 27_781_427_952, "Qwen__Qwen3.5-122B-A10B": 125_086_497_008,
+              "Qwen__Qwen3.5-397B-A17B": 403_397_928_944, "Qwen__Qwen3.5-9B": 9_653_104_368,
+              "Qwen__Qwen3.6-27B": 27_781_427_952, "Qwen__Qwen3.6-35B-A3B": 35_951_822_704}
+
+
+@pytest.mark.parametrize("stem, total", HUB_TOTALS.items(), ids=list(HUB_TOTALS))
+def test_qwen35_checkpoints_add_up_to_the_hubs_count_with_their_tower_and_mtp_layer(stem, total):
+    """The text decoder, the vision tower and the MTP layer, each counted from config.json, add up to the checkpoint's
+    published parameter count to the parameter: the two extras are what the text part leaves out."""
+    spec = import_model(CONFIGS / f"{stem}.json", read_headers=False).spec
+    tower, mtp = spec.extra
+    assert "vision" in tower.name and tower.loaded and not tower.in_official_count
+    assert "multi-token-prediction" in mtp.name and not mtp.loaded
+    assert _decoder(spec) + tower.params + mtp.params == total
+
+
+def test_qwen35_27b_tower_and_mtp_layer_by_hand():
+    """Qwen3.5-27B (hidden 5120; vision_config depth 27, width 1152, MLP 4304, out 5120, merge 2, patch 16 x 16 x 2,
+    2,304 positions, no deepstack). Tower: patch_embed 3 x 2 x 16 x 16 x 1152 + 1152 = 1,770,624; pos_embed
+    2304 x 1152 = 2,654,208; a block 4 x 1152 + (1152 x 3456 + 3456) + (1152^2 + 1152) + (1152 x 4304 + 4304)
+    + (4304 x 1152 + 1152) = 15,239,504, x 27 = 411,466,608; merger (m = 4608) 2 x 1152 + (4608^2 + 4608) +
+    (4608 x 5120 + 5120) = 44,838,656: 460,730,096 (transformers 5.23's Qwen3_5VisionModel on the meta device
+    counts the same). MTP layer: q 5120 x (24 x 256 x 2, the output gate) = 62,914,560, k and v 2 x 5120 x 1024 =
+    10,485,760, o 6144 x 5120 = 31,457,280, q/k norms 512, MLP 3 x 5120 x 17408 = 267,386,880, 2 norms 10,240;
+    fc 10240 x 5120 = 52,428,800 and 3 norms 15,360: 424,699,392."""
+    tower, mtp = import_model(CONFIGS / "Qwen__Qwen3.5-27B.json", read_headers=False).spec.extra
+    assert tower.params == 1_770_624 + 2_654_208 + 27 * 15_239_504 + 44_838_656 == 460_730_096
+    assert mtp.params == (62_914_560 + 10_485_760 + 31_457_280 + 512 + 267_386_880 + 10_240 + 52_428_800
+                          + 15_360) == 424_699_392
+
+
+def test_qwen3_vl_tower_has_its_deepstack_mergers():
+    """Qwen3-VL-30B-A3B's tower merges features after blocks 8, 16 and 24 (deepstack_visual_indexes) through three
+    more mergers, each with its LayerNorm over the merged 4608: 3 x (2 x 4608 + 4608^2 + 4608 + 4608 x 2048 + 2048)
+    = 3 x 30,686,720 beside the final merger's 2 x 1152 + 21,238,272 + 9,439,232 = 30,679,808; with patch_embed,
+    pos_embed and 27 blocks as Qwen3.5's: 538,631,408 (transformers 5.23's Qwen3VLMoeVisionModel counts the same)."""
+    (tower,) = import_model(CONFIGS / "Qwen__Qwen3-VL-30B-A3B-Instruct.json", read_headers=False).spec.extra
+    assert tower.params == 1_770_624 + 2_654_208 + 27 * 15_239_504 + 30_679_808 + 3 * 30_686_720 == 538_631_408
+
+
+@pytest.mark.parametrize("change, match", [
+    ({"vision_config": [1, 2]}, "vision_config is"),
+    ({"vision_config": {"depth": "27"}}, "depth is '27'; expected an integer"),
+    ({"vision_config": {"depth": 0}}, "depth is '0'"),
+    ({"vision_config": {"deepstack_visual_indexes": 3}}, "deepstack_visual_indexes is '3', not a list"),
+    ({"text_config": {"mtp_num_hidden_layers": -1}}, "mtp_num_hidden_layers is '-1'"),
+])
+def test_a_bad_vision_config_or_mtp_count_is_a_one_line_error(tmp_path, change, match):
+    raw = json.loads((CONFIGS / "Qwen__Qwen3.5-27B.json").read_text())
+    for key, value in change.items():
+        raw[key] = {**raw[key], **value} if isinstance(value, dict) and key == "text_config" else value
+    p = _write(tmp_path, raw)
+    with pytest.raises(ConfigError, match=match) as e:
+        import_model(p, read_headers=False)
+    assert "\n" not in e.value.one_line()
+
+
+def test_mtp_layers_with_embeddings_of_their_own_are_said_to_be_left_out(tmp_path):
+    raw = json.loads((CONFIGS / "Qwen__Qwen3.5-27B.json").read_text())
+    raw["text_config"]["mtp_use_dedicated_embeddings"] = True
+    im = import_model(_write(tmp_path, raw), read_headers=False)
+    assert any("mtp_use_dedicated_embeddings" in n for n in im.notes)
+    raw["text_config"]["mtp_num_hidden_layers"] = 0  # none: no extra, no note
+    im = import_model(_write(tmp_path, raw), read_headers=False)
+    assert [x.name for x in im.spec.extra] == ["vision tower + merger (vision_config)"]
+    assert not any("mtp_use_dedicated_embeddings" in n for n in im.notes)
+
+
 def test_an_unknown_hybrid_is_refused(tmp_path):
     import json as _json
 

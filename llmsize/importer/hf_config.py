@@ -28,6 +28,7 @@ from llmsize.importer.config_fields import (
     layer_stack_fields,
     layer_windows,
 )
+from llmsize.importer.extras import vision_tower
 from llmsize.importer.hf_gemma import map_gemma2, map_gemma3, map_gemma3n, map_gemma4
 from llmsize.importer.hf_hybrid import map_nemotron_h, map_qwen3_hybrid
 from llmsize.importer.hf_moe import map_deepseek, map_glm4_moe, map_gpt_oss, map_llama4, map_moe_dense_attn
@@ -246,7 +247,10 @@ def map_config(raw: dict, where: str) -> Mapped:
     except BAD_VALUE as e:  # a field of the wrong type (a string for a count, a zero head count...)
         msg = str(e).splitlines()[0][:120] if str(e) else ""
         raise ConfigError(f"{where}: a field has an unexpected value ({e.__class__.__name__}: {msg}).") from None
-    if isinstance(raw.get("text_config"), dict) and (raw.get("vision_config") is not None or "Conditional" in str(
+    tower = vision_tower(raw, where)
+    if tower is not None:
+        m.fields["extra"] = [tower, *m.fields.get("extra", [])]
+    elif isinstance(raw.get("text_config"), dict) and (raw.get("vision_config") is not None or "Conditional" in str(
             raw.get("architectures"))) and not any(TEXT_PART_ONLY in n for n in m.notes):
         m.notes.append(f"vision tower {TEXT_PART_ONLY}")  # Kimi K2.5, Llama 4: a wrapper whose text model alone is told
     if c.taken:

@@ -12,8 +12,8 @@ from llmsize.importer.config_fields import (
     common_fields,
     head_width,
     layer_stack_fields,
-    mtp_notes,
 )
+from llmsize.importer.extras import mtp_layers
 
 # transformers' NemotronHConfig (5.x) lists layers_block_type, one word a layer, where older configs wrote
 # hybrid_override_pattern, one character a layer (Nemotron 3 Ultra and 3.5 Lightning's configs carry only the list)
@@ -109,4 +109,8 @@ def map_qwen3_hybrid(c: ConfigReader, model_type: str) -> Mapped:
     else:
         mlp = {"kind": "dense", "intermediate_size": c.need("intermediate_size")[0]}
     specs = [{"mixer": linear if t == "linear_attention" else full, "mlp": mlp} for t in types]
-    return Mapped({**common_fields(c, False), **layer_stack_fields(specs)}, mtp_notes(c.get("mtp_num_hidden_layers")))
+    fields = {**common_fields(c, False), **layer_stack_fields(specs)}
+    mtp = mtp_layers(c.get("mtp_num_hidden_layers"), fields["hidden_size"], {"mixer": full, "mlp": mlp})
+    notes = ["the multi-token-prediction layers' own embedding (mtp_use_dedicated_embeddings) not counted"] \
+        if mtp and c.get("mtp_use_dedicated_embeddings") is True else []
+    return Mapped({**fields, "extra": [mtp]} if mtp else fields, notes)

@@ -76,7 +76,9 @@ def build(raw: dict, hf_quant: dict | None, cfg_where: str, quant_where: str, fo
     spec = spec.model_copy(update={
         "params_official": params_comparable_to_official(spec),
         "params_official_source": "counted by llmsize from config.json (no official figure given)",
-        "params_official_includes": "text decoder as described by config.json (no vision/audio towers, no MTP)"})
+        "params_official_includes": "text decoder as described by config.json " + (
+            f"({' and '.join(x.name for x in spec.extra)} counted apart, under extra)" if spec.extra
+            else "(no vision/audio towers, no MTP)")})
     out = Imported(spec, release, list(mapped.notes) + release.notes, mapped.generic, None)
     if tensors is not None:
         from llmsize.importer.exact import check_complete, exact_weights

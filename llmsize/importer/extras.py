@@ -1,0 +1,75 @@
+"""What a checkpoint holds beside its text decoder, counted from config.json where its shapes say it all (the
+catalog's `extra`): the Qwen3-VL / Qwen3.5 vision tower, which engines load by default, and Qwen3-Next / Qwen3.5's
+multi-token-prediction layers, which they load only to draft for speculative decoding."""
+
+from __future__ import annotations
+
+from llmsize.importer.config_fields import ConfigError, ConfigReader
+
+# transformers Qwen3VLVisionConfig / Qwen3VLMoeVisionConfig (deepstack after blocks 8, 16 and 24) and
+# Qwen3_5VisionConfig / Qwen3_5MoeVisionConfig (no deepstack) defaults, keyed by the wrapper's model_type
+_VISION = {"depth": 27, "hidden_size": 1152, "intermediate_size": 4304, "in_channels": 3, "patch_size": 16,
+           "temporal_patch_size": 2, "spatial_merge_size": 2, "out_hidden_size": 3584,
+           "num_position_embeddings": 2304}
+VISION_DEFAULTS = {"qwen3_vl": {**_VISION, "deepstack_visual_indexes": [8, 16, 24]},
+                   "qwen3_vl_moe": {**_VISION, "deepstack_visual_indexes": [8, 16, 24]},
+                   "qwen3_5": {**_VISION, "deepstack_visual_indexes": []},
+                   "qwen3_5_moe": {**_VISION, "deepstack_visual_indexes": []}}
+
+
+def qwen_vision_params(c: ConfigReader) -> int:
+    """Parameters of a Qwen3-VL-style vision tower (transformers modeling_qwen3_vl.py Qwen3VLVisionModel, which
+    Qwen3.5's Qwen3_5VisionModel reuses), from its vision_config; h the width, i the MLP's, m = h x merge^2:
+    patch_embed, a Conv3d with bias: in x temporal x patch^2 x h + h; pos_embed: positions x h;
+    each of `depth` blocks: two LayerNorms 4h, qkv h x 3h + 3h, proj h x h + h, fc1 h x i + i, fc2 i x h + h;
+    the merger: LayerNorm(h) 2h, fc1 m x m + m, fc2 m x out + out; each deepstack merger the same with LayerNorm(m).
+    Qwen3.5-27B's tower (h 1152, i 4304, 27 blocks, out 5120, no deepstack) is 460,730,096, as transformers 5.23
+    builds it on the meta device."""
+    depth, h, i, ch, p, tp, merge, out, pos = c.need(
+        "depth", "hidden_size", "intermediate_size", "in_channels", "patch_size", "temporal_patch_size",
+        "spatial_merge_size", "out_hidden_size", "num_position_embeddings")
+    deepstack = c.get("deepstack_visual_indexes") or []
+    if not isinstance(deepstack, list):
+        raise ConfigError(f"{c.where}: deepstack_visual_indexes is {str(deepstack)[:40]!r}, not a list of block "
+                          "indices.", "Fix the config.json.")
+    m = h * merge * merge
+    block = 4 * h + (h * 3 * h + 3 * h) + (h * h + h) + (h * i + i) + (i * h + h)
+    mlp = m * m + m + m * out + out
+    return ch * tp * p * p * h + h + pos * h + depth * block + (2 * h + mlp) + len(deepstack) * (2 * m + mlp)
+
+
+def vision_tower(raw: dict, where: str) -> dict | None:
+    """The catalog's `extra` entry for a Qwen3-VL or Qwen3.5 checkpoint's vision tower, or None for any other
+    config. vLLM loads it unless told --language-model-only (vllm-project/recipes Qwen/Qwen3.5.md), so it is
+    `loaded`; a GGUF keeps it in a separate mmproj file (gguf_mix)."""
+    model_type = str(raw.get("model_type") or "")
+    vision = raw.get("vision_config")
+    if model_type not in VISION_DEFAULTS or vision is None:
+        return None
+    if not isinstance(vision, dict):
+        raise ConfigError(f"{where}: vision_config is {str(vision)[:40]!r}, not a JSON object.", "Fix the config.json.")
+    params = qwen_vision_params(ConfigReader(vision, VISION_DEFAULTS[model_type], f"{where} vision_config",
+                                               omittable=("hidden_size", "intermediate_size")))
+    return {"name": "vision tower + merger (vision_config)", "params": params, "in_official_count": False,
+            "note": "counted from vision_config's shapes (transformers Qwen3VLVisionModel); loaded by default "
+                    "(vLLM: --language-model-only leaves it out); not read when decoding text"}
+
+
+def mtp_layers(count: int, hidden: int, layer: dict) -> dict | None:
+    """The catalog's `extra` entry for Qwen3-Next / Qwen3.5's `count` multi-token-prediction layers, or None for
+    none: each a full-attention decoder layer like the model's (`layer`, a layer-group entry: its MLP, experts
+    included), and once, fc [2h -> h] and three RMSNorms of h (pre_fc_norm_hidden, pre_fc_norm_embedding, norm);
+    the embedding and the lm_head are the model's (vllm model_executor/models/qwen3_next_mtp.py and qwen3_5_mtp.py,
+    Qwen3NextMultiTokenPredictor / Qwen3_5MultiTokenPredictor). Engines load them only for speculative decoding
+    (vLLM --speculative-config '{"method": "mtp", ...}')."""
+    if not count:
+        return None
+    from llmsize.catalog.schema import LayerGroup
+    from llmsize.estimate.params import layer_pieces
+
+    per_layer = sum(p.params for p in layer_pieces(LayerGroup(count=1, **layer), hidden))
+    return {"name": f"multi-token-prediction layers (mtp_num_hidden_layers {count})",
+            "params": count * per_layer + 2 * hidden * hidden + 3 * hidden, "in_official_count": False,
+            "loaded": False,
+            "note": "counted from config.json: a full-attention decoder layer each, fc [2h -> h] and three norms; "
+                    "the embedding and lm_head are the model's; loaded for speculative decoding (--spec mtp)"}

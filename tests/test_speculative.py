@@ -57,6 +57,21 @@ def test_mtp_reads_more_experts_in_its_verify_pass(run_cli):
     assert 1.0 < s["gain"] < 1.85
 
 
+def test_a_hybrids_mtp_layer_caches_what_one_attention_layer_does(run_cli):
+    """Qwen3.5-27B BF16 on an H100 with its MTP layer (a gated full-attention layer, vllm qwen3_5_mtp.py): 64 layers,
+    of which 16 cache keys and values (4 KV heads x 256 x 2 x 2 B = 4,096 B a token, 16,777,216 B at 4,096 tokens)
+    and 48 hold a fixed recurrent state (153,944,064 B in all); the draft caches one attention layer's 16,777,216 B,
+    not the mean over all 64 ((16 x 16,777,216 + 153,944,064) / 64 = 6,599,680 B, 2.5x less here, 4x less as the
+    context grows). Its weights, 424,699,392 BF16
+    parameters the engines leave out of plain decoding, come in: 849,398,784 B."""
+    d = _plan(run_cli, "qwen3.5-27b", "--gpu", "h100", "--spec", "mtp=1")
+    s = d["speculative"]
+    assert s["draft_kv_bytes_per_sequence"] == 4 * 256 * 2 * 2 * 4096 == 16_777_216
+    assert s["draft_weight_bytes"] == 424_699_392 * 2
+    long = _plan(run_cli, "qwen3.5-27b", "--gpu", "h100", "--spec", "mtp=1", "--context", "65536")["speculative"]
+    assert long["draft_kv_bytes_per_sequence"] == 4096 * 65536
+
+
 def test_the_expected_speed_with_a_draft(run_cli):
     """The runtime's step-time model prices the verify pass and the draft's steps (their fixed costs too): the
     expected speed with --spec sits between the plain expected speed and the speculative ceiling."""

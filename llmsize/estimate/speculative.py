@@ -138,16 +138,27 @@ def time_per_token_s(verify_s: float, draft_step_s: float, spec: Spec) -> float:
     return (verify_s + spec.k * draft_step_s) / spec.tokens_per_pass()
 
 
+def attention_layer_bytes(kv, num_layers: int) -> float:
+    """One sequence's cache in one full-attention (or MLA) layer, an MTP layer's kind (DeepSeek-V3's is MLA, Qwen3.5's
+    and Qwen3-Next's gated full attention: vllm qwen3_5_mtp.py builds it with layer_type "full_attention"); the mean
+    layer's where the model has none. A hybrid's mean layer is not one: Qwen3.5-27B's 16 attention layers of 64 hold
+    its whole growing cache, so its MTP layer caches what one of those 16 does: 2.5x the mean over 64 at 4,096
+    tokens, 4x at long context."""
+    layers = kv.layers_by_kind.get("full", 0) + kv.layers_by_kind.get("mla", 0)
+    if not layers:
+        return kv.bytes_per_sequence / num_layers
+    return (kv.bytes_by_kind.get("full", 0.0) + kv.bytes_by_kind.get("mla", 0.0)) / layers
+
+
 def draft_memory(plan, spec: Spec, draft_plan) -> tuple[float, float]:
     """(bytes of weights, cache bytes per sequence) that speculative decoding adds on each card of `plan`: a draft
-    model's (its plan, on the same split); an MTP module's cache of k layers (the mean layer's cache on the card)
-    and, when engines load the module only for speculative decoding (catalog `loaded: false`), its weights in the
-    plan's format, split over the tensor-parallel cards."""
+    model's (its plan, on the same split); an MTP module's cache of k layers (attention_layer_bytes: an attention
+    layer's cache on the card) and, when engines load the module only for speculative decoding (catalog `loaded:
+    false`), its weights in the plan's format, split over the tensor-parallel cards."""
     if draft_plan is not None:
         return ((draft_plan.weights_card or draft_plan.weights).bytes_total,
                 (draft_plan.kv_card or draft_plan.kv).bytes_per_sequence)
-    card = plan.card_model or plan.model
-    kv = (plan.kv_card or plan.kv).bytes_per_sequence * spec.k / card.num_layers
+    kv = attention_layer_bytes(plan.kv_card or plan.kv, (plan.card_model or plan.model).num_layers) * spec.k
     module = mtp_module(plan.model)
     weights = 0.0
     if module is not None and not module.loaded:

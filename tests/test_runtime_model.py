@@ -110,3 +110,22 @@ def test_the_assumptions_do_not_claim_a_window_the_runtime_does_not_keep(run_cli
     mlx, cpp = _plan(run_cli, "mlx"), _plan(run_cli, "llamacpp")
     window = "Sliding-window layers cache min(context, window) tokens (ring buffer)."
     assert window in cpp["assumptions"] and window not in mlx["assumptions"]
+
+
+def test_llama_cpp_runs_the_text_model_of_a_gguf_its_vision_tower_an_mmproj_file(run_cli):
+    """Qwen3.5-27B in BF16: vLLM loads its 460,730,096-parameter vision tower (921,460,192 B beside the decoder);
+    llama.cpp runs a GGUF, which holds the text model (the tower is a separate mmproj file, loaded with --mmproj),
+    so its weights are the decoder's alone and the plan says where the tower went. Neither loads the MTP layer."""
+    def weights(runtime):
+        code, out, err = run_cli("plan", "qwen3.5-27b", "--gpu", "h200", "--quant", "bf16", "--runtime", runtime,
+                                 "--json")
+        assert code == 0, err
+        d = json.loads(out)
+        return d["weights"]["bytes_by_component"], " ".join(d["notes"])
+    vllm, vllm_notes = weights("vllm")
+    cpp, cpp_notes = weights("llamacpp")
+    assert vllm["extra"] == 460_730_096 * 2 and cpp["extra"] == 0
+    assert sum(vllm.values()) - sum(cpp.values()) == 460_730_096 * 2
+    assert "mmproj" in cpp_notes and "mmproj" not in vllm_notes
+    assert "not loaded: multi-token-prediction" in cpp_notes and "not loaded: multi-token-prediction" in vllm_notes
+    assert "not loaded: vision" not in cpp_notes

@@ -47,7 +47,7 @@ from llmsize.estimate.params import (
 )
 from llmsize.estimate.prefill import Prefill, prefill_time, unfused_scores_bytes
 from llmsize.estimate.quant import FORMATS, LLAMACPP_KV_TYPES, QuantFormat, kv_dtype_bytes, quant_format
-from llmsize.estimate.runtime_model import departure, kv_read_factor, run_model
+from llmsize.estimate.runtime_model import departure, gguf_text_model, kv_read_factor, run_model
 from llmsize.estimate.speculative import Spec, SpecDecode, check_spec, speculate
 from llmsize.estimate.speed import is_ternary
 from llmsize.estimate.unified import usable_memory
@@ -285,7 +285,7 @@ def smallest_fit(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs, exact=None)
     # (under llama.cpp: its layer split before a row split)
     options = sorted(((tp, pp) for tp in TP_CHOICES for pp in PP_CHOICES if tp * pp > 1),
                      key=lambda c: (c[0] * c[1], c[0] > inputs.gpus_per_node, c[0] if layers_first else c[1]))
-    total = weight_bytes(model, fmt, scope).bytes_total
+    total = weight_bytes(gguf_text_model(model) if layers_first else model, fmt, scope).bytes_total
     room = usable_memory(gpu, inputs.wired_limit_bytes).bytes * inputs.gpu_util - overhead_of(inputs)
     for tp, pp in options:
         if total / (tp * pp) > room:  # even a perfect split would not fit: skip the full plan
@@ -332,8 +332,14 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
         raise InvalidValueError(f"--kv-dtype fp8_ds_mla is vLLM's FlashMLA cache of MLA layers, and {model.name} "
                                 "has none.", "Use --kv-dtype fp8.")
 
-    weights = estimate = weight_bytes(model, fmt, scope)
     notes = list(notes or []) + ([why] if why else [])
+    towers = [x for x in model.extra if x.loaded] if runtime in LLAMACPP_RUNTIMES else []
+    if towers:  # a GGUF holds the text model; the towers are a separate mmproj file
+        model = gguf_text_model(model)
+        notes.append(f"under llama.cpp a GGUF holds the text model: {' and '.join(x.name for x in towers)} "
+                     f"({sum(x.params for x in towers) / 1e9:,.2f} B parameters) is a separate mmproj file, loaded "
+                     "with --mmproj, not in the weights above")
+    weights = estimate = weight_bytes(model, fmt, scope)
     missing = recipe_parts_missing(model, fmt)
     if missing:
         notes.append(f"{model.id} has no {' or '.join(f'`{c}`' for c in missing)} weights: the recipe's "
@@ -354,7 +360,7 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
         notes.append(f"GGUF {fmt.mix.upper()} as llama-quantize writes it, a type per tensor: {by_type}")
     mtp_drafts = inputs.spec is not None and inputs.spec.draft is None  # --spec mtp loads the module (speculative)
     for x in model.extra:  # in the checkpoint, out of memory: a user comparing with the files' size sees why
-        if not x.loaded and not mtp_drafts:
+        if not x.loaded and not mtp_drafts and x.name not in {t.name for t in towers}:
             notes.append(f"not loaded: {x.name}, {x.params / 1e9:,.1f} B parameters the checkpoint holds beside "
                          "these, which engines leave out of memory by default (none of the bytes above)")
     if is_ternary(fmt.id) and not is_ternary(model.release.quant):

@@ -89,3 +89,13 @@ def kv_read_factor(model: ModelSpec, d: Departure | None, context_tokens: int, k
         total += nbytes
         weighted += nbytes * (m.num_attention_heads / m.num_key_value_heads if isinstance(m, AttentionBase) else 1)
     return weighted / total if total else 1.0
+
+
+@by_identity()
+def gguf_text_model(model: ModelSpec) -> ModelSpec:
+    """The model as a llama.cpp GGUF holds it: the text model, its vision or audio tower left to a separate mmproj
+    file (llama.cpp's convert_hf_to_gguf.py --mmproj writes it; llama-server loads it only with --mmproj), so every
+    extra is out of memory; one object per model, as unwindowed."""
+    if not any(x.loaded for x in model.extra):
+        return model
+    return model.model_copy(update={"extra": [x.model_copy(update={"loaded": False}) for x in model.extra]})

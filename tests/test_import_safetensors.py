@@ -190,3 +190,32 @@ def test_gpt_oss_mxfp4_blocks_equal_the_estimate(tmp_path):
     assert im.exact.params_total == params_total(im.spec)
     # routed experts read at k/E = 2/4 at batch 1
     assert im.exact.read_by_component(1)["experts"] == pytest.approx(im.exact.bytes_by_component["experts"] / 2)
+
+
+def test_an_mtp_layer_stays_in_the_files_and_a_vision_tower_comes_in(tmp_path, run_cli):
+    """A checkpoint's multi-token-prediction layer (here DeepSeek's way: a layer past num_hidden_layers, index 2 of a
+    2-layer model; Qwen3.5's are named mtp.*) is in the files, and engines load it only to draft: the plan's weights
+    leave its bytes out and a note says so, where a vision tower's bytes stay in (engines load it). The tiny tower:
+    one [64, 64] BF16 matrix, 8,192 B; the MTP layer: one [64, 128] BF16 matrix, 16,384 B, and mtp.fc [64, 128]
+    another 16,384 B."""
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(
+        {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+         "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 256,
+         "tie_word_embeddings": False, "torch_dtype": "bfloat16"}))
+    from stfiles import tiny_llama_tensors
+    tensors = tiny_llama_tensors("bf16")
+    tensors["model.visual.blocks.0.attn.proj.weight"] = ("BF16", (64, 64))
+    tensors["model.layers.2.mlp.down_proj.weight"] = ("BF16", (64, 128))
+    tensors["mtp.fc.weight"] = ("BF16", (64, 128))
+    write_safetensors(folder / "model.safetensors", tensors)
+    im = import_model(folder)
+    assert im.exact.bytes_by_component["extra"] == 8_192 + 16_384 + 16_384
+    assert im.exact.draft_only_bytes == 32_768
+    assert any("multi-token-prediction tensors" in n for n in im.notes)
+    code, out, err = run_cli("plan", str(folder), "--gpu", "h100", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["weights"]["bytes_by_component"]["extra"] == 8_192
+    assert d["weights"]["bytes_total"] == im.exact.bytes_total - 32_768

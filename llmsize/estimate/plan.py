@@ -227,12 +227,15 @@ def quant_for(model: ModelSpec, quant: str | None) -> str | None:
 
 
 def exact_weight_bytes(exact, estimate: WeightBytes) -> WeightBytes:
-    """WeightBytes from a checkpoint's headers (duck-typed: bytes_by_component, read_by_component(batch))."""
+    """WeightBytes from a checkpoint's headers (duck-typed: bytes_by_component, read_by_component(batch)), less the
+    multi-token-prediction layers' bytes engines leave in the files (draft_only_bytes, where the headers tell)."""
     read = exact.read_by_component(1)
     bits = getattr(exact, "quantized_bits", None)  # a GGUF file's own average over its quantized tensors
+    stored = {c: float(exact.bytes_by_component.get(c, 0)) for c in COMPONENTS}
+    stored["extra"] -= getattr(exact, "draft_only_bytes", 0)  # MTP layers: in the files, not in memory
     return WeightBytes(
         format_id=estimate.format_id, scope=estimate.scope, bits_per_weight=bits or estimate.bits_per_weight,
-        stored_bytes={c: float(exact.bytes_by_component.get(c, 0)) for c in COMPONENTS},
+        stored_bytes=stored,
         read_bytes_per_token={c: float(read.get(c, 0.0)) for c in COMPONENTS},
         quantized_params=estimate.quantized_params, unquantized_params=estimate.unquantized_params)
 

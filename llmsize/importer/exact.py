@@ -42,13 +42,21 @@ COMPONENT_RULES = [  # first match wins; names lower-cased
 
 def component(name: str, num_layers: int) -> str:
     n = name.lower()
-    m = re.search(r"layers\.(\d+)\.", n)
-    if EXTRA.search(n) or (m and int(m.group(1)) >= num_layers):  # DeepSeek's MTP layer sits at index 61
+    if EXTRA.search(n) or draft_only(n, num_layers):
         return "extra"
     for comp, rx in COMPONENT_RULES:
         if rx.search(n):
             return comp
     return "other"
+
+
+def draft_only(name: str, num_layers: int) -> bool:
+    """Whether the tensor is a multi-token-prediction layer's, which engines load only to draft for speculative
+    decoding (vLLM's DeepSeek, GLM and Qwen3.5 loaders skip them otherwise): Qwen3.5's `mtp.` tensors, or a layer
+    past the decoder's (DeepSeek-V3's MTP layer sits at index 61, GLM-4.5's at num_hidden_layers)."""
+    n = name.lower()
+    m = re.search(r"layers\.(\d+)\.", n)
+    return "mtp" in n or bool(m and int(m.group(1)) >= num_layers)
 
 
 def logical_params(t: TensorInfo, names: set[str]) -> int:
@@ -102,6 +110,7 @@ class ExactWeights:
     tensors: tuple[tuple[str, int], ...] = ()  # (name, bytes) of each tensor, where a placement needs them (GGUF)
     quantized_bits: float | None = None  # bits per weight over the quantized tensors, where the file says (GGUF)
     unused_bytes: dict[str, int] = field(default_factory=dict)  # stored, never read: shared-cache layers' k/v
+    draft_only_bytes: int = 0  # of the extra bytes, the MTP layers': in the files, out of memory unless drafting
 
     @property
     def bytes_total(self) -> int:
@@ -136,9 +145,11 @@ def exact_weights(tensors: dict[str, TensorInfo], files: list[Path], spec: Model
     params: dict[str, int] = defaultdict(int)
     unused: dict[str, int] = defaultdict(int)
     shared = shared_cache_layers(spec)
+    draft = 0
     for n, t in tensors.items():
         comp = component(n, spec.num_layers)
         by_comp[comp] += t.nbytes
+        draft += t.nbytes if comp == "extra" and draft_only(n, spec.num_layers) else 0
         by_dtype[t.dtype] += t.nbytes
         params[comp] += logical_params(t, names)
         if comp != "extra" and unused_kv_weight(n, shared):  # the decoder's layers, not a tower's
@@ -156,8 +167,12 @@ def exact_weights(tensors: dict[str, TensorInfo], files: list[Path], spec: Model
         other = [n for n in names if component(n, spec.num_layers) == "other"]
         notes.append(f"{len(other)} tensor(s) of no known component (e.g. {shown(sorted(other)[0])}), counted as "
                      "read per token")
+    if draft and not any("multi-token-prediction" in x.name.lower() for x in spec.extra):
+        notes.append(f"multi-token-prediction tensors, {draft / 1e9:,.2f} GB of the files: engines load them only to "
+                     "draft for speculative decoding, so the weights in memory leave them out")
     return ExactWeights(files, dict(by_comp), dict(by_dtype), dict(params), detect_formats(tensors), tied,
-                        (moe.experts_per_token, moe.num_experts) if moe else None, notes, unused_bytes=dict(unused))
+                        (moe.experts_per_token, moe.num_experts) if moe else None, notes, unused_bytes=dict(unused),
+                        draft_only_bytes=draft)
 
 
 MISMATCH_LIMIT = 0.10  # the headers' parameters may differ from config.json's count by this much

@@ -126,8 +126,9 @@ def test_the_quantize_lever_is_a_format_the_runtime_loads(run_cli, args, lever):
     # a repeated option is refused naming both values (the parser would keep the last one silently)
     (["plan", "gemma-4-12b", "--gpu", "h200", "--context", "5", "--context", "x1"], 2, "(`5`, then `x1`)"),
     (["plan", "gemma-4-12b"], 2, "--gpu"),
-    (["show", "nothing-like-this"], 2, "neither a card, a model nor a host platform"),
-    (["show", "arc-b58"], 2, "neither a card, a model nor a host platform in the catalog. Did you mean `arc-b580`"),
+    (["show", "nothing-like-this"], 2, "neither a card, a model or a host platform in the catalog nor a weight format"),
+    (["show", "arc-b58"], 2, "nor a weight format. Did you mean `arc-b580`"),
+    (["show", "nvfp5"], 2, "Did you mean `nvfp4` (a weight format)?"),
     (["show", "gemma-4-12"], 2, "Did you mean `gemma-4-12b`"),
     (["gpus", "--sort", "price"], 2, "`price` is not one of bandwidth, memory, year, id"),
 ])
@@ -507,14 +508,29 @@ def test_a_module_the_checkpoint_holds_but_engines_leave_out_is_said(run_cli):
     assert not any(n.startswith("not loaded") for n in json.loads(out)["notes"])
 
 
+def test_show_takes_a_weight_format(run_cli):
+    """`show nvfp4` (an audit's new user looked for it there, 2026-12-06) shows the format `formats` lists: NVFP4's
+    4.5 bits a weight (4 of E2M1 + an E4M3 scale per 16 weights), 4 B per tensor, with its source; a llama.cpp file
+    type as --quant reads it (q4_k_m) shows its GGUF format; --json gives the same fields."""
+    code, out, err = run_cli("show", "nvfp4")
+    assert code == 0, err
+    assert "bits_per_weight: 4.5" in out and "per_tensor_bytes: 4" in out and "source:" in out
+    code, out, err = run_cli("show", "q4_k_m")
+    assert code == 0 and "id: gguf-q4_k_m" in out and "gguf_file_type: q4_k_m" in out, err
+    code, out, err = run_cli("show", "nvfp4", "--json")
+    assert code == 0 and json.loads(out)["weight_format"]["bits_per_weight"] == 4.5
+    code, out, err = run_cli("show", "rtx4090")  # a card still shows as a card
+    assert code == 0 and "name: NVIDIA GeForce RTX 4090" in out, err
+
+
 def test_show_and_host_memory_read_platform_names_as_typed(run_cli):
     """A new-user pass (2026-12-06): `show ryzen-9000` was refused as neither a card nor a model, though `hosts`
     lists it; `--host-memory ryzen9000` was refused without a near name, where cards and models offer one. A host
     platform shows like a card; its name is read without case or punctuation; a near miss offers the platform."""
     code, out, err = run_cli("show", "ryzen-9000")
     assert code == 0 and "memory_type: DDR5" in out, err
-    code, out, err = run_cli("show", "nvfp4")
-    assert code == 2 and "neither a card, a model nor a host platform" in err and "llmsize formats" in err
+    code, out, err = run_cli("show", "nothing-like-this")
+    assert code == 2 and "neither a card, a model or a host platform" in err and "llmsize formats" in err
     base = ("plan", "qwen3-30b-a3b", "--gpu", "rtx4060ti8", "--quant", "gguf-q4_k_m", "--engine", "llamacpp",
             "--cpu-moe", "--json")
     code, typed, err = run_cli(*base, "--host-memory", "Ryzen 9000")

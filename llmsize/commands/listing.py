@@ -111,11 +111,11 @@ def models(
 
 
 def show(
-    name: Annotated[str, typer.Argument(help="A card, model or host platform id (or alias).")],
+    name: Annotated[str, typer.Argument(help="A card, model or host platform id (or alias), or a weight format.")],
     as_json: JsonOpt = False,
     catalog: CatalogOpt = None,
 ):
-    """Show one catalog entry (a card, a model, a host platform) with its sources.
+    """Show one catalog entry (a card, a model, a host platform) with its sources, or a weight format.
 
     Examples:
 
@@ -123,6 +123,7 @@ def show(
       llmsize show rtx5060ti
       llmsize show gemma-4-12b --json
       llmsize show ryzen-9000
+      llmsize show nvfp4
     """
     from llmsize.errors import UnknownNameError
     from llmsize.render.listing import render_entry
@@ -137,18 +138,66 @@ def show(
             try:
                 entry = cat.hosts.get(name)
             except UnknownNameError as e:  # the near names each shelf suggests
+                fmt = format_named(name)
+                if fmt is not None:
+                    return show_format(fmt, as_json)
                 import re
 
                 near = [m.group(1) for m in (re.search(r"Did you mean (.+)\?", x.message)
                                              for x in (not_card, not_model, e)) if m]
-                raise UnknownNameError(f"`{shown(name)}` is neither a card, a model nor a host platform in the "
-                                       "catalog." + (f" Did you mean {', '.join(near)}?" if near else ""),
+                near += [f"`{f}` (a weight format)" for f in format_near(name)]
+                raise UnknownNameError(f"`{shown(name)}` is neither a card, a model or a host platform in the "
+                                       "catalog nor a weight format." + (f" Did you mean {', '.join(near)}?" if near else ""),
                                        "Run `llmsize gpus`, `llmsize models` or `llmsize hosts` to see them "
                                        "(weight formats: `llmsize formats`).") from e
     if as_json:
         print_json(entry.model_dump(mode="json"))
     else:
         render_entry(entry, make_console())
+
+
+def format_row(f) -> dict:
+    """A weight format as `formats` lists it and `show` shows it."""
+    return {"id": f.id, "bits_per_weight": float(f.bits_per_weight), "per_tensor_bytes": f.per_tensor_bytes,
+            "default_scope": f.default_scope, "description": f.description, "source": f.source}
+
+
+def format_named(name: str):
+    """The weight format `name` names (an id, or a llama.cpp file type as --quant reads it), or None."""
+    from llmsize.errors import InvalidValueError
+    from llmsize.estimate.quant import quant_format
+
+    if "=" in name:  # a recipe is --quant's, not a name
+        return None
+    try:
+        return quant_format(name)
+    except InvalidValueError:
+        return None
+
+
+def format_near(name: str) -> list[str]:
+    """Weight format ids close to `name` (a typo of one)."""
+    from llmsize.errors import close_names
+    from llmsize.estimate.quant import FORMATS
+
+    return close_names(name.lower(), FORMATS, n=2)
+
+
+def show_format(f, as_json: bool) -> None:
+    """`show FORMAT`: its row, the bits it keeps the rest of the model in and what its cards compute in."""
+    row = {**format_row(f), "keep_bits": f.keep_bits, "native_compute": f.native_compute,
+           **({"gguf_file_type": f.mix} if f.mix else {})}
+    if as_json:
+        print_json({"weight_format": row})
+        return
+    import yaml
+
+    c = make_console()
+    c.print(yaml.safe_dump(row, sort_keys=False, width=96).rstrip("\n"), markup=False, highlight=False,
+            soft_wrap=True)
+    if f.mix:
+        c.print("a GGUF file type: the bits are its base type's; llama-quantize mixes types per tensor, so a model's "
+                f"average differs (`llmsize plan MODEL --quant {f.id}` prints it)", style="dim")
 
 
 def formats(as_json: JsonOpt = False):
@@ -162,9 +211,7 @@ def formats(as_json: JsonOpt = False):
     """
     from llmsize.estimate.quant import FORMATS, KV_DTYPE_BYTES, RECIPE_PARTS
 
-    rows = [{"id": f.id, "bits_per_weight": float(f.bits_per_weight), "per_tensor_bytes": f.per_tensor_bytes,
-             "default_scope": f.default_scope, "description": f.description, "source": f.source}
-            for f in FORMATS.values()]
+    rows = [format_row(f) for f in FORMATS.values()]
     if as_json:
         print_json({"weight_formats": rows, "kv_dtype_bytes": {k: float(v) for k, v in KV_DTYPE_BYTES.items()}})
         return

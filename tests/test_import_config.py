@@ -161,6 +161,20 @@ def test_qwen3_vl_tower_has_its_deepstack_mergers():
     assert tower.params == 1_770_624 + 2_654_208 + 27 * 15_239_504 + 30_679_808 + 3 * 30_686_720 == 538_631_408
 
 
+def test_gemma3_siglip_tower_is_counted_as_the_catalog_counts_it(catalog, tmp_path):
+    """google/gemma-3-27b-it's SigLIP tower and projector, counted from its vision_config, are the catalog's hand count
+    (models/gemma-3-27b.yaml: 416,866,032 + [1152, 5376] + 1152 = 423,060,336), so the import no longer says the tower
+    is left out; a SigLIP with a pooling head (vision_use_head true), which Gemma 3 has not, is refused."""
+    im = import_model(CONFIGS / "google__gemma-3-27b-it.json", read_headers=False)
+    (tower,) = im.spec.extra
+    assert tower.params == catalog.model("gemma-3-27b").extra[0].params == 416_866_032 + 1152 * 5376 + 1152
+    assert not any("vision tower" in n for n in im.notes)
+    raw = json.loads((CONFIGS / "google__gemma-3-27b-it.json").read_text())
+    raw["vision_config"]["vision_use_head"] = True
+    with pytest.raises(ConfigError, match="vision_use_head is not false"):
+        import_model(_write(tmp_path, raw), read_headers=False)
+
+
 @pytest.mark.parametrize("change, match", [
     ({"vision_config": [1, 2]}, "vision_config is"),
     ({"vision_config": {"depth": "27"}}, "depth is '27'; expected an integer"),

@@ -112,10 +112,11 @@ def test_the_assumptions_do_not_claim_a_window_the_runtime_does_not_keep(run_cli
     assert window in cpp["assumptions"] and window not in mlx["assumptions"]
 
 
-def test_llama_cpp_runs_the_text_model_of_a_gguf_its_vision_tower_an_mmproj_file(run_cli):
+def test_llama_cpp_and_mlx_run_the_text_model_their_vision_tower_out_of_memory(run_cli):
     """Qwen3.5-27B in BF16: vLLM loads its 460,730,096-parameter vision tower (921,460,192 B beside the decoder);
     llama.cpp runs a GGUF, which holds the text model (the tower is a separate mmproj file, loaded with --mmproj),
-    so its weights are the decoder's alone and the plan says where the tower went. Neither loads the MTP layer."""
+    and mlx-lm builds the language model alone, so theirs are the decoder's weights and the plan says where the tower
+    went. None loads the MTP layer."""
     def weights(runtime):
         code, out, err = run_cli("plan", "qwen3.5-27b", "--gpu", "h200", "--quant", "bf16", "--runtime", runtime,
                                  "--json")
@@ -124,8 +125,10 @@ def test_llama_cpp_runs_the_text_model_of_a_gguf_its_vision_tower_an_mmproj_file
         return d["weights"]["bytes_by_component"], " ".join(d["notes"])
     vllm, vllm_notes = weights("vllm")
     cpp, cpp_notes = weights("llamacpp")
-    assert vllm["extra"] == 460_730_096 * 2 and cpp["extra"] == 0
+    mlx, mlx_notes = weights("mlx")  # mlx-lm's wrapper drops the tower's weights as it loads (TEXT_ONLY)
+    assert vllm["extra"] == 460_730_096 * 2 and cpp["extra"] == 0 and mlx["extra"] == 0
     assert sum(vllm.values()) - sum(cpp.values()) == 460_730_096 * 2
-    assert "mmproj" in cpp_notes and "mmproj" not in vllm_notes
-    assert "not loaded: multi-token-prediction" in cpp_notes and "not loaded: multi-token-prediction" in vllm_notes
-    assert "not loaded: vision" not in cpp_notes
+    assert "not loaded: vision tower" in cpp_notes and "mmproj" in cpp_notes
+    assert "not loaded: vision tower" in mlx_notes and "mlx-lm" in mlx_notes
+    assert "not loaded: vision" not in vllm_notes
+    assert all("not loaded: multi-token-prediction" in n for n in (cpp_notes, vllm_notes, mlx_notes))

@@ -11,12 +11,11 @@ from functools import cached_property
 from llmsize.catalog.measurement import Row, format_id, printed_bytes
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import LlmsizeError
-from llmsize.estimate.capacity import LLAMACPP_RUNTIMES
 from llmsize.estimate.expected import vulkan_bf16_experts
 from llmsize.estimate.kernels import MATMUL_PRECISION, fp32_stands_in
 from llmsize.estimate.plan import Plan, PlanInputs, make_plan
 from llmsize.estimate.quant import KV_DTYPE_ALIASES, KV_DTYPE_BYTES, quant_format
-from llmsize.estimate.runtime_model import gguf_text_model
+from llmsize.estimate.runtime_model import text_model, towers_left_out
 from llmsize.estimate.runtimes import (
     CDNA3_TARGETS,
     backend,
@@ -524,8 +523,8 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
                         context_tokens=row.context_tokens, batch=row.batch,
                         prompt_tokens=row.prompt_length if row.kind == "prefill" else None, tp=tp, pp=pp,
                         gpu_util=0.99, overhead_bytes=0.0)
-    if runtime in LLAMACPP_RUNTIMES:  # a GGUF: the text model, its towers in an mmproj file (gguf_text_model)
-        model = gguf_text_model(model)
+    if towers_left_out(runtime, model):  # a GGUF's or mlx-lm's text model (runtime_model.TEXT_ONLY)
+        model = text_model(model)
     try:
         plan = make_plan(model, gpu, inputs, search_fit=False)
     except LlmsizeError as e:

@@ -91,11 +91,26 @@ def kv_read_factor(model: ModelSpec, d: Departure | None, context_tokens: int, k
     return weighted / total if total else 1.0
 
 
+# runtimes that run a model's text part only, and where its towers go: llama.cpp's GGUF holds the text model, a vision
+# or audio tower being a separate mmproj file (convert_hf_to_gguf.py --mmproj writes it; llama-server loads it only
+# with --mmproj); mlx-lm's multimodal wrappers build the language model alone and their sanitize drops the tower's
+# weights (mlx_lm/models/gemma3.py, qwen3_vl.py: weights.pop("vision_tower"), weights.pop("multi_modal_projector"))
+TEXT_ONLY = {"llamacpp": "a GGUF holds the text model, the tower a separate mmproj file loaded with --mmproj",
+             "ollama": "a GGUF holds the text model, the tower a separate mmproj file",
+             "lmstudio": "a GGUF holds the text model, the tower a separate mmproj file",
+             "mlx": "mlx-lm builds the language model alone and drops the tower's weights as it loads"}
+
+
+def towers_left_out(runtime: str, model: ModelSpec) -> str | None:
+    """Why `runtime` leaves `model`'s loaded extras (its vision or audio tower) out of memory, or None where it loads
+    them or the model has none."""
+    return TEXT_ONLY.get(runtime) if any(x.loaded for x in model.extra) else None
+
+
 @by_identity()
-def gguf_text_model(model: ModelSpec) -> ModelSpec:
-    """The model as a llama.cpp GGUF holds it: the text model, its vision or audio tower left to a separate mmproj
-    file (llama.cpp's convert_hf_to_gguf.py --mmproj writes it; llama-server loads it only with --mmproj), so every
-    extra is out of memory; one object per model, as unwindowed."""
+def text_model(model: ModelSpec) -> ModelSpec:
+    """The model as a text-only runtime holds it (TEXT_ONLY): every extra out of memory; one object per model, as
+    unwindowed."""
     if not any(x.loaded for x in model.extra):
         return model
     return model.model_copy(update={"extra": [x.model_copy(update={"loaded": False}) for x in model.extra]})

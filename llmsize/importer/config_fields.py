@@ -47,7 +47,7 @@ INT_KEYS = {
     "mtp_num_hidden_layers",
     # a vision_config's (importer.extras)
     "depth", "in_channels", "patch_size", "temporal_patch_size", "spatial_merge_size", "out_hidden_size",
-    "num_position_embeddings",
+    "num_position_embeddings", "num_channels", "image_size",
 }
 
 

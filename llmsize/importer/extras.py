@@ -4,7 +4,7 @@ multi-token-prediction layers, which they load only to draft for speculative dec
 
 from __future__ import annotations
 
-from llmsize.importer.config_fields import ConfigError, ConfigReader
+from llmsize.importer.config_fields import CORE, ConfigError, ConfigReader
 
 # transformers Qwen3VLVisionConfig / Qwen3VLMoeVisionConfig (deepstack after blocks 8, 16 and 24) and
 # Qwen3_5VisionConfig / Qwen3_5MoeVisionConfig (no deepstack) defaults, keyed by the wrapper's model_type
@@ -38,21 +38,49 @@ def qwen_vision_params(c: ConfigReader) -> int:
     return ch * tp * p * p * h + h + pos * h + depth * block + (2 * h + mlp) + len(deepstack) * (2 * m + mlp)
 
 
-def vision_tower(raw: dict, where: str) -> dict | None:
-    """The catalog's `extra` entry for a Qwen3-VL or Qwen3.5 checkpoint's vision tower, or None for any other
-    config. vLLM loads it unless told --language-model-only (vllm-project/recipes Qwen/Qwen3.5.md), so it is
-    `loaded`; a GGUF keeps it in a separate mmproj file (gguf_mix)."""
+# transformers SiglipVisionConfig defaults (Gemma3Config's vision_config when none is given)
+SIGLIP_DEFAULTS = {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12, "num_channels": 3,
+                   "image_size": 224, "patch_size": 16, "vision_use_head": True}
+
+
+def siglip_gemma3_params(c: ConfigReader, text_hidden: int) -> int:
+    """Parameters of Gemma 3's SigLIP tower and projector (transformers SiglipVisionModel, Gemma3MultiModalProjector),
+    from its vision_config; h the width, i the MLP's: patch_embedding, a Conv2d with bias, channels x patch^2 x h + h;
+    position_embedding (image / patch)^2 x h; each layer two LayerNorms 4h, q/k/v/out 4 (h^2 + h), fc1 h x i + i,
+    fc2 i x h + h; post_layernorm 2h; the projector [h, text hidden] and its RMSNorm h. Gemma 3 27B's (h 1152, i 4304,
+    27 layers, 896 px in patches of 14, no pooling head): 416,866,032 + 6,194,304 = 423,060,336, as transformers 5.23
+    builds them on the meta device and the catalog's hand count has it."""
+    layers, h, i, ch, image, p = c.need("num_hidden_layers", "hidden_size", "intermediate_size", "num_channels",
+                                        "image_size", "patch_size")
+    if c.get("vision_use_head") is not False:
+        raise ConfigError(f"{c.where}: vision_use_head is not false: a SigLIP pooling head Gemma 3 has not.",
+                          "Fix the config.json.")
+    layer = 4 * h + 4 * (h * h + h) + (h * i + i) + (i * h + h)
+    return ch * p * p * h + h + (image // p) ** 2 * h + layers * layer + 2 * h + h * text_hidden + h
+
+
+LOADED_NOTE = "loaded by default (vLLM: --language-model-only leaves it out); not read when decoding text"
+
+
+def vision_tower(raw: dict, text_hidden: int, where: str) -> dict | None:
+    """The catalog's `extra` entry for a Qwen3-VL, Qwen3.5 or Gemma 3 checkpoint's vision tower, or None for any
+    other config. vLLM loads it unless told --language-model-only (vllm-project/recipes Qwen/Qwen3.5.md), so it is
+    `loaded`; llama.cpp and mlx-lm run the text model alone (runtime_model.TEXT_ONLY)."""
     model_type = str(raw.get("model_type") or "")
     vision = raw.get("vision_config")
-    if model_type not in VISION_DEFAULTS or vision is None:
+    if model_type not in (*VISION_DEFAULTS, "gemma3") or vision is None:
         return None
     if not isinstance(vision, dict):
         raise ConfigError(f"{where}: vision_config is {str(vision)[:40]!r}, not a JSON object.", "Fix the config.json.")
-    params = qwen_vision_params(ConfigReader(vision, VISION_DEFAULTS[model_type], f"{where} vision_config",
-                                               omittable=("hidden_size", "intermediate_size")))
+    at = f"{where} vision_config"
+    if model_type == "gemma3":
+        params = siglip_gemma3_params(ConfigReader(vision, SIGLIP_DEFAULTS, at, omittable=CORE), text_hidden)
+        return {"name": "SigLIP vision tower + multimodal projector (vision_config)", "params": params,
+                "in_official_count": False, "note": "counted from vision_config's shapes (transformers "
+                "SiglipVisionModel, Gemma3MultiModalProjector); " + LOADED_NOTE}
+    params = qwen_vision_params(ConfigReader(vision, VISION_DEFAULTS[model_type], at, omittable=CORE))
     return {"name": "vision tower + merger (vision_config)", "params": params, "in_official_count": False,
-            "note": "counted from vision_config's shapes (transformers Qwen3VLVisionModel); loaded by default "
-                    "(vLLM: --language-model-only leaves it out); not read when decoding text"}
+            "note": "counted from vision_config's shapes (transformers Qwen3VLVisionModel); " + LOADED_NOTE}
 
 
 def mtp_layers(count: int, hidden: int, layer: dict) -> dict | None:

@@ -247,9 +247,10 @@ def map_config(raw: dict, where: str) -> Mapped:
     except BAD_VALUE as e:  # a field of the wrong type (a string for a count, a zero head count...)
         msg = str(e).splitlines()[0][:120] if str(e) else ""
         raise ConfigError(f"{where}: a field has an unexpected value ({e.__class__.__name__}: {msg}).") from None
-    tower = vision_tower(raw, where)
-    if tower is not None:
+    tower = vision_tower(raw, m.fields["hidden_size"], where)
+    if tower is not None:  # counted: the mapper's "not counted" note goes
         m.fields["extra"] = [tower, *m.fields.get("extra", [])]
+        m.notes = [n for n in m.notes if not (n.startswith("vision tower ") and TEXT_PART_ONLY in n)]
     elif isinstance(raw.get("text_config"), dict) and (raw.get("vision_config") is not None or "Conditional" in str(
             raw.get("architectures"))) and not any(TEXT_PART_ONLY in n for n in m.notes):
         m.notes.append(f"vision tower {TEXT_PART_ONLY}")  # Kimi K2.5, Llama 4: a wrapper whose text model alone is told

@@ -720,10 +720,10 @@ def test_the_table_never_folds_a_number(run_cli):
 
 
 def test_a_card_without_a_dense_peak_says_so(catalog, runtimes):
-    """The H100 NVL's catalog entry has no dense TFLOPS figure (none sourced): the fleet cannot cost a prompt there
-    and says that, not that the runtime lacks constants."""
-    (row,) = fleet_rows(catalog.model("llama-3.1-70b"), [catalog.gpu("h100-nvl")], Workload(3000, 500, users=40),
-                        "vllm", runtimes)
+    """The 32-core M4 Max's catalog entry has no dense TFLOPS figure (none sourced): the fleet cannot cost a prompt
+    there and says that, not that the runtime lacks constants."""
+    (row,) = fleet_rows(catalog.model("llama-3.1-8b"), [catalog.gpu("m4-max-32")], Workload(3000, 500, users=4),
+                        "mlx", runtimes)
     assert not row.meets_slo and "no dense TFLOPS figure" in row.why_not
 
 
@@ -946,21 +946,24 @@ def test_quant_sizes_the_fleet_in_that_format_and_the_launch_lines_say_so(run_cl
 
 
 def test_a_card_the_catalog_leaves_short_says_what_its_figures_lean_on(run_cli):
-    """An RTX 6000 Ada (no 16-bit tensor rate in the catalog) has its prompts costed at its FP32 rate, and an H100
-    PCIe replica of several cards its collectives over PCIe (its NVLink bridge joins pairs only): each said under
-    the table and in JSON (`caveats`), where an audit found the fleet silent on both."""
+    """A DGX Spark in FP8 (no 16-bit or FP8 tensor rate in the catalog: NVIDIA prints GB10's FP4 alone) has its
+    prompts costed at its FP32 rate, and an H100 PCIe replica of several cards its collectives over PCIe (its NVLink
+    bridge joins pairs only): each said under the table and in JSON (`caveats`), where an audit found the fleet
+    silent on both."""
+    spark = ("fleet", "llama-3.1-8b", "--users", "20", "--quant", "fp8", "--gpus", "dgx-spark")
+    (row,) = json.loads(run_cli(*spark, "--json")[1])["rows"]
+    assert any("FP32 rate (31 TFLOPS)" in c for c in row["caveats"])
+    code, out, err = run_cli(*spark)
+    assert code == 0 and "note: dgx-spark: prompts costed at its FP32 rate" in " ".join(out.split())
     base = ("fleet", "llama-3.1-70b", "--users", "400", "--ttft", "2s", "--tok-s-per-user", "30", "--gpus",
-            "rtx6000ada,h100-pcie,h100-sxm")
+            "h100-pcie,h100-sxm")
     rows = {r["card"]: r for r in json.loads(run_cli(*base, "--json")[1])["rows"]}
-    assert any("FP32 rate" in c for c in rows["rtx6000ada"]["caveats"])
     assert rows["h100-pcie"]["tp"] > 1 and any("PCIe 5.0 x16" in c and "NVLink" in c
                                                 for c in rows["h100-pcie"]["caveats"])
     assert rows["h100-sxm"]["caveats"] == []  # NVLink 4 figures in the catalog, a 16-bit rate too
     # an RTX 3080's text says "no NVLink (only the RTX 3090 had NVLink ...)": PCIe is its link, no caveat
     (r3080,) = json.loads(run_cli("fleet", "llama-3.1-8b", "--users", "20", "--gpus", "rtx3080", "--json")[1])["rows"]
     assert not any("collectives" in c for c in r3080["caveats"])
-    code, out, err = run_cli(*base)
-    assert code == 0 and "note: rtx6000ada: prompts costed at its FP32 rate" in " ".join(out.split())
 
 
 def test_a_card_the_engine_does_not_build_for_gets_no_row(catalog, runtimes, run_cli):

@@ -161,6 +161,19 @@ def test_qwen3_vl_tower_has_its_deepstack_mergers():
     assert tower.params == 1_770_624 + 2_654_208 + 27 * 15_239_504 + 30_679_808 + 3 * 30_686_720 == 538_631_408
 
 
+def test_glm_45_air_adds_up_to_its_checkpoint_with_its_nextn_layer():
+    """GLM-4.5-Air's MTP layer, stored as DeepSeek-V3's is past the decoder (model.layers.46): a MoE decoder layer
+    like the last (2,341,492,864), eh_proj 8192 x 4096 = 33,554,432, three norms 12,288, and its own embedding and
+    output head copies 2 x 151,552 x 4,096 = 1,241,513,984: 3,616,573,568, which with the decoder's 106,852,251,264
+    makes the checkpoint's 110,468,824,832 (its Hugging Face total as a public model table copies it, file index id
+    70911651117). A drafter takes the target's embedding and lm_head (draft_params: the rest)."""
+    (mtp,) = import_model(CONFIGS / "zai-org__GLM-4.5-Air.json", read_headers=False).spec.extra
+    assert mtp.params == 2_341_492_864 + 33_554_432 + 12_288 + 1_241_513_984 == 3_616_573_568
+    assert mtp.draft_params == 3_616_573_568 - 1_241_513_984 and not mtp.loaded
+    spec = import_model(CONFIGS / "zai-org__GLM-4.5-Air.json", read_headers=False).spec
+    assert _decoder(spec) + mtp.params == 110_468_824_832
+
+
 def test_gemma3_siglip_tower_is_counted_as_the_catalog_counts_it(catalog, tmp_path):
     """google/gemma-3-27b-it's SigLIP tower and projector, counted from its vision_config, are the catalog's hand count
     (models/gemma-3-27b.yaml: 416,866,032 + [1152, 5376] + 1152 = 423,060,336), so the import no longer says the tower

@@ -47,12 +47,14 @@ def test_mtp_reads_more_experts_in_its_verify_pass(run_cli):
     """DeepSeek-V3 FP8 on 8 x H200 with its MTP module (mtp=1, a = 0.85, DeepSeek-V3 technical report section 5.4.3:
     85-90% for the second token): a pass yields 1.85 tokens, but verifying 2 tokens routes to up to 2 x 8 experts a
     layer, so the pass reads more than a step and the ceiling gains less than 1.85x. The module (14B parameters, not
-    loaded by plain decoding) costs 14e9 x 1 B / 8 cards = 1.75 GB a card, and its one layer's cache (512 + 64) x
-    2 B = 1,152 B a token, 4,718,592 B at 4,096 tokens."""
+    loaded by plain decoding) brings its own layer, eh_proj and norms, 11,610,068,224 parameters counted from
+    config.json (the embedding and output head copies beside them vLLM's drafter takes from the target): x 1 B / 8
+    cards = 1,451,258,528 B a card; and its one layer's cache (512 + 64) x 2 B = 1,152 B a token, 4,718,592 B at
+    4,096 tokens."""
     d = _plan(run_cli, "deepseek-v3", "--gpu", "h200", "--tp", "8", "--quant", "fp8", "--spec", "mtp=1,accept=0.85")
     s = d["speculative"]
     assert s["tokens_per_pass"] == pytest.approx(1.85) and s["draft"] is None
-    assert s["draft_weight_bytes"] == 1_750_000_000 and s["draft_kv_bytes_per_sequence"] == 1152 * 4096
+    assert s["draft_weight_bytes"] == 11_610_068_224 // 8 and s["draft_kv_bytes_per_sequence"] == 1152 * 4096
     assert s["verify_time_s"] > 1 / d["decode"]["ceiling_tok_s"]  # more experts than one token's
     assert 1.0 < s["gain"] < 1.85
 
@@ -70,6 +72,14 @@ def test_a_hybrids_mtp_layer_caches_what_one_attention_layer_does(run_cli):
     assert s["draft_weight_bytes"] == 424_699_392 * 2
     long = _plan(run_cli, "qwen3.5-27b", "--gpu", "h100", "--spec", "mtp=1", "--context", "65536")["speculative"]
     assert long["draft_kv_bytes_per_sequence"] == 4096 * 65536
+
+
+def test_glm_mtp_draft_brings_its_layer_not_a_second_embedding(run_cli):
+    """GLM-4.5-Air BF16 with --spec mtp=1: the checkpoint's MTP layer holds 3,616,573,568 parameters, of which its
+    embedding and output head copies (1,241,513,984) vLLM's drafter takes from the target; the draft adds the other
+    2,375,059,584 x 2 B = 4,750,119,168 B."""
+    s = _plan(run_cli, "glm-4.5-air", "--gpu", "h200", "--quant", "bf16", "--spec", "mtp=1")["speculative"]
+    assert s["draft_weight_bytes"] == 2_375_059_584 * 2
 
 
 def test_the_expected_speed_with_a_draft(run_cli):

@@ -154,15 +154,18 @@ def draft_memory(plan, spec: Spec, draft_plan) -> tuple[float, float]:
     """(bytes of weights, cache bytes per sequence) that speculative decoding adds on each card of `plan`: a draft
     model's (its plan, on the same split); an MTP module's cache of k layers (attention_layer_bytes: an attention
     layer's cache on the card) and, when engines load the module only for speculative decoding (catalog `loaded:
-    false`), its weights in the plan's format, split over the tensor-parallel cards."""
+    false`), its weights in the plan's format, split over the tensor-parallel cards: its own, where the draft takes
+    the target's embedding and lm_head (vLLM's EagleProposer logs "Detected MTP model. Sharing target model
+    embedding weights with the draft model", and the same of the lm_head: ExtraParams.draft_params)."""
     if draft_plan is not None:
         return ((draft_plan.weights_card or draft_plan.weights).bytes_total,
                 (draft_plan.kv_card or draft_plan.kv).bytes_per_sequence)
     kv = attention_layer_bytes(plan.kv_card or plan.kv, (plan.card_model or plan.model).num_layers) * spec.k
     module = mtp_module(plan.model)
     weights = 0.0
-    if module is not None and not module.loaded:
-        weights = module.params * float(plan.fmt.bits_per_weight) / 8 / plan.inputs.tp
+    if module is not None and not module.loaded:  # less what the draft takes from the target (draft_params)
+        params = module.params if module.draft_params is None else module.draft_params
+        weights = params * float(plan.fmt.bits_per_weight) / 8 / plan.inputs.tp
     return weights, kv
 
 

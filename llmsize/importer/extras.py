@@ -101,3 +101,25 @@ def mtp_layers(count: int, hidden: int, layer: dict) -> dict | None:
             "loaded": False,
             "note": "counted from config.json: a full-attention decoder layer each, fc [2h -> h] and three norms; "
                     "the embedding and lm_head are the model's; loaded for speculative decoding (--spec mtp)"}
+
+
+def nextn_layers(count, hidden: int, vocab: int, layer: dict) -> dict | None:
+    """The catalog's `extra` entry for DeepSeek-V3-style multi-token-prediction layers (num_nextn_predict_layers:
+    DeepSeek-V3 and V3.2, GLM-4.5 to 5), or None for none, as their checkpoints store them past the decoder
+    (model.layers.{num_hidden_layers}...): each a decoder layer like the model's last (its routed experts), eh_proj
+    [2h -> h], three norms (enorm, hnorm, shared_head.norm) and copies of its own of the embedding and the output
+    head (embed_tokens, shared_head.head: vocab x h each; vllm deepseek_mtp.py DeepSeekMultiTokenPredictorLayer,
+    glm4_moe_mtp.py). GLM-4.5-Air's one: 3,616,573,568, its checkpoint's 110,468,824,832 with the decoder. Engines
+    load them only for speculative decoding."""
+    if not count:
+        return None
+    from llmsize.catalog.schema import LayerGroup
+    from llmsize.estimate.params import layer_pieces
+
+    per_layer = sum(p.params for p in layer_pieces(LayerGroup(count=1, **layer), hidden))
+    own = count * (per_layer + 2 * hidden * hidden + 3 * hidden)
+    return {"name": f"multi-token-prediction layers (num_nextn_predict_layers {count})",
+            "params": own + count * 2 * vocab * hidden, "in_official_count": False, "loaded": False,
+            "draft_params": own,  # vLLM's drafter takes the target's embedding and lm_head (speculative.draft_memory)
+            "note": "counted from config.json: a decoder layer like the last each, eh_proj [2h -> h], three norms and "
+                    "its own embedding and output head copies; loaded for speculative decoding (--spec mtp)"}

@@ -16,6 +16,7 @@ from llmsize.importer.config_fields import (
     layer_windows,
     mtp_notes,
 )
+from llmsize.importer.extras import nextn_layers
 
 
 def map_moe_dense_attn(c: ConfigReader, model_type: str) -> Mapped:
@@ -97,6 +98,13 @@ def _dense_then_moe(c: ConfigReader, layers: int, router_bias: bool) -> list[dic
     return [moe if i >= first and i % freq == 0 else dense for i in range(layers)]
 
 
+def _with_nextn(c: ConfigReader, fields: dict, last: dict, notes: list[str] | None = None) -> Mapped:
+    """The mapped fields, with the checkpoint's multi-token-prediction layers (num_nextn_predict_layers) as an extra
+    (importer.extras.nextn_layers)."""
+    mtp = nextn_layers(c.get("num_nextn_predict_layers"), fields["hidden_size"], fields["vocab_size"], last)
+    return Mapped({**fields, "extra": [mtp]} if mtp else fields, list(notes or []))
+
+
 def map_deepseek(c: ConfigReader, model_type: str) -> Mapped:
     layers, heads = c.need("num_hidden_layers", "num_attention_heads")
     kv_rank, nope, rope, v = c.need("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
@@ -114,8 +122,7 @@ def map_deepseek(c: ConfigReader, model_type: str) -> Mapped:
     specs = [{"mixer": shared if reuses[i] else mixer, "mlp": mlp} for i, mlp in enumerate(mlps)]
     notes = [f"{sum(reuses)} of {layers} layers reuse an earlier layer's top-k (indexer_types 'shared'): no indexer "
              "weights or key cache there"] if any(reuses) else []
-    return Mapped({**common_fields(c, False), **layer_stack_fields(specs)},
-                  notes + mtp_notes(c.get("num_nextn_predict_layers")))
+    return _with_nextn(c, {**common_fields(c, False), **layer_stack_fields(specs)}, specs[-1], notes)
 
 
 def map_llama4(c: ConfigReader, model_type: str) -> Mapped:
@@ -189,5 +196,4 @@ def map_glm4_moe(c: ConfigReader, model_type: str) -> Mapped:
     mixer = attention_entry("full", heads, kv, hd, bias="qkv" if c.get("attention_bias") else "none",
                   qk_norm=bool(c.get("use_qk_norm")))
     specs = [{"mixer": mixer, "mlp": mlp} for mlp in _dense_then_moe(c, layers, router_bias=True)]
-    return Mapped({**common_fields(c, False), **layer_stack_fields(specs)},
-                  mtp_notes(c.get("num_nextn_predict_layers")))
+    return _with_nextn(c, {**common_fields(c, False), **layer_stack_fields(specs)}, specs[-1])

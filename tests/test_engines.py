@@ -515,3 +515,27 @@ def test_sglangs_hybrid_swa_pool_keeps_a_share_of_the_full_layers_tokens(run_cli
     g = engine("gemma-3-27b", "h100-sxm")
     # Gemma 3 27B: 62 layers x 16 KV heads x 128 x 2 x 2 B = 507,904 B a token, sliding layers included
     assert g["block_bytes"] == 62 * 16 * 128 * 2 * 2
+
+
+def test_vllm_loads_qwen35s_vision_tower_split_over_its_cards(run_cli):
+    """An operations log of vLLM 0.20.0 on RTX 5090s serving Qwen/Qwen3.5-9B in BF16 (`vllm bench latency`, max
+    model length 4,096; read via the file index, id 55002292133): 'Resolved architecture:
+    Qwen3_5ForConditionalGeneration', 'Model loading took 17.66 GiB memory' on one card, 8.91 GiB a card at tensor
+    parallel 2, and 18.12 GiB with --speculative-config '{"method":"mtp","num_speculative_tokens":1}' ('Sharing
+    target model embedding weights ... lm_head weights with the draft model'). The plan's weights, the vision tower
+    in: (8,953,803,264 + 456,010,480) x 2 B = 17.53 GiB, 8.76 a card (the tower split as the decoder is), 17.98 with
+    the MTP layer's 243,290,624 x 2 B; the text decoder alone would be 16.68 GiB, 5.5% short of the log."""
+    def plan(*more):
+        code, out, err = run_cli("plan", "qwen3.5-9b", "--gpu", "rtx5090", "--quant", "bf16", "--runtime", "vllm",
+                                 "--context", "4096", "--json", *more)
+        assert code == 0, err
+        return json.loads(out)
+    one = plan()
+    assert one["weights"]["bytes_total"] == (8_953_803_264 + 456_010_480) * 2
+    assert one["weights"]["bytes_total"] / GiB == pytest.approx(17.66, rel=0.01)
+    assert 8_953_803_264 * 2 / GiB < 17.66 * 0.95  # without the tower the log is missed by more than 5%
+    assert plan("--tp", "2")["parallel"]["weights_bytes_per_card"] / GiB == pytest.approx(8.91, rel=0.02)
+    spec = plan("--spec", "mtp=1")
+    drafted = spec["weights"]["bytes_total"] + spec["speculative"]["draft_weight_bytes"]
+    assert spec["speculative"]["draft_weight_bytes"] == 243_290_624 * 2
+    assert drafted / GiB == pytest.approx(18.12, rel=0.01)

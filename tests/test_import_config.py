@@ -174,6 +174,35 @@ def test_glm_45_air_adds_up_to_its_checkpoint_with_its_nextn_layer():
     assert _decoder(spec) + mtp.params == 110_468_824_832
 
 
+# meta-llama/Llama-4-Scout-17B-16E-Instruct's and Maverick's vision_config, as public copies of their config.json
+# print it (read via the file index: ids 41112263523, 68383952491); tests/data's copies of the two keep the text part
+LLAMA4_VISION = {"hidden_act": "gelu", "hidden_size": 1408, "image_size": 336, "intermediate_size": 5632,
+                 "model_type": "llama4_vision_model", "multi_modal_projector_bias": False, "norm_eps": 1e-05,
+                 "num_attention_heads": 16, "num_channels": 3, "num_hidden_layers": 34, "patch_size": 14,
+                 "pixel_shuffle_ratio": 0.5, "projector_dropout": 0.0, "projector_input_dim": 4096,
+                 "projector_output_dim": 4096, "rope_theta": 10000, "vision_feature_layer": -1,
+                 "vision_feature_select_strategy": "default", "vision_output_dim": 4096}
+
+
+@pytest.mark.parametrize("stem, total", [
+    # the checkpoints' Hugging Face totals: Scout's in a public model table (id 70911651117), Maverick's in Fireworks'
+    # billing export documentation ("Llama 4 Maverick Basic,401583781376", id 16519339830)
+    ("meta-llama__Llama-4-Scout-17B-16E-Instruct", 108_641_793_536),
+    ("meta-llama__Llama-4-Maverick-17B-128E-Instruct", 401_583_781_376),
+])
+def test_llama4_adds_up_to_its_checkpoint_with_its_vision_tower(tmp_path, stem, total):
+    """Llama 4's tower (h 1408, MLP 5632, 34 layers, 336 px in patches of 14): patch_embedding 3 x 14^2 x 1408 =
+    827,904; class embedding 1,408; positions (24^2 + 1) x 1408 = 812,416; two LayerNorms 5,632; a layer 4 x
+    (1408^2 + 1408) + (1408 x 5632 + 5632) + (5632 x 1408 + 1408) + 4 x 1408 = 23,807,872, x 34 = 809,467,648; the
+    pixel-shuffle adapter 5632 x 4096 + 4096^2 = 39,845,888; the projector 4096 x 5120 = 20,971,520: 871,932,416
+    (transformers 5.23 counts the same), which with either decoder makes its checkpoint's total."""
+    raw = json.loads((CONFIGS / f"{stem}.json").read_text())
+    spec = import_model(_write(tmp_path, {**raw, "vision_config": LLAMA4_VISION}), read_headers=False).spec
+    (tower,) = spec.extra
+    assert tower.params == 827_904 + 1_408 + 812_416 + 5_632 + 34 * 23_807_872 + 39_845_888 + 20_971_520
+    assert _decoder(spec) + tower.params == total
+
+
 def test_gemma3_siglip_tower_is_counted_as_the_catalog_counts_it(catalog, tmp_path):
     """google/gemma-3-27b-it's SigLIP tower and projector, counted from its vision_config, are the catalog's hand count
     (models/gemma-3-27b.yaml: 416,866,032 + [1152, 5376] + 1152 = 423,060,336), so the import no longer says the tower

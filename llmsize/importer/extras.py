@@ -59,20 +59,47 @@ def siglip_gemma3_params(c: ConfigReader, text_hidden: int) -> int:
     return ch * p * p * h + h + (image // p) ** 2 * h + layers * layer + 2 * h + h * text_hidden + h
 
 
+# transformers Llama4VisionConfig defaults
+LLAMA4_VISION_DEFAULTS = {"hidden_size": 768, "intermediate_size": 5632, "num_hidden_layers": 34, "num_channels": 3,
+                          "image_size": 448, "patch_size": 14, "projector_input_dim": 4096,
+                          "projector_output_dim": 4096, "vision_output_dim": 7680}
+
+
+def llama4_vision_params(c: ConfigReader, text_hidden: int) -> int:
+    """Parameters of Llama 4's vision tower and projector (transformers Llama4VisionModel,
+    Llama4MultiModalProjector), from its vision_config; h the width, i the MLP's: patch_embedding, a linear without
+    bias over each patch, channels x patch^2 x h; class_embedding h; positional_embedding_vlm ((image / patch)^2 + 1)
+    x h; layernorm_pre and layernorm_post 2h each; each layer q/k/v/o with biases 4 (h^2 + h), fc1 h x i + i, fc2
+    i x h + h, two LayerNorms 4h; vision_adapter (the pixel-shuffle MLP, no biases) i x projector_input_dim +
+    projector_output_dim^2; the projector vision_output_dim x text hidden, no bias. Llama 4 Scout's (h 1408, i 5632,
+    34 layers, 336 px in patches of 14, 4096 out, text 5120): 871,932,416, as transformers 5.23 builds it."""
+    layers, h, i, ch, image, p, p_in, p_out, out = c.need(
+        "num_hidden_layers", "hidden_size", "intermediate_size", "num_channels", "image_size", "patch_size",
+        "projector_input_dim", "projector_output_dim", "vision_output_dim")
+    layer = 4 * (h * h + h) + (h * i + i) + (i * h + h) + 4 * h
+    return (ch * p * p * h + h + ((image // p) ** 2 + 1) * h + 4 * h + layers * layer + i * p_in + p_out * p_out
+            + out * text_hidden)
+
+
 LOADED_NOTE = "loaded by default (vLLM: --language-model-only leaves it out); not read when decoding text"
 
 
 def vision_tower(raw: dict, text_hidden: int, where: str) -> dict | None:
-    """The catalog's `extra` entry for a Qwen3-VL, Qwen3.5 or Gemma 3 checkpoint's vision tower, or None for any
-    other config. vLLM loads it unless told --language-model-only (vllm-project/recipes Qwen/Qwen3.5.md), so it is
-    `loaded`; llama.cpp and mlx-lm run the text model alone (runtime_model.TEXT_ONLY)."""
+    """The catalog's `extra` entry for a Qwen3-VL, Qwen3.5, Gemma 3 or Llama 4 checkpoint's vision tower, or None for
+    any other config. vLLM loads it unless told --language-model-only (vllm-project/recipes Qwen/Qwen3.5.md), so it
+    is `loaded`; llama.cpp and mlx-lm run the text model alone (runtime_model.TEXT_ONLY)."""
     model_type = str(raw.get("model_type") or "")
     vision = raw.get("vision_config")
-    if model_type not in (*VISION_DEFAULTS, "gemma3") or vision is None:
+    if model_type not in (*VISION_DEFAULTS, "gemma3", "llama4") or vision is None:
         return None
     if not isinstance(vision, dict):
         raise ConfigError(f"{where}: vision_config is {str(vision)[:40]!r}, not a JSON object.", "Fix the config.json.")
     at = f"{where} vision_config"
+    if model_type == "llama4":
+        params = llama4_vision_params(ConfigReader(vision, LLAMA4_VISION_DEFAULTS, at, omittable=CORE), text_hidden)
+        return {"name": "vision tower + projector (vision_config)", "params": params, "in_official_count": False,
+                "note": "counted from vision_config's shapes (transformers Llama4VisionModel, "
+                        "Llama4MultiModalProjector); " + LOADED_NOTE}
     if model_type == "gemma3":
         params = siglip_gemma3_params(ConfigReader(vision, SIGLIP_DEFAULTS, at, omittable=CORE), text_hidden)
         return {"name": "SigLIP vision tower + multimodal projector (vision_config)", "params": params,

@@ -203,6 +203,18 @@ def test_llama4_adds_up_to_its_checkpoint_with_its_vision_tower(tmp_path, stem, 
     assert _decoder(spec) + tower.params == total
 
 
+def test_gemma4_vision_tower_is_counted_where_its_linears_are_plain():
+    """Gemma 4 26B-A4B's tower (27 layers 1152 wide, MLP 4304, 16 heads of 72, patches of 16): the position table 2 x
+    10,240 x 1152 = 23,592,960; the patch projection 768 x 1152 = 884,736; a layer 4 x 1152^2 + 2 x 72 + 3 x 1152 x
+    4304 + 4 x 1152 = 20,187,792, x 27 = 545,070,384; the embedder 1152 x 2816 = 3,244,032: 572,792,112 (transformers
+    5.23's Gemma4VisionModel and Gemma4MultimodalEmbedder count the same). E2B's tower, of clipped linears beside an
+    audio tower, is not counted, and its note says so."""
+    (tower,) = import_model(CONFIGS / "google__gemma-4-26B-A4B.json", read_headers=False).spec.extra
+    assert tower.params == 23_592_960 + 884_736 + 27 * 20_187_792 + 3_244_032 == 572_792_112
+    e2b = import_model(CONFIGS / "google__gemma-4-E2B-it.json", read_headers=False)
+    assert not e2b.spec.extra and any("not counted" in n for n in e2b.notes)
+
+
 def test_gemma3_siglip_tower_is_counted_as_the_catalog_counts_it(catalog, tmp_path):
     """google/gemma-3-27b-it's SigLIP tower and projector, counted from its vision_config, are the catalog's hand count
     (models/gemma-3-27b.yaml: 416,866,032 + [1152, 5376] + 1152 = 423,060,336), so the import no longer says the tower

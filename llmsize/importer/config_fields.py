@@ -48,7 +48,7 @@ INT_KEYS = {
     # a vision_config's (importer.extras)
     "depth", "in_channels", "patch_size", "temporal_patch_size", "spatial_merge_size", "out_hidden_size",
     "num_position_embeddings", "num_channels", "image_size", "projector_input_dim", "projector_output_dim",
-    "vision_output_dim",
+    "vision_output_dim", "position_embedding_size",
 }
 
 

@@ -81,20 +81,44 @@ def llama4_vision_params(c: ConfigReader, text_hidden: int) -> int:
             + out * text_hidden)
 
 
+def gemma4_vision_params(c: ConfigReader, text_hidden: int) -> int:
+    """Parameters of Gemma 4's vision tower and its embedder into the text model (transformers Gemma4VisionModel,
+    Gemma4MultimodalEmbedder), from a vision_config without clipped linears; h the width, i the MLP's, q = heads x
+    head_dim, k = KV heads x head_dim: the patch embedder's position table 2 x position_embedding_size x h and input
+    projection (3 x patch^2) x h; each layer q, k and v projections h x (q + 2k), o q x h, q/k norms 2 x head_dim, a
+    gated MLP 3 x h x i, four norms 4h; the embedder h x text hidden; no biases. Gemma 4 26B-A4B's (h 1152, i 4304,
+    27 layers, 16 heads of 72, patches of 16, table 10,240): 569,548,080 + 1152 x 2816 = 572,792,112, as transformers
+    5.23 builds them."""
+    layers, h, i, heads, hd, p, table = c.need("num_hidden_layers", "hidden_size", "intermediate_size",
+                                               "num_attention_heads", "head_dim", "patch_size",
+                                               "position_embedding_size")
+    kv = (c.get("num_key_value_heads") or heads) * hd
+    q = heads * hd
+    layer = h * (q + 2 * kv) + q * h + 2 * hd + 3 * h * i + 4 * h
+    return 2 * table * h + 3 * p * p * h + layers * layer + h * text_hidden
+
+
 LOADED_NOTE = "loaded by default (vLLM: --language-model-only leaves it out); not read when decoding text"
 
 
 def vision_tower(raw: dict, text_hidden: int, where: str) -> dict | None:
-    """The catalog's `extra` entry for a Qwen3-VL, Qwen3.5, Gemma 3 or Llama 4 checkpoint's vision tower, or None for
+    """The catalog's `extra` entry for a Qwen3-VL, Qwen3.5, Gemma 3 or 4 or Llama 4 checkpoint's vision tower, or None for
     any other config. vLLM loads it unless told --language-model-only (vllm-project/recipes Qwen/Qwen3.5.md), so it
     is `loaded`; llama.cpp and mlx-lm run the text model alone (runtime_model.TEXT_ONLY)."""
     model_type = str(raw.get("model_type") or "")
     vision = raw.get("vision_config")
-    if model_type not in (*VISION_DEFAULTS, "gemma3", "llama4") or vision is None:
+    if model_type not in (*VISION_DEFAULTS, "gemma3", "gemma4", "llama4") or vision is None:
         return None
     if not isinstance(vision, dict):
         raise ConfigError(f"{where}: vision_config is {str(vision)[:40]!r}, not a JSON object.", "Fix the config.json.")
     at = f"{where} vision_config"
+    if model_type == "gemma4":  # a tower of clipped linears, or one beside an audio tower, is not counted here
+        if vision.get("use_clipped_linears") or raw.get("audio_config") is not None:
+            return None
+        params = gemma4_vision_params(ConfigReader(vision, {}, at), text_hidden)
+        return {"name": "vision tower + embedder (vision_config)", "params": params, "in_official_count": False,
+                "note": "counted from vision_config's shapes (transformers Gemma4VisionModel, "
+                        "Gemma4MultimodalEmbedder); " + LOADED_NOTE}
     if model_type == "llama4":
         params = llama4_vision_params(ConfigReader(vision, LLAMA4_VISION_DEFAULTS, at, omittable=CORE), text_hidden)
         return {"name": "vision tower + projector (vision_config)", "params": params, "in_official_count": False,

@@ -250,7 +250,7 @@ def map_config(raw: dict, where: str) -> Mapped:
     tower = vision_tower(raw, m.fields["hidden_size"], where)
     if tower is not None:  # counted: the mapper's "not counted" note goes
         m.fields["extra"] = [tower, *m.fields.get("extra", [])]
-        m.notes = [n for n in m.notes if not (n.startswith("vision tower ") and TEXT_PART_ONLY in n)]
+        m.notes = [n for n in m.notes if not (n.startswith(("vision tower ", "vision/audio ")) and TEXT_PART_ONLY in n)]
     elif isinstance(raw.get("text_config"), dict) and (raw.get("vision_config") is not None or "Conditional" in str(
             raw.get("architectures"))) and not any(TEXT_PART_ONLY in n for n in m.notes):
         m.notes.append(f"vision tower {TEXT_PART_ONLY}")  # Kimi K2.5, Llama 4: a wrapper whose text model alone is told

@@ -219,3 +219,43 @@ def test_an_mtp_layer_stays_in_the_files_and_a_vision_tower_comes_in(tmp_path, r
     d = json.loads(out)
     assert d["weights"]["bytes_by_component"]["extra"] == 8_192
     assert d["weights"]["bytes_total"] == im.exact.bytes_total - 32_768
+
+
+def test_a_qwen35_folder_counts_its_tower_and_mtp_layer_in_the_headers_total(tmp_path, run_cli):
+    """A Qwen3.5 checkpoint folder (a tiny one: hidden 64, 4 layers, a 1-block tower of width 32): config.json
+    describes the tower and the MTP layer (the entry's extra) and the headers count every tensor, so the extras are
+    in the official count and the counts agree; the plan stores the tower, not the MTP layer."""
+    import json as _json
+
+    from llmsize.estimate.params import params_comparable_to_official
+
+    cfg = {"architectures": ["Qwen3_5ForConditionalGeneration"], "model_type": "qwen3_5",
+           "text_config": {"model_type": "qwen3_5_text", "hidden_size": 64, "num_hidden_layers": 4,
+                           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+                           "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 256,
+                           "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 16,
+                           "linear_value_head_dim": 16, "linear_conv_kernel_dim": 4, "full_attention_interval": 4,
+                           "mtp_num_hidden_layers": 1, "tie_word_embeddings": False},
+           "vision_config": {"depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2,
+                             "out_hidden_size": 64, "num_position_embeddings": 16, "patch_size": 2,
+                             "deepstack_visual_indexes": []}}
+    folder = tmp_path / "q35"
+    folder.mkdir()
+    (folder / "config.json").write_text(_json.dumps(cfg))
+    spec = import_model(folder / "config.json", read_headers=False).spec
+    tower, mtp = spec.extra
+    from llmsize.estimate.params import model_pieces
+    decoder = sum(p.params for p in model_pieces(spec) if p.stored and p.component != "extra")
+    # the decoder's parameters in three tensors of the right components, then the tower's and the MTP layer's
+    tensors = {"model.language_model.embed_tokens.weight": ("BF16", (100, 64)), "lm_head.weight": ("BF16", (100, 64)),
+               "model.language_model.layers.0.mlp.up_proj.weight": ("BF16", (decoder - 2 * 6400,)),
+               "model.visual.blocks.0.mlp.weight": ("BF16", (tower.params,)),
+               "mtp.layers.0.mlp.weight": ("BF16", (mtp.params,))}
+    write_safetensors(folder / "model.safetensors", tensors)
+    im = import_model(folder)
+    assert im.spec.params_official == decoder + tower.params + mtp.params == im.exact.params_total
+    assert all(x.in_official_count for x in im.spec.extra)
+    assert params_comparable_to_official(im.spec) == im.spec.params_official
+    code, out, err = run_cli("plan", str(folder), "--gpu", "h100", "--json")
+    assert code == 0, err
+    assert _json.loads(out)["weights"]["bytes_by_component"]["extra"] == tower.params * 2

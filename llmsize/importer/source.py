@@ -97,6 +97,8 @@ def build(raw: dict, hf_quant: dict | None, cfg_where: str, quant_where: str, fo
             "params_official_source": "counted by llmsize from the safetensors headers",
             "params_official_includes": "every tensor in the checkpoint (vision/audio towers and MTP "
                                         "layers included, scales excluded)",
+            # the towers and MTP layers config.json describes are in that count
+            "extra": [x.model_copy(update={"in_official_count": True}) for x in spec.extra],
             "sources": sources + [str(f) for f in files]})
         out.notes += out.exact.notes
     return out

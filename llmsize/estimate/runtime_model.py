@@ -94,10 +94,14 @@ def kv_read_factor(model: ModelSpec, d: Departure | None, context_tokens: int, k
 # runtimes that run a model's text part only, and where its towers go: llama.cpp's GGUF holds the text model, a vision
 # or audio tower being a separate mmproj file (convert_hf_to_gguf.py --mmproj writes it; llama-server loads it only
 # with --mmproj); mlx-lm's multimodal wrappers build the language model alone and their sanitize drops the tower's
-# weights (mlx_lm/models/gemma3.py, qwen3_vl.py: weights.pop("vision_tower"), weights.pop("multi_modal_projector"))
+# weights (mlx_lm/models/gemma3.py, qwen3_vl.py: weights.pop("vision_tower"), weights.pop("multi_modal_projector"));
+# Ollama and LM Studio run GGUFs too, and load a vision model's projector beside them, which the plans leave out (as
+# a GGUF mix's weights do: gguf_mix) and say so
 TEXT_ONLY = {"llamacpp": "a GGUF holds the text model, the tower a separate mmproj file loaded with --mmproj",
-             "ollama": "a GGUF holds the text model, the tower a separate mmproj file",
-             "lmstudio": "a GGUF holds the text model, the tower a separate mmproj file",
+             "ollama": "a GGUF holds the text model; Ollama loads a vision model's projector beside it from a blob "
+                       "of its own, which this plan leaves out",
+             "lmstudio": "a GGUF holds the text model; LM Studio loads an mmproj file beside it where the model "
+                         "folder has one, which this plan leaves out",
              "mlx": "mlx-lm builds the language model alone and drops the tower's weights as it loads"}
 
 

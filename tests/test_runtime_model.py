@@ -128,8 +128,8 @@ def test_llama_cpp_and_mlx_run_the_text_model_their_vision_tower_out_of_memory(r
     mlx, mlx_notes = weights("mlx")  # mlx-lm's wrapper drops the tower's weights as it loads (TEXT_ONLY)
     assert vllm["extra"] == 460_730_096 * 2 and cpp["extra"] == 0 and mlx["extra"] == 0
     assert sum(vllm.values()) - sum(cpp.values()) == 460_730_096 * 2
-    assert "not loaded: vision tower" in cpp_notes and "mmproj" in cpp_notes
-    assert "not loaded: vision tower" in mlx_notes and "mlx-lm" in mlx_notes
-    assert "not loaded: vision" not in vllm_notes and "--language-model-only" in vllm_notes
+    assert "not in the weights above: vision tower" in cpp_notes and "mmproj" in cpp_notes
+    assert "not in the weights above: vision tower" in mlx_notes and "mlx-lm" in mlx_notes
+    assert "not in the weights above: vision" not in vllm_notes and "--language-model-only" in vllm_notes
     assert "--language-model-only" not in cpp_notes
     assert all("not loaded: multi-token-prediction" in n for n in (cpp_notes, vllm_notes, mlx_notes))

@@ -340,8 +340,8 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     towers = [x for x in model.extra if x.loaded] if why_out else []
     if towers:  # a text-only runtime: the towers stay out of memory
         model = text_model(model)
-        notes.append(f"not loaded: {' and '.join(x.name for x in towers)}, {sum(x.params for x in towers) / 1e9:,.2f} "
-                     f"B parameters, none of the weights above ({why_out})")
+        notes.append(f"not in the weights above: {' and '.join(x.name for x in towers)}, "
+                     f"{sum(x.params for x in towers) / 1e9:,.2f} B parameters ({why_out})")
     loaded = [x for x in model.extra if x.loaded and "vision" in x.name.lower()] if runtime == "vllm" else []
     if loaded:  # a lever the weights table does not show (vllm-project/recipes Qwen/Qwen3.5.md, "Text-Only")
         notes.append(f"loaded: {' and '.join(x.name for x in loaded)}, {sum(x.params for x in loaded) / 1e9:,.2f} B "

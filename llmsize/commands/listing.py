@@ -146,8 +146,9 @@ def show(
                 near = [m.group(1) for m in (re.search(r"Did you mean (.+)\?", x.message)
                                              for x in (not_card, not_model, e)) if m]
                 near += [f"`{f}` (a weight format)" for f in format_near(name)]
+                said = f" Did you mean {', '.join(near)}?" if near else ""
                 raise UnknownNameError(f"`{shown(name)}` is neither a card, a model or a host platform in the "
-                                       "catalog nor a weight format." + (f" Did you mean {', '.join(near)}?" if near else ""),
+                                       f"catalog nor a weight format.{said}",
                                        "Run `llmsize gpus`, `llmsize models` or `llmsize hosts` to see them "
                                        "(weight formats: `llmsize formats`).") from e
     if as_json:

@@ -102,8 +102,8 @@ LOADED_NOTE = "loaded by default (vLLM: --language-model-only leaves it out); no
 
 
 def vision_tower(raw: dict, text_hidden: int, where: str) -> dict | None:
-    """The catalog's `extra` entry for a Qwen3-VL, Qwen3.5, Gemma 3 or 4 or Llama 4 checkpoint's vision tower, or None for
-    any other config. vLLM loads it unless told --language-model-only (vllm-project/recipes Qwen/Qwen3.5.md), so it
+    """The catalog's `extra` entry for a Qwen3-VL, Qwen3.5, Gemma 3 or 4 or Llama 4 checkpoint's vision tower, or None
+    for any other config. vLLM loads it unless told --language-model-only (vllm-project/recipes Qwen/Qwen3.5.md), so it
     is `loaded`; llama.cpp and mlx-lm run the text model alone (runtime_model.TEXT_ONLY)."""
     model_type = str(raw.get("model_type") or "")
     vision = raw.get("vision_config")

@@ -1,6 +1,8 @@
 """What a checkpoint holds beside its text decoder, counted from config.json where its shapes say it all (the
-catalog's `extra`): the Qwen3-VL / Qwen3.5 vision tower, which engines load by default, and Qwen3-Next / Qwen3.5's
-multi-token-prediction layers, which they load only to draft for speculative decoding."""
+catalog's `extra`): the vision towers of Qwen3-VL / Qwen3.5, Gemma 3, Gemma 4 and Llama 4, which engines load by
+default, and multi-token-prediction layers (Qwen3.5's mtp_num_hidden_layers, DeepSeek-V3's and GLM's
+num_nextn_predict_layers), which they load only to draft for speculative decoding. Each formula is checked against
+transformers' modules built on the meta device and the checkpoints' published totals (tests/test_import_config.py)."""
 
 from __future__ import annotations
 
@@ -134,6 +136,14 @@ def vision_tower(raw: dict, text_hidden: int, where: str) -> dict | None:
             "note": "counted from vision_config's shapes (transformers Qwen3VLVisionModel); " + LOADED_NOTE}
 
 
+def _layer_params(layer: dict, hidden: int) -> int:
+    """Parameters of one decoder layer given as a layer-group entry (mixer, mlp, norms), as the catalog counts it."""
+    from llmsize.catalog.schema import LayerGroup
+    from llmsize.estimate.params import layer_pieces
+
+    return sum(p.params for p in layer_pieces(LayerGroup(count=1, **layer), hidden))
+
+
 def mtp_layers(count: int, hidden: int, layer: dict) -> dict | None:
     """The catalog's `extra` entry for Qwen3-Next / Qwen3.5's `count` multi-token-prediction layers, or None for
     none: each a full-attention decoder layer like the model's (`layer`, a layer-group entry: its MLP, experts
@@ -143,10 +153,7 @@ def mtp_layers(count: int, hidden: int, layer: dict) -> dict | None:
     (vLLM --speculative-config '{"method": "mtp", ...}')."""
     if not count:
         return None
-    from llmsize.catalog.schema import LayerGroup
-    from llmsize.estimate.params import layer_pieces
-
-    per_layer = sum(p.params for p in layer_pieces(LayerGroup(count=1, **layer), hidden))
+    per_layer = _layer_params(layer, hidden)
     return {"name": f"multi-token-prediction layers (mtp_num_hidden_layers {count})",
             "params": count * per_layer + 2 * hidden * hidden + 3 * hidden, "in_official_count": False,
             "loaded": False,
@@ -164,11 +171,7 @@ def nextn_layers(count, hidden: int, vocab: int, layer: dict) -> dict | None:
     load them only for speculative decoding."""
     if not count:
         return None
-    from llmsize.catalog.schema import LayerGroup
-    from llmsize.estimate.params import layer_pieces
-
-    per_layer = sum(p.params for p in layer_pieces(LayerGroup(count=1, **layer), hidden))
-    own = count * (per_layer + 2 * hidden * hidden + 3 * hidden)
+    own = count * (_layer_params(layer, hidden) + 2 * hidden * hidden + 3 * hidden)
     return {"name": f"multi-token-prediction layers (num_nextn_predict_layers {count})",
             "params": own + count * 2 * vocab * hidden, "in_official_count": False, "loaded": False,
             "draft_params": own,  # vLLM's drafter takes the target's embedding and lm_head (speculative.draft_memory)

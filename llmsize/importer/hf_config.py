@@ -3,8 +3,9 @@ decoders' mappers are here; the families' in hf_gemma, hf_moe and hf_hybrid; how
 
 config.json stores only the fields that differ from the config class's defaults, so each mapper carries
 the defaults of its transformers configuration class (named beside it). Multimodal configs are read
-through their `text_config`. Vision and audio towers are not described by the text config: a config-only
-import leaves them out and says so (safetensors headers count them exactly).
+through their `text_config`. A vision tower is counted from vision_config where importer/extras.py knows its
+architecture (Qwen3-VL / Qwen3.5, Gemma 3, Gemma 4, Llama 4); any other tower a config-only import leaves out and
+says so (safetensors headers count them exactly).
 """
 
 from __future__ import annotations

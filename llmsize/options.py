@@ -311,8 +311,9 @@ SimulateOpt = Annotated[bool, _opt("--simulate", help="Replay each served row's 
                                    "load and add its TTFT and TPOT p50/p95/p99 (table and JSON; slower).")]
 SharedPrefixOpt = Annotated[float, _opt("--shared-prefix", help="Fraction of prompt tokens served from the prefix "
                                        "cache (0 to below 1).", callback=float_range(0, 1, hi_open=True))]
-SpecOpt = Annotated[Optional[str], _opt("--spec", help="Speculative decoding: draft=MODEL,k=4,accept=0.7 or "
-                                        "mtp=1,accept=0.8.", show_default=False)]
+SpecOpt = Annotated[Optional[str], _opt("--spec", help="Speculative decoding: draft=MODEL,k=4,accept=0.7, or "
+                                        "mtp=N (the model's own MTP module proposing N tokens a pass; accept "
+                                        "defaults to 0.85).", show_default=False)]
 TopOpt = Annotated[int, _opt("--top", help="Show this many rows (JSON has them all).", callback=int_range(1, 10000))]
 CalibrateOpt = Annotated[Optional[Path], _opt("--calibrate", help="Your own run: a `llmsize measure --save` file, "
                                               "`llama-bench -o json|jsonl|csv` output or a `vllm bench serve "

@@ -500,7 +500,7 @@ def test_a_module_the_checkpoint_holds_but_engines_leave_out_is_said(run_cli):
     code, out, err = run_cli("plan", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--json")
     assert code == 0, err
     said = [n for n in json.loads(out)["notes"] if n.startswith("not loaded: multi-token-prediction module")]
-    assert len(said) == 1 and "14.0 B parameters" in said[0]
+    assert len(said) == 1 and "14.00 B parameters" in said[0]
     code, out, err = run_cli("plan", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--spec", "mtp=1", "--json")
     assert code == 0, err
     assert not any(n.startswith("not loaded") for n in json.loads(out)["notes"])

@@ -72,6 +72,9 @@ def test_a_hybrids_mtp_layer_caches_what_one_attention_layer_does(run_cli):
     assert s["draft_weight_bytes"] == 424_699_392 * 2
     long = _plan(run_cli, "qwen3.5-27b", "--gpu", "h100", "--spec", "mtp=1", "--context", "65536")["speculative"]
     assert long["draft_kv_bytes_per_sequence"] == 4096 * 65536
+    # four tokens a pass from its one layer (vLLM reuses it: spec_step_idx % num_mtp_layers): one layer's cache still
+    four = _plan(run_cli, "qwen3.5-27b", "--gpu", "h100", "--spec", "mtp=4")["speculative"]
+    assert four["draft_kv_bytes_per_sequence"] == 16_777_216 and four["draft_weight_bytes"] == 424_699_392 * 2
 
 
 def test_glm_mtp_draft_brings_its_layer_not_a_second_embedding(run_cli):
@@ -108,7 +111,9 @@ def test_a_perfect_draft_at_zero_cost_would_give_k_plus_one(catalog):
     (("llama-3.2-1b", "--spec", "draft=llama-3.1-8b,accept=0.7"), "is not smaller"),
     (("llama-3.1-8b", "--spec", "draft=qwen3-0.6b,accept=0.7"), "share the target's tokenizer"),
     (("llama-3.1-8b", "--spec", "draft=llama-3.1-8b,accept=0.7"), "the target model itself"),
-    (("llama-3.1-8b", "--spec", "draft=llama-3.2-1b,accept=2"), "accept must be in"),
+    (("llama-3.1-8b", "--spec", "draft=llama-3.2-1b,accept=2"), "accept 2 is not in [0, 1]"),
+    (("llama-3.1-8b", "--spec", "draft=llama-3.2-1b,k=0,accept=0.5"), "k 0 is not from 1 to 16"),
+    (("deepseek-v3", "--spec", "mtp=0"), "mtp 0 is not from 1 to 16"),
     (("llama-3.1-8b", "--spec", "draft"), "key=value"),
     (("deepseek-v3", "--spec", "mtp=1,k=3,accept=0.8"), "k is a draft model's"),
     (("llama-3.1-8b", "--spec", "draft=llama-3.2-1b,draft=tinyllama-1.1b,accept=0.7"), "given twice"),

@@ -321,6 +321,8 @@ class ExtraParams(Strict):
     params: int = Field(strict=True, le=10**16, ge=0)
     in_official_count: bool
     loaded: bool = Field(True, description="engines load it by default, so it takes memory")
+    layers: int | None = Field(None, strict=True, ge=1, le=2**16, description=(
+        "of an MTP module, its decoder layers (None: one); a draft of k tokens runs them in turn"))
     draft_params: int | None = Field(None, strict=True, ge=0, le=10**16, description=(
         "of an MTP module, the parameters an engine loads to draft with it, where it takes some from the target "
         "(vLLM shares the target's embedding and lm_head with an MTP draft); None: all of params"))

@@ -342,7 +342,9 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
         model = text_model(model)
         notes.append(f"not in the weights above: {' and '.join(x.name for x in towers)}, "
                      f"{sum(x.params for x in towers) / 1e9:,.2f} B parameters ({why_out})")
-    loaded = [x for x in model.extra if x.loaded and "vision" in x.name.lower()] if runtime == "vllm" else []
+    # (a GGUF mix holds the text model alone, whatever the runtime: gguf_mix)
+    loaded = [x for x in model.extra if x.loaded and "vision" in x.name.lower()] \
+        if runtime == "vllm" and not fmt.mix else []
     if loaded:  # a lever the weights table does not show (vllm-project/recipes Qwen/Qwen3.5.md, "Text-Only")
         notes.append(f"loaded: {' and '.join(x.name for x in loaded)}, {sum(x.params for x in loaded) / 1e9:,.2f} B "
                      "parameters in the weights above (extra); vLLM serving text alone leaves it out with "
@@ -369,7 +371,7 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     mtp_drafts = inputs.spec is not None and inputs.spec.draft is None  # --spec mtp loads the module (speculative)
     for x in model.extra:  # in the checkpoint, out of memory: a user comparing with the files' size sees why
         if not x.loaded and not mtp_drafts and x.name not in {t.name for t in towers}:
-            notes.append(f"not loaded: {x.name}, {x.params / 1e9:,.1f} B parameters the checkpoint holds beside "
+            notes.append(f"not loaded: {x.name}, {x.params / 1e9:,.2f} B parameters the checkpoint holds beside "
                          "these, which engines leave out of memory by default (none of the bytes above)")
     if is_ternary(fmt.id) and not is_ternary(model.release.quant):
         notes.append(f"{fmt.id} stores ternary weights: a model not trained ternary (BitNet b1.58's quantization-"

@@ -65,8 +65,8 @@ def parse_spec(text: str | None, catalog) -> Spec | None:
             raise InvalidValueError(f"--spec {text!r}: `{key.strip()}` is given twice.", "Give each key once.")
         fields[key.strip().lower()] = value.strip()
     if "mtp" in fields and "k" in fields:
-        raise InvalidValueError(f"--spec {text!r}: with mtp=N the MTP layers are the tokens proposed; k is a draft "
-                                "model's.", "Drop k=, e.g. --spec mtp=1,accept=0.8.")
+        raise InvalidValueError(f"--spec {text!r}: with mtp=N, N is the tokens the MTP module proposes a pass; k is "
+                                "a draft model's.", "Drop k=, e.g. --spec mtp=1,accept=0.8.")
     unknown = sorted(set(fields) - {"draft", "k", "accept", "mtp"})
     if unknown:
         raise InvalidValueError(f"--spec: unknown key `{unknown[0]}`.", "Keys: draft, k, accept, mtp.")
@@ -78,9 +78,12 @@ def parse_spec(text: str | None, catalog) -> Spec | None:
     except ValueError:
         raise InvalidValueError(f"--spec {text!r}: accept must be a number and k / mtp a whole number.",
                                 "e.g. accept=0.7, k=4.") from None
-    if not (0 <= accept <= 1 and math.isfinite(accept)) or not 1 <= k <= 16:
-        raise InvalidValueError(f"--spec {text!r}: accept must be in [0, 1] and k (or mtp) from 1 to 16.",
-                                "e.g. accept=0.7, k=4.")
+    if not (0 <= accept <= 1 and math.isfinite(accept)):
+        raise InvalidValueError(f"--spec {text!r}: accept {accept:g} is not in [0, 1].", "e.g. accept=0.7.")
+    if not 1 <= k <= 16:
+        what = "mtp" if "mtp" in fields else "k"
+        raise InvalidValueError(f"--spec {text!r}: {what} {k} is not from 1 to 16.", f"e.g. {what}=" +
+                                ("1." if what == "mtp" else "4."))
     return Spec(k, accept, catalog.model(fields["draft"]) if "draft" in fields else None)
 
 
@@ -152,16 +155,19 @@ def attention_layer_bytes(kv, num_layers: int) -> float:
 
 def draft_memory(plan, spec: Spec, draft_plan) -> tuple[float, float]:
     """(bytes of weights, cache bytes per sequence) that speculative decoding adds on each card of `plan`: a draft
-    model's (its plan, on the same split); an MTP module's cache of k layers (attention_layer_bytes: an attention
-    layer's cache on the card) and, when engines load the module only for speculative decoding (catalog `loaded:
+    model's (its plan, on the same split); an MTP module's cache of its layers, k at most (attention_layer_bytes: an
+    attention layer's cache on the card) and, when engines load the module only for speculative decoding (catalog `loaded:
     false`), its weights in the plan's format, split over the tensor-parallel cards: its own, where the draft takes
     the target's embedding and lm_head (vLLM's EagleProposer logs "Detected MTP model. Sharing target model
     embedding weights with the draft model", and the same of the lm_head: ExtraParams.draft_params)."""
     if draft_plan is not None:
         return ((draft_plan.weights_card or draft_plan.weights).bytes_total,
                 (draft_plan.kv_card or draft_plan.kv).bytes_per_sequence)
-    kv = attention_layer_bytes(plan.kv_card or plan.kv, (plan.card_model or plan.model).num_layers) * spec.k
     module = mtp_module(plan.model)
+    # its layers' cache: k draft tokens run the module's layers in turn, reusing them past the last (vLLM's MTP
+    # proposers pick layer spec_step_idx % num_mtp_layers), so a one-layer module caches one layer whatever k
+    layers = min(spec.k, (module.layers or 1) if module is not None else spec.k)
+    kv = attention_layer_bytes(plan.kv_card or plan.kv, (plan.card_model or plan.model).num_layers) * layers
     weights = 0.0
     if module is not None and not module.loaded:  # less what the draft takes from the target (draft_params)
         params = module.params if module.draft_params is None else module.draft_params
@@ -187,7 +193,7 @@ class SpecDecode:
 
     @property
     def draft_name(self) -> str:
-        return self.spec.draft.id if self.spec.draft is not None else f"{self.spec.k} MTP layer(s)"
+        return self.spec.draft.id if self.spec.draft is not None else "the model's MTP module"
 
 
 def speculate(plan, spec: Spec, draft_plan=None) -> SpecDecode:

@@ -156,7 +156,7 @@ def mtp_layers(count: int, hidden: int, layer: dict) -> dict | None:
     per_layer = _layer_params(layer, hidden)
     return {"name": f"multi-token-prediction layers (mtp_num_hidden_layers {count})",
             "params": count * per_layer + 2 * hidden * hidden + 3 * hidden, "in_official_count": False,
-            "loaded": False,
+            "loaded": False, **({"layers": count} if count > 1 else {}),
             "note": "counted from config.json: a full-attention decoder layer each, fc [2h -> h] and three norms; "
                     "the embedding and lm_head are the model's; loaded for speculative decoding (--spec mtp)"}
 
@@ -174,6 +174,7 @@ def nextn_layers(count, hidden: int, vocab: int, layer: dict) -> dict | None:
     own = count * (_layer_params(layer, hidden) + 2 * hidden * hidden + 3 * hidden)
     return {"name": f"multi-token-prediction layers (num_nextn_predict_layers {count})",
             "params": own + count * 2 * vocab * hidden, "in_official_count": False, "loaded": False,
+            **({"layers": count} if count > 1 else {}),
             "draft_params": own,  # vLLM's drafter takes the target's embedding and lm_head (speculative.draft_memory)
             "note": "counted from config.json: a decoder layer like the last each, eh_proj [2h -> h], three norms and "
                     "its own embedding and output head copies; loaded for speculative decoding (--spec mtp)"}

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
-from llmsize.estimate.params import params_active, params_active_with_embedding, params_total
+from llmsize.estimate.params import (
+    params_active,
+    params_active_with_embedding,
+    params_comparable_to_official,
+    params_total,
+)
 from llmsize.render.columns import print_rich, print_table
 from llmsize.units import GiB, fmt_tokens_k
 
@@ -83,9 +88,12 @@ def render_entry(entry, console) -> None:
     if isinstance(entry, GpuSpec):
         console.print(f"memory counted as {entry.memory_bytes:,} B = {entry.memory_bytes / GiB:,.2f} GiB", style="dim")
     elif isinstance(entry, ModelSpec):
-        console.print(f"counted: {params_total(entry):,} parameters ({params_active(entry):,} active per token, "
-                      f"the input embedding excluded; {params_active_with_embedding(entry):,} with it); "
-                      f"official {entry.params_official:,}", style="dim")
+        comparable = params_comparable_to_official(entry)
+        same = "" if comparable == params_total(entry) else \
+            f"; {comparable:,} counted as the official figure counts (its extras in, loaded or not)"
+        console.print(f"counted: {params_total(entry):,} parameters loaded ({params_active(entry):,} active per "
+                      f"token, the input embedding excluded; {params_active_with_embedding(entry):,} with it); "
+                      f"official {entry.params_official:,}{same}", style="dim")
 
 
 def host_row(h) -> dict:

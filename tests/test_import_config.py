@@ -235,11 +235,16 @@ def test_gemma3_siglip_tower_is_counted_as_the_catalog_counts_it(catalog, tmp_pa
     ({"vision_config": {"depth": 0}}, "depth is '0'"),
     ({"vision_config": {"deepstack_visual_indexes": 3}}, "deepstack_visual_indexes is '3', not a list"),
     ({"text_config": {"mtp_num_hidden_layers": -1}}, "mtp_num_hidden_layers is '-1'"),
+    # a field left to transformers' default that cannot be this model's (the merger feeds the 5120-wide text model)
+    ({"vision_config": {"out_hidden_size": None}}, "out_hidden_size is 3584 \\(transformers' default"),
+    ({"vision_config": {"out_hidden_size": 4096}}, "out_hidden_size is 4096 \\(given\\), not the text model's"),
+    ({"vision_config": {"hidden_size": 2**39}}, "more than any checkpoint holds"),
 ])
 def test_a_bad_vision_config_or_mtp_count_is_a_one_line_error(tmp_path, change, match):
     raw = json.loads((CONFIGS / "Qwen__Qwen3.5-27B.json").read_text())
-    for key, value in change.items():
-        raw[key] = {**raw[key], **value} if isinstance(value, dict) and key == "text_config" else value
+    for key, value in change.items():  # into the real block, a None taking the field out
+        merged = {**raw[key], **value} if isinstance(value, dict) else value
+        raw[key] = {k: v for k, v in merged.items() if v is not None} if isinstance(merged, dict) else merged
     p = _write(tmp_path, raw)
     with pytest.raises(ConfigError, match=match) as e:
         import_model(p, read_headers=False)

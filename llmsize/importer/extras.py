@@ -103,7 +103,20 @@ def gemma4_vision_params(c: ConfigReader, text_hidden: int) -> int:
 LOADED_NOTE = "loaded by default (vLLM: --language-model-only leaves it out); not read when decoding text"
 
 
+MAX_EXTRA_PARAMS = 10**16  # ExtraParams.params's bound: beyond it, shapes no checkpoint has
+
+
 def vision_tower(raw: dict, text_hidden: int, where: str) -> dict | None:
+    """vision_tower_entry, refused in the config's terms where its shapes make more parameters than any checkpoint
+    holds (a hidden_size of 10^12, say)."""
+    tower = vision_tower_entry(raw, text_hidden, where)
+    if tower is not None and tower["params"] > MAX_EXTRA_PARAMS:
+        raise ConfigError(f"{where} vision_config: its shapes make {tower['params']:.3g} parameters, more than any "
+                          "checkpoint holds.", "Fix the config.json's vision_config.")
+    return tower
+
+
+def vision_tower_entry(raw: dict, text_hidden: int, where: str) -> dict | None:
     """The catalog's `extra` entry for a Qwen3-VL, Qwen3.5, Gemma 3 or 4 or Llama 4 checkpoint's vision tower, or None
     for any other config. vLLM loads it unless told --language-model-only (vllm-project/recipes Qwen/Qwen3.5.md), so it
     is `loaded`; llama.cpp and mlx-lm run the text model alone (runtime_model.TEXT_ONLY)."""
@@ -131,7 +144,13 @@ def vision_tower(raw: dict, text_hidden: int, where: str) -> dict | None:
         return {"name": "SigLIP vision tower + multimodal projector (vision_config)", "params": params,
                 "in_official_count": False, "note": "counted from vision_config's shapes (transformers "
                 "SiglipVisionModel, Gemma3MultiModalProjector); " + LOADED_NOTE}
-    params = qwen_vision_params(ConfigReader(vision, VISION_DEFAULTS[model_type], at, omittable=CORE))
+    c = ConfigReader(vision, VISION_DEFAULTS[model_type], at, omittable=CORE)
+    out = c.get("out_hidden_size")
+    if out != text_hidden:  # the merger feeds the text model (an absent field's class default 3584 need not)
+        said = "given" if "out_hidden_size" in vision else "transformers' default, the field being absent"
+        raise ConfigError(f"{at}: out_hidden_size is {out} ({said}), not the text model's hidden_size {text_hidden}: "
+                          "its merger could not feed the text model.", "Fix the config.json's vision_config.")
+    params = qwen_vision_params(c)
     return {"name": "vision tower + merger (vision_config)", "params": params, "in_official_count": False,
             "note": "counted from vision_config's shapes (transformers Qwen3VLVisionModel); " + LOADED_NOTE}
 

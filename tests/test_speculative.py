@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 
@@ -155,3 +156,20 @@ def test_an_mtp_draft_reads_the_lm_head_beside_its_block(catalog):
     assert mtp_step_s(1.0, m, p.weights) == pytest.approx(((total - head) / 61 + head) / total)
     assert mtp_step_s(1.0, m, p.weights) == pytest.approx(0.065, abs=0.001)
     assert mtp_step_s(1.0, m) == pytest.approx(1 / 61)  # without the weights: a mean layer
+
+
+def test_the_launch_line_carries_the_speculative_decoding_it_was_sized_with(run_cli):
+    """plan --spec ... --emit gives the engine's own flags for it (vLLM's --speculative-config, SGLang's EAGLE chain,
+    as fleet --emit does; a new user's pass found them dropped) and, as the most sequences, what the cache holds
+    beside the draft (the speculative section's count, not the plain plan's)."""
+    for engine, flag in (("vllm", '--speculative-config \'{"method": "mtp", "num_speculative_tokens": 1}\''),
+                         ("sglang", "--speculative-algorithm EAGLE --speculative-num-steps 1")):
+        code, out, err = run_cli("plan", "qwen3.5-27b", "--gpu", "h100", "--spec", "mtp=1", "--emit", engine)
+        assert code == 0, err
+        assert flag in out
+    seqs = _plan(run_cli, "qwen3.5-27b", "--gpu", "h100", "--spec", "mtp=1")["speculative"]["max_concurrent_sequences"]
+    plain = _plan(run_cli, "qwen3.5-27b", "--gpu", "h100")["capacity"]["max_concurrent_sequences"]
+    code, out, err = run_cli("plan", "qwen3.5-27b", "--gpu", "h100", "--spec", "mtp=1", "--emit", "vllm")
+    assert re.search(rf"--max-num-seqs {seqs}\b", out) and seqs < plain
+    code, out, err = run_cli("plan", "qwen3.5-27b", "--gpu", "h100", "--emit", "vllm")
+    assert "--speculative-config" not in out and re.search(rf"--max-num-seqs {plain}\b", out)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import shlex
 
 from llmsize.estimate.plan import Plan
-from llmsize.render.emit_fleet import ENGINE_KV, remote_code_args
+from llmsize.render.emit_fleet import ENGINE_KV, remote_code_args, spec_flags
 
 ONLINE = {"fp8"}  # formats the engines quantize to while loading a 16-bit checkpoint
 FLAGS = {
@@ -53,7 +53,9 @@ def serve_command(p: Plan, engine: str, local_path: str | None = None, max_model
     if max_model_len and max_model_len > p.model.max_position_embeddings:
         notes.append(f"# --max-model-len {max_model_len:,} is beyond the model's {p.model.max_position_embeddings:,} "
                      "positions: the engine refuses it unless told to override")
-    seqs = p.max_sequences if p.max_sequences >= 1 else None
+    # with --spec, what the cache holds beside the draft's weights and cache (speculative.SpecDecode.max_sequences)
+    held = p.speculative.max_sequences if p.speculative is not None else p.max_sequences
+    seqs = held if held >= 1 else None
     if seqs is None:
         notes.append(f"# not one sequence of {p.inputs.context_tokens:,} tokens fits this plan's memory: "
                      "--max-num-seqs left to the engine")
@@ -66,6 +68,7 @@ def serve_command(p: Plan, engine: str, local_path: str | None = None, max_model
             args += [flags[key], value]
     if p.inputs.fp4_kernel == "marlin":  # vLLM's own flag (Rodder5/sm120-quant-bench's launch line, vLLM 0.26.0)
         args += ["--linear-backend", "marlin"]
+    args += spec_flags(engine, p.inputs.spec)
     args += remote_code_args(p.model)
     line = " ".join(shlex.quote(str(a)) for a in args)
     return "\n".join(notes + [line])

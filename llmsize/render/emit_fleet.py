@@ -68,20 +68,23 @@ def _engine_extras(engine: str, kv_dtype: str, spec) -> tuple[list[str], list[st
     table = ENGINE_KV[engine]
     if kv in table:  # any other is 16-bit: the fleet refuses a cache dtype the engine does not take
         flags += ["--kv-cache-dtype", table[kv]]
+    return flags + spec_flags(engine, spec), notes
+
+
+def spec_flags(engine: str, spec) -> list[str]:
+    """The engine's flags for speculative decoding as a plan or fleet was sized with it (--spec), none without."""
     if spec is None:
-        return flags, notes
+        return []
     if engine == "vllm":
         cfg = ({"model": spec.draft.hf_repo or spec.draft.id, "num_speculative_tokens": spec.k,
                 "method": "draft_model"} if spec.draft is not None else
                {"method": "mtp", "num_speculative_tokens": spec.k})
-        flags += ["--speculative-config", json.dumps(cfg)]
-    else:
-        flags += (["--speculative-algorithm", "STANDALONE", "--speculative-draft-model-path",
-                   spec.draft.hf_repo or spec.draft.id] if spec.draft is not None else
-                  ["--speculative-algorithm", "EAGLE"])
-        flags += ["--speculative-num-steps", str(spec.k), "--speculative-eagle-topk", "1",
-                  "--speculative-num-draft-tokens", str(spec.k + 1)]
-    return flags, notes
+        return ["--speculative-config", json.dumps(cfg)]
+    return ((["--speculative-algorithm", "STANDALONE", "--speculative-draft-model-path",
+              spec.draft.hf_repo or spec.draft.id] if spec.draft is not None else
+             ["--speculative-algorithm", "EAGLE"])
+            + ["--speculative-num-steps", str(spec.k), "--speculative-eagle-topk", "1",
+               "--speculative-num-draft-tokens", str(spec.k + 1)])
 
 
 def _placement_note(row, engine: str) -> list[str]:

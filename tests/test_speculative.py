@@ -173,3 +173,11 @@ def test_the_launch_line_carries_the_speculative_decoding_it_was_sized_with(run_
     assert re.search(rf"--max-num-seqs {seqs}\b", out) and seqs < plain
     code, out, err = run_cli("plan", "qwen3.5-27b", "--gpu", "h100", "--emit", "vllm")
     assert "--speculative-config" not in out and re.search(rf"--max-num-seqs {plain}\b", out)
+
+
+def test_the_diagnosis_offers_speculative_decoding_only_where_it_is_not_given(run_cli):
+    """A memory-bound plan's diagnosis lists speculative decoding among its levers; with --spec, whose section
+    prices it, it does not offer it again (a new user's pass found it did)."""
+    lever = "Speculative decoding: several tokens per pass over the weights."
+    assert lever in " ".join(_plan(run_cli, "qwen3.5-27b", "--gpu", "h100")["diagnosis"]["levers"])
+    assert lever not in " ".join(_plan(run_cli, "qwen3.5-27b", "--gpu", "h100", "--spec", "mtp=1")["diagnosis"]["levers"])

@@ -251,7 +251,8 @@ def diagnose(p: dict, candidates: list[GpuSpec]) -> Diagnosis:
                    if best.batch == p["max_sequences"] else f"decode turns compute-bound at batch {ridge:,}")
             levers.append(f"Batching: {why}; batch {best.batch:,} would give {best.tok_s:,.0f} tok/s in aggregate "
                           f"({best.tok_s / best.batch:,.1f} per sequence) against {step.tok_s:,.0f} now.")
-        levers.append("Speculative decoding: several tokens per pass over the weights.")
+        if inputs.spec is None:  # given, its section prices it
+            levers.append("Speculative decoding: several tokens per pass over the weights.")
         return Diagnosis(
             "bandwidth",
             f"Decode is memory-bound at batch {inputs.batch:,}: each step reads {step.bytes_total / GB:.2f} GB "

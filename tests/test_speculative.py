@@ -180,4 +180,5 @@ def test_the_diagnosis_offers_speculative_decoding_only_where_it_is_not_given(ru
     prices it, it does not offer it again (a new user's pass found it did)."""
     lever = "Speculative decoding: several tokens per pass over the weights."
     assert lever in " ".join(_plan(run_cli, "qwen3.5-27b", "--gpu", "h100")["diagnosis"]["levers"])
-    assert lever not in " ".join(_plan(run_cli, "qwen3.5-27b", "--gpu", "h100", "--spec", "mtp=1")["diagnosis"]["levers"])
+    given = _plan(run_cli, "qwen3.5-27b", "--gpu", "h100", "--spec", "mtp=1")
+    assert lever not in " ".join(given["diagnosis"]["levers"])

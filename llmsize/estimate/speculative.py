@@ -153,11 +153,22 @@ def attention_layer_bytes(kv, num_layers: int) -> float:
     return (kv.bytes_by_kind.get("full", 0.0) + kv.bytes_by_kind.get("mla", 0.0)) / layers
 
 
+def module_bits(fmt) -> float:
+    """Bits a weight an MTP module is stored in beside weights of `fmt`: the format's where it has 8 bits or more
+    (DeepSeek-V3's FP8 checkpoint quantizes its MTP layer; vLLM's online FP8 quantizes the drafter with the model),
+    16 below (NVIDIA's NVFP4 exports keep it in BF16: their hf_quant_config.json excludes "mtp*",
+    tests/data/hf-configs/nvidia__Qwen3.6-35B-A3B-NVFP4.hf_quant_config.json and the 122B-A10B's)."""
+    from llmsize.estimate.weights import EXTRA_BITS
+
+    bits = float(fmt.bits_per_weight)
+    return bits if bits >= 8 else float(EXTRA_BITS)
+
+
 def draft_memory(plan, spec: Spec, draft_plan) -> tuple[float, float]:
     """(bytes of weights, cache bytes per sequence) that speculative decoding adds on each card of `plan`: a draft
     model's (its plan, on the same split); an MTP module's cache of its layers, k at most (attention_layer_bytes: an
     attention layer's cache on the card) and, when engines load the module only for speculative decoding (catalog `loaded:
-    false`), its weights in the plan's format, split over the tensor-parallel cards: its own, where the draft takes
+    false`), its weights (module_bits), split over the tensor-parallel cards: its own, where the draft takes
     the target's embedding and lm_head (vLLM's EagleProposer logs "Detected MTP model. Sharing target model
     embedding weights with the draft model", and the same of the lm_head: ExtraParams.draft_params)."""
     if draft_plan is not None:
@@ -171,7 +182,7 @@ def draft_memory(plan, spec: Spec, draft_plan) -> tuple[float, float]:
     weights = 0.0
     if module is not None and not module.loaded:  # less what the draft takes from the target (draft_params)
         params = module.params if module.draft_params is None else module.draft_params
-        weights = params * float(plan.fmt.bits_per_weight) / 8 / plan.inputs.tp
+        weights = params * module_bits(plan.fmt) / 8 / plan.inputs.tp
     return weights, kv
 
 

@@ -186,8 +186,8 @@ def test_the_diagnosis_offers_speculative_decoding_only_where_it_is_not_given(ru
 
 def test_an_mtp_module_beside_4_bit_weights_stays_in_16_bits(run_cli):
     """NVIDIA's NVFP4 exports keep the MTP layer in BF16 (their hf_quant_config.json excludes "mtp*"), so
-    Qwen3.6-35B-A3B in NVFP4 drafts with 844,640,768 x 2 B = 1,689,281,536 B of module, not 4.5 bits a weight (a new user's pass
-    found 0.475 GB); beside FP8 weights the module is FP8, as DeepSeek-V3's checkpoint stores it (1 B a weight)."""
+    Qwen3.6-35B-A3B in NVFP4 drafts with 844,640,768 x 2 B = 1,689,281,536 B of module, not 4.5 bits a weight (a new
+    user's pass found 0.475 GB); beside FP8 weights the module is FP8, as DeepSeek-V3's checkpoint stores it."""
     nvfp4 = _plan(run_cli, "qwen3.6-35b-a3b", "--gpu", "rtx5090", "--quant", "nvfp4", "--spec", "mtp=1")
     assert nvfp4["speculative"]["draft_weight_bytes"] == 844_640_768 * 2
     fp8 = _plan(run_cli, "qwen3.6-35b-a3b", "--gpu", "h100", "--quant", "fp8", "--spec", "mtp=1")

@@ -167,8 +167,8 @@ def module_bits(fmt) -> float:
 def draft_memory(plan, spec: Spec, draft_plan) -> tuple[float, float]:
     """(bytes of weights, cache bytes per sequence) that speculative decoding adds on each card of `plan`: a draft
     model's (its plan, on the same split); an MTP module's cache of its layers, k at most (attention_layer_bytes: an
-    attention layer's cache on the card) and, when engines load the module only for speculative decoding (catalog `loaded:
-    false`), its weights (module_bits), split over the tensor-parallel cards: its own, where the draft takes
+    attention layer's cache on the card) and, when engines load the module only for speculative decoding (catalog
+    `loaded: false`), its weights (module_bits), split over the tensor-parallel cards: its own, where the draft takes
     the target's embedding and lm_head (vLLM's EagleProposer logs "Detected MTP model. Sharing target model
     embedding weights with the draft model", and the same of the lm_head: ExtraParams.draft_params)."""
     if draft_plan is not None:

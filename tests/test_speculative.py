@@ -192,3 +192,6 @@ def test_an_mtp_module_beside_4_bit_weights_stays_in_16_bits(run_cli):
     assert nvfp4["speculative"]["draft_weight_bytes"] == 844_640_768 * 2
     fp8 = _plan(run_cli, "qwen3.6-35b-a3b", "--gpu", "h100", "--quant", "fp8", "--spec", "mtp=1")
     assert fp8["speculative"]["draft_weight_bytes"] == 844_640_768
+    # a GGUF keeping the MTP tensors holds them in its file type (llama.cpp's --spec-type draft-mtp drafts with them)
+    gguf = _plan(run_cli, "qwen3.6-27b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--spec", "mtp=1")
+    assert gguf["speculative"]["draft_weight_bytes"] == 424_699_392 * 4.5 / 8

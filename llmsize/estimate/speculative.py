@@ -157,9 +157,9 @@ def module_bits(fmt) -> float:
     """Bits a weight an MTP module is stored in beside weights of `fmt`: the format's where it has 8 bits or more
     (DeepSeek-V3's FP8 checkpoint quantizes its MTP layer; vLLM's online FP8 quantizes the drafter with the model)
     or is a GGUF file type (its base type's bits: a GGUF that keeps the MTP tensors holds them with the rest, and
-    llama.cpp drafts with them, --spec-type draft-mtp, since PR #22673), 16 below (NVIDIA's NVFP4 exports keep it in BF16: their
-    hf_quant_config.json excludes "mtp*", tests/data/hf-configs/nvidia__Qwen3.6-35B-A3B-NVFP4.hf_quant_config.json
-    and the 122B-A10B's)."""
+    llama.cpp drafts with them, --spec-type draft-mtp, since PR #22673), 16 below (NVIDIA's NVFP4 exports keep it in
+    BF16: their hf_quant_config.json excludes "mtp*", tests/data/hf-configs/nvidia__Qwen3.6-35B-A3B-NVFP4
+    .hf_quant_config.json and the 122B-A10B's)."""
     from llmsize.estimate.weights import EXTRA_BITS
 
     bits = float(fmt.bits_per_weight)

@@ -195,3 +195,16 @@ def test_an_mtp_module_beside_4_bit_weights_stays_in_16_bits(run_cli):
     # a GGUF keeping the MTP tensors holds them in its file type (llama.cpp's --spec-type draft-mtp drafts with them)
     gguf = _plan(run_cli, "qwen3.6-27b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--spec", "mtp=1")
     assert gguf["speculative"]["draft_weight_bytes"] == 424_699_392 * 4.5 / 8
+
+
+def test_llama_server_line_drafts_as_the_plan_was_sized(run_cli):
+    """plan --spec --emit llama-server: the model's MTP tensors with --spec-type draft-mtp --spec-draft-n-max k
+    (llama.cpp PR #22673), saying the GGUF must have kept them; a draft model's GGUF with -md."""
+    code, out, err = run_cli("plan", "qwen3.6-27b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--spec", "mtp=2",
+                             "--emit", "llama-server")
+    assert code == 0, err
+    assert "--spec-type draft-mtp --spec-draft-n-max 2" in out and "kept the MTP tensors" in out
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--spec",
+                             "draft=llama-3.2-1b,k=4,accept=0.7", "--emit", "llama-server")
+    assert code == 0, err
+    assert "-md llama-3.2-1b-Q4_K_M.gguf --spec-draft-n-max 4" in out

@@ -1,8 +1,9 @@
 """The llama-server command line and the Ollama Modelfile a llama.cpp ledger (estimate/llamacpp_memory.py)
 corresponds to. llama-server's flags (tools/server/README.md): -m, -c, -ngl, -np, -kvu, -ctk, -ctv, -fa on|off,
--b, -ub, --n-cpu-moe / --cpu-moe, --swa-full. Ollama (docs/modelfile.md, docs/faq.md): PARAMETER num_ctx (per slot) and num_gpu (layers on
-the GPU) in the Modelfile; OLLAMA_NUM_PARALLEL, OLLAMA_FLASH_ATTENTION and OLLAMA_KV_CACHE_TYPE (one type for K
-and V, which needs flash attention) in the server's environment."""
+-b, -ub, --n-cpu-moe / --cpu-moe, --swa-full, -md, --spec-type, --spec-draft-n-max. Ollama (docs/modelfile.md,
+docs/faq.md): PARAMETER num_ctx (per slot) and num_gpu (layers on the GPU) in the Modelfile; OLLAMA_NUM_PARALLEL,
+OLLAMA_FLASH_ATTENTION and OLLAMA_KV_CACHE_TYPE (one type for K and V, which needs flash attention) in the server's
+environment."""
 
 from __future__ import annotations
 
@@ -54,7 +55,24 @@ def llama_server_command(p, led, local_path: str | None = None) -> str:
         args += ["--n-cpu-moe", str(s.n_cpu_moe)]
     if s.swa_full:
         args.append("--swa-full")
+    args += _spec_args(p, notes)
     return "\n".join(notes + [shlex.join(args)])
+
+
+def _spec_args(p, notes: list[str]) -> list[str]:
+    """llama-server's speculative decoding as the plan was sized with it (--spec): the model's own MTP tensors with
+    --spec-type draft-mtp and --spec-draft-n-max k (llama.cpp PR #22673, merged 2026-05-16, beta; for qwen35,
+    qwen35moe, step35, cohere2moe and glm-dsa GGUFs), or a draft model's file with -md."""
+    spec = p.inputs.spec
+    if spec is None:
+        return []
+    if spec.draft is None:
+        notes.append("# --spec-type draft-mtp needs a GGUF that kept the MTP tensors (some quants leave them out) "
+                     "and a llama-server built after 2026-05-16")
+        return ["--spec-type", "draft-mtp", "--spec-draft-n-max", str(spec.k)]
+    name = f"{spec.draft.id}-{p.fmt.id.removeprefix('gguf-').upper()}.gguf"
+    notes.append(f"# {name}: put the path of the draft model's GGUF here")
+    return ["-md", name, "--spec-draft-n-max", str(spec.k)]
 
 
 def ollama_modelfile(p, led, local_path: str | None = None) -> str:

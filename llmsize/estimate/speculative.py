@@ -101,7 +101,8 @@ def check_spec(spec: Spec, model: ModelSpec) -> None:
     d = spec.draft
     if d is None:
         if mtp_module(model) is None:
-            raise InvalidValueError(f"--spec mtp: {model.name} has no multi-token-prediction module in the catalog.",
+            raise InvalidValueError(f"--spec mtp: {model.name} has no multi-token-prediction module (none among "
+                                    "its extra parameters, as its entry or config.json gives them).",
                                     "Use a draft model instead: --spec draft=MODEL,k=4,accept=0.7.")
         return
     if d.id == model.id:

@@ -15,7 +15,7 @@ from llmsize.estimate.expected import vulkan_bf16_experts
 from llmsize.estimate.kernels import MATMUL_PRECISION, fp32_stands_in
 from llmsize.estimate.plan import Plan, PlanInputs, make_plan
 from llmsize.estimate.quant import KV_DTYPE_ALIASES, KV_DTYPE_BYTES, quant_format
-from llmsize.estimate.runtime_model import text_model, towers_left_out
+from llmsize.estimate.runtime_model import held_model
 from llmsize.estimate.runtimes import (
     CDNA3_TARGETS,
     backend,
@@ -523,8 +523,7 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
                         context_tokens=row.context_tokens, batch=row.batch,
                         prompt_tokens=row.prompt_length if row.kind == "prefill" else None, tp=tp, pp=pp,
                         gpu_util=0.99, overhead_bytes=0.0)
-    if towers_left_out(runtime, model):  # a GGUF's or mlx-lm's text model (runtime_model.TEXT_ONLY)
-        model = text_model(model)
+    model = held_model(runtime, model)  # a GGUF's or mlx-lm's text model (runtime_model.TEXT_ONLY)
     try:
         plan = make_plan(model, gpu, inputs, search_fit=False)
     except LlmsizeError as e:

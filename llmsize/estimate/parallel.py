@@ -126,9 +126,7 @@ def shard_model(model: ModelSpec, tp: int = 1, pp: int = 1) -> ModelSpec:
                                    "mlp": _shard_mlp(g.mlp, tp)}) for g in model.layer_groups]
     # a vision tower is split as the decoder is: vLLM shards its linears over the tensor-parallel cards unless told
     # --mm-encoder-tp-mode data, which "consumes additional memory" (vllm-project/recipes Qwen/Qwen3.5.md)
-    extra = [x.model_copy(update={"params": math.ceil(x.params / tp),
-                                  "draft_params": None if x.draft_params is None else math.ceil(x.draft_params / tp)})
-             for x in model.extra] if tp > 1 else model.extra
+    extra = [x.model_copy(update={"params": math.ceil(x.params / tp)}) for x in model.extra] if tp > 1 else model.extra
     return model.model_copy(update={
         "vocab_size": math.ceil(model.vocab_size / tp),
         "layer_groups": groups,

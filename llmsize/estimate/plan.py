@@ -47,7 +47,7 @@ from llmsize.estimate.params import (
 )
 from llmsize.estimate.prefill import Prefill, prefill_time, unfused_scores_bytes
 from llmsize.estimate.quant import FORMATS, LLAMACPP_KV_TYPES, QuantFormat, kv_dtype_bytes, quant_format
-from llmsize.estimate.runtime_model import departure, kv_read_factor, run_model, text_model, towers_left_out
+from llmsize.estimate.runtime_model import departure, held_model, kv_read_factor, run_model, towers_left_out
 from llmsize.estimate.speculative import Spec, SpecDecode, check_spec, speculate
 from llmsize.estimate.speed import is_ternary
 from llmsize.estimate.unified import usable_memory
@@ -288,7 +288,7 @@ def smallest_fit(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs, exact=None)
     # (under llama.cpp: its layer split before a row split)
     options = sorted(((tp, pp) for tp in TP_CHOICES for pp in PP_CHOICES if tp * pp > 1),
                      key=lambda c: (c[0] * c[1], c[0] > inputs.gpus_per_node, c[0] if layers_first else c[1]))
-    total = weight_bytes(text_model(model) if towers_left_out(runtime, model) else model, fmt, scope).bytes_total
+    total = weight_bytes(held_model(runtime, model), fmt, scope).bytes_total
     room = usable_memory(gpu, inputs.wired_limit_bytes).bytes * inputs.gpu_util - overhead_of(inputs)
     for tp, pp in options:
         if total / (tp * pp) > room:  # even a perfect split would not fit: skip the full plan
@@ -338,8 +338,8 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     notes = list(notes or []) + ([why] if why else [])
     why_out = towers_left_out(runtime, model)
     towers = [x for x in model.extra if x.loaded] if why_out else []
-    if towers:  # a text-only runtime: the towers stay out of memory
-        model = text_model(model)
+    model = held_model(runtime, model)  # a text-only runtime: the towers stay out of memory
+    if towers:
         notes.append(f"not in the weights above: {' and '.join(x.name for x in towers)}, "
                      f"{sum(x.params for x in towers) / 1e9:,.2f} B parameters ({why_out})")
     # (a GGUF mix holds the text model alone, whatever the runtime: gguf_mix)

@@ -111,6 +111,12 @@ def towers_left_out(runtime: str, model: ModelSpec) -> str | None:
     return TEXT_ONLY.get(runtime) if any(x.loaded for x in model.extra) else None
 
 
+def held_model(runtime: str, model: ModelSpec) -> ModelSpec:
+    """The model as `runtime` holds it in memory: its text model under a text-only runtime (TEXT_ONLY), else
+    itself."""
+    return text_model(model) if towers_left_out(runtime, model) else model
+
+
 @by_identity()
 def text_model(model: ModelSpec) -> ModelSpec:
     """The model as a text-only runtime holds it (TEXT_ONLY): every extra out of memory; one object per model, as

@@ -100,7 +100,12 @@ def gemma4_vision_params(c: ConfigReader, text_hidden: int) -> int:
     return 2 * table * h + 3 * p * p * h + layers * layer + h * text_hidden
 
 
-LOADED_NOTE = "loaded by default (vLLM: --language-model-only leaves it out); not read when decoding text"
+def _tower(name: str, params: int, modules: str) -> dict:
+    """A vision tower's `extra` entry: loaded by default (vLLM: --language-model-only leaves it out), not read when
+    decoding text, outside a config-only count's official figure."""
+    return {"name": f"{name} (vision_config)", "params": params, "in_official_count": False,
+            "note": f"counted from vision_config's shapes (transformers {modules}); loaded by default (vLLM: "
+                    "--language-model-only leaves it out); not read when decoding text"}
 
 
 MAX_EXTRA_PARAMS = 10**16  # ExtraParams.params's bound: beyond it, shapes no checkpoint has
@@ -130,29 +135,22 @@ def vision_tower_entry(raw: dict, text_hidden: int, where: str) -> dict | None:
     if model_type == "gemma4":  # a tower of clipped linears, or one beside an audio tower, is not counted here
         if vision.get("use_clipped_linears") or raw.get("audio_config") is not None:
             return None
-        params = gemma4_vision_params(ConfigReader(vision, {}, at), text_hidden)
-        return {"name": "vision tower + embedder (vision_config)", "params": params, "in_official_count": False,
-                "note": "counted from vision_config's shapes (transformers Gemma4VisionModel, "
-                        "Gemma4MultimodalEmbedder); " + LOADED_NOTE}
+        return _tower("vision tower + embedder", gemma4_vision_params(ConfigReader(vision, {}, at), text_hidden),
+                      "Gemma4VisionModel, Gemma4MultimodalEmbedder")
     if model_type == "llama4":
         params = llama4_vision_params(ConfigReader(vision, LLAMA4_VISION_DEFAULTS, at, omittable=CORE), text_hidden)
-        return {"name": "vision tower + projector (vision_config)", "params": params, "in_official_count": False,
-                "note": "counted from vision_config's shapes (transformers Llama4VisionModel, "
-                        "Llama4MultiModalProjector); " + LOADED_NOTE}
+        return _tower("vision tower + projector", params, "Llama4VisionModel, Llama4MultiModalProjector")
     if model_type == "gemma3":
         params = siglip_gemma3_params(ConfigReader(vision, SIGLIP_DEFAULTS, at, omittable=CORE), text_hidden)
-        return {"name": "SigLIP vision tower + multimodal projector (vision_config)", "params": params,
-                "in_official_count": False, "note": "counted from vision_config's shapes (transformers "
-                "SiglipVisionModel, Gemma3MultiModalProjector); " + LOADED_NOTE}
+        return _tower("SigLIP vision tower + multimodal projector", params,
+                      "SiglipVisionModel, Gemma3MultiModalProjector")
     c = ConfigReader(vision, VISION_DEFAULTS[model_type], at, omittable=CORE)
     out = c.get("out_hidden_size")
     if out != text_hidden:  # the merger feeds the text model (an absent field's class default 3584 need not)
         said = "given" if "out_hidden_size" in vision else "transformers' default, the field being absent"
         raise ConfigError(f"{at}: out_hidden_size is {out} ({said}), not the text model's hidden_size {text_hidden}: "
                           "its merger could not feed the text model.", "Fix the config.json's vision_config.")
-    params = qwen_vision_params(c)
-    return {"name": "vision tower + merger (vision_config)", "params": params, "in_official_count": False,
-            "note": "counted from vision_config's shapes (transformers Qwen3VLVisionModel); " + LOADED_NOTE}
+    return _tower("vision tower + merger", qwen_vision_params(c), "Qwen3VLVisionModel")
 
 
 def _layer_params(layer: dict, hidden: int) -> int:

@@ -158,6 +158,29 @@ def test_an_mtp_draft_reads_the_lm_head_beside_its_block(catalog):
     assert mtp_step_s(1.0, m) == pytest.approx(1 / 61)  # without the weights: a mean layer
 
 
+def test_an_mtp_draft_step_reads_its_block_in_the_bits_the_module_is_stored_in(catalog):
+    """Beside NVFP4 weights the module is BF16 (module_bits), so its draft step reads its block at 16 bits a weight,
+    not the target's 4.5: by hand, (mean block x 16 / 4.5 + lm_head) / the step's read; beside FP8 weights the module
+    is FP8 and the step is the mean block's, as before."""
+    from llmsize.estimate.plan import PlanInputs, make_plan
+    from llmsize.estimate.quant import quant_format
+    from llmsize.estimate.speculative import mtp_step_s
+
+    m = catalog.model("qwen3.6-35b-a3b")
+    nvfp4 = quant_format("nvfp4")
+    p = make_plan(m, catalog.gpu("rtx5090"), PlanInputs(quant="nvfp4"), search_fit=False)
+    total, head = p.weights.bytes_read_per_token, p.weights.read_bytes_per_token["lm_head"]
+    block = (total - head) / m.num_layers
+    wide = mtp_step_s(1.0, m, p.weights, nvfp4)
+    assert wide == pytest.approx((block * 16 / 4.5 + head) / total)
+    # the BF16 lm_head (248,320 x 2,048 x 2 B = 1.02 GB) is most of a draft step's read: 0.43 of the target's step
+    # with the mean NVFP4 block, 0.47 with it in BF16
+    assert mtp_step_s(1.0, m, p.weights) == pytest.approx(0.435, abs=0.002)
+    assert wide == pytest.approx(0.472, abs=0.002)
+    fp8 = make_plan(m, catalog.gpu("h100"), PlanInputs(quant="fp8"), search_fit=False)
+    assert mtp_step_s(1.0, m, fp8.weights, quant_format("fp8")) == pytest.approx(mtp_step_s(1.0, m, fp8.weights))
+
+
 def test_the_launch_line_carries_the_speculative_decoding_it_was_sized_with(run_cli):
     """plan --spec ... --emit gives the engine's own flags for it (vLLM's --speculative-config, SGLang's EAGLE chain,
     as fleet --emit does; a new user's pass found them dropped) and, as the most sequences, what the cache holds

@@ -136,7 +136,7 @@ def replica_timing(plan, runtime: str, constants, prefill_tokens: int, spec: Spe
         verify = verify_step(plan.decode_model, b, spec.k)
         t = decode_step_time_s(step_inputs(plan, verify, runtime), constants)
         draft = (step_s(draft_plan, b) if draft_plan is not None
-                 else mtp_step_s(step_s(plan, b), plan.decode_model.model, plan.weights))
+                 else mtp_step_s(step_s(plan, b), plan.decode_model.model, plan.weights, plan.fmt))
         return time_per_token_s(t, draft, spec)
 
     pre_in = prefill_inputs(plan, runtime)

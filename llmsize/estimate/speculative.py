@@ -124,17 +124,21 @@ def verify_step(dm, batch: int, k: int):
                    memory_time_s=(wide.weight_bytes + one.kv_bytes) / dm.gpu.bandwidth_bytes_per_s)
 
 
-def mtp_step_s(target_step_s: float, model: ModelSpec, weights=None) -> float:
+def mtp_step_s(target_step_s: float, model: ModelSpec, weights=None, fmt=None) -> float:
     """An MTP draft step: one block like the target's and, to turn its hidden state into the drafted token, the
     target's lm_head (DeepSeek-V3's MTP module shares it: technical report, section 2.2), so the step's share of the
     target's is (the mean block's read + the lm_head's) / the target's read per token (weights.WeightBytes); 1 /
     layers of the target's step where the weights are not given. DeepSeek-V3 in FP8: 1.85 GB of BF16 lm_head
-    beside a mean block's 0.59 GB of the 37.67 GB read a token, 2.44 GB where 1 / 61 of the read is 0.62 GB: ~4x."""
+    beside a mean block's 0.59 GB of the 37.67 GB read a token, 2.44 GB where 1 / 61 of the read is 0.62 GB: ~4x.
+    The block is read in the bits the module is stored in (module_bits, given the target's format `fmt`): beside
+    NVFP4 weights a BF16 module's block reads 16 / 4.5 of the mean block's NVFP4 bytes (the whole block scaled,
+    its unquantized norms included: a few per cent high)."""
     if weights is None or not weights.bytes_read_per_token:
         return target_step_s / model.num_layers
     total = weights.bytes_read_per_token
     head = weights.read_bytes_per_token.get("lm_head", 0.0)
-    return target_step_s * ((total - head) / model.num_layers + head) / total
+    wider = module_bits(fmt) / float(fmt.bits_per_weight) if fmt is not None else 1.0
+    return target_step_s * ((total - head) / model.num_layers * wider + head) / total
 
 
 def time_per_token_s(verify_s: float, draft_step_s: float, spec: Spec) -> float:
@@ -218,7 +222,7 @@ def speculate(plan, spec: Spec, draft_plan=None) -> SpecDecode:
     verify = verify_step(dm, 1, spec.k)
     target_s = 1.0 / plan.decode_ceiling_tok_s
     draft_s = (1.0 / draft_plan.decode_ceiling_tok_s if draft_plan is not None
-               else mtp_step_s(target_s, dm.model, plan.weights))
+               else mtp_step_s(target_s, dm.model, plan.weights, plan.fmt))
     verify_s = verify.memory_time_s + verify.comm_time_s
     ceiling = 1.0 / time_per_token_s(verify_s, draft_s, spec)
     weights, kv = draft_memory(plan, spec, draft_plan)

@@ -12,7 +12,7 @@ COMPONENT_LABELS = {
     "embedding": "embedding", "per_layer_embedding": "per-layer embedding", "lm_head": "lm_head",
     "attention": "attention", "mlp": "MLP",
     "experts": "routed experts", "shared_experts": "shared experts", "router": "routers", "ssm": "SSM / linear attn",
-    "norms": "norms & small", "extra": "extra (vision, MTP)", "other": "other tensors",
+    "norms": "norms & small", "extra": "extra (vision, audio)", "other": "other tensors",
 }
 
 

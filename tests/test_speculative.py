@@ -231,3 +231,61 @@ def test_llama_server_line_drafts_as_the_plan_was_sized(run_cli):
                              "draft=llama-3.2-1b,k=4,accept=0.7", "--emit", "llama-server")
     assert code == 0, err
     assert "-md llama-3.2-1b-Q4_K_M.gguf --spec-draft-n-max 4" in out
+
+
+def test_mtp_under_a_runtime_that_cannot_draft_with_it_is_refused(run_cli):
+    """mlx-lm drops a model's MTP layers as it loads (its sanitize filters "mtp."; mlx-lm @d78bf58e) and drafts only
+    with --draft-model; llama.cpp's converter drops DeepSeek-V3's MTP layer (conversion/deepseek.py skip_mtp), so
+    no GGUF runtime has one to draft with. Each refusal names the runtime and what to do; vLLM drafts with both."""
+    for model, gpu, extra, runtime, words in (
+            ("qwen3.6-27b", "h100", ["--quant", "mlx-4bit"], "mlx", "mlx-lm drops the model's MTP layers"),
+            ("deepseek-v3", "h200", ["--tp", "8", "--quant", "gguf-q4_k_m"], "llamacpp",
+             "converter drops DeepSeek-V3's MTP layer"),
+            ("deepseek-v3", "h200", ["--tp", "8", "--quant", "gguf-q4_k_m"], "ollama",
+             "converter drops DeepSeek-V3's MTP layer")):
+        code, out, err = run_cli("plan", model, "--gpu", gpu, *extra, "--runtime", runtime, "--spec", "mtp=1")
+        assert code == 2 and out == "", (runtime, err)
+        assert f"--spec mtp=1,accept=0.85 under {runtime}: " in err and words in err, err
+        assert "--spec draft=MODEL" in err and "Traceback" not in err
+    assert _plan(run_cli, "deepseek-v3", "--gpu", "h200", "--tp", "8", "--runtime", "vllm", "--spec", "mtp=1")[
+        "speculative"]["tokens_per_pass"] > 1
+
+
+def test_a_gguf_runtime_says_how_it_is_told_to_draft_with_mtp(run_cli):
+    """llama-server needs --spec-type draft-mtp, Ollama PARAMETER draft_num_predict (docs/modelfile.mdx: "embedded
+    MTP tensors require setting this parameter"), LM Studio MTP turned on at load: each plan says its own, with the
+    plan's k; a family llama.cpp builds no MTP graph for is said to be unchecked, not refused."""
+    for runtime, words in (("llamacpp", "--spec-type draft-mtp --spec-draft-n-max 2"),
+                           ("ollama", "PARAMETER draft_num_predict 2"),
+                           ("lmstudio", "MTP is turned on as the model loads")):
+        notes = " ".join(_plan(run_cli, "qwen3.6-27b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--runtime",
+                               runtime, "--spec", "mtp=2")["notes"])
+        assert words in notes, (runtime, notes)
+        assert "the file must have kept them" in notes
+    vllm = " ".join(_plan(run_cli, "qwen3.6-27b", "--gpu", "h100", "--runtime", "vllm", "--spec", "mtp=2")["notes"])
+    assert "draft-mtp" not in vllm and "draft_num_predict" not in vllm
+
+
+def test_the_lever_table_offers_mtp_only_where_the_runtime_drafts_with_it(run_cli):
+    """Under mlx-lm the lever table does not try the MTP module (its plan would be refused); under vLLM it does."""
+    def spec_rows(*args):
+        code, out, err = run_cli("plan", "qwen3.6-27b", "--gpu", "h100", *args, "--levers", "--json")
+        assert code == 0, err
+        return [r["name"] for r in json.loads(out)["levers"] if r["name"].startswith("speculative decoding")]
+
+    assert spec_rows("--runtime", "vllm") == ["speculative decoding (mtp=1,accept=0.85)"]
+    assert not any("mtp=" in name for name in spec_rows("--quant", "mlx-4bit", "--runtime", "mlx"))
+
+
+def test_the_ollama_modelfile_carries_the_speculative_decoding_it_was_sized_with(run_cli):
+    """--emit ollama with --spec: PARAMETER draft_num_predict k (the MTP tensors are drafted with only when it is
+    set), and a draft model's file with the Modelfile's DRAFT command (ollama parser/parser.go)."""
+    code, out, err = run_cli("plan", "qwen3.6-27b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--spec", "mtp=2",
+                             "--emit", "ollama")
+    assert code == 0, err
+    assert "PARAMETER draft_num_predict 2" in out.splitlines() and "DRAFT" not in out
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--spec",
+                             "draft=llama-3.2-1b,k=4,accept=0.7", "--emit", "ollama")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert "DRAFT llama-3.2-1b-Q4_K_M.gguf" in lines and "PARAMETER draft_num_predict 4" in lines

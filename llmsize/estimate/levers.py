@@ -274,7 +274,7 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
             "tiles (Dao et al. 2022); vLLM, SGLang and TensorRT-LLM always run it, llama.cpp with -fa on, Ollama "
             "with OLLAMA_FLASH_ATTENTION=1", replace(inputs, flash_attn=True),
             figure if figure in ("kv_budget_gb", "sequences") else "kv_budget_gb")
-    spec = suggested_spec(plan.model, models) if inputs.spec is None and plan.budget.weights_fit else None
+    spec = suggested_spec(plan.model, models, runtime) if inputs.spec is None and plan.budget.weights_fit else None
     if spec is not None:
         add(f"speculative decoding ({spec.label})", "memory bandwidth (tokens per pass over the weights)",
             spec_caveat(spec), replace(inputs, spec=spec), "tok_s")

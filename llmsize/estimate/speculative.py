@@ -116,6 +116,68 @@ def check_spec(spec: Spec, model: ModelSpec) -> None:
                                 "Pick a draft of the same family (e.g. Llama 3.2 1B for Llama 3.1).")
 
 
+# model families (config.json model_type, less a `_text` suffix) whose GGUF llama.cpp drafts from with its own MTP
+# tensors, --spec-type draft-mtp (llama.cpp @0c1e57098: src/models/*.cpp build a graph_mtp for qwen35, qwen35moe,
+# qwen3next, glm4-moe, deepseek2 (GLM-4.7-Flash, PR #24868), glm-dsa (GLM-5.x, PR #25980), deepseek32 (PR #26457))
+LLAMACPP_MTP_FAMILIES = ("qwen3_5", "qwen3_5_moe", "qwen3_next", "glm4_moe", "glm4_moe_lite", "glm_moe_dsa",
+                         "deepseek_v32")
+# families whose GGUF has no MTP tensors to draft with: llama.cpp's converter drops DeepSeek-V3's
+# (conversion/deepseek.py: "remove this when we support MTP for deepseek models", skip_mtp = True)
+LLAMACPP_MTP_DROPPED = ("deepseek_v3",)
+GGUF_RUNTIMES = ("llamacpp", "ollama", "lmstudio")
+# how a GGUF runtime is told to draft with the file's MTP tensors
+GGUF_MTP_SWITCH = {
+    "llamacpp": "llama-server drafts with a GGUF's MTP tensors given --spec-type draft-mtp --spec-draft-n-max {k} "
+                "(PR #22673)",
+    "ollama": "Ollama drafts with a GGUF's MTP tensors only given PARAMETER draft_num_predict {k} in the Modelfile "
+              "(docs/modelfile.mdx, ollama @fb307609)",
+    "lmstudio": "LM Studio's llama.cpp engine (2.15.0 and later) drafts with a GGUF's MTP tensors where MTP is turned "
+                "on as the model loads (lmstudio-bug-tracker #1924, 2026-05-20)",
+}
+
+
+def mtp_family(model: ModelSpec) -> str:
+    """The model's family as the MTP tables name it: config.json's model_type less a `_text` suffix (qwen3_5_text,
+    a Qwen3.5 entry's text model, is qwen3_5)."""
+    return model.family.lower().removesuffix("_text")
+
+
+def mtp_drafting(runtime: str | None, model: ModelSpec, k: int = 1) -> tuple[str | None, str | None]:
+    """(why `runtime` cannot draft with `model`'s own MTP module, how it drafts with it): one of the two is None,
+    or both where nothing is known to say. mlx-lm drops the module as it loads (its models' sanitize: qwen3_5.py
+    filters "mtp.", deepseek_v3.py the layer past the last; mlx-lm @d78bf58e, 2026-08-22) and drafts only with a
+    separate --draft-model; a GGUF runtime drafts with the file's MTP tensors for the families llama.cpp builds an
+    MTP graph for (LLAMACPP_MTP_FAMILIES), and has none to draft with where the converter drops them; `k` the
+    tokens it drafts a pass."""
+    family = mtp_family(model)
+    if runtime == "mlx":
+        return ("mlx-lm drops the model's MTP layers as it loads (its sanitize, mlx_lm/models: qwen3_5.py, "
+                "deepseek_v3.py, glm4_moe.py) and drafts only with a separate --draft-model"), None
+    if runtime not in GGUF_RUNTIMES:
+        return None, None
+    if family in LLAMACPP_MTP_DROPPED:
+        return (f"llama.cpp's converter drops {model.name}'s MTP layer (conversion/deepseek.py: skip_mtp), so its "
+                "GGUF files have none to draft with"), None
+    if family not in LLAMACPP_MTP_FAMILIES:
+        return None, (f"llama.cpp drafts with a GGUF's MTP tensors for {', '.join(LLAMACPP_MTP_FAMILIES)}; "
+                      f"whether it does for {family} is not checked here")
+    return None, (f"{GGUF_MTP_SWITCH[runtime].format(k=k)}; the file must have kept them (convert_hf_to_gguf.py "
+                  "--no-mtp leaves them out)")
+
+
+def check_mtp_runtime(spec: Spec | None, runtime: str | None, model: ModelSpec) -> str | None:
+    """Refuse --spec mtp under a runtime that cannot draft with the model's MTP module; else the note saying how
+    the runtime is told to (None: nothing to say, or no MTP spec)."""
+    if spec is None or spec.draft is not None:
+        return None
+    why, how = mtp_drafting(runtime, model, spec.k)
+    if why:
+        raise InvalidValueError(f"--spec {spec.label} under {runtime}: {why}.",
+                                "Use a draft model (--spec draft=MODEL,k=4,accept=0.7), or a runtime that drafts "
+                                "with it (--runtime vllm or sglang).")
+    return how
+
+
 def verify_step(dm, batch: int, k: int):
     """The target's verify pass for `batch` sequences of k proposed tokens each (a decode.DecodeStep): weights and
     FLOPs as for batch x (k + 1) tokens, each sequence's cache read once."""
@@ -246,11 +308,11 @@ def family_root(model: ModelSpec) -> str:
     return model.family.split("_")[0]
 
 
-def suggested_spec(model: ModelSpec, models) -> Spec | None:
-    """What the lever table tries: the model's own MTP module at MTP_ACCEPT, else the smallest catalog model of
+def suggested_spec(model: ModelSpec, models, runtime: str | None = None) -> Spec | None:
+    """What the lever table tries: the model's own MTP module at MTP_ACCEPT where `runtime` drafts with it, else the smallest catalog model of
     its family with its vocabulary and at most 1/DRAFT_SIZE_RATIO of its parameters, k = DRAFT_K at DRAFT_ACCEPT;
     None when neither exists."""
-    if mtp_module(model) is not None:
+    if mtp_module(model) is not None and mtp_drafting(runtime, model)[0] is None:
         return Spec(1, MTP_ACCEPT)
     drafts = [m for m in models if m.id != model.id and m.vocab_size == model.vocab_size
               and family_root(m) == family_root(model)

@@ -1,7 +1,8 @@
 """The llama-server command line and the Ollama Modelfile a llama.cpp ledger (estimate/llamacpp_memory.py)
 corresponds to. llama-server's flags (tools/server/README.md): -m, -c, -ngl, -np, -kvu, -ctk, -ctv, -fa on|off,
 -b, -ub, --n-cpu-moe / --cpu-moe, --swa-full, -md, --spec-type, --spec-draft-n-max. Ollama (docs/modelfile.md,
-docs/faq.md): PARAMETER num_ctx (per slot) and num_gpu (layers on the GPU) in the Modelfile; OLLAMA_NUM_PARALLEL,
+docs/faq.md): PARAMETER num_ctx (per slot), num_gpu (layers on the GPU) and draft_num_predict, and DRAFT (a draft
+model's file) in the Modelfile; OLLAMA_NUM_PARALLEL,
 OLLAMA_FLASH_ATTENTION and OLLAMA_KV_CACHE_TYPE (one type for K and V, which needs flash attention) in the server's
 environment."""
 
@@ -61,8 +62,8 @@ def llama_server_command(p, led, local_path: str | None = None) -> str:
 
 def _spec_args(p, notes: list[str]) -> list[str]:
     """llama-server's speculative decoding as the plan was sized with it (--spec): the model's own MTP tensors with
-    --spec-type draft-mtp and --spec-draft-n-max k (llama.cpp PR #22673, merged 2026-05-16, beta; for qwen35,
-    qwen35moe, step35, cohere2moe and glm-dsa GGUFs), or a draft model's file with -md."""
+    --spec-type draft-mtp and --spec-draft-n-max k (llama.cpp PR #22673, merged 2026-05-16; the families
+    speculative.LLAMACPP_MTP_FAMILIES lists), or a draft model's file with -md."""
     spec = p.inputs.spec
     if spec is None:
         return []
@@ -75,6 +76,20 @@ def _spec_args(p, notes: list[str]) -> list[str]:
     return ["-md", name, "--spec-draft-n-max", str(spec.k)]
 
 
+def _ollama_spec_lines(p) -> list[str]:
+    """Ollama's speculative decoding as the plan was sized with it (--spec): a draft model's file with the
+    Modelfile's DRAFT command (parser/parser.go), and the tokens drafted a step, PARAMETER draft_num_predict k, which
+    the model's embedded MTP tensors need to be drafted with at all (docs/modelfile.mdx; ollama @fb307609)."""
+    spec = p.inputs.spec
+    if spec is None:
+        return []
+    if spec.draft is None:
+        return [f"PARAMETER draft_num_predict {spec.k}"]
+    name = f"{spec.draft.id}-{p.fmt.id.removeprefix('gguf-').upper()}.gguf"
+    return [f"# {name}: put the path of the draft model's GGUF here", f"DRAFT {name}",
+            f"PARAMETER draft_num_predict {spec.k}"]
+
+
 def ollama_modelfile(p, led, local_path: str | None = None) -> str:
     s = led.settings
     path, notes = _model_path(p, local_path)
@@ -84,6 +99,7 @@ def ollama_modelfile(p, led, local_path: str | None = None) -> str:
                      f"PARAMETER num_gpu {led.gpu_layers}"]
     if s.ubatch_size != 512:  # Ollama's num_batch sets llama.cpp's batch and ubatch (default 512)
         lines.append(f"PARAMETER num_batch {s.ubatch_size}")
+    lines += _ollama_spec_lines(p)
     env = [f"OLLAMA_NUM_PARALLEL={s.parallel}"]
     if s.flash_attn:
         env.append("OLLAMA_FLASH_ATTENTION=1")

@@ -314,6 +314,31 @@ class LayerGroup(Strict):
         return self
 
 
+Width = Annotated[int, Field(strict=True, gt=0, le=2**20)]
+
+
+class VisionEncoder(Strict):
+    """A vision tower's shape as an image encoder runs it (its config.json vision_config): what llama.cpp's mmproj
+    sizes its compute buffer by (estimate/mmproj.py)."""
+
+    kind: Literal["siglip", "qwen_vl", "gemma4", "llama4"] = Field(description=(
+        "the tower's design: Gemma 3's SigLIP, Qwen3-VL / Qwen3.5's, Gemma 4's, Llama 4's; it sets the image "
+        "llama.cpp warms the encoder up with"))
+    hidden_size: Width
+    intermediate_size: Width
+    num_heads: Width
+    patch_size: Width
+    image_size: Width | None = Field(None, description="pixels a side of the native image (siglip, llama4)")
+    merge: Width = Field(1, description="patches merged a side into one token (spatial_merge_size, "
+                                        "pooling_kernel_size)")
+
+    @model_validator(mode="after")
+    def _native_size(self):
+        if self.kind in ("siglip", "llama4") and self.image_size is None:
+            raise ValueError(f"a {self.kind} encoder needs image_size (its native image, pixels a side)")
+        return self
+
+
 class ExtraParams(Strict):
     """Parameters outside the decoder stack (vision tower, MTP head). Stored, never read per token."""
 
@@ -326,6 +351,7 @@ class ExtraParams(Strict):
     draft_params: int | None = Field(None, strict=True, ge=0, le=10**16, description=(
         "of an MTP module, the parameters an engine loads to draft with it, where it takes some from the target "
         "(vLLM shares the target's embedding and lm_head with an MTP draft); None: all of params"))
+    encoder: VisionEncoder | None = Field(None, description="of a vision tower, its shape as an image encoder")
     note: str | None = None
 
 

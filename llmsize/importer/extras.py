@@ -10,7 +10,8 @@ from llmsize.importer.config_fields import CORE, ConfigError, ConfigReader
 
 # transformers Qwen3VLVisionConfig / Qwen3VLMoeVisionConfig (deepstack after blocks 8, 16 and 24) and
 # Qwen3_5VisionConfig / Qwen3_5MoeVisionConfig (no deepstack) defaults, keyed by the wrapper's model_type
-_VISION = {"depth": 27, "hidden_size": 1152, "intermediate_size": 4304, "in_channels": 3, "patch_size": 16,
+_VISION = {"depth": 27, "hidden_size": 1152, "intermediate_size": 4304, "num_heads": 16, "in_channels": 3,
+           "patch_size": 16,
            "temporal_patch_size": 2, "spatial_merge_size": 2, "out_hidden_size": 3584,
            "num_position_embeddings": 2304}
 VISION_DEFAULTS = {"qwen3_vl": {**_VISION, "deepstack_visual_indexes": [8, 16, 24]},
@@ -41,7 +42,8 @@ def qwen_vision_params(c: ConfigReader) -> int:
 
 
 # transformers SiglipVisionConfig defaults (Gemma3Config's vision_config when none is given)
-SIGLIP_DEFAULTS = {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12, "num_channels": 3,
+SIGLIP_DEFAULTS = {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12, "num_attention_heads": 12,
+                   "num_channels": 3,
                    "image_size": 224, "patch_size": 16, "vision_use_head": True}
 
 
@@ -62,7 +64,8 @@ def siglip_gemma3_params(c: ConfigReader, text_hidden: int) -> int:
 
 
 # transformers Llama4VisionConfig defaults
-LLAMA4_VISION_DEFAULTS = {"hidden_size": 768, "intermediate_size": 5632, "num_hidden_layers": 34, "num_channels": 3,
+LLAMA4_VISION_DEFAULTS = {"hidden_size": 768, "intermediate_size": 5632, "num_hidden_layers": 34,
+                          "num_attention_heads": 16, "num_channels": 3,
                           "image_size": 448, "patch_size": 14, "projector_input_dim": 4096,
                           "projector_output_dim": 4096, "vision_output_dim": 7680}
 
@@ -100,10 +103,16 @@ def gemma4_vision_params(c: ConfigReader, text_hidden: int) -> int:
     return 2 * table * h + 3 * p * p * h + layers * layer + h * text_hidden
 
 
-def _tower(name: str, params: int, modules: str) -> dict:
+def _tower(name: str, params: int, modules: str, c: ConfigReader, kind: str, heads: str, **shape) -> dict:
     """A vision tower's `extra` entry: loaded by default (vLLM: --language-model-only leaves it out), not read when
-    decoding text, outside a config-only count's official figure."""
+    decoding text, outside a config-only count's official figure; with its shape as an image encoder (the
+    catalog's VisionEncoder: `heads` the config's name for its attention heads, `shape` the rest of its fields)
+    where the config gives it all."""
+    encoder = {"kind": kind, "hidden_size": c.get("hidden_size"), "intermediate_size": c.get("intermediate_size"),
+               "num_heads": c.get(heads), "patch_size": c.get("patch_size"), **shape}
+    whole = all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for k, v in encoder.items() if k != "kind")
     return {"name": f"{name} (vision_config)", "params": params, "in_official_count": False,
+            **({"encoder": encoder} if whole else {}),
             "note": f"counted from vision_config's shapes (transformers {modules}); loaded by default (vLLM: "
                     "--language-model-only leaves it out); not read when decoding text"}
 
@@ -135,22 +144,28 @@ def vision_tower_entry(raw: dict, text_hidden: int, where: str) -> dict | None:
     if model_type == "gemma4":  # a tower of clipped linears, or one beside an audio tower, is not counted here
         if vision.get("use_clipped_linears") or raw.get("audio_config") is not None:
             return None
-        return _tower("vision tower + embedder", gemma4_vision_params(ConfigReader(vision, {}, at), text_hidden),
-                      "Gemma4VisionModel, Gemma4MultimodalEmbedder")
+        c = ConfigReader(vision, {}, at)
+        return _tower("vision tower + embedder", gemma4_vision_params(c, text_hidden),
+                      "Gemma4VisionModel, Gemma4MultimodalEmbedder", c, "gemma4", "num_attention_heads",
+                      merge=c.get("pooling_kernel_size"))
     if model_type == "llama4":
-        params = llama4_vision_params(ConfigReader(vision, LLAMA4_VISION_DEFAULTS, at, omittable=CORE), text_hidden)
-        return _tower("vision tower + projector", params, "Llama4VisionModel, Llama4MultiModalProjector")
+        c = ConfigReader(vision, LLAMA4_VISION_DEFAULTS, at, omittable=CORE)
+        return _tower("vision tower + projector", llama4_vision_params(c, text_hidden),
+                      "Llama4VisionModel, Llama4MultiModalProjector", c, "llama4", "num_attention_heads",
+                      image_size=c.get("image_size"))
     if model_type == "gemma3":
-        params = siglip_gemma3_params(ConfigReader(vision, SIGLIP_DEFAULTS, at, omittable=CORE), text_hidden)
-        return _tower("SigLIP vision tower + multimodal projector", params,
-                      "SiglipVisionModel, Gemma3MultiModalProjector")
+        c = ConfigReader(vision, SIGLIP_DEFAULTS, at, omittable=CORE)
+        return _tower("SigLIP vision tower + multimodal projector", siglip_gemma3_params(c, text_hidden),
+                      "SiglipVisionModel, Gemma3MultiModalProjector", c, "siglip", "num_attention_heads",
+                      image_size=c.get("image_size"))
     c = ConfigReader(vision, VISION_DEFAULTS[model_type], at, omittable=CORE)
     out = c.get("out_hidden_size")
     if out != text_hidden:  # the merger feeds the text model (an absent field's class default 3584 need not)
         said = "given" if "out_hidden_size" in vision else "transformers' default, the field being absent"
         raise ConfigError(f"{at}: out_hidden_size is {out} ({said}), not the text model's hidden_size {text_hidden}: "
                           "its merger could not feed the text model.", "Fix the config.json's vision_config.")
-    return _tower("vision tower + merger", qwen_vision_params(c), "Qwen3VLVisionModel")
+    return _tower("vision tower + merger", qwen_vision_params(c), "Qwen3VLVisionModel", c, "qwen_vl", "num_heads",
+                  merge=c.get("spatial_merge_size"))
 
 
 def _layer_params(layer: dict, hidden: int) -> int:

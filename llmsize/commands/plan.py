@@ -57,6 +57,7 @@ from llmsize.options import (
     MaxBatchedTokensOpt,
     MaxModelLenOpt,
     MemoryGbOpt,
+    MmprojOpt,
     ModelArg,
     NCpuMoeOpt,
     NodeLinkOpt,
@@ -119,6 +120,7 @@ def plan(
     no_flash_attn: NoFlashAttnOpt = False,
     ubatch_size: UbatchOpt = 512,
     swa_full: SwaFullOpt = False,
+    mmproj: MmprojOpt = None,
     gpu_layers: GpuLayersOpt = None,
     n_cpu_moe: NCpuMoeOpt = 0,
     cpu_moe: CpuMoeOpt = False,
@@ -152,6 +154,7 @@ def plan(
     """
     from llmsize.estimate.kernels import check_fp4_kernel
     from llmsize.estimate.kv_policy import parse_kv_policy
+    from llmsize.estimate.mmproj import check_mmproj_type
     from llmsize.estimate.plan import PlanInputs, make_plan
     from llmsize.estimate.runtimes import check_backend
     from llmsize.estimate.speculative import parse_spec
@@ -162,6 +165,7 @@ def plan(
     fmt = one_format(as_json, fmt)
     check_backend(gpu_backend, runtime or engine)  # Vulkan under a runtime without one
     policy = parse_kv_policy(kv_policy)
+    mmproj = check_mmproj_type(mmproj)
     _refuse_option_pairs(emit, fmt, fp4_kernel, levers, kv_policy, no_flash_attn, flash_attn, prompt, context)
     flash_attn = "off" if no_flash_attn else flash_attn
     # the card, a calibrating run, the model
@@ -180,7 +184,7 @@ def plan(
         m = cat.model(model)
     # the engine whose ledger is planned, the context, the runtime the plan is sized for
     llama_given = _llama_options_given(gpu_layers, n_cpu_moe, cpu_moe, fit, parallel, kv_unified, cache_type_k,
-                                       cache_type_v, ubatch_size, swa_full)
+                                       cache_type_v, ubatch_size, swa_full, mmproj)
     serving_given = _serving_options_given(engine_version, block_size, non_torch_gib, cudagraph_gib,
                                            max_num_batched_tokens, max_model_len, emit)
     engine, note, engine_flag = _ledger_engine(emit, engine, tp * (pp or 1) * (nodes or 1) > 1, llama_given,
@@ -212,7 +216,7 @@ def plan(
     llama_options = None
     if engine in ("llamacpp", "ollama"):  # the ledger planned, and the plan's budget (llamacpp_budget.py)
         llama_options = LlamaCppOptions(context, parallel, kv_unified, cache_type_k, cache_type_v, flash_attn,
-                                        ubatch_size, swa_full, gpu_layers, n_cpu_moe, cpu_moe)
+                                        ubatch_size, swa_full, gpu_layers, n_cpu_moe, cpu_moe, mmproj=mmproj)
         check_options(engine, llama_options)
         context, slot_note = slot_context(engine, llama_options, prompt)  # -c shared by the slots: one holds less
         notes += [slot_note] if slot_note else []
@@ -295,13 +299,13 @@ def _refuse_option_pairs(emit, fmt, fp4_kernel, levers, kv_policy, no_flash_attn
 
 
 def _llama_options_given(gpu_layers, n_cpu_moe, cpu_moe, fit, parallel, kv_unified, cache_type_k, cache_type_v,
-                         ubatch_size, swa_full) -> list[str]:
+                         ubatch_size, swa_full, mmproj=None) -> list[str]:
     """The llama.cpp options given other than their defaults, as typed."""
     return [name for name, given in (
         ("--gpu-layers", gpu_layers is not None), ("--n-cpu-moe", bool(n_cpu_moe)), ("--cpu-moe", cpu_moe),
         ("--fit", fit), ("--parallel", parallel != 1), ("--kv-unified", kv_unified),
         ("--cache-type-k", cache_type_k.lower() != "f16"), ("--cache-type-v", cache_type_v.lower() != "f16"),
-        ("--ubatch-size", ubatch_size != 512), ("--swa-full", swa_full)) if given]
+        ("--ubatch-size", ubatch_size != 512), ("--swa-full", swa_full), ("--mmproj", mmproj is not None)) if given]
 
 
 def _serving_options_given(engine_version, block_size, non_torch_gib, cudagraph_gib, max_num_batched_tokens,

@@ -53,6 +53,7 @@ class EngineShare:
     margin_bytes: int  # what the engine leaves free (llama.cpp's --fit-target)
     host_weights_bytes: int  # weights in host memory with every layer on the card (llama.cpp: the token embedding)
     card_basis: str  # what the card's memory is read as (the CUDA total, the reported total, Metal's working set)
+    projector_bytes: int = 0  # an mmproj on the card, its weights and encoder's buffer (estimate/mmproj.py)
 
 
 @dataclass(frozen=True)

@@ -56,8 +56,9 @@ def ledger_budget(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int]]
     led = llamacpp_ledger(model, gpu, tensors, whole, engine)
     dev = led.gpu
     cpu = next(d for d in led.devices if d.name == "CPU")
-    share = EngineShare(engine, dev.compute_bytes, FIT_TARGET_BYTES, cpu.model_bytes, card_basis)
-    budget = MemoryBudget(card, WHOLE_CARD_GPU_UTIL, dev.model_bytes, dev.compute_bytes + FIT_TARGET_BYTES,
+    share = EngineShare(engine, dev.compute_bytes, FIT_TARGET_BYTES, cpu.model_bytes, card_basis, dev.projector_bytes)
+    budget = MemoryBudget(card, WHOLE_CARD_GPU_UTIL, dev.model_bytes,
+                          dev.compute_bytes + dev.projector_bytes + FIT_TARGET_BYTES,
                           engine=share)
     room, ram = fit_room(gpu, card)
     one = replace(whole, parallel=1, kv_unified=False)

@@ -40,7 +40,7 @@ class FitResult:
 def host_total_bytes(led: LlamaCppLedger) -> int:
     """What llama.cpp allocates in host memory: the CPU's model, cache, state and compute buffers, and the output."""
     cpu = next((d for d in led.devices if d.name == "CPU"), None)
-    own = cpu.model_bytes + cpu.kv_bytes + cpu.recurrent_bytes + cpu.compute_bytes if cpu else 0
+    own = cpu.total_bytes if cpu else 0
     return own + led.output_buffer_bytes
 
 

@@ -107,6 +107,7 @@ class LlamaCppSettings:
     gpu_layers: int | None = None  # -ngl; None: every layer and the output
     n_cpu_moe: int = 0  # --n-cpu-moe: the routed experts of the first N layers stay in host memory (--cpu-moe: all)
     output_first: bool = True  # -ngl's first layer is the output (llama.cpp since PR #18148); False: a build before
+    mmproj: str | None = None  # --mmproj: the projector file's type (estimate/mmproj.py); None: none loaded
 
 
 def gpu_placement(n_layer: int, s: LlamaCppSettings) -> tuple[int, int, bool]:
@@ -136,6 +137,12 @@ class Device:
     kv_bytes: int
     recurrent_bytes: int
     compute_bytes: int
+    projector_bytes: int = 0  # the mmproj's weights and its encoder's compute buffer (estimate/mmproj.py)
+
+    @property
+    def total_bytes(self) -> int:
+        """Everything llama.cpp allocates on this device."""
+        return self.model_bytes + self.kv_bytes + self.recurrent_bytes + self.compute_bytes + self.projector_bytes
 
 
 @dataclass(frozen=True)
@@ -177,7 +184,7 @@ class LlamaCppLedger:
     @property
     def gpu_total_bytes(self) -> int:
         d = self.gpu
-        return d.model_bytes + d.kv_bytes + d.recurrent_bytes + d.compute_bytes if d else 0
+        return d.total_bytes if d else 0
 
 
 def row_bytes(cache_type: str, n: int) -> int:
@@ -437,14 +444,29 @@ def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int
         notes.append("part of the model is on the CPU: the GPU's compute buffer is a lower bound (the scheduler "
                      "stages host weights on the GPU for batches of 32 tokens or more)")
     gname = BACKEND_NAME.get(gpu.vendor, "GPU0")
+    proj_gpu, proj_host = _projector_place(model, s, engine, ngl, n_layer)
     devices = []
-    if ngl or staged:
-        devices.append(Device(gname, n_layer - i_gpu_start, output_on_gpu, model_gpu, kv_gpu, rec_gpu, gpu_compute))
-    devices.append(Device("CPU", i_gpu_start, not output_on_gpu, model_host, kv_host, rec_host, host_compute))
+    if ngl or staged or proj_gpu:
+        devices.append(Device(gname, n_layer - i_gpu_start, output_on_gpu, model_gpu, kv_gpu, rec_gpu, gpu_compute,
+                              proj_gpu))
+    devices.append(Device("CPU", i_gpu_start, not output_on_gpu, model_host, kv_host, rec_host, host_compute,
+                          proj_host))
     output = s.parallel * model.vocab_size * F32
     return LlamaCppLedger(engine, s, n_ctx, n_ctx_seq, n_stream, n_ctx_seq, cells_swa, kv_full, kv_swa,
                           rec_gpu + rec_host, output, devices, ngl, n_layer, notes,
                           any(c.v for c, _ in runs.runs if c.k))
+
+
+def _projector_place(model: ModelSpec, s: LlamaCppSettings, engine: str, ngl: int, n_layer: int) -> tuple[int, int]:
+    """(GPU bytes, host bytes) of the mmproj and its encoder's buffers: on the first GPU whatever -ngl (clip.cpp
+    picks its own device), but under Ollama on the host where part of the model is (its shouldDisableMMProjOffload
+    passes --no-mmproj-offload for a partial or CPU-only text offload: llm/llama_server.go, ollama @fb307609)."""
+    if not s.mmproj:
+        return 0, 0
+    from llmsize.estimate.mmproj import projector
+
+    nbytes = projector(model, s.mmproj, s.flash_attn).total_bytes
+    return (0, nbytes) if engine == "ollama" and ngl < n_layer + 1 else (nbytes, 0)
 
 
 @by_identity(maxsize=512)

@@ -96,7 +96,7 @@ def _llamacpp_row(model, gpu, fid, context, host, card_bytes, llama_constants, r
     split = (f"--n-cpu-moe {found.settings.n_cpu_moe}" if found.how == "n_cpu_moe"
              else f"--gpu-layers {found.ledger.gpu_layers}")
     cpu = found.ledger.devices[-1]
-    on_host = cpu.model_bytes + cpu.kv_bytes + cpu.recurrent_bytes + cpu.compute_bytes
+    on_host = cpu.total_bytes
     if host_ram_bytes is not None and on_host > host_ram_bytes:
         return None
     if host is None:

@@ -309,9 +309,9 @@ def family_root(model: ModelSpec) -> str:
 
 
 def suggested_spec(model: ModelSpec, models, runtime: str | None = None) -> Spec | None:
-    """What the lever table tries: the model's own MTP module at MTP_ACCEPT where `runtime` drafts with it, else the smallest catalog model of
-    its family with its vocabulary and at most 1/DRAFT_SIZE_RATIO of its parameters, k = DRAFT_K at DRAFT_ACCEPT;
-    None when neither exists."""
+    """What the lever table tries: the model's own MTP module at MTP_ACCEPT where `runtime` drafts with it, else
+    the smallest catalog model of its family with its vocabulary and at most 1/DRAFT_SIZE_RATIO of its parameters,
+    k = DRAFT_K at DRAFT_ACCEPT; None when neither exists."""
     if mtp_module(model) is not None and mtp_drafting(runtime, model)[0] is None:
         return Spec(1, MTP_ACCEPT)
     drafts = [m for m in models if m.id != model.id and m.vocab_size == model.vocab_size

@@ -1,6 +1,6 @@
 """The llama-server command line and the Ollama Modelfile a llama.cpp ledger (estimate/llamacpp_memory.py)
 corresponds to. llama-server's flags (tools/server/README.md): -m, -c, -ngl, -np, -kvu, -ctk, -ctv, -fa on|off,
--b, -ub, --n-cpu-moe / --cpu-moe, --swa-full, -md, --spec-type, --spec-draft-n-max. Ollama (docs/modelfile.md,
+-b, -ub, --n-cpu-moe / --cpu-moe, --swa-full, --mmproj, -md, --spec-type, --spec-draft-n-max. Ollama (docs/modelfile.md,
 docs/faq.md): PARAMETER num_ctx (per slot), num_gpu (layers on the GPU) and draft_num_predict, and DRAFT (a draft
 model's file) in the Modelfile; OLLAMA_NUM_PARALLEL,
 OLLAMA_FLASH_ATTENTION and OLLAMA_KV_CACHE_TYPE (one type for K and V, which needs flash attention) in the server's
@@ -56,6 +56,10 @@ def llama_server_command(p, led, local_path: str | None = None) -> str:
         args += ["--n-cpu-moe", str(s.n_cpu_moe)]
     if s.swa_full:
         args.append("--swa-full")
+    if s.mmproj:  # the tower the ledger holds, as the file convert_hf_to_gguf.py --mmproj writes
+        name = f"mmproj-{p.model.id}-{s.mmproj.upper()}.gguf"
+        notes.append(f"# {name}: put the path of the model's mmproj file in {s.mmproj.upper()} here")
+        args += ["--mmproj", name]
     args += _spec_args(p, notes)
     return "\n".join(notes + [shlex.join(args)])
 

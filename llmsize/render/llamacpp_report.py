@@ -43,6 +43,7 @@ def llamacpp_to_dict(plan, gpu) -> dict:
         "kv_full_bytes": led.kv_full_bytes, "kv_swa_bytes": led.kv_swa_bytes,
         "recurrent_state_bytes": led.recurrent_bytes,
         "compute_buffer_bytes": {d.name: d.compute_bytes for d in led.devices},
+        "mmproj": s.mmproj, "mmproj_bytes": {d.name: d.projector_bytes for d in led.devices},
         "output_buffer_bytes": led.output_buffer_bytes,
         "offload": _offload_dict(led, gpu, off),
         "gpu_total_bytes": led.gpu_total_bytes, "card_bytes": plan.card_bytes,
@@ -92,6 +93,10 @@ def render_llamacpp(plan, gpu, console) -> None:
         t.add_row("recurrent state (RS)", mib(led.recurrent_bytes))
     for d in led.devices:
         t.add_row(f"{d.name} compute buffer", mib(d.compute_bytes))
+    for d in led.devices:
+        if d.projector_bytes:
+            t.add_row(f"{d.name} mmproj ({s.mmproj.upper()})", f"{mib(d.projector_bytes)} (the vision tower's "
+                      "weights and its encoder's compute buffer; the notes say each)")
     t.add_row("host output buffer", mib(led.output_buffer_bytes))
     card = plan.card_bytes
     verdict = ("does NOT fit" if not plan.fits else

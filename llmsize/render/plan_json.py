@@ -105,6 +105,7 @@ def plan_to_dict(p: Plan) -> dict:
             "basis": "generic" if p.budget.engine is None else f"{p.budget.engine.engine}_ledger",
             "engine_compute_buffer_bytes": None if p.budget.engine is None else p.budget.engine.compute_bytes,
             "engine_margin_bytes": None if p.budget.engine is None else p.budget.engine.margin_bytes,
+            "engine_mmproj_bytes": None if p.budget.engine is None else p.budget.engine.projector_bytes,
             "host_weights_bytes": None if p.budget.engine is None else p.budget.engine.host_weights_bytes,
             "weights_fit": p.budget.weights_fit,
             "max_context_tokens": p.max_context.tokens, "max_context_limited_by": p.max_context.limited_by,

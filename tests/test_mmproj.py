@@ -1,0 +1,145 @@
+"""--mmproj: a model's vision tower as the mmproj file llama.cpp loads beside the GGUF, its weights and its encoder's
+compute buffer in the ledger on the first GPU (estimate/mmproj.py). Published figures are llama.cpp's log lines as
+printed, with their source."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from llmsize.catalog.schema import VisionEncoder
+from llmsize.estimate.mmproj import encoder_compute_bytes, projector, warmup_patches
+
+MiB = 2**20
+
+
+def _enc(catalog, model_id):
+    return next(x.encoder for x in catalog.model(model_id).extra if x.encoder is not None)
+
+
+def test_warm_up_images_as_clip_cpp_picks_them(catalog):
+    """SigLIP at its native 896 px in patches of 14: 64^2 = 4,096; Qwen at 46 x 46 tokens of 2 x 2 patches: 8,464
+    (its log: "warmup with image size = 1472 x 1472" = 92 patches of 16 a side); Gemma 4 at 256 tokens of 3 x 3
+    patches: 2,304; Llama 4 at 336 px in patches of 14 with its class token: 24^2 + 1 = 577 (llama.cpp#19308's
+    flash-attention warning prints ne = [88 16 577 1])."""
+    assert warmup_patches(_enc(catalog, "gemma-3-4b")) == 4096
+    assert warmup_patches(_enc(catalog, "qwen3.6-27b")) == 8464 == (1472 // 16) ** 2
+    assert warmup_patches(_enc(catalog, "gemma-4-26b-a4b")) == 2304
+    assert warmup_patches(_enc(catalog, "llama-4-scout")) == 577
+
+
+def test_the_encoder_buffer_against_llama_cpps_logs(catalog):
+    """n x 4 B x (I + 3h), + n^2 x heads x 4 B without flash attention. Gemma 3 (h 1152, I 4304), 4,096 patches:
+    4,096 x 4 x 7,760 = 127,139,840 B = 121.25 MiB, as llama.cpp PR #22790's log prints ("CUDA0 compute buffer size =
+    121.25 MiB", flash attention enabled), the figure the 3 was read from; without flash attention + 4,096^2 x 16 x 4
+    = 1,024 MiB: 1,145.25 MiB where PR #16837 (Gemma 3 12B on Metal, before flash attention in clip) printed
+    1,132.00. Checks the rule was not fitted on: Qwen3.5-4B (h 1024, I 4096), 8,464 x 4 x 7,168 = 231.44 MiB where
+    PR #22673's thread prints 223.30; a 27B Qwen3.5/3.6 tower (h 1152, I 4304; "projection_dim 5120") 250.55 where
+    ollama#17482 prints 248.10 with flash attention."""
+    gemma = _enc(catalog, "gemma-3-4b")
+    assert encoder_compute_bytes(gemma, True) == 127_139_840 == 121.25 * MiB
+    no_fa = encoder_compute_bytes(gemma, False)
+    assert no_fa == 127_139_840 + 4096**2 * 16 * 4
+    assert no_fa / MiB == pytest.approx(1132.00, rel=0.015)
+    assert encoder_compute_bytes(_enc(catalog, "qwen3.5-4b"), True) / MiB == pytest.approx(223.30, rel=0.04)
+    assert encoder_compute_bytes(_enc(catalog, "qwen3.6-27b"), True) / MiB == pytest.approx(248.10, rel=0.015)
+
+
+def test_mmproj_weights_against_the_sizes_llama_cpp_prints(catalog):
+    """The tower's parameters x 2 B in F16: Gemma 3 4B's 419,816,304 -> 800.74 MiB where llama.cpp prints "model
+    size: 811.79 MiB" (PR #22790); Qwen3.5-4B's 333,514,240 -> 636.13 where it prints 644.26 (PR #22673's thread):
+    1-1.5% low, the F32 vectors and position table the converter keeps; Q8_0 at 8.5 bits, F32 at 32."""
+    g = projector(catalog.model("gemma-3-4b"), "f16", True)
+    assert g.weight_bytes == 419_816_304 * 2
+    assert g.weight_bytes / MiB == pytest.approx(811.79, rel=0.015) and g.weight_bytes / MiB < 811.79
+    q = projector(catalog.model("qwen3.5-4b"), "bf16", True)
+    assert q.weight_bytes / MiB == pytest.approx(644.26, rel=0.015) and q.weight_bytes / MiB < 644.26
+    assert projector(catalog.model("gemma-3-4b"), "q8_0", True).weight_bytes == int(419_816_304 * 8.5 / 8)
+    assert projector(catalog.model("gemma-3-4b"), "F32", True).weight_bytes == 419_816_304 * 4
+    # the MTP layer is no part of the mmproj: Qwen3.5-4B's tower alone
+    assert q.params == 333_514_240
+
+
+def test_a_tower_without_a_catalogued_shape_leaves_the_buffer_unknown(catalog):
+    """Gemma 3n's MobileNet and audio towers have no encoder shape here: their compute buffer is None (said so),
+    never a guess; the weights are still counted."""
+    p = projector(catalog.model("gemma-3n-e4b"), "f16", True)
+    assert p.compute_bytes is None and p.total_bytes == p.weight_bytes > 0
+
+
+def test_an_encoder_of_native_size_needs_its_image_size():
+    with pytest.raises(ValueError, match="siglip encoder needs image_size"):
+        VisionEncoder(kind="siglip", hidden_size=1152, intermediate_size=4304, num_heads=16, patch_size=14)
+
+
+def _plan(run_cli, *args):
+    code, out, err = run_cli("plan", *args, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_the_ledger_holds_the_mmproj_on_the_first_gpu(run_cli, catalog):
+    """Qwen3.6-27B Q4_K_M on an RTX 4090 with a BF16 mmproj: CUDA0 holds 460,730,096 x 2 B of tower and the
+    encoder's 262,722,560 B buffer beside the model; the cache's budget is less by exactly that (llama-server's --fit
+    adds it to its margin on that device, PR #21489), and the longest context shrinks."""
+    base = ("qwen3.6-27b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m")
+    plain, with_mm = _plan(run_cli, *base, "--engine", "llamacpp"), _plan(run_cli, *base, "--mmproj", "bf16")
+    total = 460_730_096 * 2 + 262_722_560
+    assert with_mm["engine"]["mmproj_bytes"] == {"CUDA0": total, "CPU": 0}
+    assert with_mm["engine"]["mmproj"] == "bf16"
+    assert with_mm["capacity"]["engine_mmproj_bytes"] == total
+    assert plain["capacity"]["kv_budget_bytes"] - with_mm["capacity"]["kv_budget_bytes"] == pytest.approx(total, abs=2)
+    assert with_mm["capacity"]["max_context_tokens"] < plain["capacity"]["max_context_tokens"]
+    assert with_mm["engine"]["gpu_total_bytes"] - plain["engine"]["gpu_total_bytes"] == total
+    notes = " ".join(with_mm["notes"])
+    assert "the mmproj file in BF16, 0.92 GB" in notes and "8,464 patches, with flash attention" in notes
+    code, out, err = run_cli("plan", *base, "--mmproj", "bf16")
+    assert code == 0, err
+    assert "CUDA0 mmproj (BF16)" in out and "- mmproj (--mmproj)" in out
+
+
+def test_ollama_keeps_the_projector_on_the_host_under_a_partial_offload(run_cli):
+    """Ollama passes --no-mmproj-offload where part of the text model is on the CPU (shouldDisableMMProjOffload,
+    llm/llama_server.go): the projector's bytes move to the host's side of the ledger."""
+    out = _plan(run_cli, "qwen3.6-27b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--engine", "ollama",
+                "--gpu-layers", "40", "--mmproj", "f16")
+    assert out["engine"]["mmproj_bytes"]["CUDA0"] == 0 and out["engine"]["mmproj_bytes"]["CPU"] > 0
+    whole = _plan(run_cli, "qwen3.6-27b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--engine", "ollama",
+                  "--context", "4096", "--mmproj", "f16")
+    assert whole["engine"]["settings"]["gpu_layers"] == 65  # every layer and the output: the projector on the GPU
+    assert whole["engine"]["mmproj_bytes"]["CUDA0"] > 0
+
+
+def test_mmproj_refusals(run_cli):
+    for args, words in ((("qwen3.6-27b", "--mmproj", "fp16"), "--mmproj `fp16` is not one of f16, bf16, f32, q8_0"),
+                        (("llama-3.1-8b", "--mmproj", "f16"), "Llama 3.1 8B has no vision or audio tower"),
+                        (("qwen3.6-27b", "--runtime", "vllm", "--mmproj", "f16"), "--runtime vllm")):
+        code, out, err = run_cli("plan", *args, "--gpu", "rtx4090", "--quant", "gguf-q4_k_m")
+        assert code == 2 and out == "" and words in err and "Traceback" not in err, err
+
+
+def test_the_launch_line_loads_the_mmproj_it_was_sized_with(run_cli):
+    code, out, err = run_cli("plan", "gemma-3-4b", "--gpu", "rtx4060ti-8gb", "--quant", "gguf-q4_k_m", "--mmproj",
+                             "f16", "--emit", "llama-server")
+    assert code == 0, err
+    assert "--mmproj mmproj-gemma-3-4b-F16.gguf" in out.splitlines()[-1]
+    assert "# mmproj-gemma-3-4b-F16.gguf: put the path of the model's mmproj file in F16 here" in out
+
+
+@pytest.mark.parametrize("config,model_id", [("Qwen__Qwen3.5-27B", "qwen3.5-27b"),
+                                             ("Qwen__Qwen3.6-35B-A3B", "qwen3.6-35b-a3b"),
+                                             ("google__gemma-3-27b-it", "gemma-3-27b"),
+                                             ("google__gemma-4-26B-A4B", "gemma-4-26b-a4b"),
+                                             ("nvidia__Gemma-4-31B-IT-NVFP4", "gemma-4-31b-nvfp4")])
+def test_import_reads_the_encoder_the_catalog_has(run_cli, catalog, config, model_id):
+    """`llmsize import` writes each tower's encoder shape from vision_config; the catalog's entries carry the same."""
+    from pathlib import Path
+
+    import yaml
+
+    code, out, err = run_cli("import", str(Path(__file__).parent / "data" / "hf-configs" / f"{config}.json"))
+    assert code == 0, err
+    entry = yaml.safe_load(out)
+    imported = next(x["encoder"] for x in entry["extra"] if "encoder" in x)
+    assert VisionEncoder(**imported) == _enc(catalog, model_id)

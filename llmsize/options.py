@@ -242,9 +242,10 @@ UbatchOpt = Annotated[int, _opt("--ubatch-size", help="llama.cpp physical batch 
                                 "cards and its unfused attention's score matrices.",
                                 callback=int_range(1, 1 << 20))]
 SwaFullOpt = Annotated[bool, _opt("--swa-full", help="llama.cpp: a full-size cache for sliding-window layers.")]
-MmprojOpt = Annotated[Optional[str], _opt("--mmproj", help="llama.cpp: load the model's vision tower as an mmproj "
-                                          "file of this type (f16, bf16, f32, q8_0) on the first GPU, its weights "
-                                          "and its encoder's compute buffer in the ledger.", show_default=False)]
+MmprojOpt = Annotated[Optional[str], _opt("--mmproj", help="llama.cpp: load a vision tower beside the GGUF, on the "
+                                          "first GPU, its weights and its encoder's compute buffer in the ledger: an "
+                                          "mmproj file (its header is read), or a type (f16, bf16, f32, q8_0) for "
+                                          "the model's own tower.", show_default=False)]
 GpuLayersOpt = Annotated[Optional[int], _opt("--gpu-layers", help="llama.cpp -ngl: layers on the GPU, the output "
                                              "layer first (it counts as one), then the last repeating layers; "
                                              "default: all.",

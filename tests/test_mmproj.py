@@ -87,7 +87,7 @@ def test_the_ledger_holds_the_mmproj_on_the_first_gpu(run_cli, catalog):
     plain, with_mm = _plan(run_cli, *base, "--engine", "llamacpp"), _plan(run_cli, *base, "--mmproj", "bf16")
     total = 460_730_096 * 2 + 262_722_560
     assert with_mm["engine"]["mmproj_bytes"] == {"CUDA0": total, "CPU": 0}
-    assert with_mm["engine"]["mmproj"] == "bf16"
+    assert with_mm["engine"]["mmproj"] == "BF16"
     assert with_mm["capacity"]["engine_mmproj_bytes"] == total
     assert plain["capacity"]["kv_budget_bytes"] - with_mm["capacity"]["kv_budget_bytes"] == pytest.approx(total, abs=2)
     assert with_mm["capacity"]["max_context_tokens"] < plain["capacity"]["max_context_tokens"]
@@ -143,3 +143,76 @@ def test_import_reads_the_encoder_the_catalog_has(run_cli, catalog, config, mode
     entry = yaml.safe_load(out)
     imported = next(x["encoder"] for x in entry["extra"] if "encoder" in x)
     assert VisionEncoder(**imported) == _enc(catalog, model_id)
+
+
+def _mmproj_file(path, projector_type="gemma3", keys=None, arch="clip"):
+    """A small mmproj GGUF as convert_hf_to_gguf.py --mmproj lays one out: clip keys, F16 matrices, F32 vectors."""
+    import numpy as np
+    from gguf import GGUFWriter
+
+    w = GGUFWriter(str(path), arch)
+    w.add_string("clip.projector_type", projector_type)
+    for k, v in (keys if keys is not None else {"clip.vision.embedding_length": 1152,
+                                                "clip.vision.feed_forward_length": 4304,
+                                                "clip.vision.attention.head_count": 16,
+                                                "clip.vision.patch_size": 14, "clip.vision.image_size": 896}).items():
+        w.add_uint32(k, v)
+    w.add_tensor("v.blk.0.attn_q.weight", np.zeros((64, 32), dtype=np.float16))  # 4,096 B
+    w.add_tensor("v.blk.0.ffn_up.weight", np.zeros((128, 32), dtype=np.float16))  # 8,192 B
+    w.add_tensor("v.blk.0.ln1.weight", np.zeros((32,), dtype=np.float32))  # 128 B
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def test_an_mmproj_files_header_gives_its_bytes_and_encoder(tmp_path):
+    """--mmproj FILE: the tensors' bytes exactly (4,096 + 8,192 + 128 B), the matrices' type, and the encoder from
+    the clip keys (Gemma 3's SigLIP at 896 px: 4,096 patches, its buffer as the rule gives it); a projector type the
+    rule does not know, or a key missing, leaves the buffer unknown."""
+    from llmsize.estimate.mmproj import projector
+    from llmsize.importer.mmproj_file import read_mmproj
+
+    f = read_mmproj(_mmproj_file(tmp_path / "mmproj-F16.gguf"))
+    assert (f.weight_bytes, f.params, f.file_type) == (4096 + 8192 + 128, 2048 + 4096 + 32, "f16")
+    assert f.encoder == VisionEncoder(kind="siglip", hidden_size=1152, intermediate_size=4304, num_heads=16,
+                                      patch_size=14, image_size=896)
+    p = projector(None, f, True)
+    assert p.compute_bytes == 127_139_840 and p.total_bytes == 12_416 + 127_139_840
+    other = read_mmproj(_mmproj_file(tmp_path / "pixtral.gguf", "pixtral"))
+    assert other.encoder is None and projector(None, other, True).compute_bytes is None
+    partial = read_mmproj(_mmproj_file(tmp_path / "q.gguf", "qwen3vl_merger"))  # no spatial_merge_size
+    assert partial.encoder is None
+
+
+def test_plan_with_an_mmproj_file(run_cli, tmp_path):
+    """The ledger holds the file's own bytes and its encoder's buffer; --emit llama-server loads that file."""
+    path = _mmproj_file(tmp_path / "mmproj-F16.gguf")
+    out = _plan(run_cli, "qwen3.6-27b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--mmproj", str(path))
+    assert out["engine"]["mmproj_bytes"]["CUDA0"] == 12_416 + 127_139_840
+    assert out["engine"]["mmproj"] == "mmproj-F16.gguf, F16"
+    code, text, err = run_cli("plan", "qwen3.6-27b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--mmproj",
+                              str(path), "--emit", "llama-server")
+    assert code == 0, err
+    assert text.splitlines()[-1].endswith(f"--mmproj {path}")
+    # a downloaded pair: the model's GGUF (which holds no tower) and its mmproj file
+    from test_gguf_file import llama
+
+    model = llama().write(tmp_path / "tiny.gguf")
+    pair = _plan(run_cli, str(model), "--gpu", "rtx4090", "--mmproj", str(path))
+    assert pair["engine"]["mmproj_bytes"]["CUDA0"] == 12_416 + 127_139_840
+
+
+def test_an_mmproj_file_that_is_not_one_is_refused(run_cli, tmp_path):
+    for path, words in ((tmp_path / "missing.gguf", "no such file"),
+                        (_mmproj_file(tmp_path / "model.gguf", arch="llama"), "general.architecture is 'llama', "
+                                                                               "not 'clip'")):
+        code, out, err = run_cli("plan", "qwen3.6-27b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--mmproj",
+                                 str(path))
+        assert code == 2 and out == "" and words in err and "Traceback" not in err, err
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\xff" * 40)
+    code, out, err = run_cli("plan", "qwen3.6-27b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--mmproj",
+                             str(junk))
+    assert code == 2 and out == "" and "junk.gguf" in err and "Traceback" not in err, err

@@ -154,10 +154,10 @@ def plan(
     """
     from llmsize.estimate.kernels import check_fp4_kernel
     from llmsize.estimate.kv_policy import parse_kv_policy
-    from llmsize.estimate.mmproj import check_mmproj_type
     from llmsize.estimate.plan import PlanInputs, make_plan
     from llmsize.estimate.runtimes import check_backend
     from llmsize.estimate.speculative import parse_spec
+    from llmsize.importer.mmproj_file import mmproj_source
 
     # the options alone, before any file is read
     if not gpu:
@@ -165,7 +165,7 @@ def plan(
     fmt = one_format(as_json, fmt)
     check_backend(gpu_backend, runtime or engine)  # Vulkan under a runtime without one
     policy = parse_kv_policy(kv_policy)
-    mmproj = check_mmproj_type(mmproj)
+    mmproj = mmproj_source(mmproj)
     _refuse_option_pairs(emit, fmt, fp4_kernel, levers, kv_policy, no_flash_attn, flash_attn, prompt, context)
     flash_attn = "off" if no_flash_attn else flash_attn
     # the card, a calibrating run, the model

@@ -107,7 +107,7 @@ class LlamaCppSettings:
     gpu_layers: int | None = None  # -ngl; None: every layer and the output
     n_cpu_moe: int = 0  # --n-cpu-moe: the routed experts of the first N layers stay in host memory (--cpu-moe: all)
     output_first: bool = True  # -ngl's first layer is the output (llama.cpp since PR #18148); False: a build before
-    mmproj: str | None = None  # --mmproj: the projector file's type (estimate/mmproj.py); None: none loaded
+    mmproj: object = None  # --mmproj: a file type or a read file (estimate/mmproj.py); None: none loaded
 
 
 def gpu_placement(n_layer: int, s: LlamaCppSettings) -> tuple[int, int, bool]:

@@ -29,7 +29,7 @@ class LlamaCppOptions:
     n_cpu_moe: int = 0
     cpu_moe: bool = False
     output_first: bool = True  # -ngl's first layer the output (llama.cpp since PR #18148); False: a build before
-    mmproj: str | None = None  # --mmproj TYPE: the model's tower as an mmproj file of that type, loaded beside it
+    mmproj: object = None  # --mmproj: a type (the model's tower as an mmproj file of it) or a read file (MmprojFile)
 
 
 def card_memory(gpu, wired_limit_bytes: float | None = None) -> tuple[int, str]:
@@ -94,7 +94,7 @@ def settings(engine: str, o: LlamaCppOptions, n_layer: int) -> LlamaCppSettings:
                             cache_type_k=o.cache_type_k.lower(), cache_type_v=o.cache_type_v.lower(), flash_attn=fa,
                             ubatch_size=o.ubatch_size, swa_full=o.swa_full, gpu_layers=o.gpu_layers,
                             n_cpu_moe=n_layer if o.cpu_moe else o.n_cpu_moe, output_first=o.output_first,
-                            mmproj=o.mmproj.lower() if o.mmproj else None)
+                            mmproj=o.mmproj)
 
 
 def slot_tokens(engine: str, o: LlamaCppOptions) -> int:

@@ -69,6 +69,18 @@ def towers(model: ModelSpec) -> list[ExtraParams]:
 
 
 @dataclass(frozen=True)
+class MmprojFile:
+    """What an mmproj file's header says (importer/mmproj_file.py reads it): its tensors' bytes and elements, its
+    matrices' ggml type, and its vision encoder's shape where the header gives it all (None: not)."""
+
+    path: str
+    weight_bytes: int
+    params: int
+    file_type: str  # the ggml type of most of its matrices' bytes: f16, bf16, q8_0, ...
+    encoder: VisionEncoder | None
+
+
+@dataclass(frozen=True)
 class Projector:
     """The mmproj file's weights and its encoders' compute buffers (None: an encoder's shape is not catalogued)."""
 
@@ -97,8 +109,23 @@ def check_mmproj_type(file_type: str | None) -> str | None:
     return file_type.strip().lower()
 
 
-def projector(model: ModelSpec, file_type: str, flash_attn: bool) -> Projector:
-    """The mmproj of `model` in `file_type` (check_mmproj_type's); refused where the model has no tower."""
+def mmproj_label(source: str | MmprojFile) -> str:
+    """How reports name an mmproj: its type (F16), or its file's name and type."""
+    if isinstance(source, MmprojFile):
+        return f"{source.path.replace(chr(92), '/').rsplit('/', 1)[-1]}, {source.file_type.upper()}"
+    return source.upper()
+
+
+def projector(model: ModelSpec, source: str | MmprojFile, flash_attn: bool) -> Projector:
+    """The mmproj of `model` in a file type (check_mmproj_type's: the model's towers at its bits), or a file's own
+    (its tensors' bytes, its header's encoder); refused where a type is asked of a model without a tower."""
+    if isinstance(source, MmprojFile):
+        e = source.encoder
+        return Projector(source.file_type, source.params, source.weight_bytes,
+                         None if e is None else encoder_compute_bytes(e, flash_attn),
+                         () if e is None else (warmup_patches(e),), flash_attn,
+                         e is not None and e.kind in DYNAMIC_KINDS)
+    file_type = source
     bits = MMPROJ_BITS[check_mmproj_type(file_type)]
     found = towers(model)
     if not found:
@@ -118,7 +145,7 @@ def projector_note(p: Projector, names: str) -> str:
     what = (f"{names}, {p.params / 1e9:,.2f} B parameters: the mmproj file in {p.file_type.upper()}, "
             f"{p.weight_bytes / 1e9:,.2f} GB")
     if p.compute_bytes is None:
-        what += ", and its encoder's compute buffer, not counted (the tower's shape is not catalogued)"
+        what += ", and its encoder's compute buffer, not counted (the encoder's shape is not known here)"
     else:
         fa = "with flash attention" if p.flash_attn else "without flash attention: its scores in memory"
         what += (f", and its encoder's compute buffer, {p.compute_bytes / 1e9:,.2f} GB at llama.cpp's warm-up image "

@@ -342,11 +342,12 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     towers = [x for x in model.extra if x.loaded] if why_out else []
     model = held_model(runtime, model)  # a text-only runtime: the towers stay out of memory
     mmproj = inputs.llamacpp.mmproj if inputs.llamacpp is not None else None
-    if towers and mmproj:  # the tower as the mmproj file llama.cpp loads beside the GGUF (its ledger holds it)
+    if mmproj:  # the tower as the mmproj file llama.cpp loads beside the GGUF (its ledger holds it)
         from llmsize.estimate.mmproj import projector, projector_note
 
-        notes.append("not in the weights above: " + projector_note(projector(model, mmproj, inputs.flash_attn),
-                                                                    " and ".join(x.name for x in towers)))
+        notes.append("not in the weights above: " + projector_note(
+            projector(model, mmproj, inputs.flash_attn),
+            " and ".join(x.name for x in towers) if towers else "the vision tower"))
     elif towers:
         notes.append(f"not in the weights above: {' and '.join(x.name for x in towers)}, "
                      f"{sum(x.params for x in towers) / 1e9:,.2f} B parameters ({why_out})")

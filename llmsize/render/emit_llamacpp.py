@@ -56,10 +56,12 @@ def llama_server_command(p, led, local_path: str | None = None) -> str:
         args += ["--n-cpu-moe", str(s.n_cpu_moe)]
     if s.swa_full:
         args.append("--swa-full")
-    if s.mmproj:  # the tower the ledger holds, as the file convert_hf_to_gguf.py --mmproj writes
+    if isinstance(s.mmproj, str):  # the tower the ledger holds, as the file convert_hf_to_gguf.py --mmproj writes
         name = f"mmproj-{p.model.id}-{s.mmproj.upper()}.gguf"
         notes.append(f"# {name}: put the path of the model's mmproj file in {s.mmproj.upper()} here")
         args += ["--mmproj", name]
+    elif s.mmproj is not None:  # the file the plan read
+        args += ["--mmproj", s.mmproj.path]
     args += _spec_args(p, notes)
     return "\n".join(notes + [shlex.join(args)])
 

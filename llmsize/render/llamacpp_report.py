@@ -3,6 +3,7 @@ Figures in MiB (2^20 B), the unit llama.cpp's log prints."""
 
 from __future__ import annotations
 
+from llmsize.estimate.mmproj import mmproj_label
 from llmsize.render.columns import print_rich
 from llmsize.units import GiB
 
@@ -43,7 +44,8 @@ def llamacpp_to_dict(plan, gpu) -> dict:
         "kv_full_bytes": led.kv_full_bytes, "kv_swa_bytes": led.kv_swa_bytes,
         "recurrent_state_bytes": led.recurrent_bytes,
         "compute_buffer_bytes": {d.name: d.compute_bytes for d in led.devices},
-        "mmproj": s.mmproj, "mmproj_bytes": {d.name: d.projector_bytes for d in led.devices},
+        "mmproj": mmproj_label(s.mmproj) if s.mmproj else None,
+        "mmproj_bytes": {d.name: d.projector_bytes for d in led.devices},
         "output_buffer_bytes": led.output_buffer_bytes,
         "offload": _offload_dict(led, gpu, off),
         "gpu_total_bytes": led.gpu_total_bytes, "card_bytes": plan.card_bytes,
@@ -95,7 +97,7 @@ def render_llamacpp(plan, gpu, console) -> None:
         t.add_row(f"{d.name} compute buffer", mib(d.compute_bytes))
     for d in led.devices:
         if d.projector_bytes:
-            t.add_row(f"{d.name} mmproj ({s.mmproj.upper()})", f"{mib(d.projector_bytes)} (the vision tower's "
+            t.add_row(f"{d.name} mmproj ({mmproj_label(s.mmproj)})", f"{mib(d.projector_bytes)} (the vision tower's "
                       "weights and its encoder's compute buffer; the notes say each)")
     t.add_row("host output buffer", mib(led.output_buffer_bytes))
     card = plan.card_bytes

@@ -125,6 +125,12 @@ def test_the_launch_line_loads_the_mmproj_it_was_sized_with(run_cli):
     assert code == 0, err
     assert "--mmproj mmproj-gemma-3-4b-F16.gguf" in out.splitlines()[-1]
     assert "# mmproj-gemma-3-4b-F16.gguf: put the path of the model's mmproj file in F16 here" in out
+    # Ollama: a second FROM, which `ollama create` takes as the projector (server/create.go isProjectorGGUF)
+    code, out, err = run_cli("plan", "gemma-3-4b", "--gpu", "rtx4060ti-8gb", "--quant", "gguf-q4_k_m", "--mmproj",
+                             "f16", "--emit", "ollama")
+    assert code == 0, err
+    assert [line for line in out.splitlines() if line.startswith("FROM ")] == [
+        "FROM gemma-3-4b-Q4_K_M.gguf", "FROM mmproj-gemma-3-4b-F16.gguf"]
 
 
 @pytest.mark.parametrize("config,model_id", [("Qwen__Qwen3.5-27B", "qwen3.5-27b"),

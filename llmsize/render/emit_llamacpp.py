@@ -96,13 +96,23 @@ def _ollama_spec_lines(p) -> list[str]:
             f"PARAMETER draft_num_predict {spec.k}"]
 
 
+def _from(path: str) -> str:
+    """A Modelfile FROM line, quoted where the path has a space."""
+    return f'FROM "{path}"' if any(c.isspace() for c in path) else f"FROM {path}"
+
+
 def ollama_modelfile(p, led, local_path: str | None = None) -> str:
     s = led.settings
     path, notes = _model_path(p, local_path)
     per_slot = s.ctx_size // max(1, s.parallel)
-    lines = notes + [f'FROM "{path}"' if any(c.isspace() for c in path) else f"FROM {path}",  # Modelfile quoting
-                     f"PARAMETER num_ctx {per_slot}",
-                     f"PARAMETER num_gpu {led.gpu_layers}"]
+    lines = notes + [_from(path)]
+    if isinstance(s.mmproj, str):  # a second FROM: `ollama create` takes a clip GGUF among its files as the
+        # model's projector (server/create.go isProjectorGGUF, ollama @fb307609)
+        name = f"mmproj-{p.model.id}-{s.mmproj.upper()}.gguf"
+        lines += [f"# {name}: put the path of the model's mmproj file in {s.mmproj.upper()} here", _from(name)]
+    elif s.mmproj is not None:
+        lines.append(_from(s.mmproj.path))
+    lines += [f"PARAMETER num_ctx {per_slot}", f"PARAMETER num_gpu {led.gpu_layers}"]
     if s.ubatch_size != 512:  # Ollama's num_batch sets llama.cpp's batch and ubatch (default 512)
         lines.append(f"PARAMETER num_batch {s.ubatch_size}")
     lines += _ollama_spec_lines(p)

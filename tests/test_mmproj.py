@@ -96,19 +96,66 @@ def test_the_ledger_holds_the_mmproj_on_the_first_gpu(run_cli, catalog):
     assert "the mmproj file in BF16, 0.92 GB" in notes and "8,464 patches, with flash attention" in notes
     code, out, err = run_cli("plan", *base, "--mmproj", "bf16")
     assert code == 0, err
-    assert "CUDA0 mmproj (BF16)" in out and "- mmproj (--mmproj)" in out
+    assert "CUDA0 mmproj" in out and "(BF16: the vision tower" in out and "- mmproj (--mmproj)" in out
 
 
-def test_ollama_keeps_the_projector_on_the_host_under_a_partial_offload(run_cli):
-    """Ollama passes --no-mmproj-offload where part of the text model is on the CPU (shouldDisableMMProjOffload,
-    llm/llama_server.go): the projector's bytes move to the host's side of the ledger."""
-    out = _plan(run_cli, "qwen3.6-27b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--engine", "ollama",
-                "--gpu-layers", "40", "--mmproj", "f16")
-    assert out["engine"]["mmproj_bytes"]["CUDA0"] == 0 and out["engine"]["mmproj_bytes"]["CPU"] > 0
-    whole = _plan(run_cli, "qwen3.6-27b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--engine", "ollama",
-                  "--context", "4096", "--mmproj", "f16")
-    assert whole["engine"]["settings"]["gpu_layers"] == 65  # every layer and the output: the projector on the GPU
-    assert whole["engine"]["mmproj_bytes"]["CUDA0"] > 0
+def test_ollama_keeps_the_projector_on_the_host_under_an_explicit_partial_offload(run_cli):
+    """Ollama passes --no-mmproj-offload where num_gpu is set below the model's layers (shouldDisableMMProjOffload,
+    llm/llama_server.go, ollama @fb307609): the projector's bytes move to the host's side of the ledger and the
+    card's budget keeps them; its own placement (num_gpu unset) keeps the projector on the GPU, even where it leaves
+    layers off the card, and --emit ollama then leaves num_gpu to it (a num_gpu below the layers would move it)."""
+    base = ("gemma-4-26b-a4b", "--gpu", "rtx5060ti", "--quant", "gguf-q4_k_m", "--engine", "ollama")
+    given = _plan(run_cli, *base, "--gpu-layers", "10", "--mmproj", "f16")
+    plain = _plan(run_cli, *base, "--gpu-layers", "10")
+    assert given["engine"]["mmproj_bytes"]["CUDA0"] == 0 and given["engine"]["mmproj_bytes"]["CPU"] > 0
+    assert given["capacity"]["engine_mmproj_bytes"] == 0
+    assert given["capacity"]["kv_budget_bytes"] == plain["capacity"]["kv_budget_bytes"]
+    assert "in the ledger on the CPU" in " ".join(given["notes"])
+    auto = _plan(run_cli, *base, "--mmproj", "f16")
+    assert auto["engine"]["settings"]["gpu_layers"] < 31  # Ollama's own split leaves layers off the card
+    assert auto["engine"]["mmproj_bytes"]["CUDA0"] > 0 and auto["engine"]["mmproj_bytes"]["CPU"] == 0
+    code, out, err = run_cli("plan", "gemma-4-26b-a4b", "--gpu", "rtx5060ti", "--quant", "gguf-q4_k_m", "--mmproj",
+                             "f16", "--emit", "ollama")
+    assert code == 0, err
+    assert not any(line.startswith("PARAMETER num_gpu") for line in out.splitlines())
+    assert "# num_gpu left to Ollama" in out
+
+
+def test_runtime_ollama_with_llama_options_plans_ollamas_ledger(run_cli):
+    """--runtime ollama beside a llama.cpp option (--mmproj) plans Ollama's ledger, so the budget, the ledger and
+    the expected speed take one engine's defaults (a new user's pass found llama.cpp's ledger beside Ollama's
+    budget, the projector's buffer sized two ways)."""
+    out = _plan(run_cli, "gemma-3-4b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--mmproj", "f16", "--runtime",
+                "ollama")
+    assert out["engine"]["name"] == "ollama"
+    assert out["capacity"]["engine_mmproj_bytes"] == out["engine"]["mmproj_bytes"]["CUDA0"]
+
+
+def test_llama_options_beside_a_split_are_refused_in_their_own_terms(run_cli):
+    code, out, err = run_cli("plan", "qwen3.6-27b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--mmproj", "f16",
+                             "--tp", "2")
+    assert code == 2 and out == ""
+    assert "--mmproj is a llama.cpp option, and llama.cpp's plan is one GPU" in err and "drop --mmproj" in err
+    assert "--engine vllm" not in err
+
+
+def test_lever_rows_carry_the_llama_options_they_were_sized_with(run_cli):
+    """Each lever row's command gives its row: --mmproj and --parallel travel with it (with -c, not the slot's
+    share), and no card-split row is offered beside llama.cpp's one-GPU options (its command would be refused)."""
+    code, out, err = run_cli("plan", "qwen3.5-9b", "--gpu", "rtx4060ti-8gb", "--quant", "gguf-q4_k_m", "--mmproj",
+                             "f16", "--parallel", "2", "--context", "32768", "--levers", "--json")
+    assert code == 0, err
+    rows = json.loads(out)["levers"]
+    assert not any("cards" in r["name"] for r in rows)
+    row = next(r for r in rows if r["name"] == "weights in gguf-q2_k")
+    cmd = row["command"].split()
+    assert cmd[cmd.index("--mmproj") + 1] == "f16" and cmd[cmd.index("--parallel") + 1] == "2"
+    assert cmd[cmd.index("--context") + 1] == "32768"
+    code, again, err = run_cli(*cmd[1:], "--json")
+    assert code == 0, err
+    figure = {"sequences": ("capacity", "max_concurrent_sequences"), "tok_s": ("decode", "ceiling_tok_s")}
+    section, key = figure[row["figure"]]
+    assert json.loads(again)[section][key] == pytest.approx(row["after"], rel=1e-3)
 
 
 def test_mmproj_refusals(run_cli):
@@ -222,3 +269,34 @@ def test_an_mmproj_file_that_is_not_one_is_refused(run_cli, tmp_path):
     code, out, err = run_cli("plan", "qwen3.6-27b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--mmproj",
                              str(junk))
     assert code == 2 and out == "" and "junk.gguf" in err and "Traceback" not in err, err
+
+
+def test_an_mmproj_file_of_another_model_is_refused(run_cli, tmp_path):
+    """A file whose clip.vision.projection_dim is not the model's hidden size feeds another text model: refused,
+    naming both widths. The reader's own refusals say --mmproj and its hint."""
+    import numpy as np
+    from gguf import GGUFWriter
+
+    path = tmp_path / "other.gguf"
+    w = GGUFWriter(str(path), "clip")
+    w.add_uint32("clip.vision.projection_dim", 2560)  # Gemma 3 4B's width; Qwen3.6-27B's is 5120
+    w.add_tensor("v.blk.0.attn_q.weight", np.zeros((8, 8), dtype=np.float16))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    code, out, err = run_cli("plan", "qwen3.6-27b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--mmproj",
+                             str(path))
+    assert code == 2 and out == ""
+    assert "feeds a text model 2,560 wide" in err and "hidden size is 5,120" in err, err
+    empty = tmp_path / "empty.gguf"
+    w = GGUFWriter(str(empty), "clip")
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    for bad, words in ((empty, "holds no tensors"), (tmp_path, "a folder, not a file")):
+        code, out, err = run_cli("plan", "qwen3.6-27b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--mmproj",
+                                 str(bad))
+        assert code == 2 and out == "" and "--mmproj" in err and words in err, err
+        assert "a type (--mmproj f16)" in err

@@ -289,3 +289,17 @@ def test_the_ollama_modelfile_carries_the_speculative_decoding_it_was_sized_with
     assert code == 0, err
     lines = out.splitlines()
     assert "DRAFT llama-3.2-1b-Q4_K_M.gguf" in lines and "PARAMETER draft_num_predict 4" in lines
+
+
+def test_fleet_refuses_mtp_where_plan_does(run_cli):
+    """fleet --spec mtp takes the same refusals as plan: mlx-lm drops the module; DeepSeek-V3's GGUFs have none
+    (under llama.cpp, and from a GGUF's weights under vLLM too: the file is what lacks it)."""
+    for args, words in ((("qwen3.5-9b", "--gpus", "m4-max", "--quant", "mlx-4bit", "--runtime", "mlx",
+                          "--spec", "mtp=2"), "mlx-lm drops the model's MTP layers"),
+                        (("deepseek-v3", "--gpus", "h200", "--quant", "gguf-q4_k_m", "--runtime", "llamacpp",
+                          "--spec", "mtp=1"), "converter drops DeepSeek-V3's MTP layer")):
+        code, out, err = run_cli("fleet", args[0], "--users", "10", *args[1:])
+        assert code == 2 and out == "" and words in err and "Traceback" not in err, err
+    code, out, err = run_cli("plan", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--quant", "gguf-q4_k_m", "--spec",
+                             "mtp=1", "--runtime", "vllm")
+    assert code == 2 and "under a GGUF's weights" in err and "drop --quant gguf-*" in err, err

@@ -134,6 +134,12 @@ def fleet(
                               node_link_gb_s)
     # the runtime, the weights it loads, the rows
     rid, w, kv_dtype = _fleet_runtime(runtime, emit, cards, m, quant, kv_dtype, w, cat)
+    if w.spec is not None:  # a runtime (or a GGUF's weights) that cannot draft with the MTP module, refused
+        from llmsize.estimate.quant import quant_format
+        from llmsize.estimate.runtimes import is_gguf
+        from llmsize.estimate.speculative import check_mtp_runtime
+
+        check_mtp_runtime(w.spec, rid, m, is_gguf(quant_format(w.quant)))
     runtimes = {r.id: r for r in cat.runtimes.all()}
     rows = fleet_rows(m, cards, w, rid, runtimes, hourly, kv_dtype)
     if emit is not None:

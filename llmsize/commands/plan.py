@@ -188,7 +188,7 @@ def plan(
     serving_given = _serving_options_given(engine_version, block_size, non_torch_gib, cudagraph_gib,
                                            max_num_batched_tokens, max_model_len, emit)
     engine, note, engine_flag = _ledger_engine(emit, engine, tp * (pp or 1) * (nodes or 1) > 1, llama_given,
-                                               serving_given)
+                                               serving_given, runtime)
     notes += [note] if note else []
     wired = gb_bytes(wired_limit_gb)  # --wired-limit-gb is in GB (10^9 B)
     if context is None:
@@ -319,11 +319,11 @@ def _serving_options_given(engine_version, block_size, non_torch_gib, cudagraph_
         ("--max-model-len", max_model_len is not None and emit not in ("vllm", "sglang"))) if given]
 
 
-def _ledger_engine(emit, engine, split: bool, llama_given: list[str], serving_given: list[str]
+def _ledger_engine(emit, engine, split: bool, llama_given: list[str], serving_given: list[str], runtime=None
                    ) -> tuple[str | None, str | None, str | None]:
     """The engine whose memory ledger the plan takes (--engine, else llama.cpp's where --emit llama-server/ollama or
-    llama.cpp's own options say so), the note that says why, and the option that chose it as a message names it;
-    options of another engine's refused."""
+    llama.cpp's own options say so: Ollama's under --runtime ollama), the note that says why, and the option that
+    chose it as a message names it; options of another engine's refused."""
     flag = f"--engine {engine}" if engine else None
     if emit in ("llama-server", "ollama"):
         if engine not in (None, "llamacpp", "ollama"):
@@ -357,9 +357,16 @@ def _ledger_engine(emit, engine, split: bool, llama_given: list[str], serving_gi
                                 "vLLM.", "Drop --cudagraph-gib, or use --engine vllm.")
     # llama.cpp's own options say which engine's ledger to plan (its cache types alone still apply to a split, whose
     # ledger llama.cpp's one-GPU ledger is not)
-    if llama_given and engine is None and not (split and set(llama_given) <= {"--cache-type-k", "--cache-type-v"}):
-        return "llamacpp", (f"{', '.join(llama_given)}: llama.cpp's options, so its ledger is planned (--engine "
-                            "llamacpp)"), llama_given[0]
+    ledger_only = [o for o in llama_given if o not in ("--cache-type-k", "--cache-type-v")]
+    if split and ledger_only:
+        raise InvalidValueError(f"{ledger_only[0]} is a llama.cpp option, and llama.cpp's plan is one GPU: --tp/--pp/"
+                                "--nodes split across cards is not modelled for it.",
+                                f"Drop --tp/--pp/--nodes, or drop {ledger_only[0]}.")
+    if llama_given and engine is None and not split:
+        own = "ollama" if (runtime or "").strip().lower() == "ollama" else "llamacpp"
+        whose = "Ollama's" if own == "ollama" else "its"
+        return own, (f"{', '.join(llama_given)}: llama.cpp's options, so {whose} ledger is planned (--engine "
+                     f"{own})"), llama_given[0]
     return engine, None, flag
 
 

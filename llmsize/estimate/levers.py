@@ -31,6 +31,7 @@ from llmsize.estimate.capacity import LLAMACPP_RUNTIMES
 from llmsize.estimate.fleet import DISAGGREGATING
 from llmsize.estimate.kv_policy import parse_kv_policy
 from llmsize.estimate.quant import FORMATS, RUNTIME_FORMATS, RUNTIME_KV, kv_dtype_bytes, kv_dtype_flags
+from llmsize.estimate.runtimes import is_gguf
 from llmsize.estimate.speculative import suggested_spec
 from llmsize.estimate.speed import is_ternary
 from llmsize.units import GB, GiB
@@ -163,7 +164,8 @@ def plan_args(source: list[str], gpu_id: str, inputs) -> list[str]:
     from llmsize.estimate.plan import PlanInputs
 
     default = PlanInputs()
-    args = ["plan", *source, "--gpu", gpu_id, "--context", str(inputs.context_tokens)]
+    o = inputs.llamacpp  # llama.cpp's options: its -c (a slot holds less), and the flags that set them
+    args = ["plan", *source, "--gpu", gpu_id, "--context", str(o.context if o is not None else inputs.context_tokens)]
     for name, flag in PLAN_FLAGS:
         value = getattr(inputs, name)
         if name == "kv_dtype" and value and "/" in value:  # llama.cpp's K/V cache types (quant.llamacpp_kv_dtype)
@@ -180,9 +182,36 @@ def plan_args(source: list[str], gpu_id: str, inputs) -> list[str]:
         args += ["--kv-policy", inputs.kv_policy.label]
     if inputs.spec is not None:
         args += ["--spec", inputs.spec.label]
+    if o is not None:
+        args += llama_flags(o)
     if not inputs.flash_attn and "--flash-attn" not in args:  # a quantized V cache's flags turn it on
         args.append("--no-flash-attn")
     return args
+
+
+def llama_flags(o) -> list[str]:
+    """The llama.cpp options (a LlamaCppOptions) other than their defaults, as `plan` spells them; the cache types
+    come with the plan's K/V dtype (kv_dtype_flags)."""
+    from llmsize.estimate.mmproj import MmprojFile
+
+    args = []
+    for flag, value, default in (("--parallel", o.parallel, 1), ("--ubatch-size", o.ubatch_size, 512),
+                                 ("--gpu-layers", o.gpu_layers, None), ("--n-cpu-moe", o.n_cpu_moe, 0)):
+        if value != default:
+            args += [flag, str(value)]
+    args += [flag for flag, on in (("--kv-unified", o.kv_unified), ("--swa-full", o.swa_full),
+                                   ("--cpu-moe", o.cpu_moe)) if on]
+    if o.flash_attn is not None:
+        args += ["--flash-attn", o.flash_attn]
+    if o.mmproj is not None:
+        args += ["--mmproj", o.mmproj.path if isinstance(o.mmproj, MmprojFile) else o.mmproj]
+    return args
+
+
+def splits_refused(o) -> bool:
+    """Whether llama.cpp options (a LlamaCppOptions, or None) rule a split over cards out: any but the cache types
+    plans llama.cpp's one-GPU ledger (plan's _ledger_engine refuses --tp/--pp beside them)."""
+    return o is not None and bool(llama_flags(o))
 
 
 def has_feature(model, test) -> bool:
@@ -274,7 +303,7 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
             "tiles (Dao et al. 2022); vLLM, SGLang and TensorRT-LLM always run it, llama.cpp with -fa on, Ollama "
             "with OLLAMA_FLASH_ATTENTION=1", replace(inputs, flash_attn=True),
             figure if figure in ("kv_budget_gb", "sequences") else "kv_budget_gb")
-    spec = suggested_spec(plan.model, models, runtime) if inputs.spec is None and plan.budget.weights_fit else None
+    spec = suggested_spec(plan.model, models, runtime, is_gguf(plan.fmt, plan.exact)) if inputs.spec is None and plan.budget.weights_fit else None
     if spec is not None:
         add(f"speculative decoding ({spec.label})", "memory bandwidth (tokens per pass over the weights)",
             spec_caveat(spec), replace(inputs, spec=spec), "tok_s")
@@ -286,7 +315,9 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
         row = disaggregation_lever(plan, source, runtime, runtimes)
         if row is not None:
             rows.append(row)
-    if inputs.pp == 1 and inputs.nodes is None and runtime in LLAMACPP_RUNTIMES and inputs.tp == 1:
+    if splits_refused(inputs.llamacpp):
+        pass  # llama.cpp's one-GPU ledger: no split's row (its command would be refused)
+    elif inputs.pp == 1 and inputs.nodes is None and runtime in LLAMACPP_RUNTIMES and inputs.tp == 1:
         for n in TP_CHOICES:  # llama.cpp's default split (-sm layer): whole layers per card, a pipeline
             add(f"{n} cards (layer split)", "cards", f"{n}x the cards; llama.cpp's -sm layer: each card holds a "
                 "share of the layers, a token crosses the link at each hand-off", replace(inputs, pp=n))

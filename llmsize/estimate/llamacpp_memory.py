@@ -108,6 +108,7 @@ class LlamaCppSettings:
     n_cpu_moe: int = 0  # --n-cpu-moe: the routed experts of the first N layers stay in host memory (--cpu-moe: all)
     output_first: bool = True  # -ngl's first layer is the output (llama.cpp since PR #18148); False: a build before
     mmproj: object = None  # --mmproj: a file type or a read file (estimate/mmproj.py); None: none loaded
+    mmproj_host: bool = False  # --no-mmproj-offload: the projector on the CPU (Ollama's under an explicit num_gpu)
 
 
 def gpu_placement(n_layer: int, s: LlamaCppSettings) -> tuple[int, int, bool]:
@@ -444,7 +445,7 @@ def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int
         notes.append("part of the model is on the CPU: the GPU's compute buffer is a lower bound (the scheduler "
                      "stages host weights on the GPU for batches of 32 tokens or more)")
     gname = BACKEND_NAME.get(gpu.vendor, "GPU0")
-    proj_gpu, proj_host = _projector_place(model, s, engine, ngl, n_layer)
+    proj_gpu, proj_host = _projector_place(model, s)
     devices = []
     if ngl or staged or proj_gpu:
         devices.append(Device(gname, n_layer - i_gpu_start, output_on_gpu, model_gpu, kv_gpu, rec_gpu, gpu_compute,
@@ -457,16 +458,15 @@ def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int
                           any(c.v for c, _ in runs.runs if c.k))
 
 
-def _projector_place(model: ModelSpec, s: LlamaCppSettings, engine: str, ngl: int, n_layer: int) -> tuple[int, int]:
+def _projector_place(model: ModelSpec, s: LlamaCppSettings) -> tuple[int, int]:
     """(GPU bytes, host bytes) of the mmproj and its encoder's buffers: on the first GPU whatever -ngl (clip.cpp
-    picks its own device), but under Ollama on the host where part of the model is (its shouldDisableMMProjOffload
-    passes --no-mmproj-offload for a partial or CPU-only text offload: llm/llama_server.go, ollama @fb307609)."""
+    picks its own device), on the host with --no-mmproj-offload (s.mmproj_host)."""
     if not s.mmproj:
         return 0, 0
     from llmsize.estimate.mmproj import projector
 
     nbytes = projector(model, s.mmproj, s.flash_attn).total_bytes
-    return (0, nbytes) if engine == "ollama" and ngl < n_layer + 1 else (nbytes, 0)
+    return (0, nbytes) if s.mmproj_host else (nbytes, 0)
 
 
 @by_identity(maxsize=512)

@@ -94,7 +94,15 @@ def settings(engine: str, o: LlamaCppOptions, n_layer: int) -> LlamaCppSettings:
                             cache_type_k=o.cache_type_k.lower(), cache_type_v=o.cache_type_v.lower(), flash_attn=fa,
                             ubatch_size=o.ubatch_size, swa_full=o.swa_full, gpu_layers=o.gpu_layers,
                             n_cpu_moe=n_layer if o.cpu_moe else o.n_cpu_moe, output_first=o.output_first,
-                            mmproj=o.mmproj)
+                            mmproj=o.mmproj, mmproj_host=mmproj_on_host(engine, o, n_layer))
+
+
+def mmproj_on_host(engine: str, o: LlamaCppOptions, n_layer: int) -> bool:
+    """Whether the engine keeps an mmproj on the CPU: Ollama does where num_gpu is set below the model's layers
+    (0 included: shouldDisableMMProjOffload passes --no-mmproj-offload, llm/llama_server.go, ollama @fb307609; its
+    own placement, num_gpu unset, keeps it on the GPU and widens --fit's margin for it); llama-server keeps it on
+    the GPU unless told --no-mmproj-offload."""
+    return bool(o.mmproj) and engine == "ollama" and o.gpu_layers is not None and o.gpu_layers < n_layer + 1
 
 
 def slot_tokens(engine: str, o: LlamaCppOptions) -> int:

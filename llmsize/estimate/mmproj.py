@@ -12,8 +12,9 @@ PR #22790's log), Qwen3.5-4B 636.1 where 644.26 (PR #22673's thread).
 
 The compute buffer is what clip.cpp reserves at its warm-up image (n patches, `warmup: ... image size`): the
 encoder's MLP at its widest, its n x I activation in f32 beside three n x h tensors (the residual stream, the normed
-input, the projection's output), and without flash attention (--flash-attn off, or a head size the backend's kernel
-lacks: Llama 4's 88 on CUDA, llama.cpp#19308) the n x n scores of each head. The 3 is read off Gemma 3's log
+input, the projection's output), and without flash attention (--flash-attn off) the n x n scores of each head. A head
+size the backend's kernel lacks turns it off under --flash-attn auto (Llama 4's 88 on CUDA, llama.cpp#19308,
+2026-02-03; PR #20375 proposed one): its 577^2 x 16 x 4 B = 21 MB of scores are not counted here. The 3 is read off Gemma 3's log
 (896 x 896, 4,096 patches: "CUDA0 compute buffer size = 121.25 MiB" with flash attention, PR #22790); the rule then
 gives Qwen3.5-4B 231.4 MiB where its log prints 223.30 (+3.6%), a 27B Qwen3.5/3.6 tower (projection_dim 5120, BF16)
 250.6 where 248.10 (+1.0%, ollama#17482), and Gemma 3 without flash attention 1,145.3 where 1,132.00 (+1.2%, PR
@@ -78,6 +79,7 @@ class MmprojFile:
     params: int
     file_type: str  # the ggml type of most of its matrices' bytes: f16, bf16, q8_0, ...
     encoder: VisionEncoder | None
+    projection_dim: int | None = None  # clip.vision.projection_dim: the text model's width it feeds
 
 
 @dataclass(frozen=True)
@@ -105,8 +107,17 @@ def check_mmproj_type(file_type: str | None) -> str | None:
         from llmsize.errors import not_one_of
 
         raise InvalidValueError(f"--mmproj {not_one_of(file_type, list(MMPROJ_BITS))}.",
-                                "The type of the mmproj file convert_hf_to_gguf.py --mmproj writes (--outtype).")
+                                "Give the type convert_hf_to_gguf.py --mmproj writes it in (--outtype), or the "
+                                "path of an mmproj file.")
     return file_type.strip().lower()
+
+
+def tower_names(model: ModelSpec, source: str | MmprojFile) -> str:
+    """What the plan calls the tower an mmproj holds: the model's towers for a type, the file's for a file (which
+    may hold another tower than the entry's)."""
+    if isinstance(source, MmprojFile):
+        return f"the tower in {mmproj_label(source).split(',')[0]}"
+    return " and ".join(x.name for x in towers(model))
 
 
 def mmproj_label(source: str | MmprojFile) -> str:
@@ -121,6 +132,12 @@ def projector(model: ModelSpec, source: str | MmprojFile, flash_attn: bool) -> P
     (its tensors' bytes, its header's encoder); refused where a type is asked of a model without a tower."""
     if isinstance(source, MmprojFile):
         e = source.encoder
+        width = getattr(model, "hidden_size", None)
+        if source.projection_dim and width and source.projection_dim != width:
+            raise InvalidValueError(f"--mmproj {mmproj_label(source).split(',')[0]}: its tower feeds a text model "
+                                    f"{source.projection_dim:,} wide (clip.vision.projection_dim), and {model.name}'s "
+                                    f"hidden size is {width:,}: it is another model's mmproj.",
+                                    "Give the mmproj file published with this model.")
         return Projector(source.file_type, source.params, source.weight_bytes,
                          None if e is None else encoder_compute_bytes(e, flash_attn),
                          () if e is None else (warmup_patches(e),), flash_attn,
@@ -140,8 +157,8 @@ def projector(model: ModelSpec, source: str | MmprojFile, flash_attn: bool) -> P
                      any(e.kind in DYNAMIC_KINDS for e in encoders))
 
 
-def projector_note(p: Projector, names: str) -> str:
-    """What the plan says of the mmproj it holds in the ledger."""
+def projector_note(p: Projector, names: str, on_host: bool = False) -> str:
+    """What the plan says of the mmproj it holds in the ledger (`on_host`: on the CPU, --no-mmproj-offload)."""
     what = (f"{names}, {p.params / 1e9:,.2f} B parameters: the mmproj file in {p.file_type.upper()}, "
             f"{p.weight_bytes / 1e9:,.2f} GB")
     if p.compute_bytes is None:
@@ -151,5 +168,8 @@ def projector_note(p: Projector, names: str) -> str:
         what += (f", and its encoder's compute buffer, {p.compute_bytes / 1e9:,.2f} GB at llama.cpp's warm-up image "
                  f"({' + '.join(f'{n:,}' for n in p.warmup_patches)} patches, {fa}"
                  + ("; a larger image grows it)" if p.grows else ")"))
+    if on_host:
+        return what + ("; in the ledger on the CPU: Ollama passes --no-mmproj-offload where num_gpu leaves layers off "
+                       "the card (--gpu-layers; its own placement keeps the projector on the GPU)")
     return what + ("; in the ledger on the first GPU, as llama-server --mmproj loads it (--no-mmproj-offload keeps "
                    "it on the CPU)")

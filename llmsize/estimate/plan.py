@@ -336,18 +336,21 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
                                 "has none.", "Use --kv-dtype fp8.")
 
     notes = list(notes or []) + ([why] if why else [])
-    mtp_how = check_mtp_runtime(inputs.spec, runtime, model)
+    from llmsize.estimate.runtimes import is_gguf
+
+    mtp_how = check_mtp_runtime(inputs.spec, runtime, model, is_gguf(fmt, exact))
     notes += [f"--spec {inputs.spec.label}: {mtp_how}"] if mtp_how else []
     why_out = towers_left_out(runtime, model)
     towers = [x for x in model.extra if x.loaded] if why_out else []
     model = held_model(runtime, model)  # a text-only runtime: the towers stay out of memory
     mmproj = inputs.llamacpp.mmproj if inputs.llamacpp is not None else None
     if mmproj:  # the tower as the mmproj file llama.cpp loads beside the GGUF (its ledger holds it)
-        from llmsize.estimate.mmproj import projector, projector_note
+        from llmsize.estimate.llamacpp_options import mmproj_on_host
+        from llmsize.estimate.mmproj import projector, projector_note, tower_names
 
         notes.append("not in the weights above: " + projector_note(
-            projector(model, mmproj, inputs.flash_attn),
-            " and ".join(x.name for x in towers) if towers else "the vision tower"))
+            projector(model, mmproj, inputs.flash_attn), tower_names(model, mmproj),
+            mmproj_on_host(runtime, inputs.llamacpp, model.num_layers)))
     elif towers:
         notes.append(f"not in the weights above: {' and '.join(x.name for x in towers)}, "
                      f"{sum(x.params for x in towers) / 1e9:,.2f} B parameters ({why_out})")

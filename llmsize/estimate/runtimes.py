@@ -134,6 +134,11 @@ def gguf_exact(exact) -> bool:
     return getattr(exact, "source", "") == "GGUF tensor infos"
 
 
+def is_gguf(fmt, exact=None) -> bool:
+    """Whether a plan's weights are a GGUF file's: a GGUF file type (gguf-*, its mix of types) or a .gguf read."""
+    return fmt.id.startswith("gguf-") or bool(fmt.mix) or gguf_exact(exact)
+
+
 def _and(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 

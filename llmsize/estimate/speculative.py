@@ -142,22 +142,23 @@ def mtp_family(model: ModelSpec) -> str:
     return model.family.lower().removesuffix("_text")
 
 
-def mtp_drafting(runtime: str | None, model: ModelSpec, k: int = 1) -> tuple[str | None, str | None]:
+def mtp_drafting(runtime: str | None, model: ModelSpec, k: int = 1, gguf: bool = False
+                 ) -> tuple[str | None, str | None]:
     """(why `runtime` cannot draft with `model`'s own MTP module, how it drafts with it): one of the two is None,
     or both where nothing is known to say. mlx-lm drops the module as it loads (its models' sanitize: qwen3_5.py
     filters "mtp.", deepseek_v3.py the layer past the last; mlx-lm @d78bf58e, 2026-08-22) and drafts only with a
     separate --draft-model; a GGUF runtime drafts with the file's MTP tensors for the families llama.cpp builds an
-    MTP graph for (LLAMACPP_MTP_FAMILIES), and has none to draft with where the converter drops them; `k` the
-    tokens it drafts a pass."""
+    MTP graph for (LLAMACPP_MTP_FAMILIES), and none runs from a GGUF (`gguf`: the plan's weights are one, whatever
+    the runtime) where the converter drops them; `k` the tokens it drafts a pass."""
     family = mtp_family(model)
     if runtime == "mlx":
         return ("mlx-lm drops the model's MTP layers as it loads (its sanitize, mlx_lm/models: qwen3_5.py, "
                 "deepseek_v3.py, glm4_moe.py) and drafts only with a separate --draft-model"), None
-    if runtime not in GGUF_RUNTIMES:
-        return None, None
-    if family in LLAMACPP_MTP_DROPPED:
+    if family in LLAMACPP_MTP_DROPPED and (gguf or runtime in GGUF_RUNTIMES):
         return (f"llama.cpp's converter drops {model.name}'s MTP layer (conversion/deepseek.py: skip_mtp), so its "
                 "GGUF files have none to draft with"), None
+    if runtime not in GGUF_RUNTIMES:
+        return None, None
     if family not in LLAMACPP_MTP_FAMILIES:
         return None, (f"llama.cpp drafts with a GGUF's MTP tensors for {', '.join(LLAMACPP_MTP_FAMILIES)}; "
                       f"whether it does for {family} is not checked here")
@@ -165,16 +166,18 @@ def mtp_drafting(runtime: str | None, model: ModelSpec, k: int = 1) -> tuple[str
                   "--no-mtp leaves them out)")
 
 
-def check_mtp_runtime(spec: Spec | None, runtime: str | None, model: ModelSpec) -> str | None:
-    """Refuse --spec mtp under a runtime that cannot draft with the model's MTP module; else the note saying how
-    the runtime is told to (None: nothing to say, or no MTP spec)."""
+def check_mtp_runtime(spec: Spec | None, runtime: str | None, model: ModelSpec, gguf: bool = False) -> str | None:
+    """Refuse --spec mtp under a runtime (or from a GGUF's weights, `gguf`) that cannot draft with the model's MTP
+    module; else the note saying how the runtime is told to (None: nothing to say, or no MTP spec)."""
     if spec is None or spec.draft is not None:
         return None
-    why, how = mtp_drafting(runtime, model, spec.k)
+    why, how = mtp_drafting(runtime, model, spec.k, gguf)
     if why:
-        raise InvalidValueError(f"--spec {spec.label} under {runtime}: {why}.",
-                                "Use a draft model (--spec draft=MODEL,k=4,accept=0.7), or a runtime that drafts "
-                                "with it (--runtime vllm or sglang).")
+        where = "a GGUF's weights" if gguf and runtime not in GGUF_RUNTIMES else runtime
+        other = ("the checkpoint's own weights (drop --quant gguf-*) under vLLM or SGLang" if gguf
+                 else "a runtime that drafts with it (--runtime vllm or sglang)")
+        raise InvalidValueError(f"--spec {spec.label} under {where}: {why}.",
+                                f"Use a draft model (--spec draft=MODEL,k=4,accept=0.7), or {other}.")
     return how
 
 
@@ -308,11 +311,11 @@ def family_root(model: ModelSpec) -> str:
     return model.family.split("_")[0]
 
 
-def suggested_spec(model: ModelSpec, models, runtime: str | None = None) -> Spec | None:
+def suggested_spec(model: ModelSpec, models, runtime: str | None = None, gguf: bool = False) -> Spec | None:
     """What the lever table tries: the model's own MTP module at MTP_ACCEPT where `runtime` drafts with it, else
     the smallest catalog model of its family with its vocabulary and at most 1/DRAFT_SIZE_RATIO of its parameters,
     k = DRAFT_K at DRAFT_ACCEPT; None when neither exists."""
-    if mtp_module(model) is not None and mtp_drafting(runtime, model)[0] is None:
+    if mtp_module(model) is not None and mtp_drafting(runtime, model, gguf=gguf)[0] is None:
         return Spec(1, MTP_ACCEPT)
     drafts = [m for m in models if m.id != model.id and m.vocab_size == model.vocab_size
               and family_root(m) == family_root(model)

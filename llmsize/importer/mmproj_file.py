@@ -9,9 +9,11 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from llmsize.errors import shown
 from llmsize.estimate.mmproj import MmprojFile
 from llmsize.importer.gguf_file import GgufError, read_gguf
 
+HINT = "Give the path of the mmproj-*.gguf file beside the model's GGUF, or a type (--mmproj f16) for its own tower."
 # clip.projector_type -> the encoder kind whose warm-up image clip.cpp takes (estimate/mmproj.py); others: unknown
 PROJECTOR_KINDS = {"gemma3": "siglip", "qwen2vl_merger": "qwen_vl", "qwen2.5vl_merger": "qwen_vl",
                    "qwen3vl_merger": "qwen_vl", "llama4": "llama4"}
@@ -44,31 +46,35 @@ def _encoder(meta: dict):
 def read_mmproj(path: str | Path) -> MmprojFile:
     """The mmproj file's bytes and encoder; a GGUF that is not one (a model file given by mistake) is refused."""
     if not Path(path).expanduser().is_file():
-        raise GgufError(f"--mmproj {path}: no such file.", "Give the path of the mmproj-*.gguf file, or a type "
-                        "(--mmproj f16) to size the model's own tower.")
-    g = read_gguf(path)
+        what = "a folder, not a file" if Path(path).expanduser().is_dir() else "no such file"
+        raise GgufError(f"--mmproj {shown(path)}: {what}.", HINT)
+    try:
+        g = read_gguf(path)
+    except GgufError as e:  # the reader's words are a model file's: its message, the mmproj's hint
+        raise GgufError(f"--mmproj: {e.message}", HINT) from None
     if g.arch != "clip":
-        raise GgufError(f"--mmproj {path}: its general.architecture is {g.arch or 'missing'!r}, not 'clip': not an "
-                        "mmproj file.", "Give the mmproj-*.gguf file beside the model's GGUF, or a type (--mmproj "
-                        "f16) to size the model's own tower.")
-    if not g.tensors:
-        raise GgufError(f"--mmproj {path}: the file holds no tensors.", "Give the mmproj-*.gguf file itself.")
+        raise GgufError(f"--mmproj {shown(path)}: its general.architecture is {shown(g.arch or 'missing')!r}, not "
+                        "'clip': not an mmproj file.", HINT)
     by_type = Counter()
     for t in g.tensors.values():
         if len(t.shape) >= 2:
             by_type[t.ggml_type] += t.nbytes
     file_type = by_type.most_common(1)[0][0] if by_type else "f32"
+    dim = g.metadata.get("clip.vision.projection_dim")
     return MmprojFile(str(path), sum(t.nbytes for t in g.tensors.values()), sum(t.numel for t in g.tensors.values()),
-                      file_type, _encoder(g.metadata))
+                      file_type, _encoder(g.metadata),
+                      dim if isinstance(dim, int) and not isinstance(dim, bool) and dim > 0 else None)
 
 
 def mmproj_source(value: str | None):
-    """--mmproj's value as the plan takes it: a file's header (a name ending in .gguf), else a type
+    """--mmproj's value as the plan takes it: a file's header (a name ending in .gguf, or any file: Ollama's blobs
+    have no extension), else a type
     (estimate/mmproj.check_mmproj_type), else None."""
     if value is None:
         return None
-    if value.strip().lower().endswith(".gguf"):
-        return read_mmproj(value.strip())
-    from llmsize.estimate.mmproj import check_mmproj_type
+    from llmsize.estimate.mmproj import MMPROJ_BITS, check_mmproj_type
 
+    v = value.strip()
+    if v.lower() not in MMPROJ_BITS and (v.lower().endswith(".gguf") or Path(v).expanduser().exists()):
+        return read_mmproj(v)  # a file (an Ollama blob has no extension)
     return check_mmproj_type(value)

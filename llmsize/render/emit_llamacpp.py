@@ -112,7 +112,12 @@ def ollama_modelfile(p, led, local_path: str | None = None) -> str:
         lines += [f"# {name}: put the path of the model's mmproj file in {s.mmproj.upper()} here", _from(name)]
     elif s.mmproj is not None:
         lines.append(_from(s.mmproj.path))
-    lines += [f"PARAMETER num_ctx {per_slot}", f"PARAMETER num_gpu {led.gpu_layers}"]
+    lines.append(f"PARAMETER num_ctx {per_slot}")
+    if s.mmproj and not s.mmproj_host and led.gpu_layers < led.n_layer + 1:  # Ollama's own placement, kept
+        lines.append(f"# num_gpu left to Ollama (the plan's placement: {led.gpu_layers} layers): set below the "
+                     "model's layers it moves the projector to the CPU (shouldDisableMMProjOffload)")
+    else:
+        lines.append(f"PARAMETER num_gpu {led.gpu_layers}")
     if s.ubatch_size != 512:  # Ollama's num_batch sets llama.cpp's batch and ubatch (default 512)
         lines.append(f"PARAMETER num_batch {s.ubatch_size}")
     lines += _ollama_spec_lines(p)

@@ -18,7 +18,8 @@ def _offload_dict(led, gpu, off) -> dict:
         read = (off.gpu_read_bytes if d.name != "CPU" else off.host_read_bytes) if off else None
         devices.append({"name": d.name, "layers": d.layers, "output_layer": d.has_output,
                         "weight_bytes": d.model_bytes, "kv_bytes": d.kv_bytes + d.recurrent_bytes,
-                        "buffer_bytes": d.compute_bytes, "bandwidth_gb_s": bw, "read_bytes_per_token": read})
+                        "buffer_bytes": d.compute_bytes, "mmproj_bytes": d.projector_bytes, "bandwidth_gb_s": bw,
+                        "read_bytes_per_token": read})
     out = {"devices": devices, "n_cpu_moe": led.settings.n_cpu_moe}
     if off is not None:
         out.update(decode_tok_s=off.decode_tok_s, decode_ceiling_tok_s=off.ceiling_tok_s, crossings=off.crossings,
@@ -97,8 +98,8 @@ def render_llamacpp(plan, gpu, console) -> None:
         t.add_row(f"{d.name} compute buffer", mib(d.compute_bytes))
     for d in led.devices:
         if d.projector_bytes:
-            t.add_row(f"{d.name} mmproj ({mmproj_label(s.mmproj)})", f"{mib(d.projector_bytes)} (the vision tower's "
-                      "weights and its encoder's compute buffer; the notes say each)")
+            t.add_row(f"{d.name} mmproj", f"{mib(d.projector_bytes)} ({mmproj_label(s.mmproj)}: the vision tower "
+                      "and its encoder's buffer, as the notes say)")
     t.add_row("host output buffer", mib(led.output_buffer_bytes))
     card = plan.card_bytes
     verdict = ("does NOT fit" if not plan.fits else

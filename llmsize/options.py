@@ -234,8 +234,8 @@ CacheTypeKOpt = Annotated[str, _opt("--cache-type-k", help="llama.cpp K cache ty
 CacheTypeVOpt = Annotated[str, _opt("--cache-type-v", help="llama.cpp V cache type (-ctv); a quantized one needs "
                                     "flash attention.", callback=choice(CACHE_TYPES))]
 FlashAttnOpt = Annotated[Optional[str], _opt("--flash-attn", help="llama.cpp flash attention (-fa): on, off or auto "
-                                             "(= on where the GPU runs the attention). Default: on for llamacpp, "
-                                             "off for ollama (OLLAMA_FLASH_ATTENTION unset).",
+                                             "(= on where the GPU runs the attention). Default: on for llamacpp, and "
+                                             "for ollama where the card supports it (OLLAMA_FLASH_ATTENTION unset).",
                                              callback=choice(("on", "off", "auto")), show_default=False)]
 UbatchOpt = Annotated[int, _opt("--ubatch-size", help="llama.cpp physical batch (-ub), tokens: its compute "
                                 "buffers and, in the expected time to first token, its pipeline over layer-split "

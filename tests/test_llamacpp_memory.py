@@ -216,8 +216,9 @@ def test_plan_engine_llamacpp_json(run_cli):
     assert e["settings"]["gpu_layers"] == 30
 
 
-def test_ollama_allocates_num_ctx_per_slot_without_flash_attention(run_cli):
-    """num_ctx for each of --parallel slots, flash attention off; without --context, Ollama's default by the card's
+def test_ollama_allocates_num_ctx_per_slot_with_flash_attention(run_cli):
+    """num_ctx for each of --parallel slots, flash attention on where the card has it (llama-server --flash-attn
+    auto: ollama @fb307609 llm/llama_server.go; its llama engine since v0.13.4); without --context, Ollama's default by the card's
     memory (its server/routes.go: 4k under 23 GiB, 32k to 47 GiB, 256k above, at most the model's): 32,768 on an
     RTX 4090 (CUDA's 23.6 GiB), 4,096 on a 16 GB card and on an M1 Pro 32 GB (Metal's working set, 21.3 GiB),
     131,072 for Gemma 3 12B (its limit) on an H200."""
@@ -227,7 +228,7 @@ def test_ollama_allocates_num_ctx_per_slot_without_flash_attention(run_cli):
         return json.loads(out)["engine"]
 
     e = engine("qwen3-4b", "--gpu", "rtx4090", "--parallel", "2", "--context", "4096")
-    assert e["n_ctx"] == 8192 and e["n_ctx_seq"] == 4096 and e["settings"]["flash_attn"] is False
+    assert e["n_ctx"] == 8192 and e["n_ctx_seq"] == 4096 and e["settings"]["flash_attn"] is True
     assert e["kv_cache_bytes"] == 2 * 4096 * 36 * 1024 * 2 * 2
     assert engine("qwen3-4b", "--gpu", "rtx4090")["n_ctx"] == 32768
     assert engine("qwen3-4b", "--gpu", "rtx4060ti16")["n_ctx"] == engine("qwen3-4b", "--gpu", "m1-pro")["n_ctx"] == 4096
@@ -270,7 +271,10 @@ def test_emit_llama_server_and_ollama(run_cli):
     code, out, err = run_cli(*base, "--emit", "ollama", "--parallel", "2", "--flash-attn", "on")
     assert code == 0, err
     assert "PARAMETER num_ctx 4096" in out and "PARAMETER num_gpu 30" in out
-    assert "OLLAMA_NUM_PARALLEL=2 OLLAMA_FLASH_ATTENTION=1" in out
+    assert "OLLAMA_NUM_PARALLEL=2 ollama serve" in out  # flash attention on: Ollama's own default on this card
+    code, out, err = run_cli(*base, "--emit", "ollama", "--flash-attn", "off")
+    assert code == 0, err
+    assert "OLLAMA_NUM_PARALLEL=1 OLLAMA_FLASH_ATTENTION=0 ollama serve" in out
     code, out, err = run_cli(*base, "--emit", "llama-server", "--engine", "vllm")
     assert code == 2 and "--emit llama-server" in err and out == ""
 
@@ -351,14 +355,14 @@ def test_ollama_moves_whole_layers_only(run_cli):
 
 
 @pytest.mark.parametrize("cache,ok", [(("--cache-type-k", "q8_0"), "Ollama sets one type for K and V"),
-                                      (("--cache-type-k", "q8_0", "--cache-type-v", "q8_0"),
+                                      (("--cache-type-k", "q8_0", "--cache-type-v", "q8_0", "--flash-attn", "off"),
                                        "q8_0 without flash attention"),
-                                      (("--cache-type-k", "q8_0", "--cache-type-v", "q8_0", "--flash-attn", "on"), True)])
+                                      (("--cache-type-k", "q8_0", "--cache-type-v", "q8_0"), True)])
 def test_ollama_takes_one_cache_type_with_flash_attention(run_cli, cache, ok):
-    """Ollama's OLLAMA_KV_CACHE_TYPE sets K and V together and applies only with flash attention (its default is
-    off): a K-only type, or a quantized cache without flash attention, is refused in one line naming which (a review
-    saw K q8_0 planned under Ollama while the emitted environment kept f16; another, both q8_0 told to "give both the
-    same type")."""
+    """Ollama's OLLAMA_KV_CACHE_TYPE sets K and V together, and a quantized V cache needs flash attention (on by
+    default where the card has it): a K-only type, or a quantized cache with flash attention off, is refused in one
+    line naming which (a review saw K q8_0 planned under Ollama while the emitted environment kept f16; another,
+    both q8_0 told to "give both the same type")."""
     base = ("plan", "llama-3.1-8b", "--gpu", "rtx4060ti", "--quant", "gguf-q4_k_m", "--engine", "ollama", *cache)
     code, out, err = run_cli(*base, "--json")
     if ok is not True:
@@ -368,7 +372,7 @@ def test_ollama_takes_one_cache_type_with_flash_attention(run_cli, cache, ok):
     assert code == 0, err
     assert json.loads(out)["engine"]["settings"]["cache_type_k"] == "q8_0"
     code, out, err = run_cli(*base, "--emit", "ollama")
-    assert "OLLAMA_KV_CACHE_TYPE=q8_0" in out and "OLLAMA_FLASH_ATTENTION=1" in out
+    assert "OLLAMA_KV_CACHE_TYPE=q8_0" in out and "OLLAMA_FLASH_ATTENTION" not in out
 
 
 def test_the_serving_engines_kv_dtype_is_not_llamacpps(run_cli):
@@ -763,9 +767,9 @@ def test_an_offloaded_split_never_decodes_faster_than_the_whole_model_on_the_car
     assert off["decode_tok_s"] < off["decode_ceiling_tok_s"]
 
 
-def test_an_offloaded_prompt_under_ollama_pays_its_unfused_scores(run_cli, catalog, runtimes):
-    """Ollama runs llama.cpp with flash attention off by default: the GPU's share of an offloaded prompt pays the
-    score matrices' bytes (expected.score_matrix_bytes, at eta_kv) as the whole-GPU TTFT does, so the offload
+def test_an_offloaded_prompt_without_flash_attention_pays_its_unfused_scores(run_cli, catalog, runtimes):
+    """Flash attention off (asked for; Ollama's default on a card without it): the GPU's share of an offloaded
+    prompt pays the score matrices' bytes (expected.score_matrix_bytes, at eta_kv) as the whole-GPU TTFT does, so the offload
     prefill is that much longer than with -fa on; the difference is exactly the score term, the PCIe crossings
     being the same."""
     from llmsize.estimate.runtimes import constants
@@ -776,7 +780,7 @@ def test_an_offloaded_prompt_under_ollama_pays_its_unfused_scores(run_cli, catal
     args = ("plan", "qwen3-30b-a3b", "--gpu", "rtx4080", "--quant", "gguf-q4_k_m", "--context", "8192",
             "--gpu-layers", "30", "--host-memory", "ryzen-9000", "--json")
     pre = {}
-    for engine, fa in (("ollama", None), ("llamacpp", "on"), ("llamacpp", "off")):
+    for engine, fa in (("ollama", "off"), ("llamacpp", "on"), ("llamacpp", "off")):
         code, out, err = run_cli(*args, "--engine", engine, *(("--flash-attn", fa) if fa else ()))
         assert code == 0, err
         pre[engine, fa] = json.loads(out)["engine"]["offload"]["prefill_s"]
@@ -786,7 +790,7 @@ def test_an_offloaded_prompt_under_ollama_pays_its_unfused_scores(run_cli, catal
     scores = (prefill_time_s(prefill_inputs(plan, "llamacpp", flash_attn=False), c)
               - prefill_time_s(prefill_inputs(plan, "llamacpp", flash_attn=True), c))
     assert scores > 0
-    assert pre["ollama", None] == pytest.approx(pre["llamacpp", "off"])
+    assert pre["ollama", "off"] == pytest.approx(pre["llamacpp", "off"])
     assert pre["llamacpp", "off"] - pre["llamacpp", "on"] == pytest.approx(scores, rel=1e-6)
 
 
@@ -1021,3 +1025,21 @@ def test_a_plan_at_llama_cpps_slot_limit_says_why_it_stops_there(run_cli):
     code, out, err = run_cli("plan", "qwen3-0.6b", "--gpu", "h100", "--quant", "gguf-q4_k_m", "--engine", "llamacpp",
                              "--json")
     assert not any("n_seq_max" in n for n in json.loads(out)["notes"])
+
+
+def test_ollamas_flash_attention_follows_the_card():
+    """Ollama passes --flash-attn auto where the devices support it (ml/device.go: Metal, ROCm, Vulkan, CUDA from
+    compute capability 6.0 but 7.2), off elsewhere, unless OLLAMA_FLASH_ATTENTION says otherwise."""
+    from types import SimpleNamespace
+
+    from llmsize.estimate.llamacpp_options import flash_attn_on, ollama_flash_attn
+
+    def card(vendor, cc=None):
+        return SimpleNamespace(vendor=vendor, cc=cc)
+
+    assert ollama_flash_attn(card("NVIDIA", (6, 1))) and ollama_flash_attn(card("NVIDIA", (12, 0)))
+    assert not ollama_flash_attn(card("NVIDIA", (5, 2))) and not ollama_flash_attn(card("NVIDIA", (7, 2)))
+    assert ollama_flash_attn(card("Apple")) and ollama_flash_attn(card("AMD")) and ollama_flash_attn(card("NVIDIA"))
+    assert not flash_attn_on("ollama", None, card("NVIDIA", (5, 2)))
+    assert flash_attn_on("ollama", "on", card("NVIDIA", (5, 2))) and not flash_attn_on("ollama", "off", card("AMD"))
+    assert flash_attn_on("llamacpp", None, card("NVIDIA", (5, 2)))  # llama.cpp's own default: -fa auto

@@ -211,8 +211,8 @@ def plan(
     kv_dtype = _ledger_cache(quant, model, exact, engine, kv_dtype, cache_type_k, cache_type_v)
     from llmsize.estimate.llamacpp_options import LlamaCppOptions, check_options, flash_attn_on, slot_context
 
-    # flash attention as the plan's engine runs it: --no-flash-attn or --flash-attn off; Ollama's default is off
-    attention_fused = flash_attn_on(engine, flash_attn)
+    # flash attention as the plan's engine runs it: --no-flash-attn or --flash-attn off; Ollama's default by the card
+    attention_fused = flash_attn_on(engine, flash_attn, g)
     llama_options = None
     if engine in ("llamacpp", "ollama"):  # the ledger planned, and the plan's budget (llamacpp_budget.py)
         llama_options = LlamaCppOptions(context, parallel, kv_unified, cache_type_k, cache_type_v, flash_attn,

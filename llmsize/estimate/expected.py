@@ -12,6 +12,7 @@ from llmsize.catalog.schema import ModelSpec, RuntimeSpec
 from llmsize.errors import InvalidValueError, LlmsizeError
 from llmsize.estimate.kernels import MATMUL_PRECISION, asked_marlin, fp32_stands_in, kernel_class
 from llmsize.estimate.kv import mla_mixers
+from llmsize.estimate.llamacpp_options import ollama_flash_attn
 from llmsize.estimate.plan import Plan
 from llmsize.estimate.runtimes import (
     BACKEND_NAMES,
@@ -253,7 +254,8 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
                   f"weight-streaming fraction is the group's default, that of 16-bit weights where measured "
                   f"({c.eta_weights_default:.2f})",)
     ollama = "ollama" in ((runtime or "").lower(), engine)
-    unfused = rid == "llamacpp" and (flash_attn == "off" or (flash_attn is None and ollama))
+    unfused = rid == "llamacpp" and (flash_attn == "off" or (flash_attn is None and ollama
+                                                             and not ollama_flash_attn(plan.gpu)))
     pre = prefill_inputs(plan, rid, flash_attn=not unfused, ubatch_tokens=ubatch_tokens, be=gpu_backend)
     pre, note = calibrated_prompt(pre, plan, c, calibration)
     notes += (note,) if note else ()
@@ -262,7 +264,7 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
                   f"fraction of the peak on datacenter and workstation cards, {prefill_fraction(pre, c):.2f} of "
                   f"its rated {pre.peak_name} peak (GeForce cards run above the boost clock it is rated at)",)
     if pre.score_bytes:
-        cause = (f"flash attention off ({'asked for' if flash_attn == 'off' else 'Ollama default'})" if unfused
+        cause = (f"flash attention off ({'asked for' if flash_attn == 'off' else 'Ollama, on this card'})" if unfused
                  else f"{RUNTIME_NAMES[rid]}'s unfused attention for this model")
         notes += (f"{cause}: the prompt's attention scores, {pre.score_bytes / 1e9:,.1f} GB, are written and read in "
                   f"memory, {score_time_s(pre, c):,.2f} s of its time to first token",)

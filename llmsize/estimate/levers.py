@@ -300,8 +300,8 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
                 replace(inputs, batch=best), "aggregate_tok_s")
     if not inputs.flash_attn:  # it moves the memory left (and the sequences), not the decode ceiling
         add("FlashAttention", "memory (attention scores)", "fused attention: the score matrix stays in on-chip "
-            "tiles (Dao et al. 2022); vLLM, SGLang and TensorRT-LLM always run it, llama.cpp with -fa on, Ollama "
-            "with OLLAMA_FLASH_ATTENTION=1", replace(inputs, flash_attn=True),
+            "tiles (Dao et al. 2022); vLLM, SGLang and TensorRT-LLM always run it, llama.cpp by default (-fa), "
+            "Ollama where the card supports it (OLLAMA_FLASH_ATTENTION=1 forces it)", replace(inputs, flash_attn=True),
             figure if figure in ("kv_budget_gb", "sequences") else "kv_budget_gb")
     spec = suggested_spec(plan.model, models, runtime, is_gguf(plan.fmt, plan.exact)) if inputs.spec is None and plan.budget.weights_fit else None
     if spec is not None:

@@ -81,14 +81,26 @@ def ollama_num_ctx(gpu, wired_limit_bytes: float | None = None) -> int:
     return 4096 if vram < 23 else 32768 if vram < 47 else 262144
 
 
-def flash_attn_on(engine: str | None, flash_attn: str | None) -> bool:
+def ollama_flash_attn(gpu=None) -> bool:
+    """Ollama's flash attention where OLLAMA_FLASH_ATTENTION is unset: `--flash-attn auto` to llama-server where
+    the devices support it (llm/llama_server.go LlamaServerFlashAttention, ollama @fb307609; its llama engine since
+    v0.13.4, #13052, 2025-12-12; docs/faq.mdx: "Ollama uses Flash Attention automatically when the selected backend
+    and devices support it"): Metal, ROCm, Vulkan, and CUDA from compute capability 6.0 but 7.2 (ml/device.go
+    cudaFlashAttentionSupported); a card whose capability the catalog lacks is taken as supported."""
+    cc = getattr(gpu, "cc", None)
+    return not (getattr(gpu, "vendor", None) == "NVIDIA" and cc is not None and (cc < (6, 0) or cc == (7, 2)))
+
+
+def flash_attn_on(engine: str | None, flash_attn: str | None, gpu=None) -> bool:
     """Whether the engine runs flash attention: --flash-attn as given (auto: on where the GPU runs the attention,
-    as planned), else llama.cpp's default on and Ollama's off (OLLAMA_FLASH_ATTENTION unset)."""
-    return (flash_attn or ("off" if engine == "ollama" else "on")) != "off"
+    as planned), else llama.cpp's default (on) and Ollama's (on where the card supports it: ollama_flash_attn)."""
+    if flash_attn is not None:
+        return flash_attn != "off"
+    return ollama_flash_attn(gpu) if engine == "ollama" else True
 
 
-def settings(engine: str, o: LlamaCppOptions, n_layer: int) -> LlamaCppSettings:
-    fa = flash_attn_on(engine, o.flash_attn)
+def settings(engine: str, o: LlamaCppOptions, n_layer: int, gpu=None) -> LlamaCppSettings:
+    fa = flash_attn_on(engine, o.flash_attn, gpu)
     return LlamaCppSettings(ctx_size=o.context * o.parallel if engine == "ollama" else o.context,
                             parallel=o.parallel, kv_unified=o.kv_unified and engine != "ollama",
                             cache_type_k=o.cache_type_k.lower(), cache_type_v=o.cache_type_v.lower(), flash_attn=fa,
@@ -149,13 +161,12 @@ def check_options(engine: str, o: LlamaCppOptions) -> None:
     if engine == "ollama" and s.cache_type_k not in OLLAMA_KV_TYPES:
         raise InvalidValueError(f"--cache-type-k/-v {s.cache_type_k}: Ollama's OLLAMA_KV_CACHE_TYPE takes "
                                 f"{', '.join(OLLAMA_KV_TYPES)} (docs/faq.md).",
-                                "Give q8_0 or q4_0 (with --flash-attn on), or use --engine llamacpp.")
+                                "Give q8_0 or q4_0, or use --engine llamacpp.")
     if engine == "ollama" and s.cache_type_k != s.cache_type_v:
         raise InvalidValueError(
             f"--cache-type-k {s.cache_type_k} --cache-type-v {s.cache_type_v}: Ollama sets one type for K and V "
             "(OLLAMA_KV_CACHE_TYPE).", "Give both the same type, or use --engine llamacpp.")
     if engine == "ollama" and s.cache_type_k != "f16" and not s.flash_attn:
         raise InvalidValueError(
-            f"--cache-type-k/-v {s.cache_type_k} without flash attention: Ollama quantizes its cache only with flash "
-            "attention (OLLAMA_FLASH_ATTENTION=1), which is off by default.",
-            "Add --flash-attn on, or use --engine llamacpp.")
+            f"--cache-type-k/-v {s.cache_type_k} without flash attention: a quantized V cache needs it (llama.cpp, "
+            "which Ollama runs, refuses one without).", "Drop --flash-attn off, or use an f16 cache.")

@@ -1,7 +1,7 @@
 """A plan's llama.cpp (or Ollama) side: the start-up ledger of its GGUF file, the offload speed when part of it
 is in host memory, and the split llama.cpp's --fit margin allows. Ollama allocates num_ctx for each of
-OLLAMA_NUM_PARALLEL slots (its llama.cpp runner gets -c num_ctx x num_parallel, one stream a slot) and leaves
-flash attention off unless OLLAMA_FLASH_ATTENTION is set."""
+OLLAMA_NUM_PARALLEL slots (its llama.cpp runner gets -c num_ctx x num_parallel, one stream a slot) and runs flash
+attention where the card supports it unless OLLAMA_FLASH_ATTENTION says otherwise (llamacpp_options.ollama_flash_attn)."""
 
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
     model, gpu = plan.model, plan.gpu
     check_options(engine, o)
     tensors = file_tensors(plan, exact)
-    s = settings(engine, o, model.num_layers)
+    s = settings(engine, o, model.num_layers, gpu)
     found = fit_split(model, gpu, tensors, s, card_bytes, moe_offload=engine != "ollama") if fit else None
     if found is not None and found.how != "none":
         s = found.settings  # run as the fit placed it
@@ -142,8 +142,8 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
     from llmsize.estimate.step_inputs import prefill_inputs
 
     link = host_link(gpu)
-    # the GPU's share of the prompt with the attention the engine runs (Ollama's default: unfused, its scores
-    # written and read in memory) and its ubatch
+    # the GPU's share of the prompt with the attention the engine runs (unfused: its scores written and read in
+    # memory) and its ubatch
     pre = prefill_inputs(plan, "llamacpp", flash_attn=led.settings.flash_attn,
                          ubatch_tokens=led.settings.ubatch_size)
     gpu_alone = prefill_time_s(pre, constants) if constants else None

@@ -77,7 +77,7 @@ def _llamacpp_row(model, gpu, fid, context, host, card_bytes, llama_constants, r
     tensors = gguf_file_tensors(model, fid)
     from llmsize.estimate.llamacpp_options import LlamaCppOptions, settings
 
-    found = fit_split(model, gpu, tensors, settings(engine, LlamaCppOptions(context), model.num_layers), card_bytes,
+    found = fit_split(model, gpu, tensors, settings(engine, LlamaCppOptions(context), model.num_layers, gpu), card_bytes,
                       moe_offload=engine != "ollama")
     if found.how == "none" or found.max_context_tokens is None or found.max_context_tokens < context:
         return None

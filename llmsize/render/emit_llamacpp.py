@@ -1,7 +1,7 @@
 """The llama-server command line and the Ollama Modelfile a llama.cpp ledger (estimate/llamacpp_memory.py)
 corresponds to. llama-server's flags (tools/server/README.md): -m, -c, -ngl, -np, -kvu, -ctk, -ctv, -fa on|off,
 -b, -ub, --n-cpu-moe / --cpu-moe, --swa-full, --mmproj, -md, --spec-type, --spec-draft-n-max. Ollama (docs/modelfile.md,
-docs/faq.md): PARAMETER num_ctx (per slot), num_gpu (layers on the GPU) and draft_num_predict, and DRAFT (a draft
+docs/faq.mdx): PARAMETER num_ctx (per slot), num_gpu (layers on the GPU) and draft_num_predict, and DRAFT (a draft
 model's file) in the Modelfile; OLLAMA_NUM_PARALLEL,
 OLLAMA_FLASH_ATTENTION and OLLAMA_KV_CACHE_TYPE (one type for K and V, which needs flash attention) in the server's
 environment."""
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 import shlex
+
+from llmsize.estimate.llamacpp_options import ollama_flash_attn
 
 LLAMA_N_BATCH = 2048  # llama.cpp's default -b (common/common.h n_batch); the ubatch is min(-b, -ub)
 
@@ -122,8 +124,8 @@ def ollama_modelfile(p, led, local_path: str | None = None) -> str:
         lines.append(f"PARAMETER num_batch {s.ubatch_size}")
     lines += _ollama_spec_lines(p)
     env = [f"OLLAMA_NUM_PARALLEL={s.parallel}"]
-    if s.flash_attn:
-        env.append("OLLAMA_FLASH_ATTENTION=1")
+    if s.flash_attn != ollama_flash_attn(p.gpu):  # Ollama's default is the card's (auto where supported)
+        env.append(f"OLLAMA_FLASH_ATTENTION={int(s.flash_attn)}")
     if s.cache_type_v != "f16":  # one type for K and V, with flash attention (llamacpp_plan checks both)
         env.append(f"OLLAMA_KV_CACHE_TYPE={s.cache_type_v}")
     lines.append("# environment of `ollama serve`:")

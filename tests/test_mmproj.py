@@ -121,6 +121,20 @@ def test_ollama_keeps_the_projector_on_the_host_under_an_explicit_partial_offloa
     assert "# num_gpu left to Ollama" in out
 
 
+def test_ollamas_fit_target_holds_the_projectors_weights(run_cli):
+    """Ollama sets llama-server's --fit-target to the projector's weights and 1 GiB, in MiB rounded up
+    (LLAMA_ARG_FIT_TARGET, llm/llama_server.go mmprojFitTargetMiB), beside the room llama-server keeps for the
+    projector itself: Gemma 4 26B-A4B's F16 tower, 572,792,112 x 2 B, makes a margin of ceil((1,145,584,224 +
+    1,073,741,824) / 2^20) = 2,117 MiB, and Ollama's own placement puts fewer layers on a 16 GB card than without
+    it; llama-server's margin stays 1,024 MiB."""
+    base = ("gemma-4-26b-a4b", "--gpu", "rtx5060ti", "--quant", "gguf-q4_k_m")
+    ollama = _plan(run_cli, *base, "--engine", "ollama", "--mmproj", "f16")
+    assert ollama["capacity"]["engine_margin_bytes"] == 2117 * MiB == -(-(572_792_112 * 2 + 1024 * MiB) // MiB) * MiB
+    plain = _plan(run_cli, *base, "--engine", "ollama")
+    assert ollama["engine"]["settings"]["gpu_layers"] < plain["engine"]["settings"]["gpu_layers"]
+    assert _plan(run_cli, *base, "--mmproj", "f16")["capacity"]["engine_margin_bytes"] == 1024 * MiB
+
+
 def test_runtime_ollama_with_llama_options_plans_ollamas_ledger(run_cli):
     """--runtime ollama beside a llama.cpp option (--mmproj) plans Ollama's ledger, so the budget, the ledger and
     the expected speed take one engine's defaults (a new user's pass found llama.cpp's ledger beside Ollama's

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.estimate.capacity import WHOLE_CARD_GPU_UTIL, ContextLimit, EngineShare, MemoryBudget
-from llmsize.estimate.llamacpp_fit import FIT_TARGET_BYTES, fit_room, fits, longest_ctx
+from llmsize.estimate.llamacpp_fit import fit_room, fit_target_bytes, fits, longest_ctx
 from llmsize.estimate.llamacpp_memory import LlamaCppSettings, llamacpp_ledger
 from llmsize.estimate.quant import LLAMACPP_KV_TYPES
 
@@ -56,11 +56,11 @@ def ledger_budget(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int]]
     led = llamacpp_ledger(model, gpu, tensors, whole, engine)
     dev = led.gpu
     cpu = next(d for d in led.devices if d.name == "CPU")
-    share = EngineShare(engine, dev.compute_bytes, FIT_TARGET_BYTES, cpu.model_bytes, card_basis, dev.projector_bytes)
-    budget = MemoryBudget(card, WHOLE_CARD_GPU_UTIL, dev.model_bytes,
-                          dev.compute_bytes + dev.projector_bytes + FIT_TARGET_BYTES,
+    target = fit_target_bytes(model, whole, engine)
+    share = EngineShare(engine, dev.compute_bytes, target, cpu.model_bytes, card_basis, dev.projector_bytes)
+    budget = MemoryBudget(card, WHOLE_CARD_GPU_UTIL, dev.model_bytes, dev.compute_bytes + dev.projector_bytes + target,
                           engine=share)
-    room, ram = fit_room(gpu, card)
+    room, ram = fit_room(gpu, card, target_bytes=target)
     one = replace(whole, parallel=1, kv_unified=False)
 
     def holds(slots: int) -> bool:

@@ -52,20 +52,36 @@ def fits(led: LlamaCppLedger, budget: int, ram_bytes: int | None = None) -> bool
     return led.gpu_total_bytes <= budget
 
 
-def fit_room(gpu: GpuSpec, card_bytes: int, reserve_bytes: int = 0) -> tuple[int, int | None]:
-    """What llama.cpp's --fit lets a placement use: the card less its margin (and `reserve_bytes`), and on a unified
-    machine the RAM the host's buffers share with it (None on a discrete card)."""
+def fit_target_bytes(model: ModelSpec, s: LlamaCppSettings, engine: str = "llamacpp") -> int:
+    """llama-server's --fit-target: 1,024 MiB, but under Ollama with a projector on the GPU the projector's weights
+    and 1 GiB, in MiB rounded up (it sets LLAMA_ARG_FIT_TARGET so: llm/llama_server.go mmprojFitTargetMiB, ollama
+    @fb307609), beside which llama-server keeps room for the projector itself (PR #21489; the ledger's
+    projector_bytes)."""
+    if engine != "ollama" or not s.mmproj or s.mmproj_host:
+        return FIT_TARGET_BYTES
+    from llmsize.estimate.mmproj import projector
+
+    mib = 2**20
+    return -(-(projector(model, s.mmproj, s.flash_attn).weight_bytes + FIT_TARGET_BYTES) // mib) * mib
+
+
+def fit_room(gpu: GpuSpec, card_bytes: int, reserve_bytes: int = 0, target_bytes: int = FIT_TARGET_BYTES
+             ) -> tuple[int, int | None]:
+    """What llama.cpp's --fit lets a placement use: the card less its margin (`target_bytes`: fit_target_bytes)
+    and `reserve_bytes`, and on a unified machine the RAM the host's buffers share with it (None on a discrete
+    card)."""
     from llmsize.estimate.unified import is_unified
 
-    return card_bytes - reserve_bytes - FIT_TARGET_BYTES, gpu.memory_bytes if is_unified(gpu) else None
+    return card_bytes - reserve_bytes - target_bytes, gpu.memory_bytes if is_unified(gpu) else None
 
 
 def fit_split(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int]], s: LlamaCppSettings,
-              card_bytes: int, reserve_bytes: int = 0, moe_offload: bool = True) -> FitResult:
-    """llama.cpp's --fit placement: as asked if it fits `card_bytes` less its margin, else the fewest layers' routed
-    experts on the host (`moe_offload`: Ollama has no --n-cpu-moe), else the most layers on the GPU. On a unified
-    machine the host's buffers come out of the same RAM: a placement fits only if both do."""
-    budget, ram = fit_room(gpu, card_bytes, reserve_bytes)
+              card_bytes: int, reserve_bytes: int = 0, moe_offload: bool = True, engine: str = "llamacpp"
+              ) -> FitResult:
+    """llama.cpp's --fit placement: as asked if it fits `card_bytes` less its margin (fit_target_bytes), else the
+    fewest layers' routed experts on the host (`moe_offload`: Ollama has no --n-cpu-moe), else the most layers on
+    the GPU. On a unified machine the host's buffers come out of the same RAM: a placement fits only if both do."""
+    budget, ram = fit_room(gpu, card_bytes, reserve_bytes, fit_target_bytes(model, s, engine))
     led = llamacpp_ledger(model, gpu, tensors, s)
     how = "as asked"
     if not fits(led, budget, ram):

@@ -9,7 +9,14 @@ from dataclasses import dataclass
 
 from llmsize.errors import InvalidValueError
 from llmsize.estimate.host_memory import HostMemory
-from llmsize.estimate.llamacpp_fit import FIT_TARGET_BYTES, FitResult, fit_room, fit_split, longest_ctx
+from llmsize.estimate.llamacpp_fit import (
+    FIT_TARGET_BYTES,
+    FitResult,
+    fit_room,
+    fit_split,
+    fit_target_bytes,
+    longest_ctx,
+)
 from llmsize.estimate.llamacpp_memory import (
     LlamaCppLedger,
     gathered_bytes,
@@ -118,14 +125,16 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
     check_options(engine, o)
     tensors = file_tensors(plan, exact)
     s = settings(engine, o, model.num_layers, gpu)
-    found = fit_split(model, gpu, tensors, s, card_bytes, moe_offload=engine != "ollama") if fit else None
+    found = (fit_split(model, gpu, tensors, s, card_bytes, moe_offload=engine != "ollama", engine=engine)
+             if fit else None)
     if found is not None and found.how != "none":
         s = found.settings  # run as the fit placed it
     led = llamacpp_ledger(model, gpu, tensors, s, engine)
     if led.devices[-1].model_bytes <= gathered_bytes(tensors):  # only the embeddings on the host: nothing offloaded
         return LlamaCppPlan(led, None, found, card_bytes)
     # the longest -c of this placement (its layers and experts where it puts them), with --fit's margin
-    longest = longest_ctx(model, gpu, tensors, led.settings, *fit_room(gpu, card_bytes))
+    longest = longest_ctx(model, gpu, tensors, led.settings,
+                          *fit_room(gpu, card_bytes, target_bytes=fit_target_bytes(model, led.settings, engine)))
     from llmsize.estimate.unified import is_unified
 
     if is_unified(gpu):

@@ -3,6 +3,7 @@ of the command people run most."""
 
 from __future__ import annotations
 
+from llmsize.estimate.llamacpp_fit import FIT_TARGET_BYTES
 from llmsize.estimate.llamacpp_memory import host_tables
 from llmsize.estimate.plan import Plan
 from llmsize.render.text import Report
@@ -147,7 +148,10 @@ def render_plan(p: Plan, width: int = 100, color: bool = False, placement: str |
                                                f"{host_tables(p.model)}, {e.host_weights_bytes / GB:,.2f} GB, in "
                                                "host memory)"),
                 ("- compute buffer, - margin", f"{e.compute_bytes / GB:,.2f} GB, {e.margin_bytes / GB:,.2f} GB "
-                                               f"({e.margin_bytes / GiB:g} GiB: --fit's --fit-target)")]
+                                               + (f"({e.margin_bytes / GiB:g} GiB: --fit's --fit-target)"
+                                                  if e.margin_bytes == FIT_TARGET_BYTES else
+                                                  f"({e.margin_bytes / GiB:.2f} GiB: the --fit-target Ollama sets, "
+                                                  "1 GiB and the projector's weights)"))]
         if e.projector_bytes:
             rows.append(("- mmproj (--mmproj)", f"{e.projector_bytes / GB:,.2f} GB (the vision tower and its "
                                                 "encoder's buffer, as the notes say; --fit keeps room for it)"))

@@ -380,10 +380,13 @@ def _refuse_runtime_mismatch(runtime, engine, engine_flag, emit, plan_runtime) -
                                 f"{engine}'s memory ledger: one plan is sized for one runtime.",
                                 f"Drop --runtime ({engine_flag} sets it), or give both the same runtime.")
     if emit in ("vllm", "sglang") and plan_runtime != emit:
+        from llmsize.options import EMIT_ENGINES
+
+        own = {"llamacpp": "llama-server", "lmstudio": "llama-server"}.get(plan_runtime, plan_runtime)
         raise InvalidValueError(f"--emit {emit} prints {emit}'s launch line, and this plan is sized for "
                                 f"{plan_runtime} (its share of the card, its ledger).",
-                                f"Drop --engine / --runtime, or use --emit "
-                                f"{'llama-server' if plan_runtime in ('llamacpp', 'ollama') else plan_runtime}.")
+                                "Drop --engine / --runtime" + (f", or use --emit {own}." if own in EMIT_ENGINES
+                                                               else f" (--emit prints none for {plan_runtime})."))
 
 
 def _ledger_cache(quant, model, exact, engine, kv_dtype, cache_type_k, cache_type_v) -> str | None:

@@ -539,3 +539,12 @@ def test_show_and_host_memory_read_platform_names_as_typed(run_cli):
     assert json.loads(typed)["expected"]["tok_s"] == json.loads(catalogued)["expected"]["tok_s"]
     code, out, err = run_cli(*base, "--host-memory", "ryzn-9000")
     assert code == 2 and "Did you mean `ryzen-9000`" in err and out == ""
+
+
+def test_emit_mismatch_names_a_launch_line_that_exists(run_cli):
+    """A plan sized for mlx asked for vLLM's launch line: no `--emit mlx` is offered (there is none); a llama.cpp
+    plan is pointed to llama-server's."""
+    code, out, err = run_cli("plan", "qwen3.5-9b", "--gpu", "rtx4090", "--runtime", "mlx", "--emit", "vllm")
+    assert code == 2 and "--emit mlx" not in err and "--emit prints none for mlx" in err, err
+    code, out, err = run_cli("plan", "qwen3.5-9b", "--gpu", "rtx4090", "--runtime", "llamacpp", "--emit", "vllm")
+    assert code == 2 and "use --emit llama-server" in err, err

@@ -304,11 +304,3 @@ def test_fleet_refuses_mtp_where_plan_does(run_cli):
                              "mtp=1", "--runtime", "vllm")
     assert code == 2 and "under a GGUF's weights" in err and "drop --quant gguf-*" in err, err
 
-
-def test_emit_mismatch_names_a_launch_line_that_exists(run_cli):
-    """A plan sized for mlx asked for vLLM's launch line: no `--emit mlx` is offered (there is none); a llama.cpp
-    plan is pointed to llama-server's."""
-    code, out, err = run_cli("plan", "qwen3.5-9b", "--gpu", "rtx4090", "--runtime", "mlx", "--emit", "vllm")
-    assert code == 2 and "--emit mlx" not in err and "--emit prints none for mlx" in err, err
-    code, out, err = run_cli("plan", "qwen3.5-9b", "--gpu", "rtx4090", "--runtime", "llamacpp", "--emit", "vllm")
-    assert code == 2 and "use --emit llama-server" in err, err

@@ -314,3 +314,27 @@ def test_an_mmproj_file_of_another_model_is_refused(run_cli, tmp_path):
                                  str(bad))
         assert code == 2 and out == "" and "--mmproj" in err and words in err, err
         assert "a type (--mmproj f16)" in err
+
+
+def test_every_logged_mmproj_figure_within_its_tolerance(catalog):
+    """Each figure of tests/data/mmproj_logs.yaml (llama.cpp logs, as printed) beside the prediction: the weights
+    within 1.5% below (the F32 tensors the converter keeps), the compute buffer within 4% (the 3 x width read off
+    Gemma 3's 121.25 MiB, which it meets exactly); each log's lines carry the figure it is compared with."""
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from mmproj_ledger import LOGS, rows
+
+    logs = {log["id"]: log for log in yaml.safe_load(LOGS.read_text())}
+    got = rows(catalog)
+    assert len(got) == 4
+    for log_id, figure, logged, predicted in got:
+        assert any(f"{logged:.2f} MiB" in line for line in logs[log_id]["lines"]), (log_id, figure)
+        if figure == "weights":
+            assert -0.015 <= predicted / logged - 1 < 0, (log_id, predicted, logged)
+        else:
+            assert abs(predicted / logged - 1) <= 0.04, (log_id, predicted, logged)
+    assert next(p for i, f, _, p in got if i == "gemma-3-12b-metal-fa") == 121.25

@@ -218,8 +218,8 @@ def test_plan_engine_llamacpp_json(run_cli):
 
 def test_ollama_allocates_num_ctx_per_slot_with_flash_attention(run_cli):
     """num_ctx for each of --parallel slots, flash attention on where the card has it (llama-server --flash-attn
-    auto: ollama @fb307609 llm/llama_server.go; its llama engine since v0.13.4); without --context, Ollama's default by the card's
-    memory (its server/routes.go: 4k under 23 GiB, 32k to 47 GiB, 256k above, at most the model's): 32,768 on an
+    auto: ollama @fb307609 llm/llama_server.go; its llama engine since v0.13.4); without --context, Ollama's default
+    by the card's memory (its server/routes.go: 4k under 23 GiB, 32k to 47 GiB, 256k above, at most the model's): 32,768 on an
     RTX 4090 (CUDA's 23.6 GiB), 4,096 on a 16 GB card and on an M1 Pro 32 GB (Metal's working set, 21.3 GiB),
     131,072 for Gemma 3 12B (its limit) on an H200."""
     def engine(*args):
@@ -1043,3 +1043,26 @@ def test_ollamas_flash_attention_follows_the_card():
     assert not flash_attn_on("ollama", None, card("NVIDIA", (5, 2)))
     assert flash_attn_on("ollama", "on", card("NVIDIA", (5, 2))) and not flash_attn_on("ollama", "off", card("AMD"))
     assert flash_attn_on("llamacpp", None, card("NVIDIA", (5, 2)))  # llama.cpp's own default: -fa auto
+    # Ollama has no auto of its own: OLLAMA_FLASH_ATTENTION unset is its default; any device under Vulkan has it
+    assert not flash_attn_on("ollama", "auto", card("NVIDIA", (5, 2)))
+    assert flash_attn_on("ollama", None, card("NVIDIA", (5, 2)), "vulkan") and ollama_flash_attn(card("NVIDIA", (7, 2)),
+                                                                                                 "Vulkan")
+
+
+def test_lever_commands_carry_flash_attention_once_and_reproduce_their_rows(run_cli):
+    """With flash attention off, the q8_0 cache row's command turns it on once (a new user's pass found `--flash-attn
+    on ... --flash-attn off`, refused as given twice), and the FlashAttention row's command turns it on (it kept
+    `off`, so its row read the plan it started from)."""
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx4060ti16", "--quant", "gguf-q4_k_m", "--engine",
+                             "ollama", "--flash-attn", "off", "--context", "32768", "--levers", "--json")
+    assert code == 0, err
+    rows = {r["name"]: r for r in json.loads(out)["levers"]}
+    for name in ("KV cache in q8_0/q8_0", "FlashAttention"):
+        cmd = rows[name]["command"].split()
+        assert cmd.count("--flash-attn") == 1 and cmd[cmd.index("--flash-attn") + 1] == "on", cmd
+        code, again, err = run_cli(*cmd[1:], "--json")
+        assert code == 0, err
+        after = json.loads(again)
+        if name == "FlashAttention":
+            assert after["capacity"]["kv_budget_bytes"] / 1e9 == pytest.approx(rows[name]["after"], rel=1e-6)
+            assert rows[name]["after"] > rows[name]["before"]

@@ -338,3 +338,41 @@ def test_every_logged_mmproj_figure_within_its_tolerance(catalog):
         else:
             assert abs(predicted / logged - 1) <= 0.04, (log_id, predicted, logged)
     assert next(p for i, f, _, p in got if i == "gemma-3-12b-metal-fa") == 121.25
+
+
+def test_ollama_with_a_projector_offloads_as_ollama_would(run_cli):
+    """The offload lever and its row take the plan's projector and engine: under Ollama whole layers (no
+    --n-cpu-moe, which Ollama lacks), the projector's margin, and the row's command gives the row (a new user's pass
+    found the lever sized without the projector, under llama.cpp's margin)."""
+    base = ("gemma-3-27b", "--gpu", "rtx4060ti16", "--quant", "gguf-q4_k_m", "--engine", "ollama", "--mmproj", "f16",
+            "--host-memory", "DDR5-6000x2")
+    code, out, err = run_cli("plan", *base, "--levers", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    row = next(r for r in d["levers"] if r["name"].startswith("partial offload"))
+    assert "--gpu-layers" in row["name"] and "--engine ollama" in row["command"] and "--fit" not in row["command"]
+    cmd = row["command"].split()
+    code, again, err = run_cli(*cmd[1:], "--json")
+    assert code == 0, err
+    placed = json.loads(again)["engine"]
+    assert f"--gpu-layers {placed['settings']['gpu_layers']}" in row["name"]
+    assert placed["offload"]["decode_ceiling_tok_s"] == pytest.approx(row["after"], rel=1e-6)
+    code, text, err = run_cli("plan", *base)
+    # Gemma 3 27B's F16 tower, 423,060,336 x 2 B, and 1 GiB: ceil(1,919,862,496 / 2^20) = 1,831 MiB
+    assert "fit (1,831 MiB margin)" in text and "with --fit's 1.79 GiB margin" in " ".join(text.split())
+    assert "the --fit-target Ollama sets" in " ".join(text.split())
+    moe = ("gemma-4-26b-a4b", "--gpu", "rtx4060ti16", "--quant", "gguf-q4_k_m", "--engine", "ollama",
+           "--host-memory", "DDR5-6000x2", "--levers", "--json")
+    code, out, err = run_cli("plan", *moe)
+    assert code == 0, err
+    assert not any("--n-cpu-moe" in r["name"] for r in json.loads(out)["levers"])
+
+
+def test_the_launch_line_keeps_the_projector_where_the_plan_put_it(run_cli):
+    """Under Ollama with --gpu-layers below the layers the projector is on the CPU: llama-server's line says
+    --no-mmproj-offload, as Ollama passes it."""
+    code, out, err = run_cli("plan", "gemma-3-27b", "--gpu", "rtx4060ti16", "--quant", "gguf-q4_k_m", "--engine",
+                             "ollama", "--mmproj", "f16", "--gpu-layers", "30", "--emit", "llama-server")
+    assert code == 0, err
+    assert out.splitlines()[-1].endswith("--mmproj mmproj-gemma-3-27b-F16.gguf --no-mmproj-offload")
+

@@ -212,7 +212,7 @@ def plan(
     from llmsize.estimate.llamacpp_options import LlamaCppOptions, check_options, flash_attn_on, slot_context
 
     # flash attention as the plan's engine runs it: --no-flash-attn or --flash-attn off; Ollama's default by the card
-    attention_fused = flash_attn_on(engine, flash_attn, g)
+    attention_fused = flash_attn_on(engine, flash_attn, g, gpu_backend)
     llama_options = None
     if engine in ("llamacpp", "ollama"):  # the ledger planned, and the plan's budget (llamacpp_budget.py)
         llama_options = LlamaCppOptions(context, parallel, kv_unified, cache_type_k, cache_type_v, flash_attn,

@@ -255,7 +255,7 @@ def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = N
                   f"({c.eta_weights_default:.2f})",)
     ollama = "ollama" in ((runtime or "").lower(), engine)
     unfused = rid == "llamacpp" and (flash_attn == "off" or (flash_attn is None and ollama
-                                                             and not ollama_flash_attn(plan.gpu)))
+                                                             and not ollama_flash_attn(plan.gpu, gpu_backend)))
     pre = prefill_inputs(plan, rid, flash_attn=not unfused, ubatch_tokens=ubatch_tokens, be=gpu_backend)
     pre, note = calibrated_prompt(pre, plan, c, calibration)
     notes += (note,) if note else ()

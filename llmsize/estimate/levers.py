@@ -184,14 +184,38 @@ def plan_args(source: list[str], gpu_id: str, inputs) -> list[str]:
         args += ["--spec", inputs.spec.label]
     if o is not None:
         args += llama_flags(o)
-    if not inputs.flash_attn and "--flash-attn" not in args:  # a quantized V cache's flags turn it on
+    if "--flash-attn" in args:  # a quantized V cache's flags turn it on
+        pass
+    elif o is not None and o.flash_attn is not None:
+        args += ["--flash-attn", o.flash_attn]
+    elif not inputs.flash_attn:
         args.append("--no-flash-attn")
     return args
 
 
+def with_kv_dtype(inputs, dt: str):
+    """`inputs` with the cache dtype `dt`, and where llama.cpp's options are planned (inputs.llamacpp) its cache
+    types too, with flash attention for a quantized V cache (llama.cpp refuses one without)."""
+    o = inputs.llamacpp
+    if o is None or "/" not in dt:
+        return replace(inputs, kv_dtype=dt)
+    from llmsize.estimate.llamacpp_budget import cache_types
+
+    k, v = cache_types(dt)
+    fa = "on" if v not in ("f16", "bf16", "f32") else o.flash_attn
+    return replace(inputs, kv_dtype=dt, flash_attn=inputs.flash_attn or fa == "on",
+                   llamacpp=replace(o, cache_type_k=k, cache_type_v=v, flash_attn=fa))
+
+
+def with_flash_attn(inputs):
+    """`inputs` with flash attention on, in llama.cpp's options too where they are planned."""
+    o = inputs.llamacpp
+    return replace(inputs, flash_attn=True, llamacpp=None if o is None else replace(o, flash_attn="on"))
+
+
 def llama_flags(o) -> list[str]:
     """The llama.cpp options (a LlamaCppOptions) other than their defaults, as `plan` spells them; the cache types
-    come with the plan's K/V dtype (kv_dtype_flags)."""
+    come with the plan's K/V dtype (kv_dtype_flags), flash attention with plan_args."""
     from llmsize.estimate.mmproj import MmprojFile
 
     args = []
@@ -201,8 +225,6 @@ def llama_flags(o) -> list[str]:
             args += [flag, str(value)]
     args += [flag for flag, on in (("--kv-unified", o.kv_unified), ("--swa-full", o.swa_full),
                                    ("--cpu-moe", o.cpu_moe)) if on]
-    if o.flash_attn is not None:
-        args += ["--flash-attn", o.flash_attn]
     if o.mmproj is not None:
         args += ["--mmproj", o.mmproj.path if isinstance(o.mmproj, MmprojFile) else o.mmproj]
     return args
@@ -286,7 +308,7 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
             if dt == "nvfp4" and not plan.gpu.dense_tflops.get("fp4"):
                 continue  # an FP4 cache where the card has FP4 tensor cores (Blackwell)
             if float(kv_dtype_bytes(dt)) < per_value:
-                add(f"KV cache in {dt}", "KV cache (memory, bandwidth)", caveat, replace(inputs, kv_dtype=dt))
+                add(f"KV cache in {dt}", "KV cache (memory, bandwidth)", caveat, with_kv_dtype(inputs, dt))
         if inputs.kv_policy is None:
             for spec in KV_POLICIES:
                 pol = parse_kv_policy(spec)
@@ -301,9 +323,10 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
     if not inputs.flash_attn:  # it moves the memory left (and the sequences), not the decode ceiling
         add("FlashAttention", "memory (attention scores)", "fused attention: the score matrix stays in on-chip "
             "tiles (Dao et al. 2022); vLLM, SGLang and TensorRT-LLM always run it, llama.cpp by default (-fa), "
-            "Ollama where the card supports it (OLLAMA_FLASH_ATTENTION=1 forces it)", replace(inputs, flash_attn=True),
+            "Ollama where the card supports it (OLLAMA_FLASH_ATTENTION=1 forces it)", with_flash_attn(inputs),
             figure if figure in ("kv_budget_gb", "sequences") else "kv_budget_gb")
-    spec = suggested_spec(plan.model, models, runtime, is_gguf(plan.fmt, plan.exact)) if inputs.spec is None and plan.budget.weights_fit else None
+    spec = (suggested_spec(plan.model, models, runtime, is_gguf(plan.fmt, plan.exact))
+            if inputs.spec is None and plan.budget.weights_fit else None)
     if spec is not None:
         add(f"speculative decoding ({spec.label})", "memory bandwidth (tokens per pass over the weights)",
             spec_caveat(spec), replace(inputs, spec=spec), "tok_s")
@@ -374,7 +397,9 @@ def offload_lever(plan, source: list[str], inputs, offload_for, host_args: tuple
     if found is None or not found.split_args:
         return None
     after = found.speed.ceiling_tok_s if found.speed is not None else None
-    args = [*plan_args(source, plan.gpu.id, changed), "--engine", "llamacpp", "--fit", *host_args]
+    # Ollama places whole layers itself (its plan's --fit is implied); llama.cpp's own, with --fit
+    engine = ["--engine", "ollama"] if inputs.runtime == "ollama" else ["--engine", "llamacpp", "--fit"]
+    args = [*plan_args(source, plan.gpu.id, changed), *engine, *host_args]
     what = "" if changed is inputs else f"{OFFLOAD_FORMAT}, "
     return Lever(f"partial offload ({what}{' '.join(found.split_args)})", "memory (weights in host RAM)",
                  "offload_tok_s", None, after, offload_caveat(found), shlex.join(["llmsize", *args]))

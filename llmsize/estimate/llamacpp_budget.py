@@ -104,5 +104,5 @@ def plan_ledger_budget(model: ModelSpec, gpu: GpuSpec, inputs, runtime: str, fmt
     o = inputs.llamacpp or LlamaCppOptions(inputs.context_tokens, cache_type_k=types[0], cache_type_v=types[1],
                                            flash_attn=None if inputs.flash_attn else "off")
     card, basis = card_memory(gpu, inputs.wired_limit_bytes)
-    return ledger_budget(model, gpu, tensors, settings(engine, o, model.num_layers, gpu), card, basis,
+    return ledger_budget(model, gpu, tensors, settings(engine, o, model.num_layers, gpu, inputs.backend), card, basis,
                          inputs.context_tokens, engine, search)

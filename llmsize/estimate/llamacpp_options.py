@@ -81,26 +81,31 @@ def ollama_num_ctx(gpu, wired_limit_bytes: float | None = None) -> int:
     return 4096 if vram < 23 else 32768 if vram < 47 else 262144
 
 
-def ollama_flash_attn(gpu=None) -> bool:
+def ollama_flash_attn(gpu=None, backend: str | None = None) -> bool:
     """Ollama's flash attention where OLLAMA_FLASH_ATTENTION is unset: `--flash-attn auto` to llama-server where
     the devices support it (llm/llama_server.go LlamaServerFlashAttention, ollama @fb307609; its llama engine since
     v0.13.4, #13052, 2025-12-12; docs/faq.mdx: "Ollama uses Flash Attention automatically when the selected backend
     and devices support it"): Metal, ROCm, Vulkan, and CUDA from compute capability 6.0 but 7.2 (ml/device.go
-    cudaFlashAttentionSupported); a card whose capability the catalog lacks is taken as supported."""
+    cudaFlashAttentionSupported; any device under `backend` vulkan); a card whose capability the catalog lacks is
+    taken as supported."""
+    if (backend or "").lower() == "vulkan":
+        return True
     cc = getattr(gpu, "cc", None)
     return not (getattr(gpu, "vendor", None) == "NVIDIA" and cc is not None and (cc < (6, 0) or cc == (7, 2)))
 
 
-def flash_attn_on(engine: str | None, flash_attn: str | None, gpu=None) -> bool:
-    """Whether the engine runs flash attention: --flash-attn as given (auto: on where the GPU runs the attention,
-    as planned), else llama.cpp's default (on) and Ollama's (on where the card supports it: ollama_flash_attn)."""
-    if flash_attn is not None:
-        return flash_attn != "off"
-    return ollama_flash_attn(gpu) if engine == "ollama" else True
+def flash_attn_on(engine: str | None, flash_attn: str | None, gpu=None, backend: str | None = None) -> bool:
+    """Whether the engine runs flash attention: --flash-attn as given (auto: llama.cpp's, on where the GPU runs the
+    attention, as planned; Ollama's, OLLAMA_FLASH_ATTENTION unset, its default), else llama.cpp's default (on) and
+    Ollama's (on where the card supports it: ollama_flash_attn)."""
+    if flash_attn in ("on", "off"):
+        return flash_attn == "on"
+    return ollama_flash_attn(gpu, backend) if engine == "ollama" else True
 
 
-def settings(engine: str, o: LlamaCppOptions, n_layer: int, gpu=None) -> LlamaCppSettings:
-    fa = flash_attn_on(engine, o.flash_attn, gpu)
+def settings(engine: str, o: LlamaCppOptions, n_layer: int, gpu=None, backend: str | None = None
+             ) -> LlamaCppSettings:
+    fa = flash_attn_on(engine, o.flash_attn, gpu, backend)
     return LlamaCppSettings(ctx_size=o.context * o.parallel if engine == "ollama" else o.context,
                             parallel=o.parallel, kv_unified=o.kv_unified and engine != "ollama",
                             cache_type_k=o.cache_type_k.lower(), cache_type_v=o.cache_type_v.lower(), flash_attn=fa,

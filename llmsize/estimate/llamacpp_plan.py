@@ -1,11 +1,12 @@
 """A plan's llama.cpp (or Ollama) side: the start-up ledger of its GGUF file, the offload speed when part of it
 is in host memory, and the split llama.cpp's --fit margin allows. Ollama allocates num_ctx for each of
 OLLAMA_NUM_PARALLEL slots (its llama.cpp runner gets -c num_ctx x num_parallel, one stream a slot) and runs flash
-attention where the card supports it unless OLLAMA_FLASH_ATTENTION says otherwise (llamacpp_options.ollama_flash_attn)."""
+attention where the card supports it unless OLLAMA_FLASH_ATTENTION says otherwise
+(llamacpp_options.ollama_flash_attn)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from llmsize.errors import InvalidValueError
 from llmsize.estimate.host_memory import HostMemory
@@ -38,6 +39,7 @@ class LlamaCppPlan:
     # the longest -c this placement holds (its model buffer on the card, not every layer's): what an offload buys
     longest_context_tokens: int | None = None
     cpu_layers_unified: bool = False  # part of the model left to the CPU of a unified machine (same memory)
+    margin_bytes: int = FIT_TARGET_BYTES  # what --fit leaves free (fit_target_bytes: Ollama's beside a projector)
 
     @property
     def spare_bytes(self) -> int:
@@ -50,9 +52,9 @@ class LlamaCppPlan:
 
     @property
     def tight(self) -> bool:
-        """It fits with less to spare than llama.cpp's --fit keeps (FIT_TARGET_BYTES), which the backend's own
-        context (a few hundred MiB) and the plan's 1.5 GiB overhead take from."""
-        return 0 <= self.spare_bytes < FIT_TARGET_BYTES
+        """It fits with less to spare than llama.cpp's --fit keeps (margin_bytes), which the backend's own context
+        (a few hundred MiB) and the plan's 1.5 GiB overhead take from."""
+        return 0 <= self.spare_bytes < self.margin_bytes
 
 
 def placement_words(lp: LlamaCppPlan) -> str | None:
@@ -124,28 +126,30 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
     model, gpu = plan.model, plan.gpu
     check_options(engine, o)
     tensors = file_tensors(plan, exact)
-    s = settings(engine, o, model.num_layers, gpu)
+    s = settings(engine, o, model.num_layers, gpu, plan.inputs.backend)
     found = (fit_split(model, gpu, tensors, s, card_bytes, moe_offload=engine != "ollama", engine=engine)
              if fit else None)
     if found is not None and found.how != "none":
         s = found.settings  # run as the fit placed it
     led = llamacpp_ledger(model, gpu, tensors, s, engine)
+    margin = fit_target_bytes(model, led.settings, engine)
     if led.devices[-1].model_bytes <= gathered_bytes(tensors):  # only the embeddings on the host: nothing offloaded
-        return LlamaCppPlan(led, None, found, card_bytes)
+        return LlamaCppPlan(led, None, found, card_bytes, margin_bytes=margin)
     # the longest -c of this placement (its layers and experts where it puts them), with --fit's margin
-    longest = longest_ctx(model, gpu, tensors, led.settings,
-                          *fit_room(gpu, card_bytes, target_bytes=fit_target_bytes(model, led.settings, engine)))
+    longest = longest_ctx(model, gpu, tensors, led.settings, *fit_room(gpu, card_bytes, target_bytes=margin))
     from llmsize.estimate.unified import is_unified
 
     if is_unified(gpu):
         led.notes.append(f"{gpu.id} shares one memory between CPU and GPU: layers left to the CPU read the same "
                          "memory and count against the same RAM, the CPU cores at less of its bandwidth than the GPU"
                          + (f" (--host-memory {host.name} not used: there is no other memory)" if host else ""))
-        return LlamaCppPlan(led, None, found, card_bytes, cpu_layers_unified=True, longest_context_tokens=longest)
+        return LlamaCppPlan(led, None, found, card_bytes, cpu_layers_unified=True, longest_context_tokens=longest,
+                            margin_bytes=margin)
     if host is None:
         led.notes.append("part of the model is in host memory: give --host-memory (e.g. DDR5-6000x2) or "
                          "--host-bandwidth-gb-s for its decode speed")
-        return LlamaCppPlan(led, None, found, card_bytes, offloaded=True, longest_context_tokens=longest)
+        return LlamaCppPlan(led, None, found, card_bytes, offloaded=True, longest_context_tokens=longest,
+                            margin_bytes=margin)
     from llmsize.estimate.parallel import host_link
     from llmsize.estimate.speed import prefill_time_s
     from llmsize.estimate.step_inputs import prefill_inputs
@@ -161,7 +165,8 @@ def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory
     off = offload_speed(model, gpu, led, tensors, o.context, host, constants,
                         (plan.prefill.prompt_tokens, gpu_alone), link.gb_s if link else None,
                         gpu_part(plan, led, tensors, format_class))
-    return LlamaCppPlan(led, off, found, card_bytes, offloaded=True, longest_context_tokens=longest)
+    return LlamaCppPlan(led, off, found, card_bytes, offloaded=True, longest_context_tokens=longest,
+                        margin_bytes=margin)
 
 
 @dataclass(frozen=True)
@@ -189,19 +194,25 @@ def offload_lever(plan, exact, card_bytes: int, host: HostMemory | None, constan
         return None
     model, gpu = plan.model, plan.gpu
     tensors = file_tensors(plan, exact)
-    found = fit_split(model, gpu, tensors, settings("llamacpp", LlamaCppOptions(plan.inputs.context_tokens),
-                                                    model.num_layers), card_bytes)
+    # the plan's own llama.cpp options (an mmproj, slots) and engine (Ollama places whole layers), the split left to
+    # the fit
+    engine = "ollama" if plan.inputs.runtime == "ollama" else "llamacpp"
+    given = plan.inputs.llamacpp
+    o = (replace(given, gpu_layers=None, n_cpu_moe=0, cpu_moe=False) if given is not None
+         else LlamaCppOptions(plan.inputs.context_tokens))
+    found = fit_split(model, gpu, tensors, settings(engine, o, model.num_layers, gpu, plan.inputs.backend),
+                      card_bytes, moe_offload=engine != "ollama", engine=engine)
+    who = "Ollama" if engine == "ollama" else "llama.cpp"
+    flags = f"`--engine {engine}`" if engine == "ollama" else "`--engine llamacpp --fit`"
     if found.how == "none":
-        return OffloadLever("Offload with llama.cpp: not even the output and the cache fit beside llama.cpp's 1 GiB "
-                            "margin.")
+        return OffloadLever(f"Offload with {who}: not even the output and the cache fit beside its --fit margin.")
     gpu_bytes = found.ledger.gpu_total_bytes
     if found.how == "as asked" or (found.how == "gpu_layers" and found.ledger.gpu_layers > model.num_layers):
-        return OffloadLever(f"llama.cpp holds it whole on the card ({gpu_bytes / 2**30:.1f} GiB within its --fit "
-                            "margin): nothing to offload (`--engine llamacpp`).")
+        return OffloadLever(f"{who} holds it whole on the card ({gpu_bytes / 2**30:.1f} GiB within its --fit "
+                            f"margin): nothing to offload (`--engine {engine}`).")
     split = (("--n-cpu-moe", str(found.settings.n_cpu_moe)) if found.how == "n_cpu_moe"
              else ("--gpu-layers", str(found.ledger.gpu_layers)))
-    words = (f"Offload with llama.cpp: {' '.join(split)} keeps {gpu_bytes / 2**30:.1f} GiB on the card "
-             f"(`--engine llamacpp --fit`)")
+    words = f"Offload with {who}: {' '.join(split)} keeps {gpu_bytes / 2**30:.1f} GiB on the card ({flags})"
     if host is None:
         return OffloadLever(words + "; its speed depends on the host memory (give --host-memory, e.g. DDR5-6000x2).",
                             split,

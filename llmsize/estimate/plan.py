@@ -521,7 +521,9 @@ def assumptions(p: dict) -> list[str]:
         out.append(f"Budget: llama.cpp's own ledger: {share.card_basis}, minus its model buffer with every layer on "
                    f"the card (the {host_tables(p['model'])}, {share.host_weights_bytes / GB:,.2f} GB, stays in host "
                    "memory), "
-                   "minus its compute buffer at this context and the 1 GiB its --fit leaves free (--fit-target); "
+                   f"minus its compute buffer at this context{' and the mmproj' if share.projector_bytes else ''} "
+                   f"and the {share.margin_bytes / GiB:.3g} GiB its --fit leaves free (--fit-target"
+                   f"{', as Ollama sets it beside a projector' if share.margin_bytes != 2**30 else ''}); "
                    "the longest context is the largest -c whose ledger fits. --gpu-util or --overhead-gib budget "
                    "the card the generic way instead.")
     else:

@@ -64,6 +64,8 @@ def llama_server_command(p, led, local_path: str | None = None) -> str:
         args += ["--mmproj", name]
     elif s.mmproj is not None:  # the file the plan read
         args += ["--mmproj", s.mmproj.path]
+    if s.mmproj is not None and s.mmproj_host:  # the projector where the plan put it: on the CPU
+        args.append("--no-mmproj-offload")
     args += _spec_args(p, notes)
     return "\n".join(notes + [shlex.join(args)])
 
@@ -124,7 +126,7 @@ def ollama_modelfile(p, led, local_path: str | None = None) -> str:
         lines.append(f"PARAMETER num_batch {s.ubatch_size}")
     lines += _ollama_spec_lines(p)
     env = [f"OLLAMA_NUM_PARALLEL={s.parallel}"]
-    if s.flash_attn != ollama_flash_attn(p.gpu):  # Ollama's default is the card's (auto where supported)
+    if s.flash_attn != ollama_flash_attn(p.gpu, p.inputs.backend):  # Ollama's default: the card's (auto)
         env.append(f"OLLAMA_FLASH_ATTENTION={int(s.flash_attn)}")
     if s.cache_type_v != "f16":  # one type for K and V, with flash attention (llamacpp_plan checks both)
         env.append(f"OLLAMA_KV_CACHE_TYPE={s.cache_type_v}")

@@ -103,13 +103,14 @@ def render_llamacpp(plan, gpu, console) -> None:
     t.add_row("host output buffer", mib(led.output_buffer_bytes))
     card = plan.card_bytes
     verdict = ("does NOT fit" if not plan.fits else
-               f"fits, {plan.spare_bytes / GiB:.2f} GiB to spare: under the 1 GiB llama.cpp's --fit keeps, tight"
+               f"fits, {plan.spare_bytes / GiB:.2f} GiB to spare: under the {plan.margin_bytes / GiB:.3g} GiB "
+               "llama.cpp's --fit keeps, tight"
                if plan.tight else "fits")
     t.add_row("GPU total", f"{mib(led.gpu_total_bytes)} ({led.gpu_total_bytes / GiB:.2f} GiB) of the card's "
               f"{card / GiB:.2f} GiB: {verdict} (plus the backend's own context, a few hundred MiB)")
     if plan.longest_context_tokens:
         t.add_row("longest context, as placed", f"{plan.longest_context_tokens:,} tokens (-c; the layers and "
-                  "experts where this placement puts them, with --fit's 1 GiB margin)")
+                  f"experts where this placement puts them, with --fit's {plan.margin_bytes / GiB:.3g} GiB margin)")
     if off is not None:
         gb = lambda b: f"{b / 1e9:,.2f} GB"  # noqa: E731
         t.add_row("read per token", f"GPU {gb(off.gpu_read_bytes)}, host {gb(off.host_read_bytes)} "
@@ -122,7 +123,7 @@ def render_llamacpp(plan, gpu, console) -> None:
                       f"PCIe ({off.pcie_gb_s:.1f} GB/s) once per ubatch of {led.settings.ubatch_size} (of a MoE's "
                       "routed experts, only those its tokens chose); a larger --ubatch-size cuts the crossings")
     if fit is not None:
-        t.add_row("fit (1024 MiB margin)", _fit_words(fit))
+        t.add_row(f"fit ({plan.margin_bytes / MiB:,.0f} MiB margin)", _fit_words(fit))
     for n in led.notes:
         t.add_row("note", n)
     print_rich(console, t)

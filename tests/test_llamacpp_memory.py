@@ -1066,3 +1066,14 @@ def test_lever_commands_carry_flash_attention_once_and_reproduce_their_rows(run_
         if name == "FlashAttention":
             assert after["capacity"]["kv_budget_bytes"] / 1e9 == pytest.approx(rows[name]["after"], rel=1e-6)
             assert rows[name]["after"] > rows[name]["before"]
+
+
+def test_ollama_lowers_a_context_past_the_models_own(run_cli):
+    """Ollama sets num_ctx to the model's trained context where more is asked ("requested context size too large for
+    model", llm/server.go @fb307609), so its ledger is the model's whole context, not a billion cells."""
+    code, out, err = run_cli("plan", "gemma-3-4b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--engine", "ollama",
+                             "--context", "999999999", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["engine"]["n_ctx"] == 131072
+    assert any("Ollama lowers num_ctx to the model's trained context, 131,072" in n for n in d["notes"])

@@ -1077,3 +1077,13 @@ def test_ollama_lowers_a_context_past_the_models_own(run_cli):
     d = json.loads(out)
     assert d["engine"]["n_ctx"] == 131072
     assert any("Ollama lowers num_ctx to the model's trained context, 131,072" in n for n in d["notes"])
+
+
+def test_a_batch_beyond_the_slots_says_what_serves_it(run_cli):
+    """--batch 7 beside a one-slot ledger: the note says the slots it needs (a new user's pass found the ledger's
+    one slot beside a batch-7 expectation without a word)."""
+    code, out, err = run_cli("plan", "gemma-3-12b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--engine",
+                             "ollama", "--batch", "7", "--json")
+    assert code == 0, err
+    assert any("--batch 7: the ledger holds --parallel 1 slot(s) (OLLAMA_NUM_PARALLEL)" in n
+               for n in json.loads(out)["notes"])

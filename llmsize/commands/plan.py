@@ -228,6 +228,10 @@ def plan(
         check_options(engine, llama_options)
         context, slot_note = slot_context(engine, llama_options, prompt)  # -c shared by the slots: one holds less
         notes += [slot_note] if slot_note else []
+        if batch > parallel:  # the ledger holds --parallel slots; a batch of more sequences needs as many
+            slots = "OLLAMA_NUM_PARALLEL" if engine == "ollama" else "-np"
+            notes.append(f"--batch {batch:,}: the ledger holds --parallel {parallel} slot(s) ({slots}); serving "
+                         f"{batch:,} sequences at once needs --parallel {batch:,}")
     # the plan, and what the engine could not give refused
     inputs = PlanInputs(quant=quant, scope=scope, kv_dtype=kv_dtype.lower() if kv_dtype else None,
                         context_tokens=context, batch=batch,

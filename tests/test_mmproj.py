@@ -309,7 +309,12 @@ def test_an_mmproj_file_of_another_model_is_refused(run_cli, tmp_path):
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
-    for bad, words in ((empty, "holds no tensors"), (tmp_path, "a folder, not a file")):
+    huge = _mmproj_file(tmp_path / "huge.gguf", keys={"clip.vision.embedding_length": 1152,
+                                                      "clip.vision.feed_forward_length": 4304,
+                                                      "clip.vision.attention.head_count": 16,
+                                                      "clip.vision.patch_size": 14, "clip.vision.image_size": 100000})
+    for bad, words in ((empty, "holds no tensors"), (tmp_path, "a folder, not a file"),
+                       (huge, "clip.vision.image_size is 100,000, beyond any vision encoder's")):
         code, out, err = run_cli("plan", "qwen3.6-27b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--mmproj",
                                  str(bad))
         assert code == 2 and out == "" and "--mmproj" in err and words in err, err

@@ -327,10 +327,11 @@ class VisionEncoder(Strict):
     hidden_size: Width
     intermediate_size: Width
     num_heads: Width
-    patch_size: Width
-    image_size: Width | None = Field(None, description="pixels a side of the native image (siglip, llama4)")
-    merge: Width = Field(1, description="patches merged a side into one token (spatial_merge_size, "
-                                        "pooling_kernel_size)")
+    patch_size: int = Field(strict=True, gt=0, le=1024)
+    image_size: int | None = Field(None, strict=True, gt=0, le=16384,
+                                   description="pixels a side of the native image (siglip, llama4)")
+    merge: int = Field(1, strict=True, gt=0, le=64, description="patches merged a side into one token "
+                                                               "(spatial_merge_size, pooling_kernel_size)")
 
     @model_validator(mode="after")
     def _native_size(self):

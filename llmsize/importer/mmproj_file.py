@@ -19,8 +19,9 @@ PROJECTOR_KINDS = {"gemma3": "siglip", "qwen2vl_merger": "qwen_vl", "qwen2.5vl_m
                    "qwen3vl_merger": "qwen_vl", "llama4": "llama4"}
 
 
-def _encoder(meta: dict):
-    """The header's vision encoder (a VisionEncoder), or None where a key it needs is missing or not a width."""
+def _encoder(meta: dict, path):
+    """The header's vision encoder (a VisionEncoder), or None where a key it needs is missing or not a count; one
+    beyond any encoder's size (an image of 100,000 pixels a side) refused, naming the key."""
     from pydantic import ValidationError
 
     from llmsize.catalog.schema import VisionEncoder
@@ -37,10 +38,14 @@ def _encoder(meta: dict):
     values = {k: meta.get(key) for k, key in fields.items()}
     if any(not isinstance(v, int) or isinstance(v, bool) for v in values.values()):
         return None
+    if any(v <= 0 for v in values.values()):
+        return None
     try:
         return VisionEncoder(kind=kind, **values)
-    except ValidationError:
-        return None
+    except ValidationError as e:
+        field = str(e.errors()[0]["loc"][0])
+        raise GgufError(f"--mmproj {shown(path)}: {fields[field]} is {values[field]:,}, beyond any vision encoder's.",
+                        HINT) from None
 
 
 def read_mmproj(path: str | Path) -> MmprojFile:
@@ -62,7 +67,7 @@ def read_mmproj(path: str | Path) -> MmprojFile:
     file_type = by_type.most_common(1)[0][0] if by_type else "f32"
     dim = g.metadata.get("clip.vision.projection_dim")
     return MmprojFile(str(path), sum(t.nbytes for t in g.tensors.values()), sum(t.numel for t in g.tensors.values()),
-                      file_type, _encoder(g.metadata),
+                      file_type, _encoder(g.metadata, path),
                       dim if isinstance(dim, int) and not isinstance(dim, bool) and dim > 0 else None)
 
 

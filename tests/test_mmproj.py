@@ -381,3 +381,25 @@ def test_the_launch_line_keeps_the_projector_where_the_plan_put_it(run_cli):
     assert code == 0, err
     assert out.splitlines()[-1].endswith("--mmproj mmproj-gemma-3-27b-F16.gguf --no-mmproj-offload")
 
+
+
+def test_fit_sizes_each_tower_beside_its_model(run_cli):
+    """fit --mmproj f16: a model with a vision tower fits with its mmproj on the card (its row says +mmproj and
+    carries the bytes, as plan --mmproj sizes them), so it holds less context than without; a model without one is
+    unchanged; a file, or a runtime that loads no mmproj, is refused in one line."""
+    def rows(*extra):
+        code, out, err = run_cli("fit", "--gpu", "rtx4060ti16", "--all-formats", *extra, "--json")
+        assert code == 0, err
+        return {(r["model"], r["format"]): r for r in json.loads(out)["rows"]}
+
+    plain, with_mm = rows(), rows("--mmproj", "f16")
+    gemma = with_mm["gemma-3-4b", "gguf-q8_0"]
+    assert gemma["mmproj_bytes"] == 419_816_304 * 2 + 127_139_840  # its F16 tower and SigLIP's warm-up buffer
+    assert gemma["context_tokens"] <= plain["gemma-3-4b", "gguf-q8_0"]["context_tokens"]
+    assert with_mm["llama-3.2-3b", "gguf-q8_0"] == plain["llama-3.2-3b", "gguf-q8_0"]
+    code, out, err = run_cli("fit", "--gpu", "rtx4060ti16", "--mmproj", "f16")
+    assert code == 0 and "gemma-3-4b +mmproj" in out, err
+    for args, words in ((("--mmproj", "x.gguf"), "a file is one model's"),
+                        (("--runtime", "vllm", "--mmproj", "f16"), "sized for vLLM")):
+        code, out, err = run_cli("fit", "--gpu", "rtx4090", *args)
+        assert code == 2 and out == "" and words in err, err

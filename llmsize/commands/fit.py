@@ -14,7 +14,7 @@ from llmsize.commands.shared import (
     make_console,
     print_json,
 )
-from llmsize.errors import InvalidValueError
+from llmsize.errors import InvalidValueError, shown
 from llmsize.options import (
     DEFAULT_CONTEXT,
     CatalogOpt,
@@ -27,6 +27,7 @@ from llmsize.options import (
     JsonOpt,
     MemoryGbOpt,
     MinTokSOpt,
+    MmprojOpt,
     OnePerModelOpt,
     RuntimeOpt,
     TopOpt,
@@ -49,6 +50,7 @@ def fit_cmd(
     min_tok_s: MinTokSOpt = None,
     top: TopOpt = 30,
     as_json: JsonOpt = False,
+    mmproj: MmprojOpt = None,
     catalog: CatalogOpt = None,
 ):
     """Which catalog models fit this card, in which format, and how fast: ranked by expected decode tok/s (or by
@@ -69,6 +71,14 @@ def fit_cmd(
     """
     asked_context = context
     context = DEFAULT_CONTEXT if context is None else context
+    if mmproj is not None:  # a type for every model's tower (a file is one model's: plan --mmproj FILE)
+        from llmsize.estimate.mmproj import MMPROJ_BITS, check_mmproj_type
+
+        if mmproj.strip().lower() not in MMPROJ_BITS and mmproj.strip().lower().endswith(".gguf"):
+            raise InvalidValueError(f"--mmproj {shown(mmproj)}: fit sizes every model, each with its own tower, and a "
+                                    "file is one model's.", "Give a type (--mmproj f16), or plan that model with "
+                                    "`llmsize plan MODEL --mmproj FILE`.")
+        mmproj = check_mmproj_type(mmproj)
     from llmsize.estimate.llamacpp_options import card_bytes
     from llmsize.estimate.model_fit import fit_models
     from llmsize.estimate.runtimes import resolve_runtime
@@ -127,10 +137,17 @@ def fit_cmd(
         raise InvalidValueError(f"--context {asked_context:,}: no catalog model takes that many tokens (the longest "
                                 f"is {longest.id}'s {longest.max_position_embeddings:,}).",
                                 f"Give --context {longest.max_position_embeddings} or less.")
+    if mmproj is not None and rid != "llamacpp":
+        raise InvalidValueError(f"--mmproj {mmproj} sizes llama.cpp's mmproj file, and the rows are sized for "
+                                f"{RUNTIME_NAMES[rid]}.", "Drop --mmproj, or give --runtime llamacpp (or ollama).")
+    if mmproj is not None:
+        fit_notes.append(f"--mmproj {mmproj}: a model with a vision tower carries it as an {mmproj.upper()} mmproj "
+                         "on the card (its weights and its encoder's buffer, as plan --mmproj sizes them): +mmproj beside its "
+                         "name")
     rows, skipped, fitting = fit_models(cat.models.all(), g, rid, context, runtimes, card_bytes(g, wired), host,
                                llamacpp_constants(g, cat),
                                gib_bytes(host_ram_gib), one_per_model, wired,
-                               sort.lower(), min_tok_s, fit_engine, cap_to_model=ollama_ctx)
+                               sort.lower(), min_tok_s, fit_engine, cap_to_model=ollama_ctx, mmproj=mmproj)
     if as_json:
         print_json({"gpu": g.id, "runtime": rid, "engine": fit_engine if rid == "llamacpp" else None,
                      "context_tokens": context,

@@ -40,6 +40,7 @@ class FitRow:
     host_bytes: float = 0.0  # what the host must hold beside the card: weights, cache and buffers left there
     note: str | None = None
     params: int = 0  # the model's parameters (params.params_total), for --sort size
+    mmproj_bytes: float = 0.0  # its vision tower's mmproj on the card beside it, weights and buffer (--mmproj)
 
 
 # a format tried beside a quantized release holds at most this share of its bits a weight: re-quantizing a 4-bit
@@ -65,22 +66,37 @@ def _formats(runtime: str, model: ModelSpec) -> tuple[str, ...]:
 
 
 def _llamacpp_row(model, gpu, fid, context, host, card_bytes, llama_constants, runtimes,
-                  host_ram_bytes=None, wired_limit_bytes=None, engine: str = "llamacpp") -> FitRow | None:
-    """`engine` llamacpp or ollama: Ollama keeps no routed experts on the host (its num_gpu moves whole layers)."""
-    from llmsize.estimate.expected import expect
+                  host_ram_bytes=None, wired_limit_bytes=None, engine: str = "llamacpp",
+                  mmproj: str | None = None) -> FitRow | None:
+    """`engine` llamacpp or ollama: Ollama keeps no routed experts on the host (its num_gpu moves whole layers);
+    `mmproj` a type: a model with a vision tower carries it as an mmproj of that type (estimate/mmproj.py)."""
+    from dataclasses import replace
+
     from llmsize.estimate.llamacpp_fit import fit_split
     from llmsize.estimate.llamacpp_memory import gguf_file_tensors
+    from llmsize.estimate.llamacpp_options import LlamaCppOptions, settings
+    from llmsize.estimate.mmproj import towers
+
+    tensors = gguf_file_tensors(model, fid)
+    mm = mmproj if mmproj and towers(model) else None
+    found = fit_split(model, gpu, tensors, settings(engine, LlamaCppOptions(context, mmproj=mm), model.num_layers,
+                                                    gpu), card_bytes, moe_offload=engine != "ollama", engine=engine)
+    if found.how == "none" or found.max_context_tokens is None or found.max_context_tokens < context:
+        return None
+    row = _placed_row(model, gpu, fid, context, host, llama_constants, runtimes, host_ram_bytes, wired_limit_bytes,
+                      tensors, found)
+    proj = sum(d.projector_bytes for d in found.ledger.devices)
+    return replace(row, mmproj_bytes=float(proj)) if row is not None and proj else row
+
+
+def _placed_row(model, gpu, fid, context, host, llama_constants, runtimes, host_ram_bytes, wired_limit_bytes,
+                tensors, found) -> FitRow | None:
+    """The row of a placement fit_split found: the whole card's speed, or the offload's."""
+    from llmsize.estimate.expected import expect
     from llmsize.estimate.offload import offload_speed
     from llmsize.estimate.plan import PlanInputs, make_plan
     from llmsize.estimate.speed import format_class
 
-    tensors = gguf_file_tensors(model, fid)
-    from llmsize.estimate.llamacpp_options import LlamaCppOptions, settings
-
-    found = fit_split(model, gpu, tensors, settings(engine, LlamaCppOptions(context), model.num_layers, gpu), card_bytes,
-                      moe_offload=engine != "ollama")
-    if found.how == "none" or found.max_context_tokens is None or found.max_context_tokens < context:
-        return None
     weights = sum(b for _, b in tensors)
     # the plan gives the speed figures; the placement and context are fit_split's, so the plan's budget need not
     # search llama.cpp's ledger again (an overhead given keeps the generic one)
@@ -163,13 +179,14 @@ def fit_models(models: list[ModelSpec], gpu: GpuSpec, runtime: str, context: int
                host_ram_bytes: float | None = None, one_per_model: bool = False,
                wired_limit_bytes: float | None = None, sort: str = "tok_s",
                min_tok_s: float | None = None, engine: str = "llamacpp",
-               cap_to_model: bool = False) -> tuple[list[FitRow], int, int]:
+               cap_to_model: bool = False, mmproj: str | None = None) -> tuple[list[FitRow], int, int]:
     """(rows, how many model/format pairs could not be planned, how many fit before --min-tok-s and
     --one-per-model) in `sort`'s order. `cap_to_model`: each model at the least of `context` and its own (Ollama's
     default num_ctx). `host_ram_bytes` drops
     offloaded placements the host cannot hold; `one_per_model` keeps each model's most bits per weight whole on the
     card, or where no format fits whole the most bits of the offloaded ones at least half as fast as its fastest;
-    `min_tok_s` drops rows expected slower (and those without an expected figure)."""
+    `min_tok_s` drops rows expected slower (and those without an expected figure); `mmproj` (a type, llama.cpp
+    only) sizes each model with a vision tower with its mmproj on the card."""
     from dataclasses import replace
 
     from llmsize.estimate.params import params_total
@@ -181,7 +198,7 @@ def fit_models(models: list[ModelSpec], gpu: GpuSpec, runtime: str, context: int
         for fid in _formats(runtime, m):
             try:
                 row = (_llamacpp_row(m, gpu, fid, context, host, card_bytes, llama_constants, runtimes, host_ram_bytes,
-                                     wired_limit_bytes, engine)
+                                     wired_limit_bytes, engine, mmproj)
                        if runtime == "llamacpp" else _plan_row(m, gpu, fid, context, runtime, runtimes,
                                                                wired_limit_bytes))
             except LlmsizeError:

@@ -26,7 +26,8 @@ def render_fit(rows, gpu, runtime, context, host, skipped, total, console, sort:
     for r in rows:
         band = f"{_tok(r.expected_low)}-{_tok(r.expected_high)}" if r.expected_low else "-"
         exp = f"{r.expected_tok_s:,.1f}" if r.expected_tok_s else "-"
-        cells.append([r.model + (" +mmproj" if r.mmproj_bytes else ""), r.format.removeprefix("gguf-"), f"{r.bits_per_weight:.2f}", r.placement,
+        name = r.model + (" +mmproj" if r.mmproj_bytes else "")
+        cells.append([name, r.format.removeprefix("gguf-"), f"{r.bits_per_weight:.2f}", r.placement,
                       f"{r.context_tokens:,}" if r.context_tokens else "-",
                       f"{r.host_bytes / 2**30:,.1f}" if r.host_bytes else "-", exp, band,
                       f"{r.ceiling_tok_s:,.1f}" if r.ceiling_tok_s else "-"])

@@ -403,3 +403,12 @@ def test_fit_sizes_each_tower_beside_its_model(run_cli):
                         (("--runtime", "vllm", "--mmproj", "f16"), "sized for vLLM")):
         code, out, err = run_cli("fit", "--gpu", "rtx4090", *args)
         assert code == 2 and out == "" and words in err, err
+
+
+def test_the_tower_left_out_points_to_mmproj(run_cli):
+    """Under a GGUF runtime the plan's note on the tower it leaves out says how to size it (a new user's pass)."""
+    for runtime in ("llamacpp", "ollama", "lmstudio"):
+        code, out, err = run_cli("plan", "gemma-3-4b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--runtime",
+                                 runtime, "--json")
+        assert code == 0, err
+        assert any("not in the weights above" in n and "--mmproj f16" in n for n in json.loads(out)["notes"]), runtime

@@ -97,11 +97,12 @@ def kv_read_factor(model: ModelSpec, d: Departure | None, context_tokens: int, k
 # weights (mlx_lm/models/gemma3.py, qwen3_vl.py: weights.pop("vision_tower"), weights.pop("multi_modal_projector"));
 # Ollama and LM Studio run GGUFs too, and load a vision model's projector beside them, which the plans leave out (as
 # a GGUF mix's weights do: gguf_mix) and say so
-TEXT_ONLY = {"llamacpp": "a GGUF holds the text model, the tower a separate mmproj file loaded with --mmproj",
+TEXT_ONLY = {"llamacpp": "a GGUF holds the text model, the tower a separate mmproj file loaded with --mmproj; "
+                         "--mmproj f16, or the file, sizes it",
              "ollama": "a GGUF holds the text model; Ollama loads a vision model's projector beside it from a blob "
-                       "of its own, which this plan leaves out",
+                       "of its own, which this plan leaves out: --mmproj f16, or the blob's path, sizes it",
              "lmstudio": "a GGUF holds the text model; LM Studio loads an mmproj file beside it where the model "
-                         "folder has one, which this plan leaves out",
+                         "folder has one, which this plan leaves out: --mmproj f16, or the file, sizes it",
              "mlx": "mlx-lm builds the language model alone and drops the tower's weights as it loads"}
 
 

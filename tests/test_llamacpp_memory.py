@@ -219,9 +219,9 @@ def test_plan_engine_llamacpp_json(run_cli):
 def test_ollama_allocates_num_ctx_per_slot_with_flash_attention(run_cli):
     """num_ctx for each of --parallel slots, flash attention on where the card has it (llama-server --flash-attn
     auto: ollama @fb307609 llm/llama_server.go; its llama engine since v0.13.4); without --context, Ollama's default
-    by the card's memory (its server/routes.go: 4k under 23 GiB, 32k to 47 GiB, 256k above, at most the model's): 32,768 on an
-    RTX 4090 (CUDA's 23.6 GiB), 4,096 on a 16 GB card and on an M1 Pro 32 GB (Metal's working set, 21.3 GiB),
-    131,072 for Gemma 3 12B (its limit) on an H200."""
+    by the card's memory (its server/routes.go: 4k under 23 GiB, 32k to 47 GiB, 256k above, at most the model's):
+    32,768 on an RTX 4090 (CUDA's 23.6 GiB), 4,096 on a 16 GB card and on an M1 Pro 32 GB (Metal's working set,
+    21.3 GiB), 131,072 for Gemma 3 12B (its limit) on an H200."""
     def engine(*args):
         code, out, err = run_cli("plan", *args, "--quant", "gguf-q4_k_m", "--engine", "ollama", "--json")
         assert code == 0, err
@@ -1087,3 +1087,22 @@ def test_a_batch_beyond_the_slots_says_what_serves_it(run_cli):
     assert code == 0, err
     assert any("--batch 7: the ledger holds --parallel 1 slot(s) (OLLAMA_NUM_PARALLEL)" in n
                for n in json.loads(out)["notes"])
+
+
+def test_the_fit_line_says_each_slots_context(run_cli):
+    """With --parallel 2 the fit's largest context is llama.cpp's -c shared by the slots: the line says each slot's
+    share, and under Ollama (whose num_ctx is each slot's) only that (a new user's pass read the total as num_ctx)."""
+    base = ("plan", "gemma-3-12b", "--gpu", "rtx4060ti16", "--quant", "gguf-q4_k_m", "--parallel", "2",
+            "--context", "65536")
+    code, out, err = run_cli(*base, "--engine", "ollama", "--json")
+    assert code == 0, err
+    total = json.loads(out)["engine"]["fit"]
+    code, text, err = run_cli(*base, "--engine", "ollama")
+    flat = " ".join(text.split())
+    import re
+
+    m = re.search(r"the largest num_ctx with it: ([\d,]+) tokens a slot \(2 slots\)", flat)
+    assert m and int(m.group(1).replace(",", "")) == total["max_context_tokens"] // 2, flat
+    code, out, err = run_cli(*base, "--engine", "llamacpp", "--fit")
+    flat = " ".join(out.split())
+    assert re.search(r"the largest context with it: [\d,]+ tokens \(-c, shared by 2 slots: [\d,]+ each\)", flat)

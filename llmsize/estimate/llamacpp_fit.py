@@ -36,6 +36,14 @@ class FitResult:
     # with every layer on the host and --ubatch-size 16 it would
     staging_bound: bool = False
 
+    @property
+    def max_slot_tokens(self) -> int | None:
+        """The largest context one of --parallel slots holds with this placement (Ollama's num_ctx): the largest -c
+        shared by the slots."""
+        if self.max_context_tokens is None:
+            return None
+        return self.max_context_tokens // max(1, self.settings.parallel)
+
 
 def host_total_bytes(led: LlamaCppLedger) -> int:
     """What llama.cpp allocates in host memory: the CPU's model, cache, state and compute buffers, and the output."""

@@ -123,13 +123,13 @@ def render_llamacpp(plan, gpu, console) -> None:
                       f"PCIe ({off.pcie_gb_s:.1f} GB/s) once per ubatch of {led.settings.ubatch_size} (of a MoE's "
                       "routed experts, only those its tokens chose); a larger --ubatch-size cuts the crossings")
     if fit is not None:
-        t.add_row(f"fit ({plan.margin_bytes / MiB:,.0f} MiB margin)", _fit_words(fit))
+        t.add_row(f"fit ({plan.margin_bytes / MiB:,.0f} MiB margin)", _fit_words(fit, led.engine))
     for n in led.notes:
         t.add_row("note", n)
     print_rich(console, t)
 
 
-def _fit_words(fit) -> str:
+def _fit_words(fit, engine: str = "llamacpp") -> str:
     budget = f"{fit.budget_bytes / MiB:,.0f} MiB for llama.cpp"
     if fit.how == "none" and fit.ram_bytes:
         return (f"nothing fits in {budget}, and layers left to the CPU come out of the same "
@@ -146,6 +146,14 @@ def _fit_words(fit) -> str:
         where = f"--n-cpu-moe {fit.settings.n_cpu_moe} (routed experts of the first layers on the host)"
     else:
         where = f"--gpu-layers {fit.ledger.gpu_layers}"
-    ctx = (f"; the largest context with it: {fit.max_context_tokens:,} tokens" if fit.max_context_tokens
-           else "; no context of 256 tokens fits beside it")
+    slots = fit.settings.parallel
+    if not fit.max_context_tokens:
+        ctx = "; no context of 256 tokens fits beside it"
+    elif slots > 1 and engine == "ollama":  # Ollama's num_ctx is each slot's
+        ctx = f"; the largest num_ctx with it: {fit.max_slot_tokens:,} tokens a slot ({slots} slots)"
+    elif slots > 1:
+        ctx = (f"; the largest context with it: {fit.max_context_tokens:,} tokens (-c, shared by {slots} slots: "
+               f"{fit.max_slot_tokens:,} each)")
+    else:
+        ctx = f"; the largest context with it: {fit.max_context_tokens:,} tokens"
     return f"{where} fits in {budget}{ctx}"

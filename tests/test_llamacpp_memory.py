@@ -1106,3 +1106,17 @@ def test_the_fit_line_says_each_slots_context(run_cli):
     code, out, err = run_cli(*base, "--engine", "llamacpp", "--fit")
     flat = " ".join(out.split())
     assert re.search(r"the largest context with it: [\d,]+ tokens \(-c, shared by 2 slots: [\d,]+ each\)", flat)
+
+
+def test_a_unified_machines_own_split_is_said_in_the_diagnosis(run_cli):
+    """Gemma 3 27B Q4_K_M on a 24 GB M4 Pro under Ollama: the whole model exceeds Metal's working set, and Ollama's
+    own placement runs it with layers on the CPU from the same RAM; the diagnosis says so first (a new user's pass
+    read "it does not fit" beside a ledger that fits), with the expected figures as an upper bound."""
+    code, out, err = run_cli("plan", "gemma-3-27b", "--gpu", "m4-pro", "--memory-gb", "24", "--quant", "gguf-q4_k_m",
+                             "--engine", "ollama", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    first = d["diagnosis"]["levers"][0]
+    layers = d["engine"]["settings"]["gpu_layers"]
+    assert first.startswith(f"As Ollama places it: {layers} of 63 layers on the GPU") and "upper bound" in first
+    assert not d["capacity"]["weights_fit"]

@@ -257,6 +257,11 @@ def plan(
         p.diagnosis.levers.append(offload.sentence)
     if llama_options is not None:
         llama = _llamacpp(p, exact, engine, llama_options, host, cat, fit)
+        from llmsize.estimate.llamacpp_plan import unified_split_words
+
+        split = unified_split_words(llama, p.budget.weights_fit)
+        if split:  # a unified machine: the engine's own split runs where the whole model does not fit the GPU
+            p.diagnosis.levers.insert(0, split)
     elif engine is not None:
         ledger = _serving_ledger(p, m, g, engine, max_model_len, max_num_batched_tokens, block_size, tp,
                                  non_torch_gib, cudagraph_gib, engine_version)

@@ -228,6 +228,18 @@ UNIFIED_CPU_NOTE = ("the layers left to the CPU are costed as the GPU's: on a un
                     "memory, but the CPU cores reach less of its bandwidth (not modelled), so this is an upper bound")
 
 
+def unified_split_words(lp: LlamaCppPlan, weights_fit: bool) -> str | None:
+    """The diagnosis's word on a unified machine's split, where the whole model does not fit the GPU's share but the
+    engine's placement runs: its layers on the GPU, the rest on the CPU cores from the same RAM (None otherwise)."""
+    if weights_fit or not lp.cpu_layers_unified or not lp.fits:
+        return None
+    led = lp.ledger
+    who = "Ollama" if led.engine == "ollama" else "llama.cpp"
+    return (f"As {who} places it: {led.gpu_layers} of {led.n_layer + 1} layers on the GPU (the output layer counts "
+            "as one), the rest on the CPU cores from the same RAM; it runs, slower than the GPU's share alone "
+            "(the CPU's part is not costed as such: the expected figures are an upper bound).")
+
+
 def with_ledger(result, lp: LlamaCppPlan):
     """The expected figures of the placement llama.cpp gets (with_offload), said to be as-if where its buffers do
     not fit the card."""

@@ -412,3 +412,14 @@ def test_the_tower_left_out_points_to_mmproj(run_cli):
                                  runtime, "--json")
         assert code == 0, err
         assert any("not in the weights above" in n and "--mmproj f16" in n for n in json.loads(out)["notes"]), runtime
+
+
+def test_sglang_serves_llama_4_text_only_by_default(run_cli):
+    """SGLang builds Llama 4's vision model only with --enable-multimodal, which it turns off for this architecture
+    by default (srt/models/mllama4.py, srt/configs/model_config.py): its plan holds the text model and says why;
+    vLLM's holds the tower (0.87 B parameters, 871,932,416 x 2 B in BF16)."""
+    sglang = _plan(run_cli, "llama-4-scout", "--gpu", "h200", "--runtime", "sglang")
+    vllm = _plan(run_cli, "llama-4-scout", "--gpu", "h200", "--runtime", "vllm")
+    assert vllm["weights"]["bytes_by_component"]["extra"] == 871_932_416 * 2
+    assert sglang["weights"]["bytes_by_component"]["extra"] == 0
+    assert any("--enable-multimodal" in n for n in sglang["notes"])

@@ -106,10 +106,21 @@ TEXT_ONLY = {"llamacpp": "a GGUF holds the text model, the tower a separate mmpr
              "mlx": "mlx-lm builds the language model alone and drops the tower's weights as it loads"}
 
 
+# (runtime, model family) pairs whose engine builds the tower only when asked: SGLang turns multimodal off for
+# Llama4ForConditionalGeneration unless --enable-multimodal (srt/configs/model_config.py, mm_disabled_models) and its
+# Llama 4 builds the vision model only with it (srt/models/mllama4.py: has_vision = has_vision_weights and
+# enable_multimodal), as public copies of both files print them
+TEXT_BY_DEFAULT = {("sglang", "llama4"): "SGLang serves Llama 4 text-only unless --enable-multimodal, building no "
+                                         "vision model: srt/models/mllama4.py"}
+
+
 def towers_left_out(runtime: str, model: ModelSpec) -> str | None:
     """Why `runtime` leaves `model`'s loaded extras (its vision or audio tower) out of memory, or None where it loads
     them or the model has none."""
-    return TEXT_ONLY.get(runtime) if any(x.loaded for x in model.extra) else None
+    if not any(x.loaded for x in model.extra):
+        return None
+    family = model.family.lower().removesuffix("_text")
+    return TEXT_ONLY.get(runtime) or TEXT_BY_DEFAULT.get((runtime, family))
 
 
 def held_model(runtime: str, model: ModelSpec) -> ModelSpec:

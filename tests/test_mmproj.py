@@ -383,7 +383,7 @@ def test_the_launch_line_keeps_the_projector_where_the_plan_put_it(run_cli):
 
 
 
-def test_fit_sizes_each_tower_beside_its_model(run_cli):
+def test_fit_sizes_each_tower_beside_its_model(run_cli, tmp_path):
     """fit --mmproj f16: a model with a vision tower fits with its mmproj on the card (its row says +mmproj and
     carries the bytes, as plan --mmproj sizes them), so it holds less context than without; a model without one is
     unchanged; a file, or a runtime that loads no mmproj, is refused in one line."""
@@ -399,7 +399,7 @@ def test_fit_sizes_each_tower_beside_its_model(run_cli):
     assert with_mm["llama-3.2-3b", "gguf-q8_0"] == plain["llama-3.2-3b", "gguf-q8_0"]
     code, out, err = run_cli("fit", "--gpu", "rtx4060ti16", "--mmproj", "f16")
     assert code == 0 and "gemma-3-4b +mmproj" in out, err
-    for args, words in ((("--mmproj", "x.gguf"), "a file is one model's"),
+    for args, words in ((("--mmproj", str(_mmproj_file(tmp_path / "mmproj-F16.gguf"))), "a file is one model's"),
                         (("--runtime", "vllm", "--mmproj", "f16"), "sized for vLLM")):
         code, out, err = run_cli("fit", "--gpu", "rtx4090", *args)
         assert code == 2 and out == "" and words in err, err

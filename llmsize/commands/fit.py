@@ -72,13 +72,13 @@ def fit_cmd(
     asked_context = context
     context = DEFAULT_CONTEXT if context is None else context
     if mmproj is not None:  # a type for every model's tower (a file is one model's: plan --mmproj FILE)
-        from llmsize.estimate.mmproj import MMPROJ_BITS, check_mmproj_type
+        from llmsize.importer.mmproj_file import mmproj_source
 
-        if mmproj.strip().lower() not in MMPROJ_BITS and mmproj.strip().lower().endswith(".gguf"):
-            raise InvalidValueError(f"--mmproj {shown(mmproj)}: fit sizes every model, each with its own tower, and a "
+        given, mmproj = mmproj, mmproj_source(mmproj)
+        if not isinstance(mmproj, str):
+            raise InvalidValueError(f"--mmproj {shown(given)}: fit sizes every model, each with its own tower, and a "
                                     "file is one model's.", "Give a type (--mmproj f16), or plan that model with "
                                     "`llmsize plan MODEL --mmproj FILE`.")
-        mmproj = check_mmproj_type(mmproj)
     from llmsize.estimate.llamacpp_options import card_bytes
     from llmsize.estimate.model_fit import fit_models
     from llmsize.estimate.runtimes import resolve_runtime

@@ -200,11 +200,11 @@ def plan(
             raise InvalidValueError(f"--prompt {prompt:,} is longer than --context {context:,} (its default): the "
                                     "context holds the prompt and the answer.", "Give --context as well, at least the "
                                     "prompt.")
-    if engine == "ollama" and context > m.max_position_embeddings:  # Ollama lowers num_ctx to the model's own
-        notes.append(f"--context {context:,}: Ollama lowers num_ctx to the model's trained context, "
-                     f"{m.max_position_embeddings:,} (\"requested context size too large for model\", llm/server.go, "
-                     "ollama @fb307609)")
-        context = m.max_position_embeddings
+    if engine == "ollama":  # Ollama lowers num_ctx to the model's own
+        from llmsize.estimate.llamacpp_options import ollama_context
+
+        context, lowered = ollama_context(context, m)
+        notes += [lowered] if lowered else []
         if prompt is not None and prompt > context:
             raise InvalidValueError(f"--prompt {prompt:,} is longer than the {context:,} tokens Ollama's num_ctx "
                                     "takes for this model.", "Give a shorter --prompt.")

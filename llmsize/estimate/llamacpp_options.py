@@ -67,6 +67,17 @@ def ollama_default_context(gpu, model, wired_limit_bytes: float | None = None) -
     return ctx, ollama_context_words(ctx, gpu, wired_limit_bytes)
 
 
+def ollama_context(context: int, model) -> tuple[int, str | None]:
+    """The num_ctx Ollama runs for an asked context: at most the model's trained context ("requested context size
+    too large for model", llm/server.go, ollama @fb307609), with the note that says so where it lowers it."""
+    if context <= model.max_position_embeddings:
+        return context, None
+    return model.max_position_embeddings, (
+        f"--context {context:,}: Ollama lowers num_ctx to the model's trained context, "
+        f"{model.max_position_embeddings:,} (\"requested context size too large for model\", llm/server.go, "
+        "ollama @fb307609)")
+
+
 def ollama_context_words(ctx: int, gpu, wired_limit_bytes: float | None = None, each_model: bool = False) -> str:
     """The note that says a context is Ollama's default num_ctx (`each_model`: capped at each model's own)."""
     return (f"--context {ctx:,}: Ollama's default num_ctx where the GPU offers "

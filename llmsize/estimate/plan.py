@@ -504,6 +504,8 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
 
 
 def assumptions(p: dict) -> list[str]:
+    from llmsize.estimate.llamacpp_fit import FIT_TARGET_BYTES
+
     model, gpu, fmt, scope, inputs = p["model"], p["gpu"], p["fmt"], p["scope"], p["inputs"]
     out = []
     driver = (f"the driver reports {gpu.memory_reported_bytes / GiB:.2f} GiB for this card"
@@ -523,7 +525,7 @@ def assumptions(p: dict) -> list[str]:
                    "memory), "
                    f"minus its compute buffer at this context{' and the mmproj' if share.projector_bytes else ''} "
                    f"and the {share.margin_bytes / GiB:.3g} GiB its --fit leaves free (--fit-target"
-                   f"{', as Ollama sets it beside a projector' if share.margin_bytes != 2**30 else ''}); "
+                   f"{', as Ollama sets it beside a projector' if share.margin_bytes != FIT_TARGET_BYTES else ''}); "
                    "the longest context is the largest -c whose ledger fits. --gpu-util or --overhead-gib budget "
                    "the card the generic way instead.")
     else:

@@ -119,8 +119,13 @@ def towers_left_out(runtime: str, model: ModelSpec) -> str | None:
     them or the model has none."""
     if not any(x.loaded for x in model.extra):
         return None
-    family = model.family.lower().removesuffix("_text")
-    return TEXT_ONLY.get(runtime) or TEXT_BY_DEFAULT.get((runtime, family))
+    return TEXT_ONLY.get(runtime) or TEXT_BY_DEFAULT.get((runtime, base_family(model)))
+
+
+def base_family(model: ModelSpec) -> str:
+    """The model's family as config.json's model_type names the whole checkpoint: less a `_text` suffix
+    (qwen3_5_text, a Qwen3.5 entry's text model, is qwen3_5; llama4_text is llama4)."""
+    return model.family.lower().removesuffix("_text")
 
 
 def held_model(runtime: str, model: ModelSpec) -> ModelSpec:

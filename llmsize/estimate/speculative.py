@@ -24,6 +24,8 @@ from dataclasses import dataclass, replace
 
 from llmsize.catalog.schema import ModelSpec
 from llmsize.errors import InvalidValueError
+from llmsize.estimate.capacity import LLAMACPP_RUNTIMES
+from llmsize.estimate.runtime_model import base_family
 
 
 @dataclass(frozen=True)
@@ -116,15 +118,14 @@ def check_spec(spec: Spec, model: ModelSpec) -> None:
                                 "Pick a draft of the same family (e.g. Llama 3.2 1B for Llama 3.1).")
 
 
-# model families (config.json model_type, less a `_text` suffix) whose GGUF llama.cpp drafts from with its own MTP
-# tensors, --spec-type draft-mtp (llama.cpp @0c1e57098: src/models/*.cpp build a graph_mtp for qwen35, qwen35moe,
+# model families (runtime_model.base_family: config.json's model_type, less a `_text` suffix) whose GGUF llama.cpp
+# drafts from with its own MTP tensors, --spec-type draft-mtp (llama.cpp @0c1e57098: src/models/*.cpp build a graph_mtp for qwen35, qwen35moe,
 # qwen3next, glm4-moe, deepseek2 (GLM-4.7-Flash, PR #24868), glm-dsa (GLM-5.x, PR #25980), deepseek32 (PR #26457))
 LLAMACPP_MTP_FAMILIES = ("qwen3_5", "qwen3_5_moe", "qwen3_next", "glm4_moe", "glm4_moe_lite", "glm_moe_dsa",
                          "deepseek_v32")
 # families whose GGUF has no MTP tensors to draft with: llama.cpp's converter drops DeepSeek-V3's
 # (conversion/deepseek.py: "remove this when we support MTP for deepseek models", skip_mtp = True)
 LLAMACPP_MTP_DROPPED = ("deepseek_v3",)
-GGUF_RUNTIMES = ("llamacpp", "ollama", "lmstudio")
 # how a GGUF runtime is told to draft with the file's MTP tensors
 GGUF_MTP_SWITCH = {
     "llamacpp": "llama-server drafts with a GGUF's MTP tensors given --spec-type draft-mtp --spec-draft-n-max {k} "
@@ -136,12 +137,6 @@ GGUF_MTP_SWITCH = {
 }
 
 
-def mtp_family(model: ModelSpec) -> str:
-    """The model's family as the MTP tables name it: config.json's model_type less a `_text` suffix (qwen3_5_text,
-    a Qwen3.5 entry's text model, is qwen3_5)."""
-    return model.family.lower().removesuffix("_text")
-
-
 def mtp_drafting(runtime: str | None, model: ModelSpec, k: int = 1, gguf: bool = False
                  ) -> tuple[str | None, str | None]:
     """(why `runtime` cannot draft with `model`'s own MTP module, how it drafts with it): one of the two is None,
@@ -150,14 +145,14 @@ def mtp_drafting(runtime: str | None, model: ModelSpec, k: int = 1, gguf: bool =
     separate --draft-model; a GGUF runtime drafts with the file's MTP tensors for the families llama.cpp builds an
     MTP graph for (LLAMACPP_MTP_FAMILIES), and none runs from a GGUF (`gguf`: the plan's weights are one, whatever
     the runtime) where the converter drops them; `k` the tokens it drafts a pass."""
-    family = mtp_family(model)
+    family = base_family(model)
     if runtime == "mlx":
         return ("mlx-lm drops the model's MTP layers as it loads (its sanitize, mlx_lm/models: qwen3_5.py, "
                 "deepseek_v3.py, glm4_moe.py) and drafts only with a separate --draft-model"), None
-    if family in LLAMACPP_MTP_DROPPED and (gguf or runtime in GGUF_RUNTIMES):
+    if family in LLAMACPP_MTP_DROPPED and (gguf or runtime in LLAMACPP_RUNTIMES):
         return (f"llama.cpp's converter drops {model.name}'s MTP layer (conversion/deepseek.py: skip_mtp), so its "
                 "GGUF files have none to draft with"), None
-    if runtime not in GGUF_RUNTIMES:
+    if runtime not in LLAMACPP_RUNTIMES:
         return None, None
     if family not in LLAMACPP_MTP_FAMILIES:
         return None, (f"llama.cpp drafts with a GGUF's MTP tensors for {', '.join(LLAMACPP_MTP_FAMILIES)}; "
@@ -173,7 +168,7 @@ def check_mtp_runtime(spec: Spec | None, runtime: str | None, model: ModelSpec, 
         return None
     why, how = mtp_drafting(runtime, model, spec.k, gguf)
     if why:
-        where = "a GGUF's weights" if gguf and runtime not in GGUF_RUNTIMES else runtime
+        where = "a GGUF's weights" if gguf and runtime not in LLAMACPP_RUNTIMES else runtime
         other = ("the checkpoint's own weights (drop --quant gguf-*) under vLLM or SGLang" if gguf
                  else "a runtime that drafts with it (--runtime vllm or sglang)")
         raise InvalidValueError(f"--spec {spec.label} under {where}: {why}.",

@@ -58,16 +58,29 @@ def llama_server_command(p, led, local_path: str | None = None) -> str:
         args += ["--n-cpu-moe", str(s.n_cpu_moe)]
     if s.swa_full:
         args.append("--swa-full")
-    if isinstance(s.mmproj, str):  # the tower the ledger holds, as the file convert_hf_to_gguf.py --mmproj writes
-        name = f"mmproj-{p.model.id}-{s.mmproj.upper()}.gguf"
-        notes.append(f"# {name}: put the path of the model's mmproj file in {s.mmproj.upper()} here")
-        args += ["--mmproj", name]
-    elif s.mmproj is not None:  # the file the plan read
-        args += ["--mmproj", s.mmproj.path]
+    if s.mmproj is not None:
+        args += ["--mmproj", _mmproj_path(p, s, notes)]
     if s.mmproj is not None and s.mmproj_host:  # the projector where the plan put it: on the CPU
         args.append("--no-mmproj-offload")
     args += _spec_args(p, notes)
     return "\n".join(notes + [shlex.join(args)])
+
+
+def _mmproj_path(p, s, notes: list[str]) -> str:
+    """The mmproj the ledger holds: the file the plan read, or the name of the one convert_hf_to_gguf.py --mmproj
+    writes in its type, with the note to put its path there."""
+    if not isinstance(s.mmproj, str):
+        return s.mmproj.path
+    name = f"mmproj-{p.model.id}-{s.mmproj.upper()}.gguf"
+    notes.append(f"# {name}: put the path of the model's mmproj file in {s.mmproj.upper()} here")
+    return name
+
+
+def _draft_path(p, notes: list[str]) -> str:
+    """The draft model's GGUF in the plan's file type, with the note to put its path there."""
+    name = f"{p.inputs.spec.draft.id}-{p.fmt.id.removeprefix('gguf-').upper()}.gguf"
+    notes.append(f"# {name}: put the path of the draft model's GGUF here")
+    return name
 
 
 def _spec_args(p, notes: list[str]) -> list[str]:
@@ -81,9 +94,7 @@ def _spec_args(p, notes: list[str]) -> list[str]:
         notes.append("# --spec-type draft-mtp needs a GGUF that kept the MTP tensors (some quants leave them out) "
                      "and a llama-server built after 2026-05-16")
         return ["--spec-type", "draft-mtp", "--spec-draft-n-max", str(spec.k)]
-    name = f"{spec.draft.id}-{p.fmt.id.removeprefix('gguf-').upper()}.gguf"
-    notes.append(f"# {name}: put the path of the draft model's GGUF here")
-    return ["-md", name, "--spec-draft-n-max", str(spec.k)]
+    return ["-md", _draft_path(p, notes), "--spec-draft-n-max", str(spec.k)]
 
 
 def _ollama_spec_lines(p) -> list[str]:
@@ -95,9 +106,9 @@ def _ollama_spec_lines(p) -> list[str]:
         return []
     if spec.draft is None:
         return [f"PARAMETER draft_num_predict {spec.k}"]
-    name = f"{spec.draft.id}-{p.fmt.id.removeprefix('gguf-').upper()}.gguf"
-    return [f"# {name}: put the path of the draft model's GGUF here", f"DRAFT {name}",
-            f"PARAMETER draft_num_predict {spec.k}"]
+    notes: list[str] = []
+    name = _draft_path(p, notes)
+    return [*notes, f"DRAFT {name}", f"PARAMETER draft_num_predict {spec.k}"]
 
 
 def _from(path: str) -> str:
@@ -110,12 +121,9 @@ def ollama_modelfile(p, led, local_path: str | None = None) -> str:
     path, notes = _model_path(p, local_path)
     per_slot = s.ctx_size // max(1, s.parallel)
     lines = notes + [_from(path)]
-    if isinstance(s.mmproj, str):  # a second FROM: `ollama create` takes a clip GGUF among its files as the
-        # model's projector (server/create.go isProjectorGGUF, ollama @fb307609)
-        name = f"mmproj-{p.model.id}-{s.mmproj.upper()}.gguf"
-        lines += [f"# {name}: put the path of the model's mmproj file in {s.mmproj.upper()} here", _from(name)]
-    elif s.mmproj is not None:
-        lines.append(_from(s.mmproj.path))
+    if s.mmproj is not None:  # a second FROM: `ollama create` takes a clip GGUF among its files as the model's
+        # projector (server/create.go isProjectorGGUF, ollama @fb307609)
+        lines.append(_from(_mmproj_path(p, s, lines)))
     lines.append(f"PARAMETER num_ctx {per_slot}")
     if s.mmproj and not s.mmproj_host and led.gpu_layers < led.n_layer + 1:  # Ollama's own placement, kept
         lines.append(f"# num_gpu left to Ollama (the plan's placement: {led.gpu_layers} layers): set below the "

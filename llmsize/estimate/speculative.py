@@ -119,8 +119,9 @@ def check_spec(spec: Spec, model: ModelSpec) -> None:
 
 
 # model families (runtime_model.base_family: config.json's model_type, less a `_text` suffix) whose GGUF llama.cpp
-# drafts from with its own MTP tensors, --spec-type draft-mtp (llama.cpp @0c1e57098: src/models/*.cpp build a graph_mtp for qwen35, qwen35moe,
-# qwen3next, glm4-moe, deepseek2 (GLM-4.7-Flash, PR #24868), glm-dsa (GLM-5.x, PR #25980), deepseek32 (PR #26457))
+# drafts from with its own MTP tensors, --spec-type draft-mtp (llama.cpp @0c1e57098: src/models/*.cpp build a
+# graph_mtp for qwen35, qwen35moe, qwen3next, glm4-moe, deepseek2 (GLM-4.7-Flash, PR #24868), glm-dsa (GLM-5.x,
+# PR #25980), deepseek32 (PR #26457))
 LLAMACPP_MTP_FAMILIES = ("qwen3_5", "qwen3_5_moe", "qwen3_next", "glm4_moe", "glm4_moe_lite", "glm_moe_dsa",
                          "deepseek_v32")
 # families whose GGUF has no MTP tensors to draft with: llama.cpp's converter drops DeepSeek-V3's

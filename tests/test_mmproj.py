@@ -423,3 +423,12 @@ def test_sglang_serves_llama_4_text_only_by_default(run_cli):
     assert vllm["weights"]["bytes_by_component"]["extra"] == 871_932_416 * 2
     assert sglang["weights"]["bytes_by_component"]["extra"] == 0
     assert any("--enable-multimodal" in n for n in sglang["notes"])
+
+
+def test_sglang_keeps_gemma_3s_tower(run_cli):
+    """Gemma 3 is in SGLang's mm_disabled_models too, but srt/models/gemma3_mm.py (@017f5d47) builds and loads its
+    SigLIP tower either way: the plan keeps it (423,060,336 parameters x 2 B in BF16) and says nothing of
+    --enable-multimodal."""
+    sglang = _plan(run_cli, "gemma-3-27b", "--gpu", "h200", "--runtime", "sglang")
+    assert sglang["weights"]["bytes_by_component"]["extra"] == 423_060_336 * 2
+    assert not any("--enable-multimodal" in n for n in sglang["notes"])

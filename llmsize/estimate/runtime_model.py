@@ -109,7 +109,9 @@ TEXT_ONLY = {"llamacpp": "a GGUF holds the text model, the tower a separate mmpr
 # (runtime, model family) pairs whose engine builds the tower only when asked: SGLang turns multimodal off for
 # Llama4ForConditionalGeneration unless --enable-multimodal (srt/configs/model_config.py, mm_disabled_models) and its
 # Llama 4 builds the vision model only with it (srt/models/mllama4.py: has_vision = has_vision_weights and
-# enable_multimodal), as public copies of both files print them
+# enable_multimodal), as public copies of both files print them. Gemma 3 is in the same list, but its model builds
+# and loads the SigLIP tower either way (srt/models/gemma3_mm.py @017f5d47: SiglipVisionModel in __init__, no
+# enable_multimodal test), so its plans keep the tower
 TEXT_BY_DEFAULT = {("sglang", "llama4"): "SGLang serves Llama 4 text-only unless --enable-multimodal, building no "
                                          "vision model: srt/models/mllama4.py"}
 

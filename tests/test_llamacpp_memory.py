@@ -1120,3 +1120,10 @@ def test_a_unified_machines_own_split_is_said_in_the_diagnosis(run_cli):
     layers = d["engine"]["settings"]["gpu_layers"]
     assert first.startswith(f"As Ollama places it: {layers} of 63 layers on the GPU") and "upper bound" in first
     assert not d["capacity"]["weights_fit"]
+    # the budget rows say the same split where they said only "(does not fit)"
+    code, text, err = run_cli("plan", "gemma-3-27b", "--gpu", "m4-pro", "--memory-gb", "24", "--quant",
+                              "gguf-q4_k_m", "--engine", "ollama")
+    flat = " ".join(text.split())
+    assert (f"(the whole model does not fit; Ollama's placement keeps {layers} of 63 layers, "
+            f"{d['engine']['gpu_total_bytes'] / 2**30:,.2f} GiB, in the GPU's share") in flat, flat
+    assert "Decode (the whole model on the card, as if it fit)" in flat and "(does not fit)" not in flat

@@ -58,12 +58,17 @@ class LlamaCppPlan:
 
 
 def placement_words(lp: LlamaCppPlan) -> str | None:
-    """How llama.cpp's placement differs from the whole model on the card (the plan's Memory budget and Decode),
-    None where every layer and expert is on the card."""
-    if not lp.offloaded:
+    """How the engine's placement differs from the whole model on the card (the plan's Memory budget and Decode),
+    None where every layer and expert is on the card: part in a discrete card's host memory, or on a unified
+    machine part on the CPU cores from the same RAM (unified_split_words says so in the diagnosis)."""
+    if not (lp.offloaded or lp.cpu_layers_unified):
         return None
-    return (f"llama.cpp's placement keeps {lp.ledger.gpu_total_bytes / GiB:,.2f} GiB on the card and the rest in "
-            f"host memory, and {'fits' if lp.fits else 'does not fit'}: its ledger below")
+    led = lp.ledger
+    who = "Ollama" if led.engine == "ollama" else "llama.cpp"
+    where = (f"{led.gpu_layers} of {led.n_layer + 1} layers, {led.gpu_total_bytes / GiB:,.2f} GiB, in the GPU's "
+             "share and the rest on the CPU cores from the same RAM" if lp.cpu_layers_unified and not lp.offloaded
+             else f"{led.gpu_total_bytes / GiB:,.2f} GiB on the card and the rest in host memory")
+    return f"{who}'s placement keeps {where}, and {'fits' if lp.fits else 'does not fit'}: its ledger below"
 
 
 def ledger_warning(lp: LlamaCppPlan, engine: str) -> str | None:

@@ -279,6 +279,22 @@ def test_emit_llama_server_and_ollama(run_cli):
     assert code == 2 and "--emit llama-server" in err and out == ""
 
 
+def test_emit_translates_the_runtimes_ledger_as_the_engines(run_cli):
+    """--runtime ollama (or llamacpp) plans that engine's ledger whatever --emit prints, as --engine does: --context
+    8,192 with --parallel 4 is Ollama's num_ctx a slot (llama-server -c 32768 -np 4) or llama.cpp's -c shared by the
+    slots (Ollama num_ctx 2048); --emit picked the ledger, and the two spellings of one plan gave lines 4x apart."""
+    base = ("plan", "llama-3.1-8b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--parallel", "4", "--context",
+            "8192")
+    for flag in ("--runtime", "--engine"):
+        code, out, err = run_cli(*base, flag, "ollama", "--emit", "llama-server")
+        assert code == 0, err
+        line = out.strip().splitlines()[-1].split()
+        assert line[line.index("-c") + 1] == "32768" and line[line.index("-np") + 1] == "4", flag
+        code, out, err = run_cli(*base, flag, "llamacpp", "--emit", "ollama")
+        assert code == 0, err
+        assert "PARAMETER num_ctx 2048" in out and "OLLAMA_NUM_PARALLEL=4" in out, flag
+
+
 def test_emit_refuses_a_placement_that_does_not_load(run_cli, tmp_path):
     """Llama 3.1 70B Q4_K_M (40.55 GiB with its 81 layers on the GPU) on a 16 GB card: the command would not load,
     so --emit says so in one line and points to --fit, whose split (27 layers in the 15.48 GiB CUDA reports for

@@ -285,3 +285,28 @@ def test_fit_keeps_a_quantized_release_and_tries_only_smaller_formats_beside_it(
     code, out, err = run_cli("fit", "--all-formats", "--gpu", "h100-sxm", "--runtime", "vllm", "--json")
     assert code == 0, err
     assert {r["format"] for r in json.loads(out)["rows"] if r["model"].startswith("gpt-oss")} == {"mxfp4"}
+
+
+def test_plan_and_compare_under_ollama_say_one_context(run_cli):
+    """`plan --runtime ollama` sizes Ollama's default num_ctx, as `fit --runtime ollama` and `--engine ollama` do (it
+    sized llmsize's 4,096 while the same plan with --mmproj or --parallel, which plan Ollama's ledger, sized 32,768:
+    a tower's cost read as 8x the cache); `compare --runtime ollama` keeps one context for every card and says that
+    Ollama's own depends on the card."""
+    contexts = set()
+    for extra in ((), ("--mmproj", "f16"), ("--parallel", "2"), ("--engine", "ollama")):
+        code, out, err = run_cli("plan", "gemma-3-4b", "--gpu", "rtx4090", "--runtime", "ollama", *extra, "--json")
+        assert code == 0, err
+        d = json.loads(out)
+        contexts.add(d["inputs"]["context_tokens"])
+        assert any("Ollama's default num_ctx" in n for n in d["notes"]), extra
+    assert contexts == {32768}  # an RTX 4090's 23.6 GiB: 32k (ollama_num_ctx)
+    code, out, err = run_cli("plan", "gemma-3-4b", "--gpu", "rtx4090", "--runtime", "ollama", "--context", "300000",
+                             "--json")
+    assert code == 0 and json.loads(out)["inputs"]["context_tokens"] == 131072  # lowered to the model's, as Ollama
+    code, out, err = run_cli("compare", "gemma-3-4b", "--gpus", "rtx4090,h100", "--runtime", "ollama", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["inputs"]["context_tokens"] == 4096
+    assert any(n.startswith("Context: 4,096 tokens on every card; Ollama's own num_ctx") for n in d["notes"])
+    code, out, err = run_cli("compare", "gemma-3-4b", "--gpus", "rtx4090", "--runtime", "ollama", "--context", "8192",
+                             "--json")
+    assert code == 0 and not any(n.startswith("Context:") for n in json.loads(out)["notes"])

@@ -100,6 +100,7 @@ def compare(
 
     cat = load_catalog(catalog)
     m = named_model(cat, model, hub, estimate_only, hub_file, command="compare")
+    context_given = context is not None
     context = model_default_context(m)[0] if context is None else context
     check_backend(gpu_backend, runtime, fmt_id=quant or m.release.quant)
     from llmsize.estimate.runtimes import not_on, resolve_runtime
@@ -142,6 +143,12 @@ def compare(
     beyond = next((n for r in rows if r.plan for n in r.plan.notes if n.startswith("--context ")), None)
     if beyond:  # the plan's own note: the figures are for a context the model's engines refuse
         notes.append(beyond + ".")
+    if (runtime or "").strip().lower() == "ollama" and not context_given:  # one workload for every row, where Ollama's num_ctx is the card's
+        from llmsize.estimate.llamacpp_options import OLLAMA_NUM_CTX_RULE
+
+        notes.append(f"Context: {context:,} tokens on every card; Ollama's own num_ctx when none is set depends on the "
+                     f"card ({OLLAMA_NUM_CTX_RULE}; `plan --runtime ollama` sizes the card's): --context sets one "
+                     "for all.")
     served = {r.users_served for r in rows if r.plan}
     if any(s < users for s in served):
         notes.append(f"Rows whose cache holds fewer than {users} sequences are aggregated at what it holds.")

@@ -191,16 +191,18 @@ def plan(
                                                serving_given, runtime)
     notes += [note] if note else []
     wired = gb_bytes(wired_limit_gb)  # --wired-limit-gb is in GB (10^9 B)
+    # Ollama's num_ctx (its default by the card, at most the model's) whether its ledger is planned or only its speed
+    ollama = engine == "ollama" or (engine is None and (runtime or "").strip().lower() == "ollama")
     if context is None:
         from llmsize.estimate.llamacpp_options import ollama_default_context
 
-        context, why = (ollama_default_context(g, m, wired) if engine == "ollama" else model_default_context(m))
+        context, why = (ollama_default_context(g, m, wired) if ollama else model_default_context(m))
         notes += [why] if why else []
         if prompt is not None and prompt > context:
             raise InvalidValueError(f"--prompt {prompt:,} is longer than --context {context:,} (its default): the "
                                     "context holds the prompt and the answer.", "Give --context as well, at least the "
                                     "prompt.")
-    if engine == "ollama":  # Ollama lowers num_ctx to the model's own
+    if ollama:  # Ollama lowers num_ctx to the model's own
         from llmsize.estimate.llamacpp_options import ollama_context
 
         context, lowered = ollama_context(context, m)
@@ -351,7 +353,11 @@ def _ledger_engine(emit, engine, split: bool, llama_given: list[str], serving_gi
                                     "cards is not modelled for it.", "Drop --tp/--pp/--nodes, or use --emit vllm for "
                                     "a split.")
         flag = flag or f"--emit {emit}"
-        engine = engine or ("ollama" if emit == "ollama" else "llamacpp")
+        # --runtime ollama or llamacpp plans its own ledger (--context its num_ctx, or -c shared by the slots), which
+        # the launch line translates; else the emitted engine's
+        own = (runtime or "").strip().lower()
+        engine = engine or (own if own in ("llamacpp", "ollama") else None) or \
+            ("ollama" if emit == "ollama" else "llamacpp")
     if llama_given and engine not in (None, "llamacpp", "ollama"):
         raise InvalidValueError(f"{llama_given[0]} is a llama.cpp option, and --engine {engine} is not llama.cpp.",
                                 f"Drop {llama_given[0]}, or use --engine llamacpp (or ollama).")

@@ -85,6 +85,9 @@ def ollama_context_words(ctx: int, gpu, wired_limit_bytes: float | None = None, 
                                                                       else "") + " (--context sets another)")
 
 
+OLLAMA_NUM_CTX_RULE = "4,096 below 23 GiB of GPU memory, 32,768 below 47 GiB, 262,144 above"  # ollama_num_ctx's
+
+
 def ollama_num_ctx(gpu, wired_limit_bytes: float | None = None) -> int:
     """Ollama's default num_ctx by the GPU memory alone (ollama_default_context caps it at a model's context); on a
     Mac, Metal's working set or the wired limit given."""

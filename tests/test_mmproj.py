@@ -68,6 +68,17 @@ def test_a_tower_without_a_catalogued_shape_leaves_the_buffer_unknown(catalog):
     assert p.compute_bytes is None and p.total_bytes == p.weight_bytes > 0
 
 
+def test_the_rows_of_a_tower_without_its_encoder_say_its_weights_alone(run_cli):
+    """Gemma 4 12B's embedders have no encoder shape here: the budget's and the ledger's mmproj rows hold its F16
+    weights alone (0.05 B parameters x 2 B, 99.91 MiB), and say so where they said "its encoder's buffer" too."""
+    code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--quant", "gguf-q4_k_m", "--mmproj", "f16")
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert "CUDA0 mmproj 99.91 MiB (F16: its weights alone: its encoder's buffer is not counted" in flat
+    assert "- mmproj (--mmproj) 0.10 GB (its weights alone: its encoder's buffer is not counted" in flat
+    assert "its weights and its encoder's buffer" not in flat
+
+
 def test_an_encoder_of_native_size_needs_its_image_size():
     with pytest.raises(ValueError, match="siglip encoder needs image_size"):
         VisionEncoder(kind="siglip", hidden_size=1152, intermediate_size=4304, num_heads=16, patch_size=14)
@@ -96,7 +107,9 @@ def test_the_ledger_holds_the_mmproj_on_the_first_gpu(run_cli, catalog):
     assert "the mmproj file in BF16, 0.92 GB" in notes and "8,464 patches, with flash attention" in notes
     code, out, err = run_cli("plan", *base, "--mmproj", "bf16")
     assert code == 0, err
-    assert "CUDA0 mmproj" in out and "(BF16: the vision tower" in out and "- mmproj (--mmproj)" in out
+    flat = " ".join(out.split())
+    assert "CUDA0 mmproj" in out and "(BF16: its weights and its encoder's buffer" in flat
+    assert "- mmproj (--mmproj)" in out
 
 
 def test_ollama_keeps_the_projector_on_the_host_under_an_explicit_partial_offload(run_cli):
@@ -269,6 +282,11 @@ def test_plan_with_an_mmproj_file(run_cli, tmp_path):
     model = llama().write(tmp_path / "tiny.gguf")
     pair = _plan(run_cli, str(model), "--gpu", "rtx4090", "--mmproj", str(path))
     assert pair["engine"]["mmproj_bytes"]["CUDA0"] == 12_416 + 127_139_840
+    # a type beside a GGUF file: the file holds no tower to size, and the hint is the mmproj file, not "drop it"
+    code, out, err = run_cli("plan", str(model), "--gpu", "rtx4090", "--mmproj", "f16")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "--mmproj f16" in err and "GGUF file, which holds the text model alone" in err
+    assert "Give its mmproj file" in err
 
 
 def test_an_mmproj_file_that_is_not_one_is_refused(run_cli, tmp_path):

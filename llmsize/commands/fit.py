@@ -142,8 +142,8 @@ def fit_cmd(
                                 f"{RUNTIME_NAMES[rid]}.", "Drop --mmproj, or give --runtime llamacpp (or ollama).")
     if mmproj is not None:
         fit_notes.append(f"--mmproj {mmproj}: a model with a vision tower carries it as an {mmproj.upper()} mmproj "
-                         "on the card (its weights and its encoder's buffer, as plan --mmproj sizes them): "
-                         "+mmproj beside its name")
+                         "on the card (its weights, and its encoder's buffer where the model's entry gives the "
+                         "encoder's shape, as plan --mmproj sizes them): +mmproj beside its name")
     rows, skipped, fitting = fit_models(cat.models.all(), g, rid, context, runtimes, card_bytes(g, wired), host,
                                llamacpp_constants(g, cat),
                                gib_bytes(host_ram_gib), one_per_model, wired,

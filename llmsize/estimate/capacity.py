@@ -54,6 +54,7 @@ class EngineShare:
     host_weights_bytes: int  # weights in host memory with every layer on the card (llama.cpp: the token embedding)
     card_basis: str  # what the card's memory is read as (the CUDA total, the reported total, Metal's working set)
     projector_bytes: int = 0  # an mmproj on the card, its weights and encoder's buffer (estimate/mmproj.py)
+    projector_holds: str = ""  # what projector_bytes holds, in words (mmproj.projector_holds)
 
 
 @dataclass(frozen=True)

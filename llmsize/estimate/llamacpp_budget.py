@@ -57,7 +57,8 @@ def ledger_budget(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int]]
     dev = led.gpu
     cpu = next(d for d in led.devices if d.name == "CPU")
     target = fit_target_bytes(model, whole, engine)
-    share = EngineShare(engine, dev.compute_bytes, target, cpu.model_bytes, card_basis, dev.projector_bytes)
+    share = EngineShare(engine, dev.compute_bytes, target, cpu.model_bytes, card_basis, dev.projector_bytes,
+                        led.projector_holds)
     budget = MemoryBudget(card, WHOLE_CARD_GPU_UTIL, dev.model_bytes, dev.compute_bytes + dev.projector_bytes + target,
                           engine=share)
     room, ram = fit_room(gpu, card, target_bytes=target)

@@ -164,6 +164,7 @@ class LlamaCppLedger:
     n_layer: int
     notes: list[str] = field(default_factory=list)
     v_cache: bool = True  # some caching layer keeps a V cache (MLA's keep the latent in K alone)
+    projector_holds: str = ""  # what the mmproj rows hold, in words (mmproj.projector_holds); "" without one
 
     @property
     def i_gpu_start(self) -> int:
@@ -445,7 +446,7 @@ def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int
         notes.append("part of the model is on the CPU: the GPU's compute buffer is a lower bound (the scheduler "
                      "stages host weights on the GPU for batches of 32 tokens or more)")
     gname = BACKEND_NAME.get(gpu.vendor, "GPU0")
-    proj_gpu, proj_host = _projector_place(model, s)
+    proj_gpu, proj_host, proj_holds = _projector_place(model, s)
     devices = []
     if ngl or staged or proj_gpu:
         devices.append(Device(gname, n_layer - i_gpu_start, output_on_gpu, model_gpu, kv_gpu, rec_gpu, gpu_compute,
@@ -455,18 +456,18 @@ def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int
     output = s.parallel * model.vocab_size * F32
     return LlamaCppLedger(engine, s, n_ctx, n_ctx_seq, n_stream, n_ctx_seq, cells_swa, kv_full, kv_swa,
                           rec_gpu + rec_host, output, devices, ngl, n_layer, notes,
-                          any(c.v for c, _ in runs.runs if c.k))
+                          any(c.v for c, _ in runs.runs if c.k), proj_holds)
 
 
-def _projector_place(model: ModelSpec, s: LlamaCppSettings) -> tuple[int, int]:
+def _projector_place(model: ModelSpec, s: LlamaCppSettings) -> tuple[int, int, str]:
     """(GPU bytes, host bytes) of the mmproj and its encoder's buffers: on the first GPU whatever -ngl (clip.cpp
-    picks its own device), on the host with --no-mmproj-offload (s.mmproj_host)."""
+    picks its own device), on the host with --no-mmproj-offload (s.mmproj_host); and what they hold, in words."""
     if not s.mmproj:
-        return 0, 0
-    from llmsize.estimate.mmproj import projector
+        return 0, 0, ""
+    from llmsize.estimate.mmproj import projector, projector_holds
 
-    nbytes = projector(model, s.mmproj, s.flash_attn).total_bytes
-    return (0, nbytes) if s.mmproj_host else (nbytes, 0)
+    p = projector(model, s.mmproj, s.flash_attn)
+    return (0, p.total_bytes, projector_holds(p)) if s.mmproj_host else (p.total_bytes, 0, projector_holds(p))
 
 
 @by_identity(maxsize=512)

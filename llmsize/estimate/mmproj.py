@@ -145,6 +145,11 @@ def projector(model: ModelSpec, source: str | MmprojFile, flash_attn: bool) -> P
     file_type = source
     bits = MMPROJ_BITS[check_mmproj_type(file_type)]
     found = towers(model)
+    if not found and model.release.quant.startswith("gguf-"):  # a GGUF file's model: the text model alone
+        raise InvalidValueError(f"--mmproj {file_type}: {model.name} is a GGUF file, which holds the text model "
+                                "alone; a type sizes the tower a model's entry or config.json describes.",
+                                "Give its mmproj file (--mmproj mmproj-F16.gguf, published beside the GGUF), or "
+                                "drop --mmproj.")
     if not found:
         raise InvalidValueError(f"--mmproj: {model.name} has no vision or audio tower (none among its extra "
                                 "parameters, as its entry or config.json gives them).", "Drop --mmproj.")
@@ -155,6 +160,13 @@ def projector(model: ModelSpec, source: str | MmprojFile, flash_attn: bool) -> P
     return Projector(file_type.lower(), params, int(params * bits / 8), compute,
                      tuple(warmup_patches(e) for e in encoders), flash_attn,
                      any(e.kind in DYNAMIC_KINDS for e in encoders))
+
+
+def projector_holds(p: Projector) -> str:
+    """What a ledger's mmproj row holds, in words: the tower and its encoder's buffer, or its weights alone where
+    the encoder's shape is not known (projector_note says so)."""
+    return ("its weights and its encoder's buffer, as the notes say" if p.compute_bytes is not None else
+            "its weights alone: its encoder's buffer is not counted, as the notes say")
 
 
 def projector_note(p: Projector, names: str, on_host: bool = False) -> str:

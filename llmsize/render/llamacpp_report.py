@@ -98,8 +98,8 @@ def render_llamacpp(plan, gpu, console) -> None:
         t.add_row(f"{d.name} compute buffer", mib(d.compute_bytes))
     for d in led.devices:
         if d.projector_bytes:
-            t.add_row(f"{d.name} mmproj", f"{mib(d.projector_bytes)} ({mmproj_label(s.mmproj)}: the vision tower "
-                      "and its encoder's buffer, as the notes say)")
+            t.add_row(f"{d.name} mmproj", f"{mib(d.projector_bytes)} ({mmproj_label(s.mmproj)}: "
+                      f"{led.projector_holds})")
     t.add_row("host output buffer", mib(led.output_buffer_bytes))
     card = plan.card_bytes
     verdict = ("does NOT fit" if not plan.fits else

@@ -153,8 +153,8 @@ def render_plan(p: Plan, width: int = 100, color: bool = False, placement: str |
                                                   f"({e.margin_bytes / GiB:.2f} GiB: the --fit-target Ollama sets, "
                                                   "1 GiB and the projector's weights)"))]
         if e.projector_bytes:
-            rows.append(("- mmproj (--mmproj)", f"{e.projector_bytes / GB:,.2f} GB (the vision tower and its "
-                                                "encoder's buffer, as the notes say; --fit keeps room for it)"))
+            rows.append(("- mmproj (--mmproj)", f"{e.projector_bytes / GB:,.2f} GB ({e.projector_holds}; --fit "
+                                                "keeps room for it)"))
     else:
         rows = [("budget", f"{b.vram_bytes / GiB:,.2f} GiB x {b.gpu_util:g} = {b.budget_bytes / GB:,.2f} GB"),
                 ("- weights, - overhead", f"{b.weights_bytes / GB:,.2f} GB, {b.overhead_bytes / GB:,.2f} GB "

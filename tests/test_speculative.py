@@ -304,3 +304,20 @@ def test_fleet_refuses_mtp_where_plan_does(run_cli):
                              "mtp=1", "--runtime", "vllm")
     assert code == 2 and "under a GGUF's weights" in err and "drop --quant gguf-*" in err, err
 
+
+
+def test_spec_parsing_names_what_is_missing(catalog):
+    """A draft model without accept= is told that accept is missing (it was told "accept must be a number", of a
+    value never given); a bare `mtp` is mtp=1, as the README and the messages name it."""
+    from llmsize.errors import InvalidValueError
+    from llmsize.estimate.speculative import MTP_ACCEPT, parse_spec
+
+    for text in ("draft=llama-3.2-1b", "draft=llama-3.2-1b,k=3"):
+        with pytest.raises(InvalidValueError, match="a draft model needs accept=A") as e:
+            parse_spec(text, catalog)
+        assert "must be a number" not in str(e.value)
+    with pytest.raises(InvalidValueError, match="accept must be a number"):
+        parse_spec("draft=llama-3.2-1b,accept=x", catalog)
+    bare, given = parse_spec("mtp", catalog), parse_spec("mtp=1", catalog)
+    assert (bare.k, bare.accept, bare.draft) == (given.k, given.accept, given.draft) == (1, MTP_ACCEPT, None)
+    assert parse_spec("mtp,accept=0.6", catalog).accept == 0.6

@@ -60,6 +60,8 @@ def parse_spec(text: str | None, catalog) -> Spec | None:
     fields = {}
     for part in text.split(","):
         key, sep, value = part.partition("=")
+        if not sep and key.strip().lower() == "mtp":  # `--spec mtp`: the module's one token a pass
+            key, sep, value = "mtp", "=", "1"
         if not sep or not value.strip():
             raise InvalidValueError(f"--spec {text!r}: `{part}` is not key=value.",
                                     "e.g. --spec draft=llama-3.2-1b,k=4,accept=0.7 or --spec mtp=1,accept=0.8.")
@@ -74,6 +76,10 @@ def parse_spec(text: str | None, catalog) -> Spec | None:
         raise InvalidValueError(f"--spec: unknown key `{unknown[0]}`.", "Keys: draft, k, accept, mtp.")
     if ("draft" in fields) == ("mtp" in fields):
         raise InvalidValueError("--spec needs draft=MODEL or mtp=N, one of them.", "e.g. --spec mtp=1,accept=0.8.")
+    if "draft" in fields and "accept" not in fields:  # no default: how often a draft is kept is the user's figure
+        raise InvalidValueError(f"--spec {text!r}: a draft model needs accept=A, the share of its drafted tokens the "
+                                "target keeps (yours to measure; none is assumed).",
+                                f"e.g. --spec draft={fields['draft']},k={fields.get('k', '4')},accept=0.7.")
     try:  # an MTP module's acceptance defaults to DeepSeek-V3's (MTP_ACCEPT); a draft model's must be given
         accept = float(fields.get("accept", MTP_ACCEPT if "mtp" in fields else ""))
         k = int(fields.get("mtp") or fields.get("k") or 4)

@@ -539,3 +539,18 @@ def test_vllm_loads_qwen35s_vision_tower_split_over_its_cards(run_cli):
     drafted = spec["weights"]["bytes_total"] + spec["speculative"]["draft_weight_bytes"]
     assert spec["speculative"]["draft_weight_bytes"] == 243_290_624 * 2
     assert drafted / GiB == pytest.approx(18.12, rel=0.01)
+
+
+def test_a_context_past_max_model_len_is_refused_and_a_default_bounded(run_cli):
+    """--context longer than --max-model-len sized sequences the engine as launched refuses (the emitted vLLM line
+    said --max-model-len 2048 beside a plan of 4,096-token sequences): refused, before any output; without
+    --context, the plan takes --max-model-len where the default is longer, and says so."""
+    for extra in (("--engine", "vllm"), ("--emit", "vllm")):
+        code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "h100", "--context", "4096", "--max-model-len",
+                                 "2048", *extra)
+        assert code == 2 and out == "" and "--context 4,096 is longer than --max-model-len 2,048" in err, err
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "h100", "--max-model-len", "2048", "--engine", "vllm",
+                             "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["inputs"]["context_tokens"] == 2048 and any("--max-model-len's" in n for n in d["notes"])

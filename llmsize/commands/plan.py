@@ -193,10 +193,16 @@ def plan(
     wired = gb_bytes(wired_limit_gb)  # --wired-limit-gb is in GB (10^9 B)
     # Ollama's num_ctx (its default by the card, at most the model's) whether its ledger is planned or only its speed
     ollama = engine == "ollama" or (engine is None and (runtime or "").strip().lower() == "ollama")
+    if context is not None and max_model_len is not None and context > max_model_len:
+        raise InvalidValueError(f"--context {context:,} is longer than --max-model-len {max_model_len:,}: the engine "
+                                "refuses a request past its max_model_len, so it cannot serve the sequences this plan "
+                                "sizes.", "Lower --context, or raise --max-model-len.")
     if context is None:
         from llmsize.estimate.llamacpp_options import ollama_default_context
 
         context, why = (ollama_default_context(g, m, wired) if ollama else model_default_context(m))
+        if max_model_len is not None and context > max_model_len:  # the engine's longest request bounds it
+            context, why = max_model_len, f"--context {max_model_len:,}: --max-model-len's (the longest request)"
         notes += [why] if why else []
         if prompt is not None and prompt > context:
             raise InvalidValueError(f"--prompt {prompt:,} is longer than --context {context:,} (its default): the "

@@ -1,5 +1,7 @@
 """Catalog matching of driver-reported card names (NVML nvmlDeviceGetName + memory total)."""
 
+import re
+
 import pytest
 
 from llmsize.catalog.match import match_gpu
@@ -51,3 +53,35 @@ def test_known_cards(catalog, name, mem, want):
 ])
 def test_unknown_cards_are_not_forced(catalog, name, mem):
     assert match_gpu(name, mem, catalog.hardware.all()) is None
+
+
+@pytest.mark.parametrize("typed, words", [
+    ("nosuch-h100", "named with `nosuch`"),       # a made-up word beside a model number: not the H100 silently
+    ("fake h200", "named with `fake`"),
+    ("AMD Radeon RX 6800", "Unknown GPU"),        # the RX 6800 is not the 6800 XT (XT a qualifier, both ways)
+    ("RX 5700", "Unknown GPU"),
+    ("AMD Radeon RX 7900 GRE", "Unknown GPU"),    # 16 GB at 576 GB/s: neither the XT nor the XTX it was offered
+])
+def test_a_typed_name_with_a_word_no_card_carries_is_refused(catalog, typed, words):
+    """Cards typed by hand (--gpu, --gpus): every word must be the card's, but for its vendor's generic words, its
+    memory size and form factor; a name that only shares a model number planned on another card (rc 0)."""
+    from llmsize.errors import UnknownNameError
+
+    with pytest.raises(UnknownNameError, match=re.escape(words)):
+        catalog.gpu(typed)
+
+
+@pytest.mark.parametrize("typed, want", [
+    ("NVIDIA GH200 480GB", "gh200"),              # CUDA's name: 480 GB is the Grace side's LPDDR5X, the GPU's 96 GB
+    ("NVIDIA B300 SXM6 AC", "b300"),              # NVML's name
+    ("NVIDIA Jetson AGX Orin 64GB", "jetson-agx-orin-64gb"),  # the catalog's own name, which has no model number
+    ("AMD Instinct MI300X", "mi300x"), ("Tesla T4", "t4"), ("NVIDIA H100 80GB HBM3", "h100-sxm"),
+])
+def test_typed_names_drivers_print_still_name_their_card(catalog, typed, want):
+    assert catalog.gpu(typed).id == want
+
+
+def test_every_cards_own_names_name_it(catalog):
+    for g in catalog.hardware.all():
+        for name in (g.name, g.id, *g.aliases):
+            assert catalog.gpu(name).id == g.id, name

@@ -256,9 +256,27 @@ class Catalog:
         try:
             return self.hardware.get(name)
         except UnknownNameError:
-            from llmsize.catalog.match import named_cards, of_typed_memory, typed_memory_gb, typed_memory_words
+            from llmsize.catalog.match import (
+                gpu_candidates,
+                named_cards,
+                of_typed_memory,
+                typed_memory_gb,
+                typed_memory_words,
+                unknown_words,
+            )
 
+            same = [g for g in self.hardware.all() if g.name.lower() == " ".join(name.lower().split())]
+            if len(same) == 1:  # the catalog's own name, typed as listed (a Jetson's has no model number)
+                return same[0]
             found = named_cards(name, self.hardware.all())
+            near = gpu_candidates(name, self.hardware.all()) if not found else []
+            if near:  # its model number is a card's, another word is no card's of that number
+                extra = unknown_words(name, near[0])
+                raise UnknownNameError(
+                    f"`{shown(name)}`: no catalog card of that model number is named with `{extra[0]}` ("
+                    + ", ".join(f"`{g.id}`: {g.name}" for g in near) + ").",
+                    "Name one of them by its id if it is yours, or add your card to hardware/ (README, \"Add a card "
+                    "or a model\").") from None
             sized = of_typed_memory(name, found)
             if found and not sized:
                 apple = all(g.vendor == "Apple" for g in found)  # one chip, sold with several amounts of RAM

@@ -14,7 +14,11 @@ from llmsize.catalog.schema import GpuSpec
 
 # "pcie" splits H100/A100 PCIe from SXM, whose NVML names carry no form factor ("NVIDIA H100 80GB HBM3")
 QUALIFIERS = {"ti", "super", "nvl", "ada", "pro", "max", "ultra", "mobile", "laptop", "pcie", "sff", "server",
-              "fhhl"}  # the full-height half-length V100 (lower clocks and bandwidth) is not the SXM2 card
+              "fhhl",  # the full-height half-length V100 (lower clocks and bandwidth) is not the SXM2 card
+              "xt", "xtx", "gre"}  # AMD's: an RX 6800 is not the 6800 XT, nor a 7900 GRE the XT
+# words a name typed by hand may carry that no entry needs to (the vendor, its brands, "GPU")
+GENERIC_WORDS = {"nvidia", "amd", "apple", "intel", "geforce", "radeon", "instinct", "tesla", "quadro", "graphics",
+                 "gpu", "card"}
 MEMORY_TOLERANCE = 0.10  # drivers report up to 6.3% less than the vendor's size (ECC); an RTX 3080 12 GB is not
 # the 10 GB card (20% apart), nor an A100 40 GB the 80 GB one
 _NOISE = re.compile(r"^(\d+gb|sxm\d*|hbm\d*e?|pcie|gddr\d*x?)$")
@@ -51,10 +55,18 @@ def gpu_candidates(reported_name: str, gpus: list[GpuSpec]) -> list[GpuSpec]:
     return candidates
 
 
+def unknown_words(typed: str, g: GpuSpec) -> list[str]:
+    """The words of a name typed by hand that card `g`'s names, ids and aliases do not carry, less its memory size,
+    form factor and the vendor's generic words ("fake" in "fake h200", "nosuch" in "nosuch-h100")."""
+    have = _card_tokens(g)
+    return sorted(t for t in name_tokens(typed) - have - GENERIC_WORDS if not _NOISE.match(t))
+
+
 def named_cards(typed: str, gpus: list[GpuSpec]) -> list[GpuSpec]:
-    """The cards a name typed by hand names (gpu_candidates), narrowed where several share its model number to the
+    """The cards a name typed by hand names (gpu_candidates) whose names carry every other word typed
+    (unknown_words: a word none carries names another card), narrowed where several share its model number to the
     one whose names carry every word typed ("AMD Radeon RX 7900 XTX", nvidia-smi's "NVIDIA A100-SXM4-80GB")."""
-    found = gpu_candidates(typed, gpus)
+    found = [g for g in gpu_candidates(typed, gpus) if not unknown_words(typed, g)]
     whole = [g for g in found if name_tokens(typed) <= _card_tokens(g)] if len(found) > 1 else []
     return whole if len(whole) == 1 else found
 
@@ -70,9 +82,11 @@ def typed_memory_words(typed: str) -> str:
 
 def of_typed_memory(typed: str, cards: list[GpuSpec]) -> list[GpuSpec]:
     """The cards whose memory is a size the typed name states, all of them where it states none: an RTX 3080 12GB,
-    a 48 GB RTX 4090 or a 32 GB M2 Max is none of the catalog's cards of that name, whose sizes differ."""
+    a 48 GB RTX 4090 or a 32 GB M2 Max is none of the catalog's cards of that name, whose sizes differ. A size in
+    the card's own names is its name, not its memory (the GH200 480GB, a 96 GB GPU beside 480 GB of LPDDR5X)."""
     sizes = typed_memory_gb(typed)
-    return [g for g in cards if not sizes or round(g.memory_size) in sizes]
+    return [g for g in cards if not sizes or round(g.memory_size) in sizes
+            or all(f"{n}gb" in _card_tokens(g) for n in sizes)]
 
 
 def match_gpu(reported_name: str, reported_memory_bytes: int | None, gpus: list[GpuSpec]) -> GpuSpec | None:

@@ -149,13 +149,17 @@ def mtp_drafting(runtime: str | None, model: ModelSpec, k: int = 1, gguf: bool =
     """(why `runtime` cannot draft with `model`'s own MTP module, how it drafts with it): one of the two is None,
     or both where nothing is known to say. mlx-lm drops the module as it loads (its models' sanitize: qwen3_5.py
     filters "mtp.", deepseek_v3.py the layer past the last; mlx-lm @d78bf58e, 2026-08-22) and drafts only with a
-    separate --draft-model; a GGUF runtime drafts with the file's MTP tensors for the families llama.cpp builds an
+    separate --draft-model, as gpt-fast does (generate.py's --draft_checkpoint_path, pytorch-labs/gpt-fast
+    @0055c42d); a GGUF runtime drafts with the file's MTP tensors for the families llama.cpp builds an
     MTP graph for (LLAMACPP_MTP_FAMILIES), and none runs from a GGUF (`gguf`: the plan's weights are one, whatever
     the runtime) where the converter drops them; `k` the tokens it drafts a pass."""
     family = base_family(model)
     if runtime == "mlx":
         return ("mlx-lm drops the model's MTP layers as it loads (its sanitize, mlx_lm/models: qwen3_5.py, "
                 "deepseek_v3.py, glm4_moe.py) and drafts only with a separate --draft-model"), None
+    if runtime == "gpt-fast":
+        return ("gpt-fast drafts only with a separate model (generate.py --draft_checkpoint_path, --speculate_k); "
+                "its Transformer has no MTP module"), None
     if family in LLAMACPP_MTP_DROPPED and (gguf or runtime in LLAMACPP_RUNTIMES):
         return (f"llama.cpp's converter drops {model.name}'s MTP layer (conversion/deepseek.py: skip_mtp), so its "
                 "GGUF files have none to draft with"), None

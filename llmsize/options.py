@@ -45,6 +45,9 @@ def int_range(lo: int, hi: int = INT_MAX):
     return check
 
 
+MIN_MEMORY_GB = 0.1  # --memory-gb, --wired-limit-gb: below it no model's buffers fit, and the figures print as 0
+
+
 def float_range(lo: float, hi: float, lo_open: bool = False, hi_open: bool = False):
     """A callback refusing NaN, infinities and a float outside [lo, hi] (open at lo with lo_open, at hi with
     hi_open)."""
@@ -278,13 +281,13 @@ WiredLimitOpt = Annotated[Optional[float], _opt("--wired-limit-gb", help="Unifie
                                                "(10^9 B): llama.cpp's recommendedMaxWorkingSetSize line (MB) / 1,000, "
                                                "or a sysctl iogpu.wired_limit_mb of N MiB as N x 0.0010486; "
                                                "default: Metal's share by RAM.",
-                                               callback=float_range(0, 1e6, True), show_default=False)]
+                                               callback=float_range(MIN_MEMORY_GB, 1e6), show_default=False)]
 MemoryGbOpt = Annotated[Optional[float], _opt("--memory-gb", help="The card's memory, or a Mac's or other unified-"
                                               "memory machine's RAM, as its vendor sells it, GB: the catalog's "
                                               "Apple entries are each chip's largest configuration (an M4 Max of 48 "
                                               "GB: --gpu m4-max --memory-gb 48); bandwidth and compute stay the "
                                               "entry's. Default: the catalog's, or this machine's with --gpu local.",
-                                              callback=float_range(0, 1e6, True), show_default=False)]
+                                              callback=float_range(MIN_MEMORY_GB, 1e6), show_default=False)]
 IslOpt = Annotated[str, _opt("--isl", help="Prompt (input) tokens per request: 3000, a lognormal 3000:p95=12000 "
                              "(median and 95th percentile), or a CSV file of lengths (one a line, or a column isl).")]
 OslOpt = Annotated[str, _opt("--osl", help="Output tokens per request: 500, 500:p95=2000, or a CSV file of lengths "

@@ -248,11 +248,11 @@ def _hostile(tmp_path, blob, name="bad.gguf"):
 @pytest.mark.parametrize("case", ["empty", "magic", "truncated", "huge_count", "long_string", "past_end",
                                   "huge_layers", "no_heads", "kv_heads", "no_kv_heads", "float_heads", "no_context",
                                   "huge_array", "version_1", "version_99", "many_tensors", "layers_array",
-                                  "key_length_0", "experts_used", "zero_dim"])
+                                  "key_length_0", "experts_used", "zero_dim", "kv_heads_0"])
 def test_hostile_headers_are_one_line(tmp_path, run_cli, case):
     good = llama().write(tmp_path / "good.gguf").read_bytes()
     meta_cases = ("huge_layers", "no_heads", "kv_heads", "no_kv_heads", "float_heads", "no_context", "layers_array",
-                  "key_length_0", "experts_used")
+                  "key_length_0", "experts_used", "kv_heads_0")
     if case in meta_cases:  # a header that parses, with metadata no model has
         m = llama()
         if case == "huge_layers":
@@ -277,6 +277,8 @@ def test_hostile_headers_are_one_line(tmp_path, run_cli, case):
             m.t("blk.0.ffn_down_exps.weight", (128, 256, 8), Q.Q8_0)
         elif case == "no_kv_heads":  # missing: read as one KV head per query head, which attn_k's 2 heads contradict
             del m.meta["attention.head_count_kv"]
+        elif case == "kv_heads_0":  # 0 beside an attn_k: the message named "head_count_kv 4", a value not in the file
+            m.meta["attention.head_count_kv"] = 0
         good = m.write(tmp_path / "meta.gguf").read_bytes()
     if case in meta_cases:
         blob = good
@@ -329,7 +331,8 @@ def test_hostile_headers_are_one_line(tmp_path, run_cli, case):
     needles = {"version_99": "GGUF version 99, newer than the 3", "many_tensors": "70,000 tensors, beyond any model's",
                "layers_array": "block_count` is an array of 2", "key_length_0": "key_length` is '0'",
                "experts_used": "expert_used_count` 99 is more than layer 0's 8 experts",
-               "zero_dim": "`blk.0.ffn_up.weight` has shape"}
+               "zero_dim": "`blk.0.ffn_up.weight` has shape", "kv_heads_0": "attention.head_count_kv 0 x",
+               "no_kv_heads": "attention.head_count 4 (no head_count_kv) x"}
     assert needles.get(case, "") in err
     with pytest.raises(GgufError):
         import_gguf(p) if case in meta_cases else read_gguf(p)

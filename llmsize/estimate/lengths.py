@@ -138,12 +138,12 @@ def parse_lengths(text: str, option: str) -> Lengths:
     if re.fullmatch(r"\d+\s*:\s*p\d+\s*=.*", t.lower()) and not re.fullmatch(r"\d+\s*:\s*p95\s*=.*", t.lower()):
         raise InvalidValueError(f"{option} `{t[:60]}`: only the 95th percentile is read.",
                                 f"e.g. {option} 3000:p95=12000 (median 3,000, p95 12,000).")
-    if re.fullmatch(r"\d{1,9}", t):
+    if re.fullmatch(r"\d{1,30}", t):  # a count past MAX_TOKENS is out of range, not "not a length"
         n = int(t)
         if not 1 <= n <= MAX_TOKENS:
             raise InvalidValueError(f"{option} `{t}` is out of range.", f"Give 1 to {MAX_TOKENS:,} tokens.")
         return fixed(n)
-    m = re.fullmatch(r"(\d{1,9}):p95=(\d{1,9})", t.replace(" ", "").lower())
+    m = re.fullmatch(r"(\d{1,30}):p95=(\d{1,30})", t.replace(" ", "").lower())
     if m:
         median, p95 = int(m.group(1)), int(m.group(2))
         if not 1 <= median <= MAX_TOKENS or not 1 <= p95 <= MAX_TOKENS:

@@ -152,7 +152,8 @@ def _layer(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], hidden: int, swa
             mixer["q_lora_rank"] = t["attn_q_a.weight"][1]
         spec["mixer"] = mixer
     elif "attn_q.weight" in t or ("attn_qkv.weight" in t and not recurrent):
-        kv = _int(g, "attention.head_count_kv", il, required=False) or heads
+        kv_given = _int(g, "attention.head_count_kv", il, required=False)
+        kv = kv_given or heads  # none given: as many as the query heads (0 is a layer without attention)
         given = ((_int(g, "attention.key_length_swa", required=False, low=1) if swa else None)  # Gemma's sliding
                  or _int(g, "attention.key_length", required=False, low=1))
         hd = given or hidden // heads
@@ -162,9 +163,10 @@ def _layer(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], hidden: int, swa
         if "attn_k.weight" in t and t["attn_k.weight"][1] != kv * hd:  # the cache's width is the tensor's
             width = (f"key_length {hd}" if given else
                      f"a head's width {hd} (embedding_length {hidden} / head_count {heads}: no key_length)")
+            heads_kv = (f"{g.arch}.attention.head_count_kv {kv_given}" if kv_given is not None else
+                        f"{g.arch}.attention.head_count {heads} (no head_count_kv)")
             raise GgufError(f"{g.files[0]}: layer {il}'s attn_k.weight has {t['attn_k.weight'][1]:,} rows, not "
-                            f"{g.arch}.attention.head_count_kv {kv} x {width}.",
-                            "The file's metadata is damaged (llama.cpp refuses it too).")
+                            f"{heads_kv} x {width}.", "The file's metadata is damaged (llama.cpp refuses it too).")
         mixer = {"kind": "sliding" if swa else "full", "num_attention_heads": heads, "num_key_value_heads": kv,
                  "head_dim": hd}
         if swa:

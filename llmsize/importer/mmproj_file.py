@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from llmsize.errors import shown
+from llmsize.errors import InvalidValueError, shown
 from llmsize.estimate.mmproj import MmprojFile
 from llmsize.importer.gguf_file import GgufError, read_gguf
 
@@ -80,6 +80,8 @@ def mmproj_source(value: str | None):
     from llmsize.estimate.mmproj import MMPROJ_BITS, check_mmproj_type
 
     v = value.strip()
+    if not v:  # Path("") is the current folder
+        raise InvalidValueError("--mmproj is empty.", "Give a type (f16, bf16, f32, q8_0) or an mmproj file's path.")
     if v.lower() not in MMPROJ_BITS and (v.lower().endswith(".gguf") or Path(v).expanduser().exists()):
         return read_mmproj(v)  # a file (an Ollama blob has no extension)
     return check_mmproj_type(value)

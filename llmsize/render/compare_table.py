@@ -78,8 +78,10 @@ def rows_to_dicts(rows) -> list[dict]:
 
 
 def render_csv(rows, currency) -> str:
+    """The rows as CSV, with a currency column beside the prices where --prices gave them (the table and markdown
+    name it in their headers)."""
     buf = io.StringIO()
-    data = rows_to_dicts(rows)
+    data = [{**d, "currency": currency} for d in rows_to_dicts(rows)] if currency else rows_to_dicts(rows)
     w = csv.DictWriter(buf, fieldnames=list(data[0]) if data else ["gpu"], lineterminator="\n")
     w.writeheader()
     for d in data:

@@ -1077,3 +1077,13 @@ def test_a_fleet_cache_is_its_runtimes_own_by_default(run_cli):
         code, out, err = run_cli("fleet", "llama-3.1-8b", "--users", "10", "--gpus", "rtx4090", *args)
         assert code == 0, err
         assert f"KV cache {kv})" in " ".join(out.split())
+
+
+def test_a_release_format_the_runtime_cannot_load_names_no_flag_not_given(run_cli):
+    """DeepSeek-V3 on Mac Studios: its FP8 release under llama.cpp (the cards' default runtime) is refused naming the
+    release format and the default runtime, not a --quant the user never gave; with --quant given, that flag."""
+    code, out, err = run_cli("fleet", "deepseek-v3", "--gpus", "m3-ultra", "--users", "4")
+    assert code == 2 and out == ""
+    assert "deepseek-v3's release format, fp8-block128 (no --quant given)" in err and "Give --quant" in err
+    code, out, err = run_cli("fleet", "deepseek-v3", "--gpus", "m3-ultra", "--users", "4", "--quant", "fp8-block128")
+    assert code == 2 and err.startswith("Error: --quant fp8-block128, under llamacpp")

@@ -195,8 +195,10 @@ def _fleet_runtime(runtime, emit, cards: list, m, quant, kv_dtype: str | None, w
         raise InvalidValueError(f"--emit {emit} prints {emit}'s launch lines, and the rows are sized for {rid}.",
                                 f"Give --runtime {emit} (NVIDIA and AMD cards), or drop --emit.")
     refusal = runtime_load_refusal(rid, weights)
-    if refusal is not None:
-        raise InvalidValueError(f"--quant {weights}: {refusal}.", f"Give a format {rid} serves (e.g. "
+    if refusal is not None:  # the format given, or the model's release where none was
+        said = f"--quant {weights}" if quant else f"{m.id}'s release format, {weights} (no --quant given)"
+        chosen = f"--runtime {rid}" if runtime else f"{rid} (the runtime these cards run by default)"
+        raise InvalidValueError(f"{said}, under {chosen}: {refusal}.", f"Give --quant in a format {rid} serves (e.g. "
                                 f"{', '.join(RUNTIME_FORMATS.get(rid, ()))}), or another --runtime.")
     kv_dtype = kv_dtype or runtime_kv_dtype(rid)
     # rows sized with a cache the engine cannot be launched with

@@ -391,7 +391,8 @@ def test_speculative_decoding_gains_most_at_small_batches(catalog, runtimes):
     ("draft=llama-3.2-1b", "a draft model needs accept=A"), ("draft=llama-3.2-1b,accept=x", "accept must be a number"),
     ("k=4,accept=0.7", "draft=MODEL or mtp=N"),
     ("mtp=1,draft=llama-3.2-1b,accept=0.5", "draft=MODEL or mtp=N"), ("mtp=1,accept=1.5", "accept 1.5 is not in [0, 1]"),
-    ("mtp=0,accept=0.5", "from 1 to 16"), ("mtp", "no multi-token-prediction module"), ("draft", "key=value"), ("mtp=1,accept=0.5,foo=1", "unknown key"),
+    ("mtp=0,accept=0.5", "from 1 to 16"), ("mtp", "no multi-token-prediction module"), ("draft", "key=value"),
+    ("mtp=1,accept=0.5,foo=1", "unknown key"),
     ("draft=nope-1b,accept=0.5", "nope-1b"),
 ])
 def test_bad_spec_is_one_line(run_cli, text, needle):

@@ -236,7 +236,8 @@ def test_llama_server_line_drafts_as_the_plan_was_sized(run_cli):
 def test_mtp_under_a_runtime_that_cannot_draft_with_it_is_refused(run_cli):
     """mlx-lm drops a model's MTP layers as it loads (its sanitize filters "mtp."; mlx-lm @d78bf58e) and drafts only
     with --draft-model; llama.cpp's converter drops DeepSeek-V3's MTP layer (conversion/deepseek.py skip_mtp), so
-    no GGUF runtime has one to draft with; gpt-fast takes a draft checkpoint only. Each refusal names the runtime and what to do; vLLM drafts with both."""
+    no GGUF runtime has one to draft with; gpt-fast takes a draft checkpoint only. Each refusal names the runtime
+    and what to do; vLLM drafts with both."""
     for model, gpu, extra, runtime, words in (
             ("qwen3.6-27b", "h100", ["--quant", "mlx-4bit"], "mlx", "mlx-lm drops the model's MTP layers"),
             ("deepseek-v3", "h200", ["--tp", "8", "--quant", "gguf-q4_k_m"], "llamacpp",

@@ -143,7 +143,8 @@ def compare(
     beyond = next((n for r in rows if r.plan for n in r.plan.notes if n.startswith("--context ")), None)
     if beyond:  # the plan's own note: the figures are for a context the model's engines refuse
         notes.append(beyond + ".")
-    if (runtime or "").strip().lower() == "ollama" and not context_given:  # one workload for every row, where Ollama's num_ctx is the card's
+    # one workload for every row, where Ollama's own num_ctx is each card's
+    if (runtime or "").strip().lower() == "ollama" and not context_given:
         from llmsize.estimate.llamacpp_options import OLLAMA_NUM_CTX_RULE
 
         notes.append(f"Context: {context:,} tokens on every card; Ollama's own num_ctx when none is set depends on the "

@@ -255,12 +255,13 @@ def test_nodes_are_honoured(run_cli):
 
 
 def test_emitted_launch_line_carries_the_users_values(run_cli):
-    """`--emit vllm --max-model-len 1000` printed --max-model-len 4096, and --max-num-seqs the --batch default 1."""
+    """`--emit vllm --max-model-len 1000` printed --max-model-len 4096, and --max-num-seqs the --batch default 1; the
+    sequences are those of 1,000 tokens, the longest the engine takes (the plan's context where none is given)."""
     code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "h100", "--emit", "vllm", "--max-model-len", "1000")
     assert code == 0, err
     line = out.strip().splitlines()[-1].split()
     assert line[line.index("--max-model-len") + 1] == "1000"
-    _, js, _ = run_cli("plan", "llama-3.1-8b", "--gpu", "h100", "--json")
+    _, js, _ = run_cli("plan", "llama-3.1-8b", "--gpu", "h100", "--context", "1000", "--json")
     seqs = json.loads(js)["capacity"]["max_concurrent_sequences"]
     assert seqs > 1 and line[line.index("--max-num-seqs") + 1] == str(seqs)
     _, out, _ = run_cli("plan", "llama-3.1-8b", "--gpu", "h100", "--emit", "sglang", "--context", "8192")

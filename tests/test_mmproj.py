@@ -450,3 +450,16 @@ def test_sglang_keeps_gemma_3s_tower(run_cli):
     sglang = _plan(run_cli, "gemma-3-27b", "--gpu", "h200", "--runtime", "sglang")
     assert sglang["weights"]["bytes_by_component"]["extra"] == 423_060_336 * 2
     assert not any("--enable-multimodal" in n for n in sglang["notes"])
+
+
+def test_a_modelfile_path_it_cannot_carry_is_refused(run_cli, tmp_path):
+    """A Modelfile's FROM line takes a path quoted where it has a space; one holding a double quote was written as
+    `FROM a"b.gguf`, and one with a line break across two lines: refused, naming the path."""
+    from test_gguf_file import llama
+
+    model = llama().write(tmp_path / 'a"b.gguf')
+    code, out, err = run_cli("plan", str(model), "--gpu", "rtx4090", "--emit", "ollama")
+    assert code == 2 and out == "" and "holds a double quote or a line break" in err
+    spaced = llama().write(tmp_path / "a b.gguf")
+    code, out, err = run_cli("plan", str(spaced), "--gpu", "rtx4090", "--emit", "ollama")
+    assert code == 0 and f'FROM "{spaced}"' in out, err

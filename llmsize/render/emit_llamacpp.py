@@ -112,7 +112,13 @@ def _ollama_spec_lines(p) -> list[str]:
 
 
 def _from(path: str) -> str:
-    """A Modelfile FROM line, quoted where the path has a space."""
+    """A Modelfile FROM line, quoted where the path has a space; a path holding a double quote or a line break,
+    which a Modelfile line cannot carry, refused."""
+    if '"' in path or "\n" in path or "\r" in path:
+        from llmsize.errors import InvalidValueError, shown
+
+        raise InvalidValueError(f"--emit ollama: the path `{shown(path)}` holds a double quote or a line break, which "
+                                "a Modelfile's FROM line cannot carry.", "Rename or link the file without them.")
     return f'FROM "{path}"' if any(c.isspace() for c in path) else f"FROM {path}"
 
 

@@ -133,3 +133,15 @@ def test_llama_cpp_and_mlx_run_the_text_model_their_vision_tower_out_of_memory(r
     assert "not in the weights above: vision" not in vllm_notes and "--language-model-only" in vllm_notes
     assert "--language-model-only" not in cpp_notes
     assert all("not loaded: multi-token-prediction" in n for n in (cpp_notes, vllm_notes, mlx_notes))
+
+
+def test_the_towers_vllm_loads_are_all_named(run_cli):
+    """Gemma 4 E4B under vLLM: the extra row holds its audio tower (308,757,248 parameters) and its vision tower
+    (169,331,136), 0.48 B; the note named the vision tower's 0.17 B alone, as if --language-model-only freed a third
+    of the row. --language-model-only sets every modality's limit to 0 and loads none of them."""
+    code, out, err = run_cli("plan", "gemma-4-e4b", "--gpu", "rtx4090", "--runtime", "vllm", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    note = next(n for n in d["notes"] if n.startswith("loaded: "))
+    assert "audio tower" in note and "vision tower" in note and "(0.48 B parameters" in note
+    assert d["weights"]["bytes_by_component"]["extra"] == (308_757_248 + 169_331_136) * 2

@@ -355,11 +355,15 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
         notes.append(f"not in the weights above: {' and '.join(x.name for x in towers)}, "
                      f"{sum(x.params for x in towers) / 1e9:,.2f} B parameters ({why_out})")
     # (a GGUF mix holds the text model alone, whatever the runtime: gguf_mix)
-    loaded = [x for x in model.extra if x.loaded and "vision" in x.name.lower()] \
-        if runtime == "vllm" and not fmt.mix else []
-    if loaded:  # a lever the weights table does not show (vllm-project/recipes Qwen/Qwen3.5.md, "Text-Only")
-        notes.append(f"loaded: {' and '.join(x.name for x in loaded)}, {sum(x.params for x in loaded) / 1e9:,.2f} B "
-                     "parameters in the weights above (extra); vLLM serving text alone leaves it out with "
+    # every tower vLLM loads (vision and audio): --language-model-only sets every modality's limit to 0 and loads
+    # none of them (vLLM's multimodal docs; vllm-project/recipes Qwen/Qwen3.5.md, "Text-Only")
+    from llmsize.estimate.mmproj import towers as model_towers
+
+    loaded = [x for x in model_towers(model) if x.loaded] if runtime == "vllm" and not fmt.mix else []
+    if loaded:  # a lever the weights table does not show
+        them = "them" if len(loaded) > 1 else "it"
+        notes.append(f"loaded: {'; '.join(x.name for x in loaded)} ({sum(x.params for x in loaded) / 1e9:,.2f} B "
+                     f"parameters, in the weights above as extra); vLLM serving text alone leaves {them} out with "
                      "--language-model-only")
     weights = estimate = weight_bytes(model, fmt, scope)
     missing = recipe_parts_missing(model, fmt)

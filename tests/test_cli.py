@@ -94,9 +94,10 @@ def test_the_cache_lever_is_a_cache_the_runtime_stores(run_cli):
 
 
 @pytest.mark.parametrize("args, lever", [
-    (("--gpu", "m4-pro", "--quant", "gguf-q6_k"), "Quantize: in gguf-q4_k_m (4.5 bits) the weights fit"),
+    # a GGUF mix at its average bits over the model, as its weights table prints them (it said Q4_K's 4.5)
+    (("--gpu", "m4-pro", "--quant", "gguf-q6_k"), "Quantize: in gguf-q4_k_m (4.82 bits on average) the weights fit"),
     (("--gpu", "m4-pro", "--quant", "mlx-6bit", "--runtime", "mlx"), "Quantize: in mlx-4bit (4.5 bits) the weights"),
-    (("--gpu", "rtx5090"), "Quantize: in gguf-q2_k (2.625 bits) (under llama.cpp: not a format vLLM loads)"),
+    (("--gpu", "rtx5090"), "Quantize: in gguf-q2_k (2.99 bits on average) (under llama.cpp: not a format vLLM loads)"),
 ])
 def test_the_quantize_lever_is_a_format_the_runtime_loads(run_cli, args, lever):
     """Llama 3.1 70B that does not fit: a GGUF plan on a Mac is offered a smaller GGUF file, an MLX one a smaller MLX

@@ -59,6 +59,14 @@ def _one_sequence_bytes(p: dict) -> float:
     return (p.get("kv_card") or p["kv"]).bytes_per_sequence
 
 
+def _bits_words(model: ModelSpec, fmt: QuantFormat) -> str:
+    """A format's bits as the plan's weights table gives them: a GGUF mix's or a recipe's average over the model's
+    quantized weights (3.84 for Q3_K_M on a Llama, not Q3_K's 3.4375), else the format's own."""
+    if fmt.mix or fmt.recipe:
+        return f"{weight_bytes(model, fmt, fmt.default_scope).bits_per_weight:.2f} bits on average"
+    return f"{float(fmt.bits_per_weight):g} bits"
+
+
 def _weights_levers(p: dict, candidates: list[GpuSpec]) -> tuple[list[str], int]:
     model, gpu, fmt = p["model"], p["gpu"], p["fmt"]
     need = _one_sequence_bytes(p)
@@ -80,7 +88,7 @@ def _weights_levers(p: dict, candidates: list[GpuSpec]) -> tuple[list[str], int]
                 if rt is None:
                     continue  # no runtime that loads it runs on this card
             elsewhere = "" if fid in own else f" (under {name(rt)}: not a format {name(p.get('runtime'))} loads)"
-            levers.append(f"Quantize: in {fid} ({float(f.bits_per_weight):g} bits){elsewhere} the weights fit, "
+            levers.append(f"Quantize: in {fid} ({_bits_words(model, f)}){elsewhere} the weights fit, "
                           f"leaving {left / GB:.1f} GB for the KV cache.")
             break
     levers += _wired_limit_lever(p, need)

@@ -83,6 +83,8 @@ def test_prices_give_tok_s_per_currency(run_cli, tmp_path):
     assert rows["rtx5060ti"]["price"] is None and d["rows"][-1]["gpu"] == "rtx5060ti"  # no price: last
     md = _run(run_cli, "gemma-4-12b", "--gpus", "rtx5090,h100", "--prices", str(f), "--format", "markdown")
     assert "| card | bandwidth (GB/s)" in md and "per 1,000 EUR (tok/s)" in md
+    # the TTFT cells carry their unit (95 ms, 1.20 s): the headers said (s) above cells in ms
+    assert "| TTFT | expected TTFT (in the runtime) |" in md and " ms |" in md and "TTFT (s" not in md
     rows = list(csv.DictReader(io.StringIO(_run(run_cli, "gemma-4-12b", "--gpus", "rtx5090,h100", "--prices", str(f),
                                                 "--format", "csv"))))  # its price columns named no currency
     assert {r["currency"] for r in rows} == {"EUR"} and {float(r["price"]) for r in rows} == {2400, 27000}

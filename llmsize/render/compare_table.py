@@ -56,6 +56,8 @@ def _header(key: str, currency: str | None) -> str:
         unit = f"{currency} per card"
     if key == "tok_s_per_kcurrency":
         name, unit = f"per 1,000 {currency}", "tok/s"
+    if key in ("ttft_s", "expected_ttft_s"):  # each cell says its own unit (_cell: ms below a second, else s)
+        unit = unit.removeprefix("s").lstrip(", ")
     return f"{name} ({unit})" if unit else name
 
 

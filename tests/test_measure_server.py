@@ -116,6 +116,10 @@ def test_plan_beside_the_measurement_is_plan_itself(run_cli):
     # plan's aggregate is decode alone: it is held against streams x the median stream's decode rate
     assert two["decode_tok_s"] == pytest.approx(2 * two["tok_s_per_stream"]["median"])
     assert two["fraction_of_expected"] == pytest.approx(two["decode_tok_s"] / e.aggregate_tok_s)
+    lo, hi = pred["levels"]["2"]["expected_aggregate_tok_s_low"], pred["levels"]["2"]["expected_aggregate_tok_s_high"]
+    assert two["band"] == ("in band" if lo <= two["decode_tok_s"] <= hi else
+                           "above band" if two["decode_tok_s"] > hi else "below band")
+    assert two["inside_band"] == (two["band"] == "in band")
     assert pred["measured_fraction_of_ceiling"] == pytest.approx(r["decode"]["tok_s"] / p.decode_ceiling_tok_s)
 
 
@@ -465,3 +469,15 @@ def test_a_prompt_past_the_servers_context_is_refused_before_any_timed_request(r
     code, out, err, _ = _measure(run_cli, Behaviour(engine="vllm"), "--context", "32668", "--tokens", "100",
                                  "--concurrency", "1", "--rounds", "1")
     assert code == 0, err
+
+
+def test_the_text_report_says_where_each_level_falls_against_its_band(run_cli):
+    """The README says the report shows whether each measurement falls in its band; the table gave a percentage
+    alone (the JSON had inside_band). Each level's row now says in, above or below, as the JSON's `band`."""
+    code, out, err, _ = _measure(run_cli, Behaviour(engine="vllm"), "--gpu", "rtx4090", "--concurrency", "1,2")
+    assert code == 0, err
+    r = _json(run_cli, Behaviour(engine="vllm"), "--gpu", "rtx4090", "--concurrency", "1,2")
+    assert all(row["band"] in ("in band", "above band", "below band") for row in r["concurrency"])
+    table = out[out.index("Measured"):out.index("Beside plan")]
+    rows = [ln.split() for ln in table.splitlines() if ln.split() and ln.split()[0] in ("1", "2")]
+    assert [row[-1] for row in rows] == [x["band"].removesuffix(" band") for x in r["concurrency"]], table

@@ -523,6 +523,8 @@ def _fractions(result: dict) -> None:
         row["fraction_of_expected"] = row["decode_tok_s"] / agg if agg and per else None
         lo, hi = p.get("expected_aggregate_tok_s_low"), p.get("expected_aggregate_tok_s_high")
         row["inside_band"] = bool(lo <= row["decode_tok_s"] <= hi) if lo and hi and per else None
+        row["band"] = (None if row["inside_band"] is None else "in band" if row["inside_band"] else
+                       "above band" if row["decode_tok_s"] > hi else "below band")
     tok = result["decode"]["tok_s"]
     pred["measured_fraction_of_ceiling"] = tok / pred["ceiling_tok_s"] if tok and pred["ceiling_tok_s"] else None
     beyond = [r["level"] for r in result["concurrency"] if (r.get("fraction_of_ceiling") or 0) > 1.05]

@@ -48,7 +48,7 @@ def render_server(r: dict, c: Console) -> None:
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title="Measured (p50/p90 over requests and tokens)",
               title_justify="left")
     for col in ("streams", "aggregate tok/s", "tok/s a stream", "TTFT s", "ITL ms", "expected aggregate",
-                "of expected"):
+                "of expected", "band"):
         t.add_column(col, justify="right", overflow="fold")
     for row in r["concurrency"]:
         p = row.get("predicted") or {}
@@ -57,7 +57,8 @@ def render_server(r: dict, c: Console) -> None:
                 if exp is not None else "")
         t.add_row(str(row["level"]), num(row["aggregate_tok_s"]), _p50_p90(row["tok_s_per_stream"]),
                   _p50_p90(row["ttft_s"], "{:,.3f}"), _p50_p90(row["itl_ms"]),
-                  (num(exp) + band) if exp is not None else "n/a", _pct(row.get("fraction_of_expected")))
+                  (num(exp) + band) if exp is not None else "n/a",
+                  _pct(row.get("fraction_of_expected")), (row.get("band") or "-").removesuffix(" band"))
     c.print(t)
 
     c.print("[bold]Beside plan[/bold]")

@@ -1143,3 +1143,19 @@ def test_a_unified_machines_own_split_is_said_in_the_diagnosis(run_cli):
     assert (f"(the whole model does not fit; Ollama's placement keeps {layers} of 63 layers, "
             f"{d['engine']['gpu_total_bytes'] / 2**30:,.2f} GiB, in the GPU's share") in flat, flat
     assert "Decode (the whole model on the card, as if it fit)" in flat and "(does not fit)" not in flat
+
+
+def test_the_pool_and_the_slots_say_what_a_sequence_holds_beside_them(run_cli):
+    """Gemma 3 12B Q4_K_M on a 16 GB card: the pool's tokens are its 8 full layers' (65,536 B a token), and each
+    sequence holds its 40 sliding layers' windows beside them (0.336 GB at 1,024 tokens), which the pool line did not
+    say; llama.cpp's ledger holds each slot's windows in PAD(1,024 + 512, 256) = 1,536 cells, so its slots are fewer
+    than the KV table's per-sequence figure divides into the budget (10, where 7.94 / 0.604 is 13): a note says so."""
+    code, out, err = run_cli("plan", "gemma-3-12b", "--gpu", "rtx4060ti16", "--quant", "gguf-q4_k_m")
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert "shared by all sequences; each sequence also holds 0.34 GB that does not grow (sliding windows)" in flat
+    assert "sliding-window layers in 1,536 cells (PAD(window + ubatch, 256)), where the KV cache table counts the " \
+           "1,024-token window" in flat
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m")
+    flat = " ".join(out.split())
+    assert code == 0 and "does not grow" not in flat and "PAD(window" not in flat  # no sliding layer: neither

@@ -125,6 +125,11 @@ class KvBytes:
         """Bytes each further token adds once every sliding window is full: full + MLA layers."""
         return self.bytes_per_token_by_kind["full"] + self.bytes_per_token_by_kind["mla"]
 
+    @property
+    def fixed_bytes_per_sequence(self) -> float:
+        """What a sequence holds that does not grow with it: its sliding windows (once full) and recurrent state."""
+        return sum(b for kind, b in self.bytes_by_kind.items() if kind not in ("full", "mla"))
+
 
 def check_context(context_tokens: int) -> int:
     if context_tokens < 0:

@@ -43,6 +43,7 @@ class LedgerBudget:
     budget: MemoryBudget
     longest: ContextLimit | None  # None: not searched (`search=False`)
     sequences: int  # slots of the plan's context the ledger holds (at most LLAMA_MAX_SEQ); 0 or 1 unsearched
+    swa_cells: int | None = None  # the cells a slot's sliding-window layers hold (PAD(window + ubatch, 256)); None: none
 
 
 def ledger_budget(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int]], s: LlamaCppSettings,
@@ -63,13 +64,14 @@ def ledger_budget(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int]]
                           engine=share)
     room, ram = fit_room(gpu, card, target_bytes=target)
     one = replace(whole, parallel=1, kv_unified=False)
+    swa = llamacpp_ledger(model, gpu, tensors, replace(one, ctx_size=context_tokens), engine).cells_swa
 
     def holds(slots: int) -> bool:
         return fits(llamacpp_ledger(model, gpu, tensors, replace(one, parallel=slots,
                                                                   ctx_size=slots * context_tokens), engine), room, ram)
 
     if not search:
-        return LedgerBudget(budget, None, int(holds(1)))
+        return LedgerBudget(budget, None, int(holds(1)), swa)
     lo, hi = 0, LLAMA_MAX_SEQ + 1  # holds(lo), not holds(hi)
     if holds(LLAMA_MAX_SEQ):
         lo = LLAMA_MAX_SEQ
@@ -79,9 +81,9 @@ def ledger_budget(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int]]
             lo, hi = (mid, hi) if holds(mid) else (lo, mid)
     limit = model.max_position_embeddings
     if fits(llamacpp_ledger(model, gpu, tensors, replace(one, ctx_size=limit), engine), room, ram):
-        return LedgerBudget(budget, ContextLimit(limit, "model"), lo)
+        return LedgerBudget(budget, ContextLimit(limit, "model"), lo, swa)
     n = longest_ctx(model, gpu, tensors, one, room, ram)
-    return LedgerBudget(budget, ContextLimit(n or 0, "memory"), lo)
+    return LedgerBudget(budget, ContextLimit(n or 0, "memory"), lo, swa)
 
 
 def plan_ledger_budget(model: ModelSpec, gpu: GpuSpec, inputs, runtime: str, fmt_id: str, exact=None,

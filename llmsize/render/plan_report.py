@@ -170,7 +170,13 @@ def render_plan(p: Plan, width: int = 100, color: bool = False, placement: str |
         rows += [("longest context, 1 sequence", f"{p.max_context.tokens:,} tokens{lim}"),
                  (f"sequences at {inp.context_tokens:,} tokens", f"{p.max_sequences:,}")]
         if p.kv_pool_tokens is not None:
-            rows.append(("KV pool", f"{p.kv_pool_tokens:,} tokens of growing cache, shared by all sequences"))
+            kvc = p.kv_card or p.kv
+            kinds = [w for k, w in (("sliding", "sliding windows"), ("ssm", "recurrent state"),
+                                    ("linear", "recurrent state")) if kvc.bytes_by_kind.get(k)]
+            what = " and ".join(dict.fromkeys(kinds))
+            rows.append(("KV pool", f"{p.kv_pool_tokens:,} tokens of growing cache, shared by all sequences"
+                         + (f"; each sequence also holds {fmt_bytes(kvc.fixed_bytes_per_sequence)} that does not "
+                            f"grow ({what}) from the same budget" if kinds else "")))
     # an offload asked for (--cpu-moe, --gpu-layers) although the whole model fits: these sections stay the whole
     # model's, and say so; the ledger and Expected below are the placement's
     asked = f" (every layer on the card: the what-if; {placement})" if placement and b.weights_fit else ""

@@ -554,3 +554,15 @@ def test_a_context_past_max_model_len_is_refused_and_a_default_bounded(run_cli):
     assert code == 0, err
     d = json.loads(out)
     assert d["inputs"]["context_tokens"] == 2048 and any("--max-model-len's" in n for n in d["notes"])
+
+
+def test_the_engines_ledger_says_what_the_plans_budget_is_beside_it(run_cli):
+    """--engine vllm printed two capacities (the generic budget's 5.52 GB on the vendor's 24 GiB, vLLM's 5.29 GiB
+    on CUDA's 23.58) without saying which the plan's figures use: the ledger's last assumption says both."""
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx3090", "--quant", "bf16", "--engine", "vllm",
+                             "--max-model-len", "20000", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    said = d["engine"]["assumptions"][-1]
+    assert said.startswith("Beside the plan's Memory budget (24.00 GiB x 0.9, less the weights and 1.5 GiB")
+    assert f"{d['capacity']['kv_budget_bytes'] / 1e9:,.2f} GB for the cache" in said and "vLLM itself" in said

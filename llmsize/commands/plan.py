@@ -273,6 +273,9 @@ def plan(
     elif engine is not None:
         ledger = _serving_ledger(p, m, g, engine, max_model_len, max_num_batched_tokens, block_size, tp,
                                  non_torch_gib, cudagraph_gib, engine_version)
+        from llmsize.estimate.engines import beside_budget
+
+        ledger.assumptions.append(beside_budget(ledger, p.budget))
     from llmsize.estimate.expected import expect_for_cli
 
     expected = expect_for_cli(p, cat, plan_runtime if run is None else (runtime.lower() if runtime else None) or engine,

@@ -422,6 +422,21 @@ def v1_layout(model: ModelSpec, kv_dtype: str, block_size: int) -> V1Layout | No
     return V1Layout(groups, group_size, int(target), padded, state)
 
 
+def beside_budget(led: EngineLedger, budget) -> str:
+    """What the plan's generic budget (a capacity.MemoryBudget) and the engine's ledger each leave the cache, said
+    where both are printed: the plan's capacity figures are the budget's, the cache the engine allocates the
+    ledger's."""
+    from llmsize.estimate.runtimes import RUNTIME_NAMES
+
+    basis = (f"{budget.vram_bytes / 2**30:,.2f} GiB x {budget.gpu_util:g}, less the weights and "
+             f"{budget.overhead_bytes / 2**30:g} GiB of overhead")
+    return (f"Beside the plan's Memory budget ({basis}: {budget.kv_budget_bytes / 1e9:,.2f} GB for the cache, "
+            f"behind its longest context and sequences), this ledger is what {RUNTIME_NAMES.get(led.name, led.name)} "
+            "itself allocates from its "
+            f"{led.total_source.split(' (')[0]}: {led.kv_cache_bytes / 1e9:,.2f} GB = "
+            f"{led.kv_cache_bytes / 2**30:,.2f} GiB of cache.")
+
+
 def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: EngineInputs) -> EngineLedger:
     if e.engine not in ENGINES:
         raise InvalidValueError(f"--engine `{e.engine}` is not modelled.", f"Use one of: {', '.join(ENGINES)}.")

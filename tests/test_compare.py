@@ -31,6 +31,10 @@ def test_a_card_too_small_is_costed_on_enough_cards(catalog):
     m = catalog.model("llama-3.1-70b")
     row = compare(m, [catalog.gpu("h100-sxm")], PlanInputs(quant="bf16"), users=1)[0]
     assert (row.tp, row.pp, row.cards) == (2, 1, 2) and row.values()["fits"] is False
+    # `fits` is one card's; the JSON and CSV say the row serves on its two (a spreadsheet filtered them out)
+    from llmsize.render.compare_table import rows_to_dicts
+
+    assert rows_to_dicts([row])[0]["serves"] is True
     # per watt counts both cards: 700 W x 2
     assert row.values()["tok_s_per_w"] == pytest.approx(row.values()["aggregate_tok_s"] / 1400)
 

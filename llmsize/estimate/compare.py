@@ -20,7 +20,7 @@ COLUMNS = {
     "bandwidth_gb_s": ("bandwidth", "GB/s", True),
     "memory_gib": ("VRAM", "GiB", True),
     "cards": ("cards", "", False),
-    "fits": ("fits", "", True),
+    "fits": ("fits one card", "", True),  # the model on one card; `serves` (rows_to_dicts): on `cards` of them
     "max_context_tokens": ("longest context", "tokens", True),
     "max_sequences": ("sequences", "at --context", True),
     "ceiling_tok_s": ("batch-1 ceiling", "tok/s", True),

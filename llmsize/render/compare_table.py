@@ -65,7 +65,8 @@ def rows_to_dicts(rows) -> list[dict]:
     out = []
     for r in rows:
         d = r.values()
-        d.update({"gpu_name": r.gpu.name, "tp": r.tp if r.plan else None, "pp": r.pp if r.plan else None,
+        d.update({"gpu_name": r.gpu.name, "serves": r.plan is not None,  # `fits` is one card's
+                  "tp": r.tp if r.plan else None, "pp": r.pp if r.plan else None,
                   "users_served": r.users_served,
                   "gpu_util": r.plan.budget.gpu_util if r.plan else None})  # the share its runtime budgets
         e = r.expected

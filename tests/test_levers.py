@@ -357,3 +357,16 @@ def test_the_launch_line_of_a_plan_through_marlin_asks_vllm_for_it(run_cli):
     assert code == 0 and out.rstrip().endswith("--linear-backend marlin"), err
     code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--emit", "vllm")
     assert code == 0 and "--linear-backend" not in out
+
+
+def test_a_lever_worse_than_now_says_so(run_cli):
+    """Gemma 4 12B on an RTX 5060 Ti: the nearest hybrid (qwen3.5-9b) decodes slower here (expected 36.2 -> 23.2
+    tok/s) and a disaggregated fleet gives less per card than an aggregated one for this workload; their rows were
+    listed beside the gains without a word, one ranked above a batch of 13 that gives 9x."""
+    code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--levers")
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert "23.2 tok/s; TTFT 247 ms -> 1.22 s; worse than now" in flat
+    assert "fleet output per card (tok/s); worse than now" in flat
+    assert "batch 13 sequences" in flat and "320.4 tok/s; worse" not in flat
+    assert "rows of another figure after" in flat

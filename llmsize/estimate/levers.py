@@ -122,6 +122,15 @@ class Lever:
         return self.after / self.before if self.before > 0 else (1e12 + self.after if self.after > 0 else 0.0)
 
 
+    @property
+    def worse(self) -> bool:
+        """Whether the row's plan is worse than the plan it started from on its own figure (another model with a
+        different architecture, a disaggregated fleet on a workload that does not pay for it)."""
+        if self.before is None or self.after is None:
+            return False
+        return self.gain < 0 if self.figure == "kv_budget_gb" and not self.expected_before else self.gain < 1
+
+
 def figure_of(plan, figure: str) -> float | None:
     if figure == "kv_budget_gb":
         return plan.budget.kv_budget_bytes / GB
@@ -473,4 +482,4 @@ def lever_dict(lv: Lever) -> dict:
     return {"name": lv.name, "resource": lv.resource, "figure": lv.figure, "figure_words": FIGURE_WORDS[lv.figure],
             "before": lv.before, "after": lv.after, "caveat": lv.caveat, "command": lv.command or None,
             "ttft_before_s": lv.ttft_before_s, "ttft_after_s": lv.ttft_after_s,
-            "expected_before": lv.expected_before, "expected_after": lv.expected_after}
+            "expected_before": lv.expected_before, "expected_after": lv.expected_after, "worse": lv.worse}

@@ -25,8 +25,8 @@ def render_levers(levers: list[Lever], console, width: int = 100, runtime_name: 
     if not levers:
         return
     head = levers[0]
-    ranked = (f"; ranked by {runtime_name}'s expected speed" if runtime_name and head.expected_before is not None
-              else "")
+    ranked = (f"; ranked by {runtime_name}'s expected speed, rows of another figure after"
+              if runtime_name and head.expected_before is not None else "")
     out = ["", *textwrap.wrap(f"Levers (what binds: {FIGURE_WORDS[head.figure]}; each row is the plan its command "
                               f"gives{ranked})", width, subsequent_indent="  "), ""]
     for lv in levers:
@@ -38,6 +38,8 @@ def render_levers(levers: list[Lever], console, width: int = 100, runtime_name: 
                       else f"; expected {lv.expected_before:,.1f} -> {lv.expected_after:,.1f} tok/s")
         if lv.ttft_moves:  # a row that changes the time to first token says so
             words += f"; TTFT {fmt_seconds(lv.ttft_before_s, 0)} -> {fmt_seconds(lv.ttft_after_s, 0)}"
+        if lv is not head and lv.worse:  # tried, and worse here: listed so that the reader need not try it
+            words += "; worse than now"
         out += textwrap.wrap(f"{lv.name:<34} {change}{words}   [{lv.resource}]", width, initial_indent="  ",
                              subsequent_indent="      ")
         out += textwrap.wrap(lv.caveat, width, initial_indent="      ", subsequent_indent="      ")

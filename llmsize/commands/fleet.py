@@ -270,7 +270,7 @@ def _pareto(m, w, rid: str, rows, cards: list, runtimes, kv_dtype: str, output, 
     note = chart_note(len(charted), n_served)
     if output is not None:
         pareto_image(m, curves, w.tpot_s, output, w.spec, rows)
-        sys.stderr.write(f"wrote {output}" + (f" ({note})" if note else "") + "\n")
+        sys.stderr.write(f"Wrote {output}" + (f" ({note})" if note else "") + "\n")
     if in_table:
         sys.stdout.write(pareto_text(m, curves, w.tpot_s, term_width(), w.spec, rows) + "\n"
                          + (f"{note}\n" if note else ""))

@@ -572,6 +572,8 @@ def _plan_text(p, ledger, llama, g, expected, console, width: int, color: bool, 
     from llmsize.render.plan_report import render_plan
 
     console.file.write(render_plan(p, width, color, placement_words(llama) if llama is not None else None))
+    if ledger is not None or llama is not None:  # the engine's block, a line apart from the assumptions
+        console.file.write("\n")
     if ledger is not None:
         from llmsize.render.engine_report import render_ledger
 

@@ -32,7 +32,8 @@ def render_fit(rows, gpu, runtime, context, host, skipped, total, console, sort:
                       f"{r.host_bytes / 2**30:,.1f}" if r.host_bytes else "-", exp, band,
                       f"{r.ceiling_tok_s:,.1f}" if r.ceiling_tok_s else "-"])
     name = "Ollama (llama.cpp)" if engine == "ollama" else RUNTIME_NAMES[runtime]
-    title = f"Models that fit {gpu.id} in {name} at {context:,} tokens{where}"
+    title = (f"Models that fit {gpu.id} ({gpu.memory_size:g} {gpu.memory_vendor_unit}) in {name} at {context:,} "
+             f"tokens{where}")
     if cells:
         print_table(console, title, ["model", "format", "bpw", "placement", "ctx", "host GiB", "tok/s", "band",
                                      "ceiling"], cells, left=(0, 1, 3))

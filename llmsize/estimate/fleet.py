@@ -115,6 +115,16 @@ class FleetRow:
     other: "FleetRow | None" = None  # the other mode, for comparison
     dp: int | None = 1  # attention data-parallel cards of a replica (DEP: tp 1, dp = ep = n; estimate/expert_parallel)
     caveats: tuple[str, ...] = ()  # what the catalog lacks that the row's figures lean on (card_caveats)
+    # the most requests a replica runs at once (the engine's --max-num-seqs): under --rate, above the mean it runs
+    # (batch_per_replica), so that Poisson bursts are admitted at once; None: batch_per_replica
+    max_batch: int | None = None
+    # the share of its prompt-serving capacity the row's load takes: a disaggregated row's prefill workers (M/G/x)
+    prefill_load: float | None = None
+
+    @property
+    def running_cap(self) -> int | None:
+        """The requests a replica admits at once: max_batch, else batch_per_replica."""
+        return self.max_batch or self.batch_per_replica
 
     @property
     def cards_per_worker(self) -> int:
@@ -222,6 +232,9 @@ def _row(g, par, moe, mode, replicas, b, out_total, tpot, ttft, price, x=None, y
         prefill_workers=x, decode_workers=y, ttft_wait_s=wait)
 
 
+PREFILL_LOAD_WARN = 0.85  # a queue this loaded grows fast with a slower service: said beside the row
+
+
 def card_caveats(g: GpuSpec, plan, row: FleetRow, runtime: str, w: Workload) -> tuple[str, ...]:
     """What a row's figures lean on that the reader should know: a 16-bit matrix rate the catalog lacks (its
     prompts costed at the FP32 rate stand-in: TTFT and prefill workers an upper bound), a card-to-card link faster
@@ -231,6 +244,10 @@ def card_caveats(g: GpuSpec, plan, row: FleetRow, runtime: str, w: Workload) -> 
     from llmsize.estimate.step_inputs import prefill_inputs
 
     out = []
+    if row.prefill_load is not None and row.prefill_load > PREFILL_LOAD_WARN:
+        out.append(f"its prefill workers run at {row.prefill_load:.0%} of what they can serve: the TTFT band keeps "
+                   f"their queue as it is, and a prefill {1 / row.prefill_load - 1:.0%} slower than expected "
+                   "saturates them (--ttft a little tighter adds a worker)")
     if w.ttft_s is not None and row.ttft_p95_s is not None and row.ttft_p95_s > w.ttft_s:
         out.append(f"a p95 prompt ({w.lengths()[0].p95:,} tokens) waits {row.ttft_p95_s:.2f} s for its first "
                    f"token, over the {w.ttft_s:g} s target the mean prompt meets (--ttft applies to the mean)")
@@ -362,6 +379,7 @@ def _aggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tupl
             ratio = max(ratio, ttft(1) / w.ttft_s)
         return None, _miss("; ".join(words), ratio, 1.0)
     request_s = lambda b: ttft(b) + w.osl * eff(b)  # noqa: E731
+    cap = b  # the most a replica runs at once within the targets: its --max-num-seqs
     b = _batch_for_rate(b, w.rate, request_s)
     tpot, first = eff(b), ttft(b)
     users = w.users if w.users is not None else math.ceil(w.rate * (first + w.osl * tpot))
@@ -369,10 +387,37 @@ def _aggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tupl
     # the fewest replicas are sized at b; each then runs its share of the users, and a user sees that batch (with
     # --rate, the fewer requests a replica's share of the rate keeps in flight at that faster step: Little's law)
     run = _batch_for_rate(max(1, math.ceil(users / replicas)), w.rate and w.rate / replicas, request_s)
-    tpot, first = eff(run), ttft(run)
+    if w.rate is not None:  # Poisson arrivals: a request waits for one of the cap's slots (admission_wait_s)
+        replicas, run = _admitting(replicas, run, cap, users, w, request_s, ttft)
+    tpot, first = eff(run), ttft(run) + admission_wait_s(w, replicas, run, cap, request_s)
     forward = cost.forward_s(rate(run), tpot_fn(run) if run > 1 else 0.0)
-    return _row(g, par, moe, "aggregated", replicas, run, served_tok_s(w, users, first, tpot), tpot, first, price,
-                wait=first - forward), None
+    row = _row(g, par, moe, "aggregated", replicas, run, served_tok_s(w, users, first, tpot), tpot, first, price,
+               wait=first - forward)
+    return (replace(row, max_batch=cap) if w.rate is not None else row), None
+
+
+def admission_wait_s(w: Workload, replicas: int, run: int, cap: int, request_s) -> float:
+    """Under --rate (Poisson arrivals), the mean wait of a request for a free slot of its replica's `cap` (the
+    engine's --max-num-seqs): M/G/c at the replica's share of the rate, a request's life at the mean batch `run`
+    its service (estimate/queueing.wait_mgc_s; its spread the answers' lengths'). A closed loop of --users never
+    holds more than its users: none."""
+    if w.rate is None:
+        return 0.0
+    return wait_mgc_s(w.rate / replicas, request_s(run), cap, w.life_cs2)
+
+
+def _admitting(replicas: int, run: int, cap: int, users: int, w: Workload, request_s, ttft) -> tuple[int, int]:
+    """The fewest replicas, from `replicas`, whose admission wait keeps the first token within --ttft, or without
+    a target within the prompt's own first token (the slots' load below 1 either way), and the mean batch each then
+    runs."""
+    for _ in range(10_000):
+        wait = admission_wait_s(w, replicas, run, cap, request_s)
+        limit = (w.ttft_s - ttft(run)) if w.ttft_s is not None else ttft(run)
+        if wait <= limit:
+            break
+        replicas += 1
+        run = _batch_for_rate(max(1, math.ceil(users / replicas)), w.rate / replicas, request_s)
+    return replicas, run
 
 
 def served_tok_s(w: Workload, users: int, ttft_s: float, tpot_s: float) -> float:
@@ -412,8 +457,9 @@ def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan
     while base + wait_mgc_s(rate, cost(rate / x), x, w.prefill_cs2) > limit:
         x += 1
     ttft = base + wait_mgc_s(rate, cost(rate / x), x, w.prefill_cs2)
-    return _row(g, par, moe, "disaggregated", x + y, run, served_tok_s(w, users, ttft, tpot), tpot, ttft, price, x, y,
-                ttft - base), None
+    row = _row(g, par, moe, "disaggregated", x + y, run, served_tok_s(w, users, ttft, tpot), tpot, ttft, price, x, y,
+               ttft - base)
+    return replace(row, prefill_load=rate * cost(rate / x) / x), None
 
 
 def runtime_refusal(runtime: str, runtimes: dict, g: GpuSpec) -> str | None:

@@ -79,7 +79,7 @@ def simulate_row(model: ModelSpec, gpu: GpuSpec, row, w: Workload, runtime: str,
         r = replay(prompts, outputs, users, forward, limits.prefill_tokens, row.batch_per_replica, policy,
                    skip=wave, stagger_s=row.ttft_s + w.osl * row.tpot_s)
     else:
-        r = replay(prompts, outputs, 1, forward, limits.prefill_tokens, row.batch_per_replica, policy,
+        r = replay(prompts, outputs, 1, forward, limits.prefill_tokens, row.running_cap, policy,
                    arrivals_s=poisson_arrivals(n, w.rate / row.replicas, SEED), skip=wave)
     return Simulated(r.requests, r.requests - 2 * wave, r.ttft_s_quantiles, r.tpot_s_quantiles, r.ttft_mean_s,
                      r.tpot_mean_s)

@@ -46,6 +46,13 @@ class Workload:
         return i.p99 + o.p99
 
     @property
+    def life_cs2(self) -> float:
+        """Squared coefficient of variation of a request's time in a replica, taken as proportional to its answer's
+        length (the decode steps are most of it)."""
+        o = self.lengths()[1]
+        return o.variance / o.mean ** 2
+
+    @property
     def prefill_cs2(self) -> float:
         """Squared coefficient of variation of a prompt's prefill, taken as proportional to its length."""
         i = self.lengths()[0]

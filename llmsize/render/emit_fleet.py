@@ -119,6 +119,8 @@ def fleet_command(model, row, engine: str, max_model_len: int, kv_dtype: str = "
              f"tp {row.tp}{f' x pp {row.pp}' if row.pp > 1 else ''}")
     head = [f"# {row.card}: {row.cards_total} card(s), {row.nodes} node(s) of 8; "
             + (f"{row.replicas} replica(s) of {shape}, batch {row.batch_per_replica} each"
+               + (f" on average, up to {row.running_cap} admitted at once (Poisson arrivals)"
+                  if row.running_cap != row.batch_per_replica else "")
                if row.mode == "aggregated" else
                f"{row.prefill_workers} prefill + {row.decode_workers} decode worker(s) of {shape}, decode batch "
                f"{row.batch_per_replica}")]
@@ -127,7 +129,7 @@ def fleet_command(model, row, engine: str, max_model_len: int, kv_dtype: str = "
     head += extra_notes + _placement_note(row, engine)
     if engine == "vllm":
         par = ["--data-parallel-size", str(dp)] if dp > 1 else ["--tensor-parallel-size", str(row.tp)]
-        seqs = -(-row.batch_per_replica // dp)  # each data-parallel rank is its own engine core and scheduler
+        seqs = -(-row.running_cap // dp)  # each data-parallel rank is its own engine core and scheduler
         base = par + (["--pipeline-parallel-size", str(row.pp)] if row.pp > 1 else []) + [
             "--max-model-len", ctx, "--max-num-seqs", str(seqs)] + (
             ["--enable-expert-parallel"] if moe else []) + extras
@@ -146,7 +148,7 @@ def fleet_command(model, row, engine: str, max_model_len: int, kv_dtype: str = "
                                     "decode", "--kv-transfer-config", NIXL])]
         return "\n".join(lines)
     base = ["--tp-size", str(row.tp * dp)] + (["--dp-size", str(dp), "--enable-dp-attention"] if dp > 1 else []) + [
-        "--context-length", ctx, "--max-running-requests", str(row.batch_per_replica)]
+        "--context-length", ctx, "--max-running-requests", str(row.running_cap)]
     if stage_nodes(row.tp, row.pp):
         base += ["--pp-size", str(row.pp), "--nnodes", str(row.pp), "--node-rank", "RANK", "--dist-init-addr",
                  "HEAD_HOST:5000"]

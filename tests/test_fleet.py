@@ -95,7 +95,11 @@ def test_disaggregation_wins_with_long_prompts_and_a_tight_tpot_not_with_short_o
     assert row.ttft_wait_s == pytest.approx(wait_mgc_s(rate, cost, row.prefill_workers))
     assert base + wait_mgc_s(rate, cost, row.prefill_workers) <= 2.0
     assert row.prefill_workers == 1 or base + wait_mgc_s(rate, cost, row.prefill_workers - 1) > 2.0
-    assert row.decode_workers == math.ceil(400 / row.batch_per_replica)
+    # the decode workers hold the users decoding at a time (Little's law: a user's life is its prefill, the move of
+    # its cache and its decode; the first two spent elsewhere), not all 400
+    decoding = 400 * 500 * row.tpot_s / (base + 500 * row.tpot_s)
+    assert row.decode_workers * row.batch_per_replica >= decoding
+    assert row.decode_workers <= math.ceil(400 / row.batch_per_replica)
     assert row.ttft_s <= 2.0 and row.tpot_s <= 1 / 30
     (row,) = fleet_rows(catalog.model("llama-3.1-8b"), [catalog.gpu("h100-sxm")], Workload(200, 2000, users=64),
                         "vllm", runtimes)
@@ -110,12 +114,15 @@ def test_a_tpot_target_caps_the_batch_and_a_70b_needs_tensor_parallel(catalog, r
     assert row.tp >= 2  # 141 GB of BF16 weights on 80 GB cards
     assert row.tpot_s <= 1 / 30 and row.ttft_s <= 2.0
     assert row.cards_total == row.replicas * row.tp
-    # disaggregated here: y decode workers each run their share of the 400 users, ceil(400 / y), and y is the fewest
-    # that keep TPOT within the target: one fewer would put ceil(400 / (y - 1)) on each, past the target or past
-    # what a worker's cache holds
+    # disaggregated here: y decode workers each run their share of the users decoding at a time (Little's law over
+    # a user's life, its prefill and cache move spent on the other workers: 394 of the 400 here, at the largest
+    # batch's step), and y is the fewest that keep TPOT within the target: one fewer would put ceil(400 / (y - 1))
+    # on each, past the target or past what a worker's cache holds
     assert row.mode == "disaggregated"
     y = row.decode_workers
-    assert row.batch_per_replica == -(-400 // y)
+    base = row.ttft_s - row.ttft_wait_s
+    decoding = 400 * 500 * row.tpot_s / (base + 500 * row.tpot_s)
+    assert decoding / y <= row.batch_per_replica <= -(-400 // y)
     from llmsize.estimate.runtimes import constants
     from llmsize.estimate.step_inputs import step_inputs
     from llmsize.estimate.plan import PlanInputs, make_plan
@@ -1103,3 +1110,18 @@ def test_a_prefill_pool_near_saturation_says_how_little_margin_it_has(run_cli):
     said = [c for c in row["caveats"] if c.startswith("its prefill workers run at")]
     assert said and f"{row['prefill_load']:.0%}" in said[0]
     assert f"{1 / row['prefill_load'] - 1:.0%} slower than expected saturates them" in said[0]
+
+
+def test_decode_workers_hold_the_users_decoding_not_those_prefilling(run_cli):
+    """Llama 3.1 70B, 64 users of 100,000 tokens in and 1,000 out on MI300X: a user spends ~24 s on the prefill
+    workers (and the move of its cache) for every ~57 s on a decode worker, so ~45 decode at a time; the decode
+    workers were sized for all 64 (13 workers, 62 cards), now for those (10, 56)."""
+    code, out, err = run_cli("fleet", "llama-3.1-70b", "--users", "64", "--isl", "100000", "--osl", "1000", "--ttft",
+                             "30s", "--tpot", "60ms", "--gpus", "mi300x", "--json")
+    assert code == 0, err
+    row = json.loads(out)["rows"][0]
+    assert row["mode"] == "disaggregated"
+    base = row["ttft_s"] - row["ttft_wait_s"]
+    decoding = 64 * 1000 * row["tpot_s"] / (base + 1000 * row["tpot_s"])  # Little's law over a user's life
+    assert decoding < 64 and row["decode_workers"] * row["batch_per_replica"] >= decoding
+    assert row["decode_workers"] < math.ceil(64 / row["batch_per_replica"])

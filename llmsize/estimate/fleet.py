@@ -445,11 +445,16 @@ def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan
         return None, _miss(f"TPOT {tpot_fn(1) * 1000:.1f} ms at batch 1 exceeds the {w.tpot_s * 1000:.3g} ms target",
                            tpot_fn(1), w.tpot_s)
     request_s = lambda b: base + w.osl * tpot_fn(b)  # noqa: E731
-    b = _batch_for_rate(b, w.rate, request_s)
+    decode_s = lambda b: w.osl * tpot_fn(b)  # noqa: E731  a request's stay on a decode worker
+    b = _batch_for_rate(b, w.rate, decode_s)
     users = w.users if w.users is not None else math.ceil(w.rate * request_s(b))
-    y = max(1, math.ceil(users / b))  # the fewest decode workers, sized at b
-    # each runs its share of the users (with --rate, what its share of the rate keeps in flight)
-    run = _batch_for_rate(max(1, math.ceil(users / y)), w.rate and w.rate / y, request_s)
+    # the requests decoding at a time (Little's law over a request's life, its prefill and the move of its cache
+    # spent on the other workers): a user whose prompt is prefilling holds no decode slot
+    busy = (math.ceil(w.users * decode_s(b) / request_s(b)) if w.users is not None
+            else math.ceil(w.rate * decode_s(b)))
+    y = max(1, math.ceil(busy / b))  # the fewest decode workers, sized at b
+    # each runs its share of them (with --rate, what its share of the rate keeps in flight)
+    run = _batch_for_rate(max(1, math.ceil(busy / y)), w.rate and w.rate / y, decode_s)
     tpot = tpot_fn(run)
     rate = w.rate if w.rate is not None else w.users / (base + w.osl * tpot)
     limit = w.ttft_s if w.ttft_s is not None else base + pre

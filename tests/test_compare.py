@@ -247,3 +247,11 @@ def test_a_context_beyond_the_models_limit_is_said_under_the_table(run_cli):
     assert code == 0 and any("beyond the model's max_position_embeddings" in n for n in json.loads(out)["notes"])
     code, out, err = run_cli("compare", "qwen3-30b-a3b", "--gpus", "rtx5090,h100", "--context", "32768")
     assert code == 0 and "max_position_embeddings" not in out
+
+
+def test_markdown_keeps_the_notes(run_cli):
+    """The markdown table dropped every note, the one that says a --context past the model's is refused by the
+    engines among them: they follow the table as a list, as the table and HTML print them."""
+    md = _run(run_cli, "llama-3.1-8b", "--gpus", "h100,rtx4090", "--context", "200000", "--format", "markdown")
+    assert "- Units: GB = 10^9 B, GiB = 2^30 B." in md
+    assert "- --context 200,000 is beyond the model's max_position_embeddings 131,072" in md

@@ -152,7 +152,9 @@ def compare(
                      "for all.")
     served = {r.users_served for r in rows if r.plan}
     if any(s < users for s in served):
-        notes.append(f"Rows whose cache holds fewer than {users} sequences are aggregated at what it holds.")
+        notes.append(f"Rows whose cache holds fewer than {users} sequences are aggregated at what it holds: each row "
+                     "is the fewest cards that hold the weights, and its per-watt and per-price figures are those "
+                     "cards'; `--tp N` prices more cards of each, `fleet --users` the cards the users need.")
     if fmt == "json":
         from llmsize.render.compare_table import rows_to_dicts
 
@@ -167,7 +169,7 @@ def compare(
     elif fmt == "markdown":
         from llmsize.render.compare_table import render_markdown
 
-        sys.stdout.write(render_markdown(rows, currency, title))
+        sys.stdout.write(render_markdown(rows, currency, title, notes))
     elif fmt == "html":
         from dataclasses import replace as _replace
 

@@ -92,7 +92,8 @@ def render_csv(rows, currency) -> str:
     return buf.getvalue()
 
 
-def render_markdown(rows, currency, title: str) -> str:
+def render_markdown(rows, currency, title: str, notes: list[str] = ()) -> str:
+    """The rows as a markdown table under its title, the notes (units, what the rows lean on) beneath it."""
     from llmsize.render.markdown import md
 
     cols = _columns(rows, currency)
@@ -101,6 +102,7 @@ def render_markdown(rows, currency, title: str) -> str:
     for r in rows:
         v = r.values()
         lines.append("| " + " | ".join(md(_cell(c, v[c])) for c in cols) + " |")
+    lines += [""] + [f"- {md(n)}" for n in notes] if notes else []
     return "\n".join(lines) + "\n"
 
 

@@ -101,7 +101,7 @@ def render_simulated(sims: dict, console) -> None:
 
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left", collapse_padding=True,
               title="Simulated: one replica replayed under its share of the load (estimate/fleet_simulation.py)")
-    for col in ("card", "requests", "TTFT s mean", "p50", "p95", "p99", "TPOT ms mean", "p50", "p95", "p99"):
+    for col in ("card", "measured", "TTFT s mean", "p50", "p95", "p99", "TPOT ms mean", "p50", "p95", "p99"):
         t.add_column(col, justify="left" if col == "card" else "right", no_wrap=True)
     notes = []
     for card, (other, sim) in sims.items():
@@ -117,7 +117,7 @@ def render_simulated(sims: dict, console) -> None:
     agg = any(other for other, _ in sims.values())
     console.print(("(agg): the card's best row is disaggregated; its aggregated alternative is replayed. " if agg
                    else "") + "Each replica at its share of the load (--users: a closed loop, its users' starts staggered; "
-                  "--rate: Poisson arrivals); the ramp-up and the drain left out; lengths drawn from the workload's "
+                  "--rate: Poisson arrivals); measured: the requests replayed less the ramp-up and the drain; lengths drawn from the workload's "
                   "distributions.", style="dim")
 
 

@@ -244,6 +244,8 @@ def test_emit_launch_lines_for_the_best_row(run_cli):
     assert "--disaggregation-mode decode" in out and "sglang_router.launch_router --pd-disaggregation" in out
     assert f"--tp-size {sg['tp']}" in out and "--context-length 3500" in out
     assert f"--max-running-requests {sg['batch_per_replica']}" in out
+    # the memory share the rows were sized with (SGLang's own default differs by card and tp)
+    assert f"--mem-fraction-static {sg['gpu_util']:g}" in out and sg["gpu_util"] == 0.9
     code, out, err = run_cli(*base, "--runtime", "trtllm", "--emit", "sglang")
     assert code == 2 and "sized for trtllm" in err and out == ""
     code, out, err = run_cli(*base, "--emit", "vllm")

@@ -120,6 +120,7 @@ class FleetRow:
     max_batch: int | None = None
     # the share of its prompt-serving capacity the row's load takes: a disaggregated row's prefill workers (M/G/x)
     prefill_load: float | None = None
+    gpu_util: float | None = None  # the share of each card's memory the rows were sized with (plan's budget)
 
     @property
     def running_cap(self) -> int | None:
@@ -570,7 +571,7 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
                     reasons.append(_miss(f"{label}: {why}", why.ratio, 1.0) if isinstance(why, Miss) else
                                    f"{label}: {why}")
                     continue
-                row = _with_bands(row, c, hybrid)
+                row = replace(_with_bands(row, c, hybrid), gpu_util=plan.budget.gpu_util)
                 key = (row.cost_per_hour if price else row.cards_total, row.mode != "aggregated", tp * pp * dp)
                 if best is None or key < best[0]:
                     best = (key, row, plan)

@@ -103,6 +103,11 @@ def _placement_note(row, engine: str) -> list[str]:
             + ("; a load balancer over the replicas' endpoints" if row.mode == "aggregated" else "")]
 
 
+def _util(flag: str, row) -> list[str]:
+    """The engine's memory share as the rows were sized with it (SGLang's own default differs by card and tp)."""
+    return [flag, f"{row.gpu_util:g}"] if row.gpu_util is not None else []
+
+
 def fleet_command(model, row, engine: str, max_model_len: int, kv_dtype: str = "bf16", spec=None,
                   quant: str | None = None) -> str:
     """max_model_len: the longest request a replica must take (isl + osl, or the p99 prompt and answer); kv_dtype,
@@ -131,7 +136,7 @@ def fleet_command(model, row, engine: str, max_model_len: int, kv_dtype: str = "
         par = ["--data-parallel-size", str(dp)] if dp > 1 else ["--tensor-parallel-size", str(row.tp)]
         seqs = -(-row.running_cap // dp)  # each data-parallel rank is its own engine core and scheduler
         base = par + (["--pipeline-parallel-size", str(row.pp)] if row.pp > 1 else []) + [
-            "--max-model-len", ctx, "--max-num-seqs", str(seqs)] + (
+            "--max-model-len", ctx, "--max-num-seqs", str(seqs)] + _util("--gpu-memory-utilization", row) + (
             ["--enable-expert-parallel"] if moe else []) + extras
         if stage_nodes(row.tp, row.pp):
             head.append(f"# a replica spans {row.pp} nodes: start a Ray cluster over them first (vLLM's multi-node "
@@ -148,7 +153,7 @@ def fleet_command(model, row, engine: str, max_model_len: int, kv_dtype: str = "
                                     "decode", "--kv-transfer-config", NIXL])]
         return "\n".join(lines)
     base = ["--tp-size", str(row.tp * dp)] + (["--dp-size", str(dp), "--enable-dp-attention"] if dp > 1 else []) + [
-        "--context-length", ctx, "--max-running-requests", str(row.running_cap)]
+        "--context-length", ctx, "--max-running-requests", str(row.running_cap)] + _util("--mem-fraction-static", row)
     if stage_nodes(row.tp, row.pp):
         base += ["--pp-size", str(row.pp), "--nnodes", str(row.pp), "--node-rank", "RANK", "--dist-init-addr",
                  "HEAD_HOST:5000"]

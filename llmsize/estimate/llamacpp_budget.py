@@ -43,7 +43,7 @@ class LedgerBudget:
     budget: MemoryBudget
     longest: ContextLimit | None  # None: not searched (`search=False`)
     sequences: int  # slots of the plan's context the ledger holds (at most LLAMA_MAX_SEQ); 0 or 1 unsearched
-    swa_cells: int | None = None  # the cells a slot's sliding-window layers hold (PAD(window + ubatch, 256)); None: none
+    swa_cells: int | None = None  # a slot's sliding-window cells (PAD(window + ubatch, 256)); None: no such layer
 
 
 def ledger_budget(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int]], s: LlamaCppSettings,

@@ -117,7 +117,8 @@ def render_simulated(sims: dict, console) -> None:
     agg = any(other for other, _ in sims.values())
     console.print(("(agg): the card's best row is disaggregated; its aggregated alternative is replayed. " if agg
                    else "") + "Each replica at its share of the load (--users: a closed loop, its users' starts staggered; "
-                  "--rate: Poisson arrivals); measured: the requests replayed less the ramp-up and the drain; lengths drawn from the workload's "
+                  "--rate: Poisson arrivals); measured: the requests replayed less the ramp-up and the drain; "
+                  "lengths drawn from the workload's "
                   "distributions.", style="dim")
 
 

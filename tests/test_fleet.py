@@ -1127,3 +1127,19 @@ def test_decode_workers_hold_the_users_decoding_not_those_prefilling(run_cli):
     decoding = 64 * 1000 * row["tpot_s"] / (base + 1000 * row["tpot_s"])  # Little's law over a user's life
     assert decoding < 64 and row["decode_workers"] * row["batch_per_replica"] >= decoding
     assert row["decode_workers"] < math.ceil(64 / row["batch_per_replica"])
+
+
+def test_disaggregated_decode_workers_under_a_rate_admit_above_their_mean(run_cli):
+    """Llama 3.1 70B at 30 requests/s on B200s, disaggregated: the decode workers' prompts arrive from the prefill
+    workers at a rate, so each admits up to the TPOT target's largest batch (`max_batch`, the emitted
+    --max-num-seqs), above the mean it runs; a wait for a slot would fall between the first token and the second."""
+    base = ("fleet", "llama-3.1-70b", "--rate", "30", "--isl", "2000", "--osl", "300", "--tpot", "50ms", "--ttft",
+            "1s", "--gpus", "b200")
+    code, out, err = run_cli(*base, "--json")
+    assert code == 0, err
+    row = json.loads(out)["rows"][0]
+    assert row["mode"] == "disaggregated" and row["max_batch"] > row["batch_per_replica"]
+    assert row["tpot_s"] <= 0.050
+    code, out, err = run_cli(*base, "--emit", "vllm")
+    assert code == 0, err
+    assert f"--max-num-seqs {row['max_batch']}" in out

@@ -447,6 +447,7 @@ def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan
                            tpot_fn(1), w.tpot_s)
     request_s = lambda b: base + w.osl * tpot_fn(b)  # noqa: E731
     decode_s = lambda b: w.osl * tpot_fn(b)  # noqa: E731  a request's stay on a decode worker
+    cap = b  # the most a decode worker runs at once within the target: its --max-num-seqs
     b = _batch_for_rate(b, w.rate, decode_s)
     users = w.users if w.users is not None else math.ceil(w.rate * request_s(b))
     # the requests decoding at a time (Little's law over a request's life, its prefill and the move of its cache
@@ -456,7 +457,10 @@ def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan
     y = max(1, math.ceil(busy / b))  # the fewest decode workers, sized at b
     # each runs its share of them (with --rate, what its share of the rate keeps in flight)
     run = _batch_for_rate(max(1, math.ceil(busy / y)), w.rate and w.rate / y, decode_s)
-    tpot = tpot_fn(run)
+    if w.rate is not None:  # Poisson arrivals from the prefill workers: a request waits for a decode slot
+        y, run = _decode_admitting(y, run, cap, busy, w, tpot_fn, decode_s)
+    # a wait for a decode slot falls between the first token (the prefill worker's) and the second: its share a token
+    tpot = tpot_fn(run) + (admission_wait_s(w, y, run, cap, decode_s) / max(1, w.osl - 1) if w.rate else 0.0)
     rate = w.rate if w.rate is not None else w.users / (base + w.osl * tpot)
     limit = w.ttft_s if w.ttft_s is not None else base + pre
     x = math.floor(rate * cost(rate)) + 1  # the fewest that keep up (utilization below 1)
@@ -465,7 +469,21 @@ def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan
     ttft = base + wait_mgc_s(rate, cost(rate / x), x, w.prefill_cs2)
     row = _row(g, par, moe, "disaggregated", x + y, run, served_tok_s(w, users, ttft, tpot), tpot, ttft, price, x, y,
                ttft - base)
-    return replace(row, prefill_load=rate * cost(rate / x) / x), None
+    return replace(row, prefill_load=rate * cost(rate / x) / x, max_batch=cap if w.rate is not None else None), None
+
+
+def _decode_admitting(y: int, run: int, cap: int, busy: int, w: Workload, tpot_fn, decode_s) -> tuple[int, int]:
+    """The fewest decode workers, from `y`, whose wait for a slot of `cap` (M/G/c at their share of the rate, a
+    request's decode its service) keeps TPOT, that wait spread over the answer's tokens, within --tpot, or without a
+    target within one token's time; and the mean batch each then runs."""
+    for _ in range(10_000):
+        wait = admission_wait_s(w, y, run, cap, decode_s)
+        limit = ((w.tpot_s - tpot_fn(run)) * max(1, w.osl - 1) if w.tpot_s is not None else tpot_fn(run))
+        if wait <= limit:
+            break
+        y += 1
+        run = _batch_for_rate(max(1, math.ceil(busy / y)), w.rate / y, decode_s)
+    return y, run
 
 
 def runtime_refusal(runtime: str, runtimes: dict, g: GpuSpec) -> str | None:

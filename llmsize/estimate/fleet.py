@@ -389,7 +389,9 @@ def _aggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tupl
     # --rate, the fewer requests a replica's share of the rate keeps in flight at that faster step: Little's law)
     run = _batch_for_rate(max(1, math.ceil(users / replicas)), w.rate and w.rate / replicas, request_s)
     if w.rate is not None:  # Poisson arrivals: a request waits for one of the cap's slots (admission_wait_s)
-        replicas, run = _admitting(replicas, run, cap, users, w, request_s, ttft)
+        # within --ttft, or without a target within the prompt's own first token
+        replicas, run = _admitting(replicas, run, cap, users, w, request_s,
+                                   lambda b: (w.ttft_s - ttft(b)) if w.ttft_s is not None else ttft(b))
     tpot, first = eff(run), ttft(run) + admission_wait_s(w, replicas, run, cap, request_s)
     forward = cost.forward_s(rate(run), tpot_fn(run) if run > 1 else 0.0)
     row = _row(g, par, moe, "aggregated", replicas, run, served_tok_s(w, users, first, tpot), tpot, first, price,
@@ -407,18 +409,16 @@ def admission_wait_s(w: Workload, replicas: int, run: int, cap: int, request_s) 
     return wait_mgc_s(w.rate / replicas, request_s(run), cap, w.life_cs2)
 
 
-def _admitting(replicas: int, run: int, cap: int, users: int, w: Workload, request_s, ttft) -> tuple[int, int]:
-    """The fewest replicas, from `replicas`, whose admission wait keeps the first token within --ttft, or without
-    a target within the prompt's own first token (the slots' load below 1 either way), and the mean batch each then
-    runs."""
+def _admitting(workers: int, run: int, cap: int, busy: int, w: Workload, service_s, allowed_s) -> tuple[int, int]:
+    """The fewest workers, from `workers`, whose wait for one of a worker's `cap` slots (admission_wait_s: their share
+    of --rate, `service_s(b)` a request's stay) is within `allowed_s(run)`, and the mean batch each then runs (their
+    share of the `busy` requests in flight)."""
     for _ in range(10_000):
-        wait = admission_wait_s(w, replicas, run, cap, request_s)
-        limit = (w.ttft_s - ttft(run)) if w.ttft_s is not None else ttft(run)
-        if wait <= limit:
+        if admission_wait_s(w, workers, run, cap, service_s) <= allowed_s(run):
             break
-        replicas += 1
-        run = _batch_for_rate(max(1, math.ceil(users / replicas)), w.rate / replicas, request_s)
-    return replicas, run
+        workers += 1
+        run = _batch_for_rate(max(1, math.ceil(busy / workers)), w.rate / workers, service_s)
+    return workers, run
 
 
 def served_tok_s(w: Workload, users: int, ttft_s: float, tpot_s: float) -> float:
@@ -458,7 +458,9 @@ def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan
     # each runs its share of them (with --rate, what its share of the rate keeps in flight)
     run = _batch_for_rate(max(1, math.ceil(busy / y)), w.rate and w.rate / y, decode_s)
     if w.rate is not None:  # Poisson arrivals from the prefill workers: a request waits for a decode slot
-        y, run = _decode_admitting(y, run, cap, busy, w, tpot_fn, decode_s)
+        # the wait spread over the answer's tokens within --tpot, or without a target within one token's time
+        y, run = _admitting(y, run, cap, busy, w, decode_s, lambda b: (w.tpot_s - tpot_fn(b)) * max(1, w.osl - 1)
+                            if w.tpot_s is not None else tpot_fn(b))
     # a wait for a decode slot falls between the first token (the prefill worker's) and the second: its share a token
     tpot = tpot_fn(run) + (admission_wait_s(w, y, run, cap, decode_s) / max(1, w.osl - 1) if w.rate else 0.0)
     rate = w.rate if w.rate is not None else w.users / (base + w.osl * tpot)
@@ -470,20 +472,6 @@ def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan
     row = _row(g, par, moe, "disaggregated", x + y, run, served_tok_s(w, users, ttft, tpot), tpot, ttft, price, x, y,
                ttft - base)
     return replace(row, prefill_load=rate * cost(rate / x) / x, max_batch=cap if w.rate is not None else None), None
-
-
-def _decode_admitting(y: int, run: int, cap: int, busy: int, w: Workload, tpot_fn, decode_s) -> tuple[int, int]:
-    """The fewest decode workers, from `y`, whose wait for a slot of `cap` (M/G/c at their share of the rate, a
-    request's decode its service) keeps TPOT, that wait spread over the answer's tokens, within --tpot, or without a
-    target within one token's time; and the mean batch each then runs."""
-    for _ in range(10_000):
-        wait = admission_wait_s(w, y, run, cap, decode_s)
-        limit = ((w.tpot_s - tpot_fn(run)) * max(1, w.osl - 1) if w.tpot_s is not None else tpot_fn(run))
-        if wait <= limit:
-            break
-        y += 1
-        run = _batch_for_rate(max(1, math.ceil(busy / y)), w.rate / y, decode_s)
-    return y, run
 
 
 def runtime_refusal(runtime: str, runtimes: dict, g: GpuSpec) -> str | None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.estimate.capacity import WHOLE_CARD_GPU_UTIL, ContextLimit, EngineShare, MemoryBudget
 from llmsize.estimate.llamacpp_fit import fit_room, fit_target_bytes, fits, longest_ctx
-from llmsize.estimate.llamacpp_memory import LlamaCppSettings, llamacpp_ledger
+from llmsize.estimate.llamacpp_memory import LlamaCppSettings, cache_runs, llamacpp_ledger
 from llmsize.estimate.quant import LLAMACPP_KV_TYPES
 
 PLAN_CACHE_TYPES = {"fp16": "f16", "bf16": "bf16", "fp32": "f32"}  # the plan's dtypes llama.cpp stores as such
@@ -44,6 +44,7 @@ class LedgerBudget:
     longest: ContextLimit | None  # None: not searched (`search=False`)
     sequences: int  # slots of the plan's context the ledger holds (at most LLAMA_MAX_SEQ); 0 or 1 unsearched
     swa_cells: int | None = None  # a slot's sliding-window cells (PAD(window + ubatch, 256)); None: no such layer
+    swa_window: int | None = None  # the window those cells hold (llamacpp_memory.cache_runs' n_swa)
 
 
 def ledger_budget(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int]], s: LlamaCppSettings,
@@ -64,14 +65,15 @@ def ledger_budget(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int]]
                           engine=share)
     room, ram = fit_room(gpu, card, target_bytes=target)
     one = replace(whole, parallel=1, kv_unified=False)
-    swa = llamacpp_ledger(model, gpu, tensors, replace(one, ctx_size=context_tokens), engine).cells_swa
+    swa = (llamacpp_ledger(model, gpu, tensors, replace(one, ctx_size=context_tokens), engine).cells_swa,
+           cache_runs(model).n_swa)
 
     def holds(slots: int) -> bool:
         return fits(llamacpp_ledger(model, gpu, tensors, replace(one, parallel=slots,
                                                                   ctx_size=slots * context_tokens), engine), room, ram)
 
     if not search:
-        return LedgerBudget(budget, None, int(holds(1)), swa)
+        return LedgerBudget(budget, None, int(holds(1)), *swa)
     lo, hi = 0, LLAMA_MAX_SEQ + 1  # holds(lo), not holds(hi)
     if holds(LLAMA_MAX_SEQ):
         lo = LLAMA_MAX_SEQ
@@ -81,9 +83,9 @@ def ledger_budget(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int]]
             lo, hi = (mid, hi) if holds(mid) else (lo, mid)
     limit = model.max_position_embeddings
     if fits(llamacpp_ledger(model, gpu, tensors, replace(one, ctx_size=limit), engine), room, ram):
-        return LedgerBudget(budget, ContextLimit(limit, "model"), lo, swa)
+        return LedgerBudget(budget, ContextLimit(limit, "model"), lo, *swa)
     n = longest_ctx(model, gpu, tensors, one, room, ram)
-    return LedgerBudget(budget, ContextLimit(n or 0, "memory"), lo, swa)
+    return LedgerBudget(budget, ContextLimit(n or 0, "memory"), lo, *swa)
 
 
 def plan_ledger_budget(model: ModelSpec, gpu: GpuSpec, inputs, runtime: str, fmt_id: str, exact=None,

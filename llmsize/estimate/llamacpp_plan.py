@@ -57,6 +57,11 @@ class LlamaCppPlan:
         return 0 <= self.spare_bytes < self.margin_bytes
 
 
+def engine_name(engine: str) -> str:
+    """The engine whose ledger is planned, as the reports name it."""
+    return "Ollama" if engine == "ollama" else "llama.cpp"
+
+
 def placement_words(lp: LlamaCppPlan) -> str | None:
     """How the engine's placement differs from the whole model on the card (the plan's Memory budget and Decode),
     None where every layer and expert is on the card: part in a discrete card's host memory, or on a unified
@@ -64,7 +69,7 @@ def placement_words(lp: LlamaCppPlan) -> str | None:
     if not (lp.offloaded or lp.cpu_layers_unified):
         return None
     led = lp.ledger
-    who = "Ollama" if led.engine == "ollama" else "llama.cpp"
+    who = engine_name(led.engine)
     where = (f"{led.gpu_layers} of {led.n_layer + 1} layers, {led.gpu_total_bytes / GiB:,.2f} GiB, in the GPU's "
              "share and the rest on the CPU cores from the same RAM" if lp.cpu_layers_unified and not lp.offloaded
              else f"{led.gpu_total_bytes / GiB:,.2f} GiB on the card and the rest in host memory")
@@ -76,7 +81,7 @@ def ledger_warning(lp: LlamaCppPlan, engine: str) -> str | None:
     the engine's buffers, its compute buffer without flash attention and its slots are the ledger's)."""
     if lp.fits:
         return None
-    led, who = lp.ledger, "Ollama" if engine == "ollama" else "llama.cpp"
+    led, who = lp.ledger, engine_name(engine)
     placed = (f"all {led.n_layer} layers and the output" if led.gpu_layers > led.n_layer else
               f"{led.gpu_layers} of {led.n_layer + 1} layers (the output counted)")
     smaller = "a shorter --context, fewer --parallel slots or a smaller --quant"
@@ -207,7 +212,7 @@ def offload_lever(plan, exact, card_bytes: int, host: HostMemory | None, constan
          else LlamaCppOptions(plan.inputs.context_tokens))
     found = fit_split(model, gpu, tensors, settings(engine, o, model.num_layers, gpu, plan.inputs.backend),
                       card_bytes, moe_offload=engine != "ollama", engine=engine)
-    who = "Ollama" if engine == "ollama" else "llama.cpp"
+    who = engine_name(engine)
     flags = f"`--engine {engine}`" if engine == "ollama" else "`--engine llamacpp --fit`"
     if found.how == "none":
         return OffloadLever(f"Offload with {who}: not even the output and the cache fit beside its --fit margin.")
@@ -239,7 +244,7 @@ def unified_split_words(lp: LlamaCppPlan, weights_fit: bool) -> str | None:
     if weights_fit or not lp.cpu_layers_unified or not lp.fits:
         return None
     led = lp.ledger
-    who = "Ollama" if led.engine == "ollama" else "llama.cpp"
+    who = engine_name(led.engine)
     return (f"As {who} places it: {led.gpu_layers} of {led.n_layer + 1} layers on the GPU (the output layer counts "
             "as one), the rest on the CPU cores from the same RAM; it runs, slower than the GPU's share alone "
             "(the CPU's part is not costed as such: the expected figures are an upper bound).")

@@ -438,8 +438,7 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
                                scores)
     if ledger is not None and policy is None:  # its longest context and slots, its sliding caches' padding too
         ctx, seqs = ledger.longest, ledger.sequences
-        window = min((g.mixer.sliding_window for g in model.layer_groups
-                      if g.mixer is not None and getattr(g.mixer, "sliding_window", None)), default=None)
+        window = ledger.swa_window
         if ledger.swa_cells and window and ledger.swa_cells > min(window, inputs.context_tokens):
             notes.append(f"sequences: llama.cpp holds each slot's sliding-window layers in {ledger.swa_cells:,} "
                          f"cells (PAD(window + ubatch, 256)), where the KV cache table counts the {window:,}-token "

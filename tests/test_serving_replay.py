@@ -203,3 +203,17 @@ def test_a_staggered_closed_loop_starts_its_users_one_after_another():
     assert r.requests == 4
     assert r.ttft_s_quantiles == pytest.approx((0.070, 0.070, 0.070))
     assert r.duration_s == pytest.approx(0.581)
+
+
+def test_a_closed_loops_next_request_misses_the_forward_that_starts_as_it_is_sent():
+    """An engine schedules its next forward the moment one ends, before the answer's last token has reached the
+    client and the client's next request has come back over HTTP: a closed loop's next request waits for that
+    forward. Two users, 1,000-token prompts, answers of 2, 10 and 2 tokens: both prompts in one forward, 0 ->
+    0.070 s; a decode step of two, 0.012 s, ends the first answer at 0.082 s and its user sends the third request;
+    the engine has already begun the second user's step (0.011 s, to 0.093 s), and only then prefills the third
+    request (0.070 s): its first token at 0.163 s, 0.081 s after it was sent, not 0.070 s. An idle engine takes a
+    request at once (test_one_request_alone: 0.070 s)."""
+    r = replay([1000] * 3, [2, 10, 2], 2, ENGINE, prefill_tokens=8192)
+    assert r.ttft_s_quantiles == pytest.approx((0.070, 0.081, 0.081))
+    assert r.ttft_mean_s == pytest.approx((0.070 + 0.070 + 0.081) / 3)
+

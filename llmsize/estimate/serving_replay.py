@@ -19,7 +19,11 @@ The scheduler, one forward at a time:
     mixed (vLLM V1, TensorRT-LLM in-flight batching: running requests' decode tokens first, then waiting prompts in
         the token budget, in one forward): decode_step_s(b) + a cost per prompt token x the tokens it adds (the
         steady-state model's, estimate/replica.prefill_cost_s, over the prompt's tokens).
-A request of o output tokens finishes o - 1 decode steps after its first token. An open loop (arrivals_s, e.g.
+A request of o output tokens finishes o - 1 decode steps after its first token. A closed loop's next request,
+sent when an answer ends, comes in from the forward after the one that starts then: an engine schedules its next
+forward the moment one ends, before the last token has reached the client and the client's request has come back
+(vLLM V1, vllm/v1/engine/core.py EngineCoreProc.run_busy_loop: take what the input queue holds, then step; it
+waits for input only when it has no work, so an idle engine takes the request at once). An open loop (arrivals_s, e.g.
 poisson_arrivals: a --rate load) sends each request at its time instead, whatever is in flight. bench_serving's metrics: TTFT =
 first token - send time; TPOT = (latency - TTFT) / (o - 1) for o > 1, averaged over requests; output tok/s = all
 output tokens / the run's duration. Units: seconds, tokens.
@@ -145,6 +149,7 @@ def replay(prompts: list[int], outputs: list[int], max_concurrency: int, forward
             r.sent_s = i * stagger_s / first
             starts.append(r)
     waiting: deque[_Request] = deque()
+    answered: deque[_Request] = deque()  # a closed loop's next requests, sent as a forward ended: in by the one after
     running: list[_Request] = []
     finished: list[_Request] = []
     now, in_flight = 0.0, 0
@@ -164,9 +169,9 @@ def replay(prompts: list[int], outputs: list[int], max_concurrency: int, forward
             while pending and in_flight + len(starts) < max_concurrency:
                 r = pending.popleft()
                 r.sent_s = now
-                waiting.append(r)
+                (answered if now > 0 else waiting).append(r)
                 in_flight += 1
-            if waiting or running or not starts:
+            if waiting or running or answered or not starts:
                 return
             now = max(now, starts[0].sent_s)  # nothing to run: idle until the next user starts
 
@@ -199,9 +204,13 @@ def replay(prompts: list[int], outputs: list[int], max_concurrency: int, forward
         running[:] = [r for r in running if r.done_s is None]
 
     send()
-    while waiting or running or pending or starts:
+    while waiting or running or pending or starts or answered:
         if not waiting and not running:
-            send()  # an open loop's next arrival
+            if answered:  # an idle engine takes them as they come
+                waiting.extend(answered)
+                answered.clear()
+            else:
+                send()  # an open loop's next arrival
             continue
         decoding = list(running)
         if policy == "prefill_first" and waiting and len(running) < cap:
@@ -219,6 +228,8 @@ def replay(prompts: list[int], outputs: list[int], max_concurrency: int, forward
                 now += forward.prefill_s(taken)
             running.extend(done)
             emit(decoding + done)
+        waiting.extend(answered)
+        answered.clear()
         send()
     kept = [r for r in finished if skip <= r.index < len(prompts) - skip]
     ttft = [r.first_s - r.sent_s for r in kept]

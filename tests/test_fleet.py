@@ -22,10 +22,12 @@ def test_a_dense_8b_on_one_card_follows_the_formulas(catalog, runtimes):
     8,192 tokens a forward on such a card, so 8 prompts of 1,000 share one read of the weights and one set of fixed
     costs: a prompt costs max(compute, weights / 8) + fixed / 8 (fixed: the layers' decode and eager-prefill costs and
     the step's). A user sees TPOT(b) + b x that / 200 per token (the
-    other users' prefills stall it), replicas = ceil(64 / b), output = 64 users / that TPOT. The first token
-    waits for its prompt, T_prefill, after the prompts ahead of it: M/D/1 at the replica's arrival rate
-    lambda = b / (T_prefill + 200 x TPOT) (Little), service `cost`, rho = lambda x cost, and the
-    Pollaczek-Khinchine mean wait rho x cost / (2 (1 - rho))."""
+    other users' prefills stall it), replicas = ceil(64 / b), output = 64 users / that TPOT. vLLM's prompts ride in
+    decode steps: at the replica's arrival rate lambda = b / (T_prefill + 200 x TPOT) (Little), a step is the decode
+    step d plus `cost` for each prompt that arrived during the last one, mean TPOT and variance
+    lambda x TPOT x cost^2 / (1 - (lambda x cost)^2); a prompt waits out the step it lands in (length-biased rest
+    R = E[S^2] / (2 E[S])), then rides the next with the lambda x 2R others that arrived meanwhile:
+    TTFT = R + d + cost x (1 + lambda x 2R), of which all but its own step's d + cost is waiting."""
     from llmsize.estimate.runtimes import constants
     from llmsize.estimate.step_inputs import prefill_inputs, step_inputs
     from llmsize.estimate.plan import PlanInputs, make_plan
@@ -50,11 +52,13 @@ def test_a_dense_8b_on_one_card_follows_the_formulas(catalog, runtimes):
     lam = b / (pre + 200 * tpot)
     rho = lam * cost
     assert 0 < rho < 1
-    wait = rho * cost / (2 * (1 - rho))
-    assert agg.tpot_s == pytest.approx(tpot) and agg.ttft_s == pytest.approx(pre + wait)
-    assert agg.ttft_wait_s == pytest.approx(wait)
+    d = decode_step_time_s(step_inputs(p, p.decode_model.step(b), "vllm"), c)
+    rest = (tpot ** 2 + lam * tpot * cost ** 2 / (1 - rho ** 2)) / (2 * tpot)
+    ttft = rest + d + cost * (1 + lam * 2 * rest)
+    assert agg.tpot_s == pytest.approx(tpot) and agg.ttft_s == pytest.approx(ttft)
+    assert agg.ttft_wait_s == pytest.approx(ttft - d - cost)
     # 64 users, each a request of 200 tokens every TTFT + 200 x TPOT (Little's law)
-    assert agg.output_tok_s_total == pytest.approx(64 * 200 / (pre + wait + 200 * tpot))
+    assert agg.output_tok_s_total == pytest.approx(64 * 200 / (ttft + 200 * tpot))
 
 
 def test_disaggregation_wins_with_long_prompts_and_a_tight_tpot_not_with_short_ones(catalog, runtimes):
@@ -353,12 +357,13 @@ def test_a_chart_draws_the_best_cards_each_with_its_own_marker_and_says_what_it_
 
 def test_a_shared_prefix_cuts_prefill_and_holds_its_cache_once(catalog, runtimes):
     """--shared-prefix 0.5: half of each 3,000-token prompt comes from the cache, so the prefill is half as long
-    (TTFT of the aggregated row x 0.5) and, with no TPOT target to cap the batch, a replica holds more users:
+    (one user's prompt alone: TTFT less its wait x 0.5) and, with no TPOT target to cap the batch, a replica holds
+    more users:
     (budget - 1,500 tokens' cache) / the cache of 1,500 + 500 tokens each, against budget / 3,500 tokens' each,
     and many users need fewer cards."""
     m, g = catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm")
-    plain = fleet_rows(m, [g], Workload(3000, 500, users=256), "vllm", runtimes)[0]
-    shared = fleet_rows(m, [g], Workload(3000, 500, users=256, shared_prefix=0.5), "vllm", runtimes)[0]
+    plain = fleet_rows(m, [g], Workload(3000, 500, users=1), "vllm", runtimes)[0]
+    shared = fleet_rows(m, [g], Workload(3000, 500, users=1, shared_prefix=0.5), "vllm", runtimes)[0]
     agg = lambda r: r if r.mode == "aggregated" else r.other  # noqa: E731
     prefill = lambda r: agg(r).ttft_s - agg(r).ttft_wait_s  # noqa: E731  (the queue's wait changes with the batch)
     assert prefill(shared) == pytest.approx(prefill(plain) * 0.5)

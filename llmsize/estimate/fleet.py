@@ -23,12 +23,16 @@ batch b, costed by the runtime's fitted constants (estimate/speed.py):
 
 Aggregated serving: each replica also runs the prefills of its requests, and each prefill stalls every user of
 the replica, b of them per osl tokens, so a user sees
-    TPOT_agg(b) = TPOT(b) + b x C_prefill / osl,   TTFT = T_prefill + Wq
-(for SGLang, T_prefill is the forward of the k prompts that arrived together, k x C_prefill, and Wq also holds
-half a decode step: the one in progress when the prompt arrives; estimate/replica.first_token_s)
-and the replica's b users each get 1 / TPOT_agg(b) tok/s. Wq is the wait for the prefills ahead: M/D/1 (one
-prefill stream a replica, deterministic service C_prefill, Poisson arrivals at b / (T_prefill + osl x
-TPOT_agg(b)) by Little's law; estimate/queueing.py). Users = --users, or Little's law on --rate:
+    TPOT_agg(b) = TPOT(b) + b x C_prefill / osl
+and the replica's b users each get 1 / TPOT_agg(b) tok/s. Prompts arrive as a Poisson stream at
+lambda = b / (T_prefill + osl x TPOT_agg(b)) (Little's law). SGLang: TTFT = the forward of the k prompts that
+arrived together (k x C_prefill) + half a decode step (the one in progress when the prompt arrives) + Wq, the wait
+for the prefills ahead, M/D/1 (one prefill stream a replica, deterministic service C_prefill;
+estimate/queueing.py). vLLM and TensorRT-LLM, whose prompts ride in decode steps: the rest of the step in
+progress (length-biased: steps carrying prompts are longer) and the next step, TPOT(b) + C_prefill for the
+prompt and each other that arrived meanwhile; a prompt over the step's token budget goes in chunks, one a step,
+behind the prompts ahead (M/D/1) (estimate/replica.first_token_s, checked against the scheduler replayed,
+tests/test_serving_replay.py). Users = --users, or Little's law on --rate:
 users = rate x (TTFT + osl x TPOT). The largest b that the cache holds (the cache memory the engine's own ledger
 leaves on each card: vLLM's, SGLang's, TensorRT-LLM's, estimate/engines.py), that the engine's default cap allows
 (vLLM 1,024 on an 80 GB-class card, 256 on others; TensorRT-LLM trtllm-bench's tuning), that the step's token
@@ -393,7 +397,7 @@ def _aggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tupl
         replicas, run = _admitting(replicas, run, cap, users, w, request_s,
                                    lambda b: (w.ttft_s - ttft(b)) if w.ttft_s is not None else ttft(b))
     tpot, first = eff(run), ttft(run) + admission_wait_s(w, replicas, run, cap, request_s)
-    forward = cost.forward_s(rate(run), tpot_fn(run) if run > 1 else 0.0)
+    forward = cost.forward_s(rate(run), tpot_fn(run) if run > 1 else 0.0, run)
     row = _row(g, par, moe, "aggregated", replicas, run, served_tok_s(w, users, first, tpot), tpot, first, price,
                wait=first - forward)
     return (replace(row, max_batch=cap) if w.rate is not None else row), None

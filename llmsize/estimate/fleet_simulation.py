@@ -5,8 +5,11 @@ One aggregated replica of the row's tp, its engine's scheduler (SGLang prefills 
 prompts into decode steps), its steps and prefills costed as fleet costs them. The load is the replica's share:
 --users as a closed loop of ceil(users / replicas) users, each sending its next request when the last ends, their
 starts staggered over one request's life at the row's figures (started all at once with one length they would
-stay in step, every prompt of a wave arriving together: an artefact no deployment has); --rate as Poisson arrivals
-at rate / replicas. Requests draw their prompt and answer lengths independently from the
+stay in step, every prompt of a wave arriving together: an artefact no deployment has; staggered, with fixed lengths,
+each user still sends a prompt every request's life, so prompts come almost evenly spaced and queue less than the
+closed form's Poisson arrivals: Llama 3.1 8B on an H100 under vLLM, 64 users, 1,000 in / 200 out: the replay's mean
+TTFT 0.053 s against the closed form's 0.059 s, and a Poisson replay at the same throughput 0.058 s); --rate as
+Poisson arrivals at rate / replicas. Requests draw their prompt and answer lengths independently from the
 workload's distributions (their equally likely points; a fixed length when none was given), the shared prefix
 taken off each prompt. REQUESTS_PER_USER requests a user (at least MIN_REQUESTS, at most MAX_REQUESTS), the first
 and last `users` requests left out of the figures (the ramp-up and the drain). Disaggregated, DEP, pipeline and speculative rows are not

@@ -144,7 +144,8 @@ def replica_timing(plan, runtime: str, constants, prefill_tokens: int, spec: Spe
     if alone is None:
         return tpot, None, None
     most = max(1, prefill_tokens // max(1, plan.prompt_tokens))
-    return tpot, alone, PrefillCost(pre_in, constants, most, runtime in PREFILL_FIRST, alone, cards=dp * pp)
+    return tpot, alone, PrefillCost(pre_in, constants, most, runtime in PREFILL_FIRST, alone, cards=dp * pp,
+                                    prompt_tokens=max(1, plan.prompt_tokens), step_tokens=prefill_tokens)
 
 
 def replica_engine(plan, runtime: str, constants, prefill_tokens: int):
@@ -178,14 +179,29 @@ class PrefillCost:
     alone_s: float  # the prompt's prefill alone
     factor: float = 1.0
     cards: int = 1
+    prompt_tokens: int = 1  # the prompt's length
+    step_tokens: int = 0  # the tokens a forward takes (the engine's token budget); 0: the whole prompt in one
+
+    def chunks(self, decoding: int = 0) -> int:
+        """The forwards a prompt is spread over where prompts ride in decode steps: the step's token budget less
+        the decoding requests' tokens (at least one) a forward."""
+        if self.apart or self.step_tokens <= 0:
+            return 1
+        return math.ceil(max(1, round(self.prompt_tokens * self.factor)) / max(1, self.step_tokens - decoding))
 
     def __call__(self, rate_per_s: float, step_s: float = 0.0) -> float:
         return self.factor * prefill_cost_s(self.x, self.c, self.most, rate_per_s / self.cards, self.apart,
                                             step_s) / self.cards
 
-    def forward_s(self, rate_per_s: float, step_s: float = 0.0) -> float:
+    def forward_s(self, rate_per_s: float, step_s: float = 0.0, decoding: int = 0) -> float:
+        """The forwards that carry the prompt to its first token: SGLang's prefill forward (of the prompts that
+        arrived together); where prompts ride in decode steps (step_s > 0, `decoding` requests a step), the steps of
+        its chunks, each a decode step plus its share of the prompt; else the prompt alone."""
         if not self.apart:
-            return self.factor * self.alone_s
+            if step_s <= 0:
+                return self.factor * self.alone_s
+            lanes = self.cards
+            return self.chunks(-(-decoding // lanes)) * step_s + self(rate_per_s, step_s) * lanes
         return max(self.factor * self.alone_s,
                    self.prompts(rate_per_s, step_s) * self(rate_per_s, step_s) * self.cards)
 
@@ -242,13 +258,55 @@ def prefill_cost_s(x, c, most: int, rate_per_s: float, apart: bool, step_s: floa
 
 
 def first_token_s(b: int, tpot_fn, cost: "PrefillCost", rate_per_s: float, osl: int, cs2: float = 0.0) -> float:
-    """TTFT in an aggregated replica of b users: the forward that carries the prompt (cost.forward_s), the wait for
-    the prefills ahead (M/D/1 at the arrival rate, a prompt's cost each; M/G/1 with the prompts' squared coefficient of
-    variation cs2), and, where prefill forwards run apart
-    (SGLang), the rest of the decode step in progress when the prompt arrives (half a step on average)."""
+    """TTFT in an aggregated replica of b users, prompts arriving as a Poisson stream at b / (T_prefill + osl x
+    TPOT_agg(b)) (Little's law), cs2 the squared coefficient of variation of the prompts' cost.
+
+    Where prefill forwards run apart (SGLang): the forward that carries the prompt (cost.forward_s), the wait for the
+    prefills ahead (M/D/1, a prompt's cost each; M/G/1 with cs2), and the rest of the decode step in progress when
+    the prompt arrives (half a step on average). One user alone: its prompt's forward and that wait.
+
+    Where prompts ride in decode steps (vLLM, TensorRT-LLM), a prompt waits for the step in progress to end, and
+    the next step carries it with every prompt that arrived meanwhile (mixed_first_token_s)."""
     decode = tpot_fn(b) if b > 1 else 0.0  # one user: nothing else decodes while its prompt waits
     each = cost(rate_per_s, decode)
     step = tpot_fn(b) + b * each / osl
+    rate = b / (cost.alone_s * cost.factor + osl * step)
+    if not cost.apart and decode > 0:
+        return mixed_first_token_s(decode, step, each, rate, cost, b, cs2)
     residual = decode / 2 if cost.apart else 0.0
-    return cost.forward_s(rate_per_s, decode) + residual + wait_mgc_s(
-        b / (cost.alone_s * cost.factor + osl * step), each, 1, cs2)
+    return cost.forward_s(rate_per_s, decode) + residual + wait_mgc_s(rate, each, 1, cs2)
+
+
+def mixed_first_token_s(decode_s: float, step_s: float, each_s: float, rate_per_s: float, cost: "PrefillCost",
+                        b: int, cs2: float = 0.0) -> float:
+    """TTFT where prompts ride in decode steps (vLLM V1, TensorRT-LLM in-flight batching): the scheduler fills each
+    step with the decoding requests' tokens, then the waiting prompts' (estimate/serving_replay.py replays it). With
+    the prompts' cost split among `cost.cards` lanes, a lane sees the rate lam = rate / lanes and a prompt costs its
+    step m = each x lanes; d is the decode part of a step (the decode step at the lane's batch).
+
+    A prompt that fits one step's token budget (one chunk): steps are S = d + m N, N the prompts that arrived during
+    the step before (Poisson of mean lam S_prev; m^2 (1 + cs2) the mean square of a prompt's cost), so
+        E[S] = d / (1 - lam m)  (the replica's TPOT_agg),  Var S = lam E[S] m^2 (1 + cs2) / (1 - (lam m)^2).
+    A Poisson arrival lands in a step picked by its length, waits out its rest, R = E[S^2] / (2 E[S]), then rides
+    the next step with the others that arrived in the same step (Poisson of mean lam x 2R):
+        TTFT = R + d + m (1 + lam 2R).
+    A prompt over the budget goes in n chunks, one a step, first come first served: its service is n d + m, the
+    prompts ahead queue as M/D/1 (M/G/1 with cs2), and R is the rest of a step in progress, half a chunk step with
+    probability lam (n d + m) (the share of time a prompt is chunked), else half a decode step.
+    Units: seconds, requests/s."""
+    lanes = cost.cards
+    lam, m = rate_per_s / lanes, each_s * lanes
+    chunks = cost.chunks(-(-b // lanes))
+    if chunks == 1:
+        rho = lam * m
+        if rho >= 1:
+            return math.inf
+        var = lam * step_s * m * m * (1 + cs2) / (1 - rho * rho)
+        rest = (step_s * step_s + var) / (2 * step_s)
+        return rest + decode_s + m * (1 + lam * 2 * rest)
+    service = chunks * decode_s + m
+    busy = lam * service
+    if busy >= 1:
+        return math.inf
+    rest = busy * (service / chunks) / 2 + (1 - busy) * decode_s / 2
+    return rest + service + wait_mgc_s(lam, service, 1, cs2)

@@ -116,10 +116,12 @@ def render_simulated(sims: dict, console) -> None:
         console.print(line)
     agg = any(other for other, _ in sims.values())
     console.print(("(agg): the card's best row is disaggregated; its aggregated alternative is replayed. " if agg
-                   else "") + "Each replica at its share of the load (--users: a closed loop, its users' starts staggered; "
-                  "--rate: Poisson arrivals); measured: the requests replayed less the ramp-up and the drain; "
-                  "lengths drawn from the workload's "
-                  "distributions.", style="dim")
+                   else "") + "Each replica at its share of the load (--users: a closed loop, its users' starts "
+                  "staggered; --rate: Poisson arrivals); measured: the requests replayed less the ramp-up and the "
+                  "drain; lengths drawn from the workload's distributions. A closed loop of fixed lengths sends "
+                  "its prompts almost evenly spaced, so its "
+                  "TTFT spreads less, and can average less, than the main table's, which takes arrivals as "
+                  "Poisson.", style="dim")
 
 
 def _par(r) -> str:
@@ -184,8 +186,10 @@ def render_fleet(model, w, runtime, currency, rows, console, kv_dtype: str = "bf
                   "dep n: attention data parallel, the experts split over n cards. Speeds from the expected-speed "
                   "model at each worker's batch, in parentheses its held-out band (p5-p95; a user's tok/s is 1 / "
                   "TPOT" + (HYBRID_BAND_WORDS if has_recurrent_layers(model) else "") + "); TTFT is the mean prompt's "
-                  "prefill and its queue (M/D/c), and under --rate an aggregated replica's wait for one of its "
-                  "slots (M/G/c over its --max-num-seqs, which sits above its mean batch). Rows are sized at the "
+                  "prefill and its queue (M/D/c; where prompts ride in decode steps, vLLM's and TensorRT-LLM's, the "
+                  "rest of the step in progress and the step that carries it), and under --rate an aggregated "
+                  "replica's wait for one of its slots (M/G/c over its --max-num-seqs, which sits above its mean "
+                  "batch). Rows are sized at the "
                   "expected "
                   "speed, the targets met there: at the band's slow end TPOT and TTFT are longer (the band shows how "
                   "much), so give tighter targets for a margin."

@@ -74,8 +74,8 @@ def test_disaggregation_wins_with_long_prompts_and_a_tight_tpot_not_with_short_o
     assert row.cards_total < row.other.cards_total
     assert row.prefill_workers + row.decode_workers == row.replicas
     # x = ceil(request rate x T_prefill), the rate by Little's law on the 400 users
-    # (a prefill worker batches prompts too: 8,192 tokens a forward is 2 prompts of 3,000, each costing
-    # _prefill_cost_s, checked by hand in the test above)
+    # (a prefill worker batches the prompts that arrived while its last forward ran, at most 8,192 tokens a forward,
+    # 2 prompts of 3,000, each costing _prefill_cost_s)
     from llmsize.estimate.runtimes import constants
     from llmsize.estimate.step_inputs import prefill_inputs
     from llmsize.estimate.replica import prefill_cost_s as _prefill_cost_s
@@ -87,18 +87,24 @@ def test_disaggregation_wins_with_long_prompts_and_a_tight_tpot_not_with_short_o
     x, c = prefill_inputs(p, "vllm"), constants(runtimes["vllm"], "cuda")
     pre = prefill_time_s(x, c)
     assert row.ttft_s > pre  # the cache's move over the node link
-    # vLLM fills its budget: rate plays no part; a pipeline's pp stages hold pp prompts at once, each costing the
-    # worker 1 / pp of its time (replica.PrefillCost.cards)
-    cost = _prefill_cost_s(x, c, 8192 // 3000, 1.0, apart=False) / row.pp
-    # the prompts queue for the x workers (M/D/x): x is the fewest that keep TTFT within 2 s, one fewer would not
-    # (or could not keep up at all)
-    from llmsize.estimate.queueing import wait_mgc_s
-
-    base = row.ttft_s - row.ttft_wait_s
+    # a prefill worker has no decode steps for prompts to ride in: whatever the engine, its forwards take the prompts
+    # waiting (apart), each worker seeing rate / x; a pipeline's pp stages hold pp prompts at once, each costing the
+    # worker 1 / pp of its time (replica.PrefillCost.cards). The pool's load: rate x that cost / x
+    cost = lambda x_: _prefill_cost_s(x, c, 8192 // 3000, rate / x_ / row.pp, apart=True) / row.pp  # noqa: E731
+    # a user's life: the prompt alone and the cache's move (3,000 tokens x 327,680 bytes / (tp x pp) at 50 GB/s), then
+    # its answer: Little's law gives the rate
+    base = pre + 3000 * 327_680 / (row.tp * row.pp) / 50e9
     rate = 400 / (base + 500 * row.tpot_s)
-    assert row.ttft_wait_s == pytest.approx(wait_mgc_s(rate, cost, row.prefill_workers))
-    assert base + wait_mgc_s(rate, cost, row.prefill_workers) <= 2.0
-    assert row.prefill_workers == 1 or base + wait_mgc_s(rate, cost, row.prefill_workers - 1) > 2.0
+    xs = row.prefill_workers
+    assert row.prefill_load == pytest.approx(rate * cost(xs) / xs, rel=1e-6) and row.prefill_load < 1
+    # TTFT: the prompt alone and its move, and the wait for a worker (replica.pool_first_token_s, checked against
+    # the pool replayed in tests/test_disaggregated_replay.py); x is the fewest that keep it within 2 s
+    from llmsize.estimate.replica import PrefillCost, pool_first_token_s
+
+    pool = PrefillCost(x, c, 8192 // 3000, True, pre, cards=row.pp, prompt_tokens=3000, step_tokens=8192, pool=True)
+    assert row.ttft_wait_s == pytest.approx(pool_first_token_s(pool, rate, xs) - pre, rel=1e-6)
+    assert row.ttft_s == pytest.approx(base + row.ttft_wait_s) and row.ttft_s <= 2.0
+    assert xs == 1 or base + pool_first_token_s(pool, rate, xs - 1) - pre > 2.0
     # the decode workers hold the users decoding at a time (Little's law: a user's life is its prefill, the move of
     # its cache and its decode; the first two spent elsewhere), not all 400
     decoding = 400 * 500 * row.tpot_s / (base + 500 * row.tpot_s)
@@ -161,13 +167,12 @@ def test_with_a_rate_the_batch_a_row_reports_is_the_one_its_requests_fill(catalo
     are rate x (TTFT + osl x TPOT) at that batch, to one request a worker (the batch is whole). An audit saw the
     8B on H100s at 6 requests/s reported as 2 x 75 at 30.2 ms a token, where those latencies hold 6 x 15.2 s = 91
     requests: the batch had been sized from the largest batch's step, not from the step it runs. A disaggregated
-    row's decode workers hold a request from its prefill on, not while it queues for a prefill worker: its TTFT
-    less that wait (ttft_wait_s)."""
+    row's decode workers hold a request from the moment its cache arrives, its osl x TPOT."""
     w = Workload(3000, 500, rate=rate)
     (row,) = fleet_rows(catalog.model(model), [catalog.gpu(card)], w, "vllm", runtimes)
     for r in filter(None, (row, row.other)):
         workers = r.decode_workers if r.mode == "disaggregated" else r.replicas
-        held_s = r.ttft_s - (r.ttft_wait_s or 0.0) if r.mode == "disaggregated" else r.ttft_s
+        held_s = 0.0 if r.mode == "disaggregated" else r.ttft_s
         in_flight = rate * (held_s + 500 * r.tpot_s)
         assert in_flight <= workers * r.batch_per_replica <= in_flight + workers, (r.mode, workers, r.batch_per_replica)
 
@@ -660,12 +665,14 @@ def test_the_node_link_sets_the_disaggregated_cache_move(run_cli):
     d_slow = next(r if r["mode"] == "disaggregated" else r["other"] for r in slow["rows"])
     base_fast = d_fast["ttft_s"] - d_fast["ttft_wait_s"]
     base_slow = d_slow["ttft_s"] - d_slow["ttft_wait_s"]
-    # base = prefill + move; the move is 4x longer: base_slow - base_fast = 3 x the 50 GB/s move, which is 3,000
-    # tokens x one card's cache per token (Llama 3.1 70B: 2 x 80 layers x 8 KV heads x 128 x 2 bytes = 327,680
-    # bytes, split over tp cards and, a pipeline's stages each moving their own layers' part, over pp) / 50 GB/s
+    # base = the prefill forward + move; the move is 4x longer: base_slow - base_fast = 3 x the 50 GB/s move, which is
+    # 3,000 tokens x one card's cache per token (Llama 3.1 70B: 2 x 80 layers x 8 KV heads x 128 x 2 bytes = 327,680
+    # bytes, split over tp cards and, a pipeline's stages each moving their own layers' part, over pp) / 50 GB/s; the
+    # forward, of the prompts that arrived together, shortens a little as the longer first token slows the users'
+    # requests (within 5% of the move's difference)
     assert (d_slow["tp"], d_slow["pp"]) == (d_fast["tp"], d_fast["pp"])
     move_fast = 3000 * 327_680 / (d_fast["tp"] * d_fast["pp"]) / 50e9
-    assert base_slow - base_fast == pytest.approx(3 * move_fast, rel=1e-6)
+    assert base_slow - base_fast == pytest.approx(3 * move_fast, rel=0.05)
     for bad in ("0", "-5", "nan"):
         code, out, err = run_cli(*base, "--node-link-gb-s", bad)
         assert code == 2 and "--node-link-gb-s" in err and "Traceback" not in err

@@ -53,9 +53,12 @@ gain is ~E; as b grows the pass turns compute-bound and the gain shrinks. A draf
 out of the replica's cache budget.
 
 Disaggregated serving (prefill and decode workers apart, xPyD, as vLLM/SGLang P/D and NVIDIA Dynamo run it):
-decode workers no longer pause for prefills (a user sees TPOT(b)), y = ceil(users / b) of them; prefill workers
-batch prompts the same way, C_prefill each; prompts queue for them, M/D/x (Allen-Cunneen), and x is the fewest
-that keep TTFT = T_prefill + the cache's move + Wq within --ttft (without a target, Wq within T_prefill);
+decode workers no longer pause for prefills (a user sees TPOT(b)), y = ceil(users / b) of them; a prefill worker,
+with no decode steps to ride in, batches the prompts that arrived while its last forward ran, whatever the engine
+(as SGLang's aggregated replicas do: k of them, C_prefill each); a prompt that finds every worker busy (Erlang C)
+waits for the next to free and rides its forward with the prompts that arrived meanwhile
+(estimate/replica.pool_first_token_s; estimate/disaggregated_replay.py replays it, fleet --simulate), and x is the
+fewest that keep TTFT = that + the cache's move within --ttft (without a target, the wait within T_prefill);
 the request rate is --rate, or users / (TTFT + osl x TPOT(b)); the finished cache moves to a decode worker over
 the node link (KV bytes of isl tokens / --node-link-gb-s, 50 GB/s per GPU by default), which TTFT pays too. The
 better of the two modes (cheaper, else fewer cards; at an equal cost aggregated, the simpler to run, even where the
@@ -73,7 +76,14 @@ from llmsize.errors import LlmsizeError
 from llmsize.estimate.expert_parallel import DP_CHOICES, expert_shard, supports_dep
 from llmsize.estimate.parallel import card_link
 from llmsize.estimate.queueing import wait_mgc_s
-from llmsize.estimate.replica import first_token_s, kv_pool_bytes, replica_timing, users_held
+from llmsize.estimate.replica import (
+    first_token_s,
+    kv_pool_bytes,
+    pool_first_token_s,
+    pool_idle_s,
+    replica_timing,
+    users_held,
+)
 from llmsize.estimate.runtimes import architecture_refusal
 from llmsize.estimate.serving_defaults import held_context_tokens, serving_defaults
 from llmsize.estimate.workload import Workload
@@ -437,12 +447,13 @@ def served_tok_s(w: Workload, users: int, ttft_s: float, tpot_s: float) -> float
 def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan) -> tuple[FleetRow | None,
                                                                                                str | None]:
     """x prefill workers, y decode workers of tp cards each; the cache crosses the node link once. The prompts
-    queue for the x prefill workers, M/D/x at the request rate (estimate/queueing.py), each worker batching what
-    its share of the rate brings (cost(rate / x)): x is the fewest that keep
-    the first token within --ttft, or without a target, that keep the wait within one prefill."""
+    queue for the x prefill workers at the request rate, each worker's forward taking the prompts waiting
+    (estimate/replica.pool_first_token_s): x is the fewest that keep the first token within --ttft, or without a
+    target, that keep the wait within one prefill."""
     kv_move_s = w.isl * (plan.kv_card or plan.kv).bytes_per_token / (w.node_link_gb_s * 1e9)
-    base = pre + kv_move_s
-    if w.ttft_s is not None and base > w.ttft_s:
+    pool = cost.prefill_only()  # prefill workers batch only the prompts waiting, whatever the engine
+    base = pool_idle_s(pool) + kv_move_s  # the first token at an idle pool: the prompt alone (its chunks) and the move
+    if w.ttft_s is not None and base >= w.ttft_s:
         return None, _miss(f"TTFT {base:.2f} s (prefill and moving the cache) exceeds the {w.ttft_s:g} s target",
                            base, w.ttft_s)
     b = _largest_batch(lambda b: w.tpot_s is None or tpot_fn(b) <= w.tpot_s, hi)
@@ -469,13 +480,16 @@ def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan
     tpot = tpot_fn(run) + (admission_wait_s(w, y, run, cap, decode_s) / max(1, w.osl - 1) if w.rate else 0.0)
     rate = w.rate if w.rate is not None else w.users / (base + w.osl * tpot)
     limit = w.ttft_s if w.ttft_s is not None else base + pre
-    x = math.floor(rate * cost(rate)) + 1  # the fewest that keep up (utilization below 1)
-    while base + wait_mgc_s(rate, cost(rate / x), x, w.prefill_cs2) > limit:
+    # a prompt's first token: alone, or after a wait for a worker, in a forward with the prompts that arrived meanwhile;
+    # it falls to `base` (below the limit) as workers are added
+    first = lambda x: pool_first_token_s(pool, rate, x, w.prefill_cs2) + kv_move_s  # noqa: E731
+    x = math.floor(rate * pool(rate)) + 1  # the fewest that keep up (utilization below 1)
+    while first(x) > limit:
         x += 1
-    ttft = base + wait_mgc_s(rate, cost(rate / x), x, w.prefill_cs2)
+    ttft = first(x)
     row = _row(g, par, moe, "disaggregated", x + y, run, served_tok_s(w, users, ttft, tpot), tpot, ttft, price, x, y,
                ttft - base)
-    return replace(row, prefill_load=rate * cost(rate / x) / x, max_batch=cap if w.rate is not None else None), None
+    return replace(row, prefill_load=rate * pool(rate / x) / x, max_batch=cap if w.rate is not None else None), None
 
 
 def runtime_refusal(runtime: str, runtimes: dict, g: GpuSpec) -> str | None:
@@ -661,7 +675,7 @@ def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: s
                 t = tpot_fn(b) + b * cost(b / (pre + w.osl * tpot_fn(b)), tpot_fn(b)) / w.osl  # TPOT_agg(b)
                 pts.append((1 / t, b / t / (tp * pp * dp)))
                 if runtime in DISAGGREGATING:
-                    disagg.append(disaggregated_point(b, tpot_fn(b), tp * pp * dp, w.osl, cost))
+                    disagg.append(disaggregated_point(b, tpot_fn(b), tp * pp * dp, w.osl, cost.prefill_only()))
         for mode, points in (("aggregated", pts), ("disaggregated", disagg)):
             front = [p for p in points if not any(q[0] >= p[0] and q[1] >= p[1] and q != p for q in points)]
             if front:

@@ -12,8 +12,12 @@ TTFT 0.053 s against the closed form's 0.059 s, and a Poisson replay at the same
 Poisson arrivals at rate / replicas. Requests draw their prompt and answer lengths independently from the
 workload's distributions (their equally likely points; a fixed length when none was given), the shared prefix
 taken off each prompt. REQUESTS_PER_USER requests a user (at least MIN_REQUESTS, at most MAX_REQUESTS), the first
-and last `users` requests left out of the figures (the ramp-up and the drain). Disaggregated, DEP, pipeline and speculative rows are not
-replayed (the replay has one engine and no draft), and say so.
+and last `users` requests left out of the figures (the ramp-up and the drain).
+
+A disaggregated row is replayed whole (estimate/disaggregated_replay.py): its x prefill workers taking the prompts
+from one queue, each prompt's cache moved over the node link, its y decode workers admitting up to the row's cap,
+under all of --users or --rate. DEP, pipeline and speculative rows are not replayed (the replay has neither the
+all-to-alls, the stages nor a draft), and say so.
 """
 
 from __future__ import annotations
@@ -43,7 +47,8 @@ class Simulated:
 
 def simulate_row(model: ModelSpec, gpu: GpuSpec, row, w: Workload, runtime: str, runtimes: dict,
                  kv_dtype: str = "bf16") -> Simulated | str:
-    """The row's replica replayed, or the one-line reason it is not."""
+    """The row's replica replayed (a disaggregated row: its prefill and decode workers together), or the one-line
+    reason it is not."""
     from llmsize.estimate.plan import PlanInputs, make_plan
     from llmsize.estimate.replica import replica_engine
     from llmsize.estimate.runtimes import backend, constants
@@ -52,8 +57,6 @@ def simulate_row(model: ModelSpec, gpu: GpuSpec, row, w: Workload, runtime: str,
 
     if row.replicas is None:
         return "no configuration serves the workload"
-    if row.mode != "aggregated":
-        return "disaggregated rows are not replayed (one engine only)"
     if (row.dp or 1) > 1 or row.pp > 1:
         return "DEP and pipeline rows are not replayed"
     if w.spec is not None:
@@ -70,15 +73,27 @@ def simulate_row(model: ModelSpec, gpu: GpuSpec, row, w: Workload, runtime: str,
     if engine is None:
         return f"no {runtime} prefill constants for this card"
     forward, policy = engine
-    users = math.ceil(w.users / row.replicas) if w.users is not None else None
+    apart = row.mode != "aggregated"  # the whole deployment, its prefill and decode workers
+    share = 1 if apart else row.replicas
+    users = math.ceil(w.users / share) if w.users is not None else None
     n = min(MAX_REQUESTS, max(MIN_REQUESTS, REQUESTS_PER_USER * (users or row.batch_per_replica)))
     rng = random.Random(SEED)
     isl_d, osl_d = w.lengths()
     keep = 1.0 - w.shared_prefix
-    prompts = [max(1, round(rng.choice(isl_d.points) * keep)) for _ in range(n)]
+    drawn = [rng.choice(isl_d.points) for _ in range(n)]
+    prompts = [max(1, round(p * keep)) for p in drawn]
     outputs = [max(1, rng.choice(osl_d.points)) for _ in range(n)]
     wave = min(users or row.batch_per_replica, (n - 1) // 2)
-    if users is not None:
+    if apart:
+        from llmsize.estimate.disaggregated_replay import replay_disaggregated
+
+        per_token_s = (plan.kv_card or plan.kv).bytes_per_token / (w.node_link_gb_s * 1e9)
+        r = replay_disaggregated(
+            prompts, outputs, forward, row.prefill_workers, limits.prefill_tokens, forward.decode_step_s,
+            row.decode_workers, row.running_cap, lambda p: p / keep * per_token_s, users=users,
+            arrivals_s=None if users is not None else poisson_arrivals(n, w.rate, SEED),
+            stagger_s=row.ttft_s + w.osl * row.tpot_s, skip=wave)
+    elif users is not None:
         r = replay(prompts, outputs, users, forward, limits.prefill_tokens, row.batch_per_replica, policy,
                    skip=wave, stagger_s=row.ttft_s + w.osl * row.tpot_s)
     else:
@@ -90,12 +105,7 @@ def simulate_row(model: ModelSpec, gpu: GpuSpec, row, w: Workload, runtime: str,
 
 def simulate_rows(model: ModelSpec, gpus: list[GpuSpec], rows: list, w: Workload, runtime: str, runtimes: dict,
                   kv_dtype: str = "bf16") -> dict:
-    """card id -> (whether the replay is of the row's `other`, its Simulated or why not), for each row that meets
-    its targets; a disaggregated best row replays its aggregated alternative (one engine is what the replay has)."""
+    """card id -> the row's Simulated, or why it is not replayed, for each row that meets its targets."""
     by_id = {g.id: g for g in gpus}
-    out = {}
-    for r in rows:
-        if r.meets_slo and r.card in by_id:
-            target = r.other if r.mode != "aggregated" and r.other is not None else r
-            out[r.card] = (target is not r, simulate_row(model, by_id[r.card], target, w, runtime, runtimes, kv_dtype))
-    return out
+    return {r.card: simulate_row(model, by_id[r.card], r, w, runtime, runtimes, kv_dtype)
+            for r in rows if r.meets_slo and r.card in by_id}

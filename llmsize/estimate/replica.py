@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 
 from llmsize.errors import LlmsizeError
 from llmsize.estimate.lengths import Z95
-from llmsize.estimate.queueing import wait_mgc_s
+from llmsize.estimate.queueing import erlang_c, wait_mgc_s
 from llmsize.estimate.serving_defaults import held_context_tokens
 from llmsize.estimate.speculative import Spec, draft_memory, mtp_step_s, time_per_token_s, verify_step
 from llmsize.estimate.speed import prefill_parts_s
@@ -181,6 +181,7 @@ class PrefillCost:
     cards: int = 1
     prompt_tokens: int = 1  # the prompt's length
     step_tokens: int = 0  # the tokens a forward takes (the engine's token budget); 0: the whole prompt in one
+    pool: bool = False  # a disaggregated prefill worker's (prefill_only)
 
     def chunks(self, decoding: int = 0) -> int:
         """The forwards a prompt is spread over where prompts ride in decode steps: the step's token budget less
@@ -190,6 +191,12 @@ class PrefillCost:
         return math.ceil(max(1, round(self.prompt_tokens * self.factor)) / max(1, self.step_tokens - decoding))
 
     def __call__(self, rate_per_s: float, step_s: float = 0.0) -> float:
+        if self.pool and self.most <= 1 and self.step_tokens > 0:
+            # a prefill worker's prompt over its budget: n = prompt / budget forwards, each with the weights' read
+            # and the fixed costs (the last shared with the next prompt's first chunk)
+            n = max(1.0, self.prompt_tokens * self.factor / self.step_tokens)
+            compute, weights, fixed = prefill_parts_s(self.x, self.c)
+            return (max(self.factor * compute, n * weights) + n * fixed) / self.cards
         return self.factor * prefill_cost_s(self.x, self.c, self.most, rate_per_s / self.cards, self.apart,
                                             step_s) / self.cards
 
@@ -214,6 +221,11 @@ class PrefillCost:
 
     def scaled(self, factor: float) -> "PrefillCost":
         return replace(self, factor=self.factor * factor)
+
+    def prefill_only(self) -> "PrefillCost":
+        """A disaggregated prefill worker's: with no decode steps to ride in, whatever the engine, a forward holds
+        the prompts that arrived while the last one ran (prompts_per_forward), under a light load one."""
+        return replace(self, apart=True, pool=True)
 
 
 def prompts_per_forward(rate_per_s: float, forward_s, most: int, step_s: float = 0.0) -> float:
@@ -310,3 +322,59 @@ def mixed_first_token_s(decode_s: float, step_s: float, each_s: float, rate_per_
         return math.inf
     rest = busy * (service / chunks) / 2 + (1 - busy) * decode_s / 2
     return rest + service + wait_mgc_s(lam, service, 1, cs2)
+
+
+def pool_idle_s(cost: "PrefillCost") -> float:
+    """A prompt's first token at a pool of prefill workers with one free (`cost` prefill-only): its forward alone,
+    max(compute, weights) + fixed, or for a prompt over the forward's budget its chunks' forwards (PrefillCost.pool;
+    a lane's, which pool_first_token_s approaches as workers are added). Seconds."""
+    if cost.most <= 1 and cost.step_tokens > 0:
+        return cost(0.0) * cost.cards
+    compute, weights, fixed = prefill_parts_s(cost.x, cost.c)
+    return cost.factor * (max(compute, weights) + fixed)
+
+
+def pool_first_token_s(cost: "PrefillCost", rate_per_s: float, workers: int, cs2: float = 0.0) -> float:
+    """A prompt's first token at a pool of prefill workers sharing one queue (disaggregated serving), the cache's
+    move aside; `cost` the prefill-only cost (PrefillCost.prefill_only), rate_per_s Poisson. A worker's forward of k
+    prompts costs max(k x compute, weights) + fixed, taken as rest + k x one: one = a prompt's compute, rest = the
+    rest of a one-prompt forward (fixed, and the weights' read beyond the compute). A worker, free, takes the
+    prompts waiting; each of the `cost.cards` lanes of a worker (a pipeline's stages) is a server, so s = workers x
+    lanes servers see lam = rate_per_s.
+
+    A prompt finds a server free with probability 1 - C (C: Erlang C at the pool's load, rate x a prompt's cost to a
+    worker, estimate/queueing.erlang_c) and goes alone: rest + one. Else it waits for the next server to free, then
+    rides its forward with every prompt that arrived since that server's last one: with L the length-biased gap
+    between frees, L / 2 + rest + one x (1 + lam L). One server: its forwards are S = rest + one x N, N the prompts
+    that arrived during the last (Poisson of mean lam S_prev; one^2 (1 + cs2) a prompt's mean square), as in
+    mixed_first_token_s: Var S = lam E[S] one^2 (1 + cs2) / (1 - (lam one)^2), L = E[S^2] / E[S]. s servers: the
+    frees come every g = E[S] / s, a forward's count Poisson over a gap: L = g + lam one^2 (1 + cs2) / s^2.
+    E[S] = rest + one x k, k the prompts a forward holds (prompts_per_forward). The others are not capped at the
+    forward's token budget: those it leaves out go first or next, first come first served, so they delay the prompt
+    about as much (capping them fell 18% short of the replay for one worker at a load of 0.85); but a prompt that
+    fills the budget alone goes one at a time, in chunks of the budget, each forward with its fixed costs and the
+    last shared with the next prompt's first: M/D/s at that service, and Allen-Cunneen's wait. Against the pool
+    replayed (estimate/disaggregated_replay.py; tests/test_disaggregated_replay.py): within 13% (median 3%) over 1 to 6
+    workers at loads of 0.3 to 0.85, prompts over the budget to 0.6 (at 0.85 they fall 19-34% short: a prompt's last
+    chunk also carries the next prompt's first, and the M/D/s wait is steep there). Units: seconds, requests/s."""
+    compute, weights, fixed = prefill_parts_s(cost.x, cost.c)
+    one = cost.factor * compute
+    rest = cost.factor * (fixed + max(0.0, weights - compute))
+    servers = workers * cost.cards
+    if cost.most <= 1:  # a prompt fills a forward's budget: one at a time, in chunks, M/D/s (M/G/s with cs2)
+        service = pool_idle_s(cost)
+        return service + wait_mgc_s(rate_per_s, service, servers, cs2)
+    load = rate_per_s * cost(rate_per_s / workers) * cost.cards  # erlangs, in servers
+    if load >= servers:
+        return math.inf
+    waits = erlang_c(servers, load)
+    mean_s = rest + one * cost.prompts(rate_per_s / workers)
+    if servers == 1:
+        rho = rate_per_s * one
+        if rho >= 1:
+            return math.inf
+        var = rate_per_s * mean_s * one * one * (1 + cs2) / (1 - rho * rho)
+        gap = (mean_s * mean_s + var) / mean_s
+    else:
+        gap = mean_s / servers + rate_per_s * one * one * (1 + cs2) / servers ** 2
+    return (1 - waits) * (rest + one) + waits * (gap / 2 + rest + one * (1 + rate_per_s * gap))

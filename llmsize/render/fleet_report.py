@@ -66,8 +66,7 @@ def _io_words(w) -> str:
 
 
 def fleet_to_dict(model, w, runtime, currency, rows, sims: dict | None = None, kv_dtype: str = "bf16") -> dict:
-    """sims (--simulate): card id -> (of the other mode?, its replay), under that row's `simulated` (the row's own,
-    or its `other`'s when the best row is disaggregated)."""
+    """sims (--simulate): card id -> its row's replay (or why not), under that row's `simulated`."""
     out_rows = []
     for r in rows:
         d = asdict(r)
@@ -76,8 +75,7 @@ def fleet_to_dict(model, w, runtime, currency, rows, sims: dict | None = None, k
                 band = row.tok_s_per_user_band
                 out["tok_s_per_user_low"], out["tok_s_per_user_high"] = band if band else (None, None)
         if sims is not None and r.card in sims:
-            other, sim = sims[r.card]
-            (d["other"] if other and d.get("other") else d)["simulated"] = _simulated(sim)
+            d["simulated"] = _simulated(sims[r.card])
         out_rows.append(d)
     return {"model": model.id, "runtime": runtime, "currency": currency,
             "workload": {"isl": w.isl, "osl": w.osl, "users": w.users, "rate": w.rate, "ttft_s": w.ttft_s,
@@ -95,17 +93,17 @@ def fleet_to_dict(model, w, runtime, currency, rows, sims: dict | None = None, k
 
 
 def render_simulated(sims: dict, console) -> None:
-    """--simulate: each served row's replica replayed, its TTFT and TPOT spread."""
+    """--simulate: each served row replayed, its TTFT and TPOT spread."""
     from rich import box
     from rich.table import Table
 
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left", collapse_padding=True,
-              title="Simulated: one replica replayed under its share of the load (estimate/fleet_simulation.py)")
+              title="Simulated: each row's replica, or its prefill and decode workers, replayed "
+                    "(estimate/fleet_simulation.py)")
     for col in ("card", "measured", "TTFT s mean", "p50", "p95", "p99", "TPOT ms mean", "p50", "p95", "p99"):
         t.add_column(col, justify="left" if col == "card" else "right", no_wrap=True)
     notes = []
-    for card, (other, sim) in sims.items():
-        label = f"{card} (agg)" if other else card
+    for label, sim in sims.items():
         if isinstance(sim, str):
             notes.append(f"  {label}: not replayed: {sim}")
             continue
@@ -114,9 +112,8 @@ def render_simulated(sims: dict, console) -> None:
     print_rich(console, t)
     for line in notes:
         console.print(line)
-    agg = any(other for other, _ in sims.values())
-    console.print(("(agg): the card's best row is disaggregated; its aggregated alternative is replayed. " if agg
-                   else "") + "Each replica at its share of the load (--users: a closed loop, its users' starts "
+    console.print("Each aggregated replica at its share of the load, a disaggregated row's prefill and decode "
+                  "workers together under all of it (--users: a closed loop, its users' starts "
                   "staggered; --rate: Poisson arrivals); measured: the requests replayed less the ramp-up and the "
                   "drain; lengths drawn from the workload's distributions. A closed loop of fixed lengths sends "
                   "its prompts almost evenly spaced, so its "

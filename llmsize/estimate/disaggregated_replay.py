@@ -29,19 +29,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
-from llmsize.estimate.serving_replay import Forward, ReplayResult, quantiles
-
-
-@dataclass
-class _Req:
-    index: int
-    prompt: int
-    output: int
-    sent_s: float = 0.0
-    prefilled: int = 0
-    first_s: float | None = None
-    emitted: int = 0
-    done_s: float | None = None
+from llmsize.estimate.serving_replay import Forward, ReplayResult, Request, replay_result
 
 
 @dataclass
@@ -72,7 +60,7 @@ def replay_disaggregated(prompts: list[int], outputs: list[int], prefill: Forwar
         raise ValueError("arrivals_s must give one time per request, in order")
     if skip < 0 or 2 * skip >= n:
         raise ValueError("skip must leave some requests measured (0 <= 2 x skip < requests)")
-    reqs = [_Req(i, max(1, p), max(1, o)) for i, (p, o) in enumerate(zip(prompts, outputs))]
+    reqs = [Request(max(1, p), max(1, o), index=i) for i, (p, o) in enumerate(zip(prompts, outputs))]
     events: list = []
     order = itertools.count()
 
@@ -89,11 +77,11 @@ def replay_disaggregated(prompts: list[int], outputs: list[int], prefill: Forwar
         for i in range(first):
             at(i * stagger_s / first, "arrive", reqs[i])
         sent = first
-    queue: deque[_Req] = deque()
+    queue: deque[Request] = deque()
     free = list(range(prefill_workers))  # prefill workers with no forward running
-    carry: list[_Req | None] = [None] * prefill_workers  # a chunked prompt each worker goes on with
+    carry: list[Request | None] = [None] * prefill_workers  # a chunked prompt each worker goes on with
     decoders = [_Decoder() for _ in range(decode_workers)]
-    finished: list[_Req] = []
+    finished: list[Request] = []
     now = 0.0
 
     def start_prefills() -> None:
@@ -122,7 +110,7 @@ def replay_disaggregated(prompts: list[int], outputs: list[int], prefill: Forwar
         if d.stepping:
             at(now + decode_step_s(len(d.running)), "stepped", d)
 
-    def finish(r: _Req) -> None:
+    def finish(r: Request) -> None:
         nonlocal sent
         r.done_s = now
         finished.append(r)
@@ -159,9 +147,4 @@ def replay_disaggregated(prompts: list[int], outputs: list[int], prefill: Forwar
         for d in decoders:
             if not d.stepping:
                 step(d)
-    kept = [r for r in finished if skip <= r.index < n - skip]
-    ttft = [r.first_s - r.sent_s for r in kept]
-    tpot = [(r.done_s - r.first_s) / (r.output - 1) for r in kept if r.output > 1]
-    return ReplayResult(sum(ttft) / len(ttft), sum(tpot) / len(tpot) if tpot else 0.0,
-                        sum(r.output for r in finished) / now if now > 0 else 0.0, now, len(finished),
-                        quantiles(ttft), quantiles(tpot))
+    return replay_result(finished, n, skip, now)

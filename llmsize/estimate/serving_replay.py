@@ -23,10 +23,10 @@ A request of o output tokens finishes o - 1 decode steps after its first token. 
 sent when an answer ends, comes in from the forward after the one that starts then: an engine schedules its next
 forward the moment one ends, before the last token has reached the client and the client's request has come back
 (vLLM V1, vllm/v1/engine/core.py EngineCoreProc.run_busy_loop: take what the input queue holds, then step; it
-waits for input only when it has no work, so an idle engine takes the request at once). An open loop (arrivals_s, e.g.
-poisson_arrivals: a --rate load) sends each request at its time instead, whatever is in flight. bench_serving's metrics: TTFT =
-first token - send time; TPOT = (latency - TTFT) / (o - 1) for o > 1, averaged over requests; output tok/s = all
-output tokens / the run's duration. Units: seconds, tokens.
+waits for input only when it has no work, so an idle engine takes the request at once). An open loop (arrivals_s,
+e.g. poisson_arrivals: a --rate load) sends each request at its time instead, whatever is in flight.
+bench_serving's metrics: TTFT = first token - send time; TPOT = (latency - TTFT) / (o - 1) for o > 1, averaged
+over requests; output tok/s = all output tokens / the run's duration. Units: seconds, tokens.
 """
 
 from __future__ import annotations
@@ -80,7 +80,10 @@ def quantiles(values: list[float], qs=(0.50, 0.95, 0.99)) -> tuple[float, ...]:
 
 
 @dataclass
-class _Request:
+class Request:
+    """One request as a replay follows it: its lengths, when it was sent, its prompt tokens prefilled so far, its
+    first token, its tokens emitted, when it ended (seconds, tokens)."""
+
     prompt: int
     output: int
     sent_s: float = 0.0
@@ -137,21 +140,21 @@ def replay(prompts: list[int], outputs: list[int], max_concurrency: int, forward
     cap = max(1, max_running if max_running is not None else max_concurrency)
     if skip < 0 or 2 * skip >= len(prompts):
         raise ValueError("skip must leave some requests measured (0 <= 2 x skip < requests)")
-    pending = deque(_Request(max(1, p), max(1, o), index=i) for i, (p, o) in enumerate(zip(prompts, outputs)))
+    pending = deque(Request(max(1, p), max(1, o), index=i) for i, (p, o) in enumerate(zip(prompts, outputs)))
     if arrivals_s is not None:
         for r, t in zip(pending, arrivals_s):
             r.sent_s = t
-    starts: deque[_Request] = deque()  # a staggered closed loop's first requests, each at its user's start
+    starts: deque[Request] = deque()  # a staggered closed loop's first requests, each at its user's start
     if arrivals_s is None and stagger_s > 0:
         first = min(max_concurrency, len(pending))
         for i in range(first):
             r = pending.popleft()
             r.sent_s = i * stagger_s / first
             starts.append(r)
-    waiting: deque[_Request] = deque()
-    answered: deque[_Request] = deque()  # a closed loop's next requests, sent as a forward ended: in by the one after
-    running: list[_Request] = []
-    finished: list[_Request] = []
+    waiting: deque[Request] = deque()
+    answered: deque[Request] = deque()  # a closed loop's next requests, sent as a forward ended: in by the one after
+    running: list[Request] = []
+    finished: list[Request] = []
     now, in_flight = 0.0, 0
 
     def send() -> None:
@@ -175,7 +178,7 @@ def replay(prompts: list[int], outputs: list[int], max_concurrency: int, forward
                 return
             now = max(now, starts[0].sent_s)  # nothing to run: idle until the next user starts
 
-    def admit(budget: int) -> tuple[int, list[_Request]]:
+    def admit(budget: int) -> tuple[int, list[Request]]:
         """Prompt tokens taken this forward, and the prompts it completes."""
         taken, done = 0, []
         for r in list(waiting):
@@ -191,7 +194,7 @@ def replay(prompts: list[int], outputs: list[int], max_concurrency: int, forward
                 break  # a chunked prompt goes on in the next forward
         return taken, done
 
-    def emit(rs: list[_Request]) -> None:
+    def emit(rs: list[Request]) -> None:
         nonlocal in_flight
         for r in rs:
             r.emitted += 1
@@ -231,9 +234,15 @@ def replay(prompts: list[int], outputs: list[int], max_concurrency: int, forward
         waiting.extend(answered)
         answered.clear()
         send()
-    kept = [r for r in finished if skip <= r.index < len(prompts) - skip]
+    return replay_result(finished, len(prompts), skip, now)
+
+
+def replay_result(finished: list[Request], requests: int, skip: int, duration_s: float) -> ReplayResult:
+    """A replay's figures as bench_serving prints them, the first and last `skip` of its `requests` (in the order
+    sent) left out of TTFT and TPOT."""
+    kept = [r for r in finished if skip <= r.index < requests - skip]
     ttft = [r.first_s - r.sent_s for r in kept]
     tpot = [(r.done_s - r.first_s) / (r.output - 1) for r in kept if r.output > 1]
     return ReplayResult(sum(ttft) / len(ttft), sum(tpot) / len(tpot) if tpot else 0.0,
-                        sum(r.output for r in finished) / now if now > 0 else 0.0, now, len(finished),
-                        quantiles(ttft), quantiles(tpot))
+                        sum(r.output for r in finished) / duration_s if duration_s > 0 else 0.0, duration_s,
+                        len(finished), quantiles(ttft), quantiles(tpot))

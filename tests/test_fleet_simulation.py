@@ -126,3 +126,20 @@ def test_under_a_rate_a_disaggregated_row_replays_near_its_closed_form(catalog, 
     sim = simulate_row(m, g, pd, w, "vllm", runtimes)
     assert sim.ttft_mean_s == pytest.approx(pd.ttft_s, rel=0.15)
     assert sim.tpot_mean_s == pytest.approx(pd.tpot_s, rel=0.05)
+
+
+def test_a_whole_deployment_is_replayed_for_several_waves_or_says_why_not(catalog, runtimes):
+    """A disaggregated row is replayed whole, so its requests in flight are all its users: 2,000 users of Llama
+    3.1 70B on B200s get 12 requests each (24,000, 12M answer tokens), the first and last 2,000 left out; 20,000 users
+    would need 4 x 20,000 requests of 500 tokens, past the 30M tokens a replay emits, and the row says so instead of
+    a figure from the ramp-up alone (the replay had stopped at 3,000 requests: 2 measured)."""
+    m, g = catalog.model("llama-3.1-70b"), catalog.gpu("b200")
+    w = Workload(3000, 500, users=2000, ttft_s=2.0, tpot_s=1 / 30)
+    (row,) = fleet_rows(m, [g], w, "vllm", runtimes)
+    assert row.mode == "disaggregated"
+    sim = simulate_row(m, g, row, w, "vllm", runtimes)
+    assert sim.requests == 24_000 and sim.measured == 20_000
+    w = Workload(3000, 500, users=20_000, ttft_s=2.0, tpot_s=1 / 30)
+    (row,) = fleet_rows(m, [g], w, "vllm", runtimes)
+    why = simulate_row(m, g, row, w, "vllm", runtimes)
+    assert isinstance(why, str) and "20,000 requests in flight are more than a replay follows" in why

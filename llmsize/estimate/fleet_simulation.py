@@ -11,8 +11,10 @@ closed form's Poisson arrivals: Llama 3.1 8B on an H100 under vLLM, 64 users, 1,
 TTFT 0.053 s against the closed form's 0.059 s, and a Poisson replay at the same throughput 0.058 s); --rate as
 Poisson arrivals at rate / replicas. Requests draw their prompt and answer lengths independently from the
 workload's distributions (their equally likely points; a fixed length when none was given), the shared prefix
-taken off each prompt. REQUESTS_PER_USER requests a user (at least MIN_REQUESTS, at most MAX_REQUESTS), the first
-and last `users` requests left out of the figures (the ramp-up and the drain).
+taken off each prompt. REQUESTS_PER_USER requests for each request in flight (the users; under --rate, what the
+rate keeps in flight), at least MIN_REQUESTS, within MAX_TOKENS answer tokens (a few seconds of replay) and never
+under MIN_WAVES waves: a load that needs more is not replayed and says so. The first and last wave of requests
+are left out of the figures (the ramp-up and the drain).
 
 A disaggregated row is replayed whole (estimate/disaggregated_replay.py): its x prefill workers taking the prompts
 from one queue, each prompt's cache moved over the node link, its y decode workers admitting up to the row's cap,
@@ -31,7 +33,8 @@ from llmsize.estimate.workload import Workload
 
 REQUESTS_PER_USER = 12
 MIN_REQUESTS = 200
-MAX_REQUESTS = 3000
+MIN_WAVES = 4  # a ramp-up, two measured, a drain
+MAX_TOKENS = 30_000_000  # answer tokens a replay emits at most
 SEED = 20261201
 
 
@@ -76,14 +79,19 @@ def simulate_row(model: ModelSpec, gpu: GpuSpec, row, w: Workload, runtime: str,
     apart = row.mode != "aggregated"  # the whole deployment, its prefill and decode workers
     share = 1 if apart else row.replicas
     users = math.ceil(w.users / share) if w.users is not None else None
-    n = min(MAX_REQUESTS, max(MIN_REQUESTS, REQUESTS_PER_USER * (users or row.batch_per_replica)))
+    # the requests in flight: the users, or under --rate the replica's batch, or all the deployment holds
+    wave = users or (math.ceil(w.rate * (row.ttft_s + w.osl * row.tpot_s)) if apart else row.batch_per_replica)
+    n = max(MIN_REQUESTS, min(REQUESTS_PER_USER * wave, MAX_TOKENS // max(1, w.osl)))
+    if n < MIN_WAVES * wave:
+        return (f"{wave:,} requests in flight are more than a replay follows ({MIN_WAVES} x {wave:,} requests of "
+                f"{w.osl:,} tokens, past {MAX_TOKENS // 1_000_000}M tokens)")
     rng = random.Random(SEED)
     isl_d, osl_d = w.lengths()
     keep = 1.0 - w.shared_prefix
     drawn = [rng.choice(isl_d.points) for _ in range(n)]
     prompts = [max(1, round(p * keep)) for p in drawn]
     outputs = [max(1, rng.choice(osl_d.points)) for _ in range(n)]
-    wave = min(users or row.batch_per_replica, (n - 1) // 2)
+    wave = min(wave, (n - 1) // 2)
     if apart:
         from llmsize.estimate.disaggregated_replay import replay_disaggregated
 

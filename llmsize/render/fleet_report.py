@@ -109,7 +109,10 @@ def render_simulated(sims: dict, console) -> None:
             continue
         t.add_row(label, f"{sim.measured:,}", f"{sim.ttft_mean_s:.2f}", *(f"{x:.2f}" for x in sim.ttft_s),
                   f"{sim.tpot_mean_s * 1000:.1f}", *(f"{x * 1000:.1f}" for x in sim.tpot_s))
-    print_rich(console, t)
+    if t.row_count:
+        print_rich(console, t)
+    else:
+        console.print(t.title)
     for line in notes:
         console.print(line)
     console.print("Each aggregated replica at its share of the load, a disaggregated row's prefill and decode "

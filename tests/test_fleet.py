@@ -24,10 +24,10 @@ def test_a_dense_8b_on_one_card_follows_the_formulas(catalog, runtimes):
     the step's). A user sees TPOT(b) + b x that / 200 per token (the
     other users' prefills stall it), replicas = ceil(64 / b), output = 64 users / that TPOT. vLLM's prompts ride in
     decode steps: at the replica's arrival rate lambda = b / (T_prefill + 200 x TPOT) (Little), a step is the decode
-    step d plus `cost` for each prompt that arrived during the last one, mean TPOT and variance
-    lambda x TPOT x cost^2 / (1 - (lambda x cost)^2); a prompt waits out the step it lands in (length-biased rest
-    R = E[S^2] / (2 E[S])), then rides the next with the lambda x 2R others that arrived meanwhile:
-    TTFT = R + d + cost x (1 + lambda x 2R), of which all but its own step's d + cost is waiting."""
+    step d plus `cost` for each prompt that arrived during the last one, mean d / (1 - lambda x cost) and variance
+    lambda x that mean x cost^2 / (1 - (lambda x cost)^2); a prompt waits out the step it lands in (length-biased
+    rest R = E[S^2] / (2 E[S])), then rides the next with the lambda x 2R others that arrived meanwhile (at most the
+    63 other users): TTFT = R + d + cost x (1 + lambda x 2R), of which all but its own step's d + cost is waiting."""
     from llmsize.estimate.runtimes import constants
     from llmsize.estimate.step_inputs import prefill_inputs, step_inputs
     from llmsize.estimate.plan import PlanInputs, make_plan
@@ -53,7 +53,9 @@ def test_a_dense_8b_on_one_card_follows_the_formulas(catalog, runtimes):
     rho = lam * cost
     assert 0 < rho < 1
     d = decode_step_time_s(step_inputs(p, p.decode_model.step(b), "vllm"), c)
-    rest = (tpot ** 2 + lam * tpot * cost ** 2 / (1 - rho ** 2)) / (2 * tpot)
+    mean = d / (1 - rho)
+    rest = (mean ** 2 + lam * mean * cost ** 2 / (1 - rho ** 2)) / (2 * mean)
+    assert lam * 2 * rest < 63
     ttft = rest + d + cost * (1 + lam * 2 * rest)
     assert agg.tpot_s == pytest.approx(tpot) and agg.ttft_s == pytest.approx(ttft)
     assert agg.ttft_wait_s == pytest.approx(ttft - d - cost)

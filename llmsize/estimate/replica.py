@@ -284,13 +284,13 @@ def first_token_s(b: int, tpot_fn, cost: "PrefillCost", rate_per_s: float, osl: 
     step = tpot_fn(b) + b * each / osl
     rate = b / (cost.alone_s * cost.factor + osl * step)
     if not cost.apart and decode > 0:
-        return mixed_first_token_s(decode, step, each, rate, cost, b, cs2)
+        return mixed_first_token_s(decode, each, rate, cost, b, cs2)
     residual = decode / 2 if cost.apart else 0.0
     return cost.forward_s(rate_per_s, decode) + residual + wait_mgc_s(rate, each, 1, cs2)
 
 
-def mixed_first_token_s(decode_s: float, step_s: float, each_s: float, rate_per_s: float, cost: "PrefillCost",
-                        b: int, cs2: float = 0.0) -> float:
+def mixed_first_token_s(decode_s: float, each_s: float, rate_per_s: float, cost: "PrefillCost", b: int,
+                        cs2: float = 0.0) -> float:
     """TTFT where prompts ride in decode steps (vLLM V1, TensorRT-LLM in-flight batching): the scheduler fills each
     step with the decoding requests' tokens, then the waiting prompts' (estimate/serving_replay.py replays it). With
     the prompts' cost split among `cost.cards` lanes, a lane sees the rate lam = rate / lanes and a prompt costs its
@@ -298,10 +298,11 @@ def mixed_first_token_s(decode_s: float, step_s: float, each_s: float, rate_per_
 
     A prompt that fits one step's token budget (one chunk): steps are S = d + m N, N the prompts that arrived during
     the step before (Poisson of mean lam S_prev; m^2 (1 + cs2) the mean square of a prompt's cost), so
-        E[S] = d / (1 - lam m)  (the replica's TPOT_agg),  Var S = lam E[S] m^2 (1 + cs2) / (1 - (lam m)^2).
+        E[S] = d / (1 - lam m)  (about the replica's TPOT_agg),  Var S = lam E[S] m^2 (1 + cs2) / (1 - (lam m)^2).
     A Poisson arrival lands in a step picked by its length, waits out its rest, R = E[S^2] / (2 E[S]), then rides
-    the next step with the others that arrived in the same step (Poisson of mean lam x 2R):
-        TTFT = R + d + m (1 + lam 2R).
+    the next step with the others that arrived in the same step (Poisson of mean lam x 2R, and no more than the
+    b - 1 other users):
+        TTFT = R + d + m (1 + min(lam 2R, b - 1)).
     A prompt over the budget goes in n chunks, one a step, first come first served: its service is n d + m, the
     prompts ahead queue as M/D/1 (M/G/1 with cs2), and R is the rest of a step in progress, half a chunk step with
     probability lam (n d + m) (the share of time a prompt is chunked), else half a decode step.
@@ -313,9 +314,10 @@ def mixed_first_token_s(decode_s: float, step_s: float, each_s: float, rate_per_
         rho = lam * m
         if rho >= 1:
             return math.inf
-        var = lam * step_s * m * m * (1 + cs2) / (1 - rho * rho)
-        rest = (step_s * step_s + var) / (2 * step_s)
-        return rest + decode_s + m * (1 + lam * 2 * rest)
+        mean_s = decode_s / (1 - rho)
+        var = lam * mean_s * m * m * (1 + cs2) / (1 - rho * rho)
+        rest = (mean_s * mean_s + var) / (2 * mean_s)
+        return rest + decode_s + m * (1 + min(lam * 2 * rest, b - 1))
     service = chunks * decode_s + m
     busy = lam * service
     if busy >= 1:

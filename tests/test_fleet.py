@@ -21,10 +21,10 @@ def test_a_dense_8b_on_one_card_follows_the_formulas(catalog, runtimes):
     the batch is the 64 users (the cache holds more, and vLLM's cap on an 80 GiB card is 1,024). vLLM prefills
     8,192 tokens a forward on such a card, so 8 prompts of 1,000 share one read of the weights and one set of fixed
     costs: a prompt costs max(compute, weights / 8) + fixed / 8 (fixed: the layers' decode and eager-prefill costs and
-    the step's). A user sees TPOT(b) + b x that / 200 per token (the
-    other users' prefills stall it), replicas = ceil(64 / b), output = 64 users / that TPOT. vLLM's prompts ride in
-    decode steps: at the replica's arrival rate lambda = b / (T_prefill + 200 x TPOT) (Little), a step is the decode
-    step d plus `cost` for each prompt that arrived during the last one, mean d / (1 - lambda x cost) and variance
+    the step's). A user sees TPOT(b) + (b - 1) x that / 200 per token (the other users' prefills stall it; its own
+    came before its first token), replicas = ceil(64 / b), output by Little's law. vLLM's prompts ride in decode
+    steps: at the replica's arrival rate lambda = b / (T_prefill + 200 x (TPOT(b) + b x that / 200)) (b requests a
+    cycle of the replica, every prompt in it), a step is the decode step d plus `cost` for each prompt that arrived during the last one, mean d / (1 - lambda x cost) and variance
     lambda x that mean x cost^2 / (1 - (lambda x cost)^2); a prompt waits out the step it lands in (length-biased
     rest R = E[S^2] / (2 E[S])), then rides the next with the lambda x 2R others that arrived meanwhile (at most the
     63 other users): TTFT = R + d + cost x (1 + lambda x 2R), of which all but its own step's d + cost is waiting."""
@@ -47,12 +47,13 @@ def test_a_dense_8b_on_one_card_follows_the_formulas(catalog, runtimes):
     weights = x.weight_bytes / (x.bandwidth_bytes_per_s * c.eta_w(x.format_class))
     cost = max(compute, weights / 8) + (x.layers * (c.t_layer_s + c.t_prefill_layer_s) + c.t_step_s) / 8
     assert cost < pre  # batching prompts never makes one dearer
-    tpot = decode_step_time_s(step_inputs(p, p.decode_model.step(b), "vllm"), c) + b * cost / 200
+    d = decode_step_time_s(step_inputs(p, p.decode_model.step(b), "vllm"), c)
+    tpot = d + (b - 1) * cost / 200
     assert agg.tp == 1 and agg.batch_per_replica == b and agg.replicas == math.ceil(64 / b)
-    lam = b / (pre + 200 * tpot)
+    # the replica's cycle, every prompt in it: b requests per T_prefill + 200 x (d + b x cost / 200)
+    lam = b / (pre + 200 * (d + b * cost / 200))
     rho = lam * cost
     assert 0 < rho < 1
-    d = decode_step_time_s(step_inputs(p, p.decode_model.step(b), "vllm"), c)
     mean = d / (1 - rho)
     rest = (mean ** 2 + lam * mean * cost ** 2 / (1 - rho ** 2)) / (2 * mean)
     assert lam * 2 * rest < 63
@@ -363,9 +364,10 @@ def test_a_chart_draws_the_best_cards_each_with_its_own_marker_and_says_what_it_
 
 
 def test_a_shared_prefix_cuts_prefill_and_holds_its_cache_once(catalog, runtimes):
-    """--shared-prefix 0.5: half of each 3,000-token prompt comes from the cache, so the prefill is half as long
-    (one user's prompt alone: TTFT less its wait x 0.5) and, with no TPOT target to cap the batch, a replica holds
-    more users:
+    """--shared-prefix 0.5: half of each 3,000-token prompt comes from the cache, so the prefill's compute is
+    halved and its forward's fixed costs are not (one user's prompt alone: TTFT less its wait, less those fixed
+    costs, x 0.5; the prompt is compute-bound) and, with no TPOT target to cap the batch, a replica holds more
+    users:
     (budget - 1,500 tokens' cache) / the cache of 1,500 + 500 tokens each, against budget / 3,500 tokens' each,
     and many users need fewer cards."""
     m, g = catalog.model("llama-3.1-8b"), catalog.gpu("h100-sxm")
@@ -373,9 +375,15 @@ def test_a_shared_prefix_cuts_prefill_and_holds_its_cache_once(catalog, runtimes
     shared = fleet_rows(m, [g], Workload(3000, 500, users=1, shared_prefix=0.5), "vllm", runtimes)[0]
     agg = lambda r: r if r.mode == "aggregated" else r.other  # noqa: E731
     prefill = lambda r: agg(r).ttft_s - agg(r).ttft_wait_s  # noqa: E731  (the queue's wait changes with the batch)
-    assert prefill(shared) == pytest.approx(prefill(plain) * 0.5)
     from llmsize.estimate.plan import PlanInputs, make_plan
-    from llmsize.estimate.replica import kv_pool_bytes, users_held
+    from llmsize.estimate.replica import kv_pool_bytes, serving_prefill_parts, users_held
+    from llmsize.estimate.runtimes import constants
+    from llmsize.estimate.step_inputs import prefill_inputs
+
+    one = make_plan(m, g, PlanInputs(context_tokens=3250, prompt_tokens=3000, runtime="vllm"), search_fit=False)
+    compute, weights, fixed = serving_prefill_parts(prefill_inputs(one, "vllm"), constants(runtimes["vllm"], "cuda"))
+    assert compute / 2 > weights and fixed > 0
+    assert prefill(shared) - fixed == pytest.approx((prefill(plain) - fixed) * 0.5)
 
     p = make_plan(m, g, PlanInputs(context_tokens=3250, prompt_tokens=3000), search_fit=False)
     pool = kv_pool_bytes(p, "vllm", 3500)[0]
@@ -605,20 +613,24 @@ def test_sglang_prompts_share_a_prefill_forward_only_as_they_arrive(catalog, run
     within [1, chunk // isl], F(k) = max(k x compute, weights) + fixed. Qwen3-235B on 8 x B200, 500-token prompts:
     F(1) ~0.1 s (94 layers of eager prefill), so at 0.5 prompts/s a forward holds ~one prompt and each pays it
     whole; at 500 prompts/s the chunk (16,384 tokens: 32 prompts) fills and a prompt costs ~1/32 of the fixed
-    part. vLLM fills its step's budget from the queue at any rate."""
+    part. vLLM fills its step's budget from the queue at any rate. Each prompt brings its own all-reduces (tp 8):
+    they go with its compute, not with the forward's fixed costs (replica.serving_prefill_parts)."""
     import math as _m
 
-    from llmsize.estimate.runtimes import constants
     from llmsize.estimate.plan import PlanInputs, make_plan
-    from llmsize.estimate.replica import first_token_s, replica_timing
-    from llmsize.estimate.speed import prefill_parts_s
+    from llmsize.estimate.replica import first_token_s, replica_timing, serving_prefill_parts
+    from llmsize.estimate.runtimes import constants
+    from llmsize.estimate.speed import prefill_comm_s, prefill_parts_s
 
     p = make_plan(catalog.model("qwen3-235b-a22b"), catalog.gpu("b200"),
                   PlanInputs(context_tokens=750, prompt_tokens=500, tp=8), search_fit=False)
     c = constants(runtimes["sglang"], "cuda")
-    tpot_fn, alone, cost = replica_timing(p, "sglang", c, 16384)
-    compute, weights, fixed = prefill_parts_s(cost.x, c)
+    tpot_fn, _, cost = replica_timing(p, "sglang", c, 16384)
+    compute, weights, fixed = serving_prefill_parts(cost.x, c)
+    comm = prefill_comm_s(cost.x)
+    assert comm > 0 and (compute - comm, weights, fixed + comm) == pytest.approx(prefill_parts_s(cost.x, c))
     forward = lambda k: max(k * compute, weights) + fixed  # noqa: E731
+    alone = cost.alone()
     assert alone == pytest.approx(forward(1)) and 0.05 < alone < 0.2
     assert cost.most == 16384 // 500 == 32
     assert cost.prompts(0.5) == pytest.approx(1.0, abs=0.01) and cost(0.5) == pytest.approx(alone, rel=0.01)

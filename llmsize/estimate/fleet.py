@@ -22,10 +22,12 @@ batch b, costed by the runtime's fitted constants (estimate/speed.py):
                 prompt pays a whole forward
 
 Aggregated serving: each replica also runs the prefills of its requests, and each prefill stalls every user of
-the replica, b of them per osl tokens, so a user sees
-    TPOT_agg(b) = TPOT(b) + b x C_prefill / osl
+the replica decoding, the b - 1 others' per osl tokens of a user (its own came before its first token), so a user
+sees
+    TPOT_agg(b) = TPOT(b) + (b - 1) x C_prefill / osl
 and the replica's b users each get 1 / TPOT_agg(b) tok/s. Prompts arrive as a Poisson stream at
-lambda = b / (T_prefill + osl x TPOT_agg(b)) (Little's law). SGLang: TTFT = the forward of the k prompts that
+lambda = b / (T_prefill + osl x (TPOT(b) + b x C_prefill / osl)) (b requests a cycle of the replica, every prompt
+in it). SGLang: TTFT = the forward of the k prompts that
 arrived together (k x C_prefill) + half a decode step (the one in progress when the prompt arrives) + Wq, the wait
 for the prefills ahead, M/D/1 (one prefill stream a replica, deterministic service C_prefill;
 estimate/queueing.py). vLLM and TensorRT-LLM, whose prompts ride in decode steps: the rest of the step in
@@ -374,13 +376,14 @@ def _closest(reasons: list[str]) -> str:
 def _aggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tuple[FleetRow | None, str | None]:
     """Each replica also runs its requests' prefills: per osl tokens of each of its b users, b prompts' prefill
     (`cost(rate)` each, batched as the arrival rate allows: estimate/replica.prefill_cost_s) stall every user, so a
-    user sees TPOT(b) + b x cost / osl per token. A new prompt waits
+    user sees TPOT(b) + (b - 1) x cost / osl per token (the others'). A new prompt waits
     for the replica's prefills ahead of it, M/D/1 (estimate/queueing.py) at the replica's arrival rate, by
     Little's law b / (T_prefill + osl x TPOT_agg(b))."""
     if w.ttft_s is not None and pre > w.ttft_s:
         return None, _miss(f"TTFT {pre:.2f} s for {w.isl:,} tokens exceeds the {w.ttft_s:g} s target", pre, w.ttft_s)
     rate = lambda b: b / (pre + w.osl * tpot_fn(b))  # noqa: E731  b users' arrival rate at the replica
-    eff = lambda b: tpot_fn(b) + b * cost(rate(b), tpot_fn(b)) / w.osl  # noqa: E731
+    # the other users' prompts stall a user's answer (its own came before its first token)
+    eff = lambda b: tpot_fn(b) + (b - 1) * cost(rate(b), tpot_fn(b)) / w.osl  # noqa: E731
     ttft = lambda b: first_token_s(b, tpot_fn, cost, rate(b), w.osl, w.prefill_cs2)  # noqa: E731
     b = _largest_batch(lambda b: (w.tpot_s is None or eff(b) <= w.tpot_s)
                        and (w.ttft_s is None or ttft(b) <= w.ttft_s), hi)
@@ -584,7 +587,8 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
                                "costed" if not plan.peak.flop_per_s else
                                f"{label}: no prefill constants for {runtime} on this card")
                 continue
-            pre, cost = pre * (1 - w.shared_prefix), cost.scaled(1 - w.shared_prefix)
+            cost = cost.scaled(1 - w.shared_prefix)
+            pre = cost.alone()  # the new tokens' compute and all-reduces; the forward's fixed costs whole
             par = (tp, pp, dp)
             admitted = admitted_batch(runtime, limits.prefill_tokens, w, dp * pp)
             modes = [_aggregated(g, par, moe, min(held, admitted), tpot_fn, pre, cost, w, price)]

@@ -12,7 +12,7 @@ from llmsize.estimate.lengths import Z95
 from llmsize.estimate.queueing import erlang_c, wait_mgc_s
 from llmsize.estimate.serving_defaults import held_context_tokens
 from llmsize.estimate.speculative import Spec, draft_memory, mtp_step_s, time_per_token_s, verify_step
-from llmsize.estimate.speed import prefill_parts_s
+from llmsize.estimate.speed import prefill_comm_s, prefill_parts_s
 from llmsize.estimate.workload import Workload
 
 
@@ -150,15 +150,14 @@ def replica_timing(plan, runtime: str, constants, prefill_tokens: int, spec: Spe
 
 def replica_engine(plan, runtime: str, constants, prefill_tokens: int):
     """The replica as estimate/serving_replay.py replays it: (Forward, scheduler policy), its decode steps and
-    prefill costed as replica_timing costs them; None without prefill constants."""
+    prefill costed as replica_timing costs them (serving_prefill_parts: the all-reduces' bytes with the tokens a
+    forward holds); None without prefill constants."""
     from llmsize.estimate.serving_replay import Forward
-    from llmsize.estimate.step_inputs import prefill_inputs
 
     tpot_fn, _, cost = replica_timing(plan, runtime, constants, prefill_tokens)
-    parts = prefill_parts_s(prefill_inputs(plan, runtime), constants)
-    if parts is None or cost is None:
+    if cost is None:
         return None
-    compute, weights, fixed = parts
+    compute, weights, fixed = cost.parts()
     isl = max(1, plan.prompt_tokens)
     forward = Forward(tpot_fn, compute / isl, weights, fixed, cost(math.inf) / isl)
     return forward, "prefill_first" if runtime in PREFILL_FIRST else "mixed"
@@ -190,15 +189,26 @@ class PrefillCost:
             return 1
         return math.ceil(max(1, round(self.prompt_tokens * self.factor)) / max(1, self.step_tokens - decoding))
 
+    def parts(self) -> tuple[float, float, float]:
+        """(the prompt's compute and all-reduces at `factor` of its tokens, the weights' read, the forward's fixed
+        costs): serving_prefill_parts, the part of the prompt not served from a shared prefix."""
+        compute, weights, fixed = serving_prefill_parts(self.x, self.c)
+        return self.factor * compute, weights, fixed
+
+    def alone(self) -> float:
+        """The prompt's forward alone: max(compute, weights) + fixed (seconds)."""
+        compute, weights, fixed = self.parts()
+        return max(compute, weights) + fixed
+
     def __call__(self, rate_per_s: float, step_s: float = 0.0) -> float:
         if self.pool and self.most <= 1 and self.step_tokens > 0:
             # a prefill worker's prompt over its budget: n = prompt / budget forwards, each with the weights' read
             # and the fixed costs (the last shared with the next prompt's first chunk)
             n = max(1.0, self.prompt_tokens * self.factor / self.step_tokens)
-            compute, weights, fixed = prefill_parts_s(self.x, self.c)
-            return (max(self.factor * compute, n * weights) + n * fixed) / self.cards
-        return self.factor * prefill_cost_s(self.x, self.c, self.most, rate_per_s / self.cards, self.apart,
-                                            step_s) / self.cards
+            compute, weights, fixed = self.parts()
+            return (max(compute, n * weights) + n * fixed) / self.cards
+        return prefill_cost_s(self.x, self.c, self.most, rate_per_s / self.cards, self.apart, step_s,
+                              self.factor) / self.cards
 
     def forward_s(self, rate_per_s: float, step_s: float = 0.0, decoding: int = 0) -> float:
         """The forwards that carry the prompt to its first token: SGLang's prefill forward (of the prompts that
@@ -206,16 +216,15 @@ class PrefillCost:
         its chunks, each a decode step plus its share of the prompt; else the prompt alone."""
         if not self.apart:
             if step_s <= 0:
-                return self.factor * self.alone_s
+                return self.alone()
             lanes = self.cards
             return self.chunks(-(-decoding // lanes)) * step_s + self(rate_per_s, step_s) * lanes
-        return max(self.factor * self.alone_s,
-                   self.prompts(rate_per_s, step_s) * self(rate_per_s, step_s) * self.cards)
+        return max(self.alone(), self.prompts(rate_per_s, step_s) * self(rate_per_s, step_s) * self.cards)
 
     def prompts(self, rate_per_s: float, step_s: float = 0.0) -> float:
         if not self.apart:
             return float(self.most)
-        compute, weights, fixed = prefill_parts_s(self.x, self.c)
+        compute, weights, fixed = self.parts()
         return prompts_per_forward(rate_per_s / self.cards, lambda k: max(k * compute, weights) + fixed, self.most,
                                    step_s)
 
@@ -249,7 +258,21 @@ def prompts_per_forward(rate_per_s: float, forward_s, most: int, step_s: float =
     return k
 
 
-def prefill_cost_s(x, c, most: int, rate_per_s: float, apart: bool, step_s: float = 0.0) -> float | None:
+def serving_prefill_parts(x, c) -> tuple[float, float, float] | None:
+    """prefill_parts_s as a serving engine's forwards pay them: the tensor-parallel all-reduces' bytes
+    (speed.prefill_comm_s) go with the prompt's tokens, beside its compute, for a forward of part of a prompt (a
+    chunk, or the prompt less its cached prefix) moves that part's activations and k prompts in one forward move
+    each their own; the rest of the fixed costs is the forward's, whatever it holds. None as prefill_parts_s."""
+    parts = prefill_parts_s(x, c)
+    if parts is None:
+        return None
+    compute, weights, fixed = parts
+    comm = prefill_comm_s(x)
+    return compute + comm, weights, fixed - comm
+
+
+def prefill_cost_s(x, c, most: int, rate_per_s: float, apart: bool, step_s: float = 0.0,
+                   factor: float = 1.0) -> float | None:
     """What one prompt costs a serving replica, prompts arriving at rate_per_s: k of them share a forward's weight
     read and fixed costs, max(compute, weights / k) + fixed / k (estimate/speed.prefill_time_s).
     Engines that mix prompt chunks into decode steps (vLLM, TensorRT-LLM) fill each step's token budget from the
@@ -258,11 +281,13 @@ def prefill_cost_s(x, c, most: int, rate_per_s: float, apart: bool, step_s: floa
     (median 19.9% and p90 57.9% against 18.1% and 49.9%, benchmarks/serving_throughput.py).
     SGLang runs prefill forwards apart (apart=True), and a forward takes the prompts that arrived while the last one
     ran or during the last decode step (prompts_per_forward; step_s the decode step): under a light load one prompt
-    a forward, each paying the whole weight read and the fixed costs."""
-    parts = prefill_parts_s(x, c)
+    a forward, each paying the whole weight read and the fixed costs. The prompt's compute and all-reduces are
+    serving_prefill_parts's, at `factor` of its tokens (the rest served from a shared prefix)."""
+    parts = serving_prefill_parts(x, c)
     if parts is None:
         return None
     compute, weights, fixed = parts
+    compute *= factor
     if not apart:
         return max(compute, weights / most) + fixed / most
     k = prompts_per_forward(rate_per_s, lambda k: max(k * compute, weights) + fixed, most, step_s)
@@ -281,8 +306,10 @@ def first_token_s(b: int, tpot_fn, cost: "PrefillCost", rate_per_s: float, osl: 
     the next step carries it with every prompt that arrived meanwhile (mixed_first_token_s)."""
     decode = tpot_fn(b) if b > 1 else 0.0  # one user: nothing else decodes while its prompt waits
     each = cost(rate_per_s, decode)
+    # the replica's cycle: b prompts and osl steps for each of b users take osl x (TPOT(b) + b x each / osl), every
+    # prompt counted (a user's own too, though it comes before its first token): b requests a cycle
     step = tpot_fn(b) + b * each / osl
-    rate = b / (cost.alone_s * cost.factor + osl * step)
+    rate = b / (cost.alone() + osl * step)
     if not cost.apart and decode > 0:
         return mixed_first_token_s(decode, each, rate, cost, b, cs2)
     residual = decode / 2 if cost.apart else 0.0
@@ -332,8 +359,7 @@ def pool_idle_s(cost: "PrefillCost") -> float:
     a lane's, which pool_first_token_s approaches as workers are added). Seconds."""
     if cost.most <= 1 and cost.step_tokens > 0:
         return cost(0.0) * cost.cards
-    compute, weights, fixed = prefill_parts_s(cost.x, cost.c)
-    return cost.factor * (max(compute, weights) + fixed)
+    return cost.alone()
 
 
 def pool_first_token_s(cost: "PrefillCost", rate_per_s: float, workers: int, cs2: float = 0.0) -> float:
@@ -359,9 +385,8 @@ def pool_first_token_s(cost: "PrefillCost", rate_per_s: float, workers: int, cs2
     replayed (estimate/disaggregated_replay.py; tests/test_disaggregated_replay.py): within 13% (median 3%) over 1 to 6
     workers at loads of 0.3 to 0.85, prompts over the budget to 0.6 (at 0.85 they fall 19-34% short: a prompt's last
     chunk also carries the next prompt's first, and the M/D/s wait is steep there). Units: seconds, requests/s."""
-    compute, weights, fixed = prefill_parts_s(cost.x, cost.c)
-    one = cost.factor * compute
-    rest = cost.factor * (fixed + max(0.0, weights - compute))
+    one, weights, fixed = cost.parts()
+    rest = fixed + max(0.0, weights - one)
     servers = workers * cost.cards
     if cost.most <= 1:  # a prompt fills a forward's budget: one at a time, in chunks, M/D/s (M/G/s with cs2)
         service = pool_idle_s(cost)

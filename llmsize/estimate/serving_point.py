@@ -58,7 +58,8 @@ def serving_point(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, tp: int, u
                   runtime: str, runtimes: dict, kv_dtype: str = "bf16") -> ServingPoint | None:
     """One aggregated replica of tp cards serving `users` closed-loop users (a benchmark at a fixed max
     concurrency): the batch is the users, within what the cache holds and the engine's cap; a user sees
-    TPOT_agg(b) = TPOT(b) + b x C_prefill / osl and a first token after T_prefill + Wq (M/D/1), plus, for users
+    TPOT_agg(b) = TPOT(b) + (b - 1) x C_prefill / osl (the other users' prompts) and a first token after
+    T_prefill + Wq (estimate/replica.first_token_s), plus, for users
     past b, the wait for a running request to end; the replica gives b / (TTFT + osl x TPOT_agg) requests/s of osl
     tokens. None without constants or when nothing fits."""
     from llmsize.estimate.plan import PlanInputs, make_plan
@@ -82,7 +83,7 @@ def serving_point(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, tp: int, u
     if pre is None or cost is None:
         return None
     rate = b / (pre + osl * tpot_fn(b))
-    tpot = tpot_fn(b) + b * cost(rate, tpot_fn(b)) / osl
+    tpot = tpot_fn(b) + (b - 1) * cost(rate, tpot_fn(b)) / osl  # the other users' prompts stall a user's answer
     ttft = first_token_s(b, tpot_fn, cost, rate, osl)
     life = ttft + osl * tpot
     # users past what the replica runs wait for a running request to end: b slots serve b / life requests/s, so

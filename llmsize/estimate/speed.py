@@ -484,6 +484,12 @@ def prefill_parts_s(x: PrefillInputs, c: Constants) -> tuple[float, float, float
     return compute * f, weights * f, fixed * f
 
 
+def prefill_comm_s(x: PrefillInputs) -> float:
+    """The part of prefill_parts_s's fixed costs that grows with the prompt's tokens: its tensor-parallel
+    all-reduces' bytes over the link (x.comm_time_s, no latency), shortened by the pipeline as the rest. Seconds."""
+    return x.comm_time_s * pipeline_factor(x) if x.collectives and x.link else 0.0
+
+
 def prefill_time_s(x: PrefillInputs, c: Constants, prompts_per_forward: int = 1) -> float | None:
     """Seconds one prompt costs, prefilled in a forward with prompts_per_forward - 1 others of its length, which
     share the weights' read and the fixed costs: max(compute, weights / k) + fixed / k (k = 1: the prompt alone,

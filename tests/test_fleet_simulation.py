@@ -22,7 +22,7 @@ def test_a_replica_at_fixed_lengths_replays_near_the_closed_form(catalog, runtim
     (row,) = fleet_rows(m, [g], Workload(1000, 1000, users=64), "sglang", runtimes)
     assert row.mode == "aggregated" and row.replicas == 1 and row.batch_per_replica == 64
     sim = simulate_row(m, g, row, Workload(1000, 1000, users=64), "sglang", runtimes)
-    assert sim.requests == 12 * 64 and sim.measured == 12 * 64 - 2 * 64
+    assert sim.requests == 2000 and sim.measured == 2000 - 2 * 64
     assert sim.tpot_mean_s == pytest.approx(row.tpot_s, rel=0.10)
     assert sim.tpot_s[2] < 1.10 * sim.tpot_s[0]
     assert sim.ttft_s[0] <= sim.ttft_s[1] <= sim.ttft_s[2]
@@ -96,9 +96,9 @@ def test_under_a_rate_the_closed_form_waits_for_a_slot_as_the_replay_does(run_cl
     """Llama 3.1 70B, 6 requests/s of 2,000 in / 300 out on B200s: the replicas were sized so that their mean batch
     filled --max-num-seqs, and Poisson bursts then queued for a slot: the replay's mean TTFT was 0.99 s beside the
     closed form's 0.28 s. The cap now sits above the mean batch (the targets' largest batch), the closed form adds
-    the wait for a slot (M/G/c over the cap, a request's life its service), and the two agree within 20%; the vLLM
-    line admits the cap. (That wait is steep in the cap: at commit time 0.42 s, 0.21 s of it the slot's, beside the
-    replay's 0.50 s; before a user's TPOT left its own prompt out, cap 34 and 0.58 s beside 0.53 s.)"""
+    the wait for a slot (every slot taken with Erlang C's probability, then freed at the full batch's pace), and the
+    two agree within 25%; the vLLM line admits the cap. (At commit time 0.52 s, 0.31 s of it the slot's, beside the
+    replay's 0.65 s over 2,000 requests; the slot wait at the mean batch's pace had said 0.42 s.)"""
     import json
 
     base = ("fleet", "llama-3.1-70b", "--rate", "6", "--isl", "2000", "--osl", "300", "--tpot", "50ms", "--ttft",
@@ -108,7 +108,7 @@ def test_under_a_rate_the_closed_form_waits_for_a_slot_as_the_replay_does(run_cl
     row = json.loads(out)["rows"][0]
     assert row["mode"] == "aggregated" and row["max_batch"] > row["batch_per_replica"]
     sim = row["simulated"]
-    assert abs(sim["ttft_mean_s"] - row["ttft_s"]) / sim["ttft_mean_s"] < 0.20, (row["ttft_s"], sim)
+    assert abs(sim["ttft_mean_s"] - row["ttft_s"]) / sim["ttft_mean_s"] < 0.25, (row["ttft_s"], sim)
     code, out, err = run_cli(*base, "--emit", "vllm")
     line = out.strip().splitlines()[-1].split()
     assert code == 0 and line[line.index("--max-num-seqs") + 1] == str(row["max_batch"])
@@ -131,15 +131,18 @@ def test_under_a_rate_a_disaggregated_row_replays_near_its_closed_form(catalog, 
 
 def test_a_whole_deployment_is_replayed_for_several_waves_or_says_why_not(catalog, runtimes):
     """A disaggregated row is replayed whole, so its requests in flight are all its users: 2,000 users of Llama
-    3.1 70B on B200s get 12 requests each (24,000, 12M answer tokens), the first and last 2,000 left out; 20,000 users
-    would need 4 x 20,000 requests of 500 tokens, past the 30M tokens a replay emits, and the row says so instead of
-    a figure from the ramp-up alone (the replay had stopped at 3,000 requests: 2 measured)."""
+    3.1 70B on B200s get 12 requests each (24,000, 12M answer tokens), the first and last two waves of 2,000 left out
+    (the first users, in small decode batches, finish early, and their next requests meet the staggered starts: a
+    second wave of ramp-up, which had put the p99 at 3.3 s); 20,000 users would need 6 x 20,000 requests of 500
+    tokens, past the 30M tokens a replay emits, and the row says so instead of a figure from the ramp-up alone (the
+    replay had stopped at 3,000 requests: 2 measured)."""
     m, g = catalog.model("llama-3.1-70b"), catalog.gpu("b200")
     w = Workload(3000, 500, users=2000, ttft_s=2.0, tpot_s=1 / 30)
     (row,) = fleet_rows(m, [g], w, "vllm", runtimes)
     assert row.mode == "disaggregated"
     sim = simulate_row(m, g, row, w, "vllm", runtimes)
-    assert sim.requests == 24_000 and sim.measured == 20_000
+    assert sim.requests == 24_000 and sim.measured == 16_000
+    assert sim.ttft_s[2] < 2 * row.ttft_s
     w = Workload(3000, 500, users=20_000, ttft_s=2.0, tpot_s=1 / 30)
     (row,) = fleet_rows(m, [g], w, "vllm", runtimes)
     why = simulate_row(m, g, row, w, "vllm", runtimes)
@@ -158,3 +161,18 @@ def test_prompts_with_one_token_answers_queue_behind_the_other_users_alone(catal
     assert row.mode == "aggregated" and row.batch_per_replica == 2
     sim = simulate_row(m, g, row, w, "vllm", runtimes)
     assert sim.ttft_mean_s <= row.ttft_s <= 1.25 * sim.ttft_mean_s
+
+
+def test_one_token_answers_have_no_time_per_output_token_and_long_answers_a_short_replay(run_cli):
+    """--osl 1: the replay has no TPOT to give, and says "-" (JSON null), not 0.0. One user of 120,000-token answers:
+    the replay stops at 2M decode steps (16 requests at a batch of one), where 200 requests had taken 48 s."""
+    code, out, err = run_cli("fleet", "llama-3.1-70b", "--isl", "3000", "--osl", "1", "--users", "100", "--gpus",
+                             "b200", "--simulate", "--json")
+    assert code == 0, err
+    sim = json.loads(out)["rows"][0]["simulated"]
+    assert sim["tpot_mean_s"] is None and sim["tpot_p99_s"] is None and sim["ttft_mean_s"] > 0
+    code, out, err = run_cli("fleet", "llama-3.1-8b", "--isl", "1", "--osl", "120000", "--users", "1", "--gpus",
+                             "h100-sxm", "--simulate", "--json")
+    assert code == 0, err
+    sim = json.loads(out)["rows"][0]["simulated"]
+    assert sim["requests"] == 2_000_000 // 120_000 and sim["tpot_mean_s"] > 0

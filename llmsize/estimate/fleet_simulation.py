@@ -12,9 +12,9 @@ TTFT 0.053 s against the closed form's 0.059 s, and a Poisson replay at the same
 Poisson arrivals at rate / replicas. Requests draw their prompt and answer lengths independently from the
 workload's distributions (their equally likely points; a fixed length when none was given), the shared prefix
 taken off each prompt. REQUESTS_PER_USER requests for each request in flight (the users; under --rate, what the
-rate keeps in flight), at least MIN_REQUESTS, within MAX_TOKENS answer tokens (a few seconds of replay) and never
-under MIN_WAVES waves: a load that needs more is not replayed and says so. The first and last wave of requests
-are left out of the figures (the ramp-up and the drain).
+rate keeps in flight), at least MIN_REQUESTS, within MAX_TOKENS answer tokens and MAX_STEPS decode steps (a few
+seconds of replay) and never under MIN_WAVES waves: a load that needs more is not replayed and says so. The first
+and last wave of requests are left out of the figures (the ramp-up and the drain), two of a whole deployment.
 
 A disaggregated row is replayed whole (estimate/disaggregated_replay.py): its x prefill workers taking the prompts
 from one queue, each prompt's cache moved over the node link, its y decode workers admitting up to the row's cap,
@@ -32,9 +32,10 @@ from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.estimate.workload import Workload
 
 REQUESTS_PER_USER = 12
-MIN_REQUESTS = 200
+MIN_REQUESTS = 2000
 MIN_WAVES = 4  # a ramp-up, two measured, a drain
 MAX_TOKENS = 30_000_000  # answer tokens a replay emits at most
+MAX_STEPS = 2_000_000  # decode steps a replay runs at most (a step costs it about 20 tokens' time)
 SEED = 20261201
 
 
@@ -43,9 +44,9 @@ class Simulated:
     requests: int  # replayed
     measured: int  # in the figures (the first and last wave left out)
     ttft_s: tuple[float, float, float]  # p50, p95, p99
-    tpot_s: tuple[float, float, float]
+    tpot_s: tuple[float, float, float] | None  # None: one-token answers
     ttft_mean_s: float
-    tpot_mean_s: float
+    tpot_mean_s: float | None
 
 
 def simulate_row(model: ModelSpec, gpu: GpuSpec, row, w: Workload, runtime: str, runtimes: dict,
@@ -81,17 +82,23 @@ def simulate_row(model: ModelSpec, gpu: GpuSpec, row, w: Workload, runtime: str,
     users = math.ceil(w.users / share) if w.users is not None else None
     # the requests in flight: the users, or under --rate the replica's batch, or all the deployment holds
     wave = users or (math.ceil(w.rate * (row.ttft_s + w.osl * row.tpot_s)) if apart else row.batch_per_replica)
-    n = max(MIN_REQUESTS, min(REQUESTS_PER_USER * wave, MAX_TOKENS // max(1, w.osl)))
-    if n < MIN_WAVES * wave:
-        return (f"{wave:,} requests in flight are more than a replay follows ({MIN_WAVES} x {wave:,} requests of "
-                f"{w.osl:,} tokens, past {MAX_TOKENS // 1_000_000}M tokens)")
+    # waves left out at each end: a whole deployment's first users finish early (small decode batches), and their
+    # next requests meet the staggered starts still arriving, a second wave of ramp-up
+    ramp = 2 if apart else 1
+    batch = max(1, row.batch_per_replica)
+    n = min(max(MIN_REQUESTS, REQUESTS_PER_USER * wave), MAX_TOKENS // max(1, w.osl),
+            MAX_STEPS * batch // max(1, w.osl))
+    if n < (MIN_WAVES + 2 * (ramp - 1)) * wave:
+        return (f"{wave:,} requests in flight are more than a replay follows ({MIN_WAVES + 2 * (ramp - 1)} x {wave:,} "
+                f"requests of {w.osl:,} tokens at a batch of {batch:,}, past {MAX_TOKENS // 1_000_000}M tokens or "
+                f"{MAX_STEPS // 1_000_000}M steps)")
     rng = random.Random(SEED)
     isl_d, osl_d = w.lengths()
     keep = 1.0 - w.shared_prefix
     drawn = [rng.choice(isl_d.points) for _ in range(n)]
     prompts = [max(1, round(p * keep)) for p in drawn]
     outputs = [max(1, rng.choice(osl_d.points)) for _ in range(n)]
-    wave = min(wave, (n - 1) // 2)
+    wave = min(ramp * wave, (n - 1) // 2)
     if apart:
         from llmsize.estimate.disaggregated_replay import replay_disaggregated
 
@@ -107,8 +114,9 @@ def simulate_row(model: ModelSpec, gpu: GpuSpec, row, w: Workload, runtime: str,
     else:
         r = replay(prompts, outputs, 1, forward, limits.prefill_tokens, row.running_cap, policy,
                    arrivals_s=poisson_arrivals(n, w.rate / row.replicas, SEED), skip=wave)
-    return Simulated(r.requests, r.requests - 2 * wave, r.ttft_s_quantiles, r.tpot_s_quantiles, r.ttft_mean_s,
-                     r.tpot_mean_s)
+    answers = any(o > 1 for o in outputs)  # one-token answers have no time per output token
+    return Simulated(r.requests, r.requests - 2 * wave, r.ttft_s_quantiles, r.tpot_s_quantiles if answers else None,
+                     r.ttft_mean_s, r.tpot_mean_s if answers else None)
 
 
 def simulate_rows(model: ModelSpec, gpus: list[GpuSpec], rows: list, w: Workload, runtime: str, runtimes: dict,

@@ -39,10 +39,10 @@ def _simulated(sim) -> dict:
     """A replayed replica's figures (estimate/fleet_simulation.py), or why it was not replayed."""
     if isinstance(sim, str):
         return {"why_not": sim}
+    tpot = sim.tpot_s or (None, None, None)  # None: one-token answers
     return {"requests": sim.requests, "measured": sim.measured, "ttft_mean_s": sim.ttft_mean_s,
             "ttft_p50_s": sim.ttft_s[0], "ttft_p95_s": sim.ttft_s[1], "ttft_p99_s": sim.ttft_s[2],
-            "tpot_mean_s": sim.tpot_mean_s, "tpot_p50_s": sim.tpot_s[0], "tpot_p95_s": sim.tpot_s[1],
-            "tpot_p99_s": sim.tpot_s[2]}
+            "tpot_mean_s": sim.tpot_mean_s, "tpot_p50_s": tpot[0], "tpot_p95_s": tpot[1], "tpot_p99_s": tpot[2]}
 
 
 def _spec_words(w) -> str | None:
@@ -107,8 +107,9 @@ def render_simulated(sims: dict, console) -> None:
         if isinstance(sim, str):
             notes.append(f"  {label}: not replayed: {sim}")
             continue
-        t.add_row(label, f"{sim.measured:,}", f"{sim.ttft_mean_s:.2f}", *(f"{x:.2f}" for x in sim.ttft_s),
-                  f"{sim.tpot_mean_s * 1000:.1f}", *(f"{x * 1000:.1f}" for x in sim.tpot_s))
+        tpot = (["-"] * 4 if sim.tpot_s is None else  # one-token answers
+                [f"{sim.tpot_mean_s * 1000:.1f}", *(f"{x * 1000:.1f}" for x in sim.tpot_s)])
+        t.add_row(label, f"{sim.measured:,}", f"{sim.ttft_mean_s:.2f}", *(f"{x:.2f}" for x in sim.ttft_s), *tpot)
     if t.row_count:
         print_rich(console, t)
     else:

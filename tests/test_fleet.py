@@ -104,7 +104,7 @@ def test_disaggregation_wins_with_long_prompts_and_a_tight_tpot_not_with_short_o
     # the pool replayed in tests/test_disaggregated_replay.py); x is the fewest that keep it within 2 s
     from llmsize.estimate.replica import PrefillCost, pool_first_token_s
 
-    pool = PrefillCost(x, c, 8192 // 3000, True, pre, cards=row.pp, prompt_tokens=3000, step_tokens=8192, pool=True)
+    pool = PrefillCost(x, c, 8192 // 3000, True, cards=row.pp, prompt_tokens=3000, step_tokens=8192, pool=True)
     assert row.ttft_wait_s == pytest.approx(pool_first_token_s(pool, rate, xs) - pre, rel=1e-6)
     assert row.ttft_s == pytest.approx(base + row.ttft_wait_s) and row.ttft_s <= 2.0
     assert xs == 1 or base + pool_first_token_s(pool, rate, xs - 1) - pre > 2.0

@@ -144,7 +144,7 @@ def replica_timing(plan, runtime: str, constants, prefill_tokens: int, spec: Spe
     if alone is None:
         return tpot, None, None
     most = max(1, prefill_tokens // max(1, plan.prompt_tokens))
-    return tpot, alone, PrefillCost(pre_in, constants, most, runtime in PREFILL_FIRST, alone, cards=dp * pp,
+    return tpot, alone, PrefillCost(pre_in, constants, most, runtime in PREFILL_FIRST, cards=dp * pp,
                                     prompt_tokens=max(1, plan.prompt_tokens), step_tokens=prefill_tokens)
 
 
@@ -167,7 +167,8 @@ def replica_engine(plan, runtime: str, constants, prefill_tokens: int):
 class PrefillCost:
     """A replica's prefill under load: called with the prompts' arrival rate (requests/s), what one prompt costs
     the replica (prefill_cost_s); forward_s, how long the forward that carries a prompt runs until its first token.
-    `factor` scales both (the part of each prompt not served from a shared prefix); `cards` > 1 (a DEP replica's
+    `factor` scales the prompt's compute and all-reduces, not a forward's fixed costs (the part of each prompt not
+    served from a shared prefix); `cards` > 1 (a DEP replica's
     cards, a pipeline's micro-batches in flight: dp x pp) splits the prompts among lanes that prefill side by side:
     each sees rate / cards, and a prompt costs the replica 1 / cards of what it costs its lane."""
 
@@ -175,7 +176,6 @@ class PrefillCost:
     c: object  # speed.Constants
     most: int  # prompts one forward holds: the engine's chunk // isl, at least 1
     apart: bool  # prefill forwards run apart from decode steps (SGLang)
-    alone_s: float  # the prompt's prefill alone
     factor: float = 1.0
     cards: int = 1
     prompt_tokens: int = 1  # the prompt's length

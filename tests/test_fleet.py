@@ -27,7 +27,8 @@ def test_a_dense_8b_on_one_card_follows_the_formulas(catalog, runtimes):
     cycle of the replica, every prompt in it), a step is the decode step d plus `cost` for each prompt that arrived
     during the last one, mean d / (1 - lambda x cost) and variance lambda x that mean x cost^2 / (1 - (lambda x
     cost)^2); a prompt waits out the step it lands in (length-biased rest R = E[S^2] / (2 E[S])), then rides the next
-    with the lambda x 2R others that arrived meanwhile (at most the 63 other users): TTFT = R + d + cost x (1 + lambda x 2R), of which all but its own step's d + cost is waiting."""
+    with the lambda x 2R others that arrived meanwhile (at most the 63 other users): TTFT = R + d + cost x (1 +
+    lambda x 2R), of which all but its own step's d + cost is waiting."""
     from llmsize.estimate.runtimes import constants
     from llmsize.estimate.step_inputs import prefill_inputs, step_inputs
     from llmsize.estimate.plan import PlanInputs, make_plan

@@ -176,3 +176,15 @@ def test_one_token_answers_have_no_time_per_output_token_and_long_answers_a_shor
     assert code == 0, err
     sim = json.loads(out)["rows"][0]["simulated"]
     assert sim["requests"] == 2_000_000 // 120_000 and sim["tpot_mean_s"] > 0
+
+
+def test_a_rate_too_slow_for_the_replays_clock_says_so(run_cli):
+    """--rate 1e-12: 2,000 requests would span 2e15 s, where a float clock resolves no better than 0.25 s, below a
+    decode step; the replay says so (it had printed a p50 TPOT of 0.0 ms). One request in 11 days still replays."""
+    code, out, err = run_cli("fleet", "llama-3.1-8b", "--rate", "1e-12", "--gpus", "h100-sxm", "--simulate", "--json")
+    assert code == 0, err
+    assert "too slow a rate to replay" in json.loads(out)["rows"][0]["simulated"]["why_not"]
+    code, out, err = run_cli("fleet", "llama-3.1-8b", "--rate", "1e-6", "--gpus", "h100-sxm", "--simulate", "--json")
+    assert code == 0, err
+    sim = json.loads(out)["rows"][0]["simulated"]
+    assert sim["tpot_p50_s"] > 0.001

@@ -36,6 +36,7 @@ MIN_REQUESTS = 2000
 MIN_WAVES = 4  # a ramp-up, two measured, a drain
 MAX_TOKENS = 30_000_000  # answer tokens a replay emits at most
 MAX_STEPS = 2_000_000  # decode steps a replay runs at most (a step costs it about 20 tokens' time)
+MAX_SPAN_S = 1e11  # the longest run a replay's clock follows (its float then resolves 2e-5 s, far below a step)
 SEED = 20261201
 
 
@@ -92,6 +93,9 @@ def simulate_row(model: ModelSpec, gpu: GpuSpec, row, w: Workload, runtime: str,
         return (f"{wave:,} requests in flight are more than a replay follows ({MIN_WAVES + 2 * (ramp - 1)} x {wave:,} "
                 f"requests of {w.osl:,} tokens at a batch of {batch:,}, past {MAX_TOKENS // 1_000_000}M tokens or "
                 f"{MAX_STEPS // 1_000_000}M steps)")
+    if users is None and n / (w.rate / share) > MAX_SPAN_S:  # the clock's float would lose a step's resolution
+        return (f"{w.rate:g} requests/s is too slow a rate to replay ({n:,} requests would span "
+                f"{n / (w.rate / share) / 3.156e7:,.0f} years)")
     rng = random.Random(SEED)
     isl_d, osl_d = w.lengths()
     keep = 1.0 - w.shared_prefix

@@ -77,7 +77,7 @@ from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import LlmsizeError
 from llmsize.estimate.expert_parallel import DP_CHOICES, expert_shard, supports_dep
 from llmsize.estimate.parallel import card_link
-from llmsize.estimate.queueing import erlang_c, wait_mgc_s
+from llmsize.estimate.queueing import erlang_c
 from llmsize.estimate.replica import (
     first_token_s,
     kv_pool_bytes,
@@ -376,9 +376,8 @@ def _closest(reasons: list[str]) -> str:
 def _aggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tuple[FleetRow | None, str | None]:
     """Each replica also runs its requests' prefills: per osl tokens of each of its b users, b prompts' prefill
     (`cost(rate)` each, batched as the arrival rate allows: estimate/replica.prefill_cost_s) stall every user, so a
-    user sees TPOT(b) + (b - 1) x cost / osl per token (the others'). A new prompt waits
-    for the replica's prefills ahead of it, M/D/1 (estimate/queueing.py) at the replica's arrival rate, by
-    Little's law b / (T_prefill + osl x TPOT_agg(b))."""
+    user sees TPOT(b) + (b - 1) x cost / osl per token (the others'). A new prompt's first token:
+    estimate/replica.first_token_s at the replica's arrival rate (the module's docstring has the forms)."""
     if w.ttft_s is not None and pre > w.ttft_s:
         return None, _miss(f"TTFT {pre:.2f} s for {w.isl:,} tokens exceeds the {w.ttft_s:g} s target", pre, w.ttft_s)
     rate = lambda b: b / (pre + w.osl * tpot_fn(b))  # noqa: E731  b users' arrival rate at the replica

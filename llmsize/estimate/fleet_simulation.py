@@ -8,7 +8,8 @@ starts staggered over one request's life at the row's figures (started all at on
 stay in step, every prompt of a wave arriving together: an artefact no deployment has; staggered, with fixed lengths,
 each user still sends a prompt every request's life, so prompts come almost evenly spaced and queue less than the
 closed form's Poisson arrivals: Llama 3.1 8B on an H100 under vLLM, 64 users, 1,000 in / 200 out: the replay's mean
-TTFT 0.053 s against the closed form's 0.059 s, and a Poisson replay at the same throughput 0.058 s); --rate as
+TTFT 0.052 s against the closed form's 0.058 s, and a Poisson replay at the same throughput 0.058 s,
+benchmarks/serving_closed_forms.py); --rate as
 Poisson arrivals at rate / replicas. Requests draw their prompt and answer lengths independently from the
 workload's distributions (their equally likely points; a fixed length when none was given), the shared prefix
 taken off each prompt. REQUESTS_PER_USER requests for each request in flight (the users; under --rate, what the
@@ -81,17 +82,19 @@ def simulate_row(model: ModelSpec, gpu: GpuSpec, row, w: Workload, runtime: str,
     apart = row.mode != "aggregated"  # the whole deployment, its prefill and decode workers
     share = 1 if apart else row.replicas
     users = math.ceil(w.users / share) if w.users is not None else None
-    # the requests in flight: the users, or under --rate the replica's batch, or all the deployment holds
-    wave = users or (math.ceil(w.rate * (row.ttft_s + w.osl * row.tpot_s)) if apart else row.batch_per_replica)
+    life_s = row.ttft_s + w.osl * row.tpot_s  # a request's, at the row's figures
+    # the requests in flight (a wave): the users, or under --rate the replica's batch, or all the deployment holds
+    in_flight = users or (math.ceil(w.rate * life_s) if apart else row.batch_per_replica)
     # waves left out at each end: a whole deployment's first users finish early (small decode batches), and their
     # next requests meet the staggered starts still arriving, a second wave of ramp-up
     ramp = 2 if apart else 1
+    waves = MIN_WAVES + 2 * (ramp - 1)
     batch = max(1, row.batch_per_replica)
-    n = min(max(MIN_REQUESTS, REQUESTS_PER_USER * wave), MAX_TOKENS // max(1, w.osl),
+    n = min(max(MIN_REQUESTS, REQUESTS_PER_USER * in_flight), MAX_TOKENS // max(1, w.osl),
             MAX_STEPS * batch // max(1, w.osl))
-    if n < (MIN_WAVES + 2 * (ramp - 1)) * wave:
-        return (f"{wave:,} requests in flight are more than a replay follows ({MIN_WAVES + 2 * (ramp - 1)} x {wave:,} "
-                f"requests of {w.osl:,} tokens at a batch of {batch:,}, past {MAX_TOKENS // 1_000_000}M tokens or "
+    if n < waves * in_flight:
+        return (f"{in_flight:,} requests in flight are more than a replay follows ({waves} x {in_flight:,} requests "
+                f"of {w.osl:,} tokens at a batch of {batch:,}, past {MAX_TOKENS // 1_000_000}M tokens or "
                 f"{MAX_STEPS // 1_000_000}M steps)")
     if users is None and n / (w.rate / share) > MAX_SPAN_S:  # the clock's float would lose a step's resolution
         return (f"{w.rate:g} requests/s is too slow a rate to replay ({n:,} requests would span "
@@ -102,7 +105,7 @@ def simulate_row(model: ModelSpec, gpu: GpuSpec, row, w: Workload, runtime: str,
     drawn = [rng.choice(isl_d.points) for _ in range(n)]
     prompts = [max(1, round(p * keep)) for p in drawn]
     outputs = [max(1, rng.choice(osl_d.points)) for _ in range(n)]
-    wave = min(ramp * wave, (n - 1) // 2)
+    skip = min(ramp * in_flight, (n - 1) // 2)  # at each end
     if apart:
         from llmsize.estimate.disaggregated_replay import replay_disaggregated
 
@@ -110,16 +113,15 @@ def simulate_row(model: ModelSpec, gpu: GpuSpec, row, w: Workload, runtime: str,
         r = replay_disaggregated(
             prompts, outputs, forward, row.prefill_workers, limits.prefill_tokens, forward.decode_step_s,
             row.decode_workers, row.running_cap, lambda p: p / keep * per_token_s, users=users,
-            arrivals_s=None if users is not None else poisson_arrivals(n, w.rate, SEED),
-            stagger_s=row.ttft_s + w.osl * row.tpot_s, skip=wave)
+            arrivals_s=None if users is not None else poisson_arrivals(n, w.rate, SEED), stagger_s=life_s, skip=skip)
     elif users is not None:
         r = replay(prompts, outputs, users, forward, limits.prefill_tokens, row.batch_per_replica, policy,
-                   skip=wave, stagger_s=row.ttft_s + w.osl * row.tpot_s)
+                   skip=skip, stagger_s=life_s)
     else:
         r = replay(prompts, outputs, 1, forward, limits.prefill_tokens, row.running_cap, policy,
-                   arrivals_s=poisson_arrivals(n, w.rate / row.replicas, SEED), skip=wave)
+                   arrivals_s=poisson_arrivals(n, w.rate / row.replicas, SEED), skip=skip)
     answers = any(o > 1 for o in outputs)  # one-token answers have no time per output token
-    return Simulated(r.requests, r.requests - 2 * wave, r.ttft_s_quantiles, r.tpot_s_quantiles if answers else None,
+    return Simulated(r.requests, r.requests - 2 * skip, r.ttft_s_quantiles, r.tpot_s_quantiles if answers else None,
                      r.ttft_mean_s, r.tpot_mean_s if answers else None)
 
 

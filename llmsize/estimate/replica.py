@@ -382,9 +382,10 @@ def pool_first_token_s(cost: "PrefillCost", rate_per_s: float, workers: int, cs2
     about as much (capping them fell 18% short of the replay for one worker at a load of 0.85); but a prompt that
     fills the budget alone goes one at a time, in chunks of the budget, each forward with its fixed costs and the
     last shared with the next prompt's first: M/D/s at that service, and Allen-Cunneen's wait. Against the pool
-    replayed (estimate/disaggregated_replay.py; tests/test_disaggregated_replay.py): within 13% (median 3%) over 1 to 6
-    workers at loads of 0.3 to 0.85, prompts over the budget to 0.6 (at 0.85 they fall 19-34% short: a prompt's last
-    chunk also carries the next prompt's first, and the M/D/s wait is steep there). Units: seconds, requests/s."""
+    replayed (estimate/disaggregated_replay.py; benchmarks/serving_closed_forms.py): within 13% (median 2.5%) over
+    1 to 6 workers at loads of 0.3 to 0.85, prompts over the budget to 0.6 (at 0.85 they fall 19-34% short: a
+    prompt's last chunk also carries the next prompt's first, and the M/D/s wait is steep there).
+    Units: seconds, requests/s."""
     one, weights, fixed = cost.parts()
     rest = fixed + max(0.0, weights - one)
     servers = workers * cost.cards

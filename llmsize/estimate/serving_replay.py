@@ -14,8 +14,9 @@ The scheduler, one forward at a time:
         taken first come first served, up to `prefill_tokens` prompt tokens a forward (a longer prompt is chunked
         over several forwards); the forward costs
             max(compute per token x tokens, weights) + fixed
-        (estimate/speed.prefill_parts_s, its compute linear in the tokens), and each prompt it completes emits its
-        first token at the forward's end. Otherwise every running request decodes one token: decode_step_s(b).
+        (estimate/replica.serving_prefill_parts, its compute and all-reduces linear in the tokens), and each
+        prompt it completes emits its first token at the forward's end. Otherwise every running request decodes
+        one token: decode_step_s(b).
     mixed (vLLM V1, TensorRT-LLM in-flight batching: running requests' decode tokens first, then waiting prompts in
         the token budget, in one forward): decode_step_s(b) + a cost per prompt token x the tokens it adds (the
         steady-state model's, estimate/replica.prefill_cost_s, over the prompt's tokens).

@@ -56,6 +56,17 @@ def _replica(cat, runtimes, model_id, gpu_id, tp, isl, osl):
     return tpot_fn, pre, cost, forward, policy
 
 
+def open_loop_point(tpot_fn, cost, rate: float, osl: int) -> tuple[int, float, float]:
+    """(users, TPOT, TTFT) of a replica under Poisson arrivals at `rate`: users = rate x (TTFT + osl x TPOT_agg),
+    TPOT_agg(b) = TPOT(b) + b x a prompt's cost / osl, to a fixed point (tests/test_serving_replay.py uses it too)."""
+    b = 1
+    for _ in range(40):
+        tpot = tpot_fn(b) + b * cost(rate, tpot_fn(b)) / osl
+        ttft = first_token_s(b, tpot_fn, cost, rate, osl)
+        b = max(1, round(rate * (ttft + osl * tpot)))
+    return b, tpot, ttft
+
+
 def mixed(cat, runtimes) -> list[float]:
     print("1. vLLM replica, first token and TPOT: closed form against the scheduler replayed (600 s of arrivals)")
     print(f"{'replica':40} {'in/out':>12} {'rate':>5} {'TTFT':>8} {'replay':>8} {'err':>7} {'TPOT':>7} {'replay':>7}")
@@ -63,11 +74,7 @@ def mixed(cat, runtimes) -> list[float]:
     for model_id, gpu_id, tp, isl, osl, rates in MIXED:
         tpot_fn, _, cost, forward, policy = _replica(cat, runtimes, model_id, gpu_id, tp, isl, osl)
         for rate in rates:
-            b = 1
-            for _ in range(40):  # users = rate x (TTFT + osl x TPOT_agg), to a fixed point
-                tpot = tpot_fn(b) + b * cost(rate, tpot_fn(b)) / osl
-                ttft = first_token_s(b, tpot_fn, cost, rate, osl)
-                b = max(1, round(rate * (ttft + osl * tpot)))
+            _, tpot, ttft = open_loop_point(tpot_fn, cost, rate, osl)
             n = int(rate * 600)
             r = replay([isl] * n, [osl] * n, 1, forward, BUDGET, max_running=10**6, policy=policy,
                        arrivals_s=poisson_arrivals(n, rate, seed=1), skip=n // 10)

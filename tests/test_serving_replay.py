@@ -2,9 +2,15 @@
 engine: a decode step of b requests costs 10 ms + 1 ms x b; a prefill forward of n tokens max(10 us x n, 20 ms) +
 50 ms."""
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from llmsize.estimate.serving_replay import Forward, poisson_arrivals, replay, uniform_lengths
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from serving_closed_forms import open_loop_point  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +153,7 @@ def test_fleet_sglang_replica_agrees_with_an_open_loop_replay(catalog, runtimes,
     3.5%, TTFT 0-18% high)."""
     from llmsize.estimate.runtimes import constants
     from llmsize.estimate.plan import PlanInputs, make_plan
-    from llmsize.estimate.replica import first_token_s, replica_timing
+    from llmsize.estimate.replica import replica_timing
     from llmsize.estimate.speed import prefill_parts_s
 
     p = make_plan(catalog.model(model_id), catalog.gpu(gpu_id), PlanInputs(context_tokens=1500, prompt_tokens=1000,
@@ -157,11 +163,7 @@ def test_fleet_sglang_replica_agrees_with_an_open_loop_replay(catalog, runtimes,
     compute, weights, fixed = prefill_parts_s(cost.x, c)
     engine = Forward(tpot_fn, compute / 1000, weights, fixed)
     for rate in rates:
-        b = 1
-        for _ in range(40):  # users = rate x (TTFT + osl x TPOT_agg), to a fixed point
-            tpot = tpot_fn(b) + b * cost(rate, tpot_fn(b)) / 1000
-            ttft = first_token_s(b, tpot_fn, cost, rate, 1000)
-            b = max(1, round(rate * (ttft + 1000 * tpot)))
+        _, tpot, ttft = open_loop_point(tpot_fn, cost, rate, 1000)
         n = int(rate * 600)
         r = replay([1000] * n, [1000] * n, 1, engine, 16384, max_running=10**6,
                    arrivals_s=poisson_arrivals(n, rate, seed=1))
@@ -233,7 +235,7 @@ def test_fleet_vllm_replica_agrees_with_an_open_loop_replay(catalog, runtimes, m
     3.1%, TPOT within 3.7%; the chunked prompt's TPOT is 21% under the replay's, left untested here). The closed
     form before this one (the prompt alone, then M/D/1) missed these TTFTs by -43% to +98%."""
     from llmsize.estimate.plan import PlanInputs, make_plan
-    from llmsize.estimate.replica import first_token_s, replica_engine, replica_timing
+    from llmsize.estimate.replica import replica_engine, replica_timing
     from llmsize.estimate.runtimes import constants
 
     p = make_plan(catalog.model(model_id), catalog.gpu(gpu_id), PlanInputs(context_tokens=isl + osl, prompt_tokens=isl,
@@ -243,11 +245,7 @@ def test_fleet_vllm_replica_agrees_with_an_open_loop_replay(catalog, runtimes, m
     engine, policy = replica_engine(p, "vllm", c, 8192)
     assert policy == "mixed"
     for rate in rates:
-        b = 1
-        for _ in range(40):  # users = rate x (TTFT + osl x TPOT_agg), to a fixed point
-            tpot = tpot_fn(b) + b * cost(rate, tpot_fn(b)) / osl
-            ttft = first_token_s(b, tpot_fn, cost, rate, osl)
-            b = max(1, round(rate * (ttft + osl * tpot)))
+        b, tpot, ttft = open_loop_point(tpot_fn, cost, rate, osl)
         assert (cost.chunks(b) > 1) == (isl > 8192)
         n = int(rate * 600)
         r = replay([isl] * n, [osl] * n, 1, engine, 8192, max_running=10**6, policy=policy,

@@ -436,13 +436,27 @@ def admission_wait_s(w: Workload, replicas: int, run: int, cap: int, request_s) 
 def _admitting(workers: int, run: int, cap: int, busy: int, w: Workload, service_s, allowed_s) -> tuple[int, int]:
     """The fewest workers, from `workers`, whose wait for one of a worker's `cap` slots (admission_wait_s: their share
     of --rate, `service_s(b)` a request's stay) is within `allowed_s(run)`, and the mean batch each then runs (their
-    share of the `busy` requests in flight)."""
-    for _ in range(10_000):
-        if admission_wait_s(w, workers, run, cap, service_s) <= allowed_s(run):
+    share of the `busy` requests in flight). The wait falls as workers are added (each takes less of the rate, and
+    its batch shrinks): a search that doubles its step until the wait is within, then halves back to the fewest (a
+    step of one worker at a time took 10,000 steps, seconds, without reaching a fleet of 10^8 replicas)."""
+    def batch(n: int) -> int:  # the mean batch n workers run
+        return _batch_for_rate(max(1, math.ceil(busy / n)), w.rate / n, service_s)
+
+    def within(n: int, b: int) -> bool:
+        return admission_wait_s(w, n, b, cap, service_s) <= allowed_s(b)
+
+    if within(workers, run):
+        return workers, run
+    lo, step = workers, 1  # lo: a count whose wait is not within
+    while not within(lo + step, batch(lo + step)):
+        lo, step = lo + step, 2 * step
+        if step > 1 << 62:  # never within (not reached: with workers enough the wait goes to 0)
             break
-        workers += 1
-        run = _batch_for_rate(max(1, math.ceil(busy / workers)), w.rate / workers, service_s)
-    return workers, run
+    hi = lo + step
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if within(mid, batch(mid)) else (mid, hi)
+    return hi, batch(hi)
 
 
 def served_tok_s(w: Workload, users: int, ttft_s: float, tpot_s: float) -> float:

@@ -133,6 +133,7 @@ class Shelf(Generic[T]):
         self.builtin = {d.resolve() for d in builtin_dirs()}
         self._cache: dict[str, T] = {}
         self._checked = False
+        self._user_stems: set[str] = set()  # ids whose file lies in a user's folder (files)
 
     @cached_property
     def files(self) -> dict[str, Path]:
@@ -146,18 +147,22 @@ class Shelf(Generic[T]):
             if not is_dir(sub, "catalog folder"):
                 continue
             shipped = d.resolve() in self.builtin
-            for p in sorted(sub.glob("*.yaml")):
-                if p.stem in found:
+            for p in sorted(sub.glob("*.yaml"), key=lambda p: p.name):  # one folder's: its names' order
+                stem = p.stem
+                if stem in found:
                     if shipped:
                         continue  # overridden by the user's file
-                    raise CatalogError(f"{self.kind} id `{p.stem}` is defined twice: {found[p.stem]} and {p}.",
+                    raise CatalogError(f"{self.kind} id `{stem}` is defined twice: {found[stem]} and {p}.",
                                        "Keep one of them, or rename one (the file stem is the id).")
-                other = norms.get(normalize(p.stem))
+                norm = normalize(stem)
+                other = norms.get(norm)
                 if other is not None:
-                    raise CatalogError(f"{self.kind} ids `{other}` ({found[other]}) and `{p.stem}` ({p}) are the "
+                    raise CatalogError(f"{self.kind} ids `{other}` ({found[other]}) and `{stem}` ({p}) are the "
                                        "same name once case, dashes and dots are ignored.", "Rename one of them.")
-                found[p.stem] = p
-                norms[normalize(p.stem)] = p.stem
+                found[stem] = p
+                norms[norm] = stem
+                if not shipped:
+                    self._user_stems.add(stem)
         return found
 
     def load(self, stem: str) -> T:
@@ -193,7 +198,7 @@ class Shelf(Generic[T]):
     @cached_property
     def has_user_files(self) -> bool:
         """Whether a user's folder holds an entry of this kind: then a lookup by id checks every name first."""
-        return any(p.parent.parent.resolve() not in self.builtin for p in self.files.values())
+        return any(stem in self._user_stems for stem in self.files)  # (files fills _user_stems)
 
     def get(self, name: str) -> T:
         key = name.strip().lower()

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.estimate.capacity import max_concurrent_sequences, max_context_tokens, memory_budget, overhead_of
 from llmsize.estimate.kv import kv_bytes
+from llmsize.estimate.memo import by_identity
 from llmsize.estimate.quant import FORMATS, RUNTIME_FORMATS, RUNTIME_KV, QuantFormat, kv_dtype_flags
 from llmsize.estimate.unified import usable_memory
 from llmsize.estimate.weights import weight_bytes
@@ -39,20 +40,28 @@ def _fits(model: ModelSpec, gpu: GpuSpec, fmt: QuantFormat, scope: str, p: dict)
     and padding are its own), else the generic budget at the share the user gave or that card's runtime default."""
     from dataclasses import replace
 
+    inputs = p["inputs"]
+    wired = inputs.wired_limit_bytes if gpu.id == p["gpu"].id else None  # the limit set on this machine only
+    there = replace(inputs, quant=fmt.id, scope=scope, wired_limit_bytes=wired)
+    return _kv_left(model, gpu, fmt, there, p["budget"].engine is not None, p.get("engine"), p.get("util_given", True))
+
+
+@by_identity(maxsize=8192, objects=2)
+def _kv_left(model: ModelSpec, gpu: GpuSpec, fmt: QuantFormat, there, ledger: bool, engine: str | None,
+             util_given: bool) -> float:
+    """_fits's budget with the plan's inputs `there` at the format and scope tried (a plan's search asks the same of
+    each card it passes, and a catalog-wide run of plans the same of every card again)."""
     from llmsize.estimate.capacity import default_gpu_util
     from llmsize.estimate.llamacpp_budget import plan_ledger_budget
 
-    inputs = p["inputs"]
-    wired = inputs.wired_limit_bytes if gpu.id == p["gpu"].id else None  # the limit set on this machine only
-    usable = usable_memory(gpu, wired)
-    if p["budget"].engine is not None:
-        there = replace(inputs, quant=fmt.id, scope=scope, wired_limit_bytes=wired)
-        led = plan_ledger_budget(model, gpu, there, p["engine"], fmt.id, search=False)
+    usable = usable_memory(gpu, there.wired_limit_bytes)
+    if ledger:
+        led = plan_ledger_budget(model, gpu, there, engine, fmt.id, search=False)
         if led is not None:
             return led.budget.kv_budget_bytes if led.sequences else 0.0
-    util = inputs.gpu_util if p.get("util_given", True) else default_gpu_util(p.get("engine"), usable.shares_all_ram)[0]
-    w = weight_bytes(model, fmt, scope).bytes_total
-    return memory_budget(gpu, w, util, overhead_of(inputs), usable.bytes).kv_budget_bytes
+    util = there.gpu_util if util_given else default_gpu_util(engine, usable.shares_all_ram)[0]
+    w = weight_bytes(model, fmt, there.scope).bytes_total
+    return memory_budget(gpu, w, util, overhead_of(there), usable.bytes).kv_budget_bytes
 
 
 def _one_sequence_bytes(p: dict) -> float:
@@ -96,15 +105,20 @@ def _weights_levers(p: dict, candidates: list[GpuSpec]) -> tuple[list[str], int]
 
     # a card the plan's runtime runs on (llama.cpp's GGUF file on a Gaudi would be no answer)
     runs = (lambda c: True) if p.get("runtime") is None else (lambda c: not_on(p["runtime"], c) is None)
-    bigger = sorted(
-        (c for c in candidates if c.memory_bytes > gpu.memory_bytes and runs(c)
-         and _fits(model, c, fmt, p["scope"], p) > need),
-        key=lambda c: (c.memory_bytes, -c.bandwidth_gb_s),
-    )
-    if bigger:
-        c = bigger[0]
-        # and the smallest of the same kind (a Mac for a Mac, a unified machine for one), where that is another
-        kin = next((k for k in bigger if k.vendor == gpu.vendor and k.segment == gpu.segment), None)
+    # the smallest that holds it, and the smallest of the same kind (a Mac for a Mac, a unified machine for one),
+    # where that is another: each card's budget is priced only when the search reaches it, smallest first
+    larger = sorted((c for c in candidates if c.memory_bytes > gpu.memory_bytes and runs(c)),
+                    key=lambda c: (c.memory_bytes, -c.bandwidth_gb_s))
+    holds: dict[str, bool] = {}
+
+    def holds_it(c: GpuSpec) -> bool:
+        if c.id not in holds:
+            holds[c.id] = _fits(model, c, fmt, p["scope"], p) > need
+        return holds[c.id]
+
+    c = next((c for c in larger if holds_it(c)), None)
+    if c is not None:
+        kin = next((k for k in larger if k.vendor == gpu.vendor and k.segment == gpu.segment and holds_it(k)), None)
         kind = SEGMENT_WORDS.get(gpu.segment, f"{gpu.segment} cards")
         same = (f"; of {gpu.vendor}'s {kind}, {kin.id} ({kin.memory_size:g} {kin.memory_vendor_unit}, "
                 f"{kin.bandwidth_gb_s:,.0f} GB/s)") if kin is not None and kin.id != c.id else ""

@@ -35,6 +35,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from llmsize.catalog.schema import AttentionBase, ModelSpec
 from llmsize.errors import InvalidValueError
@@ -92,7 +93,7 @@ def _fused(tensors: list[GgufTensor]) -> list[GgufTensor]:
     return out
 
 
-@by_identity()
+@by_identity(maxsize=1024)
 def file_tensors(model: ModelSpec) -> tuple[GgufTensor, ...]:
     """The file's tensors before quantization (the same for every file type of a model: `fit` asks for six)."""
     ts = gguf_tensors(model)
@@ -104,33 +105,63 @@ def _layer(name: str) -> int:
     return int(m.group(1)) if m else 0
 
 
+# what llama_tensor_get_type's rules tell tensors apart by (their names), read once per model (_kinds)
+KEEP16, OUTPUT, EMBD, ATTN_V, ATTN_K, FFN_DOWN, ATTN_OUTPUT, OTHER = range(8)
+
+
+def _kind(name: str, has_output: bool) -> int:
+    if name == "per_layer_model_proj.weight" or "altup" in name or "laurel" in name:
+        return KEEP16
+    if name == "output.weight" or (not has_output and name == "token_embd.weight"):
+        return OUTPUT
+    if name in ("token_embd.weight", "per_layer_token_embd.weight"):  # tensor_name_match_token_embd
+        return EMBD
+    if ATTN_V_LIKE.search(name):
+        return ATTN_V
+    if "attn_k.weight" in name:
+        return ATTN_K
+    if "ffn_down" in name:
+        return FFN_DOWN
+    return ATTN_OUTPUT if "attn_output.weight" in name else OTHER
+
+
+@by_identity(maxsize=1024)
+def _kinds(model: ModelSpec) -> tuple[Hparams, tuple[tuple[int, int], ...], int]:
+    """The model's hparams, each of its file's tensors' (kind, block index) in file order, and its attn_v-like
+    tensors' count: the same for every file type (`fit` asks for a dozen)."""
+    tensors = file_tensors(model)
+    has_output = any(t.name == "output.weight" for t in tensors)
+    kinds = tuple((_kind(t.name, has_output), _layer(t.name)) for t in tensors)
+    return hparams(model), kinds, sum(k == ATTN_V for k, _ in kinds)
+
+
 class _Chooser:
     """llama_tensor_get_type for one file, with its counters (attn_v and ffn_down seen so far)."""
 
-    def __init__(self, model: ModelSpec, ftype: str, tensors: tuple[GgufTensor, ...]):
-        self.hp, self.ftype, self.default = hparams(model), ftype, FILE_TYPES[ftype]
-        self.has_output = any(t.name == "output.weight" for t in tensors)
-        self.n_attention_wv = sum(bool(ATTN_V_LIKE.search(t.name)) for t in tensors)
+    def __init__(self, model: ModelSpec, ftype: str):
+        self.hp, _, self.n_attention_wv = _kinds(model)
+        self.ftype, self.default = ftype, FILE_TYPES[ftype]
         self.i_attention_wv = 0
         self.i_ffn_down = 0
 
-    def choose(self, t: GgufTensor) -> str:
-        hp, ft, name = self.hp, self.ftype, t.name
+    def choose(self, t: GgufTensor, kind: int, layer: int) -> str:
+        """The type of tensor `t`, of `kind` (_kind) in block `layer`."""
+        hp, ft = self.hp, self.ftype
         new = self.default
         falcon = hp.family == "falcon"
-        if name == "per_layer_model_proj.weight" or "altup" in name or "laurel" in name:
+        if kind == KEEP16:
             return "f16"  # "these are not too big so keep them as it is", "these are very small": as converted
-        if name == "output.weight" or (not self.has_output and name == "token_embd.weight"):
+        if kind == OUTPUT:
             if ft == "mxfp4_moe" or falcon or t.ne0 % GGML_BLOCKS[new][0]:
                 new = "q8_0"
             elif new != "q8_0":
                 new = "q6_k"
         elif ft == "mxfp4_moe":
             new = "mxfp4" if t.ne2 > 1 else "q8_0"
-        elif name in ("token_embd.weight", "per_layer_token_embd.weight"):  # tensor_name_match_token_embd
+        elif kind == EMBD:
             if ft in ("tq1_0", "tq2_0"):
                 new = "q4_k"
-        elif ATTN_V_LIKE.search(name):
+        elif kind == ATTN_V:
             i, n = self.i_attention_wv, self.n_attention_wv
             if ft == "q2_k":
                 new = "q4_k" if hp.n_gqa >= 4 else "q3_k"
@@ -149,11 +180,11 @@ class _Chooser:
             if hp.n_expert == 8:
                 new = "q8_0"
             self.i_attention_wv += 1
-        elif "attn_k.weight" in name:
+        elif kind == ATTN_K:
             if hp.n_expert == 8:
                 new = "q8_0"
-        elif "ffn_down" in name:
-            i = _layer(name) if hp.n_expert > 1 else self.i_ffn_down
+        elif kind == FFN_DOWN:
+            i = layer if hp.n_expert > 1 else self.i_ffn_down
             n = hp.n_layer
             if ft == "q2_k":
                 new = "q3_k"
@@ -173,7 +204,7 @@ class _Chooser:
             elif ft == "q4_k_s" and not falcon and i < n // 8:
                 new = "q5_k"
             self.i_ffn_down += 1
-        elif "attn_output.weight" in name:
+        elif kind == ATTN_OUTPUT:
             if not falcon:
                 if hp.n_expert == 8:
                     if ft in ("q2_k", "q3_k_s", "q3_k_m", "iq4_nl", "q4_k_s", "q4_k_m", "iq4_xs"):
@@ -194,34 +225,35 @@ def tensor_bytes(t: GgufTensor, ggml_type: str) -> int:
     return t.elements // per * nbytes
 
 
-@dataclass(frozen=True)
-class MixTensor:
+class MixTensor(NamedTuple):  # (a tuple: a file holds hundreds, and `fit` makes a file per model and type)
     tensor: GgufTensor
     ggml_type: str
     nbytes: int
 
 
-@by_identity()
+@by_identity(maxsize=1024)
 def file_mix(model: ModelSpec, ftype: str) -> tuple[MixTensor, ...]:
     """Every tensor of the file llama-quantize would write for `ftype`, with its type and bytes (worked out once per
     model and type: a plan asks three times, `fit` for every model and type)."""
     if ftype not in FILE_TYPES:
         raise InvalidValueError(f"Unknown GGUF file type `{ftype}`.", f"Choose one of: {', '.join(FILE_TYPES)}.")
     tensors = file_tensors(model)
-    chooser = _Chooser(model, ftype, tensors)
+    chooser = _Chooser(model, ftype)
+    kinds = _kinds(model)[1]
     # a checkpoint released with MXFP4 experts (gpt-oss) keeps them: convert_hf_to_gguf writes the MXFP4 blocks
     # as they are, and llama-quantize does not requantize an already quantized tensor ("requantizing from type
     # mxfp4 is disabled")
     mxfp4_experts = model.release.quant == "mxfp4"
     out = []
-    for t in tensors:
+    for t, (kind, layer) in zip(tensors, kinds):
         if t.f32:
             ty = "f32"
         elif mxfp4_experts and t.component == "experts" and t.ne2 > 1:
             ty = "mxfp4"
         else:
-            ty = chooser.choose(t)
-        out.append(MixTensor(t, ty, tensor_bytes(t, ty)))
+            ty = chooser.choose(t, kind, layer)
+        per, nbytes = GGML_BLOCKS[ty]  # tensor_bytes
+        out.append(MixTensor(t, ty, t.ne0 * t.ne1 * t.ne2 // per * nbytes))
     return tuple(out)
 
 

@@ -311,7 +311,7 @@ class FileLayout:
         return self.experts_upto[hi] - self.experts_upto[lo], self.rest_upto[hi] - self.rest_upto[lo]
 
 
-@by_identity()
+@by_identity(maxsize=1024)
 def file_layout(tensors: list[tuple[str, int]]) -> FileLayout:
     """The file's tensors read once: the fit search asks for dozens of placements of the same file."""
     layers: dict[int, list[int]] = {}

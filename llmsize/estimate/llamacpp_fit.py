@@ -9,15 +9,16 @@ The card's free memory is taken as its total (what CUDA reports where the catalo
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, replace
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.estimate.llamacpp_memory import (
     CTX_PAD,
-    EXPERTS,
     OP_OFFLOAD_MIN_BATCH,
     LlamaCppLedger,
     LlamaCppSettings,
+    file_layout,
     llamacpp_ledger,
 )
 
@@ -94,13 +95,14 @@ def fit_split(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int]], s:
     how = "as asked"
     if not fits(led, budget, ram):
         n_layer = model.num_layers
-        if moe_offload and any(EXPERTS.match(n) for n, _ in tensors):
-            candidates = [(replace(s, gpu_layers=None, n_cpu_moe=n), "n_cpu_moe") for n in range(1, n_layer + 1)]
-        else:
-            candidates = []
-        candidates += [(replace(s, gpu_layers=n, n_cpu_moe=0), "gpu_layers") for n in range(n_layer, -1, -1)]
+        moe = moe_offload and file_layout(tensors).has_experts
+        # in order, each made only if the ones before do not fit
+        candidates = itertools.chain(
+            ((dict(gpu_layers=None, n_cpu_moe=n), "n_cpu_moe") for n in (range(1, n_layer + 1) if moe else ())),
+            ((dict(gpu_layers=n, n_cpu_moe=0), "gpu_layers") for n in range(n_layer, -1, -1)))
         how = "none"
-        for cand, kind in candidates:
+        for change, kind in candidates:
+            cand = replace(s, **change)
             trial = llamacpp_ledger(model, gpu, tensors, cand)
             if fits(trial, budget, ram):
                 s, led, how = cand, trial, kind

@@ -34,12 +34,15 @@ ceiling puts every byte at its device's peak with no fixed cost.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from itertools import accumulate
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.estimate.host_memory import HostMemory
 from llmsize.estimate.llamacpp_memory import (
     GATHERED_TENSORS,
+    OUTPUT_TENSORS,
     LlamaCppLedger,
+    cache_runs,
     file_layout,
     gathered_bytes,
     layer_caches,
@@ -47,6 +50,7 @@ from llmsize.estimate.llamacpp_memory import (
     row_bytes,
     tensor_block,
 )
+from llmsize.estimate.memo import by_identity
 from llmsize.estimate.params import shared_cache_layers, touched_share, unused_kv_weight
 
 
@@ -93,31 +97,57 @@ class Reads:
         return self.host_weight + self.host_kv
 
 
-def read_bytes(model: ModelSpec, led: LlamaCppLedger, tensors: list[tuple[str, int]], context_tokens: int) -> Reads:
-    """What one decode token reads where llama.cpp placed it: weights, then the cache at this depth."""
-    s, n_layer = led.settings, led.n_layer
-    i_gpu_start, out_gpu = led.i_gpu_start, led.output_on_gpu
+@dataclass(frozen=True)
+class ReadLayout:
+    """What one token reads of a file's weights, by where llama.cpp may place it (read_layout)."""
+
+    routed_upto: tuple[float, ...]  # the routed experts' read bytes of blocks 0..i-1 (top-k / experts of them)
+    rest_upto: tuple[float, ...]  # the blocks' other tensors', in full
+    output_bytes: float  # the output layer's tensors (on the GPU with it), and a tied embedding read as the output
+    host_bytes: float  # tensors outside the blocks that stay with the host
+
+
+@by_identity(maxsize=1024, objects=2)
+def read_layout(model: ModelSpec, tensors: list[tuple[str, int]]) -> ReadLayout:
+    """The file's reads a token, per block, worked out once per file: a placement (read_bytes) only sums ranges of
+    blocks. A token reads a routed expert tensor at top-k / experts of its bytes, the token embedding not at all
+    (one row) unless it is the output too (tied), a per-layer embedding (looked up) and a shared-cache layer's k/v
+    (loaded, never read) not at all, and no multi-token-prediction layer."""
+    n_layer = cache_runs(model).n_layer
     share = _expert_share(model)
-    gpu = host = expert = 0.0
     tied = not file_layout(tensors).has_output
     shared = shared_cache_layers(model)
+    routed, rest = [0.0] * n_layer, [0.0] * n_layer
+    output = host = 0.0
     for name, nbytes in tensors:
         if name == "token_embd.weight":
-            if tied:  # read in full as the output layer, where the output is
-                gpu, host = (gpu + nbytes, host) if out_gpu else (gpu, host + nbytes)
+            output += nbytes if tied else 0  # read in full as the output layer, where the output is
             continue
         if name in GATHERED_TENSORS or unused_kv_weight(name, shared):
-            continue  # a per-layer embedding is looked up; a shared-cache layer's k/v is loaded, never read
+            continue
         il, is_expert = tensor_block(name)
-        routed = is_expert and il < n_layer
-        frac = share[il] if routed else 1.0
         if il >= n_layer:
-            continue  # multi-token-prediction layers: not read by plain decoding
-        if on_gpu(name, n_layer, i_gpu_start, out_gpu, s.n_cpu_moe):
-            gpu += nbytes * frac
-            expert += nbytes * frac if routed else 0.0
+            continue
+        if il < 0:
+            output, host = (output + nbytes, host) if name.startswith(OUTPUT_TENSORS) else (output, host + nbytes)
+        elif is_expert:
+            routed[il] += nbytes * share[il]
         else:
-            host += nbytes * frac
+            rest[il] += nbytes
+    return ReadLayout(tuple(accumulate(routed, initial=0.0)), tuple(accumulate(rest, initial=0.0)), output, host)
+
+
+def read_bytes(model: ModelSpec, led: LlamaCppLedger, tensors: list[tuple[str, int]], context_tokens: int) -> Reads:
+    """What one decode token reads where llama.cpp placed it (llamacpp_memory.on_gpu: the blocks from i_gpu_start
+    on the GPU but for the routed experts of the first n_cpu_moe, the output layer where it is, every other tensor
+    outside the blocks on the host): weights, then the cache at this depth."""
+    s, n_layer = led.settings, led.n_layer
+    i_gpu_start, out_gpu = led.i_gpu_start, led.output_on_gpu
+    f = read_layout(model, tensors)
+    expert = f.routed_upto[n_layer] - f.routed_upto[min(n_layer, max(i_gpu_start, s.n_cpu_moe))]
+    gpu = f.rest_upto[n_layer] - f.rest_upto[min(n_layer, i_gpu_start)] + expert
+    host = f.rest_upto[n_layer] + f.routed_upto[n_layer] + f.host_bytes - gpu
+    gpu, host = (gpu + f.output_bytes, host) if out_gpu else (gpu, host + f.output_bytes)
     kv_gpu = kv_host = 0.0
     for il, c in enumerate(layer_caches(model)):
         if not c.k:

@@ -300,16 +300,20 @@ def test_fused_attention_splits_and_batch_rows(k_eq_v, chunk, fold, split):
 def test_attention_self_check_passes_and_catches_an_early_combine(monkeypatch):
     """The check measure runs on the card for the attention over several slices (the fused-step check's toy
     model has one slice a layer): passes both ways; with the folded combine's counters starting at one, a slice
-    combines before the last partials are in, and the check says so (the combine kernel path is unaffected)."""
+    combines before the last partials are in, and the check says so (the combine kernel path is unaffected). The
+    broken counters first: the folded check stops at its first wrong output, and the combine kernel's full pass
+    runs once (each full pass is ten attention calls under the interpreter, about 4 s)."""
     from llmsize.measure import fused, selfcheck
+    real = fused._combine_counters
     monkeypatch.setattr(selfcheck, "_attn_checked", {})
-    assert selfcheck.attention_ok(torch.device("cpu"), True) and selfcheck.attention_ok(torch.device("cpu"), False)
     monkeypatch.setattr(fused, "_combine_counters", lambda device, n: torch.ones(n, dtype=torch.int32))
-    monkeypatch.setattr(selfcheck, "_attn_checked", {})
     assert not selfcheck.attention_ok(torch.device("cpu"), True)
     assert selfcheck.last_failure(torch.device("cpu")).startswith("output off by ")  # what the check found
     assert selfcheck.attention_ok(torch.device("cpu"), False)
     assert selfcheck.last_failure(torch.device("cpu")) == ""
+    monkeypatch.setattr(fused, "_combine_counters", real)
+    monkeypatch.setattr(selfcheck, "_attn_checked", {})
+    assert selfcheck.attention_ok(torch.device("cpu"), True)
 
 
 @pytest.mark.skipif(not triton_available(), reason="triton not installed")

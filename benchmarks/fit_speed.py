@@ -140,6 +140,7 @@ class StepTerms:
     tile_s: float
     mm_s: float
     ceiling_s: float
+    context_tokens: int  # the row's (a property of its dataset row, read by every decode system built)
 
 
 _STEP_TERMS: dict[int, tuple[Observed, StepTerms]] = {}  # by the row's id, the row kept with them
@@ -153,7 +154,7 @@ def step_terms(o: Observed) -> StepTerms:
         _STEP_TERMS[id(o)] = (o, StepTerms(
             x.weight_bytes / x.bandwidth_bytes_per_s, x.kv_bytes / x.bandwidth_bytes_per_s, class_bw_s(x),
             dequant_time_s(x, UNIT_COSTS), attention_time_s(x, UNIT_COSTS), tile_time_s(x, UNIT_COSTS),
-            tile_time_s(x, UNIT_MM), ceiling_step_s(x)))
+            tile_time_s(x, UNIT_MM), ceiling_step_s(x), o.row.context_tokens))
     return _STEP_TERMS[id(o)][1]
 
 
@@ -598,8 +599,9 @@ class DecodeSystem:
             [f"t_layer:{k}" for k in self.own_kernels] + [f"t_step:{r}" for r in self.own_fixed] + \
             [f"v_be:{b}" for b in self.backends] + [f"t_moe_be:{r}:{b}" for r, b in self.moe_backends]
         self.dec, rows_a = dec, []
-        for o in dec:
-            x, t, terms = o.step, o.measured_s, step_terms(o)
+        all_terms = [step_terms(o) for o in dec]
+        for o, terms in zip(dec, all_terms):
+            x, t = o.step, o.measured_s
             w_bw, kv_bw = terms.w_bw_s, terms.kv_bw_s
             # the format's bytes at their class's fraction, those the scope leaves in 16 bits at the f16 class's and a
             # recipe's other formats at theirs (speed.weights_time_s); a class without a column of its own streams at
@@ -641,7 +643,7 @@ class DecodeSystem:
         # stream.
         by_source = defaultdict(set)
         for o in dec:
-            by_source[(o.source_key, o.plan.model.id, o.plan.gpu.id)].add(o.row.context_tokens)
+            by_source[(o.source_key, o.plan.model.id, o.plan.gpu.id)].add(step_terms(o).context_tokens)
         self.depth = runtime in VECTOR_ATTENTION and any(max(c) - min(c) >= 2048 for c in by_source.values())
         if not self.depth:
             self.upper[self.names.index("v_kv")] = 0.0
@@ -670,10 +672,10 @@ class DecodeSystem:
         self.A = np.array(rows_a, dtype=float).reshape(len(rows_a), len(self.names))
         self.gram = gram(self.A, RIDGE)
         # per row: the ceiling's step, the weights' time at full bandwidth, layers, measured time (target's inputs)
-        self.base_s = np.array([step_terms(o).ceiling_s for o in dec])
-        self.w_bw_s = np.array([step_terms(o).w_bw_s for o in dec])
+        self.base_s = np.array([terms.ceiling_s for terms in all_terms])
+        self.w_bw_s = np.array([terms.w_bw_s for terms in all_terms])
         # per class, each row's weight bytes its kernels stream, in seconds at full bandwidth
-        by_row = [step_terms(o).class_bw_s for o in dec]
+        by_row = [terms.class_bw_s for terms in all_terms]
         self.class_bw_s = {c: np.array([p.get(c, 0.0) for p in by_row]) for c in sorted({c for p in by_row for c in p})}
         self.layers = np.array([float(o.step.layers) for o in dec])
         self.t_s = np.array([o.measured_s for o in dec])

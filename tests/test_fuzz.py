@@ -142,15 +142,14 @@ def _catalog_names():
     cat = Catalog()
     gpus = [(g.id, list(g.aliases)) for g in cat.hardware.all()]
     models = [(m.id, list(m.aliases)) for m in cat.models.all()]
-    return gpus, models
+    return gpus, models, sorted({m.family for m in cat.models.all()})
 
 
-GPUS, MODELS = _catalog_names()
+GPUS, MODELS, FAMILIES = _catalog_names()
 GPU_IDS = [g for g, _ in GPUS]
 MODEL_IDS = [m for m, _ in MODELS]
 GPU_NAMES = GPU_IDS + [a for _, al in GPUS for a in al]
 MODEL_NAMES = MODEL_IDS + [a for _, al in MODELS for a in al]
-FAMILIES = sorted({yaml.safe_load((ROOT / "models" / f"{m}.yaml").read_text()).get("family", "x") for m in MODEL_IDS})
 
 
 def _formats():

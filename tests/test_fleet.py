@@ -181,6 +181,20 @@ def test_with_a_rate_the_batch_a_row_reports_is_the_one_its_requests_fill(catalo
         assert in_flight <= workers * r.batch_per_replica <= in_flight + workers, (r.mode, workers, r.batch_per_replica)
 
 
+def test_a_rate_without_targets_sizes_every_card_at_a_batch_whose_prompts_it_keeps_up_with(run_cli):
+    """With --rate and no --ttft, a replica's batch had been the largest its memory holds even where its users'
+    prompts then come faster than it prefills them (an A10 at the 8B's 256 sequences: the first token's queue
+    without end): the request's life was infinite and Little's law raised OverflowError, a traceback, on
+    `fleet llama-3.1-8b --rate 20`. Every card vLLM runs on now gets rows whose first token is finite."""
+    code, out, err = run_cli("fleet", "llama-3.1-8b", "--rate", "20", "--json")
+    assert code == 0, err
+    sized = [r for r in json.loads(out)["rows"] if r["why_not"] is None]  # the rest: cards vLLM does not run on
+    assert len(sized) > 40 and any(r["card"] == "a10" for r in sized)
+    for r in sized:
+        for x in filter(None, (r, r.get("other"))):
+            assert math.isfinite(x["ttft_s"]) and math.isfinite(x["tpot_s"]), (r["card"], x["mode"])
+
+
 def test_impossible_targets_say_which_and_by_how_much(catalog, runtimes):
     m = catalog.model("llama-3.1-8b")
     (row,) = fleet_rows(m, [catalog.gpu("rtx4090")], Workload(1000, 200, users=8, tpot_s=0.001), "vllm", runtimes)

@@ -384,8 +384,10 @@ def _aggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tupl
     # the other users' prompts stall a user's answer (its own came before its first token)
     eff = lambda b: tpot_fn(b) + (b - 1) * cost(rate(b), tpot_fn(b)) / w.osl  # noqa: E731
     ttft = lambda b: first_token_s(b, tpot_fn, cost, rate(b), w.osl, w.prefill_cs2)  # noqa: E731
+    # (and without a --ttft target, a batch whose users' prompts the replica keeps up with: past it the queue of
+    # prompts grows without end, an infinite first token)
     b = _largest_batch(lambda b: (w.tpot_s is None or eff(b) <= w.tpot_s)
-                       and (w.ttft_s is None or ttft(b) <= w.ttft_s), hi)
+                       and (ttft(b) <= w.ttft_s if w.ttft_s is not None else math.isfinite(ttft(b))), hi)
     if b is None:  # at batch 1 one target or both fail: say each, and the worse is how far it misses
         words, ratio = [], 0.0
         if w.tpot_s is not None and eff(1) > w.tpot_s:

@@ -1,6 +1,6 @@
 """`llmsize fleet` over the whole catalog for one model: wall time of the command, as a user runs it.
 
-    python benchmarks/fleet_speed.py [--runs 5]
+    python benchmarks/fleet_speed.py [--runs 5] [--case TEXT]
 """
 
 from __future__ import annotations
@@ -32,15 +32,20 @@ CASES = [
                                           "33ms"]),
     ("nemotron-3-nano-30b-a3b (hybrid), 400 users", ["fleet", "nemotron-3-nano-30b-a3b", "--users", "400", "--ttft",
                                                      "2s", "--tpot", "33ms"]),
+    # a fleet of 10^8 replicas: the search for the workers whose wait for a slot is within the target
+    ("llama-3.1-8b, 10^9 req/s", ["fleet", "llama-3.1-8b", "--rate", "1e9"]),
 ]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--case", default="", help="only the cases whose name holds this text")
     args = ap.parse_args()
     print(f"{'case':48} {'median s':>9} {'min s':>7} {'max s':>7}")
     for name, argv in CASES:
+        if args.case not in name:
+            continue
         times = []
         for _ in range(args.runs):
             t = time.perf_counter()

@@ -69,6 +69,7 @@ disaggregated one serves faster for it) is the row; the other rides along for co
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, replace
@@ -381,9 +382,10 @@ def _aggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tupl
     if w.ttft_s is not None and pre > w.ttft_s:
         return None, _miss(f"TTFT {pre:.2f} s for {w.isl:,} tokens exceeds the {w.ttft_s:g} s target", pre, w.ttft_s)
     rate = lambda b: b / (pre + w.osl * tpot_fn(b))  # noqa: E731  b users' arrival rate at the replica
-    # the other users' prompts stall a user's answer (its own came before its first token)
-    eff = lambda b: tpot_fn(b) + (b - 1) * cost(rate(b), tpot_fn(b)) / w.osl  # noqa: E731
-    ttft = lambda b: first_token_s(b, tpot_fn, cost, rate(b), w.osl, w.prefill_cs2)  # noqa: E731
+    # the other users' prompts stall a user's answer (its own came before its first token); each batch's figures
+    # worked out once (the searches below ask for the same batches again and again)
+    eff = functools.cache(lambda b: tpot_fn(b) + (b - 1) * cost(rate(b), tpot_fn(b)) / w.osl)
+    ttft = functools.cache(lambda b: first_token_s(b, tpot_fn, cost, rate(b), w.osl, w.prefill_cs2))
     # (and without a --ttft target, a batch whose users' prompts the replica keeps up with: past it the queue of
     # prompts grows without end, an infinite first token)
     b = _largest_batch(lambda b: (w.tpot_s is None or eff(b) <= w.tpot_s)
@@ -439,8 +441,7 @@ def _admitting(workers: int, run: int, cap: int, busy: int, w: Workload, service
     """The fewest workers, from `workers`, whose wait for one of a worker's `cap` slots (admission_wait_s: their share
     of --rate, `service_s(b)` a request's stay) is within `allowed_s(run)`, and the mean batch each then runs (their
     share of the `busy` requests in flight). The wait falls as workers are added (each takes less of the rate, and
-    its batch shrinks): a search that doubles its step until the wait is within, then halves back to the fewest (a
-    step of one worker at a time took 10,000 steps, seconds, without reaching a fleet of 10^8 replicas)."""
+    its batch shrinks)."""
     def batch(n: int) -> int:  # the mean batch n workers run
         return _batch_for_rate(max(1, math.ceil(busy / n)), w.rate / n, service_s)
 
@@ -449,16 +450,26 @@ def _admitting(workers: int, run: int, cap: int, busy: int, w: Workload, service
 
     if within(workers, run):
         return workers, run
-    lo, step = workers, 1  # lo: a count whose wait is not within
-    while not within(lo + step, batch(lo + step)):
+    n = _fewest(workers + 1, lambda n: within(n, batch(n)))
+    return n, batch(n)
+
+
+def _fewest(n: int, ok) -> int:
+    """The fewest workers from `n` with ok (false up to some count, true from it on, as a wait that falls as workers
+    are added): a step that doubles until ok holds, then halves back. One worker a step took 10,000 steps, seconds,
+    short of a fleet of 10^8 replicas (10^9 requests/s)."""
+    if ok(n):
+        return n
+    lo, step = n, 1  # lo: a count without ok
+    while not ok(lo + step):
         lo, step = lo + step, 2 * step
-        if step > 1 << 62:  # never within (not reached: with workers enough the wait goes to 0)
+        if step > 1 << 62:  # never (not reached: with workers enough a wait goes to 0)
             break
     hi = lo + step
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if within(mid, batch(mid)) else (mid, hi)
-    return hi, batch(hi)
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return hi
 
 
 def served_tok_s(w: Workload, users: int, ttft_s: float, tpot_s: float) -> float:
@@ -509,9 +520,8 @@ def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan
     # a prompt's first token: alone, or after a wait for a worker, in a forward with the prompts that arrived meanwhile;
     # it falls to `base` (below the limit) as workers are added
     first = lambda x: pool_first_token_s(pool, rate, x, w.prefill_cs2) + kv_move_s  # noqa: E731
-    x = math.floor(rate * pool(rate)) + 1  # the fewest that keep up (utilization below 1)
-    while first(x) > limit:
-        x += 1
+    # from the fewest that keep up (utilization below 1)
+    x = _fewest(math.floor(rate * pool(rate)) + 1, lambda x: first(x) <= limit)
     ttft = first(x)
     row = _row(g, par, moe, "disaggregated", x + y, run, served_tok_s(w, users, ttft, tpot), tpot, ttft, price, x, y,
                ttft - base)

@@ -195,6 +195,22 @@ def test_a_rate_without_targets_sizes_every_card_at_a_batch_whose_prompts_it_kee
             assert math.isfinite(x["ttft_s"]) and math.isfinite(x["tpot_s"]), (r["card"], x["mode"])
 
 
+@pytest.mark.parametrize("start, first_ok", [(1, 1), (1, 2), (5, 6), (7, 1000), (100_000_000, 101_234_567)])
+def test_the_fewest_workers_search_finds_what_one_worker_a_step_would(start, first_ok):
+    """fleet._fewest (doubling, then halving) returns the first count from `start` where a monotone test holds, as
+    adding one worker at a time would, and asks the test a few dozen times, not once per worker."""
+    from llmsize.estimate.fleet import _fewest
+
+    asked = []
+
+    def ok(n):
+        asked.append(n)
+        return n >= first_ok
+
+    assert _fewest(start, ok) == max(start, first_ok)
+    assert len(asked) <= 2 * 64 and all(n >= start for n in asked)
+
+
 def test_impossible_targets_say_which_and_by_how_much(catalog, runtimes):
     m = catalog.model("llama-3.1-8b")
     (row,) = fleet_rows(m, [catalog.gpu("rtx4090")], Workload(1000, 200, users=8, tpot_s=0.001), "vllm", runtimes)

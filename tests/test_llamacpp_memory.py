@@ -172,6 +172,44 @@ def test_a_files_placement_summed_by_block_is_each_tensor_placed(catalog, model,
             assert _placement(tensors, n_layer, i_gpu_start, out_gpu, n_cpu_moe) == (gpu, host)
 
 
+@pytest.mark.parametrize("model, fmt", [("qwen3-30b-a3b", "gguf-q4_k_m"), ("qwen3-4b", "gguf-q8_0"),
+                                         ("gpt-oss-20b", "gguf-mxfp4_moe"), ("glm-4.7-flash", "gguf-q4_k_m"),
+                                         ("gemma-4-e2b", "gguf-q4_k_m")])
+def test_a_tokens_reads_summed_by_block_are_each_tensor_read_where_it_is_placed(catalog, model, fmt):
+    """offload.read_bytes sums ranges of blocks (read_layout, once per file): the same bytes as reading each tensor
+    where on_gpu places it, a routed expert at top-k / experts of its bytes, a tied embedding (qwen3-4b,
+    gemma-4-e2b) once as the output, a per-layer embedding (gemma-4-e2b) and a shared-cache layer's k/v not at
+    all, for -ngl and --n-cpu-moe across the range. (Summed in another order: equal to a relative 1e-12.)"""
+    from llmsize.estimate.llamacpp_memory import GATHERED_TENSORS, on_gpu, tensor_block
+    from llmsize.estimate.offload import _expert_share, read_bytes
+    from llmsize.estimate.params import shared_cache_layers, unused_kv_weight
+
+    m, g = catalog.model(model), catalog.gpu("rtx4090")
+    tensors = gguf_file_tensors(m, fmt)
+    tied = not any(n == "output.weight" for n, _ in tensors)
+    share, shared = _expert_share(m), shared_cache_layers(m)
+    assert tied == (model in ("qwen3-4b", "gemma-4-e2b")) and bool(shared) == (model == "gemma-4-e2b")
+    n = m.num_layers
+    for ngl in (0, 1, n // 2, n, n + 1):
+        for n_cpu_moe in (0, 3, n):
+            led = llamacpp_ledger(m, g, tensors, LlamaCppSettings(ctx_size=4096, gpu_layers=ngl, n_cpu_moe=n_cpu_moe))
+            gpu = host = expert = 0.0
+            for name, nbytes in tensors:
+                il, is_expert = tensor_block(name)
+                if name in GATHERED_TENSORS or unused_kv_weight(name, shared) or il >= led.n_layer:
+                    if name == "token_embd.weight" and tied:
+                        gpu, host = (gpu + nbytes, host) if led.output_on_gpu else (gpu, host + nbytes)
+                    continue
+                read = nbytes * (share[il] if is_expert else 1.0)
+                if on_gpu(name, led.n_layer, led.i_gpu_start, led.output_on_gpu, n_cpu_moe):
+                    gpu, expert = gpu + read, expert + (read if is_expert else 0.0)
+                else:
+                    host += read
+            r = read_bytes(m, led, tensors, 4096)
+            assert (r.gpu_weight, r.host_weight, r.gpu_expert) == pytest.approx((gpu, host, expert), rel=1e-12)
+            assert r.gpu_weight > 0 or ngl == 0
+
+
 def test_the_identity_cache_holds_its_object_and_forgets_the_oldest():
     """memo.by_identity: the same object gives the cached result; an equal but distinct list is another key (a
     list's id is reused only once it is gone, and the cache holds it); past maxsize the oldest entry goes."""
@@ -189,6 +227,15 @@ def test_the_identity_cache_holds_its_object_and_forgets_the_oldest():
     assert total(b) == 3 and len(calls) == 2  # equal, not the same object
     assert total(a, 2) == 6 and len(calls) == 3  # other arguments: another key (a's first entry goes)
     assert total(c) == 3 and total(a) == 3 and len(calls) == 5
+
+    @by_identity(objects=2)  # a model and a card, say: both by identity
+    def both(xs, ys, k=1):
+        calls.append(None)
+        return (sum(xs) + sum(ys)) * k
+
+    assert both(a, c) == 6 and both(a, c) == 6 and len(calls) == 6
+    assert both(a, [3]) == 6 and len(calls) == 7  # the second object is keyed by identity too
+    assert both(a, c, 2) == 12 and len(calls) == 8
 
 
 def test_hybrid_state_is_one_cell_a_slot(catalog):

@@ -106,16 +106,11 @@ def _weights_levers(p: dict, candidates: list[GpuSpec]) -> tuple[list[str], int]
     # a card the plan's runtime runs on (llama.cpp's GGUF file on a Gaudi would be no answer)
     runs = (lambda c: True) if p.get("runtime") is None else (lambda c: not_on(p["runtime"], c) is None)
     # the smallest that holds it, and the smallest of the same kind (a Mac for a Mac, a unified machine for one),
-    # where that is another: each card's budget is priced only when the search reaches it, smallest first
+    # where that is another: each card's budget is priced only when the search reaches it, smallest first (and
+    # kept: _kv_left)
     larger = sorted((c for c in candidates if c.memory_bytes > gpu.memory_bytes and runs(c)),
                     key=lambda c: (c.memory_bytes, -c.bandwidth_gb_s))
-    holds: dict[str, bool] = {}
-
-    def holds_it(c: GpuSpec) -> bool:
-        if c.id not in holds:
-            holds[c.id] = _fits(model, c, fmt, p["scope"], p) > need
-        return holds[c.id]
-
+    holds_it = lambda c: _fits(model, c, fmt, p["scope"], p) > need  # noqa: E731
     c = next((c for c in larger if holds_it(c)), None)
     if c is not None:
         kin = next((k for k in larger if k.vendor == gpu.vendor and k.segment == gpu.segment and holds_it(k)), None)

@@ -252,8 +252,7 @@ def file_mix(model: ModelSpec, ftype: str) -> tuple[MixTensor, ...]:
             ty = "mxfp4"
         else:
             ty = chooser.choose(t, kind, layer)
-        per, nbytes = GGML_BLOCKS[ty]  # tensor_bytes
-        out.append(MixTensor(t, ty, t.ne0 * t.ne1 * t.ne2 // per * nbytes))
+        out.append(MixTensor(t, ty, tensor_bytes(t, ty)))
     return tuple(out)
 
 

@@ -151,3 +151,63 @@ def test_a_kv_lever_says_what_it_holds_where_the_asked_context_still_does_not_fi
                     search_fit=False)
     assert mha.diagnosis.saturates == "kv_cache"
     assert any("plain multi-head attention; a model with GQA" in lv for lv in mha.diagnosis.levers)
+
+
+def test_read_shares_summed_by_group_are_the_pieces_summed_one_by_one():
+    """weights._read_shares sums a model's pieces once by key and routing share (a fleet asks for thousands of
+    batches): the shares must be what summing every piece's bytes at its routed fraction gives, for every catalog
+    model, a primary format, a recipe (experts in nvfp4, attention in fp8) and a GGUF mix (shares by parameters)."""
+    from llmsize.estimate.params import model_pieces, routed_fraction
+    from llmsize.estimate.quant import UNQUANTIZED
+    from llmsize.estimate.weights import expert_read_fraction, piece_bytes, piece_format, read_shares_by_format
+
+    fmts = [(quant_format("fp8"), "experts"), (quant_format("nvfp4"), "linear"),
+            (quant_format("experts=nvfp4,attention=fp8"), "linear"), (quant_format("gguf-q4_k_m"), "linear")]
+    checked = 0
+    for m in Catalog().models.all():
+        for fmt, scope in fmts:
+            for batch in (1, 7, 64, 4096):
+                by_format, routed, total = {}, 0.0, 0.0
+                for p in model_pieces(m):
+                    if not p.read:
+                        continue
+                    size = (p.params if fmt.mix else float(piece_bytes(p, fmt, scope))) * routed_fraction(p, batch)
+                    f = piece_format(p, fmt, scope)
+                    key = None if f is None or f.id in UNQUANTIZED else f.id
+                    by_format[key] = by_format.get(key, 0.0) + size
+                    routed += size if p.routed is not None else 0.0
+                    total += size
+                assert expert_read_fraction(m, fmt, scope, batch) == pytest.approx(routed / total, rel=1e-12, abs=1e-15)
+                got = read_shares_by_format(m, fmt, scope, batch)
+                if fmt.mix or (not fmt.recipe and fmt.bits_per_weight >= fmt.keep_bits):  # one share: its own
+                    assert got == {fmt.id: 1.0}
+                else:
+                    assert got == pytest.approx({k: v / total for k, v in by_format.items()}, rel=1e-12, abs=1e-15)
+                    assert sum(got.values()) == pytest.approx(1.0, rel=1e-12)
+                checked += 1
+    assert checked > 200
+
+
+def test_attention_tile_flops_by_group_are_each_groups_summed():
+    """flops.decode_attention_tile_flops works out each layer group's FLOPs per attended token once: at any context
+    and tile it is the groups' count x FLOPs a token x the tokens each attends to (its window or top-k at most),
+    and `keep` selects groups."""
+    from llmsize.estimate.flops import _attn_flops_per_attended_token, decode_attention_tile_flops
+
+    for m in Catalog().models.all():
+        groups = [g for g in m.layer_groups if g.mixer is not None]
+        for ctx in (1, 4096, 131072):
+            for rows in (1, 16, 64):
+                def want(keep=None):
+                    total = 0.0
+                    for g in groups:
+                        if keep is not None and not keep(g.mixer):
+                            continue
+                        caps = [c for c in (getattr(g.mixer, "sliding_window", None),
+                                            getattr(getattr(g.mixer, "indexer", None), "topk", None)) if c]
+                        total += g.count * _attn_flops_per_attended_token(g.mixer, rows) * min([ctx, *caps])
+                    return total
+                assert decode_attention_tile_flops(m, ctx, rows) == pytest.approx(want(), rel=1e-12)
+                sliding = lambda mixer: getattr(mixer, "sliding_window", None) is not None  # noqa: E731
+                assert decode_attention_tile_flops(m, ctx, rows, keep=sliding) == pytest.approx(want(sliding),
+                                                                                                rel=1e-12, abs=0)

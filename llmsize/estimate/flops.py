@@ -19,6 +19,7 @@ from llmsize.catalog.schema import (
 )
 from llmsize.errors import InvalidValueError
 from llmsize.estimate.kv import cached_tokens
+from llmsize.estimate.memo import by_identity
 from llmsize.estimate.quant import QuantFormat
 from llmsize.estimate.weights import matmul_params_per_token
 
@@ -106,8 +107,16 @@ def decode_attention_tile_flops(model: ModelSpec, context_tokens: int, rows: int
     read one cached head (a GQA group; every head for absorbed MLA, whose latent they all share) are the rows of
     its tile, rounded up to `rows` (1: the FLOPs themselves); a padding row costs what a real one does. Attention
     layers only (no indexer, no recurrent state); `keep(mixer)`: only the layer groups it selects."""
-    return sum(g.count * _attn_flops_per_attended_token(g.mixer, rows) * _attended(g.mixer, context_tokens)
-               for g in model.layer_groups if g.mixer is not None and (keep is None or keep(g.mixer)))
+    return sum(flops * (min(context_tokens, cap) if cap else context_tokens)
+               for mixer, flops, cap in _tile_groups(model, rows) if keep is None or keep(mixer))
+
+
+@by_identity(maxsize=512)
+def _tile_groups(model: ModelSpec, rows: int) -> tuple[tuple[object, float, int | None], ...]:
+    """Per layer group with a mixer: (mixer, its layers' tile FLOPs per attended token, its cap: _attention_cap),
+    worked out once a model (a fleet search asks for thousands of batches)."""
+    return tuple((g.mixer, g.count * _attn_flops_per_attended_token(g.mixer, rows), _attention_cap(g.mixer))
+                 for g in model.layer_groups if g.mixer is not None)
 
 
 def _attended(mixer, context_tokens: int) -> int:

@@ -203,20 +203,42 @@ def bytes_read_by_batch(model: ModelSpec, fmt: QuantFormat, scope: str) -> Calla
     return lambda batch: weight_bytes_read(model, fmt, scope, batch)
 
 
-def _read_shares(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int, key) -> dict:
-    """The shares of the weight bytes a decode step of `batch` sequences reads, by key(piece). For a GGUF mix (a
-    type per tensor) the shares are taken by parameters, not bytes."""
-    totals: dict = defaultdict(float)
-    pieces = ((p.params, p) for p in model_pieces(model) if p.read) if fmt.mix else _read_pieces(model, fmt, scope)
-    for size, p in pieces:
-        totals[key(p)] += size * routed_fraction(p, batch)
+def _read_shares(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int, by: str) -> dict:
+    """The shares of the weight bytes a decode step of `batch` sequences reads, by the pieces' key (_share_groups:
+    `by` "routed" or "format"). For a GGUF mix (a type per tensor) the shares are taken by parameters, not bytes."""
+    totals = {k: dense + sum(size * touched_share(share, batch) for share, size in routed)
+              for k, dense, routed in _share_groups(model, fmt, scope, by)}
     total = sum(totals.values())
     return {k: v / total for k, v in totals.items()} if total else {}
 
 
+@by_identity(maxsize=256)
+def _share_groups(model: ModelSpec, fmt: QuantFormat, scope: str, by: str
+                  ) -> tuple[tuple[object, float, tuple[tuple[float, float], ...]], ...]:
+    """The pieces a decode step reads summed by key, worked out once a model, format and scope (a fleet search asks
+    for thousands of batches): per key, the size every step reads and per routing share k/E the routed experts'.
+    The key: whether the piece is a routed expert (`by` "routed"), or the format it is stored in ("format": None where
+    it stays at keep_bits or unquantized)."""
+    def stored_in(p: Piece) -> str | None:
+        f = piece_format(p, fmt, scope)
+        return None if f is None or f.id in UNQUANTIZED else f.id
+
+    key = (lambda p: p.routed is not None) if by == "routed" else stored_in
+    groups: dict = {}
+    pieces = ((p.params, p) for p in model_pieces(model) if p.read) if fmt.mix else _read_pieces(model, fmt, scope)
+    for size, p in pieces:
+        group = groups.setdefault(key(p), [0.0, {}])
+        if p.routed is None:
+            group[0] += size
+        else:
+            share = p.routed[0] / p.routed[1]
+            group[1][share] = group[1].get(share, 0.0) + size
+    return tuple((k, dense, tuple(routed.items())) for k, (dense, routed) in groups.items())
+
+
 def expert_read_fraction(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int) -> float:
     """The routed experts' share of the weight bytes a decode step reads (0 for a dense model)."""
-    return _read_shares(model, fmt, scope, batch, lambda p: p.routed is not None).get(True, 0.0)
+    return _read_shares(model, fmt, scope, batch, "routed").get(True, 0.0)
 
 
 def read_shares_by_format(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int) -> dict[str | None, float]:
@@ -225,12 +247,7 @@ def read_shares_by_format(model: ModelSpec, fmt: QuantFormat, scope: str, batch:
     tensor) and a format no narrower than what it keeps are one share: {fmt.id: 1}."""
     if fmt.mix or (not fmt.recipe and fmt.bits_per_weight >= fmt.keep_bits):
         return {fmt.id: 1.0}
-
-    def stored_in(p: Piece) -> str | None:
-        f = piece_format(p, fmt, scope)
-        return None if f is None or f.id in UNQUANTIZED else f.id
-
-    return _read_shares(model, fmt, scope, batch, stored_in) or {fmt.id: 1.0}
+    return _read_shares(model, fmt, scope, batch, "format") or {fmt.id: 1.0}
 
 
 def matmul_params_per_token(model: ModelSpec) -> float:

@@ -3,6 +3,7 @@ decoding's parameters. Pure data and parsing; the sizing is estimate/fleet.py.""
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -45,14 +46,14 @@ class Workload:
         i, o = self.lengths()
         return i.p99 + o.p99
 
-    @property
+    @functools.cached_property  # (the admission searches ask for it thousands of times)
     def life_cs2(self) -> float:
         """Squared coefficient of variation of a request's time in a replica, taken as proportional to its answer's
         length (the decode steps are most of it)."""
         o = self.lengths()[1]
         return o.variance / o.mean ** 2
 
-    @property
+    @functools.cached_property
     def prefill_cs2(self) -> float:
         """Squared coefficient of variation of a prompt's prefill, taken as proportional to its length."""
         i = self.lengths()[0]

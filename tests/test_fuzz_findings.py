@@ -112,3 +112,29 @@ def test_compare_sizes_splits_with_each_cards_own_share(run_cli):
     code, out, err = run_cli("compare", "qwen3-235b-a22b", "--gpus", "t4,m3-pro,hgx-b200", "--format", "json")
     assert code == 0, err
     assert "Traceback" not in err
+
+
+# Found by the fuzz's fleet and fit cases (2026-12-07): a value that may be a length or a file's path (--isl, --osl,
+# --mmproj) was looked up as a path, and a name too long for one ended in an OSError; a path starting ~user of a user
+# that does not exist ended in pathlib's RuntimeError, wherever a model or mmproj path is taken.
+@pytest.mark.parametrize("args", [
+    ["fleet", "llama-3.1-8b", "--gpus", "h100", "--users", "8", "--isl", "x" * 5000],
+    ["fleet", "llama-3.1-8b", "--gpus", "h100", "--users", "8", "--osl", "x" * 5000 + ".csv"],
+    ["plan", "llama-3.1-8b", "--gpu", "h100", "--mmproj", "x" * 5000],
+    ["plan", "llama-3.1-8b", "--gpu", "h100", "--mmproj", "x" * 5000 + ".gguf"],
+    ["fit", "--gpu", "rtx4090", "--runtime", "llamacpp", "--mmproj", "y" * 5000],
+    ["plan", "~nosuchuser-llmsize/model", "--gpu", "h100"],
+    ["plan", "~nosuchuser-llmsize/model.gguf", "--gpu", "h100"],
+    ["import", "~nosuchuser-llmsize/model.gguf"],
+    ["plan", "llama-3.1-8b", "--gpu", "h100", "--mmproj", "~nosuchuser-llmsize/mmproj.gguf"],
+])
+def test_values_that_cannot_be_paths_are_one_line(run_cli, args):
+    code, _, err = run_cli(*args)
+    assert_one_line_error(code, err)
+    assert len(err) < 600, err  # the name is cut, not echoed whole
+
+
+def test_a_lengths_value_too_long_for_a_path_is_not_a_length(run_cli):
+    code, _, err = run_cli("fleet", "llama-3.1-8b", "--gpus", "h100", "--users", "8", "--isl", "9x" * 3000)
+    assert_one_line_error(code, err)
+    assert "is not a length" in err

@@ -152,8 +152,9 @@ def parse_lengths(text: str, option: str) -> Lengths:
             raise InvalidValueError(f"{option} `{t}`: the 95th percentile is below the median.",
                                     f"e.g. {option} {median}:p95={median * 4}.")
         return fixed(median) if p95 == median else _lognormal(median, p95)
-    p = Path(t)
-    if t.lower().endswith(".csv") or p.exists():
-        return _from_csv(p, option.lstrip("-"), option)
+    from llmsize.files import exists
+
+    if t.lower().endswith(".csv") or exists(t):  # (a name too long for a path is not a file: not a length)
+        return _from_csv(Path(t), option.lstrip("-"), option)
     raise InvalidValueError(f"{option} `{t[:60]}` is not a length.", f"Give tokens ({option} 3000), a median and "
                             f"95th percentile ({option} 3000:p95=12000) or a CSV file of lengths.")

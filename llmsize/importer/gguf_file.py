@@ -310,5 +310,5 @@ def merge(parts: list[tuple[str, dict, dict[str, GgufTensorInfo]]], files: list)
 
 def read_gguf(path: str | Path) -> GgufFile:
     """Metadata and tensor infos of a GGUF file or of all the splits it belongs to."""
-    paths = split_files(Path(path).expanduser())
+    paths = split_files(files.expand_user(path))
     return merge([(str(p), *read_part(p)) for p in paths], paths)

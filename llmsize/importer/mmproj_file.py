@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 from llmsize.errors import InvalidValueError, shown
+from llmsize.files import exists, expand_user, is_dir
 from llmsize.estimate.mmproj import MmprojFile
 from llmsize.importer.gguf_file import GgufError, read_gguf
 
@@ -50,9 +51,11 @@ def _encoder(meta: dict, path):
 
 def read_mmproj(path: str | Path) -> MmprojFile:
     """The mmproj file's bytes and encoder; a GGUF that is not one (a model file given by mistake) is refused."""
-    if not Path(path).expanduser().is_file():
-        what = "a folder, not a file" if Path(path).expanduser().is_dir() else "no such file"
-        raise GgufError(f"--mmproj {shown(path)}: {what}.", HINT)
+    p = expand_user(path)
+    if is_dir(p, "--mmproj"):  # (a path the system cannot look up is one line too)
+        raise GgufError(f"--mmproj {shown(path)}: a folder, not a file.", HINT)
+    if not exists(p):
+        raise GgufError(f"--mmproj {shown(path)}: no such file.", HINT)
     try:
         g = read_gguf(path)
     except GgufError as e:  # the reader's words are a model file's: its message, the mmproj's hint
@@ -82,6 +85,6 @@ def mmproj_source(value: str | None):
     v = value.strip()
     if not v:  # Path("") is the current folder
         raise InvalidValueError("--mmproj is empty.", "Give a type (f16, bf16, f32, q8_0) or an mmproj file's path.")
-    if v.lower() not in MMPROJ_BITS and (v.lower().endswith(".gguf") or Path(v).expanduser().exists()):
+    if v.lower() not in MMPROJ_BITS and (v.lower().endswith(".gguf") or exists(expand_user(v))):
         return read_mmproj(v)  # a file (an Ollama blob has no extension)
     return check_mmproj_type(value)

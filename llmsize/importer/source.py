@@ -108,7 +108,7 @@ def import_model(path: str | Path, read_headers: bool = True, estimate_only: boo
     """Import a model folder (config.json [+ hf_quant_config.json] [+ *.safetensors]) or a config.json.
     A folder whose shards are not all there is refused, unless `estimate_only` (planned from config.json,
     and the warning says which shards are missing)."""
-    path = Path(path).expanduser()
+    path = files.expand_user(path)
     if path.suffix.lower() == ".gguf":
         return import_gguf(path)
     if files.is_dir(path, "model"):

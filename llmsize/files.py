@@ -94,11 +94,13 @@ def open_regular(path: Path | str, what: str = "file"):
     except FileNotFoundError:
         raise FileError(f"{what} `{_named(path)}`: not found.", "Check the path.") from None
     except OSError as e:
-        raise FileError(f"{what} `{_named(path)}`: cannot open ({_why(e)}).", "Check the path and its permissions.") from None
+        raise FileError(f"{what} `{_named(path)}`: cannot open ({_why(e)}).",
+                        "Check the path and its permissions.") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise FileError(f"{what} `{_named(path)}` is {_kind(st.st_mode)}, not a regular file.", "Give a regular file.")
+            raise FileError(f"{what} `{_named(path)}` is {_kind(st.st_mode)}, not a regular file.",
+                            "Give a regular file.")
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         f = os.fdopen(fd, "rb")
@@ -250,7 +252,8 @@ def check_output(path: Path | str, what: str = "output", force: bool = True, pro
             raise FileError(f"{what} `{_named(path)}` exists and is {_kind(st.st_mode)}: llmsize only replaces regular "
                             "files.", "Pick another path.")
         if not force:
-            raise FileError(f"{what} `{_named(path)}` already exists.", "Pass --force to replace it, or pick another path.")
+            raise FileError(f"{what} `{_named(path)}` already exists.",
+                            "Pass --force to replace it, or pick another path.")
     parent = p.parent
     try:
         if not stat.S_ISDIR(os.stat(parent).st_mode):
@@ -258,7 +261,8 @@ def check_output(path: Path | str, what: str = "output", force: bool = True, pro
     except FileNotFoundError:
         raise FileError(f"{what} `{_named(path)}`: folder {parent} does not exist.", "Create it first.") from None
     except OSError as e:
-        raise FileError(f"{what} `{_named(path)}`: cannot use folder {parent} ({_why(e)}).", "Pick another path.") from None
+        raise FileError(f"{what} `{_named(path)}`: cannot use folder {parent} ({_why(e)}).",
+                        "Pick another path.") from None
     if probe:  # a file can be made there (a read-only or virtual folder such as /proc refuses it): before any work
         tmp = parent / f".{p.name[:200]}.{os.getpid()}.probe"
         try:

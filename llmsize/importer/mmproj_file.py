@@ -10,8 +10,8 @@ from collections import Counter
 from pathlib import Path
 
 from llmsize.errors import InvalidValueError, shown
-from llmsize.files import exists, expand_user, is_dir
 from llmsize.estimate.mmproj import MmprojFile
+from llmsize.files import exists, expand_user, is_dir
 from llmsize.importer.gguf_file import GgufError, read_gguf
 
 HINT = "Give the path of the mmproj-*.gguf file beside the model's GGUF, or a type (--mmproj f16) for its own tower."

@@ -38,6 +38,9 @@ reproduces from its number alone (each case draws from random.Random(f"{SEED}:{i
              files (with and without --force), missing folders, names too long, a file-size limit (disk full).
   measure    --device cpu only: invalid values, tiny valid runs (--tokens 2 --context 8 --warmup 1
              --no-probe), --checkpoint folders with mutated Gemma 4 configs. Skipped without torch.
+  serving    fleet on one to three cards (a valid model, --users or --rate or neither, lengths fixed, lognormal or
+             from a CSV that may be hostile, TTFT/TPOT targets, runtimes, formats, --spec, --emit, --simulate) and
+             fit on one card (runtimes, host memory, numbers), with valid, near and garbage values.
   cli        no arguments, --version, --help of each command, unknown commands and options, missing values,
              odd COLUMNS, --hub (HF_ENDPOINT points at a closed local port: no network is used).
 
@@ -142,10 +145,10 @@ def _catalog_names():
     cat = Catalog()
     gpus = [(g.id, list(g.aliases)) for g in cat.hardware.all()]
     models = [(m.id, list(m.aliases)) for m in cat.models.all()]
-    return gpus, models, sorted({m.family for m in cat.models.all()})
+    return gpus, models, sorted({m.family for m in cat.models.all()}), [h.id for h in cat.hosts.all()]
 
 
-GPUS, MODELS, FAMILIES = _catalog_names()
+GPUS, MODELS, FAMILIES, HOST_IDS = _catalog_names()
 GPU_IDS = [g for g, _ in GPUS]
 MODEL_IDS = [m for m, _ in MODELS]
 GPU_NAMES = GPU_IDS + [a for _, al in GPUS for a in al]
@@ -165,7 +168,8 @@ UNICODE_BITS = ["\u202e", "\u200b", "\u200d", "\u0301", "\ufeff", "😀", "ｈ�
                 "..", "/", "~", "*", "?", "[", "]", "\x7f", "\x01"]
 GARBAGE = ["", " ", "-", "--", "-x", "--gpu", "=", "nan", "inf", "None", "null", "true", "0", "-1", "1e400",
            ".", "..", "/", "~", "~root", "~/", "a" * 300, "a/" * 200, "x" * 5000, "CON", "aux", "*", "?", "[a-z]",
-           "%n%n", "{}", "[]", "{{x}}", "h200" * 100, "llama-3.1-8b/", "./", ".json", "x.json", "/nonexistent/x"]
+           "%n%n", "{}", "[]", "{{x}}", "h200" * 100, "llama-3.1-8b/", "./", ".json", "x.json", "/nonexistent/x",
+           "~nosuchuser-llmsize/x.gguf"]
 
 BAD_FLOATS = ["nan", "NaN", "-nan", "inf", "-inf", "+inf", "Infinity", "-Infinity", "1e308", "-1e308", "1e309",
               "5e-324", "-5e-324", "1e-300", "0", "-0", "-0.0", "-1", "1.0000001", "65536.0001", "1e6", "1e6.1",
@@ -984,6 +988,113 @@ def gen_measure(rng, d):
     return argv, extras
 
 
+FLEET_NUM = [("--users", "int", 1, 2**24), ("--rate", "float", 0, 1e9), ("--tok-s-per-user", "float", 0, 1e4),
+             ("--shared-prefix", "float", 0, 1), ("--node-link-gb-s", "float", 0, 1e6)]
+FIT_NUM = [("--context", "int", 1, 2**31 - 1), ("--host-bandwidth-gb-s", "float", 0.1, 1e5),
+           ("--host-ram-gib", "float", 0.1, 1e5), ("--wired-limit-gb", "float", 0.1, 1e5),
+           ("--memory-gb", "float", 0.1, 1e5), ("--min-tok-s", "float", 0.01, 1e5), ("--top", "int", 1, 10_000)]
+RUNTIMES = ["vllm", "sglang", "trtllm", "llamacpp", "mlx", "gpt-fast", "ollama", "lmstudio"]
+LENGTHS = ["3000", "500", "1", "3000:p95=12000", "500:p95=2000", "100:p95=100", "1:p95=2", "lengths.csv"]
+BAD_LENGTHS = ["3000:p95=1000", "0", "-5", "3000:p95=", ":p95=4", "3000:p99=4000", "3000:p95=1e400", "1e3",
+               "3000:p95=2000:p95=9"]
+DURATIONS = ["2s", "500ms", "33ms", "10s", "100ms", "5ms"]
+BAD_DURATIONS = ["1us", "0s", "-1s", "nan", "infs", "1e400s", "2", "2 s", "2h", "86401s", "1e-300s"]
+SPECS = ["draft=llama-3.2-1b,k=4,accept=0.7", "mtp=1", "mtp=2,accept=0.6", "draft=qwen3-0.6b,k=16,accept=1",
+         "draft=llama-3.2-1b,k=1,accept=0"]
+HOST_MEMORY = ["DDR5-6000x2", "DDR4-3200x8", "LPDDR5X-8000x4"]
+BAD_HOST_MEMORY = ["DDR5-0x2", "DDR5-6000x0", "DDR9-1x1", "DDR5-6000", "x2"]
+
+
+def lengths_csv(rng, d: Path) -> None:
+    """A CSV of request lengths for --isl / --osl lengths.csv: valid, hostile, or a special file."""
+    r = rng.random()
+    p = d / "lengths.csv"
+    if r < 0.5:
+        rows = [str(rng.choice([1, 2, 300, 3000, 12000, rng.randint(1, 20000)])) for _ in range(rng.randint(1, 60))]
+        p.write_text(rng.choice(["", "isl\n", "osl\n", "isl,osl\n"]) + "\n".join(rows) + "\n")
+    elif r < 0.85:
+        p.write_text("\n".join(rng.choice(["0", "-5", "nan", "inf", "1e400", "3.5", "x", "", " ", "1,2,3", "isl",
+                                           "osl", "9" * 400, str(2**24 + 1), unicode_junk(rng)])
+                               for _ in range(rng.randint(0, 8))))
+    elif r < 0.93:
+        p.write_bytes(os.urandom(rng.randint(0, 256)))
+    else:
+        special(rng, d, "lengths.csv")
+
+
+def gen_serving(rng, d):
+    """fleet (on one to three cards: the whole catalog takes seconds) and fit: half the cases with every value valid
+    and the options combined as they may be (what they reach is the estimator), half with near and garbage
+    values."""
+    hostile = rng.random() < 0.5
+
+    def val(pool, bad=()):
+        v = rng.choice(pool)
+        r = rng.random() if hostile else 0.0
+        if r < 0.5:
+            return v
+        return rng.choice(bad) if bad and r < 0.7 else typo(rng, v) if r < 0.85 else \
+            rng.choice(GARBAGE[:30] + [unicode_junk(rng)])
+
+    def number(kind, lo, hi):
+        if hostile:
+            return num(rng, kind, lo, hi)
+        x = lo + (hi - lo) * rng.random() ** 6  # mostly small values, as people give them
+        return str(max(1, round(x))) if kind == "int" else repr(min(hi, max(x, lo, 0.01)))
+
+    if rng.random() < 0.12:  # (fit sizes every catalog model: a second or two where it runs)
+        return _fit_case(rng, val, number)
+    argv = ["fleet", valid_model(rng) if not hostile or rng.random() < 0.8 else pick_name(rng, MODEL_NAMES),
+            "--gpus", ",".join(rng.sample(GPU_IDS, rng.randint(1, 3)))]
+    load = rng.choice(["users", "rate"] + ["neither", "both"] * hostile)
+    if load in ("users", "both"):
+        argv += ["--users", number("int", 1, 2000)]
+    if load in ("rate", "both"):
+        argv += ["--rate", rng.choice(["0.5", "20", "1e6", number("float", 0.01, 1e4)])]
+    pools = [("--isl", LENGTHS, BAD_LENGTHS), ("--osl", LENGTHS, BAD_LENGTHS), ("--ttft", DURATIONS, BAD_DURATIONS),
+             ("--runtime", RUNTIMES, ()), ("--quant", QUANTS, ()), ("--kv-dtype", KV_DTYPES, ()),
+             ("--spec", SPECS, ("k=4", "draft=,accept=0.5", "mtp=0", "draft=nope,k=4"))]
+    pools.append(rng.choice([("--tpot", DURATIONS, BAD_DURATIONS), ("--tok-s-per-user", ["10", "30", "100"], ("0",))]))
+    for o, pool, bad in rng.sample(pools, rng.randint(0, 4)):
+        argv += opt(rng, o, val(pool, bad))
+    nums = [x for x in FLEET_NUM if hostile or x[0] in ("--shared-prefix", "--node-link-gb-s")]
+    for name, kind, lo, hi in rng.sample(nums, rng.choice([0, 0, 1, 2])):
+        argv += opt(rng, name, number(kind, lo, hi))
+    if "lengths.csv" in argv or any(a.endswith("=lengths.csv") for a in argv):
+        lengths_csv(rng, d)
+    json_out = False
+    view = rng.random()
+    if view < 0.15:  # the launch lines of the best row (alone: no other view)
+        argv += ["--emit", val(["vllm", "sglang"])]
+        if rng.random() < 0.5:
+            argv += ["--mode", val(["aggregated", "disaggregated"])]
+    else:
+        fmt = rng.choice(["json", "json", "table", None] + ["csv", "markdown", "html"] * (view > 0.3))
+        argv += ["--format", fmt] if fmt else []
+        json_out = fmt == "json"
+        if fmt in ("json", "table", None) and rng.random() < 0.1:
+            argv.append("--simulate")
+    if hostile and rng.random() < 0.2:  # the combinations fleet refuses
+        argv += rng.choice([["--mode", "aggregated"], ["--emit", "vllm", "--json"], ["--simulate", "--format", "csv"],
+                            ["--pareto"], ["--users", "8"]])
+    return argv, {"json_out": json_out and "--emit" not in argv}
+
+
+def _fit_case(rng, val, number):
+    argv = ["fit", "--gpu", valid_gpu(rng) if rng.random() < 0.9 else pick_name(rng, GPU_NAMES)]
+    for o, pool, bad in rng.sample([("--runtime", RUNTIMES, ()), ("--host-memory", HOST_IDS + HOST_MEMORY,
+                                                                   BAD_HOST_MEMORY),
+                                    ("--sort", ["tok_s", "size"], ()), ("--mmproj", ["f16", "q8_0"], ("mmproj.gguf",))],
+                                   rng.randint(0, 2)):
+        argv += opt(rng, o, val(pool, bad))
+    for name, kind, lo, hi in rng.sample(FIT_NUM, rng.choice([0, 1, 1, 2])):
+        argv += opt(rng, name, number(kind, lo, hi))
+    if rng.random() < 0.3:
+        argv.append("--all-formats")
+    json_out = rng.random() < 0.4
+    return argv + ["--json"] * json_out, {"json_out": json_out}
+
+
 def gen_cli(rng, d):
     cmds = ["plan", "compare", "roofline", "kv", "gpus", "models", "show", "formats", "import", "measure"]
     k = rng.randrange(12)
@@ -1038,7 +1149,7 @@ GENERATORS = {  # name -> (generator, weight)
     "ids": (gen_ids, 14), "numbers": (gen_numbers, 16), "choices": (gen_choices, 10), "paths": (gen_paths, 9),
     "configs": (gen_configs, 14), "safetensors": (gen_safetensors, 9), "catalog": (gen_catalog, 10),
     "prices": (gen_prices, 4), "calibrate": (gen_calibrate, 3), "outputs": (gen_outputs, 5),
-    "measure": (gen_measure, 3), "cli": (gen_cli, 5),
+    "measure": (gen_measure, 3), "cli": (gen_cli, 5), "serving": (gen_serving, 6),
 }
 
 

@@ -1013,9 +1013,9 @@ def lengths_csv(rng, d: Path) -> None:
         rows = [str(rng.choice([1, 2, 300, 3000, 12000, rng.randint(1, 20000)])) for _ in range(rng.randint(1, 60))]
         p.write_text(rng.choice(["", "isl\n", "osl\n", "isl,osl\n"]) + "\n".join(rows) + "\n")
     elif r < 0.85:
-        p.write_text("\n".join(rng.choice(["0", "-5", "nan", "inf", "1e400", "3.5", "x", "", " ", "1,2,3", "isl",
-                                           "osl", "9" * 400, str(2**24 + 1), unicode_junk(rng)])
-                               for _ in range(rng.randint(0, 8))))
+        text = "\n".join(rng.choice(["0", "-5", "nan", "inf", "1e400", "3.5", "x", "", " ", "1,2,3", "isl", "osl",
+                                     "9" * 400, str(2**24 + 1), unicode_junk(rng)]) for _ in range(rng.randint(0, 8)))
+        p.write_bytes(text.encode("utf-8", "surrogatepass"))  # (lone surrogates: bytes that are not UTF-8)
     elif r < 0.93:
         p.write_bytes(os.urandom(rng.randint(0, 256)))
     else:

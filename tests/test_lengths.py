@@ -141,6 +141,27 @@ def test_spreadsheet_csvs_and_spelling_are_accepted(tmp_path):
     assert "line 1: `100.5` is not a token count" in e.value.message
 
 
+def test_csv_line_ends_of_every_system_and_malformed_quotes(tmp_path):
+    """Lines ending in \r\n (Windows) or a lone \r (classic Mac OS, some exports) read as \n lines do (a lone \r
+    ended in the csv module's traceback, found by the fuzz test on 2026-12-07); a quote left open is one error
+    naming the file, not a length read from the text after it."""
+    want = parse_lengths(str(_write(tmp_path / "unix.csv", b"isl,osl\n100,20\n3000,400\n9000,800\n")), "--isl")
+    for name, data in (("dos.csv", b"isl,osl\r\n100,20\r\n3000,400\r\n9000,800\r\n"),
+                       ("mac.csv", b"isl,osl\r100,20\r3000,400\r9000,800\r"),
+                       ("quoted.csv", b'"isl","osl"\n"100","20"\n"3000","400"\n"9000","800"\n')):
+        got = parse_lengths(str(_write(tmp_path / name, data)), "--isl")
+        assert (got.points, got.p95, got.p99) == (want.points, want.p95, want.p99), name
+    bad = tmp_path / "bad\rline.csv"  # (a name with a control character is printed escaped)
+    with pytest.raises(LlmsizeError) as e:
+        parse_lengths(str(_write(bad, b'300\n"12\n')), "--isl")
+    assert "not a CSV file (unexpected end of data)" in e.value.message and "\r" not in e.value.message
+
+
+def _write(path, data: bytes):
+    path.write_bytes(data)
+    return path
+
+
 @pytest.mark.parametrize("args,needle", [
     (("--isl", "1:p95=16777216"), "exceeds Llama 3.1 8B's context"),
     (("--kv-dtype", "foo"), "Unknown KV-cache dtype `foo`"),

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from statistics import NormalDist
 
-from llmsize.errors import InvalidValueError
+from llmsize.errors import InvalidValueError, shown
 
 POINTS = 16
 Z95 = NormalDist().inv_cdf(0.95)  # 1.6449
@@ -101,8 +101,14 @@ def _from_csv(path: Path, column: str, option: str) -> Lengths:
     import csv
     import io
 
-    # (line number, cells) of the lines that hold anything: blank lines carry nothing
-    rows = [(n, r) for n, r in enumerate(csv.reader(io.StringIO(text)), start=1) if any(c.strip() for c in r)]
+    # (line number, cells) of the lines that hold anything: blank lines carry nothing. Lines end in \n, \r\n or a
+    # lone \r (universal newlines: the csv module refuses a bare \r inside an unquoted field)
+    try:
+        rows = [(n, r) for n, r in enumerate(csv.reader(io.StringIO(text, newline=None), strict=True), start=1)
+                if any(c.strip() for c in r)]
+    except csv.Error as e:  # what the csv module cannot read strictly (a quote left open, text after a quote)
+        raise InvalidValueError(f"{option} {shown(path)}: not a CSV file ({e}).", "Give one length a line, or a "
+                                f"column named {column}.") from None
     if not rows:
         raise InvalidValueError(f"{option} {path}: the file is empty.", "Give one length a line, or a column "
                                 f"named {column}.")

@@ -146,3 +146,19 @@ def test_published_gguf_sizes_within_one_percent(catalog):
 def test_unknown_file_type_is_refused(catalog):
     with pytest.raises(InvalidValueError, match="q4_k_x"):
         file_mix(catalog.model("llama-2-7b"), "q4_k_x")
+
+
+def test_a_model_with_towers_and_its_text_model_are_one_gguf_file():
+    """A GGUF file holds the text model (a vision tower is an mmproj file apart): a text-only runtime's copy of a
+    model with towers (runtime_model.text_model) and the catalog's entry get the same file, worked out once (`fit`
+    asked for both, and computed 570 files for 456 on one card)."""
+    from llmsize.catalog.loader import Catalog
+    from llmsize.estimate.llamacpp_memory import gguf_file_tensors
+    from llmsize.estimate.runtime_model import text_model
+
+    towered = [m for m in Catalog().models.all() if text_model(m) is not m]
+    assert len(towered) >= 5
+    for m in towered:
+        assert file_mix(m, "q4_k_m") is file_mix(text_model(m), "q4_k_m")
+        assert gguf_file_tensors(m, "gguf-q6_k") is gguf_file_tensors(text_model(m), "gguf-q6_k")
+        assert gguf_file_tensors(m, "bf16") is gguf_file_tensors(text_model(m), "bf16")

@@ -93,9 +93,22 @@ def _fused(tensors: list[GgufTensor]) -> list[GgufTensor]:
     return out
 
 
-@by_identity(maxsize=1024)
 def file_tensors(model: ModelSpec) -> tuple[GgufTensor, ...]:
     """The file's tensors before quantization (the same for every file type of a model: `fit` asks for six)."""
+    return _file_tensors(text_model(model))
+
+
+def text_model(model: ModelSpec) -> ModelSpec:
+    """The model a GGUF file holds, one object per catalog model whatever the runtime's view of it: its text model
+    (a vision tower is an mmproj file apart), so that the caches below work out a file once, not again for the copy
+    a text-only runtime plans (runtime_model.text_model)."""
+    from llmsize.estimate.runtime_model import text_model as text
+
+    return text(model)
+
+
+@by_identity(maxsize=1024)
+def _file_tensors(model: ModelSpec) -> tuple[GgufTensor, ...]:
     ts = gguf_tensors(model)
     return tuple(_fused(ts) if model.family.lower() in FUSED_QKV_FAMILIES else ts)
 
@@ -231,10 +244,14 @@ class MixTensor(NamedTuple):  # (a tuple: a file holds hundreds, and `fit` makes
     nbytes: int
 
 
-@by_identity(maxsize=1024)
 def file_mix(model: ModelSpec, ftype: str) -> tuple[MixTensor, ...]:
     """Every tensor of the file llama-quantize would write for `ftype`, with its type and bytes (worked out once per
     model and type: a plan asks three times, `fit` for every model and type)."""
+    return _file_mix(text_model(model), ftype)
+
+
+@by_identity(maxsize=1024)
+def _file_mix(model: ModelSpec, ftype: str) -> tuple[MixTensor, ...]:
     if ftype not in FILE_TYPES:
         raise InvalidValueError(f"Unknown GGUF file type `{ftype}`.", f"Choose one of: {', '.join(FILE_TYPES)}.")
     tensors = file_tensors(model)

@@ -470,10 +470,16 @@ def _projector_place(model: ModelSpec, s: LlamaCppSettings) -> tuple[int, int, s
     return (0, p.total_bytes, projector_holds(p)) if s.mmproj_host else (p.total_bytes, 0, projector_holds(p))
 
 
-@by_identity(maxsize=512)
 def gguf_file_tensors(model: ModelSpec, format_id: str) -> list[tuple[str, int]]:
     """(name, bytes) of the GGUF file llama.cpp would load for a catalog model in `format_id`: the file
     llama-quantize writes for a GGUF file type, or the converter's F16/BF16/F32 file (norms kept in F32)."""
+    from llmsize.estimate.gguf_mix import text_model
+
+    return _gguf_file_tensors(text_model(model), format_id)
+
+
+@by_identity(maxsize=512)
+def _gguf_file_tensors(model: ModelSpec, format_id: str) -> list[tuple[str, int]]:
     from llmsize.estimate.gguf_mix import file_mix, file_tensors
 
     if format_id.startswith("gguf-"):

@@ -192,9 +192,11 @@ def weight_bytes_read(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int
     return dense + sum(b * touched_share(share, batch) for share, b in routed)
 
 
+@by_identity(maxsize=1024)
 def bytes_read_by_batch(model: ModelSpec, fmt: QuantFormat, scope: str) -> Callable[[int], float]:
     """weight_bytes_read as a function of the batch, with what does not depend on it (a GGUF file's type per
-    tensor, milliseconds for a large model) worked out once: a plan asks for a dozen batches."""
+    tensor, milliseconds for a large model) worked out once: a plan asks for a dozen batches, and its decode and
+    prefill models each for the function (`fit` makes a plan for every model and file type)."""
     if fmt.mix:
         from llmsize.estimate.gguf_mix import mix_bytes
 

@@ -117,6 +117,14 @@ def test_fit_sorts_by_size_and_drops_rows_below_a_speed(run_cli):
     code, out, err = run_cli("fit", "--all-formats", "--gpu", "rtx4060ti16", "--min-tok-s", "100000")
     assert code == 0 and "none: no model/format pair is left" in out and "0 kept of" in " ".join(out.split())
     assert "lower --min-tok-s 100000" in " ".join(out.split())
+    assert "give --host-memory for the offloaded ones' speed" in " ".join(out.split())
+    # where --host-memory cannot help (no offload outside llama.cpp; offloaded rows kept without --min-tok-s), the
+    # advice does not name it
+    for args in (["--gpu", "h100", "--context", "10485760"],
+                 ["--gpu", "l4", "--runtime", "sglang", "--context", "4194304"],
+                 ["--gpu", "h100", "--runtime", "vllm", "--min-tok-s", "100000"]):
+        code, out, err = run_cli("fit", *args)
+        assert code == 0 and "none: no model/format pair is left" in out and "--host-memory" not in out, out
     # a wired limit that leaves nothing: the advice names it, and the count says none fits (it read "0 of 0 kept of 0")
     code, out, err = run_cli("fit", "--gpu", "m3-ultra", "--wired-limit-gb", "1")
     flat = " ".join(out.split())

@@ -39,9 +39,11 @@ def render_fit(rows, gpu, runtime, context, host, skipped, total, console, sort:
                                      "ceiling"], cells, left=(0, 1, 3))
     else:
         console.print(title, style="bold")
+        # (offloaded rows, llama.cpp's alone, have a speed with --host-memory; only --min-tok-s drops them without)
+        host_helps = runtime == "llamacpp" and not host and min_tok_s is not None
         advice = ([f"lower --min-tok-s {min_tok_s:g}"] if min_tok_s is not None else []) + \
             (["raise --wired-limit-gb"] if wired_limit else []) + [f"lower --context {context:,}"] + \
-            ([] if host else ["give --host-memory for the offloaded ones' speed"])
+            (["give --host-memory for the offloaded ones' speed"] if host_helps else [])
         console.print(f" none: no model/format pair is left ({', or '.join(advice)})", markup=False,
                       highlight=False)
     for n in [*notes, *sorted({r.note for r in rows if r.note})]:

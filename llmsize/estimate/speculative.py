@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass, replace
 
 from llmsize.catalog.schema import ModelSpec
-from llmsize.errors import InvalidValueError
+from llmsize.errors import InvalidValueError, shown
 from llmsize.estimate.capacity import LLAMACPP_RUNTIMES
 from llmsize.estimate.runtime_model import base_family
 
@@ -57,40 +57,42 @@ def parse_spec(text: str | None, catalog) -> Spec | None:
         return None
     if not text.strip():
         raise InvalidValueError("--spec is empty.", "e.g. --spec draft=llama-3.2-1b,k=4,accept=0.7 or --spec mtp=1.")
+    said = shown(text, 160)  # as the errors below quote it: a path of a draft may be long, not thousands of characters
     fields = {}
     for part in text.split(","):
         key, sep, value = part.partition("=")
         if not sep and key.strip().lower() == "mtp":  # `--spec mtp`: the module's one token a pass
             key, sep, value = "mtp", "=", "1"
         if not sep or not value.strip():
-            raise InvalidValueError(f"--spec {text!r}: `{part}` is not key=value.",
+            raise InvalidValueError(f"--spec '{said}': `{shown(part)}` is not key=value.",
                                     "e.g. --spec draft=llama-3.2-1b,k=4,accept=0.7 or --spec mtp=1,accept=0.8.")
         if key.strip().lower() in fields:
-            raise InvalidValueError(f"--spec {text!r}: `{key.strip()}` is given twice.", "Give each key once.")
+            raise InvalidValueError(f"--spec '{said}': `{shown(key.strip())}` is given twice.", "Give each key once.")
         fields[key.strip().lower()] = value.strip()
     if "mtp" in fields and "k" in fields:
-        raise InvalidValueError(f"--spec {text!r}: with mtp=N, N is the tokens the MTP module proposes a pass; k is "
+        raise InvalidValueError(f"--spec '{said}': with mtp=N, N is the tokens the MTP module proposes a pass; k is "
                                 "a draft model's.", "Drop k=, e.g. --spec mtp=1,accept=0.8.")
     unknown = sorted(set(fields) - {"draft", "k", "accept", "mtp"})
     if unknown:
-        raise InvalidValueError(f"--spec: unknown key `{unknown[0]}`.", "Keys: draft, k, accept, mtp.")
+        raise InvalidValueError(f"--spec: unknown key `{shown(unknown[0])}`.", "Keys: draft, k, accept, mtp.")
     if ("draft" in fields) == ("mtp" in fields):
         raise InvalidValueError("--spec needs draft=MODEL or mtp=N, one of them.", "e.g. --spec mtp=1,accept=0.8.")
     if "draft" in fields and "accept" not in fields:  # no default: how often a draft is kept is the user's figure
-        raise InvalidValueError(f"--spec {text!r}: a draft model needs accept=A, the share of its drafted tokens the "
+        raise InvalidValueError(f"--spec '{said}': a draft model needs accept=A, the share of its drafted tokens the "
                                 "target keeps (yours to measure; none is assumed).",
-                                f"e.g. --spec draft={fields['draft']},k={fields.get('k', '4')},accept=0.7.")
+                                f"e.g. --spec draft={shown(fields['draft'])},k={shown(fields.get('k', '4'))},"
+                                "accept=0.7.")
     try:  # an MTP module's acceptance defaults to DeepSeek-V3's (MTP_ACCEPT); a draft model's must be given
         accept = float(fields.get("accept", MTP_ACCEPT if "mtp" in fields else ""))
         k = int(fields.get("mtp") or fields.get("k") or 4)
     except ValueError:
-        raise InvalidValueError(f"--spec {text!r}: accept must be a number and k / mtp a whole number.",
+        raise InvalidValueError(f"--spec '{said}': accept must be a number and k / mtp a whole number.",
                                 "e.g. accept=0.7, k=4.") from None
     if not (0 <= accept <= 1 and math.isfinite(accept)):
-        raise InvalidValueError(f"--spec {text!r}: accept {accept:g} is not in [0, 1].", "e.g. accept=0.7.")
+        raise InvalidValueError(f"--spec '{said}': accept {accept:g} is not in [0, 1].", "e.g. accept=0.7.")
     if not 1 <= k <= 16:
         what = "mtp" if "mtp" in fields else "k"
-        raise InvalidValueError(f"--spec {text!r}: {what} {k} is not from 1 to 16.", f"e.g. {what}=" +
+        raise InvalidValueError(f"--spec '{said}': {what} {k} is not from 1 to 16.", f"e.g. {what}=" +
                                 ("1." if what == "mtp" else "4."))
     return Spec(k, accept, catalog.model(fields["draft"]) if "draft" in fields else None)
 

@@ -117,7 +117,8 @@ def test_compare_sizes_splits_with_each_cards_own_share(run_cli):
 # Found by the fuzz's fleet and fit cases (2026-12-07): a value that may be a length or a file's path (--isl, --osl,
 # --mmproj) was looked up as a path, and a name too long for one ended in an OSError; a path starting ~user of a user
 # that does not exist ended in pathlib's RuntimeError, wherever a model or mmproj path is taken. And by hand the same
-# day: --spec's errors echoed a value of thousands of characters whole.
+# day: a GGUF path too long for one (OSError), and --spec's and import's errors echoing a value of thousands of
+# characters whole.
 @pytest.mark.parametrize("args", [
     ["fleet", "llama-3.1-8b", "--gpus", "h100", "--users", "8", "--isl", "x" * 5000],
     ["fleet", "llama-3.1-8b", "--gpus", "h100", "--users", "8", "--osl", "x" * 5000 + ".csv"],
@@ -127,6 +128,9 @@ def test_compare_sizes_splits_with_each_cards_own_share(run_cli):
     ["plan", "~nosuchuser-llmsize/model", "--gpu", "h100"],
     ["plan", "~nosuchuser-llmsize/model.gguf", "--gpu", "h100"],
     ["import", "~nosuchuser-llmsize/model.gguf"],
+    ["import", "x" * 5000 + ".gguf"],  # (a GGUF's splits were looked up by name: OSError)
+    ["plan", "y" * 5000 + ".gguf", "--gpu", "h100"],
+    ["import", "z" * 5000],
     ["plan", "llama-3.1-8b", "--gpu", "h100", "--mmproj", "~nosuchuser-llmsize/mmproj.gguf"],
     # (and --spec, whose errors quoted the whole value: a draft's path may be long, not thousands of characters)
     ["plan", "llama-3.1-8b", "--gpu", "h100", "--spec", "draft=" + "x" * 5000 + ",k=4"],

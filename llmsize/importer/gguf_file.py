@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from llmsize import files
-from llmsize.errors import LlmsizeError
+from llmsize.errors import LlmsizeError, shown
 
 SPLIT = re.compile(r"^(?P<stem>.*)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
 MAX_FILES = 256
@@ -277,9 +277,11 @@ def split_names(file_name: str, where: str) -> list[str]:
 def split_files(path: Path) -> list[Path]:
     """The splits of NAME-0000k-of-0000N.gguf, all of them, checked present; a single file alone."""
     want = [path.with_name(n) for n in split_names(path.name, str(path))]
-    missing = [p.name for p in want if not p.exists()]
+    missing = [p.name for p in want if not files.exists(p)]
     if len(want) == 1 and missing:
-        raise GgufError(f"{path}: no such file.", "Check the path (or name a catalog model: `llmsize models`).")
+        files.is_dir(path, "GGUF file")  # a path the system cannot look up (a name too long) says so, one line
+        raise GgufError(f"{shown(path, 240)}: no such file.",
+                        "Check the path (or name a catalog model: `llmsize models`).")
     if missing:
         verb = "is" if len(missing) == 1 else "are"
         raise GgufError(f"{path}: {len(missing)} of its {len(want)} splits {verb} missing (first: {missing[0]}).",

@@ -633,7 +633,9 @@ def gen_paths(rng, d):
     elif where == "path-name":
         arg = rng.choice(["~/cfg.json", "~", "~nobody/x.json", "cfg.json/", "./" + "a" * 300, "/" + "b/" * 3000,
                           "./" + "c" * 255 + ".json", ".", "..", "./\udcff.json", "\u202econfig.json",
-                          "x" * 5000 + ".json", "./-", "/proc/self/fd/0"[:0] + "./nope/config.json"])
+                          "x" * 5000 + ".json", "./-", "/proc/self/fd/0"[:0] + "./nope/config.json",
+                          "x" * 5000 + ".gguf", "~nosuchuser-llmsize/x.json", "~nosuchuser-llmsize/m.gguf",
+                          "./" + "d" * 300 + "-00001-of-00002.gguf"])
         if arg.startswith("~/"):
             (d / "cfg.json").write_text(json.dumps(TINY))
     if where in ("model", "folder-config", "path-name", "import"):

@@ -432,7 +432,7 @@ def levels(text: str) -> tuple[int, ...]:
     out = set()
     for part in str(text).split(","):
         p = part.strip()
-        if not p.isdigit() or not 1 <= int(p) <= MAX_STREAMS:
+        if not re.fullmatch(r"[0-9]{1,5}", p) or not 1 <= int(p) <= MAX_STREAMS:  # (ASCII: int() refuses ²)
             raise ValueError(f"`{shown(p, 20)}` is not a number of streams from 1 to {MAX_STREAMS}")
         out.add(int(p))
     return tuple(sorted(out))

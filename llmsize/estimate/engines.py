@@ -85,7 +85,7 @@ def vllm_profile(version: str) -> VllmProfile:
         return named[v]
     # a release: major.minor, then a patch or a build's suffix (0.20.0, 0.6.3.post1, 0.10.1+cu128); a bare number
     # (`v2`, `1`) is neither a ledger name nor a release
-    m = re.fullmatch(r"v?([0-9]+)\.([0-9]+)(?:[.+\-a-z][0-9a-z.+\-]*)?", v)
+    m = re.fullmatch(r"v?([0-9]{1,6})\.([0-9]{1,6})(?:[.+\-a-z][0-9a-z.+\-]*)?", v)
     if m is None:
         raise InvalidValueError(f"--engine-version `{shown(version)}` is not a vLLM version.",
                                 "Use v1, v0, or the release you run, e.g. 0.20.0.")
@@ -99,7 +99,8 @@ def vllm_release(version: str) -> tuple[int, int, int] | None:
     """(major, minor, patch) of a release number such as `0.6.4`, None for a ledger name (v0, v1, v1-0.20)."""
     v = version.strip().lower().removeprefix("vllm").strip("=- ").removeprefix("v")
     parts = v.split(".")
-    if len(parts) < 2 or not all(p.isdigit() for p in parts[:3]):
+    # (ASCII digits, a few: str.isdigit takes superscripts, which int() refuses, and int() refuses 4,300 digits)
+    if len(parts) < 2 or not all(re.fullmatch(r"[0-9]{1,6}", p) for p in parts[:3]):
         return None
     nums = [int(p) for p in parts[:3]] + [0] * (3 - len(parts[:3]))
     return nums[0], nums[1], nums[2]

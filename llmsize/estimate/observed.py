@@ -167,8 +167,8 @@ def llamacpp_early_delta_net(row: Row, runtime: str, model: ModelSpec, published
     return llamacpp_before(row, published, GDN_GRAPH_BUILD + 1, GDN_GRAPH_DATE) is True
 
 
-_UBATCH = re.compile(r"(?:(?<![\w-])-ub|--ubatch-size|n_ubatch)['\"]?\s*[:=]?\s*(\d+)")
-_NBATCH = re.compile(r"(?:(?<![\w-])-b|--batch-size|n_batch)['\"]?\s*[:=]?\s*(\d+)")
+_UBATCH = re.compile(r"(?:(?<![\w-])-ub|--ubatch-size|n_ubatch)['\"]?\s*[:=]?\s*(\d{1,9})(?!\d)")
+_NBATCH = re.compile(r"(?:(?<![\w-])-b|--batch-size|n_batch)['\"]?\s*[:=]?\s*(\d{1,9})(?!\d)")
 
 
 def row_ubatch_tokens(row: Row) -> int:
@@ -288,7 +288,7 @@ VLLM_AUTO_CHUNKED = ((0, 5, 4), "2024-07-23")  # its first release, and the day 
 VLLM_ROCM_UNCHUNKED = ((0, 6, 5), "2024-12-12")  # the first release that no longer turned it on on ROCm, and the merge
 AUTO_CHUNKED_CONTEXT_TOKENS = 32 * 1024
 _CHUNKED_OFF = re.compile(r"enable[-_]chunked[-_]prefill['\"]?\s*[=: ]\s*false|no[-_]enable[-_]chunked[-_]prefill", re.I)
-_MAX_MODEL_LEN = re.compile(r"max[-_]model[-_]len['\"]?\s*[=: ]\s*(\d+)", re.I)
+_MAX_MODEL_LEN = re.compile(r"max[-_]model[-_]len['\"]?\s*[=: ]\s*(\d{1,9})(?!\d)", re.I)
 
 
 def vllm_rocm_auto_chunked_prompt(row: Row, runtime: str, gpu: GpuSpec, model: ModelSpec,

@@ -137,7 +137,8 @@ SGLANG_NO_BUFFER = ((0, 5, 7, 0), (0, 5, 13, 1))  # first and last release, (maj
 SGLANG_QWEN3_NEXT_NO_BUFFER_FROM = (0, 5, 5, 2)
 
 
-_SGLANG_RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)(?:\.post(\d+))?")
+# (a few digits a part: int() refuses 4,300)
+_SGLANG_RELEASE = re.compile(r"(?<!\d)(\d{1,6})\.(\d{1,6})\.(\d{1,6})(?:\.post(\d{1,6}))?")
 
 
 def sglang_release(version: str | None) -> tuple[int, int, int, int] | None:

@@ -5,6 +5,9 @@ that `llmsize.measure.preflight` can explain a missing extra before torch is tou
 """
 
 import os
+import re
+
+from llmsize.errors import shown
 
 # Triton 3.9 warns that its default for floating-point contraction (a * b + c as one FMA: on) turns off in 3.10.
 # The kernels' instruction counts (benchmarks/kernel_sass.py) and the accuracy figures in the tests were taken
@@ -22,9 +25,9 @@ def launch_env() -> tuple[int, int]:
     Raises ValueError naming the variable and the value. Torch-free, so `measure` checks them before anything."""
     mode, kb = os.environ.get("LLMSIZE_PDL", "0"), os.environ.get("LLMSIZE_PREFETCH_KB", "32")
     if mode not in ("0", "1", "2"):
-        raise ValueError(f"LLMSIZE_PDL `{mode}` is not a launch mode: set it to 0 (off, the default), 1 (wait first) "
-                         "or 2 (early), or unset it.")
-    if not kb.isdigit() or int(kb) > 1024:
-        raise ValueError(f"LLMSIZE_PREFETCH_KB `{kb}` is not a prefetch size: set it to a whole number of KiB "
+        raise ValueError(f"LLMSIZE_PDL `{shown(mode)}` is not a launch mode: set it to 0 (off, the default), 1 (wait "
+                         "first) or 2 (early), or unset it.")
+    if not re.fullmatch(r"[0-9]{1,4}", kb) or int(kb) > 1024:  # (ASCII digits: int() refuses superscripts)
+        raise ValueError(f"LLMSIZE_PREFETCH_KB `{shown(kb)}` is not a prefetch size: set it to a whole number of KiB "
                          "from 0 (off) to 1024, or unset it.")
     return int(mode), int(kb)

@@ -14,7 +14,7 @@ import typer
 
 from llmsize import __version__
 from llmsize.commands import charts, compare, fit, fleet, import_entry, listing, measure, plan
-from llmsize.errors import ExitStatus, LlmsizeError, printable, shown
+from llmsize.errors import ExitStatus, LlmsizeError, bounded, printable, shown
 
 # typer vendors click in recent releases and re-exports only some of its exceptions: find the two
 # base classes through BadParameter so this works with either layout.
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> None:
             command = click_command(first if first in command_names() else None)
             repeated = _conflicting_repeat(command, args)
             if repeated:
-                sys.stderr.write(f"Error: {repeated}\n")
+                sys.stderr.write(f"Error: {bounded(printable(repeated))}\n")
                 sys.exit(int(ExitStatus.USAGE))
             rv = command(args=args, prog_name="llmsize", standalone_mode=False)
             sys.stdout.flush()  # a full disk or a closed pipe shows here, not at the interpreter's exit
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> None:
             where = e.ctx.command_path if e.ctx else "llmsize"
             if where == "llmsize" and first in command_names():  # refused before the command's own context
                 where = f"llmsize {first}"
-            msg = printable(e.format_message().replace("\n", " ")).rstrip(".")
+            msg = bounded(printable(e.format_message().replace("\n", " "))).rstrip(".")
             given = _given_value(e, argv)
             if given and given[len(" (got "):-1] not in msg:
                 msg += given
@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> None:
             sys.stderr.write(f"Error: {msg}{end}{_suffixed_count_hint(msg)} Run `{where} --help` for usage.\n")
             sys.exit(int(ExitStatus.USAGE))
         except _ClickException as e:
-            sys.stderr.write(f"Error: {printable(e.format_message())}\n")
+            sys.stderr.write(f"Error: {bounded(printable(e.format_message()))}\n")
             sys.exit(e.exit_code)
     sys.exit(rv if isinstance(rv, int) else 0)
 

@@ -2,6 +2,7 @@
 failure (a bad value, an unknown name, an unreadable file, a missing extra or GPU, not enough memory) is the
 user's to fix, so it gets the usage status; 1 is left for the unexpected."""
 
+import re
 from enum import IntEnum
 
 
@@ -12,6 +13,17 @@ def printable(text: str) -> str:
         return text
     return "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii")
                    for c in text)
+
+
+LONGEST_WORD = 300  # characters of one run without a space an error line prints whole (a deep path fits)
+
+
+def bounded(text: str) -> str:
+    """A message with every run of characters without a space past LONGEST_WORD cut, saying how long it was: the
+    last guard against an error line that repeats a value of thousands of characters (those the message quotes
+    with `shown` are cut already)."""
+    return re.sub(r"\S{%d,}" % (LONGEST_WORD + 1),
+                  lambda m: f"{m.group()[:240]}... ({len(m.group()):,} characters)", text)
 
 
 def shown(value: object, limit: int = 80) -> str:
@@ -69,7 +81,7 @@ class LlmsizeError(Exception):
 
     def one_line(self) -> str:
         text = f"{self.message} {self.hint}" if self.hint else self.message
-        return printable(text)
+        return bounded(printable(text))
 
 
 class CatalogError(LlmsizeError):

@@ -185,11 +185,13 @@ def _fleet_runtime(runtime, emit, cards: list, m, quant, kv_dtype: str | None, w
     from dataclasses import replace
 
     from llmsize.estimate.fleet import default_runtime, runtime_refusal
-    from llmsize.estimate.plan import resolve_format
+    from llmsize.estimate.plan import check_recipe_parts, resolve_format
     from llmsize.estimate.quant import RUNTIME_FORMATS, runtime_load_refusal
     from llmsize.estimate.runtimes import resolve_runtime, runtime_kv_dtype
 
-    weights = resolve_format(m, quant, None)[0].id
+    fmt = resolve_format(m, quant, None)[0]
+    check_recipe_parts(m, fmt)  # once, not as every card's reason for no row
+    weights = fmt.id
     rid = resolve_runtime(runtime)[0] if runtime else default_runtime(emit, cards, weights)
     if emit is not None and rid != emit:
         raise InvalidValueError(f"--emit {emit} prints {emit}'s launch lines, and the rows are sized for {rid}.",

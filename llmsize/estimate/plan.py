@@ -188,7 +188,7 @@ def resolve_format(model: ModelSpec, quant: str | None, scope: str | None) -> tu
     return fmt, check_scope(scope)
 
 
-def _check_recipe_parts(model: ModelSpec, fmt: QuantFormat) -> None:
+def check_recipe_parts(model: ModelSpec, fmt: QuantFormat) -> None:
     """A recipe of which the model has no part would price it all in 16 bits under a quantized name: refused."""
     if recipe_prices_nothing(model, fmt):
         have = [c for c in RECIPE_PARTS if c in _recipe_parts_of(model)]
@@ -320,7 +320,7 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     if inputs.spec is not None:
         check_spec(inputs.spec, model)
     fmt, scope = resolve_format(model, inputs.quant, inputs.scope)
-    _check_recipe_parts(model, fmt)
+    check_recipe_parts(model, fmt)
     prompt = inputs.context_tokens if inputs.prompt_tokens is None else inputs.prompt_tokens
     check_context(prompt)
     util_given = inputs.gpu_util is not None

@@ -147,3 +147,65 @@ def test_a_lengths_value_too_long_for_a_path_is_not_a_length(run_cli):
     code, _, err = run_cli("fleet", "llama-3.1-8b", "--gpus", "h100", "--users", "8", "--isl", "9x" * 3000)
     assert_one_line_error(code, err)
     assert "is not a length" in err
+
+
+# Found by a hostile-input review (2026-12-07): str.isdigit() takes a superscript ², which int() refuses, and int()
+# refuses a number of more than 4,300 digits: a vLLM release, --concurrency and LLMSIZE_PREFETCH_KB ended in a
+# traceback or in Python's own words; and errors quoting a value whole (a KV dtype, a KV policy, host memory, a hub
+# id, a kernel, an unknown command or option) repeated thousands of characters, now cut by the last guard
+# (errors.bounded) whatever the message.
+@pytest.mark.parametrize("args,env", [
+    (["plan", "llama-3.1-8b", "--gpu", "h100", "--engine", "vllm", "--engine-version", "0.20.\u00b2"], {}),
+    (["plan", "llama-3.1-8b", "--gpu", "h100", "--engine", "vllm", "--engine-version", "0." + "1" * 4301], {}),
+    (["measure", "--server", "http://127.0.0.1:9", "--gpu", "rtx4090", "--concurrency", "\u00b2"], {}),
+    (["measure", "--server", "http://127.0.0.1:9", "--gpu", "rtx4090", "--concurrency", "1" * 5000], {}),
+    (["measure", "--device", "cpu"], {"LLMSIZE_PREFETCH_KB": "\u00b2"}),
+    (["measure", "--device", "cpu"], {"LLMSIZE_PREFETCH_KB": "1" * 5000}),
+    (["measure", "--device", "cpu"], {"LLMSIZE_PDL": "1" * 5000}),
+    (["fleet", "llama-3.1-8b", "--users", "4", "--gpus", "h100", "--kv-dtype", "z" * 5000], {}),
+    (["plan", "llama-3.1-8b", "--gpu", "h100", "--kv-policy", "budget:" + "9" * 5000], {}),
+    (["plan", "llama-3.1-8b", "--gpu", "rtx4090", "--host-memory", "z" * 5000], {}),
+    (["plan", "--hub", "z" * 5000, "--gpu", "rtx4090"], {}),
+    (["measure", "--gemv", "z" * 5000], {}),
+    (["z" * 5000], {}),
+    (["plan", "llama-3.1-8b", "--gpu", "h100", "--" + "z" * 5000], {}),
+    (["plan", "llama-3.1-8b", "--gpu", "h100", "extra", "z" * 5000], {}),
+])
+def test_digits_python_refuses_and_values_of_thousands_of_characters(run_cli, monkeypatch, args, env):
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    code, _, err = run_cli(*args)
+    assert_one_line_error(code, err)
+    assert len(err) < 700 and "int()" not in err and "sys.set_int_max_str_digits" not in err, err
+
+
+def test_bounded_cuts_only_runs_past_its_limit():
+    from llmsize.errors import LONGEST_WORD, bounded
+
+    path = "/".join(["d" * 40] * 6)  # a deep path of 245 characters prints whole
+    assert bounded(f"file `{path}` is empty.") == f"file `{path}` is empty."
+    cut = bounded("x" * 5000 + " rest")
+    assert cut.endswith("... (5,000 characters) rest") and len(cut) < LONGEST_WORD + 40
+
+
+def test_a_fleet_recipe_for_parts_the_model_lacks_is_said_once(run_cli):
+    """`--quant experts=fp8` for a dense model: the recipe's refusal (the parts it has), not a card's reason for no
+    row ("tp 8 x pp 4: ...", "widen --gpus")."""
+    code, _, err = run_cli("fleet", "llama-3.1-8b", "--users", "10", "--gpus", "h100", "--quant", "experts=fp8")
+    assert_one_line_error(code, err)
+    assert "has no `experts` weights" in err and "Name components it has" in err and "tp 8" not in err
+
+
+def test_fit_with_nothing_left_at_one_token_does_not_ask_for_a_shorter_context(run_cli):
+    code, out, err = run_cli("fit", "--gpu", "rtx5090", "--memory-gb", "0.5", "--context", "1")
+    flat = " ".join(out.split())
+    assert code == 0, err
+    assert "at 1 token" in flat and "lower --context" not in flat and "the card's memory" in flat
+    code, out, _ = run_cli("fit", "--gpu", "rtx5090", "--memory-gb", "1e6", "--context", "1")
+    assert "(1,000,000 GB)" in out
+
+
+def test_spec_accept_out_of_range_is_quoted_as_given(run_cli):
+    code, _, err = run_cli("plan", "llama-3.1-8b", "--gpu", "h100", "--spec", "draft=llama-3.2-1b,k=4,accept=1.0000001")
+    assert_one_line_error(code, err)
+    assert "accept 1.0000001 is not in [0, 1]" in err

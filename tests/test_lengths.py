@@ -223,3 +223,16 @@ def test_fleet_reads_a_model_folder_and_stays_fast_at_huge_loads(run_cli, tmp_pa
     code, out, err = run_cli("fleet", "llama-3.1-8b", "--rate", "1e-9", "--gpus", "h100", "--json")
     row = json.loads(out)["rows"][0]
     assert row["batch_per_replica"] == 1 and row["cards_total"] == 1
+
+
+def test_a_csv_whose_columns_are_unnamed_or_named_twice_is_refused(tmp_path):
+    """`3000,500` a line without a header: the prompt's and the answer's lengths, or two prompts? --isl would read the
+    first column and --osl too (the answers taken as prompts); a header `isl,isl` likewise picked one silently. Both
+    are refused; a trailing empty cell is not a second value, and one length is `1 length`."""
+    for name, data, needle in (("two.csv", b"3000,500\n4000,600\n", "several values and no header"),
+                               ("dup.csv", b"isl,isl\n3000,500\n", "names `isl` 2 times")):
+        with pytest.raises(LlmsizeError) as e:
+            parse_lengths(str(_write(tmp_path / name, data)), "--isl")
+        assert needle in e.value.message
+    assert parse_lengths(str(_write(tmp_path / "trail.csv", b"3000,\n4000\n")), "--isl").points[0] == 3000
+    assert parse_lengths(str(_write(tmp_path / "one.csv", b"3000\n")), "--isl").described == "1 length from one.csv"

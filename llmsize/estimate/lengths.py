@@ -117,6 +117,13 @@ def _from_csv(path: Path, column: str, option: str) -> Lengths:
     if column not in head and not re.fullmatch(r"[-+]?[\d.]+(?:e[-+]?\d+)?", head[0] if head else ""):
         raise InvalidValueError(f"{option} {path}: its header ({', '.join(h[:20] for h in head[:6])}) has no "
                                 f"`{column}` column.", f"Name the column {column}, or give one length a line.")
+    if head.count(column) > 1:
+        raise InvalidValueError(f"{option} {path}: its header names `{column}` {head.count(column)} times.",
+                                f"Keep one column named {column}.")
+    if column not in head and any(len([c for c in r if c.strip()]) > 1 for _, r in rows):
+        # (3000,500 a line with no header: the prompts' and the answers' lengths? which one --isl means is unsaid)
+        raise InvalidValueError(f"{option} {path}: its lines hold several values and no header names them.",
+                                "Name the columns in a first line (isl,osl), or give one length a line.")
     col, body = (head.index(column), rows[1:]) if column in head else (0, rows)
     vals = []
     for n, r in body:
@@ -131,7 +138,7 @@ def _from_csv(path: Path, column: str, option: str) -> Lengths:
     s = sorted(vals)
     p99 = _quantile(s, 0.99)
     return Lengths(_slice_means([min(x, p99) for x in s]), _quantile(s, 0.95), p99,
-                   f"{len(s):,} lengths from {path.name}")
+                   f"{len(s):,} length{'s' if len(s) != 1 else ''} from {path.name}")
 
 
 def parse_lengths(text: str, option: str) -> Lengths:

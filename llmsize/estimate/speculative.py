@@ -89,7 +89,8 @@ def parse_spec(text: str | None, catalog) -> Spec | None:
         raise InvalidValueError(f"--spec '{said}': accept must be a number and k / mtp a whole number.",
                                 "e.g. accept=0.7, k=4.") from None
     if not (0 <= accept <= 1 and math.isfinite(accept)):
-        raise InvalidValueError(f"--spec '{said}': accept {accept:g} is not in [0, 1].", "e.g. accept=0.7.")
+        raise InvalidValueError(f"--spec '{said}': accept {shown(fields['accept'])} is not in [0, 1].",
+                                "e.g. accept=0.7.")
     if not 1 <= k <= 16:
         what = "mtp" if "mtp" in fields else "k"
         raise InvalidValueError(f"--spec '{said}': {what} {k} is not from 1 to 16.", f"e.g. {what}=" +

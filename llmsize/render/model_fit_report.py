@@ -32,8 +32,8 @@ def render_fit(rows, gpu, runtime, context, host, skipped, total, console, sort:
                       f"{r.host_bytes / 2**30:,.1f}" if r.host_bytes else "-", exp, band,
                       f"{r.ceiling_tok_s:,.1f}" if r.ceiling_tok_s else "-"])
     name = "Ollama (llama.cpp)" if engine == "ollama" else RUNTIME_NAMES[runtime]
-    title = (f"Models that fit {gpu.id} ({gpu.memory_size:g} {gpu.memory_vendor_unit}) in {name} at {context:,} "
-             f"tokens{where}")
+    title = (f"Models that fit {gpu.id} ({gpu.memory_size:,.7g} {gpu.memory_vendor_unit}) in {name} at {context:,} "
+             f"token{'s' if context != 1 else ''}{where}")
     if cells:
         print_table(console, title, ["model", "format", "bpw", "placement", "ctx", "host GiB", "tok/s", "band",
                                      "ceiling"], cells, left=(0, 1, 3))
@@ -42,10 +42,11 @@ def render_fit(rows, gpu, runtime, context, host, skipped, total, console, sort:
         # (offloaded rows, llama.cpp's alone, have a speed with --host-memory; only --min-tok-s drops them without)
         host_helps = runtime == "llamacpp" and not host and min_tok_s is not None
         advice = ([f"lower --min-tok-s {min_tok_s:g}"] if min_tok_s is not None else []) + \
-            (["raise --wired-limit-gb"] if wired_limit else []) + [f"lower --context {context:,}"] + \
+            (["raise --wired-limit-gb"] if wired_limit else []) + \
+            ([f"lower --context {context:,}"] if context > 1 else []) + \
             (["give --host-memory for the offloaded ones' speed"] if host_helps else [])
-        console.print(f" none: no model/format pair is left ({', or '.join(advice)})", markup=False,
-                      highlight=False)
+        why = f" ({', or '.join(advice)})" if advice else " (not even the smallest at one token: the card's memory)"
+        console.print(f" none: no model/format pair is left{why}", markup=False, highlight=False)
     for n in [*notes, *sorted({r.note for r in rows if r.note})]:
         console.print(f" {n}", style="dim", markup=False, highlight=False)
     order = "largest model first (--sort size)" if sort == "size" else "fastest expected first"

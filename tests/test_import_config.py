@@ -362,6 +362,24 @@ def test_unknown_model_type_with_standard_fields_is_generic_and_says_so(tmp_path
     assert im.spec.layer_groups[0].mixer.num_key_value_heads == 2
 
 
+@pytest.mark.parametrize("extra,needle", [
+    ({"model_type": "bert", "architectures": ["BertForMaskedLM"]}, r"an encoder-only model \(BertForMaskedLM\)"),
+    ({"model_type": "xlm-roberta", "architectures": ["XLMRobertaForSequenceClassification"]}, "encoder-only"),
+    ({"model_type": "brand_new_t5", "is_encoder_decoder": True}, "an encoder-decoder"),
+])
+def test_an_encoder_config_is_refused_not_sized_as_a_decoder(tmp_path, extra, needle):
+    """bert-base's config.json (110 M parameters, no causal decoder) had planned as a generic decoder of 160 M
+    parameters with a decode speed; an unknown type with encoder heads (and no ...ForCausalLM beside them) or
+    is_encoder_decoder is refused. A decoder of a known head beside them is still generic (the test above)."""
+    raw = {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072,
+           "vocab_size": 30522, "max_position_embeddings": 512, **extra}
+    with pytest.raises(ConfigError, match=needle):
+        import_model(_write(tmp_path, raw), read_headers=False)
+    both = {**raw, "model_type": "brand_new", "architectures": ["NewForCausalLM", "NewForSequenceClassification"],
+            "is_encoder_decoder": False}
+    assert import_model(_write(tmp_path, both), read_headers=False).generic
+
+
 def test_unknown_model_type_without_fields_lists_what_it_needs(tmp_path):
     with pytest.raises(ConfigError, match=r"config\.json: model_type 'mystery' is not known and the config lacks "
                                           r"num_hidden_layers, num_attention_heads, intermediate_size"):

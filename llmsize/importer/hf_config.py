@@ -138,7 +138,22 @@ NOT_GENERIC = ("num_local_experts", "n_routed_experts", "num_experts", "moe_inte
                "hybrid_override_pattern", "swa_num_attention_heads", "kv_lora_rank", "q_lora_rank")
 
 
+# heads of encoder-only models (BERT, RoBERTa, DeBERTa, ELECTRA...): no causal decoder, no KV cache, no decode loop
+ENCODER_HEADS = ("ForMaskedLM", "ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering",
+                 "ForMultipleChoice", "ForPreTraining", "ForNextSentencePrediction")
+
+
 def map_generic(c: ConfigReader, model_type: str) -> Mapped:
+    arches = c.raw.get("architectures")
+    arches = [a for a in arches if isinstance(a, str)] if isinstance(arches, list) else []
+    encoder = c.raw.get("is_encoder_decoder") is True or (
+        any(a.endswith(ENCODER_HEADS) for a in arches) and not any(a.endswith("ForCausalLM") for a in arches))
+    if encoder:
+        what = "an encoder-decoder" if c.raw.get("is_encoder_decoder") is True else "an encoder-only model"
+        raise ConfigError(f"{c.where}: model_type {model_type!r} is not known and the config describes {what} "
+                          f"({shown(', '.join(arches) or 'is_encoder_decoder')}), not a decoder LLM: llmsize sizes "
+                          "causal decoders (a KV cache, token-by-token decode).",
+                          "Give a decoder model's config (architectures ...ForCausalLM).")
     types = c.get("layer_types")
     odd = (sorted({t for t in types if t not in ("full_attention", "sliding_attention")})
            if isinstance(types, list) else [])

@@ -506,7 +506,10 @@ def test_host_memory_specs():
     assert parse_host_memory(" ddr5-6000X2").name == "DDR5-6000x2"
     assert host_memory(None, 80.0).bandwidth_gb_s == 80.0 and host_memory(None, None) is None
     for bad, needle in (("DDR5-6000", "TYPE-RATExCHANNELS"), ("DDR4-9000x2", "not a DDR4 data rate"),
-                        ("DDR5-6000x40", "outside 1-24"), ("HBM3-6400x2", "TYPE-RATExCHANNELS")):
+                        ("DDR5-6000x40", "outside 1-24"), ("HBM3-6400x2", "TYPE-RATExCHANNELS"),
+                        # in the form, out of range: said as such (they read "not TYPE-RATExCHANNELS")
+                        ("DDR5-6000x1000", "1000 channels is outside 1-24"), ("DDR5-0x2", "0 MT/s is not"),
+                        ("DDR5-1x1", "1 MT/s is not"), ("DDR5-" + "9" * 12 + "x2", "TYPE-RATExCHANNELS")):
         with pytest.raises(InvalidValueError, match=needle):
             parse_host_memory(bad)
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from llmsize.catalog.loader import normalize
 from llmsize.errors import InvalidValueError
 
-SPEC = re.compile(r"^(?P<type>(?:lp)?ddr[345]x?)-(?P<rate>\d{3,5})x(?P<channels>\d{1,2})$", re.IGNORECASE)
+# (any count of digits up to nine: a rate or a channel count out of range is said as such, not as another form)
+SPEC = re.compile(r"^(?P<type>(?:lp)?ddr[345]x?)-(?P<rate>[0-9]{1,9})x(?P<channels>[0-9]{1,9})$", re.IGNORECASE)
 CHANNEL_BYTES = 8  # 64 bits per channel
 RATE_RANGE = {"ddr3": (800, 2400), "ddr4": (1600, 5333), "ddr5": (3200, 12800), "lpddr4": (1600, 4800),
               "lpddr4x": (1600, 4800), "lpddr5": (4800, 6400), "lpddr5x": (6400, 10700)}

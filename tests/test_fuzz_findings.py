@@ -27,7 +27,9 @@ def test_a_terminal_one_column_wide_still_gets_a_report(run_cli, monkeypatch, ar
 
 
 @pytest.mark.parametrize("price, needle", [("1" + "0" * 400, "expected a number from"),
-                                           ("5e-324", "expected a number from"), ("-0.0", "expected a number from")])
+                                           ("5e-324", "expected a number from"), ("-0.0", "expected a number from"),
+                                           # YAML 1.1 reads 2e3 as text (a hostile-input review, 2026-12-07)
+                                           ("2e3", "YAML reads 2e3 as text: write 2000.0")])
 def test_prices_that_overflow_or_vanish(run_cli, tmp_path, price, needle):
     f = tmp_path / "p.yaml"
     f.write_text(f"prices: {{rtx5090: {price}}}\n")

@@ -12,6 +12,7 @@ shipped or invented).
 from __future__ import annotations
 
 import math
+import re
 import unicodedata
 from pathlib import Path
 
@@ -64,8 +65,12 @@ def _section(path: Path, section: dict, key: str, catalog) -> dict[str, float]:
         except OverflowError:  # a 400-digit integer
             number = None
         if number is None or not math.isfinite(number) or not PRICE_MIN <= number <= PRICE_MAX:
+            # YAML 1.1 (PyYAML's) reads 2e3 and 1e5 as text, a float only with a point and a signed exponent
+            text_float = isinstance(value, str) and re.fullmatch(r"[0-9]+[eE][0-9]+", value.strip())
             raise CatalogError(f"--prices `{path}`: price of `{shown(label)}` is {shown(repr(value), 40)}; expected a "
-                               f"number from {PRICE_MIN:g} to {PRICE_MAX:g}.",
+                               f"number from {PRICE_MIN:g} to {PRICE_MAX:,.0f}"
+                               + (f" (YAML reads {value.strip()} as text: write {float(value):.1f})" if text_float
+                                  else "") + ".",
                                "Give the price of one card." if key == "prices" else "Give the price of one card-hour.")
         try:
             gpu = catalog.gpu(str(name))

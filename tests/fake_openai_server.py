@@ -9,7 +9,8 @@ connection after `after` tokens), "eos" (finish_reason stop after `after` tokens
 "huge_usage" (usage claims 10^30 output tokens), "endless" (three times max_tokens), "comments" (keep-alive comments
 only, after `after` tokens, for 3 s), "rot13" (names a charset it does not use), "empty_first" (an empty chunk
 at once, the first token after ttft_s), "tiny_usage" (usage says every prompt is 1 token), "stall_probes" (every
-GET but /v1/models waits 6 s before it answers), "redirect" (answers completions with a 302 elsewhere).
+GET but /v1/models waits 6 s before it answers), "redirect" (answers completions with a 302 elsewhere),
+"models500" (/v1/models answers HTTP 500).
 `engine` picks what it looks like: "vllm" (owned_by vllm, /version, vLLM's /metrics), "llamacpp" (owned_by
 llamacpp, /props, /slots, timings in the last chunk, llama-server's /metrics), "ollama" (owned_by library,
 /api/version, /api/show), or "plain" (owned_by nobody, nothing else).
@@ -95,6 +96,8 @@ class FakeServer:
                 if b.mode == "stall_probes" and self.path != "/v1/models":
                     time.sleep(6)
                 owner = {"vllm": "vllm", "llamacpp": "llamacpp", "ollama": "library", "plain": "someone"}[b.engine]
+                if self.path == "/v1/models" and b.mode == "models500":
+                    return self._json(500, {"error": {"message": "engine not ready"}})
                 if self.path == "/v1/models":
                     names = b.models if b.models is not None else [b.model]
                     extra = {"root": b.model, "max_model_len": 32768} if b.engine == "vllm" else {}

@@ -190,14 +190,18 @@ def test_several_tokens_a_chunk_is_flagged(run_cli):
     ("close", (), "the connection closed after 3 chunk(s)"),
     ("not_stream", (), "the answer is not a stream"),
     ("redirect", (), "HTTP 302"),
+    ("models500", (), "GET /v1/models answered HTTP 500"),
 ])
 def test_a_misbehaving_server_is_one_line_and_no_file(run_cli, tmp_path, mode, args, words):
     save = tmp_path / "run.json"
     code, out, err, _ = _measure(run_cli, Behaviour(mode=mode), *args, "--save", str(save))
     assert_one_line_error(code, err)
-    assert words in err and "concurrency 1, stream 1" in err or mode in ("http500", "redirect") and words in err
+    assert words in err and "concurrency 1, stream 1" in err or mode in ("http500", "redirect", "models500") \
+        and words in err
     # a redirect is not followed, and the advice says so rather than to lower the load
     assert mode != "redirect" or "redirects are not followed" in err and "lower --context" not in err
+    # the list of models failing before any request of ours: no load to lower
+    assert mode != "models500" or "finished starting" in err and "lower --context" not in err
     assert not save.exists() and list(tmp_path.iterdir()) == []
 
 

@@ -199,7 +199,7 @@ class ServerClient:
             if quiet:
                 return None
             raise ServerError(f"--server {self.shown}: GET {path} answered HTTP {r.status_code}: {_message(body)}.",
-                              self._hint(r.status_code))
+                              self._hint(r.status_code, loaded=False))
         return body
 
     def _read(self, r, cap: int, path: str, limit_s: float | None = None) -> bytes:
@@ -227,13 +227,17 @@ class ServerClient:
             raise ServerError(f"--server {self.shown}: GET {path} did not answer JSON ({_message(body)}).",
                               "Check that the URL is an OpenAI-compatible inference server.") from None
 
-    def _hint(self, status: int) -> str:
+    def _hint(self, status: int, loaded: bool = True) -> str:
+        """What to do about an HTTP error; `loaded`: it answered a request of ours (a GET of its lists put no load on
+        it, so no load is to blame)."""
         if status in (401, 403):
             return "Pass the server's key with --api-key (or LLMSIZE_API_KEY)."
         if status == 404:
             return "Check the URL and --model (the server lists its models at /v1/models)."
         if 300 <= status < 400:
             return "Give --server the address the server answers at itself (redirects are not followed)."
+        if not loaded:
+            return "Check the server's log and that it has finished starting."
         return "Check the server's log; lower --context, --tokens or --concurrency if it is out of room."
 
     def _transport(self, e, path: str) -> ServerError:

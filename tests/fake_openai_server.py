@@ -10,7 +10,8 @@ connection after `after` tokens), "eos" (finish_reason stop after `after` tokens
 only, after `after` tokens, for 3 s), "rot13" (names a charset it does not use), "empty_first" (an empty chunk
 at once, the first token after ttft_s), "tiny_usage" (usage says every prompt is 1 token), "stall_probes" (every
 GET but /v1/models waits 6 s before it answers), "redirect" (answers completions with a 302 elsewhere),
-"models500" (/v1/models answers HTTP 500).
+"models500" (/v1/models answers HTTP 500), "bunched" (every token's event at once, at the end, in one write: a
+buffering proxy).
 `engine` picks what it looks like: "vllm" (owned_by vllm, /version, vLLM's /metrics), "llamacpp" (owned_by
 llamacpp, /props, /slots, timings in the last chunk, llama-server's /metrics), "ollama" (owned_by library,
 /api/version, /api/show), or "plain" (owned_by nobody, nothing else).
@@ -158,6 +159,9 @@ class FakeServer:
 
             def _chunk(self, data: str) -> None:
                 raw = f"data: {data}\n\n".encode()
+                if b.mode == "bunched" and getattr(self, "held", None) is not None:  # kept for one write at the end
+                    self.held.append(raw)
+                    return
                 self.wfile.write(f"{len(raw):x}\r\n".encode() + raw + b"\r\n")
                 self.wfile.flush()
 
@@ -173,6 +177,7 @@ class FakeServer:
                 if b.mode == "endless":
                     want *= 3
                 t1 = time.perf_counter()
+                self.held = [] if b.mode == "bunched" else None
                 sent, finish = 0, "length"
                 per = 2 if b.mode == "two_per_chunk" else 1
                 while sent < want:
@@ -206,6 +211,10 @@ class FakeServer:
                         time.sleep(b.itl_s * k)
                 if b.mode == "eos":
                     self._chunk(json.dumps({"choices": [{"index": 0, "text": "", "finish_reason": finish}]}))
+                if self.held:  # every token's event in one chunk of the HTTP stream, as a buffering proxy sends them
+                    raw, self.held = b"".join(self.held), None
+                    self.wfile.write(f"{len(raw):x}\r\n".encode() + raw + b"\r\n")
+                    self.wfile.flush()
                 t2 = time.perf_counter()
                 tail = {"choices": [], "model": body["model"]}
                 if usage is not None and (body.get("stream_options") or {}).get("include_usage"):

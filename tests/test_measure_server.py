@@ -180,6 +180,16 @@ def test_several_tokens_a_chunk_is_flagged(run_cli):
     r = _json(run_cli, Behaviour(mode="two_per_chunk"))
     assert r["concurrency"][0]["tokens_per_chunk"] == pytest.approx(2.0)
     assert any("several tokens a chunk" in n for n in r["notes"])
+    assert not any("arrived together" in n for n in r["notes"])  # two tokens every 10 ms: not bunched
+
+
+def test_a_buffered_stream_is_flagged(run_cli):
+    """Every token's event in one write at the end (a buffering proxy): each is its own event, so not `several a
+    chunk`, but their gaps are microseconds and the per-stream rate came out at 168,915 tok/s with no word (a
+    hostile-input review, 2026-12-07)."""
+    r = _json(run_cli, Behaviour(mode="bunched"))
+    assert r["concurrency"][0]["itl_ms"]["median"] < 0.2
+    assert any("arrived together" in n and "not the engine's" in n for n in r["notes"])
 
 
 @pytest.mark.parametrize("mode, args, words", [

@@ -396,6 +396,11 @@ def _levels(client: ServerClient, o: ServerOptions, model: str, words: int, seed
     return rows
 
 
+# A median gap between tokens shorter than any engine's decode step (a step is a forward of the whole model: ~1 ms at
+# least, CUDA graphs and a tiny model included): the stream was buffered and its events arrived at once.
+BUNCHED_ITL_MS = 0.2
+
+
 def _notes(o: ServerOptions, rows: list[dict], told: int | None) -> list[str]:
     notes = []
     if told is None:
@@ -410,6 +415,11 @@ def _notes(o: ServerOptions, rows: list[dict], told: int | None) -> list[str]:
                      "the tokens it sent")
     if any((r["tokens_per_chunk"] or 1) > 1.05 for r in rows):
         notes.append("the server streams several tokens a chunk: inter-token latency is per chunk")
+    bunched = [r["itl_ms"]["median"] for r in rows if r["itl_ms"] and r["itl_ms"]["median"] < BUNCHED_ITL_MS]
+    if bunched:
+        notes.append(f"the tokens arrived together (median inter-token gap {min(bunched):.3f} ms, below any decode "
+                     "step): a proxy or the server buffered the stream, so the per-stream speed and inter-token "
+                     "latency are not the engine's; the aggregate rate and TTFT still hold")
     return notes
 
 

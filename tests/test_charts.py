@@ -96,6 +96,8 @@ def test_images_are_written_with_their_labels(run_cli, tmp_path, cmd, name, suff
 @pytest.mark.parametrize("args, needle", [
     (["roofline", "gemma-4-12b"], "Missing option --gpu"),
     (["roofline", "gemma-4-12b", "--gpu", "h100", "-o", "x.pdf"], "must end in .png or .svg"),
+    # `-o ''` (read as the current folder: "-o `.` must end in .png or .svg" before)
+    (["kv", "gemma-4-12b", "-o", ""], "-o names no file"),
     (["kv", "gemma-4-12b", "--users", "0"], "'--users': `0` is not an integer from 1"),
 ])
 def test_chart_errors(run_cli, args, needle):

@@ -449,7 +449,7 @@ def test_url_check():
     from llmsize.measure.server import check_url
 
     assert check_url("http://127.0.0.1:8000/v1/") == "http://127.0.0.1:8000"
-    for bad in ("127.0.0.1:8000", "file:///etc/passwd", "http://", "http://h/?q=1"):
+    for bad in ("127.0.0.1:8000", "file:///etc/passwd", "http://", "http://h/?q=1", "http://127.0.0.1:0"):
         with pytest.raises(LlmsizeError):
             check_url(bad)
 

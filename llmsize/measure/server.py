@@ -100,7 +100,8 @@ def check_url(url: str) -> str:
         host.encode("idna")
     except (ValueError, UnicodeError):
         raise bad from None
-    if parts.scheme not in ("http", "https") or not host or "?" in text or "#" in text or not text.isprintable():
+    if parts.scheme not in ("http", "https") or not host or "?" in text or "#" in text or not text.isprintable() \
+            or parts.port == 0:  # (port 0 is no server's: the connection would be refused)
         raise bad
     base = text.rstrip("/")
     return base[:-3] if base.endswith("/v1") else base

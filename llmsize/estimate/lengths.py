@@ -26,6 +26,7 @@ from llmsize.errors import InvalidValueError, shown
 POINTS = 16
 Z95 = NormalDist().inv_cdf(0.95)  # 1.6449
 MAX_TOKENS = 1 << 24
+COUNT = re.compile(r"\d{1,8}")  # a CSV cell of tokens
 CSV_LIMIT_BYTES = 8 << 20  # ~1.5 million lengths: any real request log sample; its quantiles are what count
 
 
@@ -105,7 +106,7 @@ def _from_csv(path: Path, column: str, option: str) -> Lengths:
     # lone \r (universal newlines: the csv module refuses a bare \r inside an unquoted field)
     try:
         rows = [(n, r) for n, r in enumerate(csv.reader(io.StringIO(text, newline=None), strict=True), start=1)
-                if any(c.strip() for c in r)]
+                if (r[0].strip() if len(r) == 1 else any(c.strip() for c in r))]  # (one cell: ~1.5 M lines)
     except csv.Error as e:  # what the csv module cannot read strictly (a quote left open, text after a quote)
         raise InvalidValueError(f"{option} {shown(path)}: not a CSV file ({e}).", "Give one length a line, or a "
                                 f"column named {column}.") from None
@@ -120,7 +121,7 @@ def _from_csv(path: Path, column: str, option: str) -> Lengths:
     if head.count(column) > 1:
         raise InvalidValueError(f"{option} {path}: its header names `{column}` {head.count(column)} times.",
                                 f"Keep one column named {column}.")
-    if column not in head and any(len([c for c in r if c.strip()]) > 1 for _, r in rows):
+    if column not in head and any(len(r) > 1 and sum(1 for c in r if c.strip()) > 1 for _, r in rows):
         # (3000,500 a line with no header: the prompts' and the answers' lengths? which one --isl means is unsaid)
         raise InvalidValueError(f"{option} {path}: its lines hold several values and no header names them.",
                                 "Name the columns in a first line (isl,osl), or give one length a line.")
@@ -128,7 +129,7 @@ def _from_csv(path: Path, column: str, option: str) -> Lengths:
     vals = []
     for n, r in body:
         cell = r[col].strip() if col < len(r) else ""
-        if not re.fullmatch(r"\d{1,8}", cell) or not 1 <= int(cell) <= MAX_TOKENS:
+        if not COUNT.fullmatch(cell) or not 1 <= int(cell) <= MAX_TOKENS:
             raise InvalidValueError(f"{option} {path}, line {n}: `{cell[:40]}` is not a token count from 1 to "
                                     f"{MAX_TOKENS:,}.", f"Give whole token counts, one a line (or a column named "
                                     f"{column}).")

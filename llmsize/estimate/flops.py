@@ -107,7 +107,7 @@ def decode_attention_tile_flops(model: ModelSpec, context_tokens: int, rows: int
     read one cached head (a GQA group; every head for absorbed MLA, whose latent they all share) are the rows of
     its tile, rounded up to `rows` (1: the FLOPs themselves); a padding row costs what a real one does. Attention
     layers only (no indexer, no recurrent state); `keep(mixer)`: only the layer groups it selects."""
-    return sum(flops * (min(context_tokens, cap) if cap else context_tokens)
+    return sum(flops * _capped(context_tokens, cap)
                for mixer, flops, cap in _tile_groups(model, rows) if keep is None or keep(mixer))
 
 
@@ -121,7 +121,10 @@ def _tile_groups(model: ModelSpec, rows: int) -> tuple[tuple[object, float, int 
 
 def _attended(mixer, context_tokens: int) -> int:
     """Cached tokens one decode query attends to: the context, up to the layer's cap (_attention_cap)."""
-    cap = _attention_cap(mixer)
+    return _capped(context_tokens, _attention_cap(mixer))
+
+
+def _capped(context_tokens: int, cap: int | None) -> int:
     return min(context_tokens, cap) if cap else context_tokens
 
 

@@ -171,25 +171,11 @@ def _read_pieces(model: ModelSpec, fmt: QuantFormat, scope: str) -> tuple[tuple[
     return tuple((float(piece_bytes(p, fmt, scope)), p) for p in model_pieces(model) if p.read)
 
 
-@by_identity(maxsize=256)
-def _read_groups(model: ModelSpec, fmt: QuantFormat, scope: str) -> tuple[float, tuple[tuple[float, float], ...]]:
-    """_read_pieces summed: the bytes every step reads, and per routing share k/E the routed experts' bytes."""
-    dense, routed = 0.0, {}
-    for b, p in _read_pieces(model, fmt, scope):
-        if p.routed is None:
-            dense += b
-        else:
-            share = p.routed[0] / p.routed[1]
-            routed[share] = routed.get(share, 0.0) + b
-    return dense, tuple(routed.items())
-
-
 def weight_bytes_read(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int) -> float:
     """Weight bytes one decode step of `batch` sequences reads (routed experts: 1-(1-k/E)^B of them)."""
     if fmt.mix:
         return bytes_read_by_batch(model, fmt, scope)(batch)
-    dense, routed = _read_groups(model, fmt, scope)
-    return dense + sum(b * touched_share(share, batch) for share, b in routed)
+    return sum(_read_by_key(model, fmt, scope, batch, "all").values())
 
 
 @by_identity(maxsize=1024)
@@ -208,10 +194,16 @@ def bytes_read_by_batch(model: ModelSpec, fmt: QuantFormat, scope: str) -> Calla
 def _read_shares(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int, by: str) -> dict:
     """The shares of the weight bytes a decode step of `batch` sequences reads, by the pieces' key (_share_groups:
     `by` "routed" or "format"). For a GGUF mix (a type per tensor) the shares are taken by parameters, not bytes."""
-    totals = {k: dense + sum(size * touched_share(share, batch) for share, size in routed)
-              for k, dense, routed in _share_groups(model, fmt, scope, by)}
+    totals = _read_by_key(model, fmt, scope, batch, by)
     total = sum(totals.values())
     return {k: v / total for k, v in totals.items()} if total else {}
+
+
+def _read_by_key(model: ModelSpec, fmt: QuantFormat, scope: str, batch: int, by: str) -> dict:
+    """The bytes (a GGUF mix: parameters) a decode step of `batch` sequences reads, by the pieces' key
+    (_share_groups): each key's dense part and its routed experts at the share the batch touches."""
+    return {k: dense + sum(size * touched_share(share, batch) for share, size in routed)
+            for k, dense, routed in _share_groups(model, fmt, scope, by)}
 
 
 @by_identity(maxsize=256)
@@ -219,13 +211,13 @@ def _share_groups(model: ModelSpec, fmt: QuantFormat, scope: str, by: str
                   ) -> tuple[tuple[object, float, tuple[tuple[float, float], ...]], ...]:
     """The pieces a decode step reads summed by key, worked out once a model, format and scope (a fleet search asks
     for thousands of batches): per key, the size every step reads and per routing share k/E the routed experts'.
-    The key: whether the piece is a routed expert (`by` "routed"), or the format it is stored in ("format": None where
-    it stays at keep_bits or unquantized)."""
+    The key: none (`by` "all": one group, the step's whole read), whether the piece is a routed expert ("routed"), or
+    the format it is stored in ("format": None where it stays at keep_bits or unquantized)."""
     def stored_in(p: Piece) -> str | None:
         f = piece_format(p, fmt, scope)
         return None if f is None or f.id in UNQUANTIZED else f.id
 
-    key = (lambda p: p.routed is not None) if by == "routed" else stored_in
+    key = {"all": lambda p: None, "routed": lambda p: p.routed is not None, "format": stored_in}[by]
     groups: dict = {}
     pieces = ((p.params, p) for p in model_pieces(model) if p.read) if fmt.mix else _read_pieces(model, fmt, scope)
     for size, p in pieces:

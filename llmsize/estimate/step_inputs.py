@@ -65,12 +65,12 @@ def step_inputs(plan: Plan, batch_step, runtime: str | None = None, marlin: bool
     """The plan's decode step at batch_step as the step-time model costs it under `runtime` (on backend `be`, None:
     the card's own); `marlin`: a run that says its FP4 weights went through Marlin (kernel_class), whose matmuls run
     at the 16-bit peak."""
-    fixed = _step_constants(plan, runtime, marlin, old_tiles, be)
-    marlin, cls = fixed["marlin"], fixed["format_class"]
+    fixed, marlin, expert_params = _step_constants(plan, runtime, marlin, old_tiles, be)
+    cls = fixed["format_class"]
     side = side_bytes(plan, batch_step.weight_bytes, batch_step.batch, runtime, marlin)
     w16 = sum(b for c, b in side if c == "f16")
     return StepInputs(
-        **{k: v for k, v in fixed.items() if k not in ("marlin", "expert_params")},
+        **fixed,
         batch=batch_step.batch, weight_bytes=batch_step.weight_bytes, kv_bytes=batch_step.kv_bytes,
         comm_time_s=batch_step.comm_time_s, flops=batch_step.flops, side_bytes=side,
         weight_elements=(batch_step.weight_bytes - w16) * 8 / plan.weights.bits_per_weight
@@ -79,27 +79,29 @@ def step_inputs(plan: Plan, batch_step, runtime: str | None = None, marlin: bool
         tile_matmul_flops=tile_matmul_flops(plan, batch_step, runtime,
                                              marlin or cls != format_class(plan.fmt.id), old_tiles),
         attention_tile_flops=attention_tile_flops(plan, batch_step, runtime),
-        expert_flops=2.0 * batch_step.batch * fixed["expert_params"],
+        expert_flops=2.0 * batch_step.batch * expert_params,
         expert_weight_bytes=batch_step.weight_bytes * expert_read_fraction(
             plan.card_model or plan.model, plan.fmt, plan.scope, batch_step.batch))
 
 
 @by_identity(maxsize=1024)
-def _step_constants(plan: Plan, runtime: str | None, marlin: bool, old_tiles: bool, be: str | None) -> dict:
+def _step_constants(plan: Plan, runtime: str | None, marlin: bool, old_tiles: bool, be: str | None
+                    ) -> tuple[dict, bool, float]:
     """step_inputs' terms that do not depend on the batch, worked out once a plan and runtime (a fleet search asks
-    for thousands of batches of the same plans): the card's rates, the layers, the links, the kernel class."""
+    for thousands of batches of the same plans): StepInputs' fields of the card's rates, the layers, the links and
+    the kernel class; whether the FP4 weights go through Marlin; the routed experts' parameters a token."""
     layers, moe = layer_count(plan)
     collectives, link = link_of(plan)
     marlin = asked_marlin(plan, marlin)
     cls = kernel_class(plan, runtime, marlin)
-    return dict(
-        marlin=marlin, expert_params=expert_params_per_token(plan.card_model or plan.model),
+    fields = dict(
         bandwidth_bytes_per_s=plan.gpu.bandwidth_bytes_per_s, layers=layers, moe_layers=moe,
         collectives=collectives, link=link, peak_flop_per_s=matmul_rate(plan, runtime, marlin, be)[0],
         format_class=cls, vector_flop_per_s=(plan.gpu.dense_tflops.fp32 or 0) * 1e12 or None,
         attention_flop_per_s=cache_precision_rate(plan), tensor_core_native=tensor_core_native(plan, runtime, cls),
         old_tiles=old_tiles, recurrent_layers=recurrent_layers(plan.model),
         shared_expert_layers=shared_expert_layers(plan.model) if runtime in SHARED_EXPERT_NODES else 0)
+    return fields, marlin, expert_params_per_token(plan.card_model or plan.model)
 
 
 def recurrent_layers(model) -> int:

@@ -42,6 +42,7 @@ from llmsize.errors import InvalidValueError
 from llmsize.estimate.gguf_blocks import FALLBACK, FILE_TYPES, GGML_BLOCKS
 from llmsize.estimate.gguf_tensors import GgufTensor, gguf_tensors
 from llmsize.estimate.memo import by_identity
+from llmsize.estimate.runtime_model import text_model
 
 FUSED_QKV_FAMILIES = ("phi3", "falcon")  # their GGUF stores one attn_qkv matrix (and phi3 one ffn_up for gate+up)
 SEVENTY_B_FAMILIES = ("llama", "qwen2", "deci")  # 80 layers is llama.cpp's LLM_TYPE_70B for these
@@ -94,17 +95,10 @@ def _fused(tensors: list[GgufTensor]) -> list[GgufTensor]:
 
 
 def file_tensors(model: ModelSpec) -> tuple[GgufTensor, ...]:
-    """The file's tensors before quantization (the same for every file type of a model: `fit` asks for six)."""
+    """The file's tensors before quantization (the same for every file type of a model: `fit` asks for six). A GGUF
+    holds the text model (a vision tower is an mmproj file apart): the caches here key on it (runtime_model.
+    text_model, one object per catalog model), so a model and a text-only runtime's copy of it are one file."""
     return _file_tensors(text_model(model))
-
-
-def text_model(model: ModelSpec) -> ModelSpec:
-    """The model a GGUF file holds, one object per catalog model whatever the runtime's view of it: its text model
-    (a vision tower is an mmproj file apart), so that the caches below work out a file once, not again for the copy
-    a text-only runtime plans (runtime_model.text_model)."""
-    from llmsize.estimate.runtime_model import text_model as text
-
-    return text(model)
 
 
 @by_identity(maxsize=1024)

@@ -473,9 +473,9 @@ def _projector_place(model: ModelSpec, s: LlamaCppSettings) -> tuple[int, int, s
 def gguf_file_tensors(model: ModelSpec, format_id: str) -> list[tuple[str, int]]:
     """(name, bytes) of the GGUF file llama.cpp would load for a catalog model in `format_id`: the file
     llama-quantize writes for a GGUF file type, or the converter's F16/BF16/F32 file (norms kept in F32)."""
-    from llmsize.estimate.gguf_mix import text_model
+    from llmsize.estimate.runtime_model import text_model
 
-    return _gguf_file_tensors(text_model(model), format_id)
+    return _gguf_file_tensors(text_model(model), format_id)  # (one file for a model and its text model: gguf_mix)
 
 
 @by_identity(maxsize=512)

@@ -136,7 +136,7 @@ def held_model(runtime: str, model: ModelSpec) -> ModelSpec:
     return text_model(model) if towers_left_out(runtime, model) else model
 
 
-@by_identity(maxsize=1024)  # (one object per model: the GGUF caches key on it, gguf_mix.text_model)
+@by_identity(maxsize=1024)  # (one object per model: the GGUF caches key on it, gguf_mix.file_tensors)
 def text_model(model: ModelSpec) -> ModelSpec:
     """The model as a text-only runtime holds it (TEXT_ONLY): every extra out of memory; one object per model, as
     unwindowed."""

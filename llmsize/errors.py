@@ -15,6 +15,7 @@ def printable(text: str) -> str:
                    for c in text)
 
 
+PATH_CHARS = 240  # characters of a path an error quotes whole: any real folder's depth; past it, cut
 LONGEST_WORD = 300  # characters of one run without a space an error line prints whole (a deep path fits)
 
 
@@ -23,7 +24,13 @@ def bounded(text: str) -> str:
     last guard against an error line that repeats a value of thousands of characters (those the message quotes
     with `shown` are cut already)."""
     return re.sub(r"\S{%d,}" % (LONGEST_WORD + 1),
-                  lambda m: f"{m.group()[:240]}... ({len(m.group()):,} characters)", text)
+                  lambda m: f"{m.group()[:PATH_CHARS]}... ({len(m.group()):,} characters)", text)
+
+
+def shown_path(path) -> str:
+    """A path as an error message quotes it: whole up to PATH_CHARS, cut past it (a name of thousands of
+    characters, which the system refuses, is not echoed whole)."""
+    return shown(path, PATH_CHARS)
 
 
 def shown(value: object, limit: int = 80) -> str:

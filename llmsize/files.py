@@ -24,7 +24,7 @@ import stat
 from contextlib import contextmanager
 from pathlib import Path
 
-from llmsize.errors import LlmsizeError, shown
+from llmsize.errors import LlmsizeError, shown, shown_path
 
 KiB, MiB = 2**10, 2**20
 YAML_LIMIT_BYTES = 1 * MiB  # a catalog entry or a prices file is a few KB
@@ -44,12 +44,6 @@ def _kind(mode: int) -> str:
         if test(mode):
             return word
     return "not a regular file"
-
-
-def _named(path: Path | str) -> str:
-    """A path as a message quotes it: whole up to any real folder's depth, cut past it (a name of thousands of
-    characters, which the system refuses, is not echoed whole)."""
-    return shown(path, 240)
 
 
 def _why(e: OSError) -> str:
@@ -92,14 +86,14 @@ def open_regular(path: Path | str, what: str = "file"):
     try:
         fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        raise FileError(f"{what} `{_named(path)}`: not found.", "Check the path.") from None
+        raise FileError(f"{what} `{shown_path(path)}`: not found.", "Check the path.") from None
     except OSError as e:
-        raise FileError(f"{what} `{_named(path)}`: cannot open ({_why(e)}).",
+        raise FileError(f"{what} `{shown_path(path)}`: cannot open ({_why(e)}).",
                         "Check the path and its permissions.") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise FileError(f"{what} `{_named(path)}` is {_kind(st.st_mode)}, not a regular file.",
+            raise FileError(f"{what} `{shown_path(path)}` is {_kind(st.st_mode)}, not a regular file.",
                             "Give a regular file.")
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
@@ -123,9 +117,9 @@ def read_bytes(path: Path | str, limit: int, what: str = "file") -> bytes:
         try:
             data = f.read(limit + 1)
         except OSError as e:
-            raise FileError(f"{what} `{_named(path)}`: cannot read ({_why(e)}).") from None
+            raise FileError(f"{what} `{shown_path(path)}`: cannot read ({_why(e)}).") from None
     if len(data) > limit:
-        raise FileError(f"{what} `{_named(path)}` is larger than {limit:,} bytes: too large for this kind of file.",
+        raise FileError(f"{what} `{shown_path(path)}` is larger than {limit:,} bytes: too large for this kind of file.",
                         "Check that it is the right file.")
     return data
 
@@ -135,7 +129,7 @@ def read_text(path: Path | str, limit: int, what: str = "file") -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise FileError(f"{what} `{_named(path)}` is not UTF-8 text (byte {e.start:,}).",
+        raise FileError(f"{what} `{shown_path(path)}` is not UTF-8 text (byte {e.start:,}).",
                         "Save it as UTF-8, or check that it is the right file.") from None
 
 
@@ -240,28 +234,29 @@ def check_output(path: Path | str, what: str = "output", force: bool = True, pro
     a symlink is refused too), an existing file unless `force`, or a path whose folder does not exist."""
     p = Path(path)
     if not p.name or p.name in (".", ".."):
-        raise FileError(f"{what} `{_named(path)}` names a folder, not a file.", "Give a file name.")
+        raise FileError(f"{what} `{shown_path(path)}` names a folder, not a file.", "Give a file name.")
     try:
         st = os.lstat(p)
     except FileNotFoundError:
         st = None
     except OSError as e:
-        raise FileError(f"{what} `{_named(path)}`: cannot use this path ({_why(e)}).", "Pick another path.") from None
+        raise FileError(f"{what} `{shown_path(path)}`: cannot use this path ({_why(e)}).",
+                        "Pick another path.") from None
     if st is not None:
         if not stat.S_ISREG(st.st_mode):
-            raise FileError(f"{what} `{_named(path)}` exists and is {_kind(st.st_mode)}: llmsize only replaces regular "
-                            "files.", "Pick another path.")
+            raise FileError(f"{what} `{shown_path(path)}` exists and is {_kind(st.st_mode)}: llmsize only replaces "
+                            "regular files.", "Pick another path.")
         if not force:
-            raise FileError(f"{what} `{_named(path)}` already exists.",
+            raise FileError(f"{what} `{shown_path(path)}` already exists.",
                             "Pass --force to replace it, or pick another path.")
     parent = p.parent
     try:
         if not stat.S_ISDIR(os.stat(parent).st_mode):
-            raise FileError(f"{what} `{_named(path)}`: {parent} is not a folder.", "Pick another path.")
+            raise FileError(f"{what} `{shown_path(path)}`: {parent} is not a folder.", "Pick another path.")
     except FileNotFoundError:
-        raise FileError(f"{what} `{_named(path)}`: folder {parent} does not exist.", "Create it first.") from None
+        raise FileError(f"{what} `{shown_path(path)}`: folder {parent} does not exist.", "Create it first.") from None
     except OSError as e:
-        raise FileError(f"{what} `{_named(path)}`: cannot use folder {parent} ({_why(e)}).",
+        raise FileError(f"{what} `{shown_path(path)}`: cannot use folder {parent} ({_why(e)}).",
                         "Pick another path.") from None
     if probe:  # a file can be made there (a read-only or virtual folder such as /proc refuses it): before any work
         tmp = parent / f".{p.name[:200]}.{os.getpid()}.probe"
@@ -269,7 +264,7 @@ def check_output(path: Path | str, what: str = "output", force: bool = True, pro
             os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644))
             os.unlink(tmp)
         except OSError as e:
-            raise FileError(f"{what} `{_named(path)}`: cannot write in {parent} ({_why(e)}).", _advice(e)) from None
+            raise FileError(f"{what} `{shown_path(path)}`: cannot write in {parent} ({_why(e)}).", _advice(e)) from None
     return p
 
 
@@ -295,7 +290,7 @@ def write_output(path: Path | str, data: str | bytes, what: str = "output", forc
         check_output(p, what, force, probe=False)  # nothing special appeared there meanwhile
         os.replace(tmp, p)
     except OSError as e:
-        raise FileError(f"{what} `{_named(path)}`: cannot write ({_why(e)}).", _advice(e)) from None
+        raise FileError(f"{what} `{shown_path(path)}`: cannot write ({_why(e)}).", _advice(e)) from None
     finally:
         if fd is not None:
             os.close(fd)

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from llmsize.commands.shared import import_source, is_path, warn_import
-from llmsize.errors import InvalidValueError, shown
+from llmsize.errors import InvalidValueError, shown_path
 from llmsize.options import (
     EstimateOnlyOpt,
     ForceOpt,
@@ -47,7 +47,7 @@ def import_(
     if path is not None and not path.strip():  # (a Path of '' would read as the current folder)
         raise InvalidValueError("The checkpoint path is empty.", "Give a model folder, a config.json or a .gguf file.")
     if path is not None and not is_path(path):
-        raise InvalidValueError(f"`{shown(path, 240)}` is not a file or folder.",
+        raise InvalidValueError(f"`{shown_path(path)}` is not a file or folder.",
                                 "Give a model folder or a config.json.")
     if model_id is not None:  # the id given, before a file name is made of it
         check_id(model_id, "--id")

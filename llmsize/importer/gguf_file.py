@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from llmsize import files
-from llmsize.errors import LlmsizeError, shown
+from llmsize.errors import LlmsizeError, shown_path
 
 SPLIT = re.compile(r"^(?P<stem>.*)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
 MAX_FILES = 256
@@ -280,7 +280,7 @@ def split_files(path: Path) -> list[Path]:
     missing = [p.name for p in want if not files.exists(p)]
     if len(want) == 1 and missing:
         files.is_dir(path, "GGUF file")  # a path the system cannot look up (a name too long) says so, one line
-        raise GgufError(f"{shown(path, 240)}: no such file.",
+        raise GgufError(f"{shown_path(path)}: no such file.",
                         "Check the path (or name a catalog model: `llmsize models`).")
     if missing:
         verb = "is" if len(missing) == 1 else "are"

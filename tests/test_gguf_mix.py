@@ -151,7 +151,7 @@ def test_unknown_file_type_is_refused(catalog):
 def test_a_model_with_towers_and_its_text_model_are_one_gguf_file():
     """A GGUF file holds the text model (a vision tower is an mmproj file apart): a text-only runtime's copy of a
     model with towers (runtime_model.text_model) and the catalog's entry get the same file, worked out once (`fit`
-    asked for both, and computed 570 files for 456 on one card)."""
+    asked for both, and made the file of every model with towers twice)."""
     from llmsize.catalog.loader import Catalog
     from llmsize.estimate.llamacpp_memory import gguf_file_tensors
     from llmsize.estimate.runtime_model import text_model

@@ -185,8 +185,8 @@ def test_several_tokens_a_chunk_is_flagged(run_cli):
 
 def test_a_buffered_stream_is_flagged(run_cli):
     """Every token's event in one write at the end (a buffering proxy): each is its own event, so not `several a
-    chunk`, but their gaps are microseconds and the per-stream rate came out at 168,915 tok/s with no word (a
-    hostile-input review, 2026-12-07)."""
+    chunk`, but their gaps are microseconds and the per-stream rate came out in the hundreds of thousands of tok/s
+    with no word (a hostile-input review, 2026-12-07)."""
     r = _json(run_cli, Behaviour(mode="bunched"))
     assert r["concurrency"][0]["itl_ms"]["median"] < 0.2
     assert any("arrived together" in n and "not the engine's" in n for n in r["notes"])

@@ -399,7 +399,7 @@ def _aggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tupl
             words.append(f"TTFT {ttft(1):.2f} s at batch 1 (prefill and its queue) exceeds the {w.ttft_s:g} s target")
             ratio = max(ratio, ttft(1) / w.ttft_s)
         return None, _miss("; ".join(words), ratio, 1.0)
-    request_s = lambda b: ttft(b) + w.osl * eff(b)  # noqa: E731
+    request_s = functools.cache(lambda b: ttft(b) + w.osl * eff(b))
     cap = b  # the most a replica runs at once within the targets: its --max-num-seqs
     b = _batch_for_rate(b, w.rate, request_s)
     tpot, first = eff(b), ttft(b)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 
 from llmsize.errors import LlmsizeError
 from llmsize.estimate.lengths import Z95
+from llmsize.estimate.memo import by_identity
 from llmsize.estimate.queueing import erlang_c, wait_mgc_s
 from llmsize.estimate.serving_defaults import held_context_tokens
 from llmsize.estimate.speculative import Spec, draft_memory, mtp_step_s, time_per_token_s, verify_step
@@ -126,9 +127,10 @@ def replica_timing(plan, runtime: str, constants, prefill_tokens: int, spec: Spe
     pp = plan.inputs.pp
 
     def tpot(b: int) -> float:
-        if b not in memo:
-            memo[b] = _tpot(-(-b // pp))  # one micro-batch's step through all stages
-        return memo[b]
+        m = -(-b // pp)  # one micro-batch's step through all stages
+        if m not in memo:
+            memo[m] = _tpot(m)
+        return memo[m]
 
     def _tpot(b: int) -> float:
         if spec is None:
@@ -258,6 +260,7 @@ def prompts_per_forward(rate_per_s: float, forward_s, most: int, step_s: float =
     return k
 
 
+@by_identity(maxsize=256, objects=2)
 def serving_prefill_parts(x, c) -> tuple[float, float, float] | None:
     """prefill_parts_s as a serving engine's forwards pay them: the tensor-parallel all-reduces' bytes
     (speed.prefill_comm_s) go with the prompt's tokens, beside its compute, for a forward of part of a prompt (a

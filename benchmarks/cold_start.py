@@ -1,7 +1,10 @@
 """Cold-start time of `llmsize plan` (target: well under 200 ms), where it goes, and proof it loads no torch.
 
 Runs the installed console script N times in fresh processes and prints a table; append the result
-to benchmarks/RESULTS.md by hand with the card/machine, date and commit.
+to benchmarks/RESULTS.md by hand with the card/machine, date and commit. The children run as an installed package
+does, with its bytecode compiled once and reused: PYTHONDONTWRITEBYTECODE is dropped from their environment and each
+command runs once untimed first (with it set, every run compiles llmsize's modules again: ~100 ms more a run,
+2026-12-07).
 
     python benchmarks/cold_start.py [--runs 10]
 """
@@ -9,6 +12,7 @@ to benchmarks/RESULTS.md by hand with the card/machine, date and commit.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -34,17 +38,20 @@ def main() -> None:
     # the floor: the interpreter plus the libraries plan cannot do without (typer converts options through
     # pydantic adapters, the catalogs are pydantic models read from YAML), timed in the same loop
     floor = [sys.executable, "-c", "import typer, typer._adapters, pydantic, yaml"]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     for name, cmd in [(n, cmd0 + a) for n, a in CASES.items()] + [("floor: typer+pydantic+yaml", floor)]:
+        subprocess.run(cmd, check=True, capture_output=True, env=env)  # untimed: the bytecode written once
         times = []
         for _ in range(args.runs):
             t = time.perf_counter()
-            subprocess.run(cmd, check=True, capture_output=True)
+            subprocess.run(cmd, check=True, capture_output=True, env=env)
             times.append((time.perf_counter() - t) * 1e3)
         print(f"{name:28s} {statistics.median(times):10.1f} {min(times):8.1f} {max(times):8.1f}")
     probe = ("import sys; from llmsize.cli import main\n"
              "try:\n main(['plan','gemma-4-12b','--gpu','rtx5060ti','--json'])\nexcept SystemExit: pass\n"
              "print(sorted(m for m in ('torch','triton','numpy','pynvml') if m in sys.modules))")
-    heavy = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip().splitlines()
+    heavy = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                           env=env).stdout.strip().splitlines()
     print(f"heavy modules loaded by plan: {heavy[-1] if heavy else '?'}")
     # where the time above the floor goes: each phase timed inside fresh processes, medians
     phases = ("import time, io, contextlib\nt0 = time.perf_counter()\n"
@@ -57,7 +64,7 @@ def main() -> None:
     # run from a neutral folder: `-c` puts the working directory first on sys.path, and a source checkout
     # there would be imported (and recompiled) instead of the installed package
     rows = [list(map(float, subprocess.run([sys.executable, "-c", phases], capture_output=True, text=True,
-                                           check=True, cwd=tempfile.gettempdir()).stdout.split()))
+                                           check=True, cwd=tempfile.gettempdir(), env=env).stdout.split()))
             for _ in range(args.runs)]
     med = [statistics.median(r[i] for r in rows) for i in range(3)]
     print(f"plan (table), in-process phases (median ms): libraries {med[0]:.1f}, llmsize imports {med[1]:.1f}, "

@@ -35,9 +35,10 @@ def erlang_c(servers: int, offered_erlangs: float) -> float:
     if c > EXACT_SERVERS:
         beta = (c - a) / math.sqrt(a)
         return 1 / (1 + beta * _N.cdf(beta) / _N.pdf(beta)) if beta < 37 else 0.0
-    # Erlang B's recursion B_k = a B_{k-1} / (k + a B_{k-1}) from B_0 = 1. Below the load it contracts (a step scales
-    # an error in B by about k / a), so it starts where the steps up to a shrink any error by e^-50 (k0 = a - 10 sqrt(a):
-    # the product of k / a from there is about exp(-(10 sqrt(a))^2 / 2a)), at the fluid limit 1 - k0 / a
+    # Erlang B's recursion B_k = a B_{k-1} / (k + a B_{k-1}) from B_0 = 1. Below the load it contracts (a step
+    # scales an error in B by about k / a), so it starts where the steps up to a shrink any error by e^-50
+    # (k0 = a - 10 sqrt(a): the product of k / a from there is about exp(-(10 sqrt(a))^2 / 2a)), at the fluid
+    # limit 1 - k0 / a
     k0 = int(a - 10 * math.sqrt(a))
     b, start = (1 - k0 / a, k0 + 1) if k0 > 1 else (1.0, 1)
     for k in range(start, c + 1):

@@ -17,7 +17,8 @@ of least error kept, then refitted once with its fractions inside the max. The f
 error sum ((t_hat - t)/t)^2 with a small ridge (1% of each column's scale) over the box of bounds (nnls: an
 active-set Newton method, then coordinate descent; deterministic).
 Prefill: t = (FLOPs + (moe_matmul_cost - 1) x routed expert FLOPs)/(peak x eta_p[class]) + the decode fit's fixed
-terms (+ a serving engine's cost per layer of an eager forward, on the rows a serving engine ran) + llama.cpp's
+terms (+ a serving engine's cost a layer of PrefillInputs.launch_layers, on the rows a serving engine ran: vLLM's and
+SGLang's eager forward counted in kernel launches, estimate/launches.py) + llama.cpp's
 prefill_expert_read_cost x the experts' bytes its forwards stream (one read per ubatch) / bandwidth, one eta per
 class by least squares, the expert FLOPs' cost and llama.cpp's read cost chosen on grids (fit_prefill). The peak is
 the rate the runtime's matmuls run at: llama.cpp's on an NVIDIA card its INT8 rate (kernels.LLAMACPP_CUDA_PRECISION);
@@ -739,10 +740,11 @@ CONSUMER_FACTORS = (1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6)
 
 def fit_prefill(fit: GroupFit, pre: list[Observed], donor: GroupFit | None = None,
                 classes_from: GroupFit | None = None) -> bool:
-    """One eta per format class, for a serving engine one extra cost per layer of a prefill forward, the cost of
-    a routed expert's FLOP against a dense one (grouped GEMMs, each expert a few rows of the prompt), and a consumer
-    card's factor on eta (f; 1 on other cards):
-        t = (FLOPs + (moe_matmul_cost - 1) x expert FLOPs) / (peak x eta[class] x f) + fixed + layers x t_prefill_layer,
+    """One eta per format class, for a serving engine one extra cost per layer of a prefill forward (a layer of
+    its launch_layers), the cost of a routed expert's FLOP against a dense one (grouped GEMMs, each expert a few rows
+    of the prompt), and a consumer card's factor on eta (f; 1 on other cards):
+        t = (FLOPs + (moe_matmul_cost - 1) x expert FLOPs) / (peak x eta[class] x f) + fixed
+            + launch_layers x t_prefill_layer,
     u = 1/eta (>= 1) and t_prefill_layer (>= 0) by weighted least squares (weights 1/t^2: relative error),
     alternating the closed forms of each (a convex problem: it converges), at each point of the grid of
     moe_matmul_cost and f, keeping the one of least weighted error. Where the rows hold fewer than MIN_ROWS_CLASS MoE
@@ -798,7 +800,7 @@ class PrefillTable:
     """The prompt rows' terms that the grid of fit_prefill does not change, one array entry per row (rows whose
     card has a rate), by format class: measured time (a pipelined prompt's through its stages one after the other:
     speed.pipeline_factor), fixed time (per layer, per step, unfused attention's score bytes at the decode fit's
-    cache fraction), layers of a serving engine's eager forward (0 for other runtimes' rows), dense and routed
+    cache fraction), a serving engine's launch_layers (0 for other runtimes' rows), dense and routed
     FLOP time at eta 1, routed-expert read at full bandwidth."""
     by_class: dict[str, dict[str, np.ndarray]]
     serving_rows: int
@@ -817,7 +819,7 @@ class PrefillTable:
                 ("meas", [o.measured_s / pipeline_factor(o.prefill) for o in obs]),
                 ("fixed", [p.layers * fit.fixed_of(o.runtime)[0] + fit.fixed_of(o.runtime)[1] + score_time_s(p, kc)
                            for o, p in zip(obs, x)]),
-                ("layers", [p.layers if p.serving else 0 for p in x]),
+                ("layers", [p.launch_layers if p.serving else 0 for p in x]),
                 ("consumer", [1.0 if p.consumer else 0.0 for p in x]),
                 ("dense", [flop_time_at_peak_s(p) for p in x]),
                 ("expert", [p.expert_flops / p.peak_flop_per_s for p in x]),

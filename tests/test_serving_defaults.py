@@ -184,7 +184,7 @@ def test_the_serving_errors_the_readme_quotes_are_the_benchmarks(capsys):
             said[section, m[1], m[2]] = (m[3], float(m[4]), float(m[5]))
     text = (ROOT / "README.md").read_text().replace("\n", " ")
     n, med, p90 = said["trtllm", None, None]
-    assert f"({n} figures, `python benchmarks/serving_throughput.py`, 2026-12-06): median error {med:.1f}%, p90 " \
+    assert f"({n} figures, `python benchmarks/serving_throughput.py`, 2026-12-07): median error {med:.1f}%, p90 " \
            f"{p90:.1f}%" in text
     sg = {metric: said["sglang", "steady", metric][1] for metric in ("output tok/s", "TPOT s", "TTFT s")}
     assert (f"against {said['sglang', 'steady', 'output tok/s'][0]} SGLang Cookbook runs at fixed concurrency it is "

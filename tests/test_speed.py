@@ -1656,11 +1656,12 @@ def test_a_prompts_attention_runs_at_the_16_bit_rate(catalog):
 
 
 def test_serving_engines_pay_a_cost_per_layer_of_an_eager_prefill(catalog):
-    """benchmarks/fit_speed.py fits t_prefill_layer_s on the TTFT rows of vLLM, SGLang and TensorRT-LLM, which run
-    prefill without CUDA graphs (each layer's launches, and under tensor parallel its all-reduces' latency);
-    llama.cpp's and MLX's rows time their own forward and get none. Paid once per layer, on top of the decode
-    fit's per-layer cost and the prompt's compute, by the serving engines' prompts only: gpt-fast on ROCm, fitted
-    on its kin's serving rows, carries the constant (those rows paid it) but a gpt-fast plan does not pay it."""
+    """benchmarks/fit_speed.py fits t_prefill_layer_s on the TTFT rows of vLLM, SGLang and TensorRT-LLM; llama.cpp's
+    and MLX's rows time their own forward and get none. Paid once per layer of PrefillInputs.launch_layers (vLLM's
+    and SGLang's eager forward counted in kernel launches, estimate/launches.py; TensorRT-LLM's, its layers), on top
+    of the decode fit's per-layer cost (once a layer) and the prompt's compute, by the serving engines' prompts
+    only: gpt-fast on ROCm, fitted on its kin's serving rows, carries the constant (those rows paid it) but a
+    gpt-fast plan does not pay it."""
     from dataclasses import replace
 
     from llmsize.estimate.runtimes import constants
@@ -1676,8 +1677,10 @@ def test_serving_engines_pay_a_cost_per_layer_of_an_eager_prefill(catalog):
     c = constants(rts["vllm"], "cuda")
     tiny = PrefillInputs(prompt_tokens=1, flops=1.0, weight_bytes=1.0, peak_flop_per_s=1e15,
                          bandwidth_bytes_per_s=1e12, layers=10, format_class="f16", collectives=0, link=None,
-                         comm_time_s=0.0, serving=True)
-    assert prefill_time_s(tiny, c) == pytest.approx(10 * (c.t_layer_s + c.t_prefill_layer_s) + c.t_step_s, rel=1e-6)
+                         comm_time_s=0.0, serving=True, launch_layers=25.0)
+    # 10 layers of the decode fit's cost, 25 layers' worth of launches of the serving engine's
+    assert prefill_time_s(tiny, c) == pytest.approx(10 * c.t_layer_s + 25 * c.t_prefill_layer_s + c.t_step_s,
+                                                    rel=1e-6)
     assert prefill_time_s(replace(tiny, serving=False), c) == pytest.approx(10 * c.t_layer_s + c.t_step_s, rel=1e-6)
     p = make_plan(catalog.model("llama-3.1-8b"), catalog.gpu("mi300x"), PlanInputs(quant="bf16"), search_fit=False)
     assert prefill_inputs(p, "vllm").serving and not prefill_inputs(p, "gpt-fast").serving
@@ -1841,7 +1844,8 @@ def test_a_hybrids_ttft_band_spans_what_published_hybrid_prompts_took(run_cli, r
     banded at least as wide as its kind's published hybrid prompts ran (RECURRENT_PREFILL_RANGE, the note's range),
     its short end never below the prompt's FLOPs at the rated peak. A model without recurrent layers keeps the
     fit's band. (Qwen3.6-27B's 8,192-token prompt on an RTX 5090 under vLLM: band 322 ms-1.03 s before, for 449 ms;
-    club-3090's 2 x RTX 5090 runs of its 35B sibling took 1.2-1.8x their figure, the Cookbook's Qwen3-Next 3.7x.)"""
+    club-3090's 2 x RTX 5090 runs of its 35B sibling took 1.3-1.9x their figure, the Cookbook's Qwen3-Next 2.7x:
+    `python benchmarks/predict_rows.py --hybrid-prompts FILE`.)"""
     import json
 
     from llmsize.estimate.expected import RECURRENT_PREFILL_RANGE

@@ -132,7 +132,7 @@ CDNA4_NOTE = ("an MI350-series card (CDNA4): the AMD costs here are fitted on CD
 # engines': Qwen3.6 under vLLM on an RTX PRO 6000 Max-Q and 2 x RTX 5090, Qwen3-Next under SGLang on 8 x B200;
 # llama.cpp's: Qwen3.6 and Nemotron-3 Nano on a Strix Halo and an R9700, Qwen3.5 and Qwen3.6 on an RTX 4090 (its
 # Vulkan build's: Qwen3-Next too).
-RECURRENT_PREFILL_RANGE = {"serving": (0.6, 3.7), "llamacpp": (0.8, 1.9), "llamacpp-vulkan": (0.9, 4.5)}
+RECURRENT_PREFILL_RANGE = {"serving": (0.6, 2.7), "llamacpp": (0.8, 1.9), "llamacpp-vulkan": (0.9, 4.5)}
 _RECURRENT_PREFILL = ("time to first token of a model with recurrent (SSM, linear-attention) layers: their chunked "
                       "prompt kernels are costed as their FLOPs only; ")
 RECURRENT_PREFILL_NOTE = (_RECURRENT_PREFILL + "published serving runs of such hybrids (sch0tten/nvfp4-benchmark, "

@@ -75,10 +75,13 @@ import math
 from dataclasses import dataclass, field, replace
 
 RUNTIMES = ("vllm", "sglang", "trtllm", "llamacpp", "mlx", "gpt-fast")
-# Serving engines, which run prefill eagerly (CUDA graphs capture decode only): each layer of a prefill forward costs
-# its kernel launches and, under tensor parallel, its all-reduces' latency, beyond the decode fit's per-layer cost
-# (Constants.t_prefill_layer_s); llama-bench, MLX and gpt-fast time their own forward and pay no such term.
+# Serving engines: a prefill forward costs, beyond the decode fit's per-layer cost, the engine's own a layer
+# (Constants.t_prefill_layer_s, a layer of PrefillInputs.launch_layers: vLLM's and SGLang's eager forward in kernel
+# launches, estimate/launches.py) and, under tensor parallel, its all-reduces' latency; llama-bench, MLX and gpt-fast
+# time their own forward and pay no such term.
 SERVING_RUNTIMES = ("vllm", "sglang", "trtllm")
+# the serving engines whose prefill forward is eager PyTorch, a kernel launch at a time (estimate/launches.py)
+EAGER_PREFILL_RUNTIMES = ("vllm", "sglang")
 RUNTIME_ALIASES = {"ollama": "llamacpp", "lmstudio": "llamacpp", "lm-studio": "llamacpp", "llama.cpp": "llamacpp",
                    "llama-cpp": "llamacpp", "gptfast": "gpt-fast", "tensorrt-llm": "trtllm", "trt-llm": "trtllm"}
 ALIAS_NOTE = {"ollama": "Ollama runs llama.cpp underneath", "lmstudio": "LM Studio runs llama.cpp underneath",
@@ -221,7 +224,10 @@ class PrefillInputs:
     batch_tokens: int = 0  # a runtime that cuts the prompt into calls of this many tokens (llama.cpp's n_batch)
     ubatch_tokens: int = 0  # and each call into ubatches that flow through the stages together (0: no pipelining)
     score_bytes: float = 0.0  # attention score matrices written and read in memory (unfused attention; 0 fused)
-    serving: bool = False  # run by a serving engine (SERVING_RUNTIMES): an eager forward, t_prefill_layer_s a layer
+    serving: bool = False  # run by a serving engine (SERVING_RUNTIMES): t_prefill_layer_s a layer of launch_layers
+    # the forward's layers as the serving engine's cost a layer counts them: vLLM's and SGLang's eager forward, its
+    # kernel launches in layers of a Llama decoder layer's nine (estimate/launches.py); TensorRT-LLM's, its layers
+    launch_layers: float = 0.0
     consumer: bool = False  # a GeForce card (expected.geforce): its matmuls at Constants.prefill_consumer_factor
     peak_name: str = "matmul"  # the precision peak_flop_per_s is of (INT8, FP16/FP32, FP8, ...), for the report
 
@@ -257,7 +263,8 @@ class Constants:
     mm_cost: float = 0.0  # seconds per second of the step's own matmul FLOPs at the card's dense peak
     t_step_v0_s: float = 0.0  # a step's wait for the CPU (engine_v0: older generations' rows, plans without overlap)
     t_expert_launch_s: float = 0.0  # a per-expert kernel's launch (expert_launches; fitted on its rows, plans pay none)
-    t_prefill_layer_s: float = 0.0  # a serving engine's extra cost per layer of an eager prefill forward (TTFT only)
+    # a serving engine's extra cost per layer of a prefill forward (TTFT only), a layer of PrefillInputs.launch_layers
+    t_prefill_layer_s: float = 0.0
     # a consumer card's prompt fraction over the other segments' (PrefillInputs.consumer), at most the rated peak
     prefill_consumer_factor: float = 1.0
     moe_matmul_cost: float = 1.0  # a routed expert FLOP's cost in dense FLOPs (grouped GEMMs of few rows each)
@@ -473,7 +480,7 @@ def prefill_parts_s(x: PrefillInputs, c: Constants) -> tuple[float, float, float
     compute = (flop_time_at_peak_s(x) + (c.moe_matmul_cost - 1) * x.expert_flops / x.peak_flop_per_s) / eta
     compute += score_time_s(x, c)
     weights = weights_time_s(x, c)
-    fixed = x.layers * (c.t_layer_s + (c.t_prefill_layer_s if x.serving else 0.0)) + c.t_step_s
+    fixed = x.layers * c.t_layer_s + (x.launch_layers * c.t_prefill_layer_s if x.serving else 0.0) + c.t_step_s
     if x.collectives and x.link:
         fixed += x.collectives * _alpha(c, x.link) + x.comm_time_s
     # each forward's expert weights, streamed as many small matrices, do not hide under the matmuls: llama.cpp's

@@ -22,11 +22,19 @@ from llmsize.estimate.kernels import (
     wgmma_rows,
 )
 from llmsize.estimate.kv import mla_mixers
+from llmsize.estimate.launches import launch_layers
 from llmsize.estimate.memo import by_identity
 from llmsize.estimate.prefill import UNFUSED_SCORE_TRAFFIC
 from llmsize.estimate.runtime_model import departure, run_model
 from llmsize.estimate.runtimes import backend
-from llmsize.estimate.speed import SERVING_RUNTIMES, PrefillInputs, StepInputs, format_class, link_kind
+from llmsize.estimate.speed import (
+    EAGER_PREFILL_RUNTIMES,
+    SERVING_RUNTIMES,
+    PrefillInputs,
+    StepInputs,
+    format_class,
+    link_kind,
+)
 from llmsize.estimate.weights import expert_params_per_token, expert_read_fraction, read_shares_by_format
 
 if TYPE_CHECKING:
@@ -359,13 +367,14 @@ def prefill_inputs(plan: Plan, runtime: str | None = None, flash_attn: bool = Tr
     pre = plan.prefill
     comm_s = plan.comm.time_s(1, plan.model.hidden_size, tokens=pre.prompt_tokens) if plan.comm else 0.0
     peak, peak_name = matmul_rate(plan, runtime, marlin, be)
+    cls = kernel_class(plan, runtime, marlin)
     stages = plan.comm.pp if plan.comm else 1
     piped = runtime == "llamacpp" and stages > 1 and backend(plan.gpu, be) in PIPELINED_BACKENDS
     return PrefillInputs(
         prompt_tokens=pre.prompt_tokens, flops=pre.flops, weight_bytes=pre.bytes,
         side_bytes=side_bytes(plan, pre.bytes, pre.prompt_tokens, runtime, marlin),
         bandwidth_bytes_per_s=plan.gpu.bandwidth_bytes_per_s, peak_flop_per_s=peak, layers=layers,
-        collectives=collectives, link=link, comm_time_s=comm_s, format_class=kernel_class(plan, runtime, marlin),
+        collectives=collectives, link=link, comm_time_s=comm_s, format_class=cls,
         expert_flops=2.0 * pre.prompt_tokens * expert_params_per_token(plan.card_model or plan.model),
         # each ubatch a forward (a -ub above n_batch's default comes with -b raised: llama.cpp clamps ub to b)
         expert_read_bytes=prompt_expert_bytes(plan, ubatch_tokens if runtime == "llamacpp" else pre.prompt_tokens),
@@ -373,4 +382,6 @@ def prefill_inputs(plan: Plan, runtime: str | None = None, flash_attn: bool = Tr
         ubatch_tokens=ub if piped else 0,
         score_bytes=prompt_score_bytes(plan, runtime, flash_attn, ub),
         serving=runtime in SERVING_RUNTIMES, consumer=geforce(plan.gpu), peak_name=peak_name,
+        launch_layers=(launch_layers(plan.model, tensor_core_native(plan, runtime, cls))
+                       if runtime in EAGER_PREFILL_RUNTIMES else layers),
         attention_flops=pre.attention_flops, attention_flop_per_s=attention_rate(plan, runtime, peak))

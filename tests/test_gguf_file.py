@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 gguf = pytest.importorskip("gguf")
+from conftest import assert_one_line_error  # noqa: E402
 from gguf import GGML_QUANT_SIZES, GGUFWriter  # noqa: E402
 from gguf import GGMLQuantizationType as Q  # noqa: E402
 
@@ -42,6 +43,8 @@ class Model:
                 w.add_array(key, v)
             elif isinstance(v, float):
                 w.add_float32(key, v)
+            elif isinstance(v, str):
+                w.add_string(key, v)
             else:
                 w.add_uint32(key, v)
         for name, ne, ty in (self.tensors if split is None else split):
@@ -579,3 +582,54 @@ def test_a_gguf_whose_mapped_model_is_invalid_points_at_the_file_not_a_config(tm
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "must be a multiple of num_key_value_heads (4)" in err and "Check the GGUF file" in err
     assert "config.json" not in err
+
+
+@pytest.mark.parametrize("flat", ["attn_k.weight", "attn_q.weight", "ffn_up.weight"])
+def test_a_matrix_stored_flat_is_one_line(tmp_path, run_cli, flat):
+    """A damaged file's 2-D weight stored with one dimension (its element count) was indexed for its rows:
+    IndexError, a traceback. Now refused naming the tensor, its shape and the layer."""
+    m = llama()
+    m.tensors = [(n, (int(np.prod(ne)),), Q.F32) if n == f"blk.0.{flat}" else (n, ne, ty) for n, ne, ty in m.tensors]
+    path = m.write(tmp_path / "flat.gguf")
+    for cmd in (("plan", str(path), "--gpu", "h100"), ("import", str(path))):
+        code, out, err = run_cli(*cmd)
+        assert_one_line_error(code, err)
+        assert f"layer 0's {flat} has shape [" in err and "not a matrix's two dimensions" in err
+
+
+def test_a_split_number_that_is_not_a_number_is_one_line(tmp_path, run_cli):
+    """split.no written as text in a file that says it is one of 2 splits: int() of it raised ValueError."""
+    m = llama()
+    m.meta.update({"split.count": 2, "split.no": "x"})
+    path = m.write(tmp_path / "single.gguf")
+    code, out, err = run_cli("plan", str(path), "--gpu", "h100")
+    assert_one_line_error(code, err)
+    assert "one of 2 splits (its split.count), and only 1 of the 2 were found by name" in err
+
+
+def test_a_gguf_without_its_extension_is_read_as_a_gguf(tmp_path, run_cli):
+    """Ollama keeps its models as blobs named by their digest: a file that starts with `GGUF` is a GGUF whatever
+    its name (it was read as a config.json: "not valid JSON ... download it again")."""
+    blob = llama().write(tmp_path / "m.gguf").rename(tmp_path / "sha256-4f2a")
+    code, out, err = run_cli("plan", str(blob), "--gpu", "h100", "--json")
+    assert code == 0, err
+    assert json.loads(out)["model"]["id"] == "sha256-4f2a"
+    # a file that is not a GGUF is still read as a config.json
+    (tmp_path / "notes").write_text("not json")
+    code, out, err = run_cli("plan", str(tmp_path / "notes"), "--gpu", "h100")
+    assert_one_line_error(code, err)
+    assert "not valid JSON" in err
+
+
+def test_a_gguf_name_with_control_characters_prints_escaped(tmp_path, run_cli):
+    """general.name, or the file's name where the metadata has none, goes to the report's title: an escape
+    sequence in it printed raw would clear the user's terminal."""
+    m = llama()
+    m.meta["general.name"] = "\x1b[2J\nX"
+    code, out, err = run_cli("plan", str(m.write(tmp_path / "named.gguf")), "--gpu", "h100")
+    assert code == 0, err
+    assert "\x1b" not in out and "llmsize plan: \\x1b[2J\\nX on NVIDIA H100" in out
+    bare = llama().write(tmp_path / "a\x1b[2Jb.gguf")
+    code, out, err = run_cli("kv", str(bare))
+    assert code == 0, err
+    assert "\x1b" not in out and "a\\x1b[2Jb" in out

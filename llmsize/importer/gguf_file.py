@@ -303,11 +303,24 @@ def merge(parts: list[tuple[str, dict, dict[str, GgufTensorInfo]]], files: list)
     meta = parts[0][1]
     count, held = meta.get("split.count"), meta.get("split.tensors.count")
     if isinstance(count, int) and count > len(parts):  # llama.cpp's gguf-split writes both keys in every split
-        raise GgufError(f"{parts[0][0]}: split {int(meta.get('split.no', 0)) + 1} of {count} (its split.count), and "
+        no = meta.get("split.no")  # an integer as gguf-split writes it; a damaged file's is named no further
+        which = (f"split {no + 1} of {count}" if isinstance(no, int) and not isinstance(no, bool)
+                 else f"one of {count} splits")
+        raise GgufError(f"{parts[0][0]}: {which} (its split.count), and "
                         f"only {len(parts)} of the {count} were found by name"
                         + (f" ({len(tensors):,} of its {held:,} tensors)" if isinstance(held, int) else "") + ".",
                         "Keep the splits' names as gguf-split wrote them (NAME-00001-of-0000N.gguf), side by side.")
     return GgufFile(meta, tensors, files)
+
+
+def has_gguf_magic(path: str | Path) -> bool:
+    """Whether `path` is a regular file that starts as a GGUF does (`GGUF`), whatever its name: Ollama keeps its
+    models as blobs named by their digest, no extension. False for anything unreadable (its reader says why)."""
+    try:
+        with files.open_regular(path, "model file") as (f, size):
+            return size >= 4 and f.read(4) == b"GGUF"
+    except (files.FileError, OSError):
+        return False
 
 
 def read_gguf(path: str | Path) -> GgufFile:

@@ -127,7 +127,17 @@ def _ssm(g: GgufFile, il: int, t: dict[str, tuple[int, ...]]) -> dict:
             "n_groups": groups, "conv_kernel": conv, "conv_bias": "ssm_conv1d.bias" in t, "state_dtype": "fp32"}
 
 
+# the layer's matrices whose second dimension (rows) sizes what a plan costs: a damaged file can store one flat
+MATRICES = ("attn_kv_a_mqa.weight", "attn_q_a.weight", "attn_k.weight", "attn_q.weight", "ffn_up_shexp.weight",
+            "ffn_up.weight")
+
+
 def _layer(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], hidden: int, swa: bool) -> dict:
+    flat = next((n for n in MATRICES if n in t and len(t[n]) < 2), None)
+    if flat is not None:
+        raise GgufError(f"{g.files[0]}: layer {il}'s {flat} has shape {list(t[flat])}, not a matrix's two "
+                        "dimensions.", "The file is damaged: download it again, or convert it again with llama.cpp's "
+                        "tools.")
     spec: dict = {}
     norms = sum(1 for n, s in t.items() if "norm" in n and len(s) == 1 and s[0] == hidden
                 and not (n == "post_norm.weight" and "inp_gate.weight" in t)  # the per-layer input's own norm

@@ -120,6 +120,10 @@ def import_model(path: str | Path, read_headers: bool = True, estimate_only: boo
                               f"Pass the GGUF file itself: `llmsize plan {ggufs[0]} ...` (a split model: its first "
                               "part).")
     elif os.path.lexists(path):
+        from llmsize.importer.gguf_file import has_gguf_magic
+
+        if has_gguf_magic(path):  # a GGUF without the extension (an Ollama blob)
+            return import_gguf(path)
         folder, cfg_path = path.parent, path
         read_headers = False
     else:
@@ -210,7 +214,7 @@ def _from_gguf(g, file_name: str, sources: list[str]) -> Imported:
     stem = file_name.removesuffix(".gguf")
     m = re.match(r"^(.*)-\d{5}-of-\d{5}$", stem)
     stem = m.group(1) if m else stem
-    name = str(g.metadata.get("general.name") or stem)
+    name = printable(str(g.metadata.get("general.name") or stem))
     try:
         spec = ModelSpec(id=slug(stem), name=name, family=g.arch.replace("-", ""), hf_repo=None,
                          sources=sources, params_official=1,

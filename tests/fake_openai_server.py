@@ -11,7 +11,9 @@ only, after `after` tokens, for 3 s), "rot13" (names a charset it does not use),
 at once, the first token after ttft_s), "tiny_usage" (usage says every prompt is 1 token), "stall_probes" (every
 GET but /v1/models waits 6 s before it answers), "redirect" (answers completions with a 302 elsewhere),
 "models500" (/v1/models answers HTTP 500), "bunched" (every token's event at once, at the end, in one write: a
-buffering proxy).
+buffering proxy), "stream_usage_absurd" (a streamed completion's usage says its prompt was 10^8 tokens; the
+one-token count is right), "metrics_reset" (vLLM's /metrics counters start again from zero after each stream, as
+on a restart). `max_model_len` is what the fake vLLM lists in /v1/models.
 `engine` picks what it looks like: "vllm" (owned_by vllm, /version, vLLM's /metrics), "llamacpp" (owned_by
 llamacpp, /props, /slots, timings in the last chunk, llama-server's /metrics), "ollama" (owned_by library,
 /api/version, /api/show), or "plain" (owned_by nobody, nothing else).
@@ -37,6 +39,7 @@ class Behaviour:
     itl_s: float = 0.01
     mode: str = "ok"
     after: int = 3
+    max_model_len: int = 32768
     requests: list[dict] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -101,7 +104,7 @@ class FakeServer:
                     return self._json(500, {"error": {"message": "engine not ready"}})
                 if self.path == "/v1/models":
                     names = b.models if b.models is not None else [b.model]
-                    extra = {"root": b.model, "max_model_len": 32768} if b.engine == "vllm" else {}
+                    extra = {"root": b.model, "max_model_len": b.max_model_len} if b.engine == "vllm" else {}
                     return self._json(200, {"object": "list", "data": [
                         {"id": n, "object": "model", "owned_by": owner, **extra} for n in names]})
                 if self.path == "/version" and b.engine == "vllm":
@@ -219,6 +222,8 @@ class FakeServer:
                 tail = {"choices": [], "model": body["model"]}
                 if usage is not None and (body.get("stream_options") or {}).get("include_usage"):
                     tail["usage"] = {**usage, "completion_tokens": 10**30 if b.mode == "huge_usage" else sent}
+                    if b.mode == "stream_usage_absurd":
+                        tail["usage"]["prompt_tokens"] = 10**8
                 if b.engine == "llamacpp":
                     tail["timings"] = {"prompt_n": prompt, "prompt_per_second": prompt / max(t1 - t0, 1e-6),
                                        "predicted_n": sent, "predicted_per_second": sent / max(t2 - t1, 1e-6)}
@@ -227,6 +232,8 @@ class FakeServer:
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
                 with b.lock:
+                    if b.mode == "metrics_reset":
+                        b.metrics.clear()
                     m = b.metrics
                     if b.engine == "vllm":
                         for k, v in (("vllm:time_to_first_token_seconds_sum", t1 - t0),

@@ -98,6 +98,9 @@ def test_images_are_written_with_their_labels(run_cli, tmp_path, cmd, name, suff
     (["roofline", "gemma-4-12b", "--gpu", "h100", "-o", "x.pdf"], "must end in .png or .svg"),
     # `-o ''` (read as the current folder: "-o `.` must end in .png or .svg" before)
     (["kv", "gemma-4-12b", "-o", ""], "-o names no file"),
+    # an extension alone (pathlib's dot file, suffix ''): "-o `.svg` must end in .png or .svg" before
+    (["kv", "llama-3.1-8b", "-o", ".svg"], "-o `.svg` names no file before .svg"),
+    (["roofline", "gemma-4-12b", "--gpu", "h100", "-o", "sub/.PNG"], "-o `sub/.PNG` names no file before .PNG"),
     (["kv", "gemma-4-12b", "--users", "0"], "'--users': `0` is not an integer from 1"),
 ])
 def test_chart_errors(run_cli, args, needle):

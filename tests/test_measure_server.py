@@ -495,3 +495,87 @@ def test_the_text_report_says_where_each_level_falls_against_its_band(run_cli):
     table = out[out.index("Measured"):out.index("Beside plan")]
     rows = [ln.split() for ln in table.splitlines() if ln.split() and ln.split()[0] in ("1", "2")]
     assert [row[-1] for row in rows] == [x["band"].removesuffix(" band") for x in r["concurrency"]], table
+
+
+def test_streams_that_miscount_their_prompt_are_stopped(run_cli, tmp_path):
+    """The one-token completion counts the prompt right, then each stream's usage says 10^8 tokens: the report had
+    printed a 100,000,000-token prompt and plan's TTFT for it (4 million seconds). Refused in one line, no file."""
+    out_file = tmp_path / "run.json"
+    code, out, err, _ = _measure(run_cli, Behaviour(engine="vllm", mode="stream_usage_absurd"), "--gpu", "h100",
+                                 "--concurrency", "1", "--rounds", "1", "--save", str(out_file))
+    assert_one_line_error(code, err)
+    assert "a streamed completion's usage says its prompt of" in err and "was 100,000,000 tokens" in err
+    assert not out_file.exists()
+
+
+def test_metrics_that_go_backwards_are_left_out_and_said(run_cli):
+    """A server whose /metrics counters start again (a restart) between scrapes: the differences would be negative
+    TTFTs and token counts; they are left out, and a note says so."""
+    r = _json(run_cli, Behaviour(engine="vllm", mode="metrics_reset"), "--concurrency", "1,2", "--rounds", "1")
+    for row in r["concurrency"]:
+        m = row["server_metrics"] or {}
+        assert all(v >= 0 for v in m.values()), m
+    assert any("/metrics went backwards" in n for n in r["notes"])
+    from llmsize.measure.server_run import metric_deltas, metrics_backwards
+
+    before = {"vllm:time_to_first_token_seconds_sum": 5.0, "vllm:time_to_first_token_seconds_count": 10,
+              "vllm:generation_tokens_total": 100}
+    after = {"vllm:time_to_first_token_seconds_sum": 1.0, "vllm:time_to_first_token_seconds_count": 2,
+             "vllm:generation_tokens_total": 160}
+    assert metrics_backwards(before, after) == ["vllm:time_to_first_token_seconds_count",
+                                                "vllm:time_to_first_token_seconds_sum"]
+    assert metric_deltas(before, after) == {"generation_tokens": 60}
+
+
+@pytest.mark.parametrize("limit, args, hint", [
+    (4, ("--context", "32", "--tokens", "8"), "Start the server with a longer context"),
+    (12, ("--context", "32", "--tokens", "8"), "Lower --tokens to 6 or less, and --context to 6"),
+    (100, ("--context", "300", "--tokens", "12"), "Lower --context to 88 or less")])
+def test_a_server_context_too_small_gets_advice_that_can_work(run_cli, limit, args, hint):
+    """max_model_len 1 had advised `Lower --tokens below 1`, which --tokens (2 at least) cannot take."""
+    code, out, err, s = _measure(run_cli, Behaviour(engine="vllm", max_model_len=limit), *args)
+    assert_one_line_error(code, err)
+    assert hint in err and not s.b.requests
+
+
+def test_no_proxy_from_the_environment_carries_the_requests(run_cli, monkeypatch):
+    """HTTP_PROXY / ALL_PROXY in the environment had carried every request, the API key with it, through the proxy
+    (even to a loopback server), and its errors were blamed on the server: measure talks to the URL given only."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen = []
+
+    class Proxy(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_GET(self):
+            seen.append(self.path)
+            self.send_response(502)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_POST = do_GET
+
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    try:
+        for var in ("HTTP_PROXY", "http_proxy", "ALL_PROXY"):
+            monkeypatch.setenv(var, f"http://127.0.0.1:{proxy.server_address[1]}")
+        code, out, err, _ = _measure(run_cli, Behaviour(engine="vllm"), "--concurrency", "1", "--rounds", "1",
+                                     "--api-key", "SECRET")
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+    assert code == 0, err
+    assert seen == []
+
+
+def test_a_certificate_bundle_from_the_environment_that_cannot_be_read_is_one_line(run_cli, monkeypatch, tmp_path):
+    """An https server is checked against SSL_CERT_FILE where the environment names one (a private authority), as
+    httpx would; a bundle that does not exist is said so, naming the variable."""
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "nope.pem"))
+    code, out, err = run_cli("measure", "--server", "https://127.0.0.1:9", "--timeout", "2")
+    assert_one_line_error(code, err)
+    assert "SSL_CERT_FILE" in err and "nope.pem" in err

@@ -1077,6 +1077,10 @@ MEASURE_RUN = '{"run": {"device": "cuda", "batch": %s, "context_tokens": 10}, "d
      '"total_output_tokens": 100, "max_concurrency": 1}', "times faster than the fitted model says"),
     ('{"run": {"device": "cuda", "batch": 1, "context_tokens": 10}, "decode": {"tok_s": 50}, '
      '"gpu": {"catalog_id": "nope-9000"}}', "Unknown GPU `nope-9000`"),
+    # a file with only the mean keys had its bad value named by the median key it does not have
+    ('{"mean_tpot_ms": -3, "num_prompts": 1}', "`mean_tpot_ms` is out of range (-3.0)"),
+    ('{"median_tpot_ms": 10, "mean_ttft_ms": -1, "num_prompts": 1, "total_input_tokens": 100, '
+     '"total_output_tokens": 100, "max_concurrency": 1}', "`mean_ttft_ms` is out of range (-1.0)"),
 ])
 def test_bad_calibration_files_are_one_line(run_cli, tmp_path, content, words):
     from conftest import assert_one_line_error

@@ -141,10 +141,11 @@ def _llama_bench(tests: list[dict], path: Path) -> Run:
 
 
 def _vllm_serve(d: dict, path: Path) -> Run:
-    tpot = d.get("median_tpot_ms") or d.get("mean_tpot_ms")
+    tpot_key = "median_tpot_ms" if d.get("median_tpot_ms") else "mean_tpot_ms"  # the key read, as errors name it
+    tpot = d.get(tpot_key)
     if not tpot:
         raise _bad(path, "no median_tpot_ms / mean_tpot_ms in it")
-    tpot_s = _num(tpot, path, "median_tpot_ms") / 1000
+    tpot_s = _num(tpot, path, tpot_key) / 1000
     if tpot_s <= 0:
         raise _bad(path, "its time per output token is 0 (median_tpot_ms / mean_tpot_ms)")
     prompts = _num(d.get("num_prompts") or d.get("completed") or 1, path, "num_prompts", True) or 1
@@ -157,13 +158,14 @@ def _vllm_serve(d: dict, path: Path) -> Run:
         # most the requests the run made
         batch = max(1, min(round(_num(d.get("output_throughput", 0), path, "output_throughput") * tpot_s),
                            int(prompts)))
-    ttft = d.get("median_ttft_ms") or d.get("mean_ttft_ms")
+    ttft_key = "median_ttft_ms" if d.get("median_ttft_ms") else "mean_ttft_ms"
+    ttft = d.get(ttft_key)
     _in_range(path, 1 / tpot_s, max(batch, 1), {"the mean prompt (total_input_tokens / num_prompts)": prompt,
                                                "the mean output (total_output_tokens / num_prompts)": out},
-              "1 / median_tpot_ms", "max_concurrency" if conc else "the batch (output_throughput x median_tpot_ms)")
+              f"1 / {tpot_key}", "max_concurrency" if conc else f"the batch (output_throughput x {tpot_key})")
     return Run(tool="vllm bench serve", decode_tok_s=1 / tpot_s, batch=max(batch, 1),
                context_tokens=max(1, prompt + out // 2), prompt_tokens=prompt or None,
-               ttft_s=_num(ttft, path, "median_ttft_ms") / 1000 if ttft else None,
+               ttft_s=_num(ttft, path, ttft_key) / 1000 if ttft else None,
                model=str(d.get("model_id") or "") or None, runtime=str(d.get("backend") or "vllm"))
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
@@ -147,8 +148,27 @@ def _message(body: bytes) -> str:
     return shown(json.dumps(d), 160)
 
 
+def tls_verify():
+    """The certificates an https server is checked against: httpx's bundle, or the environment's own where it names
+    one (SSL_CERT_FILE, SSL_CERT_DIR: a private certificate authority), as httpx would read them; the clients read
+    nothing else from the environment (trust_env=False: no HTTP_PROXY, ALL_PROXY or .netrc), so requests go to
+    the URL given and nowhere else, the API key with them."""
+    cafile, capath = os.environ.get("SSL_CERT_FILE") or None, os.environ.get("SSL_CERT_DIR") or None
+    if cafile is None and capath is None:
+        return True
+    import ssl
+
+    try:
+        return ssl.create_default_context(cafile=cafile, capath=capath)
+    except (OSError, ssl.SSLError, ValueError) as e:
+        name, value = ("SSL_CERT_FILE", cafile) if cafile else ("SSL_CERT_DIR", capath)
+        raise ServerError(f"{name} `{shown(value)}`: no certificates read from it ({type(e).__name__}).",
+                          f"Point {name} at a PEM bundle (or a folder of them), or unset it.") from None
+
+
 class ServerClient:
-    """Requests to one base URL; follows no redirect (nothing beyond the URL the user gave is contacted)."""
+    """Requests to one base URL; follows no redirect and takes no proxy from the environment (nothing beyond the
+    URL the user gave is contacted)."""
 
     def __init__(self, url: str, api_key: str | None = None, timeout_s: float = 120.0):
         self.httpx = require_http()
@@ -169,12 +189,18 @@ class ServerClient:
                                   "Pass the key alone, without the line end a file read may add.")
             self.headers["Authorization"] = f"Bearer {api_key}"
         self.timeout = self.httpx.Timeout(timeout_s, connect=min(CONNECT_TIMEOUT_S, timeout_s))
+        self.verify = tls_verify() if urlsplit(self.base).scheme.lower() == "https" else True
+
+    def _client(self, timeout=None):
+        """A plain httpx.Client: this client's key, no redirects, nothing from the environment but tls_verify's."""
+        return self.httpx.Client(timeout=timeout or self.timeout, headers=self.headers, follow_redirects=False,
+                                 trust_env=False, verify=self.verify)
 
     def async_client(self, streams: int):
         """An httpx.AsyncClient for `streams` streams at once, with this client's key and timeouts."""
         limits = self.httpx.Limits(max_connections=streams + 2, max_keepalive_connections=streams + 2)
         return self.httpx.AsyncClient(timeout=self.timeout, headers=self.headers, limits=limits,
-                                      follow_redirects=False)
+                                      follow_redirects=False, trust_env=False, verify=self.verify)
 
     # ---------------------------------------------------------------------------------------- plain requests
 
@@ -185,7 +211,7 @@ class ServerClient:
         limit_s = min(SIDE_TIMEOUT_S, self.timeout_s) if quiet else self.timeout_s
         timeout = self.httpx.Timeout(limit_s, connect=min(CONNECT_TIMEOUT_S, limit_s)) if quiet else self.timeout
         try:
-            with self.httpx.Client(timeout=timeout, headers=self.headers, follow_redirects=False) as c:
+            with self._client(timeout) as c:
                 with c.stream("GET", self.base + path) as r:
                     body = self._read(r, MAX_BODY_BYTES, path, limit_s)
         except ServerError:
@@ -328,7 +354,7 @@ class ServerClient:
 
     def _post_json(self, path: str, payload: dict):
         try:
-            with self.httpx.Client(timeout=self.timeout, headers=self.headers, follow_redirects=False) as c:
+            with self._client() as c:
                 with c.stream("POST", self.base + path, content=_json_bytes(payload),
                               headers={"Content-Type": "application/json"}) as r:
                     body = self._read(r, MAX_BODY_BYTES, path)

@@ -15,6 +15,7 @@ Every prompt starts with its own words, so no prefix cache serves one request fr
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import re
 import time
@@ -78,6 +79,12 @@ def prompt_slack(target: int) -> int:
     return max(2, target // 50)
 
 
+def implausible_count(words: int, told: int) -> bool:
+    """Whether a server's count of a prompt of `words` words is its accounting, not a tokenizer's: no tokenizer cuts
+    a common English word into more than a few tokens, nor joins several into one."""
+    return told > 8 * words + 64 or 4 * told + 64 < words
+
+
 def fit_prompt(client: ServerClient, model: str, target: int) -> tuple[int, int | None]:
     """Words that make a prompt of `target` tokens in the server's tokenizer, and the count it reported (None:
     the server reports no usage, and the words stand for tokens). Three tries, each one prefill."""
@@ -87,9 +94,8 @@ def fit_prompt(client: ServerClient, model: str, target: int) -> tuple[int, int 
         told = client.prompt_tokens(model, prompt_text(words, attempt))
         if told is None:
             return max(target - 1, 1), None  # a BOS token beside ~one token a word
-        # no tokenizer cuts a common English word into more than a few tokens, nor joins several into one: a count
-        # out of that range is the server's accounting, and sizing the prompt by it would not converge
-        if told > 8 * sent + 64 or 4 * told + 64 < sent:
+        # a count out of a tokenizer's range is the server's accounting: sizing the prompt by it would not converge
+        if implausible_count(sent, told):
             raise ServerError(f"--server {client.shown}: usage says a prompt of {sent:,} words is {told:,} tokens.",
                               "Check the server's token accounting.")
         if abs(told - target) <= prompt_slack(target):
@@ -121,7 +127,14 @@ async def _level(client: ServerClient, model: str, words: int, tokens: int, stre
         if failed:
             raise failed[0].exception()
         t1 = time.perf_counter()
-    return [s for t in tasks for s in t.result()], t0, t1
+    streams_done = [s for t in tasks for s in t.result()]
+    sent = max(words, NONCE_WORDS)
+    odd = next((s for s in streams_done if s.prompt_tokens and implausible_count(sent, s.prompt_tokens)), None)
+    if odd is not None:  # the report's prompt and plan's figure beside it would be sized by it
+        raise ServerError(f"--server {client.shown}: a streamed completion's usage says its prompt of {sent:,} words "
+                          f"was {odd.prompt_tokens:,} tokens (concurrency {streams}).",
+                          "Check the server's token accounting.")
+    return streams_done, t0, t1
 
 
 def run_level(client: ServerClient, model: str, words: int, tokens: int, streams: int, rounds: int,
@@ -184,13 +197,24 @@ LLAMACPP_RATES = {"prompt_tok_s": ("llamacpp:prompt_tokens_total", "llamacpp:pro
                   "decode_tok_s": ("llamacpp:tokens_predicted_total", "llamacpp:tokens_predicted_seconds_total")}
 
 
+def metrics_backwards(before: dict | None, after: dict | None) -> list[str]:
+    """The counters (and histogram sums and counts) that went down, or stopped being numbers, between two scrapes:
+    a restart or a reset of the server's counters, whose difference is not what happened."""
+    if not before or not after:
+        return []
+    return sorted(n for n in set(before) & set(after)
+                  if not (math.isfinite(before[n]) and math.isfinite(after[n]) and after[n] >= before[n]))
+
+
 def metric_deltas(before: dict | None, after: dict | None) -> dict | None:
-    """What the server's own /metrics say happened between two scrapes."""
+    """What the server's own /metrics say happened between two scrapes; a counter that went backwards
+    (metrics_backwards) says nothing."""
     if not before or not after:
         return None
+    backwards = set(metrics_backwards(before, after))
 
     def d(name):
-        return after[name] - before[name] if name in after and name in before else None
+        return after[name] - before[name] if name in after and name in before and name not in backwards else None
 
     out = {}
     for key, names in METRIC_MEANS.items():
@@ -367,11 +391,17 @@ def check_room(o: ServerOptions, client: ServerClient, served: _Served) -> None:
         gen = served.props.get("default_generation_settings") or {}
         said.append((_count(gen.get("n_ctx")) if isinstance(gen, dict) else None, "context a slot (n_ctx, GET /props)"))
     for limit, what in said:
-        if limit is not None and o.context + o.tokens > limit:
-            raise InvalidValueError(f"--context {o.context:,} + --tokens {o.tokens:,} is past the server's {what} "
-                                    f"of {limit:,} tokens: it would refuse the requests.",
-                                    f"Lower --context to {limit - o.tokens:,} or less." if limit > o.tokens else
-                                    f"Lower --tokens below {limit:,}, and --context with it.")
+        if limit is None or o.context + o.tokens <= limit:
+            continue
+        if limit < NONCE_WORDS + 2:  # no run fits: a prompt of its few words and the 2 output tokens timing needs
+            hint = ("Start the server with a longer context (vLLM --max-model-len, SGLang --context-length, "
+                    "llama-server -c).")
+        elif limit - o.tokens >= NONCE_WORDS:
+            hint = f"Lower --context to {limit - o.tokens:,} or less."
+        else:
+            hint = f"Lower --tokens to {limit - NONCE_WORDS:,} or less, and --context to {NONCE_WORDS}."
+        raise InvalidValueError(f"--context {o.context:,} + --tokens {o.tokens:,} is past the server's {what} "
+                                f"of {limit:,} tokens: it would refuse the requests.", hint)
 
 
 def _served(client: ServerClient, o: ServerOptions) -> _Served:
@@ -390,6 +420,9 @@ def _levels(client: ServerClient, o: ServerOptions, model: str, words: int, seed
         row = level_stats(streams, level, t0, t1, o.tokens)
         after = client.metrics()
         row["server_metrics"] = metric_deltas(before, after)
+        backwards = metrics_backwards(before, after)
+        if backwards:
+            row["server_metrics_backwards"] = backwards
         before = after
         rows.append(row)
     tick("streams", len(o.concurrency), len(o.concurrency))
@@ -420,6 +453,11 @@ def _notes(o: ServerOptions, rows: list[dict], told: int | None) -> list[str]:
         notes.append(f"the tokens arrived together (median inter-token gap {min(bunched):.3f} ms, below any decode "
                      "step): a proxy or the server buffered the stream, so the per-stream speed and inter-token "
                      "latency are not the engine's; the aggregate rate and TTFT still hold")
+    backwards = sorted({n for r in rows for n in r.get("server_metrics_backwards", [])})
+    if backwards:
+        notes.append(f"the server's /metrics went backwards during a level (a restart, or its counters reset): "
+                     f"{', '.join(shown(n, 60) for n in backwards[:3])}{', ...' if len(backwards) > 3 else ''} "
+                     "left out of its figures")
     return notes
 
 

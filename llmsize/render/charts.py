@@ -94,6 +94,9 @@ def check_image_path(path: Path) -> None:
     """-o of a chart: a .png or .svg that llmsize.files may write (before any work)."""
     if not path.name or str(path) == ".":  # `-o ''` (a Path of it reads as the current folder)
         raise InvalidValueError("-o names no file.", "Give the chart's file, e.g. -o chart.png or -o chart.svg.")
+    if path.name.lower() in (".png", ".svg"):  # a dot file to pathlib, whose suffix is then ''
+        raise InvalidValueError(f"-o `{path}` names no file before {path.name}.",
+                                f"Give the chart's file, e.g. -o chart{path.name.lower()}.")
     if path.suffix.lower() not in (".png", ".svg"):
         raise InvalidValueError(f"-o `{path}` must end in .png or .svg.", "Pick one of the two.")
     check_output(path, "-o")

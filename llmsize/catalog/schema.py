@@ -595,8 +595,9 @@ class SpeedGroup(Strict):
                                          "rows pin it)")
     t_shared_expert_layer_s: Seconds = Field(0.0, description="per MoE layer with a shared expert, the fixed cost of "
                                              "that expert's kernels (its matmuls, activation, sum) beside its bytes")
-    t_prefill_layer_s: Seconds = Field(0.0, description="a serving engine's extra cost per layer of a prefill forward "
-                                       "(eager: no CUDA graph; launches and the all-reduce's latency)")
+    t_prefill_layer_s: Seconds = Field(0.0, description="a serving engine's extra cost per layer of a prefill forward, "
+                                       "a layer of PrefillInputs.launch_layers (vLLM's and SGLang's eager forward in "
+                                       "kernel launches, nine a Llama layer: estimate/launches.py)")
     prefill_consumer_factor: float = Field(1.0, ge=0.5, le=2.0, description="a consumer card's prompt fraction over "
                                            "the other segments' (above its rated boost clock), at most its rated peak")
     moe_matmul_cost: float = Field(1.0, ge=1, le=100, description="a routed expert FLOP's cost in dense FLOPs "

@@ -209,11 +209,12 @@ def test_vllm_21348_qwen3_235b_fp8_on_4_h100_vllm_and_sglang():
 
 
 def test_fp8_ds_mla_pages(catalog):
-    """DeepSeek-V3 under vLLM with --kv-dtype fp8_ds_mla: 61 MLA layers x 656 B per token, pages of 16 tokens."""
-    m, g = catalog.model("deepseek-v3"), catalog.gpu("h200-sxm")
+    """DeepSeek-V3.2 under vLLM with --kv-dtype fp8_ds_mla: 61 MLA layers x (656 B of latent and RoPE + the
+    indexer's 132 B key) per token, pages of 16 tokens."""
+    m, g = catalog.model("deepseek-v3.2"), catalog.gpu("h200-sxm")
     from llmsize.estimate.parallel import shard_model
     led = engine_ledger(shard_model(m, 8), g, 80e9, EngineInputs(kv_dtype="fp8_ds_mla", max_model_len=32768))
-    assert led.block_bytes == 16 * 61 * 656
+    assert led.block_bytes == 16 * 61 * (656 + 132)
 
 
 def test_moe_activation_counts_the_fused_moe_workspaces(catalog):

@@ -131,6 +131,17 @@ def test_emit_serving_lines(run_cli, args, want):
         assert "--kv-cache-dtype fp8_e4m3 --quantization fp8" in out
 
 
+def test_a_launch_line_capped_at_the_models_positions_says_so(run_cli):
+    """--context past the model's positions: the line runs at the model's 40,960, and had said "not one sequence
+    of 131,072 tokens fits" beside it, a count of another length than its own."""
+    code, out, err = run_cli("plan", "qwen3-30b-a3b", "--gpu", "h100", "--context", "131072", "--emit", "vllm")
+    assert code == 0, err
+    assert out.startswith("# --context 131,072 is beyond the model's 40,960 positions: the line runs at 40,960, "
+                          "--max-num-seqs left to the engine (plan --context 40960")
+    assert "--max-model-len 40960" in out and "--max-num-seqs" not in out.splitlines()[-1]
+    assert "not one sequence" not in out
+
+
 def test_emit_warns_when_the_format_needs_another_checkpoint(run_cli):
     code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "h100", "--quant", "nvfp4", "--emit", "vllm")
     assert code == 0 and out.startswith("# the plan assumes nvfp4 weights but the checkpoint is bf16")

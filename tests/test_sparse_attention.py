@@ -105,3 +105,20 @@ def test_plan_and_the_vllm_ledger_count_the_indexer(run_cli):
         132 * 131072 + 1152 * 2048)
     code, out, err = run_cli("plan", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--context", "131072", "--json")
     assert d["decode"]["ceiling_tok_s"] > 1.8 * json.loads(out)["decode"]["ceiling_tok_s"]
+
+
+def test_fp8_ds_mla_is_refused_on_dense_mla(run_cli):
+    """vLLM's dense MLA kernels (FlashMLA, FlashInfer MLA, Triton MLA) take an FP8 cache as fp8 / fp8_e4m3; the
+    fp8_ds_mla layout is its sparse kernels' (DeepSeek-V3.2): `--emit vllm` had printed `--kv-cache-dtype
+    fp8_ds_mla` for DeepSeek-V3, a line vLLM finds no attention backend for."""
+    from conftest import assert_one_line_error
+
+    for cmd in (("plan", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--kv-dtype", "fp8_ds_mla", "--emit", "vllm"),
+                ("fleet", "deepseek-v3", "--users", "10", "--kv-dtype", "fp8_ds_mla")):
+        code, out, err = run_cli(*cmd)
+        assert_one_line_error(code, err)
+        assert "DeepSeek-V3's MLA layers are dense" in err and "Use --kv-dtype fp8." in err
+    code, out, err = run_cli("plan", "deepseek-v3.2", "--gpu", "h200", "--tp", "8", "--kv-dtype", "fp8_ds_mla",
+                             "--emit", "vllm")
+    assert code == 0, err
+    assert "--kv-cache-dtype fp8_ds_mla" in out

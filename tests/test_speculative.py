@@ -281,17 +281,25 @@ def test_the_lever_table_offers_mtp_only_where_the_runtime_drafts_with_it(run_cl
 
 
 def test_the_ollama_modelfile_carries_the_speculative_decoding_it_was_sized_with(run_cli):
-    """--emit ollama with --spec: PARAMETER draft_num_predict k (the MTP tensors are drafted with only when it is
-    set), and a draft model's file with the Modelfile's DRAFT command (ollama parser/parser.go)."""
+    """--emit ollama with --spec mtp=k: PARAMETER draft_num_predict k (the MTP tensors are drafted with only when it
+    is set). A separate draft model is refused: Ollama runs a DRAFT file as an MTP (or DFlash) head, `--spec-type
+    draft-mtp` to llama-server (llm/llama_server.go externalDraftType, ollama @fb307609); the Modelfile had carried
+    `DRAFT llama-3.2-1b-Q4_K_M.gguf`, which Ollama would have loaded as Llama 3.1 8B's MTP head."""
+    from conftest import assert_one_line_error
+
     code, out, err = run_cli("plan", "qwen3.6-27b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--spec", "mtp=2",
                              "--emit", "ollama")
     assert code == 0, err
     assert "PARAMETER draft_num_predict 2" in out.splitlines() and "DRAFT" not in out
     code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--spec",
                              "draft=llama-3.2-1b,k=4,accept=0.7", "--emit", "ollama")
+    assert_one_line_error(code, err)
+    assert "--spec draft=llama-3.2-1b: Ollama runs a Modelfile's DRAFT file as the model's MTP" in err
+    assert "--emit llama-server" in err and out == ""
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--spec",
+                             "draft=llama-3.2-1b,k=4,accept=0.7", "--emit", "llama-server")
     assert code == 0, err
-    lines = out.splitlines()
-    assert "DRAFT llama-3.2-1b-Q4_K_M.gguf" in lines and "PARAMETER draft_num_predict 4" in lines
+    assert "-md llama-3.2-1b-Q4_K_M.gguf --spec-draft-n-max 4" in out
 
 
 def test_fleet_refuses_mtp_where_plan_does(run_cli):

@@ -185,7 +185,7 @@ def _fleet_runtime(runtime, emit, cards: list, m, quant, kv_dtype: str | None, w
     from dataclasses import replace
 
     from llmsize.estimate.fleet import default_runtime, runtime_refusal
-    from llmsize.estimate.plan import check_recipe_parts, resolve_format
+    from llmsize.estimate.plan import check_kv_dtype, check_recipe_parts, resolve_format
     from llmsize.estimate.quant import RUNTIME_FORMATS, runtime_load_refusal
     from llmsize.estimate.runtimes import resolve_runtime, runtime_kv_dtype
 
@@ -203,6 +203,7 @@ def _fleet_runtime(runtime, emit, cards: list, m, quant, kv_dtype: str | None, w
         raise InvalidValueError(f"{said}, under {chosen}: {refusal}.", f"Give --quant in a format {rid} serves (e.g. "
                                 f"{', '.join(RUNTIME_FORMATS.get(rid, ()))}), or another --runtime.")
     kv_dtype = kv_dtype or runtime_kv_dtype(rid)
+    check_kv_dtype(m, kv_dtype)  # the model's layers, once, not as every card's reason for no row
     # rows sized with a cache the engine cannot be launched with
     refuse_cache(rid, f"--runtime {rid}" + ("" if runtime else " (the default)"), kv_dtype, "another --runtime")
     by_runtime = {r.id: r for r in cat.runtimes.all()}

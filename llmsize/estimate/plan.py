@@ -188,6 +188,23 @@ def resolve_format(model: ModelSpec, quant: str | None, scope: str | None) -> tu
     return fmt, check_scope(scope)
 
 
+def check_kv_dtype(model: ModelSpec, kv_dtype: str) -> None:
+    """A cache layout the model's layers cannot have: vLLM's fp8_ds_mla is the cache of its sparse MLA kernels
+    (DeepSeek-V3.2's indexed layers, flashmla_sparse); its dense MLA backends (FlashMLA, FlashInfer MLA, Triton MLA)
+    take an FP8 cache as fp8 or fp8_e4m3 (vllm/v1/attention/backends/mla/flashmla.py supported_kv_cache_dtypes,
+    01b1d34), and a model without MLA has no latent to store so."""
+    if kv_dtype.lower() != "fp8_ds_mla":
+        return
+    mla = mla_mixers(model)
+    if not mla:
+        raise InvalidValueError(f"--kv-dtype fp8_ds_mla is vLLM's FlashMLA cache of MLA layers, and {model.name} "
+                                "has none.", "Use --kv-dtype fp8.")
+    if not any(m.indexer is not None for m in mla):
+        raise InvalidValueError(f"--kv-dtype fp8_ds_mla is the cache of vLLM's sparse MLA kernels (DeepSeek-V3.2's "
+                                f"indexed layers); {model.name}'s MLA layers are dense, and vLLM's dense MLA kernels "
+                                "take an FP8 cache as fp8.", "Use --kv-dtype fp8.")
+
+
 def check_recipe_parts(model: ModelSpec, fmt: QuantFormat) -> None:
     """A recipe of which the model has no part would price it all in 16 bits under a quantized name: refused."""
     if recipe_prices_nothing(model, fmt):
@@ -331,9 +348,7 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
                                 f"such cache type (it stores {', '.join(LLAMACPP_KV_TYPES)}).",
                                 "Give --kv-dtype fp16, bf16 or fp32 (`plan --cache-type-k q8_0 --cache-type-v q8_0 "
                                 "--flash-attn on` prices its quantized caches), or another runtime (--runtime vllm).")
-    if inputs.kv_dtype.lower() == "fp8_ds_mla" and not mla_mixers(model):
-        raise InvalidValueError(f"--kv-dtype fp8_ds_mla is vLLM's FlashMLA cache of MLA layers, and {model.name} "
-                                "has none.", "Use --kv-dtype fp8.")
+    check_kv_dtype(model, inputs.kv_dtype)
 
     notes = list(notes or []) + ([why] if why else [])
     from llmsize.estimate.runtimes import is_gguf

@@ -56,7 +56,13 @@ def serve_command(p: Plan, engine: str, local_path: str | None = None, max_model
     # with --spec, what the cache holds beside the draft's weights and cache (speculative.SpecDecode.max_sequences)
     held = p.speculative.max_sequences if p.speculative is not None else p.max_sequences
     seqs = held if held >= 1 else None
-    if seqs is None:
+    capped = not max_model_len and p.inputs.context_tokens > p.model.max_position_embeddings
+    if capped:  # the line runs at the model's limit; the plan's sequence count is at the context asked for
+        notes.append(f"# --context {p.inputs.context_tokens:,} is beyond the model's "
+                     f"{p.model.max_position_embeddings:,} positions: the line runs at {ctx:,}, --max-num-seqs left "
+                     f"to the engine (plan --context {ctx} for the sequences that length holds)")
+        seqs = None
+    elif seqs is None:
         notes.append(f"# not one sequence of {p.inputs.context_tokens:,} tokens fits this plan's memory: "
                      "--max-num-seqs left to the engine")
     tp, pp = p.inputs.tp, p.inputs.pp

@@ -1,8 +1,9 @@
 """The llama-server command line and the Ollama Modelfile a llama.cpp ledger (estimate/llamacpp_memory.py)
 corresponds to. llama-server's flags (tools/server/README.md): -m, -c, -ngl, -np, -kvu, -ctk, -ctv, -fa on|off,
 -b, -ub, --n-cpu-moe / --cpu-moe, --swa-full, --mmproj, -md, --spec-type, --spec-draft-n-max. Ollama (docs/modelfile.md,
-docs/faq.mdx): PARAMETER num_ctx (per slot), num_gpu (layers on the GPU) and draft_num_predict, and DRAFT (a draft
-model's file) in the Modelfile; OLLAMA_NUM_PARALLEL,
+docs/faq.mdx): PARAMETER num_ctx (per slot), num_gpu (layers on the GPU) and draft_num_predict (the model's MTP
+tensors; a separate draft model is refused: Ollama runs a DRAFT file as an MTP head) in the Modelfile;
+OLLAMA_NUM_PARALLEL,
 OLLAMA_FLASH_ATTENTION and OLLAMA_KV_CACHE_TYPE (one type for K and V, which needs flash attention) in the server's
 environment."""
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import re
 import shlex
 
+from llmsize.errors import InvalidValueError
 from llmsize.estimate.llamacpp_options import ollama_flash_attn
 
 LLAMA_N_BATCH = 2048  # llama.cpp's default -b (common/common.h n_batch); the ubatch is min(-b, -ub)
@@ -98,24 +100,27 @@ def _spec_args(p, notes: list[str]) -> list[str]:
 
 
 def _ollama_spec_lines(p) -> list[str]:
-    """Ollama's speculative decoding as the plan was sized with it (--spec): a draft model's file with the
-    Modelfile's DRAFT command (parser/parser.go), and the tokens drafted a step, PARAMETER draft_num_predict k, which
-    the model's embedded MTP tensors need to be drafted with at all (docs/modelfile.mdx; ollama @fb307609)."""
+    """Ollama's speculative decoding as the plan was sized with it (--spec mtp=k): the tokens drafted a step,
+    PARAMETER draft_num_predict k, which the model's embedded MTP tensors need to be drafted with at all
+    (docs/modelfile.mdx; ollama @fb307609). A separate draft model is refused: Ollama hands a Modelfile's DRAFT file
+    to llama-server as an MTP head (--spec-type draft-mtp), or as a DFlash one where its architecture is dflash
+    (llm/llama_server.go externalDraftType, @fb307609), never as a draft model of its own."""
     spec = p.inputs.spec
     if spec is None:
         return []
-    if spec.draft is None:
-        return [f"PARAMETER draft_num_predict {spec.k}"]
-    notes: list[str] = []
-    name = _draft_path(p, notes)
-    return [*notes, f"DRAFT {name}", f"PARAMETER draft_num_predict {spec.k}"]
+    if spec.draft is not None:
+        raise InvalidValueError(f"--emit ollama with --spec draft={spec.draft.id}: Ollama runs a Modelfile's DRAFT "
+                                "file as the model's MTP (or DFlash) head, not as a draft model of its own.",
+                                "Use --emit llama-server (-md runs a draft model), or --spec mtp=N on a model with "
+                                "MTP tensors.")
+    return [f"PARAMETER draft_num_predict {spec.k}"]
 
 
 def _from(path: str) -> str:
     """A Modelfile FROM line, quoted where the path has a space; a path holding a double quote or a line break,
     which a Modelfile line cannot carry, refused."""
     if '"' in path or "\n" in path or "\r" in path:
-        from llmsize.errors import InvalidValueError, shown
+        from llmsize.errors import shown
 
         raise InvalidValueError(f"--emit ollama: the path `{shown(path)}` holds a double quote or a line break, which "
                                 "a Modelfile's FROM line cannot carry.", "Rename or link the file without them.")

@@ -230,7 +230,7 @@ def test_llama_server_line_drafts_as_the_plan_was_sized(run_cli):
     code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--spec",
                              "draft=llama-3.2-1b,k=4,accept=0.7", "--emit", "llama-server")
     assert code == 0, err
-    assert "-md llama-3.2-1b-Q4_K_M.gguf --spec-draft-n-max 4" in out
+    assert "-md llama-3.2-1b-Q4_K_M.gguf --spec-type draft-simple --spec-draft-n-max 4" in out
 
 
 def test_mtp_under_a_runtime_that_cannot_draft_with_it_is_refused(run_cli):
@@ -299,7 +299,7 @@ def test_the_ollama_modelfile_carries_the_speculative_decoding_it_was_sized_with
     code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--spec",
                              "draft=llama-3.2-1b,k=4,accept=0.7", "--emit", "llama-server")
     assert code == 0, err
-    assert "-md llama-3.2-1b-Q4_K_M.gguf --spec-draft-n-max 4" in out
+    assert "-md llama-3.2-1b-Q4_K_M.gguf --spec-type draft-simple --spec-draft-n-max 4" in out
 
 
 def test_fleet_refuses_mtp_where_plan_does(run_cli):

@@ -88,7 +88,9 @@ def _draft_path(p, notes: list[str]) -> str:
 def _spec_args(p, notes: list[str]) -> list[str]:
     """llama-server's speculative decoding as the plan was sized with it (--spec): the model's own MTP tensors with
     --spec-type draft-mtp and --spec-draft-n-max k (llama.cpp PR #22673, merged 2026-05-16; the families
-    speculative.LLAMACPP_MTP_FAMILIES lists), or a draft model's file with -md."""
+    speculative.LLAMACPP_MTP_FAMILIES lists), or a draft model's file with -md and --spec-type draft-simple (which
+    llama-server turns on by itself where a draft model is given without a type, with a warning:
+    common/speculative.cpp common_speculative_init)."""
     spec = p.inputs.spec
     if spec is None:
         return []
@@ -96,7 +98,7 @@ def _spec_args(p, notes: list[str]) -> list[str]:
         notes.append("# --spec-type draft-mtp needs a GGUF that kept the MTP tensors (some quants leave them out) "
                      "and a llama-server built after 2026-05-16")
         return ["--spec-type", "draft-mtp", "--spec-draft-n-max", str(spec.k)]
-    return ["-md", _draft_path(p, notes), "--spec-draft-n-max", str(spec.k)]
+    return ["-md", _draft_path(p, notes), "--spec-type", "draft-simple", "--spec-draft-n-max", str(spec.k)]
 
 
 def _ollama_spec_lines(p) -> list[str]:

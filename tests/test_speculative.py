@@ -332,3 +332,24 @@ def test_spec_parsing_names_what_is_missing(catalog):
     bare, given = parse_spec("mtp", catalog), parse_spec("mtp=1", catalog)
     assert (bare.k, bare.accept, bare.draft) == (given.k, given.accept, given.draft) == (1, MTP_ACCEPT, None)
     assert parse_spec("mtp,accept=0.6", catalog).accept == 0.6
+
+
+def test_speculative_decoding_over_pipeline_stages_is_refused_where_the_engine_refuses_it(run_cli):
+    """vLLM starts neither an MTP drafter nor a draft model across pipeline stages (vllm #52069, #57755) and SGLang
+    refuses a speculative algorithm with --pp-size above 1 (server_args): fleet had sized DeepSeek-V3 on H100s as
+    tp 8 x pp 2 with MTP and printed that launch line. plan refuses it in one line; fleet skips those
+    configurations, saying why."""
+    from conftest import assert_one_line_error
+
+    for rt, words in (("vllm", "vLLM starts neither an MTP drafter nor a draft model across pipeline stages"),
+                      ("sglang", "SGLang refuses a speculative algorithm with --pp-size above 1")):
+        code, out, err = run_cli("plan", "deepseek-v3", "--gpu", "h100", "--tp", "8", "--pp", "2", "--spec",
+                                 "mtp=1,accept=0.8", "--runtime", rt)
+        assert_one_line_error(code, err)
+        assert f"--spec mtp=1,accept=0.8 with --pp 2 under {rt}: {words}" in err and "--tp" in err
+    code, out, err = run_cli("plan", "deepseek-v3", "--gpu", "h100", "--tp", "8", "--pp", "2")
+    assert code == 0, err  # without --spec the split plans
+    code, out, err = run_cli("fleet", "deepseek-v3", "--users", "400", "--gpus", "h100", "--spec", "mtp=1,accept=0.8",
+                             "--emit", "vllm")
+    assert_one_line_error(code, err)
+    assert "--spec over pipeline stages: vLLM starts neither" in err and "pipeline-parallel-size" not in out

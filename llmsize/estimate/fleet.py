@@ -89,6 +89,7 @@ from llmsize.estimate.replica import (
 )
 from llmsize.estimate.runtimes import architecture_refusal
 from llmsize.estimate.serving_defaults import held_context_tokens, serving_defaults
+from llmsize.estimate.speculative import SPEC_PIPELINE_REFUSAL
 from llmsize.estimate.workload import Workload
 
 TP_CHOICES = (1, 2, 4, 8)
@@ -573,6 +574,9 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
         # serve its users on fewer cards in all (a 70B on 24 GB cards, DeepSeek-V3 on 48 GB ones)
         node_before, node_fitted = None, False
         for tp, pp, dp in _configs(c is not None, model, w.spec, runtime):
+            if pp > 1 and w.spec is not None and runtime in SPEC_PIPELINE_REFUSAL:  # the engine would not start it
+                reasons.append(f"tp {tp} x pp {pp}: --spec over pipeline stages: {SPEC_PIPELINE_REFUSAL[runtime]}")
+                continue
             if stage_nodes(tp, pp):
                 if node_fitted and (best and best[0]) == node_before:
                     break

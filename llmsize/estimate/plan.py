@@ -48,7 +48,14 @@ from llmsize.estimate.params import (
 from llmsize.estimate.prefill import Prefill, prefill_time, unfused_scores_bytes
 from llmsize.estimate.quant import FORMATS, LLAMACPP_KV_TYPES, QuantFormat, kv_dtype_bytes, quant_format
 from llmsize.estimate.runtime_model import departure, held_model, kv_read_factor, run_model, towers_left_out
-from llmsize.estimate.speculative import Spec, SpecDecode, check_mtp_runtime, check_spec, speculate
+from llmsize.estimate.speculative import (
+    Spec,
+    SpecDecode,
+    check_mtp_runtime,
+    check_spec,
+    check_spec_pipeline,
+    speculate,
+)
 from llmsize.estimate.speed import is_ternary
 from llmsize.estimate.unified import usable_memory
 from llmsize.estimate.weights import WeightBytes, check_scope, weight_bytes, weight_bytes_read
@@ -354,6 +361,7 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     from llmsize.estimate.runtimes import is_gguf
 
     mtp_how = check_mtp_runtime(inputs.spec, runtime, model, is_gguf(fmt, exact))
+    check_spec_pipeline(inputs.spec, runtime, inputs.pp)
     notes += [f"--spec {inputs.spec.label}: {mtp_how}"] if mtp_how else []
     why_out = towers_left_out(runtime, model)
     towers = [x for x in model.extra if x.loaded] if why_out else []

@@ -190,6 +190,26 @@ def check_mtp_runtime(spec: Spec | None, runtime: str | None, model: ModelSpec, 
     return how
 
 
+# Speculative decoding across pipeline stages, as the engines shipped it by 2026-09: SGLang's server_args refuses a
+# speculative algorithm with pp_size > 1 unless SGLANG_ENABLE_PP_SPEC=1 (an experimental path: sglang PR #30775,
+# tracking issue #39634); vLLM refuses an MTP drafter under pipeline parallel at config time (SupportsPP asked of
+# the draft: vllm issue #52069) and its pipeline's sampled-token broadcast assumes one token a step (issue #57755,
+# 0.28.0 and 0.29.0), EAGLE3 alone supported on main (PR #50514)
+SPEC_PIPELINE_REFUSAL = {
+    "vllm": "vLLM starts neither an MTP drafter nor a draft model across pipeline stages (vllm issues #52069, #57755)",
+    "sglang": "SGLang refuses a speculative algorithm with --pp-size above 1 (server_args; SGLANG_ENABLE_PP_SPEC=1 "
+              "runs an experimental path, sglang #30775)",
+}
+
+
+def check_spec_pipeline(spec: Spec | None, runtime: str | None, pp: int) -> None:
+    """Refuse --spec over pipeline stages under an engine that does not run it (SPEC_PIPELINE_REFUSAL)."""
+    why = SPEC_PIPELINE_REFUSAL.get(runtime or "")
+    if spec is not None and pp > 1 and why:
+        raise InvalidValueError(f"--spec {spec.label} with --pp {pp} under {runtime}: {why}.",
+                                "Split over tensor parallel alone (--tp), or drop --spec.")
+
+
 def verify_step(dm, batch: int, k: int):
     """The target's verify pass for `batch` sequences of k proposed tokens each (a decode.DecodeStep): weights and
     FLOPs as for batch x (k + 1) tokens, each sequence's cache read once."""

@@ -353,3 +353,4 @@ def test_speculative_decoding_over_pipeline_stages_is_refused_where_the_engine_r
                              "--emit", "vllm")
     assert_one_line_error(code, err)
     assert "--spec over pipeline stages: vLLM starts neither" in err and "pipeline-parallel-size" not in out
+    assert err.rstrip().endswith("Widen --gpus, lower the load, or drop --spec.")

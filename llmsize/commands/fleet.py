@@ -60,7 +60,8 @@ def _no_card_serves(rows, w, mode: str | None = None, what: str = "") -> Invalid
     targets = w.ttft_s is not None or w.tpot_s is not None
     return InvalidValueError(f"No card serves the workload{' ' + mode if mode else ''}{what}{why}.",
                              ("Loosen --ttft / --tpot, widen --gpus" if targets else "Widen --gpus")
-                             + (", or drop --mode." if mode else ", or lower the load."))
+                             + (", or drop --mode." if mode else ", lower the load, or drop --spec." if w.spec
+                                else ", or lower the load."))
 
 
 def fleet(

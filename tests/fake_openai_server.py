@@ -12,8 +12,9 @@ at once, the first token after ttft_s), "tiny_usage" (usage says every prompt is
 GET but /v1/models waits 6 s before it answers), "redirect" (answers completions with a 302 elsewhere),
 "models500" (/v1/models answers HTTP 500), "bunched" (every token's event at once, at the end, in one write: a
 buffering proxy), "stream_usage_absurd" (a streamed completion's usage says its prompt was 10^8 tokens; the
-one-token count is right), "metrics_reset" (vLLM's /metrics counters start again from zero after each stream, as
-on a restart). `max_model_len` is what the fake vLLM lists in /v1/models.
+one-token count is right), "metrics_reset" (vLLM's /metrics counters go down as requests are served: each scrape's
+below the one before, as counters that start again on a restart). `max_model_len` is what the fake vLLM lists in
+/v1/models.
 `engine` picks what it looks like: "vllm" (owned_by vllm, /version, vLLM's /metrics), "llamacpp" (owned_by
 llamacpp, /props, /slots, timings in the last chunk, llama-server's /metrics), "ollama" (owned_by library,
 /api/version, /api/show), or "plain" (owned_by nobody, nothing else).
@@ -119,7 +120,11 @@ class FakeServer:
                     return self._json(200, [{"id": i, "n_ctx": 2048, "is_processing": False} for i in range(4)])
                 if self.path == "/metrics" and b.engine in ("vllm", "llamacpp"):
                     with b.lock:
-                        return self._text(_prometheus(dict(b.metrics), b.model if b.engine == "vllm" else None))
+                        shown = dict(b.metrics)
+                    if b.mode == "metrics_reset":  # every counter lower at each scrape than at the one before
+                        shown = {k: -v for k, v in shown.items()}
+                    labelled = b.model if b.engine == "vllm" else None
+                    return self._text(_prometheus(shown, labelled))
                 return self._json(404, {"error": {"message": f"no route {self.path}"}})
 
             def do_POST(self):
@@ -232,8 +237,6 @@ class FakeServer:
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
                 with b.lock:
-                    if b.mode == "metrics_reset":
-                        b.metrics.clear()
                     m = b.metrics
                     if b.engine == "vllm":
                         for k, v in (("vllm:time_to_first_token_seconds_sum", t1 - t0),

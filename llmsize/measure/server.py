@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from llmsize.errors import LlmsizeError, install_hint, shown
+from llmsize.errors import LlmsizeError, install_hint, shown, shown_path
 
 EXTRA_HINT = install_hint("server", "httpx httpx-sse prometheus-client")
 MAX_BODY_BYTES = 8 * 2**20  # a JSON answer (model list, props, metrics) read at most this far
@@ -162,7 +162,7 @@ def tls_verify():
         return ssl.create_default_context(cafile=cafile, capath=capath)
     except (OSError, ssl.SSLError, ValueError) as e:
         name, value = ("SSL_CERT_FILE", cafile) if cafile else ("SSL_CERT_DIR", capath)
-        raise ServerError(f"{name} `{shown(value)}`: no certificates read from it ({type(e).__name__}).",
+        raise ServerError(f"{name} `{shown_path(value)}`: no certificates read from it ({type(e).__name__}).",
                           f"Point {name} at a PEM bundle (or a folder of them), or unset it.") from None
 
 

@@ -124,7 +124,7 @@ def triton_mla_on_blackwell(plan: Plan) -> bool:
 OLD_SGLANG_CDNA3_MLA_NOTE = (
     "SGLang 0.5.10 or later assumed: up to 0.5.9 a CDNA3 card copied this MLA model's FP8 projection weights to BF16 at "
     "every decode step (sglang PR #18624), and published DeepSeek runs of those releases on 8 x MI300X and MI325X, "
-    "outside the fit, decoded at 0.50-0.74 of this figure")
+    "outside the fit, decoded at 0.52-0.75 of this figure")
 CDNA4_NOTE = ("an MI350-series card (CDNA4): the AMD costs here are fitted on CDNA3 cards (MI300X, MI325X); published "
               "SGLang runs of DeepSeek-R1 on 8 x MI355X, outside the fit, decoded 1.2-1.7x faster than predicted")
 # A hybrid's published prompts, skipped by the fit and priced as if not: their time to first token as multiples of

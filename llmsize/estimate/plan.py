@@ -53,7 +53,7 @@ from llmsize.estimate.speculative import (
     SpecDecode,
     check_mtp_runtime,
     check_spec,
-    check_spec_pipeline,
+    spec_pipeline_note,
     speculate,
 )
 from llmsize.estimate.speed import is_ternary
@@ -361,7 +361,8 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     from llmsize.estimate.runtimes import is_gguf
 
     mtp_how = check_mtp_runtime(inputs.spec, runtime, model, is_gguf(fmt, exact))
-    check_spec_pipeline(inputs.spec, runtime, inputs.pp)
+    spec_pp = spec_pipeline_note(inputs.spec, runtime, inputs.pp)
+    notes += [spec_pp] if spec_pp else []
     notes += [f"--spec {inputs.spec.label}: {mtp_how}"] if mtp_how else []
     why_out = towers_left_out(runtime, model)
     towers = [x for x in model.extra if x.loaded] if why_out else []

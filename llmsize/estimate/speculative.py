@@ -190,24 +190,30 @@ def check_mtp_runtime(spec: Spec | None, runtime: str | None, model: ModelSpec, 
     return how
 
 
-# Speculative decoding across pipeline stages, as the engines shipped it by 2026-09: SGLang's server_args refuses a
-# speculative algorithm with pp_size > 1 unless SGLANG_ENABLE_PP_SPEC=1 (an experimental path: sglang PR #30775,
-# tracking issue #39634); vLLM refuses an MTP drafter under pipeline parallel at config time (SupportsPP asked of
-# the draft: vllm issue #52069) and its pipeline's sampled-token broadcast assumes one token a step (issue #57755,
-# 0.28.0 and 0.29.0), EAGLE3 alone supported on main (PR #50514)
+# Speculative decoding across pipeline stages, as the serving engines' releases ran it by 2026-09: vLLM refused an
+# MTP drafter under pipeline parallel at config time (SupportsPP asked of the draft: vllm issue #52069) and its
+# pipeline's sampled-token broadcast assumed one token a step (issue #57755, 0.28.0 and 0.29.0), EAGLE3 and MTP
+# landing on main's V2 model runner (PRs #50514, #46994); SGLang's server_args refuses a speculative algorithm with
+# pp_size > 1 unless SGLANG_ENABLE_PP_SPEC=1 (an experimental path: PR #30775, tracking issue #39634); TensorRT-LLM's
+# PyTorch executor raised "Drafting is not supported for selected executor loop" with pipeline parallel (1.2.0rc2,
+# issue #9009). fleet sizes no such replica (it prints launch lines); a plan that asks for one says so.
 SPEC_PIPELINE_REFUSAL = {
-    "vllm": "vLLM starts neither an MTP drafter nor a draft model across pipeline stages (vllm issues #52069, #57755)",
-    "sglang": "SGLang refuses a speculative algorithm with --pp-size above 1 (server_args; SGLANG_ENABLE_PP_SPEC=1 "
-              "runs an experimental path, sglang #30775)",
+    "vllm": "vLLM releases through 0.29 start neither an MTP drafter nor a draft model across pipeline stages "
+            "(vllm #52069, #57755; main's V2 model runner adds them, #50514, #46994)",
+    "sglang": "SGLang refuses a speculative algorithm with --pp-size above 1 unless SGLANG_ENABLE_PP_SPEC=1 turns on its "
+              "experimental path (server_args; sglang #30775)",
+    "trtllm": "TensorRT-LLM's PyTorch executor refuses drafting under pipeline parallel (\"Drafting is not supported "
+              "for selected executor loop\", 1.2.0rc2; TensorRT-LLM #9009)",
 }
 
 
-def check_spec_pipeline(spec: Spec | None, runtime: str | None, pp: int) -> None:
-    """Refuse --spec over pipeline stages under an engine that does not run it (SPEC_PIPELINE_REFUSAL)."""
+def spec_pipeline_note(spec: Spec | None, runtime: str | None, pp: int) -> str | None:
+    """The note of a plan that asks for --spec over pipeline stages under an engine whose releases do not run it
+    (SPEC_PIPELINE_REFUSAL); None otherwise."""
     why = SPEC_PIPELINE_REFUSAL.get(runtime or "")
-    if spec is not None and pp > 1 and why:
-        raise InvalidValueError(f"--spec {spec.label} with --pp {pp} under {runtime}: {why}.",
-                                "Split over tensor parallel alone (--tp), or drop --spec.")
+    if spec is None or pp <= 1 or not why:
+        return None
+    return f"--spec {spec.label} with --pp {pp}: {why}; split over --tp alone to be sure it starts"
 
 
 def verify_step(dm, batch: int, k: int):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import shlex
 
 from llmsize.estimate.plan import Plan
+from llmsize.estimate.speculative import spec_pipeline_note
 from llmsize.render.emit_fleet import ENGINE_KV, remote_code_args, spec_flags
 
 ONLINE = {"fp8"}  # formats the engines quantize to while loading a 16-bit checkpoint
@@ -66,6 +67,9 @@ def serve_command(p: Plan, engine: str, local_path: str | None = None, max_model
         notes.append(f"# not one sequence of {p.inputs.context_tokens:,} tokens fits this plan's memory: "
                      "--max-num-seqs left to the engine")
     tp, pp = p.inputs.tp, p.inputs.pp
+    spec_pp = spec_pipeline_note(p.inputs.spec, engine, pp)
+    if spec_pp:
+        notes.append(f"# {spec_pp}")
     flags = FLAGS[engine]
     args = list(flags["prog"]) + ([model] if engine == "vllm" else ["--model-path", model])
     for key, value in (("tp", tp), ("pp", pp), ("len", ctx), ("util", p.inputs.gpu_util),

@@ -200,8 +200,8 @@ def check_mtp_runtime(spec: Spec | None, runtime: str | None, model: ModelSpec, 
 SPEC_PIPELINE_REFUSAL = {
     "vllm": "vLLM releases through 0.29 start neither an MTP drafter nor a draft model across pipeline stages "
             "(vllm #52069, #57755; main's V2 model runner adds them, #50514, #46994)",
-    "sglang": "SGLang refuses a speculative algorithm with --pp-size above 1 unless SGLANG_ENABLE_PP_SPEC=1 turns on its "
-              "experimental path (server_args; sglang #30775)",
+    "sglang": "SGLang refuses a speculative algorithm with --pp-size above 1 unless SGLANG_ENABLE_PP_SPEC=1 turns on "
+              "its experimental path (server_args; sglang #30775)",
     "trtllm": "TensorRT-LLM's PyTorch executor refuses drafting under pipeline parallel (\"Drafting is not supported "
               "for selected executor loop\", 1.2.0rc2; TensorRT-LLM #9009)",
 }

@@ -819,7 +819,7 @@ class PrefillTable:
                 ("meas", [o.measured_s / pipeline_factor(o.prefill) for o in obs]),
                 ("fixed", [p.layers * fit.fixed_of(o.runtime)[0] + fit.fixed_of(o.runtime)[1] + score_time_s(p, kc)
                            for o, p in zip(obs, x)]),
-                ("layers", [p.launch_layers if p.serving else 0 for p in x]),
+                ("layers", [p.launch_layers for p in x]),
                 ("consumer", [1.0 if p.consumer else 0.0 for p in x]),
                 ("dense", [flop_time_at_peak_s(p) for p in x]),
                 ("expert", [p.expert_flops / p.peak_flop_per_s for p in x]),

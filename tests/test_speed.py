@@ -1685,9 +1685,13 @@ def test_serving_engines_pay_a_cost_per_layer_of_an_eager_prefill(catalog):
     # 10 layers of the decode fit's cost, 25 layers' worth of launches of the serving engine's
     assert prefill_time_s(tiny, c) == pytest.approx(10 * c.t_layer_s + 25 * c.t_prefill_layer_s + c.t_step_s,
                                                     rel=1e-6)
-    assert prefill_time_s(replace(tiny, serving=False), c) == pytest.approx(10 * c.t_layer_s + c.t_step_s, rel=1e-6)
+    # a runtime that times its own forward pays it on no layer (launch_layers 0: prefill_inputs below)
+    assert prefill_time_s(replace(tiny, serving=False, launch_layers=0.0), c) == pytest.approx(
+        10 * c.t_layer_s + c.t_step_s, rel=1e-6)
     p = make_plan(catalog.model("llama-3.1-8b"), catalog.gpu("mi300x"), PlanInputs(quant="bf16"), search_fit=False)
     assert prefill_inputs(p, "vllm").serving and not prefill_inputs(p, "gpt-fast").serving
+    assert prefill_inputs(p, "vllm").launch_layers == 32 and prefill_inputs(p, "trtllm").launch_layers == 32
+    assert prefill_inputs(p, "gpt-fast").launch_layers == prefill_inputs(p, "llamacpp").launch_layers == 0
 
 
 def test_a_consumer_cards_prompt_runs_at_a_larger_fraction_of_its_rated_peak(catalog):

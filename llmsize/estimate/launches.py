@@ -4,8 +4,8 @@ most of the forward's: the SGLang Cookbook's one-request runs take 0.10-0.16 s f
 610-token prompts on 8 x B200 (measurements/sglang-cookbook-*.yaml), where the GPU's work is ~10 ms. A serving
 engine's cost a layer (speed.Constants.t_prefill_layer_s) is therefore a cost per launch, counted here in layers of
 a Llama decoder layer's nine launches, so that a DeepSeek layer (MLA's three projections and two norms, a router,
-a fused MoE and a shared expert, each FP8 GEMM's activations quantized first) weighs about four Llama layers and a
-dense 16-bit layer one. TensorRT-LLM runs a built engine whose kernels are fused and captured: its layers stay the
+a fused MoE and a shared expert, each FP8 GEMM's activations quantized first) weighs 3.3 Llama layers and a dense
+16-bit layer one. TensorRT-LLM runs a built engine whose kernels are fused and captured: its layers stay the
 unit (step_inputs.prefill_inputs).
 
 The counts follow the engines' model code for a prompt (vllm/model_executor/models/{llama,qwen3_moe,deepseek_v2,

@@ -224,9 +224,10 @@ class PrefillInputs:
     batch_tokens: int = 0  # a runtime that cuts the prompt into calls of this many tokens (llama.cpp's n_batch)
     ubatch_tokens: int = 0  # and each call into ubatches that flow through the stages together (0: no pipelining)
     score_bytes: float = 0.0  # attention score matrices written and read in memory (unfused attention; 0 fused)
-    serving: bool = False  # run by a serving engine (SERVING_RUNTIMES): t_prefill_layer_s a layer of launch_layers
-    # the forward's layers as the serving engine's cost a layer counts them: vLLM's and SGLang's eager forward, its
-    # kernel launches in layers of a Llama decoder layer's nine (estimate/launches.py); TensorRT-LLM's, its layers
+    serving: bool = False  # run by a serving engine (SERVING_RUNTIMES)
+    # the layers a serving engine's cost a layer (Constants.t_prefill_layer_s) is paid on: vLLM's and SGLang's eager
+    # forward, its kernel launches in layers of a Llama decoder layer's nine (estimate/launches.py); TensorRT-LLM's,
+    # its layers; 0 for the runtimes that time their own forward
     launch_layers: float = 0.0
     consumer: bool = False  # a GeForce card (expected.geforce): its matmuls at Constants.prefill_consumer_factor
     peak_name: str = "matmul"  # the precision peak_flop_per_s is of (INT8, FP16/FP32, FP8, ...), for the report
@@ -480,7 +481,7 @@ def prefill_parts_s(x: PrefillInputs, c: Constants) -> tuple[float, float, float
     compute = (flop_time_at_peak_s(x) + (c.moe_matmul_cost - 1) * x.expert_flops / x.peak_flop_per_s) / eta
     compute += score_time_s(x, c)
     weights = weights_time_s(x, c)
-    fixed = x.layers * c.t_layer_s + (x.launch_layers * c.t_prefill_layer_s if x.serving else 0.0) + c.t_step_s
+    fixed = x.layers * c.t_layer_s + x.launch_layers * c.t_prefill_layer_s + c.t_step_s
     if x.collectives and x.link:
         fixed += x.collectives * _alpha(c, x.link) + x.comm_time_s
     # each forward's expert weights, streamed as many small matrices, do not hide under the matmuls: llama.cpp's

@@ -383,5 +383,5 @@ def prefill_inputs(plan: Plan, runtime: str | None = None, flash_attn: bool = Tr
         score_bytes=prompt_score_bytes(plan, runtime, flash_attn, ub),
         serving=runtime in SERVING_RUNTIMES, consumer=geforce(plan.gpu), peak_name=peak_name,
         launch_layers=(launch_layers(plan.model, tensor_core_native(plan, runtime, cls))
-                       if runtime in EAGER_PREFILL_RUNTIMES else layers),
+                       if runtime in EAGER_PREFILL_RUNTIMES else layers if runtime in SERVING_RUNTIMES else 0.0),
         attention_flops=pre.attention_flops, attention_flop_per_s=attention_rate(plan, runtime, peak))

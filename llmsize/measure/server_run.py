@@ -68,9 +68,14 @@ def validate(o: ServerOptions) -> None:
 
 # ------------------------------------------------------------------------------------------ the prompt
 
+def words_sent(words: int) -> int:
+    """The words a prompt of `words` is sent with: at least its NONCE_WORDS."""
+    return max(words, NONCE_WORDS)
+
+
 def prompt_text(words: int, seed: int) -> str:
     rng = random.Random(seed)
-    return " ".join(rng.choice(WORDS) for _ in range(max(words, NONCE_WORDS)))
+    return " ".join(rng.choice(WORDS) for _ in range(words_sent(words)))
 
 
 def prompt_slack(target: int) -> int:
@@ -90,7 +95,7 @@ def fit_prompt(client: ServerClient, model: str, target: int) -> tuple[int, int 
     the server reports no usage, and the words stand for tokens). Three tries, each one prefill."""
     words, told = target, None
     for attempt in range(3):
-        sent = max(words, NONCE_WORDS)
+        sent = words_sent(words)
         told = client.prompt_tokens(model, prompt_text(words, attempt))
         if told is None:
             return max(target - 1, 1), None  # a BOS token beside ~one token a word
@@ -128,7 +133,7 @@ async def _level(client: ServerClient, model: str, words: int, tokens: int, stre
             raise failed[0].exception()
         t1 = time.perf_counter()
     streams_done = [s for t in tasks for s in t.result()]
-    sent = max(words, NONCE_WORDS)
+    sent = words_sent(words)
     odd = next((s for s in streams_done if s.prompt_tokens and implausible_count(sent, s.prompt_tokens)), None)
     if odd is not None:  # the report's prompt and plan's figure beside it would be sized by it
         raise ServerError(f"--server {client.shown}: a streamed completion's usage says its prompt of {sent:,} words "

@@ -233,3 +233,23 @@ def test_a_vendor_name_of_several_cards_names_them(catalog):
     with pytest.raises(UnknownNameError) as e:
         catalog.gpu("NVIDIA GeForce RTX 5060 Ti")  # sold with 16 and 8 GB
     assert "`rtx5060ti` (NVIDIA GeForce RTX 5060 Ti 16GB), `rtx5060ti8`" in e.value.message
+
+
+def test_by_id_parses_a_file_when_its_id_is_read():
+    """plan's expected figure reads one runtime's constants: by_id parses that file alone (all() parsed every
+    runtime's, ~12 ms of a plan's start on a 2-core machine, 2026-12-07), and gives the entries all() gives."""
+    shelf = Catalog().runtimes
+    by_id = shelf.by_id()
+    assert sorted(by_id) == sorted(shelf.files) and len(by_id) == len(shelf.files) >= 5
+    assert shelf._cache == {}  # naming the ids parsed nothing
+    assert by_id["vllm"].id == "vllm" and list(shelf._cache) == ["vllm"]
+    assert by_id.get("no-such-runtime") is None and "no-such-runtime" not in by_id
+    with pytest.raises(KeyError):
+        by_id["no-such-runtime"]
+    assert dict(by_id) == {r.id: r for r in shelf.all()}
+
+
+def test_by_id_refuses_a_users_clashing_names_as_a_lookup_does(tmp_path):
+    _write(tmp_path, "hardware", "mycard", GOOD_GPU.replace("id: rtx5060ti", "id: mycard"))
+    with pytest.raises(CatalogError, match="also names"):
+        Catalog([tmp_path]).hardware.by_id()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+from collections.abc import Iterator, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -123,6 +124,24 @@ def _parse_entry(where: str, stem: str, text: str, schema: type[T]) -> T:
     return entry
 
 
+class _ById(Mapping):
+    """A shelf's entries by id, loaded on first read (Shelf.by_id)."""
+
+    def __init__(self, shelf: Shelf):
+        self._shelf = shelf
+
+    def __getitem__(self, key: str):
+        if key not in self._shelf.files:
+            raise KeyError(key)
+        return self._shelf.load(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._shelf.files)
+
+    def __len__(self) -> int:
+        return len(self._shelf.files)
+
+
 class Shelf(Generic[T]):
     """All entries of one kind (hardware or models) along the search path."""
 
@@ -169,6 +188,13 @@ class Shelf(Generic[T]):
         if stem not in self._cache:
             self._cache[stem] = load_entry(self.files[stem], self.schema)
         return self._cache[stem]
+
+    def by_id(self) -> Mapping[str, T]:
+        """id -> entry, each file parsed when its id is first read (a plan reads one runtime's file, not all):
+        the same entries as {e.id: e for e in all()}, and the same refusal of a user's clashing names."""
+        if self.has_user_files:
+            self.all()
+        return _ById(self)
 
     def all(self) -> list[T]:
         entries = [self.load(stem) for stem in self.files]

@@ -121,7 +121,7 @@ def compare(
                         node_link_gb_s=node_link_gb_s, runtime=runtime.lower() if runtime else None,
                         backend=gpu_backend)
     fixed = tp is not None or stages > 1
-    runtimes = {r.id: r for r in cat.runtimes.all()}
+    runtimes = cat.runtimes.by_id()
     rows = sort_rows(run_compare(m, cards, inputs, users, price_map, fixed=fixed, runtimes=runtimes,
                                  runtime=runtime), sort)
     title = (f"llmsize compare: {m.name}, {rows[0].plan.fmt.id if rows[0].plan else quant or m.release.quant}, "

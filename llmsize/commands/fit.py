@@ -105,7 +105,7 @@ def fit_cmd(
         why, _, advice = elsewhere.partition("; pick ")  # its advice is the hint, said once
         raise InvalidValueError(f"--runtime {runtime} on {g.id}: {why}.",
                                 f"Pick {advice}." if advice else "Pick a runtime that runs there.")
-    runtimes = {r.id: r for r in cat.runtimes.all()}
+    runtimes = cat.runtimes.by_id()
     if min_tok_s is not None:  # a floor on a figure the card has none of would drop every row: say why instead
         from llmsize.estimate.fleet import runtime_refusal
 

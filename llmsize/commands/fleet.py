@@ -141,7 +141,7 @@ def fleet(
         from llmsize.estimate.speculative import check_mtp_runtime
 
         check_mtp_runtime(w.spec, rid, m, is_gguf(quant_format(w.quant)))
-    runtimes = {r.id: r for r in cat.runtimes.all()}
+    runtimes = cat.runtimes.by_id()
     rows = fleet_rows(m, cards, w, rid, runtimes, hourly, kv_dtype)
     if emit is not None:
         sys.stdout.write(_launch_line(rows, m, w, emit, mode, kv_dtype) + "\n")
@@ -207,7 +207,7 @@ def _fleet_runtime(runtime, emit, cards: list, m, quant, kv_dtype: str | None, w
     check_kv_dtype(m, kv_dtype)  # the model's layers, once, not as every card's reason for no row
     # rows sized with a cache the engine cannot be launched with
     refuse_cache(rid, f"--runtime {rid}" + ("" if runtime else " (the default)"), kv_dtype, "another --runtime")
-    by_runtime = {r.id: r for r in cat.runtimes.all()}
+    by_runtime = cat.runtimes.by_id()
     refusals = [(g.id, runtime_refusal(rid, by_runtime, g)) for g in cards]
     if all(why for _, why in refusals):  # no load or target would change it: the runtime, or the cards
         other = any(runtime_refusal(r, by_runtime, g) is None for r in by_runtime if r != rid for g in cards)

@@ -477,7 +477,7 @@ def _lever_table(p, m, g, exact, source: list[str], cat, runtime: str, host, hos
     return lever_table(p, source, lambda i: make_plan(m, g, i, exact=exact, search_fit=False), cat.models.all(),
                        lambda other, i: make_plan(other, g, i, search_fit=False), runtime,
                        lambda i: _offload_lever(make_plan(m, g, i, exact=exact, search_fit=False), exact, host, cat),
-                       host_args, {r.id: r for r in cat.runtimes.all()})
+                       host_args, cat.runtimes.by_id())
 
 
 def _launch_line(emit: str, p, llama, g, model_path: str | None, max_model_len) -> str:

@@ -46,7 +46,7 @@ def llamacpp_constants(gpu, cat):
     no backend."""
     from llmsize.estimate.runtimes import backend, constants
 
-    spec = next((r for r in cat.runtimes.all() if r.id == "llamacpp"), None)
+    spec = cat.runtimes.by_id().get("llamacpp")
     return constants(spec, backend(gpu), gpu) if spec is not None and backend(gpu) else None
 
 

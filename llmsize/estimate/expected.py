@@ -5,6 +5,7 @@ stray from it, speculative decoding, and a user's own run as a calibration."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import replace as _replace
 
@@ -189,7 +190,7 @@ class ExpectedResult:
     backend: str | None = None  # the backend the figure is (or would be) for: the one asked for, else the card's own
 
 
-def expect(plan: Plan, runtimes: dict[str, RuntimeSpec], runtime: str | None = None,
+def expect(plan: Plan, runtimes: Mapping[str, RuntimeSpec], runtime: str | None = None,
            calibration: Calibration | None = None, flash_attn: str | None = None,
            engine: str | None = None, ubatch_tokens: int = LLAMACPP_UBATCH_TOKENS,
            gpu_backend: str | None = None) -> ExpectedResult:
@@ -531,7 +532,7 @@ def expect_for_cli(plan: Plan, cat, runtime: str | None, run, path: str | None,
     """`plan`'s expected figure: the runtime (and --backend) asked for, else the calibration file's, else the
     default."""
     gpu_backend = plan.inputs.backend
-    runtimes = {r.id: r for r in cat.runtimes.all()}
+    runtimes = cat.runtimes.by_id()
     if run is not None and run.runtime in RUNTIMES:
         if runtime is not None and resolve_runtime(runtime)[0] != run.runtime:
             flag = f"--engine {engine}" if engine == runtime else f"--runtime {runtime}"

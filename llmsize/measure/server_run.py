@@ -288,7 +288,7 @@ def predict(o: ServerOptions, cat, gpu, model_spec, fmt: str | None, runtime: st
     from llmsize.estimate.expected import expect
     from llmsize.estimate.plan import PlanInputs, make_plan
 
-    runtimes = {r.id: r for r in cat.runtimes.all()}
+    runtimes = cat.runtimes.by_id()
     out = {"model": model_spec.id, "gpu": gpu.id, "quant": None, "runtime": None, "levels": {}}
     context = prompt + o.tokens // 2  # the mean cached length over the decode
     for level in levels_measured:

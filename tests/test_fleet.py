@@ -68,8 +68,8 @@ def test_a_dense_8b_on_one_card_follows_the_formulas(catalog, runtimes):
 def test_disaggregation_wins_with_long_prompts_and_a_tight_tpot_not_with_short_ones(catalog, runtimes):
     """Llama 3.1 70B on B200s, 3,000 in / 500 out, 400 users at 30 tok/s each: aggregated, a user's TPOT carries
     b x T_prefill / 500 of other users' prefills, so the batch shrinks and the replicas grow; apart, prefill and
-    decode workers cost fewer cards (with the constants fitted on 2026-12-03: 4 prefill workers, each a two-stage
-    pipeline whose stages prefill different prompts, and 4 decode workers of 100 users: 16 cards against 20).
+    decode workers cost fewer cards (with the constants fitted on 2026-12-07: 5 prefill and 3 decode workers of tp 2,
+    the decode workers 132 users each: 16 cards against 20; vLLM's P/D workers run no pipeline stages).
     Llama 3.1 8B on an H100 with 200-token prompts and 2,000-token answers: the
     stall is ~0.2 ms a token, and a separate prefill worker costs a whole card: aggregated wins."""
     w = Workload(3000, 500, users=400, ttft_s=2.0, tpot_s=1 / 30)
@@ -330,13 +330,15 @@ def test_fleet_csv_and_markdown(run_cli):
 def test_pareto_curves_include_pipeline_replicas(catalog, runtimes):
     """Llama 3.1 405B in BF16 (810 GB) fits no node of 8 H100s: fleet serves it with two stages of a node each (tp 8
     x pp 2), and the Pareto curve is drawn from those replicas too (before, pipelines were left out and the card had
-    no curve); the fleet's own row lies within the front."""
+    no curve); the fleet's own row lies within the front. vLLM's P/D workers run no pipeline stages (its
+    NixlConnector refuses them): its card has no disaggregated curve; SGLang's, stage for stage, has one."""
     from llmsize.estimate.fleet import pareto_curves
 
     m, g, w = catalog.model("llama-3.1-405b"), catalog.gpu("h100-sxm"), Workload(2000, 500, users=400)
     row = fleet_rows(m, [g], w, "vllm", runtimes)[0]
     assert (row.tp, row.pp) == (8, 2)
-    curve, _ = pareto_curves(m, [g], w, "vllm", runtimes)
+    (curve,) = pareto_curves(m, [g], w, "vllm", runtimes)
+    assert [c.mode for c in pareto_curves(m, [g], w, "sglang", runtimes)] == ["aggregated", "disaggregated"]
     assert curve.mode == "aggregated" and len(curve.points) >= 3
     # the row (a batch between two of the curve's) dominates none of the front's points
     assert not any(row.tok_s_per_user > x and row.output_tok_s_per_gpu > y for x, y in curve.points)
@@ -1200,3 +1202,27 @@ def test_disaggregated_decode_workers_under_a_rate_admit_above_their_mean(run_cl
     code, out, err = run_cli(*base, "--emit", "vllm")
     assert code == 0, err
     assert f"--max-num-seqs {row['max_batch']}" in out
+
+
+def test_vllm_disaggregates_no_replica_over_pipeline_stages(catalog, runtimes, run_cli):
+    """Llama 3.1 70B on B200s at 20 requests/s (2,000 in / 300 out, TTFT 2 s, 30 tok/s a user): the fleet's row had
+    been 2 prefill and 2 decode workers of tp 1 x pp 2, and `--emit vllm` printed Dynamo lines with
+    --pipeline-parallel-size 2 beside the NixlConnector, which refuses a pipeline-parallel peer (vllm #52913). Under
+    vLLM no disaggregated row has stages, and the split is said among the reasons; SGLang (the same stages on both
+    sides, sglang #14265) and TensorRT-LLM keep theirs."""
+    from llmsize.estimate.fleet import disaggregation_refused
+
+    assert disaggregation_refused("vllm", 2) and disaggregation_refused("vllm", 1) is None
+    assert disaggregation_refused("sglang", 2) is None and disaggregation_refused("trtllm", 4) is None
+    assert disaggregation_refused("llamacpp", 1)
+    w = Workload(2000, 300, rate=20, ttft_s=2.0, tpot_s=1 / 30)
+    m, g = catalog.model("llama-3.1-70b"), catalog.gpu("b200")
+    (row,) = fleet_rows(m, [g], w, "vllm", runtimes)
+    for r in (row, row.other):
+        assert r is None or r.mode == "aggregated" or r.pp == 1
+    sglang = fleet_rows(m, [g], w, "sglang", runtimes)[0]
+    assert any(r is not None and r.mode == "disaggregated" and r.pp > 1 for r in (sglang, sglang.other))
+    code, out, err = run_cli("fleet", "llama-3.1-70b", "--isl", "2000", "--osl", "300", "--rate", "20", "--ttft", "2s",
+                             "--tok-s-per-user", "30", "--gpus", "b200", "--emit", "vllm")
+    assert code == 0 and "dynamo.vllm" in out  # still disaggregated, over tp alone
+    assert not ("--disaggregation-mode" in out and "--pipeline-parallel-size" in out)

@@ -354,6 +354,22 @@ def admitted_batch(runtime: str, prefill_tokens: int, w: Workload, cards: int = 
 # the engines with prefill/decode disaggregation (vLLM and SGLang P/D, NVIDIA Dynamo over them and TensorRT-LLM);
 # llama.cpp, MLX and gpt-fast serve both on one worker
 DISAGGREGATING = ("vllm", "sglang", "trtllm")
+# ... and those whose P/D workers cannot run over pipeline stages. vLLM's NixlConnector (the one Dynamo's vLLM
+# workers use) refuses a pipeline-parallel peer at its handshake (vllm #52913, open 2026-08); its push mode takes a
+# pipelined prefill worker beside a decode worker without stages (#45880), stages on the decode side not planned.
+# SGLang runs P/D with the same stages on both sides (sglang #8846, #14265), TensorRT-LLM's cache transceiver maps
+# them (TensorRT-LLM #7117).
+DISAGG_PIPELINE_REFUSAL = {
+    "vllm": "vLLM's NixlConnector does not move a cache between pipeline stages (\"NixlConnector received pp_rank > 0 "
+            "handshake metadata but does not support PP-disaggregated KV transfer\", vllm #52913)",
+}
+
+
+def disaggregation_refused(runtime: str, pp: int) -> str | None:
+    """Why `runtime` cannot serve a replica of `pp` stages as prefill and decode workers; None where it can."""
+    if runtime not in DISAGGREGATING:
+        return f"{runtime} serves prompts and decode on one worker"
+    return DISAGG_PIPELINE_REFUSAL.get(runtime) if pp > 1 else None
 
 
 class Miss(str):
@@ -630,7 +646,11 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
             admitted = admitted_batch(runtime, limits.prefill_tokens, w, dp * pp)
             modes = [_aggregated(g, par, moe, min(held, admitted), tpot_fn, pre, cost, w, price)]
             if runtime in DISAGGREGATING:
-                modes.append(_disaggregated(g, par, moe, held, tpot_fn, pre, cost, w, price, plan))
+                refused = disaggregation_refused(runtime, pp)
+                if refused:
+                    reasons.append(f"{label}: disaggregated: {refused}")
+                else:
+                    modes.append(_disaggregated(g, par, moe, held, tpot_fn, pre, cost, w, price, plan))
             for row, why in modes:
                 if row is None:
                     reasons.append(_miss(f"{label}: {why}", why.ratio, 1.0) if isinstance(why, Miss) else
@@ -715,7 +735,7 @@ def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: s
             for b in sorted({min(b, hi) for b in batches}):
                 t = tpot_fn(b) + b * cost(b / (pre + w.osl * tpot_fn(b)), tpot_fn(b)) / w.osl  # TPOT_agg(b)
                 pts.append((1 / t, b / t / (tp * pp * dp)))
-                if runtime in DISAGGREGATING:
+                if not disaggregation_refused(runtime, pp):
                     disagg.append(disaggregated_point(b, tpot_fn(b), tp * pp * dp, w.osl, cost.prefill_only()))
         for mode, points in (("aggregated", pts), ("disaggregated", disagg)):
             front = [p for p in points if not any(q[0] >= p[0] and q[1] >= p[1] and q != p for q in points)]

@@ -142,6 +142,21 @@ def test_a_launch_line_capped_at_the_models_positions_says_so(run_cli):
     assert "not one sequence" not in out
 
 
+@pytest.mark.parametrize("args", [["--tp", "8", "--nodes", "2"], ["--tp", "16"]])
+def test_a_launch_line_over_two_nodes_says_how_to_start_it(run_cli, args):
+    """Llama 3.1 405B on 16 H100s over two nodes: SGLang's line had no --nnodes, --node-rank or --dist-init-addr (it
+    would look for 16 cards on one machine), nor vLLM's the Ray cluster it needs; fleet's lines had both."""
+    code, out, err = run_cli("plan", "llama-3.1-405b", "--gpu", "h100", *args, "--emit", "sglang")
+    assert code == 0, err
+    assert "# the server spans 2 nodes: run the line on each, RANK 0 to 1" in out
+    assert out.splitlines()[-1].endswith("--nnodes 2 --node-rank RANK --dist-init-addr HEAD_HOST:5000")
+    code, out, err = run_cli("plan", "llama-3.1-405b", "--gpu", "h100", *args, "--emit", "vllm")
+    assert code == 0, err
+    assert "# the server spans 2 nodes: start a Ray cluster over them first" in out
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100", "--tp", "4", "--pp", "2", "--emit", "sglang")
+    assert code == 0 and "spans" not in out and "--nnodes" not in out  # 8 cards: one node
+
+
 def test_emit_warns_when_the_format_needs_another_checkpoint(run_cli):
     code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "h100", "--quant", "nvfp4", "--emit", "vllm")
     assert code == 0 and out.startswith("# the plan assumes nvfp4 weights but the checkpoint is bf16")

@@ -14,7 +14,7 @@ import shlex
 
 from llmsize.estimate.plan import Plan
 from llmsize.estimate.speculative import spec_pipeline_note
-from llmsize.render.emit_fleet import ENGINE_KV, remote_code_args, spec_flags
+from llmsize.render.emit_fleet import ENGINE_KV, node_launch, remote_code_args, spec_flags
 
 ONLINE = {"fp8"}  # formats the engines quantize to while loading a 16-bit checkpoint
 FLAGS = {
@@ -80,5 +80,8 @@ def serve_command(p: Plan, engine: str, local_path: str | None = None, max_model
         args += ["--linear-backend", "marlin"]
     args += spec_flags(engine, p.inputs.spec)
     args += remote_code_args(p.model)
+    node_notes, node_flags = node_launch(engine, p.comm.nodes if p.comm is not None else 1, "the server")
+    notes += node_notes
+    args += node_flags
     line = " ".join(shlex.quote(str(a)) for a in args)
     return "\n".join(notes + [line])

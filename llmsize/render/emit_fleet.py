@@ -34,6 +34,19 @@ import shlex
 
 from llmsize.estimate.fleet import stage_nodes
 
+
+def node_launch(engine: str, nodes: int, what: str) -> tuple[list[str], list[str]]:
+    """The comment lines and the flags of a server (`what`) whose cards span `nodes` nodes: vLLM over a Ray cluster
+    started first (its multi-node serving: the line run on the head node), SGLang's line run on every node with its
+    rank (--nnodes, --node-rank, --dist-init-addr); none on one node."""
+    if nodes <= 1:
+        return [], []
+    if engine == "vllm":
+        return [f"# {what} spans {nodes} nodes: start a Ray cluster over them first (vLLM's multi-node serving), "
+                "then run the line on its head node"], []
+    return ([f"# {what} spans {nodes} nodes: run the line on each, RANK 0 to {nodes - 1}"],
+            ["--nnodes", str(nodes), "--node-rank", "RANK", "--dist-init-addr", "HEAD_HOST:5000"])
+
 NIXL = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
 
 
@@ -138,9 +151,7 @@ def fleet_command(model, row, engine: str, max_model_len: int, kv_dtype: str = "
         base = par + (["--pipeline-parallel-size", str(row.pp)] if row.pp > 1 else []) + [
             "--max-model-len", ctx, "--max-num-seqs", str(seqs)] + _util("--gpu-memory-utilization", row) + (
             ["--enable-expert-parallel"] if moe else []) + extras
-        if stage_nodes(row.tp, row.pp):
-            head.append(f"# a replica spans {row.pp} nodes: start a Ray cluster over them first (vLLM's multi-node "
-                        "serving), then run the line on its head node")
+        head += node_launch("vllm", stage_nodes(row.tp, row.pp) or 1, "a replica")[0]
         if row.mode == "aggregated":
             return "\n".join(head + [f"# start {row.replicas} of:", shlex.join(["vllm", "serve", name] + base)])
         lines = head + ["# NVIDIA Dynamo: a frontend, then the workers (each on its own cards)",
@@ -154,12 +165,11 @@ def fleet_command(model, row, engine: str, max_model_len: int, kv_dtype: str = "
         return "\n".join(lines)
     base = ["--tp-size", str(row.tp * dp)] + (["--dp-size", str(dp), "--enable-dp-attention"] if dp > 1 else []) + [
         "--context-length", ctx, "--max-running-requests", str(row.running_cap)] + _util("--mem-fraction-static", row)
-    if stage_nodes(row.tp, row.pp):
-        base += ["--pp-size", str(row.pp), "--nnodes", str(row.pp), "--node-rank", "RANK", "--dist-init-addr",
-                 "HEAD_HOST:5000"]
-        head.append(f"# a replica spans {row.pp} nodes: run the line on each, RANK 0 to {row.pp - 1}")
-    elif row.pp > 1:
+    if row.pp > 1:
         base += ["--pp-size", str(row.pp)]
+    notes, flags = node_launch("sglang", stage_nodes(row.tp, row.pp) or 1, "a replica")
+    head += notes
+    base += flags
     base += (["--ep-size", str(row.tp * dp)] if moe else []) + extras
     launch = ["python", "-m", "sglang.launch_server", "--model-path", name, *base]
     if row.mode == "aggregated":

@@ -31,7 +31,7 @@ EMIT_ENGINES = ("vllm", "sglang", "llama-server", "ollama")
 GPU_SORT_KEYS = ("bandwidth", "memory", "year", "id")
 COMPARE_SORT_KEYS = ("ceiling_tok_s", "expected_tok_s", "aggregate_tok_s", "bandwidth_gb_s", "tok_s_per_w",
                      "tok_s_per_kcurrency", "fits", "cards", "memory_gib", "max_context_tokens", "max_sequences",
-                     "ttft_s", "expected_ttft_s", "price", "gpu")
+                     "ttft_s", "expected_ttft_s", "price", "cost", "gpu")
 COMPARE_FORMATS = ("table", "json", "csv", "markdown", "html")
 SCOPES = ("linear", "experts", "mlp", "all")
 

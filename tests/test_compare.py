@@ -214,7 +214,7 @@ def test_a_wide_terminal_gets_the_priced_table_on_one_header_line(run_cli, monke
     assert code == 0, err
     header = next(line for line in out.splitlines() if line.lstrip().startswith("card "))
     assert header.split() == ["card", "GB/s", "GiB", "cards", "max", "ctx", "seqs", "ceil", "b=1", "expect", "b=1",
-                              "tok/s", "agg", "TTFT", "exp", "TTFT", "tok/s/W", "price", "tok/s/k"]
+                              "tok/s", "agg", "TTFT", "exp", "TTFT", "tok/s/W", "cost", "tok/s/k"]
 
 
 def test_markdown_keeps_a_hostile_model_name_inert(run_cli, tmp_path):
@@ -255,3 +255,54 @@ def test_markdown_keeps_the_notes(run_cli):
     md = _run(run_cli, "llama-3.1-8b", "--gpus", "h100,rtx4090", "--context", "200000", "--format", "markdown")
     assert "- Units: GB = 10^9 B, GiB = 2^30 B." in md
     assert "- --context 200,000 is beyond the model's max_position_embeddings 131,072" in md
+
+
+def test_cost_is_the_rows_cards_times_the_price_and_sorts_the_cheapest_set_first(run_cli, tmp_path):
+    """Qwen3-32B FP8 at 16K tokens on cards of 500, 1,800 and 3,000 USD: `--sort price` had put 8 RTX 3070s first
+    (500 a card, 4,000 in all) and the RTX PRO 6000 (3,000 for the one card it needs) last. cost = cards x price:
+    8 x 500 = 4,000, 2 x 1,800 = 3,600, 1 x 3,000 = 3,000; `--sort cost` ranks them so, the table shows it."""
+    import json
+
+    prices = tmp_path / "p.yaml"
+    prices.write_text("currency: USD\nprices:\n  rtx3070: 500\n  rtx4090: 1800\n  rtxpro6000: 3000\n")
+    args = ("compare", "qwen3-32b", "--context", "16384", "--quant", "fp8", "--gpus", "rtx3070,rtx4090,rtxpro6000",
+            "--prices", str(prices))
+    code, out, err = run_cli(*args, "--sort", "cost", "--json")
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    assert [(r["gpu"], r["cards"], r["price"], r["cost"]) for r in rows] == [
+        ("rtxpro6000", 1, 3000, 3000), ("rtx4090", 2, 1800, 3600), ("rtx3070", 8, 500, 4000)]
+    code, out, err = run_cli(*args, "--sort", "price", "--json")
+    assert [r["gpu"] for r in json.loads(out)["rows"]] == ["rtx3070", "rtx4090", "rtxpro6000"]  # one card's price
+    code, out, err = run_cli(*args, "--sort", "cost", "--format", "csv")
+    import csv
+
+    assert code == 0 and [float(r["cost"]) for r in csv.DictReader(out.splitlines())] == [3000, 3600, 4000]
+    code, out, err = run_cli(*args, "--sort", "cost")
+    assert code == 0 and "cost: USD for the row's cards (cards x the price of one)" in " ".join(out.split())
+    code, out, err = run_cli("compare", "qwen3-32b", "--gpus", "rtx3070", "--sort", "cost")
+    assert code == 2 and "--sort cost ranks by the prices" in err
+
+
+def test_a_row_on_pipeline_stages_shows_its_split_and_the_tensor_split(run_cli):
+    """Llama 3.1 405B in FP8 (~406 GB): three B200s hold it only as tp 1 x pp 3 (tp 3 divides no head count), whose
+    batch-1 token reads the stages in turn, 406 GB / 8,000 GB/s ~ 51 ms: 19.6 tok/s, where four as tp 4 read 102 GB
+    a card at once (78 tok/s). The row had said "3" cards and ranked B200 below H200's tensor split; it now says
+    `3 (1x3)` and a note gives the tensor split (4, --tp 4 --pp 1), as the JSON's tp and pp do."""
+    import json
+
+    code, out, err = run_cli("compare", "llama-3.1-405b", "--quant", "fp8", "--gpus", "h200,b200")
+    assert code == 0, err
+    row = next(line for line in out.splitlines() if line.lstrip().startswith("b200"))
+    assert "3 (1x3)" in row
+    h200 = next(line for line in out.splitlines() if line.lstrip().startswith("h200"))
+    assert "(" not in h200.split()[4]  # tp 4 alone: no split shown
+    assert "b200 3 cards as tp 1 x pp 3, a tensor split 4 (--tp 4 --pp 1)" in " ".join(out.split())
+    code, out, err = run_cli("compare", "llama-3.1-405b", "--quant", "fp8", "--gpus", "b200", "--json")
+    (r,) = json.loads(out)["rows"]
+    assert (r["cards"], r["tp"], r["pp"]) == (3, 1, 3)
+    assert r["ceiling_tok_s"] == pytest.approx(8000e9 / 406e9, rel=0.03)  # one card's bandwidth, the whole model
+    code, out, err = run_cli("compare", "llama-3.1-405b", "--quant", "fp8", "--gpus", "b200", "--tp", "4")
+    assert code == 0 and "Pipeline stages decode" not in out  # a split the user chose: no note
+    code, out, err = run_cli("compare", "llama-3.1-405b", "--quant", "fp8", "--gpus", "b200", "--tp", "4", "--json")
+    assert json.loads(out)["rows"][0]["ceiling_tok_s"] == pytest.approx(4 * 8000e9 / 406e9, rel=0.05)

@@ -87,7 +87,7 @@ def compare(
       llmsize compare qwen3-30b-a3b --prices prices.yaml --sort tok_s_per_kcurrency --format csv
     """
     fmt = one_format(as_json, fmt)
-    if sort in ("price", "tok_s_per_kcurrency") and prices is None:
+    if sort in ("price", "cost", "tok_s_per_kcurrency") and prices is None:
         raise InvalidValueError(f"--sort {sort} ranks by the prices --prices reads, and none were given (none are "
                                 "shipped).", "Add --prices prices.yaml (`prices:` card id -> price), or sort by "
                                 "another column.")
@@ -155,6 +155,14 @@ def compare(
         notes.append(f"Rows whose cache holds fewer than {users} sequences are aggregated at what it holds: each row "
                      "is the fewest cards that hold the weights, and its per-watt and per-price figures are those "
                      "cards'; `--tp N` prices more cards of each, `fleet --users` the cards the users need.")
+    staged = [r for r in rows if r.tensor_cards]  # the fewest cards, on stages a serving engine's token crosses
+    if staged:
+        named = "; ".join(f"{r.gpu.id} {r.cards} cards as tp {r.tp} x pp {r.pp}, a tensor split {r.tensor_cards} "
+                          f"(--tp {r.tensor_cards} --pp 1)" for r in staged[:4])
+        notes.append("Pipeline stages decode one after another: a batch-1 token reads each stage's weights in turn, "
+                     "one card's bandwidth over the whole model, so the batch-1 figures of a row on stages are below "
+                     f"a tensor split's: {named}" + (f"; {len(staged) - 4} more (tensor_cards in --json)"
+                                                      if len(staged) > 4 else "") + ".")
     if fmt == "json":
         from llmsize.render.compare_table import rows_to_dicts
 

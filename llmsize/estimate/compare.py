@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError
+from llmsize.estimate.capacity import LLAMACPP_RUNTIMES
 from llmsize.estimate.expected import expect
 from llmsize.estimate.plan import Plan, PlanInputs, make_plan, smallest_fit
 
@@ -30,6 +31,7 @@ COLUMNS = {
     "expected_ttft_s": ("expected TTFT", "s, in the runtime", False),
     "tok_s_per_w": ("per watt", "tok/s/W", True),
     "price": ("price", "per card", False),
+    "cost": ("cost", "cards x price", False),
     "tok_s_per_kcurrency": ("per 1,000", "tok/s", True),
 }
 SORT_KEYS = tuple(k for k in COLUMNS if k != "gpu") + ("gpu",)
@@ -45,6 +47,8 @@ class Row:
     price: float | None
     expected: object | None = None  # expected.ExpectedResult under the runtime asked for (or the default)
     why_not: str | None = None  # a row without a plan: why no configuration holds the model
+    tensor_cards: int | None = None  # a row on pipeline stages: the fewest cards of a tensor split alone (pp 1)
+    # within a node, where one holds the model
 
     @property
     def cards(self) -> int:
@@ -70,6 +74,7 @@ class Row:
             "expected_ttft_s": e.ttft_s if e else None,
             "tok_s_per_w": agg / tdp if agg and tdp else None,
             "price": self.price,
+            "cost": self.price * self.cards if self.price is not None and p else None,
             "tok_s_per_kcurrency": agg / (self.price * self.cards / 1000) if agg and self.price else None,
         }
 
@@ -109,7 +114,14 @@ def compare(model: ModelSpec, gpus: list[GpuSpec], inputs: PlanInputs, users: in
         if served >= 1:
             p = make_plan(model, g, replace(inputs, batch=served, tp=tp, pp=pp))
         exp = expect(p, runtimes, runtime) if runtimes is not None else None
-        rows.append(Row(g, p, tp, pp, served, prices.get(g.id), exp))
+        tensor = None
+        rid = exp.runtime if exp is not None else runtime
+        if pp > 1 and not fixed and rid not in LLAMACPP_RUNTIMES:  # a token crosses the stages in turn: the
+            # fewest cards of a split without them within a node (llama.cpp's own default split is its layers', and
+            # past a node stages are how engines span nodes: none offered)
+            tensor = smallest_fit(model, g, replace(inputs, batch=1), pp_choices=(1,))
+            tensor = tensor if tensor is not None and tensor.tp <= inputs.gpus_per_node else None
+        rows.append(Row(g, p, tp, pp, served, prices.get(g.id), exp, tensor_cards=tensor and tensor.tp))
     if refused and len(refused) == len(gpus):
         raise refused[0]  # the split is the model's problem (its heads), not a card's: say so, not a table of dashes
     return rows

@@ -302,15 +302,17 @@ def with_runtime_share(inputs: PlanInputs, fmt: QuantFormat, gpu: GpuSpec, exact
     return replace(inputs, gpu_util=util), runtime, why
 
 
-def smallest_fit(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs, exact=None) -> Fit | None:
+def smallest_fit(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs, exact=None,
+                 pp_choices: tuple[int, ...] = PP_CHOICES) -> Fit | None:
     """Fewest cards (then the least pipeline depth) whose per-card weights, one sequence's cache at the
-    context and the overhead fit; engines' divisibility rules respected. None if 256 cards are not enough."""
+    context and the overhead fit; engines' divisibility rules respected. None if 256 cards are not enough.
+    pp_choices=(1,): the fewest of a tensor split alone."""
     fmt, scope = resolve_format(model, inputs.quant, inputs.scope)
     inputs, runtime, _ = with_runtime_share(inputs, fmt, gpu, exact)
     layers_first = runtime in LLAMACPP_RUNTIMES  # llama.cpp's default split (-sm layer) is a pipeline of layers
     # fewest cards; then tensor parallel inside a node rather than across nodes; then the shallowest pipeline
     # (under llama.cpp: its layer split before a row split)
-    options = sorted(((tp, pp) for tp in TP_CHOICES for pp in PP_CHOICES if tp * pp > 1),
+    options = sorted(((tp, pp) for tp in TP_CHOICES for pp in pp_choices if tp * pp > 1),
                      key=lambda c: (c[0] * c[1], c[0] > inputs.gpus_per_node, c[0] if layers_first else c[1]))
     total = weight_bytes(held_model(runtime, model), fmt, scope).bytes_total
     room = usable_memory(gpu, inputs.wired_limit_bytes).bytes * inputs.gpu_util - overhead_of(inputs)

@@ -13,11 +13,21 @@ SHORT = {"gpu": "card", "bandwidth_gb_s": "GB/s", "memory_gib": "GiB", "cards": 
          "max_context_tokens": "max ctx", "max_sequences": "seqs", "ceiling_tok_s": "ceil b=1",
          "expected_tok_s": "expect b=1",
          "aggregate_tok_s": "tok/s agg", "ttft_s": "TTFT", "expected_ttft_s": "exp TTFT", "tok_s_per_w": "tok/s/W",
-         "price": "price",
+         "price": "price", "cost": "cost",
          "tok_s_per_kcurrency": "tok/s/k"}
+# the cost of a row's cards, not one card's price: a row on 8 cheap cards beside one dear one (JSON and CSV keep both)
 SHOWN = ["gpu", "bandwidth_gb_s", "memory_gib", "cards", "max_context_tokens", "max_sequences", "ceiling_tok_s",
-         "expected_tok_s", "aggregate_tok_s", "ttft_s", "expected_ttft_s", "tok_s_per_w", "price",
+         "expected_tok_s", "aggregate_tok_s", "ttft_s", "expected_ttft_s", "tok_s_per_w", "cost",
          "tok_s_per_kcurrency"]
+
+
+def _cells(row, cols: list[str]) -> list[str]:
+    """A row's cells; its cards with their split where it has pipeline stages (`3 (1x3)`: tp 1 x pp 3)."""
+    v = row.values()
+    cells = [_cell(c, v[c]) for c in cols]
+    if "cards" in cols and row.plan is not None and row.pp > 1:
+        cells[cols.index("cards")] += f" ({row.tp}x{row.pp})"
+    return cells
 
 
 def _cell(key: str, v) -> str:
@@ -38,7 +48,7 @@ def _cell(key: str, v) -> str:
         return f"{v:,.0f}" if v >= 100 else f"{v:,.1f}"
     if key == "bandwidth_gb_s":
         return f"{v:,.0f}"
-    if key == "price":  # money: whole units from 100 up ("27,000", not "27,000.0"), cents below
+    if key in ("price", "cost"):  # money: whole units from 100 up ("27,000", not "27,000.0"), cents below
         return f"{v:,.0f}" if v >= 100 else f"{v:,.2f}"
     return f"{v:,.1f}"
 
@@ -46,7 +56,7 @@ def _cell(key: str, v) -> str:
 def _columns(rows, currency: str | None) -> list[str]:
     cols = list(SHOWN)
     if not any(r.price for r in rows):
-        cols = [c for c in cols if c not in ("price", "tok_s_per_kcurrency")]
+        cols = [c for c in cols if c not in ("price", "cost", "tok_s_per_kcurrency")]
     return cols
 
 
@@ -54,6 +64,8 @@ def _header(key: str, currency: str | None) -> str:
     name, unit, _ = COLUMNS[key]
     if key == "price":
         unit = f"{currency} per card"
+    if key == "cost":
+        unit = f"{currency}, cards x price"
     if key == "tok_s_per_kcurrency":
         name, unit = f"per 1,000 {currency}", "tok/s"
     if key in ("ttft_s", "expected_ttft_s"):  # each cell says its own unit (_cell: ms below a second, else s)
@@ -67,7 +79,7 @@ def rows_to_dicts(rows) -> list[dict]:
         d = r.values()
         d.update({"gpu_name": r.gpu.name, "serves": r.plan is not None,  # `fits` is one card's
                   "tp": r.tp if r.plan else None, "pp": r.pp if r.plan else None,
-                  "users_served": r.users_served,
+                  "users_served": r.users_served, "tensor_cards": r.tensor_cards,
                   "gpu_util": r.plan.budget.gpu_util if r.plan else None})  # the share its runtime budgets
         e = r.expected
         d.update({"expected_runtime": e.runtime if e else None, "expected_backend": e.backend if e else None,
@@ -100,8 +112,7 @@ def render_markdown(rows, currency, title: str, notes: list[str] = ()) -> str:
     lines = [f"**{md(title)}**", "", "| " + " | ".join(md(_header(c, currency)) for c in cols) + " |",
              "|" + "|".join("---" if c == "gpu" else "---:" for c in cols) + "|"]
     for r in rows:
-        v = r.values()
-        lines.append("| " + " | ".join(md(_cell(c, v[c])) for c in cols) + " |")
+        lines.append("| " + " | ".join(md(c) for c in _cells(r, cols)) + " |")
     lines += [""] + [f"- {md(n)}" for n in notes] if notes else []
     return "\n".join(lines) + "\n"
 
@@ -110,8 +121,9 @@ def render_table(rows, currency, title: str, notes: list[str], console) -> None:
     from llmsize.render.columns import print_table
 
     cols = _columns(rows, currency)
-    print_table(console, title, [SHORT[c] for c in cols], [[_cell(c, r.values()[c]) for c in cols] for r in rows])
-    legend = ("GB/s: memory bandwidth; GiB: VRAM; max ctx: longest context one sequence can hold (K = 1,000); seqs: "
+    print_table(console, title, [SHORT[c] for c in cols], [_cells(r, cols) for r in rows])
+    legend = ("GB/s: memory bandwidth; GiB: VRAM; cards: the fewest that hold the model (tp x pp where it has pipeline "
+              "stages); max ctx: longest context one sequence can hold (K = 1,000); seqs: "
               "sequences that fit at --context; ceil b=1: batch-1 decode ceiling; expect b=1: expected batch-1 "
               "decode in the runtime (--runtime, else the format's and card's default; - where it has no figure); "
               "tok/s agg: the roofline's aggregate at --users (or what the cache holds); TTFT: the roofline's "
@@ -120,7 +132,8 @@ def render_table(rows, currency, title: str, notes: list[str], console) -> None:
               "another rate (llama.cpp's quantized prompts at the INT8 rate) or it pipelines the prompt over its "
               "cards; `plan --gpu CARD` gives the runtime's bands")
     if currency:
-        legend += f"; price: {currency} per card; tok/s/k: aggregate tok/s per 1,000 {currency} of cards"
+        legend += (f"; cost: {currency} for the row's cards (cards x the price of one); tok/s/k: aggregate tok/s per "
+                   f"1,000 {currency} of cards")
     console.print(f" {legend}.", style="dim")
     for r in rows:
         if r.why_not:
@@ -138,6 +151,9 @@ def render_html(rows, currency, title: str, notes: list[str], roofs) -> str:
 
     cols = _columns(rows, currency)
     body = [[r.values()[c] for c in cols] for r in rows]
+    if "cards" in cols:  # the split beside the cards where a row has pipeline stages, as the table says it
+        body = [[_cells(r, ["cards"])[0] if c == "cards" and r.plan is not None and r.pp > 1 else v
+                 for c, v in zip(cols, b)] for r, b in zip(rows, body)]
     model_name = rows[0].plan.model.name if rows and rows[0].plan else ""
     chart = svg_plot(roof_series(model_name, roofs), f"Roofline: {model_name} decode (batch 1, 2, 4 ...) and "
                      "prefill", X_ROOF, Y_ROOF, color_group=2)

@@ -82,16 +82,24 @@ def duration(flag: str):
     return check
 
 
-def choice(values: tuple[str, ...], synonyms: dict[str, str] | None = None):
-    """A callback accepting one of `values` (case-insensitive), refusing anything else with not_one_of."""
+def choice(values: tuple[str, ...], synonyms: dict[str, str] | None = None, why_not: dict[str, str] | None = None):
+    """A callback accepting one of `values` (case-insensitive), refusing anything else with not_one_of, or with
+    `why_not`'s reason where the value names something real that the option does not offer."""
     def check(value):
         if value is None:
             return value
         v = value.strip().lower()
         if v not in values:
+            if why_not and v in why_not:
+                raise typer.BadParameter(f"`{v}`: {why_not[v]}; it takes {', '.join(values)}")
             raise typer.BadParameter(not_one_of(value, values, synonyms))
         return v
     return check
+
+
+# engines a launch line is not written for, and why (plan --emit, fleet --emit)
+NO_LAUNCH_LINE = {e: "TensorRT-LLM's launch lines are not written here (--runtime trtllm sizes for it)"
+                  for e in ("trtllm", "tensorrt-llm", "tensorrt_llm", "trt-llm")}
 
 
 def _opt(*names: str, help: str, callback=None, **kw):
@@ -207,7 +215,8 @@ ChartOutOpt = Annotated[Optional[Path], _opt("--output", "-o", help="Write a .pn
 # ----------------------------------------------------------------------------------------- plan's engine options
 
 EmitOpt = Annotated[Optional[str], _opt("--emit", help="Print the serving command this plan corresponds to: vllm, "
-                                        "sglang, llama-server, or ollama (Modelfile and environment).", callback=choice(EMIT_ENGINES), show_default=False)]
+                                        "sglang, llama-server, or ollama (Modelfile and environment).",
+                                        callback=choice(EMIT_ENGINES, why_not=NO_LAUNCH_LINE), show_default=False)]
 EngineOpt = Annotated[Optional[str], _opt("--engine", help="Predict this engine's own memory ledger and KV "
                                           "capacity: vllm, sglang or trtllm (--gpu-util is its fraction), or "
                                           "what llamacpp / ollama print at start-up.",
@@ -305,7 +314,8 @@ TokSPerUserOpt = Annotated[Optional[float], _opt("--tok-s-per-user", help="Per-u
                                                  show_default=False)]
 FleetEmitOpt = Annotated[Optional[str], _opt("--emit", help="Print the launch lines of the best row: vllm (disaggregated: "
                                              "under NVIDIA Dynamo) or sglang (its own P/D).",
-                                             callback=choice(("vllm", "sglang")), show_default=False)]
+                                             callback=choice(("vllm", "sglang"), why_not=NO_LAUNCH_LINE),
+                                             show_default=False)]
 ModeOpt = Annotated[Optional[str], _opt("--mode", help="With --emit: the launch lines of the best card's aggregated or "
                                       "disaggregated configuration (default: the better of the two, its row).",
                                       callback=choice(("aggregated", "disaggregated")), show_default=False)]

@@ -1226,3 +1226,20 @@ def test_vllm_disaggregates_no_replica_over_pipeline_stages(catalog, runtimes, r
                              "--tok-s-per-user", "30", "--gpus", "b200", "--emit", "vllm")
     assert code == 0 and "dynamo.vllm" in out  # still disaggregated, over tp alone
     assert not ("--disaggregation-mode" in out and "--pipeline-parallel-size" in out)
+
+
+def test_csv_carries_the_prefill_load_caveats_and_budget_and_one_user_is_singular(run_cli):
+    """The spreadsheet export had no prefill_load, max_batch, gpu_util or caveats: the table's warnings (a prefill
+    pool at 99% of what it serves) vanished from the format procurement shares. And a title said "1 users"."""
+    import csv
+
+    code, out, err = run_cli("fleet", "llama-3.1-70b", "--isl", "2000", "--osl", "300", "--rate", "20", "--ttft", "2s",
+                             "--tok-s-per-user", "30", "--gpus", "b200,h200", "--format", "csv")
+    assert code == 0, err
+    rows = list(csv.DictReader(out.splitlines()))
+    assert {"prefill_load", "max_batch", "gpu_util", "caveats"} <= set(rows[0])
+    disagg = [r for r in rows if r["mode"] == "disaggregated"]
+    assert disagg and all(0 < float(r["prefill_load"]) <= 1 for r in disagg)
+    assert all(float(r["gpu_util"]) == 0.9 for r in rows)
+    code, out, err = run_cli("fleet", "llama-3.1-8b", "--users", "1", "--gpus", "h100")
+    assert code == 0 and ", 1 user," in out.splitlines()[0]

@@ -267,3 +267,13 @@ def test_emitted_launch_line_carries_the_users_values(run_cli):
     _, out, _ = run_cli("plan", "llama-3.1-8b", "--gpu", "h100", "--emit", "sglang", "--context", "8192")
     line = out.strip().splitlines()[-1].split()
     assert line[line.index("--context-length") + 1] == "8192"
+
+
+@pytest.mark.parametrize("command", [["plan", "llama-3.1-8b", "--gpu", "h100"],
+                                     ["fleet", "llama-3.1-8b", "--users", "10", "--gpus", "h100"]])
+def test_emit_trtllm_says_there_is_no_launch_line_not_did_you_mean_vllm(run_cli, command):
+    """`--emit trtllm` was answered "did you mean `vllm`?": a spelling hint for an engine the user named right."""
+    code, out, err = run_cli(*command, "--emit", "trtllm")
+    assert code == 2 and "did you mean" not in err
+    assert "TensorRT-LLM's launch lines are not written here (--runtime trtllm sizes for it)" in err
+    assert len(err.strip().splitlines()) == 1

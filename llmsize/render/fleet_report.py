@@ -153,7 +153,7 @@ HYBRID_BAND_WORDS = ("; a hybrid's TTFT band, its recurrent layers' prompts left
 
 
 def render_fleet(model, w, runtime, currency, rows, console, kv_dtype: str = "bf16") -> None:
-    load = f"{w.users:,} users" if w.users is not None else f"{w.rate:,g} requests/s"
+    load = _load(w)
     missing, cells = [], []
     for r in rows:
         if r.replicas is None:
@@ -234,13 +234,15 @@ def _footprint(rows, currency, console) -> None:
 FLAT = ("card", "mode", "tp", "pp", "ep", "dp", "replicas", "prefill_workers", "decode_workers", "cards_total", "nodes",
         "batch_per_replica", "output_tok_s_per_gpu", "output_tok_s_total", "tok_s_per_user", "ttft_s", "tpot_s",
         "meets_slo", "ttft_wait_s", "ttft_p95_s", "tpot_s_low", "tpot_s_high", "ttft_s_low", "ttft_s_high", "watts",
-        "cost_per_hour", "cost_per_month", "cost_per_mtok_out", "why_not")
+        "cost_per_hour", "cost_per_month", "cost_per_mtok_out", "why_not", "max_batch", "prefill_load", "gpu_util",
+        "caveats")
 
 
 def flat_rows(rows) -> list[dict]:
     out = []
     for r in rows:
         d = {k: getattr(r, k) for k in FLAT}
+        d["caveats"] = "; ".join(r.caveats) or None  # one cell: what the catalog lacks that the row leans on
         d["other_mode"] = r.other.mode if r.other else None
         d["other_cards_total"] = r.other.cards_total if r.other else None
         out.append(d)
@@ -262,13 +264,18 @@ def render_fleet_csv(rows, currency: str | None = None) -> str:
     return buf.getvalue()
 
 
+def _load(w) -> str:
+    """The workload's load as the title says it: users (one user) or requests a second."""
+    return f"{w.users:,} user{'s' if w.users != 1 else ''}" if w.users is not None else f"{w.rate:,g} requests/s"
+
+
 def _targets(w) -> str:
     return ", ".join(x for x in (f"TTFT <= {w.ttft_s:g} s" if w.ttft_s else "",
                                  f"TPOT <= {w.tpot_s * 1000:.3g} ms" if w.tpot_s else "") if x) or "no targets"
 
 
 def render_fleet_markdown(model, w, runtime, currency, rows, kv_dtype: str = "bf16") -> str:
-    load = f"{w.users:,} users" if w.users is not None else f"{w.rate:,g} requests/s"
+    load = _load(w)
     cur = currency or "cost"
     from llmsize.render.markdown import md
 
@@ -358,7 +365,7 @@ def render_fleet_html(model, w, runtime, currency, rows, curves, roofs, kv_dtype
     from llmsize.render.html_page import Section, page
     from llmsize.render.svg_chart import svg_plot
 
-    load = f"{w.users:,} users" if w.users is not None else f"{w.rate:,g} requests/s"
+    load = _load(w)
     work = [["prompt tokens (isl)", w.isl], ["answer tokens (osl)", w.osl], ["load", load],
             ["TTFT target (s)", w.ttft_s], ["TPOT target (ms)", None if w.tpot_s is None else w.tpot_s * 1000],
             ["shared prefix (fraction of prompt tokens)", w.shared_prefix], ["weights", w.quant],

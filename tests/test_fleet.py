@@ -935,7 +935,7 @@ def test_pareto_to_a_file_goes_with_json(run_cli, tmp_path):
 
 
 @pytest.mark.parametrize("text, needle", [
-    ("currency: EUR\nhourly:\n  mi300x: 2\n", "no hourly price for the cards sized (h100-sxm, b200)"),
+    ("currency: EUR\nhourly:\n  mi300x: 2\n", "no price for the cards sized (h100-sxm, b200)"),
     ('currency: "EUR <b>x</b>"\nhourly:\n  b200: 2\n', "is not a short label"),
     ("currency:\nhourly:\n  b200: 2\n", "`currency:` is empty"),
     ("currency: EUR\nhourly:\n  b200: -2\n", "Give the price of one card-hour"),
@@ -1243,3 +1243,30 @@ def test_csv_carries_the_prefill_load_caveats_and_budget_and_one_user_is_singula
     assert all(float(r["gpu_util"]) == 0.9 for r in rows)
     code, out, err = run_cli("fleet", "llama-3.1-8b", "--users", "1", "--gpus", "h100")
     assert code == 0 and ", 1 user," in out.splitlines()[0]
+
+
+def test_a_cards_price_gives_what_each_rows_cards_cost_to_buy(run_cli, tmp_path):
+    """A buyer's prices (`prices:`, a card's) had been refused by fleet, which read only `hourly:`, and ignored
+    beside them. cards_cost = cards_total x the price of one; with no hourly prices the rows rank by it (same card:
+    fewest cards; across cards: cheapest to buy), and the footprint table, CSV and JSON carry it."""
+    import csv
+
+    prices = tmp_path / "p.yaml"
+    prices.write_text("currency: USD\nprices:\n  b200: 45000\n  h200-sxm: 32000\n  h100-sxm: 25000\n")
+    base = ("fleet", "llama-3.1-70b", "--isl", "2000", "--osl", "300", "--rate", "20", "--ttft", "2s",
+            "--tok-s-per-user", "30", "--gpus", "b200,h200,h100", "--prices", str(prices))
+    code, out, err = run_cli(*base, "--json")
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    price = {"b200": 45000, "h200-sxm": 32000, "h100-sxm": 25000}
+    for r in rows:
+        assert r["cards_cost"] == r["cards_total"] * price[r["card"]] and r["cost_per_hour"] is None
+        assert r["other"]["cards_cost"] == r["other"]["cards_total"] * price[r["card"]]
+    assert [r["cards_cost"] for r in rows] == sorted(r["cards_cost"] for r in rows)
+    code, out, err = run_cli(*base)
+    assert code == 0 and "USD to buy" in out
+    line = next(x for x in out[out.index("Footprint and price to buy"):].splitlines() if x.strip().startswith("b200"))
+    assert f"{next(r for r in rows if r['card'] == 'b200')['cards_cost']:,.0f}" in line.split()
+    code, out, err = run_cli(*base, "--format", "csv")
+    assert {r["card"]: float(r["cards_cost"]) for r in csv.DictReader(out.splitlines())} == {
+        r["card"]: r["cards_cost"] for r in rows}

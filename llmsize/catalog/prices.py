@@ -83,3 +83,18 @@ def _section(path: Path, section: dict, key: str, catalog) -> dict[str, float]:
                                f"({gpu.id}).", "Keep one price per card.")
         out[gpu.id], named[gpu.id] = number, label
     return out
+
+
+def load_fleet_prices(path: Path, catalog) -> tuple[str, dict[str, float] | None, dict[str, float] | None]:
+    """fleet's prices: (currency, card id -> price of one card-hour, card id -> price of one card), either section
+    absent as None, at least one given (load_prices checks each)."""
+    data = read_yaml(path, "--prices")
+    if not isinstance(data, dict) or not any(isinstance(data.get(k), dict) for k in ("hourly", "prices")):
+        raise CatalogError(f"--prices `{path}`: expected a mapping with an `hourly:` mapping of card id -> price of "
+                           "one card-hour, or a `prices:` mapping of card id -> price of one card.",
+                           "See `llmsize fleet --help` for the format.")
+    currency, hourly = load_prices(path, catalog, "hourly") if "hourly" in data else (None, None)
+    # an empty `prices: {}` beside hourly prices is none (load_prices checked the section beside the one it read)
+    currency, bought = load_prices(path, catalog, "prices") if data.get("prices") or hourly is None \
+        else (currency, None)
+    return currency, hourly, bought

@@ -8,8 +8,8 @@ import sys
 from llmsize.commands.shared import (
     NODE_LINK_GB_S,
     WIDE_WIDTH,
-    card_prices,
     filtered_cards,
+    fleet_prices,
     load_catalog,
     make_console,
     named_model,
@@ -130,7 +130,7 @@ def fleet(
         kv_dtype_bytes(kv_dtype)  # an unknown KV dtype is refused before any work
         kv_dtype = kv_dtype.lower()
     cards = filtered_cards(cat, gpus_, vendor, segment)
-    currency, hourly = card_prices(prices, cat, cards, hourly=True) if prices is not None else (None, None)
+    currency, hourly, bought = fleet_prices(prices, cat, cards) if prices is not None else (None, None, None)
     w = workload_from_options(isl, osl, users, rate, ttft, tpot, tok_s_per_user, shared_prefix, spec, cat,
                               node_link_gb_s)
     # the runtime, the weights it loads, the rows
@@ -142,7 +142,7 @@ def fleet(
 
         check_mtp_runtime(w.spec, rid, m, is_gguf(quant_format(w.quant)))
     runtimes = cat.runtimes.by_id()
-    rows = fleet_rows(m, cards, w, rid, runtimes, hourly, kv_dtype)
+    rows = fleet_rows(m, cards, w, rid, runtimes, hourly, kv_dtype, bought)
     if emit is not None:
         sys.stdout.write(_launch_line(rows, m, w, emit, mode, kv_dtype) + "\n")
         return

@@ -217,6 +217,19 @@ def filtered_cards(cat, gpus: str | None, vendor: str | None, segment: str | Non
     return cards
 
 
+def fleet_prices(path: Path, cat, cards: list) -> tuple[str, dict[str, float] | None, dict[str, float] | None]:
+    """fleet's --prices: (currency, card id -> price of a card-hour, card id -> price of a card), the sections the
+    file has, refused where they price none of `cards`."""
+    from llmsize.catalog.prices import load_fleet_prices
+
+    currency, hourly, bought = load_fleet_prices(path, cat)
+    if not any(g.id in (hourly or {}) or g.id in (bought or {}) for g in cards):
+        raise InvalidValueError(f"--prices `{path}` has no price for the cards sized "
+                                f"({', '.join(g.id for g in cards[:6])}{', ...' if len(cards) > 6 else ''}).",
+                                "Add their `hourly:` prices (a card-hour's) or `prices:` (a card's), or drop --prices.")
+    return currency, hourly, bought
+
+
 def card_prices(path: Path, cat, cards: list, hourly: bool = False) -> tuple[str, dict[str, float]]:
     """--prices read (catalog.prices.load_prices: a card's price, or with `hourly` a card-hour's), refused where it
     prices none of `cards`: (currency, card id -> price)."""

@@ -139,6 +139,7 @@ class FleetRow:
     # the share of its prompt-serving capacity the row's load takes: a disaggregated row's prefill workers (M/G/x)
     prefill_load: float | None = None
     gpu_util: float | None = None  # the share of each card's memory the rows were sized with (plan's budget)
+    cards_cost: float | None = None  # the row's cards x the price of one (--prices `prices:`): what they cost to buy
 
     @property
     def running_cap(self) -> int | None:
@@ -561,7 +562,10 @@ def runtime_refusal(runtime: str, runtimes: dict, g: GpuSpec) -> str | None:
 
 
 def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str, runtimes: dict,
-               hourly: dict[str, float] | None = None, kv_dtype: str = "bf16") -> list[FleetRow]:
+               hourly: dict[str, float] | None = None, kv_dtype: str = "bf16",
+               bought: dict[str, float] | None = None) -> list[FleetRow]:
+    """Per card, the cheapest configuration that serves `w` (an hour's cost with `hourly` prices, else the fewest
+    cards), the other serving mode beside it; `bought` (a card's price) adds what the row's cards cost to buy."""
     from llmsize.estimate.expected import RECURRENT_PREFILL_RANGE, recurrent_prefill_key
     from llmsize.estimate.plan import make_plan
     from llmsize.estimate.runtimes import backend, constants
@@ -668,11 +672,16 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
             if w.isl_lengths is not None and not w.isl_lengths.fixed:
                 row = _with_p95(row, model, g, w, runtime, c, kv_dtype)
                 other = other and _with_p95(other, model, g, w, runtime, c, kv_dtype)
-            rows.append(replace(row, other=other, caveats=card_caveats(g, best[2], row, runtime, w)))
+            buy = (bought or {}).get(g.id)
+            if buy is not None:
+                other = other and replace(other, cards_cost=other.cards_total * buy)
+            rows.append(replace(row, other=other, caveats=card_caveats(g, best[2], row, runtime, w),
+                                cards_cost=None if buy is None else row.cards_total * buy))
         else:
             rows.append(FleetRow(g.id, "aggregated", None, None, None, None, None, None, None, None, None, None, None, None,
                                  False, None, None, None, None, _closest(reasons)))
     rows.sort(key=lambda r: (not r.meets_slo, r.cost_per_hour if r.cost_per_hour is not None else math.inf,
+                             r.cards_cost if r.cards_cost is not None else math.inf,
                              r.cards_total if r.cards_total is not None else math.inf, r.card))
     return rows
 

@@ -180,7 +180,8 @@ def render_fleet(model, w, runtime, currency, rows, console, kv_dtype: str = "bf
         console.print()
     _footprint(rows, currency, console)
     console.print("Cheapest an hour first with hourly prices (the footprint's cost: the main table's cost per "
-                  "million tokens also counts how fast each row serves), else fewest cards; each row the better of "
+                  "million tokens also counts how fast each row serves), else cheapest to buy with a card's prices "
+                  "(`prices:`), else fewest cards; each row the better of "
                   "aggregated (N x agg) and disaggregated (xPyD: x prefill, y decode workers of tp cards) serving, "
                   "aggregated where they cost the same (the simpler to run; the other mode's row, below, may serve "
                   "faster); "
@@ -212,19 +213,24 @@ def _footprint(rows, currency, console) -> None:
     if not served:
         return
     priced = any(r.cost_per_hour is not None for r in served)
+    bought = any(r.cards_cost is not None for r in served)
     cur = currency or "cost"
-    heads = ["card", "cards", "nodes", "kW"] + ([f"{cur}/hour", f"{cur}/month"] if priced else []) + [
-        "other mode (cards)"]
+    heads = ["card", "cards", "nodes", "kW"] + ([f"{cur}/hour", f"{cur}/month"] if priced else []) + (
+        [f"{cur} to buy"] if bought else []) + ["other mode (cards)"]
     cells = []
     for r in served:
         c = [r.card, f"{r.cards_total:,}", f"{r.nodes:,}", f"{r.watts / 1000:,.1f}" if r.watts else "-"]
         if priced:
             c.append(f"{r.cost_per_hour:,.2f}" if r.cost_per_hour is not None else "-")
             c.append(f"{r.cost_per_month:,.0f}" if r.cost_per_month is not None else "-")
+        if bought:
+            c.append(f"{r.cards_cost:,.0f}" if r.cards_cost is not None else "-")
         c.append(f"{'aggregated' if r.other.mode == 'aggregated' else 'P/D'} ({r.other.cards_total:,})"
                  if r.other else "-")
         cells.append(c)
-    print_table(console, "Footprint" + (f" and cost (a month of {HOURS_PER_MONTH} hours)" if priced else "")
+    costs = ([f"cost (a month of {HOURS_PER_MONTH} hours)"] if priced else []) + (
+        ["price to buy (cards x one card's)"] if bought else [])
+    print_table(console, "Footprint" + (f" and {' and '.join(costs)}" if costs else "")
                 + " of each row, and the other serving mode's cards", heads, cells)
     no_tdp = [r.card for r in served if not r.watts]
     if no_tdp:
@@ -234,8 +240,8 @@ def _footprint(rows, currency, console) -> None:
 FLAT = ("card", "mode", "tp", "pp", "ep", "dp", "replicas", "prefill_workers", "decode_workers", "cards_total", "nodes",
         "batch_per_replica", "output_tok_s_per_gpu", "output_tok_s_total", "tok_s_per_user", "ttft_s", "tpot_s",
         "meets_slo", "ttft_wait_s", "ttft_p95_s", "tpot_s_low", "tpot_s_high", "ttft_s_low", "ttft_s_high", "watts",
-        "cost_per_hour", "cost_per_month", "cost_per_mtok_out", "why_not", "max_batch", "prefill_load", "gpu_util",
-        "caveats")
+        "cost_per_hour", "cost_per_month", "cost_per_mtok_out", "cards_cost", "why_not", "max_batch", "prefill_load",
+        "gpu_util", "caveats")
 
 
 def flat_rows(rows) -> list[dict]:
@@ -283,18 +289,20 @@ def render_fleet_markdown(model, w, runtime, currency, rows, kv_dtype: str = "bf
              "**", "",
              f"| card | mode | tp | cards | nodes | batch | tok/s per GPU | tok/s per user (band) | TTFT s (band) | "
              f"TPOT ms (band) | kW | "
-             f"{cur} per Mtok | {cur} per month | why not |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             f"{cur} per Mtok | {cur} per month | {cur} to buy | why not |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         if r.replicas is None:
-            lines.append(f"| {md(r.card)} | | | | | | | | | | | | | {md(r.why_not)} |")
+            lines.append(f"| {md(r.card)} | | | | | | | | | | | | | | {md(r.why_not)} |")
             continue
         mode = f"{r.prefill_workers}P{r.decode_workers}D" if r.mode == "disaggregated" else f"{r.replicas} x agg"
         cost = f"{r.cost_per_mtok_out:,.3f}" if r.cost_per_mtok_out is not None else ""
         month = f"{r.cost_per_month:,.0f}" if r.cost_per_month is not None else ""
+        buy = f"{r.cards_cost:,.0f}" if r.cards_cost is not None else ""
         kw = f"{r.watts / 1000:,.1f}" if r.watts is not None else ""
         lines.append(f"| {md(r.card)} | {mode} | {_par(r)} | {r.cards_total:,} | {r.nodes:,} | {r.batch_per_replica} | "
-                     f"{r.output_tok_s_per_gpu:,.0f} | {' | '.join(_latency_cells(r))} | {kw} | {cost} | {month} | |")
+                     f"{r.output_tok_s_per_gpu:,.0f} | {' | '.join(_latency_cells(r))} | {kw} | {cost} | {month} | "
+                     f"{buy} | |")
     notes = _caveat_lines(rows)
     return "\n".join(lines + ([""] + [f"- {md(n)}" for n in notes] if notes else [])) + "\n"
 
@@ -374,17 +382,17 @@ def render_fleet_html(model, w, runtime, currency, rows, curves, roofs, kv_dtype
     cost_col = f"{currency or 'cost'} per million output tokens"
     head = ["card", "mode", "tp (x pp)", "cards", "nodes", "batch per replica", "output tok/s per GPU",
             "tok/s per user (band)", "TTFT s (band)", "TPOT ms (band)", "meets targets", "watts", cost_col,
-            f"{currency or 'cost'} per month", "other mode (cards)", "why not"]
+            f"{currency or 'cost'} per month", f"{currency or 'cost'} to buy the cards", "other mode (cards)", "why not"]
     body = []
     for r in rows:
         if r.replicas is None:
-            body.append([r.card] + [None] * 14 + [r.why_not])
+            body.append([r.card] + [None] * 15 + [r.why_not])
             continue
         mode = f"{r.prefill_workers}P{r.decode_workers}D" if r.mode == "disaggregated" else f"{r.replicas} x aggregated"
         other = f"{r.other.mode} ({r.other.cards_total:,})" if r.other else None
         body.append([r.card, mode, _par(r), r.cards_total, r.nodes, r.batch_per_replica, r.output_tok_s_per_gpu,
-                     *_latency_cells(r), r.meets_slo, r.watts, r.cost_per_mtok_out, r.cost_per_month, other,
-                     r.why_not])
+                     *_latency_cells(r), r.meets_slo, r.watts, r.cost_per_mtok_out, r.cost_per_month, r.cards_cost,
+                     other, r.why_not])
     target = [(f"target {1 / w.tpot_s:.3g} tok/s per user", 1 / w.tpot_s)] if w.tpot_s else []
     note = chart_note(len({c.card for c in curves}), sum(1 for r in rows if r.meets_slo))
     charted = [note] if note else []
@@ -392,7 +400,8 @@ def render_fleet_html(model, w, runtime, currency, rows, curves, roofs, kv_dtype
                       f"Pareto: {model.name}, per card ({_modes(curves, w.spec)})", X_PARETO, Y_PARETO, vlines=target)
     sections = [Section("Workload", tables=[(["input", "value"], work)]),
                 Section("Cards, best first", tables=[(head, body)],
-                        notes=["Cheapest an hour first with hourly prices, else fewest cards. GB = 10^9 B. "
+                        notes=["Cheapest an hour first with hourly prices, else cheapest to buy with a card's prices, "
+                               "else fewest cards. GB = 10^9 B. "
                                f"A month: {HOURS_PER_MONTH} hours. Bands: the "
                                "expected-speed model's held-out p5-p95 of measured / predicted."]
                         + _caveat_lines(rows)),

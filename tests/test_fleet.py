@@ -102,13 +102,15 @@ def test_disaggregation_wins_with_long_prompts_and_a_tight_tpot_not_with_short_o
     xs = row.prefill_workers
     assert row.prefill_load == pytest.approx(rate * cost(xs) / xs, rel=1e-6) and row.prefill_load < 1
     # TTFT: the prompt alone and its move, and the wait for a worker (replica.pool_first_token_s, checked against
-    # the pool replayed in tests/test_disaggregated_replay.py); x is the fewest that keep it within 2 s
+    # the pool replayed in tests/test_disaggregated_replay.py); x is the fewest that keep it within 2 s and load the
+    # pool at most fleet.PREFILL_LOAD_MAX (0.85, the loads that replay checks)
     from llmsize.estimate.replica import PrefillCost, pool_first_token_s
 
     pool = PrefillCost(x, c, 8192 // 3000, True, cards=row.pp, prompt_tokens=3000, step_tokens=8192, pool=True)
     assert row.ttft_wait_s == pytest.approx(pool_first_token_s(pool, rate, xs) - pre, rel=1e-6)
     assert row.ttft_s == pytest.approx(base + row.ttft_wait_s) and row.ttft_s <= 2.0
-    assert xs == 1 or base + pool_first_token_s(pool, rate, xs - 1) - pre > 2.0
+    assert row.prefill_load <= 0.85
+    assert xs == 1 or base + pool_first_token_s(pool, rate, xs - 1) - pre > 2.0 or rate * cost(xs - 1) / (xs - 1) > 0.85
     # the decode workers hold the users decoding at a time (Little's law: a user's life is its prefill, the move of
     # its cache and its decode; the first two spent elsewhere), not all 400
     decoding = 400 * 500 * row.tpot_s / (base + 500 * row.tpot_s)
@@ -1159,18 +1161,22 @@ def test_a_release_format_the_runtime_cannot_load_names_no_flag_not_given(run_cl
     assert code == 2 and err.startswith("Error: --quant fp8-block128, under llamacpp")
 
 
-def test_a_prefill_pool_near_saturation_says_how_little_margin_it_has(run_cli):
-    """Llama 3.1 70B for 500 users (2,000 in, 300 out, TTFT 2 s, TPOT 50 ms) on MI300X: 7 prefill workers at 98% of
-    what they serve meet the target, and a prefill 2% slower saturates them; the TTFT band kept their queue as it is
-    without a word. A row whose prefill pool is loaded past 85% says its load and the slowdown that saturates it."""
-    code, out, err = run_cli("fleet", "llama-3.1-70b", "--users", "500", "--isl", "2000", "--osl", "300", "--ttft",
-                             "2s", "--tpot", "50ms", "--gpus", "mi300x", "--json")
+@pytest.mark.parametrize("args", [
+    ("--users", "500", "--isl", "2000", "--osl", "300", "--ttft", "2s", "--tpot", "50ms", "--gpus", "mi300x"),
+    ("--rate", "20", "--isl", "2000", "--osl", "300", "--ttft", "2s", "--tok-s-per-user", "30", "--gpus", "b200"),
+])
+def test_a_prefill_pool_is_loaded_at_most_85_percent(run_cli, args):
+    """Llama 3.1 70B for 500 users on MI300X had been served by 7 prefill workers at 98% of what they serve, and at
+    20 requests/s on B200s by 4 at 99%: within the TTFT target at the expected speed, saturated by a prefill 1-2%
+    slower (the prompts' held-out band is ~20% wide), at loads past those the pool's closed form was checked at
+    against its replay (0.85). Workers loaded at most 0.85 now serve them (that they are the fewest:
+    test_disaggregation_wins_with_long_prompts_and_a_tight_tpot_not_with_short_ones)."""
+    code, out, err = run_cli("fleet", "llama-3.1-70b", *args, "--json")
     assert code == 0, err
-    row = json.loads(out)["rows"][0]
-    assert row["mode"] == "disaggregated" and row["prefill_load"] > 0.85
-    said = [c for c in row["caveats"] if c.startswith("its prefill workers run at")]
-    assert said and f"{row['prefill_load']:.0%}" in said[0]
-    assert f"{1 / row['prefill_load'] - 1:.0%} slower than expected saturates them" in said[0]
+    rows = json.loads(out)["rows"]
+    pools = [r for row in rows for r in (row, row["other"]) if r and r["mode"] == "disaggregated"]
+    assert pools and all(0 < r["prefill_load"] <= 0.85 for r in pools)
+    assert not any(c.startswith("its prefill workers run at") for r in rows for c in r["caveats"])
 
 
 def test_decode_workers_hold_the_users_decoding_not_those_prefilling(run_cli):
@@ -1197,9 +1203,10 @@ def test_disaggregated_decode_workers_under_a_rate_admit_above_their_mean(run_cl
     code, out, err = run_cli(*base, "--json")
     assert code == 0, err
     row = json.loads(out)["rows"][0]
+    row = row if row["mode"] == "disaggregated" else row["other"]
     assert row["mode"] == "disaggregated" and row["max_batch"] > row["batch_per_replica"]
     assert row["tpot_s"] <= 0.050
-    code, out, err = run_cli(*base, "--emit", "vllm")
+    code, out, err = run_cli(*base, "--emit", "vllm", "--mode", "disaggregated")
     assert code == 0, err
     assert f"--max-num-seqs {row['max_batch']}" in out
 
@@ -1220,8 +1227,6 @@ def test_vllm_disaggregates_no_replica_over_pipeline_stages(catalog, runtimes, r
     (row,) = fleet_rows(m, [g], w, "vllm", runtimes)
     for r in (row, row.other):
         assert r is None or r.mode == "aggregated" or r.pp == 1
-    sglang = fleet_rows(m, [g], w, "sglang", runtimes)[0]
-    assert any(r is not None and r.mode == "disaggregated" and r.pp > 1 for r in (sglang, sglang.other))
     code, out, err = run_cli("fleet", "llama-3.1-70b", "--isl", "2000", "--osl", "300", "--rate", "20", "--ttft", "2s",
                              "--tok-s-per-user", "30", "--gpus", "b200", "--emit", "vllm")
     assert code == 0 and "dynamo.vllm" in out  # still disaggregated, over tp alone

@@ -252,7 +252,10 @@ def _row(g, par, moe, mode, replicas, b, out_total, tpot, ttft, price, x=None, y
         prefill_workers=x, decode_workers=y, ttft_wait_s=wait)
 
 
-PREFILL_LOAD_WARN = 0.85  # a queue this loaded grows fast with a slower service: said beside the row
+# the most of what its prefill workers can serve a disaggregated row loads them with: the pool's closed form
+# (replica.pool_first_token_s) is checked against its replay at loads up to 0.85, and past it a queue grows fast with a
+# slower service (at 0.99 a prefill 1% slower than expected saturates it, where the prompts' held-out band is ~20%)
+PREFILL_LOAD_MAX = 0.85
 
 
 def card_caveats(g: GpuSpec, plan, row: FleetRow, runtime: str, w: Workload) -> tuple[str, ...]:
@@ -264,10 +267,6 @@ def card_caveats(g: GpuSpec, plan, row: FleetRow, runtime: str, w: Workload) -> 
     from llmsize.estimate.step_inputs import prefill_inputs
 
     out = []
-    if row.prefill_load is not None and row.prefill_load > PREFILL_LOAD_WARN:
-        out.append(f"its prefill workers run at {row.prefill_load:.0%} of what they can serve: the TTFT band keeps "
-                   f"their queue as it is, and a prefill {1 / row.prefill_load - 1:.0%} slower than expected "
-                   "saturates them (--ttft a little tighter adds a worker)")
     if w.ttft_s is not None and row.ttft_p95_s is not None and row.ttft_p95_s > w.ttft_s:
         out.append(f"a p95 prompt ({w.lengths()[0].p95:,} tokens) waits {row.ttft_p95_s:.2f} s for its first "
                    f"token, over the {w.ttft_s:g} s target the mean prompt meets (--ttft applies to the mean)")
@@ -538,12 +537,13 @@ def _disaggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price, plan
     # a prompt's first token: alone, or after a wait for a worker, in a forward with the prompts that arrived meanwhile;
     # it falls to `base` (below the limit) as workers are added
     first = lambda x: pool_first_token_s(pool, rate, x, w.prefill_cs2) + kv_move_s  # noqa: E731
-    # from the fewest that keep up (utilization below 1)
-    x = _fewest(math.floor(rate * pool(rate)) + 1, lambda x: first(x) <= limit)
+    load = lambda x: rate * pool(rate / x) / x  # noqa: E731  the share of what x workers serve
+    # from the fewest that keep up (utilization below 1), at most PREFILL_LOAD_MAX loaded
+    x = _fewest(math.floor(rate * pool(rate)) + 1, lambda x: first(x) <= limit and load(x) <= PREFILL_LOAD_MAX)
     ttft = first(x)
     row = _row(g, par, moe, "disaggregated", x + y, run, served_tok_s(w, users, ttft, tpot), tpot, ttft, price, x, y,
                ttft - base)
-    return replace(row, prefill_load=rate * pool(rate / x) / x, max_batch=cap if w.rate is not None else None), None
+    return replace(row, prefill_load=load(x), max_batch=cap if w.rate is not None else None), None
 
 
 def runtime_refusal(runtime: str, runtimes: dict, g: GpuSpec) -> str | None:

@@ -567,3 +567,42 @@ def test_the_engines_ledger_says_what_the_plans_budget_is_beside_it(run_cli):
     said = d["engine"]["assumptions"][-1]
     assert said.startswith("Beside the plan's Memory budget (24.00 GiB x 0.9, less the weights and 1.5 GiB")
     assert f"{d['capacity']['kv_budget_bytes'] / 1e9:,.2f} GB for the cache" in said and "vLLM itself" in said
+
+
+def test_a_plan_says_where_its_serving_engines_ledger_holds_far_less(run_cli):
+    """Llama 3.1 70B in FP8 on one H100: the plan's budget (80 GiB x 0.9, less the weights and 1.5 GiB) leaves
+    3.04 GB for the cache, two sequences of 4,096 tokens, and its expected figure is vLLM's; vLLM's own ledger (79.21
+    GiB as CUDA reports it x 0.9, less its activation peak and CUDA graphs) leaves 0.77 GB, 2,352 tokens: it refuses
+    to start at --max-model-len 4,096. The plan said nothing of it unless asked for --engine vllm; it now warns, with
+    the share from which the engine starts. A small model on a big card, where they agree, and SGLang, whose static
+    pool holds more here, get no warning."""
+    import json
+
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100-sxm", "--quant", "fp8", "--json")
+    assert code == 0, err
+    said = [w for w in json.loads(out)["warnings"] if w.startswith("vLLM's own memory ledger")]
+    assert len(said) == 1
+    assert "0.77 GB of cache (2,352 tokens), where the budget below leaves 3.04 GB" in said[0]
+    assert "it does not start at 4,096 tokens a request with 0.9 of the card, from 0.9067 it does" in said[0]
+    assert said[0].endswith("`--engine vllm` itemizes it")
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100-sxm", "--quant", "fp8", "--engine", "vllm")
+    assert code == 0 and "own memory ledger leaves" not in out  # the ledger itself is printed
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "h100-sxm", "--json")
+    assert not [w for w in json.loads(out)["warnings"] if "own memory ledger" in w]
+    # SGLang's static pool (free memory x 0.9, less the weights) leaves 3.59 GB: no warning
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100-sxm", "--quant", "fp8", "--runtime", "sglang",
+                             "--json")
+    assert code == 0 and not [w for w in json.loads(out)["warnings"] if "own memory ledger" in w]
+
+
+def test_ledger_shortfall_says_nothing_where_the_engine_holds_most_of_the_budget():
+    from types import SimpleNamespace
+
+    from llmsize.estimate.engines import LEDGER_SHORT, ledger_shortfall
+
+    budget = SimpleNamespace(kv_budget_bytes=10e9, gpu_util=0.9)
+    led = SimpleNamespace(name="vllm", kv_cache_bytes=LEDGER_SHORT * 10e9, kv_cache_tokens=30_000, fits_one_request=True,
+                          max_concurrency=7.3, max_model_len=4096, min_fraction=0.5)
+    assert ledger_shortfall(led, budget) is None
+    led.kv_cache_bytes = 0.79 * 10e9
+    assert ledger_shortfall(led, budget).endswith(": 7.3 requests of 4,096 tokens at once")

@@ -86,7 +86,7 @@ def test_a_card_sold_in_two_memory_sizes_is_named_not_guessed(catalog):
     assert "--gpu rtx5060ti" in e.value.hint
     amd = ("03:00.0 VGA compatible controller: Advanced Micro Devices, Inc. [AMD/ATI] Navi 31 [Radeon RX 7900 XT/"
            "7900 XTX/7900 GRE/7900M] (rev c8)\n")
-    with pytest.raises(InvalidValueError, match=r"matches 2 catalog cards \(rx7900xt, rx7900xtx\)"):
+    with pytest.raises(InvalidValueError, match=r"matches 3 catalog cards \(rx7900gre, rx7900xt, rx7900xtx\)"):
         detect(catalog.hardware.all(), Fake(commands={"lspci": amd}, files=MEMINFO))
 
 

@@ -44,7 +44,7 @@ def test_known_cards(catalog, name, mem, want):
 
 @pytest.mark.parametrize("name, mem", [
     ("NVIDIA GeForce RTX 2080", 8_589_934_592),   # not in the catalog
-    ("NVIDIA GeForce RTX 5060", 8_589_934_592),   # a 5060 is not a 5060 Ti
+    ("NVIDIA GeForce RTX 4070 SUPER", 12_884_901_888),  # a 4070 SUPER is not a 4070 Ti SUPER, nor a 4070
     ("NVIDIA H200", 8_000_000_000),               # memory far from any H200
     ("NVIDIA RTX 4000 SFF Ada Generation", 21_470_642_176),  # the 70 W SFF part (320 GB/s), not the RTX 4000 Ada
     ("NVIDIA GeForce RTX 3080", 12_884_901_888),  # the 12 GB RTX 3080 (384-bit) is not the 10 GB entry
@@ -60,7 +60,7 @@ def test_unknown_cards_are_not_forced(catalog, name, mem):
     ("fake h200", "named with `fake`"),
     ("AMD Radeon RX 6800", "Unknown GPU"),        # the RX 6800 is not the 6800 XT (XT a qualifier, both ways)
     ("RX 5700", "Unknown GPU"),
-    ("AMD Radeon RX 7900 GRE", "Unknown GPU"),    # 16 GB at 576 GB/s: neither the XT nor the XTX it was offered
+    ("AMD Radeon RX 7700 XT", "Unknown GPU"),     # 12 GB at 432 GB/s: not the 7800 XT nor the 7600 XT
 ])
 def test_a_typed_name_with_a_word_no_card_carries_is_refused(catalog, typed, words):
     """Cards typed by hand (--gpu, --gpus): every word must be the card's, but for its vendor's generic words, its
@@ -85,3 +85,14 @@ def test_every_cards_own_names_name_it(catalog):
     for g in catalog.hardware.all():
         for name in (g.name, g.id, *g.aliases):
             assert catalog.gpu(name).id == g.id, name
+
+
+def test_cards_once_taken_for_others_are_their_own_entries_now(catalog):
+    """The RTX 5060 and the RX 7900 GRE had no entries: the tests above refused them as not the 5060 Ti, nor the
+    7900 XT or XTX. With their own entries (2026-12-07) they are named as themselves, by the driver's name and
+    memory or by hand."""
+    gs = catalog.hardware.all()
+    assert match_gpu("NVIDIA GeForce RTX 5060", 8_589_934_592, gs).id == "rtx5060"
+    assert match_gpu("NVIDIA GeForce RTX 5060 Ti", 8_589_934_592, gs).id == "rtx5060ti8"
+    assert catalog.gpu("AMD Radeon RX 7900 GRE").id == "rx7900gre"
+    assert catalog.gpu("RX 7900 XT").id == "rx7900xt"

@@ -438,6 +438,30 @@ def beside_budget(led: EngineLedger, budget) -> str:
             f"{led.kv_cache_bytes / 2**30:,.2f} GiB of cache.")
 
 
+# an engine's cache below this share of the plan's generic budget is said beside the plan's figures
+LEDGER_SHORT = 0.8
+
+
+def ledger_shortfall(led: EngineLedger, budget) -> str | None:
+    """Where the serving engine a plan's expected figure is for allocates materially less cache than the plan's
+    generic budget (a capacity.MemoryBudget; below LEDGER_SHORT of it), or none for one request at its length: what
+    the engine holds beside what the plan says, and whether it starts; None where they agree. 70B FP8 on an H100:
+    the budget's 3.04 GB (80 GiB x 0.9 less 1.5 GiB) beside vLLM's 0.77 GB (79.21 GiB as CUDA reports it x 0.9,
+    its activation peak and CUDA graphs): 2,352 tokens, not one 4,096-token request."""
+    from llmsize.estimate.runtimes import RUNTIME_NAMES
+
+    if led.fits_one_request and led.kv_cache_bytes >= LEDGER_SHORT * budget.kv_budget_bytes:
+        return None
+    name = RUNTIME_NAMES.get(led.name, led.name)
+    said = (f"{name}'s own memory ledger leaves {led.kv_cache_bytes / 1e9:,.2f} GB of cache ({led.kv_cache_tokens:,} "
+            f"tokens), where the budget below leaves {budget.kv_budget_bytes / 1e9:,.2f} GB")
+    if led.fits_one_request:
+        return said + f": {led.max_concurrency:,.1f} requests of {led.max_model_len:,} tokens at once"
+    return said + (f": it does not start at {led.max_model_len:,} tokens a request with {budget.gpu_util:g} of the "
+                   "card" + (f", from {led.min_fraction:.4f} it does" if led.min_fraction is not None
+                             and led.min_fraction <= 1 else ""))
+
+
 def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: EngineInputs) -> EngineLedger:
     if e.engine not in ENGINES:
         raise InvalidValueError(f"--engine `{e.engine}` is not modelled.", f"Use one of: {', '.join(ENGINES)}.")

@@ -306,3 +306,18 @@ def test_a_row_on_pipeline_stages_shows_its_split_and_the_tensor_split(run_cli):
     assert code == 0 and "Pipeline stages decode" not in out  # a split the user chose: no note
     code, out, err = run_cli("compare", "llama-3.1-405b", "--quant", "fp8", "--gpus", "b200", "--tp", "4", "--json")
     assert json.loads(out)["rows"][0]["ceiling_tok_s"] == pytest.approx(4 * 8000e9 / 406e9, rel=0.05)
+
+
+def test_a_row_whose_engine_ledger_holds_far_less_is_said(run_cli):
+    """compare's max ctx and seqs are the generic budget's: 70B FP8 on an H100 showed 9,284 tokens and 2 sequences of
+    4,096 while vLLM, the expected figure's engine, does not start there (its ledger: 2,352 tokens). A note names the
+    row (ledger_short in JSON); the H200, whose ledger holds most of its budget, is not named."""
+    import json
+
+    code, out, err = run_cli("compare", "llama-3.1-70b", "--quant", "fp8", "--gpus", "h100-sxm,h200", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    rows = {r["gpu"]: r for r in d["rows"]}
+    assert "2,352 tokens" in rows["h100-sxm"]["ledger_short"] and rows["h200-sxm"]["ledger_short"] is None
+    assert any(n.startswith("max ctx and seqs are the plan's budget; on h100-sxm, vLLM's own memory ledger")
+               for n in d["notes"])

@@ -582,7 +582,7 @@ def test_a_plan_says_where_its_serving_engines_ledger_holds_far_less(run_cli):
     assert code == 0, err
     said = [w for w in json.loads(out)["warnings"] if w.startswith("vLLM's own memory ledger")]
     assert len(said) == 1
-    assert "0.77 GB of cache (2,352 tokens), where the budget below leaves 3.04 GB" in said[0]
+    assert "0.77 GB of cache (2,352 tokens), where the plan's budget leaves 3.04 GB" in said[0]
     assert "it does not start at 4,096 tokens a request with 0.9 of the card, from 0.9067 it does" in said[0]
     assert said[0].endswith("`--engine vllm` itemizes it")
     code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100-sxm", "--quant", "fp8", "--engine", "vllm")

@@ -163,6 +163,12 @@ def compare(
                      "one card's bandwidth over the whole model, so the batch-1 figures of a row on stages are below "
                      f"a tensor split's: {named}" + (f"; {len(staged) - 4} more (tensor_cards in --json)"
                                                       if len(staged) > 4 else "") + ".")
+    short = [r for r in rows if r.ledger_short]
+    if short:  # the rows' max ctx and seqs are the generic budget's; the engine's own ledger holds far less
+        notes.append("max ctx and seqs are the plan's budget; " + "; ".join(f"on {r.gpu.id}, {r.ledger_short}"
+                                                                             for r in short[:3])
+                     + (f"; {len(short) - 3} more (ledger_short in --json)" if len(short) > 3 else "")
+                     + " (`plan MODEL --gpu CARD --engine ENGINE` itemizes it).")
     if fmt == "json":
         from llmsize.render.compare_table import rows_to_dicts
 

@@ -23,7 +23,7 @@ from llmsize.commands.shared import (
     refuse_cache,
     term_width,
 )
-from llmsize.errors import InvalidValueError, LlmsizeError
+from llmsize.errors import InvalidValueError
 from llmsize.options import (
     BackendOpt,
     BatchOpt,
@@ -281,8 +281,12 @@ def plan(
     expected = expect_for_cli(p, cat, plan_runtime if run is None else (runtime.lower() if runtime else None) or engine,
                               run,
                               None if calibrate is None else str(calibrate), flash_attn, engine, ubatch_size)
-    if ledger is None and llama is None and expected.runtime in ("vllm", "sglang", "trtllm") and p.budget.weights_fit:
-        _say_ledger_shortfall(p, m, g, expected.runtime, tp)
+    if ledger is None and llama is None and expected.runtime in ("vllm", "sglang", "trtllm"):
+        from llmsize.estimate.engines import plan_shortfall
+
+        said = plan_shortfall(p, m, g, expected.runtime)  # the engine's own ledger, where it holds far less
+        if said:
+            p.warnings.append(f"{said}; `--engine {expected.runtime}` itemizes it")
     if host is not None and offload is None and not (llama is not None and llama.offloaded):
         p.notes.append("--host-memory/--host-bandwidth-gb-s: unused here, no part of the model is placed in host "
                        "memory (they price a llama.cpp offload's host side: --gpu-layers, --cpu-moe, or a GGUF file "
@@ -469,20 +473,6 @@ def _serving_ledger(p, m, g, engine, max_model_len, max_num_batched_tokens, bloc
                      version=engine_version.lower(),
                      cudagraph_bytes=None if cudagraph_gib is None else int(gib_bytes(cudagraph_gib)))
     return engine_ledger(p.card_model or m, g, (p.weights_card or p.weights).bytes_total, e)
-
-
-def _say_ledger_shortfall(p, m, g, runtime: str, tp: int) -> None:
-    """The serving engine the expected figure is for, its ledger at the plan's context with its defaults: a warning
-    where it holds materially less cache than the plan's budget (engines.ledger_shortfall), `--engine` to itemize."""
-    from llmsize.estimate.engines import ledger_shortfall
-
-    try:
-        led = _serving_ledger(p, m, g, runtime, p.inputs.context_tokens, None, 16, tp, None, None, "v1")
-    except LlmsizeError:
-        return  # a ledger the engine's model does not cover: the plan's figures stand alone
-    said = ledger_shortfall(led, p.budget)
-    if said:
-        p.warnings.append(f"{said}; `--engine {runtime}` itemizes it")
 
 
 def _lever_table(p, m, g, exact, source: list[str], cat, runtime: str, host, host_args: tuple[str, ...]):

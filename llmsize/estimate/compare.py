@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError
 from llmsize.estimate.capacity import LLAMACPP_RUNTIMES
+from llmsize.estimate.engines import plan_shortfall
 from llmsize.estimate.expected import expect
 from llmsize.estimate.plan import Plan, PlanInputs, make_plan, smallest_fit
 
@@ -49,6 +50,7 @@ class Row:
     why_not: str | None = None  # a row without a plan: why no configuration holds the model
     tensor_cards: int | None = None  # a row on pipeline stages: the fewest cards of a tensor split alone (pp 1)
     # within a node, where one holds the model
+    ledger_short: str | None = None  # the serving engine's own ledger where it holds far less (engines.plan_shortfall)
 
     @property
     def cards(self) -> int:
@@ -121,7 +123,9 @@ def compare(model: ModelSpec, gpus: list[GpuSpec], inputs: PlanInputs, users: in
             # past a node stages are how engines span nodes: none offered)
             tensor = smallest_fit(model, g, replace(inputs, batch=1), pp_choices=(1,))
             tensor = tensor if tensor is not None and tensor.tp <= inputs.gpus_per_node else None
-        rows.append(Row(g, p, tp, pp, served, prices.get(g.id), exp, tensor_cards=tensor and tensor.tp))
+        short = plan_shortfall(p, model, g, rid) if rid in ("vllm", "sglang", "trtllm") else None
+        rows.append(Row(g, p, tp, pp, served, prices.get(g.id), exp, tensor_cards=tensor and tensor.tp,
+                        ledger_short=short))
     if refused and len(refused) == len(gpus):
         raise refused[0]  # the split is the model's problem (its heads), not a card's: say so, not a table of dashes
     return rows

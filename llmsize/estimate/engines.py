@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass, field
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
-from llmsize.errors import InvalidValueError, shown
+from llmsize.errors import InvalidValueError, LlmsizeError, shown
 from llmsize.estimate.kv import kv_bytes
 from llmsize.units import GiB
 
@@ -454,12 +454,27 @@ def ledger_shortfall(led: EngineLedger, budget) -> str | None:
         return None
     name = RUNTIME_NAMES.get(led.name, led.name)
     said = (f"{name}'s own memory ledger leaves {led.kv_cache_bytes / 1e9:,.2f} GB of cache ({led.kv_cache_tokens:,} "
-            f"tokens), where the budget below leaves {budget.kv_budget_bytes / 1e9:,.2f} GB")
+            f"tokens), where the plan's budget leaves {budget.kv_budget_bytes / 1e9:,.2f} GB")
     if led.fits_one_request:
         return said + f": {led.max_concurrency:,.1f} requests of {led.max_model_len:,} tokens at once"
     return said + (f": it does not start at {led.max_model_len:,} tokens a request with {budget.gpu_util:g} of the "
                    "card" + (f", from {led.min_fraction:.4f} it does" if led.min_fraction is not None
                              and led.min_fraction <= 1 else ""))
+
+
+def plan_shortfall(p, model: ModelSpec, gpu: GpuSpec, engine: str) -> str | None:
+    """`engine`'s ledger of plan `p` (a plan.Plan) with the engine's defaults at the plan's context, said beside the
+    plan's budget where it holds far less (ledger_shortfall); None where they agree, the weights do not fit, or the
+    engine's ledger does not cover the plan."""
+    if not p.budget.weights_fit:
+        return None
+    e = EngineInputs(engine=engine, gpu_util=p.inputs.gpu_util, max_model_len=p.inputs.context_tokens,
+                     kv_dtype=p.inputs.kv_dtype, tp=p.inputs.tp, weight_format=p.fmt.id)
+    try:
+        led = engine_ledger(p.card_model or model, gpu, (p.weights_card or p.weights).bytes_total, e)
+    except LlmsizeError:
+        return None
+    return ledger_shortfall(led, p.budget)
 
 
 def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: EngineInputs) -> EngineLedger:

@@ -79,7 +79,7 @@ def rows_to_dicts(rows) -> list[dict]:
         d = r.values()
         d.update({"gpu_name": r.gpu.name, "serves": r.plan is not None,  # `fits` is one card's
                   "tp": r.tp if r.plan else None, "pp": r.pp if r.plan else None,
-                  "users_served": r.users_served, "tensor_cards": r.tensor_cards,
+                  "users_served": r.users_served, "tensor_cards": r.tensor_cards, "ledger_short": r.ledger_short,
                   "gpu_util": r.plan.budget.gpu_util if r.plan else None})  # the share its runtime budgets
         e = r.expected
         d.update({"expected_runtime": e.runtime if e else None, "expected_backend": e.backend if e else None,

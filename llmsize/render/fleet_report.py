@@ -185,6 +185,7 @@ def render_fleet(model, w, runtime, currency, rows, console, kv_dtype: str = "bf
                   "aggregated (N x agg) and disaggregated (xPyD: x prefill, y decode workers of tp cards) serving, "
                   "aggregated where they cost the same (the simpler to run; the other mode's row, below, may serve "
                   "faster); "
+                  "tp: a worker's tensor-parallel cards, `4x2` with pipeline stages (tp 4 x pp 2); "
                   "dep n: attention data parallel, the experts split over n cards. Speeds from the expected-speed "
                   "model at each worker's batch, in parentheses its held-out band (p5-p95; a user's tok/s is 1 / "
                   "TPOT" + (HYBRID_BAND_WORDS if has_recurrent_layers(model) else "") + "); TTFT is the mean prompt's "
@@ -287,7 +288,7 @@ def render_fleet_markdown(model, w, runtime, currency, rows, kv_dtype: str = "bf
 
     lines = [f"**{md(f'fleet: {model.name}, {_io_words(w)}, {load}, {_targets(w)} ({runtime}; {_setup(w, kv_dtype)})')}"
              "**", "",
-             f"| card | mode | tp | cards | nodes | batch | tok/s per GPU | tok/s per user (band) | TTFT s (band) | "
+             f"| card | mode | tp (x pp) | cards | nodes | batch | tok/s per GPU | tok/s per user (band) | TTFT s (band) | "
              f"TPOT ms (band) | kW | "
              f"{cur} per Mtok | {cur} per month | {cur} to buy | why not |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]

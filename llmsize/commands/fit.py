@@ -144,10 +144,14 @@ def fit_cmd(
         fit_notes.append(f"--mmproj {mmproj}: a model with a vision tower carries it as an {mmproj.upper()} mmproj "
                          "on the card (its weights, and its encoder's buffer where the model's entry gives the "
                          "encoder's shape, as plan --mmproj sizes them): +mmproj beside its name")
-    rows, skipped, fitting = fit_models(cat.models.all(), g, rid, context, runtimes, card_bytes(g, wired), host,
-                               llamacpp_constants(g, cat),
-                               gib_bytes(host_ram_gib), one_per_model, wired,
-                               sort.lower(), min_tok_s, fit_engine, cap_to_model=ollama_ctx, mmproj=mmproj)
+    rows, skipped, fitting, refused = fit_models(cat.models.all(), g, rid, context, runtimes, card_bytes(g, wired),
+                                                 host, llamacpp_constants(g, cat), gib_bytes(host_ram_gib),
+                                                 one_per_model, wired, sort.lower(), min_tok_s, fit_engine,
+                                                 cap_to_model=ollama_ctx, mmproj=mmproj)
+    if refused:
+        fit_notes.append(f"{refused} pair(s) left out that the card's memory budget holds: {RUNTIME_NAMES[rid]}'s own "
+                         f"memory ledger holds no {context:,}-token request with them, so it does not start (`plan "
+                         f"MODEL --gpu {g.id} --quant FORMAT --engine {rid}` itemizes it)")
     if as_json:
         print_json({"gpu": g.id, "runtime": rid, "engine": fit_engine if rid == "llamacpp" else None,
                      "context_tokens": context,

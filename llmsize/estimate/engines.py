@@ -462,19 +462,24 @@ def ledger_shortfall(led: EngineLedger, budget) -> str | None:
                              and led.min_fraction <= 1 else ""))
 
 
-def plan_shortfall(p, model: ModelSpec, gpu: GpuSpec, engine: str) -> str | None:
-    """`engine`'s ledger of plan `p` (a plan.Plan) with the engine's defaults at the plan's context, said beside the
-    plan's budget where it holds far less (ledger_shortfall); None where they agree, the weights do not fit, or the
-    engine's ledger does not cover the plan."""
+def plan_ledger(p, model: ModelSpec, gpu: GpuSpec, engine: str) -> EngineLedger | None:
+    """`engine`'s ledger of plan `p` (a plan.Plan) with the engine's defaults, its requests the plan's context; None
+    where the weights do not fit or the engine's ledger does not cover the plan."""
     if not p.budget.weights_fit:
         return None
     e = EngineInputs(engine=engine, gpu_util=p.inputs.gpu_util, max_model_len=p.inputs.context_tokens,
                      kv_dtype=p.inputs.kv_dtype, tp=p.inputs.tp, weight_format=p.fmt.id)
     try:
-        led = engine_ledger(p.card_model or model, gpu, (p.weights_card or p.weights).bytes_total, e)
+        return engine_ledger(p.card_model or model, gpu, (p.weights_card or p.weights).bytes_total, e)
     except LlmsizeError:
         return None
-    return ledger_shortfall(led, p.budget)
+
+
+def plan_shortfall(p, model: ModelSpec, gpu: GpuSpec, engine: str) -> str | None:
+    """plan_ledger said beside the plan's budget where it holds far less (ledger_shortfall); None where they agree
+    or no ledger covers the plan."""
+    led = plan_ledger(p, model, gpu, engine)
+    return None if led is None else ledger_shortfall(led, p.budget)
 
 
 def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: EngineInputs) -> EngineLedger:

@@ -129,7 +129,16 @@ def _placed_row(model, gpu, fid, context, host, llama_constants, runtimes, host_
                   "its band puts the GPU and host parts each at its own fit's held-out extreme")
 
 
+# the serving engines whose own memory ledger decides whether a pair starts (engines.engine_ledger)
+LEDGER_ENGINES = ("vllm", "sglang", "trtllm")
+
+
+class EngineRefuses(Exception):
+    """A pair the plan's budget holds but the serving engine's own ledger holds no request of the context with."""
+
+
 def _plan_row(model, gpu, fid, context, runtime, runtimes, wired_limit_bytes=None) -> FitRow | None:
+    from llmsize.estimate.engines import plan_ledger
     from llmsize.estimate.expected import expect
     from llmsize.estimate.plan import PlanInputs, make_plan
 
@@ -137,6 +146,9 @@ def _plan_row(model, gpu, fid, context, runtime, runtimes, wired_limit_bytes=Non
                      search_fit=False)
     if not plan.budget.weights_fit or plan.max_context.tokens < context:
         return None
+    led = plan_ledger(plan, model, gpu, runtime) if runtime in LEDGER_ENGINES else None
+    if led is not None and not led.fits_one_request:
+        raise EngineRefuses(model.id)
     e = expect(plan, runtimes, runtime).expected
     return FitRow(model.id, fid, float(plan.weights.bits_per_weight), "full", plan.max_context.tokens,
                   e.tok_s if e else None, e.tok_s_low if e else None, e.tok_s_high if e else None,
@@ -179,9 +191,10 @@ def fit_models(models: list[ModelSpec], gpu: GpuSpec, runtime: str, context: int
                host_ram_bytes: float | None = None, one_per_model: bool = False,
                wired_limit_bytes: float | None = None, sort: str = "tok_s",
                min_tok_s: float | None = None, engine: str = "llamacpp",
-               cap_to_model: bool = False, mmproj: str | None = None) -> tuple[list[FitRow], int, int]:
+               cap_to_model: bool = False, mmproj: str | None = None) -> tuple[list[FitRow], int, int, int]:
     """(rows, how many model/format pairs could not be planned, how many fit before --min-tok-s and
-    --one-per-model) in `sort`'s order. `cap_to_model`: each model at the least of `context` and its own (Ollama's
+    --one-per-model, how many the plan's budget holds but the serving engine's own ledger does not: no request of
+    `context` tokens, so the engine does not start) in `sort`'s order. `cap_to_model`: each model at the least of `context` and its own (Ollama's
     default num_ctx). `host_ram_bytes` drops
     offloaded placements the host cannot hold; `one_per_model` keeps each model's most bits per weight whole on the
     card, or where no format fits whole the most bits of the offloaded ones at least half as fast as its fastest;
@@ -191,7 +204,7 @@ def fit_models(models: list[ModelSpec], gpu: GpuSpec, runtime: str, context: int
 
     from llmsize.estimate.params import params_total
 
-    rows, skipped = [], 0
+    rows, skipped, refused = [], 0, 0
     asked = context
     for m in models:
         context = min(asked, m.max_position_embeddings) if cap_to_model else asked
@@ -201,6 +214,9 @@ def fit_models(models: list[ModelSpec], gpu: GpuSpec, runtime: str, context: int
                                      wired_limit_bytes, engine, mmproj)
                        if runtime == "llamacpp" else _plan_row(m, gpu, fid, context, runtime, runtimes,
                                                                wired_limit_bytes))
+            except EngineRefuses:
+                refused += 1
+                continue
             except LlmsizeError:
                 skipped += 1  # a format this architecture has no rule for (e.g. a GGUF mix of an SSM)
                 continue
@@ -221,4 +237,4 @@ def fit_models(models: list[ModelSpec], gpu: GpuSpec, runtime: str, context: int
                 best[r.model] = r
         rows = list(best.values())
     rows.sort(key=_order(sort))
-    return rows, skipped, fitting
+    return rows, skipped, fitting, refused

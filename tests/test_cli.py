@@ -549,3 +549,26 @@ def test_emit_mismatch_names_a_launch_line_that_exists(run_cli):
     assert code == 2 and "--emit mlx" not in err and "--emit prints none for mlx" in err, err
     code, out, err = run_cli("plan", "qwen3.5-9b", "--gpu", "rtx4090", "--runtime", "llamacpp", "--emit", "vllm")
     assert code == 2 and "use --emit llama-server" in err, err
+
+
+def test_weights_that_do_not_fit_are_warned_first_unless_a_placement_holds_them(run_cli):
+    """Qwen3 14B in Q4_K_M (9.0 GB) on an 8 GB RTX 3060 Ti: the cache that does not fit had a Warning line first, the
+    weights that do not fit (worse) only a section title and a trailing note, below an expected 32.7 tok/s. They are
+    warned first now. With llama.cpp's placement that holds it (Qwen3-30B-A3B, --n-cpu-moe 40 on an 8 GB card) the
+    warning goes and the Diagnosis, which had said "it does not fit" above a ledger that fits, says the placement
+    does; the expected figure's line names the context its cache is read at."""
+    code, out, err = run_cli("plan", "qwen3-14b", "--gpu", "rtx3060ti", "--quant", "gguf-q4_k_m")
+    assert code == 0, err
+    first = " ".join(out.split("\nllmsize plan:")[0].split())
+    assert first.startswith("Warning: The weights do not fit: 9.0 GB in gguf-q4_k_m and the runtime's overhead "
+                            "exceed the 8.6 GB budget by 1.4 GB; the speed figures are as if they did")
+    assert "tok/s at a 4,096-token context (band" in out
+    code, out, err = run_cli("plan", "qwen3-30b-a3b", "--gpu", "rtx4060", "--quant", "gguf-q4_k_m", "--engine",
+                             "llamacpp", "--n-cpu-moe", "40", "--host-memory", "DDR5-6000x2", "--context", "16384")
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert "The weights do not fit" not in flat and "it does not fit." not in flat
+    assert ("the whole model does not fit the card; llama.cpp's placement, part of it in host memory, does (its "
+            "ledger below).") in flat
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx4090")
+    assert code == 0 and "Warning" not in out

@@ -292,8 +292,12 @@ def plan(
                        "memory (they price a llama.cpp offload's host side: --gpu-layers, --cpu-moe, or a GGUF file "
                        "larger than the card)")
     if llama is not None:
-        from llmsize.estimate.llamacpp_plan import ledger_words, with_ledger
+        from dataclasses import replace
 
+        from llmsize.estimate.llamacpp_plan import ledger_words, placed_diagnosis, with_ledger
+
+        placed = placed_diagnosis(p.diagnosis, llama, engine)
+        p = replace(p, diagnose_plan=lambda: placed)  # its summary as the engine's placement has it
         expected = with_ledger(expected, llama)
         p.warnings[:], extra = ledger_words(p.warnings, llama, engine, p.inputs.context_tokens)
         p.notes.extend(extra)

@@ -25,6 +25,7 @@ WHOLE_CARD_GPU_UTIL = 1.0
 SHARED_RAM_GPU_UTIL = 0.80
 LLAMACPP_RUNTIMES = ("llamacpp", "ollama", "lmstudio")
 NO_SEQUENCE = "Not one sequence's cache fits"  # the plan's warning's start (an engine's placement may hold it)
+NO_WEIGHTS = "The weights do not fit"  # likewise, where the weights and the overhead exceed the budget
 WHOLE_CARD_RUNTIMES = (*LLAMACPP_RUNTIMES, "mlx")  # MLX too allocates what it needs within Metal's working set
 
 

@@ -106,18 +106,34 @@ def placement_note(lp: LlamaCppPlan, engine: str, context_tokens: int) -> str | 
             "placement's (its ledger below)")
 
 
+NOT_FIT = " it does not fit."  # how diagnosis.diagnose's summary of weights that exceed the budget ends
+
+
+def placed_diagnosis(d, lp: LlamaCppPlan, engine: str):
+    """A plan's Diagnosis (diagnosis.Diagnosis) once the engine's ledger is known: where the whole model exceeds the
+    card but the engine's placement, part of it in host memory, fits, the summary says so (it had said "it does not
+    fit" above a ledger that fits: `--n-cpu-moe 40` on an 8 GB card); else as it was."""
+    from dataclasses import replace
+
+    if d.weights_fit or not (lp.offloaded and lp.fits) or not d.summary.endswith(NOT_FIT):
+        return d
+    who = "Ollama" if engine == "ollama" else "llama.cpp"
+    return replace(d, summary=d.summary[:-len(NOT_FIT)] + f" the whole model does not fit the card; {who}'s "
+                   "placement, part of it in host memory, does (its ledger below).")
+
+
 def ledger_words(warnings: list[str], lp: LlamaCppPlan, engine: str, context_tokens: int) -> tuple[list[str],
                                                                                                   list[str]]:
     """The plan's warnings and the notes to add, once the engine's ledger is known: its warning where its buffers do
     not fit (ledger_warning); else, where its placement (part on the host) holds the context, the placement's note in
     place of the plan's warning that no sequence fits (the card whole would hold none; the placement does)."""
-    from llmsize.estimate.capacity import NO_SEQUENCE
+    from llmsize.estimate.capacity import NO_SEQUENCE, NO_WEIGHTS
 
     if (warning := ledger_warning(lp, engine)) is not None:
         return [*warnings, warning], []
     if (note := placement_note(lp, engine, context_tokens)) is None:
         return list(warnings), []
-    kept = [w for w in warnings if not w.startswith(NO_SEQUENCE)]
+    kept = [w for w in warnings if not w.startswith((NO_SEQUENCE, NO_WEIGHTS))]
     return kept, [note] if len(kept) < len(warnings) else []
 
 

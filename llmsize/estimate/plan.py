@@ -14,6 +14,7 @@ from llmsize.estimate.capacity import (
     DEFAULT_GPU_UTIL,
     LLAMACPP_RUNTIMES,
     NO_SEQUENCE,
+    NO_WEIGHTS,
     ContextLimit,
     MemoryBudget,
     default_gpu_util,
@@ -517,6 +518,12 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
                       f"({weights.bytes_total / 1e9:,.3f} GB; the {fmt.id} estimate says "
                       f"{estimate.bytes_total / 1e9:,.3f} GB, {diff:+.2%}); bytes read per token use the exact figure.")
     warned = list(warnings or [])
+    if not budget.weights_fit:  # first: the figures below are for a placement that does not load
+        on_card = weights_card if parallel else weights
+        warned.append(f"{NO_WEIGHTS}: {on_card.bytes_total / 1e9:,.1f} GB in {fmt.id}"
+                      f"{' a card' if parallel else ''} and the runtime's overhead exceed the "
+                      f"{budget.budget_bytes / 1e9:,.1f} GB budget by {-budget.kv_budget_bytes / 1e9:,.1f} GB; the "
+                      "speed figures are as if they did (the Diagnosis says what does).")
     if budget.weights_fit and seqs < 1:
         held = (f"beyond the model's own limit, {ctx.tokens:,} (max_position_embeddings: engines refuse longer)"
                 if ctx.limited_by == "model" else f"the longest context this card holds is {ctx.tokens:,}")

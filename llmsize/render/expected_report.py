@@ -41,7 +41,9 @@ def render_expected(r: ExpectedResult, plan, c: Console) -> None:
     if e is None:
         _wrapped(c, f"no figure: {r.reason}.")
         return
-    c.print(f"  decode, batch 1      {e.tok_s:,.1f} tok/s (band {e.tok_s_low:,.1f}-{e.tok_s_high:,.1f}; ceiling "
+    # the cache read at the whole --context (a full window; a short chat reads less of it: --context N prices one)
+    c.print(f"  decode, batch 1      {e.tok_s:,.1f} tok/s at a {plan.decode_1.context_tokens:,}-token context (band "
+            f"{e.tok_s_low:,.1f}-{e.tok_s_high:,.1f}; ceiling "
             f"{e.ceiling_tok_s if e.ceiling_tok_s is not None else plan.decode_ceiling_tok_s:,.1f})")
     if e.spec_tok_s is not None:
         c.print(f"  with --spec, batch 1 {e.spec_tok_s:,.1f} tok/s (band {e.spec_tok_s_low:,.1f}-"

@@ -572,3 +572,33 @@ def test_weights_that_do_not_fit_are_warned_first_unless_a_placement_holds_them(
             "ledger below).") in flat
     code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx4090")
     assert code == 0 and "Warning" not in out
+
+
+def test_ollama_and_lm_studio_plan_the_gguf_their_library_pulls_and_ollamas_own_placement(run_cli):
+    """A consumer-hardware review: `plan qwen3-8b --gpu rtx4060ti16 --runtime ollama` planned the BF16 release (16.4
+    GB, "not one sequence fits", 15.4 tok/s) where `ollama run qwen3:8b` pulls Q4_K_M; gpt-oss under LM Studio had no
+    figure ("mxfp4 is not a GGUF type"). Without --quant they plan the library's GGUF, and say so; --quant still
+    rules. And `--runtime ollama` plans Ollama's own placement, as `--engine ollama` did: Qwen3-30B-A3B Q4_K_M (18.6
+    GB) on a 16 GB card had headlined the whole-card figure."""
+    import json
+
+    code, out, err = run_cli("plan", "qwen3-8b", "--gpu", "rtx4060ti16", "--runtime", "ollama", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["weights"]["format"] == "gguf-q4_k_m"
+    assert any("--runtime ollama without --quant: gguf-q4_k_m" in n for n in d["notes"])
+    code, out, err = run_cli("plan", "gpt-oss-20b", "--gpu", "rtx5060ti", "--runtime", "lmstudio")
+    assert code == 0 and "Weights in gguf-mxfp4_moe" in out and "no figure" not in out
+    code, out, err = run_cli("plan", "qwen3-8b", "--gpu", "rtx4060ti16", "--runtime", "ollama", "--quant", "bf16")
+    assert code == 0 and "Weights in bf16" in out and "without --quant" not in out
+    code, out, err = run_cli("plan", "qwen3-8b", "--gpu", "rtx4060ti16")
+    assert code == 0 and "Weights in bf16" in out  # no runtime named: the release, as before
+    code, out, err = run_cli("compare", "qwen3-8b", "--gpus", "rtx4060ti16", "--runtime", "ollama", "--json")
+    assert code == 0 and json.loads(out)["rows"][0]["expected_runtime"] == "llamacpp"
+    assert any("gguf-q4_k_m" in n for n in json.loads(out)["notes"])
+    args = ("plan", "qwen3-30b-a3b", "--quant", "gguf-q4_k_m", "--gpu", "rtx5060ti", "--host-memory", "DDR5-6000x2")
+    code, runtime_out, err = run_cli(*args, "--runtime", "ollama", "--json")
+    code2, engine_out, err2 = run_cli(*args, "--engine", "ollama", "--json")
+    assert code == 0 and code2 == 0, (err, err2)
+    r, e = json.loads(runtime_out), json.loads(engine_out)
+    assert r["expected"]["tok_s"] == pytest.approx(e["expected"]["tok_s"]) and r["expected"]["tok_s"] < 80

@@ -102,6 +102,11 @@ def compare(
     m = named_model(cat, model, hub, estimate_only, hub_file, command="compare")
     context_given = context is not None
     context = model_default_context(m)[0] if context is None else context
+    pulled = None
+    if quant is None and not hub:  # a catalog model under Ollama or LM Studio: the GGUF their library pulls
+        from llmsize.estimate.plan import library_quant
+
+        quant, pulled = library_quant(runtime, m)
     check_backend(gpu_backend, runtime, fmt_id=quant or m.release.quant)
     from llmsize.estimate.runtimes import not_on, resolve_runtime
 
@@ -131,6 +136,7 @@ def compare(
              "A card that cannot hold the model alone is "
              "costed on `cards` of it (tensor/pipeline parallel); TTFT is for a --context-token prompt; tok/s/W "
              "uses the catalog TDP x cards."]
+    notes += [pulled + "."] if pulled else []
     utils = sorted({r.plan.budget.gpu_util for r in rows if r.plan})
     if inputs.gpu_util is None and len(utils) > 1:
         notes.append("Budgets: VRAM x 0.9 under the serving engines, the whole VRAM under llama.cpp (GGUF formats, "

@@ -224,6 +224,11 @@ def plan(
     # ledger is planned, else the serving engine whose launch line is emitted
     plan_runtime = (runtime.lower() if runtime else None) or engine or (emit if emit in ("vllm", "sglang") else None)
     _refuse_runtime_mismatch(runtime, engine, engine_flag, emit, plan_runtime)
+    if quant is None and exact is None:  # a catalog model under Ollama or LM Studio: the GGUF their library pulls
+        from llmsize.estimate.plan import library_quant
+
+        quant, pulled = library_quant(plan_runtime, m)
+        notes += [pulled] if pulled else []
     kv_dtype = _ledger_cache(quant, model, exact, engine, kv_dtype, cache_type_k, cache_type_v)
     from llmsize.estimate.llamacpp_options import LlamaCppOptions, check_options, flash_attn_on, slot_context
 
@@ -280,7 +285,8 @@ def plan(
 
     expected = expect_for_cli(p, cat, plan_runtime if run is None else (runtime.lower() if runtime else None) or engine,
                               run,
-                              None if calibrate is None else str(calibrate), flash_attn, engine, ubatch_size)
+                              None if calibrate is None else str(calibrate), flash_attn,
+                              None if engine_flag == "--runtime ollama" else engine, ubatch_size)
     if ledger is None and llama is None and expected.runtime in ("vllm", "sglang", "trtllm"):
         from llmsize.estimate.engines import plan_shortfall
 
@@ -409,6 +415,9 @@ def _ledger_engine(emit, engine, split: bool, llama_given: list[str], serving_gi
         whose = "Ollama's" if own == "ollama" else "its"
         return own, (f"{', '.join(llama_given)}: llama.cpp's options, so {whose} ledger is planned (--engine "
                      f"{own})"), llama_given[0]
+    if engine is None and not split and (runtime or "").strip().lower() == "ollama":
+        # Ollama places what the card holds and leaves the rest in host memory: its figures are that placement's
+        return "ollama", None, "--runtime ollama"
     return engine, None, flag
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 
 from llmsize.catalog.recipe import RECIPE_PARTS
 from llmsize.catalog.schema import GpuSpec, ModelSpec
-from llmsize.errors import InvalidValueError
+from llmsize.errors import InvalidValueError, LlmsizeError
 from llmsize.estimate.capacity import (
     DEFAULT_GPU_UTIL,
     LLAMACPP_RUNTIMES,
@@ -301,6 +301,28 @@ def with_runtime_share(inputs: PlanInputs, fmt: QuantFormat, gpu: GpuSpec, exact
     usable = usable_memory(gpu, inputs.wired_limit_bytes)
     util, why = default_gpu_util(runtime, usable.shares_all_ram)
     return replace(inputs, gpu_util=util), runtime, why
+
+
+# runtimes that pull a GGUF from their own library when a model is named: Ollama (`ollama run qwen3:8b`) and LM
+# Studio's catalogue, whose default download is Q4_K_M for most models, MXFP4 experts for gpt-oss
+LIBRARY_RUNTIMES = {"ollama": "Ollama's library", "lmstudio": "LM Studio's catalogue"}
+
+
+def library_quant(runtime: str | None, model) -> tuple[str | None, str | None]:
+    """The GGUF a runtime that pulls from its own library gives `model` when no --quant is named (LIBRARY_RUNTIMES):
+    (format id, the note that says so), or (None, None) elsewhere or where the model has no such GGUF rule (planned
+    in its release format then, as before)."""
+    name = LIBRARY_RUNTIMES.get((runtime or "").strip().lower())
+    if name is None:
+        return None, None
+    mxfp4 = model.release.quant == "mxfp4"
+    fid = "gguf-mxfp4_moe" if mxfp4 else "gguf-q4_k_m"
+    try:
+        resolve_format(model, fid, None)
+    except LlmsizeError:
+        return None, None
+    return fid, (f"--runtime {runtime.strip().lower()} without --quant: {fid}, the GGUF {name} gives "
+                 + ("gpt-oss (its MXFP4 experts)" if mxfp4 else "most models by default") + "; --quant sets another")
 
 
 def smallest_fit(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs, exact=None,

@@ -602,3 +602,16 @@ def test_ollama_and_lm_studio_plan_the_gguf_their_library_pulls_and_ollamas_own_
     assert code == 0 and code2 == 0, (err, err2)
     r, e = json.loads(runtime_out), json.loads(engine_out)
     assert r["expected"]["tok_s"] == pytest.approx(e["expected"]["tok_s"]) and r["expected"]["tok_s"] < 80
+
+
+def test_ollamas_cache_lever_names_its_environment_variable(run_cli):
+    """Under Ollama the cache lever said llama.cpp's flags (--cache-type-k q8_0 ...): Ollama takes one type for K and
+    V from OLLAMA_KV_CACHE_TYPE (its quantized V cache with flash attention). llama.cpp's plan keeps its flags."""
+    args = ("plan", "qwen3-32b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--context", "32768")
+    code, out, err = run_cli(*args, "--runtime", "ollama")
+    flat = " ".join(out.split())
+    assert code == 0 and ("Smaller KV dtype: OLLAMA_KV_CACHE_TYPE=q8_0 with OLLAMA_FLASH_ATTENTION=1 (plan: "
+                          "--cache-type-k q8_0 --cache-type-v q8_0 --flash-attn on)") in flat
+    code, out, err = run_cli(*args, "--runtime", "llamacpp")
+    flat = " ".join(out.split())
+    assert code == 0 and "Smaller KV dtype: --cache-type-k q8_0 --cache-type-v q8_0 --flash-attn on holds" in flat

@@ -174,6 +174,16 @@ def _wired_limit_lever(p: dict, one_sequence_bytes: float) -> list[str]:
             f"--wired-limit-gb {gb:.1f}: {(ram - wired_mib * 2**20) / GB:.1f} GB stay with macOS."]
 
 
+def _kv_flags(p: dict, dt: str) -> str:
+    """How a plan's runtime is told to keep its cache in `dt`: the plan's options, and under Ollama, which takes
+    one type for K and V from its environment, that variable (its flash attention, which a quantized V cache needs,
+    on where the card supports it: OLLAMA_FLASH_ATTENTION)."""
+    flags = " ".join(kv_dtype_flags(dt))
+    if p.get("engine") == "ollama" and "/" in dt:
+        return f"OLLAMA_KV_CACHE_TYPE={dt.split('/')[0]} with OLLAMA_FLASH_ATTENTION=1 (plan: {flags})"
+    return flags
+
+
 def _kv_levers(p: dict) -> list[str]:
     model, inputs = p.get("card_model") or p["model"], p["inputs"]
     levers = []
@@ -188,11 +198,11 @@ def _kv_levers(p: dict) -> list[str]:
         if n == 0:  # not even one sequence of the asked context: what one can hold with it
             longest = max_context_tokens(model, dt, p["budget"].kv_budget_bytes).tokens
             if longest > p["max_context"].tokens:
-                levers.append(f"Smaller KV dtype: {' '.join(kv_dtype_flags(dt))} holds one sequence of "
+                levers.append(f"Smaller KV dtype: {_kv_flags(p, dt)} holds one sequence of "
                               f"{longest:,} tokens (not {inputs.context_tokens:,}).")
             break
         beyond = inputs.context_tokens > model.max_position_embeddings  # engines refuse it: the plan's note says so
-        levers.append(f"Smaller KV dtype: {' '.join(kv_dtype_flags(dt))} holds {n:,} sequence{'s' * (n != 1)} of "
+        levers.append(f"Smaller KV dtype: {_kv_flags(p, dt)} holds {n:,} sequence{'s' * (n != 1)} of "
                       f"{inputs.context_tokens:,} tokens" + (f" in memory, beyond the model's own limit of "
                                                              f"{model.max_position_embeddings:,}." if beyond else "."))
         break

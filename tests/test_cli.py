@@ -615,3 +615,10 @@ def test_ollamas_cache_lever_names_its_environment_variable(run_cli):
     code, out, err = run_cli(*args, "--runtime", "llamacpp")
     flat = " ".join(out.split())
     assert code == 0 and "Smaller KV dtype: --cache-type-k q8_0 --cache-type-v q8_0 --flash-attn on holds" in flat
+
+
+def test_a_small_fixed_cache_prints_in_its_own_unit(run_cli):
+    """gpt-oss-20b's 12 sliding layers hold 128 tokens each once full: 12 x 128 x 8 KV heads x 64 x 2 (K and V) x 2 B =
+    3,145,728 B a sequence, printed as "0.00 GB that does not grow" (a zero said as a claim); now 3.15 MB."""
+    code, out, err = run_cli("plan", "gpt-oss-20b", "--gpu", "rtx4090")
+    assert code == 0 and "each sequence also holds 3.15 MB that does not grow (sliding windows)" in " ".join(out.split())

@@ -175,7 +175,7 @@ def render_plan(p: Plan, width: int = 100, color: bool = False, placement: str |
                                     ("linear", "recurrent state")) if kvc.bytes_by_kind.get(k)]
             what = " and ".join(dict.fromkeys(kinds))
             rows.append(("KV pool", f"{p.kv_pool_tokens:,} tokens of growing cache, shared by all sequences"
-                         + (f"; each sequence also holds {fmt_bytes(kvc.fixed_bytes_per_sequence)} that does not "
+                         + (f"; each sequence also holds {fmt_bytes_auto(kvc.fixed_bytes_per_sequence)} that does not "
                             f"grow ({what}) from the same budget" if kinds else "")))
     # an offload asked for (--cpu-moe, --gpu-layers) although the whole model fits: these sections stay the whole
     # model's, and say so; the ledger and Expected below are the placement's

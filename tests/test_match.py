@@ -96,3 +96,17 @@ def test_cards_once_taken_for_others_are_their_own_entries_now(catalog):
     assert match_gpu("NVIDIA GeForce RTX 5060 Ti", 8_589_934_592, gs).id == "rtx5060ti8"
     assert catalog.gpu("AMD Radeon RX 7900 GRE").id == "rx7900gre"
     assert catalog.gpu("RX 7900 XT").id == "rx7900xt"
+
+
+def test_a_name_that_takes_one_memory_variant_says_which_and_names_the_others(catalog):
+    """`--gpu rtx4060ti` is the 16 GB card; an owner of the 8 GB one read 16 GB figures without a word. The note
+    names the variant taken and the others' ids, where the typed name states no size; the few files whose ids start
+    as the card's are read, not the shelf."""
+    from llmsize.catalog.match import sibling_note
+
+    note = lambda typed: sibling_note(typed, catalog.gpu(typed), catalog.hardware)  # noqa: E731
+    assert note("rtx4060ti") == "--gpu rtx4060ti: the 16 GB card (rtx4060ti16); the 8 GB one is rtx4060ti8"
+    assert note("RTX 3060") == "--gpu RTX 3060: the 12 GB card (rtx3060); the 8 GB one is rtx3060-8gb"
+    assert note("a100").endswith("the 40 GB one is a100-40gb-sxm")
+    for typed in ("rtx4060ti16", "RTX 4060 Ti 16GB", "rtx4090", "h100", "m4-max"):
+        assert note(typed) is None, typed

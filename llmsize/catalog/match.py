@@ -89,6 +89,44 @@ def of_typed_memory(typed: str, cards: list[GpuSpec]) -> list[GpuSpec]:
             or all(f"{n}gb" in _card_tokens(g) for n in sizes)]
 
 
+_MEMORY_IN_NAME = re.compile(r"\s*\b\d+\s?GB\b", re.I)
+
+
+def memory_siblings(card: GpuSpec, shelf) -> list[GpuSpec]:
+    """The catalog's cards that differ from `card` by their memory alone (its name without the size: the RTX 4060 Ti
+    8GB beside the 16GB), read from the few files whose ids start as its does (not the whole shelf, a plan's start)."""
+    from llmsize.files import read_text
+
+    def base(name: str) -> str:
+        return _MEMORY_IN_NAME.sub("", name.strip().strip("'\"")).strip().lower()
+
+    key = base(card.name)
+    out = []
+    for stem, path in shelf.files.items():
+        if stem == card.id or stem[:5] != card.id[:5]:
+            continue
+        named = re.search(r"(?m)^name:\s*(.+?)\s*$", read_text(path, 1 << 20, "catalog file"))  # its name line:
+        if named and base(named.group(1)) == key:  # the file parsed only where it names the same card
+            other = shelf.load(stem)
+            if base(other.name) == key and other.memory_size != card.memory_size:
+                out.append(other)
+    return out
+
+
+def sibling_note(typed: str, card: GpuSpec, shelf) -> str | None:
+    """Where a name typed without a memory size took one of a card's memory variants: which it took and the others'
+    ids (`--gpu rtx4060ti` is the 16 GB card; an 8 GB owner plans rtx4060ti8); None where the name says the size or
+    the card has no such sibling."""
+    size = round(card.memory_size)
+    if str(size) in re.findall(r"\d+", typed) or typed.strip().lower() == card.id and re.search(r"\d+gb$", card.id):
+        return None
+    others = memory_siblings(card, shelf)
+    if not others:
+        return None
+    return (f"--gpu {typed.strip()}: the {card.memory_size:g} {card.memory_vendor_unit} card ({card.id}); "
+            + ", ".join(f"the {o.memory_size:g} {o.memory_vendor_unit} one is {o.id}" for o in others))
+
+
 def match_gpu(reported_name: str, reported_memory_bytes: int | None, gpus: list[GpuSpec]) -> GpuSpec | None:
     candidates = gpu_candidates(reported_name, gpus)
     if not candidates:

@@ -116,6 +116,11 @@ def fit_cmd(
     from llmsize.estimate.model_fit import unused_host
 
     fit_notes = []
+    if memory_gb is None and gpu.strip().lower() != "local":  # a name that took one of a card's memory variants
+        from llmsize.catalog.match import sibling_note
+
+        said = sibling_note(gpu, g, cat.hardware)
+        fit_notes += [said] if said else []
     unused = unused_host(g, rid) if host is not None or asked_ram is not None else None
     if unused and host is not None:
         fit_notes.append(f"--host-memory {host.name} not used: {unused}")

@@ -305,7 +305,8 @@ FleetUsersOpt = Annotated[Optional[int], _opt("--users", help="Concurrent users.
                                               show_default=False)]
 RateOpt = Annotated[Optional[float], _opt("--rate", help="Requests per second (instead of --users).",
                                           callback=float_range(0, 1e9, True), show_default=False)]
-TtftOpt = Annotated[Optional[str], _opt("--ttft", help="Time-to-first-token target: 2s, 500ms.",
+TtftOpt = Annotated[Optional[str], _opt("--ttft", help="Time-to-first-token target of the mean prompt, its wait in "
+                                        "the queue included (--simulate replays the p95): 2s, 500ms.",
                                         callback=duration("--ttft"), show_default=False)]
 TpotOpt = Annotated[Optional[str], _opt("--tpot", help="Time per output token target, per user: 33ms.",
                                         callback=duration("--tpot"), show_default=False)]

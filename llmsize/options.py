@@ -136,7 +136,8 @@ GpuListOpt = Annotated[Optional[str], _opt("--gpus", help="Comma-separated card 
                                            show_default=False)]
 QuantOpt = Annotated[Optional[str], _opt("--quant", help="Weight format (see `llmsize formats`), or a format per "
                                          "component: experts=nvfp4-w4a16,attention=fp8,...; default: the model's "
-                                         "release format.")]
+                                         "release format (under --runtime ollama or lmstudio the GGUF their library "
+                                         "pulls: gguf-q4_k_m, gpt-oss's gguf-mxfp4_moe).")]
 ScopeOpt = Annotated[Optional[str], _opt("--scope", help="What the format quantizes: linear, experts, mlp or all; "
                                          "default: the release's or the format's.", callback=choice(SCOPES))]
 def _one_dtype(value):
@@ -338,7 +339,9 @@ CalibrateOpt = Annotated[Optional[Path], _opt("--calibrate", help="Your own run:
                                               "--save-result` JSON; it replaces the fitted constants' level for "
                                               "its runtime.", show_default=False)]
 RuntimeOpt = Annotated[Optional[str], _opt("--runtime", help="Expected speed in this runtime: vllm, sglang, trtllm, "
-                                           "llamacpp, mlx, gpt-fast (ollama and lmstudio: llama.cpp underneath). "
+                                           "llamacpp, mlx, gpt-fast (ollama and lmstudio: llama.cpp underneath, the "
+                                           "GGUF their library pulls without --quant; ollama: its own placement and "
+                                           "default context, as --engine ollama). "
                                            "Default: llamacpp for GGUF formats and Apple cards, mlx for MLX "
                                            "formats, else vllm (fleet: vllm, sglang with --emit sglang, llamacpp "
                                            "when every card is Apple's or an Intel Arc).", callback=choice(RUNTIME_CHOICES),
@@ -370,8 +373,9 @@ MixerOpt = Annotated[Optional[str], _opt("--mixer", help="Only models with this 
 MoeOpt = Annotated[Optional[bool], _opt("--moe/--dense", help="Only mixture-of-experts / only dense.",
                                         show_default=False)]
 PricesOpt = Annotated[Optional[Path], _opt("--prices", help="YAML of card prices (none are shipped): `currency: EUR`, "
-                                           "and `prices:` card id -> price of one card (compare) or `hourly:` card "
-                                           "id -> price of one card an hour (fleet).", show_default=False)]
+                                           "`prices:` card id -> price of one card (compare's cost; fleet's cost to "
+                                           "buy a row's cards), and `hourly:` card id -> price of one card an hour "
+                                           "(fleet's cost an hour, a month and a million tokens).", show_default=False)]
 CompareSortOpt = Annotated[str, _opt("--sort", help="Column to rank by: " + ", ".join(COMPARE_SORT_KEYS) + ".",
                                      callback=choice(COMPARE_SORT_KEYS))]
 CompareFormatOpt = Annotated[str, _opt("--format", help="table, json, csv, markdown or html (one self-contained "

@@ -130,7 +130,7 @@ def compare(
     rows = sort_rows(run_compare(m, cards, inputs, users, price_map, fixed=fixed, runtimes=runtimes,
                                  runtime=runtime), sort)
     title = (f"llmsize compare: {m.name}, {rows[0].plan.fmt.id if rows[0].plan else quant or m.release.quant}, "
-             f"{context:,} tokens, {users} user(s)")
+             f"{context:,} tokens, {users:,} user{'s' if users != 1 else ''}")
     notes = ["Units: GB = 10^9 B, GiB = 2^30 B. GiB: every card's vendor capacity read the same way (a \"24 GB\" "
              "card holds 24 GiB of DRAM; drivers report up to 6.3% less, ECC's share on an A10, L4, L40S or T4). "
              "A card that cannot hold the model alone is "

@@ -58,7 +58,9 @@ def fit_cmd(
 
     llama.cpp (the default on consumer and Apple cards) tries the GGUF file types and, where a model does not
     fit, the offload split its --fit would take (give --host-memory for that speed); the other runtimes try the
-    release format and those of bf16, fp8, AWQ and NVFP4 with fewer bits a weight (a 4-bit release alone).
+    release format and those of bf16, fp8, AWQ and NVFP4 with fewer bits a weight (a 4-bit release alone); under vLLM,
+    SGLang or TensorRT-LLM a pair whose engine's own memory ledger holds no --context request is left out (a note
+    counts them).
 
     Examples:
 

@@ -597,7 +597,10 @@ def assumptions(p: dict) -> list[str]:
                    f"card, the serving engines' {DEFAULT_GPU_UTIL:g}), minus weights, minus "
                    f"{overhead_of(inputs) / GiB:g} GiB runtime overhead (activations, CUDA graphs, allocator; "
                    "change with --overhead-gib).")
-    release = "the model's release format" if fmt.id == model.release.quant else "asked for"
+    pulled = LIBRARY_RUNTIMES.get((inputs.runtime or "").strip().lower())
+    release = ("the model's release format" if fmt.id == model.release.quant
+               else f"the GGUF {pulled} pulls" if pulled and library_quant(inputs.runtime, model)[0] == fmt.id
+               else "asked for")
     keep = {"linear": "embedding, lm_head, norms, routers and biases stay 16-bit",
             "experts": "only routed experts quantized; attention, embedding, lm_head, routers stay 16-bit",
             "mlp": "MLP and experts quantized; attention, SSM, embedding, lm_head, norms stay 16-bit",

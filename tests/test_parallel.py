@@ -183,3 +183,16 @@ def test_a_pipeline_stage_of_an_interleaved_model_is_a_consistent_model(catalog)
             s = shard_model(m, 1, pp)
             assert ModelSpec.model_validate(s.model_dump()) == s
             assert len(s.layer_stack()) == s.num_layers
+
+
+def test_a_launch_line_the_engine_would_not_start_says_so_and_seqs_follow_its_ledger(run_cli):
+    """70B FP8 on one H100 at 4,096 tokens: `--emit vllm` printed a line vLLM refuses (its own ledger: 0.77 GB of
+    cache, 2,352 tokens, with 0.9 of the card); it now says so above the line, with the share from which it starts.
+    70B BF16 on two H100s: --max-num-seqs had been the plan's 7 where vLLM's cache holds 5.92 requests: 5."""
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100-sxm", "--quant", "fp8", "--emit", "vllm")
+    assert code == 0, err
+    assert out.startswith("# vLLM: its own memory ledger holds no 4,096-token request with 0.9 of the card: it does "
+                          "not start, from 0.9067 it does")
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100", "--tp", "2", "--emit", "vllm")
+    line = out.strip().splitlines()[-1].split()
+    assert code == 0 and line[line.index("--max-num-seqs") + 1] == "5"

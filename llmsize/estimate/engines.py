@@ -462,17 +462,35 @@ def ledger_shortfall(led: EngineLedger, budget) -> str | None:
                              and led.min_fraction <= 1 else ""))
 
 
-def plan_ledger(p, model: ModelSpec, gpu: GpuSpec, engine: str) -> EngineLedger | None:
-    """`engine`'s ledger of plan `p` (a plan.Plan) with the engine's defaults, its requests the plan's context; None
-    where the weights do not fit or the engine's ledger does not cover the plan."""
+def plan_ledger(p, model: ModelSpec, gpu: GpuSpec, engine: str, max_model_len: int | None = None
+                ) -> EngineLedger | None:
+    """`engine`'s ledger of plan `p` (a plan.Plan) with the engine's defaults, its requests of `max_model_len`
+    tokens (None: the plan's context); None where the weights do not fit or the engine's ledger does not cover the
+    plan."""
     if not p.budget.weights_fit:
         return None
-    e = EngineInputs(engine=engine, gpu_util=p.inputs.gpu_util, max_model_len=p.inputs.context_tokens,
+    e = EngineInputs(engine=engine, gpu_util=p.inputs.gpu_util, max_model_len=max_model_len or p.inputs.context_tokens,
                      kv_dtype=p.inputs.kv_dtype, tp=p.inputs.tp, weight_format=p.fmt.id)
     try:
         return engine_ledger(p.card_model or model, gpu, (p.weights_card or p.weights).bytes_total, e)
     except LlmsizeError:
         return None
+
+
+def launch_sequences(p, engine: str, max_model_len: int, seqs: int | None) -> tuple[int | None, str | None]:
+    """A launch line's most running sequences beside the engine's own ledger at its --max-model-len: the plan's
+    `seqs` where the engine's cache holds as many (else the whole requests it holds), and where it holds none of
+    that length, the words that say so (it does not start), with the share from which it does."""
+    led = plan_ledger(p, p.card_model or p.model, p.gpu, engine, max_model_len)
+    if led is None:
+        return seqs, None
+    if not led.fits_one_request:
+        start = (f", from {led.min_fraction:.4f} it does" if led.min_fraction is not None and led.min_fraction <= 1
+                 else "")
+        return seqs, (f"its own memory ledger holds no {max_model_len:,}-token request with {p.inputs.gpu_util:g} of "
+                      f"the card: it does not start{start} (plan --engine {engine} itemizes it), or lower the length")
+    held = max(1, int(led.max_concurrency))
+    return (min(seqs, held) if seqs is not None else None), None
 
 
 def plan_shortfall(p, model: ModelSpec, gpu: GpuSpec, engine: str) -> str | None:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import shlex
 
+from llmsize.estimate.engines import launch_sequences
 from llmsize.estimate.plan import Plan
+from llmsize.estimate.runtimes import RUNTIME_NAMES
 from llmsize.estimate.speculative import spec_pipeline_note
 from llmsize.render.emit_fleet import ENGINE_KV, node_launch, remote_code_args, spec_flags
 
@@ -29,7 +31,8 @@ FLAGS = {
 
 def serve_command(p: Plan, engine: str, local_path: str | None = None, max_model_len: int | None = None) -> str:
     """The launch line: the user's --max-model-len (else the plan's context, capped at the model's), and as
-    the most sequences the engine may run at once, what the plan's memory holds at that context."""
+    the most sequences the engine may run at once, what both the plan's memory and the engine's own ledger hold at
+    that context (engines.launch_sequences; a comment above the line where the engine would not start)."""
     model = local_path or p.model.hf_repo or p.model.id
     notes = []
     if not (local_path or p.model.hf_repo):
@@ -66,6 +69,10 @@ def serve_command(p: Plan, engine: str, local_path: str | None = None, max_model
     elif seqs is None:
         notes.append(f"# not one sequence of {p.inputs.context_tokens:,} tokens fits this plan's memory: "
                      "--max-num-seqs left to the engine")
+    if seqs is not None or not capped:  # the engine's own ledger at the line's length: its requests, or no start
+        seqs, refused = launch_sequences(p, engine, ctx, seqs)
+        if refused:
+            notes.append(f"# {RUNTIME_NAMES[engine]}: {refused}")
     tp, pp = p.inputs.tp, p.inputs.pp
     spec_pp = spec_pipeline_note(p.inputs.spec, engine, pp)
     if spec_pp:

@@ -622,3 +622,15 @@ def test_a_small_fixed_cache_prints_in_its_own_unit(run_cli):
     3,145,728 B a sequence, printed as "0.00 GB that does not grow" (a zero said as a claim); now 3.15 MB."""
     code, out, err = run_cli("plan", "gpt-oss-20b", "--gpu", "rtx4090")
     assert code == 0 and "each sequence also holds 3.15 MB that does not grow (sliding windows)" in " ".join(out.split())
+
+
+def test_lm_studio_on_a_radeon_says_which_build_its_figure_is(run_cli):
+    """LM Studio ships llama.cpp for ROCm and for Vulkan (the README calls Vulkan what it runs on most AMD cards); its
+    figure on an RX 7900 XTX is the ROCm build's (97 tok/s for Llama 3.1 8B Q4_K_M beside Vulkan's 122, a review saw)
+    and now says so; an Instinct card, which AMD's Vulkan drivers do not run, and --backend given, say nothing."""
+    args = ("plan", "llama-3.1-8b", "--quant", "gguf-q4_k_m", "--runtime", "lmstudio")
+    code, out, err = run_cli(*args, "--gpu", "rx7900xtx")
+    assert code == 0 and "this figure is the ROCm build's, --backend vulkan prices the Vulkan one" in " ".join(out.split())
+    for extra in (["--gpu", "mi300x"], ["--gpu", "rx7900xtx", "--backend", "vulkan"]):
+        code, out, err = run_cli(*args, *extra)
+        assert code == 0 and "LM Studio ships" not in out

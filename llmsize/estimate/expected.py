@@ -208,6 +208,10 @@ def expect(plan: Plan, runtimes: Mapping[str, RuntimeSpec], runtime: str | None 
                else f"the engine whose ledger is planned, --engine {engine}")
         why += f"; {alias_note}" if alias_note else ""
     be = backend(plan.gpu, gpu_backend)
+    if (runtime or "").strip().lower() in ("lmstudio", "lm-studio") and be == "rocm" and gpu_backend is None \
+            and backend_refusal(rid, plan.gpu, "vulkan") is None:
+        notes += ("LM Studio ships llama.cpp built for ROCm and for Vulkan, the one it runs chosen in its runtime "
+                  "settings: this figure is the ROCm build's, --backend vulkan prices the Vulkan one",)
     spec = runtimes.get(rid)
     elsewhere = not_on(rid, plan.gpu, be)
     mlx_weights = plan.fmt.id.startswith("mlx-")

@@ -337,3 +337,12 @@ def test_fit_under_a_serving_engine_leaves_out_what_the_engine_does_not_start(ru
     code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100-sxm", "--quant", "fp8", "--engine", "vllm",
                              "--max-model-len", "4096", "--json")
     assert code == 0 and json.loads(out)["engine"]["fits_one_request"] is False
+
+
+def test_a_fit_title_says_where_placements_leave_part_in_system_ram(run_cli):
+    """`fit --sort size` on a 16 GB card led with Kimi K2 offloaded, 341 GiB in system RAM, under "Models that fit
+    rtx4060ti16": the title now says some rows leave a part in system RAM (host GiB); vLLM's, all whole, does not."""
+    code, out, err = run_cli("fit", "--gpu", "rtx4060ti16", "--sort", "size", "--top", "3")
+    assert code == 0 and "whole or with a part in system RAM (host GiB)" in " ".join(out.split()[:20])
+    code, out, err = run_cli("fit", "--gpu", "h100", "--runtime", "vllm", "--top", "3")
+    assert code == 0 and "system RAM" not in out.splitlines()[0]

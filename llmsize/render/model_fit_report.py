@@ -32,7 +32,9 @@ def render_fit(rows, gpu, runtime, context, host, skipped, total, console, sort:
                       f"{r.host_bytes / 2**30:,.1f}" if r.host_bytes else "-", exp, band,
                       f"{r.ceiling_tok_s:,.1f}" if r.ceiling_tok_s else "-"])
     name = "Ollama (llama.cpp)" if engine == "ollama" else RUNTIME_NAMES[runtime]
-    title = (f"Models that fit {gpu.id} ({gpu.memory_size:,.7g} {gpu.memory_vendor_unit}) in {name} at {context:,} "
+    spill = any(r.host_bytes for r in rows)  # an offloaded placement: part of the model in system RAM (host GiB)
+    title = (f"Models that fit {gpu.id} ({gpu.memory_size:,.7g} {gpu.memory_vendor_unit})"
+             f"{', whole or with a part in system RAM (host GiB),' if spill else ''} in {name} at {context:,} "
              f"token{'s' if context != 1 else ''}{where}")
     if cells:
         print_table(console, title, ["model", "format", "bpw", "placement", "ctx", "host GiB", "tok/s", "band",

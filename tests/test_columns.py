@@ -51,8 +51,9 @@ def test_compare_and_fleet_print_every_number_whole_at_100_columns(run_cli, tmp_
                       "hourly:\n  h100-sxm: 2.5\n  b200: 5.2\n")
     code, out, err = run_cli("compare", "llama-3.1-70b", "--gpus", "h100-sxm,h200-sxm,mi300x,b200", "--prices",
                              str(prices))
-    costs = [r["cost"] for r in json.loads(run_cli("compare", "llama-3.1-70b", "--gpus", "h100-sxm,h200-sxm,mi300x,b200",
-                                                   "--prices", str(prices), "--json")[1])["rows"]]
+    costs = [r["cost"] for r in json.loads(run_cli("compare", "llama-3.1-70b", "--gpus",
+                                                   "h100-sxm,h200-sxm,mi300x,b200", "--prices", str(prices),
+                                                   "--json")[1])["rows"]]
     assert code == 0 and len(costs) == 4 and all(f"{c:,.0f}" in out for c in costs)  # cards x price, whole
     base = ("fleet", "llama-3.1-8b", "--users", "100000000", "--gpus", "h100-sxm,b200", "--prices", str(prices))
     code, out, err = run_cli(*base)

@@ -601,8 +601,8 @@ def test_ledger_shortfall_says_nothing_where_the_engine_holds_most_of_the_budget
     from llmsize.estimate.engines import LEDGER_SHORT, ledger_shortfall
 
     budget = SimpleNamespace(kv_budget_bytes=10e9, gpu_util=0.9)
-    led = SimpleNamespace(name="vllm", kv_cache_bytes=LEDGER_SHORT * 10e9, kv_cache_tokens=30_000, fits_one_request=True,
-                          max_concurrency=7.3, max_model_len=4096, min_fraction=0.5)
+    led = SimpleNamespace(name="vllm", kv_cache_bytes=LEDGER_SHORT * 10e9, kv_cache_tokens=30_000,
+                          fits_one_request=True, max_concurrency=7.3, max_model_len=4096, min_fraction=0.5)
     assert ledger_shortfall(led, budget) is None
     led.kv_cache_bytes = 0.79 * 10e9
     assert ledger_shortfall(led, budget).endswith(": 7.3 requests of 4,096 tokens at once")

@@ -194,7 +194,8 @@ def fit_models(models: list[ModelSpec], gpu: GpuSpec, runtime: str, context: int
                cap_to_model: bool = False, mmproj: str | None = None) -> tuple[list[FitRow], int, int, int]:
     """(rows, how many model/format pairs could not be planned, how many fit before --min-tok-s and
     --one-per-model, how many the plan's budget holds but the serving engine's own ledger does not: no request of
-    `context` tokens, so the engine does not start) in `sort`'s order. `cap_to_model`: each model at the least of `context` and its own (Ollama's
+    `context` tokens, so the engine does not start) in `sort`'s order. `cap_to_model`: each model at the least of
+    `context` and its own (Ollama's
     default num_ctx). `host_ram_bytes` drops
     offloaded placements the host cannot hold; `one_per_model` keeps each model's most bits per weight whole on the
     card, or where no format fits whole the most bits of the offloaded ones at least half as fast as its fastest;

@@ -288,7 +288,8 @@ def render_fleet_markdown(model, w, runtime, currency, rows, kv_dtype: str = "bf
 
     lines = [f"**{md(f'fleet: {model.name}, {_io_words(w)}, {load}, {_targets(w)} ({runtime}; {_setup(w, kv_dtype)})')}"
              "**", "",
-             f"| card | mode | tp (x pp) | cards | nodes | batch | tok/s per GPU | tok/s per user (band) | TTFT s (band) | "
+             f"| card | mode | tp (x pp) | cards | nodes | batch | tok/s per GPU | tok/s per user (band) | "
+             f"TTFT s (band) | "
              f"TPOT ms (band) | kW | "
              f"{cur} per Mtok | {cur} per month | {cur} to buy | why not |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
@@ -383,7 +384,8 @@ def render_fleet_html(model, w, runtime, currency, rows, curves, roofs, kv_dtype
     cost_col = f"{currency or 'cost'} per million output tokens"
     head = ["card", "mode", "tp (x pp)", "cards", "nodes", "batch per replica", "output tok/s per GPU",
             "tok/s per user (band)", "TTFT s (band)", "TPOT ms (band)", "meets targets", "watts", cost_col,
-            f"{currency or 'cost'} per month", f"{currency or 'cost'} to buy the cards", "other mode (cards)", "why not"]
+            f"{currency or 'cost'} per month", f"{currency or 'cost'} to buy the cards", "other mode (cards)",
+            "why not"]
     body = []
     for r in rows:
         if r.replicas is None:

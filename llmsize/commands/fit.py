@@ -13,6 +13,7 @@ from llmsize.commands.shared import (
     load_catalog,
     make_console,
     print_json,
+    variant_note,
 )
 from llmsize.errors import InvalidValueError, shown
 from llmsize.options import (
@@ -118,11 +119,8 @@ def fit_cmd(
     from llmsize.estimate.model_fit import unused_host
 
     fit_notes = []
-    if memory_gb is None and gpu.strip().lower() != "local":  # a name that took one of a card's memory variants
-        from llmsize.catalog.match import sibling_note
-
-        said = sibling_note(gpu, g, cat.hardware)
-        fit_notes += [said] if said else []
+    said = variant_note(cat, gpu, g, memory_gb)  # a name that took one of a card's memory variants
+    fit_notes += [said] if said else []
     unused = unused_host(g, rid) if host is not None or asked_ram is not None else None
     if unused and host is not None:
         fit_notes.append(f"--host-memory {host.name} not used: {unused}")

@@ -22,6 +22,7 @@ from llmsize.commands.shared import (
     print_json,
     refuse_cache,
     term_width,
+    variant_note,
 )
 from llmsize.errors import InvalidValueError
 from llmsize.options import (
@@ -182,11 +183,8 @@ def plan(
         m, exact, notes, warnings = im.spec, im.exact, im.notes, im.warnings
     else:
         m = cat.model(model)
-    if memory_gb is None and gpu.strip().lower() != "local":  # a name that took one of a card's memory variants
-        from llmsize.catalog.match import sibling_note
-
-        said = sibling_note(gpu, g, cat.hardware)
-        notes += [said] if said else []
+    said = variant_note(cat, gpu, g, memory_gb)  # a name that took one of a card's memory variants
+    notes += [said] if said else []
     # the engine whose ledger is planned, the context, the runtime the plan is sized for
     llama_given = _llama_options_given(gpu_layers, n_cpu_moe, cpu_moe, fit, parallel, kv_unified, cache_type_k,
                                        cache_type_v, ubatch_size, swa_full, mmproj)

@@ -70,6 +70,16 @@ def find_local_card(cat, name: str, memory_gb: float | None = None):
     return (g.with_memory_gb(memory_gb) if memory_gb is not None else g), ram
 
 
+def variant_note(cat, name: str, g, memory_gb: float | None) -> str | None:
+    """Where the card name typed took one of a card's memory variants without saying a size: which, and the others'
+    ids (catalog.match.sibling_note); None for `local`, with --memory-gb, or where the name says it."""
+    if memory_gb is not None or name.strip().lower() == "local":
+        return None
+    from llmsize.catalog.match import sibling_note
+
+    return sibling_note(name, g, cat.hardware)
+
+
 def host_memory_of(spec, bandwidth_gb_s, cat):
     from llmsize.estimate.host_memory import host_memory, platforms
 

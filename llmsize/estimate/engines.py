@@ -458,8 +458,12 @@ def ledger_shortfall(led: EngineLedger, budget) -> str | None:
     if led.fits_one_request:
         return said + f": {led.max_concurrency:,.1f} requests of {led.max_model_len:,} tokens at once"
     return said + (f": it does not start at {led.max_model_len:,} tokens a request with {budget.gpu_util:g} of the "
-                   "card" + (f", from {led.min_fraction:.4f} it does" if led.min_fraction is not None
-                             and led.min_fraction <= 1 else ""))
+                   f"card{_starts_from(led)}")
+
+
+def _starts_from(led: EngineLedger) -> str:
+    """The share of the card from which an engine that does not start would (its min_fraction), where one does."""
+    return f", from {led.min_fraction:.4f} it does" if led.min_fraction is not None and led.min_fraction <= 1 else ""
 
 
 def plan_ledger(p, model: ModelSpec, gpu: GpuSpec, engine: str, max_model_len: int | None = None
@@ -485,10 +489,9 @@ def launch_sequences(p, engine: str, max_model_len: int, seqs: int | None) -> tu
     if led is None:
         return seqs, None
     if not led.fits_one_request:
-        start = (f", from {led.min_fraction:.4f} it does" if led.min_fraction is not None and led.min_fraction <= 1
-                 else "")
         return seqs, (f"its own memory ledger holds no {max_model_len:,}-token request with {p.inputs.gpu_util:g} of "
-                      f"the card: it does not start{start} (plan --engine {engine} itemizes it), or lower the length")
+                      f"the card: it does not start{_starts_from(led)} (plan --engine {engine} itemizes it), or lower "
+                      "the length")
     held = max(1, int(led.max_concurrency))
     return (min(seqs, held) if seqs is not None else None), None
 

@@ -1176,7 +1176,6 @@ def test_a_prefill_pool_is_loaded_at_most_85_percent(run_cli, args):
     rows = json.loads(out)["rows"]
     pools = [r for row in rows for r in (row, row["other"]) if r and r["mode"] == "disaggregated"]
     assert pools and all(0 < r["prefill_load"] <= 0.85 for r in pools)
-    assert not any(c.startswith("its prefill workers run at") for r in rows for c in r["caveats"])
 
 
 def test_decode_workers_hold_the_users_decoding_not_those_prefilling(run_cli):

@@ -290,10 +290,10 @@ def plan(
                               run,
                               None if calibrate is None else str(calibrate), flash_attn,
                               None if engine_flag == "--runtime ollama" else engine, ubatch_size)
-    if ledger is None and llama is None and expected.runtime in ("vllm", "sglang", "trtllm"):
+    if ledger is None and llama is None:
         from llmsize.estimate.engines import plan_shortfall
 
-        said = plan_shortfall(p, m, g, expected.runtime)  # the engine's own ledger, where it holds far less
+        said = plan_shortfall(p, m, g, expected.runtime)  # a serving engine's own ledger, where it holds far less
         if said:
             p.warnings.append(f"{said}; `--engine {expected.runtime}` itemizes it")
     if host is not None and offload is None and not (llama is not None and llama.offloaded):

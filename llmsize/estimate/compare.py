@@ -123,7 +123,7 @@ def compare(model: ModelSpec, gpus: list[GpuSpec], inputs: PlanInputs, users: in
             # past a node stages are how engines span nodes: none offered)
             tensor = smallest_fit(model, g, replace(inputs, batch=1), pp_choices=(1,))
             tensor = tensor if tensor is not None and tensor.tp <= inputs.gpus_per_node else None
-        short = plan_shortfall(p, model, g, rid) if rid in ("vllm", "sglang", "trtllm") else None
+        short = plan_shortfall(p, model, g, rid)  # None but for a serving engine's ledger that holds far less
         rows.append(Row(g, p, tp, pp, served, prices.get(g.id), exp, tensor_cards=tensor and tensor.tp,
                         ledger_short=short))
     if refused and len(refused) == len(gpus):

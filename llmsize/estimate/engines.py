@@ -469,9 +469,9 @@ def _starts_from(led: EngineLedger) -> str:
 def plan_ledger(p, model: ModelSpec, gpu: GpuSpec, engine: str, max_model_len: int | None = None
                 ) -> EngineLedger | None:
     """`engine`'s ledger of plan `p` (a plan.Plan) with the engine's defaults, its requests of `max_model_len`
-    tokens (None: the plan's context); None where the weights do not fit or the engine's ledger does not cover the
-    plan."""
-    if not p.budget.weights_fit:
+    tokens (None: the plan's context); None for a runtime without one (not a serving engine, ENGINES), where the
+    weights do not fit, or where the engine's ledger does not cover the plan."""
+    if engine not in ENGINES or not p.budget.weights_fit:
         return None
     e = EngineInputs(engine=engine, gpu_util=p.inputs.gpu_util, max_model_len=max_model_len or p.inputs.context_tokens,
                      kv_dtype=p.inputs.kv_dtype, tp=p.inputs.tp, weight_format=p.fmt.id)

@@ -129,10 +129,6 @@ def _placed_row(model, gpu, fid, context, host, llama_constants, runtimes, host_
                   "its band puts the GPU and host parts each at its own fit's held-out extreme")
 
 
-# the serving engines whose own memory ledger decides whether a pair starts (engines.engine_ledger)
-LEDGER_ENGINES = ("vllm", "sglang", "trtllm")
-
-
 class EngineRefuses(Exception):
     """A pair the plan's budget holds but the serving engine's own ledger holds no request of the context with."""
 
@@ -146,7 +142,7 @@ def _plan_row(model, gpu, fid, context, runtime, runtimes, wired_limit_bytes=Non
                      search_fit=False)
     if not plan.budget.weights_fit or plan.max_context.tokens < context:
         return None
-    led = plan_ledger(plan, model, gpu, runtime) if runtime in LEDGER_ENGINES else None
+    led = plan_ledger(plan, model, gpu, runtime)  # a serving engine's own ledger: does it start at all
     if led is not None and not led.fits_one_request:
         raise EngineRefuses(model.id)
     e = expect(plan, runtimes, runtime).expected

@@ -21,13 +21,15 @@ SHOWN = ["gpu", "bandwidth_gb_s", "memory_gib", "cards", "max_context_tokens", "
          "tok_s_per_kcurrency"]
 
 
+def _staged(row) -> str | None:
+    """A row's cards with their split where it has pipeline stages (`3 (1x3)`: tp 1 x pp 3), else None."""
+    return f"{row.cards:,} ({row.tp}x{row.pp})" if row.plan is not None and row.pp > 1 else None
+
+
 def _cells(row, cols: list[str]) -> list[str]:
-    """A row's cells; its cards with their split where it has pipeline stages (`3 (1x3)`: tp 1 x pp 3)."""
+    """A row's cells, its cards with their split where it has stages (_staged)."""
     v = row.values()
-    cells = [_cell(c, v[c]) for c in cols]
-    if "cards" in cols and row.plan is not None and row.pp > 1:
-        cells[cols.index("cards")] += f" ({row.tp}x{row.pp})"
-    return cells
+    return [(c == "cards" and _staged(row)) or _cell(c, v[c]) for c in cols]
 
 
 def _cell(key: str, v) -> str:
@@ -150,10 +152,7 @@ def render_html(rows, currency, title: str, notes: list[str], roofs) -> str:
     from llmsize.render.svg_chart import svg_plot
 
     cols = _columns(rows, currency)
-    body = [[r.values()[c] for c in cols] for r in rows]
-    if "cards" in cols:  # the split beside the cards where a row has pipeline stages, as the table says it
-        body = [[_cells(r, ["cards"])[0] if c == "cards" and r.plan is not None and r.pp > 1 else v
-                 for c, v in zip(cols, b)] for r, b in zip(rows, body)]
+    body = [[(c == "cards" and _staged(r)) or r.values()[c] for c in cols] for r in rows]
     model_name = rows[0].plan.model.name if rows and rows[0].plan else ""
     chart = svg_plot(roof_series(model_name, roofs), f"Roofline: {model_name} decode (batch 1, 2, 4 ...) and "
                      "prefill", X_ROOF, Y_ROOF, color_group=2)

@@ -7,6 +7,9 @@ command runs once untimed first (with it set, every run compiles llmsize's modul
 2026-12-07).
 
     python benchmarks/cold_start.py [--runs 10]
+
+The last line says where llmsize's own share goes: its dataclasses made, the first model read, one runtime's
+constants file beside all of them, the memory-variant note (each timed in a fresh process).
 """
 
 from __future__ import annotations
@@ -69,6 +72,29 @@ def main() -> None:
     med = [statistics.median(r[i] for r in rows) for i in range(3)]
     print(f"plan (table), in-process phases (median ms): libraries {med[0]:.1f}, llmsize imports {med[1]:.1f}, "
           f"parse + catalog + plan + report {med[2]:.1f}")
+    # inside llmsize's share: its dataclasses made (Python 3.11 compiles each one's methods when the class is made),
+    # the first model read (pydantic builds the schema's validator then), one runtime's constants file and what every
+    # other runtime's would add (a process parses a file once), and the memory-variant note's reads of a few hardware files' name lines; each in a fresh process
+    where = ("import dataclasses, time, io, contextlib\nmade = [0, 0.0]\norig = dataclasses._process_class\n"
+             "def timed(cls, *a, **k):\n t = time.perf_counter(); r = orig(cls, *a, **k)\n"
+             " if cls.__module__.startswith('llmsize'):\n  made[0] += 1; made[1] += time.perf_counter() - t\n"
+             " return r\ndataclasses._process_class = timed\n"
+             "import llmsize.cli\nfrom llmsize.catalog.loader import Catalog\n"
+             "from llmsize.catalog.match import sibling_note\nc = Catalog()\n"
+             "def ms(f):\n t = time.perf_counter(); f(); return (time.perf_counter() - t) * 1e3\n"
+             "model = ms(lambda: c.model('gemma-4-12b'))\none = ms(lambda: c.runtimes.by_id()['vllm'])\n"
+             "others = ms(lambda: Catalog().runtimes.all())\ng = c.gpu('rtx5060ti')\n"
+             "note = ms(lambda: sibling_note('rtx5060ti', g, c.hardware))\n"
+             "with contextlib.redirect_stdout(io.StringIO()):\n"
+             " try:\n  llmsize.cli.main(['plan','gemma-4-12b','--gpu','rtx5060ti'])\n except SystemExit: pass\n"
+             "print(made[0], made[1] * 1e3, model, one, others, note)")
+    rows = [list(map(float, subprocess.run([sys.executable, "-c", where], capture_output=True, text=True,
+                                           check=True, cwd=tempfile.gettempdir(), env=env).stdout.split()))
+            for _ in range(args.runs)]
+    med = [statistics.median(r[i] for r in rows) for i in range(6)]
+    print(f"inside llmsize's share (median ms): {med[0]:.0f} dataclasses made in {med[1]:.1f}; first model read "
+          f"{med[2]:.1f}; one runtime's constants file {med[3]:.1f} (a plan reads one), every other runtime's "
+          f"{med[4]:.1f} more; memory-variant note {med[5]:.1f}")
 
 
 if __name__ == "__main__":

@@ -64,17 +64,13 @@ def main() -> None:
               "with contextlib.redirect_stdout(io.StringIO()):\n"
               " try:\n  llmsize.cli.main(['plan','gemma-4-12b','--gpu','rtx5060ti'])\n except SystemExit: pass\n"
               "print((t1 - t0) * 1e3, (t2 - t1) * 1e3, (time.perf_counter() - t2) * 1e3)")
-    # run from a neutral folder: `-c` puts the working directory first on sys.path, and a source checkout
-    # there would be imported (and recompiled) instead of the installed package
-    rows = [list(map(float, subprocess.run([sys.executable, "-c", phases], capture_output=True, text=True,
-                                           check=True, cwd=tempfile.gettempdir(), env=env).stdout.split()))
-            for _ in range(args.runs)]
-    med = [statistics.median(r[i] for r in rows) for i in range(3)]
+    med = _medians(phases, args.runs, env)
     print(f"plan (table), in-process phases (median ms): libraries {med[0]:.1f}, llmsize imports {med[1]:.1f}, "
           f"parse + catalog + plan + report {med[2]:.1f}")
     # inside llmsize's share: its dataclasses made (Python 3.11 compiles each one's methods when the class is made),
     # the first model read (pydantic builds the schema's validator then), one runtime's constants file and what every
-    # other runtime's would add (a process parses a file once), and the memory-variant note's reads of a few hardware files' name lines; each in a fresh process
+    # other runtime's would add (a process parses a file once), and the memory-variant note's reads of a few
+    # hardware files' name lines; each in a fresh process
     where = ("import dataclasses, time, io, contextlib\nmade = [0, 0.0]\norig = dataclasses._process_class\n"
              "def timed(cls, *a, **k):\n t = time.perf_counter(); r = orig(cls, *a, **k)\n"
              " if cls.__module__.startswith('llmsize'):\n  made[0] += 1; made[1] += time.perf_counter() - t\n"
@@ -88,13 +84,20 @@ def main() -> None:
              "with contextlib.redirect_stdout(io.StringIO()):\n"
              " try:\n  llmsize.cli.main(['plan','gemma-4-12b','--gpu','rtx5060ti'])\n except SystemExit: pass\n"
              "print(made[0], made[1] * 1e3, model, one, others, note)")
-    rows = [list(map(float, subprocess.run([sys.executable, "-c", where], capture_output=True, text=True,
-                                           check=True, cwd=tempfile.gettempdir(), env=env).stdout.split()))
-            for _ in range(args.runs)]
-    med = [statistics.median(r[i] for r in rows) for i in range(6)]
+    med = _medians(where, args.runs, env)
     print(f"inside llmsize's share (median ms): {med[0]:.0f} dataclasses made in {med[1]:.1f}; first model read "
           f"{med[2]:.1f}; one runtime's constants file {med[3]:.1f} (a plan reads one), every other runtime's "
           f"{med[4]:.1f} more; memory-variant note {med[5]:.1f}")
+
+
+def _medians(code: str, runs: int, env: dict) -> list[float]:
+    """The figures `code` prints, each the median over `runs` fresh processes. Run from a neutral folder: `-c` puts
+    the working directory first on sys.path, and a source checkout there would be imported (and recompiled) instead
+    of the installed package."""
+    rows = [list(map(float, subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                           cwd=tempfile.gettempdir(), env=env).stdout.split()))
+            for _ in range(runs)]
+    return [statistics.median(r[i] for r in rows) for i in range(len(rows[0]))]
 
 
 if __name__ == "__main__":

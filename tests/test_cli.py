@@ -110,6 +110,20 @@ def test_the_quantize_lever_is_a_format_the_runtime_loads(run_cli, args, lever):
     assert not any("nvfp4" in x for x in levers if x.startswith("Quantize"))
 
 
+@pytest.mark.parametrize("args, hub", [
+    (["plan", "ibm-granite/granite-4.0-h-tiny", "--gpu", "h100"], "--hub ibm-granite/granite-4.0-h-tiny"),
+    (["compare", "granite-4.0-h-tiny"], "--hub ORG/NAME"),
+    (["kv", "not a/repo id"], "--hub ORG/NAME"),
+])
+def test_an_unknown_model_says_how_to_plan_one_the_catalog_lacks(run_cli, args, hub):
+    """A model the catalog lacks: the error names the ways in besides the catalog (its files, --hub), and a name
+    shaped like a Hub repo id is offered as --hub's value; the catalog's did-you-mean still comes first."""
+    code, out, err = run_cli(*args)
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert err.count("\n") == 1 and "Run `llmsize models` to see them all; " in err
+    assert "folder, config.json or .gguf file" in err and f"`{hub}` (network)" in err
+
+
 @pytest.mark.parametrize("args, expected_code, expected", [
     (["plan", "gemma-4-12x", "--gpu", "rtx5060ti"], 2, "Unknown model `gemma-4-12x`. Did you mean `gemma-4-12b`"),
     (["plan", "gemma-4-12b", "--gpu", "rtx5600ti"], 2, "llmsize gpus"),

@@ -8,6 +8,7 @@ import sys
 from llmsize.commands.shared import (
     MAX_WIDTH,
     NODE_LINK_GB_S,
+    catalog_model,
     find_card,
     gb_bytes,
     gib_bytes,
@@ -182,7 +183,7 @@ def plan(
     if im is not None:
         m, exact, notes, warnings = im.spec, im.exact, im.notes, im.warnings
     else:
-        m = cat.model(model)
+        m = catalog_model(cat, model)
     said = variant_note(cat, gpu, g, memory_gb)  # a name that took one of a card's memory variants
     notes += [said] if said else []
     # the engine whose ledger is planned, the context, the runtime the plan is sized for

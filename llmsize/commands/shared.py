@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
 
-from llmsize.errors import InvalidValueError
+from llmsize.errors import InvalidValueError, UnknownNameError, shown
 from llmsize.options import DEFAULT_CONTEXT
 from llmsize.units import GB, GiB
 
@@ -169,7 +170,22 @@ def named_model(cat, model: str | None, hub: str | None = None, estimate_only: b
     first)."""
     im = import_source(model, hub, estimate_only, hub_file, command=command)
     warn_import(im)
-    return im.spec if im is not None else cat.model(model)
+    return im.spec if im is not None else catalog_model(cat, model)
+
+
+# ORG/NAME as the Hub spells a repo id
+HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}$")
+
+
+def catalog_model(cat, name: str):
+    """A catalog model by id or alias; where none is, the hint also says how to plan a model the catalog lacks (its
+    files, or --hub where the name is shaped like a Hub repo id)."""
+    try:
+        return cat.model(name)
+    except UnknownNameError as e:
+        hub = f"--hub {name}" if HUB_NAME.match(name.strip()) else "--hub ORG/NAME"
+        raise UnknownNameError(e.message, f"{e.hint[:-1]}; a model the catalog lacks is read from its folder, "
+                               f"config.json or .gguf file, or from the Hub with `{shown(hub, 200)}` (network).") from None
 
 
 def is_path(name: str) -> bool:

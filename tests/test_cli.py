@@ -111,8 +111,8 @@ def test_the_quantize_lever_is_a_format_the_runtime_loads(run_cli, args, lever):
 
 
 @pytest.mark.parametrize("args, hub", [
-    (["plan", "ibm-granite/granite-4.0-h-tiny", "--gpu", "h100"], "--hub ibm-granite/granite-4.0-h-tiny"),
-    (["compare", "granite-4.0-h-tiny"], "--hub ORG/NAME"),
+    (["plan", "acme-labs/acme-7b-instruct", "--gpu", "h100"], "--hub acme-labs/acme-7b-instruct"),
+    (["compare", "acme-7b-instruct"], "--hub ORG/NAME"),
     (["kv", "not a/repo id"], "--hub ORG/NAME"),
 ])
 def test_an_unknown_model_says_how_to_plan_one_the_catalog_lacks(run_cli, args, hub):
@@ -163,7 +163,8 @@ def test_gpus_models_show_formats(run_cli):
     assert bw == sorted(bw, reverse=True)
     code, out, _ = run_cli("models", "--mixer", "mla", "--json")
     assert {r["id"] for r in json.loads(out)} == {"deepseek-v2-lite", "deepseek-v3", "deepseek-v3.2",
-                                                     "glm-4.7-flash", "kimi-k2", "kimi-k2.5", "glm-5", "glm-5.2"}
+                                                     "glm-4.7-flash", "kimi-k2", "kimi-k2.5", "glm-5", "glm-5.2",
+                                                     "kimi-linear-48b-a3b"}
     code, out, _ = run_cli("models", "--moe")
     assert code == 0 and "mixtral-8x7b" in out and "llama-3-8b" not in out
     code, out, _ = run_cli("show", "h200", "--json")

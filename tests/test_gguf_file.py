@@ -633,3 +633,54 @@ def test_a_gguf_name_with_control_characters_prints_escaped(tmp_path, run_cli):
     code, out, err = run_cli("kv", str(bare))
     assert code == 0, err
     assert "\x1b" not in out and "a\\x1b[2Jb" in out
+
+
+def test_a_kimi_delta_attention_layer_comes_from_its_tensors(tmp_path, run_cli):
+    """kimi-linear: a KDA layer stores its q/k/v projections as attn_q/k/v beside ssm_f_a (gguf-py MODEL_TENSORS
+    [KIMI_LINEAR]); it was read as attention. Here 4 heads of 32 (attn_k 128 rows), gates of rank 32, conv 4: a
+    linear layer of variant kda whose state is a gated delta-net's of the same heads, then an MLA layer."""
+    h = 256
+    m = Model("kimi-linear")
+    m.meta = {"block_count": 2, "embedding_length": h, "context_length": 8192, "feed_forward_length": 512,
+              "attention.head_count": 4, "attention.head_count_kv": [0, 1], "attention.key_length": 96,
+              "attention.value_length": 64, "attention.kv_lora_rank": 64, "rope.dimension_count": 32,
+              "ssm.conv_kernel": 4, "kda.head_dim": 32}
+    m.t("token_embd.weight", (h, 512), Q.Q8_0)
+    p = "blk.0."
+    for name, ne, ty in [("attn_norm.weight", (h,), Q.F32), ("attn_q.weight", (h, 128), Q.Q8_0),
+                         ("attn_k.weight", (h, 128), Q.Q8_0), ("attn_v.weight", (h, 128), Q.Q8_0),
+                         ("ssm_conv1d_q.weight", (4, 128), Q.F32), ("ssm_conv1d_k.weight", (4, 128), Q.F32),
+                         ("ssm_conv1d_v.weight", (4, 128), Q.F32), ("ssm_f_a.weight", (h, 32), Q.Q8_0),
+                         ("ssm_f_b.weight", (32, 128), Q.Q8_0), ("ssm_g_a.weight", (h, 32), Q.Q8_0),
+                         ("ssm_g_b.weight", (32, 128), Q.Q8_0), ("ssm_beta.weight", (h, 4), Q.F32),
+                         ("ssm_a", (4,), Q.F32), ("ssm_dt.bias", (128,), Q.F32), ("ssm_norm.weight", (32,), Q.F32),
+                         ("attn_output.weight", (128, h), Q.Q8_0), ("ffn_norm.weight", (h,), Q.F32),
+                         ("ffn_gate.weight", (h, 512), Q.Q8_0), ("ffn_up.weight", (h, 512), Q.Q8_0),
+                         ("ffn_down.weight", (512, h), Q.Q8_0)]:
+        m.t(p + name, ne, ty)
+    p = "blk.1."
+    for name, ne, ty in [("attn_norm.weight", (h,), Q.F32), ("attn_q.weight", (h, 4 * 96), Q.Q8_0),
+                         ("attn_kv_a_mqa.weight", (h, 64 + 32), Q.Q8_0), ("attn_kv_a_norm.weight", (64,), Q.F32),
+                         ("attn_kv_b.weight", (64, 4 * (64 + 64)), Q.Q8_0), ("attn_output.weight", (256, h), Q.Q8_0),
+                         ("ffn_norm.weight", (h,), Q.F32), ("ffn_gate.weight", (h, 512), Q.Q8_0),
+                         ("ffn_up.weight", (h, 512), Q.Q8_0), ("ffn_down.weight", (512, h), Q.Q8_0)]:
+        m.t(p + name, ne, ty)
+    m.t("output_norm.weight", (h,), Q.F32)
+    m.t("output.weight", (h, 512), Q.Q8_0)
+    spec = import_gguf(m.write(tmp_path / "tiny-kimi-linear.gguf")).spec
+    kda, mla = [g.mixer for g in spec.layer_groups for _ in range(g.count)]
+    assert (kda.kind, kda.variant, kda.num_key_heads, kda.num_value_heads, kda.key_head_dim, kda.gate_rank,
+            kda.conv_kernel) == ("linear", "kda", 4, 4, 32, 32, 4)
+    assert mla.kind == "mla" and mla.kv_lora_rank == 64
+    code, out, err = run_cli("plan", str(tmp_path / "tiny-kimi-linear.gguf"), "--gpu", "rtx4090", "--json")
+    assert code == 0, err
+    # llama.cpp keeps both states in F32 (its kimi-linear n_embd_r = 3 x (d_conv - 1) x heads x head_dim, n_embd_s =
+    # head_dim^2 x heads): 3 x 3 x 128 + 4 x 32 x 32 = 5,248 values; the plan's line is the runtime-neutral one, a
+    # conv state at CONV_STATE_BYTES and the recurrent one in FP32
+    from llmsize.estimate.kv import CONV_STATE_BYTES
+
+    assert json.loads(out)["kv"]["bytes_per_sequence_by_kind"]["linear"] == 3 * 384 * CONV_STATE_BYTES + 4 * 32 * 32 * 4
+    # every parameter of the file is counted by the layer groups it maps to
+    from llmsize.estimate.params import params_total
+
+    assert params_total(spec) == sum(int(np.prod(ne)) for _, ne, _ in m.tensors)

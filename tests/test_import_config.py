@@ -55,6 +55,7 @@ TWINS = {
     "Qwen__Qwen3-VL-30B-A3B-Instruct": "qwen3-30b-a3b",
     "google__gemma-4-E2B-it": "gemma-4-e2b", "google__gemma-4-E4B-it": "gemma-4-e4b",
     "deepseek-ai__deepseek-coder-6.7b-instruct": "deepseek-coder-6.7b", "EleutherAI__gpt-j-6b": "gpt-j-6b",
+    "moonshotai__Kimi-Linear-48B-A3B-Instruct": "kimi-linear-48b-a3b",
 }
 
 
@@ -63,7 +64,7 @@ def _decoder(spec):
 
 
 def test_every_shared_config_is_covered():
-    assert len(ALL) == 65
+    assert len(ALL) == 66
     assert {p.stem for p in ALL} - set(TWINS) == {
         "Qwen__Qwen3-235B-A22B", "Qwen__Qwen3-235B-A22B-FP8", "nvidia__Gemma-4-31B-IT-NVFP4",
         "nvidia__Nemotron-H-56B-Base-8K", "1bitLLM__bitnet_b1_58-large"}  # tests/test_ternary.py: llama.cpp's published TQ1_0 / TQ2_0 sizes
@@ -676,6 +677,18 @@ def _mutated(tmp_path, stem, edit):
      "neither hybrid_override_pattern nor layers_block_type"),
     ("nvidia__NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", lambda c: c.update(moe_latent_size=-5),
      "latent_size: Input should be greater than 0"),
+    # Kimi Linear's linear_attn_config: absent, a layer named twice or past the stack, layers left out, a bad size
+    ("moonshotai__Kimi-Linear-48B-A3B-Instruct", lambda c: c.pop("linear_attn_config"),
+     "linear_attn_config is None, not an object"),
+    ("moonshotai__Kimi-Linear-48B-A3B-Instruct", lambda c: c["linear_attn_config"]["kda_layers"].append(1),
+     "kda_layers is [1, 2"),
+    ("moonshotai__Kimi-Linear-48B-A3B-Instruct", lambda c: c["linear_attn_config"]["full_attn_layers"].append(28),
+     "not layer numbers from 1 to 27"),
+    ("moonshotai__Kimi-Linear-48B-A3B-Instruct", lambda c: c["linear_attn_config"]["full_attn_layers"].pop(),
+     "do not name each of the 27 layers once"),
+    ("moonshotai__Kimi-Linear-48B-A3B-Instruct", lambda c: c["linear_attn_config"].update(head_dim="128"),
+     "not whole counts from 1 to 65,536"),
+    ("moonshotai__Kimi-Linear-48B-A3B-Instruct", lambda c: c.update(q_lora_rank=1536), "no query LoRA"),
 ])
 def test_impossible_layer_lists_and_fields_are_refused(tmp_path, run_cli, stem, edit, says):
     if edit is None:
@@ -718,3 +731,84 @@ def test_an_unknown_type_with_latent_attention_or_expert_fields_is_refused(tmp_p
     with pytest.raises(ConfigError) as e:
         import_model(path, read_headers=False)
     assert f"its config has {field} = {value}" in e.value.message
+
+
+def test_kimi_linears_kda_and_mla_layers_add_up_to_its_checkpoint(catalog):
+    """Kimi-Linear-48B-A3B (vLLM kimi_linear.py, layers/kda.py): linear_attn_config's 1-based kda_layers hold Kimi
+    Delta Attention (20), the others MLA without a q LoRA (7: layers 4, 8, ..., 24 and 27, 0-based 3, 7, ... 26);
+    layer 0 dense. Its count is the checkpoint's safetensors total to the parameter, 49,122,681,728 (a KDA layer
+    39,514,272: q/k/v 3 x 2304 x 4096, f and g gates 2 x (128 x 2304 + 4096 x 128), b_proj 32 x 2304, o_proj
+    4096 x 2304, convs 3 x 4096 x 4, A_log 32, dt_bias 4096, o_norm 128). A KDA layer's state is a gated delta-net's
+    of the same heads: vLLM keeps its conv in BF16 and its recurrent state in FP32 (kda_state_dtype), 3 x 3 x 4096 x
+    2 + 32 x 128 x 128 x 4 = 2,170,880 B; a Gated DeltaNet's recurrent state there is BF16."""
+    from llmsize.estimate.engines import vllm_state_bytes
+
+    spec = import_model(CONFIGS / "moonshotai__Kimi-Linear-48B-A3B-Instruct.json", read_headers=False).spec
+    mixers = [g.mixer for i in spec.layer_pattern or [] for g in [spec.layer_groups[i]]]
+    kinds = "".join("K" if m.kind == "linear" else "M" for m in mixers)
+    assert kinds == "KKKM" * 6 + "KKM"
+    assert params_comparable_to_official(spec) == 49_122_681_728 == catalog.model("kimi-linear").params_official
+    kda = mixers[0]
+    assert (kda.variant, kda.gate_rank, kda.num_value_heads, kda.value_head_dim) == ("kda", 128, 32, 128)
+    assert vllm_state_bytes(kda) == 2_170_880
+    gdn = kda.model_copy(update={"variant": "gated_deltanet", "gate_rank": None})
+    assert vllm_state_bytes(gdn) == 3 * 3 * 4096 * 2 + 32 * 128 * 128 * 2
+    assert spec.layer_groups[0].mlp.kind == "dense" and spec.max_position_embeddings == 1_048_576
+
+
+def _granite(**fields):
+    """A granitemoehybrid config of Granite 4.0 H Tiny's published shapes (IBM's disclosure and the Ollama library's
+    GGUF metadata: models/granite-4.0-h-tiny.yaml), attention at layers 5, 15, 25 and 35."""
+    types = ["attention" if i in (5, 15, 25, 35) else "mamba" for i in range(40)]
+    return {"model_type": "granitemoehybrid", "vocab_size": 100352, "hidden_size": 1536, "intermediate_size": 512,
+            "shared_intermediate_size": 1024, "num_hidden_layers": 40, "num_attention_heads": 12,
+            "num_key_value_heads": 4, "num_local_experts": 64, "num_experts_per_tok": 6, "mamba_n_heads": 48,
+            "mamba_d_head": 64, "mamba_d_state": 128, "mamba_n_groups": 1, "mamba_d_conv": 4, "mamba_expand": 2,
+            "tie_word_embeddings": True, "max_position_embeddings": 131072, "layer_types": types, **fields}
+
+
+def test_granite_hybrids_map_every_layer_with_its_experts_and_shared_mlp(catalog):
+    """Granite 4.0 (transformers modeling_granitemoehybrid.py): every layer, Mamba-2 or attention, runs routed
+    experts and one shared SwiGLU MLP beside them; IBM's disclosed counts are reproduced to the parameter: H Tiny
+    6,939,037,248, H Small 32,207,337,984 (its entry). The dense ones (num_local_experts 0: H 1B) run the shared MLP
+    alone; Granite 4.0 Micro is the type with every layer attention and its unused mamba_* fields left in."""
+    tiny = map_config(_granite(), "config.json")
+    groups = tiny.fields["layer_groups"]
+    assert [g["count"] for g in groups] == [36, 4] and groups[0]["mixer"]["kind"] == "ssm"
+    assert groups[0]["mlp"] == {"kind": "moe", "num_experts": 64, "experts_per_token": 6, "moe_intermediate_size": 512,
+                                "num_shared_experts": 1, "shared_intermediate_size": 1024}
+    assert groups[1]["mixer"] == {"kind": "full", "num_attention_heads": 12, "num_key_value_heads": 4, "head_dim": 128}
+    from llmsize.catalog.schema import ModelSpec
+
+    def count(m):
+        return params_comparable_to_official(ModelSpec(id="x", name="x", family="x", sources=["x"], params_official=1,
+                                                       params_official_source="x", params_official_includes="x",
+                                                       release={"quant": "bf16"}, **m.fields))
+    assert count(tiny) == 6_939_037_248 == catalog.model("granite-4.0-h-tiny").params_official
+    small = catalog.model("granite-4.0-h-small")
+    assert params_comparable_to_official(small) == small.params_official == 32_207_337_984
+    dense = map_config(_granite(num_local_experts=0, num_experts_per_tok=0, intermediate_size=4096,
+                                shared_intermediate_size=4096), "config.json")
+    assert {g["mlp"]["kind"] for g in dense.fields["layer_groups"]} == {"dense"}
+    assert count(dense) == 1_461_538_368 == catalog.model("granite-4.0-h-1b").params_official
+    micro = map_config(_granite(hidden_size=2560, num_attention_heads=40, num_key_value_heads=8, num_local_experts=0,
+                                intermediate_size=8192, shared_intermediate_size=8192, mamba_d_head="auto",
+                                layer_types=["attention"] * 40), "config.json")
+    assert [g["mixer"]["kind"] for g in micro.fields["layer_groups"]] == ["full"]
+    # 40 x (attention 2560 x 2560 x 2 + 2 x 2560 x 512, SwiGLU 3 x 2560 x 8192, two norms) + 100352 x 2560 + 2560
+    assert count(micro) == 40 * (2 * 2560 * 2560 + 2 * 2560 * 512 + 3 * 2560 * 8192 + 2 * 2560) + 100352 * 2560 + 2560
+
+
+@pytest.mark.parametrize("edit, says", [
+    (lambda c: c["layer_types"].__setitem__(3, "linear_attention"), "layer_types is ['mamba'"),
+    (lambda c: c.update(layer_types=["mamba"] * 39), "for each of the 40 layers"),
+    (lambda c: c.update(mamba_d_head=60), "mamba_d_head 60 x mamba_n_heads 48 is not mamba_expand x hidden_size"),
+    (lambda c: c.update(num_local_experts="64"), "num_local_experts is '64'"),
+])
+def test_a_granite_config_that_cannot_be_read_is_one_line(tmp_path, run_cli, edit, says):
+    raw = _granite()
+    edit(raw)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    code, out, err = run_cli("import", str(path))
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err

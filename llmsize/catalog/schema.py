@@ -238,7 +238,10 @@ class Mamba2Mixer(Strict):
 
 
 class LinearAttention(Strict):
-    """Gated DeltaNet linear attention (Qwen3-Next): constant recurrent + conv state per sequence."""
+    """Delta-rule linear attention: constant recurrent + conv state per sequence. Gated DeltaNet (Qwen3-Next,
+    Qwen3.5/3.6), or Kimi Delta Attention (Kimi Linear), whose state has the same shape (vLLM mamba_utils.py
+    MambaStateShapeCalculator.kda_state_shape: a conv state over q, k and v, heads x d_k x d_v recurrent) and whose
+    weights differ (`variant`)."""
 
     kind: Literal["linear"]
     num_key_heads: int = Field(strict=True, le=2**16, gt=0)
@@ -247,6 +250,19 @@ class LinearAttention(Strict):
     value_head_dim: int = Field(strict=True, le=2**16, gt=0)
     conv_kernel: int = Field(strict=True, le=2**10, gt=0)
     state_dtype: Literal["fp32", "bf16", "fp16"] = "fp32"
+    variant: Literal["gated_deltanet", "kda"] = Field("gated_deltanet", description=(
+        "gated_deltanet: in_proj_qkvz and in_proj_ba, a decay and a beta per head (transformers "
+        "Qwen3NextGatedDeltaNet); kda: q/k/v projections with a short conv each, a forget gate per key channel and an "
+        "output gate through low-rank f_a/f_b and g_a/g_b of `gate_rank`, a beta per head (vLLM "
+        "model_executor/layers/kda.py KimiDeltaAttention)"))
+    gate_rank: int | None = Field(None, strict=True, le=2**16, gt=0, description="kda: the rank of f_a/f_b and "
+                                  "g_a/g_b (Kimi Linear: its head_dim, 128)")
+
+    @model_validator(mode="after")
+    def _kda_rank(self):
+        if (self.variant == "kda") != (self.gate_rank is not None):
+            raise ValueError("gate_rank is given for variant kda, and only for it")
+        return self
 
 
 Mixer = Annotated[

@@ -345,9 +345,13 @@ MAMBA_ALIGN_TOKENS = 16
 def vllm_state_bytes(mixer) -> float:
     """One sequence's state in one SSM / linear-attention layer as vLLM V1 allocates it: its
     --mamba-ssm-cache-dtype `auto` keeps Gated DeltaNet states in the model dtype (bf16; MambaStateDtypeCalculator
-    .gated_delta_net_state_dtype), NemotronH's in the config's mamba_ssm_cache_dtype (`state_dtype`)."""
+    .gated_delta_net_state_dtype), NemotronH's in the config's mamba_ssm_cache_dtype (`state_dtype`), Kimi Delta
+    Attention's recurrent state in FP32 beside a conv state in the model dtype (kda_state_dtype returns (state dtype,
+    torch.float32); vllm model_executor/layers/mamba/mamba_utils.py @02d71083)."""
     from llmsize.estimate.kv import state_bytes_per_layer
 
+    if mixer.kind == "linear" and mixer.variant == "kda":
+        return state_bytes_per_layer(mixer.model_copy(update={"state_dtype": "fp32"}))
     if mixer.kind == "linear":
         return state_bytes_per_layer(mixer.model_copy(update={"state_dtype": "bf16"}))
     return state_bytes_per_layer(mixer)

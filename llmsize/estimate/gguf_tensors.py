@@ -88,6 +88,23 @@ def _attention(i: int, m, h: int, split_linear: bool = False) -> list[GgufTensor
                 GgufTensor(p + "ssm_vectors", (conv if m.conv_bias else 0) + 3 * m.num_heads + d_inner,
                            component="ssm", f32=True),
                 GgufTensor(p + "ssm_out.weight", d_inner, h, component="ssm")]
+    if isinstance(m, LinearAttention) and m.variant == "kda":
+        # llama.cpp's kimi-linear (gguf-py 0.19.0 constants.py MODEL_TENSORS[KIMI_LINEAR], tensor_mapping.py): KDA's
+        # q/k/v_proj and o_proj as attn_q/k/v and attn_output, its convs as ssm_conv1d_q/k/v, f_a/f_b, g_a/g_b and
+        # b_proj as ssm_f_a/ssm_f_b, ssm_g_a/ssm_g_b and ssm_beta; A_log, dt_bias and o_norm as ssm_a, ssm_dt, ssm_norm
+        kd, vd, r = m.num_key_heads * m.key_head_dim, m.num_value_heads * m.value_head_dim, m.gate_rank
+        return [GgufTensor(p + "attn_q.weight", h, kd, component="ssm"),
+                GgufTensor(p + "attn_k.weight", h, kd, component="ssm"),
+                GgufTensor(p + "attn_v.weight", h, vd, component="ssm"),
+                *(GgufTensor(p + f"ssm_conv1d_{x}.weight", m.conv_kernel, n, component="ssm", f32=True)
+                  for x, n in (("q", kd), ("k", kd), ("v", vd))),
+                GgufTensor(p + "ssm_f_a.weight", h, r, component="ssm"),
+                GgufTensor(p + "ssm_f_b.weight", r, kd, component="ssm"),
+                GgufTensor(p + "ssm_g_a.weight", h, r, component="ssm"),
+                GgufTensor(p + "ssm_g_b.weight", r, vd, component="ssm"),
+                GgufTensor(p + "ssm_beta.weight", h, m.num_value_heads, component="ssm"),
+                GgufTensor(p + "ssm_vectors", m.num_value_heads + kd + m.value_head_dim, component="ssm", f32=True),
+                GgufTensor(p + "attn_output.weight", vd, h, component="ssm")]
     if isinstance(m, LinearAttention):
         kd, vd = m.num_key_heads * m.key_head_dim, m.num_value_heads * m.value_head_dim
         proj = ([GgufTensor(p + "attn_qkv.weight", h, 2 * kd + vd, component="ssm"),

@@ -132,6 +132,17 @@ def _linear(m: LinearAttention, hidden: int) -> list[Piece]:
     key_dim = m.num_key_heads * m.key_head_dim
     value_dim = m.num_value_heads * m.value_head_dim
     conv_dim = 2 * key_dim + value_dim
+    if m.variant == "kda":
+        # vLLM layers/kda.py KimiDeltaAttention: q/k/v_proj, q/k/v_conv1d (depthwise, no bias), f_a_proj (hidden ->
+        # gate_rank) and f_b_proj (-> key_dim, the forget gate a key channel), g_a/g_b_proj likewise (-> value_dim,
+        # the output gate), b_proj (hidden -> one beta a head), A_log a head, dt_bias a key channel, o_norm over
+        # value_head_dim, o_proj. Kimi-Linear-48B-A3B, hidden 2304, 32 heads of 128, rank 128: 39,514,272 a layer.
+        r = m.gate_rank
+        mats = hidden * conv_dim + r * (2 * hidden + key_dim + value_dim) + hidden * m.num_value_heads \
+            + value_dim * hidden
+        return [Piece("ssm", mats, True, 9), Piece("ssm", conv_dim * m.conv_kernel + m.num_value_heads + key_dim,
+                                                   False, 0),
+                Piece("norms", m.value_head_dim, False, 0)]
     mats = hidden * (2 * key_dim + 2 * value_dim) + hidden * 2 * m.num_value_heads + value_dim * hidden
     small = conv_dim * m.conv_kernel + 2 * m.num_value_heads
     return [

@@ -127,6 +127,28 @@ def _ssm(g: GgufFile, il: int, t: dict[str, tuple[int, ...]]) -> dict:
             "n_groups": groups, "conv_kernel": conv, "conv_bias": "ssm_conv1d.bias" in t, "state_dtype": "fp32"}
 
 
+def _kda(g: GgufFile, il: int, t: dict[str, tuple[int, ...]]) -> dict:
+    """A Kimi Delta Attention layer (kimi-linear; gguf-py constants.py MODEL_TENSORS[KIMI_LINEAR]) from its tensors:
+    heads = ssm_beta's rows (one beta a head), the heads' width = attn_k's rows / heads (or `{arch}.kda.head_dim`),
+    the gates' rank = ssm_f_a's rows, the conv kernel = `{arch}.ssm.conv_kernel` or ssm_conv1d_q's shortest side."""
+    need = ("attn_k.weight", "attn_v.weight", "ssm_beta.weight", "ssm_conv1d_q.weight")
+    missing = [n for n in need if n not in t or not 1 <= len(t[n]) <= 3]
+    if missing or len(t["ssm_f_a.weight"]) != 2:
+        raise GgufError(f"{g.files[0]}: layer {il} holds ssm_f_a (a Kimi Delta Attention layer) without "
+                        f"{', '.join(missing) or 'a two-dimensional ssm_f_a'}.", "The file is damaged: convert it "
+                        "again with llama.cpp's tools.")
+    heads, key_dim, value_dim = t["ssm_beta.weight"][-1], t["attn_k.weight"][-1], t["attn_v.weight"][-1]
+    hd = _int(g, "kda.head_dim", required=False, low=1, high=2**16) or key_dim // max(heads, 1)
+    if heads * hd != key_dim or heads * hd != value_dim:
+        raise GgufError(f"{g.files[0]}: layer {il}'s attn_k ({key_dim:,} rows) and attn_v ({value_dim:,}) are not "
+                        f"its {heads} heads (ssm_beta) x {hd}.", "The file is damaged: convert it again with "
+                        "llama.cpp's tools.")
+    conv = _int(g, "ssm.conv_kernel", required=False, low=1, high=1024) or min(t["ssm_conv1d_q.weight"])
+    return {"kind": "linear", "num_key_heads": heads, "num_value_heads": heads, "key_head_dim": hd,
+            "value_head_dim": hd, "conv_kernel": conv, "state_dtype": "fp32", "variant": "kda",
+            "gate_rank": t["ssm_f_a.weight"][1]}
+
+
 # the layer's matrices whose second dimension (rows) sizes what a plan costs: a damaged file can store one flat
 MATRICES = ("attn_kv_a_mqa.weight", "attn_q_a.weight", "attn_k.weight", "attn_q.weight", "ffn_up_shexp.weight",
             "ffn_up.weight")
@@ -147,9 +169,12 @@ def _layer(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], hidden: int, swa
     # a recurrent layer (Mamba-2, a gated delta-net) has a conv state; a gated delta-net's attn_qkv is its input, not
     # attention (a Falcon-H1 layer holds attention beside its Mamba: its attn_q says so)
     recurrent = "ssm_in.weight" in t or "ssm_conv1d.weight" in t
-    if any(n.startswith(("attn_q", "attn_kv_a_mqa")) for n in t):
+    kda = "ssm_f_a.weight" in t  # Kimi Delta Attention: its q/k/v projections are attn_q/k/v, not attention
+    if any(n.startswith(("attn_q", "attn_kv_a_mqa")) for n in t) and not kda:
         heads = _int(g, "attention.head_count", il, low=1)
-    if "attn_kv_a_mqa.weight" in t:  # MLA
+    if kda:
+        spec["mixer"] = _kda(g, il, t)
+    elif "attn_kv_a_mqa.weight" in t:  # MLA
         rope = _int(g, "rope.dimension_count")
         kv_rank = _int(g, "attention.kv_lora_rank", required=False) or t["attn_kv_a_mqa.weight"][1] - rope
         # llama.cpp's MLA layout (PR #12801: attn_k_b / attn_v_b) keeps the latent's widths in key_length (kv_lora_rank

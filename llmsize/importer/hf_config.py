@@ -31,7 +31,7 @@ from llmsize.importer.config_fields import (
 )
 from llmsize.importer.extras import vision_tower
 from llmsize.importer.hf_gemma import map_gemma2, map_gemma3, map_gemma3n, map_gemma4
-from llmsize.importer.hf_hybrid import map_nemotron_h, map_qwen3_hybrid
+from llmsize.importer.hf_hybrid import map_granite_hybrid, map_kimi_linear, map_nemotron_h, map_qwen3_hybrid
 from llmsize.importer.hf_moe import map_deepseek, map_glm4_moe, map_gpt_oss, map_llama4, map_moe_dense_attn
 
 # ---------------------------------------------------------------------------------- dense decoders
@@ -65,6 +65,9 @@ DEFAULTS = {
     "gemma2": {"vocab_size": 256000, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
                "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 8192,
                "sliding_window": 4096},
+    # GraniteMoeHybridConfig's Mamba defaults (transformers configuration_granitemoehybrid.py @008f5c8c)
+    "granitemoehybrid": {"mamba_n_heads": 128, "mamba_n_groups": 1, "mamba_d_state": 256, "mamba_d_conv": 4,
+                         "mamba_expand": 2},
     # FalconConfig
     "falcon": {"vocab_size": 65024, "hidden_size": 4544, "num_hidden_layers": 32, "num_attention_heads": 71,
                "max_position_embeddings": 2048, "multi_query": True},
@@ -200,6 +203,11 @@ MAPPERS = {
     "nemotron_h": map_nemotron_h,
     "qwen3_next": map_qwen3_hybrid, "qwen3_5_text": map_qwen3_hybrid, "qwen3_5_moe_text": map_qwen3_hybrid,
     "qwen3_5": map_qwen3_hybrid, "qwen3_5_moe": map_qwen3_hybrid,
+    "kimi_linear": map_kimi_linear,
+    "granitemoehybrid": map_granite_hybrid,
+    # IBM Granite 3.x and 4.1 (transformers modular_granite.py @023633dd: Llama's layers, attention_multiplier,
+    # residual_multiplier, embedding_multiplier and logits_scaling, none of which holds a weight)
+    "granite": map_dense,
 }
 
 

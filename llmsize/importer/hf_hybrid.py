@@ -1,5 +1,5 @@
-"""config.json mappers of hybrid decoders, recurrent mixers beside attention: NVIDIA's Nemotron-H (Mamba-2) and
-Qwen3-Next / Qwen3.5 (Gated DeltaNet)."""
+"""config.json mappers of hybrid decoders, recurrent mixers beside attention: NVIDIA's Nemotron-H and IBM's Granite
+4.0-H (Mamba-2), Qwen3-Next / Qwen3.5 (Gated DeltaNet) and Kimi Linear (Kimi Delta Attention beside MLA)."""
 
 from __future__ import annotations
 
@@ -114,3 +114,123 @@ def map_qwen3_hybrid(c: ConfigReader, model_type: str) -> Mapped:
     notes = ["the multi-token-prediction layers' own embedding (mtp_use_dedicated_embeddings) not counted"] \
         if mtp and c.get("mtp_use_dedicated_embeddings") is True else []
     return Mapped({**fields, "extra": [mtp]} if mtp else fields, notes)
+
+
+def _kda_layers(c: ConfigReader, layers: int) -> tuple[dict, set[int]]:
+    """linear_attn_config: the KDA layers' heads, head_dim and conv kernel, and which layers (0-based) they are; its
+    kda_layers and full_attn_layers count from 1 (vLLM kimi_linear.py: `(layer_idx + 1) in kda_layers`; the
+    checkpoint's KDA tensors sit on layers 0-2, 4-6, ... of Kimi-Linear-48B-A3B, whose kda_layers start 1, 2, 3, 5)."""
+    lac = c.get("linear_attn_config")
+    if not isinstance(lac, dict):
+        raise ConfigError(f"{c.where}: linear_attn_config is {shown(repr(lac), 30)}, not an object giving the KDA "
+                          "layers (model_type 'kimi_linear').", "Fix the config.json.")
+    sizes = [lac.get(k) for k in ("num_heads", "head_dim", "short_conv_kernel_size")]
+    if any(isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= 2**16 for v in sizes):
+        raise ConfigError(f"{c.where}: linear_attn_config's num_heads, head_dim and short_conv_kernel_size are "
+                          f"{shown(repr(sizes), 60)}, not whole counts from 1 to 65,536.", "Fix the config.json.")
+    split = {}
+    for name in ("kda_layers", "full_attn_layers"):
+        v = lac.get(name)
+        if not isinstance(v, list) or any(isinstance(i, bool) or not isinstance(i, int) or not 1 <= i <= layers
+                                          for i in v) or len(set(v)) != len(v):
+            raise ConfigError(f"{c.where}: linear_attn_config's {name} is {shown(repr(v), 40)}, not layer numbers "
+                              f"from 1 to {layers} (num_hidden_layers), each once.", "Fix the config.json.")
+        split[name] = {i - 1 for i in v}
+    if split["kda_layers"] & split["full_attn_layers"] or \
+            len(split["kda_layers"]) + len(split["full_attn_layers"]) != layers:
+        raise ConfigError(f"{c.where}: linear_attn_config's kda_layers ({len(split['kda_layers'])}) and "
+                          f"full_attn_layers ({len(split['full_attn_layers'])}) do not name each of the "
+                          f"{layers} layers once.", "Fix the config.json.")
+    heads, hd, conv = sizes
+    kda = {"kind": "linear", "num_key_heads": heads, "num_value_heads": heads, "key_head_dim": hd,
+           "value_head_dim": hd, "conv_kernel": conv, "state_dtype": "fp32", "variant": "kda", "gate_rank": hd}
+    return kda, split["kda_layers"]
+
+
+def map_kimi_linear(c: ConfigReader, model_type: str) -> Mapped:
+    """Kimi Linear (vLLM model_executor/models/kimi_linear.py @01d99586, layers/kda.py @01a7e5d9): Kimi Delta
+    Attention on linear_attn_config's kda_layers, MLA on the others, without a q LoRA and without RoPE (mla_use_nope;
+    qk_rope_head_dim still sizes q and the cached key); from first_k_dense_replace on, every moe_layer_freq-th layer
+    routes num_experts_per_token of num_experts experts of moe_intermediate_size (the router with its
+    e_score_correction_bias) beside num_shared_experts of that width, the others a dense MLP of intermediate_size.
+    The config's top-level head_dim (hidden / heads) sizes nothing."""
+    layers, heads = c.need("num_hidden_layers", "num_attention_heads")
+    kda, kda_at = _kda_layers(c, layers)
+    kv_rank, nope, rope, v = c.need("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+    if c.get("q_lora_rank"):
+        raise ConfigError(f"{c.where}: q_lora_rank is {c.get('q_lora_rank')}; Kimi Linear's MLA has no query LoRA "
+                          "(vLLM asserts q_lora_rank is None).", "Fix the config.json.")
+    mla = {"kind": "mla", "num_attention_heads": heads, "kv_lora_rank": kv_rank, "qk_nope_head_dim": nope,
+           "qk_rope_head_dim": rope, "v_head_dim": v}
+    experts, k, inter = c.need("num_experts", "num_experts_per_token", "moe_intermediate_size")
+    moe = {"kind": "moe", "num_experts": experts, "experts_per_token": k, "moe_intermediate_size": inter,
+           "router_bias": True}
+    if c.get("num_shared_experts"):
+        moe["num_shared_experts"] = c.get("num_shared_experts")
+    dense = {"kind": "dense", "intermediate_size": c.need("intermediate_size")[0]}
+    first, freq = c.get("first_k_dense_replace") or 0, c.get("moe_layer_freq") or 1
+    specs = [{"mixer": kda if i in kda_at else mla, "mlp": moe if i >= first and i % freq == 0 else dense}
+             for i in range(layers)]
+    fields, notes = common_fields(c, False), []
+    longest = c.raw.get("model_max_length")
+    if "max_position_embeddings" not in c.raw and type(longest) is int and 0 < longest <= 2**31 - 1:
+        # its config carries model_max_length (1,048,576: the README's 1M context) and no max_position_embeddings;
+        # vLLM takes a model's context from either (ModelConfig's max-length keys include model_max_length)
+        c.taken.pop("max_position_embeddings", None)
+        fields["max_position_embeddings"] = longest
+        notes.append(f"context length {longest:,} from model_max_length (no max_position_embeddings)")
+    return Mapped({**fields, **layer_stack_fields(specs)}, notes)
+
+
+GRANITE_LAYERS = ("mamba", "attention")
+
+
+def map_granite_hybrid(c: ConfigReader, model_type: str) -> Mapped:
+    """IBM Granite 4.0 (transformers GraniteMoeHybridConfig / modeling_granitemoehybrid.py @1c0ff25f; vLLM
+    granitemoehybrid.py @0195c9ec): layer_types says which layers are Mamba-2 (in_proj to 2 x expand x hidden + 2
+    groups x state + heads, a conv with mamba_conv_bias, a gated norm) and which attention (heads of hidden / heads,
+    no positional encoding unless position_embedding_type is rope, which costs nothing). Every layer, of either
+    kind, then runs num_experts_per_tok of num_local_experts SwiGLU experts of intermediate_size (a router without
+    bias) and one SwiGLU shared MLP of shared_intermediate_size added to them without a gate; with no experts
+    (granite-4.0-h-micro, -micro) the shared MLP is the layer's dense MLP. Granite 4.0-micro is this type with every
+    layer attention, its unused mamba_* fields left in."""
+    layers, heads, kv = c.need("num_hidden_layers", "num_attention_heads", "num_key_value_heads")
+    types = c.get("layer_types") or c.get("layers_block_type")
+    if types is None:
+        types = ["mamba"] * layers  # the class's layers_block_type when layer_types is unset
+    if not isinstance(types, list) or len(types) != layers or any(t not in GRANITE_LAYERS for t in types):
+        raise ConfigError(f"{c.where}: layer_types is {shown(repr(types), 40)}, not one of {', '.join(GRANITE_LAYERS)} "
+                          f"for each of the {layers} layers (num_hidden_layers).", "Fix the config.json.")
+    hidden = c.need("hidden_size")[0]
+    attention = attention_entry("full", heads, kv, hidden // heads,
+                                bias="all" if c.get("attention_bias") else "none")
+    notes = []
+    if "mamba" in types:
+        nh, state, groups, conv, expand = c.need("mamba_n_heads", "mamba_d_state", "mamba_n_groups", "mamba_d_conv",
+                                                 "mamba_expand")
+        inner = int(expand * hidden)
+        d_head = c.get("mamba_d_head")
+        d_head = inner // nh if d_head in (None, "auto") else d_head
+        if not isinstance(d_head, int) or isinstance(d_head, bool) or d_head * nh != inner:
+            raise ConfigError(f"{c.where}: mamba_d_head {shown(repr(d_head), 20)} x mamba_n_heads {nh} is not "
+                              f"mamba_expand x hidden_size ({inner:,}), as transformers requires.",
+                              "Fix the config.json.")
+        mamba = {"kind": "ssm", "num_heads": nh, "head_dim": d_head, "state_size": state, "n_groups": groups,
+                 "conv_kernel": conv, "conv_bias": c.get("mamba_conv_bias") is not False, "state_dtype": "bf16"}
+        if c.get("mamba_proj_bias"):
+            notes.append("mamba_proj_bias: the Mamba layers' in_proj and out_proj biases not counted")
+    experts = c.raw.get("num_local_experts", 0)  # 0 in the dense ones, which c.get would refuse as a count
+    if experts is None or experts == 0:
+        experts = 0
+    else:
+        experts = c.get("num_local_experts")
+    shared = c.get("shared_intermediate_size") or 0
+    if experts:
+        k, inter = c.need("num_experts_per_tok", "intermediate_size")
+        mlp = {"kind": "moe", "num_experts": experts, "experts_per_token": k, "moe_intermediate_size": inter}
+        if shared:
+            mlp.update(num_shared_experts=1, shared_intermediate_size=shared)
+    else:
+        mlp = {"kind": "dense", "intermediate_size": shared or c.need("intermediate_size")[0]}
+    specs = [{"mixer": mamba if t == "mamba" else attention, "mlp": mlp} for t in types]
+    return Mapped({**common_fields(c, True), **layer_stack_fields(specs)}, notes)

@@ -34,7 +34,7 @@ def _groups(p: Plan) -> str:
         elif m.kind == "ssm":
             mixer = f"Mamba2 {m.num_heads}x{m.head_dim} state {m.state_size}"
         else:
-            mixer = f"linear attn {m.num_value_heads} heads"
+            mixer = f"{'KDA' if m.variant == 'kda' else 'linear attn'} {m.num_value_heads} heads"
         mlp = "" if g.mlp is None else (
             f", dense {g.mlp.intermediate_size}" if g.mlp.kind == "dense"
             else f", MoE {g.mlp.experts_per_token}/{g.mlp.num_experts}"

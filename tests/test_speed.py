@@ -1522,6 +1522,20 @@ def test_an_sglang_plan_of_deepseek_fp8_on_cdna3_says_what_older_releases_decode
         assert (OLD_SGLANG_CDNA3_MLA_NOTE in expect(p, runtimes, rid).expected.notes) == says, (card, quant, rid)
 
 
+@pytest.mark.parametrize("model_id, fmt_id, before", [
+    ("deepseek-v3", "fp8-block128", True), ("deepseek-v3", None, True), ("kimi-linear-48b-a3b", "bf16", False),
+    ("kimi-k2.5", "int4-g32", False), ("llama-3.1-8b", "fp8", False)])
+def test_sglangs_fp8_copy_on_cdna3_needs_fp8_weights(catalog, model_id, fmt_id, before):
+    """Up to 0.5.9 SGLang copied an MLA model's absorbed FP8 projections to BF16 every step on CDNA3: a row of a BF16
+    checkpoint (Kimi Linear's on 4 x MI300X, SGLang's cookbook of 2026) has none to copy and stays in the fit, as does
+    Kimi K2.5's INT4 experts beside BF16 attention; a row whose format is not given keeps the release rule; a model
+    without MLA is never concerned."""
+    from llmsize.estimate.observed import sglang_cdna3_mla_before
+
+    assert sglang_cdna3_mla_before("0.5.6", "sglang", catalog.gpu("mi300x"), catalog.model(model_id), None,
+                                   fmt_id) == before
+
+
 @pytest.mark.parametrize("version, published, text, skipped", [
     (None, "2025-04-04", "sglang.launch_server --tp 8 --quantization fp8", True),  # tanjunchen's 8 x H20 image
     ("0.4.5", None, "", True), ("0.4.6", None, "", False), (None, "2025-05-01", "", False),
@@ -2799,13 +2813,15 @@ def test_a_deep_gqa_decode_on_the_tensor_cores_pays_no_vector_attention(catalog)
 def test_a_recurrent_layers_cost_is_borrowed_where_few_hybrid_rows_pin_it(observed):
     """fit_speed.unpinned: a group whose hybrid decode rows are fewer than MIN_ROWS_CLASS, or from one source, takes
     its pool's recurrent-layer cost (DecodeSystem alone would leave it at 0). llama.cpp's Vulkan rows pin their own;
-    without the Strix Halo toolboxes' source (a held-out fold) 5 hybrid rows are left, which borrow it: that fold's
-    Qwen3.6 rows had been priced with no recurrent cost at all (RESULTS.md, 2026-12-06)."""
+    without the Strix Halo toolboxes' source (a held-out fold) 5 hybrid rows had been left, which borrow it: that
+    fold's Qwen3.6 rows had been priced with no recurrent cost at all (RESULTS.md, 2026-12-06). A Granite 4.0 H Small
+    row of an RX 7900 XT source came since: left out too, the fold is that one again."""
     import fit_speed
 
     vk = [o for o in observed if o.runtime == "llamacpp" and o.step is not None and o.backend == "vulkan"]
     assert vk and not fit_speed.unpinned(vk)["rec"]
-    fold = [o for o in vk if "kyuz0-strix-halo" not in o.source_key]
+    fold = [o for o in vk if "kyuz0-strix-halo" not in o.source_key
+            and "llmfit-community-rx7900xt" not in o.source_key]
     hybrid = [o for o in fold if o.step.recurrent_layers]
     assert 0 < len(hybrid) < fit_speed.MIN_ROWS_CLASS and fit_speed.unpinned(fold)["rec"]
     dense = [o for o in fold if not o.step.recurrent_layers]

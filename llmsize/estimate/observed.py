@@ -344,10 +344,14 @@ def sglang_before(version: str | None, published: str | None, first: tuple[tuple
 
 
 def sglang_cdna3_mla_before(version: str | None, runtime: str, gpu: GpuSpec, model: ModelSpec,
-                            published: str | None) -> bool:
+                            published: str | None, fmt_id: str | None = None) -> bool:
     """Whether a run of an MLA model (DeepSeek's architecture) under SGLang on a CDNA3 card was before 0.5.10
-    (SGLANG_CDNA3_MLA): by its release (`version` as printed), else by its source's date."""
+    (SGLANG_CDNA3_MLA): by its release (`version` as printed), else by its source's date. Where the row's format is
+    known (`fmt_id`), only FP8 weights: a BF16 checkpoint has no FP8 projection to copy (Kimi Linear's BF16 release
+    on 4 x MI300X)."""
     if runtime != "sglang" or (gpu.llvm_target or "") not in CDNA3_TARGETS or not has_mla(model):
+        return False
+    if fmt_id is not None and not fmt_id.startswith("fp8"):
         return False
     return sglang_before(version, published, SGLANG_CDNA3_MLA)
 
@@ -486,7 +490,7 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
     if row.kind == "decode" and sglang_triton_mla_era(row, runtime, model, published):
         return ("SGLang before 0.4.6, an MLA model: Triton MLA decode by default, DeepGEMM off and untuned FP8 MoE "
                 "configs, a generation whose single-request DeepSeek-R1 runs took about 27-29 ms a token on 8 or 16 H20s")
-    if row.kind == "decode" and sglang_cdna3_mla_before(row.runtime_version, runtime, gpu, model, published):
+    if row.kind == "decode" and sglang_cdna3_mla_before(row.runtime_version, runtime, gpu, model, published, fid):
         return ("SGLang before 0.5.10 on a CDNA3 card, an MLA model: its absorbed projections copied their FP8 weights "
                 "to BF16 every step (sglang PR #18624), a kernel path plans do not predict")
     if llamacpp_early_delta_net(row, runtime, model, published):

@@ -812,3 +812,44 @@ def test_a_granite_config_that_cannot_be_read_is_one_line(tmp_path, run_cli, edi
     path.write_text(json.dumps(raw))
     code, out, err = run_cli("import", str(path))
     assert code == 2 and says in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+
+
+def _ernie(**fields):
+    """ERNIE-4.5-21B-A3B's shapes as transformers' Ernie4_5_MoeConfig defaults give them
+    (models/ernie-4.5-21b-a3b.yaml)."""
+    return {"model_type": "ernie4_5_moe", "vocab_size": 103424, "hidden_size": 2560, "intermediate_size": 12288,
+            "num_hidden_layers": 28, "num_attention_heads": 20, "num_key_value_heads": 4,
+            "max_position_embeddings": 131072, "tie_word_embeddings": True, "use_bias": False,
+            "moe_intermediate_size": 1536, "moe_k": 6, "moe_num_experts": 64, "moe_num_shared_experts": 2,
+            "moe_layer_start_index": 1, "moe_layer_end_index": -1, "moe_layer_interval": 1, **fields}
+
+
+def test_ernie_45_routes_from_its_start_index_and_adds_up_to_its_checkpoint(catalog):
+    """ERNIE 4.5 MoE (transformers modular_ernie4_5_moe.py, vLLM ernie45_moe.py): layer i routes when (i + 1) %
+    moe_layer_interval == 0 and start <= i <= end (-1: the last): 21B-A3B's layer 0 is dense (12,288), 1-27 route 6
+    of 64 experts of 1,536 beside two shared ones (one MLP of 3,072) and the router's correction bias. Its count is
+    the Hugging Face safetensors total of the Thinking release, 21,825,437,888: 103,424 x 2,560 tied + 28 x (attention
+    2 x 2560^2 + 2 x 2560 x 512, two norms) + 3 x 2560 x 12288 + 27 x (64 x 3 x 2560 x 1536 + 3 x 2560 x 3072 + 2560 x
+    64 + 64) + 2,560."""
+    m = map_config(_ernie(), "config.json")
+    groups = m.fields["layer_groups"]
+    assert [g["count"] for g in groups] == [1, 27] and groups[0]["mlp"] == {"kind": "dense", "intermediate_size": 12288,
+                                                                            "bias": False}
+    assert groups[1]["mlp"]["num_shared_experts"] == 2 and groups[1]["mlp"]["router_bias"]
+    entry = catalog.model("ernie-4.5-21b-a3b")
+    assert params_comparable_to_official(entry) == entry.params_official == 21_825_437_888
+    every_other = map_config(_ernie(moe_layer_interval=2, moe_layer_start_index=0, moe_layer_end_index=20),
+                             "config.json")
+    assert every_other.fields["layer_groups"][1]["count"] == 10  # layers 1, 3, ..., 19
+
+
+@pytest.mark.parametrize("edit, says", [
+    ({"moe_layer_interval": 0}, "moe_layer_interval is 0, not a layer index"),
+    ({"moe_layer_start_index": 30}, "route none of the 28 layers"),
+    ({"moe_k": 65}, "experts_per_token cannot exceed num_experts"),
+])
+def test_an_ernie_config_that_cannot_be_read_is_one_line(tmp_path, run_cli, edit, says):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_ernie(**edit)))
+    code, out, err = run_cli("import", str(path))
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err

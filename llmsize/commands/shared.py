@@ -184,8 +184,9 @@ def catalog_model(cat, name: str):
         return cat.model(name)
     except UnknownNameError as e:
         hub = f"--hub {name}" if HUB_NAME.match(name.strip()) else "--hub ORG/NAME"
-        raise UnknownNameError(e.message, f"{e.hint[:-1]}; a model the catalog lacks is read from its folder, "
-                               f"config.json or .gguf file, or from the Hub with `{shown(hub, 200)}` (network).") from None
+        hint = (f"{e.hint[:-1]}; a model the catalog lacks is read from its folder, config.json or .gguf file, or "
+                f"from the Hub with `{shown(hub, 200)}` (network).")
+        raise UnknownNameError(e.message, hint) from None
 
 
 def is_path(name: str) -> bool:

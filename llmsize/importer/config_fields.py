@@ -45,7 +45,8 @@ INT_KEYS = {
     "num_nextn_predict_layers", "index_n_heads", "index_head_dim", "index_topk",
     "attention_chunk_size", "intermediate_size_mlp", "interleave_moe_layer_step", "no_rope_layer_interval",
     "mtp_num_hidden_layers", "num_experts_per_token", "num_shared_experts", "mamba_n_heads", "mamba_d_state",
-    "mamba_n_groups", "mamba_d_conv", "mamba_expand", "shared_intermediate_size",
+    "mamba_n_groups", "mamba_d_conv", "mamba_expand", "shared_intermediate_size", "moe_num_experts", "moe_k",
+    "moe_num_shared_experts",
     # a vision_config's (importer.extras)
     "depth", "in_channels", "patch_size", "temporal_patch_size", "spatial_merge_size", "out_hidden_size",
     "num_position_embeddings", "num_channels", "image_size", "projector_input_dim", "projector_output_dim",
@@ -54,7 +55,7 @@ INT_KEYS = {
 
 
 MAY_BE_ZERO = {"first_k_dense_replace", "num_nextn_predict_layers", "n_shared_experts", "max_window_layers",
-               "mtp_num_hidden_layers", "num_shared_experts", "shared_intermediate_size"}
+               "mtp_num_hidden_layers", "num_shared_experts", "shared_intermediate_size", "moe_num_shared_experts"}
 
 
 INT_CAP = {"num_hidden_layers": 2**16, "mtp_num_hidden_layers": 2**16, "depth": 2**16}

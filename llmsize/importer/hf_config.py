@@ -32,7 +32,14 @@ from llmsize.importer.config_fields import (
 from llmsize.importer.extras import vision_tower
 from llmsize.importer.hf_gemma import map_gemma2, map_gemma3, map_gemma3n, map_gemma4
 from llmsize.importer.hf_hybrid import map_granite_hybrid, map_kimi_linear, map_nemotron_h, map_qwen3_hybrid
-from llmsize.importer.hf_moe import map_deepseek, map_glm4_moe, map_gpt_oss, map_llama4, map_moe_dense_attn
+from llmsize.importer.hf_moe import (
+    map_deepseek,
+    map_ernie45_moe,
+    map_glm4_moe,
+    map_gpt_oss,
+    map_llama4,
+    map_moe_dense_attn,
+)
 
 # ---------------------------------------------------------------------------------- dense decoders
 
@@ -205,6 +212,7 @@ MAPPERS = {
     "qwen3_5": map_qwen3_hybrid, "qwen3_5_moe": map_qwen3_hybrid,
     "kimi_linear": map_kimi_linear,
     "granitemoehybrid": map_granite_hybrid,
+    "ernie4_5_moe": map_ernie45_moe,
     # IBM Granite 3.x and 4.1 (transformers modular_granite.py @023633dd: Llama's layers, attention_multiplier,
     # residual_multiplier, embedding_multiplier and logits_scaling, none of which holds a weight)
     "granite": map_dense,

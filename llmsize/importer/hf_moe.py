@@ -1,5 +1,5 @@
 """config.json mappers of mixture-of-experts decoders: Qwen3-MoE-style attention over experts, DeepSeek's MLA
-(and V3.2's sparse attention indexer), Llama 4, gpt-oss, GLM-4.5 MoE."""
+(and V3.2's sparse attention indexer), Llama 4, gpt-oss, GLM-4.5 MoE, ERNIE 4.5 MoE."""
 
 from __future__ import annotations
 
@@ -197,3 +197,38 @@ def map_glm4_moe(c: ConfigReader, model_type: str) -> Mapped:
                   qk_norm=bool(c.get("use_qk_norm")))
     specs = [{"mixer": mixer, "mlp": mlp} for mlp in _dense_then_moe(c, layers, router_bias=True)]
     return _with_nextn(c, {**common_fields(c, False), **layer_stack_fields(specs)}, specs[-1])
+
+
+def map_ernie45_moe(c: ConfigReader, model_type: str) -> Mapped:
+    """ERNIE 4.5 MoE (transformers modular_ernie4_5_moe.py @a4d4492d, configuration_ernie4_5_moe.py @f479d930; vLLM
+    ernie45_moe.py @a4cd9d0d): Llama's attention (q/k/v with use_bias); layer i routes when (i + 1) is a multiple of
+    moe_layer_interval and moe_layer_start_index <= i <= moe_layer_end_index (-1: the last layer), to moe_k of
+    moe_num_experts SwiGLU experts of moe_intermediate_size, with a router beside its e_score_correction_bias and
+    moe_num_shared_experts shared experts of the same width run as one MLP; the other layers a dense MLP of
+    intermediate_size (ERNIE-4.5-21B-A3B: layer 0)."""
+    layers = c.need("num_hidden_layers")[0]
+    heads, kv, hd = head_counts(c)
+    experts, k, inter = c.need("moe_num_experts", "moe_k", "moe_intermediate_size")
+    start, end, every = c.get("moe_layer_start_index", 1), c.get("moe_layer_end_index", -1), \
+        c.get("moe_layer_interval", 1)
+    for name, v in (("moe_layer_start_index", start), ("moe_layer_end_index", end), ("moe_layer_interval", every)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < (1 if name == "moe_layer_interval" else -1):
+            raise ConfigError(f"{c.where}: {name} is {shown(repr(v), 20)}, not a layer index.", "Fix the config.json.")
+    end = layers - 1 if end == -1 else end
+    moe = {"kind": "moe", "num_experts": experts, "experts_per_token": k, "moe_intermediate_size": inter,
+           "router_bias": True}
+    shared = c.get("moe_num_shared_experts")
+    if shared:
+        moe["num_shared_experts"] = shared
+    bias = bool(c.get("use_bias"))
+    if bias:
+        moe["bias"] = True
+    dense = {"kind": "dense", "intermediate_size": c.need("intermediate_size")[0], "bias": bias}
+    routed = [(i + 1) % every == 0 and start <= i <= end for i in range(layers)]
+    if not any(routed):
+        raise ConfigError(f"{c.where}: moe_layer_start_index {start}, moe_layer_end_index {end} and "
+                          f"moe_layer_interval {every} route none of the {layers} layers.", "Fix the config.json.")
+    mixer = attention_entry("full", heads, kv, hd, bias="qkv" if bias else "none")
+    specs = [{"mixer": mixer, "mlp": moe if r else dense} for r in routed]
+    return Mapped({**common_fields(c, True), **layer_stack_fields(specs)},
+                  mtp_notes(c.get("num_nextn_predict_layers")))

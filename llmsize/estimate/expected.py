@@ -125,9 +125,9 @@ def triton_mla_on_blackwell(plan: Plan) -> bool:
 OLD_SGLANG_CDNA3_MLA_NOTE = (
     "SGLang 0.5.10 or later assumed: up to 0.5.9 a CDNA3 card copied this MLA model's FP8 projection weights to BF16 at "
     "every decode step (sglang PR #18624), and published DeepSeek runs of those releases on 8 x MI300X and MI325X, "
-    "outside the fit, decoded at 0.50-0.73 of this figure")
+    "outside the fit, decoded at 0.43-0.67 of this figure")
 CDNA4_NOTE = ("an MI350-series card (CDNA4): the AMD costs here are fitted on CDNA3 cards (MI300X, MI325X); published "
-              "SGLang runs of DeepSeek-R1 on 8 x MI355X, outside the fit, decoded 1.2-1.6x faster than predicted")
+              "SGLang runs of DeepSeek-R1 on 8 x MI355X, outside the fit, decoded 1.0-1.4x faster than predicted")
 # A hybrid's published prompts, skipped by the fit and priced as if not: their time to first token as multiples of
 # the plan's figure, (shortest, longest), by who ran them; tests/test_speed.py holds each to its rows. The serving
 # engines': Qwen3.6 under vLLM on an RTX PRO 6000 Max-Q and 2 x RTX 5090, Qwen3-Next under SGLang on 8 x B200;

@@ -684,3 +684,42 @@ def test_a_kimi_delta_attention_layer_comes_from_its_tensors(tmp_path, run_cli):
     from llmsize.estimate.params import params_total
 
     assert params_total(spec) == sum(int(np.prod(ne)) for _, ne, _ in m.tensors)
+
+
+def test_an_lfm2_short_conv_layer_comes_from_its_tensors(tmp_path, run_cli):
+    """lfm2: a conv layer stores shortconv.in_proj (256 -> 3 x 256), shortconv.conv (3 taps of 256) and
+    shortconv.out_proj (gguf-py MODEL_TENSORS[LFM2]); it had been refused, its tensors holding a third more than the
+    layers read without them. The plan holds llama.cpp's conv state, (3 - 1) x 256 values in F32 a layer."""
+    h = 256
+    m = Model("lfm2")
+    m.meta = {"block_count": 3, "embedding_length": h, "context_length": 8192, "feed_forward_length": 512,
+              "attention.head_count": 4, "attention.head_count_kv": [0, 0, 2], "shortconv.l_cache": 3}
+    m.t("token_embd.weight", (h, 512), Q.Q8_0)
+    for i in (0, 1):
+        p = f"blk.{i}."
+        for name, ne, ty in [("attn_norm.weight", (h,), Q.F32), ("shortconv.conv.weight", (3, h), Q.F32),
+                             ("shortconv.in_proj.weight", (h, 3 * h), Q.Q8_0),
+                             ("shortconv.out_proj.weight", (h, h), Q.Q8_0), ("ffn_norm.weight", (h,), Q.F32),
+                             ("ffn_gate.weight", (h, 512), Q.Q8_0), ("ffn_up.weight", (h, 512), Q.Q8_0),
+                             ("ffn_down.weight", (512, h), Q.Q8_0)]:
+            m.t(p + name, ne, ty)
+    for name, ne in [("attn_norm.weight", (h,)), ("attn_q.weight", (h, 256)), ("attn_k.weight", (h, 128)),
+                     ("attn_v.weight", (h, 128)), ("attn_output.weight", (256, h)), ("attn_q_norm.weight", (64,)),
+                     ("attn_k_norm.weight", (64,)), ("ffn_norm.weight", (h,)), ("ffn_gate.weight", (h, 512)),
+                     ("ffn_up.weight", (h, 512)), ("ffn_down.weight", (512, h))]:
+        m.t("blk.2." + name, ne, Q.F32 if len(ne) == 1 else Q.Q8_0)
+    m.t("token_embd_norm.weight", (h,), Q.F32)
+    path = m.write(tmp_path / "tiny-lfm2.gguf")
+    spec = import_gguf(path).spec
+    conv, _, attention = [g.mixer for g in spec.layer_groups for _ in range(g.count)]
+    assert (conv.kind, conv.conv_dim, conv.conv_kernel, conv.bias) == ("conv", 256, 3, False)
+    assert attention.kind == "full" and attention.qk_norm
+    code, out, err = run_cli("plan", str(path), "--gpu", "rtx4090", "--engine", "llamacpp", "--json")
+    assert code == 0, err
+    plan = json.loads(out)
+    from llmsize.estimate.kv import CONV_STATE_BYTES
+
+    assert plan["kv"]["bytes_per_sequence_by_kind"]["conv"] == 2 * 2 * 256 * CONV_STATE_BYTES
+    from llmsize.estimate.llamacpp_memory import layer_caches
+
+    assert [c.state_bytes for c in layer_caches(spec)] == [2 * 256 * 4, 2 * 256 * 4, 0]

@@ -853,3 +853,62 @@ def test_an_ernie_config_that_cannot_be_read_is_one_line(tmp_path, run_cli, edit
     path.write_text(json.dumps(_ernie(**edit)))
     code, out, err = run_cli("import", str(path))
     assert code == 2 and says in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+
+
+def _lfm2(**fields):
+    """LFM2-700M's config.json as LiquidAI's own PR branch of it lists its fields (refs/pr/8, rendered on the Hub):
+    the old layout, full_attn_idxs and block_ff_dim, no intermediate_size."""
+    return {"model_type": "lfm2", "architectures": ["Lfm2ForCausalLM"], "block_auto_adjust_ff_dim": True,
+            "block_dim": 1536, "block_ff_dim": 10240, "block_ffn_dim_multiplier": 1.0, "block_multiple_of": 256,
+            "conv_L_cache": 3, "conv_bias": False, "conv_dim": 1536, "conv_dim_out": 1536,
+            "full_attn_idxs": [2, 5, 8, 10, 12, 14], "hidden_size": 1536, "max_position_embeddings": 128000,
+            "num_attention_heads": 24, "num_heads": 24, "num_hidden_layers": 16, "num_key_value_heads": 8,
+            "torch_dtype": "bfloat16", "vocab_size": 65536, **fields}
+
+
+def test_lfm2s_short_convs_and_mlp_width_add_up_to_its_cards(catalog):
+    """LFM2 (transformers modeling_lfm2.py): block_ff_dim wins over intermediate_size and, auto-adjusted, becomes
+    int(2/3 of it) rounded up to block_multiple_of: 700M's 10240 -> 6826 -> 6912. Ten conv layers (in_proj 1536 ->
+    3 x 1536, a 3-tap depthwise conv, out_proj) and six attention layers (24 heads of 64, 8 KV heads, q and k norms)
+    add up to the card's 742,489,344; the 1.2B and 350M entries to theirs (1,170,340,608; 354,483,968). A conv layer
+    holds 2 x 1536 values a sequence: BF16 in vLLM (the model dtype), F32 in llama.cpp."""
+    from llmsize.catalog.schema import ModelSpec
+    from llmsize.estimate.engines import vllm_state_bytes
+    from llmsize.estimate.llamacpp_memory import layer_caches
+
+    m = map_config(_lfm2(), "config.json")
+    groups = m.fields["layer_groups"]
+    assert [g["count"] for g in groups] == [10, 6] and groups[0]["mlp"]["intermediate_size"] == 6912
+    assert groups[0]["mixer"] == {"kind": "conv", "conv_dim": 1536, "conv_kernel": 3, "bias": False}
+    spec = ModelSpec(id="x", name="x", family="x", sources=["x"], params_official=1, params_official_source="x",
+                     params_official_includes="x", release={"quant": "bf16"}, **m.fields)
+    assert params_comparable_to_official(spec) == 742_489_344
+    for mid, count in (("lfm2-1.2b", 1_170_340_608), ("lfm2-350m", 354_483_968)):
+        entry = catalog.model(mid)
+        assert params_comparable_to_official(entry) == entry.params_official == count
+    conv = spec.layer_groups[0].mixer
+    assert vllm_state_bytes(conv) == 2 * 1536 * 2
+    assert {c.state_bytes for c in layer_caches(spec) if c.state_bytes} == {2 * 1536 * 4}
+    # the same model in the layout transformers 5 writes: layer_types, and an LFM2-MoE's dense lead and experts
+    new = {k: v for k, v in _lfm2().items() if k != "full_attn_idxs"}
+    new["layer_types"] = ["full_attention" if i in (2, 5, 8, 10, 12, 14) else "conv" for i in range(16)]
+    assert map_config(new, "config.json").fields["layer_groups"] == groups
+    moe = map_config({**new, "model_type": "lfm2_moe", "intermediate_size": 7168, "num_dense_layers": 2,
+                      "num_experts": 32, "num_experts_per_tok": 4, "moe_intermediate_size": 1792,
+                      "use_expert_bias": True}, "config.json").fields["layer_groups"]
+    assert [(g["count"], g["mlp"]["kind"]) for g in moe] == [(2, "dense"), (6, "moe"), (8, "moe")]
+    assert moe[1]["mlp"]["router_bias"] and moe[0]["mlp"]["intermediate_size"] == 7168
+
+
+@pytest.mark.parametrize("edit, says", [
+    ({"full_attn_idxs": [2, 16]}, "full_attn_idxs is [2, 16], not layer indices from 0 to 15"),
+    ({"conv_L_cache": 1}, "conv_L_cache is 1, not a whole count from 2"),
+    ({"block_ff_dim": "big"}, "block_ff_dim / intermediate_size is 'big'"),
+    ({"block_multiple_of": 0}, "block_multiple_of 0 cannot size the MLP"),
+    ({"layer_types": ["conv"] * 15 + ["mamba"]}, "layer_types has an unknown kind 'mamba'"),
+])
+def test_an_lfm2_config_that_cannot_be_read_is_one_line(tmp_path, run_cli, edit, says):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_lfm2(**edit)))
+    code, out, err = run_cli("import", str(path))
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err

@@ -265,10 +265,25 @@ class LinearAttention(Strict):
         return self
 
 
+class ShortConvMixer(Strict):
+    """Liquid AI LFM2's gated short convolution (transformers modeling_lfm2.py Lfm2ShortConv @0096ba4f; vLLM
+    model_executor/layers/mamba/short_conv.py): in_proj hidden -> 3 x conv_dim (B, C, x), a depthwise causal conv of
+    conv_kernel taps over B * x, C times its output, out_proj conv_dim -> hidden. A sequence keeps the conv's last
+    conv_kernel - 1 inputs (vLLM short_conv_state_shape: (L - 1) x conv_dim; llama.cpp n_embd_r = n_embd x
+    (L_cache - 1)): a constant state, no KV cache."""
+
+    kind: Literal["conv"]
+    conv_dim: int = Field(strict=True, le=2**20, gt=0, description="conv_dim (LFM2: hidden_size)")
+    conv_kernel: int = Field(strict=True, le=2**10, gt=1, description="conv_L_cache: the conv's taps")
+    bias: bool = Field(False, description="conv_bias: in_proj, conv and out_proj biases")
+
+
 Mixer = Annotated[
-    FullAttention | SlidingAttention | MlaAttention | Mamba2Mixer | LinearAttention,
+    FullAttention | SlidingAttention | MlaAttention | Mamba2Mixer | LinearAttention | ShortConvMixer,
     Field(discriminator="kind"),
 ]
+# mixer kinds whose cache is a constant state a sequence, not KV that grows with its tokens
+STATE_KINDS = ("ssm", "linear", "conv")
 
 
 # --------------------------------------------------------------------------- model: MLPs

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from llmsize.catalog.schema import GpuSpec, ModelSpec
+from llmsize.catalog.schema import STATE_KINDS, GpuSpec, ModelSpec
 from llmsize.estimate.capacity import max_concurrent_sequences, max_context_tokens, memory_budget, overhead_of
 from llmsize.estimate.kv import kv_bytes
 from llmsize.estimate.memo import by_identity
@@ -211,7 +211,7 @@ def _kv_levers(p: dict) -> list[str]:
         have.append("MLA")
     if "sliding" in kinds:
         have.append("sliding windows")
-    if kinds & {"ssm", "linear"}:
+    if kinds & set(STATE_KINDS):
         have.append("constant-state layers")
     gqa = [g.mixer for g in model.layer_groups if g.mixer is not None and g.mixer.kind in ("full", "sliding")
            and g.mixer.num_key_value_heads < g.mixer.num_attention_heads]

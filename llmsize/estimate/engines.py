@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from llmsize.catalog.schema import GpuSpec, ModelSpec
+from llmsize.catalog.schema import STATE_KINDS, GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError, LlmsizeError, shown
 from llmsize.estimate.kv import kv_bytes
 from llmsize.units import GiB
@@ -125,7 +125,7 @@ def v0_batched_tokens(model: ModelSpec, gpu: GpuSpec, max_len: int, release: tup
     blockers = []
     if "sliding" in kinds:
         blockers.append("a sliding window")
-    if (0, 5, 4) <= rel <= (0, 6, 0) and kinds & {"ssm", "linear"}:
+    if (0, 5, 4) <= rel <= (0, 6, 0) and kinds & set(STATE_KINDS):
         blockers.append("Mamba layers")
     if rel >= (0, 6, 5) and gpu.vendor == "AMD":
         blockers.append("ROCm")
@@ -350,6 +350,8 @@ def vllm_state_bytes(mixer) -> float:
     torch.float32); vllm model_executor/layers/mamba/mamba_utils.py @02d71083)."""
     from llmsize.estimate.kv import state_bytes_per_layer
 
+    if mixer.kind == "conv":  # short_conv_state_dtype: the model dtype (vllm mamba_utils.py @02d71083)
+        return state_bytes_per_layer(mixer)
     if mixer.kind == "linear" and mixer.variant == "kda":
         return state_bytes_per_layer(mixer.model_copy(update={"state_dtype": "fp32"}))
     if mixer.kind == "linear":
@@ -398,7 +400,7 @@ def v1_layout(model: ModelSpec, kv_dtype: str, block_size: int) -> V1Layout | No
         m = g.mixer
         if m is None or getattr(m, "kv_shared", False):  # no cache of its own (kv_sharing_target_layer_name)
             continue
-        if m.kind in ("ssm", "linear"):
+        if m.kind in STATE_KINDS:
             states += [vllm_state_bytes(m)] * g.count
             continue
         key = ("sliding", m.sliding_window) if m.kind == "sliding" else ("full", None)
@@ -580,7 +582,7 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
         if swa_pool:
             notes.append(f"Hybrid SWA pool: the sliding-window layers keep {SGLANG_SWA_FULL_TOKENS_RATIO:g} of the "
                          "full layers' tokens (--swa-full-tokens-ratio); the tokens logged are the full layers'.")
-        if any(g.mixer is not None and g.mixer.kind in ("ssm", "linear") for g in model.layer_groups):
+        if any(g.mixer is not None and g.mixer.kind in STATE_KINDS for g in model.layer_groups):
             notes.append("Mamba/linear-attention states: SGLang keeps them in a separate pool sized by "
                          "--max-mamba-cache-size, not modelled; the pool above is charged as attention KV only.")
     else:

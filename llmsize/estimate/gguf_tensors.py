@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llmsize.catalog.schema import AttentionBase, LinearAttention, Mamba2Mixer, MlaAttention, ModelSpec
+from llmsize.catalog.schema import AttentionBase, LinearAttention, Mamba2Mixer, MlaAttention, ModelSpec, ShortConvMixer
 from llmsize.estimate.params import attention_vectors
 
 
@@ -88,6 +88,13 @@ def _attention(i: int, m, h: int, split_linear: bool = False) -> list[GgufTensor
                 GgufTensor(p + "ssm_vectors", (conv if m.conv_bias else 0) + 3 * m.num_heads + d_inner,
                            component="ssm", f32=True),
                 GgufTensor(p + "ssm_out.weight", d_inner, h, component="ssm")]
+    if isinstance(m, ShortConvMixer):
+        # llama.cpp's lfm2 (gguf-py 0.19.0 MODEL_TENSORS[LFM2]): shortconv.in_proj, shortconv.conv, shortconv.out_proj
+        return [GgufTensor(p + "shortconv.in_proj.weight", h, 3 * m.conv_dim, component="ssm"),
+                GgufTensor(p + "shortconv.conv.weight", m.conv_kernel, m.conv_dim, component="ssm", f32=True),
+                *([GgufTensor(p + "shortconv_vectors", 4 * m.conv_dim + h, component="ssm", f32=True)] if m.bias
+                  else []),
+                GgufTensor(p + "shortconv.out_proj.weight", m.conv_dim, h, component="ssm")]
     if isinstance(m, LinearAttention) and m.variant == "kda":
         # llama.cpp's kimi-linear (gguf-py 0.19.0 constants.py MODEL_TENSORS[KIMI_LINEAR], tensor_mapping.py): KDA's
         # q/k/v_proj and o_proj as attn_q/k/v and attn_output, its convs as ssm_conv1d_q/k/v, f_a/f_b, g_a/g_b and

@@ -11,6 +11,7 @@ Per layer, at context L (DESIGN.md "Describing a model"):
            (index_head_dim + index_head_dim // 128 x 4))
   ssm      conv state (k-1) * conv_dim * 2 B + heads * head_dim * d_state * bytes(state), independent of L
   linear   conv state (k-1) * conv_dim * 2 B + v_heads * d_k * d_v * bytes(state), independent of L
+  conv     conv state (k-1) * conv_dim * 2 B (LFM2's short convolution), independent of L
 The factor 2 is K and V. Gemma 4's full layers have K = V at the projection, but K is normed and
 rotated and V is only normed, so both are cached: k_eq_v saves weights, not cache (an assumption).
 
@@ -29,18 +30,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llmsize.catalog.schema import (
+    STATE_KINDS,
     FullAttention,
     LinearAttention,
     Mamba2Mixer,
     MlaAttention,
     ModelSpec,
+    ShortConvMixer,
     SlidingAttention,
 )
 from llmsize.errors import InvalidValueError
 from llmsize.estimate.memo import by_identity
 from llmsize.estimate.quant import MLA_DS_FP8_BYTES_PER_TOKEN, STATE_DTYPE_BYTES, kv_dtype_bytes
 
-KINDS = ("full", "sliding", "mla", "ssm", "linear")
+KINDS = ("full", "sliding", "mla", "ssm", "linear", "conv")
 CONV_STATE_BYTES = 2  # conv states are kept in the activation dtype (bf16)
 
 
@@ -93,6 +96,8 @@ def state_bytes_per_layer(mixer) -> float:
         conv = (mixer.conv_kernel - 1) * conv_dim * CONV_STATE_BYTES
         ssm = mixer.num_heads * mixer.head_dim * mixer.state_size * STATE_DTYPE_BYTES[mixer.state_dtype]
         return float(conv + ssm)
+    if isinstance(mixer, ShortConvMixer):
+        return float((mixer.conv_kernel - 1) * mixer.conv_dim * CONV_STATE_BYTES)
     if isinstance(mixer, LinearAttention):
         key_dim = mixer.num_key_heads * mixer.key_head_dim
         value_dim = mixer.num_value_heads * mixer.value_head_dim
@@ -157,7 +162,7 @@ def kv_bytes(model: ModelSpec, context_tokens: int, kv_dtype: str) -> KvBytes:
             read += g.count * per_token_per_layer(m, b, kv_dtype) * cached_tokens(m, context_tokens)
             continue
         layers[kind] += g.count
-        if kind in ("ssm", "linear"):
+        if kind in STATE_KINDS:
             by_kind[kind] += g.count * state_bytes_per_layer(m)
             read += g.count * state_bytes_per_layer(m)
             continue

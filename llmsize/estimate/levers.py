@@ -26,6 +26,7 @@ import math
 import shlex
 from dataclasses import dataclass, replace
 
+from llmsize.catalog.schema import STATE_KINDS
 from llmsize.errors import LlmsizeError
 from llmsize.estimate.capacity import LLAMACPP_RUNTIMES
 from llmsize.estimate.fleet import DISAGGREGATING
@@ -78,7 +79,7 @@ ARCHITECTURES = {
             and m.num_key_value_heads < m.num_attention_heads),
     "MLA": ("KV cache (a latent per token)", lambda m: m.kind == "mla"),
     "a sliding window": ("KV cache (capped per layer)", lambda m: m.kind == "sliding"),
-    "SSM / linear-attention layers": ("KV cache (constant state)", lambda m: m.kind in ("ssm", "linear")),
+    "SSM / linear-attention layers": ("KV cache (constant state)", lambda m: m.kind in STATE_KINDS),
     "sparse attention (DSA)": ("KV cache read and attention FLOPs (top-k tokens a query)",
                                lambda m: getattr(m, "indexer", None) is not None),
 }

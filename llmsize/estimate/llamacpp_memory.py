@@ -216,6 +216,8 @@ def layer_caches(model: ModelSpec) -> list[LayerCache]:
             inner = m.num_heads * m.head_dim
             conv = (m.conv_kernel - 1) * (inner + 2 * m.n_groups * m.state_size)
             c = LayerCache(state_bytes=F32 * (conv + inner * m.state_size))
+        elif m.kind == "conv":  # LFM2's short conv: n_embd_r = n_embd x (L_cache - 1) (src/llama-hparams.cpp @01b77b57)
+            c = LayerCache(state_bytes=F32 * (m.conv_kernel - 1) * m.conv_dim)
         else:  # gated delta-net linear attention
             conv = (m.conv_kernel - 1) * (2 * m.num_key_heads * m.key_head_dim + m.num_value_heads * m.value_head_dim)
             c = LayerCache(state_bytes=F32 * (conv + m.num_value_heads * m.key_head_dim * m.value_head_dim))

@@ -96,6 +96,8 @@ def _shard_mixer(m, tp: int):
     if m.kind == "ssm":
         return m.model_copy(update={"num_heads": _split(m.num_heads, tp, "SSM heads"),
                                     "n_groups": max(1, m.n_groups // tp)})
+    if m.kind == "conv":  # vLLM's ShortConv: in_proj column-parallel, out_proj row-parallel, conv_dim / tp a card
+        return m.model_copy(update={"conv_dim": _split(m.conv_dim, tp, "short-conv channels")})
     return m.model_copy(update={"num_key_heads": _kv_per_card(m.num_key_heads, tp, "linear-attention key heads"),
                                 "num_value_heads": _split(m.num_value_heads, tp, "linear-attention value heads")})
 

@@ -22,6 +22,7 @@ from llmsize.catalog.schema import (
     MlaAttention,
     ModelSpec,
     MoeMlp,
+    ShortConvMixer,
 )
 
 COMPONENTS = (
@@ -152,6 +153,16 @@ def _linear(m: LinearAttention, hidden: int) -> list[Piece]:
     ]
 
 
+def _short_conv(m: ShortConvMixer, hidden: int) -> list[Piece]:
+    # transformers Lfm2ShortConv: in_proj (hidden -> 3 x conv_dim), a depthwise conv of conv_kernel taps, out_proj;
+    # LFM2-1.2B's 10 conv layers: 4 x 2048^2 + 3 x 2048 = 16,783,360 each
+    pieces = [Piece("ssm", hidden * 3 * m.conv_dim + m.conv_dim * hidden, True, 2),
+              Piece("ssm", m.conv_dim * m.conv_kernel, False, 0)]
+    if m.bias:
+        pieces.append(Piece("ssm", 3 * m.conv_dim + m.conv_dim + hidden, False, 0))
+    return pieces
+
+
 def _dense_mlp(m: DenseMlp, hidden: int) -> list[Piece]:
     n = 3 if m.gated else 2
     pieces = [Piece("mlp", n * hidden * m.intermediate_size, True, n)]
@@ -190,6 +201,8 @@ def layer_pieces(group: LayerGroup, hidden: int) -> list[Piece]:
         pieces += _mamba2(mixer, hidden)
     elif isinstance(mixer, LinearAttention):
         pieces += _linear(mixer, hidden)
+    elif isinstance(mixer, ShortConvMixer):
+        pieces += _short_conv(mixer, hidden)
     if isinstance(group.mlp, DenseMlp):
         pieces += _dense_mlp(group.mlp, hidden)
     elif isinstance(group.mlp, MoeMlp):

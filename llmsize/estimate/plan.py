@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from llmsize.catalog.recipe import RECIPE_PARTS
-from llmsize.catalog.schema import GpuSpec, ModelSpec
+from llmsize.catalog.schema import STATE_KINDS, GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError, LlmsizeError
 from llmsize.estimate.capacity import (
     DEFAULT_GPU_UTIL,
@@ -633,8 +633,9 @@ def assumptions(p: dict) -> list[str]:
         out.append(f"{p['kv'].shared_layers} layers read an earlier layer's cache and keep none: they add to what a "
                    "step reads, not to what a sequence holds; their k/v projections, where the checkpoint keeps "
                    "them, are stored and never read.")
-    if kinds & {"ssm", "linear"}:
-        out.append("SSM / linear-attention layers hold a constant state per sequence, read once per step.")
+    if kinds & set(STATE_KINDS):
+        out.append("SSM, linear-attention and short-conv layers hold a constant state per sequence, read once per "
+                   "step.")
     if any(g.mlp is not None and g.mlp.kind == "moe" for g in model.layer_groups):
         out.append("MoE: all experts resident; a step of B tokens reads 1-(1-k/E)^B of the routed experts "
                    "(uniform routing); compute follows active parameters.")

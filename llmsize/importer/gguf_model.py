@@ -35,7 +35,7 @@ COMPONENTS = [  # GGUF tensor name (without blk.N.) -> llmsize component; first 
     ("shared_experts", re.compile(r"_shexp\.")),
     ("experts", re.compile(r"_exps\.")),
     ("norms", re.compile(r"norm")),
-    ("ssm", re.compile(r"^ssm_")),
+    ("ssm", re.compile(r"^ssm_|^shortconv\.")),
     ("attention", re.compile(r"^attn_")),
     ("mlp", re.compile(r"^ffn_")),
 ]
@@ -127,6 +127,19 @@ def _ssm(g: GgufFile, il: int, t: dict[str, tuple[int, ...]]) -> dict:
             "n_groups": groups, "conv_kernel": conv, "conv_bias": "ssm_conv1d.bias" in t, "state_dtype": "fp32"}
 
 
+def _short_conv(g: GgufFile, il: int, t: dict[str, tuple[int, ...]]) -> dict:
+    """LFM2's short conv from its tensors: shortconv.in_proj (hidden -> 3 x conv_dim), shortconv.conv (conv_dim
+    channels of L_cache taps; `{arch}.shortconv.l_cache` where the file has it), shortconv.out_proj."""
+    inp, conv = t["shortconv.in_proj.weight"], t.get("shortconv.conv.weight")
+    if len(inp) != 2 or inp[1] % 3 or conv is None or not 1 <= len(conv) <= 3:
+        raise GgufError(f"{g.files[0]}: layer {il}'s short conv has shortconv.in_proj {list(inp)} and shortconv.conv "
+                        f"{list(conv) if conv else 'missing'}, not 3 x its channels and a conv over them.",
+                        "The file is damaged: convert it again with llama.cpp's tools.")
+    dim = inp[1] // 3
+    taps = _int(g, "shortconv.l_cache", required=False, low=2, high=1024) or min(conv)
+    return {"kind": "conv", "conv_dim": dim, "conv_kernel": taps, "bias": "shortconv.in_proj.bias" in t}
+
+
 def _kda(g: GgufFile, il: int, t: dict[str, tuple[int, ...]]) -> dict:
     """A Kimi Delta Attention layer (kimi-linear; gguf-py constants.py MODEL_TENSORS[KIMI_LINEAR]) from its tensors:
     heads = ssm_beta's rows (one beta a head), the heads' width = attn_k's rows / heads (or `{arch}.kda.head_dim`),
@@ -170,9 +183,13 @@ def _layer(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], hidden: int, swa
     # attention (a Falcon-H1 layer holds attention beside its Mamba: its attn_q says so)
     recurrent = "ssm_in.weight" in t or "ssm_conv1d.weight" in t
     kda = "ssm_f_a.weight" in t  # Kimi Delta Attention: its q/k/v projections are attn_q/k/v, not attention
+    if "shortconv.in_proj.weight" in t:  # LFM2's gated short conv (gguf-py MODEL_TENSORS[LFM2])
+        spec["mixer"] = _short_conv(g, il, t)
     if any(n.startswith(("attn_q", "attn_kv_a_mqa")) for n in t) and not kda:
         heads = _int(g, "attention.head_count", il, low=1)
-    if kda:
+    if "mixer" in spec:
+        pass
+    elif kda:
         spec["mixer"] = _kda(g, il, t)
     elif "attn_kv_a_mqa.weight" in t:  # MLA
         rope = _int(g, "rope.dimension_count")

@@ -31,7 +31,13 @@ from llmsize.importer.config_fields import (
 )
 from llmsize.importer.extras import vision_tower
 from llmsize.importer.hf_gemma import map_gemma2, map_gemma3, map_gemma3n, map_gemma4
-from llmsize.importer.hf_hybrid import map_granite_hybrid, map_kimi_linear, map_nemotron_h, map_qwen3_hybrid
+from llmsize.importer.hf_hybrid import (
+    map_granite_hybrid,
+    map_kimi_linear,
+    map_lfm2,
+    map_nemotron_h,
+    map_qwen3_hybrid,
+)
 from llmsize.importer.hf_moe import (
     map_deepseek,
     map_ernie45_moe,
@@ -213,6 +219,7 @@ MAPPERS = {
     "kimi_linear": map_kimi_linear,
     "granitemoehybrid": map_granite_hybrid,
     "ernie4_5_moe": map_ernie45_moe,
+    "lfm2": map_lfm2, "lfm2_moe": map_lfm2,
     # IBM Granite 3.x and 4.1 (transformers modular_granite.py @023633dd: Llama's layers, attention_multiplier,
     # residual_multiplier, embedding_multiplier and logits_scaling, none of which holds a weight)
     "granite": map_dense,
@@ -240,6 +247,8 @@ REQUIRED = {"falcon": ("hidden_size", "num_hidden_layers", "num_attention_heads"
             "gemma3n": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),  # widths: a list
             "gemma3n_text": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
             "nemotron_h": ("hidden_size", "vocab_size"),
+            # LFM2's MLP width may be block_ff_dim (lfm2_ff)
+            "lfm2": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
             "deepseek_v2": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
             "deepseek_v3": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
             "deepseek_v32": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),

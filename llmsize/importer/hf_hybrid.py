@@ -1,5 +1,6 @@
 """config.json mappers of hybrid decoders, recurrent mixers beside attention: NVIDIA's Nemotron-H and IBM's Granite
-4.0-H (Mamba-2), Qwen3-Next / Qwen3.5 (Gated DeltaNet) and Kimi Linear (Kimi Delta Attention beside MLA)."""
+4.0-H (Mamba-2), Qwen3-Next / Qwen3.5 (Gated DeltaNet), Kimi Linear (Kimi Delta Attention beside MLA) and Liquid AI's
+LFM2 (gated short convolutions)."""
 
 from __future__ import annotations
 
@@ -234,3 +235,71 @@ def map_granite_hybrid(c: ConfigReader, model_type: str) -> Mapped:
         mlp = {"kind": "dense", "intermediate_size": shared or c.need("intermediate_size")[0]}
     specs = [{"mixer": mamba if t == "mamba" else attention, "mlp": mlp} for t in types]
     return Mapped({**common_fields(c, True), **layer_stack_fields(specs)}, notes)
+
+
+def lfm2_ff(c: ConfigReader) -> int:
+    """LFM2's MLP width (transformers modeling_lfm2.py Lfm2MLP @0096ba4f): block_ff_dim where given (it wins over
+    intermediate_size, configuration_lfm2.py @05cd1ec1); with block_auto_adjust_ff_dim, int(2/3 of it), times
+    block_ffn_dim_multiplier where set and rounded up to block_multiple_of. LFM2-1.2B: 12288 -> 8192; 350M: 6656 ->
+    4437 -> 4608; 2.6B (no adjustment): 10752."""
+    ff = c.raw.get("block_ff_dim", c.get("intermediate_size"))
+    if isinstance(ff, bool) or not isinstance(ff, int) or ff <= 0:
+        raise ConfigError(f"{c.where}: block_ff_dim / intermediate_size is {shown(repr(ff), 20)}, not the MLP's "
+                          "width.", "Fix the config.json.")
+    if c.raw.get("block_auto_adjust_ff_dim"):
+        ff = int(2 * ff / 3)
+        mult, multiple = c.raw.get("block_ffn_dim_multiplier"), c.raw.get("block_multiple_of", 256)
+        if mult is not None:
+            if isinstance(mult, bool) or not isinstance(mult, (int, float)) or not 0 < mult <= 64 or \
+                    isinstance(multiple, bool) or not isinstance(multiple, int) or not 0 < multiple <= 2**20:
+                raise ConfigError(f"{c.where}: block_ffn_dim_multiplier {shown(repr(mult), 20)} or block_multiple_of "
+                                  f"{shown(repr(multiple), 20)} cannot size the MLP.", "Fix the config.json.")
+            ff = int(mult * ff)
+            ff = multiple * ((ff + multiple - 1) // multiple)
+    return ff
+
+
+def map_lfm2(c: ConfigReader, model_type: str) -> Mapped:
+    """Liquid AI LFM2 and LFM2-MoE (transformers modeling_lfm2.py @0096ba4f, modeling_lfm2_moe.py @01596202; vLLM
+    lfm2.py @055e47c2): layer_types names each layer conv or full_attention (older configs list full_attn_idxs,
+    0-based; with neither, transformers makes every layer attention); a conv layer is a gated short convolution of
+    conv_dim channels and conv_L_cache taps, an attention layer GQA of hidden / heads with per-head q and k norms;
+    every layer then runs its MLP: SwiGLU of lfm2_ff (LFM2), or for LFM2-MoE a dense one of intermediate_size on the
+    first num_dense_layers and num_experts_per_tok of num_experts experts of moe_intermediate_size after, with no
+    shared expert (expert_bias, a buffer the checkpoint stores, where use_expert_bias). Embeddings tied
+    (tie_embedding)."""
+    layers, heads, kv = c.need("num_hidden_layers", "num_attention_heads", "num_key_value_heads")
+    hidden = c.need("hidden_size")[0]
+    types = c.layer_types(layers, ("conv", "full_attention"))
+    if types is None:
+        idxs = c.raw.get("full_attn_idxs")
+        if idxs is None:
+            idxs = list(range(layers))
+        if not isinstance(idxs, list) or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < layers
+                                             for i in idxs):
+            raise ConfigError(f"{c.where}: full_attn_idxs is {shown(repr(idxs), 40)}, not layer indices from 0 to "
+                              f"{layers - 1}.", "Fix the config.json.")
+        types = ["full_attention" if i in idxs else "conv" for i in range(layers)]
+    dim, taps = c.raw.get("conv_dim", hidden), c.raw.get("conv_L_cache", 3)
+    for name, v, low in (("conv_dim", dim, 1), ("conv_L_cache", taps, 2)):
+        if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= 2**20:
+            raise ConfigError(f"{c.where}: {name} is {shown(repr(v), 20)}, not a whole count from {low}.",
+                              "Fix the config.json.")
+    conv = {"kind": "conv", "conv_dim": dim, "conv_kernel": taps, "bias": bool(c.raw.get("conv_bias"))}
+    attention = attention_entry("full", heads, kv, hidden // heads, qk_norm=True)
+    if model_type == "lfm2_moe":
+        dense_layers = c.raw.get("num_dense_layers", 0)
+        if isinstance(dense_layers, bool) or not isinstance(dense_layers, int) or not 0 <= dense_layers <= layers:
+            raise ConfigError(f"{c.where}: num_dense_layers is {shown(repr(dense_layers), 20)}, not 0 to {layers}.",
+                              "Fix the config.json.")
+        experts, k, inter = c.need("num_experts", "num_experts_per_tok", "moe_intermediate_size")
+        moe = {"kind": "moe", "num_experts": experts, "experts_per_token": k, "moe_intermediate_size": inter,
+               "router_bias": c.raw.get("use_expert_bias", True) is not False}
+        dense = {"kind": "dense", "intermediate_size": c.need("intermediate_size")[0]}
+        mlps = [dense if i < dense_layers else moe for i in range(layers)]
+    else:
+        mlps = [{"kind": "dense", "intermediate_size": lfm2_ff(c)}] * layers
+    specs = [{"mixer": conv if t == "conv" else attention, "mlp": mlp} for t, mlp in zip(types, mlps)]
+    tie = c.raw.get("tie_embedding", c.raw.get("tie_word_embeddings", True))
+    fields = common_fields(ConfigReader({**c.raw, "tie_word_embeddings": tie}, c.defaults, c.where), True)
+    return Mapped({**fields, **layer_stack_fields(specs)})

@@ -106,7 +106,7 @@ def layer_parts(spec_fields: dict) -> list[set[str]]:
     for g in layer_groups(spec_fields):
         mixer, mlp = (g.get("mixer") or {}).get("kind"), g.get("mlp") or {}
         has = {"attention": mixer in ("full", "sliding", "mla"), "attention_out": mixer in ("full", "sliding", "mla"),
-               "ssm": mixer in ("ssm", "linear"),
+               "ssm": mixer in ("ssm", "linear", "conv"),
                "experts": mlp.get("kind") == "moe", "shared_experts": bool(mlp.get("num_shared_experts")),
                "mlp": mlp.get("kind") == "dense" or bool(mlp.get("latent_size"))}
         out.append({part for part, yes in has.items() if yes})

@@ -3,6 +3,7 @@ of the command people run most."""
 
 from __future__ import annotations
 
+from llmsize.catalog.schema import STATE_KINDS
 from llmsize.estimate.llamacpp_fit import FIT_TARGET_BYTES
 from llmsize.estimate.llamacpp_memory import host_tables
 from llmsize.estimate.plan import Plan
@@ -33,6 +34,8 @@ def _groups(p: Plan) -> str:
             mixer = f"MLA latent {m.kv_lora_rank}+{m.qk_rope_head_dim}"
         elif m.kind == "ssm":
             mixer = f"Mamba2 {m.num_heads}x{m.head_dim} state {m.state_size}"
+        elif m.kind == "conv":
+            mixer = f"short conv {m.conv_dim} x {m.conv_kernel} taps"
         else:
             mixer = f"{'KDA' if m.variant == 'kda' else 'linear attn'} {m.num_value_heads} heads"
         mlp = "" if g.mlp is None else (
@@ -117,10 +120,10 @@ def render_plan(p: Plan, width: int = 100, color: bool = False, placement: str |
 
     kv = p.kv
     rows = []
-    kinds = [k for k in ("full", "sliding", "mla", "ssm", "linear") if kv.layers_by_kind[k]]
+    kinds = [k for k in ("full", "sliding", "mla", "ssm", "linear", "conv") if kv.layers_by_kind[k]]
     unit = column_unit([kv.bytes_by_kind[k] for k in kinds] + [kv.bytes_per_sequence])
     for kind in kinds:
-        per_tok = ("constant" if kind in ("ssm", "linear") else f"{kv.bytes_per_token_by_kind[kind]:,.0f} B"
+        per_tok = ("constant" if kind in STATE_KINDS else f"{kv.bytes_per_token_by_kind[kind]:,.0f} B"
                    + (" (to window)" if kind == "sliding" else ""))
         rows.append(([kind, str(kv.layers_by_kind[kind]), per_tok, fmt_bytes(kv.bytes_by_kind[kind], unit, 3)], ()))
     rows.append((["growing layers / total", "", f"{kv.bytes_per_token:,.0f} B",
@@ -172,7 +175,7 @@ def render_plan(p: Plan, width: int = 100, color: bool = False, placement: str |
         if p.kv_pool_tokens is not None:
             kvc = p.kv_card or p.kv
             kinds = [w for k, w in (("sliding", "sliding windows"), ("ssm", "recurrent state"),
-                                    ("linear", "recurrent state")) if kvc.bytes_by_kind.get(k)]
+                                    ("linear", "recurrent state"), ("conv", "conv state")) if kvc.bytes_by_kind.get(k)]
             what = " and ".join(dict.fromkeys(kinds))
             rows.append(("KV pool", f"{p.kv_pool_tokens:,} tokens of growing cache, shared by all sequences"
                          + (f"; each sequence also holds {fmt_bytes_auto(kvc.fixed_bytes_per_sequence)} that does not "

@@ -501,6 +501,9 @@ UNSUPPORTED = Path(__file__).parent / "data" / "hf-configs-unsupported"
 @pytest.mark.parametrize("stem, says", [
     # MiMo-V2-Flash: 256 routed experts, sliding layers with heads of their own
     ("XiaomiMiMo__MiMo-V2-Flash", "model_type 'mimo_v2_flash' is not known and its config has n_routed_experts = 256"),
+    # DeepSeek-V4: its compressed attention is named, not read as an unknown MoE that a GGUF would settle
+    ("deepseek-ai__DeepSeek-V4-Flash", "model_type 'deepseek_v4' is not modelled by llmsize yet: DeepSeek-V4's"),
+    ("deepseek-ai__DeepSeek-V4-Pro", "compress_ratios"),
 ])
 def test_configs_of_layers_the_importer_does_not_model_are_refused_not_read_as_dense(stem, says, run_cli):
     """A config whose layers route to experts, recur or split their heads in ways no mapper models is refused in

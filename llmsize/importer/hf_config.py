@@ -154,12 +154,25 @@ NOT_GENERIC = ("num_local_experts", "n_routed_experts", "num_experts", "moe_inte
                "hybrid_override_pattern", "swa_num_attention_heads", "kv_lora_rank", "q_lora_rank")
 
 
+# model types llmsize knows it does not size yet, and why: refused by name rather than as an unknown type, whose hint
+# (a catalog entry or a GGUF of it) has no route to offer here either
+NOT_MODELLED = {
+    "deepseek_v4": ("DeepSeek-V4's attention: a 128-token window on every layer beside a compressed KV entry every 4 "
+                    "or 128 tokens (compress_ratios) read through a sparse indexer, its grouped output projection and "
+                    "hyper-connections (transformers configuration_deepseek_v4.py)"),
+}
+
+
 # heads of encoder-only models (BERT, RoBERTa, DeBERTa, ELECTRA...): no causal decoder, no KV cache, no decode loop
 ENCODER_HEADS = ("ForMaskedLM", "ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering",
                  "ForMultipleChoice", "ForPreTraining", "ForNextSentencePrediction")
 
 
 def map_generic(c: ConfigReader, model_type: str) -> Mapped:
+    if model_type in NOT_MODELLED:
+        raise ConfigError(f"{c.where}: model_type {model_type!r} is not modelled by llmsize yet: "
+                          f"{NOT_MODELLED[model_type]}.", "No config.json, GGUF or catalog route sizes it yet; "
+                          "`llmsize models` lists the models that are.")
     arches = c.raw.get("architectures")
     arches = [a for a in arches if isinstance(a, str)] if isinstance(arches, list) else []
     encoder = c.raw.get("is_encoder_decoder") is True or (

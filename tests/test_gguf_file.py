@@ -723,3 +723,15 @@ def test_an_lfm2_short_conv_layer_comes_from_its_tensors(tmp_path, run_cli):
     from llmsize.estimate.llamacpp_memory import layer_caches
 
     assert [c.state_bytes for c in layer_caches(spec)] == [2 * 256 * 4, 2 * 256 * 4, 0]
+    # damaged: taps the metadata contradicts, a conv over the wrong channels, a layer without its in_proj
+    for edit, says in ((lambda meta: meta.update({"shortconv.l_cache": 9}), "has 3 taps, where lfm2.shortconv.l_cache"),
+                       (lambda ts: ts.update({"blk.0.shortconv.conv.weight": ((3, 100), Q.F32)}),
+                        "shortconv.conv [3, 100]"),
+                       (lambda ts: ts.pop("blk.0.shortconv.in_proj.weight"), "shortconv.in_proj missing")):
+        bad = Model("lfm2")
+        bad.meta = dict(m.meta)
+        tensors = {name: (ne, ty) for name, ne, ty in m.tensors}
+        edit(bad.meta if says.startswith("has 3 taps") else tensors)
+        bad.tensors = [(name, ne, ty) for name, (ne, ty) in tensors.items()]
+        code, out, err = run_cli("plan", str(bad.write(tmp_path / "bad-lfm2.gguf")), "--gpu", "rtx4090")
+        assert code == 2 and says in err and "Traceback" not in err, err

@@ -807,6 +807,11 @@ def test_granite_hybrids_map_every_layer_with_its_experts_and_shared_mlp(catalog
     (lambda c: c.update(layer_types=["mamba"] * 39), "for each of the 40 layers"),
     (lambda c: c.update(mamba_d_head=60), "mamba_d_head 60 x mamba_n_heads 48 is not mamba_expand x hidden_size"),
     (lambda c: c.update(num_local_experts="64"), "num_local_experts is '64'"),
+    # absent or false, the class's own default would fill in: a dense reading of a MoE model had followed
+    (lambda c: c.pop("num_local_experts"), "num_local_experts is None, not a whole count"),
+    (lambda c: c.update(num_local_experts=False), "num_local_experts is False, not a whole count"),
+    (lambda c: c.update(mamba_conv_bias="false"), "mamba_conv_bias is 'false'; expected true or false"),
+    (lambda c: c.update(mamba_n_groups=5), "mamba_n_heads 48 is not a multiple of mamba_n_groups 5"),
 ])
 def test_a_granite_config_that_cannot_be_read_is_one_line(tmp_path, run_cli, edit, says):
     raw = _granite()
@@ -909,9 +914,57 @@ def test_lfm2s_short_convs_and_mlp_width_add_up_to_its_cards(catalog):
     ({"block_ff_dim": "big"}, "block_ff_dim / intermediate_size is 'big'"),
     ({"block_multiple_of": 0}, "block_multiple_of 0 cannot size the MLP"),
     ({"layer_types": ["conv"] * 15 + ["mamba"]}, "layer_types has an unknown kind 'mamba'"),
+    ({"conv_bias": "false"}, "conv_bias is 'false'; expected true or false"),  # it had read as true
+    ({"block_auto_adjust_ff_dim": "false"}, "block_auto_adjust_ff_dim is 'false'; expected true or false"),
+    ({"conv_L_cache": 2048}, "conv_L_cache is 2048, not a whole count from 2 to 1,024"),
 ])
 def test_an_lfm2_config_that_cannot_be_read_is_one_line(tmp_path, run_cli, edit, says):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(_lfm2(**edit)))
     code, out, err = run_cli("import", str(path))
     assert code == 2 and says in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+
+
+FP8_LINEAR = {"quant_method": "compressed-tensors", "format": "float-quantized", "config_groups": {"group_0": {
+    "targets": ["Linear"], "weights": {"num_bits": 8, "type": "float", "strategy": "channel", "dynamic": False,
+                                       "symmetric": True}}}}
+
+
+@pytest.mark.parametrize("raw, ignore, kept", [
+    (_granite(), "re:.*mamba.*", "ssm"),  # Granite 4.0's mamba.in_proj / out_proj
+    (_granite(), "re:.*shared_mlp.*", "shared_experts"),
+    (_lfm2(), "re:.*\\.conv\\..*", "ssm"),  # LFM2's conv.in_proj / out_proj
+    (_lfm2(), "re:.*feed_forward.*", "mlp"),  # LFM2's feed_forward.w1 / w2 / w3
+])
+def test_a_quantized_checkpoint_that_keeps_a_hybrids_mixer_in_16_bits_says_so(tmp_path, raw, ignore, kept):
+    """An FP8 export whose ignore list keeps Granite's Mamba layers, its shared MLP, or LFM2's short convs or MLPs in
+    BF16 (compressed-tensors `ignore`): the module names the recipe is probed with are the architecture's own, so
+    the part stays out of the FP8 recipe; it had been priced in FP8 (the probes knew mixer.in_proj, mlp.gate_proj)."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**raw, "torch_dtype": "bfloat16",
+                                "quantization_config": {**FP8_LINEAR, "ignore": ["lm_head", ignore]}}))
+    quant = import_model(path, read_headers=False).spec.release.quant
+    assert "=" in quant and f"{kept}=" not in quant, quant
+
+
+def test_a_checkpoints_tensors_are_filed_by_the_layer_they_sit_in():
+    """Kimi Linear keeps a KDA layer's projections under self_attn. as its MLA layers keep theirs: by the layer they are
+    the recurrent mixer's (ssm) or attention; Granite 4.0's shared_mlp is a shared expert beside routed ones and the
+    MLP without; LFM2's conv.* and Granite's mamba.* are the mixer's. A Kimi GGUF's attn_* in a KDA layer likewise."""
+    from llmsize.importer.exact import component
+    from llmsize.importer.gguf_model import component as gguf_component
+
+    kimi = (("linear", "dense"), ("linear", "moe"), ("linear", "moe"), ("mla", "moe"))
+    assert component("model.layers.0.self_attn.q_proj.weight", 4, kimi) == "ssm"
+    assert component("model.layers.1.self_attn.f_b_proj.weight", 4, kimi) == "ssm"
+    assert component("model.layers.1.self_attn.o_norm.weight", 4, kimi) == "norms"
+    assert component("model.layers.3.self_attn.q_proj.weight", 4, kimi) == "attention"
+    granite = (("ssm", "moe"), ("full", "dense"))
+    assert component("model.layers.0.shared_mlp.input_linear.weight", 2, granite) == "shared_experts"
+    assert component("model.layers.1.shared_mlp.output_linear.weight", 2, granite) == "mlp"
+    assert component("model.layers.0.mamba.in_proj.weight", 2, granite) == "ssm"
+    assert component("model.layers.0.mamba.dt_bias", 2, granite) == "ssm"
+    assert component("model.layers.0.block_sparse_moe.input_linear.weight", 2, granite) == "experts"
+    assert {component(f"model.layers.0.conv.{n}.weight", 2) for n in ("in_proj", "conv", "out_proj")} == {"ssm"}
+    assert gguf_component("blk.0.attn_q.weight", 4, frozenset({0})) == "ssm"
+    assert gguf_component("blk.3.attn_q.weight", 4, frozenset({0})) == "attention"

@@ -583,7 +583,7 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
             notes.append(f"Hybrid SWA pool: the sliding-window layers keep {SGLANG_SWA_FULL_TOKENS_RATIO:g} of the "
                          "full layers' tokens (--swa-full-tokens-ratio); the tokens logged are the full layers'.")
         if any(g.mixer is not None and g.mixer.kind in STATE_KINDS for g in model.layer_groups):
-            notes.append("Mamba/linear-attention states: SGLang keeps them in a separate pool sized by "
+            notes.append("Mamba, linear-attention and short-conv states: SGLang keeps them in a separate pool sized by "
                          "--max-mamba-cache-size, not modelled; the pool above is charged as attention KV only.")
     else:
         nt = e.non_torch_bytes if e.non_torch_bytes is not None else DEFAULT_NON_TORCH_BYTES * e.tp
@@ -628,7 +628,9 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
                      "instead.")
     if layout is not None and layout.state_bytes:
         bs = layout.groups[0][2] if layout.groups[0][0] != "mamba" else layout.groups[-1][2]
-        notes.append(f"Mamba hybrid: a layer's state is {layout.state_bytes:,.0f} B, so the attention block grows to "
+        grows = "grows to" if bs > MAMBA_ALIGN_TOKENS else "stays at"
+        notes.append(f"Hybrid with constant-state layers (vLLM's mamba layout: Mamba, linear attention, short conv): a "
+                     f"layer's state is {layout.state_bytes:,.0f} B, so the attention block {grows} "
                      f"{bs:,} tokens and the state page is padded by "
                      f"{100 * (layout.page_bytes / layout.state_bytes - 1):.2f}% (vLLM logs both); prefix caching "
                      "of mamba states is not modelled.")

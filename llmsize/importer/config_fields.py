@@ -94,6 +94,17 @@ class ConfigReader:
                                   f"{INT_CAP.get(key, INT_CAP_DEFAULT):,}.", "Fix the config.json.")
         return v
 
+    def flag(self, key: str, default: bool) -> bool:
+        """A true/false field (a bias, an adjustment switch): absent or null is `default`, anything but a JSON
+        boolean is refused (the string "false" would read as true)."""
+        v = self.raw.get(key)
+        if v is None:
+            return default
+        if not isinstance(v, bool):
+            raise ConfigError(f"{self.where}: {key} is {str(v)[:40]!r}; expected true or false.",
+                              "Fix the config.json.")
+        return v
+
     def need(self, *keys):
         missing = [k for k in keys if self.get(k) is None]
         if missing:

@@ -31,23 +31,44 @@ COMPONENT_RULES = [  # first match wins; names lower-cased
     ("lm_head", re.compile(r"lm_head|^output\.weight")),
     ("norms", re.compile(r"norm|layer_scalar|\bln_")),
     ("shared_experts", re.compile(r"shared_expert")),
-    ("experts", re.compile(r"\.experts\.")),
+    ("experts", re.compile(r"\.experts\.|block_sparse_moe\.(input|output)_linear")),  # Granite's stacked experts
     ("router", re.compile(r"\.(gate|router)\.(weight|bias|e_score_correction_bias)$|\.router\.|"
                           r"e_score_correction_bias")),
-    ("ssm", re.compile(r"mixer\.(in_proj|out_proj|conv1d|a_log|d$|dt_bias)|\.a_log$|\.d$|conv1d|linear_attn")),
+    # Mamba-2's (Nemotron-H's mixer., Granite 4.0's mamba.), gated delta-nets', LFM2's short conv (conv.in_proj,
+    # conv.conv, conv.out_proj)
+    ("ssm", re.compile(r"(mixer|mamba)\.(in_proj|out_proj|conv1d|a_log|d$|dt_bias)|\.a_log$|\.d$|conv1d|linear_attn|"
+                       r"\.conv\.(in_proj|out_proj|conv)\.")),
     ("attention", re.compile(r"self_attn|\.attn\.|attention|mixer\.(q|k|v|o)_proj|\.sinks")),
     ("mlp", re.compile(r"mlp|feed_forward|ffn|mixer\.(up|down|gate)_proj|latent_proj")),  # LatentMoE's fc1/fc2
 ]
 
 
-def component(name: str, num_layers: int) -> str:
+LAYER_INDEX = re.compile(r"layers\.(\d+)\.")
+
+
+def component(name: str, num_layers: int, layers: tuple[tuple[str | None, str | None], ...] = ()) -> str:
+    """The component a checkpoint tensor belongs to, by its name; `layers`, each decoder layer's (mixer kind, MLP
+    kind), settles the names whose component depends on the layer: Kimi Linear's KDA layers keep their q/k/v/o
+    and gate projections under self_attn. like its MLA layers (ssm there), and Granite 4.0's shared_mlp is a shared
+    expert beside routed ones but the dense MLP without them."""
     n = name.lower()
     if EXTRA.search(n) or draft_only(n, num_layers):
         return "extra"
+    m = LAYER_INDEX.search(n) if layers else None
+    kinds = layers[int(m.group(1))] if m and int(m.group(1)) < len(layers) else (None, None)
+    if kinds[0] == "linear" and "self_attn." in n and "norm" not in n.rsplit("self_attn.", 1)[1]:
+        return "ssm"
+    if "shared_mlp." in n and "norm" not in n:
+        return "shared_experts" if kinds[1] == "moe" else "mlp"
     for comp, rx in COMPONENT_RULES:
         if rx.search(n):
             return comp
     return "other"
+
+
+def layer_kinds(spec: ModelSpec) -> tuple[tuple[str | None, str | None], ...]:
+    """Each decoder layer's (mixer kind, MLP kind), in stack order."""
+    return tuple((g.mixer.kind if g.mixer else None, g.mlp.kind if g.mlp else None) for g in spec.layer_stack())
 
 
 def draft_only(name: str, num_layers: int) -> bool:
@@ -145,9 +166,10 @@ def exact_weights(tensors: dict[str, TensorInfo], files: list[Path], spec: Model
     params: dict[str, int] = defaultdict(int)
     unused: dict[str, int] = defaultdict(int)
     shared = shared_cache_layers(spec)
+    kinds = layer_kinds(spec)
     draft = 0
     for n, t in tensors.items():
-        comp = component(n, spec.num_layers)
+        comp = component(n, spec.num_layers, kinds)
         by_comp[comp] += t.nbytes
         draft += t.nbytes if comp == "extra" and draft_only(n, spec.num_layers) else 0
         by_dtype[t.dtype] += t.nbytes
@@ -155,7 +177,7 @@ def exact_weights(tensors: dict[str, TensorInfo], files: list[Path], spec: Model
         if comp != "extra" and unused_kv_weight(n, shared):  # the decoder's layers, not a tower's
             unused[comp] += t.nbytes
     moe = next((g.mlp for g in spec.layer_groups if g.mlp is not None and g.mlp.kind == "moe"), None)
-    has_head = any(component(n, spec.num_layers) == "lm_head" for n in names)
+    has_head = any(component(n, spec.num_layers, kinds) == "lm_head" for n in names)
     notes = []
     # the config says whether the lm_head is the embedding; the headers only confirm it (a missing lm_head of
     # an untied model is a missing tensor, checked by check_complete, never a reason to call it tied)
@@ -164,7 +186,7 @@ def exact_weights(tensors: dict[str, TensorInfo], files: list[Path], spec: Model
         notes.append("config.json ties the embeddings, but the checkpoint also stores an lm_head tensor: counted as "
                      "stored and read")
     if by_comp.get("other"):
-        other = [n for n in names if component(n, spec.num_layers) == "other"]
+        other = [n for n in names if component(n, spec.num_layers, kinds) == "other"]
         notes.append(f"{len(other)} tensor(s) of no known component (e.g. {shown(sorted(other)[0])}), counted as "
                      "read per token")
     if draft and not any("multi-token-prediction" in x.name.lower() for x in spec.extra):

@@ -41,7 +41,16 @@ COMPONENTS = [  # GGUF tensor name (without blk.N.) -> llmsize component; first 
 ]
 
 
-def component(name: str, n_layer: int) -> str:
+def component(name: str, n_layer: int, kda: frozenset[int] = frozenset()) -> str:
+    """`kda`: the layers holding Kimi Delta Attention, whose attn_q/k/v/output are the recurrent mixer's (ssm), not
+    attention."""
+    m = LAYER.match(name)
+    if m and int(m.group(1)) in kda and m.group(2).startswith("attn_") and "norm" not in m.group(2):
+        return "ssm"
+    return _component(name, n_layer)
+
+
+def _component(name: str, n_layer: int) -> str:
     if name == "token_embd.weight":
         return "embedding"
     if name == "per_layer_token_embd.weight":
@@ -127,16 +136,25 @@ def _ssm(g: GgufFile, il: int, t: dict[str, tuple[int, ...]]) -> dict:
             "n_groups": groups, "conv_kernel": conv, "conv_bias": "ssm_conv1d.bias" in t, "state_dtype": "fp32"}
 
 
-def _short_conv(g: GgufFile, il: int, t: dict[str, tuple[int, ...]]) -> dict:
-    """LFM2's short conv from its tensors: shortconv.in_proj (hidden -> 3 x conv_dim), shortconv.conv (conv_dim
-    channels of L_cache taps; `{arch}.shortconv.l_cache` where the file has it), shortconv.out_proj."""
-    inp, conv = t["shortconv.in_proj.weight"], t.get("shortconv.conv.weight")
-    if len(inp) != 2 or inp[1] % 3 or conv is None or not 1 <= len(conv) <= 3:
-        raise GgufError(f"{g.files[0]}: layer {il}'s short conv has shortconv.in_proj {list(inp)} and shortconv.conv "
-                        f"{list(conv) if conv else 'missing'}, not 3 x its channels and a conv over them.",
+def _short_conv(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], hidden: int) -> dict:
+    """LFM2's short conv from its tensors as llama.cpp creates them (src/llama-model.cpp, LLM_ARCH_LFM2):
+    shortconv.in_proj {n_embd, 3 x channels}, shortconv.conv {L_cache, channels}, shortconv.out_proj {channels,
+    n_embd}; `{arch}.shortconv.l_cache`, where the file has it, must be the conv's taps."""
+    inp, conv, out = (t.get(f"shortconv.{n}.weight") for n in ("in_proj", "conv", "out_proj"))
+    dim = inp[1] // 3 if inp is not None and len(inp) == 2 else None
+    if (dim is None or inp[0] != hidden or inp[1] % 3 or conv is None or len(conv) != 2 or conv[1] != dim
+            or out is None or tuple(out) != (dim, hidden)):
+        shapes = ", ".join(f"shortconv.{n} {list(s) if s is not None else 'missing'}"
+                           for n, s in (("in_proj", inp), ("conv", conv), ("out_proj", out)))
+        raise GgufError(f"{g.files[0]}: layer {il}'s short conv has {shapes}: not {{{hidden}, 3 x channels}}, "
+                        f"{{taps, channels}} and {{channels, {hidden}}}.", "The file is damaged: convert it again "
+                        "with llama.cpp's tools.")
+    taps = conv[0]
+    given = _int(g, "shortconv.l_cache", required=False, low=1, high=1024)
+    if given is not None and given != taps or not 2 <= taps <= 1024:
+        said = f"where {g.arch}.shortconv.l_cache says {given}" if given is not None else "not 2 to 1,024"
+        raise GgufError(f"{g.files[0]}: layer {il}'s shortconv.conv has {taps} taps, {said}.",
                         "The file is damaged: convert it again with llama.cpp's tools.")
-    dim = inp[1] // 3
-    taps = _int(g, "shortconv.l_cache", required=False, low=2, high=1024) or min(conv)
     return {"kind": "conv", "conv_dim": dim, "conv_kernel": taps, "bias": "shortconv.in_proj.bias" in t}
 
 
@@ -144,7 +162,8 @@ def _kda(g: GgufFile, il: int, t: dict[str, tuple[int, ...]]) -> dict:
     """A Kimi Delta Attention layer (kimi-linear; gguf-py constants.py MODEL_TENSORS[KIMI_LINEAR]) from its tensors:
     heads = ssm_beta's rows (one beta a head), the heads' width = attn_k's rows / heads (or `{arch}.kda.head_dim`),
     the gates' rank = ssm_f_a's rows, the conv kernel = `{arch}.ssm.conv_kernel` or ssm_conv1d_q's shortest side."""
-    need = ("attn_k.weight", "attn_v.weight", "ssm_beta.weight", "ssm_conv1d_q.weight")
+    need = ("attn_k.weight", "attn_v.weight", "ssm_beta.weight", "ssm_conv1d_q.weight", "ssm_conv1d_k.weight",
+            "ssm_conv1d_v.weight")
     missing = [n for n in need if n not in t or not 1 <= len(t[n]) <= 3]
     if missing or len(t["ssm_f_a.weight"]) != 2:
         raise GgufError(f"{g.files[0]}: layer {il} holds ssm_f_a (a Kimi Delta Attention layer) without "
@@ -156,7 +175,13 @@ def _kda(g: GgufFile, il: int, t: dict[str, tuple[int, ...]]) -> dict:
         raise GgufError(f"{g.files[0]}: layer {il}'s attn_k ({key_dim:,} rows) and attn_v ({value_dim:,}) are not "
                         f"its {heads} heads (ssm_beta) x {hd}.", "The file is damaged: convert it again with "
                         "llama.cpp's tools.")
-    conv = _int(g, "ssm.conv_kernel", required=False, low=1, high=1024) or min(t["ssm_conv1d_q.weight"])
+    convs = [t[f"ssm_conv1d_{x}.weight"] for x in "qkv"]
+    conv = convs[0][0]
+    given = _int(g, "ssm.conv_kernel", required=False, low=1, high=1024)
+    if any(s[0] != conv or s[-1] != key_dim for s in convs) or not 2 <= conv <= 1024 or given not in (None, conv):
+        raise GgufError(f"{g.files[0]}: layer {il}'s ssm_conv1d_q/k/v are {[list(s) for s in convs]} where a conv of "
+                        f"{given or 'its'} taps over its {key_dim:,} channels was expected.", "The file is damaged: "
+                        "convert it again with llama.cpp's tools.")
     return {"kind": "linear", "num_key_heads": heads, "num_value_heads": heads, "key_head_dim": hd,
             "value_head_dim": hd, "conv_kernel": conv, "state_dtype": "fp32", "variant": "kda",
             "gate_rank": t["ssm_f_a.weight"][1]}
@@ -183,8 +208,8 @@ def _layer(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], hidden: int, swa
     # attention (a Falcon-H1 layer holds attention beside its Mamba: its attn_q says so)
     recurrent = "ssm_in.weight" in t or "ssm_conv1d.weight" in t
     kda = "ssm_f_a.weight" in t  # Kimi Delta Attention: its q/k/v projections are attn_q/k/v, not attention
-    if "shortconv.in_proj.weight" in t:  # LFM2's gated short conv (gguf-py MODEL_TENSORS[LFM2])
-        spec["mixer"] = _short_conv(g, il, t)
+    if any(n.startswith("shortconv.") for n in t):  # LFM2's gated short conv (gguf-py MODEL_TENSORS[LFM2])
+        spec["mixer"] = _short_conv(g, il, t, hidden)
     if any(n.startswith(("attn_q", "attn_kv_a_mqa")) for n in t) and not kda:
         heads = _int(g, "attention.head_count", il, low=1)
     if "mixer" in spec:
@@ -349,8 +374,9 @@ def exact_from_gguf(g: GgufFile, n_layer: int, tied: bool, experts_share,
     by_type: dict[str, int] = defaultdict(int)
     params: dict[str, int] = defaultdict(int)
     q_bytes = q_elements = 0
+    kda = frozenset(int(m.group(1)) for m in map(LAYER.match, g.tensors) if m and m.group(2) == "ssm_f_a.weight")
     for name, t in g.tensors.items():
-        c = component(name, n_layer)
+        c = component(name, n_layer, kda)
         by_comp[c] += t.nbytes
         by_type[t.ggml_type.upper()] += t.nbytes
         params[c] += t.numel
@@ -360,7 +386,7 @@ def exact_from_gguf(g: GgufFile, n_layer: int, tied: bool, experts_share,
             q_bytes, q_elements = q_bytes + t.nbytes, q_elements + t.numel
     notes = []
     if by_comp.get("other"):
-        other = sorted(n for n in g.tensors if component(n, n_layer) == "other")
+        other = sorted(n for n in g.tensors if component(n, n_layer, kda) == "other")
         notes.append(f"{len(other)} tensor(s) of no known component (e.g. {other[0][:60]}), counted as read per token")
     top = sorted(by_type.items(), key=lambda kv: -kv[1])
     return ExactWeights([str(p) for p in g.files], dict(by_comp), dict(by_type), dict(params),

@@ -81,6 +81,16 @@ DEFAULTS = {
     # GraniteMoeHybridConfig's Mamba defaults (transformers configuration_granitemoehybrid.py @008f5c8c)
     "granitemoehybrid": {"mamba_n_heads": 128, "mamba_n_groups": 1, "mamba_d_state": 256, "mamba_d_conv": 4,
                          "mamba_expand": 2},
+    # Lfm2Config's MLP-width defaults (transformers configuration_lfm2.py @05cd1ec1)
+    "lfm2": {"block_auto_adjust_ff_dim": True, "block_ffn_dim_multiplier": 1.0, "block_multiple_of": 256,
+             "conv_L_cache": 3},
+    # Ernie4_5_MoeConfig's defaults, documented as ERNIE-4.5-21B-A3B-PT's configuration (transformers
+    # configuration_ernie4_5_moe.py @f479d930)
+    "ernie4_5_moe": {"vocab_size": 103424, "hidden_size": 2560, "intermediate_size": 12288, "num_hidden_layers": 28,
+                     "num_attention_heads": 20, "num_key_value_heads": 4, "max_position_embeddings": 131072,
+                     "tie_word_embeddings": True, "moe_intermediate_size": 1536, "moe_k": 6, "moe_num_experts": 64,
+                     "moe_num_shared_experts": 2, "moe_layer_start_index": 1, "moe_layer_end_index": -1,
+                     "moe_layer_interval": 1},
     # FalconConfig
     "falcon": {"vocab_size": 65024, "hidden_size": 4544, "num_hidden_layers": 32, "num_attention_heads": 71,
                "max_position_embeddings": 2048, "multi_query": True},

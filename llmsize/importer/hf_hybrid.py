@@ -172,15 +172,19 @@ def map_kimi_linear(c: ConfigReader, model_type: str) -> Mapped:
     first, freq = c.get("first_k_dense_replace") or 0, c.get("moe_layer_freq") or 1
     specs = [{"mixer": kda if i in kda_at else mla, "mlp": moe if i >= first and i % freq == 0 else dense}
              for i in range(layers)]
-    fields, notes = common_fields(c, False), []
-    longest = c.raw.get("model_max_length")
-    if "max_position_embeddings" not in c.raw and type(longest) is int and 0 < longest <= 2**31 - 1:
+    notes = []
+    if "max_position_embeddings" not in c.raw:
         # its config carries model_max_length (1,048,576: the README's 1M context) and no max_position_embeddings;
-        # vLLM takes a model's context from either (ModelConfig's max-length keys include model_max_length)
-        c.taken.pop("max_position_embeddings", None)
-        fields["max_position_embeddings"] = longest
+        # vLLM takes a model's context from either (ModelConfig's max-length keys include model_max_length). Its
+        # configuration class is the repository's, not transformers': no default to fall back on
+        longest = c.raw.get("model_max_length")
+        if type(longest) is not int or not 0 < longest <= 2**31 - 1:
+            raise ConfigError(f"{c.where}: model_max_length is {shown(repr(longest), 20)} and there is no "
+                              "max_position_embeddings: the model's context length is not given.",
+                              "Fix the config.json.")
         notes.append(f"context length {longest:,} from model_max_length (no max_position_embeddings)")
-    return Mapped({**fields, **layer_stack_fields(specs)}, notes)
+        c = ConfigReader({**c.raw, "max_position_embeddings": longest}, c.defaults, c.where)
+    return Mapped({**common_fields(c, False), **layer_stack_fields(specs)}, notes)
 
 
 GRANITE_LAYERS = ("mamba", "attention")
@@ -204,7 +208,7 @@ def map_granite_hybrid(c: ConfigReader, model_type: str) -> Mapped:
                           f"for each of the {layers} layers (num_hidden_layers).", "Fix the config.json.")
     hidden = c.need("hidden_size")[0]
     attention = attention_entry("full", heads, kv, hidden // heads,
-                                bias="all" if c.get("attention_bias") else "none")
+                                bias="all" if c.flag("attention_bias", False) else "none")
     notes = []
     if "mamba" in types:
         nh, state, groups, conv, expand = c.need("mamba_n_heads", "mamba_d_state", "mamba_n_groups", "mamba_d_conv",
@@ -216,16 +220,20 @@ def map_granite_hybrid(c: ConfigReader, model_type: str) -> Mapped:
             raise ConfigError(f"{c.where}: mamba_d_head {shown(repr(d_head), 20)} x mamba_n_heads {nh} is not "
                               f"mamba_expand x hidden_size ({inner:,}), as transformers requires.",
                               "Fix the config.json.")
+        if nh % groups:
+            raise ConfigError(f"{c.where}: mamba_n_heads {nh} is not a multiple of mamba_n_groups {groups}.",
+                              "Fix the config.json.")
         mamba = {"kind": "ssm", "num_heads": nh, "head_dim": d_head, "state_size": state, "n_groups": groups,
-                 "conv_kernel": conv, "conv_bias": c.get("mamba_conv_bias") is not False, "state_dtype": "bf16"}
-        if c.get("mamba_proj_bias"):
+                 "conv_kernel": conv, "conv_bias": c.flag("mamba_conv_bias", True), "state_dtype": "bf16"}
+        if c.flag("mamba_proj_bias", False):
             notes.append("mamba_proj_bias: the Mamba layers' in_proj and out_proj biases not counted")
-    experts = c.raw.get("num_local_experts", 0)  # 0 in the dense ones, which c.get would refuse as a count
-    if experts is None or experts == 0:
-        experts = 0
-    else:
-        experts = c.get("num_local_experts")
-    shared = c.get("shared_intermediate_size") or 0
+    # both given in every Granite 4.0 config (0 experts in the dense ones); absent, the class would fill in its own
+    for key in ("num_local_experts", "shared_intermediate_size"):
+        v = c.raw.get(key)
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 2**24:
+            raise ConfigError(f"{c.where}: {key} is {shown(repr(v), 20)}, not a whole count (0 for none; model_type "
+                              "'granitemoehybrid' gives it).", "Fix the config.json.")
+    experts, shared = c.raw["num_local_experts"], c.raw["shared_intermediate_size"]
     if experts:
         k, inter = c.need("num_experts_per_tok", "intermediate_size")
         mlp = {"kind": "moe", "num_experts": experts, "experts_per_token": k, "moe_intermediate_size": inter}
@@ -234,7 +242,8 @@ def map_granite_hybrid(c: ConfigReader, model_type: str) -> Mapped:
     else:
         mlp = {"kind": "dense", "intermediate_size": shared or c.need("intermediate_size")[0]}
     specs = [{"mixer": mamba if t == "mamba" else attention, "mlp": mlp} for t in types]
-    return Mapped({**common_fields(c, True), **layer_stack_fields(specs)}, notes)
+    # GraniteMoeHybridConfig's tie_word_embeddings defaults to false; Granite 4.0's configs set it true
+    return Mapped({**common_fields(c, False), **layer_stack_fields(specs)}, notes)
 
 
 def lfm2_ff(c: ConfigReader) -> int:
@@ -243,12 +252,12 @@ def lfm2_ff(c: ConfigReader) -> int:
     block_ffn_dim_multiplier where set and rounded up to block_multiple_of. LFM2-1.2B: 12288 -> 8192; 350M: 6656 ->
     4437 -> 4608; 2.6B (no adjustment): 10752."""
     ff = c.raw.get("block_ff_dim", c.get("intermediate_size"))
-    if isinstance(ff, bool) or not isinstance(ff, int) or ff <= 0:
+    if isinstance(ff, bool) or not isinstance(ff, int) or not 0 < ff <= 2**24:
         raise ConfigError(f"{c.where}: block_ff_dim / intermediate_size is {shown(repr(ff), 20)}, not the MLP's "
                           "width.", "Fix the config.json.")
-    if c.raw.get("block_auto_adjust_ff_dim"):
+    if c.get("block_auto_adjust_ff_dim") is None or c.flag("block_auto_adjust_ff_dim", True):
         ff = int(2 * ff / 3)
-        mult, multiple = c.raw.get("block_ffn_dim_multiplier"), c.raw.get("block_multiple_of", 256)
+        mult, multiple = c.get("block_ffn_dim_multiplier"), c.get("block_multiple_of")
         if mult is not None:
             if isinstance(mult, bool) or not isinstance(mult, (int, float)) or not 0 < mult <= 64 or \
                     isinstance(multiple, bool) or not isinstance(multiple, int) or not 0 < multiple <= 2**20:
@@ -280,12 +289,12 @@ def map_lfm2(c: ConfigReader, model_type: str) -> Mapped:
             raise ConfigError(f"{c.where}: full_attn_idxs is {shown(repr(idxs), 40)}, not layer indices from 0 to "
                               f"{layers - 1}.", "Fix the config.json.")
         types = ["full_attention" if i in idxs else "conv" for i in range(layers)]
-    dim, taps = c.raw.get("conv_dim", hidden), c.raw.get("conv_L_cache", 3)
-    for name, v, low in (("conv_dim", dim, 1), ("conv_L_cache", taps, 2)):
-        if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= 2**20:
-            raise ConfigError(f"{c.where}: {name} is {shown(repr(v), 20)}, not a whole count from {low}.",
-                              "Fix the config.json.")
-    conv = {"kind": "conv", "conv_dim": dim, "conv_kernel": taps, "bias": bool(c.raw.get("conv_bias"))}
+    dim, taps = c.raw.get("conv_dim", hidden), c.get("conv_L_cache")
+    for name, v, low, high in (("conv_dim", dim, 1, 2**20), ("conv_L_cache", taps, 2, 1024)):
+        if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+            raise ConfigError(f"{c.where}: {name} is {shown(repr(v), 20)}, not a whole count from {low} to "
+                              f"{high:,}.", "Fix the config.json.")
+    conv = {"kind": "conv", "conv_dim": dim, "conv_kernel": taps, "bias": c.flag("conv_bias", False)}
     attention = attention_entry("full", heads, kv, hidden // heads, qk_norm=True)
     if model_type == "lfm2_moe":
         dense_layers = c.raw.get("num_dense_layers", 0)
@@ -294,12 +303,12 @@ def map_lfm2(c: ConfigReader, model_type: str) -> Mapped:
                               "Fix the config.json.")
         experts, k, inter = c.need("num_experts", "num_experts_per_tok", "moe_intermediate_size")
         moe = {"kind": "moe", "num_experts": experts, "experts_per_token": k, "moe_intermediate_size": inter,
-               "router_bias": c.raw.get("use_expert_bias", True) is not False}
+               "router_bias": c.flag("use_expert_bias", True)}
         dense = {"kind": "dense", "intermediate_size": c.need("intermediate_size")[0]}
         mlps = [dense if i < dense_layers else moe for i in range(layers)]
     else:
         mlps = [{"kind": "dense", "intermediate_size": lfm2_ff(c)}] * layers
     specs = [{"mixer": conv if t == "conv" else attention, "mlp": mlp} for t, mlp in zip(types, mlps)]
-    tie = c.raw.get("tie_embedding", c.raw.get("tie_word_embeddings", True))
-    fields = common_fields(ConfigReader({**c.raw, "tie_word_embeddings": tie}, c.defaults, c.where), True)
-    return Mapped({**fields, **layer_stack_fields(specs)})
+    if "tie_embedding" in c.raw:  # Lfm2Config: tie_word_embeddings = kwargs.get("tie_embedding", ...)
+        c = ConfigReader({**c.raw, "tie_word_embeddings": c.raw["tie_embedding"]}, c.defaults, c.where)
+    return Mapped({**common_fields(c, True), **layer_stack_fields(specs)})

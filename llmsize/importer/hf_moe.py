@@ -220,7 +220,7 @@ def map_ernie45_moe(c: ConfigReader, model_type: str) -> Mapped:
     shared = c.get("moe_num_shared_experts")
     if shared:
         moe["num_shared_experts"] = shared
-    bias = bool(c.get("use_bias"))
+    bias = c.flag("use_bias", False)
     if bias:
         moe["bias"] = True
     dense = {"kind": "dense", "intermediate_size": c.need("intermediate_size")[0], "bias": bias}

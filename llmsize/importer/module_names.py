@@ -142,6 +142,30 @@ PROBE_SUFFIXES_BY_TYPE = {
     "gemma4": {**PROBE_SUFFIXES,
                "experts": ("experts.gate_up_proj", "experts.down_proj", "experts.0.gate_proj", "experts.0.down_proj"),
                "shared_experts": ("mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")},
+    # Kimi Linear (vLLM kimi_linear.py): a KDA layer's projections under self_attn. as an MLA layer's are, the experts
+    # one module each (w1, w2, w3) under block_sparse_moe, its shared experts an MLP beside them
+    "kimi_linear": {**PROBE_SUFFIXES,
+                    "ssm": ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+                            "self_attn.f_a_proj", "self_attn.g_a_proj", "self_attn.b_proj"),
+                    "experts": ("block_sparse_moe.experts.0.w1", "block_sparse_moe.experts.0.w2",
+                                "block_sparse_moe.experts.0.w3"),
+                    "shared_experts": ("block_sparse_moe.shared_experts.gate_proj",
+                                       "block_sparse_moe.shared_experts.down_proj")},
+    # Granite 4.0 (transformers modeling_granitemoehybrid.py): mamba.in_proj / out_proj, the experts stacked in
+    # block_sparse_moe.input_linear / output_linear, the shared MLP (the dense one without experts) shared_mlp.*
+    "granitemoehybrid": {**PROBE_SUFFIXES,
+                         "ssm": ("mamba.in_proj", "mamba.out_proj"),
+                         "experts": ("block_sparse_moe.input_linear", "block_sparse_moe.output_linear"),
+                         "shared_experts": ("shared_mlp.input_linear", "shared_mlp.output_linear"),
+                         "mlp": ("shared_mlp.input_linear", "shared_mlp.output_linear")},
+    # LFM2 (modeling_lfm2.py, modeling_lfm2_moe.py): conv.in_proj / out_proj, self_attn.out_proj, the MLP's w1, w2, w3
+    # under feed_forward, LFM2-MoE's experts fused under feed_forward.experts
+    "lfm2": {**PROBE_SUFFIXES,
+             "attention_out": ("self_attn.out_proj",),
+             "ssm": ("conv.in_proj", "conv.out_proj"),
+             "mlp": ("feed_forward.w1", "feed_forward.w2", "feed_forward.w3"),
+             "experts": ("feed_forward.experts.gate_up_proj", "feed_forward.experts.down_proj",
+                         "feed_forward.experts.0.w1", "feed_forward.experts.0.w2")},
 }
 
 

@@ -968,3 +968,16 @@ def test_a_checkpoints_tensors_are_filed_by_the_layer_they_sit_in():
     assert {component(f"model.layers.0.conv.{n}.weight", 2) for n in ("in_proj", "conv", "out_proj")} == {"ssm"}
     assert gguf_component("blk.0.attn_q.weight", 4, frozenset({0})) == "ssm"
     assert gguf_component("blk.3.attn_q.weight", 4, frozenset({0})) == "attention"
+
+
+def test_kimi_linears_mtp_layers_are_noted_and_trtllms_ledger_says_it_leaves_states_out(run_cli):
+    """A Kimi Linear config with num_nextn_predict_layers says the checkpoint holds them, uncounted, as ERNIE's and
+    DeepSeek's do; TensorRT-LLM's ledger of a hybrid says its state pool is not modelled, as vLLM's and SGLang's say
+    how they hold theirs."""
+    raw = json.loads((CONFIGS / "moonshotai__Kimi-Linear-48B-A3B-Instruct.json").read_text())
+    assert any("1 multi-token-prediction layer(s)" in n
+               for n in map_config({**raw, "num_nextn_predict_layers": 1}, "config.json").notes)
+    for model, says in (("granite-4.0-h-tiny", True), ("llama-3.1-8b", False)):
+        code, out, err = run_cli("plan", model, "--gpu", "h100", "--engine", "trtllm")
+        assert code == 0, err
+        assert ("TensorRT-LLM's pool for them is not modelled" in out.replace("\n    ", " ")) == says

@@ -601,6 +601,9 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
                f"max_num_tokens {e.max_num_batched_tokens or TRTLLM_MAX_NUM_TOKENS:,}")
         notes.append(f"Runtime buffers {runtime / GiB:.2f} GiB ({how}); TensorRT-LLM's exact formula is not "
                      "verified here.")
+        if any(g.mixer is not None and g.mixer.kind in STATE_KINDS for g in model.layer_groups):
+            notes.append("Mamba, linear-attention and short-conv states: TensorRT-LLM's pool for them is not "
+                         "modelled; the pool above is charged as attention KV only.")
     layout = v1_layout(model, e.kv_dtype, e.block_size) if v1 else None
     one_request = (layout.blocks_per_request(max_len, batched) * layout.group_size * layout.page_bytes
                    if layout is not None else -(-max_len // page_tokens) * block)

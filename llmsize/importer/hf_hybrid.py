@@ -13,6 +13,7 @@ from llmsize.importer.config_fields import (
     common_fields,
     head_width,
     layer_stack_fields,
+    mtp_notes,
 )
 from llmsize.importer.extras import mtp_layers
 
@@ -184,6 +185,7 @@ def map_kimi_linear(c: ConfigReader, model_type: str) -> Mapped:
                               "Fix the config.json.")
         notes.append(f"context length {longest:,} from model_max_length (no max_position_embeddings)")
         c = ConfigReader({**c.raw, "max_position_embeddings": longest}, c.defaults, c.where)
+    notes += mtp_notes(c.get("num_nextn_predict_layers"))
     return Mapped({**common_fields(c, False), **layer_stack_fields(specs)}, notes)
 
 

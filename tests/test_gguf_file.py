@@ -459,10 +459,9 @@ def test_mamba2_and_gated_delta_net_layers_come_from_the_ssm_keys(tmp_path, run_
     code, out, err = run_cli("plan", str(tmp_path / "tiny-nemotron-h.gguf"), "--gpu", "rtx4090", "--json")
     assert code == 0, err
     kv = json.loads(out)["kv"]
-    # one Mamba-2 layer's state: conv (4 - 1) x 320 channels at the conv-state width + 8 x 32 x 16 values in F32
-    from llmsize.estimate.kv import CONV_STATE_BYTES
-
-    assert kv["bytes_per_sequence_by_kind"]["ssm"] == 3 * 320 * CONV_STATE_BYTES + 8 * 32 * 16 * 4
+    # one Mamba-2 layer's state as llama.cpp (a GGUF's default runtime) keeps it: conv (4 - 1) x 320 channels and
+    # 8 x 32 x 16 values, both in F32
+    assert kv["bytes_per_sequence_by_kind"]["ssm"] == 3 * 320 * 4 + 8 * 32 * 16 * 4
     qnext = _hybrid("qwen3next", {"ssm.conv_kernel": 4, "ssm.state_size": 16, "ssm.group_count": 2,
                                   "ssm.time_step_rank": 4, "ssm.inner_size": 128},
                     [("ssm_in.weight", (256, 448), Q.Q8_0), ("ssm_conv1d.weight", (4, 192), Q.F32),
@@ -675,11 +674,8 @@ def test_a_kimi_delta_attention_layer_comes_from_its_tensors(tmp_path, run_cli):
     code, out, err = run_cli("plan", str(tmp_path / "tiny-kimi-linear.gguf"), "--gpu", "rtx4090", "--json")
     assert code == 0, err
     # llama.cpp keeps both states in F32 (its kimi-linear n_embd_r = 3 x (d_conv - 1) x heads x head_dim, n_embd_s =
-    # head_dim^2 x heads): 3 x 3 x 128 + 4 x 32 x 32 = 5,248 values; the plan's line is the runtime-neutral one, a
-    # conv state at CONV_STATE_BYTES and the recurrent one in FP32
-    from llmsize.estimate.kv import CONV_STATE_BYTES
-
-    assert json.loads(out)["kv"]["bytes_per_sequence_by_kind"]["linear"] == 3 * 384 * CONV_STATE_BYTES + 4 * 32 * 32 * 4
+    # head_dim^2 x heads): 3 x 3 x 128 + 4 x 32 x 32 = 5,248 values, the plan's line under it
+    assert json.loads(out)["kv"]["bytes_per_sequence_by_kind"]["linear"] == 5_248 * 4
     # every parameter of the file is counted by the layer groups it maps to
     from llmsize.estimate.params import params_total
 
@@ -717,9 +713,7 @@ def test_an_lfm2_short_conv_layer_comes_from_its_tensors(tmp_path, run_cli):
     code, out, err = run_cli("plan", str(path), "--gpu", "rtx4090", "--engine", "llamacpp", "--json")
     assert code == 0, err
     plan = json.loads(out)
-    from llmsize.estimate.kv import CONV_STATE_BYTES
-
-    assert plan["kv"]["bytes_per_sequence_by_kind"]["conv"] == 2 * 2 * 256 * CONV_STATE_BYTES
+    assert plan["kv"]["bytes_per_sequence_by_kind"]["conv"] == 2 * 2 * 256 * 4  # two layers' F32 states
     from llmsize.estimate.llamacpp_memory import layer_caches
 
     assert [c.state_bytes for c in layer_caches(spec)] == [2 * 256 * 4, 2 * 256 * 4, 0]
@@ -735,3 +729,23 @@ def test_an_lfm2_short_conv_layer_comes_from_its_tensors(tmp_path, run_cli):
         bad.tensors = [(name, ne, ty) for name, (ne, ty) in tensors.items()]
         code, out, err = run_cli("plan", str(bad.write(tmp_path / "bad-lfm2.gguf")), "--gpu", "rtx4090")
         assert code == 2 and says in err and "Traceback" not in err, err
+
+
+def test_a_hybrid_under_llamacpp_counts_its_f32_state_in_the_table_and_the_lever(run_cli):
+    """llama.cpp keeps a recurrent layer's states in F32 and its ledger sizes the slots so: Granite 4.0 H Small at
+    512 tokens on an RTX 4090 holds 28 sequences, whose state the KV table had shown in BF16 (77 MB, where llama.cpp
+    holds 155 MB) and whose KV-dtype lever had promised 56 with q8_0 caches where the plan with them holds 29. The
+    table, the lever and the plan under the flags now agree; vLLM's plan keeps the 16-bit states."""
+    args = ("plan", "granite-4.0-h-small", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m", "--context", "512",
+            "--batch", "60")
+    code, out, err = run_cli(*args, "--json")
+    assert code == 0, err
+    plan = json.loads(out)
+    # 36 Mamba-2 layers: (4 - 1) x (8192 + 2 x 128) conv channels + 8192 x 128 recurrent values, 4 B each
+    assert plan["kv"]["bytes_per_sequence_by_kind"]["ssm"] == 36 * 4 * (3 * 8448 + 8192 * 128)
+    lever = next(x for x in plan["diagnosis"]["levers"] if x.startswith("Smaller KV dtype"))
+    code, out, err = run_cli(*args, "--cache-type-k", "q8_0", "--cache-type-v", "q8_0", "--json")
+    assert code == 0, err
+    assert f"holds {json.loads(out)['capacity']['max_concurrent_sequences']} sequences" in lever, lever
+    code, out, err = run_cli("plan", "granite-4.0-h-small", "--gpu", "h100", "--engine", "vllm", "--json")
+    assert json.loads(out)["kv"]["bytes_per_sequence_by_kind"]["ssm"] == 36 * (2 * 3 * 8448 + 2 * 8192 * 128)

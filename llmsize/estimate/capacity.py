@@ -112,12 +112,13 @@ class ContextLimit:
 
 
 def max_context_tokens(model: ModelSpec, kv_dtype: str, kv_budget_bytes: float,
-                       extra_bytes=None) -> ContextLimit:
+                       extra_bytes=None, states: str = "neutral") -> ContextLimit:
     """Longest context one sequence can hold: the largest L with kv_bytes(L) (+ extra_bytes(L): an unfused
     prefill's scores for a prompt of L tokens) <= budget, capped at the model's max_position_embeddings. Both are
     non-decreasing in L, so bisect."""
     def need(tokens: int) -> float:
-        return kv_bytes(model, tokens, kv_dtype).bytes_per_sequence + (extra_bytes(tokens) if extra_bytes else 0.0)
+        return kv_bytes(model, tokens, kv_dtype, states).bytes_per_sequence + \
+            (extra_bytes(tokens) if extra_bytes else 0.0)
 
     limit = model.max_position_embeddings
     if need(limit) <= kv_budget_bytes:
@@ -135,9 +136,9 @@ def max_context_tokens(model: ModelSpec, kv_dtype: str, kv_budget_bytes: float,
 
 
 def max_concurrent_sequences(model: ModelSpec, kv_dtype: str, context_tokens: int,
-                             kv_budget_bytes: float) -> int:
+                             kv_budget_bytes: float, states: str = "neutral") -> int:
     """Sequences of `context_tokens` each whose caches fit the budget together."""
-    per_seq = kv_bytes(model, context_tokens, kv_dtype).bytes_per_sequence
+    per_seq = kv_bytes(model, context_tokens, kv_dtype, states).bytes_per_sequence
     if kv_budget_bytes <= 0:
         return 0
     if per_seq == 0:

@@ -192,11 +192,12 @@ def _kv_levers(p: dict) -> list[str]:
         if dt == "nvfp4" and not p["gpu"].dense_tflops.get("fp4"):
             continue  # an FP4 cache where the card has FP4 tensor cores (Blackwell)
         kv_now = p.get("kv_card") or p["kv"]
-        if kv_bytes(model, 1, dt).bytes_per_token >= kv_now.bytes_per_token and kv_now.bytes_per_token:
+        states = p.get("kv_states", "neutral")  # llama.cpp's F32 states, where its ledger sized the slots
+        if kv_bytes(model, 1, dt, states).bytes_per_token >= kv_now.bytes_per_token and kv_now.bytes_per_token:
             continue
-        n = max_concurrent_sequences(model, dt, inputs.context_tokens, p["budget"].kv_budget_bytes)
+        n = max_concurrent_sequences(model, dt, inputs.context_tokens, p["budget"].kv_budget_bytes, states)
         if n == 0:  # not even one sequence of the asked context: what one can hold with it
-            longest = max_context_tokens(model, dt, p["budget"].kv_budget_bytes).tokens
+            longest = max_context_tokens(model, dt, p["budget"].kv_budget_bytes, states=states).tokens
             if longest > p["max_context"].tokens:
                 levers.append(f"Smaller KV dtype: {_kv_flags(p, dt)} holds one sequence of "
                               f"{longest:,} tokens (not {inputs.context_tokens:,}).")

@@ -107,6 +107,32 @@ def state_bytes_per_layer(mixer) -> float:
     return 0.0
 
 
+F32 = 4
+
+
+def llamacpp_state_bytes(mixer) -> float:
+    """One sequence's state in one recurrent layer as llama.cpp keeps it: its conv state (n_embd_r) and recurrent
+    state (n_embd_s) both in F32 (src/llama-model.cpp create_memory: recurrent_type_k / _v GGML_TYPE_F32;
+    src/llama-hparams.cpp @01b77b57: n_embd_r = (d_conv - 1) x conv channels, n_embd_s = d_state x d_inner, LFM2's
+    n_embd_r = n_embd x (L_cache - 1))."""
+    if isinstance(mixer, ShortConvMixer):
+        return float(F32 * (mixer.conv_kernel - 1) * mixer.conv_dim)
+    if isinstance(mixer, Mamba2Mixer):
+        inner = mixer.num_heads * mixer.head_dim
+        return float(F32 * ((mixer.conv_kernel - 1) * (inner + 2 * mixer.n_groups * mixer.state_size)
+                            + inner * mixer.state_size))
+    if isinstance(mixer, LinearAttention):
+        conv = (mixer.conv_kernel - 1) * (2 * mixer.num_key_heads * mixer.key_head_dim
+                                          + mixer.num_value_heads * mixer.value_head_dim)
+        return float(F32 * (conv + mixer.num_value_heads * mixer.key_head_dim * mixer.value_head_dim))
+    return 0.0
+
+
+# how a runtime keeps a recurrent layer's state: "neutral", the conv state in the activations' 16 bits and the
+# recurrent one in the model's state dtype (vLLM's, SGLang's), or "llamacpp", both in F32
+STATE_BYTES = {"neutral": state_bytes_per_layer, "llamacpp": llamacpp_state_bytes}
+
+
 @dataclass(frozen=True)
 class KvBytes:
     """Cache of one sequence at `context_tokens`, by layer kind, under `kv_dtype`."""
@@ -143,9 +169,11 @@ def check_context(context_tokens: int) -> int:
 
 
 @by_identity(maxsize=4096)
-def kv_bytes(model: ModelSpec, context_tokens: int, kv_dtype: str) -> KvBytes:
+def kv_bytes(model: ModelSpec, context_tokens: int, kv_dtype: str, states: str = "neutral") -> KvBytes:
     """KV cache + recurrent state of one sequence holding `context_tokens` tokens (cached by the model's identity:
-    fleet asks for the same model and length thousands of times across its configurations)."""
+    fleet asks for the same model and length thousands of times across its configurations); `states`: how the
+    runtime keeps a recurrent layer's state (STATE_BYTES)."""
+    state_bytes = STATE_BYTES[states]
     check_context(context_tokens)
     b = float(kv_dtype_bytes(kv_dtype))
     by_kind = dict.fromkeys(KINDS, 0.0)
@@ -163,8 +191,8 @@ def kv_bytes(model: ModelSpec, context_tokens: int, kv_dtype: str) -> KvBytes:
             continue
         layers[kind] += g.count
         if kind in STATE_KINDS:
-            by_kind[kind] += g.count * state_bytes_per_layer(m)
-            read += g.count * state_bytes_per_layer(m)
+            by_kind[kind] += g.count * state_bytes(m)
+            read += g.count * state_bytes(m)
             continue
         t = g.count * per_token_per_layer(m, b, kv_dtype)
         per_tok[kind] += t

@@ -46,6 +46,7 @@ from itertools import accumulate
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError
 from llmsize.estimate.gguf_blocks import GGML_BLOCKS
+from llmsize.estimate.kv import llamacpp_state_bytes
 from llmsize.estimate.memo import by_identity
 from llmsize.estimate.prefill import widest_heads
 from llmsize.estimate.quant import LLAMACPP_KV_TYPES
@@ -212,15 +213,8 @@ def layer_caches(model: ModelSpec) -> list[LayerCache]:
             c = LayerCache(k=k, v=k, sliding_window=m.sliding_window if m.kind == "sliding" else None)
         elif m.kind == "mla":
             c = LayerCache(k=m.kv_lora_rank + m.qk_rope_head_dim, v=0)
-        elif m.kind == "ssm":
-            inner = m.num_heads * m.head_dim
-            conv = (m.conv_kernel - 1) * (inner + 2 * m.n_groups * m.state_size)
-            c = LayerCache(state_bytes=F32 * (conv + inner * m.state_size))
-        elif m.kind == "conv":  # LFM2's short conv: n_embd_r = n_embd x (L_cache - 1) (src/llama-hparams.cpp @01b77b57)
-            c = LayerCache(state_bytes=F32 * (m.conv_kernel - 1) * m.conv_dim)
-        else:  # gated delta-net linear attention
-            conv = (m.conv_kernel - 1) * (2 * m.num_key_heads * m.key_head_dim + m.num_value_heads * m.value_head_dim)
-            c = LayerCache(state_bytes=F32 * (conv + m.num_value_heads * m.key_head_dim * m.value_head_dim))
+        else:  # Mamba-2, a delta-rule layer, LFM2's short conv: F32 states (kv.llamacpp_state_bytes)
+            c = LayerCache(state_bytes=llamacpp_state_bytes(m))
         out.append(c)
     return out
 

@@ -153,6 +153,7 @@ class Plan:
     card_model: ModelSpec | None = None  # what one card holds when tp x pp > 1
     weights_card: WeightBytes | None = None  # weights one card holds (stage, tp shard)
     kv_card: KvBytes | None = None  # KV of one sequence on one card
+    kv_states: str = "neutral"  # how the runtime keeps a recurrent layer's state (kv.STATE_BYTES)
     comm: Comm | None = None
     decode_model: DecodeModel | None = None  # the step at any batch (fleet sizing), same inputs as decode_b
     fit: Fit | None = None  # when one card is not enough: the smallest tp x pp that is
@@ -471,14 +472,16 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
             ratio = weight_bytes_read(time_model, fmt, scope, 1) / weight_bytes_read(model, fmt, scope, 1)
             exact_read = exact.bytes_read
             weights_read = lambda b: exact_read(b) * ratio  # noqa: E731
-    kv = kv_bytes(cached, inputs.context_tokens, inputs.kv_dtype)
-    kv_card = kv_bytes(cache_card, inputs.context_tokens, inputs.kv_dtype) if parallel else kv
     usable = usable_memory(gpu, inputs.wired_limit_bytes)
     # without flash attention the prompt's score matrix (a card's share of the heads) is held beside the cache
     scores = 0.0 if inputs.flash_attn else unfused_scores_bytes(prompt_model, prompt)
     # llama.cpp's own buffers (its compute buffer holds an unfused prefill's scores), where the plan is one card's
     # under llama.cpp and the user set no share or overhead of the generic budget
     ledger = plan_ledger_budget(model, gpu, inputs, runtime, fmt.id, exact) if own_budget and not parallel else None
+    # a recurrent layer's state as the planned runtime keeps it: llama.cpp's in F32 (its ledger's slots count so)
+    states = "llamacpp" if ledger is not None else "neutral"
+    kv = kv_bytes(cached, inputs.context_tokens, inputs.kv_dtype, states)
+    kv_card = kv_bytes(cache_card, inputs.context_tokens, inputs.kv_dtype, states) if parallel else kv
     if ledger is not None:
         budget = ledger.budget
         notes = [n for n in notes if n != why]  # the share of the card: the ledger's, in the assumptions
@@ -524,7 +527,7 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
         decode_1=step1, decode_b=stepb, decode_ceiling_tok_s=batch_1_ceiling(step1), ridge_batch=ridge,
         decode_best=best, prefill=pre, card_model=card_model if parallel else None,
         weights_card=weights_card if parallel else None, kv_card=kv_card if parallel else None, comm=comm, fit=fit,
-        decode_model=dm,
+        decode_model=dm, kv_states=states,
     )
     link = card_link(gpu)
     partial_link = f"{link.kind} ({link.gb_s:,.0f} GB/s per direction)" if link else None

@@ -606,3 +606,14 @@ def test_ledger_shortfall_says_nothing_where_the_engine_holds_most_of_the_budget
     assert ledger_shortfall(led, budget) is None
     led.kv_cache_bytes = 0.79 * 10e9
     assert ledger_shortfall(led, budget).endswith(": 7.3 requests of 4,096 tokens at once")
+
+
+def test_an_mla_hybrids_attention_block_aligns_to_64_tokens(catalog):
+    """vLLM's HybridAttentionMambaModelConfig aligns a hybrid's attention block to 16 tokens, to 64 for an MLA model
+    (128 under CUTLASS MLA): Kimi Linear's KDA state of 2,170,880 B over MLA's 1,152 B a token takes 64 x
+    cdiv(2,170,880, 64 x 1,152) = 1,920 tokens (16-aligned it had been 1,888), its state page padded by 1.89%."""
+    from llmsize.estimate.engines import v1_layout
+
+    layout = v1_layout(catalog.model("kimi-linear-48b-a3b"), "bf16", 16)
+    assert [bs for kind, _, bs in layout.groups if kind != "mamba"] == [1920]
+    assert round(100 * (layout.page_bytes / layout.state_bytes - 1), 2) == 1.89

@@ -340,6 +340,10 @@ def activation_peak_bytes(model: ModelSpec, tokens: int, seqs: int) -> float:
 # (vllm/platforms/interface.py _align_hybrid_block_size, quoted in syv-ai/qwen38-27b-rtx3090#102; vllm#24280
 # gives 672 tokens for Nemotron-Nano-9B-v2, which tests/test_engines.py reproduces)
 MAMBA_ALIGN_TOKENS = 16
+# an MLA model's alignment there: 64 tokens (128 under the CUTLASS_MLA backend, not modelled) (vllm
+# model_executor/models/config.py HybridAttentionMambaModelConfig.verify_and_update_config: "kernel_block_alignment_size
+# = 128 if use_cutlass_mla else 64"; Kimi Linear's KDA + MLA stack)
+MLA_ALIGN_TOKENS = 64
 
 
 def vllm_state_bytes(mixer) -> float:
@@ -412,7 +416,8 @@ def v1_layout(model: ModelSpec, kv_dtype: str, block_size: int) -> V1Layout | No
     per_token = {k: max(v) for k, v in types.items()}
     state = max(states, default=0.0)
     if state:
-        a = MAMBA_ALIGN_TOKENS
+        a = MLA_ALIGN_TOKENS if any(g.mixer is not None and g.mixer.kind == "mla" for g in model.layer_groups) \
+            else MAMBA_ALIGN_TOKENS
         block_size = max(block_size, a * -(-int(state) // int(a * max(per_token.values()))))
     target = max(block_size * t for t in per_token.values())
     if len(types) == 1 and not state:
@@ -631,7 +636,7 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
                      "instead.")
     if layout is not None and layout.state_bytes:
         bs = layout.groups[0][2] if layout.groups[0][0] != "mamba" else layout.groups[-1][2]
-        grows = "grows to" if bs > MAMBA_ALIGN_TOKENS else "stays at"
+        grows = "grows to" if bs > (e.block_size or 16) else "stays at"
         notes.append(f"Hybrid with constant-state layers (vLLM's mamba layout: Mamba, linear attention, short conv): a "
                      f"layer's state is {layout.state_bytes:,.0f} B, so the attention block {grows} "
                      f"{bs:,} tokens and the state page is padded by "

@@ -173,7 +173,7 @@ def map_kimi_linear(c: ConfigReader, model_type: str) -> Mapped:
     first, freq = c.get("first_k_dense_replace") or 0, c.get("moe_layer_freq") or 1
     specs = [{"mixer": kda if i in kda_at else mla, "mlp": moe if i >= first and i % freq == 0 else dense}
              for i in range(layers)]
-    notes = []
+    notes, given = [], {}
     if "max_position_embeddings" not in c.raw:
         # its config carries model_max_length (1,048,576: the README's 1M context) and no max_position_embeddings;
         # vLLM takes a model's context from either (ModelConfig's max-length keys include model_max_length). Its
@@ -184,9 +184,16 @@ def map_kimi_linear(c: ConfigReader, model_type: str) -> Mapped:
                               "max_position_embeddings: the model's context length is not given.",
                               "Fix the config.json.")
         notes.append(f"context length {longest:,} from model_max_length (no max_position_embeddings)")
-        c = ConfigReader({**c.raw, "max_position_embeddings": longest}, c.defaults, c.where)
+        given["max_position_embeddings"] = longest
     notes += mtp_notes(c.get("num_nextn_predict_layers"))
-    return Mapped({**common_fields(c, False), **layer_stack_fields(specs)}, notes)
+    return Mapped({**common_fields(_with(c, **given), False), **layer_stack_fields(specs)}, notes)
+
+
+def _with(c: ConfigReader, **fields) -> ConfigReader:
+    """A reader of the config with `fields` set, whose class defaults taken still reach the report (c.taken)."""
+    out = ConfigReader({**c.raw, **fields}, c.defaults, c.where, c.omittable)
+    out.taken = c.taken
+    return out
 
 
 GRANITE_LAYERS = ("mamba", "attention")
@@ -312,5 +319,5 @@ def map_lfm2(c: ConfigReader, model_type: str) -> Mapped:
         mlps = [{"kind": "dense", "intermediate_size": lfm2_ff(c)}] * layers
     specs = [{"mixer": conv if t == "conv" else attention, "mlp": mlp} for t, mlp in zip(types, mlps)]
     if "tie_embedding" in c.raw:  # Lfm2Config: tie_word_embeddings = kwargs.get("tie_embedding", ...)
-        c = ConfigReader({**c.raw, "tie_word_embeddings": c.raw["tie_embedding"]}, c.defaults, c.where)
+        c = _with(c, tie_word_embeddings=c.raw["tie_embedding"])
     return Mapped({**common_fields(c, True), **layer_stack_fields(specs)})

@@ -171,6 +171,8 @@ NOT_MODELLED = {
                     "or 128 tokens (compress_ratios) read through a sparse indexer, its grouped output projection and "
                     "hyper-connections (transformers configuration_deepseek_v4.py)"),
 }
+# names users type for them (letters and digits only, lower-cased): the catalog's miss says the architecture
+NOT_MODELLED_NAMES = {"deepseekv4": "deepseek_v4"}
 
 
 # heads of encoder-only models (BERT, RoBERTa, DeBERTa, ELECTRA...): no causal decoder, no KV cache, no decode loop

@@ -88,23 +88,29 @@ def per_token_per_layer(mixer, kv_bytes: float, kv_dtype: str = "") -> float:
     return latent_bytes_per_token(mixer, kv_bytes, kv_dtype) + indexer_bytes_per_token(mixer)
 
 
-def state_bytes_per_layer(mixer) -> float:
-    """Constant per-sequence state of an SSM / linear-attention layer."""
+def state_values(mixer) -> tuple[int, int]:
+    """One sequence's constant state in one recurrent layer, in values: (conv state, recurrent state). Mamba-2:
+    (conv_kernel - 1) x (d_inner + 2 groups x state) and heads x head_dim x state; a delta-rule layer: (conv_kernel -
+    1) x (2 key dims + value dims) and value heads x d_k x d_v; a short conv: (conv_kernel - 1) x conv_dim and none.
+    (0, 0) for attention."""
     if isinstance(mixer, Mamba2Mixer):
         d_inner = mixer.num_heads * mixer.head_dim
-        conv_dim = d_inner + 2 * mixer.n_groups * mixer.state_size
-        conv = (mixer.conv_kernel - 1) * conv_dim * CONV_STATE_BYTES
-        ssm = mixer.num_heads * mixer.head_dim * mixer.state_size * STATE_DTYPE_BYTES[mixer.state_dtype]
-        return float(conv + ssm)
+        return ((mixer.conv_kernel - 1) * (d_inner + 2 * mixer.n_groups * mixer.state_size),
+                d_inner * mixer.state_size)
     if isinstance(mixer, ShortConvMixer):
-        return float((mixer.conv_kernel - 1) * mixer.conv_dim * CONV_STATE_BYTES)
+        return (mixer.conv_kernel - 1) * mixer.conv_dim, 0
     if isinstance(mixer, LinearAttention):
         key_dim = mixer.num_key_heads * mixer.key_head_dim
-        value_dim = mixer.num_value_heads * mixer.value_head_dim
-        conv = (mixer.conv_kernel - 1) * (2 * key_dim + value_dim) * CONV_STATE_BYTES
-        rec = mixer.num_value_heads * mixer.key_head_dim * mixer.value_head_dim
-        return float(conv + rec * STATE_DTYPE_BYTES[mixer.state_dtype])
-    return 0.0
+        return ((mixer.conv_kernel - 1) * (2 * key_dim + mixer.num_value_heads * mixer.value_head_dim),
+                mixer.num_value_heads * mixer.key_head_dim * mixer.value_head_dim)
+    return 0, 0
+
+
+def state_bytes_per_layer(mixer) -> float:
+    """Constant per-sequence state of an SSM / linear-attention / short-conv layer: the conv state in the
+    activations' 16 bits, the recurrent one in the layer's state dtype."""
+    conv, rec = state_values(mixer)
+    return float(conv * CONV_STATE_BYTES + (rec * STATE_DTYPE_BYTES[mixer.state_dtype] if rec else 0))
 
 
 F32 = 4
@@ -115,17 +121,7 @@ def llamacpp_state_bytes(mixer) -> float:
     state (n_embd_s) both in F32 (src/llama-model.cpp create_memory: recurrent_type_k / _v GGML_TYPE_F32;
     src/llama-hparams.cpp @01b77b57: n_embd_r = (d_conv - 1) x conv channels, n_embd_s = d_state x d_inner, LFM2's
     n_embd_r = n_embd x (L_cache - 1))."""
-    if isinstance(mixer, ShortConvMixer):
-        return float(F32 * (mixer.conv_kernel - 1) * mixer.conv_dim)
-    if isinstance(mixer, Mamba2Mixer):
-        inner = mixer.num_heads * mixer.head_dim
-        return float(F32 * ((mixer.conv_kernel - 1) * (inner + 2 * mixer.n_groups * mixer.state_size)
-                            + inner * mixer.state_size))
-    if isinstance(mixer, LinearAttention):
-        conv = (mixer.conv_kernel - 1) * (2 * mixer.num_key_heads * mixer.key_head_dim
-                                          + mixer.num_value_heads * mixer.value_head_dim)
-        return float(F32 * (conv + mixer.num_value_heads * mixer.key_head_dim * mixer.value_head_dim))
-    return 0.0
+    return float(F32 * sum(state_values(mixer)))
 
 
 # how a runtime keeps a recurrent layer's state: "neutral", the conv state in the activations' 16 bits and the

@@ -857,8 +857,9 @@ def test_ernie_45_routes_from_its_start_index_and_adds_up_to_its_checkpoint(cata
 
 
 @pytest.mark.parametrize("edit, says", [
-    ({"moe_layer_interval": 0}, "moe_layer_interval is 0, not a layer index"),
-    ({"moe_layer_start_index": 30}, "route none of the 28 layers"),
+    ({"moe_layer_interval": 0}, "moe_layer_interval is 0, not a whole count from 1 to 28"),
+    ({"moe_layer_start_index": 30}, "moe_layer_start_index is 30, not a whole count from -1 to 28"),
+    ({"moe_layer_start_index": 20, "moe_layer_end_index": 10}, "route none of the 28 layers"),
     ({"moe_k": 65}, "experts_per_token cannot exceed num_experts"),
 ])
 def test_an_ernie_config_that_cannot_be_read_is_one_line(tmp_path, run_cli, edit, says):
@@ -913,7 +914,7 @@ def test_lfm2s_short_convs_and_mlp_width_add_up_to_its_cards(catalog):
 @pytest.mark.parametrize("edit, says", [
     ({"full_attn_idxs": [2, 16]}, "full_attn_idxs is [2, 16], not layer indices from 0 to 15"),
     ({"conv_L_cache": 1}, "conv_L_cache is 1, not a whole count from 2"),
-    ({"block_ff_dim": "big"}, "block_ff_dim / intermediate_size is 'big'"),
+    ({"block_ff_dim": "big"}, "block_ff_dim is 'big', not a whole count"),
     ({"block_multiple_of": 0}, "block_multiple_of 0 cannot size the MLP"),
     ({"layer_types": ["conv"] * 15 + ["mamba"]}, "layer_types has an unknown kind 'mamba'"),
     ({"conv_bias": "false"}, "conv_bias is 'false'; expected true or false"),  # it had read as true

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from llmsize.errors import LlmsizeError
+from llmsize.errors import LlmsizeError, shown
 
 # what a field of the wrong type or value raises inside a mapper
 BAD_VALUE = (TypeError, ValueError, KeyError, AttributeError, ZeroDivisionError, OverflowError, IndexError)
@@ -103,6 +103,20 @@ class ConfigReader:
         if not isinstance(v, bool):
             raise ConfigError(f"{self.where}: {key} is {str(v)[:40]!r}; expected true or false.",
                               "Fix the config.json.")
+        return v
+
+    def count(self, key: str, low: int = 1, high: int = 2**24, default=None) -> int:
+        """A whole count from `low` to `high` (a layer index from -1, a width, a number of layers): the config's value,
+        else the class default (recorded in `taken`), else `default`; anything else is refused naming the value."""
+        if key in self.raw:
+            v = self.raw[key]
+        elif key in self.defaults:
+            v = self.taken[key] = self.defaults[key]
+        else:
+            v = default
+        if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+            raise ConfigError(f"{self.where}: {key} is {shown(repr(v), 40)}, not a whole count from {low:,} to "
+                              f"{high:,}.", "Fix the config.json.")
         return v
 
     def need(self, *keys):

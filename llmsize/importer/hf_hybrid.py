@@ -237,12 +237,7 @@ def map_granite_hybrid(c: ConfigReader, model_type: str) -> Mapped:
         if c.flag("mamba_proj_bias", False):
             notes.append("mamba_proj_bias: the Mamba layers' in_proj and out_proj biases not counted")
     # both given in every Granite 4.0 config (0 experts in the dense ones); absent, the class would fill in its own
-    for key in ("num_local_experts", "shared_intermediate_size"):
-        v = c.raw.get(key)
-        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 2**24:
-            raise ConfigError(f"{c.where}: {key} is {shown(repr(v), 20)}, not a whole count (0 for none; model_type "
-                              "'granitemoehybrid' gives it).", "Fix the config.json.")
-    experts, shared = c.raw["num_local_experts"], c.raw["shared_intermediate_size"]
+    experts, shared = (c.count(key, low=0) for key in ("num_local_experts", "shared_intermediate_size"))
     if experts:
         k, inter = c.need("num_experts_per_tok", "intermediate_size")
         mlp = {"kind": "moe", "num_experts": experts, "experts_per_token": k, "moe_intermediate_size": inter}
@@ -260,10 +255,7 @@ def lfm2_ff(c: ConfigReader) -> int:
     intermediate_size, configuration_lfm2.py @05cd1ec1); with block_auto_adjust_ff_dim, int(2/3 of it), times
     block_ffn_dim_multiplier where set and rounded up to block_multiple_of. LFM2-1.2B: 12288 -> 8192; 350M: 6656 ->
     4437 -> 4608; 2.6B (no adjustment): 10752."""
-    ff = c.raw.get("block_ff_dim", c.get("intermediate_size"))
-    if isinstance(ff, bool) or not isinstance(ff, int) or not 0 < ff <= 2**24:
-        raise ConfigError(f"{c.where}: block_ff_dim / intermediate_size is {shown(repr(ff), 20)}, not the MLP's "
-                          "width.", "Fix the config.json.")
+    ff = c.count("block_ff_dim" if "block_ff_dim" in c.raw else "intermediate_size")
     if c.get("block_auto_adjust_ff_dim") is None or c.flag("block_auto_adjust_ff_dim", True):
         ff = int(2 * ff / 3)
         mult, multiple = c.get("block_ffn_dim_multiplier"), c.get("block_multiple_of")
@@ -298,18 +290,11 @@ def map_lfm2(c: ConfigReader, model_type: str) -> Mapped:
             raise ConfigError(f"{c.where}: full_attn_idxs is {shown(repr(idxs), 40)}, not layer indices from 0 to "
                               f"{layers - 1}.", "Fix the config.json.")
         types = ["full_attention" if i in idxs else "conv" for i in range(layers)]
-    dim, taps = c.raw.get("conv_dim", hidden), c.get("conv_L_cache")
-    for name, v, low, high in (("conv_dim", dim, 1, 2**20), ("conv_L_cache", taps, 2, 1024)):
-        if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
-            raise ConfigError(f"{c.where}: {name} is {shown(repr(v), 20)}, not a whole count from {low} to "
-                              f"{high:,}.", "Fix the config.json.")
+    dim, taps = c.count("conv_dim", high=2**20, default=hidden), c.count("conv_L_cache", low=2, high=1024)
     conv = {"kind": "conv", "conv_dim": dim, "conv_kernel": taps, "bias": c.flag("conv_bias", False)}
     attention = attention_entry("full", heads, kv, hidden // heads, qk_norm=True)
     if model_type == "lfm2_moe":
-        dense_layers = c.raw.get("num_dense_layers", 0)
-        if isinstance(dense_layers, bool) or not isinstance(dense_layers, int) or not 0 <= dense_layers <= layers:
-            raise ConfigError(f"{c.where}: num_dense_layers is {shown(repr(dense_layers), 20)}, not 0 to {layers}.",
-                              "Fix the config.json.")
+        dense_layers = c.count("num_dense_layers", low=0, high=layers, default=0)
         experts, k, inter = c.need("num_experts", "num_experts_per_tok", "moe_intermediate_size")
         moe = {"kind": "moe", "num_experts": experts, "experts_per_token": k, "moe_intermediate_size": inter,
                "router_bias": c.flag("use_expert_bias", True)}

@@ -209,11 +209,8 @@ def map_ernie45_moe(c: ConfigReader, model_type: str) -> Mapped:
     layers = c.need("num_hidden_layers")[0]
     heads, kv, hd = head_counts(c)
     experts, k, inter = c.need("moe_num_experts", "moe_k", "moe_intermediate_size")
-    start, end, every = c.get("moe_layer_start_index", 1), c.get("moe_layer_end_index", -1), \
-        c.get("moe_layer_interval", 1)
-    for name, v in (("moe_layer_start_index", start), ("moe_layer_end_index", end), ("moe_layer_interval", every)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < (1 if name == "moe_layer_interval" else -1):
-            raise ConfigError(f"{c.where}: {name} is {shown(repr(v), 20)}, not a layer index.", "Fix the config.json.")
+    start, end = (c.count(key, low=-1, high=layers) for key in ("moe_layer_start_index", "moe_layer_end_index"))
+    every = c.count("moe_layer_interval", high=layers)
     end = layers - 1 if end == -1 else end
     moe = {"kind": "moe", "num_experts": experts, "experts_per_token": k, "moe_intermediate_size": inter,
            "router_bias": True}

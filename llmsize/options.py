@@ -21,7 +21,7 @@ INT_MAX = 2**31 - 1  # token counts and sizes: what engines take (int32) and wha
 # the schema's closed sets (tests/test_options.py checks they are the schema's, without importing pydantic here)
 VENDORS = ("nvidia", "amd", "apple", "intel")
 SEGMENTS = ("consumer", "workstation", "datacenter", "edge", "desktop-soc")
-MIXER_KINDS = ("full", "sliding", "mla", "ssm", "linear", "conv")
+MIXER_KINDS = ("full", "sliding", "mla", "compressed", "ssm", "linear", "conv")
 ENGINES = ("vllm", "sglang", "trtllm", "llamacpp", "ollama")  # serving engines + llmsize.estimate.llamacpp_memory
 # ggml types a llama.cpp KV cache may use (llmsize.estimate.llamacpp_memory.KV_TYPES)
 CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
@@ -368,7 +368,8 @@ GpuSortOpt = Annotated[str, _opt("--sort", help="Sort by: " + ", ".join(GPU_SORT
 FamilyOpt = Annotated[Optional[str], _opt("--family", help="Only this family (llama, gemma4, qwen3_moe...).")]
 MIXER_SYNONYMS = {"mamba": "ssm", "mamba2": "ssm", "gqa": "full", "mqa": "full", "mha": "full", "swa": "sliding",
                   "window": "sliding", "deltanet": "linear", "gated-deltanet": "linear", "latent": "mla",
-                  "kda": "linear", "shortconv": "conv", "short-conv": "conv", "lfm2": "conv"}
+                  "kda": "linear", "shortconv": "conv", "short-conv": "conv", "lfm2": "conv",
+                  "csa": "compressed", "hca": "compressed"}
 MixerOpt = Annotated[Optional[str], _opt("--mixer", help="Only models with this layer kind: " + ", ".join(MIXER_KINDS)
                                          + ".", callback=choice(MIXER_KINDS, MIXER_SYNONYMS))]
 MoeOpt = Annotated[Optional[bool], _opt("--moe/--dense", help="Only mixture-of-experts / only dense.",

@@ -38,7 +38,7 @@ def test_required_entries_present(catalog):
 def test_every_mixer_and_mlp_kind_is_covered(catalog):
     mixers = {g.mixer.kind for m in catalog.models.all() for g in m.layer_groups if g.mixer}
     mlps = {g.mlp.kind for m in catalog.models.all() for g in m.layer_groups if g.mlp}
-    assert mixers == {"full", "sliding", "mla", "ssm", "linear", "conv"}
+    assert mixers == {"full", "sliding", "mla", "compressed", "ssm", "linear", "conv"}
     assert mlps == {"dense", "moe"}
     shared = [m.id for m in catalog.models.all() for g in m.layer_groups
               if g.mlp is not None and g.mlp.kind == "moe" and g.mlp.num_shared_experts]

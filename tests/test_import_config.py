@@ -56,6 +56,7 @@ TWINS = {
     "google__gemma-4-E2B-it": "gemma-4-e2b", "google__gemma-4-E4B-it": "gemma-4-e4b",
     "deepseek-ai__deepseek-coder-6.7b-instruct": "deepseek-coder-6.7b", "EleutherAI__gpt-j-6b": "gpt-j-6b",
     "moonshotai__Kimi-Linear-48B-A3B-Instruct": "kimi-linear-48b-a3b",
+    "deepseek-ai__DeepSeek-V4-Flash": "deepseek-v4-flash",
 }
 
 
@@ -64,8 +65,9 @@ def _decoder(spec):
 
 
 def test_every_shared_config_is_covered():
-    assert len(ALL) == 66
+    assert len(ALL) == 68
     assert {p.stem for p in ALL} - set(TWINS) == {
+        "deepseek-ai__DeepSeek-V4-Pro",  # tests/test_deepseek_v4.py: no published count to 1% to catalog it with
         "Qwen__Qwen3-235B-A22B", "Qwen__Qwen3-235B-A22B-FP8", "nvidia__Gemma-4-31B-IT-NVFP4",
         "nvidia__Nemotron-H-56B-Base-8K", "1bitLLM__bitnet_b1_58-large"}  # tests/test_ternary.py: llama.cpp's published TQ1_0 / TQ2_0 sizes
 
@@ -501,9 +503,6 @@ UNSUPPORTED = Path(__file__).parent / "data" / "hf-configs-unsupported"
 @pytest.mark.parametrize("stem, says", [
     # MiMo-V2-Flash: 256 routed experts, sliding layers with heads of their own
     ("XiaomiMiMo__MiMo-V2-Flash", "model_type 'mimo_v2_flash' is not known and its config has n_routed_experts = 256"),
-    # DeepSeek-V4: its compressed attention is named, not read as an unknown MoE that a GGUF would settle
-    ("deepseek-ai__DeepSeek-V4-Flash", "model_type 'deepseek_v4' is not modelled by llmsize yet: DeepSeek-V4's"),
-    ("deepseek-ai__DeepSeek-V4-Pro", "compress_ratios"),
 ])
 def test_configs_of_layers_the_importer_does_not_model_are_refused_not_read_as_dense(stem, says, run_cli):
     """A config whose layers route to experts, recur or split their heads in ways no mapper models is refused in

@@ -3,7 +3,7 @@
 import pytest
 
 from llmsize.catalog.loader import Catalog
-from llmsize.catalog.schema import FullAttention, MlaAttention, SlidingAttention
+from llmsize.catalog.schema import CompressedAttention, FullAttention, MlaAttention, SlidingAttention
 from llmsize.estimate.decode import DecodeModel
 from llmsize.estimate.kv import kv_bytes
 from llmsize.estimate.plan import PlanInputs, make_plan
@@ -50,9 +50,12 @@ def test_gqa_with_all_heads_equals_mha(model):
             cached = min(L, g.mixer.sliding_window) if isinstance(g.mixer, SlidingAttention) else L
             b = 2 * g.count * g.mixer.num_attention_heads * g.mixer.head_dim * cached * 2
             shared, expected = (shared + b, expected) if g.mixer.kv_shared else (shared, expected + b)
+        elif isinstance(g.mixer, CompressedAttention):  # DeepSeek-V4's windows, one K = V row a token, count as sliding
+            expected += g.count * min(L, g.mixer.sliding_window) * g.mixer.head_dim * 2
     got = kv_bytes(mha, L, "bf16")
     assert got.bytes_by_kind["full"] + got.bytes_by_kind["sliding"] == expected
-    if not any(isinstance(g.mixer, MlaAttention) and g.mixer.indexer for g in model.layer_groups):
+    sparse = (MlaAttention, CompressedAttention)
+    if not any(isinstance(g.mixer, sparse) and g.mixer.indexer for g in model.layer_groups):
         assert got.read_bytes == got.bytes_per_sequence + shared
 
 
@@ -205,7 +208,12 @@ def test_attention_tile_flops_by_group_are_each_groups_summed():
                             continue
                         caps = [c for c in (getattr(g.mixer, "sliding_window", None),
                                             getattr(getattr(g.mixer, "indexer", None), "topk", None)) if c]
-                        total += g.count * _attn_flops_per_attended_token(g.mixer, rows) * min([ctx, *caps])
+                        attended = min([ctx, *caps])
+                        if isinstance(g.mixer, CompressedAttention):  # its window and the rows it reads, added
+                            r, ix = g.mixer.compress_ratio, g.mixer.indexer
+                            rows_read = -(-ctx // r) if r else 0
+                            attended = min(ctx, g.mixer.sliding_window) + (min(rows_read, ix.topk) if ix else rows_read)
+                        total += g.count * _attn_flops_per_attended_token(g.mixer, rows) * attended
                     return total
                 assert decode_attention_tile_flops(m, ctx, rows) == pytest.approx(want(), rel=1e-12)
                 sliding = lambda mixer: getattr(mixer, "sliding_window", None) is not None  # noqa: E731

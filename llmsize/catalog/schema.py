@@ -222,6 +222,43 @@ class MlaAttention(Strict):
     indexer: SparseIndexer | None = None
 
 
+class CompressedAttention(Strict):
+    """DeepSeek-V4's attention (DeepSeek-AI 2026, DeepSeek-V4 technical report; deepseek-ai/DeepSeek-V4-Flash
+    inference/model.py; the tensor layout antirez/ds4 ds4.c weights_validate_layout checks @8d57664): one KV head of
+    head_dim values, K = V, RoPE on its last qk_rope_head_dim, a learned sink a query head; every layer attends over
+    a window of its last sliding_window tokens, and a layer of compress_ratio r also over one compressed entry (of
+    head_dim) every r tokens, made by a compressor (wkv and wgate [hidden -> head_dim, twice that where the windows
+    overlap], a positional bias ape, a norm). With an indexer (r = 4 in the releases) the query reads only the topk
+    entries the indexer's keys (one a compressed entry, compressed alike) score best; without one (r = 128) every
+    entry. Queries come through a low-rank q (q_lora_rank), outputs through o_groups low-rank projections (wo_a:
+    each group's heads -> o_lora_rank; wo_b: o_groups x o_lora_rank -> hidden)."""
+
+    kind: Literal["compressed"]
+    num_attention_heads: int = Field(strict=True, le=2**16, gt=0)
+    head_dim: int = Field(strict=True, le=2**16, gt=0, description="the one KV head's width, K = V (512)")
+    qk_rope_head_dim: int = Field(strict=True, le=2**16, gt=0)
+    q_lora_rank: int = Field(strict=True, le=2**16, gt=0)
+    o_groups: int = Field(strict=True, le=2**16, gt=0)
+    o_lora_rank: int = Field(strict=True, le=2**16, gt=0)
+    sliding_window: int = Field(strict=True, le=INT32_MAX, gt=0, description="tokens every layer attends to in full")
+    compress_ratio: int | None = Field(None, strict=True, ge=2, le=2**20, description="tokens per compressed entry "
+                                       "(config compress_ratios, 0 there: None, the window alone)")
+    compress_overlap: bool = Field(False, description="the compressor's windows overlap (twice its width: the "
+                                   "reference's `overlap = compress_ratio == 4`)")
+    indexer: SparseIndexer | None = Field(None, description="the compressed entries' sparse selection (r = 4)")
+
+    @model_validator(mode="after")
+    def _shapes(self):
+        if self.num_attention_heads % self.o_groups:
+            raise ValueError(f"num_attention_heads ({self.num_attention_heads}) must be a multiple of o_groups "
+                             f"({self.o_groups})")
+        if self.compress_ratio is None and (self.indexer is not None or self.compress_overlap):
+            raise ValueError("an indexer or an overlapping compressor needs a compress_ratio")
+        if self.qk_rope_head_dim > self.head_dim:
+            raise ValueError(f"qk_rope_head_dim ({self.qk_rope_head_dim}) exceeds head_dim ({self.head_dim})")
+        return self
+
+
 class Mamba2Mixer(Strict):
     """Mamba2 SSM layer: constant conv state + recurrent state per sequence."""
 
@@ -279,7 +316,8 @@ class ShortConvMixer(Strict):
 
 
 Mixer = Annotated[
-    FullAttention | SlidingAttention | MlaAttention | Mamba2Mixer | LinearAttention | ShortConvMixer,
+    FullAttention | SlidingAttention | MlaAttention | CompressedAttention | Mamba2Mixer | LinearAttention
+    | ShortConvMixer,
     Field(discriminator="kind"),
 ]
 # mixer kinds whose cache is a constant state a sequence, not KV that grows with its tokens
@@ -467,6 +505,11 @@ class ModelSpec(Strict):
     extra: list[ExtraParams] = []
     per_layer_input: PerLayerInput | None = None
     altup: AltUp | None = None
+    hyper_connections: int | None = Field(None, strict=True, ge=2, le=64, description=(
+        "DeepSeek-V4's manifold-constrained hyper-connections (config hc_mult; DeepSeek-V4 technical report): the "
+        "residual stream is this many hidden-size streams; before its attention and before its MLP each layer mixes "
+        "them through fn [streams x hidden -> 2 streams + streams^2], base [2 streams + streams^2] and scale [3], "
+        "and the head folds them into one through fn [streams x hidden -> streams], base [streams], scale [1]"))
     laurel_rank: int | None = Field(None, strict=True, ge=1, le=2**16, description="Gemma 3n's learned augmented "
                                     "residual (LAuReL) in every layer: linear_left [rank, hidden], linear_right "
                                     "[hidden, rank], post_laurel_norm [hidden]")

@@ -183,14 +183,6 @@ def catalog_model(cat, name: str):
     try:
         return cat.model(name)
     except UnknownNameError as e:
-        from llmsize.importer.hf_config import NOT_MODELLED, NOT_MODELLED_NAMES
-
-        typed = re.sub(r"[^a-z0-9]+", "", name.lower())
-        known = next((t for key, t in NOT_MODELLED_NAMES.items() if key in typed), None)
-        if known is not None:  # no file or --hub route sizes it either: say so rather than offer them
-            raise UnknownNameError(f"Unknown model `{shown(name)}`: its architecture (model_type {known!r}) is not "
-                                   f"modelled by llmsize yet: {NOT_MODELLED[known]}.",
-                                   "`llmsize models` lists the models that are.") from None
         hub = f"--hub {name}" if HUB_NAME.match(name.strip()) else "--hub ORG/NAME"
         hint = (f"{e.hint[:-1]}; a model the catalog lacks is read from its folder, config.json or .gguf file, or "
                 f"from the Hub with `{shown(hub, 200)}` (network).")

@@ -212,6 +212,8 @@ def _kv_levers(p: dict) -> list[str]:
         have.append("MLA")
     if "sliding" in kinds:
         have.append("sliding windows")
+    if "compressed" in kinds:
+        have.append("compressed attention (a row every few tokens)")
     if kinds & set(STATE_KINDS):
         have.append("constant-state layers")
     gqa = [g.mixer for g in model.layer_groups if g.mixer is not None and g.mixer.kind in ("full", "sliding")

@@ -293,9 +293,21 @@ def cuda_total_bytes(gpu: GpuSpec) -> tuple[int, str]:
 
 
 def token_bytes_charged(model: ModelSpec, kv_dtype: str) -> float:
-    """Bytes one token occupies in the engine's paged cache: every attention layer charged per token."""
-    per_kind = kv_bytes(model, 1, kv_dtype).bytes_per_token_by_kind
-    return sum(per_kind.get(k, 0.0) for k in ("full", "sliding", "mla"))
+    """Bytes one token occupies in the engine's paged cache: every attention layer charged per token (DeepSeek-V4's
+    layers: their compressed rows' share, compressed_window_bytes the rest)."""
+    kv = kv_bytes(model, 1, kv_dtype)
+    if kv.layers_by_kind["compressed"]:
+        return kv.bytes_per_token
+    return sum(kv.bytes_per_token_by_kind.get(k, 0.0) for k in ("full", "sliding", "mla"))
+
+
+def compressed_window_bytes(model: ModelSpec, kv_dtype: str, max_len: int) -> float:
+    """What one request of a DeepSeek-V4 model holds beside its compressed rows: its layers' windows (0 for any other
+    model). The engines' own V4 pools (vLLM's and SGLang's blocks of 256 tokens, 64 rows of 584 B under FP8, the
+    compressors' states sharing their pages: vllm-project/vllm-ascend#9270) are not modelled."""
+    if not any(g.mixer is not None and g.mixer.kind == "compressed" for g in model.layer_groups):
+        return 0.0
+    return kv_bytes(model, max_len, kv_dtype).bytes_by_kind["sliding"]
 
 
 # SGLang's hybrid SWA pool (configs/model_config.py is_hybrid_swa_model: Llama4ForConditionalGeneration,
@@ -309,7 +321,10 @@ SGLANG_SWA_FULL_TOKENS_RATIO = 0.8
 
 def sglang_token_bytes(model: ModelSpec, kv_dtype: str) -> tuple[float, bool]:
     """Bytes a full-layer token costs SGLang's pool, and whether its hybrid SWA pool sizes it."""
-    per_kind = kv_bytes(model, 1, kv_dtype).bytes_per_token_by_kind
+    kv = kv_bytes(model, 1, kv_dtype)
+    if any(g.mixer is not None and g.mixer.kind == "compressed" for g in model.layer_groups):
+        return token_bytes_charged(model, kv_dtype), False
+    per_kind = kv.bytes_per_token_by_kind
     swa = model.family in SGLANG_HYBRID_SWA_FAMILIES and bool(per_kind.get("sliding"))
     share = {"full": 1.0, "mla": 1.0, "sliding": SGLANG_SWA_FULL_TOKENS_RATIO if swa else 1.0}
     return sum(per_kind.get(k, 0.0) * f for k, f in share.items()), swa
@@ -397,6 +412,8 @@ def v1_layout(model: ModelSpec, kv_dtype: str, block_size: int) -> V1Layout | No
     from llmsize.estimate.kv import per_token_per_layer
     from llmsize.estimate.quant import kv_dtype_bytes
 
+    if any(g.mixer is not None and g.mixer.kind == "compressed" for g in model.layer_groups):
+        return None  # DeepSeek-V4: charged per token (token_bytes_charged) and per request (compressed_window_bytes)
     b = float(kv_dtype_bytes(kv_dtype))
     types: dict[tuple[str, int | None], list[float]] = {}
     states: list[float] = []
@@ -610,8 +627,9 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
             notes.append("Mamba, linear-attention and short-conv states: TensorRT-LLM's pool for them is not "
                          "modelled; the pool above is charged as attention KV only.")
     layout = v1_layout(model, e.kv_dtype, e.block_size) if v1 else None
+    windows = compressed_window_bytes(model, e.kv_dtype, max_len)
     one_request = (layout.blocks_per_request(max_len, batched) * layout.group_size * layout.page_bytes
-                   if layout is not None else -(-max_len // page_tokens) * block)
+                   if layout is not None else -(-max_len // page_tokens) * block + windows)
     if profile is not None:
         min_fraction = (weights_bytes + nt + act + graphs + one_request) / total
     elif e.engine == "sglang":
@@ -631,7 +649,11 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
         else:
             notes.append(f"{lead} at any utilization (the engine refuses to start): lower --max-model-len, quantize, "
                          "or add cards.")
-    if v1 and layout is None:
+    if windows:
+        notes.append(f"DeepSeek-V4's cache: charged as its compressed rows and indexer keys ({per_token:,.0f} B a "
+                     f"token) and each request's windows ({windows / 2**20:,.2f} MiB); the engine's own pools for it "
+                     "(blocks of 256 tokens, compressor states in the same pages) are not modelled.")
+    elif v1 and layout is None:
         notes.append("No attention layer: V1's mamba-only layout is not modelled; the state is charged per token "
                      "instead.")
     if layout is not None and layout.state_bytes:
@@ -664,5 +686,6 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
                             len(layout.groups), graphs, steps)
     blocks = max(0, int(kv_cache // block)) if block > 0 else 0
     return EngineLedger(e.engine, version, total, src, budget, weights_bytes, non_torch, act, kv_cache, block,
-                        blocks, blocks * page_tokens, max_len, batched, notes, min_fraction=min_fraction,
+                        blocks, blocks * page_tokens, max_len, batched, notes,
+                        concurrency=max(0.0, kv_cache) / one_request if windows else None, min_fraction=min_fraction,
                         fits_one_request=fits, cudagraph_bytes=graphs, steps=steps)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from llmsize.catalog.schema import (
     PRECISIONS,
     AttentionBase,
+    CompressedAttention,
     GpuSpec,
     LinearAttention,
     Mamba2Mixer,
@@ -18,7 +19,7 @@ from llmsize.catalog.schema import (
     ModelSpec,
 )
 from llmsize.errors import InvalidValueError
-from llmsize.estimate.kv import cached_tokens
+from llmsize.estimate.kv import cached_tokens, compressed_entries, compressed_read_entries
 from llmsize.estimate.memo import by_identity
 from llmsize.estimate.quant import QuantFormat
 from llmsize.estimate.weights import matmul_params_per_token
@@ -75,6 +76,8 @@ def _attn_flops_per_attended_token(mixer, rows: int = 1) -> float:
     if isinstance(mixer, MlaAttention):
         # absorbed MLA at decode: scores over latent + rope dims, values over the latent
         return 2.0 * -(-mixer.num_attention_heads // rows) * rows * (2 * mixer.kv_lora_rank + mixer.qk_rope_head_dim)
+    if isinstance(mixer, CompressedAttention):  # DeepSeek-V4: every head reads the one row, scores and values over it
+        return 4.0 * -(-mixer.num_attention_heads // rows) * rows * mixer.head_dim
     return 0.0
 
 
@@ -96,7 +99,10 @@ def _indexer_flops_per_scored_token(mixer) -> float:
 
 def _attention_cap(mixer) -> int | None:
     """Tokens a query's attention reads at most: its window (a sliding layer's, a KV policy's cap), a sparse layer's
-    topk, the smaller; None: all of them."""
+    topk, the smaller; None: all of them (and for a DeepSeek-V4 layer, whose window and compressed rows add up:
+    _attended)."""
+    if isinstance(mixer, CompressedAttention):
+        return None
     caps = [c for c in (getattr(mixer, "sliding_window", None), getattr(getattr(mixer, "indexer", None), "topk", None))
             if c]
     return min(caps) if caps else None
@@ -107,7 +113,8 @@ def decode_attention_tile_flops(model: ModelSpec, context_tokens: int, rows: int
     read one cached head (a GQA group; every head for absorbed MLA, whose latent they all share) are the rows of
     its tile, rounded up to `rows` (1: the FLOPs themselves); a padding row costs what a real one does. Attention
     layers only (no indexer, no recurrent state); `keep(mixer)`: only the layer groups it selects."""
-    return sum(flops * _capped(context_tokens, cap)
+    return sum(flops * (_attended(mixer, context_tokens) if isinstance(mixer, CompressedAttention)
+                        else _capped(context_tokens, cap))
                for mixer, flops, cap in _tile_groups(model, rows) if keep is None or keep(mixer))
 
 
@@ -120,8 +127,18 @@ def _tile_groups(model: ModelSpec, rows: int) -> tuple[tuple[object, float, int 
 
 
 def _attended(mixer, context_tokens: int) -> int:
-    """Cached tokens one decode query attends to: the context, up to the layer's cap (_attention_cap)."""
+    """Cached tokens one decode query attends to: the context, up to the layer's cap (_attention_cap); a DeepSeek-V4
+    layer's window and the compressed rows it reads (kv.compressed_read_entries)."""
+    if isinstance(mixer, CompressedAttention):
+        return min(context_tokens, mixer.sliding_window) + compressed_read_entries(mixer, context_tokens)
     return _capped(context_tokens, _attention_cap(mixer))
+
+
+def _scored(mixer, context_tokens: int) -> int:
+    """Keys a decode query's indexer scores: every cached token, or a DeepSeek-V4 layer's every compressed row."""
+    if isinstance(mixer, CompressedAttention):
+        return compressed_entries(mixer, context_tokens)
+    return cached_tokens(mixer, context_tokens)
 
 
 def _capped(context_tokens: int, cap: int | None) -> int:
@@ -135,7 +152,7 @@ def decode_flops_per_token(model: ModelSpec, context_tokens: int) -> float:
         m = g.mixer
         if m is None:
             continue
-        scored = cached_tokens(m, context_tokens)  # what an indexer scores: every cached token
+        scored = _scored(m, context_tokens)
         flops += g.count * (_attn_flops_per_attended_token(m) * _attended(m, context_tokens)
                             + _indexer_flops_per_scored_token(m) * scored + _recurrent_flops_per_token(m))
     return flops
@@ -173,8 +190,24 @@ def prefill_attention_flops(model: ModelSpec, prompt_tokens: int) -> float:
             per_pair = 2.0 * m.num_attention_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
         else:
             per_pair = _attn_flops_per_attended_token(m)
+        if isinstance(m, CompressedAttention):
+            flops += g.count * _compressed_prefill_flops(m, prompt_tokens, per_pair)
+            continue
         window = getattr(m, "sliding_window", None)
         # a sparse layer's query i attends to min(i, topk) tokens (the windowed sum) and its indexer scores all i
         flops += g.count * (per_pair * _causal_pairs(prompt_tokens, _attention_cap(m))
                             + _indexer_flops_per_scored_token(m) * _causal_pairs(prompt_tokens, window))
     return flops
+
+
+def _compressed_prefill_flops(m: CompressedAttention, prompt_tokens: int, per_pair: float) -> float:
+    """A DeepSeek-V4 layer's attention over a prompt: query i reads min(i, window) tokens and about i / r compressed
+    rows (at most topk where an indexer picks them: sum over i of min(i / r, topk) = _causal_pairs(P, r x topk) / r),
+    and its indexer scores about i / r rows."""
+    flops = per_pair * _causal_pairs(prompt_tokens, m.sliding_window)
+    r = m.compress_ratio
+    if r is None:
+        return flops
+    cap = r * m.indexer.topk if m.indexer is not None else None
+    return flops + (per_pair * _causal_pairs(prompt_tokens, cap)
+                    + _indexer_flops_per_scored_token(m) * _causal_pairs(prompt_tokens, None)) / r

@@ -15,7 +15,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llmsize.catalog.schema import AttentionBase, LinearAttention, Mamba2Mixer, MlaAttention, ModelSpec, ShortConvMixer
+from llmsize.catalog.schema import (
+    AttentionBase,
+    CompressedAttention,
+    LinearAttention,
+    Mamba2Mixer,
+    MlaAttention,
+    ModelSpec,
+    ShortConvMixer,
+)
 from llmsize.estimate.params import attention_vectors
 
 
@@ -80,6 +88,8 @@ def _attention(i: int, m, h: int, split_linear: bool = False) -> list[GgufTensor
                 GgufTensor(p + "attn_output.weight", m.num_attention_heads * m.v_head_dim, h,
                            component="attention")]
         return out
+    if isinstance(m, CompressedAttention):
+        return _compressed(p, m, h)
     if isinstance(m, Mamba2Mixer):
         d_inner = m.num_heads * m.head_dim
         conv = d_inner + 2 * m.n_groups * m.state_size
@@ -125,6 +135,50 @@ def _attention(i: int, m, h: int, split_linear: bool = False) -> list[GgufTensor
                 GgufTensor(p + "ssm_vectors", 2 * m.num_value_heads + m.value_head_dim, component="ssm", f32=True),
                 GgufTensor(p + "ssm_out.weight", vd, h, component="ssm")]
     return []
+
+
+def _compressed(p: str, m: CompressedAttention, h: int) -> list[GgufTensor]:
+    """A DeepSeek-V4 layer's tensors as the DeepSeek-V4 GGUFs name them (antirez/ds4 ds4.c weights_bind and
+    weights_validate_layout @8d57664; params._compressed counts the same shapes)."""
+    hd, ql, low = m.head_dim, m.q_lora_rank, m.o_groups * m.o_lora_rank
+    out = [GgufTensor(p + "attn_q_a.weight", h, ql, component="attention"),
+           GgufTensor(p + "attn_q_a_norm.weight", ql, component="norms", f32=True),
+           GgufTensor(p + "attn_q_b.weight", ql, m.num_attention_heads * hd, component="attention"),
+           GgufTensor(p + "attn_kv.weight", h, hd, component="attention"),
+           GgufTensor(p + "attn_kv_a_norm.weight", hd, component="norms", f32=True),
+           GgufTensor(p + "attn_sinks.weight", m.num_attention_heads, component="attention", f32=True),
+           GgufTensor(p + "attn_output_a.weight", hd * m.num_attention_heads // m.o_groups, low, component="attention"),
+           GgufTensor(p + "attn_output_b.weight", low, h, component="attention")]
+    if m.compress_ratio is None:
+        return out
+    widen = 2 if m.compress_overlap else 1
+    for name, width, ix in (("attn_compressor", hd, False), ("indexer_compressor", 0, True)):
+        if ix:
+            if m.indexer is None or m.indexer.shared:
+                break
+            width = m.indexer.head_dim
+            out += [GgufTensor(p + "indexer.attn_q_b.weight", ql, m.indexer.n_heads * width, component="attention"),
+                    GgufTensor(p + "indexer.proj.weight", h, m.indexer.n_heads, component="attention")]
+        out += [GgufTensor(p + f"{name}_ape.weight", widen * width, m.compress_ratio, component="attention", f32=True),
+                GgufTensor(p + f"{name}_kv.weight", h, widen * width, component="attention"),
+                GgufTensor(p + f"{name}_gate.weight", h, widen * width, component="attention"),
+                GgufTensor(p + f"{name}_norm.weight", width, component="norms", f32=True)]
+    return out
+
+
+def _hyper_connections(model: ModelSpec) -> list[GgufTensor]:
+    """DeepSeek-V4's hyper-connection tensors (params.hyper_connection_params), left unquantized: counted in F32,
+    as their bases and scales are (ds4's files keep each fn in F16: 68 MB of DeepSeek-V4-Flash's at F32 here)."""
+    n, h = model.hyper_connections, model.hidden_size
+    if not n:
+        return []
+    mix, out = 2 * n + n * n, []
+    for i in range(model.num_layers):
+        for part in ("attn", "ffn"):
+            out += [GgufTensor(f"blk.{i}.hc_{part}_fn.weight", n * h, mix, f32=True),
+                    GgufTensor(f"blk.{i}.hc_{part}_vectors", mix + 3, f32=True)]
+    return out + [GgufTensor("output_hc_fn.weight", n * h, n, f32=True),
+                  GgufTensor("output_hc_vectors", n + 1, f32=True)]
 
 
 def _mlp(i: int, m, h: int) -> list[GgufTensor]:
@@ -195,6 +249,7 @@ def gguf_tensors(model: ModelSpec) -> list[GgufTensor]:
         small = g.norms * h + g.extra_params
         if small:
             out.append(GgufTensor(f"blk.{i}.norm_vectors", small, component="norms", f32=True))
+    out += _hyper_connections(model)
     if model.final_norms:
         out.append(GgufTensor("output_norm.weight", model.final_norms * h, component="norms", f32=True))
     if not model.tie_word_embeddings:

@@ -12,6 +12,11 @@ Per layer, at context L (DESIGN.md "Describing a model"):
   ssm      conv state (k-1) * conv_dim * 2 B + heads * head_dim * d_state * bytes(state), independent of L
   linear   conv state (k-1) * conv_dim * 2 B + v_heads * d_k * d_v * bytes(state), independent of L
   conv     conv state (k-1) * conv_dim * 2 B (LFM2's short convolution), independent of L
+  compressed  (DeepSeek-V4) one row of head_dim values a token of its window, min(L, W) rows (K = V: one row, not
+           two), counted with the sliding layers; and a compressing layer's ceil(L / r) compressed rows, plus as many
+           indexer keys (132 B each, as V3.2's) where it has an indexer: those grow with L, counted as `compressed`.
+           A row is head_dim x bytes(kv_dtype), or under an FP8 cache the engines' 584 B
+           (quant.COMPRESSED_FP8_ROW_BYTES). The compressors' running state (a few tokens' worth a layer) is left out.
 The factor 2 is K and V. Gemma 4's full layers have K = V at the projection, but K is normed and
 rotated and V is only normed, so both are cached: k_eq_v saves weights, not cache (an assumption).
 
@@ -22,7 +27,8 @@ kv_shared_layer_index], the last earlier non-shared layer of its attention type,
 
 What a decode step reads of the cache is what it holds, except in a sparse-attention layer: its indexer reads every
 cached key (L x 132 B) and its attention the latents of the topk tokens it picked, min(L, topk) x the latent bytes
-(DeepSeek-V3.2-Exp report: "DSA reduces the core attention complexity of the main model from O(L^2) to O(Lk)").
+(DeepSeek-V3.2-Exp report: "DSA reduces the core attention complexity of the main model from O(L^2) to O(Lk)"); a
+DeepSeek-V4 layer with an indexer reads its window, every indexer key and the topk compressed rows it picked.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from dataclasses import dataclass
 
 from llmsize.catalog.schema import (
     STATE_KINDS,
+    CompressedAttention,
     FullAttention,
     LinearAttention,
     Mamba2Mixer,
@@ -41,9 +48,15 @@ from llmsize.catalog.schema import (
 )
 from llmsize.errors import InvalidValueError
 from llmsize.estimate.memo import by_identity
-from llmsize.estimate.quant import MLA_DS_FP8_BYTES_PER_TOKEN, STATE_DTYPE_BYTES, kv_dtype_bytes
+from llmsize.estimate.quant import (
+    COMPRESSED_FP8_ROW_BYTES,
+    MLA_DS_FP8_BYTES_PER_TOKEN,
+    STATE_DTYPE_BYTES,
+    kv_dtype_bytes,
+)
 
-KINDS = ("full", "sliding", "mla", "ssm", "linear", "conv")
+KINDS = ("full", "sliding", "mla", "compressed", "ssm", "linear", "conv")
+GROWING_KINDS = ("full", "mla", "compressed")  # kinds whose cache grows with every token (sliding windows fill up)
 CONV_STATE_BYTES = 2  # conv states are kept in the activation dtype (bf16)
 
 
@@ -67,6 +80,8 @@ def latent_bytes_per_token(mixer, kv_bytes: float, kv_dtype: str = "") -> float:
     """What attention itself caches a token in one layer (an MLA layer's latent; K and V elsewhere)."""
     if isinstance(mixer, (FullAttention, SlidingAttention)):
         return 2 * mixer.num_key_value_heads * mixer.head_dim * kv_bytes
+    if isinstance(mixer, CompressedAttention):
+        return float(COMPRESSED_FP8_ROW_BYTES) if kv_dtype.lower().startswith("fp8") else mixer.head_dim * kv_bytes
     if isinstance(mixer, MlaAttention):
         # vLLM stores a sparse-attention model's FP8 cache as fp8_ds_mla whatever FP8 was asked for
         # (DeepseekV32ForCausalLM.verify_and_update_config: cache_dtype.startswith("fp8") -> "fp8_ds_mla")
@@ -81,6 +96,19 @@ def cached_tokens(mixer, context_tokens: int) -> int:
     cap on an MLA layer), else all of them."""
     window = getattr(mixer, "sliding_window", None)
     return min(context_tokens, window) if window else context_tokens
+
+
+def compressed_entries(mixer, context_tokens: int) -> int:
+    """A DeepSeek-V4 layer's compressed rows at `context_tokens`: one every compress_ratio tokens, the last one
+    partial (0 for a layer of the window alone, or any other kind)."""
+    r = getattr(mixer, "compress_ratio", None)
+    return -(-context_tokens // r) if r else 0
+
+
+def compressed_read_entries(mixer, context_tokens: int) -> int:
+    """The compressed rows a decode query of a DeepSeek-V4 layer attends to: the topk its indexer picks, else all."""
+    n = compressed_entries(mixer, context_tokens)
+    return min(n, mixer.indexer.topk) if getattr(mixer, "indexer", None) is not None and n else n
 
 
 def per_token_per_layer(mixer, kv_bytes: float, kv_dtype: str = "") -> float:
@@ -149,13 +177,14 @@ class KvBytes:
 
     @property
     def bytes_per_token(self) -> float:
-        """Bytes each further token adds once every sliding window is full: full + MLA layers."""
-        return self.bytes_per_token_by_kind["full"] + self.bytes_per_token_by_kind["mla"]
+        """Bytes each further token adds once every sliding window is full: full, MLA and compressed layers (a
+        compressed row every r tokens: a share of one a token)."""
+        return sum(self.bytes_per_token_by_kind[k] for k in GROWING_KINDS)
 
     @property
     def fixed_bytes_per_sequence(self) -> float:
         """What a sequence holds that does not grow with it: its sliding windows (once full) and recurrent state."""
-        return sum(b for kind, b in self.bytes_by_kind.items() if kind not in ("full", "mla"))
+        return sum(b for kind, b in self.bytes_by_kind.items() if kind not in GROWING_KINDS)
 
 
 def check_context(context_tokens: int) -> int:
@@ -184,6 +213,25 @@ def kv_bytes(model: ModelSpec, context_tokens: int, kv_dtype: str, states: str =
         if getattr(m, "kv_shared", False):  # reads its source layer's cache, holds none
             shared += g.count
             read += g.count * per_token_per_layer(m, b, kv_dtype) * cached_tokens(m, context_tokens)
+            continue
+        if isinstance(m, CompressedAttention):
+            row = latent_bytes_per_token(m, b, kv_dtype)
+            window = cached_tokens(m, context_tokens)
+            layers["sliding"] += g.count
+            per_tok["sliding"] += g.count * row
+            by_kind["sliding"] += g.count * row * window
+            read += g.count * row * window
+            if m.compress_ratio is None:
+                continue
+            ix = indexer_bytes_per_token(m)
+            layers[kind] += g.count
+            per_tok[kind] += g.count * (row + ix) / m.compress_ratio
+            entries = compressed_entries(m, context_tokens)
+            by_kind[kind] += g.count * (row + ix) * entries
+            read += g.count * (ix * entries + row * compressed_read_entries(m, context_tokens))
+            if m.indexer is not None:
+                indexer += g.count * ix / m.compress_ratio
+                topk = m.indexer.topk
             continue
         layers[kind] += g.count
         if kind in STATE_KINDS:

@@ -79,6 +79,7 @@ ARCHITECTURES = {
             and m.num_key_value_heads < m.num_attention_heads),
     "MLA": ("KV cache (a latent per token)", lambda m: m.kind == "mla"),
     "a sliding window": ("KV cache (capped per layer)", lambda m: m.kind == "sliding"),
+    "compressed attention": ("KV cache (a row every few tokens beside a window)", lambda m: m.kind == "compressed"),
     "SSM / linear-attention layers": ("KV cache (constant state)", lambda m: m.kind in STATE_KINDS),
     "sparse attention (DSA)": ("KV cache read and attention FLOPs (top-k tokens a query)",
                                lambda m: getattr(m, "indexer", None) is not None),

@@ -14,6 +14,12 @@ KV cache (src/llama-kv-cache.cpp), for every layer that caches, on that layer's 
             --swa-full. A quantized V cache needs flash attention (llama_context refuses it otherwise).
 Recurrent state (src/llama-memory-recurrent.cpp), f32, one cell a slot: R = (conv_kernel - 1) x conv channels,
     S = the SSM / delta-rule state.
+DeepSeek-V4 (src/llama-kv-cache-dsv4.cpp @035aa95b, a stream a slot whatever -kvu): every layer a K-only sliding
+    cache of head_dim values (the sliding-window rule above); a layer of ratio r also PAD(ceil(n_ctx_seq / r), 256)
+    K-only compressed rows of head_dim, and with an indexer as many of its key width, all of type_k; and a
+    compressor state a slot, f32, kv and score planes of (overlap ? 2 : 1) x r rows x (overlap ? 2 : 1) x width
+    (the indexer's alike): counted with the recurrent states. At -c 131072, f16, DeepSeek-V4-Flash: window 32.25,
+    ratio-4 rows 672, ratio-128 rows 20, indexer keys 168 MiB (ggml-org/llama.cpp#25468's log).
 Output buffer (llama_context::output_reserve): n_vocab x 4 B for each of --parallel sequences, on the host.
 Model buffers (src/llama-model.cpp load_tensors): the token embedding stays on the host ("there is very little
     benefit to offloading the input layer"); -ngl N counts the output layer as layer n_layer and takes it first,
@@ -39,7 +45,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from itertools import accumulate
 
@@ -127,7 +133,9 @@ class LayerCache:
     k: int = 0
     v: int = 0
     sliding_window: int | None = None  # tokens, for a sliding-window layer
-    state_bytes: int = 0  # recurrent layers: R + S per sequence, f32
+    state_bytes: int = 0  # recurrent layers: R + S per sequence, f32; DeepSeek-V4's compressor states
+    compress_ratio: int | None = None  # DeepSeek-V4: tokens a compressed row of k values (K only)
+    index_k: int = 0  # DeepSeek-V4: its indexer's key values a compressed row
 
 
 @dataclass(frozen=True)
@@ -213,10 +221,25 @@ def layer_caches(model: ModelSpec) -> list[LayerCache]:
             c = LayerCache(k=k, v=k, sliding_window=m.sliding_window if m.kind == "sliding" else None)
         elif m.kind == "mla":
             c = LayerCache(k=m.kv_lora_rank + m.qk_rope_head_dim, v=0)
+        elif m.kind == "compressed":
+            c = _compressed_cache(m)
         else:  # Mamba-2, a delta-rule layer, LFM2's short conv: F32 states (kv.llamacpp_state_bytes)
             c = LayerCache(state_bytes=llamacpp_state_bytes(m))
         out.append(c)
     return out
+
+
+def _compressed_cache(m) -> LayerCache:
+    """A DeepSeek-V4 layer's caches in llama.cpp (module docstring): its K-only window, its compressed rows and
+    indexer keys, and its compressors' f32 kv and score states."""
+    r = m.compress_ratio
+    if r is None:
+        return LayerCache(k=m.head_dim, v=0, sliding_window=m.sliding_window)
+    widen = 2 if m.compress_overlap else 1
+    index_k = m.indexer.head_dim if m.indexer is not None and not m.indexer.shared else 0
+    state = 2 * widen * r * widen * (m.head_dim + index_k) * F32
+    return LayerCache(k=m.head_dim, v=0, sliding_window=m.sliding_window, state_bytes=state, compress_ratio=r,
+                      index_k=index_k)
 
 
 @dataclass(frozen=True)
@@ -373,6 +396,15 @@ def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int
     for c, ils in runs.runs:  # layers from i_gpu_start on are on the GPU
         n_gpu = len(ils) - bisect_left(ils, i_gpu_start)
         n_host = len(ils) - n_gpu
+        if c.compress_ratio:  # DeepSeek-V4's rows (with the growing cache) and compressor states (with the states)
+            streams = max(1, s.parallel)
+            rows = _pad(-(-n_ctx_seq // c.compress_ratio), SWA_PAD)
+            b = streams * rows * (row_bytes(s.cache_type_k, c.k) + row_bytes(s.cache_type_k, c.index_k))
+            kv_full += len(ils) * b
+            kv_gpu, kv_host = kv_gpu + n_gpu * b, kv_host + n_host * b
+            b = c.state_bytes * streams
+            rec_gpu, rec_host = rec_gpu + n_gpu * b, rec_host + n_host * b
+            c = replace(c, state_bytes=0, compress_ratio=None, index_k=0)  # then its window, as any sliding layer's
         if c.state_bytes:
             b = c.state_bytes * max(1, s.parallel)
             rec_gpu, rec_host = rec_gpu + n_gpu * b, rec_host + n_host * b

@@ -93,6 +93,10 @@ def _shard_mixer(m, tp: int):
                                     "num_key_value_heads": _kv_per_card(m.num_key_value_heads, tp)})
     if m.kind == "mla":  # a sparse-attention indexer stays whole on every card (vLLM: its wq_b is a ReplicatedLinear)
         return m.model_copy(update={"num_attention_heads": _split(m.num_attention_heads, tp, "attention heads")})
+    if m.kind == "compressed":  # DeepSeek-V4: heads and output groups split; its one KV head, compressors and indexer
+        # whole on every card (as MLA's latent)
+        return m.model_copy(update={"num_attention_heads": _split(m.num_attention_heads, tp, "attention heads"),
+                                    "o_groups": _split(m.o_groups, tp, "attention output groups")})
     if m.kind == "ssm":
         return m.model_copy(update={"num_heads": _split(m.num_heads, tp, "SSM heads"),
                                     "n_groups": max(1, m.n_groups // tp)})

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from llmsize.catalog.schema import (
     AttentionBase,
+    CompressedAttention,
     DenseMlp,
     LayerGroup,
     LinearAttention,
@@ -113,6 +114,36 @@ def _mla(m: MlaAttention, hidden: int) -> list[Piece]:
     return pieces
 
 
+def _compressed(m: CompressedAttention, hidden: int) -> list[Piece]:
+    # DeepSeek-V4's attention (schema.CompressedAttention; tensors as antirez/ds4 ds4.c weights_validate_layout
+    # checks them @8d57664): wq_a [hidden -> q_lora], wq_b [q_lora -> heads x head_dim], wkv [hidden -> head_dim];
+    # wo_a [heads / groups x head_dim -> o_lora] a group and wo_b [groups x o_lora -> hidden]; q and kv norms, one
+    # sink a head. A compressing layer's compressor: wkv and wgate [hidden -> w] (w = head_dim, twice it where the
+    # windows overlap), ape [r x w], a norm of head_dim; its indexer's: wq_b [q_lora -> heads x head_dim],
+    # weights_proj [hidden -> heads] and a compressor of its own at the indexer's head_dim. DeepSeek-V4-Flash's
+    # layer of ratio 4: 126,098,624 parameters of attention, its norms included, of which the indexer's 10,749,056
+    # (tests/test_deepseek_v4.py).
+    q_out, o_in = m.num_attention_heads * m.head_dim, m.num_attention_heads * m.head_dim
+    o_low = m.o_groups * m.o_lora_rank
+    pieces = [Piece("attention", hidden * m.q_lora_rank + m.q_lora_rank * q_out + hidden * m.head_dim, True, 3),
+              Piece("attention", o_in // m.o_groups * o_low + o_low * hidden, True, 2, part="attention_out"),
+              Piece("attention", m.num_attention_heads, False, 0),
+              Piece("norms", m.q_lora_rank + m.head_dim, False, 0)]
+    r, widen = m.compress_ratio, 2 if m.compress_overlap else 1
+    if r is None:
+        return pieces
+    pieces += [Piece("attention", 2 * hidden * widen * m.head_dim, True, 2),
+               Piece("attention", r * widen * m.head_dim, False, 0),
+               Piece("norms", m.head_dim, False, 0)]
+    ix = m.indexer
+    if ix is not None and not ix.shared:
+        pieces += [Piece("attention", m.q_lora_rank * ix.n_heads * ix.head_dim + hidden * ix.n_heads
+                         + 2 * hidden * widen * ix.head_dim, True, 4),
+                   Piece("attention", r * widen * ix.head_dim, False, 0),
+                   Piece("norms", ix.head_dim, False, 0)]
+    return pieces
+
+
 def _mamba2(m: Mamba2Mixer, hidden: int) -> list[Piece]:
     # transformers NemotronHMamba2Mixer: in_proj -> [z, x, B, C, dt]; depthwise conv1d over [x, B, C].
     d_inner = m.num_heads * m.head_dim
@@ -197,6 +228,8 @@ def layer_pieces(group: LayerGroup, hidden: int) -> list[Piece]:
         pieces += _attention(mixer, hidden)
     elif isinstance(mixer, MlaAttention):
         pieces += _mla(mixer, hidden)
+    elif isinstance(mixer, CompressedAttention):
+        pieces += _compressed(mixer, hidden)
     elif isinstance(mixer, Mamba2Mixer):
         pieces += _mamba2(mixer, hidden)
     elif isinstance(mixer, LinearAttention):
@@ -235,7 +268,7 @@ def _model_pieces(model: ModelSpec) -> list[Piece]:
     pieces = [Piece("embedding", embed, True, 1, read=False)]
     # lm_head: read every decoded token; when tied it is the embedding matrix, stored once.
     pieces.append(Piece("lm_head", embed, True, 1, stored=not model.tie_word_embeddings))
-    pieces += _per_layer_input(model) + _altup_laurel(model)
+    pieces += _per_layer_input(model) + _altup_laurel(model) + _hyper_connections(model)
     for g in model.layer_groups:
         for p in layer_pieces(g, h):
             pieces.append(replace(p, params=p.params * g.count, tensors=p.tensors * g.count))
@@ -278,6 +311,24 @@ def _altup_laurel(model: ModelSpec) -> list[Piece]:
         out += [Piece("other", n_layer * 2 * model.laurel_rank * h, True, 2 * n_layer),
                 Piece("norms", n_layer * h, False, 0)]
     return out
+
+
+def hyper_connection_params(streams: int, hidden: int, layers: int) -> int:
+    """DeepSeek-V4's hyper-connection tensors (schema.ModelSpec.hyper_connections): each layer's two mixes (before
+    attention, before the MLP), fn [streams x hidden, 2 streams + streams^2], base and a scale of 3; the head's fn
+    [streams x hidden, streams], base [streams], a scale. DeepSeek-V4-Flash (4 streams, 4,096 wide, 43 layers):
+    43 x 2 x (16,384 x 24 + 24 + 3) + 16,384 x 4 + 4 + 1 = 33,884,439."""
+    mix = 2 * streams + streams * streams
+    return layers * 2 * (streams * hidden * mix + mix + 3) + streams * hidden * streams + streams + 1
+
+
+def _hyper_connections(model: ModelSpec) -> list[Piece]:
+    """The hyper-connections' tensors, run by every token; small mixing weights no format quantizes (the releases
+    keep them in FP32: counted with the vectors, at the format's unquantized width)."""
+    if not model.hyper_connections:
+        return []
+    return [Piece("other", hyper_connection_params(model.hyper_connections, model.hidden_size, model.num_layers),
+                  False, 0)]
 
 
 def shared_cache_layers(model: ModelSpec) -> set[int]:

@@ -627,6 +627,11 @@ def assumptions(p: dict) -> list[str]:
     kinds = {g.mixer.kind for g in model.layer_groups if g.mixer}
     if "sliding" in kinds and p["kv"].bytes_per_token_by_kind["sliding"]:  # not where the runtime keeps no window
         out.append("Sliding-window layers cache min(context, window) tokens (ring buffer).")
+    if "compressed" in kinds:
+        out.append("DeepSeek-V4 layers cache their window's tokens and a compressed row every compress_ratio tokens, "
+                   "one row of head_dim values for K and V alike (under an FP8 cache the engines' 584-B row: 448 FP8 "
+                   "values, the 64 RoPE ones in BF16, scales), and an indexer key a row where they have an indexer; "
+                   "the compressors' running state is left out.")
     if any(getattr(g.mixer, "k_eq_v", False) for g in model.layer_groups):
         out.append("K = V layers cache both K and V (K is normed and rotated, V only normed).")
     if model.per_layer_input is not None:

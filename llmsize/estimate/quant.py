@@ -171,6 +171,10 @@ KV_DTYPE_BYTES: dict[str, Fraction] = {
     "fp8_ds_mla": Fraction(1),
 }
 MLA_DS_FP8_BYTES_PER_TOKEN = 512 + 4 * 4 + 64 * 2  # 656
+# DeepSeek-V4's FP8 cache row (a window token's or a compressed entry's, 512 values): 448 FP8 values, the 64 RoPE values
+# in BF16 and 8 B of UE8M0 scales = 584 B (sgl-project/sglang#37138: "584 -> 368 B/token per K entry" for FP8 ->
+# MXFP4; vllm-project/vllm-ascend#9270: "The KV block shape [256//4, head_dim] = [64, 584]")
+COMPRESSED_FP8_ROW_BYTES = 448 + 64 * 2 + 8  # 584
 # the engines' own names for an FP8 cache (vLLM's and SGLang's --kv-cache-dtype fp8_e4m3 / fp8_e5m2), read as fp8
 KV_DTYPE_ALIASES = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}
 

@@ -168,7 +168,7 @@ def vision_tower_entry(raw: dict, text_hidden: int, where: str) -> dict | None:
                   merge=c.get("spatial_merge_size"))
 
 
-def _layer_params(layer: dict, hidden: int) -> int:
+def layer_params(layer: dict, hidden: int) -> int:
     """Parameters of one decoder layer given as a layer-group entry (mixer, mlp, norms), as the catalog counts it."""
     from llmsize.catalog.schema import LayerGroup
     from llmsize.estimate.params import layer_pieces
@@ -185,7 +185,7 @@ def mtp_layers(count: int, hidden: int, layer: dict) -> dict | None:
     (vLLM --speculative-config '{"method": "mtp", ...}')."""
     if not count:
         return None
-    per_layer = _layer_params(layer, hidden)
+    per_layer = layer_params(layer, hidden)
     return {"name": f"multi-token-prediction layers (mtp_num_hidden_layers {count})",
             "params": count * per_layer + 2 * hidden * hidden + 3 * hidden, "in_official_count": False,
             "loaded": False, **({"layers": count} if count > 1 else {}),
@@ -203,7 +203,7 @@ def nextn_layers(count, hidden: int, vocab: int, layer: dict) -> dict | None:
     load them only for speculative decoding."""
     if not count:
         return None
-    own = count * (_layer_params(layer, hidden) + 2 * hidden * hidden + 3 * hidden)
+    own = count * (layer_params(layer, hidden) + 2 * hidden * hidden + 3 * hidden)
     return {"name": f"multi-token-prediction layers (num_nextn_predict_layers {count})",
             "params": own + count * 2 * vocab * hidden, "in_official_count": False, "loaded": False,
             **({"layers": count} if count > 1 else {}),

@@ -30,6 +30,8 @@ from llmsize.importer.config_fields import (
     layer_windows,
 )
 from llmsize.importer.extras import vision_tower
+from llmsize.importer.hf_deepseek_v4 import REQUIRED as DEEPSEEK_V4_REQUIRED
+from llmsize.importer.hf_deepseek_v4 import map_deepseek_v4
 from llmsize.importer.hf_gemma import map_gemma2, map_gemma3, map_gemma3n, map_gemma4
 from llmsize.importer.hf_hybrid import (
     map_granite_hybrid,
@@ -164,27 +166,12 @@ NOT_GENERIC = ("num_local_experts", "n_routed_experts", "num_experts", "moe_inte
                "hybrid_override_pattern", "swa_num_attention_heads", "kv_lora_rank", "q_lora_rank")
 
 
-# model types llmsize knows it does not size yet, and why: refused by name rather than as an unknown type, whose hint
-# (a catalog entry or a GGUF of it) has no route to offer here either
-NOT_MODELLED = {
-    "deepseek_v4": ("DeepSeek-V4's attention: a 128-token window on every layer beside a compressed KV entry every 4 "
-                    "or 128 tokens (compress_ratios) read through a sparse indexer, its grouped output projection and "
-                    "hyper-connections (transformers configuration_deepseek_v4.py)"),
-}
-# names users type for them (letters and digits only, lower-cased): the catalog's miss says the architecture
-NOT_MODELLED_NAMES = {"deepseekv4": "deepseek_v4"}
-
-
 # heads of encoder-only models (BERT, RoBERTa, DeBERTa, ELECTRA...): no causal decoder, no KV cache, no decode loop
 ENCODER_HEADS = ("ForMaskedLM", "ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering",
                  "ForMultipleChoice", "ForPreTraining", "ForNextSentencePrediction")
 
 
 def map_generic(c: ConfigReader, model_type: str) -> Mapped:
-    if model_type in NOT_MODELLED:
-        raise ConfigError(f"{c.where}: model_type {model_type!r} is not modelled by llmsize yet: "
-                          f"{NOT_MODELLED[model_type]}.", "No config.json, GGUF or catalog route sizes it yet; "
-                          "`llmsize models` lists the models that are.")
     arches = c.raw.get("architectures")
     arches = [a for a in arches if isinstance(a, str)] if isinstance(arches, list) else []
     encoder = c.raw.get("is_encoder_decoder") is True or (
@@ -235,6 +222,7 @@ MAPPERS = {
     "glm4_moe_lite": map_deepseek,  # transformers Glm4MoeLite: DeepSeek-V3's MLA + routed/shared experts
     "kimi_k2": map_deepseek,  # Kimi K2 / K2.5's text model: architectures DeepseekV3ForCausalLM
     "glm_moe_dsa": map_deepseek,  # GLM-5, GLM-5.1 (GlmMoeDsaForCausalLM): DeepSeek-V3.2's layers
+    "deepseek_v4": map_deepseek_v4,  # DeepSeek-V4-Flash, -Pro: compressed attention, hyper-connections
     "glm4_moe": map_glm4_moe,
     "llama4_text": map_llama4, "llama4": map_llama4,
     "minimax_m2": map_moe_dense_attn,  # MiniMax-M2: GQA with QK norm, every layer routed (num_local_experts), no shared
@@ -286,6 +274,7 @@ REQUIRED = {"falcon": ("hidden_size", "num_hidden_layers", "num_attention_heads"
             **{t: CORE + ("num_local_experts", "num_experts_per_tok", "intermediate_size_mlp")
                for t in ("llama4_text", "llama4")},
             "gpt_oss": CORE + ("num_local_experts", "num_experts_per_tok"),
+            "deepseek_v4": DEEPSEEK_V4_REQUIRED,
             **{t: ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
                for t in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_5", "qwen3_5_moe")}}
 # fields a real config.json of the type leaves to its transformers class (google/gemma-3-27b-it's text_config has no

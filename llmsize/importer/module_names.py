@@ -105,7 +105,8 @@ def layer_parts(spec_fields: dict) -> list[set[str]]:
     out = []
     for g in layer_groups(spec_fields):
         mixer, mlp = (g.get("mixer") or {}).get("kind"), g.get("mlp") or {}
-        has = {"attention": mixer in ("full", "sliding", "mla"), "attention_out": mixer in ("full", "sliding", "mla"),
+        attends = mixer in ("full", "sliding", "mla", "compressed")
+        has = {"attention": attends, "attention_out": attends,
                "ssm": mixer in ("ssm", "linear", "conv"),
                "experts": mlp.get("kind") == "moe", "shared_experts": bool(mlp.get("num_shared_experts")),
                "mlp": mlp.get("kind") == "dense" or bool(mlp.get("latent_size"))}

@@ -79,6 +79,30 @@ def _dtype(raw: dict) -> tuple[str, list[str]]:
     return DTYPES.get(str(dtype), "bf16"), notes
 
 
+# DeepSeek-V4's release (deepseek-ai/DeepSeek-V4-Flash, -Pro): routed experts in FP4 (E2M1, a UE8M0 scale a block of
+# 32: MXFP4's layout), every other linear layer FP8 E4M3 with a UE8M0 scale a 128x128 block (quantization_config
+# weight_block_size, scale_fmt ue8m0); the embedding, output head, routers, norms and hyper-connections unquantized.
+# A public report's safetensors element count of DeepSeek-V4-Pro, 861,608,274,846, is the hand count with FP4 experts
+# two values a byte and their scales (tests/data/hf-configs/SOURCES.yaml).
+DEEPSEEK_V4_RECIPE = "experts=mxfp4,shared_experts=fp8-block128,attention=fp8-block128"
+
+
+def deepseek_v4_release(raw: dict, qc: dict, where: str) -> Release:
+    """DeepSeek-V4's FP8 config: the recipe above, whose experts' FP4 the config says in expert_dtype (aiconfigurator's
+    copy of it) or leaves to the release."""
+    experts = raw.get("expert_dtype")
+    if experts not in (None, "fp4"):
+        raise ConfigError(f"{where}: expert_dtype {shown(repr(experts), 30)} is not the release's fp4.",
+                          "Give DeepSeek-V4's own config.json, or plan the model with --quant.")
+    if qc.get("weight_block_size") not in (None, [128, 128]):
+        raise ConfigError(f"{where}: weight_block_size {shown(qc.get('weight_block_size'), 40)} is not DeepSeek-V4's "
+                          "[128, 128].", "Give DeepSeek-V4's own config.json, or plan the model with --quant.")
+    said = "expert_dtype fp4" if experts else "DeepSeek-V4's release (config.json does not say expert_dtype)"
+    return Release(DEEPSEEK_V4_RECIPE, "linear", "fp8 + fp4 experts",
+                   notes=[f"routed experts FP4 with a scale a 32 (MXFP4's layout; {said}), the other linear layers "
+                          "FP8 in 128x128 blocks"])
+
+
 def release_from(raw: dict, hf_quant: dict | None, spec_fields: dict, where: str) -> Release:
     """raw: config.json (its text part already merged); hf_quant: hf_quant_config.json or None."""
     qc = raw.get("quantization_config") or (raw.get("text_config") or {}).get("quantization_config")
@@ -123,6 +147,8 @@ def release_from(raw: dict, hf_quant: dict | None, spec_fields: dict, where: str
         kv = "fp8" if kvs.get("num_bits") == 8 and kvs.get("type") == "float" else None
     elif method == "mxfp4":
         quant, note, ignore = "mxfp4", None, qc.get("modules_to_not_convert") or []
+    elif method == "fp8" and model_type == "deepseek_v4":
+        return deepseek_v4_release(raw, qc, where)
     elif method == "fp8":
         block = qc.get("weight_block_size")
         if block is not None and not (isinstance(block, list) and len(block) == 2 and all(

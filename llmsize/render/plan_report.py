@@ -4,6 +4,7 @@ of the command people run most."""
 from __future__ import annotations
 
 from llmsize.catalog.schema import STATE_KINDS
+from llmsize.estimate.kv import KINDS
 from llmsize.estimate.llamacpp_fit import FIT_TARGET_BYTES
 from llmsize.estimate.llamacpp_memory import host_tables
 from llmsize.estimate.plan import Plan
@@ -32,6 +33,10 @@ def _groups(p: Plan) -> str:
                 mixer += f" w{m.sliding_window}"
         elif m.kind == "mla":
             mixer = f"MLA latent {m.kv_lora_rank}+{m.qk_rope_head_dim}"
+        elif m.kind == "compressed":
+            mixer = f"{m.num_attention_heads}q/1kv x {m.head_dim} over a {m.sliding_window}-token window" + (
+                f" + a row every {m.compress_ratio}" if m.compress_ratio else "") + (
+                f" (top {m.indexer.topk})" if m.indexer else "")
         elif m.kind == "ssm":
             mixer = f"Mamba2 {m.num_heads}x{m.head_dim} state {m.state_size}"
         elif m.kind == "conv":
@@ -120,12 +125,13 @@ def render_plan(p: Plan, width: int = 100, color: bool = False, placement: str |
 
     kv = p.kv
     rows = []
-    kinds = [k for k in ("full", "sliding", "mla", "ssm", "linear", "conv") if kv.layers_by_kind[k]]
+    kinds = [k for k in KINDS if kv.layers_by_kind[k]]
     unit = column_unit([kv.bytes_by_kind[k] for k in kinds] + [kv.bytes_per_sequence])
     for kind in kinds:
         per_tok = ("constant" if kind in STATE_KINDS else f"{kv.bytes_per_token_by_kind[kind]:,.0f} B"
                    + (" (to window)" if kind == "sliding" else ""))
-        rows.append(([kind, str(kv.layers_by_kind[kind]), per_tok, fmt_bytes(kv.bytes_by_kind[kind], unit, 3)], ()))
+        label = "compressed rows" if kind == "compressed" else kind
+        rows.append(([label, str(kv.layers_by_kind[kind]), per_tok, fmt_bytes(kv.bytes_by_kind[kind], unit, 3)], ()))
     rows.append((["growing layers / total", "", f"{kv.bytes_per_token:,.0f} B",
                   fmt_bytes(kv.bytes_per_sequence, unit, 3)], ("bold",)))
     pol = f", {inp.kv_policy.label} (a what-if: see the assumptions)" if inp.kv_policy else ""
@@ -136,11 +142,13 @@ def render_plan(p: Plan, width: int = 100, color: bool = False, placement: str |
                f"{fmt_bytes(kv.read_bytes, unit, 3)} of the {fmt_bytes(kv.bytes_per_sequence, unit, 3)} held", "dim")
         r.line()
     if kv.topk:
+        rows_of = "compressed rows" if kv.layers_by_kind["compressed"] else "tokens' latents"
         r.kv("Sparse attention (DeepSeek's lightning indexer)",
              [("indexer keys", f"{kv.indexer_bytes_per_token:,.0f} B a token of the {kv.bytes_per_token:,.0f} "
                                "(FP8 keys and their scales, whatever the cache dtype)"),
               ("a decode step reads", f"{fmt_bytes(kv.read_bytes)} of the {fmt_bytes(kv.bytes_per_sequence)} held: "
-                                      f"every key, the latents of the top {kv.topk:,} tokens")])
+                                      f"every key, the top {kv.topk:,} {rows_of}"
+                                      + (" and the windows" if kv.layers_by_kind["compressed"] else ""))])
 
     b = p.budget
     if b.engine is not None:  # llama.cpp's own ledger (estimate/llamacpp_budget.py)

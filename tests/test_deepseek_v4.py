@@ -1,0 +1,150 @@
+"""DeepSeek-V4 (schema.CompressedAttention, ModelSpec.hyper_connections): its parameter count to the parameter, its
+caches as the neutral plan, the engines and llama.cpp size them, against hand arithmetic and published figures."""
+
+from pathlib import Path
+
+import pytest
+
+from llmsize.catalog.schema import LayerGroup
+from llmsize.estimate.flops import decode_flops_per_token
+from llmsize.estimate.gguf_tensors import gguf_tensors
+from llmsize.estimate.kv import kv_bytes
+from llmsize.estimate.llamacpp_memory import LlamaCppSettings, gguf_file_tensors, llamacpp_ledger
+from llmsize.estimate.params import hyper_connection_params, layer_pieces, params_active, params_total
+from llmsize.importer.config_fields import ConfigError
+from llmsize.importer.hf_config import map_config
+from llmsize.importer.source import import_model
+
+CONFIGS = Path(__file__).parent / "data" / "hf-configs"
+FLASH = CONFIGS / "deepseek-ai__DeepSeek-V4-Flash.json"
+PRO = CONFIGS / "deepseek-ai__DeepSeek-V4-Pro.json"
+MiB = 2**20
+
+
+def _model(path):
+    return import_model(path, read_headers=False).spec
+
+
+@pytest.mark.parametrize("path, total, active_b", [
+    # counted by hand from config.json (tests/data/hf-configs/SOURCES.yaml): embedding and head 2 x 129,280 x 4,096,
+    # per layer attention (below), 256 experts of 3 x 4,096 x 2,048 and one shared, a router of 4,096 x 256 (+ 256
+    # bias past the 3 hash-routed layers), hyper-connections; llama.cpp prints 284.33 B for Flash's GGUF
+    (FLASH, 284_332_240_471, 13.27),
+    (PRO, 1_572_997_201_763, 48.85),
+])
+def test_config_counts_to_the_parameter(path, total, active_b):
+    m = _model(path)
+    assert params_total(m) == total
+    assert params_active(m) / 1e9 == pytest.approx(active_b, abs=0.005)  # DeepSeek's cards: 13B, 49B activated
+
+
+def test_a_compressing_layer_and_the_hyper_connections_by_hand():
+    m = _model(FLASH)
+    csa = next(g for g in m.layer_groups if g.mixer.compress_ratio == 4)
+    attention = sum(p.params for p in layer_pieces(LayerGroup(count=1, mixer=csa.mixer), m.hidden_size))
+    # wq_a 4,096 x 1,024 + wq_b 1,024 x 64 x 512 + wkv 4,096 x 512 = 39,845,888; wo_a 8 groups of 4,096 -> 1,024 and
+    # wo_b 8,192 -> 4,096 = 67,108,864; 64 sinks; norms 1,024 + 512; compressor wkv and wgate 2 x 4,096 x 1,024 (its
+    # overlapping windows: twice head_dim), ape 4 x 1,024, norm 512 = 8,393,216; indexer wq_b 1,024 x 64 x 128,
+    # weights_proj 4,096 x 64, its compressor 2 x 4,096 x 256 + 4 x 256 + 128 = 10,749,056; + 2 layer norms
+    assert attention == 39_845_888 + 67_108_864 + 64 + 1_536 + 8_393_216 + 10_749_056 + 2 * 4_096
+    # 43 layers x 2 mixes x (16,384 x 24 + 24 + 3) + the head's 16,384 x 4 + 4 + 1
+    assert hyper_connection_params(4, 4096, 43) == 43 * 2 * (16_384 * 24 + 27) + 65_536 + 5 == 33_884_439
+
+
+def test_the_catalog_entry_is_its_config(catalog):
+    m, imported = catalog.model("deepseek-v4-flash"), _model(FLASH)
+    assert params_total(m) == params_total(imported)
+    assert [(g.mixer, g.mlp) for g in m.layer_stack()] == [(g.mixer, g.mlp) for g in imported.layer_stack()]
+    assert m.extra[0].params == imported.extra[0].params == 6_610_048_891
+
+
+def test_neutral_cache_window_rows_and_indexer_keys(catalog):
+    m = catalog.model("deepseek-v4-flash")
+    kv = kv_bytes(m, 131_072, "bf16")
+    # every layer a window of 128 tokens of one 512-value row (K = V): 43 x 128 x 1,024 B
+    assert kv.bytes_by_kind["sliding"] == 43 * 128 * 1024 and kv.layers_by_kind["sliding"] == 43
+    # 21 layers of ratio 4: 32,768 rows of 1,024 B and as many 132-B indexer keys; 20 of ratio 128: 1,024 rows
+    assert kv.bytes_by_kind["compressed"] == 21 * 32_768 * (1024 + 132) + 20 * 1024 * 1024
+    assert kv.bytes_per_token == pytest.approx(21 * (1024 + 132) / 4 + 20 * 1024 / 128)
+    # a decode step reads the windows, every indexer key, the top 512 rows of a ratio-4 layer, every ratio-128 row
+    assert kv.read_bytes == 43 * 128 * 1024 + 21 * (32_768 * 132 + 512 * 1024) + 20 * 1024 * 1024
+    assert kv.topk == 512
+    # an FP8 cache: the engines' 584-B row (448 FP8 values, 64 BF16 RoPE values, 8 B of scales)
+    assert kv_bytes(m, 131_072, "fp8").bytes_by_kind["sliding"] == 43 * 128 * 584
+
+
+def test_llamacpp_caches_as_its_log_prints_them(catalog):
+    """ggml-org/llama.cpp#25468: DeepSeek-V4-Flash at -c 131072, f16: SWA 32.25 MiB (768 cells: PAD(128 + 512, 256)),
+    CSA 672, HCA 20 and lightning-indexer 168 MiB, all K-only."""
+    m = catalog.model("deepseek-v4-flash")
+    led = llamacpp_ledger(m, catalog.gpu("h200"), gguf_file_tensors(m, "gguf-q4_k_m"),
+                          LlamaCppSettings(ctx_size=131_072))
+    assert led.cells_swa == 768 and led.kv_swa_bytes == 32.25 * MiB
+    assert led.kv_full_bytes == (672 + 20 + 168) * MiB
+    # the compressors' f32 kv and score states a slot: 21 x (2 x 8 x 1,024 + 2 x 8 x 256) x 4 B + 20 x 2 x 128 x
+    # 512 x 4 B (src/llama-kv-cache-dsv4.cpp llama_dsv4_comp_state)
+    assert led.recurrent_bytes == 21 * 2 * 8 * (1024 + 256) * 4 + 20 * 2 * 128 * 512 * 4
+
+
+def test_gguf_tensors_hold_every_parameter(catalog):
+    m = catalog.model("deepseek-v4-flash")
+    names = {t.name for t in gguf_tensors(m)}
+    assert {"blk.2.indexer.attn_q_b.weight", "blk.3.attn_compressor_kv.weight", "blk.0.hc_attn_fn.weight"} <= names
+    assert "blk.0.attn_compressor_kv.weight" not in names and "blk.3.indexer.proj.weight" not in names
+    assert sum(t.elements for t in gguf_tensors(m)) == params_total(m)
+
+
+def test_decode_attention_reads_the_window_and_the_picked_rows(catalog):
+    m = catalog.model("deepseek-v4-flash")
+    # one token more of context at 1M tokens: a ratio-4 layer's attention stays at 128 + 512 rows, its indexer
+    # scores one more key every 4 tokens (64 heads x 128 x 2 FLOPs), a ratio-128 layer one more row every 128
+    far = decode_flops_per_token(m, 1_048_576 + 128) - decode_flops_per_token(m, 1_048_576)
+    assert far == pytest.approx(21 * 32 * 2 * 64 * 128 + 20 * 4 * 64 * 512)
+
+
+def _raw(path, **changes):
+    import json
+
+    return {**json.loads(path.read_text()), **changes}
+
+
+@pytest.mark.parametrize("changes, says", [
+    ({"num_key_value_heads": 2}, "num_key_value_heads 2"),
+    ({"compress_ratios": [0, 4]}, "compress_ratios is not one ratio"),
+    ({"compress_ratios": [4] * 43 + [1]}, "compress_ratios is not one ratio"),
+    ({"o_groups": 3}, "o_groups"),
+    ({"expert_dtype": "fp8"}, "expert_dtype 'fp8'"),
+    ({"hc_mult": 1}, "hc_mult"),
+])
+def test_bad_configs_are_refused_naming_the_field(changes, says):
+    raw = _raw(FLASH, **changes)
+    with pytest.raises(ConfigError) as e:
+        fields = map_config(raw, "config.json").fields
+        from llmsize.catalog.schema import ModelSpec
+        from llmsize.importer.quant_config import release_from
+
+        release_from(raw, None, fields, "config.json")
+        ModelSpec(id="x", name="x", family="deepseek_v4", sources=["t"], params_official=1,
+                  params_official_source="t", params_official_includes="t",
+                  release={"quant": "bf16"}, **fields)
+    assert says in e.value.message
+
+
+def test_release_recipe_from_the_fp8_config():
+    from llmsize.importer.quant_config import release_from
+
+    raw = _raw(FLASH)
+    r = release_from(raw, None, map_config(raw, "c").fields, "c")
+    assert r.quant == "experts=mxfp4,shared_experts=fp8-block128,attention=fp8-block128"
+    raw.pop("expert_dtype")  # the Hub's copy may not say it: the release's FP4 experts all the same
+    assert release_from(raw, None, map_config(raw, "c").fields, "c").quant == r.quant
+
+
+def test_cli_plans_it_and_refuses_a_split_its_output_groups_do_not_allow(run_cli):
+    code, out, err = run_cli("plan", "deepseek-v4-flash", "--gpu", "h200", "--tp", "2", "--kv-dtype", "fp8")
+    text = " ".join(out.split())
+    assert code == 0 and "Traceback" not in err
+    assert "compressed rows 41 3,850 B" in text and "sliding 43 25,112 B (to window)" in text
+    code, out, err = run_cli("plan", "deepseek-v4-flash", "--gpu", "h200", "--tp", "16")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "--tp 16 does not divide the 8 attention output groups" in err

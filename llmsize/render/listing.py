@@ -61,19 +61,28 @@ def _billions(n: int) -> str:
     return f"{n / 1e9:,.0f}B" if n >= 100e9 else f"{n / 1e9:,.1f}B"
 
 
+def _release_cell(release: str) -> str:
+    """A release format as the table prints it: a recipe (COMPONENT=FORMAT,...) as its primary component's format and
+    "+mix" ("mxfp4+mix": DeepSeek-V4's FP4 experts beside FP8 layers), the rest being `llmsize show`'s."""
+    if "=" not in release:
+        return release
+    return release.split(",")[0].partition("=")[2] + "+mix"
+
+
 def render_models(models: list[ModelSpec], console) -> None:
     """The catalog's models as a column table (render/columns.py: no cell cut, "dense+moe" whole)."""
     rows = []
     for m in models:
         r = model_row(m)
         rows.append([m.id, _billions(r["params_total"]), _billions(r["params_active"]), str(r["layers"]),
-                     "+".join(r["mixers"]), "+".join(r["mlps"]), r["release_format"],
+                     "+".join(r["mixers"]), "+".join(r["mlps"]), _release_cell(r["release_format"]),
                      fmt_tokens_k(m.max_position_embeddings)])
     print_table(console, "Models", ["id", "params", "active", "layers", "mixers", "mlp", "release", "max ctx"], rows,
                 left=(0, 4, 5, 6))
     console.print(f"{len(models)} models (B = 10^9 parameters; max ctx: K = 1,000 tokens). active: parameters "
-                  "per token, the input embedding excluded (a row is gathered; the lm_head counts). `llmsize show ID` "
-                  "for the layer groups and sources.", style="dim")
+                  "per token, the input embedding excluded (a row is gathered; the lm_head counts); release: +mix, a "
+                  "format per component (`llmsize show ID` for them, the layer groups and sources).",
+                  style="dim")
 
 
 def render_entry(entry, console) -> None:

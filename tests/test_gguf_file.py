@@ -749,3 +749,85 @@ def test_a_hybrid_under_llamacpp_counts_its_f32_state_in_the_table_and_the_lever
     assert f"holds {json.loads(out)['capacity']['max_concurrent_sequences']} sequences" in lever, lever
     code, out, err = run_cli("plan", "granite-4.0-h-small", "--gpu", "h100", "--engine", "vllm", "--json")
     assert json.loads(out)["kv"]["bytes_per_sequence_by_kind"]["ssm"] == 36 * (2 * 3 * 8448 + 2 * 8192 * 128)
+
+
+def _deepseek4(ratios=(0, 4, 128), h=256, hc=2):
+    """A tiny DeepSeek-V4 GGUF (deepseek4) laid out as llama.cpp creates its tensors (src/llama-model.cpp
+    LLM_ARCH_DEEPSEEK4; antirez/ds4 ds4.c weights_validate_layout): 4 heads of one 64-wide KV row, q rank 64, 2 output
+    groups of rank 32, a 16-token window, layer 0 the window alone and hash-routed, layer 1 ratio 4 with an indexer
+    (4 heads of 32, top 8), layer 2 ratio 128; 4 experts of 64 (2 used) and one shared; 2 hyper-connection streams."""
+    heads, hd, ql, og, ol, ih, ihd, e, ff, vocab = 4, 64, 64, 2, 32, 4, 32, 4, 64, 512
+    mix = 2 * hc + hc * hc
+    m = Model("deepseek4")
+    m.meta = {"block_count": len(ratios), "embedding_length": h, "context_length": 65536,
+              "attention.head_count": heads, "attention.head_count_kv": 1, "rope.dimension_count": 16,
+              "attention.output_group_count": og, "attention.output_lora_rank": ol, "attention.sliding_window": 16,
+              "attention.compress_ratios": list(ratios), "attention.indexer.head_count": ih,
+              "attention.indexer.key_length": ihd, "attention.indexer.top_k": 8, "hyper_connection.count": hc,
+              "expert_used_count": 2, "expert_shared_count": 1}
+    m.t("token_embd.weight", (h, vocab), Q.Q8_0)
+    for i, r in enumerate(ratios):
+        p = f"blk.{i}."
+        rows = [("attn_norm.weight", (h,), Q.F32), ("attn_q_a.weight", (h, ql), Q.Q8_0),
+                ("attn_q_a_norm.weight", (ql,), Q.F32), ("attn_q_b.weight", (ql, heads * hd), Q.Q8_0),
+                ("attn_kv.weight", (h, hd), Q.Q8_0), ("attn_kv_a_norm.weight", (hd,), Q.F32),
+                ("attn_sinks.weight", (heads,), Q.F32), ("attn_output_a.weight", (hd * heads // og, og * ol), Q.Q8_0),
+                ("attn_output_b.weight", (og * ol, h), Q.Q8_0)]
+        for part in ("attn", "ffn"):
+            rows += [(f"hc_{part}_fn.weight", (hc * h, mix), Q.F32), (f"hc_{part}_base.weight", (mix,), Q.F32),
+                     (f"hc_{part}_scale.weight", (3,), Q.F32)]
+        if r:
+            w = (2 if r == 4 else 1) * hd
+            rows += [("attn_compressor_ape.weight", (w, r), Q.F32), ("attn_compressor_kv.weight", (h, w), Q.Q8_0),
+                     ("attn_compressor_gate.weight", (h, w), Q.Q8_0), ("attn_compressor_norm.weight", (hd,), Q.F32)]
+        if r == 4:
+            rows += [("indexer.attn_q_b.weight", (ql, ih * ihd), Q.Q8_0), ("indexer.proj.weight", (h, ih), Q.F32),
+                     ("indexer_compressor_ape.weight", (2 * ihd, 4), Q.F32),
+                     ("indexer_compressor_kv.weight", (h, 2 * ihd), Q.Q8_0),
+                     ("indexer_compressor_gate.weight", (h, 2 * ihd), Q.Q8_0),
+                     ("indexer_compressor_norm.weight", (ihd,), Q.F32)]
+        rows += [("ffn_norm.weight", (h,), Q.F32), ("ffn_gate_inp.weight", (h, e), Q.F32),
+                 ("ffn_gate_exps.weight", (h, ff, e), Q.Q8_0), ("ffn_up_exps.weight", (h, ff, e), Q.Q8_0),
+                 ("ffn_down_exps.weight", (ff, h, e), Q.Q8_0), ("ffn_gate_shexp.weight", (h, ff), Q.Q8_0),
+                 ("ffn_up_shexp.weight", (h, ff), Q.Q8_0), ("ffn_down_shexp.weight", (ff, h), Q.Q8_0)]
+        if i:  # past the hash-routed layers: the router's bias
+            rows.append(("exp_probs_b.bias", (e,), Q.F32))
+        for name, ne, ty in rows:
+            m.t(p + name, ne, ty)
+    for name, ne in (("output_hc_base.weight", (hc,)), ("output_hc_fn.weight", (hc * h, hc)),
+                     ("output_hc_scale.weight", (1,)), ("output_norm.weight", (h,))):
+        m.t(name, ne, Q.F32)
+    m.t("output.weight", (h, vocab), Q.Q8_0)
+    return m
+
+
+def test_a_deepseek_v4_gguf_comes_from_its_tensors(tmp_path, run_cli):
+    """deepseek4: each layer's window, compress ratio (the metadata's compress_ratios), compressor overlap (its width)
+    and indexer (its tensors, the metadata's top-k) come back as the layer groups llmsize plans, every parameter of
+    the file counted by them and the hyper-connections (hc_*: no tensor of unknown component)."""
+    from llmsize.estimate.params import params_total
+
+    m = _deepseek4()
+    path = m.write(tmp_path / "tiny-deepseek4.gguf")
+    im = import_gguf(path)
+    window, csa, hca = [g.mixer for g in im.spec.layer_stack()]
+    assert (window.kind, window.compress_ratio, window.sliding_window, window.head_dim) == ("compressed", None, 16, 64)
+    assert (csa.compress_ratio, csa.compress_overlap, csa.indexer.n_heads, csa.indexer.head_dim, csa.indexer.topk) \
+        == (4, True, 4, 32, 8)
+    assert (hca.compress_ratio, hca.compress_overlap, hca.indexer) == (128, False, None)
+    assert (csa.o_groups, csa.o_lora_rank, csa.q_lora_rank, csa.qk_rope_head_dim) == (2, 32, 64, 16)
+    assert im.spec.hyper_connections == 2
+    assert [g.mlp.router_bias for g in im.spec.layer_stack()] == [False, True, True]
+    assert params_total(im.spec) == sum(int(np.prod(ne)) for _, ne, _ in m.tensors)
+    assert not any("no known component" in n for n in im.exact.notes)
+    code, out, err = run_cli("plan", str(path), "--gpu", "rtx4090", "--json")
+    assert code == 0, err
+    assert json.loads(out)["kv"]["layers_by_kind"]["compressed"] == 2
+
+
+def test_a_damaged_deepseek_v4_gguf_is_refused_in_one_line(tmp_path, run_cli):
+    m = _deepseek4(ratios=(0, 1, 128))  # a ratio of 1 compresses nothing: no DeepSeek-V4 layer has it
+    path = m.write(tmp_path / "bad-deepseek4.gguf")
+    code, out, err = run_cli("plan", str(path), "--gpu", "rtx4090")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err
+    assert "compress ratio 1" in err

@@ -31,12 +31,13 @@ MAMBA1_ARCHS = ("mamba", "jamba", "falcon-mamba")
 MAX_LAYERS = 4096  # a model GGUF's block_count; beyond it the header is damaged (the largest models have ~200)
 LAYER = re.compile(r"^blk\.(\d+)\.(.+)$")
 COMPONENTS = [  # GGUF tensor name (without blk.N.) -> llmsize component; first match wins
-    ("router", re.compile(r"^ffn_gate_inp|^exp_probs_b|^ffn_gate_inp_shexp")),
+    ("router", re.compile(r"^ffn_gate_inp|^exp_probs_b|^ffn_gate_inp_shexp|^ffn_gate_tid2eid")),
     ("shared_experts", re.compile(r"_shexp\.")),
     ("experts", re.compile(r"_exps\.")),
     ("norms", re.compile(r"norm")),
     ("ssm", re.compile(r"^ssm_|^shortconv\.")),
-    ("attention", re.compile(r"^attn_")),
+    ("attention", re.compile(r"^attn_|^indexer")),
+    ("other", re.compile(r"^hc_")),  # DeepSeek-V4's hyper-connections (params.hyper_connection_params)
     ("mlp", re.compile(r"^ffn_")),
 ]
 
@@ -187,8 +188,44 @@ def _kda(g: GgufFile, il: int, t: dict[str, tuple[int, ...]]) -> dict:
             "gate_rank": t["ssm_f_a.weight"][1]}
 
 
+def _compressed(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], heads: int) -> dict:
+    """A DeepSeek-V4 layer (deepseek4; src/llama-model.cpp's LLM_ARCH_DEEPSEEK4 tensors, gguf-py MODEL_TENSORS): the
+    KV head's width from attn_kv, the q rank from attn_q_a, the output groups and their rank from
+    `{arch}.attention.output_group_count` and attn_output_b, the window from `.attention.sliding_window`, the layer's
+    ratio from `.attention.compress_ratios` (0: the window alone), the compressor's overlap from its width (twice the
+    head's), an indexer's heads and key width from indexer.proj and indexer_compressor_norm and its top-k from
+    `.attention.indexer.top_k`."""
+    hd = t["attn_kv.weight"][1]
+    groups = _int(g, "attention.output_group_count", low=1, high=2**16)
+    low = t["attn_output_b.weight"][0]
+    ratio = _int(g, "attention.compress_ratios", il, low=0, high=2**20)
+    if heads % groups or low % groups or ratio == 1:
+        raise GgufError(f"{g.files[0]}: layer {il}: {heads} heads, {groups} output groups (output_group_count), "
+                        f"attn_output_b of {low} rows and compress ratio {ratio} do not make a DeepSeek-V4 layer.",
+                        "The file's metadata is damaged: convert it again with llama.cpp's tools.")
+    mixer = {"kind": "compressed", "num_attention_heads": heads, "head_dim": hd,
+             "qk_rope_head_dim": _int(g, "rope.dimension_count", low=1, high=hd), "q_lora_rank": t["attn_q_a.weight"][1],
+             "o_groups": groups, "o_lora_rank": low // groups,
+             "sliding_window": _int(g, "attention.sliding_window", low=1, high=2**31 - 1)}
+    if ratio:
+        kv = t.get("attn_compressor_kv.weight")
+        if kv is None or len(kv) != 2 or kv[1] not in (hd, 2 * hd):
+            raise GgufError(f"{g.files[0]}: layer {il} has compress ratio {ratio} and attn_compressor_kv "
+                            f"{list(kv) if kv else 'missing'}, not {hd} or {2 * hd} rows.",
+                            "The file is damaged: convert it again with llama.cpp's tools.")
+        mixer.update(compress_ratio=ratio, compress_overlap=kv[1] == 2 * hd)
+    if "indexer.proj.weight" in t:
+        norm = t.get("indexer_compressor_norm.weight")
+        if not ratio or norm is None or len(t["indexer.proj.weight"]) != 2:
+            raise GgufError(f"{g.files[0]}: layer {il} holds an indexer without a compress ratio or its compressor.",
+                            "The file is damaged: convert it again with llama.cpp's tools.")
+        mixer["indexer"] = {"n_heads": t["indexer.proj.weight"][1], "head_dim": norm[0],
+                            "topk": _int(g, "attention.indexer.top_k", low=1, high=2**31 - 1)}
+    return mixer
+
+
 # the layer's matrices whose second dimension (rows) sizes what a plan costs: a damaged file can store one flat
-MATRICES = ("attn_kv_a_mqa.weight", "attn_q_a.weight", "attn_k.weight", "attn_q.weight", "ffn_up_shexp.weight",
+MATRICES = ("attn_kv_a_mqa.weight", "attn_q_a.weight", "attn_kv.weight", "attn_output_b.weight", "attn_k.weight", "attn_q.weight", "ffn_up_shexp.weight",
             "ffn_up.weight")
 
 
@@ -216,6 +253,8 @@ def _layer(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], hidden: int, swa
         pass
     elif kda:
         spec["mixer"] = _kda(g, il, t)
+    elif "attn_kv.weight" in t and "attn_output_b.weight" in t and "attn_q_a.weight" in t:  # DeepSeek-V4
+        spec["mixer"] = _compressed(g, il, t, heads)
     elif "attn_kv_a_mqa.weight" in t:  # MLA
         rope = _int(g, "rope.dimension_count")
         kv_rank = _int(g, "attention.kv_lora_rank", required=False) or t["attn_kv_a_mqa.weight"][1] - rope
@@ -357,6 +396,9 @@ def model_fields(g: GgufFile) -> tuple[dict, list[str]]:
         per_layer["altup"] = {"num_inputs": (altup.shape[2] if len(altup.shape) > 2 else 1) + 1}
     if laurel is not None and len(laurel.shape) == 2:  # {n_embd, laurel_rank}
         per_layer["laurel_rank"] = laurel.shape[1]
+    streams = _int(g, "hyper_connection.count", required=False, low=2, high=64)
+    if streams:  # DeepSeek-V4's hyper-connections (their tensors hc_*: params.hyper_connection_params)
+        per_layer["hyper_connections"] = streams
     fields = {"vocab_size": emb.shape[1], "hidden_size": hidden, "tie_word_embeddings": tied,
               "max_position_embeddings": _int(g, "context_length", low=1, high=2**31 - 1), **layer_stack_fields(specs),
               "final_norms": 1 if "output_norm.weight" in g.tensors else 0, **per_layer}
@@ -385,8 +427,8 @@ def exact_from_gguf(g: GgufFile, n_layer: int, tied: bool, experts_share,
         if t.ggml_type.lower() not in ("f32", "f16", "bf16", "f64"):  # as weights.py's mix counts them
             q_bytes, q_elements = q_bytes + t.nbytes, q_elements + t.numel
     notes = []
-    if by_comp.get("other"):
-        other = sorted(n for n in g.tensors if component(n, n_layer, kda) == "other")
+    other = sorted(n for n in g.tensors if component(n, n_layer, kda) == "other" and "hc_" not in n)
+    if other:  # DeepSeek-V4's hyper-connections (hc_*, output_hc_*) are known, counted as `other`
         notes.append(f"{len(other)} tensor(s) of no known component (e.g. {other[0][:60]}), counted as read per token")
     top = sorted(by_type.items(), key=lambda kv: -kv[1])
     return ExactWeights([str(p) for p in g.files], dict(by_comp), dict(by_type), dict(params),

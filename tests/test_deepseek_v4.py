@@ -148,3 +148,12 @@ def test_cli_plans_it_and_refuses_a_split_its_output_groups_do_not_allow(run_cli
     code, out, err = run_cli("plan", "deepseek-v4-flash", "--gpu", "h200", "--tp", "16")
     assert code == 2 and out == "" and err.count("\n") == 1
     assert "--tp 16 does not divide the 8 attention output groups" in err
+
+
+def test_under_llamacpp_the_indexer_keys_are_in_the_k_caches_type(catalog):
+    """llama.cpp keeps DeepSeek-V4's indexer keys in its K cache (type_k: f16, 128 values = 256 B a row), where vLLM
+    and SGLang keep FP8 keys with a scale a 128 (132 B): the plan under llama.cpp sizes them so, as its ledger does."""
+    m = catalog.model("deepseek-v4-flash")
+    neutral, llama = kv_bytes(m, 131_072, "fp16"), kv_bytes(m, 131_072, "fp16", "llamacpp")
+    assert llama.bytes_by_kind["compressed"] - neutral.bytes_by_kind["compressed"] == 21 * 32_768 * (256 - 132)
+    assert llama.states == "llamacpp" and llama.indexer_bytes_per_token == 21 * 256 / 4

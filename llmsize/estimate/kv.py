@@ -170,6 +170,7 @@ class KvBytes:
     indexer_bytes_per_token: float = 0.0  # of bytes_per_token, the sparse-attention indexers' keys (all layers)
     topk: int | None = None  # tokens a sparse layer's attention reads (index_topk), None without sparse layers
     shared_layers: int = 0  # layers that read an earlier layer's cache and hold none (not in layers_by_kind)
+    states: str = "neutral"  # how the runtime lays out states and DeepSeek-V4's indexer keys (kv_bytes)
 
     @property
     def bytes_per_sequence(self) -> float:
@@ -197,7 +198,9 @@ def check_context(context_tokens: int) -> int:
 def kv_bytes(model: ModelSpec, context_tokens: int, kv_dtype: str, states: str = "neutral") -> KvBytes:
     """KV cache + recurrent state of one sequence holding `context_tokens` tokens (cached by the model's identity:
     fleet asks for the same model and length thousands of times across its configurations); `states`: how the
-    runtime keeps a recurrent layer's state (STATE_BYTES)."""
+    runtime keeps a recurrent layer's state (STATE_BYTES) and, "llamacpp", a DeepSeek-V4 layer's indexer keys: in its
+    K cache's type, head_dim values a row (src/llama-kv-cache-dsv4.cpp: kv_lid of type_k), not the engines' FP8
+    keys with their scales."""
     state_bytes = STATE_BYTES[states]
     check_context(context_tokens)
     b = float(kv_dtype_bytes(kv_dtype))
@@ -224,6 +227,8 @@ def kv_bytes(model: ModelSpec, context_tokens: int, kv_dtype: str, states: str =
             if m.compress_ratio is None:
                 continue
             ix = indexer_bytes_per_token(m)
+            if ix and states == "llamacpp":
+                ix = m.indexer.head_dim * b
             layers[kind] += g.count
             per_tok[kind] += g.count * (row + ix) / m.compress_ratio
             entries = compressed_entries(m, context_tokens)
@@ -250,4 +255,4 @@ def kv_bytes(model: ModelSpec, context_tokens: int, kv_dtype: str, states: str =
                                + latent_bytes_per_token(m, b, kv_dtype) * min(cached, ix.topk))
             indexer += g.count * indexer_bytes_per_token(m)
             topk = ix.topk
-    return KvBytes(kv_dtype, context_tokens, by_kind, layers, per_tok, read, indexer, topk, shared)
+    return KvBytes(kv_dtype, context_tokens, by_kind, layers, per_tok, read, indexer, topk, shared, states)

@@ -143,9 +143,11 @@ def render_plan(p: Plan, width: int = 100, color: bool = False, placement: str |
         r.line()
     if kv.topk:
         rows_of = "compressed rows" if kv.layers_by_kind["compressed"] else "tokens' latents"
+        keys = ("keys in the K cache's type, as llama.cpp keeps them" if kv.states == "llamacpp" and
+                kv.layers_by_kind["compressed"] else "FP8 keys and their scales, whatever the cache dtype")
         r.kv("Sparse attention (DeepSeek's lightning indexer)",
              [("indexer keys", f"{kv.indexer_bytes_per_token:,.0f} B a token of the {kv.bytes_per_token:,.0f} "
-                               "(FP8 keys and their scales, whatever the cache dtype)"),
+                               f"({keys})"),
               ("a decode step reads", f"{fmt_bytes(kv.read_bytes)} of the {fmt_bytes(kv.bytes_per_sequence)} held: "
                                       f"every key, the top {kv.topk:,} {rows_of}"
                                       + (" and the windows" if kv.layers_by_kind["compressed"] else ""))])

@@ -831,3 +831,22 @@ def test_a_damaged_deepseek_v4_gguf_is_refused_in_one_line(tmp_path, run_cli):
     code, out, err = run_cli("plan", str(path), "--gpu", "rtx4090")
     assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err
     assert "compress ratio 1" in err
+
+
+@pytest.mark.parametrize("damage, says", [
+    (lambda m: m.meta.pop("hyper_connection.count"), "hyper_connection.count` is missing"),
+    (lambda m: m.meta.update({"hyper_connection.count": 3}), "hyper_connection.count 3 and blk.0.hc_attn_base [8]"),
+    (lambda m: m.meta.update({"attention.compress_ratios": [0, 128, 4]}), "has compress ratio 128"),
+    (lambda m: m.meta.update({"attention.compress_ratios": [0, 4]}), "compress_ratios` has 2 entries for 3 layers"),
+    (lambda m: m.meta.update({"attention.head_count_kv": 2}), "head_count_kv 2: its attention caches one KV head"),
+    (lambda m: m.tensors.remove(next(t for t in m.tensors if t[0] == "blk.1.indexer.proj.weight")),
+     "holds an indexer without"),
+])
+def test_a_deepseek_v4_gguf_whose_metadata_and_tensors_disagree_is_refused(tmp_path, run_cli, damage, says):
+    """Each had been accepted, and planned as another model: the streams from a count the tensors do not have, the
+    ratios from metadata their compressors contradict, an indexer half there dropped in silence."""
+    m = _deepseek4()
+    damage(m)
+    code, out, err = run_cli("plan", str(m.write(tmp_path / "bad.gguf")), "--gpu", "rtx4090")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err
+    assert says in err

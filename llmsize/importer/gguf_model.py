@@ -198,25 +198,37 @@ def _compressed(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], heads: int)
     hd = t["attn_kv.weight"][1]
     groups = _int(g, "attention.output_group_count", low=1, high=2**16)
     low = t["attn_output_b.weight"][0]
+    ratios = g.get("attention.compress_ratios")
+    if isinstance(ratios, list) and len(ratios) <= il:
+        raise GgufError(f"{g.files[0]}: metadata `{g.arch}.attention.compress_ratios` has {len(ratios)} entries for "
+                        f"{_int(g, 'block_count')} layers.", "The file's metadata is damaged: convert it again with "
+                        "llama.cpp's tools.")
     ratio = _int(g, "attention.compress_ratios", il, low=0, high=2**20)
+    kv_heads = _int(g, "attention.head_count_kv", il, required=False)
+    if kv_heads not in (None, 1):
+        raise GgufError(f"{g.files[0]}: layer {il} is a DeepSeek-V4 layer (attn_kv, attn_output_b) with "
+                        f"{g.arch}.attention.head_count_kv {kv_heads}: its attention caches one KV head.",
+                        "The file's metadata is damaged: convert it again with llama.cpp's tools.")
     if heads % groups or low % groups or ratio == 1:
         raise GgufError(f"{g.files[0]}: layer {il}: {heads} heads, {groups} output groups (output_group_count), "
                         f"attn_output_b of {low} rows and compress ratio {ratio} do not make a DeepSeek-V4 layer.",
                         "The file's metadata is damaged: convert it again with llama.cpp's tools.")
     mixer = {"kind": "compressed", "num_attention_heads": heads, "head_dim": hd,
-             "qk_rope_head_dim": _int(g, "rope.dimension_count", low=1, high=hd), "q_lora_rank": t["attn_q_a.weight"][1],
+             "qk_rope_head_dim": _int(g, "rope.dimension_count", low=1, high=hd),
+             "q_lora_rank": t["attn_q_a.weight"][1],
              "o_groups": groups, "o_lora_rank": low // groups,
              "sliding_window": _int(g, "attention.sliding_window", low=1, high=2**31 - 1)}
     if ratio:
-        kv = t.get("attn_compressor_kv.weight")
-        if kv is None or len(kv) != 2 or kv[1] not in (hd, 2 * hd):
+        kv, ape = t.get("attn_compressor_kv.weight"), t.get("attn_compressor_ape.weight")
+        if kv is None or len(kv) != 2 or kv[1] not in (hd, 2 * hd) or ape is None or tuple(ape) != (kv[1], ratio):
             raise GgufError(f"{g.files[0]}: layer {il} has compress ratio {ratio} and attn_compressor_kv "
-                            f"{list(kv) if kv else 'missing'}, not {hd} or {2 * hd} rows.",
+                            f"{list(kv) if kv else 'missing'}, attn_compressor_ape {list(ape) if ape else 'missing'}: "
+                            f"not {hd} or {2 * hd} rows, and an ape of those rows by {ratio}.",
                             "The file is damaged: convert it again with llama.cpp's tools.")
         mixer.update(compress_ratio=ratio, compress_overlap=kv[1] == 2 * hd)
-    if "indexer.proj.weight" in t:
+    if any(n.startswith("indexer") for n in t):
         norm = t.get("indexer_compressor_norm.weight")
-        if not ratio or norm is None or len(t["indexer.proj.weight"]) != 2:
+        if not ratio or norm is None or len(t.get("indexer.proj.weight", ())) != 2:
             raise GgufError(f"{g.files[0]}: layer {il} holds an indexer without a compress ratio or its compressor.",
                             "The file is damaged: convert it again with llama.cpp's tools.")
         mixer["indexer"] = {"n_heads": t["indexer.proj.weight"][1], "head_dim": norm[0],
@@ -225,8 +237,8 @@ def _compressed(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], heads: int)
 
 
 # the layer's matrices whose second dimension (rows) sizes what a plan costs: a damaged file can store one flat
-MATRICES = ("attn_kv_a_mqa.weight", "attn_q_a.weight", "attn_kv.weight", "attn_output_b.weight", "attn_k.weight", "attn_q.weight", "ffn_up_shexp.weight",
-            "ffn_up.weight")
+MATRICES = ("attn_kv_a_mqa.weight", "attn_q_a.weight", "attn_kv.weight", "attn_output_b.weight", "attn_k.weight",
+            "attn_q.weight", "ffn_up_shexp.weight", "ffn_up.weight")
 
 
 def _layer(g: GgufFile, il: int, t: dict[str, tuple[int, ...]], hidden: int, swa: bool) -> dict:
@@ -396,8 +408,14 @@ def model_fields(g: GgufFile) -> tuple[dict, list[str]]:
         per_layer["altup"] = {"num_inputs": (altup.shape[2] if len(altup.shape) > 2 else 1) + 1}
     if laurel is not None and len(laurel.shape) == 2:  # {n_embd, laurel_rank}
         per_layer["laurel_rank"] = laurel.shape[1]
-    streams = _int(g, "hyper_connection.count", required=False, low=2, high=64)
+    base = g.tensors.get("blk.0.hc_attn_base.weight")
+    streams = _int(g, "hyper_connection.count", required=base is not None, low=2, high=64)
     if streams:  # DeepSeek-V4's hyper-connections (their tensors hc_*: params.hyper_connection_params)
+        if base is None or tuple(base.shape) != (2 * streams + streams * streams,):
+            raise GgufError(f"{g.files[0]}: {g.arch}.hyper_connection.count {streams} and blk.0.hc_attn_base "
+                            f"{list(base.shape) if base is not None else 'missing'}: not its 2n + n^2 = "
+                            f"{2 * streams + streams * streams} mixing weights.", "The file is damaged: convert it "
+                            "again with llama.cpp's tools.")
         per_layer["hyper_connections"] = streams
     fields = {"vocab_size": emb.shape[1], "hidden_size": hidden, "tie_word_embeddings": tied,
               "max_position_embeddings": _int(g, "context_length", low=1, high=2**31 - 1), **layer_stack_fields(specs),

@@ -16,13 +16,14 @@ from llmsize.importer.config_fields import ConfigError, ConfigReader, Mapped, co
 
 REQUIRED = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", "head_dim", "qk_rope_head_dim",
             "q_lora_rank", "o_groups", "o_lora_rank", "sliding_window", "compress_ratios", "n_routed_experts",
-            "num_experts_per_tok", "moe_intermediate_size", "hc_mult")
+            "num_experts_per_tok", "moe_intermediate_size", "n_shared_experts", "num_hash_layers", "hc_mult")
+INT32_MAX = 2**31 - 1
 INDEXED_RATIO = 4  # the ratio whose layers select entries through an indexer, over overlapping windows
 
 
 def _ratios(c: ConfigReader, layers: int, extra: int) -> list[int]:
     ratios = c.get("compress_ratios")
-    if not (isinstance(ratios, list) and len(ratios) >= layers + extra
+    if not (isinstance(ratios, list) and len(ratios) == layers + extra
             and all(type(r) is int and (r == 0 or 2 <= r <= 2**20) for r in ratios)):
         raise ConfigError(f"{c.where}: compress_ratios is not one ratio (0, or 2 and more) for each of the {layers} "
                           f"layers{f' and {extra} multi-token-prediction layer(s)' if extra else ''}.",
@@ -31,27 +32,37 @@ def _ratios(c: ConfigReader, layers: int, extra: int) -> list[int]:
 
 
 def _mixer(c: ConfigReader, ratio: int) -> dict:
-    heads, hd, rope, q_rank, groups, o_rank, window = c.need(
-        "num_attention_heads", "head_dim", "qk_rope_head_dim", "q_lora_rank", "o_groups", "o_lora_rank",
-        "sliding_window")
-    if type(groups) is int and type(heads) is int and groups > 0 and heads % groups:
+    heads, hd, rope, q_rank, groups, o_rank = (c.count(k, high=2**16) for k in (
+        "num_attention_heads", "head_dim", "qk_rope_head_dim", "q_lora_rank", "o_groups", "o_lora_rank"))
+    window = c.count("sliding_window", high=INT32_MAX)
+    if heads % groups:
         raise ConfigError(f"{c.where}: o_groups {groups} does not divide num_attention_heads {heads} (each output "
                           "group takes as many heads).", "Fix the config.json.")
+    if rope > hd:
+        raise ConfigError(f"{c.where}: qk_rope_head_dim {rope} is wider than head_dim {hd} (RoPE takes the head's "
+                          "last qk_rope_head_dim values).", "Fix the config.json.")
     mixer = {"kind": "compressed", "num_attention_heads": heads, "head_dim": hd, "qk_rope_head_dim": rope,
              "q_lora_rank": q_rank, "o_groups": groups, "o_lora_rank": o_rank, "sliding_window": window}
     if ratio:
         mixer["compress_ratio"] = ratio
     if ratio == INDEXED_RATIO:
-        n, d, k = c.need("index_n_heads", "index_head_dim", "index_topk")
-        mixer.update(compress_overlap=True, indexer={"n_heads": n, "head_dim": d, "topk": k})
+        c.need("index_n_heads", "index_head_dim", "index_topk")
+        n, d = (c.count(k, high=2**16) for k in ("index_n_heads", "index_head_dim"))
+        mixer.update(compress_overlap=True, indexer={"n_heads": n, "head_dim": d,
+                                                     "topk": c.count("index_topk", high=INT32_MAX)})
     return mixer
 
 
 def _moe(c: ConfigReader, hashed: bool) -> dict:
-    experts, k, inter = c.need("n_routed_experts", "num_experts_per_tok", "moe_intermediate_size")
+    experts, k, inter = (c.count(key, high=2**24) for key in ("n_routed_experts", "num_experts_per_tok",
+                                                               "moe_intermediate_size"))
+    if k > experts:
+        raise ConfigError(f"{c.where}: num_experts_per_tok {k} is more than n_routed_experts {experts}.",
+                          "Fix the config.json.")
     moe = {"kind": "moe", "num_experts": experts, "experts_per_token": k, "moe_intermediate_size": inter}
-    if c.get("n_shared_experts"):
-        moe["num_shared_experts"] = c.get("n_shared_experts")
+    shared = c.count("n_shared_experts", low=0, high=2**10)
+    if shared:
+        moe["num_shared_experts"] = shared
     if not hashed and c.get("topk_method") == "noaux_tc":  # exp_probs_b beside the router's weight
         moe["router_bias"] = True
     return moe
@@ -65,7 +76,7 @@ def map_deepseek_v4(c: ConfigReader, model_type: str) -> Mapped:
                           "(K = V), which is what llmsize models.", "Fix the config.json.")
     mtp = c.count("num_nextn_predict_layers", low=0, high=64, default=0)
     ratios = _ratios(c, layers, mtp)
-    hashed = c.count("num_hash_layers", low=0, high=layers, default=0)
+    hashed = c.count("num_hash_layers", low=0, high=layers)
     specs = []
     for i in range(layers):
         spec = {"mixer": _mixer(c, ratios[i]), "mlp": _moe(c, i < hashed)}

@@ -157,3 +157,80 @@ def test_under_llamacpp_the_indexer_keys_are_in_the_k_caches_type(catalog):
     neutral, llama = kv_bytes(m, 131_072, "fp16"), kv_bytes(m, 131_072, "fp16", "llamacpp")
     assert llama.bytes_by_kind["compressed"] - neutral.bytes_by_kind["compressed"] == 21 * 32_768 * (256 - 132)
     assert llama.states == "llamacpp" and llama.indexer_bytes_per_token == 21 * 256 / 4
+
+
+@pytest.mark.parametrize("changes, says", [
+    ({"n_shared_experts": None}, "n_shared_experts"),  # had been dropped in silence (13.27 -> 12.19 B active)
+    ({"num_hash_layers": None}, "num_hash_layers"),
+    ({"compress_ratios": [0] * 45}, "compress_ratios is not one ratio"),  # one more than 43 layers + the MTP layer
+    ({"o_groups": 0}, "o_groups is 0"),
+    ({"o_lora_rank": -1}, "o_lora_rank is -1"),
+    ({"sliding_window": 2**40}, "sliding_window is 1099511627776"),
+    ({"head_dim": 32}, "qk_rope_head_dim 64 is wider than head_dim 32"),
+    ({"num_experts_per_tok": 300}, "num_experts_per_tok 300 is more than n_routed_experts 256"),
+])
+def test_a_field_it_cannot_do_without_or_out_of_range_is_named(changes, says):
+    raw = {k: v for k, v in _raw(FLASH, **changes).items() if v is not None}
+    with pytest.raises(ConfigError) as e:
+        map_config(raw, "config.json")
+    assert says in e.value.message
+
+
+def test_pipeline_stages_hold_their_own_layers(catalog):
+    """A stage holds its share of the stack, the groups as they fall in it: --pp 43 is one layer a card, where taking
+    each of the 4 groups' ceil(count / pp) had given 4 (DeepSeek-V4-Flash's 2 + 1 + 20 + 20)."""
+    from llmsize.estimate.parallel import shard_model, stage_group_counts
+
+    m = catalog.model("deepseek-v4-flash")
+    # 43 layers in 8 stages: 5 of 5, then 3 of 6 (the remainder to the last); in 4: 10, 11, 11, 11; in 2: 21, 22
+    assert sum(stage_group_counts(m, 43)) == 1 and sum(stage_group_counts(m, 8)) == 6
+    assert sum(stage_group_counts(m, 2)) == 22 and shard_model(m, 1, 4).num_layers == 11
+    llama = catalog.model("llama-3.1-8b")
+    assert stage_group_counts(llama, 4) == [8]
+
+
+def test_a_pipeline_hands_on_every_hyper_connection_stream(catalog):
+    from llmsize.estimate.parallel import make_comm
+
+    m = catalog.model("deepseek-v4-flash")
+    comm = make_comm(m, catalog.gpu("h200"), 1, 2)
+    assert comm.bytes_per_card(1, m.hidden_size) == 4 * 4096 * 2  # 4 streams of 4,096 values in 16 bits
+
+
+def test_serving_engines_default_to_the_recipes_fp8_cache_and_blocks(run_cli):
+    code, out, err = run_cli("plan", "deepseek-v4-flash", "--gpu", "h200", "--tp", "2", "--emit", "vllm")
+    line = out.strip().splitlines()[-1]
+    assert code == 0 and "--kv-cache-dtype fp8" in line and "--block-size 256" in line and "--trust-remote-code" in line
+    code, out, err = run_cli("plan", "deepseek-v4-flash", "--gpu", "h200", "--tp", "2")
+    assert "KV cache (fp8)" in out
+    code, out, err = run_cli("plan", "deepseek-v4-flash", "--gpu", "m3-ultra", "--runtime", "llamacpp", "--quant",
+                             "gguf-q2_k")
+    assert "KV cache (fp16)" in out  # llama.cpp's own default
+
+
+def test_a_kv_policy_is_refused_not_ignored(run_cli):
+    code, out, err = run_cli("plan", "deepseek-v4-flash", "--gpu", "h200", "--tp", "2", "--kv-policy", "budget:2048")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "already keep a window and a compressed row" in err
+
+
+def test_the_mtp_layer_is_priced_in_the_release_recipe_and_caches_a_window(catalog):
+    """DeepSeek-V4's MTP layer is stored as the rest of the checkpoint (FP4 experts, FP8 layers: 148.66 GiB with it),
+    not in BF16; its layer keeps the window alone (compress_ratios' last entry, 0)."""
+    from llmsize.estimate.plan import PlanInputs, make_plan
+    from llmsize.estimate.speculative import Spec, draft_memory
+
+    m = catalog.model("deepseek-v4-flash")
+    p = make_plan(m, catalog.gpu("h200"), PlanInputs(tp=2, kv_dtype="fp8"))
+    weights, cache = draft_memory(p, Spec(k=1, accept=0.85), None)
+    assert weights == pytest.approx(6_610_048_891 * p.fmt.bits_per_weight / 8 / 2)
+    assert cache == 128 * 584  # one window layer's rows, at 4,096 tokens
+
+
+def test_a_llamacpp_plan_of_a_model_that_fits_has_its_speed(run_cli):
+    """output_hc_* (the head's hyper-connection) load with the output layer: a DeepSeek-V4 GGUF whose every layer is
+    on the card had been read as partly in host memory, and its speed left out."""
+    code, out, err = run_cli("plan", "deepseek-v4-flash", "--gpu", "b200", "--engine", "llamacpp", "--quant",
+                             "gguf-q2_k", "--context", "131072")
+    assert code == 0 and "host memory (" not in out and "decode, batch 1" in out
+    assert "32,768 rows at ratio 4, 1,024 rows at ratio 128" in " ".join(out.split())

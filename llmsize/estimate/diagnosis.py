@@ -220,13 +220,19 @@ def _kv_levers(p: dict) -> list[str]:
            and g.mixer.num_key_value_heads < g.mixer.num_attention_heads]
     if gqa:
         have.append("GQA")
-    if have:
+    if "compressed" in kinds:
+        levers.append(f"Architecture: this model already uses {', '.join(have)}: a DeepSeek-V4 token costs a share "
+                      "of a row in most layers, less than any MLA or GQA model's.")
+    elif have:
         levers.append(f"Architecture: this model already uses {', '.join(have)}; a model that caches less per "
                       "token (fewer KV heads, MLA, more sliding-window or constant-state layers) holds more.")
     else:
         levers.append("Architecture: this model uses plain multi-head attention; a model with GQA, MLA or sliding "
                       "windows caches less per token.")
-    levers.append("Shorter contexts or fewer concurrent sequences; more cards split the cache.")
+    whole = kinds & {"mla", "compressed"}
+    levers.append("Shorter contexts or fewer concurrent sequences; more cards split the cache" + (
+        " by layers (--pp): tensor parallelism keeps a whole copy of each layer's "
+        + ("latent" if "mla" in whole else "rows") + " on every card." if whole else "."))
     return levers
 
 

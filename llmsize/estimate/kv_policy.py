@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from llmsize.catalog.schema import FullAttention, MlaAttention, ModelSpec, SlidingAttention
+from llmsize.catalog.schema import CompressedAttention, FullAttention, MlaAttention, ModelSpec, SlidingAttention
 from llmsize.errors import InvalidValueError
 
 KINDS = ("streaming", "budget")
@@ -98,11 +98,21 @@ def parse_kv_policy(text: str | None) -> KvPolicy | None:
     return policy
 
 
+def policy_applies(model: ModelSpec) -> bool:
+    """Whether a policy's cap is modelled for the model's layers: not for DeepSeek-V4's, which keep a window and
+    compressed rows already (how a cap on tokens would fall on rows that each stand for several is not modelled)."""
+    return not any(isinstance(g.mixer, CompressedAttention) for g in model.layer_groups)
+
+
 def capped_model(model: ModelSpec, policy: KvPolicy | None) -> ModelSpec:
     """The model as the policy's cache sees it: every layer that caches tokens caches at most policy.cap_tokens
     (full attention becomes a window of the cap, a window keeps the smaller, MLA gets the cap); weights unchanged."""
     if policy is None:
         return model
+    if not policy_applies(model):
+        raise InvalidValueError(f"--kv-policy {policy.label}: DeepSeek-V4's layers already keep a window and a "
+                                "compressed row every few tokens; a token cap over them is not modelled.",
+                                "Plan it without --kv-policy (its own cache is the plan's).")
     cap = policy.cap_tokens
     groups = []
     for g in model.layer_groups:

@@ -30,7 +30,7 @@ from llmsize.catalog.schema import STATE_KINDS
 from llmsize.errors import LlmsizeError
 from llmsize.estimate.capacity import LLAMACPP_RUNTIMES
 from llmsize.estimate.fleet import DISAGGREGATING
-from llmsize.estimate.kv_policy import parse_kv_policy
+from llmsize.estimate.kv_policy import parse_kv_policy, policy_applies
 from llmsize.estimate.quant import FORMATS, RUNTIME_FORMATS, RUNTIME_KV, kv_dtype_bytes, kv_dtype_flags
 from llmsize.estimate.runtimes import is_gguf
 from llmsize.estimate.speculative import suggested_spec
@@ -78,7 +78,7 @@ ARCHITECTURES = {
     "GQA": ("KV cache (heads sharing K and V)", lambda m: m.kind in ("full", "sliding")
             and m.num_key_value_heads < m.num_attention_heads),
     "MLA": ("KV cache (a latent per token)", lambda m: m.kind == "mla"),
-    "a sliding window": ("KV cache (capped per layer)", lambda m: m.kind == "sliding"),
+    "a sliding window": ("KV cache (capped per layer)", lambda m: m.kind in ("sliding", "compressed")),
     "compressed attention": ("KV cache (a row every few tokens beside a window)", lambda m: m.kind == "compressed"),
     "SSM / linear-attention layers": ("KV cache (constant state)", lambda m: m.kind in STATE_KINDS),
     "sparse attention (DSA)": ("KV cache read and attention FLOPs (top-k tokens a query)",
@@ -282,6 +282,8 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
     now = figure_of(plan, figure)
     # a share of the card the user did not give is each row's own runtime's (a GGUF row: llama.cpp's whole card)
     inputs = plan.inputs if plan.gpu_util_given else replace(plan.inputs, gpu_util=None)
+    # another model's row takes its own runtime default cache where the user gave none (DeepSeek-V4's FP8)
+    own_cache = {} if plan.kv_dtype_given else {"kv_dtype": None}
     ttft = plan.prefill.ttft_s
     expected_now = {f: expected_of(plan, f, runtimes, runtime) for f in EXPECTED_FIGURES}
     rows = [Lever("diagnosis: " + saturates.replace("_", " "), RESOURCE_OF[saturates], figure, now, now,
@@ -320,7 +322,7 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
                 continue  # an FP4 cache where the card has FP4 tensor cores (Blackwell)
             if float(kv_dtype_bytes(dt)) < per_value:
                 add(f"KV cache in {dt}", "KV cache (memory, bandwidth)", caveat, with_kv_dtype(inputs, dt))
-        if inputs.kv_policy is None:
+        if inputs.kv_policy is None and policy_applies(plan.model):
             for spec in KV_POLICIES:
                 pol = parse_kv_policy(spec)
                 if pol.cap_tokens < inputs.context_tokens:
@@ -369,8 +371,8 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
         for name, resource, test in wanted:
             other_model = nearest_with(plan.model, models, test)
             if other_model is not None:  # in the plan's format, but never a ternary file of a model not trained so
-                other_inputs = (replace(inputs, quant=None, scope=None) if ternary
-                                else replace(inputs, scope=scope_for(other_model, inputs.scope)))
+                other_inputs = (replace(inputs, quant=None, scope=None, **own_cache) if ternary
+                                else replace(inputs, scope=scope_for(other_model, inputs.scope), **own_cache))
                 add(f"{name}: {other_model.id} (another model)", resource, "a different model, the catalog's nearest "
                     f"in size (within 2x) with {name}: what the architecture buys, not a change this model can take "
                     "(quality, tokenizer and licence may differ)", other_inputs, model=other_model)

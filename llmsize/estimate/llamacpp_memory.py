@@ -73,8 +73,9 @@ EXPERTS = re.compile(r"^blk\.\d+\.ffn_(up|down|gate|gate_up)_exps\.")  # --n-cpu
 # the input layer"; llama-arch.cpp LLM_TENSOR_PER_LAYER_TOKEN_EMBD is LLM_TENSOR_LAYER_INPUT)
 GATHERED_TENSORS = ("token_embd.weight", "per_layer_token_embd.weight")
 # the output layer's tensors: on the GPU with it (-ngl's first layer); Gemma 3n's AltUp projections are output-layer
-# tensors too (llama-arch.cpp: LLM_TENSOR_ALTUP_PROJ, LLM_TENSOR_ALTUP_UNEMBD_PROJ are LLM_TENSOR_LAYER_OUTPUT)
-OUTPUT_TENSORS = ("output.", "output_norm.", "altup_proj.", "altup_unembd_proj.")
+# tensors too (llama-arch.cpp: LLM_TENSOR_ALTUP_PROJ, LLM_TENSOR_ALTUP_UNEMBD_PROJ are LLM_TENSOR_LAYER_OUTPUT), and
+# DeepSeek-V4's head hyper-connection (output_hc_base, _fn, _scale) sits beside output_norm
+OUTPUT_TENSORS = ("output.", "output_norm.", "altup_proj.", "altup_unembd_proj.", "output_hc_")
 # outside the blocks but loaded with block 0 (llama-arch.cpp: LLM_TENSOR_LAYER_REPEATING, created with block id 0)
 BLOCK0_TENSORS = ("per_layer_model_proj.weight", "per_layer_proj_norm.weight")
 
@@ -173,6 +174,7 @@ class LlamaCppLedger:
     n_layer: int
     notes: list[str] = field(default_factory=list)
     v_cache: bool = True  # some caching layer keeps a V cache (MLA's keep the latent in K alone)
+    compressed_cells: tuple[tuple[int, int], ...] = ()  # DeepSeek-V4: (ratio, rows a stream) of its compressed caches
     projector_holds: str = ""  # what the mmproj rows hold, in words (mmproj.projector_holds); "" without one
 
     @property
@@ -393,12 +395,14 @@ def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int
         cells_swa = n_ctx_seq if s.swa_full else _pad(
             min(n_ctx_seq, runs.n_swa * (s.parallel if s.kv_unified else 1) + s.ubatch_size), SWA_PAD)
     kv_gpu = kv_host = kv_full = kv_swa = rec_gpu = rec_host = 0
+    compressed: dict[int, int] = {}
     for c, ils in runs.runs:  # layers from i_gpu_start on are on the GPU
         n_gpu = len(ils) - bisect_left(ils, i_gpu_start)
         n_host = len(ils) - n_gpu
         if c.compress_ratio:  # DeepSeek-V4's rows (with the growing cache) and compressor states (with the states)
             streams = max(1, s.parallel)
             rows = _pad(-(-n_ctx_seq // c.compress_ratio), SWA_PAD)
+            compressed[c.compress_ratio] = rows
             b = streams * rows * (row_bytes(s.cache_type_k, c.k) + row_bytes(s.cache_type_k, c.index_k))
             kv_full += len(ils) * b
             kv_gpu, kv_host = kv_gpu + n_gpu * b, kv_host + n_host * b
@@ -484,7 +488,8 @@ def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int
     output = s.parallel * model.vocab_size * F32
     return LlamaCppLedger(engine, s, n_ctx, n_ctx_seq, n_stream, n_ctx_seq, cells_swa, kv_full, kv_swa,
                           rec_gpu + rec_host, output, devices, ngl, n_layer, notes,
-                          any(c.v for c, _ in runs.runs if c.k), proj_holds)
+                          any(c.v for c, _ in runs.runs if c.k), projector_holds=proj_holds,
+                          compressed_cells=tuple(sorted(compressed.items())))
 
 
 def _projector_place(model: ModelSpec, s: LlamaCppSettings) -> tuple[int, int, str]:

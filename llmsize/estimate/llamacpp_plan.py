@@ -301,7 +301,7 @@ def with_offload(result, lp: LlamaCppPlan):
         parts.append(f"{led.gpu_layers} of {led.n_layer + 1} layers on the card")
     if led.settings.n_cpu_moe:
         parts.append(f"the routed experts of {min(led.settings.n_cpu_moe, led.n_layer)} layers on the host")
-    placed = " and ".join(parts)
+    placed = " and ".join(parts) or "tensors outside its layers"
     if off is None or off.decode_tok_s is None:  # no host memory given, or no fitted constants on this backend
         why = ("give --host-memory (e.g. DDR5-6000x2) or --host-bandwidth-gb-s for the offload's speed"
                if off is None else "no fitted llama.cpp constants on this backend for its GPU part")

@@ -117,6 +117,34 @@ def _shard_mlp(m, tp: int):
     return m.model_copy(update=upd)
 
 
+def stage_group_counts(model: ModelSpec, pp: int) -> list[int]:
+    """Each layer group's layers in the largest of `pp` pipeline stages: the stack cut into pp runs as vLLM cuts it
+    (vllm/distributed/utils.py get_pp_indices: n // pp layers a stage, one more to each of the n % pp stages before
+    the last, which holds the lm_head), the stage holding the most parameters. One stage of interleaved groups holds
+    its own mix of them (DeepSeek-V4-Flash's 2 + 1 + 20 + 20 at --pp 43 is one layer a stage, not one of each
+    group)."""
+    if pp == 1:
+        return [g.count for g in model.layer_groups]
+    from llmsize.estimate.params import layer_pieces
+
+    per_layer = [sum(p.params for p in layer_pieces(g, model.hidden_size)) for g in model.layer_groups]
+    index = {id(g): i for i, g in enumerate(model.layer_groups)}
+    stack = [index[id(g)] for g in model.layer_stack()]
+    n, best, start = len(stack), None, 0
+    sizes = [n // pp] * pp
+    for i in range(2, n % pp + 2):
+        sizes[-i] += 1
+    for size in sizes:
+        counts = [0] * len(per_layer)
+        for g in stack[start:start + size]:
+            counts[g] += 1
+        start += size
+        weight = sum(c * w for c, w in zip(counts, per_layer))
+        if best is None or weight > best[0]:
+            best = (weight, counts)
+    return best[1]
+
+
 @by_identity(maxsize=256)
 def shard_model(model: ModelSpec, tp: int = 1, pp: int = 1) -> ModelSpec:
     """The part of `model` one card of a tp x pp deployment holds (the largest pipeline stage); one object per model
@@ -128,8 +156,13 @@ def shard_model(model: ModelSpec, tp: int = 1, pp: int = 1) -> ModelSpec:
                                 "Use fewer pipeline stages.")
     if tp == 1 and pp == 1:
         return model
-    groups = [g.model_copy(update={"count": math.ceil(g.count / pp), "mixer": _shard_mixer(g.mixer, tp),
-                                   "mlp": _shard_mlp(g.mlp, tp)}) for g in model.layer_groups]
+    counts = stage_group_counts(model, pp)
+    groups = [g.model_copy(update={"count": n, "mixer": _shard_mixer(g.mixer, tp), "mlp": _shard_mlp(g.mlp, tp)})
+              for g, n in zip(model.layer_groups, counts) if n]
+    # layers that read an earlier layer's cache (Gemma 4 E's) in a stage without one of its kind: they hold their own
+    kinds = {g.mixer.kind for g in groups if g.mixer is not None and not getattr(g.mixer, "kv_shared", False)}
+    groups = [g.model_copy(update={"mixer": g.mixer.model_copy(update={"kv_shared": False})})
+              if getattr(g.mixer, "kv_shared", False) and g.mixer.kind not in kinds else g for g in groups]
     # a vision tower is split as the decoder is: vLLM shards its linears over the tensor-parallel cards unless told
     # --mm-encoder-tp-mode data, which "consumes additional memory" (vllm-project/recipes Qwen/Qwen3.5.md)
     extra = [x.model_copy(update={"params": math.ceil(x.params / tp)}) for x in model.extra] if tp > 1 else model.extra
@@ -159,6 +192,7 @@ class Comm:
     node_link_gb_s: float
     gpus_per_node: int
     nodes_given: int | None = None  # --nodes: one pipeline stage per node, the hand-offs over the node link
+    residual_streams: int = 1  # hidden-size streams a stage hands the next (DeepSeek-V4's hyper-connections: 4)
 
     @property
     def stages_cross_nodes(self) -> bool:
@@ -169,7 +203,7 @@ class Comm:
     def bytes_per_card(self, batch: int, hidden: int, tokens: int = 1) -> float:
         msg = batch * tokens * hidden * ACT_BYTES
         ring = 2 * (self.tp - 1) / self.tp * msg * self.allreduces if self.tp > 1 else 0.0
-        return ring + (self.pp - 1) * msg
+        return ring + (self.pp - 1) * msg * self.residual_streams
 
     def time_s(self, batch: int, hidden: int, tokens: int = 1) -> float:
         if self.tp * self.pp == 1:
@@ -180,7 +214,8 @@ class Comm:
             tp_link = self.link.gb_s if self.tp <= self.gpus_per_node else self.node_link_gb_s
             t += 2 * (self.tp - 1) / self.tp * msg * self.allreduces / (tp_link * 1e9)
         if self.pp > 1:
-            t += (self.pp - 1) * msg / ((self.node_link_gb_s if self.stages_cross_nodes else self.link.gb_s) * 1e9)
+            link_gb_s = self.node_link_gb_s if self.stages_cross_nodes else self.link.gb_s
+            t += (self.pp - 1) * msg * self.residual_streams / (link_gb_s * 1e9)
         return t
 
     @property
@@ -201,4 +236,5 @@ def make_comm(model: ModelSpec, gpu: GpuSpec, tp: int, pp: int, node_link_gb_s: 
     if tp * pp > 1 and link is None:
         raise InvalidValueError(f"{gpu.name} has no card-to-card link in the catalog ({gpu.interconnect!r}).",
                                 "Plan it on one card, or pick a card with NVLink or PCIe.")
-    return Comm(tp, pp, allreduces_per_token(model), link, node_link_gb_s, gpus_per_node, nodes)
+    return Comm(tp, pp, allreduces_per_token(model), link, node_link_gb_s, gpus_per_node, nodes,
+                model.hyper_connections or 1)

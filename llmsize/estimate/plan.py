@@ -149,6 +149,7 @@ class Plan:
     exact: object | None = None  # llmsize.importer.exact.ExactWeights behind `weights`
     notes: list[str] = field(default_factory=list)  # what an import noticed (generic mapping, exclusions)
     gpu_util_given: bool = True  # False: inputs.gpu_util is the runtime's default, not the user's
+    kv_dtype_given: bool = True  # False: inputs.kv_dtype is the runtime's default for the model, not the user's
     warnings: list[str] = field(default_factory=list)  # printed first: the plan is not what the files hold
     card_model: ModelSpec | None = None  # what one card holds when tp x pp > 1
     weights_card: WeightBytes | None = None  # weights one card holds (stage, tp shard)
@@ -286,17 +287,18 @@ TP_CHOICES = (1, 2, 4, 8, 16, 32)
 PP_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16)
 
 
-def with_runtime_share(inputs: PlanInputs, fmt: QuantFormat, gpu: GpuSpec, exact=None
+def with_runtime_share(inputs: PlanInputs, fmt: QuantFormat, gpu: GpuSpec, exact=None, model=None
                        ) -> tuple[PlanInputs, str, str | None]:
     """`inputs` with the share of the card its runtime budgets where --gpu-util was not given (the whole card under
     llama.cpp and MLX, unless that card is a machine's whole RAM; vLLM's 0.9 otherwise) and the runtime's cache
-    dtype where none was given, the runtime (the one named, else the format's and card's default), and the note
-    saying so (None where nothing was resolved or the share is vLLM's)."""
+    dtype where none was given (the model's family's, `model`, where it differs), the runtime (the one named, else
+    the format's and card's default), and the note saying so (None where nothing was resolved or the share is
+    vLLM's)."""
     from llmsize.estimate.runtimes import default_runtime, gguf_exact, runtime_kv_dtype
 
     runtime = inputs.runtime or default_runtime(fmt.id, gpu, gguf_exact(exact))[0]
     if inputs.kv_dtype is None:
-        inputs = replace(inputs, kv_dtype=runtime_kv_dtype(runtime))
+        inputs = replace(inputs, kv_dtype=runtime_kv_dtype(runtime, model))
     if inputs.gpu_util is not None:
         return inputs, runtime, None
     usable = usable_memory(gpu, inputs.wired_limit_bytes)
@@ -332,7 +334,7 @@ def smallest_fit(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs, exact=None,
     context and the overhead fit; engines' divisibility rules respected. None if 256 cards are not enough.
     pp_choices=(1,): the fewest of a tensor split alone."""
     fmt, scope = resolve_format(model, inputs.quant, inputs.scope)
-    inputs, runtime, _ = with_runtime_share(inputs, fmt, gpu, exact)
+    inputs, runtime, _ = with_runtime_share(inputs, fmt, gpu, exact, model)
     layers_first = runtime in LLAMACPP_RUNTIMES  # llama.cpp's default split (-sm layer) is a pipeline of layers
     # fewest cards; then tensor parallel inside a node rather than across nodes; then the shallowest pipeline
     # (under llama.cpp: its layer split before a row split)
@@ -373,9 +375,9 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     check_recipe_parts(model, fmt)
     prompt = inputs.context_tokens if inputs.prompt_tokens is None else inputs.prompt_tokens
     check_context(prompt)
-    util_given = inputs.gpu_util is not None
+    util_given, kv_given = inputs.gpu_util is not None, inputs.kv_dtype is not None
     own_budget = not util_given and inputs.overhead_bytes is None  # the runtime's own (llama.cpp's ledger)
-    inputs, runtime, why = with_runtime_share(inputs, fmt, gpu, exact)
+    inputs, runtime, why = with_runtime_share(inputs, fmt, gpu, exact, model)
     if runtime in LLAMACPP_RUNTIMES and cache_types(inputs.kv_dtype) is None:
         raise InvalidValueError(f"--kv-dtype {inputs.kv_dtype}: llama.cpp, which runs this plan ({runtime}), has no "
                                 f"such cache type (it stores {', '.join(LLAMACPP_KV_TYPES)}).",
@@ -478,8 +480,9 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     # llama.cpp's own buffers (its compute buffer holds an unfused prefill's scores), where the plan is one card's
     # under llama.cpp and the user set no share or overhead of the generic budget
     ledger = plan_ledger_budget(model, gpu, inputs, runtime, fmt.id, exact) if own_budget and not parallel else None
-    # a recurrent layer's state as the planned runtime keeps it: llama.cpp's in F32 (its ledger's slots count so)
-    states = "llamacpp" if ledger is not None else "neutral"
+    # a recurrent layer's state as the planned runtime keeps it: llama.cpp's in F32 (its ledger's slots count so), on
+    # one card or several, and DeepSeek-V4's indexer keys in its K cache's type
+    states = "llamacpp" if runtime in LLAMACPP_RUNTIMES else "neutral"
     kv = kv_bytes(cached, inputs.context_tokens, inputs.kv_dtype, states)
     kv_card = kv_bytes(cache_card, inputs.context_tokens, inputs.kv_dtype, states) if parallel else kv
     if ledger is not None:
@@ -560,7 +563,7 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
                       "(the KV block says what does).")
     plan = Plan(**partial, diagnose_plan=lambda: diagnose(facts, cards), assumptions=out,
                 weights_estimate=estimate if exact is not None else None, exact=exact, notes=notes,
-                warnings=warned, gpu_util_given=util_given)
+                warnings=warned, gpu_util_given=util_given, kv_dtype_given=kv_given)
     if inputs.spec is None:
         return plan
     d = inputs.spec.draft  # the draft on the same card, split and options (a dense draft: the format's own scope)

@@ -38,8 +38,16 @@ def resolve_runtime(name: str) -> tuple[str, str | None]:
 RUNTIME_KV_DTYPE = {"llamacpp": "fp16", "ollama": "fp16", "lmstudio": "fp16", "mlx": "fp16"}
 
 
-def runtime_kv_dtype(runtime: str) -> str:
-    """The KV cache dtype `runtime` keeps unless told otherwise."""
+# families whose checkpoints the serving engines run with an FP8 cache by default: DeepSeek-V4 (vLLM's recipe's
+# base_args --kv-cache-dtype fp8, vllm-project/recipes models/deepseek-ai/DeepSeek-V4-Flash.yaml @8959cf64; SGLang's
+# DeepSeek-V4 pools store FP8 rows of 584 B, sgl-project/sglang#37138)
+FP8_CACHE_FAMILIES = {"deepseek_v4": ("vllm", "sglang")}
+
+
+def runtime_kv_dtype(runtime: str, model=None) -> str:
+    """The KV cache dtype `runtime` keeps unless told otherwise (for `model`'s family where it differs)."""
+    if model is not None and runtime in FP8_CACHE_FAMILIES.get(model.family, ()):
+        return "fp8"
     return RUNTIME_KV_DTYPE.get(runtime, "bf16")
 
 

@@ -237,7 +237,7 @@ def mtp_step_s(target_step_s: float, model: ModelSpec, weights=None, fmt=None) -
         return target_step_s / model.num_layers
     total = weights.bytes_read_per_token
     head = weights.read_bytes_per_token.get("lm_head", 0.0)
-    wider = module_bits(fmt) / float(fmt.bits_per_weight) if fmt is not None else 1.0
+    wider = module_bits(fmt, model) / float(fmt.bits_per_weight) if fmt is not None else 1.0
     return target_step_s * ((total - head) / model.num_layers * wider + head) / total
 
 
@@ -253,12 +253,20 @@ def attention_layer_bytes(kv, num_layers: int) -> float:
     its whole growing cache, so its MTP layer caches what one of those 16 does: 2.5x the mean over 64 at 4,096
     tokens, 4x at long context."""
     layers = kv.layers_by_kind.get("full", 0) + kv.layers_by_kind.get("mla", 0)
+    if kv.layers_by_kind.get("compressed"):  # DeepSeek-V4: its MTP layer keeps the window alone (compress_ratios'
+        # last entry is 0 in Flash's and Pro's configs): one window layer's cache
+        return kv.bytes_by_kind["sliding"] / kv.layers_by_kind["sliding"]
     if not layers:
         return kv.bytes_per_sequence / num_layers
     return (kv.bytes_by_kind.get("full", 0.0) + kv.bytes_by_kind.get("mla", 0.0)) / layers
 
 
-def module_bits(fmt) -> float:
+# families whose released checkpoint stores its MTP layer in the release's own per-component recipe: DeepSeek-V4's
+# (its FP4 experts and FP8 layers; DeepSeek-V4-Flash's checkpoint, 148.66 GiB as vLLM loads it, holds the MTP layer so)
+MTP_IN_RELEASE_RECIPE = ("deepseek_v4",)
+
+
+def module_bits(fmt, model=None) -> float:
     """Bits a weight an MTP module is stored in beside weights of `fmt`: the format's where it has 8 bits or more
     (DeepSeek-V3's FP8 checkpoint quantizes its MTP layer; vLLM's online FP8 quantizes the drafter with the model)
     or is a GGUF file type (its base type's bits: a GGUF that keeps the MTP tensors holds them with the rest, and
@@ -268,6 +276,8 @@ def module_bits(fmt) -> float:
     from llmsize.estimate.weights import EXTRA_BITS
 
     bits = float(fmt.bits_per_weight)
+    if fmt.recipe and model is not None and model.family in MTP_IN_RELEASE_RECIPE and fmt.id == model.release.quant:
+        return bits  # the release recipe's mean bits over its quantized weights
     return bits if bits >= 8 or fmt.mix else float(EXTRA_BITS)
 
 
@@ -289,7 +299,7 @@ def draft_memory(plan, spec: Spec, draft_plan) -> tuple[float, float]:
     weights = 0.0
     if module is not None and not module.loaded:  # less what the draft takes from the target (draft_params)
         params = module.params if module.draft_params is None else module.draft_params
-        weights = params * module_bits(plan.fmt) / 8 / plan.inputs.tp
+        weights = params * module_bits(plan.fmt, plan.model) / 8 / plan.inputs.tp
     return weights, kv
 
 

@@ -54,6 +54,17 @@ NIXL = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
 ENGINE_KV = {"vllm": {"fp8": "fp8", "fp8_ds_mla": "fp8_ds_mla"}, "sglang": {"fp8": "fp8_e4m3"}}
 
 
+# flags a family's checkpoints take in an engine beyond what a plan sizes: DeepSeek-V4 under vLLM in blocks of 256
+# tokens (vllm-project/recipes models/deepseek-ai/DeepSeek-V4-Flash.yaml @8959cf64, base_args: --trust-remote-code
+# --kv-cache-dtype fp8 --block-size 256; the first two come from the catalog and the plan)
+FAMILY_ARGS = {("vllm", "deepseek_v4"): ["--block-size", "256"]}
+
+
+def family_args(model, engine: str) -> list[str]:
+    """The engine's flags for the model's family (FAMILY_ARGS), none for most."""
+    return list(FAMILY_ARGS.get((engine, model.family), []))
+
+
 def remote_code_args(model) -> list[str]:
     """--trust-remote-code where the catalog says the checkpoint loads code from its repository (vLLM and SGLang name
     the flag alike)."""
@@ -129,7 +140,7 @@ def fleet_command(model, row, engine: str, max_model_len: int, kv_dtype: str = "
     name = model.hf_repo or model.id
     extras, extra_notes = _engine_extras(engine, kv_dtype, spec)
     wflags, wnotes = _weights_extras(model, quant)
-    extras, extra_notes = wflags + extras, wnotes + extra_notes
+    extras, extra_notes = wflags + family_args(model, engine) + extras, wnotes + extra_notes
     ctx = str(max_model_len)
     moe = row.ep > 1
     dp = row.dp or 1

@@ -85,9 +85,16 @@ def render_llamacpp(plan, gpu, console) -> None:
     for d in led.devices:
         if d.model_bytes or d.name == "CPU":  # at -ngl 0 the GPU holds no weights, only a compute buffer
             t.add_row(f"{d.name} model buffer", mib(d.model_bytes))
-    types = f"K {s.cache_type_k}, V {s.cache_type_v}" if led.v_cache else f"K {s.cache_type_k} only: MLA's latent"
-    kv = f"{mib(led.kv_cache_bytes)} ({types}; {led.cells_full:,} cells"
-    kv += f", sliding-window layers {led.cells_swa:,} cells)" if led.cells_swa is not None else ")"
+    types = f"K {s.cache_type_k}, V {s.cache_type_v}" if led.v_cache else (
+        f"K {s.cache_type_k} only: one row for K and V" if led.compressed_cells else
+        f"K {s.cache_type_k} only: MLA's latent")
+    if led.compressed_cells:  # DeepSeek-V4: no full-length cache; a window and compressed rows a layer
+        rows = ", ".join(f"{n:,} rows at ratio {r}" for r, n in led.compressed_cells)
+        kv = f"{mib(led.kv_cache_bytes)} ({types}; windows of {led.cells_swa:,} cells, {rows}, indexer keys beside " \
+             "the ratio-4 rows)"
+    else:
+        kv = f"{mib(led.kv_cache_bytes)} ({types}; {led.cells_full:,} cells"
+        kv += f", sliding-window layers {led.cells_swa:,} cells)" if led.cells_swa is not None else ")"
     t.add_row("KV cache", kv)
     for d in led.devices:
         if d.kv_bytes:

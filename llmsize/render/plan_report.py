@@ -149,8 +149,9 @@ def render_plan(p: Plan, width: int = 100, color: bool = False, placement: str |
              [("indexer keys", f"{kv.indexer_bytes_per_token:,.0f} B a token of the {kv.bytes_per_token:,.0f} "
                                f"({keys})"),
               ("a decode step reads", f"{fmt_bytes(kv.read_bytes)} of the {fmt_bytes(kv.bytes_per_sequence)} held: "
-                                      f"every key, the top {kv.topk:,} {rows_of}"
-                                      + (" and the windows" if kv.layers_by_kind["compressed"] else ""))])
+                                      + (f"every key, at most the top {kv.topk:,} rows of each layer with an indexer, "
+                                         "every row of the others, and the windows" if kv.layers_by_kind["compressed"]
+                                         else f"every key, the top {kv.topk:,} {rows_of}"))])
 
     b = p.budget
     if b.engine is not None:  # llama.cpp's own ledger (estimate/llamacpp_budget.py)
@@ -181,7 +182,8 @@ def render_plan(p: Plan, width: int = 100, color: bool = False, placement: str |
     if b.weights_fit:
         lim = " (model limit)" if p.max_context.limited_by == "model" else ""
         rows += [("longest context, 1 sequence", f"{p.max_context.tokens:,} tokens{lim}"),
-                 (f"sequences at {inp.context_tokens:,} tokens", f"{p.max_sequences:,}")]
+                 (f"sequences at {inp.context_tokens:,} token{'s' * (inp.context_tokens != 1)}",
+                  f"{p.max_sequences:,}")]
         if p.kv_pool_tokens is not None:
             kvc = p.kv_card or p.kv
             kinds = [w for k, w in (("sliding", "sliding windows"), ("ssm", "recurrent state"),
@@ -244,6 +246,7 @@ def _spec_rows(p: Plan) -> list[tuple[str, str]]:
             ("draft memory", f"weights {sd.draft_weight_bytes / GB:,.3f} GB, cache "
                              f"{sd.draft_kv_bytes_per_sequence / GB:,.3f} GB a sequence"),
             ("left for KV cache", left),
-            (f"sequences at {p.inputs.context_tokens:,} tokens", f"{sd.max_sequences:,}"),
+            (f"sequences at {p.inputs.context_tokens:,} token{'s' * (p.inputs.context_tokens != 1)}",
+             f"{sd.max_sequences:,}"),
             ("ceiling, batch 1", f"{sd.ceiling_tok_s:,.1f} tok/s (x{sd.gain:,.2f}) = {sd.tokens_per_pass:,.2f} "
                                  f"tokens / (verify {fmt_seconds(sd.verify_s)} + {spec.k} x draft {fmt_seconds(sd.draft_step_s)})")]

@@ -678,7 +678,7 @@ def _mutated(tmp_path, stem, edit):
     ("nvidia__NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", lambda c: c.pop("layers_block_type"),
      "neither hybrid_override_pattern nor layers_block_type"),
     ("nvidia__NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", lambda c: c.update(moe_latent_size=-5),
-     "latent_size: Input should be greater than 0"),
+     "latent_size (latent_size = -5): Input should be greater than 0"),
     # Kimi Linear's linear_attn_config: absent, a layer named twice or past the stack, layers left out, a bad size
     ("moonshotai__Kimi-Linear-48B-A3B-Instruct", lambda c: c.pop("linear_attn_config"),
      "linear_attn_config is None, not an object"),
@@ -980,3 +980,15 @@ def test_kimi_linears_mtp_layers_are_noted_and_trtllms_ledger_says_it_leaves_sta
         code, out, err = run_cli("plan", model, "--gpu", "h100", "--engine", "trtllm")
         assert code == 0, err
         assert ("TensorRT-LLM's pool for them is not modelled" in out.replace("\n    ", " ")) == says
+
+
+def test_an_out_of_range_size_is_named_by_its_field_and_value(tmp_path, run_cli):
+    """A size the schema bounds (an MLP of 2^30 values) is refused at its schema path and, beside it, the field and
+    the value the config gave, where the message had named the path alone."""
+    raw = json.loads((Path(__file__).parent / "data" / "hf-configs" / "meta-llama__Llama-3.1-8B-Instruct.json")
+                     .read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**raw, "intermediate_size": 2**30}))
+    code, out, err = run_cli("import", str(path))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "layer_groups.0.mlp.dense.intermediate_size (intermediate_size = 1073741824)" in err

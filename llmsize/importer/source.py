@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from llmsize import files
 from llmsize.catalog.schema import ModelSpec
-from llmsize.errors import printable
+from llmsize.errors import printable, shown
 from llmsize.importer.config_fields import BAD_VALUE, ConfigError
 from llmsize.importer.hf_config import map_config, slug, text_part
 from llmsize.importer.quant_config import Release, release_from
@@ -43,7 +43,10 @@ def _spec_error(where: Path, err: ValidationError) -> ConfigError:
     loc = ".".join(str(x) for x in e["loc"])
     hint = ("Check the GGUF file against the model's repository (or give the catalog id of a model with its shapes)."
             if str(where).lower().endswith(".gguf") else None)
-    return ConfigError(f"{where}: the mapped model is invalid at {loc}: {e['msg']}.", hint)
+    field = e["loc"][-1] if e["loc"] else None  # the config's own name for most of the schema's fields
+    value = (f" ({field} = {shown(repr(e['input']), 40)})" if isinstance(field, str) and "input" in e
+             and not isinstance(e["input"], dict | list) else "")
+    return ConfigError(f"{where}: the mapped model is invalid at {loc}{value}: {e['msg']}.", hint)
 
 
 def build(raw: dict, hf_quant: dict | None, cfg_where: str, quant_where: str, folder_name: str,

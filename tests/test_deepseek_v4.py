@@ -234,3 +234,32 @@ def test_a_llamacpp_plan_of_a_model_that_fits_has_its_speed(run_cli):
                              "gguf-q2_k", "--context", "131072")
     assert code == 0 and "host memory (" not in out and "decode, batch 1" in out
     assert "32,768 rows at ratio 4, 1,024 rows at ratio 128" in " ".join(out.split())
+
+
+@pytest.mark.parametrize("blocks, max_len, in_flight, tokens, concurrency", [
+    # vllm-project/vllm#51041 (vLLM 0.26.0, 2 x H20, --tensor-parallel-size 2, --kv-cache-dtype fp8, --block-size 256,
+    # MTP drafting): DeepSeek-V4-Flash's "KV pool 7.01 GiB", "GPU KV cache size 1,009,661 tokens", 1.11x at
+    # 912,128 tokens; the same issue's 0731 re-release (the same shapes): 7.71 GiB, 150,992 tokens, 1.24x at 121,344.
+    # The pools are 7,236 and 7,965 blocks of 1,039,680 B (7.0065 and 7.7123 GiB, the logs' figures rounded); the
+    # first run reproduces with 8,192 tokens in flight, the second with 16,384 (async scheduling's two batches of
+    # 8,192), which is what the issue's "8x more KV a token" was.
+    (7_236, 912_128, 8_192, 1_009_661, 1.11),
+    (7_965, 121_344, 16_384, 150_992, 1.24),
+])
+def test_vllm_sizes_deepseek_v4_as_its_logs_print(catalog, blocks, max_len, in_flight, tokens, concurrency):
+    from llmsize.estimate.vllm_dsv4 import dsv4_layout
+
+    layout = dsv4_layout(catalog.model("deepseek-v4-flash"), 256, mtp_layers=1)
+    # a block: 22 pages of 37,440 B (64 rows of 584 B, padded to 576), 21 of 8,640 (64 indexer keys of 132 B) and 20
+    # of 1,728 (2 rows of a ratio-128 layer), the most of each size any of its 5 groups holds
+    assert layout.bytes_per_block == 22 * 37_440 + 21 * 8_640 + 20 * 1_728 == 1_039_680
+    assert [len(g) for g in layout.groups] == [62, 22, 22, 42, 20]
+    need = layout.blocks_per_request(max_len, in_flight)
+    assert int(blocks / need * max_len) == tokens and round(blocks / need, 2) == concurrency
+    assert dsv4_layout(catalog.model("deepseek-v4-flash"), 256).blocks_per_request(912_128, 8_192) == 6_532  # no MTP
+
+
+def test_the_vllm_ledger_of_deepseek_v4_is_its_layout(run_cli):
+    code, out, err = run_cli("plan", "deepseek-v4-flash", "--gpu", "h200", "--tp", "2", "--engine", "vllm")
+    text = " ".join(out.split())
+    assert code == 0 and "over 5 KV-cache groups" in text and "1,039,680 B a block of 256-token blocks" in text

@@ -238,6 +238,7 @@ class EngineInputs:
     version: str = "v1"  # vLLM: v1 (>= 0.21), v1-0.20, v0, or a release number (vllm_profile)
     cudagraph_bytes: int | None = None  # vLLM V1 >= 0.21 charges its CUDA-graph estimate; default below
     offline: bool = False  # vLLM's LLM class (offline, lm_eval) rather than `vllm serve`: other V1 defaults
+    mtp_layers: int = 0  # the model's own MTP layers loaded to draft with (--spec mtp): DeepSeek-V4's window caches
 
 
 @dataclass(frozen=True)
@@ -451,6 +452,43 @@ def v1_layout(model: ModelSpec, kv_dtype: str, block_size: int) -> V1Layout | No
     return V1Layout(groups, group_size, int(target), padded, state)
 
 
+# the block a DeepSeek-V4 cache takes in vLLM where --block-size is not given: its recipe's (vllm-project/recipes
+# models/deepseek-ai/DeepSeek-V4-Flash.yaml @8959cf64 base_args --block-size 256)
+DSV4_BLOCK_SIZE = 256
+
+
+def _dsv4_ledger(model: ModelSpec, e: EngineInputs, max_len: int, batched: int, notes: list[str], ledger: tuple
+                 ) -> EngineLedger:
+    """vLLM V1's ledger of a DeepSeek-V4 model under its FP8 cache: the pool in vLLM's own layout of it
+    (estimate/vllm_dsv4.py), `batched` tokens in flight."""
+    from llmsize.estimate.vllm_dsv4 import dsv4_layout
+
+    total, src, budget, weights_bytes, nt, act, kv_cache, graphs, steps, version = ledger
+    block = DSV4_BLOCK_SIZE if e.block_size == DEFAULT_BLOCK_SIZE else e.block_size
+    layout = dsv4_layout(model, block, e.mtp_layers)
+    unit = layout.bytes_per_block
+    blocks = max(0, int(kv_cache // unit))
+    need = layout.blocks_per_request(max_len, batched)
+    conc = blocks / need
+    one_request = need * unit
+    min_fraction = (weights_bytes + nt + act + graphs + one_request) / total
+    fits = kv_cache >= one_request
+    said = f"{block}-token blocks" + (" (its recipe's --block-size 256)" if e.block_size == DEFAULT_BLOCK_SIZE else "")
+    notes.append(f"DeepSeek-V4's cache in vLLM's own layout (fp8_ds_mla): {len(layout.groups)} KV-cache groups, "
+                 f"{unit:,} B a block of {said} across them; a {max_len:,}-token request takes {need:,} blocks, its "
+                 f"windows' and compressor states' pages reserved for {batched:,} tokens in flight (vLLM 0.26.0's "
+                 "arithmetic; async scheduling, where on, doubles them)" + (f"; {e.mtp_layers} MTP layer(s)' windows"
+                                                                            if e.mtp_layers else "") + ".")
+    if not fits:
+        notes.append(f"Not enough for one {max_len:,}-token request: the engine refuses to start below "
+                     f"{min_fraction:.4f} of total memory (or lower --max-model-len)." if min_fraction <= 1 else
+                     f"Not enough for one {max_len:,}-token request at any utilization (the engine refuses to "
+                     "start): lower --max-model-len, quantize, or add cards.")
+    return EngineLedger(e.engine, version, total, src, budget, weights_bytes, nt, act, kv_cache, unit, blocks,
+                        int(conc * max_len), max_len, batched, notes, conc, min_fraction, fits, len(layout.groups),
+                        graphs, steps)
+
+
 def beside_budget(led: EngineLedger, budget) -> str:
     """What the plan's generic budget (a capacity.MemoryBudget) and the engine's ledger each leave the cache, said
     where both are printed: the plan's capacity figures are the budget's, the cache the engine allocates the
@@ -464,6 +502,15 @@ def beside_budget(led: EngineLedger, budget) -> str:
             "itself allocates from its "
             f"{led.total_source.split(' (')[0]}: {led.kv_cache_bytes / 1e9:,.2f} GB = "
             f"{led.kv_cache_bytes / 2**30:,.2f} GiB of cache.")
+
+
+def mtp_layers_of(plan) -> int:
+    """The model's own MTP layers a plan drafts with (--spec mtp), which an engine loads and caches for; 0 otherwise."""
+    from llmsize.estimate.speculative import mtp_module
+
+    spec = plan.inputs.spec
+    module = mtp_module(plan.model) if spec is not None and spec.draft is None else None
+    return (module.layers or 1) if module is not None else 0
 
 
 # an engine's cache below this share of the plan's generic budget is said beside the plan's figures
@@ -502,7 +549,7 @@ def plan_ledger(p, model: ModelSpec, gpu: GpuSpec, engine: str, max_model_len: i
     if engine not in ENGINES or not p.budget.weights_fit:
         return None
     e = EngineInputs(engine=engine, gpu_util=p.inputs.gpu_util, max_model_len=max_model_len or p.inputs.context_tokens,
-                     kv_dtype=p.inputs.kv_dtype, tp=p.inputs.tp, weight_format=p.fmt.id)
+                     kv_dtype=p.inputs.kv_dtype, tp=p.inputs.tp, weight_format=p.fmt.id, mtp_layers=mtp_layers_of(p))
     try:
         return engine_ledger(p.card_model or model, gpu, (p.weights_card or p.weights).bytes_total, e)
     except LlmsizeError:
@@ -626,6 +673,9 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
         if any(g.mixer is not None and g.mixer.kind in STATE_KINDS for g in model.layer_groups):
             notes.append("Mamba, linear-attention and short-conv states: TensorRT-LLM's pool for them is not "
                          "modelled; the pool above is charged as attention KV only.")
+    if v1 and e.kv_dtype.lower().startswith("fp8") and compressed_window_bytes(model, e.kv_dtype, 1):
+        return _dsv4_ledger(model, e, max_len, batched, notes, (total, src, budget, weights_bytes, nt, act, kv_cache,
+                                                                 graphs, steps, version))
     layout = v1_layout(model, e.kv_dtype, e.block_size) if v1 else None
     windows = compressed_window_bytes(model, e.kv_dtype, max_len)
     one_request = (layout.blocks_per_request(max_len, batched) * layout.group_size * layout.page_bytes

@@ -22,13 +22,14 @@ def kv_pool_bytes(plan, runtime: str, max_model_len: int) -> tuple[float, str]:
     SGLang's and TensorRT-LLM's ledgers at their default memory fractions, charging the activations, CUDA graphs and
     non-torch memory of a max_model_len engine), else the plan's budget (utilization x memory - weights -
     overhead)."""
-    from llmsize.estimate.engines import ENGINES, EngineInputs, engine_ledger
+    from llmsize.estimate.engines import ENGINES, EngineInputs, engine_ledger, mtp_layers_of
 
     if runtime in ENGINES:
         try:
             ledger = engine_ledger(plan.card_model or plan.model, plan.gpu, (plan.weights_card or plan.weights).bytes_total,
                                    EngineInputs(engine=runtime, tp=plan.inputs.tp, kv_dtype=plan.inputs.kv_dtype,
-                                                weight_format=plan.fmt.id, max_model_len=max_model_len))
+                                                weight_format=plan.fmt.id, max_model_len=max_model_len,
+                                                mtp_layers=mtp_layers_of(plan)))
             return max(0.0, ledger.kv_cache_bytes), f"{ledger.name} ledger"
         except LlmsizeError:
             pass

@@ -263,3 +263,19 @@ def test_the_vllm_ledger_of_deepseek_v4_is_its_layout(run_cli):
     code, out, err = run_cli("plan", "deepseek-v4-flash", "--gpu", "h200", "--tp", "2", "--engine", "vllm")
     text = " ".join(out.split())
     assert code == 0 and "over 5 KV-cache groups" in text and "1,039,680 B a block of 256-token blocks" in text
+
+
+@pytest.mark.parametrize("name, comp", [
+    # DeepSeek-V4's checkpoint names (DeepSeek's own), read by exact.py: the embedding and head had been "other",
+    # the hyper-connections' mixes MLP or other by chance of their letters, the hash layers' token table MLP
+    ("embed.weight", "embedding"), ("head.weight", "lm_head"), ("layers.3.hc_attn_fn", "other"),
+    ("layers.3.hc_ffn_base", "other"), ("hc_head_scale", "other"), ("layers.0.ffn.gate.tid2eid", "router"),
+    ("layers.2.ffn.gate.bias", "router"), ("layers.2.attn.compressor.wkv.weight", "attention"),
+    ("layers.2.attn.indexer.wq_b.weight", "attention"), ("layers.2.attn.attn_sink", "attention"),
+    ("layers.2.ffn.experts.3.w1.weight", "experts"), ("layers.2.ffn.shared_experts.w2.weight", "shared_experts"),
+    ("mtp.0.e_proj.weight", "extra"), ("model.embed_tokens.weight", "embedding"),
+])
+def test_checkpoint_names_fall_in_their_components(name, comp):
+    from llmsize.importer.exact import component
+
+    assert component(name, 43) == comp

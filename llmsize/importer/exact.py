@@ -25,14 +25,19 @@ SCALE_SUFFIXES = ("weight_scale", "weight_scale_2", "weight_global_scale", "inpu
                   "weight_zero_point", "weight_shape", "k_scale", "v_scale", "bitsandbytes__nf4",
                   "bitsandbytes__fp4")
 EXTRA = re.compile(r"vision|visual|audio|mm_projector|multi_modal|embed_vision|embed_audio|image_newline|mtp")
+# DeepSeek-V4's checkpoints keep DeepSeek's own names: embed.weight, head.weight, layers.N.attn.*, layers.N.ffn.*
+# (gate.tid2eid: the hash-routed layers' token table), layers.N.hc_attn_* / hc_ffn_* and hc_head_* (the
+# hyper-connections), mtp.N.* (public DeepSeek-V4 conversion and quantization tools' tests name them so)
 COMPONENT_RULES = [  # first match wins; names lower-cased
     ("per_layer_embedding", re.compile(r"embed_tokens_per_layer")),
-    ("embedding", re.compile(r"embed_tokens|word_embeddings|\bwte\b|tok_embeddings|embeddings\.weight")),
-    ("lm_head", re.compile(r"lm_head|^output\.weight")),
+    ("embedding", re.compile(r"embed_tokens|word_embeddings|\bwte\b|tok_embeddings|embeddings\.weight|"
+                             r"^embed\.weight$")),
+    ("lm_head", re.compile(r"lm_head|^output\.weight|^head\.weight$")),
+    ("other", re.compile(r"(^|\.)hc_(attn|ffn|head)_")),
     ("norms", re.compile(r"norm|layer_scalar|\bln_")),
     ("shared_experts", re.compile(r"shared_expert")),
     ("experts", re.compile(r"\.experts\.|block_sparse_moe\.(input|output)_linear")),  # Granite's stacked experts
-    ("router", re.compile(r"\.(gate|router)\.(weight|bias|e_score_correction_bias)$|\.router\.|"
+    ("router", re.compile(r"\.(gate|router)\.(weight|bias|e_score_correction_bias|tid2eid)$|\.router\.|"
                           r"e_score_correction_bias")),
     # Mamba-2's (Nemotron-H's mixer., Granite 4.0's mamba.), gated delta-nets', LFM2's short conv (conv.in_proj,
     # conv.conv, conv.out_proj)

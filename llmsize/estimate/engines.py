@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from llmsize.catalog.schema import STATE_KINDS, GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError, LlmsizeError, shown
 from llmsize.estimate.kv import kv_bytes
+from llmsize.estimate.vllm_dsv4 import dsv4_layout, is_dsv4
 from llmsize.units import GiB
 
 ENGINES = ("vllm", "sglang", "trtllm")
@@ -461,8 +462,6 @@ def _dsv4_ledger(model: ModelSpec, e: EngineInputs, max_len: int, batched: int, 
                  ) -> EngineLedger:
     """vLLM V1's ledger of a DeepSeek-V4 model under its FP8 cache: the pool in vLLM's own layout of it
     (estimate/vllm_dsv4.py), `batched` tokens in flight."""
-    from llmsize.estimate.vllm_dsv4 import dsv4_layout
-
     total, src, budget, weights_bytes, nt, act, kv_cache, graphs, steps, version = ledger
     block = DSV4_BLOCK_SIZE if e.block_size == DEFAULT_BLOCK_SIZE else e.block_size
     layout = dsv4_layout(model, block, e.mtp_layers)
@@ -673,7 +672,7 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
         if any(g.mixer is not None and g.mixer.kind in STATE_KINDS for g in model.layer_groups):
             notes.append("Mamba, linear-attention and short-conv states: TensorRT-LLM's pool for them is not "
                          "modelled; the pool above is charged as attention KV only.")
-    if v1 and e.kv_dtype.lower().startswith("fp8") and compressed_window_bytes(model, e.kv_dtype, 1):
+    if v1 and e.kv_dtype.lower().startswith("fp8") and is_dsv4(model):
         return _dsv4_ledger(model, e, max_len, batched, notes, (total, src, budget, weights_bytes, nt, act, kv_cache,
                                                                  graphs, steps, version))
     layout = v1_layout(model, e.kv_dtype, e.block_size) if v1 else None

@@ -63,12 +63,15 @@ class Dsv4Layout:
         return -(-weighted // sum(s.page for s in self.groups[0]))
 
 
+def is_dsv4(model: ModelSpec) -> bool:
+    """Whether every layer of the model is DeepSeek-V4's (the layout below is for nothing else)."""
+    return all(isinstance(g.mixer, CompressedAttention) for g in model.layer_groups)
+
+
 def _specs(model: ModelSpec, block_size: int, mtp_layers: int) -> list[Spec]:
     out = []
     layers = [g.mixer for g in model.layer_stack()] + [None] * mtp_layers  # an MTP layer keeps its window alone
     for m in layers:
-        if m is not None and not isinstance(m, CompressedAttention):
-            raise ValueError("vLLM's DeepSeek-V4 layout is for DeepSeek-V4's layers")
         window = m.sliding_window if m is not None else next(
             g.mixer.sliding_window for g in model.layer_groups if isinstance(g.mixer, CompressedAttention))
         out.append(Spec(WINDOW_BLOCK, window, _padded(WINDOW_BLOCK * COMPRESSED_FP8_ROW_BYTES)))

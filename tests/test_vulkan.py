@@ -178,7 +178,7 @@ def test_a_vulkan_plan_of_bf16_experts_says_what_published_runs_decoded_at(catal
     slow, gemma = sorted(got)[:-6], sorted(got)[-6:]
     assert f"decoded at {min(slow):.2f}-{max(slow):.2f} of such a figure" in VULKAN_BF16_EXPERTS_NOTE
     assert f"Gemma 4 26B-A4B's at {min(gemma):.2f}-{max(gemma):.2f}" in VULKAN_BF16_EXPERTS_NOTE
-    assert max(slow) < 0.6 < 0.9 < min(gemma)
+    assert max(slow) < 0.6 < 0.7 < min(gemma)
     for model, quant, be, says in (("qwen3-30b-a3b", "bf16", "vulkan", True), ("qwen3-30b-a3b", "gguf-q8_0",
                                    "vulkan", False), ("qwen3-8b", "bf16", "vulkan", False),
                                    ("qwen3-30b-a3b", "bf16", None, False)):
@@ -188,22 +188,28 @@ def test_a_vulkan_plan_of_bf16_experts_says_what_published_runs_decoded_at(catal
 
 
 def test_the_readme_quotes_the_vulkan_groups_fit(runtimes):
+    """The group's constants are llama.cpp's pool's (its own 150 rows hold out a little better so, 2026-12-07): the
+    README quotes the pool's rows and prompts, the Vulkan rows' own count, cards and held-out errors both ways."""
+    import re
+
     g = runtimes["llamacpp"].backends["vulkan"]
     readme = (ROOT / "README.md").read_text().replace("\n", " ")
-    d, p = g.decode_held_out, g.prefill_held_out
-    assert f"fitted on {g.rows_decode} decode and {g.rows_prefill} prompt rows of llama.cpp on Vulkan" in readme
-    assert (f"held out at {d.median_abs_error:.1%} / {d.p90_abs_error:.1%} median / p90 for decode, "
-            f"{p.median_abs_error:.1%} / {p.p90_abs_error:.1%} for prompts") in readme
-    names = {"strix-halo": "a Strix Halo", "r9700": "an R9700", "rx9070xt": "an RX 9070 XT", "rx5700xt": "an RX 5700 XT",
-             "rx6800xt": "an RX 6800 XT", "rx7900xt": "an RX 7900 XT",
-             "rx7900xtx": "an RX 7900 XTX", "rtx3070": "RTX 3070", "rtx4070ti": "4070 Ti",
-             "rtx3090": "3090", "rtx4090": "4090", "rtx5090": "5090"}
-    assert set(g.cards) == set(names) and f"({len(g.cards)} cards: " in readme
-    assert all(n in readme for n in names.values())
+    o, p = g.own_decode_held_out, g.prefill_held_out
+    own = re.search(r"(\d+) decode rows of its own on Vulkan from \d+ sources and (\d+) cards, its own held out worse "
+                    r"on them \(([\d.]+%) / ([\d.]+%)", g.borrowed)
+    assert own and int(own.group(1)) == o.rows
+    assert f"together ({g.rows_decode} decode and {g.rows_prefill} prompt rows)" in readme
+    assert f"own {o.rows} decode rows ({own.group(2)} cards: " in readme
+    assert (f"at {o.median_abs_error:.1%} / {o.p90_abs_error:.1%} median / p90 for decode (their own: "
+            f"{own.group(3)} / {own.group(4)})") in readme
+    assert f"the pool's prompts at {p.median_abs_error:.1%} / {p.p90_abs_error:.1%}" in readme
+    names = ("a Strix Halo", "an R9700", "an RX 9070 XT", "an RX 5700 XT", "an RX 6800 XT", "an RX 7900 XT",
+             "an RX 7900 XTX", "4070 Ti", "3090", "4090", "5090")
+    assert len(names) == int(own.group(2)) and all(n in readme for n in names)
     # the Intel sentence quotes the reason's range, which the Arc test holds to the rows
     from llmsize.estimate.runtimes import INTEL_VULKAN_WHY
 
-    assert "decoded at 0.28-1.08 of what the Vulkan group predicts" in readme and "0.28-1.08" in INTEL_VULKAN_WHY
+    assert "decoded at 0.26-1.01 of what the Vulkan group predicts" in readme and "0.26-1.01" in INTEL_VULKAN_WHY
 
 
 @pytest.mark.parametrize("printed, read", [

@@ -96,12 +96,12 @@ DEEPSEEK_QK_NOPE_DIM = 128
 # (ggml_vk_mul_mat_id_q_f16) even at batch 1, while a dense BF16 matmul takes the mat-vec path (its test lists
 # GGML_TYPE_BF16). kyuz0's Strix Halo logs show it: BF16 MoE GGUFs decode at 0.4-0.5 of the ROCm toolbox's rate
 # there (Qwen3.6-35B-A3B 10.68 against 26.01 t/s), their Q8_0 files and dense BF16 ones as fast as under ROCm; Gemma 4
-# 26B-A4B's BF16 file is the exception (18.6 against 24.64 t/s, and at the plan's figure), for no cause found.
+# 26B-A4B's BF16 file is the exception (18.6 against 24.64 t/s, and near the plan's figure), for no cause found.
 VULKAN_BF16_EXPERTS_NOTE = (
     "llama.cpp's Vulkan build decodes BF16 routed experts with its tiled matmul, not its mat-vec kernels "
     "(ggml_vk_use_mul_mat_vec_id admits F32, F16 and quantized weights): published Vulkan runs of BF16 MoE GGUFs on "
-    "a Strix Halo, outside the fit, decoded at 0.33-0.55 of such a figure (Qwen3.6-35B-A3B, GLM-4.7-Flash), Gemma 4 "
-    "26B-A4B's at 0.92-0.99 (its experts' share of the bytes no smaller: a difference not explained); a quantized "
+    "a Strix Halo, outside the fit, decoded at 0.28-0.45 of such a figure (Qwen3.6-35B-A3B, GLM-4.7-Flash), Gemma 4 "
+    "26B-A4B's at 0.76-0.81 (its experts' share of the bytes no smaller: a difference not explained); a quantized "
     "GGUF (Q8_0) takes the mat-vec path")
 
 
@@ -133,7 +133,7 @@ CDNA4_NOTE = ("an MI350-series card (CDNA4): the AMD costs here are fitted on CD
 # engines': Qwen3.6 under vLLM on an RTX PRO 6000 Max-Q and 2 x RTX 5090, Qwen3-Next under SGLang on 8 x B200;
 # llama.cpp's: Qwen3.6 and Nemotron-3 Nano on a Strix Halo and an R9700, Qwen3.5 and Qwen3.6 on an RTX 4090 (its
 # Vulkan build's: Qwen3-Next too).
-RECURRENT_PREFILL_RANGE = {"serving": (0.6, 2.7), "llamacpp": (0.8, 1.9), "llamacpp-vulkan": (0.9, 4.5)}
+RECURRENT_PREFILL_RANGE = {"serving": (0.6, 2.7), "llamacpp": (0.8, 1.9), "llamacpp-vulkan": (1.0, 5.1)}
 _RECURRENT_PREFILL = ("time to first token of a model with recurrent (SSM, linear-attention) layers: their chunked "
                       "prompt kernels are costed as their FLOPs only; ")
 RECURRENT_PREFILL_NOTE = (_RECURRENT_PREFILL + "published serving runs of such hybrids (sch0tten/nvfp4-benchmark, "

@@ -282,7 +282,7 @@ CDNA_TARGETS = ("gfx908", "gfx90a", *CDNA3_TARGETS, *CDNA4_TARGETS)
 # B580 127-130 against 42)
 INTEL_VULKAN_WHY = (
     "llama.cpp's Vulkan group is fitted on NVIDIA and AMD cards; published Vulkan runs on Intel Arc A770s and a B580 "
-    "(builds of 2024-2026), outside the fit, decoded at 0.28-1.08 of its figure, and Intel's Windows driver ran one "
+    "(builds of 2024-2026), outside the fit, decoded at 0.26-1.01 of its figure, and Intel's Windows driver ran one "
     "build 2.5-3x faster than Mesa's on Linux: too few runs to fit Intel's own")
 
 

@@ -223,8 +223,8 @@ class MlaAttention(Strict):
 
 
 class CompressedAttention(Strict):
-    """DeepSeek-V4's attention (DeepSeek-AI 2026, DeepSeek-V4 technical report; deepseek-ai/DeepSeek-V4-Flash
-    inference/model.py; the tensor layout antirez/ds4 ds4.c weights_validate_layout checks @8d57664): one KV head of
+    """DeepSeek-V4's attention (DeepSeek-AI 2026, DeepSeek-V4 technical report; the tensor layout antirez/ds4 ds4.c
+    weights_validate_layout checks @8d57664 and llama.cpp's LLM_ARCH_DEEPSEEK4 creates): one KV head of
     head_dim values, K = V, RoPE on its last qk_rope_head_dim, a learned sink a query head; every layer attends over
     a window of its last sliding_window tokens, and a layer of compress_ratio r also over one compressed entry (of
     head_dim) every r tokens, made by a compressor (wkv and wgate [hidden -> head_dim, twice that where the windows
@@ -243,8 +243,8 @@ class CompressedAttention(Strict):
     sliding_window: int = Field(strict=True, le=INT32_MAX, gt=0, description="tokens every layer attends to in full")
     compress_ratio: int | None = Field(None, strict=True, ge=2, le=2**20, description="tokens per compressed entry "
                                        "(config compress_ratios, 0 there: None, the window alone)")
-    compress_overlap: bool = Field(False, description="the compressor's windows overlap (twice its width: the "
-                                   "reference's `overlap = compress_ratio == 4`)")
+    compress_overlap: bool = Field(False, description="the compressor's windows overlap (twice its width: at ratio 4 "
+                                   "in ds4.c's, llama.cpp's and vLLM's implementations, `coff = ratio == 4 ? 2 : 1`)")
     indexer: SparseIndexer | None = Field(None, description="the compressed entries' sparse selection (r = 4)")
 
     @model_validator(mode="after")

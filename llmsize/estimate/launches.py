@@ -49,9 +49,10 @@ def _mixer(mixer) -> tuple[int, int]:
         return launches, gemms
     if mixer.kind in ("full", "sliding"):
         return 5 + (2 if mixer.qk_norm else 0) + (1 if mixer.output_gate else 0), 2
-    if mixer.kind == "compressed":  # DeepSeek-V4 (reference inference/model.py Attention.forward): q_a, its norm, q_b,
-        # the head norm, kv and its norm, RoPE, attention, the grouped wo_a and wo_b; a compressor's kv and gate
-        # GEMMs, its pooling, norm and RoPE; an indexer's q_b, weights_proj, its own compressor and the top-k
+    if mixer.kind == "compressed":  # DeepSeek-V4, its forward's steps counted from its tensors (no row pins them):
+        # q_a, its norm, q_b, the head norm, kv and its norm, RoPE, attention, the grouped wo_a and wo_b; a
+        # compressor's kv and gate GEMMs, its pooling, norm and RoPE; an indexer's q_b, weights_proj, its own
+        # compressor and the top-k
         launches, gemms = 10, 5
         if mixer.compress_ratio:
             launches, gemms = launches + 5, gemms + 2

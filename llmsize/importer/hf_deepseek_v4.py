@@ -1,10 +1,12 @@
 """config.json mapper of DeepSeek-V4 (model_type deepseek_v4; DeepSeek-V4-Flash and -Pro): every layer the
 compressed attention of schema.CompressedAttention and a MoE MLP, hyper-connections around both.
 
-Read from the config (deepseek-ai/DeepSeek-V4-Flash config.json and inference/model.py; the tensor layout antirez/ds4
-ds4.c weights_validate_layout checks, @8d57664): compress_ratios gives each layer's ratio (0: the window alone) and,
+Read from the config (deepseek-ai/DeepSeek-V4-Flash's config.json; the tensor layout antirez/ds4 ds4.c
+weights_validate_layout checks @8d57664, as llama.cpp's LLM_ARCH_DEEPSEEK4 creates it): compress_ratios gives each
+layer's ratio (0: the window alone) and,
 past num_hidden_layers, the multi-token-prediction layer's; a layer of ratio 4 carries the indexer (index_n_heads x
-index_head_dim, top index_topk) and overlapping compressor windows (the reference's `overlap = compress_ratio == 4`);
+index_head_dim, top index_topk) and overlapping compressor windows (ds4.c's, llama.cpp's and vLLM's `coff` of 2 at
+ratio 4);
 the first num_hash_layers layers route by a token-id table (tid2eid, an int32 table of top-k experts a vocabulary
 entry, not a parameter) and their router has no e_score_correction_bias; every layer has n_shared_experts of
 moe_intermediate_size beside n_routed_experts.

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 
 from llmsize.catalog.schema import STATE_KINDS, GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError, LlmsizeError, shown
-from llmsize.estimate.kv import kv_bytes
-from llmsize.estimate.vllm_dsv4 import dsv4_layout, is_dsv4
+from llmsize.estimate.kv import has_compressed_layers, kv_bytes
+from llmsize.estimate.vllm_dsv4 import DSV4_BLOCK_SIZE, dsv4_layout, is_dsv4
 from llmsize.units import GiB
 
 ENGINES = ("vllm", "sglang", "trtllm")
@@ -298,7 +298,7 @@ def token_bytes_charged(model: ModelSpec, kv_dtype: str) -> float:
     """Bytes one token occupies in the engine's paged cache: every attention layer charged per token (DeepSeek-V4's
     layers: their compressed rows' share, compressed_window_bytes the rest)."""
     kv = kv_bytes(model, 1, kv_dtype)
-    if kv.layers_by_kind["compressed"]:
+    if has_compressed_layers(model):
         return kv.bytes_per_token
     return sum(kv.bytes_per_token_by_kind.get(k, 0.0) for k in ("full", "sliding", "mla"))
 
@@ -307,7 +307,7 @@ def compressed_window_bytes(model: ModelSpec, kv_dtype: str, max_len: int) -> fl
     """What one request of a DeepSeek-V4 model holds beside its compressed rows: its layers' windows (0 for any other
     model). The engines' own V4 pools (vLLM's and SGLang's blocks of 256 tokens, 64 rows of 584 B under FP8, the
     compressors' states sharing their pages: vllm-project/vllm-ascend#9270) are not modelled."""
-    if not any(g.mixer is not None and g.mixer.kind == "compressed" for g in model.layer_groups):
+    if not has_compressed_layers(model):
         return 0.0
     return kv_bytes(model, max_len, kv_dtype).bytes_by_kind["sliding"]
 
@@ -323,10 +323,9 @@ SGLANG_SWA_FULL_TOKENS_RATIO = 0.8
 
 def sglang_token_bytes(model: ModelSpec, kv_dtype: str) -> tuple[float, bool]:
     """Bytes a full-layer token costs SGLang's pool, and whether its hybrid SWA pool sizes it."""
-    kv = kv_bytes(model, 1, kv_dtype)
-    if any(g.mixer is not None and g.mixer.kind == "compressed" for g in model.layer_groups):
+    if has_compressed_layers(model):
         return token_bytes_charged(model, kv_dtype), False
-    per_kind = kv.bytes_per_token_by_kind
+    per_kind = kv_bytes(model, 1, kv_dtype).bytes_per_token_by_kind
     swa = model.family in SGLANG_HYBRID_SWA_FAMILIES and bool(per_kind.get("sliding"))
     share = {"full": 1.0, "mla": 1.0, "sliding": SGLANG_SWA_FULL_TOKENS_RATIO if swa else 1.0}
     return sum(per_kind.get(k, 0.0) * f for k, f in share.items()), swa
@@ -414,7 +413,7 @@ def v1_layout(model: ModelSpec, kv_dtype: str, block_size: int) -> V1Layout | No
     from llmsize.estimate.kv import per_token_per_layer
     from llmsize.estimate.quant import kv_dtype_bytes
 
-    if any(g.mixer is not None and g.mixer.kind == "compressed" for g in model.layer_groups):
+    if has_compressed_layers(model):
         return None  # DeepSeek-V4: charged per token (token_bytes_charged) and per request (compressed_window_bytes)
     b = float(kv_dtype_bytes(kv_dtype))
     types: dict[tuple[str, int | None], list[float]] = {}
@@ -451,11 +450,6 @@ def v1_layout(model: ModelSpec, kv_dtype: str, block_size: int) -> V1Layout | No
         padded += n * group_size - n_layers
         groups += [(key[0], key[1], bs)] * n
     return V1Layout(groups, group_size, int(target), padded, state)
-
-
-# the block a DeepSeek-V4 cache takes in vLLM where --block-size is not given: its recipe's (vllm-project/recipes
-# models/deepseek-ai/DeepSeek-V4-Flash.yaml @8959cf64 base_args --block-size 256)
-DSV4_BLOCK_SIZE = 256
 
 
 def _dsv4_ledger(model: ModelSpec, e: EngineInputs, max_len: int, batched: int, notes: list[str], ledger: tuple

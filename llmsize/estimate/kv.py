@@ -98,6 +98,11 @@ def cached_tokens(mixer, context_tokens: int) -> int:
     return min(context_tokens, window) if window else context_tokens
 
 
+def has_compressed_layers(model: ModelSpec) -> bool:
+    """Whether the model has DeepSeek-V4's compressed-attention layers (schema.CompressedAttention)."""
+    return any(isinstance(g.mixer, CompressedAttention) for g in model.layer_groups)
+
+
 def compressed_entries(mixer, context_tokens: int) -> int:
     """A DeepSeek-V4 layer's compressed rows at `context_tokens`: one every compress_ratio tokens, the last one
     partial (0 for a layer of the window alone, or any other kind)."""

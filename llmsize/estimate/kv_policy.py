@@ -23,8 +23,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from llmsize.catalog.schema import CompressedAttention, FullAttention, MlaAttention, ModelSpec, SlidingAttention
+from llmsize.catalog.schema import FullAttention, MlaAttention, ModelSpec, SlidingAttention
 from llmsize.errors import InvalidValueError
+from llmsize.estimate.kv import has_compressed_layers
 
 KINDS = ("streaming", "budget")
 _SPEC = re.compile(r"^(?P<kind>[a-z]+):(?P<a>\d{1,30})(?:\+(?P<b>\d{1,30}))?$")  # bounds checked below
@@ -101,7 +102,7 @@ def parse_kv_policy(text: str | None) -> KvPolicy | None:
 def policy_applies(model: ModelSpec) -> bool:
     """Whether a policy's cap is modelled for the model's layers: not for DeepSeek-V4's, which keep a window and
     compressed rows already (how a cap on tokens would fall on rows that each stand for several is not modelled)."""
-    return not any(isinstance(g.mixer, CompressedAttention) for g in model.layer_groups)
+    return not has_compressed_layers(model)
 
 
 def capped_model(model: ModelSpec, policy: KvPolicy | None) -> ModelSpec:

@@ -28,6 +28,9 @@ from dataclasses import dataclass
 from llmsize.catalog.schema import CompressedAttention, ModelSpec
 from llmsize.estimate.quant import COMPRESSED_FP8_ROW_BYTES
 
+# the block vLLM takes for it where --block-size is not given: its recipe's (vllm-project/recipes
+# models/deepseek-ai/DeepSeek-V4-Flash.yaml @8959cf64 base_args --block-size 256); launch lines pass it on
+DSV4_BLOCK_SIZE = 256
 PAGE_ALIGN = 576  # DeepSeek-V4's fp8_ds_mla pages: alignment=576 (attention.py, compressor.py)
 WINDOW_BLOCK = 64  # the window cache's block (sparse_swa.py: self.block_size = 64)
 INDEXER_KEY_BYTES = 132  # 128 FP8 values and a 4-B scale
@@ -99,7 +102,7 @@ def _least_padding(counts: list[int], low: int) -> int:
     return best[1] if best else low
 
 
-def dsv4_layout(model: ModelSpec, block_size: int = 256, mtp_layers: int = 0) -> Dsv4Layout:
+def dsv4_layout(model: ModelSpec, block_size: int = DSV4_BLOCK_SIZE, mtp_layers: int = 0) -> Dsv4Layout:
     """vLLM's layout of `model`'s cache in blocks of `block_size` tokens, with `mtp_layers` drafting layers."""
     specs = _specs(model, block_size, mtp_layers)
     first = [s for s in specs if s.window is None]

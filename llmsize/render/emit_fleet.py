@@ -33,6 +33,7 @@ import json
 import shlex
 
 from llmsize.estimate.fleet import stage_nodes
+from llmsize.estimate.vllm_dsv4 import DSV4_BLOCK_SIZE
 
 
 def node_launch(engine: str, nodes: int, what: str) -> tuple[list[str], list[str]]:
@@ -54,10 +55,10 @@ NIXL = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
 ENGINE_KV = {"vllm": {"fp8": "fp8", "fp8_ds_mla": "fp8_ds_mla"}, "sglang": {"fp8": "fp8_e4m3"}}
 
 
-# flags a family's checkpoints take in an engine beyond what a plan sizes: DeepSeek-V4 under vLLM in blocks of 256
-# tokens (vllm-project/recipes models/deepseek-ai/DeepSeek-V4-Flash.yaml @8959cf64, base_args: --trust-remote-code
+# flags a family's checkpoints take in an engine beyond what a plan sizes: DeepSeek-V4 under vLLM in its recipe's
+# blocks (vllm-project/recipes models/deepseek-ai/DeepSeek-V4-Flash.yaml @8959cf64, base_args: --trust-remote-code
 # --kv-cache-dtype fp8 --block-size 256; the first two come from the catalog and the plan)
-FAMILY_ARGS = {("vllm", "deepseek_v4"): ["--block-size", "256"]}
+FAMILY_ARGS = {("vllm", "deepseek_v4"): ["--block-size", str(DSV4_BLOCK_SIZE)]}
 
 
 def family_args(model, engine: str) -> list[str]:

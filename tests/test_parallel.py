@@ -171,8 +171,8 @@ def test_a_fit_beyond_one_node_says_how_many_nodes(catalog):
 
 def test_a_pipeline_stage_of_an_interleaved_model_is_a_consistent_model(catalog):
     """A pp shard keeps each group's layers in its heaviest stage (parallel.stage_group_counts) and drops the stack's
-    pattern, whose repetition would give other counts (a review saw Nemotron-3-Nano at pp 2 stacked as 12/11/4 layers against its
-    groups' 12/12/3, and its GGUF bytes 5% short)."""
+    pattern, whose repetition would give other counts (a review saw Nemotron-3-Nano at pp 2 stacked as 12/11/4
+    layers against its groups' 12/12/3, and its GGUF bytes 5% short)."""
     from llmsize.catalog.schema import ModelSpec
     from llmsize.estimate.parallel import shard_model
 

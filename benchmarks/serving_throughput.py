@@ -162,6 +162,15 @@ def implied_by_card(rows: list[MlperfRow]) -> dict[str, float]:
 DEP = "--dep-as-tp" not in sys.argv  # cost "DEP n" rows as attention data parallel + experts over n (else as TP n)
 RANGE_RATIO = 0.0  # bench_serving's default --random-range-ratio (python/sglang/bench_serving.py); the runs set none
 SEEDS = (0, 1, 2)  # replays of each run with lengths drawn three ways, averaged
+# The vLLM release a run of vllm-bench.yaml that prints none is replayed under: its newest source is dated 2026-06-03
+# (vllm#43232's comment), before 0.26.0 (PR #47728's description is of 2026-07-06), so before 0.28.0's larger
+# defaults on cards of >= 160 GiB (engines.v1_defaults) and 0.26.0's in-flight reserve (engines.in_flight_tokens).
+UNDATED_VLLM_RUN = "0.25.1"
+
+
+def run_engine_version(r: dict, runtime: str) -> str:
+    """The vLLM release a benchmark run is costed under (its own where printed); SGLang's ledger has none."""
+    return (r.get("engine_version") or UNDATED_VLLM_RUN) if runtime == "vllm" else "v1"
 
 
 def _bench_quant(r: dict, cat: Catalog) -> str | None:
@@ -186,7 +195,7 @@ def _replayed(cat: Catalog, r: dict, runtimes: dict, runtime: str = "sglang") ->
                                   seed + 1000, floor=1)
         pt = replayed_point(cat.model(r["model_id"]), cat.gpu(r["card_id"]), prompts, outputs, r["tp"],
                             r["max_concurrency"], _bench_quant(r, cat), runtime, runtimes,
-                            r.get("kv_cache_dtype") or "bf16")
+                            r.get("kv_cache_dtype") or "bf16", run_engine_version(r, runtime))
         if pt is None:
             return None
         got.append((pt.output_tok_s_total, pt.ttft_s, pt.tpot_s))
@@ -211,7 +220,8 @@ def bench_rows(file: str = "sglang-cookbook.yaml", runtime: str = "sglang",
         n = int(p["Successful requests"])
         isl, osl = round(int(p["Total input tokens"]) / n), round(int(p["Total generated tokens"]) / n)
         pt = serving_point(cat.model(r["model_id"]), cat.gpu(r["card_id"]), isl, osl, r["tp"], r["max_concurrency"],
-                           _bench_quant(r, cat), runtime, runtimes, r.get("kv_cache_dtype") or "bf16")
+                           _bench_quant(r, cat), runtime, runtimes, r.get("kv_cache_dtype") or "bf16",
+                           run_engine_version(r, runtime))
         rp = _replayed(cat, r, runtimes, runtime)
         fmt = f" {r['precision_printed']}" if r.get("precision_printed") else ""
         label = (f"{r['model_id']} {r['card_id']} x{r['gpus']}{fmt} {r['random_input_len']}/{r['random_output_len']} "

@@ -170,15 +170,22 @@ def test_v1_gemma_4_unifies_page_sizes(catalog):
 
 
 def test_seed_000_pool_is_recorded(catalog):
-    """Seed 000: ~254K tokens of cache for Gemma 4 12B NVFP4 on an RTX 5060 Ti under vLLM (its settings are not
-    given). The V1 model with vLLM's defaults lands above it; recorded, not targeted."""
+    """Seed 000: ~254K tokens of cache for Gemma 4 12B NVFP4 on an RTX 5060 Ti under vLLM (its release and settings
+    are not given). With vLLM's defaults (2,048 tokens a batch on a 16 GB card, max_model_len 262,144) the pool is
+    the same in every release from 0.21; what it logs as tokens is concurrency x max_model_len, and from 0.26 each
+    of the 5 sliding-window groups reserves a request 2 x 2,048 tokens in flight, not 2,048 (async scheduling):
+    0.25.1 logs 268,618 (+5.8%), 0.26 and later 238,463 (-6.1%, and no whole 262,144-token request: the engine
+    refuses to start at that length). Recorded, not targeted."""
     m, g = catalog.model("gemma-4-12b"), catalog.gpu("rtx5060ti")
     from llmsize.estimate.weights import weight_bytes
     w = weight_bytes(m, quant_format("nvfp4"), "linear").bytes_total
     led = engine_ledger(m, g, w, EngineInputs())
+    old = engine_ledger(m, g, w, EngineInputs(version="0.25.1"))
     TABLE.append(("seed 000", "GPU KV cache tokens (V1, defaults)", led.kv_cache_tokens, 254000,
                   led.kv_cache_tokens / 254000 - 1))
-    assert led.kv_groups == 6 and 254000 < led.kv_cache_tokens < 1.3 * 254000
+    assert led.kv_groups == old.kv_groups == 6 and led.kv_blocks == old.kv_blocks
+    assert (led.kv_cache_tokens, old.kv_cache_tokens) == (238_463, 268_618)
+    assert old.fits_one_request and not led.fits_one_request
 
 
 def test_vllm_21348_qwen3_235b_fp8_on_4_h100_vllm_and_sglang():
@@ -236,13 +243,64 @@ def test_engine_version_accepts_the_release_a_user_runs(given, key):
 
 def test_v1_defaults_follow_vllms_own_test(catalog):
     """vLLM tests/engine/test_arg_utils.py test_defaults_with_usage_context: >= 70 GiB cards other than the
-    A100 get 16384 (LLM class) / 8192 (serve) batched tokens and 1024 sequences; the rest 8192 / 2048 and 256."""
+    A100 get 16384 (LLM class) / 8192 (serve) batched tokens and 1024 sequences; the rest 8192 / 2048 and 256. From
+    0.28.0 (EngineArgs.get_batch_defaults) a card of >= 160 GiB gets 16384 for both; an H200's 139.8 GiB stays
+    below it."""
     from llmsize.estimate.engines import cuda_total_bytes, v1_defaults
     for gid, serve, offline in (("h100-sxm", (8192, 1024), (16384, 1024)), ("a100-80gb-sxm", (2048, 256), (8192, 256)),
-                                ("rtx4090", (2048, 256), (8192, 256))):
+                                ("rtx4090", (2048, 256), (8192, 256)), ("h200-sxm", (8192, 1024), (16384, 1024))):
         g = catalog.gpu(gid)
         total, _ = cuda_total_bytes(g)
         assert v1_defaults(g, total, offline=False) == serve and v1_defaults(g, total, offline=True) == offline
+    for gid in ("b200", "mi300x", "mi355x"):
+        g = catalog.gpu(gid)
+        total, _ = cuda_total_bytes(g)
+        assert total >= 160 * 2**30
+        assert v1_defaults(g, total, offline=False) == (16384, 1024) == v1_defaults(g, total, offline=True)
+        assert v1_defaults(g, total, offline=False, release=(0, 27, 1)) == (8192, 1024)
+
+
+@pytest.mark.parametrize("release, pp, draft, batches", [
+    ((0, 25, 1), 1, False, 1), ((0, 25, 1), 4, False, 1),  # before 0.26 the spec read max_num_batched_tokens
+    ((0, 26, 0), 1, False, 2),  # async scheduling, on by default since 0.14: two batches
+    ((0, 26, 0), 2, False, 2), ((0, 33, 0), 4, False, 4),  # the V1 model runner: the pipeline's stages, no more
+    ((0, 34, 0), 2, False, 3), ((0, 34, 0), 4, False, 5),  # 0.34: pp_size + 1 whenever async scheduling is on
+    ((0, 27, 1), 1, True, 1), ((0, 27, 1), 2, True, 2),  # a draft model turns async scheduling off before 0.28
+    ((0, 28, 0), 1, True, 2),
+])
+def test_vllm_reserves_a_sliding_window_for_the_batches_in_flight(release, pp, draft, batches):
+    """vllm/config/vllm.py (0.26.0, 0.34.0): max_in_flight_tokens = max_concurrent_batches x max_num_batched_tokens;
+    max_concurrent_batches is pp + 1 with async scheduling on the V2 model runner (every model in 0.34), 2 on the V1
+    runner at pp 1, else pp."""
+    from llmsize.estimate.engines import in_flight_tokens
+    assert in_flight_tokens(2048, release, pp, draft)[0] == batches * 2048
+
+
+def test_vllm_49878_gemma_4_request_grew_by_the_second_batch_in_flight(catalog):
+    """vllm-project/vllm#49878 (2026-07-26), Gemma 4 31B from 0.25.1 to 0.26.0 at max_num_batched_tokens 32768: a
+    comment counts the request 45.79 GiB under 0.25.1 and 70.79 GiB, the figure 0.26.0's start-up error printed,
+    under async scheduling's two batches (#47728). The layout: 5 sliding groups of 10 layers (16-token blocks,
+    window 1,024) and one full group (32-token blocks) of 256 KiB pages; at the model's 262,144 tokens
+    4,096 x 2 + 5 x (cdiv(1,023 + 32,768, 16) + 1) = 18,757 blocks of 10 pages (45.79 GiB), and with 65,536 tokens in
+    flight 4,096 x 2 + 5 x 4,161 = 28,997 (70.79 GiB)."""
+    from llmsize.estimate.engines import in_flight_tokens, v1_layout
+    lay = v1_layout(catalog.model("gemma-4-31b-nvfp4"), "bf16", 16)
+    assert lay.group_size == 10 and lay.page_bytes == 256 * 1024
+    need = {rel: lay.blocks_per_request(262_144, in_flight_tokens(32_768, rel)[0]) for rel in ((0, 25, 1), (0, 26, 0))}
+    assert need == {(0, 25, 1): 18_757, (0, 26, 0): 28_997}
+    assert [round(n * 10 * 256 * 1024 / 2**30, 2) for n in need.values()] == [45.79, 70.79]
+
+
+def test_the_ledger_says_what_its_sliding_groups_reserve(run_cli):
+    """The release changes the tokens a sliding group reserves, and the plan says so beside the blocks."""
+    code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--quant", "nvfp4", "--engine", "vllm")
+    text = " ".join(out.split())
+    assert code == 0 and "4,096 tokens in flight (2 x max_num_batched_tokens 2,048: async scheduling's two batches" \
+        in text
+    code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--quant", "nvfp4", "--engine", "vllm",
+                             "--engine-version", "0.25.1")
+    text = " ".join(out.split())
+    assert code == 0 and "2,048 tokens in flight (max_num_batched_tokens 2,048: one batch, vLLM before 0.26)" in text
 
 
 def _qwen3_0_6b(tmp_path):

@@ -481,11 +481,12 @@ def _refuse_served_elsewhere(engine, emit, g) -> None:
 def _serving_ledger(p, m, g, engine, max_model_len, max_num_batched_tokens, block_size, tp, non_torch_gib,
                     cudagraph_gib, engine_version):
     """vLLM's, SGLang's or TensorRT-LLM's memory ledger of the plan (engines.py)."""
-    from llmsize.estimate.engines import EngineInputs, engine_ledger, mtp_layers_of
+    from llmsize.estimate.engines import EngineInputs, drafts_with_model, engine_ledger, mtp_layers_of
 
     e = EngineInputs(engine=engine, gpu_util=p.inputs.gpu_util, max_model_len=max_model_len,
                      max_num_batched_tokens=max_num_batched_tokens, block_size=block_size,
                      kv_dtype=p.inputs.kv_dtype, tp=tp, weight_format=p.fmt.id, mtp_layers=mtp_layers_of(p),
+                     pp=p.inputs.pp, draft_model=drafts_with_model(p),
                      non_torch_bytes=None if non_torch_gib is None else int(gib_bytes(non_torch_gib)),
                      version=engine_version.lower(),
                      cudagraph_bytes=None if cudagraph_gib is None else int(gib_bytes(cudagraph_gib)))

@@ -240,6 +240,8 @@ class EngineInputs:
     cudagraph_bytes: int | None = None  # vLLM V1 >= 0.21 charges its CUDA-graph estimate; default below
     offline: bool = False  # vLLM's LLM class (offline, lm_eval) rather than `vllm serve`: other V1 defaults
     mtp_layers: int = 0  # the model's own MTP layers loaded to draft with (--spec mtp): DeepSeek-V4's window caches
+    pp: int = 1  # pipeline stages: vLLM keeps a batch in flight for each (in_flight_tokens)
+    draft_model: bool = False  # speculative decoding with a separate draft model (vLLM 0.26-0.27: no async scheduling)
 
 
 @dataclass(frozen=True)
@@ -275,15 +277,62 @@ class EngineLedger:
         return self.kv_cache_tokens / self.max_model_len
 
 
-def v1_defaults(gpu: GpuSpec, total_bytes: int, offline: bool) -> tuple[int, int]:
-    """V1's max_num_batched_tokens and max_num_seqs when not given (EngineArgs._set_default_args, pinned by
-    vLLM's tests/engine/test_arg_utils.py test_defaults_with_usage_context): cards of >= 70 GiB other than
-    the A100 get 16384 tokens for the LLM class and 8192 for `vllm serve`, and 1024 sequences; the rest,
-    A100 80GB included, get 8192 / 2048 tokens and 256 sequences."""
+# The newest vLLM release whose sources the ledger follows; `--engine-version v1` (the default) is read as it.
+VLLM_LATEST_READ = (0, 34, 0)
+# releases that ledger names stand for, where a rule depends on the release
+_NAMED_RELEASE = {"v1": VLLM_LATEST_READ, "v1-0.20": (0, 20, 0), "v0": (0, 7, 3)}
+
+
+def effective_release(version: str) -> tuple[int, int, int]:
+    """The release a --engine-version stands for: itself, or for a ledger name the release it is read as (v1: the
+    newest read, VLLM_LATEST_READ)."""
+    release = vllm_release(version)
+    return release if release is not None else _NAMED_RELEASE[vllm_profile(version).key]
+
+
+def v1_defaults(gpu: GpuSpec, total_bytes: int, offline: bool,
+                release: tuple[int, int, int] = VLLM_LATEST_READ) -> tuple[int, int]:
+    """V1's max_num_batched_tokens and max_num_seqs when not given (EngineArgs.get_batch_defaults, pinned by
+    vLLM's tests/engine/test_arg_utils.py test_defaults_with_usage_context): from 0.28.0 a card of >= 160 GiB
+    (B200, B300, MI325X, MI355X) gets 16384 tokens for both the LLM class and `vllm serve`; other cards of >= 70 GiB
+    but the A100 get 16384 tokens for the LLM class and 8192 for `vllm serve`, and 1024 sequences; the rest, A100
+    80GB included, get 8192 / 2048 tokens and 256 sequences."""
+    if total_bytes >= 160 * GiB and release >= (0, 28, 0):
+        return 16384, 1024
     big = total_bytes >= 70 * GiB and "a100" not in gpu.name.lower()
     if big:
         return (16384 if offline else 8192), 1024
     return (8192 if offline else 2048), 256
+
+
+# vLLM's in-flight reserve (vllm/config/vllm.py, 0.26.0 on: VllmConfig.max_in_flight_tokens =
+# max_concurrent_batches x max_num_batched_tokens, PR #47728): a sliding-window group's request takes blocks for
+# min(window - 1 + in-flight tokens, max_model_len) tokens (SlidingWindowSpec.max_admission_blocks_per_request), since
+# out-of-window blocks are freed only once a batch is processed; before 0.26 the spec read max_num_batched_tokens.
+# Async scheduling (the default since 0.14.0, PR #27614) keeps two batches in flight, pipeline stages one each (and
+# one more with async scheduling: 0.34.0 for every model; 0.26-0.33 on the V2 model runner only, the V1 runner's
+# pp stages are read here). Full-attention and state layers reserve nothing for it. vllm-project/vllm#49878 (Gemma
+# 4 from 0.25.1 to 0.26.0: 45.79 GiB a request became 70.79 GiB) is this reserve.
+ASYNC_RESERVE_FROM = (0, 26, 0)
+
+
+def in_flight_tokens(batched: int, release: tuple[int, int, int], pp: int = 1,
+                     draft_model: bool = False) -> tuple[int, str]:
+    """The tokens vLLM's sliding-window groups reserve a request beyond its window for, and the words that say why."""
+    if release < ASYNC_RESERVE_FROM:
+        return batched, f"max_num_batched_tokens {batched:,}: one batch, vLLM before 0.26"
+    async_on = not (draft_model and release < (0, 28, 0))
+    batches = pp + 1 if async_on and (pp == 1 or release >= (0, 34, 0)) else pp
+    if not async_on:
+        why = (f"{pp} pipeline stages' batches" if pp > 1 else "one batch") + \
+            ": a draft model turns async scheduling off before 0.28"
+    elif pp == 1:
+        why = "async scheduling's two batches"
+    elif batches > pp:
+        why = f"{pp} pipeline stages' batches and async scheduling's one more"
+    else:
+        why = f"{pp} pipeline stages' batches: the V1 model runner adds none for async scheduling before 0.34"
+    return batches * batched, f"{batches} x max_num_batched_tokens {batched:,}: {why}, vLLM >= 0.26"
 
 
 def cuda_total_bytes(gpu: GpuSpec) -> tuple[int, str]:
@@ -452,16 +501,18 @@ def v1_layout(model: ModelSpec, kv_dtype: str, block_size: int) -> V1Layout | No
     return V1Layout(groups, group_size, int(target), padded, state)
 
 
-def _dsv4_ledger(model: ModelSpec, e: EngineInputs, max_len: int, batched: int, notes: list[str], ledger: tuple
+def _dsv4_ledger(model: ModelSpec, e: EngineInputs, max_len: int, flight: tuple, notes: list[str], ledger: tuple
                  ) -> EngineLedger:
     """vLLM V1's ledger of a DeepSeek-V4 model under its FP8 cache: the pool in vLLM's own layout of it
-    (estimate/vllm_dsv4.py), `batched` tokens in flight."""
+    (estimate/vllm_dsv4.py); `flight`: max_num_batched_tokens, the tokens in flight its windows reserve for
+    (in_flight_tokens) and why."""
+    batched, in_flight, in_flight_why = flight
     total, src, budget, weights_bytes, nt, act, kv_cache, graphs, steps, version = ledger
     block = DSV4_BLOCK_SIZE if e.block_size == DEFAULT_BLOCK_SIZE else e.block_size
     layout = dsv4_layout(model, block, e.mtp_layers)
     unit = layout.bytes_per_block
     blocks = max(0, int(kv_cache // unit))
-    need = layout.blocks_per_request(max_len, batched)
+    need = layout.blocks_per_request(max_len, in_flight)
     conc = blocks / need
     one_request = need * unit
     min_fraction = (weights_bytes + nt + act + graphs + one_request) / total
@@ -469,9 +520,8 @@ def _dsv4_ledger(model: ModelSpec, e: EngineInputs, max_len: int, batched: int, 
     said = f"{block}-token blocks" + (" (its recipe's --block-size 256)" if e.block_size == DEFAULT_BLOCK_SIZE else "")
     notes.append(f"DeepSeek-V4's cache in vLLM's own layout (fp8_ds_mla): {len(layout.groups)} KV-cache groups, "
                  f"{unit:,} B a block of {said} across them; a {max_len:,}-token request takes {need:,} blocks, its "
-                 f"windows' and compressor states' pages reserved for {batched:,} tokens in flight (vLLM 0.26.0's "
-                 "arithmetic; async scheduling, where on, doubles them)" + (f"; {e.mtp_layers} MTP layer(s)' windows"
-                                                                            if e.mtp_layers else "") + ".")
+                 f"windows' and compressor states' pages reserved for {in_flight:,} tokens in flight ({in_flight_why}; "
+                 "vLLM 0.26.0's layout)" + (f"; {e.mtp_layers} MTP layer(s)' windows" if e.mtp_layers else "") + ".")
     if not fits:
         notes.append(f"Not enough for one {max_len:,}-token request: the engine refuses to start below "
                      f"{min_fraction:.4f} of total memory (or lower --max-model-len)." if min_fraction <= 1 else
@@ -495,6 +545,11 @@ def beside_budget(led: EngineLedger, budget) -> str:
             "itself allocates from its "
             f"{led.total_source.split(' (')[0]}: {led.kv_cache_bytes / 1e9:,.2f} GB = "
             f"{led.kv_cache_bytes / 2**30:,.2f} GiB of cache.")
+
+
+def drafts_with_model(plan) -> bool:
+    """The plan drafts with a separate model (--spec draft=MODEL), not the model's own MTP layers."""
+    return plan.inputs.spec is not None and plan.inputs.spec.draft is not None
 
 
 def mtp_layers_of(plan) -> int:
@@ -542,7 +597,8 @@ def plan_ledger(p, model: ModelSpec, gpu: GpuSpec, engine: str, max_model_len: i
     if engine not in ENGINES or not p.budget.weights_fit:
         return None
     e = EngineInputs(engine=engine, gpu_util=p.inputs.gpu_util, max_model_len=max_model_len or p.inputs.context_tokens,
-                     kv_dtype=p.inputs.kv_dtype, tp=p.inputs.tp, weight_format=p.fmt.id, mtp_layers=mtp_layers_of(p))
+                     kv_dtype=p.inputs.kv_dtype, tp=p.inputs.tp, weight_format=p.fmt.id, mtp_layers=mtp_layers_of(p),
+                     pp=p.inputs.pp, draft_model=drafts_with_model(p))
     try:
         return engine_ledger(p.card_model or model, gpu, (p.weights_card or p.weights).bytes_total, e)
     except LlmsizeError:
@@ -593,16 +649,18 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
              f"Weights as loaded: {weights_bytes / GiB:.2f} GiB (the estimate; engines log it as 'GB' but mean GiB)."]
     if layout_note:
         notes.append(f"Layout: {layout_note}.")
-    batched = None
+    batched = in_flight = in_flight_why = None
     profile = vllm_profile(e.version) if e.engine == "vllm" else None
     v1 = profile is not None and profile.v1
     seqs = e.max_num_seqs
     graphs = 0
     if profile is not None:
         if v1:
-            batched_default, seqs_default = v1_defaults(gpu, total, e.offline)
+            rel = effective_release(e.version)
+            batched_default, seqs_default = v1_defaults(gpu, total, e.offline, rel)
             batched = e.max_num_batched_tokens or batched_default
             seqs = e.max_num_seqs if e.max_num_seqs != DEFAULT_MAX_NUM_SEQS else seqs_default
+            in_flight, in_flight_why = in_flight_tokens(batched, rel, e.pp, e.draft_model)
         else:
             batched_default, why_batched = v0_batched_tokens(model, gpu, max_len, release)
             batched = e.max_num_batched_tokens or batched_default
@@ -667,11 +725,11 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
             notes.append("Mamba, linear-attention and short-conv states: TensorRT-LLM's pool for them is not "
                          "modelled; the pool above is charged as attention KV only.")
     if v1 and e.kv_dtype.lower().startswith("fp8") and is_dsv4(model):
-        return _dsv4_ledger(model, e, max_len, batched, notes, (total, src, budget, weights_bytes, nt, act, kv_cache,
-                                                                 graphs, steps, version))
+        return _dsv4_ledger(model, e, max_len, (batched, in_flight, in_flight_why), notes,
+                            (total, src, budget, weights_bytes, nt, act, kv_cache, graphs, steps, version))
     layout = v1_layout(model, e.kv_dtype, e.block_size) if v1 else None
     windows = compressed_window_bytes(model, e.kv_dtype, max_len)
-    one_request = (layout.blocks_per_request(max_len, batched) * layout.group_size * layout.page_bytes
+    one_request = (layout.blocks_per_request(max_len, in_flight) * layout.group_size * layout.page_bytes
                    if layout is not None else -(-max_len // page_tokens) * block + windows)
     if profile is not None:
         min_fraction = (weights_bytes + nt + act + graphs + one_request) / total
@@ -710,7 +768,7 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
     if layout is not None:
         unit = layout.group_size * layout.page_bytes  # one block across the group_size buffers
         blocks = max(0, int(kv_cache // unit))
-        need = layout.blocks_per_request(max_len, batched)
+        need = layout.blocks_per_request(max_len, in_flight)
         conc = blocks / need
         old_tokens = blocks // len(layout.groups) * min(g[2] for g in layout.groups)
         tokens = int(conc * max_len) if profile.tokens_from_concurrency else old_tokens
@@ -723,7 +781,10 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
                      "max_model_len).")
             notes.append(f"Hybrid KV-cache manager: {len(layout.groups)} groups of {layout.group_size} layers "
                          f"({kinds}), {layout.padded_layers} padding layer(s), pages of {layout.page_bytes:,} B; "
-                         f"a {max_len:,}-token request takes {need:,} blocks. {other}")
+                         f"a {max_len:,}-token request takes {need:,} blocks"
+                         + (f", its sliding-window groups' for the window and {in_flight:,} tokens in flight "
+                            f"({in_flight_why})" if any(g[0] == "sliding" for g in layout.groups) else "")
+                         + f". {other}")
         return EngineLedger(e.engine, version, total, src, budget, weights_bytes, non_torch, act, kv_cache,
                             unit, blocks, tokens, max_len, batched, notes, conc, min_fraction, fits,
                             len(layout.groups), graphs, steps)

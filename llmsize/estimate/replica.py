@@ -17,19 +17,20 @@ from llmsize.estimate.speed import prefill_comm_s, prefill_parts_s
 from llmsize.estimate.workload import Workload
 
 
-def kv_pool_bytes(plan, runtime: str, max_model_len: int) -> tuple[float, str]:
+def kv_pool_bytes(plan, runtime: str, max_model_len: int, engine_version: str = "v1") -> tuple[float, str]:
     """The cache memory of one card of a replica, as the engine itself counts it (estimate/engines.py: vLLM's,
     SGLang's and TensorRT-LLM's ledgers at their default memory fractions, charging the activations, CUDA graphs and
     non-torch memory of a max_model_len engine), else the plan's budget (utilization x memory - weights -
     overhead)."""
-    from llmsize.estimate.engines import ENGINES, EngineInputs, engine_ledger, mtp_layers_of
+    from llmsize.estimate.engines import ENGINES, EngineInputs, drafts_with_model, engine_ledger, mtp_layers_of
 
     if runtime in ENGINES:
         try:
             ledger = engine_ledger(plan.card_model or plan.model, plan.gpu, (plan.weights_card or plan.weights).bytes_total,
                                    EngineInputs(engine=runtime, tp=plan.inputs.tp, kv_dtype=plan.inputs.kv_dtype,
                                                 weight_format=plan.fmt.id, max_model_len=max_model_len,
-                                                mtp_layers=mtp_layers_of(plan)))
+                                                mtp_layers=mtp_layers_of(plan), pp=plan.inputs.pp,
+                                                draft_model=drafts_with_model(plan), version=engine_version))
             return max(0.0, ledger.kv_cache_bytes), f"{ledger.name} ledger"
         except LlmsizeError:
             pass

@@ -3,8 +3,9 @@ many prompt tokens one forward takes (its prefill chunk). Fleet sizes a replica 
 without tuning flags would run it; each figure is read from the engine's source, cited where it is set.
 
     vLLM (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults, OpenAI server; estimate/engines.py
-        v1_defaults, which the vLLM ledger uses too): a card of >= 70 GiB that is not an A100 runs max_num_seqs
-        1024 and max_num_batched_tokens 8192; any other card 256 and 2048.
+        v1_defaults, which the vLLM ledger uses too; the newest release read): a card of >= 160 GiB runs
+        max_num_seqs 1024 and max_num_batched_tokens 16384 (from 0.28.0), one of >= 70 GiB that is not an A100
+        1024 and 8192; any other card 256 and 2048.
     SGLang (python/sglang/srt/server_args.py, chunked_prefill_size): 2048 under 35 GiB (gpu_mem in MiB < 35 x 1024),
         8192 under 160 GiB, else 16384; its running requests are bounded by the cache pool, not by a default cap.
     TensorRT-LLM (tensorrt_llm/bench/build/tuning.py, finetune_setting, what trtllm-bench and its published
@@ -57,13 +58,15 @@ def held_context_tokens(runtime: str, isl: int, osl: int) -> int:
 
 
 def serving_defaults(runtime: str, gpu: GpuSpec, kv_requests: int, isl: int, osl: int,
-                     pp: int = 1) -> ServingDefaults:
-    """The engine's defaults for one replica on `gpu` whose cache holds `kv_requests` requests of isl + osl."""
+                     pp: int = 1, engine_version: str = "v1") -> ServingDefaults:
+    """The engine's defaults for one replica on `gpu` whose cache holds `kv_requests` requests of isl + osl
+    (`engine_version`: vLLM's, engines.vllm_profile's names or a release; v1 the newest read)."""
     mem = gpu.memory_bytes
     if runtime == "vllm":
-        from llmsize.estimate.engines import cuda_total_bytes, v1_defaults
+        from llmsize.estimate.engines import cuda_total_bytes, effective_release, v1_defaults
 
-        tokens, seqs = v1_defaults(gpu, cuda_total_bytes(gpu)[0], offline=False)
+        tokens, seqs = v1_defaults(gpu, cuda_total_bytes(gpu)[0], offline=False,
+                                   release=effective_release(engine_version))
         return ServingDefaults(seqs, tokens)
     if runtime == "sglang":
         return ServingDefaults(None, 2048 if mem < 35 * GIB else 8192 if mem < 160 * GIB else 16384)

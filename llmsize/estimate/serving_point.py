@@ -55,13 +55,15 @@ class ServingPoint:
 
 
 def serving_point(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, tp: int, users: int, quant: str | None,
-                  runtime: str, runtimes: dict, kv_dtype: str = "bf16") -> ServingPoint | None:
+                  runtime: str, runtimes: dict, kv_dtype: str = "bf16", engine_version: str = "v1"
+                  ) -> ServingPoint | None:
     """One aggregated replica of tp cards serving `users` closed-loop users (a benchmark at a fixed max
     concurrency): the batch is the users, within what the cache holds and the engine's cap; a user sees
     TPOT_agg(b) = TPOT(b) + (b - 1) x C_prefill / osl (the other users' prompts) and a first token after
     T_prefill + Wq (estimate/replica.first_token_s), plus, for users
     past b, the wait for a running request to end; the replica gives b / (TTFT + osl x TPOT_agg) requests/s of osl
-    tokens. None without constants or when nothing fits."""
+    tokens (`engine_version`: the vLLM release whose defaults and ledger apply, v1 the newest read). None without
+    constants or when nothing fits."""
     from llmsize.estimate.plan import PlanInputs, make_plan
     from llmsize.estimate.runtimes import backend, constants
 
@@ -73,11 +75,11 @@ def serving_point(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, tp: int, u
                                             prompt_tokens=isl, tp=tp, kv_dtype=kv_dtype, runtime=runtime),
                      search_fit=False)
     w = Workload(isl, osl, users=users)
-    held = users_held(plan, w, runtime, None, kv_pool_bytes(plan, runtime, isl + osl)[0]) \
+    held = users_held(plan, w, runtime, None, kv_pool_bytes(plan, runtime, isl + osl, engine_version)[0]) \
         if plan.budget.weights_fit else 0
     if held < 1:
         return None
-    limits = serving_defaults(runtime, gpu, held, isl, osl)
+    limits = serving_defaults(runtime, gpu, held, isl, osl, engine_version=engine_version)
     b = min(users, held, limits.max_batch or held)
     tpot_fn, pre, cost = replica_timing(plan, runtime, c, limits.prefill_tokens)
     if pre is None or cost is None:
@@ -94,11 +96,12 @@ def serving_point(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, tp: int, u
 
 def replayed_point(model: ModelSpec, gpu: GpuSpec, prompts: list[int], outputs: list[int], tp: int,
                    max_concurrency: int, quant: str | None, runtime: str, runtimes: dict,
-                   kv_dtype: str = "bf16") -> ServingPoint | None:
+                   kv_dtype: str = "bf16", engine_version: str = "v1") -> ServingPoint | None:
     """One aggregated replica of tp cards running a benchmark of len(prompts) requests at max_concurrency
     (estimate/serving_replay.py): SGLang's scheduler prefills first, the others mix prefill into decode steps. The
     plan, its decode steps and the prefill's compute per token are costed at the run's mean lengths; the engine runs
-    at most what the cache holds and its cap. None without constants or when nothing fits."""
+    at most what the cache holds and its cap (`engine_version` as serving_point's). None without constants or when
+    nothing fits."""
     from llmsize.estimate.plan import PlanInputs, make_plan
     from llmsize.estimate.runtimes import backend, constants
     from llmsize.estimate.serving_replay import replay
@@ -112,11 +115,12 @@ def replayed_point(model: ModelSpec, gpu: GpuSpec, prompts: list[int], outputs: 
                                             prompt_tokens=isl, tp=tp, kv_dtype=kv_dtype, runtime=runtime),
                      search_fit=False)
     w = Workload(isl, osl, users=max_concurrency)
-    held = users_held(plan, w, runtime, None, kv_pool_bytes(plan, runtime, max(prompts) + max(outputs))[0]) \
+    held = users_held(plan, w, runtime, None,
+                      kv_pool_bytes(plan, runtime, max(prompts) + max(outputs), engine_version)[0]) \
         if plan.budget.weights_fit else 0
     if held < 1:
         return None
-    limits = serving_defaults(runtime, gpu, held, isl, osl)
+    limits = serving_defaults(runtime, gpu, held, isl, osl, engine_version=engine_version)
     engine = replica_engine(plan, runtime, c, limits.prefill_tokens)
     if engine is None:
         return None

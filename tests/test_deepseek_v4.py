@@ -279,3 +279,51 @@ def test_checkpoint_names_fall_in_their_components(name, comp):
     from llmsize.importer.exact import component
 
     assert component(name, 43) == comp
+
+
+def test_sglang_sizes_deepseek_v4_in_its_own_pools(catalog):
+    """SGLang 0.5.23's DSV4PoolConfigurator (model_executor/pool_configurator.py) on its default path. Flash: 43 layers,
+    21 of ratio 4 (with an indexer), 20 of ratio 128. A window row in a 256-row page: ceil(256 x 584 / 576) x 576 /
+    256 = 585 B; a ratio-4 row (64-row pages) 585 B, a ratio-128 row (2-row pages of 1,728 B) 864 B. Per window token
+    585 x 43 + 8 / 256 x (4 x 512 + 4 x 128) x 4 B x 21 = 25,155 + 6,720 = 31,875 B; per full token 0.1 x 31,875 +
+    (585 + 132) / 4 x 21 + 864 / 128 x 20 = 3,187.5 + 3,764.25 + 135 = 7,086.75 B. The ratio-128 states: ceil((257 x
+    128 + 128 + 1) / 128) x 128 = 33,152 rows of 2 x 512 FP32 values, x 20 layers = 2,715,811,840 B (2.53 GiB)."""
+    from llmsize.estimate.sglang_dsv4 import row_bytes, sglang_dsv4_pools
+
+    assert (row_bytes(256), row_bytes(64), row_bytes(2)) == (585, 585, 864)
+    pools = sglang_dsv4_pools(catalog.model("deepseek-v4-flash"))
+    assert pools.bytes_per_full_token == 7_086.75 and pools.fixed_bytes == 2_715_811_840
+    # 20 GiB left for the pools: (20 GiB - fixed) / 7,086.75 = 2,647,055.9 -> 10,340 pages of 256 = 2,647,040 tokens,
+    # a tenth of them 264,704 -> 1,034 pages = 264,704 window tokens
+    assert pools.full_tokens(20 * 2**30) == 2_647_040 and pools.swa_tokens(2_647_040) == 264_704
+    assert pools.full_tokens(pools.fixed_bytes) == 0
+    # drafting: rings of 16 and 256 rows, and the draft layer as (43 + 1) / 43 of the rest
+    spec = sglang_dsv4_pools(catalog.model("deepseek-v4-flash"), drafting=True)
+    assert spec.fixed_bytes == -(-(257 * 256 + 256 + 1) // 128) * 128 * 4096 * 20
+    assert abs(spec.bytes_per_full_token - (0.1 * (25_155 + 16 / 256 * 10_240 * 21) + 3_899.25) * 44 / 43) < 1e-9
+
+
+def test_sglang_sizes_deepseek_v4_pro_in_its_own_pools():
+    """Pro: 61 layers, 30 of ratio 4 and 31 of ratio 128. 0.1 x (585 x 61 + 320 x 30) + 179.25 x 30 + 6.75 x 31 =
+    4,528.5 + 5,377.5 + 209.25 = 10,115.25 B a full token; 33,152 x 4,096 x 31 B = 3.92 GiB of states."""
+    from llmsize.estimate.sglang_dsv4 import sglang_dsv4_pools
+
+    pools = sglang_dsv4_pools(_model(PRO))
+    assert pools.bytes_per_full_token == 10_115.25 and pools.fixed_bytes == 33_152 * 4_096 * 31
+
+
+def test_the_sglang_ledger_of_deepseek_v4_is_its_pools(run_cli):
+    """plan --engine sglang gives SGLang's max_total_num_tokens for the model, says its per-token bytes, and where the
+    fraction leaves too little for one request, the fraction from which it starts."""
+    import json
+
+    code, out, err = run_cli("plan", "deepseek-v4-flash", "--gpu", "h200", "--tp", "4", "--engine", "sglang", "--json")
+    assert code == 0, err
+    led = json.loads(out)["engine"]
+    assert led["kv_cache_tokens"] % 256 == 0 and led["kv_cache_tokens"] > 1_000_000
+    assert led["kv_cache_tokens"] == (led["kv_cache_bytes"] - 2_715_811_840) // 7_086.75 // 256 * 256
+    assert any("7,086.75 B a full token" in n for n in led["assumptions"])
+    code, out, err = run_cli("plan", "deepseek-v4-flash", "--gpu", "h200", "--tp", "4", "--engine", "sglang",
+                             "--gpu-util", "0.3", "--json")
+    led = json.loads(out)["engine"]
+    assert code == 0 and not led["fits_one_request"] and 0.3 < led["min_gpu_util"] < 1

@@ -19,7 +19,11 @@ SGLang: the static pool is free x mem_fraction_static - weights, all of it KV, w
 reports free once the CUDA context and the distributed groups exist (model_runner profile_max_num_token:
 rest = available after loading - free at start x (1 - fraction)). Its refusal prints the smallest fraction
 that would do, weights / free: 0.9113 for DeepSeek-V4-Pro FP8 at tp 8 on H200s, from 'avail mem=12.25 GB,
-mem usage=125.65 GB' (SemiAnalysisAI/InferenceX#2128), which `min_fraction` reproduces.
+mem usage=125.65 GB' (SemiAnalysisAI/InferenceX#2128), which `min_fraction` reproduces. Its 125.65 GiB of weights a
+card is 24.6 GiB above the plan's 101.03: SGLang up to 0.5.15 (that image's) kept, on Hopper's Marlin path for MXFP4
+experts, the loader's FP32 scales, one a 32 weights (1 bit a weight, 22.52 GiB a card at tp 8), beside the repacked
+ones (mxfp4_marlin_moe.py; sgl-project/sglang PR #29797 measured 11.48 GiB a card at tp 16 and freed them, in 0.5.18);
+the rest (~2 GiB, 1.7%) is not accounted for. DeepSeek-V4's own pools: estimate/sglang_dsv4.py.
 TensorRT-LLM: kv_cache_free_gpu_mem_fraction x the memory free after the engine and its runtime buffers
 (TensorRT-LLM#224: a fraction of *free* memory); the runtime buffers are an input, by default the activation
 model above at max_num_tokens (given, else TensorRT-LLM's default 8,192): TensorRT-LLM#1400, batch 1 and 4,096
@@ -35,6 +39,9 @@ from dataclasses import dataclass, field
 from llmsize.catalog.schema import STATE_KINDS, GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError, LlmsizeError, shown
 from llmsize.estimate.kv import has_compressed_layers, kv_bytes
+from llmsize.estimate.sglang_dsv4 import MAX_RUNNING_REQUESTS as SGLANG_DSV4_RUNNING
+from llmsize.estimate.sglang_dsv4 import PAGE_TOKENS as SGLANG_DSV4_PAGE
+from llmsize.estimate.sglang_dsv4 import sglang_dsv4_pools
 from llmsize.estimate.vllm_dsv4 import DSV4_BLOCK_SIZE, dsv4_layout, is_dsv4
 from llmsize.units import GiB
 
@@ -354,8 +361,8 @@ def token_bytes_charged(model: ModelSpec, kv_dtype: str) -> float:
 
 def compressed_window_bytes(model: ModelSpec, kv_dtype: str, max_len: int) -> float:
     """What one request of a DeepSeek-V4 model holds beside its compressed rows: its layers' windows (0 for any other
-    model). The engines' own V4 pools (vLLM's and SGLang's blocks of 256 tokens, 64 rows of 584 B under FP8, the
-    compressors' states sharing their pages: vllm-project/vllm-ascend#9270) are not modelled."""
+    model), where no engine's own layout is modelled: vLLM's under an FP8 cache (vllm_dsv4.py) and SGLang's
+    (sglang_dsv4.py) are; TensorRT-LLM's and vLLM's under another cache dtype are not."""
     if not has_compressed_layers(model):
         return 0.0
     return kv_bytes(model, max_len, kv_dtype).bytes_by_kind["sliding"]
@@ -530,6 +537,39 @@ def _dsv4_ledger(model: ModelSpec, e: EngineInputs, max_len: int, flight: tuple,
     return EngineLedger(e.engine, version, total, src, budget, weights_bytes, nt, act, kv_cache, unit, blocks,
                         int(conc * max_len), max_len, batched, notes, conc, min_fraction, fits, len(layout.groups),
                         graphs, steps)
+
+
+def _sglang_dsv4_ledger(model: ModelSpec, e: EngineInputs, max_len: int, notes: list[str], ledger: tuple
+                        ) -> EngineLedger:
+    """SGLang's ledger of a DeepSeek-V4 model: its pools in SGLang's own layout (estimate/sglang_dsv4.py) from the
+    memory its mem_fraction_static leaves them."""
+    total, src, budget, weights_bytes, non_torch, kv_cache, steps, version = ledger
+    drafting = e.mtp_layers > 0 or e.draft_model
+    pools = sglang_dsv4_pools(model, drafting)
+    full = pools.full_tokens(kv_cache)
+    swa = pools.swa_tokens(full)
+    paged = -(-max_len // SGLANG_DSV4_PAGE) * SGLANG_DSV4_PAGE
+    # one request: its tokens in the full pools, and a window pool that holds its window and a page
+    # (validate_swa_pool_size refuses to start below it)
+    swa_floor = -(-(pools.window_tokens + SGLANG_DSV4_PAGE + 1) // SGLANG_DSV4_PAGE) * SGLANG_DSV4_PAGE
+    need = max(paged, -(-swa_floor / pools.swa_ratio // SGLANG_DSV4_PAGE) * SGLANG_DSV4_PAGE)
+    one_request = pools.fixed_bytes + pools.bytes_per_full_token * need
+    min_fraction = (weights_bytes + one_request) / (total - non_torch)
+    fits = kv_cache >= one_request
+    notes.append(f"DeepSeek-V4's pools in SGLang's own layout (0.5.23; FP8 rows of 584 B in 256-token pages "
+                 f"whatever the cache dtype): {pools.bytes_per_full_token:,.2f} B a full token (its log's "
+                 f"bytes_per_full_token{', the draft layer included' if drafting else ''}) and "
+                 f"{pools.fixed_bytes / GiB:.2f} GiB of ratio-128 compressor states for {SGLANG_DSV4_RUNNING} "
+                 f"running requests: max_total_num_tokens {full:,}, a window pool of {swa:,} tokens "
+                 f"({pools.swa_ratio:g} of them, --swa-full-tokens-ratio).")
+    if not fits:
+        notes.append(f"Not enough for one {max_len:,}-token request: raise --gpu-util to {min_fraction:.4f} "
+                     "(its --mem-fraction-static), or lower the length." if min_fraction <= 1 else
+                     f"Not enough for one {max_len:,}-token request at any fraction: quantize, or add cards.")
+    return EngineLedger(e.engine, version, total, src, budget, weights_bytes, non_torch, 0.0, kv_cache,
+                        pools.bytes_per_full_token * SGLANG_DSV4_PAGE, full // SGLANG_DSV4_PAGE, full, max_len, None,
+                        notes,
+                        pools.requests(full, max_len), min_fraction, fits, steps=steps)
 
 
 def beside_budget(led: EngineLedger, budget) -> str:
@@ -727,6 +767,9 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
     if v1 and e.kv_dtype.lower().startswith("fp8") and is_dsv4(model):
         return _dsv4_ledger(model, e, max_len, (batched, in_flight, in_flight_why), notes,
                             (total, src, budget, weights_bytes, nt, act, kv_cache, graphs, steps, version))
+    if e.engine == "sglang" and is_dsv4(model):
+        return _sglang_dsv4_ledger(model, e, max_len, notes, (total, src, budget, weights_bytes, non_torch, kv_cache,
+                                                               steps, version))
     layout = v1_layout(model, e.kv_dtype, e.block_size) if v1 else None
     windows = compressed_window_bytes(model, e.kv_dtype, max_len)
     one_request = (layout.blocks_per_request(max_len, in_flight) * layout.group_size * layout.page_bytes

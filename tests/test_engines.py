@@ -260,20 +260,22 @@ def test_v1_defaults_follow_vllms_own_test(catalog):
         assert v1_defaults(g, total, offline=False, release=(0, 27, 1)) == (8192, 1024)
 
 
-@pytest.mark.parametrize("release, pp, draft, batches", [
-    ((0, 25, 1), 1, False, 1), ((0, 25, 1), 4, False, 1),  # before 0.26 the spec read max_num_batched_tokens
-    ((0, 26, 0), 1, False, 2),  # async scheduling, on by default since 0.14: two batches
-    ((0, 26, 0), 2, False, 2), ((0, 33, 0), 4, False, 4),  # the V1 model runner: the pipeline's stages, no more
-    ((0, 34, 0), 2, False, 3), ((0, 34, 0), 4, False, 5),  # 0.34: pp_size + 1 whenever async scheduling is on
-    ((0, 27, 1), 1, True, 1), ((0, 27, 1), 2, True, 2),  # a draft model turns async scheduling off before 0.28
-    ((0, 28, 0), 1, True, 2),
+@pytest.mark.parametrize("release, pp, draft, v1_runner, batches", [
+    ((0, 25, 1), 1, False, False, 1), ((0, 25, 1), 4, False, True, 1),  # before 0.26: max_num_batched_tokens
+    ((0, 26, 0), 1, False, False, 2), ((0, 26, 0), 1, False, True, 2),  # async scheduling (default since 0.14): 2
+    ((0, 26, 0), 2, False, False, 3),  # a dense model's V2 model runner: pp + 1
+    ((0, 26, 0), 2, False, True, 2), ((0, 28, 0), 4, False, True, 4),  # a MoE's V1 runner: the stages, no more
+    ((0, 29, 0), 4, False, True, 5), ((0, 34, 0), 2, False, True, 3),  # the V2 runner for every model from 0.29
+    ((0, 27, 1), 1, True, False, 1), ((0, 27, 1), 2, True, False, 2),  # a draft model: no async before 0.28
+    ((0, 28, 0), 1, True, False, 2),
 ])
-def test_vllm_reserves_a_sliding_window_for_the_batches_in_flight(release, pp, draft, batches):
-    """vllm/config/vllm.py (0.26.0, 0.34.0): max_in_flight_tokens = max_concurrent_batches x max_num_batched_tokens;
-    max_concurrent_batches is pp + 1 with async scheduling on the V2 model runner (every model in 0.34), 2 on the V1
-    runner at pp 1, else pp."""
+def test_vllm_reserves_a_sliding_window_for_the_batches_in_flight(release, pp, draft, v1_runner, batches):
+    """vllm/config/vllm.py (0.26.0-0.34.0): max_in_flight_tokens = max_concurrent_batches x max_num_batched_tokens;
+    max_concurrent_batches is pp + 1 with async scheduling on the V2 model runner, 2 on the V1 runner at pp 1, else
+    pp. The V2 runner: 0.26-0.28 a dense model's without Mamba layers (_is_default_v2_model_runner_model), from 0.29
+    every model's."""
     from llmsize.estimate.engines import in_flight_tokens
-    assert in_flight_tokens(2048, release, pp, draft)[0] == batches * 2048
+    assert in_flight_tokens(2048, release, pp, draft, v1_runner)[0] == batches * 2048
 
 
 def test_vllm_49878_gemma_4_request_grew_by_the_second_batch_in_flight(catalog):

@@ -316,20 +316,30 @@ def v1_defaults(gpu: GpuSpec, total_bytes: int, offline: bool,
 # max_concurrent_batches x max_num_batched_tokens, PR #47728): a sliding-window group's request takes blocks for
 # min(window - 1 + in-flight tokens, max_model_len) tokens (SlidingWindowSpec.max_admission_blocks_per_request), since
 # out-of-window blocks are freed only once a batch is processed; before 0.26 the spec read max_num_batched_tokens.
-# Async scheduling (the default since 0.14.0, PR #27614) keeps two batches in flight, pipeline stages one each (and
-# one more with async scheduling: 0.34.0 for every model; 0.26-0.33 on the V2 model runner only, the V1 runner's
-# pp stages are read here). Full-attention and state layers reserve nothing for it. vllm-project/vllm#49878 (Gemma
-# 4 from 0.25.1 to 0.26.0: 45.79 GiB a request became 70.79 GiB) is this reserve.
+# Async scheduling (the default since 0.14.0, PR #27614) keeps two batches in flight, pipeline stages one each and,
+# with async scheduling, one more on the V2 model runner (max_concurrent_batches; 0.34 drops the runner test): the
+# V2 runner is every model's default from 0.29, in 0.26-0.28 a dense model's without Mamba-like layers (and a few
+# MoE architectures': DeepseekV2, Qwen2Moe, GraniteMoe, not told apart here), else the V1 runner's pp stages.
+# Full-attention and state layers reserve nothing for it. vllm-project/vllm#49878 (Gemma 4 from 0.25.1 to 0.26.0:
+# 45.79 GiB a request became 70.79 GiB) is this reserve.
 ASYNC_RESERVE_FROM = (0, 26, 0)
 
 
-def in_flight_tokens(batched: int, release: tuple[int, int, int], pp: int = 1,
-                     draft_model: bool = False) -> tuple[int, str]:
-    """The tokens vLLM's sliding-window groups reserve a request beyond its window for, and the words that say why."""
+def v1_runner_model(model: ModelSpec) -> bool:
+    """A model vLLM 0.26-0.28 runs on its V1 model runner by default: a MoE or one with Mamba-like state layers."""
+    return any((g.mlp is not None and g.mlp.kind == "moe") or (g.mixer is not None and g.mixer.kind in STATE_KINDS)
+               for g in model.layer_groups)
+
+
+def in_flight_tokens(batched: int, release: tuple[int, int, int], pp: int = 1, draft_model: bool = False,
+                     v1_runner_before_0_29: bool = False) -> tuple[int, str]:
+    """The tokens vLLM's sliding-window groups reserve a request beyond its window for, and the words that say why
+    (`v1_runner_before_0_29`: a MoE or Mamba-hybrid model, which 0.26-0.28 run on the V1 model runner)."""
     if release < ASYNC_RESERVE_FROM:
         return batched, f"max_num_batched_tokens {batched:,}: one batch, vLLM before 0.26"
     async_on = not (draft_model and release < (0, 28, 0))
-    batches = pp + 1 if async_on and (pp == 1 or release >= (0, 34, 0)) else pp
+    v2_runner = release >= (0, 29, 0) or not v1_runner_before_0_29
+    batches = pp + 1 if async_on and (pp == 1 or v2_runner) else pp
     if not async_on:
         why = (f"{pp} pipeline stages' batches" if pp > 1 else "one batch") + \
             ": a draft model turns async scheduling off before 0.28"
@@ -338,7 +348,7 @@ def in_flight_tokens(batched: int, release: tuple[int, int, int], pp: int = 1,
     elif batches > pp:
         why = f"{pp} pipeline stages' batches and async scheduling's one more"
     else:
-        why = f"{pp} pipeline stages' batches: the V1 model runner adds none for async scheduling before 0.34"
+        why = f"{pp} pipeline stages' batches: the V1 model runner adds none for async scheduling"
     return batches * batched, f"{batches} x max_num_batched_tokens {batched:,}: {why}, vLLM >= 0.26"
 
 
@@ -700,7 +710,7 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
             batched_default, seqs_default = v1_defaults(gpu, total, e.offline, rel)
             batched = e.max_num_batched_tokens or batched_default
             seqs = e.max_num_seqs if e.max_num_seqs != DEFAULT_MAX_NUM_SEQS else seqs_default
-            in_flight, in_flight_why = in_flight_tokens(batched, rel, e.pp, e.draft_model)
+            in_flight, in_flight_why = in_flight_tokens(batched, rel, e.pp, e.draft_model, v1_runner_model(model))
         else:
             batched_default, why_batched = v0_batched_tokens(model, gpu, max_len, release)
             batched = e.max_num_batched_tokens or batched_default

@@ -229,7 +229,9 @@ MaxBatchedTokensOpt = Annotated[Optional[int], _opt("--max-num-batched-tokens", 
                                                     callback=int_range(1), show_default=False)]
 EngineVersionOpt = Annotated[str, _opt("--engine-version", help="vLLM release you run (e.g. 0.20.0), or v1 "
                                        "(the newest read, 0.34), v1-0.20, v0 (< 0.8); with --engine vllm.")]
-BlockSizeOpt = Annotated[int, _opt("--block-size", help="Engine KV block, tokens (with --engine).", callback=int_range(1, 65536))]
+BlockSizeOpt = Annotated[Optional[int], _opt("--block-size", help="Engine KV block, tokens (with --engine); default: "
+                                            "the engine's for its release and card.", callback=int_range(1, 65536),
+                                            show_default=False)]
 NonTorchOpt = Annotated[Optional[float], _opt("--non-torch-gib", help="vLLM non-torch memory (CUDA context, NCCL, "
                                               "custom all-reduce) per card, GiB (with --engine); default: 0.3, "
                                               "x --tp under vLLM V0, SGLang and TensorRT-LLM (V1 leaves the "

@@ -309,15 +309,22 @@ def test_a_row_on_pipeline_stages_shows_its_split_and_the_tensor_split(run_cli):
 
 
 def test_a_row_whose_engine_ledger_holds_far_less_is_said(run_cli):
-    """compare's max ctx and seqs are the generic budget's: 70B FP8 on an H100 showed 9,284 tokens and 2 sequences of
-    4,096 while vLLM, the expected figure's engine, does not start there (its ledger: 2,352 tokens). A note names the
-    row (ledger_short in JSON); the H200, whose ledger holds most of its budget, is not named."""
+    """compare's max ctx and seqs are the generic budget's: 70B FP8 on an H100 at --gpu-util 0.9 showed 9,284 tokens
+    and 2 sequences of 4,096 while vLLM, the expected figure's engine, does not start there (its ledger: 3,328
+    tokens). A note names the row (ledger_short in JSON); the H200, whose ledger holds most of its budget, is not
+    named. Under SGLang's own default fraction on an H100 (0.83) the weights leave no cache at all."""
     import json
 
-    code, out, err = run_cli("compare", "llama-3.1-70b", "--quant", "fp8", "--gpus", "h100-sxm,h200", "--json")
+    code, out, err = run_cli("compare", "llama-3.1-70b", "--quant", "fp8", "--gpus", "h100-sxm,h200", "--gpu-util",
+                             "0.9", "--json")
     assert code == 0, err
     d = json.loads(out)
     rows = {r["gpu"]: r for r in d["rows"]}
-    assert "2,352 tokens" in rows["h100-sxm"]["ledger_short"] and rows["h200-sxm"]["ledger_short"] is None
+    assert "3,328 tokens" in rows["h100-sxm"]["ledger_short"] and rows["h200-sxm"]["ledger_short"] is None
     assert any(n.startswith("max ctx and seqs are the plan's budget; on h100-sxm, vLLM's own memory ledger")
                for n in d["notes"])
+    code, out, err = run_cli("compare", "llama-3.1-70b", "--quant", "fp8", "--gpus", "h100-sxm,h200", "--runtime",
+                             "sglang", "--json")
+    rows = {r["gpu"]: r for r in json.loads(out)["rows"]}
+    assert rows["h100-sxm"]["ledger_short"].startswith("SGLang's own memory ledger leaves no cache after the weights")
+    assert rows["h200-sxm"]["ledger_short"] is None

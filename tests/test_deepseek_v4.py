@@ -327,3 +327,41 @@ def test_the_sglang_ledger_of_deepseek_v4_is_its_pools(run_cli):
                              "--gpu-util", "0.3", "--json")
     led = json.loads(out)["engine"]
     assert code == 0 and not led["fits_one_request"] and 0.3 < led["min_gpu_util"] < 1
+
+
+def _llamacpp_dsv4(catalog, ctx, **kw):
+    m = catalog.model("deepseek-v4-flash")
+    return llamacpp_ledger(m, catalog.gpu("b200"), gguf_file_tensors(m, "gguf-q4_k_m"),
+                           LlamaCppSettings(ctx_size=ctx, **kw))
+
+
+def test_llamacpp_reserved_every_indexer_heads_scores_before_its_fused_indexer(catalog):
+    """Before GGML_OP_LIGHTNING_INDEXER (PR #24231, mid-July 2026) deepseek4.cpp's indexer scored the 262,144 rows of
+    a 1,048,576-token cache with 64 heads for a ubatch of 512 tokens, f32, and copied them permuted: 2 x 262,144 x 512
+    x 64 x 4 B = 64 GiB, beside its masks and the layer's activations. unslothai/unsloth PR #6940's log of the time,
+    ubatch 512: 'allocating 67094.60 MiB on device 0: cudaMalloc failed' (predicted -0.6%). ggml-org/llama.cpp#25468
+    (build 9924, -fa on, ubatch 512, five cards each holding ratio-4 layers): the buffers grew '+38 GiB' from -c 16384
+    to 131072; each card's pair of score tensors is 7,281 MiB more, 35.6 GiB over five (-6%, of a rounded figure)."""
+    old = _llamacpp_dsv4(catalog, 1_048_576, fused_indexer=False)
+    assert old.devices[0].compute_bytes / 2**20 == pytest.approx(67_094.60, rel=0.01)
+    grow = (_llamacpp_dsv4(catalog, 131_072, fused_indexer=False).devices[0].compute_bytes
+            - _llamacpp_dsv4(catalog, 16_384, fused_indexer=False).devices[0].compute_bytes)
+    assert 5 * grow / 2**30 == pytest.approx(38, rel=0.1)
+
+
+def test_llamacpp_reserves_deepseek_v4s_fused_indexer_and_its_attention(catalog):
+    """The current builds, -c 1048576, ubatch 512 (llama-kv-cache-dsv4.cpp reserves against whole caches: n_raw =
+    PAD(128 + 512, 256) = 768 window cells, 262,144 ratio-4 rows, 8,192 ratio-128 rows). With flash attention: the
+    indexer's f32 scores and its f16 masks, 262,144 x 512 x (2 + 2 + 6) = 1,342,177,280 B; the window and ratio-128
+    masks (768 + 8,192) x 512 x 2 = 9,175,040; the gathered rows (768 + 262,144) x 512 x 2 = 269,221,888; the queries,
+    four hyper-connection streams and the hidden state, 512 x 4 x (64 x 512 + 4 x 4,096 + 4,096) = 109,051,904: 1,649.5
+    MiB (the generic rule had 260.5). Without flash attention the compressed attention's f32 scores, (768 + 262,144) x
+    512 x 64 x 4 B = 32.1 GiB, are the peak: the plan says 34.5 GiB."""
+    fa = _llamacpp_dsv4(catalog, 1_048_576)
+    assert fa.devices[0].compute_bytes == 1_342_177_280 + 9_175_040 + 269_221_888 + 109_051_904
+    no_fa = _llamacpp_dsv4(catalog, 1_048_576, flash_attn=False)
+    assert 34 < no_fa.devices[0].compute_bytes / 2**30 < 35
+    # the host holds the masks: window, ratio-4, ratio-128 and the indexer's, f16, and the input embedding's rows
+    assert fa.devices[-1].compute_bytes == (768 + 262_144 + 8_192 + 262_144) * 512 * 2 + 512 * 4 * 2 * 4096
+    # at a short context the generic terms stay the peak
+    assert _llamacpp_dsv4(catalog, 4096).devices[0].compute_bytes == 512 * 4 * (129_280 + 4096)

@@ -95,7 +95,8 @@ def test_sglang_min_fraction_from_inferencex_2128(catalog):
                                                           non_torch_bytes=int(non_torch)))
     assert led.kv_cache_bytes < 0 and led.kv_cache_tokens == 0
     assert led.min_fraction == pytest.approx(0.9113, abs=0.0005)
-    assert any("refuses to start below" in a for a in led.assumptions)
+    assert any("SGLang refuses to start: the weights leave nothing for the cache at this fraction (from 0.9112" in a
+               for a in led.assumptions)
 
 
 def test_activation_peak_formula_by_hand(catalog):
@@ -136,15 +137,20 @@ def test_vllm_10517_at_29k_the_peak_grows_with_the_batch(catalog):
 
 
 def test_vllm_recent_4090_point_is_recorded(catalog):
-    """casys-kaist/LLMServingSim#59 (2026-08-21): vLLM (version not stated, 2026: V1), Llama-3.1-8B bf16 on an
-    RTX 4090, max_num_seqs 256, max_num_batched_tokens 2048, block 16 -> num_gpu_blocks 2588 (41,408 tokens).
-    With the default 0.3 GiB CUDA-graph reserve the V1 ledger lands 5.7% above (version unknown: an older V1
-    reserved no graph memory). Recorded with its error, not targeted."""
+    """casys-kaist/LLMServingSim#59 (2026-08-21): vLLM (version not stated, 2026: V1; its 16-token blocks say before
+    0.34), Llama-3.1-8B bf16 on an RTX 4090, max_num_seqs 256, max_num_batched_tokens 2048, block 16 ->
+    num_gpu_blocks 2588 (41,408 tokens). Read as 0.27.0 with its defaults (utilization 0.92, a 0.3 GiB CUDA-graph
+    reserve) the ledger lands 15% above; at 0.90 (a simulator's config may pass it; not printed) 5.7%. Recorded
+    with its error, not targeted."""
     m, g = catalog.model("llama-3.1-8b"), catalog.gpu("rtx4090")
-    led = engine_ledger(m, g, _w(m), EngineInputs(max_model_len=131072, max_num_batched_tokens=2048))
-    TABLE.append(("sim#59 4090", "GPU blocks (V1, 0.3 GiB graphs)", led.kv_blocks, 2588,
+    led = engine_ledger(m, g, _w(m), EngineInputs(max_model_len=131072, max_num_batched_tokens=2048,
+                                                  version="0.27.0"))
+    TABLE.append(("sim#59 4090", "GPU blocks (V1 0.27, 0.3 GiB graphs)", led.kv_blocks, 2588,
                   led.kv_blocks / 2588 - 1))
-    assert led.kv_blocks == pytest.approx(2588, rel=0.08)
+    assert led.kv_blocks == pytest.approx(2588, rel=0.16)
+    at_090 = engine_ledger(m, g, _w(m), EngineInputs(max_model_len=131072, max_num_batched_tokens=2048,
+                                                     version="0.27.0", gpu_util=0.9))
+    assert at_090.kv_blocks == pytest.approx(2588, rel=0.06)
 
 
 def test_v1_hybrid_layout_of_gemma_3_27b_matches_the_design_doc(catalog):
@@ -171,21 +177,23 @@ def test_v1_gemma_4_unifies_page_sizes(catalog):
 
 def test_seed_000_pool_is_recorded(catalog):
     """Seed 000: ~254K tokens of cache for Gemma 4 12B NVFP4 on an RTX 5060 Ti under vLLM (its release and settings
-    are not given). With vLLM's defaults (2,048 tokens a batch on a 16 GB card, max_model_len 262,144) the pool is
-    the same in every release from 0.21; what it logs as tokens is concurrency x max_model_len, and from 0.26 each
-    of the 5 sliding-window groups reserves a request 2 x 2,048 tokens in flight, not 2,048 (async scheduling):
-    0.25.1 logs 268,618 (+5.8%), 0.26 and later 238,463 (-6.1%, and no whole 262,144-token request: the engine
-    refuses to start at that length). Recorded, not targeted."""
+    are not given). With vLLM's defaults (utilization 0.92, 2,048 tokens a batch on a 16 GB card, max_model_len
+    262,144) the pool is the same from 0.21 to 0.33; what it logs as tokens is concurrency x max_model_len, and from
+    0.26 each of the 5 sliding-window groups reserves a request 2 x 2,048 tokens in flight, not 2,048 (async
+    scheduling): 0.25.1 logs 285,038 (+12%), 0.26-0.33 253,039 (-0.4%, and no whole 262,144-token request: the engine
+    refuses to start at that length). 0.34's extensible cache (its 64-token blocks, a 1 GiB margin, utilization
+    1.0) 263,428 (+3.7%). Recorded, not targeted."""
     m, g = catalog.model("gemma-4-12b"), catalog.gpu("rtx5060ti")
     from llmsize.estimate.weights import weight_bytes
     w = weight_bytes(m, quant_format("nvfp4"), "linear").bytes_total
-    led = engine_ledger(m, g, w, EngineInputs())
+    led = engine_ledger(m, g, w, EngineInputs(version="0.33.0"))
     old = engine_ledger(m, g, w, EngineInputs(version="0.25.1"))
-    TABLE.append(("seed 000", "GPU KV cache tokens (V1, defaults)", led.kv_cache_tokens, 254000,
+    new = engine_ledger(m, g, w, EngineInputs())
+    TABLE.append(("seed 000", "GPU KV cache tokens (V1 0.26-0.33, defaults)", led.kv_cache_tokens, 254000,
                   led.kv_cache_tokens / 254000 - 1))
     assert led.kv_groups == old.kv_groups == 6 and led.kv_blocks == old.kv_blocks
-    assert (led.kv_cache_tokens, old.kv_cache_tokens) == (238_463, 268_618)
-    assert old.fits_one_request and not led.fits_one_request
+    assert (led.kv_cache_tokens, old.kv_cache_tokens, new.kv_cache_tokens) == (253_039, 285_038, 263_428)
+    assert old.fits_one_request and not led.fits_one_request and new.fits_one_request
 
 
 def test_vllm_21348_qwen3_235b_fp8_on_4_h100_vllm_and_sglang():
@@ -206,7 +214,7 @@ def test_vllm_21348_qwen3_235b_fp8_on_4_h100_vllm_and_sglang():
     g = Catalog().gpu("h100-sxm")
     card = shard_model(spec, 4)
     w = weight_bytes(card, quant_format("fp8-block128"), "linear").bytes_total
-    v = engine_ledger(card, g, w, EngineInputs(max_model_len=40960))
+    v = engine_ledger(card, g, w, EngineInputs(max_model_len=40960, version="0.10.0"))  # July 2025's
     sg = engine_ledger(card, g, w, EngineInputs(engine="sglang", gpu_util=0.93, max_model_len=40960))
     assert v.block_bytes == 16 * 94 * 2 * 1 * 128 * 2  # 4 KV heads over 4 cards: one each
     TABLE.append(("vllm#21348", "vLLM KV GiB (LMCache attached)", v.kv_cache_bytes / GiB, 8.11,
@@ -220,7 +228,8 @@ def test_fp8_ds_mla_pages(catalog):
     indexer's 132 B key) per token, pages of 16 tokens."""
     m, g = catalog.model("deepseek-v3.2"), catalog.gpu("h200-sxm")
     from llmsize.estimate.parallel import shard_model
-    led = engine_ledger(shard_model(m, 8), g, 80e9, EngineInputs(kv_dtype="fp8_ds_mla", max_model_len=32768))
+    led = engine_ledger(shard_model(m, 8), g, 80e9, EngineInputs(kv_dtype="fp8_ds_mla", max_model_len=32768,
+                                                                 block_size=16))
     assert led.block_bytes == 16 * 61 * (656 + 132)
 
 
@@ -346,7 +355,11 @@ def test_vllm_0_28_qwen3_14b_bf16_and_awq_on_an_l40s(catalog):
     BF16 'Model loading took 27.52 GiB', 'Available KV cache memory: 11.57 GiB', 'GPU KV cache size: 75,824 tokens',
     'Maximum concurrency for 40,960 tokens per request: 1.85x'; AWQ (the post's table) 9.44 GiB of weights, 29.63
     GiB and 194,192 tokens, 4.74x. A held-out check of the V1 >= 0.21 ledger on a release it was not built on:
-    40 layers x 2 x 8 KV heads x 128 x 2 B = 163,840 B a token, 16-token blocks. Its tp 2 arm below."""
+    40 layers x 2 x 8 KV heads x 128 x 2 B = 163,840 B a token, 16-token blocks. At 0.28.0's default utilization,
+    0.92 (vllm/config/cache.py, from 0.20.0), the ledger holds 12.40 and 30.61 GiB, 0.83 and 0.98 GiB above the
+    logs (+7.1% and +3.3% tokens): what it lacks is the same in both, independent of the weights, where its CUDA-graph
+    reserve is a flat 0.3 GiB and vLLM's own estimates run from 0.26 to 1.94 GiB in published logs (a capture of
+    up to 512 sequences). Its tp 2 arm below."""
     m, g = catalog.model("qwen3-14b"), catalog.gpu("l40s")
     for fmt, tokens, concurrency in (("bf16", 75824, 1.85), ("awq-int4-g128", 194192, 4.74)):
         w = weight_bytes(m, quant_format(fmt), "linear").bytes_total  # AWQ keeps the embeddings in 16 bits
@@ -355,11 +368,12 @@ def test_vllm_0_28_qwen3_14b_bf16_and_awq_on_an_l40s(catalog):
         assert led.block_bytes == 16 * 40 * 2 * 8 * 128 * 2
         TABLE.append(("jinwoong-l40s", f"GPU KV cache tokens, {fmt} (V1 0.28)", led.kv_cache_tokens, tokens,
                       led.kv_cache_tokens / tokens - 1))
-        assert led.kv_cache_tokens == pytest.approx(tokens, rel=0.03)
-        assert led.max_concurrency == pytest.approx(concurrency, rel=0.03)
+        assert led.kv_cache_tokens == pytest.approx(tokens, rel=0.08)
+        assert led.max_concurrency == pytest.approx(concurrency, rel=0.08)
     # the same post's tp 2 arm over 2 x L4 (AWS g6.12xlarge, PCIe), its table: 14.38 GiB, 188,512 tokens, 4.60x. V1
-    # snapshots memory after the communicators' set-up, so one card's non-torch memory is charged, not 0.3 GiB x tp
-    # (which read -2.9%)
+    # snapshots memory after the communicators' set-up (gpu_worker init_device), so one card's non-torch memory is
+    # charged, not 0.3 GiB x tp (which would read +0.1% here: the log cannot tell the two apart from the graph
+    # reserve's shortfall above; the source sets the rule)
     from llmsize.estimate.parallel import shard_model
 
     card = shard_model(m, 2)
@@ -367,8 +381,8 @@ def test_vllm_0_28_qwen3_14b_bf16_and_awq_on_an_l40s(catalog):
     led = engine_ledger(card, catalog.gpu("l4"), w, EngineInputs(version="0.28.0", tp=2))
     TABLE.append(("jinwoong-l40s", "GPU KV cache tokens, AWQ tp 2 on L4 (V1)", led.kv_cache_tokens, 188512,
                   led.kv_cache_tokens / 188512 - 1))
-    assert led.kv_cache_tokens == pytest.approx(188512, rel=0.015)
-    assert led.max_concurrency == pytest.approx(4.60, rel=0.015)
+    assert led.kv_cache_tokens == pytest.approx(188512, rel=0.03)  # +2.2%, 0.44 GiB a card above: as on the L40S
+    assert led.max_concurrency == pytest.approx(4.60, rel=0.03)
 
 
 def test_sglang_0_4_3_qwq_32b_over_4_l4s_from_its_free_memory(catalog):
@@ -422,15 +436,19 @@ def test_gemma_4_31b_pool_reads_ten_times_larger_from_0_21(catalog):
 
 
 def test_plan_engine_version_by_release_number(run_cli):
+    """0.19.0 against 0.33.0: the old 'GPU KV cache size' line, no CUDA-graph reserve (on by default from 0.20.0)
+    and utilization 0.90 (0.92 from 0.20.0)."""
     code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--engine", "vllm", "--engine-version",
-                             "0.20.0", "--json")
+                             "0.19.0", "--json")
     assert code == 0, err
     old = json.loads(out)["engine"]
-    code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--engine", "vllm", "--json")
+    code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--engine", "vllm", "--engine-version",
+                             "0.33.0", "--json")
     new = json.loads(out)["engine"]
     assert "before 0.21" in old["version"] and old["cudagraph_bytes"] == 0 and new["cudagraph_bytes"] > 0
-    # same layout, more room without the graph reserve; the old line counts blocks // 6 groups x 16
-    assert old["kv_blocks"] > new["kv_blocks"] and old["kv_cache_tokens"] == old["kv_blocks"] // 6 * 16
+    assert old["budget_bytes"] / new["budget_bytes"] == pytest.approx(0.90 / 0.92)
+    # the same layout; the old line counts blocks // 6 groups x 16
+    assert old["kv_cache_tokens"] == old["kv_blocks"] // 6 * 16 and new["kv_cache_tokens"] != new["kv_blocks"] // 6 * 16
     # 15,920 logged tokens, yet one 262,144-token request fits (1.18x): the old line is not a capacity
     assert old["max_concurrency"] > 1 and not any("refuses" in a for a in old["assumptions"])
     code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--engine", "vllm", "--engine-version",
@@ -469,13 +487,17 @@ def test_mamba_hybrid_attention_block_of_nemotron_nano_9b_v2(tmp_path):
 
 def test_mamba_hybrid_ledger_in_the_plan(run_cli):
     """Nemotron 3 Nano (23 Mamba2 layers with fp32 state, 6 attention layers of 2 x 128): state 3 x 6,144 x 2 +
-    64 x 64 x 128 x 4 = 2,134,016 B; attention token 1,024 B; block 16 x cdiv(2,134,016, 16,384) = 2,096 tokens."""
-    code, out, err = run_cli("plan", "nemotron-3-nano-30b-a3b", "--gpu", "h100-sxm", "--engine", "vllm", "--json")
-    assert code == 0, err
-    e = json.loads(out)["engine"]
-    assert e["block_bytes"] == 6 * 2096 * 1024  # one block across the 6 buffers of a group
-    assert any("attention block grows to 2,096 tokens" in a for a in e["assumptions"])
-    assert e["max_concurrency"] == pytest.approx(e["kv_blocks"] / (-(-262144 // 2096) + 4))
+    64 x 64 x 128 x 4 = 2,134,016 B; attention token 1,024 B; before 0.34 the block is 16 x cdiv(2,134,016, 16,384)
+    = 2,096 tokens; from 0.34, whose default block is 64 (kernel_block_alignment_size = max(16, 64)), 64 x
+    cdiv(2,134,016, 65,536) = 2,112."""
+    for version, bs in (("0.33.0", 2096), ("v1", 2112)):
+        code, out, err = run_cli("plan", "nemotron-3-nano-30b-a3b", "--gpu", "h100-sxm", "--engine", "vllm",
+                                 "--engine-version", version, "--json")
+        assert code == 0, err
+        e = json.loads(out)["engine"]
+        assert e["block_bytes"] == 6 * bs * 1024  # one block across the 6 buffers of a group
+        assert any(f"attention block grows to {bs:,} tokens" in a for a in e["assumptions"])
+        assert e["max_concurrency"] == pytest.approx(e["kv_blocks"] / (-(-262144 // bs) + 4))
 
 
 def test_trtllm_1400_int8_7b_on_an_a100(catalog):
@@ -630,29 +652,34 @@ def test_the_engines_ledger_says_what_the_plans_budget_is_beside_it(run_cli):
 
 
 def test_a_plan_says_where_its_serving_engines_ledger_holds_far_less(run_cli):
-    """Llama 3.1 70B in FP8 on one H100: the plan's budget (80 GiB x 0.9, less the weights and 1.5 GiB) leaves
-    3.04 GB for the cache, two sequences of 4,096 tokens, and its expected figure is vLLM's; vLLM's own ledger (79.21
-    GiB as CUDA reports it x 0.9, less its activation peak and CUDA graphs) leaves 0.77 GB, 2,352 tokens: it refuses
-    to start at --max-model-len 4,096. The plan said nothing of it unless asked for --engine vllm; it now warns, with
-    the share from which the engine starts. A small model on a big card, where they agree, and SGLang, whose static
-    pool holds more here, get no warning."""
+    """Llama 3.1 70B in FP8 on one H100 with --gpu-util 0.9: the plan's budget (80 GiB x 0.9, less the weights and
+    1.5 GiB) leaves 3.04 GB for the cache, two sequences of 4,096 tokens, and its expected figure is vLLM's; vLLM's
+    own ledger (0.34: 79.21 GiB as CUDA reports it x 0.9, less the weights, CUDA graphs and its activation peak)
+    leaves 1.10 GB, 3,328 tokens: it refuses to start at --max-model-len 4,096. The plan warns, with the share from
+    which the engine starts. With vLLM's own default (0.34's extensible cache: utilization 1.0 less a margin) the
+    ledger holds more than the plan's budget: no warning. SGLang's default fraction on an H100, 0.83, leaves nothing
+    after the weights: it does not start; at 0.9 its pool caps a request below 4,096 tokens, and says so."""
     import json
 
-    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100-sxm", "--quant", "fp8", "--json")
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100-sxm", "--quant", "fp8", "--gpu-util", "0.9",
+                             "--json")
     assert code == 0, err
     said = [w for w in json.loads(out)["warnings"] if w.startswith("vLLM's own memory ledger")]
     assert len(said) == 1
-    assert "0.77 GB of cache (2,352 tokens), where the plan's budget leaves 3.04 GB" in said[0]
-    assert "it does not start at 4,096 tokens a request with 0.9 of the card, from 0.9067 it does" in said[0]
+    assert "1.10 GB of cache (3,328 tokens), where the plan's budget leaves 3.04 GB" in said[0]
+    assert "it does not start at 4,096 tokens a request with 0.9 of the card, from 0.9029 it does" in said[0]
     assert said[0].endswith("`--engine vllm` itemizes it")
-    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100-sxm", "--quant", "fp8", "--engine", "vllm")
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100-sxm", "--quant", "fp8", "--gpu-util", "0.9",
+                             "--engine", "vllm")
     assert code == 0 and "own memory ledger leaves" not in out  # the ledger itself is printed
-    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "h100-sxm", "--json")
-    assert not [w for w in json.loads(out)["warnings"] if "own memory ledger" in w]
-    # SGLang's static pool (free memory x 0.9, less the weights) leaves 3.59 GB: no warning
+    for args in (("llama-3.1-8b",), ("llama-3.1-70b", "--quant", "fp8")):
+        code, out, err = run_cli("plan", *args, "--gpu", "h100-sxm", "--json")
+        assert not [w for w in json.loads(out)["warnings"] if "own memory ledger" in w]
     code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100-sxm", "--quant", "fp8", "--runtime", "sglang",
                              "--json")
-    assert code == 0 and not [w for w in json.loads(out)["warnings"] if "own memory ledger" in w]
+    said = [w for w in json.loads(out)["warnings"] if "own memory ledger" in w]
+    assert code == 0 and len(said) == 1 and "it does not start at 4,096 tokens a request with 0.83 of its free" \
+        " memory, from 0.8734 it does" in said[0]
 
 
 def test_ledger_shortfall_says_nothing_where_the_engine_holds_most_of_the_budget():

@@ -322,21 +322,25 @@ def test_plan_and_compare_under_ollama_say_one_context(run_cli):
 
 def test_fit_under_a_serving_engine_leaves_out_what_the_engine_does_not_start(run_cli):
     """Llama 3.1 70B in FP8 on an H100 fits the card's budget (9,284 tokens of cache at 0.9 of 80 GiB, less 1.5
-    GiB) but vLLM's own ledger holds 2,352 tokens: at 4,096 tokens a request vLLM does not start, and `fit --runtime
-    vllm` listed the pair. It is left out, and counted in a note; its AWQ and NVFP4 formats stay."""
+    GiB) but SGLang's own ledger, at its default mem_fraction_static for the card (0.83), leaves nothing after the
+    weights: it does not start, and `fit --runtime sglang` would list the pair. It is left out, and counted in a
+    note; its NVFP4 format stays. vLLM's own default (0.34's extensible cache) holds it."""
     import json
 
-    code, out, err = run_cli("fit", "--gpu", "h100-sxm", "--runtime", "vllm", "--all-formats", "--top", "1000",
+    code, out, err = run_cli("fit", "--gpu", "h100-sxm", "--runtime", "sglang", "--all-formats", "--top", "1000",
                              "--json")
     assert code == 0, err
     d = json.loads(out)
     pairs = {(r["model"], r["format"]) for r in d["rows"]}
     assert ("llama-3.1-70b", "fp8") not in pairs and ("llama-3.1-70b", "nvfp4") in pairs
-    said = [n for n in d["notes"] if "vLLM's own memory ledger holds no 4,096-token request" in n]
-    assert len(said) == 1 and said[0][0].isdigit()
-    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100-sxm", "--quant", "fp8", "--engine", "vllm",
-                             "--max-model-len", "4096", "--json")
+    said = [n for n in d["notes"] if "SGLang's own memory ledger holds no 4,096-token request" in n]
+    assert len(said) == 1 and said[0][0].isdigit() and "does not start or caps a request below that" in said[0]
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100-sxm", "--quant", "fp8", "--engine", "sglang",
+                             "--context", "4096", "--json")
     assert code == 0 and json.loads(out)["engine"]["fits_one_request"] is False
+    code, out, err = run_cli("fit", "--gpu", "h100-sxm", "--runtime", "vllm", "--all-formats", "--top", "1000",
+                             "--json")
+    assert ("llama-3.1-70b", "fp8") in {(r["model"], r["format"]) for r in json.loads(out)["rows"]}
 
 
 def test_a_fit_title_says_where_placements_leave_part_in_system_ram(run_cli):

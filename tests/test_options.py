@@ -257,7 +257,8 @@ def test_nodes_are_honoured(run_cli):
 def test_emitted_launch_line_carries_the_users_values(run_cli):
     """`--emit vllm --max-model-len 1000` printed --max-model-len 4096, and --max-num-seqs the --batch default 1; the
     sequences are those of 1,000 tokens, the longest the engine takes (the plan's context where none is given), as
-    many as both the plan's budget and vLLM's own ledger hold (455 and 440.6 requests: 440)."""
+    many as both the plan's budget and vLLM's own ledger hold (455 and, under 0.34's extensible cache, 487.8: 455;
+    at --gpu-util 0.9 the ledger's 440.6: 440)."""
     code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "h100", "--emit", "vllm", "--max-model-len", "1000")
     assert code == 0, err
     line = out.strip().splitlines()[-1].split()
@@ -267,7 +268,15 @@ def test_emitted_launch_line_carries_the_users_values(run_cli):
     _, js, _ = run_cli("plan", "llama-3.1-8b", "--gpu", "h100", "--context", "1000", "--engine", "vllm",
                        "--max-model-len", "1000", "--json")
     held = int(json.loads(js)["engine"]["max_concurrency"])
+    assert held > seqs > 1 and line[line.index("--max-num-seqs") + 1] == str(seqs)
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "h100", "--emit", "vllm", "--max-model-len", "1000",
+                             "--gpu-util", "0.9")
+    line = out.strip().splitlines()[-1].split()
+    _, js, _ = run_cli("plan", "llama-3.1-8b", "--gpu", "h100", "--context", "1000", "--engine", "vllm",
+                       "--max-model-len", "1000", "--gpu-util", "0.9", "--json")
+    held = int(json.loads(js)["engine"]["max_concurrency"])
     assert seqs > held > 1 and line[line.index("--max-num-seqs") + 1] == str(held)
+    assert line[line.index("--gpu-memory-utilization") + 1] == "0.9"
     _, out, _ = run_cli("plan", "llama-3.1-8b", "--gpu", "h100", "--emit", "sglang", "--context", "8192")
     line = out.strip().splitlines()[-1].split()
     assert line[line.index("--context-length") + 1] == "8192"

@@ -116,10 +116,13 @@ def test_plan_cli_tp_json_and_report(run_cli):
     assert "4 (--tp 4 x --pp 1) on 1 node(s); NVLink 4" in out
 
 
-@pytest.mark.parametrize("args, want", [
+@pytest.mark.parametrize("args, want", [  # the memory share only where the user gave one: else the engine's own
     (["--tp", "2", "--emit", "vllm"], "vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 2 "
-                                       "--pipeline-parallel-size 1 --max-model-len 4096 --gpu-memory-utilization 0.9"),
-    (["--tp", "4", "--kv-dtype", "fp8", "--quant", "fp8", "--emit", "sglang"],
+                                       "--pipeline-parallel-size 1 --max-model-len 4096 --max-num-seqs"),
+    (["--tp", "2", "--emit", "vllm", "--gpu-util", "0.9"],
+     "vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 2 --pipeline-parallel-size 1 "
+     "--max-model-len 4096 --gpu-memory-utilization 0.9"),
+    (["--tp", "4", "--kv-dtype", "fp8", "--quant", "fp8", "--emit", "sglang", "--gpu-util", "0.9"],
      "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct --tp-size 4 --pp-size 1 "
      "--context-length 4096 --mem-fraction-static 0.9"),
 ])
@@ -186,13 +189,16 @@ def test_a_pipeline_stage_of_an_interleaved_model_is_a_consistent_model(catalog)
 
 
 def test_a_launch_line_the_engine_would_not_start_says_so_and_seqs_follow_its_ledger(run_cli):
-    """70B FP8 on one H100 at 4,096 tokens: `--emit vllm` printed a line vLLM refuses (its own ledger: 0.77 GB of
-    cache, 2,352 tokens, with 0.9 of the card); it now says so above the line, with the share from which it starts.
-    70B BF16 on two H100s: --max-num-seqs had been the plan's 7 where vLLM's cache holds 5.92 requests: 5."""
-    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100-sxm", "--quant", "fp8", "--emit", "vllm")
+    """70B FP8 on one H100 at 4,096 tokens with --gpu-util 0.9: `--emit vllm` printed a line vLLM refuses (its own
+    ledger: 1.10 GB of cache, 3,328 tokens, with 0.9 of the card); it says so above the line, with the share from
+    which it starts. 70B BF16 on two H100s at 0.9: --max-num-seqs had been the plan's 7 where vLLM's cache holds 6.x
+    requests: 6; with vLLM's own default (0.34's extensible cache) it holds the plan's 7."""
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100-sxm", "--quant", "fp8", "--emit", "vllm",
+                             "--gpu-util", "0.9")
     assert code == 0, err
-    assert out.startswith("# vLLM: its own memory ledger holds no 4,096-token request with 0.9 of the card: it does "
-                          "not start, from 0.9067 it does")
-    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100", "--tp", "2", "--emit", "vllm")
-    line = out.strip().splitlines()[-1].split()
-    assert code == 0 and line[line.index("--max-num-seqs") + 1] == "5"
+    assert out.startswith("# vLLM: its own memory ledger holds no 4,096-token request: it does not start at 4,096 "
+                          "tokens a request with 0.9 of the card, from 0.9029 it does")
+    for extra, seqs in ((["--gpu-util", "0.9"], "6"), ([], "7")):
+        code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100", "--tp", "2", "--emit", "vllm", *extra)
+        line = out.strip().splitlines()[-1].split()
+        assert code == 0 and line[line.index("--max-num-seqs") + 1] == seqs

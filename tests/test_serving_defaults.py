@@ -25,9 +25,11 @@ def test_vllm_defaults_follow_the_card_memory_and_spare_the_a100(catalog):
 
 
 def test_sglang_chunk_follows_the_card_memory(catalog):
-    # server_args.py: < 35 GiB 2048, < 160 GiB 8192, else 16384; no default cap on running requests
-    got = {c: serving_defaults("sglang", catalog.gpu(c), 10, 1000, 1000) for c in ("rtx4090", "h200-sxm", "b200")}
-    assert [got[c].prefill_tokens for c in ("rtx4090", "h200-sxm", "b200")] == [2048, 8192, 16384]
+    # 0.5.23 arg_groups/memory_hook.py, by nvidia-smi's total: < 20 GiB 2048, < 60 GiB 4096 (the 20-35 GiB band
+    # from 0.5.20), < 160 GiB 8192, else 16384; no default cap on running requests
+    cards = ("rtx4060ti16", "rtx4090", "l40s", "h200-sxm", "b200")
+    got = {c: serving_defaults("sglang", catalog.gpu(c), 10, 1000, 1000) for c in cards}
+    assert [got[c].prefill_tokens for c in cards] == [2048, 4096, 4096, 8192, 16384]
     assert all(d.max_batch is None for d in got.values())
 
 

@@ -100,7 +100,7 @@ def test_plan_and_the_vllm_ledger_count_the_indexer(run_cli):
     assert code == 0, err
     d = json.loads(out)
     assert d["kv"]["bytes_per_token"] == 78_324 and d["kv"]["indexer_bytes_per_token"] == 132 * LAYERS
-    assert d["engine"]["block_bytes"] == 16 * 78_324  # vLLM's block of 16 tokens, the indexer's group in it
+    assert d["engine"]["block_bytes"] == 64 * 78_324  # vLLM's block (64 tokens from 0.34), the indexer's group in it
     assert d["kv"]["sparse_topk"] == 2048 and d["kv"]["read_bytes_per_sequence"] == LAYERS * (
         132 * 131072 + 1152 * 2048)
     code, out, err = run_cli("plan", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--context", "131072", "--json")

@@ -155,7 +155,9 @@ def fit_cmd(
                                                  cap_to_model=ollama_ctx, mmproj=mmproj)
     if refused:
         fit_notes.append(f"{refused} pair(s) left out that the card's memory budget holds: {RUNTIME_NAMES[rid]}'s own "
-                         f"memory ledger holds no {context:,}-token request with them, so it does not start (`plan "
+                         f"memory ledger holds no {context:,}-token request with them, so it "
+                         + ("does not start or caps a request below that" if rid == "sglang" else "does not start")
+                         + f" (`plan "
                          f"MODEL --gpu {g.id} --quant FORMAT --engine {rid}` itemizes it)")
     if as_json:
         print_json({"gpu": g.id, "runtime": rid, "engine": fit_engine if rid == "llamacpp" else None,

@@ -111,7 +111,7 @@ def plan(
     max_model_len: MaxModelLenOpt = None,
     max_num_batched_tokens: MaxBatchedTokensOpt = None,
     engine_version: EngineVersionOpt = "v1",
-    block_size: BlockSizeOpt = 16,
+    block_size: BlockSizeOpt = None,
     non_torch_gib: NonTorchOpt = None,
     cudagraph_gib: CudagraphOpt = None,
     parallel: ParallelOpt = 1,
@@ -361,7 +361,7 @@ def _serving_options_given(engine_version, block_size, non_torch_gib, cudagraph_
     """The serving engines' ledger options given other than their defaults, as typed (--max-model-len is also the
     launch line's)."""
     return [name for name, given in (
-        ("--engine-version", engine_version.strip().lower() != "v1"), ("--block-size", block_size != 16),
+        ("--engine-version", engine_version.strip().lower() != "v1"), ("--block-size", block_size is not None),
         ("--non-torch-gib", non_torch_gib is not None), ("--cudagraph-gib", cudagraph_gib is not None),
         ("--max-num-batched-tokens", max_num_batched_tokens is not None),
         ("--max-model-len", max_model_len is not None and emit not in ("vllm", "sglang"))) if given]
@@ -481,9 +481,9 @@ def _refuse_served_elsewhere(engine, emit, g) -> None:
 def _serving_ledger(p, m, g, engine, max_model_len, max_num_batched_tokens, block_size, tp, non_torch_gib,
                     cudagraph_gib, engine_version):
     """vLLM's, SGLang's or TensorRT-LLM's memory ledger of the plan (engines.py)."""
-    from llmsize.estimate.engines import EngineInputs, drafts_with_model, engine_ledger, mtp_layers_of
+    from llmsize.estimate.engines import EngineInputs, drafts_with_model, engine_ledger, given_util, mtp_layers_of
 
-    e = EngineInputs(engine=engine, gpu_util=p.inputs.gpu_util, max_model_len=max_model_len,
+    e = EngineInputs(engine=engine, gpu_util=given_util(p), max_model_len=max_model_len,
                      max_num_batched_tokens=max_num_batched_tokens, block_size=block_size,
                      kv_dtype=p.inputs.kv_dtype, tp=tp, weight_format=p.fmt.id, mtp_layers=mtp_layers_of(p),
                      pp=p.inputs.pp, draft_model=drafts_with_model(p),

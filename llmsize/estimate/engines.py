@@ -34,11 +34,12 @@ max_batch_size are not modelled); tests/test_engines.py prints the table.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from llmsize.catalog.schema import STATE_KINDS, GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError, LlmsizeError, shown
 from llmsize.estimate.kv import has_compressed_layers, kv_bytes
+from llmsize.estimate.sglang_defaults import sglang_mem_fraction
 from llmsize.estimate.sglang_dsv4 import MAX_RUNNING_REQUESTS as SGLANG_DSV4_RUNNING
 from llmsize.estimate.sglang_dsv4 import PAGE_TOKENS as SGLANG_DSV4_PAGE
 from llmsize.estimate.sglang_dsv4 import sglang_dsv4_pools
@@ -49,6 +50,7 @@ ENGINES = ("vllm", "sglang", "trtllm")
 # TensorRT-LLM's max_num_tokens when not given (BuildConfig and the LLM API's default, trtllm-serve's --max_num_tokens):
 # the tokens one forward batches, what its runtime buffers are sized for, not the model's context
 TRTLLM_MAX_NUM_TOKENS = 8192
+TRTLLM_FREE_FRACTION = 0.9  # KvCacheConfig.free_gpu_memory_fraction's default (the LLM API's and trtllm-serve's)
 ACT_BYTES = 2
 DEFAULT_NON_TORCH_BYTES = int(0.3 * GiB)  # logs: 0.03 GiB (vllm#13882), 0.35 GiB (vllm#10517)
 DEFAULT_BLOCK_SIZE = 16  # vLLM and TensorRT-LLM tokens per block
@@ -57,6 +59,19 @@ DEFAULT_MAX_NUM_SEQS = 256  # vLLM V0 default
 # (default since v0.21.0)"); logged estimates: 0.26 GiB (vllm-project/vllm#30515 thread), 0.36 GiB
 # (gpustack/runner#251). One figure for all models, overridable.
 DEFAULT_CUDAGRAPH_BYTES = int(0.3 * GiB)
+# vLLM's gpu_memory_utilization when not given (vllm/config/cache.py): 0.9, 0.92 from 0.20.0; from 0.34.0 the
+# extensible KV cache on CUDA and ROCm (EXTENSIBLE_FROM)
+VLLM_UTIL_BEFORE_0_20, VLLM_UTIL = 0.90, 0.92
+# vLLM 0.34.0's extensible KV cache (vllm/config/cache.py enable_extensible_kv_cache, on by default on CUDA and ROCm;
+# v1/worker/extensible_kv_cache.py measure_kv_cache_bytes): sized after warmup and CUDA-graph capture from the
+# memory then free, utilization 1.0 unless given, less a margin of max(1 GiB, 3 GiB on ROCm; 0.75 x the activation
+# peak) and the activation peak itself:
+#     kv = min(total x util - weights - graphs, total - non-torch - weights - graphs - margin) - activation peak
+# the memory held before vLLM's first snapshot (CUDA context, communicators) now off the cache. Derived from the
+# source, not yet checked against a log of 0.34.
+EXTENSIBLE_FROM = (0, 34, 0)
+EXTENSIBLE_MARGIN_FRACTION = 0.75
+EXTENSIBLE_MARGIN_FLOOR = {False: 1 * GiB, True: 3 * GiB}  # by whether the card is AMD's (ROCm)
 
 
 @dataclass(frozen=True)
@@ -233,11 +248,12 @@ def loaded_layout_extra(model: ModelSpec, gpu: GpuSpec, e: "EngineInputs") -> tu
 @dataclass(frozen=True)
 class EngineInputs:
     engine: str = "vllm"
-    gpu_util: float = 0.90  # vLLM gpu_memory_utilization / SGLang mem_fraction_static / TRT-LLM free fraction
+    # vLLM gpu_memory_utilization / SGLang mem_fraction_static / TRT-LLM free fraction; None: the engine's own default
+    gpu_util: float | None = None
     max_model_len: int | None = None  # default: the model's max_position_embeddings
     max_num_batched_tokens: int | None = None  # vLLM V0 default: max(max_model_len, 2048)
     max_num_seqs: int = DEFAULT_MAX_NUM_SEQS
-    block_size: int = DEFAULT_BLOCK_SIZE
+    block_size: int | None = None  # tokens a block; None: the engine's default (vllm_block_size)
     kv_dtype: str = "bf16"
     non_torch_bytes: int | None = None  # None: non_torch_default(tp)
     tp: int = 1  # tensor-parallel size the ledger is for (one card's share is what `model` describes)
@@ -276,6 +292,7 @@ class EngineLedger:
     # the engine's own arithmetic from its total to the KV cache, in its order: (label, bytes), each line the one
     # above it less this line ("- ...") or a new subtotal
     steps: tuple[tuple[str, float], ...] = ()
+    gpu_util: float | None = None  # the share the engine ran with: of the total (vLLM), of free memory (the others)
 
     @property
     def max_concurrency(self) -> float:
@@ -288,6 +305,28 @@ class EngineLedger:
 VLLM_LATEST_READ = (0, 34, 0)
 # releases that ledger names stand for, where a rule depends on the release
 _NAMED_RELEASE = {"v1": VLLM_LATEST_READ, "v1-0.20": (0, 20, 0), "v0": (0, 7, 3)}
+
+
+def vllm_block_size(model: ModelSpec, gpu: GpuSpec, release: tuple[int, int, int]) -> tuple[int, str]:
+    """vLLM's block when --block-size is not given, and why: CacheConfig.DEFAULT_BLOCK_SIZE (16; 64 from 0.34.0) as
+    the attention backend takes it (platforms/interface.py update_block_size_for_backend): ROCm's default
+    ROCM_ATTN keeps 16 for attention other than MLA; FlashInfer-MLA, the MLA default on data-centre Blackwell
+    (compute capability 10.x), takes 32 or 64, so 32 where the default was 16."""
+    mla = any(g.mixer is not None and g.mixer.kind == "mla" for g in model.layer_groups)
+    if release >= (0, 34, 0):
+        if gpu.vendor == "AMD" and not mla:
+            return 16, "ROCm's ROCM_ATTN backend's block (vLLM >= 0.34 defaults others to 64)"
+        return 64, "vLLM >= 0.34's default block"
+    if mla and gpu.vendor == "NVIDIA" and (gpu.compute_capability or "").startswith("10."):
+        return 32, "FlashInfer-MLA's smallest block (the MLA backend on Blackwell; vLLM < 0.34)"
+    return DEFAULT_BLOCK_SIZE, "vLLM's default block (before 0.34)"
+
+
+def vllm_charges_graphs(release: tuple[int, int, int], gpu: GpuSpec) -> bool:
+    """vLLM profiles CUDA-graph memory before sizing the cache (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, on by
+    default from 0.20.0, though the log says 0.21; on ROCm from 0.26.0, is_cuda_alike); from 0.34 the extensible
+    cache measures the capture instead, charged the same way here."""
+    return release >= (0, 20, 0) and (gpu.vendor != "AMD" or release >= (0, 26, 0))
 
 
 def effective_release(version: str) -> tuple[int, int, int]:
@@ -378,20 +417,34 @@ def compressed_window_bytes(model: ModelSpec, kv_dtype: str, max_len: int) -> fl
     return kv_bytes(model, max_len, kv_dtype).bytes_by_kind["sliding"]
 
 
-# SGLang's hybrid SWA pool (configs/model_config.py is_hybrid_swa_model: Llama4ForConditionalGeneration,
-# GptOssForCausalLM, MiMo-V2, Step-3.5; not Gemma 2/3, whose sliding layers it charges per token): the sliding
-# layers keep swa_full_tokens_ratio (server_args default 0.8) of the full layers' tokens, so the pool's memory is
-# full_tokens x (F x n_full + 0.8 x S x n_swa) and the tokens it logs are the full layers'
-# (model_runner_kv_cache_mixin.set_num_tokens_hybrid_swa, sgl-project/sglang @001ccef0)
-SGLANG_HYBRID_SWA_FAMILIES = ("llama4_text", "llama4", "gpt_oss")
+# SGLang's hybrid SWA pool (0.5.23 configs/model_config.py is_hybrid_swa_model: Llama4ForConditionalGeneration,
+# GptOssForCausalLM, Gemma 4 from 0.5.11, MiMo-V2, Step-3.5; not Gemma 2/3/3n, whose sliding layers it charges per
+# token): the sliding layers keep swa_full_tokens_ratio (default 0.8) of the full layers' tokens, so the pool's
+# memory is full_tokens x (F x n_full + 0.8 x S x n_swa) and the tokens it logs are the full layers'
+# (model_executor/pool_configurator.py HybridSWAPoolConfigurator). Its layers are config.json's layer_types, Gemma 4
+# E models' KV-sharing layers among them (model_runner_components/layer_setup.py): it charges them too.
+SGLANG_HYBRID_SWA_FAMILIES = ("llama4_text", "llama4", "gpt_oss", "gemma4", "gemma4_text")
 SGLANG_SWA_FULL_TOKENS_RATIO = 0.8
+# SGLang's share for Mamba, linear-attention and short-conv states beside the attention cache (0.5.23
+# mem_cache/kv_cache_configurator.py _handle_max_mamba_cache, mamba_full_memory_ratio's default): with the radix
+# cache on, the states take rest x r / (1 + r) of the pool and attention the rest
+SGLANG_MAMBA_FULL_MEMORY_RATIO = 0.9
 
 
 def sglang_token_bytes(model: ModelSpec, kv_dtype: str) -> tuple[float, bool]:
-    """Bytes a full-layer token costs SGLang's pool, and whether its hybrid SWA pool sizes it."""
+    """Bytes a full-layer token costs SGLang's pool (every attention layer, KV-sharing ones included), and whether
+    its hybrid SWA pool sizes it."""
     if has_compressed_layers(model):
         return token_bytes_charged(model, kv_dtype), False
-    per_kind = kv_bytes(model, 1, kv_dtype).bytes_per_token_by_kind
+    from llmsize.estimate.kv import per_token_per_layer
+    from llmsize.estimate.quant import kv_dtype_bytes
+
+    b = float(kv_dtype_bytes(kv_dtype))
+    per_kind: dict[str, float] = {}
+    for g in model.layer_groups:
+        if g.mixer is not None and g.mixer.kind in ("full", "sliding", "mla"):
+            per_kind[g.mixer.kind] = per_kind.get(g.mixer.kind, 0.0) + g.count * per_token_per_layer(g.mixer, b,
+                                                                                                      kv_dtype)
     swa = model.family in SGLANG_HYBRID_SWA_FAMILIES and bool(per_kind.get("sliding"))
     share = {"full": 1.0, "mla": 1.0, "sliding": SGLANG_SWA_FULL_TOKENS_RATIO if swa else 1.0}
     return sum(per_kind.get(k, 0.0) * f for k, f in share.items()), swa
@@ -502,6 +555,7 @@ def v1_layout(model: ModelSpec, kv_dtype: str, block_size: int) -> V1Layout | No
     if state:
         a = MLA_ALIGN_TOKENS if any(g.mixer is not None and g.mixer.kind == "mla" for g in model.layer_groups) \
             else MAMBA_ALIGN_TOKENS
+        a = max(a, block_size)  # kernel_block_alignment_size = max(the kernel's smallest block, the cache's block)
         block_size = max(block_size, a * -(-int(state) // int(a * max(per_token.values()))))
     target = max(block_size * t for t in per_token.values())
     if len(types) == 1 and not state:
@@ -518,23 +572,34 @@ def v1_layout(model: ModelSpec, kv_dtype: str, block_size: int) -> V1Layout | No
     return V1Layout(groups, group_size, int(target), padded, state)
 
 
+def vllm_min_fraction(total: float, weights: float, nt: float, act: float, graphs: float, one_request: float,
+                      headroom_cap: float | None) -> float:
+    """The smallest gpu_memory_utilization at which vLLM's cache holds one request; above 1 where none does. Under
+    the extensible cache (headroom_cap: total - non-torch - margin) the utilization caps the cache only while the
+    free memory does not: past that cap no utilization helps."""
+    if headroom_cap is None:
+        return (weights + nt + act + graphs + one_request) / total
+    need = weights + graphs + act + one_request
+    return need / total if need <= headroom_cap else (total - headroom_cap + need) / total
+
+
 def _dsv4_ledger(model: ModelSpec, e: EngineInputs, max_len: int, flight: tuple, notes: list[str], ledger: tuple
                  ) -> EngineLedger:
     """vLLM V1's ledger of a DeepSeek-V4 model under its FP8 cache: the pool in vLLM's own layout of it
     (estimate/vllm_dsv4.py); `flight`: max_num_batched_tokens, the tokens in flight its windows reserve for
     (in_flight_tokens) and why."""
     batched, in_flight, in_flight_why = flight
-    total, src, budget, weights_bytes, nt, act, kv_cache, graphs, steps, version = ledger
-    block = DSV4_BLOCK_SIZE if e.block_size == DEFAULT_BLOCK_SIZE else e.block_size
+    total, src, budget, weights_bytes, nt, act, kv_cache, graphs, steps, version, headroom_cap = ledger
+    block = DSV4_BLOCK_SIZE if e.block_size is None else e.block_size
     layout = dsv4_layout(model, block, e.mtp_layers)
     unit = layout.bytes_per_block
     blocks = max(0, int(kv_cache // unit))
     need = layout.blocks_per_request(max_len, in_flight)
     conc = blocks / need
     one_request = need * unit
-    min_fraction = (weights_bytes + nt + act + graphs + one_request) / total
+    min_fraction = vllm_min_fraction(total, weights_bytes, nt, act, graphs, one_request, headroom_cap)
     fits = kv_cache >= one_request
-    said = f"{block}-token blocks" + (" (its recipe's --block-size 256)" if e.block_size == DEFAULT_BLOCK_SIZE else "")
+    said = f"{block}-token blocks" + (" (its recipe's --block-size 256)" if e.block_size is None else "")
     notes.append(f"DeepSeek-V4's cache in vLLM's own layout (fp8_ds_mla): {len(layout.groups)} KV-cache groups, "
                  f"{unit:,} B a block of {said} across them; a {max_len:,}-token request takes {need:,} blocks, its "
                  f"windows' and compressor states' pages reserved for {in_flight:,} tokens in flight ({in_flight_why}; "
@@ -597,6 +662,18 @@ def beside_budget(led: EngineLedger, budget) -> str:
             f"{led.kv_cache_bytes / 2**30:,.2f} GiB of cache.")
 
 
+def given_util(plan) -> float | None:
+    """The share of memory an engine runs the plan with where it is not the engine's own default: the user's
+    --gpu-util, or on a machine whose GPU shares all its RAM with the OS (a DGX Spark) the share the plan leaves it
+    (0.8, as NVIDIA's playbooks pass vLLM); None elsewhere."""
+    if plan.gpu_util_given:
+        return plan.inputs.gpu_util
+    from llmsize.estimate.capacity import SHARED_RAM_GPU_UTIL
+    from llmsize.estimate.unified import usable_memory
+
+    return SHARED_RAM_GPU_UTIL if usable_memory(plan.gpu, plan.inputs.wired_limit_bytes).shares_all_ram else None
+
+
 def drafts_with_model(plan) -> bool:
     """The plan drafts with a separate model (--spec draft=MODEL), not the model's own MTP layers."""
     return plan.inputs.spec is not None and plan.inputs.spec.draft is not None
@@ -626,12 +703,25 @@ def ledger_shortfall(led: EngineLedger, budget) -> str | None:
     if led.fits_one_request and led.kv_cache_bytes >= LEDGER_SHORT * budget.kv_budget_bytes:
         return None
     name = RUNTIME_NAMES.get(led.name, led.name)
-    said = (f"{name}'s own memory ledger leaves {led.kv_cache_bytes / 1e9:,.2f} GB of cache ({led.kv_cache_tokens:,} "
-            f"tokens), where the plan's budget leaves {budget.kv_budget_bytes / 1e9:,.2f} GB")
+    left = (f"{led.kv_cache_bytes / 1e9:,.2f} GB of cache ({led.kv_cache_tokens:,} tokens)" if led.kv_cache_bytes > 0
+            else f"no cache after the weights ({-led.kv_cache_bytes / 1e9:,.2f} GB short)")
+    said = (f"{name}'s own memory ledger leaves {left}, where the plan's budget leaves "
+            f"{budget.kv_budget_bytes / 1e9:,.2f} GB")
     if led.fits_one_request:
         return said + f": {led.max_concurrency:,.1f} requests of {led.max_model_len:,} tokens at once"
-    return said + (f": it does not start at {led.max_model_len:,} tokens a request with {budget.gpu_util:g} of the "
-                   f"card{_starts_from(led)}")
+    return said + ": " + no_request_words(led)
+
+
+def no_request_words(led: EngineLedger) -> str:
+    """What an engine whose ledger holds no request of its length does: SGLang starts and caps a request at what its
+    pool holds (where the pool holds any), the others refuse to start; with the share from which one is held."""
+    if led.name == "sglang" and led.kv_cache_tokens > 0:
+        held = (f", from {led.min_fraction:.4f} of its free memory one whole" if led.min_fraction is not None
+                and led.min_fraction <= 1 else "")
+        return f"it caps a request at the {led.kv_cache_tokens:,} tokens its pool holds{held}"
+    of = "the card" if led.name == "vllm" else "its free memory"
+    return (f"it does not start at {led.max_model_len:,} tokens a request with {led.gpu_util:g} of {of}"
+            f"{_starts_from(led)}")
 
 
 def _starts_from(led: EngineLedger) -> str:
@@ -646,7 +736,7 @@ def plan_ledger(p, model: ModelSpec, gpu: GpuSpec, engine: str, max_model_len: i
     weights do not fit, or where the engine's ledger does not cover the plan."""
     if engine not in ENGINES or not p.budget.weights_fit:
         return None
-    e = EngineInputs(engine=engine, gpu_util=p.inputs.gpu_util, max_model_len=max_model_len or p.inputs.context_tokens,
+    e = EngineInputs(engine=engine, gpu_util=given_util(p), max_model_len=max_model_len or p.inputs.context_tokens,
                      kv_dtype=p.inputs.kv_dtype, tp=p.inputs.tp, weight_format=p.fmt.id, mtp_layers=mtp_layers_of(p),
                      pp=p.inputs.pp, draft_model=drafts_with_model(p))
     try:
@@ -663,9 +753,8 @@ def launch_sequences(p, engine: str, max_model_len: int, seqs: int | None) -> tu
     if led is None:
         return seqs, None
     if not led.fits_one_request:
-        return seqs, (f"its own memory ledger holds no {max_model_len:,}-token request with {p.inputs.gpu_util:g} of "
-                      f"the card: it does not start{_starts_from(led)} (plan --engine {engine} itemizes it), or lower "
-                      "the length")
+        return seqs, (f"its own memory ledger holds no {max_model_len:,}-token request: {no_request_words(led)} "
+                      f"(plan --engine {engine} itemizes it), or lower the length")
     held = max(1, int(led.max_concurrency))
     return (min(seqs, held) if seqs is not None else None), None
 
@@ -678,35 +767,46 @@ def plan_shortfall(p, model: ModelSpec, gpu: GpuSpec, engine: str) -> str | None
 
 
 def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: EngineInputs) -> EngineLedger:
+    """The engine's own ledger of `model` (one card's share) on `gpu` with `weights_bytes` of weights."""
+    led, util = _engine_ledger(model, gpu, weights_bytes, e)
+    return replace(led, gpu_util=util)
+
+
+def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: EngineInputs
+                   ) -> tuple[EngineLedger, float]:
     if e.engine not in ENGINES:
         raise InvalidValueError(f"--engine `{e.engine}` is not modelled.", f"Use one of: {', '.join(ENGINES)}.")
-    if not 0 < e.gpu_util <= 1:
+    if e.gpu_util is not None and not 0 < e.gpu_util <= 1:
         raise InvalidValueError(f"Utilization `{e.gpu_util}` must be in (0, 1].", "Try 0.9.")
-    if e.block_size < 1:
+    if e.block_size is not None and e.block_size < 1:
         raise InvalidValueError(f"--block-size `{e.block_size}` must be at least 1.", "vLLM's default is 16.")
     max_len = e.max_model_len or model.max_position_embeddings
     if max_len < 1:
         raise InvalidValueError(f"--max-model-len `{max_len}` must be at least 1.", "Pass 1 or more.")
     total, src = cuda_total_bytes(gpu)
     release = vllm_release(e.version) if e.engine == "vllm" else None
+    rel = effective_release(e.version) if e.engine == "vllm" else None
+    block_size, why_block = ((e.block_size, "given") if e.block_size is not None else
+                             vllm_block_size(model, gpu, rel) if rel is not None else
+                             (DEFAULT_BLOCK_SIZE, "TensorRT-LLM's block as modelled"))
     layout_extra, layout_note = loaded_layout_extra(model, gpu, e)
     weights_bytes += layout_extra
     per_token, swa_pool = (sglang_token_bytes(model, e.kv_dtype) if e.engine == "sglang"
                            else (token_bytes_charged(model, e.kv_dtype), False))
-    page_tokens = 1 if e.engine == "sglang" else e.block_size  # SGLang's --page-size defaults to 1
+    page_tokens = 1 if e.engine == "sglang" else block_size  # SGLang's --page-size defaults to 1
     block = per_token * page_tokens
     notes = [f"Total: {total / GiB:.2f} GiB, {src}.",
              f"Weights as loaded: {weights_bytes / GiB:.2f} GiB (the estimate; engines log it as 'GB' but mean GiB)."]
     if layout_note:
         notes.append(f"Layout: {layout_note}.")
     batched = in_flight = in_flight_why = None
+    sglang_scale, sglang_aiter = 1.0, 1.0  # SGLang: the pool a token's cache takes with the states' share; aiter's
     profile = vllm_profile(e.version) if e.engine == "vllm" else None
     v1 = profile is not None and profile.v1
     seqs = e.max_num_seqs
     graphs = 0
     if profile is not None:
         if v1:
-            rel = effective_release(e.version)
             batched_default, seqs_default = v1_defaults(gpu, total, e.offline, rel)
             batched = e.max_num_batched_tokens or batched_default
             seqs = e.max_num_seqs if e.max_num_seqs != DEFAULT_MAX_NUM_SEQS else seqs_default
@@ -715,25 +815,57 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
             batched_default, why_batched = v0_batched_tokens(model, gpu, max_len, release)
             batched = e.max_num_batched_tokens or batched_default
         act = activation_peak_bytes(model, batched, seqs)
-        budget = total * e.gpu_util
-        if profile.charges_cudagraphs:
+        extensible = v1 and rel >= EXTENSIBLE_FROM
+        util = e.gpu_util if e.gpu_util is not None else (1.0 if extensible else VLLM_UTIL if rel >= (0, 20, 0)
+                                                          else VLLM_UTIL_BEFORE_0_20)
+        budget = total * util
+        charges = v1 and vllm_charges_graphs(rel, gpu)
+        if charges:
             graphs = e.cudagraph_bytes if e.cudagraph_bytes is not None else DEFAULT_CUDAGRAPH_BYTES
-        nt, why_nt = (e.non_torch_bytes, "given") if e.non_torch_bytes is not None else non_torch_default(
-            model, e.tp, release, batched, v1)
-        kv_cache = budget - weights_bytes - nt - act - graphs
-        steps = ((f"x {e.gpu_util:g} gpu_memory_utilization", budget), ("- weights", weights_bytes),
-                 ("- non-torch memory", nt), ("- activation peak", act)) + (
-            (("- CUDA graphs", graphs),) if graphs else ())
+        if extensible:
+            nt, why_nt = (e.non_torch_bytes, "given") if e.non_torch_bytes is not None else (
+                DEFAULT_NON_TORCH_BYTES * e.tp, f"{DEFAULT_NON_TORCH_BYTES / GiB:.2f} GiB x tp {e.tp}: from 0.34 the "
+                "memory held before vLLM's first snapshot, the communicators' included, comes off the cache")
+            margin = max(EXTENSIBLE_MARGIN_FLOOR[gpu.vendor == "AMD"], EXTENSIBLE_MARGIN_FRACTION * act)
+            by_util = budget - weights_bytes - graphs
+            by_free = total - nt - weights_bytes - graphs - margin
+            kv_cache = min(by_util, by_free) - act
+            headroom_cap = total - nt - margin
+            steps = (((f"x {util:g} gpu_memory_utilization", budget), ("- weights", weights_bytes),
+                      ("- CUDA graphs", graphs)) if by_util < by_free else
+                     (("- non-torch memory", nt), ("- weights", weights_bytes), ("- CUDA graphs", graphs),
+                      ("- margin", margin))) + (("- activation peak", act),)
+        else:
+            nt, why_nt = (e.non_torch_bytes, "given") if e.non_torch_bytes is not None else non_torch_default(
+                model, e.tp, release, batched, v1)
+            kv_cache = budget - weights_bytes - nt - act - graphs
+            headroom_cap = None
+            steps = ((f"x {util:g} gpu_memory_utilization", budget), ("- weights", weights_bytes),
+                     ("- non-torch memory", nt), ("- activation peak", act)) + (
+                (("- CUDA graphs", graphs),) if graphs else ())
         default = (f"V1 default for {'the LLM class' if e.offline else 'vllm serve'} on this card" if v1 else
                    why_batched)
         version = profile.label
-        notes += [f"Profiling forward over max_num_batched_tokens {batched:,}"
+        util_why = ("given" if e.gpu_util is not None else
+                    "the extensible KV cache's, vLLM >= 0.34 on CUDA and ROCm" if extensible else
+                    "vLLM's default from 0.20" if rel >= (0, 20, 0) else "vLLM's default before 0.20")
+        notes += [f"gpu_memory_utilization {util:g} ({util_why}).",
+                  f"Profiling forward over max_num_batched_tokens {batched:,}"
                   f"{'' if e.max_num_batched_tokens else f' ({default})'} and max_num_seqs {seqs}: activation "
                   f"peak {act / GiB:.2f} GiB (modelled).",
                   f"non_torch memory {nt / GiB:.2f} GiB ({why_nt}).",
-                  (f"CUDA graphs: {graphs / GiB:.2f} GiB charged (vLLM >= 0.21 profiles them before sizing the "
-                   "cache; logged estimates 0.26-0.36 GiB)" if profile.charges_cudagraphs else
-                   "CUDA graphs are captured after the KV allocation, outside the ledger (vLLM < 0.21).")]
+                  (f"CUDA graphs: {graphs / GiB:.2f} GiB charged (vLLM >= 0.20 profiles them before sizing the "
+                   "cache, on ROCm from 0.26; logged estimates 0.26-0.36 GiB)" if charges and not extensible else
+                   f"CUDA graphs: {graphs / GiB:.2f} GiB charged (vLLM >= 0.34 measures their capture after warmup; "
+                   "logged estimates of earlier releases 0.26-0.36 GiB)" if charges else
+                   "CUDA graphs are captured after the KV allocation, outside the ledger.")]
+        if extensible:
+            notes.append(f"Extensible KV cache (vLLM >= 0.34): sized after warmup from the memory then free, less a "
+                         f"margin of {margin / GiB:.2f} GiB (max({EXTENSIBLE_MARGIN_FLOOR[gpu.vendor == 'AMD'] / GiB:g}"
+                         f" GiB, 0.75 x the activation peak)) and the peak itself; derived from vLLM's source, not "
+                         "checked against a log. --engine-version 0.33 gives the estimate-based ledger.")
+        if v1 and e.block_size is None:
+            notes.append(f"Block: {block_size} tokens ({why_block}).")
         if not v1:
             notes.append("Every attention layer is charged per token, sliding-window ones included (V0).")
         non_torch = nt
@@ -741,20 +873,38 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
         nt = e.non_torch_bytes if e.non_torch_bytes is not None else DEFAULT_NON_TORCH_BYTES * e.tp
         act, non_torch = 0.0, nt
         free = total - non_torch
-        budget = free * e.gpu_util
+        mla = any(g.mixer is not None and g.mixer.kind == "mla" for g in model.layer_groups)
+        util, why_util = (e.gpu_util, "given") if e.gpu_util is not None else sglang_mem_fraction(gpu, e.tp, 1, mla)
+        # on ROCm, SGLang's aiter attention backend takes 0.85 of the fraction, given or not, for a context over
+        # 8,192 tokens (0.5.23 arg_groups/attention_hook.py)
+        aiter = gpu.vendor == "AMD" and not mla and max_len > 8192
+        if aiter:
+            util = round(util * 0.85, 4)
+            why_util += "; x 0.85: ROCm's aiter attention backend over a context above 8,192 tokens"
+        budget = free * util
         kv_cache = budget - weights_bytes
         steps = (("- non-torch memory", non_torch), ("free at start", free),
-                 (f"x {e.gpu_util:g} mem_fraction_static", budget), ("- weights", weights_bytes))
+                 (f"x {util:g} mem_fraction_static", budget), ("- weights", weights_bytes))
+        states = any(g.mixer is not None and g.mixer.kind in STATE_KINDS for g in model.layer_groups)
+        sglang_aiter = 0.85 if aiter else 1.0
+        if states:
+            sglang_scale = 1 + SGLANG_MAMBA_FULL_MEMORY_RATIO
+        if states and kv_cache > 0:
+            state_share = kv_cache * SGLANG_MAMBA_FULL_MEMORY_RATIO / (1 + SGLANG_MAMBA_FULL_MEMORY_RATIO)
+            kv_cache -= state_share
+            steps += (("- recurrent states' pool", state_share),)
         version = "mem_fraction_static ledger (static pool = free at start x fraction - weights)"
+        notes.append(f"mem_fraction_static {util:g} ({why_util}).")
         notes.append(f"Free at start: total - {non_torch / GiB:.2f} GiB of CUDA context and communicators "
                      "(assumed; more with tensor parallelism).")
         notes.append("SGLang keeps activations and CUDA graphs in the 1 - mem_fraction_static left over.")
         if swa_pool:
             notes.append(f"Hybrid SWA pool: the sliding-window layers keep {SGLANG_SWA_FULL_TOKENS_RATIO:g} of the "
                          "full layers' tokens (--swa-full-tokens-ratio); the tokens logged are the full layers'.")
-        if any(g.mixer is not None and g.mixer.kind in STATE_KINDS for g in model.layer_groups):
-            notes.append("Mamba, linear-attention and short-conv states: SGLang keeps them in a separate pool sized by "
-                         "--max-mamba-cache-size, not modelled; the pool above is charged as attention KV only.")
+        if states:
+            notes.append(f"Mamba, linear-attention and short-conv states: their own pool takes "
+                         f"{SGLANG_MAMBA_FULL_MEMORY_RATIO:g} / {1 + SGLANG_MAMBA_FULL_MEMORY_RATIO:g} of the static "
+                         "pool (mamba_full_memory_ratio, with the radix cache on); the attention cache the rest.")
     else:
         nt = e.non_torch_bytes if e.non_torch_bytes is not None else DEFAULT_NON_TORCH_BYTES * e.tp
         runtime = e.runtime_bytes if e.runtime_bytes is not None else activation_peak_bytes(
@@ -762,9 +912,10 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
         act, non_torch = runtime, nt
         free = total - weights_bytes - runtime - non_torch
         budget = free
-        kv_cache = free * e.gpu_util if free > 0 else free  # a shortfall stays whole: no fraction makes it fit
+        util = e.gpu_util if e.gpu_util is not None else TRTLLM_FREE_FRACTION
+        kv_cache = free * util if free > 0 else free  # a shortfall stays whole: no fraction makes it fit
         steps = (("- weights", weights_bytes), ("- non-torch memory", non_torch), ("- runtime buffers", runtime),
-                 ("free", free)) + (((f"x {e.gpu_util:g} kv_cache_free_gpu_mem_fraction", kv_cache),) if free > 0
+                 ("free", free)) + (((f"x {util:g} kv_cache_free_gpu_mem_fraction", kv_cache),) if free > 0
                                     else ())
         version = "kv_cache_free_gpu_mem_fraction of the free memory after engine and runtime buffers"
         how = ("given" if e.runtime_bytes is not None else "modelled as vLLM's activation peak over "
@@ -776,18 +927,19 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
                          "modelled; the pool above is charged as attention KV only.")
     if v1 and e.kv_dtype.lower().startswith("fp8") and is_dsv4(model):
         return _dsv4_ledger(model, e, max_len, (batched, in_flight, in_flight_why), notes,
-                            (total, src, budget, weights_bytes, nt, act, kv_cache, graphs, steps, version))
+                            (total, src, budget, weights_bytes, nt, act, kv_cache, graphs, steps, version,
+                             headroom_cap)), util
     if e.engine == "sglang" and is_dsv4(model):
         return _sglang_dsv4_ledger(model, e, max_len, notes, (total, src, budget, weights_bytes, non_torch, kv_cache,
-                                                               steps, version))
-    layout = v1_layout(model, e.kv_dtype, e.block_size) if v1 else None
+                                                               steps, version)), util
+    layout = v1_layout(model, e.kv_dtype, block_size) if v1 else None
     windows = compressed_window_bytes(model, e.kv_dtype, max_len)
     one_request = (layout.blocks_per_request(max_len, in_flight) * layout.group_size * layout.page_bytes
                    if layout is not None else -(-max_len // page_tokens) * block + windows)
     if profile is not None:
-        min_fraction = (weights_bytes + nt + act + graphs + one_request) / total
-    elif e.engine == "sglang":
-        min_fraction = (weights_bytes + one_request) / (total - non_torch)
+        min_fraction = vllm_min_fraction(total, weights_bytes, nt, act, graphs, one_request, headroom_cap)
+    elif e.engine == "sglang":  # the attention's share of the pool beside the states', before aiter's 0.85
+        min_fraction = (weights_bytes + one_request * sglang_scale) / (total - non_torch) / sglang_aiter
     else:
         min_fraction = None  # a fraction of what is free: no fraction helps when nothing is
     fits = kv_cache >= one_request
@@ -797,6 +949,14 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
             more = "raise --gpu-util (its kv_cache_free_gpu_mem_fraction), " if kv_cache > 0 else ""
             notes.append(f"{lead}: TensorRT-LLM refuses to start (its paged cache must hold one sequence to "
                          f"completion): {more}lower --max-model-len, quantize, or add cards.")
+        elif e.engine == "sglang" and kv_cache > 0:  # it starts, its request length capped (tp_worker max_req_len)
+            notes.append(f"{lead}: SGLang starts and caps a request at the {int(kv_cache // block):,} tokens its pool "
+                         "holds (it warns)" + (f"; from {min_fraction:.4f} of free memory it holds one whole"
+                                               if min_fraction <= 1 else "; no fraction holds a whole one") + ".")
+        elif e.engine == "sglang":
+            notes.append("SGLang refuses to start: the weights leave nothing for the cache at this fraction ("
+                         f"from {(weights_bytes / (total - non_torch)) / sglang_aiter:.4f} of free memory they do; "
+                         f"{min_fraction:.4f} holds one {max_len:,}-token request).")
         elif min_fraction <= 1:
             notes.append(f"{lead}: the engine refuses to start below {min_fraction:.4f} of "
                          f"{'total' if profile else 'free'} memory (or lower --max-model-len).")
@@ -812,7 +972,7 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
                      "instead.")
     if layout is not None and layout.state_bytes:
         bs = layout.groups[0][2] if layout.groups[0][0] != "mamba" else layout.groups[-1][2]
-        grows = "grows to" if bs > (e.block_size or 16) else "stays at"
+        grows = "grows to" if bs > block_size else "stays at"
         notes.append(f"Hybrid with constant-state layers (vLLM's mamba layout: Mamba, linear attention, short conv): a "
                      f"layer's state is {layout.state_bytes:,.0f} B, so the attention block {grows} "
                      f"{bs:,} tokens and the state page is padded by "
@@ -840,9 +1000,9 @@ def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engin
                          + f". {other}")
         return EngineLedger(e.engine, version, total, src, budget, weights_bytes, non_torch, act, kv_cache,
                             unit, blocks, tokens, max_len, batched, notes, conc, min_fraction, fits,
-                            len(layout.groups), graphs, steps)
+                            len(layout.groups), graphs, steps), util
     blocks = max(0, int(kv_cache // block)) if block > 0 else 0
     return EngineLedger(e.engine, version, total, src, budget, weights_bytes, non_torch, act, kv_cache, block,
                         blocks, blocks * page_tokens, max_len, batched, notes,
                         concurrency=max(0.0, kv_cache) / one_request if windows else None, min_fraction=min_fraction,
-                        fits_one_request=fits, cudagraph_bytes=graphs, steps=steps)
+                        fits_one_request=fits, cudagraph_bytes=graphs, steps=steps), util

@@ -76,6 +76,7 @@ from dataclasses import dataclass, replace
 
 from llmsize.catalog.schema import GpuSpec, ModelSpec
 from llmsize.errors import LlmsizeError
+from llmsize.estimate.engines import given_util
 from llmsize.estimate.expert_parallel import DP_CHOICES, expert_shard, supports_dep
 from llmsize.estimate.parallel import card_link
 from llmsize.estimate.queueing import erlang_c
@@ -138,7 +139,7 @@ class FleetRow:
     max_batch: int | None = None
     # the share of its prompt-serving capacity the row's load takes: a disaggregated row's prefill workers (M/G/x)
     prefill_load: float | None = None
-    gpu_util: float | None = None  # the share of each card's memory the rows were sized with (plan's budget)
+    gpu_util: float | None = None  # the share of each card's memory the user gave (--gpu-util); None: the engine's own
     cards_cost: float | None = None  # the row's cards x the price of one (--prices `prices:`): what they cost to buy
 
     @property
@@ -660,7 +661,7 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
                     reasons.append(_miss(f"{label}: {why}", why.ratio, 1.0) if isinstance(why, Miss) else
                                    f"{label}: {why}")
                     continue
-                row = replace(_with_bands(row, c, hybrid), gpu_util=plan.budget.gpu_util)
+                row = replace(_with_bands(row, c, hybrid), gpu_util=given_util(plan))
                 key = (row.cost_per_hour if price else row.cards_total, row.mode != "aggregated", tp * pp * dp)
                 if best is None or key < best[0]:
                     best = (key, row, plan)

@@ -38,7 +38,9 @@ the scores term is within 6% (Pythia 2.8B). With part of the model on the CPU th
 host and the GPU's buffer is a lower bound: for a ubatch of 32 tokens or more the scheduler runs host weights'
 matmuls on the GPU, copying each weight into the GPU's compute buffer (op offload), sized here where it dominates:
 at -ngl 0 the output matrix with the logits and hidden state (exact on one log), with routed experts on the host
-the largest expert matrix with its matmul's input and output (a lower bound).
+the largest expert matrix with its matmul's input and output (a lower bound). DeepSeek-V4's layers reserve their
+indexer's scores and their attention against the whole compressed caches (_dsv4_compute), and their masks are the
+host's inputs in place of a full cache's.
 """
 
 from __future__ import annotations
@@ -115,6 +117,9 @@ class LlamaCppSettings:
     gpu_layers: int | None = None  # -ngl; None: every layer and the output
     n_cpu_moe: int = 0  # --n-cpu-moe: the routed experts of the first N layers stay in host memory (--cpu-moe: all)
     output_first: bool = True  # -ngl's first layer is the output (llama.cpp since PR #18148); False: a build before
+    # DeepSeek-V4's lightning indexer as one op (GGML_OP_LIGHTNING_INDEXER: PR #24231, its CUDA kernel PR #25545, mid
+    # July 2026); False: a build before, whose indexer scored every compressed row with every indexer head at once
+    fused_indexer: bool = True
     mmproj: object = None  # --mmproj: a file type or a read file (estimate/mmproj.py); None: none loaded
     mmproj_host: bool = False  # --no-mmproj-offload: the projector on the CPU (Ollama's under an explicit num_gpu)
 
@@ -439,9 +444,14 @@ def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int
     kv_width = max((c.k for c, _ in runs.runs), default=0)
     logits = model.vocab_size + h
     ffn = 2 * _widest_ff(model) + 2 * h
-    scores = 0 if s.flash_attn else widest_heads(model) * max(n_kv) + 3 * h + 2 * kv_width
+    dsv4 = _dsv4_compute(model, s, n_tok, cells_swa or 0, compressed) if compressed else None
+    scores = 0 if s.flash_attn or dsv4 else widest_heads(model) * max(n_kv) + 3 * h + 2 * kv_width
     gpu_compute = n_tok * F32 * max((logits if output_on_gpu else 0), ffn, scores) if ngl else 0
     host_compute = n_tok * F32 * (sum(n_kv) + 2 * h + (0 if output_on_gpu else logits))
+    if dsv4 is not None:  # its masks are its caches' (host inputs), not a full cache's; its attention's peak
+        host_compute = n_tok * F32 * (2 * h + (0 if output_on_gpu else logits)) + dsv4[1]
+        if ngl and any(c.index_k and len(ils) > bisect_left(ils, i_gpu_start) for c, ils in runs.runs):
+            gpu_compute = max(gpu_compute, dsv4[0])
     # -ngl 0 on a GPU build: the scheduler still runs a ubatch's big matmuls on the GPU, copying their host weights
     # there (ggml-backend's op offload, on by default; --no-op-offload turns it off), the output matmul the
     # widest: the GPU's compute buffer holds that matrix, its logits and the hidden state (Qwen3-4B Q6_K at -ngl 0
@@ -490,6 +500,42 @@ def llamacpp_ledger(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int
                           rec_gpu + rec_host, output, devices, ngl, n_layer, notes,
                           any(c.v for c, _ in runs.runs if c.k), projector_holds=proj_holds,
                           compressed_cells=tuple(sorted(compressed.items())))
+
+
+def _dsv4_compute(model: ModelSpec, s: LlamaCppSettings, n_tok: int, n_raw: int, compressed: dict[int, int]
+                  ) -> tuple[int, int]:
+    """DeepSeek-V4's compute buffer in llama.cpp (src/models/deepseek4.cpp, src/llama-kv-cache-dsv4.cpp): (the GPU's
+    peak over a layer with an indexer, the mask inputs in host memory), for a ubatch of n_tok tokens reserved
+    against the caches' whole capacity: n_raw window cells, n_csa rows at ratio 4 (as many indexer keys), n_hca at
+    ratio 128. The masks are f16 with flash attention (PR #25370), else f32. With a layer's indexer, alive at once:
+        fused indexer (PR #24231)   its scores [n_csa, T] f32, the indexer's and the top-k's masks (fill, add,
+                                    concat: n_csa x T x (2 + m + max(4, 3 m)) B), the window and ratio-128 masks
+        before it                   the scores of every indexer head [n_csa, T, heads] f32 and their permuted copy
+                                    (2 x n_csa x T x heads x 4 B), its f32 mask and the other masks
+    and, with flash attention, the window and compressed rows gathered (n_raw + n_csa) x head_dim in the K type;
+    without it their scores [n_raw + n_csa, T, n_heads] f32, computed before the indexer runs; and the layer's
+    queries, hyper-connection streams and hidden state, f32. Before the fused indexer, at 1,048,576 tokens and
+    ubatch 512 with flash attention: 66,690 MiB, where unslothai/unsloth PR #6940's log failed to allocate
+    67,094.60 MiB (-0.6%)."""
+    m = next(g.mixer for g in model.layer_groups if g.mixer is not None and g.mixer.kind == "compressed"
+             and g.mixer.indexer is not None and g.mixer.compress_ratio in compressed)
+    n_csa, n_hca = compressed[m.compress_ratio], sum(r for k, r in compressed.items() if k != m.compress_ratio)
+    mask = 2 if s.flash_attn else F32
+    kb = row_bytes(s.cache_type_k, m.head_dim) / m.head_dim
+    acts = n_tok * F32 * (m.num_attention_heads * m.head_dim + (model.hyper_connections or 1) * model.hidden_size
+                          + model.hidden_size)
+    if s.fused_indexer:
+        indexer = n_csa * n_tok * (2 + mask + max(F32, 3 * mask))
+        lid_mask = 2
+    else:
+        indexer = 2 * n_csa * n_tok * m.indexer.n_heads * F32 + n_csa * n_tok * F32 + n_csa * n_tok * mask \
+            + n_tok * F32 * m.indexer.n_heads * m.indexer.head_dim
+        lid_mask = F32
+    rows = n_raw + n_csa
+    attention = rows * m.head_dim * kb if s.flash_attn else rows * n_tok * m.num_attention_heads * F32
+    gpu = int(indexer + (n_raw + n_hca) * n_tok * mask + attention + acts)
+    host = (n_raw + n_csa + n_hca) * n_tok * mask + n_csa * n_tok * lid_mask
+    return gpu, host
 
 
 def _projector_place(model: ModelSpec, s: LlamaCppSettings) -> tuple[int, int, str]:

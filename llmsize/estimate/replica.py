@@ -22,12 +22,20 @@ def kv_pool_bytes(plan, runtime: str, max_model_len: int, engine_version: str = 
     SGLang's and TensorRT-LLM's ledgers at their default memory fractions, charging the activations, CUDA graphs and
     non-torch memory of a max_model_len engine), else the plan's budget (utilization x memory - weights -
     overhead)."""
-    from llmsize.estimate.engines import ENGINES, EngineInputs, drafts_with_model, engine_ledger, mtp_layers_of
+    from llmsize.estimate.engines import (
+        ENGINES,
+        EngineInputs,
+        drafts_with_model,
+        engine_ledger,
+        given_util,
+        mtp_layers_of,
+    )
 
     if runtime in ENGINES:
         try:
             ledger = engine_ledger(plan.card_model or plan.model, plan.gpu, (plan.weights_card or plan.weights).bytes_total,
                                    EngineInputs(engine=runtime, tp=plan.inputs.tp, kv_dtype=plan.inputs.kv_dtype,
+                                                gpu_util=given_util(plan),
                                                 weight_format=plan.fmt.id, max_model_len=max_model_len,
                                                 mtp_layers=mtp_layers_of(plan), pp=plan.inputs.pp,
                                                 draft_model=drafts_with_model(plan), version=engine_version))

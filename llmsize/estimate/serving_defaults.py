@@ -6,8 +6,10 @@ without tuning flags would run it; each figure is read from the engine's source,
         v1_defaults, which the vLLM ledger uses too; the newest release read): a card of >= 160 GiB runs
         max_num_seqs 1024 and max_num_batched_tokens 16384 (from 0.28.0), one of >= 70 GiB that is not an A100
         1024 and 8192; any other card 256 and 2048.
-    SGLang (python/sglang/srt/server_args.py, chunked_prefill_size): 2048 under 35 GiB (gpu_mem in MiB < 35 x 1024),
-        8192 under 160 GiB, else 16384; its running requests are bounded by the cache pool, not by a default cap.
+    SGLang (0.5.23, sglang/srt/arg_groups/memory_hook.py, chunked_prefill_size by the card's nvidia-smi total):
+        2048 under 20 GiB, 4096 under 60 GiB, 8192 under 160 GiB, else 16384 (the 20-35 GiB band moved from 2048 in
+        0.5.20); its running requests are bounded by the cache pool, not by a default cap. Its mem_fraction_static
+        when not given: sglang_defaults.sglang_mem_fraction.
     TensorRT-LLM (tensorrt_llm/bench/build/tuning.py, finetune_setting, what trtllm-bench and its published
         tables use): batch = min(requests the cache holds, 4096) / pp rounded up (to 32 under 256, 128 under 1,024,
         else 256; at least 64); tokens = min(batch x (1 + ISL / OSL), 32768) rounded up (to 256 under 4,096,
@@ -27,8 +29,8 @@ import math
 from dataclasses import dataclass
 
 from llmsize.catalog.schema import GpuSpec
+from llmsize.estimate.sglang_defaults import sglang_chunked_prefill
 
-GIB = 2**30
 DEFAULT_PREFILL_TOKENS = 8192
 
 
@@ -61,7 +63,6 @@ def serving_defaults(runtime: str, gpu: GpuSpec, kv_requests: int, isl: int, osl
                      pp: int = 1, engine_version: str = "v1") -> ServingDefaults:
     """The engine's defaults for one replica on `gpu` whose cache holds `kv_requests` requests of isl + osl
     (`engine_version`: vLLM's, engines.vllm_profile's names or a release; v1 the newest read)."""
-    mem = gpu.memory_bytes
     if runtime == "vllm":
         from llmsize.estimate.engines import cuda_total_bytes, effective_release, v1_defaults
 
@@ -69,7 +70,7 @@ def serving_defaults(runtime: str, gpu: GpuSpec, kv_requests: int, isl: int, osl
                                    release=effective_release(engine_version))
         return ServingDefaults(seqs, tokens)
     if runtime == "sglang":
-        return ServingDefaults(None, 2048 if mem < 35 * GIB else 8192 if mem < 160 * GIB else 16384)
+        return ServingDefaults(None, sglang_chunked_prefill(gpu))
     if runtime == "trtllm":
         return _trtllm(kv_requests, isl, osl, pp)
     return ServingDefaults(None, DEFAULT_PREFILL_TOKENS)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import shlex
 
-from llmsize.estimate.engines import launch_sequences
+from llmsize.estimate.engines import given_util, launch_sequences
 from llmsize.estimate.plan import Plan
 from llmsize.estimate.runtimes import RUNTIME_NAMES
 from llmsize.estimate.speculative import spec_pipeline_note
@@ -79,7 +79,7 @@ def serve_command(p: Plan, engine: str, local_path: str | None = None, max_model
         notes.append(f"# {spec_pp}")
     flags = FLAGS[engine]
     args = list(flags["prog"]) + ([model] if engine == "vllm" else ["--model-path", model])
-    for key, value in (("tp", tp), ("pp", pp), ("len", ctx), ("util", p.inputs.gpu_util),
+    for key, value in (("tp", tp), ("pp", pp), ("len", ctx), ("util", given_util(p)),
                        ("seqs", seqs), ("kv", kv_arg), ("quant", quant)):
         if value is not None:
             args += [flags[key], value]

@@ -1,0 +1,55 @@
+"""SGLang's defaults that depend on the card (SGLang 0.5.23, sglang/srt/arg_groups/memory_hook.py and
+cuda_graph_hook.py): the prompt chunk one forward takes and the share of memory its static pool keeps."""
+
+from __future__ import annotations
+
+from llmsize.catalog.schema import GpuSpec
+
+
+def _sglang_gpu_mib(gpu: GpuSpec) -> float:
+    """The card's total as SGLang reads it (nvidia-smi memory.total, rocminfo), MiB."""
+    return (gpu.memory_reported_bytes or gpu.memory_bytes) / 2**20
+
+
+def sglang_chunked_prefill(gpu: GpuSpec) -> int:
+    mib = _sglang_gpu_mib(gpu)
+    return 2048 if mib < 20 * 1024 else 4096 if mib < 60 * 1024 else 8192 if mib < 160 * 1024 else 16384
+
+
+def _sglang_decode_graph_bs(gpu: GpuSpec, tp: int) -> int:
+    """The largest decode batch SGLang captures a CUDA graph for, by band (memory_hook.py)."""
+    mib = _sglang_gpu_mib(gpu)
+    if mib < 20 * 1024:
+        return 8
+    if mib < 35 * 1024:
+        return 48 if tp < 4 else 160
+    if mib < 60 * 1024:
+        return 32 if tp < 4 else 160
+    return (256 if tp < 4 else 512) if mib < 160 * 1024 else 512
+
+
+def _prefill_graph_sizes(max_bs: int) -> int:
+    """How many token counts SGLang captures a prefill graph for up to max_bs (cuda_graph_hook.py
+    generate_prefill_cuda_graph_batch_sizes)."""
+    sizes = (list(range(4, 33, 4)) + list(range(48, 257, 16)) + list(range(288, 513, 32)) + list(range(576, 1025, 64))
+             + list(range(1280, 4097, 256)) + list(range(4608, max_bs + 1, 512)))
+    return sum(1 for s in sizes if s <= max_bs)
+
+
+def sglang_mem_fraction(gpu: GpuSpec, tp: int, pp: int = 1, mla: bool = False) -> tuple[float, str]:
+    """SGLang 0.5.23's mem_fraction_static when not given (arg_groups/memory_hook.py, the default path: no
+    post-capture sizing), and how it came: round((total - reserved) / total, 3), total the card's MiB as nvidia-smi
+    or rocminfo prints it, reserved = 512 + 1.5 x max(chunked_prefill_size, 2048) + tp x pp / 8 x 1024 + the CUDA
+    graphs' (2 x the largest decode graph's batch, and on CUDA the prefill graphs': 8 a captured token count, 1,536
+    for an MLA model), at least 10,240 on a card of more than 60 GiB. H100 0.830, H200 0.903, RTX 4090 0.704. A
+    multimodal model gets less (a factor by its vision tower, not modelled)."""
+    mib = _sglang_gpu_mib(gpu)
+    chunk = sglang_chunked_prefill(gpu)
+    reserved = 512 + 1.5 * max(chunk, 2048) + tp * pp / 8 * 1024 + 2 * _sglang_decode_graph_bs(gpu, tp)
+    if gpu.vendor == "NVIDIA":  # prefill graphs are CUDA's default (BREAKABLE); off on HIP from 0.5.22
+        reserved += 1.5 * 1024 if mla else 8 * _prefill_graph_sizes(chunk)
+    if mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    f = round((mib - reserved) / mib, 3)
+    return f, (f"SGLang's default for this card at tp {tp}: (its {mib:,.0f} MiB - {reserved:,.0f} MiB of activations "
+               "and CUDA graphs reserved) / its total")

@@ -307,7 +307,31 @@ def test_modelopt_folder_reads_hf_quant_config(tmp_path, stem, hq, quant, scope,
     shutil.copy(CONFIGS / f"{hq or stem}.hf_quant_config.json", tmp_path / "hf_quant_config.json")
     im = import_model(tmp_path)
     assert (im.release.quant, im.release.scope, im.release.kv_cache_dtype) == (quant, scope, kv)
-    assert any("--kv-dtype fp8" in n for n in im.notes)
+    assert any("SGLang's default cache takes it" in n for n in im.notes)
+    # the spec keeps it: vLLM's and SGLang's default cache dtype ('auto') reads a ModelOpt checkpoint's FP8 scheme
+    assert (im.spec.release.kv_cache, im.spec.release.kv_cache_from) == ("fp8", "modelopt")
+
+
+def test_a_checkpoints_fp8_cache_is_the_serving_engines_default(run_cli, tmp_path):
+    """nvidia/Gemma-4-31B-IT-NVFP4 declares an FP8 KV cache (kv_cache_scheme, 8-bit float): vLLM (0.14 on,
+    utils/torch_utils.py resolve_kv_cache_dtype_string) and SGLang (configure_kv_cache_dtype) resolve --kv-cache-dtype
+    auto to it, so the plan under either keeps an FP8 cache unless told; llama.cpp's is its own f16; the same
+    model's shape in another format (another checkpoint) keeps the engine's 16-bit default. A compressed-tensors
+    scheme is SGLang's default, not vLLM's."""
+    from llmsize.catalog.loader import Catalog
+    from llmsize.estimate.runtimes import runtime_kv_dtype
+
+    def kv(*args):
+        code, out, err = run_cli("plan", "gemma-4-31b-nvfp4", "--gpu", "h100", *args, "--json")
+        assert code == 0, err
+        return json.loads(out)["inputs"]["kv_dtype"]
+
+    assert (kv(), kv("--runtime", "sglang"), kv("--runtime", "llamacpp", "--quant", "gguf-q4_k_m")) == \
+        ("fp8", "fp8", "fp16")
+    assert kv("--quant", "bf16") == "bf16" and kv("--kv-dtype", "bf16") == "bf16"
+    m = Catalog().model("gemma-4-31b-nvfp4")
+    ct = m.model_copy(update={"release": m.release.model_copy(update={"kv_cache_from": "compressed-tensors"})})
+    assert (runtime_kv_dtype("vllm", ct), runtime_kv_dtype("sglang", ct)) == ("bf16", "fp8")
 
 
 def test_nemotron_nano_nvfp4_partial_exclusions_are_reported(tmp_path):

@@ -443,6 +443,12 @@ class ReleaseFormat(Strict):
     quant: str = Field(description="format id from `llmsize formats`, or a recipe (COMPONENT=FORMAT,...)")
     scope: Scope = "linear"
     note: str | None = None
+    kv_cache: Literal["fp8"] | None = Field(None, description="the KV-cache format the checkpoint's quantization "
+                                            "config declares (ModelOpt's kv_cache_quant_algo or kv_cache_scheme, "
+                                            "compressed-tensors' kv_cache_scheme), with scales for it")
+    kv_cache_from: Literal["modelopt", "compressed-tensors"] | None = Field(
+        None, description="the quantization config that declares kv_cache: vLLM's default cache dtype takes a "
+        "ModelOpt one, SGLang's either (runtimes.runtime_kv_dtype)")
 
     @field_validator("quant")
     @classmethod

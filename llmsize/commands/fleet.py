@@ -203,7 +203,7 @@ def _fleet_runtime(runtime, emit, cards: list, m, quant, kv_dtype: str | None, w
         chosen = f"--runtime {rid}" if runtime else f"{rid} (the runtime these cards run by default)"
         raise InvalidValueError(f"{said}, under {chosen}: {refusal}.", f"Give --quant in a format {rid} serves (e.g. "
                                 f"{', '.join(RUNTIME_FORMATS.get(rid, ()))}), or another --runtime.")
-    kv_dtype = kv_dtype or runtime_kv_dtype(rid, m)
+    kv_dtype = kv_dtype or runtime_kv_dtype(rid, m, fmt.id)
     check_kv_dtype(m, kv_dtype)  # the model's layers, once, not as every card's reason for no row
     # rows sized with a cache the engine cannot be launched with
     refuse_cache(rid, f"--runtime {rid}" + ("" if runtime else " (the default)"), kv_dtype, "another --runtime")

@@ -298,7 +298,7 @@ def with_runtime_share(inputs: PlanInputs, fmt: QuantFormat, gpu: GpuSpec, exact
 
     runtime = inputs.runtime or default_runtime(fmt.id, gpu, gguf_exact(exact))[0]
     if inputs.kv_dtype is None:
-        inputs = replace(inputs, kv_dtype=runtime_kv_dtype(runtime, model))
+        inputs = replace(inputs, kv_dtype=runtime_kv_dtype(runtime, model, fmt.id))
     if inputs.gpu_util is not None:
         return inputs, runtime, None
     usable = usable_memory(gpu, inputs.wired_limit_bytes)
@@ -652,7 +652,10 @@ def assumptions(p: dict) -> list[str]:
                    "(uniform routing); compute follows active parameters.")
     out.append(f"KV cache dtype {inputs.kv_dtype}: {float(kv_dtype_bytes(inputs.kv_dtype)):g} B per value, "
                + ("the mean of llama.cpp's K and V types, their block scales included." if "/" in inputs.kv_dtype
-                  else "scales ignored except for nvfp4."))
+                  else "scales ignored except for nvfp4.")
+               + (" The checkpoint declares an FP8 KV cache (its quantization config), which SGLang's default "
+                  "cache takes, and vLLM's for a ModelOpt checkpoint; --kv-dtype bf16 plans a 16-bit one."
+                  if model.release.kv_cache == "fp8" and inputs.kv_dtype == "fp8" else ""))
     if inputs.kv_policy is not None:
         pol = inputs.kv_policy
         out.append(f"KV policy {pol.label} (a what-if): {pol.describe()}. The cache, the decode and the "

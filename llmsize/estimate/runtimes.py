@@ -44,9 +44,18 @@ RUNTIME_KV_DTYPE = {"llamacpp": "fp16", "ollama": "fp16", "lmstudio": "fp16", "m
 FP8_CACHE_FAMILIES = {"deepseek_v4": ("vllm", "sglang")}
 
 
-def runtime_kv_dtype(runtime: str, model=None) -> str:
-    """The KV cache dtype `runtime` keeps unless told otherwise (for `model`'s family where it differs)."""
+def runtime_kv_dtype(runtime: str, model=None, fmt_id: str | None = None) -> str:
+    """The KV cache dtype `runtime` keeps unless told otherwise (for `model`'s family, or its checkpoint, where it
+    differs). A checkpoint that declares an FP8 KV cache (release.kv_cache) gets one by default from SGLang
+    (mem_cache/kv_cache_dtype.py configure_kv_cache_dtype: 'auto' takes quant_config.kv_cache_quant_algo, a
+    ModelOpt kv_cache_scheme read as it) and, for a ModelOpt checkpoint, from vLLM (0.14 on:
+    utils/torch_utils.py resolve_kv_cache_dtype_string, 'auto' resolved from the ModelOpt config); `fmt_id`: the
+    weights planned, where another format than the release's is another checkpoint, without that scheme."""
     if model is not None and runtime in FP8_CACHE_FAMILIES.get(model.family, ()):
+        return "fp8"
+    rel = model.release if model is not None else None
+    if rel is not None and rel.kv_cache == "fp8" and fmt_id in (None, rel.quant) and (
+            runtime == "sglang" or (runtime == "vllm" and rel.kv_cache_from == "modelopt")):
         return "fp8"
     return RUNTIME_KV_DTYPE.get(runtime, "bf16")
 

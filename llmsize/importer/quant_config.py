@@ -34,7 +34,10 @@ class Release:
     notes: list[str] = field(default_factory=list)
 
     def as_yaml(self) -> dict:
-        return {"quant": self.quant, "scope": self.scope, "note": f"from {self.method}"}
+        out = {"quant": self.quant, "scope": self.scope, "note": f"from {self.method}"}
+        if self.kv_cache_dtype and self.method.split()[0] in ("modelopt", "compressed-tensors"):
+            out |= {"kv_cache": self.kv_cache_dtype, "kv_cache_from": self.method.split()[0]}
+        return out
 
 
 def ignore_release(ignore: list, spec_fields: dict, fid: str,
@@ -87,6 +90,11 @@ def _dtype(raw: dict) -> tuple[str, list[str]]:
 DEEPSEEK_V4_RECIPE = "experts=mxfp4,shared_experts=fp8-block128,attention=fp8-block128"
 
 
+# what a checkpoint's FP8 KV-cache scheme means for a plan (runtimes.runtime_kv_dtype)
+KV_SCHEME_NOTE = ("the checkpoint ships an FP8 KV-cache scheme: SGLang's default cache takes it (and vLLM's, for a "
+                  "ModelOpt checkpoint); elsewhere --kv-dtype fp8")
+
+
 def deepseek_v4_release(raw: dict, qc: dict, where: str) -> Release:
     """DeepSeek-V4's FP8 config: the recipe above, whose experts' FP4 the config says in expert_dtype (aiconfigurator's
     copy of it) or leaves to the release."""
@@ -126,7 +134,7 @@ def release_from(raw: dict, hf_quant: dict | None, spec_fields: dict, where: str
         if algo == "MIXED_PRECISION":
             quant, notes = mixed_precision(qc.get("quantized_layers"), spec_fields, where)
             if kv:
-                notes.append("the checkpoint ships an FP8 KV-cache scheme: try --kv-dtype fp8")
+                notes.append(KV_SCHEME_NOTE)
             return Release(quant, "all", "modelopt MIXED_PRECISION", kv, notes)
         quant = MODELOPT_ALGOS.get(algo)
         if quant is None:
@@ -139,7 +147,7 @@ def release_from(raw: dict, hf_quant: dict | None, spec_fields: dict, where: str
         kvs = qc.get("kv_cache_scheme") or {}
         if mixed is not None:
             kv = "fp8" if kvs.get("num_bits") == 8 and kvs.get("type") == "float" else None
-            notes = mixed[1] + (["the checkpoint ships an FP8 KV-cache scheme: try --kv-dtype fp8"] if kv else [])
+            notes = mixed[1] + ([KV_SCHEME_NOTE] if kv else [])
             return Release(mixed[0], "all", "compressed-tensors config groups", kv, notes)
         quant, note = single_format(qc, where)
         ignore = qc.get("ignore") or []
@@ -188,5 +196,5 @@ def release_from(raw: dict, hf_quant: dict | None, spec_fields: dict, where: str
     if note:
         notes.append(note)
     if kv:
-        notes.append("the checkpoint ships an FP8 KV-cache scheme: try --kv-dtype fp8")
+        notes.append(KV_SCHEME_NOTE)
     return Release(quant, scope, method, kv, notes)

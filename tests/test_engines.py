@@ -667,7 +667,7 @@ def test_a_plan_says_where_its_serving_engines_ledger_holds_far_less(run_cli):
     said = [w for w in json.loads(out)["warnings"] if w.startswith("vLLM's own memory ledger")]
     assert len(said) == 1
     assert "1.10 GB of cache (3,328 tokens), where the plan's budget leaves 3.04 GB" in said[0]
-    assert "it does not start at 4,096 tokens a request with 0.9 of the card, from 0.9029 it does" in said[0]
+    assert "it does not start at 4,096 tokens a request with gpu_memory_utilization 0.9, from 0.9029 it does" in said[0]
     assert said[0].endswith("`--engine vllm` itemizes it")
     code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100-sxm", "--quant", "fp8", "--gpu-util", "0.9",
                              "--engine", "vllm")
@@ -678,8 +678,8 @@ def test_a_plan_says_where_its_serving_engines_ledger_holds_far_less(run_cli):
     code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100-sxm", "--quant", "fp8", "--runtime", "sglang",
                              "--json")
     said = [w for w in json.loads(out)["warnings"] if "own memory ledger" in w]
-    assert code == 0 and len(said) == 1 and "it does not start at 4,096 tokens a request with 0.83 of its free" \
-        " memory, from 0.8734 it does" in said[0]
+    assert code == 0 and len(said) == 1 and "it does not start at 4,096 tokens a request with mem_fraction_static" \
+        " 0.83, from 0.8734 it does" in said[0]
 
 
 def test_ledger_shortfall_says_nothing_where_the_engine_holds_most_of_the_budget():
@@ -704,3 +704,59 @@ def test_an_mla_hybrids_attention_block_aligns_to_64_tokens(catalog):
     layout = v1_layout(catalog.model("kimi-linear-48b-a3b"), "bf16", 16)
     assert [bs for kind, _, bs in layout.groups if kind != "mamba"] == [1920]
     assert round(100 * (layout.page_bytes / layout.state_bytes - 1), 2) == 1.89
+
+
+@pytest.mark.parametrize("given, release", [
+    ("0.26.0+cu128", (0, 26, 0)), ("0.33.0rc2", (0, 33, 0)), ("0.19.1+cu126", (0, 19, 1)), ("0.6.3.post1", (0, 6, 3)),
+    ("v0.21", (0, 21, 0)), ("vllm==0.8.0", (0, 8, 0)), ("v1", (0, 34, 0)), ("v1-0.20", (0, 20, 0)),
+])
+def test_a_release_with_a_builds_suffix_is_that_release(given, release):
+    """A wheel's local version (0.26.0+cu128) or a pre-release (0.33.0rc2) had been read as the newest release: the
+    0.34 ledger for a 0.26 run."""
+    from llmsize.estimate.engines import effective_release
+    assert effective_release(given) == release
+
+
+def test_sglang_scales_its_fraction_only_under_aiter_attention(catalog):
+    """SGLang's 0.85 on ROCm above 8,192 tokens of context (arg_groups/attention_hook.py) is aiter's: the MHA default
+    on HIP, MLA's where a card holds 16 or 128 heads (DeepSeek-V3 at tp 8: 16), not Gemma 4's (triton) nor
+    DeepSeek-V4's (its own backend)."""
+    from llmsize.estimate.engines import sglang_aiter_attention
+    from llmsize.estimate.parallel import shard_model
+
+    mi300x, h100 = catalog.gpu("mi300x"), catalog.gpu("h100-sxm")
+    assert sglang_aiter_attention(catalog.model("llama-3.1-8b"), mi300x)
+    assert not sglang_aiter_attention(catalog.model("llama-3.1-8b"), h100)
+    assert sglang_aiter_attention(shard_model(catalog.model("deepseek-v3"), 8), mi300x)
+    assert not sglang_aiter_attention(catalog.model("gemma-4-12b"), mi300x)
+    assert not sglang_aiter_attention(catalog.model("deepseek-v4-flash"), mi300x)
+
+
+def test_the_dgx_spark_keeps_vllms_small_defaults_from_0_33(catalog):
+    """EngineArgs.get_batch_defaults (0.33.0): is_gb10 = compute capability 12.1 stays on the small tier."""
+    from llmsize.estimate.engines import cuda_total_bytes, v1_defaults
+    g = catalog.gpu("dgx-spark")
+    total = cuda_total_bytes(g)[0]
+    assert v1_defaults(g, total, offline=False, release=(0, 33, 0)) == (2048, 256)
+    assert v1_defaults(g, total, offline=False, release=(0, 32, 0)) == (8192, 1024)
+
+
+def test_hostile_engine_inputs_get_one_line(run_cli):
+    """A DeepSeek-V4 block vLLM cannot cut its ratio-128 rows from had raised a traceback; SGLang's refusal had offered
+    a fraction above 1."""
+    code, out, err = run_cli("plan", "deepseek-v4-flash", "--gpu", "h200", "--tp", "4", "--engine", "vllm",
+                             "--block-size", "16")
+    assert code == 2 and "--block-size 16" in err and "a multiple of 128" in err and "Traceback" not in err
+    code, out, err = run_cli("plan", "deepseek-v3.2", "--gpu", "h200", "--engine", "sglang", "--json")
+    notes = json.loads(out)["engine"]["assumptions"] if code == 0 else []
+    assert any("the weights take more than its free memory at any fraction" in n for n in notes), err
+
+
+def test_the_ledger_says_the_share_it_ran_with(run_cli):
+    """The engine object carries the share its ledger used; a DGX Spark's 0.8 is said as the machine's, not given."""
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "sglang", "--json")
+    assert code == 0 and json.loads(out)["engine"]["gpu_util"] == 0.83
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "dgx-spark", "--engine", "vllm", "--json")
+    led = json.loads(out)["engine"]
+    assert led["gpu_util"] == 0.8 and any("gpu_memory_utilization 0.8 (the share a machine whose GPU shares its RAM"
+                                          in n for n in led["assumptions"])

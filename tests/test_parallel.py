@@ -197,7 +197,7 @@ def test_a_launch_line_the_engine_would_not_start_says_so_and_seqs_follow_its_le
                              "--gpu-util", "0.9")
     assert code == 0, err
     assert out.startswith("# vLLM: its own memory ledger holds no 4,096-token request: it does not start at 4,096 "
-                          "tokens a request with 0.9 of the card, from 0.9029 it does")
+                          "tokens a request with gpu_memory_utilization 0.9, from 0.9029 it does")
     for extra, seqs in ((["--gpu-util", "0.9"], "6"), ([], "7")):
         code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "h100", "--tp", "2", "--emit", "vllm", *extra)
         line = out.strip().splitlines()[-1].split()

@@ -139,8 +139,8 @@ def compare(
     notes += [pulled + "."] if pulled else []
     utils = sorted({r.plan.budget.gpu_util for r in rows if r.plan})
     if inputs.gpu_util is None and len(utils) > 1:
-        notes.append("Budgets: VRAM x 0.9 under the serving engines, the whole VRAM under llama.cpp (GGUF formats, "
-                     "Apple cards), as each card's runtime reserves it.")
+        notes.append("Budgets: VRAM x 0.9 under the serving engines (their own ledgers take each engine's default), "
+                     "the whole VRAM under llama.cpp (GGUF formats, Apple cards), as each card's runtime reserves it.")
     if gpu_backend:
         notes.append(f"Expected speeds on --backend {gpu_backend}" + (
             ": llama.cpp's Vulkan build, on NVIDIA and AMD cards (- on Apple cards, where it runs on Metal, on AMD "

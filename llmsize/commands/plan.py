@@ -481,9 +481,9 @@ def _refuse_served_elsewhere(engine, emit, g) -> None:
 def _serving_ledger(p, m, g, engine, max_model_len, max_num_batched_tokens, block_size, tp, non_torch_gib,
                     cudagraph_gib, engine_version):
     """vLLM's, SGLang's or TensorRT-LLM's memory ledger of the plan (engines.py)."""
-    from llmsize.estimate.engines import EngineInputs, drafts_with_model, engine_ledger, given_util, mtp_layers_of
+    from llmsize.estimate.engines import EngineInputs, drafts_with_model, engine_ledger, mtp_layers_of, share_inputs
 
-    e = EngineInputs(engine=engine, gpu_util=given_util(p), max_model_len=max_model_len,
+    e = EngineInputs(engine=engine, **share_inputs(p), max_model_len=max_model_len,
                      max_num_batched_tokens=max_num_batched_tokens, block_size=block_size,
                      kv_dtype=p.inputs.kv_dtype, tp=tp, weight_format=p.fmt.id, mtp_layers=mtp_layers_of(p),
                      pp=p.inputs.pp, draft_model=drafts_with_model(p),

@@ -94,8 +94,8 @@ class VllmProfile:
 
 
 VLLM_V0 = VllmProfile("v0", "V0 worker ledger (vLLM < 0.8; 'Memory profiling results' / '# GPU blocks')")
-VLLM_V1_OLD = VllmProfile("v1-0.20", "V1 before 0.21 (hybrid KV-cache manager; no CUDA-graph reserve; 'GPU KV "
-                          "cache size' = num_blocks // groups x block_size)")
+VLLM_V1_OLD = VllmProfile("v1-0.20", "V1 before 0.21 (hybrid KV-cache manager; CUDA graphs charged from 0.20; 'GPU "
+                          "KV cache size' = num_blocks // groups x block_size)")
 VLLM_V1 = VllmProfile("v1", "V1 >= 0.21 (hybrid KV-cache manager; CUDA graphs profiled; 'GPU KV cache size' = "
                       "max concurrency x max_model_len)", charges_cudagraphs=True, tokens_from_concurrency=True)
 
@@ -121,12 +121,12 @@ def vllm_profile(version: str) -> VllmProfile:
 def vllm_release(version: str) -> tuple[int, int, int] | None:
     """(major, minor, patch) of a release number such as `0.6.4`, None for a ledger name (v0, v1, v1-0.20)."""
     v = version.strip().lower().removeprefix("vllm").strip("=- ").removeprefix("v")
-    parts = v.split(".")
-    # (ASCII digits, a few: str.isdigit takes superscripts, which int() refuses, and int() refuses 4,300 digits)
-    if len(parts) < 2 or not all(re.fullmatch(r"[0-9]{1,6}", p) for p in parts[:3]):
+    # major.minor[.patch], then a build's or pre-release's suffix (0.26.0+cu128, 0.33.0rc2, 0.6.3.post1: read as the
+    # release it names); ASCII digits, a few (str.isdigit takes superscripts, which int() refuses)
+    m = re.fullmatch(r"([0-9]{1,6})\.([0-9]{1,6})(?:\.([0-9]{1,6}))?(?:[.+\-a-z][0-9a-z.+\-]*)?", v)
+    if m is None:
         return None
-    nums = [int(p) for p in parts[:3]] + [0] * (3 - len(parts[:3]))
-    return nums[0], nums[1], nums[2]
+    return int(m[1]), int(m[2]), int(m[3] or 0)
 
 
 LONG_CONTEXT = 32768  # vLLM V0 turns chunked prefill on above this (arg_utils.py, 0.5.3 to 0.7.3)
@@ -263,6 +263,7 @@ class EngineInputs:
     cudagraph_bytes: int | None = None  # vLLM V1 >= 0.21 charges its CUDA-graph estimate; default below
     offline: bool = False  # vLLM's LLM class (offline, lm_eval) rather than `vllm serve`: other V1 defaults
     mtp_layers: int = 0  # the model's own MTP layers loaded to draft with (--spec mtp): DeepSeek-V4's window caches
+    gpu_util_said: str = "given"  # where gpu_util comes from, in words, where one is given
     pp: int = 1  # pipeline stages: vLLM keeps a batch in flight for each (in_flight_tokens)
     draft_model: bool = False  # speculative decoding with a separate draft model (vLLM 0.26-0.27: no async scheduling)
 
@@ -342,10 +343,12 @@ def v1_defaults(gpu: GpuSpec, total_bytes: int, offline: bool,
     vLLM's tests/engine/test_arg_utils.py test_defaults_with_usage_context): from 0.28.0 a card of >= 160 GiB
     (B200, B300, MI325X, MI355X) gets 16384 tokens for both the LLM class and `vllm serve`; other cards of >= 70 GiB
     but the A100 get 16384 tokens for the LLM class and 8192 for `vllm serve`, and 1024 sequences; the rest, A100
-    80GB included, get 8192 / 2048 tokens and 256 sequences."""
+    80GB included, and from 0.33 the DGX Spark's GB10 (compute capability 12.1), get 8192 / 2048 tokens and 256
+    sequences."""
     if total_bytes >= 160 * GiB and release >= (0, 28, 0):
         return 16384, 1024
-    big = total_bytes >= 70 * GiB and "a100" not in gpu.name.lower()
+    gb10 = gpu.compute_capability == "12.1" and release >= (0, 33, 0)  # DGX Spark: the small tier from 0.33
+    big = total_bytes >= 70 * GiB and "a100" not in gpu.name.lower() and not gb10
     if big:
         return (16384 if offline else 8192), 1024
     return (8192 if offline else 2048), 256
@@ -591,6 +594,11 @@ def _dsv4_ledger(model: ModelSpec, e: EngineInputs, max_len: int, flight: tuple,
     batched, in_flight, in_flight_why = flight
     total, src, budget, weights_bytes, nt, act, kv_cache, graphs, steps, version, headroom_cap = ledger
     block = DSV4_BLOCK_SIZE if e.block_size is None else e.block_size
+    ratio = max((g.mixer.compress_ratio or 1) for g in model.layer_groups)
+    if block % ratio:
+        raise InvalidValueError(f"--block-size {block}: DeepSeek-V4's compressed caches in vLLM take a block of whole "
+                                f"rows at ratio {ratio}, a multiple of {ratio} tokens.",
+                                f"Use {DSV4_BLOCK_SIZE} (its recipe's) or leave --block-size out.")
     layout = dsv4_layout(model, block, e.mtp_layers)
     unit = layout.bytes_per_block
     blocks = max(0, int(kv_cache // unit))
@@ -612,6 +620,23 @@ def _dsv4_ledger(model: ModelSpec, e: EngineInputs, max_len: int, flight: tuple,
     return EngineLedger(e.engine, version, total, src, budget, weights_bytes, nt, act, kv_cache, unit, blocks,
                         int(conc * max_len), max_len, batched, notes, conc, min_fraction, fits, len(layout.groups),
                         graphs, steps)
+
+
+# families whose SGLang model overrides pick another attention backend than aiter on ROCm (0.5.23
+# arg_groups/model_overrides: gemma4.py triton, nemotron_h.py triton off SM100, falcon_h1.py and olmo2.py triton)
+SGLANG_NOT_AITER_FAMILIES = ("gemma4", "gemma4_text", "nemotron_h", "falcon_h1", "olmo2")
+
+
+def sglang_aiter_attention(model: ModelSpec, gpu: GpuSpec) -> bool:
+    """SGLang runs the attention of `model` (one card's share) with aiter on this card (model_override_base.py
+    default_attention_backend: aiter for MHA on HIP; for MLA where the heads a card holds are 16 or 128, else triton;
+    DeepSeek-V4 its own)."""
+    if gpu.vendor != "AMD" or has_compressed_layers(model) or model.family in SGLANG_NOT_AITER_FAMILIES:
+        return False
+    mla = [g.mixer for g in model.layer_groups if g.mixer is not None and g.mixer.kind == "mla"]
+    if mla:
+        return max(m.num_attention_heads for m in mla) in (16, 128)
+    return True
 
 
 def _sglang_dsv4_ledger(model: ModelSpec, e: EngineInputs, max_len: int, notes: list[str], ledger: tuple
@@ -660,6 +685,13 @@ def beside_budget(led: EngineLedger, budget) -> str:
             "itself allocates from its "
             f"{led.total_source.split(' (')[0]}: {led.kv_cache_bytes / 1e9:,.2f} GB = "
             f"{led.kv_cache_bytes / 2**30:,.2f} GiB of cache.")
+
+
+def share_inputs(plan) -> dict:
+    """EngineInputs' memory share for a plan: given_util, and where it comes from."""
+    said = "given" if plan.gpu_util_given else ("the share a machine whose GPU shares its RAM with the OS leaves it, "
+                                                "as NVIDIA's DGX Spark playbooks pass it")
+    return {"gpu_util": given_util(plan), "gpu_util_said": said}
 
 
 def given_util(plan) -> float | None:
@@ -719,8 +751,9 @@ def no_request_words(led: EngineLedger) -> str:
         held = (f", from {led.min_fraction:.4f} of its free memory one whole" if led.min_fraction is not None
                 and led.min_fraction <= 1 else "")
         return f"it caps a request at the {led.kv_cache_tokens:,} tokens its pool holds{held}"
-    of = "the card" if led.name == "vllm" else "its free memory"
-    return (f"it does not start at {led.max_model_len:,} tokens a request with {led.gpu_util:g} of {of}"
+    share = {"vllm": "gpu_memory_utilization", "sglang": "mem_fraction_static"}.get(led.name,
+                                                                                    "kv_cache_free_gpu_mem_fraction")
+    return (f"it does not start at {led.max_model_len:,} tokens a request with {share} {led.gpu_util:g}"
             f"{_starts_from(led)}")
 
 
@@ -736,7 +769,7 @@ def plan_ledger(p, model: ModelSpec, gpu: GpuSpec, engine: str, max_model_len: i
     weights do not fit, or where the engine's ledger does not cover the plan."""
     if engine not in ENGINES or not p.budget.weights_fit:
         return None
-    e = EngineInputs(engine=engine, gpu_util=given_util(p), max_model_len=max_model_len or p.inputs.context_tokens,
+    e = EngineInputs(engine=engine, **share_inputs(p), max_model_len=max_model_len or p.inputs.context_tokens,
                      kv_dtype=p.inputs.kv_dtype, tp=p.inputs.tp, weight_format=p.fmt.id, mtp_layers=mtp_layers_of(p),
                      pp=p.inputs.pp, draft_model=drafts_with_model(p))
     try:
@@ -846,7 +879,7 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
         default = (f"V1 default for {'the LLM class' if e.offline else 'vllm serve'} on this card" if v1 else
                    why_batched)
         version = profile.label
-        util_why = ("given" if e.gpu_util is not None else
+        util_why = (e.gpu_util_said if e.gpu_util is not None else
                     "the extensible KV cache's, vLLM >= 0.34 on CUDA and ROCm" if extensible else
                     "vLLM's default from 0.20" if rel >= (0, 20, 0) else "vLLM's default before 0.20")
         notes += [f"gpu_memory_utilization {util:g} ({util_why}).",
@@ -862,8 +895,12 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
         if extensible:
             notes.append(f"Extensible KV cache (vLLM >= 0.34): sized after warmup from the memory then free, less a "
                          f"margin of {margin / GiB:.2f} GiB (max({EXTENSIBLE_MARGIN_FLOOR[gpu.vendor == 'AMD'] / GiB:g}"
-                         f" GiB, 0.75 x the activation peak)) and the peak itself; derived from vLLM's source, not "
-                         "checked against a log. --engine-version 0.33 gives the estimate-based ledger.")
+                         f" GiB, 0.75 x the activation peak)) and the peak itself, within total x utilization less "
+                         f"the weights and graphs" + ("" if by_free <= by_util else
+                                                      f" (at {util:g} that share binds: the margin and the non-torch "
+                                                      "memory stay outside it)")
+                         + "; derived from vLLM's source, not checked against a log. --engine-version 0.33 gives "
+                         "the estimate-based ledger.")
         if v1 and e.block_size is None:
             notes.append(f"Block: {block_size} tokens ({why_block}).")
         if not v1:
@@ -874,13 +911,16 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
         act, non_torch = 0.0, nt
         free = total - non_torch
         mla = any(g.mixer is not None and g.mixer.kind == "mla" for g in model.layer_groups)
-        util, why_util = (e.gpu_util, "given") if e.gpu_util is not None else sglang_mem_fraction(gpu, e.tp, 1, mla)
+        util, why_util = ((e.gpu_util, e.gpu_util_said) if e.gpu_util is not None else
+                          sglang_mem_fraction(gpu, e.tp, e.pp, mla))
         # on ROCm, SGLang's aiter attention backend takes 0.85 of the fraction, given or not, for a context over
         # 8,192 tokens (0.5.23 arg_groups/attention_hook.py)
-        aiter = gpu.vendor == "AMD" and not mla and max_len > 8192
+        aiter = sglang_aiter_attention(model, gpu) and max_len > 8192
         if aiter:
             util = round(util * 0.85, 4)
             why_util += "; x 0.85: ROCm's aiter attention backend over a context above 8,192 tokens"
+        if e.gpu_util is None and any(x.encoder is not None for x in model.extra):
+            why_util += "; SGLang takes less for a multimodal checkpoint (by its vision tower): not modelled"
         budget = free * util
         kv_cache = budget - weights_bytes
         steps = (("- non-torch memory", non_torch), ("free at start", free),
@@ -954,9 +994,12 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
                          "holds (it warns)" + (f"; from {min_fraction:.4f} of free memory it holds one whole"
                                                if min_fraction <= 1 else "; no fraction holds a whole one") + ".")
         elif e.engine == "sglang":
-            notes.append("SGLang refuses to start: the weights leave nothing for the cache at this fraction ("
-                         f"from {(weights_bytes / (total - non_torch)) / sglang_aiter:.4f} of free memory they do; "
-                         f"{min_fraction:.4f} holds one {max_len:,}-token request).")
+            leaves = weights_bytes / (total - non_torch) / sglang_aiter  # the fraction from which the weights leave any
+            notes.append("SGLang refuses to start: " + (
+                "the weights take more than its free memory at any fraction: quantize, or add cards." if leaves >= 1
+                else f"the weights leave nothing for the cache at this fraction (from {leaves:.4f} of free memory "
+                f"they do; " + (f"{min_fraction:.4f} holds one {max_len:,}-token request)." if min_fraction <= 1
+                                else "no fraction holds a whole request).")))
         elif min_fraction <= 1:
             notes.append(f"{lead}: the engine refuses to start below {min_fraction:.4f} of "
                          f"{'total' if profile else 'free'} memory (or lower --max-model-len).")

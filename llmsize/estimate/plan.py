@@ -600,7 +600,8 @@ def assumptions(p: dict) -> list[str]:
                    "the card the generic way instead.")
     else:
         out.append(f"Budget: VRAM x {inputs.gpu_util:g} utilization (--gpu-util; llama.cpp's plans take the whole "
-                   f"card, the serving engines' {DEFAULT_GPU_UTIL:g}), minus weights, minus "
+                   f"card, the serving engines' {DEFAULT_GPU_UTIL:g} here, where each engine's own ledger "
+                   "(--engine) takes its own default), minus weights, minus "
                    f"{overhead_of(inputs) / GiB:g} GiB runtime overhead (activations, CUDA graphs, allocator; "
                    "change with --overhead-gib).")
     pulled = LIBRARY_RUNTIMES.get((inputs.runtime or "").strip().lower())

@@ -27,15 +27,15 @@ def kv_pool_bytes(plan, runtime: str, max_model_len: int, engine_version: str = 
         EngineInputs,
         drafts_with_model,
         engine_ledger,
-        given_util,
         mtp_layers_of,
+        share_inputs,
     )
 
     if runtime in ENGINES:
         try:
             ledger = engine_ledger(plan.card_model or plan.model, plan.gpu, (plan.weights_card or plan.weights).bytes_total,
                                    EngineInputs(engine=runtime, tp=plan.inputs.tp, kv_dtype=plan.inputs.kv_dtype,
-                                                gpu_util=given_util(plan),
+                                                **share_inputs(plan),
                                                 weight_format=plan.fmt.id, max_model_len=max_model_len,
                                                 mtp_layers=mtp_layers_of(plan), pp=plan.inputs.pp,
                                                 draft_model=drafts_with_model(plan), version=engine_version))

@@ -18,6 +18,7 @@ def ledger_to_dict(led) -> dict:
         "kv_blocks": led.kv_blocks, "kv_cache_tokens": led.kv_cache_tokens, "max_model_len": led.max_model_len,
         "max_num_batched_tokens": led.max_num_batched_tokens, "max_concurrency": led.max_concurrency,
         "min_gpu_util": None if led.min_fraction is None else round(led.min_fraction, 4),
+        "gpu_util": led.gpu_util,
         "fits_one_request": led.fits_one_request,
         "steps": [{"label": label, "bytes": round(nbytes)} for label, nbytes in led.steps],
         "assumptions": list(led.assumptions),
@@ -38,7 +39,9 @@ def render_ledger(led, console) -> None:
         if nbytes or not label.startswith("-"):
             t.add_row(label, g(nbytes))
     refuse = ""
-    if not led.fits_one_request and led.min_fraction is not None:
+    if not led.fits_one_request and led.name == "sglang" and led.kv_cache_tokens > 0:
+        refuse = "  (too small for one request: SGLang caps a request at its tokens)"
+    elif not led.fits_one_request and led.min_fraction is not None:
         refuse = (f"  (too small for one request: refuses to start below {led.min_fraction:.4f})"
                   if led.min_fraction <= 1 else "  (too small for one request at any utilization: lower "
                   "--max-model-len)")

@@ -760,3 +760,26 @@ def test_the_ledger_says_the_share_it_ran_with(run_cli):
     led = json.loads(out)["engine"]
     assert led["gpu_util"] == 0.8 and any("gpu_memory_utilization 0.8 (the share a machine whose GPU shares its RAM"
                                           in n for n in led["assumptions"])
+
+
+def test_an_engine_ledger_loads_the_draft_beside_the_model(run_cli):
+    """--spec: vLLM and SGLang load the draft (a draft model, or the MTP layers) on the card beside the model, so
+    their ledgers charge its weights: DeepSeek-V4-Flash's MTP layer, 0.82 GiB a card at tp 4."""
+    got = {}
+    for spec in ((), ("--spec", "mtp")):
+        code, out, err = run_cli("plan", "deepseek-v4-flash", "--gpu", "h200", "--tp", "4", "--engine", "vllm", *spec,
+                                 "--json")
+        assert code == 0, err
+        got[spec] = json.loads(out)
+    draft = got[("--spec", "mtp")]["speculative"]["draft_weight_bytes"]
+    assert got[("--spec", "mtp")]["engine"]["weights_bytes"] == pytest.approx(got[()]["engine"]["weights_bytes"]
+                                                                              + draft, abs=1)
+
+
+def test_vllm_blocks_a_sparse_mla_model_as_its_backend_takes_them(catalog):
+    """DeepSeek-V3.2's indexer (DSA) runs on the sparse MLA backends, whose block is 64 before 0.34
+    (flashmla_sparse.py, flashattn_mla_sparse.py: [64]); DeepSeek-V3's dense MLA keeps the default 16 on Hopper."""
+    from llmsize.estimate.engines import vllm_block_size
+    h200 = catalog.gpu("h200-sxm")
+    assert vllm_block_size(catalog.model("deepseek-v3.2"), h200, (0, 33, 0))[0] == 64
+    assert vllm_block_size(catalog.model("deepseek-v3"), h200, (0, 33, 0))[0] == 16

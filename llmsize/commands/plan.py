@@ -481,7 +481,14 @@ def _refuse_served_elsewhere(engine, emit, g) -> None:
 def _serving_ledger(p, m, g, engine, max_model_len, max_num_batched_tokens, block_size, tp, non_torch_gib,
                     cudagraph_gib, engine_version):
     """vLLM's, SGLang's or TensorRT-LLM's memory ledger of the plan (engines.py)."""
-    from llmsize.estimate.engines import EngineInputs, drafts_with_model, engine_ledger, mtp_layers_of, share_inputs
+    from llmsize.estimate.engines import (
+        EngineInputs,
+        drafts_with_model,
+        engine_ledger,
+        loaded_weight_bytes,
+        mtp_layers_of,
+        share_inputs,
+    )
 
     e = EngineInputs(engine=engine, **share_inputs(p), max_model_len=max_model_len,
                      max_num_batched_tokens=max_num_batched_tokens, block_size=block_size,
@@ -490,7 +497,7 @@ def _serving_ledger(p, m, g, engine, max_model_len, max_num_batched_tokens, bloc
                      non_torch_bytes=None if non_torch_gib is None else int(gib_bytes(non_torch_gib)),
                      version=engine_version.lower(),
                      cudagraph_bytes=None if cudagraph_gib is None else int(gib_bytes(cudagraph_gib)))
-    return engine_ledger(p.card_model or m, g, (p.weights_card or p.weights).bytes_total, e)
+    return engine_ledger(p.card_model or m, g, loaded_weight_bytes(p), e)
 
 
 def _lever_table(p, m, g, exact, source: list[str], cat, runtime: str, host, host_args: tuple[str, ...]):

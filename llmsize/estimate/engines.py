@@ -318,6 +318,9 @@ def vllm_block_size(model: ModelSpec, gpu: GpuSpec, release: tuple[int, int, int
         if gpu.vendor == "AMD" and not mla:
             return 16, "ROCm's ROCM_ATTN backend's block (vLLM >= 0.34 defaults others to 64)"
         return 64, "vLLM >= 0.34's default block"
+    if mla and gpu.vendor == "NVIDIA" and any(g.mixer.indexer is not None for g in model.layer_groups
+                                              if g.mixer is not None and g.mixer.kind == "mla"):
+        return 64, "the sparse MLA backends' block (FlashMLA-sparse, FlashAttention-MLA-sparse: [64]; vLLM < 0.34)"
     if mla and gpu.vendor == "NVIDIA" and (gpu.compute_capability or "").startswith("10."):
         return 32, "FlashInfer-MLA's smallest block (the MLA backend on Blackwell; vLLM < 0.34)"
     return DEFAULT_BLOCK_SIZE, "vLLM's default block (before 0.34)"
@@ -687,6 +690,13 @@ def beside_budget(led: EngineLedger, budget) -> str:
             f"{led.kv_cache_bytes / 2**30:,.2f} GiB of cache.")
 
 
+def loaded_weight_bytes(plan) -> float:
+    """The weights an engine loads on a card for the plan: the model's share, and with --spec its draft's (a draft
+    model's or the MTP layers'), which vLLM and SGLang load beside it."""
+    w = (plan.weights_card or plan.weights).bytes_total
+    return w + (plan.speculative.draft_weight_bytes if plan.speculative is not None else 0.0)
+
+
 def share_inputs(plan) -> dict:
     """EngineInputs' memory share for a plan: given_util, and where it comes from."""
     said = "given" if plan.gpu_util_given else ("the share a machine whose GPU shares its RAM with the OS leaves it, "
@@ -773,7 +783,7 @@ def plan_ledger(p, model: ModelSpec, gpu: GpuSpec, engine: str, max_model_len: i
                      kv_dtype=p.inputs.kv_dtype, tp=p.inputs.tp, weight_format=p.fmt.id, mtp_layers=mtp_layers_of(p),
                      pp=p.inputs.pp, draft_model=drafts_with_model(p))
     try:
-        return engine_ledger(p.card_model or model, gpu, (p.weights_card or p.weights).bytes_total, e)
+        return engine_ledger(p.card_model or model, gpu, loaded_weight_bytes(p), e)
     except LlmsizeError:
         return None
 

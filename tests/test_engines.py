@@ -358,8 +358,8 @@ def test_vllm_0_28_qwen3_14b_bf16_and_awq_on_an_l40s(catalog):
     40 layers x 2 x 8 KV heads x 128 x 2 B = 163,840 B a token, 16-token blocks. At 0.28.0's default utilization,
     0.92 (vllm/config/cache.py, from 0.20.0), the ledger holds 12.40 and 30.61 GiB, 0.83 and 0.98 GiB above the
     logs (+7.1% and +3.3% tokens): what it lacks is the same in both, independent of the weights, where its CUDA-graph
-    reserve is a flat 0.3 GiB and vLLM's own estimates run from 0.26 to 1.94 GiB in published logs (a capture of
-    up to 512 sequences). Its tp 2 arm below."""
+    reserve is a flat 0.3 GiB and vLLM's own estimates in published logs run from 0.13 GiB (noonghunna/club-3090#104)
+    to 2.22 GiB (vllm-project/vllm#50722) on one node. Its tp 2 arm below."""
     m, g = catalog.model("qwen3-14b"), catalog.gpu("l40s")
     for fmt, tokens, concurrency in (("bf16", 75824, 1.85), ("awq-int4-g128", 194192, 4.74)):
         w = weight_bytes(m, quant_format(fmt), "linear").bytes_total  # AWQ keeps the embeddings in 16 bits

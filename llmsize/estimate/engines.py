@@ -55,9 +55,11 @@ ACT_BYTES = 2
 DEFAULT_NON_TORCH_BYTES = int(0.3 * GiB)  # logs: 0.03 GiB (vllm#13882), 0.35 GiB (vllm#10517)
 DEFAULT_BLOCK_SIZE = 16  # vLLM and TensorRT-LLM tokens per block
 DEFAULT_MAX_NUM_SEQS = 256  # vLLM V0 default
-# vLLM >= 0.21 profiles CUDA-graph memory before sizing the cache ("CUDA graph memory profiling is enabled
-# (default since v0.21.0)"); logged estimates: 0.26 GiB (vllm-project/vllm#30515 thread), 0.36 GiB
-# (gpustack/runner#251). One figure for all models, overridable.
+# vLLM >= 0.20 profiles CUDA-graph memory before sizing the cache ("CUDA graph memory profiling is enabled
+# (default since v0.21.0)", though 0.20.0 turned it on); logged estimates: 0.13 GiB (noonghunna/club-3090#104, 2 x
+# RTX 3090), 0.26 GiB (vllm-project/vllm#30515 thread), 0.36 GiB (gpustack/runner#251), 0.52 GiB (LMCache#3430,
+# Qwen3-8B on a 24 GB card), 2.22 GiB (vllm-project/vllm#50722, 4 ranks); a 2.4T-parameter model's 118.65 GiB
+# (vllm-project/vllm#53013). One figure for all models, overridable (--cudagraph-gib).
 DEFAULT_CUDAGRAPH_BYTES = int(0.3 * GiB)
 # vLLM's gpu_memory_utilization when not given (vllm/config/cache.py): 0.9, 0.92 from 0.20.0; from 0.34.0 the
 # extensible KV cache on CUDA and ROCm (EXTENSIBLE_FROM)
@@ -888,7 +890,9 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
                 (("- CUDA graphs", graphs),) if graphs else ())
         default = (f"V1 default for {'the LLM class' if e.offline else 'vllm serve'} on this card" if v1 else
                    why_batched)
-        version = profile.label
+        version = profile.label if not extensible else (
+            "V1 >= 0.34 (extensible KV cache sized after warmup; hybrid KV-cache manager; 'GPU KV cache size' = max "
+            "concurrency x max_model_len)")
         util_why = (e.gpu_util_said if e.gpu_util is not None else
                     "the extensible KV cache's, vLLM >= 0.34 on CUDA and ROCm" if extensible else
                     "vLLM's default from 0.20" if rel >= (0, 20, 0) else "vLLM's default before 0.20")
@@ -898,9 +902,12 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
                   f"peak {act / GiB:.2f} GiB (modelled).",
                   f"non_torch memory {nt / GiB:.2f} GiB ({why_nt}).",
                   (f"CUDA graphs: {graphs / GiB:.2f} GiB charged (vLLM >= 0.20 profiles them before sizing the "
-                   "cache, on ROCm from 0.26; logged estimates 0.26-0.36 GiB)" if charges and not extensible else
+                   "cache, on ROCm from 0.26; its estimates in published logs run from 0.13 to 2.22 GiB on "
+                   "one node: --cudagraph-gib sets one)" if charges and not extensible else
                    f"CUDA graphs: {graphs / GiB:.2f} GiB charged (vLLM >= 0.34 measures their capture after warmup; "
-                   "logged estimates of earlier releases 0.26-0.36 GiB)" if charges else
+                   "earlier releases' published estimates run from 0.13 to 2.22 GiB on one node: --cudagraph-gib sets "
+                   "one)"
+                   if charges else
                    "CUDA graphs are captured after the KV allocation, outside the ledger.")]
         if extensible:
             notes.append(f"Extensible KV cache (vLLM >= 0.34): sized after warmup from the memory then free, less a "

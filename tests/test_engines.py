@@ -783,3 +783,22 @@ def test_vllm_blocks_a_sparse_mla_model_as_its_backend_takes_them(catalog):
     h200 = catalog.gpu("h200-sxm")
     assert vllm_block_size(catalog.model("deepseek-v3.2"), h200, (0, 33, 0))[0] == 64
     assert vllm_block_size(catalog.model("deepseek-v3"), h200, (0, 33, 0))[0] == 16
+
+
+def test_sglang_takes_less_for_a_multimodal_checkpoint(catalog):
+    """adjust_mem_fraction_for_vlm (0.5.23 memory_hook.py): 0.95 x clamp(1 - 0.1 x (layers x hidden^2 / (24 x 1024^2)
+    - 1), 0.8, 1.05); Gemma 3's SigLIP (27 layers of 1,152: 0.95 x 0.958 = 0.910 exactly) read from its 423 M
+    parameters (4 h^2 + 2 h I a layer: 27.9 layers) gives 0.906. A multimodal architecture off the prefill-graph
+    allowlist loses that reserve (13,440 MiB on an H100, not 13,904); Qwen3.5's keeps it."""
+    from llmsize.estimate.sglang_defaults import sglang_mem_fraction, vlm_factor
+
+    assert vlm_factor(27 * (4 * 1152**2 + 2 * 1152 * 4304), 1152, 4304) == pytest.approx(0.95 * (1 - 0.1 * (
+        27 * 1152**2 / (24 * 1024**2) - 1)))
+    h100 = catalog.gpu("h100-sxm")
+    gemma = catalog.model("gemma-3-27b")
+    tower = next(x for x in gemma.extra if x.encoder is not None)
+    f, why = sglang_mem_fraction(h100, 1, 1, False, tower, gemma.family)
+    assert f == pytest.approx(0.835 * 0.906, abs=0.001) and "13,440 MiB" in why
+    qwen = catalog.model("qwen3.5-27b")
+    f, why = sglang_mem_fraction(h100, 1, 1, False, next(x for x in qwen.extra if x.encoder is not None), qwen.family)
+    assert "13,904 MiB" in why and f < 0.83

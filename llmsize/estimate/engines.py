@@ -928,16 +928,15 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
         act, non_torch = 0.0, nt
         free = total - non_torch
         mla = any(g.mixer is not None and g.mixer.kind == "mla" for g in model.layer_groups)
+        tower = next((x for x in model.extra if x.encoder is not None and x.loaded), None)
         util, why_util = ((e.gpu_util, e.gpu_util_said) if e.gpu_util is not None else
-                          sglang_mem_fraction(gpu, e.tp, e.pp, mla))
+                          sglang_mem_fraction(gpu, e.tp, e.pp, mla, tower, model.family))
         # on ROCm, SGLang's aiter attention backend takes 0.85 of the fraction, given or not, for a context over
         # 8,192 tokens (0.5.23 arg_groups/attention_hook.py)
         aiter = sglang_aiter_attention(model, gpu) and max_len > 8192
         if aiter:
             util = round(util * 0.85, 4)
             why_util += "; x 0.85: ROCm's aiter attention backend over a context above 8,192 tokens"
-        if e.gpu_util is None and any(x.encoder is not None for x in model.extra):
-            why_util += "; SGLang takes less for a multimodal checkpoint (by its vision tower): not modelled"
         budget = free * util
         kv_cache = budget - weights_bytes
         steps = (("- non-torch memory", non_torch), ("free at start", free),

@@ -36,20 +36,41 @@ def _prefill_graph_sizes(max_bs: int) -> int:
     return sum(1 for s in sizes if s <= max_bs)
 
 
-def sglang_mem_fraction(gpu: GpuSpec, tp: int, pp: int = 1, mla: bool = False) -> tuple[float, str]:
+# multimodal architectures that keep SGLang's prefill CUDA graphs (configs/model_config.py
+# multimodal_breakable_cuda_graph_supported_model_archs), as the catalog's families name them
+MM_PREFILL_GRAPH_FAMILIES = ("qwen3_5_text", "qwen3_5_moe_text", "qwen3_5", "qwen3_5_moe", "kimi_k2")
+
+
+def vlm_factor(tower_params: int, hidden: int, intermediate: int) -> float:
+    """adjust_mem_fraction_for_vlm: 0.95 x clamp(1 - 0.1 x (layers x hidden^2 / (24 x 1024^2) - 1), 0.8, 1.05), a
+    ViT-L/14 the baseline; the tower's layers read from its parameters, 4 h^2 + 2 h I a layer (attention, MLP)."""
+    layers = tower_params / (4 * hidden * hidden + 2 * hidden * intermediate)
+    ratio = layers * hidden * hidden / (24 * 1024 * 1024)
+    return 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
+
+
+def sglang_mem_fraction(gpu: GpuSpec, tp: int, pp: int = 1, mla: bool = False, tower=None,
+                        family: str | None = None) -> tuple[float, str]:
     """SGLang 0.5.23's mem_fraction_static when not given (arg_groups/memory_hook.py, the default path: no
     post-capture sizing), and how it came: round((total - reserved) / total, 3), total the card's MiB as nvidia-smi
     or rocminfo prints it, reserved = 512 + 1.5 x max(chunked_prefill_size, 2048) + tp x pp / 8 x 1024 + the CUDA
     graphs' (2 x the largest decode graph's batch, and on CUDA the prefill graphs': 8 a captured token count, 1,536
     for an MLA model), at least 10,240 on a card of more than 60 GiB. H100 0.830, H200 0.903, RTX 4090 0.704. A
-    multimodal model gets less (a factor by its vision tower, not modelled)."""
+    multimodal model (`tower`: its vision tower's ExtraParams, with an encoder) loses the prefill graphs unless its
+    architecture keeps them, and takes vlm_factor of the fraction."""
     mib = _sglang_gpu_mib(gpu)
     chunk = sglang_chunked_prefill(gpu)
     reserved = 512 + 1.5 * max(chunk, 2048) + tp * pp / 8 * 1024 + 2 * _sglang_decode_graph_bs(gpu, tp)
-    if gpu.vendor == "NVIDIA":  # prefill graphs are CUDA's default (BREAKABLE); off on HIP from 0.5.22
+    prefill_graphs = gpu.vendor == "NVIDIA" and (tower is None or family in MM_PREFILL_GRAPH_FAMILIES)
+    if prefill_graphs:  # prefill graphs are CUDA's default (BREAKABLE); off on HIP from 0.5.22
         reserved += 1.5 * 1024 if mla else 8 * _prefill_graph_sizes(chunk)
     if mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     f = round((mib - reserved) / mib, 3)
-    return f, (f"SGLang's default for this card at tp {tp}: (its {mib:,.0f} MiB - {reserved:,.0f} MiB of activations "
-               "and CUDA graphs reserved) / its total")
+    why = (f"SGLang's default for this card at tp {tp}: (its {mib:,.0f} MiB - {reserved:,.0f} MiB of activations "
+           "and CUDA graphs reserved) / its total")
+    if tower is not None:
+        factor = vlm_factor(tower.params, tower.encoder.hidden_size, tower.encoder.intermediate_size)
+        f *= factor
+        why += f", x {factor:.3f} for its vision tower (adjust_mem_fraction_for_vlm)"
+    return f, why

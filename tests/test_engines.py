@@ -802,3 +802,14 @@ def test_sglang_takes_less_for_a_multimodal_checkpoint(catalog):
     qwen = catalog.model("qwen3.5-27b")
     f, why = sglang_mem_fraction(h100, 1, 1, False, next(x for x in qwen.extra if x.encoder is not None), qwen.family)
     assert "13,904 MiB" in why and f < 0.83
+
+
+def test_sglang_keeps_a_dsa_models_cache_in_fp8_on_blackwell(run_cli):
+    """arg_groups/overrides.py _dsa_kv_cache_dtype_default (SGLang 0.5.23): a DeepSeek sparse-attention model's
+    'auto' cache is fp8_e4m3 on compute capability 10 and up, bfloat16 below; vLLM keeps its own default."""
+    def kv(gpu, runtime):
+        code, out, err = run_cli("plan", "deepseek-v3.2", "--gpu", gpu, "--tp", "8", "--runtime", runtime, "--json")
+        assert code == 0, err
+        return json.loads(out)["inputs"]["kv_dtype"]
+
+    assert (kv("b200", "sglang"), kv("h200", "sglang"), kv("b200", "vllm")) == ("fp8", "bf16", "bf16")

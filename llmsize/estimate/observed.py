@@ -189,13 +189,13 @@ def row_ubatch_tokens(row: Row) -> int:
     return max(1, min(ub, b) if b else ub)
 
 
-def row_kv_dtype(row: Row, runtime: str, model=None, fmt_id: str | None = None) -> str | None:
+def row_kv_dtype(row: Row, runtime: str, model=None, fmt_id: str | None = None, gpu=None) -> str | None:
     """The llmsize KV dtype of the cache a row's run kept: the runtime's default unless the row prints one (`auto` is
     the default; vLLM's fp8_e4m3 and fp8_e5m2, printed fp8/e4m3 too, are fp8 bytes); None where the printed one has
     no llmsize id (TQ3, int8_per_token_head)."""
     said = (row.kv_dtype or "auto").strip().lower().replace("/", "_")
     if said == "auto":
-        return runtime_kv_dtype(runtime, model, fmt_id)
+        return runtime_kv_dtype(runtime, model, fmt_id, gpu)
     said = KV_DTYPE_ALIASES.get(said, said)
     return said if said in KV_DTYPE_BYTES else None
 
@@ -469,7 +469,7 @@ def observe(row: Row, runtime: str, source_key: str, model: ModelSpec, gpu: GpuS
         fid = model.release.quant  # a named checkpoint, run as released (llama.cpp and MLX run a conversion)
     if fid is None:
         return f"format `{row.format}` has no llmsize format id"
-    kv_dtype = row_kv_dtype(row, runtime, model, fid)
+    kv_dtype = row_kv_dtype(row, runtime, model, fid, gpu)
     if kv_dtype is None:
         return f"KV cache dtype `{row.kv_dtype}` has no llmsize id"
     if printed_backend(row.backend)[1]:

@@ -298,7 +298,7 @@ def with_runtime_share(inputs: PlanInputs, fmt: QuantFormat, gpu: GpuSpec, exact
 
     runtime = inputs.runtime or default_runtime(fmt.id, gpu, gguf_exact(exact))[0]
     if inputs.kv_dtype is None:
-        inputs = replace(inputs, kv_dtype=runtime_kv_dtype(runtime, model, fmt.id))
+        inputs = replace(inputs, kv_dtype=runtime_kv_dtype(runtime, model, fmt.id, gpu))
     if inputs.gpu_util is not None:
         return inputs, runtime, None
     usable = usable_memory(gpu, inputs.wired_limit_bytes)

@@ -44,14 +44,21 @@ RUNTIME_KV_DTYPE = {"llamacpp": "fp16", "ollama": "fp16", "lmstudio": "fp16", "m
 FP8_CACHE_FAMILIES = {"deepseek_v4": ("vllm", "sglang")}
 
 
-def runtime_kv_dtype(runtime: str, model=None, fmt_id: str | None = None) -> str:
+def runtime_kv_dtype(runtime: str, model=None, fmt_id: str | None = None, gpu: GpuSpec | None = None) -> str:
     """The KV cache dtype `runtime` keeps unless told otherwise (for `model`'s family, or its checkpoint, where it
     differs). A checkpoint that declares an FP8 KV cache (release.kv_cache) gets one by default from SGLang
     (mem_cache/kv_cache_dtype.py configure_kv_cache_dtype: 'auto' takes quant_config.kv_cache_quant_algo, a
     ModelOpt kv_cache_scheme read as it) and, for a ModelOpt checkpoint, from vLLM (0.14 on:
     utils/torch_utils.py resolve_kv_cache_dtype_string, 'auto' resolved from the ModelOpt config); `fmt_id`: the
-    weights planned, where another format than the release's is another checkpoint, without that scheme."""
+    weights planned, where another format than the release's is another checkpoint, without that scheme. SGLang
+    keeps a DeepSeek sparse-attention (DSA) model's cache in FP8 on a card of compute capability 10 or more
+    (arg_groups/overrides.py _dsa_kv_cache_dtype_default: 'auto' is fp8_e4m3 there, bfloat16 below), `gpu`."""
     if model is not None and runtime in FP8_CACHE_FAMILIES.get(model.family, ()):
+        return "fp8"
+    if runtime == "sglang" and model is not None and gpu is not None and gpu.vendor == "NVIDIA" \
+            and int((gpu.compute_capability or "0.0").split(".")[0]) >= 10 and any(
+                g.mixer is not None and g.mixer.kind == "mla" and g.mixer.indexer is not None
+                for g in model.layer_groups):
         return "fp8"
     rel = model.release if model is not None else None
     if rel is not None and rel.kv_cache == "fp8" and fmt_id in (None, rel.quant) and (

@@ -246,7 +246,7 @@ def test_moe_activation_counts_the_fused_moe_workspaces(catalog):
     ("latest", "v1"),
 ])
 def test_engine_version_accepts_the_release_a_user_runs(given, key):
-    from llmsize.estimate.engines import vllm_profile
+    from llmsize.estimate.vllm_release import vllm_profile
     assert vllm_profile(given).key == key
 
 
@@ -255,7 +255,8 @@ def test_v1_defaults_follow_vllms_own_test(catalog):
     A100 get 16384 (LLM class) / 8192 (serve) batched tokens and 1024 sequences; the rest 8192 / 2048 and 256. From
     0.28.0 (EngineArgs.get_batch_defaults) a card of >= 160 GiB gets 16384 for both; an H200's 139.8 GiB stays
     below it."""
-    from llmsize.estimate.engines import cuda_total_bytes, v1_defaults
+    from llmsize.estimate.engines import cuda_total_bytes
+    from llmsize.estimate.vllm_release import v1_defaults
     for gid, serve, offline in (("h100-sxm", (8192, 1024), (16384, 1024)), ("a100-80gb-sxm", (2048, 256), (8192, 256)),
                                 ("rtx4090", (2048, 256), (8192, 256)), ("h200-sxm", (8192, 1024), (16384, 1024))):
         g = catalog.gpu(gid)
@@ -283,7 +284,7 @@ def test_vllm_reserves_a_sliding_window_for_the_batches_in_flight(release, pp, d
     max_concurrent_batches is pp + 1 with async scheduling on the V2 model runner, 2 on the V1 runner at pp 1, else
     pp. The V2 runner: 0.26-0.28 a dense model's without Mamba layers (_is_default_v2_model_runner_model), from 0.29
     every model's."""
-    from llmsize.estimate.engines import in_flight_tokens
+    from llmsize.estimate.vllm_release import in_flight_tokens
     assert in_flight_tokens(2048, release, pp, draft, v1_runner)[0] == batches * 2048
 
 
@@ -294,7 +295,8 @@ def test_vllm_49878_gemma_4_request_grew_by_the_second_batch_in_flight(catalog):
     window 1,024) and one full group (32-token blocks) of 256 KiB pages; at the model's 262,144 tokens
     4,096 x 2 + 5 x (cdiv(1,023 + 32,768, 16) + 1) = 18,757 blocks of 10 pages (45.79 GiB), and with 65,536 tokens in
     flight 4,096 x 2 + 5 x 4,161 = 28,997 (70.79 GiB)."""
-    from llmsize.estimate.engines import in_flight_tokens, v1_layout
+    from llmsize.estimate.engines import v1_layout
+    from llmsize.estimate.vllm_release import in_flight_tokens
     lay = v1_layout(catalog.model("gemma-4-31b-nvfp4"), "bf16", 16)
     assert lay.group_size == 10 and lay.page_bytes == 256 * 1024
     need = {rel: lay.blocks_per_request(262_144, in_flight_tokens(32_768, rel)[0]) for rel in ((0, 25, 1), (0, 26, 0))}
@@ -416,7 +418,8 @@ def test_gemma_4_31b_pool_reads_ten_times_larger_from_0_21(catalog):
     given (the model's 262,144 and the A100's serve default 2048 assumed)."""
     from pathlib import Path
 
-    from llmsize.estimate.engines import VLLM_V1, VLLM_V1_OLD, v1_layout
+    from llmsize.estimate.engines import v1_layout
+    from llmsize.estimate.vllm_release import VLLM_V1, VLLM_V1_OLD
     from llmsize.importer.source import import_model
     cfg = Path(__file__).parent / "data" / "hf-configs" / "nvidia__Gemma-4-31B-IT-NVFP4.json"
     m = import_model(cfg, read_headers=False).spec
@@ -713,7 +716,7 @@ def test_an_mla_hybrids_attention_block_aligns_to_64_tokens(catalog):
 def test_a_release_with_a_builds_suffix_is_that_release(given, release):
     """A wheel's local version (0.26.0+cu128) or a pre-release (0.33.0rc2) had been read as the newest release: the
     0.34 ledger for a 0.26 run."""
-    from llmsize.estimate.engines import effective_release
+    from llmsize.estimate.vllm_release import effective_release
     assert effective_release(given) == release
 
 
@@ -734,7 +737,8 @@ def test_sglang_scales_its_fraction_only_under_aiter_attention(catalog):
 
 def test_the_dgx_spark_keeps_vllms_small_defaults_from_0_33(catalog):
     """EngineArgs.get_batch_defaults (0.33.0): is_gb10 = compute capability 12.1 stays on the small tier."""
-    from llmsize.estimate.engines import cuda_total_bytes, v1_defaults
+    from llmsize.estimate.engines import cuda_total_bytes
+    from llmsize.estimate.vllm_release import v1_defaults
     g = catalog.gpu("dgx-spark")
     total = cuda_total_bytes(g)[0]
     assert v1_defaults(g, total, offline=False, release=(0, 33, 0)) == (2048, 256)
@@ -779,7 +783,7 @@ def test_an_engine_ledger_loads_the_draft_beside_the_model(run_cli):
 def test_vllm_blocks_a_sparse_mla_model_as_its_backend_takes_them(catalog):
     """DeepSeek-V3.2's indexer (DSA) runs on the sparse MLA backends, whose block is 64 before 0.34
     (flashmla_sparse.py, flashattn_mla_sparse.py: [64]); DeepSeek-V3's dense MLA keeps the default 16 on Hopper."""
-    from llmsize.estimate.engines import vllm_block_size
+    from llmsize.estimate.vllm_release import vllm_block_size
     h200 = catalog.gpu("h200-sxm")
     assert vllm_block_size(catalog.model("deepseek-v3.2"), h200, (0, 33, 0))[0] == 64
     assert vllm_block_size(catalog.model("deepseek-v3"), h200, (0, 33, 0))[0] == 16

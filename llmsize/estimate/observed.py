@@ -422,7 +422,7 @@ def expert_launches(row: Row, runtime: str, fid: str, model: ModelSpec) -> int:
     per_layer = max(g.mlp.num_experts for g in groups)
     version = row.runtime_version or ""
     if runtime == "vllm":
-        from llmsize.estimate.engines import vllm_release
+        from llmsize.estimate.vllm_release import vllm_release
 
         r = vllm_release(version.split("+")[0])
         on = (r <= (0, 7, 2) or (r <= (0, 8, 4) and per_layer <= MARLIN_MOE_MAX_EXPERTS)) if r else None
@@ -442,7 +442,7 @@ VLLM_V1_DATE = "2025-03-18"  # vLLM 0.8.0, whose V1 engine replaced V0 by defaul
 def vllm_before(version: str, published: str | None, release: tuple[int, int, int], date: str) -> bool:
     """Whether a row's vLLM predates `release`: by its release number, else (a pull request's branch, main of some
     month) by its source's date against the release's `date`."""
-    from llmsize.estimate.engines import vllm_release
+    from llmsize.estimate.vllm_release import vllm_release
 
     r = vllm_release(version.split("+")[0])
     if r is None:

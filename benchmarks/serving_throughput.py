@@ -164,7 +164,8 @@ RANGE_RATIO = 0.0  # bench_serving's default --random-range-ratio (python/sglang
 SEEDS = (0, 1, 2)  # replays of each run with lengths drawn three ways, averaged
 # The vLLM release a run of vllm-bench.yaml that prints none is replayed under: its newest source is dated 2026-06-03
 # (vllm#43232's comment), before 0.26.0 (PR #47728's description is of 2026-07-06), so before 0.28.0's larger
-# defaults on cards of >= 160 GiB (vllm_release.v1_defaults) and 0.26.0's in-flight reserve (vllm_release.in_flight_tokens).
+# defaults on cards of >= 160 GiB (vllm_release.v1_defaults) and 0.26.0's in-flight reserve
+# (vllm_release.in_flight_tokens).
 UNDATED_VLLM_RUN = "0.25.1"
 
 

@@ -486,6 +486,8 @@ def test_mamba_hybrid_attention_block_of_nemotron_nano_9b_v2(tmp_path):
     assert sorted(lay.groups) == [("full", None, 672)] + [("mamba", None, 672)] * 7
     # a 131,072-token request: cdiv(131,072, 672) = 196 attention blocks + one state block per mamba group
     assert lay.blocks_per_request(131072, 2048) == 196 + 7
+    # from 0.34 the cache's block is 64 and aligns the attention block: 64 x cdiv(2,695,168, 64 x 4,096) = 704
+    assert v1_layout(m, "bf16", 64).page_bytes == 704 * 4096
 
 
 def test_mamba_hybrid_ledger_in_the_plan(run_cli):
@@ -817,3 +819,26 @@ def test_sglang_keeps_a_dsa_models_cache_in_fp8_on_blackwell(run_cli):
         return json.loads(out)["inputs"]["kv_dtype"]
 
     assert (kv("b200", "sglang"), kv("h200", "sglang"), kv("b200", "vllm")) == ("fp8", "bf16", "bf16")
+
+
+@pytest.mark.parametrize("gpu, tp, fraction", [
+    # SGLang 0.5.23's default, as the README quotes it: (nvidia-smi MiB - reserve) / MiB, reserve = 512 + 1.5 x chunk
+    # + tp / 8 x 1024 + 2 x decode graph batch + 8 a prefill graph size (CUDA only), at least 10,240 above 60 GiB.
+    # H100 (81,559 MiB): max(512 + 12,288 + 128 + 512 + 464, 10,240) = 13,904 -> 0.830; RTX 4090 (24,564 MiB, chunk
+    # 4,096, decode 48, 50 prefill sizes): 512 + 6,144 + 128 + 96 + 400 = 7,280 -> 0.704
+    ("h100-sxm", 1, 0.830), ("h200-sxm", 1, 0.903), ("rtx4090", 1, 0.704), ("mi300x", 1, 0.867), ("h100-sxm", 8, 0.812),
+])
+def test_sglangs_default_fraction_by_card(catalog, gpu, tp, fraction):
+    from llmsize.estimate.sglang_defaults import sglang_mem_fraction
+    assert sglang_mem_fraction(catalog.gpu(gpu), tp)[0] == fraction
+
+
+def test_vllms_default_block_by_card_and_release(catalog):
+    """0.34's 64 (ROCm's ROCM_ATTN keeps 16 for attention other than MLA); before, 16, and FlashInfer-MLA's 32 for
+    MLA on data-centre Blackwell."""
+    from llmsize.estimate.vllm_release import vllm_block_size
+    llama, v3 = catalog.model("llama-3.1-8b"), catalog.model("deepseek-v3")
+    got = [vllm_block_size(m, catalog.gpu(g), rel)[0] for m, g, rel in (
+        (llama, "h100-sxm", (0, 34, 0)), (llama, "mi300x", (0, 34, 0)), (v3, "mi300x", (0, 34, 0)),
+        (llama, "h100-sxm", (0, 33, 0)), (v3, "b200", (0, 33, 0)), (v3, "h200-sxm", (0, 33, 0)))]
+    assert got == [64, 16, 64, 16, 32, 16]

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 
 from llmsize.catalog.schema import STATE_KINDS, GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError, LlmsizeError
-from llmsize.estimate.kv import has_compressed_layers, kv_bytes
+from llmsize.estimate.kv import has_compressed_layers, kv_bytes, mla_mixers
 from llmsize.estimate.sglang_defaults import sglang_mem_fraction
 from llmsize.estimate.sglang_dsv4 import MAX_RUNNING_REQUESTS as SGLANG_DSV4_RUNNING
 from llmsize.estimate.sglang_dsv4 import PAGE_TOKENS as SGLANG_DSV4_PAGE
@@ -410,8 +410,7 @@ def v1_layout(model: ModelSpec, kv_dtype: str, block_size: int) -> V1Layout | No
     per_token = {k: max(v) for k, v in types.items()}
     state = max(states, default=0.0)
     if state:
-        a = MLA_ALIGN_TOKENS if any(g.mixer is not None and g.mixer.kind == "mla" for g in model.layer_groups) \
-            else MAMBA_ALIGN_TOKENS
+        a = MLA_ALIGN_TOKENS if mla_mixers(model) else MAMBA_ALIGN_TOKENS
         a = max(a, block_size)  # kernel_block_alignment_size = max(the kernel's smallest block, the cache's block)
         block_size = max(block_size, a * -(-int(state) // int(a * max(per_token.values()))))
     target = max(block_size * t for t in per_token.values())
@@ -487,7 +486,7 @@ def sglang_aiter_attention(model: ModelSpec, gpu: GpuSpec) -> bool:
     DeepSeek-V4 its own)."""
     if gpu.vendor != "AMD" or has_compressed_layers(model) or model.family in SGLANG_NOT_AITER_FAMILIES:
         return False
-    mla = [g.mixer for g in model.layer_groups if g.mixer is not None and g.mixer.kind == "mla"]
+    mla = mla_mixers(model)
     if mla:
         return max(m.num_attention_heads for m in mla) in (16, 128)
     return True
@@ -776,7 +775,7 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
         nt = e.non_torch_bytes if e.non_torch_bytes is not None else DEFAULT_NON_TORCH_BYTES * e.tp
         act, non_torch = 0.0, nt
         free = total - non_torch
-        mla = any(g.mixer is not None and g.mixer.kind == "mla" for g in model.layer_groups)
+        mla = bool(mla_mixers(model))
         tower = next((x for x in model.extra if x.encoder is not None and x.loaded), None)
         util, why_util = ((e.gpu_util, e.gpu_util_said) if e.gpu_util is not None else
                           sglang_mem_fraction(gpu, e.tp, e.pp, mla, tower, model.family))

@@ -175,6 +175,9 @@ MLA_DS_FP8_BYTES_PER_TOKEN = 512 + 4 * 4 + 64 * 2  # 656
 # in BF16 and 8 B of UE8M0 scales = 584 B (sgl-project/sglang#37138: "584 -> 368 B/token per K entry" for FP8 ->
 # MXFP4; vllm-project/vllm-ascend#9270: "The KV block shape [256//4, head_dim] = [64, 584]")
 COMPRESSED_FP8_ROW_BYTES = 448 + 64 * 2 + 8  # 584
+# the engines' pages of such rows are padded to a multiple of 576 B: vLLM's fp8_ds_mla (alignment=576, attention.py
+# and compressor.py) and SGLang's FlashMLA V4 layout (kernels/ops/attention/dsv4/kv_layout.py KVLayout.V4.page_align)
+COMPRESSED_FP8_PAGE_ALIGN = 576
 # the engines' own names for an FP8 cache (vLLM's and SGLang's --kv-cache-dtype fp8_e4m3 / fp8_e5m2), read as fp8
 KV_DTYPE_ALIASES = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from llmsize.catalog.schema import GpuSpec, RuntimeSpec, SpeedGroup
 from llmsize.errors import InvalidValueError
+from llmsize.estimate.kv import mla_mixers
 from llmsize.estimate.speed import ALIAS_NOTE, BACKEND_OF_VENDOR, RUNTIME_ALIASES, RUNTIMES, Constants
 
 RUNTIME_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "llamacpp": "llama.cpp",
@@ -57,8 +58,7 @@ def runtime_kv_dtype(runtime: str, model=None, fmt_id: str | None = None, gpu: G
         return "fp8"
     if runtime == "sglang" and model is not None and gpu is not None and gpu.vendor == "NVIDIA" \
             and int((gpu.compute_capability or "0.0").split(".")[0]) >= 10 and any(
-                g.mixer is not None and g.mixer.kind == "mla" and g.mixer.indexer is not None
-                for g in model.layer_groups):
+                m.indexer is not None for m in mla_mixers(model)):
         return "fp8"
     rel = model.release if model is not None else None
     if rel is not None and rel.kv_cache == "fp8" and fmt_id in (None, rel.quant) and (

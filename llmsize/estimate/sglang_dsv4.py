@@ -5,7 +5,7 @@ states); the arithmetic is llmsize's. What its log's "DSV4 memory calculation: b
 "max_total_num_tokens=..." come from.
 
 Every pool is in pages of 256 tokens (the DeepSeek-V4 hook's page_size), each page padded to a multiple of 576 B
-(KVLayout.V4.page_align) of 584-B rows (448 FP8 + 64 BF16 RoPE values + 8 B of scales):
+(quant.COMPRESSED_FP8_PAGE_ALIGN) of 584-B rows (448 FP8 + 64 BF16 RoPE values + 8 B of scales):
     window pool (SWA)   every layer, swa tokens = swa_full_tokens_ratio (0.1 for DeepSeek-V4) x the full tokens,
                         shared by the running requests (not sized per request); 585 B a row once padded
     ratio-4 layers      full / 4 rows of 585 B (64-row pages) and full / 4 indexer keys of 132 B (128 FP8 + a
@@ -30,13 +30,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llmsize.catalog.schema import CompressedAttention, ModelSpec
-from llmsize.estimate.quant import COMPRESSED_FP8_ROW_BYTES
+from llmsize.estimate.kv import indexer_bytes_per_token
+from llmsize.estimate.quant import COMPRESSED_FP8_PAGE_ALIGN, COMPRESSED_FP8_ROW_BYTES
 
 PAGE_TOKENS = 256  # the DeepSeek-V4 hook's page_size (128 on Ascend NPUs, not modelled)
-PAGE_ALIGN = 576  # KVLayout.V4.page_align
 SWA_FULL_TOKENS_RATIO = 0.1  # DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO
 MAX_RUNNING_REQUESTS = 256  # the hook's max_running_requests where none is given
-INDEXER_KEY_BYTES = 132  # get_dsv4_indexer_bytes_per_token(128, fp4=False): 128 FP8 values and a 4-B scale
 F32 = 4  # SGLANG_DSV4_COMPRESS_STATE_DTYPE's default, float32
 
 
@@ -46,8 +45,10 @@ def ring_rows(ratio: int, drafting: bool) -> int:
 
 
 def row_bytes(page_tokens: int) -> float:
-    """A row's bytes in a page of `page_tokens` rows padded to PAGE_ALIGN (KVLayout.page_bytes / page_size)."""
-    return -(-page_tokens * COMPRESSED_FP8_ROW_BYTES // PAGE_ALIGN) * PAGE_ALIGN / page_tokens
+    """A row's bytes in a page of `page_tokens` rows padded to the engines' alignment (KVLayout.page_bytes /
+    page_size)."""
+    align = COMPRESSED_FP8_PAGE_ALIGN
+    return -(-page_tokens * COMPRESSED_FP8_ROW_BYTES // align) * align / page_tokens
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,8 @@ def sglang_dsv4_pools(model: ModelSpec, drafting: bool = False, swa_ratio: float
         if m.compress_ratio == 4:
             indexer_dim = m.indexer.head_dim if m.indexer is not None else 0
             per_swa_token += ring_rows(4, drafting) / PAGE_TOKENS * (2 * 2 * m.head_dim + 2 * 2 * indexer_dim) * F32
-            per_full_token += (row_bytes(PAGE_TOKENS // 4) + (INDEXER_KEY_BYTES if m.indexer is not None else 0)) / 4
+            # an indexer key of 128 FP8 values and a 4-B scale (get_dsv4_indexer_bytes_per_token(128, fp4=False))
+            per_full_token += (row_bytes(PAGE_TOKENS // 4) + indexer_bytes_per_token(m)) / 4
         elif m.compress_ratio is not None:
             ring = ring_rows(128, drafting)
             per_full_token += row_bytes(PAGE_TOKENS // m.compress_ratio) / m.compress_ratio

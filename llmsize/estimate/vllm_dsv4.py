@@ -26,20 +26,19 @@ from collections import Counter
 from dataclasses import dataclass
 
 from llmsize.catalog.schema import CompressedAttention, ModelSpec
-from llmsize.estimate.quant import COMPRESSED_FP8_ROW_BYTES
+from llmsize.estimate.kv import indexer_bytes_per_token
+from llmsize.estimate.quant import COMPRESSED_FP8_PAGE_ALIGN, COMPRESSED_FP8_ROW_BYTES
 
 # the block vLLM takes for it where --block-size is not given: its recipe's (vllm-project/recipes
 # models/deepseek-ai/DeepSeek-V4-Flash.yaml @8959cf64 base_args --block-size 256); launch lines pass it on
 DSV4_BLOCK_SIZE = 256
-PAGE_ALIGN = 576  # DeepSeek-V4's fp8_ds_mla pages: alignment=576 (attention.py, compressor.py)
 WINDOW_BLOCK = 64  # the window cache's block (sparse_swa.py: self.block_size = 64)
-INDEXER_KEY_BYTES = 132  # 128 FP8 values and a 4-B scale
 STATE_BLOCK = {4: 4, 128: 8}  # a compressor state's block by ratio (compressor.py)
 F32 = 4
 
 
 def _padded(nbytes: int) -> int:
-    return -(-nbytes // PAGE_ALIGN) * PAGE_ALIGN
+    return -(-nbytes // COMPRESSED_FP8_PAGE_ALIGN) * COMPRESSED_FP8_PAGE_ALIGN
 
 
 @dataclass(frozen=True)
@@ -86,7 +85,7 @@ def _specs(model: ModelSpec, block_size: int, mtp_layers: int) -> list[Spec]:
         state_block = STATE_BLOCK.get(r, STATE_BLOCK[128])
         out.append(Spec(state_block, widen * r, _padded(state_block * 2 * widen * m.head_dim * F32)))
         if m.indexer is not None and not m.indexer.shared:
-            out.append(Spec(block_size, None, _padded(block_size // r * INDEXER_KEY_BYTES)))
+            out.append(Spec(block_size, None, _padded(block_size // r * int(indexer_bytes_per_token(m)))))
             out.append(Spec(state_block, widen * r, _padded(state_block * 2 * widen * m.indexer.head_dim * F32)))
     return out
 

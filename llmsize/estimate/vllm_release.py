@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from llmsize.catalog.schema import STATE_KINDS, GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError, shown
+from llmsize.estimate.kv import mla_mixers
 from llmsize.units import GiB
 
 DEFAULT_BLOCK_SIZE = 16  # vLLM and TensorRT-LLM tokens per block
@@ -33,16 +34,15 @@ EXTENSIBLE_MARGIN_FLOOR = {False: 1 * GiB, True: 3 * GiB}  # by whether the card
 @dataclass(frozen=True)
 class VllmProfile:
     """Which vLLM ledger a release follows. V1 is the default engine since 0.8.0 and the only one since 0.11.
-    Two V1 changes in 0.21 move the logged figures: CUDA-graph memory is profiled before the cache is sized
-    (log: "CUDA graph memory profiling is enabled (default since v0.21.0)"), and "GPU KV cache size" is
+    CUDA-graph memory is profiled before the cache is sized from 0.20 (vllm_charges_graphs; its log says "default
+    since v0.21.0"), and from 0.21 "GPU KV cache size" is
     int(max_concurrency x max_model_len) (v1/core/kv_cache_utils.py _report_kv_cache_config, quoted in
     vllm-project/vllm#51041) where earlier releases logged num_blocks // groups x block_size: for Gemma 4 31B on
     an A100 80GB the same ~50 GB pool read ~55k tokens in 0.20.0 and ~525k in 0.21.0 (vllm-project/vllm#43308)."""
 
     key: str  # v0, v1-0.20 or v1
     label: str
-    charges_cudagraphs: bool = False
-    tokens_from_concurrency: bool = False
+    tokens_from_concurrency: bool = False  # CUDA graphs are charged by release (vllm_charges_graphs)
 
     @property
     def v1(self) -> bool:
@@ -53,7 +53,7 @@ VLLM_V0 = VllmProfile("v0", "V0 worker ledger (vLLM < 0.8; 'Memory profiling res
 VLLM_V1_OLD = VllmProfile("v1-0.20", "V1 before 0.21 (hybrid KV-cache manager; CUDA graphs charged from 0.20; 'GPU "
                           "KV cache size' = num_blocks // groups x block_size)")
 VLLM_V1 = VllmProfile("v1", "V1 >= 0.21 (hybrid KV-cache manager; CUDA graphs profiled; 'GPU KV cache size' = "
-                      "max concurrency x max_model_len)", charges_cudagraphs=True, tokens_from_concurrency=True)
+                      "max concurrency x max_model_len)", tokens_from_concurrency=True)
 
 
 def vllm_profile(version: str) -> VllmProfile:
@@ -96,13 +96,12 @@ def vllm_block_size(model: ModelSpec, gpu: GpuSpec, release: tuple[int, int, int
     the attention backend takes it (platforms/interface.py update_block_size_for_backend): ROCm's default
     ROCM_ATTN keeps 16 for attention other than MLA; FlashInfer-MLA, the MLA default on data-centre Blackwell
     (compute capability 10.x), takes 32 or 64, so 32 where the default was 16."""
-    mla = any(g.mixer is not None and g.mixer.kind == "mla" for g in model.layer_groups)
+    mla = mla_mixers(model)
     if release >= (0, 34, 0):
         if gpu.vendor == "AMD" and not mla:
             return 16, "ROCm's ROCM_ATTN backend's block (vLLM >= 0.34 defaults others to 64)"
         return 64, "vLLM >= 0.34's default block"
-    if mla and gpu.vendor == "NVIDIA" and any(g.mixer.indexer is not None for g in model.layer_groups
-                                              if g.mixer is not None and g.mixer.kind == "mla"):
+    if mla and gpu.vendor == "NVIDIA" and any(m.indexer is not None for m in mla):
         return 64, "the sparse MLA backends' block (FlashMLA-sparse, FlashAttention-MLA-sparse: [64]; vLLM < 0.34)"
     if mla and gpu.vendor == "NVIDIA" and (gpu.compute_capability or "").startswith("10."):
         return 32, "FlashInfer-MLA's smallest block (the MLA backend on Blackwell; vLLM < 0.34)"

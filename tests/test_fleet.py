@@ -1276,3 +1276,29 @@ def test_a_cards_price_gives_what_each_rows_cards_cost_to_buy(run_cli, tmp_path)
     code, out, err = run_cli(*base, "--format", "csv")
     assert {r["card"]: float(r["cards_cost"]) for r in csv.DictReader(out.splitlines())} == {
         r["card"]: r["cards_cost"] for r in rows}
+
+
+def test_each_card_keeps_its_runtimes_cache_dtype(run_cli):
+    """SGLang keeps a DSA model's cache in FP8 on compute capability >= 10 (runtimes.runtime_kv_dtype): without
+    --kv-dtype, fleet sizes the B200's row with it and the H200's in BF16, as `plan` does card by card; the B200 row
+    is the one --kv-dtype fp8 gives, the header says which card keeps another, and --kv-dtype applies to all."""
+    base = ("fleet", "deepseek-v3.2", "--runtime", "sglang", "--users", "64", "--isl", "8000", "--osl", "1000")
+
+    def rows(*extra):
+        code, out, err = run_cli(*base, *extra, "--json")
+        assert code == 0, err
+        d = json.loads(out)
+        return d["workload"]["kv_dtype"], {r["card"]: r for r in d["rows"]}
+
+    shown, by_card = rows("--gpus", "b200,h200-sxm")
+    assert shown == "bf16" and (by_card["b200"]["kv_dtype"], by_card["h200-sxm"]["kv_dtype"]) == ("fp8", "bf16")
+    _, fp8 = rows("--gpus", "b200", "--kv-dtype", "fp8")
+    drop = ("kv_dtype",)
+    assert {k: v for k, v in by_card["b200"].items() if k not in drop} == \
+        {k: v for k, v in fp8["b200"].items() if k not in drop}
+    forced, bf16 = rows("--gpus", "b200,h200-sxm", "--kv-dtype", "bf16")
+    assert forced == "bf16" and {r["kv_dtype"] for r in bf16.values()} == {"bf16"}
+    code, out, _ = run_cli(*base, "--gpus", "b200,h200-sxm")
+    assert code == 0 and "KV cache bf16 (fp8 on b200: the runtime's own there)" in " ".join(out.split())
+    code, out, _ = run_cli(*base, "--gpus", "b200", "--emit", "sglang")
+    assert code == 0 and "--kv-cache-dtype fp8_e4m3" in out

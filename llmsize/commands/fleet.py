@@ -134,7 +134,7 @@ def fleet(
     w = workload_from_options(isl, osl, users, rate, ttft, tpot, tok_s_per_user, shared_prefix, spec, cat,
                               node_link_gb_s)
     # the runtime, the weights it loads, the rows
-    rid, w, kv_dtype = _fleet_runtime(runtime, emit, cards, m, quant, kv_dtype, w, cat)
+    rid, w, kv_shown = _fleet_runtime(runtime, emit, cards, m, quant, kv_dtype, w, cat)
     if w.spec is not None:  # a runtime (or a GGUF's weights) that cannot draft with the MTP module, refused
         from llmsize.estimate.quant import quant_format
         from llmsize.estimate.runtimes import is_gguf
@@ -144,7 +144,7 @@ def fleet(
     runtimes = cat.runtimes.by_id()
     rows = fleet_rows(m, cards, w, rid, runtimes, hourly, kv_dtype, bought)
     if emit is not None:
-        sys.stdout.write(_launch_line(rows, m, w, emit, mode, kv_dtype) + "\n")
+        sys.stdout.write(_launch_line(rows, m, w, emit, mode, kv_shown) + "\n")
         return
     served = any(r.meets_slo for r in rows)
     if not served and fmt not in ("json", "csv"):
@@ -155,7 +155,7 @@ def fleet(
         from llmsize.estimate.fleet_simulation import simulate_rows
 
         sims = simulate_rows(m, cards, rows, w, rid, runtimes, kv_dtype)
-    _print_fleet(fmt, m, w, rid, currency, rows, sims, kv_dtype, cards, runtimes)
+    _print_fleet(fmt, m, w, rid, currency, rows, sims, kv_shown, cards, runtimes)
     if not served:  # JSON and CSV printed each card's why_not; the exit code and line are the table's
         raise _no_card_serves(rows, w)
     if pareto or output is not None:
@@ -179,8 +179,9 @@ def _refuse_view_pairs(fmt: str, output, pareto: bool, simulate: bool, mode, emi
 
 
 def _fleet_runtime(runtime, emit, cards: list, m, quant, kv_dtype: str | None, w, cat):
-    """(the runtime the rows are sized for, the workload with the weights' format it loads, the cache's dtype:
-    --kv-dtype, else the runtime's own, fp16 under llama.cpp): --runtime, else the cards' default; refused where
+    """(the runtime the rows are sized for, the workload with the weights' format it loads, the cache's dtype the
+    report names: --kv-dtype, else the runtime's own, fp16 under llama.cpp, where a row says when its card keeps
+    another): --runtime, else the cards' default; refused where
     --emit names another, where it does not load the weights or store the cache, and where no card sized runs
     it."""
     from dataclasses import replace
@@ -203,10 +204,10 @@ def _fleet_runtime(runtime, emit, cards: list, m, quant, kv_dtype: str | None, w
         chosen = f"--runtime {rid}" if runtime else f"{rid} (the runtime these cards run by default)"
         raise InvalidValueError(f"{said}, under {chosen}: {refusal}.", f"Give --quant in a format {rid} serves (e.g. "
                                 f"{', '.join(RUNTIME_FORMATS.get(rid, ()))}), or another --runtime.")
-    kv_dtype = kv_dtype or runtime_kv_dtype(rid, m, fmt.id)
-    check_kv_dtype(m, kv_dtype)  # the model's layers, once, not as every card's reason for no row
+    shown = kv_dtype or runtime_kv_dtype(rid, m, fmt.id)
+    check_kv_dtype(m, shown)  # the model's layers, once, not as every card's reason for no row
     # rows sized with a cache the engine cannot be launched with
-    refuse_cache(rid, f"--runtime {rid}" + ("" if runtime else " (the default)"), kv_dtype, "another --runtime")
+    refuse_cache(rid, f"--runtime {rid}" + ("" if runtime else " (the default)"), shown, "another --runtime")
     by_runtime = cat.runtimes.by_id()
     refusals = [(g.id, runtime_refusal(rid, by_runtime, g)) for g in cards]
     if all(why for _, why in refusals):  # no load or target would change it: the runtime, or the cards
@@ -216,7 +217,7 @@ def _fleet_runtime(runtime, emit, cards: list, m, quant, kv_dtype: str | None, w
                                 "Give another --runtime, or --gpus it runs on." if other else
                                 "No runtime here is fitted on these cards: give --gpus of NVIDIA, AMD or Apple "
                                 "cards.")
-    return rid, replace(w, quant=weights), kv_dtype
+    return rid, replace(w, quant=weights), shown
 
 
 def _launch_line(rows, m, w, emit: str, mode, kv_dtype: str) -> str:
@@ -229,7 +230,7 @@ def _launch_line(rows, m, w, emit: str, mode, kv_dtype: str) -> str:
         top = top.other if top.other is not None and top.other.meets_slo and top.other.mode == mode else None
     if top is None:
         raise _no_card_serves(rows, w, mode, ": nothing to launch")
-    return fleet_command(m, top, emit, w.longest_tokens(), kv_dtype, w.spec, w.quant)
+    return fleet_command(m, top, emit, w.longest_tokens(), top.kv_dtype or kv_dtype, w.spec, w.quant)
 
 
 def _print_fleet(fmt: str, m, w, rid: str, currency, rows, sims, kv_dtype: str, cards: list, runtimes) -> None:

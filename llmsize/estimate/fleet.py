@@ -141,6 +141,9 @@ class FleetRow:
     prefill_load: float | None = None
     gpu_util: float | None = None  # the share of each card's memory the user gave (--gpu-util); None: the engine's own
     cards_cost: float | None = None  # the row's cards x the price of one (--prices `prices:`): what they cost to buy
+    # the KV cache dtype the row was sized with: --kv-dtype, else the runtime's own on this card (SGLang keeps a DSA
+    # model's cache in FP8 on compute capability >= 10: runtimes.runtime_kv_dtype)
+    kv_dtype: str | None = None
 
     @property
     def running_cap(self) -> int | None:
@@ -205,9 +208,10 @@ def _configs(any_constants: bool, model: ModelSpec, spec=None, runtime: str = "v
             + ([(GPUS_PER_NODE, pp, 1) for pp in PP_NODES] if runtime in NODE_PIPELINE_RUNTIMES else []))
 
 
-def replica_inputs(runtime: str, w: Workload, tp: int, pp: int, kv_dtype: str):
+def replica_inputs(runtime: str, w: Workload, tp: int, pp: int, kv_dtype: str | None):
     """The plan options of one replica of tp x pp cards serving the workload (its requests' held context, its
-    prompt, stages over nodes where they span them), for fleet_rows and pareto_curves alike."""
+    prompt, stages over nodes where they span them), for fleet_rows and pareto_curves alike; kv_dtype None: the
+    runtime's own on each card (plan.with_runtime_share)."""
     from llmsize.estimate.plan import PlanInputs
 
     return PlanInputs(quant=w.quant, context_tokens=held_context_tokens(runtime, w.isl, w.osl), prompt_tokens=w.isl,
@@ -299,7 +303,7 @@ def _with_bands(row: FleetRow, c, hybrid_range: tuple[float, float] | None = Non
                    ttft_s_high=long + wait)
 
 
-def _with_p95(row: FleetRow, model, g, w: Workload, runtime: str, c, kv_dtype: str) -> FleetRow:
+def _with_p95(row: FleetRow, model, g, w: Workload, runtime: str, c, kv_dtype: str | None) -> FleetRow:
     """The row with the TTFT of a p95-length prompt: its prefill (a plan at that prompt), the row's mean wait, and
     for a disaggregated row the move of its cache."""
     from llmsize.estimate.plan import make_plan
@@ -563,10 +567,11 @@ def runtime_refusal(runtime: str, runtimes: dict, g: GpuSpec) -> str | None:
 
 
 def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str, runtimes: dict,
-               hourly: dict[str, float] | None = None, kv_dtype: str = "bf16",
+               hourly: dict[str, float] | None = None, kv_dtype: str | None = "bf16",
                bought: dict[str, float] | None = None) -> list[FleetRow]:
     """Per card, the cheapest configuration that serves `w` (an hour's cost with `hourly` prices, else the fewest
-    cards), the other serving mode beside it; `bought` (a card's price) adds what the row's cards cost to buy."""
+    cards), the other serving mode beside it; `bought` (a card's price) adds what the row's cards cost to buy;
+    kv_dtype None: each card's cache in the runtime's own dtype there (the row's kv_dtype says which)."""
     from llmsize.estimate.expected import RECURRENT_PREFILL_RANGE, recurrent_prefill_key
     from llmsize.estimate.plan import make_plan
     from llmsize.estimate.runtimes import backend, constants
@@ -661,7 +666,7 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
                     reasons.append(_miss(f"{label}: {why}", why.ratio, 1.0) if isinstance(why, Miss) else
                                    f"{label}: {why}")
                     continue
-                row = replace(_with_bands(row, c, hybrid), gpu_util=given_util(plan))
+                row = replace(_with_bands(row, c, hybrid), gpu_util=given_util(plan), kv_dtype=plan.inputs.kv_dtype)
                 key = (row.cost_per_hour if price else row.cards_total, row.mode != "aggregated", tp * pp * dp)
                 if best is None or key < best[0]:
                     best = (key, row, plan)
@@ -708,7 +713,8 @@ def disaggregated_point(b: int, tpot_s: float, cards: int, osl: int, cost) -> tu
 
 
 def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str, runtimes: dict,
-                  kv_dtype: str = "bf16", batches: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+                  kv_dtype: str | None = "bf16",
+                  batches: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
                   ) -> list[ParetoCurve]:
     """Per card, what each replica of each tp (for a MoE, each DEP n; and the pipelines fleet_rows tries: two stages
     within a node, stages a node each) gives at a batch b (aggregated: a user sees
@@ -765,7 +771,7 @@ def charted_cards(rows: list[FleetRow], gpus: list[GpuSpec]) -> tuple[list[GpuSp
 
 
 def fleet_charts(model: ModelSpec, gpus: list[GpuSpec], rows: list[FleetRow], w: Workload, runtime: str,
-                 runtimes: dict, kv_dtype: str = "bf16"):
+                 runtimes: dict, kv_dtype: str | None = "bf16"):
     """The data of fleet's report charts for the best cards that serve the workload (charted_cards): their Pareto
     curves, and their rooflines at the row's tp (a DEP row: one card's share of the experts) with the model's
     decode and prefill points."""
@@ -780,5 +786,7 @@ def fleet_charts(model: ModelSpec, gpus: list[GpuSpec], rows: list[FleetRow], w:
     for r in served:
         card_model = expert_shard(model, r.dp) if (r.dp or 1) > 1 else model
         roofs += rooflines(card_model, [(by_id[r.card], PlanInputs(context_tokens=w.isl + w.osl, prompt_tokens=w.isl,
-                                                                   tp=r.tp, kv_dtype=kv_dtype))])
-    return pareto_curves(model, cards, w, runtime, runtimes, kv_dtype), roofs
+                                                                   tp=r.tp, kv_dtype=r.kv_dtype or kv_dtype))])
+    curves = [c for g in cards  # each card's curve with its row's cache
+              for c in pareto_curves(model, [g], w, runtime, runtimes, row_of[g.id].kv_dtype or kv_dtype)]
+    return curves, roofs

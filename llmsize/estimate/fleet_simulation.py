@@ -52,7 +52,7 @@ class Simulated:
 
 
 def simulate_row(model: ModelSpec, gpu: GpuSpec, row, w: Workload, runtime: str, runtimes: dict,
-                 kv_dtype: str = "bf16") -> Simulated | str:
+                 kv_dtype: str | None = "bf16") -> Simulated | str:
     """The row's replica replayed (a disaggregated row: its prefill and decode workers together), or the one-line
     reason it is not."""
     from llmsize.estimate.plan import PlanInputs, make_plan
@@ -72,7 +72,8 @@ def simulate_row(model: ModelSpec, gpu: GpuSpec, row, w: Workload, runtime: str,
     if c is None:
         return f"no {runtime} constants for this card"
     plan = make_plan(model, gpu, PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl),
-                                            prompt_tokens=w.isl, tp=row.tp, kv_dtype=kv_dtype, runtime=runtime),
+                                            prompt_tokens=w.isl, tp=row.tp, kv_dtype=row.kv_dtype or kv_dtype,
+                                            runtime=runtime),
                      search_fit=False)
     limits = serving_defaults(runtime, gpu, row.batch_per_replica, w.isl, w.osl)
     engine = replica_engine(plan, runtime, c, limits.prefill_tokens)
@@ -126,7 +127,7 @@ def simulate_row(model: ModelSpec, gpu: GpuSpec, row, w: Workload, runtime: str,
 
 
 def simulate_rows(model: ModelSpec, gpus: list[GpuSpec], rows: list, w: Workload, runtime: str, runtimes: dict,
-                  kv_dtype: str = "bf16") -> dict:
+                  kv_dtype: str | None = "bf16") -> dict:
     """card id -> the row's Simulated, or why it is not replayed, for each row that meets its targets."""
     by_id = {g.id: g for g in gpus}
     return {r.card: simulate_row(model, by_id[r.card], r, w, runtime, runtimes, kv_dtype)

@@ -50,10 +50,19 @@ def _spec_words(w) -> str | None:
     return None if w.spec is None else f"{w.spec.label} ({w.spec.tokens_per_pass():.2f} tokens a target pass)"
 
 
-def _setup(w, kv_dtype: str) -> str:
-    """What the rows were sized with beyond the lengths and the load: the weights' format, the cache dtype, the
-    shared prefix and speculative decoding."""
-    return ((f"weights {w.quant}, " if w.quant else "") + f"KV cache {kv_dtype}"
+def _kv_words(kv_dtype: str, rows=()) -> str:
+    """The cache dtype the report names, and the cards whose rows keep another (the runtime's own there)."""
+    other: dict[str, list[str]] = {}
+    for r in rows:
+        if r.kv_dtype and r.kv_dtype != kv_dtype:
+            other.setdefault(r.kv_dtype, []).append(r.card)
+    return kv_dtype + "".join(f" ({dt} on {', '.join(cards)}: the runtime's own there)" for dt, cards in other.items())
+
+
+def _setup(w, kv_dtype: str, rows=()) -> str:
+    """What the rows were sized with beyond the lengths and the load: the weights' format, the cache dtype (and
+    where a card's row keeps another), the shared prefix and speculative decoding."""
+    return ((f"weights {w.quant}, " if w.quant else "") + f"KV cache {_kv_words(kv_dtype, rows)}"
             + (f", {w.shared_prefix:.0%} of prompt tokens from the prefix cache" if w.shared_prefix else "")
             + (f", speculative {_spec_words(w)}" if w.spec is not None else ""))
 
@@ -170,7 +179,7 @@ def render_fleet(model, w, runtime, currency, rows, console, kv_dtype: str = "bf
         heads.pop(9)
         cells = [c[:9] for c in cells]
     print_table(console, f"fleet: {model.name}, {_io_words(w)}, {load}, {_targets(w)} ({runtime}; "
-                f"{_setup(w, kv_dtype)})", heads, cells)
+                f"{_setup(w, kv_dtype, rows)})", heads, cells)
     for line in missing:
         console.print(f"  no configuration: {line}", markup=False, highlight=False)
     notes = _caveat_lines(rows)
@@ -286,7 +295,8 @@ def render_fleet_markdown(model, w, runtime, currency, rows, kv_dtype: str = "bf
     cur = currency or "cost"
     from llmsize.render.markdown import md
 
-    lines = [f"**{md(f'fleet: {model.name}, {_io_words(w)}, {load}, {_targets(w)} ({runtime}; {_setup(w, kv_dtype)})')}"
+    title = f"fleet: {model.name}, {_io_words(w)}, {load}, {_targets(w)} ({runtime}; {_setup(w, kv_dtype, rows)})"
+    lines = [f"**{md(title)}"
              "**", "",
              f"| card | mode | tp (x pp) | cards | nodes | batch | tok/s per GPU | tok/s per user (band) | "
              f"TTFT s (band) | "
@@ -379,7 +389,7 @@ def render_fleet_html(model, w, runtime, currency, rows, curves, roofs, kv_dtype
     work = [["prompt tokens (isl)", w.isl], ["answer tokens (osl)", w.osl], ["load", load],
             ["TTFT target (s)", w.ttft_s], ["TPOT target (ms)", None if w.tpot_s is None else w.tpot_s * 1000],
             ["shared prefix (fraction of prompt tokens)", w.shared_prefix], ["weights", w.quant],
-            ["KV cache dtype", kv_dtype],
+            ["KV cache dtype", _kv_words(kv_dtype, rows)],
             ["speculative decoding", _spec_words(w) or "none"], ["runtime", runtime]]
     cost_col = f"{currency or 'cost'} per million output tokens"
     head = ["card", "mode", "tp (x pp)", "cards", "nodes", "batch per replica", "output tok/s per GPU",

@@ -177,23 +177,28 @@ def test_v1_gemma_4_unifies_page_sizes(catalog):
 
 def test_seed_000_pool_is_recorded(catalog):
     """Seed 000: ~254K tokens of cache for Gemma 4 12B NVFP4 on an RTX 5060 Ti under vLLM (its release and settings
-    are not given). With vLLM's defaults (utilization 0.92, 2,048 tokens a batch on a 16 GB card, max_model_len
-    262,144) the pool is the same from 0.21 to 0.33; what it logs as tokens is concurrency x max_model_len, and from
-    0.26 each of the 5 sliding-window groups reserves a request 2 x 2,048 tokens in flight, not 2,048 (async
-    scheduling): 0.25.1 logs 285,038 (+12%), 0.26-0.33 253,039 (-0.4%, and no whole 262,144-token request: the engine
-    refuses to start at that length). 0.34's extensible cache (its 64-token blocks, a 1 GiB margin, utilization
-    1.0) 263,428 (+3.7%). Recorded, not targeted."""
+    are not given). With vLLM's defaults (utilization 0.92, max_model_len 262,144, 2,048 tokens a batch on a 16 GB
+    card, raised from 0.22 to 2,496 for this multimodal prefix-LM model: one video item) what it logs as tokens is
+    concurrency x max_model_len; from 0.26 each of the 5 sliding-window groups reserves a request 2 batches in
+    flight, not 1 (async scheduling). 0.21 logs 285,038 (+12%), 0.25.1 275,047 (+8.3%), 0.26-0.33 239,177 (-5.8%,
+    and no whole 262,144-token request: the engine refuses to start at that length), 0.34's extensible cache (its
+    64-token blocks, a 1 GiB margin, utilization 1.0) 249,202 (-1.9%, short of one request too); text alone
+    (--max-num-batched-tokens 2048) 253,039 from 0.26 and 263,428 under 0.34. Recorded, not targeted."""
     m, g = catalog.model("gemma-4-12b"), catalog.gpu("rtx5060ti")
     from llmsize.estimate.weights import weight_bytes
     w = weight_bytes(m, quant_format("nvfp4"), "linear").bytes_total
     led = engine_ledger(m, g, w, EngineInputs(version="0.33.0"))
     old = engine_ledger(m, g, w, EngineInputs(version="0.25.1"))
     new = engine_ledger(m, g, w, EngineInputs())
+    before = engine_ledger(m, g, w, EngineInputs(version="0.21.0"))
+    text = [engine_ledger(m, g, w, EngineInputs(version=v, max_num_batched_tokens=2048)) for v in ("0.33.0", "v1")]
     TABLE.append(("seed 000", "GPU KV cache tokens (V1 0.26-0.33, defaults)", led.kv_cache_tokens, 254000,
                   led.kv_cache_tokens / 254000 - 1))
     assert led.kv_groups == old.kv_groups == 6 and led.kv_blocks == old.kv_blocks
-    assert (led.kv_cache_tokens, old.kv_cache_tokens, new.kv_cache_tokens) == (253_039, 285_038, 263_428)
-    assert old.fits_one_request and not led.fits_one_request and new.fits_one_request
+    assert (led.kv_cache_tokens, old.kv_cache_tokens, new.kv_cache_tokens) == (239_177, 275_047, 249_202)
+    assert (before.kv_cache_tokens, before.max_num_batched_tokens, led.max_num_batched_tokens) == (285_038, 2048, 2496)
+    assert [x.kv_cache_tokens for x in text] == [253_039, 263_428]
+    assert old.fits_one_request and not led.fits_one_request and not new.fits_one_request
 
 
 def test_vllm_21348_qwen3_235b_fp8_on_4_h100_vllm_and_sglang():
@@ -308,12 +313,12 @@ def test_the_ledger_says_what_its_sliding_groups_reserve(run_cli):
     """The release changes the tokens a sliding group reserves, and the plan says so beside the blocks."""
     code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--quant", "nvfp4", "--engine", "vllm")
     text = " ".join(out.split())
-    assert code == 0 and "4,096 tokens in flight (2 x max_num_batched_tokens 2,048: async scheduling's two batches" \
+    assert code == 0 and "4,992 tokens in flight (2 x max_num_batched_tokens 2,496: async scheduling's two batches" \
         in text
     code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--quant", "nvfp4", "--engine", "vllm",
                              "--engine-version", "0.25.1")
     text = " ".join(out.split())
-    assert code == 0 and "2,048 tokens in flight (max_num_batched_tokens 2,048: one batch, vLLM before 0.26)" in text
+    assert code == 0 and "2,496 tokens in flight (max_num_batched_tokens 2,496: one batch, vLLM before 0.26)" in text
 
 
 def _qwen3_0_6b(tmp_path):
@@ -842,3 +847,35 @@ def test_vllms_default_block_by_card_and_release(catalog):
         (llama, "h100-sxm", (0, 34, 0)), (llama, "mi300x", (0, 34, 0)), (v3, "mi300x", (0, 34, 0)),
         (llama, "h100-sxm", (0, 33, 0)), (v3, "b200", (0, 33, 0)), (v3, "h200-sxm", (0, 33, 0)))]
     assert got == [64, 16, 64, 16, 32, 16]
+
+
+def test_vllm_raises_a_prefix_lm_models_default_batch_to_one_video(catalog, run_cli):
+    """vLLM 0.22 on (engine/arg_utils.py): a multimodal prefix-LM model cannot split an item over forwards, so a
+    default max_num_batched_tokens below its largest item is raised to it: Gemma 4's video, 32 frames x (70 soft
+    tokens + 2 + 6) = 2,496 (models/gemma4_mm.py get_mm_max_tokens_per_item). The L40S's small-tier 2,048 becomes
+    2,496 (a larger profiling forward and, from 0.26, a larger sliding-window reserve: fewer cache tokens); the
+    H100's 8,192 stays; 0.21, Gemma 4 E4B (no bidirectional vision attention) and a given batch keep theirs."""
+    from llmsize.estimate.vllm_release import prefix_lm_floor, v1_defaults
+
+    g31, e4b, l40s, h100 = (catalog.model("gemma-4-31b-nvfp4"), catalog.model("gemma-4-e4b"), catalog.gpu("l40s"),
+                            catalog.gpu("h100-sxm"))
+    assert prefix_lm_floor(g31, (0, 22, 0)) == 2496 and prefix_lm_floor(g31, (0, 21, 0)) is None
+    assert prefix_lm_floor(e4b, (0, 34, 0)) is None and prefix_lm_floor(catalog.model("llama-3.1-8b"), (0, 34, 0)) is None
+    assert [m.id for m in catalog.models.all() if m.vision_prefix_lm] == [
+        "gemma-4-12b", "gemma-4-26b-a4b", "gemma-4-31b-nvfp4"]
+    gib = 2**30
+    assert v1_defaults(l40s, 44 * gib, False, (0, 25, 1), g31) == (2496, 256)
+    assert v1_defaults(l40s, 44 * gib, False, (0, 21, 0), g31) == (2048, 256)
+    assert v1_defaults(l40s, 44 * gib, True, (0, 25, 1), g31) == (8192, 256)  # the LLM class's 8,192 is above it
+    assert v1_defaults(h100, 79 * gib, False, (0, 25, 1), g31) == (8192, 1024)
+
+    def ledger(*extra):
+        code, out, err = run_cli("plan", "gemma-4-31b-nvfp4", "--gpu", "l40s", "--engine", "vllm", "--max-model-len",
+                                 "32768", "--engine-version", "0.25.1", *extra, "--json")
+        assert code == 0, err
+        return json.loads(out)["engine"]
+
+    raised, given = ledger(), ledger("--max-num-batched-tokens", "2048")
+    assert (raised["max_num_batched_tokens"], given["max_num_batched_tokens"]) == (2496, 2048)
+    assert raised["kv_cache_tokens"] < given["kv_cache_tokens"]
+    assert any("raised to one video item of this prefix-LM model" in n for n in raised["assumptions"])

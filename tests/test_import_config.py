@@ -1016,3 +1016,11 @@ def test_an_out_of_range_size_is_named_by_its_field_and_value(tmp_path, run_cli)
     code, out, err = run_cli("import", str(path))
     assert code == 2 and out == "" and err.count("\n") == 1
     assert "layer_groups.0.mlp.dense.intermediate_size (intermediate_size = 1073741824)" in err
+
+
+@pytest.mark.parametrize("name, prefix_lm", [("google__gemma-4-26B-A4B", True), ("nvidia__Gemma-4-31B-IT-NVFP4", True),
+                                             ("google__gemma-4-E4B-it", False), ("google__gemma-3-27b-it", False)])
+def test_a_gemma_4_with_bidirectional_vision_attention_is_a_prefix_lm(name, prefix_lm):
+    """text_config.use_bidirectional_attention 'vision' in a multimodal config (vLLM's
+    Gemma4ModelArchConfigConvertor.is_mm_prefix_lm): the E models' is null."""
+    assert import_model(CONFIGS / f"{name}.json", read_headers=False).spec.vision_prefix_lm is prefix_lm

@@ -509,6 +509,9 @@ class ModelSpec(Strict):
         "indices, repeated and cut to the layer count (Gemma 3: [0, 0, 0, 0, 0, 1], a global layer after five "
         "local ones); None: each group's layers follow the previous group's")
     extra: list[ExtraParams] = []
+    vision_prefix_lm: bool = Field(False, description=(
+        "a multimodal checkpoint whose text model attends to an image's or video's tokens both ways (config.json "
+        "text_config.use_bidirectional_attention 'vision': Gemma 4), so an engine keeps one item in one forward"))
     per_layer_input: PerLayerInput | None = None
     altup: AltUp | None = None
     hyper_connections: int | None = Field(None, strict=True, ge=2, le=64, description=(

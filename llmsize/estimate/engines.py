@@ -52,6 +52,7 @@ from llmsize.estimate.vllm_release import (
     VLLM_UTIL_BEFORE_0_20,
     effective_release,
     in_flight_tokens,
+    prefix_lm_floor,
     v1_defaults,
     v1_runner_model,
     vllm_block_size,
@@ -692,7 +693,7 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
              f"Weights as loaded: {weights_bytes / GiB:.2f} GiB (the estimate; engines log it as 'GB' but mean GiB)."]
     if layout_note:
         notes.append(f"Layout: {layout_note}.")
-    batched = in_flight = in_flight_why = None
+    batched = in_flight = in_flight_why = floor = None
     sglang_scale, sglang_aiter = 1.0, 1.0  # SGLang: the pool a token's cache takes with the states' share; aiter's
     profile = vllm_profile(e.version) if e.engine == "vllm" else None
     v1 = profile is not None and profile.v1
@@ -700,7 +701,8 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
     graphs = 0
     if profile is not None:
         if v1:
-            batched_default, seqs_default = v1_defaults(gpu, total, e.offline, rel)
+            batched_default, seqs_default = v1_defaults(gpu, total, e.offline, rel, model)
+            floor = prefix_lm_floor(model, rel)
             batched = e.max_num_batched_tokens or batched_default
             seqs = e.max_num_seqs if e.max_num_seqs != DEFAULT_MAX_NUM_SEQS else seqs_default
             in_flight, in_flight_why = in_flight_tokens(batched, rel, e.pp, e.draft_model, v1_runner_model(model))
@@ -736,8 +738,9 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
             steps = ((f"x {util:g} gpu_memory_utilization", budget), ("- weights", weights_bytes),
                      ("- non-torch memory", nt), ("- activation peak", act)) + (
                 (("- CUDA graphs", graphs),) if graphs else ())
-        default = (f"V1 default for {'the LLM class' if e.offline else 'vllm serve'} on this card" if v1 else
-                   why_batched)
+        default = (f"V1 default for {'the LLM class' if e.offline else 'vllm serve'} on this card" + (
+            ", raised to one video item of this prefix-LM model (vLLM >= 0.22 keeps an item in one forward)"
+            if floor is not None and batched_default == floor else "") if v1 else why_batched)
         version = profile.label if not extensible else (
             "V1 >= 0.34 (extensible KV cache sized after warmup; hybrid KV-cache manager; 'GPU KV cache size' = max "
             "concurrency x max_model_len)")

@@ -629,7 +629,7 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
                     continue
             pool, _ = kv_pool_bytes(plan, runtime, w.longest_tokens())
             held = users_held(plan, w, runtime, draft_plan, pool) if plan.budget.weights_fit else 0
-            limits = serving_defaults(runtime, g, held, w.isl, w.osl, pp)
+            limits = serving_defaults(runtime, g, held, w.isl, w.osl, pp, model=model)
             if limits.max_batch is not None:
                 held = min(held, limits.max_batch)  # the engine's own cap on running requests (a card's, under DEP)
             held *= dp  # DEP: each card holds its own requests
@@ -742,7 +742,7 @@ def pareto_curves(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: s
                 if plan.budget.weights_fit else 0
             if held < 1:
                 continue
-            limits = serving_defaults(runtime, g, held, w.isl, w.osl, pp)
+            limits = serving_defaults(runtime, g, held, w.isl, w.osl, pp, model=model)
             hi = min(min(held, limits.max_batch or held) * dp,
                      admitted_batch(runtime, limits.prefill_tokens, w, dp * pp))
             tpot_fn, pre, cost = replica_timing(plan, runtime, c, limits.prefill_tokens, dp=dp)

@@ -75,7 +75,7 @@ def simulate_row(model: ModelSpec, gpu: GpuSpec, row, w: Workload, runtime: str,
                                             prompt_tokens=w.isl, tp=row.tp, kv_dtype=row.kv_dtype or kv_dtype,
                                             runtime=runtime),
                      search_fit=False)
-    limits = serving_defaults(runtime, gpu, row.batch_per_replica, w.isl, w.osl)
+    limits = serving_defaults(runtime, gpu, row.batch_per_replica, w.isl, w.osl, model=model)
     engine = replica_engine(plan, runtime, c, limits.prefill_tokens)
     if engine is None:
         return f"no {runtime} prefill constants for this card"

@@ -60,15 +60,16 @@ def held_context_tokens(runtime: str, isl: int, osl: int) -> int:
 
 
 def serving_defaults(runtime: str, gpu: GpuSpec, kv_requests: int, isl: int, osl: int,
-                     pp: int = 1, engine_version: str = "v1") -> ServingDefaults:
+                     pp: int = 1, engine_version: str = "v1", model=None) -> ServingDefaults:
     """The engine's defaults for one replica on `gpu` whose cache holds `kv_requests` requests of isl + osl
-    (`engine_version`: vLLM's, vllm_release.vllm_profile's names or a release; v1 the newest read)."""
+    (`engine_version`: vLLM's, vllm_release.vllm_profile's names or a release; v1 the newest read; `model`, where
+    its own raises vLLM's batch: vllm_release.prefix_lm_floor)."""
     if runtime == "vllm":
         from llmsize.estimate.engines import cuda_total_bytes
         from llmsize.estimate.vllm_release import effective_release, v1_defaults
 
         tokens, seqs = v1_defaults(gpu, cuda_total_bytes(gpu)[0], offline=False,
-                                   release=effective_release(engine_version))
+                                   release=effective_release(engine_version), model=model)
         return ServingDefaults(seqs, tokens)
     if runtime == "sglang":
         return ServingDefaults(None, sglang_chunked_prefill(gpu))

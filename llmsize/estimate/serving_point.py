@@ -38,7 +38,7 @@ def max_throughput_per_gpu(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, t
     b = users_held(plan, w, runtime, None, kv_pool_bytes(plan, runtime, isl + osl)[0]) if plan.budget.weights_fit else 0
     if b < 1:
         return None
-    limits = serving_defaults(runtime, gpu, b, isl, osl, pp)
+    limits = serving_defaults(runtime, gpu, b, isl, osl, pp, model=plan.model)
     b = min(b, limits.max_batch or b) * dp
     tpot_fn, pre, cost = replica_timing(plan, runtime, c, limits.prefill_tokens, dp=dp)
     if cost is None:
@@ -79,7 +79,7 @@ def serving_point(model: ModelSpec, gpu: GpuSpec, isl: int, osl: int, tp: int, u
         if plan.budget.weights_fit else 0
     if held < 1:
         return None
-    limits = serving_defaults(runtime, gpu, held, isl, osl, engine_version=engine_version)
+    limits = serving_defaults(runtime, gpu, held, isl, osl, engine_version=engine_version, model=plan.model)
     b = min(users, held, limits.max_batch or held)
     tpot_fn, pre, cost = replica_timing(plan, runtime, c, limits.prefill_tokens)
     if pre is None or cost is None:
@@ -120,7 +120,7 @@ def replayed_point(model: ModelSpec, gpu: GpuSpec, prompts: list[int], outputs: 
         if plan.budget.weights_fit else 0
     if held < 1:
         return None
-    limits = serving_defaults(runtime, gpu, held, isl, osl, engine_version=engine_version)
+    limits = serving_defaults(runtime, gpu, held, isl, osl, engine_version=engine_version, model=plan.model)
     engine = replica_engine(plan, runtime, c, limits.prefill_tokens)
     if engine is None:
         return None

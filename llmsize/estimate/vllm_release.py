@@ -122,21 +122,37 @@ def effective_release(version: str) -> tuple[int, int, int]:
     return release if release is not None else _NAMED_RELEASE[vllm_profile(version).key]
 
 
+# vLLM 0.22.0 on (engine/arg_utils.py, "Raising max_num_batched_tokens from %d to %d to accommodate '%s' input for
+# prefix-LM model"): a multimodal model whose text model attends to an item's tokens both ways (is_mm_prefix_lm)
+# cannot split an item over forwards, so a default batch below its largest item is raised to it. Gemma 4's largest
+# is a video of 32 frames x (70 soft tokens + boi + eoi + 6 timestamp tokens) = 2,496 (models/gemma4_mm.py and
+# gemma4_unified.py get_mm_max_tokens_per_item, _VIDEO_MAX_FRAMES, _VIDEO_MAX_SOFT_TOKENS; an image is 280; the
+# same in 0.25.0 and 0.34.0): it applies on the small tier's 2,048 (A100, L40S, RTX cards) with `vllm serve`.
+PREFIX_LM_FLOOR_FROM = (0, 22, 0)
+GEMMA4_VIDEO_ITEM_TOKENS = 32 * (70 + 2 + 6)
+
+
+def prefix_lm_floor(model: ModelSpec | None, release: tuple[int, int, int]) -> int | None:
+    """The batch a default max_num_batched_tokens is raised to for `model` (its largest multimodal item), or None."""
+    if model is None or not model.vision_prefix_lm or release < PREFIX_LM_FLOOR_FROM:
+        return None
+    return GEMMA4_VIDEO_ITEM_TOKENS
+
+
 def v1_defaults(gpu: GpuSpec, total_bytes: int, offline: bool,
-                release: tuple[int, int, int] = VLLM_LATEST_READ) -> tuple[int, int]:
+                release: tuple[int, int, int] = VLLM_LATEST_READ, model: ModelSpec | None = None) -> tuple[int, int]:
     """V1's max_num_batched_tokens and max_num_seqs when not given (EngineArgs.get_batch_defaults, pinned by
     vLLM's tests/engine/test_arg_utils.py test_defaults_with_usage_context): from 0.28.0 a card of >= 160 GiB
     (B200, B300, MI325X, MI355X) gets 16384 tokens for both the LLM class and `vllm serve`; other cards of >= 70 GiB
     but the A100 get 16384 tokens for the LLM class and 8192 for `vllm serve`, and 1024 sequences; the rest, A100
     80GB included, and from 0.33 the DGX Spark's GB10 (compute capability 12.1), get 8192 / 2048 tokens and 256
-    sequences."""
+    sequences; `model`, a prefix-LM one's tokens at least its largest item (prefix_lm_floor)."""
     if total_bytes >= 160 * GiB and release >= (0, 28, 0):
         return 16384, 1024
     gb10 = gpu.compute_capability == "12.1" and release >= (0, 33, 0)  # DGX Spark: the small tier from 0.33
     big = total_bytes >= 70 * GiB and "a100" not in gpu.name.lower() and not gb10
-    if big:
-        return (16384 if offline else 8192), 1024
-    return (8192 if offline else 2048), 256
+    tokens, seqs = ((16384 if offline else 8192), 1024) if big else ((8192 if offline else 2048), 256)
+    return max(tokens, prefix_lm_floor(model, release) or 0), seqs
 
 
 # vLLM's in-flight reserve (vllm/config/vllm.py, 0.26.0 on: VllmConfig.max_in_flight_tokens =

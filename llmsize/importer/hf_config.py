@@ -309,6 +309,8 @@ def map_config(raw: dict, where: str) -> Mapped:
     elif isinstance(raw.get("text_config"), dict) and (raw.get("vision_config") is not None or "Conditional" in str(
             raw.get("architectures"))) and not any(TEXT_PART_ONLY in n for n in m.notes):
         m.notes.append(f"vision tower {TEXT_PART_ONLY}")  # Kimi K2.5, Llama 4: a wrapper whose text model alone is told
+    if c.get("use_bidirectional_attention") == "vision" and raw.get("vision_config") is not None:
+        m.fields["vision_prefix_lm"] = True  # Gemma 4 (vLLM's Gemma4ModelArchConfigConvertor.is_mm_prefix_lm)
     if c.taken:
         m.notes.append("config.json leaves " + ", ".join(f"{k} = {v!r}" for k, v in c.taken.items())
                        + f" to the defaults (transformers' class for model_type {model_type!r})")

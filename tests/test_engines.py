@@ -196,7 +196,8 @@ def test_seed_000_pool_is_recorded(catalog):
                   led.kv_cache_tokens / 254000 - 1))
     assert led.kv_groups == old.kv_groups == 6 and led.kv_blocks == old.kv_blocks
     assert (led.kv_cache_tokens, old.kv_cache_tokens, new.kv_cache_tokens) == (239_177, 275_047, 249_202)
-    assert (before.kv_cache_tokens, before.max_num_batched_tokens, led.max_num_batched_tokens) == (285_038, 2048, 2496)
+    assert (before.kv_cache_tokens, before.max_num_batched_tokens, led.max_num_batched_tokens) == \
+        (285_038, 2048, 2496)
     assert [x.kv_cache_tokens for x in text] == [253_039, 263_428]
     assert old.fits_one_request and not led.fits_one_request and not new.fits_one_request
 
@@ -699,7 +700,7 @@ def test_ledger_shortfall_says_nothing_where_the_engine_holds_most_of_the_budget
 
     budget = SimpleNamespace(kv_budget_bytes=10e9, gpu_util=0.9)
     led = SimpleNamespace(name="vllm", kv_cache_bytes=LEDGER_SHORT * 10e9, kv_cache_tokens=30_000,
-                          fits_one_request=True, max_concurrency=7.3, max_model_len=4096, min_fraction=0.5)
+                          fits_one_request=True, requests_at_once=7.3, max_model_len=4096, min_fraction=0.5)
     assert ledger_shortfall(led, budget) is None
     led.kv_cache_bytes = 0.79 * 10e9
     assert ledger_shortfall(led, budget).endswith(": 7.3 requests of 4,096 tokens at once")
@@ -860,7 +861,8 @@ def test_vllm_raises_a_prefix_lm_models_default_batch_to_one_video(catalog, run_
     g31, e4b, l40s, h100 = (catalog.model("gemma-4-31b-nvfp4"), catalog.model("gemma-4-e4b"), catalog.gpu("l40s"),
                             catalog.gpu("h100-sxm"))
     assert prefix_lm_floor(g31, (0, 22, 0)) == 2496 and prefix_lm_floor(g31, (0, 21, 0)) is None
-    assert prefix_lm_floor(e4b, (0, 34, 0)) is None and prefix_lm_floor(catalog.model("llama-3.1-8b"), (0, 34, 0)) is None
+    assert prefix_lm_floor(e4b, (0, 34, 0)) is None
+    assert prefix_lm_floor(catalog.model("llama-3.1-8b"), (0, 34, 0)) is None
     assert [m.id for m in catalog.models.all() if m.vision_prefix_lm] == [
         "gemma-4-12b", "gemma-4-26b-a4b", "gemma-4-31b-nvfp4"]
     gib = 2**30
@@ -879,3 +881,50 @@ def test_vllm_raises_a_prefix_lm_models_default_batch_to_one_video(catalog, run_
     assert (raised["max_num_batched_tokens"], given["max_num_batched_tokens"]) == (2496, 2048)
     assert raised["kv_cache_tokens"] < given["kv_cache_tokens"]
     assert any("raised to one video item of this prefix-LM model" in n for n in raised["assumptions"])
+
+
+def test_past_their_prefill_more_requests_run_than_vllm_logs(catalog, run_cli):
+    """vLLM's logged concurrency reserves each request its prefill's blocks in a sliding group (window - 1 + tokens
+    in flight); a running request's blocks below its window are freed (SlidingWindowManager), so it holds its window
+    and the token in flight. Gemma 4 12B NVFP4 on an RTX 5060 Ti, 4,096-token requests, vLLM 0.34 (64-token blocks,
+    5 sliding groups and a full one whose pages hold 256 tokens, 4,992 tokens in flight): a request's prefill takes
+    5 x (cdiv(min(1,023 + 4,992, 4,096), 64) + 1) + 4,096 / 256 = 5 x 65 + 16 = 341 blocks, a running one
+    5 x (1,024 / 64 + 1) + 16 = 101; 1,425 blocks log 1,425 / 341 = 4.18x and run (1,425 - 240) / 101 = 11.73 at
+    once, one prefill's reserve aside. The launch line and fleet count the latter; a model without sliding groups
+    has no such figure."""
+    w = weight_bytes(catalog.model("gemma-4-12b"), quant_format("nvfp4"), "linear").bytes_total
+    led = engine_ledger(catalog.model("gemma-4-12b"), catalog.gpu("rtx5060ti"), w, EngineInputs(max_model_len=4096))
+    assert led.kv_blocks == 1425
+    assert led.max_concurrency == pytest.approx(1425 / 341) and led.running_concurrency == pytest.approx(1185 / 101)
+    assert led.requests_at_once == led.running_concurrency
+    dense = catalog.model("llama-3.1-8b")
+    plain = engine_ledger(dense, catalog.gpu("rtx4090"), weight_bytes(dense, quant_format("bf16"), "linear").bytes_total,
+                          EngineInputs(max_model_len=4096))
+    assert plain.running_concurrency is None and plain.requests_at_once == plain.max_concurrency
+    code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--engine", "vllm", "--max-model-len",
+                             "4096", "--json")
+    assert code == 0 and json.loads(out)["engine"]["running_concurrency"] == pytest.approx(1185 / 101)
+    code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--emit", "vllm")
+    assert code == 0 and "--max-model-len 4096 --max-num-seqs 11" in out
+
+
+def test_fleet_admits_what_the_engines_pools_hold_for_a_sliding_window_model(catalog):
+    """A card's users under vLLM are its running requests (above), under SGLang its full layers' tokens over a
+    request's (its window pool beside them is a fixed share, SGLANG_SWA_FULL_TOKENS_RATIO): Gemma 4 12B NVFP4 on an
+    RTX 5060 Ti, 3,000 in / 1,000 out, requests held at 3,500 tokens in a 4,000-token engine. Counted in bytes over
+    the plan's window-limited cache of a request, SGLang's pool had held 10 (its full layers hold 4)."""
+    from llmsize.estimate.fleet import Workload
+    from llmsize.estimate.plan import PlanInputs, make_plan
+    from llmsize.estimate.replica import kv_pool_bytes, users_held
+
+    m, g = catalog.model("gemma-4-12b"), catalog.gpu("rtx5060ti")
+    w = weight_bytes(m, quant_format("nvfp4"), "linear").bytes_total
+    for runtime in ("vllm", "sglang"):
+        p = make_plan(m, g, PlanInputs(context_tokens=3500, prompt_tokens=3000, runtime=runtime, kv_dtype=None),
+                      search_fit=False)
+        held = users_held(p, Workload(3000, 1000, users=40), runtime, None, kv_pool_bytes(p, runtime, 4000)[0])
+        led = engine_ledger(m, g, w, EngineInputs(engine=runtime, max_model_len=4000))
+        if runtime == "sglang":
+            assert held == led.kv_cache_tokens // 3500 == 4
+        else:  # the running requests of 4,000 tokens, a little more at 3,500
+            assert int(led.running_concurrency) <= held <= led.running_concurrency * 1.05

@@ -241,12 +241,24 @@ class EngineLedger:
     # above it less this line ("- ...") or a new subtotal
     steps: tuple[tuple[str, float], ...] = ()
     gpu_util: float | None = None  # the share the engine ran with: of the total (vLLM), of free memory (the others)
+    # vLLM V1 with sliding-window groups: max_model_len requests it runs at once past their prefill, where the
+    # logged concurrency reserves each its prefill's blocks (running_concurrency_of); None: no sliding group
+    running_concurrency: float | None = None
+    # SGLang's hybrid SWA pool: the full layers' tokens bind its requests, the window pool beside them kept at a
+    # fixed share (SGLANG_SWA_FULL_TOKENS_RATIO) whatever a request's window needs
+    window_pool: bool = False
 
     @property
     def max_concurrency(self) -> float:
         if self.concurrency is not None:
             return self.concurrency
         return self.kv_cache_tokens / self.max_model_len
+
+    @property
+    def requests_at_once(self) -> float:
+        """The requests of max_model_len tokens the engine runs at once: running_concurrency, else
+        max_concurrency."""
+        return self.running_concurrency if self.running_concurrency is not None else self.max_concurrency
 
 
 def cuda_total_bytes(gpu: GpuSpec) -> tuple[int, str]:
@@ -383,6 +395,20 @@ class V1Layout:
             else:
                 total += -(-max_model_len // bs)
         return total
+
+
+def running_concurrency_of(layout: V1Layout, blocks: int, max_len: int, in_flight: int) -> float | None:
+    """max_model_len requests vLLM V1 runs at once in `blocks`, past their prefill, where a model has sliding-window
+    groups (None without): the logged concurrency reserves every request the blocks of its prefill (a sliding
+    group's window and the tokens in flight: blocks_per_request), but a sliding group frees a running request's
+    blocks below its window (SlidingWindowManager.get_num_skipped_tokens, freed by remove_skipped_blocks before each
+    step), so a decoding request holds its window and the token in flight; a new request is admitted while its
+    prefill's blocks are free (kv_cache_manager.allocate_slots; 0.34's scheduler_reserve_full_isl), so one such
+    reserve is kept aside."""
+    need, held = layout.blocks_per_request(max_len, in_flight), layout.blocks_per_request(max_len, 1)
+    if held >= need:
+        return None
+    return max(0.0, (blocks - (need - held)) / held)
 
 
 def v1_layout(model: ModelSpec, kv_dtype: str, block_size: int) -> V1Layout | None:
@@ -601,7 +627,7 @@ def ledger_shortfall(led: EngineLedger, budget) -> str | None:
     said = (f"{name}'s own memory ledger leaves {left}, where the plan's budget leaves "
             f"{budget.kv_budget_bytes / 1e9:,.2f} GB")
     if led.fits_one_request:
-        return said + f": {led.max_concurrency:,.1f} requests of {led.max_model_len:,} tokens at once"
+        return said + f": {led.requests_at_once:,.1f} requests of {led.max_model_len:,} tokens at once"
     return said + ": " + no_request_words(led)
 
 
@@ -649,7 +675,7 @@ def launch_sequences(p, engine: str, max_model_len: int, seqs: int | None) -> tu
     if not led.fits_one_request:
         return seqs, (f"its own memory ledger holds no {max_model_len:,}-token request: {no_request_words(led)} "
                       f"(plan --engine {engine} itemizes it), or lower the length")
-    held = max(1, int(led.max_concurrency))
+    held = max(1, int(led.requests_at_once))
     return (min(seqs, held) if seqs is not None else None), None
 
 
@@ -893,6 +919,12 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
         blocks = max(0, int(kv_cache // unit))
         need = layout.blocks_per_request(max_len, in_flight)
         conc = blocks / need
+        running = running_concurrency_of(layout, blocks, max_len, in_flight)
+        if running is not None:
+            notes.append(f"Past their prefill, {running:,.1f} requests of {max_len:,} tokens run at once, not "
+                         f"{conc:,.2f}: a sliding group frees a running request's blocks below its window, so it "
+                         f"holds {layout.blocks_per_request(max_len, 1):,} blocks; the logged concurrency reserves "
+                         f"each its prefill's {need:,} (one such reserve kept aside here).")
         old_tokens = blocks // len(layout.groups) * min(g[2] for g in layout.groups)
         tokens = int(conc * max_len) if profile.tokens_from_concurrency else old_tokens
         if len(layout.groups) > 1:
@@ -910,9 +942,9 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
                          + f". {other}")
         return EngineLedger(e.engine, version, total, src, budget, weights_bytes, non_torch, act, kv_cache,
                             unit, blocks, tokens, max_len, batched, notes, conc, min_fraction, fits,
-                            len(layout.groups), graphs, steps), util
+                            len(layout.groups), graphs, steps, running_concurrency=running), util
     blocks = max(0, int(kv_cache // block)) if block > 0 else 0
     return EngineLedger(e.engine, version, total, src, budget, weights_bytes, non_torch, act, kv_cache, block,
                         blocks, blocks * page_tokens, max_len, batched, notes,
                         concurrency=max(0.0, kv_cache) / one_request if windows else None, min_fraction=min_fraction,
-                        fits_one_request=fits, cudagraph_bytes=graphs, steps=steps), util
+                        fits_one_request=fits, cudagraph_bytes=graphs, steps=steps, window_pool=bool(swa_pool)), util

@@ -264,6 +264,9 @@ def expect(plan: Plan, runtimes: Mapping[str, RuntimeSpec], runtime: str | None 
     pre = prefill_inputs(plan, rid, flash_attn=not unfused, ubatch_tokens=ubatch_tokens, be=gpu_backend)
     pre, note = calibrated_prompt(pre, plan, c, calibration)
     notes += (note,) if note else ()
+    if plan.inputs.compute_precision and plan.peak.flop_per_s != pre.peak_flop_per_s:
+        notes += (f"--compute {plan.inputs.compute_precision} prices the roofline and the plan's ceilings: "
+                  f"{RUNTIME_NAMES[rid]} multiplies {plan.fmt.id} weights at its {pre.peak_name} rate, this figure's",)
     if pre.consumer and c.prefill_consumer_factor != 1.0 and not prefill_missing(pre, c):
         notes += (f"a GeForce card: its prompt's matmuls at {c.prefill_consumer_factor:g}x {RUNTIME_NAMES[rid]}'s "
                   f"fraction of the peak on datacenter and workstation cards, {prefill_fraction(pre, c):.2f} of "

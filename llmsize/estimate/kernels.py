@@ -212,8 +212,9 @@ def matmul_rate(plan: Plan, runtime: str | None, marlin: bool = False, be: str |
     """The dense rate (FLOP/s; None where the catalog has none) `runtime`'s matmuls reach on the plan's card, and
     the precision it is of, as the report names it: the 16-bit peak for a run through Marlin (its matmuls are
     bf16/fp16); llama.cpp's on an NVIDIA card LLAMACPP_CUDA_PRECISION's on CUDA, its FP16-accumulate rate on Vulkan
-    (vulkan_fp16_accumulate); else the faster of the runtime's own precisions (MATMUL_PRECISION), or the plan's peak for
-    the format's own."""
+    (vulkan_fp16_accumulate); else the faster of the runtime's own precisions (MATMUL_PRECISION), or the peak of the
+    format's own precision: --compute prices the plan's roofline, not what the runtime runs the weights at (vLLM
+    multiplies BF16 weights in BF16 whatever the card's INT8 rate)."""
     if marlin:
         p = compute_peak(plan.gpu, plan.fmt, "bf16")
         return p.flop_per_s, (p.precision or p.requested).upper()
@@ -227,7 +228,8 @@ def matmul_rate(plan: Plan, runtime: str | None, marlin: bool = False, be: str |
     if runtime in MATMUL_PRECISION:
         rates = [compute_peak(plan.gpu, plan.fmt, p).flop_per_s or 0 for p in MATMUL_PRECISION[runtime]]
         return max(rates) or None, "/".join(p.upper() for p in MATMUL_PRECISION[runtime])
-    return plan.peak.flop_per_s, (plan.peak.precision or plan.peak.requested or "matmul").upper()
+    own = plan.peak if plan.inputs.compute_precision is None else compute_peak(plan.gpu, plan.fmt)
+    return own.flop_per_s, (own.precision or own.requested or "matmul").upper()
 
 
 # The cache dtypes whose decode attention runs on 8-bit tensor cores (FlashAttention-3 / FlashInfer FP8, TensorRT-LLM's

@@ -898,8 +898,8 @@ def test_past_their_prefill_more_requests_run_than_vllm_logs(catalog, run_cli):
     assert led.max_concurrency == pytest.approx(1425 / 341) and led.running_concurrency == pytest.approx(1185 / 101)
     assert led.requests_at_once == led.running_concurrency
     dense = catalog.model("llama-3.1-8b")
-    plain = engine_ledger(dense, catalog.gpu("rtx4090"), weight_bytes(dense, quant_format("bf16"), "linear").bytes_total,
-                          EngineInputs(max_model_len=4096))
+    dense_w = weight_bytes(dense, quant_format("bf16"), "linear").bytes_total
+    plain = engine_ledger(dense, catalog.gpu("rtx4090"), dense_w, EngineInputs(max_model_len=4096))
     assert plain.running_concurrency is None and plain.requests_at_once == plain.max_concurrency
     code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--engine", "vllm", "--max-model-len",
                              "4096", "--json")
@@ -928,3 +928,14 @@ def test_fleet_admits_what_the_engines_pools_hold_for_a_sliding_window_model(cat
             assert held == led.kv_cache_tokens // 3500 == 4
         else:  # the running requests of 4,000 tokens, a little more at 3,500
             assert int(led.running_concurrency) <= held <= led.running_concurrency * 1.05
+
+
+def test_a_batch_below_max_num_seqs_is_refused_as_vllm_does(run_cli):
+    """SchedulerConfig.verify_max_model_len: max_num_batched_tokens must be >= max_num_seqs (256 on an RTX 4090), or
+    vLLM does not start; a release newer than the newest read is said to be priced as that one."""
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx4090", "--engine", "vllm",
+                             "--max-num-batched-tokens", "1")
+    assert code == 2 and "--max-num-batched-tokens 1 is below vLLM's max_num_seqs, 256" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx4090", "--engine", "vllm", "--engine-version", "9.9")
+    assert code == 0 and "vLLM 9.9.0 is newer than the newest release read here, 0.34.0" in " ".join(out.split())

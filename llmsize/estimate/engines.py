@@ -48,6 +48,7 @@ from llmsize.estimate.vllm_release import (
     EXTENSIBLE_FROM,
     EXTENSIBLE_MARGIN_FLOOR,
     EXTENSIBLE_MARGIN_FRACTION,
+    VLLM_LATEST_READ,
     VLLM_UTIL,
     VLLM_UTIL_BEFORE_0_20,
     effective_release,
@@ -731,6 +732,14 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
             floor = prefix_lm_floor(model, rel)
             batched = e.max_num_batched_tokens or batched_default
             seqs = e.max_num_seqs if e.max_num_seqs != DEFAULT_MAX_NUM_SEQS else seqs_default
+            if batched < seqs:  # SchedulerConfig.verify_max_model_len refuses the engine's start
+                raise InvalidValueError(
+                    f"--max-num-batched-tokens {batched:,} is below vLLM's max_num_seqs, {seqs} on this card: vLLM "
+                    "refuses to start (max_num_batched_tokens must be >= max_num_seqs).",
+                    f"Give --max-num-batched-tokens {seqs} or more.")
+            if release is not None and release > VLLM_LATEST_READ:
+                notes.append(f"vLLM {'.'.join(map(str, release))} is newer than the newest release read here, "
+                             f"{'.'.join(map(str, VLLM_LATEST_READ))}: its rules are that release's.")
             in_flight, in_flight_why = in_flight_tokens(batched, rel, e.pp, e.draft_model, v1_runner_model(model))
         else:
             batched_default, why_batched = v0_batched_tokens(model, gpu, max_len, release)

@@ -161,3 +161,13 @@ def test_planning_the_yaml_import_wrote_says_how_to_use_it(run_cli, tmp_path):
     assert run_cli("import", str(cfg), "-o", str(out))[0] == 0
     code, stdout, err = run_cli("plan", str(out), "--gpu", "h100-sxm")
     assert code == 2 and "catalog entry: put it under DIR/models/" in err and "Traceback" not in err and not stdout
+
+
+def test_an_entry_named_as_a_shipped_model_is_warned_of(run_cli, tmp_path):
+    """Under --catalog a user's file replaces the shipped entry of its id: writing one says so; another id does not."""
+    cfg = str(CONFIGS / "Qwen__Qwen3-8B.json")
+    (tmp_path / "models").mkdir()
+    code, _, err = run_cli("import", cfg, "-o", str(tmp_path / "models" / "gemma-4-12b.yaml"))
+    assert code == 0 and "Warning: `gemma-4-12b` is a shipped model's id" in err
+    code, _, err = run_cli("import", cfg, "-o", str(tmp_path / "models" / "my-qwen.yaml"))
+    assert code == 0 and "Warning" not in err

@@ -75,6 +75,11 @@ def import_(
         sys.stdout.write(text)
         return
     write_output(output, text, "-o", force)
+    from llmsize.catalog.loader import builtin_dirs
+
+    if any((d / "models" / f"{model_id}.yaml").is_file() for d in builtin_dirs()):
+        sys.stderr.write(f"Warning: `{model_id}` is a shipped model's id: under --catalog this file replaces the "
+                         "shipped entry; give another id (-o or --id) to keep both.\n")
     if output.parent.name == "models":  # a catalog folder's models/ shelf
         hint = f"plan it with `llmsize plan {model_id} --gpu CARD --catalog {output.parent.parent}`"
     else:

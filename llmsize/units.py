@@ -50,6 +50,15 @@ def fmt_bytes_auto(nbytes: float | None) -> str:
     return fmt_bytes(nbytes, "KB", 1)
 
 
+def fmt_binary_auto(nbytes: float) -> str:
+    """Pick GiB, MiB or KiB so the number reads well (a checkpoint of a few MB is not 0.00 GiB)."""
+    if abs(nbytes) >= 0.1 * GiB:
+        return fmt_bytes(nbytes, "GiB")
+    if abs(nbytes) >= 0.1 * 2**20:
+        return fmt_bytes(nbytes, "MiB")
+    return fmt_bytes(nbytes, "KiB", 1)
+
+
 def column_unit(values: list[float]) -> str:
     """One decimal unit for a whole column (GB, MB or KB), picked by its largest value, so a column never mixes
     units."""

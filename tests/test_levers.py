@@ -366,7 +366,7 @@ def test_a_lever_worse_than_now_says_so(run_cli):
     code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--levers")
     assert code == 0, err
     flat = " ".join(out.split())
-    assert "23.2 tok/s; TTFT 247 ms -> 1.22 s; worse than now" in flat
+    assert "23.2 tok/s; roofline TTFT 247 ms -> 1.22 s; worse than now" in flat
     assert "fleet output per card (tok/s); worse than now" in flat
     assert "batch 13 sequences" in flat and "320.4 tok/s; worse" not in flat
     assert "rows of another figure after" in flat

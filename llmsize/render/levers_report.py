@@ -37,7 +37,7 @@ def render_levers(levers: list[Lever], console, width: int = 100, runtime_name: 
             words += (f"; expected {lv.expected_after:,.1f} tok/s" if lv is head
                       else f"; expected {lv.expected_before:,.1f} -> {lv.expected_after:,.1f} tok/s")
         if lv.ttft_moves:  # a row that changes the time to first token says so
-            words += f"; TTFT {fmt_seconds(lv.ttft_before_s, 0)} -> {fmt_seconds(lv.ttft_after_s, 0)}"
+            words += f"; roofline TTFT {fmt_seconds(lv.ttft_before_s, 0)} -> {fmt_seconds(lv.ttft_after_s, 0)}"
         if lv is not head and lv.worse:  # tried, and worse here: listed so that the reader need not try it
             words += "; worse than now"
         out += textwrap.wrap(f"{lv.name:<34} {change}{words}   [{lv.resource}]", width, initial_indent="  ",

@@ -9,7 +9,7 @@ from llmsize.estimate.llamacpp_fit import FIT_TARGET_BYTES
 from llmsize.estimate.llamacpp_memory import host_tables
 from llmsize.estimate.plan import Plan
 from llmsize.render.text import Report
-from llmsize.units import GB, GiB, column_unit, fmt_bytes, fmt_bytes_auto, fmt_params, fmt_seconds
+from llmsize.units import GB, GiB, column_unit, fmt_binary_auto, fmt_bytes, fmt_bytes_auto, fmt_params, fmt_seconds
 
 COMPONENT_LABELS = {
     "embedding": "embedding", "per_layer_embedding": "per-layer embedding", "lm_head": "lm_head",
@@ -60,7 +60,7 @@ def render_plan(p: Plan, width: int = 100, color: bool = False, placement: str |
     for w in p.warnings:  # first: this plan is not what the files hold
         r.line(f"Warning: {w}")
     r.title(f"llmsize plan: {model.name} on {gpu.name}")
-    r.line("Units: GB = 10^9 B, GiB = 2^30 B, GB/s decimal.", "dim")
+    r.line("Units: GB = 10^9 B (MB 10^6, KB 10^3), GiB = 2^30 B (MiB 2^20, KiB 2^10), GB/s decimal.", "dim")
 
     rows = [("memory bandwidth", f"{gpu.bandwidth_gb_s:,.1f} GB/s"),
             ("VRAM", f"{gpu.memory_size:g} {gpu.memory_vendor_unit} (vendor) = {gpu.memory_bytes / GiB:,.2f} GiB = "
@@ -106,10 +106,10 @@ def render_plan(p: Plan, width: int = 100, color: bool = False, placement: str |
             if est:
                 cells += [fmt_bytes_auto(e) if e else "-", diff(comp)]
             rows.append((cells + [fmt_bytes_auto(rd) if rd else "-"], ()))
-    mid = [fmt_bytes(est.bytes_total), diff("total")] if est else []
-    rows.append((["total", fmt_bytes(w.bytes_total), *mid, fmt_bytes(w.bytes_read_per_token)], ("bold",)))
-    rows.append((["", f"= {w.bytes_total / GiB:,.2f} GiB", *([""] * len(mid)),
-                  f"= {w.bytes_read_per_token / GiB:,.2f} GiB"], ("dim",)))
+    mid = [fmt_bytes_auto(est.bytes_total), diff("total")] if est else []
+    rows.append((["total", fmt_bytes_auto(w.bytes_total), *mid, fmt_bytes_auto(w.bytes_read_per_token)], ("bold",)))
+    rows.append((["", f"= {fmt_binary_auto(w.bytes_total)}", *([""] * len(mid)),
+                  f"= {fmt_binary_auto(w.bytes_read_per_token)}"], ("dim",)))
     bits = (f"{w.bits_per_weight:.2f} bits per quantized weight on average" if p.fmt.mix or p.fmt.recipe
             else f"{w.bits_per_weight:g} bits per quantized weight")
     r.table(f"Weights in {p.fmt.id} ({bits}{'' if p.fmt.recipe else f', scope {p.scope}'})",

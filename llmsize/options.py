@@ -69,7 +69,10 @@ def duration(flag: str):
         if value is None:
             return None
         if re.fullmatch(r"\s*[\d.]+(?:e-?\d+)?\s*", str(value).lower()):
-            raise typer.BadParameter(f"`{shown(value)}` has no unit: give {value.strip()}ms or {value.strip()}s")
+            bare = value.strip()
+            if re.fullmatch(r"[0.]+(?:e-?\d+)?", bare):  # a zero, with or without a unit, is no target
+                raise typer.BadParameter(f"`{shown(value)}` is no target: give a duration above 0, such as 2s or 33ms")
+            raise typer.BadParameter(f"`{shown(value)}` has no unit: give {bare}ms or {bare}s")
         m = re.fullmatch(r"\s*([\d.]+(?:e-?\d+)?)\s*(ms|s)\s*", str(value).lower())
         try:
             seconds = float(m.group(1)) / (1000 if m.group(2) == "ms" else 1) if m else None

@@ -2,6 +2,7 @@
 seed draws (first found by the fuzz test against 2026-12-01's tree: 32 failing cases in 14 groups)."""
 
 import json
+from pathlib import Path
 
 import pytest
 from conftest import assert_one_line_error
@@ -29,7 +30,9 @@ def test_a_terminal_one_column_wide_still_gets_a_report(run_cli, monkeypatch, ar
 @pytest.mark.parametrize("price, needle", [("1" + "0" * 400, "expected a number from"),
                                            ("5e-324", "expected a number from"), ("-0.0", "expected a number from"),
                                            # YAML 1.1 reads 2e3 as text (a hostile-input review, 2026-12-07)
-                                           ("2e3", "YAML reads 2e3 as text: write 2000.0")])
+                                           ("2e3", "YAML reads 2e3 as text: write 2000.0"),
+                                           # no hint to write a price that is out of range anyway
+                                           ("1e400", "expected a number from 0.001")])
 def test_prices_that_overflow_or_vanish(run_cli, tmp_path, price, needle):
     f = tmp_path / "p.yaml"
     f.write_text(f"prices: {{rtx5090: {price}}}\n")
@@ -211,3 +214,35 @@ def test_spec_accept_out_of_range_is_quoted_as_given(run_cli):
     code, _, err = run_cli("plan", "llama-3.1-8b", "--gpu", "h100", "--spec", "draft=llama-3.2-1b,k=4,accept=1.0000001")
     assert_one_line_error(code, err)
     assert "accept 1.0000001 is not in [0, 1]" in err
+
+
+def test_hostile_review_findings_read_as_one_line(run_cli, tmp_path):
+    """A new user's review (2026-12-07): an empty --gpu is not a missing one, a missing --checkpoint does not exist,
+    a falcon fleet at the default lengths says they are the defaults."""
+    code, _, err = run_cli("plan", "gemma-4-12b", "--gpu", "")
+    assert_one_line_error(code, err)
+    assert "--gpu is empty" in err
+    code, _, err = run_cli("measure", "--checkpoint", str(tmp_path / "nowhere"), "--device", "cpu")
+    assert_one_line_error(code, err)
+    assert "does not exist" in err
+    code, _, err = run_cli("fleet", "falcon-7b", "--gpus", "h100", "--users", "50")
+    assert_one_line_error(code, err)
+    assert "by default 3000 and 500" in err
+
+
+def test_a_few_megabyte_checkpoint_is_not_zero_gigabytes(run_cli, tmp_path):
+    """A tiny model's total prints in MB and MiB (the Units line names them), not 0.00 GB = 0.00 GiB."""
+    folder = tiny_llama_folder(tmp_path / "m")
+    code, out, err = run_cli("plan", str(folder), "--gpu", "rtx4080")
+    assert code == 0, err
+    assert "0.00 GiB" not in out and " MiB" in out and "MB 10^6" in out
+
+
+def test_a_compressed_tensors_config_without_a_scheme_says_so(run_cli, tmp_path):
+    """quantization_config {quant_method: compressed-tensors} alone had read "format None (None-bit None)"."""
+    cfg = json.loads((Path(__file__).parent / "data" / "hf-configs" / "Qwen__Qwen3-8B.json").read_text())
+    cfg["quantization_config"] = {"quant_method": "compressed-tensors"}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    code, _, err = run_cli("plan", str(tmp_path / "config.json"), "--gpu", "h100")
+    assert_one_line_error(code, err)
+    assert "names no format and no weights scheme" in err and "None" not in err

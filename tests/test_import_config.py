@@ -234,7 +234,7 @@ def test_gemma3_siglip_tower_is_counted_as_the_catalog_counts_it(catalog, tmp_pa
 
 @pytest.mark.parametrize("change, match", [
     ({"vision_config": [1, 2]}, "vision_config is"),
-    ({"vision_config": {"depth": "27"}}, "depth is '27'; expected an integer"),
+    ({"vision_config": {"depth": "27"}}, "depth is the string '27'; expected an integer"),
     ({"vision_config": {"depth": 0}}, "depth is '0'"),
     ({"vision_config": {"deepstack_visual_indexes": 3}}, "deepstack_visual_indexes is '3', not a list"),
     ({"text_config": {"mtp_num_hidden_layers": -1}}, "mtp_num_hidden_layers is '-1'"),
@@ -423,7 +423,8 @@ CORE = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "in
     # a block of side 0 was priced as per-tensor FP8 beside a note saying 128x128
     ({"model_type": "llama", **CORE, "quantization_config": {"quant_method": "fp8", "weight_block_size": [0, 0]}},
      r"weight_block_size \[0, 0\] is not two positive block sides"),
-    ({"model_type": "llama", "num_hidden_layers": "many"}, "num_hidden_layers is 'many'; expected an integer"),
+    ({"model_type": "llama", "num_hidden_layers": "many"},
+     "num_hidden_layers is the string 'many'; expected an integer"),
     ({"model_type": "llama", **CORE, "num_attention_heads": 7, "num_key_value_heads": 2, "head_dim": 16},
      "invalid at"),
     ({"model_type": "llama", **CORE, "num_attention_heads": 7}, "hidden_size 64 is not a multiple of "

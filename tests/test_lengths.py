@@ -171,6 +171,8 @@ def _write(path, data: bytes):
     (("--spec", "draft=qwen3-0.6b,k=4,accept=0.7"), "share the target's tokenizer"),
     (("--spec", ""), "--spec is empty"),
     (("--tpot", "33"), "`33` has no unit: give 33ms or 33s"),
+    (("--ttft", "0"), "`0` is no target: give a duration above 0"),
+    (("--tpot", "0ms"), "is not a duration such as 2s or 33ms (more than 0"),
     (("--emit", "vllm", "--json"), "does not combine"),
     (("--pareto", "--json"), "table view"),
     (("--isl", ""), "--isl is empty"),

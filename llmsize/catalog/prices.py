@@ -70,7 +70,7 @@ def _section(path: Path, section: dict, key: str, catalog) -> dict[str, float]:
             raise CatalogError(f"--prices `{path}`: price of `{shown(label)}` is {shown(repr(value), 40)}; expected a "
                                f"number from {PRICE_MIN:g} to {PRICE_MAX:,.0f}"
                                + (f" (YAML reads {value.strip()} as text: write {float(value):.1f})" if text_float
-                                  else "") + ".",
+                                  and PRICE_MIN <= float(value) <= PRICE_MAX else "") + ".",
                                "Give the price of one card." if key == "prices" else "Give the price of one card-hour.")
         try:
             gpu = catalog.gpu(str(name))

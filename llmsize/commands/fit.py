@@ -88,7 +88,8 @@ def fit_cmd(
     from llmsize.render.model_fit_report import fit_rows_to_dicts, render_fit
 
     if not gpu:
-        raise InvalidValueError("Missing option --gpu.", "Name a card: `llmsize gpus` lists them.")
+        raise InvalidValueError("Missing option --gpu." if gpu is None else "--gpu is empty.",
+                                "Name a card: `llmsize gpus` lists them.")
     cat = load_catalog(catalog)
     g, local_ram = find_local_card(cat, gpu, memory_gb)
     from llmsize.estimate.unified import is_unified

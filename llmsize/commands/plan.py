@@ -163,7 +163,8 @@ def plan(
 
     # the options alone, before any file is read
     if not gpu:
-        raise InvalidValueError("Missing option --gpu.", "Name a card: `llmsize gpus` lists them.")
+        raise InvalidValueError("Missing option --gpu." if gpu is None else "--gpu is empty.",
+                                "Name a card: `llmsize gpus` lists them.")
     fmt = one_format(as_json, fmt)
     check_backend(gpu_backend, runtime or engine)  # Vulkan under a runtime without one
     policy = parse_kv_policy(kv_policy)

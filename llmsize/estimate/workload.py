@@ -64,7 +64,8 @@ class Workload:
             longest = "a request" if not self.spread else "the p99 request"
             raise InvalidValueError(f"{longest.capitalize()} of {self.longest_tokens():,} tokens (prompt and answer) "
                                     f"exceeds {model.name}'s context of {model.max_position_embeddings:,} tokens.",
-                                    "Shorten --isl / --osl (or their p95), or pick a model with a longer context.")
+                                    "Shorten --isl / --osl (or their p95; by default 3000 and 500), or pick a model "
+                                    "with a longer context.")
         if model is not None and self.spec is not None:
             check_spec(self.spec, model)
         if self.tpot_s is not None and not 0 < self.tpot_s <= 86400:

@@ -143,7 +143,7 @@ def _llama_bench(tests: list[dict], path: Path) -> Run:
 def _vllm_serve(d: dict, path: Path) -> Run:
     tpot_key = "median_tpot_ms" if d.get("median_tpot_ms") else "mean_tpot_ms"  # the key read, as errors name it
     tpot = d.get(tpot_key)
-    if not tpot:
+    if tpot is None:
         raise _bad(path, "no median_tpot_ms / mean_tpot_ms in it")
     tpot_s = _num(tpot, path, tpot_key) / 1000
     if tpot_s <= 0:

@@ -98,5 +98,8 @@ def ct_weights(fmt: str | None, w: dict, where: str) -> tuple[str, str | None]:
         return fmt_id, (None if gs in (None, 128) else f"group size {gs} priced as 128")
     if fmt in ("int-quantized", "naive-quantized") or (bits == 8 and typ == "int"):
         return "int8", None
+    if fmt is None and bits is None and typ is None:  # nothing read: no config_groups weights, no format
+        raise ConfigError(f"{where}: compressed-tensors quantization_config names no format and no weights scheme "
+                          "(config_groups ... weights).", "Fix quantization_config, or plan with --quant.")
     raise ConfigError(f"{where}: compressed-tensors format {fmt!r} ({bits}-bit {typ}) is not supported.",
                       "Supported: nvfp4-pack-quantized, float-quantized (FP8), pack-quantized (int4), int8.")

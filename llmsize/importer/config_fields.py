@@ -90,7 +90,8 @@ class ConfigReader:
         if v is not None and key in INT_KEYS:
             low = 0 if key in MAY_BE_ZERO else 1
             if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= INT_CAP.get(key, INT_CAP_DEFAULT):
-                raise ConfigError(f"{self.where}: {key} is {str(v)[:40]!r}; expected an integer from {low} to "
+                said = f"the string {v[:40]!r}" if isinstance(v, str) else repr(str(v)[:40])
+                raise ConfigError(f"{self.where}: {key} is {said}; expected an integer from {low} to "
                                   f"{INT_CAP.get(key, INT_CAP_DEFAULT):,}.", "Fix the config.json.")
         return v
 

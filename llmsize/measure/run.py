@@ -86,7 +86,8 @@ def validate(o: MeasureOptions) -> None:
     from llmsize.files import is_dir
 
     if o.checkpoint and not is_dir(o.checkpoint, "--checkpoint"):
-        raise InvalidValueError(f"--checkpoint `{o.checkpoint}` is not a folder.",
+        raise InvalidValueError(f"--checkpoint `{o.checkpoint}` " + ("is not a folder." if Path(o.checkpoint).exists()
+                                                                     else "does not exist."),
                                 "Point it at a folder holding config.json and *.safetensors.")
 
 

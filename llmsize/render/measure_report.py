@@ -125,7 +125,8 @@ def render_measure(r: dict, c: Console) -> None:
                                           + (f" x {run['batch']} sequences" if run["batch"] > 1 else "")),
         ("decode, ms per step", f"median {dec['ms_per_token_median']:.3f}  (p10 {dec['ms_per_token_p10']:.3f}, "
                                 f"p90 {dec['ms_per_token_p90']:.3f})"),
-        ("decode, tokens/s", f"{dec['tok_s']:,.1f}" + (" (all sequences)" if run["batch"] > 1 else "")),
+        ("decode, tokens/s", f"{dec['tok_s']:,.1f} (mean over the run: steps / total time)"
+         + (", all sequences" if run["batch"] > 1 else "")),
         *([("  note", dec["timing_note"])] if dec.get("timing_note") else []),
         ("achieved bandwidth", (f"{ach['bandwidth_gb_s']:,.1f}" if ach["bandwidth_gb_s"] >= 1 else
                                 f"{ach['bandwidth_gb_s']:.2g}") + " GB/s  (bytes per step x steps/s)"),

@@ -1,5 +1,7 @@
 """Charts: the data (roofline points, KV curves, crossover) and what is drawn (terminal, PNG, SVG)."""
 
+import json
+
 import pytest
 
 from llmsize.estimate.charts import contexts_up_to, crossover_tokens, kv_curves, roofline
@@ -71,6 +73,12 @@ def test_terminal_charts_fit_and_label(run_cli):
     code, out, err = run_cli("kv", "llama-3-8b", "--users", "32")
     assert code == 0 and "KV cache of 32 sequences (GB = 10^9 B)" in out
     assert "outweighs the weights from: fp32: 1,915 tokens; bf16: 3,830 tokens" in out
+    assert "runs past" not in out
+    # beyond the model's positions, said in the text and the JSON
+    code, out, err = run_cli("kv", "llama-3-8b", "--users", "32", "--max-context", "32768")
+    assert code == 0 and "runs past Llama 3 8B's 8,192 positions" in " ".join(out.split())
+    code, out, err = run_cli("kv", "llama-3-8b", "--max-context", "32768", "--json")
+    assert code == 0 and json.loads(out)["max_position_embeddings"] == 8192 and json.loads(out)["beyond_positions"]
 
 
 @pytest.mark.parametrize("cmd, name", [(["roofline", "llama-3.1-8b", "--gpu", "h100"], "r"),

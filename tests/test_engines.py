@@ -939,3 +939,11 @@ def test_a_batch_below_max_num_seqs_is_refused_as_vllm_does(run_cli):
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx4090", "--engine", "vllm", "--engine-version", "9.9")
     assert code == 0 and "vLLM 9.9.0 is newer than the newest release read here, 0.34.0" in " ".join(out.split())
+
+
+def test_a_negative_cache_is_not_told_to_lower_its_length(run_cli):
+    """--non-torch-gib 1000 on a 32 GB card: the charges exceed the budget whatever the length, so the ledger does not
+    advise lowering --max-model-len."""
+    code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx5090", "--engine", "vllm", "--non-torch-gib", "1000")
+    text = " ".join(out.split())
+    assert code == 0 and "it does not start at any length" in text and "lower --max-model-len" not in text

@@ -115,11 +115,17 @@ def kv(
     w = weight_bytes(m, fmt, scope).bytes_total
     curves = kv_curves(m, contexts_up_to(limit, start=min(256, limit // 2)), users=users)
     cross = {dt: crossover_tokens(m, dt, w, users, limit) for dt in KV_DTYPES}
+    beyond = (f"--max-context {limit:,} runs past {m.name}'s {m.max_position_embeddings:,} positions: the cache is "
+              "priced there, the model was not trained so far" if limit > m.max_position_embeddings else None)
     if as_json:
-        print_json(charts.kv_json(m.id, fmt.id, w, users, curves, cross))
+        print_json(charts.kv_json(m.id, fmt.id, w, users, curves, cross) | {
+            "max_position_embeddings": m.max_position_embeddings, "beyond_positions": beyond})
     elif output is None:
-        sys.stdout.write(charts.kv_text(m.name, curves, w, fmt.id, cross, width=make_console().width, users=users)
-                         + "\n")
+        import textwrap
+
+        width = make_console().width
+        sys.stdout.write(charts.kv_text(m.name, curves, w, fmt.id, cross, width=width, users=users) + "\n"
+                         + (textwrap.fill(f"note: {beyond}", max(width, 20)) + "\n" if beyond else ""))
     else:
         charts.kv_image(m.name, curves, w, fmt.id, output, users=users)
         sys.stderr.write(f"Wrote {output}\n")

@@ -906,8 +906,10 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
             notes.append(f"{lead}: the engine refuses to start below {min_fraction:.4f} of "
                          f"{'total' if profile else 'free'} memory (or lower --max-model-len).")
         else:
-            notes.append(f"{lead} at any utilization (the engine refuses to start): lower --max-model-len, quantize, "
-                         "or add cards.")
+            notes.append(f"{lead} at any utilization (the engine refuses to start): "
+                         + ("lower --max-model-len, quantize, or add cards." if kv_cache > 0 else
+                            "the weights and the charges before the cache exceed the card at any length: quantize, "
+                            "add cards, or check the charges given (--non-torch-gib, --cudagraph-gib)."))
     if windows:
         notes.append(f"DeepSeek-V4's cache: charged as its compressed rows and indexer keys ({per_token:,.0f} B a "
                      f"token) and each request's windows ({windows / 2**20:,.2f} MiB); the engine's own pools for it "

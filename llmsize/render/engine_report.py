@@ -40,14 +40,14 @@ def render_ledger(led, console) -> None:
         if nbytes or not label.startswith("-"):
             t.add_row(label, g(nbytes))
     refuse = ""
-    if not led.fits_one_request and led.name == "sglang" and led.kv_cache_tokens > 0:
+    if led.kv_cache_bytes < 0:  # no length helps: the lines above exceed what the engine budgets
+        refuse = "  (negative: the lines above exceed the engine's budget; it does not start at any length)"
+    elif not led.fits_one_request and led.name == "sglang" and led.kv_cache_tokens > 0:
         refuse = "  (too small for one request: SGLang caps a request at its tokens)"
     elif not led.fits_one_request and led.min_fraction is not None:
         refuse = (f"  (too small for one request: refuses to start below {led.min_fraction:.4f})"
                   if led.min_fraction <= 1 else "  (too small for one request at any utilization: lower "
                   "--max-model-len)")
-    elif led.kv_cache_bytes < 0:
-        refuse = "  (negative: the engine refuses to start)"
     t.add_row("KV cache", g(led.kv_cache_bytes) + refuse)
     groups = f" over {led.kv_groups} KV-cache groups" if led.kv_groups > 1 else ""
     t.add_row("blocks", f"{led.kv_blocks:,} of {led.block_bytes / 2**20:,.2f} MiB{groups}")

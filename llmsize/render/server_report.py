@@ -18,7 +18,7 @@ def _pct(x):
 def _p50_p90(s: dict | None, fmt: str = "{:,.1f}") -> str:
     if not s:
         return "n/a"
-    return f"{fmt.format(s['median'])}/{fmt.format(s['p90'])}"
+    return f"{fmt.format(s['median'])} / {fmt.format(s['p90'])}"  # spaced: a narrow column wraps between them
 
 
 def render_server(r: dict, c: Console) -> None:

@@ -270,3 +270,11 @@ def test_a_mixed_precision_checkpoint_on_the_hub_plans_as_its_recipe(hub, run_cl
     assert json.loads(out)["weights"]["format"] == ("experts=nvfp4-w4a16,shared_experts=nvfp4-w4a16,attention=fp8,"
                                                     "ssm=fp8,lm_head=nvfp4-w4a16")
     assert any(e["file"] == "hf_quant_config.json" for e in hub.log)
+
+
+def test_a_config_that_is_no_json_says_where_to_look(hub, run_cli):
+    """An endpoint (a proxy) answering with an error page where config.json should be: one line, and what to check."""
+    (hub.root / "acme" / "page").mkdir(parents=True)
+    (hub.root / "acme" / "page" / "config.json").write_text("<html>Bad gateway</html>")
+    code, out, err = run_cli("plan", "--hub", "acme/page", "--gpu", "h200")
+    assert code == 2 and "not valid JSON" in err and "HF_ENDPOINT" in err and len(err.strip().splitlines()) == 1

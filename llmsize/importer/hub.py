@@ -106,7 +106,8 @@ class _Client:
         try:
             return json.loads(got[0].decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as e:
-            raise HubError(f"{self.repo}@{self.revision}/{filename}: not valid JSON ({e.__class__.__name__}).") \
+            raise HubError(f"{self.repo}@{self.revision}/{filename}: not valid JSON ({e.__class__.__name__}).",
+                           "Check the repo and revision, or HF_ENDPOINT (a proxy's error page is not the file).") \
                 from None
 
     def header(self, filename: str) -> dict[str, TensorInfo]:

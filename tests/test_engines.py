@@ -500,15 +500,17 @@ def test_mamba_hybrid_ledger_in_the_plan(run_cli):
     """Nemotron 3 Nano (23 Mamba2 layers with fp32 state, 6 attention layers of 2 x 128): state 3 x 6,144 x 2 +
     64 x 64 x 128 x 4 = 2,134,016 B; attention token 1,024 B; before 0.34 the block is 16 x cdiv(2,134,016, 16,384)
     = 2,096 tokens; from 0.34, whose default block is 64 (kernel_block_alignment_size = max(16, 64)), 64 x
-    cdiv(2,134,016, 65,536) = 2,112."""
-    for version, bs in (("0.33.0", 2096), ("v1", 2112)):
+    cdiv(2,134,016, 65,536) = 2,112. A request reserves cdiv(262,144, block) attention blocks and, in each of the 4
+    Mamba groups (23 layers in groups of 6), 3 state pages from 0.32 (prefix caching's align mode, on by default from
+    0.28: the state, the last block's, a Mamba2 mixer's prefill checkpoint), 1 before 0.28."""
+    for version, bs, pages in (("0.27.1", 2096, 1), ("0.33.0", 2096, 3), ("v1", 2112, 3)):
         code, out, err = run_cli("plan", "nemotron-3-nano-30b-a3b", "--gpu", "h100-sxm", "--engine", "vllm",
                                  "--engine-version", version, "--json")
         assert code == 0, err
         e = json.loads(out)["engine"]
         assert e["block_bytes"] == 6 * bs * 1024  # one block across the 6 buffers of a group
         assert any(f"attention block grows to {bs:,} tokens" in a for a in e["assumptions"])
-        assert e["max_concurrency"] == pytest.approx(e["kv_blocks"] / (-(-262144 // bs) + 4))
+        assert e["max_concurrency"] == pytest.approx(e["kv_blocks"] / (-(-262144 // bs) + 4 * pages))
 
 
 def test_trtllm_1400_int8_7b_on_an_a100(catalog):
@@ -947,3 +949,39 @@ def test_a_negative_cache_is_not_told_to_lower_its_length(run_cli):
     code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx5090", "--engine", "vllm", "--non-torch-gib", "1000")
     text = " ".join(out.split())
     assert code == 0 and "it does not start at any length" in text and "lower --max-model-len" not in text
+
+
+@pytest.mark.parametrize("model, gpu, release, spec, pages", [
+    ("qwen3.6-35b-a3b", "h100-sxm", (0, 14, 1), 2, 1),  # drafted tokens' pages counted from 0.15
+    ("qwen3.6-35b-a3b", "h100-sxm", (0, 24, 0), 2, 3),  # prefix caching off for hybrids: 1 + S
+    ("qwen3.6-35b-a3b", "h100-sxm", (0, 27, 1), 0, 1),
+    ("qwen3.6-35b-a3b", "h100-sxm", (0, 28, 0), 0, 2),  # on by default, align mode: 2 + S
+    ("qwen3.6-35b-a3b", "h100-sxm", (0, 32, 0), 0, 2),
+    ("qwen3.6-35b-a3b", "h100-sxm", (0, 33, 0), 0, 3),  # FlashInfer's GDN prefill on Hopper: a checkpoint page
+    ("qwen3.6-35b-a3b", "rtx5090", (0, 34, 0), 1, 4),  # Blackwell, 128-wide keys, CUDA 13 wheels
+    ("qwen3.6-35b-a3b", "rtx4090", (0, 34, 0), 0, 2),  # Ada: Triton's kernel
+    ("qwen3.6-35b-a3b", "mi300x", (0, 34, 0), 0, 2),
+    ("nemotron-3-nano-30b-a3b", "rtx4090", (0, 31, 0), 0, 2),
+    ("nemotron-3-nano-30b-a3b", "rtx4090", (0, 32, 0), 0, 3),  # a Mamba2 mixer's prefill checkpoint
+    ("lfm2-1.2b", "h100-sxm", (0, 34, 0), 0, 2),  # a short conv: no checkpoint page
+])
+def test_a_mamba_groups_pages_a_request_follow_the_release(catalog, model, gpu, release, spec, pages):
+    """MambaSpec.max_memory_usage_bytes over its page, release by release (vllm_release.mamba_state_blocks)."""
+    from llmsize.estimate.vllm_release import mamba_state_blocks
+
+    assert mamba_state_blocks(catalog.model(model), catalog.gpu(gpu), release, spec)[0] == pages
+
+
+def test_qwen3_6_on_a_5090_reserves_its_gdn_pages_by_release(catalog):
+    """Qwen3.6-35B-A3B NVFP4, FP8 cache, 131,072-token requests on an RTX 5090: 10 full-attention layers and 30 Gated
+    DeltaNet layers in groups of 10 (1 full, 3 GDN groups); the attention block grows to hold a GDN state page (1,072
+    tokens at 16, vLLM < 0.34), so a request takes cdiv(131,072, 1,072) = 123 attention blocks and, per GDN group, 1
+    page under 0.27 (prefix caching off for hybrids), 2 under 0.28 (align mode), 3 under 0.33 (FlashInfer's GDN
+    prefill keeps a checkpoint page on Blackwell): 126, 129 and 132 blocks, the concurrency falling by the same
+    ratio over the same pool."""
+    m, g = catalog.model("qwen3.6-35b-a3b"), catalog.gpu("rtx5090")
+    w = weight_bytes(m, quant_format("nvfp4"), "linear").bytes_total
+    led = {v: engine_ledger(m, g, w, EngineInputs(version=v, kv_dtype="fp8", max_model_len=131072, gpu_util=0.9))
+           for v in ("0.27.1", "0.28.0", "0.33.0")}
+    for v, need in (("0.27.1", 126), ("0.28.0", 129), ("0.33.0", 132)):
+        assert led[v].max_concurrency == pytest.approx(led[v].kv_blocks / need), v

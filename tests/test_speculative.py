@@ -184,7 +184,8 @@ def test_an_mtp_draft_step_reads_its_block_in_the_bits_the_module_is_stored_in(c
 def test_the_launch_line_carries_the_speculative_decoding_it_was_sized_with(run_cli):
     """plan --spec ... --emit gives the engine's own flags for it (vLLM's --speculative-config, SGLang's EAGLE chain,
     as fleet --emit does; a new user's pass found them dropped) and, as the most sequences, what the cache holds
-    beside the draft (the speculative section's count, not the plain plan's)."""
+    beside the draft (the speculative section's count, not the plain plan's), where vLLM's own ledger holds as many
+    (from 0.15 a Gated DeltaNet group keeps a state page for each drafted token too: engines.py, vllm_release)."""
     for engine, flag in (("vllm", '--speculative-config \'{"method": "mtp", "num_speculative_tokens": 1}\''),
                          ("sglang", "--speculative-algorithm EAGLE --speculative-num-steps 1")):
         code, out, err = run_cli("plan", "qwen3.5-27b", "--gpu", "h100", "--spec", "mtp=1", "--emit", engine)
@@ -192,10 +193,16 @@ def test_the_launch_line_carries_the_speculative_decoding_it_was_sized_with(run_
         assert flag in out
     seqs = _plan(run_cli, "qwen3.5-27b", "--gpu", "h100", "--spec", "mtp=1")["speculative"]["max_concurrent_sequences"]
     plain = _plan(run_cli, "qwen3.5-27b", "--gpu", "h100")["capacity"]["max_concurrent_sequences"]
+    def held(*extra):  # vLLM's own ledger at the line's length
+        e = _plan(run_cli, "qwen3.5-27b", "--gpu", "h100", "--engine", "vllm", "--max-model-len", "4096", *extra)
+        return int(e["engine"]["max_concurrency"])
+
     code, out, err = run_cli("plan", "qwen3.5-27b", "--gpu", "h100", "--spec", "mtp=1", "--emit", "vllm")
-    assert re.search(rf"--max-num-seqs {seqs}\b", out) and seqs < plain
+    spec_held = held("--spec", "mtp=1")
+    assert re.search(rf"--max-num-seqs {min(seqs, spec_held)}\b", out) and seqs < plain
     code, out, err = run_cli("plan", "qwen3.5-27b", "--gpu", "h100", "--emit", "vllm")
-    assert "--speculative-config" not in out and re.search(rf"--max-num-seqs {plain}\b", out)
+    assert "--speculative-config" not in out and re.search(rf"--max-num-seqs {min(plain, held())}\b", out)
+    assert spec_held < held()  # a page more in each Gated DeltaNet group for the drafted token
 
 
 def test_the_diagnosis_offers_speculative_decoding_only_where_it_is_not_given(run_cli):

@@ -489,11 +489,13 @@ def _serving_ledger(p, m, g, engine, max_model_len, max_num_batched_tokens, bloc
         loaded_weight_bytes,
         mtp_layers_of,
         share_inputs,
+        spec_tokens_of,
     )
 
     e = EngineInputs(engine=engine, **share_inputs(p), max_model_len=max_model_len,
                      max_num_batched_tokens=max_num_batched_tokens, block_size=block_size,
                      kv_dtype=p.inputs.kv_dtype, tp=tp, weight_format=p.fmt.id, mtp_layers=mtp_layers_of(p),
+                     spec_tokens=spec_tokens_of(p),
                      pp=p.inputs.pp, draft_model=drafts_with_model(p),
                      non_torch_bytes=None if non_torch_gib is None else int(gib_bytes(non_torch_gib)),
                      version=engine_version.lower(),

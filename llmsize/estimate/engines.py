@@ -53,6 +53,7 @@ from llmsize.estimate.vllm_release import (
     VLLM_UTIL_BEFORE_0_20,
     effective_release,
     in_flight_tokens,
+    mamba_state_blocks,
     prefix_lm_floor,
     v1_defaults,
     v1_runner_model,
@@ -214,6 +215,7 @@ class EngineInputs:
     gpu_util_said: str = "given"  # where gpu_util comes from, in words, where one is given
     pp: int = 1  # pipeline stages: vLLM keeps a batch in flight for each (in_flight_tokens)
     draft_model: bool = False  # speculative decoding with a separate draft model (vLLM 0.26-0.27: no async scheduling)
+    spec_tokens: int = 0  # tokens a speculative step drafts (--spec k): vLLM's Mamba groups keep a state page for each
 
 
 @dataclass(frozen=True)
@@ -383,16 +385,17 @@ class V1Layout:
     page_bytes: int  # one block of one layer
     padded_layers: int  # layers added to fill the last group of a type
     state_bytes: float = 0.0  # a mamba layer's state before padding (0: no mamba layers)
+    state_blocks: int = 1  # state pages a request reserves in each mamba group (vllm_release.mamba_state_blocks)
 
     def blocks_per_request(self, max_model_len: int, batched_tokens: int) -> int:
         """SlidingWindowSpec.max_memory_usage_bytes: cdiv(min(window - 1 + batched, len), block) + 1 blocks;
-        full attention: cdiv(len, block); a mamba layer one block (its state)."""
+        full attention: cdiv(len, block); a mamba group state_blocks (its state, and the release's extra pages)."""
         total = 0
         for kind, window, bs in self.groups:
             if kind == "sliding":
                 total += -(-min(window - 1 + batched_tokens, max_model_len) // bs) + 1
             elif kind == "mamba":
-                total += 1
+                total += self.state_blocks
             else:
                 total += -(-max_model_len // bs)
         return total
@@ -599,6 +602,11 @@ def drafts_with_model(plan) -> bool:
     return plan.inputs.spec is not None and plan.inputs.spec.draft is not None
 
 
+def spec_tokens_of(plan) -> int:
+    """The tokens a plan's speculative step drafts (--spec k), 0 without one."""
+    return plan.inputs.spec.k if plan.inputs.spec is not None else 0
+
+
 def mtp_layers_of(plan) -> int:
     """The model's own MTP layers a plan drafts with (--spec mtp), which an engine loads and caches for; 0 otherwise."""
     from llmsize.estimate.speculative import mtp_module
@@ -659,6 +667,7 @@ def plan_ledger(p, model: ModelSpec, gpu: GpuSpec, engine: str, max_model_len: i
         return None
     e = EngineInputs(engine=engine, **share_inputs(p), max_model_len=max_model_len or p.inputs.context_tokens,
                      kv_dtype=p.inputs.kv_dtype, tp=p.inputs.tp, weight_format=p.fmt.id, mtp_layers=mtp_layers_of(p),
+                     spec_tokens=spec_tokens_of(p),
                      pp=p.inputs.pp, draft_model=drafts_with_model(p))
     try:
         return engine_ledger(p.card_model or model, gpu, loaded_weight_bytes(p), e)
@@ -875,6 +884,10 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
         return _sglang_dsv4_ledger(model, e, max_len, notes, (total, src, budget, weights_bytes, non_torch, kv_cache,
                                                                steps, version)), util
     layout = v1_layout(model, e.kv_dtype, block_size) if v1 else None
+    state_why = None
+    if layout is not None and layout.state_bytes:
+        blocks, state_why = mamba_state_blocks(model, gpu, rel, e.spec_tokens)
+        layout = replace(layout, state_blocks=blocks)
     windows = compressed_window_bytes(model, e.kv_dtype, max_len)
     one_request = (layout.blocks_per_request(max_len, in_flight) * layout.group_size * layout.page_bytes
                    if layout is not None else -(-max_len // page_tokens) * block + windows)
@@ -923,8 +936,8 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
         notes.append(f"Hybrid with constant-state layers (vLLM's mamba layout: Mamba, linear attention, short conv): a "
                      f"layer's state is {layout.state_bytes:,.0f} B, so the attention block {grows} "
                      f"{bs:,} tokens and the state page is padded by "
-                     f"{100 * (layout.page_bytes / layout.state_bytes - 1):.2f}% (vLLM logs both); prefix caching "
-                     "of mamba states is not modelled.")
+                     f"{100 * (layout.page_bytes / layout.state_bytes - 1):.2f}% (vLLM logs both); a request "
+                     f"reserves state pages in each mamba group: {state_why}.")
     if layout is not None:
         unit = layout.group_size * layout.page_bytes  # one block across the group_size buffers
         blocks = max(0, int(kv_cache // unit))

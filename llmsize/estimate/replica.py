@@ -32,6 +32,7 @@ def kv_pool_bytes(plan, runtime: str, max_model_len: int, engine_version: str = 
         engine_ledger,
         mtp_layers_of,
         share_inputs,
+        spec_tokens_of,
     )
 
     if runtime in ENGINES:
@@ -41,7 +42,8 @@ def kv_pool_bytes(plan, runtime: str, max_model_len: int, engine_version: str = 
                                    EngineInputs(engine=runtime, tp=plan.inputs.tp, kv_dtype=plan.inputs.kv_dtype,
                                                 **share_inputs(plan),
                                                 weight_format=plan.fmt.id, max_model_len=max_model_len,
-                                                mtp_layers=mtp_layers_of(plan), pp=plan.inputs.pp,
+                                                mtp_layers=mtp_layers_of(plan), spec_tokens=spec_tokens_of(plan),
+                                                pp=plan.inputs.pp,
                                                 draft_model=drafts_with_model(plan), version=engine_version))
             if ledger.window_pool:  # SGLang: the full layers' tokens over the plan's request's, in its bytes
                 per = (plan.kv_card or plan.kv).bytes_per_sequence

@@ -193,3 +193,46 @@ def in_flight_tokens(batched: int, release: tuple[int, int, int], pp: int = 1, d
     else:
         why = f"{pp} pipeline stages' batches: the V1 model runner adds none for async scheduling"
     return batches * batched, f"{batches} x max_num_batched_tokens {batched:,}: {why}, vLLM >= 0.26"
+
+
+# What one request reserves in a Mamba-like group (MambaSpec.max_memory_usage_bytes over its page, counted by the
+# logged concurrency), read release by release from vLLM's wheels (v1/kv_cache_interface.py, engine/arg_utils.py,
+# model_executor/models/config.py MambaModelConfig): one state page before 0.15.0, and with speculative decoding one
+# more for each drafted token from 0.15.0 (num_speculative_blocks = num_speculative_tokens). Prefix caching is off by
+# default for hybrids before 0.28.0 ("none": 1 + S); from 0.28.0 it is on, in mamba_cache_mode "align": 2 + S (the
+# running state and the last computed block's). From 0.32.0 a Mamba2 mixer keeps a prefill checkpoint page too
+# (layers/mamba/mamba_mixer2.py: num_prefill_checkpoint_blocks=1), and from 0.33.0 so does a Gated DeltaNet layer whose
+# prefill runs FlashInfer's kernel (layers/mamba/gdn/qwen_gdn_linear_attn.py: "auto" picks it on Hopper, and on
+# Blackwell with 128-wide keys under CUDA 13, the runtime of the 0.33 and 0.34 wheels): 3 + S.
+MAMBA_ALIGN_FROM = (0, 28, 0)
+MAMBA_SPEC_BLOCKS_FROM = (0, 15, 0)
+
+
+def _gdn_flashinfer(model: ModelSpec, gpu: GpuSpec) -> bool:
+    """A Gated DeltaNet model's prefill on FlashInfer's kernel (vLLM >= 0.33 _resolve_gdn_prefill_backend, "auto"):
+    CUDA, compute capability 9.0, or 10.x / 12.x with 128-wide keys."""
+    if gpu.vendor != "NVIDIA" or not gpu.compute_capability:
+        return False
+    gdn = [g.mixer for g in model.layer_groups if g.mixer is not None and g.mixer.kind == "linear"
+           and g.mixer.variant == "gated_deltanet"]
+    major = gpu.compute_capability.split(".")[0]
+    return bool(gdn) and (gpu.compute_capability == "9.0"
+                          or (major in ("10", "12") and all(m.key_head_dim == 128 for m in gdn)))
+
+
+def mamba_state_blocks(model: ModelSpec, gpu: GpuSpec, release: tuple[int, int, int], spec_tokens: int = 0
+                       ) -> tuple[int, str]:
+    """State pages one request reserves in each Mamba-like group under `release`'s defaults, and why."""
+    s = spec_tokens if release >= MAMBA_SPEC_BLOCKS_FROM else 0
+    spec = f" and {s} for the drafted tokens" if s else ""
+    if release < MAMBA_ALIGN_FROM:
+        return 1 + s, f"{1 + s} (its state{spec}; prefix caching is off for hybrids by default before 0.28)"
+    kinds = {g.mixer.kind for g in model.layer_groups if g.mixer is not None and g.mixer.kind in STATE_KINDS}
+    if release >= (0, 32, 0) and "ssm" in kinds:
+        return 3 + s, (f"{3 + s} (prefix caching's align mode, on by default from 0.28: the state, the last block's, "
+                       f"and from 0.32 a Mamba2 mixer's prefill checkpoint{spec})")
+    if release >= (0, 33, 0) and _gdn_flashinfer(model, gpu):
+        return 3 + s, (f"{3 + s} (prefix caching's align mode, on by default from 0.28: the state, the last block's, "
+                       f"and from 0.33 a prefill checkpoint for FlashInfer's Gated DeltaNet kernel{spec})")
+    return 2 + s, (f"{2 + s} (prefix caching's align mode, on by default from 0.28: the state and the last "
+                   f"block's{spec})")

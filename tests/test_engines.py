@@ -975,13 +975,14 @@ def test_a_mamba_groups_pages_a_request_follow_the_release(catalog, model, gpu, 
 def test_qwen3_6_on_a_5090_reserves_its_gdn_pages_by_release(catalog):
     """Qwen3.6-35B-A3B NVFP4, FP8 cache, 131,072-token requests on an RTX 5090: 10 full-attention layers and 30 Gated
     DeltaNet layers in groups of 10 (1 full, 3 GDN groups); the attention block grows to hold a GDN state page (1,072
-    tokens at 16, vLLM < 0.34), so a request takes cdiv(131,072, 1,072) = 123 attention blocks and, per GDN group, 1
-    page under 0.27 (prefix caching off for hybrids), 2 under 0.28 (align mode), 3 under 0.33 (FlashInfer's GDN
-    prefill keeps a checkpoint page on Blackwell): 126, 129 and 132 blocks, the concurrency falling by the same
-    ratio over the same pool."""
+    tokens in steps of 16, vLLM < 0.34), so a request takes cdiv(131,072, 1,072) = 123 attention blocks and, per GDN
+    group, 1 page under 0.27 (prefix caching off for hybrids), 2 under 0.28 (align mode): 126 and 129 blocks. Under
+    0.33 FlashInfer's GDN prefill keeps a checkpoint page on Blackwell, and its checkpoints' 64-token grid makes the
+    block 64 x cdiv(1,072, 64) = 1,088 tokens: cdiv(131,072, 1,088) + 3 x 3 = 121 + 9 = 130."""
     m, g = catalog.model("qwen3.6-35b-a3b"), catalog.gpu("rtx5090")
     w = weight_bytes(m, quant_format("nvfp4"), "linear").bytes_total
     led = {v: engine_ledger(m, g, w, EngineInputs(version=v, kv_dtype="fp8", max_model_len=131072, gpu_util=0.9))
            for v in ("0.27.1", "0.28.0", "0.33.0")}
-    for v, need in (("0.27.1", 126), ("0.28.0", 129), ("0.33.0", 132)):
+    for v, need in (("0.27.1", 126), ("0.28.0", 129), ("0.33.0", 130)):
         assert led[v].max_concurrency == pytest.approx(led[v].kv_blocks / need), v
+    assert any("grows to 1,088 tokens" in a for a in led["0.33.0"].assumptions)

@@ -53,6 +53,7 @@ from llmsize.estimate.vllm_release import (
     VLLM_UTIL_BEFORE_0_20,
     effective_release,
     in_flight_tokens,
+    mamba_checkpoint_align,
     mamba_state_blocks,
     prefix_lm_floor,
     v1_defaults,
@@ -415,8 +416,11 @@ def running_concurrency_of(layout: V1Layout, blocks: int, max_len: int, in_fligh
     return max(0.0, (blocks - (need - held)) / held)
 
 
-def v1_layout(model: ModelSpec, kv_dtype: str, block_size: int) -> V1Layout | None:
-    """None for a model without attention layers."""
+def v1_layout(model: ModelSpec, kv_dtype: str, block_size: int, checkpoint_align: int = 1) -> V1Layout | None:
+    """None for a model without attention layers; `checkpoint_align`: the tokens a mamba prefill checkpoint aligns
+    to, which the attention block's alignment takes too (vllm_release.mamba_checkpoint_align)."""
+    import math
+
     from llmsize.estimate.kv import per_token_per_layer
     from llmsize.estimate.quant import kv_dtype_bytes
 
@@ -443,6 +447,7 @@ def v1_layout(model: ModelSpec, kv_dtype: str, block_size: int) -> V1Layout | No
     if state:
         a = MLA_ALIGN_TOKENS if mla_mixers(model) else MAMBA_ALIGN_TOKENS
         a = max(a, block_size)  # kernel_block_alignment_size = max(the kernel's smallest block, the cache's block)
+        a = math.lcm(a, checkpoint_align)
         block_size = max(block_size, a * -(-int(state) // int(a * max(per_token.values()))))
     target = max(block_size * t for t in per_token.values())
     if len(types) == 1 and not state:
@@ -883,7 +888,7 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
     if e.engine == "sglang" and is_dsv4(model):
         return _sglang_dsv4_ledger(model, e, max_len, notes, (total, src, budget, weights_bytes, non_torch, kv_cache,
                                                                steps, version)), util
-    layout = v1_layout(model, e.kv_dtype, block_size) if v1 else None
+    layout = v1_layout(model, e.kv_dtype, block_size, mamba_checkpoint_align(model, gpu, rel)) if v1 else None
     state_why = None
     if layout is not None and layout.state_bytes:
         blocks, state_why = mamba_state_blocks(model, gpu, rel, e.spec_tokens)

@@ -220,6 +220,19 @@ def _gdn_flashinfer(model: ModelSpec, gpu: GpuSpec) -> bool:
                           or (major in ("10", "12") and all(m.key_head_dim == 128 for m in gdn)))
 
 
+# FlashInfer's Gated DeltaNet prefill checkpoints every 64 tokens (v1/attention/backends/gdn_attn.py
+# FLASHINFER_GDN_CHECKPOINT_ALIGNMENT, 0.33 on); align mode's attention block is a multiple of it (the kernel's
+# alignment lcm'ed with the checkpoint grid): 64-token steps where 0.33's default block is 16.
+FLASHINFER_GDN_CHECKPOINT_TOKENS = 64
+
+
+def mamba_checkpoint_align(model: ModelSpec, gpu: GpuSpec, release: tuple[int, int, int] | None) -> int:
+    """The tokens a hybrid's attention block aligns to for its mamba prefill checkpoints (1: none)."""
+    if release is None or release < (0, 33, 0) or not _gdn_flashinfer(model, gpu):
+        return 1
+    return FLASHINFER_GDN_CHECKPOINT_TOKENS
+
+
 def mamba_state_blocks(model: ModelSpec, gpu: GpuSpec, release: tuple[int, int, int], spec_tokens: int = 0
                        ) -> tuple[int, str]:
     """State pages one request reserves in each Mamba-like group under `release`'s defaults, and why."""

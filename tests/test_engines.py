@@ -986,3 +986,28 @@ def test_qwen3_6_on_a_5090_reserves_its_gdn_pages_by_release(catalog):
     for v, need in (("0.27.1", 126), ("0.28.0", 129), ("0.33.0", 130)):
         assert led[v].max_concurrency == pytest.approx(led[v].kv_blocks / need), v
     assert any("grows to 1,088 tokens" in a for a in led["0.33.0"].assumptions)
+
+
+def test_fleet_counts_a_hybrids_requests_as_its_engine_reserves_them(catalog):
+    """Qwen3.6-35B-A3B FP8 on an H100, 3,000 in / 1,000 out (3,500 tokens held): SGLang's attention pool and its
+    states' pool (0.9 / 1.9 of the static pool) each hold so many requests (its full layers' tokens / 3,500; the
+    states' pool / a request's states), the fewer binding; vLLM reserves its Gated DeltaNet groups' state pages a
+    request (3 from 0.33 on Hopper). Counted as the plan's bytes a request, SGLang's attention pool alone had held
+    102, about half, and vLLM's 326, above its own 235 at 4,000 tokens."""
+    from llmsize.estimate.engines import plan_ledger
+    from llmsize.estimate.fleet import Workload
+    from llmsize.estimate.plan import PlanInputs, make_plan
+    from llmsize.estimate.replica import kv_pool_bytes, users_held
+
+    m, g = catalog.model("qwen3.6-35b-a3b"), catalog.gpu("h100-sxm")
+    w = Workload(3000, 1000, users=4000)
+    for runtime in ("sglang", "vllm"):
+        p = make_plan(m, g, PlanInputs(quant="fp8", context_tokens=3500, prompt_tokens=3000, runtime=runtime,
+                                       kv_dtype=None), search_fit=False)
+        led = plan_ledger(p, m, g, runtime, 4000)
+        held = users_held(p, w, runtime, None, kv_pool_bytes(p, runtime, 4000)[0])
+        if runtime == "sglang":
+            slots = led.state_pool_bytes / p.kv.fixed_bytes_per_sequence
+            assert held == int(min(led.kv_cache_tokens / 3500, slots))
+        else:
+            assert led.max_concurrency <= held <= led.max_concurrency * 4000 / 3500

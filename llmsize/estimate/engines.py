@@ -248,9 +248,12 @@ class EngineLedger:
     # vLLM V1 with sliding-window groups: max_model_len requests it runs at once past their prefill, where the
     # logged concurrency reserves each its prefill's blocks (running_concurrency_of); None: no sliding group
     running_concurrency: float | None = None
-    # SGLang's hybrid SWA pool: the full layers' tokens bind its requests, the window pool beside them kept at a
-    # fixed share (SGLANG_SWA_FULL_TOKENS_RATIO) whatever a request's window needs
-    window_pool: bool = False
+    # the engine admits requests by its own per-request reservation, not by the bytes a plan's request caches: vLLM's
+    # sliding and Mamba groups (a window's in-flight reserve, a group's state pages), SGLang's hybrid pools (the
+    # full layers' tokens beside a window pool at a fixed share, SGLANG_SWA_FULL_TOKENS_RATIO; the states' own pool,
+    # state_pool_bytes)
+    requests_bind: bool = False
+    state_pool_bytes: float = 0.0  # SGLang: the recurrent states' pool beside the attention cache
 
     @property
     def max_concurrency(self) -> float:
@@ -735,6 +738,7 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
     if layout_note:
         notes.append(f"Layout: {layout_note}.")
     batched = in_flight = in_flight_why = floor = None
+    state_pool = 0.0
     sglang_scale, sglang_aiter = 1.0, 1.0  # SGLang: the pool a token's cache takes with the states' share; aiter's
     profile = vllm_profile(e.version) if e.engine == "vllm" else None
     v1 = profile is not None and profile.v1
@@ -846,7 +850,7 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
         if states:
             sglang_scale = 1 + SGLANG_MAMBA_FULL_MEMORY_RATIO
         if states and kv_cache > 0:
-            state_share = kv_cache * SGLANG_MAMBA_FULL_MEMORY_RATIO / (1 + SGLANG_MAMBA_FULL_MEMORY_RATIO)
+            state_share = state_pool = kv_cache * SGLANG_MAMBA_FULL_MEMORY_RATIO / (1 + SGLANG_MAMBA_FULL_MEMORY_RATIO)
             kv_cache -= state_share
             steps += (("- recurrent states' pool", state_share),)
         version = "mem_fraction_static ledger (static pool = free at start x fraction - weights)"
@@ -971,9 +975,11 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
                          + f". {other}")
         return EngineLedger(e.engine, version, total, src, budget, weights_bytes, non_torch, act, kv_cache,
                             unit, blocks, tokens, max_len, batched, notes, conc, min_fraction, fits,
-                            len(layout.groups), graphs, steps, running_concurrency=running), util
+                            len(layout.groups), graphs, steps, running_concurrency=running,
+                            requests_bind=any(g[0] in ("sliding", "mamba") for g in layout.groups)), util
     blocks = max(0, int(kv_cache // block)) if block > 0 else 0
     return EngineLedger(e.engine, version, total, src, budget, weights_bytes, non_torch, act, kv_cache, block,
                         blocks, blocks * page_tokens, max_len, batched, notes,
                         concurrency=max(0.0, kv_cache) / one_request if windows else None, min_fraction=min_fraction,
-                        fits_one_request=fits, cudagraph_bytes=graphs, steps=steps, window_pool=bool(swa_pool)), util
+                        fits_one_request=fits, cudagraph_bytes=graphs, steps=steps,
+                        requests_bind=bool(swa_pool) or state_pool > 0, state_pool_bytes=state_pool), util

@@ -21,10 +21,11 @@ def kv_pool_bytes(plan, runtime: str, max_model_len: int, engine_version: str = 
     """The cache memory of one card of a replica, as the engine itself counts it (estimate/engines.py: vLLM's,
     SGLang's and TensorRT-LLM's ledgers at their default memory fractions, charging the activations, CUDA graphs and
     non-torch memory of a max_model_len engine), else the plan's budget (utilization x memory - weights -
-    overhead). Where the engine's requests, not its bytes, bind, the requests it runs at once in the plan's bytes of
-    a request, so that users_held counts what the engine admits: vLLM's sliding groups reserve a prefill
-    (EngineLedger.running_concurrency x a max_model_len request); SGLang's full layers' pool binds beside its fixed
-    window pool (window_pool: its tokens over the plan's context x the plan's request)."""
+    overhead). Where the engine's requests, not its bytes, bind (EngineLedger.requests_bind), the requests it runs at
+    once in the plan's bytes of a request, so that users_held counts what the engine admits: vLLM's (requests_at_once
+    of max_model_len: its sliding groups' window and in-flight reserve, its Mamba groups' state pages) x the plan's
+    cache of such a request; SGLang's, its full layers' tokens over the plan's context, and no more than its states'
+    pool holds requests' states, x the plan's request."""
     from llmsize.estimate.engines import (
         ENGINES,
         EngineInputs,
@@ -45,15 +46,17 @@ def kv_pool_bytes(plan, runtime: str, max_model_len: int, engine_version: str = 
                                                 mtp_layers=mtp_layers_of(plan), spec_tokens=spec_tokens_of(plan),
                                                 pp=plan.inputs.pp,
                                                 draft_model=drafts_with_model(plan), version=engine_version))
-            if ledger.window_pool:  # SGLang: the full layers' tokens over the plan's request's, in its bytes
-                per = (plan.kv_card or plan.kv).bytes_per_sequence
-                return max(0.0, ledger.kv_cache_tokens / plan.inputs.context_tokens * per), \
-                    f"{ledger.name} ledger, in requests"
-            if ledger.running_concurrency is not None:
+            if ledger.requests_bind and runtime == "sglang":
+                kv = plan.kv_card or plan.kv
+                held = ledger.kv_cache_tokens / plan.inputs.context_tokens
+                if ledger.state_pool_bytes and kv.fixed_bytes_per_sequence:
+                    held = min(held, ledger.state_pool_bytes / kv.fixed_bytes_per_sequence)
+                return max(0.0, held * kv.bytes_per_sequence), f"{ledger.name} ledger, in requests"
+            if ledger.requests_bind:
                 from llmsize.estimate.kv import kv_bytes
 
                 one = kv_bytes(model, max_model_len, plan.inputs.kv_dtype).bytes_per_sequence
-                return max(0.0, ledger.running_concurrency * one), f"{ledger.name} ledger, in requests"
+                return max(0.0, ledger.requests_at_once * one), f"{ledger.name} ledger, in requests"
             return max(0.0, ledger.kv_cache_bytes), f"{ledger.name} ledger"
         except LlmsizeError:
             pass

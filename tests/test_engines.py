@@ -1006,8 +1006,23 @@ def test_fleet_counts_a_hybrids_requests_as_its_engine_reserves_them(catalog):
                                        kv_dtype=None), search_fit=False)
         led = plan_ledger(p, m, g, runtime, 4000)
         held = users_held(p, w, runtime, None, kv_pool_bytes(p, runtime, 4000)[0])
-        if runtime == "sglang":
-            slots = led.state_pool_bytes / p.kv.fixed_bytes_per_sequence
-            assert held == int(min(led.kv_cache_tokens / 3500, slots))
+        if runtime == "sglang":  # a request's states: 30 GDN layers' conv and recurrent states
+            assert led.state_slots == pytest.approx(led.state_pool_bytes / p.kv.fixed_bytes_per_sequence)
+            assert held == int(min(led.kv_cache_tokens / 3500, led.state_slots))
         else:
             assert led.max_concurrency <= held <= led.max_concurrency * 4000 / 3500
+
+
+def test_sglangs_states_pool_caps_a_hybrids_running_requests(run_cli):
+    """SGLang's states' pool (0.9 / 1.9 of the static pool) holds so many requests' states (max_mamba_cache_size),
+    which caps its running requests where short requests' tokens would allow more: Qwen3.6-35B-A3B FP8 on an H100 at
+    1,000 tokens, the attention pool's 682,529 tokens hold 682 requests, its states' pool 195 (30 GDN layers' states,
+    61.4 MiB a request): the ledger says so and the launch line caps --max-running-requests there."""
+    code, out, err = run_cli("plan", "qwen3.6-35b-a3b", "--gpu", "h100-sxm", "--quant", "fp8", "--engine", "sglang",
+                             "--max-model-len", "1000", "--json")
+    assert code == 0, err
+    e = json.loads(out)["engine"]
+    assert e["max_concurrency"] > 600 and int(e["requests_at_once"]) == int(e["state_slots"]) == 195
+    code, out, err = run_cli("plan", "qwen3.6-35b-a3b", "--gpu", "h100-sxm", "--quant", "fp8", "--context", "1000",
+                             "--emit", "sglang")
+    assert code == 0 and "--max-running-requests 195" in out

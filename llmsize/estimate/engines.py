@@ -254,6 +254,7 @@ class EngineLedger:
     # state_pool_bytes)
     requests_bind: bool = False
     state_pool_bytes: float = 0.0  # SGLang: the recurrent states' pool beside the attention cache
+    state_bytes_per_request: float = 0.0  # SGLang: one request's recurrent states (all its state layers)
 
     @property
     def max_concurrency(self) -> float:
@@ -262,10 +263,17 @@ class EngineLedger:
         return self.kv_cache_tokens / self.max_model_len
 
     @property
+    def state_slots(self) -> float | None:
+        """SGLang: the requests whose states its states' pool holds (max_mamba_cache_size, which caps its running
+        requests); None without such a pool."""
+        return self.state_pool_bytes / self.state_bytes_per_request if self.state_bytes_per_request else None
+
+    @property
     def requests_at_once(self) -> float:
         """The requests of max_model_len tokens the engine runs at once: running_concurrency, else
-        max_concurrency."""
-        return self.running_concurrency if self.running_concurrency is not None else self.max_concurrency
+        max_concurrency, and no more than its states' pool holds."""
+        conc = self.running_concurrency if self.running_concurrency is not None else self.max_concurrency
+        return min(conc, self.state_slots) if self.state_slots is not None else conc
 
 
 def cuda_total_bytes(gpu: GpuSpec) -> tuple[int, str]:
@@ -738,7 +746,7 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
     if layout_note:
         notes.append(f"Layout: {layout_note}.")
     batched = in_flight = in_flight_why = floor = None
-    state_pool = 0.0
+    state_pool = state_request = 0.0
     sglang_scale, sglang_aiter = 1.0, 1.0  # SGLang: the pool a token's cache takes with the states' share; aiter's
     profile = vllm_profile(e.version) if e.engine == "vllm" else None
     v1 = profile is not None and profile.v1
@@ -853,6 +861,9 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
             state_share = state_pool = kv_cache * SGLANG_MAMBA_FULL_MEMORY_RATIO / (1 + SGLANG_MAMBA_FULL_MEMORY_RATIO)
             kv_cache -= state_share
             steps += (("- recurrent states' pool", state_share),)
+            from llmsize.estimate.kv import kv_bytes
+
+            state_request = sum(b for k, b in kv_bytes(model, 1, e.kv_dtype).bytes_by_kind.items() if k in STATE_KINDS)
         version = "mem_fraction_static ledger (static pool = free at start x fraction - weights)"
         notes.append(f"mem_fraction_static {util:g} ({why_util}).")
         notes.append(f"Free at start: total - {non_torch / GiB:.2f} GiB of CUDA context and communicators "
@@ -864,7 +875,10 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
         if states:
             notes.append(f"Mamba, linear-attention and short-conv states: their own pool takes "
                          f"{SGLANG_MAMBA_FULL_MEMORY_RATIO:g} / {1 + SGLANG_MAMBA_FULL_MEMORY_RATIO:g} of the static "
-                         "pool (mamba_full_memory_ratio, with the radix cache on); the attention cache the rest.")
+                         "pool (mamba_full_memory_ratio, with the radix cache on); the attention cache the rest"
+                         + (f"; it holds {state_pool / state_request:,.0f} requests' states of "
+                            f"{state_request / 2**20:,.1f} MiB (max_mamba_cache_size: the running requests' cap)"
+                            if state_request else "") + ".")
     else:
         nt = e.non_torch_bytes if e.non_torch_bytes is not None else DEFAULT_NON_TORCH_BYTES * e.tp
         runtime = e.runtime_bytes if e.runtime_bytes is not None else activation_peak_bytes(
@@ -982,4 +996,5 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
                         blocks, blocks * page_tokens, max_len, batched, notes,
                         concurrency=max(0.0, kv_cache) / one_request if windows else None, min_fraction=min_fraction,
                         fits_one_request=fits, cudagraph_bytes=graphs, steps=steps,
-                        requests_bind=bool(swa_pool) or state_pool > 0, state_pool_bytes=state_pool), util
+                        requests_bind=bool(swa_pool) or state_pool > 0, state_pool_bytes=state_pool,
+                        state_bytes_per_request=state_request), util

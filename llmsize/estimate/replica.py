@@ -49,8 +49,8 @@ def kv_pool_bytes(plan, runtime: str, max_model_len: int, engine_version: str = 
             if ledger.requests_bind and runtime == "sglang":
                 kv = plan.kv_card or plan.kv
                 held = ledger.kv_cache_tokens / plan.inputs.context_tokens
-                if ledger.state_pool_bytes and kv.fixed_bytes_per_sequence:
-                    held = min(held, ledger.state_pool_bytes / kv.fixed_bytes_per_sequence)
+                if ledger.state_slots is not None:
+                    held = min(held, ledger.state_slots)
                 return max(0.0, held * kv.bytes_per_sequence), f"{ledger.name} ledger, in requests"
             if ledger.requests_bind:
                 from llmsize.estimate.kv import kv_bytes

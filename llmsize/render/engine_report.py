@@ -17,7 +17,8 @@ def ledger_to_dict(led) -> dict:
         "kv_cache_bytes": round(led.kv_cache_bytes), "block_bytes": round(led.block_bytes),
         "kv_blocks": led.kv_blocks, "kv_cache_tokens": led.kv_cache_tokens, "max_model_len": led.max_model_len,
         "max_num_batched_tokens": led.max_num_batched_tokens, "max_concurrency": led.max_concurrency,
-        "running_concurrency": led.running_concurrency,
+        "running_concurrency": led.running_concurrency, "requests_at_once": led.requests_at_once,
+        "state_slots": led.state_slots,
         "min_gpu_util": None if led.min_fraction is None else round(led.min_fraction, 4),
         "gpu_util": led.gpu_util,
         "fits_one_request": led.fits_one_request,
@@ -52,11 +53,13 @@ def render_ledger(led, console) -> None:
     groups = f" over {led.kv_groups} KV-cache groups" if led.kv_groups > 1 else ""
     t.add_row("blocks", f"{led.kv_blocks:,} of {led.block_bytes / 2**20:,.2f} MiB{groups}")
     t.add_row("GPU KV cache size", f"{led.kv_cache_tokens:,} tokens (as the engine logs it)")
+    apart = led.requests_at_once != led.max_concurrency
     t.add_row("max concurrency", f"{led.max_concurrency:.2f}x for {led.max_model_len:,} tokens per request"
-              + (" (as the engine logs it)" if led.running_concurrency is not None else ""))
-    if led.running_concurrency is not None:
-        t.add_row("running at once", f"{led.running_concurrency:.2f} requests of {led.max_model_len:,} tokens past "
-                  "their prefill (a sliding group keeps its window)")
+              + (" (as the engine logs it)" if apart else ""))
+    if apart:
+        why = ("past their prefill (a sliding group keeps its window)" if led.running_concurrency is not None
+               and led.requests_at_once == led.running_concurrency else "(the states' pool holds no more)")
+        t.add_row("running at once", f"{led.requests_at_once:.2f} requests of {led.max_model_len:,} tokens {why}")
     print_rich(console, t)
     for a in led.assumptions:
         console.print(f"  - {a}", style="dim")

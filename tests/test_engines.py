@@ -991,9 +991,9 @@ def test_qwen3_6_on_a_5090_reserves_its_gdn_pages_by_release(catalog):
 def test_fleet_counts_a_hybrids_requests_as_its_engine_reserves_them(catalog):
     """Qwen3.6-35B-A3B FP8 on an H100, 3,000 in / 1,000 out (3,500 tokens held): SGLang's attention pool and its
     states' pool (0.9 / 1.9 of the static pool) each hold so many requests (its full layers' tokens / 3,500; the
-    states' pool / a request's states), the fewer binding; vLLM reserves its Gated DeltaNet groups' state pages a
+    states a request keeps, below), the fewer binding; vLLM reserves its Gated DeltaNet groups' state pages a
     request (3 from 0.33 on Hopper). Counted as the plan's bytes a request, SGLang's attention pool alone had held
-    102, about half, and vLLM's 326, above its own 235 at 4,000 tokens."""
+    102, and vLLM's 326, above its own 235 at 4,000 tokens."""
     from llmsize.estimate.engines import plan_ledger
     from llmsize.estimate.fleet import Workload
     from llmsize.estimate.plan import PlanInputs, make_plan
@@ -1006,23 +1006,28 @@ def test_fleet_counts_a_hybrids_requests_as_its_engine_reserves_them(catalog):
                                        kv_dtype=None), search_fit=False)
         led = plan_ledger(p, m, g, runtime, 4000)
         held = users_held(p, w, runtime, None, kv_pool_bytes(p, runtime, 4000)[0])
-        if runtime == "sglang":  # a request's states: 30 GDN layers' conv and recurrent states
-            assert led.state_slots == pytest.approx(led.state_pool_bytes / p.kv.fixed_bytes_per_sequence)
-            assert held == int(min(led.kv_cache_tokens / 3500, led.state_slots))
+        if runtime == "sglang":  # a request's states: 30 GDN layers' conv and recurrent states, 5 slots of them
+            assert led.state_slots == int(led.state_pool_bytes / p.kv.fixed_bytes_per_sequence) // 5
+            assert held == int(min(led.kv_cache_tokens / 3500, led.state_slots)) == led.state_slots
         else:
             assert led.max_concurrency <= held <= led.max_concurrency * 4000 / 3500
 
 
 def test_sglangs_states_pool_caps_a_hybrids_running_requests(run_cli):
-    """SGLang's states' pool (0.9 / 1.9 of the static pool) holds so many requests' states (max_mamba_cache_size),
-    which caps its running requests where short requests' tokens would allow more: Qwen3.6-35B-A3B FP8 on an H100 at
-    1,000 tokens, the attention pool's 682,529 tokens hold 682 requests, its states' pool 195 (30 GDN layers' states,
-    61.4 MiB a request): the ledger says so and the launch line caps --max-running-requests there."""
+    """SGLang's states' pool (0.9 / 1.9 of the static pool) holds max_mamba_cache_size states, and a running request
+    keeps 3 of them in the radix cache, 5 under the extra_buffer strategy "auto" picks for Qwen3.5/3.6 with the
+    overlap schedule (kv_cache_configurator.py resolve_max_num_reqs: "max_running_requests is capped to %d by the
+    mamba state cache"): Qwen3.6-35B-A3B FP8 on an H100 at 1,000 tokens, the attention pool's 682,529 tokens hold 682
+    requests, its states' pool 195 states of 61.4 MiB (30 GDN layers' FP32 states), 195 // 5 = 39 running requests:
+    the ledger says so and the launch line caps --max-running-requests there. LFM2 keeps no extra buffer: 3."""
+    from llmsize.estimate.sglang_defaults import sglang_mamba_slots_per_request
+
+    assert (sglang_mamba_slots_per_request("qwen3_5_moe_text"), sglang_mamba_slots_per_request("lfm2")) == (5, 3)
     code, out, err = run_cli("plan", "qwen3.6-35b-a3b", "--gpu", "h100-sxm", "--quant", "fp8", "--engine", "sglang",
                              "--max-model-len", "1000", "--json")
     assert code == 0, err
     e = json.loads(out)["engine"]
-    assert e["max_concurrency"] > 600 and int(e["requests_at_once"]) == int(e["state_slots"]) == 195
+    assert e["max_concurrency"] > 600 and e["requests_at_once"] == e["state_slots"] == 39
     code, out, err = run_cli("plan", "qwen3.6-35b-a3b", "--gpu", "h100-sxm", "--quant", "fp8", "--context", "1000",
                              "--emit", "sglang")
-    assert code == 0 and "--max-running-requests 195" in out
+    assert code == 0 and "--max-running-requests 39" in out

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from llmsize.catalog.schema import STATE_KINDS, GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError, LlmsizeError
 from llmsize.estimate.kv import has_compressed_layers, kv_bytes, mla_mixers
-from llmsize.estimate.sglang_defaults import sglang_mem_fraction
+from llmsize.estimate.sglang_defaults import sglang_mamba_slots_per_request, sglang_mem_fraction
 from llmsize.estimate.sglang_dsv4 import MAX_RUNNING_REQUESTS as SGLANG_DSV4_RUNNING
 from llmsize.estimate.sglang_dsv4 import PAGE_TOKENS as SGLANG_DSV4_PAGE
 from llmsize.estimate.sglang_dsv4 import sglang_dsv4_pools
@@ -255,6 +255,7 @@ class EngineLedger:
     requests_bind: bool = False
     state_pool_bytes: float = 0.0  # SGLang: the recurrent states' pool beside the attention cache
     state_bytes_per_request: float = 0.0  # SGLang: one request's recurrent states (all its state layers)
+    state_slots_per_request: int = 1  # SGLang: the states' slots its radix cache keeps a running request
 
     @property
     def max_concurrency(self) -> float:
@@ -264,9 +265,11 @@ class EngineLedger:
 
     @property
     def state_slots(self) -> float | None:
-        """SGLang: the requests whose states its states' pool holds (max_mamba_cache_size, which caps its running
-        requests); None without such a pool."""
-        return self.state_pool_bytes / self.state_bytes_per_request if self.state_bytes_per_request else None
+        """SGLang: the running requests its states' pool holds (max_mamba_cache_size // the slots a request keeps:
+        its cap on running requests); None without such a pool."""
+        if not self.state_bytes_per_request:
+            return None
+        return float(int(self.state_pool_bytes / self.state_bytes_per_request) // self.state_slots_per_request)
 
     @property
     def requests_at_once(self) -> float:
@@ -747,6 +750,7 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
         notes.append(f"Layout: {layout_note}.")
     batched = in_flight = in_flight_why = floor = None
     state_pool = state_request = 0.0
+    slots = 1
     sglang_scale, sglang_aiter = 1.0, 1.0  # SGLang: the pool a token's cache takes with the states' share; aiter's
     profile = vllm_profile(e.version) if e.engine == "vllm" else None
     v1 = profile is not None and profile.v1
@@ -864,6 +868,7 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
             from llmsize.estimate.kv import kv_bytes
 
             state_request = sum(b for k, b in kv_bytes(model, 1, e.kv_dtype).bytes_by_kind.items() if k in STATE_KINDS)
+            slots = sglang_mamba_slots_per_request(model.family)
         version = "mem_fraction_static ledger (static pool = free at start x fraction - weights)"
         notes.append(f"mem_fraction_static {util:g} ({why_util}).")
         notes.append(f"Free at start: total - {non_torch / GiB:.2f} GiB of CUDA context and communicators "
@@ -876,8 +881,9 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
             notes.append(f"Mamba, linear-attention and short-conv states: their own pool takes "
                          f"{SGLANG_MAMBA_FULL_MEMORY_RATIO:g} / {1 + SGLANG_MAMBA_FULL_MEMORY_RATIO:g} of the static "
                          "pool (mamba_full_memory_ratio, with the radix cache on); the attention cache the rest"
-                         + (f"; it holds {state_pool / state_request:,.0f} requests' states of "
-                            f"{state_request / 2**20:,.1f} MiB (max_mamba_cache_size: the running requests' cap)"
+                         + (f"; it holds {int(state_pool / state_request):,} states of {state_request / 2**20:,.1f} "
+                            f"MiB (max_mamba_cache_size), {slots} a running request (its radix cache's), so "
+                            f"{int(state_pool / state_request) // slots:,} running requests at most"
                             if state_request else "") + ".")
     else:
         nt = e.non_torch_bytes if e.non_torch_bytes is not None else DEFAULT_NON_TORCH_BYTES * e.tp
@@ -997,4 +1003,4 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
                         concurrency=max(0.0, kv_cache) / one_request if windows else None, min_fraction=min_fraction,
                         fits_one_request=fits, cudagraph_bytes=graphs, steps=steps,
                         requests_bind=bool(swa_pool) or state_pool > 0, state_pool_bytes=state_pool,
-                        state_bytes_per_request=state_request), util
+                        state_bytes_per_request=state_request, state_slots_per_request=slots), util

@@ -74,3 +74,21 @@ def sglang_mem_fraction(gpu: GpuSpec, tp: int, pp: int = 1, mla: bool = False, t
         f *= factor
         why += f", x {factor:.3f} for its vision tower (adjust_mem_fraction_for_vlm)"
     return f, why
+
+
+# SGLang 0.5.23 caps a hybrid's running requests at max_mamba_cache_size // ratio (mem_cache/kv_cache_configurator.py
+# resolve_max_num_reqs, _calculate_mamba_ratio): 3 state slots a request with the radix cache on
+# (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO), and 2 more under the "extra_buffer" strategy, which "auto" picks with
+# the overlap schedule (the default) for the architectures that support it (arg_groups/overrides.py
+# _mamba_radix_cache_resolution, _MAMBA_EXTRA_BUFFER_ARCHS; allocation_sizing.get_mamba_tracking_slots: 2 with
+# overlap): Qwen3-Next, Qwen3.5 / 3.6, Kimi Linear, Nemotron-H, Granite 4.0-H, Falcon-H1. LFM2 keeps no buffer: 3.
+SGLANG_MAMBA_SLOTS_PER_REQUEST = 3
+SGLANG_MAMBA_EXTRA_BUFFER_SLOTS = 2
+SGLANG_MAMBA_EXTRA_BUFFER_FAMILIES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_5", "qwen3_5_moe",
+                                      "kimi_linear", "nemotron_h", "granitemoehybrid", "falcon_h1")
+
+
+def sglang_mamba_slots_per_request(family: str) -> int:
+    """State slots SGLang's radix cache keeps a running request of a hybrid model, by its architecture's strategy."""
+    extra = SGLANG_MAMBA_EXTRA_BUFFER_SLOTS if family in SGLANG_MAMBA_EXTRA_BUFFER_FAMILIES else 0
+    return SGLANG_MAMBA_SLOTS_PER_REQUEST + extra

@@ -82,8 +82,8 @@ def sglang_mem_fraction(gpu: GpuSpec, tp: int, pp: int = 1, mla: bool = False, t
 # the overlap schedule (the default) for the architectures that support it (arg_groups/overrides.py
 # _mamba_radix_cache_resolution, _MAMBA_EXTRA_BUFFER_ARCHS; allocation_sizing.get_mamba_tracking_slots: 2 with
 # overlap): Qwen3-Next, Qwen3.5 / 3.6, Kimi Linear, Nemotron-H, Granite 4.0-H, Falcon-H1. LFM2 keeps no buffer: 3.
-# Published: sgl-project/sglang#38846 (0.5.19, a Qwen3.5-27B fine-tune on an RTX 6000 Ada) logs "max_running_requests
-# is capped to 9 by the mamba state cache (max_mamba_cache_size=47, 5 state slots per request)".
+# Published: sgl-project/sglang#38846 (0.5.19, Qwopus3.6-27B-v2-FP8, of the Qwen3.5/3.6 family, an RTX 6000 Ada) logs
+# "max_running_requests is capped to 9 by the mamba state cache (max_mamba_cache_size=47, 5 state slots per request)".
 SGLANG_MAMBA_SLOTS_PER_REQUEST = 3
 SGLANG_MAMBA_EXTRA_BUFFER_SLOTS = 2
 SGLANG_MAMBA_EXTRA_BUFFER_FAMILIES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_5", "qwen3_5_moe",

@@ -1023,6 +1023,9 @@ def test_sglangs_states_pool_caps_a_hybrids_running_requests(run_cli):
     from llmsize.estimate.sglang_defaults import sglang_mamba_slots_per_request
 
     assert (sglang_mamba_slots_per_request("qwen3_5_moe_text"), sglang_mamba_slots_per_request("lfm2")) == (5, 3)
+    # sgl-project/sglang#38846 (0.5.19, Qwopus3.6-27B-v2-FP8, Qwen3.5/3.6's architecture): "max_running_requests is
+    # capped to 9 by the mamba state cache (max_mamba_cache_size=47, 5 state slots per request)"
+    assert 47 // sglang_mamba_slots_per_request("qwen3_5_text") == 9
     code, out, err = run_cli("plan", "qwen3.6-35b-a3b", "--gpu", "h100-sxm", "--quant", "fp8", "--engine", "sglang",
                              "--max-model-len", "1000", "--json")
     assert code == 0, err

@@ -203,7 +203,9 @@ def in_flight_tokens(batched: int, release: tuple[int, int, int], pp: int = 1, d
 # running state and the last computed block's). From 0.32.0 a Mamba2 mixer keeps a prefill checkpoint page too
 # (layers/mamba/mamba_mixer2.py: num_prefill_checkpoint_blocks=1), and from 0.33.0 so does a Gated DeltaNet layer whose
 # prefill runs FlashInfer's kernel (layers/mamba/gdn/qwen_gdn_linear_attn.py: "auto" picks it on Hopper, and on
-# Blackwell with 128-wide keys under CUDA 13, the runtime of the 0.33 and 0.34 wheels): 3 + S.
+# Blackwell with 128-wide keys under CUDA 13, the runtime of the 0.33 and 0.34 wheels): 3 + S. Kimi Linear's KDA
+# keeps one only on FlashKDA's prefill (0.34 models/kimi_k3/nvidia/kda.py: a bounded gate, gate_lower_bound, which
+# Kimi-Linear-48B-A3B's config does not set): 2 + S.
 MAMBA_ALIGN_FROM = (0, 28, 0)
 MAMBA_SPEC_BLOCKS_FROM = (0, 15, 0)
 

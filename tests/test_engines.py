@@ -964,6 +964,7 @@ def test_a_negative_cache_is_not_told_to_lower_its_length(run_cli):
     ("nemotron-3-nano-30b-a3b", "rtx4090", (0, 31, 0), 0, 2),
     ("nemotron-3-nano-30b-a3b", "rtx4090", (0, 32, 0), 0, 3),  # a Mamba2 mixer's prefill checkpoint
     ("lfm2-1.2b", "h100-sxm", (0, 34, 0), 0, 2),  # a short conv: no checkpoint page
+    ("kimi-linear-48b-a3b", "h100-sxm", (0, 34, 0), 0, 2),  # KDA without a bounded gate: no FlashKDA checkpoint
 ])
 def test_a_mamba_groups_pages_a_request_follow_the_release(catalog, model, gpu, release, spec, pages):
     """MambaSpec.max_memory_usage_bytes over its page, release by release (vllm_release.mamba_state_blocks)."""

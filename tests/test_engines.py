@@ -903,6 +903,7 @@ def test_past_their_prefill_more_requests_run_than_vllm_logs(catalog, run_cli):
     dense_w = weight_bytes(dense, quant_format("bf16"), "linear").bytes_total
     plain = engine_ledger(dense, catalog.gpu("rtx4090"), dense_w, EngineInputs(max_model_len=4096))
     assert plain.running_concurrency is None and plain.requests_at_once == plain.max_concurrency
+    assert (led.requests_held_by, plain.requests_held_by) == ("window", None)
     code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--engine", "vllm", "--max-model-len",
                              "4096", "--json")
     assert code == 0 and json.loads(out)["engine"]["running_concurrency"] == pytest.approx(1185 / 101)
@@ -1009,9 +1010,9 @@ def test_fleet_counts_a_hybrids_requests_as_its_engine_reserves_them(catalog):
         held = users_held(p, w, runtime, None, kv_pool_bytes(p, runtime, 4000)[0])
         if runtime == "sglang":  # a request's states: 30 GDN layers' conv and recurrent states, 5 slots of them
             assert led.state_slots == int(led.state_pool_bytes / p.kv.fixed_bytes_per_sequence) // 5
-            assert held == int(min(led.kv_cache_tokens / 3500, led.state_slots)) == led.state_slots
-        else:
-            assert led.max_concurrency <= held <= led.max_concurrency * 4000 / 3500
+            assert held == int(min(led.kv_cache_tokens / 3500, led.state_slots)) == led.state_slots == 39
+        else:  # 235.1 requests of 4,000 tokens in the plan's bytes, over a 3,500-token request's
+            assert led.max_concurrency <= held <= led.max_concurrency * 4000 / 3500 and held == 252
 
 
 def test_sglangs_states_pool_caps_a_hybrids_running_requests(run_cli):
@@ -1032,6 +1033,9 @@ def test_sglangs_states_pool_caps_a_hybrids_running_requests(run_cli):
     assert code == 0, err
     e = json.loads(out)["engine"]
     assert e["max_concurrency"] > 600 and e["requests_at_once"] == e["state_slots"] == 39
+    code, out, err = run_cli("plan", "qwen3.6-35b-a3b", "--gpu", "h100-sxm", "--quant", "fp8", "--engine", "sglang",
+                             "--max-model-len", "1000")
+    assert code == 0 and "39.00 requests of 1,000 tokens (the states' pool holds no more)" in " ".join(out.split())
     code, out, err = run_cli("plan", "qwen3.6-35b-a3b", "--gpu", "h100-sxm", "--quant", "fp8", "--context", "1000",
                              "--emit", "sglang")
     assert code == 0 and "--max-running-requests 39" in out

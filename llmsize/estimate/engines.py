@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 
 from llmsize.catalog.schema import STATE_KINDS, GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError, LlmsizeError
-from llmsize.estimate.kv import has_compressed_layers, kv_bytes, mla_mixers
+from llmsize.estimate.kv import has_compressed_layers, kv_bytes, mixers_of, mla_mixers
 from llmsize.estimate.sglang_defaults import sglang_mamba_slots_per_request, sglang_mem_fraction
 from llmsize.estimate.sglang_dsv4 import MAX_RUNNING_REQUESTS as SGLANG_DSV4_RUNNING
 from llmsize.estimate.sglang_dsv4 import PAGE_TOKENS as SGLANG_DSV4_PAGE
@@ -277,6 +277,14 @@ class EngineLedger:
         max_concurrency, and no more than its states' pool holds."""
         conc = self.running_concurrency if self.running_concurrency is not None else self.max_concurrency
         return min(conc, self.state_slots) if self.state_slots is not None else conc
+
+    @property
+    def requests_held_by(self) -> str | None:
+        """Why requests_at_once is not the logged concurrency: "window" (a running request's sliding groups keep
+        only their window), "states" (the states' pool holds no more), None where it is."""
+        if self.requests_at_once == self.max_concurrency:
+            return None
+        return "states" if self.state_slots is not None and self.requests_at_once == self.state_slots else "window"
 
 
 def cuda_total_bytes(gpu: GpuSpec) -> tuple[int, str]:
@@ -857,7 +865,7 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
         kv_cache = budget - weights_bytes
         steps = (("- non-torch memory", non_torch), ("free at start", free),
                  (f"x {util:g} mem_fraction_static", budget), ("- weights", weights_bytes))
-        states = any(g.mixer is not None and g.mixer.kind in STATE_KINDS for g in model.layer_groups)
+        states = bool(mixers_of(model, STATE_KINDS))
         sglang_aiter = 0.85 if aiter else 1.0
         if states:
             sglang_scale = 1 + SGLANG_MAMBA_FULL_MEMORY_RATIO
@@ -865,8 +873,6 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
             state_share = state_pool = kv_cache * SGLANG_MAMBA_FULL_MEMORY_RATIO / (1 + SGLANG_MAMBA_FULL_MEMORY_RATIO)
             kv_cache -= state_share
             steps += (("- recurrent states' pool", state_share),)
-            from llmsize.estimate.kv import kv_bytes
-
             state_request = sum(b for k, b in kv_bytes(model, 1, e.kv_dtype).bytes_by_kind.items() if k in STATE_KINDS)
             slots = sglang_mamba_slots_per_request(model.family)
         version = "mem_fraction_static ledger (static pool = free at start x fraction - weights)"
@@ -902,7 +908,7 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
                f"max_num_tokens {e.max_num_batched_tokens or TRTLLM_MAX_NUM_TOKENS:,}")
         notes.append(f"Runtime buffers {runtime / GiB:.2f} GiB ({how}); TensorRT-LLM's exact formula is not "
                      "verified here.")
-        if any(g.mixer is not None and g.mixer.kind in STATE_KINDS for g in model.layer_groups):
+        if mixers_of(model, STATE_KINDS):
             notes.append("Mamba, linear-attention and short-conv states: TensorRT-LLM's pool for them is not "
                          "modelled; the pool above is charged as attention KV only.")
     if v1 and e.kv_dtype.lower().startswith("fp8") and is_dsv4(model):

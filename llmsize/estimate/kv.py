@@ -63,10 +63,16 @@ CONV_STATE_BYTES = 2  # conv states are kept in the activation dtype (bf16)
 INDEXER_SCALE_BLOCK = 128  # one FP32 scale per 128 FP8 values of an indexer key (vLLM quant_block_size)
 
 
+def mixers_of(model: ModelSpec, kinds: tuple[str, ...]) -> list:
+    """The model's mixers of `kinds` (schema Mixer kinds; STATE_KINDS for Mamba-like layers), one per layer group
+    that has one."""
+    return [g.mixer for g in model.layer_groups if g.mixer is not None and g.mixer.kind in kinds]
+
+
 def mla_mixers(model: ModelSpec) -> list:
     """The model's multi-head latent attention mixers (DeepSeek V2/V3's, Kimi K2's, GLM-4.7-Flash's), one per layer
     group that has one."""
-    return [g.mixer for g in model.layer_groups if g.mixer is not None and g.mixer.kind == "mla"]
+    return mixers_of(model, ("mla",))
 
 
 def indexer_bytes_per_token(mixer) -> float:

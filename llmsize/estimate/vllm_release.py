@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from llmsize.catalog.schema import STATE_KINDS, GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError, shown
-from llmsize.estimate.kv import mla_mixers
+from llmsize.estimate.kv import mixers_of, mla_mixers
 from llmsize.units import GiB
 
 DEFAULT_BLOCK_SIZE = 16  # vLLM and TensorRT-LLM tokens per block
@@ -215,8 +215,7 @@ def _gdn_flashinfer(model: ModelSpec, gpu: GpuSpec) -> bool:
     CUDA, compute capability 9.0, or 10.x / 12.x with 128-wide keys."""
     if gpu.vendor != "NVIDIA" or not gpu.compute_capability:
         return False
-    gdn = [g.mixer for g in model.layer_groups if g.mixer is not None and g.mixer.kind == "linear"
-           and g.mixer.variant == "gated_deltanet"]
+    gdn = [m for m in mixers_of(model, ("linear",)) if m.variant == "gated_deltanet"]
     major = gpu.compute_capability.split(".")[0]
     return bool(gdn) and (gpu.compute_capability == "9.0"
                           or (major in ("10", "12") and all(m.key_head_dim == 128 for m in gdn)))
@@ -242,8 +241,7 @@ def mamba_state_blocks(model: ModelSpec, gpu: GpuSpec, release: tuple[int, int, 
     spec = f" and {s} for the drafted tokens" if s else ""
     if release < MAMBA_ALIGN_FROM:
         return 1 + s, f"{1 + s} (its state{spec}; prefix caching is off for hybrids by default before 0.28)"
-    kinds = {g.mixer.kind for g in model.layer_groups if g.mixer is not None and g.mixer.kind in STATE_KINDS}
-    if release >= (0, 32, 0) and "ssm" in kinds:
+    if release >= (0, 32, 0) and mixers_of(model, ("ssm",)):
         return 3 + s, (f"{3 + s} (prefix caching's align mode, on by default from 0.28: the state, the last block's, "
                        f"and from 0.32 a Mamba2 mixer's prefill checkpoint{spec})")
     if release >= (0, 33, 0) and _gdn_flashinfer(model, gpu):

@@ -53,12 +53,12 @@ def render_ledger(led, console) -> None:
     groups = f" over {led.kv_groups} KV-cache groups" if led.kv_groups > 1 else ""
     t.add_row("blocks", f"{led.kv_blocks:,} of {led.block_bytes / 2**20:,.2f} MiB{groups}")
     t.add_row("GPU KV cache size", f"{led.kv_cache_tokens:,} tokens (as the engine logs it)")
-    apart = led.requests_at_once != led.max_concurrency
+    held_by = led.requests_held_by
     t.add_row("max concurrency", f"{led.max_concurrency:.2f}x for {led.max_model_len:,} tokens per request"
-              + (" (as the engine logs it)" if apart else ""))
-    if apart:
-        why = ("past their prefill (a sliding group keeps its window)" if led.running_concurrency is not None
-               and led.requests_at_once == led.running_concurrency else "(the states' pool holds no more)")
+              + (" (as the engine logs it)" if held_by else ""))
+    if held_by:
+        why = {"window": "past their prefill (a sliding group keeps its window)",
+               "states": "(the states' pool holds no more)"}[held_by]
         t.add_row("running at once", f"{led.requests_at_once:.2f} requests of {led.max_model_len:,} tokens {why}")
     print_rich(console, t)
     for a in led.assumptions:

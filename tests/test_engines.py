@@ -800,22 +800,38 @@ def test_vllm_blocks_a_sparse_mla_model_as_its_backend_takes_them(catalog):
 
 
 def test_sglang_takes_less_for_a_multimodal_checkpoint(catalog):
-    """adjust_mem_fraction_for_vlm (0.5.23 memory_hook.py): 0.95 x clamp(1 - 0.1 x (layers x hidden^2 / (24 x 1024^2)
-    - 1), 0.8, 1.05); Gemma 3's SigLIP (27 layers of 1,152: 0.95 x 0.958 = 0.910 exactly) read from its 423 M
-    parameters (4 h^2 + 2 h I a layer: 27.9 layers) gives 0.906. A multimodal architecture off the prefill-graph
-    allowlist loses that reserve (13,440 MiB on an H100, not 13,904); Qwen3.5's keeps it."""
-    from llmsize.estimate.sglang_defaults import sglang_mem_fraction, vlm_factor
+    """adjust_mem_fraction_for_vlm (0.5.23 memory_hook.py): 0.95 x clamp(1 - 0.1 x (L x H^2 / (24 x 1024^2) - 1),
+    0.8, 1.05), L = getattr(vision_config, "num_hidden_layers", 24), H = getattr(vision_config, "hidden_size", 1024).
+    Gemma 4 26B-A4B's tower, 27 x 1,152: 27 x 1,327,104 / 25,165,824 = 1.423828 -> 0.95 x 0.957617 = 0.909736.
+    Qwen3.6-27B's counts its 27 blocks as `depth`: SGLang takes 24, 1.265625 -> 0.95 x 0.973438 = 0.924766 (the
+    tower's parameters, 30.3 layers, had given 0.893). Gemma 4 12B's embedder has neither attribute: 0.95 exactly.
+    A multimodal architecture off the prefill-graph allowlist loses that reserve (13,440 MiB on an H100, not 13,904);
+    Qwen3.5's keeps it. Gemma 3 and Llama 4 are served text-only unless --enable-multimodal (mm_disabled_models):
+    no factor, the prefill graphs kept."""
+    from llmsize.estimate.sglang_defaults import sglang_mem_fraction, sglang_vision_tower, vlm_factor
 
-    assert vlm_factor(27 * (4 * 1152**2 + 2 * 1152 * 4304), 1152, 4304) == pytest.approx(0.95 * (1 - 0.1 * (
-        27 * 1152**2 / (24 * 1024**2) - 1)))
     h100 = catalog.gpu("h100-sxm")
-    gemma = catalog.model("gemma-3-27b")
-    tower = next(x for x in gemma.extra if x.encoder is not None)
-    f, why = sglang_mem_fraction(h100, 1, 1, False, tower, gemma.family)
-    assert f == pytest.approx(0.835 * 0.906, abs=0.001) and "13,440 MiB" in why
-    qwen = catalog.model("qwen3.5-27b")
-    f, why = sglang_mem_fraction(h100, 1, 1, False, next(x for x in qwen.extra if x.encoder is not None), qwen.family)
-    assert "13,904 MiB" in why and f < 0.83
+
+    def fraction(model_id):
+        model = catalog.model(model_id)
+        return sglang_mem_fraction(h100, 1, 1, False, sglang_vision_tower(model), model.family)
+
+    f, why = fraction("gemma-4-26b-a4b")
+    assert f == pytest.approx(0.835 * 0.95 * (1 - 0.1 * (27 * 1152**2 / (24 * 1024**2) - 1)), rel=1e-12)
+    assert f == pytest.approx(0.835 * 0.909736, abs=1e-6) and "13,440 MiB" in why and "27 layers x 1,152 wide" in why
+    f, why = fraction("qwen3.6-27b")
+    assert f == pytest.approx(0.83 * 0.924766, abs=1e-6) and "13,904 MiB" in why
+    assert "24 layers (SGLang's default: the vision_config has no num_hidden_layers)" in why
+    f, why = fraction("gemma-4-12b")
+    assert f == pytest.approx(0.835 * 0.95, rel=1e-12) and "13,440 MiB" in why
+    for text_only in ("gemma-3-27b", "llama-4-scout"):
+        f, why = fraction(text_only)
+        assert (f, "vision" in why) == (0.83, False), text_only
+    # a tower whose vision_config is not recorded (an entry imported before the field): L from its parameters,
+    # 4 h^2 + 2 h I a layer: Gemma 3's 423,060,336 / 15,224,832 = 27.8 layers -> 0.906
+    gemma3 = next(x for x in catalog.model("gemma-3-27b").extra if x.encoder is not None)
+    factor, said = vlm_factor(gemma3.model_copy(update={"vision_config": None}))
+    assert factor == pytest.approx(0.906, abs=0.001) and "from its parameters" in said
 
 
 def test_sglang_keeps_a_dsa_models_cache_in_fp8_on_blackwell(run_cli):
@@ -915,7 +931,8 @@ def test_fleet_admits_what_the_engines_pools_hold_for_a_sliding_window_model(cat
     """A card's users under vLLM are its running requests (above), under SGLang its full layers' tokens over a
     request's (its window pool beside them is a fixed share, SGLANG_SWA_FULL_TOKENS_RATIO): Gemma 4 12B NVFP4 on an
     RTX 5060 Ti, 3,000 in / 1,000 out, requests held at 3,500 tokens in a 4,000-token engine. Counted in bytes over
-    the plan's window-limited cache of a request, SGLang's pool had held 10 (its full layers hold 4)."""
+    the plan's window-limited cache of a request, SGLang's pool had held 10 (its full layers hold 3: 13,286 tokens at
+    0.772 x 0.95, the embedder's margin, of the card)."""
     from llmsize.estimate.fleet import Workload
     from llmsize.estimate.plan import PlanInputs, make_plan
     from llmsize.estimate.replica import kv_pool_bytes, users_held
@@ -928,7 +945,7 @@ def test_fleet_admits_what_the_engines_pools_hold_for_a_sliding_window_model(cat
         held = users_held(p, Workload(3000, 1000, users=40), runtime, None, kv_pool_bytes(p, runtime, 4000)[0])
         led = engine_ledger(m, g, w, EngineInputs(engine=runtime, max_model_len=4000))
         if runtime == "sglang":
-            assert held == led.kv_cache_tokens // 3500 == 4
+            assert held == led.kv_cache_tokens // 3500 == 3
         else:  # the running requests of 4,000 tokens, a little more at 3,500
             assert int(led.running_concurrency) <= held <= led.running_concurrency * 1.05
 
@@ -1010,7 +1027,7 @@ def test_fleet_counts_a_hybrids_requests_as_its_engine_reserves_them(catalog):
         held = users_held(p, w, runtime, None, kv_pool_bytes(p, runtime, 4000)[0])
         if runtime == "sglang":  # a request's states: 30 GDN layers' conv and recurrent states, 5 slots of them
             assert led.state_slots == int(led.state_pool_bytes / p.kv.fixed_bytes_per_sequence) // 5
-            assert held == int(min(led.kv_cache_tokens / 3500, led.state_slots)) == led.state_slots == 39
+            assert held == int(min(led.kv_cache_tokens / 3500, led.state_slots)) == led.state_slots == 41
         else:  # 235.1 requests of 4,000 tokens in the plan's bytes, over a 3,500-token request's
             assert led.max_concurrency <= held <= led.max_concurrency * 4000 / 3500 and held == 252
 
@@ -1019,8 +1036,8 @@ def test_sglangs_states_pool_caps_a_hybrids_running_requests(run_cli):
     """SGLang's states' pool (0.9 / 1.9 of the static pool) holds max_mamba_cache_size states, and a running request
     keeps 3 of them in the radix cache, 5 under the extra_buffer strategy "auto" picks for Qwen3.5/3.6 with the
     overlap schedule (kv_cache_configurator.py resolve_max_num_reqs: "max_running_requests is capped to %d by the
-    mamba state cache"): Qwen3.6-35B-A3B FP8 on an H100 at 1,000 tokens, the attention pool's 682,529 tokens hold 682
-    requests, its states' pool 195 states of 61.4 MiB (30 GDN layers' FP32 states), 195 // 5 = 39 running requests:
+    mamba state cache"): Qwen3.6-35B-A3B FP8 on an H100 at 1,000 tokens, the attention pool's 730,800 tokens hold 730
+    requests, its states' pool 209 states of 61.4 MiB (30 GDN layers' FP32 states), 209 // 5 = 41 running requests:
     the ledger says so and the launch line caps --max-running-requests there. LFM2 keeps no extra buffer: 3."""
     from llmsize.estimate.sglang_defaults import sglang_mamba_slots_per_request
 
@@ -1032,10 +1049,10 @@ def test_sglangs_states_pool_caps_a_hybrids_running_requests(run_cli):
                              "--max-model-len", "1000", "--json")
     assert code == 0, err
     e = json.loads(out)["engine"]
-    assert e["max_concurrency"] > 600 and e["requests_at_once"] == e["state_slots"] == 39
+    assert e["max_concurrency"] > 700 and e["requests_at_once"] == e["state_slots"] == 41
     code, out, err = run_cli("plan", "qwen3.6-35b-a3b", "--gpu", "h100-sxm", "--quant", "fp8", "--engine", "sglang",
                              "--max-model-len", "1000")
-    assert code == 0 and "39.00 requests of 1,000 tokens (the states' pool holds no more)" in " ".join(out.split())
+    assert code == 0 and "41.00 requests of 1,000 tokens (the states' pool holds no more)" in " ".join(out.split())
     code, out, err = run_cli("plan", "qwen3.6-35b-a3b", "--gpu", "h100-sxm", "--quant", "fp8", "--context", "1000",
                              "--emit", "sglang")
-    assert code == 0 and "--max-running-requests 39" in out
+    assert code == 0 and "--max-running-requests 41" in out

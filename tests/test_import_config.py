@@ -206,6 +206,21 @@ def test_llama4_adds_up_to_its_checkpoint_with_its_vision_tower(tmp_path, stem, 
     assert _decoder(spec) + tower.params == total
 
 
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
+def test_a_towers_vision_config_is_its_catalog_twins(path, catalog):
+    """The vision_config attributes SGLang sizes its margin by (schema.VisionConfigKeys), as the importer reads them
+    and the catalog records them by hand: Qwen3.5/3.6's tower counts its blocks as `depth` (num_hidden_layers null),
+    Gemma 3's SigLIP and Gemma 4's tower give num_hidden_layers 27, 1,152 wide."""
+    twin = TWINS.get(path.stem)
+    towers = [x for x in import_model(path, read_headers=False).spec.extra if x.vision_config is not None]
+    recorded = [x.vision_config for x in catalog.model(twin).extra if x.vision_config is not None] if twin else []
+    if not (towers and recorded):  # Qwen3-VL-30B-A3B's twin is the text model Qwen3-30B-A3B
+        return
+    (tower,), (recorded,) = towers, recorded
+    assert tower.vision_config == recorded
+    assert (recorded.num_hidden_layers is None) == (tower.encoder.kind == "qwen_vl")
+
+
 def test_gemma4_vision_tower_is_counted_where_its_linears_are_plain():
     """Gemma 4 26B-A4B's tower (27 layers 1152 wide, MLP 4304, 16 heads of 72, patches of 16): the position table 2 x
     10,240 x 1152 = 23,592,960; the patch projection 768 x 1152 = 884,736; a layer 4 x 1152^2 + 2 x 72 + 3 x 1152 x

@@ -409,6 +409,16 @@ class VisionEncoder(Strict):
         return self
 
 
+class VisionConfigKeys(Strict):
+    """Two attributes of a checkpoint's vision_config as its config class holds them (the config.json's keys, or the
+    class's defaults where a key is absent), null where the class has no such attribute: Qwen3-VL's and Qwen3.5's
+    count their blocks as `depth`; Gemma 4 12B's embedder has neither. SGLang sizes a multimodal model's memory
+    margin by them (estimate/sglang_defaults.vlm_factor)."""
+
+    num_hidden_layers: int | None = Field(strict=True, ge=1, le=4096)
+    hidden_size: int | None = Field(strict=True, ge=1, le=2**20)
+
+
 class ExtraParams(Strict):
     """Parameters outside the decoder stack (vision tower, MTP head). Stored, never read per token."""
 
@@ -422,6 +432,8 @@ class ExtraParams(Strict):
         "of an MTP module, the parameters an engine loads to draft with it, where it takes some from the target "
         "(vLLM shares the target's embedding and lm_head with an MTP draft); None: all of params"))
     encoder: VisionEncoder | None = Field(None, description="of a vision tower, its shape as an image encoder")
+    vision_config: VisionConfigKeys | None = Field(None, description=(
+        "of a vision tower, its vision_config's num_hidden_layers and hidden_size (None: not recorded)"))
     note: str | None = None
 
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from llmsize.catalog.schema import STATE_KINDS, GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError, LlmsizeError
 from llmsize.estimate.kv import has_compressed_layers, kv_bytes, mixers_of, mla_mixers
-from llmsize.estimate.sglang_defaults import sglang_mamba_slots_per_request, sglang_mem_fraction
+from llmsize.estimate.sglang_defaults import sglang_mamba_slots_per_request, sglang_mem_fraction, sglang_vision_tower
 from llmsize.estimate.sglang_dsv4 import MAX_RUNNING_REQUESTS as SGLANG_DSV4_RUNNING
 from llmsize.estimate.sglang_dsv4 import PAGE_TOKENS as SGLANG_DSV4_PAGE
 from llmsize.estimate.sglang_dsv4 import sglang_dsv4_pools
@@ -852,7 +852,7 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
         act, non_torch = 0.0, nt
         free = total - non_torch
         mla = bool(mla_mixers(model))
-        tower = next((x for x in model.extra if x.encoder is not None and x.loaded), None)
+        tower = sglang_vision_tower(model)
         util, why_util = ((e.gpu_util, e.gpu_util_said) if e.gpu_util is not None else
                           sglang_mem_fraction(gpu, e.tp, e.pp, mla, tower, model.family))
         # on ROCm, SGLang's aiter attention backend takes 0.85 of the fraction, given or not, for a context over

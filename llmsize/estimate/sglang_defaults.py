@@ -3,7 +3,7 @@ cuda_graph_hook.py): the prompt chunk one forward takes and the share of memory 
 
 from __future__ import annotations
 
-from llmsize.catalog.schema import GpuSpec
+from llmsize.catalog.schema import ExtraParams, GpuSpec, ModelSpec
 
 
 def _sglang_gpu_mib(gpu: GpuSpec) -> float:
@@ -41,22 +41,53 @@ def _prefill_graph_sizes(max_bs: int) -> int:
 MM_PREFILL_GRAPH_FAMILIES = ("qwen3_5_text", "qwen3_5_moe_text", "qwen3_5", "qwen3_5_moe", "kimi_k2")
 
 
-def vlm_factor(tower_params: int, hidden: int, intermediate: int) -> float:
-    """adjust_mem_fraction_for_vlm: 0.95 x clamp(1 - 0.1 x (layers x hidden^2 / (24 x 1024^2) - 1), 0.8, 1.05), a
-    ViT-L/14 the baseline; the tower's layers read from its parameters, 4 h^2 + 2 h I a layer (attention, MLP)."""
-    layers = tower_params / (4 * hidden * hidden + 2 * hidden * intermediate)
+# SGLang serves these families text-only unless --enable-multimodal (0.5.23 configs/model_config.py,
+# mm_disabled_models: Gemma3ForConditionalGeneration, Llama4ForConditionalGeneration): its model config is then not
+# multimodal, so neither the margin of adjust_mem_fraction_for_vlm nor the multimodal rule on prefill graphs applies
+SGLANG_TEXT_ONLY_FAMILIES = ("gemma3", "llama4")
+
+
+def sglang_vision_tower(model: ModelSpec) -> ExtraParams | None:
+    """The loaded vision tower of a model SGLang serves as multimodal by default (its vision_config recorded, or its
+    encoder's shape), or None: no tower, or a family SGLang serves text-only unless told (SGLANG_TEXT_ONLY_FAMILIES)."""
+    from llmsize.estimate.runtime_model import base_family
+
+    if base_family(model) in SGLANG_TEXT_ONLY_FAMILIES:
+        return None
+    return next((x for x in model.extra if x.loaded and (x.vision_config is not None or x.encoder is not None)), None)
+
+
+def vlm_factor(tower: ExtraParams) -> tuple[float, str]:
+    """adjust_mem_fraction_for_vlm (0.5.23 arg_groups/memory_hook.py): 0.95 x clamp(1 - 0.1 x (L x H^2 /
+    (24 x 1024^2) - 1), 0.8, 1.05), a ViT-L/14 the baseline, L = getattr(vision_config, "num_hidden_layers", 24) and
+    H = getattr(vision_config, "hidden_size", 1024): a Qwen3.5 tower of 27 blocks counted as `depth` is taken for 24
+    (Qwen3.6-27B, 1,152 wide: 0.925), Gemma 4 26B-A4B's 27 x 1,152 give 0.910, Gemma 4 12B's embedder (neither
+    attribute) 0.95. A tower whose vision_config is not recorded takes L from its parameters, 4 H^2 + 2 H I a layer
+    (attention, MLP). With the factor, the words that say where L and H came from."""
+    vc = tower.vision_config
+    if vc is not None:
+        layers = vc.num_hidden_layers if vc.num_hidden_layers is not None else 24
+        hidden = vc.hidden_size if vc.hidden_size is not None else 1024
+        said = (f"{layers} layers" + ("" if vc.num_hidden_layers is not None else
+                                      " (SGLang's default: the vision_config has no num_hidden_layers)")
+                + f" x {hidden:,} wide" + ("" if vc.hidden_size is not None else " (nor a hidden_size: the default)"))
+    else:
+        enc = tower.encoder
+        hidden = enc.hidden_size
+        layers = tower.params / (4 * hidden * hidden + 2 * hidden * enc.intermediate_size)
+        said = f"{layers:.1f} layers (from its parameters) x {hidden:,} wide"
     ratio = layers * hidden * hidden / (24 * 1024 * 1024)
-    return 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
+    return 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0))), said
 
 
-def sglang_mem_fraction(gpu: GpuSpec, tp: int, pp: int = 1, mla: bool = False, tower=None,
+def sglang_mem_fraction(gpu: GpuSpec, tp: int, pp: int = 1, mla: bool = False, tower: ExtraParams | None = None,
                         family: str | None = None) -> tuple[float, str]:
     """SGLang 0.5.23's mem_fraction_static when not given (arg_groups/memory_hook.py, the default path: no
     post-capture sizing), and how it came: round((total - reserved) / total, 3), total the card's MiB as nvidia-smi
     or rocminfo prints it, reserved = 512 + 1.5 x max(chunked_prefill_size, 2048) + tp x pp / 8 x 1024 + the CUDA
     graphs' (2 x the largest decode graph's batch, and on CUDA the prefill graphs': 8 a captured token count, 1,536
     for an MLA model), at least 10,240 on a card of more than 60 GiB. H100 0.830, H200 0.903, RTX 4090 0.704. A
-    multimodal model (`tower`: its vision tower's ExtraParams, with an encoder) loses the prefill graphs unless its
+    multimodal model (`tower`: its vision tower, sglang_vision_tower) loses the prefill graphs unless its
     architecture keeps them, and takes vlm_factor of the fraction."""
     mib = _sglang_gpu_mib(gpu)
     chunk = sglang_chunked_prefill(gpu)
@@ -70,9 +101,9 @@ def sglang_mem_fraction(gpu: GpuSpec, tp: int, pp: int = 1, mla: bool = False, t
     why = (f"SGLang's default for this card at tp {tp}: (its {mib:,.0f} MiB - {reserved:,.0f} MiB of activations "
            "and CUDA graphs reserved) / its total")
     if tower is not None:
-        factor = vlm_factor(tower.params, tower.encoder.hidden_size, tower.encoder.intermediate_size)
+        factor, shape = vlm_factor(tower)
         f *= factor
-        why += f", x {factor:.3f} for its vision tower (adjust_mem_fraction_for_vlm)"
+        why += f", x {factor:.3f} for its vision tower (adjust_mem_fraction_for_vlm: {shape})"
     return f, why
 
 

@@ -103,16 +103,19 @@ def gemma4_vision_params(c: ConfigReader, text_hidden: int) -> int:
     return 2 * table * h + 3 * p * p * h + layers * layer + h * text_hidden
 
 
-def _tower(name: str, params: int, modules: str, c: ConfigReader, kind: str, heads: str, **shape) -> dict:
+def _tower(name: str, params: int, modules: str, c: ConfigReader, kind: str, heads: str, layers: int | None,
+           **shape) -> dict:
     """A vision tower's `extra` entry: loaded by default (vLLM: --language-model-only leaves it out), not read when
     decoding text, outside a config-only count's official figure; with its shape as an image encoder (the
     catalog's VisionEncoder: `heads` the config's name for its attention heads, `shape` the rest of its fields)
-    where the config gives it all."""
+    where the config gives it all, and its vision_config's num_hidden_layers (`layers`: None where its config class
+    counts its blocks otherwise) and hidden_size."""
     encoder = {"kind": kind, "hidden_size": c.get("hidden_size"), "intermediate_size": c.get("intermediate_size"),
                "num_heads": c.get(heads), "patch_size": c.get("patch_size"), **shape}
     whole = all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for k, v in encoder.items() if k != "kind")
     return {"name": f"{name} (vision_config)", "params": params, "in_official_count": False,
             **({"encoder": encoder} if whole else {}),
+            "vision_config": {"num_hidden_layers": layers, "hidden_size": encoder["hidden_size"]},
             "note": f"counted from vision_config's shapes (transformers {modules}); loaded by default (vLLM: "
                     "--language-model-only leaves it out); not read when decoding text"}
 
@@ -147,24 +150,27 @@ def vision_tower_entry(raw: dict, text_hidden: int, where: str) -> dict | None:
         c = ConfigReader(vision, {}, at)
         return _tower("vision tower + embedder", gemma4_vision_params(c, text_hidden),
                       "Gemma4VisionModel, Gemma4MultimodalEmbedder", c, "gemma4", "num_attention_heads",
-                      merge=c.get("pooling_kernel_size"))
+                      c.get("num_hidden_layers"), merge=c.get("pooling_kernel_size"))
     if model_type == "llama4":
         c = ConfigReader(vision, LLAMA4_VISION_DEFAULTS, at, omittable=CORE)
         return _tower("vision tower + projector", llama4_vision_params(c, text_hidden),
                       "Llama4VisionModel, Llama4MultiModalProjector", c, "llama4", "num_attention_heads",
-                      image_size=c.get("image_size"))
+                      c.get("num_hidden_layers"), image_size=c.get("image_size"))
     if model_type == "gemma3":
         c = ConfigReader(vision, SIGLIP_DEFAULTS, at, omittable=CORE)
         return _tower("SigLIP vision tower + multimodal projector", siglip_gemma3_params(c, text_hidden),
                       "SiglipVisionModel, Gemma3MultiModalProjector", c, "siglip", "num_attention_heads",
-                      image_size=c.get("image_size"))
+                      c.get("num_hidden_layers"), image_size=c.get("image_size"))
     c = ConfigReader(vision, VISION_DEFAULTS[model_type], at, omittable=CORE)
     out = c.get("out_hidden_size")
     if out != text_hidden:  # the merger feeds the text model (an absent field's class default 3584 need not)
         said = "given" if "out_hidden_size" in vision else "transformers' default, the field being absent"
         raise ConfigError(f"{at}: out_hidden_size is {out} ({said}), not the text model's hidden_size {text_hidden}: "
                           "its merger could not feed the text model.", "Fix the config.json's vision_config.")
+    # Qwen3VLVisionConfig counts its blocks as `depth` and has no num_hidden_layers unless the config gives one
+    layers = vision.get("num_hidden_layers")
     return _tower("vision tower + merger", qwen_vision_params(c), "Qwen3VLVisionModel", c, "qwen_vl", "num_heads",
+                  layers if isinstance(layers, int) and not isinstance(layers, bool) and layers > 0 else None,
                   merge=c.get("spatial_merge_size"))
 
 

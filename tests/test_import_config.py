@@ -221,6 +221,25 @@ def test_a_towers_vision_config_is_its_catalog_twins(path, catalog):
     assert (recorded.num_hidden_layers is None) == (tower.encoder.kind == "qwen_vl")
 
 
+def test_layer_types_say_which_layers_slide_whatever_the_model_type(tmp_path):
+    """OLMo 3 (model_type olmo3) slides three layers in four (layer_types; transformers Olmo3Attention takes the
+    window on "sliding_attention" layers only): 64 layers import as 48 sliding + 16 full, not 64 sliding, so the
+    full layers' cache grows with the context. Without layer_types a window applies to every layer (Mistral)."""
+    types = (["sliding_attention"] * 3 + ["full_attention"]) * 16
+    base = {"model_type": "olmo3", "architectures": ["Olmo3ForCausalLM"], "vocab_size": 100278, "hidden_size": 5120,
+            "intermediate_size": 27648, "num_hidden_layers": 64, "num_attention_heads": 40, "num_key_value_heads": 8,
+            "max_position_embeddings": 65536, "sliding_window": 4096, "tie_word_embeddings": False,
+            "torch_dtype": "bfloat16"}
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({**base, "layer_types": types}))
+    spec = import_model(p, read_headers=False).spec
+    kinds = [(g.count, g.mixer.kind) for g in spec.layer_groups]
+    assert kinds == [(48, "sliding"), (16, "full")] and spec.layer_pattern == [0, 0, 0, 1]
+    p.write_text(json.dumps(base))
+    spec = import_model(p, read_headers=False).spec
+    assert [(g.count, g.mixer.kind) for g in spec.layer_groups] == [(64, "sliding")]
+
+
 def test_gemma4_vision_tower_is_counted_where_its_linears_are_plain():
     """Gemma 4 26B-A4B's tower (27 layers 1152 wide, MLP 4304, 16 heads of 72, patches of 16): the position table 2 x
     10,240 x 1152 = 23,592,960; the patch projection 768 x 1152 = 884,736; a layer 4 x 1152^2 + 2 x 72 + 3 x 1152 x

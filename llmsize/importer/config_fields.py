@@ -207,19 +207,20 @@ def head_counts(c: ConfigReader) -> tuple[int, int, int]:
 
 
 def layer_windows(c: ConfigReader, model_type: str, layers: int) -> list[int | None]:
-    """The window of each layer (None: full attention). `"sliding_window": null` is no window. Qwen2/3 carry a
-    window but apply it only with use_sliding_window, and then to layers from max_window_layers on
-    (transformers Qwen2Config: layer_types = sliding if use_sliding_window and i >= max_window_layers), or as
-    their layer_types say."""
+    """The window of each layer (None: full attention). `"sliding_window": null` is no window. Where the config
+    gives layer_types, as they say (OLMo 3: three sliding layers, then a full one; transformers builds its
+    attention by them); else a window applies to every layer (Mistral), except that Qwen2/3 carry a window but
+    apply it only with use_sliding_window, and then to layers from max_window_layers on (transformers Qwen2Config:
+    layer_types = sliding if use_sliding_window and i >= max_window_layers)."""
     w = c.get("sliding_window")
-    if not model_type.startswith("qwen"):
-        return [w] * layers
     types = c.layer_types(layers, ("sliding_attention", "full_attention"))
     if types is not None:
         if "sliding_attention" in types and w is None:
             raise ConfigError(f"{c.where}: layer_types has sliding layers but sliding_window is null.",
                               "Fix the config.json.")
         return [w if t == "sliding_attention" else None for t in types]
+    if not model_type.startswith("qwen"):
+        return [w] * layers
     if not c.get("use_sliding_window") or w is None:
         return [None] * layers
     first = c.get("max_window_layers")

@@ -52,7 +52,11 @@ def test_a_vllm_server_is_timed_as_it_streams(run_cli):
     r = _json(run_cli, b, "--gpu", "rtx4090", "--concurrency", "1,4")
     # the server sleeps 50 ms before the first token and 10 ms between tokens: the client sees at least that
     assert 0.05 <= r["prefill"]["ttft_s"] < 0.5
-    assert 10 * 0.98 <= r["decode"]["ms_per_token_median"] < 40
+    # a busy machine hands the client tokens in bunches (one gap long, the next short: a 7.98 ms median was seen on a
+    # loaded two-core run), so the median's floor is not the server's 10 ms; the span (tok_s, below) keeps its mean
+    d = r["decode"]
+    assert 0 < d["ms_per_token_p10"] <= d["ms_per_token_median"] <= d["ms_per_token_p90"]
+    assert d["ms_per_token_median"] < 40
     # (12 - 1) tokens over >= 11 x 10 ms sent; a busy machine can hand the client its first token late, which shortens
     # the span it times (102.8 tok/s was seen on a loaded run): up to 20 ms of that is allowed
     assert 25 < r["decode"]["tok_s"] <= 11 / (11 * 0.010 * 0.98 - 0.020)

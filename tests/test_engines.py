@@ -834,6 +834,19 @@ def test_sglang_takes_less_for_a_multimodal_checkpoint(catalog):
     assert factor == pytest.approx(0.906, abs=0.001) and "from its parameters" in said
 
 
+def test_sglangs_fraction_for_kimi_k25_on_eight_mi355x_is_the_published_one(catalog):
+    """A published SGLang start-up (ajith-sirra-amd/Issues Kimi-K2.5-MI355X-SGLANG-ERROR.md @ffc532e0; rocm/sgl-dev
+    v0.5.8.post1, `sglang serve --model-path moonshotai/Kimi-K2.5 --tp 8`, no memory flags) prints
+    mem_fraction_static=0.8260405859375: (294,912 MiB - 27,136 reserved: 512 + 1.5 x 16,384 + 2 x 512 + 8 / 8 x 1,024,
+    no prefill graphs on HIP) / 294,912 = 0.908, x 0.95 x (1 - 0.1 x (27 x 1152^2 / (24 x 1024^2) - 1)) = 0.909736 for
+    its MoonViT tower, float for float (0.5.23's arithmetic gives that release's base on this card)."""
+    from llmsize.estimate.sglang_defaults import sglang_mem_fraction, sglang_vision_tower
+
+    kimi = catalog.model("kimi-k2.5")
+    f, why = sglang_mem_fraction(catalog.gpu("mi355x"), 8, 1, True, sglang_vision_tower(kimi), kimi.family)
+    assert f == 0.8260405859375 and "27,136 MiB" in why
+
+
 def test_sglang_keeps_a_dsa_models_cache_in_fp8_on_blackwell(run_cli):
     """arg_groups/overrides.py _dsa_kv_cache_dtype_default (SGLang 0.5.23): a DeepSeek sparse-attention model's
     'auto' cache is fp8_e4m3 on compute capability 10 and up, bfloat16 below; vLLM keeps its own default."""

@@ -35,6 +35,7 @@ TWINS = {
     "openai__gpt-oss-20b": "gpt-oss-20b", "openai__gpt-oss-120b": "gpt-oss-120b",
     "tiiuae__falcon-7b-instruct": "falcon-7b",
     "Qwen__Qwen3.6-27B": "qwen3.6-27b", "Qwen__Qwen3.6-35B-A3B": "qwen3.6-35b-a3b", "Qwen__Qwen3.5-27B": "qwen3.5-27b",
+    "Qwen__Qwen3.5-35B-A3B": "qwen3.5-35b-a3b",
     "Qwen__Qwen3.5-9B": "qwen3.5-9b", "Qwen__Qwen2.5-14B": "qwen2.5-14b", "Qwen__Qwen2.5-0.5B": "qwen2.5-0.5b",
     "meta-llama__Meta-Llama-3.1-405B": "llama-3.1-405b", "deepseek-ai__DeepSeek-V3.2": "deepseek-v3.2",
     "microsoft__bitnet-b1.58-2B-4T": "bitnet-b1.58-2b-4t", "google__gemma-2-9b-it": "gemma-2-9b",
@@ -65,7 +66,7 @@ def _decoder(spec):
 
 
 def test_every_shared_config_is_covered():
-    assert len(ALL) == 68
+    assert len(ALL) == 69
     assert {p.stem for p in ALL} - set(TWINS) == {
         "deepseek-ai__DeepSeek-V4-Pro",  # tests/test_deepseek_v4.py: no published count to 1% to catalog it with
         "Qwen__Qwen3-235B-A22B", "Qwen__Qwen3-235B-A22B-FP8", "nvidia__Gemma-4-31B-IT-NVFP4",
@@ -120,13 +121,14 @@ def test_qwen35_hybrids_map_their_layer_types():
     assert sum(g.count for g in moe.layer_groups) == 40
 
 
-# Hugging Face safetensors totals (every tensor of the checkpoint), as printed: Qwen3.5-27B, -122B-A10B, -397B-A17B in
+# Hugging Face safetensors totals (every tensor of the checkpoint), as printed: Qwen3.5-27B, -35B-A3B, -122B-A10B, -397B-A17B in
 # github AlexsJones/llmfit scripts/scrape_hf_models.py's FALLBACKS list (file index id 55778153074); Qwen3.5-9B and
 # Qwen3.6-27B in a public log of Hub API calls (id 61762937035: "safetensors.total: ... 9B 9653104368 | Qwen3.6-27B
 # 27781427952"); Qwen3.6-35B-A3B in a public evidence file (id 71127054961: "safetensors.total=35951822704")
 HUB_TOTALS = {"Qwen__Qwen3.5-27B": 27_781_427_952, "Qwen__Qwen3.5-122B-A10B": 125_086_497_008,
               "Qwen__Qwen3.5-397B-A17B": 403_397_928_944, "Qwen__Qwen3.5-9B": 9_653_104_368,
-              "Qwen__Qwen3.6-27B": 27_781_427_952, "Qwen__Qwen3.6-35B-A3B": 35_951_822_704}
+              "Qwen__Qwen3.6-27B": 27_781_427_952, "Qwen__Qwen3.6-35B-A3B": 35_951_822_704,
+              "Qwen__Qwen3.5-35B-A3B": 35_951_822_704}
 
 
 @pytest.mark.parametrize("stem, total", HUB_TOTALS.items(), ids=list(HUB_TOTALS))

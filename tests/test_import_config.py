@@ -312,6 +312,16 @@ def test_an_unknown_hybrid_is_refused(tmp_path):
         import_model(tmp_path / "config.json", read_headers=False)
 
 
+def test_kimi_linear_with_a_query_lora_is_refused_as_unsupported(tmp_path):
+    """Kimi K3's text model is a kimi_linear config whose MLA has a query LoRA (q_lora_rank 1536) and a full-rank KDA
+    gate: the importer does not map it, and says so as an unsupported layout (the config is not wrong)."""
+    raw = json.loads((CONFIGS / "moonshotai__Kimi-Linear-48B-A3B-Instruct.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**raw, "q_lora_rank": 1536}))
+    with pytest.raises(ConfigError, match=r"q_lora_rank is 1536: .*\(Kimi K3's layout\) is not supported") as e:
+        import_model(tmp_path / "config.json", read_headers=False)
+    assert "Fix the config" not in str(e.value.hint) and "catalog entry" in str(e.value.hint)
+
+
 @pytest.mark.parametrize("stem, quant, scope", [
     ("openai__gpt-oss-20b", "mxfp4", "experts"),              # modules_to_not_convert: self_attn, router
     ("Qwen__Qwen3-30B-A3B-FP8", "fp8-block128", "linear"),    # weight_block_size [128, 128]; norms/gates kept
@@ -751,7 +761,7 @@ def _mutated(tmp_path, stem, edit):
      "do not name each of the 27 layers once"),
     ("moonshotai__Kimi-Linear-48B-A3B-Instruct", lambda c: c["linear_attn_config"].update(head_dim="128"),
      "not whole counts from 1 to 65,536"),
-    ("moonshotai__Kimi-Linear-48B-A3B-Instruct", lambda c: c.update(q_lora_rank=1536), "no query LoRA"),
+    ("moonshotai__Kimi-Linear-48B-A3B-Instruct", lambda c: c.update(q_lora_rank=1536), "a query LoRA in its MLA"),
 ])
 def test_impossible_layer_lists_and_fields_are_refused(tmp_path, run_cli, stem, edit, says):
     if edit is None:

@@ -159,9 +159,11 @@ def map_kimi_linear(c: ConfigReader, model_type: str) -> Mapped:
     layers, heads = c.need("num_hidden_layers", "num_attention_heads")
     kda, kda_at = _kda_layers(c, layers)
     kv_rank, nope, rope, v = c.need("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
-    if c.get("q_lora_rank"):
-        raise ConfigError(f"{c.where}: q_lora_rank is {c.get('q_lora_rank')}; Kimi Linear's MLA has no query LoRA "
-                          "(vLLM asserts q_lora_rank is None).", "Fix the config.json.")
+    if c.get("q_lora_rank"):  # Kimi K3's text model (kimi_linear with q_lora_rank, a full-rank KDA gate)
+        raise ConfigError(f"{c.where}: q_lora_rank is {c.get('q_lora_rank')}: a Kimi Linear model with a query LoRA "
+                          "in its MLA (Kimi K3's layout) is not supported; Kimi-Linear-48B-A3B's MLA has none (vLLM "
+                          "asserts q_lora_rank is None).",
+                          "Plan a catalog entry of the model, or a GGUF of it (its tensors say what each layer holds).")
     mla = {"kind": "mla", "num_attention_heads": heads, "kv_lora_rank": kv_rank, "qk_nope_head_dim": nope,
            "qk_rope_head_dim": rope, "v_head_dim": v}
     experts, k, inter = c.need("num_experts", "num_experts_per_token", "moe_intermediate_size")

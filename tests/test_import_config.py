@@ -121,10 +121,10 @@ def test_qwen35_hybrids_map_their_layer_types():
     assert sum(g.count for g in moe.layer_groups) == 40
 
 
-# Hugging Face safetensors totals (every tensor of the checkpoint), as printed: Qwen3.5-27B, -35B-A3B, -122B-A10B, -397B-A17B in
-# github AlexsJones/llmfit scripts/scrape_hf_models.py's FALLBACKS list (file index id 55778153074); Qwen3.5-9B and
-# Qwen3.6-27B in a public log of Hub API calls (id 61762937035: "safetensors.total: ... 9B 9653104368 | Qwen3.6-27B
-# 27781427952"); Qwen3.6-35B-A3B in a public evidence file (id 71127054961: "safetensors.total=35951822704")
+# Hugging Face safetensors totals (every tensor of the checkpoint), as printed: Qwen3.5-27B, -35B-A3B, -122B-A10B,
+# -397B-A17B in github AlexsJones/llmfit scripts/scrape_hf_models.py's FALLBACKS list (file index id 55778153074);
+# Qwen3.5-9B and Qwen3.6-27B in a public log of Hub API calls (id 61762937035: "safetensors.total: ... 9B 9653104368 |
+# Qwen3.6-27B 27781427952"); Qwen3.6-35B-A3B in a public evidence file (id 71127054961: "safetensors.total=35951822704")
 HUB_TOTALS = {"Qwen__Qwen3.5-27B": 27_781_427_952, "Qwen__Qwen3.5-122B-A10B": 125_086_497_008,
               "Qwen__Qwen3.5-397B-A17B": 403_397_928_944, "Qwen__Qwen3.5-9B": 9_653_104_368,
               "Qwen__Qwen3.6-27B": 27_781_427_952, "Qwen__Qwen3.6-35B-A3B": 35_951_822_704,

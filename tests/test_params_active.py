@@ -27,7 +27,8 @@ NO_FIGURE = {"qwen3-next-80b-a3b",
              # Nemotron 3 Super and Ultra: no NVIDIA page among their sources (their names say A12B and A55B)
              "nemotron-3-super-120b-a12b", "nemotron-3-ultra-550b-a55b",
              # entries imported from a public copy of config.json alone: no vendor figure among their sources
-             "glm-4.7-flash", "qwen3-235b-a22b", "qwen3.6-35b-a3b", "kimi-k2", "kimi-k2.5", "minimax-m2.5",
+             "glm-4.7-flash", "qwen3-235b-a22b", "qwen3.6-35b-a3b", "qwen3.5-35b-a3b", "kimi-k2", "kimi-k2.5",
+             "minimax-m2.5",
              "llama-4-scout", "llama-4-maverick",
              # DeepSeek's V3.2 pages state the total (685B) only
              "deepseek-v3.2",

@@ -808,7 +808,12 @@ def test_sglang_takes_less_for_a_multimodal_checkpoint(catalog):
     A multimodal architecture off the prefill-graph allowlist loses that reserve (13,440 MiB on an H100, not 13,904);
     Qwen3.5's keeps it. Gemma 3 and Llama 4 are served text-only unless --enable-multimodal (mm_disabled_models):
     no factor, the prefill graphs kept."""
-    from llmsize.estimate.sglang_defaults import sglang_mem_fraction, sglang_vision_tower, vlm_factor
+    from llmsize.estimate.sglang_defaults import (
+        sglang_mem_fraction,
+        sglang_text_only_note,
+        sglang_vision_tower,
+        vlm_factor,
+    )
 
     h100 = catalog.gpu("h100-sxm")
 
@@ -827,6 +832,10 @@ def test_sglang_takes_less_for_a_multimodal_checkpoint(catalog):
     for text_only in ("gemma-3-27b", "llama-4-scout"):
         f, why = fraction(text_only)
         assert (f, "vision" in why) == (0.83, False), text_only
+    # the ledger says why, and what --enable-multimodal would cost (Gemma 3's SigLIP, 27 x 1,152: x 0.910)
+    assert "text-only unless --enable-multimodal" in sglang_text_only_note(catalog.model("gemma-3-27b"))
+    assert "x 0.910" in sglang_text_only_note(catalog.model("gemma-3-27b"))
+    assert sglang_text_only_note(catalog.model("qwen3.6-27b")) is None
     # a tower whose vision_config is not recorded (an entry imported before the field): L from its parameters,
     # 4 h^2 + 2 h I a layer: Gemma 3's 423,060,336 / 15,224,832 = 27.8 layers -> 0.906
     gemma3 = next(x for x in catalog.model("gemma-3-27b").extra if x.encoder is not None)

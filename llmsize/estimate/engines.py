@@ -38,7 +38,12 @@ from dataclasses import dataclass, field, replace
 from llmsize.catalog.schema import STATE_KINDS, GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError, LlmsizeError
 from llmsize.estimate.kv import has_compressed_layers, kv_bytes, mixers_of, mla_mixers
-from llmsize.estimate.sglang_defaults import sglang_mamba_slots_per_request, sglang_mem_fraction, sglang_vision_tower
+from llmsize.estimate.sglang_defaults import (
+    sglang_mamba_slots_per_request,
+    sglang_mem_fraction,
+    sglang_text_only_note,
+    sglang_vision_tower,
+)
 from llmsize.estimate.sglang_dsv4 import MAX_RUNNING_REQUESTS as SGLANG_DSV4_RUNNING
 from llmsize.estimate.sglang_dsv4 import PAGE_TOKENS as SGLANG_DSV4_PAGE
 from llmsize.estimate.sglang_dsv4 import sglang_dsv4_pools
@@ -877,6 +882,9 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
             slots = sglang_mamba_slots_per_request(model.family)
         version = "mem_fraction_static ledger (static pool = free at start x fraction - weights)"
         notes.append(f"mem_fraction_static {util:g} ({why_util}).")
+        text_only = sglang_text_only_note(model)
+        if text_only:
+            notes.append(text_only)
         notes.append(f"Free at start: total - {non_torch / GiB:.2f} GiB of CUDA context and communicators "
                      "(assumed; more with tensor parallelism).")
         notes.append("SGLang keeps activations and CUDA graphs in the 1 - mem_fraction_static left over.")

@@ -47,14 +47,28 @@ MM_PREFILL_GRAPH_FAMILIES = ("qwen3_5_text", "qwen3_5_moe_text", "qwen3_5", "qwe
 SGLANG_TEXT_ONLY_FAMILIES = ("gemma3", "llama4")
 
 
+def _loaded_tower(model: ModelSpec) -> ExtraParams | None:
+    return next((x for x in model.extra if x.loaded and (x.vision_config is not None or x.encoder is not None)), None)
+
+
 def sglang_vision_tower(model: ModelSpec) -> ExtraParams | None:
     """The loaded vision tower of a model SGLang serves as multimodal by default (its vision_config recorded, or its
     encoder's shape), or None: no tower, or a family SGLang serves text-only unless told (SGLANG_TEXT_ONLY_FAMILIES)."""
     from llmsize.estimate.runtime_model import base_family
 
-    if base_family(model) in SGLANG_TEXT_ONLY_FAMILIES:
+    return None if base_family(model) in SGLANG_TEXT_ONLY_FAMILIES else _loaded_tower(model)
+
+
+def sglang_text_only_note(model: ModelSpec) -> str | None:
+    """For a model with a vision tower that SGLang serves text-only unless --enable-multimodal (Gemma 3), what that
+    means and what the flag costs; None otherwise."""
+    tower = _loaded_tower(model)
+    if tower is None or sglang_vision_tower(model) is not None:
         return None
-    return next((x for x in model.extra if x.loaded and (x.vision_config is not None or x.encoder is not None)), None)
+    factor, _ = vlm_factor(tower)
+    return (f"SGLang serves this model text-only unless --enable-multimodal (mm_disabled_models): images are refused; "
+            f"with the flag, its default fraction takes x {factor:.3f} for the vision tower "
+            "(adjust_mem_fraction_for_vlm) and a multimodal model's rule on prefill graphs.")
 
 
 def vlm_factor(tower: ExtraParams) -> tuple[float, str]:

@@ -1078,3 +1078,26 @@ def test_sglangs_states_pool_caps_a_hybrids_running_requests(run_cli):
     code, out, err = run_cli("plan", "qwen3.6-35b-a3b", "--gpu", "h100-sxm", "--quant", "fp8", "--context", "1000",
                              "--emit", "sglang")
     assert code == 0 and "--max-running-requests 41" in out
+
+
+def test_an_engine_charging_sliding_layers_in_full_binds_by_requests(run_cli):
+    """SGLang outside its hybrid SWA pool (Gemma 2/3, Phi-3, Mistral) charges a sliding layer for every token of a
+    request; the plan's bytes keep its window. Gemma 3 12B on an H100 at 32,768 tokens: SGLang's
+    116,846 tokens hold 3.6 requests where the plan's budget holds 20, and plan now says so (its byte pool alone,
+    0.90 of the budget's, had kept it silent), as compare's ledger_short does. fleet sizes Phi-3-mini's SGLang
+    replicas by the requests its 159,399 tokens hold at 4,000 (3,500 held a user: 45), not the 67 a card of the
+    plan's bytes had been given, and its launch line carries that batch."""
+    code, out, err = run_cli("plan", "gemma-3-12b", "--gpu", "h100-sxm", "--context", "32768", "--runtime", "sglang")
+    assert code == 0 and "3.6 requests of 32,768 tokens at once, where the plan's budget holds 20" in " ".join(
+        (out + err).split())
+    code, out, err = run_cli("compare", "gemma-3-12b", "--gpus", "h100-sxm", "--context", "32768", "--runtime",
+                             "sglang", "--json")
+    assert code == 0 and "3.6 requests" in json.loads(out)["rows"][0]["ledger_short"]
+    code, out, err = run_cli("fleet", "phi-3-mini", "--gpus", "h100-sxm", "--users", "200", "--isl", "3000", "--osl",
+                             "1000", "--runtime", "sglang", "--json")
+    assert code == 0, err
+    row = json.loads(out)["rows"][0]
+    assert row["batch_per_replica"] <= 159_399 // 3_500 and row["replicas"] * row["batch_per_replica"] >= 200
+    code, out, err = run_cli("fleet", "phi-3-mini", "--gpus", "h100-sxm", "--users", "200", "--isl", "3000", "--osl",
+                             "1000", "--runtime", "sglang", "--emit", "sglang")
+    assert code == 0 and f"--max-running-requests {row['batch_per_replica']}" in out

@@ -652,15 +652,21 @@ def mtp_layers_of(plan) -> int:
 LEDGER_SHORT = 0.8
 
 
-def ledger_shortfall(led: EngineLedger, budget) -> str | None:
+def ledger_shortfall(led: EngineLedger, budget, plan_sequences: float | None = None) -> str | None:
     """Where the serving engine a plan's expected figure is for allocates materially less cache than the plan's
-    generic budget (a capacity.MemoryBudget; below LEDGER_SHORT of it), or none for one request at its length: what
-    the engine holds beside what the plan says, and whether it starts; None where they agree. 70B FP8 on an H100:
-    the budget's 3.04 GB (80 GiB x 0.9 less 1.5 GiB) beside vLLM's 0.77 GB (79.21 GiB as CUDA reports it x 0.9,
-    its activation peak and CUDA graphs): 2,352 tokens, not one 4,096-token request."""
+    generic budget (a capacity.MemoryBudget; below LEDGER_SHORT of it), holds fewer requests at once than the plan's
+    `plan_sequences` of the same length where its requests bind (below LEDGER_SHORT of them: SGLang charging a
+    sliding layer for every token, vLLM's sliding groups' reserves, states kept apart), or none for one request at
+    its length: what the engine holds beside what the plan
+    says, and whether it starts; None where they agree. 70B FP8 on an H100: the budget's 3.04 GB (80 GiB x 0.9 less
+    1.5 GiB) beside vLLM's 0.77 GB (79.21 GiB as CUDA reports it x 0.9, its activation peak and CUDA graphs): 2,352
+    tokens, not one 4,096-token request. Gemma 3 12B on an H100 at 32,768 tokens: 20 sequences in the plan's
+    window-limited bytes, 3.6 under SGLang, which charges its sliding layers for every token."""
     from llmsize.estimate.runtimes import RUNTIME_NAMES
 
-    if led.fits_one_request and led.kv_cache_bytes >= LEDGER_SHORT * budget.kv_budget_bytes:
+    few = (plan_sequences is not None and led.requests_bind
+           and led.requests_at_once < LEDGER_SHORT * plan_sequences)
+    if led.fits_one_request and led.kv_cache_bytes >= LEDGER_SHORT * budget.kv_budget_bytes and not few:
         return None
     name = RUNTIME_NAMES.get(led.name, led.name)
     left = (f"{led.kv_cache_bytes / 1e9:,.2f} GB of cache ({led.kv_cache_tokens:,} tokens)" if led.kv_cache_bytes > 0
@@ -668,7 +674,8 @@ def ledger_shortfall(led: EngineLedger, budget) -> str | None:
     said = (f"{name}'s own memory ledger leaves {left}, where the plan's budget leaves "
             f"{budget.kv_budget_bytes / 1e9:,.2f} GB")
     if led.fits_one_request:
-        return said + f": {led.requests_at_once:,.1f} requests of {led.max_model_len:,} tokens at once"
+        return said + (f": {led.requests_at_once:,.1f} requests of {led.max_model_len:,} tokens at once"
+                       + (f", where the plan's budget holds {int(plan_sequences):,}" if few else ""))
     return said + ": " + no_request_words(led)
 
 
@@ -725,7 +732,10 @@ def plan_shortfall(p, model: ModelSpec, gpu: GpuSpec, engine: str) -> str | None
     """plan_ledger said beside the plan's budget where it holds far less (ledger_shortfall); None where they agree
     or no ledger covers the plan."""
     led = plan_ledger(p, model, gpu, engine)
-    return None if led is None else ledger_shortfall(led, p.budget)
+    if led is None:
+        return None
+    per = (p.kv_card or p.kv).bytes_per_sequence
+    return ledger_shortfall(led, p.budget, p.budget.kv_budget_bytes / per if per > 0 else None)
 
 
 def engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: EngineInputs) -> EngineLedger:
@@ -1016,5 +1026,11 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
                         blocks, blocks * page_tokens, max_len, batched, notes,
                         concurrency=max(0.0, kv_cache) / one_request if windows else None, min_fraction=min_fraction,
                         fits_one_request=fits, cudagraph_bytes=graphs, steps=steps,
-                        requests_bind=bool(swa_pool) or state_pool > 0, state_pool_bytes=state_pool,
+                        # SGLang outside its hybrid SWA pool charges a sliding layer for every token: it holds fewer
+                        # requests than the plan's window-limited bytes say (TensorRT-LLM, which the ledger charges
+                        # so too, is left to its bytes: its published gpt-oss tables follow the window-limited
+                        # requests, benchmarks/serving_throughput.py, RESULTS.md 2026-12-07)
+                        requests_bind=bool(swa_pool) or state_pool > 0 or (e.engine == "sglang" and any(
+                            g.mixer is not None and g.mixer.kind == "sliding" for g in model.layer_groups)),
+                        state_pool_bytes=state_pool,
                         state_bytes_per_request=state_request, state_slots_per_request=slots), util

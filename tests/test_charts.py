@@ -158,3 +158,19 @@ def test_roofline_and_kv_print_their_data_as_json(run_cli):
     for cmd in (("kv", "llama-3.1-8b"), ("roofline", "llama-3.1-8b", "--gpu", "h100")):
         code, out, err = run_cli(*cmd, "--json", "-o", "x.png")
         assert code == 2 and "--json and -o ask for two outputs" in err and out == ""
+
+
+def test_roofline_takes_a_short_models_own_context_as_plan_does(run_cli):
+    """Falcon 7B takes 2,048 tokens: roofline's default context is the model's, as plan's and compare's are (its
+    sequences at 2,048, not 4,096), and a longer --context is said to be beyond its positions."""
+    code, out, err = run_cli("roofline", "falcon-7b", "--gpu", "h100-sxm", "--json")
+    assert code == 0, err
+    roof = json.loads(out)
+    code, out, err = run_cli("plan", "falcon-7b", "--gpu", "h100-sxm", "--json")
+    assert code == 0, err
+    plan = json.loads(out)
+    assert roof["context_tokens"] == plan["inputs"]["context_tokens"] == 2048
+    assert roof["cards"][0]["max_sequences"] == plan["capacity"]["max_concurrent_sequences"] == 3686
+    assert "defaults to the model's 2,048 tokens" in roof["notes"][0]
+    code, out, err = run_cli("roofline", "falcon-7b", "--gpu", "h100-sxm", "--context", "8192")
+    assert code == 0 and "beyond the model's max_position_embeddings 2,048" in out

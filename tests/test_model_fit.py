@@ -21,8 +21,13 @@ def test_fit_ranks_models_by_expected_speed_and_offloads_only_with_llamacpp(run_
     off = next(r for r in rows if r["model"] == "gpt-oss-120b")
     assert off["placement"].startswith("--n-cpu-moe") and off["expected_tok_s"] is None
     assert "--host-memory" in off["note"] and off["host_bytes"] > 30 * 2**30
-    # every full row's context holds at least the asked 4,096 tokens
-    assert all(r["context_tokens"] >= 4096 for r in rows)
+    # every row's context holds at least the default 4,096 tokens, or the model's own where shorter (Falcon 7B's
+    # 2,048: fit takes each model at most at its own, as plan does)
+    from llmsize.catalog.loader import Catalog
+
+    positions = {m.id: m.max_position_embeddings for m in Catalog().models.all()}
+    assert all(r["context_tokens"] >= min(4096, positions[r["model"]]) for r in rows)
+    assert any(r["model"] == "falcon-7b" for r in rows)
 
 
 def test_fit_with_host_memory_and_ram_limit(run_cli):
@@ -175,7 +180,10 @@ def test_fit_under_ollama_takes_its_default_context_by_the_cards_memory(run_cli)
     assert code == 0 and json.loads(out)["context_tokens"] == 4096
     code, out, err = run_cli("fit", "--all-formats",
                              "--gpu", "rtx4090", "--runtime", "ollama", "--context", "8192", "--json")
-    assert code == 0 and json.loads(out)["context_tokens"] == 8192 and not json.loads(out)["notes"]
+    # Ollama's num_ctx not said; the models that take fewer than 8,192 tokens are (left out)
+    assert code == 0 and json.loads(out)["context_tokens"] == 8192
+    notes = json.loads(out)["notes"]
+    assert [n.split(" model(s)")[1][:38] for n in notes] == [" left out that take fewer than 8,192 t"]
 
 
 def test_fit_says_when_the_host_memory_is_not_used(run_cli):
@@ -350,3 +358,18 @@ def test_a_fit_title_says_where_placements_leave_part_in_system_ram(run_cli):
     assert code == 0 and "whole or with a part in system RAM (host GiB)" in " ".join(out.split()[:20])
     code, out, err = run_cli("fit", "--gpu", "h100", "--runtime", "vllm", "--top", "3")
     assert code == 0 and "system RAM" not in out.splitlines()[0]
+
+
+def test_fit_plans_a_short_model_at_its_own_context_and_says_who_is_left_out(run_cli):
+    """By default fit sizes each model at most at its own positions, as plan does (Falcon 7B, GPT-J 6B and
+    TinyLlama take 2,048), and names them; a --context beyond a model's positions leaves it out, and says so."""
+    code, out, err = run_cli("fit", "--gpu", "h100-sxm", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert {"falcon-7b", "gpt-j-6b", "tinyllama-1.1b"} <= {r["model"] for r in d["rows"]}
+    assert any("falcon-7b at 2,048" in n for n in d["notes"])
+    code, out, err = run_cli("fit", "--gpu", "h100-sxm", "--context", "8192", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert "falcon-7b" not in {r["model"] for r in d["rows"]}
+    assert any("left out that take fewer than 8,192 tokens" in n and "falcon-7b 2,048" in n for n in d["notes"])

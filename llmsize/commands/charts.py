@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from llmsize.commands.shared import load_catalog, make_console, named_model, print_json
+from llmsize.commands.shared import load_catalog, make_console, model_default_context, named_model, print_json
 from llmsize.errors import InvalidValueError
 from llmsize.options import (
-    DEFAULT_CONTEXT,
     CatalogOpt,
     ChartOutOpt,
     ContextOpt,
@@ -47,9 +46,8 @@ def roofline(
       llmsize roofline gemma-4-12b --gpu rtx5060ti --gpu h200
       llmsize roofline llama-3.1-8b --gpu h100 -o roofline.svg
     """
-    context = DEFAULT_CONTEXT if context is None else context
     from llmsize.estimate.charts import roofline as roof_data
-    from llmsize.estimate.plan import PlanInputs
+    from llmsize.estimate.plan import PlanInputs, beyond_positions_note
     from llmsize.render import charts
 
     if not gpu:
@@ -59,6 +57,7 @@ def roofline(
         charts.check_image_path(output)
     cat = load_catalog(catalog)
     m = named_model(cat, model, hub, estimate_only, hub_file, command="roofline")
+    context, why = model_default_context(m) if context is None else (context, beyond_positions_note(m, context))
     inputs = PlanInputs(quant=quant, kv_dtype=kv_dtype.lower(), context_tokens=context)
     names = [n.strip() for g in gpu for n in g.split(",")]
     if not all(names):
@@ -67,12 +66,13 @@ def roofline(
     cards = list({c.id: c for c in (cat.gpu(n) for n in names)}.values())  # a card named twice (or by an alias) once
     roofs = [roof_data(m, c, inputs, max_batch) for c in cards]
     if as_json:
-        print_json(charts.roofline_json(m.id, inputs, roofs))
+        print_json({**charts.roofline_json(m.id, inputs, roofs), "notes": [why] if why else []})
     elif output is None:
-        sys.stdout.write(charts.roofline_text(m.name, roofs, width=make_console().width) + "\n")
+        sys.stdout.write(charts.roofline_text(m.name, roofs, width=make_console().width) + "\n"
+                         + (f"Note: {why}\n" if why else ""))
     else:
         charts.roofline_image(m.name, roofs, output)
-        sys.stderr.write(f"Wrote {output}\n")
+        sys.stderr.write((f"Note: {why}\n" if why else "") + f"Wrote {output}\n")
 
 
 def kv(

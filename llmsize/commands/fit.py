@@ -150,10 +150,20 @@ def fit_cmd(
         fit_notes.append(f"--mmproj {mmproj}: a model with a vision tower carries it as an {mmproj.upper()} mmproj "
                          "on the card (its weights, and its encoder's buffer where the model's entry gives the "
                          "encoder's shape, as plan --mmproj sizes them): +mmproj beside its name")
+    shorter = sorted((m for m in cat.models.all() if m.max_position_embeddings < context), key=lambda m: m.id)
+    if asked_context is None and shorter and not ollama_ctx:  # as plan's default: each model at most its own
+        fit_notes.append(f"--context defaults to {context:,} tokens, each model at most its own "
+                         "(max_position_embeddings): " + ", ".join(f"{m.id} at {m.max_position_embeddings:,}"
+                                                                  for m in shorter))
+    elif asked_context is not None and shorter:
+        fit_notes.append(f"{len(shorter)} model(s) left out that take fewer than {context:,} tokens "
+                         f"(max_position_embeddings): " + ", ".join(f"{m.id} {m.max_position_embeddings:,}"
+                                                                   for m in shorter[:6])
+                         + (f" and {len(shorter) - 6} more" if len(shorter) > 6 else ""))
     rows, skipped, fitting, refused = fit_models(cat.models.all(), g, rid, context, runtimes, card_bytes(g, wired),
                                                  host, llamacpp_constants(g, cat), gib_bytes(host_ram_gib),
                                                  one_per_model, wired, sort.lower(), min_tok_s, fit_engine,
-                                                 cap_to_model=ollama_ctx, mmproj=mmproj)
+                                                 cap_to_model=asked_context is None, mmproj=mmproj)
     if refused:
         fit_notes.append(f"{refused} pair(s) left out that the card's memory budget holds: {RUNTIME_NAMES[rid]}'s own "
                          f"memory ledger holds no {context:,}-token request with them, so it "

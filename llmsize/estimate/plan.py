@@ -105,6 +105,14 @@ def default_context(model: ModelSpec, usual: int) -> tuple[int, str | None]:
                                            f"tokens (its max_position_embeddings), under the usual {usual:,}")
 
 
+def beyond_positions_note(model: ModelSpec, context_tokens: int) -> str | None:
+    """The words for a context past the model's positions (engines refuse it), or None within them."""
+    if context_tokens <= model.max_position_embeddings:
+        return None
+    return (f"--context {context_tokens:,} is beyond the model's max_position_embeddings "
+            f"{model.max_position_embeddings:,}: engines refuse it; the figures extrapolate")
+
+
 @dataclass(frozen=True)
 class Fit:
     """The smallest tp x pp that holds a model which does not fit one card, and what it decodes at."""
@@ -445,9 +453,9 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
         notes.append(f"{fmt.id} stores ternary weights: a model not trained ternary (BitNet b1.58's quantization-"
                      f"aware training) loses its quality in it; llama.cpp made TQ1_0/TQ2_0 for ternary-trained "
                      "models (PR #8151)")
-    if inputs.context_tokens > model.max_position_embeddings:
-        notes.append(f"--context {inputs.context_tokens:,} is beyond the model's max_position_embeddings "
-                     f"{model.max_position_embeddings:,}: engines refuse it; the figures extrapolate")
+    beyond = beyond_positions_note(model, inputs.context_tokens)
+    if beyond:
+        notes.append(beyond)
     tp, pp = inputs.tp, inputs.pp
     parallel = tp * pp > 1
     # what the runtime runs: the model, or (runtime_model.py) the model as a runtime that departs from it runs it

@@ -2869,3 +2869,16 @@ def test_compute_prices_the_roofline_not_the_runtimes_matmuls(run_cli):
     assert int8["prefill"]["ttft_s"] < base["prefill"]["ttft_s"] / 2
     assert int8["expected"]["ttft_s"] == pytest.approx(base["expected"]["ttft_s"])
     assert any(n.startswith("--compute int8 prices the roofline") for n in int8["expected"]["notes"])
+
+
+def test_a_card_without_an_fp32_rate_says_its_decode_leaves_the_vector_terms_out(run_cli):
+    """llama.cpp unpacks Q4_K_M weights and attends on the vector units at the card's FP32 rate; the M4 Pro's
+    16-core bin has none in the catalog, so its expected decode lacks those terms (it had ranked above the full
+    20-core chip, 43.0 against 34.7 tok/s, with no word): the plan says so; the full chip's does not."""
+    def notes(gpu):
+        code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", gpu, "--quant", "gguf-q4_k_m", "--json")
+        assert code == 0, err
+        return " ".join(json.loads(out)["expected"]["notes"])
+
+    assert "m4-pro-16's FP32 rate is not in the catalog" in notes("m4-pro-16")
+    assert "FP32 rate is not in the catalog" not in notes("m4-pro")

@@ -48,6 +48,7 @@ from llmsize.estimate.speed import (
     prefill_missing,
     prefill_parts_s,
     score_time_s,
+    vector_terms_apply,
 )
 from llmsize.estimate.step_inputs import (
     LLAMACPP_UBATCH_TOKENS,
@@ -316,8 +317,13 @@ def expect(plan: Plan, runtimes: Mapping[str, RuntimeSpec], runtime: str | None 
                                                             fitted=", ".join(fitted)),)
     if not plan.budget.weights_fit:
         notes += (NOT_FIT_NOTE,)
-    e = expected_speed(step_inputs(plan, plan.decode_1, rid, be=gpu_backend),
-                       step_inputs(plan, plan.decode_b, rid, be=gpu_backend),
+    x1 = step_inputs(plan, plan.decode_1, rid, be=gpu_backend)
+    if x1.vector_flop_per_s is None and vector_terms_apply(x1, c) and calibration is None:
+        notes += (f"{plan.gpu.id}'s FP32 rate is not in the catalog (none found in a citable source): the decode "
+                  f"figure leaves out the time {RUNTIME_NAMES[rid]} spends on the vector units unpacking "
+                  f"{plan.fmt.id} weights and attending over the cache, so it may run high (a binned chip can rank "
+                  "above its full one, whose rate is known); --calibrate FILE from your own run corrects it",)
+    e = expected_speed(x1, step_inputs(plan, plan.decode_b, rid, be=gpu_backend),
                        pre, c, plan.decode_ceiling_tok_s, calibration, notes, plan.decode_b.tok_s)
     if has_recurrent_layers(plan.model):
         e = with_recurrent_prefill_band(e, rid, be, pre)

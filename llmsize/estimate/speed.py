@@ -297,6 +297,13 @@ def _alpha(c: Constants, link: str | None) -> float:
     return c.alpha_s.get(link, max(c.alpha_s.values(), default=0.0))
 
 
+def vector_terms_apply(x: StepInputs, c: Constants) -> bool:
+    """Whether the step costs time on the card's vector units (dequant_time_s, attention_time_s): quantized weights
+    the tensor cores do not take as stored, or attention over the cache, under a runtime whose fit prices them."""
+    dequant = x.format_class != "f16" and not x.tensor_core_native and bool(c.alu_ops_per_weight)
+    return dequant or bool(c.attn_cost and x.attention_flops)
+
+
 def dequant_time_s(x: StepInputs, c: Constants) -> float:
     """Unpacking quantized weights on the vector units: ops per weight x weights / the FP32 rate. Zero for 16-bit
     weights, for weights the tensor cores take as stored (an FP8 or NVFP4 GEMM on a card with those instructions

@@ -137,10 +137,12 @@ GpusOpt = Annotated[Optional[list[str]], _opt("--gpu", "--gpus", "-g", help="Car
                                              show_default=False)]
 GpuListOpt = Annotated[Optional[str], _opt("--gpus", help="Comma-separated card ids; default: every card.",
                                            show_default=False)]
-QuantOpt = Annotated[Optional[str], _opt("--quant", help="Weight format (see `llmsize formats`), or a format per "
-                                         "component: experts=nvfp4-w4a16,attention=fp8,...; default: the model's "
-                                         "release format (under --runtime ollama or lmstudio the GGUF their library "
-                                         "pulls: gguf-q4_k_m, gpt-oss's gguf-mxfp4_moe).")]
+_QUANT_HELP = ("Weight format (see `llmsize formats`), or a format per component: "
+               "experts=nvfp4-w4a16,attention=fp8,...; default: the model's release format")
+QuantOpt = Annotated[Optional[str], _opt("--quant", help=_QUANT_HELP + " (under --runtime ollama or lmstudio the GGUF "
+                                         "their library pulls: gguf-q4_k_m, gpt-oss's gguf-mxfp4_moe).")]
+# the same option on a command that takes no --runtime (kv, roofline)
+QuantNoRuntimeOpt = Annotated[Optional[str], _opt("--quant", help=_QUANT_HELP + ".")]
 ScopeOpt = Annotated[Optional[str], _opt("--scope", help="What the format quantizes: linear, experts, mlp or all; "
                                          "default: the release's or the format's.", callback=choice(SCOPES))]
 def _one_dtype(value):

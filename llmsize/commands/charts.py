@@ -20,7 +20,7 @@ from llmsize.options import (
     MaxBatchOpt,
     MaxContextOpt,
     ModelArg,
-    QuantOpt,
+    QuantNoRuntimeOpt,
 )
 
 
@@ -28,7 +28,7 @@ def roofline(
     model: ModelArg = None,
     gpu: GpusOpt = None,
     output: ChartOutOpt = None,
-    quant: QuantOpt = None,
+    quant: QuantNoRuntimeOpt = None,
     kv_dtype: KvDtypeOpt = "bf16",
     context: ContextOpt = None,
     max_batch: MaxBatchOpt = 1024,
@@ -78,7 +78,7 @@ def roofline(
 def kv(
     model: ModelArg = None,
     output: ChartOutOpt = None,
-    quant: QuantOpt = None,
+    quant: QuantNoRuntimeOpt = None,
     users: KvUsersOpt = 1,
     max_context: MaxContextOpt = None,
     as_json: JsonOpt = False,

@@ -139,7 +139,7 @@ def render_table(rows, currency, title: str, notes: list[str], console) -> None:
     console.print(f" {legend}.", style="dim")
     for r in rows:
         if r.why_not:
-            console.print(f" {r.gpu.id}: {r.why_not}.", style="dim")
+            console.print(f" {r.gpu.id}: {r.why_not.rstrip('.')}.", style="dim")
     for n in notes:
         console.print(f" {n}", style="dim")
 

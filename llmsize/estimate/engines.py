@@ -659,8 +659,9 @@ def ledger_shortfall(led: EngineLedger, budget, plan_sequences: float | None = N
     sliding layer for every token, vLLM's sliding groups' reserves, states kept apart), or none for one request at
     its length: what the engine holds beside what the plan says, and whether it starts; None where they agree. 70B
     FP8 on an H100: the budget's 3.04 GB (80 GiB x 0.9 less 1.5 GiB) beside vLLM's 0.77 GB (79.21 GiB as CUDA reports
-    it x 0.9, its activation peak and CUDA graphs): 2,352 tokens, not one 4,096-token request. Gemma 3 12B on an H100 at 32,768 tokens: 20 sequences in the plan's
-    window-limited bytes, 3.6 under SGLang, which charges its sliding layers for every token."""
+    it x 0.9, its activation peak and CUDA graphs): 2,352 tokens, not one 4,096-token request. Gemma 3 12B on an
+    H100 at 32,768 tokens: 20 sequences in the plan's window-limited bytes, 3.6 under SGLang, which charges its
+    sliding layers for every token."""
     from llmsize.estimate.runtimes import RUNTIME_NAMES
 
     few = (plan_sequences is not None and led.requests_bind

@@ -1027,9 +1027,11 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
                         concurrency=max(0.0, kv_cache) / one_request if windows else None, min_fraction=min_fraction,
                         fits_one_request=fits, cudagraph_bytes=graphs, steps=steps,
                         # SGLang outside its hybrid SWA pool charges a sliding layer for every token: it holds fewer
-                        # requests than the plan's window-limited bytes say (TensorRT-LLM, which the ledger charges
-                        # so too, is left to its bytes: its published gpt-oss tables follow the window-limited
-                        # requests, benchmarks/serving_throughput.py, RESULTS.md 2026-12-07)
+                        # requests than the plan's window-limited bytes say. TensorRT-LLM's default is one
+                        # full-context pool too (no max_attention_window from the config before its PR #18767,
+                        # 2026-09, which derives windows from layer_types), but its published gpt-oss tables follow
+                        # the window-limited requests (benchmarks/serving_throughput.py; RESULTS.md 2026-12-07):
+                        # its requests are left to its bytes until a log settles which its runs used
                         requests_bind=bool(swa_pool) or state_pool > 0 or (e.engine == "sglang" and any(
                             g.mixer is not None and g.mixer.kind == "sliding" for g in model.layer_groups)),
                         state_pool_bytes=state_pool,

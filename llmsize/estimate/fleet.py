@@ -435,7 +435,7 @@ def _aggregated(g, par, moe, hi, tpot_fn, pre, cost, w: Workload, price) -> tupl
         replicas, run = _admitting(replicas, run, cap, users, w, request_s,
                                    lambda b: (w.ttft_s - ttft(b)) if w.ttft_s is not None else ttft(b))
     tpot, first = eff(run), ttft(run) + admission_wait_s(w, replicas, run, cap, request_s)
-    forward = cost.forward_s(rate(run), tpot_fn(run) if run > 1 else 0.0, run)
+    forward = cost.alone() if run == 1 else cost.forward_s(rate(run), tpot_fn(run), run)  # as first_token_s
     row = _row(g, par, moe, "aggregated", replicas, run, served_tok_s(w, users, first, tpot), tpot, first, price,
                wait=first - forward)
     return (replace(row, max_batch=cap) if w.rate is not None else row), None

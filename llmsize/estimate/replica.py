@@ -330,8 +330,9 @@ def first_token_s(b: int, tpot_fn, cost: "PrefillCost", rate_per_s: float, osl: 
     TPOT_agg(b)) (Little's law), cs2 the squared coefficient of variation of the prompts' cost.
 
     Where prefill forwards run apart (SGLang): the forward that carries the prompt (cost.forward_s), the wait for the
-    prefills ahead (M/D/1, a prompt's cost each; M/G/1 with cs2), and the rest of the decode step in progress when
-    the prompt arrives (half a step on average). One user alone: its prompt's forward and that wait.
+    prefills ahead (M/D/1, a prompt's cost each; M/G/1 with cs2), no more than the b - 1 other users' prompts (a
+    closed loop of b users holds no more), and the rest of the decode step in progress when the prompt arrives (half
+    a step on average). One user alone: its prompt's forward, no wait.
 
     Where prompts ride in decode steps (vLLM, TensorRT-LLM), a prompt waits for the step in progress to end, and
     the next step carries it with every prompt that arrived meanwhile (mixed_first_token_s)."""
@@ -344,7 +345,8 @@ def first_token_s(b: int, tpot_fn, cost: "PrefillCost", rate_per_s: float, osl: 
     if not cost.apart and decode > 0:
         return mixed_first_token_s(decode, each, rate, cost, b, cs2)
     residual = decode / 2 if cost.apart else 0.0
-    return cost.forward_s(rate_per_s, decode) + residual + wait_mgc_s(rate, each, 1, cs2)
+    forward = cost.alone() if b == 1 else cost.forward_s(rate_per_s, decode)  # one user's prompt goes alone
+    return forward + residual + min(wait_mgc_s(rate, each, 1, cs2), (b - 1) * each)
 
 
 def mixed_first_token_s(decode_s: float, each_s: float, rate_per_s: float, cost: "PrefillCost", b: int,

@@ -83,7 +83,7 @@ def fit_cmd(
                                     "file is one model's.", "Give a type (--mmproj f16), or plan that model with "
                                     "`llmsize plan MODEL --mmproj FILE`.")
     from llmsize.estimate.llamacpp_options import card_bytes
-    from llmsize.estimate.model_fit import fit_models
+    from llmsize.estimate.model_fit import fit_models, shorter_context_note
     from llmsize.estimate.runtimes import resolve_runtime
     from llmsize.render.model_fit_report import fit_rows_to_dicts, render_fit
 
@@ -150,16 +150,8 @@ def fit_cmd(
         fit_notes.append(f"--mmproj {mmproj}: a model with a vision tower carries it as an {mmproj.upper()} mmproj "
                          "on the card (its weights, and its encoder's buffer where the model's entry gives the "
                          "encoder's shape, as plan --mmproj sizes them): +mmproj beside its name")
-    shorter = sorted((m for m in cat.models.all() if m.max_position_embeddings < context), key=lambda m: m.id)
-    if asked_context is None and shorter and not ollama_ctx:  # as plan's default: each model at most its own
-        fit_notes.append(f"--context defaults to {context:,} tokens, each model at most its own "
-                         "(max_position_embeddings): " + ", ".join(f"{m.id} at {m.max_position_embeddings:,}"
-                                                                  for m in shorter))
-    elif asked_context is not None and shorter:
-        fit_notes.append(f"{len(shorter)} model(s) left out that take fewer than {context:,} tokens "
-                         f"(max_position_embeddings): " + ", ".join(f"{m.id} {m.max_position_embeddings:,}"
-                                                                   for m in shorter[:6])
-                         + (f" and {len(shorter) - 6} more" if len(shorter) > 6 else ""))
+    shorter = None if ollama_ctx else shorter_context_note(cat.models.all(), context, asked_context is not None)
+    fit_notes += [shorter] if shorter else []  # (Ollama's num_ctx words already say each model at most its own)
     rows, skipped, fitting, refused = fit_models(cat.models.all(), g, rid, context, runtimes, card_bytes(g, wired),
                                                  host, llamacpp_constants(g, cat), gib_bytes(host_ram_gib),
                                                  one_per_model, wired, sort.lower(), min_tok_s, fit_engine,

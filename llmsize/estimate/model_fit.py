@@ -182,6 +182,20 @@ def _order(sort: str):
     return lambda r: (r.expected_tok_s is None, -(r.expected_tok_s or 0.0), -r.bits_per_weight)
 
 
+def shorter_context_note(models: list[ModelSpec], context: int, asked: bool) -> str | None:
+    """What fit_models does with the models of fewer positions than `context`: by default (not `asked`) it sizes each
+    at its own, as plan does (cap_to_model); a --context asked for leaves them out. None where there are none."""
+    shorter = sorted((m for m in models if m.max_position_embeddings < context), key=lambda m: m.id)
+    if not shorter:
+        return None
+    if not asked:
+        return (f"--context defaults to {context:,} tokens, each model at most its own (max_position_embeddings): "
+                + ", ".join(f"{m.id} at {m.max_position_embeddings:,}" for m in shorter))
+    return (f"{len(shorter)} model(s) left out that take fewer than {context:,} tokens (max_position_embeddings): "
+            + ", ".join(f"{m.id} {m.max_position_embeddings:,}" for m in shorter[:6])
+            + (f" and {len(shorter) - 6} more" if len(shorter) > 6 else ""))
+
+
 def fit_models(models: list[ModelSpec], gpu: GpuSpec, runtime: str, context: int, runtimes: dict,
                card_bytes: int, host: HostMemory | None = None, llama_constants=None,
                host_ram_bytes: float | None = None, one_per_model: bool = False,

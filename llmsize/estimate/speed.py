@@ -297,18 +297,26 @@ def _alpha(c: Constants, link: str | None) -> float:
     return c.alpha_s.get(link, max(c.alpha_s.values(), default=0.0))
 
 
+def _unpacks(x: StepInputs, c: Constants) -> bool:
+    """Quantized weights the tensor cores do not take as stored, under a runtime whose fit prices unpacking them."""
+    return x.format_class != "f16" and not x.tensor_core_native and bool(c.alu_ops_per_weight)
+
+
+def _attends(x: StepInputs, c: Constants) -> bool:
+    """Attention over the cache under a runtime whose fit prices it on the vector units."""
+    return bool(c.attn_cost and x.attention_flops)
+
+
 def vector_terms_apply(x: StepInputs, c: Constants) -> bool:
-    """Whether the step costs time on the card's vector units (dequant_time_s, attention_time_s): quantized weights
-    the tensor cores do not take as stored, or attention over the cache, under a runtime whose fit prices them."""
-    dequant = x.format_class != "f16" and not x.tensor_core_native and bool(c.alu_ops_per_weight)
-    return dequant or bool(c.attn_cost and x.attention_flops)
+    """Whether the step costs time on the card's vector units, at its FP32 rate (dequant_time_s, attention_time_s)."""
+    return _unpacks(x, c) or _attends(x, c)
 
 
 def dequant_time_s(x: StepInputs, c: Constants) -> float:
     """Unpacking quantized weights on the vector units: ops per weight x weights / the FP32 rate. Zero for 16-bit
     weights, for weights the tensor cores take as stored (an FP8 or NVFP4 GEMM on a card with those instructions
     scales blocks in its epilogue, it unpacks nothing) and where the card's FP32 rate is unknown."""
-    if x.format_class == "f16" or x.tensor_core_native or not x.vector_flop_per_s or not c.alu_ops_per_weight:
+    if not x.vector_flop_per_s or not _unpacks(x, c):
         return 0.0
     return c.alu_ops_per_weight * x.weight_elements / x.vector_flop_per_s
 
@@ -316,7 +324,7 @@ def dequant_time_s(x: StepInputs, c: Constants) -> float:
 def attention_time_s(x: StepInputs, c: Constants) -> float:
     """Attention over the cache at the vector units: its FLOPs x attn_cost / the FP32 rate. Beside the cache's
     bytes, this is what makes depth costly where many query heads share a small cache (GQA, most of all MLA)."""
-    if not x.vector_flop_per_s or not c.attn_cost:
+    if not x.vector_flop_per_s or not _attends(x, c):
         return 0.0
     return c.attn_cost * x.attention_flops / x.vector_flop_per_s
 

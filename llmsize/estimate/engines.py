@@ -1032,7 +1032,7 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
                         # 2026-09, which derives windows from layer_types), but its published gpt-oss tables follow
                         # the window-limited requests (benchmarks/serving_throughput.py; RESULTS.md 2026-12-07):
                         # its requests are left to its bytes until a log settles which its runs used
-                        requests_bind=bool(swa_pool) or state_pool > 0 or (e.engine == "sglang" and any(
-                            g.mixer is not None and g.mixer.kind == "sliding" for g in model.layer_groups)),
+                        requests_bind=bool(swa_pool) or state_pool > 0 or (
+                            e.engine == "sglang" and bool(mixers_of(model, ("sliding",)))),
                         state_pool_bytes=state_pool,
                         state_bytes_per_request=state_request, state_slots_per_request=slots), util

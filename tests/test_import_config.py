@@ -58,6 +58,7 @@ TWINS = {
     "deepseek-ai__deepseek-coder-6.7b-instruct": "deepseek-coder-6.7b", "EleutherAI__gpt-j-6b": "gpt-j-6b",
     "moonshotai__Kimi-Linear-48B-A3B-Instruct": "kimi-linear-48b-a3b",
     "deepseek-ai__DeepSeek-V4-Flash": "deepseek-v4-flash",
+    "allenai__Olmo-3.1-32B-Instruct": "olmo-3.1-32b",
 }
 
 
@@ -66,7 +67,7 @@ def _decoder(spec):
 
 
 def test_every_shared_config_is_covered():
-    assert len(ALL) == 69
+    assert len(ALL) == 70
     assert {p.stem for p in ALL} - set(TWINS) == {
         "deepseek-ai__DeepSeek-V4-Pro",  # tests/test_deepseek_v4.py: no published count to 1% to catalog it with
         "Qwen__Qwen3-235B-A22B", "Qwen__Qwen3-235B-A22B-FP8", "nvidia__Gemma-4-31B-IT-NVFP4",
@@ -226,7 +227,8 @@ def test_a_towers_vision_config_is_its_catalog_twins(path, catalog):
 def test_layer_types_say_which_layers_slide_whatever_the_model_type(tmp_path):
     """OLMo 3 (model_type olmo3) slides three layers in four (layer_types; transformers Olmo3Attention takes the
     window on "sliding_attention" layers only): 64 layers import as 48 sliding + 16 full, not 64 sliding, so the
-    full layers' cache grows with the context. Without layer_types a window applies to every layer (Mistral)."""
+    full layers' cache grows with the context. Without layer_types Olmo3Config's default does the same (every fourth
+    layer full), and an unknown type's window applies to every layer (as Mistral's)."""
     types = (["sliding_attention"] * 3 + ["full_attention"]) * 16
     base = {"model_type": "olmo3", "architectures": ["Olmo3ForCausalLM"], "vocab_size": 100278, "hidden_size": 5120,
             "intermediate_size": 27648, "num_hidden_layers": 64, "num_attention_heads": 40, "num_key_value_heads": 8,
@@ -238,8 +240,34 @@ def test_layer_types_say_which_layers_slide_whatever_the_model_type(tmp_path):
     kinds = [(g.count, g.mixer.kind) for g in spec.layer_groups]
     assert kinds == [(48, "sliding"), (16, "full")] and spec.layer_pattern == [0, 0, 0, 1]
     p.write_text(json.dumps(base))
+    im = import_model(p, read_headers=False)
+    assert [(g.count, g.mixer.kind) for g in im.spec.layer_groups] == [(48, "sliding"), (16, "full")]
+    assert any("Olmo3Config's default" in n for n in im.notes)
+    p.write_text(json.dumps({**base, "model_type": "my_decoder", "architectures": ["MyDecoderForCausalLM"]}))
     spec = import_model(p, read_headers=False).spec
     assert [(g.count, g.mixer.kind) for g in spec.layer_groups] == [(64, "sliding")]
+
+
+def test_olmo_norms_its_whole_query_and_key_and_adds_up_to_the_published_count(tmp_path):
+    """OLMo 3.1 32B: two public reports that instantiate allenai/Olmo-3.1-32B-Instruct print 32,233,522,176
+    parameters (file ids 58383447664 and 69538756725 in the public code index; models/olmo-3.1-32b.yaml). By hand:
+    a layer's q 5120 x 5120 = 26,214,400, k and v 5120 x 1024 = 5,242,880 each, o 26,214,400, MLP
+    3 x 5120 x 27,648 = 424,673,280, two layer norms 10,240, q_norm 5,120 and k_norm 1,024 (the whole projections,
+    transformers Olmo3Attention): 487,604,224; x 64 = 31,206,670,336, + the final norm 5,120 + embedding and
+    lm_head 2 x 100,278 x 5,120 = 1,026,846,720: 32,233,522,176. Per-head norms (2 x 128) would be 393,216 short.
+    OLMo 2 has the same layers and no window."""
+    path = CONFIGS / "allenai__Olmo-3.1-32B-Instruct.json"
+    spec = import_model(path, read_headers=False).spec
+    assert sum(p.params for p in model_pieces(spec) if p.stored) == 32_233_522_176
+    assert all(g.extra_params == (40 + 8) * 128 and not g.mixer.qk_norm for g in spec.layer_groups)
+    raw = json.loads(path.read_text())
+    raw = {k: v for k, v in raw.items() if k not in ("layer_types", "sliding_window")}
+    (tmp_path / "config.json").write_text(json.dumps({**raw, "model_type": "olmo2",
+                                                      "architectures": ["Olmo2ForCausalLM"]}))
+    im = import_model(tmp_path / "config.json", read_headers=False)
+    assert [(g.count, g.mixer.kind) for g in im.spec.layer_groups] == [(64, "full")]
+    assert sum(p.params for p in model_pieces(im.spec) if p.stored) == 32_233_522_176
+    assert not any("not known to llmsize" in n for n in im.notes)
 
 
 def test_gemma4_vision_tower_is_counted_where_its_linears_are_plain():

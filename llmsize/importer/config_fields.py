@@ -129,6 +129,12 @@ class ConfigReader:
                               "A config.json with these fields is needed to size the model.")
         return [self.get(k) for k in keys]
 
+    def with_fields(self, **fields) -> ConfigReader:
+        """A reader of the config with `fields` set, whose class defaults taken still reach the report (taken)."""
+        out = ConfigReader({**self.raw, **fields}, self.defaults, self.where, self.omittable)
+        out.taken = self.taken
+        return out
+
     def layer_types(self, layers: int, known: tuple[str, ...]) -> list[str] | None:
         """`layer_types` when present: a list of known strings, one per layer."""
         types = self.get("layer_types")

@@ -93,6 +93,11 @@ DEFAULTS = {
                      "tie_word_embeddings": True, "moe_intermediate_size": 1536, "moe_k": 6, "moe_num_experts": 64,
                      "moe_num_shared_experts": 2, "moe_layer_start_index": 1, "moe_layer_end_index": -1,
                      "moe_layer_interval": 1},
+    # Olmo2Config / Olmo3Config (transformers configuration_olmo2.py / configuration_olmo3.py, 5.19)
+    "olmo2": {"vocab_size": 50304, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+              "num_attention_heads": 32, "max_position_embeddings": 2048},
+    "olmo3": {"vocab_size": 50304, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+              "num_attention_heads": 32, "max_position_embeddings": 2048, "sliding_window": 4096},
     # FalconConfig
     "falcon": {"vocab_size": 65024, "hidden_size": 4544, "num_hidden_layers": 32, "num_attention_heads": 71,
                "max_position_embeddings": 2048, "multi_query": True},
@@ -118,6 +123,28 @@ def map_dense(c: ConfigReader, model_type: str) -> Mapped:
     notes = []
     if model_type == "phi3" and windows[0]:
         notes.append(f"config.json sets sliding_window {windows[0]} on every layer; taken as given")
+    return Mapped({**common_fields(c, False), **layer_stack_fields(specs)}, notes)
+
+
+def map_olmo(c: ConfigReader, model_type: str) -> Mapped:
+    """OLMo 2 and OLMo 3 (transformers modeling_olmo2.py / modeling_olmo3.py, 5.19): Llama's projections and gated
+    MLP, the two layer norms after attention and after the MLP (post_attention_layernorm, post_feedforward_layernorm)
+    in place of the two before, and q_norm / k_norm over the whole query and key projections (heads x head_dim and
+    KV heads x head_dim weights, not one head's width). OLMo 3 slides its window on the layers layer_types says;
+    Olmo3Config makes every fourth layer full where the config leaves layer_types out."""
+    layers, inter = c.need("num_hidden_layers", "intermediate_size")
+    heads, kv, hd = head_counts(c)
+    notes, given = [], {}
+    if model_type == "olmo3" and c.get("layer_types") is None:
+        given["layer_types"] = ["sliding_attention" if (i + 1) % 4 else "full_attention" for i in range(layers)]
+        notes.append("layer_types not given: every fourth layer full, the others sliding (Olmo3Config's default)")
+    if model_type == "olmo2":
+        given["sliding_window"] = None  # OLMo 2 attends over the whole context on every layer
+    windows = layer_windows(c.with_fields(**given), model_type, layers)
+    bias = "all" if c.get("attention_bias") else "none"
+    specs = [{"mixer": attention_entry("sliding" if w else "full", heads, kv, hd, bias=bias, sliding_window=w),
+              "mlp": {"kind": "dense", "intermediate_size": inter}, "extra_params": (heads + kv) * hd}
+             for w in windows]
     return Mapped({**common_fields(c, False), **layer_stack_fields(specs)}, notes)
 
 
@@ -236,6 +263,7 @@ MAPPERS = {
     # IBM Granite 3.x and 4.1 (transformers modular_granite.py @023633dd: Llama's layers, attention_multiplier,
     # residual_multiplier, embedding_multiplier and logits_scaling, none of which holds a weight)
     "granite": map_dense,
+    "olmo2": map_olmo, "olmo3": map_olmo,
 }
 
 

@@ -188,14 +188,7 @@ def map_kimi_linear(c: ConfigReader, model_type: str) -> Mapped:
         notes.append(f"context length {longest:,} from model_max_length (no max_position_embeddings)")
         given["max_position_embeddings"] = longest
     notes += mtp_notes(c.get("num_nextn_predict_layers"))
-    return Mapped({**common_fields(_with(c, **given), False), **layer_stack_fields(specs)}, notes)
-
-
-def _with(c: ConfigReader, **fields) -> ConfigReader:
-    """A reader of the config with `fields` set, whose class defaults taken still reach the report (c.taken)."""
-    out = ConfigReader({**c.raw, **fields}, c.defaults, c.where, c.omittable)
-    out.taken = c.taken
-    return out
+    return Mapped({**common_fields(c.with_fields(**given), False), **layer_stack_fields(specs)}, notes)
 
 
 GRANITE_LAYERS = ("mamba", "attention")
@@ -306,5 +299,5 @@ def map_lfm2(c: ConfigReader, model_type: str) -> Mapped:
         mlps = [{"kind": "dense", "intermediate_size": lfm2_ff(c)}] * layers
     specs = [{"mixer": conv if t == "conv" else attention, "mlp": mlp} for t, mlp in zip(types, mlps)]
     if "tie_embedding" in c.raw:  # Lfm2Config: tie_word_embeddings = kwargs.get("tie_embedding", ...)
-        c = _with(c, tie_word_embeddings=c.raw["tie_embedding"])
+        c = c.with_fields(tie_word_embeddings=c.raw["tie_embedding"])
     return Mapped({**common_fields(c, True), **layer_stack_fields(specs)})

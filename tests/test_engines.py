@@ -596,8 +596,9 @@ def test_sglangs_hybrid_swa_pool_keeps_a_share_of_the_full_layers_tokens(run_cli
     """SGLang sizes gpt-oss and Llama 4 with its hybrid SWA pool (configs/model_config.py is_hybrid_swa_model): the
     sliding layers keep --swa-full-tokens-ratio (0.8) of the full layers' tokens, and it logs the full layers'.
     gpt-oss-120b per card: 18 full and 18 sliding layers of 8 KV heads x 64 x 2 (K, V) x 2 B = 36,864 B each kind,
-    so a logged token costs 36,864 + 0.8 x 36,864 = 66,355 B (every layer per token would be 73,728). Gemma 3, not
-    in SGLang's set, stays charged per token on every layer."""
+    so a logged token costs 36,864 + 0.8 x 36,864 = 66,355 B (every layer per token would be 73,728). Muse Glimmer
+    (MuseGlimmerForConditionalGeneration, in the set): 13 full and 39 sliding layers of 2 KV heads x 128 x 2 x 2 B,
+    13,312 + 0.8 x 39,936 = 45,260.8, 45,261 B. Gemma 3, not in SGLang's set, stays charged per token on every layer."""
     import json
 
     def engine(model, gpu, *extra):
@@ -608,6 +609,7 @@ def test_sglangs_hybrid_swa_pool_keeps_a_share_of_the_full_layers_tokens(run_cli
     e = engine("gpt-oss-120b", "h100-sxm")
     assert e["block_bytes"] == int(36864 + 0.8 * 36864)
     assert e["kv_cache_tokens"] == int(e["kv_cache_bytes"] // e["block_bytes"])
+    assert engine("muse-glimmer-30b", "h200-sxm")["block_bytes"] == round(13 * 1024 + 0.8 * 39 * 1024)
     g = engine("gemma-3-27b", "h100-sxm")
     # Gemma 3 27B: 62 layers x 16 KV heads x 128 x 2 x 2 B = 507,904 B a token, sliding layers included
     assert g["block_bytes"] == 62 * 16 * 128 * 2 * 2
@@ -829,6 +831,11 @@ def test_sglang_takes_less_for_a_multimodal_checkpoint(catalog):
     assert "24 layers (SGLang's default: the vision_config has no num_hidden_layers)" in why
     f, why = fraction("gemma-4-12b")
     assert f == pytest.approx(0.835 * 0.95, rel=1e-12) and "13,440 MiB" in why
+    # Muse Glimmer keeps its prefill graphs, captured up to 512 tokens (cuda_graph_hook.py: 30 sizes, 240 MiB),
+    # and its 50 x 1,536 encoder takes the floor: 50 x 2,359,296 / 25,165,824 = 4.6875 -> max(0.8, 0.63125) x 0.95
+    f, why = fraction("muse-glimmer-30b")
+    assert f == pytest.approx(round((81_559 - (512 + 12_288 + 128 + 512 + 240)) / 81_559, 3) * 0.76, rel=1e-12)
+    assert "13,680 MiB" in why and "50 layers x 1,536 wide" in why
     for text_only in ("gemma-3-27b", "llama-4-scout"):
         f, why = fraction(text_only)
         assert (f, "vision" in why) == (0.83, False), text_only

@@ -59,6 +59,7 @@ TWINS = {
     "moonshotai__Kimi-Linear-48B-A3B-Instruct": "kimi-linear-48b-a3b",
     "deepseek-ai__DeepSeek-V4-Flash": "deepseek-v4-flash",
     "allenai__Olmo-3.1-32B-Instruct": "olmo-3.1-32b",
+    "meta-models__Muse-Glimmer-30B": "muse-glimmer-30b",
 }
 
 
@@ -67,7 +68,7 @@ def _decoder(spec):
 
 
 def test_every_shared_config_is_covered():
-    assert len(ALL) == 70
+    assert len(ALL) == 71
     assert {p.stem for p in ALL} - set(TWINS) == {
         "deepseek-ai__DeepSeek-V4-Pro",  # tests/test_deepseek_v4.py: no published count to 1% to catalog it with
         "Qwen__Qwen3-235B-A22B", "Qwen__Qwen3-235B-A22B-FP8", "nvidia__Gemma-4-31B-IT-NVFP4",
@@ -221,7 +222,8 @@ def test_a_towers_vision_config_is_its_catalog_twins(path, catalog):
         return
     (tower,), (recorded,) = towers, recorded
     assert tower.vision_config == recorded
-    assert (recorded.num_hidden_layers is None) == (tower.encoder.kind == "qwen_vl")
+    # Muse Glimmer's encoder has no shape llama.cpp's mmproj sizing knows (no encoder entry)
+    assert (recorded.num_hidden_layers is None) == (tower.encoder is not None and tower.encoder.kind == "qwen_vl")
 
 
 def test_layer_types_say_which_layers_slide_whatever_the_model_type(tmp_path):
@@ -246,6 +248,25 @@ def test_layer_types_say_which_layers_slide_whatever_the_model_type(tmp_path):
     p.write_text(json.dumps({**base, "model_type": "my_decoder", "architectures": ["MyDecoderForCausalLM"]}))
     spec = import_model(p, read_headers=False).spec
     assert [(g.count, g.mixer.kind) for g in spec.layer_groups] == [(64, "sliding")]
+
+
+def test_muse_glimmer_adds_up_to_its_checkpoint_with_its_perception_encoder():
+    """meta-models/Muse-Glimmer-30B's model.safetensors.index.json declares total_parameters 29,776,626,688, and
+    runtime inspections print 1,852,639,744 of them in model.vision_tower (models/muse-glimmer-30b.yaml). By hand,
+    the text model's layer: qkv 6656 x (32 + 2 x 2) x 128 = 30,670,848, o 4096 x 6656 and the output gate
+    6656 x 4096 = 27,262,976 each, MLP 3 x 6656 x 19,968 = 398,721,024, four norms 26,624: 483,944,448; x 52
+    + the final norm 6,656 + embedding and lm_head 2 x 202,048 x 6,656 = 27,854,780,928 (the q/k and embedding
+    norms have no weight). The encoder: conv1_linear 1,176 x 1,536, a 1,024-row position table, ln_pre and ln_post,
+    50 blocks of 36,985,088 = 1,852,639,744; the adapter 6,144 x 4,096 + 4,096^2 and the projection 4,096 x 6,656:
+    69,206,016."""
+    im = import_model(CONFIGS / "meta-models__Muse-Glimmer-30B.json", read_headers=False)
+    text = sum(p.params for p in model_pieces(im.spec) if p.stored and p.component != "extra")
+    (tower,) = im.spec.extra
+    assert (text, tower.params) == (27_854_780_928, 1_852_639_744 + 69_206_016)
+    assert text + tower.params == 29_776_626_688
+    assert [(g.count, g.mixer.kind, g.mixer.output_gate) for g in im.spec.layer_groups] == [
+        (39, "sliding", True), (13, "full", True)]
+    assert (tower.vision_config.num_hidden_layers, tower.vision_config.hidden_size) == (50, 1536)
 
 
 def test_olmo_norms_its_whole_query_and_key_and_adds_up_to_the_published_count(tmp_path):

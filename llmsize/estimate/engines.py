@@ -319,12 +319,13 @@ def compressed_window_bytes(model: ModelSpec, kv_dtype: str, max_len: int) -> fl
 
 
 # SGLang's hybrid SWA pool (0.5.23 configs/model_config.py is_hybrid_swa_model: Llama4ForConditionalGeneration,
-# GptOssForCausalLM, Gemma 4 from 0.5.11, MiMo-V2, Step-3.5; not Gemma 2/3/3n, whose sliding layers it charges per
-# token): the sliding layers keep swa_full_tokens_ratio (default 0.8) of the full layers' tokens, so the pool's
-# memory is full_tokens x (F x n_full + 0.8 x S x n_swa) and the tokens it logs are the full layers'
-# (model_executor/pool_configurator.py HybridSWAPoolConfigurator). Its layers are config.json's layer_types, Gemma 4
-# E models' KV-sharing layers among them (model_runner_components/layer_setup.py): it charges them too.
-SGLANG_HYBRID_SWA_FAMILIES = ("llama4_text", "llama4", "gpt_oss", "gemma4", "gemma4_text")
+# GptOssForCausalLM, Gemma 4 from 0.5.11, MiMo-V2, Step-3.5, MuseGlimmerForConditionalGeneration; not Gemma
+# 2/3/3n, whose sliding layers it charges per token): the sliding layers keep swa_full_tokens_ratio (default 0.8)
+# of the full layers' tokens, so the pool's memory is full_tokens x (F x n_full + 0.8 x S x n_swa) and the tokens it
+# logs are the full layers' (model_executor/pool_configurator.py HybridSWAPoolConfigurator). Its layers are
+# config.json's layer_types, Gemma 4 E models' KV-sharing layers among them (model_runner_components/layer_setup.py):
+# it charges them too.
+SGLANG_HYBRID_SWA_FAMILIES = ("llama4_text", "llama4", "gpt_oss", "gemma4", "gemma4_text", "muse_glimmer_text")
 SGLANG_SWA_FULL_TOKENS_RATIO = 0.8
 # SGLang's share for Mamba, linear-attention and short-conv states beside the attention cache (0.5.23
 # mem_cache/kv_cache_configurator.py _handle_max_mamba_cache, mamba_full_memory_ratio's default): with the radix

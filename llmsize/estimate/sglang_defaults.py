@@ -38,7 +38,11 @@ def _prefill_graph_sizes(max_bs: int) -> int:
 
 # multimodal architectures that keep SGLang's prefill CUDA graphs (configs/model_config.py
 # multimodal_breakable_cuda_graph_supported_model_archs), as the catalog's families name them
-MM_PREFILL_GRAPH_FAMILIES = ("qwen3_5_text", "qwen3_5_moe_text", "qwen3_5", "qwen3_5_moe", "kimi_k2")
+MM_PREFILL_GRAPH_FAMILIES = ("qwen3_5_text", "qwen3_5_moe_text", "qwen3_5", "qwen3_5_moe", "kimi_k2",
+                             "muse_glimmer_text")
+# architectures whose prefill graphs stop at a token count of their own, not at the chunk (0.5.23
+# arg_groups/cuda_graph_hook.py apply_muse_glimmer_prefill_cuda_graph_max_bs_default: 512 for Muse Glimmer)
+PREFILL_GRAPH_MAX_TOKENS = {"muse_glimmer_text": 512}
 
 
 # SGLang serves these families text-only unless --enable-multimodal (0.5.23 configs/model_config.py,
@@ -100,15 +104,16 @@ def sglang_mem_fraction(gpu: GpuSpec, tp: int, pp: int = 1, mla: bool = False, t
     post-capture sizing), and how it came: round((total - reserved) / total, 3), total the card's MiB as nvidia-smi
     or rocminfo prints it, reserved = 512 + 1.5 x max(chunked_prefill_size, 2048) + tp x pp / 8 x 1024 + the CUDA
     graphs' (2 x the largest decode graph's batch, and on CUDA the prefill graphs': 8 a captured token count, 1,536
-    for an MLA model), at least 10,240 on a card of more than 60 GiB. H100 0.830, H200 0.903, RTX 4090 0.704. A
-    multimodal model (`tower`: its vision tower, sglang_vision_tower) loses the prefill graphs unless its
-    architecture keeps them, and takes vlm_factor of the fraction."""
+    for an MLA model; the sizes up to the chunk, or PREFILL_GRAPH_MAX_TOKENS), at least 10,240 on a card of more
+    than 60 GiB. H100 0.830, H200 0.903, RTX 4090 0.704. A multimodal model (`tower`: its vision tower,
+    sglang_vision_tower) loses the prefill graphs unless its architecture keeps them, and takes vlm_factor of the
+    fraction."""
     mib = _sglang_gpu_mib(gpu)
     chunk = sglang_chunked_prefill(gpu)
     reserved = 512 + 1.5 * max(chunk, 2048) + tp * pp / 8 * 1024 + 2 * _sglang_decode_graph_bs(gpu, tp)
     prefill_graphs = gpu.vendor == "NVIDIA" and (tower is None or family in MM_PREFILL_GRAPH_FAMILIES)
     if prefill_graphs:  # prefill graphs are CUDA's default (BREAKABLE); off on HIP from 0.5.22
-        reserved += 1.5 * 1024 if mla else 8 * _prefill_graph_sizes(chunk)
+        reserved += 1.5 * 1024 if mla else 8 * _prefill_graph_sizes(PREFILL_GRAPH_MAX_TOKENS.get(family, chunk))
     if mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     f = round((mib - reserved) / mib, 3)

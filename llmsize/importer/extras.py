@@ -103,7 +103,25 @@ def gemma4_vision_params(c: ConfigReader, text_hidden: int) -> int:
     return 2 * table * h + 3 * p * p * h + layers * layer + h * text_hidden
 
 
-def _tower(name: str, params: int, modules: str, c: ConfigReader, kind: str, heads: str, layers: int | None,
+def muse_glimmer_vision_params(c: ConfigReader, raw: dict, text_hidden: int) -> int:
+    """Parameters of Muse Glimmer's perception encoder, adapter and projection (vLLM 0.34 muse_glimmer.py
+    MuseGlimmerVisionEncoder, MuseGlimmerVisionAdapter, vision_projection), from its vision_config and the wrapper's
+    out_hidden_size (o) and projector_hidden_size (p); h the width, i the MLP's: conv1_linear, no bias, over each
+    patch of temporal x 3 x patch^2 values; positional_embedding_vlm height x width x h; ln_pre and ln_post
+    (LayerNorms) 2h each; each block two LayerNorms 4h, qkv h x 3h + 3h, o h x h + h, c_fc h x i + i, c_proj
+    i x h + h; the adapter o x p + p x p and the projection p x text hidden, without biases. Muse-Glimmer-30B's
+    (h 1536, i 8960, 50 blocks, o 6144, p 4096, text 6656): 1,852,639,744 in the encoder + 69,206,016, the
+    figures public runtime inspections print (tests/test_import_config.py)."""
+    layers, h, i, p, tp, ph, pw = (c.count(k) for k in ("num_hidden_layers", "hidden_size", "intermediate_size",
+                                                         "patch_size", "patch_temporal", "pos_emb_height",
+                                                         "pos_emb_width"))
+    wrapper = ConfigReader(raw, {}, c.where.removesuffix(" vision_config"))
+    o, proj = wrapper.count("out_hidden_size"), wrapper.count("projector_hidden_size")
+    block = 4 * h + (h * 3 * h + 3 * h) + (h * h + h) + (h * i + i) + (i * h + h)
+    return tp * 3 * p * p * h + ph * pw * h + 4 * h + layers * block + o * proj + proj * proj + proj * text_hidden
+
+
+def _tower(name: str, params: int, modules: str, c: ConfigReader, kind: str | None, heads: str, layers: int | None,
            **shape) -> dict:
     """A vision tower's `extra` entry: loaded by default (vLLM: --language-model-only leaves it out), not read when
     decoding text, outside a config-only count's official figure; with its shape as an image encoder (the
@@ -112,7 +130,8 @@ def _tower(name: str, params: int, modules: str, c: ConfigReader, kind: str, hea
     counts its blocks otherwise) and hidden_size."""
     encoder = {"kind": kind, "hidden_size": c.get("hidden_size"), "intermediate_size": c.get("intermediate_size"),
                "num_heads": c.get(heads), "patch_size": c.get("patch_size"), **shape}
-    whole = all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for k, v in encoder.items() if k != "kind")
+    whole = kind is not None and all(isinstance(v, int) and not isinstance(v, bool) and v > 0
+                                     for k, v in encoder.items() if k != "kind")
     return {"name": f"{name} (vision_config)", "params": params, "in_official_count": False,
             **({"encoder": encoder} if whole else {}),
             "vision_config": {"num_hidden_layers": layers, "hidden_size": encoder["hidden_size"]},
@@ -139,7 +158,7 @@ def vision_tower_entry(raw: dict, text_hidden: int, where: str) -> dict | None:
     is `loaded`; llama.cpp and mlx-lm run the text model alone (runtime_model.TEXT_ONLY)."""
     model_type = str(raw.get("model_type") or "")
     vision = raw.get("vision_config")
-    if model_type not in (*VISION_DEFAULTS, "gemma3", "gemma4", "llama4") or vision is None:
+    if model_type not in (*VISION_DEFAULTS, "gemma3", "gemma4", "llama4", "muse_glimmer") or vision is None:
         return None
     if not isinstance(vision, dict):
         raise ConfigError(f"{where}: vision_config is {str(vision)[:40]!r}, not a JSON object.", "Fix the config.json.")
@@ -156,6 +175,11 @@ def vision_tower_entry(raw: dict, text_hidden: int, where: str) -> dict | None:
         return _tower("vision tower + projector", llama4_vision_params(c, text_hidden),
                       "Llama4VisionModel, Llama4MultiModalProjector", c, "llama4", "num_attention_heads",
                       c.get("num_hidden_layers"), image_size=c.get("image_size"))
+    if model_type == "muse_glimmer":  # an encoder llama.cpp's mmproj sizing does not know: no encoder shape
+        c = ConfigReader(vision, {}, at)
+        return _tower("perception encoder + adapter + projection", muse_glimmer_vision_params(c, raw, text_hidden),
+                      "MuseGlimmerVisionEncoder, MuseGlimmerVisionAdapter", c, None, "num_attention_heads",
+                      c.get("num_hidden_layers"))
     if model_type == "gemma3":
         c = ConfigReader(vision, SIGLIP_DEFAULTS, at, omittable=CORE)
         return _tower("SigLIP vision tower + multimodal projector", siglip_gemma3_params(c, text_hidden),

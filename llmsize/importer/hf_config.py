@@ -32,7 +32,7 @@ from llmsize.importer.config_fields import (
 from llmsize.importer.extras import vision_tower
 from llmsize.importer.hf_deepseek_v4 import REQUIRED as DEEPSEEK_V4_REQUIRED
 from llmsize.importer.hf_deepseek_v4 import map_deepseek_v4
-from llmsize.importer.hf_gemma import map_gemma2, map_gemma3, map_gemma3n, map_gemma4
+from llmsize.importer.hf_gemma import map_gemma2, map_gemma3, map_gemma3n, map_gemma4, map_muse_glimmer
 from llmsize.importer.hf_hybrid import (
     map_granite_hybrid,
     map_kimi_linear,
@@ -264,6 +264,7 @@ MAPPERS = {
     # residual_multiplier, embedding_multiplier and logits_scaling, none of which holds a weight)
     "granite": map_dense,
     "olmo2": map_olmo, "olmo3": map_olmo,
+    "muse_glimmer_text": map_muse_glimmer, "muse_glimmer": map_muse_glimmer,
 }
 
 

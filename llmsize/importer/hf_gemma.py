@@ -1,5 +1,6 @@
 """config.json mappers of Google's Gemma 2, 3, 3n and 4: interleaved sliding-window and global layers, Gemma 4's
-KV-sharing layers and per-layer embeddings, Gemma 3n's AltUp and LAuReL."""
+KV-sharing layers and per-layer embeddings, Gemma 3n's AltUp and LAuReL; and of Meta's Muse Glimmer, a Gemma 2
+derivative."""
 
 from __future__ import annotations
 
@@ -50,6 +51,23 @@ def map_gemma2(c: ConfigReader, model_type: str) -> Mapped:
                              sliding_window=window if t == "sliding_attention" else None),
               "mlp": {"kind": "dense", "intermediate_size": inter}, "norms": 4} for t in types]
     return Mapped({**common_fields(c, True), **layer_stack_fields(specs)})
+
+
+def map_muse_glimmer(c: ConfigReader, model_type: str) -> Mapped:
+    """Meta's Muse Glimmer text model (vLLM 0.34 model_executor/models/muse_glimmer.py, "a Gemma2 derivative"):
+    layer_types slide a window of sliding_window or attend in full (NoPE); each layer's qkv and o projections, an
+    output_gate_proj (hidden -> heads x head_dim, a sigmoid gate on the attention's output), a SiLU-gated MLP, four
+    norms (input, post-attention, pre- and post-feedforward); the q/k norms and the embedding's norm have no
+    weight; the final norm has one; lm_head untied unless the config ties it."""
+    layers, inter = c.need("num_hidden_layers", "intermediate_size")
+    heads, kv, hd = head_counts(c)
+    c.need("layer_types")
+    types = c.layer_types(layers, ("sliding_attention", "full_attention"))
+    window = c.need("sliding_window")[0] if "sliding_attention" in types else None
+    specs = [{"mixer": attention_entry("sliding" if t == "sliding_attention" else "full", heads, kv, hd,
+                                       output_gate=True, sliding_window=window if t == "sliding_attention" else None),
+              "mlp": {"kind": "dense", "intermediate_size": inter}, "norms": 4} for t in types]
+    return Mapped({**common_fields(c, False), **layer_stack_fields(specs)})
 
 
 def map_gemma4(c: ConfigReader, model_type: str) -> Mapped:

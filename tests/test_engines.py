@@ -836,6 +836,10 @@ def test_sglang_takes_less_for_a_multimodal_checkpoint(catalog):
     f, why = fraction("muse-glimmer-30b")
     assert f == pytest.approx(round((81_559 - (512 + 12_288 + 128 + 512 + 240)) / 81_559, 3) * 0.76, rel=1e-12)
     assert "13,680 MiB" in why and "50 layers x 1,536 wide" in why
+    # Kimi K3 (KimiK3ForConditionalGeneration, on the prefill-graph allowlist): its KimiK3VisionConfig holds
+    # vt_num_hidden_layers 27 and vt_hidden_size 1,024 as num_hidden_layers and hidden_size: 27 / 24 = 1.125 -> 0.938125
+    f, why = fraction("kimi-k3")
+    assert f == pytest.approx(0.83 * 0.95 * 0.9875, rel=1e-12) and "13,904 MiB" in why
     for text_only in ("gemma-3-27b", "llama-4-scout"):
         f, why = fraction(text_only)
         assert (f, "vision" in why) == (0.83, False), text_only

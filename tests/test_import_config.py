@@ -60,6 +60,7 @@ TWINS = {
     "deepseek-ai__DeepSeek-V4-Flash": "deepseek-v4-flash",
     "allenai__Olmo-3.1-32B-Instruct": "olmo-3.1-32b",
     "meta-models__Muse-Glimmer-30B": "muse-glimmer-30b",
+    "moonshotai__Kimi-K3": "kimi-k3",
 }
 
 
@@ -68,7 +69,7 @@ def _decoder(spec):
 
 
 def test_every_shared_config_is_covered():
-    assert len(ALL) == 71
+    assert len(ALL) == 72
     assert {p.stem for p in ALL} - set(TWINS) == {
         "deepseek-ai__DeepSeek-V4-Pro",  # tests/test_deepseek_v4.py: no published count to 1% to catalog it with
         "Qwen__Qwen3-235B-A22B", "Qwen__Qwen3-235B-A22B-FP8", "nvidia__Gemma-4-31B-IT-NVFP4",
@@ -361,14 +362,43 @@ def test_an_unknown_hybrid_is_refused(tmp_path):
         import_model(tmp_path / "config.json", read_headers=False)
 
 
-def test_kimi_linear_with_a_query_lora_is_refused_as_unsupported(tmp_path):
-    """Kimi K3's text model is a kimi_linear config whose MLA has a query LoRA (q_lora_rank 1536) and a full-rank KDA
-    gate: the importer does not map it, and says so as an unsupported layout (the config is not wrong)."""
-    raw = json.loads((CONFIGS / "moonshotai__Kimi-Linear-48B-A3B-Instruct.json").read_text())
-    (tmp_path / "config.json").write_text(json.dumps({**raw, "q_lora_rank": 1536}))
-    with pytest.raises(ConfigError, match=r"q_lora_rank is 1536: .*\(Kimi K3's layout\) is not supported") as e:
-        import_model(tmp_path / "config.json", read_headers=False)
-    assert "Fix the config" not in str(e.value.hint) and "catalog entry" in str(e.value.hint)
+def test_kimi_k3_adds_up_to_its_published_size_and_checkpoint():
+    """Kimi K3 (tests/data/hf-configs/moonshotai__Kimi-K3.json; SGLang 0.5.23 models/kimi_k3.py): a KDA layer with a
+    full-rank output gate, hidden 7,168, 96 heads of 128: q/k/v/g and o 5 x 88,080,384, f_a and f_b 128 x (7,168 +
+    12,288), b 96 x 7,168, the convs 3 x 12,288 x 4, A_log 96, dt_bias 12,288, o_norm 128: 443,740,384 (69 of them);
+    an MLA layer: q_a 1,536 x 7,168, its norm, q_b 1,536 x 96 x 192, kv_a 7,168 x 576, its norm, kv_b 512 x 96 x 256,
+    o and the output gate 2 x 88,080,384: 232,196,096 (24); a MoE layer: 896 experts of 3 x 3,584 x 3,072 in the
+    latent, its down and up projections 2 x 7,168 x 3,584, its norm 3,584, the router 7,168 x 896 + 896, one shared
+    MLP of 3 x 7,168 x 6,144 (92 of them); the dense layer 3 x 7,168 x 33,792; each layer 4 norms and two [1, 7,168]
+    residual projections; at the top 3 x 7,168 and the untied embedding and lm_head: 2,779,484,476,000, and the
+    tower and projector 447,358,976: 2,779,931,834,976, NVIDIA's "2.8T total / 104B activated" (104,189,612,640
+    without the input embedding). Its routed experts MXFP4 (4.25 bits), the rest BF16: 1,560,838,075,584 B, the
+    published 1.56 TB. A KDA layer's state: 96 x 128 x 128 x 4 B + 3 x 36,864 x 2 B = 6,512,640 B."""
+    im = import_model(CONFIGS / "moonshotai__Kimi-K3.json", read_headers=False)
+    spec = im.spec
+    assert _decoder(spec) == 2_779_484_476_000 and spec.extra[0].params == 447_358_976
+    assert params_active(spec) == 104_189_612_640
+    assert (im.release.quant, im.release.scope) == ("mxfp4", "experts")
+    kv = kv_bytes(spec, 4096, "bf16")
+    assert kv.bytes_per_token_by_kind["mla"] == 24 * 576 * 2
+    assert kv.bytes_by_kind["linear"] == 69 * (96 * 128 * 128 * 4 + 3 * 36_864 * 2)
+    groups = [(g.count, g.mixer.kind, g.mlp.kind) for g in spec.layer_groups]
+    assert groups == [(1, "linear", "dense"), (68, "linear", "moe"), (24, "mla", "moe")]
+    assert all(g.mixer.gate_full_rank for g in spec.layer_groups if g.mixer.kind == "linear")
+    assert all(g.mixer.q_lora_rank == 1536 and g.mixer.output_gate for g in spec.layer_groups if g.mixer.kind == "mla")
+
+
+def test_a_kimi_linear_config_that_cannot_be_read_is_one_line(tmp_path):
+    raw = json.loads((CONFIGS / "moonshotai__Kimi-K3.json").read_text())
+    for where, key, value, says in [("linear_attn_config", "use_full_rank_gate", "yes", "use_full_rank_gate is"),
+                                    (None, "routed_expert_hidden_size", [3584], "routed_expert_hidden_size is"),
+                                    (None, "attn_res_block_size", 0, "attn_res_block_size is"),
+                                    (None, "mla_use_output_gate", "true", "mla_use_output_gate is")]:
+        bad = json.loads(json.dumps(raw))
+        (bad["text_config"][where] if where else bad["text_config"])[key] = value
+        (tmp_path / "config.json").write_text(json.dumps(bad))
+        with pytest.raises(ConfigError, match=says):
+            import_model(tmp_path / "config.json", read_headers=False)
 
 
 @pytest.mark.parametrize("stem, quant, scope", [
@@ -810,7 +840,6 @@ def _mutated(tmp_path, stem, edit):
      "do not name each of the 27 layers once"),
     ("moonshotai__Kimi-Linear-48B-A3B-Instruct", lambda c: c["linear_attn_config"].update(head_dim="128"),
      "not whole counts from 1 to 65,536"),
-    ("moonshotai__Kimi-Linear-48B-A3B-Instruct", lambda c: c.update(q_lora_rank=1536), "a query LoRA in its MLA"),
 ])
 def test_impossible_layer_lists_and_fields_are_refused(tmp_path, run_cli, stem, edit, says):
     if edit is None:

@@ -217,6 +217,8 @@ class MlaAttention(Strict):
     qk_nope_head_dim: int = Field(strict=True, le=2**16, gt=0)
     qk_rope_head_dim: int = Field(strict=True, le=2**16, gt=0)
     v_head_dim: int = Field(strict=True, le=2**16, gt=0)
+    output_gate: bool = Field(False, description="g_proj (hidden -> heads x v_head_dim) gates the attention's output "
+                              "with a sigmoid before o_proj (Kimi K3's mla_use_output_gate)")
     sliding_window: int | None = Field(None, strict=True, le=INT32_MAX, gt=0, description="tokens cached at most: "
                                        "a KV policy's what-if (estimate/kv_policy.py); no released MLA model has one")
     indexer: SparseIndexer | None = None
@@ -294,11 +296,15 @@ class LinearAttention(Strict):
         "model_executor/layers/kda.py KimiDeltaAttention)"))
     gate_rank: int | None = Field(None, strict=True, le=2**16, gt=0, description="kda: the rank of f_a/f_b and "
                                   "g_a/g_b (Kimi Linear: its head_dim, 128)")
+    gate_full_rank: bool = Field(False, description="kda: the output gate is one g_proj (hidden -> value heads x "
+                                 "value_head_dim), the forget gate staying low-rank (Kimi K3's use_full_rank_gate)")
 
     @model_validator(mode="after")
     def _kda_rank(self):
         if (self.variant == "kda") != (self.gate_rank is not None):
             raise ValueError("gate_rank is given for variant kda, and only for it")
+        if self.gate_full_rank and self.variant != "kda":
+            raise ValueError("gate_full_rank is a kda layer's")
         return self
 
 
@@ -355,6 +361,8 @@ class MoeMlp(Strict):
                     "2601.18089; Nemotron 3 Super and Ultra): every token runs fc1_latent_proj (hidden -> latent) "
                     "before them and fc2_latent_proj (latent -> hidden) after; router and shared experts stay at "
                     "the hidden size")
+    latent_norm: bool = Field(False, description="an RMSNorm of latent_size on the experts' summed output before "
+                              "it leaves the latent (Kimi K3's latent_moe_use_norm)")
 
     @model_validator(mode="after")
     def _topk(self):

@@ -87,6 +87,9 @@ def _attention(i: int, m, h: int, split_linear: bool = False) -> list[GgufTensor
                            m.num_attention_heads * (m.qk_nope_head_dim + m.v_head_dim), component="attention"),
                 GgufTensor(p + "attn_output.weight", m.num_attention_heads * m.v_head_dim, h,
                            component="attention")]
+        if m.output_gate:  # Kimi K3's g_proj; no llama.cpp architecture names it yet: its shape, a name of ours
+            out.append(GgufTensor(p + "attn_gate.weight", h, m.num_attention_heads * m.v_head_dim,
+                                  component="attention"))
         return out
     if isinstance(m, CompressedAttention):
         return _compressed(p, m, h)
@@ -117,8 +120,9 @@ def _attention(i: int, m, h: int, split_linear: bool = False) -> list[GgufTensor
                   for x, n in (("q", kd), ("k", kd), ("v", vd))),
                 GgufTensor(p + "ssm_f_a.weight", h, r, component="ssm"),
                 GgufTensor(p + "ssm_f_b.weight", r, kd, component="ssm"),
-                GgufTensor(p + "ssm_g_a.weight", h, r, component="ssm"),
-                GgufTensor(p + "ssm_g_b.weight", r, vd, component="ssm"),
+                *([GgufTensor(p + "ssm_g.weight", h, vd, component="ssm")] if m.gate_full_rank else  # Kimi K3's,
+                  [GgufTensor(p + "ssm_g_a.weight", h, r, component="ssm"),  # a name of ours (as attn_gate above)
+                   GgufTensor(p + "ssm_g_b.weight", r, vd, component="ssm")]),
                 GgufTensor(p + "ssm_beta.weight", h, m.num_value_heads, component="ssm"),
                 GgufTensor(p + "ssm_vectors", m.num_value_heads + kd + m.value_head_dim, component="ssm", f32=True),
                 GgufTensor(p + "attn_output.weight", vd, h, component="ssm")]
@@ -199,6 +203,8 @@ def _mlp(i: int, m, h: int) -> list[GgufTensor]:
     if m.latent_size:
         out += [GgufTensor(p + "ffn_latent_down.weight", h, w, component="mlp"),
                 GgufTensor(p + "ffn_latent_up.weight", w, h, component="mlp")]
+        if m.latent_norm:  # Kimi K3's routed_expert_norm (a name of ours)
+            out.append(GgufTensor(p + "ffn_latent_norm.weight", w, component="norms", f32=True))
     if m.gated:
         out.append(GgufTensor(p + "ffn_gate_exps.weight", w, ff, e, component="experts", routed=route))
     out += [GgufTensor(p + "ffn_up_exps.weight", w, ff, e, component="experts", routed=route),

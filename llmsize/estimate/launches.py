@@ -44,6 +44,8 @@ def _mixer(mixer) -> tuple[int, int]:
         return 0, 0
     if mixer.kind == "mla":
         launches, gemms = (10, 5) if mixer.q_lora_rank else (8, 4)
+        if mixer.output_gate:  # Kimi K3's g_proj and its sigmoid product
+            launches, gemms = launches + 2, gemms + 1
         if mixer.indexer is not None and not mixer.indexer.shared:
             launches, gemms = launches + 5, gemms + 2
         return launches, gemms
@@ -72,7 +74,7 @@ def _mlp(mlp) -> tuple[int, int]:
     if mlp.num_shared_experts:
         launches, gemms = launches + 3 + (1 if mlp.shared_expert_gate else 0), gemms + 2
     if mlp.latent_size:
-        launches, gemms = launches + 2, gemms + 2
+        launches, gemms = launches + 2 + (1 if mlp.latent_norm else 0), gemms + 2
     return launches, gemms
 
 

@@ -98,6 +98,8 @@ def _mla(m: MlaAttention, hidden: int) -> list[Piece]:
     kv_a = hidden * (m.kv_lora_rank + m.qk_rope_head_dim)  # kv_a_proj_with_mqa
     kv_b = m.kv_lora_rank * m.num_attention_heads * (m.qk_nope_head_dim + m.v_head_dim)
     o = m.num_attention_heads * m.v_head_dim * hidden
+    if m.output_gate:  # Kimi K3's g_proj (models/kimi_k3 in vLLM 0.34 and SGLang 0.5.23): hidden -> heads x v
+        q, n = q + hidden * m.num_attention_heads * m.v_head_dim, n + 1
     pieces = [
         Piece("attention", q + kv_a + kv_b, True, n + 2),
         Piece("attention", o, True, 1, part="attention_out"),
@@ -169,11 +171,13 @@ def _linear(m: LinearAttention, hidden: int) -> list[Piece]:
         # gate_rank) and f_b_proj (-> key_dim, the forget gate a key channel), g_a/g_b_proj likewise (-> value_dim,
         # the output gate), b_proj (hidden -> one beta a head), A_log a head, dt_bias a key channel, o_norm over
         # value_head_dim, o_proj. Kimi-Linear-48B-A3B, hidden 2304, 32 heads of 128, rank 128: 39,514,272 a layer.
+        # A full-rank output gate (Kimi K3: SGLang 0.5.23 models/kimi_k3.py KimiK3DeltaAttention) is one g_proj
+        # hidden -> value_dim; f_a/f_b stay: hidden 7168, 96 heads of 128, rank 128: 443,740,384 a layer.
         r = m.gate_rank
-        mats = hidden * conv_dim + r * (2 * hidden + key_dim + value_dim) + hidden * m.num_value_heads \
-            + value_dim * hidden
-        return [Piece("ssm", mats, True, 9), Piece("ssm", conv_dim * m.conv_kernel + m.num_value_heads + key_dim,
-                                                   False, 0),
+        gates = r * (hidden + key_dim) + (hidden * value_dim if m.gate_full_rank else r * (hidden + value_dim))
+        mats = hidden * conv_dim + gates + hidden * m.num_value_heads + value_dim * hidden
+        return [Piece("ssm", mats, True, 8 if m.gate_full_rank else 9),
+                Piece("ssm", conv_dim * m.conv_kernel + m.num_value_heads + key_dim, False, 0),
                 Piece("norms", m.value_head_dim, False, 0)]
     mats = hidden * (2 * key_dim + 2 * value_dim) + hidden * 2 * m.num_value_heads + value_dim * hidden
     small = conv_dim * m.conv_kernel + 2 * m.num_value_heads
@@ -212,6 +216,8 @@ def _moe(m: MoeMlp, hidden: int) -> list[Piece]:
         pieces.append(Piece("experts", e * ((n - 1) * m.moe_intermediate_size + width), False, 0, routed=route))
     if m.latent_size:  # fc1_latent_proj and fc2_latent_proj, run by every token (no bias: mlp_bias false)
         pieces.append(Piece("mlp", 2 * hidden * m.latent_size, True, 2))
+        if m.latent_norm:
+            pieces.append(Piece("norms", m.latent_size, False, 0))
     router = hidden * e + (e if m.router_bias else 0) + (hidden if m.shared_expert_gate else 0)
     pieces.append(Piece("router", router, False, 0))  # routers stay 16-bit in every checkpoint we know
     if m.num_shared_experts:

@@ -39,7 +39,7 @@ def _prefill_graph_sizes(max_bs: int) -> int:
 # multimodal architectures that keep SGLang's prefill CUDA graphs (configs/model_config.py
 # multimodal_breakable_cuda_graph_supported_model_archs), as the catalog's families name them
 MM_PREFILL_GRAPH_FAMILIES = ("qwen3_5_text", "qwen3_5_moe_text", "qwen3_5", "qwen3_5_moe", "kimi_k2",
-                             "muse_glimmer_text")
+                             "muse_glimmer_text", "kimi_linear")  # kimi_linear with a tower: Kimi K3
 # architectures whose prefill graphs stop at a token count of their own, not at the chunk (0.5.23
 # arg_groups/cuda_graph_hook.py apply_muse_glimmer_prefill_cuda_graph_max_bs_default: 512 for Muse Glimmer)
 PREFILL_GRAPH_MAX_TOKENS = {"muse_glimmer_text": 512}

@@ -73,6 +73,8 @@ def ct_weights(fmt: str | None, w: dict, where: str) -> tuple[str, str | None]:
     bits, typ, gs = w.get("num_bits"), w.get("type"), w.get("group_size")
     if fmt == "nvfp4-pack-quantized" or (bits == 4 and typ == "float" and gs == 16):
         return "nvfp4", None
+    if fmt == "mxfp4-pack-quantized" or (bits == 4 and typ == "float" and gs == 32):  # E2M1, a uint8 E8M0 scale a 32
+        return "mxfp4", None
     if fmt == "float-quantized" or (bits == 8 and typ == "float"):
         if w.get("strategy") == "block":
             return "fp8-block128", None
@@ -102,4 +104,5 @@ def ct_weights(fmt: str | None, w: dict, where: str) -> tuple[str, str | None]:
         raise ConfigError(f"{where}: compressed-tensors quantization_config names no format and no weights scheme "
                           "(config_groups ... weights).", "Fix quantization_config, or plan with --quant.")
     raise ConfigError(f"{where}: compressed-tensors format {fmt!r} ({bits}-bit {typ}) is not supported.",
-                      "Supported: nvfp4-pack-quantized, float-quantized (FP8), pack-quantized (int4), int8.")
+                      "Supported: nvfp4-pack-quantized, mxfp4-pack-quantized, float-quantized (FP8), pack-quantized "
+                      "(int4), int8.")

@@ -6,6 +6,7 @@ transformers' modules built on the meta device and the checkpoints' published to
 
 from __future__ import annotations
 
+from llmsize.errors import shown
 from llmsize.importer.config_fields import CORE, ConfigError, ConfigReader
 
 # transformers Qwen3VLVisionConfig / Qwen3VLMoeVisionConfig (deepstack after blocks 8, 16 and 24) and
@@ -121,6 +122,36 @@ def muse_glimmer_vision_params(c: ConfigReader, raw: dict, text_hidden: int) -> 
     return tp * 3 * p * p * h + ph * pw * h + 4 * h + layers * block + o * proj + proj * proj + proj * text_hidden
 
 
+def moonvit_k3_params(c: ConfigReader, text_hidden: int) -> int:
+    """Parameters of Kimi K3's MoonViT tower and patchmergerv2 projector (SGLang 0.5.23 models/kimi_k3_vl.py; its
+    KimiK3VisionConfig, configs/kimi_k3.py), from vision_config's vt_* keys; h the width, q qkv_hidden_size, i the
+    MLP's, m = mm_hidden_size x merge^2: the patch embedding, a Conv2d of 3 x patch^2 x h (and a bias where
+    patch_embed_proj_bias), the position table height x width x h; each block norm0 and norm1 (RMSNorm: a weight;
+    LayerNorm: and a bias), wqkv h x 3q and wo q x h (and biases where attn_bias), fc0 h x i and fc1 i x h (and
+    biases where linear_bias); the final norm h; the projector proj.0 m x m, proj.2 m x text hidden and post_norm.
+    Kimi K3's (h 1,024, q 1,536, i 4,096, 27 blocks, patches of 14, a 64 x 64 table, mm 1,024 merged 2 x 2, text
+    7,168, no biases): 401,214,464 + 46,144,512."""
+    layers, h, i, p, ph, pw = (c.count(k) for k in ("vt_num_hidden_layers", "vt_hidden_size", "vt_intermediate_size",
+                                                    "patch_size", "init_pos_emb_height", "init_pos_emb_width"))
+    q = c.count("qkv_hidden_size", default=h)
+    mm = c.count("mm_hidden_size", default=h)
+    merge = c.get("merge_kernel_size")
+    if not (isinstance(merge, list) and len(merge) == 2 and all(type(x) is int and 0 < x <= 64 for x in merge)):
+        raise ConfigError(f"{c.where}: merge_kernel_size is {shown(repr(merge), 30)}, not two whole counts.",
+                          "Fix the config.json's vision_config.")
+    flags = {k: c.flag(k, True) for k in ("patch_embed_proj_bias", "attn_bias", "linear_bias")}
+    norm = c.get("norm_type")
+    if norm not in ("rmsnorm", "layernorm"):
+        raise ConfigError(f"{c.where}: norm_type is {shown(repr(norm), 20)}, not rmsnorm or layernorm.",
+                          "Fix the config.json's vision_config.")
+    n = 2 if norm == "layernorm" else 1
+    block = 2 * n * h + h * 3 * q + q * h + 2 * h * i
+    block += (3 * q + h if flags["attn_bias"] else 0) + (i + h if flags["linear_bias"] else 0)
+    m = mm * merge[0] * merge[1]
+    tower = 3 * p * p * h + (h if flags["patch_embed_proj_bias"] else 0) + ph * pw * h + layers * block + n * h
+    return tower + m * m + m * text_hidden + text_hidden
+
+
 def _tower(name: str, params: int, modules: str, c: ConfigReader, kind: str | None, heads: str, layers: int | None,
            **shape) -> dict:
     """A vision tower's `extra` entry: loaded by default (vLLM: --language-model-only leaves it out), not read when
@@ -135,7 +166,7 @@ def _tower(name: str, params: int, modules: str, c: ConfigReader, kind: str | No
     return {"name": f"{name} (vision_config)", "params": params, "in_official_count": False,
             **({"encoder": encoder} if whole else {}),
             "vision_config": {"num_hidden_layers": layers, "hidden_size": encoder["hidden_size"]},
-            "note": f"counted from vision_config's shapes (transformers {modules}); loaded by default (vLLM: "
+            "note": f"counted from vision_config's shapes ({modules}); loaded by default (vLLM: "
                     "--language-model-only leaves it out); not read when decoding text"}
 
 
@@ -158,7 +189,7 @@ def vision_tower_entry(raw: dict, text_hidden: int, where: str) -> dict | None:
     is `loaded`; llama.cpp and mlx-lm run the text model alone (runtime_model.TEXT_ONLY)."""
     model_type = str(raw.get("model_type") or "")
     vision = raw.get("vision_config")
-    if model_type not in (*VISION_DEFAULTS, "gemma3", "gemma4", "llama4", "muse_glimmer") or vision is None:
+    if model_type not in (*VISION_DEFAULTS, "gemma3", "gemma4", "llama4", "muse_glimmer", "kimi_k3") or vision is None:
         return None
     if not isinstance(vision, dict):
         raise ConfigError(f"{where}: vision_config is {str(vision)[:40]!r}, not a JSON object.", "Fix the config.json.")
@@ -168,22 +199,28 @@ def vision_tower_entry(raw: dict, text_hidden: int, where: str) -> dict | None:
             return None
         c = ConfigReader(vision, {}, at)
         return _tower("vision tower + embedder", gemma4_vision_params(c, text_hidden),
-                      "Gemma4VisionModel, Gemma4MultimodalEmbedder", c, "gemma4", "num_attention_heads",
+                      "transformers Gemma4VisionModel, Gemma4MultimodalEmbedder", c, "gemma4", "num_attention_heads",
                       c.get("num_hidden_layers"), merge=c.get("pooling_kernel_size"))
     if model_type == "llama4":
         c = ConfigReader(vision, LLAMA4_VISION_DEFAULTS, at, omittable=CORE)
         return _tower("vision tower + projector", llama4_vision_params(c, text_hidden),
-                      "Llama4VisionModel, Llama4MultiModalProjector", c, "llama4", "num_attention_heads",
+                      "transformers Llama4VisionModel, Llama4MultiModalProjector", c, "llama4", "num_attention_heads",
                       c.get("num_hidden_layers"), image_size=c.get("image_size"))
+    if model_type == "kimi_k3":  # SGLang's KimiK3VisionConfig holds vt_num_hidden_layers and vt_hidden_size as
+        c = ConfigReader(vision, {}, at)  # num_hidden_layers and hidden_size (configs/kimi_k3.py)
+        named = ConfigReader({**vision, "hidden_size": vision.get("vt_hidden_size")}, {}, at)
+        return _tower("MoonViT vision tower + projector", moonvit_k3_params(c, text_hidden),
+                      "SGLang 0.5.23 models/kimi_k3_vl.py", named, None, "vt_num_attention_heads",
+                      c.count("vt_num_hidden_layers"))
     if model_type == "muse_glimmer":  # an encoder llama.cpp's mmproj sizing does not know: no encoder shape
         c = ConfigReader(vision, {}, at)
         return _tower("perception encoder + adapter + projection", muse_glimmer_vision_params(c, raw, text_hidden),
-                      "MuseGlimmerVisionEncoder, MuseGlimmerVisionAdapter", c, None, "num_attention_heads",
-                      c.get("num_hidden_layers"))
+                      "vLLM 0.34 muse_glimmer.py MuseGlimmerVisionEncoder, MuseGlimmerVisionAdapter", c, None,
+                      "num_attention_heads", c.get("num_hidden_layers"))
     if model_type == "gemma3":
         c = ConfigReader(vision, SIGLIP_DEFAULTS, at, omittable=CORE)
         return _tower("SigLIP vision tower + multimodal projector", siglip_gemma3_params(c, text_hidden),
-                      "SiglipVisionModel, Gemma3MultiModalProjector", c, "siglip", "num_attention_heads",
+                      "transformers SiglipVisionModel, Gemma3MultiModalProjector", c, "siglip", "num_attention_heads",
                       c.get("num_hidden_layers"), image_size=c.get("image_size"))
     c = ConfigReader(vision, VISION_DEFAULTS[model_type], at, omittable=CORE)
     out = c.get("out_hidden_size")
@@ -193,7 +230,8 @@ def vision_tower_entry(raw: dict, text_hidden: int, where: str) -> dict | None:
                           "its merger could not feed the text model.", "Fix the config.json's vision_config.")
     # Qwen3VLVisionConfig counts its blocks as `depth` and has no num_hidden_layers unless the config gives one
     layers = vision.get("num_hidden_layers")
-    return _tower("vision tower + merger", qwen_vision_params(c), "Qwen3VLVisionModel", c, "qwen_vl", "num_heads",
+    return _tower("vision tower + merger", qwen_vision_params(c), "transformers Qwen3VLVisionModel", c, "qwen_vl",
+                  "num_heads",
                   layers if isinstance(layers, int) and not isinstance(layers, bool) and layers > 0 else None,
                   merge=c.get("spatial_merge_size"))
 

@@ -144,37 +144,55 @@ def _kda_layers(c: ConfigReader, layers: int) -> tuple[dict, set[int]]:
                           f"full_attn_layers ({len(split['full_attn_layers'])}) do not name each of the "
                           f"{layers} layers once.", "Fix the config.json.")
     heads, hd, conv = sizes
+    full_gate = lac.get("use_full_rank_gate")
+    if full_gate not in (None, True, False):
+        raise ConfigError(f"{c.where}: linear_attn_config's use_full_rank_gate is {shown(repr(full_gate), 20)}; "
+                          "expected true or false.", "Fix the config.json.")
     kda = {"kind": "linear", "num_key_heads": heads, "num_value_heads": heads, "key_head_dim": hd,
            "value_head_dim": hd, "conv_kernel": conv, "state_dtype": "fp32", "variant": "kda", "gate_rank": hd}
+    if full_gate:
+        kda["gate_full_rank"] = True
     return kda, split["kda_layers"]
 
 
 def map_kimi_linear(c: ConfigReader, model_type: str) -> Mapped:
     """Kimi Linear (vLLM model_executor/models/kimi_linear.py @01d99586, layers/kda.py @01a7e5d9): Kimi Delta
-    Attention on linear_attn_config's kda_layers, MLA on the others, without a q LoRA and without RoPE (mla_use_nope;
-    qk_rope_head_dim still sizes q and the cached key); from first_k_dense_replace on, every moe_layer_freq-th layer
-    routes num_experts_per_token of num_experts experts of moe_intermediate_size (the router with its
-    e_score_correction_bias) beside num_shared_experts of that width, the others a dense MLP of intermediate_size.
-    The config's top-level head_dim (hidden / heads) sizes nothing."""
+    Attention on linear_attn_config's kda_layers, MLA on the others, without RoPE (mla_use_nope; qk_rope_head_dim
+    still sizes q and the cached key); from first_k_dense_replace on, every moe_layer_freq-th layer routes
+    num_experts_per_token of num_experts experts of moe_intermediate_size (the router with its e_score_correction_bias)
+    beside num_shared_experts of that width, the others a dense MLP of intermediate_size. The config's top-level
+    head_dim (hidden / heads) sizes nothing.
+    Kimi K3's text model (SGLang 0.5.23 models/kimi_k3.py, vLLM 0.34 models/kimi_k3): its MLA takes a query LoRA
+    (q_lora_rank) and an output gate (mla_use_output_gate: g_proj hidden -> heads x v_head_dim); its KDA a full-rank
+    output gate (use_full_rank_gate); its routed experts work in a latent of routed_expert_hidden_size (down and up
+    projections at the hidden size, an RMSNorm of the latent where latent_moe_use_norm); attention residuals
+    (attn_res_block_size) add two norms and two [1, hidden] projections a layer and one of each at the top."""
     layers, heads = c.need("num_hidden_layers", "num_attention_heads")
     kda, kda_at = _kda_layers(c, layers)
     kv_rank, nope, rope, v = c.need("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
-    if c.get("q_lora_rank"):  # Kimi K3's text model (kimi_linear with q_lora_rank, a full-rank KDA gate)
-        raise ConfigError(f"{c.where}: q_lora_rank is {c.get('q_lora_rank')}: a Kimi Linear model with a query LoRA "
-                          "in its MLA (Kimi K3's layout) is not supported; Kimi-Linear-48B-A3B's MLA has none (vLLM "
-                          "asserts q_lora_rank is None).",
-                          "Plan a catalog entry of the model, or a GGUF of it (its tensors say what each layer holds).")
     mla = {"kind": "mla", "num_attention_heads": heads, "kv_lora_rank": kv_rank, "qk_nope_head_dim": nope,
            "qk_rope_head_dim": rope, "v_head_dim": v}
+    if c.get("q_lora_rank"):
+        mla["q_lora_rank"] = c.count("q_lora_rank")
+    if c.flag("mla_use_output_gate", False):
+        mla["output_gate"] = True
     experts, k, inter = c.need("num_experts", "num_experts_per_token", "moe_intermediate_size")
     moe = {"kind": "moe", "num_experts": experts, "experts_per_token": k, "moe_intermediate_size": inter,
            "router_bias": True}
     if c.get("num_shared_experts"):
         moe["num_shared_experts"] = c.get("num_shared_experts")
+    if c.get("routed_expert_hidden_size") is not None:
+        moe["latent_size"] = c.count("routed_expert_hidden_size")
+        if c.flag("latent_moe_use_norm", False):
+            moe["latent_norm"] = True
     dense = {"kind": "dense", "intermediate_size": c.need("intermediate_size")[0]}
     first, freq = c.get("first_k_dense_replace") or 0, c.get("moe_layer_freq") or 1
-    specs = [{"mixer": kda if i in kda_at else mla, "mlp": moe if i >= first and i % freq == 0 else dense}
-             for i in range(layers)]
+    residuals = c.get("attn_res_block_size") is not None
+    if residuals:
+        c.count("attn_res_block_size")  # a whole count, or a one-line error
+    extra = {"extra_params": 2 * c.need("hidden_size")[0]} if residuals else {}  # the two [1, hidden] projections
+    specs = [{"mixer": kda if i in kda_at else mla, "mlp": moe if i >= first and i % freq == 0 else dense,
+              **({"norms": 4, **extra} if residuals else {})} for i in range(layers)]
     notes, given = [], {}
     if "max_position_embeddings" not in c.raw:
         # its config carries model_max_length (1,048,576: the README's 1M context) and no max_position_embeddings;
@@ -188,7 +206,8 @@ def map_kimi_linear(c: ConfigReader, model_type: str) -> Mapped:
         notes.append(f"context length {longest:,} from model_max_length (no max_position_embeddings)")
         given["max_position_embeddings"] = longest
     notes += mtp_notes(c.get("num_nextn_predict_layers"))
-    return Mapped({**common_fields(c.with_fields(**given), False), **layer_stack_fields(specs)}, notes)
+    top = {"final_norms": 3} if residuals else {}  # norm, output_attn_res_norm and output_attn_res_proj [1, hidden]
+    return Mapped({**common_fields(c.with_fields(**given), False), **top, **layer_stack_fields(specs)}, notes)
 
 
 GRANITE_LAYERS = ("mamba", "attention")

@@ -164,7 +164,7 @@ def test_gpus_models_show_formats(run_cli):
     code, out, _ = run_cli("models", "--mixer", "mla", "--json")
     assert {r["id"] for r in json.loads(out)} == {"deepseek-v2-lite", "deepseek-v3", "deepseek-v3.2",
                                                      "glm-4.7-flash", "kimi-k2", "kimi-k2.5", "glm-5", "glm-5.2",
-                                                     "kimi-linear-48b-a3b"}
+                                                     "kimi-linear-48b-a3b", "kimi-k3"}
     code, out, _ = run_cli("models", "--moe")
     assert code == 0 and "mixtral-8x7b" in out and "llama-3-8b" not in out
     code, out, _ = run_cli("show", "h200", "--json")

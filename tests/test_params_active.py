@@ -15,7 +15,7 @@ from llmsize.estimate.params import params_active, params_active_with_embedding
 MOE = ["deepseek-v2-lite", "deepseek-v3", "gemma-4-26b-a4b", "gpt-oss-120b", "gpt-oss-20b", "mixtral-8x7b",
        "nemotron-3-nano-30b-a3b", "qwen3-30b-a3b", "glm-5", "qwen3.5-397b-a17b", "qwen3-coder-480b-a35b",
        "mixtral-8x22b", "glm-4.5-air", "granite-4.0-h-tiny", "kimi-linear-48b-a3b",
-       "ernie-4.5-21b-a3b", "lfm2-8b-a1b", "deepseek-v4-flash"]
+       "ernie-4.5-21b-a3b", "lfm2-8b-a1b", "deepseek-v4-flash", "kimi-k3"]
 # Qwen3-Next-80B-A3B's card says "3B activated": 3.25 B without the embedding or the lm_head, 3.56 B with the
 # lm_head, 3.88 B with both; the figure fits no convention (it reads as the A3B class label), so none is recorded.
 NO_FIGURE = {"qwen3-next-80b-a3b",

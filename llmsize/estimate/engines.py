@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 
 from llmsize.catalog.schema import STATE_KINDS, GpuSpec, ModelSpec
 from llmsize.errors import InvalidValueError, LlmsizeError
+from llmsize.estimate.encoder_profile import encoder_profile, unprofiled_tower
 from llmsize.estimate.kv import has_compressed_layers, kv_bytes, mixers_of, mla_mixers
 from llmsize.estimate.sglang_defaults import (
     sglang_mamba_slots_per_request,
@@ -799,6 +800,9 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
             batched_default, why_batched = v0_batched_tokens(model, gpu, max_len, release)
             batched = e.max_num_batched_tokens or batched_default
         act = activation_peak_bytes(model, batched, seqs)
+        encoder = encoder_profile(model, batched, e.tp) if v1 else None
+        if encoder is not None:
+            act += encoder.bytes
         extensible = v1 and rel >= EXTENSIBLE_FROM
         util = e.gpu_util if e.gpu_util is not None else (1.0 if extensible else VLLM_UTIL if rel >= (0, 20, 0)
                                                           else VLLM_UTIL_BEFORE_0_20)
@@ -849,6 +853,16 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
                    "one)"
                    if charges else
                    "CUDA graphs are captured after the KV allocation, outside the ledger.")]
+        if encoder is not None:
+            notes.append(f"Vision encoder profiled before the cache ({encoder.items} image{'s' * (encoder.items > 1)} "
+                         f"of {encoder.tokens // encoder.items:,} tokens, the processor's largest, {encoder.patches:,} "
+                         f"patches): {encoder.bytes / GiB:.2f} GiB of the activation peak (the encoder's forward and "
+                         "its cached outputs); --limit-mm-per-prompt '{\"image\": 0, \"video\": 0}' or "
+                         "--language-model-only skips it.")
+        elif v1 and unprofiled_tower(model) is not None:
+            notes.append("vLLM also profiles this model's vision encoder on its largest inputs before sizing the "
+                         "cache; its processor's largest input is not read here, so the activation peak leaves it out "
+                         "and the cache may come out smaller (--language-model-only skips it).")
         if extensible:
             notes.append(f"Extensible KV cache (vLLM >= 0.34): sized after warmup from the memory then free, less a "
                          f"margin of {margin / GiB:.2f} GiB (max({EXTENSIBLE_MARGIN_FLOOR[gpu.vendor == 'AMD'] / GiB:g}"

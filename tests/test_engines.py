@@ -1045,7 +1045,7 @@ def test_fleet_counts_a_hybrids_requests_as_its_engine_reserves_them(catalog):
     states' pool (0.9 / 1.9 of the static pool) each hold so many requests (its full layers' tokens / 3,500; the
     states a request keeps, below), the fewer binding; vLLM reserves its Gated DeltaNet groups' state pages a
     request (3 from 0.33 on Hopper). Counted as the plan's bytes a request, SGLang's attention pool alone had held
-    102, and vLLM's 326, above its own 219 at 4,000 tokens (its vision encoder's start-up profile off the cache)."""
+    102, and vLLM's 326, above its own 235 at 4,000 tokens."""
     from llmsize.estimate.engines import plan_ledger
     from llmsize.estimate.fleet import Workload
     from llmsize.estimate.plan import PlanInputs, make_plan
@@ -1061,8 +1061,8 @@ def test_fleet_counts_a_hybrids_requests_as_its_engine_reserves_them(catalog):
         if runtime == "sglang":  # a request's states: 30 GDN layers' conv and recurrent states, 5 slots of them
             assert led.state_slots == int(led.state_pool_bytes / p.kv.fixed_bytes_per_sequence) // 5
             assert held == int(min(led.kv_cache_tokens / 3500, led.state_slots)) == led.state_slots == 41
-        else:  # 219.4 requests of 4,000 tokens in the plan's bytes, over a 3,500-token request's
-            assert led.max_concurrency <= held <= led.max_concurrency * 4000 / 3500 and held == 235
+        else:  # 234.6 requests of 4,000 tokens in the plan's bytes, over a 3,500-token request's
+            assert led.max_concurrency <= held <= led.max_concurrency * 4000 / 3500 and held == 252
 
 
 def test_sglangs_states_pool_caps_a_hybrids_running_requests(run_cli):
@@ -1116,28 +1116,36 @@ def test_an_engine_charging_sliding_layers_in_full_binds_by_requests(run_cli):
 
 def test_vllm_profiles_a_qwen_vl_towers_encoder_before_sizing_the_cache(catalog, run_cli):
     """vLLM V1 runs the vision encoder on the processor's largest dummy image before sizing the cache ("Encoder cache
-    will be initialized with a budget of 16384 tokens, and profiled with 1 image items of the maximum feature size"):
-    Qwen3.5/3.6's processor takes 16,777,216 pixels, 16,384 tokens of 2 x 2 patches of 16. A patch holds an MLP
-    block's input and norm, its fc1 output and activation and its pixels: 2 x 1,152 + 2 x 4,304 + 3 x 2 x 16^2 =
-    12,448 values, 24,896 B; 65,536 patches = 1.52 GiB, and the cached outputs 16,384 x 2,048 x 2 B: 1.58 GiB.
-    Published: a README of Qwen3.6-35B-A3B-NVFP4 on one RTX 5090 (vLLM nightly before 0.19.2rc0; public code index
-    ids 51787543305, 51910320717) logs "Available KV cache memory" 4.88 GiB with images allowed and 6.44 GiB with
-    every modality's limit 0: 1.56 GiB. github malaiwah/qwen38-27b-exl3 receipts (vLLM 0.11.2, Qwen3.8-27B, text
-    width 5,120): max_pixels 4,194,304 -> 8,388,608 (a budget of 4,096 -> 8,192 tokens) raises "peak activation"
-    from 1.35 to 1.78 GiB: 16,384 more patches and 4,096 more cached tokens, 0.42 GiB here. A max_num_batched_tokens
-    of 32,768 profiles 2 images (a log of vLLM 0.19.2rc1, "a budget of 32768 tokens ... 2 image items")."""
+    will be initialized with a budget of 16384 tokens, and profiled with 1 image items of the maximum feature size"),
+    frees its intermediates, keeps its outputs cached through the text model's dummy forward: the peak is the larger
+    forward's, plus the cache. Qwen3.5/3.6's processor takes 16,777,216 pixels, 16,384 tokens of 2 x 2 patches of 16;
+    a patch holds an MLP block's input and norm, fc1's output and its activation, and its pixels: 2 x 1,152 +
+    2 x 4,304 + 3 x 2 x 16^2 = 12,448 values, 24,896 B; 65,536 patches: 1.52 GiB; the cache 16,384 x 2,048 x 2 B.
+    Published: github malaiwah/qwen38-27b-exl3 receipts (vLLM 0.11.2, Qwen3.8-27B on an RTX 5090, max_num_seqs 1,
+    where the encoder's forward outgrows the text model's): max_pixels 4,194,304 -> 8,388,608 (a budget of 4,096 ->
+    8,192 tokens) raises "peak activation" from 1.35 to 1.78 GiB; 0.42 GiB here. A README of Qwen3.6-35B-A3B-NVFP4 on
+    one RTX 5090 (vLLM nightly before 0.19.2rc0; public code index ids 51787543305, 51910320717) logs 4.88 GiB of
+    cache with images allowed and 6.44 GiB with every modality's limit 0, which also leaves the 0.83 GiB tower
+    unloaded (_mark_tower_model): 1.56 GiB between them, 1.96 here against a text peak of 0.45 GiB that its mm-off
+    start-up shows to be higher (its FlashInfer NVFP4 workspace). A max_num_batched_tokens of 32,768 profiles 2
+    images (a log of vLLM 0.19.2rc1, "a budget of 32768 tokens ... 2 image items")."""
     from llmsize.estimate.encoder_profile import encoder_profile
+    from llmsize.estimate.engines import activation_peak_bytes
 
     q36, q38 = catalog.model("qwen3.6-35b-a3b"), catalog.model("qwen3.8-27b")
     one = encoder_profile(q36, 2048)
     assert (one.items, one.tokens, one.patches) == (1, 16_384, 65_536)
-    assert one.bytes == 65_536 * 24_896 + 16_384 * 2048 * 2
-    assert one.bytes / GiB == pytest.approx(6.44 - 4.88, rel=0.03)
-    step = (encoder_profile(q38, 2048, max_pixels=8_388_608).bytes
-            - encoder_profile(q38, 2048, max_pixels=4_194_304).bytes)
-    assert step / GiB == pytest.approx(1.78 - 1.35, rel=0.05)
+    assert (one.peak_bytes, one.cache_bytes) == (65_536 * 24_896, 16_384 * 2048 * 2)
+    text = activation_peak_bytes(q38, 2048, 1)
+    small, large = (encoder_profile(q38, 2048, max_pixels=p) for p in (4_194_304, 8_388_608))
+    assert small.peak_bytes > text  # the encoder's forward is the larger: its step is the sweep's
+    assert (large.peak_with(text) - small.peak_with(text)) / GiB == pytest.approx(1.78 - 1.35, rel=0.05)
+    tower = next(x for x in q36.extra if x.encoder is not None).params * 2
+    text36 = activation_peak_bytes(q36, 2048, 256)
+    between = (tower + one.peak_with(text36) - text36) / GiB
+    assert 1.56 < between < 1.56 * 1.3
     assert encoder_profile(q36, 32_768).items == 2 and encoder_profile(q36, 20_000).items == 1
-    assert encoder_profile(q36, 2048, tp=2).bytes < one.bytes  # the MLP's fc1 split over the cards
+    assert encoder_profile(q36, 2048, tp=2).peak_bytes < one.peak_bytes  # the MLP's fc1 split over the cards
     assert encoder_profile(catalog.model("qwen3-30b-a3b"), 2048) is None  # no tower
 
     def ledger(model, *more):
@@ -1147,6 +1155,6 @@ def test_vllm_profiles_a_qwen_vl_towers_encoder_before_sizing_the_cache(catalog,
         assert code == 0, err
         return out
     out = ledger("qwen3.6-35b-a3b")
-    assert "Vision encoder profiled before the cache (1 image of 16,384 tokens" in out and "1.58 GiB" in out
+    assert "Vision encoder profiled before the cache (1 image of 16,384 tokens" in out and "peaks at 1.52 GiB" in out
     # a tower whose processor is not read here: said, not sized
     assert "profiles this model's vision encoder on its largest inputs" in ledger("gemma-4-26b-a4b")

@@ -2,7 +2,8 @@
 cache by (V1 gpu_model_runner.profile_run, "Encoder cache will be initialized with a budget of N tokens, and profiled
 with M image items of the maximum feature size"): the encoder runs once on M dummy images of the processor's largest
 size, M = the encoder budget (max(max_num_batched_tokens, an image's tokens)) / an image's tokens, and its outputs
-stay in the encoder cache while the text model's dummy forward runs.
+stay in the encoder cache while the text model's dummy forward runs; its intermediates are freed before that
+forward, so the profiled peak is the larger of the two forwards' peaks, over the cached outputs (peak_with).
 
 The encoder's peak, a patch at a time in 16 bits: an MLP block's input and its norm, the fc1 output and its
 activation (2 h + 2 i), beside the patch's pixel values (3 x temporal x patch^2); then the encoder cache, an image
@@ -32,9 +33,9 @@ class EncoderProfile:
     peak_bytes: float  # the encoder's forward, a patch at a time
     cache_bytes: float  # its outputs held in the encoder cache
 
-    @property
-    def bytes(self) -> float:
-        return self.peak_bytes + self.cache_bytes
+    def peak_with(self, text_peak_bytes: float) -> float:
+        """The profile's activation peak beside the text model's dummy forward of `text_peak_bytes`."""
+        return max(text_peak_bytes, self.peak_bytes) + self.cache_bytes
 
 
 def profiled_tower(model: ModelSpec) -> ExtraParams | None:

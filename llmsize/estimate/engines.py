@@ -801,8 +801,9 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
             batched = e.max_num_batched_tokens or batched_default
         act = activation_peak_bytes(model, batched, seqs)
         encoder = encoder_profile(model, batched, e.tp) if v1 else None
+        text_act = act
         if encoder is not None:
-            act += encoder.bytes
+            act = encoder.peak_with(act)
         extensible = v1 and rel >= EXTENSIBLE_FROM
         util = e.gpu_util if e.gpu_util is not None else (1.0 if extensible else VLLM_UTIL if rel >= (0, 20, 0)
                                                           else VLLM_UTIL_BEFORE_0_20)
@@ -856,9 +857,10 @@ def _engine_ledger(model: ModelSpec, gpu: GpuSpec, weights_bytes: float, e: Engi
         if encoder is not None:
             notes.append(f"Vision encoder profiled before the cache ({encoder.items} image{'s' * (encoder.items > 1)} "
                          f"of {encoder.tokens // encoder.items:,} tokens, the processor's largest, {encoder.patches:,} "
-                         f"patches): {encoder.bytes / GiB:.2f} GiB of the activation peak (the encoder's forward and "
-                         "its cached outputs); --limit-mm-per-prompt '{\"image\": 0, \"video\": 0}' or "
-                         "--language-model-only skips it.")
+                         f"patches): its forward peaks at {encoder.peak_bytes / GiB:.2f} GiB against the text "
+                         f"model's {text_act / GiB:.2f}, and its outputs stay cached ({encoder.cache_bytes / GiB:.2f} "
+                         f"GiB): {act / GiB:.2f} GiB of activation peak; --limit-mm-per-prompt "
+                         "'{\"image\": 0, \"video\": 0}' or --language-model-only skips it and the tower.")
         elif v1 and unprofiled_tower(model) is not None:
             notes.append("vLLM also profiles this model's vision encoder on its largest inputs before sizing the "
                          "cache; its processor's largest input is not read here, so the activation peak leaves it out "

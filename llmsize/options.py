@@ -165,6 +165,10 @@ LeversOpt = Annotated[bool, _opt("--levers", help="The lever table: each efficie
                                  "KV dtype and policy, batching, speculative decoding, partial offload, more cards, "
                                  "disaggregation, other architectures) as the plan its command gives, before and "
                                  "after, with its caveat.")]
+LanguageModelOnlyOpt = Annotated[bool, _opt("--language-model-only", help="Serve a multimodal checkpoint's text "
+                                           "alone (vLLM's and SGLang's --language-model-only): its vision and audio "
+                                           "towers are not loaded, vLLM profiles no encoder and SGLang takes no "
+                                           "multimodal margin.")]
 NoFlashAttnOpt = Annotated[bool, _opt("--no-flash-attn", help="Attention without FlashAttention: the prompt's score "
                                      "matrix (heads x prompt x prompt x 4 B, a layer at a time) is held beside the "
                                      "cache and moved in memory (llama.cpp's -fa off).")]

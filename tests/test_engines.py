@@ -1158,3 +1158,32 @@ def test_vllm_profiles_a_qwen_vl_towers_encoder_before_sizing_the_cache(catalog,
     assert "Vision encoder profiled before the cache (1 image of 16,384 tokens" in out and "peaks at 1.52 GiB" in out
     # a tower whose processor is not read here: said, not sized
     assert "profiles this model's vision encoder on its largest inputs" in ledger("gemma-4-26b-a4b")
+
+
+def test_the_text_served_alone_loads_no_tower_and_profiles_no_encoder(run_cli):
+    """--language-model-only (vLLM >= 0.18, SGLang): the towers are never built, so their weights, vLLM's encoder
+    profile and SGLang's multimodal margin all go; the launch lines carry the flag. Qwen3.6-35B-A3B NVFP4 on an RTX
+    5090 under vLLM 0.19 at 131,072 tokens: 6.59 GiB of cache with the tower, 8.55 without (0.83 GiB of tower, the
+    profile's 1.58 GiB peak over the text model's 0.45); a text-only model is as it was."""
+    def plan(model, *more):
+        code, out, err = run_cli("plan", model, "--gpu", "rtx5090", "--quant", "nvfp4", "--max-model-len", "131072",
+                                 "--engine-version", "0.19.1", "--gpu-util", "0.92", "--json", *more)
+        assert code == 0, err
+        return json.loads(out)
+    on = plan("qwen3.6-35b-a3b", "--engine", "vllm")
+    off = plan("qwen3.6-35b-a3b", "--engine", "vllm", "--language-model-only")
+    tower = 446_571_248 * 2  # the tower and merger, BF16, in the NVFP4 plan's weights
+    assert on["weights"]["bytes_total"] - off["weights"]["bytes_total"] == pytest.approx(tower, rel=0.05)
+    gained = (off["engine"]["kv_cache_bytes"] - on["engine"]["kv_cache_bytes"]) / GiB
+    assert gained == pytest.approx(0.83 + 1.58 - 0.45, abs=0.03)
+    assert not any("Vision encoder profiled" in n for n in off["engine"]["assumptions"])
+    assert any("Vision encoder profiled" in n for n in on["engine"]["assumptions"])
+    code, out, err = run_cli("plan", "qwen3.6-35b-a3b", "--gpu", "rtx5090", "--quant", "nvfp4",
+                             "--language-model-only", "--emit", "vllm")
+    assert code == 0 and out.rstrip().endswith("--language-model-only"), (out, err)
+    code, out, err = run_cli("plan", "qwen3.6-27b", "--gpu", "h100", "--engine", "sglang", "--language-model-only",
+                             "--json")
+    assert code == 0 and json.loads(out)["engine"]["gpu_util"] == 0.83  # no vision margin
+    text_only = [plan("qwen3-30b-a3b", "--engine", "vllm", *flag)["engine"]["kv_cache_bytes"]
+                 for flag in ((), ("--language-model-only",))]
+    assert text_only[0] == text_only[1]

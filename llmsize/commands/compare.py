@@ -33,6 +33,7 @@ from llmsize.options import (
     HubOpt,
     JsonOpt,
     KvDtypeOpt,
+    LanguageModelOnlyOpt,
     ModelArg,
     NodeLinkOpt,
     NodesOpt,
@@ -66,6 +67,7 @@ def compare(
     prices: PricesOpt = None,
     runtime: RuntimeOpt = None,
     gpu_backend: BackendOpt = None,
+    language_model_only: LanguageModelOnlyOpt = False,
     sort: CompareSortOpt = "aggregate_tok_s",
     fmt: CompareFormatOpt = "table",
     as_json: JsonOpt = False,
@@ -124,7 +126,7 @@ def compare(
     inputs = PlanInputs(quant=quant, kv_dtype=kv_dtype.lower(), context_tokens=context, gpu_util=gpu_util,
                         overhead_bytes=gib_bytes(overhead_gib), tp=tp or 1, pp=stages, nodes=nodes,
                         node_link_gb_s=node_link_gb_s, runtime=runtime.lower() if runtime else None,
-                        backend=gpu_backend)
+                        backend=gpu_backend, language_model_only=language_model_only)
     fixed = tp is not None or stages > 1
     runtimes = cat.runtimes.by_id()
     rows = sort_rows(run_compare(m, cards, inputs, users, price_map, fixed=fixed, runtimes=runtimes,

@@ -54,6 +54,7 @@ from llmsize.options import (
     KvDtypeOpt,
     KvPolicyOpt,
     KvUnifiedOpt,
+    LanguageModelOnlyOpt,
     LeversOpt,
     LlamaFitOpt,
     MaxBatchedTokensOpt,
@@ -120,6 +121,7 @@ def plan(
     cache_type_v: CacheTypeVOpt = "f16",
     flash_attn: FlashAttnOpt = None,
     no_flash_attn: NoFlashAttnOpt = False,
+    language_model_only: LanguageModelOnlyOpt = False,
     ubatch_size: UbatchOpt = 512,
     swa_full: SwaFullOpt = False,
     mmproj: MmprojOpt = None,
@@ -259,7 +261,7 @@ def plan(
                         wired_limit_bytes=wired, memory_gb=memory_gb, kv_policy=policy,
                         spec=parse_spec(spec, cat), flash_attn=attention_fused,
                         runtime=plan_runtime, llamacpp=llama_options, backend=gpu_backend,
-                        fp4_kernel=fp4_kernel)
+                        fp4_kernel=fp4_kernel, language_model_only=language_model_only)
     p = make_plan(m, g, inputs, exact=exact, notes=notes, warnings=warnings)
     check_backend(gpu_backend, plan_runtime, p)  # the plan's runtime on this card
     check_fp4_kernel(p, plan_runtime)
@@ -500,7 +502,7 @@ def _serving_ledger(p, m, g, engine, max_model_len, max_num_batched_tokens, bloc
                      non_torch_bytes=None if non_torch_gib is None else int(gib_bytes(non_torch_gib)),
                      version=engine_version.lower(),
                      cudagraph_bytes=None if cudagraph_gib is None else int(gib_bytes(cudagraph_gib)))
-    return engine_ledger(p.card_model or m, g, loaded_weight_bytes(p), e)
+    return engine_ledger(p.card_model or (p.model if p.inputs.language_model_only else m), g, loaded_weight_bytes(p), e)
 
 
 def _lever_table(p, m, g, exact, source: list[str], cat, runtime: str, host, host_args: tuple[str, ...]):

@@ -711,7 +711,8 @@ def plan_ledger(p, model: ModelSpec, gpu: GpuSpec, engine: str, max_model_len: i
                      spec_tokens=spec_tokens_of(p),
                      pp=p.inputs.pp, draft_model=drafts_with_model(p))
     try:
-        return engine_ledger(p.card_model or model, gpu, loaded_weight_bytes(p), e)
+        held = p.model if p.inputs.language_model_only else model  # its text served alone: no tower built
+        return engine_ledger(p.card_model or held, gpu, loaded_weight_bytes(p), e)
     except LlmsizeError:
         return None
 

@@ -85,6 +85,7 @@ class PlanInputs:
     kv_policy: KvPolicy | None = None  # a what-if cap on the tokens each layer caches (estimate/kv_policy.py)
     spec: Spec | None = None  # speculative decoding (estimate/speculative.py)
     flash_attn: bool = True  # False: the prompt's attention scores are held and moved in memory (prefill.py)
+    language_model_only: bool = False  # the text served alone: no tower loaded (runtime_model.towers_left_out)
     runtime: str | None = None  # the runtime or engine the user named (its default share of the card); None: the
     # format's and card's default runtime (expected.default_runtime)
     llamacpp: object | None = None  # llamacpp_plan.LlamaCppOptions given with --engine llamacpp/ollama; None: its
@@ -348,7 +349,7 @@ def smallest_fit(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs, exact=None,
     # (under llama.cpp: its layer split before a row split)
     options = sorted(((tp, pp) for tp in TP_CHOICES for pp in pp_choices if tp * pp > 1),
                      key=lambda c: (c[0] * c[1], c[0] > inputs.gpus_per_node, c[0] if layers_first else c[1]))
-    total = weight_bytes(held_model(runtime, model), fmt, scope).bytes_total
+    total = weight_bytes(held_model(runtime, model, inputs.language_model_only), fmt, scope).bytes_total
     room = usable_memory(gpu, inputs.wired_limit_bytes).bytes * inputs.gpu_util - overhead_of(inputs)
     for tp, pp in options:
         if total / (tp * pp) > room:  # even a perfect split would not fit: skip the full plan
@@ -400,9 +401,9 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     spec_pp = spec_pipeline_note(inputs.spec, runtime, inputs.pp)
     notes += [spec_pp] if spec_pp else []
     notes += [f"--spec {inputs.spec.label}: {mtp_how}"] if mtp_how else []
-    why_out = towers_left_out(runtime, model)
+    why_out = towers_left_out(runtime, model, inputs.language_model_only)
     towers = [x for x in model.extra if x.loaded] if why_out else []
-    model = held_model(runtime, model)  # a text-only runtime: the towers stay out of memory
+    model = held_model(runtime, model, inputs.language_model_only)  # a text-only runtime: the towers stay out
     mmproj = inputs.llamacpp.mmproj if inputs.llamacpp is not None else None
     if mmproj:  # the tower as the mmproj file llama.cpp loads beside the GGUF (its ledger holds it)
         from llmsize.estimate.llamacpp_options import mmproj_on_host

@@ -116,12 +116,17 @@ TEXT_BY_DEFAULT = {("sglang", "llama4"): "SGLang serves Llama 4 text-only unless
                                          "vision model: srt/models/mllama4.py"}
 
 
-def towers_left_out(runtime: str, model: ModelSpec) -> str | None:
+LANGUAGE_MODEL_ONLY = "served text alone: --language-model-only"
+
+
+def towers_left_out(runtime: str, model: ModelSpec, language_model_only: bool = False) -> str | None:
     """Why `runtime` leaves `model`'s loaded extras (its vision or audio tower) out of memory, or None where it loads
-    them or the model has none."""
+    them or the model has none; `language_model_only`: the user serves its text alone (vLLM's and SGLang's
+    --language-model-only build no tower)."""
     if not any(x.loaded for x in model.extra):
         return None
-    return TEXT_ONLY.get(runtime) or TEXT_BY_DEFAULT.get((runtime, base_family(model)))
+    return (TEXT_ONLY.get(runtime) or TEXT_BY_DEFAULT.get((runtime, base_family(model)))
+            or (LANGUAGE_MODEL_ONLY if language_model_only else None))
 
 
 def base_family(model: ModelSpec) -> str:
@@ -130,10 +135,10 @@ def base_family(model: ModelSpec) -> str:
     return model.family.lower().removesuffix("_text")
 
 
-def held_model(runtime: str, model: ModelSpec) -> ModelSpec:
-    """The model as `runtime` holds it in memory: its text model under a text-only runtime (TEXT_ONLY), else
-    itself."""
-    return text_model(model) if towers_left_out(runtime, model) else model
+def held_model(runtime: str, model: ModelSpec, language_model_only: bool = False) -> ModelSpec:
+    """The model as `runtime` holds it in memory: its text model under a text-only runtime (TEXT_ONLY) or where its
+    text is served alone, else itself."""
+    return text_model(model) if towers_left_out(runtime, model, language_model_only) else model
 
 
 @by_identity(maxsize=1024)  # (one object per model: the GGUF caches key on it, gguf_mix.file_tensors)

@@ -85,6 +85,9 @@ def serve_command(p: Plan, engine: str, local_path: str | None = None, max_model
             args += [flags[key], value]
     if p.inputs.fp4_kernel == "marlin":  # vLLM's own flag (Rodder5/sm120-quant-bench's launch line, vLLM 0.26.0)
         args += ["--linear-backend", "marlin"]
+    if p.inputs.language_model_only and any(x.encoder is not None or x.vision_config is not None
+                                            for x in p.model.extra):
+        args += ["--language-model-only"]  # vLLM (>= 0.18) and SGLang: the towers never built
     args += spec_flags(engine, p.inputs.spec)
     args += remote_code_args(p.model) + family_args(p.model, engine)
     node_notes, node_flags = node_launch(engine, p.comm.nodes if p.comm is not None else 1, "the server")

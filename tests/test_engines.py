@@ -1187,3 +1187,9 @@ def test_the_text_served_alone_loads_no_tower_and_profiles_no_encoder(run_cli):
     text_only = [plan("qwen3-30b-a3b", "--engine", "vllm", *flag)["engine"]["kv_cache_bytes"]
                  for flag in ((), ("--language-model-only",))]
     assert text_only[0] == text_only[1]
+    # a lever where the plan's runtime is a serving engine and the tower is loaded, its command reproducing it
+    code, out, err = run_cli("plan", "qwen3.6-35b-a3b", "--gpu", "rtx5090", "--quant", "nvfp4", "--levers", "--json")
+    row = next(r for r in json.loads(out)["levers"] if r["name"].startswith("text served alone"))
+    assert row["command"].endswith("--language-model-only") and row["after"] > row["before"]
+    code, out, err = run_cli("plan", "qwen3-30b-a3b", "--gpu", "rtx5090", "--quant", "nvfp4", "--levers", "--json")
+    assert not any(r["name"].startswith("text served alone") for r in json.loads(out)["levers"])

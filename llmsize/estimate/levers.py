@@ -193,6 +193,8 @@ def plan_args(source: list[str], gpu_id: str, inputs) -> list[str]:
         args += ["--kv-policy", inputs.kv_policy.label]
     if inputs.spec is not None:
         args += ["--spec", inputs.spec.label]
+    if inputs.language_model_only:
+        args.append("--language-model-only")
     if o is not None:
         args += llama_flags(o)
     if "--flash-attn" in args:  # a quantized V cache's flags turn it on
@@ -333,6 +335,12 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
             add(f"batch {best:,} sequences", "compute (idle at small batches)",
                 "latency per sequence grows with the batch; needs that many concurrent requests",
                 replace(inputs, batch=best), "aggregate_tok_s")
+    if runtime in ("vllm", "sglang") and not inputs.language_model_only and any(
+            x.loaded and (x.encoder is not None or x.vision_config is not None) for x in plan.model.extra):
+        add("text served alone (--language-model-only)", "memory (the vision tower's weights)", "images and video "
+            "refused: vLLM and SGLang build no tower, vLLM profiles no encoder and SGLang takes no multimodal margin",
+            replace(inputs, language_model_only=True), figure if figure in ("kv_budget_gb", "sequences")
+            else "kv_budget_gb")
     if not inputs.flash_attn:  # it moves the memory left (and the sequences), not the decode ceiling
         add("FlashAttention", "memory (attention scores)", "fused attention: the score matrix stays in on-chip "
             "tiles (Dao et al. 2022); vLLM, SGLang and TensorRT-LLM always run it, llama.cpp by default (-fa), "

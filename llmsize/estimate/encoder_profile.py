@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llmsize.catalog.schema import ExtraParams, ModelSpec
+from llmsize.estimate.runtime_model import vision_tower_of
 
 ACT_BYTES = 2
 # Qwen3-VL's and Qwen3.5's image processor: size {"longest_edge": 16777216}, patches of 16 merged 2 x 2, so its largest
@@ -46,8 +47,9 @@ def profiled_tower(model: ModelSpec) -> ExtraParams | None:
 def unprofiled_tower(model: ModelSpec) -> ExtraParams | None:
     """A loaded vision tower of encoder blocks whose profile is not sized here (its processor's largest input not
     read); not an embedder without blocks of its own (Gemma 4 12B's, whose vision_config has no num_hidden_layers)."""
-    return next((x for x in model.extra if x.loaded and profiled_tower(model) is None and (
-        x.encoder is not None or (x.vision_config is not None and x.vision_config.num_hidden_layers))), None)
+    tower = vision_tower_of(model) if profiled_tower(model) is None else None
+    blocks = tower is not None and (tower.encoder is not None or tower.vision_config.num_hidden_layers)
+    return tower if blocks else None
 
 
 def encoder_profile(model: ModelSpec, batched_tokens: int, tp: int = 1,

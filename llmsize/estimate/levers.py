@@ -32,6 +32,7 @@ from llmsize.estimate.capacity import LLAMACPP_RUNTIMES
 from llmsize.estimate.fleet import DISAGGREGATING
 from llmsize.estimate.kv_policy import parse_kv_policy, policy_applies
 from llmsize.estimate.quant import FORMATS, RUNTIME_FORMATS, RUNTIME_KV, kv_dtype_bytes, kv_dtype_flags
+from llmsize.estimate.runtime_model import vision_tower_of
 from llmsize.estimate.runtimes import is_gguf
 from llmsize.estimate.speculative import suggested_spec
 from llmsize.estimate.speed import is_ternary
@@ -335,8 +336,7 @@ def lever_table(plan, source: list[str], make, models=(), make_for=None, runtime
             add(f"batch {best:,} sequences", "compute (idle at small batches)",
                 "latency per sequence grows with the batch; needs that many concurrent requests",
                 replace(inputs, batch=best), "aggregate_tok_s")
-    if runtime in ("vllm", "sglang") and not inputs.language_model_only and any(
-            x.loaded and (x.encoder is not None or x.vision_config is not None) for x in plan.model.extra):
+    if runtime in ("vllm", "sglang") and not inputs.language_model_only and vision_tower_of(plan.model) is not None:
         add("text served alone (--language-model-only)", "memory (the vision tower's weights)", "images and video "
             "refused: vLLM and SGLang build no tower, vLLM profiles no encoder and SGLang takes no multimodal margin",
             replace(inputs, language_model_only=True), figure if figure in ("kv_budget_gb", "sequences")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llmsize.catalog.schema import AttentionBase, FullAttention, ModelSpec, SlidingAttention
+from llmsize.catalog.schema import AttentionBase, ExtraParams, FullAttention, ModelSpec, SlidingAttention
 from llmsize.estimate.kv import kv_bytes
 from llmsize.estimate.memo import by_identity
 
@@ -117,6 +117,13 @@ TEXT_BY_DEFAULT = {("sglang", "llama4"): "SGLang serves Llama 4 text-only unless
 
 
 LANGUAGE_MODEL_ONLY = "served text alone: --language-model-only"
+
+
+def vision_tower_of(model: ModelSpec, loaded: bool = True) -> ExtraParams | None:
+    """The model's vision tower (an extra with an image encoder's shape or a vision_config recorded), the one the
+    runtime loads where `loaded`, or None."""
+    return next((x for x in model.extra if (x.loaded or not loaded)
+                 and (x.encoder is not None or x.vision_config is not None)), None)
 
 
 def towers_left_out(runtime: str, model: ModelSpec, language_model_only: bool = False) -> str | None:

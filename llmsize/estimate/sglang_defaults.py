@@ -51,22 +51,20 @@ PREFILL_GRAPH_MAX_TOKENS = {"muse_glimmer_text": 512}
 SGLANG_TEXT_ONLY_FAMILIES = ("gemma3", "llama4")
 
 
-def _loaded_tower(model: ModelSpec) -> ExtraParams | None:
-    return next((x for x in model.extra if x.loaded and (x.vision_config is not None or x.encoder is not None)), None)
-
-
 def sglang_vision_tower(model: ModelSpec) -> ExtraParams | None:
     """The loaded vision tower of a model SGLang serves as multimodal by default (its vision_config recorded, or its
     encoder's shape), or None: no tower, or a family SGLang serves text-only unless told (SGLANG_TEXT_ONLY_FAMILIES)."""
-    from llmsize.estimate.runtime_model import base_family
+    from llmsize.estimate.runtime_model import base_family, vision_tower_of
 
-    return None if base_family(model) in SGLANG_TEXT_ONLY_FAMILIES else _loaded_tower(model)
+    return None if base_family(model) in SGLANG_TEXT_ONLY_FAMILIES else vision_tower_of(model)
 
 
 def sglang_text_only_note(model: ModelSpec) -> str | None:
     """For a model with a vision tower that SGLang serves text-only unless --enable-multimodal (Gemma 3), what that
     means and what the flag costs; None otherwise."""
-    tower = _loaded_tower(model)
+    from llmsize.estimate.runtime_model import vision_tower_of
+
+    tower = vision_tower_of(model)
     if tower is None or sglang_vision_tower(model) is not None:
         return None
     factor, _ = vlm_factor(tower)

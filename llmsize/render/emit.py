@@ -14,6 +14,7 @@ import shlex
 
 from llmsize.estimate.engines import given_util, launch_sequences
 from llmsize.estimate.plan import Plan
+from llmsize.estimate.runtime_model import vision_tower_of
 from llmsize.estimate.runtimes import RUNTIME_NAMES
 from llmsize.estimate.speculative import spec_pipeline_note
 from llmsize.render.emit_fleet import ENGINE_KV, family_args, node_launch, remote_code_args, spec_flags
@@ -85,8 +86,7 @@ def serve_command(p: Plan, engine: str, local_path: str | None = None, max_model
             args += [flags[key], value]
     if p.inputs.fp4_kernel == "marlin":  # vLLM's own flag (Rodder5/sm120-quant-bench's launch line, vLLM 0.26.0)
         args += ["--linear-backend", "marlin"]
-    if p.inputs.language_model_only and any(x.encoder is not None or x.vision_config is not None
-                                            for x in p.model.extra):
+    if p.inputs.language_model_only and vision_tower_of(p.model, loaded=False) is not None:
         args += ["--language-model-only"]  # vLLM (>= 0.18) and SGLang: the towers never built
     args += spec_flags(engine, p.inputs.spec)
     args += remote_code_args(p.model) + family_args(p.model, engine)

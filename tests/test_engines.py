@@ -1193,3 +1193,25 @@ def test_the_text_served_alone_loads_no_tower_and_profiles_no_encoder(run_cli):
     assert row["command"].endswith("--language-model-only") and row["after"] > row["before"]
     code, out, err = run_cli("plan", "qwen3-30b-a3b", "--gpu", "rtx5090", "--quant", "nvfp4", "--levers", "--json")
     assert not any(r["name"].startswith("text served alone") for r in json.loads(out)["levers"])
+
+
+def test_fleet_serves_the_text_alone_where_told(catalog, run_cli):
+    """fleet --language-model-only sizes each replica without the tower (and, under vLLM, its encoder's profile) and
+    writes the flag into the launch line: Qwen3.6-35B-A3B NVFP4 on an RTX 5090 under vLLM, its pool at 9,000 tokens
+    grows by about the tower's 0.83 GiB and the profile's peak over the text model's."""
+    from llmsize.estimate.fleet import replica_inputs
+    from llmsize.estimate.plan import make_plan
+    from llmsize.estimate.replica import kv_pool_bytes
+    from llmsize.estimate.workload import Workload
+
+    m, g = catalog.model("qwen3.6-35b-a3b"), catalog.gpu("rtx5090")
+    pools = []
+    for alone in (False, True):
+        w = Workload(8000, 1000, users=50, quant="nvfp4", language_model_only=alone)
+        inputs = replica_inputs("vllm", w, 1, 1, None)
+        assert inputs.language_model_only is alone
+        pools.append(kv_pool_bytes(make_plan(m, g, inputs, search_fit=False), "vllm", 9000)[0])
+    assert (pools[1] - pools[0]) / GiB > 0.83
+    code, out, err = run_cli("fleet", "qwen3.6-35b-a3b", "--gpus", "rtx5090", "--quant", "nvfp4", "--users", "50",
+                             "--isl", "8000", "--osl", "1000", "--language-model-only", "--emit", "vllm")
+    assert code == 0 and out.rstrip().endswith("--language-model-only"), (out, err)

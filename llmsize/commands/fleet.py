@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
+from dataclasses import replace
 
 from llmsize.commands.shared import (
     NODE_LINK_GB_S,
@@ -30,6 +31,7 @@ from llmsize.options import (
     IslOpt,
     JsonOpt,
     KvDtypeOpt,
+    LanguageModelOnlyOpt,
     ModelArg,
     ModeOpt,
     NodeLinkOpt,
@@ -82,6 +84,7 @@ def fleet(
     runtime: RuntimeOpt = None,
     quant: QuantOpt = None,
     kv_dtype: KvDtypeOpt = None,
+    language_model_only: LanguageModelOnlyOpt = False,
     node_link_gb_s: NodeLinkOpt = NODE_LINK_GB_S,
     emit: FleetEmitOpt = None,
     mode: ModeOpt = None,
@@ -131,8 +134,8 @@ def fleet(
         kv_dtype = kv_dtype.lower()
     cards = filtered_cards(cat, gpus_, vendor, segment)
     currency, hourly, bought = fleet_prices(prices, cat, cards) if prices is not None else (None, None, None)
-    w = workload_from_options(isl, osl, users, rate, ttft, tpot, tok_s_per_user, shared_prefix, spec, cat,
-                              node_link_gb_s)
+    w = replace(workload_from_options(isl, osl, users, rate, ttft, tpot, tok_s_per_user, shared_prefix, spec, cat,
+                                      node_link_gb_s), language_model_only=language_model_only)
     # the runtime, the weights it loads, the rows
     rid, w, kv_shown = _fleet_runtime(runtime, emit, cards, m, quant, kv_dtype, w, cat)
     if w.spec is not None:  # a runtime (or a GGUF's weights) that cannot draft with the MTP module, refused
@@ -184,8 +187,6 @@ def _fleet_runtime(runtime, emit, cards: list, m, quant, kv_dtype: str | None, w
     another): --runtime, else the cards' default; refused where
     --emit names another, where it does not load the weights or store the cache, and where no card sized runs
     it."""
-    from dataclasses import replace
-
     from llmsize.estimate.fleet import default_runtime, runtime_refusal
     from llmsize.estimate.plan import check_kv_dtype, check_recipe_parts, resolve_format
     from llmsize.estimate.quant import RUNTIME_FORMATS, runtime_load_refusal
@@ -230,7 +231,8 @@ def _launch_line(rows, m, w, emit: str, mode, kv_dtype: str) -> str:
         top = top.other if top.other is not None and top.other.meets_slo and top.other.mode == mode else None
     if top is None:
         raise _no_card_serves(rows, w, mode, ": nothing to launch")
-    return fleet_command(m, top, emit, w.longest_tokens(), top.kv_dtype or kv_dtype, w.spec, w.quant)
+    return fleet_command(m, top, emit, w.longest_tokens(), top.kv_dtype or kv_dtype, w.spec, w.quant,
+                         w.language_model_only)
 
 
 def _print_fleet(fmt: str, m, w, rid: str, currency, rows, sims, kv_dtype: str, cards: list, runtimes) -> None:

@@ -216,7 +216,8 @@ def replica_inputs(runtime: str, w: Workload, tp: int, pp: int, kv_dtype: str | 
 
     return PlanInputs(quant=w.quant, context_tokens=held_context_tokens(runtime, w.isl, w.osl), prompt_tokens=w.isl,
                       tp=tp, pp=pp,
-                      nodes=stage_nodes(tp, pp), node_link_gb_s=w.node_link_gb_s, kv_dtype=kv_dtype, runtime=runtime)
+                      nodes=stage_nodes(tp, pp), node_link_gb_s=w.node_link_gb_s, kv_dtype=kv_dtype, runtime=runtime,
+                      language_model_only=w.language_model_only)
 
 
 def default_runtime(emit: str | None, gpus: list[GpuSpec], fmt_id: str = "") -> str:

@@ -73,7 +73,7 @@ def simulate_row(model: ModelSpec, gpu: GpuSpec, row, w: Workload, runtime: str,
         return f"no {runtime} constants for this card"
     plan = make_plan(model, gpu, PlanInputs(context_tokens=held_context_tokens(runtime, w.isl, w.osl),
                                             prompt_tokens=w.isl, tp=row.tp, kv_dtype=row.kv_dtype or kv_dtype,
-                                            runtime=runtime),
+                                            runtime=runtime, language_model_only=w.language_model_only),
                      search_fit=False)
     limits = serving_defaults(runtime, gpu, row.batch_per_replica, w.isl, w.osl, model=model)
     engine = replica_engine(plan, runtime, c, limits.prefill_tokens)

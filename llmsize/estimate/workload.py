@@ -28,6 +28,7 @@ class Workload:
     osl_lengths: Lengths | None = None
     node_link_gb_s: float = 50.0  # per GPU between nodes: disaggregated serving's cache move, pipeline hand-offs
     quant: str | None = None  # the weights' format the replicas serve (a format id); None: the model's release
+    language_model_only: bool = False  # a multimodal checkpoint's text served alone: no tower on the cards
 
     @property
     def tok_s_per_user(self) -> float | None:

@@ -33,6 +33,7 @@ import json
 import shlex
 
 from llmsize.estimate.fleet import stage_nodes
+from llmsize.estimate.runtime_model import vision_tower_of
 from llmsize.estimate.vllm_dsv4 import DSV4_BLOCK_SIZE
 
 
@@ -134,14 +135,16 @@ def _util(flag: str, row) -> list[str]:
 
 
 def fleet_command(model, row, engine: str, max_model_len: int, kv_dtype: str = "bf16", spec=None,
-                  quant: str | None = None) -> str:
+                  quant: str | None = None, language_model_only: bool = False) -> str:
     """max_model_len: the longest request a replica must take (isl + osl, or the p99 prompt and answer); kv_dtype,
-    spec (speculative.Spec) and quant (the weights' format id): what the rows were sized with, passed on to the
-    engine."""
+    spec (speculative.Spec), quant (the weights' format id) and language_model_only (the text served alone): what
+    the rows were sized with, passed on to the engine."""
     name = model.hf_repo or model.id
     extras, extra_notes = _engine_extras(engine, kv_dtype, spec)
     wflags, wnotes = _weights_extras(model, quant)
     extras, extra_notes = wflags + family_args(model, engine) + extras, wnotes + extra_notes
+    if language_model_only and vision_tower_of(model, loaded=False) is not None:
+        extras.append("--language-model-only")
     ctx = str(max_model_len)
     moe = row.ep > 1
     dp = row.dp or 1

@@ -388,6 +388,22 @@ def test_kimi_k3_adds_up_to_its_published_size_and_checkpoint():
     assert all(g.mixer.q_lora_rank == 1536 and g.mixer.output_gate for g in spec.layer_groups if g.mixer.kind == "mla")
 
 
+def test_kimi_k25s_moonvit_is_counted_as_sglang_builds_it(tmp_path):
+    """Kimi K2.5's MoonViT (SGLang 0.5.23 models/kimi_k25.py; its config names neither norms nor biases, so
+    KimiK25VisionConfig's: LayerNorms, biases, the patchmerger projector): per block two LayerNorms 4 x 1,152, qkv
+    1,152 x 3,456 + 3,456, proj 1,152^2 + 1,152, fc0 and fc1 2 x 1,152 x 4,304 + 4,304 + 1,152: 15,239,504, x 27;
+    the patch Conv2d 3 x 14^2 x 1,152 + 1,152, the 64 x 64 table, the final LayerNorm: 416,866,032 (the card's
+    "400M"); the projector's LayerNorm, 4,608^2 + 4,608 and 4,608 x 7,168 + 7,168: 54,277,888. A projector of
+    another name is refused in one line."""
+    raw = json.loads((CONFIGS / "moonshotai__Kimi-K2.5.json").read_text())
+    (tower,) = import_model(CONFIGS / "moonshotai__Kimi-K2.5.json", read_headers=False).spec.extra
+    assert tower.params == 416_866_032 + 54_277_888
+    (tmp_path / "config.json").write_text(json.dumps({**raw, "vision_config": {**raw["vision_config"],
+                                                                              "mm_projector_type": "mlp3"}}))
+    with pytest.raises(ConfigError, match="mm_projector_type is 'mlp3'"):
+        import_model(tmp_path / "config.json", read_headers=False)
+
+
 def test_a_kimi_linear_config_that_cannot_be_read_is_one_line(tmp_path):
     raw = json.loads((CONFIGS / "moonshotai__Kimi-K3.json").read_text())
     for where, key, value, says in [("linear_attn_config", "use_full_rank_gate", "yes", "use_full_rank_gate is"),

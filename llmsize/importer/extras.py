@@ -122,15 +122,22 @@ def muse_glimmer_vision_params(c: ConfigReader, raw: dict, text_hidden: int) -> 
     return tp * 3 * p * p * h + ph * pw * h + 4 * h + layers * block + o * proj + proj * proj + proj * text_hidden
 
 
-def moonvit_k3_params(c: ConfigReader, text_hidden: int) -> int:
-    """Parameters of Kimi K3's MoonViT tower and patchmergerv2 projector (SGLang 0.5.23 models/kimi_k3_vl.py; its
-    KimiK3VisionConfig, configs/kimi_k3.py), from vision_config's vt_* keys; h the width, q qkv_hidden_size, i the
-    MLP's, m = mm_hidden_size x merge^2: the patch embedding, a Conv2d of 3 x patch^2 x h (and a bias where
-    patch_embed_proj_bias), the position table height x width x h; each block norm0 and norm1 (RMSNorm: a weight;
-    LayerNorm: and a bias), wqkv h x 3q and wo q x h (and biases where attn_bias), fc0 h x i and fc1 i x h (and
-    biases where linear_bias); the final norm h; the projector proj.0 m x m, proj.2 m x text hidden and post_norm.
-    Kimi K3's (h 1,024, q 1,536, i 4,096, 27 blocks, patches of 14, a 64 x 64 table, mm 1,024 merged 2 x 2, text
-    7,168, no biases): 401,214,464 + 46,144,512."""
+# KimiK25VisionConfig and its MoonViT (SGLang 0.5.23 models/kimi_k25.py): LayerNorms, biases on the patch embedding,
+# attention (attn_bias True) and MLP, the "patchmerger" projector; Kimi K3's config names each of these
+MOONVIT_DEFAULTS = {"kimi_k25": {"norm_type": "layernorm", "mm_projector_type": "patchmerger"}, "kimi_k3": {}}
+
+
+def moonvit_params(c: ConfigReader, text_hidden: int) -> int:
+    """Parameters of Kimi K2.5's and K3's MoonViT tower and projector (SGLang 0.5.23 models/kimi_k25.py and
+    kimi_k3_vl.py; configs/kimi_k25.py and kimi_k3.py), from vision_config's vt_* keys; h the width, q
+    qkv_hidden_size (else h), i the MLP's, m = mm_hidden_size (else h) x merge^2: the patch embedding, a Conv2d of
+    3 x patch^2 x h (and a bias where patch_embed_proj_bias), the position table height x width x h; each block norm0
+    and norm1 (RMSNorm: a weight; LayerNorm: and a bias), wqkv h x 3q and wo q x h (and biases where attn_bias), fc0
+    h x i and fc1 i x h (and biases where linear_bias); the final norm; the projector: "patchmerger" a LayerNorm of h,
+    linear_1 m x m and linear_2 m x text hidden with biases; "patchmergerv2" proj.0 m x m, proj.2 m x text hidden and
+    post_norm. Kimi K2.5's (h 1,152, i 4,304, 27 blocks, patches of 14, a 64 x 64 table, biases, LayerNorms, text
+    7,168): 416,866,032 + 54,277,888; Kimi K3's (h 1,024, q 1,536, i 4,096, no biases, RMSNorms, v2):
+    401,214,464 + 46,144,512."""
     layers, h, i, p, ph, pw = (c.count(k) for k in ("vt_num_hidden_layers", "vt_hidden_size", "vt_intermediate_size",
                                                     "patch_size", "init_pos_emb_height", "init_pos_emb_width"))
     q = c.count("qkv_hidden_size", default=h)
@@ -149,7 +156,13 @@ def moonvit_k3_params(c: ConfigReader, text_hidden: int) -> int:
     block += (3 * q + h if flags["attn_bias"] else 0) + (i + h if flags["linear_bias"] else 0)
     m = mm * merge[0] * merge[1]
     tower = 3 * p * p * h + (h if flags["patch_embed_proj_bias"] else 0) + ph * pw * h + layers * block + n * h
-    return tower + m * m + m * text_hidden + text_hidden
+    projector = c.get("mm_projector_type")
+    if projector == "patchmerger":
+        return tower + 2 * h + (m * m + m) + (m * text_hidden + text_hidden)
+    if projector == "patchmergerv2":
+        return tower + m * m + m * text_hidden + text_hidden
+    raise ConfigError(f"{c.where}: mm_projector_type is {shown(repr(projector), 30)}, not patchmerger or "
+                      "patchmergerv2.", "Fix the config.json's vision_config.")
 
 
 def _tower(name: str, params: int, modules: str, c: ConfigReader, kind: str | None, heads: str, layers: int | None,
@@ -189,7 +202,8 @@ def vision_tower_entry(raw: dict, text_hidden: int, where: str) -> dict | None:
     is `loaded`; llama.cpp and mlx-lm run the text model alone (runtime_model.TEXT_ONLY)."""
     model_type = str(raw.get("model_type") or "")
     vision = raw.get("vision_config")
-    if model_type not in (*VISION_DEFAULTS, "gemma3", "gemma4", "llama4", "muse_glimmer", "kimi_k3") or vision is None:
+    if model_type not in (*VISION_DEFAULTS, *MOONVIT_DEFAULTS, "gemma3", "gemma4", "llama4", "muse_glimmer") \
+            or vision is None:
         return None
     if not isinstance(vision, dict):
         raise ConfigError(f"{where}: vision_config is {str(vision)[:40]!r}, not a JSON object.", "Fix the config.json.")
@@ -206,12 +220,12 @@ def vision_tower_entry(raw: dict, text_hidden: int, where: str) -> dict | None:
         return _tower("vision tower + projector", llama4_vision_params(c, text_hidden),
                       "transformers Llama4VisionModel, Llama4MultiModalProjector", c, "llama4", "num_attention_heads",
                       c.get("num_hidden_layers"), image_size=c.get("image_size"))
-    if model_type == "kimi_k3":  # SGLang's KimiK3VisionConfig holds vt_num_hidden_layers and vt_hidden_size as
-        c = ConfigReader(vision, {}, at)  # num_hidden_layers and hidden_size (configs/kimi_k3.py)
+    if model_type in MOONVIT_DEFAULTS:  # SGLang's KimiK25VisionConfig and KimiK3VisionConfig hold vt_num_hidden_layers
+        c = ConfigReader(vision, MOONVIT_DEFAULTS[model_type], at)  # and vt_hidden_size as num_hidden_layers, hidden_size
         named = ConfigReader({**vision, "hidden_size": vision.get("vt_hidden_size")}, {}, at)
-        return _tower("MoonViT vision tower + projector", moonvit_k3_params(c, text_hidden),
-                      "SGLang 0.5.23 models/kimi_k3_vl.py", named, None, "vt_num_attention_heads",
-                      c.count("vt_num_hidden_layers"))
+        return _tower("MoonViT vision tower + projector", moonvit_params(c, text_hidden),
+                      f"SGLang 0.5.23 models/{'kimi_k25.py' if model_type == 'kimi_k25' else 'kimi_k3_vl.py'}",
+                      named, None, "vt_num_attention_heads", c.count("vt_num_hidden_layers"))
     if model_type == "muse_glimmer":  # an encoder llama.cpp's mmproj sizing does not know: no encoder shape
         c = ConfigReader(vision, {}, at)
         return _tower("perception encoder + adapter + projection", muse_glimmer_vision_params(c, raw, text_hidden),

@@ -220,8 +220,8 @@ def vision_tower_entry(raw: dict, text_hidden: int, where: str) -> dict | None:
         return _tower("vision tower + projector", llama4_vision_params(c, text_hidden),
                       "transformers Llama4VisionModel, Llama4MultiModalProjector", c, "llama4", "num_attention_heads",
                       c.get("num_hidden_layers"), image_size=c.get("image_size"))
-    if model_type in MOONVIT_DEFAULTS:  # SGLang's KimiK25VisionConfig and KimiK3VisionConfig hold vt_num_hidden_layers
-        c = ConfigReader(vision, MOONVIT_DEFAULTS[model_type], at)  # and vt_hidden_size as num_hidden_layers, hidden_size
+    if model_type in MOONVIT_DEFAULTS:  # SGLang's KimiK25VisionConfig and KimiK3VisionConfig hold
+        c = ConfigReader(vision, MOONVIT_DEFAULTS[model_type], at)  # vt_num_hidden_layers, vt_hidden_size as the usual
         named = ConfigReader({**vision, "hidden_size": vision.get("vt_hidden_size")}, {}, at)
         return _tower("MoonViT vision tower + projector", moonvit_params(c, text_hidden),
                       f"SGLang 0.5.23 models/{'kimi_k25.py' if model_type == 'kimi_k25' else 'kimi_k3_vl.py'}",

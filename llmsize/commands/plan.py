@@ -488,6 +488,7 @@ def _serving_ledger(p, m, g, engine, max_model_len, max_num_batched_tokens, bloc
         EngineInputs,
         drafts_with_model,
         engine_ledger,
+        ledger_model,
         loaded_weight_bytes,
         mtp_layers_of,
         share_inputs,
@@ -502,7 +503,7 @@ def _serving_ledger(p, m, g, engine, max_model_len, max_num_batched_tokens, bloc
                      non_torch_bytes=None if non_torch_gib is None else int(gib_bytes(non_torch_gib)),
                      version=engine_version.lower(),
                      cudagraph_bytes=None if cudagraph_gib is None else int(gib_bytes(cudagraph_gib)))
-    return engine_ledger(p.card_model or (p.model if p.inputs.language_model_only else m), g, loaded_weight_bytes(p), e)
+    return engine_ledger(ledger_model(p, m), g, loaded_weight_bytes(p), e)
 
 
 def _lever_table(p, m, g, exact, source: list[str], cat, runtime: str, host, host_args: tuple[str, ...]):

@@ -711,10 +711,15 @@ def plan_ledger(p, model: ModelSpec, gpu: GpuSpec, engine: str, max_model_len: i
                      spec_tokens=spec_tokens_of(p),
                      pp=p.inputs.pp, draft_model=drafts_with_model(p))
     try:
-        held = p.model if p.inputs.language_model_only else model  # its text served alone: no tower built
-        return engine_ledger(p.card_model or held, gpu, loaded_weight_bytes(p), e)
+        return engine_ledger(ledger_model(p, model), gpu, loaded_weight_bytes(p), e)
     except LlmsizeError:
         return None
+
+
+def ledger_model(p, model: ModelSpec) -> ModelSpec:
+    """The model an engine's ledger of plan `p` sizes: what one card holds where the plan splits it, the text model
+    where its text is served alone (--language-model-only: no tower built), else `model` as the catalog gives it."""
+    return p.card_model or (p.model if p.inputs.language_model_only else model)
 
 
 def launch_sequences(p, engine: str, max_model_len: int, seqs: int | None) -> tuple[int | None, str | None]:

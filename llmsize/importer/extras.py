@@ -21,6 +21,17 @@ VISION_DEFAULTS = {"qwen3_vl": {**_VISION, "deepstack_visual_indexes": [8, 16, 2
                    "qwen3_5_moe": {**_VISION, "deepstack_visual_indexes": []}}
 
 
+def vit_block_params(h: int, i: int, q: int | None = None, norm_vectors: int = 2, attn_bias: bool = True,
+                     mlp_bias: bool = True) -> int:
+    """One pre-norm ViT block: two norms of `norm_vectors` vectors of h each (a LayerNorm's weight and bias: 2; an
+    RMSNorm's weight: 1), q/k/v projections h -> 3q and the output q -> h (q the attention width, h where None), a
+    two-layer MLP h -> i -> h, each projection with its bias where attn_bias / mlp_bias. The Qwen3-VL, SigLIP,
+    Llama 4, Muse Glimmer and MoonViT towers' blocks (their functions below)."""
+    q = q or h
+    return (2 * norm_vectors * h + h * 3 * q + q * h + 2 * h * i + (3 * q + h if attn_bias else 0)
+            + (i + h if mlp_bias else 0))
+
+
 def qwen_vision_params(c: ConfigReader) -> int:
     """Parameters of a Qwen3-VL-style vision tower (transformers modeling_qwen3_vl.py Qwen3VLVisionModel, which
     Qwen3.5's Qwen3_5VisionModel reuses), from its vision_config; h the width, i the MLP's, m = h x merge^2:
@@ -37,7 +48,7 @@ def qwen_vision_params(c: ConfigReader) -> int:
         raise ConfigError(f"{c.where}: deepstack_visual_indexes is {str(deepstack)[:40]!r}, not a list of block "
                           "indices.", "Fix the config.json.")
     m = h * merge * merge
-    block = 4 * h + (h * 3 * h + 3 * h) + (h * h + h) + (h * i + i) + (i * h + h)
+    block = vit_block_params(h, i)
     mlp = m * m + m + m * out + out
     return ch * tp * p * p * h + h + pos * h + depth * block + (2 * h + mlp) + len(deepstack) * (2 * m + mlp)
 
@@ -60,7 +71,7 @@ def siglip_gemma3_params(c: ConfigReader, text_hidden: int) -> int:
     if c.get("vision_use_head") is not False:
         raise ConfigError(f"{c.where}: vision_use_head is not false: a SigLIP pooling head Gemma 3 has not.",
                           "Fix the config.json.")
-    layer = 4 * h + 4 * (h * h + h) + (h * i + i) + (i * h + h)
+    layer = vit_block_params(h, i)
     return ch * p * p * h + h + (image // p) ** 2 * h + layers * layer + 2 * h + h * text_hidden + h
 
 
@@ -82,7 +93,7 @@ def llama4_vision_params(c: ConfigReader, text_hidden: int) -> int:
     layers, h, i, ch, image, p, p_in, p_out, out = c.need(
         "num_hidden_layers", "hidden_size", "intermediate_size", "num_channels", "image_size", "patch_size",
         "projector_input_dim", "projector_output_dim", "vision_output_dim")
-    layer = 4 * (h * h + h) + (h * i + i) + (i * h + h) + 4 * h
+    layer = vit_block_params(h, i)
     return (ch * p * p * h + h + ((image // p) ** 2 + 1) * h + 4 * h + layers * layer + i * p_in + p_out * p_out
             + out * text_hidden)
 
@@ -118,7 +129,7 @@ def muse_glimmer_vision_params(c: ConfigReader, raw: dict, text_hidden: int) -> 
                                                          "pos_emb_width"))
     wrapper = ConfigReader(raw, {}, c.where.removesuffix(" vision_config"))
     o, proj = wrapper.count("out_hidden_size"), wrapper.count("projector_hidden_size")
-    block = 4 * h + (h * 3 * h + 3 * h) + (h * h + h) + (h * i + i) + (i * h + h)
+    block = vit_block_params(h, i)
     return tp * 3 * p * p * h + ph * pw * h + 4 * h + layers * block + o * proj + proj * proj + proj * text_hidden
 
 
@@ -152,8 +163,7 @@ def moonvit_params(c: ConfigReader, text_hidden: int) -> int:
         raise ConfigError(f"{c.where}: norm_type is {shown(repr(norm), 20)}, not rmsnorm or layernorm.",
                           "Fix the config.json's vision_config.")
     n = 2 if norm == "layernorm" else 1
-    block = 2 * n * h + h * 3 * q + q * h + 2 * h * i
-    block += (3 * q + h if flags["attn_bias"] else 0) + (i + h if flags["linear_bias"] else 0)
+    block = vit_block_params(h, i, q, n, flags["attn_bias"], flags["linear_bias"])
     m = mm * merge[0] * merge[1]
     tower = 3 * p * p * h + (h if flags["patch_embed_proj_bias"] else 0) + ph * pw * h + layers * block + n * h
     projector = c.get("mm_projector_type")

@@ -14,10 +14,16 @@ import shlex
 
 from llmsize.estimate.engines import given_util, launch_sequences
 from llmsize.estimate.plan import Plan
-from llmsize.estimate.runtime_model import vision_tower_of
 from llmsize.estimate.runtimes import RUNTIME_NAMES
 from llmsize.estimate.speculative import spec_pipeline_note
-from llmsize.render.emit_fleet import ENGINE_KV, family_args, node_launch, remote_code_args, spec_flags
+from llmsize.render.emit_fleet import (
+    ENGINE_KV,
+    family_args,
+    node_launch,
+    remote_code_args,
+    spec_flags,
+    text_alone_args,
+)
 
 ONLINE = {"fp8"}  # formats the engines quantize to while loading a 16-bit checkpoint
 FLAGS = {
@@ -86,8 +92,7 @@ def serve_command(p: Plan, engine: str, local_path: str | None = None, max_model
             args += [flags[key], value]
     if p.inputs.fp4_kernel == "marlin":  # vLLM's own flag (Rodder5/sm120-quant-bench's launch line, vLLM 0.26.0)
         args += ["--linear-backend", "marlin"]
-    if p.inputs.language_model_only and vision_tower_of(p.model, loaded=False) is not None:
-        args += ["--language-model-only"]  # vLLM (>= 0.18) and SGLang: the towers never built
+    args += text_alone_args(p.model, p.inputs.language_model_only)
     args += spec_flags(engine, p.inputs.spec)
     args += remote_code_args(p.model) + family_args(p.model, engine)
     node_notes, node_flags = node_launch(engine, p.comm.nodes if p.comm is not None else 1, "the server")

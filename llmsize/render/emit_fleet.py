@@ -129,6 +129,12 @@ def _placement_note(row, engine: str) -> list[str]:
             + ("; a load balancer over the replicas' endpoints" if row.mode == "aggregated" else "")]
 
 
+def text_alone_args(model, language_model_only: bool) -> list[str]:
+    """vLLM's (>= 0.18) and SGLang's --language-model-only where the plan serves a multimodal model's text alone
+    (the towers never built); nothing for a model without a vision tower."""
+    return ["--language-model-only"] if language_model_only and vision_tower_of(model, loaded=False) else []
+
+
 def _util(flag: str, row) -> list[str]:
     """The engine's memory share as the rows were sized with it (SGLang's own default differs by card and tp)."""
     return [flag, f"{row.gpu_util:g}"] if row.gpu_util is not None else []
@@ -143,8 +149,7 @@ def fleet_command(model, row, engine: str, max_model_len: int, kv_dtype: str = "
     extras, extra_notes = _engine_extras(engine, kv_dtype, spec)
     wflags, wnotes = _weights_extras(model, quant)
     extras, extra_notes = wflags + family_args(model, engine) + extras, wnotes + extra_notes
-    if language_model_only and vision_tower_of(model, loaded=False) is not None:
-        extras.append("--language-model-only")
+    extras += text_alone_args(model, language_model_only)
     ctx = str(max_model_len)
     moe = row.ep > 1
     dp = row.dp or 1

@@ -265,6 +265,10 @@ def test_muse_glimmer_adds_up_to_its_checkpoint_with_its_perception_encoder():
     (tower,) = im.spec.extra
     assert (text, tower.params) == (27_854_780_928, 1_852_639_744 + 69_206_016)
     assert text + tower.params == 29_776_626_688
+    from llmsize.estimate.plan import resolve_format
+    from llmsize.estimate.weights import weight_bytes
+    # BF16: the checkpoint index's total_size, 59,553,253,376 B (a public breakdown quotes it; RESULTS.md)
+    assert weight_bytes(im.spec, *resolve_format(im.spec, "bf16", "all")).bytes_total == 59_553_253_376
     assert [(g.count, g.mixer.kind, g.mixer.output_gate) for g in im.spec.layer_groups] == [
         (39, "sliding", True), (13, "full", True)]
     assert (tower.vision_config.num_hidden_layers, tower.vision_config.hidden_size) == (50, 1536)
@@ -379,6 +383,9 @@ def test_kimi_k3_adds_up_to_its_published_size_and_checkpoint():
     assert _decoder(spec) == 2_779_484_476_000 and spec.extra[0].params == 447_358_976
     assert params_active(spec) == 104_189_612_640
     assert (im.release.quant, im.release.scope) == ("mxfp4", "experts")
+    from llmsize.estimate.plan import resolve_format
+    from llmsize.estimate.weights import weight_bytes
+    assert weight_bytes(spec, *resolve_format(spec, "mxfp4", "experts")).bytes_total == 1_560_838_075_584
     kv = kv_bytes(spec, 4096, "bf16")
     assert kv.bytes_per_token_by_kind["mla"] == 24 * 576 * 2
     assert kv.bytes_by_kind["linear"] == 69 * (96 * 128 * 128 * 4 + 3 * 36_864 * 2)

@@ -60,6 +60,7 @@ from llmsize.errors import LlmsizeError  # noqa: E402
 from llmsize.estimate.observed import Observed, card_of, llamacpp_flash_attn, observe  # noqa: E402
 from llmsize.estimate.runtimes import RUNTIME_NAMES  # noqa: E402
 from llmsize.estimate.speed import (  # noqa: E402
+    CLASS_WORDS,
     Constants,
     attention_time_s,
     ceiling_step_s,
@@ -93,6 +94,10 @@ MIN_ROWS_GROUP = 8  # fewer decode rows on a backend: no constants at all
 MIN_ROWS_OWN, MIN_SOURCES_OWN, MIN_CARDS_OWN = 20, 3, 3
 SEQ_BATCH = 16  # decode rows at this batch or more pin a cost per sequence (DecodeSystem)
 MIN_ROWS_CLASS = 6  # fewer rows (or one source) of a format class: it takes the group's default fraction
+# format classes whose kernels are unlike the rest (the i-quants' codebook lookups: on an RTX 3090 under Vulkan an
+# IQ1_S file decodes at 0.38 of the k-quants' pricing, an IQ2_M one at 0.58; RESULTS.md 2026-12-07): with fewer rows
+# than a fraction of their own needs they stay out of the fit (separate_classes) rather than move the default
+SEPARATE_CLASSES = ("iquant",)
 MIN_SOURCES_CLASS = 2
 ETA_MIN = 0.1
 LINKS = ("nvlink", "xgmi", "pcie", "network")
@@ -197,8 +202,30 @@ def observations(cat: Catalog) -> tuple[list[Observed], list[tuple[str, str]], d
             if isinstance(o, str):
                 skipped.append((f"{stem}#{i}", o))
             else:
-                out.append(o)
-    return out, skipped, data
+                out.append((f"{stem}#{i}", o))
+    return separate_classes(out, skipped), skipped, data
+
+
+def separate_classes(obs: list[tuple[str, Observed]], skipped: list[tuple[str, str]]) -> list[Observed]:
+    """The rows of a class whose kernels are unlike every other's (SEPARATE_CLASSES) stay out of a group where they
+    are too few for a fraction of their own (MIN_ROWS_CLASS from MIN_SOURCES_CLASS sources, decode and prompts
+    apart): pooled, they would move the fraction the group's other formats share. Appended to `skipped`."""
+    def key(o: Observed) -> tuple:
+        return o.runtime, o.backend, o.row.kind, (o.step or o.prefill).format_class
+
+    counts, sources = defaultdict(int), defaultdict(set)
+    for _, o in obs:
+        counts[key(o)] += 1
+        sources[key(o)].add(o.source_key)
+    out = []
+    for row_id, o in obs:
+        k = key(o)
+        if k[3] in SEPARATE_CLASSES and (counts[k] < MIN_ROWS_CLASS or len(sources[k]) < MIN_SOURCES_CLASS):
+            skipped.append((row_id, f"{CLASS_WORDS[k[3]]} {k[2]} rows on {o.backend} ({len(sources[k])} "
+                                    f"source(s)): too few for a fraction of their own"))
+        else:
+            out.append(o)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------------- fit

@@ -850,3 +850,22 @@ def test_a_deepseek_v4_gguf_whose_metadata_and_tensors_disagree_is_refused(tmp_p
     code, out, err = run_cli("plan", str(m.write(tmp_path / "bad.gguf")), "--gpu", "rtx4090")
     assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err
     assert says in err
+
+
+def test_an_i_quant_file_is_its_file_type_and_costed_as_an_i_quant(tmp_path, run_cli):
+    """A file llama-quantize wrote as IQ2_XS (general.file_type 20, MOSTLY_IQ2_XS: its matrices IQ2_XS, attn_v Q4_K,
+    ffn_down Q2_K) plans as gguf-iq2_xs (it was the nearest pure block type by bits before the i-quants had file
+    types), its bytes the tensors' own, its expected speed the i-quants' (a default fraction, the band down to what
+    published i-quant decodes took)."""
+    from gguf import LlamaFileType
+
+    m = llama()
+    m.meta["general.file_type"] = int(LlamaFileType.MOSTLY_IQ2_XS)
+    m.tensors = [(n, ne, ty if ty != Q.Q4_K else Q.IQ2_XS) for n, ne, ty in m.tensors]
+    path = m.write(tmp_path / "tiny-llama-IQ2_XS.gguf")
+    assert import_gguf(path).release.quant == "gguf-iq2_xs"
+    code, out, err = run_cli("plan", str(path), "--gpu", "rtx4090", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["weights"]["bytes_total"] == m.bytes()
+    assert any(n.startswith("i-quant weights") for n in d["expected"]["notes"])

@@ -61,6 +61,101 @@ def test_eight_experts_and_70b_bumps(catalog):
     assert big["blk.40.attn_v.weight"] == "q5_k" and big["blk.40.attn_q.weight"] == "q3_k"
 
 
+def test_block_sizes_and_file_types_agree_with_ggufs_own_tables():
+    """GGML_BLOCKS (from ggml-common.h's block structs) against gguf-py's GGML_QUANT_SIZES, type by type; every file
+    type llmsize names is one gguf-py's LlamaFileType knows (a file's general.file_type resolves to it)."""
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, LlamaFileType
+
+    from llmsize.estimate.gguf_blocks import FILE_TYPES, GGML_BLOCKS
+
+    for name, size in GGML_BLOCKS.items():
+        assert GGML_QUANT_SIZES[GGMLQuantizationType[name.upper()]] == size, name
+    known = {t.name.removeprefix("MOSTLY_").lower() for t in LlamaFileType}
+    assert set(FILE_TYPES) <= known
+    assert {"iq1_s", "iq1_m", "iq2_xxs", "iq2_xs", "iq2_s", "iq2_m", "iq3_xxs", "iq3_xs", "iq3_s", "iq3_m",
+            "q2_k_s"} <= set(FILE_TYPES)
+
+
+def test_llama_3_8b_iq2_xxs_by_hand(catalog):
+    """The 1- and 2-bit i-quants' branch (llama_tensor_get_type_impl at 007dbbf3), Llama 3 8B IQ2_XXS (32 layers,
+    GQA 4, vocabulary 128,256, untied):
+      token_embd Q2_K: 128,256 x 4,096 = 525,336,576 weights x 84/256 = 172,376,064 B
+      output Q5_K: 525,336,576 x 176/256 = 361,168,896 B
+      attn_v Q4_K (GQA >= 4): 32 x 4,096 x 1,024 = 134,217,728 x 144/256 = 75,497,472 B
+      ffn_down of the first 32/8 = 4 layers Q2_K: 4 x 14,336 x 4,096 = 234,881,024 x 84/256 = 77,070,336 B
+      the rest IQ2_XXS: q 536,870,912 + k 134,217,728 + o 536,870,912 + gate/up 3,758,096,384 + 28 ffn_down
+      1,644,167,168 = 6,610,223,104 weights x 66/256 = 1,704,198,144 B."""
+    mix = file_mix(catalog.model("llama-3-8b"), "iq2_xxs")
+    by = types_by_bytes(list(mix))
+    assert by["q2_k"] == 172_376_064 + 77_070_336 and by["q5_k"] == 361_168_896
+    assert by["q4_k"] == 75_497_472 and by["iq2_xxs"] == 1_704_198_144
+    t = {m.tensor.name: m.ggml_type for m in mix}
+    assert t["blk.3.ffn_down.weight"] == "q2_k" and t["blk.4.ffn_down.weight"] == "iq2_xxs"
+    # IQ2_S and IQ2_M step to IQ3_S where the others take Q2_K (the embedding, the first ffn_down); IQ2_M's own
+    # tensors are IQ2_S, IQ2_S's IQ2_XS (llama_ftype_get_default_type); IQ1's attn_output takes IQ2_XXS
+    for ftype, base in (("iq2_s", "iq2_xs"), ("iq2_m", "iq2_s")):
+        t = _types(catalog.model("llama-3-8b"), ftype)
+        assert t["token_embd.weight"] == t["blk.0.ffn_down.weight"] == "iq3_s" and t["output.weight"] == "q5_k"
+        assert t["blk.9.ffn_down.weight"] == t["blk.9.attn_q.weight"] == base
+        assert t["blk.9.attn_output.weight"] == "iq3_s" and t["blk.9.attn_v.weight"] == "q4_k"
+    t = _types(catalog.model("llama-3-8b"), "iq1_m")
+    assert (t["blk.9.attn_output.weight"], t["blk.9.attn_q.weight"], t["token_embd.weight"]) == (
+        "iq2_xxs", "iq1_m", "q2_k")
+
+
+def test_low_i_quants_count_ffn_down_tensors_and_read_experts(catalog):
+    """The 1- and 2-bit branch lifts the first n/8 ffn_down tensors by count, not by layer: DeepSeek-V2-Lite (27
+    layers, 27 // 8 = 3) writes a dense ffn_down in layer 0, then routed and shared experts' apart, so layer 1's
+    two and layer 0's are the three (Q2_K; the routed experts' 1,408-wide rows fall back to Q4_0), and layer 2's
+    shared expert is IQ2_XXS. With 4 or more experts attn_v takes Q4_K whatever the GQA; with 8 (Mixtral) attn_k
+    Q4_K and attn_output Q5_K too."""
+    t = _types(catalog.model("deepseek-v2-lite"), "iq2_xxs")
+    assert [t[f"blk.{n}.weight"] for n in ("0.ffn_down", "1.ffn_down_exps", "1.ffn_down_shexp", "2.ffn_down_shexp")] \
+        == ["q4_0", "q4_0", "q2_k", "iq2_xxs"]
+    assert t["blk.2.ffn_down_exps.weight"] == "iq4_nl"  # IQ2_XXS on rows of 1,408: IQ4_NL
+    t = _types(catalog.model("mixtral-8x7b"), "iq2_xs")
+    assert (t["blk.9.attn_v.weight"], t["blk.9.attn_k.weight"], t["blk.9.attn_output.weight"]) == (
+        "q4_k", "q4_k", "q5_k")
+    t = _types(catalog.model("qwen3-30b-a3b"), "iq2_xxs")  # 128 experts, GQA 8: attn_v Q4_K; attn_k its own type
+    assert (t["blk.9.attn_v.weight"], t["blk.9.attn_k.weight"], t["blk.9.attn_output.weight"]) == (
+        "q4_k", "iq2_xxs", "iq2_xxs")
+
+
+def test_three_bit_i_quants_and_q2_k_s(catalog):
+    """IQ3_XS: mostly IQ3_S, with attn_q, attn_k and the middle three quarters of ffn_gate/ffn_up in IQ3_XXS (n/8 to
+    7n/8: layers 4-27 of 32); IQ3_XXS: attn_q and attn_k IQ2_S, attn_output IQ3_S, attn_v Q4_K with GQA 4, the
+    embedding IQ3_S; IQ3_M: attn_v Q4_K, ffn_down Q4_K below n/8; Q2_K_S: ffn_down Q4_K below n/8, attn_v Q4_K with
+    GQA 4, no Q3_K anywhere (Q2_K's own lift of attn_output)."""
+    m = catalog.model("llama-3-8b")
+    t = _types(m, "iq3_xs")
+    assert t["blk.0.attn_q.weight"] == t["blk.0.attn_k.weight"] == "iq3_xxs" and t["blk.0.attn_v.weight"] == "q4_k"
+    assert [t[f"blk.{i}.ffn_up.weight"] for i in (3, 4, 27, 28)] == ["iq3_s", "iq3_xxs", "iq3_xxs", "iq3_s"]
+    assert t["blk.0.ffn_down.weight"] == "iq3_s" and t["output.weight"] == "q6_k"
+    t = _types(m, "iq3_xxs")
+    assert (t["blk.5.attn_q.weight"], t["blk.5.attn_k.weight"], t["blk.5.attn_output.weight"],
+            t["blk.5.attn_v.weight"], t["token_embd.weight"], t["output.weight"]) == (
+        "iq2_s", "iq2_s", "iq3_s", "q4_k", "iq3_s", "q5_k")
+    t = _types(m, "iq3_m")
+    assert [t[f"blk.{i}.ffn_down.weight"] for i in (3, 4)] == ["q4_k", "iq3_s"] and t["blk.9.attn_v.weight"] == "q4_k"
+    t = _types(m, "q2_k_s")
+    assert [t[f"blk.{i}.ffn_down.weight"] for i in (3, 4)] == ["q4_k", "q2_k"] and t["blk.9.attn_v.weight"] == "q4_k"
+    assert "q3_k" not in t.values() and t["blk.9.attn_output.weight"] == "q2_k"
+
+
+def test_llama_3_1_405b_iq2_xxs_as_published(catalog):
+    """llm-tracker.info's RTX PRO 6000 page (measurements/llamacpp-cuda-llmtracker-rtxpro6000.yaml, section '## 405B')
+    prints llama-bench's `llama ?B IQ2_XXS - 2.0625 bpw | 99.90 GiB | 405.85 B`: Llama 3.1 405B's IQ2_XXS file by
+    llama-quantize's rules is 99.898 GiB (the row's decode is a partial offload, -ngl 116 of its 126 layers, so it
+    stays out of the speed fit)."""
+    from llmsize.catalog.measurement import load_file, printed_bytes
+
+    rows = load_file(ROOT / "measurements" / "llamacpp-cuda-llmtracker-rtxpro6000.yaml").rows
+    printed = {printed_bytes(r.model_size) for r in rows if r.format.startswith("IQ2_XXS")}
+    assert printed == {99.90 * 2**30}
+    nbytes = sum(m.nbytes for m in file_mix(catalog.model("llama-3.1-405b"), "iq2_xxs"))
+    assert nbytes / 2**30 == pytest.approx(99.90, abs=0.005)
+
+
 def test_qwen35_writes_its_gated_deltanet_projections_apart_and_qwen3_next_fused(catalog):
     """qwen35 GGUFs hold a linear-attention layer's in_proj_qkv as attn_qkv (2560 x 8192 in the 4B: 16 key heads x
     128 x 2 + 32 value heads x 128), in_proj_z as attn_gate (4096), in_proj_b/a as ssm_beta/ssm_alpha (32 each);

@@ -373,3 +373,21 @@ def test_fit_plans_a_short_model_at_its_own_context_and_says_who_is_left_out(run
     d = json.loads(out)
     assert "falcon-7b" not in {r["model"] for r in d["rows"]}
     assert any("left out that take fewer than 8,192 tokens" in n and "falcon-7b 2,048" in n for n in d["notes"])
+
+
+def test_fit_tries_the_two_bit_i_quants_below_q2_k(run_cli):
+    """llama.cpp's ladder ends Q2_K, IQ2_M, IQ2_XXS: Llama 3.1 70B's Q2_K file (24.56 GiB by the rules) and its IQ2_M
+    (22.46 GiB, with its cache and buffers) do not fit whole on an RTX 3090 (23.58 GiB as CUDA reports it); its
+    IQ2_XXS (17.78 GiB) does, and is its pick, the whole card beating an offload; its band reaches down as published
+    i-quant decodes did (expected.IQUANT_DECODE_RANGE)."""
+    from llmsize.estimate.expected import IQUANT_DECODE_RANGE
+
+    code, out, err = run_cli("fit", "--gpu", "rtx3090", "--json")
+    assert code == 0, err
+    pick = next(r for r in json.loads(out)["rows"] if r["model"] == "llama-3.1-70b")
+    assert (pick["format"], pick["placement"]) == ("gguf-iq2_xxs", "full")
+    assert pick["expected_low"] == pytest.approx(pick["expected_tok_s"] * IQUANT_DECODE_RANGE[0], rel=1e-9)
+    code, out, err = run_cli("fit", "--gpu", "rtx3090", "--all-formats", "--json")
+    assert code == 0, err
+    placed = {r["format"]: r["placement"] for r in json.loads(out)["rows"] if r["model"] == "llama-3.1-70b"}
+    assert placed["gguf-q2_k"] != "full" and placed["gguf-iq2_m"] != "full" and placed["gguf-iq2_xxs"] == "full"

@@ -198,6 +198,11 @@ def test_a_card_the_source_leaves_ambiguous_counts_only_where_its_variants_agree
 def test_printed_formats_and_sizes_map():
     assert format_id("llamacpp", "Q4_K - Medium") == "gguf-q4_k_m"
     assert format_id("llamacpp", "MXFP4 MoE") == format_id("llamacpp", "MXFP4") == "gguf-mxfp4_moe"
+    # the i-quants as llama_model_ftype_name prints them (IQ3_M is "IQ3_S mix"), and Q2_K_S ("Q2_K - Small")
+    assert format_id("llamacpp", "IQ2_XXS - 2.0625 bpw") == "gguf-iq2_xxs"
+    assert format_id("llamacpp", "IQ3_S mix - 3.66 bpw") == "gguf-iq3_m"
+    assert format_id("llamacpp", "IQ3_S - 3.4375 bpw") == "gguf-iq3_s"
+    assert format_id("llamacpp", "Q2_K - Small") == format_id("llamacpp", "Q2_K_S") == "gguf-q2_k_s"
     assert format_id("gpt-fast", "4-bit") == "int4-g32-zp"
     assert format_id("mlx", "4-bit") == "mlx-4bit"
     assert format_id("mlx", "MLX 4-bit") == "mlx-4bit" and format_id("mlx", "MLX 8-bit") == "mlx-8bit"
@@ -1815,6 +1820,83 @@ def test_a_prompt_costed_at_a_stand_in_fp32_rate_does_not_calibrate_a_serving_en
     h100 = catalog.gpu("h100-sxm")
     assert not isinstance(observe(Row(**{**base, "card_id": "h100-sxm"}, format="BF16", kind="prefill"), "vllm",
                                   "k", m, h100), str)
+
+
+def test_the_i_quant_decode_range_is_what_its_rows_price_at(catalog, runtimes):
+    """IQUANT_DECODE_RANGE, and the note quoting it, is the span of the published i-quant decode rows (IQ1-IQ3; the
+    fit skips them, fit_speed.SEPARATE_CLASSES) priced with the shipped constants as if they were not, as measured /
+    predicted; its long end lies inside every llama.cpp band, so a plan widens only the short end.
+    `python benchmarks/predict_rows.py FILE` prints each row's ratio."""
+    import sys
+
+    from llmsize.catalog.measurement import format_id, load_file
+    from llmsize.estimate.expected import IQUANT_DECODE_NOTE, IQUANT_DECODE_RANGE
+    from llmsize.estimate.speed import format_class
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from predict_rows import price
+
+    ratios, sources = [], set()
+    for f in sorted((ROOT / "measurements").glob("llamacpp-*.yaml")):
+        rows = load_file(f).rows
+        iq = {i for i, r in enumerate(rows) if r.kind == "decode"
+              and format_class(format_id("llamacpp", r.format) or "") == "iquant"}
+        if not iq:
+            continue
+        for i, _, ratio, _ in price(f, catalog):
+            if i in iq and ratio is not None:
+                ratios.append(ratio)
+                sources.add(f.stem)
+    assert len(ratios) >= 8 and len(sources) >= 2
+    lo, hi = IQUANT_DECODE_RANGE
+    assert (f"{min(ratios):.2f}", f"{max(ratios):.2f}") == (f"{lo:.2f}", f"{hi:.2f}")
+    assert f"ran at {lo:.2f}-{hi:.2f}x such a figure" in IQUANT_DECODE_NOTE
+    assert all(g.band[1] > hi for g in runtimes["llamacpp"].backends.values())
+    assert all("iquant" not in g.eta_weights for g in runtimes["llamacpp"].backends.values())
+
+
+def test_i_quant_rows_stay_out_of_the_fit_until_they_are_enough_for_a_fraction(observations):
+    """fit_speed.separate_classes: the shipped dataset's i-quant rows (one source a group) are skipped, saying why,
+    where pooled they would move the fraction the group's other formats share (Vulkan's held-out decode error went
+    10.6% / 41.8% -> 13.0% / 47.0% with its 4 such rows in, 2026-12-07); MIN_ROWS_CLASS rows from MIN_SOURCES_CLASS
+    sources in a group keep theirs, and other classes are never held back."""
+    from types import SimpleNamespace
+
+    import fit_speed
+
+    observed, skipped, _ = observations
+    assert not any((o.step or o.prefill).format_class == "iquant" for o in observed)
+    said = [why for _, why in skipped if why.startswith("GGUF i-quant")]
+    assert len(said) >= 10 and any("decode rows on vulkan" in w for w in said)
+
+    def row(cls, source, kind="decode"):
+        x = SimpleNamespace(format_class=cls)
+        return SimpleNamespace(runtime="llamacpp", backend="cuda", row=SimpleNamespace(kind=kind), step=x,
+                               prefill=None, source_key=source)
+
+    few = [(f"f#{i}", row("iquant", "a")) for i in range(fit_speed.MIN_ROWS_CLASS)]  # one source
+    kept = fit_speed.separate_classes(few + [("g#0", row("kquant", "a"))], out := [])
+    assert [o.step.format_class for o in kept] == ["kquant"] and len(out) == fit_speed.MIN_ROWS_CLASS
+    enough = [(f"f#{i}", row("iquant", "ab"[i % 2])) for i in range(fit_speed.MIN_ROWS_CLASS)]
+    assert len(fit_speed.separate_classes(enough, out := [])) == fit_speed.MIN_ROWS_CLASS and not out
+
+
+def test_an_i_quant_plan_bands_down_to_what_published_i_quant_decodes_took(run_cli):
+    """Llama 3.1 70B IQ2_XS on an RTX 3090 (19.68 GiB: whole on the card): the band's short end at 0.38 of the
+    figure where the fit's is 0.73; a k-quant file of the same model keeps the fit's band and no i-quant note."""
+    import json
+
+    from llmsize.estimate.expected import IQUANT_DECODE_RANGE
+
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "rtx3090", "--quant", "gguf-iq2_xs", "--json")
+    assert code == 0, err
+    e = json.loads(out)["expected"]
+    assert e["tok_s_low"] == pytest.approx(e["tok_s"] * IQUANT_DECODE_RANGE[0], rel=1e-9)
+    assert any(n.startswith("i-quant weights") for n in e["notes"])
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "rtx3090", "--quant", "gguf-q2_k", "--json")
+    assert code == 0, err
+    k = json.loads(out)["expected"]
+    assert k["tok_s_low"] / k["tok_s"] > 0.7 and not any(n.startswith("i-quant") for n in k["notes"])
 
 
 def _hybrid_prompt_ratios(catalog, files) -> tuple[list[float], set[str]]:

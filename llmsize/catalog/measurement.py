@@ -225,7 +225,12 @@ def load_dataset(folder: Path | None = None) -> dict[str, MeasurementFile]:
 # file llama-quantize writes for it (a type per tensor, llmsize.estimate.gguf_mix).
 FORMAT_IDS = {
     "q4_0": "gguf-q4_0", "q4_1": "gguf-q4_1", "q5_0": "gguf-q5_0", "q5_1": "gguf-q5_1", "q8_0": "gguf-q8_0",
-    "q2_k": "gguf-q2_k", "q2_k_m": "gguf-q2_k",
+    "q2_k": "gguf-q2_k", "q2_k_m": "gguf-q2_k", "q2_k_s": "gguf-q2_k_s",
+    # the i-quants as llama.cpp names them (llama_model_ftype_name: "IQ2_XXS - 2.0625 bpw", IQ3_M's "IQ3_S mix -
+    # 3.66 bpw")
+    **{t: f"gguf-{t}" for t in ("iq1_s", "iq1_m", "iq2_xxs", "iq2_xs", "iq2_s", "iq2_m", "iq3_xxs", "iq3_xs",
+                                "iq3_s", "iq3_m")},
+    "iq3_s mix": "gguf-iq3_m",
     "q3_k_s": "gguf-q3_k_s", "q3_k_m": "gguf-q3_k_m", "q3_k_l": "gguf-q3_k_l",
     "q4_k_s": "gguf-q4_k_s", "q4_k_m": "gguf-q4_k_m", "q5_k_s": "gguf-q5_k_s", "q5_k_m": "gguf-q5_k_m",
     "q6_k": "gguf-q6_k", "iq4_xs": "gguf-iq4_xs", "iq4_nl": "gguf-iq4_nl", "mxfp4_moe": "gguf-mxfp4_moe",

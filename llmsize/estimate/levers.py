@@ -56,6 +56,10 @@ WEIGHT_FORMATS = {
     "gguf-q4_k_m": "GGUF Q4_K_M: some quality loss; llama.cpp, Ollama, LM Studio",
     "gguf-q3_k_m": "GGUF Q3_K_M: visible quality loss; llama.cpp, Ollama, LM Studio",
     "gguf-q2_k": "GGUF Q2_K: large quality loss; llama.cpp, Ollama, LM Studio",
+    "gguf-iq2_m": "GGUF IQ2_M: large quality loss; files made with an importance matrix (llama-quantize requires "
+                  "one); llama.cpp, Ollama, LM Studio",
+    "gguf-iq2_xxs": "GGUF IQ2_XXS: severe quality loss; files made with an importance matrix (llama-quantize "
+                    "requires one); llama.cpp, Ollama, LM Studio",
     "mlx-8bit": "MLX 8-bit affine: near-lossless; MLX (mlx-lm) on Apple silicon",
     "mlx-4bit": "MLX 4-bit affine: some quality loss; MLX (mlx-lm) on Apple silicon",
     "int8": "INT8 weights: near-lossless; gpt-fast",

@@ -19,7 +19,8 @@ from llmsize.estimate.unified import is_unified
 
 # the formats each runtime loads, best quality first (a model's own release format is added for vLLM/SGLang)
 FIT_FORMATS = {
-    "llamacpp": ("gguf-q8_0", "gguf-q6_k", "gguf-q5_k_m", "gguf-q4_k_m", "gguf-q3_k_m", "gguf-q2_k"),
+    "llamacpp": ("gguf-q8_0", "gguf-q6_k", "gguf-q5_k_m", "gguf-q4_k_m", "gguf-q3_k_m", "gguf-q2_k", "gguf-iq2_m",
+                 "gguf-iq2_xxs"),
     "mlx": ("mlx-8bit", "mlx-6bit", "mlx-4bit", "mlx-3bit"),
     "graph": ("bf16", "fp8", "awq-int4-g128", "nvfp4"),
 }

@@ -23,7 +23,7 @@ from typing import get_args
 from llmsize.catalog.recipe import RECIPE_PARTS, check_components, recipe_parts
 from llmsize.catalog.schema import Scope
 from llmsize.errors import InvalidValueError, close_names, shown
-from llmsize.estimate.gguf_blocks import FILE_TYPES, GGML_BLOCKS
+from llmsize.estimate.gguf_blocks import FILE_TYPES, GGML_BLOCKS, NEEDS_IMATRIX
 
 
 @dataclass(frozen=True)
@@ -131,13 +131,17 @@ FORMATS: dict[str, QuantFormat] = {f.id: f for f in [
     #   q4_K: 4 + 12 + 128 = 144 B per 256 -> 4.5 ; q5_K: 4 + 12 + 32 + 128 = 176 B per 256 -> 5.5
     #   q6_K: 128 + 64 + 16 + 2 = 210 B per 256 -> 6.5625 ; iq4_xs: 2 + 2 + 4 + 128 = 136 B per 256 -> 4.25
     #   tq1_0: 48 + 4 + 2 = 54 B per 256 -> 1.6875 ; tq2_0: 64 + 2 = 66 B per 256 -> 2.0625 (ternary)
+    #   the i-quants per 256: iq3_s 110 B -> 3.4375 ; iq3_xxs 98 -> 3.0625 ; iq2_s 82 -> 2.5625 ; iq2_xs 74 ->
+    #   2.3125 ; iq2_xxs 66 -> 2.0625 ; iq1_m 56 -> 1.75 ; iq1_s 50 -> 1.5625 (gguf_blocks.GGML_BLOCKS)
     *[QuantFormat(f"ggml-{name}", _f(nbytes * 8, block), 0, "all", "bf16", 32,
                   f"ggml {name.upper()} in every matrix ({nbytes} B per {block} weights)",
                   "ggml/src/ggml-common.h block structs")
       for name, nbytes, block in [
           ("q8_0", 34, 32), ("q6_k", 210, 256), ("q5_k", 176, 256), ("q5_1", 24, 32), ("q5_0", 22, 32),
           ("q4_k", 144, 256), ("q4_1", 20, 32), ("q4_0", 18, 32), ("iq4_nl", 18, 32), ("iq4_xs", 136, 256),
-          ("q3_k", 110, 256), ("q2_k", 84, 256), ("tq1_0", 54, 256), ("tq2_0", 66, 256)]],
+          ("q3_k", 110, 256), ("iq3_s", 110, 256), ("iq3_xxs", 98, 256), ("q2_k", 84, 256), ("iq2_s", 82, 256),
+          ("iq2_xs", 74, 256), ("iq2_xxs", 66, 256), ("iq1_m", 56, 256), ("iq1_s", 50, 256), ("tq1_0", 54, 256),
+          ("tq2_0", 66, 256)]],
     # bitnet.cpp I2_S (microsoft/BitNet utils/convert-hf-to-gguf-bitnet.py quantize_to_i2_s: "packed ternary bytes
     # (4 values per byte) + 32-byte tail with f32 scale"): 2 bits a weight and 32 B a tensor; its quantizer keeps the
     # embedding and the output in F16 (src/llama.cpp of its llama.cpp fork: TQ1_0, TQ2_0 and I2_S -> GGML_TYPE_F16)
@@ -152,7 +156,8 @@ FORMATS: dict[str, QuantFormat] = {f.id: f for f in [
     # GGUF files as llama-quantize writes them: a type per tensor (llmsize/estimate/gguf_mix.py). bits_per_weight
     # is the file type's own block type; the plan reports the file's average.
     *[QuantFormat(f"gguf-{ftype}", _f(GGML_BLOCKS[base][1] * 8, GGML_BLOCKS[base][0]), 0, "all", "bf16", 32,
-                  f"GGUF file type {ftype.upper()} (llama-quantize: mostly {base.upper()}, per-tensor rules)",
+                  f"GGUF file type {ftype.upper()} (llama-quantize: mostly {base.upper()}, per-tensor rules"
+                  + ("; an importance matrix required)" if ftype in NEEDS_IMATRIX else ")"),
                   "llama.cpp src/llama-quant.cpp llama_tensor_get_type", mix=ftype)
       for ftype, base in FILE_TYPES.items()],
 ]}
@@ -236,7 +241,8 @@ def quant_format(name: str) -> QuantFormat:
 # the weight formats each runtime loads, largest first: what the levers and the diagnosis offer it
 RUNTIME_FORMATS = {
     "vllm": ("fp8", "nvfp4", "mxfp4", "int4-g128"), "sglang": ("fp8", "nvfp4", "mxfp4", "int4-g128"),
-    "trtllm": ("fp8", "nvfp4", "int4-g128"), "llamacpp": ("gguf-q8_0", "gguf-q4_k_m", "gguf-q3_k_m", "gguf-q2_k"),
+    "trtllm": ("fp8", "nvfp4", "int4-g128"), "llamacpp": ("gguf-q8_0", "gguf-q4_k_m", "gguf-q3_k_m", "gguf-q2_k",
+                                                                       "gguf-iq2_xxs"),
     "mlx": ("mlx-8bit", "mlx-4bit"), "gpt-fast": ("int8", "int4-g32-zp"),
 }
 

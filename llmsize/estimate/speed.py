@@ -93,8 +93,13 @@ FORMAT_CLASS = {
     "fp8": "8bit", "fp8-block128": "8bit", "int8": "8bit", "gguf-q8_0": "8bit", "ggml-q8_0": "8bit",
     **{f"{p}-{t}": "q4_0" for p in ("gguf", "ggml") for t in ("q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")},
     **{f"ggml-{t}": "kquant" for t in ("q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "iq4_xs")},
-    **{f"gguf-{t}": "kquant" for t in ("q2_k", "q3_k_s", "q3_k_m", "q3_k_l", "q4_k_s", "q4_k_m", "q5_k_s",
+    **{f"gguf-{t}": "kquant" for t in ("q2_k", "q2_k_s", "q3_k_s", "q3_k_m", "q3_k_l", "q4_k_s", "q4_k_m", "q5_k_s",
                                        "q5_k_m", "q6_k", "iq4_xs")},
+    # the 1- to 3-bit i-quants: each group of 8 weights an index into a lattice codebook (a table lookup, signs
+    # and a scale before the dot product), kernels of their own
+    **{f"{p}-{t}": "iquant" for p in ("gguf", "ggml") for t in ("iq1_s", "iq1_m", "iq2_xxs", "iq2_xs", "iq2_s",
+                                                               "iq3_xxs", "iq3_s")},
+    **{f"gguf-{t}": "iquant" for t in ("iq2_m", "iq3_xs", "iq3_m")},
     "gguf-mxfp4_moe": "fp4",
     "gptq-int8-g128": "8bit",
     "int4-g128": "int4", "int4-g32": "int4", "int4-g128-zp": "int4", "gptq-int4-g128": "int4", "awq-int4-g128": "int4",
@@ -105,6 +110,7 @@ FORMAT_CLASS = {
     "bitnet-2bit": "ternary",
 }
 CLASS_WORDS = {"f16": "16-bit", "8bit": "8-bit", "q4_0": "GGUF legacy 4/5-bit", "kquant": "GGUF k-quant",
+               "iquant": "GGUF i-quant (IQ1-IQ3)",
                "int4": "4-bit weight-only (GPTQ, AWQ, FP4 through Marlin)", "mlxq": "MLX 2-6-bit affine",
                "fp4": "FP4 (NVFP4/MXFP4)", "ternary": "ternary (TQ1_0, TQ2_0, I2_S)"}
 TERNARY_RUNS = "bitnet.cpp runs I2_S files, llama.cpp TQ1_0 and TQ2_0 (--quant gguf-tq1_0 --runtime llamacpp)"

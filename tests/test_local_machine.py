@@ -99,8 +99,9 @@ def test_plan_and_fit_with_gpu_local(run_cli, monkeypatch):
     code, out, err = run_cli("fit", "--gpu", "local", "--top", "3")
     assert code == 0 and "rtx4090" in out
     # the machine's RAM (62.8 GiB here) bounds the offloaded placements, as --host-ram-gib would: a 24 GB card
-    # offloads Llama 3.1 70B's Q4_K_M (19 GiB on the host) but no longer the 405B (119 GiB at the least, Q2_K)
-    code, out, err = run_cli("fit", "--gpu", "local", "--host-memory", "DDR5-6000x2", "--json")
+    # offloads Llama 3.1 70B's Q4_K_M (19 GiB on the host; its pick is the IQ2_XXS file whole on the card, so every
+    # format is asked for) but no longer the 405B (more than 62.8 GiB on the host even at IQ2_XXS)
+    code, out, err = run_cli("fit", "--gpu", "local", "--host-memory", "DDR5-6000x2", "--all-formats", "--json")
     assert code == 0 and "62.8 GiB of RAM" in err
     rows = json.loads(out)["rows"]
     assert all((r["host_bytes"] or 0) <= 65798844 * 1024 for r in rows)

@@ -386,7 +386,8 @@ def test_fit_tries_the_two_bit_i_quants_below_q2_k(run_cli):
     assert code == 0, err
     pick = next(r for r in json.loads(out)["rows"] if r["model"] == "llama-3.1-70b")
     assert (pick["format"], pick["placement"]) == ("gguf-iq2_xxs", "full")
-    assert pick["expected_low"] == pytest.approx(pick["expected_tok_s"] * IQUANT_DECODE_RANGE[0], rel=1e-9)
+    assert pick["expected_low"] == pytest.approx(pick["expected_tok_s"] * IQUANT_DECODE_RANGE["llamacpp"][0],
+                                                 rel=1e-9)
     code, out, err = run_cli("fit", "--gpu", "rtx3090", "--all-formats", "--json")
     assert code == 0, err
     placed = {r["format"]: r["placement"] for r in json.loads(out)["rows"] if r["model"] == "llama-3.1-70b"}

@@ -151,21 +151,30 @@ LLAMACPP_VULKAN_RECURRENT_PREFILL_NOTE = (
 
 
 # Published decode runs of i-quant files (IQ1-IQ3), skipped by the fit (fit_speed.SEPARATE_CLASSES: too few for a
-# fraction of their own) and priced as if not, as multiples of the plan's figure (lowest, highest); tests/test_speed.py
-# holds it to its rows: llama.cpp's Vulkan build on an RTX 3090 (IQ1_S and IQ2_M files of Llama 3 8B, PR #16056) and
-# its ROCm build on a gfx1201 card (IQ1_S, IQ2_XXS, IQ2_XS and IQ2_S files of Llama 2 7B and Qwen3 14B, PR #22821).
-IQUANT_DECODE_RANGE = (0.38, 1.02)
-IQUANT_DECODE_NOTE = (
-    "i-quant weights (IQ1-IQ3: each group of 8 an index into a codebook, looked up before the dot product): too few "
-    "published runs for a fraction of their own, so streamed at the group's default ({eta:.2f} of the bandwidth); "
-    "llama.cpp's published i-quant decodes (Vulkan on an RTX 3090, ROCm on a gfx1201 card), outside the fit, ran at "
-    f"{IQUANT_DECODE_RANGE[0]:.2f}-{IQUANT_DECODE_RANGE[1]:.2f}x such a figure, and its band spans that")
+# fraction of their own) and priced as if not, as multiples of the plan's figure (lowest, highest), by llama.cpp build;
+# tests/test_speed.py holds each to its rows. Its CUDA and ROCm builds: Llama 3.1 405B IQ2_XXS on an H200
+# (llm-tracker.info), IQ1_S, IQ2_XXS, IQ2_XS and IQ2_S files of Llama 2 7B and Qwen3 14B on a gfx1201 card (PR
+# #22821); its Vulkan build: IQ1_S and IQ2_M files of Llama 3 8B on an RTX 3090 (PR #16056).
+IQUANT_DECODE_RANGE = {"llamacpp": (0.63, 1.02), "llamacpp-vulkan": (0.38, 0.59)}
+_IQUANT_WHERE = {"llamacpp": "on CUDA and ROCm (an H200, a gfx1201 card)", "llamacpp-vulkan": "under Vulkan (an RTX 3090)"}
+IQUANT_DECODE_NOTES = {
+    key: "i-quant weights (IQ1-IQ3: each group of 8 an index into a codebook, looked up before the dot product): too "
+         "few published runs for a fraction of their own, so streamed at the group's default ({eta:.2f} of the "
+         f"bandwidth); llama.cpp's published i-quant decodes {_IQUANT_WHERE[key]}, outside the fit, ran at "
+         f"{lo:.2f}-{hi:.2f}x such a figure, and its band spans that"
+    for key, (lo, hi) in IQUANT_DECODE_RANGE.items()}
 
 
-def with_iquant_decode_band(e: Expected) -> Expected:
-    """`e` with its decode bands reaching down as far as published i-quant decodes ran (IQUANT_DECODE_RANGE's short
-    end; its long end lies within every llama.cpp band, tests/test_speed.py)."""
-    lo = IQUANT_DECODE_RANGE[0]
+def iquant_key(be: str | None) -> str:
+    """Which published i-quant decodes speak for a plan on backend `be`: IQUANT_DECODE_RANGE's key (a serving
+    engine's GGUF kernels take llama.cpp's CUDA and ROCm builds')."""
+    return "llamacpp-vulkan" if be == "vulkan" else "llamacpp"
+
+
+def with_iquant_decode_band(e: Expected, key: str) -> Expected:
+    """`e` with its decode bands reaching down as far as published i-quant decodes ran (IQUANT_DECODE_RANGE[key]'s
+    short end; its long end lies within every llama.cpp band, tests/test_speed.py)."""
+    lo = IQUANT_DECODE_RANGE[key][0]
     out = _replace(e, tok_s_low=min(e.tok_s_low, e.tok_s * lo))
     if e.aggregate_tok_s is None:
         return out
@@ -278,7 +287,7 @@ def expect(plan: Plan, runtimes: Mapping[str, RuntimeSpec], runtime: str | None 
         notes += (f"{RUNTIME_NAMES[rid]} runs weight-only NVFP4 (W4A16) through the Marlin kernel, 16-bit math on "
                   "any card (vLLM PR #42566, SGLang PR #33543): costed as the 4-bit weight-only class",)
     if cls == "iquant" and cls not in c.fitted_classes:
-        notes += (IQUANT_DECODE_NOTE.format(eta=c.eta_weights_default),)
+        notes += (IQUANT_DECODE_NOTES[iquant_key(be)].format(eta=c.eta_weights_default),)
     elif cls not in c.fitted_classes:
         notes += (f"no {RUNTIME_NAMES[rid]} measurement of {plan.fmt.id}-class weights on this backend: its "
                   f"weight-streaming fraction is the group's default, that of 16-bit weights where measured "
@@ -352,7 +361,7 @@ def expect(plan: Plan, runtimes: Mapping[str, RuntimeSpec], runtime: str | None 
     if has_recurrent_layers(plan.model):
         e = with_recurrent_prefill_band(e, rid, be, pre)
     if cls == "iquant" and cls not in c.fitted_classes and calibration is None:
-        e = with_iquant_decode_band(e)
+        e = with_iquant_decode_band(e, iquant_key(be))
     if plan.speculative is not None:
         e = with_speculation(e, plan, rid, c, calibration.factor if calibration else 1.0)
     below = faster_prompt_note(plan, rid, pre, e.ttft_s)

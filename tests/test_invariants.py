@@ -5,6 +5,7 @@ import pytest
 from llmsize.catalog.loader import Catalog
 from llmsize.catalog.schema import CompressedAttention, FullAttention, MlaAttention, SlidingAttention
 from llmsize.estimate.decode import DecodeModel
+from llmsize.estimate.gguf_blocks import FILE_TYPES
 from llmsize.estimate.kv import kv_bytes
 from llmsize.estimate.plan import PlanInputs, make_plan
 from llmsize.estimate.quant import FORMATS, KV_DTYPE_BYTES, quant_format
@@ -92,6 +93,26 @@ def test_gguf_file_types_grow_along_the_k_ladder(model):
         pure = weight_bytes(model, base, "all")
         text_only = pure.bytes_total - pure.stored_bytes["extra"]  # a GGUF holds no vision tower (its mmproj file does)
         assert weight_bytes(model, FORMATS[f], "all").bytes_total >= 0.99 * text_only
+
+
+# llama-quantize's i-quant file types, two ladders of growing bits (IQ2_S writes IQ2_XS's blocks with IQ3_S lifts,
+# IQ2_M IQ2_S's; IQ3_XS mixes IQ3_S with IQ3_XXS, IQ3_M lifts IQ3_S's attn_v and first ffn_down to Q4_K)
+I_LADDERS = (["gguf-iq1_s", "gguf-iq1_m", "gguf-iq2_xxs", "gguf-iq2_xs", "gguf-iq2_s", "gguf-iq2_m"],
+             ["gguf-iq3_xxs", "gguf-iq3_xs", "gguf-iq3_s", "gguf-iq3_m"])
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.id)
+def test_gguf_i_quant_file_types_grow_along_their_ladders(model):
+    """Never smaller up a ladder (equal where a model's rows are no multiple of 256 and every i-quant falls back to
+    IQ4_NL alike: gpt-oss's 2,880), and never below the file type's own block type in every matrix, but for IQ3_XS and
+    IQ3_XXS, whose rules move attn_q and attn_k (and IQ3_XS's middle ffn_gate/ffn_up) a type down."""
+    for ladder in I_LADDERS:
+        sizes = [weight_bytes(model, FORMATS[f], "all").bytes_total for f in ladder]
+        assert sizes == sorted(sizes), dict(zip(ladder, sizes))
+    for f in (f for ladder in I_LADDERS for f in ladder if f not in ("gguf-iq3_xs", "gguf-iq3_xxs")):
+        pure = weight_bytes(model, FORMATS["ggml-" + FILE_TYPES[f.removeprefix("gguf-")]], "all")
+        text_only = pure.bytes_total - pure.stored_bytes["extra"]
+        assert weight_bytes(model, FORMATS[f], "all").bytes_total >= 0.99 * text_only, f
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.id)

@@ -156,7 +156,8 @@ LLAMACPP_VULKAN_RECURRENT_PREFILL_NOTE = (
 # (llm-tracker.info), IQ1_S, IQ2_XXS, IQ2_XS and IQ2_S files of Llama 2 7B and Qwen3 14B on a gfx1201 card (PR
 # #22821); its Vulkan build: IQ1_S and IQ2_M files of Llama 3 8B on an RTX 3090 (PR #16056).
 IQUANT_DECODE_RANGE = {"llamacpp": (0.63, 1.02), "llamacpp-vulkan": (0.38, 0.59)}
-_IQUANT_WHERE = {"llamacpp": "on CUDA and ROCm (an H200, a gfx1201 card)", "llamacpp-vulkan": "under Vulkan (an RTX 3090)"}
+_IQUANT_WHERE = {"llamacpp": "on CUDA and ROCm (an H200, a gfx1201 card)",
+                 "llamacpp-vulkan": "under Vulkan (an RTX 3090)"}
 IQUANT_DECODE_NOTES = {
     key: "i-quant weights (IQ1-IQ3: each group of 8 an index into a codebook, looked up before the dot product): too "
          "few published runs for a fraction of their own, so streamed at the group's default ({eta:.2f} of the "

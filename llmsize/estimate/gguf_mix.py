@@ -225,7 +225,8 @@ class _Chooser:
             elif ft == "q2_k_s" and hp.n_gqa >= 4:
                 new = "q4_k"
             elif ft == "iq3_xxs":
-                new = "q4_k" if hp.n_gqa >= 4 else "iq3_xxs"  # IQ3_S without an importance matrix: none is
+                # (IQ3_S without an importance matrix, which llama-quantize requires for IQ3_XXS)
+                new = "q4_k" if hp.n_gqa >= 4 else "iq3_xxs"
             elif ft in ("iq3_xs", "iq3_s") and hp.n_gqa >= 4 or ft == "iq3_m":
                 new = "q4_k"
             elif ft == "q3_k_m":

@@ -447,6 +447,12 @@ def test_served_names_to_catalog_models_and_formats():
     assert catalog_model(cat, ["nothing-like-it"]) is None
     assert gguf_format(["/m/Qwen3-8B-Q4_K_M.gguf"]) == "gguf-q4_k_m"
     assert gguf_format(["Qwen/Qwen3-8B"]) is None
+    # the i-quants and Q2_K_S by their file names, and the type after the colon of a Hugging Face tag as Ollama
+    # pulls one (hf.co/ORG/REPO:TYPE)
+    assert gguf_format(["Meta-Llama-3.1-70B-Instruct-IQ2_XS.gguf"]) == "gguf-iq2_xs"
+    assert gguf_format(["x-IQ3_M.gguf"]) == "gguf-iq3_m" and gguf_format(["x-Q2_K_S.gguf"]) == "gguf-q2_k_s"
+    assert gguf_format(["hf.co/bartowski/Qwen_Qwen3-8B-GGUF:IQ4_XS"]) == "gguf-iq4_xs"
+    assert gguf_format(["qwen3:8b"]) is None
 
 
 def test_url_check():

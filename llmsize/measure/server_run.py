@@ -35,7 +35,7 @@ WORDS = ("time year people way day man thing woman life child world school state
          "minute idea body information back parent face level office door health person art war history party "
          "result change morning reason research girl guy moment air teacher force education").split()
 NONCE_WORDS = 6  # the words each prompt starts with, drawn for it alone (no prefix shared between requests)
-GGUF_TYPE = re.compile(r"[-_.](i?q\d[a-z0-9_]*|bf16|f16|f32|mxfp4[a-z0-9_]*)$", re.IGNORECASE)
+GGUF_TYPE = re.compile(r"[-_.:](i?q\d[a-z0-9_]*|bf16|f16|f32|mxfp4[a-z0-9_]*)$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

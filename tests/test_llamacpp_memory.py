@@ -283,7 +283,7 @@ def test_ollama_allocates_num_ctx_per_slot_with_flash_attention(run_cli):
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--quant", "nvfp4"], "llama.cpp loads GGUF files"),
+    (["--quant", "fp8"], "llama.cpp loads GGUF files"),
     (["--quant", "gguf-q4_k_m", "--cache-type-v", "q8_0", "--flash-attn", "off"], "needs flash attention"),
     (["--quant", "gguf-q4_k_m", "--cache-type-k", "q3_k"], "--cache-type-k"),
     (["--quant", "gguf-q4_k_m", "--parallel", "0"], "--parallel"),
@@ -1209,3 +1209,46 @@ def test_the_pool_and_the_slots_say_what_a_sequence_holds_beside_them(run_cli):
     code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", "rtx4090", "--quant", "gguf-q4_k_m")
     flat = " ".join(out.split())
     assert code == 0 and "does not grow" not in flat and "PAD(window" not in flat  # no sliding layer: neither
+
+
+def test_an_nvfp4_checkpoint_converted_to_gguf_by_hand(catalog):
+    """convert_hf_to_gguf.py writes an NVFP4 checkpoint's matrices as ggml's NVFP4 blocks (36 B a 64 weights), the
+    rest as the checkpoint holds them (16 bits), vectors in F32. Qwen3-0.6B (28 layers, hidden 1,024, 16 query and 8
+    KV heads of 128, MLP 3,072, a tied 151,936-row embedding), scope linear:
+      a layer's matrices: q 1,024 x 2,048 + k, v 1,024 x 1,024 each + o 2,048 x 1,024 + gate, up, down 1,024 x 3,072
+      = 15,728,640 weights; x 28 = 440,401,920 x 36/64 = 247,726,080 B
+      the embedding 151,936 x 1,024 x 2 B = 311,164,928 B (the lm_head is it)
+    With --scope experts a MoE keeps its attention in 16 bits and its routed experts in NVFP4."""
+    from llmsize.estimate.llamacpp_memory import gguf_file_tensors
+
+    t = dict(gguf_file_tensors(catalog.model("qwen3-0.6b"), "nvfp4", "linear"))
+    quantized = sum(b for n, b in t.items() if n.startswith("blk.") and n.endswith("weight") and "norm" not in n)
+    assert quantized == 247_726_080 and t["token_embd.weight"] == 311_164_928
+    assert "output.weight" not in t
+    moe = dict(gguf_file_tensors(catalog.model("qwen3-30b-a3b"), "nvfp4", "experts"))
+    q = moe["blk.0.attn_q.weight"]
+    assert q == 2048 * 4096 * 2  # 16 bits: the experts scope leaves attention alone
+    assert moe["blk.0.ffn_down_exps.weight"] == 128 * 768 * 2048 * 36 // 64
+
+
+def test_llamacpp_plans_an_nvfp4_gguf_on_cuda_and_says_why_not_elsewhere(run_cli):
+    """Gemma 4 12B NVFP4 on the seed's RTX 5060 Ti under llama.cpp: llama.cpp's own ledger (its model buffer the
+    plan's weights), an expected figure with the note on where such a file comes from; on a Mac no figure (the
+    dataset's NVFP4 runs of llama.cpp are CUDA's); a recipe with FP8 parts stays refused (the converter does not
+    take them)."""
+    code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "rtx5060ti", "--quant", "nvfp4", "--runtime", "llamacpp",
+                             "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["capacity"]["basis"] == "llamacpp_ledger"
+    e = d["expected"]
+    assert 0 < e["tok_s"] < e["ceiling_tok_s"] and any(n.startswith("nvfp4 under llama.cpp") for n in e["notes"])
+    code, out, err = run_cli("plan", "gemma-4-12b", "--gpu", "m4-max", "--quant", "nvfp4", "--runtime", "llamacpp",
+                             "--json")
+    assert code == 0, err
+    e = json.loads(out)["expected"]
+    assert e["tok_s"] is None and "CUDA's" in e["reason"] and "Metal" in e["reason"]
+    code, out, err = run_cli("plan", "qwen3-30b-a3b", "--gpu", "rtx5090", "--quant", "experts=nvfp4,attention=fp8",
+                             "--runtime", "llamacpp", "--json")
+    assert code == 0, err
+    assert "not a GGUF type" in json.loads(out)["expected"]["reason"]

@@ -315,10 +315,10 @@ def test_compare_keeps_the_cards_whose_runtime_takes_the_cache_and_refuses_the_o
 
 
 def test_llama_cpp_and_mlx_give_no_figure_for_a_format_their_files_cannot_hold(run_cli):
-    """llama.cpp loads GGUF files (no FP8 or NVFP4 type), MLX its own formats: no expected figure, and why;
-    16-bit weights load everywhere."""
-    for rt, quant, words in (("llamacpp", "fp8", "fp8 is not a GGUF type"), ("llamacpp", "nvfp4", "not a GGUF type"),
-                             ("mlx", "gguf-q4_k_m", "")):
+    """llama.cpp loads GGUF files (no FP8 or AWQ type; NVFP4 as a converted checkpoint, tests/test_llamacpp_memory.py),
+    MLX its own formats: no expected figure, and why; 16-bit weights load everywhere."""
+    for rt, quant, words in (("llamacpp", "fp8", "fp8 is not a GGUF type"),
+                             ("llamacpp", "awq-int4-g128", "not a GGUF type"), ("mlx", "gguf-q4_k_m", "")):
         gpu = "m4-max" if rt == "mlx" else "rtx4090"
         code, out, err = run_cli("plan", "llama-3.1-8b", "--gpu", gpu, "--quant", quant, "--runtime", rt, "--json")
         assert code == 0, err

@@ -15,6 +15,7 @@ from llmsize.estimate.kernels import MATMUL_PRECISION, asked_marlin, fp32_stands
 from llmsize.estimate.kv import mla_mixers
 from llmsize.estimate.llamacpp_options import ollama_flash_attn
 from llmsize.estimate.plan import Plan
+from llmsize.estimate.quant import LLAMACPP_CONVERTED
 from llmsize.estimate.runtimes import (
     BACKEND_NAMES,
     CDNA3_TARGETS,
@@ -166,6 +167,12 @@ IQUANT_DECODE_NOTES = {
     for key, (lo, hi) in IQUANT_DECODE_RANGE.items()}
 
 
+LLAMACPP_NVFP4_NOTE = (
+    "nvfp4 under llama.cpp: a GGUF converted from an NVFP4 checkpoint (convert_hf_to_gguf.py repacks it into ggml's "
+    "NVFP4 blocks, PR #19769; llama-quantize does not make them), its matrices in NVFP4 as the checkpoint's, the rest "
+    "16-bit; CUDA kernels from PRs #20644 (dp4a) and #21074 (MMQ), costed as llama.cpp's FP4 class")
+
+
 def iquant_key(be: str | None) -> str:
     """Which published i-quant decodes speak for a plan on backend `be`: IQUANT_DECODE_RANGE's key (a serving
     engine's GGUF kernels take llama.cpp's CUDA and ROCm builds')."""
@@ -271,6 +278,12 @@ def expect(plan: Plan, runtimes: Mapping[str, RuntimeSpec], runtime: str | None 
                                               f"{TERNARY_RUNS}", be)
     if rid == "llamacpp" and intel_vulkan(plan.gpu, be) and calibration is None:
         return ExpectedResult(rid, why, None, INTEL_VULKAN_REASON, be)
+    if rid == "llamacpp" and plan.fmt.id in LLAMACPP_CONVERTED:
+        if be != "cuda" and calibration is None:
+            return ExpectedResult(rid, why, None, f"llama.cpp's {plan.fmt.id} kernels in the dataset's runs are "
+                                                  f"CUDA's (PRs #20644, #21074): none on {BACKEND_NAMES[be]}; pick a "
+                                                  "GGUF --quant, or --calibrate FILE from your own run", be)
+        notes += (LLAMACPP_NVFP4_NOTE,)
     c = constants(spec, be, plan.gpu, unfitted_card=calibration is not None) if spec is not None else None
     if c is None:
         on = "its Vulkan backend" if be == "vulkan" else f"{BACKEND_NAMES[be]} cards"

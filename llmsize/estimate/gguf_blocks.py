@@ -10,6 +10,9 @@ GGML_BLOCKS: dict[str, tuple[int, int]] = {
     "q4_0": (32, 18), "q4_1": (32, 20), "q5_0": (32, 22), "q5_1": (32, 24), "q8_0": (32, 34),
     "q2_k": (256, 84), "q3_k": (256, 110), "q4_k": (256, 144), "q5_k": (256, 176), "q6_k": (256, 210),
     "iq4_nl": (32, 18), "iq4_xs": (256, 136), "mxfp4": (32, 17),
+    # NVIDIA's FP4 (ggml PR #19769): four UE4M3 scales, one a 16 weights, and 32 B of E2M1 pairs per 64 weights; a
+    # checkpoint's second-level scale a tensor is not in the block (its few bytes are not counted)
+    "nvfp4": (64, 36),
     # the i-quants (weights as indices into lattice codebooks, ggml-common.h block_iq*), per 256 weights:
     #   iq1_s: d 2 + qs 32 + qh 16 = 50 B (1.5625 bits); iq1_m: qs 32 + qh 16 + scales 8 = 56 B (1.75; no d)
     #   iq2_xxs: d 2 + qs 64 = 66 B (2.0625); iq2_xs: d 2 + qs 64 + scales 8 = 74 B (2.3125)

@@ -57,7 +57,7 @@ from llmsize.estimate.gguf_blocks import GGML_BLOCKS
 from llmsize.estimate.kv import llamacpp_state_bytes
 from llmsize.estimate.memo import by_identity
 from llmsize.estimate.prefill import widest_heads
-from llmsize.estimate.quant import LLAMACPP_KV_TYPES
+from llmsize.estimate.quant import FORMATS, LLAMACPP_KV_TYPES
 
 ENGINES = ("llamacpp", "ollama")
 # ggml types a KV cache may use (quant.LLAMACPP_KV_TYPES): (values per block, bytes per block)
@@ -538,6 +538,26 @@ def _dsv4_compute(model: ModelSpec, s: LlamaCppSettings, n_tok: int, n_raw: int,
     return gpu, host
 
 
+def _nvfp4_file(model: ModelSpec, scope: str) -> list[tuple[str, int]]:
+    """An NVFP4 checkpoint as convert_hf_to_gguf.py writes it (ggml PR #19769 repacks ModelOpt's E2M1 weights and
+    E4M3 scales into ggml's NVFP4 blocks; llama-quantize does not make the type): the matrices `scope` quantizes in
+    NVFP4 (36 B per 64 weights), the rest as the checkpoint holds them, 16 bits, vectors in F32. A row that is not a
+    multiple of 64 fits no block: 16 bits."""
+    from llmsize.estimate.gguf_mix import file_tensors
+    from llmsize.estimate.weights import component_quantized
+
+    per, nbytes = GGML_BLOCKS["nvfp4"]
+    out = []
+    for t in file_tensors(model):
+        if t.f32:
+            out.append((t.name, t.elements * 4))
+        elif component_quantized(t.component, scope) and t.ne0 % per == 0:
+            out.append((t.name, t.elements // per * nbytes))
+        else:
+            out.append((t.name, t.elements * 2))
+    return out
+
+
 def _projector_place(model: ModelSpec, s: LlamaCppSettings) -> tuple[int, int, str]:
     """(GPU bytes, host bytes) of the mmproj and its encoder's buffers: on the first GPU whatever -ngl (clip.cpp
     picks its own device), on the host with --no-mmproj-offload (s.mmproj_host); and what they hold, in words."""
@@ -549,16 +569,18 @@ def _projector_place(model: ModelSpec, s: LlamaCppSettings) -> tuple[int, int, s
     return (0, p.total_bytes, projector_holds(p)) if s.mmproj_host else (p.total_bytes, 0, projector_holds(p))
 
 
-def gguf_file_tensors(model: ModelSpec, format_id: str) -> list[tuple[str, int]]:
+def gguf_file_tensors(model: ModelSpec, format_id: str, scope: str | None = None) -> list[tuple[str, int]]:
     """(name, bytes) of the GGUF file llama.cpp would load for a catalog model in `format_id`: the file
-    llama-quantize writes for a GGUF file type, or the converter's F16/BF16/F32 file (norms kept in F32)."""
+    llama-quantize writes for a GGUF file type, the converter's F16/BF16/F32 file (norms kept in F32), or its file of
+    an NVFP4 checkpoint (`scope`: the matrices the checkpoint holds in NVFP4; None: the format's default)."""
     from llmsize.estimate.runtime_model import text_model
 
-    return _gguf_file_tensors(text_model(model), format_id)  # (one file for a model and its text model: gguf_mix)
+    # (one file for a model and its text model: gguf_mix)
+    return _gguf_file_tensors(text_model(model), format_id, scope if format_id == "nvfp4" else None)
 
 
 @by_identity(maxsize=512)
-def _gguf_file_tensors(model: ModelSpec, format_id: str) -> list[tuple[str, int]]:
+def _gguf_file_tensors(model: ModelSpec, format_id: str, scope: str | None) -> list[tuple[str, int]]:
     from llmsize.estimate.gguf_mix import file_mix, file_tensors
 
     if format_id.startswith("gguf-"):
@@ -566,6 +588,8 @@ def _gguf_file_tensors(model: ModelSpec, format_id: str) -> list[tuple[str, int]
     if format_id.startswith("ggml-"):  # one block type in every matrix (the format's meaning), vectors in F32
         per, nbytes = GGML_BLOCKS[format_id.removeprefix("ggml-")]
         return [(t.name, t.elements * 4 if t.f32 else -(-t.elements // per) * nbytes) for t in file_tensors(model)]
+    if format_id == "nvfp4":
+        return _nvfp4_file(model, scope or FORMATS["nvfp4"].default_scope)
     width = {"fp16": 2, "bf16": 2, "fp32": 4}.get(format_id)
     if width is None:  # the nearest GGUF file type to suggest
         near = {"mxfp4": "gguf-mxfp4_moe", "fp8": "gguf-q8_0", "fp8-block128": "gguf-q8_0", "int8": "gguf-q8_0"}

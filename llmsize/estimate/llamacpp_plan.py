@@ -141,7 +141,7 @@ def file_tensors(plan, exact) -> list[tuple[str, int]]:
     """The GGUF file's own tensors, or those of the file llama-quantize would write for the plan's format."""
     if exact is not None and exact.tensors:
         return exact.tensors  # built once with the file's import, read and never changed (memo.by_identity)
-    return gguf_file_tensors(plan.card_model or plan.model, plan.fmt.id)
+    return gguf_file_tensors(plan.card_model or plan.model, plan.fmt.id, plan.scope)
 
 
 def llamacpp_plan(plan, exact, engine: str, o: LlamaCppOptions, host: HostMemory | None, constants,

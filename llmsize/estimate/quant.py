@@ -249,13 +249,19 @@ RUNTIME_FORMATS = {
 UNQUANTIZED = ("fp32", "fp16", "bf16")
 
 
+# checkpoints of a safetensors format that llama.cpp's converter writes to a GGUF in their own format: NVFP4
+# (convert_hf_to_gguf.py repacks ModelOpt's NVFP4 into ggml's NVFP4 type, ggml-org/llama.cpp PR #19769, with
+# kernels from PR #20644, CUDA's dp4a, March 2026); llama-quantize does not make the type
+LLAMACPP_CONVERTED = ("nvfp4",)
+
+
 def runtime_load_refusal(runtime: str, format_id: str) -> str | None:
     """Why `runtime` cannot load weights in `format_id`, None where it can: GGUF files (gguf-, ggml-) are llama.cpp's
     (and Ollama's, LM Studio's), MLX's quantized formats are MLX's; 16-bit and 32-bit weights load everywhere."""
     if format_id in UNQUANTIZED:
         return None
     gguf, mlx = format_id.startswith(("gguf-", "ggml-")), format_id.startswith("mlx-")
-    if runtime == "llamacpp" and not gguf:
+    if runtime == "llamacpp" and not gguf and format_id not in LLAMACPP_CONVERTED:
         return f"llama.cpp loads GGUF files, and {format_id} is not a GGUF type"
     if runtime == "mlx" and not mlx:
         return f"MLX loads its own quantized formats (mlx-4bit, mlx-8bit ...), and {format_id} is not one"

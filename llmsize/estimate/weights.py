@@ -24,16 +24,21 @@ EXTRA_BITS = 16
 
 def is_quantized(piece: Piece, scope: str) -> bool:
     """Whether `scope` quantizes this piece (see quant.py for the scopes)."""
-    if not piece.matrix or piece.component in NEVER_QUANTIZED:
+    return piece.matrix and component_quantized(piece.component, scope)
+
+
+def component_quantized(component: str, scope: str) -> bool:
+    """Whether `scope` quantizes a matrix of `component` (params.COMPONENTS)."""
+    if component in NEVER_QUANTIZED:
         return False
     if scope == "all":
         return True
-    if piece.component in (*GATHERED, "lm_head"):
+    if component in (*GATHERED, "lm_head"):
         return False
     if scope == "experts":
-        return piece.component == "experts"
+        return component == "experts"
     if scope == "mlp":
-        return piece.component in ("mlp", "experts", "shared_experts")
+        return component in ("mlp", "experts", "shared_experts")
     return True
 
 

@@ -112,7 +112,8 @@ def plan_ledger_budget(model: ModelSpec, gpu: GpuSpec, inputs, runtime: str, fmt
         return None
     try:
         # read, not changed
-        tensors = exact.tensors if gguf_exact(exact) else gguf_file_tensors(model, fmt_id, _scope(model, fmt_id, inputs))
+        tensors = (exact.tensors if gguf_exact(exact)
+                   else gguf_file_tensors(model, fmt_id, _scope(model, fmt_id, inputs)))
     except InvalidValueError:
         return None  # not a file llama.cpp loads (--runtime llamacpp with nvfp4 weights): the generic budget
     engine = "ollama" if runtime == "ollama" else "llamacpp"

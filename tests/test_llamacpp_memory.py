@@ -1252,3 +1252,17 @@ def test_llamacpp_plans_an_nvfp4_gguf_on_cuda_and_says_why_not_elsewhere(run_cli
                              "--runtime", "llamacpp", "--json")
     assert code == 0, err
     assert "not a GGUF type" in json.loads(out)["expected"]["reason"]
+
+
+def test_an_nvfp4_plan_offloads_under_llamacpp_only(run_cli):
+    """Qwen3-30B-A3B in NVFP4 does not fit a 16 GB card whole: under llama.cpp the plan offers its offload (experts
+    on the host, --n-cpu-moe); under vLLM, the default for NVFP4 weights, no llama.cpp lever."""
+    base = ("plan", "qwen3-30b-a3b", "--gpu", "rtx4060ti16", "--quant", "nvfp4", "--host-memory", "ryzen-9000",
+            "--json")
+    code, out, err = run_cli(*base, "--runtime", "llamacpp")
+    assert code == 0, err
+    lever = next(x for x in json.loads(out)["diagnosis"]["levers"] if x.startswith("Offload with llama.cpp"))
+    assert "--n-cpu-moe" in lever and "tok/s with ryzen-9000" in lever
+    code, out, err = run_cli(*base)
+    assert code == 0, err
+    assert not any(x.startswith("Offload with llama.cpp") for x in json.loads(out)["diagnosis"]["levers"])

@@ -56,7 +56,7 @@ def _kv_left(model: ModelSpec, gpu: GpuSpec, fmt: QuantFormat, there, ledger: bo
 
     usable = usable_memory(gpu, there.wired_limit_bytes)
     if ledger:
-        led = plan_ledger_budget(model, gpu, there, engine, fmt.id, search=False)
+        led = plan_ledger_budget(model, gpu, there, engine, fmt.id, search=False, scope=there.scope)
         if led is not None:
             return led.budget.kv_budget_bytes if led.sequences else 0.0
     util = there.gpu_util if util_given else default_gpu_util(engine, usable.shares_all_ram)[0]

@@ -88,19 +88,11 @@ def ledger_budget(model: ModelSpec, gpu: GpuSpec, tensors: list[tuple[str, int]]
     return LedgerBudget(budget, ContextLimit(n or 0, "memory"), lo, *swa)
 
 
-def _scope(model: ModelSpec, fmt_id: str, inputs) -> str | None:
-    """The plan's scope of an NVFP4 checkpoint's file (None for the other formats: their files say it)."""
-    if fmt_id != "nvfp4":
-        return None
-    from llmsize.estimate.plan import resolve_format
-
-    return resolve_format(model, fmt_id, inputs.scope)[1]
-
-
 def plan_ledger_budget(model: ModelSpec, gpu: GpuSpec, inputs, runtime: str, fmt_id: str, exact=None,
-                       search: bool = True) -> LedgerBudget | None:
+                       search: bool = True, scope: str | None = None) -> LedgerBudget | None:
     """The ledger budget of a one-card plan whose runtime is llama.cpp's (or Ollama's, LM Studio's); None where the
-    generic budget stays: another runtime, a cache llama.cpp does not store, a format it does not load."""
+    generic budget stays: another runtime, a cache llama.cpp does not store, a format it does not load. `scope`: the
+    plan's, which an NVFP4 checkpoint's file follows."""
     from llmsize.errors import InvalidValueError
     from llmsize.estimate.capacity import LLAMACPP_RUNTIMES
     from llmsize.estimate.llamacpp_memory import gguf_file_tensors
@@ -112,8 +104,7 @@ def plan_ledger_budget(model: ModelSpec, gpu: GpuSpec, inputs, runtime: str, fmt
         return None
     try:
         # read, not changed
-        tensors = (exact.tensors if gguf_exact(exact)
-                   else gguf_file_tensors(model, fmt_id, _scope(model, fmt_id, inputs)))
+        tensors = exact.tensors if gguf_exact(exact) else gguf_file_tensors(model, fmt_id, scope)
     except InvalidValueError:
         return None  # not a file llama.cpp loads (--runtime llamacpp with nvfp4 weights): the generic budget
     engine = "ollama" if runtime == "ollama" else "llamacpp"

@@ -208,9 +208,14 @@ class OffloadLever:
 
 def offload_lever(plan, exact, card_bytes: int, host: HostMemory | None, constants,
                   format_class: str = "kquant") -> OffloadLever | None:
-    """The offload lever of `plan` (None where llama.cpp's offload does not apply: not a GGUF format, a unified
-    machine, a split over cards)."""
-    if not (plan.fmt.id.startswith("gguf-") or (exact is not None and exact.tensors)):
+    """The offload lever of `plan` (None where llama.cpp's offload does not apply: not a GGUF format, nor a
+    checkpoint llama.cpp runs converted where the plan's runtime is llama.cpp's, a unified machine, a split over
+    cards)."""
+    from llmsize.estimate.capacity import LLAMACPP_RUNTIMES
+    from llmsize.estimate.quant import LLAMACPP_CONVERTED
+
+    converted = plan.fmt.id in LLAMACPP_CONVERTED and plan.inputs.runtime in LLAMACPP_RUNTIMES
+    if not (plan.fmt.id.startswith("gguf-") or converted or (exact is not None and exact.tensors)):
         return None
     from llmsize.estimate.unified import is_unified
 

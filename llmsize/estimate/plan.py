@@ -488,7 +488,8 @@ def make_plan(model: ModelSpec, gpu: GpuSpec, inputs: PlanInputs,
     scores = 0.0 if inputs.flash_attn else unfused_scores_bytes(prompt_model, prompt)
     # llama.cpp's own buffers (its compute buffer holds an unfused prefill's scores), where the plan is one card's
     # under llama.cpp and the user set no share or overhead of the generic budget
-    ledger = plan_ledger_budget(model, gpu, inputs, runtime, fmt.id, exact) if own_budget and not parallel else None
+    ledger = (plan_ledger_budget(model, gpu, inputs, runtime, fmt.id, exact, scope=scope)
+              if own_budget and not parallel else None)
     # a recurrent layer's state as the planned runtime keeps it: llama.cpp's in F32 (its ledger's slots count so), on
     # one card or several, and DeepSeek-V4's indexer keys in its K cache's type
     states = "llamacpp" if runtime in LLAMACPP_RUNTIMES else "neutral"

@@ -116,6 +116,20 @@ def test_gguf_i_quant_file_types_grow_along_their_ladders(model):
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.id)
+def test_an_nvfp4_gguf_holds_the_plans_nvfp4_weights(model):
+    """The GGUF llama.cpp's converter writes of an NVFP4 checkpoint (llamacpp_memory, tensor by tensor, as its
+    ledger loads them) and the plan's NVFP4 weights of the text model (weights.py, component by component) are the
+    same bytes within 0.5% (the plan counts a 4-byte second-level scale a tensor, the file's blocks none)."""
+    from llmsize.estimate.llamacpp_memory import gguf_file_tensors
+    from llmsize.estimate.runtime_model import text_model
+
+    for scope in ("linear", "all"):
+        file_bytes = sum(b for _, b in gguf_file_tensors(model, "nvfp4", scope))
+        planned = weight_bytes(text_model(model), FORMATS["nvfp4"], scope).bytes_total
+        assert file_bytes == pytest.approx(planned, rel=0.005), scope
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.id)
 def test_ceiling_scales_linearly_with_bandwidth(model):
     g = CAT.gpu("h100-sxm")
     fast = g.model_copy(update={"bandwidth_gb_s": g.bandwidth_gb_s * 2.5})

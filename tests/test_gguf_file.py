@@ -869,3 +869,26 @@ def test_an_i_quant_file_is_its_file_type_and_costed_as_an_i_quant(tmp_path, run
     d = json.loads(out)
     assert d["weights"]["bytes_total"] == m.bytes()
     assert any(n.startswith("i-quant weights") for n in d["expected"]["notes"])
+
+
+def test_an_nvfp4_file_is_nvfp4_with_its_cuda_only_figure(tmp_path, run_cli):
+    """A GGUF converted from an NVFP4 checkpoint (general.file_type MOSTLY_NVFP4: its matrices in ggml's NVFP4
+    blocks, the embedding and output 16-bit) plans as nvfp4 (it fell back to the 16-bit or nearest pure block type),
+    its bytes the tensors' own; llama.cpp's expected figure on a CUDA card, on a ROCm card the reason there is
+    none."""
+    from gguf import LlamaFileType
+
+    m = llama()
+    m.meta["general.file_type"] = int(LlamaFileType.MOSTLY_NVFP4)
+    m.tensors = [(n, ne, Q.F16 if n in ("token_embd.weight", "output.weight") else ty if ty == Q.F32 else Q.NVFP4)
+                 for n, ne, ty in m.tensors]
+    path = m.write(tmp_path / "tiny-llama-NVFP4.gguf")
+    assert import_gguf(path).release.quant == "nvfp4"
+    code, out, err = run_cli("plan", str(path), "--gpu", "rtx5090", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["weights"]["bytes_total"] == m.bytes() and d["expected"]["tok_s"] > 0
+    assert any(n.startswith("nvfp4 under llama.cpp") for n in d["expected"]["notes"])
+    code, out, err = run_cli("plan", str(path), "--gpu", "rx7900xtx", "--json")
+    assert code == 0, err
+    assert json.loads(out)["expected"]["tok_s"] is None and "CUDA's" in json.loads(out)["expected"]["reason"]

@@ -1905,6 +1905,38 @@ def test_an_i_quant_plan_bands_down_to_what_published_i_quant_decodes_took(run_c
     assert k["tok_s_low"] / k["tok_s"] > 0.7 and not any(n.startswith("i-quant") for n in k["notes"])
 
 
+def test_an_i_quant_files_kernels_are_its_blocks_and_its_floor_follows_offloads_fleets_not_calibrations(run_cli):
+    """The i-quant class, its note and its band's floor go with the blocks that hold most of the file (kernels.
+    iquant_file_class): gpt-oss's IQ2_XXS file is its MXFP4 experts (FP4), Falcon's falls back to IQ4_NL throughout
+    (the legacy 4-bit class); an offloaded i-quant plan keeps the floor (Expected.decode_floor), a fleet's TPOT band
+    too; a calibrated plan takes its run's scale and neither."""
+    import json
+
+    from llmsize.estimate.expected import IQUANT_DECODE_RANGE
+
+    floor = IQUANT_DECODE_RANGE["llamacpp"][0]
+    for model, words in (("gpt-oss-20b", "FP4"), ("falcon-7b", "legacy 4/5-bit")):
+        code, out, err = run_cli("plan", model, "--gpu", "rtx4090", "--quant", "gguf-iq2_xxs", "--json")
+        assert code == 0, err
+        e = json.loads(out)["expected"]
+        assert not any(n.startswith("i-quant weights") for n in e["notes"]) and e["tok_s_low"] / e["tok_s"] > floor
+    code, out, err = run_cli("plan", "llama-3.1-70b", "--gpu", "rtx4060ti16", "--quant", "gguf-iq2_m", "--gpu-layers",
+                             "50", "--runtime", "llamacpp", "--host-memory", "ryzen-9000", "--json")
+    assert code == 0, err
+    e = json.loads(out)["expected"]
+    assert e["tok_s_low"] == pytest.approx(e["tok_s"] * floor, rel=1e-9)
+    code, out, err = run_cli("fleet", "llama-3.1-8b", "--users", "8", "--tok-s-per-user", "20", "--quant",
+                             "gguf-iq2_xxs", "--gpus", "rtx4090", "--json")
+    assert code == 0, err
+    row = json.loads(out)["rows"][0]
+    assert row["tpot_s"] / row["tpot_s_high"] == pytest.approx(floor, rel=1e-9)
+    code, out, err = run_cli("plan", "qwen2.5-7b", "--gpu", "rtx4080super", "--quant", "gguf-iq2_xxs", "--calibrate",
+                             str(CAL / "llama-bench.json"), "--json")
+    assert code == 0, err
+    e = json.loads(out)["expected"]
+    assert not any(n.startswith("i-quant weights") for n in e["notes"]) and e["tok_s_low"] / e["tok_s"] > floor
+
+
 def _hybrid_prompt_ratios(catalog, files) -> tuple[list[float], set[str]]:
     """Measured / predicted rates of the hybrids' prompt rows in `files` (the fit skips them; predict_rows prices
     them with --hybrid-prompts), and the sources they come from."""

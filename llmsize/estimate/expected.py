@@ -179,11 +179,19 @@ def iquant_key(be: str | None) -> str:
     return "llamacpp-vulkan" if be == "vulkan" else "llamacpp"
 
 
-def with_iquant_decode_band(e: Expected, key: str) -> Expected:
-    """`e` with its decode bands reaching down as far as published i-quant decodes ran (IQUANT_DECODE_RANGE[key]'s
-    short end; its long end lies within every llama.cpp band, tests/test_speed.py)."""
-    lo = IQUANT_DECODE_RANGE[key][0]
-    out = _replace(e, tok_s_low=min(e.tok_s_low, e.tok_s * lo))
+def iquant_decode_floor(plan: Plan, rid: str, c, be: str | None) -> float | None:
+    """The short end, as a multiple of the figure, that published i-quant decodes put a decode band at on backend
+    `be` (IQUANT_DECODE_RANGE's), where the plan's weights stream through i-quant kernels (kernels.kernel_class: a
+    file mostly of i-quant blocks) and the runtime's constants `c` have no fraction of theirs; None elsewhere."""
+    if kernel_class(plan, rid) != "iquant" or "iquant" in c.fitted_classes:
+        return None
+    return IQUANT_DECODE_RANGE[iquant_key(be)][0]
+
+
+def with_iquant_decode_band(e: Expected, lo: float) -> Expected:
+    """`e` with its decode bands reaching down to `lo` x its figures (iquant_decode_floor; the range's long end lies
+    within every llama.cpp band, tests/test_speed.py)."""
+    out = _replace(e, tok_s_low=min(e.tok_s_low, e.tok_s * lo), decode_floor=lo)
     if e.aggregate_tok_s is None:
         return out
     return _replace(out, aggregate_tok_s_low=min(e.aggregate_tok_s_low, e.aggregate_tok_s * lo))
@@ -300,7 +308,8 @@ def expect(plan: Plan, runtimes: Mapping[str, RuntimeSpec], runtime: str | None 
     elif plan.fmt.kernel_id == "nvfp4-w4a16" and be == "cuda" and rid in ("vllm", "sglang"):
         notes += (f"{RUNTIME_NAMES[rid]} runs weight-only NVFP4 (W4A16) through the Marlin kernel, 16-bit math on "
                   "any card (vLLM PR #42566, SGLang PR #33543): costed as the 4-bit weight-only class",)
-    if cls == "iquant" and cls not in c.fitted_classes:
+    floor = iquant_decode_floor(plan, rid, c, be) if calibration is None else None
+    if floor is not None:
         notes += (IQUANT_DECODE_NOTES[iquant_key(be)].format(eta=c.eta_weights_default),)
     elif cls not in c.fitted_classes:
         notes += (f"no {RUNTIME_NAMES[rid]} measurement of {plan.fmt.id}-class weights on this backend: its "
@@ -374,8 +383,8 @@ def expect(plan: Plan, runtimes: Mapping[str, RuntimeSpec], runtime: str | None 
                        pre, c, plan.decode_ceiling_tok_s, calibration, notes, plan.decode_b.tok_s)
     if has_recurrent_layers(plan.model):
         e = with_recurrent_prefill_band(e, rid, be, pre)
-    if cls == "iquant" and cls not in c.fitted_classes and calibration is None:
-        e = with_iquant_decode_band(e, iquant_key(be))
+    if floor is not None:
+        e = with_iquant_decode_band(e, floor)
     if plan.speculative is not None:
         e = with_speculation(e, plan, rid, c, calibration.factor if calibration else 1.0)
     below = faster_prompt_note(plan, rid, pre, e.ttft_s)

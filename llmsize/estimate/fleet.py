@@ -288,13 +288,16 @@ def card_caveats(g: GpuSpec, plan, row: FleetRow, runtime: str, w: Workload) -> 
     return tuple(out)
 
 
-def _with_bands(row: FleetRow, c, hybrid_range: tuple[float, float] | None = None) -> FleetRow:
+def _with_bands(row: FleetRow, c, hybrid_range: tuple[float, float] | None = None,
+                decode_floor: float | None = None) -> FleetRow:
     """The row's TPOT and TTFT bands from the runtime's held-out p5-p95 of measured / predicted rates (a faster
     rate is a shorter time): TPOT / high .. TPOT / low; TTFT's prefill likewise with the prefill band, its queue
     as it is. A hybrid's prefill (hybrid_range: expected.RECURRENT_PREFILL_RANGE's, as multiples of the figure)
-    spans at least what published hybrid prompts took, as plan's band does."""
+    spans at least what published hybrid prompts took, and i-quant weights' decode down to what published i-quant
+    decodes took (decode_floor: expected.iquant_decode_floor), as plan's bands do."""
     lo, hi = c.band_low, c.band_high
     plo, phi = c.prefill_band_low or lo, c.prefill_band_high or hi
+    lo = min(lo, decode_floor) if decode_floor is not None else lo
     wait = row.ttft_wait_s or 0.0
     pre = row.ttft_s - wait
     short, long = pre / phi, pre / plo
@@ -573,7 +576,7 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
     """Per card, the cheapest configuration that serves `w` (an hour's cost with `hourly` prices, else the fewest
     cards), the other serving mode beside it; `bought` (a card's price) adds what the row's cards cost to buy;
     kv_dtype None: each card's cache in the runtime's own dtype there (the row's kv_dtype says which)."""
-    from llmsize.estimate.expected import RECURRENT_PREFILL_RANGE, recurrent_prefill_key
+    from llmsize.estimate.expected import RECURRENT_PREFILL_RANGE, iquant_decode_floor, recurrent_prefill_key
     from llmsize.estimate.plan import make_plan
     from llmsize.estimate.runtimes import backend, constants
     from llmsize.estimate.step_inputs import has_recurrent_layers
@@ -667,7 +670,8 @@ def fleet_rows(model: ModelSpec, gpus: list[GpuSpec], w: Workload, runtime: str,
                     reasons.append(_miss(f"{label}: {why}", why.ratio, 1.0) if isinstance(why, Miss) else
                                    f"{label}: {why}")
                     continue
-                row = replace(_with_bands(row, c, hybrid), gpu_util=given_util(plan), kv_dtype=plan.inputs.kv_dtype)
+                row = replace(_with_bands(row, c, hybrid, iquant_decode_floor(plan, runtime, c, be)),
+                              gpu_util=given_util(plan), kv_dtype=plan.inputs.kv_dtype)
                 key = (row.cost_per_hour if price else row.cards_total, row.mode != "aggregated", tp * pp * dp)
                 if best is None or key < best[0]:
                     best = (key, row, plan)

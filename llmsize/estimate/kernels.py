@@ -152,8 +152,26 @@ def kernel_class(plan: Plan, runtime: str | None, marlin: bool = False) -> str:
     """The format class of the kernels `runtime` decodes the plan's weights with: the format's (speed.FORMAT_CLASS),
     except FP4 weights multiplied in 16 bits by a weight-only kernel (Marlin on NVIDIA cards): where the run says so
     (`marlin`), or under a tensor-core runtime on a card without FP4 instructions (no dense fp4 figure: Ampere, Ada,
-    Hopper, MI300X)."""
-    return through_marlin(format_class(plan.fmt.id), plan, runtime, marlin)
+    Hopper, MI300X); and an i-quant file type whose file is mostly other blocks (iquant_file_class)."""
+    cls = format_class(plan.fmt.id)
+    if cls == "iquant":
+        cls = iquant_file_class(plan.card_model or plan.model, plan.fmt.mix)
+    return through_marlin(cls, plan, runtime, marlin)
+
+
+def iquant_file_class(model, ftype: str) -> str:
+    """The kernel class of an i-quant file type's file for `model`: the i-quants' where their blocks hold most of its
+    bytes, else that of the block type that does (gpt-oss's files keep their MXFP4 experts, FP4; a model whose rows
+    are no multiple of 256, Falcon's, falls back to IQ4_NL throughout, the legacy 4-bit class)."""
+    from llmsize.estimate.gguf_mix import file_mix, types_by_bytes
+    from llmsize.estimate.speed import FORMAT_CLASS
+
+    by_type = types_by_bytes(list(file_mix(model, ftype)))
+    iq = sum(b for t, b in by_type.items() if FORMAT_CLASS.get(f"ggml-{t}") == "iquant")
+    if 2 * iq >= sum(by_type.values()):
+        return "iquant"
+    top = next(iter(by_type))
+    return {"mxfp4": "fp4", "f16": "f16", "bf16": "f16", "f32": "f16"}.get(top) or FORMAT_CLASS[f"ggml-{top}"]
 
 
 def through_marlin(cls: str, plan: Plan, runtime: str | None, marlin: bool) -> str:

@@ -335,9 +335,12 @@ def with_offload(result, lp: LlamaCppPlan):
     if e.spec_tok_s is not None:
         notes.append("speculative decoding is not estimated with part of the model on the host")
     one = e.batch == 1
+    low = off.decode_tok_s_low  # as low as the whole-card band's published floor reaches (Expected.decode_floor)
+    if e.decode_floor is not None and low is not None:
+        low = min(low, off.decode_tok_s * e.decode_floor)
     return replace(result, expected=replace(
-        e, tok_s=off.decode_tok_s, tok_s_low=off.decode_tok_s_low, tok_s_high=off.decode_tok_s_high,
-        aggregate_tok_s=off.decode_tok_s if one else None, aggregate_tok_s_low=off.decode_tok_s_low if one else None,
+        e, tok_s=off.decode_tok_s, tok_s_low=low, tok_s_high=off.decode_tok_s_high,
+        aggregate_tok_s=off.decode_tok_s if one else None, aggregate_tok_s_low=low if one else None,
         aggregate_tok_s_high=off.decode_tok_s_high if one else None, ttft_s=ttft, ttft_s_low=ttft_low,
         ttft_s_high=ttft_high, ttft_reason=None if ttft else ttft_reason, spec_tok_s=None, spec_tok_s_low=None,
         spec_tok_s_high=None,

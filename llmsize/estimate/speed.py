@@ -590,6 +590,10 @@ class Expected:
     # the batch-1 step's weights by the kernels that stream them: (kernel class, fraction of the card's bandwidth
     # the fit gives them, bytes a card reads), the most bytes first
     weight_streams: tuple[tuple[str, float, float], ...] = ()
+    # the short end of the decode band as a multiple of the figure, where published runs outside the fit put it
+    # lower than the fit's band (the i-quants': expected.iquant_decode_floor); a figure made from this one (an
+    # offload's) keeps it
+    decode_floor: float | None = None
 
 
 def expected_speed(step1: StepInputs, stepb: StepInputs, pre: PrefillInputs, c: Constants, ceiling_tok_s: float,

@@ -159,7 +159,7 @@ def import_model(path: str | Path, read_headers: bool = True, estimate_only: boo
 def _gguf_release(g) -> Release:
     """The file type llama-quantize wrote (general.file_type), as an llmsize format id."""
     from llmsize.estimate.gguf_blocks import FILE_TYPES
-    from llmsize.estimate.quant import FORMATS
+    from llmsize.estimate.quant import FORMATS, LLAMACPP_CONVERTED
 
     code = g.metadata.get("general.file_type")
     name = None
@@ -175,10 +175,14 @@ def _gguf_release(g) -> Release:
         return Release(f"gguf-{name}", "all", "general.file_type")
     if name in plain:
         return Release(plain[name], "all", "general.file_type")
-    # an IQ file type or none recorded: the block type holding most bytes
     by_type = {}
     for t in g.tensors.values():
         by_type[t.ggml_type] = by_type.get(t.ggml_type, 0) + t.nbytes
+    if name in LLAMACPP_CONVERTED or (name is None and any(t in LLAMACPP_CONVERTED for t in by_type)):
+        # a checkpoint the converter wrote in its own format (an NVFP4 one: its matrices NVFP4, the rest 16-bit)
+        fmt = name or next(t for t in by_type if t in LLAMACPP_CONVERTED)
+        return Release(fmt, "linear", "general.file_type" if name else "GGUF tensor types")
+    # another file type or none recorded: the block type holding most bytes
     top = max(by_type, key=by_type.get)
     fid = plain.get(top) or (f"ggml-{top}" if f"ggml-{top}" in FORMATS else None)
     if fid is None:

@@ -1252,6 +1252,10 @@ def test_llamacpp_plans_an_nvfp4_gguf_on_cuda_and_says_why_not_elsewhere(run_cli
                              "--runtime", "llamacpp", "--json")
     assert code == 0, err
     assert "not a GGUF type" in json.loads(out)["expected"]["reason"]
+    # gpt-oss's MXFP4 release on a Mac (llama.cpp the default there): no figure, and the GGUF its files are named
+    code, out, err = run_cli("plan", "gpt-oss-20b", "--gpu", "m4-max", "--json")
+    assert code == 0, err
+    assert "pick --quant gguf-mxfp4_moe" in json.loads(out)["expected"]["reason"]
 
 
 def test_an_nvfp4_plan_offloads_under_llamacpp_only(run_cli):

@@ -15,7 +15,7 @@ from llmsize.estimate.kernels import MATMUL_PRECISION, asked_marlin, fp32_stands
 from llmsize.estimate.kv import mla_mixers
 from llmsize.estimate.llamacpp_options import ollama_flash_attn
 from llmsize.estimate.plan import Plan
-from llmsize.estimate.quant import LLAMACPP_CONVERTED
+from llmsize.estimate.quant import LLAMACPP_CONVERTED, NEAREST_GGUF
 from llmsize.estimate.runtimes import (
     BACKEND_NAMES,
     CDNA3_TARGETS,
@@ -277,7 +277,9 @@ def expect(plan: Plan, runtimes: Mapping[str, RuntimeSpec], runtime: str | None 
 
         refused = runtime_load_refusal(rid, plan.fmt.id)
         if refused:
-            hint = (f"pick a {'GGUF' if rid == 'llamacpp' else 'MLX'} --quant, or another --runtime"
+            near = NEAREST_GGUF.get(plan.fmt.id) if rid == "llamacpp" else None
+            hint = (f"pick --quant {near} (the GGUF file type nearest it), or another --runtime" if near else
+                    f"pick a {'GGUF' if rid == 'llamacpp' else 'MLX'} --quant, or another --runtime"
                     if rid in ("llamacpp", "mlx") else
                     f"pick --runtime mlx (on an Apple card), or a --quant {RUNTIME_NAMES[rid]} loads")
             return ExpectedResult(rid, why, None, f"{refused}; {hint}", be)

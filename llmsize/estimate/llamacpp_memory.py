@@ -57,7 +57,7 @@ from llmsize.estimate.gguf_blocks import GGML_BLOCKS
 from llmsize.estimate.kv import llamacpp_state_bytes
 from llmsize.estimate.memo import by_identity
 from llmsize.estimate.prefill import widest_heads
-from llmsize.estimate.quant import FORMATS, LLAMACPP_KV_TYPES
+from llmsize.estimate.quant import FORMATS, LLAMACPP_KV_TYPES, NEAREST_GGUF
 
 ENGINES = ("llamacpp", "ollama")
 # ggml types a KV cache may use (quant.LLAMACPP_KV_TYPES): (values per block, bytes per block)
@@ -592,8 +592,8 @@ def _gguf_file_tensors(model: ModelSpec, format_id: str, scope: str | None) -> l
         return _nvfp4_file(model, scope or FORMATS["nvfp4"].default_scope)
     width = {"fp16": 2, "bf16": 2, "fp32": 4}.get(format_id)
     if width is None:  # the nearest GGUF file type to suggest
-        near = {"mxfp4": "gguf-mxfp4_moe", "fp8": "gguf-q8_0", "fp8-block128": "gguf-q8_0", "int8": "gguf-q8_0"}
+        near = NEAREST_GGUF.get(format_id, "gguf-q4_k_m")
         raise InvalidValueError(f"{model.id} in {format_id}: llama.cpp loads GGUF files, and {format_id} is not a "
-                                "GGUF file type.", f"Add --quant {near.get(format_id, 'gguf-q4_k_m')} (or another "
+                                "GGUF file type.", f"Add --quant {near} (or another "
                                 "gguf-* type, bf16, fp16), or plan a .gguf file.")
     return [(t.name, t.elements * (4 if t.f32 else width)) for t in file_tensors(model)]

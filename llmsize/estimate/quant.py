@@ -255,6 +255,11 @@ UNQUANTIZED = ("fp32", "fp16", "bf16")
 LLAMACPP_CONVERTED = ("nvfp4",)
 
 
+# the GGUF file type nearest a safetensors format llama.cpp does not load, to suggest in its place (gpt-oss's MXFP4
+# release is the MXFP4_MOE file its GGUFs are)
+NEAREST_GGUF = {"mxfp4": "gguf-mxfp4_moe", "fp8": "gguf-q8_0", "fp8-block128": "gguf-q8_0", "int8": "gguf-q8_0"}
+
+
 def runtime_load_refusal(runtime: str, format_id: str) -> str | None:
     """Why `runtime` cannot load weights in `format_id`, None where it can: GGUF files (gguf-, ggml-) are llama.cpp's
     (and Ollama's, LM Studio's), MLX's quantized formats are MLX's; 16-bit and 32-bit weights load everywhere."""

@@ -95,3 +95,24 @@ def test_fp8_ds_mla_is_656_bytes_per_token_per_mla_layer(catalog):
     m = catalog.model("deepseek-v3")
     assert kv_bytes(m, 1000, "fp8_ds_mla").bytes_per_token == 61 * 656
     assert kv_bytes(m, 1000, "fp8").bytes_per_token == 61 * 576
+
+
+def test_every_format_plans_and_prices_or_says_why_not():
+    """Every format `llmsize formats` lists plans Qwen3-8B on an RTX 4090 and an M4 Max and gets an expected figure
+    or its reason under the default runtime, without an error (the pure ggml-iq* block types once raised one: their
+    kernel class read a file type they have none of)."""
+    from llmsize.catalog.loader import Catalog
+    from llmsize.estimate.expected import expect
+    from llmsize.estimate.plan import PlanInputs, make_plan
+
+    cat = Catalog()
+    runtimes = {r.id: r for r in cat.runtimes.all()}
+    for fid in FORMATS:
+        for gpu in ("rtx4090", "m4-max"):
+            r = expect(make_plan(cat.model("qwen3-8b"), cat.gpu(gpu), PlanInputs(quant=fid)), runtimes)
+            assert (r.expected is None) == (r.reason is not None), (fid, gpu)
+
+
+def test_a_gguf_type_written_with_hyphens_is_found():
+    assert quant_format("gguf-iq2-xxs").id == "gguf-iq2_xxs" and quant_format("GGUF-Q4-K-M").id == "gguf-q4_k_m"
+    assert quant_format("ggml-iq2-xxs").id == "ggml-iq2_xxs" and quant_format("iq2-xxs").id == "gguf-iq2_xxs"

@@ -154,7 +154,7 @@ def kernel_class(plan: Plan, runtime: str | None, marlin: bool = False) -> str:
     (`marlin`), or under a tensor-core runtime on a card without FP4 instructions (no dense fp4 figure: Ampere, Ada,
     Hopper, MI300X); and an i-quant file type whose file is mostly other blocks (iquant_file_class)."""
     cls = format_class(plan.fmt.id)
-    if cls == "iquant":
+    if cls == "iquant" and plan.fmt.mix:  # a file type's file (a pure ggml-iq* format is its block throughout)
         cls = iquant_file_class(plan.card_model or plan.model, plan.fmt.mix)
     return through_marlin(cls, plan, runtime, marlin)
 

@@ -228,8 +228,9 @@ def quant_format(name: str) -> QuantFormat:
     if "=" in name:
         return recipe_format(recipe_parts(name))
     key = name.lower()
+    prefix, _, rest = key.partition("-")  # gguf-iq2-xxs: the type's own part written with hyphens
     for candidate in (key, key.replace("_", "-"), f"gguf-{key}", f"gguf-{key.replace('-', '_')}", f"ggml-{key}",
-                      f"ggml-{key.replace('-', '_')}"):
+                      f"ggml-{key.replace('-', '_')}", f"{prefix}-{rest.replace('-', '_')}"):
         if candidate in FORMATS:
             return FORMATS[candidate]
     close = close_names(key, FORMATS, n=3)

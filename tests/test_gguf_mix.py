@@ -68,8 +68,11 @@ def test_block_sizes_and_file_types_agree_with_ggufs_own_tables():
 
     from llmsize.estimate.gguf_blocks import FILE_TYPES, GGML_BLOCKS
 
+    from llmsize.estimate.quant import block_format
+
     for name, size in GGML_BLOCKS.items():
         assert GGML_QUANT_SIZES[GGMLQuantizationType[name.upper()]] == size, name
+        assert block_format(name) is not None, name  # a file's dominant block names its kernels (kernels.py)
     known = {t.name.removeprefix("MOSTLY_").lower() for t in LlamaFileType}
     assert set(FILE_TYPES) <= known
     assert {"iq1_s", "iq1_m", "iq2_xxs", "iq2_xs", "iq2_s", "iq2_m", "iq3_xxs", "iq3_xs", "iq3_s", "iq3_m",

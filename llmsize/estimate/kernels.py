@@ -164,14 +164,13 @@ def iquant_file_class(model, ftype: str) -> str:
     bytes, else that of the block type that does (gpt-oss's files keep their MXFP4 experts, FP4; a model whose rows
     are no multiple of 256, Falcon's, falls back to IQ4_NL throughout, the legacy 4-bit class)."""
     from llmsize.estimate.gguf_mix import file_mix, types_by_bytes
-    from llmsize.estimate.speed import FORMAT_CLASS
+    from llmsize.estimate.quant import block_format
 
     by_type = types_by_bytes(list(file_mix(model, ftype)))
-    iq = sum(b for t, b in by_type.items() if FORMAT_CLASS.get(f"ggml-{t}") == "iquant")
-    if 2 * iq >= sum(by_type.values()):
+    classes = {t: format_class(block_format(t)) for t in by_type}
+    if 2 * sum(b for t, b in by_type.items() if classes[t] == "iquant") >= sum(by_type.values()):
         return "iquant"
-    top = next(iter(by_type))
-    return {"mxfp4": "fp4", "f16": "f16", "bf16": "f16", "f32": "f16"}.get(top) or FORMAT_CLASS[f"ggml-{top}"]
+    return classes[next(iter(by_type))]  # the block type holding most bytes
 
 
 def through_marlin(cls: str, plan: Plan, runtime: str | None, marlin: bool) -> str:

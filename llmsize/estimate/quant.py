@@ -256,6 +256,17 @@ UNQUANTIZED = ("fp32", "fp16", "bf16")
 LLAMACPP_CONVERTED = ("nvfp4",)
 
 
+def block_format(ggml_type: str) -> str | None:
+    """The llmsize format of a GGUF tensor's ggml block type: the 16- and 32-bit ones, a converted checkpoint's own
+    (LLAMACPP_CONVERTED: NVFP4), MXFP4, else the pure block format (ggml-q4_k ...); None for a type not listed."""
+    plain = {"f16": "fp16", "bf16": "bf16", "f32": "fp32"}
+    if ggml_type in plain:
+        return plain[ggml_type]
+    if ggml_type in (*LLAMACPP_CONVERTED, "mxfp4"):
+        return ggml_type
+    return f"ggml-{ggml_type}" if f"ggml-{ggml_type}" in FORMATS else None
+
+
 # the GGUF file type nearest a safetensors format llama.cpp does not load, to suggest in its place (gpt-oss's MXFP4
 # release is the MXFP4_MOE file its GGUFs are)
 NEAREST_GGUF = {"mxfp4": "gguf-mxfp4_moe", "fp8": "gguf-q8_0", "fp8-block128": "gguf-q8_0", "int8": "gguf-q8_0"}

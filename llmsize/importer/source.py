@@ -159,7 +159,7 @@ def import_model(path: str | Path, read_headers: bool = True, estimate_only: boo
 def _gguf_release(g) -> Release:
     """The file type llama-quantize wrote (general.file_type), as an llmsize format id."""
     from llmsize.estimate.gguf_blocks import FILE_TYPES
-    from llmsize.estimate.quant import FORMATS, LLAMACPP_CONVERTED
+    from llmsize.estimate.quant import FORMATS, LLAMACPP_CONVERTED, block_format
 
     code = g.metadata.get("general.file_type")
     name = None
@@ -170,21 +170,20 @@ def _gguf_release(g) -> Release:
             name = LlamaFileType(code).name.removeprefix("MOSTLY_").removeprefix("ALL_").lower()
         except ValueError:
             name = None
-    plain = {"f16": "fp16", "bf16": "bf16", "f32": "fp32"}
     if name in FILE_TYPES:
         return Release(f"gguf-{name}", "all", "general.file_type")
-    if name in plain:
-        return Release(plain[name], "all", "general.file_type")
+    if name in ("f16", "bf16", "f32"):  # a converter's file: the type and the block are one
+        return Release(block_format(name), "all", "general.file_type")
     by_type = {}
     for t in g.tensors.values():
         by_type[t.ggml_type] = by_type.get(t.ggml_type, 0) + t.nbytes
-    if name in LLAMACPP_CONVERTED or (name is None and any(t in LLAMACPP_CONVERTED for t in by_type)):
+    converted = [block_format(t) for t in by_type if block_format(t) in LLAMACPP_CONVERTED]
+    if name in LLAMACPP_CONVERTED or (name is None and converted):
         # a checkpoint the converter wrote in its own format (an NVFP4 one: its matrices NVFP4, the rest 16-bit)
-        fmt = name or next(t for t in by_type if t in LLAMACPP_CONVERTED)
-        return Release(fmt, "linear", "general.file_type" if name else "GGUF tensor types")
+        return Release(name or converted[0], "linear", "general.file_type" if name else "GGUF tensor types")
     # another file type or none recorded: the block type holding most bytes
     top = max(by_type, key=by_type.get)
-    fid = plain.get(top) or (f"ggml-{top}" if f"ggml-{top}" in FORMATS else None)
+    fid = block_format(top)
     if fid is None:
         fid = min((f for f in FORMATS if f.startswith("ggml-")),
                   key=lambda f: abs(float(FORMATS[f].bits_per_weight) - 8 * by_type[top] / sum(
